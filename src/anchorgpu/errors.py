@@ -1,0 +1,156 @@
+"""One error tree for the whole of AnchorGPU.
+
+Every error a user can cause is an :class:`AnchorError` with a stable ``code`` (used by the API's
+problem+json bodies and by the glossary) and a one-line message that names the offending field or
+value. Faces map the three families to their own vocabulary in one table each:
+
+    AnchorError
+    ├── InvalidInput        (CLI exit 2, HTTP 422)   bad values, malformed files, impossible layouts
+    │   ├── InvalidConfig       a model config.json that is malformed, truncated or missing a field
+    │   ├── InvalidWorkload     a planner request that cannot be evaluated (zero GPUs, TP not dividing heads …)
+    │   ├── InvalidTerm         a rental term that is not N hours, N weeks or N months
+    │   ├── PartialGpuRequested MIG / vGPU / time-slicing or fractional GPU counts
+    │   ├── DataFileError       a shipped data file with a bad row (names file and row)
+    │   └── HubUnavailable      a Hub id that could not be fetched (offline, unknown repo)
+    ├── NotFound            (CLI exit 3, HTTP 404)
+    │   ├── UnknownGpu          with "did you mean" suggestions
+    │   ├── UnknownModel        with "did you mean" suggestions
+    │   └── UnknownEntity       any other named thing (offering, quote, allocation, glossary entry …)
+    └── Conflict            (CLI exit 4, HTTP 409)   the request is well formed but the state forbids it
+
+Areas add subclasses beside the ones here; they never define a second root.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from difflib import get_close_matches
+
+__all__ = [
+    "AnchorError",
+    "Conflict",
+    "DataFileError",
+    "HubUnavailable",
+    "InvalidConfig",
+    "InvalidInput",
+    "InvalidTerm",
+    "InvalidWorkload",
+    "NotFound",
+    "PartialGpuRequested",
+    "UnknownEntity",
+    "UnknownGpu",
+    "UnknownModel",
+    "did_you_mean",
+]
+
+
+class AnchorError(Exception):
+    """Root of every error AnchorGPU raises on purpose.
+
+    ``code`` is stable (API clients and the glossary rely on it); ``message`` is one line.
+    """
+
+    code: str = "anchor_error"
+    exit_code: int = 1
+    http_status: int = 500
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        one_line = " ".join(str(message).split())
+        super().__init__(one_line)
+        self.message = one_line
+        if code is not None:
+            self.code = code
+
+
+class InvalidInput(AnchorError, ValueError):
+    """The request or a file it names is malformed; nothing was changed."""
+
+    code = "invalid_input"
+    exit_code = 2
+    http_status = 422
+
+
+class InvalidConfig(InvalidInput):
+    code = "invalid_config"
+
+
+class InvalidWorkload(InvalidInput):
+    code = "invalid_workload"
+
+
+class InvalidTerm(InvalidInput):
+    code = "invalid_term"
+
+
+class PartialGpuRequested(InvalidInput):
+    code = "partial_gpu_not_offered"
+
+
+class DataFileError(InvalidInput):
+    """A shipped or user-supplied data file has a bad row; the message names file and row."""
+
+    code = "data_file_error"
+
+    def __init__(self, file: str, row: int | str, reason: str) -> None:
+        super().__init__(f"{file}, row {row}: {reason}")
+        self.file = file
+        self.row = row
+
+
+class HubUnavailable(InvalidInput):
+    code = "hub_unavailable"
+
+
+class NotFound(AnchorError, LookupError):
+    code = "not_found"
+    exit_code = 3
+    http_status = 404
+
+
+def did_you_mean(name: str, candidates: Iterable[str], *, n: int = 3) -> list[str]:
+    """Closest candidate names to ``name`` (case-insensitive), best first.
+
+    >>> did_you_mean("h10", ["h100", "h200", "a100"])
+    ['h100', 'h200', 'a100']
+    """
+    pool = {c.lower(): c for c in candidates}
+    return [pool[m] for m in get_close_matches(name.lower(), list(pool), n=n, cutoff=0.5)]
+
+
+def _with_suggestions(kind: str, name: str, suggestions: Sequence[str]) -> str:
+    hint = f"; did you mean {', '.join(repr(s) for s in suggestions)}?" if suggestions else ""
+    return f"unknown {kind} {name!r}{hint}"
+
+
+class UnknownGpu(NotFound):
+    code = "unknown_gpu"
+
+    def __init__(self, name: str, suggestions: Sequence[str] = ()) -> None:
+        super().__init__(_with_suggestions("GPU", name, suggestions))
+        self.name = name
+        self.suggestions = list(suggestions)
+
+
+class UnknownModel(NotFound):
+    code = "unknown_model"
+
+    def __init__(self, name: str, suggestions: Sequence[str] = ()) -> None:
+        super().__init__(_with_suggestions("model", name, suggestions))
+        self.name = name
+        self.suggestions = list(suggestions)
+
+
+class UnknownEntity(NotFound):
+    """Any other named thing that does not exist (or is not visible to this account)."""
+
+    def __init__(self, kind: str, name: str, suggestions: Sequence[str] = (), *, code: str | None = None) -> None:
+        super().__init__(_with_suggestions(kind, name, suggestions), code=code or f"unknown_{kind.replace(' ', '_')}")
+        self.kind = kind
+        self.name = name
+        self.suggestions = list(suggestions)
+
+
+class Conflict(AnchorError):
+    code = "conflict"
+    exit_code = 4
+    http_status = 409

@@ -1,0 +1,63 @@
+"""Frozen records for GPU hardware: what the planner and catalog read about a GPU. Pure; stdlib only.
+
+Peak throughputs keep "absent in hardware" distinct from "unknown": ``Peak.status`` says which, and
+``Peak.uncertain`` marks a value the source flags as doubtful (a ``?`` in the reference table).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["GpuSpec", "Peak", "PeakStatus", "Precision", "PRECISIONS"]
+
+Precision = Literal["fp64", "fp32", "tf32", "bf16", "fp8", "int8", "fp4"]
+PRECISIONS: tuple[Precision, ...] = ("fp64", "fp32", "tf32", "bf16", "fp8", "int8", "fp4")
+PeakStatus = Literal["known", "absent", "unknown"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Peak:
+    """Dense (no sparsity) peak throughput for one precision, in FLOP/s (OP/s for int8)."""
+
+    status: PeakStatus
+    flops_per_s: float | None = None  # None unless status == "known"
+    uncertain: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuSpec:
+    name: str  # canonical id, e.g. "h100-sxm"
+    display_name: str  # e.g. "NVIDIA H100 SXM 80GB"
+    aliases: tuple[str, ...]
+    vendor: Literal["NVIDIA", "AMD"]
+    architecture: str
+    form_factor: str
+    memory_bytes: int  # what the planner budgets against (usable/platform figure)
+    memory_headline: str  # the vendor's figure as written, e.g. "80 GB", "192 GiB"
+    memory_unit: Literal["GB", "GiB"]  # which unit the vendor's headline means
+    memory_type: str
+    memory_bandwidth_bytes_per_s: float
+    peaks: dict[str, Peak]  # keyed by Precision
+    fp8_hardware: bool
+    fp4_hardware: bool
+    interconnect: str  # "none (PCIe only)" when there is no scale-up link
+    interconnect_bandwidth_bytes_per_s: float | None  # per GPU, bidirectional; None if none/unknown
+    pcie_gen: str
+    pcie_bandwidth_bytes_per_s: float | None
+    tdp_w: int | None
+    compute_capability: str | None  # CUDA, e.g. "9.0"
+    rocm_gfx_target: str | None  # ROCm, e.g. "gfx942"
+    partitioning: str  # e.g. "MIG up to 7 (10 GB each)" — AnchorGPU rents whole GPUs regardless
+    sources: tuple[str, ...]
+    notes: str = ""
+    uncertain_fields: tuple[str, ...] = field(default=())
+
+    @property
+    def software_stack(self) -> Literal["cuda", "rocm"]:
+        return "rocm" if self.vendor == "AMD" else "cuda"
+
+    def peak_flops_per_s(self, precision: str) -> float | None:
+        """Dense peak for ``precision`` or None when absent/unknown."""
+        peak = self.peaks.get(precision)
+        return peak.flops_per_s if peak is not None and peak.status == "known" else None

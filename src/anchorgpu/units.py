@@ -1,0 +1,153 @@
+"""Units shared by every area: bytes, money and rental terms. Pure; stdlib only.
+
+Names carry their units (``_bytes``, ``_s``, ``_usd``). Bytes are integers everywhere inside
+AnchorGPU; conversion to GB/GiB happens only for display. Money is :class:`decimal.Decimal` USD,
+rounded by :func:`round_usd` and nowhere else.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, Decimal
+from typing import Literal
+
+from anchorgpu.errors import InvalidTerm, PartialGpuRequested
+
+__all__ = [
+    "GB",
+    "GIB",
+    "HOURS_PER_COMPARISON_MONTH",
+    "HOURS_PER_RENTAL_MONTH",
+    "HOURS_PER_WEEK",
+    "KIB",
+    "MB",
+    "MIB",
+    "TB",
+    "TIB",
+    "Term",
+    "ceil_div",
+    "fmt_bytes",
+    "parse_term",
+    "require_whole_gpus",
+    "round_usd",
+    "usd",
+]
+
+KB, MB, GB, TB = 10**3, 10**6, 10**9, 10**12
+KIB, MIB, GIB, TIB = 2**10, 2**20, 2**30, 2**40
+
+HOURS_PER_WEEK = 168
+"""A rental week is exactly 7 days."""
+HOURS_PER_RENTAL_MONTH = 720
+"""A rental month is exactly 30 days: what a monthly term lasts and bills."""
+HOURS_PER_COMPARISON_MONTH = 730
+"""Average hours in a calendar month: used only for the "per GPU-hour" comparison figure."""
+
+CENT = Decimal("0.01")
+
+
+def ceil_div(numerator: int, denominator: int) -> int:
+    """Integer ceiling division for non-negative numerator and positive denominator.
+
+    >>> ceil_div(10, 4)
+    3
+    """
+    return -(-numerator // denominator)
+
+
+def usd(value: str | int | Decimal) -> Decimal:
+    """Exact Decimal from a string or integer (never from a float).
+
+    >>> usd("2190")
+    Decimal('2190')
+    """
+    if isinstance(value, float):  # floats cannot carry money exactly
+        raise TypeError("money must be given as str, int or Decimal, not float")
+    return Decimal(value)
+
+
+def round_usd(amount: Decimal) -> Decimal:
+    """The one rounding rule for money: to the cent, half to even (banker's rounding).
+
+    >>> round_usd(Decimal("2190") / 730)
+    Decimal('3.00')
+    >>> round_usd(Decimal("0.125"))
+    Decimal('0.12')
+    """
+    return amount.quantize(CENT, rounding=ROUND_HALF_EVEN)
+
+
+TermUnit = Literal["hour", "week", "month"]
+_TERM_HOURS: dict[str, int] = {"hour": 1, "week": HOURS_PER_WEEK, "month": HOURS_PER_RENTAL_MONTH}
+_TERM_ALIASES: dict[str, TermUnit] = {
+    "h": "hour", "hr": "hour", "hrs": "hour", "hour": "hour", "hours": "hour",
+    "w": "week", "wk": "week", "week": "week", "weeks": "week",
+    "mo": "month", "mon": "month", "month": "month", "months": "month",
+}
+_TERM_RE = re.compile(r"^\s*(\d+)\s*([a-z]+)\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """A fixed rental term: ``count`` hours, weeks (168 h) or months (720 h)."""
+
+    unit: TermUnit
+    count: int
+
+    @property
+    def hours(self) -> int:
+        return self.count * _TERM_HOURS[self.unit]
+
+    def __str__(self) -> str:
+        return f"{self.count}{ {'hour': 'h', 'week': 'w', 'month': 'month'}[self.unit] }"
+
+
+def parse_term(text: str) -> Term:
+    """Parse ``1h``, ``36 hours``, ``2w``, ``1month``, ``3 months``.
+
+    >>> parse_term("2w").hours
+    336
+    >>> parse_term("1month").hours
+    720
+    """
+    match = _TERM_RE.match(text.lower()) if isinstance(text, str) else None
+    if not match or match.group(2) not in _TERM_ALIASES:
+        raise InvalidTerm(f"term {text!r}: expected N hours, N weeks or N months, e.g. '8h', '2w', '1month'")
+    count = int(match.group(1))
+    if count <= 0:
+        raise InvalidTerm(f"term {text!r}: the count must be a positive whole number")
+    return Term(unit=_TERM_ALIASES[match.group(2)], count=count)
+
+
+def require_whole_gpus(gpus: float | int, *, field: str = "gpus") -> int:
+    """Whole GPUs only: AnchorGPU offers no MIG slices, vGPU or time-slicing.
+
+    >>> require_whole_gpus(8)
+    8
+    """
+    if isinstance(gpus, bool) or not isinstance(gpus, int | float) or not math.isfinite(gpus) or gpus != int(gpus):
+        raise PartialGpuRequested(
+            f"{field}={gpus!r}: only whole GPUs are offered (no MIG slices, vGPU or time-slicing)"
+        )
+    if gpus < 1:
+        raise PartialGpuRequested(f"{field}={gpus!r}: at least one whole GPU is needed")
+    return int(gpus)
+
+
+def fmt_bytes(n_bytes: int | float, *, binary: bool = True) -> str:
+    """Human-readable size for display only.
+
+    >>> fmt_bytes(80 * GIB)
+    '80.00 GiB'
+    >>> fmt_bytes(141 * GB, binary=False)
+    '141.00 GB'
+    """
+    step, names = (1024, ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]) if binary else (1000, ["B", "kB", "MB", "GB", "TB", "PB"])
+    value = float(n_bytes)
+    for name in names:
+        if abs(value) < step or name == names[-1]:
+            return f"{value:.2f} {name}" if name != "B" else f"{int(value)} B"
+        value /= step
+    raise AssertionError("unreachable")
