@@ -1,0 +1,103 @@
+"""``create_app(settings)``: the one ASGI application serving the JSON API (``/v1``) and the web page.
+
+Nothing happens at import. ``create_app`` wires routers, error handlers and middleware; the store is
+built from the settings on first use (:func:`anchorgpu.api.deps.get_store`). Worker processes import
+:mod:`anchorgpu.api.asgi`, the only module that calls ``create_app()`` at import.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from datetime import datetime
+from importlib import resources
+
+from fastapi import APIRouter, FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from anchorgpu import __version__
+from anchorgpu.api.deps import system_clock
+from anchorgpu.api.errors import install_error_handlers
+from anchorgpu.api.security import SecurityHeadersMiddleware
+from anchorgpu.config import Settings, get_settings
+from anchorgpu.web.session import SessionMiddleware, session_secret_from_env
+
+__all__ = ["API_PREFIX", "create_app"]
+
+API_PREFIX = "/v1"
+
+_API_ROUTERS: tuple[str, ...] = ("health",)
+"""Our routers under ``/v1`` (``anchorgpu.api.routes.<name>.router``), one per resource."""
+_WEB_ROUTERS: tuple[str, ...] = ("pages",)
+"""Our page routers (``anchorgpu.web.<name>.router``)."""
+_GLOSSARY_API = "anchorgpu.api.routes.glossary"
+_GLOSSARY_WEB = "anchorgpu.web.glossary"
+"""Written by the glossary area; included when present."""
+
+_DESCRIPTION = """\
+AnchorGPU tells you whether an ML workload fits, on which GPUs, how fast and at what cost, then quotes
+and books that capacity exactly once.
+
+* Planner, catalog and glossary are public.
+* Quotes and allocations need `Authorization: Bearer <api key>` (get a key with `anchorgpu accounts create NAME`
+  or from the page's sign-in screen on the embedded default).
+* `POST /v1/allocations` and the allocation actions need an `Idempotency-Key` header: a retry with the same key and
+  body replays the first answer (`Idempotent-Replayed: true`); the same key with another body is refused.
+* Errors are `application/problem+json` with a stable `code`.
+* Stopping an allocation does not pause its paid term: it still ends at `starts_at + term` and costs the same.
+"""
+
+
+def _optional_router(module_name: str) -> APIRouter | None:
+    """The ``router`` of a module that another area may not have written yet (the glossary's)."""
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name == module_name:
+            return None
+        raise
+    router = getattr(module, "router", None)
+    return router if isinstance(router, APIRouter) else None
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    clock: Callable[[], datetime] = system_clock,
+    session_secret: str | None = None,
+    allow_signup: bool | None = None,
+) -> FastAPI:
+    """Build the application.
+
+    ``allow_signup`` lets the sign-in page create an account and show its key once; by default it is on
+    for the embedded SQLite database (a one-machine set-up) and off for PostgreSQL deployments.
+    """
+    settings = settings or get_settings()
+    app = FastAPI(
+        title="AnchorGPU",
+        version=__version__,
+        description=_DESCRIPTION,
+        openapi_url="/openapi.json",
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.clock = clock
+    app.state.allow_signup = settings.database_url.startswith("sqlite") if allow_signup is None else allow_signup
+
+    install_error_handlers(app)
+    for name in _API_ROUTERS:
+        app.include_router(importlib.import_module(f"anchorgpu.api.routes.{name}").router, prefix=API_PREFIX)
+    glossary_api = _optional_router(_GLOSSARY_API)
+    if glossary_api is not None:
+        app.include_router(glossary_api, prefix=API_PREFIX)
+    for name in _WEB_ROUTERS:
+        app.include_router(importlib.import_module(f"anchorgpu.web.{name}").router, include_in_schema=False)
+    glossary_web = _optional_router(_GLOSSARY_WEB)
+    if glossary_web is not None:
+        app.include_router(glossary_web, include_in_schema=False)
+    app.mount("/static", StaticFiles(directory=str(resources.files("anchorgpu.web") / "static")), name="static")
+
+    app.add_middleware(SessionMiddleware, secret=session_secret or session_secret_from_env())
+    app.add_middleware(SecurityHeadersMiddleware)
+    return app

@@ -1,0 +1,139 @@
+"""Dependencies of the API and the page, as ``Annotated`` aliases that tests override.
+
+``create_app`` stores the settings and a clock on ``app.state``; the store (engine + unit-of-work
+factory, built by :mod:`anchorgpu.bootstrap`) is built on first use and kept on ``app.state`` too, so
+importing this module or creating an app touches no database. Tests replace any of these through
+``app.dependency_overrides[get_clock] = lambda: fixed_clock`` and so on.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from fastapi import Depends, Header, Request
+
+from anchorgpu.api.errors import AuthenticationRequired, IdempotencyKeyInvalid, IdempotencyKeyMissing
+from anchorgpu.config import Settings
+
+__all__ = [
+    "AccountDep",
+    "ClockDep",
+    "IdempotencyKeyDep",
+    "SettingsDep",
+    "StoreDep",
+    "UowFactoryDep",
+    "get_clock",
+    "get_current_account",
+    "get_settings",
+    "get_store",
+    "get_uow_factory",
+    "require_idempotency_key",
+    "system_clock",
+    "validate_idempotency_key",
+]
+
+Clock = Callable[[], datetime]
+_store_lock = threading.Lock()
+
+
+def system_clock() -> datetime:
+    """The real clock, timezone-aware UTC (the only place the API reads the time)."""
+    return datetime.now(UTC)
+
+
+def get_settings(request: Request) -> Settings:
+    settings = request.app.state.settings
+    assert isinstance(settings, Settings)
+    return settings
+
+
+def get_clock(request: Request) -> Clock:
+    clock: Clock = request.app.state.clock
+    return clock
+
+
+def get_store(request: Request) -> Any:
+    """The wired store of this app (engine + UoW factory), built once on first use."""
+    state = request.app.state
+    store = getattr(state, "store", None)
+    if store is None:
+        with _store_lock:
+            store = getattr(state, "store", None)
+            if store is None:
+                from anchorgpu import bootstrap
+
+                store = bootstrap.bootstrap(state.settings)
+                state.store = store
+    return store
+
+
+def get_uow_factory(store: Annotated[Any, Depends(get_store)]) -> Callable[[], Any]:
+    factory: Callable[[], Any] = store.uow_factory
+    return factory
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+ClockDep = Annotated[Clock, Depends(get_clock)]
+StoreDep = Annotated[Any, Depends(get_store)]
+UowFactoryDep = Annotated[Callable[[], Any], Depends(get_uow_factory)]
+
+
+def _bearer_key(authorization: str | None) -> str | None:
+    if not authorization:
+        return None
+    scheme, _, key = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer" or not key.strip():
+        return None
+    return key.strip()
+
+
+def get_current_account(
+    uow_factory: UowFactoryDep,
+    authorization: Annotated[
+        str | None, Header(description="`Bearer <api key>`; keys come from `anchorgpu accounts create NAME`")
+    ] = None,
+) -> Any:
+    """The account of the ``Authorization: Bearer`` key; 401 ``authentication_required`` otherwise."""
+    key = _bearer_key(authorization)
+    if key is None:
+        raise AuthenticationRequired("this endpoint needs 'Authorization: Bearer <api key>' (get one with: anchorgpu accounts create NAME)")
+    from anchorgpu.accounts import authenticate
+
+    try:
+        return authenticate(uow_factory(), key)
+    except LookupError as exc:  # NotFound-like answers from the accounts service
+        raise AuthenticationRequired("the API key is not valid") from exc
+
+
+AccountDep = Annotated[Any, Depends(get_current_account)]
+
+
+def validate_idempotency_key(value: str | None) -> str:
+    """The key itself, or an error: required, 1–255 printable ASCII characters.
+
+    >>> validate_idempotency_key("order-42")
+    'order-42'
+    """
+    if value is None:
+        raise IdempotencyKeyMissing("this request needs an 'Idempotency-Key' header (1-255 printable characters) so a retry cannot book twice")
+    if not 1 <= len(value) <= 255 or not all(" " <= ch <= "~" for ch in value):
+        raise IdempotencyKeyInvalid("the 'Idempotency-Key' header must be 1-255 printable ASCII characters")
+    return value
+
+
+def require_idempotency_key(
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            description="Required. 1-255 printable characters, unique per intended action; a retry with the same key and body replays the first answer",
+        ),
+    ] = None,
+) -> str:
+    return validate_idempotency_key(idempotency_key)
+
+
+IdempotencyKeyDep = Annotated[str, Depends(require_idempotency_key)]

@@ -1,0 +1,168 @@
+"""Errors → HTTP, in this one module (RFC 9457 ``application/problem+json``).
+
+Every body has ``type``, ``title``, ``status``, ``detail`` and a stable ``code``:
+
+- an :class:`~anchorgpu.errors.AnchorError` uses its own ``http_status`` and ``code`` (InvalidInput → 422,
+  NotFound → 404, Conflict → 409, and whatever a subclass says, e.g. 400 for a missing idempotency key);
+- a request that fails validation (wrong type, missing field, out-of-range number) → 422 ``invalid_request``
+  with the offending fields listed under ``errors``;
+- an HTTP error raised by the framework (unknown path 404, wrong method 405, 401) keeps its status;
+- a request for a page (any path outside ``/v1``) gets the same status as an HTML page instead, and a page
+  that needs a signed-in session redirects to ``/signin``;
+- anything else is a bug in AnchorGPU: logged with its traceback and answered 500 ``internal_error``
+  without details. No input a client can send should reach that branch; the schema fuzz test checks it.
+"""
+
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from anchorgpu.errors import AnchorError
+
+__all__ = [
+    "PROBLEM_JSON",
+    "AuthenticationRequired",
+    "IdempotencyKeyInvalid",
+    "IdempotencyKeyMissing",
+    "install_error_handlers",
+    "problem",
+    "problem_from_error",
+]
+
+PROBLEM_JSON = "application/problem+json"
+TYPE_BASE = "/glossary/errors#"
+"""``type`` URIs point at the error's explanation (relative to the server)."""
+_log = logging.getLogger("anchorgpu.api")
+
+
+class AuthenticationRequired(AnchorError):
+    """No API key, or one that matches no account (HTTP 401)."""
+
+    code = "authentication_required"
+    exit_code = 2
+    http_status = 401
+
+
+class IdempotencyKeyMissing(AnchorError):
+    """A purchase-like POST came without the ``Idempotency-Key`` header (HTTP 400)."""
+
+    code = "idempotency_key_missing"
+    exit_code = 2
+    http_status = 400
+
+
+class IdempotencyKeyInvalid(AnchorError):
+    """The ``Idempotency-Key`` header is empty, longer than 255 characters or not printable ASCII (HTTP 400)."""
+
+    code = "idempotency_key_invalid"
+    exit_code = 2
+    http_status = 400
+
+
+def _title(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"
+
+
+def problem(status: int, code: str, detail: str, *, headers: dict[str, str] | None = None, **extra: Any) -> JSONResponse:
+    """A problem+json response with our stable ``code``."""
+    body: dict[str, Any] = {"type": f"{TYPE_BASE}{code}", "title": _title(status), "status": status, "detail": detail, "code": code}
+    body.update(extra)
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def problem_from_error(exc: AnchorError) -> JSONResponse:
+    """The response for one of our errors, from its own ``http_status`` and ``code``."""
+    status = exc.http_status if 400 <= exc.http_status < 600 else 500
+    headers = {"WWW-Authenticate": 'Bearer realm="anchorgpu"'} if status == 401 else None
+    extra: dict[str, Any] = {}
+    suggestions = getattr(exc, "suggestions", None)
+    if suggestions:
+        extra["suggestions"] = list(suggestions)
+    return problem(status, exc.code, exc.message, headers=headers, **extra)
+
+
+def _field_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+    out = []
+    for err in exc.errors():
+        loc = [str(part) for part in err.get("loc", ())]
+        out.append({"field": ".".join(loc), "message": str(err.get("msg", "invalid"))})
+    return out
+
+
+def _validation_detail(errors: list[dict[str, Any]]) -> str:
+    if not errors:
+        return "the request is not valid"
+    first = errors[0]
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{first['field']}: {first['message']}{more}"
+
+
+def _is_page(request: Request) -> bool:
+    path = request.url.path
+    return not (path.startswith("/v1") or path.startswith("/static") or path in ("/openapi.json", "/docs"))
+
+
+def _page(request: Request, status: int, code: str, detail: str) -> Response:
+    from anchorgpu.web.templating import render
+
+    return render(request, "error.html", {"status": status, "title": _title(status), "code": code, "detail": detail}, status_code=status)
+
+
+async def _on_anchor_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, AnchorError)
+    if _is_page(request):
+        return _page(request, exc.http_status, exc.code, exc.message)
+    return problem_from_error(exc)
+
+
+async def _on_sign_in_required(request: Request, exc: Exception) -> Response:
+    from anchorgpu.web.deps import SignInRequired
+
+    assert isinstance(exc, SignInRequired)
+    return RedirectResponse(exc.location, status_code=303)
+
+
+async def _on_validation_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    errors = _field_errors(exc)
+    if _is_page(request):
+        return _page(request, 422, "invalid_request", _validation_detail(errors))
+    return problem(422, "invalid_request", _validation_detail(errors), errors=errors)
+
+
+async def _on_http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    codes = {404: "not_found", 405: "method_not_allowed", 401: "authentication_required", 413: "request_too_large"}
+    code = codes.get(exc.status_code, f"http_{exc.status_code}")
+    detail = exc.detail if isinstance(exc.detail, str) else _title(exc.status_code)
+    if exc.status_code == 404 and detail == "Not Found":
+        detail = f"no such path: {request.url.path}"
+    if _is_page(request) and exc.status_code in (404, 405):
+        return _page(request, exc.status_code, code, detail)
+    return problem(exc.status_code, code, detail, headers=dict(exc.headers or {}) or None)
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+    _log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return problem(500, "internal_error", "an internal error occurred; it has been logged")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register every handler above on ``app`` (called once by ``create_app``)."""
+    from anchorgpu.web.deps import SignInRequired
+
+    app.add_exception_handler(AnchorError, _on_anchor_error)
+    app.add_exception_handler(SignInRequired, _on_sign_in_required)
+    app.add_exception_handler(RequestValidationError, _on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, _on_http_exception)
+    app.add_exception_handler(Exception, _on_unexpected)

@@ -1,0 +1,63 @@
+"""Home page and sign-in (with an API key), sign-up on the embedded default, sign-out."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from anchorgpu.api.deps import UowFactoryDep
+from anchorgpu.web.deps import require_csrf
+from anchorgpu.web.templating import render, web_session
+
+router = APIRouter(dependencies=[Depends(require_csrf)])
+
+
+def _safe_next(next_path: str | None) -> str:
+    """Only same-site paths are followed after sign-in (no open redirect)."""
+    if next_path and next_path.startswith("/") and not next_path.startswith("//") and "\\\\" not in next_path:
+        return next_path
+    return "/my/allocations"
+
+
+@router.get("/", response_class=HTMLResponse)
+def home(request: Request) -> Response:
+    """The three journeys: plan a workload, rent capacity, learn a concept."""
+    return render(request, "home.html")
+
+
+@router.get("/signin", response_class=HTMLResponse)
+def signin_form(request: Request, next: str | None = None) -> Response:
+    return render(request, "signin.html", {"next": _safe_next(next), "allow_signup": request.app.state.allow_signup})
+
+
+@router.post("/signin")
+def signin(request: Request, uow_factory: UowFactoryDep, api_key: Annotated[str, Form(max_length=512)], next: Annotated[str, Form()] = "") -> Response:
+    from anchorgpu.accounts import authenticate
+
+    try:
+        account: Any = authenticate(uow_factory(), api_key.strip())
+    except LookupError:
+        context = {"next": _safe_next(next), "allow_signup": request.app.state.allow_signup, "error": "That API key matches no account."}
+        return render(request, "signin.html", context, status_code=401)
+    web_session(request).sign_in(str(account.id), str(account.name))
+    return RedirectResponse(_safe_next(next), status_code=303)
+
+
+@router.post("/signup")
+def signup(request: Request, uow_factory: UowFactoryDep, name: Annotated[str, Form(min_length=1, max_length=100)]) -> Response:
+    """Create an account and show its key once (embedded default only)."""
+    if not request.app.state.allow_signup:
+        return render(request, "signin.html", {"next": "/", "allow_signup": False, "error": "Accounts are created by the operator here: anchorgpu accounts create NAME"}, status_code=403)
+    from anchorgpu.accounts import create_account
+
+    account_id, api_key = create_account(uow_factory(), name.strip())
+    web_session(request).sign_in(str(account_id), name.strip())
+    return render(request, "signup_done.html", {"api_key": api_key, "name": name.strip()}, status_code=201)
+
+
+@router.post("/signout")
+def signout(request: Request) -> Response:
+    web_session(request).sign_out()
+    return RedirectResponse("/", status_code=303)

@@ -1,0 +1,75 @@
+"""Jinja2 rendering for every page (ours and the glossary's).
+
+Pages call :func:`render`; it adds what ``base.html`` needs to every template: the signed-in
+account, the CSRF token for forms, a one-time flash message and the current path for the nav.
+Templates live in ``anchorgpu/web/templates`` (package data, read through Jinja2's PackageLoader);
+autoescaping is on for every template.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from anchorgpu.web.session import WebSession
+
+__all__ = ["environment", "render", "web_session"]
+
+
+def _gib(value: int | float | None) -> str:
+    """Bytes as GiB with one decimal (display only): 85899345920 -> '80.0 GiB'."""
+    if value is None:
+        return "–"
+    return f"{value / 2**30:,.1f} GiB"
+
+
+def _money(value: Decimal | str | float | None) -> str:
+    """USD for display: Decimal('2190.00') -> '$2,190.00'."""
+    if value is None or value == "":
+        return "unpriced"
+    return f"${Decimal(str(value)):,.2f}"
+
+
+@lru_cache(maxsize=1)
+def environment() -> Environment:
+    """The one Jinja2 environment (built on first use, not at import)."""
+    env = Environment(
+        loader=PackageLoader("anchorgpu.web", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["gib"] = _gib
+    env.filters["money"] = _money
+    return env
+
+
+def web_session(request: Request) -> WebSession:
+    """The request's page session (set by :class:`anchorgpu.web.session.SessionMiddleware`)."""
+    session = request.scope.get("state", {}).get("web_session")
+    if not isinstance(session, WebSession):  # a page mounted without the middleware: anonymous
+        session = WebSession(None)
+        request.scope.setdefault("state", {})["web_session"] = session
+    return session
+
+
+def render(request: Request, template: str, context: Mapping[str, Any] | None = None, *, status_code: int = 200) -> HTMLResponse:
+    """Render ``template`` with ``context`` plus ``request``, ``account_name``, ``csrf_token`` and ``flash``."""
+    session = web_session(request)
+    full = {
+        "request": request,
+        "account_name": session.account_name,
+        "signed_in": session.account_id is not None,
+        "csrf_token": session.csrf_token,
+        "flash": session.pop_flash(),
+        "path": request.url.path,
+        **(context or {}),
+    }
+    html = environment().get_template(template).render(full)
+    return HTMLResponse(html, status_code=status_code)
