@@ -1,0 +1,119 @@
+"""Pure queries over offerings: filter, sort, and the cheapest comparison rate per GPU.
+
+Every function takes the offerings (or the catalog) as an argument; nothing reads files, stock or the
+clock. Stock lives in the database (STORE) and is joined by the faces.
+
+The price a filter compares is the **730-h comparison rate**: monthly price / GPUs / 730
+(:attr:`Offering.per_gpu_hour_usd`). An unpriced offering has no rate: it never passes a price
+ceiling and sorts after every priced one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from decimal import Decimal
+from typing import Literal
+
+from anchorgpu.catalog._gpus import GpuResolver, canonical_gpu
+from anchorgpu.catalog.model import Catalog, Offering, OfferingKind
+from anchorgpu.errors import InvalidInput
+
+__all__ = ["SORT_KEYS", "SortKey", "find_offerings", "gpu_hour_price", "offering_regions"]
+
+SortKey = Literal["price", "gpus", "gpu", "id"]
+SORT_KEYS: tuple[SortKey, ...] = ("price", "gpus", "gpu", "id")
+
+def _price_key(offering: Offering) -> tuple[int, Decimal, str]:
+    rate = offering.per_gpu_hour_usd
+    return (1, Decimal(0), offering.id) if rate is None else (0, rate, offering.id)
+
+
+_SORTS: dict[str, Callable[[Offering], tuple[object, ...]]] = {
+    "price": _price_key,
+    "gpus": lambda o: (o.gpus, *_price_key(o)),
+    "gpu": lambda o: (o.gpu, o.gpus, o.id),
+    "id": lambda o: (o.id,),
+}
+
+
+def find_offerings(
+    offerings: Iterable[Offering] | Catalog,
+    *,
+    gpu: str | None = None,
+    min_gpus: int | None = None,
+    max_usd_per_gpu_hour: Decimal | str | None = None,
+    region: str | None = None,
+    interconnect: str | None = None,
+    kind: OfferingKind | None = None,
+    priced_only: bool = False,
+    sort: SortKey = "price",
+    descending: bool = False,
+    resolve_gpu: GpuResolver | None = None,
+) -> tuple[Offering, ...]:
+    """Offerings matching every given filter, sorted (cheapest 730-h rate first by default).
+
+    - ``gpu``: canonical id or alias (resolved through ``anchorgpu.hardware.get_gpu``; an unknown
+      name raises ``UnknownGpu`` with did-you-mean);
+    - ``min_gpus``: GPUs per server at least this many;
+    - ``max_usd_per_gpu_hour``: 730-h comparison rate at most this (unpriced offerings drop out);
+    - ``region``: listed in this region (exact id, case-insensitive);
+    - ``interconnect``: case-insensitive substring of the GPU interconnect *or* the server fabric
+      (``nvlink``, ``infiniband``, ``roce``);
+    - ``kind``: ``vm`` or ``bare-metal``; ``priced_only`` drops unpriced offerings.
+    """
+    pool = offerings.offerings if isinstance(offerings, Catalog) else tuple(offerings)
+    if sort not in _SORTS:
+        raise InvalidInput(f"sort={sort!r}: expected one of {', '.join(SORT_KEYS)}")
+    predicates: list[Callable[[Offering], bool]] = []
+    if gpu is not None:
+        canonical = (resolve_gpu or canonical_gpu)(gpu)
+        predicates.append(lambda o: o.gpu == canonical)
+    if min_gpus is not None:
+        if min_gpus < 1:
+            raise InvalidInput(f"min_gpus={min_gpus}: must be at least 1")
+        predicates.append(lambda o: o.gpus >= min_gpus)
+    if max_usd_per_gpu_hour is not None:
+        ceiling = _as_usd(max_usd_per_gpu_hour, "max_usd_per_gpu_hour")
+        predicates.append(lambda o: (rate := o.per_gpu_hour_usd) is not None and rate <= ceiling)
+    if region is not None:
+        wanted = region.strip().lower()
+        predicates.append(lambda o: wanted in o.regions)
+    if interconnect is not None:
+        needle = interconnect.strip().lower()
+        predicates.append(lambda o: needle in o.interconnect.lower() or needle in o.fabric.lower())
+    if kind is not None:
+        predicates.append(lambda o: o.kind == kind)
+    if priced_only:
+        predicates.append(lambda o: o.is_priced)
+    matches = [o for o in pool if all(p(o) for p in predicates)]
+    return tuple(sorted(matches, key=_SORTS[sort], reverse=descending))
+
+
+def _as_usd(value: Decimal | str, field: str) -> Decimal:
+    try:
+        amount = Decimal(str(value))
+    except ArithmeticError as exc:
+        raise InvalidInput(f"{field}={value!r}: not an amount in USD") from exc
+    if not amount.is_finite() or amount < 0:
+        raise InvalidInput(f"{field}={value!r}: must be a non-negative amount in USD")
+    return amount
+
+
+def gpu_hour_price(gpu_id: str, catalog: Catalog | None = None, *, resolve_gpu: GpuResolver | None = None) -> Decimal | None:
+    """Cheapest 730-h comparison rate (USD per GPU-hour) over the offerings of this GPU; None if unpriced
+    or not offered. ``gpu_id`` may be an alias.
+
+    For HW's ``gpus compare`` and the glossary: a market-style "from $X per GPU-hour" figure.
+    """
+    from anchorgpu.catalog.loader import load_catalog
+
+    offered = find_offerings(catalog or load_catalog(), gpu=gpu_id, resolve_gpu=resolve_gpu)
+    rates = [rate for o in offered if (rate := o.per_gpu_hour_usd) is not None]
+    return min(rates, default=None)
+
+
+def offering_regions(offerings: Iterable[Offering], region: str | None = None) -> tuple[tuple[Offering, str], ...]:
+    """One (offering, region) row per region the offering is listed in — the shape of a listing table
+    where stock is per region. ``region`` keeps only that region's rows."""
+    wanted = region.strip().lower() if region else None
+    return tuple((o, r) for o in offerings for r in o.regions if wanted is None or r == wanted)
