@@ -1,1 +1,41 @@
-"""AnchorGPU hardware."""
+"""AnchorGPU hardware: GPU specifications as versioned data, looked up by name or alias. Pure; stdlib only.
+
+Public API (other areas code against these names):
+
+- :func:`get_gpu` ``(name) -> GpuSpec``: canonical name or alias, case/space/hyphen-insensitive; raises
+  :class:`~anchorgpu.errors.UnknownGpu` with "did you mean" suggestions.
+- :func:`list_gpus` ``() -> tuple[GpuSpec, ...]``: every shipped GPU (cached).
+- :class:`GpuSpec`, :class:`Peak`, :data:`PRECISIONS`: the frozen records (``hardware/spec.py``).
+- :func:`source_descriptions`: what the source keys (``S2``, ``P6`` ...) of ``GpuSpec.sources`` mean.
+- :func:`parse_gpus` / :func:`parse_sources`: validate data text (tests feed broken files to them).
+- :func:`gpu_to_json`: the stable JSON form used by ``anchorgpu gpus --json`` and the API.
+
+Memory: ``GpuSpec.memory_bytes`` is the usable/platform capacity the planner budgets against (B200: 180 GiB
+of 192 physical); ``memory_headline`` keeps the vendor's figure and ``memory_unit`` what its "GB" means.
+"""
+
+from __future__ import annotations
+
+from anchorgpu.hardware.compare import GpuComparison, compare_gpus
+from anchorgpu.hardware.loader import normalize_name, parse_gpus, parse_sources
+from anchorgpu.hardware.registry import GpuIndex, get_gpu, list_gpus, source_descriptions
+from anchorgpu.hardware.serialize import gpu_to_json
+from anchorgpu.hardware.spec import PRECISIONS, GpuSpec, Peak, PeakStatus, Precision
+
+__all__ = [
+    "PRECISIONS",
+    "GpuComparison",
+    "GpuIndex",
+    "GpuSpec",
+    "Peak",
+    "PeakStatus",
+    "Precision",
+    "compare_gpus",
+    "get_gpu",
+    "gpu_to_json",
+    "list_gpus",
+    "normalize_name",
+    "parse_gpus",
+    "parse_sources",
+    "source_descriptions",
+]

@@ -2,11 +2,16 @@
 
 Peak throughputs keep "absent in hardware" distinct from "unknown": ``Peak.status`` says which, and
 ``Peak.uncertain`` marks a value the source flags as doubtful (a ``?`` in the reference table).
+
+``GpuSpec.peaks`` holds one :class:`Peak` for every name in :data:`PRECISIONS`, plus two details of
+FP64: ``"fp64_vector"`` (CUDA cores / SIMD) and ``"fp64_tensor"`` (tensor / matrix cores). ``"fp64"`` is
+the faster of the two that is known (the tensor figure when the GPU has FP64 tensor cores).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Literal
 
 __all__ = ["GpuSpec", "Peak", "PeakStatus", "Precision", "PRECISIONS"]
@@ -52,6 +57,17 @@ class GpuSpec:
     sources: tuple[str, ...]
     notes: str = ""
     uncertain_fields: tuple[str, ...] = field(default=())
+    # Fields added after the first contract (all defaulted so that hand-built fakes keep working):
+    memory_physical_bytes: int | None = None  # physical capacity when the platform exposes less (B200 192 vs 180)
+    fp4_formats: tuple[str, ...] = ()  # e.g. ("NVFP4", "MXFP4"); empty when fp4_hardware is False
+    scaleup_domain_gpus: int = 1  # GPUs reachable over the scale-up link (8 in HGX, 72 in NVL72, 2 bridged, 1 none)
+    indicative_price_usd_per_gpu_hour: tuple[Decimal, Decimal] | None = None  # market (low, high); NOT our price
+    indicative_price_observed: str = ""  # when those market prices were seen
+
+    @property
+    def is_uncertain(self) -> bool:
+        """True when any field or peak of this GPU rests on a secondary source or conflicting sources."""
+        return bool(self.uncertain_fields) or any(p.uncertain for p in self.peaks.values())
 
     @property
     def software_stack(self) -> Literal["cuda", "rocm"]:

@@ -1,0 +1,93 @@
+"""Look GPUs up by canonical name or alias; list them. Pure; stdlib only.
+
+Lookup ignores case, spaces, hyphens, underscores and other punctuation, and a leading vendor or brand
+word ("NVIDIA", "AMD", "GeForce", "Instinct"): ``get_gpu("NVIDIA H200 SXM 141GB")`` and
+``get_gpu("h200")`` give the same record. Unknown names raise :class:`~anchorgpu.errors.UnknownGpu` with
+up to three canonical names as "did you mean" suggestions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from functools import cache
+
+from anchorgpu.errors import UnknownGpu, did_you_mean
+from anchorgpu.hardware.loader import load_shipped_gpus, load_shipped_sources, normalize_name, strip_vendor
+from anchorgpu.hardware.spec import GpuSpec
+
+__all__ = ["GpuIndex", "get_gpu", "gpu_index", "list_gpus", "source_descriptions"]
+
+
+class GpuIndex:
+    """Name lookup over a fixed set of GPUs (the shipped ones, or any set a test builds)."""
+
+    def __init__(self, gpus: Iterable[GpuSpec]) -> None:
+        self.gpus: tuple[GpuSpec, ...] = tuple(gpus)
+        self._by_key: dict[str, GpuSpec] = {}
+        for gpu in self.gpus:
+            for label in (gpu.name, gpu.display_name, *gpu.aliases):
+                for key in {normalize_name(label), strip_vendor(normalize_name(label))}:
+                    self._by_key.setdefault(key, gpu)
+
+    def names(self) -> tuple[str, ...]:
+        """Canonical names in data-file order."""
+        return tuple(gpu.name for gpu in self.gpus)
+
+    def find(self, name: str) -> GpuSpec | None:
+        """The GPU called ``name`` (canonical or alias, insensitive as described above), or None."""
+        key = normalize_name(name)
+        return self._by_key.get(key) or self._by_key.get(strip_vendor(key))
+
+    def get(self, name: str) -> GpuSpec:
+        """The GPU called ``name``; raises UnknownGpu with suggestions when there is none."""
+        gpu = self.find(name)
+        if gpu is None:
+            raise UnknownGpu(name, self.suggest(name))
+        return gpu
+
+    def suggest(self, name: str, *, n: int = 3) -> list[str]:
+        """Up to ``n`` canonical names close to ``name``, best first."""
+        key = strip_vendor(normalize_name(name))
+        if not key:
+            return []
+        ranked: list[str] = []
+        # Close spellings of any name or alias, then names that contain what was typed.
+        for match in did_you_mean(key, self._by_key, n=3 * n):
+            ranked.append(self._by_key[match].name)
+        if len(key) >= 2:
+            ranked.extend(gpu.name for k, gpu in self._by_key.items() if key in k)
+        unique = list(dict.fromkeys(ranked))
+        return unique[:n]
+
+
+@cache
+def gpu_index() -> GpuIndex:
+    """The index over the shipped GPU data (loaded once, on first use)."""
+    return GpuIndex(load_shipped_gpus())
+
+
+def list_gpus() -> tuple[GpuSpec, ...]:
+    """Every shipped GPU, in data-file order (cached after the first call)."""
+    return gpu_index().gpus
+
+
+def get_gpu(name: str) -> GpuSpec:
+    """The shipped GPU called ``name`` (canonical name or alias; case, spaces and hyphens ignored).
+
+    >>> get_gpu("H100-SXM5-80GB").name
+    'h100-sxm'
+    >>> get_gpu("NVIDIA H200 SXM 141GB").memory_headline
+    '141 GB'
+    """
+    return gpu_index().get(name)
+
+
+@cache
+def _sources() -> Mapping[str, str]:
+    return load_shipped_sources()
+
+
+def source_descriptions(keys: Iterable[str]) -> dict[str, str]:
+    """Descriptions of source keys such as ``S2`` or ``P6`` (from ``data/sources.toml``)."""
+    table = _sources()
+    return {key: table.get(key, "(unknown source key)") for key in keys}
