@@ -85,10 +85,17 @@ class LinearGroup:
     d_out: int
     count: int
     active_count: int
+    bias: bool = False  # each matrix also has a bias vector of d_out values
+    component: str = ""  # attention | mlp | experts | shared_experts | router (the ParamBreakdown field)
 
     @property
     def params(self) -> int:
+        """Weight values of the whole family (biases excluded; see :attr:`bias_params`)."""
         return self.d_in * self.d_out * self.count
+
+    @property
+    def bias_params(self) -> int:
+        return self.d_out * self.count if self.bias else 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,6 +147,39 @@ class ModelSpec:
         """KV-cache bytes per token for all layers (bf16 unless told), ignoring window caps."""
         return int(self.kv_values_per_token() * bytes_per_value)
 
+    @property
+    def sliding_window_layers(self) -> int:
+        """How many layers attend only to a sliding window (their cache stops growing at the window)."""
+        return sum(1 for w in self.layer_windows if w is not None)
+
+    def kv_values_for_context(self, context_tokens: int) -> int:
+        """Values cached for ONE sequence of ``context_tokens`` tokens, sliding-window layers capped.
+
+        Σ over layers of ``min(context, window)`` × values per token per layer (K and V, or MLA's latent).
+
+        >>> # 2 layers, 1 KV head of dim 4: full layer keeps 10 tokens, windowed layer keeps 3
+        >>> spec = _example_spec(layer_windows=(None, 3))
+        >>> spec.kv_values_for_context(10)
+        104
+        """
+        if context_tokens < 0:
+            raise ValueError("context_tokens must be >= 0")
+        per_layer = self.kv_values_per_token() // self.num_layers
+        return sum(per_layer * (context_tokens if w is None else min(context_tokens, w)) for w in self.layer_windows)
+
+
+def _example_spec(*, layer_windows: tuple[int | None, ...]) -> ModelSpec:
+    """A tiny two-layer model for the doctests above (not a real model)."""
+    zero = ParamBreakdown(
+        embeddings=0, position_embeddings=0, attention=0, mlp=0, experts=0, shared_experts=0, router=0, norms=0, head=0
+    )
+    return ModelSpec(
+        name="example", model_type="llama", family="example", num_layers=2, hidden_size=4, intermediate_size=8,
+        num_attention_heads=1, num_kv_heads=1, head_dim=4, vocab_size=8, max_context_tokens=16,
+        tie_word_embeddings=True, attention_kind="mha", gated_mlp=True, params=zero, params_active=0,
+        linear_groups=(), layer_windows=layer_windows,
+    )
+
 
 DiffusionRole = Literal["denoiser", "text_encoder", "vae"]
 
@@ -153,6 +193,7 @@ class DiffusionComponent:
     hidden_size: int = 0  # denoiser/encoder width, used for activation estimates
     num_layers: int = 0
     max_tokens: int = 0  # text encoders: max prompt tokens
+    source: str = ""  # where the parameter count comes from (published config + how it was counted)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,9 +206,25 @@ class DiffusionPipelineSpec:
     patch_size: int  # denoiser patchify size on the latent (2 for DiT/FLUX, 1 for UNet)
     default_resolution: tuple[int, int]  # width, height in pixels
     default_steps: int
+    vae_scaling_factor: float = 0.0  # latents are multiplied by this before the denoiser (0 = unknown)
     source: str = ""
     notes: tuple[str, ...] = field(default=())
 
     @property
     def params_total(self) -> int:
         return sum(c.params for c in self.components)
+
+    def latent_shape(self, width_px: int, height_px: int) -> tuple[int, int, int]:
+        """(channels, height, width) of the latent for an image of ``width_px × height_px``.
+
+        >>> DiffusionPipelineSpec(name="x", family="x", components=(), vae_latent_channels=16, vae_scale_factor=8,
+        ...     patch_size=2, default_resolution=(1024, 1024), default_steps=28).latent_shape(1024, 768)
+        (16, 96, 128)
+        """
+        f = self.vae_scale_factor
+        return (self.vae_latent_channels, height_px // f, width_px // f)
+
+    def denoiser_tokens(self, width_px: int, height_px: int) -> int:
+        """Image tokens the denoiser sees: latent cells / patch_size² (DiT/FLUX); cells for a UNet."""
+        _, h, w = self.latent_shape(width_px, height_px)
+        return (h // self.patch_size) * (w // self.patch_size)

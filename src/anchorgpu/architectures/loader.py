@@ -1,0 +1,118 @@
+"""``load_model(ref)``: a registry name, a path to ``config.json`` (or its folder), or a Hub id.
+
+Order of resolution: registry names and aliases (including the Hub ids of registry models, so they
+work offline) → an existing file or folder → ``org/name`` fetched from the Hugging Face Hub with
+``huggingface_hub`` (imported only then) → :class:`UnknownModel` with "did you mean" suggestions.
+Offline (``offline=True`` or ``HF_HUB_OFFLINE=1``) a Hub id fails at once with :class:`HubUnavailable`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+
+from anchorgpu.architectures.diffusion import parse_pipeline
+from anchorgpu.architectures.hf import from_hf_config, parse_config_text
+from anchorgpu.architectures.registry import ModelInfo, list_models, read_data_text, resolve
+from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
+from anchorgpu.errors import HubUnavailable, InvalidConfig, UnknownModel, did_you_mean
+
+__all__ = ["HUB_ID", "Fetch", "load_config_file", "load_model", "load_registry_model"]
+
+# A Hub repository id: "org/name" with the characters the Hub allows.
+HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+Fetch = Callable[[str], str]
+"""Downloads ``config.json`` of a Hub repository and returns the local file path."""
+
+
+def load_model(
+    ref: str,
+    *,
+    offline: bool = False,
+    fetch: Fetch | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ModelSpec | DiffusionPipelineSpec:
+    """Resolve ``ref`` to a model (``ModelSpec``) or a diffusion pipeline (``DiffusionPipelineSpec``).
+
+    ``fetch`` replaces the Hub download (tests inject one); ``environ`` replaces ``os.environ`` when
+    checking ``HF_HUB_OFFLINE``.
+
+    >>> load_model("Llama-3.1-8B").params_total
+    8030261248
+    """
+    text = ref.strip()
+    if not text:
+        raise UnknownModel(ref, ())
+    info = resolve(text)
+    if info is not None:
+        return load_registry_model(info)
+    path = Path(text).expanduser()
+    if path.exists():
+        return load_config_file(path)
+    if HUB_ID.match(text) and not text.endswith(".json"):
+        return _load_from_hub(text, offline=offline, fetch=fetch, environ=os.environ if environ is None else environ)
+    if text.endswith(".json") or os.sep in text or text.startswith("."):
+        raise InvalidConfig(f"{text}: no such file")
+    raise UnknownModel(text, did_you_mean(text, list_models()))
+
+
+def load_registry_model(info: ModelInfo) -> ModelSpec | DiffusionPipelineSpec:
+    """The shipped model or pipeline of one registry row."""
+    text = read_data_text(info.file)
+    if info.kind == "diffusion":
+        return parse_pipeline(text, name=info.name, family=info.family, file=f"architectures/data/{info.file}")
+    cfg = parse_config_text(text, where=f"architectures/data/{info.file}")
+    spec = from_hf_config(cfg, name=info.name, source=info.source)
+    return replace(spec, family=info.family)
+
+
+def load_config_file(path: Path) -> ModelSpec:
+    """A ``config.json`` file, or a folder that holds one."""
+    file = path / "config.json" if path.is_dir() else path
+    if not file.is_file():
+        raise InvalidConfig(f"{path}: folder has no config.json")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidConfig(f"{file}: cannot be read ({type(exc).__name__}: {exc})") from None
+    cfg = parse_config_text(text, where=str(file))
+    name = file.parent.name if file.name == "config.json" else file.stem
+    return from_hf_config(cfg, name=name or file.stem, source=str(file))
+
+
+def _offline(offline: bool, environ: Mapping[str, str]) -> bool:
+    flag = environ.get("HF_HUB_OFFLINE", "").strip().lower()
+    return offline or flag in {"1", "true", "yes", "on"}
+
+
+def _hub_download(repo_id: str) -> str:  # pragma: no cover - needs the network
+    from huggingface_hub import hf_hub_download
+
+    return str(hf_hub_download(repo_id, "config.json"))
+
+
+def _load_from_hub(
+    repo_id: str, *, offline: bool, fetch: Fetch | None, environ: Mapping[str, str]
+) -> ModelSpec:
+    if _offline(offline, environ):
+        known = did_you_mean(repo_id.split("/", 1)[1], list_models())
+        hint = f"; registry models work offline (did you mean {', '.join(repr(k) for k in known)}?)" if known else ""
+        raise HubUnavailable(f"{repo_id}: cannot fetch config.json from the Hugging Face Hub while offline{hint}")
+    download = fetch or _hub_download
+    try:
+        local = download(repo_id)
+    except Exception as exc:  # any failure of the download is one line for the user
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        detail = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+        raise HubUnavailable(f"{repo_id}: could not fetch config.json from the Hugging Face Hub ({detail})") from None
+    file = Path(local)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HubUnavailable(f"{repo_id}: downloaded config.json cannot be read ({type(exc).__name__})") from None
+    cfg = parse_config_text(text, where=f"{repo_id}/config.json")
+    return from_hf_config(cfg, name=repo_id, source=f"hub:{repo_id}")

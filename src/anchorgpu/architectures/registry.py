@@ -1,0 +1,133 @@
+"""The built-in model registry: ``data/registry.toml`` maps names and aliases to shipped files.
+
+Each ``[models.NAME]`` row points at a real Hugging Face ``config.json`` under ``data/models/``;
+each ``[pipelines.NAME]`` row at a diffusion pipeline description under ``data/diffusion/``.
+Rows carry only facts: display name, family, the Hub id the file was published under, aliases.
+Read with ``importlib.resources``; a bad row raises :class:`DataFileError` naming file and row.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Literal
+
+from anchorgpu.errors import DataFileError, UnknownModel, did_you_mean
+
+__all__ = ["REGISTRY_FILE", "ModelInfo", "list_models", "model_info", "model_infos", "read_data_text", "resolve"]
+
+REGISTRY_FILE = "architectures/data/registry.toml"
+_DATA = "anchorgpu.architectures"
+
+Kind = Literal["llm", "diffusion"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelInfo:
+    """One registry row."""
+
+    name: str  # canonical, lower-case (``llama-3.1-70b``)
+    kind: Kind
+    display_name: str
+    family: str
+    file: str  # path under ``architectures/data/``
+    hub_id: str  # the repository the config was published in ("" if none)
+    aliases: tuple[str, ...]
+
+    @property
+    def source(self) -> str:
+        origin = f" (as published in {self.hub_id})" if self.hub_id else ""
+        return f"registry:{self.name} [{self.file}]{origin}"
+
+
+def read_data_text(relative: str) -> str:
+    """Text of a packaged data file under ``architectures/data/``."""
+    return resources.files(_DATA).joinpath("data", *relative.split("/")).read_text(encoding="utf-8")
+
+
+def _str(row: dict[str, object], key: str, name: str, *, required: bool = True) -> str:
+    value = row.get(key, None if required else "")
+    if not isinstance(value, str) or (required and not value):
+        raise DataFileError(REGISTRY_FILE, name, f"field {key!r} must be a non-empty string")
+    return value
+
+
+def _parse(doc: dict[str, object]) -> tuple[ModelInfo, ...]:
+    if doc.get("schema_version") != 1:
+        raise DataFileError(REGISTRY_FILE, "schema_version", "must be 1")
+    infos: list[ModelInfo] = []
+    for table, kind in (("models", "llm"), ("pipelines", "diffusion")):
+        rows = doc.get(table, {})
+        if not isinstance(rows, dict):
+            raise DataFileError(REGISTRY_FILE, table, "must be a table of rows")
+        for name, row in rows.items():
+            if not isinstance(row, dict):
+                raise DataFileError(REGISTRY_FILE, name, "must be a table")
+            if name != name.lower():
+                raise DataFileError(REGISTRY_FILE, name, "names are lower-case")
+            aliases = row.get("aliases", [])
+            if not isinstance(aliases, list) or not all(isinstance(a, str) and a for a in aliases):
+                raise DataFileError(REGISTRY_FILE, name, "field 'aliases' must be a list of non-empty strings")
+            infos.append(
+                ModelInfo(
+                    name=name,
+                    kind="llm" if kind == "llm" else "diffusion",
+                    display_name=_str(row, "display_name", name),
+                    family=_str(row, "family", name),
+                    file=_str(row, "file", name),
+                    hub_id=_str(row, "hub_id", name, required=False),
+                    aliases=tuple(aliases),
+                )
+            )
+    return tuple(infos)
+
+
+@cache
+def model_infos() -> tuple[ModelInfo, ...]:
+    """Every registry row, in file order (read once, on first use)."""
+    try:
+        doc = tomllib.loads(read_data_text("registry.toml"))
+    except tomllib.TOMLDecodeError as exc:
+        raise DataFileError(REGISTRY_FILE, "?", f"not valid TOML: {exc}") from None
+    infos = _parse(doc)
+    _index(infos)  # validates that no two rows claim the same name or alias
+    return infos
+
+
+def _index(infos: tuple[ModelInfo, ...]) -> dict[str, ModelInfo]:
+    index: dict[str, ModelInfo] = {}
+    for info in infos:
+        keys = {info.name, *(a.lower() for a in info.aliases)}
+        if info.hub_id:
+            keys.add(info.hub_id.lower())
+        for key in keys:
+            other = index.get(key)
+            if other is not None and other is not info:
+                raise DataFileError(REGISTRY_FILE, info.name, f"name or alias {key!r} is also used by {other.name!r}")
+            index[key] = info
+    return index
+
+
+@cache
+def _lookup() -> dict[str, ModelInfo]:
+    return _index(model_infos())
+
+
+def resolve(ref: str) -> ModelInfo | None:
+    """The registry row for a name, alias or Hub id (case-insensitive), or ``None``."""
+    return _lookup().get(ref.strip().lower())
+
+
+def model_info(ref: str) -> ModelInfo:
+    """Like :func:`resolve` but raises :class:`UnknownModel` with "did you mean" suggestions."""
+    info = resolve(ref)
+    if info is None:
+        raise UnknownModel(ref, did_you_mean(ref, list_models()))
+    return info
+
+
+def list_models() -> tuple[str, ...]:
+    """Canonical names of every registry entry (language models and diffusion pipelines), sorted."""
+    return tuple(sorted(info.name for info in model_infos()))
