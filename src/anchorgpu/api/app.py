@@ -26,9 +26,9 @@ __all__ = ["API_PREFIX", "create_app"]
 
 API_PREFIX = "/v1"
 
-_API_ROUTERS: tuple[str, ...] = ("health",)
+_API_ROUTERS: tuple[str, ...] = ("health", "gpus", "offerings")
 """Our routers under ``/v1`` (``anchorgpu.api.routes.<name>.router``), one per resource."""
-_WEB_ROUTERS: tuple[str, ...] = ("pages",)
+_WEB_ROUTERS: tuple[str, ...] = ("pages", "catalog")
 """Our page routers (``anchorgpu.web.<name>.router``)."""
 _GLOSSARY_API = "anchorgpu.api.routes.glossary"
 _GLOSSARY_WEB = "anchorgpu.web.glossary"

@@ -6,18 +6,190 @@ JSON); bytes are integers; times are ISO 8601 UTC.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Health"]
+__all__ = ["GpuList", "GpuOut", "Health", "OfferingList", "OfferingOut", "OptionOut", "PeakOut", "PricesOut", "Problem", "problems"]
 
 
 class _Schema(BaseModel):
+    """Responses: keys other areas add to their JSON later pass through (the JSON contract grows freely)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class _Request(BaseModel):
+    """Requests: unknown fields are refused (a typo in an option must not be silently ignored)."""
+
     model_config = ConfigDict(extra="forbid")
+
+
+class Problem(BaseModel):
+    """An error (RFC 9457 problem+json). ``code`` is stable; ``detail`` is one line for people."""
+
+    model_config = ConfigDict(extra="allow")
+    type: str = Field(description="URI reference naming the problem type")
+    title: str = Field(description="HTTP reason phrase")
+    status: int = Field(description="HTTP status code")
+    detail: str = Field(description="One-line reason, naming the offending field or value")
+    code: str = Field(description="Stable machine-readable code, e.g. 'unknown_gpu', 'idempotency_key_reused'")
+
+
+_PROBLEM_TEXT = {
+    400: "Malformed request (e.g. a missing or invalid Idempotency-Key header)",
+    401: "Missing or invalid API key",
+    404: "Not found (or not visible to this account)",
+    409: "Conflict with the current state (expired quote, no capacity, request in progress …)",
+    422: "Invalid input, or an idempotency key reused with a different request",
+}
+
+
+def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses=`` entries for the problem+json answers a route can give."""
+    return {s: {"model": Problem, "description": _PROBLEM_TEXT.get(s, "Error"), "content": {"application/problem+json": {}}} for s in statuses}
 
 
 class Health(_Schema):
     status: Literal["ok"] = Field(description="Always 'ok' when the service and its database answer")
     version: str = Field(description="AnchorGPU version")
     database: str = Field(description="Database dialect in use: 'sqlite' (embedded default) or 'postgresql'")
+
+
+class PeakOut(_Schema):
+    status: Literal["known", "absent", "unknown"] = Field(description="'known' with a figure; 'absent' = the hardware lacks this precision; 'unknown' = no published figure")
+    flops_per_s: float | None = Field(description="Dense peak throughput, FLOP/s (OP/s for int8); null unless status is 'known'")
+    uncertain: bool = Field(description="True when the source flags the figure as doubtful")
+
+
+class GpuOut(_Schema):
+    """One GPU, with the same keys as ``anchorgpu gpus --json`` (built by ``anchorgpu.hardware.gpu_to_json``)."""
+
+    name: str = Field(description="Canonical GPU id, e.g. 'h100-sxm'")
+    display_name: str = Field(description="Vendor name, e.g. 'NVIDIA H100 SXM 80GB'")
+    aliases: list[str] = Field(description="Other names accepted for this GPU (case-insensitive)")
+    vendor: str = Field(description="'NVIDIA' or 'AMD'")
+    architecture: str = Field(description="GPU architecture, e.g. 'Hopper'")
+    form_factor: str = Field(description="SXM, PCIe, OAM …")
+    memory_bytes: int = Field(description="Memory the planner budgets against, bytes")
+    memory_headline: str = Field(description="The vendor's memory figure as written, e.g. '80 GB'")
+    memory_type: str = Field(description="HBM3, HBM3e, GDDR7 …")
+    memory_bandwidth_bytes_per_s: float = Field(description="Peak memory bandwidth, bytes per second")
+    peaks: dict[str, PeakOut] = Field(description="Dense peak throughput per precision (fp64, fp32, tf32, bf16, fp8, int8, fp4)")
+    fp8_hardware: bool = Field(description="FP8 computed natively in hardware")
+    fp4_hardware: bool = Field(description="FP4 computed natively in hardware (Blackwell, MI355X)")
+    interconnect: str = Field(description="Scale-up link; 'none (PCIe only)' without one")
+    interconnect_bandwidth_bytes_per_s: float | None = Field(description="Scale-up bandwidth per GPU, bidirectional, bytes per second")
+    scaleup_domain_gpus: int = Field(description="GPUs reachable over the scale-up link (8 in an HGX server, 1 without)")
+    tdp_w: int | None = Field(description="Board power, watts")
+    software_stack: Literal["cuda", "rocm"] = Field(description="Software stack the GPU needs")
+    partitioning: str = Field(description="What the hardware could partition into; AnchorGPU always rents whole GPUs")
+    sources: list[str] = Field(description="Keys of the sources the figures come from (see source_details)")
+
+    @classmethod
+    def from_domain(cls, gpu: Any) -> GpuOut:
+        from anchorgpu.hardware import gpu_to_json
+
+        return cls.model_validate(gpu_to_json(gpu))
+
+
+class GpuList(_Schema):
+    data: list[GpuOut] = Field(description="GPUs AnchorGPU knows, in the hardware data's order")
+    count: int = Field(description="Number of GPUs in data")
+
+
+Usd = Annotated[str, Field(description="Exact amount in USD as a decimal string, e.g. '2190.00'", examples=["2190.00"])]
+
+
+class PricesOut(_Schema):
+    hour: str | None = Field(description="List price for one hour, USD (decimal string); null = unpriced")
+    week: str | None = Field(description="List price for one week (168 h), USD; null = unpriced")
+    month: str | None = Field(description="List price for one month (720 h), USD; null = unpriced")
+
+
+class OptionOut(_Schema):
+    id: str = Field(description="Option key used in a quote's `options`, e.g. 'nvme-tb'")
+    name: str = Field(description="Human name")
+    unit: str = Field(description="What one unit is, e.g. '1 TB local NVMe'")
+    kinds: list[str] = Field(description="Offering kinds it applies to ('vm', 'bare-metal')")
+    max_per_server: int = Field(description="Most units per server")
+    prices_usd: PricesOut = Field(description="Price per unit per server for each term unit, USD")
+    description: str = Field(description="What the option gives")
+
+
+class OfferingOut(_Schema):
+    id: str = Field(description="Offering id, e.g. '1x-h100-sxm'")
+    gpu: str = Field(description="Canonical GPU name (see /v1/gpus)")
+    gpus: int = Field(description="Whole GPUs per server")
+    kind: str = Field(description="'vm' (one GPU passed through to a dedicated VM) or 'bare-metal' (8-GPU server)")
+    region: str = Field(description="Region of this row (stock is per region)")
+    regions: list[str] = Field(description="Every region the offering is listed in")
+    prices_usd: PricesOut = Field(description="List prices per server per term unit, USD")
+    priced: bool = Field(description="False when no term has a list price (price on request)")
+    per_gpu_hour_usd: str | None = Field(description="Comparison rate: monthly price / GPUs / 730 h, USD per GPU-hour")
+    egress_tb_per_month: int = Field(description="Egress included per server, TB per month (fair use)")
+    ddos_protection: bool = Field(description="DDoS protection included on public IPs")
+    stock: int | None = Field(description="Servers in stock in this region (total, before bookings); null when unknown")
+    vcpus: int = Field(description="vCPUs per server")
+    ram_bytes: int = Field(description="RAM per server, bytes")
+    nvme_bytes: int = Field(description="Local NVMe per server, bytes")
+    network: str = Field(description="Public uplink and scale-out fabric")
+    network_gbps: int = Field(description="Public uplink per server, Gbit/s")
+    interconnect: str = Field(description="GPU-to-GPU link inside the server")
+    fabric: str = Field(description="Server-to-server network for multi-node jobs")
+    options: list[OptionOut] = Field(description="Options that can be added to a quote for this offering")
+    price_basis: str = Field(description="Where the list price comes from")
+    notes: str = Field(description="Anything else worth knowing")
+
+
+class OfferingList(_Schema):
+    data: list[OfferingOut] = Field(description="Matching offerings, one row per region, sorted as asked (cheapest first by default)")
+    count: int = Field(description="Number of rows in data")
+    catalog_version: str = Field(description="Version of the catalog data these prices come from")
+
+
+class QuoteCreate(_Request):
+    offering: str = Field(min_length=1, max_length=100, description="Offering id from /v1/offerings, e.g. 'h100-sxm-1x-vm'")
+    quantity: int = Field(default=1, ge=1, le=10_000, description="Whole servers of the offering")
+    term: str = Field(default="1month", min_length=2, max_length=20, description="Fixed term: 'Nh' hours, 'Nw' weeks (168 h), 'Nmonth' months (720 h)", examples=["1month", "2w", "12h"])
+    options: dict[Annotated[str, Field(max_length=100)], Annotated[int, Field(ge=0, le=10_000)]] = Field(
+        default_factory=dict, description="Option id → units per server, e.g. {'nvme-tb': 2}", max_length=50
+    )
+    region: str | None = Field(default=None, max_length=100, description="Region id; default: the offering's first region")
+
+
+class QuoteLineOut(_Schema):
+    kind: Literal["servers", "option"] = Field(description="'servers' for the GPU servers, 'option' for an option")
+    item: str = Field(description="Offering id or option id")
+    description: str = Field(description="What the line is")
+    quantity: int = Field(description="Servers, or option units over all servers")
+    billed_unit: str = Field(description="Term unit billed: hour, week or month")
+    billed_count: int = Field(description="How many billed units")
+    unit_price_usd: str = Field(description="List price of one billed unit per server (or option unit), USD")
+    amount_usd: str = Field(description="Line amount, USD, rounded once to the cent")
+    note: str = Field(description="How the term was billed when a longer unit was cheaper")
+
+
+class TermOut(_Schema):
+    unit: str = Field(description="hour, week or month")
+    count: int = Field(description="Number of units")
+    hours: int = Field(description="Length of the term in hours (week = 168 h, month = 720 h)")
+
+
+class QuoteOut(_Schema):
+    """A quote, with the same keys as ``anchorgpu quote --json``; its prices hold until ``valid_until``."""
+
+    id: str | None = Field(description="Quote id, to buy it with POST /v1/allocations")
+    offering: str = Field(description="Offering id")
+    region: str = Field(description="Region id")
+    quantity: int = Field(description="Servers")
+    gpus: int = Field(description="GPUs in total (servers × GPUs per server)")
+    term: TermOut = Field(description="The fixed term")
+    lines: list[QuoteLineOut] = Field(description="Itemized lines; their sum is the total")
+    total_usd: str = Field(description="The whole price for the term, USD; nothing else is billed")
+    per_gpu_hour_usd: str | None = Field(description="Comparison rate: monthly list price / GPUs / 730 h, USD per GPU-hour")
+    effective_per_gpu_hour_usd: str = Field(description="What this term really costs: total / GPU-hours, USD per GPU-hour")
+    gpu_hours: int = Field(description="GPUs × term hours")
+    egress_included_tb: str = Field(description="Egress included over the term, TB (pro-rated from the monthly allowance)")
+    valid_until: str = Field(description="Buy before this instant (ISO 8601 UTC)")
+    catalog_version: str = Field(description="Catalog version the prices come from")

@@ -1,0 +1,105 @@
+"""Browser tests: Playwright driving Debian's Chromium against a real ``anchorgpu serve`` on a free port.
+
+They run in CI, never skipped: ``./dev test`` installs Chromium when it is missing; if it is still
+absent the fixture fails with the command to run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(tmp_path: Path, *, extra_env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str, Path]:
+    """``anchorgpu serve`` on a fresh SQLite file and a free port; returns (process, base URL, log file)."""
+    port = free_port()
+    log = tmp_path / "serve.log"
+    env = {**os.environ, "ANCHORGPU_DATABASE_URL": f"sqlite:///{tmp_path / 'anchorgpu.db'}", "ANCHORGPU_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+    env.update(extra_env or {})
+    env.pop("ANCHORGPU_SESSION_SECRET", None)
+    anchorgpu = Path(sys.executable).with_name("anchorgpu")
+    cmd = [str(anchorgpu), "serve", "--port", str(port), "--log-level", "warning"]
+    process = subprocess.Popen(cmd, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"anchorgpu serve exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(f"{base}/v1/healthz", timeout=2) as response:
+                if response.status == 200:
+                    return process, base, log
+        except OSError:
+            time.sleep(0.2)
+    process.kill()
+    raise AssertionError(f"anchorgpu serve did not answer /v1/healthz within 60 s:\n{log.read_text()}")
+
+
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    process, base, _log = start_server(tmp_path_factory.mktemp("serve"))
+    try:
+        yield base
+    finally:
+        stop_server(process)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not (os.path.exists(CHROMIUM) or shutil.which("chromium")):
+        pytest.fail(f"Chromium is missing at {CHROMIUM}: install it with 'sudo apt-get install -y chromium' (./dev test does this)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    try:
+        yield page
+    finally:
+        context.close()
