@@ -26,7 +26,7 @@ __all__ = ["API_PREFIX", "create_app"]
 
 API_PREFIX = "/v1"
 
-_API_ROUTERS: tuple[str, ...] = ("health", "gpus", "offerings")
+_API_ROUTERS: tuple[str, ...] = ("health", "gpus", "models", "offerings")
 """Our routers under ``/v1`` (``anchorgpu.api.routes.<name>.router``), one per resource."""
 _WEB_ROUTERS: tuple[str, ...] = ("pages", "catalog")
 """Our page routers (``anchorgpu.web.<name>.router``)."""

@@ -193,3 +193,30 @@ class QuoteOut(_Schema):
     egress_included_tb: str = Field(description="Egress included over the term, TB (pro-rated from the monthly allowance)")
     valid_until: str = Field(description="Buy before this instant (ISO 8601 UTC)")
     catalog_version: str = Field(description="Catalog version the prices come from")
+
+
+class ModelSummary(_Schema):
+    name: str = Field(description="Canonical registry name, e.g. 'llama-3.1-70b'")
+    kind: Literal["llm", "diffusion"] = Field(description="'llm' (language model) or 'diffusion' (image pipeline)")
+    display_name: str = Field(description="Human name")
+    family: str = Field(description="Model family")
+    hub_id: str = Field(description="Hugging Face repository the config was published in ('' if none)")
+    aliases: list[str] = Field(description="Other accepted names")
+
+
+class ModelList(_Schema):
+    data: list[ModelSummary] = Field(description="Built-in registry models; any Hub id (org/name) also works when the server is online")
+    count: int = Field(description="Number of models in data")
+
+
+class ModelOut(_Schema):
+    """A model as the planner sees it (same core keys as ``anchorgpu model MODEL --json``)."""
+
+    name: str = Field(description="Model name")
+    kind: Literal["llm", "diffusion"] = Field(description="'llm' or 'diffusion'")
+    family: str = Field(description="Model family")
+    params_total: int = Field(description="Parameters in total (every expert of a MoE), exact count")
+    params_active: int | None = Field(description="Parameters one token passes through (MoE: active experts only); null for diffusion")
+    kv_bytes_per_token: int | None = Field(description="KV-cache bytes per token for the whole model at bf16, before sliding-window caps; null for diffusion")
+    max_context_tokens: int | None = Field(description="Longest context the config allows, tokens")
+    source: str = Field(description="Where the config came from")
