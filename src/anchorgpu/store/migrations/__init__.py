@@ -1,0 +1,1 @@
+"""Alembic migrations of the AnchorGPU store (the only way the schema changes)."""
