@@ -11,6 +11,7 @@ import importlib
 from collections.abc import Callable
 from datetime import datetime
 from importlib import resources
+from typing import Any
 
 from fastapi import APIRouter, FastAPI
 from fastapi.staticfiles import StaticFiles
@@ -26,7 +27,7 @@ __all__ = ["API_PREFIX", "create_app"]
 
 API_PREFIX = "/v1"
 
-_API_ROUTERS: tuple[str, ...] = ("health", "gpus", "models", "offerings")
+_API_ROUTERS: tuple[str, ...] = ("health", "gpus", "models", "offerings", "quotes", "allocations")
 """Our routers under ``/v1`` (``anchorgpu.api.routes.<name>.router``), one per resource."""
 _WEB_ROUTERS: tuple[str, ...] = ("pages", "catalog")
 """Our page routers (``anchorgpu.web.<name>.router``)."""
@@ -66,11 +67,13 @@ def create_app(
     clock: Callable[[], datetime] = system_clock,
     session_secret: str | None = None,
     allow_signup: bool | None = None,
+    store: Any | None = None,
 ) -> FastAPI:
     """Build the application.
 
     ``allow_signup`` lets the sign-in page create an account and show its key once; by default it is on
     for the embedded SQLite database (a one-machine set-up) and off for PostgreSQL deployments.
+    ``store`` is an already built :class:`anchorgpu.bootstrap.Store`; without one it is built on first use.
     """
     settings = settings or get_settings()
     app = FastAPI(
@@ -83,6 +86,8 @@ def create_app(
     )
     app.state.settings = settings
     app.state.clock = clock
+    if store is not None:
+        app.state.store = store
     app.state.allow_signup = settings.database_url.startswith("sqlite") if allow_signup is None else allow_signup
 
     install_error_handlers(app)

@@ -65,7 +65,7 @@ def get_store(request: Request) -> Any:
             if store is None:
                 from anchorgpu import bootstrap
 
-                store = bootstrap.bootstrap(state.settings)
+                store = bootstrap.bootstrap(state.settings, clock=state.clock)
                 state.store = store
     return store
 

@@ -83,12 +83,16 @@ def problem(status: int, code: str, detail: str, *, headers: dict[str, str] | No
 def problem_from_error(exc: AnchorError) -> JSONResponse:
     """The response for one of our errors, from its own ``http_status`` and ``code``."""
     status = exc.http_status if 400 <= exc.http_status < 600 else 500
-    headers = {"WWW-Authenticate": 'Bearer realm="anchorgpu"'} if status == 401 else None
+    headers: dict[str, str] = {}
+    if status == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="anchorgpu"'
+    if getattr(exc, "replayed", False):  # a stored business error of an idempotent request, answered again
+        headers["Idempotent-Replayed"] = "true"
     extra: dict[str, Any] = {}
     suggestions = getattr(exc, "suggestions", None)
     if suggestions:
         extra["suggestions"] = list(suggestions)
-    return problem(status, exc.code, exc.message, headers=headers, **extra)
+    return problem(status, exc.code, exc.message, headers=headers or None, **extra)
 
 
 def _field_errors(exc: RequestValidationError) -> list[dict[str, Any]]:

@@ -130,6 +130,7 @@ class OfferingOut(_Schema):
     egress_tb_per_month: int = Field(description="Egress included per server, TB per month (fair use)")
     ddos_protection: bool = Field(description="DDoS protection included on public IPs")
     stock: int | None = Field(description="Servers in stock in this region (total, before bookings); null when unknown")
+    available_now: int | None = Field(default=None, description="Servers free right now in this region (stock minus booked)")
     vcpus: int = Field(description="vCPUs per server")
     ram_bytes: int = Field(description="RAM per server, bytes")
     nvme_bytes: int = Field(description="Local NVMe per server, bytes")
@@ -220,3 +221,47 @@ class ModelOut(_Schema):
     kv_bytes_per_token: int | None = Field(description="KV-cache bytes per token for the whole model at bf16, before sliding-window caps; null for diffusion")
     max_context_tokens: int | None = Field(description="Longest context the config allows, tokens")
     source: str = Field(description="Where the config came from")
+
+
+class QuoteStored(QuoteOut):
+    used: bool = Field(description="True once the quote was bought (a quote buys one allocation)")
+
+
+class AllocationCreate(_Request):
+    quote_id: str = Field(min_length=1, max_length=100, description="Id of one of your quotes, still valid and not yet bought")
+
+
+class AllocationExtend(_Request):
+    term: str = Field(default="1month", min_length=2, max_length=20, description="Added paid term: 'Nh', 'Nw' (168 h) or 'Nmonth' (720 h); priced by a new quote", examples=["1month", "1w"])
+
+
+class AllocationEventOut(_Schema):
+    seq: int = Field(description="Order of the event within the allocation")
+    kind: str = Field(description="created, activated, stopped, started, extended, terminated or expired")
+    at: str = Field(description="When it happened (ISO 8601 UTC)")
+    from_state: str | None = Field(description="State before")
+    to_state: str = Field(description="State after")
+
+
+class AllocationOut(_Schema):
+    """An allocation, with the same keys as ``anchorgpu allocations --json``."""
+
+    id: str = Field(description="Allocation id")
+    quote_id: str = Field(description="The quote it was bought from")
+    offering: str = Field(description="Offering id")
+    region: str = Field(description="Region id")
+    quantity: int = Field(description="Servers")
+    gpus: int = Field(description="GPUs in total")
+    state: Literal["scheduled", "active", "stopped", "expired", "terminated"] = Field(description="State now")
+    starts_at: str = Field(description="Start of the paid term (ISO 8601 UTC)")
+    ends_at: str = Field(description="End of the paid term = starts_at + term (+ extensions); stopping never moves it")
+    term: TermOut = Field(description="The term first bought")
+    paid_hours: int = Field(description="Hours paid for, from starts_at to ends_at")
+    amount_usd: str = Field(description="Amount paid, USD (quote total plus extensions); stopping never changes it")
+    events: list[AllocationEventOut] = Field(description="Every change, oldest first")
+    notice: str | None = Field(default=None, description="Present when stopped: stopping does not pause the paid term")
+
+
+class AllocationList(_Schema):
+    data: list[AllocationOut] = Field(description="Your allocations, oldest first")
+    count: int = Field(description="Number of allocations in data")

@@ -52,12 +52,13 @@ def serve_command(
     if log_level not in ("critical", "error", "warning", "info", "debug", "trace"):
         raise InvalidInput(f"--log-level {log_level!r}: use critical, error, warning, info or debug")
 
-    summary = bootstrap.prepare_database(settings)
+    store = bootstrap.bootstrap(settings)  # migrates (creating the schema on first start) and seeds stock
+    database = store.engine.url.render_as_string(hide_password=True)
     # One secret for every worker, so a page session signed by one is accepted by the others.
     os.environ.setdefault(SESSION_SECRET_ENV, secrets.token_urlsafe(32))
 
     url = f"http://{_browser_host(host)}:{port}"
-    typer.echo(f"AnchorGPU {summary} ")
+    typer.echo(f"AnchorGPU is ready on {database}")
     typer.echo(f"  page:     {url}/")
     typer.echo(f"  API:      {url}/v1   (OpenAPI {url}/openapi.json, docs {url}/docs)")
     if embedded:
@@ -67,8 +68,9 @@ def serve_command(
     typer.echo(f"  workers:  {workers}")
 
     if workers > 1:
+        store.dispose()  # each worker builds its own connection pool
         uvicorn.run("anchorgpu.api.asgi:app", host=host, port=port, workers=workers, log_level=log_level, proxy_headers=False)
     else:
         from anchorgpu.api.app import create_app
 
-        uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level, proxy_headers=False)
+        uvicorn.run(create_app(settings, store=store), host=host, port=port, log_level=log_level, proxy_headers=False)

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from anchorgpu.api.deps import UowFactoryDep
+from anchorgpu.api.deps import ClockDep, UowFactoryDep
 from anchorgpu.api.routes.offerings import offering_rows
 from anchorgpu.errors import AnchorError
 from anchorgpu.web.templating import render
@@ -24,6 +24,7 @@ def _blank_to_none(value: str | None) -> str | None:
 def catalog_page(
     request: Request,
     uow_factory: UowFactoryDep,
+    clock: ClockDep,
     gpu: Annotated[str | None, Query(max_length=100)] = None,
     min_gpus: Annotated[str | None, Query(max_length=10)] = None,
     max_usd_per_gpu_hour: Annotated[str | None, Query(max_length=20)] = None,
@@ -51,7 +52,7 @@ def catalog_page(
     kind_value = filters["kind"] if filters["kind"] in ("vm", "bare-metal") else None
     if error is None:
         try:
-            listing = offering_rows(uow_factory, gpu=filters["gpu"], min_gpus=min_gpus_n, max_usd_per_gpu_hour=max_rate,
+            listing = offering_rows(uow_factory, clock, gpu=filters["gpu"], min_gpus=min_gpus_n, max_usd_per_gpu_hour=max_rate,
                                     region=filters["region"], interconnect=filters["interconnect"], kind=kind_value)
         except AnchorError as exc:
             error = exc.message

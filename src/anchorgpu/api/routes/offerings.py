@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 
-from anchorgpu.api.deps import UowFactoryDep
+from anchorgpu.allocations import services
+from anchorgpu.api.deps import ClockDep, UowFactoryDep
 from anchorgpu.api.schemas import OfferingList, OfferingOut, problems
 from anchorgpu.catalog import find_offerings, load_catalog, offering_regions, offering_to_json
 
@@ -18,6 +20,7 @@ router = APIRouter(prefix="/offerings", tags=["catalog"])
 @router.get("", response_model=OfferingList, summary="List offerings", responses=problems(404, 422))
 def list_offerings(
     uow_factory: UowFactoryDep,
+    clock: ClockDep,
     gpu: Annotated[str | None, Query(max_length=100, description="GPU name or alias, e.g. 'h100'")] = None,
     min_gpus: Annotated[int | None, Query(ge=1, le=1024, description="At least this many GPUs per server")] = None,
     max_usd_per_gpu_hour: Annotated[
@@ -30,13 +33,14 @@ def list_offerings(
 ) -> OfferingList:
     """Offerings matching every filter, one row per region with its stock, cheapest first by default."""
     return offering_rows(
-        uow_factory, gpu=gpu, min_gpus=min_gpus, max_usd_per_gpu_hour=max_usd_per_gpu_hour, region=region,
+        uow_factory, clock, gpu=gpu, min_gpus=min_gpus, max_usd_per_gpu_hour=max_usd_per_gpu_hour, region=region,
         interconnect=interconnect, kind=kind, sort=sort,
     )
 
 
 def offering_rows(
     uow_factory: Callable[[], Any],
+    clock: Callable[[], datetime],
     *,
     gpu: str | None = None,
     min_gpus: int | None = None,
@@ -52,10 +56,10 @@ def offering_rows(
         catalog, gpu=gpu, min_gpus=min_gpus, max_usd_per_gpu_hour=max_usd_per_gpu_hour, region=region,
         interconnect=interconnect, kind=kind, sort=sort,
     )
-    with uow_factory() as uow:
-        stock = uow.stock.all()
+    stock = services.list_stock(uow_factory())
+    free = services.list_stock(uow_factory(), clock=clock)
     rows = [
-        OfferingOut.model_validate(offering_to_json(o, stock.get((o.id, r)), region=r, options=catalog.options))
+        OfferingOut.model_validate({**offering_to_json(o, stock.get((o.id, r)), region=r, options=catalog.options), "available_now": free.get((o.id, r))})
         for o, r in offering_regions(found, region)
     ]
     return OfferingList(data=rows, count=len(rows), catalog_version=catalog.version)
