@@ -16,7 +16,14 @@ of 192 physical); ``memory_headline`` keeps the vendor's figure and ``memory_uni
 
 from __future__ import annotations
 
-from anchorgpu.hardware.compare import GpuComparison, compare_gpus
+from anchorgpu.hardware.compare import (
+    GpuComparison,
+    MetricComparison,
+    Workload,
+    WorkloadFit,
+    compare_gpus,
+    workload_fit,
+)
 from anchorgpu.hardware.loader import normalize_name, parse_gpus, parse_sources
 from anchorgpu.hardware.registry import GpuIndex, get_gpu, list_gpus, source_descriptions
 from anchorgpu.hardware.serialize import gpu_to_json
@@ -27,9 +34,12 @@ __all__ = [
     "GpuComparison",
     "GpuIndex",
     "GpuSpec",
+    "MetricComparison",
     "Peak",
     "PeakStatus",
     "Precision",
+    "Workload",
+    "WorkloadFit",
     "compare_gpus",
     "get_gpu",
     "gpu_to_json",
@@ -38,4 +48,5 @@ __all__ = [
     "parse_gpus",
     "parse_sources",
     "source_descriptions",
+    "workload_fit",
 ]

@@ -23,7 +23,7 @@ from decimal import Decimal
 from anchorgpu.hardware.spec import GpuSpec, Peak
 from anchorgpu.units import GB, GIB
 
-__all__ = ["GpuComparison", "MetricComparison", "WorkloadFit", "compare_gpus", "workload_fit"]
+__all__ = ["GpuComparison", "MetricComparison", "Workload", "WorkloadFit", "compare_gpus", "workload_fit"]
 
 Number = float | int | Decimal
 
@@ -40,20 +40,38 @@ class MetricComparison:
     a_status: str  # "known" | "absent" | "unknown" | "none" (no such link) | "unpriced"
     b_status: str
     ratio: float | None
-    uncertain: bool = False
+    uncertain: bool = False  # either side uncertain (then the ratio is too)
     note: str = ""
+    a_uncertain: bool = False
+    b_uncertain: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Workload:
+    """A workload reduced to the bytes that must sit in GPU memory (and what decode reads per token).
+
+    ``resident_bytes`` is what has to fit: the weights for inference, the model states (weights +
+    gradients + optimizer) for training. ``decode_bytes_per_token`` (inference only) is what one decode
+    step reads: the weights, or only the active experts' weights for MoE.
+    """
+
+    name: str  # e.g. "llama-3.1-70b"
+    task: str  # "inference" | "training"
+    resident_bytes: int
+    resident_label: str  # e.g. "weights at bf16 (2 bytes/parameter)"
+    decode_bytes_per_token: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkloadFit:
-    """Whether a model's weights alone fit on one GPU, and the batch-1 decode ceiling they imply."""
+    """Whether a workload's resident bytes fit on one GPU, and the batch-1 decode ceiling they imply."""
 
     gpu: str
-    weights_bytes: int
+    resident_bytes: int
     memory_bytes: int
-    fits_one_gpu: bool  # weights alone (no KV cache, activations or runtime overhead)
-    min_gpus_for_weights: int  # ceil(weights / memory); a floor, not a plan
-    decode_ceiling_tokens_per_s: float  # bandwidth / bytes read per token (batch 1, upper bound)
+    fits_one_gpu: bool  # resident bytes only (no KV cache, activations or runtime overhead)
+    min_gpus: int  # ceil(resident / memory): a floor with perfect sharding, not a plan
+    decode_ceiling_tokens_per_s: float | None  # bandwidth / bytes read per token (batch 1, upper bound)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,8 +80,8 @@ class GpuComparison:
     b: GpuSpec
     metrics: tuple[MetricComparison, ...]
     statements: tuple[str, ...]  # plain-language meaning of the differences
-    workload: tuple[WorkloadFit, WorkloadFit] | None = None
-    workload_name: str = ""
+    workload: Workload | None = None
+    fits: tuple[WorkloadFit, WorkloadFit] | None = None
 
     def metric(self, key: str) -> MetricComparison:
         for row in self.metrics:
@@ -78,11 +96,34 @@ def _ratio(a: Number | None, b: Number | None) -> float | None:
     return float(a) / float(b)
 
 
-def _value_row(metric: str, label: str, unit: str, a: Number | None, b: Number | None, *, missing: str, uncertain: bool = False) -> MetricComparison:
+def _value_row(
+    metric: str,
+    label: str,
+    unit: str,
+    a: Number | None,
+    b: Number | None,
+    *,
+    missing: str,
+    a_uncertain: bool = False,
+    b_uncertain: bool = False,
+) -> MetricComparison:
     a_status = "known" if a is not None else missing
     b_status = "known" if b is not None else missing
-    note = "" if a is not None and b is not None else f"no ratio: {label.lower()} is {missing} on one side"
-    return MetricComparison(metric=metric, label=label, unit=unit, a=a, b=b, a_status=a_status, b_status=b_status, ratio=_ratio(a, b), uncertain=uncertain, note=note)
+    note = "" if a is not None and b is not None else f"no ratio: first {a_status}, second {b_status}"
+    return MetricComparison(
+        metric=metric,
+        label=label,
+        unit=unit,
+        a=a,
+        b=b,
+        a_status=a_status,
+        b_status=b_status,
+        ratio=_ratio(a, b),
+        uncertain=a_uncertain or b_uncertain,
+        note=note,
+        a_uncertain=a_uncertain,
+        b_uncertain=b_uncertain,
+    )
 
 
 def _peak_row(precision: str, label: str, a: Peak, b: Peak) -> MetricComparison:
@@ -102,6 +143,8 @@ def _peak_row(precision: str, label: str, a: Peak, b: Peak) -> MetricComparison:
         ratio=ratio,
         uncertain=a.uncertain or b.uncertain,
         note=note,
+        a_uncertain=a.uncertain,
+        b_uncertain=b.uncertain,
     )
 
 
@@ -155,9 +198,14 @@ def _statements(a: GpuSpec, b: GpuSpec, rows: dict[str, MetricComparison]) -> li
             formats = f" ({', '.join(has.fp4_formats)})" if precision == "fp4" and has.fp4_formats else ""
             out.append(
                 f"{label}: only {has.name} computes in {label}{formats} in hardware; on {lacks.name} {label} weights "
-                f"save memory only if the engine dequantizes them, and run at a higher precision's speed."
+                f"work only where the engine upcasts them (weight-only): memory is saved, math runs at BF16 speed."
             )
-        elif flag_a and rows[f"{precision}_flops_per_s"].ratio is not None:
+        elif precision == "fp4" and flag_a and set(a.fp4_formats) != set(b.fp4_formats):
+            out.append(
+                f"FP4 formats differ: {a.name} supports {', '.join(a.fp4_formats)}, {b.name} {', '.join(b.fp4_formats)}; "
+                f"a checkpoint quantized to one format needs hardware (and kernels) for that format."
+            )
+        if flag_a and flag_b and rows[f"{precision}_flops_per_s"].ratio is not None:
             ratio = rows[f"{precision}_flops_per_s"].ratio
             assert ratio is not None
             if abs(ratio - 1) >= 0.005:
@@ -165,7 +213,7 @@ def _statements(a: GpuSpec, b: GpuSpec, rows: dict[str, MetricComparison]) -> li
     if a.scaleup_domain_gpus != b.scaleup_domain_gpus:
         for gpu in (a, b):
             if gpu.scaleup_domain_gpus == 1:
-                out.append(f"Scale-up: {gpu.name} has no GPU-to-GPU link ({gpu.interconnect}); tensor parallelism across its GPUs goes over PCIe and is slow.")
+                out.append(f"Scale-up: {gpu.name} has no GPU-to-GPU link; tensor parallelism across its GPUs goes over PCIe and is slow.")
             elif gpu.scaleup_domain_gpus == 2:
                 out.append(f"Scale-up: {gpu.name}'s link ({gpu.interconnect}) joins only pairs; tensor parallelism beyond 2 GPUs crosses PCIe.")
         big = a if a.scaleup_domain_gpus > b.scaleup_domain_gpus else b
@@ -185,50 +233,65 @@ def _statements(a: GpuSpec, b: GpuSpec, rows: dict[str, MetricComparison]) -> li
             f"Price: {a.name} costs {_fmt_ratio(price.ratio)} per GPU-hour; per dollar it gives "
             f"{_fmt_ratio(bw / price.ratio)} the memory bandwidth (decode) and {_fmt_ratio((mem or 0) / price.ratio)} the memory of {b.name}."
         )
-    if any(row.uncertain for row in rows.values()) or a.is_uncertain or b.is_uncertain:
-        out.append("Some figures rest on secondary sources or conflicting documents (marked '?'); check them before you rely on them.")
+    doubtful = [row.label for row in rows.values() if row.uncertain]
+    if doubtful:
+        out.append(
+            f"Uncertain: {', '.join(doubtful)} rest on secondary sources or conflicting documents (marked '?'); "
+            f"check them before you rely on the ratio."
+        )
     return out
 
 
-def workload_fit(gpu: GpuSpec, weights_bytes: int, *, bytes_per_token: int | None = None) -> WorkloadFit:
-    """Weights-only fit on one GPU and the batch-1 decode ceiling.
-
-    ``bytes_per_token`` is what decode reads per token (the active weights for MoE); it defaults to
-    ``weights_bytes``. Ceiling = memory bandwidth / bytes_per_token (tokens/s, one user, no KV reads).
+def workload_fit(gpu: GpuSpec, workload: Workload) -> WorkloadFit:
+    """Resident-bytes fit on one GPU and the batch-1 decode ceiling (bandwidth / bytes read per token).
 
     >>> from anchorgpu.hardware import get_gpu
-    >>> fit = workload_fit(get_gpu("h100"), 140 * 10**9)
-    >>> fit.fits_one_gpu, fit.min_gpus_for_weights, round(fit.decode_ceiling_tokens_per_s, 1)
+    >>> w = Workload(name="70b", task="inference", resident_bytes=140 * 10**9, resident_label="weights",
+    ...              decode_bytes_per_token=140 * 10**9)
+    >>> fit = workload_fit(get_gpu("h100"), w)
+    >>> fit.fits_one_gpu, fit.min_gpus, round(fit.decode_ceiling_tokens_per_s or 0, 1)
     (False, 2, 23.9)
     """
-    if weights_bytes <= 0:
-        raise ValueError("weights_bytes must be positive")
-    per_token = bytes_per_token if bytes_per_token is not None else weights_bytes
+    if workload.resident_bytes <= 0:
+        raise ValueError("resident_bytes must be positive")
+    per_token = workload.decode_bytes_per_token
     return WorkloadFit(
         gpu=gpu.name,
-        weights_bytes=weights_bytes,
+        resident_bytes=workload.resident_bytes,
         memory_bytes=gpu.memory_bytes,
-        fits_one_gpu=weights_bytes <= gpu.memory_bytes,
-        min_gpus_for_weights=-(-weights_bytes // gpu.memory_bytes),
-        decode_ceiling_tokens_per_s=gpu.memory_bandwidth_bytes_per_s / per_token,
+        fits_one_gpu=workload.resident_bytes <= gpu.memory_bytes,
+        min_gpus=-(-workload.resident_bytes // gpu.memory_bytes),
+        decode_ceiling_tokens_per_s=None if not per_token else gpu.memory_bandwidth_bytes_per_s / per_token,
     )
 
 
-def _workload_statements(name: str, fits: tuple[WorkloadFit, WorkloadFit]) -> list[str]:
-    weights_gb = fits[0].weights_bytes / GB
+def _workload_statements(workload: Workload, fits: tuple[WorkloadFit, WorkloadFit]) -> list[str]:
+    size_gb = workload.resident_bytes / GB
     out = []
     for fit in fits:
-        where = (
-            f"fit on one {fit.gpu} ({fit.memory_bytes / GB:,.1f} GB), leaving {(fit.memory_bytes - fit.weights_bytes) / GB:,.1f} GB "
-            f"for KV cache, activations and runtime"
-            if fit.fits_one_gpu
-            else f"do not fit on one {fit.gpu}; the weights alone need at least {fit.min_gpus_for_weights} GPUs"
+        if fit.fits_one_gpu:
+            where = (
+                f"fit on one {fit.gpu} ({fit.memory_bytes / GB:,.1f} GB), leaving "
+                f"{(fit.memory_bytes - fit.resident_bytes) / GB:,.1f} GB for "
+                + ("KV cache, activations and runtime" if workload.task == "inference" else "activations and runtime")
+            )
+        elif workload.task == "inference":
+            where = f"do not fit on one {fit.gpu}; they need at least {fit.min_gpus} GPUs (tensor or pipeline parallel)"
+        else:
+            where = (
+                f"do not fit on one {fit.gpu}; fully sharded (ZeRO-3/FSDP) they need at least {fit.min_gpus} GPUs, "
+                f"and plain data parallelism never helps (each replica holds them all)"
+            )
+        decode = (
+            f"; batch-1 decode is capped near {fit.decode_ceiling_tokens_per_s:,.0f} tokens/s by memory bandwidth"
+            if fit.decode_ceiling_tokens_per_s is not None
+            else ""
         )
-        out.append(
-            f"{name}: weights take {weights_gb:,.1f} GB and {where}; batch-1 decode is capped near "
-            f"{fit.decode_ceiling_tokens_per_s:,.0f} tokens/s by bandwidth."
-        )
-    out.append("Weights only: KV cache, activations and runtime overhead come on top; run 'anchorgpu plan' for the full per-GPU budget.")
+        out.append(f"{workload.name}: {workload.resident_label} take {size_gb:,.1f} GB and {where}{decode}.")
+    if workload.task == "inference":
+        out.append("Weights only: KV cache, activations and runtime overhead come on top; run 'anchorgpu plan' for the full per-GPU budget.")
+    else:
+        out.append("Model states only: activations, buffers and runtime overhead come on top; run 'anchorgpu plan' for the full per-GPU budget.")
     return out
 
 
@@ -238,9 +301,7 @@ def compare_gpus(
     *,
     price_a_usd_per_gpu_hour: Decimal | None = None,
     price_b_usd_per_gpu_hour: Decimal | None = None,
-    workload_name: str = "",
-    weights_bytes: int | None = None,
-    decode_bytes_per_token: int | None = None,
+    workload: Workload | None = None,
 ) -> GpuComparison:
     """Compare ``a`` with ``b``: every ratio is ``a / b``.
 
@@ -251,17 +312,22 @@ def compare_gpus(
     >>> c.metric("bf16_flops_per_s").ratio
     1.0
     """
-    a_ic, b_ic = a.interconnect_bandwidth_bytes_per_s, b.interconnect_bandwidth_bytes_per_s
-    ic = MetricComparison(
-        metric="interconnect_bandwidth_bytes_per_s",
-        label="Scale-up link (per GPU, bidirectional)",
-        unit="bytes/s",
-        a=a_ic,
-        b=b_ic,
-        a_status="known" if a_ic is not None else ("none" if a.scaleup_domain_gpus == 1 else "unknown"),
-        b_status="known" if b_ic is not None else ("none" if b.scaleup_domain_gpus == 1 else "unknown"),
-        ratio=_ratio(a_ic, b_ic),
-        uncertain="interconnect_bandwidth_gb_per_s" in a.uncertain_fields or "interconnect_bandwidth_gb_per_s" in b.uncertain_fields,
+    link_key = "interconnect_bandwidth_gb_per_s"
+    ic = _value_row(
+        "interconnect_bandwidth_bytes_per_s",
+        "Scale-up link (per GPU, bidirectional)",
+        "bytes/s",
+        a.interconnect_bandwidth_bytes_per_s,
+        b.interconnect_bandwidth_bytes_per_s,
+        missing="unknown",
+        a_uncertain=link_key in a.uncertain_fields,
+        b_uncertain=link_key in b.uncertain_fields,
+    )
+    # "none" (no scale-up link at all) is not "unknown" (a link whose bandwidth no source gives)
+    ic = replace(
+        ic,
+        a_status="none" if ic.a is None and a.scaleup_domain_gpus == 1 else ic.a_status,
+        b_status="none" if ic.b is None and b.scaleup_domain_gpus == 1 else ic.b_status,
     )
     if ic.ratio is None:
         ic = replace(ic, note=f"no ratio: first {ic.a_status}, second {ic.b_status}")
@@ -284,11 +350,8 @@ def compare_gpus(
     ]
     by_key = {row.metric: row for row in rows}
     statements = _statements(a, b, by_key)
-    workload = None
-    if weights_bytes is not None:
-        workload = (
-            workload_fit(a, weights_bytes, bytes_per_token=decode_bytes_per_token),
-            workload_fit(b, weights_bytes, bytes_per_token=decode_bytes_per_token),
-        )
-        statements.extend(_workload_statements(workload_name or "the model", workload))
-    return GpuComparison(a=a, b=b, metrics=tuple(rows), statements=tuple(statements), workload=workload, workload_name=workload_name)
+    fits = None
+    if workload is not None:
+        fits = (workload_fit(a, workload), workload_fit(b, workload))
+        statements.extend(_workload_statements(workload, fits))
+    return GpuComparison(a=a, b=b, metrics=tuple(rows), statements=tuple(statements), workload=workload, fits=fits)

@@ -1,0 +1,115 @@
+"""Short human texts for GPU figures, shared by the CLI and the web page. Pure; stdlib only.
+
+Uncertainty stays visible: an uncertain value reads ``"500? (uncertain)"`` (or ``"500?"`` when short),
+and "absent in hardware" never reads like "unknown".
+"""
+
+from __future__ import annotations
+
+from anchorgpu.hardware.spec import GpuSpec, Peak
+from anchorgpu.units import GIB
+
+__all__ = ["fmt_bandwidth", "fmt_link", "fmt_link_short", "fmt_memory", "fmt_number", "fmt_peak", "fmt_stack"]
+
+TERA = 1e12
+
+
+def fmt_number(value: float) -> str:
+    """Up to one decimal, thousands separated, no trailing ``.0``.
+
+    >>> fmt_number(989.0), fmt_number(1670.5), fmt_number(0.864)
+    ('989', '1,670.5', '0.864')
+    """
+    if value >= 100 or value == int(value):
+        text = f"{value:,.1f}"
+        return text[:-2] if text.endswith(".0") else text
+    return f"{value:,.3g}"
+
+
+def fmt_peak(peak: Peak, *, short: bool = False) -> str:
+    """A dense peak in TFLOP/s (TOP/s for int8).
+
+    >>> fmt_peak(Peak(status="known", flops_per_s=989e12))
+    '989'
+    >>> fmt_peak(Peak(status="known", flops_per_s=500e12, uncertain=True))
+    '500? (uncertain)'
+    >>> fmt_peak(Peak(status="known", flops_per_s=1670.5e12, uncertain=True), short=True)
+    '1670?'
+    >>> fmt_peak(Peak(status="absent")), fmt_peak(Peak(status="unknown"))
+    ('absent', 'unknown')
+    """
+    if peak.status != "known" or peak.flops_per_s is None:
+        return peak.status
+    tflops = peak.flops_per_s / TERA
+    text = (f"{tflops:.0f}" if tflops >= 100 else fmt_number(tflops)) if short else fmt_number(tflops)
+    if peak.uncertain:
+        return f"{text}?" if short else f"{text}? (uncertain)"
+    return text
+
+
+def fmt_memory(gpu: GpuSpec, *, short: bool = False) -> str:
+    """Usable memory with the vendor's headline when they differ.
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> fmt_memory(get_gpu("b200"))
+    '180 GiB usable (headline 192 GB)'
+    >>> fmt_memory(get_gpu("h100"), short=True)
+    '80 GiB'
+    """
+    usable = fmt_number(gpu.memory_bytes / GIB)
+    text = f"{usable} GiB"
+    headline_number = gpu.memory_headline.split()[0]
+    if headline_number != usable:
+        text = f"{usable} GiB usable (headline {gpu.memory_headline})" if not short else f"{usable}/{headline_number} GiB"
+    return text
+
+
+def fmt_bandwidth(bytes_per_s: float | None, *, unit: str = "TB/s") -> str:
+    """Decimal bandwidth: ``3.35 TB/s`` or ``900 GB/s``; ``-`` when None.
+
+    >>> fmt_bandwidth(3.35e12), fmt_bandwidth(9e11, unit="GB/s")
+    ('3.35 TB/s', '900 GB/s')
+    """
+    if bytes_per_s is None:
+        return "-"
+    scale = 1e12 if unit == "TB/s" else 1e9
+    return f"{fmt_number(bytes_per_s / scale)} {unit}"
+
+
+def fmt_link(gpu: GpuSpec) -> str:
+    """Scale-up link with its per-GPU bandwidth and a ``?`` when uncertain."""
+    if gpu.interconnect_bandwidth_bytes_per_s is None:
+        return gpu.interconnect if gpu.scaleup_domain_gpus == 1 else f"{gpu.interconnect}, bandwidth unknown"
+    mark = "?" if "interconnect_bandwidth_gb_per_s" in gpu.uncertain_fields else ""
+    return f"{gpu.interconnect}: {fmt_number(gpu.interconnect_bandwidth_bytes_per_s / 1e9)}{mark} GB/s"
+
+
+def fmt_link_short(gpu: GpuSpec) -> str:
+    """The scale-up link's name without its details, and its per-GPU GB/s.
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> fmt_link_short(get_gpu("h100")), fmt_link_short(get_gpu("mi300x")), fmt_link_short(get_gpu("l40s"))
+    ('NVLink4 900', 'IF 896?', 'none')
+    """
+    name = gpu.interconnect.split("(")[0].split(";")[0].strip()
+    name = name.replace("NVLink ", "NVLink").replace(" bridge", "br").replace("Infinity Fabric", "IF").replace(" 4th gen", "4")
+    if gpu.scaleup_domain_gpus == 1:
+        return "none"
+    if gpu.interconnect_bandwidth_bytes_per_s is None:
+        return f"{name} unknown"
+    mark = "?" if "interconnect_bandwidth_gb_per_s" in gpu.uncertain_fields else ""
+    return f"{name} {gpu.interconnect_bandwidth_bytes_per_s / 1e9:.0f}{mark}"
+
+
+def fmt_stack(gpu: GpuSpec) -> str:
+    """``CUDA 9.0`` or ``ROCm gfx942`` (``?`` when uncertain).
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> fmt_stack(get_gpu("mi300x")), fmt_stack(get_gpu("a10g"))
+    ('ROCm gfx942', 'CUDA 8.6?')
+    """
+    if gpu.software_stack == "rocm":
+        mark = "?" if "rocm_gfx_target" in gpu.uncertain_fields else ""
+        return f"ROCm {gpu.rocm_gfx_target}{mark}"
+    mark = "?" if "compute_capability" in gpu.uncertain_fields else ""
+    return f"CUDA {gpu.compute_capability}{mark}"
