@@ -1,0 +1,241 @@
+"""Weight storage formats with their metadata, and the bytes a model's weights take in each. Pure.
+
+A format gives the bits per weight of the *quantized linear layers including block metadata* (scales,
+zero points, absmax constants), the bits kept for embeddings, the LM head and the remaining small
+tensors (norms, biases, routers), and per-matrix extras. Sources for each constant are in
+:data:`WEIGHT_FORMATS` and in formulas.md section "Quantized weights":
+
+* bitsandbytes NF4: 4 bits + an fp32 absmax per 64 weights = 4.5 bits; with double quantization the
+  absmax is 8-bit per 64 with an fp32 constant per 256 of those: 4 + 8/64 + 32/(64*256) = 4.127 bits
+  (Dettmers et al. 2023, QLoRA, section 3). bnb leaves embeddings and the LM head in 16 bit.
+* GPTQ/AWQ group 128: 4 bits + a 16-bit scale and a packed 4-bit zero per 128 = 4.156 bits; GPTQ also
+  stores an int32 ``g_idx`` per input channel.
+* MXFP4 (OCP microscaling): blocks of 32 FP4 values share an 8-bit scale = 4.25 bits. gpt-oss ships its
+  MoE experts in MXFP4 and keeps attention, router and embeddings in bf16 (OpenAI model card).
+* NVFP4: blocks of 16 FP4 values with an FP8 scale = 4.5 bits, plus fp32 per-tensor scales.
+* GGUF (llama.cpp ``ggml-common.h`` block sizes): Q4_0 18 B/32 = 4.5, Q4_1 5.0, Q5_0 5.5, Q5_1 6.0,
+  Q8_0 34 B/32 = 8.5; k-quants per 256: Q2_K 84 B = 2.625, Q3_K 110 B = 3.4375, Q4_K 144 B = 4.5,
+  Q5_K 176 B = 5.5, Q6_K 210 B = 6.5625. The ``_M``/``_S`` recipes keep some tensors at a higher type
+  (llama.cpp ``llama_tensor_get_type``: attn_v and ffn_down at Q6_K on about half of the layers for
+  Q4_K_M/Q5_K_M, output.weight at Q6_K); norms stay fp32.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import InvalidWorkload
+
+__all__ = [
+    "WEIGHT_FORMATS",
+    "ModelParts",
+    "WeightFormat",
+    "get_format",
+    "model_param_parts",
+    "model_weight_parts",
+    "nf4_bits_per_weight",
+]
+
+NativeHardware = Literal["fp8", "fp4"]
+
+# GGUF bits per weight, block bytes * 8 / block weights (llama.cpp ggml-common.h).
+_Q2_K, _Q3_K, _Q4_K, _Q5_K, _Q6_K = 84 * 8 / 256, 110 * 8 / 256, 144 * 8 / 256, 176 * 8 / 256, 210 * 8 / 256
+_Q4_0, _Q4_1, _Q5_0, _Q5_1, _Q8_0 = 18 * 8 / 32, 20 * 8 / 32, 22 * 8 / 32, 24 * 8 / 32, 34 * 8 / 32
+_GROUP128_INT4 = 4 + (16 + 4) / 128  # 16-bit scale + packed 4-bit zero per group of 128
+
+
+def nf4_bits_per_weight(*, double_quant: bool, block: int = 64, second_block: int = 256) -> float:
+    """Bits per weight of bitsandbytes NF4 including its quantization constants.
+
+    Without double quantization: 4 + 32/block. With it: 4 + 8/block + 32/(block * second_block).
+    Source: Dettmers et al. 2023 (QLoRA), section 3: 0.5 -> 0.127 bits of constants per parameter.
+
+    >>> nf4_bits_per_weight(double_quant=False)
+    4.5
+    >>> round(nf4_bits_per_weight(double_quant=True) - 4, 3)
+    0.127
+    """
+    if double_quant:
+        return 4 + 8 / block + 32 / (block * second_block)
+    return 4 + 32 / block
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WeightFormat:
+    """A weight storage format. Bits are per weight, metadata included."""
+
+    name: str
+    linear_bits: float
+    embed_bits: float = 16
+    head_bits: float = 16
+    other_bits: float = 16  # norms, biases, routers
+    per_matrix_bytes: int = 0  # per-tensor scales
+    per_out_row_bytes: int = 0  # per-output-channel scales
+    per_in_col_bytes: int = 0  # GPTQ g_idx
+    # (group-name suffix, fraction of those matrices, bits) kept at a higher type
+    upgrades: tuple[tuple[str, float, float], ...] = ()
+    moe_experts_only: bool = False  # MoE models: quantize only the routed experts (gpt-oss MXFP4)
+    native: NativeHardware | None = None  # hardware math needed to compute in this format
+    quantized: bool = True
+    source: str = ""
+
+    def group_bits(self, group_name: str, *, is_moe: bool) -> float:
+        """Bits per weight for one linear-group family (``q``, ``down``, ``expert_down`` …)."""
+        if self.moe_experts_only and is_moe and not group_name.startswith("expert"):
+            return 16
+        bits = self.linear_bits
+        for suffix, fraction, upgraded_bits in self.upgrades:
+            if group_name == suffix or group_name.endswith("_" + suffix):
+                bits = fraction * upgraded_bits + (1 - fraction) * bits
+        return bits
+
+
+def _gguf(name: str, base: float, *, upgrades: tuple[tuple[str, float, float], ...] = (),
+          head: float = _Q6_K, source: str = "") -> WeightFormat:
+    return WeightFormat(
+        name=name, linear_bits=base, embed_bits=base, head_bits=head, other_bits=32, upgrades=upgrades,
+        source=source or "llama.cpp ggml-common.h block layouts; llama_tensor_get_type recipe (simplified)",
+    )
+
+
+WEIGHT_FORMATS: Mapping[str, WeightFormat] = {
+    f.name: f
+    for f in (
+        WeightFormat(name="fp32", linear_bits=32, embed_bits=32, head_bits=32, other_bits=32, quantized=False,
+                     source="IEEE single precision"),
+        WeightFormat(name="bf16", linear_bits=16, quantized=False, source="bfloat16"),
+        WeightFormat(name="fp16", linear_bits=16, quantized=False, source="IEEE half precision"),
+        WeightFormat(name="fp8", linear_bits=8, per_matrix_bytes=8, native="fp8",
+                     source="FP8 E4M3 with fp32 per-tensor weight and input scales (vLLM/compressed-tensors)"),
+        WeightFormat(name="int8", linear_bits=8, per_out_row_bytes=4,
+                     source="LLM.int8 / W8A8: int8 with an fp32 scale per output row"),
+        WeightFormat(name="int4-gptq", linear_bits=_GROUP128_INT4, per_in_col_bytes=4,
+                     source="GPTQ group 128: fp16 scale + packed 4-bit zero per group, int32 g_idx per input"),
+        WeightFormat(name="int4-awq", linear_bits=_GROUP128_INT4,
+                     source="AWQ group 128: fp16 scale + packed 4-bit zero per group"),
+        WeightFormat(name="nf4", linear_bits=nf4_bits_per_weight(double_quant=False),
+                     source="bitsandbytes NF4, fp32 absmax per 64 (QLoRA section 3)"),
+        WeightFormat(name="nf4-dq", linear_bits=nf4_bits_per_weight(double_quant=True),
+                     source="bitsandbytes NF4 with double quantization (QLoRA section 3)"),
+        WeightFormat(name="mxfp4", linear_bits=4 + 8 / 32, moe_experts_only=True, native="fp4",
+                     source="OCP MX: 32 FP4 values share an 8-bit E8M0 scale; gpt-oss quantizes experts only"),
+        WeightFormat(name="nvfp4", linear_bits=4 + 8 / 16, per_matrix_bytes=8, native="fp4",
+                     source="NVFP4: 16 FP4 values share an FP8 E4M3 scale, plus fp32 per-tensor scales"),
+        _gguf("gguf-q8_0", _Q8_0, head=_Q8_0),
+        _gguf("gguf-q6_k", _Q6_K),
+        _gguf("gguf-q5_k_m", _Q5_K, upgrades=(("v", 0.5, _Q6_K), ("down", 0.5, _Q6_K))),
+        _gguf("gguf-q5_k_s", _Q5_K),
+        _gguf("gguf-q5_1", _Q5_1),
+        _gguf("gguf-q5_0", _Q5_0),
+        _gguf("gguf-q4_k_m", _Q4_K, upgrades=(("v", 0.5, _Q6_K), ("down", 0.5, _Q6_K))),
+        _gguf("gguf-q4_k_s", _Q4_K, upgrades=(("down", 0.125, _Q5_K),)),
+        _gguf("gguf-q4_1", _Q4_1),
+        _gguf("gguf-q4_0", _Q4_0),
+        _gguf("gguf-q3_k_m", _Q3_K, upgrades=(("v", 1.0, _Q4_K), ("down", 1.0, _Q4_K))),
+        _gguf("gguf-q2_k", _Q2_K, upgrades=(("v", 1.0, _Q3_K), ("down", 1.0, _Q3_K))),
+    )
+}
+
+
+def get_format(name: str) -> WeightFormat:
+    """The :class:`WeightFormat` called ``name`` (case-insensitive; ``q4_k_m`` = ``gguf-q4_k_m``).
+
+    >>> get_format("Q8_0").linear_bits
+    8.5
+    """
+    key = name.strip().lower()
+    for candidate in (key, "gguf-" + key):
+        if candidate in WEIGHT_FORMATS:
+            return WEIGHT_FORMATS[candidate]
+    raise InvalidWorkload(f"unknown weight format {name!r}; valid: {', '.join(WEIGHT_FORMATS)}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelParts:
+    """A model split the way parallelism splits it (units: parameters or bytes, as the caller built it).
+
+    ``dense`` are linear layers inside the transformer layers that TP splits; ``experts`` the routed
+    experts EP (or TP) splits; ``layer_other`` the small per-layer tensors TP replicates (norms,
+    biases, routers); ``embed`` the token (+ position) embeddings; ``head`` the untied LM head.
+    ``largest_layer`` is one transformer layer's share (for ZeRO-3/FSDP gather buffers).
+    """
+
+    dense: float
+    experts: float
+    layer_other: float
+    embed: float
+    head: float
+    num_layers: int
+    tied: bool
+    detail: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def total(self) -> float:
+        return self.dense + self.experts + self.layer_other + self.embed + self.head
+
+    @property
+    def largest_layer(self) -> float:
+        return (self.dense + self.experts + self.layer_other) / max(1, self.num_layers)
+
+
+def _linear_split_params(model: ModelSpec) -> tuple[int, int]:
+    """(dense linear params, routed-expert linear params) from ``linear_groups`` (or the breakdown)."""
+    if model.linear_groups:
+        experts = sum(g.params for g in model.linear_groups if g.name.startswith("expert"))
+        dense = sum(g.params for g in model.linear_groups if not g.name.startswith("expert"))
+        return dense, experts
+    p = model.params
+    return p.attention + p.mlp + p.shared_experts, p.experts
+
+
+def model_param_parts(model: ModelSpec) -> ModelParts:
+    """The model's parameters split as parallelism splits them (all counts in parameters).
+
+    >>> from anchorgpu.planner._examples import tiny_model
+    >>> parts = model_param_parts(tiny_model())
+    >>> int(parts.total) == tiny_model().params_total
+    True
+    """
+    p = model.params
+    dense, experts = _linear_split_params(model)
+    embed = p.embeddings + p.position_embeddings
+    other = p.total - dense - experts - embed - p.head
+    return ModelParts(dense=dense, experts=experts, layer_other=other, embed=embed, head=p.head,
+                      num_layers=model.num_layers, tied=model.tie_word_embeddings)
+
+
+def model_weight_parts(model: ModelSpec, fmt: WeightFormat) -> ModelParts:
+    """The model's weight bytes in ``fmt``, split as parallelism splits them.
+
+    Linear groups take ``fmt.group_bits`` (metadata included) plus per-matrix/row/column extras;
+    embeddings ``embed_bits``; the untied head ``head_bits``; the remaining tensors ``other_bits``.
+
+    >>> from anchorgpu.planner._examples import tiny_model
+    >>> int(model_weight_parts(tiny_model(), get_format("bf16")).total) == 2 * tiny_model().params_total
+    True
+    """
+    params = model_param_parts(model)
+    dense_b = experts_b = 0.0
+    detail: dict[str, float] = {}
+    if model.linear_groups:
+        for g in model.linear_groups:
+            group_bytes = g.params * fmt.group_bits(g.name, is_moe=model.is_moe) / 8
+            if fmt.group_bits(g.name, is_moe=model.is_moe) < 16:
+                group_bytes += g.count * (fmt.per_matrix_bytes + g.d_out * fmt.per_out_row_bytes
+                                          + g.d_in * fmt.per_in_col_bytes)
+            detail[g.name] = group_bytes
+            if g.name.startswith("expert"):
+                experts_b += group_bytes
+            else:
+                dense_b += group_bytes
+    else:
+        dense_b = params.dense * fmt.group_bits("dense", is_moe=model.is_moe) / 8
+        experts_b = params.experts * fmt.group_bits("expert", is_moe=model.is_moe) / 8
+    return ModelParts(
+        dense=dense_b, experts=experts_b, layer_other=params.layer_other * fmt.other_bits / 8,
+        embed=params.embed * fmt.embed_bits / 8, head=params.head * fmt.head_bits / 8,
+        num_layers=model.num_layers, tied=model.tie_word_embeddings, detail=detail,
+    )

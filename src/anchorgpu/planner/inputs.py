@@ -1,0 +1,120 @@
+"""What the planner is asked: workload, precision, parallel layout and runtime overheads. Pure; stdlib only.
+
+All inputs are frozen values; ``None`` in a field means "use the stated default", which the planner
+resolves and reports back in :class:`anchorgpu.planner.Plan` (``workload``, ``precision``, ``layout``)
+together with an assumption line saying what it chose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from anchorgpu.units import GIB, MIB
+
+__all__ = [
+    "ALL_LORA_TARGETS",
+    "KV_CACHE_DTYPES",
+    "OFFLOADS",
+    "OPTIMIZERS",
+    "RECOMPUTES",
+    "TASKS",
+    "Layout",
+    "Offload",
+    "Optimizer",
+    "Overheads",
+    "PrecisionPlan",
+    "Recompute",
+    "Task",
+    "TrainPrecision",
+    "Workload",
+]
+
+Task = Literal["inference", "train", "lora", "qlora", "diffusion"]
+TASKS: tuple[Task, ...] = ("inference", "train", "lora", "qlora", "diffusion")
+Recompute = Literal["none", "selective", "full"]
+RECOMPUTES: tuple[Recompute, ...] = ("none", "selective", "full")
+Optimizer = Literal["adamw", "adamw-8bit", "sgd", "lion", "adafactor"]
+OPTIMIZERS: tuple[Optimizer, ...] = ("adamw", "adamw-8bit", "sgd", "lion", "adafactor")
+Offload = Literal["none", "optimizer", "params"]
+OFFLOADS: tuple[Offload, ...] = ("none", "optimizer", "params")
+TrainPrecision = Literal["mixed", "bf16-true"]
+KV_CACHE_DTYPES: dict[str, float] = {"bf16": 2, "fp16": 2, "fp8": 1}
+ALL_LORA_TARGETS: tuple[str, ...] = ("q", "k", "v", "o", "gate", "up", "down")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Workload:
+    """What runs on the GPUs. Fields left ``None`` are resolved to stated defaults.
+
+    Inference: ``context_tokens`` per sequence (prompt + output; default the model's context length),
+    ``concurrency`` sequences at once (default: check one and report the maximum).
+    Training (train/lora/qlora): ``micro_batch`` sequences of ``seq_tokens`` per GPU step.
+    Diffusion: ``resolution`` (width, height) in pixels, ``images`` per batch, ``vae_tiling``.
+    """
+
+    task: Task = "inference"
+    context_tokens: int | None = None
+    concurrency: int | None = None
+    allow_long_context: bool = False
+    gpu_memory_utilization: float = 0.9
+    max_num_batched_tokens: int | None = None  # vLLM's prefill chunk budget; default by GPU size
+    max_num_seqs: int | None = None  # vLLM's sequence cap (sampler profiling); default by GPU size
+    block_size_tokens: int = 16  # KV-cache page size (vLLM default on CUDA)
+    micro_batch: int = 1
+    seq_tokens: int | None = None
+    recompute: Recompute | None = None  # default: none (train), full (lora, qlora)
+    optimizer: Optimizer = "adamw"
+    train_precision: TrainPrecision = "mixed"  # mixed: fp32 master + fp32 moments; bf16-true: none of that
+    grad_bytes_per_value: int = 2  # 2 as in ZeRO's accounting; 4 for Megatron's fp32 gradient buffers
+    lora_rank: int = 16
+    lora_targets: tuple[str, ...] = ALL_LORA_TARGETS
+    resolution: tuple[int, int] | None = None
+    images: int = 1
+    vae_tiling: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrecisionPlan:
+    """Storage formats: ``weights`` (see :data:`anchorgpu.planner.formats.WEIGHT_FORMATS`; default bf16,
+    or nf4-dq for QLoRA) and the KV-cache dtype (bf16, fp16 or fp8)."""
+
+    weights: str | None = None
+    kv_cache: str = "bf16"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Layout:
+    """How the work is split over GPUs. ``None`` fields are resolved (see ``plan``'s docstring).
+
+    ``zero`` is the ZeRO stage (0-3); ``fsdp`` means FSDP FULL_SHARD (the memory of ZeRO-3).
+    ``offload`` moves optimizer state (``optimizer``) or also the parameters (``params``) to CPU RAM.
+    """
+
+    gpus: int | None = None
+    tp: int | None = None
+    pp: int | None = None
+    dp: int | None = None
+    ep: int | None = None
+    zero: int = 0
+    fsdp: bool = False
+    offload: Offload = "none"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Overheads:
+    """Runtime memory outside the model's tensors, per GPU. Every figure is an assumption; override freely.
+
+    Sources: CUDA context 300 MiB-2 GiB (asmirnov's VRAM calculator notes; gpu_poor uses 650 MB);
+    vLLM non-torch memory 0.13-0.15 GiB at TP 1 and about 0.6 GiB at TP >= 2 (llm-d capacity planner,
+    empirical-vllm-memory-results.md); allocator fragmentation 5-10 % (formulas.md section 10).
+    """
+
+    cuda_context_bytes: int = 512 * MIB
+    rocm_context_bytes: int = 768 * MIB
+    cublas_workspace_bytes: int = 64 * MIB
+    nccl_base_bytes: int = 256 * MIB  # first communicator of a multi-GPU job
+    nccl_per_peer_bytes: int = 32 * MIB  # grows with TP/EP group size
+    serving_non_torch_tp1_bytes: int = int(0.15 * GIB)
+    serving_non_torch_multi_bytes: int = int(0.6 * GIB)
+    fragmentation_fraction: float = 0.05  # training: caching-allocator margin on allocated tensors

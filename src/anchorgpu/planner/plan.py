@@ -1,0 +1,688 @@
+"""``plan()``: per-GPU memory, fit verdict, capacity, warnings and suggestions for one configuration. Pure.
+
+It resolves the stated defaults, picks the task's memory terms from :mod:`anchorgpu.planner.memory`
+and :mod:`anchorgpu.planner.diffusion`, compares the per-GPU total with the GPU (inference: with the
+serving engine's budget, vLLM profile-then-fill), and says what it assumed and what to check.
+It reads no files, clock or environment, and renders nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner import diffusion as dm
+from anchorgpu.planner import memory as mm
+from anchorgpu.planner.formats import WeightFormat, get_format, model_param_parts, model_weight_parts
+from anchorgpu.planner.inputs import (
+    ALL_LORA_TARGETS,
+    KV_CACHE_DTYPES,
+    OFFLOADS,
+    OPTIMIZERS,
+    RECOMPUTES,
+    TASKS,
+    Layout,
+    Offload,
+    Overheads,
+    PrecisionPlan,
+    Recompute,
+    Workload,
+)
+from anchorgpu.planner.warnings import WARNING_CODES, PlanWarning, make_warning
+from anchorgpu.units import GIB, fmt_bytes, require_whole_gpus
+
+__all__ = ["MemoryBreakdown", "Plan", "ResolvedLayout", "Suggestion", "plan"]
+
+GPUS_PER_SERVER = 8
+TRAIN_FORMATS = ("bf16", "fp16", "fp32")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryBreakdown:
+    """Per-GPU bytes by term (the DESIGN.md section 5 ``per_gpu`` keys); ``total_bytes`` is their sum."""
+
+    weights_bytes: int
+    kv_cache_bytes: int
+    activations_bytes: int
+    gradients_bytes: int
+    optimizer_bytes: int
+    overhead_bytes: int
+
+    @property
+    def total_bytes(self) -> int:
+        return (self.weights_bytes + self.kv_cache_bytes + self.activations_bytes + self.gradients_bytes
+                + self.optimizer_bytes + self.overhead_bytes)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResolvedLayout:
+    """The layout actually planned: every count resolved, ``gpus == tp · pp · dp``."""
+
+    gpus: int
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    zero: int
+    fsdp: bool
+    offload: Offload
+    sequence_parallel: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Suggestion:
+    """A change that makes the workload fit (CLI flags in ``change``) and the per-GPU total it gives."""
+
+    change: str
+    description: str
+    gpus: int
+    total_bytes: int
+    headroom_bytes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    """The answer: breakdown, verdict, capacity, and what was assumed and must still be checked.
+
+    ``budget_bytes`` is what ``total`` is compared with: the GPU's memory, or for inference the serving
+    engine's budget (memory × ``gpu_memory_utilization``). ``fits``/``headroom_bytes`` are None without
+    a GPU. ``max_concurrency`` (inference) counts sequences of ``context_tokens`` over all replicas;
+    ``max_context_tokens`` is the longest context at the planned concurrency. ``extra`` is open for
+    other planner modules (performance) to attach their sections.
+    """
+
+    model: ModelSpec | DiffusionPipelineSpec
+    gpu: GpuSpec | None
+    workload: Workload
+    precision: PrecisionPlan
+    layout: ResolvedLayout
+    per_gpu: MemoryBreakdown
+    breakdown: Mapping[str, int]
+    budget_bytes: int | None
+    fits: bool | None
+    headroom_bytes: int | None
+    max_concurrency: int | None
+    max_context_tokens: int | None
+    checkpoint_bytes: int | None
+    assumptions: tuple[str, ...]
+    warnings: tuple[PlanWarning, ...]
+    checks: tuple[str, ...]
+    suggestions: tuple[Suggestion, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------------
+# Validation and defaults
+# --------------------------------------------------------------------------------------------------
+
+def _positive(name: str, value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise InvalidWorkload(f"{name}={value!r}: must be a whole number of at least 1")
+
+
+def _validate_workload(workload: Workload) -> None:
+    if workload.task not in TASKS:
+        raise InvalidWorkload(f"unknown task {workload.task!r}; valid: {', '.join(TASKS)}")
+    for name in ("context_tokens", "concurrency", "micro_batch", "seq_tokens", "lora_rank", "images",
+                 "max_num_batched_tokens", "max_num_seqs", "block_size_tokens"):
+        _positive(name.replace("_", "-"), getattr(workload, name))
+    if not 0 < workload.gpu_memory_utilization <= 1:
+        raise InvalidWorkload(
+            f"gpu-memory-utilization={workload.gpu_memory_utilization}: must be above 0 and at most 1")
+    if workload.recompute is not None and workload.recompute not in RECOMPUTES:
+        raise InvalidWorkload(f"unknown recompute {workload.recompute!r}; valid: {', '.join(RECOMPUTES)}")
+    if workload.optimizer not in OPTIMIZERS:
+        raise InvalidWorkload(f"unknown optimizer {workload.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
+    bad = [t for t in workload.lora_targets if t not in ALL_LORA_TARGETS]
+    if bad or not workload.lora_targets:
+        raise InvalidWorkload(
+            f"lora-targets {','.join(workload.lora_targets) or '(none)'}: choose from {','.join(ALL_LORA_TARGETS)}")
+    if workload.resolution is not None and (len(workload.resolution) != 2 or min(workload.resolution) < 8):
+        raise InvalidWorkload(f"resolution {workload.resolution!r}: expected WIDTHxHEIGHT in pixels, each >= 8")
+
+
+def _resolve_format(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, precision: PrecisionPlan,
+                    assumptions: list[str]) -> WeightFormat:
+    if precision.kv_cache not in KV_CACHE_DTYPES:
+        raise InvalidWorkload(f"unknown kv-cache dtype {precision.kv_cache!r}; valid: {', '.join(KV_CACHE_DTYPES)}")
+    if precision.weights is None:
+        name = "nf4-dq" if workload.task == "qlora" else "bf16"
+        assumptions.append(f"Weights stored as {name} (default for task {workload.task}).")
+        fmt = get_format(name)
+    else:
+        fmt = get_format(precision.weights)
+    if workload.task == "train" and fmt.name not in TRAIN_FORMATS:
+        raise InvalidWorkload(
+            f"weights {fmt.name}: full training keeps 16-bit weights ({', '.join(TRAIN_FORMATS)}); "
+            "for a quantized frozen base use --task qlora")
+    return fmt
+
+
+def _tp_is_valid(model: ModelSpec | DiffusionPipelineSpec, tp: int) -> bool:
+    if not isinstance(model, ModelSpec):
+        return tp == 1
+    if model.num_attention_heads % tp:
+        return False
+    if model.mla is not None:
+        return True
+    kv = model.num_kv_heads
+    return kv % tp == 0 or tp % kv == 0
+
+
+def _check_tp(model: ModelSpec | DiffusionPipelineSpec, tp: int) -> None:
+    if isinstance(model, DiffusionPipelineSpec):
+        if tp > 1:
+            raise InvalidWorkload("tp > 1 for a diffusion pipeline: AnchorGPU plans diffusion replicas (use --gpus)")
+        return
+    if model.num_attention_heads % tp:
+        raise InvalidWorkload(f"tp={tp} does not divide the {model.num_attention_heads} attention heads of {model.name}")
+    if not _tp_is_valid(model, tp):
+        raise InvalidWorkload(
+            f"tp={tp} with {model.num_kv_heads} KV heads: TP must divide the KV heads or be a multiple of them")
+
+
+def _default_tp(model: ModelSpec | DiffusionPipelineSpec, gpus: int) -> int:
+    for tp in range(min(gpus, GPUS_PER_SERVER), 0, -1):
+        if gpus % tp == 0 and _tp_is_valid(model, tp):
+            return tp
+    return 1
+
+
+def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, layout: Layout,
+                    assumptions: list[str]) -> ResolvedLayout:
+    for name in ("tp", "pp", "dp", "ep"):
+        _positive(name, getattr(layout, name))
+    gpus = None if layout.gpus is None else require_whole_gpus(layout.gpus)
+    if layout.zero not in (0, 1, 2, 3):
+        raise InvalidWorkload(f"zero={layout.zero!r}: ZeRO stages are 0, 1, 2 and 3")
+    if layout.offload not in OFFLOADS:
+        raise InvalidWorkload(f"unknown offload {layout.offload!r}; valid: {', '.join(OFFLOADS)}")
+    training = workload.task in ("train", "lora", "qlora")
+    if not training and (layout.zero or layout.fsdp):
+        raise InvalidWorkload("--zero and --fsdp shard training state; they do not apply to inference or diffusion")
+    if workload.task == "inference" and layout.offload != "none":
+        raise InvalidWorkload("--offload applies to training and diffusion; serving engines size offload separately")
+    if workload.task == "diffusion" and layout.offload == "optimizer":
+        raise InvalidWorkload("--offload optimizer applies to training; for diffusion use --offload params")
+    if layout.tp is None and layout.pp is None and layout.dp is None:
+        gpus = gpus or 1
+        tp = _default_tp(model, gpus) if workload.task == "inference" else 1
+        pp, dp = 1, gpus // tp
+        how = ("inference shards by TP across the GPUs of one server" if workload.task == "inference"
+               else "training and diffusion replicate by data parallelism")
+        assumptions.append(f"Layout not given: {how} (TP {tp}, PP 1, DP {dp}).")
+    else:
+        tp, pp = layout.tp or 1, layout.pp or 1
+        if layout.dp is None:
+            if gpus is None:
+                gpus = tp * pp
+            if gpus % (tp * pp):
+                raise InvalidWorkload(f"gpus={gpus} is not a multiple of tp·pp = {tp * pp}")
+            dp = gpus // (tp * pp)
+        else:
+            dp = layout.dp
+            if gpus is None:
+                gpus = tp * pp * dp
+            elif gpus != tp * pp * dp:
+                raise InvalidWorkload(f"gpus={gpus} but tp·pp·dp = {tp}·{pp}·{dp} = {tp * pp * dp}")
+    _check_tp(model, tp)
+    if isinstance(model, ModelSpec) and pp > model.num_layers:
+        raise InvalidWorkload(f"pp={pp} exceeds the {model.num_layers} layers of {model.name}")
+    if isinstance(model, DiffusionPipelineSpec) and pp > 1:
+        raise InvalidWorkload("pp > 1 for a diffusion pipeline: AnchorGPU plans diffusion replicas (use --gpus)")
+    ep = layout.ep or 1
+    if ep > 1:
+        if not isinstance(model, ModelSpec) or model.moe is None:
+            raise InvalidWorkload(f"ep={ep}: expert parallelism needs a mixture-of-experts model")
+        if model.moe.num_experts % ep or (tp * dp) % ep:
+            raise InvalidWorkload(
+                f"ep={ep} must divide the {model.moe.num_experts} experts and the tp·dp = {tp * dp} GPUs of a stage")
+    zero = 3 if layout.fsdp else layout.zero
+    return ResolvedLayout(gpus=gpus, tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=layout.fsdp,
+                          offload=layout.offload, sequence_parallel=training and tp > 1)
+
+
+def _engine_defaults(gpu: GpuSpec | None, workload: Workload, assumptions: list[str]) -> tuple[int, int]:
+    """vLLM V1 defaults for the OpenAI server: 8,192 batched tokens and 1,024 sequences on GPUs with at
+    least 70 GiB, else 2,048 and 256 (vLLM ``arg_utils._set_default_args``)."""
+    large = gpu is None or gpu.memory_bytes >= 70 * GIB
+    tokens = workload.max_num_batched_tokens or (8192 if large else 2048)
+    seqs = workload.max_num_seqs or (1024 if large else 256)
+    assumptions.append(
+        f"Serving engine sized like vLLM: max_num_batched_tokens {tokens}, max_num_seqs {seqs}, "
+        f"gpu_memory_utilization {workload.gpu_memory_utilization}, KV block {workload.block_size_tokens} tokens.")
+    return tokens, seqs
+
+
+# --------------------------------------------------------------------------------------------------
+# Task planners: each returns (breakdown, sub-terms, capacity dict)
+# --------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Terms:
+    per_gpu: MemoryBreakdown
+    breakdown: dict[str, int]
+    budget_bytes: int | None
+    max_concurrency: int | None = None
+    max_context_tokens: int | None = None
+    checkpoint_bytes: int | None = None
+    workload: Workload
+
+
+def _weights(model: ModelSpec, fmt: WeightFormat, lay: ResolvedLayout, breakdown: dict[str, int]) -> int:
+    parts = model_weight_parts(model, fmt)
+    sharded = mm.shard_share(parts, tp=lay.tp, pp=lay.pp, ep=lay.ep, dp_shard=lay.dp if lay.zero == 3 else 1)
+    breakdown["weights_linear_bytes"] = math.ceil(parts.dense + parts.experts)
+    breakdown["weights_embeddings_bytes"] = math.ceil(parts.embed)
+    breakdown["weights_head_bytes"] = math.ceil(parts.head)
+    breakdown["weights_other_bytes"] = math.ceil(parts.layer_other)
+    breakdown["weights_whole_model_bytes"] = math.ceil(parts.total)
+    if lay.zero == 3:
+        gather = mm.gather_buffer_bytes(parts, tp=lay.tp)
+        breakdown["gather_buffer_bytes"] = gather
+        if lay.offload == "params":
+            sharded = 0
+        return sharded + gather
+    return sharded
+
+
+def _nccl_bytes(lay: ResolvedLayout, ov: Overheads) -> int:
+    if lay.gpus == 1:
+        return 0
+    peers = (lay.tp - 1) + (lay.ep - 1) + (1 if lay.dp > 1 else 0) + (1 if lay.pp > 1 else 0)
+    return ov.nccl_base_bytes + ov.nccl_per_peer_bytes * peers
+
+
+def _context_bytes(gpu: GpuSpec | None, ov: Overheads) -> int:
+    return ov.rocm_context_bytes if gpu is not None and gpu.vendor == "AMD" else ov.cuda_context_bytes
+
+
+def _kv_request(model: ModelSpec, ctx: int, seqs: int, precision: PrecisionPlan, lay: ResolvedLayout,
+                w: Workload) -> int:
+    return mm.kv_cache_bytes(model, context_tokens=ctx, sequences=seqs, bytes_per_value=KV_CACHE_DTYPES[precision.kv_cache],
+                             tp=lay.tp, pp=lay.pp, block_size=w.block_size_tokens)
+
+
+def _longest_context(model: ModelSpec, capacity: int, seqs: int, limit: int, precision: PrecisionPlan,
+                     lay: ResolvedLayout, w: Workload) -> int:
+    """Largest context (multiple of 1 token) whose KV for ``seqs`` sequences fits ``capacity`` (bisection)."""
+    lo, hi = 0, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _kv_request(model, mid, seqs, precision, lay, w) <= capacity:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: PrecisionPlan, fmt: WeightFormat,
+               lay: ResolvedLayout, ov: Overheads, assumptions: list[str], warnings: list[PlanWarning]) -> _Terms:
+    limit = model.max_context_tokens
+    ctx = w.context_tokens or limit
+    if w.context_tokens is None:
+        assumptions.append(f"Context not given: the model's context length, {ctx} tokens per sequence.")
+    if ctx > limit:
+        if not w.allow_long_context:
+            raise InvalidWorkload(
+                f"context {ctx} exceeds {model.name}'s limit of {limit} tokens (add --allow-long-context to plan anyway)")
+        warnings.append(make_warning("context_beyond_model_limit", f"context {ctx} > model limit {limit}"))
+    concurrency = w.concurrency or 1
+    if w.concurrency is None:
+        assumptions.append("Concurrency not given: checked for one sequence; max_concurrency reports the most.")
+    per_replica = math.ceil(concurrency / lay.dp)
+    if lay.dp > 1:
+        assumptions.append(f"{lay.dp} replicas share the {concurrency} sequences: {per_replica} per replica.")
+    breakdown: dict[str, int] = {}
+    weights = _weights(model, fmt, lay, breakdown)
+    tokens, seqs = _engine_defaults(gpu, w, assumptions)
+    prefill = mm.prefill_activation_bytes(model, tokens=tokens, tp=lay.tp)
+    sampler = mm.sampler_activation_bytes(sequences=min(tokens, seqs), vocab=model.vocab_size)
+    breakdown["prefill_activation_bytes"] = prefill
+    breakdown["sampler_logits_bytes"] = sampler
+    non_torch = ov.serving_non_torch_tp1_bytes if lay.tp * lay.pp == 1 else ov.serving_non_torch_multi_bytes
+    breakdown["non_torch_bytes"] = non_torch
+    breakdown["cuda_context_outside_budget_bytes"] = _context_bytes(gpu, ov)
+    kv_one = _kv_request(model, ctx, 1, precision, lay, w)
+    kv = _kv_request(model, ctx, per_replica, precision, lay, w)
+    breakdown["kv_per_sequence_bytes"] = kv_one
+    assumptions.append(
+        "CUDA context sits outside the engine budget (in the 1 - gpu_memory_utilization margin); CUDA graphs "
+        "are inside the profiled activation peak (vLLM V1).")
+    per_gpu = MemoryBreakdown(weights_bytes=weights, kv_cache_bytes=kv, activations_bytes=prefill + sampler,
+                              gradients_bytes=0, optimizer_bytes=0, overhead_bytes=non_torch)
+    budget = None
+    max_conc = max_ctx = None
+    if gpu is not None:
+        budget = math.ceil(gpu.memory_bytes * w.gpu_memory_utilization)
+        capacity = budget - weights - prefill - sampler - non_torch
+        breakdown["engine_budget_bytes"] = budget
+        breakdown["kv_cache_capacity_bytes"] = max(0, capacity)
+        max_conc = max(0, capacity) // kv_one * lay.dp
+        cap_limit = limit if not w.allow_long_context else max(limit, ctx) * 16
+        max_ctx = _longest_context(model, max(0, capacity), per_replica, cap_limit, precision, lay, w)
+        if capacity <= 0:
+            warnings.append(make_warning(
+                "weights_exceed_engine_budget",
+                f"weights, activations and non-torch memory leave {fmt_bytes(capacity)} for the KV cache "
+                f"inside the {fmt_bytes(budget)} engine budget"))
+    return _Terms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, max_concurrency=max_conc,
+                  max_context_tokens=max_ctx,
+                  workload=replace(w, context_tokens=ctx, concurrency=concurrency, max_num_batched_tokens=tokens,
+                                   max_num_seqs=seqs))
+
+
+def _training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFormat, lay: ResolvedLayout,
+              ov: Overheads, assumptions: list[str], warnings: list[PlanWarning]) -> _Terms:
+    seq = w.seq_tokens or min(model.max_context_tokens, 4096)
+    if w.seq_tokens is None:
+        assumptions.append(f"Sequence length not given: {seq} tokens.")
+    if seq > model.max_context_tokens and not w.allow_long_context:
+        raise InvalidWorkload(
+            f"seq {seq} exceeds {model.name}'s limit of {model.max_context_tokens} tokens (add --allow-long-context)")
+    recompute: Recompute = w.recompute or ("full" if w.task == "qlora" else "none")
+    if w.recompute is None:
+        assumptions.append(f"Activation recompute: {recompute} (default for {w.task}"
+                           + (", gradient checkpointing as in the QLoRA paper)." if recompute == "full" else ")."))
+    if lay.sequence_parallel:
+        assumptions.append("Tensor parallelism with sequence parallelism (Megatron): norms and dropout activations split too.")
+    assumptions.append("Attention by a flash-attention kernel: no s² score matrix is stored.")
+    mixed = w.train_precision == "mixed"
+    breakdown: dict[str, int] = {}
+    weights = _weights(model, fmt, lay, breakdown)
+    params_parts = model_param_parts(model)
+    params_gpu = mm.shard_share(params_parts, tp=lay.tp, pp=lay.pp, ep=lay.ep)
+    share = params_gpu / max(1, model.params_total)
+    on_gpu_optimizer = lay.offload == "none"
+    moment_scale = 1.0 if mixed or w.optimizer == "adamw-8bit" else 0.5
+    shapes = [(g.count, g.d_in, g.d_out) for g in model.linear_groups]
+    if w.task == "train":
+        grads = mm.gradient_bytes(params_gpu, bytes_per_value=w.grad_bytes_per_value, zero=lay.zero, dp=lay.dp)
+        master = mm.master_weight_bytes(params_gpu, mixed_precision=mixed, zero=lay.zero, dp=lay.dp)
+        moments = math.ceil(share * mm.optimizer_moment_bytes(
+            model.params_total, optimizer=w.optimizer, zero=lay.zero, dp=lay.dp, moment_scale=moment_scale,
+            matrix_shapes=shapes))
+        checkpoint = model.params_total * 2 + (4 * model.params_total if mixed else 0) + mm.optimizer_moment_bytes(
+            model.params_total, optimizer=w.optimizer, zero=0, dp=1, moment_scale=moment_scale, matrix_shapes=shapes)
+        assumptions.append(
+            "Mixed precision: 16-bit weights and gradients, fp32 master weights and optimizer moments "
+            "(ZeRO's 2 + 2 + 12 bytes per parameter with AdamW)." if mixed else
+            "bf16-true training: no fp32 master copy; optimizer moments kept in bf16.")
+    else:
+        adapters = mm.adapter_params(model, rank=w.lora_rank, targets=w.lora_targets)
+        adapters_gpu = math.ceil(adapters * share)
+        value = 4 if mixed else 2
+        breakdown["lora_adapter_params"] = adapters
+        breakdown["lora_adapter_weights_bytes"] = adapters_gpu * value
+        weights += adapters_gpu * value
+        grads = adapters_gpu * value
+        master = 0
+        moments = mm.optimizer_moment_bytes(adapters_gpu, optimizer=w.optimizer, zero=lay.zero, dp=lay.dp,
+                                            moment_scale=moment_scale)
+        checkpoint = adapters * 2
+        assumptions.append(
+            f"LoRA rank {w.lora_rank} on {','.join(w.lora_targets)}: frozen base, adapters "
+            + ("in fp32 with fp32 gradients and optimizer moments." if mixed else "and their states in bf16."))
+    if not on_gpu_optimizer:
+        breakdown["offloaded_optimizer_bytes"] = master + moments
+        master = moments = 0
+        warnings.append(make_warning("offload_slows_training",
+                                     f"--offload {lay.offload}: optimizer state lives in CPU RAM"))
+    breakdown["master_weights_bytes"] = master
+    breakdown["optimizer_moments_bytes"] = moments
+    act = mm.training_activation_bytes(model, s=seq, b=w.micro_batch, tp=lay.tp, pp=lay.pp,
+                                       sp=lay.sequence_parallel, recompute=recompute)
+    breakdown["logits_bytes"] = mm.logits_bytes(s=seq, b=w.micro_batch, vocab=model.vocab_size, t=lay.tp)
+    tensors = weights + grads + master + moments + act
+    fragmentation = math.ceil(tensors * ov.fragmentation_fraction)
+    context = _context_bytes(gpu, ov)
+    nccl = _nccl_bytes(lay, ov)
+    breakdown.update(cuda_context_bytes=context, cublas_workspace_bytes=ov.cublas_workspace_bytes,
+                     nccl_buffers_bytes=nccl, fragmentation_bytes=fragmentation, checkpoint_bytes=checkpoint)
+    overhead = context + ov.cublas_workspace_bytes + nccl + fragmentation
+    assumptions.append(
+        f"Runtime overhead: context {fmt_bytes(context)}, library workspace {fmt_bytes(ov.cublas_workspace_bytes)}, "
+        f"NCCL {fmt_bytes(nccl)}, allocator fragmentation {ov.fragmentation_fraction:.0%} of tensors.")
+    per_gpu = MemoryBreakdown(weights_bytes=weights, kv_cache_bytes=0, activations_bytes=act, gradients_bytes=grads,
+                              optimizer_bytes=master + moments, overhead_bytes=overhead)
+    budget = gpu.memory_bytes if gpu is not None else None
+    return _Terms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, checkpoint_bytes=checkpoint,
+                  workload=replace(w, seq_tokens=seq, recompute=recompute))
+
+
+def _diffusion(pipe: DiffusionPipelineSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFormat,
+               lay: ResolvedLayout, ov: Overheads, assumptions: list[str]) -> _Terms:
+    width, height = w.resolution or pipe.default_resolution
+    if w.resolution is None:
+        assumptions.append(f"Resolution not given: the pipeline's default {width}x{height}.")
+    sizes = {c.name: dm.component_bytes(c, fmt) for c in pipe.components}
+    denoise_act = dm.denoiser_activation_bytes(pipe, width=width, height=height, images=w.images)
+    decode = dm.vae_decode_bytes(width=width, height=height, images=w.images, tiling=w.vae_tiling)
+    denoiser = sum(sizes[c.name] for c in pipe.components if c.role == "denoiser")
+    vae = sum(sizes[c.name] for c in pipe.components if c.role == "vae")
+    breakdown: dict[str, int] = {f"component_{name}_bytes": size for name, size in sizes.items()}
+    breakdown.update(denoiser_activation_bytes=denoise_act, vae_decode_peak_bytes=decode)
+    if lay.offload == "params":
+        # model CPU offload: one component on the GPU at a time
+        phases = {"denoise": denoiser + denoise_act, "decode": vae + decode,
+                  "encode": max((sizes[c.name] for c in pipe.components if c.role == "text_encoder"), default=0)}
+        peak_phase = max(phases, key=lambda k: phases[k])
+        weights = {"denoise": denoiser, "decode": vae, "encode": phases["encode"]}[peak_phase]
+        act = phases[peak_phase] - weights
+        assumptions.append("Model CPU offload: each component moves to the GPU only for its phase.")
+    else:
+        weights = sum(sizes.values())
+        peak_phase = "denoise" if denoise_act >= decode else "decode"
+        act = max(denoise_act, decode)
+        assumptions.append("All components resident; text encoders and VAE in 16 bit.")
+    breakdown["peak_phase_is_decode"] = 1 if peak_phase == "decode" else 0
+    assumptions.append(
+        f"Reported peak is the larger phase: {'VAE decode' if peak_phase == 'decode' else 'denoising'} "
+        f"(denoiser activations {fmt_bytes(denoise_act)}, VAE decode {fmt_bytes(decode)}"
+        f"{', tiled' if w.vae_tiling else ''}).")
+    context = _context_bytes(gpu, ov)
+    fragmentation = math.ceil((weights + act) * ov.fragmentation_fraction)
+    breakdown.update(cuda_context_bytes=context, cublas_workspace_bytes=ov.cublas_workspace_bytes,
+                     fragmentation_bytes=fragmentation)
+    per_gpu = MemoryBreakdown(weights_bytes=weights, kv_cache_bytes=0, activations_bytes=act, gradients_bytes=0,
+                              optimizer_bytes=0, overhead_bytes=context + ov.cublas_workspace_bytes + fragmentation)
+    return _Terms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=gpu.memory_bytes if gpu is not None else None,
+                  workload=replace(w, resolution=(width, height)))
+
+
+# --------------------------------------------------------------------------------------------------
+# Warnings and checks
+# --------------------------------------------------------------------------------------------------
+
+def _layout_warnings(w: Workload, lay: ResolvedLayout, gpu: GpuSpec | None) -> list[PlanWarning]:
+    out: list[PlanWarning] = []
+    training = w.task in ("train", "lora", "qlora")
+    if lay.dp > 1 and (not training or lay.zero == 0):
+        out.append(make_warning("ddp_no_memory_pooling",
+                                f"{lay.dp} data-parallel replicas: each GPU holds its own full share; memory does not pool"))
+    if lay.zero and lay.dp == 1:
+        out.append(make_warning("zero_without_data_parallel", f"ZeRO stage {lay.zero} with one data-parallel rank shards nothing"))
+    if lay.tp > 1:
+        out.append(make_warning("tp_requires_engine_support", f"tensor parallelism over {lay.tp} GPUs"))
+    if lay.pp > 1:
+        out.append(make_warning("pp_requires_engine_support", f"pipeline parallelism over {lay.pp} stages"))
+    if lay.ep > 1:
+        out.append(make_warning("ep_requires_engine_support", f"expert parallelism over {lay.ep} GPUs"))
+    if lay.tp > GPUS_PER_SERVER:
+        out.append(make_warning("tp_across_nodes", f"TP {lay.tp} spans more than one {GPUS_PER_SERVER}-GPU server"))
+    if gpu is not None and lay.tp > 1:
+        link = gpu.interconnect.lower()
+        if link.startswith("none") or ("bridge" in link and lay.tp > 2):
+            out.append(make_warning("tp_over_pcie", f"TP {lay.tp} on {gpu.name} ({gpu.interconnect}) all-reduces over PCIe"))
+    return out
+
+
+def _precision_warnings(fmt: WeightFormat, precision: PrecisionPlan, gpu: GpuSpec | None) -> list[PlanWarning]:
+    out: list[PlanWarning] = []
+    fp8_used = fmt.native == "fp8" or precision.kv_cache == "fp8"
+    if gpu is not None and fp8_used and not gpu.fp8_hardware:
+        out.append(make_warning("fp8_without_hardware", f"{gpu.name} has no FP8 tensor cores"))
+    if gpu is not None and fmt.native == "fp4" and not gpu.fp4_hardware:
+        out.append(make_warning("fp4_weight_only_emulation",
+                                f"{fmt.name} on {gpu.name}: FP4 weights are dequantized to 16 bit for the math"))
+    if fmt.quantized or precision.kv_cache == "fp8":
+        what = ", ".join(x for x in (fmt.name if fmt.quantized else "", "fp8 KV cache" if precision.kv_cache == "fp8" else "") if x)
+        out.append(make_warning("quantization_quality_unchecked", f"{what}: quality depends on the model and the task"))
+        out.append(make_warning("kernel_support_unchecked", f"{what}: needs engine kernels for this format"
+                                + (f" on {gpu.name}" if gpu is not None else "")))
+    if gpu is not None and gpu.vendor == "AMD":
+        out.append(make_warning("rocm_cuda_only_dependency",
+                                f"{gpu.name} runs ROCm: check every dependency has a ROCm build"
+                                + (f" ({fmt.name} kernels especially)" if fmt.quantized else "")))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Suggestions
+# --------------------------------------------------------------------------------------------------
+
+def _suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload, precision: PrecisionPlan,
+                           layout: Layout, lay: ResolvedLayout, fmt: WeightFormat
+                           ) -> list[tuple[str, str, Workload, PrecisionPlan, Layout]]:
+    out: list[tuple[str, str, Workload, PrecisionPlan, Layout]] = []
+    if w.task == "inference":
+        for gpus in (2, 4, 8, 16):
+            if gpus > lay.gpus:
+                tp = min(gpus, GPUS_PER_SERVER)
+                if _tp_is_valid(model, tp):
+                    new = Layout(gpus=gpus, tp=tp, pp=gpus // tp, dp=1)
+                    out.append((f"--gpus {gpus} --tp {tp}" + (f" --pp {gpus // tp}" if gpus > tp else ""),
+                                f"shard over {gpus} GPUs", w, precision, new))
+        for name in ("fp8", "int4-awq"):
+            if fmt.linear_bits > get_format(name).linear_bits:
+                out.append((f"--weights {name}", f"store weights as {name}", w, replace(precision, weights=name), layout))
+        if precision.kv_cache != "fp8":
+            out.append(("--kv-cache fp8", "halve the KV cache with fp8", w, replace(precision, kv_cache="fp8"), layout))
+    elif w.task in ("train", "lora", "qlora"):
+        if lay.zero < 3 and lay.dp > 1:
+            out.append(("--zero 3", "shard weights, gradients and optimizer over the data-parallel ranks", w,
+                        precision, replace(layout, zero=3, fsdp=False)))
+        for rc in ("selective", "full"):
+            if RECOMPUTES.index(rc) > RECOMPUTES.index(w.recompute or "none"):
+                out.append((f"--recompute {rc}", f"{rc} activation recompute", replace(w, recompute=rc), precision, layout))
+        for gpus in (2, 4, 8, 16, 32, 64):
+            if gpus > lay.gpus:
+                out.append((f"--gpus {gpus} --zero 3", f"ZeRO-3 over {gpus} GPUs", w, precision,
+                            Layout(gpus=gpus, zero=3, offload=layout.offload)))
+        if lay.offload == "none":
+            out.append(("--offload optimizer", "keep optimizer state in CPU RAM", w, precision,
+                        replace(layout, offload="optimizer")))
+        if w.task == "train":
+            out.append(("--task qlora", "fine-tune LoRA adapters on an NF4 base instead", replace(w, task="qlora"),
+                        replace(precision, weights=None), layout))
+    else:
+        if not w.vae_tiling:
+            out.append(("--vae-tiling", "decode the image in tiles", replace(w, vae_tiling=True), precision, layout))
+        if layout.offload == "none":
+            out.append(("--offload params", "model CPU offload", w, precision, replace(layout, offload="params")))
+        if fmt.linear_bits > 8:
+            out.append(("--weights fp8", "fp8 denoiser", w, replace(precision, weights="fp8"), layout))
+            out.append(("--weights nf4", "NF4 denoiser", w, replace(precision, weights="nf4"), layout))
+    return out
+
+
+def _suggestions(model: ModelSpec | DiffusionPipelineSpec, w: Workload, precision: PrecisionPlan, layout: Layout,
+                 lay: ResolvedLayout, fmt: WeightFormat, gpu: GpuSpec, overheads: Overheads) -> tuple[Suggestion, ...]:
+    found: list[Suggestion] = []
+    for change, description, w2, p2, l2 in _suggestion_candidates(model, w, precision, layout, lay, fmt):
+        try:
+            alt = plan(model, w2, precision=p2, layout=l2, gpu=gpu, overheads=overheads, suggest=False)
+        except InvalidWorkload:
+            continue
+        if alt.fits and alt.headroom_bytes is not None:
+            found.append(Suggestion(change=change, description=description, gpus=alt.layout.gpus,
+                                    total_bytes=alt.per_gpu.total_bytes, headroom_bytes=alt.headroom_bytes))
+    found.sort(key=lambda s: (s.gpus, s.total_bytes))
+    return tuple(found[:6])
+
+
+# --------------------------------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------------------------------
+
+def plan(
+    model: ModelSpec | DiffusionPipelineSpec,
+    workload: Workload | None = None,
+    *,
+    precision: PrecisionPlan | None = None,
+    layout: Layout | None = None,
+    gpu: GpuSpec | None = None,
+    overheads: Overheads | None = None,
+    suggest: bool = True,
+) -> Plan:
+    """Plan one configuration: per-GPU bytes by term, fit verdict and capacity, with assumptions and warnings.
+
+    Defaults (each stated in ``Plan.assumptions`` when used): one GPU; without a layout, inference shards by
+    TP across the GPUs of one server (the largest valid TP <= 8 dividing the GPU count, the rest as
+    replicas) and training replicates by DP; weights bf16 (nf4-dq for QLoRA); inference checks one sequence
+    of the model's context length; a diffusion model plans the diffusion task.
+
+    Raises :class:`anchorgpu.errors.InvalidWorkload` (or ``PartialGpuRequested``) with a one-line reason.
+
+    >>> from anchorgpu.planner._examples import llama_3_1_8b
+    >>> p = plan(llama_3_1_8b(), Workload(context_tokens=8192))
+    >>> p.per_gpu.kv_cache_bytes, p.fits
+    (1073741824, None)
+    """
+    w = workload or Workload()
+    prec = precision or PrecisionPlan()
+    lay_in = layout or Layout()
+    ov = overheads or Overheads()
+    assumptions: list[str] = []
+    if isinstance(model, DiffusionPipelineSpec) and w.task != "diffusion":
+        if w.task != "inference":
+            raise InvalidWorkload(f"{model.name} is a diffusion pipeline: use --task diffusion (not {w.task})")
+        w = replace(w, task="diffusion")
+        assumptions.append("A diffusion pipeline: planned as task diffusion (image generation).")
+    if isinstance(model, ModelSpec) and w.task == "diffusion":
+        raise InvalidWorkload(f"--task diffusion needs a diffusion pipeline; {model.name} is a language model")
+    _validate_workload(w)
+    fmt = _resolve_format(model, w, prec, assumptions)
+    prec = replace(prec, weights=fmt.name)
+    lay = _resolve_layout(model, w, lay_in, assumptions)
+    warnings: list[PlanWarning] = []
+    if isinstance(model, DiffusionPipelineSpec):
+        terms = _diffusion(model, gpu, w, fmt, lay, ov, assumptions)
+    elif w.task == "inference":
+        terms = _inference(model, gpu, w, prec, fmt, lay, ov, assumptions, warnings)
+    else:
+        terms = _training(model, gpu, w, fmt, lay, ov, assumptions, warnings)
+    if isinstance(model, ModelSpec) and model.moe is not None:
+        assumptions.append(f"MoE: all {model.moe.num_experts} experts per layer resident"
+                           + (f", split over EP {lay.ep}" if lay.ep > 1 else ", split with TP")
+                           + "; compute follows the active experts.")
+    warnings += _layout_warnings(terms.workload, lay, gpu) + _precision_warnings(fmt, prec, gpu)
+    if terms.checkpoint_bytes is not None:
+        warnings.append(make_warning("checkpoint_restore_unverified",
+                                     f"a checkpoint takes {fmt_bytes(terms.checkpoint_bytes)}: test restoring it"))
+    total = terms.per_gpu.total_bytes
+    fits = headroom = None
+    if terms.budget_bytes is not None:
+        headroom = terms.budget_bytes - total
+        fits = headroom >= 0
+        if not fits:
+            warnings.append(make_warning("does_not_fit", f"needs {fmt_bytes(total)} per GPU, "
+                                         f"{fmt_bytes(-headroom)} more than the {fmt_bytes(terms.budget_bytes)} available"))
+    else:
+        warnings.append(make_warning("no_gpu_given", "no GPU named: fit and capacity not evaluated"))
+    checks = tuple(dict.fromkeys(WARNING_CODES[x.code].check for x in warnings))
+    suggestions: tuple[Suggestion, ...] = ()
+    if suggest and fits is False and gpu is not None:
+        suggestions = _suggestions(model, terms.workload, prec, lay_in, lay, fmt, gpu, ov)
+    return Plan(
+        model=model, gpu=gpu, workload=terms.workload, precision=prec, layout=lay, per_gpu=terms.per_gpu,
+        breakdown=dict(terms.breakdown), budget_bytes=terms.budget_bytes, fits=fits, headroom_bytes=headroom,
+        max_concurrency=terms.max_concurrency, max_context_tokens=terms.max_context_tokens,
+        checkpoint_bytes=terms.checkpoint_bytes, assumptions=tuple(assumptions), warnings=tuple(warnings),
+        checks=checks, suggestions=suggestions,
+    )

@@ -1,0 +1,129 @@
+"""The one registry of planner warning codes. Pure; stdlib only.
+
+Every warning the planner emits has a stable ``code`` (API clients, the web page and the glossary rely
+on it) and names the glossary concept that explains it (``concept``, a glossary entry id). Codes are
+never renamed; new ones are added here and nowhere else. :func:`make_warning` refuses unknown codes,
+so a typo cannot reach a user.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["WARNING_CODES", "PlanWarning", "WarningCode", "make_warning"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WarningCode:
+    """A registered warning: its code, the glossary concept it names, and what the user should check."""
+
+    code: str
+    concept: str  # glossary entry id
+    check: str  # the thing the user must still verify (one line, shown under "checks")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanWarning:
+    """One warning attached to a plan: a registered code and a one-line message about this plan."""
+
+    code: str
+    message: str
+
+    @property
+    def concept(self) -> str:
+        return WARNING_CODES[self.code].concept
+
+
+def _registry(*entries: WarningCode) -> dict[str, WarningCode]:
+    return {entry.code: entry for entry in entries}
+
+
+WARNING_CODES: dict[str, WarningCode] = _registry(
+    WarningCode(
+        code="ddp_no_memory_pooling", concept="data-parallelism",
+        check="Data-parallel replicas each hold a full copy: memory does not pool across GPUs.",
+    ),
+    WarningCode(
+        code="tp_requires_engine_support", concept="tensor-parallelism",
+        check="Confirm your serving engine or training framework supports tensor parallelism for this model.",
+    ),
+    WarningCode(
+        code="pp_requires_engine_support", concept="pipeline-parallelism",
+        check="Confirm your engine or framework supports pipeline parallelism for this model.",
+    ),
+    WarningCode(
+        code="ep_requires_engine_support", concept="expert-parallelism",
+        check="Confirm your engine supports expert parallelism for this MoE model.",
+    ),
+    WarningCode(
+        code="tp_over_pcie", concept="nvlink",
+        check="Tensor parallelism over PCIe-only GPUs is slow: every layer all-reduces over PCIe.",
+    ),
+    WarningCode(
+        code="tp_across_nodes", concept="tensor-parallelism",
+        check="Tensor parallelism beyond one 8-GPU server crosses the network: prefer PP or DP across nodes.",
+    ),
+    WarningCode(
+        code="fp8_without_hardware", concept="fp8",
+        check="This GPU has no FP8 tensor cores: FP8 runs as weight-only with dequantization, or not at all.",
+    ),
+    WarningCode(
+        code="fp4_weight_only_emulation", concept="fp4",
+        check="Native FP4 math exists only on Blackwell and MI355X: elsewhere FP4 weights are dequantized.",
+    ),
+    WarningCode(
+        code="rocm_cuda_only_dependency", concept="rocm",
+        check="On AMD GPUs check that every dependency (kernels, quantization libraries) has a ROCm build.",
+    ),
+    WarningCode(
+        code="quantization_quality_unchecked", concept="quantization",
+        check="Check output quality after quantization on your own evaluation set.",
+    ),
+    WarningCode(
+        code="kernel_support_unchecked", concept="quantization",
+        check="Check that your engine has kernels for this weight or cache format on this GPU.",
+    ),
+    WarningCode(
+        code="checkpoint_restore_unverified", concept="checkpointing",
+        check="Verify that a saved checkpoint restores (and resumes training) before relying on it.",
+    ),
+    WarningCode(
+        code="partial_gpu_not_offered", concept="mig",
+        check="AnchorGPU rents whole GPUs only: no MIG slices, vGPU or time-slicing.",
+    ),
+    WarningCode(
+        code="does_not_fit", concept="vram",
+        check="The per-GPU total exceeds the GPU's memory: see the suggestions.",
+    ),
+    WarningCode(
+        code="weights_exceed_engine_budget", concept="kv-cache",
+        check="Weights and activations leave no room for the KV cache inside the engine's memory budget.",
+    ),
+    WarningCode(
+        code="context_beyond_model_limit", concept="context-window",
+        check="The context exceeds the model's trained length: quality beyond it is not guaranteed.",
+    ),
+    WarningCode(
+        code="zero_without_data_parallel", concept="zero",
+        check="ZeRO/FSDP shard over data-parallel ranks: with one rank they save nothing.",
+    ),
+    WarningCode(
+        code="offload_slows_training", concept="offloading",
+        check="CPU offload moves state over PCIe every step: expect slower steps and check host RAM.",
+    ),
+    WarningCode(
+        code="no_gpu_given", concept="vram",
+        check="No GPU was named, so fit, headroom and the KV-cache budget were not evaluated.",
+    ),
+)
+
+
+def make_warning(code: str, message: str) -> PlanWarning:
+    """A :class:`PlanWarning` for a registered ``code``; unknown codes are a programming error.
+
+    >>> make_warning("tp_over_pcie", "TP 4 over PCIe").concept
+    'nvlink'
+    """
+    if code not in WARNING_CODES:
+        raise KeyError(f"unregistered planner warning code {code!r}")
+    return PlanWarning(code=code, message=" ".join(message.split()))
