@@ -265,3 +265,53 @@ class AllocationOut(_Schema):
 class AllocationList(_Schema):
     data: list[AllocationOut] = Field(description="Your allocations, oldest first")
     count: int = Field(description="Number of allocations in data")
+
+
+Task = Literal["inference", "train", "lora", "qlora", "diffusion"]
+
+
+class PlanRequest(_Request):
+    """The options of ``anchorgpu plan`` as JSON (same names without dashes, same defaults)."""
+
+    model: str = Field(min_length=1, max_length=200, description="Registry name (see /v1/models) or Hub id 'org/name'", examples=["llama-3.1-70b"])
+    task: Task = Field(default="inference", description="inference, train (full fine-tune / pretrain), lora, qlora or diffusion")
+    gpu: str | None = Field(default=None, max_length=100, description="GPU name or alias; without one there is no fit verdict", examples=["h100"])
+    gpus: int | None = Field(default=None, ge=1, le=65_536, description="Whole GPUs in total (default 1, or tp × pp × dp × ep)")
+    tp: int | None = Field(default=None, ge=1, le=1024, description="Tensor-parallel ranks")
+    pp: int | None = Field(default=None, ge=1, le=1024, description="Pipeline-parallel stages")
+    dp: int | None = Field(default=None, ge=1, le=65_536, description="Data-parallel replicas (memories do not pool)")
+    ep: int | None = Field(default=None, ge=1, le=1024, description="Expert-parallel ranks (MoE)")
+    zero: Literal[0, 1, 2, 3] = Field(default=0, description="ZeRO stage: 1 shards optimizer state, 2 also gradients, 3 also parameters")
+    fsdp: bool = Field(default=False, description="FSDP full shard (the memory of ZeRO-3)")
+    offload: Literal["none", "optimizer", "params"] = Field(default="none", description="Move optimizer state (or also parameters) to CPU RAM")
+    weights: str | None = Field(default=None, max_length=40, description="Weight format: bf16, fp16, fp8, int8, int4-gptq, int4-awq, nf4, nf4-dq, mxfp4, nvfp4, gguf-q4_k_m, … (default bf16; nf4-dq for qlora)")
+    kv_cache: Literal["bf16", "fp16", "fp8"] = Field(default="bf16", description="KV-cache precision")
+    context: int | None = Field(default=None, ge=1, le=10_000_000, description="Tokens per sequence (prompt + output); default the model's context length")
+    concurrency: int | None = Field(default=None, ge=1, le=1_000_000, description="Sequences served at once; default: check one and report max_concurrency")
+    allow_long_context: bool = Field(default=False, description="Allow a context beyond the model's configured limit")
+    gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1, description="Fraction of GPU memory the serving engine may use (vLLM-style)")
+    micro_batch: int = Field(default=1, ge=1, le=100_000, description="Training: sequences per GPU step")
+    seq: int | None = Field(default=None, ge=1, le=10_000_000, description="Training: tokens per sequence")
+    recompute: Literal["none", "selective", "full"] | None = Field(default=None, description="Activation recomputation (default none for train, full for lora/qlora)")
+    optimizer: Literal["adamw", "adamw-8bit", "sgd", "lion", "adafactor"] = Field(default="adamw", description="Optimizer whose state is kept")
+    lora_rank: int = Field(default=16, ge=1, le=65_536, description="LoRA rank r")
+    lora_targets: list[Literal["q", "k", "v", "o", "gate", "up", "down"]] = Field(
+        default_factory=lambda: ["q", "k", "v", "o", "gate", "up", "down"], min_length=1, max_length=7, description="Modules that get adapters"
+    )
+    resolution: str | None = Field(default=None, pattern=r"^[0-9]{2,5}x[0-9]{2,5}$", description="Diffusion: output WIDTHxHEIGHT in pixels", examples=["1024x1024"])
+    images: int = Field(default=1, ge=1, le=10_000, description="Diffusion: images per batch")
+    vae_tiling: bool = Field(default=False, description="Diffusion: decode the VAE in tiles (bounds the decode peak)")
+
+
+class PlanOut(_Schema):
+    """A plan with the keys of ``anchorgpu plan --json`` (DESIGN.md section 5)."""
+
+    model: dict[str, Any] = Field(description="The model: name, params_total, params_active, kv_bytes_per_token …")
+    gpu: dict[str, Any] | None = Field(description="{name, memory_bytes} of the GPU planned for; null without one")
+    gpus: int = Field(description="GPUs in total")
+    per_gpu: dict[str, int] = Field(description="Bytes per GPU: weights_bytes, kv_cache_bytes, activations_bytes, gradients_bytes, optimizer_bytes, overhead_bytes, total_bytes")
+    fits: bool | None = Field(description="Whether the per-GPU total fits the GPU's memory (serving: its engine budget); null without a GPU")
+    max_concurrency: int | None = Field(description="Inference: sequences of the context that fit at once; null otherwise")
+    warnings: list[dict[str, Any]] = Field(description="[{code, message, concept}]: what to watch; concept names a glossary entry")
+    assumptions: list[str] = Field(default_factory=list, description="Every default the planner chose")
+    checks: list[str] = Field(default_factory=list, description="What you must still check yourself")

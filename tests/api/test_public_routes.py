@@ -1,0 +1,157 @@
+"""Public routes: health, GPUs, models, offerings, OpenAPI — and problem+json for every client error."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+
+def test_healthz_says_ok_with_the_database_dialect(client: TestClient) -> None:
+    response = client.get("/v1/healthz")
+    assert response.status_code == 200
+    assert response.json()["status"] == "ok"
+    assert response.json()["database"] == "sqlite"
+
+
+def test_openapi_lists_every_route_of_the_issue(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    for path in ["/v1/gpus", "/v1/gpus/{name}", "/v1/models", "/v1/models/{name}", "/v1/plan", "/v1/recommend", "/v1/offerings",
+                 "/v1/quotes", "/v1/quotes/{quote_id}", "/v1/allocations", "/v1/allocations/{allocation_id}",
+                 "/v1/allocations/{allocation_id}/stop", "/v1/allocations/{allocation_id}/start",
+                 "/v1/allocations/{allocation_id}/extend", "/v1/allocations/{allocation_id}/terminate", "/v1/healthz"]:
+        assert path in paths, path
+
+
+def test_docs_page_is_served(client: TestClient) -> None:
+    assert client.get("/docs").status_code == 200
+
+
+def test_gpu_list_has_the_h100_with_its_memory(client: TestClient) -> None:
+    body = client.get("/v1/gpus").json()
+    assert body["count"] == len(body["data"]) > 5
+    h100 = next(g for g in body["data"] if g["name"] == "h100-sxm")
+    assert h100["memory_bytes"] > 79 * 10**9  # 80 GB HBM3 (NVIDIA H100 datasheet)
+
+
+def test_gpu_by_alias_is_case_insensitive(client: TestClient) -> None:
+    assert client.get("/v1/gpus/H100").json()["name"] == "h100-sxm"
+
+
+def test_unknown_gpu_is_404_problem_with_suggestions(client: TestClient, problem: Any) -> None:
+    response = client.get("/v1/gpus/h10")
+    assert response.status_code == 404
+    body = problem(response)
+    assert body["code"] == "unknown_gpu"
+    assert "h100-sxm" in body["suggestions"]
+
+
+def test_models_list_holds_the_registry(client: TestClient) -> None:
+    names = [m["name"] for m in client.get("/v1/models").json()["data"]]
+    assert "llama-3.1-70b" in names
+
+
+def test_model_by_name_reports_exact_parameter_count(client: TestClient) -> None:
+    body = client.get("/v1/models/llama-3.1-8b").json()
+    # 8,030,261,248 parameters: computed by transformers on the meta device from the published config.json
+    assert body["params_total"] == 8_030_261_248
+    # 2 (K,V) x 32 layers x 8 KV heads x 128 head dim x 2 bytes (bf16)
+    assert body["kv_bytes_per_token"] == 2 * 32 * 8 * 128 * 2
+
+
+def test_model_by_hub_id_of_a_registry_model_works_offline(client: TestClient) -> None:
+    assert client.get("/v1/models/meta-llama/Llama-3.1-8B").json()["name"] == "llama-3.1-8b"
+
+
+def test_model_refs_that_are_server_paths_are_refused(client: TestClient, problem: Any) -> None:
+    for ref in ["..%2F..%2Fetc%2Fpasswd", "%2Fetc%2Fpasswd", "config.json"]:
+        response = client.get(f"/v1/models/{ref}")
+        assert response.status_code == 422, ref
+        assert problem(response)["code"] == "model_path_not_allowed"
+
+
+def test_unknown_model_is_404_with_did_you_mean(client: TestClient, problem: Any) -> None:
+    response = client.get("/v1/models/llama-3.1-7b")
+    assert response.status_code == 404
+    assert "did you mean" in problem(response)["detail"]
+
+
+def test_hub_id_offline_is_a_clear_422(client: TestClient, problem: Any) -> None:
+    response = client.get("/v1/models/some-org/some-model")
+    assert response.status_code == 422
+    assert problem(response)["code"] == "hub_unavailable"
+
+
+def test_offerings_filter_by_gpu_and_carry_stock(client: TestClient) -> None:
+    body = client.get("/v1/offerings", params={"gpu": "h100"}).json()
+    assert body["count"] > 0
+    assert {row["gpu"] for row in body["data"]} == {"h100-sxm"}
+    assert all(row["stock"] is not None and row["available_now"] == row["stock"] for row in body["data"])
+
+
+def test_offerings_are_cheapest_first_by_the_730_hour_rate(client: TestClient) -> None:
+    from decimal import Decimal
+
+    rates = [Decimal(r["per_gpu_hour_usd"]) for r in client.get("/v1/offerings").json()["data"] if r["per_gpu_hour_usd"]]
+    assert rates == sorted(rates)
+
+
+def test_offerings_max_price_filter(client: TestClient) -> None:
+    from decimal import Decimal
+
+    rows = client.get("/v1/offerings", params={"max_usd_per_gpu_hour": "2.00"}).json()["data"]
+    assert rows and all(Decimal(r["per_gpu_hour_usd"]) <= Decimal("2.00") for r in rows)
+
+
+def test_offerings_bad_filter_is_422_problem(client: TestClient, problem: Any) -> None:
+    response = client.get("/v1/offerings", params={"min_gpus": "zero"})
+    assert response.status_code == 422
+    body = problem(response)
+    assert body["code"] == "invalid_request"
+    assert body["errors"][0]["field"] == "query.min_gpus"
+
+
+def test_offerings_unknown_gpu_filter_is_404(client: TestClient, problem: Any) -> None:
+    response = client.get("/v1/offerings", params={"gpu": "h1000"})
+    assert response.status_code == 404
+    assert problem(response)["code"] == "unknown_gpu"
+
+
+def test_unknown_path_is_404_problem(client: TestClient, problem: Any) -> None:
+    response = client.get("/v1/nothing-here")
+    assert response.status_code == 404
+    assert problem(response)["code"] == "not_found"
+
+
+def test_wrong_method_is_405_problem(client: TestClient, problem: Any) -> None:
+    response = client.delete("/v1/gpus")
+    assert response.status_code == 405
+    assert problem(response)["code"] == "method_not_allowed"
+
+
+def test_malformed_json_body_is_422_not_500(client: TestClient, alice: Any, problem: Any) -> None:
+    response = client.post("/v1/quotes", content=b"{not json", headers={**alice.auth, "Content-Type": "application/json"})
+    assert response.status_code == 422
+    assert problem(response)["code"] == "invalid_request"
+
+
+def test_api_responses_carry_security_headers(client: TestClient) -> None:
+    headers = client.get("/v1/healthz").headers
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["x-frame-options"] == "DENY"
+    assert "frame-ancestors 'none'" in headers["content-security-policy"]
+
+
+def test_a_real_bug_answers_500_problem_without_details(app: Any, problem: Any) -> None:
+    from anchorgpu.api.deps import get_store
+
+    def broken() -> Any:
+        raise RuntimeError("secret internals")
+
+    app.dependency_overrides[get_store] = broken
+    with TestClient(app, raise_server_exceptions=False) as client:
+        response = client.get("/v1/healthz")
+    assert response.status_code == 500
+    body = problem(response)
+    assert body["code"] == "internal_error"
+    assert "secret" not in response.text
