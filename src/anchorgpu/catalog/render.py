@@ -92,23 +92,37 @@ def _usd_cell(value: Decimal | None) -> str:
     return "unpriced" if value is None else f"${value:,}"
 
 
-def offerings_table(rows: Iterable[tuple[Offering, str, int | None]], *, title: str | None = None) -> Any:
-    """A Rich ``Table`` of (offering, region, stock) rows; stock ``None`` shows as ``?``."""
+def _host(offering: Offering) -> str:
+    return (f"{offering.vcpus} vCPU, {fmt_bytes(offering.ram_bytes)} RAM, "
+            f"{fmt_bytes(offering.nvme_bytes, binary=False)} NVMe")
+
+
+def offerings_table(rows: Iterable[tuple[Offering, str, int | None]], *, title: str | None = None,
+                    wide: bool = False) -> Any:
+    """A Rich ``Table`` of (offering, region, stock) rows; stock ``None`` shows as ``?``.
+
+    The narrow form (fits 100 columns) shows id, GPUs, region, the three list prices per server, the
+    730-h rate per GPU-hour and stock; ``wide=True`` adds the host, network and GPU interconnect.
+    """
+    from rich import box
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left")
-    for name, justify in (("offering", "left"), ("GPU", "left"), ("GPUs", "right"), ("kind", "left"),
-                          ("region", "left"), ("hour", "right"), ("week", "right"), ("month", "right"),
-                          ("$/GPU-h (730 h)", "right"), ("vCPUs", "right"), ("RAM", "right"),
-                          ("NVMe", "right"), ("network", "left"), ("stock", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    columns: list[tuple[str, str]] = [("offering", "left"), ("GPUs", "right"), ("region", "left"),
+                                      ("$/hour", "right"), ("$/week", "right"), ("$/month", "right"),
+                                      ("$/GPU-h*", "right"), ("stock", "right")]
+    if wide:
+        columns += [("host", "left"), ("network", "left"), ("GPU interconnect", "left")]
+    for name, justify in columns:
+        table.add_column(name, justify=justify, no_wrap=name not in ("host", "network", "GPU interconnect"))  # type: ignore[arg-type]
     for offering, region, stock in rows:
         prices = offering.prices_usd
-        table.add_row(
-            offering.id, offering.gpu, str(offering.gpus), offering.kind, region,
-            _usd_cell(prices.hour), _usd_cell(prices.week), _usd_cell(prices.month),
-            _usd_cell(offering.per_gpu_hour_usd), str(offering.vcpus),
-            fmt_bytes(offering.ram_bytes), fmt_bytes(offering.nvme_bytes, binary=False),
-            offering.network, "?" if stock is None else str(stock),
-        )
+        cells = [offering.id, f"{offering.gpus}x {offering.gpu}", region, _usd_cell(prices.hour),
+                 _usd_cell(prices.week), _usd_cell(prices.month), _usd_cell(offering.per_gpu_hour_usd),
+                 "?" if stock is None else str(stock)]
+        if wide:
+            cells += [_host(offering), offering.network, offering.interconnect]
+        table.add_row(*cells)
+    table.caption = "* comparison rate: monthly price / GPUs / 730 h. A month term lasts 720 h; see `anchorgpu quote`."
+    table.caption_justify = "left"
     return table
