@@ -1,0 +1,134 @@
+"""The stable JSON form of a model (``anchorgpu model --json``, the API's ``/models``). Pure.
+
+Keys are a contract (DESIGN.md section 5): keep them, add freely. Counts are integers; bytes are integers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from anchorgpu.architectures.registry import resolve
+from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
+from anchorgpu.errors import InvalidInput
+
+__all__ = ["KV_CACHE_BYTES", "kv_bytes_per_value", "model_to_json"]
+
+# Bytes per cached value for each KV-cache precision the CLI accepts.
+KV_CACHE_BYTES: dict[str, int] = {"bf16": 2, "fp16": 2, "fp8": 1}
+
+BREAKDOWN_KEYS = (
+    "embeddings", "position_embeddings", "attention", "mlp", "experts", "shared_experts", "router", "norms", "head",
+    "other",
+)
+
+
+def kv_bytes_per_value(kv_cache: str) -> int:
+    """Bytes per cached value for ``kv_cache`` (bf16/fp16 → 2, fp8 → 1).
+
+    >>> kv_bytes_per_value("fp8")
+    1
+    """
+    try:
+        return KV_CACHE_BYTES[kv_cache.lower()]
+    except KeyError:
+        raise InvalidInput(
+            f"--kv-cache must be one of {', '.join(KV_CACHE_BYTES)}, got {kv_cache!r}", code="invalid_kv_cache"
+        ) from None
+
+
+def model_to_json(spec: ModelSpec | DiffusionPipelineSpec, *, kv_cache: str = "bf16") -> dict[str, Any]:
+    """Plain JSON types for a model or a diffusion pipeline.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> doc = model_to_json(load_model("llama-3.1-8b"))
+    >>> doc["params_total"], doc["kv_bytes_per_token"], doc["breakdown"]["head"]
+    (8030261248, 131072, 525336576)
+    """
+    if isinstance(spec, DiffusionPipelineSpec):
+        return _pipeline_to_json(spec)
+    per_value = kv_bytes_per_value(kv_cache)
+    info = resolve(spec.name)
+    windows = sorted({w for w in spec.layer_windows if w is not None})
+    ctx = spec.max_context_tokens
+    return {
+        "name": spec.name,
+        "kind": "language",
+        "display_name": info.display_name if info is not None and spec.source.startswith("registry:") else spec.name,
+        "model_type": spec.model_type,
+        "family": spec.family,
+        "params_total": spec.params_total,
+        "params_active": spec.params_active,
+        "kv_bytes_per_token": spec.kv_bytes_per_token(per_value),
+        "kv_cache_dtype": kv_cache.lower(),
+        "kv_bytes_per_sequence_at_context": spec.kv_values_for_context(ctx) * per_value,
+        "layers": spec.num_layers,
+        "hidden_size": spec.hidden_size,
+        "intermediate_size": spec.intermediate_size,
+        "heads": spec.num_attention_heads,
+        "kv_heads": spec.num_kv_heads,
+        "head_dim": spec.head_dim,
+        "vocab_size": spec.vocab_size,
+        "experts": None
+        if spec.moe is None
+        else {
+            "num_experts": spec.moe.num_experts,
+            "experts_per_token": spec.moe.experts_per_token,
+            "shared": spec.moe.num_shared_experts,
+            "expert_intermediate_size": spec.moe.expert_intermediate_size,
+            "moe_layers": spec.moe.num_moe_layers,
+        },
+        "mla": None
+        if spec.mla is None
+        else {
+            "kv_lora_rank": spec.mla.kv_lora_rank,
+            "q_lora_rank": spec.mla.q_lora_rank,
+            "qk_rope_head_dim": spec.mla.qk_rope_head_dim,
+            "qk_nope_head_dim": spec.mla.qk_nope_head_dim,
+            "v_head_dim": spec.mla.v_head_dim,
+        },
+        "context_length": ctx,
+        "attention": spec.attention_kind,
+        "sliding_window_layers": spec.sliding_window_layers,
+        "sliding_windows": windows,
+        "tie_word_embeddings": spec.tie_word_embeddings,
+        "gated_mlp": spec.gated_mlp,
+        "breakdown": {key: getattr(spec.params, key) for key in BREAKDOWN_KEYS},
+        "linear_groups": [
+            {"name": g.name, "component": g.component, "d_in": g.d_in, "d_out": g.d_out, "count": g.count,
+             "active_count": g.active_count, "bias": g.bias}
+            for g in spec.linear_groups
+        ],
+        "source": spec.source,
+        "notes": list(spec.notes),
+    }
+
+
+def _pipeline_to_json(spec: DiffusionPipelineSpec) -> dict[str, Any]:
+    info = resolve(spec.name)
+    width, height = spec.default_resolution
+    return {
+        "name": spec.name,
+        "kind": "diffusion",
+        "display_name": info.display_name if info is not None else spec.name,
+        "model_type": "diffusion_pipeline",
+        "family": spec.family,
+        "params_total": spec.params_total,
+        "params_active": spec.params_total,
+        "kv_bytes_per_token": None,
+        "components": [
+            {"name": c.name, "role": c.role, "architecture": c.architecture, "params": c.params,
+             "hidden_size": c.hidden_size or None, "num_layers": c.num_layers or None,
+             "max_tokens": c.max_tokens or None, "source": c.source}
+            for c in spec.components
+        ],
+        "vae_latent_channels": spec.vae_latent_channels,
+        "vae_scale_factor": spec.vae_scale_factor,
+        "vae_scaling_factor": spec.vae_scaling_factor,
+        "patch_size": spec.patch_size,
+        "default_resolution": [width, height],
+        "default_steps": spec.default_steps,
+        "latent_shape": list(spec.latent_shape(width, height)),
+        "denoiser_tokens": spec.denoiser_tokens(width, height),
+        "source": spec.source,
+        "notes": list(spec.notes),
+    }
