@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -18,6 +19,7 @@ from anchorgpu.quotes import (
     RegionNotOffered,
     UnpricedOffering,
     price_quote,
+    servers_for_gpus,
 )
 from anchorgpu.units import parse_term
 
@@ -151,6 +153,22 @@ def test_partial_or_non_whole_quantities_are_refused_with_the_reason(quantity: o
     error = caught.value
     assert error.code == "partial_gpu_not_offered" and error.exit_code == 2
     assert "whole GPU" in str(error) and "quantity=" in str(error)
+    assert "quantity counts whole servers (1 x h100-sxm each for h100-sxm-1x-vm)" in str(error)
+
+
+@pytest.mark.parametrize(("offering", "gpus", "servers"), [("h100-sxm-8x-bm", 8, 1), ("h100-sxm-8x-bm", 24, 3), ("h100-sxm-1x-vm", 4, 4)])
+def test_a_gpu_count_converts_to_whole_servers(offering: str, gpus: int, servers: int) -> None:
+    assert servers_for_gpus(CATALOG.offering(offering), gpus) == servers
+
+
+@pytest.mark.parametrize(("offering", "gpus", "reason"), [
+    ("h100-sxm-8x-bm", 4, "rented as whole 8-GPU servers"),  # half a server is not sold
+    ("h100-sxm-1x-vm", 0.5, "only whole GPUs are offered (no MIG slices, vGPU or time-slicing)"),
+    ("h100-sxm-1x-vm", 0, "at least one whole GPU"),
+])
+def test_part_of_a_gpu_or_of_a_server_is_refused_with_the_reason(offering: str, gpus: float, reason: str) -> None:
+    with pytest.raises(PartialGpuRequested, match=re.escape(reason)):
+        servers_for_gpus(CATALOG.offering(offering), gpus)
 
 
 def test_a_float_that_is_a_whole_number_counts_as_that_many_servers() -> None:

@@ -4,7 +4,8 @@ Public API:
 
 - :func:`price_quote` ``(catalog, offering_id, quantity, term, options, now, validity_s=86400, *,
   region=None, quote_id=None) -> Quote`` — pure; ``now`` is passed in, never read;
-- :class:`Quote`, :class:`QuoteLine` (frozen), :func:`bill_term`, :func:`egress_included_tb`;
+- :class:`Quote`, :class:`QuoteLine` (frozen), :func:`bill_term`, :func:`egress_included_tb`,
+  :func:`servers_for_gpus` (a GPU count → whole servers of an offering, partial GPUs refused);
 - :func:`quote_to_json` / :func:`quote_from_json` — the JSON contract and its inverse;
 - errors: :class:`UnpricedOffering`, :class:`RegionNotOffered`, :class:`InvalidOptionRequest`,
   :class:`InvalidQuoteRequest` (all ``InvalidInput``).
@@ -14,7 +15,14 @@ The pricing rules are written out in :mod:`anchorgpu.quotes.pricing`.
 
 from anchorgpu.quotes.errors import InvalidOptionRequest, InvalidQuoteRequest, RegionNotOffered, UnpricedOffering
 from anchorgpu.quotes.model import LineKind, Quote, QuoteLine
-from anchorgpu.quotes.pricing import DEFAULT_VALIDITY_S, Billing, bill_term, egress_included_tb, price_quote
+from anchorgpu.quotes.pricing import (
+    DEFAULT_VALIDITY_S,
+    Billing,
+    bill_term,
+    egress_included_tb,
+    price_quote,
+    servers_for_gpus,
+)
 from anchorgpu.quotes.serialize import line_to_json, quote_from_json, quote_to_json
 
 __all__ = [
@@ -33,4 +41,5 @@ __all__ = [
     "price_quote",
     "quote_from_json",
     "quote_to_json",
+    "servers_for_gpus",
 ]

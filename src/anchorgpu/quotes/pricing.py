@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from anchorgpu.catalog.model import TERM_UNITS, Catalog, Offering, Option, Prices, TermUnit
+from anchorgpu.errors import PartialGpuRequested
 from anchorgpu.quotes.errors import InvalidOptionRequest, InvalidQuoteRequest, RegionNotOffered, UnpricedOffering
 from anchorgpu.quotes.model import Quote, QuoteLine
 from anchorgpu.units import (
@@ -48,6 +49,7 @@ __all__ = [
     "bill_term",
     "egress_included_tb",
     "price_quote",
+    "servers_for_gpus",
 ]
 
 DEFAULT_VALIDITY_S = 86_400
@@ -157,6 +159,31 @@ def _option_line(option: Option, per_server: int, offering: Offering, quantity: 
                  quantity=per_server * quantity, term=term, billing=billing)
 
 
+def _whole_servers(quantity: object, offering: Offering) -> int:
+    """``quantity`` as a whole number of servers ≥ 1, refused as a partial-GPU request otherwise."""
+    try:
+        return require_whole_gpus(quantity, field="quantity")  # type: ignore[arg-type]
+    except PartialGpuRequested as exc:
+        raise PartialGpuRequested(f"{exc.message}; quantity counts whole servers "
+                                  f"({offering.gpus} x {offering.gpu} each for {offering.id})") from exc
+
+
+def servers_for_gpus(offering: Offering, gpus: object) -> int:
+    """How many whole servers of ``offering`` give exactly ``gpus`` GPUs; a partial GPU or a count that
+    is not a multiple of the server size is refused with :class:`PartialGpuRequested`.
+
+    >>> from anchorgpu.catalog import load_catalog
+    >>> servers_for_gpus(load_catalog().offering("h100-sxm-8x-bm"), 16)
+    2
+    """
+    whole = require_whole_gpus(gpus, field="gpus")  # type: ignore[arg-type]
+    if whole % offering.gpus:
+        raise PartialGpuRequested(
+            f"gpus={whole}: {offering.id} is rented as whole {offering.gpus}-GPU servers; "
+            f"ask for a multiple of {offering.gpus} or choose a smaller server shape")
+    return whole // offering.gpus
+
+
 def _resolve_region(offering: Offering, region: str | None, catalog: Catalog) -> str:
     if region is None:
         return offering.region
@@ -200,8 +227,8 @@ def price_quote(
         raise InvalidQuoteRequest("now must be timezone-aware (UTC), not a naive datetime")
     if isinstance(validity_s, bool) or not isinstance(validity_s, int) or validity_s <= 0:
         raise InvalidQuoteRequest(f"validity_s={validity_s!r}: a quote must hold for a positive whole number of seconds")
-    servers = require_whole_gpus(quantity, field="quantity")  # whole servers only: no part of a GPU
     offering = catalog.offering(offering_id)
+    servers = _whole_servers(quantity, offering)
     where = _resolve_region(offering, region, catalog)
     the_term = term if isinstance(term, Term) else parse_term(term)
     requested = _normalize_options(options)
