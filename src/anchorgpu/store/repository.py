@@ -126,7 +126,7 @@ class StockRepository:
 
     def add_missing(self, rows: dict[tuple[str, str], int], now: datetime) -> int:
         """Insert the (offering, region) rows not yet present; existing numbers are never overwritten."""
-        present = set(self._session.execute(select(StockRow.offering_id, StockRow.region)).tuples())
+        present = {(o, r) for o, r in self._session.execute(select(StockRow.offering_id, StockRow.region)).all()}
         added = 0
         for (offering_id, region), servers in sorted(rows.items()):
             if (offering_id, region) not in present:
@@ -136,7 +136,7 @@ class StockRepository:
         return added
 
     def all(self) -> dict[tuple[str, str], int]:
-        return {(o, r): s for o, r, s in self._session.execute(select(StockRow.offering_id, StockRow.region, StockRow.servers)).tuples()}
+        return {(o, r): s for o, r, s in self._session.execute(select(StockRow.offering_id, StockRow.region, StockRow.servers)).all()}
 
 
 class CapacityRepository:
