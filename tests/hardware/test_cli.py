@@ -1,0 +1,223 @@
+"""``anchorgpu gpus``, ``gpus NAME`` and ``gpus compare A B`` through ``anchorgpu.cli.main``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from anchorgpu.cli import main
+from anchorgpu.hardware import list_gpus
+
+GPU_KEYS = {
+    "name", "display_name", "aliases", "vendor", "architecture", "memory_bytes", "memory_headline", "memory_unit",
+    "memory_type", "memory_bandwidth_bytes_per_s", "peaks", "fp8_hardware", "fp4_hardware", "interconnect",
+    "interconnect_bandwidth_bytes_per_s", "form_factor", "tdp_w", "pcie_gen", "compute_capability",
+    "rocm_gfx_target", "software_stack", "partitioning", "sources", "notes",
+}
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_gpus_lists_every_gpu_in_a_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "gpus")
+    assert code == 0
+    for gpu in list_gpus():
+        assert gpu.name in out
+    assert "14000?" in out  # B300 dense FP4 is uncertain (gpu_specs.csv: 14000?)
+    assert "absent" in out and "unknown" in out
+
+
+def test_gpus_json_lists_every_gpu_with_the_stable_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(capsys, "gpus")
+    assert data["count"] == len(list_gpus()) == len(data["gpus"])
+    for gpu in data["gpus"]:
+        assert GPU_KEYS <= set(gpu), GPU_KEYS - set(gpu)
+        for peak in gpu["peaks"].values():
+            assert set(peak) == {"status", "flops_per_s", "uncertain"}
+    h100 = next(g for g in data["gpus"] if g["name"] == "h100-sxm")
+    assert h100["peaks"]["bf16"] == {"status": "known", "flops_per_s": 989 * 10**12, "uncertain": False}  # S2
+    assert h100["peaks"]["fp4"] == {"status": "absent", "flops_per_s": None, "uncertain": False}
+    assert h100["software_stack"] == "cuda" and h100["compute_capability"] == "9.0"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("--vendor", "amd"), {"mi300x", "mi325x", "mi355x"}),
+        (("--vendor", "AMD", "--fp4"), {"mi355x"}),
+        (("--fp4",), {"b200", "b300", "gb200", "rtx-pro-6000", "rtx-5090", "mi355x"}),  # gpu_specs.md table 2
+        (("--min-memory-gb", "180"), {"b200", "b300", "gb200", "mi300x", "mi325x", "mi355x"}),
+        (("--fp8", "--min-memory-gb", "90", "--vendor", "nvidia"), {"h100-nvl", "h200", "b200", "b300", "gb200", "rtx-pro-6000"}),
+    ],
+)
+def test_filters_narrow_the_list(capsys: pytest.CaptureFixture[str], args: tuple[str, ...], expected: set[str]) -> None:
+    data = run_json(capsys, "gpus", *args)
+    assert {g["name"] for g in data["gpus"]} == expected
+
+
+def test_fp8_filter_leaves_out_ampere(capsys: pytest.CaptureFixture[str]) -> None:
+    names = {g["name"] for g in run_json(capsys, "gpus", "--fp8")["gpus"]}
+    assert "a100-80gb-sxm" not in names and "a10g" not in names and "h100-sxm" in names
+
+
+def test_sort_orders_largest_first_and_puts_unknowns_last(capsys: pytest.CaptureFixture[str]) -> None:
+    by_memory = [g["name"] for g in run_json(capsys, "gpus", "--sort", "memory")["gpus"]]
+    assert by_memory[:2] == ["mi355x", "b300"]  # 288 GiB, then 270 GiB usable
+    by_fp4 = [g["name"] for g in run_json(capsys, "gpus", "--sort", "fp4")["gpus"]]
+    assert by_fp4[0] == "b300" and by_fp4[1] == "mi355x"  # 14,000? then 10,100 dense FP4
+    assert by_fp4[6:] and all(name not in ("b200", "gb200") for name in by_fp4[6:])
+    by_name = [g["name"] for g in run_json(capsys, "gpus", "--sort", "name")["gpus"]]
+    assert by_name == sorted(by_name)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("gpus", "--vendor", "intel"), "error: --vendor must be nvidia or amd, got 'intel'"),
+        (("gpus", "--sort", "speed"), "error: --sort must be one of name, memory, bandwidth, bf16, fp8, fp4, tdp, got 'speed'"),
+        (("gpus", "--min-memory-gb", "-1"), "error: --min-memory-gb must be a non-negative number, got -1.0"),
+        (("gpus", "h100", "h200"), "error: 'gpus' takes at most one GPU name, got 2; to compare two, use 'anchorgpu gpus compare A B'"),
+        (("gpus", "compare", "h100"), "error: 'gpus compare' takes exactly two GPU names, got 1"),
+        (("gpus", "h100", "--model", "llama-3.1-8b"), "error: --model applies to 'gpus compare A B' only"),
+        (("gpus", "compare", "h100", "h200", "--model", "llama-3.1-8b", "--task", "serving"), "error: --task must be one of inference, training, got 'serving'"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(capsys: pytest.CaptureFixture[str], args: tuple[str, ...], message: str) -> None:
+    code, out, err = run(capsys, *args)
+    assert code == 2
+    assert err.strip() == message
+    assert out == ""
+
+
+def test_gpus_name_shows_one_gpu_with_uncertainty_visible(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "gpus", "RTX PRO 6000 Blackwell Server Edition")
+    assert code == 0
+    assert "rtx-pro-6000" in out
+    assert "500? TFLOP/s (uncertain)" in out  # gpu_specs.csv: 500? (page does not say sparse or dense)
+    assert "unknown (no usable source)" in out  # FP64: empty cell
+    assert "1.6 TB/s" in out  # S13: 1,597 GB/s
+
+
+def test_gpus_name_says_absent_for_missing_hardware(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "gpus", "a100")
+    assert code == 0
+    assert "absent (no such hardware unit)" in out  # FP8 and FP4 on Ampere
+
+
+def test_gpus_name_json_has_the_stable_keys_and_the_catalog_price_note(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(capsys, "gpus", "H100-SXM5-80GB")
+    assert GPU_KEYS <= set(data)
+    assert data["name"] == "h100-sxm"
+    assert data["memory_bandwidth_bytes_per_s"] == 3_350_000_000_000  # S2: 3.35 TB/s
+    assert data["memory_unit"] == "GiB" and data["memory_headline"] == "80 GB"
+    assert "catalog_price_usd_per_gpu_hour" in data and data["catalog_price_note"]
+    assert data["source_details"]["S2"].startswith("NVIDIA H100")
+
+
+def test_an_unknown_gpu_exits_3_with_one_line_and_suggestions(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "gpus", "h10")
+    assert code == 3
+    assert err == "error: unknown GPU 'h10'; did you mean 'h100-sxm', 'h100-nvl', 'h200'?\n"
+    assert out == ""
+
+
+def test_compare_with_an_unknown_gpu_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "gpus", "compare", "h200", "h1000", "--json")
+    assert code == 3
+    assert err.startswith("error: unknown GPU 'h1000'; did you mean 'h100-sxm'")
+
+
+def test_compare_prints_a_side_by_side_table_with_ratios_and_meaning(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "gpus", "compare", "h200", "h100")
+    assert code == 0
+    assert "h200 / h100-sxm" in out
+    assert "1.76x" in out and "1.43x" in out and "1.00x" in out
+    assert "What it means:" in out
+    assert "Decode:" in out
+
+
+def test_compare_json_has_ratios_a_over_b(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(capsys, "gpus", "compare", "h200", "h100")
+    assert data["ratio_is"] == "a / b"
+    assert data["a"]["name"] == "h200" and data["b"]["name"] == "h100-sxm"
+    assert GPU_KEYS <= set(data["a"])
+    ratios = data["ratios"]
+    assert ratios["memory_bytes"] == pytest.approx(141 / 80)  # S4 vs S2
+    assert ratios["memory_bandwidth_bytes_per_s"] == pytest.approx(4.8 / 3.35)
+    assert ratios["bf16_flops_per_s"] == 1.0
+    assert ratios["fp4_flops_per_s"] is None
+    assert set(ratios) == {
+        "memory_bytes", "memory_bandwidth_bytes_per_s", "bf16_flops_per_s", "fp8_flops_per_s", "fp4_flops_per_s",
+        "interconnect_bandwidth_bytes_per_s", "tdp_w", "price_usd_per_gpu_hour",
+    }
+    assert data["statements"] and data["workload"] is None and data["fits"] is None
+    assert set(data["price_notes"]) == {"a", "b"}
+
+
+def test_compare_leaves_price_out_gracefully_when_the_catalog_has_none(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import anchorgpu.catalog
+
+    monkeypatch.setattr(anchorgpu.catalog, "gpu_hour_price", lambda name: None)
+    data = run_json(capsys, "gpus", "compare", "mi325x", "mi300x")
+    price = next(m for m in data["metrics"] if m["metric"] == "price_usd_per_gpu_hour")
+    assert price["ratio"] is None and price["a_status"] == "unpriced"
+    assert data["price_notes"]["a"] == "not offered (or unpriced) in the AnchorGPU catalog"
+    code, out, _ = run(capsys, "gpus", "compare", "mi325x", "mi300x")
+    assert code == 0 and "Price: mi325x: not offered" in out
+
+
+def test_compare_uses_the_catalog_price_when_there_is_one(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from decimal import Decimal
+
+    import anchorgpu.catalog
+
+    prices = {"h200": Decimal("3.65"), "h100-sxm": Decimal("2.85")}
+    monkeypatch.setattr(anchorgpu.catalog, "gpu_hour_price", lambda name: prices[name])
+    data = run_json(capsys, "gpus", "compare", "h200", "h100")
+    assert data["ratios"]["price_usd_per_gpu_hour"] == pytest.approx(3.65 / 2.85)
+    price = next(m for m in data["metrics"] if m["metric"] == "price_usd_per_gpu_hour")
+    assert price["a"] == "3.65" and price["b"] == "2.85"  # money stays exact (decimal strings)
+
+
+def test_compare_with_a_model_says_what_fits(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(capsys, "gpus", "compare", "h200", "h100", "--model", "llama-3.1-70b")
+    workload = data["workload"]
+    assert workload["name"] == "llama-3.1-70b" and workload["task"] == "inference"
+    # 70,553,706,496 parameters (ARCH registry, exact transformers count) x 2 bytes at bf16
+    assert workload["resident_bytes"] == 70_553_706_496 * 2
+    fits = {f["gpu"]: f for f in data["fits"]}
+    assert fits["h200"]["fits_one_gpu"] is True and fits["h100-sxm"]["fits_one_gpu"] is False
+    assert fits["h100-sxm"]["min_gpus"] == 2
+    assert any("fit on one h200" in s for s in data["statements"])
+
+
+def test_compare_with_an_fp8_model_halves_the_weights(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(capsys, "gpus", "compare", "h100", "a100", "--model", "llama-3.1-70b", "--precision", "fp8")
+    assert data["workload"]["resident_bytes"] == 70_553_706_496
+    assert all(f["fits_one_gpu"] for f in data["fits"])
+    assert any(s.startswith("FP8: only h100-sxm computes in FP8") for s in data["statements"])
+
+
+def test_compare_for_training_counts_model_states(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(capsys, "gpus", "compare", "h100", "a100", "--model", "llama-3.1-8b", "--task", "training")
+    assert data["workload"]["task"] == "training"
+    assert data["workload"]["resident_bytes"] % 16 == 0  # 16 bytes per parameter (ZeRO paper, mixed-precision Adam)
+    assert all(f["decode_ceiling_tokens_per_s"] is None for f in data["fits"])
+
+
+def test_compare_with_an_unknown_model_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "gpus", "compare", "h200", "h100", "--model", "llama-3.1-7b", "--json")
+    assert code == 3
+    assert err.startswith("error: unknown model 'llama-3.1-7b'; did you mean") and err.count("\n") == 1

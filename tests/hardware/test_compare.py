@@ -1,0 +1,114 @@
+"""Comparing two GPUs: ratios a / b, missing ratios explained, and statements that follow the numbers."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from anchorgpu.hardware import Workload, compare_gpus, get_gpu, workload_fit
+from anchorgpu.units import GB
+
+
+def test_h200_vs_h100_has_the_published_memory_and_bandwidth_ratios_and_the_same_compute() -> None:
+    # gpu_specs.csv (S2, S4): H200 141 GB at 4.8 TB/s; H100 SXM 80 GB at 3.35 TB/s; both 989 TFLOP/s dense BF16
+    c = compare_gpus(get_gpu("h200"), get_gpu("h100"))
+    assert c.metric("memory_bytes").ratio == pytest.approx(141 / 80)
+    assert c.metric("memory_bandwidth_bytes_per_s").ratio == pytest.approx(4.8 / 3.35)
+    assert c.metric("bf16_flops_per_s").ratio == 1.0
+    assert c.metric("fp8_flops_per_s").ratio == 1.0
+    assert c.metric("interconnect_bandwidth_bytes_per_s").ratio == 1.0
+    assert c.metric("tdp_w").ratio == 1.0
+    text = " ".join(c.statements)
+    assert "1.76x the memory" in text
+    assert "1.43x the tokens/s" in text
+    assert "same dense BF16 throughput" in text
+
+
+def test_ratios_are_first_over_second() -> None:
+    forward = compare_gpus(get_gpu("b200"), get_gpu("h100"))
+    backward = compare_gpus(get_gpu("h100"), get_gpu("b200"))
+    for row in forward.metrics:
+        if row.ratio is not None:
+            assert backward.metric(row.metric).ratio == pytest.approx(1 / row.ratio)
+    assert forward.metric("bf16_flops_per_s").ratio == pytest.approx(2250 / 989)  # S5 vs S2
+
+
+def test_an_absent_precision_gives_no_ratio_and_says_which_side_lacks_it() -> None:
+    c = compare_gpus(get_gpu("b200"), get_gpu("h100"))
+    fp4 = c.metric("fp4_flops_per_s")
+    assert fp4.ratio is None and fp4.a_status == "known" and fp4.b_status == "absent"
+    assert fp4.note == "no ratio: second absent"
+    assert any(s.startswith("FP4: only b200 computes in FP4 (NVFP4, MXFP4)") for s in c.statements)
+
+
+def test_unknown_is_reported_as_unknown_not_absent() -> None:
+    c = compare_gpus(get_gpu("mi355x"), get_gpu("mi300x"))
+    assert c.metric("fp4_flops_per_s").b_status == "absent"
+    link = compare_gpus(get_gpu("mi325x"), get_gpu("l40s")).metric("interconnect_bandwidth_bytes_per_s")
+    assert (link.a_status, link.b_status) == ("unknown", "none")  # MI325X per-link figure not confirmed; L40S has no link
+
+
+def test_uncertain_inputs_mark_the_ratio_uncertain_on_the_right_side() -> None:
+    c = compare_gpus(get_gpu("mi355x"), get_gpu("b200"))
+    link = c.metric("interconnect_bandwidth_bytes_per_s")
+    assert link.uncertain and link.a_uncertain and not link.b_uncertain  # 1,075? GB/s is secondary
+    assert link.ratio == pytest.approx(1075 / 1800)
+    assert any(s.startswith("Uncertain: Scale-up link") for s in c.statements)
+    assert not compare_gpus(get_gpu("h200"), get_gpu("h100")).metric("bf16_flops_per_s").uncertain
+
+
+def test_prices_are_compared_when_both_are_given_and_left_out_otherwise() -> None:
+    priced = compare_gpus(get_gpu("h200"), get_gpu("h100"), price_a_usd_per_gpu_hour=Decimal("3.65"), price_b_usd_per_gpu_hour=Decimal("2.85"))
+    assert priced.metric("price_usd_per_gpu_hour").ratio == pytest.approx(3.65 / 2.85)
+    assert any(s.startswith("Price: h200 costs 1.28x per GPU-hour") for s in priced.statements)
+    unpriced = compare_gpus(get_gpu("h200"), get_gpu("h100"), price_a_usd_per_gpu_hour=Decimal("3.65"))
+    row = unpriced.metric("price_usd_per_gpu_hour")
+    assert row.ratio is None and row.b_status == "unpriced"
+    assert not any(s.startswith("Price:") for s in unpriced.statements)
+
+
+def test_vendor_and_link_differences_are_spelled_out() -> None:
+    text = " ".join(compare_gpus(get_gpu("mi300x"), get_gpu("l40s")).statements)
+    assert "mi300x runs ROCm (gfx942), not CUDA" in text
+    assert "l40s has no GPU-to-GPU link" in text
+    assert "mi300x links 8 GPUs in one fast domain" in text
+
+
+def test_different_fp4_formats_are_named() -> None:
+    text = " ".join(compare_gpus(get_gpu("mi355x"), get_gpu("b200")).statements)
+    assert "FP4 formats differ: mi355x supports MXFP4, MXFP6, b200 NVFP4, MXFP4" in text
+
+
+def test_a_70b_model_fits_one_h200_but_not_one_h100_by_weights() -> None:
+    weights = 70_553_706_496 * 2  # Llama-3.1-70B at bf16: params computed by transformers on the meta device (ARCH registry)
+    w = Workload(name="llama-3.1-70b", task="inference", resident_bytes=weights, resident_label="weights at bf16", decode_bytes_per_token=weights)
+    c = compare_gpus(get_gpu("h200"), get_gpu("h100"), workload=w)
+    assert c.fits is not None
+    h200, h100 = c.fits
+    assert h200.fits_one_gpu and not h100.fits_one_gpu
+    assert h100.min_gpus == 2
+    # decode ceiling = bandwidth / bytes per token: 4.8e12 / 141.1e9 ~ 34 tokens/s; 3.35e12 / 141.1e9 ~ 24
+    assert h200.decode_ceiling_tokens_per_s == pytest.approx(4.8e12 / weights)
+    assert h100.decode_ceiling_tokens_per_s == pytest.approx(3.35e12 / weights)
+    text = " ".join(c.statements)
+    assert "fit on one h200" in text and "do not fit on one h100-sxm; they need at least 2 GPUs" in text
+    assert "run 'anchorgpu plan'" in text
+
+
+def test_training_workloads_say_that_data_parallel_replicas_do_not_pool_memory() -> None:
+    w = Workload(name="7b", task="training", resident_bytes=7 * 10**9 * 16, resident_label="model states")
+    c = compare_gpus(get_gpu("h100"), get_gpu("a100"), workload=w)
+    assert c.fits is not None and c.fits[0].decode_ceiling_tokens_per_s is None
+    assert "plain data parallelism never helps" in " ".join(c.statements)
+
+
+def test_workload_fit_refuses_an_empty_workload() -> None:
+    with pytest.raises(ValueError, match="resident_bytes must be positive"):
+        workload_fit(get_gpu("h100"), Workload(name="x", task="inference", resident_bytes=0, resident_label="x"))
+
+
+def test_memory_ratio_uses_usable_not_headline_memory() -> None:
+    c = compare_gpus(get_gpu("b300"), get_gpu("b200"))
+    assert c.metric("memory_bytes").ratio == pytest.approx(270 / 180)  # S5: 270 GB vs 180 GB on the platform
+    assert get_gpu("b300").memory_bytes / GB > 270  # GiB, so slightly more than 270 decimal GB

@@ -1,0 +1,243 @@
+"""The shipped GPU data: every GPU the issue names, figures that match the reference table, and the
+distinctions the planner relies on (absent vs unknown, uncertain values, usable vs headline memory).
+
+Figures are checked two ways: a hand-written table of anchor figures, each naming its source, and a
+cell-by-cell comparison with ``reference_gpu_specs.csv`` (a verbatim copy of the team's
+``shared/reference/gpu_specs.csv``; source keys S#/P# explained in ``gpu_specs.md`` and in our
+``hardware/data/sources.toml``).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from anchorgpu.hardware import PRECISIONS, get_gpu, list_gpus, source_descriptions
+from anchorgpu.hardware.loader import load_shipped_gpus
+from anchorgpu.units import GIB
+
+REFERENCE_CSV = Path(__file__).with_name("reference_gpu_specs.csv")
+
+# Reference-table row label -> our canonical name.
+CSV_ROWS = {
+    "NVIDIA A100 80GB SXM": "a100-80gb-sxm",
+    "NVIDIA H100 SXM 80GB": "h100-sxm",
+    "NVIDIA H100 PCIe 80GB": "h100-pcie",
+    "NVIDIA H100 NVL 94GB": "h100-nvl",
+    "NVIDIA H200 SXM 141GB": "h200",
+    "NVIDIA B200 (HGX/DGX, per GPU)": "b200",
+    "NVIDIA B300 / Blackwell Ultra (HGX, per GPU)": "b300",
+    "NVIDIA GB200 (per GPU, NVL72)": "gb200",
+    "NVIDIA L40S": "l40s",
+    "NVIDIA RTX PRO 6000 Blackwell Server Edition": "rtx-pro-6000",
+    "NVIDIA GeForce RTX 5090": "rtx-5090",
+    "NVIDIA GeForce RTX 4090": "rtx-4090",
+    "AMD Instinct MI300X": "mi300x",
+    "AMD Instinct MI325X": "mi325x",
+    "AMD Instinct MI355X": "mi355x",
+    "NVIDIA L4": "l4",
+    "NVIDIA A10G (AWS G5)": "a10g",
+}
+CSV_PEAK_COLUMNS = {
+    "fp64_vector_tflops": "fp64_vector",
+    "fp64_tensor_tflops": "fp64_tensor",
+    "fp32_nontensor_tflops": "fp32",
+    "tf32_tensor_dense_tflops": "tf32",
+    "bf16_fp16_tensor_dense_tflops": "bf16",
+    "fp8_tensor_dense_tflops": "fp8",
+    "int8_tensor_dense_tops": "int8",
+    "fp4_tensor_dense_tflops": "fp4",
+}
+
+
+def reference_rows() -> list[dict[str, str]]:
+    with REFERENCE_CSV.open(encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def cell(text: str) -> tuple[float | None, bool]:
+    """(value, uncertain) of a reference cell: '154?' -> (154.0, True); '' -> (None, False)."""
+    text = text.strip()
+    if not text:
+        return None, False
+    uncertain = text.endswith("?")
+    return float(text.rstrip("?")), uncertain
+
+
+def test_the_shipped_data_loads_and_validates() -> None:
+    gpus = load_shipped_gpus()
+    assert len(gpus) == len({g.name for g in gpus}) >= 17
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "a100-80gb-sxm", "h100-sxm", "h100-pcie", "h100-nvl", "h200", "b200", "b300", "gb200", "l40s", "l4",
+        "rtx-pro-6000", "rtx-5090", "rtx-4090", "mi300x", "mi325x", "mi355x", "a10g",
+    ],
+)
+def test_every_gpu_the_issue_names_is_shipped(name: str) -> None:
+    assert get_gpu(name).name == name
+
+
+def test_every_reference_row_is_shipped_under_a_known_name() -> None:
+    labels = {row["gpu"] for row in reference_rows()}
+    assert labels == set(CSV_ROWS)
+    assert {g.name for g in list_gpus()} >= set(CSV_ROWS.values())
+
+
+@pytest.mark.parametrize("row", reference_rows(), ids=lambda row: CSV_ROWS[row["gpu"]])
+def test_every_figure_matches_the_reference_table_cell_by_cell(row: dict[str, str]) -> None:
+    gpu = get_gpu(CSV_ROWS[row["gpu"]])
+    # memory: headline (physical) and platform/usable figures, read as GiB
+    assert gpu.memory_physical_bytes == cell(row["memory_gb_headline"])[0] * GIB  # type: ignore[operator]
+    assert gpu.memory_bytes == cell(row["memory_gb_platform_or_usable"])[0] * GIB  # type: ignore[operator]
+    assert gpu.memory_headline == f"{row['memory_gb_headline']} GB"
+    assert gpu.memory_type == row["memory_type"]
+    assert gpu.memory_bandwidth_bytes_per_s == pytest.approx(float(row["mem_bw_TBps"]) * 1e12)
+    for column, key in CSV_PEAK_COLUMNS.items():
+        value, uncertain = cell(row[column])
+        peak = gpu.peaks[key]
+        if value is None:
+            assert peak.status in ("absent", "unknown"), (column, peak)
+            assert peak.flops_per_s is None
+        else:
+            assert peak.status == "known", (column, peak)
+            assert peak.flops_per_s == pytest.approx(value * 1e12), column
+            assert peak.uncertain is uncertain, column
+    assert gpu.fp8_hardware is row["fp8_hw_support"].startswith("yes")
+    assert gpu.fp4_hardware is row["fp4_hw_support"].startswith("yes")
+    link, link_uncertain = cell(row["scaleup_bw_per_gpu_GBps_bidir"])
+    if link is None:
+        assert gpu.interconnect_bandwidth_bytes_per_s is None
+    else:
+        assert gpu.interconnect_bandwidth_bytes_per_s == pytest.approx(link * 1e9)
+        assert ("interconnect_bandwidth_gb_per_s" in gpu.uncertain_fields) is link_uncertain
+    tdp, _ = cell(row["tdp_w"])
+    assert gpu.tdp_w == (None if tdp is None else int(tdp))
+    pcie, _ = cell(row["pcie_bw_GBps_bidir"])
+    assert gpu.pcie_bandwidth_bytes_per_s == (None if pcie is None else pytest.approx(pcie * 1e9))
+    assert gpu.pcie_gen == row["pcie_gen"].rstrip("?")
+    assert gpu.compute_capability == (row["cuda_compute_capability"].rstrip("?") or None)
+    assert gpu.rocm_gfx_target == (row["rocm_gfx_target"] or None)
+    assert gpu.partitioning == row["mig_or_partitioning"]
+    assert gpu.vendor == row["vendor"]
+    assert gpu.architecture == row["architecture"]
+    assert list(gpu.sources) == row["sources"].split(";")
+    low, _ = cell(row["price_usd_per_gpu_hr_low"])
+    high, _ = cell(row["price_usd_per_gpu_hr_high"])
+    if low is None:
+        assert gpu.indicative_price_usd_per_gpu_hour is None
+    else:
+        assert gpu.indicative_price_usd_per_gpu_hour is not None
+        assert [float(p) for p in gpu.indicative_price_usd_per_gpu_hour] == [low, high]
+
+
+@pytest.mark.parametrize(
+    ("name", "precision", "tflops"),
+    [
+        ("h100-sxm", "bf16", 989),  # S2: NVIDIA H100 table 1,979 sparse -> 989 dense; S16 MAMF arithmetic 989.4
+        ("h100-sxm", "fp8", 1979),  # S2: 3,958 sparse -> 1,979 dense
+        ("h200", "bf16", 989),  # S4: same compute as H100 SXM
+        ("a100-80gb-sxm", "bf16", 312),  # S1: A100 datasheet 312 | 624 sparse
+        ("b200", "fp4", 9000),  # S5/S6: HGX B200 144 | 72 PF dense per 8 GPUs -> 9,000 per GPU
+        ("b300", "bf16", 2250),  # S5: Blackwell Ultra datasheet BF16 4.5 PF sparse -> 2,250 dense
+        ("gb200", "bf16", 2500),  # S7: GB200 NVL72 per-GPU BF16 5 PF sparse
+        ("l40s", "bf16", 362),  # S8: L40S datasheet 362.05 | 733 sparse
+        ("mi300x", "bf16", 1307.4),  # S14: AMD dense figure
+        ("mi355x", "fp8", 5000),  # S14/S18: OCP-FP8 5 PF dense (10.1 PF is with sparsity)
+        ("mi355x", "fp4", 10100),  # S14: MXFP4 10.1 PF (no sparsity line)
+        ("l4", "fp8", 242.5),  # S9: L4 datasheet 485 sparse
+        ("rtx-4090", "int8", 660.6),  # S12: Ada whitepaper values
+    ],
+)
+def test_anchor_peaks_match_their_published_sources(name: str, precision: str, tflops: float) -> None:
+    assert get_gpu(name).peak_flops_per_s(precision) == pytest.approx(tflops * 1e12)
+
+
+@pytest.mark.parametrize(
+    ("name", "tb_per_s"),
+    [
+        ("h100-sxm", 3.35),  # S2: NVIDIA H100 SXM 3.35 TB/s
+        ("h200", 4.8),  # S4: NVIDIA H200 4.8 TB/s
+        ("b200", 8.0),  # S6: DGX B200 64 TB/s over 8 GPUs (the HGX sheet says 7.7)
+        ("mi300x", 5.3),  # S14: AMD MI300X 5.3 TB/s
+        ("rtx-pro-6000", 1.597),  # S13: Server Edition 1,597 GB/s (1,792 is the Workstation Edition)
+    ],
+)
+def test_anchor_bandwidths_match_their_published_sources(name: str, tb_per_s: float) -> None:
+    assert get_gpu(name).memory_bandwidth_bytes_per_s == pytest.approx(tb_per_s * 1e12)
+
+
+@pytest.mark.parametrize(
+    ("name", "usable_gib", "headline"),
+    [
+        ("mi300x", 192, "192 GB"),  # S14/S15: AMD 192 GB; ROCm table 192 GiB
+        ("mi325x", 256, "256 GB"),  # S15: 256 GiB (a public catalog's 288 is wrong)
+        ("h100-sxm", 80, "80 GB"),  # S2
+        ("h200", 141, "141 GB"),  # S4
+        ("b200", 180, "192 GB"),  # S5/S6: 180 GB on the platform, up to 192 GB physical
+        ("b300", 270, "288 GB"),  # S5: 270 GB in the HGX column, 288 GB physical
+        ("gb200", 186, "192 GB"),  # S7/S11: 186 GB per GPU
+    ],
+)
+def test_memory_budgets_on_the_usable_figure_and_keeps_the_headline(name: str, usable_gib: int, headline: str) -> None:
+    gpu = get_gpu(name)
+    assert gpu.memory_bytes == usable_gib * GIB
+    assert gpu.memory_headline == headline
+    assert gpu.memory_unit == "GiB"
+    assert gpu.memory_physical_bytes is not None and gpu.memory_physical_bytes >= gpu.memory_bytes
+
+
+def test_absent_in_hardware_is_not_the_same_as_unknown() -> None:
+    assert get_gpu("a100").peaks["fp8"].status == "absent"  # Ampere has no FP8 tensor cores (S1, gpu_specs.md)
+    assert get_gpu("h100").peaks["fp4"].status == "absent"  # FP4 arrived with Blackwell
+    assert get_gpu("mi300x").peaks["fp4"].status == "absent"  # FP4 arrived with CDNA4
+    assert get_gpu("l40s").peaks["fp64_tensor"].status == "absent"  # gpu_specs.md table 2: n/a
+    assert get_gpu("rtx-pro-6000").peaks["fp64"].status == "unknown"  # no usable source (empty cell)
+    assert get_gpu("mi355x").peaks["tf32"].status == "unknown"  # "not published" by AMD
+    assert get_gpu("l4").peaks["fp64"].status == "unknown"
+
+
+def test_values_the_reference_marks_with_a_question_mark_stay_uncertain() -> None:
+    b300 = get_gpu("b300")
+    assert b300.peaks["fp4"].uncertain and b300.peaks["fp4"].flops_per_s == pytest.approx(14000e12)
+    assert b300.peaks["int8"].uncertain and not b300.peaks["bf16"].uncertain
+    assert get_gpu("rtx-pro-6000").peaks["bf16"].uncertain
+    assert "interconnect_bandwidth_gb_per_s" in get_gpu("mi300x").uncertain_fields  # 896? GB/s
+    a10g = get_gpu("a10g")
+    assert {"compute_capability", "pcie_gen"} <= set(a10g.uncertain_fields)  # 8.6? and Gen4 x16?
+    assert a10g.compute_capability == "8.6" and a10g.is_uncertain
+    assert not get_gpu("h100-sxm").is_uncertain
+
+
+def test_fp64_headline_is_the_tensor_figure_or_else_the_vector_one() -> None:
+    assert get_gpu("h100").peaks["fp64"].flops_per_s == pytest.approx(67e12)  # tensor 67 > vector 34
+    l40s = get_gpu("l40s").peaks["fp64"]  # no FP64 tensor cores: the (uncertain) vector figure
+    assert l40s.status == "known" and l40s.uncertain and l40s.flops_per_s == pytest.approx(1.43e12)
+
+
+def test_every_gpu_has_every_precision_and_a_consistent_hardware_flag() -> None:
+    for gpu in list_gpus():
+        assert set(PRECISIONS) <= set(gpu.peaks), gpu.name
+        assert (gpu.peaks["fp8"].status == "absent") is (not gpu.fp8_hardware), gpu.name
+        assert (gpu.peaks["fp4"].status == "absent") is (not gpu.fp4_hardware), gpu.name
+        for peak in gpu.peaks.values():
+            assert (peak.flops_per_s is not None) is (peak.status == "known")
+
+
+def test_software_stack_follows_the_vendor_with_its_target() -> None:
+    assert get_gpu("mi355x").software_stack == "rocm" and get_gpu("mi355x").rocm_gfx_target == "gfx950"  # S15
+    assert get_gpu("b300").software_stack == "cuda" and get_gpu("b300").compute_capability == "10.3"  # S10
+
+
+def test_every_source_key_is_described() -> None:
+    for gpu in list_gpus():
+        for key, text in source_descriptions(gpu.sources).items():
+            assert text != "(unknown source key)", (gpu.name, key)
+
+
+def test_the_gpu_list_is_cached() -> None:
+    assert list_gpus() is list_gpus()
