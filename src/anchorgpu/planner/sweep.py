@@ -1,0 +1,475 @@
+"""Vectorized sweep: every hardware shape x server count x layout x precision x batch, in numpy. Pure.
+
+The sweep evaluates memory fit and speed for many configurations at once. It never sees prices (the
+recommend service joins prices afterwards). Its memory figures are the planner's own: per-model
+constants come from the same scalar functions :func:`anchorgpu.planner.plan` uses
+(:mod:`anchorgpu.planner.memory`, :mod:`anchorgpu.planner.formats`), computed once per distinct
+(format, TP, PP) and then broadcast over the grid; training memory, which depends only on the layout,
+comes from :func:`~anchorgpu.planner.plan` itself, once per distinct layout. Speed follows
+:mod:`anchorgpu.planner.performance`, written out in array form. ``tests/recommend`` checks both against
+the scalar functions on sampled configurations.
+
+Grid (in this order, which is also the order of the result columns; the sweep is deterministic):
+shape -> servers (1..max_servers whole servers) -> TP (powers of two up to the GPUs of one server,
+valid for the model's heads) -> PP (powers of two; across servers only where a fabric joins them)
+-> DP (the rest of the GPUs) -> ZeRO stage (training) -> weight format -> KV-cache dtype -> concurrency.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner import memory as mm
+from anchorgpu.planner import performance as perf
+from anchorgpu.planner.formats import get_format, model_weight_parts
+from anchorgpu.planner.inputs import KV_CACHE_DTYPES, Layout, Overheads, PrecisionPlan, Workload
+from anchorgpu.planner.plan import plan
+from anchorgpu.units import GIB
+
+__all__ = [
+    "BATCH_LADDER",
+    "DEFAULT_INFERENCE_WEIGHTS",
+    "DEFAULT_KV_CACHES",
+    "HardwareShape",
+    "SweepResult",
+    "SweepSpec",
+    "sweep",
+    "valid_tp",
+]
+
+BATCH_LADDER: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+"""Concurrencies tried when the workload names none."""
+DEFAULT_INFERENCE_WEIGHTS: tuple[str, ...] = ("bf16", "fp8", "int4-awq")
+"""Weight formats a serving sweep compares unless told otherwise (16-bit, 8-bit, 4-bit)."""
+DEFAULT_KV_CACHES: tuple[str, ...] = ("bf16", "fp8")
+POWERS_OF_TWO: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HardwareShape:
+    """A rentable server shape as the planner sees it: a GPU, how many per server, how servers connect.
+
+    ``network_bytes_per_s`` is the server-to-server bandwidth per GPU, one direction. ``scale_out`` says
+    whether a fabric joins servers so that pipeline stages may span them; without one, extra servers only
+    add data-parallel replicas.
+    """
+
+    id: str
+    gpu: GpuSpec
+    gpus_per_server: int
+    max_servers: int = 4
+    network_bytes_per_s: float = perf.DEFAULT_NETWORK_BYTES_PER_S
+    scale_out: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SweepSpec:
+    """What to sweep. Empty tuples mean the task's defaults (stated in the result's assumptions)."""
+
+    workload: Workload = field(default_factory=Workload)
+    weights: tuple[str, ...] = ()
+    kv_caches: tuple[str, ...] = ()
+    concurrencies: tuple[int, ...] = ()
+    prompt_tokens: int | None = None  # default: context - output
+    output_tokens: int = 256
+    train_tokens: int | None = None
+    efficiencies: perf.Efficiencies = perf.DEFAULT_EFFICIENCIES
+    overheads: Overheads = field(default_factory=Overheads)
+    max_pp: int = 8
+    zero_stages: tuple[int, ...] = (0, 1, 2, 3)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SweepResult:
+    """Every configuration evaluated, as parallel numpy columns (one entry per configuration).
+
+    Index columns: ``shape`` (into ``shapes``), ``servers``, ``gpus``, ``tp``, ``pp``, ``dp``, ``zero``,
+    ``weights`` (into ``weights``), ``kv_cache`` (into ``kv_caches``), ``concurrency``. Memory columns
+    (bytes per GPU): ``weights_bytes``, ``kv_cache_bytes``, ``activations_bytes``, ``other_bytes``,
+    ``per_gpu_total_bytes``, ``budget_bytes``, ``fits``. Speed columns: ``prefill_s``,
+    ``decode_tokens_per_s_per_user``, ``decode_tokens_per_s_total``, ``train_tokens_per_s``,
+    ``train_time_s`` (NaN where the task has no such phase).
+    """
+
+    task: str
+    evaluated: int
+    shapes: tuple[HardwareShape, ...]
+    weights: tuple[str, ...]
+    kv_caches: tuple[str, ...]
+    context_tokens: int
+    prompt_tokens: int
+    output_tokens: int
+    columns: Mapping[str, npt.NDArray[Any]]
+    assumptions: tuple[str, ...]
+    warnings: tuple[tuple[str, str], ...]
+
+    def row(self, i: int) -> dict[str, Any]:
+        """Configuration ``i`` as plain Python values (names resolved)."""
+        c = self.columns
+        shape = self.shapes[int(c["shape"][i])]
+        out: dict[str, Any] = {"shape": shape.id, "gpu": shape.gpu.name}
+        for name, values in c.items():
+            if name == "shape":
+                continue
+            value = values[i].item()
+            if name == "weights":
+                value = self.weights[value]
+            elif name == "kv_cache":
+                value = self.kv_caches[value]
+            elif isinstance(value, float) and math.isnan(value):
+                value = None
+            out[name] = value
+        return out
+
+
+def valid_tp(model: ModelSpec, tp: int) -> bool:
+    """TP must divide the attention heads and divide, or be a multiple of, the KV heads (MLA: any divisor).
+
+    The same rule :func:`anchorgpu.planner.plan` enforces (``tp does not divide the heads`` otherwise).
+
+    >>> from anchorgpu.planner._examples import llama_3_1_70b
+    >>> [tp for tp in (1, 2, 3, 4, 8, 16) if valid_tp(llama_3_1_70b(), tp)]
+    [1, 2, 4, 8, 16]
+    """
+    if model.num_attention_heads % tp:
+        return False
+    if model.mla is not None:
+        return True
+    kv = model.num_kv_heads
+    return kv % tp == 0 or tp % kv == 0
+
+
+# ------------------------------------------------------------------------------------------- layouts
+
+
+@dataclass(frozen=True, slots=True)
+class _Layouts:
+    shape: IntArray
+    servers: IntArray
+    gpus: IntArray
+    tp: IntArray
+    pp: IntArray
+    dp: IntArray
+    zero: IntArray
+
+    def __len__(self) -> int:
+        return int(self.shape.size)
+
+
+def _layouts(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: bool, max_pp: int,
+             zero_stages: Sequence[int]) -> _Layouts:
+    rows: list[tuple[int, int, int, int, int, int, int]] = []
+    for s, shape in enumerate(shapes):
+        k = shape.gpus_per_server
+        for servers in range(1, shape.max_servers + 1):
+            gpus = servers * k
+            for tp in POWERS_OF_TWO:
+                if tp > k or k % tp or not valid_tp(model, tp):
+                    continue
+                for pp in POWERS_OF_TWO:
+                    if pp > max_pp or pp > model.num_layers or gpus % (tp * pp):
+                        continue
+                    if tp * pp > k and not shape.scale_out:
+                        continue
+                    dp = gpus // (tp * pp)
+                    stages = [z for z in zero_stages if z == 0 or dp > 1] if training else [0]
+                    rows.extend((s, servers, gpus, tp, pp, dp, z) for z in stages)
+    if not rows:
+        raise InvalidWorkload(f"no valid tensor-parallel layout for {model.name} on the shapes given")
+    cols = np.array(rows, dtype=np.int64).T
+    return _Layouts(*cols)
+
+
+# ------------------------------------------------------------------------------------- inference
+
+
+def _token_slots(model: ModelSpec, context_tokens: int, block_size: int) -> int:
+    """KV token slots summed over layers, paged and window-capped: the inner sum of
+    :func:`anchorgpu.planner.memory.kv_cache_bytes`."""
+    windows = model.layer_windows or (None,) * model.num_layers
+    return sum(math.ceil((context_tokens if w is None else min(context_tokens, w)) / block_size) * block_size
+               for w in windows)
+
+
+def _allreduce_array(message_bytes: FloatArray, ranks: IntArray, bw: FloatArray, latency: FloatArray) -> FloatArray:
+    """:func:`anchorgpu.planner.performance.allreduce_s` over arrays."""
+    ranks_f = ranks.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = latency + 2.0 * (ranks_f - 1) / ranks_f * message_bytes / (bw * perf.LINK_EFFICIENCY)
+    return np.where((ranks > 1) & (message_bytes > 0), t, 0.0)
+
+
+def _per_value(keys: IntArray, fn: Callable[[int], float]) -> IntArray:
+    """``fn`` applied once per distinct key, mapped back onto ``keys``."""
+    unique, inverse = np.unique(keys, return_inverse=True)
+    return np.array([fn(int(k)) for k in unique.tolist()], dtype=np.int64)[inverse]
+
+
+def _links(shapes: Sequence[HardwareShape], lay: _Layouts) -> tuple[FloatArray, FloatArray]:
+    """Per layout row: one-direction bandwidth and latency of the TP link (one lookup per shape and TP)."""
+    key = lay.shape * 1024 + lay.tp
+    unique, inverse = np.unique(key, return_inverse=True)
+    bw = np.empty(unique.size)
+    lat = np.empty(unique.size)
+    for i, k in enumerate(unique.tolist()):
+        shape = shapes[k // 1024]
+        link = perf.tp_link(shape.gpu, k % 1024, gpus_per_server=shape.gpus_per_server,
+                            network_bytes_per_s=shape.network_bytes_per_s)
+        bw[i], lat[i] = link.bytes_per_s, link.latency_s
+    return bw[inverse], lat[inverse]
+
+
+def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
+               weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...], ctx: int, prompt: int,
+               progress: Progress | None) -> dict[str, npt.NDArray[Any]]:
+    w = spec.workload
+    ov = spec.overheads
+    n_l, n_w, n_k, n_c = len(lay), len(weights), len(kvs), len(concs)
+    total = n_l * n_w * n_k * n_c
+
+    # ---- per (layout, format): weights bytes per GPU and compute peak (scalar functions, cached)
+    parts = {name: model_weight_parts(model, get_format(name)) for name in weights}
+    w_cache: dict[tuple[str, int, int], int] = {}
+    weights_lw = np.empty((n_l, n_w))
+    for i, (tp, pp) in enumerate(zip(lay.tp.tolist(), lay.pp.tolist(), strict=True)):
+        for j, name in enumerate(weights):
+            key = (name, tp, pp)
+            if key not in w_cache:
+                w_cache[key] = mm.shard_share(parts[name], tp=tp, pp=pp, ep=1)
+            weights_lw[i, j] = w_cache[key]
+    precisions = [perf.compute_precision_for_weights(name) for name in weights]
+    peak_sw = np.array([[perf.peak_for(sh.gpu, p).flops_per_s for p in precisions] for sh in shapes])
+    if progress:
+        progress(total // 4, total)
+
+    # ---- per layout: activations (vLLM profile run), non-torch, budget (as plan() does)
+    large = np.array([sh.gpu.memory_bytes >= 70 * GIB for sh in shapes])[lay.shape]
+    act_cache: dict[tuple[int, bool], int] = {}
+    act_l = np.empty(n_l)
+    for i, (tp, big) in enumerate(zip(lay.tp.tolist(), large.tolist(), strict=True)):
+        act_key = (tp, big)
+        if act_key not in act_cache:
+            tokens = w.max_num_batched_tokens or (8192 if big else 2048)
+            seqs = w.max_num_seqs or (1024 if big else 256)
+            act_cache[act_key] = (mm.prefill_activation_bytes(model, tokens=tokens, tp=tp)
+                              + mm.sampler_activation_bytes(sequences=min(tokens, seqs), vocab=model.vocab_size))
+        act_l[i] = act_cache[act_key]
+    non_torch_l = np.where(lay.tp * lay.pp == 1, ov.serving_non_torch_tp1_bytes, ov.serving_non_torch_multi_bytes)
+    mem_s = np.array([sh.gpu.memory_bytes for sh in shapes], dtype=np.float64)
+    budget_l = np.ceil(mem_s[lay.shape] * w.gpu_memory_utilization)
+
+    # ---- per (layout, kv): KV bytes per sequence factor (exact form of memory.kv_cache_bytes)
+    slots = _token_slots(model, ctx, w.block_size_tokens)
+    n_layers = max(1, len(model.layer_windows or (None,) * model.num_layers))
+    values_l = _per_value(lay.tp, lambda tp: mm.kv_values_per_token_per_gpu(model, tp=tp))
+    stage_l = _per_value(lay.pp, lambda pp: mm.stage_layers(model.num_layers, pp))
+    bpv_k = np.array([KV_CACHE_DTYPES[k] for k in kvs], dtype=np.int64)
+    cached = prompt + spec.output_tokens // 2
+    read_slots = _token_slots(model, cached, 1)
+
+    # ---- broadcast to the full grid (layout, weights, kv, concurrency)
+    shape4 = (n_l, n_w, n_k, n_c)
+    conc = np.broadcast_to(np.array(concs, dtype=np.int64)[None, None, None, :], shape4)
+    dp4 = np.broadcast_to(lay.dp[:, None, None, None], shape4)
+    per_replica = -(-conc // dp4)
+    slot_bytes = (slots * values_l)[:, None, None, None] * bpv_k[None, None, :, None]
+    kv4 = np.ceil(slot_bytes * per_replica * stage_l[:, None, None, None] / n_layers)
+    weights4 = np.broadcast_to(weights_lw[:, :, None, None], shape4)
+    other4 = np.broadcast_to((act_l + non_torch_l)[:, None, None, None], shape4)
+    total4 = weights4 + kv4 + other4
+    fits4 = total4 <= budget_l[:, None, None, None]
+    if progress:
+        progress(total // 2, total)
+
+    # ---- speed (performance.decode_step / prefill_s in array form)
+    eff = spec.efficiencies
+    kv_read = (read_slots * values_l)[:, None, None, None] * bpv_k[None, None, :, None] * stage_l[:, None, None, None] / n_layers
+    weights_read = weights4
+    if model.moe is not None and model.params_total:
+        routed = model.params.experts / model.params_total
+        frac = 1.0 - (1.0 - model.moe.experts_per_token / model.moe.num_experts) ** per_replica
+        weights_read = weights4 * (1 - routed + routed * frac)
+    bw_mem = np.array([sh.gpu.memory_bandwidth_bytes_per_s for sh in shapes])[lay.shape]
+    memory_s = (weights_read + per_replica * kv_read) / (bw_mem[:, None, None, None] * eff.mbu)
+    flops_token = 2.0 * perf.forward_matmul_params(model) + perf.attention_flops_per_token(model, 2 * cached, causal=True)
+    peak4 = peak_sw[lay.shape][:, :, None, None]
+    tp4 = lay.tp[:, None, None, None]
+    pp4 = lay.pp[:, None, None, None]
+    compute_s = per_replica * flops_token / (tp4 * pp4 * peak4 * eff.mfu)
+    bw_l, lat_l = _links(shapes, lay)
+    message = (per_replica * model.hidden_size * perf.ACTIVATION_BYTES).astype(np.float64)
+    comm = 2 * model.num_layers * _allreduce_array(message, np.broadcast_to(tp4, shape4),
+                                                   bw_l[:, None, None, None], lat_l[:, None, None, None])
+    step = pp4 * np.maximum(memory_s, compute_s) + comm
+    per_user = 1.0 / step
+    total_tps = conc / step
+    # prefill of one prompt (performance.prefill_s in array form): FLOPs over tp GPUs + 2 all-reduces per layer
+    prefill_compute = perf.prefill_flops(model, prompt) / (lay.tp[:, None] * peak_sw[lay.shape] * eff.mfu)
+    prefill_message = np.full(n_l, float(prompt * model.hidden_size * perf.ACTIVATION_BYTES))
+    prefill_lw = prefill_compute + (2 * model.num_layers * _allreduce_array(prefill_message, lay.tp, bw_l, lat_l))[:, None]
+    nan4 = np.full(shape4, np.nan)
+    return {
+        "weights_bytes": weights4, "kv_cache_bytes": kv4, "activations_bytes": np.broadcast_to(
+            act_l[:, None, None, None], shape4), "other_bytes": np.broadcast_to(non_torch_l[:, None, None, None], shape4),
+        "per_gpu_total_bytes": total4, "budget_bytes": np.broadcast_to(budget_l[:, None, None, None], shape4),
+        "fits": fits4, "concurrency": conc,
+        "prefill_s": np.broadcast_to(prefill_lw[:, :, None, None], shape4),
+        "decode_tokens_per_s_per_user": per_user, "decode_tokens_per_s_total": total_tps,
+        "train_tokens_per_s": nan4, "train_time_s": nan4,
+    }
+
+
+# -------------------------------------------------------------------------------------- training
+
+
+def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
+              weights: tuple[str, ...], progress: Progress | None) -> dict[str, npt.NDArray[Any]]:
+    """Training memory from :func:`plan` once per distinct GPU-independent layout; speed per layout."""
+    w = spec.workload
+    n_l, n_w = len(lay), len(weights)
+    mem_cache: dict[tuple[str, int, int, int, int, bool], tuple[int, int, int, int]] = {}
+    weights_lw = np.empty((n_l, n_w))
+    act_lw = np.empty((n_l, n_w))
+    total_lw = np.empty((n_l, n_w))
+    state_lw = np.empty((n_l, n_w))
+    amd = np.array([sh.gpu.vendor == "AMD" for sh in shapes])[lay.shape]
+    rows = zip(lay.gpus.tolist(), lay.tp.tolist(), lay.pp.tolist(), lay.dp.tolist(), lay.zero.tolist(),
+               amd.tolist(), lay.shape.tolist(), strict=True)
+    for i, (gpus, tp, pp, dp, zero, is_amd, s) in enumerate(rows):
+        for j, name in enumerate(weights):
+            key = (name, tp, pp, dp, zero, is_amd)
+            if key not in mem_cache:
+                p = plan(model, w, precision=PrecisionPlan(weights=name), gpu=shapes[s].gpu, suggest=False,
+                         layout=Layout(gpus=gpus, tp=tp, pp=pp, dp=dp, zero=zero), overheads=spec.overheads)
+                b = p.per_gpu
+                mem_cache[key] = (b.weights_bytes, b.activations_bytes, b.gradients_bytes + b.optimizer_bytes,
+                                  b.total_bytes)
+            wb, ab, sb, tb = mem_cache[key]
+            weights_lw[i, j], act_lw[i, j], state_lw[i, j], total_lw[i, j] = wb, ab, sb, tb
+        if progress and i % 64 == 0:
+            progress(i * n_w, n_l * n_w)
+    budget_l = np.array([sh.gpu.memory_bytes for sh in shapes], dtype=np.float64)[lay.shape]
+    fits = total_lw <= budget_l[:, None]
+    seq = w.seq_tokens or min(model.max_context_tokens, 4096)
+    recompute: perf.Recompute = w.recompute or ("full" if w.task == "qlora" else "none")
+    kind: perf.TrainKind = "full" if w.task == "train" else "lora"
+    speed_cache: dict[tuple[int, int, int, int], float] = {}
+    tps_l = np.empty(n_l)
+    for i, (s, gpus, tp, pp) in enumerate(zip(lay.shape.tolist(), lay.gpus.tolist(), lay.tp.tolist(),
+                                              lay.pp.tolist(), strict=True)):
+        speed_key = (s, gpus, tp, pp)
+        if speed_key not in speed_cache:
+            shape = shapes[s]
+            link = perf.tp_link(shape.gpu, tp, gpus_per_server=shape.gpus_per_server,
+                                network_bytes_per_s=shape.network_bytes_per_s)
+            speed_cache[speed_key] = perf.training_step(
+                model, shape.gpu, gpus=gpus, seq_tokens=seq, tp=tp, pp=pp, micro_batch=w.micro_batch,
+                recompute=recompute, kind=kind, efficiencies=spec.efficiencies, link=link).tokens_per_s
+        tps_l[i] = speed_cache[speed_key]
+    shape2 = (n_l, n_w)
+    tps = np.broadcast_to(tps_l[:, None], shape2)
+    time_s = spec.train_tokens / tps if spec.train_tokens else np.full(shape2, np.nan)
+    nan2 = np.full(shape2, np.nan)
+    return {
+        "weights_bytes": weights_lw, "kv_cache_bytes": np.zeros(shape2), "activations_bytes": act_lw,
+        "other_bytes": total_lw - weights_lw - act_lw, "per_gpu_total_bytes": total_lw,
+        "budget_bytes": np.broadcast_to(budget_l[:, None], shape2), "fits": fits,
+        "concurrency": np.broadcast_to(np.full(n_l, w.micro_batch)[:, None], shape2),
+        "prefill_s": nan2, "decode_tokens_per_s_per_user": nan2, "decode_tokens_per_s_total": nan2,
+        "train_tokens_per_s": tps, "train_time_s": time_s,
+    }
+
+
+# ------------------------------------------------------------------------------------------ entry
+
+
+def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | None = None, *,
+          progress: Progress | None = None) -> SweepResult:
+    """Evaluate every configuration of ``spec`` on ``shapes``; see the module docstring for the grid.
+
+    The workload is validated once through :func:`anchorgpu.planner.plan` (same one-line errors, same
+    defaults); its assumptions and warnings that hold for every configuration are returned.
+    ``progress(done, total)`` is called a few times for long sweeps.
+    """
+    spec = spec or SweepSpec()
+    w = spec.workload
+    if not shapes:
+        raise InvalidWorkload("nothing to sweep: no hardware shapes given")
+    if w.task not in ("inference", "train", "lora", "qlora"):
+        raise InvalidWorkload(f"the sweep covers inference and training tasks, not {w.task!r}")
+    training = w.task != "inference"
+    if training:
+        weights = spec.weights or (("nf4-dq",) if w.task == "qlora" else ("bf16",))
+        kvs: tuple[str, ...] = ("bf16",)
+        concs: tuple[int, ...] = (w.micro_batch,)
+    else:
+        weights = spec.weights or DEFAULT_INFERENCE_WEIGHTS
+        kvs = spec.kv_caches or DEFAULT_KV_CACHES
+        concs = spec.concurrencies or ((w.concurrency,) if w.concurrency else BATCH_LADDER)
+    for name in weights:
+        get_format(name)  # unknown format: one-line error
+    for k in kvs:
+        if k not in KV_CACHE_DTYPES:
+            raise InvalidWorkload(f"unknown kv-cache dtype {k!r}; valid: {', '.join(KV_CACHE_DTYPES)}")
+    # validate once with the scalar planner (context limit, task rules, formats allowed for the task)
+    probe = plan(model, replace(w, concurrency=w.concurrency or concs[0]), precision=PrecisionPlan(
+        weights=weights[0], kv_cache=kvs[0]), layout=Layout(gpus=1, tp=1, pp=1, dp=1), suggest=False)
+    ctx = probe.workload.context_tokens or model.max_context_tokens
+    output = min(spec.output_tokens, max(1, ctx // 2))
+    prompt = spec.prompt_tokens if spec.prompt_tokens is not None else max(1, ctx - output)
+    if not training and prompt + output > ctx:
+        raise InvalidWorkload(f"prompt {prompt} + output {output} tokens exceed the {ctx}-token context")
+    lay = _layouts(model, shapes, training=training, max_pp=spec.max_pp, zero_stages=spec.zero_stages)
+    if training:
+        cols = _training(model, shapes, spec, lay, weights, progress)
+        inner = len(weights)
+    else:
+        cols = _inference(model, shapes, spec, lay, weights, kvs, concs, ctx, prompt, progress)
+        inner = len(weights) * len(kvs) * len(concs)
+    n = len(lay) * inner
+    flat: dict[str, npt.NDArray[Any]] = {}
+    for name, values in (("shape", lay.shape), ("servers", lay.servers), ("gpus", lay.gpus), ("tp", lay.tp),
+                         ("pp", lay.pp), ("dp", lay.dp), ("zero", lay.zero)):
+        flat[name] = np.repeat(values, inner)
+    grid_w = np.arange(len(weights), dtype=np.int64)
+    if training:
+        flat["weights"] = np.tile(grid_w, len(lay))
+        flat["kv_cache"] = np.zeros(n, dtype=np.int64)
+    else:
+        per_w = len(kvs) * len(concs)
+        flat["weights"] = np.tile(np.repeat(grid_w, per_w), len(lay))
+        flat["kv_cache"] = np.tile(np.repeat(np.arange(len(kvs), dtype=np.int64), len(concs)), len(lay) * len(weights))
+    for name, values in cols.items():
+        flat[name] = np.ascontiguousarray(values).reshape(n)
+    if progress:
+        progress(n, n)
+    assumptions = [a for a in probe.assumptions if not a.startswith("Layout not given")]
+    assumptions.append(
+        f"Swept {len(shapes)} hardware shape(s) x whole servers x TP/PP/DP"
+        + ("/ZeRO" if training else "") + f" layouts x weights {','.join(weights)}"
+        + ("" if training else f" x KV cache {','.join(kvs)} x concurrency {','.join(map(str, concs))}") + ".")
+    if not training:
+        assumptions.append(
+            f"Decode speed at {prompt + output // 2} cached tokens per sequence (prompt {prompt} + half of "
+            f"{output} output tokens); prefill of one {prompt}-token prompt.")
+    warnings = tuple((x.code, x.message) for x in probe.warnings
+                     if x.code in ("quantization_quality_unchecked", "context_beyond_model_limit",
+                                   "checkpoint_restore_unverified"))
+    return SweepResult(
+        task=w.task, evaluated=n, shapes=tuple(shapes), weights=tuple(weights), kv_caches=kvs,
+        context_tokens=ctx, prompt_tokens=prompt, output_tokens=output, columns=flat,
+        assumptions=tuple(assumptions), warnings=warnings,
+    )

@@ -1,0 +1,370 @@
+"""Recommend offerings: join the planner's sweep with the catalog's prices for a term.
+
+The planner sweeps configurations without prices (:mod:`anchorgpu.planner.sweep`); this service turns
+each catalog offering into a hardware shape, keeps the fastest configuration that fits per offering and
+server count, prices it with :func:`anchorgpu.quotes.price_quote` (so a recommendation and a quote for the
+same servers and term always agree), and ranks by the total for the term. It also finds the Pareto front
+of cost against speed and says why the cheaper options were rejected. ``now`` is passed in.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.catalog import Catalog, Offering
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.hardware import get_gpu
+from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec, sweep
+from anchorgpu.quotes import UnpricedOffering, price_quote
+from anchorgpu.units import Term, fmt_bytes, parse_term, round_usd
+
+__all__ = [
+    "Recommendation",
+    "RecommendedOption",
+    "Rejection",
+    "network_bytes_per_s_per_gpu",
+    "recommend",
+    "recommendation_to_json",
+    "shapes_from_catalog",
+]
+
+_FABRIC_RE = re.compile(r"(\d+)\s*x\s*(\d+)\s*Gb/s", re.IGNORECASE)
+
+
+def network_bytes_per_s_per_gpu(offering: Offering) -> float:
+    """Server-to-server bandwidth per GPU, one direction, from the offering's fabric (``8x400 Gb/s ...``),
+    else its public uplink shared by its GPUs.
+
+    >>> from anchorgpu.catalog import load_catalog
+    >>> network_bytes_per_s_per_gpu(load_catalog().offering("h100-sxm-8x-bm")) / 1e9  # 8 x 400 Gb/s / 8 GPUs
+    50.0
+    """
+    match = _FABRIC_RE.search(offering.fabric)
+    if match:
+        links, gbps = int(match.group(1)), int(match.group(2))
+        return links * gbps * 1e9 / 8 / offering.gpus
+    return offering.network_gbps * 1e9 / 8 / offering.gpus
+
+
+def shapes_from_catalog(offerings: Sequence[Offering], *, max_servers: int = 4) -> tuple[HardwareShape, ...]:
+    """One hardware shape per offering, 1..``max_servers`` whole servers; pipeline stages may span servers
+    only where a fabric joins them (``fabric != "none"``), else extra servers are data-parallel replicas."""
+    return tuple(
+        HardwareShape(id=o.id, gpu=get_gpu(o.gpu), gpus_per_server=o.gpus, max_servers=max_servers,
+                      network_bytes_per_s=network_bytes_per_s_per_gpu(o), scale_out=o.fabric.strip() != "none")
+        for o in offerings
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecommendedOption:
+    """One offering and server count with the fastest configuration that fits it, priced for the term."""
+
+    offering: str
+    gpu: str
+    kind: str
+    region: str
+    servers: int
+    gpus: int
+    config: dict[str, Any]  # the sweep row: layout, precisions, memory and speed columns
+    total_usd: Decimal
+    per_gpu_hour_usd: Decimal | None  # 730-h comparison rate of the offering
+    effective_per_gpu_hour_usd: Decimal  # what the term costs per GPU-hour
+    usd_per_million_output_tokens: Decimal | None = None  # serving, at full use for the whole term
+    run_hours: int | None = None  # training with --tokens: whole hours the run needs
+    run_usd: Decimal | None = None  # training: price of renting those hours (best-price rule of quotes)
+    codes: tuple[str, ...] = ()  # warning codes that apply to this option
+
+    @property
+    def speed(self) -> float:
+        value = self.config.get("decode_tokens_per_s_total") or self.config.get("train_tokens_per_s") or 0.0
+        return float(value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rejection:
+    offering: str
+    servers: int
+    total_usd: Decimal | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Recommendation:
+    model: str
+    task: str
+    term: Term
+    workload: dict[str, Any]
+    evaluated: int
+    results: tuple[RecommendedOption, ...]
+    pareto: tuple[RecommendedOption, ...]
+    rejected: tuple[Rejection, ...]
+    assumptions: tuple[str, ...]
+    warnings: tuple[tuple[str, str], ...] = field(default=())
+
+
+def _speed_column(result: SweepResult) -> np.ndarray:
+    name = "decode_tokens_per_s_total" if result.task == "inference" else "train_tokens_per_s"
+    return np.nan_to_num(np.asarray(result.columns[name], dtype=np.float64), nan=0.0)
+
+
+def _best_per_group(result: SweepResult, usable: np.ndarray) -> dict[tuple[int, int], int]:
+    """Index of the fastest usable configuration per (shape, servers); ties: less memory, then grid order."""
+    c = result.columns
+    idx = np.flatnonzero(usable)
+    if idx.size == 0:
+        return {}
+    speed = _speed_column(result)[idx]
+    mem = np.asarray(c["per_gpu_total_bytes"], dtype=np.float64)[idx]
+    group = c["shape"][idx] * 1024 + c["servers"][idx]
+    order = np.lexsort((idx, mem, -speed, group))  # last key is primary
+    g_sorted = group[order]
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = g_sorted[1:] != g_sorted[:-1]
+    return {(int(g) // 1024, int(g) % 1024): int(idx[o]) for g, o in zip(g_sorted[first], order[first], strict=True)}
+
+
+def _closest_miss(result: SweepResult) -> dict[tuple[int, int], int]:
+    """Per (shape, servers) with nothing that fits: the configuration closest to fitting (least overshoot)."""
+    c = result.columns
+    over = np.asarray(c["per_gpu_total_bytes"], dtype=np.float64) - np.asarray(c["budget_bytes"], dtype=np.float64)
+    group = c["shape"] * 1024 + c["servers"]
+    order = np.lexsort((np.arange(over.size), over, group))
+    g_sorted = group[order]
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = g_sorted[1:] != g_sorted[:-1]
+    return {(int(g) // 1024, int(g) % 1024): int(o) for g, o in zip(g_sorted[first], order[first], strict=True)}
+
+
+def _codes(result: SweepResult, row: dict[str, Any], offering: Offering) -> tuple[str, ...]:
+    from anchorgpu.planner.formats import get_format
+    from anchorgpu.planner.performance import compute_precision_for_weights, tp_link
+
+    shape = next(s for s in result.shapes if s.id == offering.id)
+    codes: list[str] = []
+    fmt = get_format(str(row["weights"]))
+    if fmt.quantized or row.get("kv_cache") == "fp8":
+        codes.append("quantization_quality_unchecked")
+    wanted = compute_precision_for_weights(fmt.name)
+    if (wanted == "fp8" or row.get("kv_cache") == "fp8") and not shape.gpu.fp8_hardware:
+        codes.append("fp8_without_hardware")
+    if wanted == "fp4" and not shape.gpu.fp4_hardware:
+        codes.append("fp4_weight_only_emulation")
+    if row["tp"] > 1 and tp_link(shape.gpu, row["tp"], gpus_per_server=shape.gpus_per_server).kind == "pcie":
+        codes.append("tp_over_pcie")
+    if row["dp"] > 1 and result.task == "inference":
+        codes.append("ddp_no_memory_pooling")
+    if shape.gpu.vendor == "AMD":
+        codes.append("rocm_cuda_only_dependency")
+    return tuple(codes)
+
+
+def _pareto(options: Sequence[RecommendedOption]) -> tuple[RecommendedOption, ...]:
+    """Options no other option beats on both cost (lower) and speed (higher); cheapest first."""
+    front: list[RecommendedOption] = []
+    best_speed = -math.inf
+    for opt in sorted(options, key=lambda o: (o.total_usd, -o.speed, o.offering, o.servers)):
+        if opt.speed > best_speed:
+            front.append(opt)
+            best_speed = opt.speed
+    return tuple(front)
+
+
+def _one_per_offering(rejected: Sequence[Rejection]) -> list[Rejection]:
+    """The cheapest rejection of each offering (input sorted cheapest first), noting the other server counts."""
+    counts: dict[str, list[int]] = {}
+    for r in rejected:
+        counts.setdefault(r.offering, []).append(r.servers)
+    out: list[Rejection] = []
+    seen: set[str] = set()
+    for r in rejected:
+        if r.offering in seen:
+            continue
+        seen.add(r.offering)
+        others = sorted(set(counts[r.offering]) - {r.servers})
+        if others:
+            r = Rejection(offering=r.offering, servers=r.servers, total_usd=r.total_usd,
+                          reason=f"{r.reason} (also rejected with {', '.join(map(str, others))} servers)")
+        out.append(r)
+    return out
+
+
+def recommend(
+    model: ModelSpec,
+    spec: SweepSpec,
+    catalog: Catalog,
+    term: Term | str,
+    now: datetime,
+    *,
+    max_usd: Decimal | None = None,
+    min_tokens_per_s_per_user: float | None = None,
+    top: int = 10,
+    max_servers: int = 4,
+    offerings: Sequence[Offering] | None = None,
+    progress: Any = None,
+) -> Recommendation:
+    """Cheapest offerings that fit ``spec`` for ``term``, with speed, cost per output token or per run,
+    the cost/speed Pareto front and why cheaper options were rejected."""
+    the_term = term if isinstance(term, Term) else parse_term(term)
+    if top < 1:
+        raise InvalidWorkload(f"top={top}: at least one result")
+    if max_usd is not None and max_usd <= 0:
+        raise InvalidWorkload(f"max-usd={max_usd}: must be positive")
+    chosen = tuple(offerings if offerings is not None else catalog.offerings)
+    shapes = shapes_from_catalog(chosen, max_servers=max_servers)
+    result = sweep(model, shapes, spec, progress=progress)
+    c = result.columns
+    usable = np.asarray(c["fits"], dtype=bool)
+    if min_tokens_per_s_per_user is not None and result.task == "inference":
+        usable = usable & (np.nan_to_num(c["decode_tokens_per_s_per_user"]) >= min_tokens_per_s_per_user)
+    best = _best_per_group(result, usable)
+    misses = _closest_miss(result)
+    training = result.task != "inference"
+    options: list[RecommendedOption] = []
+    rejected: list[Rejection] = []
+    for s, offering in enumerate(chosen):
+        for servers in range(1, max_servers + 1):
+            key = (s, servers)
+            try:
+                quote = price_quote(catalog, offering.id, servers, the_term, None, now)
+            except UnpricedOffering as exc:
+                if key in best or servers == 1:
+                    rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=None,
+                                              reason=f"unpriced for this term: {exc.message}"))
+                continue
+            if key not in best:
+                miss = misses.get(key)
+                if miss is None:
+                    continue
+                row = result.row(miss)
+                if row["fits"] and min_tokens_per_s_per_user is not None:
+                    reason = (f"no configuration reaches {min_tokens_per_s_per_user:g} tokens/s per user "
+                              f"(best fit: {row['decode_tokens_per_s_per_user']:.1f})")
+                else:
+                    reason = (f"does not fit: the closest configuration (TP {row['tp']}, PP {row['pp']}, DP "
+                              f"{row['dp']}, {row['weights']} weights"
+                              + (f", {row['kv_cache']} KV" if not training else "")
+                              + f") needs {fmt_bytes(row['per_gpu_total_bytes'])} per GPU of "
+                              f"{fmt_bytes(row['budget_bytes'])} usable")
+                rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=quote.total_usd,
+                                          reason=reason))
+                continue
+            row = result.row(best[key])
+            if max_usd is not None and quote.total_usd > max_usd:
+                rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=quote.total_usd,
+                                          reason=f"over the budget: {quote.total_usd} USD > {max_usd} USD"))
+                continue
+            per_million: Decimal | None = None
+            run_hours: int | None = None
+            run_usd: Decimal | None = None
+            if not training:
+                tokens_m = row["decode_tokens_per_s_total"] * the_term.hours * 3600 / 1e6
+                per_million = round_usd(quote.total_usd / Decimal(f"{tokens_m:.6f}")) if tokens_m > 0 else None
+            elif row.get("train_time_s"):
+                run_hours = max(1, math.ceil(row["train_time_s"] / 3600))
+                try:
+                    run_usd = price_quote(catalog, offering.id, servers, f"{run_hours}h", None, now).total_usd
+                except UnpricedOffering:
+                    run_usd = None
+            options.append(RecommendedOption(
+                offering=offering.id, gpu=offering.gpu, kind=offering.kind, region=quote.region, servers=servers,
+                gpus=quote.gpus, config=row, total_usd=quote.total_usd, per_gpu_hour_usd=quote.per_gpu_hour_usd,
+                effective_per_gpu_hour_usd=quote.effective_per_gpu_hour_usd,
+                usd_per_million_output_tokens=per_million, run_hours=run_hours, run_usd=run_usd,
+                codes=_codes(result, row, offering)))
+
+    def rank_key(o: RecommendedOption) -> tuple[Any, ...]:
+        cost = o.run_usd if (training and o.run_usd is not None) else o.total_usd
+        return (cost, -o.speed, o.offering, o.servers)
+
+    options.sort(key=rank_key)
+    cheapest = options[0].total_usd if options else None
+    rejected.sort(key=lambda r: (r.total_usd is None, r.total_usd or Decimal(0), r.offering, r.servers))
+    shown_rejected = _one_per_offering(
+        [r for r in rejected if r.total_usd is None or cheapest is None or r.total_usd <= cheapest])
+    w = spec.workload
+    workload = {
+        "task": result.task, "context_tokens": result.context_tokens,
+        "concurrency": w.concurrency, "prompt_tokens": result.prompt_tokens if not training else None,
+        "output_tokens": result.output_tokens if not training else None,
+        "seq_tokens": w.seq_tokens if training else None, "train_tokens": spec.train_tokens,
+        "weights": list(result.weights), "kv_caches": list(result.kv_caches),
+        "mfu": spec.efficiencies.mfu, "mbu": spec.efficiencies.mbu,
+    }
+    assumptions = list(result.assumptions)
+    assumptions.append(
+        f"Prices are list prices for a {the_term} term ({the_term.hours} h), whole servers, no options, priced "
+        "exactly as `anchorgpu quote`; 'per GPU-hour' is the 730-h comparison rate.")
+    if not training:
+        assumptions.append("Cost per million output tokens assumes the servers decode at the estimated total "
+                           "tokens/s for the whole term.")
+    else:
+        assumptions.append("A training run costs the whole hours it needs, billed by the quote rules "
+                           "(a longer unit when cheaper).")
+    return Recommendation(
+        model=model.name, task=result.task, term=the_term, workload=workload, evaluated=result.evaluated,
+        results=tuple(options[:top]), pareto=_pareto(options), rejected=tuple(shown_rejected[:10]),
+        assumptions=tuple(assumptions), warnings=result.warnings,
+    )
+
+
+def _option_json(o: RecommendedOption) -> dict[str, Any]:
+    c = o.config
+
+    def num(name: str, digits: int = 3) -> float | None:
+        value = c.get(name)
+        return None if value is None else round(float(value), digits)
+
+    return {
+        "offering": o.offering, "gpu": o.gpu, "kind": o.kind, "region": o.region, "gpus": o.gpus,
+        "servers": o.servers,
+        "layout": {"tp": c["tp"], "pp": c["pp"], "dp": c["dp"], "zero": c["zero"]},
+        "weights": c["weights"], "kv_cache": c["kv_cache"] if c.get("decode_tokens_per_s_total") else None,
+        "concurrency": c["concurrency"],
+        "per_gpu_total_bytes": int(c["per_gpu_total_bytes"]), "budget_bytes": int(c["budget_bytes"]),
+        "headroom_bytes": int(c["budget_bytes"] - c["per_gpu_total_bytes"]), "fits": bool(c["fits"]),
+        "per_gpu": {"weights_bytes": int(c["weights_bytes"]), "kv_cache_bytes": int(c["kv_cache_bytes"]),
+                    "activations_bytes": int(c["activations_bytes"]), "other_bytes": int(c["other_bytes"])},
+        "prefill_s": num("prefill_s", 4),
+        "decode_tokens_per_s_per_user": num("decode_tokens_per_s_per_user", 2),
+        "decode_tokens_per_s_total": num("decode_tokens_per_s_total", 1),
+        "train_tokens_per_s": num("train_tokens_per_s", 1), "train_time_s": num("train_time_s", 1),
+        "total_usd": o.total_usd, "per_gpu_hour_usd": o.per_gpu_hour_usd,
+        "effective_per_gpu_hour_usd": o.effective_per_gpu_hour_usd,
+        "usd_per_million_output_tokens": o.usd_per_million_output_tokens,
+        "run_hours": o.run_hours, "run_usd": o.run_usd, "warnings": list(o.codes),
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    """Decimal -> exact string; containers recursively."""
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def recommendation_to_json(rec: Recommendation) -> dict[str, Any]:
+    """The ``anchorgpu recommend --json`` contract (money as exact decimal strings)."""
+    return dict(_jsonable({
+        "model": rec.model, "workload": rec.workload, "term": str(rec.term), "term_hours": rec.term.hours,
+        "evaluated": rec.evaluated,
+        "results": [_option_json(o) for o in rec.results],
+        "pareto": [_option_json(o) for o in rec.pareto],
+        "rejected": [{"offering": r.offering, "servers": r.servers, "total_usd": r.total_usd, "reason": r.reason}
+                     for r in rec.rejected],
+        "assumptions": list(rec.assumptions),
+        "warnings": [{"code": code, "message": message} for code, message in rec.warnings],
+    }))

@@ -1,0 +1,125 @@
+"""The vectorized sweep gives the same memory as ``plan()`` and the same speed as ``performance``.
+
+Configurations are drawn at random (fixed seed, plus Hypothesis) from full-catalog sweeps and recomputed
+one by one with the scalar planner.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from anchorgpu.architectures import load_model
+from anchorgpu.catalog import load_catalog
+from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
+from anchorgpu.planner import performance as perf
+from anchorgpu.planner.sweep import SweepResult, SweepSpec, sweep
+from anchorgpu.recommend import shapes_from_catalog
+
+SHAPES = shapes_from_catalog(load_catalog().offerings, max_servers=3)
+
+
+def _inference_sweep(model_name: str, **workload) -> tuple[SweepResult, object]:
+    model = load_model(model_name)
+    spec = SweepSpec(workload=Workload(task="inference", **workload), weights=("bf16", "fp8", "int4-awq", "nvfp4"))
+    return sweep(model, SHAPES, spec), model
+
+
+INFERENCE_CASES = {
+    "llama-70b-8k-32": ("llama-3.1-70b", dict(context_tokens=8192, concurrency=32)),
+    "llama-8b-ladder": ("llama-3.1-8b", dict(context_tokens=32768)),
+    "mixtral-4k-ladder": ("mixtral-8x7b-v0.1", dict(context_tokens=4096)),
+    "deepseek-v3-mla": ("deepseek-v3", dict(context_tokens=16384, concurrency=8)),
+}
+RESULTS = {name: _inference_sweep(model, **kw) for name, (model, kw) in INFERENCE_CASES.items()}
+
+
+def _check_inference_row(result: SweepResult, model, i: int) -> None:
+    row = result.row(i)
+    shape = next(s for s in result.shapes if s.id == row["shape"])
+    p = plan(model, Workload(task="inference", context_tokens=result.context_tokens, concurrency=row["concurrency"]),
+             precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
+             layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu, suggest=False)
+    assert row["per_gpu_total_bytes"] == p.per_gpu.total_bytes
+    assert row["weights_bytes"] == p.per_gpu.weights_bytes
+    assert row["kv_cache_bytes"] == p.per_gpu.kv_cache_bytes
+    assert row["budget_bytes"] == p.budget_bytes
+    assert row["fits"] == p.fits
+    # speed: the scalar roofline for the same configuration
+    per_replica = math.ceil(row["concurrency"] / row["dp"])
+    cached = result.prompt_tokens + result.output_tokens // 2
+    from anchorgpu.planner import memory as mm
+
+    kv_seq = mm.kv_cache_bytes(model, context_tokens=cached, sequences=1, bytes_per_value={"bf16": 2, "fp8": 1}[row["kv_cache"]],
+                               tp=row["tp"], pp=row["pp"], block_size=1)
+    link = perf.tp_link(shape.gpu, row["tp"], gpus_per_server=shape.gpus_per_server,
+                        network_bytes_per_s=shape.network_bytes_per_s)
+    precision = perf.compute_precision_for_weights(row["weights"])
+    step = perf.decode_step(model, shape.gpu, weights_bytes_per_gpu=p.per_gpu.weights_bytes,
+                            kv_bytes_per_sequence_per_gpu=kv_seq, concurrency=per_replica, context_tokens=cached,
+                            tp=row["tp"], pp=row["pp"], precision=precision, link=link)
+    assert row["decode_tokens_per_s_per_user"] == pytest.approx(step.tokens_per_s_per_user, rel=1e-6)
+    assert row["decode_tokens_per_s_total"] == pytest.approx(row["concurrency"] * step.tokens_per_s_per_user, rel=1e-6)
+    pre = perf.prefill_s(model, shape.gpu, result.prompt_tokens, tp=row["tp"], precision=precision, link=link)
+    assert row["prefill_s"] == pytest.approx(pre, rel=1e-9)
+
+
+@pytest.mark.parametrize("case", list(INFERENCE_CASES))
+def test_sampled_inference_configurations_match_the_scalar_planner_exactly(case: str) -> None:
+    result, model = RESULTS[case]
+    rng = random.Random(20261129)
+    for i in rng.sample(range(result.evaluated), 25):
+        _check_inference_row(result, model, i)
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=st.sampled_from(list(INFERENCE_CASES)), fraction=st.floats(0, 1, exclude_max=True))
+def test_any_inference_configuration_matches_the_scalar_planner(case: str, fraction: float) -> None:
+    result, model = RESULTS[case]
+    _check_inference_row(result, model, int(fraction * result.evaluated))
+
+
+@pytest.mark.parametrize(("task", "model_name"), [("train", "llama-3.1-8b"), ("qlora", "llama-3.1-70b"),
+                                                  ("lora", "mistral-7b-v0.1")])
+def test_sampled_training_configurations_match_the_scalar_planner(task: str, model_name: str) -> None:
+    model = load_model(model_name)
+    workload = Workload(task=task, seq_tokens=2048, micro_batch=2)
+    result = sweep(model, SHAPES, SweepSpec(workload=workload, train_tokens=10**10))
+    rng = random.Random(7)
+    for i in rng.sample(range(result.evaluated), 15):
+        row = result.row(i)
+        shape = next(s for s in result.shapes if s.id == row["shape"])
+        p = plan(model, workload, precision=PrecisionPlan(weights=row["weights"]), gpu=shape.gpu, suggest=False,
+                 layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"], zero=row["zero"]))
+        assert row["per_gpu_total_bytes"] == p.per_gpu.total_bytes
+        assert row["fits"] == p.fits
+        link = perf.tp_link(shape.gpu, row["tp"], gpus_per_server=shape.gpus_per_server,
+                            network_bytes_per_s=shape.network_bytes_per_s)
+        step = perf.training_step(model, shape.gpu, gpus=row["gpus"], seq_tokens=2048, tp=row["tp"], pp=row["pp"],
+                                  micro_batch=2, recompute=p.workload.recompute or "none",
+                                  kind="full" if task == "train" else "lora", link=link)
+        assert row["train_tokens_per_s"] == pytest.approx(step.tokens_per_s, rel=1e-9)
+        assert row["train_time_s"] == pytest.approx(10**10 / step.tokens_per_s, rel=1e-9)
+
+
+def test_the_sweep_is_deterministic_and_counts_what_it_evaluated() -> None:
+    model = load_model("llama-3.1-70b")
+    spec = SweepSpec(workload=Workload(task="inference", context_tokens=8192, concurrency=32))
+    a, b = sweep(model, SHAPES, spec), sweep(model, SHAPES, spec)
+    assert a.evaluated == b.evaluated == len(a.columns["fits"]) > 1000
+    for name, values in a.columns.items():
+        assert (values == b.columns[name]).all() or name in ("train_tokens_per_s", "train_time_s")
+
+
+def test_tensor_parallel_never_exceeds_one_server_and_pipeline_spans_servers_only_over_a_fabric() -> None:
+    result, _ = RESULTS["llama-70b-8k-32"]
+    c = result.columns
+    per_server = [result.shapes[s].gpus_per_server for s in c["shape"]]
+    scale_out = [result.shapes[s].scale_out for s in c["shape"]]
+    for tp, pp, k, fabric, gpus, dp in zip(c["tp"], c["pp"], per_server, scale_out, c["gpus"], c["dp"], strict=True):
+        assert tp <= k and tp * pp * dp == gpus
+        assert fabric or tp * pp <= k
