@@ -1,5 +1,212 @@
-"""CLI commands of this area (filled in by the area's work)."""
+"""``anchorgpu plan MODEL [workload] [--gpu NAME --gpus N] [parallelism] [--json]``: will it fit, per GPU.
+
+A thin face over :func:`anchorgpu.planner.plan`: parse options, resolve the model and the GPU, plan,
+render a table (or the DESIGN.md section 5 JSON with ``--json``). Bad input exits 2 with one line.
+"""
 
 from __future__ import annotations
 
-from anchorgpu.cli._app import app  # noqa: F401
+import re
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from anchorgpu.cli._app import app, console, emit_json
+from anchorgpu.errors import InvalidWorkload
+
+if TYPE_CHECKING:
+    from anchorgpu.planner import Plan
+
+_TOKENS_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
+
+
+def parse_tokens(text: str | None, *, field: str) -> int | None:
+    """``8192``, ``8k`` (= 8,192) or ``1m`` (= 1,048,576) tokens."""
+    if text is None:
+        return None
+    match = _TOKENS_RE.match(text)
+    if not match:
+        raise InvalidWorkload(f"--{field} {text!r}: expected a token count such as 8192 or 8k")
+    scale = {"": 1, "k": 1024, "m": 1024 * 1024}[match.group(2).lower()]
+    value = float(match.group(1)) * scale
+    if value != int(value) or value < 1:
+        raise InvalidWorkload(f"--{field} {text!r}: expected a whole number of tokens, at least 1")
+    return int(value)
+
+
+def parse_gpus(text: str | None) -> int | None:
+    """Whole GPUs only: ``0.5`` or ``0`` are refused with the reason (no MIG, vGPU or time-slicing)."""
+    from anchorgpu.units import require_whole_gpus
+
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise InvalidWorkload(f"--gpus {text!r}: expected a whole number of GPUs") from None
+    if value == 0:
+        raise InvalidWorkload("--gpus 0: at least one GPU is needed")
+    return require_whole_gpus(value)
+
+
+def parse_resolution(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    match = re.match(r"^\s*(\d+)\s*[xX×]\s*(\d+)\s*$", text)
+    if not match:
+        raise InvalidWorkload(f"--resolution {text!r}: expected WIDTHxHEIGHT in pixels, e.g. 1024x1024")
+    return int(match.group(1)), int(match.group(2))
+
+
+def _fmt(n: int | None) -> str:
+    from anchorgpu.units import fmt_bytes
+
+    return "-" if n is None else fmt_bytes(n)
+
+
+def render_plan(plan: Plan) -> None:
+    """A readable per-GPU breakdown, verdict, capacity, warnings, assumptions and checks."""
+    from rich.table import Table
+
+    out = console()
+    if not out.is_terminal:
+        out.width = 120
+    lay = plan.layout
+    gpu = plan.gpu.display_name if plan.gpu is not None else "no GPU given"
+    out.print(f"[bold]{plan.model.name}[/bold] · task {plan.workload.task} · {lay.gpus} × {gpu} · "
+              f"TP {lay.tp} PP {lay.pp} DP {lay.dp}" + (f" EP {lay.ep}" if lay.ep > 1 else "")
+              + (f" ZeRO-{lay.zero}" if lay.zero and not lay.fsdp else "") + (" FSDP" if lay.fsdp else "")
+              + f" · weights {plan.precision.weights}"
+              + (f" · KV {plan.precision.kv_cache}" if plan.workload.task == "inference" else ""))
+    table = Table(title="Memory per GPU", show_lines=False)
+    table.add_column("term")
+    table.add_column("bytes", justify="right")
+    table.add_column("size", justify="right")
+    table.add_column("share", justify="right")
+    total = max(1, plan.per_gpu.total_bytes)
+    rows = [("weights", plan.per_gpu.weights_bytes), ("KV cache", plan.per_gpu.kv_cache_bytes),
+            ("activations", plan.per_gpu.activations_bytes), ("gradients", plan.per_gpu.gradients_bytes),
+            ("optimizer", plan.per_gpu.optimizer_bytes), ("overhead", plan.per_gpu.overhead_bytes)]
+    for name, value in rows:
+        if value:
+            table.add_row(name, f"{value:,}", _fmt(value), f"{value / total:.0%}")
+    table.add_row("[bold]total[/bold]", f"[bold]{plan.per_gpu.total_bytes:,}[/bold]",
+                  f"[bold]{_fmt(plan.per_gpu.total_bytes)}[/bold]", "100%")
+    out.print(table)
+    if plan.fits is None:
+        out.print("Verdict: [yellow]not evaluated[/yellow] (name a GPU with --gpu)")
+    elif plan.fits:
+        out.print(f"Verdict: [green]FITS[/green] · headroom {_fmt(plan.headroom_bytes)} of {_fmt(plan.budget_bytes)} per GPU")
+    else:
+        out.print(f"Verdict: [red]DOES NOT FIT[/red] · short by {_fmt(-(plan.headroom_bytes or 0))} "
+                  f"of {_fmt(plan.budget_bytes)} per GPU")
+    w = plan.workload
+    if w.task == "inference" and plan.max_concurrency is not None:
+        out.print(f"Capacity: max concurrency {plan.max_concurrency} sequences of {w.context_tokens:,} tokens; "
+                  f"longest context at {w.concurrency} sequences: {plan.max_context_tokens:,} tokens")
+    if plan.checkpoint_bytes is not None:
+        out.print(f"Checkpoint size: {_fmt(plan.checkpoint_bytes)}")
+    if plan.suggestions:
+        sug = Table(title="What would fit")
+        for col in ("change", "what", "GPUs", "per GPU", "headroom"):
+            sug.add_column(col)
+        for s in plan.suggestions:
+            sug.add_row(s.change, s.description, str(s.gpus), _fmt(s.total_bytes), _fmt(s.headroom_bytes))
+        out.print(sug)
+    if plan.warnings:
+        warn = Table(title="Warnings")
+        warn.add_column("code")
+        warn.add_column("message")
+        for item in plan.warnings:
+            warn.add_row(item.code, item.message)
+        out.print(warn)
+    out.print("[bold]Assumed[/bold]")
+    for line in plan.assumptions:
+        out.print(f"  - {line}", markup=False)
+    if plan.checks:
+        out.print("[bold]Still to check[/bold]")
+        for line in plan.checks:
+            out.print(f"  - {line}", markup=False)
+
+
+def _attach_performance(plan: Plan, options: dict[str, Any]) -> Plan:
+    """Attach the ``performance`` section when the performance module offers ``plan_performance``."""
+    try:
+        from anchorgpu.planner import performance
+    except ImportError:
+        return plan
+    builder = getattr(performance, "plan_performance", None)
+    if builder is None:
+        return plan
+    import dataclasses
+
+    section = builder(plan, **options)
+    return dataclasses.replace(plan, extra={**plan.extra, "performance": section})
+
+
+@app.command("plan")
+def plan_command(
+    model: str = typer.Argument(..., help="Registry name, path to config.json (or its folder), or a Hub id."),
+    task: str = typer.Option("inference", "--task", help="inference | train | lora | qlora | diffusion"),
+    gpu: str | None = typer.Option(None, "--gpu", help="GPU name or alias (see `anchorgpu gpus`)."),
+    gpus: str | None = typer.Option(None, "--gpus", help="Whole GPUs in total."),
+    tp: int | None = typer.Option(None, "--tp", help="Tensor-parallel ranks."),
+    pp: int | None = typer.Option(None, "--pp", help="Pipeline stages."),
+    dp: int | None = typer.Option(None, "--dp", help="Data-parallel ranks (replicas)."),
+    ep: int | None = typer.Option(None, "--ep", help="Expert-parallel ranks (MoE)."),
+    zero: int = typer.Option(0, "--zero", help="ZeRO stage 0-3 (training)."),
+    fsdp: bool = typer.Option(False, "--fsdp", help="FSDP FULL_SHARD (training; memory of ZeRO-3)."),
+    offload: str = typer.Option("none", "--offload", help="none | optimizer | params"),
+    weights: str | None = typer.Option(None, "--weights", help="bf16 fp16 fp8 int8 int4-gptq int4-awq nf4 nf4-dq mxfp4 nvfp4 gguf-q4_k_m gguf-q8_0 …"),
+    kv_cache: str = typer.Option("bf16", "--kv-cache", help="bf16 | fp16 | fp8"),
+    context: str | None = typer.Option(None, "--context", help="Tokens per sequence (inference), e.g. 8192 or 8k."),
+    concurrency: int | None = typer.Option(None, "--concurrency", help="Sequences at once (inference)."),
+    micro_batch: int = typer.Option(1, "--micro-batch", help="Sequences per GPU step (training)."),
+    seq: str | None = typer.Option(None, "--seq", help="Training sequence length in tokens."),
+    recompute: str | None = typer.Option(None, "--recompute", help="none | selective | full"),
+    optimizer: str = typer.Option("adamw", "--optimizer", help="adamw | adamw-8bit | sgd | lion | adafactor"),
+    train_precision: str = typer.Option("mixed", "--train-precision", help="mixed (fp32 master+moments) | bf16-true"),
+    lora_rank: int = typer.Option(16, "--lora-rank", help="LoRA rank r."),
+    lora_targets: str = typer.Option("q,k,v,o,gate,up,down", "--lora-targets", help="Comma list of q,k,v,o,gate,up,down."),
+    resolution: str | None = typer.Option(None, "--resolution", help="Diffusion output WIDTHxHEIGHT."),
+    images: int = typer.Option(1, "--images", help="Diffusion images per batch."),
+    vae_tiling: bool = typer.Option(False, "--vae-tiling", help="Decode the VAE in tiles."),
+    gpu_memory_utilization: float = typer.Option(0.9, "--gpu-memory-utilization", help="Serving engine's share of GPU memory."),
+    max_num_batched_tokens: int | None = typer.Option(None, "--max-num-batched-tokens", help="Engine prefill budget."),
+    allow_long_context: bool = typer.Option(False, "--allow-long-context", help="Allow a context beyond the model's limit."),
+    offline: bool = typer.Option(False, "--offline", help="Never fetch a Hub id."),
+    as_json: bool = typer.Option(False, "--json", help="Print the JSON contract."),
+) -> None:
+    """Per-GPU memory breakdown, fit verdict, capacity, warnings and what to check for one workload."""
+    from anchorgpu.architectures import load_model
+    from anchorgpu.hardware import get_gpu
+    from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan, plan_to_json
+
+    spec = load_model(model, offline=offline)
+    gpu_spec = get_gpu(gpu) if gpu is not None else None
+    targets = tuple(t.strip() for t in lora_targets.split(",") if t.strip())
+    workload = Workload(
+        task=task,  # type: ignore[arg-type]  # validated by the planner with a one-line reason
+        context_tokens=parse_tokens(context, field="context"), concurrency=concurrency,
+        allow_long_context=allow_long_context, gpu_memory_utilization=gpu_memory_utilization,
+        max_num_batched_tokens=max_num_batched_tokens, micro_batch=micro_batch,
+        seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute,  # type: ignore[arg-type]
+        optimizer=optimizer,  # type: ignore[arg-type]
+        train_precision=train_precision if train_precision in ("mixed", "bf16-true") else _bad(  # type: ignore[arg-type]
+            f"--train-precision {train_precision!r}: choose mixed or bf16-true"),
+        lora_rank=lora_rank, lora_targets=targets, resolution=parse_resolution(resolution), images=images,
+        vae_tiling=vae_tiling,
+    )
+    layout = Layout(gpus=parse_gpus(gpus), tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=fsdp,
+                    offload=offload)  # type: ignore[arg-type]
+    result = plan(spec, workload, precision=PrecisionPlan(weights=weights, kv_cache=kv_cache.lower()),
+                  layout=layout, gpu=gpu_spec)
+    result = _attach_performance(result, {})
+    if as_json:
+        emit_json(plan_to_json(result))
+    else:
+        render_plan(result)
+
+
+def _bad(message: str) -> str:
+    raise InvalidWorkload(message)

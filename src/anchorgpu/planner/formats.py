@@ -78,14 +78,15 @@ class WeightFormat:
     # (group-name suffix, fraction of those matrices, bits) kept at a higher type
     upgrades: tuple[tuple[str, float, float], ...] = ()
     moe_experts_only: bool = False  # MoE models: quantize only the routed experts (gpt-oss MXFP4)
+    pad_expert_width_to: int = 0  # engines pad the experts' intermediate width to a multiple of this
     native: NativeHardware | None = None  # hardware math needed to compute in this format
     quantized: bool = True
     source: str = ""
 
     def group_bits(self, group_name: str, *, is_moe: bool) -> float:
         """Bits per weight for one linear-group family (``q``, ``down``, ``expert_down`` …)."""
-        if self.moe_experts_only and is_moe and not group_name.startswith("expert"):
-            return 16
+        if group_name == "router" or (self.moe_experts_only and is_moe and not group_name.startswith("expert")):
+            return 16  # MoE routers stay 16-bit in every format
         bits = self.linear_bits
         for suffix, fraction, upgraded_bits in self.upgrades:
             if group_name == suffix or group_name.endswith("_" + suffix):
@@ -120,8 +121,10 @@ WEIGHT_FORMATS: Mapping[str, WeightFormat] = {
                      source="bitsandbytes NF4, fp32 absmax per 64 (QLoRA section 3)"),
         WeightFormat(name="nf4-dq", linear_bits=nf4_bits_per_weight(double_quant=True),
                      source="bitsandbytes NF4 with double quantization (QLoRA section 3)"),
-        WeightFormat(name="mxfp4", linear_bits=4 + 8 / 32, moe_experts_only=True, native="fp4",
-                     source="OCP MX: 32 FP4 values share an 8-bit E8M0 scale; gpt-oss quantizes experts only"),
+        WeightFormat(name="mxfp4", linear_bits=4 + 8 / 32, moe_experts_only=True, native="fp4", pad_expert_width_to=256,
+                     source="OCP MX: 32 FP4 values share an 8-bit E8M0 scale; gpt-oss quantizes experts only; "
+                            "vLLM's MXFP4 MoE kernels pad the expert width to a multiple of 256 (gpt-oss 2880 -> "
+                            "3072), which reproduces its logged 13.47/64.38 GiB for gpt-oss-20b/120b within 1 %"),
         WeightFormat(name="nvfp4", linear_bits=4 + 8 / 16, per_matrix_bytes=8, native="fp4",
                      source="NVFP4: 16 FP4 values share an FP8 E4M3 scale, plus fp32 per-tensor scales"),
         _gguf("gguf-q8_0", _Q8_0, head=_Q8_0),
@@ -222,7 +225,12 @@ def model_weight_parts(model: ModelSpec, fmt: WeightFormat) -> ModelParts:
     detail: dict[str, float] = {}
     if model.linear_groups:
         for g in model.linear_groups:
-            group_bytes = g.params * fmt.group_bits(g.name, is_moe=model.is_moe) / 8
+            group_params = g.params
+            if fmt.pad_expert_width_to and g.name.startswith("expert") and model.moe is not None:
+                width = model.moe.expert_intermediate_size
+                padded = -(-width // fmt.pad_expert_width_to) * fmt.pad_expert_width_to
+                group_params = g.params * padded // width
+            group_bytes = group_params * fmt.group_bits(g.name, is_moe=model.is_moe) / 8
             if fmt.group_bits(g.name, is_moe=model.is_moe) < 16:
                 group_bytes += g.count * (fmt.per_matrix_bytes + g.d_out * fmt.per_out_row_bytes
                                           + g.d_in * fmt.per_in_col_bytes)

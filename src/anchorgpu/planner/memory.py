@@ -162,7 +162,8 @@ def optimizer_moment_bytes(
 def adapter_params(model: ModelSpec, *, rank: int, targets: Sequence[str]) -> int:
     """LoRA adapter parameters: r · (d_in + d_out) per targeted matrix (Hu et al. 2021, section 4).
 
-    A target ``gate`` also matches ``shared_gate`` and ``expert_gate``.
+    A target ``gate`` also matches ``shared_gate`` and ``expert_gate``; a fused matrix (``gate_up``) is
+    targeted when any of its parts is, and counted once (one adapter pair on the fused weight).
 
     >>> from anchorgpu.planner._examples import tiny_model
     >>> adapter_params(tiny_model(), rank=4, targets=("q", "v"))  # 2 layers: 4·(64+64)·2 + 4·(64+32)·2
@@ -171,8 +172,9 @@ def adapter_params(model: ModelSpec, *, rank: int, targets: Sequence[str]) -> in
     wanted = set(targets)
     total = 0
     for group in model.linear_groups:
-        prefix, _, base = group.name.partition("_")
-        if group.name in wanted or (prefix in ("expert", "shared") and base in wanted):
+        prefix, _, rest = group.name.partition("_")
+        base = rest if prefix in ("expert", "shared") else group.name
+        if group.name in wanted or any(part in wanted for part in base.split("_")):
             total += rank * (group.d_in + group.d_out) * group.count
     return total
 

@@ -379,7 +379,7 @@ def _inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: Pr
 
 def _training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFormat, lay: ResolvedLayout,
               ov: Overheads, assumptions: list[str], warnings: list[PlanWarning]) -> _Terms:
-    seq = w.seq_tokens or min(model.max_context_tokens, 4096)
+    seq = w.seq_tokens or min(model.max_context_tokens, 2048)
     if w.seq_tokens is None:
         assumptions.append(f"Sequence length not given: {seq} tokens.")
     if seq > model.max_context_tokens and not w.allow_long_context:
@@ -551,7 +551,7 @@ def _suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload
                            ) -> list[tuple[str, str, Workload, PrecisionPlan, Layout]]:
     out: list[tuple[str, str, Workload, PrecisionPlan, Layout]] = []
     if w.task == "inference":
-        for gpus in (2, 4, 8, 16):
+        for gpus in (2, 4, 8, 16, 32):
             if gpus > lay.gpus:
                 tp = min(gpus, GPUS_PER_SERVER)
                 if _tp_is_valid(model, tp):
@@ -570,7 +570,14 @@ def _suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload
         for rc in ("selective", "full"):
             if RECOMPUTES.index(rc) > RECOMPUTES.index(w.recompute or "none"):
                 out.append((f"--recompute {rc}", f"{rc} activation recompute", replace(w, recompute=rc), precision, layout))
-        for gpus in (2, 4, 8, 16, 32, 64):
+        seq = w.seq_tokens or 0
+        if seq >= 256:
+            out.append((f"--seq {seq // 2}", "halve the sequence length", replace(w, seq_tokens=seq // 2), precision,
+                        layout))
+        if w.micro_batch > 1:
+            out.append(("--micro-batch 1", "one sequence per step (accumulate gradients instead)",
+                        replace(w, micro_batch=1), precision, layout))
+        for gpus in (2, 4, 8, 16, 32, 64, 128, 256):
             if gpus > lay.gpus:
                 out.append((f"--gpus {gpus} --zero 3", f"ZeRO-3 over {gpus} GPUs", w, precision,
                             Layout(gpus=gpus, zero=3, offload=layout.offload)))
@@ -594,12 +601,16 @@ def _suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload
 def _suggestions(model: ModelSpec | DiffusionPipelineSpec, w: Workload, precision: PrecisionPlan, layout: Layout,
                  lay: ResolvedLayout, fmt: WeightFormat, gpu: GpuSpec, overheads: Overheads) -> tuple[Suggestion, ...]:
     found: list[Suggestion] = []
+    more_gpus_found = False
     for change, description, w2, p2, l2 in _suggestion_candidates(model, w, precision, layout, lay, fmt):
+        if more_gpus_found and change.startswith("--gpus"):
+            continue  # the smallest GPU count that fits is the useful one
         try:
             alt = plan(model, w2, precision=p2, layout=l2, gpu=gpu, overheads=overheads, suggest=False)
         except InvalidWorkload:
             continue
         if alt.fits and alt.headroom_bytes is not None:
+            more_gpus_found = more_gpus_found or change.startswith("--gpus")
             found.append(Suggestion(change=change, description=description, gpus=alt.layout.gpus,
                                     total_bytes=alt.per_gpu.total_bytes, headroom_bytes=alt.headroom_bytes))
     found.sort(key=lambda s: (s.gpus, s.total_bytes))
