@@ -1,16 +1,12 @@
 """API test fixtures: ``create_app(test_settings)`` on a per-test SQLite file, a fixed clock, accounts.
 
-A migrated and seeded database is built once per session and copied for each test (migrations take
-longer than the tests themselves).
+The databases come from the root conftest (``sqlite_url``: a migrated, seeded copy per test).
 """
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,46 +15,20 @@ from fastapi.testclient import TestClient
 from anchorgpu.api.app import create_app
 from anchorgpu.config import Settings
 
-START = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
-
-class FixedClock:
-    """A clock tests move by hand."""
-
-    def __init__(self, now: datetime = START) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
-
-
-@pytest.fixture(scope="session")
-def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from anchorgpu.bootstrap import bootstrap
-
-    path = tmp_path_factory.mktemp("template") / "anchorgpu.db"
-    store = bootstrap(Settings(database_url=f"sqlite:///{path}"), clock=FixedClock())
-    store.dispose()
-    return path
+@pytest.fixture
+def settings(sqlite_url: str) -> Settings:
+    """A fresh migrated + seeded SQLite file for this test (STORE's ``sqlite_url``), offline."""
+    return Settings(database_url=sqlite_url, offline=True)
 
 
 @pytest.fixture
-def settings(tmp_path: Path, template_db: Path) -> Settings:
-    db = tmp_path / "anchorgpu.db"
-    shutil.copy(template_db, db)
-    return Settings(database_url=f"sqlite:///{db}", offline=True)
+def clock(fixed_clock: Any) -> Any:
+    return fixed_clock
 
 
 @pytest.fixture
-def clock() -> FixedClock:
-    return FixedClock()
-
-
-@pytest.fixture
-def app(settings: Settings, clock: FixedClock) -> Any:
+def app(settings: Settings, clock: Any) -> Any:
     return create_app(settings, clock=clock, session_secret="test-secret")
 
 
@@ -88,11 +58,9 @@ class Caller:
 
 def make_caller(client: TestClient, app: Any, name: str) -> Caller:
     from anchorgpu.accounts import create_account
-    from anchorgpu.api.deps import get_store
 
-    client.get("/v1/healthz")  # builds the store
+    client.get("/v1/healthz")  # builds the store the routes use
     store = app.state.store
-    assert get_store  # the store the app built is the one the routes use
     account_id, api_key = create_account(store.uow_factory(), name, clock=app.state.clock)
     return Caller(account_id=account_id, api_key=api_key)
 

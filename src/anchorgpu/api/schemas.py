@@ -214,13 +214,12 @@ class ModelOut(_Schema):
     """A model as the planner sees it (same core keys as ``anchorgpu model MODEL --json``)."""
 
     name: str = Field(description="Model name")
-    kind: Literal["llm", "diffusion"] = Field(description="'llm' or 'diffusion'")
+    kind: str = Field(description="'language' or 'diffusion'")
     family: str = Field(description="Model family")
     params_total: int = Field(description="Parameters in total (every expert of a MoE), exact count")
     params_active: int | None = Field(description="Parameters one token passes through (MoE: active experts only); null for diffusion")
     kv_bytes_per_token: int | None = Field(description="KV-cache bytes per token for the whole model at bf16, before sliding-window caps; null for diffusion")
-    max_context_tokens: int | None = Field(description="Longest context the config allows, tokens")
-    source: str = Field(description="Where the config came from")
+    max_context_tokens: int | None = Field(default=None, description="Longest context the config allows, tokens")
 
 
 class QuoteStored(QuoteOut):

@@ -52,6 +52,8 @@ class MemoryBar:
     limit_x: float | None
     ticks: tuple[tuple[float, str], ...]  # (x, label)
     over: bool
+    budget_bytes: int | None = None
+    budget_x: float | None = None
 
 
 def nice_ticks(maximum: float, *, count: int = 5) -> list[float]:
@@ -71,8 +73,11 @@ def nice_ticks(maximum: float, *, count: int = 5) -> list[float]:
     return [float(round(i * step, 10)) for i in range(n + 1)]
 
 
-def memory_bar(per_gpu: Mapping[str, int | None], memory_bytes: int | None, *, width: int = 720) -> MemoryBar:
+def memory_bar(per_gpu: Mapping[str, int | None], memory_bytes: int | None, *, budget_bytes: int | None = None, width: int = 720) -> MemoryBar:
     """Lay out the stacked bar for one GPU; the axis covers both the total and the GPU's memory.
+
+    ``budget_bytes`` (a serving engine's share of the memory, when it is what the verdict compares
+    with) gets its own marker when it differs from the GPU's memory.
 
     >>> bar = memory_bar({"weights_bytes": 60 * GIB, "kv_cache_bytes": 10 * GIB}, 80 * GIB)
     >>> [s.key for s in bar.segments], bar.over
@@ -80,7 +85,7 @@ def memory_bar(per_gpu: Mapping[str, int | None], memory_bytes: int | None, *, w
     >>> round(bar.segments[1].x - bar.segments[0].x, 1) == round(bar.segments[0].width, 1)
     True
     """
-    left, right, bar_y, bar_height = 12, 20, 34, 40
+    left, right, bar_y, bar_height = 12, 20, 40, 40
     plot_width = width - left - right
     sizes = [(key, label, int(per_gpu.get(f"{key}_bytes") or 0)) for key, label in SEGMENTS]
     total = sum(size for _, _, size in sizes)
@@ -112,6 +117,8 @@ def memory_bar(per_gpu: Mapping[str, int | None], memory_bytes: int | None, *, w
         limit_x=x_of(memory_bytes) if memory_bytes else None,
         ticks=tick_marks,
         over=memory_bytes is not None and total > memory_bytes,
+        budget_bytes=budget_bytes if budget_bytes and budget_bytes != memory_bytes else None,
+        budget_x=x_of(budget_bytes) if budget_bytes and budget_bytes != memory_bytes else None,
     )
 
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from anchorgpu.api.deps import UowFactoryDep
+from anchorgpu.api.deps import ClockDep, UowFactoryDep
 from anchorgpu.web.deps import require_csrf
 from anchorgpu.web.templating import render, web_session
 
@@ -46,13 +46,13 @@ def signin(request: Request, uow_factory: UowFactoryDep, api_key: Annotated[str,
 
 
 @router.post("/signup")
-def signup(request: Request, uow_factory: UowFactoryDep, name: Annotated[str, Form(min_length=1, max_length=100)]) -> Response:
+def signup(request: Request, uow_factory: UowFactoryDep, clock: ClockDep, name: Annotated[str, Form(min_length=1, max_length=100)]) -> Response:
     """Create an account and show its key once (embedded default only)."""
     if not request.app.state.allow_signup:
         return render(request, "signin.html", {"next": "/", "allow_signup": False, "error": "Accounts are created by the operator here: anchorgpu accounts create NAME"}, status_code=403)
     from anchorgpu.accounts import create_account
 
-    account_id, api_key = create_account(uow_factory(), name.strip())
+    account_id, api_key = create_account(uow_factory(), name.strip(), clock=clock)
     web_session(request).sign_in(str(account_id), name.strip())
     return render(request, "signup_done.html", {"api_key": api_key, "name": name.strip()}, status_code=201)
 

@@ -15,22 +15,10 @@ router = APIRouter(prefix="/models", tags=["planner"])
 
 
 def model_out(spec: Any) -> ModelOut:
-    """The API view of a ``ModelSpec`` or ``DiffusionPipelineSpec``."""
-    from anchorgpu.architectures import ModelSpec
+    """The API view of a ``ModelSpec`` or ``DiffusionPipelineSpec`` (``anchorgpu model --json``)."""
+    from anchorgpu.architectures import model_to_json
 
-    if isinstance(spec, ModelSpec):
-        extra = {
-            "model_type": spec.model_type, "num_layers": spec.num_layers, "hidden_size": spec.hidden_size,
-            "num_attention_heads": spec.num_attention_heads, "num_kv_heads": spec.num_kv_heads, "head_dim": spec.head_dim,
-            "vocab_size": spec.vocab_size, "attention_kind": str(spec.attention_kind), "is_moe": spec.is_moe,
-            "sliding_window_layers": spec.sliding_window_layers,
-        }
-        return ModelOut(name=spec.name, kind="llm", family=spec.family, params_total=spec.params_total, params_active=spec.params_active,
-                        kv_bytes_per_token=spec.kv_bytes_per_token(), max_context_tokens=spec.max_context_tokens, source=spec.source, **extra)
-    components = [{"name": c.name, "params": c.params} for c in spec.components]
-    return ModelOut(name=spec.name, kind="diffusion", family=spec.family, params_total=spec.params_total, params_active=None,
-                    kv_bytes_per_token=None, max_context_tokens=None, source=spec.source, components=components,
-                    default_resolution=list(spec.default_resolution), default_steps=spec.default_steps)
+    return ModelOut.model_validate(model_to_json(spec))
 
 
 @router.get("", response_model=ModelList, summary="List registry models")

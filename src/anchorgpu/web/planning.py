@@ -1,0 +1,86 @@
+"""Planner and recommendation pages: the same options as ``anchorgpu plan`` in a GET form.
+
+The form is a GET (bookmarkable, no side effects); its answer shows the verdict, a stacked per-GPU
+memory bar against the GPU's memory, the breakdown, warnings linked to the glossary, assumptions and
+the checks still to do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+from pydantic import ValidationError
+
+from anchorgpu.api.deps import SettingsDep
+from anchorgpu.api.planning import run_plan
+from anchorgpu.api.schemas import PlanRequest
+from anchorgpu.errors import AnchorError
+from anchorgpu.web.charts import SEGMENTS, memory_bar
+from anchorgpu.web.templating import render
+
+router = APIRouter()
+
+_LIST_FIELDS = ("lora_targets",)
+_BOOL_FIELDS = ("fsdp", "allow_long_context", "vae_tiling")
+
+
+def form_values(request: Request) -> dict[str, Any]:
+    """The query string as PlanRequest input: blanks dropped, lists split on commas, checkboxes as bools."""
+    values: dict[str, Any] = {}
+    for name in PlanRequest.model_fields:
+        raw = request.query_params.get(name)
+        if raw is None or raw.strip() == "":
+            continue
+        raw = raw.strip()
+        if name in _LIST_FIELDS:
+            values[name] = [part.strip() for part in raw.split(",") if part.strip()]
+        elif name in _BOOL_FIELDS:
+            values[name] = raw.lower() in ("1", "true", "on", "yes")
+        else:
+            values[name] = raw
+    return values
+
+
+def validation_message(exc: ValidationError) -> str:
+    """One line naming the first bad field: 'context: Input should be greater than or equal to 1'."""
+    err = exc.errors()[0]
+    field = ".".join(str(p) for p in err.get("loc", ())) or "form"
+    return f"{field}: {err.get('msg', 'invalid')}"
+
+
+def _choices() -> dict[str, Any]:
+    from anchorgpu.architectures import model_infos
+    from anchorgpu.hardware import list_gpus
+    from anchorgpu.planner import WEIGHT_FORMATS
+
+    return {
+        "models": [i.name for i in model_infos()],
+        "gpus_known": [(g.name, g.display_name, g.memory_bytes) for g in list_gpus()],
+        "weight_formats": list(WEIGHT_FORMATS),
+    }
+
+
+@router.get("/plan", response_class=HTMLResponse)
+def planner_page(request: Request, settings: SettingsDep) -> Response:
+    """The planner form, and its answer when a model is given."""
+    values = form_values(request)
+    context: dict[str, Any] = {"form": values, **_choices(), "segments": SEGMENTS}
+    if "model" not in values:
+        return render(request, "plan.html", context)
+    try:
+        plan_request = PlanRequest.model_validate(values)
+        result = run_plan(plan_request, offline=settings.offline)
+    except ValidationError as exc:
+        context["error"] = validation_message(exc)
+        return render(request, "plan.html", context, status_code=422)
+    except AnchorError as exc:
+        context["error"] = exc.message
+        return render(request, "plan.html", context, status_code=exc.http_status)
+    gpu = result.get("gpu") or {}
+    context["result"] = result
+    context["bar"] = memory_bar(result["per_gpu"], gpu.get("memory_bytes"), budget_bytes=result.get("budget_bytes"))
+    context["budget_bytes"] = result.get("budget_bytes")
+    context["recommend_query"] = request.url.query
+    return render(request, "plan.html", context)
