@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anchorgpu.catalog import load_catalog
-from anchorgpu.quotes import UnpricedOffering, price_quote, quote_to_json
+from anchorgpu.catalog import Prices, load_catalog
+from anchorgpu.quotes import UnpricedOffering, bill_term, price_quote, quote_to_json
 from anchorgpu.units import Term
 
 CATALOG = load_catalog()
@@ -84,3 +85,40 @@ def test_more_servers_cost_proportionally_more(offering, term) -> None:
     if one is None or three is None:
         return
     assert three.total_usd == 3 * one.total_usd and three.egress_included_tb >= 3 * one.egress_included_tb
+
+
+@st.composite
+def discounted_prices(draw: st.DrawFn) -> Prices:
+    """Any prices the loader accepts: per hour, a week costs no more than an hour, a month no more than a week."""
+    hour_c = draw(st.integers(min_value=1, max_value=100_000))
+    week_c = draw(st.integers(min_value=1, max_value=168 * hour_c))
+    month_c = draw(st.integers(min_value=1, max_value=week_c * 720 // 168))
+    cents = {"hour": hour_c, "week": week_c, "month": month_c}
+    dropped = draw(st.sets(st.sampled_from(UNITS), max_size=2))  # some units unpriced
+    return Prices(**{u: None if u in dropped else Decimal(c) / 100 for u, c in cents.items()})
+
+
+@settings(max_examples=300, deadline=None)
+@given(discounted_prices(), terms, terms)
+def test_billing_never_costs_less_for_more_hours_for_any_accepted_prices(prices: Prices, a: Term, b: Term) -> None:
+    short, long = sorted((a, b), key=lambda t: t.hours)
+    try:
+        short_usd = bill_term(prices, short, what="x").amount_usd
+        long_usd = bill_term(prices, long, what="x").amount_usd
+    except UnpricedOffering:
+        return
+    assert long_usd >= short_usd
+
+
+@settings(max_examples=300, deadline=None)
+@given(discounted_prices(), terms)
+def test_billing_is_the_own_unit_price_or_a_cheaper_covering_one(prices: Prices, term: Term) -> None:
+    try:
+        billing = bill_term(prices, term, what="x")
+    except UnpricedOffering:
+        assert prices[term.unit] is None
+        return
+    own = prices[term.unit] * term.count  # type: ignore[operator]
+    assert billing.amount_usd <= own
+    assert billing.count * {"hour": 1, "week": 168, "month": 720}[billing.unit] >= term.hours  # it covers the term
+    assert billing.unit == term.unit or billing.amount_usd < own  # a switch only when strictly cheaper
