@@ -221,3 +221,20 @@ def test_compare_with_an_unknown_model_exits_3(capsys: pytest.CaptureFixture[str
     code, _, err = run(capsys, "gpus", "compare", "h200", "h100", "--model", "llama-3.1-7b", "--json")
     assert code == 3
     assert err.startswith("error: unknown model 'llama-3.1-7b'; did you mean") and err.count("\n") == 1
+
+
+def test_compare_with_a_model_runs_the_full_planner_for_both_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(capsys, "gpus", "compare", "h200", "h100", "--model", "llama-3.1-70b", "--context", "8192")
+    planned = data["plan"]
+    assert planned["context_tokens"] == 8192 and planned["model"] == "llama-3.1-70b"
+    h200, h100 = planned["per_gpu"]["h200"], planned["per_gpu"]["h100-sxm"]
+    # weights alone (141.1 GB) exceed the serving budget of one GPU on both: 0.9 x 141 GiB and 0.9 x 80 GiB
+    assert h200["one_gpu"]["fits"] is False and h100["one_gpu"]["fits"] is False
+    assert h200["gpus_needed"] is not None and h100["gpus_needed"] is not None
+    assert h200["gpus_needed"] <= h100["gpus_needed"]  # more memory per GPU never needs more GPUs
+    assert any(s.startswith("Full plan (inference, context 8,192 tokens, weights bf16)") for s in data["statements"])
+
+
+def test_compare_refuses_a_non_positive_context(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "gpus", "compare", "h200", "h100", "--model", "llama-3.1-8b", "--context", "0")
+    assert code == 2 and err == "error: --context must be a positive number of tokens, got 0\n"

@@ -2,7 +2,8 @@
 
     anchorgpu gpus [--json] [--vendor nvidia|amd] [--fp8] [--fp4] [--min-memory-gb N] [--sort KEY]
     anchorgpu gpus NAME [--json]
-    anchorgpu gpus compare A B [--json] [--model M [--task inference|training] [--precision bf16|fp8|int8|fp4]]
+    anchorgpu gpus compare A B [--json] [--model M [--task inference|training] [--precision bf16|fp8|int8|fp4]
+                                                [--context TOKENS]]
 
 ``gpus`` is one command whose words decide what it does: none lists, one name shows, ``compare A B``
 compares (no GPU is called "compare"). Unknown names exit 3 with one line and suggestions.
@@ -228,6 +229,87 @@ def _workload(model: str, task: str, precision: str) -> Workload:
     )
 
 
+PLAN_GPU_COUNTS = (1, 2, 4, 8)
+PLANNER_FORMAT = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "int8": "int8", "fp4": "mxfp4"}
+
+
+def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str, context_tokens: int) -> dict[str, Any] | None:
+    """Full per-GPU plans from ``anchorgpu.planner`` (when it is there): one GPU, and the fewest of 1/2/4/8 that fit.
+
+    Inference uses the planner's default layout (tensor parallel within a server); training is planned
+    fully sharded (ZeRO-3), since plain data-parallel replicas do not pool memory.
+    """
+    try:
+        from anchorgpu.planner import Layout, PrecisionPlan, plan
+        from anchorgpu.planner import Workload as PlanWorkload
+    except ImportError:
+        return None
+    from anchorgpu.architectures import load_model
+
+    spec = load_model(model)
+    if task == "training":
+        workload = PlanWorkload(task="train", seq_tokens=context_tokens)
+        precision_plan = PrecisionPlan()
+    else:
+        workload = PlanWorkload(task="inference", context_tokens=context_tokens)
+        precision_plan = PrecisionPlan(weights=PLANNER_FORMAT[precision])
+    result: dict[str, Any] = {}
+    for gpu in gpus:
+        one: dict[str, Any] | None = None
+        needed: int | None = None
+        for count in PLAN_GPU_COUNTS:
+            layout = Layout(gpus=count, zero=3) if task == "training" and count > 1 else Layout(gpus=count)
+            try:
+                planned = plan(spec, workload, precision=precision_plan, layout=layout, gpu=gpu, suggest=False)
+            except AnchorError:
+                continue  # e.g. tensor parallel degree not dividing the heads: try the next count
+            if count == 1:
+                one = {
+                    "fits": planned.fits,
+                    "total_bytes": planned.per_gpu.total_bytes,
+                    "budget_bytes": planned.budget_bytes,
+                    "headroom_bytes": planned.headroom_bytes,
+                    "max_concurrency": planned.max_concurrency,
+                    "warnings": [w.code for w in planned.warnings],
+                }
+            if planned.fits:
+                needed = count
+                break
+        result[gpu.name] = {"one_gpu": one, "gpus_needed": needed}
+    return {
+        "model": spec.name,
+        "context_tokens": context_tokens,
+        "task": task,
+        "weights_format": precision_plan.weights or "planner default",
+        "layout": "zero-3 over the GPUs" if task == "training" else "planner default (tensor parallel within a server)",
+        "tried_gpu_counts": list(PLAN_GPU_COUNTS),
+        "per_gpu": result,
+    }
+
+
+def _plan_statements(planned: dict[str, Any]) -> list[str]:
+    from anchorgpu.units import GIB
+
+    out = []
+    for name, entry in planned["per_gpu"].items():
+        one = entry["one_gpu"]
+        needed = entry["gpus_needed"]
+        if one is not None and one["fits"]:
+            extra = f", up to {one['max_concurrency']} sequences at once" if one.get("max_concurrency") else ""
+            text = f"on one {name} it fits with {one['headroom_bytes'] / GIB:,.1f} GiB to spare{extra}"
+        elif one is not None:
+            short = -one["headroom_bytes"] / GIB if one["headroom_bytes"] is not None else 0.0
+            text = f"on one {name} it does not fit ({short:,.1f} GiB short)"
+            text += f"; it needs {needed} GPUs" if needed else f"; not even {planned['tried_gpu_counts'][-1]} GPUs are enough"
+        else:
+            text = f"on {name} it needs {needed} GPUs" if needed else f"on {name} no tried layout fits"
+        out.append(text)
+    what = f"{planned['task']}, context {planned['context_tokens']:,} tokens, weights {planned['weights_format']}"
+    first = next(iter(planned["per_gpu"]))
+    hint = f"'anchorgpu plan {planned['model']} --gpu {first}'"
+    return [f"Full plan ({what}): " + "; ".join(out) + f". Details: {hint}."]
+
+
 def _ratio_text(ratio: float | None) -> str:
     return "-" if ratio is None else f"{ratio:.2f}x"
 
@@ -269,16 +351,27 @@ def _compare_json(comparison: GpuComparison, price_notes: tuple[str, str]) -> di
     }
 
 
-def _compare(a_name: str, b_name: str, *, as_json: bool, model: str | None, task: str, precision: str) -> None:
+def _compare(a_name: str, b_name: str, *, as_json: bool, model: str | None, task: str, precision: str, context_tokens: int) -> None:
+    from dataclasses import replace
+
     from anchorgpu.hardware import compare_gpus, get_gpu
 
+    if context_tokens < 1:
+        raise InvalidInput(f"--context must be a positive number of tokens, got {context_tokens}")
     a, b = get_gpu(a_name), get_gpu(b_name)
     workload = _workload(model, task, precision) if model is not None else None
     price_a, note_a = _price_per_gpu_hour(a.name)
     price_b, note_b = _price_per_gpu_hour(b.name)
     comparison = compare_gpus(a, b, price_a_usd_per_gpu_hour=price_a, price_b_usd_per_gpu_hour=price_b, workload=workload)
+    planned = None
+    if model is not None:
+        planned = _planned(model, (a, b), task=task, precision=precision, context_tokens=context_tokens)
+        if planned is not None:
+            comparison = replace(comparison, statements=(*comparison.statements, *_plan_statements(planned)))
     if as_json:
-        emit_json(_compare_json(comparison, (note_a, note_b)))
+        data = _compare_json(comparison, (note_a, note_b))
+        data["plan"] = planned
+        emit_json(data)
         return
     from rich.table import Table
 
@@ -316,7 +409,8 @@ def gpus_command(
     sort: str | None = typer.Option(None, "--sort", help=f"Sort the list by {', '.join(SORT_KEYS)} (largest first)."),
     model: str | None = typer.Option(None, "--model", help="compare: say what fits of this model (registry name, config.json or Hub id)."),
     task: str = typer.Option("inference", "--task", help="compare with --model: inference or training."),
-    precision: str = typer.Option("bf16", "--precision", help="compare with --model, inference: weight precision (bf16, fp8, int8, fp4)."),
+    precision: str = typer.Option("bf16", "--precision", help="compare with --model, inference: weight precision (bf16, fp16, fp8, int8, fp4)."),
+    context_tokens: int = typer.Option(8192, "--context", help="compare with --model: tokens per sequence for the full plan."),
 ) -> None:
     """List GPUs, show one (NAME), or compare two (compare A B): memory, bandwidth, dense peaks, links, stack."""
     from anchorgpu.hardware import get_gpu, list_gpus
@@ -325,7 +419,7 @@ def gpus_command(
     if words and words[0].lower() == "compare":
         if len(words) != 3:
             raise InvalidInput(f"'gpus compare' takes exactly two GPU names, got {len(words) - 1}")
-        _compare(words[1], words[2], as_json=as_json, model=model, task=task, precision=precision)
+        _compare(words[1], words[2], as_json=as_json, model=model, task=task, precision=precision, context_tokens=context_tokens)
         return
     if model is not None:
         raise InvalidInput("--model applies to 'gpus compare A B' only")

@@ -271,7 +271,7 @@ def _workload_statements(workload: Workload, fits: tuple[WorkloadFit, WorkloadFi
     for fit in fits:
         if fit.fits_one_gpu:
             where = (
-                f"fit on one {fit.gpu} ({fit.memory_bytes / GB:,.1f} GB), leaving "
+                f"by themselves fit on one {fit.gpu} ({fit.memory_bytes / GB:,.1f} GB), leaving "
                 f"{(fit.memory_bytes - fit.resident_bytes) / GB:,.1f} GB for "
                 + ("KV cache, activations and runtime" if workload.task == "inference" else "activations and runtime")
             )
