@@ -1,0 +1,185 @@
+"""Links from glossary entries into the product: CLI commands, planner page URLs, offering filters.
+
+Pure functions over :class:`~anchorgpu.glossary.model.TryIt`; ``matching_offerings`` is the only one that
+reads other areas (catalog and hardware), imported inside it.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import urlencode
+
+from anchorgpu.glossary.model import FactValue, TryIt
+
+__all__ = [
+    "catalog_cli_args",
+    "cli_command",
+    "compare_args",
+    "matching_offerings",
+    "offering_matches",
+    "planner_query",
+    "planner_url",
+    "try_it_json",
+]
+
+#: Where the web page's planner, catalog and GPU comparison live (WEB's routes).
+PLANNER_PATH = "/plan"
+CATALOG_PATH = "/catalog"
+COMPARE_PATH = "/gpus/compare"
+
+
+def cli_command(args: Sequence[str]) -> str:
+    """A copy-pasteable shell command.
+
+    >>> cli_command(["plan", "llama-3.1-8b", "--gpu", "h100", "--context", "8192"])
+    'anchorgpu plan llama-3.1-8b --gpu h100 --context 8192'
+    """
+    return shlex.join(["anchorgpu", *args])
+
+
+def planner_query(args: Sequence[str]) -> dict[str, str]:
+    """CLI preset → the planner page's query parameters (first positional = ``model``; ``--a-b V`` → ``a_b=V``;
+    a bare flag → ``flag=1``).
+
+    >>> planner_query(["plan", "llama-3.1-70b", "--task", "qlora", "--gpus", "1", "--vae-tiling"])
+    {'model': 'llama-3.1-70b', 'task': 'qlora', 'gpus': '1', 'vae_tiling': '1'}
+    """
+    params: dict[str, str] = {}
+    rest = list(args[1:])
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        if word.startswith("--"):
+            key = word[2:].replace("-", "_")
+            if i + 1 < len(rest) and not rest[i + 1].startswith("--"):
+                params[key] = rest[i + 1]
+                i += 2
+                continue
+            params[key] = "1"
+        elif "model" not in params:
+            params["model"] = word
+        i += 1
+    return params
+
+
+def planner_url(args: Sequence[str]) -> str:
+    """The planner page with a preset filled in.
+
+    >>> planner_url(["plan", "llama-3.1-8b", "--gpu", "h100", "--context", "131072"])
+    '/plan?model=llama-3.1-8b&gpu=h100&context=131072'
+    """
+    return f"{PLANNER_PATH}?{urlencode(planner_query(args))}"
+
+
+def compare_args(pair: tuple[str, str]) -> tuple[str, ...]:
+    """``anchorgpu gpus compare A B`` as arguments.
+
+    >>> compare_args(("h100", "h200"))
+    ('gpus', 'compare', 'h100', 'h200')
+    """
+    return ("gpus", "compare", *pair)
+
+
+def catalog_cli_args(filt: Mapping[str, FactValue]) -> tuple[str, ...]:
+    """The part of a glossary filter that ``anchorgpu offerings`` understands directly (``--gpu``, ``--min-gpus``).
+
+    >>> catalog_cli_args({"min_gpus": 8, "interconnect": "nvlink"})
+    ('offerings', '--min-gpus', '8')
+    """
+    args: list[str] = ["offerings"]
+    if "gpu" in filt:
+        args += ["--gpu", str(filt["gpu"])]
+    if "min_gpus" in filt:
+        args += ["--min-gpus", str(filt["min_gpus"])]
+    return tuple(args)
+
+
+def offering_matches(
+    filt: Mapping[str, FactValue],
+    *,
+    offering_kind: str,
+    gpus: int,
+    gpu_name: str,
+    vendor: str,
+    interconnect: str,
+    memory_type: str,
+    fp8_hardware: bool,
+    fp4_hardware: bool,
+) -> bool:
+    """Whether one offering (described by plain values) passes a glossary filter.
+
+    Keys: ``interconnect`` (a word the GPU's scale-up link names, e.g. ``nvlink``, ``infinity fabric``,
+    ``pcie`` meaning none), ``kind`` (``vm``/``bare-metal``), ``vendor``, ``memory_type`` (prefix, e.g.
+    ``HBM3e``), ``fp8``/``fp4`` (hardware support), ``min_gpus``, ``gpu`` (hardware name).
+
+    >>> base = dict(offering_kind="bare-metal", gpus=8, gpu_name="h100-sxm", vendor="NVIDIA",
+    ...             interconnect="NVLink 4 (NVSwitch in HGX)", memory_type="HBM3", fp8_hardware=True,
+    ...             fp4_hardware=False)
+    >>> offering_matches({"interconnect": "nvlink"}, **base), offering_matches({"fp4": True}, **base)
+    (True, False)
+    """
+    link = interconnect.casefold()
+    for key, want in filt.items():
+        if key == "interconnect":
+            wanted = str(want).casefold()
+            ok = ("none" in link or not link) if wanted == "pcie" else (wanted in link and "none" not in link)
+        elif key == "kind":
+            ok = offering_kind == want
+        elif key == "vendor":
+            ok = vendor.casefold() == str(want).casefold()
+        elif key == "memory_type":
+            ok = memory_type.casefold().startswith(str(want).casefold())
+        elif key == "fp8":
+            ok = fp8_hardware == bool(want)
+        elif key == "fp4":
+            ok = fp4_hardware == bool(want)
+        elif key == "min_gpus":
+            ok = gpus >= int(want)
+        elif key == "gpu":
+            ok = gpu_name == want
+        else:  # pragma: no cover - the loader rejects unknown keys
+            ok = False
+        if not ok:
+            return False
+    return True
+
+
+def matching_offerings(filt: Mapping[str, FactValue]) -> list[Any]:
+    """Offerings of the shipped catalog that pass ``filt`` (empty list for an empty filter)."""
+    if not filt:
+        return []
+    from anchorgpu.catalog import load_catalog
+    from anchorgpu.hardware import get_gpu
+
+    found = []
+    for offering in load_catalog().offerings:
+        spec = get_gpu(offering.gpu)
+        if offering_matches(
+            filt,
+            offering_kind=offering.kind,
+            gpus=offering.gpus,
+            gpu_name=spec.name,
+            vendor=spec.vendor,
+            interconnect=spec.interconnect,
+            memory_type=spec.memory_type,
+            fp8_hardware=spec.fp8_hardware,
+            fp4_hardware=spec.fp4_hardware,
+        ):
+            found.append(offering)
+    return found
+
+
+def try_it_json(try_it: TryIt) -> dict[str, Any]:
+    """The ``try_it`` object of the JSON contract, plus ready commands and page URLs."""
+    compare = list(try_it.compare) if try_it.compare else None
+    return {
+        "planner_args": [list(a) for a in try_it.planner_args],
+        "catalog_filter": dict(try_it.catalog_filter) or None,
+        "compare": compare,
+        "commands": [cli_command(a) for a in try_it.planner_args]
+        + ([cli_command(catalog_cli_args(try_it.catalog_filter))] if try_it.catalog_filter else [])
+        + ([cli_command(compare_args(try_it.compare))] if try_it.compare else []),
+        "planner_urls": [planner_url(a) for a in try_it.planner_args if a[0] == "plan"],
+    }

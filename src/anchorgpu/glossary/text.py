@@ -1,0 +1,145 @@
+"""Text normalisation for search: small pure functions.
+
+``fold`` makes text case-, accent- and ё/е-insensitive; ``compact`` also drops spaces, hyphens and
+punctuation so that ``nv link``, ``NVLink`` and ``nv-link`` compare equal; ``tokens`` splits into words.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from difflib import SequenceMatcher
+from functools import lru_cache
+
+__all__ = ["STOPWORDS", "compact", "fold", "fuzzy_ratio", "ratio_upper_bound", "shared_stem", "token_similarity", "tokens", "trigrams"]
+
+_SPLIT = re.compile(r"[^0-9a-zа-я]+")
+#: Combining marks (accents, diaeresis of ё, breve of й) left over after NFKD decomposition.
+_COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+#: Words that carry no meaning in a glossary query, in both languages (after folding).
+STOPWORDS = frozenset(
+    {
+        "a", "an", "the", "of", "in", "on", "for", "to", "is", "are", "what", "whats", "how", "and", "or", "vs",
+        "does", "do", "with",
+        "что", "такое", "это", "как", "и", "или", "в", "во", "на", "по", "для", "с", "со", "к", "о", "об", "у",
+    }
+)
+
+
+def fold(text: str) -> str:
+    """Lowercase, strip accents and diacritics (so ё → е, й → и), keep letters/digits/spaces/punctuation.
+
+    >>> fold("Ёмкость HBM3E")
+    'емкость hbm3e'
+    >>> fold("Café  déjà")
+    'cafe  deja'
+    """
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return decomposed if decomposed.isascii() else _COMBINING.sub("", decomposed)
+
+
+def compact(text: str) -> str:
+    """``fold`` without anything but letters and digits: the key for exact/prefix comparison.
+
+    >>> compact("NV-Link"), compact("nv link"), compact("KV-кэш")
+    ('nvlink', 'nvlink', 'kvкэш')
+    """
+    return _SPLIT.sub("", fold(text))
+
+
+def tokens(text: str, *, drop_stopwords: bool = False) -> tuple[str, ...]:
+    """Words of ``fold(text)``.
+
+    >>> tokens("Кэш KV (ключей и значений)", drop_stopwords=True)
+    ('кэш', 'kv', 'ключеи', 'значении')
+    """
+    words = tuple(w for w in _SPLIT.split(fold(text)) if w)
+    return tuple(w for w in words if w not in STOPWORDS) if drop_stopwords else words
+
+
+def trigrams(word: str) -> frozenset[str]:
+    """Character trigrams of a padded word.
+
+    >>> sorted(trigrams("gpu"))
+    ['  g', ' gp', 'gpu', 'pu ']
+    """
+    padded = f"  {word} "
+    return frozenset(padded[i : i + 3] for i in range(len(padded) - 2))
+
+
+def shared_stem(a: str, b: str) -> bool:
+    """True when two words share a long common prefix (Russian endings, English plurals).
+
+    >>> shared_stem("тензорного", "тензорныи"), shared_stem("gpus", "gpu"), shared_stem("fp8", "fp4")
+    (True, True, False)
+    """
+    if a[:3] != b[:3]:
+        return False
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    shorter = min(len(a), len(b))
+    return shorter >= 3 and n >= 3 and n >= 0.7 * shorter and (n == shorter or n >= 5)
+
+
+def token_similarity(query_word: str, name_word: str) -> float:
+    """How well one query word matches one word of a name, in [0, 1].
+
+    1.0 equal; 0.9 the query word is a prefix (≥ 2 letters) of the name word; 0.85 shared stem;
+    otherwise the difflib ratio when it is at least 0.75 (typos), else 0. Digits must agree, so
+    ``fp8`` never matches ``fp4`` and ``hbm3`` never stands for ``hbm4``.
+
+    >>> token_similarity("nvlnik", "nvlink") >= 0.75, token_similarity("fp8", "fp4")
+    (True, 0.0)
+    """
+    if query_word == name_word:
+        return 1.0
+    if _digits(query_word) != _digits(name_word) and _digits(query_word) and not name_word.startswith(query_word):
+        return 0.0
+    if len(query_word) >= 2 and name_word.startswith(query_word):
+        return 0.9
+    if shared_stem(query_word, name_word):
+        return 0.85
+    if min(len(query_word), len(name_word)) < 4:
+        return 0.0
+    ratio = fuzzy_ratio(query_word, name_word, cutoff=0.75)
+    return ratio if ratio >= 0.75 else 0.0
+
+
+@lru_cache(maxsize=8192)
+def _char_counts(word: str) -> Counter[str]:
+    return Counter(word)
+
+
+def ratio_upper_bound(a: str, b: str) -> float:
+    """An upper bound of ``SequenceMatcher(None, a, b).ratio()`` from shared letters, cheap to compute.
+
+    >>> ratio_upper_bound("nvlnik", "nvlink")
+    1.0
+    """
+    if not a or not b:
+        return 0.0
+    counts_a, counts_b = _char_counts(a), _char_counts(b)
+    shared = sum(min(n, counts_b[ch]) for ch, n in counts_a.items() if ch in counts_b)
+    return 2.0 * shared / (len(a) + len(b))
+
+
+@lru_cache(maxsize=65536)
+def fuzzy_ratio(a: str, b: str, *, cutoff: float = 0.0) -> float:
+    """difflib's similarity ratio of two strings, or 0.0 early when it cannot reach ``cutoff``.
+
+    >>> round(fuzzy_ratio("blakwell", "blackwell"), 3), fuzzy_ratio("fsdp", "moe", cutoff=0.7)
+    (0.941, 0.0)
+    """
+    shorter, longer = sorted((len(a), len(b)))
+    if 2.0 * shorter / ((shorter + longer) or 1) < cutoff or ratio_upper_bound(a, b) < cutoff:
+        return 0.0
+    return SequenceMatcher(None, a, b).ratio()
+
+
+@lru_cache(maxsize=16384)
+def _digits(word: str) -> str:
+    return "".join(ch for ch in word if ch.isdigit())
