@@ -73,7 +73,7 @@ def test_fp8_uses_the_fp8_peak_where_hardware_has_it(gpus) -> None:
 
 def test_fp4_weights_fall_back_to_bf16_compute_on_hopper(gpus) -> None:
     choice = perf.peak_for(gpus["h100-sxm"], perf.compute_precision_for_weights("nvfp4"))
-    assert choice.precision == "bf16" and choice.warning is not None and choice.warning[0] == "fp4_not_native"
+    assert choice.precision == "bf16" and choice.warning is not None and choice.warning[0] == "fp4_weight_only_emulation"
 
 
 def test_tp_over_a_pcie_only_gpu_uses_pcie_and_is_slower_than_nvlink(model, gpus) -> None:
@@ -130,3 +130,20 @@ def test_moe_decode_at_batch_one_reads_only_a_fraction_of_the_experts() -> None:
                     num_shared_experts=0, expert_intermediate_size=8, num_moe_layers=1))
     assert perf.moe_expert_fraction_read(moe, 1) == pytest.approx(0.25)
     assert perf.moe_expert_fraction_read(moe, 1000) == pytest.approx(1.0)
+
+
+def test_every_warning_code_the_roofline_emits_is_in_the_planner_registry(gpus) -> None:
+    from dataclasses import replace
+
+    from anchorgpu.hardware.spec import Peak
+    from anchorgpu.planner.warnings import WARNING_CODES
+
+    no_fp8_peak = replace(gpus["h100-sxm"], peaks={**gpus["h100-sxm"].peaks, "fp8": Peak(status="unknown")})
+    cases = [(gpus["a100-80gb"], "fp8"), (gpus["h100-sxm"], "fp4"), (no_fp8_peak, "fp8")]
+    codes = {perf.peak_for(gpu, precision).warning[0] for gpu, precision in cases}
+    assert codes <= set(WARNING_CODES)
+
+
+def test_an_unknown_compute_precision_is_refused_with_one_line(gpus) -> None:
+    with pytest.raises(InvalidWorkload, match="compute precision 'int3'"):
+        perf.peak_for(gpus["h100-sxm"], "int3")

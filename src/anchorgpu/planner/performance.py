@@ -24,12 +24,15 @@ causally (half of that) for prefill, and a backward pass costs twice its forward
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
+
+if TYPE_CHECKING:
+    from anchorgpu.planner.plan import Plan
 
 __all__ = [
     "DEFAULT_EFFICIENCIES",
@@ -53,7 +56,9 @@ __all__ = [
     "forward_matmul_params",
     "moe_expert_fraction_read",
     "peak_for",
+    "performance_to_json",
     "pipeline_bubble_fraction",
+    "plan_performance",
     "prefill_flops",
     "prefill_s",
     "tp_link",
@@ -232,27 +237,34 @@ def compute_precision_for_weights(weights_format: str) -> ComputePrecision:
 
 
 def peak_for(gpu: GpuSpec, precision: str) -> PeakChoice:
-    """Dense peak of ``precision`` on ``gpu``; FP8 only where ``gpu.fp8_hardware``, FP4 only where
-    ``gpu.fp4_hardware``, otherwise BF16 with a warning (FP16 peaks equal BF16 on every GPU we list).
+    """Dense peak of ``precision`` (bf16/fp16, fp8 or fp4) on ``gpu``: FP8 only where ``gpu.fp8_hardware``,
+    FP4 only where ``gpu.fp4_hardware``, otherwise the BF16 peak with a warning whose code is in the
+    planner's registry (FP16 peaks equal BF16 on every GPU we list).
 
-    Raises :class:`InvalidWorkload` when not even the BF16 peak of the GPU is known.
+    Raises :class:`InvalidWorkload` for another precision, or when not even the BF16 peak is known.
+
+    >>> from anchorgpu.planner.performance import _toy_gpu
+    >>> peak_for(_toy_gpu(), "fp4").warning[0]
+    'fp4_weight_only_emulation'
     """
     wanted = precision.lower()
     if wanted in ("fp16", "bf16", "float16", "bfloat16"):
         wanted = "bf16"
+    if wanted not in ("bf16", "fp8", "fp4"):
+        raise InvalidWorkload(f"compute precision {precision!r}: expected bf16, fp16, fp8 or fp4")
     warning: tuple[str, str] | None = None
     if wanted == "fp8" and not gpu.fp8_hardware:
         warning = ("fp8_without_hardware", f"{gpu.name} has no FP8 tensor cores: speed estimated at the BF16 rate")
     elif wanted == "fp4" and not gpu.fp4_hardware:
-        warning = ("fp4_not_native", f"{gpu.name} computes FP4 only as weight-only (dequantised): speed at the BF16 rate")
-    elif wanted not in ("bf16", "fp8", "fp4"):
-        warning = ("precision_assumed_bf16", f"compute precision {precision!r} estimated at the BF16 rate")
+        warning = ("fp4_weight_only_emulation",
+                   f"{gpu.name} has no FP4 math: FP4 weights are dequantized, speed at the BF16 rate")
     if warning is None:
         rate = gpu.peak_flops_per_s(wanted)
         if rate is not None:
             return PeakChoice(flops_per_s=rate, precision=wanted, requested=precision)
         if wanted != "bf16":
-            warning = ("peak_unknown", f"{gpu.name}: no published dense {wanted.upper()} peak; using BF16")
+            warning = ("kernel_support_unchecked",
+                       f"{gpu.name}: no published dense {wanted.upper()} peak, speed estimated at the BF16 rate")
     rate = gpu.peak_flops_per_s("bf16")
     if rate is None:
         raise InvalidWorkload(f"{gpu.name}: no published dense BF16 peak, so speed cannot be estimated")
@@ -523,10 +535,10 @@ class PerformanceEstimate:
 
 def estimate_performance(
     model: ModelSpec, gpu: GpuSpec, *, task: str, gpus: int = 1, tp: int = 1, pp: int = 1,
-    weights_bytes_per_gpu: int, weights_format: str = "bf16", kv_bytes_per_token_per_gpu: float = 0.0,
-    prompt_tokens: int = 1024, output_tokens: int = 256, concurrency: int = 1,
+    weights_bytes_per_gpu: int, weights_format: str = "bf16", kv_bytes_per_sequence_per_gpu: float = 0.0,
+    prompt_tokens: int = 1024, output_tokens: int = 256, concurrency: int = 1, replicas: int = 1,
     train_tokens: int | None = None, seq_tokens: int = 4096, micro_batch: int = 1,
-    recompute: Recompute = "none",
+    recompute: Recompute = "none", checkpoint_size_bytes: int | None = None,
     weights_bytes_total: int | None = None, master_and_optimizer_bytes_total: int = 0,
     gpus_per_server: int | None = None, efficiencies: Efficiencies = DEFAULT_EFFICIENCIES,
     network_bytes_per_s: float = DEFAULT_NETWORK_BYTES_PER_S,
@@ -535,7 +547,9 @@ def estimate_performance(
     """All the speed figures of one plan, with what they assumed.
 
     Serving (``task`` inference): prefill of one prompt of ``prompt_tokens``; decode at ``concurrency``
-    sequences whose cache holds on average ``prompt + output/2`` tokens. Training (train, lora, qlora):
+    sequences shared by ``replicas`` data-parallel copies, each sequence holding on average
+    ``prompt + output/2`` cached tokens (``kv_bytes_per_sequence_per_gpu`` is the cache of one such
+    sequence on one GPU). Training (train, lora, qlora):
     tokens/s over all GPUs and, with ``train_tokens``, the time to train on them; checkpoint of the weights
     plus, for full training, master weights and optimizer state.
     """
@@ -573,8 +587,8 @@ def estimate_performance(
             f"{', +recompute' if recompute != 'none' else ''}); "
             f"{4 * pp if pp > 1 else 1} micro-batch(es) per step; data-parallel traffic overlapped with backward"
         )
-        ckpt = checkpoint_bytes(weights_bytes=weights_total,
-                                master_and_optimizer_bytes=master_and_optimizer_bytes_total)
+        ckpt = checkpoint_size_bytes if checkpoint_size_bytes is not None else checkpoint_bytes(
+            weights_bytes=weights_total, master_and_optimizer_bytes=master_and_optimizer_bytes_total)
         return PerformanceEstimate(
             compute_precision=choice.precision,
             train_tokens_per_s=step.tokens_per_s,
@@ -587,23 +601,27 @@ def estimate_performance(
             warnings=tuple(warnings),
         )
     cached = prompt_tokens + output_tokens // 2
+    per_replica = math.ceil(concurrency / max(1, replicas))
     dec = decode_step(
         model, gpu, weights_bytes_per_gpu=weights_bytes_per_gpu,
-        kv_bytes_per_sequence_per_gpu=kv_bytes_per_token_per_gpu * cached, concurrency=concurrency,
+        kv_bytes_per_sequence_per_gpu=kv_bytes_per_sequence_per_gpu, concurrency=per_replica,
         context_tokens=cached, tp=tp, pp=pp, precision=choice.precision, efficiencies=efficiencies, link=link,
     )
     assumptions.append(
-        f"decode at {concurrency} concurrent sequence(s) with {cached} cached tokens each "
-        f"(prompt {prompt_tokens} + half of {output_tokens} output tokens); static batch, no speculative decoding"
+        f"decode at {concurrency} concurrent sequence(s)"
+        + (f" over {replicas} replicas ({per_replica} each)" if replicas > 1 else "")
+        + f" with {cached} cached tokens each (prompt {prompt_tokens} + half of {output_tokens} output tokens);"
+        " continuous batching at a steady batch, no speculative decoding"
     )
     pre = prefill_s(model, gpu, prompt_tokens, tp=tp, precision=choice.precision, efficiencies=efficiencies,
                     link=link)
-    ckpt = checkpoint_bytes(weights_bytes=weights_total)
+    ckpt = checkpoint_size_bytes if checkpoint_size_bytes is not None else checkpoint_bytes(
+        weights_bytes=weights_total)
     return PerformanceEstimate(
         compute_precision=choice.precision,
         prefill_s=pre,
         decode_tokens_per_s_per_user=dec.tokens_per_s_per_user,
-        decode_tokens_per_s_total=dec.tokens_per_s_total,
+        decode_tokens_per_s_total=concurrency / dec.step_s,
         decode_step_s=dec.step_s,
         decode_bound=dec.bound,
         tp_communication_s_per_step=dec.communication_s,
@@ -612,6 +630,77 @@ def estimate_performance(
         assumptions=tuple(assumptions),
         warnings=tuple(warnings),
     )
+
+
+SERVER_GPUS = 8
+"""GPUs per server assumed by ``plan`` estimates: tensor parallelism beyond 8 GPUs crosses the network."""
+
+
+def performance_to_json(estimate: PerformanceEstimate) -> dict[str, Any]:
+    """The ``performance`` section of ``anchorgpu plan --json``: every field, warnings as {code, message}."""
+    out = asdict(estimate)
+    out["assumptions"] = list(estimate.assumptions)
+    out["warnings"] = [{"code": code, "message": message} for code, message in estimate.warnings]
+    return out
+
+
+def plan_performance(
+    plan: Plan, *, prompt_tokens: int | None = None, output_tokens: int | None = None,
+    train_tokens: int | None = None, mfu: float | None = None, mbu: float | None = None,
+    network_bytes_per_s: float = DEFAULT_NETWORK_BYTES_PER_S,
+    storage_bytes_per_s: float = DEFAULT_STORAGE_BYTES_PER_S,
+) -> dict[str, Any]:
+    """Speed, time and checkpoint figures for a :class:`~anchorgpu.planner.plan.Plan`, as the ``performance``
+    JSON section. Uses the plan's own per-GPU weights, KV-cache geometry, layout and checkpoint size.
+
+    Serving: ``prompt_tokens`` defaults to the context minus the output, ``output_tokens`` to
+    min(256, context/2). Training: ``train_tokens`` gives ``train_time_s``. Without a GPU, or for a
+    diffusion pipeline, the figures are null and ``assumptions`` says why.
+
+    >>> from anchorgpu.planner import Workload, plan
+    >>> from anchorgpu.planner._examples import llama_3_1_8b
+    >>> from anchorgpu.planner.performance import _toy_gpu
+    >>> section = plan_performance(plan(llama_3_1_8b(), Workload(context_tokens=4096, concurrency=8), gpu=_toy_gpu()))
+    >>> section["decode_bound"], section["decode_tokens_per_s_total"] > section["decode_tokens_per_s_per_user"]
+    ('memory', True)
+    """
+    from anchorgpu.planner import memory as mm
+    from anchorgpu.planner.inputs import KV_CACHE_DTYPES
+
+    efficiencies = Efficiencies(mfu=mfu if mfu is not None else DEFAULT_EFFICIENCIES.mfu,
+                                mbu=mbu if mbu is not None else DEFAULT_EFFICIENCIES.mbu)
+    for name, value in (("prompt", prompt_tokens), ("output-tokens", output_tokens), ("tokens", train_tokens)):
+        if value is not None and value < 1:
+            raise InvalidWorkload(f"--{name} {value}: must be at least 1")
+    model, gpu, lay, w = plan.model, plan.gpu, plan.layout, plan.workload
+    if not isinstance(model, ModelSpec):
+        return performance_to_json(PerformanceEstimate(
+            compute_precision="bf16", assumptions=("speed is not estimated for diffusion pipelines",)))
+    if gpu is None:
+        return performance_to_json(PerformanceEstimate(
+            compute_precision="bf16", assumptions=("no GPU named: speed needs a GPU (--gpu)",)))
+    whole_weights = int(plan.breakdown.get("weights_whole_model_bytes", plan.per_gpu.weights_bytes * lay.tp * lay.pp))
+    common: dict[str, Any] = dict(
+        gpus=lay.gpus, tp=lay.tp, pp=lay.pp, weights_bytes_per_gpu=plan.per_gpu.weights_bytes,
+        weights_format=plan.precision.weights or "bf16", gpus_per_server=SERVER_GPUS,
+        efficiencies=efficiencies, network_bytes_per_s=network_bytes_per_s, storage_bytes_per_s=storage_bytes_per_s,
+    )
+    if w.task == "inference":
+        ctx = w.context_tokens or model.max_context_tokens
+        output = output_tokens if output_tokens is not None else min(256, max(1, ctx // 2))
+        prompt = prompt_tokens if prompt_tokens is not None else max(1, ctx - output)
+        cached = prompt + output // 2
+        kv_seq = mm.kv_cache_bytes(model, context_tokens=cached, sequences=1, tp=lay.tp, pp=lay.pp, block_size=1,
+                                   bytes_per_value=KV_CACHE_DTYPES[plan.precision.kv_cache])
+        estimate = estimate_performance(
+            model, gpu, task="inference", **common, kv_bytes_per_sequence_per_gpu=kv_seq, prompt_tokens=prompt,
+            output_tokens=output, concurrency=w.concurrency or 1, replicas=lay.dp, checkpoint_size_bytes=whole_weights)
+    else:
+        estimate = estimate_performance(
+            model, gpu, task=w.task, **common, train_tokens=train_tokens,
+            seq_tokens=w.seq_tokens or min(model.max_context_tokens, 4096), micro_batch=w.micro_batch,
+            recompute=w.recompute or "none", checkpoint_size_bytes=plan.checkpoint_bytes or whole_weights)
+    return performance_to_json(estimate)
 
 
 # ---------------------------------------------------------------------------------- doctest helpers
