@@ -201,3 +201,10 @@ def test_unpriced_is_an_explicit_state_that_loads_as_none(data_dir: Path, edit_r
 def test_a_gpu_alias_in_the_data_is_stored_as_the_canonical_id(data_dir: Path, edit_row: Callable[[str, str, str, str], int]) -> None:
     edit_row("offerings.csv", "h100-sxm-1x-vm", "gpu", "NVIDIA H100 SXM 80GB")
     assert load_catalog(data_dir).offering("h100-sxm-1x-vm").gpu == "h100-sxm"
+
+
+def test_offering_ids_follow_the_shape_convention(catalog: Catalog) -> None:
+    # <gpu>-1x-vm for a dedicated single-GPU VM, <gpu>-<n>x-bm for an n-GPU bare-metal server.
+    for offering in catalog.offerings:
+        suffix = "vm" if offering.kind == "vm" else "bm"
+        assert offering.id == f"{offering.gpu}-{offering.gpus}x-{suffix}"

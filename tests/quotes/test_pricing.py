@@ -20,6 +20,7 @@ from anchorgpu.quotes import (
     UnpricedOffering,
     price_quote,
     servers_for_gpus,
+    term_total_usd,
 )
 from anchorgpu.units import parse_term
 
@@ -212,7 +213,7 @@ def test_hours_cost_no_more_than_the_week_that_covers_them() -> None:
     q = quote(term="160h")  # 160 x 3.49 = 558.40 > 547.00
     line = q.lines[0]
     assert (line.billed_unit, line.billed_count, q.total_usd) == ("week", 1, Decimal("547.00"))
-    assert line.note == "160 h billed as 1 week: cheaper than 160 hours at the hourly price"
+    assert line.note == "160 h billed as 1 week: cheaper than 160 hours at the hourly price; a 168 h term costs the same"
     assert q.term.hours == 160 and q.gpu_hours == 160  # the term itself is unchanged
 
 
@@ -280,3 +281,11 @@ def test_pricing_reads_no_stock_and_works_on_a_hand_built_catalog() -> None:
     catalog = Catalog(version="test-1", offerings=(offering,), options=(), regions=())
     q = price_quote(catalog, "x-1x-vm", 2, "3h", {}, NOW)
     assert (q.total_usd, q.effective_per_gpu_hour_usd, q.catalog_version) == (Decimal("6.00"), Decimal("1.00"), "test-1")
+
+
+def test_the_servers_only_cost_of_a_term_ranks_offerings_and_says_unpriced() -> None:
+    gb200 = CATALOG.offering("gb200-4x-bm")
+    assert term_total_usd(gb200, "1month") == Decimal("30660.00")
+    assert term_total_usd(gb200, "10h") is None  # unpriced by the hour: None, never 0
+    assert term_total_usd(CATALOG.offering("h100-sxm-8x-bm"), parse_term("10h"), 2) == Decimal("531.80")
+    assert term_total_usd(CATALOG.offering("h100-sxm-1x-vm"), "160h") == quote(term="160h").total_usd

@@ -5,7 +5,8 @@ Public API:
 - :func:`price_quote` ``(catalog, offering_id, quantity, term, options, now, validity_s=86400, *,
   region=None, quote_id=None) -> Quote`` — pure; ``now`` is passed in, never read;
 - :class:`Quote`, :class:`QuoteLine` (frozen), :func:`bill_term`, :func:`egress_included_tb`,
-  :func:`servers_for_gpus` (a GPU count → whole servers of an offering, partial GPUs refused);
+  :func:`servers_for_gpus` (a GPU count → whole servers of an offering, partial GPUs refused),
+  :func:`term_total_usd` (the servers-only cost of a term, None when unpriced — for ranking);
 - :func:`quote_to_json` / :func:`quote_from_json` — the JSON contract and its inverse;
 - errors: :class:`UnpricedOffering`, :class:`RegionNotOffered`, :class:`InvalidOptionRequest`,
   :class:`InvalidQuoteRequest` (all ``InvalidInput``).
@@ -22,6 +23,7 @@ from anchorgpu.quotes.pricing import (
     egress_included_tb,
     price_quote,
     servers_for_gpus,
+    term_total_usd,
 )
 from anchorgpu.quotes.serialize import line_to_json, quote_from_json, quote_to_json
 
@@ -42,4 +44,5 @@ __all__ = [
     "quote_from_json",
     "quote_to_json",
     "servers_for_gpus",
+    "term_total_usd",
 ]

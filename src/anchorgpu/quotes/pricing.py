@@ -50,6 +50,7 @@ __all__ = [
     "egress_included_tb",
     "price_quote",
     "servers_for_gpus",
+    "term_total_usd",
 ]
 
 DEFAULT_VALIDITY_S = 86_400
@@ -102,6 +103,22 @@ def bill_term(prices: Prices, term: Term, *, what: str) -> Billing:
     return best
 
 
+def term_total_usd(offering: Offering, term: Term | str, quantity: int = 1) -> Decimal | None:
+    """What ``quantity`` servers of ``offering`` cost for ``term`` (the servers line of a quote, no
+    options), or None when the term's unit is unpriced. For ranking offerings by the cost of a term.
+
+    >>> from anchorgpu.catalog import load_catalog
+    >>> h100 = load_catalog().offering("h100-sxm-1x-vm")
+    >>> term_total_usd(h100, "1month"), term_total_usd(h100, "160h"), term_total_usd(h100, "2w", 2)
+    (Decimal('2190.00'), Decimal('547.00'), Decimal('2188.00'))
+    """
+    the_term = term if isinstance(term, Term) else parse_term(term)
+    if offering.prices_usd[the_term.unit] is None:
+        return None
+    servers = _whole_servers(quantity, offering)
+    return round_usd(bill_term(offering.prices_usd, the_term, what=offering.id).amount_usd * servers)
+
+
 def egress_included_tb(tb_per_month_per_server: int, hours: int, servers: int) -> Decimal:
     """Included egress for a term: allowance × servers × hours / 720, floored to whole GB, in TB.
 
@@ -119,8 +136,9 @@ def _plural(unit: str, count: int) -> str:
 def _line(*, kind: str, item: str, description: str, quantity: int, term: Term, billing: Billing) -> QuoteLine:
     note = ""
     if billing.unit != term.unit:
+        covered_h = billing.count * _UNIT_HOURS[billing.unit]
         note = (f"{term.hours} h billed as {_plural(billing.unit, billing.count)}: cheaper than "
-                f"{_plural(term.unit, term.count)} at the {term.unit}ly price")
+                f"{_plural(term.unit, term.count)} at the {term.unit}ly price; a {covered_h} h term costs the same")
     return QuoteLine(
         kind="servers" if kind == "servers" else "option",
         item=item,
