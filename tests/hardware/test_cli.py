@@ -42,6 +42,7 @@ def test_gpus_lists_every_gpu_in_a_table(capsys: pytest.CaptureFixture[str]) -> 
 def test_gpus_json_lists_every_gpu_with_the_stable_keys(capsys: pytest.CaptureFixture[str]) -> None:
     data = run_json(capsys, "gpus")
     assert data["count"] == len(list_gpus()) == len(data["gpus"])
+    assert data["data_version"] == "2026-11-29"  # header of hardware/data/gpus.toml
     for gpu in data["gpus"]:
         assert GPU_KEYS <= set(gpu), GPU_KEYS - set(gpu)
         for peak in gpu["peaks"].values():

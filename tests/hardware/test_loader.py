@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from anchorgpu.errors import DataFileError
 from anchorgpu.hardware import parse_gpus, parse_sources
@@ -157,3 +159,25 @@ def test_the_source_table_is_validated_too() -> None:
         parse_sources('schema_version = 1\n[sources]\nX1 = "what"\n', file="s.toml")
     with pytest.raises(DataFileError, match=r"s\.toml, row S1: the description must be a non-empty string"):
         parse_sources('schema_version = 1\n[sources]\nS1 = ""\n', file="s.toml")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    tflops=st.floats(min_value=0.01, max_value=1e6, allow_nan=False, allow_infinity=False),
+    uncertain=st.booleans(),
+    bandwidth=st.floats(min_value=0.01, max_value=100, allow_nan=False, allow_infinity=False),
+    memory=st.integers(min_value=1, max_value=4096),
+)
+def test_any_positive_figure_round_trips_with_its_unit_and_uncertainty(tflops: float, uncertain: bool, bandwidth: float, memory: int) -> None:
+    bf16 = f'"{tflops!r}?"' if uncertain else repr(tflops)
+    text = (
+        broken("bf16 = 989", f"bf16 = {bf16}")
+        .replace("memory_bandwidth_tb_per_s = 3.35", f"memory_bandwidth_tb_per_s = {bandwidth!r}")
+        .replace("memory_physical = 80", f"memory_physical = {memory}")
+        .replace("memory_usable = 76", f"memory_usable = {memory}")
+    )
+    (gpu,) = parse_gpus(text, file="t.toml", sources=SOURCES)
+    assert gpu.peaks["bf16"].flops_per_s == pytest.approx(tflops * 1e12)
+    assert gpu.peaks["bf16"].uncertain is uncertain
+    assert gpu.memory_bandwidth_bytes_per_s == pytest.approx(bandwidth * 1e12)
+    assert gpu.memory_bytes == memory * GIB

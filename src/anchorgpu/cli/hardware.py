@@ -92,9 +92,17 @@ def _select(gpus: tuple[GpuSpec, ...], *, vendor: str | None, fp8: bool, fp4: bo
 def _list(gpus: list[GpuSpec], *, as_json: bool, filters: dict[str, Any]) -> None:
     from anchorgpu.hardware import gpu_to_json
     from anchorgpu.hardware.display import fmt_link_short, fmt_memory, fmt_number, fmt_peak, fmt_stack
+    from anchorgpu.hardware.loader import load_shipped_data_version
 
     if as_json:
-        emit_json({"count": len(gpus), "filters": filters, "gpus": [gpu_to_json(g) for g in gpus]})
+        emit_json(
+            {
+                "count": len(gpus),
+                "data_version": load_shipped_data_version(),
+                "filters": filters,
+                "gpus": [gpu_to_json(g) for g in gpus],
+            }
+        )
         return
     from rich import box
     from rich.table import Table

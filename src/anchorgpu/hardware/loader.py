@@ -28,6 +28,8 @@ __all__ = [
     "GPUS_FILE",
     "PEAK_KEYS",
     "SOURCES_FILE",
+    "data_version",
+    "load_shipped_data_version",
     "load_shipped_gpus",
     "load_shipped_sources",
     "normalize_name",
@@ -138,7 +140,7 @@ class _Row:
             return None
         return self.text(key, allow_uncertain=True)
 
-    def number(self, key: str, value: object, *, allow_zero: bool = False) -> tuple[float, bool]:
+    def number(self, key: str, value: object) -> tuple[float, bool]:
         """A positive number, or a string "N?" (uncertain). Returns (value, uncertain)."""
         uncertain = False
         if isinstance(value, str):
@@ -148,7 +150,7 @@ class _Row:
             value, uncertain = float(match.group(1)), True
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise self.fail(f"{key} must be a number, got {value!r}")
-        if value != value or value in (float("inf"), float("-inf")) or value < 0 or (value == 0 and not allow_zero):
+        if value != value or value in (float("inf"), float("-inf")) or value <= 0:
             raise self.fail(f"{key} must be a positive number, got {value!r}")
         return float(value), uncertain
 
@@ -410,6 +412,23 @@ def _read_shipped(file: str) -> str:
 def load_shipped_sources() -> dict[str, str]:
     """The source table shipped with AnchorGPU (``anchorgpu/hardware/data/sources.toml``)."""
     return parse_sources(_read_shipped(SOURCES_FILE), file=SOURCES_FILE)
+
+
+def data_version(text: str, *, file: str = GPUS_FILE) -> str:
+    """The ``data_version`` header of a ``gpus.toml`` text (when the data was last revised).
+
+    >>> data_version("schema_version = 1\\ndata_version = '2026-11-29'\\n")
+    '2026-11-29'
+    """
+    value = _parse_toml(text, file).get("data_version")
+    if not isinstance(value, str) or not value.strip():
+        raise DataFileError(file, "header", "data_version must be a non-empty string")
+    return value.strip()
+
+
+def load_shipped_data_version() -> str:
+    """``data_version`` of the shipped ``gpus.toml``."""
+    return data_version(_read_shipped(GPUS_FILE))
 
 
 def load_shipped_gpus() -> tuple[GpuSpec, ...]:
