@@ -111,6 +111,13 @@ def test_gpus_name_shows_one_gpu_with_uncertainty_visible(capsys: pytest.Capture
     assert "1.6 TB/s" in out  # S13: 1,597 GB/s
 
 
+def test_gpus_name_marks_uncertain_text_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "gpus", "a10g")
+    assert code == 0
+    assert "PCIe Gen4 x16? (uncertain)" in out and "CUDA 8.6?" in out  # gpu_specs.csv: "Gen4 x16?", "8.6?"
+    assert "TDP" in out and "unknown" in out
+
+
 def test_gpus_name_says_absent_for_missing_hardware(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "gpus", "a100")
     assert code == 0

@@ -189,7 +189,12 @@ def _show(gpu: GpuSpec, *, as_json: bool) -> None:
         ("FP4 hardware", f"yes ({', '.join(gpu.fp4_formats)})" if gpu.fp4_hardware else "no"),
         ("scale-up link", fmt_link(gpu)),
         ("scale-up domain", f"{gpu.scaleup_domain_gpus} GPU(s)"),
-        ("host link", f"PCIe {gpu.pcie_gen}" + (f" ({fmt_bandwidth(gpu.pcie_bandwidth_bytes_per_s, unit='GB/s')})" if gpu.pcie_bandwidth_bytes_per_s else "")),
+        (
+            "host link",
+            f"PCIe {gpu.pcie_gen}"
+            + ("? (uncertain)" if "pcie_gen" in gpu.uncertain_fields else "")
+            + (f" ({fmt_bandwidth(gpu.pcie_bandwidth_bytes_per_s, unit='GB/s')})" if gpu.pcie_bandwidth_bytes_per_s else ""),
+        ),
         ("TDP", f"{gpu.tdp_w} W" if gpu.tdp_w is not None else "unknown"),
         ("software stack", fmt_stack(gpu)),
         ("partitioning", f"{gpu.partitioning} (AnchorGPU rents whole GPUs only)"),
