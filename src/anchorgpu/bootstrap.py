@@ -58,26 +58,28 @@ def bootstrap(
     migrate: bool = True,
     seed: bool = True,
     clock: Callable[[], datetime] | None = None,
+    pool_size: int | None = None,
 ) -> Store:
     """Build the store for ``settings`` (default: :func:`anchorgpu.config.get_settings`).
 
     ``migrate``: apply pending Alembic migrations (an empty database gets the whole schema).
     ``seed``: insert the catalog's initial stock rows that are missing (never overwrites).
+    ``pool_size``: PostgreSQL connections kept per process (SQLAlchemy's default when None).
     """
     from sqlalchemy.orm import sessionmaker
 
     from anchorgpu.config import get_settings
-    from anchorgpu.store.engine import make_engine
+    from anchorgpu.store.engine import make_engine, write_engine
     from anchorgpu.store.migrate import is_up_to_date, upgrade
 
     settings = settings or get_settings()
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, pool_size=pool_size)
     if migrate and not is_up_to_date(engine):
         upgrade(engine)
     store = Store(
         settings=settings,
         engine=engine,
-        session_factory=sessionmaker(bind=engine, expire_on_commit=False),
+        session_factory=sessionmaker(bind=write_engine(engine), expire_on_commit=False),
         clock=clock or system_clock,
     )
     if seed:

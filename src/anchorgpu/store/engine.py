@@ -2,7 +2,7 @@
 
 SQLite (the embedded default)
     WAL journal (readers do not block the writer), foreign keys on, ``busy_timeout`` so a writer waits
-    for another instead of failing, and every transaction opened with ``BEGIN IMMEDIATE``: SQLite then
+    for another instead of failing, and every unit-of-work transaction opened with ``BEGIN IMMEDIATE`` (:func:`write_engine`): SQLite then
     serializes writers at the start of the transaction, which makes check-then-insert (capacity,
     idempotency keys) atomic across processes. The driver's own implicit transactions are switched off
     so SQLAlchemy's ``BEGIN`` is the only one (the recipe in SQLAlchemy's pysqlite documentation).
@@ -21,7 +21,9 @@ from sqlalchemy.engine import make_url
 
 from anchorgpu.errors import InvalidInput
 
-__all__ = ["SQLITE_BUSY_TIMEOUT_MS", "make_engine"]
+__all__ = ["SQLITE_BUSY_TIMEOUT_MS", "WRITE_OPTION", "make_engine", "write_engine"]
+
+WRITE_OPTION = "anchorgpu_write_transaction"
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 """How long a SQLite writer waits for the write lock before giving up (milliseconds)."""
@@ -50,6 +52,13 @@ def make_engine(url: str, *, echo: bool = False, pool_size: int | None = None) -
     raise InvalidInput(f"database URL {url!r}: only sqlite:/// and postgresql+psycopg:// are supported")
 
 
+def write_engine(engine: Engine) -> Engine:
+    """The same engine (same pool) whose transactions take SQLite's write lock at BEGIN (``BEGIN
+    IMMEDIATE``), for units of work: check-then-write is then atomic across processes. No effect on
+    PostgreSQL, where the services lock rows instead."""
+    return engine.execution_options(**{WRITE_OPTION: True})
+
+
 def _sqlite_engine(parsed: Any, *, echo: bool) -> Engine:
     database = parsed.database
     if database and database != ":memory:" and not database.startswith("file:"):
@@ -68,6 +77,9 @@ def _sqlite_engine(parsed: Any, *, echo: bool) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # Units of work run on write_engine(engine): they take the write lock up front. Other
+        # connections (reports, tests) begin deferred and, under WAL, never wait for a writer.
+        immediate = connection.get_execution_options().get(WRITE_OPTION, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
