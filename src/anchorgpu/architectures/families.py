@@ -32,6 +32,16 @@ class _Core:
     head_dim: int
     vocab: int
     context: int
+    context_assumed: bool = False  # the config did not say; transformers' default for the model type was used
+
+
+# transformers' default ``max_position_embeddings`` per model type, used when a config leaves it out (noted).
+# GPT-2 and OPT are absent on purpose: their learned position tables make the length a size that must be given.
+_CONTEXT_DEFAULTS: dict[str, int] = {
+    "llama": 2048, "mistral": 131072, "mixtral": 131072, "qwen2": 32768, "qwen2_moe": 32768, "qwen3": 32768,
+    "qwen3_moe": 32768, "gemma": 8192, "gemma2": 8192, "gemma3": 131072, "gemma3_text": 131072, "phi3": 4096,
+    "deepseek_v2": 2048, "deepseek_v3": 4096, "falcon": 2048, "gpt_neox": 2048, "gpt_oss": 131072, "starcoder2": 4096,
+}
 
 
 def _core(
@@ -46,6 +56,7 @@ def _core(
     vocab_default: int | None = None,
     head_dim_default: int | None = None,
     kv_heads: int | None = None,
+    model_type: str | None = None,
 ) -> _Core:
     h = r.size(*hidden)
     n_layers = r.size(*layers)
@@ -61,6 +72,9 @@ def _core(
             raise r.fail(heads[0], f"must divide hidden_size ({h}) when head_dim is not given, got {n_heads}")
         else:
             d = h // n_heads
+    mt = model_type or str(r.data.get("model_type", ""))
+    if context_default is None:
+        context_default = _CONTEXT_DEFAULTS.get(mt)
     return _Core(
         hidden=h,
         layers=n_layers,
@@ -69,6 +83,7 @@ def _core(
         head_dim=d,
         vocab=r.size("vocab_size", default=vocab_default),
         context=r.size(*context, default=context_default),
+        context_assumed=not any(r.has(key) for key in context),
     )
 
 
@@ -268,7 +283,7 @@ def _gemma2(r: ConfigReader, name: str, source: str) -> ModelSpec:
 
 
 def _gemma3_text(r: ConfigReader, name: str, source: str) -> ModelSpec:
-    c = _core(r, head_dim_default=256, vocab_default=262_208, context_default=131_072)
+    c = _core(r, head_dim_default=256, vocab_default=262_208, model_type="gemma3_text")
     t = Tally()
     tied = r.flag("tie_word_embeddings", default=True)
     bias = r.flag("attention_bias", default=False)
@@ -358,7 +373,7 @@ def _falcon(r: ConfigReader, name: str, source: str) -> ModelSpec:
         kv_heads = 1 if multi_query else heads
     c = _core(
         r, hidden=("hidden_size", "n_embed"), layers=("num_hidden_layers", "n_layer"), heads=("num_attention_heads", "n_head"),
-        kv=("num_kv_heads", "n_head_kv"), kv_heads=kv_heads, context_default=2048,
+        kv=("num_kv_heads", "n_head_kv"), kv_heads=kv_heads,
     )
     t = Tally()
     tied = r.flag("tie_word_embeddings", default=True)
@@ -541,6 +556,11 @@ def _as_dict(c: _Core) -> dict[str, int]:
             "head_dim": c.head_dim, "vocab": c.vocab, "context": c.context}
 
 
+def _note_context(t: Tally, c: _Core) -> None:
+    if c.context_assumed:
+        t.notes.append(f"max_position_embeddings is not in the config: transformers' default of {c.context:,} tokens assumed")
+
+
 def _replace_notes(spec: ModelSpec, note: str) -> ModelSpec:
     from dataclasses import replace
 
@@ -561,6 +581,7 @@ def _dense(
     model_type: str | None = None,
 ) -> ModelSpec:
     mt = model_type or r.text("model_type")
+    _note_context(t, c)
     return finish(
         t, name=name, model_type=mt, family=FAMILY_NAMES.get(mt, mt), num_layers=c.layers, hidden_size=c.hidden,
         intermediate_size=ffn, num_attention_heads=c.heads, num_kv_heads=c.kv_heads, head_dim=c.head_dim,
@@ -583,6 +604,7 @@ def _moe(
     mla: MlaSpec | None = None,
 ) -> ModelSpec:
     mt = r.text("model_type")
+    _note_context(t, c)
     return finish(
         t, name=name, model_type=mt, family=FAMILY_NAMES.get(mt, mt), num_layers=c.layers, hidden_size=c.hidden,
         intermediate_size=dense_ffn, num_attention_heads=c.heads, num_kv_heads=c.kv_heads, head_dim=c.head_dim,

@@ -76,7 +76,7 @@ def load_config_file(path: Path) -> ModelSpec:
     if not file.is_file():
         raise InvalidConfig(f"{path}: folder has no config.json")
     try:
-        text = file.read_text(encoding="utf-8")
+        text = file.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidConfig(f"{file}: cannot be read ({type(exc).__name__}: {exc})") from None
     cfg = parse_config_text(text, where=str(file))
@@ -111,7 +111,7 @@ def _load_from_hub(
         raise HubUnavailable(f"{repo_id}: could not fetch config.json from the Hugging Face Hub ({detail})") from None
     file = Path(local)
     try:
-        text = file.read_text(encoding="utf-8")
+        text = file.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise HubUnavailable(f"{repo_id}: downloaded config.json cannot be read ({type(exc).__name__})") from None
     cfg = parse_config_text(text, where=f"{repo_id}/config.json")
