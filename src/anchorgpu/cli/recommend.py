@@ -1,5 +1,211 @@
-"""CLI commands of this area (filled in by the area's work)."""
+"""``anchorgpu recommend MODEL [workload] [--term 1month] [--max-usd X] [--top N] [--json]``.
+
+Sweeps every catalog offering x whole servers x layouts x precisions x batch, keeps what fits, and ranks
+by the total for the term (training with ``--tokens``: by the price of the run). A thin face over
+:func:`anchorgpu.recommend.recommend`.
+"""
 
 from __future__ import annotations
 
-from anchorgpu.cli._app import app  # noqa: F401
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from anchorgpu.cli._app import app, console, emit_json
+from anchorgpu.errors import InvalidWorkload
+
+if TYPE_CHECKING:
+    from anchorgpu.recommend import Recommendation
+
+PROGRESS_THRESHOLD = 100_000
+"""Configurations above which the sweep shows a progress bar (on stderr, never with --json)."""
+
+
+def _csv(text: str | None) -> tuple[str, ...]:
+    return tuple(x.strip().lower() for x in (text or "").split(",") if x.strip())
+
+
+def _money(value: Any) -> str:
+    return "-" if value is None else f"${value:,}"
+
+
+def _rate(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def render_recommendation(rec: Recommendation) -> None:
+    """Ranked table, Pareto front, rejected options, assumptions."""
+    from rich.table import Table
+
+    from anchorgpu.units import GIB
+
+    out = console()
+    if not out.is_terminal:
+        out.width = 160
+    training = rec.task != "inference"
+    wl = rec.workload
+    head = (f"[bold]{rec.model}[/bold] · {rec.task} · term {rec.term} ({rec.term.hours} h) · "
+            f"{rec.evaluated:,} configurations evaluated")
+    if not training:
+        head += (f" · context {wl['context_tokens']:,} · concurrency "
+                 f"{wl['concurrency'] if wl['concurrency'] else 'best per offering'}")
+    out.print(head)
+    if not rec.results:
+        out.print("[red]Nothing in the catalog fits this workload[/red] within the limits given.")
+    table = Table(title="Cheapest offerings that fit, cheapest first", pad_edge=False)
+    columns = ["#", "offering", "srv×GPU", "layout", "weights" if training else "weights/KV", "GiB/GPU used/usable"]
+    columns += (["train tok/s", "run time", "run price"] if training
+                else ["conc", "tok/s", "tok/s/user", "TTFT s", "$/M tok"])
+    columns += [f"total {rec.term}", "$/GPU-h"]
+    left = ("offering", "layout", "weights/KV", "weights")
+    for name in columns:
+        table.add_column(name, justify="left" if name in left else "right", no_wrap=name in left)
+    for i, o in enumerate(rec.results, 1):
+        c = o.config
+        layout = f"TP{c['tp']} PP{c['pp']} DP{c['dp']}" + (f" Z{c['zero']}" if c["zero"] else "")
+        mem = f"{c['per_gpu_total_bytes'] / GIB:.1f}/{c['budget_bytes'] / GIB:.1f}"
+        row = [str(i), o.offering, f"{o.servers}×{o.gpus // o.servers}", layout,
+               c["weights"] if training else f"{c['weights']}/{c['kv_cache']}", mem]
+        if training:
+            hours = None if c.get("train_time_s") is None else c["train_time_s"] / 3600
+            row += [_rate(c["train_tokens_per_s"]), "-" if hours is None else f"{hours:,.1f} h", _money(o.run_usd)]
+        else:
+            row += [str(c["concurrency"]), _rate(c["decode_tokens_per_s_total"]),
+                    _rate(c["decode_tokens_per_s_per_user"], 1), _rate(c["prefill_s"], 2),
+                    _money(o.usd_per_million_output_tokens)]
+        row += [_money(o.total_usd), _money(o.per_gpu_hour_usd)]
+        table.add_row(*row)
+    out.print(table)
+    if rec.pareto:
+        speed = "train tok/s" if training else "tok/s total"
+        out.print("[bold]Cost vs speed (Pareto front)[/bold]: "
+                  + " · ".join(f"{o.offering} x{o.servers} {_money(o.total_usd)} → {o.speed:,.0f} {speed}"
+                               for o in rec.pareto[:8]))
+    if rec.rejected:
+        out.print("[bold]Cheaper options rejected[/bold]")
+        for r in rec.rejected:
+            out.print(f"  - {r.offering} x{r.servers} ({_money(r.total_usd)}): {r.reason}", markup=False)
+    codes = sorted({code for o in rec.results for code in o.codes} | {code for code, _ in rec.warnings})
+    if codes:
+        from anchorgpu.planner.warnings import WARNING_CODES
+
+        out.print("[bold]Still to check[/bold]")
+        for code in codes:
+            check = WARNING_CODES[code].check if code in WARNING_CODES else code
+            out.print(f"  - [{code}] {check}", markup=False)
+    out.print("[bold]Assumed[/bold]")
+    for line in rec.assumptions:
+        out.print(f"  - {line}", markup=False)
+
+
+class _Progress:
+    """A Rich progress bar on stderr, created only once a sweep is long enough to need one."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar: Any = None
+        self.task: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total < PROGRESS_THRESHOLD:
+            return
+        if self.bar is None:
+            from rich.console import Console
+            from rich.progress import Progress
+
+            self.bar = Progress(console=Console(stderr=True), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("sweeping configurations", total=total)
+        self.bar.update(self.task, completed=done)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+@app.command("recommend")
+def recommend_command(
+    model: str = typer.Argument(..., help="Registry name, path to config.json (or its folder), or a Hub id."),
+    task: str = typer.Option("inference", "--task", help="inference | train | lora | qlora"),
+    term: str = typer.Option("1month", "--term", help="Rental term: N hours, weeks or months (1h, 2w, 1month)."),
+    max_usd: str | None = typer.Option(None, "--max-usd", help="Drop options whose term total exceeds this."),
+    top: int = typer.Option(10, "--top", help="How many offerings to list."),
+    gpu: str | None = typer.Option(None, "--gpu", help="Only offerings of this GPU (name or alias)."),
+    max_servers: int = typer.Option(4, "--max-servers", help="Try 1..N whole servers of each offering."),
+    weights: str | None = typer.Option(None, "--weights", help="Comma list of weight formats to compare (default bf16,fp8,int4-awq; training bf16)."),
+    kv_cache: str | None = typer.Option(None, "--kv-cache", help="Comma list of KV-cache dtypes (default bf16,fp8)."),
+    context: str | None = typer.Option(None, "--context", help="Tokens per sequence (inference), e.g. 8192 or 8k."),
+    concurrency: int | None = typer.Option(None, "--concurrency", help="Sequences at once; default: the most each offering serves."),
+    min_tokens_per_s: float | None = typer.Option(None, "--min-tokens-per-s", help="Serving: at least this many tokens/s per user."),
+    prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens (default: context - output)."),
+    output_tokens: int = typer.Option(256, "--output-tokens", help="Output tokens per request."),
+    micro_batch: int = typer.Option(1, "--micro-batch", help="Sequences per GPU step (training)."),
+    seq: str | None = typer.Option(None, "--seq", help="Training sequence length in tokens."),
+    recompute: str | None = typer.Option(None, "--recompute", help="none | selective | full (training)."),
+    optimizer: str = typer.Option("adamw", "--optimizer", help="adamw | adamw-8bit | sgd | lion | adafactor"),
+    lora_rank: int = typer.Option(16, "--lora-rank", help="LoRA rank r."),
+    train_tokens: str | None = typer.Option(None, "--tokens", help="Tokens to train on, e.g. 1e12: ranks by the price of the run."),
+    mfu: float | None = typer.Option(None, "--mfu", help="Fraction of dense peak while computing (default 0.6)."),
+    mbu: float | None = typer.Option(None, "--mbu", help="Fraction of memory bandwidth in decode (default 0.7)."),
+    gpu_memory_utilization: float = typer.Option(0.9, "--gpu-memory-utilization", help="Serving engine's share of GPU memory."),
+    offline: bool = typer.Option(False, "--offline", help="Never fetch a Hub id."),
+    as_json: bool = typer.Option(False, "--json", help="Print the JSON contract."),
+) -> None:
+    """The cheapest catalog offerings that fit a workload, with layout, speed and price for the term."""
+    from datetime import UTC, datetime
+    from decimal import Decimal, InvalidOperation
+
+    from anchorgpu.architectures import ModelSpec, load_model
+    from anchorgpu.catalog import load_catalog
+    from anchorgpu.cli.plan import parse_count, parse_tokens
+    from anchorgpu.hardware import get_gpu
+    from anchorgpu.planner import Workload
+    from anchorgpu.planner.performance import DEFAULT_EFFICIENCIES, Efficiencies
+    from anchorgpu.planner.sweep import SweepSpec
+    from anchorgpu.recommend import recommend, recommendation_to_json
+    from anchorgpu.units import parse_term
+
+    the_term = parse_term(term)
+    budget: Decimal | None = None
+    if max_usd is not None:
+        try:
+            budget = Decimal(max_usd.replace(",", "").lstrip("$"))
+        except InvalidOperation:
+            raise InvalidWorkload(f"--max-usd {max_usd!r}: expected an amount in USD such as 20000") from None
+    if not 1 <= max_servers <= 16:
+        raise InvalidWorkload(f"--max-servers {max_servers}: choose 1 to 16")
+    spec_model = load_model(model, offline=offline)
+    if not isinstance(spec_model, ModelSpec):
+        raise InvalidWorkload(f"{spec_model.name} is a diffusion pipeline: recommend covers language models")
+    catalog = load_catalog()
+    offerings = catalog.offerings
+    if gpu is not None:
+        wanted = get_gpu(gpu).name
+        offerings = tuple(o for o in offerings if o.gpu == wanted)
+        if not offerings:
+            raise InvalidWorkload(f"--gpu {gpu}: the catalog has no offering of {wanted}")
+    workload = Workload(
+        task=task,  # type: ignore[arg-type]  # validated by the planner with a one-line reason
+        context_tokens=parse_tokens(context, field="context"), concurrency=concurrency,
+        gpu_memory_utilization=gpu_memory_utilization, micro_batch=micro_batch,
+        seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute,  # type: ignore[arg-type]
+        optimizer=optimizer, lora_rank=lora_rank,  # type: ignore[arg-type]
+    )
+    spec = SweepSpec(
+        workload=workload, weights=_csv(weights), kv_caches=_csv(kv_cache),
+        prompt_tokens=parse_tokens(prompt, field="prompt"), output_tokens=output_tokens,
+        train_tokens=parse_count(train_tokens, field="tokens"),
+        efficiencies=Efficiencies(mfu=mfu if mfu is not None else DEFAULT_EFFICIENCIES.mfu,
+                                  mbu=mbu if mbu is not None else DEFAULT_EFFICIENCIES.mbu),
+    )
+    progress = _Progress(enabled=not as_json)
+    try:
+        rec = recommend(spec_model, spec, catalog, the_term, datetime.now(UTC), max_usd=budget,
+                        min_tokens_per_s_per_user=min_tokens_per_s, top=top, max_servers=max_servers,
+                        offerings=offerings, progress=progress)
+    finally:
+        progress.close()
+    if as_json:
+        emit_json(recommendation_to_json(rec))
+    else:
+        render_recommendation(rec)

@@ -1,0 +1,152 @@
+"""Recommendations: priced exactly like quotes, ranked by cost, Pareto front, rejections, CLI contract."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from anchorgpu.architectures import load_model
+from anchorgpu.catalog import load_catalog
+from anchorgpu.cli import main
+from anchorgpu.errors import InvalidInput
+from anchorgpu.planner import Workload
+from anchorgpu.planner.sweep import SweepSpec
+from anchorgpu.quotes import price_quote
+from anchorgpu.recommend import recommend, recommendation_to_json
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+CATALOG = load_catalog()
+LLAMA_70B = load_model("llama-3.1-70b")
+SERVING = SweepSpec(workload=Workload(task="inference", context_tokens=8192, concurrency=32))
+
+
+@pytest.fixture(scope="module")
+def serving():
+    return recommend(LLAMA_70B, SERVING, CATALOG, "1month", NOW, top=50)
+
+
+def test_every_recommended_total_is_what_a_quote_for_the_same_servers_and_term_costs(serving) -> None:
+    assert serving.results
+    for option in serving.results:
+        quote = price_quote(CATALOG, option.offering, option.servers, "1month", None, NOW)
+        assert option.total_usd == quote.total_usd
+        assert option.effective_per_gpu_hour_usd == quote.effective_per_gpu_hour_usd
+        assert option.per_gpu_hour_usd == CATALOG.offering(option.offering).per_gpu_hour_usd
+
+
+def test_training_run_prices_are_quotes_for_the_hours_the_run_needs() -> None:
+    spec = SweepSpec(workload=Workload(task="train", seq_tokens=4096), train_tokens=10**11)
+    rec = recommend(load_model("llama-3.1-8b"), spec, CATALOG, "1w", NOW)
+    assert rec.results
+    for option in rec.results:
+        assert option.run_hours is not None and option.run_hours * 3600 >= option.config["train_time_s"]
+        quote = price_quote(CATALOG, option.offering, option.servers, f"{option.run_hours}h", None, NOW)
+        assert option.run_usd == quote.total_usd
+    runs = [o.run_usd for o in rec.results]
+    assert runs == sorted(runs)
+
+
+def test_results_are_sorted_by_total_cost_and_every_one_fits(serving) -> None:
+    totals = [o.total_usd for o in serving.results]
+    assert totals == sorted(totals)
+    for option in serving.results:
+        c = option.config
+        assert c["fits"] and c["per_gpu_total_bytes"] <= c["budget_bytes"]
+        assert c["tp"] * c["pp"] * c["dp"] == option.gpus == option.servers * CATALOG.offering(option.offering).gpus
+
+
+def test_no_option_on_the_pareto_front_is_beaten_on_both_cost_and_speed(serving) -> None:
+    everything = recommend(LLAMA_70B, SERVING, CATALOG, "1month", NOW, top=1000).results
+    for p in serving.pareto:
+        assert not any(o.total_usd <= p.total_usd and o.speed > p.speed for o in everything if o is not p)
+
+
+def test_cheaper_offerings_that_do_not_fit_are_listed_with_the_reason(serving) -> None:
+    cheapest = serving.results[0].total_usd
+    assert serving.rejected
+    for r in serving.rejected:
+        assert r.total_usd is None or r.total_usd <= cheapest
+        assert r.reason
+    assert any(r.offering == "rtx-4090-1x-vm" and "does not fit" in r.reason for r in serving.rejected)
+
+
+def test_max_usd_drops_dearer_options_and_says_why() -> None:
+    rec = recommend(LLAMA_70B, SERVING, CATALOG, "1month", NOW, max_usd=Decimal("2000"), top=100)
+    assert rec.results and all(o.total_usd <= 2000 for o in rec.results)
+
+
+def test_a_per_user_speed_floor_keeps_only_options_that_reach_it() -> None:
+    rec = recommend(LLAMA_70B, SERVING, CATALOG, "1month", NOW, min_tokens_per_s_per_user=30)
+    assert rec.results and all(o.config["decode_tokens_per_s_per_user"] >= 30 for o in rec.results)
+
+
+def test_bigger_batches_raise_total_tokens_per_s_in_the_recommendation() -> None:
+    spec = SweepSpec(workload=Workload(task="inference", context_tokens=4096), weights=("bf16",), kv_caches=("bf16",),
+                     concurrencies=(1, 8, 64))
+    rec = recommend(load_model("llama-3.1-8b"), spec, CATALOG, "1h", NOW, top=100)
+    assert all(o.config["concurrency"] >= 8 for o in rec.results)  # the fastest fitting batch is kept
+
+
+@settings(max_examples=12, deadline=None)
+@given(context=st.sampled_from([2048, 8192, 32768]), concurrency=st.sampled_from([1, 4, 32, 128]),
+       term=st.sampled_from(["8h", "1w", "2w", "1month", "3months"]))
+def test_ranking_is_sorted_and_deterministic_for_any_serving_workload(context, concurrency, term) -> None:
+    spec = SweepSpec(workload=Workload(task="inference", context_tokens=context, concurrency=concurrency))
+    a = recommendation_to_json(recommend(load_model("llama-3.1-8b"), spec, CATALOG, term, NOW))
+    b = recommendation_to_json(recommend(load_model("llama-3.1-8b"), spec, CATALOG, term, NOW))
+    assert a == b
+    totals = [Decimal(r["total_usd"]) for r in a["results"]]
+    assert totals == sorted(totals)
+
+
+def test_an_unknown_weight_format_is_refused_with_one_line() -> None:
+    spec = SweepSpec(workload=Workload(task="inference", context_tokens=8192), weights=("int3",))
+    with pytest.raises(InvalidInput):
+        recommend(LLAMA_70B, spec, CATALOG, "1month", NOW)
+
+
+def test_cli_json_has_the_contract_keys(capsys) -> None:
+    code = main(["recommend", "llama-3.1-70b", "--task", "inference", "--context", "8192", "--concurrency", "32",
+                 "--term", "1month", "--json"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {"model", "workload", "term", "evaluated", "results", "pareto", "rejected", "assumptions",
+            "warnings"} <= set(data)
+    assert data["evaluated"] > 1000 and data["term"] == "1month"
+    first = data["results"][0]
+    for key in ("offering", "gpu", "gpus", "servers", "layout", "weights", "kv_cache", "concurrency",
+                "per_gpu_total_bytes", "fits", "decode_tokens_per_s_total", "decode_tokens_per_s_per_user",
+                "prefill_s", "total_usd", "per_gpu_hour_usd", "usd_per_million_output_tokens"):
+        assert key in first
+    assert set(first["layout"]) == {"tp", "pp", "dp", "zero"}
+    assert isinstance(first["total_usd"], str)  # exact decimal money
+
+
+def test_cli_table_names_the_layout_speed_and_monthly_price(capsys) -> None:
+    code = main(["recommend", "llama-3.1-70b", "--context", "8k", "--concurrency", "32", "--top", "3"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "TP1" in out and "tok/s" in out and "total 1month" in out and "Cheaper options rejected" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "exit_code", "needle"),
+    [
+        (["recommend", "llama-3.1-70b", "--term", "3 fortnights"], 2, "term"),
+        (["recommend", "llama-3.1-70b", "--max-usd", "lots"], 2, "--max-usd"),
+        (["recommend", "llama-3.1-70b", "--weights", "int3"], 2, "int3"),
+        (["recommend", "llama-3.1-70b", "--context", "999999"], 2, "context"),
+        (["recommend", "llama-3.1-70b", "--mfu", "2"], 2, "mfu"),
+        (["recommend", "no-such-model"], 3, "no-such-model"),
+        (["recommend", "llama-3.1-70b", "--gpu", "h900"], 3, "h900"),
+    ],
+)
+def test_bad_input_exits_with_one_line(capsys, argv, exit_code, needle) -> None:
+    assert main(argv) == exit_code
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and needle in err and "\n" not in err
