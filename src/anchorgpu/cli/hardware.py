@@ -20,7 +20,7 @@ from anchorgpu.cli._app import app, console, emit_json
 from anchorgpu.errors import AnchorError, InvalidInput
 
 if TYPE_CHECKING:
-    from anchorgpu.hardware import GpuComparison, GpuSpec, Workload
+    from anchorgpu.hardware import GpuSpec, Workload
 
 SORT_KEYS = ("name", "memory", "bandwidth", "bf16", "fp8", "fp4", "tdp")
 TASKS = ("inference", "training")
@@ -347,27 +347,10 @@ def _metric_value(metric: str, value: Any, unit: str, status: str, uncertain: bo
     return f"${value}"
 
 
-def _compare_json(comparison: GpuComparison, price_notes: tuple[str, str]) -> dict[str, Any]:
-    from anchorgpu.cli._app import to_jsonable
-    from anchorgpu.hardware import gpu_to_json
-
-    return {
-        "a": gpu_to_json(comparison.a),
-        "b": gpu_to_json(comparison.b),
-        "ratio_is": "a / b",
-        "ratios": {row.metric: row.ratio for row in comparison.metrics},
-        "metrics": [to_jsonable(row) for row in comparison.metrics],
-        "price_notes": {"a": price_notes[0], "b": price_notes[1]},
-        "statements": list(comparison.statements),
-        "workload": None if comparison.workload is None else to_jsonable(comparison.workload),
-        "fits": None if comparison.fits is None else [to_jsonable(f) for f in comparison.fits],
-    }
-
-
 def _compare(a_name: str, b_name: str, *, as_json: bool, model: str | None, task: str, precision: str, context_tokens: int) -> None:
     from dataclasses import replace
 
-    from anchorgpu.hardware import compare_gpus, get_gpu
+    from anchorgpu.hardware import compare_gpus, comparison_to_json, get_gpu
 
     if context_tokens < 1:
         raise InvalidInput(f"--context must be a positive number of tokens, got {context_tokens}")
@@ -382,7 +365,7 @@ def _compare(a_name: str, b_name: str, *, as_json: bool, model: str | None, task
         if planned is not None:
             comparison = replace(comparison, statements=(*comparison.statements, *_plan_statements(planned)))
     if as_json:
-        data = _compare_json(comparison, (note_a, note_b))
+        data = comparison_to_json(comparison, price_notes=(note_a, note_b))
         data["plan"] = planned
         emit_json(data)
         return

@@ -9,6 +9,9 @@ Public API (other areas code against these names):
 - :func:`source_descriptions`: what the source keys (``S2``, ``P6`` ...) of ``GpuSpec.sources`` mean.
 - :func:`parse_gpus` / :func:`parse_sources`: validate data text (tests feed broken files to them).
 - :func:`gpu_to_json`: the stable JSON form used by ``anchorgpu gpus --json`` and the API.
+- :func:`compare_gpus` ``(a, b, *, price_a_usd_per_gpu_hour, price_b_usd_per_gpu_hour, workload)`` ->
+  :class:`GpuComparison` (ratios ``a / b`` and plain-language statements); :func:`comparison_to_json` gives
+  the ``anchorgpu gpus compare --json`` form (for the API and the web page's comparison view).
 
 Memory: ``GpuSpec.memory_bytes`` is the usable/platform capacity the planner budgets against (B200: 180 GiB
 of 192 physical); ``memory_headline`` keeps the vendor's figure and ``memory_unit`` what its "GB" means.
@@ -26,7 +29,7 @@ from anchorgpu.hardware.compare import (
 )
 from anchorgpu.hardware.loader import normalize_name, parse_gpus, parse_sources
 from anchorgpu.hardware.registry import GpuIndex, get_gpu, list_gpus, source_descriptions
-from anchorgpu.hardware.serialize import gpu_to_json
+from anchorgpu.hardware.serialize import comparison_to_json, gpu_to_json
 from anchorgpu.hardware.spec import PRECISIONS, GpuSpec, Peak, PeakStatus, Precision
 
 __all__ = [
@@ -41,6 +44,7 @@ __all__ = [
     "Workload",
     "WorkloadFit",
     "compare_gpus",
+    "comparison_to_json",
     "get_gpu",
     "gpu_to_json",
     "list_gpus",

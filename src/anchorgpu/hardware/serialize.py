@@ -5,13 +5,18 @@ Keys are a contract: keep them, add freely. Money is a decimal string; bytes and
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import asdict
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
 
 from anchorgpu.hardware.loader import PEAK_KEYS
 from anchorgpu.hardware.registry import source_descriptions
 from anchorgpu.hardware.spec import PRECISIONS, GpuSpec, Peak
 
-__all__ = ["gpu_to_json", "peak_to_json"]
+if TYPE_CHECKING:
+    from anchorgpu.hardware.compare import GpuComparison, MetricComparison
+
+__all__ = ["comparison_to_json", "gpu_to_json", "metric_to_json", "peak_to_json"]
 
 
 def peak_to_json(peak: Peak) -> dict[str, Any]:
@@ -65,4 +70,38 @@ def gpu_to_json(gpu: GpuSpec) -> dict[str, Any]:
         "sources": list(gpu.sources),
         "source_details": source_descriptions(gpu.sources),
         "notes": gpu.notes,
+    }
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, Decimal):
+        return str(value)  # money stays exact
+    if isinstance(value, float):
+        return _flops(value)
+    return value
+
+
+def metric_to_json(row: MetricComparison) -> dict[str, Any]:
+    """One comparison row; money as decimal strings, whole floats as integers."""
+    return {key: _plain(value) for key, value in asdict(row).items()}
+
+
+def comparison_to_json(comparison: GpuComparison, *, price_notes: tuple[str, str] | None = None) -> dict[str, Any]:
+    """``anchorgpu gpus compare A B --json``: both GPUs, ratios ``a / b`` by metric, rows, statements, workload.
+
+    >>> from anchorgpu.hardware import compare_gpus, get_gpu
+    >>> data = comparison_to_json(compare_gpus(get_gpu("h200"), get_gpu("h100")))
+    >>> data["ratio_is"], data["ratios"]["memory_bytes"], data["ratios"]["bf16_flops_per_s"]
+    ('a / b', 1.7625, 1.0)
+    """
+    return {
+        "a": gpu_to_json(comparison.a),
+        "b": gpu_to_json(comparison.b),
+        "ratio_is": "a / b",
+        "ratios": {row.metric: row.ratio for row in comparison.metrics},
+        "metrics": [metric_to_json(row) for row in comparison.metrics],
+        "price_notes": None if price_notes is None else {"a": price_notes[0], "b": price_notes[1]},
+        "statements": list(comparison.statements),
+        "workload": None if comparison.workload is None else {k: _plain(v) for k, v in asdict(comparison.workload).items()},
+        "fits": None if comparison.fits is None else [{k: _plain(v) for k, v in asdict(f).items()} for f in comparison.fits],
     }
