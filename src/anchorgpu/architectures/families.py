@@ -10,7 +10,7 @@ Pure; stdlib only.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from anchorgpu.architectures._build import Component, Tally, finish
 from anchorgpu.architectures._config import ConfigReader
@@ -515,7 +515,7 @@ def _deepseek(r: ConfigReader, name: str, source: str) -> ModelSpec:
                   v_head_dim=v_dim)
     moe = MoeSpec(num_experts=n_exp, experts_per_token=top_k, num_shared_experts=n_shared,
                   expert_intermediate_size=expert_ffn, num_moe_layers=moe_layers)
-    c = _Core(**{**_as_dict(c), "kv_heads": c.heads, "head_dim": qk_dim})
+    c = replace(c, kv_heads=c.heads, head_dim=qk_dim)
     return _moe(t, r, c, name, source, tied=tied, dense_ffn=dense_ffn, windows=(None,) * n, moe=moe, mla=mla)
 
 
@@ -551,19 +551,12 @@ def _top_k(r: ConfigReader, n_experts: int, *, keys: tuple[str, ...] = ("num_exp
     return k
 
 
-def _as_dict(c: _Core) -> dict[str, int]:
-    return {"hidden": c.hidden, "layers": c.layers, "heads": c.heads, "kv_heads": c.kv_heads,
-            "head_dim": c.head_dim, "vocab": c.vocab, "context": c.context}
-
-
 def _note_context(t: Tally, c: _Core) -> None:
     if c.context_assumed:
         t.notes.append(f"max_position_embeddings is not in the config: transformers' default of {c.context:,} tokens assumed")
 
 
 def _replace_notes(spec: ModelSpec, note: str) -> ModelSpec:
-    from dataclasses import replace
-
     return replace(spec, notes=(*spec.notes, note))
 
 
