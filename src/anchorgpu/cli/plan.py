@@ -34,6 +34,19 @@ def parse_tokens(text: str | None, *, field: str) -> int | None:
     return int(value)
 
 
+def parse_count(text: str | None, *, field: str) -> int | None:
+    """A large whole count: ``1000000``, ``1e12`` or ``2.5e9``."""
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise InvalidWorkload(f"--{field} {text!r}: expected a whole number such as 1e12") from None
+    if value != int(value) or value < 1:
+        raise InvalidWorkload(f"--{field} {text!r}: expected a whole number of at least 1")
+    return int(value)
+
+
 def parse_gpus(text: str | None) -> int | None:
     """Whole GPUs only: ``0.5`` or ``0`` are refused with the reason (no MIG, vGPU or time-slicing)."""
     from anchorgpu.units import require_whole_gpus
@@ -106,6 +119,7 @@ def render_plan(plan: Plan) -> None:
                   f"longest context at {w.concurrency} sequences: {plan.max_context_tokens:,} tokens")
     if plan.checkpoint_bytes is not None:
         out.print(f"Checkpoint size: {_fmt(plan.checkpoint_bytes)}")
+    _render_performance(out, plan.extra.get("performance"))
     if plan.suggestions:
         sug = Table(title="What would fit")
         for col in ("change", "what", "GPUs", "per GPU", "headroom"):
@@ -127,6 +141,21 @@ def render_plan(plan: Plan) -> None:
         out.print("[bold]Still to check[/bold]")
         for line in plan.checks:
             out.print(f"  - {line}", markup=False)
+
+
+def _render_performance(out: Any, section: Any) -> None:
+    """One line of speed figures when the performance section carries them."""
+    if not isinstance(section, dict):
+        return
+    labels = (("prefill_s", "time to first token", "{:.3f} s"),
+              ("decode_tokens_per_s_per_user", "decode per user", "{:,.1f} tok/s"),
+              ("decode_tokens_per_s_total", "decode total", "{:,.0f} tok/s"),
+              ("train_tokens_per_s", "training", "{:,.0f} tok/s"),
+              ("train_time_s", "training time", "{:,.0f} s"))
+    parts = [f"{label} {fmt.format(section[key])}" for key, label, fmt in labels
+             if isinstance(section.get(key), int | float)]
+    if parts:
+        out.print("Speed (roofline estimate): " + " · ".join(parts))
 
 
 def _attach_performance(plan: Plan, options: dict[str, Any]) -> Plan:
@@ -174,6 +203,11 @@ def plan_command(
     gpu_memory_utilization: float = typer.Option(0.9, "--gpu-memory-utilization", help="Serving engine's share of GPU memory."),
     max_num_batched_tokens: int | None = typer.Option(None, "--max-num-batched-tokens", help="Engine prefill budget."),
     allow_long_context: bool = typer.Option(False, "--allow-long-context", help="Allow a context beyond the model's limit."),
+    prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens for time to first token (performance)."),
+    output_tokens: int | None = typer.Option(None, "--output-tokens", help="Output tokens per request (performance)."),
+    tokens: str | None = typer.Option(None, "--tokens", help="Training tokens for the training time, e.g. 1e12 (performance)."),
+    mfu: float | None = typer.Option(None, "--mfu", help="Model FLOPs utilization for speed estimates (0-1)."),
+    mbu: float | None = typer.Option(None, "--mbu", help="Memory-bandwidth utilization for decode estimates (0-1)."),
     offline: bool = typer.Option(False, "--offline", help="Never fetch a Hub id."),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON contract."),
 ) -> None:
@@ -201,7 +235,10 @@ def plan_command(
                     offload=offload)  # type: ignore[arg-type]
     result = plan(spec, workload, precision=PrecisionPlan(weights=weights, kv_cache=kv_cache.lower()),
                   layout=layout, gpu=gpu_spec)
-    result = _attach_performance(result, {})
+    perf_options: dict[str, Any] = {"prompt_tokens": parse_tokens(prompt, field="prompt"),
+                                    "output_tokens": output_tokens, "train_tokens": parse_count(tokens, field="tokens"),
+                                    "mfu": mfu, "mbu": mbu}
+    result = _attach_performance(result, {k: v for k, v in perf_options.items() if v is not None})
     if as_json:
         emit_json(plan_to_json(result))
     else:

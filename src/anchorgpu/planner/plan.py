@@ -579,8 +579,11 @@ def _suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload
                         replace(w, micro_batch=1), precision, layout))
         for gpus in (2, 4, 8, 16, 32, 64, 128, 256):
             if gpus > lay.gpus:
-                out.append((f"--gpus {gpus} --zero 3", f"ZeRO-3 over {gpus} GPUs", w, precision,
-                            Layout(gpus=gpus, zero=3, offload=layout.offload)))
+                sharded = Layout(gpus=gpus, zero=3, offload=layout.offload)
+                out.append((f"--gpus {gpus} --zero 3", f"ZeRO-3 over {gpus} GPUs", w, precision, sharded))
+                if w.recompute != "full":
+                    out.append((f"--gpus {gpus} --zero 3 --recompute full", f"ZeRO-3 over {gpus} GPUs, full recompute",
+                                replace(w, recompute="full"), precision, sharded))
         if lay.offload == "none":
             out.append(("--offload optimizer", "keep optimizer state in CPU RAM", w, precision,
                         replace(layout, offload="optimizer")))

@@ -1,0 +1,86 @@
+"""``anchorgpu plan`` through ``main(argv)``: tables, the JSON contract, exit 2 with one line on bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from anchorgpu.cli import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_serving_journey_prints_breakdown_verdict_capacity_and_checks(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "llama-3.1-70b", "--gpu", "h100", "--gpus", "8", "--context", "8k",
+                       "--concurrency", "32")
+    assert code == 0
+    for text in ("Memory per GPU", "weights", "KV cache", "Verdict: FITS", "max concurrency", "Assumed",
+                 "Still to check", "tp_requires_engine_support"):
+        assert text in out
+
+
+def test_json_output_follows_the_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "llama-3.1-70b", "--gpu", "h100", "--gpus", "8", "--context", "8192",
+                       "--concurrency", "32", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["gpu"]["name"] == "h100-sxm" and data["gpus"] == 8 and data["fits"] is True
+    assert data["model"]["params_total"] == 70_553_706_496
+    assert data["per_gpu"]["total_bytes"] > data["per_gpu"]["weights_bytes"] > 0
+    assert data["max_concurrency"] >= 32
+    assert all({"code", "message"} <= set(w) for w in data["warnings"])
+
+
+def test_qlora_journey_on_one_48_gb_card(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "llama-3.1-70b", "--task", "qlora", "--gpu", "l40s", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["precision"]["weights"] == "nf4-dq" and data["workload"]["recompute"] == "full"
+    assert data["fits"] is not None and data["checkpoint_bytes"] > 0
+
+
+def test_a_plan_that_does_not_fit_shows_what_would(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "llama-3.1-70b", "--gpu", "h100", "--context", "8k", "--concurrency", "32")
+    assert code == 0
+    assert "DOES NOT FIT" in out and "What would fit" in out
+
+
+def test_diffusion_plan_with_resolution_images_and_tiling(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "flux.1-dev", "--task", "diffusion", "--gpu", "l40s", "--resolution",
+                       "2048x2048", "--images", "2", "--vae-tiling", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["workload"]["resolution"] == [2048, 2048] and data["workload"]["vae_tiling"] is True
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (("--gpus", "0"), "at least one GPU"),
+        (("--gpus", "0.5"), "only whole GPUs"),
+        (("--tp", "3"), "does not divide"),
+        (("--weights", "int3"), "unknown weight format"),
+        (("--context", "300000"), "--allow-long-context"),
+        (("--context", "lots"), "token count"),
+        (("--task", "pretrain"), "unknown task"),
+        (("--resolution", "big"), "WIDTHxHEIGHT"),
+        (("--zero", "5", "--task", "train"), "ZeRO stages"),
+        (("--gpus", "8", "--tp", "2", "--pp", "2", "--dp", "3"), "tp·pp·dp"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], fragment: str) -> None:
+    code, out, err = run(capsys, "plan", "llama-3.1-8b", *argv)
+    assert code == 2
+    assert err.startswith("error: ") and err.count("\n") == 1
+    assert fragment in err
+    assert out == ""
+
+
+def test_unknown_model_and_gpu_exit_3(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "plan", "llama-9", "--json")[0] == 3
+    assert run(capsys, "plan", "llama-3.1-8b", "--gpu", "h1000")[0] == 3
