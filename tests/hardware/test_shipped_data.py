@@ -125,6 +125,8 @@ def test_every_figure_matches_the_reference_table_cell_by_cell(row: dict[str, st
     assert gpu.partitioning == row["mig_or_partitioning"]
     assert gpu.vendor == row["vendor"]
     assert gpu.architecture == row["architecture"]
+    assert gpu.form_factor == row["form_factor"]
+    assert gpu.interconnect.startswith(row["scaleup_interconnect"])  # "none" may say why: "none (PCIe only)"
     assert list(gpu.sources) == row["sources"].split(";")
     low, _ = cell(row["price_usd_per_gpu_hr_low"])
     high, _ = cell(row["price_usd_per_gpu_hr_high"])
