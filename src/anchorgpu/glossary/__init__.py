@@ -41,8 +41,8 @@ __all__ = [
 
 
 def search(query: str, lang: Lang | None = None, *, limit: int = 10) -> list[SearchHit]:
-    """Entries matching ``query`` in either language, best first (see :mod:`anchorgpu.glossary.search`)."""
-    from anchorgpu.glossary.search import search_glossary
+    """Entries matching ``query`` in either language, best first (see :mod:`anchorgpu.glossary.ranking`)."""
+    from anchorgpu.glossary.ranking import search_glossary
 
     return search_glossary(load_glossary(), query, lang, limit=limit)
 

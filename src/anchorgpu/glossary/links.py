@@ -7,7 +7,7 @@ reads other areas (catalog and hardware), imported inside it.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
@@ -15,6 +15,7 @@ from anchorgpu.glossary.model import FactValue, TryIt
 
 __all__ = [
     "catalog_cli_args",
+    "catalog_url",
     "cli_command",
     "compare_args",
     "matching_offerings",
@@ -82,17 +83,23 @@ def compare_args(pair: tuple[str, str]) -> tuple[str, ...]:
     return ("gpus", "compare", *pair)
 
 
-def catalog_cli_args(filt: Mapping[str, FactValue]) -> tuple[str, ...]:
-    """The part of a glossary filter that ``anchorgpu offerings`` understands directly (``--gpu``, ``--min-gpus``).
+_CLI_FILTER_KEYS = ("gpu", "min_gpus")
 
-    >>> catalog_cli_args({"min_gpus": 8, "interconnect": "nvlink"})
-    ('offerings', '--min-gpus', '8')
+
+def catalog_cli_args(filt: Mapping[str, FactValue]) -> tuple[str, ...] | None:
+    """``anchorgpu offerings`` arguments for a filter, or None when the CLI cannot express all of it.
+
+    >>> catalog_cli_args({"min_gpus": 8, "gpu": "h100"})
+    ('offerings', '--gpu', 'h100', '--min-gpus', '8')
+    >>> catalog_cli_args({"interconnect": "nvlink"}) is None
+    True
     """
+    if not filt or set(filt) - set(_CLI_FILTER_KEYS):
+        return None
     args: list[str] = ["offerings"]
-    if "gpu" in filt:
-        args += ["--gpu", str(filt["gpu"])]
-    if "min_gpus" in filt:
-        args += ["--min-gpus", str(filt["min_gpus"])]
+    for key in _CLI_FILTER_KEYS:
+        if key in filt:
+            args += [f"--{key.replace('_', '-')}", str(filt[key])]
     return tuple(args)
 
 
@@ -110,40 +117,38 @@ def offering_matches(
 ) -> bool:
     """Whether one offering (described by plain values) passes a glossary filter.
 
-    Keys: ``interconnect`` (a word the GPU's scale-up link names, e.g. ``nvlink``, ``infinity fabric``,
-    ``pcie`` meaning none), ``kind`` (``vm``/``bare-metal``), ``vendor``, ``memory_type`` (prefix, e.g.
-    ``HBM3e``), ``fp8``/``fp4`` (hardware support), ``min_gpus``, ``gpu`` (hardware name).
+    Keys: ``interconnect`` (case-insensitive substring of the server's GPU link or fabric, as the catalog
+    page filters: ``nvlink``, ``nvswitch``, ``infinity fabric``, ``pcie``), ``kind`` (``vm``/``bare-metal``),
+    ``vendor``, ``memory_type`` (prefix, e.g. ``HBM3e``), ``fp8``/``fp4`` (hardware support), ``min_gpus``,
+    ``gpu`` (hardware name).
 
     >>> base = dict(offering_kind="bare-metal", gpus=8, gpu_name="h100-sxm", vendor="NVIDIA",
-    ...             interconnect="NVLink 4 (NVSwitch in HGX)", memory_type="HBM3", fp8_hardware=True,
-    ...             fp4_hardware=False)
+    ...             interconnect="NVLink 4 (NVSwitch) 8x400 Gb/s InfiniBand NDR", memory_type="HBM3",
+    ...             fp8_hardware=True, fp4_hardware=False)
     >>> offering_matches({"interconnect": "nvlink"}, **base), offering_matches({"fp4": True}, **base)
     (True, False)
     """
-    link = interconnect.casefold()
-    for key, want in filt.items():
-        if key == "interconnect":
-            wanted = str(want).casefold()
-            ok = ("none" in link or not link) if wanted == "pcie" else (wanted in link and "none" not in link)
-        elif key == "kind":
-            ok = offering_kind == want
-        elif key == "vendor":
-            ok = vendor.casefold() == str(want).casefold()
-        elif key == "memory_type":
-            ok = memory_type.casefold().startswith(str(want).casefold())
-        elif key == "fp8":
-            ok = fp8_hardware == bool(want)
-        elif key == "fp4":
-            ok = fp4_hardware == bool(want)
-        elif key == "min_gpus":
-            ok = gpus >= int(want)
-        elif key == "gpu":
-            ok = gpu_name == want
-        else:  # pragma: no cover - the loader rejects unknown keys
-            ok = False
-        if not ok:
-            return False
-    return True
+    checks: dict[str, Callable[[FactValue], bool]] = {
+        "interconnect": lambda want: str(want).casefold() in interconnect.casefold(),
+        "kind": lambda want: offering_kind == want,
+        "vendor": lambda want: vendor.casefold() == str(want).casefold(),
+        "memory_type": lambda want: memory_type.casefold().startswith(str(want).casefold()),
+        "fp8": lambda want: fp8_hardware == bool(want),
+        "fp4": lambda want: fp4_hardware == bool(want),
+        "min_gpus": lambda want: gpus >= int(want),
+        "gpu": lambda want: gpu_name == want,
+    }
+    return all(key in checks and checks[key](want) for key, want in filt.items())
+
+
+def catalog_url(filt: Mapping[str, FactValue]) -> str:
+    """The catalog page with the part of a filter it understands (gpu, min_gpus, kind, interconnect).
+
+    >>> catalog_url({"interconnect": "nvlink", "fp4": True})
+    '/catalog?interconnect=nvlink'
+    """
+    keys = ("gpu", "min_gpus", "kind", "interconnect")
+    return f"{CATALOG_PATH}?{urlencode({k: str(filt[k]) for k in keys if k in filt})}"
 
 
 def matching_offerings(filt: Mapping[str, FactValue]) -> list[Any]:
@@ -162,7 +167,7 @@ def matching_offerings(filt: Mapping[str, FactValue]) -> list[Any]:
             gpus=offering.gpus,
             gpu_name=spec.name,
             vendor=spec.vendor,
-            interconnect=spec.interconnect,
+            interconnect=f"{offering.interconnect} {offering.fabric}",
             memory_type=spec.memory_type,
             fp8_hardware=spec.fp8_hardware,
             fp4_hardware=spec.fp4_hardware,
@@ -174,12 +179,14 @@ def matching_offerings(filt: Mapping[str, FactValue]) -> list[Any]:
 def try_it_json(try_it: TryIt) -> dict[str, Any]:
     """The ``try_it`` object of the JSON contract, plus ready commands and page URLs."""
     compare = list(try_it.compare) if try_it.compare else None
+    offerings_args = catalog_cli_args(try_it.catalog_filter)
     return {
         "planner_args": [list(a) for a in try_it.planner_args],
         "catalog_filter": dict(try_it.catalog_filter) or None,
         "compare": compare,
         "commands": [cli_command(a) for a in try_it.planner_args]
-        + ([cli_command(catalog_cli_args(try_it.catalog_filter))] if try_it.catalog_filter else [])
+        + ([cli_command(offerings_args)] if offerings_args else [])
         + ([cli_command(compare_args(try_it.compare))] if try_it.compare else []),
         "planner_urls": [planner_url(a) for a in try_it.planner_args if a[0] == "plan"],
+        "catalog_url": catalog_url(try_it.catalog_filter) if try_it.catalog_filter else None,
     }
