@@ -353,7 +353,7 @@ def list_allocations(uow: AbstractUnitOfWork, *, account_id: str, clock: Clock) 
     """The account's allocations, oldest first, with states at the clock's now."""
     now = _now(clock)
     with uow:
-        allocations = uow.allocations.list(account_id)
+        allocations = uow.allocations.for_account(account_id)
     return [allocation_to_json(a, now) for a in allocations]
 
 

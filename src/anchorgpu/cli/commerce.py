@@ -194,7 +194,9 @@ def stock_show_command(as_json: JsonOpt = False) -> None:
     store = _store()
     stock = list_stock(store.uow_factory())
     free = list_stock(store.uow_factory(), clock=store.clock)
-    rows = [{"offering": o, "region": r, "stock": s, "available_now": free.get((o, r), 0)} for (o, r), s in sorted(stock.items())]
+    rows: list[dict[str, Any]] = [
+        {"offering": o, "region": r, "stock": s, "available_now": free.get((o, r), 0)} for (o, r), s in sorted(stock.items())
+    ]
     if as_json:
         emit_json(rows)
         return

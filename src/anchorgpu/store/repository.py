@@ -259,7 +259,7 @@ class AllocationRepository:
             return None
         return _allocation(row, self._events([row.id]).get(row.id, ()))
 
-    def list(self, account_id: str) -> list[Allocation]:
+    def for_account(self, account_id: str) -> list[Allocation]:
         rows = list(self._session.scalars(
             select(AllocationRow).where(AllocationRow.account_id == account_id).order_by(AllocationRow.created_at, AllocationRow.id)
         ))
