@@ -1,0 +1,53 @@
+"""Runs inside the benchmark's own venv (/work/main/.bench-venv) with llm-analysis installed unmodified.
+
+Reads a JSON job on stdin: {"model_config": {...}, "configs": [{gpu_name, dtype_name, tp, pp, dp, batch,
+seq_len, tokens, kv_bytes}, ...]}; evaluates every configuration one by one with ``llm_analysis.analysis.infer``
+and prints {"seconds": ..., "evaluated": ..., "decode_tokens_per_sec": [...]} on stdout (null where
+llm-analysis refused the configuration as not fitting: it asserts instead of answering).
+Imports are done before the clock starts, so only the per-configuration analysis is timed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+
+logging.disable(logging.WARNING)  # llm-analysis warns on every call; silence it for a fair timing
+
+from llm_analysis.analysis import infer  # noqa: E402
+
+
+def main() -> None:
+    job = json.load(sys.stdin)
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump(job["model_config"], handle)
+        model_path = handle.name
+    results = []
+    try:
+        try:  # warm llm-analysis's config caches (a 70B model does not fit its default single GPU)
+            infer(model_name=model_path, gpu_name="h100-sxm-80gb", tp_size=8, log_level="ERROR")
+        except AssertionError:
+            pass
+        start = time.perf_counter()
+        for c in job["configs"]:
+            try:
+                summary = infer(
+                    model_name=model_path, gpu_name=c["gpu_name"], dtype_name=c["dtype_name"], log_level="ERROR",
+                    batch_size_per_gpu=c["batch"], tp_size=c["tp"], pp_size=c["pp"], dp_size=c["dp"],
+                    seq_len=c["seq_len"], num_tokens_to_generate=c["tokens"], kv_cache_dtype_bytes=c["kv_bytes"],
+                )
+                results.append(summary.get("decode_tokens_per_sec"))
+            except AssertionError:  # llm-analysis asserts when a configuration does not fit its memory model
+                results.append(None)
+        seconds = time.perf_counter() - start
+    finally:
+        os.unlink(model_path)
+    json.dump({"seconds": seconds, "evaluated": len(job["configs"]), "decode_tokens_per_sec": results}, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

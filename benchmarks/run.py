@@ -1,0 +1,151 @@
+"""AnchorGPU benchmarks (not timed tests). Run from the repository root:
+
+    .venv/bin/python benchmarks/run.py
+
+Prints, measured in the same run:
+
+(a) configurations evaluated per second by our vectorized sweep vs llm-analysis evaluating the same kind
+    of configuration one by one (llm-analysis runs unmodified in its own venv, ``.bench-venv``; set it up
+    with ``python3 -m venv .bench-venv && .bench-venv/bin/pip install --no-deps llm-analysis fire termcolor``);
+    and the wall time of the full-catalog sweep for a 70B serving workload (goal: < 0.5 s);
+(b) ``anchorgpu plan`` cold start (process start to answer) minus ``python -c pass`` (goal: < 0.5 s),
+    and the same for the ``anchorgpu recommend`` done-when command (goal: answer < 1 s).
+
+Timings are the median of several repetitions; the machine's load is printed with them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV_PY = ROOT / ".venv" / "bin" / "python"
+BENCH_PY = ROOT / ".bench-venv" / "bin" / "python"
+ANCHORGPU = ROOT / ".venv" / "bin" / "anchorgpu"
+
+# our catalog GPU id -> llm-analysis gpu config (the GPUs both know); our weight format -> its dtype config
+LLM_ANALYSIS_GPUS = {"a100-80gb-sxm": "a100-sxm-80gb", "h100-sxm": "h100-sxm-80gb", "h100-pcie": "h100-pcie-80gb"}
+LLM_ANALYSIS_DTYPES = {"bf16": "w16a16e16", "fp8": "w8a8e16", "int4-awq": "w4a16e16"}
+
+
+def _median_s(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _process_s(argv: list[str], repeat: int) -> float:
+    def once() -> None:
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+
+    once()  # warm the OS file cache
+    return _median_s(once, repeat)
+
+
+def sweep_benchmark(repeat: int) -> dict[str, object]:
+    from anchorgpu.architectures import load_model
+    from anchorgpu.catalog import load_catalog
+    from anchorgpu.planner import Workload
+    from anchorgpu.planner.sweep import SweepSpec, sweep
+    from anchorgpu.recommend import shapes_from_catalog
+
+    model = load_model("llama-3.1-70b")
+    shapes = shapes_from_catalog(load_catalog().offerings)
+    done_when = SweepSpec(workload=Workload(task="inference", context_tokens=8192, concurrency=32))
+    ladder = SweepSpec(workload=Workload(task="inference", context_tokens=8192))  # batch 1..512 as well
+    result = sweep(model, shapes, done_when)
+    ladder_result = sweep(model, shapes, ladder)
+    t_done = _median_s(lambda: sweep(model, shapes, done_when), repeat)
+    t_ladder = _median_s(lambda: sweep(model, shapes, ladder), repeat)
+    return {"model": model, "result": result, "ladder": ladder_result, "t_done": t_done, "t_ladder": t_ladder}
+
+
+def llm_analysis_job(model, result, sample: int) -> dict[str, object]:
+    """A sample of our own configurations, restricted to the GPUs llm-analysis knows, in its vocabulary."""
+    c = result.columns
+    candidates = [i for i in range(result.evaluated)  # configurations that fit, on GPUs llm-analysis knows
+                  if c["fits"][i] and result.shapes[int(c["shape"][i])].gpu.name in LLM_ANALYSIS_GPUS]
+    rng = random.Random(42)
+    picked = rng.sample(candidates, min(sample, len(candidates)))
+    configs = []
+    for i in picked:
+        row = result.row(i)
+        configs.append({
+            "gpu_name": LLM_ANALYSIS_GPUS[row["gpu"]], "dtype_name": LLM_ANALYSIS_DTYPES[row["weights"]],
+            "tp": row["tp"], "pp": row["pp"], "dp": row["dp"], "batch": -(-row["concurrency"] // row["dp"]),
+            "seq_len": result.prompt_tokens, "tokens": result.output_tokens,
+            "kv_bytes": 2 if row["kv_cache"] == "bf16" else 1,
+        })
+    model_config = {
+        "name": model.name, "num_layers": model.num_layers, "n_head": model.num_attention_heads,
+        "hidden_dim": model.hidden_size, "vocab_size": model.vocab_size, "max_seq_len": model.max_context_tokens,
+        "num_key_value_heads": model.num_kv_heads, "model_type": "llama",
+        # llm-analysis refuses an MLP width that is not a whole multiple of the hidden size (28,672 / 8,192 =
+        # 3.5); its own Llama-2-70B config uses 4 x hidden, so we do too. The timing does not depend on it.
+        "ffn_embed_dim": -(-model.intermediate_size // model.hidden_size) * model.hidden_size,
+    }
+    return {"model_config": model_config, "configs": configs}
+
+
+def run_llm_analysis(job: dict[str, object]) -> dict[str, float] | None:
+    if not BENCH_PY.exists():
+        return None
+    worker = ROOT / "benchmarks" / "_llm_analysis_worker.py"
+    out = subprocess.run([str(BENCH_PY), str(worker)], input=json.dumps(job), capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    data: dict[str, float] = json.loads(out.stdout)
+    return data
+
+
+def main() -> int:
+    sys.path.insert(0, str(ROOT / "src"))
+    repeat = int(os.environ.get("BENCH_REPEAT", "7"))
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (1 min)")
+
+    s = sweep_benchmark(repeat)
+    result, ladder = s["result"], s["ladder"]
+    ours_rate = ladder.evaluated / s["t_ladder"]
+    print("\n(a) sweep throughput")
+    print(f"  full-catalog 70B serving sweep (context 8192, concurrency 32): {result.evaluated:,} configurations "
+          f"in {s['t_done'] * 1e3:.1f} ms  (goal < 500 ms) -> {result.evaluated / s['t_done']:,.0f} configurations/s")
+    print(f"  same sweep over batch 1..512: {ladder.evaluated:,} configurations in {s['t_ladder'] * 1e3:.1f} ms "
+          f"-> {ours_rate:,.0f} configurations/s")
+    job = llm_analysis_job(s["model"], ladder, int(os.environ.get("BENCH_LLM_ANALYSIS_SAMPLE", "300")))
+    theirs = run_llm_analysis(job)
+    if theirs is None:
+        print(f"  llm-analysis: not installed in {BENCH_PY.parent.parent} (see the module docstring)")
+    else:
+        their_rate = theirs["evaluated"] / theirs["seconds"]
+        refused = sum(1 for x in theirs["decode_tokens_per_sec"] if x is None)
+        print(f"  llm-analysis {theirs['evaluated']} of the same configurations one by one: {theirs['seconds']:.2f} s "
+              f"-> {their_rate:,.0f} configurations/s ({theirs['seconds'] / theirs['evaluated'] * 1e3:.2f} ms each; "
+              f"it refused {refused} as not fitting)")
+        print(f"  RATIO per configuration, ours / llm-analysis: {ours_rate / their_rate:,.0f}x "
+              f"(done-when grid: {result.evaluated / s['t_done'] / their_rate:,.0f}x; goal >= 1000x)")
+
+    print("\n(b) cold start (process start to answer)")
+    base = _process_s([str(VENV_PY), "-c", "pass"], repeat)
+    plan_s = _process_s([str(ANCHORGPU), "plan", "llama-3.1-70b", "--gpu", "h100", "--gpus", "4", "--context", "8k",
+                         "--concurrency", "32", "--json"], repeat)
+    rec_s = _process_s([str(ANCHORGPU), "recommend", "llama-3.1-70b", "--task", "inference", "--context", "8192",
+                        "--concurrency", "32", "--term", "1month"], max(3, repeat // 2))
+    print(f"  python -c pass:                {base * 1e3:7.0f} ms")
+    print(f"  anchorgpu plan ... --json:     {plan_s * 1e3:7.0f} ms  -> cold start over python: "
+          f"{(plan_s - base) * 1e3:.0f} ms (goal < 500 ms); RATIO {plan_s / base:.1f}x python -c pass")
+    print(f"  anchorgpu recommend (done-when): {rec_s * 1e3:5.0f} ms  (goal < 1000 ms)")
+    print(f"\nload average after the run: {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
