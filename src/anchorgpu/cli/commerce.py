@@ -1,6 +1,6 @@
 """Commerce commands: offerings and stock, quotes, booking and the allocation actions, accounts.
 
-    anchorgpu offerings [--gpu G --min-gpus N --max-usd-per-gpu-hour X --region R] [--json]
+    anchorgpu offerings [--gpu G --min-gpus N --max-usd-per-gpu-hour X --region R --interconnect I] [--json]
     anchorgpu stock show [--json]            anchorgpu stock set OFFERING N [--region R]
     anchorgpu quote OFFERING --term 1month [--quantity N] [--option KEY=N] [--region R] [--json]
     anchorgpu book QUOTE_ID [--idempotency-key K] [--json]
@@ -142,6 +142,7 @@ def offerings_command(
     min_gpus: Annotated[int | None, typer.Option(help="At least this many GPUs per server.")] = None,
     max_usd_per_gpu_hour: Annotated[str | None, typer.Option(help="At most this 730-h comparison rate, USD.")] = None,
     region: Annotated[str | None, typer.Option(help="Only this region, e.g. us-east.")] = None,
+    interconnect: Annotated[str | None, typer.Option(help="Substring of the GPU link or server fabric, e.g. nvlink, infiniband.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List offerings (server shapes) with list prices and stock per region, cheapest first."""
@@ -149,7 +150,8 @@ def offerings_command(
     from anchorgpu.catalog import find_offerings, load_catalog, offering_regions, offering_to_json, offerings_table
 
     catalog = load_catalog()
-    found = find_offerings(catalog, gpu=gpu, min_gpus=min_gpus, max_usd_per_gpu_hour=max_usd_per_gpu_hour, region=region)
+    found = find_offerings(catalog, gpu=gpu, min_gpus=min_gpus, max_usd_per_gpu_hour=max_usd_per_gpu_hour, region=region,
+                           interconnect=interconnect)
     store = _store()
     stock = list_stock(store.uow_factory())
     free = list_stock(store.uow_factory(), clock=store.clock)
