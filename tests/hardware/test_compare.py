@@ -54,7 +54,7 @@ def test_uncertain_inputs_mark_the_ratio_uncertain_on_the_right_side() -> None:
     link = c.metric("interconnect_bandwidth_bytes_per_s")
     assert link.uncertain and link.a_uncertain and not link.b_uncertain  # 1,075? GB/s is secondary
     assert link.ratio == pytest.approx(1075 / 1800)
-    assert any(s.startswith("Uncertain: Scale-up link") for s in c.statements)
+    assert any(s.startswith("Uncertain (Scale-up link (per GPU, bidirectional))") for s in c.statements)
     assert not compare_gpus(get_gpu("h200"), get_gpu("h100")).metric("bf16_flops_per_s").uncertain
 
 
@@ -112,3 +112,17 @@ def test_memory_ratio_uses_usable_not_headline_memory() -> None:
     c = compare_gpus(get_gpu("b300"), get_gpu("b200"))
     assert c.metric("memory_bytes").ratio == pytest.approx(270 / 180)  # S5: 270 GB vs 180 GB on the platform
     assert get_gpu("b300").memory_bytes / GB > 270  # GiB, so slightly more than 270 decimal GB
+
+
+def test_b300_vs_b200_points_out_the_cut_in_fp64_and_int8() -> None:
+    # gpu_specs.md section 3: B300 keeps B200's dense BF16/FP8 but cuts INT8 (154? TOPS) and FP64 (1.2 TF) hard
+    text = " ".join(compare_gpus(get_gpu("b300"), get_gpu("b200")).statements)
+    assert "FP64: b300 has far less (1.2 vs 37 TFLOP/s dense), so prefer b200" in text
+    assert "INT8: b300 has far less (154? vs 4,500 TOP/s dense)" in text
+    assert "same dense BF16 throughput" in text
+    assert "b300 has 1.56x the dense FP4 throughput of b200" in text
+
+
+def test_speed_statements_name_the_faster_gpu_first() -> None:
+    text = " ".join(compare_gpus(get_gpu("h100-pcie"), get_gpu("h100")).statements)
+    assert "h100-sxm has 1.31x the dense FP8 throughput of h100-pcie" in text  # 1979 / 1513 (S2)

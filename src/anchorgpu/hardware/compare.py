@@ -156,6 +156,12 @@ def _gib(n_bytes: float) -> str:
     return f"{n_bytes / GIB:,.0f} GiB"
 
 
+def _tera(peak: Peak) -> str:
+    """A known peak in units of 10^12 per second, with ``?`` when uncertain."""
+    value = (peak.flops_per_s or 0) / 1e12
+    return f"{value:,.4g}" + ("?" if peak.uncertain else "")
+
+
 def _statements(a: GpuSpec, b: GpuSpec, rows: dict[str, MetricComparison]) -> list[str]:
     out: list[str] = []
     mem = rows["memory_bytes"].ratio
@@ -205,11 +211,20 @@ def _statements(a: GpuSpec, b: GpuSpec, rows: dict[str, MetricComparison]) -> li
                 f"FP4 formats differ: {a.name} supports {', '.join(a.fp4_formats)}, {b.name} {', '.join(b.fp4_formats)}; "
                 f"a checkpoint quantized to one format needs hardware (and kernels) for that format."
             )
-        if flag_a and flag_b and rows[f"{precision}_flops_per_s"].ratio is not None:
-            ratio = rows[f"{precision}_flops_per_s"].ratio
-            assert ratio is not None
-            if abs(ratio - 1) >= 0.005:
-                out.append(f"{label}: both support it; {a.name} has {_fmt_ratio(ratio)} the dense {label} throughput of {b.name}.")
+        ratio = rows[f"{precision}_flops_per_s"].ratio
+        if flag_a and flag_b and ratio is not None and abs(ratio - 1) >= 0.005:
+            fast, slow = (a, b) if ratio > 1 else (b, a)
+            out.append(f"{label}: both support it; {fast.name} has {_fmt_ratio(max(ratio, 1 / ratio))} the dense {label} throughput of {slow.name}.")
+    for precision, label, use in (("fp64", "FP64", "scientific/HPC double-precision work"), ("int8", "INT8", "INT8-quantized inference")):
+        pa, pb = a.peaks[precision], b.peaks[precision]
+        if pa.flops_per_s and pb.flops_per_s and not 0.5 <= pa.flops_per_s / pb.flops_per_s <= 2:
+            fast, slow = (a, b) if pa.flops_per_s > pb.flops_per_s else (b, a)
+            fast_peak, slow_peak = (pa, pb) if fast is a else (pb, pa)
+            unit = "TOP/s" if precision == "int8" else "TFLOP/s"
+            out.append(
+                f"{label}: {slow.name} has far less ({_tera(slow_peak)} vs {_tera(fast_peak)} {unit} dense), "
+                f"so prefer {fast.name} for {use}."
+            )
     if a.scaleup_domain_gpus != b.scaleup_domain_gpus:
         for gpu in (a, b):
             if gpu.scaleup_domain_gpus == 1:
@@ -236,8 +251,8 @@ def _statements(a: GpuSpec, b: GpuSpec, rows: dict[str, MetricComparison]) -> li
     doubtful = [row.label for row in rows.values() if row.uncertain]
     if doubtful:
         out.append(
-            f"Uncertain: {', '.join(doubtful)} rest on secondary sources or conflicting documents (marked '?'); "
-            f"check them before you rely on the ratio."
+            f"Uncertain ({', '.join(doubtful)}): a figure on at least one side rests on a secondary source or on "
+            f"conflicting documents (marked '?'); check it before you rely on the ratio."
         )
     return out
 
