@@ -1,0 +1,111 @@
+"""The newcomer's flow through the CLI (`main([...])`), on SQLite and on PostgreSQL by one variable:
+list offerings → quote a month → book → retry with the same key → stop (end and price unchanged)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from anchorgpu.cli import main
+
+
+@pytest.fixture
+def cli(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Any:
+    monkeypatch.setenv("ANCHORGPU_DATABASE_URL", db_url)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("ANCHORGPU_API_KEY", raising=False)
+
+    def run(*argv: str, code: int = 0) -> Any:
+        result = main(list(argv))
+        out, err = capsys.readouterr()
+        assert result == code, f"exit {result}; stderr: {err}"
+        if "--json" in argv and code == 0:
+            return json.loads(out), err
+        return out, err
+
+    return run
+
+
+def test_the_newcomer_flow_books_once_and_stop_keeps_end_and_price(cli: Any) -> None:
+    offerings, _ = cli("offerings", "--gpu", "h100", "--json")
+    h100 = next(o for o in offerings if o["id"] == "h100-sxm-1x-vm" and o["region"] == "us-east")
+    assert h100["stock"] == 48 and h100["prices_usd"]["month"] == "2190.00"  # catalog/data/*.csv
+
+    quote, _ = cli("quote", "h100-sxm-1x-vm", "--term", "1month", "--json")
+    assert quote["total_usd"] == "2190.00" and quote["term"]["hours"] == 720
+
+    booked, err = cli("book", quote["id"], "--idempotency-key", "newcomer-1", "--json")
+    assert "idempotency key: newcomer-1" in err
+    again, err = cli("book", quote["id"], "--idempotency-key", "newcomer-1", "--json")
+    assert again == booked and "replayed" in err
+
+    stopped, _ = cli("stop", booked["id"], "--json")
+    assert stopped["state"] == "stopped"
+    assert (stopped["ends_at"], stopped["amount_usd"]) == (booked["ends_at"], booked["amount_usd"])
+    assert "does not pause the paid term" in stopped["notice"]
+
+    listed, _ = cli("allocations", "--json")
+    assert [a["id"] for a in listed] == [booked["id"]]
+
+
+def test_a_generated_key_is_printed_so_a_retry_can_reuse_it(cli: Any) -> None:
+    quote, _ = cli("quote", "l4-1x-vm", "--term", "8h", "--json")
+    first, err = cli("book", quote["id"], "--json")
+    key = err.split("idempotency key: ")[1].split()[0]
+    again, err = cli("book", quote["id"], "--idempotency-key", key, "--json")
+    assert again == first and "replayed" in err
+
+
+def test_exit_codes_name_bad_input_unknown_ids_and_conflicts(cli: Any) -> None:
+    _, err = cli("quote", "h100-sxm-1x-vm", "--term", "3 fortnights", code=2)
+    assert err.startswith("error: ") and err.count("\n") == 1
+    cli("quote", "h100-sxm-1x-vm", "--term", "1w", "--option", "nvme-tb", code=2)
+    cli("book", "q_nope", code=3)
+    quote, _ = cli("quote", "h100-sxm-1x-vm", "--term", "1w", "--json")
+    cli("book", quote["id"])
+    _, err = cli("book", quote["id"], code=4)
+    assert "already bought" in err
+    cli("book", quote["id"], "--idempotency-key", "x" * 256, code=2)
+
+
+def test_stock_set_limits_new_bookings_only(cli: Any) -> None:
+    quote, _ = cli("quote", "b300-8x-bm", "--term", "1w", "--json")
+    cli("book", quote["id"])
+    result, _ = cli("stock", "set", "b300-8x-bm", "0", "--json")
+    assert result == {"offering": "b300-8x-bm", "region": "us-east", "stock": 0, "booked_now": 1}
+    quote, _ = cli("quote", "b300-8x-bm", "--term", "1w", "--json")
+    _, err = cli("book", quote["id"], code=4)
+    assert "insufficient" in err or "free" in err
+    listed, _ = cli("allocations", "--json")
+    assert [a["state"] for a in listed] == ["active"]
+
+
+def test_another_account_by_api_key_sees_nothing_of_the_local_one(cli: Any) -> None:
+    quote, _ = cli("quote", "h100-sxm-1x-vm", "--term", "1w", "--json")
+    booked, _ = cli("book", quote["id"], "--json")
+    created, _ = cli("accounts", "create", "bob", "--json")
+    assert set(created) == {"account_id", "api_key"}
+    listed, _ = cli("allocations", "--api-key", created["api_key"], "--json")
+    assert listed == []
+    cli("stop", booked["id"], "--api-key", created["api_key"], code=3)
+    cli("allocations", "--api-key", "agpu_not-a-key", code=3)
+
+
+def test_extend_start_and_terminate_from_the_cli(cli: Any) -> None:
+    quote, _ = cli("quote", "h100-sxm-1x-vm", "--term", "1w", "--json")
+    booked, _ = cli("book", quote["id"], "--json")
+    extended, _ = cli("extend", booked["id"], "--term", "1w", "--json")
+    assert extended["paid_hours"] == 336
+    cli("stop", booked["id"])
+    started, _ = cli("start", booked["id"], "--json")
+    assert started["state"] == "active"
+    ended, _ = cli("terminate", booked["id"], "--json")
+    assert ended["state"] == "terminated" and ended["amount_usd"] == extended["amount_usd"]
+
+
+def test_db_upgrade_reports_the_newest_revision(cli: Any) -> None:
+    result, _ = cli("db", "upgrade", "--json")
+    assert result["revision"] == result["head"] == result["from_revision"]  # the fixture database is migrated
