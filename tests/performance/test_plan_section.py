@@ -76,3 +76,12 @@ def test_tp_across_servers_is_timed_over_the_network_and_warned() -> None:
     inside = plan_performance(plan(model, Workload(context_tokens=4096, concurrency=8), layout=Layout(gpus=8, tp=8),
                                    gpu=get_gpu("h100")))
     assert section["tp_communication_s_per_step"] > inside["tp_communication_s_per_step"]
+
+
+def test_attach_performance_puts_the_section_where_plan_to_json_emits_it() -> None:
+    from anchorgpu.planner import plan_to_json
+    from anchorgpu.planner.performance import attach_performance
+
+    p = plan(load_model("llama-3.1-8b"), Workload(context_tokens=4096), gpu=get_gpu("h100"))
+    data = plan_to_json(attach_performance(p, mfu=0.5))
+    assert KEYS <= set(data["performance"]) and any("mfu 0.5" in a for a in data["performance"]["assumptions"])

@@ -47,6 +47,7 @@ __all__ = [
     "Recompute",
     "TrainingStep",
     "allreduce_s",
+    "attach_performance",
     "attention_flops_per_token",
     "checkpoint_bytes",
     "checkpoint_write_s",
@@ -701,6 +702,16 @@ def plan_performance(
             seq_tokens=w.seq_tokens or min(model.max_context_tokens, 4096), micro_batch=w.micro_batch,
             recompute=w.recompute or "none", checkpoint_size_bytes=plan.checkpoint_bytes or whole_weights)
     return performance_to_json(estimate)
+
+
+def attach_performance(plan: Plan, **options: Any) -> Plan:
+    """``plan`` with its ``performance`` section attached under ``Plan.extra`` (what ``plan_to_json`` emits).
+
+    ``options`` are those of :func:`plan_performance` (prompt_tokens, output_tokens, train_tokens, mfu, mbu …).
+    """
+    from dataclasses import replace
+
+    return replace(plan, extra={**plan.extra, "performance": plan_performance(plan, **options)})
 
 
 # ---------------------------------------------------------------------------------- doctest helpers
