@@ -339,7 +339,7 @@ def test_training_suggestions_include_sharding_or_recompute() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "fragment"),
     [
-        (dict(layout=Layout(gpus=0)), "at least one whole GPU"),
+        (dict(layout=Layout(gpus=0)), "at least one GPU"),
         (dict(layout=Layout(tp=3)), "does not divide the 32 attention heads"),
         (dict(layout=Layout(gpus=8, tp=2, pp=2, dp=4)), "tp·pp·dp"),
         (dict(layout=Layout(gpus=6, tp=4)), "not a multiple"),
@@ -415,3 +415,16 @@ def test_one_estimate_takes_milliseconds() -> None:
         plan(model, Workload(context_tokens=8192, concurrency=32), layout=Layout(gpus=8), gpu=gpu)
     assert (time.perf_counter() - start) / 20 < 0.1
     assert GIB  # units imported for readers comparing figures
+
+
+def test_lora_on_a_fused_qkv_matrix_counts_one_adapter_pair() -> None:
+    model = load_model("gpt2")  # c_attn fuses q, k and v: 768 -> 2304
+    assert mm.adapter_params(model, rank=8, targets=("q",)) == 8 * (768 + 2304) * 12
+    with pytest.raises(InvalidWorkload) as excinfo:
+        plan(model, Workload(task="lora", lora_targets=("gate",)))
+    assert "match no linear layer" in str(excinfo.value)
+
+
+def test_zero_gpus_is_an_invalid_workload() -> None:
+    with pytest.raises(InvalidWorkload):
+        plan(load_model("llama-3.1-8b"), layout=Layout(gpus=0))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Literal
 
 from anchorgpu.architectures.spec import ModelSpec
@@ -162,8 +163,8 @@ def optimizer_moment_bytes(
 def adapter_params(model: ModelSpec, *, rank: int, targets: Sequence[str]) -> int:
     """LoRA adapter parameters: r · (d_in + d_out) per targeted matrix (Hu et al. 2021, section 4).
 
-    A target ``gate`` also matches ``shared_gate`` and ``expert_gate``; a fused matrix (``gate_up``) is
-    targeted when any of its parts is, and counted once (one adapter pair on the fused weight).
+    A target ``gate`` also matches ``shared_gate`` and ``expert_gate``; a fused matrix (``gate_up``,
+    ``qkv``) is targeted when any of its parts is, and counted once (one adapter pair on the fused weight).
 
     >>> from anchorgpu.planner._examples import tiny_model
     >>> adapter_params(tiny_model(), rank=4, targets=("q", "v"))  # 2 layers: 4·(64+64)·2 + 4·(64+32)·2
@@ -174,7 +175,8 @@ def adapter_params(model: ModelSpec, *, rank: int, targets: Sequence[str]) -> in
     for group in model.linear_groups:
         prefix, _, rest = group.name.partition("_")
         base = rest if prefix in ("expert", "shared") else group.name
-        if group.name in wanted or any(part in wanted for part in base.split("_")):
+        parts = ("q", "k", "v") if base == "qkv" else tuple(base.split("_"))
+        if group.name in wanted or any(part in wanted for part in parts):
             total += rank * (group.d_in + group.d_out) * group.count
     return total
 
@@ -217,14 +219,24 @@ def kv_cache_bytes(
     1073741824
     """
     values = kv_values_per_token_per_gpu(model, tp=tp)
-    windows = model.layer_windows or (None,) * model.num_layers
+    groups = _window_groups(model.layer_windows or (None,) * model.num_layers)
     token_slots = 0
-    for window in windows:
+    for window, layers in groups:
         tokens = context_tokens if window is None else min(context_tokens, window)
-        token_slots += ceil_div(tokens, block_size) * block_size
+        token_slots += ceil_div(tokens, block_size) * block_size * layers
     stage = stage_layers(model.num_layers, pp)
-    total = token_slots * values * bytes_per_value * sequences * stage / max(1, len(windows))
+    layers_total = sum(layers for _, layers in groups)
+    total = token_slots * values * bytes_per_value * sequences * stage / max(1, layers_total)
     return math.ceil(total)
+
+
+@lru_cache(maxsize=256)
+def _window_groups(windows: tuple[int | None, ...]) -> tuple[tuple[int | None, int], ...]:
+    """Layers grouped by attention window: ((window, layer count), …) in first-seen order."""
+    counts: dict[int | None, int] = {}
+    for window in windows:
+        counts[window] = counts.get(window, 0) + 1
+    return tuple(counts.items())
 
 
 # --------------------------------------------------------------------------------------------------

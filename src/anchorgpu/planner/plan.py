@@ -39,6 +39,8 @@ from anchorgpu.units import GIB, fmt_bytes, require_whole_gpus
 __all__ = ["MemoryBreakdown", "Plan", "ResolvedLayout", "Suggestion", "plan"]
 
 GPUS_PER_SERVER = 8
+BASE_CHECK = ("Confirm with a short run on the real engine and GPU: framework, kernel and allocator versions move "
+              "the measured peak by several percent.")
 TRAIN_FORMATS = ("bf16", "fp16", "fp32")
 
 
@@ -197,6 +199,8 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
                     assumptions: list[str]) -> ResolvedLayout:
     for name in ("tp", "pp", "dp", "ep"):
         _positive(name, getattr(layout, name))
+    if layout.gpus is not None and not isinstance(layout.gpus, bool) and layout.gpus == 0:
+        raise InvalidWorkload("gpus=0: at least one GPU is needed")
     gpus = None if layout.gpus is None else require_whole_gpus(layout.gpus)
     if layout.zero not in (0, 1, 2, 3):
         raise InvalidWorkload(f"zero={layout.zero!r}: ZeRO stages are 0, 1, 2 and 3")
@@ -352,6 +356,9 @@ def _inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: Pr
     kv = _kv_request(model, ctx, per_replica, precision, lay, w)
     breakdown["kv_per_sequence_bytes"] = kv_one
     assumptions.append(
+        "KV cache shown is what the requested sequences need; the engine pre-allocates its whole KV capacity "
+        "(breakdown kv_cache_capacity_bytes) up to the utilization cap.")
+    assumptions.append(
         "CUDA context sits outside the engine budget (in the 1 - gpu_memory_utilization margin); CUDA graphs "
         "are inside the profiled activation peak (vLLM V1).")
     per_gpu = MemoryBreakdown(weights_bytes=weights, kv_cache_bytes=kv, activations_bytes=prefill + sampler,
@@ -415,6 +422,9 @@ def _training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFor
             "bf16-true training: no fp32 master copy; optimizer moments kept in bf16.")
     else:
         adapters = mm.adapter_params(model, rank=w.lora_rank, targets=w.lora_targets)
+        if adapters == 0:
+            names = ", ".join(g.name for g in model.linear_groups)
+            raise InvalidWorkload(f"lora-targets {','.join(w.lora_targets)} match no linear layer of {model.name} ({names})")
         adapters_gpu = math.ceil(adapters * share)
         value = 4 if mixed else 2
         breakdown["lora_adapter_params"] = adapters
@@ -689,7 +699,7 @@ def plan(
                                          f"{fmt_bytes(-headroom)} more than the {fmt_bytes(terms.budget_bytes)} available"))
     else:
         warnings.append(make_warning("no_gpu_given", "no GPU named: fit and capacity not evaluated"))
-    checks = tuple(dict.fromkeys(WARNING_CODES[x.code].check for x in warnings))
+    checks = tuple(dict.fromkeys([WARNING_CODES[x.code].check for x in warnings] + [BASE_CHECK]))
     suggestions: tuple[Suggestion, ...] = ()
     if suggest and fits is False and gpu is not None:
         suggestions = _suggestions(model, terms.workload, prec, lay_in, lay, fmt, gpu, ov)
