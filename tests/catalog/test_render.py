@@ -41,6 +41,27 @@ def test_the_table_shows_every_row_and_says_unpriced() -> None:
     out = io.StringIO()
     Console(file=out, width=250, color_system=None).print(offerings_table(rows, title="offerings"))
     text = out.getvalue()
-    assert "h100-sxm-1x-vm" in text and "$2,190.00" in text and "$3.00" in text
+    assert "h100-sxm-1x-vm" in text and "2,190.00" in text and "3.00" in text and "730 h" in text
     assert "unpriced" in text  # gb200 by the hour
     assert text.count("h100-sxm-8x-bm") == 3  # one row per region
+
+
+def test_the_narrow_table_fits_80_columns_without_cutting_ids_or_prices() -> None:
+    from rich.console import Console
+
+    rows = [(o, r, 12) for o, r in offering_regions(load_catalog().offerings)]
+    out = io.StringIO()
+    Console(file=out, width=80, color_system=None).print(offerings_table(rows))
+    text = out.getvalue()
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
+    assert "a100-80gb-sxm-8x-bm" in text and "41,464.00" in text and "unpriced" in text
+
+
+def test_the_wide_table_adds_host_network_and_interconnect() -> None:
+    from rich.console import Console
+
+    out = io.StringIO()
+    Console(file=out, width=250, color_system=None).print(
+        offerings_table([(load_catalog().offering("h100-sxm-8x-bm"), "us-east", 3)], wide=True))
+    text = out.getvalue()
+    assert "224 vCPU" in text and "InfiniBand NDR" in text and "NVLink 4 (NVSwitch)" in text

@@ -89,7 +89,7 @@ def offering_to_json(
 
 
 def _usd_cell(value: Decimal | None) -> str:
-    return "unpriced" if value is None else f"${value:,}"
+    return "unpriced" if value is None else f"{value:,}"
 
 
 def _host(offering: Offering) -> str:
@@ -101,28 +101,30 @@ def offerings_table(rows: Iterable[tuple[Offering, str, int | None]], *, title: 
                     wide: bool = False) -> Any:
     """A Rich ``Table`` of (offering, region, stock) rows; stock ``None`` shows as ``?``.
 
-    The narrow form (fits 100 columns) shows id, GPUs, region, the three list prices per server, the
+    The narrow form (fits 80 columns) shows id, GPUs, region, the three list prices per server, the
     730-h rate per GPU-hour and stock; ``wide=True`` adds the host, network and GPU interconnect.
     """
     from rich import box
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 0), show_edge=False)
     columns: list[tuple[str, str]] = [("offering", "left"), ("GPUs", "right"), ("region", "left"),
-                                      ("$/hour", "right"), ("$/week", "right"), ("$/month", "right"),
-                                      ("$/GPU-h*", "right"), ("stock", "right")]
+                                      ("hour", "right"), ("week", "right"), ("month", "right"),
+                                      ("GPU-h*", "right"), ("stock", "right")]
     if wide:
         columns += [("host", "left"), ("network", "left"), ("GPU interconnect", "left")]
     for name, justify in columns:
-        table.add_column(name, justify=justify, no_wrap=name not in ("host", "network", "GPU interconnect"))  # type: ignore[arg-type]
+        table.add_column(name, justify=justify, no_wrap=name not in ("host", "network", "GPU interconnect"),  # type: ignore[arg-type]
+                         min_width=len(name))
     for offering, region, stock in rows:
         prices = offering.prices_usd
-        cells = [offering.id, f"{offering.gpus}x {offering.gpu}", region, _usd_cell(prices.hour),
+        cells = [offering.id, str(offering.gpus), region, _usd_cell(prices.hour),
                  _usd_cell(prices.week), _usd_cell(prices.month), _usd_cell(offering.per_gpu_hour_usd),
                  "?" if stock is None else str(stock)]
         if wide:
             cells += [_host(offering), offering.network, offering.interconnect]
         table.add_row(*cells)
-    table.caption = "* comparison rate: monthly price / GPUs / 730 h. A month term lasts 720 h; see `anchorgpu quote`."
+    table.caption = ("Prices in USD per whole server. * GPU-h: comparison rate = monthly price / GPUs / 730 h; "
+                     "a month term lasts 720 h (see `anchorgpu quote`).")
     table.caption_justify = "left"
     return table
