@@ -142,6 +142,7 @@ def test_cli_table_names_the_layout_speed_and_monthly_price(capsys) -> None:
         (["recommend", "llama-3.1-70b", "--weights", "int3"], 2, "int3"),
         (["recommend", "llama-3.1-70b", "--context", "999999"], 2, "context"),
         (["recommend", "llama-3.1-70b", "--mfu", "2"], 2, "mfu"),
+        (["recommend", "llama-3.1-70b", "--concurrency", "0"], 2, "concurrency"),
         (["recommend", "no-such-model"], 3, "no-such-model"),
         (["recommend", "llama-3.1-70b", "--gpu", "h900"], 3, "h900"),
     ],

@@ -418,14 +418,16 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     else:
         weights = spec.weights or DEFAULT_INFERENCE_WEIGHTS
         kvs = spec.kv_caches or DEFAULT_KV_CACHES
-        concs = spec.concurrencies or ((w.concurrency,) if w.concurrency else BATCH_LADDER)
+        concs = spec.concurrencies or ((w.concurrency,) if w.concurrency is not None else BATCH_LADDER)
+        if min(concs) < 1:
+            raise InvalidWorkload(f"concurrency={min(concs)}: at least one sequence")
     for name in weights:
         get_format(name)  # unknown format: one-line error
     for k in kvs:
         if k not in KV_CACHE_DTYPES:
             raise InvalidWorkload(f"unknown kv-cache dtype {k!r}; valid: {', '.join(KV_CACHE_DTYPES)}")
     # validate once with the scalar planner (context limit, task rules, formats allowed for the task)
-    probe = plan(model, replace(w, concurrency=w.concurrency or concs[0]), precision=PrecisionPlan(
+    probe = plan(model, replace(w, concurrency=concs[0] if w.concurrency is None else w.concurrency), precision=PrecisionPlan(
         weights=weights[0], kv_cache=kvs[0]), layout=Layout(gpus=1, tp=1, pp=1, dp=1), suggest=False)
     ctx = probe.workload.context_tokens or model.max_context_tokens
     output = min(spec.output_tokens, max(1, ctx // 2))
