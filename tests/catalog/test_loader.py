@@ -208,3 +208,8 @@ def test_offering_ids_follow_the_shape_convention(catalog: Catalog) -> None:
     for offering in catalog.offerings:
         suffix = "vm" if offering.kind == "vm" else "bm"
         assert offering.id == f"{offering.gpu}-{offering.gpus}x-{suffix}"
+
+
+def test_catalog_records_are_hashable_so_callers_can_cache_on_them(catalog: Catalog) -> None:
+    assert hash(catalog) == hash(load_catalog())
+    assert len({*catalog.offerings, *catalog.offerings}) == len(catalog.offerings)

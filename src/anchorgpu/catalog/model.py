@@ -109,7 +109,7 @@ class Offering:
     ddos_protection: bool  # always True in the shipped data: DDoS protection on public IPs is included
     prices_usd: Prices
     regions: tuple[str, ...]  # regions where the offering is listed (the stock file's rows)
-    initial_stock: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))  # region -> servers
+    initial_stock: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}), hash=False)  # region -> servers
     price_basis: str = ""  # where the list price comes from (market range, derivation)
     notes: str = ""
 
