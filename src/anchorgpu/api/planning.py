@@ -6,12 +6,13 @@ options as ``anchorgpu plan`` and give the same answers.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from anchorgpu.api.models_ref import load_public_model
-from anchorgpu.api.schemas import PlanRequest
+from anchorgpu.api.schemas import PlanRequest, RecommendRequest
 
-__all__ = ["plan_inputs", "run_plan"]
+__all__ = ["plan_inputs", "run_plan", "run_recommend"]
 
 
 def _resolution(text: str | None) -> tuple[int, int] | None:
@@ -56,3 +57,33 @@ def _with_performance(result: Any) -> Any:
 
     attach = getattr(performance, "attach_performance", None)
     return attach(result) if callable(attach) else result
+
+
+def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) -> dict[str, Any]:
+    """The ``anchorgpu recommend --json`` answer for the request (catalog offerings priced for the term)."""
+    from anchorgpu.architectures import ModelSpec
+    from anchorgpu.catalog import find_offerings, load_catalog
+    from anchorgpu.errors import InvalidWorkload
+    from anchorgpu.planner import Workload
+    from anchorgpu.planner.sweep import SweepSpec
+    from anchorgpu.recommend import recommend, recommendation_to_json
+
+    model = load_public_model(request.model, offline=offline)
+    if not isinstance(model, ModelSpec):
+        raise InvalidWorkload(f"{request.model} is a diffusion pipeline: recommendations cover language models; use the planner")
+    catalog = load_catalog()
+    offerings = find_offerings(catalog, gpu=request.gpu) if request.gpu else None
+    workload = Workload(task=request.task, context_tokens=request.context, concurrency=request.concurrency,
+                        micro_batch=request.micro_batch, seq_tokens=request.seq)
+    spec = SweepSpec(
+        workload=workload,
+        weights=(request.weights,) if request.weights else (),
+        kv_caches=(request.kv_cache,) if request.kv_cache else (),
+        concurrencies=(request.concurrency,) if request.concurrency else (),
+        output_tokens=request.output_tokens,
+        train_tokens=request.train_tokens,
+    )
+    result = recommend(model, spec, catalog, request.term, now, max_usd=request.max_usd,
+                       min_tokens_per_s_per_user=request.min_tokens_per_s_per_user, top=request.top,
+                       max_servers=request.max_servers, offerings=offerings)
+    return recommendation_to_json(result)

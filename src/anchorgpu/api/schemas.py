@@ -6,6 +6,7 @@ JSON); bytes are integers; times are ISO 8601 UTC.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -314,3 +315,36 @@ class PlanOut(_Schema):
     warnings: list[dict[str, Any]] = Field(description="[{code, message, concept}]: what to watch; concept names a glossary entry")
     assumptions: list[str] = Field(default_factory=list, description="Every default the planner chose")
     checks: list[str] = Field(default_factory=list, description="What you must still check yourself")
+
+
+class RecommendRequest(_Request):
+    """The options of ``anchorgpu recommend`` as JSON: a workload, a term, and limits on price and speed."""
+
+    model: str = Field(min_length=1, max_length=200, description="Registry name (see /v1/models) or Hub id 'org/name' (language models)", examples=["llama-3.1-8b"])
+    task: Literal["inference", "train", "lora", "qlora"] = Field(default="inference", description="inference, train, lora or qlora")
+    term: str = Field(default="1month", min_length=2, max_length=20, description="Rental term to price: 'Nh', 'Nw' (168 h) or 'Nmonth' (720 h)")
+    gpu: str | None = Field(default=None, max_length=100, description="Only offerings of this GPU (name or alias)")
+    context: int | None = Field(default=None, ge=1, le=10_000_000, description="Tokens per sequence (prompt + output)")
+    concurrency: int | None = Field(default=None, ge=1, le=1_000_000, description="Sequences served at once")
+    weights: str | None = Field(default=None, max_length=40, description="Weight format; default: the sweep's choice per task (stated in assumptions)")
+    kv_cache: Literal["bf16", "fp16", "fp8"] | None = Field(default=None, description="KV-cache precision; default bf16")
+    micro_batch: int = Field(default=1, ge=1, le=100_000, description="Training: sequences per GPU step")
+    seq: int | None = Field(default=None, ge=1, le=10_000_000, description="Training: tokens per sequence")
+    train_tokens: int | None = Field(default=None, ge=1, le=10**15, description="Training: tokens to train on (gives run time and run cost)")
+    output_tokens: int = Field(default=256, ge=1, le=1_000_000, description="Inference: tokens generated per request")
+    max_usd: Decimal | None = Field(default=None, gt=0, le=10**9, allow_inf_nan=False, description="At most this total for the term, USD")
+    min_tokens_per_s_per_user: float | None = Field(default=None, ge=0, le=1e7, allow_inf_nan=False, description="Inference: at least this decode speed per user, tokens/s")
+    top: int = Field(default=10, ge=1, le=100, description="How many results")
+    max_servers: int = Field(default=4, ge=1, le=16, description="Most servers of one offering to consider")
+
+
+class RecommendOut(_Schema):
+    """Recommendations with the keys of ``anchorgpu recommend --json``, cheapest first."""
+
+    model: Any = Field(description="The model planned")
+    term: str = Field(description="The term priced")
+    results: list[dict[str, Any]] = Field(description="Offerings that fit, cheapest first: offering, servers, gpus, layout, per_gpu bytes, speed (tokens/s), total_usd …")
+    pareto: list[dict[str, Any]] = Field(description="The cost/speed Pareto front among the results")
+    rejected: list[dict[str, Any]] = Field(description="Cheaper options that were rejected, with the reason")
+    assumptions: list[str] = Field(description="Every default chosen")
+    warnings: list[dict[str, Any]] = Field(description="[{code, message}]")

@@ -32,7 +32,7 @@ class SignInRequired(Exception):
 
     def __init__(self, next_path: str) -> None:
         super().__init__(next_path)
-        self.location = f"/signin?next={quote(next_path, safe='/')}"
+        self.location = f"/signin?next={quote(next_path, safe='')}"
 
 
 async def require_csrf(request: Request) -> None:
@@ -50,7 +50,7 @@ def signed_in_account_id(request: Request) -> str:
     """The account id of the page session, or a redirect to the sign-in page."""
     account_id = web_session(request).account_id
     if account_id is None:
-        raise SignInRequired(request.url.path)
+        raise SignInRequired(request.url.path + (f"?{request.url.query}" if request.url.query and request.method == "GET" else ""))
     return account_id
 
 

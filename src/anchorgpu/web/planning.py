@@ -13,17 +13,18 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import ValidationError
 
-from anchorgpu.api.deps import SettingsDep
+from anchorgpu.api.deps import ClockDep, SettingsDep
 from anchorgpu.api.planning import run_plan
 from anchorgpu.api.schemas import PlanRequest
 from anchorgpu.errors import AnchorError
-from anchorgpu.web.charts import SEGMENTS, memory_bar
+from anchorgpu.web.charts import SEGMENTS, memory_bar, scatter
 from anchorgpu.web.templating import render
 
 router = APIRouter()
 
 _LIST_FIELDS = ("lora_targets",)
 _BOOL_FIELDS = ("fsdp", "allow_long_context", "vae_tiling")
+_INT_CHOICE_FIELDS = ("zero",)  # Literal[0, 1, 2, 3]: a form sends "0"
 
 
 def form_values(request: Request) -> dict[str, Any]:
@@ -38,6 +39,8 @@ def form_values(request: Request) -> dict[str, Any]:
             values[name] = [part.strip() for part in raw.split(",") if part.strip()]
         elif name in _BOOL_FIELDS:
             values[name] = raw.lower() in ("1", "true", "on", "yes")
+        elif name in _INT_CHOICE_FIELDS and raw.isdigit():
+            values[name] = int(raw)
         else:
             values[name] = raw
     return values
@@ -84,3 +87,46 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
     context["budget_bytes"] = result.get("budget_bytes")
     context["recommend_query"] = request.url.query
     return render(request, "plan.html", context)
+
+
+def _speed(row: dict[str, Any]) -> float | None:
+    for key in ("decode_tokens_per_s_total", "train_tokens_per_s"):
+        value = row.get(key)
+        if value is not None:
+            return float(value)
+    return None
+
+
+@router.get("/recommend", response_class=HTMLResponse)
+def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> Response:
+    """Cheapest offerings that fit, as a table and a cost-vs-speed scatter."""
+    from anchorgpu.api.planning import run_recommend
+    from anchorgpu.api.schemas import RecommendRequest
+
+    allowed = set(RecommendRequest.model_fields)
+    values = {k: v for k, v in form_values(request).items() if k in allowed}
+    for name in ("term", "max_usd", "min_tokens_per_s_per_user", "top", "max_servers", "train_tokens", "output_tokens"):
+        raw = request.query_params.get(name, "").strip()
+        if raw:
+            values[name] = raw
+    context: dict[str, Any] = {"form": values, **_choices()}
+    if "model" not in values:
+        return render(request, "recommend.html", context)
+    if values.get("task") not in (None, "inference", "train", "lora", "qlora"):
+        values.pop("task")
+    try:
+        result = run_recommend(RecommendRequest.model_validate(values), offline=settings.offline, now=clock())
+    except ValidationError as exc:
+        context["error"] = validation_message(exc)
+        return render(request, "recommend.html", context, status_code=422)
+    except AnchorError as exc:
+        context["error"] = exc.message
+        return render(request, "recommend.html", context, status_code=exc.http_status)
+    training = values.get("task", "inference") != "inference"
+    points = [(f"{r['servers']}× {r['offering']}", float(r["total_usd"]), speed)
+              for r in result["results"] if (speed := _speed(r)) is not None and r.get("total_usd") is not None]
+    context["result"] = result
+    context["training"] = training
+    context["chart"] = scatter(points, x_label=f"Total for {result['term']}, USD",
+                               y_label="Training tokens/s" if training else "Output tokens/s (all users)") if points else None
+    return render(request, "recommend.html", context)

@@ -9,6 +9,7 @@ autoescaping is on for every template.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
@@ -19,7 +20,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from anchorgpu.web.session import WebSession
 
-__all__ = ["environment", "render", "web_session"]
+__all__ = ["environment", "money", "render", "web_session", "when"]
 
 
 def _gib(value: int | float | None) -> str:
@@ -29,11 +30,29 @@ def _gib(value: int | float | None) -> str:
     return f"{value / 2**30:,.1f} GiB"
 
 
-def _money(value: Decimal | str | float | None) -> str:
-    """USD for display: Decimal('2190.00') -> '$2,190.00'."""
+def money(value: Decimal | str | float | None) -> str:
+    """USD for display: Decimal('2190.00') -> '$2,190.00'.
+
+    >>> money("2190.00"), money(None)
+    ('$2,190.00', 'unpriced')
+    """
     if value is None or value == "":
         return "unpriced"
     return f"${Decimal(str(value)):,.2f}"
+
+
+def when(value: str | datetime | None) -> str:
+    """An instant for display, in UTC to the minute.
+
+    >>> when("2026-12-29T17:07:15.717925+00:00")
+    '2026-12-29 17:07 UTC'
+    """
+    if value is None or value == "":
+        return "–"
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
 @lru_cache(maxsize=1)
@@ -46,7 +65,8 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["gib"] = _gib
-    env.filters["money"] = _money
+    env.filters["money"] = money
+    env.filters["when"] = when
     return env
 
 

@@ -6,9 +6,9 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from anchorgpu.api.deps import SettingsDep
-from anchorgpu.api.planning import run_plan
-from anchorgpu.api.schemas import PlanOut, PlanRequest, problems
+from anchorgpu.api.deps import ClockDep, SettingsDep
+from anchorgpu.api.planning import run_plan, run_recommend
+from anchorgpu.api.schemas import PlanOut, PlanRequest, RecommendOut, RecommendRequest, problems
 
 router = APIRouter(tags=["planner"])
 
@@ -17,3 +17,9 @@ router = APIRouter(tags=["planner"])
 def plan_route(body: PlanRequest, settings: SettingsDep) -> dict[str, Any]:
     """Per-GPU memory by term, the fit verdict with headroom, capacity, assumptions, warnings and checks."""
     return run_plan(body, offline=settings.offline)
+
+
+@router.post("/recommend", response_model=RecommendOut, summary="Recommend offerings", responses=problems(404, 422))
+def recommend_route(body: RecommendRequest, settings: SettingsDep, clock: ClockDep) -> dict[str, Any]:
+    """The cheapest catalog offerings that fit the workload for the term, with speed, cost and the layout to use."""
+    return run_recommend(body, offline=settings.offline, now=clock())

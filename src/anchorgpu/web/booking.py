@@ -1,0 +1,171 @@
+"""Quote builder → quote → booking, and "my allocations" with stop / start / extend / terminate.
+
+Every form that changes something carries the session's CSRF token and, for purchase-like actions, an
+idempotency key generated when the form was rendered: a double click, a resubmitted form or the back
+button followed by another submit all send the same key, so the service books (or stops …) once and
+replays the first answer.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Form, Path, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from anchorgpu.allocations import services
+from anchorgpu.allocations.domain import STOP_NOTICE
+from anchorgpu.api.deps import ClockDep, SettingsDep, UowFactoryDep, validate_idempotency_key
+from anchorgpu.catalog import load_catalog
+from anchorgpu.errors import AnchorError
+from anchorgpu.web.deps import SignedInAccountId, require_csrf
+from anchorgpu.web.templating import money, render, web_session, when
+
+router = APIRouter(dependencies=[Depends(require_csrf)])
+
+TERM_CHOICES = ("12h", "1w", "2w", "1month", "3month", "6month", "12month")
+
+
+def new_form_key() -> str:
+    """A fresh idempotency key for one rendered form (URL-safe, well within 255 printable characters)."""
+    return f"web-{secrets.token_urlsafe(18)}"
+
+
+def _offering_context(offering_id: str | None) -> dict[str, Any]:
+    catalog = load_catalog()
+    context: dict[str, Any] = {"offerings": catalog.offerings, "terms": TERM_CHOICES}
+    if offering_id:
+        try:
+            offering = catalog.offering(offering_id)
+        except AnchorError as exc:
+            context["error"] = exc.message
+        else:
+            context["offering"] = offering
+            context["options"] = [o for o in catalog.options if o.applies_to(offering)]
+    return context
+
+
+@router.get("/quote", response_class=HTMLResponse)
+def quote_builder(
+    request: Request,
+    account_id: SignedInAccountId,
+    offering: Annotated[str | None, Query(max_length=100)] = None,
+    region: Annotated[str | None, Query(max_length=100)] = None,
+    quantity: Annotated[str | None, Query(max_length=10)] = None,
+    term: Annotated[str | None, Query(max_length=20)] = None,
+) -> Response:
+    """Pick quantity, term and options for an offering."""
+    context = _offering_context(offering)
+    context["form"] = {"region": region, "quantity": quantity or "1", "term": term or "1month"}
+    return render(request, "quote_builder.html", context, status_code=404 if "error" in context else 200)
+
+
+@router.post("/quote")
+async def create_quote(request: Request, account_id: SignedInAccountId, uow_factory: UowFactoryDep, clock: ClockDep,
+                       settings: SettingsDep) -> Response:
+    """Price the form's choice and keep the quote; then show it with its Book button."""
+    form = await request.form()
+    offering = str(form.get("offering", ""))[:100]
+    options: dict[str, int] = {}
+    context = _offering_context(offering)
+    context["form"] = {k: str(v)[:100] for k, v in form.items() if k != "csrf_token"}
+    try:
+        for key, value in form.items():
+            if key.startswith("option:") and str(value).strip() not in ("", "0"):
+                options[key.removeprefix("option:")[:100]] = int(str(value))
+        quantity = int(str(form.get("quantity", "1")))
+        quote = services.create_quote(uow_factory(), account_id=account_id, offering=offering, term=str(form.get("term", ""))[:20],
+                                      quantity=quantity, options=options, region=str(form.get("region") or "") or None, clock=clock,
+                                      validity_s=settings.quote_validity_s)
+    except ValueError as exc:
+        if isinstance(exc, AnchorError):
+            context["error"] = exc.message
+            return render(request, "quote_builder.html", context, status_code=exc.http_status)
+        context["error"] = "Quantity and option units must be whole numbers."
+        return render(request, "quote_builder.html", context, status_code=422)
+    except AnchorError as exc:
+        context["error"] = exc.message
+        return render(request, "quote_builder.html", context, status_code=exc.http_status)
+    return RedirectResponse(f"/quotes/{quote['id']}", status_code=303)
+
+
+@router.get("/quotes/{quote_id}", response_class=HTMLResponse)
+def quote_page(request: Request, account_id: SignedInAccountId, uow_factory: UowFactoryDep, quote_id: str = Path(max_length=100)) -> Response:
+    """The stored quote, line by line, with a Book form carrying a fresh idempotency key."""
+    quote = services.get_quote(uow_factory(), account_id=account_id, quote_id=quote_id)
+    return render(request, "quote.html", {"quote": quote, "idempotency_key": new_form_key()})
+
+
+@router.post("/quotes/{quote_id}/book")
+def book(request: Request, account_id: SignedInAccountId, uow_factory: UowFactoryDep, clock: ClockDep, settings: SettingsDep,
+         idempotency_key: Annotated[str, Form(max_length=255)], quote_id: str = Path(max_length=100)) -> Response:
+    """Buy the quote once per form key; a resubmitted form lands on the same allocation."""
+    key = validate_idempotency_key(idempotency_key)
+    try:
+        outcome = services.buy_quote(uow_factory(), account_id=account_id, quote_id=quote_id, idempotency_key=key, clock=clock,
+                                     key_ttl_s=settings.idempotency_key_ttl_s)
+    except AnchorError as exc:
+        quote = services.get_quote(uow_factory(), account_id=account_id, quote_id=quote_id)
+        return render(request, "quote.html", {"quote": quote, "idempotency_key": new_form_key(), "error": exc.message},
+                      status_code=exc.http_status)
+    allocation_id = outcome.body["id"]
+    if outcome.replayed:
+        web_session(request).flash("This booking was already made; nothing was bought twice.")
+    else:
+        web_session(request).flash(f"Booked: allocation {allocation_id}, {money(outcome.body['amount_usd'])} for the whole term.")
+    return RedirectResponse(f"/my/allocations/{allocation_id}", status_code=303)
+
+
+@router.get("/my/allocations", response_class=HTMLResponse)
+def my_allocations(request: Request, account_id: SignedInAccountId, uow_factory: UowFactoryDep, clock: ClockDep) -> Response:
+    """Every allocation of the signed-in account."""
+    rows = services.list_allocations(uow_factory(), account_id=account_id, clock=clock)
+    return render(request, "allocations.html", {"allocations": rows})
+
+
+@router.get("/my/allocations/{allocation_id}", response_class=HTMLResponse)
+def allocation_page(request: Request, account_id: SignedInAccountId, uow_factory: UowFactoryDep, clock: ClockDep,
+                    allocation_id: str = Path(max_length=100)) -> Response:
+    """One allocation with its history and the forms for its actions (each with its own key)."""
+    allocation = services.get_allocation(uow_factory(), account_id=account_id, allocation_id=allocation_id, clock=clock)
+    keys = {action: new_form_key() for action in ("stop", "start", "extend", "terminate")}
+    return render(request, "allocation.html", {"a": allocation, "keys": keys, "terms": TERM_CHOICES, "stop_notice": STOP_NOTICE})
+
+
+@router.post("/my/allocations/{allocation_id}/{action}")
+def allocation_action(
+    request: Request,
+    account_id: SignedInAccountId,
+    uow_factory: UowFactoryDep,
+    clock: ClockDep,
+    settings: SettingsDep,
+    action: Literal["stop", "start", "extend", "terminate"],
+    idempotency_key: Annotated[str, Form(max_length=255)],
+    term: Annotated[str, Form(max_length=20)] = "",
+    allocation_id: str = Path(max_length=100),
+) -> Response:
+    """Apply the action once per form key, then show the allocation with what changed (and what did not)."""
+    key = validate_idempotency_key(idempotency_key)
+    common: dict[str, Any] = {"account_id": account_id, "allocation_id": allocation_id, "idempotency_key": key, "clock": clock,
+                              "key_ttl_s": settings.idempotency_key_ttl_s}
+    session = web_session(request)
+    try:
+        if action == "extend":
+            outcome = services.extend(uow_factory(), term=term, **common)
+        else:
+            outcome = {"stop": services.stop, "start": services.start, "terminate": services.terminate}[action](uow_factory(), **common)
+    except AnchorError as exc:
+        session.flash(f"Could not {action}: {exc.message}")
+        return RedirectResponse(f"/my/allocations/{allocation_id}", status_code=303)
+    body = outcome.body
+    ends, paid = when(body["ends_at"]), money(body["amount_usd"])
+    messages = {
+        "stop": f"Stopped. Stopping does not pause the paid term: this allocation still ends at {ends} and the amount paid stays {paid}. "
+                "Start it again any time before then.",
+        "start": f"Started again; it runs until the end of its paid term, {ends}.",
+        "extend": f"Extended: it now ends at {ends}; amount paid {paid}.",
+        "terminate": "Terminated for good; the amount paid is not refunded.",
+    }
+    session.flash(messages[action] + (" (This was a resubmitted form: applied once.)" if outcome.replayed else ""))
+    return RedirectResponse(f"/my/allocations/{allocation_id}", status_code=303)
