@@ -76,6 +76,10 @@ def render_recommendation(rec: Recommendation) -> None:
         row += [_money(o.total_usd), _money(o.per_gpu_hour_usd)]
         table.add_row(*row)
     out.print(table)
+    if rec.results:
+        best = rec.results[0]
+        out.print(f"Next: [bold]anchorgpu quote {best.offering} --term {rec.term} --quantity {best.servers}[/bold] "
+                  "prices it exactly (then `anchorgpu book QUOTE_ID`).")
     if rec.pareto:
         speed = "train tok/s" if training else "tok/s total"
         out.print("[bold]Cost vs speed (Pareto front)[/bold]: "

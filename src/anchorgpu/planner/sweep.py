@@ -463,6 +463,8 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         f"Swept {len(shapes)} hardware shape(s) x whole servers x TP/PP/DP"
         + ("/ZeRO" if training else "") + f" layouts x weights {','.join(weights)}"
         + ("" if training else f" x KV cache {','.join(kvs)} x concurrency {','.join(map(str, concs))}") + ".")
+    if model.moe is not None:
+        assumptions.append("Expert parallelism is not swept: experts are split with TP (EP 1).")
     if not training:
         assumptions.append(
             f"Decode speed at {prompt + output // 2} cached tokens per sequence (prompt {prompt} + half of "
