@@ -428,3 +428,10 @@ def test_lora_on_a_fused_qkv_matrix_counts_one_adapter_pair() -> None:
 def test_zero_gpus_is_an_invalid_workload() -> None:
     with pytest.raises(InvalidWorkload):
         plan(load_model("llama-3.1-8b"), layout=Layout(gpus=0))
+
+
+def test_replicas_that_do_not_fit_are_offered_pipeline_stages_instead() -> None:
+    result = plan(load_model("llama-3.1-405b"), Workload(context_tokens=8192, concurrency=8), layout=Layout(gpus=16),
+                  gpu=get_gpu("h100"))
+    assert (result.layout.tp, result.layout.dp) == (8, 2) and result.fits is False
+    assert any(s.change == "--tp 8 --pp 2" and s.gpus == 16 for s in result.suggestions)

@@ -561,6 +561,12 @@ def _suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload
                            ) -> list[tuple[str, str, Workload, PrecisionPlan, Layout]]:
     out: list[tuple[str, str, Workload, PrecisionPlan, Layout]] = []
     if w.task == "inference":
+        if lay.dp > 1 and isinstance(model, ModelSpec) and lay.pp * lay.dp <= model.num_layers:
+            out.append((f"--tp {lay.tp} --pp {lay.pp * lay.dp}", "pipeline stages instead of replicas", w, precision,
+                        Layout(gpus=lay.gpus, tp=lay.tp, pp=lay.pp * lay.dp, dp=1)))
+        if w.gpu_memory_utilization < 0.95:
+            out.append(("--gpu-memory-utilization 0.95", "let the engine use 95 % of GPU memory",
+                        replace(w, gpu_memory_utilization=0.95), precision, layout))
         for gpus in (2, 4, 8, 16, 32):
             if gpus > lay.gpus:
                 tp = min(gpus, GPUS_PER_SERVER)
@@ -568,8 +574,8 @@ def _suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload
                     new = Layout(gpus=gpus, tp=tp, pp=gpus // tp, dp=1)
                     out.append((f"--gpus {gpus} --tp {tp}" + (f" --pp {gpus // tp}" if gpus > tp else ""),
                                 f"shard over {gpus} GPUs", w, precision, new))
-        for name in ("fp8", "int4-awq"):
-            if fmt.linear_bits > get_format(name).linear_bits:
+        for name, above_bits in (("fp8", 8), ("int4-awq", 6)):
+            if fmt.linear_bits > above_bits:
                 out.append((f"--weights {name}", f"store weights as {name}", w, replace(precision, weights=name), layout))
         if precision.kv_cache != "fp8":
             out.append(("--kv-cache fp8", "halve the KV cache with fp8", w, replace(precision, kv_cache="fp8"), layout))
