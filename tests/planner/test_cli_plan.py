@@ -84,3 +84,12 @@ def test_bad_input_exits_2_with_one_line(capsys: pytest.CaptureFixture[str], arg
 def test_unknown_model_and_gpu_exit_3(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, "plan", "llama-9", "--json")[0] == 3
     assert run(capsys, "plan", "llama-3.1-8b", "--gpu", "h1000")[0] == 3
+
+
+def test_plan_json_model_section_is_what_model_json_shows(capsys: pytest.CaptureFixture[str]) -> None:
+    # DESIGN.md section 5: plan's "model" is {...as above}, the `anchorgpu model --json` object.
+    code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--kv-cache", "fp8", "--json")
+    assert code == 0
+    code, model_out, _ = run(capsys, "model", "llama-3.1-8b", "--kv-cache", "fp8", "--json")
+    assert code == 0
+    assert json.loads(out)["model"] == json.loads(model_out)

@@ -240,7 +240,9 @@ def plan_command(
                                     "mfu": mfu, "mbu": mbu}
     result = _attach_performance(result, {k: v for k, v in perf_options.items() if v is not None})
     if as_json:
-        emit_json(plan_to_json(result))
+        from anchorgpu.architectures import model_to_json
+
+        emit_json(plan_to_json(result, model_json=model_to_json(spec, kv_cache=result.precision.kv_cache)))
     else:
         render_plan(result)
 

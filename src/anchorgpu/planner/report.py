@@ -9,6 +9,7 @@ other planner modules attach through ``Plan.extra`` (e.g. ``performance``).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
@@ -19,21 +20,26 @@ __all__ = ["model_to_json", "plan_to_json"]
 
 
 def model_to_json(model: ModelSpec | DiffusionPipelineSpec, *, kv_cache: str = "bf16") -> dict[str, Any]:
-    """The ``model`` section: name, params_total, params_active, kv_bytes_per_token (at ``kv_cache``) …"""
+    """The ``model`` section from the record alone, with the key names of ``anchorgpu model --json``
+    (``anchorgpu.architectures.model_to_json`` adds registry details; faces pass that one in when they have it)."""
     if isinstance(model, DiffusionPipelineSpec):
         return {
-            "name": model.name, "kind": "diffusion", "family": model.family, "params_total": model.params_total,
-            "params_active": model.params_total, "kv_bytes_per_token": None,
+            "name": model.name, "kind": "diffusion", "model_type": "diffusion_pipeline", "family": model.family,
+            "params_total": model.params_total, "params_active": model.params_total, "kv_bytes_per_token": None,
             "components": [{"name": c.name, "role": c.role, "params": c.params} for c in model.components],
         }
     return {
-        "name": model.name, "kind": "language", "family": model.family, "model_type": model.model_type,
+        "name": model.name, "kind": "language", "model_type": model.model_type, "family": model.family,
         "params_total": model.params_total, "params_active": model.params_active,
-        "kv_bytes_per_token": model.kv_bytes_per_token(KV_CACHE_DTYPES.get(kv_cache, 2)),
-        "kv_cache_dtype": kv_cache, "num_layers": model.num_layers, "hidden_size": model.hidden_size,
-        "attention_kind": model.attention_kind, "num_attention_heads": model.num_attention_heads,
-        "num_kv_heads": model.num_kv_heads, "max_context_tokens": model.max_context_tokens,
-        "num_experts": model.moe.num_experts if model.moe is not None else None,
+        "kv_bytes_per_token": model.kv_bytes_per_token(KV_CACHE_DTYPES.get(kv_cache, 2)), "kv_cache_dtype": kv_cache,
+        "layers": model.num_layers, "hidden_size": model.hidden_size, "intermediate_size": model.intermediate_size,
+        "heads": model.num_attention_heads, "kv_heads": model.num_kv_heads, "head_dim": model.head_dim,
+        "vocab_size": model.vocab_size, "context_length": model.max_context_tokens, "attention": model.attention_kind,
+        "experts": None if model.moe is None else {
+            "num_experts": model.moe.num_experts, "experts_per_token": model.moe.experts_per_token,
+            "shared": model.moe.num_shared_experts, "expert_intermediate_size": model.moe.expert_intermediate_size,
+            "moe_layers": model.moe.num_moe_layers},
+        "tie_word_embeddings": model.tie_word_embeddings, "gated_mlp": model.gated_mlp,
     }
 
 
@@ -43,14 +49,19 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def plan_to_json(plan: Plan) -> dict[str, Any]:
-    """Plain JSON types for one plan (the ``anchorgpu plan --json`` and ``POST /v1/plan`` body)."""
+def plan_to_json(plan: Plan, *, model_json: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Plain JSON types for one plan (the ``anchorgpu plan --json`` and ``POST /v1/plan`` body).
+
+    ``model_json`` replaces the ``model`` section (faces pass ``anchorgpu.architectures.model_to_json``'s
+    richer form, so ``plan --json`` carries exactly what ``model --json`` shows).
+    """
     per_gpu = {f.name: getattr(plan.per_gpu, f.name) for f in dataclasses.fields(plan.per_gpu)}
     per_gpu["total_bytes"] = plan.per_gpu.total_bytes
     layout = {f.name: getattr(plan.layout, f.name) for f in dataclasses.fields(plan.layout)}
     workload = {f.name: _plain(getattr(plan.workload, f.name)) for f in dataclasses.fields(plan.workload)}
     out: dict[str, Any] = {
-        "model": model_to_json(plan.model, kv_cache=plan.precision.kv_cache),
+        "model": dict(model_json) if model_json is not None else model_to_json(plan.model,
+                                                                               kv_cache=plan.precision.kv_cache),
         "gpu": None if plan.gpu is None else {"name": plan.gpu.name, "memory_bytes": plan.gpu.memory_bytes,
                                               "display_name": plan.gpu.display_name},
         "gpus": plan.layout.gpus,
