@@ -241,6 +241,8 @@ def quote_command(
               f"{body['term']['count']} {body['term']['unit']}(s) = {body['term']['hours']} h, {body['gpus']} GPUs")
     for line in body["lines"]:
         out.print(f"  {line.get('description', line.get('item'))}: ${line['amount_usd']}")
+        if line.get("note"):  # the best-price cap of quotes/pricing.py: say how the term was billed
+            out.print(f"    ({line['note']})")
     out.print(f"  total: [bold]${body['total_usd']}[/bold]  ({body['gpu_hours']} GPU-hours, "
               f"${body['effective_per_gpu_hour_usd']}/GPU-h over the term; comparison rate "
               f"${body['per_gpu_hour_usd']}/GPU-h at 730 h/month)")
