@@ -213,3 +213,18 @@ def test_offering_ids_follow_the_shape_convention(catalog: Catalog) -> None:
 def test_catalog_records_are_hashable_so_callers_can_cache_on_them(catalog: Catalog) -> None:
     assert hash(catalog) == hash(load_catalog())
     assert len({*catalog.offerings, *catalog.offerings}) == len(catalog.offerings)
+
+
+def test_list_prices_sit_in_the_observed_market_range_or_say_how_they_were_derived(catalog: Catalog) -> None:
+    # Market ranges: the hardware data's indicative_price_usd_per_gpu_hour, taken from
+    # /work/shared/reference/gpu_specs.csv (price_usd_per_gpu_hr_low/high). A monthly commitment may sit up to
+    # 10 % under the lowest observed on-demand price; never above the highest.
+    for offering in catalog.offerings:
+        observed = get_gpu(offering.gpu).indicative_price_usd_per_gpu_hour
+        rate = offering.per_gpu_hour_usd
+        assert rate is not None, offering.id
+        if observed is None:
+            assert offering.price_basis.startswith("derived:"), offering.id
+        else:
+            low, high = observed
+            assert low * Decimal("0.90") <= rate <= high, (offering.id, rate, observed)
