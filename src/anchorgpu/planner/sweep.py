@@ -171,26 +171,25 @@ class _Layouts:
 
 def _layouts(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: bool, max_pp: int,
              zero_stages: Sequence[int]) -> _Layouts:
-    rows: list[tuple[int, int, int, int, int, int, int]] = []
-    for s, shape in enumerate(shapes):
-        k = shape.gpus_per_server
-        for servers in range(1, shape.max_servers + 1):
-            gpus = servers * k
-            for tp in POWERS_OF_TWO:
-                if tp > k or k % tp or not valid_tp(model, tp):
-                    continue
-                for pp in POWERS_OF_TWO:
-                    if pp > max_pp or pp > model.num_layers or gpus % (tp * pp):
-                        continue
-                    if tp * pp > k and not shape.scale_out:
-                        continue
-                    dp = gpus // (tp * pp)
-                    stages = [z for z in zero_stages if z == 0 or dp > 1] if training else [0]
-                    rows.extend((s, servers, gpus, tp, pp, dp, z) for z in stages)
-    if not rows:
+    tps = np.array([tp for tp in POWERS_OF_TWO if valid_tp(model, tp)], dtype=np.int64)
+    pps = np.array([pp for pp in POWERS_OF_TWO if pp <= max_pp and pp <= model.num_layers], dtype=np.int64)
+    zeros = np.array(sorted(set(zero_stages)) if training else [0], dtype=np.int64)
+    per_server = np.array([sh.gpus_per_server for sh in shapes], dtype=np.int64)
+    most_servers = np.array([sh.max_servers for sh in shapes], dtype=np.int64)
+    fabric = np.array([sh.scale_out for sh in shapes], dtype=bool)
+    servers_axis = np.arange(1, int(most_servers.max()) + 1, dtype=np.int64)
+    # the whole candidate grid in loop order (shape, servers, tp, pp, zero), then the rules as masks
+    s_i, n, tp, pp, z = (a.ravel() for a in np.meshgrid(np.arange(len(shapes)), servers_axis, tps, pps, zeros,
+                                                         indexing="ij"))
+    k = per_server[s_i]
+    gpus = n * k
+    ok = (n <= most_servers[s_i]) & (tp <= k) & (k % tp == 0) & (gpus % (tp * pp) == 0)
+    ok &= fabric[s_i] | (tp * pp <= k)  # pipeline stages span servers only over a fabric
+    dp = np.where(ok, gpus // (tp * pp), 0)
+    ok &= (z == 0) | (dp > 1)  # ZeRO shards over data-parallel ranks: pointless with one
+    if not ok.any():
         raise InvalidWorkload(f"no valid tensor-parallel layout for {model.name} on the shapes given")
-    cols = np.array(rows, dtype=np.int64).T
-    return _Layouts(*cols)
+    return _Layouts(s_i[ok], n[ok], gpus[ok], tp[ok], pp[ok], dp[ok], z[ok])
 
 
 # ------------------------------------------------------------------------------------- inference
@@ -241,32 +240,27 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     total = n_l * n_w * n_k * n_c
 
     # ---- per (layout, format): weights bytes per GPU and compute peak (scalar functions, cached)
-    parts = {name: model_weight_parts(model, get_format(name)) for name in weights}
-    w_cache: dict[tuple[str, int, int], int] = {}
-    weights_lw = np.empty((n_l, n_w))
-    for i, (tp, pp) in enumerate(zip(lay.tp.tolist(), lay.pp.tolist(), strict=True)):
-        for j, name in enumerate(weights):
-            key = (name, tp, pp)
-            if key not in w_cache:
-                w_cache[key] = mm.shard_share(parts[name], tp=tp, pp=pp, ep=1)
-            weights_lw[i, j] = w_cache[key]
+    parts = [model_weight_parts(model, get_format(name)) for name in weights]
+    tp_pp, tp_pp_row = np.unique(lay.tp * 4096 + lay.pp, return_inverse=True)
+    weights_uw = np.array([[mm.shard_share(part, tp=key // 4096, pp=key % 4096, ep=1) for part in parts]
+                           for key in tp_pp.tolist()], dtype=np.float64)
+    weights_lw = weights_uw[tp_pp_row]
     precisions = [perf.compute_precision_for_weights(name) for name in weights]
     peak_sw = np.array([[perf.peak_for(sh.gpu, p).flops_per_s for p in precisions] for sh in shapes])
     if progress:
         progress(total // 4, total)
 
     # ---- per layout: activations (vLLM profile run), non-torch, budget (as plan() does)
-    large = np.array([sh.gpu.memory_bytes >= 70 * GIB for sh in shapes])[lay.shape]
-    act_cache: dict[tuple[int, bool], int] = {}
-    act_l = np.empty(n_l)
-    for i, (tp, big) in enumerate(zip(lay.tp.tolist(), large.tolist(), strict=True)):
-        act_key = (tp, big)
-        if act_key not in act_cache:
-            tokens = w.max_num_batched_tokens or (8192 if big else 2048)
-            seqs = w.max_num_seqs or (1024 if big else 256)
-            act_cache[act_key] = (mm.prefill_activation_bytes(model, tokens=tokens, tp=tp)
-                              + mm.sampler_activation_bytes(sequences=min(tokens, seqs), vocab=model.vocab_size))
-        act_l[i] = act_cache[act_key]
+    large = np.array([sh.gpu.memory_bytes >= 70 * GIB for sh in shapes], dtype=np.int64)[lay.shape]
+
+    def activation(key: int) -> int:  # vLLM defaults by GPU size, as plan() resolves them
+        tp, big = key // 2, bool(key % 2)
+        tokens = w.max_num_batched_tokens or (8192 if big else 2048)
+        seqs = w.max_num_seqs or (1024 if big else 256)
+        return (mm.prefill_activation_bytes(model, tokens=tokens, tp=tp)
+                + mm.sampler_activation_bytes(sequences=min(tokens, seqs), vocab=model.vocab_size))
+
+    act_l = _per_value(lay.tp * 2 + large, activation).astype(np.float64)
     non_torch_l = np.where(lay.tp * lay.pp == 1, ov.serving_non_torch_tp1_bytes, ov.serving_non_torch_multi_bytes)
     mem_s = np.array([sh.gpu.memory_bytes for sh in shapes], dtype=np.float64)
     budget_l = np.ceil(mem_s[lay.shape] * w.gpu_memory_utilization)
