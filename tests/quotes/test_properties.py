@@ -122,3 +122,14 @@ def test_billing_is_the_own_unit_price_or_a_cheaper_covering_one(prices: Prices,
     assert billing.amount_usd <= own
     assert billing.count * {"hour": 1, "week": 168, "month": 720}[billing.unit] >= term.hours  # it covers the term
     assert billing.unit == term.unit or billing.amount_usd < own  # a switch only when strictly cheaper
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(OFFERINGS), quantities, terms, options, nows)
+def test_every_quote_survives_the_json_round_trip(offering, quantity, term, opts, now) -> None:
+    from anchorgpu.quotes import quote_from_json
+
+    q = try_quote(offering, quantity, term, opts, now)
+    if q is None:
+        return
+    assert quote_from_json(quote_to_json(q)) == q
