@@ -435,3 +435,48 @@ def test_replicas_that_do_not_fit_are_offered_pipeline_stages_instead() -> None:
                   gpu=get_gpu("h100"))
     assert (result.layout.tp, result.layout.dp) == (8, 2) and result.fits is False
     assert any(s.change == "--tp 8 --pp 2" and s.gpus == 16 for s in result.suggestions)
+
+
+@pytest.mark.parametrize(("optimizer", "ratio"), [("adamw-8bit", 0.25), ("sgd", 0.5), ("lion", 0.5)])
+def test_optimizer_moments_scale_with_the_state_each_optimizer_keeps(optimizer: str, ratio: float) -> None:
+    # EleutherAI Transformer Math 101: AdamW 8 B/param of moments, 8-bit Adam 2, SGD momentum 4, Lion 4.
+    adamw = mm.optimizer_moment_bytes(1_000_000, optimizer="adamw", zero=0, dp=1)
+    assert mm.optimizer_moment_bytes(1_000_000, optimizer=optimizer, zero=0, dp=1) == adamw * ratio
+
+
+def test_adafactor_keeps_factored_second_moments_per_matrix() -> None:
+    # Shazeer & Stern 2018: a d_in x d_out matrix keeps d_in + d_out fp32 statistics instead of d_in * d_out.
+    assert mm.optimizer_moment_bytes(4096 * 4096 + 10, optimizer="adafactor", zero=0, dp=1,
+                                     matrix_shapes=[(1, 4096, 4096)]) == 4 * (4096 + 4096 + 10)
+    model = load_model("llama-3.1-8b")
+    ada = plan(model, Workload(task="train", optimizer="adafactor")).breakdown["optimizer_moments_bytes"]
+    adamw = plan(model, Workload(task="train")).breakdown["optimizer_moments_bytes"]
+    assert ada < adamw / 50
+
+
+def test_serving_prefill_activations_shrink_with_tp_but_the_sampler_does_not() -> None:
+    model = load_model("llama-3.1-70b")
+    one = plan(model, Workload(context_tokens=4096), layout=Layout(tp=1)).breakdown
+    eight = plan(model, Workload(context_tokens=4096), layout=Layout(tp=8)).breakdown
+    assert eight["prefill_activation_bytes"] < one["prefill_activation_bytes"]
+    assert eight["sampler_logits_bytes"] == one["sampler_logits_bytes"]
+
+
+def test_uneven_pipeline_stages_report_the_extra_in_flight_layer() -> None:
+    # 32 layers over 3 stages: ceil(32/3) = 11 layers x 3 micro-batches in flight = 33 layers' activations.
+    model = load_model("llama-3.1-8b")
+    kw = dict(s=1024, b=1, tp=1, sp=False, recompute="selective")
+    per_layer = mm.layer_activation_bytes(model, s=1024, b=1, t=1, sp=False, recompute="selective")
+    three = mm.training_activation_bytes(model, pp=3, **kw)  # type: ignore[arg-type]
+    assert three == math.ceil(per_layer * 33)
+
+
+@pytest.mark.parametrize("task", ["inference", "train", "lora", "qlora", "diffusion"])
+def test_every_task_serialises_to_plain_json(task: str) -> None:
+    import json
+
+    model = load_model("flux.1-dev" if task == "diffusion" else "qwen3-8b")
+    result = plan(model, Workload(task=task, context_tokens=4096, seq_tokens=1024), layout=Layout(gpus=2),  # type: ignore[arg-type]
+                  gpu=get_gpu("l4"))
+    text = json.dumps(plan_to_json(result))
+    assert json.loads(text)["workload"]["task"] == task

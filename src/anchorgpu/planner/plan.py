@@ -407,7 +407,8 @@ def _training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFor
     share = params_gpu / max(1, model.params_total)
     on_gpu_optimizer = lay.offload == "none"
     moment_scale = 1.0 if mixed or w.optimizer == "adamw-8bit" else 0.5
-    shapes = [(g.count, g.d_in, g.d_out) for g in model.linear_groups]
+    shapes = [(g.count, g.d_in, g.d_out) for g in model.linear_groups]  # Adafactor factors every 2-D tensor
+    shapes += [(1, model.vocab_size, model.hidden_size)] * ((model.params.embeddings > 0) + (model.params.head > 0))
     if w.task == "train":
         grads = mm.gradient_bytes(params_gpu, bytes_per_value=w.grad_bytes_per_value, zero=lay.zero, dp=lay.dp)
         master = mm.master_weight_bytes(params_gpu, mixed_precision=mixed, zero=lay.zero, dp=lay.dp)
