@@ -93,3 +93,11 @@ def test_plan_json_model_section_is_what_model_json_shows(capsys: pytest.Capture
     code, model_out, _ = run(capsys, "model", "llama-3.1-8b", "--kv-cache", "fp8", "--json")
     assert code == 0
     assert json.loads(out)["model"] == json.loads(model_out)
+
+
+def test_runtime_overheads_can_be_overridden_from_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+    _, base, _ = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--json")
+    _, lean, _ = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--cuda-context-mib", "0", "--fragmentation",
+                     "0", "--json")
+    assert json.loads(lean)["per_gpu"]["overhead_bytes"] < json.loads(base)["per_gpu"]["overhead_bytes"]
+    assert json.loads(lean)["breakdown"]["cuda_context_bytes"] == 0

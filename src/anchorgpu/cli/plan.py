@@ -208,6 +208,8 @@ def plan_command(
     tokens: str | None = typer.Option(None, "--tokens", help="Training tokens for the training time, e.g. 1e12 (performance)."),
     mfu: float | None = typer.Option(None, "--mfu", help="Model FLOPs utilization for speed estimates (0-1)."),
     mbu: float | None = typer.Option(None, "--mbu", help="Memory-bandwidth utilization for decode estimates (0-1)."),
+    context_mib: int | None = typer.Option(None, "--cuda-context-mib", help="Override the CUDA/ROCm context size (MiB)."),
+    fragmentation: float | None = typer.Option(None, "--fragmentation", help="Override the allocator margin (0-0.5)."),
     offline: bool = typer.Option(False, "--offline", help="Never fetch a Hub id."),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON contract."),
 ) -> None:
@@ -234,7 +236,7 @@ def plan_command(
     layout = Layout(gpus=parse_gpus(gpus), tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=fsdp,
                     offload=offload)  # type: ignore[arg-type]
     result = plan(spec, workload, precision=PrecisionPlan(weights=weights, kv_cache=kv_cache.lower()),
-                  layout=layout, gpu=gpu_spec)
+                  layout=layout, gpu=gpu_spec, overheads=_overheads(context_mib, fragmentation))
     perf_options: dict[str, Any] = {"prompt_tokens": parse_tokens(prompt, field="prompt"),
                                     "output_tokens": output_tokens, "train_tokens": parse_count(tokens, field="tokens"),
                                     "mfu": mfu, "mbu": mbu}
@@ -245,6 +247,25 @@ def plan_command(
         emit_json(plan_to_json(result, model_json=model_to_json(spec, kv_cache=result.precision.kv_cache)))
     else:
         render_plan(result)
+
+
+def _overheads(context_mib: int | None, fragmentation: float | None) -> Any:
+    """Runtime overheads with the user's overrides (stated in the plan's assumptions either way)."""
+    import dataclasses
+
+    from anchorgpu.planner import Overheads
+    from anchorgpu.units import MIB
+
+    ov = Overheads()
+    if context_mib is not None:
+        if context_mib < 0:
+            raise InvalidWorkload(f"--cuda-context-mib {context_mib}: must be zero or more")
+        ov = dataclasses.replace(ov, cuda_context_bytes=context_mib * MIB, rocm_context_bytes=context_mib * MIB)
+    if fragmentation is not None:
+        if not 0 <= fragmentation <= 0.5:
+            raise InvalidWorkload(f"--fragmentation {fragmentation}: expected a fraction between 0 and 0.5")
+        ov = dataclasses.replace(ov, fragmentation_fraction=fragmentation)
+    return ov
 
 
 def _bad(message: str) -> str:

@@ -436,6 +436,7 @@ def _training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFor
         moments = mm.optimizer_moment_bytes(adapters_gpu, optimizer=w.optimizer, zero=lay.zero, dp=lay.dp,
                                             moment_scale=moment_scale)
         checkpoint = adapters * 2
+        assumptions.append("Activations of the whole model are kept for the backward pass through the frozen layers.")
         assumptions.append(
             f"LoRA rank {w.lora_rank} on {','.join(w.lora_targets)}: frozen base, adapters "
             + ("in fp32 with fp32 gradients and optimizer moments." if mixed else "and their states in bf16."))
