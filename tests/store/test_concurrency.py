@@ -209,3 +209,34 @@ def test_a_purchase_killed_mid_transaction_leaves_nothing_half_written(store: An
                           clock=store.clock)
     assert retry.status == 201 and retry.replayed is False
     assert _count(store, AllocationRow) == 1
+
+
+BOOT_SCRIPT = """
+import sys, time
+from pathlib import Path
+from anchorgpu.bootstrap import bootstrap
+from anchorgpu.config import Settings
+from anchorgpu.allocations.services import list_stock
+
+url, go_file = sys.argv[1], Path(sys.argv[2])
+while not go_file.exists():
+    time.sleep(0.005)
+store = bootstrap(Settings(database_url=url))
+print(len(list_stock(store.uow_factory())))
+"""
+
+
+@pytest.mark.slow
+def test_workers_starting_together_on_an_empty_database_migrate_and_seed_once(empty_db_url: str, tmp_path: Path) -> None:
+    # `anchorgpu serve --workers N` starts N processes that all bootstrap the same database.
+    from anchorgpu.catalog import load_catalog
+
+    go = tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", BOOT_SCRIPT, empty_db_url, str(go)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=_python_env()) for _ in range(3)]
+    go.touch()
+    expected = sum(len(o.initial_stock) for o in load_catalog().offerings)
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        assert int(out) == expected

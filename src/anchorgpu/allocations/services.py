@@ -411,8 +411,15 @@ def seed_stock(uow: AbstractUnitOfWork, *, clock: Clock, catalog: Any | None = N
 
     Idempotent: rows already there (possibly changed by an operator) are never overwritten.
     """
+    from sqlalchemy.exc import IntegrityError
+
     rows = {(o.id, r): int(n) for o in _catalog(catalog).offerings for r, n in o.initial_stock.items()}
-    with uow:
-        added = uow.stock.add_missing(rows, _now(clock))
-        uow.commit()
-    return added
+    for _attempt in range(3):
+        try:
+            with uow:
+                added = uow.stock.add_missing(rows, _now(clock))
+                uow.commit()
+            return added
+        except IntegrityError:
+            continue  # another process (a second API worker) seeded the same rows first: look again
+    raise RuntimeError("could not seed stock: rows kept changing under concurrent seeding")

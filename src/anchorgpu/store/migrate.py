@@ -49,7 +49,10 @@ def is_up_to_date(engine: Engine) -> bool:
 
 def upgrade(engine: Engine, revision: str = "head") -> str | None:
     """Migrate the database to ``revision`` (default: newest); return the revision it ends at."""
-    with engine.connect() as conn:
+    from anchorgpu.store.engine import write_engine
+
+    # SQLite: take the write lock at BEGIN, so a second process waits and then finds the schema done.
+    with write_engine(engine).connect() as conn:
         if conn.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _MIGRATION_LOCK_ID})
             conn.commit()
