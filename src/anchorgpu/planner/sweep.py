@@ -246,7 +246,11 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
                            for key in tp_pp.tolist()], dtype=np.float64)
     weights_lw = weights_uw[tp_pp_row]
     precisions = [perf.compute_precision_for_weights(name) for name in weights]
-    peak_sw = np.array([[perf.peak_for(sh.gpu, p).flops_per_s for p in precisions] for sh in shapes])
+    peaks: dict[str, list[float]] = {}  # shapes share GPUs: one lookup per GPU
+    for sh in shapes:
+        if sh.gpu.name not in peaks:
+            peaks[sh.gpu.name] = [perf.peak_for(sh.gpu, p).flops_per_s for p in precisions]
+    peak_sw = np.array([peaks[sh.gpu.name] for sh in shapes])
     if progress:
         progress(total // 4, total)
 
