@@ -101,3 +101,11 @@ def test_runtime_overheads_can_be_overridden_from_the_command_line(capsys: pytes
                      "0", "--json")
     assert json.loads(lean)["per_gpu"]["overhead_bytes"] < json.loads(base)["per_gpu"]["overhead_bytes"]
     assert json.loads(lean)["breakdown"]["cuda_context_bytes"] == 0
+
+
+def test_json_carries_the_performance_section_when_a_gpu_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--context", "4096", "--concurrency", "8",
+                       "--json")
+    assert code == 0
+    perf = json.loads(out)["performance"]
+    assert perf["decode_tokens_per_s_total"] > perf["decode_tokens_per_s_per_user"] > 0

@@ -480,3 +480,13 @@ def test_every_task_serialises_to_plain_json(task: str) -> None:
                   gpu=get_gpu("l4"))
     text = json.dumps(plan_to_json(result))
     assert json.loads(text)["workload"]["task"] == task
+
+
+def test_parameter_offload_for_training_needs_zero3_and_then_keeps_only_gather_buffers() -> None:
+    model = load_model("llama-3.1-8b")
+    with pytest.raises(InvalidWorkload) as excinfo:
+        plan(model, Workload(task="train"), layout=Layout(gpus=8, offload="params"))
+    assert "--zero 3" in str(excinfo.value)
+    result = plan(model, Workload(task="train"), layout=Layout(gpus=8, zero=3, offload="params"))
+    assert result.per_gpu.weights_bytes == result.breakdown["gather_buffer_bytes"]
+    assert result.per_gpu.optimizer_bytes == 0

@@ -247,6 +247,8 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
             raise InvalidWorkload(
                 f"ep={ep} must divide the {model.moe.num_experts} experts and the tp·dp = {tp * dp} GPUs of a stage")
     zero = 3 if layout.fsdp else layout.zero
+    if training and layout.offload == "params" and zero < 3:
+        raise InvalidWorkload("--offload params needs parameter sharding: add --zero 3 or --fsdp (ZeRO-Infinity, FSDP CPU offload)")
     return ResolvedLayout(gpus=gpus, tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=layout.fsdp,
                           offload=layout.offload, sequence_parallel=training and tp > 1)
 
