@@ -37,15 +37,25 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(tmp_path: Path, *, extra_env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str, Path]:
-    """``anchorgpu serve`` on a fresh SQLite file and a free port; returns (process, base URL, log file)."""
+def server_env(tmp_path: Path, database_url: str | None = None) -> dict[str, str]:
+    """The environment of a test server: its own database (a fresh SQLite file by default), offline."""
+    env = {**os.environ, "ANCHORGPU_DATABASE_URL": database_url or f"sqlite:///{tmp_path / 'anchorgpu.db'}",
+           "ANCHORGPU_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    env.pop("ANCHORGPU_SESSION_SECRET", None)
+    env.pop("ANCHORGPU_API_KEY", None)
+    return env
+
+
+def anchorgpu_exe() -> str:
+    return str(Path(sys.executable).with_name("anchorgpu"))
+
+
+def start_server(tmp_path: Path, *, database_url: str | None = None, workers: int = 1) -> tuple[subprocess.Popen[bytes], str, Path]:
+    """``anchorgpu serve`` on its own database and a free port; returns (process, base URL, log file)."""
     port = free_port()
     log = tmp_path / "serve.log"
-    env = {**os.environ, "ANCHORGPU_DATABASE_URL": f"sqlite:///{tmp_path / 'anchorgpu.db'}", "ANCHORGPU_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
-    env.update(extra_env or {})
-    env.pop("ANCHORGPU_SESSION_SECRET", None)
-    anchorgpu = Path(sys.executable).with_name("anchorgpu")
-    cmd = [str(anchorgpu), "serve", "--port", str(port), "--log-level", "warning"]
+    env = server_env(tmp_path, database_url)
+    cmd = [anchorgpu_exe(), "serve", "--port", str(port), "--log-level", "warning", "--workers", str(workers)]
     process = subprocess.Popen(cmd, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -103,3 +113,11 @@ def page(browser: Any) -> Iterator[Any]:
         yield page
     finally:
         context.close()
+
+
+@pytest.fixture
+def serve_kit() -> Any:
+    """The helpers above for tests that start their own servers (``start``, ``stop``, ``env``, ``exe``)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(start=start_server, stop=stop_server, env=server_env, exe=anchorgpu_exe)

@@ -16,7 +16,7 @@ router = APIRouter(dependencies=[Depends(require_csrf)])
 
 def _safe_next(next_path: str | None) -> str:
     """Only same-site paths are followed after sign-in (no open redirect)."""
-    if next_path and next_path.startswith("/") and not next_path.startswith("//") and "\\\\" not in next_path:
+    if next_path and next_path.startswith("/") and not next_path.startswith("//") and "\\" not in next_path:
         return next_path
     return "/my/allocations"
 

@@ -1,0 +1,201 @@
+"""Pages through TestClient: rendering, sign-in, CSRF, security headers, booking once, the stop statement."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from anchorgpu.web.session import COOKIE_NAME, decode_cookie, encode_cookie
+
+
+@pytest.mark.parametrize("path", ["/", "/plan", "/recommend", "/catalog", "/signin", "/plan?model=llama-3.1-8b&gpu=h100-sxm"])
+def test_public_pages_render_with_the_base_layout(client: TestClient, path: str) -> None:
+    response = client.get(path)
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/html")
+    assert '<nav aria-label="main">' in response.text
+
+
+def test_home_offers_the_three_journeys(client: TestClient) -> None:
+    html = client.get("/").text
+    for text in ("Plan a workload", "Rent capacity", "Learn a concept"):
+        assert text in html
+
+
+def test_pages_carry_a_strict_content_security_policy_and_other_headers(client: TestClient) -> None:
+    headers = client.get("/").headers
+    csp = headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+    assert "frame-ancestors 'none'" in csp
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["x-frame-options"] == "DENY"
+    assert headers["referrer-policy"] == "same-origin"
+
+
+def test_templates_contain_no_inline_script(client: TestClient) -> None:
+    html = client.get("/plan?model=llama-3.1-8b&gpu=h100-sxm").text
+    assert re.findall(r"<script(?![^>]*\bsrc=)[^>]*>", html) == []
+    assert " style=" not in html and "onclick" not in html
+
+
+def test_session_cookie_is_http_only_and_same_site(client: TestClient) -> None:
+    cookie = client.get("/").headers["set-cookie"]
+    assert cookie.startswith(f"{COOKIE_NAME}=")
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie
+
+
+def test_a_post_without_the_csrf_token_is_refused_and_changes_nothing(client: TestClient) -> None:
+    client.get("/signin")
+    response = client.post("/signup", data={"name": "intruder"})
+    assert response.status_code == 403
+    assert "security token" in response.text
+
+
+def test_a_post_with_another_sessions_token_is_refused(client: TestClient, field: Any) -> None:
+    token = field(client.get("/signin").text, "csrf_token")
+    client.cookies.clear()
+    client.get("/")  # a new session, with its own token
+    assert client.post("/signup", data={"csrf_token": token, "name": "x"}).status_code == 403
+
+
+def test_a_tampered_session_cookie_is_ignored(client: TestClient, signed_in: str) -> None:
+    value = client.cookies[COOKIE_NAME]
+    forged = encode_cookie({"account_id": "acct_someone_else", "account_name": "mallory", "csrf": "x"}, "guessed-secret")
+    client.cookies.clear()
+    client.cookies.set(COOKIE_NAME, forged)
+    response = client.get("/my/allocations")
+    assert response.status_code == 303 and response.headers["location"].startswith("/signin")
+    assert decode_cookie(value, "page-test-secret") is not None
+
+
+def test_signup_shows_the_key_once_and_signs_in(client: TestClient, signed_in: str) -> None:
+    assert signed_in.startswith("agpu_")
+    assert client.get("/my/allocations").status_code == 200
+    assert signed_in not in client.get("/my/allocations").text
+    assert signed_in not in client.cookies[COOKIE_NAME]
+
+
+def test_sign_in_with_a_key_and_a_wrong_key(client: TestClient, signed_in: str, field: Any) -> None:
+    client.post("/signout", data={"csrf_token": field(client.get("/").text, "csrf_token")})
+    assert client.get("/my/allocations").status_code == 303
+    token = field(client.get("/signin").text, "csrf_token")
+    wrong = client.post("/signin", data={"csrf_token": token, "api_key": "agpu_wrong"})
+    assert wrong.status_code == 401
+    assert "matches no account" in wrong.text
+    right = client.post("/signin", data={"csrf_token": token, "api_key": signed_in, "next": "/catalog"})
+    assert right.status_code == 303 and right.headers["location"] == "/catalog"
+
+
+@pytest.mark.parametrize("target", ["https://evil.example/", "//evil.example/x", "/\\evil.example"])
+def test_sign_in_never_redirects_off_site(client: TestClient, signed_in: str, field: Any, target: str) -> None:
+    token = field(client.get("/signin").text, "csrf_token")
+    response = client.post("/signin", data={"csrf_token": token, "api_key": signed_in, "next": target})
+    assert response.headers["location"] == "/my/allocations"
+
+
+def test_signup_is_off_for_postgresql_style_deployments(sqlite_url: str, fixed_clock: Any, field: Any) -> None:
+    from anchorgpu.api.app import create_app
+    from anchorgpu.config import Settings
+
+    app = create_app(Settings(database_url=sqlite_url, offline=True), clock=fixed_clock, session_secret="s", allow_signup=False)
+    with TestClient(app) as client:
+        page = client.get("/signin").text
+        assert "Create account" not in page
+        assert client.post("/signup", data={"csrf_token": field(page, "csrf_token"), "name": "x"}).status_code == 403
+
+
+def test_pages_that_need_an_account_redirect_to_sign_in_and_back(client: TestClient) -> None:
+    response = client.get("/quote?offering=h100-sxm-1x-vm")
+    assert response.status_code == 303
+    assert response.headers["location"] == "/signin?next=%2Fquote%3Foffering%3Dh100-sxm-1x-vm"
+
+
+def test_planner_page_bad_input_is_a_422_page_with_one_line(client: TestClient) -> None:
+    response = client.get("/plan?model=llama-3.1-70b&gpus=0")
+    assert response.status_code == 422
+    assert "gpus" in re.search(r'id="plan-error">([^<]*)<', response.text).group(1)  # type: ignore[union-attr]
+
+
+def test_planner_page_unknown_gpu_is_404_with_suggestions(client: TestClient) -> None:
+    response = client.get("/plan?model=llama-3.1-8b&gpu=h10")
+    assert response.status_code == 404
+    assert "did you mean" in response.text
+
+
+def test_planner_page_draws_the_bar_against_the_gpu_memory(client: TestClient) -> None:
+    html = client.get("/plan?model=llama-3.1-8b&gpu=h100-sxm&context=8192").text
+    assert 'id="memory-bar"' in html
+    assert 'class="limit"' in html
+    assert 'rect class="weights"' in html
+
+
+def test_catalog_page_filters_and_explains_bad_filters(client: TestClient) -> None:
+    html = client.get("/catalog?gpu=h100&kind=vm").text
+    assert "h100-sxm-1x-vm" in html and "h100-sxm-8x-bm" not in html
+    bad = client.get("/catalog?max_usd_per_gpu_hour=cheap")
+    assert bad.status_code == 422 and "non-negative amount" in bad.text
+
+
+def test_unknown_page_is_an_html_404(client: TestClient) -> None:
+    response = client.get("/nowhere")
+    assert response.status_code == 404
+    assert response.headers["content-type"].startswith("text/html")
+
+
+def _quote(client: TestClient, field: Any) -> tuple[str, str]:
+    token = field(client.get("/quote?offering=h100-sxm-1x-vm").text, "csrf_token")
+    response = client.post("/quote", data={"csrf_token": token, "offering": "h100-sxm-1x-vm", "quantity": "1", "term": "1month"})
+    assert response.status_code == 303
+    return response.headers["location"], token
+
+
+def test_booking_form_resubmitted_books_once(client: TestClient, signed_in: str, field: Any) -> None:
+    quote_url, token = _quote(client, field)
+    page = client.get(quote_url).text
+    key = field(page, "idempotency_key")
+    first = client.post(f"{quote_url}/book", data={"csrf_token": token, "idempotency_key": key})
+    second = client.post(f"{quote_url}/book", data={"csrf_token": token, "idempotency_key": key})
+    assert first.status_code == second.status_code == 303
+    assert first.headers["location"] == second.headers["location"]
+    assert "already made" in client.get(second.headers["location"]).text
+    assert client.get("/my/allocations").text.count('class="allocation-row"') == 1
+
+
+def test_each_rendered_booking_form_gets_its_own_key(client: TestClient, signed_in: str, field: Any) -> None:
+    quote_url, _ = _quote(client, field)
+    assert field(client.get(quote_url).text, "idempotency_key") != field(client.get(quote_url).text, "idempotency_key")
+
+
+def test_booking_without_a_key_is_refused(client: TestClient, signed_in: str, field: Any) -> None:
+    quote_url, token = _quote(client, field)
+    assert client.post(f"{quote_url}/book", data={"csrf_token": token}).status_code == 422
+    assert client.get("/my/allocations").text.count('class="allocation-row"') == 0
+
+
+def test_stopping_from_the_page_states_that_the_term_keeps_running(client: TestClient, signed_in: str, field: Any) -> None:
+    quote_url, token = _quote(client, field)
+    booked = client.post(f"{quote_url}/book", data={"csrf_token": token, "idempotency_key": field(client.get(quote_url).text, "idempotency_key")})
+    allocation_url = booked.headers["location"]
+    page = client.get(allocation_url).text
+    ends_at = re.search(r'id="ends-at">([^<]+)<', page).group(1)  # type: ignore[union-attr]
+    stop_key = re.search(r'/stop".*?name="idempotency_key" value="([^"]+)"', page, re.S).group(1)  # type: ignore[union-attr]
+    response = client.post(f"{allocation_url}/stop", data={"csrf_token": token, "idempotency_key": stop_key})
+    assert response.status_code == 303
+    after = client.get(allocation_url).text
+    assert "Stopping does not pause the paid term" in after
+    assert f"still ends at {ends_at}" in after
+    assert re.search(r'id="ends-at">([^<]+)<', after).group(1) == ends_at  # type: ignore[union-attr]
+
+
+def test_another_accounts_allocation_page_is_404(client: TestClient, signed_in: str, field: Any, app: Any) -> None:
+    quote_url, token = _quote(client, field)
+    booked = client.post(f"{quote_url}/book", data={"csrf_token": token, "idempotency_key": field(client.get(quote_url).text, "idempotency_key")})
+    allocation_url = booked.headers["location"]
+    client.cookies.clear()
+    other = client.post("/signup", data={"csrf_token": field(client.get("/signin").text, "csrf_token"), "name": "other"})
+    assert other.status_code == 201
+    assert client.get(allocation_url).status_code == 404
+    assert client.get(quote_url).status_code == 404
