@@ -35,6 +35,8 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     [
         ({"hidden_size": -4096}, "hidden_size", "must be a positive integer, got -4096"),
         ({"num_hidden_layers": 0}, "num_hidden_layers", "must be a positive integer, got 0"),
+        ({"num_hidden_layers": 10**9}, "num_hidden_layers", "must be at most 100,000, got 1000000000"),
+        ({"vocab_size": 2**60}, "vocab_size", "must be at most 1,099,511,627,776"),
         ({"vocab_size": "32000"}, "vocab_size", "must be a positive integer, got '32000'"),
         ({"num_attention_heads": True}, "num_attention_heads", "must be a positive integer, got True"),
         ({"intermediate_size": 12.5}, "intermediate_size", "must be a positive integer, got 12.5"),

@@ -15,6 +15,8 @@ from anchorgpu.errors import InvalidConfig
 __all__ = ["ConfigReader"]
 
 _MISSING: Final = object()
+# No real dimension comes near this; it keeps products of sizes and per-layer tuples sane on junk input.
+MAX_SIZE: Final = 1 << 40
 
 
 class ConfigReader:
@@ -47,10 +49,10 @@ class ConfigReader:
                 return key, self.data[key]
         return keys[0], _MISSING
 
-    def size(self, *keys: str, default: int | None = None, minimum: int = 1) -> int:
-        """A whole number ``>= minimum`` from the first present key (aliases), else ``default``.
+    def size(self, *keys: str, default: int | None = None, minimum: int = 1, maximum: int = MAX_SIZE) -> int:
+        """A whole number in ``[minimum, maximum]`` from the first present key (aliases), else ``default``.
 
-        Raises ``InvalidConfig`` when absent without a default, not an integer, or below ``minimum``.
+        Raises ``InvalidConfig`` when absent without a default, not an integer, or out of range.
         """
         key, value = self._first(keys)
         if value is _MISSING:
@@ -66,13 +68,15 @@ class ConfigReader:
         if value < minimum:
             kind = "positive integer" if minimum == 1 else f"integer >= {minimum}"
             raise self.fail(key, f"must be a {kind}, got {value!r}")
+        if value > maximum:
+            raise self.fail(key, f"must be at most {maximum:,}, got {value!r}")
         return value
 
-    def opt_size(self, key: str, *, minimum: int = 1) -> int | None:
+    def opt_size(self, key: str, *, minimum: int = 1, maximum: int = MAX_SIZE) -> int | None:
         """Like :meth:`size` but ``None`` when the key is absent or null."""
         if not self.has(key):
             return None
-        return self.size(key, minimum=minimum)
+        return self.size(key, minimum=minimum, maximum=maximum)
 
     def flag(self, key: str, *, default: bool) -> bool:
         value = self.data.get(key)

@@ -20,6 +20,9 @@ __all__ = ["FAMILY_NAMES", "PARSERS", "Parser"]
 
 Parser = Callable[[ConfigReader, str, str], ModelSpec]
 
+# The deepest published decoders have a few hundred layers; the per-layer window tuple is built from this.
+MAX_LAYERS = 100_000
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Core:
@@ -59,7 +62,7 @@ def _core(
     model_type: str | None = None,
 ) -> _Core:
     h = r.size(*hidden)
-    n_layers = r.size(*layers)
+    n_layers = r.size(*layers, maximum=MAX_LAYERS)
     n_heads = r.size(*heads)
     n_kv = kv_heads if kv_heads is not None else r.size(*kv, default=n_heads)
     if n_heads % n_kv:
