@@ -1,4 +1,5 @@
-"""Wiring: Settings → engine → migrations (if needed) → stock seeded from the catalog → UoW factory.
+"""Wiring: Settings → engine → migrations (if needed) → stock seeded from the catalog → expired
+idempotency keys purged → UoW factory.
 
 Nothing happens at import. The faces call :func:`bootstrap` once (per process) and keep the result::
 
@@ -59,11 +60,13 @@ def bootstrap(
     seed: bool = True,
     clock: Callable[[], datetime] | None = None,
     pool_size: int | None = None,
+    purge_keys: bool = True,
 ) -> Store:
     """Build the store for ``settings`` (default: :func:`anchorgpu.config.get_settings`).
 
     ``migrate``: apply pending Alembic migrations (an empty database gets the whole schema).
     ``seed``: insert the catalog's initial stock rows that are missing (never overwrites).
+    ``purge_keys``: delete idempotency keys past their retention (``Settings.idempotency_key_ttl_s``).
     ``pool_size``: PostgreSQL connections kept per process (SQLAlchemy's default when None).
     """
     from sqlalchemy.orm import sessionmaker
@@ -86,4 +89,8 @@ def bootstrap(
         from anchorgpu.allocations.services import seed_stock
 
         seed_stock(store.uow_factory(), clock=store.clock)
+    if purge_keys:
+        from anchorgpu.allocations.idempotency import purge_idempotency_keys
+
+        purge_idempotency_keys(store.uow_factory(), now=store.clock())
     return store

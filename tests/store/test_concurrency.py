@@ -240,3 +240,36 @@ def test_workers_starting_together_on_an_empty_database_migrate_and_seed_once(em
         out, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
         assert int(out) == expected
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_a_twin_that_waits_too_long_for_the_first_request_is_told_it_is_in_progress(
+    postgres_url: str, fixed_clock: Any, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from anchorgpu.accounts import create_account
+    from anchorgpu.allocations import idempotency
+
+    store = bootstrap(Settings(database_url=postgres_url), clock=fixed_clock)
+    account_id, _ = create_account(store.uow_factory(), "twin", clock=store.clock)
+    account = type("A", (), {"id": account_id})
+    q = svc.create_quote(store.uow_factory(), account_id=account.id, offering=H100, term="1w", clock=store.clock)
+    proc = subprocess.Popen(  # the first request: writes everything, then hangs before commit
+        [sys.executable, "-c", KILLED_SCRIPT, postgres_url, store.clock().isoformat(), account.id, q["id"]],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_python_env(),
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "WRITTEN"
+        monkeypatch.setattr(idempotency, "LOCK_TIMEOUT_S", 0.5)
+        with pytest.raises(IdempotencyInProgress) as err:
+            svc.buy_quote(store.uow_factory(), account_id=account.id, quote_id=q["id"], idempotency_key="killed-key",
+                          clock=store.clock)
+        assert (err.value.code, err.value.http_status) == ("idempotency_request_in_progress", 409)
+    finally:
+        proc.kill()
+        proc.communicate()
+    monkeypatch.setattr(idempotency, "LOCK_TIMEOUT_S", 15.0)
+    retry = svc.buy_quote(store.uow_factory(), account_id=account.id, quote_id=q["id"], idempotency_key="killed-key",
+                          clock=store.clock)
+    assert retry.status == 201 and _count(store, AllocationRow) == 1
+    store.dispose()

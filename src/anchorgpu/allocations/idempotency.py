@@ -175,7 +175,7 @@ def _attempt_once(
     action: Action, ttl_s: int,
 ) -> Outcome:
     with uow:
-        uow.set_lock_timeout(LOCK_TIMEOUT_S)
+        uow.set_lock_timeout(LOCK_TIMEOUT_S)  # read at call time (tests shorten it)
         existing = uow.idempotency.get(account_id, operation, key)
         if existing is not None and existing.expires_at <= now:
             uow.idempotency.delete(existing.id)  # kept long enough; a reused expired key is a new request
