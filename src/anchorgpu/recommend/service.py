@@ -168,6 +168,13 @@ def _codes(result: SweepResult, row: dict[str, Any], offering: Offering) -> tupl
     return tuple(codes)
 
 
+def _speed_figures_uncertain(gpu_name: str) -> bool:
+    """True when a figure the speed estimate uses (BF16/FP8/FP4 peak, memory or link bandwidth) is marked '?'."""
+    gpu = get_gpu(gpu_name)
+    peaks = any(gpu.peaks[p].uncertain for p in ("bf16", "fp8", "fp4") if p in gpu.peaks)
+    return peaks or any(f.startswith(("memory_bandwidth", "interconnect_bandwidth")) for f in gpu.uncertain_fields)
+
+
 def _pareto(options: Sequence[RecommendedOption]) -> tuple[RecommendedOption, ...]:
     """Options no other option beats on both cost (lower) and speed (higher); cheapest first."""
     front: list[RecommendedOption] = []
@@ -304,6 +311,11 @@ def recommend(
     assumptions.append(
         f"Prices are list prices for a {the_term} term ({the_term.hours} h), whole servers, no options, priced "
         "exactly as `anchorgpu quote`; 'per GPU-hour' is the 730-h comparison rate.")
+    shown = options[:top]
+    uncertain = sorted({o.gpu for o in shown if _speed_figures_uncertain(o.gpu)})
+    if uncertain:
+        assumptions.append(f"Speed figures of {', '.join(uncertain)} rest partly on secondary or conflicting "
+                           "sources (marked '?' in the GPU table): treat their tokens/s as rougher.")
     if not training:
         assumptions.append("Cost per million output tokens assumes the servers decode at the estimated total "
                            "tokens/s for the whole term.")
