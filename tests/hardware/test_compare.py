@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from anchorgpu.hardware import Workload, compare_gpus, get_gpu, workload_fit
+from anchorgpu.hardware import FEATURED_COMPARISONS, Workload, compare_gpus, comparison_to_json, get_gpu, workload_fit
 from anchorgpu.units import GB
 
 
@@ -126,3 +126,14 @@ def test_b300_vs_b200_points_out_the_cut_in_fp64_and_int8() -> None:
 def test_speed_statements_name_the_faster_gpu_first() -> None:
     text = " ".join(compare_gpus(get_gpu("h100-pcie"), get_gpu("h100")).statements)
     assert "h100-sxm has 1.31x the dense FP8 throughput of h100-pcie" in text  # 1979 / 1513 (S2)
+
+
+@pytest.mark.parametrize(("a", "b"), FEATURED_COMPARISONS)
+def test_the_featured_seed_comparisons_explain_capacity_decode_and_compute(a: str, b: str) -> None:
+    c = compare_gpus(get_gpu(a), get_gpu(b))
+    kinds = {s.split(":")[0] for s in c.statements}
+    assert {"Capacity", "Decode"} <= kinds
+    assert "Prefill and training" in kinds or "Prefill and training (compute bound)" in kinds
+    data = comparison_to_json(c)
+    assert data["a"]["name"] == a and data["b"]["name"] == b
+    assert data["ratios"]["memory_bytes"] == pytest.approx(get_gpu(a).memory_bytes / get_gpu(b).memory_bytes)

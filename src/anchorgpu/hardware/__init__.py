@@ -33,6 +33,7 @@ from anchorgpu.hardware.serialize import comparison_to_json, gpu_to_json
 from anchorgpu.hardware.spec import PRECISIONS, GpuSpec, Peak, PeakStatus, Precision
 
 __all__ = [
+    "FEATURED_COMPARISONS",
     "PRECISIONS",
     "GpuComparison",
     "GpuIndex",

@@ -23,9 +23,12 @@ from decimal import Decimal
 from anchorgpu.hardware.spec import GpuSpec, Peak
 from anchorgpu.units import GB, GIB
 
-__all__ = ["GpuComparison", "MetricComparison", "Workload", "WorkloadFit", "compare_gpus", "workload_fit"]
+__all__ = ["FEATURED_COMPARISONS", "GpuComparison", "MetricComparison", "Workload", "WorkloadFit", "compare_gpus", "workload_fit"]
 
 Number = float | int | Decimal
+
+FEATURED_COMPARISONS: tuple[tuple[str, str], ...] = (("h200", "h100-sxm"), ("b300", "b200"), ("mi355x", "b200"))
+"""Pairs the seed glossaries point readers to ("H100 vs H200", "B200 vs B300", "MI355X vs B200"), newer first."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
