@@ -30,7 +30,7 @@ class ParamBreakdown:
 
     embeddings: int  # token embedding table
     position_embeddings: int  # learned absolute positions (GPT-2, OPT); 0 for RoPE models
-    attention: int  # all attention projections (+ their biases and q/k norms) over all layers
+    attention: int  # all attention projections (+ their biases, q/k norms, MLA q_a/kv_a norms) over all layers
     mlp: int  # dense MLP blocks over all dense layers
     experts: int  # routed experts over all MoE layers (all experts, all layers)
     shared_experts: int  # always-active shared experts over all MoE layers
@@ -78,6 +78,13 @@ class LinearGroup:
     ``name`` is one of q, k, v, o, gate, up, down (or q_a, q_b, kv_a, kv_b for MLA; expert_gate,
     expert_up, expert_down, shared_gate … for MoE). ``count`` is how many such matrices the whole
     model holds (layers × experts). ``active_count`` is how many a single token passes through.
+
+    Fused modules keep their real shape, because LoRA adds ``r·(d_in + d_out)`` per *module*:
+    ``qkv`` (Phi-3 qkv_proj, GPT-2 c_attn, Falcon/GPT-NeoX query_key_value), ``gate_up`` (Phi-3),
+    ``expert_gate_up`` (gpt-oss). Plain two-matrix MLPs (GPT-2, OPT, Falcon, GPT-NeoX, StarCoder2)
+    use ``up`` and ``down``. Routers are ``router`` (and Qwen2-MoE's ``shared_expert_gate``), with
+    ``component == "router"``. Groups cover the transformer blocks only: the token embeddings and
+    the LM head are in :class:`ParamBreakdown` (``embeddings``, ``head``), not here.
     """
 
     name: str
@@ -109,15 +116,15 @@ class ModelSpec:
     hidden_size: int
     intermediate_size: int  # dense MLP width (0 if every layer is MoE)
     num_attention_heads: int
-    num_kv_heads: int
-    head_dim: int
+    num_kv_heads: int  # MLA: equal to the query heads (the cache holds the latent instead, see ``mla``)
+    head_dim: int  # config ``head_dim`` when given (Gemma), else hidden / heads; MLA: qk_nope + qk_rope
     vocab_size: int
     max_context_tokens: int
     tie_word_embeddings: bool
     attention_kind: AttentionKind
     gated_mlp: bool  # SwiGLU/GeGLU (three matrices) vs plain two-matrix MLP
     params: ParamBreakdown
-    params_active: int  # parameters one token passes through (== total for dense models)
+    params_active: int  # one token: everything except the routed experts it is not sent to (== total if dense)
     linear_groups: tuple[LinearGroup, ...]
     # Per-layer attention window in tokens; None means full attention. Length == num_layers.
     layer_windows: tuple[int | None, ...]
