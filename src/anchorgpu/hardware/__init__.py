@@ -20,6 +20,7 @@ of 192 physical); ``memory_headline`` keeps the vendor's figure and ``memory_uni
 from __future__ import annotations
 
 from anchorgpu.hardware.compare import (
+    FEATURED_COMPARISONS,
     GpuComparison,
     MetricComparison,
     Workload,
