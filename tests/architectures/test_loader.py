@@ -130,3 +130,12 @@ def test_an_unknown_plain_name_is_not_sent_to_the_hub() -> None:
 def test_an_empty_name_is_unknown() -> None:
     with pytest.raises(UnknownModel):
         load_model("   ")
+
+
+def test_a_path_object_loads_the_file_it_names(tmp_path: Path) -> None:
+    target = tmp_path / "cfg.json"
+    shutil.copy(MODELS_DIR / "gpt2.json", target)
+    spec = load_model(target)
+    assert isinstance(spec, ModelSpec) and spec.params_total == 124439808
+    with pytest.raises(InvalidConfig, match="no such file"):
+        load_model(tmp_path / "missing.json")

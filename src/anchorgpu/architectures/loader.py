@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import NoReturn
 
 from anchorgpu.architectures.diffusion import parse_pipeline
 from anchorgpu.architectures.hf import from_hf_config, parse_config_text
@@ -30,7 +31,7 @@ Fetch = Callable[[str], str]
 
 
 def load_model(
-    ref: str,
+    ref: str | os.PathLike[str],
     *,
     offline: bool = False,
     fetch: Fetch | None = None,
@@ -44,6 +45,8 @@ def load_model(
     >>> load_model("Llama-3.1-8B").params_total
     8030261248
     """
+    if not isinstance(ref, str):  # a Path: always a file or folder
+        return load_config_file(Path(ref)) if Path(ref).exists() else _missing(str(ref))
     text = ref.strip()
     if not text:
         raise UnknownModel(ref, ())
@@ -56,8 +59,12 @@ def load_model(
     if HUB_ID.match(text) and not text.endswith(".json"):
         return _load_from_hub(text, offline=offline, fetch=fetch, environ=os.environ if environ is None else environ)
     if text.endswith(".json") or os.sep in text or text.startswith("."):
-        raise InvalidConfig(f"{text}: no such file")
+        _missing(text)
     raise UnknownModel(text, did_you_mean(text, list_models()))
+
+
+def _missing(path: str) -> NoReturn:
+    raise InvalidConfig(f"{path}: no such file")
 
 
 def load_registry_model(info: ModelInfo) -> ModelSpec | DiffusionPipelineSpec:
