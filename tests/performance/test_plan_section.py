@@ -40,7 +40,17 @@ def test_plan_json_carries_training_time_and_checkpoint(capsys) -> None:
     assert perf["train_time_s"] == pytest.approx(1e12 / perf["train_tokens_per_s"])
     assert perf["checkpoint_bytes"] == data["checkpoint_bytes"]  # the planner's own checkpoint size
     assert perf["checkpoint_write_s"] > 0
-    assert perf["train_predicted_mfu"] == pytest.approx(0.4, rel=0.01)  # DP only: no bubble, no TP traffic
+    # DP only: no bubble, no TP traffic; what separates it from --mfu 0.4 is the gradient sync over the
+    # network (8 servers) that the last backward pass cannot hide, and it is stated
+    assert 0.3 < perf["train_predicted_mfu"] < 0.4
+    assert any("gradient sync not hidden" in a for a in perf["assumptions"])
+
+
+def test_a_bigger_global_batch_hides_more_of_the_gradient_sync() -> None:
+    p = plan(load_model("llama-3.1-8b"), Workload(task="train", seq_tokens=4096), layout=Layout(gpus=64, zero=1),
+             gpu=get_gpu("h100"))
+    small, big = plan_performance(p, global_batch_tokens=2**20), plan_performance(p, global_batch_tokens=2**24)
+    assert big["train_tokens_per_s"] > small["train_tokens_per_s"]
 
 
 def test_fp8_weights_on_an_a100_are_timed_at_the_bf16_rate_with_the_registry_warning() -> None:

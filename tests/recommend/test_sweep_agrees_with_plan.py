@@ -100,8 +100,9 @@ def test_sampled_training_configurations_match_the_scalar_planner(task: str, mod
         link = perf.tp_link(shape.gpu, row["tp"], gpus_per_server=shape.gpus_per_server,
                             network_bytes_per_s=shape.network_bytes_per_s)
         step = perf.training_step(model, shape.gpu, gpus=row["gpus"], seq_tokens=2048, tp=row["tp"], pp=row["pp"],
-                                  micro_batch=2, recompute=p.workload.recompute or "none",
-                                  kind="full" if task == "train" else "lora", link=link)
+                                  micro_batch=2, recompute=p.workload.recompute or "none", zero=row["zero"],
+                                  kind="full" if task == "train" else "lora", link=link,
+                                  gpus_per_server=shape.gpus_per_server, network_bytes_per_s=shape.network_bytes_per_s)
         assert row["train_tokens_per_s"] == pytest.approx(step.tokens_per_s, rel=1e-9)
         assert row["train_time_s"] == pytest.approx(10**10 / step.tokens_per_s, rel=1e-9)
 

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_EFFICIENCIES",
+    "DEFAULT_GLOBAL_BATCH_TOKENS",
     "DEFAULT_NETWORK_BYTES_PER_S",
     "DEFAULT_STORAGE_BYTES_PER_S",
     "ComputePrecision",
@@ -52,6 +53,7 @@ __all__ = [
     "checkpoint_bytes",
     "checkpoint_write_s",
     "compute_precision_for_weights",
+    "data_parallel_sync_s",
     "decode_step",
     "estimate_performance",
     "forward_matmul_params",
@@ -438,27 +440,65 @@ class TrainingStep:
     tokens_per_s: float
     model_flops_per_token: float
     hardware_flops_per_token: float
-    compute_fraction: float  # of the step spent computing (the rest: bubble and exposed TP traffic)
+    compute_fraction: float  # of the step spent computing (the rest: bubble, TP traffic, exposed sync)
     bubble_fraction: float
     tp_communication_fraction: float
+    dp_sync_exposed_fraction: float  # gradient sync not hidden behind the last backward pass
+    microbatches: int  # per replica per optimizer step
     predicted_mfu: float  # model FLOPs / (time * GPUs * peak)
+
+
+DEFAULT_GLOBAL_BATCH_TOKENS = 2**21
+"""Tokens per optimizer step when none is given: about 2M, within the 0.5-4M of published LLM runs
+(GPT-3: 0.5-3.2M, Brown et al. 2020 Table 2.1; Llama 2: 4M). Gradients are synchronised once per step."""
+
+
+def data_parallel_sync_s(
+    model: ModelSpec, gpu: GpuSpec, *, gpus: int, tp: int = 1, pp: int = 1, zero: int = 0,
+    kind: TrainKind = "full", gpus_per_server: int | None = None,
+    network_bytes_per_s: float = DEFAULT_NETWORK_BYTES_PER_S,
+) -> float:
+    """Time to synchronise one step's gradients across the data-parallel replicas.
+
+    A ring all-reduce of this GPU's bf16 gradients (``2 * P / (tp*pp)`` bytes) over ``dp`` ranks; ZeRO-3 /
+    FSDP moves 1.5x that (parameters gathered for forward and backward, gradients reduce-scattered;
+    Rajbhandari et al. 2020, section 7). Inside one server the ranks use the scale-up link (or PCIe);
+    across servers the network (``gpus_per_server`` default 8). LoRA syncs only its adapters: ~0.
+
+    >>> from anchorgpu.planner.performance import _toy_gpu, _toy_model
+    >>> data_parallel_sync_s(_toy_model(), _toy_gpu(), gpus=1), data_parallel_sync_s(_toy_model(), _toy_gpu(), gpus=2) > 0
+    (0.0, True)
+    """
+    dp = gpus // (tp * pp)
+    if dp <= 1 or kind != "full":
+        return 0.0
+    grad_bytes = ACTIVATION_BYTES * model.params_total / (tp * pp)
+    per_server = gpus_per_server or SERVER_GPUS
+    link = tp_link(gpu, gpus, gpus_per_server=per_server, network_bytes_per_s=network_bytes_per_s)
+    return (1.5 if zero >= 3 else 1.0) * allreduce_s(grad_bytes, dp, link)
 
 
 def training_step(
     model: ModelSpec, gpu: GpuSpec, *, gpus: int, seq_tokens: int, tp: int = 1, pp: int = 1,
     micro_batch: int = 1, microbatches: int | None = None, virtual_stages: int = 1,
-    recompute: Recompute = "none", kind: TrainKind = "full", precision: str = "bf16",
+    recompute: Recompute = "none", kind: TrainKind = "full", precision: str = "bf16", zero: int = 0,
+    global_batch_tokens: int | None = None, gpus_per_server: int | None = None,
+    network_bytes_per_s: float = DEFAULT_NETWORK_BYTES_PER_S,
     efficiencies: Efficiencies = DEFAULT_EFFICIENCIES,
     link: Link | None = None,
 ) -> TrainingStep:
-    """Training tokens/s: ``gpus * peak * mfu / hardware FLOPs per token``, then bubble and TP traffic.
+    """Training tokens/s over all GPUs for one layout: compute, TP traffic, pipeline bubble, gradient sync.
 
-    * compute time per micro-batch per GPU = ``b*s * hw_flops_per_token / (tp*pp) / (peak*mfu)``;
+    * compute per micro-batch per GPU = ``b*s * hw_flops_per_token / (tp*pp) / (peak*mfu)``;
     * TP: four all-reduces of ``b*s*h*2`` bytes per layer per micro-batch (two forward, two backward;
       six with full recompute), over ``L/pp`` layers; sequence parallelism swaps each for a reduce-scatter
       plus an all-gather of the same volume (Korthikanti et al. 2022, section 4.2.2). Not overlapped;
-    * PP: the step is stretched by ``1/(1 - bubble)``, with ``m`` micro-batches per step (default ``4*pp``);
-    * data-parallel gradient reduction and ZeRO gathers are assumed overlapped with the backward pass.
+    * a step runs ``m`` micro-batches per replica (``microbatches``, else the global batch of
+      ``global_batch_tokens`` split over the replicas, default :data:`DEFAULT_GLOBAL_BATCH_TOKENS`); the
+      pipeline stretches it to ``(m + p - 1)`` micro-batch times (1F1B, ``v`` interleaved stages:
+      ``m + (p - 1)/v``), i.e. the bubble ``(p-1)/(v*m+p-1)``;
+    * the gradient sync (:func:`data_parallel_sync_s`) overlaps the backward pass of the last micro-batch
+      (bucketed all-reduce, as DDP/Megatron/DeepSpeed do); only what exceeds it is added to the step.
     """
     if gpus < 1 or tp < 1 or pp < 1 or gpus % (tp * pp):
         raise InvalidWorkload(f"gpus={gpus} must be a multiple of tp*pp={tp * pp}")
@@ -470,16 +510,25 @@ def training_step(
     collectives = 6 if recompute == "full" else 4
     layers_here = math.ceil(model.num_layers / pp)
     comm_s = collectives * layers_here * allreduce_s(tokens * model.hidden_size * ACTIVATION_BYTES, tp, link)
-    m = microbatches if microbatches is not None else 4 * pp
-    bubble = pipeline_bubble_fraction(pp, m, virtual_stages)
-    per_micro_s = (compute_s + comm_s) / (1.0 - bubble)
     dp = gpus // (tp * pp)
-    tokens_per_s = dp * tokens / per_micro_s
+    if microbatches is not None:
+        m = microbatches
+    else:
+        batch = global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS
+        m = max(1, math.ceil(batch / (dp * tokens)))
+    bubble = pipeline_bubble_fraction(pp, m, virtual_stages)
+    pipeline_s = m * (compute_s + comm_s) / (1.0 - bubble)
+    sync_s = data_parallel_sync_s(model, gpu, gpus=gpus, tp=tp, pp=pp, zero=zero, kind=kind,
+                                  gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
+    backward_s = compute_s * (2.0 / 3.0 if kind == "full" else 0.5)
+    exposed_s = max(0.0, sync_s - backward_s)
+    step_s = pipeline_s + exposed_s
+    tokens_per_s = dp * m * tokens / step_s
     return TrainingStep(
         tokens_per_s=tokens_per_s, model_flops_per_token=model_f, hardware_flops_per_token=hw_f,
-        compute_fraction=compute_s / per_micro_s, bubble_fraction=bubble,
-        tp_communication_fraction=comm_s / per_micro_s,
-        predicted_mfu=tokens_per_s * model_f / (gpus * peak),
+        compute_fraction=m * compute_s / step_s, bubble_fraction=bubble,
+        tp_communication_fraction=m * comm_s / step_s, dp_sync_exposed_fraction=exposed_s / step_s,
+        microbatches=m, predicted_mfu=tokens_per_s * model_f / (gpus * peak),
     )
 
 
@@ -539,7 +588,8 @@ def estimate_performance(
     weights_bytes_per_gpu: int, weights_format: str = "bf16", kv_bytes_per_sequence_per_gpu: float = 0.0,
     prompt_tokens: int = 1024, output_tokens: int = 256, concurrency: int = 1, replicas: int = 1,
     train_tokens: int | None = None, seq_tokens: int = 4096, micro_batch: int = 1,
-    recompute: Recompute = "none", checkpoint_size_bytes: int | None = None,
+    recompute: Recompute = "none", zero: int = 0, global_batch_tokens: int | None = None,
+    checkpoint_size_bytes: int | None = None,
     weights_bytes_total: int | None = None, master_and_optimizer_bytes_total: int = 0,
     gpus_per_server: int | None = None, efficiencies: Efficiencies = DEFAULT_EFFICIENCIES,
     network_bytes_per_s: float = DEFAULT_NETWORK_BYTES_PER_S,
@@ -580,14 +630,19 @@ def estimate_performance(
         kind: TrainKind = "full" if task == "train" else "lora"
         step = training_step(
             model, gpu, gpus=gpus, seq_tokens=seq_tokens, tp=tp, pp=pp, micro_batch=micro_batch,
-            recompute=recompute, kind=kind, precision=choice.precision,
-            efficiencies=efficiencies, link=link,
+            recompute=recompute, kind=kind, precision=choice.precision, zero=zero,
+            global_batch_tokens=global_batch_tokens, gpus_per_server=gpus_per_server,
+            network_bytes_per_s=network_bytes_per_s, efficiencies=efficiencies, link=link,
         )
+        batch = global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS
         assumptions.append(
-            f"training FLOPs per token {step.model_flops_per_token:.3g} (6*P + attention"
-            f"{', +recompute' if recompute != 'none' else ''}); "
-            f"{4 * pp if pp > 1 else 1} micro-batch(es) per step; data-parallel traffic overlapped with backward"
+            f"training FLOPs per token {step.model_flops_per_token:.3g} ({'6' if kind == 'full' else '4'}*P + attention"
+            f"{', + recompute' if recompute != 'none' else ''}); global batch about {batch:,} tokens per step = "
+            f"{step.microbatches} micro-batch(es) of {micro_batch}x{seq_tokens} tokens per replica"
         )
+        if step.dp_sync_exposed_fraction > 0:
+            assumptions.append(f"gradient sync not hidden behind the last backward pass: "
+                               f"{step.dp_sync_exposed_fraction:.0%} of each step")
         ckpt = checkpoint_size_bytes if checkpoint_size_bytes is not None else checkpoint_bytes(
             weights_bytes=weights_total, master_and_optimizer_bytes=master_and_optimizer_bytes_total)
         return PerformanceEstimate(
@@ -648,7 +703,7 @@ def performance_to_json(estimate: PerformanceEstimate) -> dict[str, Any]:
 def plan_performance(
     plan: Plan, *, prompt_tokens: int | None = None, output_tokens: int | None = None,
     train_tokens: int | None = None, mfu: float | None = None, mbu: float | None = None,
-    network_bytes_per_s: float = DEFAULT_NETWORK_BYTES_PER_S,
+    global_batch_tokens: int | None = None, network_bytes_per_s: float = DEFAULT_NETWORK_BYTES_PER_S,
     storage_bytes_per_s: float = DEFAULT_STORAGE_BYTES_PER_S,
 ) -> dict[str, Any]:
     """Speed, time and checkpoint figures for a :class:`~anchorgpu.planner.plan.Plan`, as the ``performance``
@@ -670,7 +725,8 @@ def plan_performance(
 
     efficiencies = Efficiencies(mfu=mfu if mfu is not None else DEFAULT_EFFICIENCIES.mfu,
                                 mbu=mbu if mbu is not None else DEFAULT_EFFICIENCIES.mbu)
-    for name, value in (("prompt", prompt_tokens), ("output-tokens", output_tokens), ("tokens", train_tokens)):
+    for name, value in (("prompt", prompt_tokens), ("output-tokens", output_tokens), ("tokens", train_tokens),
+                        ("global-batch", global_batch_tokens)):
         if value is not None and value < 1:
             raise InvalidWorkload(f"--{name} {value}: must be at least 1")
     model, gpu, lay, w = plan.model, plan.gpu, plan.layout, plan.workload
@@ -700,7 +756,8 @@ def plan_performance(
         estimate = estimate_performance(
             model, gpu, task=w.task, **common, train_tokens=train_tokens,
             seq_tokens=w.seq_tokens or min(model.max_context_tokens, 4096), micro_batch=w.micro_batch,
-            recompute=w.recompute or "none", checkpoint_size_bytes=plan.checkpoint_bytes or whole_weights)
+            recompute=w.recompute or "none", zero=lay.zero, global_batch_tokens=global_batch_tokens,
+            checkpoint_size_bytes=plan.checkpoint_bytes or whole_weights)
     return performance_to_json(estimate)
 
 

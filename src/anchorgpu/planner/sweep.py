@@ -86,6 +86,7 @@ class SweepSpec:
     prompt_tokens: int | None = None  # default: context - output
     output_tokens: int = 256
     train_tokens: int | None = None
+    global_batch_tokens: int | None = None  # training: tokens per optimizer step (default performance's 2M)
     efficiencies: perf.Efficiencies = perf.DEFAULT_EFFICIENCIES
     overheads: Overheads = field(default_factory=Overheads)
     max_pp: int = 8
@@ -364,18 +365,21 @@ def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec
     seq = w.seq_tokens or min(model.max_context_tokens, 4096)
     recompute: perf.Recompute = w.recompute or ("full" if w.task == "qlora" else "none")
     kind: perf.TrainKind = "full" if w.task == "train" else "lora"
-    speed_cache: dict[tuple[int, int, int, int], float] = {}
+    speed_cache: dict[tuple[int, int, int, int, int], float] = {}
     tps_l = np.empty(n_l)
-    for i, (s, gpus, tp, pp) in enumerate(zip(lay.shape.tolist(), lay.gpus.tolist(), lay.tp.tolist(),
-                                              lay.pp.tolist(), strict=True)):
-        speed_key = (s, gpus, tp, pp)
+    rows_speed = zip(lay.shape.tolist(), lay.gpus.tolist(), lay.tp.tolist(), lay.pp.tolist(), lay.zero.tolist(),
+                     strict=True)
+    for i, (s, gpus, tp, pp, zero) in enumerate(rows_speed):
+        speed_key = (s, gpus, tp, pp, zero)
         if speed_key not in speed_cache:
             shape = shapes[s]
             link = perf.tp_link(shape.gpu, tp, gpus_per_server=shape.gpus_per_server,
                                 network_bytes_per_s=shape.network_bytes_per_s)
             speed_cache[speed_key] = perf.training_step(
                 model, shape.gpu, gpus=gpus, seq_tokens=seq, tp=tp, pp=pp, micro_batch=w.micro_batch,
-                recompute=recompute, kind=kind, efficiencies=spec.efficiencies, link=link).tokens_per_s
+                recompute=recompute, kind=kind, zero=zero, global_batch_tokens=spec.global_batch_tokens,
+                gpus_per_server=shape.gpus_per_server, network_bytes_per_s=shape.network_bytes_per_s,
+                efficiencies=spec.efficiencies, link=link).tokens_per_s
         tps_l[i] = speed_cache[speed_key]
     shape2 = (n_l, n_w)
     tps = np.broadcast_to(tps_l[:, None], shape2)
