@@ -246,3 +246,17 @@ def test_compare_with_a_model_runs_the_full_planner_for_both_gpus(capsys: pytest
 def test_compare_refuses_a_non_positive_context(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "gpus", "compare", "h200", "h100", "--model", "llama-3.1-8b", "--context", "0")
     assert code == 2 and err == "error: --context must be a positive number of tokens, got 0\n"
+
+
+def test_compare_with_a_diffusion_pipeline_plans_it_whole_on_each_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(capsys, "gpus", "compare", "l40s", "rtx-4090", "--model", "flux.1-dev")
+    assert data["workload"]["task"] == "diffusion" and data["workload"]["decode_bytes_per_token"] is None
+    assert data["plan"]["tried_gpu_counts"] == [1] and data["plan"]["task"] == "diffusion"
+    text = " ".join(data["statements"])
+    assert "the VAE decode peak" in text and "KV cache" not in text
+    assert "Full plan (diffusion at the pipeline's default resolution, weights bf16)" in text
+
+
+def test_training_a_diffusion_pipeline_is_refused_with_a_reason(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "gpus", "compare", "l40s", "h100", "--model", "flux.1-dev", "--task", "training")
+    assert code == 2 and err == "error: flux.1-dev is a diffusion pipeline: compare it for image generation (--task inference)\n"

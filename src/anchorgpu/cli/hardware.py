@@ -214,7 +214,7 @@ def _show(gpu: GpuSpec, *, as_json: bool) -> None:
 
 
 def _workload(model: str, task: str, precision: str) -> Workload:
-    from anchorgpu.architectures import load_model
+    from anchorgpu.architectures import DiffusionPipelineSpec, load_model
     from anchorgpu.hardware import Workload
 
     if task not in TASKS:
@@ -223,7 +223,17 @@ def _workload(model: str, task: str, precision: str) -> Workload:
         raise InvalidInput(f"--precision must be one of {', '.join(WEIGHT_BYTES_PER_PARAM)}, got {precision!r}")
     spec = load_model(model)
     total = spec.params_total
-    active: int | None = getattr(spec, "params_active", None)  # language models only; diffusion has none
+    if isinstance(spec, DiffusionPipelineSpec):
+        if task != "inference":
+            raise InvalidInput(f"{spec.name} is a diffusion pipeline: compare it for image generation (--task inference)")
+        per_param = WEIGHT_BYTES_PER_PARAM[precision]
+        return Workload(
+            name=spec.name,
+            task="diffusion",
+            resident_bytes=round(total * per_param),
+            resident_label=f"weights of every component at {precision}",
+        )
+    active = spec.params_active
     if task == "training":
         return Workload(
             name=spec.name,
@@ -238,7 +248,7 @@ def _workload(model: str, task: str, precision: str) -> Workload:
         resident_bytes=round(total * per_param),
         resident_label=f"weights at {precision} ({per_param:g} byte{'' if per_param == 1 else 's'}/parameter"
         + (", scales not counted)" if per_param < 2 else ")"),
-        decode_bytes_per_token=None if active is None else round(active * per_param),
+        decode_bytes_per_token=round(active * per_param),
     )
 
 
@@ -257,10 +267,16 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
         from anchorgpu.planner import Workload as PlanWorkload
     except ImportError:
         return None
-    from anchorgpu.architectures import load_model
+    from anchorgpu.architectures import DiffusionPipelineSpec, load_model
 
     spec = load_model(model)
-    if task == "training":
+    diffusion = isinstance(spec, DiffusionPipelineSpec)
+    counts = (1,) if diffusion else PLAN_GPU_COUNTS  # a diffusion pipeline is planned whole on each GPU
+    if diffusion:
+        task = "diffusion"
+        workload = PlanWorkload(task="diffusion")
+        precision_plan = PrecisionPlan(weights=PLANNER_FORMAT[precision])
+    elif task == "training":
         workload = PlanWorkload(task="train", seq_tokens=context_tokens)
         precision_plan = PrecisionPlan()
     else:
@@ -270,7 +286,7 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
     for gpu in gpus:
         one: dict[str, Any] | None = None
         needed: int | None = None
-        for count in PLAN_GPU_COUNTS:
+        for count in counts:
             layout = Layout(gpus=count, zero=3) if task == "training" and count > 1 else Layout(gpus=count)
             try:
                 planned = plan(spec, workload, precision=precision_plan, layout=layout, gpu=gpu, suggest=False)
@@ -294,8 +310,11 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
         "context_tokens": context_tokens,
         "task": task,
         "weights_format": precision_plan.weights or "planner default",
-        "layout": "zero-3 over the GPUs" if task == "training" else "planner default (tensor parallel within a server)",
-        "tried_gpu_counts": list(PLAN_GPU_COUNTS),
+        "layout": {
+            "training": "zero-3 over the GPUs",
+            "diffusion": "one whole pipeline per GPU",
+        }.get(task, "planner default (tensor parallel within a server)"),
+        "tried_gpu_counts": list(counts),
         "per_gpu": result,
     }
 
@@ -313,11 +332,17 @@ def _plan_statements(planned: dict[str, Any]) -> list[str]:
         elif one is not None:
             short = -one["headroom_bytes"] / GIB if one["headroom_bytes"] is not None else 0.0
             text = f"on one {name} it does not fit ({short:,.1f} GiB short)"
-            text += f"; it needs {needed} GPUs" if needed else f"; not even {planned['tried_gpu_counts'][-1]} GPUs are enough"
+            if needed:
+                text += f"; it needs {needed} GPUs"
+            elif len(planned["tried_gpu_counts"]) > 1:
+                text += f"; not even {planned['tried_gpu_counts'][-1]} GPUs are enough"
         else:
             text = f"on {name} it needs {needed} GPUs" if needed else f"on {name} no tried layout fits"
         out.append(text)
-    what = f"{planned['task']}, context {planned['context_tokens']:,} tokens, weights {planned['weights_format']}"
+    if planned["task"] == "diffusion":
+        what = f"diffusion at the pipeline's default resolution, weights {planned['weights_format']}"
+    else:
+        what = f"{planned['task']}, context {planned['context_tokens']:,} tokens, weights {planned['weights_format']}"
     first = next(iter(planned["per_gpu"]))
     hint = f"'anchorgpu plan {planned['model']} --gpu {first}'"
     return [f"Full plan ({what}): " + "; ".join(out) + f". Details: {hint}."]

@@ -59,7 +59,7 @@ class Workload:
     """
 
     name: str  # e.g. "llama-3.1-70b"
-    task: str  # "inference" | "training"
+    task: str  # "inference" | "training" | "diffusion" (image generation with a diffusion pipeline)
     resident_bytes: int
     resident_label: str  # e.g. "weights at bf16 (2 bytes/parameter)"
     decode_bytes_per_token: int | None = None
@@ -295,6 +295,11 @@ def _workload_statements(workload: Workload, fits: tuple[WorkloadFit, WorkloadFi
             )
         elif workload.task == "inference":
             where = f"do not fit on one {fit.gpu}; they need at least {fit.min_gpus} GPUs (tensor or pipeline parallel)"
+        elif workload.task == "diffusion":
+            where = (
+                f"do not fit on one {fit.gpu}; a diffusion pipeline runs whole on each GPU, so it needs a larger GPU, "
+                f"quantized weights or components offloaded to CPU"
+            )
         else:
             where = (
                 f"do not fit on one {fit.gpu}; fully sharded (ZeRO-3/FSDP) they need at least {fit.min_gpus} GPUs, "
@@ -308,6 +313,8 @@ def _workload_statements(workload: Workload, fits: tuple[WorkloadFit, WorkloadFi
         out.append(f"{workload.name}: {workload.resident_label} take {size_gb:,.1f} GB and {where}{decode}.")
     if workload.task == "inference":
         out.append("Weights only: KV cache, activations and runtime overhead come on top; run 'anchorgpu plan' for the full per-GPU budget.")
+    elif workload.task == "diffusion":
+        out.append("Weights only: denoiser activations, the VAE decode peak and runtime overhead come on top; run 'anchorgpu plan' for the full per-GPU budget.")
     else:
         out.append("Model states only: activations, buffers and runtime overhead come on top; run 'anchorgpu plan' for the full per-GPU budget.")
     return out
