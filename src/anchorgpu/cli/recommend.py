@@ -78,7 +78,8 @@ def render_recommendation(rec: Recommendation) -> None:
     out.print(table)
     if rec.results:
         best = rec.results[0]
-        out.print(f"Next: [bold]anchorgpu quote {best.offering} --term {rec.term} --quantity {best.servers}[/bold] "
+        term_text = f"{best.run_hours}h" if training and best.run_hours else str(rec.term)
+        out.print(f"Next: [bold]anchorgpu quote {best.offering} --term {term_text} --quantity {best.servers}[/bold] "
                   "prices it exactly (then `anchorgpu book QUOTE_ID`).")
     if rec.pareto:
         speed = "train tok/s" if training else "tok/s total"
