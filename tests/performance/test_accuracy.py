@@ -79,7 +79,7 @@ def test_llama3_405b_per_gpu_throughput_is_within_25_percent_of_metas_430_tflops
     step = perf.training_step(llama, gpus["h100-sxm"], gpus=8192, seq_tokens=8192, tp=8, pp=16, micro_batch=1,
                               microbatches=32)
     achieved_tflops = step.predicted_mfu * 989
-    assert -0.25 < rel_err(achieved_tflops, 430) < 0.10  # measured: -18.2% (352 TFLOP/s)
+    assert -0.25 < rel_err(achieved_tflops, 430) < 0.10  # measured: -18.9% (349 TFLOP/s)
 
 
 # ------------------------------------------------------------------------------------------------ E
