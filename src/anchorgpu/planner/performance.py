@@ -8,8 +8,13 @@ Each phase is bound by the slower of two ceilings, computed from the GPU's datas
   KV cache of every sequence in the batch, over memory bandwidth times an efficiency (``mbu``); at
   large batches the arithmetic ceiling takes over, and the estimate says which bound held;
 * tensor parallelism adds ring all-reduces over the scale-up link (NVLink, Infinity Fabric) or PCIe,
-  pipeline parallelism adds the bubble ``(p-1)/(v*m+p-1)``, and traffic between servers goes over
-  a stated network figure.
+  pipeline parallelism adds the bubble ``(p-1)/(v*m+p-1)``, data parallelism adds the part of each
+  step's gradient sync that the last backward pass cannot hide, and traffic between servers goes over
+  a stated network figure (400 Gb/s per GPU unless the offering says otherwise).
+
+Left out, and said so: pipeline point-to-point transfers (small next to the all-reduces), MoE all-to-all
+traffic, kernel launch gaps, speculative decoding, and prefill/decode interference under continuous
+batching.
 
 Every figure here is a ceiling scaled by a stated efficiency, not a measurement. The defaults come
 from published runs (see :class:`Efficiencies`); the accuracy tests in ``tests/performance`` record
