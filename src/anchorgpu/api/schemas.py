@@ -268,6 +268,8 @@ class AllocationList(_Schema):
 
 
 Task = Literal["inference", "train", "lora", "qlora", "diffusion"]
+LoraTarget = Literal["q", "k", "v", "o", "gate", "up", "down"]
+_ALL_LORA_TARGETS: tuple[LoraTarget, ...] = ("q", "k", "v", "o", "gate", "up", "down")
 
 
 class PlanRequest(_Request):
@@ -295,8 +297,8 @@ class PlanRequest(_Request):
     recompute: Literal["none", "selective", "full"] | None = Field(default=None, description="Activation recomputation (default none for train, full for lora/qlora)")
     optimizer: Literal["adamw", "adamw-8bit", "sgd", "lion", "adafactor"] = Field(default="adamw", description="Optimizer whose state is kept")
     lora_rank: int = Field(default=16, ge=1, le=65_536, description="LoRA rank r")
-    lora_targets: list[Literal["q", "k", "v", "o", "gate", "up", "down"]] = Field(
-        default_factory=lambda: ["q", "k", "v", "o", "gate", "up", "down"], min_length=1, max_length=7, description="Modules that get adapters"
+    lora_targets: list[LoraTarget] = Field(
+        default_factory=lambda: list(_ALL_LORA_TARGETS), min_length=1, max_length=7, description="Modules that get adapters"
     )
     resolution: str | None = Field(default=None, pattern=r"^[0-9]{2,5}x[0-9]{2,5}$", description="Diffusion: output WIDTHxHEIGHT in pixels", examples=["1024x1024"])
     images: int = Field(default=1, ge=1, le=10_000, description="Diffusion: images per batch")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
@@ -49,7 +49,11 @@ def catalog_page(
             raise InvalidOperation
     except InvalidOperation:
         error, max_rate = "Max $/GPU-hour must be a non-negative amount in USD.", None
-    kind_value = filters["kind"] if filters["kind"] in ("vm", "bare-metal") else None
+    kind_value: Literal["vm", "bare-metal"] | None = None
+    if filters["kind"] == "vm":
+        kind_value = "vm"
+    elif filters["kind"] == "bare-metal":
+        kind_value = "bare-metal"
     if error is None:
         try:
             listing = offering_rows(uow_factory, clock, gpu=filters["gpu"], min_gpus=min_gpus_n, max_usd_per_gpu_hour=max_rate,
