@@ -73,6 +73,18 @@ def _kv_note(doc: dict[str, Any]) -> str:
     return line
 
 
+def _mlp_width(doc: dict[str, Any]) -> str:
+    gated = " (gated)" if doc["gated_mlp"] else ""
+    experts = doc["experts"]
+    if experts is None:
+        return f"{doc['intermediate_size']:,}{gated}"
+    expert = f"experts {experts['expert_intermediate_size']:,}{gated}"
+    dense_layers = doc["layers"] - experts["moe_layers"]
+    if dense_layers == 0:
+        return f"{expert}; no dense MLP layers"
+    return f"{expert}; dense {doc['intermediate_size']:,} on {dense_layers} layer(s)"
+
+
 def _show_language(doc: dict[str, Any]) -> None:
     from rich.table import Table
 
@@ -84,7 +96,7 @@ def _show_language(doc: dict[str, Any]) -> None:
     rows: list[tuple[str, str]] = [
         ("layers", str(doc["layers"])),
         ("hidden size", f"{doc['hidden_size']:,}"),
-        ("MLP width", f"{doc['intermediate_size']:,}" + (" (gated)" if doc["gated_mlp"] else "")),
+        ("MLP width", _mlp_width(doc)),
         ("attention heads", str(doc["heads"])),
         ("KV heads", str(doc["kv_heads"])),
         ("head dim", str(doc["head_dim"])),
