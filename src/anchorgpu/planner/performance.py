@@ -106,9 +106,10 @@ class Efficiencies:
       Default 0.55: large-model training on A100/H100 reports 41.5-56.3% model FLOPs utilisation end to end
       (Korthikanti et al. 2022, Tables 3 and 5; Llama 3, arXiv 2407.21783, Table 4: 43% BF16 on 8,192 H100),
       and those end-to-end figures include bubbles and communication, so the compute-phase rate is higher.
-    * ``mbu`` - fraction of memory bandwidth a decode step reaches. Default 0.7: published serving
-      measurements sit at 0.6-0.8 (kipply's FasterTransformer 13B on A100 reaches 0.76; Databricks'
-      LLM-inference study reports up to ~0.6-0.7 at small batch).
+    * ``mbu`` - fraction of memory bandwidth a decode step reaches. Default 0.7, inside the 0.6-0.8 band of
+      published serving measurements: kipply's FasterTransformer figure (13B, A100-40GB, 22.0 ms per token for
+      26 GB of fp16 weights over 1,555 GB/s) works out to 0.76; TensorRT-LLM's single-GPU LLaMA-7B figure
+      (published_figures.md E) to about 0.65.
     """
 
     mfu: float = 0.6
