@@ -49,7 +49,7 @@ def test_a_month_quote_shows_both_rates_and_what_is_included(cli: Any) -> None:
 @pytest.mark.parametrize(
     ("argv", "code", "message"),
     [
-        (("quote", "h100-sxm-1x-vm", "--term", "1month", "--quantity", "0"), 2, "at least one whole GPU"),
+        (("quote", "h100-sxm-1x-vm", "--term", "1month", "--quantity", "0"), 2, "quantity"),  # whole servers, at least 1
         (("quote", "gb200-4x-bm", "--term", "10h"), 2, "no hourly list price; priced by the month"),
         (("quote", "h100-sxm-1x-vm", "--term", "1 fortnight"), 2, "term"),
         (("quote", "h100-sxm-1x-vm", "--term", "1month", "--option", "ipv4=99"), 2, "at most 8 per server"),
