@@ -152,3 +152,21 @@ def test_params_active_equals_total_for_dense_models() -> None:
     for name in ("llama-3.1-70b", "qwen3-32b", "phi-4", "falcon-40b"):
         spec = llm(name)
         assert spec.params_active == spec.params_total and spec.moe is None
+
+
+@pytest.mark.parametrize(
+    ("name", "published_billions"),
+    [
+        # OpenAI gpt-oss model card, Table 1: active parameters per token 3.61 B (20b) and 5.13 B (120b),
+        # which leave out the input embedding lookup.
+        ("gpt-oss-20b", 3.61),
+        ("gpt-oss-120b", 5.13),
+    ],
+)
+def test_matmul_active_parameters_match_the_published_gpt_oss_figures(name: str, published_billions: float) -> None:
+    assert round(llm(name).params_active_matmul / 1e9, 2) == published_billions
+
+
+def test_a_tied_table_still_counts_once_as_the_head_in_matmul_parameters() -> None:
+    gpt2 = llm("gpt2")
+    assert gpt2.params_active_matmul == gpt2.params_total - gpt2.params.position_embeddings

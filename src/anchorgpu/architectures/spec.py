@@ -141,6 +141,17 @@ class ModelSpec:
     def is_moe(self) -> bool:
         return self.moe is not None
 
+    @property
+    def params_active_matmul(self) -> int:
+        """Active parameters that enter a matrix multiply per token (≈ 2 FLOPs each in a forward pass).
+
+        ``params_active`` minus the table lookups (token embeddings when untied, learned positions);
+        a tied table still counts once, as the LM head it also is. gpt-oss-20b: 3,608,307,264, the
+        "3.6B active" of OpenAI's gpt-oss model card.
+        """
+        lookups = self.params.position_embeddings + (0 if self.tie_word_embeddings else self.params.embeddings)
+        return self.params_active - lookups
+
     def kv_values_per_token(self) -> int:
         """Values cached per token for the whole model at full context (K and V, every layer).
 

@@ -109,6 +109,7 @@ def _show_language(doc: dict[str, Any]) -> None:
         ("embeddings", "tied to the LM head" if doc["tie_word_embeddings"] else "untied"),
         ("params total", _count(doc["params_total"])),
         ("params active / token", _count(doc["params_active"])),
+        ("  of which in matmuls", _count(doc["params_active_matmul"]) + " (embedding lookups left out)"),
         ("KV cache / token", _kv_note(doc)),
     ]
     if doc["mla"] is not None:
