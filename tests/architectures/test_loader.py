@@ -139,3 +139,9 @@ def test_a_path_object_loads_the_file_it_names(tmp_path: Path) -> None:
     assert isinstance(spec, ModelSpec) and spec.params_total == 124439808
     with pytest.raises(InvalidConfig, match="no such file"):
         load_model(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize("ref", ["https://huggingface.co/Qwen/Qwen3-8B", "hf://Qwen/Qwen3-8B", "huggingface.co/qwen/qwen3-8b/"])
+def test_hub_urls_of_registry_models_resolve_offline(ref: str) -> None:
+    spec = load_model(ref, offline=True)
+    assert isinstance(spec, ModelSpec) and spec.name == "qwen3-8b"

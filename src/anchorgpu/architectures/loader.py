@@ -47,7 +47,7 @@ def load_model(
     """
     if not isinstance(ref, str):  # a Path: always a file or folder
         return load_config_file(Path(ref)) if Path(ref).exists() else _missing(str(ref))
-    text = ref.strip()
+    text = _strip_hub_url(ref.strip())
     if not text:
         raise UnknownModel(ref, ())
     info = resolve(text)
@@ -65,6 +65,21 @@ def load_model(
 
 def _missing(path: str) -> NoReturn:
     raise InvalidConfig(f"{path}: no such file")
+
+
+_HUB_PREFIXES = ("https://huggingface.co/", "http://huggingface.co/", "huggingface.co/", "hf://")
+
+
+def _strip_hub_url(text: str) -> str:
+    """``https://huggingface.co/org/name`` (or ``hf://org/name``) → ``org/name``; anything else unchanged.
+
+    >>> _strip_hub_url("https://huggingface.co/Qwen/Qwen3-8B/"), _strip_hub_url("qwen3-8b")
+    ('Qwen/Qwen3-8B', 'qwen3-8b')
+    """
+    for prefix in _HUB_PREFIXES:
+        if text.lower().startswith(prefix):
+            return text[len(prefix):].strip("/")
+    return text
 
 
 def load_registry_model(info: ModelInfo) -> ModelSpec | DiffusionPipelineSpec:
