@@ -301,3 +301,33 @@ def test_accounts_store_only_a_hash_of_the_key(store: Any, account: Any) -> None
     with store.engine.connect() as conn:
         dump = repr(conn.execute(text("SELECT * FROM accounts")).all())
     assert account.api_key not in dump and account.id in dump
+
+
+@pytest.mark.parametrize(
+    ("kw", "code"),
+    [
+        ({"quantity": 10**9}, "invalid_quantity"),  # 10^9 servers: refused before pricing, nothing stored
+        ({"quantity": 0}, "invalid_quantity"),
+        ({"quantity": 1.5}, "partial_gpu_not_offered"),
+        ({"term": "1000000000month"}, "invalid_term"),
+        ({"term": "-1w"}, "invalid_term"),
+        ({"offering": "h100-sxm-1x-vm", "options": {"nvme-tb": -1}}, "invalid_option"),
+    ],
+)
+def test_absurd_quote_requests_are_bad_input_and_store_nothing(store: Any, account: Any, kw: dict[str, Any], code: str) -> None:
+    from anchorgpu.errors import InvalidInput
+
+    with pytest.raises(InvalidInput) as err:
+        quote(store, account, **kw)
+    assert err.value.code == code
+    assert count(store, QuoteRow) == 0
+
+
+def test_extend_refuses_an_absurd_term_and_keeps_the_allocation(store: Any, account: Any) -> None:
+    from anchorgpu.errors import InvalidTerm
+
+    booked = buy(store, account, quote(store, account)["id"], "b").body
+    with pytest.raises(InvalidTerm):
+        act(store, "extend", account, booked["id"], "e", term="999999w")
+    assert svc.get_allocation(store.uow_factory(), account_id=account.id, allocation_id=booked["id"],
+                              clock=store.clock)["ends_at"] == booked["ends_at"]

@@ -46,6 +46,8 @@ __all__ = [
 ]
 
 DEFAULT_KEY_TTL_S = 48 * 3600
+MIN_KEY_TTL_S = 24 * 3600
+"""Keys are kept at least 24 h (Stripe's contract; DESIGN.md section 5)."""
 LOCK_TIMEOUT_S = 15.0
 """How long a request waits for a concurrent twin with the same key before answering "in progress"."""
 
@@ -150,6 +152,8 @@ def run_idempotent(
     body must be JSON-ready (the exact dict the faces print). See the module docstring for the rules.
     """
     validate_idempotency_key(key)
+    if ttl_s < MIN_KEY_TTL_S:
+        raise ValueError(f"idempotency keys must be kept at least {MIN_KEY_TTL_S} s, not {ttl_s}")
     fp = fingerprint(operation, request)
     for _attempt in range(3):
         try:

@@ -30,7 +30,7 @@ from anchorgpu.allocations.domain import (
 )
 from anchorgpu.allocations.errors import InsufficientCapacity, InvalidQuantity, QuoteAlreadyUsed, QuoteExpired
 from anchorgpu.allocations.idempotency import DEFAULT_KEY_TTL_S, Outcome, run_idempotent
-from anchorgpu.errors import InvalidInput, UnknownEntity
+from anchorgpu.errors import InvalidInput, InvalidTerm, UnknownEntity
 from anchorgpu.store.repository import QuoteRecord
 from anchorgpu.store.uow import AbstractUnitOfWork
 from anchorgpu.units import Term, parse_term
@@ -72,8 +72,26 @@ def _catalog(catalog: Any | None) -> Any:
     return load_catalog()
 
 
+MAX_SERVERS_PER_QUOTE = 1_000
+"""Most servers one quote may ask for (far above any region's stock; keeps every count storable)."""
+MAX_TERM_HOURS = 10 * 8_760
+"""Longest term one quote or extension may ask for: 10 years of hours."""
+MAX_STOCK_SERVERS = 100_000
+
+
 def _term(term: Term | str) -> Term:
-    return term if isinstance(term, Term) else parse_term(term)
+    parsed = term if isinstance(term, Term) else parse_term(term)
+    if parsed.hours > MAX_TERM_HOURS:
+        raise InvalidTerm(f"term {parsed}: at most {MAX_TERM_HOURS} hours (10 years) can be quoted at once")
+    return parsed
+
+
+def _quantity(quantity: object) -> int:
+    if isinstance(quantity, bool) or not isinstance(quantity, int) or not 1 <= quantity <= MAX_SERVERS_PER_QUOTE:
+        if isinstance(quantity, float) and quantity.is_integer() and 1 <= quantity <= MAX_SERVERS_PER_QUOTE:
+            return int(quantity)
+        raise InvalidQuantity(f"quantity {quantity!r}: a whole number of servers from 1 to {MAX_SERVERS_PER_QUOTE}")
+    return quantity
 
 
 # -- JSON ----------------------------------------------------------------------------------------
@@ -165,6 +183,8 @@ def create_quote(
     Bad input (unknown offering/option/region, bad term, unpriced) raises before anything is stored.
     """
     now = _now(clock)
+    if not (isinstance(quantity, float) and not quantity.is_integer()):  # a fraction: CAT's whole-GPU error
+        quantity = _quantity(quantity)
     quote, body = _price(_catalog(catalog), offering=offering, quantity=quantity, term=_term(term), options=options,
                          now=now, region=region, validity_s=validity_s, quote_id=f"q_{secrets.token_hex(8)}")
     with uow:
@@ -375,8 +395,8 @@ def set_stock(
 ) -> dict[str, Any]:
     """Set the servers of ``offering`` in ``region`` (default: its first region). Lowering stock never
     cancels what was sold; it only limits new bookings. Returns ``{offering, region, stock, booked_now}``."""
-    if isinstance(servers, bool) or not isinstance(servers, int) or servers < 0:
-        raise InvalidQuantity(f"stock {servers!r}: must be a whole number of servers, 0 or more")
+    if isinstance(servers, bool) or not isinstance(servers, int) or not 0 <= servers <= MAX_STOCK_SERVERS:
+        raise InvalidQuantity(f"stock {servers!r}: must be a whole number of servers from 0 to {MAX_STOCK_SERVERS}")
     found = _catalog(catalog).offering(offering)
     where = (region or found.region).strip().lower()
     if where not in found.regions:
