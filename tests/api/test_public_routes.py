@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 
@@ -155,3 +156,84 @@ def test_a_real_bug_answers_500_problem_without_details(app: Any, problem: Any) 
     body = problem(response)
     assert body["code"] == "internal_error"
     assert "secret" not in response.text
+
+
+def test_plan_serving_70b_on_four_h100_fits_with_the_contract_keys(client: TestClient) -> None:
+    body = {"model": "llama-3.1-70b", "gpu": "h100", "gpus": 4, "context": 8192, "concurrency": 32}
+    response = client.post("/v1/plan", json=body)
+    assert response.status_code == 200
+    plan = response.json()
+    assert plan["gpu"]["name"] == "h100-sxm"
+    assert plan["gpus"] == 4
+    assert plan["fits"] is True
+    assert plan["max_concurrency"] >= 32
+    per_gpu = plan["per_gpu"]
+    assert per_gpu["total_bytes"] == sum(per_gpu[k] for k in ("weights_bytes", "kv_cache_bytes", "activations_bytes", "gradients_bytes", "optimizer_bytes", "overhead_bytes"))
+    # 70.55e9 parameters x 2 bytes (bf16) / TP 4 ≈ 35.3 GB of weights per GPU (config.json of Llama 3.1 70B)
+    assert abs(per_gpu["weights_bytes"] - 70_553_706_496 * 2 / 4) / (70_553_706_496 * 2 / 4) < 0.01
+    assert plan["model"]["params_total"] == 70_553_706_496
+    assert plan["assumptions"] and plan["checks"]
+    assert plan["performance"]["decode_tokens_per_s_total"] > 0
+
+
+def test_plan_full_training_of_70b_on_one_gpu_does_not_fit(client: TestClient) -> None:
+    plan = client.post("/v1/plan", json={"model": "llama-3.1-70b", "task": "train", "gpu": "h100"}).json()
+    assert plan["fits"] is False
+    assert plan["suggestions"]
+
+
+def test_plan_takes_the_clis_layout_and_overhead_options(client: TestClient) -> None:
+    base = {"model": "llama-3.1-8b", "task": "train", "gpu": "h100", "gpus": 8, "seq": 4096}
+    zero0 = client.post("/v1/plan", json=base).json()["per_gpu"]
+    zero3 = client.post("/v1/plan", json={**base, "zero": 3}).json()["per_gpu"]
+    assert zero3["optimizer_bytes"] < zero0["optimizer_bytes"]
+    small = client.post("/v1/plan", json={**base, "cuda_context_mib": 0}).json()["per_gpu"]["overhead_bytes"]
+    assert small < zero0["overhead_bytes"]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        ({"model": "llama-3.1-70b", "tp": 3}, 422, "invalid_workload"),
+        ({"model": "llama-3.1-70b", "gpus": 0}, 422, "invalid_request"),
+        ({"model": "llama-3.1-70b", "context": 10**18}, 422, "invalid_request"),
+        ({"model": "llama-3.1-70b", "gpu_memory_utilization": float("nan")}, 422, "invalid_request"),
+        ({"model": "llama-3.1-70b", "weights": "int3-magic"}, 422, None),
+        ({"model": "llama-3.1-70b", "gpu": "h1000"}, 404, "unknown_gpu"),
+        ({"model": "llama-9"}, 404, "unknown_model"),
+        ({"model": "/etc/passwd"}, 422, "model_path_not_allowed"),
+        ({"model": "llama-3.1-70b", "lora_targets": ["x"]}, 422, "invalid_request"),
+        ({"model": "llama-3.1-70b", "flavour": "spicy"}, 422, "invalid_request"),
+    ],
+)
+def test_bad_plan_requests_get_one_line_and_a_code(client: TestClient, problem: Any, body: dict[str, Any], status: int, code: str | None) -> None:
+    response = client.post("/v1/plan", content=__import__("json").dumps(body, allow_nan=True), headers={"Content-Type": "application/json"})
+    assert response.status_code == status, response.text
+    found = problem(response)
+    if code is not None:
+        assert found["code"] == code
+
+
+def test_recommend_lists_fitting_offerings_cheapest_first(client: TestClient) -> None:
+    from decimal import Decimal
+
+    response = client.post("/v1/recommend", json={"model": "llama-3.1-8b", "context": 8192, "term": "1month", "top": 5})
+    assert response.status_code == 200
+    results = response.json()["results"]
+    assert 0 < len(results) <= 5
+    totals = [Decimal(r["total_usd"]) for r in results]
+    assert totals == sorted(totals)
+    assert all(r["fits"] for r in results)
+
+
+def test_recommend_refuses_a_diffusion_pipeline_with_a_reason(client: TestClient, problem: Any) -> None:
+    names = [m["name"] for m in client.get("/v1/models").json()["data"] if m["kind"] == "diffusion"]
+    response = client.post("/v1/recommend", json={"model": names[0]})
+    assert response.status_code == 422
+    assert "diffusion" in problem(response)["detail"]
+
+
+def test_glossary_routes_are_mounted_under_v1(client: TestClient) -> None:
+    assert client.get("/v1/glossary", params={"q": "kv cache"}).status_code == 200
+    assert client.get("/v1/glossary/kv-cache").status_code == 200
+    assert client.get("/v1/glossary/no-such-entry").status_code == 404

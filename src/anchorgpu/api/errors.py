@@ -157,6 +157,14 @@ async def _on_http_exception(request: Request, exc: Exception) -> Response:
 
 
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+    from sqlalchemy.exc import DBAPIError, OperationalError
+
+    if isinstance(exc, OperationalError) or (isinstance(exc, DBAPIError) and exc.connection_invalidated):
+        # The database went away mid-request (connection dropped, server restarting). Not a bug and not the
+        # client's fault: 503, and the same request (same Idempotency-Key) may be sent again safely.
+        _log.warning("database unavailable on %s %s: %s", request.method, request.url.path, str(exc.orig).splitlines()[0] if exc.orig else exc)
+        return problem(503, "database_unavailable", "the database connection failed mid-request; retry the same request (with the same Idempotency-Key it applies at most once)",
+                       headers={"Retry-After": "1"})
     _log.exception("unhandled error on %s %s", request.method, request.url.path)
     return problem(500, "internal_error", "an internal error occurred; it has been logged")
 

@@ -32,6 +32,7 @@ def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
         micro_batch=request.micro_batch, seq_tokens=request.seq, recompute=request.recompute, optimizer=request.optimizer,
         lora_rank=request.lora_rank, lora_targets=tuple(dict.fromkeys(request.lora_targets)),
         resolution=_resolution(request.resolution), images=request.images, vae_tiling=request.vae_tiling,
+        train_precision=request.train_precision, max_num_batched_tokens=request.max_num_batched_tokens,
     )
     precision = PrecisionPlan(weights=request.weights, kv_cache=request.kv_cache)
     layout = Layout(gpus=request.gpus, tp=request.tp, pp=request.pp, dp=request.dp, ep=request.ep, zero=request.zero,
@@ -39,24 +40,36 @@ def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
     return workload, precision, layout
 
 
+def overheads(request: PlanRequest) -> Any:
+    """Runtime overheads with the request's overrides (the planner states them in its assumptions)."""
+    import dataclasses
+
+    from anchorgpu.planner import Overheads
+    from anchorgpu.units import MIB
+
+    ov = Overheads()
+    if request.cuda_context_mib is not None:
+        ov = dataclasses.replace(ov, cuda_context_bytes=request.cuda_context_mib * MIB, rocm_context_bytes=request.cuda_context_mib * MIB)
+    if request.fragmentation is not None:
+        ov = dataclasses.replace(ov, fragmentation_fraction=request.fragmentation)
+    return ov
+
+
 def run_plan(request: PlanRequest, *, offline: bool) -> dict[str, Any]:
-    """The plan JSON (``anchorgpu plan --json``) for the request."""
+    """The plan JSON (``anchorgpu plan --json``, performance section included) for the request."""
+    from anchorgpu.architectures import model_to_json
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import plan, plan_to_json
+    from anchorgpu.planner.performance import attach_performance
 
     model = load_public_model(request.model, offline=offline)
     gpu = get_gpu(request.gpu) if request.gpu else None
     workload, precision, layout = plan_inputs(request)
-    result = plan(model, workload, precision=precision, layout=layout, gpu=gpu)
-    return plan_to_json(_with_performance(result))
-
-
-def _with_performance(result: Any) -> Any:
-    """Attach the performance section when the performance module offers it (PERF's area)."""
-    from anchorgpu.planner import performance
-
-    attach = getattr(performance, "attach_performance", None)
-    return attach(result) if callable(attach) else result
+    result = plan(model, workload, precision=precision, layout=layout, gpu=gpu, overheads=overheads(request))
+    options = {"prompt_tokens": request.prompt, "output_tokens": request.output_tokens, "train_tokens": request.tokens,
+               "mfu": request.mfu, "mbu": request.mbu}
+    result = attach_performance(result, **{k: v for k, v in options.items() if v is not None})
+    return plan_to_json(result, model_json=model_to_json(model, kv_cache=result.precision.kv_cache))
 
 
 def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) -> dict[str, Any]:

@@ -303,6 +303,15 @@ class PlanRequest(_Request):
     resolution: str | None = Field(default=None, pattern=r"^[0-9]{2,5}x[0-9]{2,5}$", description="Diffusion: output WIDTHxHEIGHT in pixels", examples=["1024x1024"])
     images: int = Field(default=1, ge=1, le=10_000, description="Diffusion: images per batch")
     vae_tiling: bool = Field(default=False, description="Diffusion: decode the VAE in tiles (bounds the decode peak)")
+    train_precision: Literal["mixed", "bf16-true"] = Field(default="mixed", description="Training: 'mixed' keeps fp32 master weights and moments; 'bf16-true' keeps neither")
+    max_num_batched_tokens: int | None = Field(default=None, ge=1, le=10_000_000, description="Serving engine's prefill budget, tokens (vLLM's max_num_batched_tokens)")
+    prompt: int | None = Field(default=None, ge=1, le=10_000_000, description="Performance: prompt tokens for time to first token")
+    output_tokens: int | None = Field(default=None, ge=1, le=10_000_000, description="Performance: output tokens per request")
+    tokens: int | None = Field(default=None, ge=1, le=10**15, description="Performance: training tokens, for the training time")
+    mfu: float | None = Field(default=None, gt=0, le=1, description="Performance: model FLOPs utilization (0-1)")
+    mbu: float | None = Field(default=None, gt=0, le=1, description="Performance: memory-bandwidth utilization for decode (0-1)")
+    cuda_context_mib: int | None = Field(default=None, ge=0, le=65_536, description="Override the CUDA/ROCm context size, MiB")
+    fragmentation: float | None = Field(default=None, ge=0, le=0.5, description="Override the allocator fragmentation margin (0-0.5)")
 
 
 class PlanOut(_Schema):

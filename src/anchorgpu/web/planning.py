@@ -82,6 +82,8 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
         context["error"] = exc.message
         return render(request, "plan.html", context, status_code=exc.http_status)
     gpu = result.get("gpu") or {}
+    if gpu.get("name"):
+        values["gpu"] = gpu["name"]  # an alias in the URL selects its canonical GPU in the form
     context["result"] = result
     context["bar"] = memory_bar(result["per_gpu"], gpu.get("memory_bytes"), budget_bytes=result.get("budget_bytes"))
     context["budget_bytes"] = result.get("budget_bytes")
