@@ -33,7 +33,7 @@ from anchorgpu.allocations.idempotency import DEFAULT_KEY_TTL_S, Outcome, run_id
 from anchorgpu.errors import InvalidInput, InvalidTerm, UnknownEntity
 from anchorgpu.store.repository import QuoteRecord
 from anchorgpu.store.uow import AbstractUnitOfWork
-from anchorgpu.units import Term, parse_term
+from anchorgpu.units import Term, parse_term, require_whole_gpus
 
 __all__ = [
     "Clock",
@@ -87,6 +87,8 @@ def _term(term: Term | str) -> Term:
 
 
 def _quantity(quantity: object) -> int:
+    if isinstance(quantity, float) and not quantity.is_integer():
+        require_whole_gpus(quantity, field="quantity")  # raises: part of a server is never offered
     if isinstance(quantity, bool) or not isinstance(quantity, int) or not 1 <= quantity <= MAX_SERVERS_PER_QUOTE:
         if isinstance(quantity, float) and quantity.is_integer() and 1 <= quantity <= MAX_SERVERS_PER_QUOTE:
             return int(quantity)
@@ -183,8 +185,7 @@ def create_quote(
     Bad input (unknown offering/option/region, bad term, unpriced) raises before anything is stored.
     """
     now = _now(clock)
-    if not (isinstance(quantity, float) and not quantity.is_integer()):  # a fraction: CAT's whole-GPU error
-        quantity = _quantity(quantity)
+    quantity = _quantity(quantity)
     quote, body = _price(_catalog(catalog), offering=offering, quantity=quantity, term=_term(term), options=options,
                          now=now, region=region, validity_s=validity_s, quote_id=f"q_{secrets.token_hex(8)}")
     with uow:
