@@ -26,8 +26,8 @@ def _register_commands() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code instead of raising ``SystemExit``."""
+    import click.exceptions as click_exc
     import typer
-    from typer._click import exceptions as click_exc  # Typer >= 0.25 vendors Click
 
     from anchorgpu.cli._app import app
     from anchorgpu.errors import AnchorError
