@@ -237,3 +237,19 @@ def test_glossary_routes_are_mounted_under_v1(client: TestClient) -> None:
     assert client.get("/v1/glossary", params={"q": "kv cache"}).status_code == 200
     assert client.get("/v1/glossary/kv-cache").status_code == 200
     assert client.get("/v1/glossary/no-such-entry").status_code == 404
+
+
+def test_an_oversized_body_is_413_problem_and_not_read(client: TestClient, problem: Any) -> None:
+    response = client.post("/v1/plan", content=b'{"model": "' + b"x" * (2 * 1024 * 1024) + b'"}', headers={"Content-Type": "application/json"})
+    assert response.status_code == 413
+    assert problem(response)["code"] == "request_too_large"
+
+
+def test_an_oversized_chunked_body_is_413(client: TestClient, problem: Any) -> None:
+    def chunks() -> Any:
+        for _ in range(40):
+            yield b"x" * 65536
+
+    response = client.post("/v1/plan", content=chunks(), headers={"Content-Type": "application/json"})
+    assert response.status_code == 413
+    assert problem(response)["code"] == "request_too_large"

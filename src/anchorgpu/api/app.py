@@ -13,13 +13,13 @@ from datetime import datetime
 from importlib import resources
 from typing import Any
 
-from fastapi import APIRouter, FastAPI
+from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from anchorgpu import __version__
 from anchorgpu.api.deps import system_clock
 from anchorgpu.api.errors import install_error_handlers
-from anchorgpu.api.security import SecurityHeadersMiddleware
+from anchorgpu.api.security import BodyLimitMiddleware, SecurityHeadersMiddleware
 from anchorgpu.config import Settings, get_settings
 from anchorgpu.web.session import SessionMiddleware, session_secret_from_env
 
@@ -33,7 +33,7 @@ _WEB_ROUTERS: tuple[str, ...] = ("pages", "planning", "catalog", "booking")
 """Our page routers (``anchorgpu.web.<name>.router``)."""
 _GLOSSARY_API = "anchorgpu.api.routes.glossary"
 _GLOSSARY_WEB = "anchorgpu.web.glossary"
-"""Written by the glossary area; included when present."""
+"""Written by the glossary area (its ``router``), included like ours."""
 
 _DESCRIPTION = """\
 AnchorGPU tells you whether an ML workload fits, on which GPUs, how fast and at what cost, then quotes
@@ -47,18 +47,6 @@ and books that capacity exactly once.
 * Errors are `application/problem+json` with a stable `code`.
 * Stopping an allocation does not pause its paid term: it still ends at `starts_at + term` and costs the same.
 """
-
-
-def _optional_router(module_name: str) -> APIRouter | None:
-    """The ``router`` of a module that another area may not have written yet (the glossary's)."""
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name == module_name:
-            return None
-        raise
-    router = getattr(module, "router", None)
-    return router if isinstance(router, APIRouter) else None
 
 
 def create_app(
@@ -93,16 +81,13 @@ def create_app(
     install_error_handlers(app)
     for name in _API_ROUTERS:
         app.include_router(importlib.import_module(f"anchorgpu.api.routes.{name}").router, prefix=API_PREFIX)
-    glossary_api = _optional_router(_GLOSSARY_API)
-    if glossary_api is not None:
-        app.include_router(glossary_api, prefix=API_PREFIX)
+    app.include_router(importlib.import_module(_GLOSSARY_API).router, prefix=API_PREFIX)
     for name in _WEB_ROUTERS:
         app.include_router(importlib.import_module(f"anchorgpu.web.{name}").router, include_in_schema=False)
-    glossary_web = _optional_router(_GLOSSARY_WEB)
-    if glossary_web is not None:
-        app.include_router(glossary_web, include_in_schema=False)
+    app.include_router(importlib.import_module(_GLOSSARY_WEB).router, include_in_schema=False)
     app.mount("/static", StaticFiles(directory=str(resources.files("anchorgpu.web") / "static")), name="static")
 
     app.add_middleware(SessionMiddleware, secret=session_secret or session_secret_from_env())
+    app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(SecurityHeadersMiddleware)
     return app
