@@ -124,3 +124,35 @@ def test_tensor_parallel_never_exceeds_one_server_and_pipeline_spans_servers_onl
     for tp, pp, k, fabric, gpus, dp in zip(c["tp"], c["pp"], per_server, scale_out, c["gpus"], c["dp"], strict=True):
         assert tp <= k and tp * pp * dp == gpus
         assert fabric or tp * pp <= k
+
+
+SMALL_SHAPES = tuple(s for s in shapes_from_catalog(load_catalog().offerings, max_servers=2)
+                     if s.id in ("h100-sxm-8x-bm", "l40s-1x-vm", "mi300x-8x-bm", "h100-nvl-8x-bm"))
+
+
+@settings(max_examples=25, deadline=None)
+@given(model_name=st.sampled_from(["llama-3.1-8b", "qwen2.5-7b", "mixtral-8x7b-v0.1", "gemma-2-9b"]),
+       context=st.integers(64, 32768), concurrency=st.integers(1, 300),
+       utilization=st.floats(0.5, 0.98), batched=st.sampled_from([None, 512, 2048, 16384]),
+       block=st.sampled_from([1, 16, 128]), fraction=st.floats(0, 1, exclude_max=True))
+def test_any_workload_option_gives_the_same_memory_in_the_sweep_and_in_plan(
+    model_name, context, concurrency, utilization, batched, block, fraction
+) -> None:
+    model = load_model(model_name)
+    workload = Workload(task="inference", context_tokens=min(context, model.max_context_tokens),
+                        concurrency=concurrency, gpu_memory_utilization=utilization,
+                        max_num_batched_tokens=batched, block_size_tokens=block)
+    result = sweep(model, SMALL_SHAPES, SweepSpec(workload=workload, weights=("bf16", "gguf-q4_k_m", "mxfp4")))
+    _check_inference_row_with(result, model, int(fraction * result.evaluated), workload)
+
+
+def _check_inference_row_with(result: SweepResult, model, i: int, workload: Workload) -> None:
+    from dataclasses import replace
+
+    row = result.row(i)
+    shape = next(s for s in result.shapes if s.id == row["shape"])
+    p = plan(model, replace(workload, concurrency=row["concurrency"]),
+             precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
+             layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu, suggest=False)
+    assert (row["per_gpu_total_bytes"], row["budget_bytes"], row["fits"]) == (p.per_gpu.total_bytes, p.budget_bytes,
+                                                                              p.fits)
