@@ -59,6 +59,10 @@ def model_to_json(spec: ModelSpec | DiffusionPipelineSpec, *, kv_cache: str = "b
         "params_total": spec.params_total,
         "params_active": spec.params_active,
         "params_active_matmul": spec.params_active_matmul,
+        # the names of shared/reference/configs/expected_params.json, for a direct comparison
+        "embedding_params": spec.params.embeddings,
+        "untied_head_params": spec.params.head,
+        "position_embedding_params": spec.params.position_embeddings,
         "kv_bytes_per_token": spec.kv_bytes_per_token(per_value),
         "kv_cache_dtype": kv_cache.lower(),
         "kv_bytes_per_sequence_at_context": spec.kv_values_for_context(ctx) * per_value,
