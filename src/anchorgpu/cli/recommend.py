@@ -150,6 +150,7 @@ def recommend_command(
     optimizer: str = typer.Option("adamw", "--optimizer", help="adamw | adamw-8bit | sgd | lion | adafactor"),
     lora_rank: int = typer.Option(16, "--lora-rank", help="LoRA rank r."),
     train_tokens: str | None = typer.Option(None, "--tokens", help="Tokens to train on, e.g. 1e12: ranks by the price of the run."),
+    global_batch: str | None = typer.Option(None, "--global-batch", help="Training: tokens per optimizer step (default 2M)."),
     mfu: float | None = typer.Option(None, "--mfu", help="Fraction of dense peak while computing (default 0.6)."),
     mbu: float | None = typer.Option(None, "--mbu", help="Fraction of memory bandwidth in decode (default 0.7)."),
     gpu_memory_utilization: float = typer.Option(0.9, "--gpu-memory-utilization", help="Serving engine's share of GPU memory."),
@@ -201,6 +202,7 @@ def recommend_command(
         workload=workload, weights=_csv(weights), kv_caches=_csv(kv_cache),
         prompt_tokens=parse_tokens(prompt, field="prompt"), output_tokens=output_tokens,
         train_tokens=parse_count(train_tokens, field="tokens"),
+        global_batch_tokens=parse_count(global_batch, field="global-batch"),
         efficiencies=Efficiencies(mfu=mfu if mfu is not None else DEFAULT_EFFICIENCIES.mfu,
                                   mbu=mbu if mbu is not None else DEFAULT_EFFICIENCIES.mbu),
     )
