@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         set_stock,
         start,
         stop,
+        stop_notice,
         terminate,
     )
 
@@ -64,7 +65,7 @@ _WHERE = {
     "Outcome": "idempotency", "purge_idempotency_keys": "idempotency", "validate_idempotency_key": "idempotency",
     "allocation_to_json": "services", "buy_quote": "services", "create_quote": "services", "extend": "services",
     "get_allocation": "services", "get_quote": "services", "list_allocations": "services", "list_stock": "services",
-    "seed_stock": "services", "set_stock": "services", "start": "services", "stop": "services",
+    "seed_stock": "services", "set_stock": "services", "start": "services", "stop": "services", "stop_notice": "services",
     "terminate": "services",
 }
 
@@ -96,6 +97,7 @@ __all__ = [
     "set_stock",
     "start",
     "stop",
+    "stop_notice",
     "terminate",
     "validate_idempotency_key",
 ]

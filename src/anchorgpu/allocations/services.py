@@ -48,6 +48,7 @@ __all__ = [
     "seed_stock",
     "set_stock",
     "start",
+    "stop_notice",
     "stop",
     "terminate",
 ]
@@ -132,8 +133,19 @@ def allocation_to_json(allocation: Allocation, now: datetime) -> dict[str, Any]:
         "events": [_event_to_json(e) for e in current.events],
     }
     if current.state is AllocationState.STOPPED:
-        body["notice"] = STOP_NOTICE
+        body["notice"] = stop_notice(current)
     return body
+
+
+def stop_notice(allocation: Allocation) -> str:
+    """The stop statement with this allocation's own end and amount.
+
+    It always contains :data:`STOP_NOTICE`'s words "Stopping does not pause the paid term".
+    """
+    return (
+        f"{STOP_NOTICE.split(':')[0]}: this allocation still ends at {allocation.ends_at.isoformat()} "
+        f"and its amount paid (${allocation.amount_usd}) does not change; start it again any time before then."
+    )
 
 
 # -- quotes --------------------------------------------------------------------------------------
