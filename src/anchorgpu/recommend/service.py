@@ -304,6 +304,7 @@ def recommend(
         "concurrency": w.concurrency, "prompt_tokens": result.prompt_tokens if not training else None,
         "output_tokens": result.output_tokens if not training else None,
         "seq_tokens": w.seq_tokens if training else None, "train_tokens": spec.train_tokens,
+        "global_batch_tokens": spec.global_batch_tokens if training else None,
         "weights": list(result.weights), "kv_caches": list(result.kv_caches),
         "mfu": spec.efficiencies.mfu, "mbu": spec.efficiencies.mbu,
     }
