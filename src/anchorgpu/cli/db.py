@@ -1,4 +1,5 @@
-"""Database commands: ``anchorgpu db upgrade`` (apply migrations), ``db current``, ``db purge-keys``.
+"""Database commands: ``anchorgpu db upgrade`` (apply migrations), ``db current``, ``db purge-keys``,
+``db backup FILE`` and ``db restore FILE`` (see :mod:`anchorgpu.store.backup`).
 
 The database is ``ANCHORGPU_DATABASE_URL`` (the embedded SQLite file by default).
 """
@@ -63,3 +64,46 @@ def purge_keys_command(as_json: Annotated[bool, typer.Option("--json")] = False)
         emit_json({"purged": purged})
     else:
         console().print(f"purged {purged} expired idempotency keys")
+
+
+@db_app.command("backup")
+def backup_command(
+    file: Annotated[str, typer.Argument(help="Backup file to write (JSON lines; replaced atomically).")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Write every table (accounts, stock, quotes, allocations, events, bookings, idempotency keys) to FILE."""
+    from anchorgpu.bootstrap import system_clock
+    from anchorgpu.config import Settings
+    from anchorgpu.store.backup import backup
+    from anchorgpu.store.engine import make_engine
+
+    engine = make_engine(Settings().database_url)
+    try:
+        summary = backup(engine, file, now=system_clock())
+    finally:
+        engine.dispose()
+    if as_json:
+        emit_json(summary.to_json())
+    else:
+        console().print(f"backed up {summary.to_json()['rows']} rows at revision {summary.revision} to {summary.path}")
+
+
+@db_app.command("restore")
+def restore_command(
+    file: Annotated[str, typer.Argument(help="Backup file written by 'anchorgpu db backup'.")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Load FILE into this database; only an empty one migrated to the backup's revision ('anchorgpu db upgrade')."""
+    from anchorgpu.config import Settings
+    from anchorgpu.store.backup import restore
+    from anchorgpu.store.engine import make_engine
+
+    engine = make_engine(Settings().database_url)
+    try:
+        summary = restore(engine, file)
+    finally:
+        engine.dispose()
+    if as_json:
+        emit_json(summary.to_json())
+    else:
+        console().print(f"restored {summary.to_json()['rows']} rows at revision {summary.revision} from {summary.path}")
