@@ -12,7 +12,8 @@ Roles (client index modulo 5):
 Every purchase-like request keeps its idempotency key for all its retries. A request is retried (same
 key, same body) after a transport error (a killed worker, a dropped connection), a 5xx, or
 ``409 idempotency_request_in_progress``, until it gets a final answer or the grace period ends. A share
-of first attempts hang up before the answer (a read timeout of a few milliseconds) and then retry.
+of first attempts (every 12th) hang up before the answer (a read timeout of a few milliseconds) and
+then retry.
 
 The clients keep their own record of every answer (:class:`KeyedRequest`); :mod:`load_checks` compares
 it with the database at the end.
@@ -38,8 +39,8 @@ BULK_STOCK = 100_000
 RACE_STOCK = 3
 
 ROLES = ("buyer", "retrier", "racer", "racer", "actor")
-DISCONNECT_SHARE = 0.08
-"""Share of first attempts of purchase-like requests that hang up before the answer."""
+HANG_UP_EVERY = 12
+"""Every 12th purchase-like request hangs up before its answer on its first attempt (then retries)."""
 HANG_UP_AFTER_S = 0.003
 RETRYABLE_CODES = {"idempotency_request_in_progress"}
 LEAKY_KEYS = {"quote_id", "starts_at", "ends_at", "amount_usd", "total_usd", "lines", "account_id"}
@@ -129,6 +130,7 @@ class Clients:
         self.budget = budget
         self.record = record
         self.rng = random.Random(seed)
+        self.keyed_sent = 0
 
     # -- one request ---------------------------------------------------------------------------
 
@@ -153,8 +155,10 @@ class Clients:
         headers = {**caller.auth, "Idempotency-Key": request.key}
         first = True
         delay = 0.05
+        self.keyed_sent += 1
+        hang_up_first = allow_hang_up and self.keyed_sent % HANG_UP_EVERY == 0
         while self.budget.in_grace():
-            hang_up = first and allow_hang_up and self.rng.random() < DISCONNECT_SHARE
+            hang_up = first and hang_up_first
             first = False
             try:
                 answer = await self._send(request.operation, "POST", request.path, headers=headers, json=request.body,
