@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from anchorgpu.web.session import COOKIE_NAME, decode_cookie, encode_cookie
 
 
-@pytest.mark.parametrize("path", ["/", "/plan", "/recommend", "/catalog", "/signin", "/plan?model=llama-3.1-8b&gpu=h100-sxm"])
+@pytest.mark.parametrize("path", ["/", "/plan", "/recommend", "/catalog", "/signin", "/plan?model=llama-3.1-8b&gpu=h100-sxm", "/gpus", "/gpus/compare"])
 def test_public_pages_render_with_the_base_layout(client: TestClient, path: str) -> None:
     response = client.get(path)
     assert response.status_code == 200
@@ -199,3 +199,10 @@ def test_another_accounts_allocation_page_is_404(client: TestClient, signed_in: 
     assert other.status_code == 201
     assert client.get(allocation_url).status_code == 404
     assert client.get(quote_url).status_code == 404
+
+
+def test_gpu_comparison_page_shows_ratios_first_over_second(client: TestClient) -> None:
+    html = client.get("/gpus/compare?a=h200&b=h100").text
+    # 141 GB vs 80 GB of HBM (NVIDIA H200 and H100 SXM datasheets): 1.76x
+    assert "1.76×" in html
+    assert client.get("/gpus/compare?a=h2000&b=h100").status_code == 404

@@ -29,7 +29,7 @@ API_PREFIX = "/v1"
 
 _API_ROUTERS: tuple[str, ...] = ("health", "gpus", "models", "planner", "offerings", "quotes", "allocations")
 """Our routers under ``/v1`` (``anchorgpu.api.routes.<name>.router``), one per resource."""
-_WEB_ROUTERS: tuple[str, ...] = ("pages", "planning", "catalog", "booking")
+_WEB_ROUTERS: tuple[str, ...] = ("pages", "planning", "catalog", "gpus", "booking")
 """Our page routers (``anchorgpu.web.<name>.router``)."""
 _GLOSSARY_API = "anchorgpu.api.routes.glossary"
 _GLOSSARY_WEB = "anchorgpu.web.glossary"
