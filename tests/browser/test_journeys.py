@@ -112,3 +112,12 @@ def test_pages_load_without_console_errors_under_the_content_security_policy(pag
     for path in ("/", "/plan?model=llama-3.1-8b&gpu=l4", "/recommend?model=llama-3.1-8b&context=4096", "/catalog", "/signin"):
         page.goto(f"{server}{path}")
     assert errors == []
+
+
+def test_recommendations_show_a_table_and_a_cost_speed_scatter(page: Any, server: str) -> None:
+    page.goto(f"{server}/recommend?model=llama-3.1-8b&context=8192&term=1month")
+    rows = page.locator("#recommendations tbody tr").count()
+    assert rows >= 1
+    assert page.locator("#scatter circle").count() == rows  # one point per recommendation
+    page.locator("#recommendations a:has-text('Quote')").first.click()
+    assert "/signin" in page.url  # quoting needs an account: the page sends you to sign in first
