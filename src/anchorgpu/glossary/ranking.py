@@ -77,10 +77,17 @@ def name_score(
         return 800.0 + 100.0 * len(query_key) / len(name.key), "prefix"
     best: tuple[float, Tier] | None = None
     if query_words and name.words:
-        sims = [max(similarity(q, w) for w in name.words) for q in query_words]
+        # a multi-word name is also compared as one word, so "allredcue" still meets "all-reduce"
+        words = name.words if len(name.words) == 1 else (*name.words, name.key)
+        sims = [max(similarity(q, w) for w in words if w in name.words or len(q) >= 0.7 * len(w)) for q in query_words]
         if max(sims) >= 0.75:
-            matched_name_words = sum(1 for w in name.words if any(similarity(q, w) >= 0.75 for q in query_words))
-            score = 500.0 + 200.0 * (sum(sims) / len(sims)) + 80.0 * matched_name_words / len(name.words)
+            if len(name.words) > 1 and any(
+                len(q) >= 0.7 * len(name.key) and similarity(q, name.key) >= 0.75 for q in query_words
+            ):
+                coverage = 1.0
+            else:
+                coverage = sum(1 for w in name.words if any(similarity(q, w) >= 0.75 for q in query_words)) / len(name.words)
+            score = 500.0 + 200.0 * (sum(sims) / len(sims)) + 80.0 * coverage
             best = (min(score, 780.0), "tokens")
     if best is None and min(len(query_key), len(name.key)) >= 4:
         ratio = fuzzy_ratio(query_key, name.key, cutoff=0.7)
@@ -147,7 +154,7 @@ def _index(glossary: Glossary) -> _Index:
         items = tuple(_index_entry(e) for e in glossary.entries.values())
         index = _Index(
             items=items,
-            name_vocab=frozenset(w for item in items for name in item.names for w in name.words),
+            name_vocab=frozenset(w for item in items for name in item.names for w in (*name.words, name.key)),
             text_vocab=frozenset(w for item in items for w in item.text_words),
         )
         cached = (glossary, index)

@@ -12,7 +12,7 @@ from collections import Counter
 from difflib import SequenceMatcher
 from functools import lru_cache
 
-__all__ = ["STOPWORDS", "compact", "fold", "fuzzy_ratio", "ratio_upper_bound", "shared_stem", "token_similarity", "tokens", "trigrams"]
+__all__ = ["SPELLINGS", "STOPWORDS", "compact", "fold", "fuzzy_ratio", "ratio_upper_bound", "shared_stem", "token_similarity", "tokens", "trigrams"]
 
 _SPLIT = re.compile(r"[^0-9a-zа-я]+")
 #: Combining marks (accents, diaeresis of ё, breve of й) left over after NFKD decomposition.
@@ -48,13 +48,19 @@ def compact(text: str) -> str:
     return _SPLIT.sub("", fold(text))
 
 
+#: Technical words people type in Cyrillic that mean the Latin acronym (after folding).
+SPELLINGS = {"гпу": "gpu", "цпу": "cpu", "куда": "cuda", "нвлинк": "nvlink", "рокм": "rocm"}
+
+
 def tokens(text: str, *, drop_stopwords: bool = False) -> tuple[str, ...]:
-    """Words of ``fold(text)``.
+    """Words of ``fold(text)``, with Cyrillic spellings of acronyms mapped to the acronym (``гпу`` → ``gpu``).
 
     >>> tokens("Кэш KV (ключей и значений)", drop_stopwords=True)
     ('кэш', 'kv', 'ключеи', 'значении')
+    >>> tokens("Проброс ГПУ")
+    ('проброс', 'gpu')
     """
-    words = tuple(w for w in _SPLIT.split(fold(text)) if w)
+    words = tuple(SPELLINGS.get(w, w) for w in _SPLIT.split(fold(text)) if w)
     return tuple(w for w in words if w not in STOPWORDS) if drop_stopwords else words
 
 
@@ -73,6 +79,8 @@ def shared_stem(a: str, b: str) -> bool:
 
     >>> shared_stem("тензорного", "тензорныи"), shared_stem("gpus", "gpu"), shared_stem("fp8", "fp4")
     (True, True, False)
+    >>> shared_stem("allredcue", "all")
+    False
     """
     if a[:3] != b[:3]:
         return False
@@ -81,7 +89,9 @@ def shared_stem(a: str, b: str) -> bool:
         if x != y:
             break
         n += 1
-    shorter = min(len(a), len(b))
+    shorter, longer = sorted((len(a), len(b)))
+    if longer > shorter + 3:  # an ending, not a different word: "allreduce" does not share a stem with "all"
+        return False
     return shorter >= 3 and n >= 3 and n >= 0.7 * shorter and (n == shorter or n >= 5)
 
 
