@@ -95,6 +95,40 @@ def test_plan_json_model_section_is_what_model_json_shows(capsys: pytest.Capture
     assert json.loads(out)["model"] == json.loads(model_out)
 
 
+# One of each kind the model JSON distinguishes: dense GQA, MoE, MLA, sliding windows, fused qkv, diffusion.
+CONTRACT_MODELS = ("llama-3.1-70b", "mixtral-8x7b", "deepseek-v3", "gemma-2-9b", "phi-3-mini", "flux.1-dev")
+
+
+@pytest.mark.parametrize("name", CONTRACT_MODELS)
+def test_plan_json_model_section_equals_model_json_for_each_kind_of_model(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    task = ["--task", "diffusion"] if name.startswith("flux") else ["--context", "4096"]
+    code, out, err = run(capsys, "plan", name, *task, "--json")
+    assert code == 0, err
+    code, model_out, err = run(capsys, "model", name, "--json")
+    assert code == 0, err
+    assert json.loads(out)["model"] == json.loads(model_out)
+
+
+@pytest.mark.parametrize("name", CONTRACT_MODELS)
+def test_plan_to_json_without_help_from_a_face_gives_the_model_json_document(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Callers such as POST /v1/plan or the recommender call plan_to_json(plan) alone: same document.
+    from anchorgpu.architectures import load_model
+    from anchorgpu.planner import Workload, plan, plan_to_json
+
+    spec = load_model(name)
+    task = "diffusion" if name.startswith("flux") else "inference"
+    workload = Workload(task=task, context_tokens=None if task == "diffusion" else 4096)
+    data = json.loads(json.dumps(plan_to_json(plan(spec, workload))))
+    code, model_out, err = run(capsys, "model", name, "--json")
+    assert code == 0, err
+    assert data["model"] == json.loads(model_out)
+    assert data["model"]["params_total"] == spec.params_total
+
+
 def test_runtime_overheads_can_be_overridden_from_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
     _, base, _ = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--json")
     _, lean, _ = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--cuda-context-mib", "0", "--fragmentation",

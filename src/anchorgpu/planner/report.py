@@ -12,35 +12,21 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from anchorgpu.architectures.serialize import model_to_json as architectures_model_to_json
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
-from anchorgpu.planner.inputs import KV_CACHE_DTYPES
 from anchorgpu.planner.plan import Plan
 
 __all__ = ["model_to_json", "plan_to_json"]
 
 
 def model_to_json(model: ModelSpec | DiffusionPipelineSpec, *, kv_cache: str = "bf16") -> dict[str, Any]:
-    """The ``model`` section from the record alone, with the key names of ``anchorgpu model --json``
-    (``anchorgpu.architectures.model_to_json`` adds registry details; faces pass that one in when they have it)."""
-    if isinstance(model, DiffusionPipelineSpec):
-        return {
-            "name": model.name, "kind": "diffusion", "model_type": "diffusion_pipeline", "family": model.family,
-            "params_total": model.params_total, "params_active": model.params_total, "kv_bytes_per_token": None,
-            "components": [{"name": c.name, "role": c.role, "params": c.params} for c in model.components],
-        }
-    return {
-        "name": model.name, "kind": "language", "model_type": model.model_type, "family": model.family,
-        "params_total": model.params_total, "params_active": model.params_active,
-        "kv_bytes_per_token": model.kv_bytes_per_token(KV_CACHE_DTYPES.get(kv_cache, 2)), "kv_cache_dtype": kv_cache,
-        "layers": model.num_layers, "hidden_size": model.hidden_size, "intermediate_size": model.intermediate_size,
-        "heads": model.num_attention_heads, "kv_heads": model.num_kv_heads, "head_dim": model.head_dim,
-        "vocab_size": model.vocab_size, "context_length": model.max_context_tokens, "attention": model.attention_kind,
-        "experts": None if model.moe is None else {
-            "num_experts": model.moe.num_experts, "experts_per_token": model.moe.experts_per_token,
-            "shared": model.moe.num_shared_experts, "expert_intermediate_size": model.moe.expert_intermediate_size,
-            "moe_layers": model.moe.num_moe_layers},
-        "tie_word_embeddings": model.tie_word_embeddings, "gated_mlp": model.gated_mlp,
-    }
+    """The ``model`` section: exactly ``anchorgpu model --json`` (DESIGN.md section 5, ``"model": {...as above}``).
+
+    One function serves both faces: this delegates to :func:`anchorgpu.architectures.model_to_json`
+    (pure, stdlib only), so ``plan_to_json`` gives the same keys (``layers``, ``heads``, ``breakdown``, …)
+    whichever caller builds it.
+    """
+    return architectures_model_to_json(model, kv_cache=kv_cache)
 
 
 def _plain(value: Any) -> Any:
@@ -52,8 +38,8 @@ def _plain(value: Any) -> Any:
 def plan_to_json(plan: Plan, *, model_json: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Plain JSON types for one plan (the ``anchorgpu plan --json`` and ``POST /v1/plan`` body).
 
-    ``model_json`` replaces the ``model`` section (faces pass ``anchorgpu.architectures.model_to_json``'s
-    richer form, so ``plan --json`` carries exactly what ``model --json`` shows).
+    The ``model`` section is :func:`model_to_json` (the same document as ``anchorgpu model --json``);
+    ``model_json`` may replace it (kept for callers that already built that document).
     """
     per_gpu = {f.name: getattr(plan.per_gpu, f.name) for f in dataclasses.fields(plan.per_gpu)}
     per_gpu["total_bytes"] = plan.per_gpu.total_bytes
