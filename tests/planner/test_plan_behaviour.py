@@ -351,7 +351,7 @@ def test_training_suggestions_include_sharding_or_recompute() -> None:
         (dict(layout=Layout(zero=3)), "do not apply to inference"),
         (dict(layout=Layout(ep=2)), "mixture-of-experts"),
         (dict(workload=Workload(gpu_memory_utilization=1.5)), "at most 1"),
-        (dict(workload=Workload(task="lora", lora_targets=("qkv",))), "lora-targets"),
+        (dict(workload=Workload(task="lora", lora_targets=("qkvo",))), "lora-targets"),
         (dict(workload=Workload(concurrency=0)), "concurrency=0"),
     ],
 )
@@ -417,9 +417,10 @@ def test_one_estimate_takes_milliseconds() -> None:
     assert GIB  # units imported for readers comparing figures
 
 
-def test_lora_on_a_fused_qkv_matrix_counts_one_adapter_pair() -> None:
-    model = load_model("gpt2")  # c_attn fuses q, k and v: 768 -> 2304
-    assert mm.adapter_params(model, rank=8, targets=("q",)) == 8 * (768 + 2304) * 12
+def test_lora_on_a_fused_qkv_matrix_adapts_only_the_targeted_slice() -> None:
+    model = load_model("gpt2")  # c_attn fuses q, k and v: 768 -> 3 x 768
+    assert mm.adapter_params(model, rank=8, targets=("q",)) == 8 * (768 + 768) * 12
+    assert mm.adapter_params(model, rank=8, targets=("q", "k", "v")) == 8 * (768 + 2304) * 12
     with pytest.raises(InvalidWorkload) as excinfo:
         plan(model, Workload(task="lora", lora_targets=("gate",)))
     assert "match no linear layer" in str(excinfo.value)

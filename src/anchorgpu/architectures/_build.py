@@ -45,7 +45,7 @@ class Tally:
 
     def __init__(self) -> None:
         self._counts: dict[Component, int] = dict.fromkeys(_COMPONENTS, 0)
-        self._groups: dict[tuple[str, str, int, int, bool], list[int]] = {}
+        self._groups: dict[tuple[str, str, int, int, bool, tuple[tuple[str, int], ...]], list[int]] = {}
         self.inactive = 0  # parameters a single token does not pass through
         self.notes: list[str] = []
 
@@ -59,15 +59,19 @@ class Tally:
         count: int,
         active_count: int | None = None,
         bias: bool = False,
+        parts: tuple[tuple[str, int], ...] = (),
     ) -> None:
-        """``count`` matrices of ``d_in × d_out`` (+ a ``d_out`` bias each); ``active_count`` used per token."""
+        """``count`` matrices of ``d_in × d_out`` (+ a ``d_out`` bias each); ``active_count`` used per token.
+
+        ``parts`` names the output slices of a fused module (``qkv``, ``gate_up``); they must add up to ``d_out``.
+        """
         if count <= 0:
             return
         active = count if active_count is None else active_count
         each = d_in * d_out + (d_out if bias else 0)
         self._counts[component] += each * count
         self.inactive += each * (count - active)
-        key = (component, name, d_in, d_out, bias)
+        key = (component, name, d_in, d_out, bias, parts)
         if key in self._groups:
             self._groups[key][0] += count
             self._groups[key][1] += active
@@ -87,8 +91,9 @@ class Tally:
 
     def linear_groups(self) -> tuple[LinearGroup, ...]:
         return tuple(
-            LinearGroup(name=name, d_in=d_in, d_out=d_out, count=c, active_count=a, bias=bias, component=comp)
-            for (comp, name, d_in, d_out, bias), (c, a) in self._groups.items()
+            LinearGroup(name=name, d_in=d_in, d_out=d_out, count=c, active_count=a, bias=bias, component=comp,
+                        parts=parts)
+            for (comp, name, d_in, d_out, bias, parts), (c, a) in self._groups.items()
         )
 
 

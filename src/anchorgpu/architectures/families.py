@@ -112,7 +112,8 @@ def _gqa(
     """q ``h→a·d``, k/v ``h→kv·d``, o ``a·d→h`` per layer (+ RMS q/k norms of ``d`` when ``qk_norm``)."""
     q_out, kv_out, n = c.heads * c.head_dim, c.kv_heads * c.head_dim, c.layers
     if fused_qkv:
-        t.linear("attention", "qkv", c.hidden, q_out + 2 * kv_out, count=n, bias=qkv_bias)
+        t.linear("attention", "qkv", c.hidden, q_out + 2 * kv_out, count=n, bias=qkv_bias,
+                 parts=(("q", q_out), ("k", kv_out), ("v", kv_out)))
     else:
         t.linear("attention", "q", c.hidden, q_out, count=n, bias=qkv_bias)
         t.linear("attention", "k", c.hidden, kv_out, count=n, bias=qkv_bias)
@@ -136,7 +137,8 @@ def _gated_mlp(
 ) -> None:
     """SwiGLU/GeGLU: gate and up ``h→ffn``, down ``ffn→h``."""
     if fused:
-        t.linear(component, f"{prefix}gate_up", h, 2 * ffn, count=count, active_count=active_count, bias=bias)
+        t.linear(component, f"{prefix}gate_up", h, 2 * ffn, count=count, active_count=active_count, bias=bias,
+                 parts=(("gate", ffn), ("up", ffn)))
     else:
         t.linear(component, f"{prefix}gate", h, ffn, count=count, active_count=active_count, bias=bias)
         t.linear(component, f"{prefix}up", h, ffn, count=count, active_count=active_count, bias=bias)

@@ -100,7 +100,7 @@ def model_to_json(spec: ModelSpec | DiffusionPipelineSpec, *, kv_cache: str = "b
         "breakdown": {key: getattr(spec.params, key) for key in BREAKDOWN_KEYS},
         "linear_groups": [
             {"name": g.name, "component": g.component, "d_in": g.d_in, "d_out": g.d_out, "count": g.count,
-             "active_count": g.active_count, "bias": g.bias}
+             "active_count": g.active_count, "bias": g.bias, "parts": {name: size for name, size in g.parts} or None}
             for g in spec.linear_groups
         ],
         "source": spec.source,

@@ -94,6 +94,10 @@ class LinearGroup:
     active_count: int
     bias: bool = False  # each matrix also has a bias vector of d_out values
     component: str = ""  # attention | mlp | experts | shared_experts | router (the ParamBreakdown field)
+    # Output slices of a fused module, in order, as (part name, d_out): ``(("q", a·d), ("k", kv·d), ("v", kv·d))``
+    # for ``qkv``, ``(("gate", ffn), ("up", ffn))`` for ``gate_up``/``expert_gate_up``; empty when not fused.
+    # The d_out values add up to ``d_out``. LoRA on some parts of a fused module adapts those rows only.
+    parts: tuple[tuple[str, int], ...] = ()
 
     @property
     def params(self) -> int:

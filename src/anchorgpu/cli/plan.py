@@ -196,7 +196,7 @@ def plan_command(
     optimizer: str = typer.Option("adamw", "--optimizer", help="adamw | adamw-8bit | sgd | lion | adafactor"),
     train_precision: str = typer.Option("mixed", "--train-precision", help="mixed (fp32 master+moments) | bf16-true"),
     lora_rank: int = typer.Option(16, "--lora-rank", help="LoRA rank r."),
-    lora_targets: str = typer.Option("q,k,v,o,gate,up,down", "--lora-targets", help="Comma list of q,k,v,o,gate,up,down."),
+    lora_targets: str = typer.Option("q,k,v,o,gate,up,down", "--lora-targets", help="Comma list of q,k,v,o,gate,up,down (qkv = q,k,v; gate_up = gate,up). On a fused module the adapter covers the named slices."),
     resolution: str | None = typer.Option(None, "--resolution", help="Diffusion output WIDTHxHEIGHT."),
     images: int = typer.Option(1, "--images", help="Diffusion images per batch."),
     vae_tiling: bool = typer.Option(False, "--vae-tiling", help="Decode the VAE in tiles."),
@@ -242,9 +242,7 @@ def plan_command(
                                     "mfu": mfu, "mbu": mbu}
     result = _attach_performance(result, {k: v for k, v in perf_options.items() if v is not None})
     if as_json:
-        from anchorgpu.architectures import model_to_json
-
-        emit_json(plan_to_json(result, model_json=model_to_json(spec, kv_cache=result.precision.kv_cache)))
+        emit_json(plan_to_json(result))
     else:
         render_plan(result)
 

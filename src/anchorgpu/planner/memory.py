@@ -19,7 +19,9 @@ from anchorgpu.units import ceil_div
 
 __all__ = [
     "SAMPLER_BYTES_PER_SEQ_VOCAB",
+    "FUSED_LORA_TARGETS",
     "adapter_params",
+    "expand_lora_targets",
     "gather_buffer_bytes",
     "gradient_bytes",
     "inference_activation_bytes",
@@ -163,22 +165,47 @@ def optimizer_moment_bytes(
 def adapter_params(model: ModelSpec, *, rank: int, targets: Sequence[str]) -> int:
     """LoRA adapter parameters: r · (d_in + d_out) per targeted matrix (Hu et al. 2021, section 4).
 
-    A target ``gate`` also matches ``shared_gate`` and ``expert_gate``; a fused matrix (``gate_up``,
-    ``qkv``) is targeted when any of its parts is, and counted once (one adapter pair on the fused weight).
+    A target ``gate`` also matches ``shared_gate`` and ``expert_gate``. ``qkv`` stands for q, k, v and
+    ``gate_up`` for gate, up. A fused module (``qkv``: Phi-3 qkv_proj, GPT-2 c_attn, Falcon/GPT-NeoX
+    query_key_value; ``gate_up``: Phi-3, gpt-oss experts) gets one adapter whose B covers only the targeted
+    output slices: r · (d_in + Σ d_out of the targeted parts). With every part targeted that is the
+    adapter PEFT puts on the fused module, r · (d_in + d_out); with q, v only, the k rows get none.
 
     >>> from anchorgpu.planner._examples import tiny_model
     >>> adapter_params(tiny_model(), rank=4, targets=("q", "v"))  # 2 layers: 4·(64+64)·2 + 4·(64+32)·2
     1792
     """
-    wanted = set(targets)
+    wanted = set(expand_lora_targets(targets))
     total = 0
     for group in model.linear_groups:
         prefix, _, rest = group.name.partition("_")
-        base = rest if prefix in ("expert", "shared") else group.name
-        parts = ("q", "k", "v") if base == "qkv" else tuple(base.split("_"))
-        if group.name in wanted or any(part in wanted for part in parts):
+        prefixed = prefix in ("expert", "shared")
+        base = rest if prefixed else group.name
+        if group.name in wanted or (not group.parts and base in wanted):
             total += rank * (group.d_in + group.d_out) * group.count
+        elif group.parts:
+            d_out = sum(size for part, size in group.parts
+                        if part in wanted or (prefixed and f"{prefix}_{part}" in wanted))
+            if d_out:
+                total += rank * (group.d_in + d_out) * group.count
     return total
+
+
+# Fused module names a user may target, and the parts they stand for.
+FUSED_LORA_TARGETS: dict[str, tuple[str, ...]] = {"qkv": ("q", "k", "v"), "gate_up": ("gate", "up")}
+
+
+def expand_lora_targets(targets: Sequence[str]) -> tuple[str, ...]:
+    """``qkv`` → q, k, v and ``gate_up`` → gate, up; other names unchanged; duplicates dropped, order kept.
+
+    >>> expand_lora_targets(("qkv", "o", "v"))
+    ('q', 'k', 'v', 'o')
+    """
+    out: dict[str, None] = {}
+    for target in targets:
+        for name in FUSED_LORA_TARGETS.get(target, (target,)):
+            out[name] = None
+    return tuple(out)
 
 
 # --------------------------------------------------------------------------------------------------

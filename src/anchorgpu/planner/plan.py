@@ -140,10 +140,11 @@ def _validate_workload(workload: Workload) -> None:
         raise InvalidWorkload(f"unknown recompute {workload.recompute!r}; valid: {', '.join(RECOMPUTES)}")
     if workload.optimizer not in OPTIMIZERS:
         raise InvalidWorkload(f"unknown optimizer {workload.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
-    bad = [t for t in workload.lora_targets if t not in ALL_LORA_TARGETS]
+    bad = [t for t in workload.lora_targets if t not in ALL_LORA_TARGETS and t not in mm.FUSED_LORA_TARGETS]
     if bad or not workload.lora_targets:
         raise InvalidWorkload(
-            f"lora-targets {','.join(workload.lora_targets) or '(none)'}: choose from {','.join(ALL_LORA_TARGETS)}")
+            f"lora-targets {','.join(workload.lora_targets) or '(none)'}: choose from "
+            f"{','.join((*ALL_LORA_TARGETS, *mm.FUSED_LORA_TARGETS))}")
     if workload.resolution is not None and (len(workload.resolution) != 2 or min(workload.resolution) < 8):
         raise InvalidWorkload(f"resolution {workload.resolution!r}: expected WIDTHxHEIGHT in pixels, each >= 8")
 
