@@ -26,7 +26,7 @@ from typing import Literal
 
 from anchorgpu.glossary.loader import Glossary
 from anchorgpu.glossary.model import Entry, Lang, SearchHit
-from anchorgpu.glossary.text import compact, fuzzy_ratio, shared_stem, token_similarity, tokens
+from anchorgpu.glossary.text import compact, fuzzy_ratio, shared_stem, token_similarity, tokens, trigrams
 
 __all__ = ["Name", "name_score", "rank", "search_glossary", "text_score", "text_word_matches"]
 
@@ -55,11 +55,13 @@ def name_score(
     query_words: tuple[str, ...],
     name: Name,
     similarity: Callable[[str, str], float] = token_similarity,
+    key_ratio: Callable[[str, str], float] | None = None,
 ) -> tuple[float, Tier] | None:
     """Score one query against one name, or None when they do not match at all.
 
-    ``similarity`` compares one query word with one name word (default :func:`token_similarity`; the
-    search passes a precomputed table of the same values).
+    ``similarity`` compares one query word with one name word (default :func:`token_similarity`) and
+    ``key_ratio`` the whole query with the whole name (default :func:`fuzzy_ratio`); the search passes
+    precomputed tables of the same values.
 
     >>> n = Name("KV-кэш", compact("KV-кэш"), tokens("KV-кэш"), "ru")
     >>> name_score(compact("кэш KV"), tokens("кэш KV"), n)
@@ -90,7 +92,7 @@ def name_score(
             score = 500.0 + 200.0 * (sum(sims) / len(sims)) + 80.0 * coverage
             best = (min(score, 780.0), "tokens")
     if best is None and min(len(query_key), len(name.key)) >= 4:
-        ratio = fuzzy_ratio(query_key, name.key, cutoff=0.7)
+        ratio = key_ratio(query_key, name.key) if key_ratio else fuzzy_ratio(query_key, name.key, cutoff=0.7)
         if ratio >= 0.7:
             best = (440.0 + 200.0 * (ratio - 0.7), "fuzzy")
     return best
@@ -143,6 +145,16 @@ class _Index:
     items: tuple[_Indexed, ...]
     name_vocab: frozenset[str]
     text_vocab: frozenset[str]
+    trigram_postings: Mapping[str, frozenset[str]]  # trigram -> name words and keys containing it
+    text_by_prefix: Mapping[str, tuple[str, ...]]  # first three letters -> text words
+
+    def name_candidates(self, word: str) -> set[str]:
+        """Name words that share a padded trigram with ``word``: every word that can be equal, extend it,
+        share its stem or be within a typo of it (the rest are skipped without comparing)."""
+        found: set[str] = set()
+        for gram in trigrams(word):
+            found |= self.trigram_postings.get(gram, frozenset())
+        return found
 
 
 _INDEXES: dict[int, tuple[Glossary, _Index]] = {}
@@ -152,10 +164,21 @@ def _index(glossary: Glossary) -> _Index:
     cached = _INDEXES.get(id(glossary))
     if cached is None or cached[0] is not glossary:
         items = tuple(_index_entry(e) for e in glossary.entries.values())
+        name_vocab = frozenset(w for item in items for name in item.names for w in (*name.words, name.key))
+        text_vocab = frozenset(w for item in items for w in item.text_words)
+        postings: dict[str, set[str]] = {}
+        for word in name_vocab:
+            for gram in trigrams(word):
+                postings.setdefault(gram, set()).add(word)
+        by_prefix: dict[str, list[str]] = {}
+        for word in text_vocab:
+            by_prefix.setdefault(word[:3], []).append(word)
         index = _Index(
             items=items,
-            name_vocab=frozenset(w for item in items for name in item.names for w in (*name.words, name.key)),
-            text_vocab=frozenset(w for item in items for w in item.text_words),
+            name_vocab=name_vocab,
+            text_vocab=text_vocab,
+            trigram_postings={g: frozenset(ws) for g, ws in postings.items()},
+            text_by_prefix={p: tuple(ws) for p, ws in by_prefix.items()},
         )
         cached = (glossary, index)
         _INDEXES[id(glossary)] = cached
@@ -168,17 +191,23 @@ def rank(
     lang: Lang | None,
     similarity: Callable[[str, str], float] = token_similarity,
     text_hits: Mapping[str, frozenset[str]] | None = None,
+    key_ratio: Callable[[str, str], float] | None = None,
+    touched: frozenset[str] | None = None,
 ) -> SearchHit | None:
     """The best way ``query`` matches one indexed entry (names first, then its texts).
 
     ``similarity`` and ``text_hits`` (query word → matching text words) are precomputed by the search so
-    that each word pair is compared once per query, not once per entry.
+    that each word pair is compared once per query, not once per entry; ``touched`` (every name word or key
+    that matched something) lets names that cannot match be skipped without scoring.
     """
     query_key = compact(query)
     query_words = tokens(query, drop_stopwords=True) or tokens(query)
     best: SearchHit | None = None
     for name in item.names:
-        scored = name_score(query_key, query_words, name, similarity)
+        if touched is not None and name.key not in touched and touched.isdisjoint(name.words):
+            if not name.key.startswith(query_key):
+                continue
+        scored = name_score(query_key, query_words, name, similarity, key_ratio)
         if scored is None:
             continue
         score, tier = scored
@@ -203,13 +232,24 @@ def search_glossary(glossary: Glossary, query: str, lang: Lang | None = None, *,
         return []
     index = _index(glossary)
     query_words = tokens(query, drop_stopwords=True) or tokens(query)
-    table = {q: {w: v for w in index.name_vocab if (v := token_similarity(q, w)) > 0.0} for q in query_words}
+    table = {q: {w: v for w in index.name_candidates(q) if (v := token_similarity(q, w)) > 0.0} for q in query_words}
 
     def similarity(q: str, w: str) -> float:
         return table[q].get(w, 0.0) if q in table else token_similarity(q, w)
 
-    text_hits = {q: frozenset(w for w in index.text_vocab if text_word_matches(q, w)) for q in query_words}
-    hits = [hit for item in index.items if (hit := rank(query, item, lang, similarity, text_hits)) is not None]
+    query_key = compact(query)
+    key_table = {k: r for k in index.name_candidates(query_key) if (r := fuzzy_ratio(query_key, k, cutoff=0.7)) >= 0.7}
+
+    def key_ratio(q: str, k: str) -> float:
+        return key_table.get(k, 0.0) if q == query_key else fuzzy_ratio(q, k, cutoff=0.7)
+
+    text_hits = {q: frozenset(w for w in index.text_by_prefix.get(q[:3], ()) if text_word_matches(q, w)) for q in query_words}
+    touched = frozenset(key_table).union(*(table[q] for q in query_words), [query_key])
+    hits = [
+        hit
+        for item in index.items
+        if (hit := rank(query, item, lang, similarity, text_hits, key_ratio, touched)) is not None
+    ]
     order = lang or "en"
     hits.sort(key=lambda h: (-h.score, len(h.entry.term.get(order)), h.entry.id))
     return hits[:limit]
