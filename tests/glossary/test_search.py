@@ -162,3 +162,20 @@ def test_one_search_is_fast_enough_for_a_page() -> None:
     for query in ("кэш KV", "tensor paralelism", "blakwell", "zero 3", "исходящий трафик"):
         search(query)
     assert (time.perf_counter() - start) / 5 < 0.25  # seconds per query, generous for slow CI machines
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=60), st.sampled_from(["en", "ru"]), st.integers(min_value=1, max_value=30))
+def test_any_text_is_a_safe_query_and_results_come_best_first_within_the_limit(query: str, lang: str, limit: int) -> None:
+    hits = search(query, lang, limit=limit)  # type: ignore[arg-type]
+    assert len(hits) <= limit
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert len({h.entry.id for h in hits}) == len(hits)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=40))
+def test_folding_is_idempotent_and_compact_keeps_only_letters_and_digits(text: str) -> None:
+    assert fold(fold(text)) == fold(text)
+    assert compact(compact(text)) == compact(text)
+    assert all(ch.isalnum() for ch in compact(text))

@@ -52,6 +52,13 @@ UI: dict[str, dict[str, str]] = {
     },
 }
 KIND_ORDER = ("concept", "hardware", "technology", "commercial")
+#: Level and stage values as shown on the pages.
+VALUES: dict[str, dict[str, str]] = {
+    "en": {"foundational": "foundational", "intermediate": "intermediate", "advanced": "advanced",
+           "training": "training", "inference": "inference", "deployment": "deployment"},
+    "ru": {"foundational": "базовый", "intermediate": "средний", "advanced": "продвинутый",
+           "training": "обучение", "inference": "инференс", "deployment": "развёртывание"},
+}
 
 
 def _language(lang: str | None) -> str:
@@ -105,6 +112,8 @@ def glossary_entry_page(
                for cmd, args in zip(try_it["commands"], entry.try_it.planner_args, strict=False)]
     context: dict[str, Any] = {
         "ui": UI[language],
+        "uis": UI,
+        "values": VALUES[language],
         "lang": language,
         "other": "en" if language == "ru" else "ru",
         "entry": entry,
