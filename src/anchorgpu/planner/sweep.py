@@ -18,8 +18,10 @@ valid for the model's heads) -> PP (powers of two; across servers only where a f
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -30,7 +32,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner import performance as perf
-from anchorgpu.planner.formats import get_format, model_weight_parts
+from anchorgpu.planner.formats import ModelParts, get_format, model_weight_parts
 from anchorgpu.planner.inputs import KV_CACHE_DTYPES, Layout, Overheads, PrecisionPlan, Workload
 from anchorgpu.planner.plan import plan
 from anchorgpu.units import GIB
@@ -198,10 +200,16 @@ def _layouts(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: boo
 
 def _token_slots(model: ModelSpec, context_tokens: int, block_size: int) -> int:
     """KV token slots summed over layers, paged and window-capped: the inner sum of
-    :func:`anchorgpu.planner.memory.kv_cache_bytes`."""
+    :func:`anchorgpu.planner.memory.kv_cache_bytes` (layers grouped by their window)."""
     windows = model.layer_windows or (None,) * model.num_layers
-    return sum(math.ceil((context_tokens if w is None else min(context_tokens, w)) / block_size) * block_size
-               for w in windows)
+    return sum(count * math.ceil((context_tokens if w is None else min(context_tokens, w)) / block_size) * block_size
+               for w, count in Counter(windows).items())
+
+
+@lru_cache(maxsize=128)
+def _weight_parts(model: ModelSpec, weights_format: str) -> ModelParts:
+    """:func:`anchorgpu.planner.formats.model_weight_parts`, once per (model, format): models are frozen."""
+    return model_weight_parts(model, get_format(weights_format))
 
 
 def _allreduce_array(message_bytes: FloatArray, ranks: IntArray, bw: FloatArray, latency: FloatArray) -> FloatArray:
@@ -241,16 +249,18 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     total = n_l * n_w * n_k * n_c
 
     # ---- per (layout, format): weights bytes per GPU and compute peak (scalar functions, cached)
-    parts = [model_weight_parts(model, get_format(name)) for name in weights]
+    parts = [_weight_parts(model, name) for name in weights]
     tp_pp, tp_pp_row = np.unique(lay.tp * 4096 + lay.pp, return_inverse=True)
     weights_uw = np.array([[mm.shard_share(part, tp=key // 4096, pp=key % 4096, ep=1) for part in parts]
                            for key in tp_pp.tolist()], dtype=np.float64)
     weights_lw = weights_uw[tp_pp_row]
     precisions = [perf.compute_precision_for_weights(name) for name in weights]
-    peaks: dict[str, list[float]] = {}  # shapes share GPUs: one lookup per GPU
+    distinct = sorted(set(precisions))
+    peaks: dict[str, list[float]] = {}  # shapes share GPUs: one lookup per GPU and precision
     for sh in shapes:
         if sh.gpu.name not in peaks:
-            peaks[sh.gpu.name] = [perf.peak_for(sh.gpu, p).flops_per_s for p in precisions]
+            by_precision = {p: perf.peak_for(sh.gpu, p).flops_per_s for p in distinct}
+            peaks[sh.gpu.name] = [by_precision[p] for p in precisions]
     peak_sw = np.array([peaks[sh.gpu.name] for sh in shapes])
     if progress:
         progress(total // 4, total)
