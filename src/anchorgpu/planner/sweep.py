@@ -249,7 +249,10 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     total = n_l * n_w * n_k * n_c
 
     # ---- per (layout, format): weights bytes per GPU and compute peak (scalar functions, cached)
-    parts = [_weight_parts(model, name) for name in weights]
+    try:
+        parts = [_weight_parts(model, name) for name in weights]
+    except TypeError:  # a model record that cannot be hashed: compute without the cache
+        parts = [model_weight_parts(model, get_format(name)) for name in weights]
     tp_pp, tp_pp_row = np.unique(lay.tp * 4096 + lay.pp, return_inverse=True)
     weights_uw = np.array([[mm.shard_share(part, tp=key // 4096, pp=key % 4096, ep=1) for part in parts]
                            for key in tp_pp.tolist()], dtype=np.float64)
