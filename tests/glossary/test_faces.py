@@ -206,3 +206,13 @@ def test_every_code_has_an_anchor_on_the_error_page_that_problem_types_point_to(
 def test_an_unknown_entry_page_is_a_404_page(client: TestClient) -> None:
     r = client.get("/glossary/no-such-thing")
     assert r.status_code == 404 and "text/html" in r.headers["content-type"]
+
+
+def test_an_entry_with_a_gpu_comparison_shows_it_side_by_side_from_the_hardware_data(client: TestClient) -> None:
+    from anchorgpu.hardware import get_gpu
+
+    html = client.get("/glossary/hbm3e").text  # HBM3e compares H100 with H200
+    assert 'id="gpu-comparison"' in html
+    assert get_gpu("h100").display_name in html and get_gpu("h200").display_name in html
+    assert "anchorgpu gpus compare h100 h200" in html
+    assert "3.35 TB/s" in html and "4.80 TB/s" in html  # bandwidths from the hardware data, not from the entry

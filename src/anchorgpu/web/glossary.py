@@ -61,6 +61,32 @@ VALUES: dict[str, dict[str, str]] = {
 }
 
 
+def _fmt(value: Any, unit: str) -> str:
+    """One comparison value for display: bytes as GiB, bytes/s as TB/s, FLOP/s as TFLOPS."""
+    if value is None:
+        return "–"
+    scale = {"bytes": (2**30, "GiB"), "bytes/s": (1e12, "TB/s"), "FLOP/s": (1e12, "TFLOPS")}.get(unit)
+    if scale is not None:
+        return f"{float(value) / scale[0]:,.2f} {scale[1]}".replace(".00 ", " ")
+    return f"{value} {unit}".strip()
+
+
+def comparison_rows(pair: tuple[str, str]) -> dict[str, Any]:
+    """The hardware comparison of two GPUs (``anchorgpu gpus compare A B``) as rows for the entry page."""
+    from anchorgpu.hardware import get_gpu
+    from anchorgpu.hardware.compare import compare_gpus
+
+    result = compare_gpus(get_gpu(pair[0]), get_gpu(pair[1]))
+    rows = [
+        {"label": m.label, "a": _fmt(m.a, m.unit) if m.a_status == "known" else m.a_status,
+         "b": _fmt(m.b, m.unit) if m.b_status == "known" else m.b_status,
+         "ratio": f"{m.ratio:.2f}×" if m.ratio is not None else "–"}
+        for m in result.metrics
+        if m.unit != "USD/GPU-hour"
+    ]
+    return {"a": result.a.display_name, "b": result.b.display_name, "rows": rows, "statements": list(result.statements)}
+
+
 def _language(lang: str | None) -> str:
     return "ru" if (lang or "").strip().lower() == "ru" else "en"
 
@@ -125,5 +151,6 @@ def glossary_entry_page(
         "offerings": matching_offerings(entry.try_it.catalog_filter),
         "catalog_url": catalog_url(entry.try_it.catalog_filter) if entry.try_it.catalog_filter else None,
         "compare": entry.try_it.compare,
+        "comparison": comparison_rows(entry.try_it.compare) if entry.try_it.compare else None,
     }
     return render(request, "glossary_entry.html", context)
