@@ -15,7 +15,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
 
-from anchorgpu.architectures.diffusion import parse_pipeline
 from anchorgpu.architectures.hf import from_hf_config, parse_config_text
 from anchorgpu.architectures.registry import ModelInfo, list_models, read_data_text, resolve
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
@@ -86,6 +85,8 @@ def load_registry_model(info: ModelInfo) -> ModelSpec | DiffusionPipelineSpec:
     """The shipped model or pipeline of one registry row."""
     text = read_data_text(info.file)
     if info.kind == "diffusion":
+        from anchorgpu.architectures.diffusion import parse_pipeline  # TOML pipelines: only when asked for
+
         return parse_pipeline(text, name=info.name, family=info.family, file=f"architectures/data/{info.file}")
     cfg = parse_config_text(text, where=f"architectures/data/{info.file}")
     spec = from_hf_config(cfg, name=info.name, source=info.source)

@@ -19,19 +19,44 @@ of 192 physical); ``memory_headline`` keeps the vendor's figure and ``memory_uni
 
 from __future__ import annotations
 
-from anchorgpu.hardware.compare import (
-    FEATURED_COMPARISONS,
-    GpuComparison,
-    MetricComparison,
-    Workload,
-    WorkloadFit,
-    compare_gpus,
-    workload_fit,
-)
-from anchorgpu.hardware.loader import normalize_name, parse_gpus, parse_sources
-from anchorgpu.hardware.registry import GpuIndex, get_gpu, list_gpus, source_descriptions
-from anchorgpu.hardware.serialize import comparison_to_json, gpu_to_json
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from anchorgpu.hardware.spec import PRECISIONS, GpuSpec, Peak, PeakStatus, Precision
+
+if TYPE_CHECKING:
+    from anchorgpu.hardware.compare import (
+        FEATURED_COMPARISONS,
+        GpuComparison,
+        MetricComparison,
+        Workload,
+        WorkloadFit,
+        compare_gpus,
+        workload_fit,
+    )
+    from anchorgpu.hardware.loader import normalize_name, parse_gpus, parse_sources
+    from anchorgpu.hardware.registry import GpuIndex, get_gpu, list_gpus, source_descriptions
+    from anchorgpu.hardware.serialize import comparison_to_json, gpu_to_json
+
+# Public name -> the submodule that defines it, imported on first use (PEP 562) so that importing the
+# package (or one of its submodules) does not load the rest: ``anchorgpu plan`` must start fast.
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "FEATURED_COMPARISONS",
+            "GpuComparison",
+            "MetricComparison",
+            "Workload",
+            "WorkloadFit",
+            "compare_gpus",
+            "workload_fit",
+        ),
+        "anchorgpu.hardware.compare",
+    ),
+    **dict.fromkeys(("normalize_name", "parse_gpus", "parse_sources"), "anchorgpu.hardware.loader"),
+    **dict.fromkeys(("GpuIndex", "get_gpu", "list_gpus", "source_descriptions"), "anchorgpu.hardware.registry"),
+    **dict.fromkeys(("comparison_to_json", "gpu_to_json"), "anchorgpu.hardware.serialize"),
+}
 
 __all__ = [
     "FEATURED_COMPARISONS",
@@ -56,3 +81,16 @@ __all__ = [
     "source_descriptions",
     "workload_fit",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

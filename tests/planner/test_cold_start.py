@@ -1,0 +1,70 @@
+"""``anchorgpu plan ... --json`` starts fast because it loads only what it uses (issue 4: cold start < 0.5 s).
+
+Timing is left to ``benchmarks/run.py`` (a loaded CI machine makes timed tests flaky); these tests pin the
+cause instead: which modules the plan command imports, and that the lazy package ``__init__``s still give
+every public name.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+
+import pytest
+
+PLAN_ARGV = ["plan", "llama-3.1-8b", "--gpu", "h100", "--json"]
+
+# Heavy libraries and unrelated areas the plan command must not load.
+NOT_ON_THE_PLAN_PATH = (
+    "rich", "pydantic", "numpy", "huggingface_hub", "sqlalchemy", "fastapi", "jinja2",
+    "anchorgpu.hardware.compare", "anchorgpu.architectures.diffusion", "anchorgpu.planner.sweep",
+    "anchorgpu.cli.commerce", "anchorgpu.cli.db", "anchorgpu.cli.glossary", "anchorgpu.cli.hardware",
+    "anchorgpu.cli.models", "anchorgpu.cli.recommend", "anchorgpu.cli.serve", "anchorgpu.catalog",
+    "anchorgpu.store", "anchorgpu.config",
+)
+
+
+def _modules_after(code: str) -> tuple[set[str], str]:
+    probe = code + "\nimport sys, json\nprint(json.dumps(sorted(sys.modules)))\n"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
+    *output, last = done.stdout.strip().splitlines()
+    return set(json.loads(last)), "\n".join(output)
+
+
+def test_plan_json_loads_no_heavy_library_and_no_other_command() -> None:
+    loaded, output = _modules_after(f"from anchorgpu.cli import main\nassert main({PLAN_ARGV!r}) == 0")
+    assert json.loads(output)["fits"] is True
+    offenders = sorted(m for m in loaded if any(m == bad or m.startswith(bad + ".") for bad in NOT_ON_THE_PLAN_PATH))
+    assert offenders == []
+
+
+def test_a_model_is_built_from_its_one_config_file_only() -> None:
+    # The registry index resolves the name; only that model's config.json is read and parsed.
+    loaded, _ = _modules_after("from anchorgpu.architectures import load_model\nload_model('llama-3.1-8b')")
+    assert "anchorgpu.architectures.diffusion" not in loaded
+
+
+def test_importing_a_pure_package_loads_only_its_records() -> None:
+    loaded, _ = _modules_after("import anchorgpu.architectures, anchorgpu.hardware")
+    assert {"anchorgpu.architectures.spec", "anchorgpu.hardware.spec"} <= loaded
+    assert not loaded & {"anchorgpu.architectures.families", "anchorgpu.architectures.registry",
+                         "anchorgpu.hardware.loader", "anchorgpu.hardware.compare", "tomllib"}
+
+
+@pytest.mark.parametrize("package", ["anchorgpu.architectures", "anchorgpu.hardware", "anchorgpu.planner"])
+def test_every_public_name_of_a_lazy_package_resolves(package: str) -> None:
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        assert getattr(module, name) is not None, name
+    assert set(module.__all__) <= set(dir(module))
+    with pytest.raises(AttributeError, match="no attribute"):
+        module.no_such_name  # noqa: B018
+
+
+def test_the_cli_still_lists_every_command_in_its_help() -> None:
+    done = subprocess.run([sys.executable, "-c", "from anchorgpu.cli import main; main(['--help'])"],
+                          capture_output=True, text=True, timeout=60)
+    for command in ("plan", "model", "gpus", "recommend", "offerings", "quote", "book", "glossary", "serve"):
+        assert f" {command} " in done.stdout, command
