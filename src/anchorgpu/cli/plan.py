@@ -77,24 +77,81 @@ def _fmt(n: int | None) -> str:
     return "-" if n is None else fmt_bytes(n)
 
 
+def _gib(n: int) -> str:
+    """Bytes as GiB with two decimals (one unit down the whole table, so rows compare at a glance)."""
+    from anchorgpu.units import GIB
+
+    return f"{n / GIB:,.2f}"
+
+
+def _duration(seconds: float) -> str:
+    """``1397981`` → ``'16.2 days'``: seconds in the largest unit that keeps the number readable."""
+    for unit, size in (("days", 86_400.0), ("h", 3_600.0), ("min", 60.0)):
+        if seconds >= size:
+            return f"{seconds / size:,.1f} {unit}"
+    return f"{seconds:.1f} s"
+
+
+def _bullets(out: Any, title: str, lines: list[str], *, marker: str = "-") -> None:
+    """A titled list whose wrapped lines stay indented under their text (not under the marker)."""
+    import textwrap
+
+    if not lines:
+        return
+    out.print(f"[bold]{title}[/bold]")
+    width = max(40, int(out.width))
+    for line in lines:
+        text = textwrap.fill(line, width=width, initial_indent=f"  {marker} ", subsequent_indent="    ",
+                             break_on_hyphens=False)
+        out.print(text, markup=False, soft_wrap=True)
+
+
+def _verdict(plan: Plan) -> str:
+    """One line that answers the question first: fits or not, needed vs available per GPU, and the margin."""
+    need = plan.per_gpu.total_bytes
+    if plan.fits is None or plan.gpu is None or plan.budget_bytes is None:
+        return (f"Verdict: [yellow]NOT CHECKED[/yellow] - needs {_fmt(need)} per GPU; "
+                "name a GPU with --gpu (see `anchorgpu gpus`) to get a verdict")
+    memory = plan.gpu.memory_bytes
+    available = f"{_fmt(plan.budget_bytes)} per GPU"
+    if plan.budget_bytes != memory:
+        available += f" (serving engine budget: {plan.workload.gpu_memory_utilization:.0%} of {_fmt(memory)})"
+    headroom = plan.headroom_bytes or 0
+    if plan.fits:
+        return (f"Verdict: [green]FITS[/green] - needs {_fmt(need)} of {available}; "
+                f"headroom {_fmt(headroom)}")
+    return (f"Verdict: [red]DOES NOT FIT[/red] - needs {_fmt(need)} of {available}; short by {_fmt(-headroom)}"
+            + ("; see 'What would fit' below" if plan.suggestions else ""))
+
+
 def render_plan(plan: Plan) -> None:
-    """A readable per-GPU breakdown, verdict, capacity, warnings, assumptions and checks."""
+    """Verdict first, then the per-GPU breakdown (GiB, against the GPU's memory), capacity, speed, what
+    would fit, warnings, assumptions and what is still to check."""
     from rich.table import Table
 
     out = console()
     if not out.is_terminal:
         out.width = 120
     lay = plan.layout
-    gpu = plan.gpu.display_name if plan.gpu is not None else "no GPU given"
-    out.print(f"[bold]{plan.model.name}[/bold] · task {plan.workload.task} · {lay.gpus} × {gpu} · "
-              f"TP {lay.tp} PP {lay.pp} DP {lay.dp}" + (f" EP {lay.ep}" if lay.ep > 1 else "")
-              + (f" ZeRO-{lay.zero}" if lay.zero and not lay.fsdp else "") + (" FSDP" if lay.fsdp else "")
+    w = plan.workload
+    where = (f"on {lay.gpus} × {plan.gpu.display_name} ({_fmt(plan.gpu.memory_bytes)} each)" if plan.gpu is not None
+             else f"on {lay.gpus} GPU{'s' if lay.gpus > 1 else ''} (no GPU model given)")
+    out.print(f"[bold]{plan.model.name}[/bold] · {w.task} {where}")
+    out.print(f"Layout TP {lay.tp} · PP {lay.pp} · DP {lay.dp}" + (f" · EP {lay.ep}" if lay.ep > 1 else "")
+              + (f" · ZeRO-{lay.zero}" if lay.zero and not lay.fsdp else "") + (" · FSDP" if lay.fsdp else "")
+              + (f" · offload {lay.offload}" if lay.offload != "none" else "")
               + f" · weights {plan.precision.weights}"
-              + (f" · KV {plan.precision.kv_cache}" if plan.workload.task == "inference" else ""))
-    table = Table(title="Memory per GPU", show_lines=False)
+              + (f" · KV cache {plan.precision.kv_cache}" if w.task == "inference" else ""))
+    out.print(_verdict(plan))
+    if w.task == "inference" and plan.max_concurrency is not None:
+        reserve = plan.breakdown.get("kv_cache_capacity_bytes")
+        out.print(f"Capacity: max concurrency {plan.max_concurrency:,} sequences of {w.context_tokens:,} tokens; "
+                  f"longest context at {w.concurrency} sequences: {plan.max_context_tokens:,} tokens")
+        if reserve:
+            out.print(f"          the engine reserves {_fmt(reserve)} per GPU for KV cache at start-up")
+    table = Table(title="Memory per GPU", show_lines=False, title_justify="left")
     table.add_column("term")
-    table.add_column("bytes", justify="right")
-    table.add_column("size", justify="right")
+    table.add_column("GiB", justify="right")
     table.add_column("share", justify="right")
     total = max(1, plan.per_gpu.total_bytes)
     rows = [("weights", plan.per_gpu.weights_bytes), ("KV cache", plan.per_gpu.kv_cache_bytes),
@@ -102,45 +159,30 @@ def render_plan(plan: Plan) -> None:
             ("optimizer", plan.per_gpu.optimizer_bytes), ("overhead", plan.per_gpu.overhead_bytes)]
     for name, value in rows:
         if value:
-            table.add_row(name, f"{value:,}", _fmt(value), f"{value / total:.0%}")
-    table.add_row("[bold]total[/bold]", f"[bold]{plan.per_gpu.total_bytes:,}[/bold]",
-                  f"[bold]{_fmt(plan.per_gpu.total_bytes)}[/bold]", "100%")
+            table.add_row(name, _gib(value), f"{value / total:.0%}")
+    table.add_row("[bold]total[/bold]", f"[bold]{_gib(plan.per_gpu.total_bytes)}[/bold]", "100%", end_section=True)
+    if plan.gpu is not None:
+        if plan.budget_bytes is not None and plan.budget_bytes != plan.gpu.memory_bytes:
+            table.add_row(f"engine budget ({w.gpu_memory_utilization:.0%})", _gib(plan.budget_bytes), "")
+        table.add_row("GPU memory", _gib(plan.gpu.memory_bytes), "")
+        if plan.headroom_bytes is not None:
+            label = "headroom" if plan.headroom_bytes >= 0 else "[red]short by[/red]"
+            table.add_row(label, _gib(abs(plan.headroom_bytes)), "")
     out.print(table)
-    if plan.fits is None:
-        out.print("Verdict: [yellow]not evaluated[/yellow] (name a GPU with --gpu)")
-    elif plan.fits:
-        out.print(f"Verdict: [green]FITS[/green] · headroom {_fmt(plan.headroom_bytes)} of {_fmt(plan.budget_bytes)} per GPU")
-    else:
-        out.print(f"Verdict: [red]DOES NOT FIT[/red] · short by {_fmt(-(plan.headroom_bytes or 0))} "
-                  f"of {_fmt(plan.budget_bytes)} per GPU")
-    w = plan.workload
-    if w.task == "inference" and plan.max_concurrency is not None:
-        out.print(f"Capacity: max concurrency {plan.max_concurrency} sequences of {w.context_tokens:,} tokens; "
-                  f"longest context at {w.concurrency} sequences: {plan.max_context_tokens:,} tokens")
     if plan.checkpoint_bytes is not None:
         out.print(f"Checkpoint size: {_fmt(plan.checkpoint_bytes)}")
     _render_performance(out, plan.extra.get("performance"))
     if plan.suggestions:
-        sug = Table(title="What would fit")
-        for col in ("change", "what", "GPUs", "per GPU", "headroom"):
-            sug.add_column(col)
+        sug = Table(title="What would fit", title_justify="left")
+        for col, justify in (("change", "left"), ("what", "left"), ("GPUs", "right"), ("per GPU", "right"),
+                             ("headroom", "right")):
+            sug.add_column(col, justify=justify)  # type: ignore[arg-type]
         for s in plan.suggestions:
             sug.add_row(s.change, s.description, str(s.gpus), _fmt(s.total_bytes), _fmt(s.headroom_bytes))
         out.print(sug)
-    if plan.warnings:
-        warn = Table(title="Warnings")
-        warn.add_column("code")
-        warn.add_column("message")
-        for item in plan.warnings:
-            warn.add_row(item.code, item.message)
-        out.print(warn)
-    out.print("[bold]Assumed[/bold]")
-    for line in plan.assumptions:
-        out.print(f"  - {line}", markup=False)
-    if plan.checks:
-        out.print("[bold]Still to check[/bold]")
-        for line in plan.checks:
-            out.print(f"  - {line}", markup=False)
+    _bullets(out, "Warnings", [f"{item.message} ({item.code})" for item in plan.warnings], marker="!")
+    _bullets(out, "Still to check", list(plan.checks))
+    _bullets(out, "Assumed", list(plan.assumptions))
 
 
 def _render_performance(out: Any, section: Any) -> None:
@@ -150,10 +192,12 @@ def _render_performance(out: Any, section: Any) -> None:
     labels = (("prefill_s", "time to first token", "{:.3f} s"),
               ("decode_tokens_per_s_per_user", "decode per user", "{:,.1f} tok/s"),
               ("decode_tokens_per_s_total", "decode total", "{:,.0f} tok/s"),
-              ("train_tokens_per_s", "training", "{:,.0f} tok/s"),
-              ("train_time_s", "training time", "{:,.0f} s"))
+              ("train_tokens_per_s", "training", "{:,.0f} tok/s"))
     parts = [f"{label} {fmt.format(section[key])}" for key, label, fmt in labels
              if isinstance(section.get(key), int | float)]
+    train_s = section.get("train_time_s")
+    if isinstance(train_s, int | float):
+        parts.append(f"training time {_duration(float(train_s))}")
     if parts:
         out.print("Speed (roofline estimate): " + " · ".join(parts))
 

@@ -359,8 +359,8 @@ def _inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: Pr
     kv = _kv_request(model, ctx, per_replica, precision, lay, w)
     breakdown["kv_per_sequence_bytes"] = kv_one
     assumptions.append(
-        "KV cache shown is what the requested sequences need; the engine pre-allocates its whole KV capacity "
-        "(breakdown kv_cache_capacity_bytes) up to the utilization cap.")
+        "KV cache shown is what the requested sequences need; the serving engine reserves all the KV cache that "
+        "fits under the utilization cap at start-up (kv_cache_capacity_bytes in the breakdown).")
     assumptions.append(
         "CUDA context sits outside the engine budget (in the 1 - gpu_memory_utilization margin); CUDA graphs "
         "are inside the profiled activation peak (vLLM V1).")
@@ -609,7 +609,7 @@ def _suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload
             out.append(("--offload optimizer", "keep optimizer state in CPU RAM", w, precision,
                         replace(layout, offload="optimizer")))
         if w.task == "train":
-            out.append(("--task qlora", "fine-tune LoRA adapters on an NF4 base instead", replace(w, task="qlora"),
+            out.append(("--task qlora", "a different job: fine-tune LoRA adapters on a frozen NF4 base", replace(w, task="qlora"),
                         replace(precision, weights=None), layout))
     else:
         if not w.vae_tiling:
@@ -637,7 +637,9 @@ def _suggestions(model: ModelSpec | DiffusionPipelineSpec, w: Workload, precisio
             more_gpus_found = more_gpus_found or change.startswith("--gpus")
             found.append(Suggestion(change=change, description=description, gpus=alt.layout.gpus,
                                     total_bytes=alt.per_gpu.total_bytes, headroom_bytes=alt.headroom_bytes))
-    found.sort(key=lambda s: (s.gpus, s.total_bytes))
+    # Fewest GPUs first; among those, changes that keep the job (layout, recompute, offload) before a change of
+    # task (QLoRA instead of full training is a different job), then the smallest footprint.
+    found.sort(key=lambda s: (s.gpus, s.change.startswith("--task"), s.total_bytes))
     return tuple(found[:6])
 
 
