@@ -10,6 +10,7 @@ and across the two (SQLite → PostgreSQL and back).
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -152,24 +153,26 @@ def test_restore_refuses_an_unmigrated_database(store: Any, account: Any, empty_
     ids=["truncated", "row-removed", "line-after-end", "other-version", "unknown-table", "out-of-order", "bad-instant", "not-json"],
 )
 def test_a_damaged_backup_is_refused_before_anything_is_written(
-    sqlite_url: str, empty_sqlite_url: str, tmp_path: Path, fixed_clock: Any, damage: Any, reason: str
+    sqlite_url: str, tmp_path: Path, fixed_clock: Any, damage: Any, reason: str
 ) -> None:
     from anchorgpu.accounts import create_account
 
-    source = bootstrap(Settings(database_url=sqlite_url), clock=fixed_clock)
+    target_file = tmp_path / "target.db"
+    shutil.copy(sqlite_url.removeprefix("sqlite:///"), target_file)  # freshly migrated and seeded, as db upgrade leaves it
+    target_url = f"sqlite:///{target_file}"
+    source = bootstrap(Settings(database_url=sqlite_url), clock=fixed_clock, migrate=False, seed=False, purge_keys=False)
     create_account(source.uow_factory(), "alice", clock=fixed_clock)
     backup(source.engine, tmp_path / "b.jsonl", now=fixed_clock())
     source.dispose()
     lines = damage((tmp_path / "b.jsonl").read_text(encoding="utf-8").splitlines())
     (tmp_path / "bad.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    bootstrap(Settings(database_url=empty_sqlite_url)).dispose()
-    target = make_engine(empty_sqlite_url)
+    target = make_engine(target_url)
     try:
         with pytest.raises(BackupInvalid, match=reason):
             restore(target, tmp_path / "bad.jsonl")
     finally:
         target.dispose()
-    assert _count(empty_sqlite_url, AccountRow) == 0
+    assert _count(target_url, AccountRow) == 0
 
 
 def test_the_cli_backs_up_and_restores_and_refuses_with_one_line(
