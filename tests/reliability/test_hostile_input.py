@@ -39,9 +39,9 @@ CASES: list[tuple[str, str, str, dict[str, Any], bool, str | None, int | None]] 
     ("NaN servers", "POST", QUOTES, _raw(b'{"offering":"h100-sxm-1x-vm","term":"1h","quantity":NaN}'), True, None, 422),
     ("half a server", "POST", QUOTES, {"json": {**Q, "quantity": 1.5}}, True, None, 422),
     ("negative option units", "POST", QUOTES, {"json": {**Q, "options": {"nvme-tb": -1}}}, True, None, 422),
-    ("5000-digit integer", "POST", QUOTES, _raw(b'{"offering":"h100-sxm-1x-vm","term":"1h","quantity":' + b"9" * 5000 + b"}"), True, None, None),
-    ("non-UTF-8 body", "POST", QUOTES, _raw(b'{"offering":"\xff\xfe\xfd","term":"1h"}'), True, None, None),
-    ("100,000-deep nesting", "POST", QUOTES, _raw(b'{"offering":' + b"[" * 100_000 + b"]" * 100_000 + b"}"), True, None, None),
+    ("5000-digit integer", "POST", QUOTES, _raw(b'{"offering":"h100-sxm-1x-vm","term":"1h","quantity":' + b"9" * 5000 + b"}"), True, None, 400),
+    ("non-UTF-8 body", "POST", QUOTES, _raw(b'{"offering":"\xff\xfe\xfd","term":"1h"}'), True, None, 400),
+    ("100,000-deep nesting", "POST", QUOTES, _raw(b'{"offering":' + b"[" * 100_000 + b"]" * 100_000 + b"}"), True, None, 400),
     ("20 MB body", "POST", QUOTES, _raw(b'{"offering":"' + b"a" * (20 * 1024 * 1024) + b'"}'), True, None, 413),
     ("not JSON", "POST", QUOTES, _raw(b"hello"), True, None, 422),
     ("JSON array", "POST", QUOTES, _raw(b"[1,2,3]"), True, None, 422),
@@ -86,6 +86,19 @@ def test_absurd_or_malformed_input_is_refused_with_a_4xx_reason_and_changes_noth
     assert body["status"] == response.status_code and body["code"]
     assert body["detail"] and "\n" not in body["detail"] and len(body["detail"]) < 400
     assert _counts(sqlite_app.store.engine) == before
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [(b'{"offering":"\xff\xfe","term":"1h"}', "not UTF-8"), (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+     (b'{"quantity":' + b"9" * 5000 + b"}", "too many digits")],
+    ids=["non-utf8", "deep", "digits"],
+)
+def test_an_unreadable_body_is_refused_with_a_reason_that_says_why(sqlite_app: Any, body: bytes, reason: str) -> None:
+    caller = sqlite_app.caller("mallory")
+    response = sqlite_app.client.post(QUOTES, content=body, headers={**JSON, **caller.auth})
+    assert response.status_code == 400
+    assert response.json()["code"] == "malformed_body" and reason in response.json()["detail"]
 
 
 @pytest.mark.parametrize(

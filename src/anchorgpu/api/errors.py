@@ -144,6 +144,17 @@ async def _on_validation_error(request: Request, exc: Exception) -> Response:
     return problem(422, "invalid_request", _validation_detail(errors), errors=errors)
 
 
+def _unreadable_body_reason(cause: BaseException | None) -> str:
+    """One line on why FastAPI could not read a JSON body (it raises its 400 from the decoder's error)."""
+    if isinstance(cause, UnicodeDecodeError):
+        return "the request body is not UTF-8 text; send JSON encoded as UTF-8"
+    if isinstance(cause, RecursionError):
+        return "the request body's JSON is nested too deeply"
+    if isinstance(cause, ValueError) and "digits" in str(cause):
+        return "the request body holds a number with too many digits"
+    return "the request body could not be read as JSON"
+
+
 async def _on_http_exception(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     codes = {404: "not_found", 405: "method_not_allowed", 401: "authentication_required", 413: "request_too_large"}
@@ -151,6 +162,8 @@ async def _on_http_exception(request: Request, exc: Exception) -> Response:
     detail = exc.detail if isinstance(exc.detail, str) else _title(exc.status_code)
     if exc.status_code == 404 and detail == "Not Found":
         detail = f"no such path: {request.url.path}"
+    if exc.status_code == 400 and detail == "There was an error parsing the body":  # FastAPI's words: say why
+        code, detail = "malformed_body", _unreadable_body_reason(exc.__cause__)
     if _is_page(request) and exc.status_code in (404, 405):
         return _page(request, exc.status_code, code, detail)
     return problem(exc.status_code, code, detail, headers=dict(exc.headers or {}) or None)
