@@ -333,3 +333,14 @@ def test_extend_refuses_an_absurd_term_and_keeps_the_allocation(store: Any, acco
         act(store, "extend", account, booked["id"], "e", term="999999w")
     assert svc.get_allocation(store.uow_factory(), account_id=account.id, allocation_id=booked["id"],
                               clock=store.clock)["ends_at"] == booked["ends_at"]
+
+
+def test_a_replay_returns_the_first_answer_even_after_the_allocation_changed(store: Any, account: Any) -> None:
+    # Decision (Stripe's model, not EC2's): a replay is the stored first answer; GET shows the state now.
+    q = quote(store, account)
+    first = buy(store, account, q["id"], "k").body
+    act(store, "stop", account, first["id"], "s")
+    replay = buy(store, account, q["id"], "k")
+    assert replay.replayed and replay.body == first and replay.body["state"] == "active"
+    now = svc.get_allocation(store.uow_factory(), account_id=account.id, allocation_id=first["id"], clock=store.clock)
+    assert now["state"] == "stopped"
