@@ -14,13 +14,13 @@ Units: peaks are written in TFLOP/s and stored in FLOP/s (x 1e12); memory bandwi
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from importlib import resources
 from typing import Any, Literal, cast
 
 from anchorgpu.errors import DataFileError
+from anchorgpu.hardware import _snapshot
 from anchorgpu.hardware.spec import PRECISIONS, GpuSpec, Peak
 from anchorgpu.units import GB, GIB
 
@@ -349,10 +349,10 @@ def _gpu(row: _Row, known_sources: frozenset[str]) -> GpuSpec:
     )
 
 
-def _parse_toml(text: str, file: str) -> dict[str, Any]:
+def _parse_toml(text: str, file: str, snapshot: str | None = None) -> dict[str, Any]:
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        data = _snapshot.loads(text, snapshot)
+    except ValueError as exc:  # tomllib.TOMLDecodeError (imported only when the TOML is really parsed)
         raise DataFileError(file, "?", f"not valid TOML: {exc}") from None
     schema = data.get("schema_version")
     if schema != SUPPORTED_SCHEMA:
@@ -360,13 +360,13 @@ def _parse_toml(text: str, file: str) -> dict[str, Any]:
     return data
 
 
-def parse_sources(text: str, *, file: str = SOURCES_FILE) -> dict[str, str]:
+def parse_sources(text: str, *, file: str = SOURCES_FILE, snapshot: str | None = None) -> dict[str, str]:
     """Source key -> description from the text of a ``sources.toml``.
 
     >>> parse_sources('schema_version = 1\\n[sources]\\nS1 = "a datasheet"\\n')
     {'S1': 'a datasheet'}
     """
-    table = _parse_toml(text, file).get("sources")
+    table = _parse_toml(text, file, snapshot).get("sources")
     if not isinstance(table, dict) or not table:
         raise DataFileError(file, "[sources]", "a non-empty [sources] table is required")
     result: dict[str, str] = {}
@@ -379,12 +379,15 @@ def parse_sources(text: str, *, file: str = SOURCES_FILE) -> dict[str, str]:
     return result
 
 
-def parse_gpus(text: str, *, file: str = GPUS_FILE, sources: Mapping[str, str] | None = None) -> tuple[GpuSpec, ...]:
+def parse_gpus(
+    text: str, *, file: str = GPUS_FILE, sources: Mapping[str, str] | None = None, snapshot: str | None = None
+) -> tuple[GpuSpec, ...]:
     """Every GPU in the text of a ``gpus.toml``, validated; ``sources`` are the known source keys.
 
     Also checks across rows: unique names, and no alias (after :func:`normalize_name`) naming two GPUs.
+    ``snapshot`` is the parsed form shipped beside the file (see ``_snapshot``), used only if made from ``text``.
     """
-    data = _parse_toml(text, file)
+    data = _parse_toml(text, file, snapshot)
     rows = data.get("gpu")
     if not isinstance(rows, list) or not rows:
         raise DataFileError(file, "header", "no [[gpu]] tables found")
@@ -411,7 +414,7 @@ def _read_shipped(file: str) -> str:
 
 def load_shipped_sources() -> dict[str, str]:
     """The source table shipped with AnchorGPU (``anchorgpu/hardware/data/sources.toml``)."""
-    return parse_sources(_read_shipped(SOURCES_FILE), file=SOURCES_FILE)
+    return parse_sources(_read_shipped(SOURCES_FILE), file=SOURCES_FILE, snapshot=_snapshot.read_snapshot(SOURCES_FILE))
 
 
 def data_version(text: str, *, file: str = GPUS_FILE) -> str:
@@ -433,4 +436,5 @@ def load_shipped_data_version() -> str:
 
 def load_shipped_gpus() -> tuple[GpuSpec, ...]:
     """Every GPU shipped with AnchorGPU (``anchorgpu/hardware/data/gpus.toml``), validated."""
-    return parse_gpus(_read_shipped(GPUS_FILE), file=GPUS_FILE, sources=load_shipped_sources())
+    return parse_gpus(_read_shipped(GPUS_FILE), file=GPUS_FILE, sources=load_shipped_sources(),
+                      snapshot=_snapshot.read_snapshot(GPUS_FILE))

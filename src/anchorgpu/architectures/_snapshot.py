@@ -1,0 +1,89 @@
+"""Parsed snapshots of this package's shipped TOML data files, so a cold start skips the TOML parser.
+
+The TOML files stay the one source of truth. Next to each one (``X.toml``) ships ``X.parsed.json``: the
+document ``tomllib`` gives for that text, plus a fingerprint (length and CRC-32) of the text it was made
+from. :func:`loads` returns the snapshot only when the fingerprint matches the TOML text read now, and
+otherwise parses the TOML (so an edited file is never read stale; a test flags the stale snapshot).
+Regenerate after editing a data file: ``.venv/bin/python -m anchorgpu.architectures._snapshot``.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from importlib import resources
+from typing import Any
+
+__all__ = ["SNAPSHOT_FILES", "fingerprint", "loads", "read_snapshot", "render", "snapshot_name"]
+
+_PACKAGE = "anchorgpu.architectures"
+
+SNAPSHOT_FILES: tuple[str, ...] = ("registry.toml",)  # under data/
+
+
+def snapshot_name(toml_file: str) -> str:
+    """``gpus.toml`` → ``gpus.parsed.json``.
+
+    >>> snapshot_name("registry.toml")
+    'registry.parsed.json'
+    """
+    return toml_file.removesuffix(".toml") + ".parsed.json"
+
+
+def fingerprint(text: str) -> str:
+    """Length and CRC-32 of the UTF-8 text: changes with any edit (collisions by accident are negligible).
+
+    >>> fingerprint("a = 1\\n")
+    '6:af2fda68'
+    """
+    data = text.encode("utf-8")
+    return f"{len(data)}:{zlib.crc32(data):08x}"
+
+
+def loads(text: str, snapshot_text: str | None) -> dict[str, Any]:
+    """``tomllib.loads(text)``, read from ``snapshot_text`` when that snapshot was made from this very text.
+
+    Raises ``tomllib.TOMLDecodeError`` exactly as ``tomllib.loads`` does when the text is not valid TOML.
+    """
+    if snapshot_text:
+        try:
+            snap = json.loads(snapshot_text)
+        except ValueError:
+            snap = None
+        if isinstance(snap, dict) and snap.get("fingerprint") == fingerprint(text) and isinstance(snap.get("data"), dict):
+            data: dict[str, Any] = snap["data"]
+            return data
+    import tomllib
+
+    return tomllib.loads(text)
+
+
+def render(text: str) -> str:
+    """The snapshot file for a TOML text (keys in file order; refuses values JSON cannot carry, e.g. dates)."""
+    import tomllib
+
+    doc = {"fingerprint": fingerprint(text), "data": tomllib.loads(text)}
+    return json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
+
+
+def read_snapshot(toml_file: str) -> str | None:
+    """The shipped snapshot text of ``data/<toml_file>``, or None when there is none."""
+    try:
+        return resources.files(_PACKAGE).joinpath("data", snapshot_name(toml_file)).read_text(encoding="utf-8")
+    except (FileNotFoundError, OSError):
+        return None
+
+
+def main() -> None:  # pragma: no cover - a maintenance command
+    """Rewrite every snapshot of this package from its TOML file."""
+    folder = resources.files(_PACKAGE).joinpath("data")
+    for name in SNAPSHOT_FILES:
+        text = folder.joinpath(name).read_text(encoding="utf-8")
+        target = folder.joinpath(snapshot_name(name))
+        with resources.as_file(target) as path:
+            path.write_text(render(text), encoding="utf-8")
+        print(f"wrote {snapshot_name(name)}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
