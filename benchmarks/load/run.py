@@ -1,7 +1,7 @@
 """Load, race and fault harness: AnchorGPU's exactly-once booking under concurrent clients and faults.
 
     .venv/bin/python benchmarks/load/run.py                 # full run: 64 clients, 30 s of load, faults
-    .venv/bin/python benchmarks/load/run.py --reduced       # the CI size (about 30 s in all)
+    .venv/bin/python benchmarks/load/run.py --reduced       # the CI size: 16 clients, 6 s of load (under a minute in all)
 
 What it does (loopback only; bounded in time and requests; stops every process it started):
 
