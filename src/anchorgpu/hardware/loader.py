@@ -417,13 +417,13 @@ def load_shipped_sources() -> dict[str, str]:
     return parse_sources(_read_shipped(SOURCES_FILE), file=SOURCES_FILE, snapshot=_snapshot.read_snapshot(SOURCES_FILE))
 
 
-def data_version(text: str, *, file: str = GPUS_FILE) -> str:
+def data_version(text: str, *, file: str = GPUS_FILE, snapshot: str | None = None) -> str:
     """The ``data_version`` header of a ``gpus.toml`` text (when the data was last revised).
 
     >>> data_version("schema_version = 1\\ndata_version = '2026-11-29'\\n")
     '2026-11-29'
     """
-    value = _parse_toml(text, file).get("data_version")
+    value = _parse_toml(text, file, snapshot).get("data_version")
     if not isinstance(value, str) or not value.strip():
         raise DataFileError(file, "header", "data_version must be a non-empty string")
     return value.strip()
@@ -431,7 +431,7 @@ def data_version(text: str, *, file: str = GPUS_FILE) -> str:
 
 def load_shipped_data_version() -> str:
     """``data_version`` of the shipped ``gpus.toml``."""
-    return data_version(_read_shipped(GPUS_FILE))
+    return data_version(_read_shipped(GPUS_FILE), snapshot=_snapshot.read_snapshot(GPUS_FILE))
 
 
 def load_shipped_gpus() -> tuple[GpuSpec, ...]:
