@@ -143,3 +143,39 @@ def test_json_carries_the_performance_section_when_a_gpu_is_named(capsys: pytest
     assert code == 0
     perf = json.loads(out)["performance"]
     assert perf["decode_tokens_per_s_total"] > perf["decode_tokens_per_s_per_user"] > 0
+
+
+def test_readable_output_gives_the_verdict_first_in_gib_against_the_gpu_memory(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run(capsys, "plan", "llama-3.1-70b", "--gpu", "h100", "--gpus", "8", "--context", "8k",
+                       "--concurrency", "32")
+    assert code == 0
+    assert out.index("Verdict: FITS") < out.index("Memory per GPU") < out.index("Warnings")
+    verdict = next(line for line in out.splitlines() if line.startswith("Verdict"))
+    # needed vs available, both in GiB, with the serving engine's share of the 80 GiB H100 named
+    assert "needs" in verdict and "of 72.00 GiB per GPU" in verdict and "90% of 80.00 GiB" in verdict
+    assert "headroom" in verdict
+    for row in ("GPU memory", "engine budget (90%)", "headroom"):
+        assert row in out
+    assert "the engine reserves" in out
+
+
+def test_readable_training_time_is_in_days_and_a_short_plan_says_by_how_much(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run(capsys, "plan", "llama-2-7b", "--task", "train", "--gpu", "h200", "--gpus", "64", "--zero", "1",
+                       "--tokens", "1e12")
+    assert code == 0
+    assert "training time" in out and " days" in out
+    code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8")
+    assert "DOES NOT FIT - needs 136.97 GiB of 80.00 GiB per GPU; short by" in out
+    # the first suggestion keeps the job (a layout change), not a switch to QLoRA
+    table = out[out.index("What would fit"):]
+    assert table.index("--zero 3") < table.index("--task qlora")
+
+
+def test_readable_diffusion_names_the_peak_phase(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "flux.1-dev", "--task", "diffusion", "--gpu", "l4", "--resolution", "1024x1024")
+    assert code == 0
+    assert "VAE decode peak" in out and "larger phase (VAE decode)" in out

@@ -149,6 +149,12 @@ def render_plan(plan: Plan) -> None:
                   f"longest context at {w.concurrency} sequences: {plan.max_context_tokens:,} tokens")
         if reserve:
             out.print(f"          the engine reserves {_fmt(reserve)} per GPU for KV cache at start-up")
+    vae = plan.breakdown.get("vae_decode_peak_bytes")
+    if w.task == "diffusion" and vae is not None:
+        denoise = plan.breakdown.get("denoiser_activation_bytes", 0)
+        peak = "VAE decode" if plan.breakdown.get("peak_phase_is_decode") else "denoising"
+        out.print(f"Phases: denoising activations {_fmt(denoise)} · VAE decode peak {_fmt(vae)}"
+                  f"{' (tiled)' if w.vae_tiling else ''}; the table shows the larger phase ({peak})")
     table = Table(title="Memory per GPU", show_lines=False, title_justify="left")
     table.add_column("term")
     table.add_column("GiB", justify="right")
