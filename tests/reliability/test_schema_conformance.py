@@ -71,3 +71,51 @@ def test_every_generated_answer_conforms_to_the_published_schema(sqlite_url: str
     assert {"POST /v1/quotes", "POST /v1/allocations", "POST /v1/allocations/{allocation_id}/extend", "POST /v1/plan",
             "GET /v1/offerings", "GET /v1/glossary"} <= seen
     assert failures == [], "\n".join(failures[:15])
+
+
+def test_the_schema_says_what_the_routes_enforce_idempotency_key_required_and_errors_as_problem_json(sqlite_url: str) -> None:
+    document = create_app(Settings(database_url=sqlite_url, offline=True), session_secret="schema").openapi()
+    purchase_like = [(path, op) for path, item in document["paths"].items() for method, op in item.items()
+                     if method == "post" and path.startswith("/v1/allocations")]
+    assert len(purchase_like) == 5  # buy, stop, start, terminate, extend
+    for path, operation in purchase_like:
+        [key] = [p for p in operation["parameters"] if p["in"] == "header" and p["name"] == "Idempotency-Key"]
+        assert key["required"] is True and key["schema"]["maxLength"] == 255, path
+    for item in document["paths"].values():
+        for operation in item.values():
+            for status, response in operation["responses"].items():
+                if status.startswith("4"):
+                    assert list(response["content"]) == ["application/problem+json"]
+    assert "HTTPValidationError" not in document["components"]["schemas"]
+
+
+def test_stateful_sequences_over_the_inferred_links_conform_too(sqlite_url: str, fixed_clock: Any) -> None:
+    """schemathesis chains operations along the links it infers from our schema (quote → allocation →
+    stop/start/extend/terminate, list → get) with the same checks plus use-after-free and resource
+    availability. Generated offering names are seldom real, so the bookable chain at scale is the load
+    harness's job (benchmarks/load); this checks that every step of every chain answers by the schema."""
+    from hypothesis.stateful import run_state_machine_as_test
+    from schemathesis.specs.openapi.checks import ensure_resource_availability, use_after_free
+
+    app = create_app(Settings(database_url=sqlite_url, offline=True), clock=fixed_clock, session_secret="schema")
+    with TestClient(app) as client:
+        client.get("/v1/healthz")
+    _, api_key = create_account(app.state.store.uow_factory(), "stateful", clock=fixed_clock)
+    machine = schemathesis.openapi.from_asgi("/openapi.json", app).as_state_machine()
+    checks = [*CHECKS, use_after_free, ensure_resource_availability]
+    steps: list[int] = []
+
+    class Workflow(machine):  # type: ignore[misc, valid-type]
+        def get_call_kwargs(self, case: Any) -> dict[str, Any]:
+            return {"headers": {"Authorization": f"Bearer {api_key}"}}
+
+        def validate_response(self, response: Any, case: Any, additional_checks: Any = None, **kwargs: Any) -> None:
+            steps.append(response.status_code)
+            case.validate_response(response, checks=checks, recorder=self.recorder)
+
+    try:
+        run_state_machine_as_test(Workflow, settings=settings(max_examples=25, stateful_step_count=8, deadline=None, derandomize=True,
+                                                              suppress_health_check=list(HealthCheck), database=None))
+    finally:
+        app.state.store.dispose()
+    assert len(steps) > 100

@@ -97,8 +97,9 @@ def create_app(
 def _problem_openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
     """FastAPI's OpenAPI document, with every error answer documented as it is sent: ``application/problem+json``
     with the ``Problem`` schema (FastAPI documents 422 as ``application/json`` ``HTTPValidationError`` and the
-    ``problems()`` entries also as ``application/json``; neither is ever sent), and the 400/413 answers of an
-    unreadable or oversized body on operations that take one. Found by schemathesis' conformance checks
+    ``problems()`` entries also as ``application/json``; neither is ever sent), the 400/413 answers of an
+    unreadable or oversized body on operations that take one, and the ``Idempotency-Key`` header as required
+    (1-255 printable ASCII characters), as the routes enforce it. Found by schemathesis' conformance checks
     (minimal edit by REL; tests/reliability/test_schema_conformance.py)."""
     original = app.openapi
 
@@ -109,6 +110,12 @@ def _problem_openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
         problem = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
         for path_item in document.get("paths", {}).values():
             for operation in path_item.values():
+                for parameter in operation.get("parameters", []):
+                    if parameter.get("in") == "header" and parameter.get("name", "").lower() == "idempotency-key":
+                        # required at run time (400 without it): say so, with the accepted form
+                        parameter["required"] = True
+                        parameter["schema"] = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[ -~]+$",
+                                               "title": "Idempotency-Key"}
                 responses = operation.setdefault("responses", {})
                 if "requestBody" in operation:
                     responses.setdefault("400", {"description": "The body is not readable JSON (malformed, not UTF-8, too deeply nested)"})
