@@ -6,17 +6,16 @@ truth. A snapshot must be exactly what ``tomllib`` makes of the shipped file, an
 
 from __future__ import annotations
 
-import importlib
 import tomllib
 from importlib import resources
 
 import pytest
 
+from anchorgpu import _snapshot
 from anchorgpu.errors import DataFileError
 from anchorgpu.hardware import parse_gpus, parse_sources
 
-PACKAGES = ("anchorgpu.hardware", "anchorgpu.architectures")
-SHIPPED = [(pkg, name) for pkg in PACKAGES for name in importlib.import_module(f"{pkg}._snapshot").SNAPSHOT_FILES]
+SHIPPED = [(pkg, name) for pkg, names in _snapshot.SNAPSHOT_FILES.items() for name in names]
 
 
 def _text(package: str, name: str) -> str:
@@ -25,16 +24,14 @@ def _text(package: str, name: str) -> str:
 
 @pytest.mark.parametrize(("package", "name"), SHIPPED)
 def test_each_shipped_snapshot_is_fresh_and_equals_what_tomllib_reads(package: str, name: str) -> None:
-    snap = importlib.import_module(f"{package}._snapshot")
     text = _text(package, name)
-    shipped = snap.read_snapshot(name)
-    assert shipped == snap.render(text), (
-        f"{package}/data/{snap.snapshot_name(name)} is stale: run .venv/bin/python -m {package}._snapshot")
-    assert snap.loads(text, shipped) == tomllib.loads(text)
+    shipped = _snapshot.read_snapshot(package, name)
+    assert shipped == _snapshot.render(text), (
+        f"{package}/data/{_snapshot.snapshot_name(name)} is stale: run .venv/bin/python -m anchorgpu._snapshot")
+    assert _snapshot.loads(text, shipped) == tomllib.loads(text)
 
 
 def test_a_stale_snapshot_is_ignored_and_the_toml_is_parsed() -> None:
-    from anchorgpu.hardware import _snapshot
 
     old = "schema_version = 1\n[sources]\nS1 = \"old\"\n"
     new = "schema_version = 1\n[sources]\nS1 = \"new\"\n"
@@ -44,7 +41,6 @@ def test_a_stale_snapshot_is_ignored_and_the_toml_is_parsed() -> None:
 
 
 def test_invalid_toml_still_names_the_file_with_or_without_a_snapshot() -> None:
-    from anchorgpu.hardware import _snapshot
 
     good = _text("anchorgpu.hardware", "gpus.toml")
     with pytest.raises(DataFileError, match="gpus.toml.*not valid TOML"):

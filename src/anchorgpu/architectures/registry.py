@@ -13,7 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Literal
 
-from anchorgpu.architectures import _snapshot
+from anchorgpu import _snapshot
 from anchorgpu.errors import DataFileError, UnknownModel, did_you_mean
 
 __all__ = ["REGISTRY_FILE", "ModelInfo", "list_models", "model_info", "model_infos", "read_data_text", "resolve"]
@@ -88,7 +88,7 @@ def _parse(doc: dict[str, object]) -> tuple[ModelInfo, ...]:
 def model_infos() -> tuple[ModelInfo, ...]:
     """Every registry row, in file order (read once, on first use)."""
     try:  # the shipped parsed snapshot when it matches the file, else the TOML parser (see ``_snapshot``)
-        doc = _snapshot.loads(read_data_text("registry.toml"), _snapshot.read_snapshot("registry.toml"))
+        doc = _snapshot.loads(read_data_text("registry.toml"), _snapshot.read_snapshot("anchorgpu.architectures", "registry.toml"))
     except ValueError as exc:  # tomllib.TOMLDecodeError
         raise DataFileError(REGISTRY_FILE, "?", f"not valid TOML: {exc}") from None
     infos = _parse(doc)

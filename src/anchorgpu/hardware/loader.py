@@ -19,8 +19,8 @@ from decimal import Decimal, InvalidOperation
 from importlib import resources
 from typing import Any, Literal, cast
 
+from anchorgpu import _snapshot
 from anchorgpu.errors import DataFileError
-from anchorgpu.hardware import _snapshot
 from anchorgpu.hardware.spec import PRECISIONS, GpuSpec, Peak
 from anchorgpu.units import GB, GIB
 
@@ -408,13 +408,16 @@ def parse_gpus(
     return tuple(gpus)
 
 
+_PACKAGE = "anchorgpu.hardware"
+
+
 def _read_shipped(file: str) -> str:
-    return resources.files("anchorgpu.hardware").joinpath("data", file).read_text(encoding="utf-8")
+    return resources.files(_PACKAGE).joinpath("data", file).read_text(encoding="utf-8")
 
 
 def load_shipped_sources() -> dict[str, str]:
     """The source table shipped with AnchorGPU (``anchorgpu/hardware/data/sources.toml``)."""
-    return parse_sources(_read_shipped(SOURCES_FILE), file=SOURCES_FILE, snapshot=_snapshot.read_snapshot(SOURCES_FILE))
+    return parse_sources(_read_shipped(SOURCES_FILE), file=SOURCES_FILE, snapshot=_snapshot.read_snapshot(_PACKAGE, SOURCES_FILE))
 
 
 def data_version(text: str, *, file: str = GPUS_FILE, snapshot: str | None = None) -> str:
@@ -431,10 +434,10 @@ def data_version(text: str, *, file: str = GPUS_FILE, snapshot: str | None = Non
 
 def load_shipped_data_version() -> str:
     """``data_version`` of the shipped ``gpus.toml``."""
-    return data_version(_read_shipped(GPUS_FILE), snapshot=_snapshot.read_snapshot(GPUS_FILE))
+    return data_version(_read_shipped(GPUS_FILE), snapshot=_snapshot.read_snapshot(_PACKAGE, GPUS_FILE))
 
 
 def load_shipped_gpus() -> tuple[GpuSpec, ...]:
     """Every GPU shipped with AnchorGPU (``anchorgpu/hardware/data/gpus.toml``), validated."""
     return parse_gpus(_read_shipped(GPUS_FILE), file=GPUS_FILE, sources=load_shipped_sources(),
-                      snapshot=_snapshot.read_snapshot(GPUS_FILE))
+                      snapshot=_snapshot.read_snapshot(_PACKAGE, GPUS_FILE))

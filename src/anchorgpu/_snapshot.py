@@ -1,10 +1,11 @@
-"""Parsed snapshots of this package's shipped TOML data files, so a cold start skips the TOML parser.
+"""Parsed snapshots of the shipped TOML data files (GPU specs, sources, model registry), so a cold start
+skips the TOML parser. Pure; stdlib only; shared by ``hardware`` and ``architectures``.
 
 The TOML files stay the one source of truth. Next to each one (``X.toml``) ships ``X.parsed.json``: the
 document ``tomllib`` gives for that text, plus a fingerprint (length and CRC-32) of the text it was made
 from. :func:`loads` returns the snapshot only when the fingerprint matches the TOML text read now, and
 otherwise parses the TOML (so an edited file is never read stale; a test flags the stale snapshot).
-Regenerate after editing a data file: ``.venv/bin/python -m anchorgpu.architectures._snapshot``.
+Regenerate after editing a data file: ``.venv/bin/python -m anchorgpu._snapshot``.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from typing import Any
 
 __all__ = ["SNAPSHOT_FILES", "fingerprint", "loads", "read_snapshot", "render", "snapshot_name"]
 
-_PACKAGE = "anchorgpu.architectures"
-
-SNAPSHOT_FILES: tuple[str, ...] = ("registry.toml",)  # under data/
+SNAPSHOT_FILES: dict[str, tuple[str, ...]] = {  # package -> TOML files under its data/
+    "anchorgpu.hardware": ("gpus.toml", "sources.toml"),
+    "anchorgpu.architectures": ("registry.toml",),
+}
 
 
 def snapshot_name(toml_file: str) -> str:
@@ -66,23 +68,23 @@ def render(text: str) -> str:
     return json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
 
 
-def read_snapshot(toml_file: str) -> str | None:
-    """The shipped snapshot text of ``data/<toml_file>``, or None when there is none."""
+def read_snapshot(package: str, toml_file: str) -> str | None:
+    """The shipped snapshot text of ``<package>/data/<toml_file>``, or None when there is none."""
     try:
-        return resources.files(_PACKAGE).joinpath("data", snapshot_name(toml_file)).read_text(encoding="utf-8")
+        return resources.files(package).joinpath("data", snapshot_name(toml_file)).read_text(encoding="utf-8")
     except (FileNotFoundError, OSError):
         return None
 
 
 def main() -> None:  # pragma: no cover - a maintenance command
-    """Rewrite every snapshot of this package from its TOML file."""
-    folder = resources.files(_PACKAGE).joinpath("data")
-    for name in SNAPSHOT_FILES:
-        text = folder.joinpath(name).read_text(encoding="utf-8")
-        target = folder.joinpath(snapshot_name(name))
-        with resources.as_file(target) as path:
-            path.write_text(render(text), encoding="utf-8")
-        print(f"wrote {snapshot_name(name)}")
+    """Rewrite every snapshot from its TOML file."""
+    for package, names in SNAPSHOT_FILES.items():
+        folder = resources.files(package).joinpath("data")
+        for name in names:
+            text = folder.joinpath(name).read_text(encoding="utf-8")
+            with resources.as_file(folder.joinpath(snapshot_name(name))) as path:
+                path.write_text(render(text), encoding="utf-8")
+            print(f"wrote {package}/data/{snapshot_name(name)}")
 
 
 if __name__ == "__main__":  # pragma: no cover
