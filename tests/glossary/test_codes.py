@@ -13,11 +13,12 @@ import pkgutil
 import pytest
 
 import anchorgpu
+from anchorgpu.api.errors import TRANSPORT_CODES
 from anchorgpu.errors import AnchorError
 from anchorgpu.glossary import entry_for_code, get_entry, load_glossary
 
 # problem+json codes the API sends without an AnchorError subclass (see anchorgpu.api.errors)
-HTTP_ONLY_CODES = ["idempotency_key_missing", "invalid_request", "internal_error"]
+HTTP_ONLY_CODES = ["idempotency_key_missing", *TRANSPORT_CODES]
 
 
 def _import_everything() -> None:

@@ -155,10 +155,16 @@ def _unreadable_body_reason(cause: BaseException | None) -> str:
     return "the request body could not be read as JSON"
 
 
+# Codes the HTTP layer answers with on its own (outside the AnchorError tree). The glossary explains each one.
+_STATUS_CODES = {401: "authentication_required", 404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}
+TRANSPORT_CODES: tuple[str, ...] = (
+    *_STATUS_CODES.values(), "invalid_request", "malformed_body", "database_unavailable", "internal_error",
+)
+
+
 async def _on_http_exception(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
-    codes = {404: "not_found", 405: "method_not_allowed", 401: "authentication_required", 413: "request_too_large"}
-    code = codes.get(exc.status_code, f"http_{exc.status_code}")
+    code = _STATUS_CODES.get(exc.status_code, f"http_{exc.status_code}")
     detail = exc.detail if isinstance(exc.detail, str) else _title(exc.status_code)
     if exc.status_code == 404 and detail == "Not Found":
         detail = f"no such path: {request.url.path}"

@@ -35,7 +35,9 @@ def fold(text: str) -> str:
     >>> fold("Café  déjà")
     'cafe  deja'
     """
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    # Decompose, casefold, decompose again: some compatibility forms only show their capitals once decomposed
+    # (Hypothesis found "ᾼ" → "Α" + a mark), and casefolding can create new decomposable letters.
+    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", text).casefold())
     return decomposed if decomposed.isascii() else _COMBINING.sub("", decomposed)
 
 
