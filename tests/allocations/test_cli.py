@@ -71,6 +71,16 @@ def test_exit_codes_name_bad_input_unknown_ids_and_conflicts(cli: Any) -> None:
     cli("book", quote["id"], "--idempotency-key", "x" * 256, code=2)
 
 
+def test_offerings_filters_refuse_typos_and_say_when_nothing_matches(cli: Any) -> None:
+    # Found by QA-CLI: a typo in --region / --interconnect printed an empty table with exit 0.
+    _, err = cli("offerings", "--region", "us-eas", code=3)
+    assert err == "error: unknown region 'us-eas'; did you mean 'us-east'?\n"
+    _, err = cli("offerings", "--interconnect", "infinband", code=3)
+    assert err.startswith("error: unknown interconnect 'infinband'; did you mean 'infiniband'") and err.count("\n") == 1
+    out, _ = cli("offerings", "--gpu", "h100", "--min-gpus", "16")
+    assert out.startswith("no offering matches these filters")
+
+
 def test_stock_set_limits_new_bookings_only(cli: Any) -> None:
     quote, _ = cli("quote", "b300-8x-bm", "--term", "1w", "--json")
     cli("book", quote["id"])

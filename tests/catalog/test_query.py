@@ -8,7 +8,7 @@ from types import MappingProxyType
 import pytest
 
 from anchorgpu.catalog import Catalog, Offering, Prices, find_offerings, gpu_hour_price, load_catalog, offering_regions
-from anchorgpu.errors import InvalidInput, UnknownGpu
+from anchorgpu.errors import InvalidInput, UnknownEntity, UnknownGpu
 
 
 def make(id: str, gpu: str, gpus: int, month: str | None, *, regions: tuple[str, ...] = ("us-east",),
@@ -84,6 +84,24 @@ def test_an_unknown_gpu_filter_suggests_names() -> None:
 def test_bad_query_values_are_refused_with_a_reason(filters: dict[str, object], reason: str) -> None:
     with pytest.raises(InvalidInput, match=reason):
         find_offerings(FOUR, resolve_gpu=same, **filters)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("filters", "suggestion"),
+    [({"region": "us-eas"}, "us-east"), ({"interconnect": "infinband"}, "infiniband")],
+)
+def test_a_region_or_interconnect_that_names_nothing_is_a_typo_with_suggestions_not_an_empty_list(
+    filters: dict[str, str], suggestion: str,
+) -> None:
+    # Found by QA-CLI: `anchorgpu offerings --region us-eas` printed an empty table with exit 0.
+    for pool in (load_catalog(), FOUR):
+        with pytest.raises(UnknownEntity) as caught:
+            find_offerings(pool, resolve_gpu=same, **filters)  # type: ignore[arg-type]
+        assert caught.value.exit_code == 3 and caught.value.suggestions[0] == suggestion
+
+
+def test_a_known_region_with_no_match_for_the_other_filters_is_still_an_empty_answer() -> None:
+    assert find_offerings(FOUR, resolve_gpu=same, region="eu-north", kind="vm") == ()
 
 
 def test_the_shipped_catalog_filters_by_interconnect_to_multi_gpu_nvlink_servers() -> None:

@@ -10,13 +10,14 @@ ceiling and sorts after every priced one.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Literal
 
 from anchorgpu.catalog._gpus import GpuResolver, canonical_gpu
 from anchorgpu.catalog.model import Catalog, Offering, OfferingKind
-from anchorgpu.errors import InvalidInput
+from anchorgpu.errors import InvalidInput, UnknownEntity, did_you_mean
 
 __all__ = ["SORT_KEYS", "SortKey", "find_offerings", "gpu_hour_price", "offering_regions"]
 
@@ -60,6 +61,9 @@ def find_offerings(
     - ``interconnect``: case-insensitive substring of the GPU interconnect *or* the server fabric
       (``nvlink``, ``infiniband``, ``roce``);
     - ``kind``: ``vm`` or ``bare-metal``; ``priced_only`` drops unpriced offerings.
+
+    A ``region`` or ``interconnect`` that names nothing in the whole pool (a typo such as ``us-eas`` or
+    ``infinband``) raises ``UnknownEntity`` with did-you-mean instead of answering an empty list.
     """
     pool = offerings.offerings if isinstance(offerings, Catalog) else tuple(offerings)
     if sort not in _SORTS:
@@ -77,9 +81,17 @@ def find_offerings(
         predicates.append(lambda o: (rate := o.per_gpu_hour_usd) is not None and rate <= ceiling)
     if region is not None:
         wanted = region.strip().lower()
+        if isinstance(offerings, Catalog):
+            offerings.region(wanted)  # UnknownEntity with did-you-mean for a region the catalog lacks
+        elif not any(wanted in o.regions for o in pool):
+            raise UnknownEntity("region", region, did_you_mean(region, sorted({r for o in pool for r in o.regions})))
         predicates.append(lambda o: wanted in o.regions)
     if interconnect is not None:
         needle = interconnect.strip().lower()
+        links = {text.lower() for o in pool for text in (o.interconnect, o.fabric)}
+        if not any(needle in link for link in links):
+            words = sorted({w for link in links for w in re.findall(r"[a-z][a-z0-9]{2,}", link)})
+            raise UnknownEntity("interconnect", interconnect, did_you_mean(interconnect, words))
         predicates.append(lambda o: needle in o.interconnect.lower() or needle in o.fabric.lower())
     if kind is not None:
         predicates.append(lambda o: o.kind == kind)

@@ -163,6 +163,9 @@ def offerings_command(
             for o, r in rows
         ])
         return
+    if not rows:
+        console().print("no offering matches these filters; 'anchorgpu offerings' lists them all")
+        return
     console().print(offerings_table([(o, r, stock.get((o.id, r), 0)) for o, r in rows],
                                     title=f"Offerings (catalog {catalog.version}); prices per whole server"))
 
