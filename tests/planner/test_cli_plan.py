@@ -62,6 +62,7 @@ def test_diffusion_plan_with_resolution_images_and_tiling(capsys: pytest.Capture
     ("argv", "fragment"),
     [
         (("--gpus", "0"), "at least one GPU"),
+        (("--gpus", "-2"), "--gpus -2: at least one GPU"),  # QA-CLI: was 'gpus=-2.0: ...'
         (("--gpus", "0.5"), "only whole GPUs"),
         (("--tp", "3"), "does not divide"),
         (("--weights", "int3"), "unknown weight format"),

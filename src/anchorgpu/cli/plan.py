@@ -57,8 +57,8 @@ def parse_gpus(text: str | None) -> int | None:
         value = float(text)
     except ValueError:
         raise InvalidWorkload(f"--gpus {text!r}: expected a whole number of GPUs") from None
-    if value == 0:
-        raise InvalidWorkload("--gpus 0: at least one GPU is needed")
+    if value <= 0 and value.is_integer():  # -2 is named as typed, not as gpus=-2.0
+        raise InvalidWorkload(f"--gpus {text.strip()}: at least one GPU is needed")
     return require_whole_gpus(value)
 
 
