@@ -81,6 +81,15 @@ def test_offerings_filters_refuse_typos_and_say_when_nothing_matches(cli: Any) -
     assert out.startswith("no offering matches these filters")
 
 
+def test_readable_quote_and_booking_show_money_with_thousands_separators_and_singular_units(cli: Any) -> None:
+    # Found by QA-CLI: the readable output said "$2190.00", "1 month(s)" and "1 GPUs" (README: $2,190.00).
+    out, _ = cli("quote", "h100-sxm-1x-vm", "--term", "1month")  # catalog/data: $2,190 a month
+    assert "1 month = 720 h, 1 GPU\n" in out and "total: $2,190.00" in out and "$3.00/GPU-h at 730 h" in out
+    quote_id = out.split()[1].rstrip(":")
+    out, _ = cli("book", quote_id)
+    assert "= 1 GPU\n" in out and "amount paid: $2,190.00" in out
+
+
 def test_stock_set_limits_new_bookings_only(cli: Any) -> None:
     quote, _ = cli("quote", "b300-8x-bm", "--term", "1w", "--json")
     cli("book", quote["id"])

@@ -113,13 +113,24 @@ def _print_outcome(outcome: Outcome, as_json: bool, verb: str) -> None:
         _print_allocation(outcome.body, title=verb)
 
 
+def _money(amount: str) -> str:
+    """``"2190.00"`` -> ``"$2,190.00"`` for the readable output (JSON keeps the plain decimal string)."""
+    from decimal import Decimal
+
+    return f"${Decimal(amount):,.2f}"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _print_allocation(body: dict[str, Any], *, title: str | None = None) -> None:
     out = console()
     head = f"{title}: " if title else ""
     out.print(f"{head}allocation [bold]{body['id']}[/bold] ({body['state']})")
-    out.print(f"  {body['quantity']} x {body['offering']} in {body['region']} = {body['gpus']} GPUs")
+    out.print(f"  {body['quantity']} x {body['offering']} in {body['region']} = {_count(body['gpus'], 'GPU')}")
     out.print(f"  {body['starts_at']} -> {body['ends_at']}  ({body['paid_hours']} h paid)")
-    out.print(f"  amount paid: ${body['amount_usd']}   quote: {body['quote_id']}")
+    out.print(f"  amount paid: {_money(body['amount_usd'])}   quote: {body['quote_id']}")
     if body.get("notice"):
         out.print(f"  [bold]note:[/bold] {body['notice']}")
 
@@ -241,14 +252,14 @@ def quote_command(
         return
     out = console()
     out.print(f"quote [bold]{body['id']}[/bold]: {body['quantity']} x {body['offering']} in {body['region']}, "
-              f"{body['term']['count']} {body['term']['unit']}(s) = {body['term']['hours']} h, {body['gpus']} GPUs")
+              f"{_count(body['term']['count'], body['term']['unit'])} = {body['term']['hours']} h, {_count(body['gpus'], 'GPU')}")
     for line in body["lines"]:
-        out.print(f"  {line.get('description', line.get('item'))}: ${line['amount_usd']}")
+        out.print(f"  {line.get('description', line.get('item'))}: {_money(line['amount_usd'])}")
         if line.get("note"):  # the best-price cap of quotes/pricing.py: say how the term was billed
             out.print(f"    ({line['note']})")
-    out.print(f"  total: [bold]${body['total_usd']}[/bold]  ({body['gpu_hours']} GPU-hours, "
-              f"${body['effective_per_gpu_hour_usd']}/GPU-h over the term; comparison rate "
-              f"${body['per_gpu_hour_usd']}/GPU-h at 730 h/month)")
+    out.print(f"  total: [bold]{_money(body['total_usd'])}[/bold]  ({body['gpu_hours']:,} GPU-hours, "
+              f"{_money(body['effective_per_gpu_hour_usd'])}/GPU-h over the term; comparison rate "
+              f"{_money(body['per_gpu_hour_usd'])}/GPU-h at 730 h/month)")
     out.print(f"  {body.get('nothing_else_billed', '')}")
     out.print(f"  valid until {body['valid_until']}; book it with: anchorgpu book {body['id']}")
 
