@@ -206,3 +206,51 @@ def test_gpu_comparison_page_shows_ratios_first_over_second(client: TestClient) 
     # 141 GB vs 80 GB of HBM (NVIDIA H200 and H100 SXM datasheets): 1.76x
     assert "1.76×" in html
     assert client.get("/gpus/compare?a=h2000&b=h100").status_code == 404
+
+
+def test_the_stopped_statement_shows_the_end_and_the_amount_as_the_page_does(client: TestClient, signed_in: str, field: Any) -> None:
+    # found by QA on the page: the statement repeated the API's raw text ("2026-12-29T18:25:32.102269+00:00", "$2190.00")
+    quote_url, token = _quote(client, field)
+    booked = client.post(f"{quote_url}/book", data={"csrf_token": token, "idempotency_key": field(client.get(quote_url).text, "idempotency_key")})
+    allocation_url = booked.headers["location"]
+    page = client.get(allocation_url).text
+    ends_at = re.search(r'id="ends-at">([^<]+)<', page).group(1)  # type: ignore[union-attr]
+    amount = re.search(r'id="amount">([^<]+)<', page).group(1)  # type: ignore[union-attr]
+    stop_key = re.search(r'/stop".*?name="idempotency_key" value="([^"]+)"', page, re.S).group(1)  # type: ignore[union-attr]
+    client.post(f"{allocation_url}/stop", data={"csrf_token": token, "idempotency_key": stop_key})
+    client.get(allocation_url)  # shows (and clears) the flash
+    statement = re.search(r'id="stop-notice">(.*?)</p>', client.get(allocation_url).text, re.S).group(1)  # type: ignore[union-attr]
+    statement = " ".join(statement.split())
+    assert statement.startswith("Stopping does not pause the paid term")
+    assert f"still ends at {ends_at} " in statement
+    assert f"({amount})" in statement and amount.startswith("$")
+    assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:", statement)
+
+
+def test_a_right_aligned_gpu_memory_label_ends_left_of_its_dashed_line(client: TestClient) -> None:
+    # found by QA: "GPU memory 80.0 GiB" was drawn across the dashed line it names (llama-3.1-70b, 4 × H100, 8k, 32)
+    html = client.get("/plan?model=llama-3.1-70b&gpu=h100-sxm&gpus=4&context=8192&concurrency=32").text
+    line_x = float(re.search(r'<line class="limit" x1="([\d.]+)"', html).group(1))  # type: ignore[union-attr]
+    label = re.search(r'<text class="limit-label" x="([\d.]+)"[^>]*text-anchor="(\w+)"', html)
+    assert label is not None
+    assert label.group(2) == "end"
+    assert float(label.group(1)) < line_x
+
+
+def test_the_catalog_names_every_bare_metal_size_it_lists(client: TestClient) -> None:
+    # found by QA: the page said "8-GPU servers are bare metal" / "bare metal (8 GPUs)" beside a 4-GPU gb200 server
+    from anchorgpu.catalog import load_catalog
+
+    sizes = sorted({o.gpus for o in load_catalog().offerings if o.kind == "bare-metal"})
+    html = client.get("/catalog").text
+    said = re.search(r"bare metal \(([^)]*) GPUs\)", html)
+    assert said is not None
+    assert [int(n) for n in re.findall(r"\d+", said.group(1))] == sizes
+
+
+def test_one_gpu_is_not_written_as_gpus(client: TestClient, signed_in: str, field: Any) -> None:
+    quote_url, token = _quote(client, field)  # h100-sxm-1x-vm: one server of one GPU
+    assert "(1 GPU)" in client.get(quote_url).text
+    booked = client.post(f"{quote_url}/book", data={"csrf_token": token, "idempotency_key": field(client.get(quote_url).text, "idempotency_key")})
+    page = client.get(booked.headers["location"]).text
+    assert "(1 GPU)" in page and "(1 GPUs)" not in page

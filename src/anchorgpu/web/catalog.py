@@ -60,4 +60,13 @@ def catalog_page(
                                     region=filters["region"], interconnect=filters["interconnect"], kind=kind_value)
         except AnchorError as exc:
             error = exc.message
-    return render(request, "catalog.html", {"listing": listing, "filters": filters, "error": error}, status_code=200 if error is None else 422)
+    context = {"listing": listing, "filters": filters, "error": error, "bare_metal_gpus": bare_metal_sizes()}
+    return render(request, "catalog.html", context, status_code=200 if error is None else 422)
+
+
+def bare_metal_sizes() -> str:
+    """The GPUs per bare-metal server the catalog offers, in words ("4 or 8"), read from the catalog data."""
+    from anchorgpu.catalog import load_catalog
+
+    sizes = sorted({o.gpus for o in load_catalog().offerings if o.kind == "bare-metal"})
+    return " or ".join([", ".join(str(n) for n in sizes[:-1]), str(sizes[-1])]) if len(sizes) > 1 else "".join(str(n) for n in sizes)
