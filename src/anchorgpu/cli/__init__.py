@@ -42,6 +42,21 @@ def _register_commands(argv: list[str] | None = None) -> None:
     )
 
 
+def _one_line(message: str) -> str:
+    """Click's message on one line, each sentence once (Click and Typer both append "Did you mean 'plan'?").
+
+    >>> _one_line("No such command 'plna'.\\nDid you mean 'plan'? Did you mean 'plan'?")
+    "No such command 'plna'. Did you mean 'plan'?"
+    """
+    import re
+
+    sentences: list[str] = []
+    for sentence in re.split(r"(?<=[.?!])\s+", " ".join(message.split())):
+        if sentence not in sentences:
+            sentences.append(sentence)
+    return " ".join(sentences)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code instead of raising ``SystemExit``."""
     import click.exceptions as click_exc
@@ -63,10 +78,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write("error: aborted\n")
         return 1
     except click_exc.UsageError as exc:
-        sys.stderr.write(f"error: {' '.join(exc.format_message().split())}\n")
+        sys.stderr.write(f"error: {_one_line(exc.format_message())}\n")
         return 2
     except click_exc.ClickException as exc:
-        sys.stderr.write(f"error: {' '.join(exc.format_message().split())}\n")
+        sys.stderr.write(f"error: {_one_line(exc.format_message())}\n")
         return 2
     except AnchorError as exc:
         sys.stderr.write(f"error: {exc.message}\n")
