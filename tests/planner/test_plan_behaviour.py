@@ -114,6 +114,11 @@ def test_lower_gpu_memory_utilization_can_leave_no_room_for_the_kv_cache() -> No
                   gpu=get_gpu("h100"))
     assert result.fits is False and result.max_concurrency == 0
     assert {"weights_exceed_engine_budget", "does_not_fit"} <= codes(result)
+    # QA-CLI: the message said "leave -4.29 GiB for the KV cache"; it names the overshoot as a positive amount.
+    message = next(w.message for w in result.warnings if w.code == "weights_exceed_engine_budget")
+    over_bytes = -(result.breakdown["engine_budget_bytes"] - result.per_gpu.weights_bytes
+                   - result.per_gpu.activations_bytes - result.per_gpu.overhead_bytes)
+    assert over_bytes > 0 and f", {over_bytes / GIB:.2f} GiB more than the" in message and " -" not in message
 
 
 def test_kv_cache_is_divided_across_tp_ranks_until_kv_heads_run_out_then_replicated() -> None:

@@ -379,8 +379,9 @@ def _inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: Pr
         if capacity <= 0:
             warnings.append(make_warning(
                 "weights_exceed_engine_budget",
-                f"weights, activations and non-torch memory leave {fmt_bytes(capacity)} for the KV cache "
-                f"inside the {fmt_bytes(budget)} engine budget"))
+                f"weights, activations and non-torch memory take {fmt_bytes(budget - capacity)}, "
+                + ("the whole" if capacity == 0 else f"{fmt_bytes(-capacity)} more than the")
+                + f" {fmt_bytes(budget)} engine budget: no room for the KV cache"))
     return _Terms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, max_concurrency=max_conc,
                   max_context_tokens=max_ctx,
                   workload=replace(w, context_tokens=ctx, concurrency=concurrency, max_num_batched_tokens=tokens,
