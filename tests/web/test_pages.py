@@ -254,3 +254,25 @@ def test_one_gpu_is_not_written_as_gpus(client: TestClient, signed_in: str, fiel
     booked = client.post(f"{quote_url}/book", data={"csrf_token": token, "idempotency_key": field(client.get(quote_url).text, "idempotency_key")})
     page = client.get(booked.headers["location"]).text
     assert "(1 GPU)" in page and "(1 GPUs)" not in page
+
+
+def test_the_planner_form_takes_the_clis_8k_and_1e12(client: TestClient) -> None:
+    # found by QA: README's `--tokens 1e12` typed in the page's "Training tokens" answered
+    # "tokens: Input should be a valid integer"; 8k = 8 × 1024 tokens as in `anchorgpu plan --context 8k`
+    spelled = client.get("/plan?model=llama-3.1-8b&gpu=h100-sxm&context=8k")
+    plain = client.get("/plan?model=llama-3.1-8b&gpu=h100-sxm&context=8192")
+    assert spelled.status_code == plain.status_code == 200
+    concurrency = re.compile(r'id="max-concurrency">([^<]+)<')
+    said = concurrency.search(spelled.text)
+    assert said is not None and "8192 tokens" in said.group(1)
+    assert said.group(1) == concurrency.search(plain.text).group(1)  # type: ignore[union-attr]
+    trained = client.get("/plan?model=llama-2-7b&task=train&gpu=h200&gpus=64&zero=1&tokens=1e12")
+    assert trained.status_code == 200, trained.text[-500:]
+    assert 'value="1000000000000"' in trained.text
+    assert client.get("/plan?model=llama-2-7b&task=train&gpu=h200&gpus=64&zero=1&tokens=1.5").status_code == 422
+
+
+def test_recommendations_take_the_training_tokens_the_planner_link_carries(client: TestClient) -> None:
+    page = client.get("/recommend?model=llama-3.1-8b&task=train&gpu=h100-sxm&gpus=8&tokens=1e9&term=1w")
+    assert page.status_code == 200, page.text[-500:]
+    assert 'value="1000000000"' in page.text

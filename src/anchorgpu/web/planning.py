@@ -7,6 +7,8 @@ the checks still to do.
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -25,6 +27,31 @@ router = APIRouter()
 _LIST_FIELDS = ("lora_targets",)
 _BOOL_FIELDS = ("fsdp", "allow_long_context", "vae_tiling")
 _INT_CHOICE_FIELDS = ("zero",)  # Literal[0, 1, 2, 3]: a form sends "0"
+_TOKEN_FIELDS = ("context", "seq", "prompt", "output_tokens", "max_num_batched_tokens")  # "8k" as in `anchorgpu plan --context 8k`
+_COUNT_FIELDS = ("tokens", "train_tokens")  # "1e12" as in `anchorgpu plan --tokens 1e12`
+_TOKENS_RE = re.compile(r"^(\d+(?:\.\d+)?)([kKmM]?)$")
+
+
+def shorthand(name: str, raw: str) -> str | int:
+    """The CLI's spellings of a number in a form field: ``8k`` = 8,192 and ``1m`` = 1,048,576 tokens
+    (token fields), ``1e12`` or ``2.5e9`` (training tokens). Anything else is left as typed, so the
+    validation names the field.
+
+    >>> shorthand("context", "8k"), shorthand("tokens", "1e12"), shorthand("context", "8.5")
+    (8192, 1000000000000, '8.5')
+    """
+    value: float | None = None
+    match = _TOKENS_RE.match(raw)
+    if name in _TOKEN_FIELDS and match and match.group(2):
+        value = float(match.group(1)) * {"k": 1024, "m": 1024 * 1024}[match.group(2).lower()]
+    elif name in _COUNT_FIELDS:
+        try:
+            value = float(raw)
+        except ValueError:
+            value = None
+    if value is not None and math.isfinite(value) and value == int(value):
+        return int(value)
+    return raw
 
 
 def form_values(request: Request) -> dict[str, Any]:
@@ -41,6 +68,8 @@ def form_values(request: Request) -> dict[str, Any]:
             values[name] = raw.lower() in ("1", "true", "on", "yes")
         elif name in _INT_CHOICE_FIELDS and raw.isdigit():
             values[name] = int(raw)
+        elif name in _TOKEN_FIELDS or name in _COUNT_FIELDS:
+            values[name] = shorthand(name, raw)
         else:
             values[name] = raw
     return values
@@ -110,7 +139,9 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
     for name in ("term", "max_usd", "min_tokens_per_s_per_user", "top", "max_servers", "train_tokens", "output_tokens"):
         raw = request.query_params.get(name, "").strip()
         if raw:
-            values[name] = raw
+            values[name] = shorthand(name, raw)
+    if "train_tokens" not in values and request.query_params.get("tokens", "").strip():
+        values["train_tokens"] = shorthand("train_tokens", request.query_params["tokens"].strip())  # from the planner's "fit this" link
     context: dict[str, Any] = {"form": values, **_choices()}
     if "model" not in values:
         return render(request, "recommend.html", context)
