@@ -180,3 +180,10 @@ def test_readable_diffusion_names_the_peak_phase(capsys: pytest.CaptureFixture[s
     code, out, _ = run(capsys, "plan", "flux.1-dev", "--task", "diffusion", "--gpu", "l4", "--resolution", "1024x1024")
     assert code == 0
     assert "VAE decode peak" in out and "larger phase (VAE decode)" in out
+
+
+def test_capacity_line_says_one_sequence_not_one_sequences(capsys: pytest.CaptureFixture[str]) -> None:
+    # QA-CLI: "longest context at 1 sequences". Without --concurrency the plan checks one sequence.
+    code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--context", "8192")
+    assert code == 0
+    assert "longest context at 1 sequence: " in out and "sequences of 8,192 tokens" in out

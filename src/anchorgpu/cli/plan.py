@@ -145,8 +145,11 @@ def render_plan(plan: Plan) -> None:
     out.print(_verdict(plan))
     if w.task == "inference" and plan.max_concurrency is not None:
         reserve = plan.breakdown.get("kv_cache_capacity_bytes")
-        out.print(f"Capacity: max concurrency {plan.max_concurrency:,} sequences of {w.context_tokens:,} tokens; "
-                  f"longest context at {w.concurrency} sequences: {plan.max_context_tokens:,} tokens")
+        def seqs(n: int | None) -> str:  # None: one sequence, the default without --concurrency
+            return f"{1 if n is None else n:,} sequence" + ("" if n in (1, None) else "s")
+
+        out.print(f"Capacity: max concurrency {seqs(plan.max_concurrency)} of {w.context_tokens:,} tokens; "
+                  f"longest context at {seqs(w.concurrency)}: {plan.max_context_tokens:,} tokens")
         if reserve:
             out.print(f"          the engine reserves {_fmt(reserve)} per GPU for KV cache at start-up")
     vae = plan.breakdown.get("vae_decode_peak_bytes")
