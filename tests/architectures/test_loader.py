@@ -145,3 +145,27 @@ def test_a_path_object_loads_the_file_it_names(tmp_path: Path) -> None:
 def test_hub_urls_of_registry_models_resolve_offline(ref: str) -> None:
     spec = load_model(ref, offline=True)
     assert isinstance(spec, ModelSpec) and spec.name == "qwen3-8b"
+
+
+def test_a_failing_hub_fetch_is_one_error_line_without_the_librarys_retry_warnings(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str],
+) -> None:
+    # QA-CLI: without network `anchorgpu model someorg/some-model` printed huggingface_hub's
+    # "'[Errno -2] ...' thrown while requesting HEAD ... Retrying in 1s [Retry 1/5]." five times before the error.
+    import logging
+
+    import huggingface_hub
+
+    http_logger = logging.getLogger("huggingface_hub.utils._http")
+    seen: list[bool] = []
+
+    def unreachable(repo_id: str, filename: str) -> str:
+        seen.append(http_logger.isEnabledFor(logging.WARNING))
+        http_logger.warning("Retrying in 1s [Retry 1/5].")
+        raise OSError("Name or service not known")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", unreachable)
+    with pytest.raises(HubUnavailable, match="could not fetch config.json"):
+        load_model("someorg/some-model", environ={})
+    assert seen == [False] and "Retrying" not in capfd.readouterr().err
+    assert http_logger.isEnabledFor(logging.WARNING)  # the level is put back afterwards

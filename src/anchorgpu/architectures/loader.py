@@ -112,10 +112,20 @@ def _offline(offline: bool, environ: Mapping[str, str]) -> bool:
     return offline or flag in {"1", "true", "yes", "on"}
 
 
-def _hub_download(repo_id: str) -> str:  # pragma: no cover - needs the network
+def _hub_download(repo_id: str) -> str:
+    """Fetch ``config.json`` of a Hub repository. The library's own retry warnings ("Retrying in 8s
+    [Retry 4/5]", one per attempt) are silenced: a failure reaches the user as one error line."""
+    import logging
+
     from huggingface_hub import hf_hub_download
 
-    return str(hf_hub_download(repo_id, "config.json"))
+    hub_logger = logging.getLogger("huggingface_hub")
+    level = hub_logger.level
+    hub_logger.setLevel(logging.ERROR)
+    try:
+        return str(hf_hub_download(repo_id, "config.json"))
+    finally:
+        hub_logger.setLevel(level)
 
 
 def _load_from_hub(
