@@ -276,3 +276,12 @@ def test_recommendations_take_the_training_tokens_the_planner_link_carries(clien
     page = client.get("/recommend?model=llama-3.1-8b&task=train&gpu=h100-sxm&gpus=8&tokens=1e9&term=1w")
     assert page.status_code == 200, page.text[-500:]
     assert 'value="1000000000"' in page.text
+
+
+def test_the_recommendations_rate_column_says_it_is_the_terms_rate(client: TestClient) -> None:
+    # found by QA: the column showed $3.04 for h100-sxm-1x-vm (2,190 / 720 h) under a bare "$/GPU-h" while the
+    # catalog shows $3.00 (2,190 / 730 h) and the assumptions call "per GPU-hour" the 730-h rate
+    html = client.get("/recommend?model=llama-3.1-8b&task=inference&context=8192&gpu=h100-sxm&term=1month&top=3").text
+    head = re.search(r'id="rate-head"[^>]*>([^<]+)<', html)
+    assert head is not None and "term" in head.group(1)
+    assert "$3.04" in html  # 2,190 / 720, rounded to the cent
