@@ -79,6 +79,8 @@ def test_offerings_filters_refuse_typos_and_say_when_nothing_matches(cli: Any) -
     assert err.startswith("error: unknown interconnect 'infinband'; did you mean 'infiniband'") and err.count("\n") == 1
     out, _ = cli("offerings", "--gpu", "h100", "--min-gpus", "16")
     assert out.startswith("no offering matches these filters")
+    _, err = cli("stock", "set", "h100-sxm-1x-vm", "3", "--region", "us-eas", code=3)  # was exit 2, no suggestion
+    assert err == "error: unknown region 'us-eas'; did you mean 'us-east'?\n"
 
 
 def test_readable_quote_and_booking_show_money_with_thousands_separators_and_singular_units(cli: Any) -> None:

@@ -410,8 +410,11 @@ def set_stock(
     cancels what was sold; it only limits new bookings. Returns ``{offering, region, stock, booked_now}``."""
     if isinstance(servers, bool) or not isinstance(servers, int) or not 0 <= servers <= MAX_STOCK_SERVERS:
         raise InvalidQuantity(f"stock {servers!r}: must be a whole number of servers from 0 to {MAX_STOCK_SERVERS}")
-    found = _catalog(catalog).offering(offering)
+    shipped = _catalog(catalog)
+    found = shipped.offering(offering)
     where = (region or found.region).strip().lower()
+    if region is not None:
+        shipped.region(where)  # a region nobody has: UnknownEntity (exit 3) with did-you-mean, as `quote --region`
     if where not in found.regions:
         from anchorgpu.quotes.errors import RegionNotOffered
 
