@@ -264,7 +264,7 @@ def test_the_planner_form_takes_the_clis_8k_and_1e12(client: TestClient) -> None
     assert spelled.status_code == plain.status_code == 200
     concurrency = re.compile(r'id="max-concurrency">([^<]+)<')
     said = concurrency.search(spelled.text)
-    assert said is not None and "8192 tokens" in said.group(1)
+    assert said is not None and "at 8,192 tokens" in said.group(1)  # thousands separated, as "Longest context" is
     assert said.group(1) == concurrency.search(plain.text).group(1)  # type: ignore[union-attr]
     trained = client.get("/plan?model=llama-2-7b&task=train&gpu=h200&gpus=64&zero=1&tokens=1e12")
     assert trained.status_code == 200, trained.text[-500:]
@@ -285,3 +285,11 @@ def test_the_recommendations_rate_column_says_it_is_the_terms_rate(client: TestC
     head = re.search(r'id="rate-head"[^>]*>([^<]+)<', html)
     assert head is not None and "term" in head.group(1)
     assert "$3.04" in html  # 2,190 / 720, rounded to the cent
+
+
+def test_the_quote_page_writes_gpu_hours_with_a_thousands_separator(client: TestClient, signed_in: str, field: Any) -> None:
+    token = field(client.get("/quote?offering=h100-sxm-8x-bm").text, "csrf_token")
+    made = client.post("/quote", data={"csrf_token": token, "offering": "h100-sxm-8x-bm", "quantity": "1", "term": "160h"})
+    assert made.status_code == 303
+    html = client.get(made.headers["location"]).text
+    assert 'id="gpu-hours">1,280<' in html  # 8 GPUs × 160 h
