@@ -28,6 +28,13 @@ def test_docs_page_is_served(client: TestClient) -> None:
     assert client.get("/docs").status_code == 200
 
 
+def test_docs_page_is_swagger_ui_with_an_offline_fallback_and_no_remote_favicon(client: TestClient) -> None:
+    html = client.get("/docs").text
+    assert "SwaggerUIBundle" in html and "/openapi.json" in html
+    assert 'id="docs-fallback" hidden' in html  # shown only when Swagger UI's assets did not load
+    assert "fastapi.tiangolo.com" not in html
+
+
 def test_gpu_list_has_the_h100_with_its_memory(client: TestClient) -> None:
     body = client.get("/v1/gpus").json()
     assert body["count"] == len(body["data"]) > 5

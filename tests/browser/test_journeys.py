@@ -121,3 +121,13 @@ def test_recommendations_show_a_table_and_a_cost_speed_scatter(page: Any, server
     assert page.locator("#scatter circle").count() == rows  # one point per recommendation
     page.locator("#recommendations a:has-text('Quote')").first.click()
     assert "/signin" in page.url  # quoting needs an account: the page sends you to sign in first
+
+
+def test_the_api_docs_say_where_to_read_when_swagger_ui_cannot_load(page: Any, server: str) -> None:
+    # found by QA: the nav's "API" link opened a blank page wherever cdn.jsdelivr.net is out of reach
+    page.route(re.compile(r"^https://cdn\.jsdelivr\.net/.*"), lambda route: route.abort())
+    page.goto(f"{server}/docs")
+    page.wait_for_load_state("load")
+    fallback = page.locator("#docs-fallback")
+    assert fallback.is_visible()
+    assert page.locator("#docs-fallback a[href='/openapi.json']").count() == 1
