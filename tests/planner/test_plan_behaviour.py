@@ -352,6 +352,8 @@ def test_training_suggestions_include_sharding_or_recompute() -> None:
         (dict(precision=PrecisionPlan(kv_cache="int2")), "kv-cache"),
         (dict(workload=Workload(context_tokens=200_000)), "--allow-long-context"),
         (dict(workload=Workload(task="train"), precision=PrecisionPlan(weights="nf4")), "--task qlora"),
+        # QA-CLI: `--task qlora --weights bf16` planned a 16-bit LoRA under the name qlora
+        (dict(workload=Workload(task="qlora"), precision=PrecisionPlan(weights="bf16")), "--task lora"),
         (dict(workload=Workload(task="diffusion")), "diffusion pipeline"),
         (dict(layout=Layout(zero=3)), "do not apply to inference"),
         (dict(layout=Layout(ep=2)), "mixture-of-experts"),

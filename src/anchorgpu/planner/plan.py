@@ -163,6 +163,10 @@ def _resolve_format(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
         raise InvalidWorkload(
             f"weights {fmt.name}: full training keeps 16-bit weights ({', '.join(TRAIN_FORMATS)}); "
             "for a quantized frozen base use --task qlora")
+    if workload.task == "qlora" and not fmt.quantized:
+        raise InvalidWorkload(
+            f"weights {fmt.name}: QLoRA trains adapters on a quantized frozen base (nf4-dq by default); "
+            "for a 16-bit base use --task lora")
     return fmt
 
 
