@@ -131,3 +131,11 @@ def test_the_api_docs_say_where_to_read_when_swagger_ui_cannot_load(page: Any, s
     fallback = page.locator("#docs-fallback")
     assert fallback.is_visible()
     assert page.locator("#docs-fallback a[href='/openapi.json']").count() == 1
+
+
+def test_recommendation_and_catalog_tables_show_every_column_on_a_laptop_screen(page: Any, server: str) -> None:
+    # found by QA: at 1280 px the recommendations hid Layout, Weights (int4-awq!) and memory ~500 px to the right
+    for path in ("/recommend?model=llama-3.1-70b&task=inference&gpu=h100-sxm&context=8192&concurrency=32", "/catalog"):
+        page.goto(f"{server}{path}")
+        client_px, scroll_px = page.eval_on_selector(".table-wrap", "e => [e.clientWidth, e.scrollWidth]")
+        assert scroll_px <= client_px, f"{path}: table is {scroll_px} px wide in {client_px} px"
