@@ -125,6 +125,9 @@ def test_extend_start_and_terminate_from_the_cli(cli: Any) -> None:
     assert started["state"] == "active"
     ended, _ = cli("terminate", booked["id"], "--json")
     assert ended["state"] == "terminated" and ended["amount_usd"] == extended["amount_usd"]
+    # QA-CLI: the readable answer showed only the paid end, not that the servers were released now
+    out, _ = cli("allocations", booked["id"])
+    assert f"terminated at {ended['terminated_at']}: servers released, no refund" in out
 
 
 def test_db_upgrade_reports_the_newest_revision(cli: Any) -> None:

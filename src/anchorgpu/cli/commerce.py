@@ -131,6 +131,8 @@ def _print_allocation(body: dict[str, Any], *, title: str | None = None) -> None
     out.print(f"  {body['quantity']} x {body['offering']} in {body['region']} = {_count(body['gpus'], 'GPU')}")
     out.print(f"  {body['starts_at']} -> {body['ends_at']}  ({body['paid_hours']} h paid)")
     out.print(f"  amount paid: {_money(body['amount_usd'])}   quote: {body['quote_id']}")
+    if body.get("terminated_at"):  # the paid end stays as sold; the servers were released at this moment
+        out.print(f"  terminated at {body['terminated_at']}: servers released, no refund")
     if body.get("notice"):
         out.print(f"  [bold]note:[/bold] {body['notice']}")
 
