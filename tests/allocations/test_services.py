@@ -224,6 +224,8 @@ def test_booking_beyond_stock_is_refused_and_changes_nothing(store: Any, account
     with pytest.raises(InsufficientCapacity) as err:
         buy(store, account, q["id"], "three")
     assert err.value.code == "insufficient_capacity"
+    # The reason reads as a person would write the period (no microseconds, no ISO offset).
+    assert "only 0 of 2 free" in err.value.message and " UTC" in err.value.message and "+00:00" not in err.value.message
     assert count(store, AllocationRow) == 1
     assert svc.get_quote(store.uow_factory(), account_id=account.id, quote_id=q["id"])["used"] is False
 

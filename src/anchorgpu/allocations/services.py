@@ -235,7 +235,7 @@ def _reserve_capacity(
         free = max(stock - booked, 0)
         raise InsufficientCapacity(
             f"{offering_id} in {region}: {servers} server(s) requested but only {free} of {stock} free "
-            f"for the whole period {starts_at.isoformat()} to {ends_at.isoformat()}"
+            f"for the whole period {starts_at:%Y-%m-%d %H:%M} to {ends_at:%Y-%m-%d %H:%M} UTC"
         )
     uow.capacity.add(allocation_id=allocation_id, offering_id=offering_id, region=region,
                      booking=Booking(servers=servers, starts_at=starts_at, ends_at=ends_at))
