@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from anchorgpu.architectures import from_hf_config, load_model
-from anchorgpu.cli import main
 from anchorgpu.errors import InvalidConfig
+from cli_runner import run as cli
 
 LLAMA: dict[str, Any] = {
     "model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
@@ -22,12 +22,6 @@ def write(tmp_path: Path, text: str, name: str = "config.json") -> Path:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     return path
-
-
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.parametrize(

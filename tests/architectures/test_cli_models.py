@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import pytest
 
 from anchorgpu.architectures import list_models
-from anchorgpu.cli import main
+from cli_runner import run, run_json
 
 CONTRACT_KEYS = {
     "name", "model_type", "family", "params_total", "params_active", "kv_bytes_per_token", "layers", "hidden_size",
@@ -16,18 +13,6 @@ CONTRACT_KEYS = {
     "breakdown", "source",
 }
 BREAKDOWN_KEYS = {"embeddings", "position_embeddings", "attention", "mlp", "experts", "shared_experts", "router", "norms", "head", "other"}
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
-    code, out, err = run(capsys, *argv, "--json")
-    assert code == 0, err
-    return json.loads(out)
 
 
 def test_model_table_for_llama_3_1_70b_is_readable(capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,17 +9,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from anchorgpu.cli import main
 from anchorgpu.glossary import get_entry, load_glossary
+from cli_runner import run
 
 STABLE_KEYS = {"id", "kind", "term", "aliases", "short", "long", "example", "caveat", "level", "stages", "tags",
                "related", "technologies", "linking_here", "try_it", "sources"}
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 # --- CLI -------------------------------------------------------------------------------------------------

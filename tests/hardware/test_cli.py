@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import pytest
 
-from anchorgpu.cli import main
 from anchorgpu.hardware import list_gpus
+from cli_runner import run, run_json
 
 GPU_KEYS = {
     "name", "display_name", "aliases", "vendor", "architecture", "memory_bytes", "memory_headline", "memory_unit",
@@ -16,18 +13,6 @@ GPU_KEYS = {
     "interconnect_bandwidth_bytes_per_s", "form_factor", "tdp_w", "pcie_gen", "compute_capability",
     "rocm_gfx_target", "software_stack", "partitioning", "sources", "notes",
 }
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
-    code, out, err = run(capsys, *argv, "--json")
-    assert code == 0, err
-    return json.loads(out)
 
 
 def test_gpus_lists_every_gpu_in_a_table(capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,13 +6,7 @@ import json
 
 import pytest
 
-from anchorgpu.cli import main
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from cli_runner import run
 
 
 def test_serving_journey_prints_breakdown_verdict_capacity_and_checks(capsys: pytest.CaptureFixture[str]) -> None:
