@@ -19,6 +19,7 @@ __all__ = [
     "OPTIMIZERS",
     "RECOMPUTES",
     "TASKS",
+    "TRAIN_PRECISIONS",
     "Layout",
     "Offload",
     "Optimizer",
@@ -38,7 +39,8 @@ Optimizer = Literal["adamw", "adamw-8bit", "sgd", "lion", "adafactor"]
 OPTIMIZERS: tuple[Optimizer, ...] = ("adamw", "adamw-8bit", "sgd", "lion", "adafactor")
 Offload = Literal["none", "optimizer", "params"]
 OFFLOADS: tuple[Offload, ...] = ("none", "optimizer", "params")
-TrainPrecision = Literal["mixed", "bf16-true"]
+TrainPrecision = Literal["mixed", "bf16-true", "fp8", "fp4"]
+TRAIN_PRECISIONS: tuple[TrainPrecision, ...] = ("mixed", "bf16-true", "fp8", "fp4")
 KV_CACHE_DTYPES: dict[str, float] = {"bf16": 2, "fp16": 2, "fp8": 1}
 ALL_LORA_TARGETS: tuple[str, ...] = ("q", "k", "v", "o", "gate", "up", "down")
 
@@ -49,7 +51,11 @@ class Workload:
 
     Inference: ``context_tokens`` per sequence (prompt + output; default the model's context length),
     ``concurrency`` sequences at once (default: check one and report the maximum).
-    Training (train/lora/qlora): ``micro_batch`` sequences of ``seq_tokens`` per GPU step.
+    With ``prompt_tokens``/``output_tokens`` and no ``context_tokens``, each sequence is sized at their sum.
+    Training (train/lora/qlora): ``micro_batch`` sequences of ``seq_tokens`` per GPU step (``None``: chosen
+    with the layout, else 1); ``global_batch_tokens`` per optimizer step (gradient accumulation follows).
+    ``train_precision``: ``mixed`` (BF16 compute, fp32 master and moments), ``bf16-true``, ``fp8`` (FP8
+    matrix products as Transformer Engine runs them, with its FP8 weight copies) or ``fp4``.
     Diffusion: ``resolution`` (width, height) in pixels, ``images`` per batch, ``vae_tiling``.
     """
 
@@ -61,7 +67,10 @@ class Workload:
     max_num_batched_tokens: int | None = None  # vLLM's prefill chunk budget; default by GPU size
     max_num_seqs: int | None = None  # vLLM's sequence cap (sampler profiling); default by GPU size
     block_size_tokens: int = 16  # KV-cache page size (vLLM default on CUDA)
-    micro_batch: int = 1
+    micro_batch: int | None = None
+    global_batch_tokens: int | None = None
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
     seq_tokens: int | None = None
     recompute: Recompute | None = None  # default: none (train), full (lora, qlora)
     optimizer: Optimizer = "adamw"
@@ -87,7 +96,9 @@ class PrecisionPlan:
 class Layout:
     """How the work is split over GPUs. ``None`` fields are resolved (see ``plan``'s docstring).
 
-    ``zero`` is the ZeRO stage (0-3); ``fsdp`` means FSDP FULL_SHARD (the memory of ZeRO-3).
+    ``zero`` is the ZeRO stage (0-3; ``None``: chosen for training); ``fsdp`` means FSDP FULL_SHARD (the
+    memory of ZeRO-3). ``cp`` is context parallelism (ring attention), ``virtual_stages`` the interleaved
+    pipeline chunks per GPU (``None``: chosen), ``tp_overlap`` overlaps tensor-parallel traffic with GEMMs.
     ``offload`` moves optimizer state (``optimizer``) or also the parameters (``params``) to CPU RAM.
     """
 
@@ -96,7 +107,10 @@ class Layout:
     pp: int | None = None
     dp: int | None = None
     ep: int | None = None
-    zero: int = 0
+    cp: int | None = None
+    virtual_stages: int | None = None
+    zero: int | None = None
+    tp_overlap: bool = False
     fsdp: bool = False
     offload: Offload = "none"
 

@@ -26,6 +26,7 @@ from anchorgpu.planner.inputs import (
     OPTIMIZERS,
     RECOMPUTES,
     TASKS,
+    TRAIN_PRECISIONS,
     Layout,
     Offload,
     Overheads,
@@ -63,7 +64,7 @@ class MemoryBreakdown:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ResolvedLayout:
-    """The layout actually planned: every count resolved, ``gpus == tp · pp · dp``."""
+    """The layout actually planned: every count resolved, ``gpus == tp · cp · pp · dp``."""
 
     gpus: int
     tp: int
@@ -74,6 +75,9 @@ class ResolvedLayout:
     fsdp: bool
     offload: Offload
     sequence_parallel: bool
+    cp: int = 1
+    virtual_stages: int = 1
+    tp_overlap: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,13 +135,16 @@ def _validate_workload(workload: Workload) -> None:
     if workload.task not in TASKS:
         raise InvalidWorkload(f"unknown task {workload.task!r}; valid: {', '.join(TASKS)}")
     for name in ("context_tokens", "concurrency", "micro_batch", "seq_tokens", "lora_rank", "images",
-                 "max_num_batched_tokens", "max_num_seqs", "block_size_tokens"):
+                 "max_num_batched_tokens", "max_num_seqs", "block_size_tokens", "global_batch_tokens",
+                 "prompt_tokens", "output_tokens"):
         _positive(name.replace("_", "-"), getattr(workload, name))
     if not 0 < workload.gpu_memory_utilization <= 1:
         raise InvalidWorkload(
             f"gpu-memory-utilization={workload.gpu_memory_utilization}: must be above 0 and at most 1")
     if workload.recompute is not None and workload.recompute not in RECOMPUTES:
         raise InvalidWorkload(f"unknown recompute {workload.recompute!r}; valid: {', '.join(RECOMPUTES)}")
+    if workload.train_precision not in TRAIN_PRECISIONS:
+        raise InvalidWorkload(f"--train-precision {workload.train_precision!r}: choose {', '.join(TRAIN_PRECISIONS)}")
     if workload.optimizer not in OPTIMIZERS:
         raise InvalidWorkload(f"unknown optimizer {workload.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
     bad = [t for t in workload.lora_targets if t not in ALL_LORA_TARGETS and t not in mm.FUSED_LORA_TARGETS]
@@ -202,43 +209,50 @@ def _default_tp(model: ModelSpec | DiffusionPipelineSpec, gpus: int) -> int:
 
 def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, layout: Layout,
                     assumptions: list[str]) -> ResolvedLayout:
-    for name in ("tp", "pp", "dp", "ep"):
-        _positive(name, getattr(layout, name))
+    for name in ("tp", "pp", "dp", "ep", "cp", "virtual_stages"):
+        _positive(name.replace("_", "-"), getattr(layout, name))
     if layout.gpus is not None and not isinstance(layout.gpus, bool) and layout.gpus == 0:
         raise InvalidWorkload("gpus=0: at least one GPU is needed")
     gpus = None if layout.gpus is None else require_whole_gpus(layout.gpus)
-    if layout.zero not in (0, 1, 2, 3):
+    if layout.zero not in (None, 0, 1, 2, 3):
         raise InvalidWorkload(f"zero={layout.zero!r}: ZeRO stages are 0, 1, 2 and 3")
     if layout.offload not in OFFLOADS:
         raise InvalidWorkload(f"unknown offload {layout.offload!r}; valid: {', '.join(OFFLOADS)}")
     training = workload.task in ("train", "lora", "qlora")
     if not training and (layout.zero or layout.fsdp):
         raise InvalidWorkload("--zero and --fsdp shard training state; they do not apply to inference or diffusion")
+    cp, v = layout.cp or 1, layout.virtual_stages or 1
+    if not training and (cp > 1 or v > 1):
+        raise InvalidWorkload("--cp and --virtual-stages split training work; they do not apply to inference or diffusion")
     if workload.task == "inference" and layout.offload != "none":
         raise InvalidWorkload("--offload applies to training and diffusion; serving engines size offload separately")
     if workload.task == "diffusion" and layout.offload == "optimizer":
         raise InvalidWorkload("--offload optimizer applies to training; for diffusion use --offload params")
     if layout.tp is None and layout.pp is None and layout.dp is None:
-        gpus = gpus or 1
+        gpus = gpus or cp
+        if gpus % cp:
+            raise InvalidWorkload(f"gpus={gpus} is not a multiple of cp = {cp}")
         tp = _default_tp(model, gpus) if workload.task == "inference" else 1
-        pp, dp = 1, gpus // tp
+        pp, dp = 1, gpus // (tp * cp)
         how = ("inference shards by TP across the GPUs of one server" if workload.task == "inference"
                else "training and diffusion replicate by data parallelism")
         assumptions.append(f"Layout not given: {how} (TP {tp}, PP 1, DP {dp}).")
     else:
         tp, pp = layout.tp or 1, layout.pp or 1
+        split = tp * pp * cp
+        names = "tp·pp" + ("·cp" if cp > 1 else "")
         if layout.dp is None:
             if gpus is None:
-                gpus = tp * pp
-            if gpus % (tp * pp):
-                raise InvalidWorkload(f"gpus={gpus} is not a multiple of tp·pp = {tp * pp}")
-            dp = gpus // (tp * pp)
+                gpus = split
+            if gpus % split:
+                raise InvalidWorkload(f"gpus={gpus} is not a multiple of {names} = {split}")
+            dp = gpus // split
         else:
             dp = layout.dp
             if gpus is None:
-                gpus = tp * pp * dp
-            elif gpus != tp * pp * dp:
-                raise InvalidWorkload(f"gpus={gpus} but tp·pp·dp = {tp}·{pp}·{dp} = {tp * pp * dp}")
+                gpus = split * dp
+            elif gpus != split * dp:
+                raise InvalidWorkload(f"gpus={gpus} but {names}·dp = {split * dp}")
     _check_tp(model, tp)
     if isinstance(model, ModelSpec) and pp > model.num_layers:
         raise InvalidWorkload(f"pp={pp} exceeds the {model.num_layers} layers of {model.name}")
@@ -251,11 +265,22 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
         if model.moe.num_experts % ep or (tp * dp) % ep:
             raise InvalidWorkload(
                 f"ep={ep} must divide the {model.moe.num_experts} experts and the tp·dp = {tp * dp} GPUs of a stage")
-    zero = 3 if layout.fsdp else layout.zero
+    zero = 3 if layout.fsdp else (layout.zero or 0)
     if training and layout.offload == "params" and zero < 3:
         raise InvalidWorkload("--offload params needs parameter sharding: add --zero 3 or --fsdp (ZeRO-Infinity, FSDP CPU offload)")
+    if isinstance(model, ModelSpec) and v > 1:
+        if pp == 1:
+            raise InvalidWorkload(f"--virtual-stages {v} needs pipeline parallelism (--pp 2 or more)")
+        if model.num_layers % (pp * v):
+            raise InvalidWorkload(f"--virtual-stages {v}: pp {pp} x {v} does not divide the {model.num_layers} layers "
+                                  f"of {model.name}")
+    if training and isinstance(model, ModelSpec):
+        seq = workload.seq_tokens or min(model.max_context_tokens, 2048)
+        if seq % cp:
+            raise InvalidWorkload(f"--cp {cp} does not divide the sequence of {seq:,} tokens")
     return ResolvedLayout(gpus=gpus, tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=layout.fsdp,
-                          offload=layout.offload, sequence_parallel=training and tp > 1)
+                          offload=layout.offload, sequence_parallel=training and tp > 1, cp=cp, virtual_stages=v,
+                          tp_overlap=layout.tp_overlap)
 
 
 def _engine_defaults(gpu: GpuSpec | None, workload: Workload, assumptions: list[str]) -> tuple[int, int]:
@@ -335,9 +360,17 @@ def _longest_context(model: ModelSpec, capacity: int, seqs: int, limit: int, pre
 def _inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: PrecisionPlan, fmt: WeightFormat,
                lay: ResolvedLayout, ov: Overheads, assumptions: list[str], warnings: list[PlanWarning]) -> _Terms:
     limit = model.max_context_tokens
-    ctx = w.context_tokens or limit
-    if w.context_tokens is None:
-        assumptions.append(f"Context not given: the model's context length, {ctx} tokens per sequence.")
+    if w.context_tokens is None and (w.prompt_tokens is not None or w.output_tokens is not None):
+        prompt = w.prompt_tokens if w.prompt_tokens is not None else 1024
+        output = w.output_tokens if w.output_tokens is not None else 256
+        ctx = min(prompt + output, limit) if not w.allow_long_context else prompt + output
+        assumptions.append(f"Context not given: each sequence sized at prompt + output = {prompt:,} + {output:,} = "
+                           f"{prompt + output:,} tokens" + (f", capped at the model's {limit:,}" if ctx < prompt + output
+                                                            else "") + ".")
+    else:
+        ctx = w.context_tokens or limit
+        if w.context_tokens is None:
+            assumptions.append(f"Context not given: the model's context length, {ctx} tokens per sequence.")
     if ctx > limit:
         if not w.allow_long_context:
             raise InvalidWorkload(
@@ -400,6 +433,13 @@ def _training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFor
     if seq > model.max_context_tokens and not w.allow_long_context:
         raise InvalidWorkload(
             f"seq {seq} exceeds {model.name}'s limit of {model.max_context_tokens} tokens (add --allow-long-context)")
+    micro_batch = w.micro_batch or 1
+    if w.micro_batch is None:
+        assumptions.append("Micro-batch not given: 1 sequence per GPU step.")
+    if w.global_batch_tokens is not None and w.global_batch_tokens < lay.dp * micro_batch * seq:
+        raise InvalidWorkload(
+            f"--global-batch {w.global_batch_tokens:,}: smaller than one micro-batch per data-parallel rank "
+            f"({lay.dp} x {micro_batch} x {seq:,} = {lay.dp * micro_batch * seq:,} tokens)")
     recompute: Recompute = w.recompute or ("full" if w.task == "qlora" else "none")
     if w.recompute is None:
         assumptions.append(f"Activation recompute: {recompute} (default for {w.task}"
@@ -407,7 +447,7 @@ def _training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFor
     if lay.sequence_parallel:
         assumptions.append("Tensor parallelism with sequence parallelism (Megatron): norms and dropout activations split too.")
     assumptions.append("Attention by a flash-attention kernel: no s² score matrix is stored.")
-    mixed = w.train_precision == "mixed"
+    mixed = w.train_precision != "bf16-true"
     breakdown: dict[str, int] = {}
     weights = _weights(model, fmt, lay, breakdown)
     params_parts = model_param_parts(model)
@@ -455,9 +495,24 @@ def _training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFor
                                      f"--offload {lay.offload}: optimizer state lives in CPU RAM"))
     breakdown["master_weights_bytes"] = master
     breakdown["optimizer_moments_bytes"] = moments
-    act = mm.training_activation_bytes(model, s=seq, b=w.micro_batch, tp=lay.tp, pp=lay.pp,
+    act = mm.training_activation_bytes(model, s=seq // lay.cp, b=micro_batch, tp=lay.tp, pp=lay.pp,
                                        sp=lay.sequence_parallel, recompute=recompute)
-    breakdown["logits_bytes"] = mm.logits_bytes(s=seq, b=w.micro_batch, vocab=model.vocab_size, t=lay.tp)
+    if lay.virtual_stages > 1 and lay.pp > 1:
+        m = max(1, (w.global_batch_tokens or 4 * 2**20) // (lay.dp * micro_batch * seq))
+        act = math.ceil(act * (1 + (lay.pp - 1) / (lay.pp * m)))  # Korthikanti et al. 2022, section 4.2.3
+        assumptions.append(f"Interleaved pipeline ({lay.virtual_stages} chunks per GPU): the first stage holds "
+                           "(1 + (p-1)/(p·m)) times the activations of 1F1B.")
+    if lay.cp > 1:
+        assumptions.append(f"Context parallelism {lay.cp}: each GPU keeps the activations of {seq // lay.cp:,} of the "
+                           f"{seq:,} tokens (ring attention).")
+    if w.train_precision in ("fp8", "fp4") and w.task == "train":
+        low = math.ceil(params_gpu / (lay.dp if lay.zero == 3 else 1)) * (2 if w.train_precision == "fp8" else 1)
+        breakdown["low_precision_weight_copies_bytes"] = low
+        weights += low
+        assumptions.append(f"{w.train_precision.upper()} training as Transformer Engine runs it: 16-bit weights and "
+                           f"fp32 master/moments as in mixed precision, plus {w.train_precision.upper()} copies of the "
+                           "weights (and their transposes) for the matrix products; activations kept in 16 bit.")
+    breakdown["logits_bytes"] = mm.logits_bytes(s=seq // lay.cp, b=micro_batch, vocab=model.vocab_size, t=lay.tp)
     tensors = weights + grads + master + moments + act
     fragmentation = math.ceil(tensors * ov.fragmentation_fraction)
     context = _context_bytes(gpu, ov)
@@ -472,7 +527,7 @@ def _training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFor
                               optimizer_bytes=master + moments, overhead_bytes=overhead)
     budget = gpu.memory_bytes if gpu is not None else None
     return _Terms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, checkpoint_bytes=checkpoint,
-                  workload=replace(w, seq_tokens=seq, recompute=recompute))
+                  workload=replace(w, seq_tokens=seq, recompute=recompute, micro_batch=micro_batch))
 
 
 def _diffusion(pipe: DiffusionPipelineSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFormat,
@@ -600,7 +655,7 @@ def _suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload
         if seq >= 256:
             out.append((f"--seq {seq // 2}", "halve the sequence length", replace(w, seq_tokens=seq // 2), precision,
                         layout))
-        if w.micro_batch > 1:
+        if (w.micro_batch or 1) > 1:
             out.append(("--micro-batch 1", "one sequence per step (accumulate gradients instead)",
                         replace(w, micro_batch=1), precision, layout))
         for gpus in (2, 4, 8, 16, 32, 64, 128, 256):
@@ -635,7 +690,8 @@ def _suggestions(model: ModelSpec | DiffusionPipelineSpec, w: Workload, precisio
         if more_gpus_found and change.startswith("--gpus"):
             continue  # the smallest GPU count that fits is the useful one
         try:
-            alt = plan(model, w2, precision=p2, layout=l2, gpu=gpu, overheads=overheads, suggest=False)
+            alt = plan(model, w2, precision=p2, layout=l2, gpu=gpu, overheads=overheads, suggest=False,
+                       choose_layout=False)
         except InvalidWorkload:
             continue
         if alt.fits and alt.headroom_bytes is not None:
@@ -646,6 +702,34 @@ def _suggestions(model: ModelSpec | DiffusionPipelineSpec, w: Workload, precisio
     # task (QLoRA instead of full training is a different job), then the smallest footprint.
     found.sort(key=lambda s: (s.gpus, s.change.startswith("--task"), s.total_bytes))
     return tuple(found[:6])
+
+
+def _choose(model: ModelSpec, w: Workload, prec: PrecisionPlan, lay_in: Layout, gpu: GpuSpec,
+            ov: Overheads) -> Plan | str | None:
+    """The plan of the layout chosen for the user, a sentence when none fits, or None when nothing is open."""
+    from anchorgpu.planner.speed import layouts
+
+    if w.task in ("train", "lora", "qlora"):
+        open_knobs = (lay_in.tp is None or lay_in.pp is None or lay_in.dp is None or lay_in.cp is None
+                      or (lay_in.zero is None and not lay_in.fsdp) or w.micro_batch is None or w.recompute is None
+                      or (lay_in.virtual_stages is None and (lay_in.pp or 1) > 1))
+        if not open_knobs:
+            return None
+        found = layouts.choose_training_layout(model, w, prec, lay_in, gpu, ov)
+        if found is None:
+            return None
+        choice, chosen = found
+        return replace(chosen, assumptions=(choice.reason, *chosen.assumptions))
+    if w.task == "inference" and lay_in.gpus is None and lay_in.tp is None and lay_in.pp is None \
+            and lay_in.dp is None:
+        served = layouts.choose_serving_layout(model, w, prec, lay_in, gpu, ov)
+        if served is None:
+            return None
+        choice, chosen = served
+        if chosen.layout.gpus == 1:
+            return None  # one GPU is today's default: plan it the usual way
+        return replace(chosen, assumptions=(choice.reason, *chosen.assumptions))
+    return None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -661,6 +745,7 @@ def plan(
     gpu: GpuSpec | None = None,
     overheads: Overheads | None = None,
     suggest: bool = True,
+    choose_layout: bool = True,
 ) -> Plan:
     """Plan one configuration: per-GPU bytes by term, fit verdict and capacity, with assumptions and warnings.
 
@@ -689,6 +774,12 @@ def plan(
     if isinstance(model, ModelSpec) and w.task == "diffusion":
         raise InvalidWorkload(f"--task diffusion needs a diffusion pipeline; {model.name} is a language model")
     _validate_workload(w)
+    if choose_layout and gpu is not None and isinstance(model, ModelSpec):
+        chosen = _choose(model, w, prec, lay_in, gpu, ov)
+        if isinstance(chosen, Plan):
+            return replace(chosen, assumptions=(*assumptions, *chosen.assumptions))
+        if chosen:
+            assumptions.append(chosen)
     fmt = _resolve_format(model, w, prec, assumptions)
     prec = replace(prec, weights=fmt.name)
     lay = _resolve_layout(model, w, lay_in, assumptions)
@@ -721,6 +812,10 @@ def plan(
     suggestions: tuple[Suggestion, ...] = ()
     if suggest and fits is False and gpu is not None:
         suggestions = _suggestions(model, terms.workload, prec, lay_in, lay, fmt, gpu, ov)
+    if lay.gpus > 1 and w.task in ("train", "lora", "qlora") and lay.zero == 0 and lay_in.zero is None \
+            and not lay_in.fsdp:
+        assumptions.append(f"Layout not chosen for the user: {'none of the layouts fits' if gpu is not None else 'no GPU named'};"
+                           " planned as plain data parallelism.")
     return Plan(
         model=model, gpu=gpu, workload=terms.workload, precision=prec, layout=lay, per_gpu=terms.per_gpu,
         breakdown=dict(terms.breakdown), budget_bytes=terms.budget_bytes, fits=fits, headroom_bytes=headroom,

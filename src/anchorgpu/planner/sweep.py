@@ -35,6 +35,7 @@ from anchorgpu.planner import performance as perf
 from anchorgpu.planner.formats import ModelParts, get_format, model_weight_parts
 from anchorgpu.planner.inputs import KV_CACHE_DTYPES, Layout, Overheads, PrecisionPlan, Workload
 from anchorgpu.planner.plan import plan
+from anchorgpu.planner.speed.calibration import Calibration, Overrides, calibrated
 from anchorgpu.units import GIB
 
 __all__ = [
@@ -89,7 +90,7 @@ class SweepSpec:
     output_tokens: int = 256
     train_tokens: int | None = None
     global_batch_tokens: int | None = None  # training: tokens per optimizer step (default performance's 2M)
-    efficiencies: perf.Efficiencies = perf.DEFAULT_EFFICIENCIES
+    efficiencies: Overrides = field(default_factory=Overrides)  # --mfu / --mbu replace calibrated constants
     overheads: Overheads = field(default_factory=Overheads)
     max_pp: int = 8
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
@@ -212,11 +213,12 @@ def _weight_parts(model: ModelSpec, weights_format: str) -> ModelParts:
     return model_weight_parts(model, get_format(weights_format))
 
 
-def _allreduce_array(message_bytes: FloatArray, ranks: IntArray, bw: FloatArray, latency: FloatArray) -> FloatArray:
-    """:func:`anchorgpu.planner.performance.allreduce_s` over arrays."""
+def _allreduce_array(message_bytes: FloatArray, ranks: IntArray, bw: FloatArray, latency: FloatArray,
+                     cal: Calibration) -> FloatArray:
+    """:func:`anchorgpu.planner.speed.links.allreduce_s` over arrays."""
     ranks_f = ranks.astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = latency + 2.0 * (ranks_f - 1) / ranks_f * message_bytes / (bw * perf.LINK_EFFICIENCY)
+        t = latency + 2.0 * (ranks_f - 1) / ranks_f * message_bytes / (bw * cal.link_efficiency)
     return np.where((ranks > 1) & (message_bytes > 0), t, 0.0)
 
 
@@ -306,39 +308,67 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     if progress:
         progress(total // 2, total)
 
-    # ---- speed (performance.decode_step / prefill_s in array form)
-    eff = spec.efficiencies
+    # ---- speed (speed.serving.decode_step in array form, steady state: B decodes + B*I/O prefill tokens)
+    cal = calibrated(spec.efficiencies)
+    stacks = [cal.stack(sh.gpu) for sh in shapes]
+    mbu_l = np.array([k.decode_mbu for k in stacks])[lay.shape][:, None, None, None]
+    mm_eff_l = np.array([k.serve_matmul_efficiency for k in stacks])[lay.shape][:, None, None, None]
+    att_eff_l = np.array([k.attention_efficiency for k in stacks])[lay.shape][:, None, None, None]
+    fixed_l = np.array([k.per_step_s + model.num_layers * k.per_layer_step_s for k in stacks])[lay.shape]
+    bf16_l = np.array([perf.peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[lay.shape][:, None, None, None]
     kv_read = (read_slots * values_l)[:, None, None, None] * bpv_k[None, None, :, None] * stage_l[:, None, None, None] / n_layers
+    out_tokens = spec.output_tokens if spec.output_tokens else 256
+    batch = per_replica.astype(np.float64)
+    tokens = batch * (1.0 + prompt / out_tokens)
     weights_read = weights4
     if model.moe is not None and model.params_total:
         routed = model.params.experts / model.params_total
-        frac = 1.0 - (1.0 - model.moe.experts_per_token / model.moe.num_experts) ** per_replica
+        frac = 1.0 - (1.0 - model.moe.experts_per_token / model.moe.num_experts) ** tokens
         weights_read = weights4 * (1 - routed + routed * frac)
-    bw_mem = np.array([sh.gpu.memory_bandwidth_bytes_per_s for sh in shapes])[lay.shape]
-    memory_s = (weights_read + per_replica * kv_read) / (bw_mem[:, None, None, None] * eff.mbu)
-    flops_token = 2.0 * perf.forward_matmul_params(model) + perf.attention_flops_per_token(model, 2 * cached, causal=True)
+    bw_mem = np.array([sh.gpu.memory_bandwidth_bytes_per_s for sh in shapes])[lay.shape][:, None, None, None]
     peak4 = peak_sw[lay.shape][:, :, None, None]
     tp4 = lay.tp[:, None, None, None]
     pp4 = lay.pp[:, None, None, None]
-    compute_s = per_replica * flops_token / (tp4 * pp4 * peak4 * eff.mfu)
+    split = (tp4 * pp4).astype(np.float64)
+    p_matmul = 2.0 * perf.forward_matmul_params(model)
+    weights_s = np.maximum(weights_read / (bw_mem * mbu_l), tokens * p_matmul / split / (peak4 * mm_eff_l))
+    attn_dec = perf.attention_flops_per_token(model, 2 * cached, causal=True)
+    attn_pre = perf.attention_flops_per_token(model, prompt, causal=True)
+    attn_flops = batch * attn_dec + batch * prompt / out_tokens * attn_pre
+    attention_s = np.maximum(batch * kv_read / (bw_mem * mbu_l), attn_flops / split / (bf16_l * att_eff_l))
     bw_l, lat_l = _links(shapes, lay)
-    message = (per_replica * model.hidden_size * perf.ACTIVATION_BYTES).astype(np.float64)
+    message = tokens * model.hidden_size * perf.ACTIVATION_BYTES
     comm = 2 * model.num_layers * _allreduce_array(message, np.broadcast_to(tp4, shape4),
-                                                   bw_l[:, None, None, None], lat_l[:, None, None, None])
-    step = pp4 * np.maximum(memory_s, compute_s) + comm
+                                                   bw_l[:, None, None, None], lat_l[:, None, None, None], cal)
+    step = fixed_l[:, None, None, None] + pp4 * (weights_s + attention_s) + comm
     per_user = 1.0 / step
     total_tps = conc / step
-    # prefill of one prompt (performance.prefill_s in array form): FLOPs over tp GPUs + 2 all-reduces per layer
-    prefill_compute = perf.prefill_flops(model, prompt) / (lay.tp[:, None] * peak_sw[lay.shape] * eff.mfu)
-    prefill_message = np.full(n_l, float(prompt * model.hidden_size * perf.ACTIVATION_BYTES))
-    prefill_lw = prefill_compute + (2 * model.num_layers * _allreduce_array(prefill_message, lay.tp, bw_l, lat_l))[:, None]
+    # time to first token: the prompt's chunks, each sharing a step with the other running sequences
+    budget_tokens = np.array([w.max_num_batched_tokens or (8192 if sh.gpu.memory_bytes >= 70 * GIB else 2048)
+                              for sh in shapes])[lay.shape][:, None, None, None]
+    others = (batch - 1.0)
+    room = np.maximum(1.0, budget_tokens - others)
+    chunk = np.minimum(float(prompt), room)
+    chunks = np.ceil(prompt / room)
+    pre_tokens = others + chunk
+    pre_weights = weights4
+    if model.moe is not None and model.params_total:
+        pre_weights = weights4 * (1 - routed + routed * (1.0 - (1.0 - model.moe.experts_per_token
+                                                               / model.moe.num_experts) ** pre_tokens))
+    pre_w = np.maximum(pre_weights / (bw_mem * mbu_l), pre_tokens * p_matmul / split / (peak4 * mm_eff_l))
+    pre_a = np.maximum(others * kv_read / (bw_mem * mbu_l),
+                       (others * attn_dec + chunk * attn_pre) / split / (bf16_l * att_eff_l))
+    pre_comm = 2 * model.num_layers * _allreduce_array(pre_tokens * model.hidden_size * perf.ACTIVATION_BYTES,
+                                                       np.broadcast_to(tp4, shape4), bw_l[:, None, None, None],
+                                                       lat_l[:, None, None, None], cal)
+    ttft = chunks * (fixed_l[:, None, None, None] + pp4 * (pre_w + pre_a) + pre_comm)
     nan4 = np.full(shape4, np.nan)
     return {
         "weights_bytes": weights4, "kv_cache_bytes": kv4, "activations_bytes": np.broadcast_to(
             act_l[:, None, None, None], shape4), "other_bytes": np.broadcast_to(non_torch_l[:, None, None, None], shape4),
         "per_gpu_total_bytes": total4, "budget_bytes": np.broadcast_to(budget_l[:, None, None, None], shape4),
         "fits": fits4, "concurrency": conc,
-        "prefill_s": np.broadcast_to(prefill_lw[:, :, None, None], shape4),
+        "prefill_s": ttft,
         "decode_tokens_per_s_per_user": per_user, "decode_tokens_per_s_total": total_tps,
         "train_tokens_per_s": nan4, "train_time_s": nan4,
     }
@@ -349,14 +379,18 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
 
 def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
               weights: tuple[str, ...], progress: Progress | None) -> dict[str, npt.NDArray[Any]]:
-    """Training memory from :func:`plan` once per distinct GPU-independent layout; speed per layout."""
-    w = spec.workload
+    """Training memory from :func:`plan` once per distinct GPU-independent layout, with the least activation
+    recompute that fits (none, selective, full) unless the workload names one; speed per layout from
+    :func:`anchorgpu.planner.speed.training.training_step`."""
+    w = replace(spec.workload, micro_batch=spec.workload.micro_batch or 1)
     n_l, n_w = len(lay), len(weights)
-    mem_cache: dict[tuple[str, int, int, int, int, bool], tuple[int, int, int, int]] = {}
+    ladder: tuple[perf.Recompute, ...] = (w.recompute,) if w.recompute else ("none", "selective", "full")
+    mem_cache: dict[tuple[str, int, int, int, int, bool], tuple[int, int, int, int, str]] = {}
     weights_lw = np.empty((n_l, n_w))
     act_lw = np.empty((n_l, n_w))
     total_lw = np.empty((n_l, n_w))
     state_lw = np.empty((n_l, n_w))
+    recompute_lw = np.empty((n_l, n_w), dtype=object)
     amd = np.array([sh.gpu.vendor == "AMD" for sh in shapes])[lay.shape]
     rows = zip(lay.gpus.tolist(), lay.tp.tolist(), lay.pp.tolist(), lay.dp.tolist(), lay.zero.tolist(),
                amd.tolist(), lay.shape.tolist(), strict=True)
@@ -364,45 +398,52 @@ def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec
         for j, name in enumerate(weights):
             key = (name, tp, pp, dp, zero, is_amd)
             if key not in mem_cache:
-                p = plan(model, w, precision=PrecisionPlan(weights=name), gpu=shapes[s].gpu, suggest=False,
-                         layout=Layout(gpus=gpus, tp=tp, pp=pp, dp=dp, zero=zero), overheads=spec.overheads)
+                for rc in ladder:
+                    p = plan(model, replace(w, recompute=rc), precision=PrecisionPlan(weights=name),
+                             gpu=shapes[s].gpu, suggest=False, choose_layout=False,
+                             layout=Layout(gpus=gpus, tp=tp, pp=pp, dp=dp, zero=zero), overheads=spec.overheads)
+                    if p.fits:
+                        break
                 b = p.per_gpu
                 mem_cache[key] = (b.weights_bytes, b.activations_bytes, b.gradients_bytes + b.optimizer_bytes,
-                                  b.total_bytes)
-            wb, ab, sb, tb = mem_cache[key]
+                                  b.total_bytes, p.workload.recompute or "none")
+            wb, ab, sb, tb, rc_used = mem_cache[key]
             weights_lw[i, j], act_lw[i, j], state_lw[i, j], total_lw[i, j] = wb, ab, sb, tb
+            recompute_lw[i, j] = rc_used
         if progress and i % 64 == 0:
             progress(i * n_w, n_l * n_w)
     budget_l = np.array([sh.gpu.memory_bytes for sh in shapes], dtype=np.float64)[lay.shape]
     fits = total_lw <= budget_l[:, None]
-    seq = w.seq_tokens or min(model.max_context_tokens, 4096)
-    recompute: perf.Recompute = w.recompute or ("full" if w.task == "qlora" else "none")
+    seq = w.seq_tokens or min(model.max_context_tokens, 2048)
     kind: perf.TrainKind = "full" if w.task == "train" else "lora"
-    speed_cache: dict[tuple[int, int, int, int, int], float] = {}
-    tps_l = np.empty(n_l)
-    rows_speed = zip(lay.shape.tolist(), lay.gpus.tolist(), lay.tp.tolist(), lay.pp.tolist(), lay.zero.tolist(),
-                     strict=True)
-    for i, (s, gpus, tp, pp, zero) in enumerate(rows_speed):
-        speed_key = (s, gpus, tp, pp, zero)
-        if speed_key not in speed_cache:
-            shape = shapes[s]
-            link = perf.tp_link(shape.gpu, tp, gpus_per_server=shape.gpus_per_server,
-                                network_bytes_per_s=shape.network_bytes_per_s)
-            speed_cache[speed_key] = perf.training_step(
-                model, shape.gpu, gpus=gpus, seq_tokens=seq, tp=tp, pp=pp, micro_batch=w.micro_batch,
-                recompute=recompute, kind=kind, zero=zero, global_batch_tokens=spec.global_batch_tokens,
-                gpus_per_server=shape.gpus_per_server, network_bytes_per_s=shape.network_bytes_per_s,
-                efficiencies=spec.efficiencies, link=link).tokens_per_s
-        tps_l[i] = speed_cache[speed_key]
+    precision = {"fp8": "fp8", "fp4": "fp4"}.get(w.train_precision, "bf16")
+    speed_cache: dict[tuple[int, int, int, int, int, str], float] = {}
+    tps = np.empty((n_l, n_w))
+    micro = w.micro_batch or 1
+    for i in range(n_l):
+        s_i, gpus, tp, pp, zero = (int(lay.shape[i]), int(lay.gpus[i]), int(lay.tp[i]), int(lay.pp[i]),
+                                   int(lay.zero[i]))
+        dp = gpus // (tp * pp)
+        for j in range(n_w):
+            rc_ij: perf.Recompute = recompute_lw[i, j]
+            speed_key = (s_i, gpus, tp, pp, zero, str(rc_ij))
+            if speed_key not in speed_cache:
+                shape = shapes[s_i]
+                batch = max(spec.global_batch_tokens or perf.DEFAULT_GLOBAL_BATCH_TOKENS, dp * micro * seq)
+                speed_cache[speed_key] = perf.training_step(
+                    model, shape.gpu, perf.TrainLayout(gpus=gpus, tp=tp, pp=pp, dp=dp, zero=zero), seq_tokens=seq,
+                    micro_batch=micro, global_batch_tokens=batch, recompute=rc_ij,
+                    kind=kind, precision=precision, gpus_per_server=shape.gpus_per_server,
+                    network_bytes_per_s=shape.network_bytes_per_s).tokens_per_s
+            tps[i, j] = speed_cache[speed_key]
     shape2 = (n_l, n_w)
-    tps = np.broadcast_to(tps_l[:, None], shape2)
     time_s = spec.train_tokens / tps if spec.train_tokens else np.full(shape2, np.nan)
     nan2 = np.full(shape2, np.nan)
     return {
         "weights_bytes": weights_lw, "kv_cache_bytes": np.zeros(shape2), "activations_bytes": act_lw,
         "other_bytes": total_lw - weights_lw - act_lw, "per_gpu_total_bytes": total_lw,
         "budget_bytes": np.broadcast_to(budget_l[:, None], shape2), "fits": fits,
-        "concurrency": np.broadcast_to(np.full(n_l, w.micro_batch)[:, None], shape2),
+        "concurrency": np.broadcast_to(np.full(n_l, micro)[:, None], shape2),
         "prefill_s": nan2, "decode_tokens_per_s_per_user": nan2, "decode_tokens_per_s_total": nan2,
         "train_tokens_per_s": tps, "train_time_s": time_s,
     }
@@ -429,7 +470,7 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     if training:
         weights = spec.weights or (("nf4-dq",) if w.task == "qlora" else ("bf16",))
         kvs: tuple[str, ...] = ("bf16",)
-        concs: tuple[int, ...] = (w.micro_batch,)
+        concs: tuple[int, ...] = (w.micro_batch or 1,)
     else:
         weights = spec.weights or DEFAULT_INFERENCE_WEIGHTS
         kvs = spec.kv_caches or DEFAULT_KV_CACHES
@@ -443,7 +484,8 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
             raise InvalidWorkload(f"unknown kv-cache dtype {k!r}; valid: {', '.join(KV_CACHE_DTYPES)}")
     # validate once with the scalar planner (context limit, task rules, formats allowed for the task)
     probe = plan(model, replace(w, concurrency=concs[0] if w.concurrency is None else w.concurrency), precision=PrecisionPlan(
-        weights=weights[0], kv_cache=kvs[0]), layout=Layout(gpus=1, tp=1, pp=1, dp=1), suggest=False)
+        weights=weights[0], kv_cache=kvs[0]), layout=Layout(gpus=1, tp=1, pp=1, dp=1), suggest=False,
+        choose_layout=False)
     ctx = probe.workload.context_tokens or model.max_context_tokens
     output = min(spec.output_tokens, max(1, ctx // 2))
     prompt = spec.prompt_tokens if spec.prompt_tokens is not None else max(1, ctx - output)

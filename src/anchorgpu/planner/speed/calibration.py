@@ -1,0 +1,167 @@
+"""The speed model's constants, read from ``data/calibration.json``. Pure; stdlib only.
+
+Every efficiency, fixed cost and latency that changes an answer lives in that file beside the measurement
+it came from: the *fitted* constants are written by ``python -m anchorgpu.planner.speed.calibrate``
+(least squares on the logarithm of predicted / measured over the calibration rows of
+``data/measured_runs.json``), the *stated* ones carry their source in the file. Constants are kept per
+software stack (CUDA and ROCm), because the same datasheet peak is reached to a different degree by each.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields, replace
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Literal
+
+from anchorgpu.errors import DataFileError, InvalidWorkload
+from anchorgpu.hardware.spec import GpuSpec
+
+__all__ = [
+    "CALIBRATION_FILE",
+    "Band",
+    "Calibration",
+    "Overrides",
+    "Stack",
+    "StackConstants",
+    "calibrated",
+    "calibration",
+    "stack_of",
+]
+
+CALIBRATION_FILE = "calibration.json"
+Stack = Literal["cuda", "rocm"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StackConstants:
+    """What one software stack reaches of the datasheet (fitted unless the file says otherwise).
+
+    Training compute: ``train_matmul_efficiency`` of the dense BF16 peak for large matrix products,
+    halved when the per-GPU width ``h/tp`` equals ``train_matmul_half_width`` (small products fill the
+    tensor cores less); ``fp8_matmul_efficiency`` of the dense FP8 peak; ``attention_efficiency`` of the
+    BF16 peak for flash attention; ``elementwise_bytes_per_hidden`` bytes of memory traffic per token,
+    layer and hidden unit for the memory-bound operators (norms, activations, rotary, residuals, casts)
+    over a forward and backward pass. Serving: ``decode_mbu`` of memory bandwidth for weight and KV reads,
+    ``serve_matmul_efficiency`` of the peak for batched products, and the fixed costs of a step:
+    ``per_step_s`` (scheduler, sampling) and ``per_layer_step_s`` (kernel launches and synchronisation).
+    """
+
+    train_matmul_efficiency: float
+    train_matmul_half_width: float
+    fp8_matmul_efficiency: float
+    attention_efficiency: float
+    elementwise_bytes_per_hidden: float
+    decode_mbu: float
+    serve_matmul_efficiency: float
+    per_step_s: float
+    per_layer_step_s: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Band:
+    """Multiplicative band around a prediction, from the calibration residuals: ``[pred*low, pred*high]``."""
+
+    low: float
+    high: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Calibration:
+    """The whole file: constants per stack, stated constants, bands by phase, and provenance."""
+
+    version: int
+    stacks: dict[str, StackConstants]
+    link_efficiency: float
+    latency_s: dict[str, float]
+    tp_overlap_exposed_fraction: float
+    optimizer_bytes_per_param: float
+    network_bytes_per_s: float
+    bands: dict[str, Band]
+    provenance: dict[str, Any]
+
+    def stack(self, gpu: GpuSpec) -> StackConstants:
+        return self.stacks[stack_of(gpu)]
+
+
+def stack_of(gpu: GpuSpec) -> Stack:
+    """``rocm`` for AMD GPUs, ``cuda`` for NVIDIA."""
+    return "rocm" if gpu.vendor == "AMD" else "cuda"
+
+
+def _number(doc: dict[str, Any], key: str, where: str) -> float:
+    value = doc.get(key)
+    if isinstance(value, dict):
+        value = value.get("value")
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise DataFileError(f"speed/data/{CALIBRATION_FILE}", where, f"{key} must be a non-negative number")
+    return float(value)
+
+
+def parse_calibration(doc: dict[str, Any]) -> Calibration:
+    """Frozen constants from the parsed JSON (each stated constant may be ``{"value": x, "source": ...}``)."""
+    names = [f.name for f in fields(StackConstants)]
+    stacks = {name: StackConstants(**{k: _number(body, k, f"stacks.{name}") for k in names})
+              for name, body in doc["stacks"].items()}
+    stated = doc["stated"]
+    bands = {phase: Band(low=_number(b, "low", f"bands.{phase}"), high=_number(b, "high", f"bands.{phase}"))
+             for phase, b in doc["bands"].items()}
+    return Calibration(
+        version=int(doc["version"]), stacks=stacks,
+        link_efficiency=_number(stated, "link_efficiency", "stated"),
+        latency_s={k: _number(stated["latency_s"], k, "stated.latency_s") for k in ("scale-up", "pcie", "network")},
+        tp_overlap_exposed_fraction=_number(stated, "tp_overlap_exposed_fraction", "stated"),
+        optimizer_bytes_per_param=_number(stated, "optimizer_bytes_per_param", "stated"),
+        network_bytes_per_s=_number(stated, "network_gbit_per_s_per_gpu", "stated") * 1e9 / 8,
+        bands=bands, provenance={k: v for k, v in doc.items() if k not in ("stacks", "stated", "bands")},
+    )
+
+
+def read_calibration_doc() -> dict[str, Any]:
+    text = resources.files("anchorgpu.planner.speed").joinpath("data", CALIBRATION_FILE).read_text("utf-8")
+    doc: dict[str, Any] = json.loads(text)
+    return doc
+
+
+@lru_cache(maxsize=1)
+def calibration() -> Calibration:
+    """The shipped calibration (read once per process)."""
+    try:
+        return parse_calibration(read_calibration_doc())
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DataFileError(f"speed/data/{CALIBRATION_FILE}", "-", f"malformed ({type(exc).__name__}: {exc})") from None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Overrides:
+    """A user's own efficiencies in place of the calibrated ones (``--mfu``, ``--mbu``); ``None`` keeps them.
+
+    ``mfu`` replaces every matrix-product efficiency (training BF16/FP8 and serving) and drops the shape
+    term; ``mbu`` replaces the memory-bandwidth efficiency of weight and KV reads.
+    """
+
+    mfu: float | None = None
+    mbu: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("mfu", "mbu"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not 0.0 < value <= 1.0):
+                raise InvalidWorkload(f"--{name} {value!r}: an efficiency is a fraction in (0, 1]")
+
+
+def calibrated(overrides: Overrides | None = None) -> Calibration:
+    """The shipped calibration with the user's overrides applied (the same object when there are none)."""
+    cal = calibration()
+    if overrides is None or (overrides.mfu is None and overrides.mbu is None):
+        return cal
+    stacks = {}
+    for name, k in cal.stacks.items():
+        if overrides.mfu is not None:
+            k = replace(k, train_matmul_efficiency=overrides.mfu, fp8_matmul_efficiency=overrides.mfu,
+                        serve_matmul_efficiency=overrides.mfu, train_matmul_half_width=0.0)
+        if overrides.mbu is not None:
+            k = replace(k, decode_mbu=overrides.mbu)
+        stacks[name] = k
+    return replace(cal, stacks=stacks)

@@ -1,0 +1,246 @@
+"""The ``performance`` section of a plan: predictions with their band and the roofline ceiling beside them.
+
+Pure. Reads a :class:`~anchorgpu.planner.plan.Plan` (its layout, per-GPU weights, KV-cache geometry and
+workload) and returns the JSON-ready section: serving (``ttft_s``, ``tpot_s``, ``output_tokens_per_s``,
+``max_output_tokens_per_s``, ``decode_tokens_per_s_per_user``) or training (``train_tokens_per_s``,
+``train_tflops_per_gpu``, ``train_mfu``, ``train_time_s``, ``gpu_hours``, ``step_time_breakdown_s``), each
+prediction with ``_low``/``_high`` from the calibration residuals and ``_ceiling`` from the datasheet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.planner.speed.calibration import Band, Calibration, Overrides, calibrated, stack_of
+from anchorgpu.planner.speed.flops import TrainKind
+from anchorgpu.planner.speed.links import compute_precision_for_weights, group_link, peak_for
+from anchorgpu.planner.speed.serving import ServingSetup, serving_estimate
+from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
+
+if TYPE_CHECKING:
+    from anchorgpu.planner.plan import Plan
+
+__all__ = [
+    "DEFAULT_STORAGE_BYTES_PER_S",
+    "SERVER_GPUS",
+    "attach_performance",
+    "plan_performance",
+    "serving_setup",
+    "train_layout",
+]
+
+SERVER_GPUS = 8
+"""GPUs per server assumed by ``plan`` estimates: groups larger than this cross the network."""
+DEFAULT_STORAGE_BYTES_PER_S = 2e9
+"""Checkpoint write bandwidth: 2 GB/s, a typical single NVMe-backed or network volume. State yours."""
+DEFAULT_OUTPUT_TOKENS = 256
+DEFAULT_PROMPT_TOKENS = 1024
+
+
+def _rate(out: dict[str, Any], key: str, value: float, ceiling: float | None, band: Band) -> None:
+    """A rate (higher is better): measured runs fell within ``[value*low, value*high]``."""
+    out[key] = value
+    out[f"{key}_low"] = value * band.low
+    out[f"{key}_high"] = value * band.high
+    if ceiling is not None:
+        out[f"{key}_ceiling"] = ceiling
+
+
+def _time(out: dict[str, Any], key: str, value: float, ceiling: float | None, band: Band) -> None:
+    """A duration (lower is better): the band of its rate, inverted."""
+    out[key] = value
+    out[f"{key}_low"] = value / band.high
+    out[f"{key}_high"] = value / band.low
+    if ceiling is not None:
+        out[f"{key}_ceiling"] = ceiling
+
+
+def train_layout(plan: Plan) -> TrainLayout:
+    lay = plan.layout
+    return TrainLayout(gpus=lay.gpus, tp=lay.tp, pp=lay.pp, cp=lay.cp, dp=lay.dp, ep=lay.ep, zero=lay.zero,
+                       virtual_stages=lay.virtual_stages, tp_overlap=lay.tp_overlap)
+
+
+def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int) -> ServingSetup:
+    from anchorgpu.planner import memory as mm
+    from anchorgpu.planner.inputs import KV_CACHE_DTYPES
+
+    model, lay = plan.model, plan.layout
+    assert isinstance(model, ModelSpec)
+    cached = prompt_tokens + output_tokens // 2
+    kv_seq = mm.kv_cache_bytes(model, context_tokens=cached, sequences=1, tp=lay.tp, pp=lay.pp, block_size=1,
+                               bytes_per_value=KV_CACHE_DTYPES[plan.precision.kv_cache])
+    return ServingSetup(
+        weights_bytes_per_gpu=plan.per_gpu.weights_bytes, kv_bytes_per_sequence_per_gpu=kv_seq,
+        precision=compute_precision_for_weights(plan.precision.weights or "bf16"), tp=lay.tp, pp=lay.pp,
+        replicas=lay.dp, max_num_batched_tokens=plan.workload.max_num_batched_tokens or 8192,
+        gpus_per_server=SERVER_GPUS)
+
+
+def saturation_concurrency(plan: Plan, setup: ServingSetup) -> int:
+    """Sequences the engine keeps running at once when requests never stop coming (offline benchmarks):
+    the KV capacity over the average cached length (paged caches fill as tokens arrive), at most the
+    engine's sequence cap, per replica."""
+    capacity = int(plan.breakdown.get("kv_cache_capacity_bytes", 0))
+    per_seq = max(1.0, setup.kv_bytes_per_sequence_per_gpu)
+    cap = plan.workload.max_num_seqs or 1024
+    return max(0, min(cap, int(capacity // per_seq))) * setup.replicas
+
+
+def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[str, Any],
+             assumptions: list[str], cal: Calibration) -> None:
+    assert plan.gpu is not None
+    band = cal.bands["serve"]
+    setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output)
+    conc = plan.workload.concurrency or 1
+    sat = saturation_concurrency(plan, setup)
+    est = serving_estimate(model, plan.gpu, setup, prompt_tokens=prompt, output_tokens=output, concurrency=conc,
+                           saturation_concurrency=max(sat, 1), cal=cal)
+    _time(out, "ttft_s", est.ttft_s, est.ttft_s_ceiling, band)
+    _time(out, "tpot_s", est.tpot_s, est.tpot_s_ceiling, band)
+    _rate(out, "output_tokens_per_s", est.output_tokens_per_s, est.output_tokens_per_s_ceiling, band)
+    _rate(out, "decode_tokens_per_s_per_user", est.decode_tokens_per_s_per_user, 1.0 / est.tpot_s_ceiling, band)
+    if sat >= 1:
+        _rate(out, "max_output_tokens_per_s", est.max_output_tokens_per_s, est.max_output_tokens_per_s_ceiling, band)
+    else:
+        out["max_output_tokens_per_s"] = None
+    out["saturation_concurrency"] = sat
+    out["decode_bound"] = est.bound
+    # names kept from the first contract
+    out["prefill_s"] = est.ttft_s
+    out["decode_tokens_per_s_total"] = est.output_tokens_per_s
+    k = cal.stack(plan.gpu)
+    assumptions.append(
+        f"serving at {conc} concurrent request(s) of {prompt:,} prompt + {output:,} output tokens with continuous "
+        f"batching and chunked prefill (each step carries prompt/output = {prompt / output:.2g} prefill tokens per "
+        f"output token); saturation at {sat:,} sequences (KV capacity at the average cached length, engine cap "
+        f"{plan.workload.max_num_seqs or 1024:,})")
+    assumptions.append(
+        f"calibrated {stack_of(plan.gpu).upper()} constants: memory reads at {k.decode_mbu:.0%} of "
+        f"{plan.gpu.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, batched products at {k.serve_matmul_efficiency:.0%} "
+        f"of the dense {setup.precision.upper()} peak, {k.per_step_s * 1e3:.2f} ms per step + "
+        f"{k.per_layer_step_s * 1e6:.0f} us per layer of fixed cost")
+
+
+def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[str, Any],
+              assumptions: list[str], warnings: list[tuple[str, str]], cal: Calibration) -> None:
+    assert plan.gpu is not None
+    band = cal.bands["train"]
+    w = plan.workload
+    precision = {"fp8": "fp8", "fp4": "fp4"}.get(w.train_precision, "bf16")
+    if precision != "bf16":
+        peak = peak_for(plan.gpu, precision)
+        if peak.precision != precision:
+            raise InvalidWorkload(f"--train-precision {precision}: {plan.gpu.name} has no {precision.upper()} "
+                                  "tensor cores")
+    seq = w.seq_tokens or 2048
+    batch = w.global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS
+    lay = train_layout(plan)
+    kind: TrainKind = "full" if w.task == "train" else "lora"
+    st = training_step(model, plan.gpu, lay, seq_tokens=seq, micro_batch=w.micro_batch or 1,
+                       global_batch_tokens=max(batch, lay.dp * (w.micro_batch or 1) * seq),
+                       recompute=w.recompute or "none", kind=kind, precision=precision,
+                       gpus_per_server=SERVER_GPUS, grad_bytes_per_value=w.grad_bytes_per_value, cal=cal)
+    _rate(out, "train_tokens_per_s", st.tokens_per_s, st.ceiling_tokens_per_s, band)
+    _rate(out, "train_tflops_per_gpu", st.tflops_per_gpu, st.peak_flops_per_s / 1e12, band)
+    _rate(out, "train_mfu", st.mfu, 1.0, band)
+    out["step_time_s"] = st.step_s
+    out["step_time_breakdown_s"] = dict(st.breakdown_s)
+    out["microbatches"] = st.microbatches
+    out["global_batch_tokens"] = st.tokens_per_step
+    out["pipeline_bubble_fraction"] = st.bubble_fraction
+    out["train_predicted_mfu"] = st.mfu  # name kept from the first contract
+    if train_tokens:
+        time_s = train_tokens / st.tokens_per_s
+        _time(out, "train_time_s", time_s, train_tokens / st.ceiling_tokens_per_s, band)
+        _time(out, "gpu_hours", time_s * lay.gpus / 3600.0, train_tokens / st.ceiling_tokens_per_s * lay.gpus / 3600,
+              band)
+    else:
+        out["train_time_s"] = None
+        out["gpu_hours"] = None
+    if batch != st.tokens_per_step:
+        assumptions.append(f"global batch {batch:,} tokens rounded up to whole micro-batches: {st.tokens_per_step:,} "
+                           f"tokens per step")
+    k = cal.stack(plan.gpu)
+    assumptions.append(
+        f"step = {st.microbatches} micro-batch(es) of {w.micro_batch or 1} x {seq:,} tokens per data-parallel rank"
+        f" ({st.tokens_per_step:,} tokens); {precision.upper()} products at a calibrated {k.fp8_matmul_efficiency if precision != 'bf16' else k.train_matmul_efficiency:.0%}"
+        f" of the dense peak for large shapes (less for h/tp = {model.hidden_size // lay.tp:,}); MFU counts 6·N·D plus "
+        "attention, as the Llama 3 paper does")
+    if lay.tp > 1:
+        link = group_link(plan.gpu, lay.tp, gpus_per_server=SERVER_GPUS)
+        assumptions.append(f"tensor-parallel traffic over {link.description}"
+                           + (", overlapped with the products" if lay.tp_overlap else ", not overlapped"))
+        if link.kind == "pcie":
+            warnings.append(("tp_over_pcie", f"TP={lay.tp} over PCIe on {plan.gpu.name}: collectives are slow"))
+        elif link.kind == "network":
+            warnings.append(("tp_across_nodes", f"TP={lay.tp} spans servers: collectives cross the network"))
+    if lay.pp > 1:
+        assumptions.append(f"pipeline bubble (p-1)/v = {lay.pp - 1}/{lay.virtual_stages} micro-batch times per step "
+                           f"({st.bubble_fraction:.1%} of it)")
+
+
+def plan_performance(
+    plan: Plan, *, prompt_tokens: int | None = None, output_tokens: int | None = None,
+    train_tokens: int | None = None, storage_bytes_per_s: float = DEFAULT_STORAGE_BYTES_PER_S,
+    mfu: float | None = None, mbu: float | None = None,
+) -> dict[str, Any]:
+    """Speed, time and checkpoint figures for a plan, as the ``performance`` JSON section.
+
+    Serving: ``prompt_tokens``/``output_tokens`` default to the workload's, else 1,024 and 256 (within
+    the context). Training: ``train_tokens`` gives ``train_time_s`` and ``gpu_hours``. Without a GPU, or
+    for a diffusion pipeline, the figures are null and ``assumptions`` says why.
+
+    >>> from anchorgpu.planner import Workload, plan
+    >>> from anchorgpu.planner._examples import llama_3_1_8b
+    >>> from anchorgpu.planner.speed._toys import toy_gpu
+    >>> s = plan_performance(plan(llama_3_1_8b(), Workload(context_tokens=4096, concurrency=8), gpu=toy_gpu()))
+    >>> s["tpot_s_low"] <= s["tpot_s"] <= s["tpot_s_high"], s["output_tokens_per_s"] < s["output_tokens_per_s_ceiling"]
+    (True, True)
+    """
+    for name, value in (("prompt", prompt_tokens), ("output-tokens", output_tokens), ("tokens", train_tokens)):
+        if value is not None and value < 1:
+            raise InvalidWorkload(f"--{name} {value}: must be at least 1")
+    model, gpu, w = plan.model, plan.gpu, plan.workload
+    assumptions: list[str] = []
+    warnings: list[tuple[str, str]] = []
+    cal = calibrated(Overrides(mfu=mfu, mbu=mbu))
+    if mfu is not None or mbu is not None:
+        assumptions.append("efficiencies given by the user replace the calibrated ones: "
+                           + ", ".join(f"{n} {v:g}" for n, v in (("mfu", mfu), ("mbu", mbu)) if v is not None))
+    out: dict[str, Any] = {"calibration_version": cal.version}
+    if not isinstance(model, ModelSpec):
+        assumptions.append("speed is not estimated for diffusion pipelines")
+    elif gpu is None:
+        assumptions.append("no GPU named: speed needs a GPU (--gpu)")
+    elif plan.fits is False:
+        assumptions.append("the plan does not fit: no speed is predicted for a configuration that cannot run")
+    elif w.task == "inference":
+        ctx = w.context_tokens or model.max_context_tokens
+        output = output_tokens or w.output_tokens or min(DEFAULT_OUTPUT_TOKENS, max(1, ctx // 2))
+        prompt = prompt_tokens or w.prompt_tokens or max(1, min(DEFAULT_PROMPT_TOKENS, ctx - output))
+        precision = compute_precision_for_weights(plan.precision.weights or "bf16")
+        choice = peak_for(gpu, precision)
+        if choice.warning:
+            warnings.append(choice.warning)
+        out["compute_precision"] = choice.precision
+        _serving(plan, model, prompt, output, out, assumptions, cal)
+        out["checkpoint_bytes"] = plan.checkpoint_bytes or int(plan.breakdown.get("weights_whole_model_bytes", 0))
+    else:
+        out["compute_precision"] = {"fp8": "fp8", "fp4": "fp4"}.get(w.train_precision, "bf16")
+        _training(plan, model, train_tokens, out, assumptions, warnings, cal)
+        ckpt = plan.checkpoint_bytes or int(plan.breakdown.get("weights_whole_model_bytes", 0))
+        out["checkpoint_bytes"] = ckpt
+        out["checkpoint_write_s"] = ckpt / storage_bytes_per_s
+        assumptions.append(f"checkpoint written at {storage_bytes_per_s / 1e9:g} GB/s")
+    out["assumptions"] = assumptions
+    out["warnings"] = [{"code": c, "message": m} for c, m in warnings]
+    return out
+
+
+def attach_performance(plan: Plan, **options: Any) -> Plan:
+    """``plan`` with its ``performance`` section under ``Plan.extra`` (what ``plan_to_json`` emits)."""
+    return replace(plan, extra={**plan.extra, "performance": plan_performance(plan, **options)})

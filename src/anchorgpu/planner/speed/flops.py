@@ -1,0 +1,112 @@
+"""FLOPs per token: forward matrix products, attention, prefill and training. Pure; stdlib only.
+
+Conventions follow the papers whose utilisation figures we compare with (Narayanan et al. 2021,
+Korthikanti et al. 2022, PaLM appendix B, the Llama 3 paper's MFU): a multiply-add is 2 FLOPs, the
+attention score and value products are counted over the **whole** sequence for training MFU
+(``12*L*a*d*s`` per token) and causally (half of that) for prefill, and a backward pass costs twice its
+forward pass.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from anchorgpu.architectures.spec import ModelSpec
+
+__all__ = [
+    "Recompute",
+    "TrainKind",
+    "attention_flops_per_token",
+    "forward_matmul_params",
+    "prefill_flops",
+    "training_flops_per_token",
+]
+
+Recompute = Literal["none", "selective", "full"]
+TrainKind = Literal["full", "lora"]
+
+
+def forward_matmul_params(model: ModelSpec) -> int:
+    """Parameters a token multiplies through in one forward pass (MoE: active experts only).
+
+    ``params_active - embeddings - position_embeddings + (V*h if the head is tied)``: embedding lookups
+    are gathers, not matrix products; the LM head is a product whether or not it is tied.
+    """
+    tied_head = model.vocab_size * model.hidden_size if model.params.head == 0 else 0
+    return model.params_active - model.params.embeddings - model.params.position_embeddings + tied_head
+
+
+def _attention_dims(model: ModelSpec) -> tuple[int, int]:
+    """(query-key dim, value dim) per head, MLA included (DeepSeek: nope + rope, v_head_dim)."""
+    if model.mla is not None:
+        return model.mla.qk_nope_head_dim + model.mla.qk_rope_head_dim, model.mla.v_head_dim
+    return model.head_dim, model.head_dim
+
+
+def attention_flops_per_token(model: ModelSpec, context_tokens: int, *, causal: bool) -> float:
+    """Forward FLOPs of the score (QK^T) and value (AV) products for one token, averaged over a sequence.
+
+    Per layer and head, a token attending to ``n`` earlier tokens costs ``2*n*(d_qk + d_v)``. Over a
+    sequence of ``s`` tokens the average ``n`` is ``s`` when every pair is counted (the MFU convention
+    of Narayanan et al. 2021 and PaLM: ``4*L*h*s`` per token for d_qk = d_v = h/a) and ``s/2`` causally.
+    Sliding-window layers cap ``n`` at their window.
+
+    >>> from anchorgpu.planner.speed._toys import toy_model
+    >>> attention_flops_per_token(toy_model(), 1000, causal=False)  # 4 * L * h * s = 4*2*64*1000
+    512000.0
+    """
+    d_qk, d_v = _attention_dims(model)
+    per_pair = 2.0 * model.num_attention_heads * (d_qk + d_v)
+    total = 0.0
+    for window in model.layer_windows or (None,) * model.num_layers:
+        span = float(context_tokens if window is None else min(window, context_tokens))
+        if causal:
+            if window is None or window >= context_tokens:
+                span = context_tokens / 2.0
+            else:  # average over positions 1..s of min(i, window)
+                w = float(window)
+                span = (w * (w + 1) / 2 + (context_tokens - w) * w) / context_tokens
+        total += per_pair * span
+    return total
+
+
+def prefill_flops(model: ModelSpec, prompt_tokens: int, batch: int = 1) -> float:
+    """Forward FLOPs to read ``batch`` prompts of ``prompt_tokens``: ``2*P_matmul*tokens`` + causal attention.
+
+    Source: formulas.md item 9 (``2*P_active*tokens`` plus an attention term, halved by causal kernels).
+
+    >>> from anchorgpu.planner.speed._toys import toy_model
+    >>> prefill_flops(toy_model(), 10) == 2 * forward_matmul_params(toy_model()) * 10 + 10 * 2 * 4 * 64 * 5
+    True
+    """
+    tokens = prompt_tokens * batch
+    return 2.0 * forward_matmul_params(model) * tokens + tokens * attention_flops_per_token(
+        model, prompt_tokens, causal=True)
+
+
+def training_flops_per_token(
+    model: ModelSpec, seq_tokens: int, *, recompute: Recompute = "none", kind: TrainKind = "full"
+) -> tuple[float, float]:
+    """(model FLOPs, hardware FLOPs) per trained token.
+
+    Model FLOPs = ``6*P_matmul`` + ``3 *`` forward attention over the whole sequence: the ``6*P*D`` rule
+    (Kaplan et al. 2020; Brown et al. 2020 Table D.1) with the attention term of Narayanan et al. 2021 /
+    PaLM appendix B, which is how published MFU figures are counted. LoRA trains no base weight, so its
+    backward pass computes activation gradients only: ``4*P`` instead of ``6*P``. Hardware FLOPs add one
+    more forward pass with full recompute and the attention forward under selective recompute
+    (Korthikanti et al. 2022, section 5).
+
+    >>> from anchorgpu.planner.speed._toys import toy_model
+    >>> m = toy_model(); p = forward_matmul_params(m)
+    >>> model_f, hw_f = training_flops_per_token(m, 100, recompute="full")
+    >>> model_f == 6 * p + 3 * attention_flops_per_token(m, 100, causal=False)
+    True
+    >>> hw_f - model_f == 2 * p + attention_flops_per_token(m, 100, causal=False)
+    True
+    """
+    matmul = float(forward_matmul_params(model))
+    attn = attention_flops_per_token(model, seq_tokens, causal=False)
+    passes = 3.0 if kind == "full" else 2.0
+    model_flops = passes * (2.0 * matmul + attn)
+    extra = {"none": 0.0, "selective": attn, "full": 2.0 * matmul + attn}[recompute]
+    return model_flops, model_flops + extra

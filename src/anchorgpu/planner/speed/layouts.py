@@ -1,0 +1,168 @@
+"""Layouts chosen for the user: the fastest training layout that fits, the cheapest serving layout. Pure.
+
+Training: every combination of tensor parallelism inside one server, context parallelism (long sequences
+only), pipeline stages, data parallelism, ZeRO stage (1: distributed optimizer; 3: FSDP), interleaved
+chunks, activation recompute and micro-batch is ranked by the predicted step time of
+:func:`~anchorgpu.planner.speed.training.training_step`; the memory planner then checks them fastest first
+and the first that fits is the answer. Whatever the user fixed is kept.
+
+Serving: without a GPU count, the fewest GPUs (TP inside a server, then pipeline stages across servers)
+that hold the requested concurrency; with a GPU count, the planner's default layout, else the first that fits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Recompute, Workload
+from anchorgpu.planner.speed.calibration import calibration
+from anchorgpu.planner.speed.flops import TrainKind
+from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
+
+if TYPE_CHECKING:
+    from anchorgpu.planner.plan import Plan
+
+__all__ = ["Choice", "choose_serving_layout", "choose_training_layout"]
+
+SERVER_GPUS = 8
+MICRO_BATCHES: tuple[int, ...] = (1, 2, 4, 8)
+RECOMPUTES: tuple[Recompute, ...] = ("none", "selective", "full")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Choice:
+    """The chosen inputs and the sentence that says why."""
+
+    layout: Layout
+    workload: Workload
+    reason: str
+
+
+def _tp_ok(model: ModelSpec, tp: int) -> bool:
+    if model.num_attention_heads % tp:
+        return False
+    return model.mla is not None or model.num_kv_heads % tp == 0 or tp % model.num_kv_heads == 0
+
+
+def _divisors(n: int, limit: int) -> list[int]:
+    return [d for d in range(1, min(n, limit) + 1) if n % d == 0]
+
+
+def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: int, batch: int
+                ) -> list[tuple[TrainLayout, int, Recompute]]:
+    # any explicit layout flag keeps the rest of the split as before (TP, PP, CP 1; DP the rest)
+    explicit = any(x is not None for x in (given.tp, given.pp, given.dp, given.cp, given.zero)) or given.fsdp
+    tps = [given.tp or 1] if explicit or given.tp else [
+        t for t in (1, 2, 4, 8) if t <= min(gpus, SERVER_GPUS) and _tp_ok(model, t)]
+    cps = [given.cp or 1] if explicit or given.cp else (
+        [c for c in (1, 2, 4, 8) if seq % c == 0 and seq // c >= 4096] if seq >= 16384 else [1])
+    fixed_zero = 3 if given.fsdp else given.zero
+    out: list[tuple[TrainLayout, int, Recompute]] = []
+    mbs = [w.micro_batch] if w.micro_batch else list(MICRO_BATCHES)
+    rcs: list[Recompute] = [w.recompute] if w.recompute else list(RECOMPUTES)
+    for tp in tps:
+        for cp in cps:
+            if gpus % (tp * cp):
+                continue
+            rest = gpus // (tp * cp)
+            pps = [given.pp or 1] if explicit or given.pp else [p for p in _divisors(rest, 64) if p <= model.num_layers
+                                               and (p == 1 or p & (p - 1) == 0)]
+            for pp in pps:
+                if rest % pp:
+                    continue
+                dp = rest // pp
+                if given.dp and given.dp != dp:
+                    continue
+                zeros = [fixed_zero] if fixed_zero is not None else ([1, 3] if dp * cp > 1 else [0])
+                per_stage = model.num_layers // pp if model.num_layers % pp == 0 else 0
+                vs = [given.virtual_stages] if given.virtual_stages else (
+                    [1] + [v for v in (2, 4, 5, 8, 10) if pp > 1 and per_stage and per_stage % v == 0])
+                for zero in zeros:
+                    if zero == 3 and pp > 1:
+                        continue  # FSDP with pipelining is rare and not what an engineer reaches for first
+                    for v in vs:
+                        if v > 1 and pp == 1:
+                            continue
+                        for mb in mbs:
+                            if dp * mb * seq > batch:
+                                continue
+                            for rc in rcs:
+                                out.append((TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=given.ep or 1,
+                                                        zero=zero, virtual_stages=v, tp_overlap=given.tp_overlap),
+                                            mb, rc))
+    return out
+
+
+def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPlan, given: Layout, gpu: GpuSpec,
+                           overheads: Overheads) -> tuple[Choice, Plan] | None:
+    """The fastest layout that fits ``gpu`` (and the plan of it), or ``None`` when none does."""
+    from anchorgpu.planner.plan import plan
+
+    gpus = given.gpus or 1
+    seq = w.seq_tokens or min(model.max_context_tokens, 2048)
+    batch = w.global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS
+    cal = calibration()
+    kind: TrainKind = "full" if w.task == "train" else "lora"
+    prec = {"fp8": "fp8", "fp4": "fp4"}.get(w.train_precision, "bf16")
+    ranked: list[tuple[float, int, TrainLayout, int, Recompute]] = []
+    for i, (lay, mb, rc) in enumerate(_candidates(model, w, given, gpus, seq, max(batch, 1))):
+        try:
+            st = training_step(model, gpu, lay, seq_tokens=seq, micro_batch=mb,
+                               global_batch_tokens=max(batch, lay.dp * mb * seq), recompute=rc, kind=kind,
+                               precision=prec, cal=cal)
+        except InvalidWorkload:
+            continue
+        ranked.append((-st.tokens_per_s, i, lay, mb, rc))
+    ranked.sort()
+    for _, _, lay, mb, rc in ranked:
+        layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=given.ep, cp=lay.cp,
+                        virtual_stages=lay.virtual_stages, zero=lay.zero, fsdp=given.fsdp, offload=given.offload,
+                        tp_overlap=lay.tp_overlap)
+        work = replace(w, micro_batch=mb, recompute=rc, seq_tokens=seq)
+        try:
+            p = plan(model, work, precision=precision, layout=layout, gpu=gpu, overheads=overheads, suggest=False)
+        except InvalidWorkload:
+            continue
+        if p.fits:
+            parts = [f"TP {lay.tp}", f"PP {lay.pp}" + (f" (v {lay.virtual_stages})" if lay.virtual_stages > 1 else ""),
+                     f"CP {lay.cp}", f"DP {lay.dp}",
+                     {0: "no sharding", 1: "ZeRO-1 (distributed optimizer)", 2: "ZeRO-2", 3: "FSDP / ZeRO-3"}[lay.zero],
+                     f"recompute {rc}", f"micro-batch {mb}"]
+            fixed = [name for name, value in (("tp", given.tp), ("pp", given.pp), ("dp", given.dp), ("cp", given.cp),
+                                              ("zero", given.zero if not given.fsdp else 3),
+                                              ("virtual-stages", given.virtual_stages), ("micro-batch", w.micro_batch),
+                                              ("recompute", w.recompute)) if value is not None]
+            reason = (f"Layout chosen: {', '.join(parts)} - the fastest of {len(ranked)} candidates that fits "
+                      f"{gpu.name}" + (f" (kept as given: {', '.join('--' + f for f in fixed)})" if fixed else "")
+                      + "; tensor parallelism stays inside one server.")
+            return Choice(layout=layout, workload=work, reason=reason), p
+    return None
+
+
+def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPlan, given: Layout, gpu: GpuSpec,
+                          overheads: Overheads) -> tuple[Choice, Plan] | None:
+    """The fewest GPUs whose layout holds the requested concurrency, TP first inside one server."""
+    from anchorgpu.planner.plan import plan
+
+    want = w.concurrency or 1
+    for gpus in (1, 2, 4, 8, 16, 32, 64):
+        tp = min(gpus, SERVER_GPUS)
+        while tp > 1 and not _tp_ok(model, tp):
+            tp //= 2
+        pp = gpus // tp
+        if pp > model.num_layers or tp * pp != gpus:
+            continue
+        layout = Layout(gpus=gpus, tp=tp, pp=pp, dp=1)
+        try:
+            p = plan(model, w, precision=precision, layout=layout, gpu=gpu, overheads=overheads, suggest=False)
+        except InvalidWorkload:
+            continue
+        if p.fits and (p.max_concurrency or 0) >= want:
+            reason = (f"Layout chosen: {gpus} GPU{'s' if gpus > 1 else ''} (TP {tp}, PP {pp}) - the fewest "
+                      f"{gpu.name} that hold {want:,} sequence{'s' if want > 1 else ''}; pass --gpus to choose")
+            return Choice(layout=layout, workload=w, reason=reason), p
+    return None

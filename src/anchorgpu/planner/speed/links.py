@@ -1,0 +1,200 @@
+"""Peaks, links and collectives: the datasheet figures a step is bound by, and what moving bytes costs. Pure.
+
+Datasheet link bandwidths are bidirectional per GPU; a ring or a point-to-point transfer sends one
+direction at a time, so half is used, at the stated ``link_efficiency`` (nccl-tests bus bandwidth is
+typically 75-85% of the link rate). Each collective also pays a fixed latency by link kind.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner.speed.calibration import calibration
+
+__all__ = [
+    "ComputePrecision",
+    "Link",
+    "PeakChoice",
+    "all_gather_s",
+    "all_to_all_s",
+    "allreduce_s",
+    "compute_precision_for_weights",
+    "group_link",
+    "p2p_s",
+    "peak_for",
+    "reduce_scatter_s",
+    "tp_link",
+]
+
+ComputePrecision = Literal["bf16", "fp8", "fp4"]
+SCALE_UP_FALLBACK_BYTES_PER_S = 64e9
+"""PCIe Gen4 x16 (bidirectional) when a GPU lists no PCIe figure."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PeakChoice:
+    """The dense peak the estimate divides by, the precision it belongs to, and why, if it fell back."""
+
+    flops_per_s: float
+    precision: str
+    requested: str
+    warning: tuple[str, str] | None = None
+
+
+def compute_precision_for_weights(weights_format: str) -> ComputePrecision:
+    """The matrix-multiply precision a weight format runs at.
+
+    FP8 weights run W8A8 at the FP8 rate; MXFP4/NVFP4 at the FP4 rate where hardware has it; every
+    other format (bf16/fp16, int8, GPTQ/AWQ int4, NF4, GGUF) is weight-only: dequantised to 16 bit and
+    multiplied at the BF16 rate.
+
+    >>> compute_precision_for_weights("nvfp4"), compute_precision_for_weights("int4-awq")
+    ('fp4', 'bf16')
+    """
+    fmt = weights_format.lower()
+    if fmt.startswith("fp8"):
+        return "fp8"
+    if fmt in ("mxfp4", "nvfp4"):
+        return "fp4"
+    return "bf16"
+
+
+def peak_for(gpu: GpuSpec, precision: str) -> PeakChoice:
+    """Dense peak of ``precision`` (bf16/fp16, fp8 or fp4) on ``gpu``: FP8 only where ``gpu.fp8_hardware``,
+    FP4 only where ``gpu.fp4_hardware``, otherwise the BF16 peak with a warning whose code is in the
+    planner's registry.
+
+    >>> from anchorgpu.planner.speed._toys import toy_gpu
+    >>> peak_for(toy_gpu(), "fp4").warning[0]
+    'fp4_weight_only_emulation'
+    """
+    wanted = precision.lower()
+    if wanted in ("fp16", "bf16", "float16", "bfloat16"):
+        wanted = "bf16"
+    if wanted not in ("bf16", "fp8", "fp4"):
+        raise InvalidWorkload(f"compute precision {precision!r}: expected bf16, fp16, fp8 or fp4")
+    warning: tuple[str, str] | None = None
+    if wanted == "fp8" and not gpu.fp8_hardware:
+        warning = ("fp8_without_hardware", f"{gpu.name} has no FP8 tensor cores: speed estimated at the BF16 rate")
+    elif wanted == "fp4" and not gpu.fp4_hardware:
+        warning = ("fp4_weight_only_emulation",
+                   f"{gpu.name} has no FP4 math: FP4 weights are dequantized, speed at the BF16 rate")
+    if warning is None:
+        rate = gpu.peak_flops_per_s(wanted)
+        if rate is not None:
+            return PeakChoice(flops_per_s=rate, precision=wanted, requested=precision)
+        if wanted != "bf16":
+            warning = ("kernel_support_unchecked",
+                       f"{gpu.name}: no published dense {wanted.upper()} peak, speed estimated at the BF16 rate")
+    rate = gpu.peak_flops_per_s("bf16")
+    if rate is None:
+        raise InvalidWorkload(f"{gpu.name}: no published dense BF16 peak, so speed cannot be estimated")
+    return PeakChoice(flops_per_s=rate, precision="bf16", requested=precision, warning=warning)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Link:
+    """A path between GPUs: its kind, one-direction bandwidth and per-collective latency."""
+
+    kind: Literal["scale-up", "pcie", "network", "none"]
+    bytes_per_s: float  # one direction
+    latency_s: float
+    description: str
+
+
+def _network(network_bytes_per_s: float | None) -> Link:
+    cal = calibration()
+    bw = network_bytes_per_s if network_bytes_per_s is not None else cal.network_bytes_per_s
+    return Link(kind="network", bytes_per_s=bw, latency_s=cal.latency_s["network"],
+                description=f"network between servers, {bw * 8 / 1e9:.0f} Gb/s per GPU")
+
+
+def group_link(gpu: GpuSpec, span_gpus: int, *, gpus_per_server: int | None = 8,
+               network_bytes_per_s: float | None = None) -> Link:
+    """The slowest link a group of ranks crosses when its members lie within ``span_gpus`` consecutive GPUs.
+
+    Inside one server: the scale-up link (NVLink / Infinity Fabric) when the span fits its domain
+    (``scaleup_domain_gpus``: 8 on HGX/OAM boards, 72 on NVL72 racks, 2 on bridged PCIe pairs), else PCIe.
+    Past one server (or past the scale-up domain where that is larger): the network.
+
+    >>> from anchorgpu.planner.speed._toys import toy_gpu
+    >>> group_link(toy_gpu(), 8).kind, group_link(toy_gpu(), 8).bytes_per_s
+    ('scale-up', 450000000000.0)
+    >>> group_link(toy_gpu(), 16).kind
+    'network'
+    """
+    cal = calibration()
+    if span_gpus <= 1:
+        return Link(kind="none", bytes_per_s=math.inf, latency_s=0.0, description="single GPU")
+    domain = gpu.scaleup_domain_gpus if gpu.interconnect_bandwidth_bytes_per_s else 1
+    server = max(gpus_per_server or 8, domain if domain > 8 else 0)
+    if span_gpus > server:
+        return _network(network_bytes_per_s)
+    if gpu.interconnect_bandwidth_bytes_per_s and domain > 1 and span_gpus <= domain:
+        return Link(kind="scale-up", bytes_per_s=gpu.interconnect_bandwidth_bytes_per_s / 2,
+                    latency_s=cal.latency_s["scale-up"], description=gpu.interconnect)
+    pcie = gpu.pcie_bandwidth_bytes_per_s or SCALE_UP_FALLBACK_BYTES_PER_S
+    return Link(kind="pcie", bytes_per_s=pcie / 2, latency_s=cal.latency_s["pcie"],
+                description=f"PCIe {gpu.pcie_gen}".strip())
+
+
+def tp_link(gpu: GpuSpec, tp: int, *, gpus_per_server: int | None = None,
+            network_bytes_per_s: float | None = None) -> Link:
+    """The link tensor-parallel collectives cross for ``tp`` adjacent ranks (see :func:`group_link`).
+
+    >>> from anchorgpu.planner.speed._toys import toy_gpu
+    >>> tp_link(toy_gpu(), 16, gpus_per_server=8).kind
+    'network'
+    """
+    return group_link(gpu, tp, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
+
+
+def _eff(efficiency: float | None) -> float:
+    return calibration().link_efficiency if efficiency is None else efficiency
+
+
+def allreduce_s(message_bytes: float, ranks: int, link: Link, *, efficiency: float | None = None) -> float:
+    """Ring all-reduce: ``latency + 2*(n-1)/n * bytes / (bandwidth * efficiency)``.
+
+    Source: the ring algorithm moves ``2*(n-1)/n`` of the message through each GPU's link (Patarasuk &
+    Yuan 2009; NCCL's "bus bandwidth" definition).
+
+    >>> round(allreduce_s(1e9, 2, Link(kind="pcie", bytes_per_s=1e9, latency_s=0.0, description=""), efficiency=0.8), 3)
+    1.25
+    >>> allreduce_s(1e9, 1, Link(kind="none", bytes_per_s=1.0, latency_s=1.0, description=""))
+    0.0
+    """
+    if ranks <= 1 or message_bytes <= 0:
+        return 0.0
+    return link.latency_s + 2.0 * (ranks - 1) / ranks * message_bytes / (link.bytes_per_s * _eff(efficiency))
+
+
+def reduce_scatter_s(message_bytes: float, ranks: int, link: Link, *, efficiency: float | None = None) -> float:
+    """Ring reduce-scatter (and, equally, all-gather) of a ``message_bytes`` tensor: half an all-reduce.
+
+    >>> l = Link(kind="pcie", bytes_per_s=1e9, latency_s=0.0, description="")
+    >>> reduce_scatter_s(1e9, 4, l, efficiency=1.0) * 2 == allreduce_s(1e9, 4, l, efficiency=1.0)
+    True
+    """
+    if ranks <= 1 or message_bytes <= 0:
+        return 0.0
+    return link.latency_s + (ranks - 1) / ranks * message_bytes / (link.bytes_per_s * _eff(efficiency))
+
+
+all_gather_s = reduce_scatter_s
+
+
+def all_to_all_s(bytes_per_rank: float, ranks: int, link: Link, *, efficiency: float | None = None) -> float:
+    """All-to-all where each rank holds ``bytes_per_rank`` and keeps ``1/n`` of it: ``(n-1)/n`` crosses the link."""
+    return reduce_scatter_s(bytes_per_rank, ranks, link, efficiency=efficiency)
+
+
+def p2p_s(message_bytes: float, link: Link, *, efficiency: float | None = None) -> float:
+    """One point-to-point transfer (pipeline stages, ring-attention hops)."""
+    if message_bytes <= 0 or link.kind == "none":
+        return 0.0
+    return link.latency_s + message_bytes / (link.bytes_per_s * _eff(efficiency))

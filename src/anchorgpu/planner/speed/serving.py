@@ -1,0 +1,203 @@
+"""Serving speed under continuous batching with chunked prefill. Pure; stdlib only.
+
+A decode step for ``B`` running sequences (and the prefill tokens that share it) costs, per replica:
+
+* **fixed**: the engine's per-step cost (scheduling, sampling) plus a per-layer cost for kernel launches
+  and synchronisation - what bounds one-user speeds of large and MoE models;
+* **weights**: the larger of reading the weights this GPU holds (MoE: the dense part plus the experts the
+  step's tokens are routed to) at the achieved bandwidth, and the batched products at the achieved peak;
+* **attention**: the larger of reading every sequence's KV cache (MLA latents and sliding windows as the
+  cache holds them) and the attention arithmetic;
+* **tensor parallelism**: two all-reduces per layer of the step's tokens, each with its latency;
+* pipeline stages run one after another for a token: the per-GPU work is paid ``pp`` times.
+
+At a steady state every request needs ``I`` prompt tokens per ``O`` output tokens, so a step that emits
+``B`` tokens also carries ``B * I / O`` prefill tokens (chunked prefill shares the step). Time to first
+token is the prompt's chunks, each sharing a step with the other running sequences.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner.speed.calibration import Calibration, calibration
+from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_matmul_params
+from anchorgpu.planner.speed.links import Link, allreduce_s, group_link, peak_for
+
+__all__ = ["DecodeStep", "ServingEstimate", "ServingSetup", "decode_step", "moe_expert_fraction_read",
+           "serving_estimate"]
+
+ACTIVATION_BYTES = 2
+
+
+def moe_expert_fraction_read(model: ModelSpec, batch_tokens: float) -> float:
+    """Expected fraction of routed experts a step touches: ``1 - (1 - k/E)^T`` for ``T`` tokens.
+
+    Assumes uniform, independent routing (real routers are skewed, which lowers the fraction).
+
+    >>> from anchorgpu.planner.speed._toys import toy_model
+    >>> moe_expert_fraction_read(toy_model(), 64)
+    1.0
+    """
+    if model.moe is None:
+        return 1.0
+    k, e = model.moe.experts_per_token, model.moe.num_experts
+    return float(1.0 - (1.0 - k / e) ** max(batch_tokens, 1.0))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServingSetup:
+    """One replica's serving configuration: what each GPU holds and how the replica is split."""
+
+    weights_bytes_per_gpu: float
+    kv_bytes_per_sequence_per_gpu: float  # at the average cached length
+    precision: str = "bf16"  # matmul precision of the weights (fp8 / fp4 / bf16)
+    tp: int = 1
+    pp: int = 1
+    replicas: int = 1
+    max_num_batched_tokens: int = 8192
+    gpus_per_server: int = 8
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DecodeStep:
+    """One step of a replica: its time by part and the bound that held."""
+
+    step_s: float
+    fixed_s: float
+    weights_s: float
+    attention_s: float
+    communication_s: float
+    bound: str  # "memory", "compute" or "fixed"
+
+
+def _link(gpu: GpuSpec, setup: ServingSetup) -> Link:
+    return group_link(gpu, setup.tp, gpus_per_server=setup.gpus_per_server)
+
+
+def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: float, prefill_tokens: float = 0.0,
+                prompt_tokens: int = 0, cached_tokens: int = 1, cal: Calibration | None = None,
+                ideal: bool = False) -> DecodeStep:
+    """A step of ``batch`` decoding sequences plus ``prefill_tokens`` prompt tokens on one replica.
+
+    ``ideal`` gives the roofline ceiling: datasheet peaks and bandwidth, no fixed cost, no latency.
+
+    >>> from anchorgpu.planner.speed._toys import toy_gpu, toy_model
+    >>> s = ServingSetup(weights_bytes_per_gpu=1e9, kv_bytes_per_sequence_per_gpu=1e6)
+    >>> one, many = (decode_step(toy_model(), toy_gpu(), s, batch=b) for b in (1, 64))
+    >>> one.step_s < many.step_s < 64 * one.step_s
+    True
+    """
+    cal = cal or calibration()
+    k = cal.stack(gpu)
+    mbu = 1.0 if ideal else k.decode_mbu
+    mm_eff = 1.0 if ideal else k.serve_matmul_efficiency
+    att_eff = 1.0 if ideal else k.attention_efficiency
+    bw = gpu.memory_bandwidth_bytes_per_s
+    tokens = batch + prefill_tokens
+    weights = setup.weights_bytes_per_gpu
+    if model.moe is not None and model.params_total:
+        routed = model.params.experts / model.params_total
+        weights *= 1 - routed + routed * moe_expert_fraction_read(model, tokens)
+    split = setup.tp * setup.pp
+    peak = peak_for(gpu, setup.precision).flops_per_s
+    bf16 = peak_for(gpu, "bf16").flops_per_s
+    matmul_s = tokens * 2.0 * forward_matmul_params(model) / split / (peak * mm_eff)
+    weights_s = max(weights / (bw * mbu), matmul_s)
+    kv_s = batch * setup.kv_bytes_per_sequence_per_gpu / (bw * mbu)
+    attn_flops = batch * attention_flops_per_token(model, 2 * cached_tokens, causal=True)
+    if prefill_tokens and prompt_tokens:
+        attn_flops += prefill_tokens * attention_flops_per_token(model, prompt_tokens, causal=True)
+    attention_s = max(kv_s, attn_flops / split / (bf16 * att_eff))
+    per_gpu = setup.pp * (weights_s + attention_s)
+    comm = 0.0
+    if setup.tp > 1:
+        link = _link(gpu, setup)
+        if ideal:
+            link = Link(kind=link.kind, bytes_per_s=link.bytes_per_s, latency_s=0.0, description=link.description)
+        comm = 2 * model.num_layers * allreduce_s(tokens * model.hidden_size * ACTIVATION_BYTES, setup.tp, link,
+                                                  efficiency=1.0 if ideal else cal.link_efficiency)
+    fixed = 0.0 if ideal else k.per_step_s + model.num_layers * k.per_layer_step_s
+    step = fixed + per_gpu + comm
+    memory_part = weights / (bw * mbu) + kv_s
+    compute_part = matmul_s + attn_flops / split / (bf16 * att_eff)
+    bound = "fixed" if fixed > per_gpu else ("memory" if memory_part >= compute_part else "compute")
+    return DecodeStep(step_s=step, fixed_s=fixed, weights_s=setup.pp * weights_s, attention_s=setup.pp * attention_s,
+                      communication_s=comm, bound=bound)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServingEstimate:
+    """Serving figures at the requested concurrency and at saturation, with the ceilings beside them."""
+
+    concurrency: int
+    per_replica: int
+    ttft_s: float
+    tpot_s: float
+    output_tokens_per_s: float
+    decode_tokens_per_s_per_user: float
+    saturation_concurrency: int
+    max_output_tokens_per_s: float
+    bound: str
+    ttft_s_ceiling: float
+    tpot_s_ceiling: float
+    output_tokens_per_s_ceiling: float
+    max_output_tokens_per_s_ceiling: float
+
+
+def _steady(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, batch: int, prompt: int, output: int,
+            cal: Calibration, ideal: bool) -> DecodeStep:
+    cached = prompt + output // 2
+    return decode_step(model, gpu, setup, batch=batch, prefill_tokens=batch * prompt / output,
+                       prompt_tokens=prompt, cached_tokens=cached, cal=cal, ideal=ideal)
+
+
+def _ttft(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, others: int, prompt: int, output: int,
+          cal: Calibration, ideal: bool) -> float:
+    budget = max(1, setup.max_num_batched_tokens - others)
+    chunks = math.ceil(prompt / budget)
+    chunk = min(prompt, budget)
+    step = decode_step(model, gpu, setup, batch=others, prefill_tokens=chunk, prompt_tokens=prompt,
+                       cached_tokens=prompt + output // 2, cal=cal, ideal=ideal)
+    return chunks * step.step_s
+
+
+def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, prompt_tokens: int, output_tokens: int,
+                     concurrency: int, saturation_concurrency: int, cal: Calibration | None = None) -> ServingEstimate:
+    """TTFT, TPOT and tokens/s at ``concurrency`` (over all replicas) and at ``saturation_concurrency``.
+
+    >>> from anchorgpu.planner.speed._toys import toy_gpu, toy_model
+    >>> s = ServingSetup(weights_bytes_per_gpu=1e9, kv_bytes_per_sequence_per_gpu=1e6)
+    >>> e = serving_estimate(toy_model(), toy_gpu(), s, prompt_tokens=100, output_tokens=50, concurrency=4,
+    ...                      saturation_concurrency=256)
+    >>> e.output_tokens_per_s < e.max_output_tokens_per_s <= e.max_output_tokens_per_s_ceiling
+    True
+    """
+    if prompt_tokens < 1 or output_tokens < 1 or concurrency < 1:
+        raise InvalidWorkload("prompt, output tokens and concurrency must each be at least 1")
+    cal = cal or calibration()
+    per_replica = math.ceil(concurrency / setup.replicas)
+    sat_replica = max(1, saturation_concurrency // setup.replicas)
+    out: dict[str, float] = {}
+    for ideal in (False, True):
+        step = _steady(model, gpu, setup, per_replica, prompt_tokens, output_tokens, cal, ideal)
+        sat = _steady(model, gpu, setup, sat_replica, prompt_tokens, output_tokens, cal, ideal)
+        suffix = "_ceiling" if ideal else ""
+        out["tpot" + suffix] = step.step_s
+        out["tps" + suffix] = setup.replicas * per_replica / step.step_s if concurrency >= setup.replicas \
+            else concurrency / step.step_s
+        out["max" + suffix] = setup.replicas * sat_replica / sat.step_s
+        out["ttft" + suffix] = _ttft(model, gpu, setup, per_replica - 1, prompt_tokens, output_tokens, cal, ideal)
+        if not ideal:
+            out_bound = step.bound
+    return ServingEstimate(
+        concurrency=concurrency, per_replica=per_replica, ttft_s=out["ttft"], tpot_s=out["tpot"],
+        output_tokens_per_s=out["tps"], decode_tokens_per_s_per_user=1.0 / out["tpot"],
+        saturation_concurrency=setup.replicas * sat_replica, max_output_tokens_per_s=out["max"], bound=out_bound,
+        ttft_s_ceiling=out["ttft_ceiling"], tpot_s_ceiling=out["tpot_ceiling"],
+        output_tokens_per_s_ceiling=out["tps_ceiling"], max_output_tokens_per_s_ceiling=out["max_ceiling"],
+    )

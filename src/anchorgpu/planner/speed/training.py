@@ -1,0 +1,266 @@
+"""Training step time from its parts. Pure; stdlib only.
+
+One optimizer step of a layout ``tp x cp x pp x dp`` (``ep`` inside ``tp x dp`` for MoE) is ``m``
+micro-batches per data-parallel rank, each of ``b`` sequences of ``s`` tokens, through ``pp`` stages
+(each with ``v`` virtual chunks when interleaved). Per micro-batch and GPU:
+
+* **compute**: matrix products at the compute precision's dense peak times a shape-dependent efficiency
+  (``e * w / (w + w0)`` with ``w = h / tp``), attention at the BF16 peak times the flash-attention
+  efficiency, and the memory-bound operators (norms, activations, casts) at memory bandwidth;
+* **tensor parallelism**: four all-reduce volumes of ``b*s/cp*h`` 16-bit values per layer (two forward,
+  two backward; six with full recompute); sequence parallelism swaps each for a reduce-scatter plus an
+  all-gather of the same volume. Overlapped with GEMMs (``tp_overlap``) only a stated fraction is exposed;
+* **context parallelism** (ring attention): each rank passes its K/V chunk around the ring ``cp - 1`` times
+  forward and twice that backward, hidden behind the attention blocks as far as they last;
+* **expert parallelism**: dispatch and combine all-to-alls of the routed tokens, forward and backward;
+* **FSDP / ZeRO-3**: parameters all-gathered forward and backward and gradients reduce-scattered in every
+  micro-batch, prefetched one layer ahead: only what the compute does not cover is exposed;
+
+and per step: the **pipeline bubble** ``(p-1)/v`` micro-batch times (Narayanan et al. 2021, section 2.2),
+**point-to-point** transfers between stages, the **data-parallel gradient sync** not hidden behind the
+last backward pass, and the memory-bound **optimizer** update.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner.speed.calibration import Calibration, calibration
+from anchorgpu.planner.speed.flops import (
+    Recompute,
+    TrainKind,
+    attention_flops_per_token,
+    training_flops_per_token,
+)
+from anchorgpu.planner.speed.links import (
+    all_gather_s,
+    all_to_all_s,
+    allreduce_s,
+    group_link,
+    p2p_s,
+    peak_for,
+    reduce_scatter_s,
+)
+
+__all__ = [
+    "ACTIVATION_BYTES",
+    "BREAKDOWN_KEYS",
+    "DEFAULT_GLOBAL_BATCH_TOKENS",
+    "TrainLayout",
+    "TrainingStep",
+    "microbatches_for",
+    "pipeline_bubble_fraction",
+    "training_step",
+]
+
+ACTIVATION_BYTES = 2
+"""Bytes per activation value sent between GPUs (bf16)."""
+
+DEFAULT_GLOBAL_BATCH_TOKENS = 4 * 2**20
+"""Tokens per optimizer step when none is given: 4M (4,194,304), as Llama 2 and most 7-70B runs used
+(Touvron et al. 2023, section 2.2; GPT-3 used 0.5-3.2M, Brown et al. 2020 Table 2.1)."""
+
+BREAKDOWN_KEYS = ("compute", "tp_comm", "pp_bubble", "pp_p2p", "cp_comm", "dp_sync", "fsdp_comm", "ep_alltoall",
+                  "optimizer")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainLayout:
+    """A training layout: ``gpus == tp * cp * pp * dp``; ``zero`` 0-3 (3 = FSDP); ``v`` virtual stages."""
+
+    gpus: int
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    dp: int = 1
+    ep: int = 1
+    zero: int = 0
+    virtual_stages: int = 1
+    tp_overlap: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainingStep:
+    """One optimizer step: its time by part (seconds), throughput, MFU and the ceiling beside them."""
+
+    step_s: float
+    breakdown_s: dict[str, float]
+    tokens_per_step: int
+    microbatches: int
+    tokens_per_s: float
+    model_flops_per_token: float
+    hardware_flops_per_token: float
+    tflops_per_gpu: float  # model FLOPs per GPU per second / 1e12
+    mfu: float
+    peak_flops_per_s: float
+    precision: str
+    ceiling_tokens_per_s: float
+    bubble_fraction: float
+
+
+def pipeline_bubble_fraction(pp: int, microbatches: int, virtual_stages: int = 1) -> float:
+    """Idle fraction of a pipeline step: ``(p-1) / (v*m + p - 1)``.
+
+    Source: Narayanan et al. 2021 (arXiv 2104.04473), section 2.2: the 1F1B bubble is ``(p-1)/m`` of the
+    ideal time, i.e. ``(p-1)/(m+p-1)`` of the whole step; interleaving ``v`` stages per GPU divides it by v.
+
+    >>> pipeline_bubble_fraction(1, 1), pipeline_bubble_fraction(4, 13)
+    (0.0, 0.1875)
+    """
+    if pp < 1 or microbatches < 1 or virtual_stages < 1:
+        raise InvalidWorkload("pipeline stages, micro-batches and virtual stages must be at least 1")
+    return (pp - 1) / (virtual_stages * microbatches + pp - 1)
+
+
+def microbatches_for(global_batch_tokens: int, *, dp: int, micro_batch: int, seq_tokens: int) -> int:
+    """Micro-batches per data-parallel rank in one step (gradient accumulation), rounded up.
+
+    >>> microbatches_for(4 * 2**20, dp=4, micro_batch=1, seq_tokens=4096)
+    256
+    """
+    per_micro = dp * micro_batch * seq_tokens
+    if global_batch_tokens < per_micro:
+        raise InvalidWorkload(
+            f"--global-batch {global_batch_tokens:,}: smaller than one micro-batch per data-parallel rank "
+            f"({dp} x {micro_batch} x {seq_tokens:,} = {per_micro:,} tokens)")
+    return math.ceil(global_batch_tokens / per_micro)
+
+
+def _check(model: ModelSpec, lay: TrainLayout, seq_tokens: int) -> None:
+    if lay.tp * lay.pp * lay.cp * lay.dp != lay.gpus:
+        raise InvalidWorkload(
+            f"layout tp {lay.tp} x cp {lay.cp} x pp {lay.pp} x dp {lay.dp} = {lay.tp * lay.cp * lay.pp * lay.dp}"
+            f" is not the {lay.gpus} GPUs")
+    if seq_tokens % lay.cp:
+        raise InvalidWorkload(f"--cp {lay.cp} does not divide the sequence of {seq_tokens:,} tokens")
+    if model.num_layers % (lay.pp * lay.virtual_stages):
+        raise InvalidWorkload(
+            f"--virtual-stages {lay.virtual_stages}: pp {lay.pp} x v {lay.virtual_stages} does not divide the "
+            f"{model.num_layers} layers of {model.name}")
+
+
+def training_step(
+    model: ModelSpec, gpu: GpuSpec, lay: TrainLayout, *, seq_tokens: int, micro_batch: int = 1,
+    global_batch_tokens: int = DEFAULT_GLOBAL_BATCH_TOKENS, recompute: Recompute = "none",
+    kind: TrainKind = "full", precision: str = "bf16", gpus_per_server: int = 8,
+    network_bytes_per_s: float | None = None, grad_bytes_per_value: int = 2, cal: Calibration | None = None,
+) -> TrainingStep:
+    """Step time and throughput of one training layout (see the module docstring for the parts).
+
+    >>> from anchorgpu.planner.speed._toys import toy_gpu, toy_model
+    >>> st = training_step(toy_model(), toy_gpu(), TrainLayout(gpus=1), seq_tokens=128, global_batch_tokens=1024)
+    >>> st.microbatches, sorted(st.breakdown_s) == sorted(BREAKDOWN_KEYS), st.tokens_per_s < st.ceiling_tokens_per_s
+    (8, True, True)
+    """
+    cal = cal or calibration()
+    k = cal.stack(gpu)
+    _check(model, lay, seq_tokens)
+    choice = peak_for(gpu, precision)
+    bf16 = peak_for(gpu, "bf16").flops_per_s
+    h, layers = model.hidden_size, model.num_layers
+    stage_layers = layers / lay.pp
+    m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
+    tokens_rank = micro_batch * seq_tokens / lay.cp  # tokens one GPU holds in a micro-batch
+
+    # compute
+    model_f, hw_f = training_flops_per_token(model, seq_tokens, recompute=recompute, kind=kind)
+    attn = attention_flops_per_token(model, seq_tokens, causal=False)
+    attn_passes = (3.0 if kind == "full" else 2.0) + {"none": 0.0, "selective": 1.0, "full": 1.0}[recompute]
+    attn_f = attn_passes * attn
+    matmul_f = hw_f - attn_f
+    width = h / lay.tp
+    mm_eff = (k.fp8_matmul_efficiency if choice.precision != "bf16" else k.train_matmul_efficiency) \
+        * width / (width + k.train_matmul_half_width)
+    split = lay.tp * lay.pp
+    compute_s = (matmul_f * tokens_rank / split / (choice.flops_per_s * mm_eff)
+                 + attn_f * tokens_rank / split / (bf16 * k.attention_efficiency))
+    passes = 1.0 + (1.0 / 3.0 if recompute == "full" else 0.0)
+    compute_s += (tokens_rank * stage_layers * k.elementwise_bytes_per_hidden * h / lay.tp * passes
+                  / gpu.memory_bandwidth_bytes_per_s)
+
+    # tensor parallelism (sequence parallel: reduce-scatter + all-gather = one all-reduce volume)
+    tp_link_ = group_link(gpu, lay.tp, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
+    volumes = 6 if recompute == "full" else 4
+    act_bytes = tokens_rank * h * ACTIVATION_BYTES
+    tp_s = volumes * stage_layers * allreduce_s(act_bytes, lay.tp, tp_link_, efficiency=cal.link_efficiency)
+    if lay.tp_overlap:
+        tp_s *= cal.tp_overlap_exposed_fraction
+
+    # context parallelism: K and V chunks around the ring, hidden behind attention
+    cp_s = 0.0
+    if lay.cp > 1:
+        cp_link = group_link(gpu, lay.tp * lay.cp, gpus_per_server=gpus_per_server,
+                             network_bytes_per_s=network_bytes_per_s)
+        d_qk = model.mla.qk_nope_head_dim + model.mla.qk_rope_head_dim if model.mla else model.head_dim
+        kv_bytes = tokens_rank * 2 * max(1, model.num_kv_heads // lay.tp) * d_qk * ACTIVATION_BYTES
+        ring = 3 * (lay.cp - 1) * stage_layers * p2p_s(kv_bytes, cp_link, efficiency=cal.link_efficiency)
+        attention_time = attn_f * tokens_rank / split / (bf16 * k.attention_efficiency)
+        cp_s = max(0.0, ring - attention_time)
+
+    # expert parallelism: dispatch + combine, forward and backward, per MoE layer
+    ep_s = 0.0
+    if model.moe is not None and lay.ep > 1:
+        ep_link = group_link(gpu, lay.ep * lay.tp, gpus_per_server=gpus_per_server,
+                             network_bytes_per_s=network_bytes_per_s)
+        routed = tokens_rank * model.moe.experts_per_token * h * ACTIVATION_BYTES / lay.tp
+        moe_layers = stage_layers * model.moe.num_moe_layers / layers
+        ep_s = 4 * moe_layers * all_to_all_s(routed, lay.ep, ep_link, efficiency=cal.link_efficiency)
+
+    # sharded data parallelism: parameters gathered and gradients scattered in every micro-batch
+    params_stage = model.params_total / split
+    shard_group = lay.dp * lay.cp
+    dp_link = group_link(gpu, lay.gpus // lay.pp if lay.pp > 1 else lay.gpus, gpus_per_server=gpus_per_server,
+                         network_bytes_per_s=network_bytes_per_s)
+    fsdp_s = 0.0
+    trains_base = kind == "full"
+    if lay.zero >= 3 and shard_group > 1:
+        gathered = params_stage * ACTIVATION_BYTES
+        comm = (2 * all_gather_s(gathered, shard_group, dp_link, efficiency=cal.link_efficiency)
+                + (reduce_scatter_s(params_stage * grad_bytes_per_value, shard_group, dp_link,
+                                    efficiency=cal.link_efficiency) if trains_base else 0.0))
+        fsdp_s = max(0.0, comm - compute_s) + 3 * stage_layers * dp_link.latency_s
+
+    per_micro = compute_s + tp_s + cp_s + ep_s + fsdp_s
+
+    # pipeline: bubble, and stage-to-stage transfers: one forward and one backward per micro-batch on the
+    # critical path (interleaved chunks overlap their other transfers with compute, as Megatron-LM does)
+    bubble_s = (lay.pp - 1) / lay.virtual_stages * per_micro if lay.pp > 1 else 0.0
+    p2p_total = 0.0
+    if lay.pp > 1:
+        pp_link = group_link(gpu, lay.gpus, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
+        p2p_total = m * 2 * p2p_s(act_bytes / lay.tp, pp_link, efficiency=cal.link_efficiency)
+
+    # gradient sync once per step (DDP, ZeRO-1/2), overlapped with the last backward pass
+    sync_s = 0.0
+    if lay.zero < 3 and shard_group > 1 and trains_base:
+        full = allreduce_s(params_stage * grad_bytes_per_value, shard_group, dp_link, efficiency=cal.link_efficiency)
+        sync_s = max(0.0, full - compute_s * 2.0 / 3.0)
+
+    # optimizer: memory-bound update of the local (sharded) parameters
+    if trains_base:
+        local = params_stage / (shard_group if lay.zero >= 1 else 1)
+    else:
+        local = 0.0
+    opt_s = local * cal.optimizer_bytes_per_param / (gpu.memory_bandwidth_bytes_per_s * k.decode_mbu)
+
+    breakdown = {
+        "compute": m * compute_s, "tp_comm": m * tp_s, "pp_bubble": bubble_s, "pp_p2p": p2p_total,
+        "cp_comm": m * cp_s, "dp_sync": sync_s, "fsdp_comm": m * fsdp_s, "ep_alltoall": m * ep_s,
+        "optimizer": opt_s,
+    }
+    step_s = sum(breakdown.values())
+    tokens_step = m * lay.dp * micro_batch * seq_tokens
+    tokens_per_s = tokens_step / step_s
+    ceiling = lay.gpus * choice.flops_per_s / model_f
+    return TrainingStep(
+        step_s=step_s, breakdown_s=breakdown, tokens_per_step=tokens_step, microbatches=m,
+        tokens_per_s=tokens_per_s, model_flops_per_token=model_f, hardware_flops_per_token=hw_f,
+        tflops_per_gpu=tokens_per_s * model_f / lay.gpus / 1e12,
+        mfu=tokens_per_s * model_f / (lay.gpus * choice.flops_per_s), peak_flops_per_s=choice.flops_per_s,
+        precision=choice.precision, ceiling_tokens_per_s=ceiling,
+        bubble_fraction=bubble_s / step_s,
+    )
