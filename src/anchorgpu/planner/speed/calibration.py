@@ -40,7 +40,8 @@ class StackConstants:
 
     Training compute: ``train_matmul_efficiency`` of the dense BF16 peak for large matrix products,
     halved when the per-GPU width ``h/tp`` equals ``train_matmul_half_width`` (small products fill the
-    tensor cores less); ``fp8_matmul_efficiency`` of the dense FP8 peak; ``attention_efficiency`` of the
+    tensor cores less); ``fp8_matmul_efficiency`` and ``fp4_matmul_efficiency`` of the dense FP8 and FP4
+    peaks (training and serving alike: low-precision kernels reach less of their peak); ``attention_efficiency`` of the
     BF16 peak for flash attention; ``elementwise_bytes_per_hidden`` bytes of memory traffic per token,
     layer and hidden unit for the memory-bound operators (norms, activations, rotary, residuals, casts)
     over a forward and backward pass. Serving: ``decode_mbu`` of memory bandwidth for weight and KV reads,
@@ -51,6 +52,7 @@ class StackConstants:
     train_matmul_efficiency: float
     train_matmul_half_width: float
     fp8_matmul_efficiency: float
+    fp4_matmul_efficiency: float
     attention_efficiency: float
     elementwise_bytes_per_hidden: float
     decode_mbu: float
@@ -83,6 +85,15 @@ class Calibration:
 
     def stack(self, gpu: GpuSpec) -> StackConstants:
         return self.stacks[stack_of(gpu)]
+
+    def low_precision_ratio(self, gpu: GpuSpec, precision: str) -> float:
+        """How much less of its peak an FP8/FP4 product reaches than a BF16 one (1 for BF16)."""
+        k = self.stack(gpu)
+        if precision == "fp8":
+            return k.fp8_matmul_efficiency / k.train_matmul_efficiency
+        if precision == "fp4":
+            return k.fp4_matmul_efficiency / k.train_matmul_efficiency
+        return 1.0
 
 
 def stack_of(gpu: GpuSpec) -> Stack:
@@ -160,6 +171,7 @@ def calibrated(overrides: Overrides | None = None) -> Calibration:
     for name, k in cal.stacks.items():
         if overrides.mfu is not None:
             k = replace(k, train_matmul_efficiency=overrides.mfu, fp8_matmul_efficiency=overrides.mfu,
+                        fp4_matmul_efficiency=overrides.mfu,
                         serve_matmul_efficiency=overrides.mfu, train_matmul_half_width=0.0)
         if overrides.mbu is not None:
             k = replace(k, decode_mbu=overrides.mbu)

@@ -186,7 +186,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
 def plan_performance(
     plan: Plan, *, prompt_tokens: int | None = None, output_tokens: int | None = None,
     train_tokens: int | None = None, storage_bytes_per_s: float = DEFAULT_STORAGE_BYTES_PER_S,
-    mfu: float | None = None, mbu: float | None = None,
+    mfu: float | None = None, mbu: float | None = None, cal: Calibration | None = None,
 ) -> dict[str, Any]:
     """Speed, time and checkpoint figures for a plan, as the ``performance`` JSON section.
 
@@ -207,7 +207,7 @@ def plan_performance(
     model, gpu, w = plan.model, plan.gpu, plan.workload
     assumptions: list[str] = []
     warnings: list[tuple[str, str]] = []
-    cal = calibrated(Overrides(mfu=mfu, mbu=mbu))
+    cal = cal or calibrated(Overrides(mfu=mfu, mbu=mbu))
     if mfu is not None or mbu is not None:
         assumptions.append("efficiencies given by the user replace the calibrated ones: "
                            + ", ".join(f"{n} {v:g}" for n, v in (("mfu", mfu), ("mbu", mbu)) if v is not None))

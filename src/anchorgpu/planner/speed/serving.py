@@ -95,7 +95,7 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: f
     cal = cal or calibration()
     k = cal.stack(gpu)
     mbu = 1.0 if ideal else k.decode_mbu
-    mm_eff = 1.0 if ideal else k.serve_matmul_efficiency
+    mm_eff = 1.0 if ideal else k.serve_matmul_efficiency * cal.low_precision_ratio(gpu, peak_for(gpu, setup.precision).precision)
     att_eff = 1.0 if ideal else k.attention_efficiency
     bw = gpu.memory_bandwidth_bytes_per_s
     tokens = batch + prefill_tokens
@@ -113,7 +113,11 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: f
     if prefill_tokens and prompt_tokens:
         attn_flops += prefill_tokens * attention_flops_per_token(model, prompt_tokens, causal=True)
     attention_s = max(kv_s, attn_flops / split / (bf16 * att_eff))
-    per_gpu = setup.pp * (weights_s + attention_s)
+    # memory-bound operators between the products (norms, activations, residuals, rotary): one forward
+    # pass is a third of the training traffic per token, layer and hidden unit
+    elementwise_s = (0.0 if ideal else tokens * model.num_layers / setup.pp * k.elementwise_bytes_per_hidden / 3.0
+                     * model.hidden_size / setup.tp / bw)
+    per_gpu = setup.pp * (weights_s + attention_s + elementwise_s)
     comm = 0.0
     if setup.tp > 1:
         link = _link(gpu, setup)

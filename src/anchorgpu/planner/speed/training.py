@@ -13,8 +13,8 @@ micro-batches per data-parallel rank, each of ``b`` sequences of ``s`` tokens, t
 * **context parallelism** (ring attention): each rank passes its K/V chunk around the ring ``cp - 1`` times
   forward and twice that backward, hidden behind the attention blocks as far as they last;
 * **expert parallelism**: dispatch and combine all-to-alls of the routed tokens, forward and backward;
-* **FSDP / ZeRO-3**: parameters all-gathered forward and backward and gradients reduce-scattered in every
-  micro-batch, prefetched one layer ahead: only what the compute does not cover is exposed;
+* **FSDP / ZeRO-3**: parameters all-gathered forward and backward in every micro-batch, prefetched one
+  layer ahead: only what the compute does not cover is exposed; gradients reduce-scattered once per step;
 
 and per step: the **pipeline bubble** ``(p-1)/v`` micro-batch times (Narayanan et al. 2021, section 2.2),
 **point-to-point** transfers between stages, the **data-parallel gradient sync** not hidden behind the
@@ -137,7 +137,7 @@ def _check(model: ModelSpec, lay: TrainLayout, seq_tokens: int) -> None:
             f" is not the {lay.gpus} GPUs")
     if seq_tokens % lay.cp:
         raise InvalidWorkload(f"--cp {lay.cp} does not divide the sequence of {seq_tokens:,} tokens")
-    if model.num_layers % (lay.pp * lay.virtual_stages):
+    if lay.virtual_stages > 1 and model.num_layers % (lay.pp * lay.virtual_stages):
         raise InvalidWorkload(
             f"--virtual-stages {lay.virtual_stages}: pp {lay.pp} x v {lay.virtual_stages} does not divide the "
             f"{model.num_layers} layers of {model.name}")
@@ -162,7 +162,7 @@ def training_step(
     choice = peak_for(gpu, precision)
     bf16 = peak_for(gpu, "bf16").flops_per_s
     h, layers = model.hidden_size, model.num_layers
-    stage_layers = layers / lay.pp
+    stage_layers = float(math.ceil(layers / lay.pp))  # the slowest stage when the split is uneven
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     tokens_rank = micro_batch * seq_tokens / lay.cp  # tokens one GPU holds in a micro-batch
 
@@ -173,8 +173,8 @@ def training_step(
     attn_f = attn_passes * attn
     matmul_f = hw_f - attn_f
     width = h / lay.tp
-    mm_eff = (k.fp8_matmul_efficiency if choice.precision != "bf16" else k.train_matmul_efficiency) \
-        * width / (width + k.train_matmul_half_width)
+    mm_eff = (k.train_matmul_efficiency * cal.low_precision_ratio(gpu, choice.precision)
+              * width / (width + k.train_matmul_half_width))
     split = lay.tp * lay.pp
     compute_s = (matmul_f * tokens_rank / split / (choice.flops_per_s * mm_eff)
                  + attn_f * tokens_rank / split / (bf16 * k.attention_efficiency))
@@ -219,10 +219,8 @@ def training_step(
     trains_base = kind == "full"
     if lay.zero >= 3 and shard_group > 1:
         gathered = params_stage * ACTIVATION_BYTES
-        comm = (2 * all_gather_s(gathered, shard_group, dp_link, efficiency=cal.link_efficiency)
-                + (reduce_scatter_s(params_stage * grad_bytes_per_value, shard_group, dp_link,
-                                    efficiency=cal.link_efficiency) if trains_base else 0.0))
-        fsdp_s = max(0.0, comm - compute_s) + 3 * stage_layers * dp_link.latency_s
+        gather = 2 * all_gather_s(gathered, shard_group, dp_link, efficiency=cal.link_efficiency)
+        fsdp_s = max(0.0, gather - compute_s) + 2 * stage_layers * dp_link.latency_s
 
     per_micro = compute_s + tp_s + cp_s + ep_s + fsdp_s
 
@@ -234,10 +232,16 @@ def training_step(
         pp_link = group_link(gpu, lay.gpus, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
         p2p_total = m * 2 * p2p_s(act_bytes / lay.tp, pp_link, efficiency=cal.link_efficiency)
 
-    # gradient sync once per step (DDP, ZeRO-1/2), overlapped with the last backward pass
+    # gradient sync once per step, overlapped with the last backward pass: an all-reduce (DDP), or a
+    # reduce-scatter (FSDP, gradients accumulated across micro-batches and
+    # scattered once; ZeRO-1/2's scatter plus gather of the updated parameters is an all-reduce's volume)
     sync_s = 0.0
-    if lay.zero < 3 and shard_group > 1 and trains_base:
-        full = allreduce_s(params_stage * grad_bytes_per_value, shard_group, dp_link, efficiency=cal.link_efficiency)
+    if shard_group > 1 and trains_base:
+        grads = params_stage * grad_bytes_per_value
+        if lay.zero >= 3:
+            full = reduce_scatter_s(grads, shard_group, dp_link, efficiency=cal.link_efficiency)
+        else:
+            full = allreduce_s(grads, shard_group, dp_link, efficiency=cal.link_efficiency)
         sync_s = max(0.0, full - compute_s * 2.0 / 3.0)
 
     # optimizer: memory-bound update of the local (sharded) parameters

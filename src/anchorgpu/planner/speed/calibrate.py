@@ -1,0 +1,202 @@
+"""Refit the speed model's constants on the measured runs and print each row's error.
+
+    python -m anchorgpu.planner.speed.calibrate            # report with the shipped constants
+    python -m anchorgpu.planner.speed.calibrate --write    # refit, write data/calibration.json, report
+
+The fit minimises the sum of squared ``log(predicted / measured)`` over the rows whose role is ``fit``,
+separately for training and serving constants of the CUDA stack (Nelder-Mead over the logarithms of the
+constants, from the shipped values). Rows whose role is ``holdout`` are never seen by the fit; they are
+reported apart to show how well the model predicts runs it was not fitted on. The bands the planner
+shows around each prediction are the 10th-90th percentile of ``measured / predicted`` over all rows of
+the phase, widened to include 1. Dev tooling: uses numpy (a dependency of the sweep), not the CLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from dataclasses import replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from anchorgpu.planner.speed.calibration import (
+    Band,
+    Calibration,
+    StackConstants,
+    calibration,
+    parse_calibration,
+    read_calibration_doc,
+)
+from anchorgpu.planner.speed.runs import Run, load_runs, predict
+
+__all__ = ["FITTED", "fit", "main", "report_rows"]
+
+FITTED: dict[str, tuple[str, ...]] = {
+    "train": ("train_matmul_efficiency", "train_matmul_half_width", "fp8_matmul_efficiency",
+              "elementwise_bytes_per_hidden"),
+    "serve": ("decode_mbu", "serve_matmul_efficiency", "per_step_s", "per_layer_step_s"),
+}
+BOUNDS: dict[str, tuple[float, float]] = {
+    # physical limits, not tuning: no kernel beats the datasheet, achieved HBM bandwidth tops out near 93%
+    # (STREAM-like copies on H100/MI300X), a kernel launch costs microseconds, a step's fixed cost is below 20 ms
+    "train_matmul_efficiency": (0.3, 0.95), "train_matmul_half_width": (1.0, 4000.0),
+    "fp8_matmul_efficiency": (0.2, 0.95), "fp4_matmul_efficiency": (0.1, 0.95), "elementwise_bytes_per_hidden": (1.0, 200.0),
+    "decode_mbu": (0.5, 0.93), "serve_matmul_efficiency": (0.2, 0.95), "per_step_s": (2e-4, 0.02),
+    "per_layer_step_s": (2e-6, 6e-5),
+}
+
+
+def _with(cal: Calibration, stack: str, names: tuple[str, ...], values: list[float]) -> Calibration:
+    k = cal.stacks[stack]
+    clipped = {n: min(max(v, BOUNDS[n][0]), BOUNDS[n][1]) for n, v in zip(names, values, strict=True)}
+    return replace(cal, stacks={**cal.stacks, stack: replace(k, **clipped)})
+
+
+def _loss(cal: Calibration, rows: list[Run]) -> float:
+    total = 0.0
+    for run in rows:
+        value = predict(run, cal)
+        if not math.isfinite(value) or value <= 0:
+            return math.inf
+        total += math.log(value / run.value) ** 2
+    return total
+
+
+def _nelder_mead(f: Any, x0: list[float], iterations: int = 300) -> list[float]:
+    """Minimise ``f`` over R^n from ``x0`` (the textbook simplex method; no dependency on scipy)."""
+    import numpy as np
+
+    n = len(x0)
+    simplex = [np.array(x0, dtype=float)]
+    for i in range(n):
+        x = np.array(x0, dtype=float)
+        x[i] += 0.25
+        simplex.append(x)
+    values = [f(list(x)) for x in simplex]
+    for _ in range(iterations):
+        order = np.argsort(values)
+        simplex = [simplex[i] for i in order]
+        values = [values[i] for i in order]
+        centroid = np.mean(simplex[:-1], axis=0)
+        worst = simplex[-1]
+        reflected = centroid + (centroid - worst)
+        fr = f(list(reflected))
+        if fr < values[0]:
+            expanded = centroid + 2.0 * (centroid - worst)
+            fe = f(list(expanded))
+            simplex[-1], values[-1] = (expanded, fe) if fe < fr else (reflected, fr)
+        elif fr < values[-2]:
+            simplex[-1], values[-1] = reflected, fr
+        else:
+            contracted = centroid + 0.5 * (worst - centroid)
+            fc = f(list(contracted))
+            if fc < values[-1]:
+                simplex[-1], values[-1] = contracted, fc
+            else:
+                best = simplex[0]
+                simplex = [best + 0.5 * (x - best) for x in simplex]
+                values = [f(list(x)) for x in simplex]
+        if max(values) - min(values) < 1e-9:
+            break
+    return list(simplex[int(np.argmin(values))])
+
+
+def fit(cal: Calibration, runs: tuple[Run, ...], stack: str = "cuda") -> Calibration:
+    """``cal`` with the fitted constants of ``stack`` refitted on the ``fit`` rows of that stack."""
+    for phase, names in FITTED.items():
+        rows = [r for r in runs if r.role == "fit" and r.phase == phase and _stack_of_row(r) == stack]
+        if not rows:
+            continue
+        k = cal.stacks[stack]
+        x0 = [math.log(getattr(k, n)) for n in names]
+
+        def objective(x: list[float], names: tuple[str, ...] = names, rows: list[Run] = rows) -> float:
+            return _loss(_with(cal, stack, names, [math.exp(v) for v in x]), rows)
+
+        best = _nelder_mead(objective, x0)
+        cal = _with(cal, stack, names, [math.exp(v) for v in best])
+    return cal
+
+
+def _stack_of_row(run: Run) -> str:
+    from anchorgpu.hardware import get_gpu
+    from anchorgpu.planner.speed.calibration import stack_of
+
+    return stack_of(get_gpu(run.row["gpu"]))
+
+
+def report_rows(cal: Calibration, runs: tuple[Run, ...]) -> list[dict[str, Any]]:
+    """One dict per run: id, role, phase, metric, measured, predicted, error (predicted/measured - 1)."""
+    out = []
+    for run in runs:
+        value = predict(run, cal)
+        out.append({"id": run.id, "role": run.role, "phase": run.phase, "metric": run.metric,
+                    "measured": run.value, "predicted": value, "error": value / run.value - 1.0,
+                    "source": run.source})
+    return out
+
+
+def _bands(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> dict[str, Band]:
+    by_id = {r.id: r for r in runs}
+    bands: dict[str, Band] = {}
+    for phase in ("train", "serve"):
+        ratios = []
+        for row in rows:
+            if row["phase"] != phase:
+                continue
+            run = by_id[row["id"]]
+            ratio = run.value / row["predicted"]  # measured / predicted, as a rate
+            ratios.append(ratio if run.higher_is_better else 1.0 / ratio)
+        ratios.sort()
+        q = statistics.quantiles(ratios, n=10, method="inclusive")
+        bands[phase] = Band(low=round(min(q[0], 0.95), 3), high=round(max(q[-1], 1.05), 3))
+    return bands
+
+
+def _summary(rows: list[dict[str, Any]]) -> str:
+    lines = [f"{'row':10} {'role':8} {'phase':6} {'metric':24} {'measured':>12} {'predicted':>12} {'error':>7}"]
+    for r in rows:
+        lines.append(f"{r['id']:10} {r['role']:8} {r['phase']:6} {r['metric']:24} {r['measured']:>12.5g} "
+                     f"{r['predicted']:>12.5g} {r['error']:>+7.1%}")
+    for role in ("fit", "holdout"):
+        errs = [abs(r["error"]) for r in rows if r["role"] == role]
+        if errs:
+            lines.append(f"{role:8}: {len(errs)} rows, median |error| {statistics.median(errs):.1%}, "
+                         f"max {max(errs):.1%}, within 25%: {sum(e <= 0.25 for e in errs)}/{len(errs)}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m anchorgpu.planner.speed.calibrate", description=__doc__.split("\n")[0])
+    parser.add_argument("--write", action="store_true", help="refit and write data/calibration.json")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    args = parser.parse_args(argv)
+    runs = load_runs()
+    cal = calibration()
+    if args.write:
+        cal = fit(cal, runs, "cuda")
+        doc = read_calibration_doc()
+        for name in ("cuda", "rocm"):
+            fitted_here = any(_stack_of_row(r) == name and r.role == "fit" for r in runs)
+            source = cal.stacks["cuda"] if not fitted_here else cal.stacks[name]
+            for key in StackConstants.__dataclass_fields__:
+                doc["stacks"][name][key] = round(float(getattr(source, key)), 9)
+        rows = report_rows(cal, runs)
+        bands = _bands(rows, runs)
+        doc["bands"] = {k: {"low": b.low, "high": b.high} for k, b in bands.items()}
+        doc["fit_report"] = [{k: (round(v, 6) if isinstance(v, float) else v) for k, v in r.items() if k != "source"}
+                             for r in rows]
+        path = Path(str(resources.files("anchorgpu.planner.speed").joinpath("data", "calibration.json")))
+        path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        cal = parse_calibration(doc)
+    rows = report_rows(cal, runs)
+    print(json.dumps(rows, indent=1) if args.json else _summary(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
