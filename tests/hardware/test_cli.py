@@ -41,11 +41,11 @@ def test_gpus_json_lists_every_gpu_with_the_stable_keys(capsys: pytest.CaptureFi
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (("--vendor", "amd"), {"mi300x", "mi325x", "mi355x"}),
+        (("--vendor", "amd"), {"mi250x", "mi300x", "mi325x", "mi355x"}),
         (("--vendor", "AMD", "--fp4"), {"mi355x"}),
-        (("--fp4",), {"b200", "b300", "gb200", "rtx-pro-6000", "rtx-5090", "mi355x"}),  # gpu_specs.md table 2
-        (("--min-memory-gb", "180"), {"b200", "b300", "gb200", "mi300x", "mi325x", "mi355x"}),
-        (("--fp8", "--min-memory-gb", "90", "--vendor", "nvidia"), {"h100-nvl", "h200", "b200", "b300", "gb200", "rtx-pro-6000"}),
+        (("--fp4",), {"b200", "b300", "gb200", "gb300", "rtx-pro-6000", "rtx-5090", "mi355x"}),  # gpu_specs.md table 2
+        (("--min-memory-gb", "180"), {"b200", "b300", "gb200", "gb300", "mi300x", "mi325x", "mi355x"}),
+        (("--fp8", "--min-memory-gb", "90", "--vendor", "nvidia"), {"h100-nvl", "h200", "h20", "b200", "b300", "gb200", "gb300", "rtx-pro-6000"}),
     ],
 )
 def test_filters_narrow_the_list(capsys: pytest.CaptureFixture[str], args: tuple[str, ...], expected: set[str]) -> None:
@@ -60,9 +60,9 @@ def test_fp8_filter_leaves_out_ampere(capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_sort_orders_largest_first_and_puts_unknowns_last(capsys: pytest.CaptureFixture[str]) -> None:
     by_memory = [g["name"] for g in run_json(capsys, "gpus", "--sort", "memory")["gpus"]]
-    assert by_memory[:2] == ["mi355x", "b300"]  # 288 GiB, then 270 GiB usable
+    assert by_memory[:3] == ["mi355x", "gb300", "b300"]  # 288 GiB, then 279 and 270 GiB usable
     by_fp4 = [g["name"] for g in run_json(capsys, "gpus", "--sort", "fp4")["gpus"]]
-    assert by_fp4[0] == "b300" and by_fp4[1] == "mi355x"  # 14,000? then 10,100 dense FP4
+    assert by_fp4[:3] == ["gb300", "b300", "mi355x"]  # 15,000, 14,000? then 10,100 dense FP4
     assert by_fp4[6:] and all(name not in ("b200", "gb200") for name in by_fp4[6:])
     by_name = [g["name"] for g in run_json(capsys, "gpus", "--sort", "name")["gpus"]]
     assert by_name == sorted(by_name)
@@ -122,7 +122,7 @@ def test_gpus_name_json_has_the_stable_keys_and_the_catalog_price_note(capsys: p
 def test_an_unknown_gpu_exits_3_with_one_line_and_suggestions(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "gpus", "h10")
     assert code == 3
-    assert err == "error: unknown GPU 'h10'; did you mean 'h100-sxm', 'h100-nvl', 'h200'?\n"
+    assert err == "error: unknown GPU 'h10'; did you mean 'h100-sxm', 'h20', 'h100-nvl'?\n"
     assert out == ""
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 
 import pytest
@@ -45,8 +46,10 @@ def test_an_absent_precision_gives_no_ratio_and_says_which_side_lacks_it() -> No
 def test_unknown_is_reported_as_unknown_not_absent() -> None:
     c = compare_gpus(get_gpu("mi355x"), get_gpu("mi300x"))
     assert c.metric("fp4_flops_per_s").b_status == "absent"
-    link = compare_gpus(get_gpu("mi325x"), get_gpu("l40s")).metric("interconnect_bandwidth_bytes_per_s")
-    assert (link.a_status, link.b_status) == ("unknown", "none")  # MI325X per-link figure not confirmed; L40S has no link
+    # a multi-GPU link whose bandwidth no source gives is "unknown"; a card with no link at all is "none"
+    unsourced = replace(get_gpu("mi325x"), interconnect_bandwidth_bytes_per_s=None)
+    link = compare_gpus(unsourced, get_gpu("l40s")).metric("interconnect_bandwidth_bytes_per_s")
+    assert (link.a_status, link.b_status) == ("unknown", "none")
 
 
 def test_uncertain_inputs_mark_the_ratio_uncertain_on_the_right_side() -> None:

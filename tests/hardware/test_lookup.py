@@ -38,6 +38,9 @@ ALL_LABELS = sorted({(gpu.name, label) for gpu in list_gpus() for label in (gpu.
         ("  a10g ", "a10g"),
         ("Instinct MI300X", "mi300x"),
         ("mi325x", "mi325x"),
+        ("h800", "h800"),
+        ("a100-40gb", "a100-40gb-sxm"),
+        ("GB300 NVL72", "gb300"),
     ],
 )
 def test_canonical_names_and_aliases_resolve(typed: str, canonical: str) -> None:
@@ -92,8 +95,9 @@ def test_lookup_ignores_case_hyphens_and_spaces_for_every_alias(case: tuple[str,
         ("b20", "b200"),
         ("l40", "l40s"),
         ("rtx 509", "rtx-5090"),
-        ("gb300", "b300"),  # GB300 is a different part (not shipped): suggest, never silently map
-        ("a100-40gb", "a100-80gb-sxm"),  # the 40 GB A100 is not shipped
+        ("mi250", "mi250x"),  # the MI250 (fewer CUs and links) is a different part: suggest, never silently map
+        ("a100-40gb-pcie", "a100-40gb-sxm"),  # the 40 GB A100 PCIe card is not shipped
+        ("gb400", "gb300"),
     ],
 )
 def test_an_unknown_name_suggests_the_closest_canonical_names(typed: str, expected_first: str) -> None:

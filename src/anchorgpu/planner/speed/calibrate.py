@@ -114,8 +114,9 @@ def fit(cal: Calibration, runs: tuple[Run, ...], stack: str = "cuda") -> Calibra
         k = cal.stacks[stack]
         x0 = [math.log(getattr(k, n)) for n in names]
 
-        def objective(x: list[float], names: tuple[str, ...] = names, rows: list[Run] = rows) -> float:
-            return _loss(_with(cal, stack, names, [math.exp(v) for v in x]), rows)
+        def objective(x: list[float], names: tuple[str, ...] = names, rows: list[Run] = rows,
+                      base: Calibration = cal) -> float:
+            return _loss(_with(base, stack, names, [math.exp(v) for v in x]), rows)
 
         best = _nelder_mead(objective, x0)
         cal = _with(cal, stack, names, [math.exp(v) for v in best])
