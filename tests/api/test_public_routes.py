@@ -190,7 +190,7 @@ def test_plan_full_training_of_70b_on_one_gpu_does_not_fit(client: TestClient) -
 
 
 def test_plan_takes_the_clis_layout_and_overhead_options(client: TestClient) -> None:
-    base = {"model": "llama-3.1-8b", "task": "train", "gpu": "h100", "gpus": 8, "seq": 4096}
+    base = {"model": "llama-3.1-8b", "task": "train", "gpu": "h100", "gpus": 8, "seq": 4096, "zero": 0}
     zero0 = client.post("/v1/plan", json=base).json()["per_gpu"]
     zero3 = client.post("/v1/plan", json={**base, "zero": 3}).json()["per_gpu"]
     assert zero3["optimizer_bytes"] < zero0["optimizer_bytes"]

@@ -39,7 +39,8 @@ def test_qlora_journey_on_one_48_gb_card(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_a_plan_that_does_not_fit_shows_what_would(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "plan", "llama-3.1-70b", "--gpu", "h100", "--context", "8k", "--concurrency", "32")
+    code, out, _ = run(capsys, "plan", "llama-3.1-70b", "--gpu", "h100", "--gpus", "1", "--context", "8k",
+                       "--concurrency", "32")
     assert code == 0
     assert "DOES NOT FIT" in out and "What would fit" in out
 
@@ -163,7 +164,7 @@ def test_readable_training_time_is_in_days_and_a_short_plan_says_by_how_much(
                        "--tokens", "1e12")
     assert code == 0
     assert "training time" in out and " days" in out
-    code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8")
+    code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--zero", "0")
     assert "DOES NOT FIT - needs 136.97 GiB of 80.00 GiB per GPU; short by" in out
     # the first suggestion keeps the job (a layout change), not a switch to QLoRA
     table = out[out.index("What would fit"):]

@@ -111,7 +111,7 @@ def test_serving_capacity_is_what_the_engine_budget_leaves_for_the_kv_cache() ->
 def test_lower_gpu_memory_utilization_can_leave_no_room_for_the_kv_cache() -> None:
     # vllm-ascend#89 (formulas.md 5.7): a 7B model at utilization 0.2 runs out of memory.
     result = plan(load_model("llama-3.1-8b"), Workload(context_tokens=8192, gpu_memory_utilization=0.2),
-                  gpu=get_gpu("h100"))
+                  layout=Layout(gpus=1), gpu=get_gpu("h100"))
     assert result.fits is False and result.max_concurrency == 0
     assert {"weights_exceed_engine_budget", "does_not_fit"} <= codes(result)
     # QA-CLI: the message said "leave -4.29 GiB for the KV cache"; it names the overshoot as a positive amount.
@@ -322,7 +322,8 @@ def test_every_warning_names_a_concept_and_a_check_and_unknown_codes_are_refused
 
 
 def test_when_it_does_not_fit_the_answer_lists_changes_that_would() -> None:
-    result = plan(load_model("llama-3.1-70b"), Workload(context_tokens=8192, concurrency=32), gpu=get_gpu("h100"))
+    result = plan(load_model("llama-3.1-70b"), Workload(context_tokens=8192, concurrency=32), layout=Layout(gpus=1),
+                  gpu=get_gpu("h100"))
     assert result.fits is False
     assert result.suggestions
     for s in result.suggestions:

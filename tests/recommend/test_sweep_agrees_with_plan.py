@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -16,7 +17,9 @@ from hypothesis import strategies as st
 from anchorgpu.architectures import load_model
 from anchorgpu.catalog import load_catalog
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
-from anchorgpu.planner import performance as perf
+from anchorgpu.planner.speed.estimate import serving_setup
+from anchorgpu.planner.speed.serving import decode_step
+from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
 from anchorgpu.planner.sweep import SweepResult, SweepSpec, sweep
 from anchorgpu.recommend import shapes_from_catalog
 
@@ -43,29 +46,28 @@ def _check_inference_row(result: SweepResult, model, i: int) -> None:
     shape = next(s for s in result.shapes if s.id == row["shape"])
     p = plan(model, Workload(task="inference", context_tokens=result.context_tokens, concurrency=row["concurrency"]),
              precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
-             layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu, suggest=False)
+             layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu, suggest=False,
+             choose_layout=False)
     assert row["per_gpu_total_bytes"] == p.per_gpu.total_bytes
     assert row["weights_bytes"] == p.per_gpu.weights_bytes
     assert row["kv_cache_bytes"] == p.per_gpu.kv_cache_bytes
     assert row["budget_bytes"] == p.budget_bytes
     assert row["fits"] == p.fits
-    # speed: the scalar roofline for the same configuration
+    # speed: the scalar serving model for the same configuration (steady state, then time to first token)
     per_replica = math.ceil(row["concurrency"] / row["dp"])
-    cached = result.prompt_tokens + result.output_tokens // 2
-    from anchorgpu.planner import memory as mm
-
-    kv_seq = mm.kv_cache_bytes(model, context_tokens=cached, sequences=1, bytes_per_value={"bf16": 2, "fp8": 1}[row["kv_cache"]],
-                               tp=row["tp"], pp=row["pp"], block_size=1)
-    link = perf.tp_link(shape.gpu, row["tp"], gpus_per_server=shape.gpus_per_server,
-                        network_bytes_per_s=shape.network_bytes_per_s)
-    precision = perf.compute_precision_for_weights(row["weights"])
-    step = perf.decode_step(model, shape.gpu, weights_bytes_per_gpu=p.per_gpu.weights_bytes,
-                            kv_bytes_per_sequence_per_gpu=kv_seq, concurrency=per_replica, context_tokens=cached,
-                            tp=row["tp"], pp=row["pp"], precision=precision, link=link)
-    assert row["decode_tokens_per_s_per_user"] == pytest.approx(step.tokens_per_s_per_user, rel=1e-6)
-    assert row["decode_tokens_per_s_total"] == pytest.approx(row["concurrency"] * step.tokens_per_s_per_user, rel=1e-6)
-    pre = perf.prefill_s(model, shape.gpu, result.prompt_tokens, tp=row["tp"], precision=precision, link=link)
-    assert row["prefill_s"] == pytest.approx(pre, rel=1e-9)
+    prompt, output = result.prompt_tokens, result.output_tokens
+    setup = replace(serving_setup(p, prompt_tokens=prompt, output_tokens=output),
+                    gpus_per_server=shape.gpus_per_server)
+    cached = prompt + output // 2
+    step = decode_step(model, shape.gpu, setup, batch=per_replica, prefill_tokens=per_replica * prompt / output,
+                       prompt_tokens=prompt, cached_tokens=cached)
+    assert row["decode_tokens_per_s_per_user"] == pytest.approx(1 / step.step_s, rel=1e-6)
+    assert row["decode_tokens_per_s_total"] == pytest.approx(row["concurrency"] / step.step_s, rel=1e-6)
+    others = per_replica - 1
+    room = max(1, setup.max_num_batched_tokens - others)
+    first = decode_step(model, shape.gpu, setup, batch=others, prefill_tokens=min(prompt, room), prompt_tokens=prompt,
+                        cached_tokens=cached)
+    assert row["prefill_s"] == pytest.approx(math.ceil(prompt / room) * first.step_s, rel=1e-6)
 
 
 @pytest.mark.parametrize("case", list(INFERENCE_CASES))
@@ -93,16 +95,19 @@ def test_sampled_training_configurations_match_the_scalar_planner(task: str, mod
     for i in rng.sample(range(result.evaluated), 15):
         row = result.row(i)
         shape = next(s for s in result.shapes if s.id == row["shape"])
-        p = plan(model, workload, precision=PrecisionPlan(weights=row["weights"]), gpu=shape.gpu, suggest=False,
-                 layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"], zero=row["zero"]))
+        for rc in ("none", "selective", "full"):  # the sweep takes the least recompute that fits
+            p = plan(model, replace(workload, recompute=rc), precision=PrecisionPlan(weights=row["weights"]),
+                     gpu=shape.gpu, suggest=False, choose_layout=False,
+                     layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"], zero=row["zero"]))
+            if p.fits:
+                break
         assert row["per_gpu_total_bytes"] == p.per_gpu.total_bytes
         assert row["fits"] == p.fits
-        link = perf.tp_link(shape.gpu, row["tp"], gpus_per_server=shape.gpus_per_server,
-                            network_bytes_per_s=shape.network_bytes_per_s)
-        step = perf.training_step(model, shape.gpu, gpus=row["gpus"], seq_tokens=2048, tp=row["tp"], pp=row["pp"],
-                                  micro_batch=2, recompute=p.workload.recompute or "none", zero=row["zero"],
-                                  kind="full" if task == "train" else "lora", link=link,
-                                  gpus_per_server=shape.gpus_per_server, network_bytes_per_s=shape.network_bytes_per_s)
+        lay = TrainLayout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"], zero=row["zero"])
+        step = training_step(model, shape.gpu, lay, seq_tokens=2048, micro_batch=2,
+                             global_batch_tokens=max(DEFAULT_GLOBAL_BATCH_TOKENS, row["dp"] * 2 * 2048),
+                             recompute=p.workload.recompute or "none", kind="full" if task == "train" else "lora",
+                             gpus_per_server=shape.gpus_per_server, network_bytes_per_s=shape.network_bytes_per_s)
         assert row["train_tokens_per_s"] == pytest.approx(step.tokens_per_s, rel=1e-9)
         assert row["train_time_s"] == pytest.approx(10**10 / step.tokens_per_s, rel=1e-9)
 
@@ -153,6 +158,7 @@ def _check_inference_row_with(result: SweepResult, model, i: int, workload: Work
     shape = next(s for s in result.shapes if s.id == row["shape"])
     p = plan(model, replace(workload, concurrency=row["concurrency"]),
              precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
-             layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu, suggest=False)
+             layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu, suggest=False,
+             choose_layout=False)
     assert (row["per_gpu_total_bytes"], row["budget_bytes"], row["fits"]) == (p.per_gpu.total_bytes, p.budget_bytes,
                                                                               p.fits)

@@ -33,10 +33,12 @@ def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
         lora_rank=request.lora_rank, lora_targets=tuple(dict.fromkeys(request.lora_targets)),
         resolution=_resolution(request.resolution), images=request.images, vae_tiling=request.vae_tiling,
         train_precision=request.train_precision, max_num_batched_tokens=request.max_num_batched_tokens,
+        global_batch_tokens=request.global_batch, prompt_tokens=request.prompt, output_tokens=request.output_tokens,
     )
     precision = PrecisionPlan(weights=request.weights, kv_cache=request.kv_cache)
     layout = Layout(gpus=request.gpus, tp=request.tp, pp=request.pp, dp=request.dp, ep=request.ep, zero=request.zero,
-                    fsdp=request.fsdp, offload=request.offload)
+                    fsdp=request.fsdp, offload=request.offload, cp=request.cp, virtual_stages=request.virtual_stages,
+                    tp_overlap=request.tp_overlap)
     return workload, precision, layout
 
 
@@ -60,14 +62,13 @@ def run_plan(request: PlanRequest, *, offline: bool) -> dict[str, Any]:
     from anchorgpu.architectures import model_to_json
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import plan, plan_to_json
-    from anchorgpu.planner.performance import attach_performance
+    from anchorgpu.planner.speed.estimate import attach_performance
 
     model = load_public_model(request.model, offline=offline)
     gpu = get_gpu(request.gpu) if request.gpu else None
     workload, precision, layout = plan_inputs(request)
     result = plan(model, workload, precision=precision, layout=layout, gpu=gpu, overheads=overheads(request))
-    options = {"prompt_tokens": request.prompt, "output_tokens": request.output_tokens, "train_tokens": request.tokens,
-               "mfu": request.mfu, "mbu": request.mbu}
+    options = {"train_tokens": request.tokens, "mfu": request.mfu, "mbu": request.mbu}
     result = attach_performance(result, **{k: v for k, v in options.items() if v is not None})
     return plan_to_json(result, model_json=model_to_json(model, kv_cache=result.precision.kv_cache))
 

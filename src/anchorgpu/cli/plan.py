@@ -47,6 +47,26 @@ def parse_count(text: str | None, *, field: str) -> int | None:
     return int(value)
 
 
+_BATCH_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)\s*$")
+
+
+def parse_batch(text: str | None) -> int | None:
+    """A global batch in tokens: ``4M`` (= 4,194,304), ``512k`` or an integer; nothing is rounded.
+
+    >>> parse_batch("4M"), parse_batch("16m"), parse_batch("1000000")
+    (4194304, 16777216, 1000000)
+    """
+    if text is None:
+        return None
+    match = _BATCH_RE.match(text)
+    if not match:
+        raise InvalidWorkload(f"--global-batch {text!r}: expected tokens such as 4M, 16M or 1048576")
+    value = float(match.group(1)) * {"": 1, "k": 2**10, "m": 2**20, "g": 2**30}[match.group(2).lower()]
+    if value != int(value) or value < 1:
+        raise InvalidWorkload(f"--global-batch {text!r}: expected a whole number of tokens, at least 1")
+    return int(value)
+
+
 def parse_gpus(text: str | None) -> int | None:
     """Whole GPUs only: ``0.5`` or ``0`` are refused with the reason (no MIG, vGPU or time-slicing)."""
     from anchorgpu.units import require_whole_gpus
@@ -137,9 +157,12 @@ def render_plan(plan: Plan) -> None:
     where = (f"on {lay.gpus} × {plan.gpu.display_name} ({_fmt(plan.gpu.memory_bytes)} each)" if plan.gpu is not None
              else f"on {lay.gpus} GPU{'s' if lay.gpus > 1 else ''} (no GPU model given)")
     out.print(f"[bold]{plan.model.name}[/bold] · {w.task} {where}")
-    out.print(f"Layout TP {lay.tp} · PP {lay.pp} · DP {lay.dp}" + (f" · EP {lay.ep}" if lay.ep > 1 else "")
+    out.print(f"Layout TP {lay.tp} · PP {lay.pp}" + (f" (v {lay.virtual_stages})" if lay.virtual_stages > 1 else "")
+              + (f" · CP {lay.cp}" if lay.cp > 1 else "") + f" · DP {lay.dp}" + (f" · EP {lay.ep}" if lay.ep > 1 else "")
               + (f" · ZeRO-{lay.zero}" if lay.zero and not lay.fsdp else "") + (" · FSDP" if lay.fsdp else "")
               + (f" · offload {lay.offload}" if lay.offload != "none" else "")
+              + (f" · micro-batch {w.micro_batch} · recompute {w.recompute}" if w.task in ("train", "lora", "qlora")
+                 else "")
               + f" · weights {plan.precision.weights}"
               + (f" · KV cache {plan.precision.kv_cache}" if w.task == "inference" else ""))
     out.print(_verdict(plan))
@@ -194,21 +217,56 @@ def render_plan(plan: Plan) -> None:
     _bullets(out, "Assumed", list(plan.assumptions))
 
 
+def _band(section: dict[str, Any], key: str, fmt: str, scale: float = 1.0) -> str | None:
+    """``'1,234 tok/s (1,100-1,400; ceiling 2,000)'``: the prediction, its band and the ceiling."""
+    value = section.get(key)
+    if not isinstance(value, int | float):
+        return None
+    text = fmt.format(value * scale)
+    low, high = section.get(f"{key}_low"), section.get(f"{key}_high")
+    if isinstance(low, int | float) and isinstance(high, int | float):
+        text += f" ({fmt.format(low * scale)}-{fmt.format(high * scale)}"
+        ceiling = section.get(f"{key}_ceiling")
+        text += f"; ceiling {fmt.format(ceiling * scale)})" if isinstance(ceiling, int | float) else ")"
+    return text
+
+
 def _render_performance(out: Any, section: Any) -> None:
-    """One line of speed figures when the performance section carries them."""
+    """Predicted speed with its band (what measured runs of the same kind fell within) and the ceiling."""
     if not isinstance(section, dict):
         return
-    labels = (("prefill_s", "time to first token", "{:.3f} s"),
-              ("decode_tokens_per_s_per_user", "decode per user", "{:,.1f} tok/s"),
-              ("decode_tokens_per_s_total", "decode total", "{:,.0f} tok/s"),
-              ("train_tokens_per_s", "training", "{:,.0f} tok/s"))
-    parts = [f"{label} {fmt.format(section[key])}" for key, label, fmt in labels
-             if isinstance(section.get(key), int | float)]
+    serving = (("ttft_s", "time to first token", "{:,.3f} s", 1.0),
+               ("tpot_s", "time per output token", "{:,.1f} ms", 1e3),
+               ("decode_tokens_per_s_per_user", "per user", "{:,.1f} tok/s", 1.0),
+               ("output_tokens_per_s", "output", "{:,.0f} tok/s", 1.0),
+               ("max_output_tokens_per_s", "at saturation", "{:,.0f} tok/s", 1.0))
+    training = (("train_tokens_per_s", "training", "{:,.0f} tok/s", 1.0),
+                ("train_tflops_per_gpu", "per GPU", "{:,.0f} TFLOP/s", 1.0),
+                ("train_mfu", "MFU", "{:.1%}", 1.0))
+    lines = [f"{label} {text}" for key, label, fmt, scale in (*serving, *training)
+             if (text := _band(section, key, fmt, scale)) is not None]
+    if not lines:
+        for line in section.get("assumptions", [])[:1]:
+            out.print(f"Speed: not predicted - {line}")
+        return
+    out.print("[bold]Speed (calibrated prediction, band, roofline ceiling)[/bold]")
+    for line in lines:
+        out.print(f"  {line}", markup=False)
+    sat = section.get("saturation_concurrency")
+    if isinstance(sat, int) and "max_output_tokens_per_s" in section:
+        out.print(f"  saturation = {sat:,} sequences at once", markup=False)
     train_s = section.get("train_time_s")
     if isinstance(train_s, int | float):
-        parts.append(f"training time {_duration(float(train_s))}")
-    if parts:
-        out.print("Speed (roofline estimate): " + " · ".join(parts))
+        hours = section.get("gpu_hours")
+        out.print(f"  training time {_duration(float(train_s))}"
+                  + (f" · {hours:,.0f} GPU-hours" if isinstance(hours, int | float) else "")
+                  + f" (band {_duration(float(section['train_time_s_low']))}-{_duration(float(section['train_time_s_high']))})",
+                  markup=False)
+    parts = section.get("step_time_breakdown_s")
+    if isinstance(parts, dict) and section.get("step_time_s"):
+        total = float(section["step_time_s"])
+        shown = [f"{name} {value:,.3g} s ({value / total:.0%})" for name, value in parts.items() if value > 0]
+        out.print(f"  step {total:,.3g} s = " + " + ".join(shown), markup=False)
 
 
 def _attach_performance(plan: Plan, options: dict[str, Any]) -> Plan:
@@ -236,18 +294,22 @@ def plan_command(
     pp: int | None = typer.Option(None, "--pp", help="Pipeline stages."),
     dp: int | None = typer.Option(None, "--dp", help="Data-parallel ranks (replicas)."),
     ep: int | None = typer.Option(None, "--ep", help="Expert-parallel ranks (MoE)."),
-    zero: int = typer.Option(0, "--zero", help="ZeRO stage 0-3 (training)."),
+    zero: int | None = typer.Option(None, "--zero", help="ZeRO stage 0-3 (training; chosen with the layout when not given)."),
+    cp: int | None = typer.Option(None, "--cp", help="Context-parallel ranks (training, ring attention)."),
+    virtual_stages: int | None = typer.Option(None, "--virtual-stages", help="Interleaved pipeline chunks per GPU (training; chosen when not given)."),
+    tp_overlap: bool = typer.Option(False, "--tp-overlap", help="Overlap tensor-parallel traffic with the products (training)."),
+    global_batch: str | None = typer.Option(None, "--global-batch", help="Tokens per optimizer step: 4M, 16M or an integer (training; default 4M)."),
     fsdp: bool = typer.Option(False, "--fsdp", help="FSDP FULL_SHARD (training; memory of ZeRO-3)."),
     offload: str = typer.Option("none", "--offload", help="none | optimizer | params"),
     weights: str | None = typer.Option(None, "--weights", help="bf16 fp16 fp8 int8 int4-gptq int4-awq nf4 nf4-dq mxfp4 nvfp4 gguf-q4_k_m gguf-q8_0 …"),
     kv_cache: str = typer.Option("bf16", "--kv-cache", help="bf16 | fp16 | fp8"),
     context: str | None = typer.Option(None, "--context", help="Tokens per sequence (inference), e.g. 8192 or 8k."),
     concurrency: int | None = typer.Option(None, "--concurrency", help="Sequences at once (inference)."),
-    micro_batch: int = typer.Option(1, "--micro-batch", help="Sequences per GPU step (training)."),
+    micro_batch: int | None = typer.Option(None, "--micro-batch", help="Sequences per GPU step (training; chosen with the layout when not given)."),
     seq: str | None = typer.Option(None, "--seq", help="Training sequence length in tokens."),
     recompute: str | None = typer.Option(None, "--recompute", help="none | selective | full"),
     optimizer: str = typer.Option("adamw", "--optimizer", help="adamw | adamw-8bit | sgd | lion | adafactor"),
-    train_precision: str = typer.Option("mixed", "--train-precision", help="mixed (fp32 master+moments) | bf16-true"),
+    train_precision: str = typer.Option("mixed", "--train-precision", help="mixed (fp32 master+moments) | bf16-true | fp8 | fp4 (FP8/FP4 products, Transformer Engine style)"),
     lora_rank: int = typer.Option(16, "--lora-rank", help="LoRA rank r."),
     lora_targets: str = typer.Option("q,k,v,o,gate,up,down", "--lora-targets", help="Comma list of q,k,v,o,gate,up,down (qkv = q,k,v; gate_up = gate,up). On a fused module the adapter covers the named slices."),
     resolution: str | None = typer.Option(None, "--resolution", help="Diffusion output WIDTHxHEIGHT."),
@@ -256,8 +318,8 @@ def plan_command(
     gpu_memory_utilization: float = typer.Option(0.9, "--gpu-memory-utilization", help="Serving engine's share of GPU memory."),
     max_num_batched_tokens: int | None = typer.Option(None, "--max-num-batched-tokens", help="Engine prefill budget."),
     allow_long_context: bool = typer.Option(False, "--allow-long-context", help="Allow a context beyond the model's limit."),
-    prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens for time to first token (performance)."),
-    output_tokens: int | None = typer.Option(None, "--output-tokens", help="Output tokens per request (performance)."),
+    prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens per request; without --context each sequence is prompt + output."),
+    output_tokens: int | None = typer.Option(None, "--output-tokens", help="Output tokens per request."),
     tokens: str | None = typer.Option(None, "--tokens", help="Training tokens for the training time, e.g. 1e12 (performance)."),
     mfu: float | None = typer.Option(None, "--mfu", help="Model FLOPs utilization for speed estimates (0-1)."),
     mbu: float | None = typer.Option(None, "--mbu", help="Memory-bandwidth utilization for decode estimates (0-1)."),
@@ -281,18 +343,18 @@ def plan_command(
         max_num_batched_tokens=max_num_batched_tokens, micro_batch=micro_batch,
         seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute,  # type: ignore[arg-type]
         optimizer=optimizer,  # type: ignore[arg-type]
-        train_precision=train_precision if train_precision in ("mixed", "bf16-true") else _bad(  # type: ignore[arg-type]
-            f"--train-precision {train_precision!r}: choose mixed or bf16-true"),
+        train_precision=train_precision if train_precision in ("mixed", "bf16-true", "fp8", "fp4") else _bad(  # type: ignore[arg-type]
+            f"--train-precision {train_precision!r}: choose mixed, bf16-true, fp8 or fp4"),
+        global_batch_tokens=parse_batch(global_batch), prompt_tokens=parse_tokens(prompt, field="prompt"),
+        output_tokens=output_tokens,
         lora_rank=lora_rank, lora_targets=targets, resolution=parse_resolution(resolution), images=images,
         vae_tiling=vae_tiling,
     )
-    layout = Layout(gpus=parse_gpus(gpus), tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=fsdp,
-                    offload=offload)  # type: ignore[arg-type]
+    layout = Layout(gpus=parse_gpus(gpus), tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=fsdp, cp=cp,
+                    virtual_stages=virtual_stages, tp_overlap=tp_overlap, offload=offload)  # type: ignore[arg-type]
     result = plan(spec, workload, precision=PrecisionPlan(weights=weights, kv_cache=kv_cache.lower()),
                   layout=layout, gpu=gpu_spec, overheads=_overheads(context_mib, fragmentation))
-    perf_options: dict[str, Any] = {"prompt_tokens": parse_tokens(prompt, field="prompt"),
-                                    "output_tokens": output_tokens, "train_tokens": parse_count(tokens, field="tokens"),
-                                    "mfu": mfu, "mbu": mbu}
+    perf_options: dict[str, Any] = {"train_tokens": parse_count(tokens, field="tokens"), "mfu": mfu, "mbu": mbu}
     result = _attach_performance(result, {k: v for k, v in perf_options.items() if v is not None})
     if as_json:
         emit_json(plan_to_json(result))

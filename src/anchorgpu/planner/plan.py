@@ -774,6 +774,11 @@ def plan(
     if isinstance(model, ModelSpec) and w.task == "diffusion":
         raise InvalidWorkload(f"--task diffusion needs a diffusion pipeline; {model.name} is a language model")
     _validate_workload(w)
+    if gpu is not None and w.task in ("train", "lora", "qlora") and w.train_precision in ("fp8", "fp4"):
+        has = gpu.fp8_hardware if w.train_precision == "fp8" else gpu.fp4_hardware
+        if not has:
+            raise InvalidWorkload(f"--train-precision {w.train_precision}: {gpu.name} has no "
+                                  f"{w.train_precision.upper()} tensor cores")
     if choose_layout and gpu is not None and isinstance(model, ModelSpec):
         chosen = _choose(model, w, prec, lay_in, gpu, ov)
         if isinstance(chosen, Plan):

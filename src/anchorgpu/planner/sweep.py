@@ -312,7 +312,10 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     cal = calibrated(spec.efficiencies)
     stacks = [cal.stack(sh.gpu) for sh in shapes]
     mbu_l = np.array([k.decode_mbu for k in stacks])[lay.shape][:, None, None, None]
-    mm_eff_l = np.array([k.serve_matmul_efficiency for k in stacks])[lay.shape][:, None, None, None]
+    # per (shape, format): the serving efficiency scaled for FP8/FP4 products, as speed.serving does
+    mm_eff_sw = np.array([[k.serve_matmul_efficiency * cal.low_precision_ratio(sh.gpu, perf.peak_for(sh.gpu, p).precision)
+                           for p in precisions] for sh, k in zip(shapes, stacks, strict=True)])
+    mm_eff_l = mm_eff_sw[lay.shape][:, :, None, None]
     att_eff_l = np.array([k.attention_efficiency for k in stacks])[lay.shape][:, None, None, None]
     fixed_l = np.array([k.per_step_s + model.num_layers * k.per_layer_step_s for k in stacks])[lay.shape]
     bf16_l = np.array([perf.peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[lay.shape][:, None, None, None]
@@ -340,7 +343,9 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     message = tokens * model.hidden_size * perf.ACTIVATION_BYTES
     comm = 2 * model.num_layers * _allreduce_array(message, np.broadcast_to(tp4, shape4),
                                                    bw_l[:, None, None, None], lat_l[:, None, None, None], cal)
-    step = fixed_l[:, None, None, None] + pp4 * (weights_s + attention_s) + comm
+    ew_l = np.array([k.elementwise_bytes_per_hidden / 3.0 for k in stacks])[lay.shape][:, None, None, None]
+    per_token_ew = model.num_layers / pp4 * ew_l * model.hidden_size / tp4 / bw_mem
+    step = fixed_l[:, None, None, None] + pp4 * (weights_s + attention_s + tokens * per_token_ew) + comm
     per_user = 1.0 / step
     total_tps = conc / step
     # time to first token: the prompt's chunks, each sharing a step with the other running sequences
@@ -361,7 +366,7 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     pre_comm = 2 * model.num_layers * _allreduce_array(pre_tokens * model.hidden_size * perf.ACTIVATION_BYTES,
                                                        np.broadcast_to(tp4, shape4), bw_l[:, None, None, None],
                                                        lat_l[:, None, None, None], cal)
-    ttft = chunks * (fixed_l[:, None, None, None] + pp4 * (pre_w + pre_a) + pre_comm)
+    ttft = chunks * (fixed_l[:, None, None, None] + pp4 * (pre_w + pre_a + pre_tokens * per_token_ew) + pre_comm)
     nan4 = np.full(shape4, np.nan)
     return {
         "weights_bytes": weights4, "kv_cache_bytes": kv4, "activations_bytes": np.broadcast_to(
@@ -385,18 +390,17 @@ def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec
     w = replace(spec.workload, micro_batch=spec.workload.micro_batch or 1)
     n_l, n_w = len(lay), len(weights)
     ladder: tuple[perf.Recompute, ...] = (w.recompute,) if w.recompute else ("none", "selective", "full")
-    mem_cache: dict[tuple[str, int, int, int, int, bool], tuple[int, int, int, int, str]] = {}
+    mem_cache: dict[tuple[str, int, int, int, int, str], tuple[int, int, int, int, str]] = {}
     weights_lw = np.empty((n_l, n_w))
     act_lw = np.empty((n_l, n_w))
     total_lw = np.empty((n_l, n_w))
     state_lw = np.empty((n_l, n_w))
     recompute_lw = np.empty((n_l, n_w), dtype=object)
-    amd = np.array([sh.gpu.vendor == "AMD" for sh in shapes])[lay.shape]
     rows = zip(lay.gpus.tolist(), lay.tp.tolist(), lay.pp.tolist(), lay.dp.tolist(), lay.zero.tolist(),
-               amd.tolist(), lay.shape.tolist(), strict=True)
-    for i, (gpus, tp, pp, dp, zero, is_amd, s) in enumerate(rows):
+               lay.shape.tolist(), strict=True)
+    for i, (gpus, tp, pp, dp, zero, s) in enumerate(rows):
         for j, name in enumerate(weights):
-            key = (name, tp, pp, dp, zero, is_amd)
+            key = (name, tp, pp, dp, zero, shapes[s].gpu.name)  # the recompute that fits depends on the GPU
             if key not in mem_cache:
                 for rc in ladder:
                     p = plan(model, replace(w, recompute=rc), precision=PrecisionPlan(weights=name),
