@@ -6,12 +6,12 @@ Figures come from ``shared/reference/perf_measured.md`` (row ids named in each t
 from __future__ import annotations
 
 import pytest
-from cli_runner import run, run_json
 
 from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.speed.estimate import plan_performance
+from cli_runner import run, run_json
 
 
 def test_nemo_llama2_70b_fp8_run_fits_with_its_published_layout_and_speed(capsys) -> None:
