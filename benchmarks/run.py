@@ -167,8 +167,43 @@ def main() -> int:
           f"{(plan_s - base) * 1e3:.0f} ms wall, {(plan_cpu - base_cpu) * 1e3:.0f} ms CPU (goal < 500 ms); "
           f"RATIO {plan_s / base:.1f}x python -c pass")
     print(f"  anchorgpu recommend (done-when): {rec_s * 1e3:6.0f} ms [{rec_cpu * 1e3:4.0f} ms CPU] (goal < 1000 ms)")
+    speed_benchmark(repeat, theirs)
     print(f"\nload average after the run: {os.getloadavg()[0]:.2f}")
     return 0
+
+
+def speed_benchmark(repeat: int, theirs: dict[str, float] | None) -> None:
+    """(c) the calibrated speed model: one plan with its speed estimate, a layout chosen for the user, and a
+    70B training ``recommend`` as a process; the first is compared with one llm-analysis evaluation from (a)."""
+    from anchorgpu.architectures import load_model
+    from anchorgpu.hardware import get_gpu
+    from anchorgpu.planner import Layout, Workload, plan
+    from anchorgpu.planner.speed.estimate import plan_performance
+
+    model, gpu = load_model("llama-3.1-70b"), get_gpu("h100")
+    explicit = Workload(task="train", seq_tokens=4096, micro_batch=1, recompute="full", global_batch_tokens=2**22)
+    layout = Layout(gpus=64, tp=8, pp=4, zero=1, virtual_stages=5)
+
+    def one() -> None:
+        plan_performance(plan(model, explicit, layout=layout, gpu=gpu))
+
+    def chosen() -> None:
+        plan_performance(plan(model, Workload(task="train", seq_tokens=4096), layout=Layout(gpus=512), gpu=gpu))
+
+    n = 200
+    t_one = _median_s(lambda: [one() for _ in range(n)], repeat) / n
+    t_chosen = _median_s(chosen, repeat)
+    print("\n(c) speed model (in process, median of the repetitions)")
+    print(f"  plan() + speed estimate, explicit 70B training layout: {t_one * 1e3:.3f} ms per configuration")
+    if theirs is not None:
+        each = theirs["seconds"] / theirs["evaluated"]
+        print(f"  llm-analysis, one configuration (from (a)): {each * 1e3:.2f} ms -> RATIO {each / t_one:,.0f}x "
+              f"(goal >= 5x)")
+    print(f"  plan() with the layout chosen for the user (70B, 512 H100): {t_chosen * 1e3:.1f} ms (goal < 20 ms)")
+    rec_s, rec_cpu = _process_s([str(ANCHORGPU), "recommend", "llama-3.1-70b", "--task", "train", "--tokens", "1e11",
+                                 "--term", "1month", "--json"], max(3, repeat // 2))
+    print(f"  anchorgpu recommend llama-3.1-70b --task train (process): {rec_s * 1e3:.0f} ms [{rec_cpu * 1e3:.0f} ms CPU]"
+          " (goal < 1000 ms)")
 
 
 if __name__ == "__main__":

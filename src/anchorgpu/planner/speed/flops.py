@@ -55,6 +55,23 @@ def attention_flops_per_token(model: ModelSpec, context_tokens: int, *, causal: 
     >>> attention_flops_per_token(toy_model(), 1000, causal=False)  # 4 * L * h * s = 4*2*64*1000
     512000.0
     """
+    key = (id(model), context_tokens, causal)
+    hit = _ATTENTION_CACHE.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    total = _attention_flops(model, context_tokens, causal=causal)
+    if len(_ATTENTION_CACHE) > 4096:
+        _ATTENTION_CACHE.clear()
+    _ATTENTION_CACHE[key] = (model, total)
+    return total
+
+
+_ATTENTION_CACHE: dict[tuple[int, int, bool], tuple[ModelSpec, float]] = {}
+"""Memo of :func:`attention_flops_per_token` by model identity (models are frozen; the layout search asks the
+same question a thousand times)."""
+
+
+def _attention_flops(model: ModelSpec, context_tokens: int, *, causal: bool) -> float:
     d_qk, d_v = _attention_dims(model)
     per_pair = 2.0 * model.num_attention_heads * (d_qk + d_v)
     total = 0.0

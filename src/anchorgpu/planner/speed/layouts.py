@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["Choice", "choose_serving_layout", "choose_training_layout"]
 
 SERVER_GPUS = 8
-MICRO_BATCHES: tuple[int, ...] = (1, 2, 4, 8)
+MICRO_BATCHES: tuple[int, ...] = (1, 2, 4)
 RECOMPUTES: tuple[Recompute, ...] = ("none", "selective", "full")
 
 
@@ -79,8 +79,9 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                     continue
                 zeros = [fixed_zero] if fixed_zero is not None else ([1, 3] if dp * cp > 1 else [0])
                 per_stage = model.num_layers // pp if model.num_layers % pp == 0 else 0
-                vs = [given.virtual_stages] if given.virtual_stages else (
-                    [1] + [v for v in (2, 4, 5, 8, 10) if pp > 1 and per_stage and per_stage % v == 0])
+                # more chunks only shrink the bubble (their transfers overlap): the most that divide, or none
+                deepest = max((v for v in (2, 4, 5, 8, 10) if pp > 1 and per_stage and per_stage % v == 0), default=1)
+                vs = [given.virtual_stages] if given.virtual_stages else sorted({1, deepest})
                 for zero in zeros:
                     if zero == 3 and pp > 1:
                         continue  # FSDP with pipelining is rare and not what an engineer reaches for first
