@@ -18,8 +18,15 @@ from anchorgpu.planner.speed.runs import load_runs, predict
 ROWS = {run.id: run for run in load_runs()}
 
 
-def _errors(role: str) -> dict[str, float]:
-    return {run.id: predict(run) / run.value - 1.0 for run in load_runs() if run.role == role}
+def _stack(run) -> str:
+    from anchorgpu.hardware import get_gpu
+    from anchorgpu.planner.speed.calibration import stack_of
+
+    return stack_of(get_gpu(run.row["gpu"]))
+
+
+def _errors(role: str, stack: str = "cuda") -> dict[str, float]:
+    return {run.id: predict(run) / run.value - 1.0 for run in load_runs() if run.role == role and _stack(run) == stack}
 
 
 def test_every_row_names_its_source_and_role() -> None:
@@ -34,18 +41,18 @@ def test_some_rows_are_kept_out_of_the_fit_in_both_phases() -> None:
     assert sum(r.role == "holdout" for r in load_runs()) >= len(load_runs()) // 3
 
 
-def test_fitted_rows_median_error_within_10_percent() -> None:
+def test_cuda_fitted_rows_median_error_within_10_percent() -> None:
     errors = _errors("fit")
     assert statistics.median(abs(e) for e in errors.values()) <= 0.10, errors
 
 
-def test_fitted_rows_each_within_30_percent() -> None:
+def test_cuda_fitted_rows_each_within_30_percent() -> None:
     # target 25%; T26 (torchtitan, H100 capped at 500 W, planned at the 700 W peak) sits at about +27%
     errors = _errors("fit")
     assert {k: e for k, e in errors.items() if abs(e) > 0.30} == {}
 
 
-def test_held_out_rows_median_error_within_15_percent() -> None:
+def test_cuda_held_out_rows_median_error_within_15_percent() -> None:
     errors = _errors("holdout")
     assert statistics.median(abs(e) for e in errors.values()) <= 0.15, errors
 
@@ -68,7 +75,7 @@ def test_shipped_constants_are_the_fit_of_the_shipped_rows() -> None:
 
 def test_bands_cover_the_prediction_and_come_from_the_residuals() -> None:
     doc = read_calibration_doc()
-    for phase in ("train", "serve"):
+    for phase in ("train", "serve", "cuda-train", "cuda-serve", "rocm-serve"):
         band = calibration().bands[phase]
         assert band.low < 1.0 < band.high
     assert {r["id"] for r in doc["fit_report"]} == set(ROWS)
@@ -79,3 +86,16 @@ def test_calibrate_prints_every_row(capsys: pytest.CaptureFixture[str]) -> None:
     rows = json.loads(capsys.readouterr().out)
     assert {r["id"] for r in rows} == set(ROWS)
     assert all(set(r) >= {"measured", "predicted", "error", "role"} for r in rows)
+
+
+def test_rocm_is_calibrated_apart_and_its_band_says_how_far_off_it_is() -> None:
+    """ROCm rows (benchmarks/rocm_rows_findings.md: RT1 Megatron FP8 on 8 MI300X; RS6/RS8 vLLM FP8 TP8) fit the
+    ROCm constants only; the serving model still over-predicts MI300X, and the ROCm band is wide to say so."""
+    cal = calibration()
+    assert cal.stacks["rocm"] != cal.stacks["cuda"]
+    assert predict(ROWS["RT1"]) == pytest.approx(12786.9, rel=0.05)
+    band = cal.bands["rocm-serve"]
+    for row_id in ("RS6", "RS8"):
+        ratio = ROWS[row_id].value / predict(ROWS[row_id])
+        assert band.low <= ratio <= band.high
+    assert band.low < cal.bands["cuda-serve"].low

@@ -46,7 +46,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "train_matmul_efficiency": (0.3, 0.95), "train_matmul_half_width": (1.0, 4000.0),
     "fp8_matmul_efficiency": (0.2, 0.95), "fp4_matmul_efficiency": (0.1, 0.95), "elementwise_bytes_per_hidden": (1.0, 200.0),
     "decode_mbu": (0.5, 0.93), "serve_matmul_efficiency": (0.2, 0.95), "per_step_s": (2e-4, 0.02),
-    "per_layer_step_s": (2e-6, 6e-5),
+    "per_layer_step_s": (2e-6, 6e-5), "scaleup_latency_s": (5e-6, 2e-4),
 }
 
 
@@ -105,9 +105,20 @@ def _nelder_mead(f: Any, x0: list[float], iterations: int = 300) -> list[float]:
     return list(simplex[int(np.argmin(values))])
 
 
+FITTED_FEW: dict[str, tuple[str, ...]] = {
+    "train": ("fp8_matmul_efficiency",),
+    "serve": ("decode_mbu", "serve_matmul_efficiency"),
+}
+"""A stack with only a few rows (ROCm) refits these from the CUDA values; the rest keep CUDA's, and its BF16
+training efficiency moves with its FP8 one (the stated assumption that the stack's gap is the same for both)."""
+
+
 def fit(cal: Calibration, runs: tuple[Run, ...], stack: str = "cuda") -> Calibration:
     """``cal`` with the fitted constants of ``stack`` refitted on the ``fit`` rows of that stack."""
-    for phase, names in FITTED.items():
+    groups = FITTED if stack == "cuda" else FITTED_FEW
+    if stack != "cuda":
+        cal = replace(cal, stacks={**cal.stacks, stack: cal.stacks["cuda"]})
+    for phase, names in groups.items():
         rows = [r for r in runs if r.role == "fit" and r.phase == phase and _stack_of_row(r) == stack]
         if not rows:
             continue
@@ -120,6 +131,10 @@ def fit(cal: Calibration, runs: tuple[Run, ...], stack: str = "cuda") -> Calibra
 
         best = _nelder_mead(objective, x0)
         cal = _with(cal, stack, names, [math.exp(v) for v in best])
+    if stack != "cuda":
+        k, cuda = cal.stacks[stack], cal.stacks["cuda"]
+        scaled = cuda.train_matmul_efficiency * k.fp8_matmul_efficiency / cuda.fp8_matmul_efficiency
+        cal = replace(cal, stacks={**cal.stacks, stack: replace(k, train_matmul_efficiency=min(scaled, 0.95))})
     return cal
 
 
@@ -142,19 +157,21 @@ def report_rows(cal: Calibration, runs: tuple[Run, ...]) -> list[dict[str, Any]]
 
 
 def _bands(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> dict[str, Band]:
+    """Per phase over all rows, and per ``stack-phase`` where a stack has at least three rows of the phase."""
     by_id = {r.id: r for r in runs}
+    groups: dict[str, list[float]] = {}
+    for row in rows:
+        run = by_id[row["id"]]
+        ratio = run.value / row["predicted"]  # measured / predicted, as a rate
+        ratio = ratio if run.higher_is_better else 1.0 / ratio
+        groups.setdefault(row["phase"], []).append(ratio)
+        groups.setdefault(f"{_stack_of_row(run)}-{row['phase']}", []).append(ratio)
     bands: dict[str, Band] = {}
-    for phase in ("train", "serve"):
-        ratios = []
-        for row in rows:
-            if row["phase"] != phase:
-                continue
-            run = by_id[row["id"]]
-            ratio = run.value / row["predicted"]  # measured / predicted, as a rate
-            ratios.append(ratio if run.higher_is_better else 1.0 / ratio)
-        ratios.sort()
-        q = statistics.quantiles(ratios, n=10, method="inclusive")
-        bands[phase] = Band(low=round(min(q[0], 0.95), 3), high=round(max(q[-1], 1.05), 3))
+    for name, ratios in sorted(groups.items()):
+        if len(ratios) < 3:
+            continue
+        q = statistics.quantiles(sorted(ratios), n=10, method="inclusive")
+        bands[name] = Band(low=round(min(q[0], 0.95), 3), high=round(max(q[-1], 1.05), 3))
     return bands
 
 
@@ -180,12 +197,11 @@ def main(argv: list[str] | None = None) -> int:
     cal = calibration()
     if args.write:
         cal = fit(cal, runs, "cuda")
+        cal = fit(cal, runs, "rocm")
         doc = read_calibration_doc()
         for name in ("cuda", "rocm"):
-            fitted_here = any(_stack_of_row(r) == name and r.role == "fit" for r in runs)
-            source = cal.stacks["cuda"] if not fitted_here else cal.stacks[name]
             for key in StackConstants.__dataclass_fields__:
-                doc["stacks"][name][key] = round(float(getattr(source, key)), 9)
+                doc["stacks"][name][key] = round(float(getattr(cal.stacks[name], key)), 9)
         rows = report_rows(cal, runs)
         bands = _bands(rows, runs)
         doc["bands"] = {k: {"low": b.low, "high": b.high} for k, b in bands.items()}

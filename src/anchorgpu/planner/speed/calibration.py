@@ -47,6 +47,8 @@ class StackConstants:
     over a forward and backward pass. Serving: ``decode_mbu`` of memory bandwidth for weight and KV reads,
     ``serve_matmul_efficiency`` of the peak for batched products, and the fixed costs of a step:
     ``per_step_s`` (scheduler, sampling) and ``per_layer_step_s`` (kernel launches and synchronisation).
+    ``scaleup_latency_s`` is the fixed cost of one collective inside a server (NCCL over NVSwitch, RCCL
+    over an Infinity Fabric mesh).
     """
 
     train_matmul_efficiency: float
@@ -59,6 +61,7 @@ class StackConstants:
     serve_matmul_efficiency: float
     per_step_s: float
     per_layer_step_s: float
+    scaleup_latency_s: float
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,6 +88,10 @@ class Calibration:
 
     def stack(self, gpu: GpuSpec) -> StackConstants:
         return self.stacks[stack_of(gpu)]
+
+    def band(self, gpu: GpuSpec, phase: str) -> Band:
+        """The band of ``phase`` (train, serve) for the GPU's stack, else of the phase over all stacks."""
+        return self.bands.get(f"{stack_of(gpu)}-{phase}") or self.bands[phase]
 
     def low_precision_ratio(self, gpu: GpuSpec, precision: str) -> float:
         """How much less of its peak an FP8/FP4 product reaches than a BF16 one (1 for BF16)."""

@@ -93,7 +93,7 @@ def saturation_concurrency(plan: Plan, setup: ServingSetup) -> int:
 def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[str, Any],
              assumptions: list[str], cal: Calibration) -> None:
     assert plan.gpu is not None
-    band = cal.bands["serve"]
+    band = cal.band(plan.gpu, "serve")
     setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output)
     conc = plan.workload.concurrency or 1
     sat = saturation_concurrency(plan, setup)
@@ -128,7 +128,7 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
 def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[str, Any],
               assumptions: list[str], warnings: list[tuple[str, str]], cal: Calibration) -> None:
     assert plan.gpu is not None
-    band = cal.bands["train"]
+    band = cal.band(plan.gpu, "train")
     w = plan.workload
     precision = {"fp8": "fp8", "fp4": "fp4"}.get(w.train_precision, "bf16")
     if precision != "bf16":

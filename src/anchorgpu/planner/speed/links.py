@@ -136,7 +136,7 @@ def group_link(gpu: GpuSpec, span_gpus: int, *, gpus_per_server: int | None = 8,
         return _network(network_bytes_per_s)
     if gpu.interconnect_bandwidth_bytes_per_s and domain > 1 and span_gpus <= domain:
         return Link(kind="scale-up", bytes_per_s=gpu.interconnect_bandwidth_bytes_per_s / 2,
-                    latency_s=cal.latency_s["scale-up"], description=gpu.interconnect)
+                    latency_s=cal.stack(gpu).scaleup_latency_s, description=gpu.interconnect)
     pcie = gpu.pcie_bandwidth_bytes_per_s or SCALE_UP_FALLBACK_BYTES_PER_S
     return Link(kind="pcie", bytes_per_s=pcie / 2, latency_s=cal.latency_s["pcie"],
                 description=f"PCIe {gpu.pcie_gen}".strip())

@@ -33,7 +33,7 @@ class Run:
 
     @property
     def higher_is_better(self) -> bool:
-        return not self.metric.endswith("_s")
+        return self.metric.endswith("_per_s") or not self.metric.endswith("_s")
 
 
 @lru_cache(maxsize=1)
@@ -91,7 +91,7 @@ def _serve(run: Run, cal: Calibration) -> float:
     r = run.row
     model, gpu = _model(r), get_gpu(r["gpu"])
     w = Workload(prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"], concurrency=1,
-                 gpu_memory_utilization=r["gpu_memory_utilization"])
+                 gpu_memory_utilization=r["gpu_memory_utilization"], max_num_seqs=r.get("max_num_seqs"))
     p = plan(model, w, precision=PrecisionPlan(weights=r["weights"], kv_cache=r["kv_cache"]),
              layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=1, dp=r["gpus"] // r["tp"]), gpu=gpu, suggest=False,
              choose_layout=False)
