@@ -110,3 +110,15 @@ def test_fp4_training_runs_where_the_gpu_has_fp4_units() -> None:
     p = plan(load_model("llama-3.1-8b"), Workload(task="train", seq_tokens=4096, train_precision="fp4"),
              layout=Layout(gpus=8), gpu=get_gpu("b200"))
     assert p.fits and plan_performance(p)["compute_precision"] == "fp4"
+
+
+def test_mi325x_is_not_slower_than_mi300x_under_tensor_parallelism() -> None:
+    """Issue 11: MI325X's scale-up link was unknown, so TP fell back to PCIe and came out 3x slower than MI300X.
+    Both have the same 8-GPU Infinity Fabric mesh; MI325X has more memory bandwidth (gpu_specs.md)."""
+    model = load_model("llama-3.1-70b")
+
+    def speed(gpu: str) -> float:
+        p = plan(model, Workload(context_tokens=4096, concurrency=16), layout=Layout(gpus=8, tp=8), gpu=get_gpu(gpu))
+        return float(plan_performance(p)["output_tokens_per_s"])
+
+    assert speed("mi325x") >= speed("mi300x")
