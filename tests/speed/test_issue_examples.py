@@ -122,3 +122,14 @@ def test_mi325x_is_not_slower_than_mi300x_under_tensor_parallelism() -> None:
         return float(plan_performance(p)["output_tokens_per_s"])
 
     assert speed("mi325x") >= speed("mi300x")
+
+
+def test_recommend_results_carry_the_calibrated_band(capsys) -> None:
+    data = run_json(capsys, "recommend", "llama-3.1-8b", "--context", "4096", "--concurrency", "16", "--term", "1month",
+                    "--top", "3")
+    for r in data["results"]:
+        assert r["decode_tokens_per_s_total_low"] <= r["output_tokens_per_s"] <= r["decode_tokens_per_s_total_high"]
+        assert r["prefill_s_low"] <= r["ttft_s"] <= r["prefill_s_high"]
+    data = run_json(capsys, "recommend", "llama-3.1-8b", "--task", "train", "--tokens", "1e10", "--top", "3")
+    for r in data["results"]:
+        assert r["train_tokens_per_s_low"] <= r["train_tokens_per_s"] <= r["train_tokens_per_s_high"]

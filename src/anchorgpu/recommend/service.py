@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -355,7 +355,33 @@ def _option_json(o: RecommendedOption) -> dict[str, Any]:
         "effective_per_gpu_hour_usd": o.effective_per_gpu_hour_usd,
         "usd_per_million_output_tokens": o.usd_per_million_output_tokens,
         "run_hours": o.run_hours, "run_usd": o.run_usd, "warnings": list(o.codes),
+        **_bands(o, c),
     }
+
+
+def _bands(o: RecommendedOption, c: Mapping[str, Any]) -> dict[str, Any]:
+    """The calibrated band of each prediction (``*_low``/``*_high``), as ``plan`` gives them, and the names of
+    the issue's contract (``ttft_s``, ``output_tokens_per_s``) beside the sweep's own."""
+    from anchorgpu.hardware import get_gpu
+    from anchorgpu.planner.speed.calibration import calibration
+
+    training = c.get("train_tokens_per_s") is not None and c.get("decode_tokens_per_s_total") is None
+    band = calibration().band(get_gpu(o.gpu), "train" if training else "serve")
+    out: dict[str, Any] = {}
+    rates = ("train_tokens_per_s",) if training else ("decode_tokens_per_s_per_user", "decode_tokens_per_s_total")
+    for name in rates:
+        value = c.get(name)
+        if value is not None:
+            out[f"{name}_low"], out[f"{name}_high"] = round(value * band.low, 2), round(value * band.high, 2)
+    times = ("train_time_s",) if training else ("prefill_s",)
+    for name in times:
+        value = c.get(name)
+        if value is not None:
+            out[f"{name}_low"], out[f"{name}_high"] = round(value / band.high, 4), round(value / band.low, 4)
+    if not training:
+        out["ttft_s"] = c.get("prefill_s")
+        out["output_tokens_per_s"] = c.get("decode_tokens_per_s_total")
+    return out
 
 
 def _jsonable(value: Any) -> Any:
