@@ -269,21 +269,6 @@ def _render_performance(out: Any, section: Any) -> None:
         out.print(f"  step {total:,.3g} s = " + " + ".join(shown), markup=False)
 
 
-def _attach_performance(plan: Plan, options: dict[str, Any]) -> Plan:
-    """Attach the ``performance`` section when the performance module offers ``plan_performance``."""
-    try:
-        from anchorgpu.planner import performance
-    except ImportError:
-        return plan
-    builder = getattr(performance, "plan_performance", None)
-    if builder is None:
-        return plan
-    import dataclasses
-
-    section = builder(plan, **options)
-    return dataclasses.replace(plan, extra={**plan.extra, "performance": section})
-
-
 @app.command("plan")
 def plan_command(
     model: str = typer.Argument(..., help="Registry name, path to config.json (or its folder), or a Hub id."),
@@ -355,7 +340,9 @@ def plan_command(
     result = plan(spec, workload, precision=PrecisionPlan(weights=weights, kv_cache=kv_cache.lower()),
                   layout=layout, gpu=gpu_spec, overheads=_overheads(context_mib, fragmentation))
     perf_options: dict[str, Any] = {"train_tokens": parse_count(tokens, field="tokens"), "mfu": mfu, "mbu": mbu}
-    result = _attach_performance(result, {k: v for k, v in perf_options.items() if v is not None})
+    from anchorgpu.planner.speed.estimate import attach_performance
+
+    result = attach_performance(result, **{k: v for k, v in perf_options.items() if v is not None})
     if as_json:
         emit_json(plan_to_json(result))
     else:

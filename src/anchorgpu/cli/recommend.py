@@ -167,7 +167,7 @@ def recommend_command(
     from anchorgpu.cli.plan import parse_count, parse_tokens
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Workload
-    from anchorgpu.planner.performance import DEFAULT_EFFICIENCIES, Efficiencies
+    from anchorgpu.planner.speed.calibration import Overrides
     from anchorgpu.planner.sweep import SweepSpec
     from anchorgpu.recommend import recommend, recommendation_to_json
     from anchorgpu.units import parse_term
@@ -203,8 +203,7 @@ def recommend_command(
         prompt_tokens=parse_tokens(prompt, field="prompt"), output_tokens=output_tokens,
         train_tokens=parse_count(train_tokens, field="tokens"),
         global_batch_tokens=parse_count(global_batch, field="global-batch"),
-        efficiencies=Efficiencies(mfu=mfu if mfu is not None else DEFAULT_EFFICIENCIES.mfu,
-                                  mbu=mbu if mbu is not None else DEFAULT_EFFICIENCIES.mbu),
+        efficiencies=Overrides(mfu=mfu, mbu=mbu),
     )
     progress = _Progress(enabled=not as_json)
     try:

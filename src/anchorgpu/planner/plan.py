@@ -34,6 +34,7 @@ from anchorgpu.planner.inputs import (
     Recompute,
     Workload,
 )
+from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, microbatches_for
 from anchorgpu.planner.warnings import WARNING_CODES, PlanWarning, make_warning
 from anchorgpu.units import GIB, fmt_bytes, require_whole_gpus
 
@@ -436,10 +437,9 @@ def _training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFor
     micro_batch = w.micro_batch or 1
     if w.micro_batch is None:
         assumptions.append("Micro-batch not given: 1 sequence per GPU step.")
-    if w.global_batch_tokens is not None and w.global_batch_tokens < lay.dp * micro_batch * seq:
-        raise InvalidWorkload(
-            f"--global-batch {w.global_batch_tokens:,}: smaller than one micro-batch per data-parallel rank "
-            f"({lay.dp} x {micro_batch} x {seq:,} = {lay.dp * micro_batch * seq:,} tokens)")
+    microbatches = 1
+    if w.global_batch_tokens is not None:  # one line when it is smaller than a micro-batch per DP rank
+        microbatches = microbatches_for(w.global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq)
     recompute: Recompute = w.recompute or ("full" if w.task == "qlora" else "none")
     if w.recompute is None:
         assumptions.append(f"Activation recompute: {recompute} (default for {w.task}"
@@ -498,7 +498,8 @@ def _training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFor
     act = mm.training_activation_bytes(model, s=seq // lay.cp, b=micro_batch, tp=lay.tp, pp=lay.pp,
                                        sp=lay.sequence_parallel, recompute=recompute)
     if lay.virtual_stages > 1 and lay.pp > 1:
-        m = max(1, (w.global_batch_tokens or 4 * 2**20) // (lay.dp * micro_batch * seq))
+        m = microbatches if w.global_batch_tokens is not None else max(
+            1, DEFAULT_GLOBAL_BATCH_TOKENS // (lay.dp * micro_batch * seq))
         act = math.ceil(act * (1 + (lay.pp - 1) / (lay.pp * m)))  # Korthikanti et al. 2022, section 4.2.3
         assumptions.append(f"Interleaved pipeline ({lay.virtual_stages} chunks per GPU): the first stage holds "
                            "(1 + (p-1)/(p·m)) times the activations of 1F1B.")
@@ -705,8 +706,8 @@ def _suggestions(model: ModelSpec | DiffusionPipelineSpec, w: Workload, precisio
 
 
 def _choose(model: ModelSpec, w: Workload, prec: PrecisionPlan, lay_in: Layout, gpu: GpuSpec,
-            ov: Overheads) -> Plan | str | None:
-    """The plan of the layout chosen for the user, a sentence when none fits, or None when nothing is open."""
+            ov: Overheads) -> Plan | None:
+    """The plan of the layout chosen for the user, or None when nothing is open or nothing fits."""
     from anchorgpu.planner.speed import layouts
 
     if w.task in ("train", "lora", "qlora"):
@@ -781,10 +782,8 @@ def plan(
                                   f"{w.train_precision.upper()} tensor cores")
     if choose_layout and gpu is not None and isinstance(model, ModelSpec):
         chosen = _choose(model, w, prec, lay_in, gpu, ov)
-        if isinstance(chosen, Plan):
+        if chosen is not None:
             return replace(chosen, assumptions=(*assumptions, *chosen.assumptions))
-        if chosen:
-            assumptions.append(chosen)
     fmt = _resolve_format(model, w, prec, assumptions)
     prec = replace(prec, weights=fmt.name)
     lay = _resolve_layout(model, w, lay_in, assumptions)

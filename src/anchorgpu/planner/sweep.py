@@ -6,7 +6,7 @@ constants come from the same scalar functions :func:`anchorgpu.planner.plan` use
 (:mod:`anchorgpu.planner.memory`, :mod:`anchorgpu.planner.formats`), computed once per distinct
 (format, TP, PP) and then broadcast over the grid; training memory, which depends only on the layout,
 comes from :func:`~anchorgpu.planner.plan` itself, once per distinct layout. Speed follows
-:mod:`anchorgpu.planner.performance`, written out in array form. ``tests/recommend`` checks both against
+:mod:`anchorgpu.planner.speed` (serving written out in array form). ``tests/recommend`` checks both against
 the scalar functions on sampled configurations.
 
 Grid (in this order, which is also the order of the result columns; the sweep is deterministic):
@@ -31,11 +31,19 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
-from anchorgpu.planner import performance as perf
 from anchorgpu.planner.formats import ModelParts, get_format, model_weight_parts
 from anchorgpu.planner.inputs import KV_CACHE_DTYPES, Layout, Overheads, PrecisionPlan, Workload
 from anchorgpu.planner.plan import plan
-from anchorgpu.planner.speed.calibration import Calibration, Overrides, calibrated
+from anchorgpu.planner.speed.calibration import Calibration, Overrides, calibrated, calibration
+from anchorgpu.planner.speed.flops import Recompute, TrainKind, attention_flops_per_token, forward_matmul_params
+from anchorgpu.planner.speed.links import (
+    ACTIVATION_BYTES,
+    compute_precision_for_training,
+    compute_precision_for_weights,
+    peak_for,
+    tp_link,
+)
+from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
 from anchorgpu.units import GIB
 
 __all__ = [
@@ -74,7 +82,7 @@ class HardwareShape:
     gpu: GpuSpec
     gpus_per_server: int
     max_servers: int = 4
-    network_bytes_per_s: float = perf.DEFAULT_NETWORK_BYTES_PER_S
+    network_bytes_per_s: float = field(default_factory=lambda: calibration().network_bytes_per_s)
     scale_out: bool = True
 
 
@@ -236,7 +244,7 @@ def _links(shapes: Sequence[HardwareShape], lay: _Layouts) -> tuple[FloatArray, 
     lat = np.empty(unique.size)
     for i, k in enumerate(unique.tolist()):
         shape = shapes[k // 1024]
-        link = perf.tp_link(shape.gpu, k % 1024, gpus_per_server=shape.gpus_per_server,
+        link = tp_link(shape.gpu, k % 1024, gpus_per_server=shape.gpus_per_server,
                             network_bytes_per_s=shape.network_bytes_per_s)
         bw[i], lat[i] = link.bytes_per_s, link.latency_s
     return bw[inverse], lat[inverse]
@@ -259,12 +267,12 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     weights_uw = np.array([[mm.shard_share(part, tp=key // 4096, pp=key % 4096, ep=1) for part in parts]
                            for key in tp_pp.tolist()], dtype=np.float64)
     weights_lw = weights_uw[tp_pp_row]
-    precisions = [perf.compute_precision_for_weights(name) for name in weights]
+    precisions = [compute_precision_for_weights(name) for name in weights]
     distinct = sorted(set(precisions))
     peaks: dict[str, list[float]] = {}  # shapes share GPUs: one lookup per GPU and precision
     for sh in shapes:
         if sh.gpu.name not in peaks:
-            by_precision = {p: perf.peak_for(sh.gpu, p).flops_per_s for p in distinct}
+            by_precision = {p: peak_for(sh.gpu, p).flops_per_s for p in distinct}
             peaks[sh.gpu.name] = [by_precision[p] for p in precisions]
     peak_sw = np.array([peaks[sh.gpu.name] for sh in shapes])
     if progress:
@@ -313,12 +321,12 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     stacks = [cal.stack(sh.gpu) for sh in shapes]
     mbu_l = np.array([k.decode_mbu for k in stacks])[lay.shape][:, None, None, None]
     # per (shape, format): the serving efficiency scaled for FP8/FP4 products, as speed.serving does
-    mm_eff_sw = np.array([[k.serve_matmul_efficiency * cal.low_precision_ratio(sh.gpu, perf.peak_for(sh.gpu, p).precision)
+    mm_eff_sw = np.array([[k.serve_matmul_efficiency * cal.low_precision_ratio(sh.gpu, peak_for(sh.gpu, p).precision)
                            for p in precisions] for sh, k in zip(shapes, stacks, strict=True)])
     mm_eff_l = mm_eff_sw[lay.shape][:, :, None, None]
     att_eff_l = np.array([k.attention_efficiency for k in stacks])[lay.shape][:, None, None, None]
     fixed_l = np.array([k.per_step_s + model.num_layers * k.per_layer_step_s for k in stacks])[lay.shape]
-    bf16_l = np.array([perf.peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[lay.shape][:, None, None, None]
+    bf16_l = np.array([peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[lay.shape][:, None, None, None]
     kv_read = (read_slots * values_l)[:, None, None, None] * bpv_k[None, None, :, None] * stage_l[:, None, None, None] / n_layers
     out_tokens = spec.output_tokens if spec.output_tokens else 256
     batch = per_replica.astype(np.float64)
@@ -333,14 +341,14 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     tp4 = lay.tp[:, None, None, None]
     pp4 = lay.pp[:, None, None, None]
     split = (tp4 * pp4).astype(np.float64)
-    p_matmul = 2.0 * perf.forward_matmul_params(model)
+    p_matmul = 2.0 * forward_matmul_params(model)
     weights_s = np.maximum(weights_read / (bw_mem * mbu_l), tokens * p_matmul / split / (peak4 * mm_eff_l))
-    attn_dec = perf.attention_flops_per_token(model, 2 * cached, causal=True)
-    attn_pre = perf.attention_flops_per_token(model, prompt, causal=True)
+    attn_dec = attention_flops_per_token(model, 2 * cached, causal=True)
+    attn_pre = attention_flops_per_token(model, prompt, causal=True)
     attn_flops = batch * attn_dec + batch * prompt / out_tokens * attn_pre
     attention_s = np.maximum(batch * kv_read / (bw_mem * mbu_l), attn_flops / split / (bf16_l * att_eff_l))
     bw_l, lat_l = _links(shapes, lay)
-    message = tokens * model.hidden_size * perf.ACTIVATION_BYTES
+    message = tokens * model.hidden_size * ACTIVATION_BYTES
     comm = 2 * model.num_layers * _allreduce_array(message, np.broadcast_to(tp4, shape4),
                                                    bw_l[:, None, None, None], lat_l[:, None, None, None], cal)
     ew_l = np.array([k.elementwise_bytes_per_hidden / 3.0 for k in stacks])[lay.shape][:, None, None, None]
@@ -363,7 +371,7 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     pre_w = np.maximum(pre_weights / (bw_mem * mbu_l), pre_tokens * p_matmul / split / (peak4 * mm_eff_l))
     pre_a = np.maximum(others * kv_read / (bw_mem * mbu_l),
                        (others * attn_dec + chunk * attn_pre) / split / (bf16_l * att_eff_l))
-    pre_comm = 2 * model.num_layers * _allreduce_array(pre_tokens * model.hidden_size * perf.ACTIVATION_BYTES,
+    pre_comm = 2 * model.num_layers * _allreduce_array(pre_tokens * model.hidden_size * ACTIVATION_BYTES,
                                                        np.broadcast_to(tp4, shape4), bw_l[:, None, None, None],
                                                        lat_l[:, None, None, None], cal)
     ttft = chunks * (fixed_l[:, None, None, None] + pp4 * (pre_w + pre_a + pre_tokens * per_token_ew) + pre_comm)
@@ -389,7 +397,7 @@ def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec
     :func:`anchorgpu.planner.speed.training.training_step`."""
     w = replace(spec.workload, micro_batch=spec.workload.micro_batch or 1)
     n_l, n_w = len(lay), len(weights)
-    ladder: tuple[perf.Recompute, ...] = (w.recompute,) if w.recompute else ("none", "selective", "full")
+    ladder: tuple[Recompute, ...] = (w.recompute,) if w.recompute else ("none", "selective", "full")
     mem_cache: dict[tuple[str, int, int, int, int, str], tuple[int, int, int, int, str]] = {}
     weights_lw = np.empty((n_l, n_w))
     act_lw = np.empty((n_l, n_w))
@@ -419,8 +427,8 @@ def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec
     budget_l = np.array([sh.gpu.memory_bytes for sh in shapes], dtype=np.float64)[lay.shape]
     fits = total_lw <= budget_l[:, None]
     seq = w.seq_tokens or min(model.max_context_tokens, 2048)
-    kind: perf.TrainKind = "full" if w.task == "train" else "lora"
-    precision = {"fp8": "fp8", "fp4": "fp4"}.get(w.train_precision, "bf16")
+    kind: TrainKind = "full" if w.task == "train" else "lora"
+    precision = compute_precision_for_training(w.train_precision)
     speed_cache: dict[tuple[int, int, int, int, int, str], float] = {}
     tps = np.empty((n_l, n_w))
     micro = w.micro_batch or 1
@@ -429,13 +437,13 @@ def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec
                                    int(lay.zero[i]))
         dp = gpus // (tp * pp)
         for j in range(n_w):
-            rc_ij: perf.Recompute = recompute_lw[i, j]
+            rc_ij: Recompute = recompute_lw[i, j]
             speed_key = (s_i, gpus, tp, pp, zero, str(rc_ij))
             if speed_key not in speed_cache:
                 shape = shapes[s_i]
-                batch = max(spec.global_batch_tokens or perf.DEFAULT_GLOBAL_BATCH_TOKENS, dp * micro * seq)
-                speed_cache[speed_key] = perf.training_step(
-                    model, shape.gpu, perf.TrainLayout(gpus=gpus, tp=tp, pp=pp, dp=dp, zero=zero), seq_tokens=seq,
+                batch = max(spec.global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS, dp * micro * seq)
+                speed_cache[speed_key] = training_step(
+                    model, shape.gpu, TrainLayout(gpus=gpus, tp=tp, pp=pp, dp=dp, zero=zero), seq_tokens=seq,
                     micro_batch=micro, global_batch_tokens=batch, recompute=rc_ij,
                     kind=kind, precision=precision, gpus_per_server=shape.gpus_per_server,
                     network_bytes_per_s=shape.network_bytes_per_s).tokens_per_s

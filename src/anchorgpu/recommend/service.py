@@ -147,7 +147,7 @@ def _closest_miss(result: SweepResult) -> dict[tuple[int, int], int]:
 
 def _codes(result: SweepResult, row: dict[str, Any], offering: Offering) -> tuple[str, ...]:
     from anchorgpu.planner.formats import get_format
-    from anchorgpu.planner.performance import compute_precision_for_weights, tp_link
+    from anchorgpu.planner.speed.links import compute_precision_for_weights, tp_link
 
     shape = next(s for s in result.shapes if s.id == offering.id)
     codes: list[str] = []

@@ -16,7 +16,12 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.speed.calibration import Band, Calibration, Overrides, calibrated, stack_of
 from anchorgpu.planner.speed.flops import TrainKind
-from anchorgpu.planner.speed.links import compute_precision_for_weights, group_link, peak_for
+from anchorgpu.planner.speed.links import (
+    compute_precision_for_training,
+    compute_precision_for_weights,
+    group_link,
+    peak_for,
+)
 from anchorgpu.planner.speed.serving import ServingSetup, serving_estimate
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
 
@@ -130,12 +135,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     assert plan.gpu is not None
     band = cal.band(plan.gpu, "train")
     w = plan.workload
-    precision = {"fp8": "fp8", "fp4": "fp4"}.get(w.train_precision, "bf16")
-    if precision != "bf16":
-        peak = peak_for(plan.gpu, precision)
-        if peak.precision != precision:
-            raise InvalidWorkload(f"--train-precision {precision}: {plan.gpu.name} has no {precision.upper()} "
-                                  "tensor cores")
+    precision = compute_precision_for_training(w.train_precision)  # plan() refused it where the GPU lacks it
     seq = w.seq_tokens or 2048
     batch = w.global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS
     lay = train_layout(plan)
@@ -230,7 +230,7 @@ def plan_performance(
         _serving(plan, model, prompt, output, out, assumptions, cal)
         out["checkpoint_bytes"] = plan.checkpoint_bytes or int(plan.breakdown.get("weights_whole_model_bytes", 0))
     else:
-        out["compute_precision"] = {"fp8": "fp8", "fp4": "fp4"}.get(w.train_precision, "bf16")
+        out["compute_precision"] = compute_precision_for_training(w.train_precision)
         _training(plan, model, train_tokens, out, assumptions, warnings, cal)
         ckpt = plan.checkpoint_bytes or int(plan.breakdown.get("weights_whole_model_bytes", 0))
         out["checkpoint_bytes"] = ckpt

@@ -21,6 +21,7 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Recompute, Workload
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.flops import TrainKind
+from anchorgpu.planner.speed.links import compute_precision_for_training
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     batch = w.global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS
     cal = calibration()
     kind: TrainKind = "full" if w.task == "train" else "lora"
-    prec = {"fp8": "fp8", "fp4": "fp4"}.get(w.train_precision, "bf16")
+    prec = compute_precision_for_training(w.train_precision)
     ranked: list[tuple[float, int, TrainLayout, int, Recompute]] = []
     for i, (lay, mb, rc) in enumerate(_candidates(model, w, given, gpus, seq, max(batch, 1))):
         try:

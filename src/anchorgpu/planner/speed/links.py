@@ -16,12 +16,14 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.speed.calibration import calibration
 
 __all__ = [
+    "ACTIVATION_BYTES",
     "ComputePrecision",
     "Link",
     "PeakChoice",
     "all_gather_s",
     "all_to_all_s",
     "allreduce_s",
+    "compute_precision_for_training",
     "compute_precision_for_weights",
     "group_link",
     "p2p_s",
@@ -31,6 +33,8 @@ __all__ = [
 ]
 
 ComputePrecision = Literal["bf16", "fp8", "fp4"]
+ACTIVATION_BYTES = 2
+"""Bytes per activation value sent between GPUs (bf16)."""
 SCALE_UP_FALLBACK_BYTES_PER_S = 64e9
 """PCIe Gen4 x16 (bidirectional) when a GPU lists no PCIe figure."""
 
@@ -61,6 +65,15 @@ def compute_precision_for_weights(weights_format: str) -> ComputePrecision:
     if fmt in ("mxfp4", "nvfp4"):
         return "fp4"
     return "bf16"
+
+
+def compute_precision_for_training(train_precision: str) -> ComputePrecision:
+    """The matrix-multiply precision of a ``--train-precision``: FP8/FP4 as named, BF16 for the others.
+
+    >>> compute_precision_for_training("fp8"), compute_precision_for_training("mixed")
+    ('fp8', 'bf16')
+    """
+    return "fp8" if train_precision == "fp8" else "fp4" if train_precision == "fp4" else "bf16"
 
 
 def peak_for(gpu: GpuSpec, precision: str) -> PeakChoice:

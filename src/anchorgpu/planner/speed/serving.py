@@ -26,12 +26,10 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_matmul_params
-from anchorgpu.planner.speed.links import Link, allreduce_s, group_link, peak_for
+from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, allreduce_s, group_link, peak_for
 
 __all__ = ["DecodeStep", "ServingEstimate", "ServingSetup", "decode_step", "moe_expert_fraction_read",
            "serving_estimate"]
-
-ACTIVATION_BYTES = 2
 
 
 def moe_expert_fraction_read(model: ModelSpec, batch_tokens: float) -> float:

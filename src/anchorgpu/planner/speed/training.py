@@ -37,6 +37,7 @@ from anchorgpu.planner.speed.flops import (
     training_flops_per_token,
 )
 from anchorgpu.planner.speed.links import (
+    ACTIVATION_BYTES,
     all_gather_s,
     all_to_all_s,
     allreduce_s,
@@ -47,7 +48,6 @@ from anchorgpu.planner.speed.links import (
 )
 
 __all__ = [
-    "ACTIVATION_BYTES",
     "BREAKDOWN_KEYS",
     "DEFAULT_GLOBAL_BATCH_TOKENS",
     "TrainLayout",
@@ -56,9 +56,6 @@ __all__ = [
     "pipeline_bubble_fraction",
     "training_step",
 ]
-
-ACTIVATION_BYTES = 2
-"""Bytes per activation value sent between GPUs (bf16)."""
 
 DEFAULT_GLOBAL_BATCH_TOKENS = 4 * 2**20
 """Tokens per optimizer step when none is given: 4M (4,194,304), as Llama 2 and most 7-70B runs used
@@ -213,7 +210,7 @@ def training_step(
     # sharded data parallelism: parameters gathered and gradients scattered in every micro-batch
     params_stage = model.params_total / split
     shard_group = lay.dp * lay.cp
-    dp_link = group_link(gpu, lay.gpus // lay.pp if lay.pp > 1 else lay.gpus, gpus_per_server=gpus_per_server,
+    dp_link = group_link(gpu, lay.gpus // lay.pp, gpus_per_server=gpus_per_server,
                          network_bytes_per_s=network_bytes_per_s)
     fsdp_s = 0.0
     trains_base = kind == "full"
