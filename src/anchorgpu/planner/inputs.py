@@ -29,6 +29,8 @@ __all__ = [
     "Task",
     "TrainPrecision",
     "Workload",
+    "default_seq_tokens",
+    "engine_limits",
 ]
 
 Task = Literal["inference", "train", "lora", "qlora", "diffusion"]
@@ -132,3 +134,21 @@ class Overheads:
     serving_non_torch_tp1_bytes: int = int(0.15 * GIB)
     serving_non_torch_multi_bytes: int = int(0.6 * GIB)
     fragmentation_fraction: float = 0.05  # training: caching-allocator margin on allocated tensors
+
+
+def engine_limits(workload: Workload, *, large_gpu: bool) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs): the workload's, else vLLM V1's defaults for the OpenAI server,
+    8,192 tokens and 1,024 sequences on GPUs of at least 70 GiB, 2,048 and 256 below (vLLM
+    ``arg_utils._set_default_args``).
+
+    >>> engine_limits(Workload(), large_gpu=True), engine_limits(Workload(max_num_seqs=64), large_gpu=False)
+    ((8192, 1024), (2048, 64))
+    """
+    tokens = workload.max_num_batched_tokens or (8192 if large_gpu else 2048)
+    seqs = workload.max_num_seqs or (1024 if large_gpu else 256)
+    return tokens, seqs
+
+
+def default_seq_tokens(workload: Workload, model_context_tokens: int) -> int:
+    """The training sequence: the workload's, else 2,048 tokens or the model's context if shorter."""
+    return workload.seq_tokens or min(model_context_tokens, 2048)

@@ -33,6 +33,8 @@ from anchorgpu.planner.inputs import (
     PrecisionPlan,
     Recompute,
     Workload,
+    default_seq_tokens,
+    engine_limits,
 )
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, microbatches_for
 from anchorgpu.planner.warnings import WARNING_CODES, PlanWarning, make_warning
@@ -276,7 +278,7 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
             raise InvalidWorkload(f"--virtual-stages {v}: pp {pp} x {v} does not divide the {model.num_layers} layers "
                                   f"of {model.name}")
     if training and isinstance(model, ModelSpec):
-        seq = workload.seq_tokens or min(model.max_context_tokens, 2048)
+        seq = default_seq_tokens(workload, model.max_context_tokens)
         if seq % cp:
             raise InvalidWorkload(f"--cp {cp} does not divide the sequence of {seq:,} tokens")
     return ResolvedLayout(gpus=gpus, tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=layout.fsdp,
@@ -287,9 +289,7 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
 def _engine_defaults(gpu: GpuSpec | None, workload: Workload, assumptions: list[str]) -> tuple[int, int]:
     """vLLM V1 defaults for the OpenAI server: 8,192 batched tokens and 1,024 sequences on GPUs with at
     least 70 GiB, else 2,048 and 256 (vLLM ``arg_utils._set_default_args``)."""
-    large = gpu is None or gpu.memory_bytes >= 70 * GIB
-    tokens = workload.max_num_batched_tokens or (8192 if large else 2048)
-    seqs = workload.max_num_seqs or (1024 if large else 256)
+    tokens, seqs = engine_limits(workload, large_gpu=gpu is None or gpu.memory_bytes >= 70 * GIB)
     assumptions.append(
         f"Serving engine sized like vLLM: max_num_batched_tokens {tokens}, max_num_seqs {seqs}, "
         f"gpu_memory_utilization {workload.gpu_memory_utilization}, KV block {workload.block_size_tokens} tokens.")
@@ -428,7 +428,7 @@ def _inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: Pr
 
 def _training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFormat, lay: ResolvedLayout,
               ov: Overheads, assumptions: list[str], warnings: list[PlanWarning]) -> _Terms:
-    seq = w.seq_tokens or min(model.max_context_tokens, 2048)
+    seq = default_seq_tokens(w, model.max_context_tokens)
     if w.seq_tokens is None:
         assumptions.append(f"Sequence length not given: {seq} tokens.")
     if seq > model.max_context_tokens and not w.allow_long_context:

@@ -32,7 +32,15 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner.formats import ModelParts, get_format, model_weight_parts
-from anchorgpu.planner.inputs import KV_CACHE_DTYPES, Layout, Overheads, PrecisionPlan, Workload
+from anchorgpu.planner.inputs import (
+    KV_CACHE_DTYPES,
+    Layout,
+    Overheads,
+    PrecisionPlan,
+    Workload,
+    default_seq_tokens,
+    engine_limits,
+)
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.calibration import Calibration, Overrides, calibrated, calibration
 from anchorgpu.planner.speed.flops import Recompute, TrainKind, attention_flops_per_token, forward_matmul_params
@@ -283,8 +291,7 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
 
     def activation(key: int) -> int:  # vLLM defaults by GPU size, as plan() resolves them
         tp, big = key // 2, bool(key % 2)
-        tokens = w.max_num_batched_tokens or (8192 if big else 2048)
-        seqs = w.max_num_seqs or (1024 if big else 256)
+        tokens, seqs = engine_limits(w, large_gpu=big)
         return (mm.prefill_activation_bytes(model, tokens=tokens, tp=tp)
                 + mm.sampler_activation_bytes(sequences=min(tokens, seqs), vocab=model.vocab_size))
 
@@ -357,7 +364,7 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     per_user = 1.0 / step
     total_tps = conc / step
     # time to first token: the prompt's chunks, each sharing a step with the other running sequences
-    budget_tokens = np.array([w.max_num_batched_tokens or (8192 if sh.gpu.memory_bytes >= 70 * GIB else 2048)
+    budget_tokens = np.array([engine_limits(w, large_gpu=sh.gpu.memory_bytes >= 70 * GIB)[0]
                               for sh in shapes])[lay.shape][:, None, None, None]
     others = (batch - 1.0)
     room = np.maximum(1.0, budget_tokens - others)
@@ -426,7 +433,7 @@ def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec
             progress(i * n_w, n_l * n_w)
     budget_l = np.array([sh.gpu.memory_bytes for sh in shapes], dtype=np.float64)[lay.shape]
     fits = total_lw <= budget_l[:, None]
-    seq = w.seq_tokens or min(model.max_context_tokens, 2048)
+    seq = default_seq_tokens(w, model.max_context_tokens)
     kind: TrainKind = "full" if w.task == "train" else "lora"
     precision = compute_precision_for_training(w.train_precision)
     speed_cache: dict[tuple[int, int, int, int, int, str], float] = {}

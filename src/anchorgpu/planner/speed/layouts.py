@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
-from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Recompute, Workload
+from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Recompute, Workload, default_seq_tokens
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import compute_precision_for_training
@@ -105,7 +105,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     from anchorgpu.planner.plan import plan
 
     gpus = given.gpus or 1
-    seq = w.seq_tokens or min(model.max_context_tokens, 2048)
+    seq = default_seq_tokens(w, model.max_context_tokens)
     batch = w.global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS
     cal = calibration()
     kind: TrainKind = "full" if w.task == "train" else "lora"
