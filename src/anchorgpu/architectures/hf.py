@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 
 from anchorgpu.architectures._config import ConfigReader
-from anchorgpu.architectures.families import PARSERS
+from anchorgpu.architectures.families import FAMILY_NAMES, PARSERS
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidConfig, did_you_mean
 
@@ -45,7 +46,8 @@ def from_hf_config(cfg: Mapping[str, object], *, name: str, source: str = "") ->
         raise reader.fail(
             "model_type", f"value {model_type!r} is not supported{hint}; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
         )
-    return parser(reader, name, source)
+    spec = parser(reader, name, source)
+    return replace(spec, family=FAMILY_NAMES.get(spec.model_type, spec.model_type))
 
 
 def parse_config_text(text: str, *, where: str) -> dict[str, object]:
