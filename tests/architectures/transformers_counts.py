@@ -6,6 +6,9 @@ never depends on). Run it from a side virtualenv:
     python3 -m venv /tmp/tfvenv && /tmp/tfvenv/bin/pip install torch transformers
     /tmp/tfvenv/bin/python tests/architectures/transformers_counts.py > tests/architectures/transformers_counts.json
 
+Pinned: torch==2.13.0 (CPU) and transformers==5.24.0. ``--only NAME ...`` recounts just those registry
+models and merges them into the existing ``transformers_counts.json`` in place (for adding models).
+
 ``quantization_config`` is dropped before building (it changes storage, not the parameter count).
 A multimodal Gemma 3 config is counted through its ``text_config`` (Gemma3ForCausalLM), like AnchorGPU.
 """
@@ -40,6 +43,16 @@ def count(path: Path) -> dict[str, int]:
 def main() -> None:
     import torch
     import transformers
+
+    if len(sys.argv) > 2 and sys.argv[1] == "--only":
+        target = Path(__file__).with_name("transformers_counts.json")
+        merged = json.loads(target.read_text())
+        for stem in sys.argv[2:]:
+            merged[stem] = count(MODELS / f"{stem}.json")
+            print(stem, merged[stem], file=sys.stderr)
+        head = {k: merged.pop(k) for k in ("_about", "transformers_version")}
+        target.write_text(json.dumps({**head, **dict(sorted(merged.items()))}, indent=1) + "\n")
+        return
 
     out: dict[str, object] = {
         "_about": (

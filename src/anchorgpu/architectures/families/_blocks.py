@@ -7,6 +7,7 @@ vocabulary, ``E`` routed experts, ``k`` experts per token. Pure; stdlib only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from anchorgpu.architectures._build import Component, Tally, finish
@@ -15,6 +16,9 @@ from anchorgpu.architectures.spec import MlaSpec, ModelSpec, MoeSpec
 
 # The deepest published decoders have a few hundred layers; the per-layer window tuple is built from this.
 MAX_LAYERS = 100_000
+
+Parser = Callable[[ConfigReader, str, str], ModelSpec]
+"""(config reader, model name, source) → the model's exact :class:`ModelSpec`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

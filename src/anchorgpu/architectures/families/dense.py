@@ -5,6 +5,7 @@ from __future__ import annotations
 from anchorgpu.architectures._build import Tally
 from anchorgpu.architectures._config import ConfigReader
 from anchorgpu.architectures.families._blocks import (
+    Parser,
     alternating,
     assemble_dense,
     core_shape,
@@ -218,3 +219,38 @@ def _gpt_neox(r: ConfigReader, name: str, source: str) -> ModelSpec:
     rotary_pct = r.number("rotary_pct", default=0.25)
     t.notes.append(f"rotary embeddings on {rotary_pct:.0%} of each head (no parameters)")
     return assemble_dense(t, r, c, name, source, tied=tied, ffn=ffn, windows=(None,) * c.layers, gated=False)
+
+
+FAMILY_NAMES: dict[str, str] = {
+    "llama": "Llama",
+    "mistral": "Mistral",
+    "qwen2": "Qwen2",
+    "qwen3": "Qwen3",
+    "gemma": "Gemma",
+    "gemma2": "Gemma 2",
+    "gemma3": "Gemma 3",
+    "gemma3_text": "Gemma 3",
+    "phi3": "Phi-3",
+    "gpt2": "GPT-2",
+    "opt": "OPT",
+    "falcon": "Falcon",
+    "gpt_neox": "GPT-NeoX",
+    "starcoder2": "StarCoder2",
+}
+
+PARSERS: dict[str, Parser] = {
+    "llama": _llama,
+    "mistral": _mistral,
+    "qwen2": _qwen2,
+    "qwen3": _qwen3,
+    "gemma": _gemma,
+    "gemma2": _gemma2,
+    "gemma3": _gemma3,
+    "gemma3_text": _gemma3_text,
+    "phi3": _phi3,
+    "gpt2": _gpt2,
+    "opt": _opt,
+    "falcon": _falcon,
+    "gpt_neox": _gpt_neox,
+    "starcoder2": _starcoder2,
+}

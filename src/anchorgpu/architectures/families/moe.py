@@ -7,6 +7,7 @@ from dataclasses import replace
 from anchorgpu.architectures._build import Tally
 from anchorgpu.architectures._config import ConfigReader
 from anchorgpu.architectures.families._blocks import (
+    Parser,
     alternating,
     assemble_moe,
     core_shape,
@@ -155,3 +156,22 @@ def _gpt_oss(r: ConfigReader, name: str, source: str) -> ModelSpec:
     moe = MoeSpec(num_experts=n_exp, experts_per_token=top_k, num_shared_experts=0, expert_intermediate_size=ffn,
                   num_moe_layers=c.layers)
     return assemble_moe(t, r, c, name, source, tied=tied, dense_ffn=0, windows=windows, moe=moe)
+
+
+FAMILY_NAMES: dict[str, str] = {
+    "mixtral": "Mixtral",
+    "qwen2_moe": "Qwen2-MoE",
+    "qwen3_moe": "Qwen3-MoE",
+    "deepseek_v2": "DeepSeek-V2",
+    "deepseek_v3": "DeepSeek-V3",
+    "gpt_oss": "gpt-oss",
+}
+
+PARSERS: dict[str, Parser] = {
+    "mixtral": _mixtral,
+    "qwen2_moe": _qwen2_moe,
+    "qwen3_moe": _qwen3_moe,
+    "deepseek_v2": _deepseek,
+    "deepseek_v3": _deepseek,
+    "gpt_oss": _gpt_oss,
+}
