@@ -3,7 +3,8 @@
 Order of resolution: registry names and aliases (including the Hub ids of registry models, so they
 work offline) → an existing file or folder → ``org/name`` fetched from the Hugging Face Hub with
 ``huggingface_hub`` (imported only then) → :class:`UnknownModel` with "did you mean" suggestions.
-Offline (``offline=True`` or ``HF_HUB_OFFLINE=1``) a Hub id fails at once with :class:`HubUnavailable`.
+Offline (``offline=True``, ``ANCHORGPU_OFFLINE=1`` or ``HF_HUB_OFFLINE=1``) a Hub id fails at once with
+:class:`HubUnavailable`, without calling the fetch.
 """
 
 from __future__ import annotations
@@ -39,13 +40,13 @@ def load_model(
     """Resolve ``ref`` to a model (``ModelSpec``) or a diffusion pipeline (``DiffusionPipelineSpec``).
 
     ``fetch`` replaces the Hub download (tests inject one); ``environ`` replaces ``os.environ`` when
-    checking ``HF_HUB_OFFLINE``.
+    checking ``ANCHORGPU_OFFLINE`` / ``HF_HUB_OFFLINE``.
 
     >>> load_model("Llama-3.1-8B").params_total
     8030261248
     """
     if not isinstance(ref, str):  # a Path: always a file or folder
-        return load_config_file(Path(ref)) if Path(ref).exists() else _missing(str(ref))
+        return load_config_file(Path(ref)) if _exists(Path(ref)) else _missing(str(ref))
     text = _strip_hub_url(ref.strip())
     if not text:
         raise UnknownModel(ref, ())
@@ -53,8 +54,11 @@ def load_model(
     if info is not None:
         return load_registry_model(info)
     path = Path(text).expanduser()
-    if path.exists():
+    if _exists(path):
         return load_config_file(path)
+    if len(text) > MAX_REF_LENGTH:
+        raise InvalidConfig(f"model {text[:40]!r}… is {len(text)} characters: registry names and Hub ids are at most "
+                            f"{MAX_REF_LENGTH}, and no file has that path")
     if HUB_ID.match(text) and not text.endswith(".json"):
         return _load_from_hub(text, offline=offline, fetch=fetch, environ=os.environ if environ is None else environ)
     if text.endswith(".json") or os.sep in text or text.startswith("."):
@@ -107,9 +111,22 @@ def load_config_file(path: Path) -> ModelSpec:
     return from_hf_config(cfg, name=name or file.stem, source=str(file))
 
 
+OFFLINE_VARIABLES = ("ANCHORGPU_OFFLINE", "HF_HUB_OFFLINE")
+"""Either one set to 1/true/yes/on keeps every face away from the Hub (a Hub id fails at once)."""
+MAX_REF_LENGTH = 200
+"""Longest model reference that is not an existing path (a Hub id is at most 96 characters per part)."""
+
+
+def _exists(path: Path) -> bool:
+    """``path.exists()``, but a name the file system cannot hold (too long, NUL) is simply not a file."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
 def _offline(offline: bool, environ: Mapping[str, str]) -> bool:
-    flag = environ.get("HF_HUB_OFFLINE", "").strip().lower()
-    return offline or flag in {"1", "true", "yes", "on"}
+    return offline or any(environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"} for name in OFFLINE_VARIABLES)
 
 
 def _hub_download(repo_id: str) -> str:

@@ -17,37 +17,23 @@ from anchorgpu.errors import InvalidWorkload
 if TYPE_CHECKING:
     from anchorgpu.planner import Plan
 
-_TOKENS_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
-
-
 def parse_tokens(text: str | None, *, field: str) -> int | None:
-    """``8192``, ``8k`` (= 8,192) or ``1m`` (= 1,048,576) tokens."""
+    """``8192``, ``8k`` (= 8,192) or ``1m`` (= 1,048,576) tokens (bounds: :data:`anchorgpu.validation.LIMITS`)."""
+    from anchorgpu.validation import BINARY_SUFFIXES, whole_number
+
     if text is None:
         return None
-    match = _TOKENS_RE.match(text)
-    if not match:
-        raise InvalidWorkload(f"--{field} {text!r}: expected a token count such as 8192 or 8k")
-    scale = {"": 1, "k": 1024, "m": 1024 * 1024}[match.group(2).lower()]
-    value = float(match.group(1)) * scale
-    if value != int(value) or value < 1:
-        raise InvalidWorkload(f"--{field} {text!r}: expected a whole number of tokens, at least 1")
-    return int(value)
+    return whole_number(text, field=field, suffixes={k: v for k, v in BINARY_SUFFIXES.items() if k != "g"}, example="8192 or 8k",
+                        noun="a token count")
 
 
 def parse_count(text: str | None, *, field: str) -> int | None:
-    """A large whole count: ``1000000``, ``1e12`` or ``2.5e9``."""
+    """A large whole count: ``1000000``, ``1e12`` or ``2.5e9``; never nan, inf or a fraction."""
+    from anchorgpu.validation import whole_number
+
     if text is None:
         return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise InvalidWorkload(f"--{field} {text!r}: expected a whole number such as 1e12") from None
-    if value != int(value) or value < 1:
-        raise InvalidWorkload(f"--{field} {text!r}: expected a whole number of at least 1")
-    return int(value)
-
-
-_BATCH_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)\s*$")
+    return whole_number(text, field=field, example="1e12")
 
 
 def parse_batch(text: str | None) -> int | None:
@@ -56,15 +42,11 @@ def parse_batch(text: str | None) -> int | None:
     >>> parse_batch("4M"), parse_batch("16m"), parse_batch("1000000")
     (4194304, 16777216, 1000000)
     """
+    from anchorgpu.validation import BINARY_SUFFIXES, whole_number
+
     if text is None:
         return None
-    match = _BATCH_RE.match(text)
-    if not match:
-        raise InvalidWorkload(f"--global-batch {text!r}: expected tokens such as 4M, 16M or 1048576")
-    value = float(match.group(1)) * {"": 1, "k": 2**10, "m": 2**20, "g": 2**30}[match.group(2).lower()]
-    if value != int(value) or value < 1:
-        raise InvalidWorkload(f"--global-batch {text!r}: expected a whole number of tokens, at least 1")
-    return int(value)
+    return whole_number(text, field="global_batch", suffixes=BINARY_SUFFIXES, example="4M, 16M or 1048576", noun="tokens")
 
 
 def parse_gpus(text: str | None) -> int | None:
@@ -73,19 +55,25 @@ def parse_gpus(text: str | None) -> int | None:
 
     if text is None:
         return None
+    from anchorgpu.validation import LIMITS
+
     try:
-        value = float(text)
+        value = float(text) if text.isascii() else float("nan")  # ASCII digits only, as everywhere
     except ValueError:
-        raise InvalidWorkload(f"--gpus {text!r}: expected a whole number of GPUs") from None
+        value = float("nan")
+    if value != value:
+        raise InvalidWorkload(f"--gpus {text!r}: expected a whole number of GPUs")
     if value <= 0 and value.is_integer():  # -2 is named as typed, not as gpus=-2.0
         raise InvalidWorkload(f"--gpus {text.strip()}: at least one GPU is needed")
+    if value > LIMITS["gpus"].high and value.is_integer():
+        raise InvalidWorkload(f"--gpus {text.strip()}: at most {LIMITS['gpus'].high:,.0f} GPUs")
     return require_whole_gpus(value)
 
 
 def parse_resolution(text: str | None) -> tuple[int, int] | None:
     if text is None:
         return None
-    match = re.match(r"^\s*(\d+)\s*[xX×]\s*(\d+)\s*$", text)
+    match = re.match(r"^\s*([0-9]{1,5})\s*[xX×]\s*([0-9]{1,5})\s*$", text)
     if not match:
         raise InvalidWorkload(f"--resolution {text!r}: expected WIDTHxHEIGHT in pixels, e.g. 1024x1024")
     return int(match.group(1)), int(match.group(2))

@@ -160,7 +160,7 @@ def recommend_command(
 ) -> None:
     """The cheapest catalog offerings that fit a workload, with layout, speed and price for the term."""
     from datetime import UTC, datetime
-    from decimal import Decimal, InvalidOperation
+    from decimal import Decimal
 
     from anchorgpu.architectures import ModelSpec, load_model
     from anchorgpu.catalog import load_catalog
@@ -171,14 +171,12 @@ def recommend_command(
     from anchorgpu.planner.sweep import SweepSpec
     from anchorgpu.recommend import recommend, recommendation_to_json
     from anchorgpu.units import parse_term
+    from anchorgpu.validation import finite_number, usd_amount
 
     the_term = parse_term(term)
-    budget: Decimal | None = None
-    if max_usd is not None:
-        try:
-            budget = Decimal(max_usd.replace(",", "").lstrip("$"))
-        except InvalidOperation:
-            raise InvalidWorkload(f"--max-usd {max_usd!r}: expected an amount in USD such as 20000") from None
+    budget: Decimal | None = usd_amount(max_usd) if max_usd is not None else None
+    if min_tokens_per_s is not None:
+        finite_number(min_tokens_per_s, field="min_tokens_per_s_per_user", flag="--min-tokens-per-s")
     if not 1 <= max_servers <= 16:
         raise InvalidWorkload(f"--max-servers {max_servers}: choose 1 to 16")
     spec_model = load_model(model, offline=offline)
@@ -202,7 +200,7 @@ def recommend_command(
         workload=workload, weights=_csv(weights), kv_caches=_csv(kv_cache),
         prompt_tokens=parse_tokens(prompt, field="prompt"), output_tokens=output_tokens,
         train_tokens=parse_count(train_tokens, field="tokens"),
-        global_batch_tokens=parse_count(global_batch, field="global-batch"),
+        global_batch_tokens=parse_count(global_batch, field="global_batch"),
         efficiencies=Overrides(mfu=mfu, mbu=mbu),
     )
     progress = _Progress(enabled=not as_json)
