@@ -111,7 +111,7 @@ def test_the_session_cookie_is_http_only_and_same_site(sqlite_app: Any) -> None:
 
 def test_api_keys_are_stored_only_as_a_hash_and_compared_in_constant_time(sqlite_app: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     import anchorgpu.accounts as accounts
-    from anchorgpu.store.repository import AccountRepository
+    from anchorgpu.store.api_keys import ApiKeyRepository
 
     alice = sqlite_app.caller("alice")
     key = alice.api_key
@@ -124,7 +124,7 @@ def test_api_keys_are_stored_only_as_a_hash_and_compared_in_constant_time(sqlite
     #    the hash is then compared with hmac.compare_digest (constant time)
     looked_up: list[str] = []
     compared: list[tuple[Any, Any]] = []
-    original_lookup = AccountRepository.get_by_key_hash
+    original_lookup = ApiKeyRepository.get_by_hash
     real_compare = accounts.hmac.compare_digest
 
     def spy_lookup(self: Any, digest: str) -> Any:
@@ -135,7 +135,7 @@ def test_api_keys_are_stored_only_as_a_hash_and_compared_in_constant_time(sqlite
         compared.append((a, b))
         return real_compare(a, b)
 
-    monkeypatch.setattr(AccountRepository, "get_by_key_hash", spy_lookup)
+    monkeypatch.setattr(ApiKeyRepository, "get_by_hash", spy_lookup)
     monkeypatch.setattr(accounts.hmac, "compare_digest", spy_compare)
     assert sqlite_app.client.get("/v1/allocations", headers=alice.auth).status_code == 200
     digest = hashlib.sha256(key.encode()).hexdigest()

@@ -13,7 +13,7 @@ from anchorgpu.store.engine import SQLITE_BUSY_TIMEOUT_MS, make_engine
 from anchorgpu.store.migrate import current_revision, head_revision, is_up_to_date, upgrade
 from anchorgpu.store.tables import metadata
 
-TABLES = {"accounts", "stock", "quotes", "allocations", "allocation_events", "capacity_bookings", "idempotency_keys"}
+TABLES = {"accounts", "api_keys", "stock", "quotes", "allocations", "allocation_events", "capacity_bookings", "idempotency_keys"}
 
 
 def _diff(engine: Any, target: MetaData) -> list[Any]:

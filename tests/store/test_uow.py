@@ -16,7 +16,7 @@ T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
 def _account(uow: Any, account_id: str = "acct_uow") -> None:
-    uow.accounts.add(AccountRecord(id=account_id, name="uow test", api_key_hash="0" * 64, created_at=T0))
+    uow.accounts.add(AccountRecord(id=account_id, name="uow test", created_at=T0))
 
 
 def test_uncommitted_work_is_rolled_back_by_default(store: Any) -> None:
@@ -78,6 +78,6 @@ def test_an_allocation_round_trips_with_money_instants_and_events(store: Any, ac
 
 def test_naive_datetimes_are_refused_by_the_store(store: Any) -> None:
     with pytest.raises(Exception, match="naive datetime"), store.uow_factory() as uow:
-        uow.accounts.add(AccountRecord(id="acct_naive", name="n", api_key_hash="1" * 64,
+        uow.accounts.add(AccountRecord(id="acct_naive", name="n",
                                        created_at=datetime(2026, 1, 1)))
         uow.session.flush()

@@ -28,7 +28,7 @@ __all__ = ["API_PREFIX", "create_app"]
 
 API_PREFIX = "/v1"
 
-_API_ROUTERS: tuple[str, ...] = ("health", "gpus", "models", "planner", "offerings", "quotes", "allocations")
+_API_ROUTERS: tuple[str, ...] = ("health", "gpus", "models", "planner", "offerings", "quotes", "allocations", "keys")
 """Our routers under ``/v1`` (``anchorgpu.api.routes.<name>.router``), one per resource."""
 _WEB_ROUTERS: tuple[str, ...] = ("pages", "planning", "catalog", "gpus", "booking")
 """Our page routers (``anchorgpu.web.<name>.router``)."""

@@ -92,6 +92,7 @@ def _bearer_key(authorization: str | None) -> str | None:
 
 def get_current_account(
     uow_factory: UowFactoryDep,
+    clock: ClockDep,
     authorization: Annotated[
         str | None, Header(description="`Bearer <api key>`; keys come from `anchorgpu accounts create NAME`")
     ] = None,
@@ -102,10 +103,10 @@ def get_current_account(
         raise AuthenticationRequired("this endpoint needs 'Authorization: Bearer <api key>' (get one with: anchorgpu accounts create NAME)")
     from anchorgpu.accounts import authenticate
 
-    try:
-        return authenticate(uow_factory(), key)
-    except LookupError as exc:  # NotFound-like answers from the accounts service
-        raise AuthenticationRequired("the API key is not valid") from exc
+    try:  # reads the key row on every request (no cache): a revoke or an expiry holds at once on every worker
+        return authenticate(uow_factory(), key, now=clock())
+    except LookupError as exc:  # NotFound-like answers: unknown, revoked or expired key
+        raise AuthenticationRequired(str(exc) or "the API key is not valid") from exc
 
 
 AccountDep = Annotated[Any, Depends(get_current_account)]

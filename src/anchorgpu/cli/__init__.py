@@ -35,6 +35,7 @@ def _register_commands(argv: list[str] | None = None) -> None:
         db,
         glossary,
         hardware,
+        keys,
         models,
         plan,
         recommend,

@@ -45,7 +45,6 @@ __all__ = [
 class AccountRecord:
     id: str
     name: str
-    api_key_hash: str
     created_at: datetime
 
 
@@ -89,20 +88,16 @@ class AccountRepository:
         self._session = session
 
     def add(self, account: AccountRecord) -> None:
-        self._session.add(AccountRow(id=account.id, name=account.name, api_key_hash=account.api_key_hash,
-                                     created_at=account.created_at))
+        self._session.add(AccountRow(id=account.id, name=account.name, created_at=account.created_at))
+        self._session.flush()  # the account exists before its first key row refers to it
 
     def get(self, account_id: str) -> AccountRecord | None:
         row = self._session.get(AccountRow, account_id)
         return None if row is None else _account(row)
 
-    def get_by_key_hash(self, api_key_hash: str) -> AccountRecord | None:
-        row = self._session.scalars(select(AccountRow).where(AccountRow.api_key_hash == api_key_hash)).one_or_none()
-        return None if row is None else _account(row)
-
 
 def _account(row: AccountRow) -> AccountRecord:
-    return AccountRecord(id=row.id, name=row.name, api_key_hash=row.api_key_hash, created_at=row.created_at)
+    return AccountRecord(id=row.id, name=row.name, created_at=row.created_at)
 
 
 class StockRepository:

@@ -6,7 +6,9 @@ repositories translate between the two. The schema changes only through Alembic 
 
 Tables:
 
-* ``accounts``          – who owns quotes and allocations; only the SHA-256 of the API key is stored.
+* ``accounts``          – who owns quotes and allocations.
+* ``api_keys``          – an account's API keys (several, named, revocable, optionally expiring); only
+  the SHA-256 of a key and its first characters (``prefix``, to tell keys apart) are stored.
 * ``stock``             – servers of an offering in a region (the operator's number; seeded from the catalog).
 * ``quotes``            – a priced quote with its full JSON body, so history keeps the prices as quoted.
 * ``allocations``       – a bought quote: state, ``starts_at``/``ends_at``, the amount paid so far.
@@ -31,6 +33,7 @@ __all__ = [
     "AccountRow",
     "AllocationEventRow",
     "AllocationRow",
+    "ApiKeyRow",
     "Base",
     "CapacityBookingRow",
     "IdempotencyKeyRow",
@@ -62,8 +65,20 @@ class AccountRow(Base):
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
-    api_key_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime]
+
+
+class ApiKeyRow(Base):
+    __tablename__ = "api_keys"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    prefix: Mapped[str] = mapped_column(String(20))
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]
 
 
 class StockRow(Base):

@@ -21,6 +21,7 @@ from typing import Any, Self
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from anchorgpu.store.api_keys import ApiKeyRepository
 from anchorgpu.store.repository import (
     AccountRepository,
     AllocationRepository,
@@ -35,6 +36,7 @@ __all__ = ["AbstractUnitOfWork", "SqlAlchemyUnitOfWork"]
 
 class AbstractUnitOfWork(abc.ABC):
     accounts: AccountRepository
+    api_keys: ApiKeyRepository
     stock: StockRepository
     capacity: CapacityRepository
     quotes: QuoteRepository
@@ -83,6 +85,7 @@ class SqlAlchemyUnitOfWork(AbstractUnitOfWork):
         self._session = session
         self.dialect = session.get_bind().dialect.name
         self.accounts = AccountRepository(session)
+        self.api_keys = ApiKeyRepository(session)
         self.stock = StockRepository(session)
         self.capacity = CapacityRepository(session)
         self.quotes = QuoteRepository(session)
