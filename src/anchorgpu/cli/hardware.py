@@ -372,6 +372,43 @@ def _metric_value(metric: str, value: Any, unit: str, status: str, uncertain: bo
     return f"${value}"
 
 
+def _predicted(a: GpuSpec, b: GpuSpec) -> tuple[Any, ...]:
+    """The calibrated model on the reference workloads (``anchorgpu.planner.speed.reference``), when it is there."""
+    try:
+        from anchorgpu.planner.speed.reference import predicted_speeds
+    except ImportError:
+        return ()
+    return predicted_speeds(a, b)
+
+
+def _figure_text(value: float | None, low: float | None, high: float | None, note: str) -> str:
+    if value is None:
+        return note or "-"
+    if low is None or high is None:
+        return f"{value:,.0f}"
+    return f"{value:,.0f} ({low:,.0f}-{high:,.0f})"
+
+
+def _predicted_table(comparison: Any) -> Any:
+    from rich.table import Table
+
+    a, b = comparison.a, comparison.b
+    table = Table(title="Predicted on reference workloads (calibrated model; likely range in brackets; workloads below)")
+    table.add_column("reference workload")
+    table.add_column(a.name, justify="right")
+    table.add_column(b.name, justify="right")
+    table.add_column(f"{a.name} / {b.name}", justify="right")
+    table.add_column("datasheet ratio", justify="right")
+    for row in comparison.predicted:
+        ratio = "-" if row.ratio is None else f"{row.ratio:.2f}x ({row.ratio_low:.2f}-{row.ratio_high:.2f})"
+        sheet = _ratio_text(row.datasheet_ratio)
+        if row.datasheet_ratio is not None:
+            sheet += " " + {"memory_bandwidth_bytes_per_s": "bandwidth", "bf16_flops_per_s": "BF16"}.get(row.datasheet_metric, "")
+        table.add_row(f"{row.label} ({row.unit})", _figure_text(row.a.value, row.a.low, row.a.high, row.a.note),
+                      _figure_text(row.b.value, row.b.low, row.b.high, row.b.note), ratio, sheet.strip())
+    return table
+
+
 def _compare(a_name: str, b_name: str, *, as_json: bool, model: str | None, task: str, precision: str, context_tokens: int) -> None:
     from dataclasses import replace
 
@@ -383,7 +420,8 @@ def _compare(a_name: str, b_name: str, *, as_json: bool, model: str | None, task
     workload = _workload(model, task, precision) if model is not None else None
     price_a, note_a = _price_per_gpu_hour(a.name)
     price_b, note_b = _price_per_gpu_hour(b.name)
-    comparison = compare_gpus(a, b, price_a_usd_per_gpu_hour=price_a, price_b_usd_per_gpu_hour=price_b, workload=workload)
+    comparison = compare_gpus(a, b, price_a_usd_per_gpu_hour=price_a, price_b_usd_per_gpu_hour=price_b, workload=workload,
+                              predicted=_predicted(a, b))
     planned = None
     if model is not None:
         planned = _planned(model, (a, b), task=task, precision=precision, context_tokens=context_tokens)
@@ -410,6 +448,8 @@ def _compare(a_name: str, b_name: str, *, as_json: bool, model: str | None, task
         )
     out = _wide_console()
     out.print(table)
+    if comparison.predicted:
+        out.print(_predicted_table(comparison))
     if price_a is None or price_b is None:
         out.print(f"Price: {a.name}: {note_a}; {b.name}: {note_b}.")
     else:

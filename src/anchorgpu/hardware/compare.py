@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
+from anchorgpu.hardware.predicted import PredictedSpeed, predicted_statements
 from anchorgpu.hardware.spec import GpuSpec, Peak
 from anchorgpu.units import GB, GIB
 
@@ -85,6 +86,7 @@ class GpuComparison:
     statements: tuple[str, ...]  # plain-language meaning of the differences
     workload: Workload | None = None
     fits: tuple[WorkloadFit, WorkloadFit] | None = None
+    predicted: tuple[PredictedSpeed, ...] = ()  # the calibrated model on reference workloads (see .predicted)
 
     def metric(self, key: str) -> MetricComparison:
         for row in self.metrics:
@@ -327,8 +329,12 @@ def compare_gpus(
     price_a_usd_per_gpu_hour: Decimal | None = None,
     price_b_usd_per_gpu_hour: Decimal | None = None,
     workload: Workload | None = None,
+    predicted: tuple[PredictedSpeed, ...] = (),
 ) -> GpuComparison:
     """Compare ``a`` with ``b``: every ratio is ``a / b``.
+
+    ``predicted`` (from :func:`anchorgpu.planner.speed.reference.predicted_speeds`) adds the calibrated
+    model's tokens/s on reference workloads; each row gets the datasheet ratio it would scale with beside it.
 
     >>> from anchorgpu.hardware import get_gpu
     >>> c = compare_gpus(get_gpu("h200"), get_gpu("h100"))
@@ -375,8 +381,12 @@ def compare_gpus(
     ]
     by_key = {row.metric: row for row in rows}
     statements = _statements(a, b, by_key)
+    predicted = tuple(replace(row, datasheet_ratio=by_key[row.datasheet_metric].ratio)
+                      if row.datasheet_metric in by_key else row for row in predicted)
+    statements.extend(predicted_statements(a.name, b.name, predicted, by_key["price_usd_per_gpu_hour"].ratio))
     fits = None
     if workload is not None:
         fits = (workload_fit(a, workload), workload_fit(b, workload))
         statements.extend(_workload_statements(workload, fits))
-    return GpuComparison(a=a, b=b, metrics=tuple(rows), statements=tuple(statements), workload=workload, fits=fits)
+    return GpuComparison(a=a, b=b, metrics=tuple(rows), statements=tuple(statements), workload=workload, fits=fits,
+                         predicted=predicted)

@@ -104,4 +104,5 @@ def comparison_to_json(comparison: GpuComparison, *, price_notes: tuple[str, str
         "statements": list(comparison.statements),
         "workload": None if comparison.workload is None else {k: _plain(v) for k, v in asdict(comparison.workload).items()},
         "fits": None if comparison.fits is None else [{k: _plain(v) for k, v in asdict(f).items()} for f in comparison.fits],
+        "predicted": [asdict(row) for row in comparison.predicted],
     }

@@ -57,7 +57,10 @@ def compare_page(request: Request, a: Annotated[str, Query(max_length=100)] = "h
     except AnchorError as exc:
         context["error"] = exc.message
         return render(request, "gpu_compare.html", context, status_code=exc.http_status)
+    from anchorgpu.planner.speed.reference import predicted_speeds
+
     context["comparison"] = compare_gpus(first, second, price_a_usd_per_gpu_hour=gpu_hour_price(first.name),
-                                         price_b_usd_per_gpu_hour=gpu_hour_price(second.name))
+                                         price_b_usd_per_gpu_hour=gpu_hour_price(second.name),
+                                         predicted=predicted_speeds(first, second))
     context["a"], context["b"] = first.name, second.name
     return render(request, "gpu_compare.html", context)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Path
+from typing import Annotated, Any
 
-from anchorgpu.api.schemas import GpuList, GpuOut
+from fastapi import APIRouter, Path, Query
+from pydantic import Field
+
+from anchorgpu.api.schemas import GpuList, GpuOut, _Schema
 from anchorgpu.hardware import get_gpu, list_gpus
 
 router = APIRouter(prefix="/gpus", tags=["catalog"])
@@ -15,6 +18,59 @@ def list_gpus_route() -> GpuList:
     """List every GPU with memory, bandwidth, peak throughput and interconnect."""
     gpus = [GpuOut.from_domain(g) for g in list_gpus()]
     return GpuList(data=gpus, count=len(gpus))
+
+
+class SpeedFigureOut(_Schema):
+    value: float | None = Field(description="Predicted figure on this GPU; null when the workload does not fit (see note)")
+    low: float | None = Field(description="Low end of the likely range (calibration residuals of the GPU's stack)")
+    high: float | None = Field(description="High end of the likely range")
+    layout: str = Field(description="Layout the prediction assumed (chosen for the user for training)")
+    note: str = Field(description="Why there is no figure, when value is null")
+
+
+class PredictedSpeedOut(_Schema):
+    metric: str = Field(description="Stable key, e.g. 'serve_8b_output_tokens_per_s'")
+    label: str = Field(description="For people")
+    workload: str = Field(description="The reference workload, in full")
+    unit: str = Field(description="Unit of a and b")
+    a: SpeedFigureOut
+    b: SpeedFigureOut
+    ratio: float | None = Field(description="a / b of the predictions")
+    ratio_low: float | None = Field(description="Low end of the ratio's likely range (bands combined in quadrature)")
+    ratio_high: float | None = Field(description="High end of the ratio's likely range")
+    datasheet_metric: str = Field(description="The datasheet metric a roofline would scale with")
+    datasheet_ratio: float | None = Field(description="a / b of that datasheet metric")
+    note: str = Field(description="Remarks")
+
+
+class GpuComparisonOut(_Schema):
+    """Two GPUs side by side, as ``anchorgpu gpus compare A B --json`` (less the optional model plan)."""
+
+    a: GpuOut
+    b: GpuOut
+    ratio_is: str = Field(description="Always 'a / b'")
+    ratios: dict[str, float | None] = Field(description="Datasheet ratio a / b by metric key")
+    metrics: list[dict[str, Any]] = Field(description="Datasheet rows: both values, statuses, ratio, note")
+    statements: list[str] = Field(description="What the differences mean, in plain language")
+    predicted: list[PredictedSpeedOut] = Field(description="The calibrated speed model on reference workloads, a / b with bands")
+
+
+@router.get("/compare", response_model=GpuComparisonOut, summary="Compare two GPUs",
+            responses={404: {"description": "Unknown GPU (with suggestions)"}})
+def compare_gpus_route(
+    a: Annotated[str, Query(max_length=100, description="First GPU (name or alias)")],
+    b: Annotated[str, Query(max_length=100, description="Second GPU (name or alias)")],
+) -> GpuComparisonOut:
+    """Datasheet ratios and the calibrated model's predicted tokens/s on reference workloads; every ratio is a / b."""
+    from anchorgpu.catalog import gpu_hour_price
+    from anchorgpu.hardware import compare_gpus, comparison_to_json
+    from anchorgpu.planner.speed.reference import predicted_speeds
+
+    first, second = get_gpu(a), get_gpu(b)
+    comparison = compare_gpus(first, second, price_a_usd_per_gpu_hour=gpu_hour_price(first.name),
+                              price_b_usd_per_gpu_hour=gpu_hour_price(second.name),
+                              predicted=predicted_speeds(first, second))
+    return GpuComparisonOut.model_validate(comparison_to_json(comparison))
 
 
 @router.get("/{name}", response_model=GpuOut, summary="Get one GPU", responses={404: {"description": "Unknown GPU (with suggestions)"}})
