@@ -53,13 +53,23 @@ def upgrade(engine: Engine, revision: str = "head") -> str | None:
 
     # SQLite: take the write lock at BEGIN, so a second process waits and then finds the schema done.
     with write_engine(engine).connect() as conn:
+        sqlite = conn.dialect.name == "sqlite"
         if conn.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _MIGRATION_LOCK_ID})
             conn.commit()
+        if sqlite:  # a table rebuild (batch mode) drops a table others refer to: check the keys at the end instead
+            conn.connection.driver_connection.execute("PRAGMA foreign_keys=OFF")  # type: ignore[union-attr]
         try:
             command.upgrade(alembic_config(conn), revision)
+            if sqlite:
+                broken = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+                if broken:
+                    conn.rollback()
+                    raise RuntimeError(f"migration to {revision} would break {len(broken)} foreign keys (first: {tuple(broken[0])})")
             conn.commit()
         finally:
+            if sqlite:
+                conn.connection.driver_connection.execute("PRAGMA foreign_keys=ON")  # type: ignore[union-attr]
             if conn.dialect.name == "postgresql":
                 conn.rollback()
                 conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _MIGRATION_LOCK_ID})

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Path
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictStr
 
 from anchorgpu.accounts import keys as key_service
 from anchorgpu.api.deps import AccountDep, ClockDep, UowFactoryDep
@@ -21,9 +21,9 @@ KeyId = Path(max_length=40, description="Key id, e.g. 'key_3f2a…' (from GET /v
 
 
 class KeyCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=key_service.KEY_NAME_MAX, description="A name to tell the key apart, e.g. 'ci runner'")
+    name: StrictStr = Field(min_length=1, max_length=key_service.KEY_NAME_MAX, description="A name to tell the key apart, e.g. 'ci runner'")
     expires_at: AwareDatetime | None = Field(
         default=None, description="Instant (ISO 8601 with a time zone) from which the key is refused; null = never. "
                                   f"At most {key_service.MAX_KEY_LIFETIME.days} days ahead")

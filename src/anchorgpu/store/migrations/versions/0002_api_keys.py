@@ -2,7 +2,9 @@
 
 Each account's existing key hash moves to ``api_keys`` as a key named ``original key`` (so every key
 issued before this revision keeps working); ``accounts.api_key_hash`` is dropped. The original key's
-characters were never stored, so its ``prefix`` is only the scheme (``agpu_``).
+characters were never stored, so its ``prefix`` is only the scheme (``agpu_``). On SQLite, dropping the
+column rebuilds ``accounts`` (copy, drop, rename), which :func:`anchorgpu.store.migrate.upgrade` allows by
+running migrations with foreign keys off and checking them all before COMMIT.
 
 Revision ID: 0002_api_keys
 Revises: 0001_initial

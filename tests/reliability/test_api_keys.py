@@ -1,0 +1,169 @@
+"""API keys (issue 13, item 8): several per account, named, listed by prefix only, revocable, expiring.
+
+A revoked or expired key answers 401 on the very next request, also on another app instance (another
+worker) on the same database: authentication reads the key row on every request, nothing is cached.
+The migration that introduced the ``api_keys`` table keeps every key issued before it working.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import text
+
+from anchorgpu.accounts import authenticate, hash_api_key
+from anchorgpu.api.app import create_app
+from anchorgpu.config import Settings
+from anchorgpu.store.engine import make_engine
+from anchorgpu.store.migrate import head_revision, upgrade
+
+
+def _bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def test_keys_are_created_listed_by_prefix_and_revoked_at_once(any_app: Any) -> None:
+    client = any_app.client
+    alice = any_app.caller("alice")
+    made = client.post("/v1/keys", json={"name": "ci runner"}, headers=alice.auth)
+    assert made.status_code == 201, made.text
+    body = made.json()
+    new_key = body["api_key"]
+    assert set(body) >= {"id", "api_key", "prefix", "expires_at"} and body["expires_at"] is None
+    assert new_key.startswith(body["prefix"]) and len(body["prefix"]) == 13 and body["status"] == "active"
+    assert client.get("/v1/allocations", headers=_bearer(new_key)).status_code == 200
+
+    listed = client.get("/v1/keys", headers=_bearer(new_key)).json()
+    by_name = {k["name"]: k for k in listed["data"]}  # same created_at under the fixed clock: order by name here
+    assert listed["count"] == 2 and set(by_name) == {"default", "ci runner"}
+    assert new_key not in json.dumps(listed) and alice.api_key not in json.dumps(listed)  # prefixes only
+    assert by_name["ci runner"]["current"] and not by_name["default"]["current"]
+
+    revoked = client.delete(f"/v1/keys/{body['id']}", headers=alice.auth)
+    assert revoked.status_code == 200 and revoked.json()["status"] == "revoked"
+    refused = client.get("/v1/allocations", headers=_bearer(new_key))
+    assert refused.status_code == 401 and refused.headers["content-type"].startswith("application/problem+json")
+    assert "revoked" in refused.json()["detail"]
+    assert client.get("/v1/allocations", headers=alice.auth).status_code == 200  # the other key still works
+    # revoking again answers the same; the last usable key cannot be revoked (the account would be locked out)
+    assert client.delete(f"/v1/keys/{body['id']}", headers=alice.auth).json()["status"] == "revoked"
+    default_id = by_name["default"]["id"]
+    last = client.delete(f"/v1/keys/{default_id}", headers=alice.auth)
+    assert last.status_code == 409 and last.json()["code"] == "last_api_key"
+
+
+def test_a_key_expires_at_its_instant(any_app: Any, fixed_clock: Any) -> None:
+    client = any_app.client
+    alice = any_app.caller("alice")
+    expires = fixed_clock.now.replace(hour=13).isoformat()  # one hour after the fixed clock's 12:00 UTC
+    made = client.post("/v1/keys", json={"name": "one hour", "expires_at": expires}, headers=alice.auth)
+    assert made.status_code == 201 and made.json()["expires_at"] == expires
+    key = made.json()["api_key"]
+    fixed_clock.advance(minutes=59)
+    assert client.get("/v1/quotes", headers=_bearer(key)).status_code in (200, 405)
+    assert client.get("/v1/allocations", headers=_bearer(key)).status_code == 200
+    fixed_clock.advance(minutes=1)
+    expired = client.get("/v1/allocations", headers=_bearer(key))
+    assert expired.status_code == 401 and "expired" in expired.json()["detail"]
+    statuses = {k["name"]: k["status"] for k in client.get("/v1/keys", headers=alice.auth).json()["data"]}
+    assert statuses == {"default": "active", "one hour": "expired"}
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ({"name": "x", "expires_at": "2026-11-29T11:00:00Z"}, "not in the future"),
+        ({"name": "x", "expires_at": "9999-12-31T00:00:00Z"}, "days ahead"),
+        ({"name": "x", "expires_at": "2027-01-01T00:00:00"}, "timezone"),
+        ({"name": "x", "expires_at": "abc"}, "datetime"),
+        ({"name": "a\u0000b"}, "control character"),
+        ({"name": "x" * 101}, "at most 100"),
+        ({"name": 5}, "string"),
+        ({"name": "x", "scope": "admin"}, "Extra inputs"),
+    ],
+    ids=["past", "year-9999", "naive", "not-a-date", "nul", "long-name", "number-name", "unknown-field"],
+)
+def test_bad_key_requests_answer_422_in_one_line(sqlite_app: Any, body: dict[str, Any], reason: str) -> None:
+    alice = sqlite_app.caller("alice")
+    answer = sqlite_app.client.post("/v1/keys", json=body, headers=alice.auth)
+    assert answer.status_code == 422, answer.text
+    assert reason.lower() in answer.text.lower()
+    assert sqlite_app.client.get("/v1/keys", headers=alice.auth).json()["count"] == 1  # nothing created
+
+
+def test_another_accounts_key_is_invisible_and_cannot_be_revoked(sqlite_app: Any) -> None:
+    client = sqlite_app.client
+    alice, bob = sqlite_app.caller("alice"), sqlite_app.caller("bob")
+    bob_keys = client.get("/v1/keys", headers=bob.auth).json()["data"]
+    answer = client.delete(f"/v1/keys/{bob_keys[0]['id']}", headers=alice.auth)
+    assert answer.status_code == 404 and answer.json()["code"] == "unknown_api_key"
+    assert client.get("/v1/allocations", headers=bob.auth).status_code == 200
+    assert client.get("/v1/keys").status_code == 401
+
+
+def test_a_revoke_holds_at_once_on_another_worker(db_url: str, fixed_clock: Any) -> None:
+    # Two app instances with their own engines and pools on one database stand for two workers.
+    apps = [create_app(Settings(database_url=db_url, offline=True), clock=fixed_clock, session_secret="s") for _ in range(2)]
+    with TestClient(apps[0], raise_server_exceptions=False) as first, TestClient(apps[1], raise_server_exceptions=False) as second:
+        from anchorgpu.accounts import create_account
+
+        assert first.get("/v1/healthz").status_code == 200 and second.get("/v1/healthz").status_code == 200
+        _, key = create_account(apps[0].state.store.uow_factory(), "alice", clock=fixed_clock)
+        spare = first.post("/v1/keys", json={"name": "spare"}, headers=_bearer(key)).json()
+        assert second.get("/v1/allocations", headers=_bearer(spare["api_key"])).status_code == 200  # pool warm
+        assert first.delete(f"/v1/keys/{spare['id']}", headers=_bearer(key)).status_code == 200
+        assert second.get("/v1/allocations", headers=_bearer(spare["api_key"])).status_code == 401
+    for app in apps:
+        app.state.store.dispose()
+
+
+def test_the_migration_keeps_keys_issued_before_it_working(empty_db_url: str, fixed_clock: Any) -> None:
+    engine = make_engine(empty_db_url)
+    old_key = "agpu_" + "k" * 43
+    try:
+        upgrade(engine, "0001_initial")
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO accounts (id, name, api_key_hash, created_at) VALUES "
+                              "('acct_00000000000000aa', 'old account', :h, :t)"),
+                         {"h": hash_api_key(old_key), "t": fixed_clock.now.replace(tzinfo=None)})
+        assert upgrade(engine) == head_revision()
+    finally:
+        engine.dispose()
+    app = create_app(Settings(database_url=empty_db_url, offline=True), clock=fixed_clock, session_secret="s")
+    with TestClient(app, raise_server_exceptions=False) as client:
+        assert client.get("/v1/allocations", headers=_bearer(old_key)).status_code == 200
+        keys = client.get("/v1/keys", headers=_bearer(old_key)).json()["data"]
+        assert [(k["id"], k["name"], k["prefix"], k["status"]) for k in keys] == [
+            ("key_00000000000000aa", "original key", "agpu_", "active")]
+        assert authenticate(app.state.store.uow_factory(), old_key, now=fixed_clock()).id == "acct_00000000000000aa"
+    app.state.store.dispose()
+
+
+def test_the_cli_creates_lists_and_revokes_keys(sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from anchorgpu.cli import main
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("ANCHORGPU_DATABASE_URL", sqlite_url)
+    assert main(["keys", "create", "laptop", "--expires-in", "30d", "--json"]) == 0
+    made = json.loads(capsys.readouterr().out)
+    assert made["api_key"].startswith(made["prefix"]) and made["expires_at"]
+    assert main(["keys", "list", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert sorted(k["name"] for k in listed["data"]) == ["default", "laptop"] and made["api_key"] not in json.dumps(listed)
+    assert main(["keys", "list", "--api-key", made["api_key"]]) == 0
+    assert "laptop" in capsys.readouterr().out
+    assert main(["keys", "revoke", made["id"]]) == 0
+    assert "revoked" in capsys.readouterr().out
+    assert main(["keys", "list", "--api-key", made["api_key"]]) == 3  # a revoked key is refused, one line
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "revoked" in err[0]
+    assert main(["keys", "create", "x", "--expires-in", "١d"]) == 2  # ASCII digits only
+    assert main(["keys", "create", "x", "--expires-in", "1d", "--expires-at", "2027-01-01T00:00:00Z"]) == 2
+    default_id = next(k["id"] for k in listed["data"] if k["name"] == "default")
+    assert main(["keys", "revoke", default_id]) == 4  # the last usable key
+    assert "last usable key" in capsys.readouterr().err
