@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from anchorgpu.architectures._config import ConfigReader
 from anchorgpu.architectures.families import FAMILY_NAMES, PARSERS
+from anchorgpu.architectures.quantization import read_quantization
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidConfig, did_you_mean
 
@@ -47,6 +48,7 @@ def from_hf_config(cfg: Mapping[str, object], *, name: str, source: str = "") ->
             "model_type", f"value {model_type!r} is not supported{hint}; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
         )
     spec = parser(reader, name, source)
+    spec = replace(spec, quantization=read_quantization(cfg, spec, where=where))  # the precision it ships in
     return replace(spec, family=FAMILY_NAMES.get(spec.model_type, spec.model_type))
 
 

@@ -8,7 +8,10 @@ Fields may be added; existing names and meanings stay stable.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from anchorgpu.architectures.quantization import ShippedQuantization
 
 __all__ = [
     "AttentionKind",
@@ -135,6 +138,9 @@ class ModelSpec:
     mla: MlaSpec | None = None
     moe: MoeSpec | None = None
     source: str = ""  # where the config came from (registry file, path, Hub id)
+    # What the checkpoint ships: quantized storage and the layers in it (None: 16-bit weights). Built by
+    # ``architectures.quantization`` from the config's quantization_config.
+    quantization: ShippedQuantization | None = None
     notes: tuple[str, ...] = field(default=())
 
     @property

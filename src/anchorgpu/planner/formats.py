@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from anchorgpu.architectures.quantization import QuantStorage, ShippedQuantization, storage_for_name
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 
@@ -33,7 +34,9 @@ __all__ = [
     "WEIGHT_FORMATS",
     "ModelParts",
     "WeightFormat",
+    "format_for_model",
     "get_format",
+    "shipped_format",
     "model_param_parts",
     "model_weight_parts",
     "nf4_bits_per_weight",
@@ -82,6 +85,10 @@ class WeightFormat:
     native: NativeHardware | None = None  # hardware math needed to compute in this format
     quantized: bool = True
     source: str = ""
+    # Exact storage of a quantized matrix (scales per block by shape) and, for a checkpoint's own format,
+    # which linear groups it covers (fractions) and whether the LM head is quantized. None: the rules above.
+    storage: QuantStorage | None = None
+    shipped: ShippedQuantization | None = None
 
     def group_bits(self, group_name: str, *, is_moe: bool) -> float:
         """Bits per weight for one linear-group family (``q``, ``down``, ``expert_down`` …)."""
@@ -153,7 +160,42 @@ def get_format(name: str) -> WeightFormat:
     for candidate in (key, "gguf-" + key):
         if candidate in WEIGHT_FORMATS:
             return WEIGHT_FORMATS[candidate]
-    raise InvalidWorkload(f"unknown weight format {name!r}; valid: {', '.join(WEIGHT_FORMATS)}")
+    storage = storage_for_name(key)
+    if storage is not None:
+        return _from_storage(storage)
+    raise InvalidWorkload(f"unknown weight format {name!r}; valid: {', '.join(WEIGHT_FORMATS)}, fp8-blockRxC, "
+                          "fp8-channel, int4-gptq-gN, int4-awq-gN, int4-sym-gN (and 'shipped')")
+
+
+def _from_storage(storage: QuantStorage, shipped: ShippedQuantization | None = None) -> WeightFormat:
+    """A planner format over an exact storage (the bits shown are those of a large matrix)."""
+    return WeightFormat(name=storage.name, linear_bits=storage.bits_per_value, native=storage.native,
+                        pad_expert_width_to=storage.pad_expert_width_to, storage=storage, shipped=shipped,
+                        moe_experts_only=storage.name == "mxfp4" and shipped is None,
+                        source=storage.description)
+
+
+def shipped_format(model: ModelSpec) -> WeightFormat:
+    """The format the checkpoint ships in: its ``quantization_config`` exactly (storage, scales and the
+    layers it covers), or bf16 for a 16-bit checkpoint.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> shipped_format(load_model("deepseek-v3")).name, shipped_format(load_model("llama-3.1-8b")).name
+    ('fp8-block128x128', 'bf16')
+    """
+    q = getattr(model, "quantization", None)
+    if q is None:
+        return WEIGHT_FORMATS["bf16"]
+    return _from_storage(q.storage, q)
+
+
+def format_for_model(model: ModelSpec, name: str | None) -> WeightFormat:
+    """``--weights`` for this model: None or ``shipped`` is the shipped format; the shipped format's own name
+    is the shipped format too (with its ignore list); any other name is :func:`get_format`."""
+    shipped = shipped_format(model)
+    if name is None or name.strip().lower() in ("shipped", shipped.name):
+        return shipped
+    return get_format(name)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -223,6 +265,8 @@ def model_weight_parts(model: ModelSpec, fmt: WeightFormat) -> ModelParts:
     params = model_param_parts(model)
     dense_b = experts_b = 0.0
     detail: dict[str, float] = {}
+    if fmt.storage is not None and model.linear_groups:
+        return _storage_weight_parts(model, fmt, fmt.storage, params)
     if model.linear_groups:
         for g in model.linear_groups:
             group_params = g.params
@@ -245,5 +289,43 @@ def model_weight_parts(model: ModelSpec, fmt: WeightFormat) -> ModelParts:
     return ModelParts(
         dense=dense_b, experts=experts_b, layer_other=params.layer_other * fmt.other_bits / 8,
         embed=params.embed * fmt.embed_bits / 8, head=params.head * fmt.head_bits / 8,
+        num_layers=model.num_layers, tied=model.tie_word_embeddings, detail=detail,
+    )
+
+
+def _storage_weight_parts(model: ModelSpec, fmt: WeightFormat, storage: QuantStorage, params: ModelParts) -> ModelParts:
+    """Weight bytes with an exact storage: each quantized matrix by its shape (values + one scale per
+    block), the unquantized share of each group, the embeddings and (unless quantized) the head in 16 bit.
+
+    Coverage: the shipped quantization's fractions when the format is the checkpoint's own; otherwise every
+    linear group but the routers (MXFP4 named by the user: the routed experts only, on a MoE model).
+    """
+    shipped = fmt.shipped
+    dense_b = experts_b = 0.0
+    detail: dict[str, float] = {}
+    for g in model.linear_groups:
+        if shipped is not None:
+            frac = shipped.fraction(g.name)
+        elif g.name == "router" or g.component == "router":
+            frac = 0.0
+        elif fmt.moe_experts_only and model.is_moe:
+            frac = 1.0 if g.name.startswith("expert") else 0.0
+        else:
+            frac = 1.0
+        each = storage.matrix_bytes(g.d_in, g.d_out)
+        if storage.pad_expert_width_to and g.name.startswith("expert") and model.moe is not None:
+            width = model.moe.expert_intermediate_size
+            padded = -(-width // storage.pad_expert_width_to) * storage.pad_expert_width_to
+            each = each * padded / width
+        group_bytes = g.count * (frac * each + (1 - frac) * g.d_in * g.d_out * 2)
+        detail[g.name] = group_bytes
+        if g.name.startswith("expert"):
+            experts_b += group_bytes
+        else:
+            dense_b += group_bytes
+    head_quantized = shipped is not None and shipped.head_quantized
+    head = storage.matrix_bytes(model.hidden_size, model.vocab_size) if head_quantized else params.head * 2
+    return ModelParts(
+        dense=dense_b, experts=experts_b, layer_other=params.layer_other * 2, embed=params.embed * 2, head=head,
         num_layers=model.num_layers, tied=model.tie_word_embeddings, detail=detail,
     )

@@ -18,7 +18,15 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import diffusion as dm
 from anchorgpu.planner import memory as mm
-from anchorgpu.planner.formats import WeightFormat, get_format, model_param_parts, model_weight_parts
+from anchorgpu.architectures.quantization import describe_shipped
+from anchorgpu.planner.formats import (
+    WeightFormat,
+    format_for_model,
+    get_format,
+    model_param_parts,
+    model_weight_parts,
+    shipped_format,
+)
 from anchorgpu.planner.inputs import (
     ALL_LORA_TARGETS,
     KV_CACHE_DTYPES,
@@ -163,12 +171,33 @@ def _resolve_format(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
                     assumptions: list[str]) -> WeightFormat:
     if precision.kv_cache not in KV_CACHE_DTYPES:
         raise InvalidWorkload(f"unknown kv-cache dtype {precision.kv_cache!r}; valid: {', '.join(KV_CACHE_DTYPES)}")
+    shipped = shipped_format(model) if isinstance(model, ModelSpec) else get_format("bf16")
+    ships = shipped.name if shipped.shipped is not None else "16-bit weights"
     if precision.weights is None:
-        name = "nf4-dq" if workload.task == "qlora" else "bf16"
-        assumptions.append(f"Weights stored as {name} (default for task {workload.task}).")
-        fmt = get_format(name)
+        if workload.task == "qlora":
+            bnb_4bit = shipped.storage is not None and shipped.storage.flat_block > 0
+            fmt = shipped if bnb_4bit else get_format("nf4-dq")
+            assumptions.append(f"Weights stored as {fmt.name} (default for task qlora"
+                               + ("; the checkpoint ships them so)." if bnb_4bit else
+                                  f"; the checkpoint ships {ships}, quantized on load)."))
+        elif workload.task in ("train", "lora") and shipped.shipped is not None:
+            fmt = get_format("bf16")
+            assumptions.append(f"Weights stored as bf16 for task {workload.task}: the checkpoint ships {ships}, "
+                               "dequantized to 16 bit on load for training.")
+        elif shipped.shipped is not None:
+            fmt = shipped
+            assumptions.append(f"Weights: {describe_shipped(shipped.shipped)}, as the checkpoint ships them "
+                               f"(quantization_config {shipped.shipped.method}; --weights overrides).")
+        else:
+            fmt = shipped
+            assumptions.append(f"Weights stored as {fmt.name} (default for task {workload.task}).")
     else:
-        fmt = get_format(precision.weights)
+        fmt = format_for_model(model, precision.weights) if isinstance(model, ModelSpec) else get_format(
+            precision.weights)
+        if fmt.name != shipped.name:
+            assumptions.append(f"Weights: {fmt.name} (override; the checkpoint ships {ships}).")
+        elif shipped.shipped is not None:
+            assumptions.append(f"Weights: {describe_shipped(shipped.shipped)}, as the checkpoint ships them.")
     if workload.task == "train" and fmt.name not in TRAIN_FORMATS:
         raise InvalidWorkload(
             f"weights {fmt.name}: full training keeps 16-bit weights ({', '.join(TRAIN_FORMATS)}); "
@@ -641,7 +670,7 @@ def _suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload
                     out.append((f"--gpus {gpus} --tp {tp}" + (f" --pp {gpus // tp}" if gpus > tp else ""),
                                 f"shard over {gpus} GPUs", w, precision, new))
         for name, above_bits in (("fp8", 8), ("int4-awq", 6)):
-            if fmt.linear_bits > above_bits:
+            if fmt.linear_bits > above_bits + 0.5:  # not when already in (a block-scaled variant of) it
                 out.append((f"--weights {name}", f"store weights as {name}", w, replace(precision, weights=name), layout))
         if precision.kv_cache != "fp8":
             out.append(("--kv-cache fp8", "halve the KV cache with fp8", w, replace(precision, kv_cache="fp8"), layout))
