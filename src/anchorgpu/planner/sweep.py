@@ -31,7 +31,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
-from anchorgpu.planner.formats import ModelParts, get_format, model_weight_parts
+from anchorgpu.planner.formats import ModelParts, format_for_model, model_weight_parts, shipped_format
 from anchorgpu.planner.inputs import (
     KV_CACHE_DTYPES,
     Layout,
@@ -226,7 +226,7 @@ def _token_slots(model: ModelSpec, context_tokens: int, block_size: int) -> int:
 @lru_cache(maxsize=128)
 def _weight_parts(model: ModelSpec, weights_format: str) -> ModelParts:
     """:func:`anchorgpu.planner.formats.model_weight_parts`, once per (model, format): models are frozen."""
-    return model_weight_parts(model, get_format(weights_format))
+    return model_weight_parts(model, format_for_model(model, weights_format))
 
 
 def _allreduce_array(message_bytes: FloatArray, ranks: IntArray, bw: FloatArray, latency: FloatArray,
@@ -270,7 +270,7 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     try:
         parts = [_weight_parts(model, name) for name in weights]
     except TypeError:  # a model record that cannot be hashed: compute without the cache
-        parts = [model_weight_parts(model, get_format(name)) for name in weights]
+        parts = [model_weight_parts(model, format_for_model(model, name)) for name in weights]
     tp_pp, tp_pp_row = np.unique(lay.tp * 4096 + lay.pp, return_inverse=True)
     weights_uw = np.array([[mm.shard_share(part, tp=key // 4096, pp=key % 4096, ep=1) for part in parts]
                            for key in tp_pp.tolist()], dtype=np.float64)
@@ -487,17 +487,20 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         raise InvalidWorkload(f"the sweep covers inference and training tasks, not {w.task!r}")
     training = w.task != "inference"
     if training:
-        weights = spec.weights or (("nf4-dq",) if w.task == "qlora" else ("bf16",))
+        shipped_fmt = shipped_format(model)  # QLoRA over a checkpoint that ships bitsandbytes 4-bit keeps it (as plan())
+        bnb_4bit = shipped_fmt.storage is not None and shipped_fmt.storage.flat_block > 0
+        weights = spec.weights or ((shipped_fmt.name if bnb_4bit else "nf4-dq",) if w.task == "qlora" else ("bf16",))
         kvs: tuple[str, ...] = ("bf16",)
         concs: tuple[int, ...] = (w.micro_batch or 1,)
     else:
-        weights = spec.weights or DEFAULT_INFERENCE_WEIGHTS
+        shipped = shipped_format(model).name  # the checkpoint's own format first, then the usual three
+        weights = spec.weights or tuple(dict.fromkeys((shipped, *DEFAULT_INFERENCE_WEIGHTS)))
         kvs = spec.kv_caches or DEFAULT_KV_CACHES
         concs = spec.concurrencies or ((w.concurrency,) if w.concurrency is not None else BATCH_LADDER)
         if min(concs) < 1:
             raise InvalidWorkload(f"concurrency={min(concs)}: at least one sequence")
     for name in weights:
-        get_format(name)  # unknown format: one-line error
+        format_for_model(model, name)  # unknown format: one-line error
     for k in kvs:
         if k not in KV_CACHE_DTYPES:
             raise InvalidWorkload(f"unknown kv-cache dtype {k!r}; valid: {', '.join(KV_CACHE_DTYPES)}")
