@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import NoReturn
 
 from anchorgpu.architectures.hf import from_hf_config, parse_config_text
-from anchorgpu.architectures.registry import ModelInfo, list_models, read_data_text, resolve
+from anchorgpu.architectures.quantization import shipped_from_name
+from anchorgpu.architectures.registry import REGISTRY_FILE, ModelInfo, list_models, read_data_text, resolve
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
-from anchorgpu.errors import HubUnavailable, InvalidConfig, UnknownModel, did_you_mean
+from anchorgpu.errors import DataFileError, HubUnavailable, InvalidConfig, UnknownModel, did_you_mean
 
 __all__ = ["HUB_ID", "Fetch", "load_config_file", "load_model", "load_registry_model"]
 
@@ -94,6 +95,15 @@ def load_registry_model(info: ModelInfo) -> ModelSpec | DiffusionPipelineSpec:
         return parse_pipeline(text, name=info.name, family=info.family, file=f"architectures/data/{info.file}")
     cfg = parse_config_text(text, where=f"architectures/data/{info.file}")
     spec = from_hf_config(cfg, name=info.name, source=info.source)
+    if info.shipped_weights:
+        where = f"{REGISTRY_FILE} [{info.name}]"
+        if spec.quantization is not None:
+            raise DataFileError(REGISTRY_FILE, info.name, "field 'shipped_weights' is only for configs without a "
+                                f"quantization_config; {info.file} already says {spec.quantization.name}")
+        try:
+            spec = replace(spec, quantization=shipped_from_name(info.shipped_weights, spec, where=where))
+        except InvalidConfig as exc:
+            raise DataFileError(REGISTRY_FILE, info.name, str(exc)) from None
     return replace(spec, family=info.family)
 
 

@@ -35,6 +35,9 @@ class ModelInfo:
     file: str  # path under ``architectures/data/``
     hub_id: str  # the repository the config was published in ("" if none)
     aliases: tuple[str, ...]
+    # The weight format the checkpoint ships in, only where its config.json cannot say (no quantization_config);
+    # "" = read it from the config (quantization_config, else 16-bit).
+    shipped_weights: str = ""
 
     @property
     def source(self) -> str:
@@ -79,6 +82,7 @@ def _parse(doc: dict[str, object]) -> tuple[ModelInfo, ...]:
                     file=_str(row, "file", name),
                     hub_id=_str(row, "hub_id", name, required=False),
                     aliases=tuple(aliases),
+                    shipped_weights=_str(row, "shipped_weights", name, required=False),
                 )
             )
     return tuple(infos)

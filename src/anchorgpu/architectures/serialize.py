@@ -11,7 +11,7 @@ from anchorgpu.architectures.registry import resolve
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.errors import InvalidInput
 
-__all__ = ["KV_CACHE_BYTES", "kv_bytes_per_value", "model_to_json"]
+__all__ = ["KV_CACHE_BYTES", "kv_bytes_per_value", "model_to_json", "shipped_weights"]
 
 # Bytes per cached value for each KV-cache precision the CLI accepts.
 KV_CACHE_BYTES: dict[str, int] = {"bf16": 2, "fp16": 2, "fp8": 1}
@@ -34,6 +34,17 @@ def kv_bytes_per_value(kv_cache: str) -> int:
         raise InvalidInput(
             f"--kv-cache must be one of {', '.join(KV_CACHE_BYTES)}, got {kv_cache!r}", code="invalid_kv_cache"
         ) from None
+
+
+def shipped_weights(spec: ModelSpec | DiffusionPipelineSpec) -> str:
+    """The weight format a checkpoint ships in: its quantization_config's format, else bf16 (16-bit weights).
+
+    >>> from anchorgpu.architectures import load_model
+    >>> shipped_weights(load_model("gpt-oss-20b")), shipped_weights(load_model("llama-3.1-8b"))
+    ('mxfp4', 'bf16')
+    """
+    quantization = getattr(spec, "quantization", None)
+    return "bf16" if quantization is None else str(quantization.name)
 
 
 def model_to_json(spec: ModelSpec | DiffusionPipelineSpec, *, kv_cache: str = "bf16") -> dict[str, Any]:
@@ -103,6 +114,17 @@ def model_to_json(spec: ModelSpec | DiffusionPipelineSpec, *, kv_cache: str = "b
              "active_count": g.active_count, "bias": g.bias, "parts": {name: size for name, size in g.parts} or None}
             for g in spec.linear_groups
         ],
+        # the precision the checkpoint ships in (its quantization_config), the planner's default --weights
+        "shipped_weights": shipped_weights(spec),
+        "shipped_quantization": None if spec.quantization is None else {
+            "method": spec.quantization.method,
+            "format": spec.quantization.name,
+            "description": spec.quantization.storage.description,
+            "quantized_groups": {name: frac for name, frac in spec.quantization.groups if frac > 0},
+            "unquantized_groups": list(spec.quantization.kept_16bit),
+            "head_quantized": spec.quantization.head_quantized,
+            "ignore": list(spec.quantization.ignore),
+        },
         "source": spec.source,
         "notes": list(spec.notes),
     }

@@ -16,15 +16,22 @@ if TYPE_CHECKING:
 __all__ = [
     "AttentionKind",
     "DiffusionComponent",
+    "LayerKind",
     "DiffusionPipelineSpec",
     "LinearGroup",
     "MlaSpec",
     "ModelSpec",
     "MoeSpec",
     "ParamBreakdown",
+    "RecurrentSpec",
 ]
 
-AttentionKind = Literal["mha", "gqa", "mqa", "mla"]
+AttentionKind = Literal["mha", "gqa", "mqa", "mla", "none"]
+
+LayerKind = Literal["attention", "recurrent", "attention_recurrent", "mlp"]
+"""The token mixer of one layer: ``attention`` (caches K and V per token), ``recurrent`` (a Mamba/SSM or
+linear-attention mixer: a fixed-size state per sequence), ``attention_recurrent`` (both: Zamba2's hybrid
+layers), ``mlp`` (no token mixer: Nemotron-H's MLP and MoE blocks)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -41,12 +48,13 @@ class ParamBreakdown:
     norms: int  # every norm weight/bias, including the final norm
     head: int  # untied LM head (0 when tied to the embeddings)
     other: int = 0  # anything else the architecture has (e.g. attention sinks), named in ``notes``
+    recurrent: int = 0  # Mamba/SSM and linear-attention mixers (projections, convolution, A, D, dt, gated norm)
 
     @property
     def total(self) -> int:
         return (
             self.embeddings + self.position_embeddings + self.attention + self.mlp + self.experts
-            + self.shared_experts + self.router + self.norms + self.head + self.other
+            + self.shared_experts + self.router + self.norms + self.head + self.other + self.recurrent
         )
 
 
@@ -72,6 +80,31 @@ class MoeSpec:
     num_shared_experts: int  # always-active experts per MoE layer (0 if none)
     expert_intermediate_size: int
     num_moe_layers: int  # layers whose MLP is MoE (the rest are dense)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecurrentSpec:
+    """The state one recurrent layer keeps per sequence, whatever the sequence length.
+
+    ``conv_values``: the causal convolution's last ``kernel - 1`` inputs for every convolved channel;
+    ``ssm_values``: the SSM (or gated delta-rule) state, e.g. Mamba ``d_inner × d_state``, Mamba-2
+    ``heads × head_dim × d_state``, gated DeltaNet ``value_heads × key_dim × value_dim``. Shapes as vLLM
+    allocates them per request (``mamba_utils`` state shapes). ``ssm_bytes_per_value`` fixes the SSM
+    state's dtype when the model asks for one (Nemotron-H: ``mamba_ssm_cache_dtype`` float32); ``None``
+    keeps it in the dtype the caller gives (the model dtype, as vLLM's ``mamba_cache_dtype=auto`` does).
+    """
+
+    mixer: str  # mamba | mamba2 | gated_deltanet
+    conv_values: int
+    ssm_values: int
+    ssm_bytes_per_value: int | None = None
+    # activation values one token leaves per layer in training (mixer inputs/outputs kept for backward)
+    activation_values_per_token: int = 0
+
+    def bytes_per_layer(self, bytes_per_value: float) -> float:
+        ssm = self.ssm_bytes_per_value if self.ssm_bytes_per_value is not None else bytes_per_value
+        return self.conv_values * bytes_per_value + self.ssm_values * ssm
+
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -137,6 +170,10 @@ class ModelSpec:
     layer_windows: tuple[int | None, ...]
     mla: MlaSpec | None = None
     moe: MoeSpec | None = None
+    # Per-layer token mixer (length num_layers); empty means every layer is attention (a transformer).
+    layer_kinds: tuple[LayerKind, ...] = ()
+    recurrent: RecurrentSpec | None = None  # the state of each recurrent layer (None: no recurrent layer)
+    mlp_layers: int | None = None  # layers with an MLP or MoE block (None: every layer)
     source: str = ""  # where the config came from (registry file, path, Hub id)
     # What the checkpoint ships: quantized storage and the layers in it (None: 16-bit weights). Built by
     # ``architectures.quantization`` from the config's quantization_config.
@@ -162,28 +199,55 @@ class ModelSpec:
         lookups = self.params.position_embeddings + (0 if self.tie_word_embeddings else self.params.embeddings)
         return self.params_active - lookups
 
-    def kv_values_per_token(self) -> int:
-        """Values cached per token for the whole model at full context (K and V, every layer).
+    @property
+    def attention_layers(self) -> int:
+        """Layers that cache K and V per token (every layer of a transformer; Jamba-v0.1: 4 of 32)."""
+        if not self.layer_kinds:
+            return self.num_layers
+        return sum(1 for k in self.layer_kinds if k in ("attention", "attention_recurrent"))
 
-        MHA/GQA/MQA: 2 · L · kv_heads · head_dim; MLA: L · (kv_lora_rank + qk_rope_head_dim).
-        """
+    @property
+    def recurrent_layers(self) -> int:
+        """Layers that keep a fixed-size recurrent state per sequence (Mamba, SSM, linear attention)."""
+        return sum(1 for k in self.layer_kinds if k in ("recurrent", "attention_recurrent"))
+
+    @property
+    def attention_windows(self) -> tuple[int | None, ...]:
+        """The attention window of each KV-caching layer, in order (None: full attention)."""
+        windows = self.layer_windows or (None,) * self.num_layers
+        if not self.layer_kinds:
+            return windows
+        return tuple(w for w, k in zip(windows, self.layer_kinds, strict=False)
+                     if k in ("attention", "attention_recurrent"))
+
+    def kv_values_per_layer_per_token(self) -> int:
+        """Values one attention layer caches per token: 2 · kv_heads · head_dim, or MLA's latent."""
         if self.mla is not None:
-            return self.num_layers * self.mla.cache_values_per_token_per_layer
-        return 2 * self.num_layers * self.num_kv_heads * self.head_dim
+            return self.mla.cache_values_per_token_per_layer
+        return 2 * self.num_kv_heads * self.head_dim
+
+    def kv_values_per_token(self) -> int:
+        """Values cached per token for the whole model at full context (K and V of every attention layer).
+
+        MHA/GQA/MQA: 2 · L_attn · kv_heads · head_dim; MLA: L_attn · (kv_lora_rank + qk_rope_head_dim).
+        ``L_attn`` counts only the layers that attend (:attr:`attention_layers`): the Mamba and
+        linear-attention layers of a hybrid keep a state per sequence instead (:meth:`state_bytes_per_sequence`).
+        """
+        return self.attention_layers * self.kv_values_per_layer_per_token()
 
     def kv_bytes_per_token(self, bytes_per_value: float = 2) -> int:
-        """KV-cache bytes per token for all layers (bf16 unless told), ignoring window caps."""
+        """KV-cache bytes per token for all attention layers (bf16 unless told), ignoring window caps."""
         return int(self.kv_values_per_token() * bytes_per_value)
 
     @property
     def sliding_window_layers(self) -> int:
         """How many layers attend only to a sliding window (their cache stops growing at the window)."""
-        return sum(1 for w in self.layer_windows if w is not None)
+        return sum(1 for w in self.attention_windows if w is not None)
 
     def kv_values_for_context(self, context_tokens: int) -> int:
         """Values cached for ONE sequence of ``context_tokens`` tokens, sliding-window layers capped.
 
-        Σ over layers of ``min(context, window)`` × values per token per layer (K and V, or MLA's latent).
+        Σ over attention layers of ``min(context, window)`` × values per token per layer (K and V, or MLA's latent).
 
         >>> # 2 layers, 1 KV head of dim 4: full layer keeps 10 tokens, windowed layer keeps 3
         >>> spec = _example_spec(layer_windows=(None, 3))
@@ -192,11 +256,35 @@ class ModelSpec:
         """
         if context_tokens < 0:
             raise ValueError("context_tokens must be >= 0")
-        per_layer = self.kv_values_per_token() // self.num_layers
-        return sum(per_layer * (context_tokens if w is None else min(context_tokens, w)) for w in self.layer_windows)
+        per_layer = self.kv_values_per_layer_per_token()
+        return sum(per_layer * (context_tokens if w is None else min(context_tokens, w)) for w in self.attention_windows)
+
+    def state_values_per_sequence(self) -> int:
+        """Recurrent-state values one sequence holds, at any length: Σ over recurrent layers of conv + SSM state."""
+        if self.recurrent is None:
+            return 0
+        return self.recurrent_layers * (self.recurrent.conv_values + self.recurrent.ssm_values)
+
+    def state_bytes_per_sequence(self, bytes_per_value: float = 2) -> int:
+        """Recurrent-state bytes one sequence holds (0 for a transformer), independent of its length.
+
+        ``bytes_per_value`` is the state dtype (the model's 16-bit dtype unless told); an SSM state the
+        model pins to float32 (:attr:`RecurrentSpec.ssm_bytes_per_value`) stays at 4 bytes.
+
+        >>> spec = _example_spec(layer_windows=(None, None), layer_kinds=("attention", "recurrent"),
+        ...                      recurrent=RecurrentSpec(mixer="mamba", conv_values=3 * 8, ssm_values=8 * 16))
+        >>> spec.state_bytes_per_sequence(2), spec.kv_values_for_context(10)  # (24 + 128) · 2; one layer · 8 · 10
+        (304, 80)
+        """
+        if self.recurrent is None:
+            return 0
+        return int(self.recurrent_layers * self.recurrent.bytes_per_layer(bytes_per_value))
 
 
-def _example_spec(*, layer_windows: tuple[int | None, ...]) -> ModelSpec:
+def _example_spec(
+    *, layer_windows: tuple[int | None, ...], layer_kinds: tuple[LayerKind, ...] = (),
+    recurrent: RecurrentSpec | None = None,
+) -> ModelSpec:
     """A tiny two-layer model for the doctests above (not a real model)."""
     zero = ParamBreakdown(
         embeddings=0, position_embeddings=0, attention=0, mlp=0, experts=0, shared_experts=0, router=0, norms=0, head=0
@@ -205,7 +293,7 @@ def _example_spec(*, layer_windows: tuple[int | None, ...]) -> ModelSpec:
         name="example", model_type="llama", family="example", num_layers=2, hidden_size=4, intermediate_size=8,
         num_attention_heads=1, num_kv_heads=1, head_dim=4, vocab_size=8, max_context_tokens=16,
         tie_word_embeddings=True, attention_kind="mha", gated_mlp=True, params=zero, params_active=0,
-        linear_groups=(), layer_windows=layer_windows,
+        linear_groups=(), layer_windows=layer_windows, layer_kinds=layer_kinds, recurrent=recurrent,
     )
 
 

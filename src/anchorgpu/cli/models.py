@@ -73,6 +73,15 @@ def _kv_note(doc: dict[str, Any]) -> str:
     return line
 
 
+def _shipped_note(doc: dict[str, Any]) -> str:
+    """The precision the checkpoint ships in, as ``plan`` uses it by default."""
+    q = doc.get("shipped_quantization")
+    if not q:
+        return f"{doc.get('shipped_weights', 'bf16')} (16-bit weights; no quantization_config)"
+    kept = ", ".join(["embeddings"] + ([] if q["head_quantized"] else ["lm_head"]) + q["unquantized_groups"])
+    return f"{q['format']} via quantization_config {q['method']}: {q['description']}; 16-bit: {kept}"
+
+
 def _mlp_width(doc: dict[str, Any]) -> str:
     gated = " (gated)" if doc["gated_mlp"] else ""
     experts = doc["experts"]
@@ -111,6 +120,7 @@ def _show_language(doc: dict[str, Any]) -> None:
         ("params active / token", _count(doc["params_active"])),
         ("  of which in matmuls", _count(doc["params_active_matmul"]) + " (embedding lookups left out)"),
         ("KV cache / token", _kv_note(doc)),
+        ("shipped weights", _shipped_note(doc)),
     ]
     if doc["mla"] is not None:
         mla = doc["mla"]
@@ -189,6 +199,7 @@ def models_command(
 ) -> None:
     """List the built-in model registry (language models and diffusion pipelines)."""
     from anchorgpu.architectures import ModelSpec, load_model, model_infos
+    from anchorgpu.architectures.serialize import shipped_weights
     from anchorgpu.errors import InvalidInput
 
     infos = list(model_infos())
@@ -214,6 +225,7 @@ def models_command(
                 "params_active": spec.params_total if language is None else language.params_active,
                 "context_length": None if language is None else language.max_context_tokens,
                 "model_type": "diffusion_pipeline" if language is None else language.model_type,
+                "shipped_weights": shipped_weights(spec),
             }
         )
     if json_out:
@@ -222,11 +234,18 @@ def models_command(
     from rich.table import Table
 
     table = Table(title=f"AnchorGPU model registry ({len(rows)} entries)")
-    for col in ("name", "family", "type", "params total", "active / token", "context"):
+    for col in ("name", "family", "type", "params total", "active / token", "context", "shipped weights"):
         table.add_column(col, justify="right" if col in ("params total", "active / token", "context") else "left")
     for r in rows:
         table.add_row(
             _esc(r["name"]), _esc(r["family"]), r["model_type"], f"{r['params_total'] / 1e9:,.2f} B",
             f"{r['params_active'] / 1e9:,.2f} B", "" if r["context_length"] is None else f"{r['context_length']:,}",
+            r["shipped_weights"],
         )
-    _wide_console().print(table)
+    out = _wide_console()
+    out.print(table)
+    families: dict[str, set[str]] = {}
+    for r in rows:
+        families.setdefault(r["family"], set()).add(r["shipped_weights"])
+    out.print("Shipped weights by family: " + "; ".join(
+        f"{name}: {', '.join(sorted(formats))}" for name, formats in sorted(families.items())), markup=False)
