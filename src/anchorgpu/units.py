@@ -86,7 +86,8 @@ _TERM_ALIASES: dict[str, TermUnit] = {
     "w": "week", "wk": "week", "week": "week", "weeks": "week",
     "mo": "month", "mon": "month", "month": "month", "months": "month",
 }
-_TERM_RE = re.compile(r"^\s*(\d+)\s*([a-z]+)\s*$")
+_TERM_RE = re.compile(r"^\s*([0-9]{1,9})\s*([a-z]+)\s*$", re.ASCII)
+"""ASCII digits only (``١h`` or ``１h`` are refused, not read as 1 h); at most nine of them."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,27 @@ STOP_NOTICE = (
 )
 """The statement every answer to a stop carries (DESIGN.md section 2)."""
 
+MAX_YEARS_AHEAD = 20
+MAX_END_AHEAD = timedelta(hours=MAX_YEARS_AHEAD * 8_760)
+"""Product rule: an allocation never ends more than 20 years (175,200 h) after the moment it is bought or
+extended. Ten-year terms stay possible, repeated extensions cannot walk ``ends_at`` towards year 9999."""
+
+
+def bounded_end(starts_at: datetime, hours: int, now: datetime) -> datetime:
+    """``starts_at + hours``, or :class:`~anchorgpu.errors.InvalidTerm` past :data:`MAX_END_AHEAD` from ``now``.
+
+    >>> from datetime import UTC
+    >>> bounded_end(datetime(2026, 1, 1, tzinfo=UTC), 24, datetime(2026, 1, 1, tzinfo=UTC)).day
+    2
+    """
+    from anchorgpu.errors import InvalidTerm
+
+    limit = now + MAX_END_AHEAD
+    if hours < 0 or hours > MAX_YEARS_AHEAD * 8_760 or starts_at > limit or timedelta(hours=hours) > limit - starts_at:
+        raise InvalidTerm(f"an allocation may end at most {MAX_YEARS_AHEAD} years ahead (before {limit:%Y-%m-%d}); "
+                          f"{hours:,} more hours from {starts_at:%Y-%m-%d} would pass that")
+    return starts_at + timedelta(hours=hours)
+
 
 class AllocationState(StrEnum):
     SCHEDULED = "scheduled"
@@ -121,7 +142,7 @@ class Allocation:
         allocation = cls(
             id=id, account_id=account_id, quote_id=quote_id, offering_id=offering_id, region=region,
             quantity=quantity, gpus=gpus, state=state, term=term, starts_at=starts_at,
-            ends_at=starts_at + timedelta(hours=term.hours), amount_usd=amount_usd, created_at=now,
+            ends_at=bounded_end(starts_at, term.hours, now), amount_usd=amount_usd, created_at=now,
         )
         event = allocation._event("created", now, None, state, {"quote_id": quote_id, "amount_usd": str(amount_usd)})
         return allocation._with(events=(event,)), event
@@ -162,7 +183,7 @@ class Allocation:
     def extend(self, now: datetime, *, hours: int, amount_usd: Decimal, quote_id: str) -> tuple[Allocation, list[AllocationEvent]]:
         """Add ``hours`` of paid term after ``ends_at``, paid by ``amount_usd`` (priced by ``quote_id``)."""
         current, events = self._require_live(now, "extend")
-        new_ends_at = current.ends_at + timedelta(hours=hours)
+        new_ends_at = bounded_end(current.ends_at, hours, now)
         details = {
             "quote_id": quote_id, "added_hours": hours, "amount_usd": str(amount_usd),
             "previous_ends_at": current.ends_at.isoformat(), "ends_at": new_ends_at.isoformat(),

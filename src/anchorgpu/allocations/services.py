@@ -34,6 +34,7 @@ from anchorgpu.errors import InvalidInput, InvalidTerm, UnknownEntity
 from anchorgpu.store.repository import QuoteRecord
 from anchorgpu.store.uow import AbstractUnitOfWork
 from anchorgpu.units import Term, parse_term, require_whole_gpus
+from anchorgpu.validation import is_valid_id
 
 __all__ = [
     "Clock",
@@ -85,6 +86,14 @@ def _term(term: Term | str) -> Term:
     if parsed.hours > MAX_TERM_HOURS:
         raise InvalidTerm(f"term {parsed}: at most {MAX_TERM_HOURS} hours (10 years) can be quoted at once")
     return parsed
+
+
+def _require_id(kind: str, value: str) -> str:
+    """An id that could name a stored row, else "not found" before any query (a NUL byte, a control
+    character or a 5,000-character string never names one; PostgreSQL would refuse the NUL outright)."""
+    if not is_valid_id(value):
+        raise UnknownEntity(kind, value if len(value) <= 100 else value[:100] + "…")
+    return value
 
 
 def _quantity(quantity: object) -> int:
@@ -209,6 +218,7 @@ def create_quote(
 
 def get_quote(uow: AbstractUnitOfWork, *, account_id: str, quote_id: str) -> dict[str, Any]:
     """The stored quote JSON exactly as first shown (prices as quoted), plus ``used``."""
+    _require_id("quote", quote_id)
     with uow:
         record = uow.quotes.get(account_id, quote_id)
     if record is None or record.purpose != "quote":
@@ -260,6 +270,7 @@ def buy_quote(
     :class:`QuoteAlreadyUsed`, :class:`InsufficientCapacity`; the business errors are stored under the key.
     """
     now = _now(clock)
+    _require_id("quote", quote_id)
     if starts_at is not None and (starts_at.tzinfo is None or starts_at < now - timedelta(minutes=5)):
         raise InvalidInput("starts_at must be a timezone-aware instant, not in the past")
     begin = starts_at or now
@@ -305,6 +316,7 @@ def _act(
     extra_request: dict[str, Any] | None = None, key_ttl_s: int = DEFAULT_KEY_TTL_S,
 ) -> Outcome:
     now = _now(clock)
+    _require_id("allocation", allocation_id)
     request = {"allocation_id": allocation_id, **(extra_request or {})}
 
     def action(u: AbstractUnitOfWork) -> tuple[int, dict[str, Any], str | None]:
@@ -393,6 +405,7 @@ def list_allocations(uow: AbstractUnitOfWork, *, account_id: str, clock: Clock) 
 def get_allocation(uow: AbstractUnitOfWork, *, account_id: str, allocation_id: str, clock: Clock) -> dict[str, Any]:
     """One allocation of the account; ``UnknownEntity`` for an unknown id or another account's."""
     now = _now(clock)
+    _require_id("allocation", allocation_id)
     with uow:
         allocation = uow.allocations.get(account_id, allocation_id)
     if allocation is None:

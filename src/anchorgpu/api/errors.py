@@ -159,39 +159,86 @@ def _unreadable_body_reason(cause: BaseException | None) -> str:
 _STATUS_CODES = {401: "authentication_required", 404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}
 TRANSPORT_CODES: tuple[str, ...] = (
     *_STATUS_CODES.values(), "invalid_request", "malformed_body", "database_unavailable", "internal_error",
+    "malformed_request", "request_timeout",  # anchorgpu.api.server (unparseable HTTP) and security (slow body)
 )
+
+
+_PROBED_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route answers on this path. Starlette's 405 names only the methods of the FIRST
+    route whose path matched (``GET /v1/allocations`` and ``POST /v1/allocations`` are two routes), so
+    the ``Allow`` header is rebuilt from all of them."""
+    from starlette.routing import Match, Mount
+
+    allowed = []
+    for method in _PROBED_METHODS:
+        scope = {**request.scope, "method": method}
+        if any(not isinstance(route, Mount) and route.matches(scope)[0] == Match.FULL for route in request.app.router.routes):
+            allowed.append(method)
+    return allowed
 
 
 async def _on_http_exception(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     code = _STATUS_CODES.get(exc.status_code, f"http_{exc.status_code}")
     detail = exc.detail if isinstance(exc.detail, str) else _title(exc.status_code)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        allowed = allowed_methods(request)
+        if allowed:
+            headers["Allow"] = ", ".join(allowed)
+            detail = f"{request.method} is not allowed on {request.url.path}; allowed: {', '.join(allowed)}"
     if exc.status_code == 404 and detail == "Not Found":
         detail = f"no such path: {request.url.path}"
     if exc.status_code == 400 and detail == "There was an error parsing the body":  # FastAPI's words: say why
         code, detail = "malformed_body", _unreadable_body_reason(exc.__cause__)
     if _is_page(request) and exc.status_code in (404, 405):
         return _page(request, exc.status_code, code, detail)
-    return problem(exc.status_code, code, detail, headers=dict(exc.headers or {}) or None)
+    return problem(exc.status_code, code, detail, headers=headers or None)
+
+
+def _database_unavailable(request: Request, exc: Exception) -> JSONResponse | None:
+    """503 for a database that went away mid-request (connection dropped, server restarting), logged in ONE
+    line: not a bug and not the client's fault; the same request (same Idempotency-Key) may be sent again."""
+    from sqlalchemy.exc import DBAPIError, OperationalError
+
+    if not (isinstance(exc, OperationalError) or (isinstance(exc, DBAPIError) and exc.connection_invalidated)):
+        return None
+    reason = (str(exc.orig) if exc.orig is not None else str(exc)).strip().splitlines()
+    _log.warning("database unavailable on %s %s: %s: %s", request.method, request.url.path, type(exc.orig or exc).__name__,
+                 reason[0] if reason else "")
+    return problem(503, "database_unavailable", "the database connection failed mid-request; retry the same request "
+                   "(with the same Idempotency-Key it applies at most once)", headers={"Retry-After": "1"})
+
+
+async def _on_database_error(request: Request, exc: Exception) -> JSONResponse:
+    """Database errors, answered inside the app: Starlette's last-resort handler (``Exception``) re-raises after
+    answering, so the server would log each one again with its traceback. 503 in one log line when the
+    database is unavailable; any other database error is a bug: logged once with its traceback, 500."""
+    unavailable = _database_unavailable(request, exc)
+    if unavailable is not None:
+        return unavailable
+    _log.error("unhandled database error on %s %s", request.method, request.url.path, exc_info=exc)
+    return problem(500, "internal_error", "an internal error occurred; it has been logged")
 
 
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
-    from sqlalchemy.exc import DBAPIError, OperationalError
-
-    if isinstance(exc, OperationalError) or (isinstance(exc, DBAPIError) and exc.connection_invalidated):
-        # The database went away mid-request (connection dropped, server restarting). Not a bug and not the
-        # client's fault: 503, and the same request (same Idempotency-Key) may be sent again safely.
-        _log.warning("database unavailable on %s %s: %s", request.method, request.url.path, str(exc.orig).splitlines()[0] if exc.orig else exc)
-        return problem(503, "database_unavailable", "the database connection failed mid-request; retry the same request (with the same Idempotency-Key it applies at most once)",
-                       headers={"Retry-After": "1"})
+    unavailable = _database_unavailable(request, exc)
+    if unavailable is not None:
+        return unavailable
     _log.exception("unhandled error on %s %s", request.method, request.url.path)
     return problem(500, "internal_error", "an internal error occurred; it has been logged")
 
 
 def install_error_handlers(app: FastAPI) -> None:
     """Register every handler above on ``app`` (called once by ``create_app``)."""
+    from sqlalchemy.exc import DBAPIError
+
     from anchorgpu.web.deps import SignInRequired
 
+    app.add_exception_handler(DBAPIError, _on_database_error)
     app.add_exception_handler(AnchorError, _on_anchor_error)
     app.add_exception_handler(SignInRequired, _on_sign_in_required)
     app.add_exception_handler(RequestValidationError, _on_validation_error)

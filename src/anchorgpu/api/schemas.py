@@ -9,7 +9,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from anchorgpu.validation import ID_MAX_LENGTH, ID_PATTERN, LIMITS
 
 __all__ = ["GpuList", "GpuOut", "Health", "OfferingList", "OfferingOut", "OptionOut", "PeakOut", "PricesOut", "Problem", "problems"]
 
@@ -21,9 +23,25 @@ class _Schema(BaseModel):
 
 
 class _Request(BaseModel):
-    """Requests: unknown fields are refused (a typo in an option must not be silently ignored)."""
+    """Requests: unknown fields are refused (a typo in an option must not be silently ignored), and types are
+    strict: ``true`` or ``"3"`` is not a number, ``1`` is not a boolean (pydantic's strict mode; the page, whose
+    form values are all text, validates the same models with ``strict=False``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+TEXT_PATTERN = r"^[^\x00-\x1f\x7f]*$"
+"""Request text: no control characters (NUL included). Lengths are bounded field by field."""
+
+
+def _no_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("a boolean is not a number here")
+    return value
+
+
+StrictChoice = BeforeValidator(_no_bool)
+"""For ``Literal[0, 1, …]`` fields, where pydantic would otherwise take ``true`` as 1 even in strict mode."""
 
 
 class Problem(BaseModel):
@@ -151,13 +169,13 @@ class OfferingList(_Schema):
 
 
 class QuoteCreate(_Request):
-    offering: str = Field(min_length=1, max_length=100, description="Offering id from /v1/offerings, e.g. 'h100-sxm-1x-vm'")
-    quantity: int = Field(default=1, ge=1, le=10_000, description="Whole servers of the offering")
-    term: str = Field(default="1month", min_length=2, max_length=20, description="Fixed term: 'Nh' hours, 'Nw' weeks (168 h), 'Nmonth' months (720 h)", examples=["1month", "2w", "12h"])
-    options: dict[Annotated[str, Field(max_length=100)], Annotated[int, Field(ge=0, le=10_000)]] = Field(
+    offering: str = Field(min_length=1, max_length=100, pattern=TEXT_PATTERN, description="Offering id from /v1/offerings, e.g. 'h100-sxm-1x-vm'")
+    quantity: int = Field(default=1, ge=1, le=10_000, description="Whole servers of the offering (a JSON integer: not true, not \"3\")")
+    term: str = Field(default="1month", min_length=2, max_length=20, pattern=TEXT_PATTERN, description="Fixed term: 'Nh' hours, 'Nw' weeks (168 h), 'Nmonth' months (720 h); ASCII digits (parsed by the same rule as the CLI's --term)", examples=["1month", "2w", "12h"])
+    options: dict[Annotated[str, Field(max_length=100, pattern=TEXT_PATTERN)], Annotated[int, Field(ge=0, le=10_000)]] = Field(
         default_factory=dict, description="Option id → units per server, e.g. {'nvme-tb': 2}", max_length=50
     )
-    region: str | None = Field(default=None, max_length=100, description="Region id; default: the offering's first region")
+    region: str | None = Field(default=None, max_length=100, pattern=TEXT_PATTERN, description="Region id; default: the offering's first region")
 
 
 class QuoteLineOut(_Schema):
@@ -228,11 +246,11 @@ class QuoteStored(QuoteOut):
 
 
 class AllocationCreate(_Request):
-    quote_id: str = Field(min_length=1, max_length=100, description="Id of one of your quotes, still valid and not yet bought")
+    quote_id: str = Field(min_length=1, max_length=ID_MAX_LENGTH, pattern=ID_PATTERN, description="Id of one of your quotes, still valid and not yet bought")
 
 
 class AllocationExtend(_Request):
-    term: str = Field(default="1month", min_length=2, max_length=20, description="Added paid term: 'Nh', 'Nw' (168 h) or 'Nmonth' (720 h); priced by a new quote", examples=["1month", "1w"])
+    term: str = Field(default="1month", min_length=2, max_length=20, pattern=TEXT_PATTERN, description="Added paid term: 'Nh', 'Nw' (168 h) or 'Nmonth' (720 h); priced by a new quote", examples=["1month", "1w"])
 
 
 class AllocationEventOut(_Schema):
@@ -275,29 +293,29 @@ _ALL_LORA_TARGETS: tuple[LoraTarget, ...] = ("q", "k", "v", "o", "gate", "up", "
 class PlanRequest(_Request):
     """The options of ``anchorgpu plan`` as JSON (same names without dashes, same defaults)."""
 
-    model: str = Field(min_length=1, max_length=200, description="Registry name (see /v1/models) or Hub id 'org/name'", examples=["llama-3.1-70b"])
+    model: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, description="Registry name (see /v1/models) or Hub id 'org/name'", examples=["llama-3.1-70b"])
     task: Task = Field(default="inference", description="inference, train (full fine-tune / pretrain), lora, qlora or diffusion")
-    gpu: str | None = Field(default=None, max_length=100, description="GPU name or alias; without one there is no fit verdict", examples=["h100"])
-    gpus: int | None = Field(default=None, ge=1, le=65_536, description="Whole GPUs in total (default 1, or tp × pp × dp × ep)")
+    gpu: str | None = Field(default=None, max_length=100, pattern=TEXT_PATTERN, description="GPU name or alias; without one there is no fit verdict", examples=["h100"])
+    gpus: int | None = Field(default=None, **LIMITS["gpus"].field(), description="Whole GPUs in total (default 1, or tp × pp × dp × ep)")
     tp: int | None = Field(default=None, ge=1, le=1024, description="Tensor-parallel ranks")
     pp: int | None = Field(default=None, ge=1, le=1024, description="Pipeline-parallel stages")
     dp: int | None = Field(default=None, ge=1, le=65_536, description="Data-parallel replicas (memories do not pool)")
     ep: int | None = Field(default=None, ge=1, le=1024, description="Expert-parallel ranks (MoE)")
-    zero: Literal[0, 1, 2, 3] | None = Field(default=None, description="ZeRO stage: 1 shards optimizer state, 2 also gradients, 3 also parameters (training: chosen with the layout when not given)")
+    zero: Annotated[Literal[0, 1, 2, 3] | None, StrictChoice] = Field(default=None, description="ZeRO stage: 1 shards optimizer state, 2 also gradients, 3 also parameters (training: chosen with the layout when not given)")
     cp: int | None = Field(default=None, ge=1, le=1024, description="Training: context-parallel ranks (ring attention)")
     virtual_stages: int | None = Field(default=None, ge=1, le=1024, description="Training: interleaved pipeline chunks per GPU (chosen when not given)")
     tp_overlap: bool = Field(default=False, description="Training: overlap tensor-parallel traffic with the products (Transformer Engine / AsyncTP)")
-    global_batch: int | None = Field(default=None, ge=1, le=10**12, description="Training: tokens per optimizer step (default 4,194,304); gradient accumulation follows")
+    global_batch: int | None = Field(default=None, **LIMITS["global_batch"].field(), description="Training: tokens per optimizer step (default 4,194,304); gradient accumulation follows")
     fsdp: bool = Field(default=False, description="FSDP full shard (the memory of ZeRO-3)")
     offload: Literal["none", "optimizer", "params"] = Field(default="none", description="Move optimizer state (or also parameters) to CPU RAM")
-    weights: str | None = Field(default=None, max_length=40, description="Weight format: bf16, fp16, fp8, int8, int4-gptq, int4-awq, nf4, nf4-dq, mxfp4, nvfp4, gguf-q4_k_m, … (default bf16; nf4-dq for qlora)")
+    weights: str | None = Field(default=None, max_length=40, pattern=TEXT_PATTERN, description="Weight format: bf16, fp16, fp8, int8, int4-gptq, int4-awq, nf4, nf4-dq, mxfp4, nvfp4, gguf-q4_k_m, … (default bf16; nf4-dq for qlora)")
     kv_cache: Literal["bf16", "fp16", "fp8"] = Field(default="bf16", description="KV-cache precision")
-    context: int | None = Field(default=None, ge=1, le=10_000_000, description="Tokens per sequence (prompt + output); default the model's context length")
+    context: int | None = Field(default=None, **LIMITS["context"].field(), description="Tokens per sequence (prompt + output); default the model's context length")
     concurrency: int | None = Field(default=None, ge=1, le=1_000_000, description="Sequences served at once; default: check one and report max_concurrency")
     allow_long_context: bool = Field(default=False, description="Allow a context beyond the model's configured limit")
     gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1, description="Fraction of GPU memory the serving engine may use (vLLM-style)")
     micro_batch: int | None = Field(default=None, ge=1, le=100_000, description="Training: sequences per GPU step (chosen with the layout when not given)")
-    seq: int | None = Field(default=None, ge=1, le=10_000_000, description="Training: tokens per sequence")
+    seq: int | None = Field(default=None, **LIMITS["seq"].field(), description="Training: tokens per sequence")
     recompute: Literal["none", "selective", "full"] | None = Field(default=None, description="Activation recomputation (default none for train, full for lora/qlora)")
     optimizer: Literal["adamw", "adamw-8bit", "sgd", "lion", "adafactor"] = Field(default="adamw", description="Optimizer whose state is kept")
     lora_rank: int = Field(default=16, ge=1, le=65_536, description="LoRA rank r")
@@ -309,9 +327,9 @@ class PlanRequest(_Request):
     vae_tiling: bool = Field(default=False, description="Diffusion: decode the VAE in tiles (bounds the decode peak)")
     train_precision: Literal["mixed", "bf16-true", "fp8", "fp4"] = Field(default="mixed", description="Training: 'mixed' keeps fp32 master weights and moments; 'bf16-true' keeps neither; 'fp8'/'fp4' compute the products in FP8/FP4 (Transformer Engine style) with mixed-precision state")
     max_num_batched_tokens: int | None = Field(default=None, ge=1, le=10_000_000, description="Serving engine's prefill budget, tokens (vLLM's max_num_batched_tokens)")
-    prompt: int | None = Field(default=None, ge=1, le=10_000_000, description="Prompt tokens per request; without 'context' each sequence is sized at prompt + output")
-    output_tokens: int | None = Field(default=None, ge=1, le=10_000_000, description="Output tokens per request")
-    tokens: int | None = Field(default=None, ge=1, le=10**15, description="Performance: training tokens, for the training time")
+    prompt: int | None = Field(default=None, **LIMITS["prompt"].field(), description="Prompt tokens per request; without 'context' each sequence is sized at prompt + output")
+    output_tokens: int | None = Field(default=None, **LIMITS["output_tokens"].field(), description="Output tokens per request")
+    tokens: int | None = Field(default=None, **LIMITS["tokens"].field(), description="Performance: training tokens, for the training time")
     mfu: float | None = Field(default=None, gt=0, le=1, description="Performance: model FLOPs utilization (0-1)")
     mbu: float | None = Field(default=None, gt=0, le=1, description="Performance: memory-bandwidth utilization for decode (0-1)")
     cuda_context_mib: int | None = Field(default=None, ge=0, le=65_536, description="Override the CUDA/ROCm context size, MiB")
@@ -335,20 +353,21 @@ class PlanOut(_Schema):
 class RecommendRequest(_Request):
     """The options of ``anchorgpu recommend`` as JSON: a workload, a term, and limits on price and speed."""
 
-    model: str = Field(min_length=1, max_length=200, description="Registry name (see /v1/models) or Hub id 'org/name' (language models)", examples=["llama-3.1-8b"])
+    model: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, description="Registry name (see /v1/models) or Hub id 'org/name' (language models)", examples=["llama-3.1-8b"])
     task: Literal["inference", "train", "lora", "qlora"] = Field(default="inference", description="inference, train, lora or qlora")
-    term: str = Field(default="1month", min_length=2, max_length=20, description="Rental term to price: 'Nh', 'Nw' (168 h) or 'Nmonth' (720 h)")
-    gpu: str | None = Field(default=None, max_length=100, description="Only offerings of this GPU (name or alias)")
+    term: str = Field(default="1month", min_length=2, max_length=20, pattern=TEXT_PATTERN, description="Rental term to price: 'Nh', 'Nw' (168 h) or 'Nmonth' (720 h)")
+    gpu: str | None = Field(default=None, max_length=100, pattern=TEXT_PATTERN, description="Only offerings of this GPU (name or alias)")
     context: int | None = Field(default=None, ge=1, le=10_000_000, description="Tokens per sequence (prompt + output)")
     concurrency: int | None = Field(default=None, ge=1, le=1_000_000, description="Sequences served at once")
-    weights: str | None = Field(default=None, max_length=40, description="Weight format; default: the sweep's choice per task (stated in assumptions)")
+    weights: str | None = Field(default=None, max_length=40, pattern=TEXT_PATTERN, description="Weight format; default: the sweep's choice per task (stated in assumptions)")
     kv_cache: Literal["bf16", "fp16", "fp8"] | None = Field(default=None, description="KV-cache precision; default bf16")
     micro_batch: int = Field(default=1, ge=1, le=100_000, description="Training: sequences per GPU step")
     seq: int | None = Field(default=None, ge=1, le=10_000_000, description="Training: tokens per sequence")
-    train_tokens: int | None = Field(default=None, ge=1, le=10**15, description="Training: tokens to train on (gives run time and run cost)")
+    train_tokens: int | None = Field(default=None, **LIMITS["train_tokens"].field(), description="Training: tokens to train on (gives run time and run cost)")
     output_tokens: int = Field(default=256, ge=1, le=1_000_000, description="Inference: tokens generated per request")
-    max_usd: Decimal | None = Field(default=None, gt=0, le=10**9, allow_inf_nan=False, description="At most this total for the term, USD")
-    min_tokens_per_s_per_user: float | None = Field(default=None, ge=0, le=1e7, allow_inf_nan=False, description="Inference: at least this decode speed per user, tokens/s")
+    max_usd: Decimal | None = Field(default=None, gt=LIMITS["max_usd"].low, le=LIMITS["max_usd"].high, allow_inf_nan=False, strict=False,
+                                    description="At most this total for the term, USD (a JSON number or a decimal string)")
+    min_tokens_per_s_per_user: float | None = Field(default=None, **LIMITS["min_tokens_per_s_per_user"].field(), allow_inf_nan=False, description="Inference: at least this decode speed per user, tokens/s")
     top: int = Field(default=10, ge=1, le=100, description="How many results")
     max_servers: int = Field(default=4, ge=1, le=16, description="Most servers of one offering to consider")
 

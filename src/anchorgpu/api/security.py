@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-__all__ = ["MAX_BODY_BYTES", "PAGE_CSP", "BodyLimitMiddleware", "SecurityHeadersMiddleware"]
+__all__ = ["BODY_TIMEOUT_S", "MAX_BODY_BYTES", "PAGE_CSP", "BodyLimitMiddleware", "SecurityHeadersMiddleware"]
 
 PAGE_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -63,38 +63,53 @@ MAX_BODY_BYTES = 1024 * 1024
 """Largest request body accepted (1 MiB): every real request is a few hundred bytes."""
 
 
-class BodyLimitMiddleware:
-    """Refuse request bodies over ``max_bytes`` with 413 problem+json, before any handler reads them.
+BODY_TIMEOUT_S = 3.0
+"""Longest time a request body may take to arrive (every real body is a few hundred bytes, at most 1 MiB): a
+client that declares more than it sends, or trickles it, gets 408 instead of holding a worker."""
 
-    A declared ``Content-Length`` over the limit is refused at once; a chunked body is read here up to
-    the limit (and refused when it crosses it), then handed on whole.
+
+class BodyLimitMiddleware:
+    """Read every request body here, before any handler, and hand it on whole:
+
+    - a declared ``Content-Length`` over ``max_bytes`` is refused at once (413), as is one that is not a
+      number (400); a chunked body is refused when it crosses the limit (413);
+    - the whole body must arrive within ``timeout_s`` (408, connection closed): a body shorter than its
+      declared length, or trickled a byte at a time, cannot hold the connection.
+
+    All answers are problem+json.
     """
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(self, app: ASGIApp, *, max_bytes: int = MAX_BODY_BYTES, timeout_s: float = BODY_TIMEOUT_S) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout_s = timeout_s
 
     async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Message]], send: Callable[[Message], Awaitable[None]]) -> None:
+        import asyncio
+
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         for name, value in scope.get("headers", []):
             if name == b"content-length":
-                try:
-                    declared = int(value)
-                except ValueError:
-                    declared = self.max_bytes + 1
-                if declared > self.max_bytes:
+                if not value.isdigit():
+                    await self._refuse(scope, receive, send, 400, "malformed_request", "the Content-Length header is not a whole number")
+                    return
+                if len(value) > 12 or int(value) > self.max_bytes:
                     await self._too_large(scope, receive, send)
                     return
-        if any(name == b"content-length" for name, _ in scope.get("headers", [])):
-            await self.app(scope, receive, send)  # the server holds the body to its declared length
-            return
-        # No declared length (chunked): read it here, up to the limit, then hand it on.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout_s
         chunks: list[bytes] = []
         size = 0
         while True:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), timeout=max(deadline - loop.time(), 0.001))
+            except TimeoutError:
+                await self._refuse(scope, receive, send, 408, "request_timeout",
+                                   f"the request body did not arrive within {self.timeout_s:g} s (shorter than its Content-Length?)",
+                                   close=True)
+                return
             if message["type"] != "http.request":
                 await self.app(scope, receive, send)  # a disconnect: let the app see it
                 return
@@ -117,6 +132,13 @@ class BodyLimitMiddleware:
             return await receive()
 
         await self.app(scope, replay, send)
+
+    async def _refuse(self, scope: Scope, receive: Callable[[], Awaitable[Message]], send: Callable[[Message], Awaitable[None]],
+                      status: int, code: str, detail: str, *, close: bool = False) -> None:
+        from anchorgpu.api.errors import problem
+
+        response = problem(status, code, detail, headers={"Connection": "close"} if close else None)
+        await response(scope, receive, send)
 
     async def _too_large(self, scope: Scope, receive: Callable[[], Awaitable[Message]], send: Callable[[Message], Awaitable[None]]) -> None:
         from anchorgpu.api.errors import problem

@@ -38,6 +38,7 @@ def serve_command(
     import uvicorn
 
     from anchorgpu import bootstrap
+    from anchorgpu.api.server import uvicorn_options
     from anchorgpu.config import get_settings
     from anchorgpu.errors import InvalidInput
     from anchorgpu.web.session import SESSION_SECRET_ENV
@@ -69,8 +70,10 @@ def serve_command(
 
     if workers > 1:
         store.dispose()  # each worker builds its own connection pool
-        uvicorn.run("anchorgpu.api.asgi:app", host=host, port=port, workers=workers, log_level=log_level, proxy_headers=False)
+        uvicorn.run("anchorgpu.api.asgi:app", host=host, port=port, workers=workers, log_level=log_level, proxy_headers=False,
+                    **uvicorn_options())
     else:
         from anchorgpu.api.app import create_app
 
-        uvicorn.run(create_app(settings, store=store), host=host, port=port, log_level=log_level, proxy_headers=False)
+        uvicorn.run(create_app(settings, store=store), host=host, port=port, log_level=log_level, proxy_headers=False,
+                    **uvicorn_options())

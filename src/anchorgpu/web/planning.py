@@ -102,7 +102,7 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
     if "model" not in values:
         return render(request, "plan.html", context)
     try:
-        plan_request = PlanRequest.model_validate(values)
+        plan_request = PlanRequest.model_validate(values, strict=False)  # form values are text; the API is strict
         result = run_plan(plan_request, offline=settings.offline)
     except ValidationError as exc:
         context["error"] = validation_message(exc)
@@ -148,7 +148,7 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
     if values.get("task") not in (None, "inference", "train", "lora", "qlora"):
         values.pop("task")
     try:
-        result = run_recommend(RecommendRequest.model_validate(values), offline=settings.offline, now=clock())
+        result = run_recommend(RecommendRequest.model_validate(values, strict=False), offline=settings.offline, now=clock())
     except ValidationError as exc:
         context["error"] = validation_message(exc)
         return render(request, "recommend.html", context, status_code=422)

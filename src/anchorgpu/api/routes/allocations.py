@@ -19,10 +19,11 @@ from anchorgpu.allocations.idempotency import Outcome
 from anchorgpu.api.deps import AccountDep, ClockDep, IdempotencyKeyDep, SettingsDep, UowFactoryDep
 from anchorgpu.api.schemas import AllocationCreate, AllocationExtend, AllocationList, AllocationOut, problems
 from anchorgpu.config import Settings
+from anchorgpu.validation import ID_MAX_LENGTH, ID_PATTERN
 
 router = APIRouter(prefix="/allocations", tags=["allocations"])
 
-AllocationId = Path(max_length=100, description="Allocation id")
+AllocationId = Path(max_length=ID_MAX_LENGTH, pattern=ID_PATTERN, description="Allocation id (ASCII letters, digits, '_', '-')")
 _ACTION_PROBLEMS = problems(400, 401, 404, 409, 422)
 
 

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Path
 from anchorgpu.allocations import services
 from anchorgpu.api.deps import AccountDep, ClockDep, SettingsDep, UowFactoryDep
 from anchorgpu.api.schemas import QuoteCreate, QuoteOut, QuoteStored, problems
+from anchorgpu.validation import ID_MAX_LENGTH, ID_PATTERN
 
 router = APIRouter(prefix="/quotes", tags=["quotes"])
 
@@ -21,6 +22,6 @@ def create_quote(body: QuoteCreate, account: AccountDep, uow_factory: UowFactory
 
 
 @router.get("/{quote_id}", response_model=QuoteStored, summary="Get a quote", responses=problems(401, 404))
-def get_quote(account: AccountDep, uow_factory: UowFactoryDep, quote_id: str = Path(max_length=100)) -> dict[str, object]:
+def get_quote(account: AccountDep, uow_factory: UowFactoryDep, quote_id: str = Path(max_length=ID_MAX_LENGTH, pattern=ID_PATTERN, description="Quote id (ASCII letters, digits, '_', '-')")) -> dict[str, object]:
     """One of your quotes, with the prices as quoted (404 for an unknown id or another account's)."""
     return services.get_quote(uow_factory(), account_id=account.id, quote_id=quote_id)
