@@ -23,11 +23,11 @@ __all__ = ["Component", "Tally", "attention_kind", "finish"]
 
 Component = Literal[
     "embeddings", "position_embeddings", "attention", "mlp", "experts", "shared_experts", "router", "norms", "head",
-    "other",
+    "other", "recurrent",
 ]
 _COMPONENTS: tuple[Component, ...] = (
     "embeddings", "position_embeddings", "attention", "mlp", "experts", "shared_experts", "router", "norms", "head",
-    "other",
+    "other", "recurrent",
 )
 
 

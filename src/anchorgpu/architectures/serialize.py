@@ -18,7 +18,7 @@ KV_CACHE_BYTES: dict[str, int] = {"bf16": 2, "fp16": 2, "fp8": 1}
 
 BREAKDOWN_KEYS = (
     "embeddings", "position_embeddings", "attention", "mlp", "experts", "shared_experts", "router", "norms", "head",
-    "other",
+    "other", "recurrent",
 )
 
 

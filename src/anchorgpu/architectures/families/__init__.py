@@ -8,12 +8,12 @@ with tied embeddings counted once. The blocks they share are in :mod:`._blocks`;
 
 from __future__ import annotations
 
-from anchorgpu.architectures.families import dense, moe
+from anchorgpu.architectures.families import dense, moe, ssm
 from anchorgpu.architectures.families._blocks import Parser
 
 __all__ = ["FAMILY_NAMES", "PARSERS", "Parser"]
 
 # Each family module owns its parsers and display names; a new module adds one line to each merge.
-FAMILY_NAMES: dict[str, str] = {**dense.FAMILY_NAMES, **moe.FAMILY_NAMES}
+FAMILY_NAMES: dict[str, str] = {**dense.FAMILY_NAMES, **moe.FAMILY_NAMES, **ssm.FAMILY_NAMES}
 
-PARSERS: dict[str, Parser] = {**dense.PARSERS, **moe.PARSERS}
+PARSERS: dict[str, Parser] = {**dense.PARSERS, **moe.PARSERS, **ssm.PARSERS}
