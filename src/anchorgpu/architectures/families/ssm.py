@@ -332,11 +332,17 @@ _MAMBA_READS = frozenset({"hidden_size", "num_hidden_layers", "vocab_size", "int
                           "state_size", "time_step_rank", "conv_kernel", "use_bias", "use_conv_bias",
                           "tie_word_embeddings"})
 
+# Keys of the shared count-changing list that these families understand although they change no count
+# (chunk sizes, activations, kernel switches, time-step ranges; Mamba-2's time_step_rank is unused by its mixer).
+_NEUTRAL = frozenset({"mamba_chunk_size", "mamba_hidden_act", "mamba_dt_min", "mamba_dt_max", "mamba_dt_limit",
+                      "mamba_dt_init_floor", "mamba_ssm_cache_dtype", "ssm_state_dtype", "mamba_ssm_dtype"})
+
 READS: dict[str, frozenset[str]] = {
     "mamba": _MAMBA_READS,
     "falcon_mamba": _MAMBA_READS,
     "mamba2": frozenset({"hidden_size", "num_hidden_layers", "vocab_size", "num_heads", "head_dim", "expand",
-                         "n_groups", "state_size", "conv_kernel", "use_bias", "use_conv_bias", "tie_word_embeddings"}),
+                         "n_groups", "state_size", "conv_kernel", "use_bias", "use_conv_bias", "tie_word_embeddings",
+                         "time_step_rank"}),
     "jamba": frozenset({"attn_layer_period", "attn_layer_offset", "expert_layer_period", "expert_layer_offset",
                         "num_experts", "num_experts_per_tok", "intermediate_size", "mamba_expand", "mamba_d_state",
                         "mamba_dt_rank", "mamba_d_conv", "mamba_proj_bias", "mamba_conv_bias", "sliding_window",
@@ -347,7 +353,8 @@ READS: dict[str, frozenset[str]] = {
                              "intermediate_size", "mlp_bias", "n_routed_experts", "num_local_experts",
                              "num_experts_per_tok", "moe_intermediate_size", "moe_latent_size",
                              "moe_shared_expert_intermediate_size", "num_nextn_predict_layers",
-                             "tie_word_embeddings", "layer_types=linear_attention", "layer_types=full_attention",
+                             "tie_word_embeddings", "mamba_proj_bias", "mamba_expand",
+                             "layer_types=linear_attention", "layer_types=full_attention",
                              "layer_types=mlp", "layer_types=moe", "layer_types=mamba", "layer_types=attention"}),
     "granitemoehybrid": frozenset({"layer_types", "layer_types=mamba", "layer_types=attention",
                                    "layer_types=linear_attention", "layer_types=full_attention", "attention_bias",
@@ -362,6 +369,7 @@ READS: dict[str, frozenset[str]] = {
                              "mlp_only_layers", "intermediate_size", "moe_intermediate_size",
                              "shared_expert_intermediate_size", "tie_word_embeddings"}),
 }
+READS = {mt: keys | _NEUTRAL for mt, keys in READS.items()}
 """Per model type, the count-changing config keys its parser reads (``layer_types=VALUE`` for layer types)."""
 
 CLASSES: dict[str, str] = {
