@@ -35,11 +35,14 @@ def decoder_configs(draw: st.DrawFn, types: tuple[str, ...] = GQA_TYPES) -> dict
 
 
 def moe_config(cfg: dict[str, Any], model_type: str, experts: int, top_k: int) -> dict[str, Any]:
-    out = {**cfg, "model_type": model_type, "num_local_experts": experts, "num_experts": experts, "n_routed_experts": experts,
-           "num_experts_per_tok": top_k, "moe_intermediate_size": 64, "n_shared_experts": 1, "kv_lora_rank": 32,
-           "q_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16,
-           "first_k_dense_replace": 0}
-    return out
+    """Only the expert keys the family reads: a config setting keys its family ignores is refused."""
+    common = {**cfg, "model_type": model_type, "num_experts_per_tok": top_k}
+    if model_type in ("mixtral", "gpt_oss"):
+        return {**common, "num_local_experts": experts}
+    if model_type in ("qwen2_moe", "qwen3_moe"):
+        return {**common, "num_experts": experts, "moe_intermediate_size": 64}
+    return {**common, "n_routed_experts": experts, "moe_intermediate_size": 64, "n_shared_experts": 1, "kv_lora_rank": 32,
+            "q_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16, "first_k_dense_replace": 0}
 
 
 def spec(cfg: dict[str, Any]) -> ModelSpec:

@@ -19,6 +19,7 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import diffusion as dm
 from anchorgpu.planner import memory as mm
 from anchorgpu.architectures.quantization import describe_shipped
+from anchorgpu.planner.finetune import finetune_terms
 from anchorgpu.planner.formats import (
     WeightFormat,
     format_for_model,
@@ -543,6 +544,8 @@ def _training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFor
                            f"fp32 master/moments as in mixed precision, plus {w.train_precision.upper()} copies of the "
                            "weights (and their transposes) for the matrix products; activations kept in 16 bit.")
     breakdown["logits_bytes"] = mm.logits_bytes(s=seq // lay.cp, b=micro_batch, vocab=model.vocab_size, t=lay.tp)
+    if w.task in ("lora", "qlora"):
+        act += _finetune_terms(model, fmt, w, seq // lay.cp, micro_batch, lay, recompute, breakdown, assumptions)
     tensors = weights + grads + master + moments + act
     fragmentation = math.ceil(tensors * ov.fragmentation_fraction)
     context = _context_bytes(gpu, ov)
@@ -558,6 +561,28 @@ def _training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFor
     budget = gpu.memory_bytes if gpu is not None else None
     return _Terms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, checkpoint_bytes=checkpoint,
                   workload=replace(w, seq_tokens=seq, recompute=recompute, micro_batch=micro_batch))
+
+
+def _finetune_terms(model: ModelSpec, fmt: WeightFormat, w: Workload, seq: int, micro_batch: int, lay: ResolvedLayout,
+                    recompute: Recompute, breakdown: dict[str, int], assumptions: list[str]) -> int:
+    """LoRA/QLoRA terms beyond the layer activations (planner.finetune, constants in data/finetune_memory.json),
+    added to the activations; each named in the breakdown and the assumptions."""
+    terms = finetune_terms(model, fmt, task=w.task, seq=seq, micro_batch=micro_batch, tp=lay.tp,
+                           stage_layers=mm.stage_layers(model.num_layers, lay.pp), recompute=recompute)
+    breakdown.update(quantized_layer_inputs_bytes=terms.quantized_layer_inputs_bytes,
+                     dequantization_workspace_bytes=terms.dequantization_workspace_bytes,
+                     logits_gradient_bytes=terms.logits_gradient_bytes)
+    named = [f"fp32 logits gradient {fmt_bytes(terms.logits_gradient_bytes)}"]
+    if terms.dequantization_workspace_bytes:
+        named.append(f"dequantization workspace {fmt_bytes(terms.dequantization_workspace_bytes)} (the largest "
+                     "quantized matrix, two 16-bit copies)")
+    if terms.quantized_layer_inputs_bytes:
+        named.append(f"inputs kept by the bitsandbytes 4-bit layers for the backward pass "
+                     f"{fmt_bytes(terms.quantized_layer_inputs_bytes)}"
+                     + (" (the recomputed layer only)" if recompute == "full" else ""))
+    assumptions.append("Fine-tuning terms added to the activations: " + "; ".join(named)
+                       + ". The loader's 16-bit copy while quantizing is transient and not added.")
+    return terms.total_bytes
 
 
 def _diffusion(pipe: DiffusionPipelineSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFormat,

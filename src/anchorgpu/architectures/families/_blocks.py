@@ -167,9 +167,13 @@ def uniform_window(r: ConfigReader, c: Core) -> tuple[int | None, ...]:
 
 
 def windows_from_types(
-    r: ConfigReader, c: Core, default_types: list[str], *, window_default: int | None
+    r: ConfigReader, c: Core, default_types: list[str], *, window_default: int | None, chunk: int | None = None
 ) -> tuple[int | None, ...]:
-    """Per-layer windows from ``layer_types`` (or the family's default pattern)."""
+    """Per-layer windows from ``layer_types`` (or the family's default pattern).
+
+    ``chunked_attention`` layers (Llama 4) attend within chunks of ``chunk`` tokens: their cache holds at most
+    one chunk, so they count as a window of that size.
+    """
     types = r.str_list("layer_types")
     if types is None:
         types_list = default_types
@@ -184,6 +188,8 @@ def windows_from_types(
         elif kind == "sliding_attention":
             window = r.size("sliding_window", default=window_default)
             windows.append(window)
+        elif kind == "chunked_attention" and chunk is not None:
+            windows.append(chunk)
         else:
             raise r.fail("layer_types", f"has an unsupported layer type {kind!r}")
     return tuple(windows)
@@ -192,6 +198,21 @@ def windows_from_types(
 def alternating(c: Core, every: int) -> list[str]:
     """transformers' default: layer i is sliding unless (i + 1) is a multiple of ``every``."""
     return ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(c.layers)]
+
+
+def every(
+    n: int, *, pattern_key: str | None = None, window_default: int | None = 4096
+) -> Callable[[ConfigReader, Core], tuple[int | None, ...]]:
+    """Window rule: ``layer_types`` when given, else sliding layers with every ``n``-th layer full.
+
+    ``pattern_key`` names the config key that may change ``n`` (Gemma 3, Cohere 2: ``sliding_window_pattern``).
+    """
+
+    def rule(r: ConfigReader, c: Core) -> tuple[int | None, ...]:
+        period = r.size(pattern_key, default=n) if pattern_key else n
+        return windows_from_types(r, c, alternating(c, period), window_default=window_default)
+
+    return rule
 
 
 def qwen_windows(r: ConfigReader, c: Core) -> tuple[int | None, ...]:
@@ -258,8 +279,9 @@ def assemble_moe(
     windows: tuple[int | None, ...],
     moe: MoeSpec,
     mla: MlaSpec | None = None,
+    model_type: str | None = None,
 ) -> ModelSpec:
-    mt = r.text("model_type")
+    mt = model_type or r.text("model_type")
     note_context(t, c)
     return finish(
         t, name=name, model_type=mt, family=mt, num_layers=c.layers, hidden_size=c.hidden,
