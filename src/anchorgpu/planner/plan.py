@@ -568,11 +568,16 @@ def _finetune_terms(model: ModelSpec, fmt: WeightFormat, w: Workload, seq: int, 
     """LoRA/QLoRA terms beyond the layer activations (planner.finetune, constants in data/finetune_memory.json),
     added to the activations; each named in the breakdown and the assumptions."""
     terms = finetune_terms(model, fmt, task=w.task, seq=seq, micro_batch=micro_batch, tp=lay.tp,
-                           stage_layers=mm.stage_layers(model.num_layers, lay.pp), recompute=recompute)
+                           stage_layers=mm.stage_layers(model.num_layers, lay.pp), recompute=recompute,
+                           targets=mm.expand_lora_targets(w.lora_targets))
     breakdown.update(quantized_layer_inputs_bytes=terms.quantized_layer_inputs_bytes,
                      dequantization_workspace_bytes=terms.dequantization_workspace_bytes,
-                     logits_gradient_bytes=terms.logits_gradient_bytes)
+                     logits_gradient_bytes=terms.logits_gradient_bytes,
+                     frozen_inputs_not_kept_bytes=terms.frozen_inputs_not_kept_bytes)
     named = [f"fp32 logits gradient {fmt_bytes(terms.logits_gradient_bytes)}"]
+    if terms.frozen_inputs_not_kept_bytes:
+        named.append(f"minus {fmt_bytes(terms.frozen_inputs_not_kept_bytes)} of frozen 16-bit MLP inputs the layer "
+                     "formula counts but autograd does not keep")
     if terms.dequantization_workspace_bytes:
         named.append(f"dequantization workspace {fmt_bytes(terms.dequantization_workspace_bytes)} (the largest "
                      "quantized matrix, two 16-bit copies)")
