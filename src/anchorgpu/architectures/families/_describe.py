@@ -69,8 +69,8 @@ def every_layer(r: ConfigReader, c: Core) -> tuple[bool, ...]:
 class Experts:
     """The mixture-of-experts MLP of a family: routed experts, shared experts and which layers have them."""
 
-    count: str  # key: routed experts per MoE layer
-    top_k: str = "num_experts_per_tok"  # key: experts each token is sent to
+    count: str | tuple[str, ...]  # key (or aliases, first set wins): routed experts per MoE layer
+    top_k: str | tuple[str, ...] = "num_experts_per_tok"  # key (or aliases): experts each token is sent to
     width: str = "moe_intermediate_size"  # key: one routed expert's inner width
     shared: int | tuple[str, int] = 0  # shared experts per MoE layer: fixed, or (key, transformers' default)
     # Shared experts are built as one MLP of ``routed width × shared`` (GLM-4.5, ERNIE 4.5, Llama 4).
@@ -88,7 +88,6 @@ class Decoder:
     classes: tuple[str, ...] = ()  # ``architectures`` class names that mean this model type
     tie: bool = False  # default of ``tie_word_embeddings``
     head_dim: int | None = None  # default head_dim when the config has none (else hidden / heads)
-    reads_head_dim: bool = True  # False: transformers ignores a config head_dim (Cohere 2 derives it)
     context: int | None = None  # default ``max_position_embeddings``
     vocab: int | None = None  # default ``vocab_size`` (None: the config must say)
     qkv_bias: Flag = False
@@ -117,18 +116,14 @@ def reads_of(d: Decoder) -> frozenset[str]:
         keys.add(d.qk_norm_if[0])
     if d.experts is not None:
         e = d.experts
-        keys |= {e.count, e.top_k, e.width, e.dense_width, *e.keys}
+        keys |= {*_keys(e.count), *_keys(e.top_k), e.width, e.dense_width, *e.keys}
         if isinstance(e.shared, tuple):
             keys.add(e.shared[0])
     return frozenset(keys)
 
 
-def _core(d: Decoder, r: ConfigReader, model_type: str) -> Core:
-    if d.reads_head_dim:
-        return core_shape(r, context_default=d.context, vocab_default=d.vocab, head_dim_default=d.head_dim,
-                          model_type=model_type)
-    plain = ConfigReader({k: v for k, v in r.data.items() if k != "head_dim"}, where=r.where)
-    return core_shape(plain, context_default=d.context, vocab_default=d.vocab, model_type=model_type)
+def _keys(value: str | tuple[str, ...]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else value
 
 
 def _attention(t: Tally, r: ConfigReader, c: Core, d: Decoder) -> None:
@@ -162,8 +157,8 @@ def _norms_and_head(t: Tally, r: ConfigReader, c: Core, d: Decoder) -> None:
 
 
 def _moe(t: Tally, r: ConfigReader, c: Core, d: Decoder, e: Experts) -> tuple[MoeSpec, int]:
-    n_exp = r.size(e.count)
-    top_k = read_top_k(r, n_exp, keys=(e.top_k,))
+    n_exp = r.size(*_keys(e.count))
+    top_k = read_top_k(r, n_exp, keys=_keys(e.top_k))
     width = r.size(e.width)
     is_moe = e.layers(r, c)
     moe_layers = sum(is_moe)
@@ -189,7 +184,8 @@ def parser(model_type: str, d: Decoder) -> Parser:
     """The parser of a family row: core shape, embeddings, attention, MLP or experts, norms, windows."""
 
     def parse(r: ConfigReader, name: str, source: str) -> ModelSpec:
-        c = _core(d, r, model_type)
+        c = core_shape(r, context_default=d.context, vocab_default=d.vocab, head_dim_default=d.head_dim,
+                       model_type=model_type)
         t = Tally()
         tied = r.flag("tie_word_embeddings", default=d.tie)
         embeddings(t, c, tied=tied)

@@ -189,8 +189,7 @@ DECODERS: dict[str, Decoder] = {
     # Cohere: one bias-free LayerNorm per layer (attention and MLP in parallel).
     "cohere": Decoder(display="Command R", classes=("CohereForCausalLM",), tie=True, context=8192, qkv_bias=_ATTN_BIAS,
                       o_bias=_ATTN_BIAS, qk_norm="width", qk_norm_if=("use_qk_norm", False), norms_per_layer=1),
-    "cohere2": Decoder(display="Command A", classes=("Cohere2ForCausalLM",), tie=True, context=8192,
-                       reads_head_dim=False, qkv_bias=_ATTN_BIAS, o_bias=_ATTN_BIAS, norms_per_layer=1,
+    "cohere2": Decoder(display="Command A", classes=("Cohere2ForCausalLM",), tie=True, context=8192, qkv_bias=_ATTN_BIAS, o_bias=_ATTN_BIAS, norms_per_layer=1,
                        windows=every(4, pattern_key="sliding_window_pattern"), layer_types=_SLIDING),
     "glm4": Decoder(display="GLM-4", classes=("Glm4ForCausalLM",), context=131072, head_dim=128,
                     qkv_bias=("attention_bias", True), fused_gate_up=True, norms_per_layer=4),
