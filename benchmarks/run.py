@@ -168,6 +168,10 @@ def main() -> int:
           f"RATIO {plan_s / base:.1f}x python -c pass")
     print(f"  anchorgpu recommend (done-when): {rec_s * 1e3:6.0f} ms [{rec_cpu * 1e3:4.0f} ms CPU] (goal < 1000 ms)")
     speed_benchmark(repeat, theirs)
+    if os.environ.get("BENCH_AIC", "1") != "0":  # about 3 minutes: AIConfigurator takes ~2 s per estimate
+        import aiconfigurator_compare
+
+        aiconfigurator_compare.main()
     print(f"\nload average after the run: {os.getloadavg()[0]:.2f}")
     return 0
 
