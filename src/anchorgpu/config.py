@@ -29,6 +29,8 @@ class Settings(BaseSettings):
     quote_validity_s: int = Field(default=24 * 3600, gt=0, description="How long a quote can be bought, seconds")
     idempotency_key_ttl_s: int = Field(default=48 * 3600, ge=24 * 3600, description="How long idempotency keys are kept, seconds (at least 24 h)")
     offline: bool = Field(default=False, description="Never reach the Hugging Face Hub (also honoured: HF_HUB_OFFLINE=1)")
+    hub_fetch: bool = Field(default=False, description="Let the API and the page fetch Hub ids (org/name) for callers: off by default; when on, "
+                                                       "bounded (anchorgpu.api.models_ref: a timeout, two fetches at a time, a cache). ANCHORGPU_OFFLINE wins")
 
 
 @lru_cache(maxsize=1)

@@ -16,6 +16,7 @@ from fastapi.responses import HTMLResponse, Response
 from pydantic import ValidationError
 
 from anchorgpu.api.deps import ClockDep, SettingsDep
+from anchorgpu.api.models_ref import server_offline
 from anchorgpu.api.planning import run_plan
 from anchorgpu.api.schemas import PlanRequest
 from anchorgpu.errors import AnchorError
@@ -103,7 +104,7 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
         return render(request, "plan.html", context)
     try:
         plan_request = PlanRequest.model_validate(values, strict=False)  # form values are text; the API is strict
-        result = run_plan(plan_request, offline=settings.offline)
+        result = run_plan(plan_request, offline=server_offline(settings))
     except ValidationError as exc:
         context["error"] = validation_message(exc)
         return render(request, "plan.html", context, status_code=422)
@@ -148,7 +149,7 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
     if values.get("task") not in (None, "inference", "train", "lora", "qlora"):
         values.pop("task")
     try:
-        result = run_recommend(RecommendRequest.model_validate(values, strict=False), offline=settings.offline, now=clock())
+        result = run_recommend(RecommendRequest.model_validate(values, strict=False), offline=server_offline(settings), now=clock())
     except ValidationError as exc:
         context["error"] = validation_message(exc)
         return render(request, "recommend.html", context, status_code=422)

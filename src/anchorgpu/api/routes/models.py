@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Path
 
 from anchorgpu.api.deps import SettingsDep
-from anchorgpu.api.models_ref import load_public_model
+from anchorgpu.api.models_ref import load_public_model, server_offline
 from anchorgpu.api.schemas import ModelList, ModelOut, ModelSummary, problems
 from anchorgpu.architectures import model_infos
 
@@ -32,4 +32,4 @@ def list_models_route() -> ModelList:
 @router.get("/{name:path}", response_model=ModelOut, summary="Get one model", responses=problems(404, 422))
 def get_model_route(settings: SettingsDep, name: str = Path(max_length=200, description="Registry name, alias or Hub id 'org/name'")) -> ModelOut:
     """Parameters (total and active) and KV bytes per token of a registry model or a Hub id."""
-    return model_out(load_public_model(name, offline=settings.offline))
+    return model_out(load_public_model(name, offline=server_offline(settings)))
