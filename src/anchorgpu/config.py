@@ -9,7 +9,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["Settings", "default_database_url", "get_settings"]
@@ -31,6 +31,7 @@ class Settings(BaseSettings):
     offline: bool = Field(default=False, description="Never reach the Hugging Face Hub (also honoured: HF_HUB_OFFLINE=1)")
     hub_fetch: bool = Field(default=False, description="Let the API and the page fetch Hub ids (org/name) for callers: off by default; when on, "
                                                        "bounded (anchorgpu.api.models_ref: a timeout, two fetches at a time, a cache). ANCHORGPU_OFFLINE wins")
+    backup_key: SecretStr | None = Field(default=None, description="Secret for an HMAC on backups (db backup signs, db restore and --verify check); unset: checksum only")
 
 
 @lru_cache(maxsize=1)
