@@ -552,7 +552,7 @@ def describe_shipped(q: ShippedQuantization) -> str:
 
     >>> from anchorgpu.architectures import load_model
     >>> describe_shipped(load_model("gpt-oss-20b").quantization)
-    'mxfp4 (MXFP4: FP4 E2M1 values, an E8M0 scale per 32 inputs) on expert_gate_up, expert_down; 16-bit: embeddings, lm_head, router, q, k, v, o'
+    'mxfp4 (MXFP4: FP4 E2M1 values, an E8M0 scale per 32 inputs) on expert_gate_up, expert_down; 16-bit: embeddings, lm_head, q, k, v, o, router'
     """
     quantized = [name for name, frac in q.groups if frac > 0]
     partial = [f"{name} {frac:.0%}" for name, frac in q.groups if 0 < frac < 1]
