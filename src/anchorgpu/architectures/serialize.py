@@ -77,6 +77,19 @@ def model_to_json(spec: ModelSpec | DiffusionPipelineSpec, *, kv_cache: str = "b
         "kv_bytes_per_token": spec.kv_bytes_per_token(per_value),
         "kv_cache_dtype": kv_cache.lower(),
         "kv_bytes_per_sequence_at_context": spec.kv_values_for_context(ctx) * per_value,
+        # recurrent (Mamba/SSM, linear-attention) state one sequence holds at any length, 16-bit unless the
+        # model pins its SSM state to float32; 0 for a transformer. KV above is on the attention layers only.
+        "state_bytes_per_sequence": spec.state_bytes_per_sequence(2),
+        "attention_layers": spec.attention_layers,
+        "recurrent_layers": spec.recurrent_layers,
+        "recurrent": None
+        if spec.recurrent is None
+        else {
+            "mixer": spec.recurrent.mixer,
+            "conv_values_per_layer": spec.recurrent.conv_values,
+            "ssm_values_per_layer": spec.recurrent.ssm_values,
+            "ssm_bytes_per_value": spec.recurrent.ssm_bytes_per_value or 2,
+        },
         "layers": spec.num_layers,
         "hidden_size": spec.hidden_size,
         "intermediate_size": spec.intermediate_size,

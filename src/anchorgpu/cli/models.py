@@ -29,6 +29,7 @@ _BREAKDOWN_LABELS = {
     "norms": "norms",
     "head": "LM head (untied)",
     "other": "other",
+    "recurrent": "SSM / linear-attention mixers",
 }
 
 
@@ -122,6 +123,11 @@ def _show_language(doc: dict[str, Any]) -> None:
         ("KV cache / token", _kv_note(doc)),
         ("shipped weights", _shipped_note(doc)),
     ]
+    if doc.get("recurrent") is not None:
+        rec = doc["recurrent"]
+        rows.insert(rows.index(("KV cache / token", _kv_note(doc))) + 1, (
+            "recurrent state / seq", f"{_bytes(doc['state_bytes_per_sequence'])} at any length "
+            f"({doc['recurrent_layers']} {rec['mixer']} layers; KV on {doc['attention_layers']} attention layers)"))
     if doc["mla"] is not None:
         mla = doc["mla"]
         rows.insert(7, ("MLA", f"kv_lora_rank {mla['kv_lora_rank']}, q_lora_rank {mla['q_lora_rank']}, "

@@ -33,7 +33,9 @@ __all__ = [
     "master_weight_bytes",
     "optimizer_moment_bytes",
     "prefill_activation_bytes",
+    "recurrent_state_bytes",
     "sampler_activation_bytes",
+    "STATE_BYTES_PER_VALUE",
     "shard_share",
     "stage_layers",
     "training_activation_bytes",
@@ -246,15 +248,40 @@ def kv_cache_bytes(
     1073741824
     """
     values = kv_values_per_token_per_gpu(model, tp=tp)
-    groups = _window_groups(model.layer_windows or (None,) * model.num_layers)
+    groups = _window_groups(model.attention_windows)
     token_slots = 0
     for window, layers in groups:
         tokens = context_tokens if window is None else min(context_tokens, window)
         token_slots += ceil_div(tokens, block_size) * block_size * layers
     stage = stage_layers(model.num_layers, pp)
-    layers_total = sum(layers for _, layers in groups)
-    total = token_slots * values * bytes_per_value * sequences * stage / max(1, layers_total)
+    total = token_slots * values * bytes_per_value * sequences * stage / max(1, model.num_layers)
     return math.ceil(total)
+
+
+STATE_BYTES_PER_VALUE = 2
+"""Recurrent (Mamba/SSM, linear-attention) state in the model's 16-bit dtype: vLLM's ``mamba_cache_dtype`` and
+``mamba_ssm_cache_dtype`` default to ``auto`` (the model dtype), whatever the KV-cache dtype; a model that pins
+its SSM state to float32 (Nemotron-H's ``mamba_ssm_cache_dtype``) keeps 4 bytes there (``RecurrentSpec``)."""
+
+
+def recurrent_state_bytes(
+    model: ModelSpec, *, sequences: int, tp: int, pp: int, bytes_per_value: float = STATE_BYTES_PER_VALUE,
+) -> int:
+    """Recurrent state per GPU for ``sequences`` sequences, most-loaded pipeline stage; independent of length.
+
+    Per sequence: Σ over recurrent layers of the convolution state and the SSM state
+    (:meth:`ModelSpec.state_bytes_per_sequence`), split over the TP ranks (vLLM shards the mixer heads and
+    channels) and by ceil(L/p)/L for the stage. A transformer has none.
+
+    >>> from anchorgpu.planner._examples import llama_3_1_8b
+    >>> recurrent_state_bytes(llama_3_1_8b(), sequences=8, tp=1, pp=1)
+    0
+    """
+    per_sequence = model.state_bytes_per_sequence(bytes_per_value)
+    if per_sequence == 0:
+        return 0
+    stage = stage_layers(model.num_layers, pp)
+    return math.ceil(per_sequence * sequences * stage / (tp * max(1, model.num_layers)))
 
 
 @lru_cache(maxsize=256)
@@ -303,6 +330,11 @@ def layer_activation_bytes(
     attention (softmax statistics only, 4·a·s·b bytes). Recompute as in Korthikanti.
     For a GPT layer (a·d = h, kv = a, ffn = 4h, not gated) this equals
     :func:`korthikanti_layer_activation_bytes`.
+
+    Hybrid and state-space models: an average layer. Attention terms weigh by the share of attention layers,
+    the MLP term by the share of layers with an MLP; a recurrent (Mamba/linear-attention) layer keeps its
+    mixer's inputs and outputs, 2 bytes per value (``RecurrentSpec.activation_values_per_token``: in_proj and
+    convolution outputs, the scan output and its gate) — an estimate stated as such, not a measured figure.
     """
     h = model.hidden_size
     sbh = s * b * h
@@ -315,11 +347,18 @@ def layer_activation_bytes(
     else:
         width = model.intermediate_size
     mlp = (6 if model.gated_mlp else 4) * width / h
-    split = 2 * q + 4 * kv + 2 * q + mlp
+    layers = max(1, model.num_layers)
+    attention_share = model.attention_layers / layers
+    mlp_share = (model.mlp_layers if model.mlp_layers is not None else layers) / layers
+    recurrent = 0.0
+    if model.recurrent is not None:
+        recurrent = model.recurrent_layers / layers * 2 * model.recurrent.activation_values_per_token / h
+    split = attention_share * (2 * q + 4 * kv + 2 * q) + mlp_share * mlp + recurrent
     replicated = 10 / t if sp else 10
     core_bytes = 0.0
     if recompute == "none":
         core_bytes = 4 * model.num_attention_heads * s * b / t if flash else 5 * model.num_attention_heads * s * s * b / t
+        core_bytes *= attention_share
     return sbh * (replicated + split / t) + core_bytes
 
 
@@ -379,7 +418,8 @@ def prefill_activation_bytes(model: ModelSpec, *, tokens: int, tp: int, bytes_pe
 
     Residual stream, normed input and attention output (4 · h values per token, replicated) plus the
     larger of the MLP intermediates ((2·ffn + ffn)/t for gated: fused gate_up output and activation
-    output; vLLM fused-MoE caches k·(3·f + h) per token) and the QKV output ((a + 2·kv)·d/t).
+    output; vLLM fused-MoE caches k·(3·f + h) per token), the QKV output ((a + 2·kv)·d/t) and, for a
+    recurrent mixer, its intermediates (``RecurrentSpec.activation_values_per_token``/t).
     """
     h = model.hidden_size
     if model.moe is not None:
@@ -388,7 +428,8 @@ def prefill_activation_bytes(model: ModelSpec, *, tokens: int, tp: int, bytes_pe
     else:
         mlp = (3 if model.gated_mlp else 2) * model.intermediate_size / tp
     qkv = (model.num_attention_heads + 2 * model.num_kv_heads) * model.head_dim / tp
-    return math.ceil(tokens * bytes_per_value * (4 * h + max(mlp, qkv)))
+    mixer = model.recurrent.activation_values_per_token / tp if model.recurrent is not None else 0.0
+    return math.ceil(tokens * bytes_per_value * (4 * h + max(mlp, qkv, mixer)))
 
 
 def inference_activation_bytes(model: ModelSpec, *, batched_tokens: int, sequences: int, tp: int) -> int:

@@ -388,6 +388,19 @@ def _longest_context(model: ModelSpec, capacity: int, seqs: int, limit: int, pre
     return lo
 
 
+def _state_assumption(model: ModelSpec, per_sequence_bytes: int) -> str:
+    """One line on the recurrent state a hybrid or state-space model keeps per sequence."""
+    rec = model.recurrent
+    assert rec is not None
+    dtype = ("16-bit (the model dtype, as vLLM's mamba_cache_dtype=auto keeps it)" if rec.ssm_bytes_per_value is None
+             else f"16-bit convolution state, {rec.ssm_bytes_per_value}-byte SSM state (the model's own setting)")
+    kv = (f"KV cache only on the {model.attention_layers} attention layer(s)" if model.attention_layers
+          else "no KV cache (no attention layer)")
+    return (f"Recurrent state: {fmt_bytes(per_sequence_bytes)} per sequence per GPU at any length, over "
+            f"{model.recurrent_layers} {rec.mixer} layer(s), {dtype}; {kv}; counted with the KV cache, as vLLM "
+            f"allocates both from one pool.")
+
+
 def _inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: PrecisionPlan, fmt: WeightFormat,
                lay: ResolvedLayout, ov: Overheads, assumptions: list[str], warnings: list[PlanWarning]) -> _Terms:
     limit = model.max_context_tokens
@@ -426,13 +439,19 @@ def _inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: Pr
     kv_one = _kv_request(model, ctx, 1, precision, lay, w)
     kv = _kv_request(model, ctx, per_replica, precision, lay, w)
     breakdown["kv_per_sequence_bytes"] = kv_one
+    state_one = mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
+    state = mm.recurrent_state_bytes(model, sequences=per_replica, tp=lay.tp, pp=lay.pp)
+    if model.recurrent is not None:
+        breakdown["state_per_sequence_bytes"] = state_one
+        breakdown["recurrent_state_bytes"] = state
+        assumptions.append(_state_assumption(model, state_one))
     assumptions.append(
         "KV cache shown is what the requested sequences need; the serving engine reserves all the KV cache that "
         "fits under the utilization cap at start-up (kv_cache_capacity_bytes in the breakdown).")
     assumptions.append(
         "CUDA context sits outside the engine budget (in the 1 - gpu_memory_utilization margin); CUDA graphs "
         "are inside the profiled activation peak (vLLM V1).")
-    per_gpu = MemoryBreakdown(weights_bytes=weights, kv_cache_bytes=kv, activations_bytes=prefill + sampler,
+    per_gpu = MemoryBreakdown(weights_bytes=weights, kv_cache_bytes=kv + state, activations_bytes=prefill + sampler,
                               gradients_bytes=0, optimizer_bytes=0, overhead_bytes=non_torch)
     budget = None
     max_conc = max_ctx = None
@@ -441,9 +460,10 @@ def _inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: Pr
         capacity = budget - weights - prefill - sampler - non_torch
         breakdown["engine_budget_bytes"] = budget
         breakdown["kv_cache_capacity_bytes"] = max(0, capacity)
-        max_conc = max(0, capacity) // kv_one * lay.dp
+        max_conc = max(0, capacity) // max(1, kv_one + state_one) * lay.dp
         cap_limit = limit if not w.allow_long_context else max(limit, ctx) * 16
-        max_ctx = _longest_context(model, max(0, capacity), per_replica, cap_limit, precision, lay, w)
+        room = capacity - state  # the recurrent state of the sequences does not grow with the context
+        max_ctx = _longest_context(model, room, per_replica, cap_limit, precision, lay, w) if room >= 0 else 0
         if capacity <= 0:
             warnings.append(make_warning(
                 "weights_exceed_engine_budget",

@@ -216,9 +216,9 @@ def _layouts(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: boo
 
 
 def _token_slots(model: ModelSpec, context_tokens: int, block_size: int) -> int:
-    """KV token slots summed over layers, paged and window-capped: the inner sum of
+    """KV token slots summed over the attention layers, paged and window-capped: the inner sum of
     :func:`anchorgpu.planner.memory.kv_cache_bytes` (layers grouped by their window)."""
-    windows = model.layer_windows or (None,) * model.num_layers
+    windows = model.attention_windows
     return sum(count * math.ceil((context_tokens if w is None else min(context_tokens, w)) / block_size) * block_size
                for w, count in Counter(windows).items())
 
@@ -302,7 +302,9 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
 
     # ---- per (layout, kv): KV bytes per sequence factor (exact form of memory.kv_cache_bytes)
     slots = _token_slots(model, ctx, w.block_size_tokens)
-    n_layers = max(1, len(model.layer_windows or (None,) * model.num_layers))
+    n_layers = max(1, model.num_layers)
+    # recurrent state per sequence (bytes, all layers): memory.recurrent_state_bytes in array form
+    state_seq = model.state_bytes_per_sequence(mm.STATE_BYTES_PER_VALUE)
     values_l = _per_value(lay.tp, lambda tp: mm.kv_values_per_token_per_gpu(model, tp=tp))
     stage_l = _per_value(lay.pp, lambda pp: mm.stage_layers(model.num_layers, pp))
     bpv_k = np.array([KV_CACHE_DTYPES[k] for k in kvs], dtype=np.int64)
@@ -316,6 +318,9 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     per_replica = -(-conc // dp4)
     slot_bytes = (slots * values_l)[:, None, None, None] * bpv_k[None, None, :, None]
     kv4 = np.ceil(slot_bytes * per_replica * stage_l[:, None, None, None] / n_layers)
+    if state_seq:
+        kv4 = kv4 + np.ceil(state_seq * per_replica * stage_l[:, None, None, None]
+                            / (lay.tp[:, None, None, None] * n_layers))
     weights4 = np.broadcast_to(weights_lw[:, :, None, None], shape4)
     other4 = np.broadcast_to((act_l + non_torch_l)[:, None, None, None], shape4)
     total4 = weights4 + kv4 + other4
@@ -335,6 +340,8 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     fixed_l = np.array([k.per_step_s + model.num_layers * k.per_layer_step_s for k in stacks])[lay.shape]
     bf16_l = np.array([peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[lay.shape][:, None, None, None]
     kv_read = (read_slots * values_l)[:, None, None, None] * bpv_k[None, None, :, None] * stage_l[:, None, None, None] / n_layers
+    if state_seq:
+        kv_read = kv_read + np.ceil(state_seq * 1 * stage_l[:, None, None, None] / (lay.tp[:, None, None, None] * n_layers))
     out_tokens = spec.output_tokens if spec.output_tokens else 256
     batch = per_replica.astype(np.float64)
     tokens = batch * (1.0 + prompt / out_tokens)

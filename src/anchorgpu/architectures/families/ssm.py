@@ -165,7 +165,10 @@ def _nemotron_h(r: ConfigReader, name: str, source: str) -> ModelSpec:
     # attention heads use the config's head_dim (default 128), never hidden / heads
     c = replace_layers(core_shape(ConfigReader({**r.data, "num_hidden_layers": depth}, where=r.where),
                                   context_default=4096, head_dim_default=128, model_type="nemotron_h"), depth)
-    tied = r.flag("tie_word_embeddings", default=False)
+    tied = False  # transformers' NemotronHForCausalLM declares no tied weights: its LM head is always its own
+    if r.flag("tie_word_embeddings", default=False):
+        t.notes.append("tie_word_embeddings is true, but transformers builds Nemotron-H with an untied LM head: "
+                       "counted untied, as it builds it")
     count = {kind: blocks.count(kind) for kind in ("linear_attention", "full_attention", "mlp", "moe")}
     mlp_bias = r.flag("mlp_bias", default=False)
     embeddings(t, c, tied=tied)
@@ -308,6 +311,75 @@ def _qwen3_next(r: ConfigReader, name: str, source: str) -> ModelSpec:
                               recurrent=rec, moe=moe)
 
 
+_ZAMBA2_DEFAULT = (("recurrent",) + (("recurrent",) * 5 + ("hybrid",)) * 7 + ("recurrent",) * 4 + ("hybrid",)
+                   + ("recurrent",) * 3 + ("hybrid",) + ("recurrent",) * 2)
+_ZAMBA2_TYPES = {"mamba": "recurrent", "linear_attention": "recurrent", "hybrid": "hybrid"}
+
+
+def _zamba2(r: ConfigReader, name: str, source: str) -> ModelSpec:
+    """Zamba2: a Mamba-2 layer everywhere; ``hybrid`` layers add one of ``num_mem_blocks`` shared transformer
+    blocks (attention over ``2h`` with head dim ``2h / heads``, a fused SwiGLU MLP) reached through a per-layer
+    ``h→h`` linear, with per-layer LoRA-style adapters (rank ``adapter_rank``) on the shared MLP's gate_up and,
+    with ``use_shared_attention_adapter``, on q, k and v. Shared blocks are counted once."""
+    t = Tally()
+    listed = r.str_list("layers_block_type")
+    if listed is None:
+        blocks: tuple[str, ...] = _ZAMBA2_DEFAULT
+    else:
+        bad = [b for b in listed if b not in _ZAMBA2_TYPES]
+        if bad or not listed:
+            raise r.fail("layers_block_type", f"has an unsupported layer type {(bad or [''])[0]!r}")
+        blocks = tuple(_ZAMBA2_TYPES[b] for b in listed)
+    depth = len(blocks)
+    stated = r.opt_size("num_hidden_layers", maximum=100_000)
+    if stated is not None and stated != depth:
+        t.notes.append(f"num_hidden_layers ({stated}) differs from the {depth} entries of layers_block_type: "
+                       "transformers builds the list, so the list is counted")
+    h = r.size("hidden_size", default=2560)
+    heads = r.size("num_attention_heads", default=32)
+    kv = r.size("num_key_value_heads", default=heads)
+    if (2 * h) % heads:
+        raise r.fail("num_attention_heads", f"must divide 2 × hidden_size ({2 * h}), got {heads}")
+    context = 16384 if r.flag("use_long_context", default=False) else r.size("max_position_embeddings", default=4096)
+    c = Core(hidden=h, layers=depth, heads=heads, kv_heads=kv, head_dim=2 * h // heads,
+             vocab=r.size("vocab_size", default=32000), context=context)
+    tied = r.flag("tie_word_embeddings", default=True)
+    bias = r.flag("add_bias_linear", default=False)
+    ffn = r.size("intermediate_size", default=4 * h)
+    n_hybrid = blocks.count("hybrid")
+    shared = min(r.size("num_mem_blocks", default=1), n_hybrid)
+    rank = r.size("adapter_rank", default=128)
+    inner = r.size("mamba_expand", default=2) * h
+    m_heads = r.size("n_mamba_heads", default=8)
+    if inner % m_heads:
+        raise r.fail("n_mamba_heads", f"must divide mamba_expand × hidden_size ({inner}), got {m_heads}")
+    embeddings(t, c, tied=tied)
+    rec = mamba2_mixer(t, h=h, heads=m_heads, head_dim=inner // m_heads, groups=r.size("mamba_ngroups", default=1),
+                       state=r.size("mamba_d_state", default=64), kernel=r.size("mamba_d_conv", default=4), count=depth,
+                       proj_bias=bias, conv_bias=r.flag("use_conv_bias", default=True))
+    t.vector("norms", h, count=depth + 1)  # each layer's input norm and the final norm
+    # shared transformer blocks (counted once each), then what every hybrid layer owns
+    t.linear("attention", "q", 2 * h, heads * c.head_dim, count=shared)
+    t.linear("attention", "k", 2 * h, kv * c.head_dim, count=shared)
+    t.linear("attention", "v", 2 * h, kv * c.head_dim, count=shared)
+    t.linear("attention", "o", heads * c.head_dim, h, count=shared)
+    gated_mlp(t, h, ffn, count=shared, bias=bias, fused=True)
+    t.vector("norms", 3 * h, count=shared)  # input norm over 2h, pre-MLP norm over h
+    t.linear("other", "hybrid_linear", h, h, count=n_hybrid)
+    t.linear("mlp", "gate_up_adapter_a", h, rank, count=n_hybrid)
+    t.linear("mlp", "gate_up_adapter_b", rank, 2 * ffn, count=n_hybrid)
+    if r.flag("use_shared_attention_adapter", default=False):
+        t.linear("attention", "qkv_adapter_a", 2 * h, rank, count=3 * n_hybrid)
+        t.linear("attention", "qkv_adapter_b", rank, 2 * h, count=3 * n_hybrid)
+    t.notes.append(f"{shared} shared transformer block(s) counted once, reused by {n_hybrid} hybrid layer(s); "
+                   "each hybrid layer keeps its own KV cache and adapters")
+    kinds: list[LayerKind] = ["attention_recurrent" if b == "hybrid" else "recurrent" for b in blocks]
+    if not r.has("max_position_embeddings"):
+        t.notes.append(f"max_position_embeddings is not in the config: transformers' default of {context:,} tokens assumed")
+    return assemble_recurrent(t, r, c, name, source, tied=tied, ffn=ffn, gated=True, kinds=kinds, recurrent=rec,
+                              mlp_layers=n_hybrid)
+
+
 FAMILY_NAMES: dict[str, str] = {
     "mamba": "Mamba",
     "mamba2": "Mamba-2",
@@ -316,6 +388,7 @@ FAMILY_NAMES: dict[str, str] = {
     "nemotron_h": "Nemotron-H",
     "granitemoehybrid": "Granite-4.0 hybrid",
     "qwen3_next": "Qwen3-Next",
+    "zamba2": "Zamba2",
 }
 
 PARSERS: dict[str, Parser] = {
@@ -326,6 +399,7 @@ PARSERS: dict[str, Parser] = {
     "nemotron_h": _nemotron_h,
     "granitemoehybrid": _granitemoehybrid,
     "qwen3_next": _qwen3_next,
+    "zamba2": _zamba2,
 }
 
 _MAMBA_READS = frozenset({"hidden_size", "num_hidden_layers", "vocab_size", "intermediate_size", "expand",
@@ -368,6 +442,11 @@ READS: dict[str, frozenset[str]] = {
                              "linear_conv_kernel_dim", "num_experts", "num_experts_per_tok", "decoder_sparse_step",
                              "mlp_only_layers", "intermediate_size", "moe_intermediate_size",
                              "shared_expert_intermediate_size", "tie_word_embeddings"}),
+    "zamba2": frozenset({"layers_block_type", "hidden_size", "num_attention_heads", "num_key_value_heads",
+                         "intermediate_size", "add_bias_linear", "num_mem_blocks", "adapter_rank",
+                         "use_shared_attention_adapter", "mamba_expand", "n_mamba_heads", "mamba_ngroups",
+                         "mamba_d_state", "mamba_d_conv", "use_conv_bias", "tie_word_embeddings",
+                         "use_long_context", "mamba_headdim"}),
 }
 READS = {mt: keys | _NEUTRAL for mt, keys in READS.items()}
 """Per model type, the count-changing config keys its parser reads (``layer_types=VALUE`` for layer types)."""
@@ -380,5 +459,6 @@ CLASSES: dict[str, str] = {
     "NemotronHForCausalLM": "nemotron_h",
     "GraniteMoeHybridForCausalLM": "granitemoehybrid",
     "Qwen3NextForCausalLM": "qwen3_next",
+    "Zamba2ForCausalLM": "zamba2",
 }
 """``architectures`` class name → the model type it is loaded as."""

@@ -78,6 +78,8 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int) -> Serv
     cached = prompt_tokens + output_tokens // 2
     kv_seq = mm.kv_cache_bytes(model, context_tokens=cached, sequences=1, tp=lay.tp, pp=lay.pp, block_size=1,
                                bytes_per_value=KV_CACHE_DTYPES[plan.precision.kv_cache])
+    # a recurrent layer reads (and rewrites) its fixed-size state every step instead of a growing KV cache
+    kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
     return ServingSetup(
         weights_bytes_per_gpu=plan.per_gpu.weights_bytes, kv_bytes_per_sequence_per_gpu=kv_seq,
         precision=compute_precision_for_weights(plan.precision.weights or "bf16"), tp=lay.tp, pp=lay.pp,

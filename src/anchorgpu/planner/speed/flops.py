@@ -75,7 +75,7 @@ def _attention_flops(model: ModelSpec, context_tokens: int, *, causal: bool) -> 
     d_qk, d_v = _attention_dims(model)
     per_pair = 2.0 * model.num_attention_heads * (d_qk + d_v)
     total = 0.0
-    for window in model.layer_windows or (None,) * model.num_layers:
+    for window in model.attention_windows:  # attention layers only: recurrent layers have no score matrix
         span = float(context_tokens if window is None else min(window, context_tokens))
         if causal:
             if window is None or window >= context_tokens:
