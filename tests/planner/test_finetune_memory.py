@@ -96,7 +96,7 @@ def test_saved_inputs_follow_their_definition() -> None:
     terms = finetune_terms(model, get_format("nf4"), task="qlora", seq=512, micro_batch=2, tp=1, stage_layers=32,
                            recompute="none", targets=("q", "v"))
     assert terms.quantized_layer_inputs_bytes == c.saved_input_bytes_per_value * 26624 * 1024 * 32
-    assert terms.dequantization_workspace_bytes == 2 * 2 * 4096 * 14336  # the MLP matrix, two 16-bit copies
+    assert terms.dequantization_workspace_bytes == c.dequant_copies * 2 * 4096 * 14336  # the MLP matrix in 16 bit
     assert terms.logits_gradient_bytes == 4 * 1024 * 32000
     assert terms.frozen_inputs_not_kept_bytes == 2 * 4096 * 1024 * 32  # the MLP input (gated MLP: nothing else)
     # gradient checkpointing: only the recomputed layer holds the saved inputs and nothing comes off the formula

@@ -4,7 +4,7 @@ Constants and their sources are data (``data/finetune_memory.json``), read once.
 
 * ``quantized_layer_inputs``: a bitsandbytes 4-bit layer keeps its input for the backward pass (a frozen
   16-bit layer keeps none), per token and layer, over the distinct inputs of the quantized layers;
-* ``dequantization_workspace``: the largest quantized matrix dequantized to 16 bit, two copies at once;
+* ``dequantization_workspace``: the largest quantized matrix dequantized to 16 bit;
 * ``logits_gradient``: the fp32 gradient of the logits at the start of the backward pass;
 * ``frozen_inputs_not_kept`` (taken off): inputs of frozen 16-bit MLP matrices, which autograd does not keep.
 
