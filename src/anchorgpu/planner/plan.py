@@ -600,7 +600,7 @@ def _finetune_terms(model: ModelSpec, fmt: WeightFormat, w: Workload, seq: int, 
                      "formula counts but autograd does not keep")
     if terms.dequantization_workspace_bytes:
         named.append(f"dequantization workspace {fmt_bytes(terms.dequantization_workspace_bytes)} (the largest "
-                     "quantized matrix, two 16-bit copies)")
+                     "quantized matrix dequantized to 16 bit)")
     if terms.quantized_layer_inputs_bytes:
         named.append(f"inputs kept by the bitsandbytes 4-bit layers for the backward pass "
                      f"{fmt_bytes(terms.quantized_layer_inputs_bytes)}"
