@@ -22,6 +22,20 @@ from pathlib import Path
 MODELS = Path(__file__).resolve().parents[2] / "src" / "anchorgpu" / "architectures" / "data" / "models"
 
 
+def _as_known_class(raw: dict[str, object]) -> dict[str, object]:
+    """A model_type transformers does not know (Kimi-K2's "kimi_k2") built as the class ``architectures`` names."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    if raw.get("model_type") in CONFIG_MAPPING_NAMES:
+        return raw
+    by_class = {cls: mt for mt, cls in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.items() if isinstance(cls, str)}
+    for cls in raw.get("architectures") or []:  # type: ignore[attr-defined]
+        if cls in by_class:
+            return {**raw, "model_type": by_class[cls]}
+    return raw
+
+
 def count(path: Path) -> dict[str, int]:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
@@ -30,6 +44,7 @@ def count(path: Path) -> dict[str, int]:
     raw.pop("quantization_config", None)
     if raw.get("model_type") == "gemma3" and "text_config" in raw:
         raw = raw["text_config"]
+    raw = _as_known_class(raw)
     cfg = AutoConfig.for_model(**raw)
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(cfg)
