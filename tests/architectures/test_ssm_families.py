@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.cli_runner import run_json
 
 from anchorgpu.architectures import ModelSpec, from_hf_config, load_model
 from anchorgpu.errors import InvalidConfig
-from tests.cli_runner import run_json
 
 HERE = Path(__file__).resolve().parent
 TRANSFORMERS: dict[str, dict[str, int]] = {

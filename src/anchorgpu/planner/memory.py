@@ -261,7 +261,9 @@ def kv_cache_bytes(
 STATE_BYTES_PER_VALUE = 2
 """Recurrent (Mamba/SSM, linear-attention) state in the model's 16-bit dtype: vLLM's ``mamba_cache_dtype`` and
 ``mamba_ssm_cache_dtype`` default to ``auto`` (the model dtype), whatever the KV-cache dtype; a model that pins
-its SSM state to float32 (Nemotron-H's ``mamba_ssm_cache_dtype``) keeps 4 bytes there (``RecurrentSpec``)."""
+its SSM state to float32 (Nemotron-H's ``mamba_ssm_cache_dtype``) keeps 4 bytes there (``RecurrentSpec``).
+Source: vLLM ``model_executor/layers/mamba/mamba_utils.py`` (``MambaStateDtypeCalculator``: ``auto`` resolves to
+the model dtype), docs.vllm.ai v0.10.2."""
 
 
 def recurrent_state_bytes(
