@@ -13,7 +13,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from cli_runner import run, run_json
 
 from anchorgpu.architectures import from_hf_config, load_model
 from anchorgpu.architectures.loader import load_registry_model
@@ -24,6 +23,7 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.formats import format_for_model, get_format, model_weight_parts, shipped_format
 from anchorgpu.units import GIB
+from cli_runner import run, run_json
 
 
 def _registry_config(name: str) -> dict[str, object]:

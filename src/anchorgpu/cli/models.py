@@ -250,8 +250,8 @@ def models_command(
         )
     out = _wide_console()
     out.print(table)
-    families: dict[str, set[str]] = {}
+    by_family: dict[str, set[str]] = {}
     for r in rows:
-        families.setdefault(r["family"], set()).add(r["shipped_weights"])
+        by_family.setdefault(r["family"], set()).add(r["shipped_weights"])
     out.print("Shipped weights by family: " + "; ".join(
-        f"{name}: {', '.join(sorted(formats))}" for name, formats in sorted(families.items())), markup=False)
+        f"{name}: {', '.join(sorted(formats))}" for name, formats in sorted(by_family.items())), markup=False)

@@ -13,12 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from anchorgpu.architectures.quantization import describe_shipped
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import diffusion as dm
 from anchorgpu.planner import memory as mm
-from anchorgpu.architectures.quantization import describe_shipped
 from anchorgpu.planner.finetune import finetune_terms
 from anchorgpu.planner.formats import (
     WeightFormat,
