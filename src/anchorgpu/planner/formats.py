@@ -22,7 +22,7 @@ tensors (norms, biases, routers), and per-matrix extras. Sources for each consta
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -236,6 +236,24 @@ def _linear_split_params(model: ModelSpec) -> tuple[int, int]:
     return p.attention + p.mlp + p.shared_experts, p.experts
 
 
+_PARTS_MEMO: dict[tuple[int, int], tuple[object, object, ModelParts]] = {}
+
+
+def _memo(model: ModelSpec, fmt: WeightFormat | None, compute: Callable[[], ModelParts]) -> ModelParts:
+    """``compute()`` once per (model, format) object pair: both are frozen, so the parts never change.
+
+    Keyed by identity and holding both objects, so a key cannot be reused by another object; bounded."""
+    key = (id(model), id(fmt))
+    hit = _PARTS_MEMO.get(key)
+    if hit is not None and hit[0] is model and hit[1] is fmt:
+        return hit[2]
+    if len(_PARTS_MEMO) >= 512:
+        _PARTS_MEMO.clear()
+    parts = compute()
+    _PARTS_MEMO[key] = (model, fmt, parts)
+    return parts
+
+
 def model_param_parts(model: ModelSpec) -> ModelParts:
     """The model's parameters split as parallelism splits them (all counts in parameters).
 
@@ -244,6 +262,10 @@ def model_param_parts(model: ModelSpec) -> ModelParts:
     >>> int(parts.total) == tiny_model().params_total
     True
     """
+    return _memo(model, None, lambda: _model_param_parts(model))
+
+
+def _model_param_parts(model: ModelSpec) -> ModelParts:
     p = model.params
     dense, experts = _linear_split_params(model)
     embed = p.embeddings + p.position_embeddings
@@ -262,6 +284,10 @@ def model_weight_parts(model: ModelSpec, fmt: WeightFormat) -> ModelParts:
     >>> int(model_weight_parts(tiny_model(), get_format("bf16")).total) == 2 * tiny_model().params_total
     True
     """
+    return _memo(model, fmt, lambda: _model_weight_parts(model, fmt))
+
+
+def _model_weight_parts(model: ModelSpec, fmt: WeightFormat) -> ModelParts:
     params = model_param_parts(model)
     dense_b = experts_b = 0.0
     detail: dict[str, float] = {}

@@ -580,7 +580,8 @@ def _training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFor
                               optimizer_bytes=master + moments, overhead_bytes=overhead)
     budget = gpu.memory_bytes if gpu is not None else None
     return _Terms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, checkpoint_bytes=checkpoint,
-                  workload=replace(w, seq_tokens=seq, recompute=recompute, micro_batch=micro_batch))
+                  workload=w if (w.seq_tokens, w.recompute, w.micro_batch) == (seq, recompute, micro_batch)
+                  else replace(w, seq_tokens=seq, recompute=recompute, micro_batch=micro_batch))
 
 
 def _finetune_terms(model: ModelSpec, fmt: WeightFormat, w: Workload, seq: int, micro_batch: int, lay: ResolvedLayout,
@@ -795,6 +796,10 @@ def _choose(model: ModelSpec, w: Workload, prec: PrecisionPlan, lay_in: Layout, 
                       or (lay_in.virtual_stages is None and (lay_in.pp or 1) > 1))
         if not open_knobs:
             return None
+        explicit = any(x is not None for x in (lay_in.tp, lay_in.pp, lay_in.dp, lay_in.cp, lay_in.zero)) or lay_in.fsdp
+        if explicit and (lay_in.zero is not None or lay_in.fsdp) and w.micro_batch is not None \
+                and w.recompute is not None and (lay_in.virtual_stages is not None or (lay_in.pp or 1) == 1):
+            return None  # DP and CP follow from what is given: one candidate, nothing to choose
         found = layouts.choose_training_layout(model, w, prec, lay_in, gpu, ov)
         if found is None:
             return None
@@ -864,7 +869,8 @@ def plan(
         if chosen is not None:
             return replace(chosen, assumptions=(*assumptions, *chosen.assumptions))
     fmt = _resolve_format(model, w, prec, assumptions)
-    prec = replace(prec, weights=fmt.name)
+    if prec.weights != fmt.name:  # dataclasses.replace costs more than the rest of a small plan
+        prec = replace(prec, weights=fmt.name)
     lay = _resolve_layout(model, w, lay_in, assumptions)
     warnings: list[PlanWarning] = []
     if isinstance(model, DiffusionPipelineSpec):

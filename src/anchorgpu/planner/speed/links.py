@@ -76,7 +76,23 @@ def compute_precision_for_training(train_precision: str) -> ComputePrecision:
     return "fp8" if train_precision == "fp8" else "fp4" if train_precision == "fp4" else "bf16"
 
 
+_PEAK_MEMO: dict[tuple[int, str], tuple[GpuSpec, PeakChoice]] = {}
+
+
 def peak_for(gpu: GpuSpec, precision: str) -> PeakChoice:
+    """:func:`_peak_for`, memoised per (GPU spec object, precision): both are immutable."""
+    key = (id(gpu), precision)
+    hit = _PEAK_MEMO.get(key)
+    if hit is not None and hit[0] is gpu:
+        return hit[1]
+    if len(_PEAK_MEMO) >= 1024:
+        _PEAK_MEMO.clear()
+    choice = _peak_for(gpu, precision)
+    _PEAK_MEMO[key] = (gpu, choice)
+    return choice
+
+
+def _peak_for(gpu: GpuSpec, precision: str) -> PeakChoice:
     """Dense peak of ``precision`` (bf16/fp16, fp8 or fp4) on ``gpu``: FP8 only where ``gpu.fp8_hardware``,
     FP4 only where ``gpu.fp4_hardware``, otherwise the BF16 peak with a warning whose code is in the
     planner's registry.
@@ -126,8 +142,27 @@ def _network(network_bytes_per_s: float | None) -> Link:
                 description=f"network between servers, {bw * 8 / 1e9:.0f} Gb/s per GPU")
 
 
+_LINK_MEMO: dict[tuple[int, int, int | None, float | None, int], tuple[GpuSpec, object, Link]] = {}
+
+
 def group_link(gpu: GpuSpec, span_gpus: int, *, gpus_per_server: int | None = 8,
                network_bytes_per_s: float | None = None) -> Link:
+    """The slowest link a group spanning ``span_gpus`` GPUs crosses (see :func:`_group_link`), memoised:
+    the answer depends only on the frozen GPU spec, the arguments and the calibration in force."""
+    cal = calibration()
+    key = (id(gpu), span_gpus, gpus_per_server, network_bytes_per_s, id(cal))
+    hit = _LINK_MEMO.get(key)
+    if hit is not None and hit[0] is gpu and hit[1] is cal:
+        return hit[2]
+    if len(_LINK_MEMO) >= 1024:
+        _LINK_MEMO.clear()
+    link = _group_link(gpu, span_gpus, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
+    _LINK_MEMO[key] = (gpu, cal, link)
+    return link
+
+
+def _group_link(gpu: GpuSpec, span_gpus: int, *, gpus_per_server: int | None = 8,
+                network_bytes_per_s: float | None = None) -> Link:
     """The slowest link a group of ranks crosses when its members lie within ``span_gpus`` consecutive GPUs.
 
     Inside one server: the scale-up link (NVLink / Infinity Fabric) when the span fits its domain
