@@ -308,7 +308,7 @@ class PlanRequest(_Request):
     global_batch: int | None = Field(default=None, **LIMITS["global_batch"].field(), description="Training: tokens per optimizer step (default 4,194,304); gradient accumulation follows")
     fsdp: bool = Field(default=False, description="FSDP full shard (the memory of ZeRO-3)")
     offload: Literal["none", "optimizer", "params"] = Field(default="none", description="Move optimizer state (or also parameters) to CPU RAM")
-    weights: str | None = Field(default=None, max_length=40, pattern=TEXT_PATTERN, description="Weight format: bf16, fp16, fp8, int8, int4-gptq, int4-awq, nf4, nf4-dq, mxfp4, nvfp4, gguf-q4_k_m, … (default bf16; nf4-dq for qlora)")
+    weights: str | None = Field(default=None, max_length=40, pattern=TEXT_PATTERN, description="Weight format: bf16, fp16, fp8, int8, int4-gptq, int4-awq, nf4, nf4-dq, mxfp4, nvfp4, fp8-block128x128, gguf-q4_k_m, …, or shipped (default: the format the checkpoint ships in, per its quantization_config; bf16 for full training and LoRA; nf4-dq for qlora)")
     kv_cache: Literal["bf16", "fp16", "fp8"] = Field(default="bf16", description="KV-cache precision")
     context: int | None = Field(default=None, **LIMITS["context"].field(), description="Tokens per sequence (prompt + output); default the model's context length")
     concurrency: int | None = Field(default=None, ge=1, le=1_000_000, description="Sequences served at once; default: check one and report max_concurrency")

@@ -274,7 +274,7 @@ def plan_command(
     global_batch: str | None = typer.Option(None, "--global-batch", help="Tokens per optimizer step: 4M, 16M or an integer (training; default 4M)."),
     fsdp: bool = typer.Option(False, "--fsdp", help="FSDP FULL_SHARD (training; memory of ZeRO-3)."),
     offload: str = typer.Option("none", "--offload", help="none | optimizer | params"),
-    weights: str | None = typer.Option(None, "--weights", help="bf16 fp16 fp8 int8 int4-gptq int4-awq nf4 nf4-dq mxfp4 nvfp4 gguf-q4_k_m gguf-q8_0 …"),
+    weights: str | None = typer.Option(None, "--weights", help="Default: the format the checkpoint ships in (quantization_config). bf16 fp16 fp8 fp8-block128x128 int8 int4-gptq int4-awq nf4 nf4-dq mxfp4 nvfp4 gguf-q4_k_m gguf-q8_0 …"),
     kv_cache: str = typer.Option("bf16", "--kv-cache", help="bf16 | fp16 | fp8"),
     context: str | None = typer.Option(None, "--context", help="Tokens per sequence (inference), e.g. 8192 or 8k."),
     concurrency: int | None = typer.Option(None, "--concurrency", help="Sequences at once (inference)."),
