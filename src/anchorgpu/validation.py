@@ -35,6 +35,7 @@ __all__ = [
     "Limit",
     "check_text",
     "control_character",
+    "bounded_int",
     "finite_number",
     "usd_amount",
     "is_valid_id",
@@ -97,6 +98,11 @@ LIMITS: dict[str, Limit] = {
     "gpus": Limit(1, 65_536),
     "max_usd": Limit(0, 10**9),
     "min_tokens_per_s_per_user": Limit(0, 1e7),
+    "concurrency": Limit(1, 1_000_000),
+    "micro_batch": Limit(1, 100_000),
+    "lora_rank": Limit(1, 65_536),
+    "max_num_batched_tokens": Limit(1, 10_000_000),
+    "images": Limit(1, 10_000),
 }
 """Bounds of the numbers the CLI parses from text and the API receives as JSON (same names, no dashes)."""
 
@@ -139,6 +145,21 @@ def whole_number(text: str, *, field: str, suffixes: dict[str, int] | None = Non
     if number < 1:
         raise InvalidInput(f"{flag} {text!r}: expected a whole number of at least 1")
     return number
+
+
+def bounded_int(value: int | None, *, field: str, flag: str | None = None) -> int | None:
+    """``value`` (or None) when inside ``LIMITS[field]``, else :class:`InvalidInput` naming the option.
+
+    >>> bounded_int(8, field="concurrency")
+    8
+    """
+    if value is None:
+        return None
+    limit = LIMITS[field]
+    if isinstance(value, bool) or not isinstance(value, int) or not limit.low <= value <= limit.high:
+        shown = str(value) if len(str(value)) <= 30 else str(value)[:30] + "…"
+        raise InvalidInput(f"{flag or '--' + field.replace('_', '-')} {shown}: expected a whole number from {limit.low:,.0f} to {limit.high:,.0f}")
+    return value
 
 
 def usd_amount(text: str, *, field: str = "max_usd") -> Decimal:

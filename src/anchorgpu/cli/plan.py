@@ -163,6 +163,10 @@ def render_plan(plan: Plan) -> None:
                   f"longest context at {seqs(w.concurrency)}: {plan.max_context_tokens:,} tokens")
         if reserve:
             out.print(f"          the engine reserves {_fmt(reserve)} per GPU for KV cache at start-up")
+        state = plan.breakdown.get("state_per_sequence_bytes")
+        if state is not None:  # hybrid and state-space models: a fixed state per sequence beside the KV
+            kv_one = plan.breakdown.get("kv_per_sequence_bytes", 0)
+            out.print(f"          per sequence: recurrent state {_fmt(state)} (any length) + KV {_fmt(kv_one)}")
     vae = plan.breakdown.get("vae_decode_peak_bytes")
     if w.task == "diffusion" and vae is not None:
         denoise = plan.breakdown.get("denoiser_activation_bytes", 0)
@@ -174,7 +178,8 @@ def render_plan(plan: Plan) -> None:
     table.add_column("GiB", justify="right")
     table.add_column("share", justify="right")
     total = max(1, plan.per_gpu.total_bytes)
-    rows = [("weights", plan.per_gpu.weights_bytes), ("KV cache", plan.per_gpu.kv_cache_bytes),
+    kv_label = "KV cache + state" if "state_per_sequence_bytes" in plan.breakdown else "KV cache"
+    rows = [("weights", plan.per_gpu.weights_bytes), (kv_label, plan.per_gpu.kv_cache_bytes),
             ("activations", plan.per_gpu.activations_bytes), ("gradients", plan.per_gpu.gradients_bytes),
             ("optimizer", plan.per_gpu.optimizer_bytes), ("overhead", plan.per_gpu.overhead_bytes)]
     for name, value in rows:
@@ -305,7 +310,11 @@ def plan_command(
     from anchorgpu.architectures import load_model
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan, plan_to_json
+    from anchorgpu.validation import bounded_int
 
+    for value, field in ((concurrency, "concurrency"), (output_tokens, "output_tokens"), (micro_batch, "micro_batch"),
+                         (lora_rank, "lora_rank"), (max_num_batched_tokens, "max_num_batched_tokens"), (images, "images")):
+        bounded_int(value, field=field)  # the API's bounds (anchorgpu.validation.LIMITS), before any work
     spec = load_model(model, offline=offline)
     gpu_spec = get_gpu(gpu) if gpu is not None else None
     targets = tuple(t.strip() for t in lora_targets.split(",") if t.strip())

@@ -171,12 +171,15 @@ def recommend_command(
     from anchorgpu.planner.sweep import SweepSpec
     from anchorgpu.recommend import recommend, recommendation_to_json
     from anchorgpu.units import parse_term
-    from anchorgpu.validation import finite_number, usd_amount
+    from anchorgpu.validation import bounded_int, finite_number, usd_amount
 
     the_term = parse_term(term)
     budget: Decimal | None = usd_amount(max_usd) if max_usd is not None else None
     if min_tokens_per_s is not None:
         finite_number(min_tokens_per_s, field="min_tokens_per_s_per_user", flag="--min-tokens-per-s")
+    for value, field in ((concurrency, "concurrency"), (output_tokens, "output_tokens"), (micro_batch, "micro_batch"),
+                         (lora_rank, "lora_rank")):
+        bounded_int(value, field=field)
     if not 1 <= max_servers <= 16:
         raise InvalidWorkload(f"--max-servers {max_servers}: choose 1 to 16")
     spec_model = load_model(model, offline=offline)
