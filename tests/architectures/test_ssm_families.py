@@ -25,7 +25,7 @@ UNSEEN: dict[str, dict[str, Any]] = {
     k: v for k, v in json.loads((HERE / "ssm_counts.json").read_text()).items() if not k.startswith("_")
 }
 REGISTRY = ["mamba-130m", "mamba-2.8b", "mamba-codestral-7b", "falcon-mamba-7b", "jamba-1.5-mini", "nemotron-h-8b",
-            "granite-4.0-h-tiny", "qwen3-coder-next"]
+            "granite-4.0-h-tiny", "granite-4.0-h-1b", "qwen3-coder-next"]
 
 
 def _spec(name: str) -> ModelSpec:
@@ -152,3 +152,17 @@ def test_malformed_state_space_configs_answer_in_one_line(config: dict[str, Any]
         from_hf_config(config, name="bad", source="bad.json")
     message = str(err.value)
     assert reason in message and "\n" not in message and message.startswith("bad.json")
+
+
+def test_a_dense_granite_hybrid_has_its_shared_mlp_and_no_experts() -> None:
+    spec = _spec("granite-4.0-h-1b")
+    assert spec.moe is None and spec.params_active == spec.params_total
+    # the shared SwiGLU (fused input_linear 1536 → 2 · 4096, output_linear 4096 → 1536) on each of 40 layers
+    assert spec.params.mlp == 40 * (1536 * 2 * 4096 + 4096 * 1536)
+
+
+def test_a_config_with_keys_the_family_does_not_read_is_refused() -> None:
+    # experts on a pure Mamba config would be dropped silently if the key were not checked
+    config = {"model_type": "mamba", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 10, "num_experts": 8}
+    with pytest.raises(InvalidConfig, match="does not read num_experts"):
+        from_hf_config(config, name="m")

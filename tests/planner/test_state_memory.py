@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from tests.cli_runner import run
 
 from anchorgpu.architectures import ModelSpec, load_model
 from anchorgpu.catalog import load_catalog
@@ -121,3 +122,13 @@ def test_the_sweep_agrees_with_plan_on_state_space_models(name: str, context: in
         assert row["kv_cache_bytes"] == p.per_gpu.kv_cache_bytes
         assert row["per_gpu_total_bytes"] == p.per_gpu.total_bytes
         assert row["fits"] == p.fits
+
+
+def test_cli_plan_names_the_state_beside_the_kv(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "jamba-1.5-mini", "--gpu", "h200", "--gpus", "1", "--context", "8192",
+                       "--concurrency", "4")
+    assert code == 0
+    # 8,716,288 B = 8.31 MiB of state; KV 4 layers · 16 KiB per token · 8192 tokens = 128 MiB
+    assert "per sequence: recurrent state 8.31 MiB (any length) + KV 128.00 MiB" in out
+    assert "KV cache + state" in out
+    assert "Recurrent state: 8.31 MiB per sequence per GPU at any length, over 28 mamba layer(s)" in " ".join(out.split())
