@@ -139,8 +139,9 @@ class Plan:
 # --------------------------------------------------------------------------------------------------
 
 def _positive(name: str, value: int | None) -> None:
+    """Refuse anything but a whole number >= 1; ``name`` is the field (micro_batch), shown as the flag (micro-batch)."""
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise InvalidWorkload(f"{name}={value!r}: must be a whole number of at least 1")
+        raise InvalidWorkload(f"{name.replace('_', '-')}={value!r}: must be a whole number of at least 1")
 
 
 def _validate_workload(workload: Workload) -> None:
@@ -149,7 +150,7 @@ def _validate_workload(workload: Workload) -> None:
     for name in ("context_tokens", "concurrency", "micro_batch", "seq_tokens", "lora_rank", "images",
                  "max_num_batched_tokens", "max_num_seqs", "block_size_tokens", "global_batch_tokens",
                  "prompt_tokens", "output_tokens"):
-        _positive(name.replace("_", "-"), getattr(workload, name))
+        _positive(name, getattr(workload, name))
     if not 0 < workload.gpu_memory_utilization <= 1:
         raise InvalidWorkload(
             f"gpu-memory-utilization={workload.gpu_memory_utilization}: must be above 0 and at most 1")
@@ -243,7 +244,7 @@ def _default_tp(model: ModelSpec | DiffusionPipelineSpec, gpus: int) -> int:
 def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, layout: Layout,
                     assumptions: list[str]) -> ResolvedLayout:
     for name in ("tp", "pp", "dp", "ep", "cp", "virtual_stages"):
-        _positive(name.replace("_", "-"), getattr(layout, name))
+        _positive(name, getattr(layout, name))
     if layout.gpus is not None and not isinstance(layout.gpus, bool) and layout.gpus == 0:
         raise InvalidWorkload("gpus=0: at least one GPU is needed")
     gpus = None if layout.gpus is None else require_whole_gpus(layout.gpus)

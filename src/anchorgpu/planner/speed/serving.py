@@ -77,6 +77,55 @@ def _link(gpu: GpuSpec, setup: ServingSetup) -> Link:
     return group_link(gpu, setup.tp, gpus_per_server=setup.gpus_per_server)
 
 
+@dataclass(frozen=True, slots=True)
+class _StepConstants:
+    """What every step of one (model, GPU, setup, calibration, ideal) shares: rates, efficiencies, link."""
+
+    mbu: float
+    mm_eff: float
+    att_eff: float
+    bw: float
+    peak: float
+    bf16: float
+    matmul_params: int
+    link: Link | None
+    fixed_s: float
+    elementwise_s_per_token: float
+
+
+_STEP_MEMO: dict[tuple[int, int, ServingSetup, int, bool], tuple[ModelSpec, GpuSpec, Calibration, _StepConstants]] = {}
+
+
+def _constants(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration, ideal: bool) -> _StepConstants:
+    """The per-step constants, memoised: all inputs are frozen (model, GPU and calibration by identity)."""
+    key = (id(model), id(gpu), setup, id(cal), ideal)
+    hit = _STEP_MEMO.get(key)
+    if hit is not None and hit[0] is model and hit[1] is gpu and hit[2] is cal:
+        return hit[3]
+    k = cal.stack(gpu)
+    bw = gpu.memory_bandwidth_bytes_per_s
+    choice = peak_for(gpu, setup.precision)
+    link = None
+    if setup.tp > 1:
+        link = _link(gpu, setup)
+        if ideal:
+            link = Link(kind=link.kind, bytes_per_s=link.bytes_per_s, latency_s=0.0, description=link.description)
+    # memory-bound operators between the products (norms, activations, residuals, rotary): one forward
+    # pass is a third of the training traffic per token, layer and hidden unit
+    consts = _StepConstants(
+        mbu=1.0 if ideal else k.decode_mbu,
+        mm_eff=1.0 if ideal else k.serve_matmul_efficiency * cal.low_precision_ratio(gpu, choice.precision),
+        att_eff=1.0 if ideal else k.attention_efficiency, bw=bw, peak=choice.flops_per_s,
+        bf16=peak_for(gpu, "bf16").flops_per_s, matmul_params=forward_matmul_params(model), link=link,
+        fixed_s=0.0 if ideal else k.per_step_s + model.num_layers * k.per_layer_step_s,
+        elementwise_s_per_token=(0.0 if ideal else model.num_layers / setup.pp * k.elementwise_bytes_per_hidden / 3.0
+                                 * model.hidden_size / setup.tp / bw))
+    if len(_STEP_MEMO) >= 1024:
+        _STEP_MEMO.clear()
+    _STEP_MEMO[key] = (model, gpu, cal, consts)
+    return consts
+
+
 def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: float, prefill_tokens: float = 0.0,
                 prompt_tokens: int = 0, cached_tokens: int = 1, cal: Calibration | None = None,
                 ideal: bool = False) -> DecodeStep:
@@ -90,43 +139,31 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: f
     >>> one.step_s < many.step_s < 64 * one.step_s
     True
     """
-    cal = cal or calibration()
-    k = cal.stack(gpu)
-    mbu = 1.0 if ideal else k.decode_mbu
-    mm_eff = 1.0 if ideal else k.serve_matmul_efficiency * cal.low_precision_ratio(gpu, peak_for(gpu, setup.precision).precision)
-    att_eff = 1.0 if ideal else k.attention_efficiency
-    bw = gpu.memory_bandwidth_bytes_per_s
+    c = _constants(model, gpu, setup, cal or calibration(), ideal)
     tokens = batch + prefill_tokens
     weights = setup.weights_bytes_per_gpu
     if model.moe is not None and model.params_total:
         routed = model.params.experts / model.params_total
         weights *= 1 - routed + routed * moe_expert_fraction_read(model, tokens)
     split = setup.tp * setup.pp
-    peak = peak_for(gpu, setup.precision).flops_per_s
-    bf16 = peak_for(gpu, "bf16").flops_per_s
-    matmul_s = tokens * 2.0 * forward_matmul_params(model) / split / (peak * mm_eff)
-    weights_s = max(weights / (bw * mbu), matmul_s)
-    kv_s = batch * setup.kv_bytes_per_sequence_per_gpu / (bw * mbu)
+    mem_rate = c.bw * c.mbu
+    matmul_s = tokens * 2.0 * c.matmul_params / split / (c.peak * c.mm_eff)
+    weights_s = max(weights / mem_rate, matmul_s)
+    kv_s = batch * setup.kv_bytes_per_sequence_per_gpu / mem_rate
     attn_flops = batch * attention_flops_per_token(model, 2 * cached_tokens, causal=True)
     if prefill_tokens and prompt_tokens:
         attn_flops += prefill_tokens * attention_flops_per_token(model, prompt_tokens, causal=True)
-    attention_s = max(kv_s, attn_flops / split / (bf16 * att_eff))
-    # memory-bound operators between the products (norms, activations, residuals, rotary): one forward
-    # pass is a third of the training traffic per token, layer and hidden unit
-    elementwise_s = (0.0 if ideal else tokens * model.num_layers / setup.pp * k.elementwise_bytes_per_hidden / 3.0
-                     * model.hidden_size / setup.tp / bw)
-    per_gpu = setup.pp * (weights_s + attention_s + elementwise_s)
+    attn_compute_s = attn_flops / split / (c.bf16 * c.att_eff)
+    attention_s = max(kv_s, attn_compute_s)
+    per_gpu = setup.pp * (weights_s + attention_s + tokens * c.elementwise_s_per_token)
     comm = 0.0
-    if setup.tp > 1:
-        link = _link(gpu, setup)
-        if ideal:
-            link = Link(kind=link.kind, bytes_per_s=link.bytes_per_s, latency_s=0.0, description=link.description)
-        comm = 2 * model.num_layers * allreduce_s(tokens * model.hidden_size * ACTIVATION_BYTES, setup.tp, link,
-                                                  efficiency=1.0 if ideal else cal.link_efficiency)
-    fixed = 0.0 if ideal else k.per_step_s + model.num_layers * k.per_layer_step_s
+    if c.link is not None:
+        comm = 2 * model.num_layers * allreduce_s(tokens * model.hidden_size * ACTIVATION_BYTES, setup.tp, c.link,
+                                                  efficiency=1.0 if ideal else (cal or calibration()).link_efficiency)
+    fixed = c.fixed_s
     step = fixed + per_gpu + comm
-    memory_part = weights / (bw * mbu) + kv_s
-    compute_part = matmul_s + attn_flops / split / (bf16 * att_eff)
+    memory_part = weights / mem_rate + kv_s
+    compute_part = matmul_s + attn_compute_s
     bound = "fixed" if fixed > per_gpu else ("memory" if memory_part >= compute_part else "compute")
     return DecodeStep(step_s=step, fixed_s=fixed, weights_s=setup.pp * weights_s, attention_s=setup.pp * attention_s,
                       communication_s=comm, bound=bound)
