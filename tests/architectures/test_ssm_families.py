@@ -25,7 +25,7 @@ UNSEEN: dict[str, dict[str, Any]] = {
     k: v for k, v in json.loads((HERE / "ssm_counts.json").read_text()).items() if not k.startswith("_")
 }
 REGISTRY = ["mamba-130m", "mamba-2.8b", "mamba-codestral-7b", "falcon-mamba-7b", "jamba-1.5-mini", "nemotron-h-8b",
-            "granite-4.0-h-tiny", "granite-4.0-h-1b", "qwen3-coder-next"]
+            "granite-4.0-h-tiny", "granite-4.0-h-1b", "qwen3-coder-next", "nemotron-nano-9b-v2"]
 
 
 def _spec(name: str) -> ModelSpec:
@@ -166,3 +166,13 @@ def test_a_config_with_keys_the_family_does_not_read_is_refused() -> None:
     config = {"model_type": "mamba", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 10, "num_experts": 8}
     with pytest.raises(InvalidConfig, match="does not read num_experts"):
         from_hf_config(config, name="m")
+
+
+def test_nemotron_nano_9b_v2_by_hand() -> None:
+    spec = _spec("nemotron-nano-9b-v2")
+    # pattern of 56 blocks: 27 M (Mamba-2), 4 * (attention), 25 - (MLP)
+    assert (spec.num_layers, spec.recurrent_layers, spec.attention_layers, spec.mlp_layers) == (56, 27, 4, 25)
+    # Mamba-2: 128 heads · 80 = 10,240 inner; conv over 10,240 + 2 · 8 · 128 = 12,288 channels · 3 at 2 bytes;
+    # SSM 128 · 80 · 128 at 4 bytes (float32 by NemotronHConfig's default)
+    assert spec.state_bytes_per_sequence() == 27 * (12_288 * 3 * 2 + 128 * 80 * 128 * 4) == 143_548_416
+    assert spec.kv_bytes_per_token() == 4 * 2 * 8 * 128 * 2
