@@ -8,6 +8,8 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from anchorgpu.api.deps import ClockDep, UowFactoryDep
+from anchorgpu.api.schemas import TEXT_PATTERN
+from anchorgpu.validation import control_character
 from anchorgpu.web.deps import require_csrf
 from anchorgpu.web.templating import render, web_session
 
@@ -16,7 +18,8 @@ router = APIRouter(dependencies=[Depends(require_csrf)])
 
 def _safe_next(next_path: str | None) -> str:
     """Only same-site paths are followed after sign-in (no open redirect)."""
-    if next_path and next_path.startswith("/") and not next_path.startswith("//") and "\\" not in next_path:
+    if (next_path and next_path.startswith("/") and not next_path.startswith("//") and "\\" not in next_path
+            and control_character(next_path) is None):
         return next_path
     return "/my/allocations"
 
@@ -33,7 +36,8 @@ def signin_form(request: Request, next: str | None = None) -> Response:
 
 
 @router.post("/signin")
-def signin(request: Request, uow_factory: UowFactoryDep, api_key: Annotated[str, Form(max_length=512)], next: Annotated[str, Form()] = "") -> Response:
+def signin(request: Request, uow_factory: UowFactoryDep, api_key: Annotated[str, Form(max_length=512)],
+           next: Annotated[str, Form(max_length=2000)] = "") -> Response:
     from anchorgpu.accounts import authenticate
 
     try:
@@ -46,7 +50,7 @@ def signin(request: Request, uow_factory: UowFactoryDep, api_key: Annotated[str,
 
 
 @router.post("/signup")
-def signup(request: Request, uow_factory: UowFactoryDep, clock: ClockDep, name: Annotated[str, Form(min_length=1, max_length=100)]) -> Response:
+def signup(request: Request, uow_factory: UowFactoryDep, clock: ClockDep, name: Annotated[str, Form(min_length=1, max_length=100, pattern=TEXT_PATTERN)]) -> Response:
     """Create an account and show its key once (embedded default only)."""
     if not request.app.state.allow_signup:
         return render(request, "signin.html", {"next": "/", "allow_signup": False, "error": "Accounts are created by the operator here: anchorgpu accounts create NAME"}, status_code=403)
