@@ -368,3 +368,14 @@ def test_named_formats_round_trip_and_compute_precision_follows_them() -> None:
     assert compute_precision_for_weights("int4-gptq-g32") == "bf16"
     with pytest.raises(Exception, match="unknown weight format"):
         get_format("fp8-block0x")
+
+
+def test_ignore_patterns_written_for_a_multimodal_wrapper_match_the_text_layers() -> None:
+    # Constructed (no checkpoint claimed): ignore names as multimodal checkpoints write them, with the
+    # "language_model." (transformers 4) and "model.language_model." (transformers 5) prefixes; fbgemm_fp8.
+    block = {"quant_method": "fbgemm_fp8", "modules_to_not_convert": [
+        "language_model.model.layers.0.self_attn.q_proj", "model.language_model.layers.1.mlp", "lm_head"]}
+    q = from_hf_config(_with_quantization("llama-3.1-8b", block), name="x").quantization
+    assert q is not None and q.name == "fp8-channel"
+    assert q.fraction("q") == pytest.approx(31 / 32) and q.fraction("k") == 1
+    assert q.fraction("down") == pytest.approx(31 / 32)

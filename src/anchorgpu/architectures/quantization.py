@@ -223,7 +223,10 @@ _ATTN = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "qkv": "qkv
          "q_b": "q_b_proj", "kv_a": "kv_a_proj_with_mqa", "kv_b": "kv_b_proj"}
 _MLP = {"gate": "gate_proj", "up": "up_proj", "down": "down_proj", "gate_up": "gate_up_proj"}
 _MIXTRAL = {"gate": "w1", "down": "w2", "up": "w3"}
-_ROUTER_PATHS = ("mlp.gate", "mlp.router", "block_sparse_moe.gate", "mlp.shared_expert_gate")
+_ROUTER_PATHS = ("mlp.gate", "mlp.router", "block_sparse_moe.gate", "mlp.shared_expert_gate", "feed_forward.router")
+# Prefixes multimodal checkpoints put before the text model's layers (Llama 4, Gemma 3, Mistral 3 …).
+_TEXT_PREFIXES = ("model.language_model.", "language_model.model.", "language_model.", "model.text_model.",
+                  "text_model.")
 
 
 def _paths(group: LinearGroup, layer: int) -> tuple[str, ...]:
@@ -237,10 +240,12 @@ def _paths(group: LinearGroup, layer: int) -> tuple[str, ...]:
         return (base + "self_attn." + leaf, base + "attention." + leaf, base + "self_attention." + leaf)
     if group.component == "experts" and prefix == "expert":
         return (base + "mlp.experts.0." + _MLP.get(rest, rest), base + "mlp.experts." + _MLP.get(rest, rest),
-                base + "block_sparse_moe.experts.0." + _MIXTRAL.get(rest, rest))
+                base + "block_sparse_moe.experts.0." + _MIXTRAL.get(rest, rest),
+                base + "feed_forward.experts." + _MLP.get(rest, rest))
     if group.component == "shared_experts" and prefix == "shared":
         leaf = _MLP.get(rest, rest)
-        return (base + "mlp.shared_experts." + leaf, base + "mlp.shared_expert." + leaf)
+        return (base + "mlp.shared_experts." + leaf, base + "mlp.shared_expert." + leaf,
+                base + "feed_forward.shared_expert." + leaf)
     if group.component == "mlp":
         return (base + "mlp." + _MLP.get(group.name, group.name), base + "feed_forward." + _MLP.get(group.name, group.name))
     return (base + f"{group.component or 'layer'}.{group.name}",)
@@ -265,6 +270,10 @@ class _Patterns:
         self.raw = tuple(patterns)
         regexes: list[str] = []
         for p in patterns:
+            for prefix in _TEXT_PREFIXES:
+                if p.startswith(prefix):
+                    p = "model." + p[len(prefix):] if not p[len(prefix):].startswith("model.") else p[len(prefix):]
+                    break
             if p.startswith("re:"):
                 try:
                     re.compile(p[3:])
