@@ -132,3 +132,15 @@ def test_cli_plan_names_the_state_beside_the_kv(capsys: pytest.CaptureFixture[st
     assert "per sequence: recurrent state 8.31 MiB (any length) + KV 128.00 MiB" in out
     assert "KV cache + state" in out
     assert "Recurrent state: 8.31 MiB per sequence per GPU at any length, over 28 mamba layer(s)" in " ".join(out.split())
+
+
+def test_lora_on_a_model_without_attention_adapts_the_mixer_projections() -> None:
+    p = plan(_spec("mamba-codestral-7b"), Workload(task="lora"), gpu=get_gpu("h100"), suggest=False)
+    # PEFT's Mamba targets, Mamba-2 having no x_proj: in_proj 4096 → 8192 + 10,240 + 128 and out_proj 8192 → 4096,
+    # rank 16, on each of 64 layers
+    assert p.breakdown["lora_adapter_params"] == 64 * 16 * ((4096 + 18_560) + (8192 + 4096)) == 35_782_656
+    assert any("has no attention: adapters on the mixer projections" in a for a in p.assumptions)
+    named = plan(_spec("jamba-1.5-mini"), Workload(task="lora", lora_targets=("in_proj", "out_proj")),
+                 gpu=get_gpu("h200"), suggest=False)
+    # 28 Mamba layers: in_proj 4096 → 16,384, out_proj 8192 → 4096
+    assert named.breakdown["lora_adapter_params"] == 28 * 16 * ((4096 + 16_384) + (8192 + 4096))

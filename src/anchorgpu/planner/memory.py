@@ -20,6 +20,8 @@ from anchorgpu.units import ceil_div
 __all__ = [
     "SAMPLER_BYTES_PER_SEQ_VOCAB",
     "FUSED_LORA_TARGETS",
+    "RECURRENT_LORA_TARGETS",
+    "SSM_DEFAULT_LORA_TARGETS",
     "adapter_params",
     "expand_lora_targets",
     "gather_buffer_bytes",
@@ -195,6 +197,13 @@ def adapter_params(model: ModelSpec, *, rank: int, targets: Sequence[str]) -> in
 
 # Fused module names a user may target, and the parts they stand for.
 FUSED_LORA_TARGETS: dict[str, tuple[str, ...]] = {"qkv": ("q", "k", "v"), "gate_up": ("gate", "up")}
+
+RECURRENT_LORA_TARGETS: tuple[str, ...] = ("in_proj", "x_proj", "dt_proj", "out_proj", "in_proj_qkvz", "in_proj_ba")
+"""Projections of Mamba, Mamba-2 and gated-DeltaNet mixers a LoRA may target (the module names PEFT uses)."""
+
+SSM_DEFAULT_LORA_TARGETS: tuple[str, ...] = ("in_proj", "x_proj", "out_proj")
+"""What a LoRA adapts on a model without attention when no target is named: the mixer projections PEFT's Mamba
+example targets (``in_proj``, ``x_proj``, ``out_proj``; Mamba-2 has no ``x_proj``)."""
 
 
 def expand_lora_targets(targets: Sequence[str]) -> tuple[str, ...]:

@@ -160,11 +160,12 @@ def _validate_workload(workload: Workload) -> None:
         raise InvalidWorkload(f"--train-precision {workload.train_precision!r}: choose {', '.join(TRAIN_PRECISIONS)}")
     if workload.optimizer not in OPTIMIZERS:
         raise InvalidWorkload(f"unknown optimizer {workload.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
-    bad = [t for t in workload.lora_targets if t not in ALL_LORA_TARGETS and t not in mm.FUSED_LORA_TARGETS]
+    bad = [t for t in workload.lora_targets if t not in ALL_LORA_TARGETS and t not in mm.FUSED_LORA_TARGETS
+           and t not in mm.RECURRENT_LORA_TARGETS]
     if bad or not workload.lora_targets:
         raise InvalidWorkload(
             f"lora-targets {','.join(workload.lora_targets) or '(none)'}: choose from "
-            f"{','.join((*ALL_LORA_TARGETS, *mm.FUSED_LORA_TARGETS))}")
+            f"{','.join((*ALL_LORA_TARGETS, *mm.FUSED_LORA_TARGETS, *mm.RECURRENT_LORA_TARGETS))}")
     if workload.resolution is not None and (len(workload.resolution) != 2 or min(workload.resolution) < 8):
         raise InvalidWorkload(f"resolution {workload.resolution!r}: expected WIDTHxHEIGHT in pixels, each >= 8")
 
@@ -522,6 +523,11 @@ def _training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFor
             "bf16-true training: no fp32 master copy; optimizer moments kept in bf16.")
     else:
         adapters = mm.adapter_params(model, rank=w.lora_rank, targets=w.lora_targets)
+        if adapters == 0 and w.lora_targets == ALL_LORA_TARGETS and model.attention_layers == 0:
+            w = replace(w, lora_targets=mm.SSM_DEFAULT_LORA_TARGETS)  # no attention: adapt the mixers instead
+            adapters = mm.adapter_params(model, rank=w.lora_rank, targets=w.lora_targets)
+            assumptions.append(f"LoRA targets not given and {model.name} has no attention: adapters on the mixer "
+                               f"projections {', '.join(w.lora_targets)} (PEFT's Mamba example).")
         if adapters == 0:
             names = ", ".join(g.name for g in model.linear_groups)
             raise InvalidWorkload(f"lora-targets {','.join(w.lora_targets)} match no linear layer of {model.name} ({names})")
