@@ -162,6 +162,21 @@ def _client_loop(base: str, api_key: str, name: str, record: Record, stop: threa
                 record.booked[key] = bought.json()["id"]
 
 
+def _prepare(url: str, *, clients: int) -> list[str]:
+    """Stock that never runs short and one account per client, through the services (as the CLI would)."""
+    from anchorgpu.accounts import create_account
+    from anchorgpu.allocations import services as svc
+    from anchorgpu.bootstrap import bootstrap
+    from anchorgpu.config import Settings
+
+    store = bootstrap(Settings(database_url=url), migrate=False, seed=False, purge_keys=False)
+    try:
+        svc.set_stock(store.uow_factory(), offering="l4-1x-vm", servers=svc.MAX_STOCK_SERVERS, clock=store.clock)
+        return [create_account(store.uow_factory(), f"client {i}", clock=store.clock)[1] for i in range(clients)]
+    finally:
+        store.dispose()
+
+
 def test_postgres_restarted_mid_load_loses_nothing_doubles_nothing_and_recovers_without_a_server_restart(
     cluster: Cluster, tmp_path: Path
 ) -> None:
@@ -173,12 +188,7 @@ def test_postgres_restarted_mid_load_loses_nothing_doubles_nothing_and_recovers_
     server = load_server.Server(database_url=url, workers=2, log_path=tmp_path / "serve.log")
     try:
         server.start()
-        env = {**server.env}
-        load_server.run_cli(["stock", "set", "l4-1x-vm", "100000"], env)
-        callers = [load_server.run_cli(["accounts", "create", f"client {i}", "--json"], env) for i in range(6)]
-        import json
-
-        keys = [json.loads(out)["api_key"] for out in callers]
+        keys = _prepare(url, clients=6)
         workers_before = server.worker_pids()
         record, stop = Record(), threading.Event()
         deadline = time.monotonic() + 50
