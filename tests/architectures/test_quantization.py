@@ -379,3 +379,24 @@ def test_ignore_patterns_written_for_a_multimodal_wrapper_match_the_text_layers(
     assert q is not None and q.name == "fp8-channel"
     assert q.fraction("q") == pytest.approx(31 / 32) and q.fraction("k") == 1
     assert q.fraction("down") == pytest.approx(31 / 32)
+
+
+def test_the_sweep_puts_the_shipped_format_first_and_agrees_with_plan() -> None:
+    from anchorgpu.catalog import load_catalog
+    from anchorgpu.planner.sweep import SweepSpec, sweep
+    from anchorgpu.recommend import shapes_from_catalog
+
+    model = load_model("deepseek-v3")
+    shapes = [s for s in shapes_from_catalog(load_catalog().offerings, max_servers=2) if s.gpu.name.startswith("h200")]
+    result = sweep(model, shapes, SweepSpec(workload=Workload(context_tokens=8192, concurrency=8)))
+    assert result.weights[0] == "fp8-block128x128"
+    rows = [result.row(i) for i in range(result.evaluated)]
+    shipped_rows = [r for r in rows if r["weights"] == "fp8-block128x128"]
+    assert any(r["fits"] for r in shipped_rows)  # one 8 x H200 server holds it
+    for row in shipped_rows[::max(1, len(shipped_rows) // 6)]:
+        shape = next(s for s in result.shapes if s.id == row["shape"])
+        p = plan(model, Workload(context_tokens=8192, concurrency=row["concurrency"]),
+                 precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
+                 layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu,
+                 suggest=False, choose_layout=False)
+        assert row["weights_bytes"] == p.per_gpu.weights_bytes and row["fits"] == p.fits
