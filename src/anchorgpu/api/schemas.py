@@ -237,7 +237,8 @@ class ModelOut(_Schema):
     family: str = Field(description="Model family")
     params_total: int = Field(description="Parameters in total (every expert of a MoE), exact count")
     params_active: int | None = Field(description="Parameters one token passes through (MoE: active experts only); null for diffusion")
-    kv_bytes_per_token: int | None = Field(description="KV-cache bytes per token for the whole model at bf16, before sliding-window caps; null for diffusion")
+    kv_bytes_per_token: int | None = Field(description="KV-cache bytes per token for the whole model at bf16, before sliding-window caps; attention layers only (a hybrid's Mamba/linear-attention layers cache none); null for diffusion")
+    state_bytes_per_sequence: int | None = Field(default=None, description="Recurrent (Mamba/SSM, linear-attention) state one sequence holds at any length, bytes (16-bit; a float32 SSM state where the model pins it); 0 for a transformer, null for diffusion")
     max_context_tokens: int | None = Field(default=None, description="Longest context the config allows, tokens")
 
 
