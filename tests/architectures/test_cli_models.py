@@ -12,7 +12,8 @@ CONTRACT_KEYS = {
     "heads", "kv_heads", "head_dim", "vocab_size", "experts", "context_length", "attention", "sliding_window_layers",
     "breakdown", "source",
 }
-BREAKDOWN_KEYS = {"embeddings", "position_embeddings", "attention", "mlp", "experts", "shared_experts", "router", "norms", "head", "other"}
+BREAKDOWN_KEYS = {"embeddings", "position_embeddings", "attention", "mlp", "experts", "shared_experts", "router", "norms", "head", "other",
+                  "recurrent"}
 
 
 def test_model_table_for_llama_3_1_70b_is_readable(capsys: pytest.CaptureFixture[str]) -> None:
