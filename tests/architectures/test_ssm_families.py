@@ -24,7 +24,7 @@ TRANSFORMERS: dict[str, dict[str, int]] = {
 UNSEEN: dict[str, dict[str, Any]] = {
     k: v for k, v in json.loads((HERE / "ssm_counts.json").read_text()).items() if not k.startswith("_")
 }
-REGISTRY = ["mamba-130m", "mamba-2.8b", "mamba-codestral-7b", "falcon-mamba-7b", "jamba-1.5-mini", "nemotron-h-8b",
+REGISTRY = ["mamba-130m", "mamba-2.8b", "mamba-codestral-7b", "falcon-mamba-7b", "jamba-v0.1", "jamba-1.5-mini", "nemotron-h-8b",
             "granite-4.0-h-tiny", "granite-4.0-h-1b", "qwen3-coder-next", "nemotron-nano-9b-v2"]
 
 
