@@ -91,7 +91,7 @@ def create_command(
     if as_json:
         emit_json({**info.to_json(), "api_key": secret})
         return
-    console().print(f"{_show(info.to_json())}\napi key (shown once, keep it): {secret}")
+    console().print(f"{_show(info.to_json())}\napi key (shown once, keep it): {secret}", highlight=False, soft_wrap=True)
 
 
 @keys_app.command("list")
@@ -106,7 +106,7 @@ def list_command(api_key: ApiKeyOpt = None, as_json: JsonOpt = False) -> None:
         emit_json({"data": rows, "count": len(rows)})
         return
     for row in rows:
-        console().print(_show(row), highlight=False)
+        console().print(_show(row), highlight=False, soft_wrap=True)
 
 
 @keys_app.command("revoke")
@@ -124,4 +124,4 @@ def revoke_command(
     if as_json:
         emit_json(info)
         return
-    console().print(f"revoked {_show(info)}", highlight=False)
+    console().print(f"revoked {_show(info)}", highlight=False, soft_wrap=True)
