@@ -167,3 +167,26 @@ def test_the_cli_creates_lists_and_revokes_keys(sqlite_url: str, tmp_path: Path,
     default_id = next(k["id"] for k in listed["data"] if k["name"] == "default")
     assert main(["keys", "revoke", default_id]) == 4  # the last usable key
     assert "last usable key" in capsys.readouterr().err
+
+
+def test_a_page_session_signed_in_with_a_key_ends_when_that_key_is_revoked(sqlite_app: Any) -> None:
+    import re
+
+    client = sqlite_app.client
+    client.follow_redirects = False
+    alice = sqlite_app.caller("alice")
+    spare = client.post("/v1/keys", json={"name": "browser"}, headers=alice.auth).json()
+    page = client.get("/signin").text
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page)
+    assert token
+    signed = client.post("/signin", data={"csrf_token": token.group(1), "api_key": spare["api_key"], "next": "/my/allocations"})
+    assert signed.status_code == 303
+    assert client.get("/my/allocations").status_code == 200
+    assert client.delete(f"/v1/keys/{spare['id']}", headers=alice.auth).status_code == 200
+    ended = client.get("/my/allocations")
+    assert ended.status_code in (302, 303, 307) and ended.headers["location"].startswith("/signin")
+    page = client.get("/signin").text  # signing in again with the revoked key says why it is refused
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page)
+    assert token
+    again = client.post("/signin", data={"csrf_token": token.group(1), "api_key": spare["api_key"]})
+    assert again.status_code == 401 and "was revoked" in again.text

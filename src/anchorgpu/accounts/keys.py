@@ -34,6 +34,7 @@ __all__ = [
     "TooManyApiKeys",
     "UnknownApiKey",
     "create_key",
+    "key_usable",
     "list_keys",
     "revoke_key",
 ]
@@ -138,6 +139,13 @@ def list_keys(uow: AbstractUnitOfWork, *, account_id: str, clock: Clock, current
     with uow:
         keys = uow.api_keys.for_account(account_id)
     return [_info(k, now, current_key_id) for k in keys]
+
+
+def key_usable(uow: AbstractUnitOfWork, account_id: str, key_id: str, now: datetime) -> bool:
+    """Whether the account's key ``key_id`` is neither revoked nor expired at ``now`` (page sessions check this)."""
+    with uow:
+        key = uow.api_keys.get(account_id, key_id)
+    return key is not None and _status(key, now) == "active"
 
 
 def revoke_key(uow: AbstractUnitOfWork, *, account_id: str, key_id: str, clock: Clock) -> ApiKeyInfo:

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from fastapi import Depends, Request
 
+from anchorgpu.api.deps import ClockDep, UowFactoryDep
 from anchorgpu.errors import AnchorError
 from anchorgpu.web.templating import web_session
 
@@ -46,9 +47,16 @@ async def require_csrf(request: Request) -> None:
         raise CsrfFailed("the form's security token did not match this session; reload the page and try again")
 
 
-def signed_in_account_id(request: Request) -> str:
-    """The account id of the page session, or a redirect to the sign-in page."""
-    account_id = web_session(request).account_id
+def signed_in_account_id(request: Request, uow_factory: UowFactoryDep, clock: ClockDep) -> str:
+    """The account id of the page session, or a redirect to the sign-in page. A session signed in with a
+    key that has since been revoked or has expired is ended here (the key row is read on every page)."""
+    from anchorgpu.accounts.keys import key_usable
+
+    session = web_session(request)
+    account_id = session.account_id
+    if account_id is not None and session.key_id is not None and not key_usable(uow_factory(), account_id, session.key_id, clock()):
+        session.sign_out()
+        account_id = None
     if account_id is None:
         raise SignInRequired(request.url.path + (f"?{request.url.query}" if request.url.query and request.method == "GET" else ""))
     return account_id

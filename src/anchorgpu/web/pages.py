@@ -36,16 +36,17 @@ def signin_form(request: Request, next: str | None = None) -> Response:
 
 
 @router.post("/signin")
-def signin(request: Request, uow_factory: UowFactoryDep, api_key: Annotated[str, Form(max_length=512)],
+def signin(request: Request, uow_factory: UowFactoryDep, clock: ClockDep, api_key: Annotated[str, Form(max_length=512)],
            next: Annotated[str, Form(max_length=2000)] = "") -> Response:
     from anchorgpu.accounts import authenticate
 
     try:
-        account: Any = authenticate(uow_factory(), api_key.strip())
-    except LookupError:
-        context = {"next": _safe_next(next), "allow_signup": request.app.state.allow_signup, "error": "That API key matches no account."}
+        account: Any = authenticate(uow_factory(), api_key.strip(), now=clock())
+    except LookupError as exc:
+        reason = "That API key matches no account." if "not valid" in str(exc) else f"{str(exc)[0].upper()}{str(exc)[1:]}."
+        context = {"next": _safe_next(next), "allow_signup": request.app.state.allow_signup, "error": reason}
         return render(request, "signin.html", context, status_code=401)
-    web_session(request).sign_in(str(account.id), str(account.name))
+    web_session(request).sign_in(str(account.id), str(account.name), account.key_id)
     return RedirectResponse(_safe_next(next), status_code=303)
 
 
@@ -56,8 +57,10 @@ def signup(request: Request, uow_factory: UowFactoryDep, clock: ClockDep, name: 
         return render(request, "signin.html", {"next": "/", "allow_signup": False, "error": "Accounts are created by the operator here: anchorgpu accounts create NAME"}, status_code=403)
     from anchorgpu.accounts import create_account
 
+    from anchorgpu.accounts import authenticate
+
     account_id, api_key = create_account(uow_factory(), name.strip(), clock=clock)
-    web_session(request).sign_in(str(account_id), name.strip())
+    web_session(request).sign_in(str(account_id), name.strip(), authenticate(uow_factory(), api_key, now=clock()).key_id)
     return render(request, "signup_done.html", {"api_key": api_key, "name": name.strip()}, status_code=201)
 
 

@@ -118,9 +118,17 @@ class WebSession:
         value = self._data.get("account_name")
         return str(value) if value is not None else None
 
-    def sign_in(self, account_id: str, account_name: str) -> None:
+    @property
+    def key_id(self) -> str | None:
+        """The API key the session signed in with: the session ends when that key is revoked or expires."""
+        value = self._data.get("key_id")
+        return str(value) if value is not None else None
+
+    def sign_in(self, account_id: str, account_name: str, key_id: str | None = None) -> None:
         """Bind the session to an account, with a NEW CSRF token (no session fixation)."""
         self._data = {"account_id": account_id, "account_name": account_name, "csrf": secrets.token_urlsafe(24)}
+        if key_id is not None:
+            self._data["key_id"] = key_id
         self.modified = True
 
     def sign_out(self) -> None:
