@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
-from anchorgpu.planner.speed.calibration import Band, Calibration, Overrides, calibrated, stack_of
+from anchorgpu.planner.speed.calibration import Band, Calibration, Overrides, calibrated, calibration, stack_of
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import (
     compute_precision_for_training,
@@ -209,7 +209,7 @@ def plan_performance(
     model, gpu, w = plan.model, plan.gpu, plan.workload
     assumptions: list[str] = []
     warnings: list[tuple[str, str]] = []
-    cal = cal or calibrated(Overrides(mfu=mfu, mbu=mbu))
+    cal = cal or (calibration() if mfu is None and mbu is None else calibrated(Overrides(mfu=mfu, mbu=mbu)))
     if mfu is not None or mbu is not None:
         assumptions.append("efficiencies given by the user replace the calibrated ones: "
                            + ", ".join(f"{n} {v:g}" for n, v in (("mfu", mfu), ("mbu", mbu)) if v is not None))

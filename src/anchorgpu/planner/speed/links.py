@@ -8,7 +8,7 @@ typically 75-85% of the link rate). Each collective also pays a fixed latency by
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from anchorgpu.errors import InvalidWorkload
@@ -28,6 +28,7 @@ __all__ = [
     "group_link",
     "p2p_s",
     "peak_for",
+    "power_capped",
     "reduce_scatter_s",
     "tp_link",
 ]
@@ -123,6 +124,31 @@ def _peak_for(gpu: GpuSpec, precision: str) -> PeakChoice:
     if rate is None:
         raise InvalidWorkload(f"{gpu.name}: no published dense BF16 peak, so speed cannot be estimated")
     return PeakChoice(flops_per_s=rate, precision="bf16", requested=precision, warning=warning)
+
+
+def power_capped(gpu: GpuSpec, power_limit_w: float) -> GpuSpec:
+    """``gpu`` run under a board power limit below its rated TDP: dense peaks scaled by the sustained clock.
+
+    Dynamic CMOS power is ``C * V^2 * f`` and, at the top of the voltage/frequency curve, the voltage rises
+    about in step with the clock, so power goes as ``f^3`` and a board held at ``P`` of its rated ``TDP``
+    sustains a clock of ``(P / TDP)^(1/3)`` of the one its peaks assume (500 W of 700 W: 0.894). Tensor
+    throughput follows the clock; memory bandwidth (HBM's own clock) and the links do not. A limit at or
+    above the TDP, or a GPU without a rated TDP, changes nothing.
+
+    >>> from anchorgpu.planner.speed._toys import toy_gpu
+    >>> round(power_capped(toy_gpu(), 500).peak_flops_per_s("bf16") / 1e12, 1)  # 989 x (500/700)^(1/3)
+    884.1
+    >>> power_capped(toy_gpu(), 800).peaks == toy_gpu().peaks  # at or above the 700 W TDP: unchanged
+    True
+    """
+    if power_limit_w <= 0:
+        raise InvalidWorkload(f"power limit {power_limit_w} W: must be positive")
+    if not gpu.tdp_w or power_limit_w >= gpu.tdp_w:
+        return gpu
+    clock = (power_limit_w / gpu.tdp_w) ** (1.0 / 3.0)
+    peaks = {name: replace(peak, flops_per_s=peak.flops_per_s * clock) if peak.flops_per_s else peak
+             for name, peak in gpu.peaks.items()}
+    return replace(gpu, peaks=peaks, tdp_w=int(power_limit_w))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

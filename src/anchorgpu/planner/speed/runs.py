@@ -59,10 +59,13 @@ def _model(row: dict[str, Any]) -> ModelSpec:
 
 def _train(run: Run, cal: Calibration) -> float:
     from anchorgpu.hardware import get_gpu
+    from anchorgpu.planner.speed.links import power_capped
     from anchorgpu.planner.speed.training import TrainLayout, training_step
 
     r = run.row
     model, gpu = _model(r), get_gpu(r["gpu"])
+    if r.get("power_limit_w"):  # the source says the GPUs ran below their rated power
+        gpu = power_capped(gpu, r["power_limit_w"])
     split = r["tp"] * r["pp"] * r["cp"]
     lay = TrainLayout(gpus=r["gpus"], tp=r["tp"], pp=r["pp"], cp=r["cp"], dp=r["gpus"] // split, zero=r["zero"],
                       virtual_stages=r["virtual_stages"], tp_overlap=r["tp_overlap"])
