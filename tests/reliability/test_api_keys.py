@@ -165,7 +165,9 @@ def test_the_cli_creates_lists_and_revokes_keys(sqlite_url: str, tmp_path: Path,
     assert main(["keys", "create", "x", "--expires-in", "١d"]) == 2  # ASCII digits only
     assert main(["keys", "create", "x", "--expires-in", "1d", "--expires-at", "2027-01-01T00:00:00Z"]) == 2
     default_id = next(k["id"] for k in listed["data"] if k["name"] == "default")
-    assert main(["keys", "revoke", default_id]) == 4  # the last usable key
+    local_key = next(iter(json.loads((tmp_path / "config" / "anchorgpu" / "cli-accounts.json").read_text()).values()))["api_key"]
+    capsys.readouterr()
+    assert main(["keys", "revoke", default_id, "--api-key", local_key]) == 4  # the last usable key
     assert "last usable key" in capsys.readouterr().err
 
 
@@ -190,3 +192,23 @@ def test_a_page_session_signed_in_with_a_key_ends_when_that_key_is_revoked(sqlit
     assert token
     again = client.post("/signin", data={"csrf_token": token.group(1), "api_key": spare["api_key"]})
     assert again.status_code == 401 and "was revoked" in again.text
+
+
+def test_the_cli_keeps_its_local_account_when_its_own_key_is_rotated(
+    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from anchorgpu.cli import main
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("ANCHORGPU_DATABASE_URL", sqlite_url)
+    assert main(["keys", "list", "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)["data"][0]
+    assert main(["keys", "revoke", first["id"]]) == 4  # the key the CLI itself acts with: refused, one line
+    assert "--api-key" in capsys.readouterr().err
+    assert main(["keys", "create", "rotated", "--json"]) == 0
+    rotated = json.loads(capsys.readouterr().out)
+    assert main(["keys", "revoke", first["id"], "--api-key", rotated["api_key"]]) == 0
+    capsys.readouterr()
+    assert main(["keys", "list", "--json"]) == 0  # the same local account, now acting with the rotated key
+    listed = json.loads(capsys.readouterr().out)["data"]
+    assert {(k["name"], k["status"], k["current"]) for k in listed} == {("default", "revoked", False), ("rotated", "active", True)}

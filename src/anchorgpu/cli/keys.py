@@ -19,7 +19,7 @@ import typer
 
 from anchorgpu.cli._app import app, console, emit_json
 from anchorgpu.cli.commerce import ApiKeyOpt, JsonOpt, _local_account, _state_file, _store
-from anchorgpu.errors import InvalidInput
+from anchorgpu.errors import Conflict, InvalidInput
 
 if TYPE_CHECKING:
     from anchorgpu.accounts import Account
@@ -62,9 +62,39 @@ def _caller(store: Store, api_key: str | None) -> Account:
 
     if not api_key:
         _local_account(store)  # created on first use
-        entry = json.loads(_state_file().read_text(encoding="utf-8")).get(store.settings.database_url, {})
-        api_key = str(entry.get("api_key", ""))
+        api_key = str(_local_entry(store).get("api_key", ""))
     return authenticate(store.uow_factory(), api_key, now=store.clock())
+
+
+def _local_entry(store: Store) -> dict[str, Any]:
+    try:
+        entry = json.loads(_state_file().read_text(encoding="utf-8")).get(store.settings.database_url, {})
+    except (OSError, ValueError):
+        return {}
+    return entry if isinstance(entry, dict) else {}
+
+
+def _is_key(store: Store, api_key: object, key_id: str) -> bool:
+    """Whether ``api_key`` (the local CLI account's stored key) is the key ``key_id``."""
+    from anchorgpu.accounts import hash_api_key
+
+    if not isinstance(api_key, str):
+        return False
+    with store.uow_factory() as uow:
+        key = uow.api_keys.get_by_hash(hash_api_key(api_key))
+    return key is not None and key.id == key_id
+
+
+def _remember(store: Store, account_id: str, api_key: str) -> None:
+    import os
+
+    path = _state_file()
+    known: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    known[store.settings.database_url] = {"account_id": account_id, "api_key": api_key}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(known, indent=2), encoding="utf-8")
+    os.chmod(tmp, 0o600)
+    tmp.replace(path)
 
 
 def _show(info: dict[str, Any]) -> str:
@@ -120,7 +150,13 @@ def revoke_command(
 
     store = _store()
     account = _caller(store, api_key)
+    local = _local_entry(store)
+    if not api_key and key_id == account.key_id:
+        raise Conflict(f"{key_id} is the key this CLI acts with (kept in {_state_file()}); revoke it with "
+                       "--api-key ANOTHER_KEY_OF_THE_ACCOUNT, which the CLI then keeps instead", code="last_api_key")
     info = revoke_key(store.uow_factory(), account_id=account.id, key_id=key_id, clock=store.clock).to_json()
+    if api_key and local.get("account_id") == account.id and _is_key(store, local.get("api_key"), key_id):
+        _remember(store, account.id, api_key)  # the local CLI account keeps working with the key given
     if as_json:
         emit_json(info)
         return
