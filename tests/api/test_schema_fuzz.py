@@ -39,8 +39,9 @@ def _check(case: Any, api_key: str, failures: list[str]) -> None:
             failures.append(f"{where} -> problem body without status/code: {response.text[:200]}")
 
 
-def test_no_generated_request_gets_a_500_and_every_error_is_problem_json(sqlite_url: str, fixed_clock: Any) -> None:
-    app = create_app(Settings(database_url=sqlite_url, offline=True), clock=fixed_clock, session_secret="fuzz")
+def test_no_generated_request_gets_a_500_and_every_error_is_problem_json(db_url: str, fixed_clock: Any) -> None:
+    """On SQLite and on PostgreSQL (``db_url``): PostgreSQL refuses what SQLite stores (a NUL in text)."""
+    app = create_app(Settings(database_url=db_url, offline=True), clock=fixed_clock, session_secret="fuzz")
     with TestClient(app) as client:
         client.get("/v1/healthz")  # builds the store
     _, api_key = create_account(app.state.store.uow_factory(), "fuzzer", clock=fixed_clock)

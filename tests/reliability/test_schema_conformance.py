@@ -35,8 +35,9 @@ SLOW_OPERATIONS = {"/v1/recommend"}
 """A recommendation sweeps the whole catalog (about a second each): fewer examples keep the test short."""
 
 
-def test_every_generated_answer_conforms_to_the_published_schema(sqlite_url: str, fixed_clock: Any) -> None:
-    app = create_app(Settings(database_url=sqlite_url, offline=True), clock=fixed_clock, session_secret="schema")
+def test_every_generated_answer_conforms_to_the_published_schema(db_url: str, fixed_clock: Any) -> None:
+    """On SQLite and on PostgreSQL (``db_url``; issue 13: the 500s on NUL bytes were PostgreSQL's alone)."""
+    app = create_app(Settings(database_url=db_url, offline=True), clock=fixed_clock, session_secret="schema")
     with TestClient(app) as client:
         client.get("/v1/healthz")  # builds the store
     _, api_key = create_account(app.state.store.uow_factory(), "schema", clock=fixed_clock)
@@ -89,7 +90,7 @@ def test_the_schema_says_what_the_routes_enforce_idempotency_key_required_and_er
     assert "HTTPValidationError" not in document["components"]["schemas"]
 
 
-def test_stateful_sequences_over_the_inferred_links_conform_too(sqlite_url: str, fixed_clock: Any) -> None:
+def test_stateful_sequences_over_the_inferred_links_conform_too(db_url: str, fixed_clock: Any) -> None:
     """schemathesis chains operations along the links it infers from our schema (quote → allocation →
     stop/start/extend/terminate, list → get) with the same checks plus use-after-free and resource
     availability. Generated offering names are seldom real, so the bookable chain at scale is the load
@@ -97,7 +98,7 @@ def test_stateful_sequences_over_the_inferred_links_conform_too(sqlite_url: str,
     from hypothesis.stateful import run_state_machine_as_test
     from schemathesis.specs.openapi.checks import ensure_resource_availability, use_after_free
 
-    app = create_app(Settings(database_url=sqlite_url, offline=True), clock=fixed_clock, session_secret="schema")
+    app = create_app(Settings(database_url=db_url, offline=True), clock=fixed_clock, session_secret="schema")
     with TestClient(app) as client:
         client.get("/v1/healthz")
     _, api_key = create_account(app.state.store.uow_factory(), "stateful", clock=fixed_clock)
