@@ -13,7 +13,7 @@ CONTRACT_KEYS = {
     "breakdown", "source",
 }
 BREAKDOWN_KEYS = {"embeddings", "position_embeddings", "attention", "mlp", "experts", "shared_experts", "router", "norms", "head", "other",
-                  "recurrent"}
+                  "recurrent", "towers"}
 
 
 def test_model_table_for_llama_3_1_70b_is_readable(capsys: pytest.CaptureFixture[str]) -> None:

@@ -132,10 +132,14 @@ def test_opt_position_table_has_the_two_offset_rows() -> None:
     assert llm("opt-125m").params.position_embeddings == (2048 + 2) * 768
 
 
-def test_gemma_3_multimodal_config_counts_the_text_model_and_says_so() -> None:
+def test_gemma_3_multimodal_config_counts_every_tower() -> None:
+    # Changed for issue 12 (every tower counted): Gemma3ForConditionalGeneration in transformers 5.24 builds
+    # 27,432,406,640 parameters (tests/architectures/transformers_counts.json), of which the language model is the
+    # 27,009,346,304 counted before, the SigLIP vision tower 416,866,032 and the projector 6,194,304.
     spec = llm("gemma-3-27b")
-    assert spec.model_type == "gemma3_text"
-    assert any("vision" in note for note in spec.notes)
+    assert spec.model_type == "gemma3"
+    assert dict(spec.towers) == {"language_model": 27_009_346_304, "vision": 416_866_032, "projector": 6_194_304}
+    assert spec.params_total == 27_432_406_640 == sum(dict(spec.towers).values())
 
 
 @pytest.mark.parametrize("name", ["llama-3.1-8b", "mixtral-8x22b-v0.1", "deepseek-v3", "gpt-oss-120b", "gpt2", "opt-350m"])

@@ -10,7 +10,8 @@ Pinned: torch==2.13.0 (CPU) and transformers==5.24.0. ``--only NAME ...`` recoun
 models and merges them into the existing ``transformers_counts.json`` in place (for adding models).
 
 ``quantization_config`` is dropped before building (it changes storage, not the parameter count).
-A multimodal Gemma 3 config is counted through its ``text_config`` (Gemma3ForCausalLM), like AnchorGPU.
+Multimodal and encoder-decoder configs (LLaVA, Qwen-VL, Gemma 3, mllama, Mistral 3, Llama 4, T5, Whisper) are
+built with the ``*ForConditionalGeneration`` class their ``architectures`` names (every tower counted).
 """
 
 from __future__ import annotations
@@ -38,16 +39,19 @@ def _as_known_class(raw: dict[str, object]) -> dict[str, object]:
 
 def count(path: Path) -> dict[str, int]:
     import torch
+    import transformers
     from transformers import AutoConfig, AutoModelForCausalLM
 
     raw = json.loads(path.read_text())
     raw.pop("quantization_config", None)
-    if raw.get("model_type") == "gemma3" and "text_config" in raw:
-        raw = raw["text_config"]
     raw = _as_known_class(raw)
     cfg = AutoConfig.for_model(**raw)
+    arch = str((raw.get("architectures") or [""])[0])  # type: ignore[index]
     with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(cfg)
+        if arch.endswith("ForConditionalGeneration"):  # every tower: vision, projector, encoder, decoder
+            model = getattr(transformers, arch)(cfg)
+        else:
+            model = AutoModelForCausalLM.from_config(cfg)
     total = sum(p.numel() for p in model.parameters())  # parameters() yields a tied tensor once
     emb = model.get_input_embeddings().weight
     head = model.get_output_embeddings()

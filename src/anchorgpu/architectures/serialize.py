@@ -18,7 +18,7 @@ KV_CACHE_BYTES: dict[str, int] = {"bf16": 2, "fp16": 2, "fp8": 1}
 
 BREAKDOWN_KEYS = (
     "embeddings", "position_embeddings", "attention", "mlp", "experts", "shared_experts", "router", "norms", "head",
-    "other", "recurrent",
+    "other", "recurrent", "towers",
 )
 
 
@@ -138,9 +138,31 @@ def model_to_json(spec: ModelSpec | DiffusionPipelineSpec, *, kv_cache: str = "b
             "head_quantized": spec.quantization.head_quantized,
             "ignore": list(spec.quantization.ignore),
         },
+        # every tower's parameters (vision, projector, language_model; encoder/decoder), adding up to params_total
+        "towers": dict(spec.towers) or {"language_model": spec.params_total},
+        "image_tokens": _image_json(spec),
+        "encoder": None if spec.encoder is None else {
+            "modality": spec.encoder.modality, "layers": spec.encoder.num_layers, "hidden_size": spec.encoder.hidden_size,
+            "params": spec.encoder.params, "tokens_per_input": spec.encoder.fixed_tokens or None,
+            "max_tokens": spec.encoder.max_tokens,
+            "cross_kv_bytes_per_encoder_token": spec.encoder.cross_kv_values_per_token * per_value,
+        },
         "source": spec.source,
         "notes": list(spec.notes),
     }
+
+
+def _image_json(spec: ModelSpec) -> dict[str, Any] | None:
+    """How images become tokens: the rule, the native resolution and the tokens one image takes there."""
+    rule = spec.image
+    if rule is None:
+        return None
+    from anchorgpu.architectures.images import image_tokens
+
+    width, height = rule.native_resolution
+    return {"rule": rule.rule, "native_resolution": [width, height],
+            "tokens_per_image_at_native": image_tokens(rule, width, height), "patch_size": rule.patch_size or None,
+            "spatial_merge": rule.merge, "in_context": rule.in_context}
 
 
 def _pipeline_to_json(spec: DiffusionPipelineSpec) -> dict[str, Any]:

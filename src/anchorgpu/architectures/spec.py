@@ -18,6 +18,8 @@ __all__ = [
     "DiffusionComponent",
     "LayerKind",
     "DiffusionPipelineSpec",
+    "EncoderSpec",
+    "ImageTokens",
     "LinearGroup",
     "MlaSpec",
     "ModelSpec",
@@ -49,12 +51,15 @@ class ParamBreakdown:
     head: int  # untied LM head (0 when tied to the embeddings)
     other: int = 0  # anything else the architecture has (e.g. attention sinks), named in ``notes``
     recurrent: int = 0  # Mamba/SSM and linear-attention mixers (projections, convolution, A, D, dt, gated norm)
+    # vision towers and projectors outside the language model (each named in ``ModelSpec.towers``)
+    towers: int = 0
 
     @property
     def total(self) -> int:
         return (
             self.embeddings + self.position_embeddings + self.attention + self.mlp + self.experts
             + self.shared_experts + self.router + self.norms + self.head + self.other + self.recurrent
+            + self.towers
         )
 
 
@@ -105,6 +110,57 @@ class RecurrentSpec:
         ssm = self.ssm_bytes_per_value if self.ssm_bytes_per_value is not None else bytes_per_value
         return self.conv_values * bytes_per_value + self.ssm_values * ssm
 
+
+ImageRule = Literal["fixed", "grid", "pixtral", "anyres", "tiles"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImageTokens:
+    """How many tokens one image becomes, as the model's processor cuts it (arithmetic in ``architectures.images``).
+
+    ``fixed``: ``tokens_per_image`` whatever the size (Gemma 3's SigLIP pooled to 256, LLaVA-1.5's 576);
+    ``grid``: Qwen-VL's smart resize to multiples of ``patch_size · merge`` within ``min_pixels``–``max_pixels``,
+    one token per merged patch; ``pixtral``: longest edge capped at ``longest_edge``, ``patch_size · merge`` cells
+    plus one break token per row; ``anyres``: LLaVA-NeXT's base image plus the best grid of ``grid_pinpoints``;
+    ``tiles``: tiles of ``tile_size`` up to ``max_tiles`` of ``tokens_per_tile`` each (Llama 4 adds a global tile;
+    mllama reads them through cross-attention, ``in_context`` False: one placeholder token in the text).
+    """
+
+    rule: ImageRule
+    native_resolution: tuple[int, int]  # width, height the processor is built around (the default image)
+    tokens_per_image: int = 0
+    patch_size: int = 0
+    merge: int = 1  # patches merged per side into one token
+    min_pixels: int = 0
+    max_pixels: int = 0
+    longest_edge: int = 0
+    tile_size: int = 0
+    max_tiles: int = 1
+    tokens_per_tile: int = 0
+    global_tile: bool = False
+    grid_pinpoints: tuple[tuple[int, int], ...] = ()
+    in_context: bool = True  # image tokens sit in the language model's context (and its KV cache)
+    cross_kv_values_per_token: int = 0  # mllama: K and V values per image token over the cross-attention layers
+    encoder_params: int = 0  # vision tower parameters each patch passes through (prefill FLOPs)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EncoderSpec:
+    """The encoder of an encoder-decoder model (T5, Whisper); the decoder is the ModelSpec itself.
+
+    Each decoder layer cross-attends to the encoder's output: per sequence the cache holds
+    ``cross_kv_values_per_token`` values for each encoder position (K and V over all decoder layers).
+    ``fixed_tokens`` is the encoder length every input has (Whisper: 1,500 frames for 30 s of audio);
+    0 means the encoder reads the prompt (T5).
+    """
+
+    modality: Literal["text", "audio"]
+    num_layers: int
+    hidden_size: int
+    params: int  # encoder parameters (its share of params_total)
+    fixed_tokens: int
+    max_tokens: int
+    cross_kv_values_per_token: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -174,6 +230,11 @@ class ModelSpec:
     layer_kinds: tuple[LayerKind, ...] = ()
     recurrent: RecurrentSpec | None = None  # the state of each recurrent layer (None: no recurrent layer)
     mlp_layers: int | None = None  # layers with an MLP or MoE block (None: every layer)
+    # Every tower's parameters, name -> count, adding up to params_total (language_model, vision, projector,
+    # audio_encoder, encoder, decoder …); empty for a plain decoder-only language model.
+    towers: tuple[tuple[str, int], ...] = ()
+    image: ImageTokens | None = None  # how images become tokens (None: the model takes no images)
+    encoder: EncoderSpec | None = None  # encoder-decoder models: the encoder side
     source: str = ""  # where the config came from (registry file, path, Hub id)
     # What the checkpoint ships: quantized storage and the layers in it (None: 16-bit weights). Built by
     # ``architectures.quantization`` from the config's quantization_config.

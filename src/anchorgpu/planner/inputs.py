@@ -83,6 +83,10 @@ class Workload:
     resolution: tuple[int, int] | None = None
     images: int = 1
     vae_tiling: bool = False
+    # Multimodal serving: images in each request (None: 1 for a model that takes images, else 0) and their
+    # size in pixels, width × height (None: the model's native resolution). See ``planner.media``.
+    images_per_request: int | None = None
+    image_resolution: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

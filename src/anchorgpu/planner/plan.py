@@ -45,6 +45,7 @@ from anchorgpu.planner.inputs import (
     default_seq_tokens,
     engine_limits,
 )
+from anchorgpu.planner.media import cross_kv_bytes, resolve_media, sequence_tokens, speed_prompt_tokens, validate_media
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, microbatches_for
 from anchorgpu.planner.warnings import WARNING_CODES, PlanWarning, make_warning
 from anchorgpu.units import GIB, fmt_bytes, require_whole_gpus
@@ -168,6 +169,10 @@ def _validate_workload(workload: Workload) -> None:
             f"{','.join((*ALL_LORA_TARGETS, *mm.FUSED_LORA_TARGETS, *mm.RECURRENT_LORA_TARGETS))}")
     if workload.resolution is not None and (len(workload.resolution) != 2 or min(workload.resolution) < 8):
         raise InvalidWorkload(f"resolution {workload.resolution!r}: expected WIDTHxHEIGHT in pixels, each >= 8")
+    validate_media(None, workload)
+    if workload.task != "inference" and (workload.images_per_request or workload.image_resolution is not None):
+        raise InvalidWorkload("--images-per-request/--image-resolution size serving requests (task inference), "
+                              f"not task {workload.task}")
 
 
 def _resolve_format(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, precision: PrecisionPlan,
@@ -417,6 +422,8 @@ def _inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: Pr
         ctx = w.context_tokens or limit
         if w.context_tokens is None:
             assumptions.append(f"Context not given: the model's context length, {ctx} tokens per sequence.")
+    media = resolve_media(model, w, assumptions, prompt_tokens=w.prompt_tokens or ctx)
+    ctx = sequence_tokens(media, w, ctx, assumptions)
     if ctx > limit:
         if not w.allow_long_context:
             raise InvalidWorkload(
@@ -447,6 +454,17 @@ def _inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: Pr
         breakdown["state_per_sequence_bytes"] = state_one
         breakdown["recurrent_state_bytes"] = state
         assumptions.append(_state_assumption(model, state_one))
+    # images and encoder outputs: cross-attention K/V per sequence, fixed whatever the text length
+    cross_one = cross_kv_bytes(model, media, sequences=1, bytes_per_value=KV_CACHE_DTYPES[precision.kv_cache],
+                               tp=lay.tp, pp=lay.pp)
+    cross = cross_kv_bytes(model, media, sequences=per_replica, bytes_per_value=KV_CACHE_DTYPES[precision.kv_cache],
+                           tp=lay.tp, pp=lay.pp)
+    if media.images:
+        breakdown["image_tokens_per_image"] = media.tokens_per_image
+        breakdown["image_tokens_per_request"] = media.images * media.tokens_per_image
+    if cross_one:
+        breakdown["cross_attention_kv_per_sequence_bytes"] = cross_one
+    state_one, state = state_one + cross_one, state + cross
     assumptions.append(
         "KV cache shown is what the requested sequences need; the serving engine reserves all the KV cache that "
         "fits under the utilization cap at start-up (kv_cache_capacity_bytes in the breakdown).")
@@ -475,7 +493,8 @@ def _inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: Pr
     return _Terms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, max_concurrency=max_conc,
                   max_context_tokens=max_ctx,
                   workload=replace(w, context_tokens=ctx, concurrency=concurrency, max_num_batched_tokens=tokens,
-                                   max_num_seqs=seqs))
+                                   max_num_seqs=seqs,
+                                   prompt_tokens=speed_prompt_tokens(media, model, w, ctx) or w.prompt_tokens))
 
 
 def _training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFormat, lay: ResolvedLayout,
@@ -866,6 +885,8 @@ def plan(
     if isinstance(model, ModelSpec) and w.task == "diffusion":
         raise InvalidWorkload(f"--task diffusion needs a diffusion pipeline; {model.name} is a language model")
     _validate_workload(w)
+    if isinstance(model, ModelSpec):
+        validate_media(model, w)
     if gpu is not None and w.task in ("train", "lora", "qlora") and w.train_precision in ("fp8", "fp4"):
         has = gpu.fp8_hardware if w.train_precision == "fp8" else gpu.fp4_hardware
         if not has:

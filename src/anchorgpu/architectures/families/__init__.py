@@ -14,16 +14,17 @@ for configs whose ``model_type`` is unknown). Pure; stdlib only.
 
 from __future__ import annotations
 
-from anchorgpu.architectures.families import dense, moe, ssm
+from anchorgpu.architectures.families import dense, encdec, moe, multimodal, ssm
 from anchorgpu.architectures.families._blocks import Parser
 
 __all__ = ["CLASSES", "FAMILY_NAMES", "PARSERS", "READS", "Parser"]
 
 # Each family module owns its parsers and display names; a new module adds one line to each merge.
-FAMILY_NAMES: dict[str, str] = {**dense.FAMILY_NAMES, **moe.FAMILY_NAMES, **ssm.FAMILY_NAMES}
+FAMILY_NAMES: dict[str, str] = {**dense.FAMILY_NAMES, **moe.FAMILY_NAMES, **ssm.FAMILY_NAMES, **multimodal.FAMILY_NAMES,
+                              **encdec.FAMILY_NAMES}
 
-PARSERS: dict[str, Parser] = {**dense.PARSERS, **moe.PARSERS, **ssm.PARSERS}
+PARSERS: dict[str, Parser] = {**dense.PARSERS, **moe.PARSERS, **ssm.PARSERS, **multimodal.PARSERS, **encdec.PARSERS}
 
-READS: dict[str, frozenset[str]] = {**dense.READS, **moe.READS, **ssm.READS}
+READS: dict[str, frozenset[str]] = {**dense.READS, **moe.READS, **ssm.READS, **multimodal.READS, **encdec.READS}
 
-CLASSES: dict[str, str] = {**dense.CLASSES, **moe.CLASSES, **ssm.CLASSES}
+CLASSES: dict[str, str] = {**dense.CLASSES, **moe.CLASSES, **ssm.CLASSES, **multimodal.CLASSES, **encdec.CLASSES}

@@ -1,0 +1,138 @@
+"""Images and encoder inputs of a serving request: the tokens they add and the cross-attention caches they fill.
+
+A vision-language model turns each image into tokens of the language model's context (``ImageTokens`` of the
+model; ``architectures.images`` does the processor arithmetic): they take KV cache like text and are read in
+prefill, after the vision tower has encoded the image's patches. mllama reads its image tokens through
+cross-attention layers instead (their K/V kept per sequence), and an encoder-decoder (T5, Whisper) keeps
+each decoder layer's cross-attention K/V over the encoder's output. Pure; stdlib only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from anchorgpu.architectures.images import image_tokens, patches_per_image
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.planner.inputs import Workload
+
+__all__ = ["MAX_IMAGE_SIDE", "MAX_IMAGES_PER_REQUEST", "MediaLoad", "cross_kv_bytes", "resolve_media",
+           "validate_media"]
+
+MAX_IMAGE_SIDE = 16_384  # pixels; processors downscale far below this, a larger value is a typo
+MAX_IMAGES_PER_REQUEST = 1_024
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MediaLoad:
+    """What the images (or the encoder input) of ONE request add to its sequence."""
+
+    images: int = 0
+    resolution: tuple[int, int] | None = None  # width, height in pixels
+    tokens_per_image: int = 0
+    context_tokens: int = 0  # image tokens in the language model's context (KV cache, prefill)
+    cross_tokens: int = 0  # positions held by the cross-attention caches (mllama image tokens, encoder output)
+    cross_values_per_token: int = 0  # K and V values per cross position over all layers that attend to it
+    encoder_flops: float = 0.0  # forward FLOPs of the vision tower / encoder for the request
+
+
+def validate_media(model: ModelSpec | None, w: Workload) -> None:
+    """One-line refusals: negative counts, a zero or absurd size, images for a model that takes none."""
+    n, res = w.images_per_request, w.image_resolution
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0 or n > MAX_IMAGES_PER_REQUEST):
+        raise InvalidWorkload(f"images-per-request={n!r}: must be a whole number from 0 to {MAX_IMAGES_PER_REQUEST:,}")
+    if res is not None and (len(res) != 2 or any(isinstance(v, bool) or not isinstance(v, int) for v in res)
+                            or min(res) < 1 or max(res) > MAX_IMAGE_SIDE):
+        shown = "x".join(str(v) for v in res) if isinstance(res, tuple) else repr(res)
+        raise InvalidWorkload(f"image-resolution {shown}: expected WIDTHxHEIGHT in pixels, each from 1 to "
+                              f"{MAX_IMAGE_SIDE:,}")
+    if model is None or model.image is not None:
+        return
+    if (n or 0) > 0 or res is not None:
+        kind = "an audio encoder-decoder" if model.encoder is not None and model.encoder.modality == "audio" \
+            else "a text-only model"
+        raise InvalidWorkload(f"{model.name} takes no images ({kind}): drop --images-per-request/--image-resolution")
+
+
+def resolve_media(model: ModelSpec, w: Workload, assumptions: list[str], *, prompt_tokens: int) -> MediaLoad:
+    """The request's images (defaults stated in ``assumptions``) or encoder input, as tokens and caches."""
+    validate_media(model, w)
+    if model.encoder is not None:
+        enc = model.encoder
+        tokens = enc.fixed_tokens or min(prompt_tokens, enc.max_tokens)
+        what = (f"{tokens:,} encoder frames (30 s of audio)" if enc.fixed_tokens else
+                f"an encoder input as long as the prompt, {tokens:,} tokens")
+        assumptions.append(f"Encoder-decoder: the {enc.num_layers}-layer encoder reads {what}; every decoder layer keeps "
+                           "its cross-attention K/V over that output for each sequence (in the KV cache).")
+        return MediaLoad(cross_tokens=tokens, cross_values_per_token=enc.cross_kv_values_per_token,
+                         encoder_flops=2.0 * enc.params * tokens)
+    rule = model.image
+    if rule is None:
+        return MediaLoad()
+    n = 1 if w.images_per_request is None else w.images_per_request
+    width, height = w.image_resolution or rule.native_resolution
+    if n == 0:
+        assumptions.append("No images in the requests (--images-per-request 0): text only.")
+        return MediaLoad(resolution=(width, height))
+    per_image = image_tokens(rule, width, height)
+    flops = 2.0 * rule.encoder_params * patches_per_image(rule, width, height) * n
+    stated = [] if w.images_per_request is not None else ["1 image per request (default for a vision model)"]
+    if w.image_resolution is None:
+        stated.append(f"images at the model's native {width}x{height}")
+    where = "in the context" if rule.in_context else "held by the cross-attention layers, 1 placeholder in the text"
+    assumptions.append(("Images: " + ", ".join(stated) + "; " if stated else "Images: ")
+                       + f"{n} x {per_image:,} image tokens at {width}x{height} ({rule.rule} rule), {where}; the "
+                       f"vision tower's {flops / 1e9:,.1f} GFLOP per request are part of prefill.")
+    if rule.in_context:
+        return MediaLoad(images=n, resolution=(width, height), tokens_per_image=per_image, context_tokens=n * per_image,
+                         encoder_flops=flops)
+    return MediaLoad(images=n, resolution=(width, height), tokens_per_image=per_image, context_tokens=n,
+                     cross_tokens=n * per_image, cross_values_per_token=rule.cross_kv_values_per_token,
+                     encoder_flops=flops)
+
+
+def cross_kv_bytes(model: ModelSpec, media: MediaLoad, *, sequences: int, bytes_per_value: float, tp: int,
+                   pp: int) -> int:
+    """Cross-attention K/V per GPU for ``sequences``: heads split by TP (replicated past the KV heads), layers by PP.
+
+    >>> from anchorgpu.planner._examples import llama_3_1_8b
+    >>> cross_kv_bytes(llama_3_1_8b(), MediaLoad(cross_tokens=1500, cross_values_per_token=64), sequences=2,
+    ...                bytes_per_value=2, tp=1, pp=1)
+    384000
+    """
+    if media.cross_tokens == 0 or media.cross_values_per_token == 0:
+        return 0
+    kv = max(1, model.num_kv_heads)
+    per_rank = math.ceil(kv / tp) / kv if tp <= kv else 1 / kv
+    stage = math.ceil(model.num_layers / pp) / model.num_layers
+    return math.ceil(media.cross_tokens * media.cross_values_per_token * per_rank * stage * bytes_per_value * sequences)
+
+
+def sequence_tokens(media: MediaLoad, w: Workload, ctx: int, assumptions: list[str]) -> int:
+    """The sequence a request occupies: a context the user sized (--context, --prompt/--output-tokens) gets the
+    image tokens on top; the default context (the model's length) already has room for them."""
+    if media.context_tokens == 0:
+        return ctx
+    sized = w.context_tokens is not None or w.prompt_tokens is not None or w.output_tokens is not None
+    if not sized:
+        assumptions.append(f"The {media.context_tokens:,} image tokens of each request sit within the {ctx:,}-token "
+                           "context.")
+        return ctx
+    assumptions.append(f"Each sequence holds {ctx:,} text + {media.context_tokens:,} image tokens = "
+                       f"{ctx + media.context_tokens:,} tokens of KV cache.")
+    return ctx + media.context_tokens
+
+
+def speed_prompt_tokens(media: MediaLoad, model: ModelSpec, w: Workload, ctx: int) -> int | None:
+    """The prompt the speed model reads in prefill: text + image tokens + the vision tower's (or encoder's)
+    FLOPs as the language-model tokens that cost as much (2 · active matmul parameters per token); None when
+    the request carries nothing but text (the speed model's own default stays)."""
+    extra = media.context_tokens if media.cross_tokens == 0 else 0
+    if extra == 0 and media.encoder_flops == 0:
+        return None
+    text_ctx = max(1, ctx - extra)
+    output = w.output_tokens or min(256, max(1, text_ctx // 2))
+    prompt = w.prompt_tokens or max(1, min(1024, text_ctx - output))
+    per_token = 2.0 * max(1, model.params_active_matmul)
+    return prompt + extra + math.ceil(media.encoder_flops / per_token)
