@@ -34,6 +34,7 @@ def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
         resolution=_resolution(request.resolution), images=request.images, vae_tiling=request.vae_tiling,
         train_precision=request.train_precision, max_num_batched_tokens=request.max_num_batched_tokens,
         global_batch_tokens=request.global_batch, prompt_tokens=request.prompt, output_tokens=request.output_tokens,
+        images_per_request=request.images_per_request, image_resolution=_resolution(request.image_resolution),
     )
     precision = PrecisionPlan(weights=request.weights, kv_cache=request.kv_cache)
     layout = Layout(gpus=request.gpus, tp=request.tp, pp=request.pp, dp=request.dp, ep=request.ep, zero=request.zero,

@@ -326,6 +326,8 @@ class PlanRequest(_Request):
     resolution: str | None = Field(default=None, pattern=r"^[0-9]{2,5}x[0-9]{2,5}$", description="Diffusion: output WIDTHxHEIGHT in pixels", examples=["1024x1024"])
     images: int = Field(default=1, **LIMITS["images"].field(), description="Diffusion: images per batch")
     vae_tiling: bool = Field(default=False, description="Diffusion: decode the VAE in tiles (bounds the decode peak)")
+    images_per_request: int | None = Field(default=None, ge=0, le=1024, description="Serving a vision-language model: images in each request (default 1 for a model that takes images; refused for a text-only model)")
+    image_resolution: str | None = Field(default=None, pattern=r"^[0-9]{1,5}x[0-9]{1,5}$", description="Serving a vision-language model: image WIDTHxHEIGHT in pixels (default the model's native resolution)", examples=["1024x1024"])
     train_precision: Literal["mixed", "bf16-true", "fp8", "fp4"] = Field(default="mixed", description="Training: 'mixed' keeps fp32 master weights and moments; 'bf16-true' keeps neither; 'fp8'/'fp4' compute the products in FP8/FP4 (Transformer Engine style) with mixed-precision state")
     max_num_batched_tokens: int | None = Field(default=None, **LIMITS["max_num_batched_tokens"].field(), description="Serving engine's prefill budget, tokens (vLLM's max_num_batched_tokens)")
     prompt: int | None = Field(default=None, **LIMITS["prompt"].field(), description="Prompt tokens per request; without 'context' each sequence is sized at prompt + output")

@@ -70,12 +70,12 @@ def parse_gpus(text: str | None) -> int | None:
     return require_whole_gpus(value)
 
 
-def parse_resolution(text: str | None) -> tuple[int, int] | None:
+def parse_resolution(text: str | None, *, flag: str = "--resolution") -> tuple[int, int] | None:
     if text is None:
         return None
     match = re.match(r"^\s*([0-9]{1,5})\s*[xX×]\s*([0-9]{1,5})\s*$", text)
     if not match:
-        raise InvalidWorkload(f"--resolution {text!r}: expected WIDTHxHEIGHT in pixels, e.g. 1024x1024")
+        raise InvalidWorkload(f"{flag} {text!r}: expected WIDTHxHEIGHT in pixels, e.g. 1024x1024")
     return int(match.group(1)), int(match.group(2))
 
 
@@ -293,6 +293,8 @@ def plan_command(
     resolution: str | None = typer.Option(None, "--resolution", help="Diffusion output WIDTHxHEIGHT."),
     images: int = typer.Option(1, "--images", help="Diffusion images per batch."),
     vae_tiling: bool = typer.Option(False, "--vae-tiling", help="Decode the VAE in tiles."),
+    images_per_request: int | None = typer.Option(None, "--images-per-request", help="Images in each request to a vision-language model (default 1 there; refused for text-only models)."),
+    image_resolution: str | None = typer.Option(None, "--image-resolution", help="Image WIDTHxHEIGHT in pixels (default: the model's native resolution)."),
     gpu_memory_utilization: float = typer.Option(0.9, "--gpu-memory-utilization", help="Serving engine's share of GPU memory."),
     max_num_batched_tokens: int | None = typer.Option(None, "--max-num-batched-tokens", help="Engine prefill budget."),
     allow_long_context: bool = typer.Option(False, "--allow-long-context", help="Allow a context beyond the model's limit."),
@@ -326,7 +328,8 @@ def plan_command(
         global_batch_tokens=parse_batch(global_batch), prompt_tokens=parse_tokens(prompt, field="prompt"),
         output_tokens=output_tokens,
         lora_rank=lora_rank, lora_targets=targets, resolution=parse_resolution(resolution), images=images,
-        vae_tiling=vae_tiling,
+        vae_tiling=vae_tiling, images_per_request=images_per_request,
+        image_resolution=parse_resolution(image_resolution, flag="--image-resolution"),
     )
     layout = Layout(gpus=parse_gpus(gpus), tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=fsdp, cp=cp,
                     virtual_stages=virtual_stages, tp_overlap=tp_overlap, offload=offload)  # type: ignore[arg-type]
