@@ -704,7 +704,11 @@ def _layout_warnings(w: Workload, lay: ResolvedLayout, gpu: GpuSpec | None) -> l
     return out
 
 
-def _precision_warnings(fmt: WeightFormat, precision: PrecisionPlan, gpu: GpuSpec | None) -> list[PlanWarning]:
+def _precision_warnings(
+    fmt: WeightFormat, precision: PrecisionPlan, gpu: GpuSpec | None, *, shipped: bool = False
+) -> list[PlanWarning]:
+    """``shipped``: the weights are the format the checkpoint is published in, so their quality is the
+    model's own, not a conversion to check (engine kernels still are)."""
     out: list[PlanWarning] = []
     fp8_used = fmt.native == "fp8" or precision.kv_cache == "fp8"
     if gpu is not None and fp8_used and not gpu.fp8_hardware:
@@ -714,7 +718,8 @@ def _precision_warnings(fmt: WeightFormat, precision: PrecisionPlan, gpu: GpuSpe
                                 f"{fmt.name} on {gpu.name}: FP4 weights are dequantized to 16 bit for the math"))
     if fmt.quantized or precision.kv_cache == "fp8":
         what = ", ".join(x for x in (fmt.name if fmt.quantized else "", "fp8 KV cache" if precision.kv_cache == "fp8" else "") if x)
-        out.append(make_warning("quantization_quality_unchecked", f"{what}: quality depends on the model and the task"))
+        if not shipped or precision.kv_cache == "fp8":
+            out.append(make_warning("quantization_quality_unchecked", f"{what}: quality depends on the model and the task"))
         out.append(make_warning("kernel_support_unchecked", f"{what}: needs engine kernels for this format"
                                 + (f" on {gpu.name}" if gpu is not None else "")))
     if gpu is not None and gpu.vendor == "AMD":
@@ -911,7 +916,8 @@ def plan(
         assumptions.append(f"MoE: all {model.moe.num_experts} experts per layer resident"
                            + (f", split over EP {lay.ep}" if lay.ep > 1 else ", split with TP")
                            + "; compute follows the active experts.")
-    warnings += _layout_warnings(terms.workload, lay, gpu) + _precision_warnings(fmt, prec, gpu)
+    warnings += _layout_warnings(terms.workload, lay, gpu) + _precision_warnings(
+        fmt, prec, gpu, shipped=isinstance(model, ModelSpec) and fmt.quantized and fmt == shipped_format(model))
     if terms.checkpoint_bytes is not None:
         warnings.append(make_warning("checkpoint_restore_unverified",
                                      f"a checkpoint takes {fmt_bytes(terms.checkpoint_bytes)}: test restoring it"))

@@ -115,6 +115,7 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
     else:
         out["max_output_tokens_per_s"] = None
     out["saturation_concurrency"] = sat
+    out["prompt_tokens"], out["output_tokens"] = prompt, output
     out["decode_bound"] = est.bound
     # names kept from the first contract
     out["prefill_s"] = est.ttft_s
