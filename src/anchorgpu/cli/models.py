@@ -30,6 +30,7 @@ _BREAKDOWN_LABELS = {
     "head": "LM head (untied)",
     "other": "other",
     "recurrent": "SSM / linear-attention mixers",
+    "towers": "vision tower + projector",
 }
 
 

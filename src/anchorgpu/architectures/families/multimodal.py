@@ -23,6 +23,7 @@ from anchorgpu.architectures.families._blocks import (
     gated_mlp,
     gqa,
     rms_norms,
+    with_note,
 )
 from anchorgpu.architectures.families.vision import TOWERS, tower_params, vision_reader
 from anchorgpu.architectures.spec import ImageTokens, LayerKind, ModelSpec
@@ -180,7 +181,11 @@ def _mistral3(r: ConfigReader, name: str, source: str) -> ModelSpec:
     image = ImageTokens(rule="pixtral", native_resolution=(side, side), patch_size=v.size(
         "patch_size", default=tower.defaults["patch_size"]), merge=merge, longest_edge=side, encoder_params=vision)
     towers = {"vision": vision, "projector": projector}
-    return with_towers(lm, mt, towers, image=image, note=_active_note(towers))
+    spec = with_towers(lm, mt, towers, image=image, note=_active_note(towers))
+    if not r.has("tie_word_embeddings"):
+        spec = with_note(spec, "tie_word_embeddings is not set: transformers 5 ties the LM head to the embeddings "
+                               "(Mistral3Config's default), so no separate head is counted")
+    return spec
 
 
 def _gemma3(r: ConfigReader, name: str, source: str) -> ModelSpec:
