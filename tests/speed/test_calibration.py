@@ -90,12 +90,25 @@ def test_calibrate_prints_every_row(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_rocm_is_calibrated_apart_and_its_band_says_how_far_off_it_is() -> None:
     """ROCm rows (benchmarks/rocm_rows_findings.md: RT1 Megatron FP8 on 8 MI300X; RS6/RS8 vLLM FP8 TP8) fit the
-    ROCm constants only; the serving model still over-predicts MI300X, and the ROCm band is wide to say so."""
+    ROCm constants only; with few rows and a wider spread, the ROCm band is wider than CUDA's to say so."""
     cal = calibration()
     assert cal.stacks["rocm"] != cal.stacks["cuda"]
     assert predict(ROWS["RT1"]) == pytest.approx(12786.9, rel=0.05)
     band = cal.bands["rocm-serve"]
-    for row_id in ("RS6", "RS8"):
-        ratio = ROWS[row_id].value / predict(ROWS[row_id])
-        assert band.low <= ratio <= band.high
+    ratios = [ROWS[i].value / predict(ROWS[i]) for i in ("RS6", "RS7", "RS8", "RS9", "RS10")]
+    # the 10th-90th percentile of five rows: most of them inside, the extremes may fall out
+    assert sum(band.low <= r <= band.high for r in ratios) >= 3, (band, ratios)
     assert band.low < cal.bands["cuda-serve"].low
+
+
+def test_rocm_serving_is_fitted_with_its_own_bf16_to_fp8_ratio() -> None:
+    """The FP8 serving products run at serve_matmul_efficiency x (fp8 / bf16 training efficiency); fitting
+    serving before the ROCm BF16 figure was final left RS8 at +48% and the held-out RS9 at +79%. Refitting
+    now must reproduce the shipped constants, and the held-out MI300X rows stay within 35%
+    (benchmarks/rocm_rows_findings.md: RS7, RS9, RS10)."""
+    refit = calibrate.fit(calibration(), load_runs(), "rocm").stacks["rocm"]
+    shipped = calibration().stacks["rocm"]
+    assert refit.serve_matmul_efficiency == pytest.approx(shipped.serve_matmul_efficiency, rel=0.02)
+    assert refit.train_matmul_efficiency == pytest.approx(shipped.train_matmul_efficiency, rel=0.02)
+    for row_id in ("RS7", "RS9", "RS10"):
+        assert predict(ROWS[row_id]) == pytest.approx(ROWS[row_id].value, rel=0.35), row_id

@@ -131,10 +131,12 @@ def fit(cal: Calibration, runs: tuple[Run, ...], stack: str = "cuda") -> Calibra
 
         best = _nelder_mead(objective, x0)
         cal = _with(cal, stack, names, [math.exp(v) for v in best])
-    if stack != "cuda":
-        k, cuda = cal.stacks[stack], cal.stacks["cuda"]
-        scaled = cuda.train_matmul_efficiency * k.fp8_matmul_efficiency / cuda.fp8_matmul_efficiency
-        cal = replace(cal, stacks={**cal.stacks, stack: replace(k, train_matmul_efficiency=min(scaled, 0.95))})
+        if stack != "cuda" and phase == "train":
+            # before the serving fit: serving's FP8/FP4 products run at serve_matmul_efficiency times
+            # fp8/bf16 (Calibration.low_precision_ratio), so the BF16 figure must be final when serving is fitted
+            k, cuda = cal.stacks[stack], cal.stacks["cuda"]
+            scaled = cuda.train_matmul_efficiency * k.fp8_matmul_efficiency / cuda.fp8_matmul_efficiency
+            cal = replace(cal, stacks={**cal.stacks, stack: replace(k, train_matmul_efficiency=min(scaled, 0.95))})
     return cal
 
 
