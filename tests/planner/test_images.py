@@ -1,0 +1,90 @@
+"""Serving with images and encoder inputs: image tokens in the context, KV and prefill; cross-attention caches.
+
+Figures: token counts by hand from each config (tests/architectures/test_multimodal.py shows the processor
+arithmetic); cache sizes by hand from the widths (shown per test). The equivalence tests compare a plan with images
+against the same plan with the image tokens given as text context.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from anchorgpu.architectures import ModelSpec, from_hf_config
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.planner import Workload, plan
+from cli_runner import run, run_json
+
+CASES = json.loads((Path(__file__).resolve().parents[1] / "architectures" / "multimodal_cases.json").read_text())
+
+
+def _plan(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
+    return run_json(capsys, "plan", *argv)
+
+
+def test_images_add_their_tokens_to_the_kv_cache(capsys: pytest.CaptureFixture[str]) -> None:
+    # Gemma 3 27B: 256 tokens per image; 2 images on an 8,192-token text context = 8,704 tokens of KV cache, the same
+    # cache as 8,704 tokens of text without images.
+    with_images = _plan(capsys, "gemma-3-27b", "--gpu", "h200", "--context", "8192", "--images-per-request", "2")
+    as_text = _plan(capsys, "gemma-3-27b", "--gpu", "h200", "--context", "8704", "--images-per-request", "0")
+    assert with_images["breakdown"]["image_tokens_per_request"] == 512
+    assert with_images["per_gpu"]["kv_cache_bytes"] == as_text["per_gpu"]["kv_cache_bytes"]
+    assert with_images["max_concurrency"] == as_text["max_concurrency"]
+
+
+def test_images_lengthen_prefill(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ("qwen2.5-vl-7b", "--gpu", "h100", "--prompt", "1000", "--output-tokens", "200")
+    none = _plan(capsys, *base, "--images-per-request", "0")
+    four = _plan(capsys, *base, "--images-per-request", "4", "--image-resolution", "1024x1024")
+    # 4 × 1,369 tokens (1024 × 1024 on Qwen2.5-VL) on top of the 1,200-token sequence
+    assert four["breakdown"]["image_tokens_per_request"] == 4 * 1369
+    assert four["per_gpu"]["kv_cache_bytes"] > none["per_gpu"]["kv_cache_bytes"]
+    assert four["performance"]["ttft_s"] > 2 * none["performance"]["ttft_s"]
+
+
+def test_defaults_are_stated(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _plan(capsys, "llava-1.5-7b", "--gpu", "l40s", "--context", "2048")
+    said = " ".join(doc["assumptions"])
+    assert "1 image per request" in said and "native 336x336" in said
+    assert doc["breakdown"]["image_tokens_per_request"] == 576
+
+
+def test_whisper_keeps_the_encoder_output_per_sequence(capsys: pytest.CaptureFixture[str]) -> None:
+    # 1,500 encoder frames × K and V of 32 decoder layers × 1,280 wide × 2 bytes = 245,760,000 B per sequence,
+    # beside the decoder's own cache of 448 tokens × 2 · 32 · 1,280 × 2 B = 73,400,320 B
+    doc = _plan(capsys, "whisper-large-v3", "--gpu", "l4", "--context", "448", "--concurrency", "10")
+    assert doc["breakdown"]["cross_attention_kv_per_sequence_bytes"] == 1500 * 2 * 32 * 1280 * 2 == 245_760_000
+    assert doc["per_gpu"]["kv_cache_bytes"] == 10 * (245_760_000 + 448 * 2 * 32 * 1280 * 2)
+
+
+def test_mllama_images_fill_the_cross_attention_cache() -> None:
+    spec = from_hf_config(CASES["mllama_cross_layers"]["config"], name="tiny-mllama")
+    assert isinstance(spec, ModelSpec)
+    # tiles of 56 px, at most 2: a 112 × 56 image takes 2 tiles of (56/14)² + 1 = 17 tokens; 3 images = 102 tokens,
+    # each with K and V of 2 cross-attention layers × 2 KV heads × 32 = 256 values, 2 bytes: 52,224 B per sequence
+    p = plan(spec, Workload(context_tokens=64, images_per_request=3, image_resolution=(112, 56)))
+    assert p.breakdown["cross_attention_kv_per_sequence_bytes"] == 3 * 34 * 256 * 2
+    assert p.workload.context_tokens == 64 + 3  # one placeholder token per image in the text
+
+
+def test_training_with_images_is_refused() -> None:
+    spec = from_hf_config(CASES["gemma3_siglip_head"]["config"], name="tiny-gemma3")
+    with pytest.raises(InvalidWorkload, match="task inference"):
+        plan(spec, Workload(task="lora", images_per_request=1))
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (("gemma-3-27b", "--image-resolution", "0x0"), "image-resolution 0x0"),
+    (("gemma-3-27b", "--image-resolution", "big"), "--image-resolution 'big'"),
+    (("gemma-3-27b", "--images-per-request", "-1"), "images-per-request=-1"),
+    (("llama-3.1-8b", "--images-per-request", "2"), "takes no images"),
+    (("whisper-large-v3", "--image-resolution", "640x480"), "takes no images"),
+])
+def test_bad_image_input_is_one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: tuple[str, ...],
+                                            needle: str) -> None:
+    code, out, err = run(capsys, "plan", *argv, "--gpu", "h100")
+    assert code == 2 and out == ""
+    assert needle in err and len(err.strip().splitlines()) == 1
