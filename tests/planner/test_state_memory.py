@@ -7,6 +7,7 @@ tests/architectures/test_ssm_families.py for the arithmetic); the sweep is check
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from tests.cli_runner import run
@@ -16,6 +17,8 @@ from anchorgpu.catalog import load_catalog
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan, plan_to_json
 from anchorgpu.planner import memory as mm
+from anchorgpu.planner.speed.estimate import serving_setup
+from anchorgpu.planner.speed.serving import decode_step
 from anchorgpu.planner.sweep import SweepSpec, sweep
 from anchorgpu.recommend import shapes_from_catalog
 
@@ -122,6 +125,14 @@ def test_the_sweep_agrees_with_plan_on_state_space_models(name: str, context: in
         assert row["kv_cache_bytes"] == p.per_gpu.kv_cache_bytes
         assert row["per_gpu_total_bytes"] == p.per_gpu.total_bytes
         assert row["fits"] == p.fits
+        # decode speed: the scalar serving model reads the same weights, KV and state per step
+        per_replica = -(-row["concurrency"] // row["dp"])
+        prompt, output = result.prompt_tokens, result.output_tokens
+        setup = replace(serving_setup(p, prompt_tokens=prompt, output_tokens=output),
+                        gpus_per_server=shape.gpus_per_server)
+        step = decode_step(model, shape.gpu, setup, batch=per_replica, prefill_tokens=per_replica * prompt / output,
+                           prompt_tokens=prompt, cached_tokens=prompt + output // 2)
+        assert row["decode_tokens_per_s_per_user"] == pytest.approx(1 / step.step_s, rel=1e-6)
 
 
 def test_cli_plan_names_the_state_beside_the_kv(capsys: pytest.CaptureFixture[str]) -> None:
