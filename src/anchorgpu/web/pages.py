@@ -55,9 +55,7 @@ def signup(request: Request, uow_factory: UowFactoryDep, clock: ClockDep, name: 
     """Create an account and show its key once (embedded default only)."""
     if not request.app.state.allow_signup:
         return render(request, "signin.html", {"next": "/", "allow_signup": False, "error": "Accounts are created by the operator here: anchorgpu accounts create NAME"}, status_code=403)
-    from anchorgpu.accounts import create_account
-
-    from anchorgpu.accounts import authenticate
+    from anchorgpu.accounts import authenticate, create_account
 
     account_id, api_key = create_account(uow_factory(), name.strip(), clock=clock)
     web_session(request).sign_in(str(account_id), name.strip(), authenticate(uow_factory(), api_key, now=clock()).key_id)
