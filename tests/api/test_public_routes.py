@@ -233,9 +233,12 @@ def test_recommend_lists_fitting_offerings_cheapest_first(client: TestClient) ->
     assert all(r["fits"] for r in results)
 
 
-def test_recommend_refuses_a_diffusion_pipeline_with_a_reason(client: TestClient, problem: Any) -> None:
+def test_recommend_answers_a_diffusion_pipeline_and_refuses_a_training_task_for_it(client: TestClient,
+                                                                                     problem: Any) -> None:
     names = [m["name"] for m in client.get("/v1/models").json()["data"] if m["kind"] == "diffusion"]
     response = client.post("/v1/recommend", json={"model": names[0]})
+    assert response.status_code == 200 and response.json()["workload"]["task"] == "diffusion"  # issue 14, item 2
+    response = client.post("/v1/recommend", json={"model": names[0], "task": "train"})
     assert response.status_code == 422
     assert "diffusion" in problem(response)["detail"]
 

@@ -76,7 +76,7 @@ def test_cheaper_offerings_that_do_not_fit_are_listed_with_the_reason(serving) -
 
 
 def test_max_usd_drops_dearer_options_and_says_why() -> None:
-    rec = recommend(LLAMA_70B, SERVING, CATALOG, "1month", NOW, max_usd=Decimal("2000"), top=100)
+    rec = recommend(LLAMA_70B, SERVING, CATALOG, "1month", NOW, max_usd=Decimal("2000"), top=100, lower_precision=True)
     assert rec.results and all(o.total_usd <= 2000 for o in rec.results)
 
 
@@ -117,7 +117,7 @@ def test_cli_json_has_the_contract_keys(capsys) -> None:
     data = json.loads(capsys.readouterr().out)
     assert {"model", "workload", "term", "evaluated", "results", "pareto", "rejected", "assumptions",
             "warnings"} <= set(data)
-    assert data["evaluated"] > 1000 and data["term"] == "1month"
+    assert data["evaluated"] > 100 and data["term"] == "1month"  # one precision: the plan's (bf16 weights and KV)
     first = data["results"][0]
     for key in ("offering", "gpu", "gpus", "servers", "layout", "weights", "kv_cache", "concurrency",
                 "per_gpu_total_bytes", "fits", "decode_tokens_per_s_total", "decode_tokens_per_s_per_user",

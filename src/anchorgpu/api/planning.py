@@ -84,15 +84,25 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
     from anchorgpu.recommend import recommend, recommendation_to_json
 
     model = load_public_model(request.model, offline=offline)
-    if not isinstance(model, ModelSpec):
-        raise InvalidWorkload(f"{request.model} is a diffusion pipeline: recommendations cover language models; use the planner")
     catalog = load_catalog()
     offerings = find_offerings(catalog, gpu=request.gpu) if request.gpu else None
+    if not isinstance(model, ModelSpec):
+        from anchorgpu.recommend.diffusion import recommend_diffusion
+
+        if request.task not in ("inference", "diffusion"):
+            raise InvalidWorkload(f"{request.model} is a diffusion pipeline: task {request.task} does not apply")
+        diffusion = Workload(task="diffusion", images=request.images, resolution=_resolution(request.resolution),
+                             vae_tiling=request.vae_tiling)
+        return recommendation_to_json(recommend_diffusion(
+            model, diffusion, catalog, request.term, now, weights=request.weights, max_usd=request.max_usd,
+            top=request.top, offerings=offerings))
+    if request.task == "diffusion":
+        raise InvalidWorkload(f"task diffusion needs a diffusion pipeline; {request.model} is a language model")
     workload = Workload(task=request.task, context_tokens=request.context, concurrency=request.concurrency,
                         micro_batch=request.micro_batch, seq_tokens=request.seq)
     spec = SweepSpec(
         workload=workload,
-        weights=(request.weights,) if request.weights else (),
+        weights=tuple(dict.fromkeys(w.strip() for w in (request.weights or "").split(",") if w.strip())),
         kv_caches=(request.kv_cache,) if request.kv_cache else (),
         concurrencies=(request.concurrency,) if request.concurrency else (),
         output_tokens=request.output_tokens,
@@ -100,5 +110,5 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
     )
     result = recommend(model, spec, catalog, request.term, now, max_usd=request.max_usd,
                        min_tokens_per_s_per_user=request.min_tokens_per_s_per_user, top=request.top,
-                       max_servers=request.max_servers, offerings=offerings)
+                       max_servers=request.max_servers, offerings=offerings, lower_precision=request.lower_precision)
     return recommendation_to_json(result)

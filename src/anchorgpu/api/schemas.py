@@ -356,18 +356,22 @@ class PlanOut(_Schema):
 class RecommendRequest(_Request):
     """The options of ``anchorgpu recommend`` as JSON: a workload, a term, and limits on price and speed."""
 
-    model: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, description="Registry name (see /v1/models) or Hub id 'org/name' (language models)", examples=["llama-3.1-8b"])
-    task: Literal["inference", "train", "lora", "qlora"] = Field(default="inference", description="inference, train, lora or qlora")
+    model: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, description="Registry name (see /v1/models) or Hub id 'org/name' (language models and diffusion pipelines)", examples=["llama-3.1-8b"])
+    task: Literal["inference", "train", "lora", "qlora", "diffusion"] = Field(default="inference", description="inference, train, lora or qlora; a diffusion pipeline is always planned as diffusion")
     term: str = Field(default="1month", min_length=2, max_length=20, pattern=TEXT_PATTERN, description="Rental term to price: 'Nh', 'Nw' (168 h) or 'Nmonth' (720 h)")
     gpu: str | None = Field(default=None, max_length=100, pattern=TEXT_PATTERN, description="Only offerings of this GPU (name or alias)")
     context: int | None = Field(default=None, ge=1, le=10_000_000, description="Tokens per sequence (prompt + output)")
     concurrency: int | None = Field(default=None, **LIMITS["concurrency"].field(), description="Sequences served at once")
-    weights: str | None = Field(default=None, max_length=40, pattern=TEXT_PATTERN, description="Weight format; default: the sweep's choice per task (stated in assumptions)")
-    kv_cache: Literal["bf16", "fp16", "fp8"] | None = Field(default=None, description="KV-cache precision; default bf16")
+    weights: str | None = Field(default=None, max_length=120, pattern=TEXT_PATTERN, description="Weight format, or a comma list to compare ('bf16,fp8'); default: the plan's (the checkpoint's shipped format; training bf16). Rows below it carry lower_precision", examples=["bf16"])
+    kv_cache: Literal["bf16", "fp16", "fp8"] | None = Field(default=None, description="KV-cache precision; default bf16, as the plan")
+    lower_precision: bool = Field(default=False, description="Also consider fp8/int4-awq weights and an fp8 KV cache below the checkpoint's precision; such rows say outputs change and evaluations should be rerun")
     micro_batch: int = Field(default=1, **LIMITS["micro_batch"].field(), description="Training: sequences per GPU step")
     seq: int | None = Field(default=None, ge=1, le=10_000_000, description="Training: tokens per sequence")
     train_tokens: int | None = Field(default=None, **LIMITS["train_tokens"].field(), description="Training: tokens to train on (gives run time and run cost)")
     output_tokens: int = Field(default=256, **LIMITS["output_tokens"].field(), description="Inference: tokens generated per request")
+    resolution: str | None = Field(default=None, pattern=r"^[0-9]{2,5}x[0-9]{2,5}$", description="Diffusion pipeline: output WIDTHxHEIGHT in pixels", examples=["1024x1024"])
+    images: int = Field(default=1, **LIMITS["images"].field(), description="Diffusion pipeline: images per batch")
+    vae_tiling: bool = Field(default=False, description="Diffusion pipeline: decode the VAE in tiles")
     max_usd: Decimal | None = Field(default=None, gt=LIMITS["max_usd"].low, le=LIMITS["max_usd"].high, allow_inf_nan=False, strict=False,
                                     description="At most this total for the term, USD (a JSON number or a decimal string)")
     min_tokens_per_s_per_user: float | None = Field(default=None, **LIMITS["min_tokens_per_s_per_user"].field(), allow_inf_nan=False, description="Inference: at least this decode speed per user, tokens/s")

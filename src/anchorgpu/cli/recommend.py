@@ -42,11 +42,14 @@ def render_recommendation(rec: Recommendation) -> None:
     out = console()
     if not out.is_terminal:
         out.width = 160
-    training = rec.task != "inference"
+    diffusion = rec.task == "diffusion"
+    training = rec.task not in ("inference", "diffusion")
     wl = rec.workload
     head = (f"[bold]{rec.model}[/bold] · {rec.task} · term {rec.term} ({rec.term.hours} h) · "
             f"{rec.evaluated:,} configurations evaluated")
-    if not training:
+    if diffusion:
+        head += f" · {wl['images']} image(s) per batch per replica"
+    elif not training:
         head += (f" · context {wl['context_tokens']:,} · concurrency "
                  f"{wl['concurrency'] if wl['concurrency'] else 'best per offering'}")
     out.print(head)
@@ -54,8 +57,11 @@ def render_recommendation(rec: Recommendation) -> None:
         out.print("[red]Nothing in the catalog fits this workload[/red] within the limits given.")
     table = Table(title="Cheapest offerings that fit, cheapest first", pad_edge=False)
     columns = ["#", "offering", "srv×GPU", "layout", "weights" if training else "weights/KV", "GiB/GPU used/usable"]
-    columns += (["train tok/s", "run time", "run price"] if training
-                else ["conc", "tok/s", "tok/s/user", "TTFT s", "$/M tok"])
+    if diffusion:
+        columns = ["#", "offering", "srv×GPU", "replicas", "weights", "GiB/GPU used/usable"]
+    else:
+        columns += (["train tok/s", "run time", "run price"] if training
+                    else ["conc", "tok/s", "tok/s/user", "TTFT s", "$/M tok"])
     columns += [f"total {rec.term}", "$/GPU-h"]
     left = ("offering", "layout", "weights/KV", "weights")
     for name in columns:
@@ -64,9 +70,12 @@ def render_recommendation(rec: Recommendation) -> None:
         c = o.config
         layout = f"TP{c['tp']} PP{c['pp']} DP{c['dp']}" + (f" Z{c['zero']}" if c["zero"] else "")
         mem = f"{c['per_gpu_total_bytes'] / GIB:.1f}/{c['budget_bytes'] / GIB:.1f}"
-        row = [str(i), o.offering, f"{o.servers}×{o.gpus // o.servers}", layout,
-               c["weights"] if training else f"{c['weights']}/{c['kv_cache']}", mem]
-        if training:
+        precision = c["weights"] if training or diffusion else f"{c['weights']}/{c['kv_cache']}"
+        row = [str(i), o.offering, f"{o.servers}×{o.gpus // o.servers}", str(c["dp"]) if diffusion else layout,
+               precision + (" ↓" if o.lower_precision else ""), mem]
+        if diffusion:
+            pass
+        elif training:
             hours = None if c.get("train_time_s") is None else c["train_time_s"] / 3600
             row += [_rate(c["train_tokens_per_s"]), "-" if hours is None else f"{hours:,.1f} h", _money(o.run_usd)]
         else:
@@ -76,6 +85,11 @@ def render_recommendation(rec: Recommendation) -> None:
         row += [_money(o.total_usd), _money(o.per_gpu_hour_usd)]
         table.add_row(*row)
     out.print(table)
+    lowered = [str(i) for i, o in enumerate(rec.results, 1) if o.lower_precision]
+    if lowered:
+        from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE
+
+        out.print(f"[yellow]↓ Row{'s' if len(lowered) > 1 else ''} {', '.join(lowered)}: {LOWER_PRECISION_NOTE}.[/yellow]")
     if rec.results:
         best = rec.results[0]
         term_text = f"{best.run_hours}h" if training and best.run_hours else str(rec.term)
@@ -130,15 +144,16 @@ class _Progress:
 
 @app.command("recommend")
 def recommend_command(
-    model: str = typer.Argument(..., help="Registry name, path to config.json (or its folder), or a Hub id."),
+    model: str = typer.Argument(..., help="Registry name, path to config.json (or its folder), or a Hub id (language model or diffusion pipeline)."),
     task: str = typer.Option("inference", "--task", help="inference | train | lora | qlora"),
     term: str = typer.Option("1month", "--term", help="Rental term: N hours, weeks or months (1h, 2w, 1month)."),
     max_usd: str | None = typer.Option(None, "--max-usd", help="Drop options whose term total exceeds this."),
     top: int = typer.Option(10, "--top", help="How many offerings to list."),
     gpu: str | None = typer.Option(None, "--gpu", help="Only offerings of this GPU (name or alias)."),
     max_servers: int = typer.Option(4, "--max-servers", help="Try 1..N whole servers of each offering."),
-    weights: str | None = typer.Option(None, "--weights", help="Comma list of weight formats to compare (default bf16,fp8,int4-awq; training bf16)."),
-    kv_cache: str | None = typer.Option(None, "--kv-cache", help="Comma list of KV-cache dtypes (default bf16,fp8)."),
+    weights: str | None = typer.Option(None, "--weights", help="Comma list of weight formats to compare (default: the plan's, i.e. the checkpoint's shipped format; training bf16). Lower ones are marked: outputs change."),
+    kv_cache: str | None = typer.Option(None, "--kv-cache", help="Comma list of KV-cache dtypes (default bf16, as plan)."),
+    lower_precision: bool = typer.Option(False, "--lower-precision", help="Also consider fp8/int4-awq weights and an fp8 KV cache below the checkpoint's precision (outputs change: rerun evaluations)."),
     context: str | None = typer.Option(None, "--context", help="Tokens per sequence (inference), e.g. 8192 or 8k."),
     concurrency: int | None = typer.Option(None, "--concurrency", help="Sequences at once; default: the most each offering serves."),
     min_tokens_per_s: float | None = typer.Option(None, "--min-tokens-per-s", help="Serving: at least this many tokens/s per user."),
@@ -155,6 +170,8 @@ def recommend_command(
     mbu: float | None = typer.Option(None, "--mbu", help="Fraction of memory bandwidth in decode (default 0.7)."),
     gpu_memory_utilization: float = typer.Option(0.9, "--gpu-memory-utilization", help="Serving engine's share of GPU memory."),
     allow_long_context: bool = typer.Option(False, "--allow-long-context", help="Allow a context beyond the model's limit."),
+    images: int = typer.Option(1, "--images", help="Diffusion pipeline: images per batch per replica."),
+    resolution: str | None = typer.Option(None, "--resolution", help="Diffusion pipeline: output WIDTHxHEIGHT, e.g. 1024x1024."),
     offline: bool = typer.Option(False, "--offline", help="Never fetch a Hub id."),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON contract."),
 ) -> None:
@@ -183,8 +200,6 @@ def recommend_command(
     if not 1 <= max_servers <= 16:
         raise InvalidWorkload(f"--max-servers {max_servers}: choose 1 to 16")
     spec_model = load_model(model, offline=offline)
-    if not isinstance(spec_model, ModelSpec):
-        raise InvalidWorkload(f"{spec_model.name} is a diffusion pipeline: recommend covers language models")
     catalog = load_catalog()
     offerings = catalog.offerings
     if gpu is not None:
@@ -192,6 +207,21 @@ def recommend_command(
         offerings = tuple(o for o in offerings if o.gpu == wanted)
         if not offerings:
             raise InvalidWorkload(f"--gpu {gpu}: the catalog has no offering of {wanted}")
+    if not isinstance(spec_model, ModelSpec):
+        from anchorgpu.cli.plan import parse_resolution
+        from anchorgpu.recommend.diffusion import recommend_diffusion
+
+        if task not in ("inference", "diffusion"):
+            raise InvalidWorkload(f"{spec_model.name} is a diffusion pipeline: --task {task} does not apply")
+        bounded_int(images, field="images")
+        diffusion = Workload(task="diffusion", images=images, resolution=parse_resolution(resolution))
+        rec = recommend_diffusion(spec_model, diffusion, catalog, the_term, datetime.now(UTC), weights=weights,
+                                  max_usd=budget, top=top, offerings=offerings)
+        if as_json:
+            emit_json(recommendation_to_json(rec))
+        else:
+            render_recommendation(rec)
+        return
     workload = Workload(
         task=task,  # type: ignore[arg-type]  # validated by the planner with a one-line reason
         context_tokens=parse_tokens(context, field="context"), concurrency=concurrency,
@@ -210,7 +240,7 @@ def recommend_command(
     try:
         rec = recommend(spec_model, spec, catalog, the_term, datetime.now(UTC), max_usd=budget,
                         min_tokens_per_s_per_user=min_tokens_per_s, top=top, max_servers=max_servers,
-                        offerings=offerings, progress=progress)
+                        offerings=offerings, progress=progress, lower_precision=lower_precision)
     finally:
         progress.close()
     if as_json:

@@ -80,6 +80,10 @@ WARNING_CODES: dict[str, WarningCode] = _registry(
         check="Check output quality after quantization on your own evaluation set.",
     ),
     WarningCode(
+        code="precision_below_checkpoint", concept="quantization",
+        check="Weights or KV cache below the checkpoint's precision change the outputs: rerun your evaluations.",
+    ),
+    WarningCode(
         code="kernel_support_unchecked", concept="quantization",
         check="Check that your engine has kernels for this weight or cache format on this GPU.",
     ),

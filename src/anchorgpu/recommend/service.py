@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -25,6 +25,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec, sweep
 from anchorgpu.quotes import UnpricedOffering, price_quote
+from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE, lowered, precision_choice
 from anchorgpu.units import Term, fmt_bytes, parse_term, round_usd
 
 __all__ = [
@@ -83,6 +84,7 @@ class RecommendedOption:
     run_hours: int | None = None  # training with --tokens: whole hours the run needs
     run_usd: Decimal | None = None  # training: price of renting those hours (best-price rule of quotes)
     codes: tuple[str, ...] = ()  # warning codes that apply to this option
+    lower_precision: bool = False  # weights or KV cache below the plan's precision (outputs change)
 
     @property
     def speed(self) -> float:
@@ -145,14 +147,17 @@ def _closest_miss(result: SweepResult) -> dict[tuple[int, int], int]:
     return {(int(g) // 1024, int(g) % 1024): int(o) for g, o in zip(g_sorted[first], order[first], strict=True)}
 
 
-def _codes(result: SweepResult, row: dict[str, Any], offering: Offering) -> tuple[str, ...]:
+def _codes(result: SweepResult, row: dict[str, Any], offering: Offering, *, shipped: str | None = None,
+           lowered: bool = False) -> tuple[str, ...]:
     from anchorgpu.planner.formats import get_format
     from anchorgpu.planner.speed.links import compute_precision_for_weights, tp_link
 
     shape = next(s for s in result.shapes if s.id == offering.id)
     codes: list[str] = []
+    if lowered:
+        codes.append("precision_below_checkpoint")
     fmt = get_format(str(row["weights"]))
-    if fmt.quantized or row.get("kv_cache") == "fp8":
+    if (fmt.quantized and str(row["weights"]) != shipped) or row.get("kv_cache") == "fp8":
         codes.append("quantization_quality_unchecked")
     wanted = compute_precision_for_weights(fmt.name)
     if (wanted == "fp8" or row.get("kv_cache") == "fp8") and not shape.gpu.fp8_hardware:
@@ -218,9 +223,13 @@ def recommend(
     max_servers: int = 4,
     offerings: Sequence[Offering] | None = None,
     progress: Any = None,
+    lower_precision: bool = False,
 ) -> Recommendation:
     """Cheapest offerings that fit ``spec`` for ``term``, with speed, cost per output token or per run,
-    the cost/speed Pareto front and why cheaper options were rejected."""
+    the cost/speed Pareto front and why cheaper options were rejected.
+
+    Precision is the plan's unless lower ones are listed in ``spec`` or allowed (``lower_precision``); see
+    :func:`precision_choice`. Each row below the plan's precision carries ``lower_precision``."""
     the_term = term if isinstance(term, Term) else parse_term(term)
     if top < 1:
         raise InvalidWorkload(f"top={top}: at least one result")
@@ -228,6 +237,8 @@ def recommend(
         raise InvalidWorkload(f"max-usd={max_usd}: must be positive")
     chosen = tuple(offerings if offerings is not None else catalog.offerings)
     shapes = shapes_from_catalog(chosen, max_servers=max_servers)
+    choice = precision_choice(model, spec, lower_precision=lower_precision)
+    spec = replace(spec, weights=choice.weights, kv_caches=choice.kv_caches)
     result = sweep(model, shapes, spec, progress=progress)
     c = result.columns
     usable = np.asarray(c["fits"], dtype=bool)
@@ -266,6 +277,7 @@ def recommend(
                                           reason=reason))
                 continue
             row = result.row(best[key])
+            is_lower = lowered(model, choice, row)
             if max_usd is not None and quote.total_usd > max_usd:
                 rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=quote.total_usd,
                                           reason=f"over the budget: {quote.total_usd} USD > {max_usd} USD"))
@@ -287,7 +299,8 @@ def recommend(
                 gpus=quote.gpus, config=row, total_usd=quote.total_usd, per_gpu_hour_usd=quote.per_gpu_hour_usd,
                 effective_per_gpu_hour_usd=quote.effective_per_gpu_hour_usd,
                 usd_per_million_output_tokens=per_million, run_hours=run_hours, run_usd=run_usd,
-                codes=_codes(result, row, offering)))
+                codes=_codes(result, row, offering, shipped=choice.reference_weights, lowered=is_lower),
+                lower_precision=is_lower))
 
     def rank_key(o: RecommendedOption) -> tuple[Any, ...]:
         cost = o.run_usd if (training and o.run_usd is not None) else o.total_usd
@@ -308,7 +321,7 @@ def recommend(
         "weights": list(result.weights), "kv_caches": list(result.kv_caches),
         "mfu": spec.efficiencies.mfu, "mbu": spec.efficiencies.mbu,
     }
-    assumptions = list(result.assumptions)
+    assumptions = [choice.assumption, *result.assumptions]
     assumptions.append(
         f"Prices are list prices for a {the_term} term ({the_term.hours} h), whole servers, no options, priced "
         "exactly as `anchorgpu quote`; 'per GPU-hour' is the 730-h comparison rate.")
@@ -355,6 +368,7 @@ def _option_json(o: RecommendedOption) -> dict[str, Any]:
         "effective_per_gpu_hour_usd": o.effective_per_gpu_hour_usd,
         "usd_per_million_output_tokens": o.usd_per_million_output_tokens,
         "run_hours": o.run_hours, "run_usd": o.run_usd, "warnings": list(o.codes),
+        "lower_precision": o.lower_precision, "precision_note": LOWER_PRECISION_NOTE if o.lower_precision else None,
         **_bands(o, c),
     }
 

@@ -141,12 +141,14 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
         raw = request.query_params.get(name, "").strip()
         if raw:
             values[name] = shorthand(name, raw)
+    if request.query_params.get("lower_precision", "").strip().lower() in ("1", "true", "on", "yes"):
+        values["lower_precision"] = True
     if "train_tokens" not in values and request.query_params.get("tokens", "").strip():
         values["train_tokens"] = shorthand("train_tokens", request.query_params["tokens"].strip())  # from the planner's "fit this" link
-    context: dict[str, Any] = {"form": values, **_choices()}
+    context: dict[str, Any] = {"form": values, **_choices(), "plan_query": request.url.query}
     if "model" not in values:
         return render(request, "recommend.html", context)
-    if values.get("task") not in (None, "inference", "train", "lora", "qlora"):
+    if values.get("task") not in (None, "inference", "train", "lora", "qlora", "diffusion"):
         values.pop("task")
     try:
         result = run_recommend(RecommendRequest.model_validate(values, strict=False), offline=server_offline(settings), now=clock())
@@ -156,7 +158,9 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
     except AnchorError as exc:
         context["error"] = exc.message
         return render(request, "recommend.html", context, status_code=exc.http_status)
-    training = values.get("task", "inference") != "inference"
+    diffusion = result.get("workload", {}).get("task") == "diffusion"
+    training = not diffusion and values.get("task", "inference") != "inference"
+    context["diffusion"] = diffusion
     points = [(f"{r['servers']}× {r['offering']}", float(r["total_usd"]), speed)
               for r in result["results"] if (speed := _speed(r)) is not None and r.get("total_usd") is not None]
     context["result"] = result

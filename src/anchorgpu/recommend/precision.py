@@ -1,0 +1,87 @@
+"""Which precisions a recommendation sweeps: the plan's own unless lower ones are listed or allowed.
+
+Recommendations answer the same question as ``anchorgpu plan`` priced over the catalog, so they keep its
+precision (the checkpoint's shipped weights, a bf16 KV cache). A cheaper row that only fits because the
+weights or the cache were squeezed would change the model's outputs; it is shown only when the user asks
+for lower precisions, and then it says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.planner.sweep import DEFAULT_INFERENCE_WEIGHTS, SweepSpec
+
+__all__ = ["LOWER_PRECISION_NOTE", "PrecisionChoice", "lowered", "precision_choice"]
+
+LOWER_PRECISION_NOTE = ("below the checkpoint's precision: the model's outputs change, so rerun your evaluations "
+                        "before serving it")
+"""What a row with weights or KV cache below the plan's precision says (page, CLI, API)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrecisionChoice:
+    """The precisions a recommendation sweeps and the plan's own (the reference a row is compared with)."""
+
+    weights: tuple[str, ...]  # empty: the sweep's default for a training task (what plan() picks)
+    kv_caches: tuple[str, ...]
+    reference_weights: str | None  # inference: the checkpoint's shipped format
+    reference_bits: float | None
+    assumption: str
+
+
+def precision_choice(model: ModelSpec, spec: SweepSpec, *, lower_precision: bool = False) -> PrecisionChoice:
+    """Which weight formats and KV-cache dtypes to sweep.
+
+    Serving keeps the plan's precision, as ``anchorgpu plan`` would answer: the checkpoint's shipped format
+    (its ``quantization_config``, else bf16) and a bf16 KV cache. Lower precisions are swept only when the
+    user lists them (``--weights``/``--kv-cache``) or allows them (``lower_precision``: the usual fp8 and
+    int4-awq below the shipped format, and an fp8 KV cache). Training keeps the task's default (bf16;
+    nf4-dq for QLoRA) unless formats are listed.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> c = precision_choice(load_model("llama-3.1-8b"), SweepSpec())
+    >>> c.weights, c.kv_caches
+    (('bf16',), ('bf16',))
+    >>> precision_choice(load_model("llama-3.1-8b"), SweepSpec(), lower_precision=True).weights
+    ('bf16', 'fp8', 'int4-awq')
+    """
+    from anchorgpu.planner.formats import format_for_model, shipped_format
+
+    if spec.workload.task != "inference":
+        return PrecisionChoice(weights=spec.weights, kv_caches=spec.kv_caches, reference_weights=None,
+                               reference_bits=None, assumption=(
+                                   "Weights as the plan keeps them for this task" + (
+                                       f": {', '.join(spec.weights)} (as listed)." if spec.weights else ".")))
+    shipped = shipped_format(model)
+    bits = shipped.linear_bits
+    lower = tuple(n for n in DEFAULT_INFERENCE_WEIGHTS if format_for_model(model, n).linear_bits < bits)
+    weights = spec.weights or ((shipped.name, *lower) if lower_precision else (shipped.name,))
+    kvs = spec.kv_caches or (("bf16", "fp8") if lower_precision else ("bf16",))
+    if spec.weights or spec.kv_caches:
+        how = "the formats listed"
+    elif lower_precision:
+        how = "lower precisions allowed"
+    else:
+        how = ("no lower precision unless allowed (CLI --lower-precision or a --weights list, API lower_precision, "
+               "the page's checkbox)")
+    text = (f"The plan's precision: weights {shipped.name} as the checkpoint ships them, KV cache bf16; "
+            f"{how}. Swept: weights {', '.join(weights)}; KV cache {', '.join(kvs)}."
+            + (" Rows below the checkpoint's precision say so: their outputs change, rerun your evaluations."
+               if len(weights) > 1 or len(kvs) > 1 or weights[0] != shipped.name or kvs[0] != "bf16" else ""))
+    return PrecisionChoice(weights=weights, kv_caches=kvs, reference_weights=shipped.name, reference_bits=bits,
+                           assumption=text)
+
+
+def lowered(model: ModelSpec, choice: PrecisionChoice, row: dict[str, Any]) -> bool:
+    """True when the row's weights have fewer bits than the plan's, or its KV cache is fp8 (the plan's is bf16)."""
+    from anchorgpu.planner.formats import format_for_model
+
+    if choice.reference_bits is None:
+        return False
+    if row.get("kv_cache") == "fp8":
+        return True
+    name = str(row["weights"])
+    return name != choice.reference_weights and format_for_model(model, name).linear_bits < choice.reference_bits
