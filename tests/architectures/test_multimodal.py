@@ -25,7 +25,8 @@ CASES: dict[str, dict[str, Any]] = {
 COUNTS: dict[str, dict[str, int]] = {
     k: v for k, v in json.loads((HERE / "transformers_counts.json").read_text()).items() if isinstance(v, dict)
 }
-MULTIMODAL = ["gemma-3-27b", "llava-1.5-7b", "mistral-small-3.1-24b", "qwen2.5-vl-7b", "whisper-large-v3"]
+MULTIMODAL = ["gemma-3-27b", "llava-1.5-7b", "mistral-small-3.1-24b", "qwen2-vl-7b", "qwen2.5-vl-7b", "llama-3.2-11b-vision",
+              "llama-4-scout-17b-16e", "whisper-large-v3"]
 
 
 def llm(name: str) -> ModelSpec:
@@ -155,3 +156,23 @@ def test_unknown_vision_tower_is_refused(capsys: pytest.CaptureFixture[str], tmp
     code, out, err = run(capsys, "model", str(path))
     assert code == 2 and out == ""
     assert "dinov2" in err and len(err.strip().splitlines()) == 1
+
+
+def test_llama_3_2_vision_caches_text_kv_on_its_self_attention_layers_only() -> None:
+    spec = llm("llama-3.2-11b-vision")
+    # 40 layers, 8 of them cross-attention (3, 8, …, 38): text K/V on 32 layers × 8 KV heads × 128 × 2 bytes × K,V
+    assert spec.kv_bytes_per_token() == 32 * 2 * 8 * 128 * 2 == 131_072
+    rule = spec.image
+    assert rule is not None and not rule.in_context
+    # one 560-px tile: (560 / 14)² patches + the class token = 1,601 positions in the cross-attention cache;
+    # a 1120 × 1120 image takes 2 × 2 = 4 tiles (max_num_tiles 4)
+    assert image_tokens(rule, 560, 560) == 1601
+    assert image_tokens(rule, 1120, 1120) == 4 * 1601
+    assert rule.cross_kv_values_per_token == 8 * 2 * 8 * 128
+
+
+def test_llama_4_scout_image_tile_tokens() -> None:
+    rule = llm("llama-4-scout-17b-16e").image
+    assert rule is not None
+    # a 336-px tile of 14-px patches: 24² = 576 patches, pixel shuffle ratio 0.5 keeps 576 × 0.25 = 144 tokens
+    assert image_tokens(rule, 336, 336) == 144
