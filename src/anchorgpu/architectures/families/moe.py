@@ -212,7 +212,7 @@ DECODERS: dict[str, Decoder] = {
     "llama4_text": Decoder(display="Llama 4", classes=("Llama4ForCausalLM",), context=131072, head_dim=128,
                            qkv_bias=_ATTN_BIAS, o_bias=_ATTN_BIAS, windows=_llama4_windows,
                            layer_types=frozenset({"full_attention", "chunked_attention"}),
-                           reads=frozenset({"attention_chunk_size", "no_rope_layers"}),
+                           reads=frozenset({"attention_chunk_size", "no_rope_layers", "use_qk_norm"}),
                            key_notes=(("attention_chunk_size", "chunked-attention layers cache at most one chunk of "
                                                                "{value} tokens: counted as a window of that size"),),
                            experts=Experts(count="num_local_experts", width="intermediate_size", shared=1,
