@@ -26,7 +26,7 @@ COUNTS: dict[str, dict[str, int]] = {
     k: v for k, v in json.loads((HERE / "transformers_counts.json").read_text()).items() if isinstance(v, dict)
 }
 MULTIMODAL = ["gemma-3-27b", "llava-1.5-7b", "mistral-small-3.1-24b", "qwen2-vl-7b", "qwen2.5-vl-7b", "llama-3.2-11b-vision",
-              "llama-4-scout-17b-16e", "whisper-large-v3"]
+              "llama-4-scout-17b-16e", "llama-4-maverick-17b-128e-fp8", "whisper-large-v3"]
 
 
 def llm(name: str) -> ModelSpec:
