@@ -51,6 +51,8 @@ def load_model(
     text = _strip_hub_url(ref.strip())
     if not text:
         raise UnknownModel(ref, ())
+    if text.endswith(".json") and _exists(Path(text).expanduser()):  # no registry key ends in .json: skip the registry
+        return load_config_file(Path(text).expanduser())
     info = resolve(text)
     if info is not None:
         return load_registry_model(info)

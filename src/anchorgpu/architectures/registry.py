@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Literal
 
 from anchorgpu import _snapshot
@@ -47,6 +46,8 @@ class ModelInfo:
 
 def read_data_text(relative: str) -> str:
     """Text of a packaged data file under ``architectures/data/``."""
+    from importlib import resources  # imported here: a config.json given by path reads no packaged data
+
     return resources.files(_DATA).joinpath("data", *relative.split("/")).read_text(encoding="utf-8")
 
 

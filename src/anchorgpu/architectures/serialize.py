@@ -58,7 +58,7 @@ def model_to_json(spec: ModelSpec | DiffusionPipelineSpec, *, kv_cache: str = "b
     if isinstance(spec, DiffusionPipelineSpec):
         return _pipeline_to_json(spec)
     per_value = kv_bytes_per_value(kv_cache)
-    info = resolve(spec.name)
+    info = resolve(spec.name) if spec.source.startswith("registry:") else None  # a config file: no registry read
     windows = sorted({w for w in spec.layer_windows if w is not None})
     ctx = spec.max_context_tokens
     return {
