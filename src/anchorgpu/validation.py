@@ -82,10 +82,6 @@ class Limit:
     low: float
     high: float
 
-    def field(self) -> dict[str, float]:
-        """Keyword arguments for a pydantic ``Field`` (``ge``/``le``)."""
-        return {"ge": self.low, "le": self.high}
-
 
 LIMITS: dict[str, Limit] = {
     "context": Limit(1, 10_000_000),
