@@ -26,7 +26,8 @@ COUNTS: dict[str, dict[str, int]] = {
     k: v for k, v in json.loads((HERE / "transformers_counts.json").read_text()).items() if isinstance(v, dict)
 }
 MULTIMODAL = ["gemma-3-27b", "llava-1.5-7b", "mistral-small-3.1-24b", "qwen2-vl-7b", "qwen2.5-vl-7b", "llama-3.2-11b-vision",
-              "llama-4-scout-17b-16e", "llama-4-maverick-17b-128e-fp8", "whisper-large-v3"]
+              "llama-4-scout-17b-16e", "llama-4-maverick-17b-128e-fp8", "whisper-large-v3",
+              "t5-base", "flan-t5-xl"]
 
 
 def llm(name: str) -> ModelSpec:
@@ -41,6 +42,8 @@ def test_registry_multimodal_models_match_transformers_and_towers_add_up(name: s
     assert spec.params_total == COUNTS[name]["params_total"]
     assert sum(dict(spec.towers).values()) == spec.params_total
     assert spec.params.towers == sum(v for k, v in spec.towers if k in ("vision", "projector"))
+    assert (spec.image is None) == (spec.model_type in ("t5", "whisper"))
+    assert (spec.encoder is None) == (spec.model_type not in ("t5", "whisper"))
 
 
 def test_qwen2_5_vl_7b_towers_are_the_modules_transformers_builds() -> None:
@@ -176,3 +179,14 @@ def test_llama_4_scout_image_tile_tokens() -> None:
     assert rule is not None
     # a 336-px tile of 14-px patches: 24² = 576 patches, pixel shuffle ratio 0.5 keeps 576 × 0.25 = 144 tokens
     assert image_tokens(rule, 336, 336) == 144
+
+
+def test_t5_base_encoder_decoder_split() -> None:
+    spec = llm("t5-base")
+    # shared table 32,128 × 768; encoder 12 blocks of q,k,v,o (4 · 768²) + relu FFN (2 · 768 · 3,072) + 2 norms, one
+    # relative-bias table 32 × 12, final norm; decoder 12 blocks with cross-attention, 3 norms each
+    enc = 12 * (4 * 768 * 768 + 2 * 768 * 3072 + 2 * 768) + 32 * 12 + 768
+    dec = 12 * (8 * 768 * 768 + 2 * 768 * 3072 + 3 * 768) + 32 * 12 + 768
+    assert dict(spec.towers) == {"shared_embeddings": 32128 * 768, "encoder": enc, "decoder": dec}
+    assert spec.params_total == 222_903_552
+    assert any("n_positions" in note for note in spec.notes)

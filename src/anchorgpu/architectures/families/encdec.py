@@ -34,7 +34,7 @@ def _t5(r: ConfigReader, name: str, source: str) -> ModelSpec:
     buckets = r.size("relative_attention_num_buckets", default=32)
     proj = r.text("feed_forward_proj", default="relu")
     gated = proj.startswith("gated-")
-    ctx = r.size("n_positions", default=512)
+    ctx = r.size("n_positions", default=512)  # relative positions set no hard limit; T5 was trained on 512
     enc = Core(hidden=d, layers=enc_layers, heads=heads, kv_heads=heads, head_dim=d_kv, vocab=vocab, context=ctx)
     dec = replace(enc, layers=dec_layers)
     t = Tally()
@@ -54,6 +54,9 @@ def _t5(r: ConfigReader, name: str, source: str) -> ModelSpec:
     decoder = _total(t) - shared - encoder
     t.notes.append(f"encoder-decoder: {enc_layers} encoder and {dec_layers} decoder blocks; position_embeddings are the "
                    "relative attention bias tables; the LM head is tied to the shared embeddings (transformers 5)")
+    if not r.has("n_positions"):
+        t.notes.append("n_positions is not in the config: a 512-token context (T5's training length) is assumed; "
+                       "its relative positions set no hard limit")
     spec = assemble_dense(t, r, dec, name, source, tied=True, ffn=ffn, windows=(None,) * dec_layers, gated=gated,
                           model_type="t5")
     encoder_spec = EncoderSpec(modality="text", num_layers=enc_layers, hidden_size=d, params=encoder, fixed_tokens=0,
