@@ -10,7 +10,7 @@ prediction with ``_low``/``_high`` from the calibration residuals and ``_ceiling
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_STORAGE_BYTES_PER_S",
     "SERVER_GPUS",
+    "KvReservation",
     "attach_performance",
     "plan_performance",
     "serving_setup",
@@ -69,15 +70,23 @@ def train_layout(plan: Plan) -> TrainLayout:
                        virtual_stages=lay.virtual_stages, tp_overlap=lay.tp_overlap)
 
 
-def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int) -> ServingSetup:
+def _kv_bytes(plan: Plan, tokens: int) -> int:
+    """KV-cache bytes one sequence of ``tokens`` holds on one GPU of the plan's layout."""
     from anchorgpu.planner import memory as mm
     from anchorgpu.planner.inputs import KV_CACHE_DTYPES
 
     model, lay = plan.model, plan.layout
     assert isinstance(model, ModelSpec)
-    cached = prompt_tokens + output_tokens // 2
-    kv_seq = mm.kv_cache_bytes(model, context_tokens=cached, sequences=1, tp=lay.tp, pp=lay.pp, block_size=1,
-                               bytes_per_value=KV_CACHE_DTYPES[plan.precision.kv_cache])
+    return mm.kv_cache_bytes(model, context_tokens=tokens, sequences=1, tp=lay.tp, pp=lay.pp, block_size=1,
+                             bytes_per_value=KV_CACHE_DTYPES[plan.precision.kv_cache])
+
+
+def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int) -> ServingSetup:
+    from anchorgpu.planner import memory as mm
+
+    model, lay = plan.model, plan.layout
+    assert isinstance(model, ModelSpec)
+    kv_seq = _kv_bytes(plan, prompt_tokens + output_tokens // 2)
     # a recurrent layer reads (and rewrites) its fixed-size state every step instead of a growing KV cache
     kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
     return ServingSetup(
@@ -87,23 +96,39 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int) -> Serv
         gpus_per_server=SERVER_GPUS)
 
 
-def saturation_concurrency(plan: Plan, setup: ServingSetup) -> int:
+KvReservation = Literal["average", "full"]
+"""How an engine admits requests against its KV cache: ``average`` (vLLM: pages fill as tokens arrive and a
+running request is preempted when they run out, so the cache holds sequences at their average cached length)
+or ``full`` (TensorRT-LLM's default capacity policy, GUARANTEED_NO_EVICT: a request starts only when the cache
+for its prompt plus its maximum output fits; TensorRT-LLM docs, performance tuning guide, "Useful Runtime
+Options")."""
+
+
+def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: int | None = None) -> int:
     """Sequences the engine keeps running at once when requests never stop coming (offline benchmarks):
-    the KV capacity over the average cached length (paged caches fill as tokens arrive), at most the
-    engine's sequence cap, per replica."""
+    the KV capacity over the average cached length (paged caches fill as tokens arrive), or over
+    ``reserve_tokens`` per sequence where the engine reserves them up front, at most the engine's sequence
+    cap, per replica."""
     capacity = int(plan.breakdown.get("kv_cache_capacity_bytes", 0))
     per_seq = max(1.0, setup.kv_bytes_per_sequence_per_gpu)
+    if reserve_tokens is not None:
+        from anchorgpu.planner import memory as mm
+
+        assert isinstance(plan.model, ModelSpec)
+        state = mm.recurrent_state_bytes(plan.model, sequences=1, tp=plan.layout.tp, pp=plan.layout.pp)
+        per_seq = max(1.0, float(_kv_bytes(plan, reserve_tokens) + state))
     cap = plan.workload.max_num_seqs or 1024
     return max(0, min(cap, int(capacity // per_seq))) * setup.replicas
 
 
 def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[str, Any],
-             assumptions: list[str], cal: Calibration) -> None:
+             assumptions: list[str], cal: Calibration, kv_reservation: KvReservation = "average") -> None:
     assert plan.gpu is not None
     band = cal.band(plan.gpu, "serve")
     setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output)
     conc = plan.workload.concurrency or 1
-    sat = saturation_concurrency(plan, setup)
+    full = kv_reservation == "full"
+    sat = saturation_concurrency(plan, setup, reserve_tokens=prompt + output if full else None)
     est = serving_estimate(model, plan.gpu, setup, prompt_tokens=prompt, output_tokens=output, concurrency=conc,
                            saturation_concurrency=max(sat, 1), cal=cal)
     _time(out, "ttft_s", est.ttft_s, est.ttft_s_ceiling, band)
@@ -124,8 +149,9 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
     assumptions.append(
         f"serving at {conc} concurrent request(s) of {prompt:,} prompt + {output:,} output tokens with continuous "
         f"batching and chunked prefill (each step carries prompt/output = {prompt / output:.2g} prefill tokens per "
-        f"output token); saturation at {sat:,} sequences (KV capacity at the average cached length, engine cap "
-        f"{plan.workload.max_num_seqs or 1024:,})")
+        f"output token); saturation at {sat:,} sequences (KV capacity at "
+        + ("prompt + output tokens each, reserved up front" if full else "the average cached length")
+        + f", engine cap {plan.workload.max_num_seqs or 1024:,})")
     assumptions.append(
         f"calibrated {stack_of(plan.gpu).upper()} constants: memory reads at {k.decode_mbu:.0%} of "
         f"{plan.gpu.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, batched products at {k.serve_matmul_efficiency:.0%} "
@@ -190,11 +216,13 @@ def plan_performance(
     plan: Plan, *, prompt_tokens: int | None = None, output_tokens: int | None = None,
     train_tokens: int | None = None, storage_bytes_per_s: float = DEFAULT_STORAGE_BYTES_PER_S,
     mfu: float | None = None, mbu: float | None = None, cal: Calibration | None = None,
+    kv_reservation: KvReservation = "average",
 ) -> dict[str, Any]:
     """Speed, time and checkpoint figures for a plan, as the ``performance`` JSON section.
 
     Serving: ``prompt_tokens``/``output_tokens`` default to the workload's, else 1,024 and 256 (within
-    the context). Training: ``train_tokens`` gives ``train_time_s`` and ``gpu_hours``. Without a GPU, or
+    the context); ``kv_reservation`` says how the engine admits requests (see :data:`KvReservation`; vLLM's
+    ``average`` by default). Training: ``train_tokens`` gives ``train_time_s`` and ``gpu_hours``. Without a GPU, or
     for a diffusion pipeline, the figures are null and ``assumptions`` says why.
 
     >>> from anchorgpu.planner import Workload, plan
@@ -230,7 +258,7 @@ def plan_performance(
         if choice.warning:
             warnings.append(choice.warning)
         out["compute_precision"] = choice.precision
-        _serving(plan, model, prompt, output, out, assumptions, cal)
+        _serving(plan, model, prompt, output, out, assumptions, cal, kv_reservation)
         out["checkpoint_bytes"] = plan.checkpoint_bytes or int(plan.breakdown.get("weights_whole_model_bytes", 0))
     else:
         out["compute_precision"] = compute_precision_for_training(w.train_precision)

@@ -99,7 +99,8 @@ def _serve(run: Run, cal: Calibration) -> float:
              layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=1, dp=r["gpus"] // r["tp"]), gpu=gpu, suggest=False,
              choose_layout=False)
     if run.metric == "max_output_tokens_per_s":
-        value = plan_performance(p, cal=cal).get("max_output_tokens_per_s")
+        value = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average")).get(
+            "max_output_tokens_per_s")
         return float(value) if value else float("nan")
     setup = serving_setup(p, prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"])
     if run.metric == "decode_step_s":  # one sequence, no prompt sharing the step
