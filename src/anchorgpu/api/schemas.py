@@ -225,7 +225,7 @@ class ModelSummary(_Schema):
 
 
 class ModelList(_Schema):
-    data: list[ModelSummary] = Field(description="Built-in registry models; any Hub id (org/name) also works when the server is online")
+    data: list[ModelSummary] = Field(description="Built-in registry models; other Hub ids (org/name) only where the operator set ANCHORGPU_HUB_FETCH=1")
     count: int = Field(description="Number of models in data")
 
 
@@ -294,7 +294,7 @@ _ALL_LORA_TARGETS: tuple[LoraTarget, ...] = ("q", "k", "v", "o", "gate", "up", "
 class PlanRequest(_Request):
     """The options of ``anchorgpu plan`` as JSON (same names without dashes, same defaults)."""
 
-    model: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, description="Registry name (see /v1/models) or Hub id 'org/name'", examples=["llama-3.1-70b"])
+    model: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, description="Registry name (see /v1/models) or the Hub id of one; other Hub ids only where the server fetches them (ANCHORGPU_HUB_FETCH=1)", examples=["llama-3.1-70b"])
     task: Task = Field(default="inference", description="inference, train (full fine-tune / pretrain), lora, qlora or diffusion")
     gpu: str | None = Field(default=None, max_length=100, pattern=TEXT_PATTERN, description="GPU name or alias; without one there is no fit verdict", examples=["h100"])
     gpus: int | None = Field(default=None, ge=LIMITS["gpus"].low, le=LIMITS["gpus"].high, description="Whole GPUs in total (default 1, or tp × pp × dp × ep)")
@@ -356,7 +356,7 @@ class PlanOut(_Schema):
 class RecommendRequest(_Request):
     """The options of ``anchorgpu recommend`` as JSON: a workload, a term, and limits on price and speed."""
 
-    model: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, description="Registry name (see /v1/models) or Hub id 'org/name' (language models and diffusion pipelines)", examples=["llama-3.1-8b"])
+    model: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, description="Registry name (see /v1/models) or the Hub id of one (other Hub ids only where ANCHORGPU_HUB_FETCH=1; language models and diffusion pipelines)", examples=["llama-3.1-8b"])
     task: Literal["inference", "train", "lora", "qlora", "diffusion"] = Field(default="inference", description="inference, train, lora or qlora; a diffusion pipeline is always planned as diffusion")
     term: str = Field(default="1month", min_length=2, max_length=20, pattern=TEXT_PATTERN, description="Rental term to price: 'Nh', 'Nw' (168 h) or 'Nmonth' (720 h)")
     gpu: str | None = Field(default=None, max_length=100, pattern=TEXT_PATTERN, description="Only offerings of this GPU (name or alias)")
