@@ -45,7 +45,7 @@ def parse_expiry(expires_in: str | None, expires_at: str | None, now: datetime) 
         match = _DURATION.fullmatch(expires_in.strip())
         if match is None:
             raise InvalidInput(f"--expires-in {expires_in!r}: expected a whole number of hours, days or weeks, e.g. 12h, 30d, 2w")
-        return now + timedelta(hours=int(match.group(1)) * _UNIT_HOURS[match.group(2)])
+        return (now + timedelta(hours=int(match.group(1)) * _UNIT_HOURS[match.group(2)])).replace(microsecond=0)
     if expires_at is not None:
         try:
             value = datetime.fromisoformat(expires_at.strip().replace("Z", "+00:00"))
