@@ -35,6 +35,7 @@ __all__ = [
     "Limit",
     "check_text",
     "control_character",
+    "ascii_int",
     "bounded_int",
     "finite_number",
     "usd_amount",
@@ -141,6 +142,18 @@ def whole_number(text: str, *, field: str, suffixes: dict[str, int] | None = Non
     if number < 1:
         raise InvalidInput(f"{flag} {text!r}: expected a whole number of at least 1")
     return number
+
+
+def ascii_int(text: str) -> int:
+    """``int(text)`` for ASCII digits only (Python's ``int`` also reads ``'١٢'`` or ``'１２'``); ``ValueError`` otherwise.
+
+    >>> ascii_int(" 12 ")
+    12
+    """
+    cleaned = text.strip()
+    if not re.fullmatch(r"-?[0-9]{1,12}", cleaned, re.ASCII):
+        raise ValueError(f"{text!r} is not a whole number written in ASCII digits")
+    return int(cleaned)
 
 
 def bounded_int(value: int | None, *, field: str, flag: str | None = None) -> int | None:

@@ -135,3 +135,20 @@ def test_sign_in_next_path_stays_on_this_site_and_bounded(sqlite_served: Served)
             assert response.status_code == 422
         else:
             assert response.status_code == 303 and response.headers["location"] == expected, (target, response.headers.get("location"))
+
+
+@pytest.mark.parametrize("quantity", ["١", "３", "1e0", " "])
+def test_the_quote_form_takes_ascii_digits_only(sqlite_served: Served, quantity: str) -> None:
+    """The page's quote form reads numbers by the same rule as the API (Python's int() would read '١' as 1)."""
+    browser = _browser(sqlite_served)
+    _sign_in(browser, sqlite_served.caller("alice"))
+    page = browser.get("/quote", params={"offering": "h100-sxm-1x-vm"})
+    response = browser.post("/quote", data={"csrf_token": _token(page.text), "offering": "h100-sxm-1x-vm", "term": "1w",
+                                            "quantity": quantity})
+    assert response.status_code == 422, (quantity, response.status_code)
+
+
+@pytest.mark.parametrize(("value", "refused"), [("8k", False), ("١k", True), ("١٢٨", True), ("１２８", True)])
+def test_the_planner_page_reads_token_counts_as_the_cli_does(sqlite_served: Served, value: str, refused: bool) -> None:
+    response = sqlite_served.client.get("/plan", params={"model": "llama-3.1-8b", "gpu": "h100", "context": value})
+    assert response.status_code == (422 if refused else 200), (value, response.status_code)

@@ -19,6 +19,7 @@ from anchorgpu.allocations.domain import STOP_NOTICE
 from anchorgpu.api.deps import ClockDep, SettingsDep, UowFactoryDep, validate_idempotency_key
 from anchorgpu.catalog import load_catalog
 from anchorgpu.errors import AnchorError
+from anchorgpu.validation import ascii_int
 from anchorgpu.web.deps import SignedInAccountId, require_csrf
 from anchorgpu.web.templating import money, render, web_session, when
 
@@ -73,8 +74,8 @@ async def create_quote(request: Request, account_id: SignedInAccountId, uow_fact
     try:
         for key, value in form.items():
             if key.startswith("option:") and str(value).strip() not in ("", "0"):
-                options[key.removeprefix("option:")[:100]] = int(str(value))
-        quantity = int(str(form.get("quantity", "1")))
+                options[key.removeprefix("option:")[:100]] = ascii_int(str(value))
+        quantity = ascii_int(str(form.get("quantity", "1")))
         quote = services.create_quote(uow_factory(), account_id=account_id, offering=offering, term=str(form.get("term", ""))[:20],
                                       quantity=quantity, options=options, region=str(form.get("region") or "") or None, clock=clock,
                                       validity_s=settings.quote_validity_s)

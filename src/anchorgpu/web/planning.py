@@ -7,8 +7,6 @@ the checks still to do.
 
 from __future__ import annotations
 
-import math
-import re
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -30,7 +28,6 @@ _BOOL_FIELDS = ("fsdp", "allow_long_context", "vae_tiling")
 _INT_CHOICE_FIELDS = ("zero",)  # Literal[0, 1, 2, 3]: a form sends "0"
 _TOKEN_FIELDS = ("context", "seq", "prompt", "output_tokens", "max_num_batched_tokens")  # "8k" as in `anchorgpu plan --context 8k`
 _COUNT_FIELDS = ("tokens", "train_tokens")  # "1e12" as in `anchorgpu plan --tokens 1e12`
-_TOKENS_RE = re.compile(r"^(\d+(?:\.\d+)?)([kKmM]?)$")
 
 
 def shorthand(name: str, raw: str) -> str | int:
@@ -41,18 +38,16 @@ def shorthand(name: str, raw: str) -> str | int:
     >>> shorthand("context", "8k"), shorthand("tokens", "1e12"), shorthand("context", "8.5")
     (8192, 1000000000000, '8.5')
     """
-    value: float | None = None
-    match = _TOKENS_RE.match(raw)
-    if name in _TOKEN_FIELDS and match and match.group(2):
-        value = float(match.group(1)) * {"k": 1024, "m": 1024 * 1024}[match.group(2).lower()]
-    elif name in _COUNT_FIELDS:
-        try:
-            value = float(raw)
-        except ValueError:
-            value = None
-    if value is not None and math.isfinite(value) and value == int(value):
-        return int(value)
-    return raw
+    from anchorgpu.errors import InvalidInput
+    from anchorgpu.validation import BINARY_SUFFIXES, whole_number
+
+    if name not in _TOKEN_FIELDS and name not in _COUNT_FIELDS:
+        return raw
+    suffixes = {k: v for k, v in BINARY_SUFFIXES.items() if k in ("", "k", "m")} if name in _TOKEN_FIELDS else None
+    try:  # the CLI's own parser (anchorgpu.validation): ASCII digits, finite, whole, within the API's bounds
+        return whole_number(raw, field=name, suffixes=suffixes)
+    except InvalidInput:
+        return raw
 
 
 def form_values(request: Request) -> dict[str, Any]:
