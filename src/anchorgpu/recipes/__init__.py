@@ -1,0 +1,59 @@
+"""Launch recipes: turn a :class:`~anchorgpu.planner.plan.Plan` into the command and files that run it.
+
+``build_recipe(plan, kind)`` for KIND in :data:`KINDS`: serving engines (vLLM, SGLang, TensorRT-LLM), training
+launchers (torchrun with FSDP settings, DeepSpeed, accelerate) and cluster wrappers (SkyPilot, Kubernetes).
+Each recipe says what it assumed and what the plan could not set; a recipe that cannot express the plan is
+refused with one line (:class:`anchorgpu.errors.InvalidWorkload`, code ``recipe_not_expressible``).
+Pure: reads only the plan and the packaged flag lists.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.planner.plan import Plan
+from anchorgpu.recipes._common import (
+    KINDS,
+    SERVING_KINDS,
+    TRAINING_KINDS,
+    Recipe,
+    Target,
+    default_target,
+    flag_data,
+)
+from anchorgpu.recipes.cluster import k8s_recipe, skypilot_recipe
+from anchorgpu.recipes.serving import serving_recipe
+from anchorgpu.recipes.training import training_recipe
+
+__all__ = ["KINDS", "Recipe", "Target", "build_recipe", "flag_data", "recipe_to_json"]
+
+
+def build_recipe(plan: Plan, kind: str, *, target: Target | None = None) -> Recipe:
+    """The recipe of ``kind`` for ``plan``; ``target`` (servers and GPUs per server) defaults to the plan's GPUs
+    packed eight to a server."""
+    key = kind.strip().lower()
+    if key not in KINDS:
+        raise InvalidWorkload(f"--recipe {kind!r}: unknown kind; choose one of {', '.join(KINDS)}",
+                              code="recipe_not_expressible")
+    if plan.workload.task == "diffusion":
+        raise InvalidWorkload(f"--recipe {key}: diffusion pipelines have no launch recipe yet",
+                              code="recipe_not_expressible")
+    where = target or default_target(plan)
+    if where.nodes * where.gpus_per_node != plan.layout.gpus:
+        raise InvalidWorkload(f"--recipe {key}: {where.nodes} server(s) x {where.gpus_per_node} GPUs is not the "
+                              f"plan's {plan.layout.gpus} GPUs", code="recipe_not_expressible")
+    if key in SERVING_KINDS:
+        return serving_recipe(plan, key, where)
+    if key in TRAINING_KINDS:
+        return training_recipe(plan, key, where)
+    if key == "skypilot":
+        return skypilot_recipe(plan, where)
+    return k8s_recipe(plan, where)
+
+
+def recipe_to_json(recipe: Recipe) -> dict[str, Any]:
+    """Stable keys: kind, tool_version, command, files [{name, text}], assumptions, cannot_set."""
+    return {"kind": recipe.kind, "tool_version": recipe.tool_version, "command": recipe.command,
+            "files": [{"name": name, "text": text} for name, text in recipe.files],
+            "assumptions": list(recipe.assumptions), "cannot_set": list(recipe.cannot_set)}

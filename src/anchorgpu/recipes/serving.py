@@ -1,0 +1,152 @@
+"""Serving recipes: ``vllm serve``, SGLang's ``launch_server`` and ``trtllm-serve`` from an inference plan.
+
+Every value comes from the plan: TP/PP/DP (and EP for MoE), the context as the maximum model length, the
+engine's sequence cap and batched-token budget the memory was sized with, the memory-utilization cap, the
+KV-cache dtype and the weight format. Flags are the engines' own (see ``recipes/data/*_flags.json``).
+"""
+
+from __future__ import annotations
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.planner.plan import Plan
+from anchorgpu.recipes._common import Recipe, Target, flag_data, model_ref, not_expressible, shell_join
+
+__all__ = ["serving_recipe"]
+
+# What each engine can do with weights the checkpoint does not ship in (quantize while loading).
+_ONLINE = {
+    "vllm": {"fp8": "fp8", "nf4": "bitsandbytes", "nf4-dq": "bitsandbytes"},
+    "sglang": {"fp8": "fp8"},
+    "trtllm": {},
+}
+_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def _weights(plan: Plan, model: ModelSpec, kind: str, assumptions: list[str]) -> str | None:
+    """The ``--quantization`` value (None: none needed), refusing what the engine cannot load from this checkpoint."""
+    fmt = plan.precision.weights or "bf16"
+    shipped = model.quantization.name if model.quantization is not None else None
+    if fmt == shipped:
+        assumptions.append(f"Weights: {fmt} as the checkpoint ships them; the engine reads its quantization_config "
+                           "(no flag needed).")
+        return None
+    if fmt in _DTYPE:
+        if shipped is not None:
+            raise not_expressible(kind, f"the plan loads {plan.model.name} as {fmt}, but the checkpoint ships "
+                                        f"{shipped}; engines do not dequantize at load time (plan without --weights)")
+        return None
+    online = _ONLINE[kind].get(fmt)
+    if online is None:
+        raise not_expressible(kind, f"{kind} cannot quantize a 16-bit checkpoint to {fmt} while loading: plan a "
+                                    f"checkpoint published in {fmt} (its config.json), or --weights bf16/fp8")
+    assumptions.append(f"Weights: {fmt} quantized by the engine while loading the 16-bit checkpoint "
+                       f"(--quantization {online}).")
+    return online
+
+
+def _kv(plan: Plan, kind: str) -> bool:
+    """True when the plan puts the KV cache in FP8 (refused on a GPU without FP8 hardware)."""
+    if plan.precision.kv_cache != "fp8":
+        return False
+    if plan.gpu is not None and not plan.gpu.fp8_hardware:
+        raise not_expressible(kind, f"an FP8 KV cache on {plan.gpu.display_name}, which has no FP8 hardware "
+                                    "(plan with --kv-cache bf16)")
+    return True
+
+
+def _replicas(plan: Plan, target: Target, assumptions: list[str]) -> tuple[int, bool]:
+    """(data-parallel ranks in one engine, whether each replica is a separate server)."""
+    lay = plan.layout
+    per_replica = lay.tp * lay.pp
+    if lay.dp > 1 and per_replica * lay.dp > target.gpus_per_node:
+        assumptions.append(f"{lay.dp} replicas of {per_replica} GPU(s) do not share one server: run one engine per "
+                           "replica behind a load balancer (the command is one replica).")
+        return 1, True
+    return lay.dp, False
+
+
+def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
+    if plan.workload.task != "inference" or not isinstance(plan.model, ModelSpec):
+        raise not_expressible(kind, f"a serving engine for a {plan.workload.task} plan (use torchrun-fsdp, deepspeed "
+                                    "or accelerate)")
+    spec = plan.model
+    assumptions: list[str] = []
+    cannot: list[str] = []
+    lay, w = plan.layout, plan.workload
+    model = model_ref(plan, assumptions)
+    quant = _weights(plan, spec, kind, assumptions)
+    fp8_kv = _kv(plan, kind)
+    dp, _separate = _replicas(plan, target, assumptions)
+    if lay.tp * lay.pp > target.gpus_per_node:
+        assumptions.append(f"One replica spans {lay.tp * lay.pp} GPUs over servers of {target.gpus_per_node}: start a "
+                           "Ray cluster over them first (vLLM/SGLang multi-node), or use the k8s LeaderWorkerSet.")
+    ctx = w.context_tokens or spec.max_context_tokens
+    tokens, seqs = w.max_num_batched_tokens or 8192, w.max_num_seqs or 1024
+    dtype = _DTYPE.get(plan.precision.weights or "bf16")
+    files: tuple[tuple[str, str], ...] = ()
+    if kind == "vllm":
+        parts = ["vllm", "serve", model, "--tensor-parallel-size", str(lay.tp)]
+        if lay.pp > 1:
+            parts += ["--pipeline-parallel-size", str(lay.pp)]
+        if dp > 1:
+            parts += ["--data-parallel-size", str(dp)]
+        if lay.ep > 1:
+            parts += ["--enable-expert-parallel"]
+            assumptions.append(f"Expert parallelism: vLLM spreads the experts over TP x DP = {lay.tp * dp} ranks "
+                               f"(the plan's EP {lay.ep}).")
+        parts += ["--max-model-len", str(ctx), "--max-num-seqs", str(seqs), "--max-num-batched-tokens", str(tokens),
+                  "--enable-chunked-prefill", "--gpu-memory-utilization", f"{w.gpu_memory_utilization:g}",
+                  "--block-size", str(w.block_size_tokens)]
+        if dtype and dtype != "bfloat16":
+            parts += ["--dtype", dtype]
+        if fp8_kv:
+            parts += ["--kv-cache-dtype", "fp8"]
+        if quant:
+            parts += ["--quantization", quant]
+        parts += ["--host", "0.0.0.0", "--port", "8000"]
+    elif kind == "sglang":
+        parts = ["python", "-m", "sglang.launch_server", "--model-path", model, "--tp-size", str(lay.tp)]
+        if lay.pp > 1:
+            parts += ["--pp-size", str(lay.pp)]
+        if dp > 1:
+            parts += ["--dp-size", str(dp)]
+        if lay.ep > 1:
+            parts += ["--ep-size", str(lay.ep)]
+        parts += ["--context-length", str(ctx), "--max-running-requests", str(seqs), "--chunked-prefill-size",
+                  str(tokens), "--mem-fraction-static", f"{w.gpu_memory_utilization:g}"]
+        if dtype and dtype != "bfloat16":
+            parts += ["--dtype", dtype]
+        if fp8_kv:
+            parts += ["--kv-cache-dtype", "fp8_e4m3"]
+        if quant:
+            parts += ["--quantization", quant]
+        parts += ["--host", "0.0.0.0", "--port", "30000"]
+        assumptions.append("SGLang's --mem-fraction-static covers weights and KV cache; the planner's figure is "
+                           "vLLM's whole-engine cap, so SGLang keeps a little more back for activations.")
+    else:
+        if dp > 1:
+            assumptions.append(f"trtllm-serve has no data-parallel flag: run {dp} servers of TP {lay.tp} behind a "
+                               "load balancer (the command is one of them).")
+        parts = ["trtllm-serve", model, "--backend", "pytorch", "--tp_size", str(lay.tp)]
+        if lay.pp > 1:
+            parts += ["--pp_size", str(lay.pp)]
+        if lay.ep > 1:
+            parts += ["--ep_size", str(lay.ep)]
+        parts += ["--max_seq_len", str(ctx), "--max_batch_size", str(seqs), "--max_num_tokens", str(tokens),
+                  "--free_gpu_memory_fraction", f"{w.gpu_memory_utilization:g}", "--enable_chunked_prefill"]
+        kv_dtype = "fp8" if fp8_kv else "auto"
+        config = ("kv_cache_config:\n"
+                  f"  dtype: {kv_dtype}\n"
+                  f"  free_gpu_memory_fraction: {w.gpu_memory_utilization:g}\n")
+        if dtype and dtype != "bfloat16":
+            config = f"dtype: {dtype}\n" + config
+        files = (("trtllm_config.yaml", config),)
+        parts += ["--config", "trtllm_config.yaml", "--host", "0.0.0.0", "--port", "8000"]
+        assumptions.append("trtllm-serve's --free_gpu_memory_fraction is the share of the memory left after the "
+                           "weights that goes to the KV cache, not a whole-GPU cap: the planned cap is an upper bound.")
+    data = flag_data(f"{kind}_flags")
+    cannot.append("Sampling defaults, chat template, API keys and TLS: not part of the plan.")
+    if plan.fits is False:
+        assumptions.append("The plan does NOT fit: this launch will run out of memory as planned.")
+    return Recipe(kind=kind, command=shell_join(parts), files=files, assumptions=tuple(assumptions),
+                  cannot_set=tuple(cannot), tool_version=f"{data['tool']} {data['version']}")

@@ -1,0 +1,244 @@
+"""Training recipes: a torchrun launch (FSDP2 settings for the script), a DeepSpeed ``ds_config.json`` and an
+``accelerate`` config YAML, from a train / LoRA / QLoRA plan.
+
+What a config can say is said: sharding (FSDP or the ZeRO stage), offload, activation checkpointing, the
+micro-batch and gradient accumulation from the global batch, BF16/FP8 and the TP/CP sizes where the framework
+has them. A layout the framework cannot run (pipeline stages under FSDP, FP8 in a DeepSpeed config) is refused
+in one line; what only the training script can do is listed in ``cannot_set``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from anchorgpu.planner.plan import Plan
+from anchorgpu.recipes._common import (
+    Recipe,
+    Target,
+    TrainSteps,
+    flag_data,
+    is_training,
+    model_ref,
+    not_expressible,
+    shell_join,
+    train_steps,
+)
+
+__all__ = ["torchrun_parts", "training_recipe"]
+
+_SCRIPT = "train.py"
+
+
+def torchrun_parts(target: Target, *, script_args: list[str], node_rank: str | None = None,
+                   master_addr: str = "$MASTER_ADDR") -> list[str]:
+    """``torchrun`` for one node (``--standalone``) or many (static rendezvous at ``master_addr``:29500)."""
+    parts = ["torchrun"]
+    if target.nodes == 1:
+        parts += ["--standalone", "--nnodes", "1"]
+    else:
+        parts += ["--nnodes", str(target.nodes), "--node-rank", node_rank or "$NODE_RANK",
+                  "--master-addr", master_addr, "--master-port", "29500"]
+    return parts + ["--nproc-per-node", str(target.gpus_per_node), _SCRIPT, *script_args]
+
+
+def _precision(plan: Plan, kind: str) -> str:
+    """bf16 or fp8 (Transformer Engine); FP4 training is refused everywhere."""
+    p = plan.workload.train_precision
+    if p == "fp4":
+        raise not_expressible(kind, "FP4 training has no switch in this framework's launch or config")
+    if p == "fp8":
+        if kind == "deepspeed":
+            raise not_expressible(kind, "ds_config.json has no FP8 training switch (Transformer Engine is set up in "
+                                        "the model code); use --recipe accelerate or plan --train-precision mixed")
+        return "fp8"
+    return "bf16"
+
+
+def _common_checks(plan: Plan, kind: str, assumptions: list[str], cannot: list[str]) -> None:
+    lay, w = plan.layout, plan.workload
+    if not is_training(plan):
+        raise not_expressible(kind, f"a training recipe for a {w.task} plan (use vllm, sglang or trtllm)")
+    if lay.pp > 1:
+        raise not_expressible(kind, f"pipeline parallelism (PP {lay.pp}) has no setting here; plan with --pp 1 "
+                                    "(e.g. --fsdp) or launch it with Megatron-LM / torchtitan")
+    if w.recompute == "selective":
+        assumptions.append("Recompute: selective was planned; frameworks checkpoint whole layers, which stores less "
+                           "(slower, still fits).")
+    if w.task in ("lora", "qlora"):
+        cannot.append(f"The {w.task} adapters (rank {w.lora_rank} on {', '.join(w.lora_targets)}) are set up in the "
+                      "script, e.g. with peft; QLoRA loads the base in bitsandbytes NF4.")
+    if plan.fits is False:
+        assumptions.append("The plan does NOT fit: this launch will run out of memory as planned.")
+
+
+def _settings(plan: Plan, steps: TrainSteps, precision: str, model: str) -> dict[str, object]:
+    lay, w = plan.layout, plan.workload
+    return {
+        "model": model, "seq_len": steps.seq_tokens, "micro_batch_size": steps.micro_batch,
+        "gradient_accumulation_steps": steps.accumulation, "global_batch_sequences": steps.global_batch_sequences,
+        "optimizer": w.optimizer, "precision": precision,
+        "data_parallel_shard": lay.dp, "tensor_parallel": lay.tp, "context_parallel": lay.cp,
+        "fsdp": {"reshard_after_forward": lay.fsdp or lay.zero == 3,
+                 "mixed_precision": {"param_dtype": "bfloat16",
+                                     "reduce_dtype": "bfloat16" if w.train_precision == "bf16-true" else "float32"},
+                 "cpu_offload": lay.offload != "none"},
+        "activation_checkpointing": w.recompute or "none",
+    }
+
+
+def _torchrun(plan: Plan, target: Target, steps: TrainSteps, model: str, assumptions: list[str],
+              cannot: list[str]) -> tuple[str, tuple[tuple[str, str], ...]]:
+    lay = plan.layout
+    precision = _precision(plan, "torchrun-fsdp")
+    settings = _settings(plan, steps, precision, model)
+    if lay.zero in (1, 2) and not lay.fsdp:
+        assumptions.append(f"ZeRO-{lay.zero} was planned: FSDP2 without resharding after forward (like ZeRO-2) "
+                           "shards gradients and optimizer state; it uses no more memory than planned.")
+    if lay.zero == 0 and not lay.fsdp:
+        assumptions.append("Plain data parallelism was planned: the script wraps the model in DDP, not FSDP.")
+        settings["fsdp"] = None
+    if lay.offload == "optimizer":
+        assumptions.append("Offload: FSDP's CPU offload moves parameters, gradients and optimizer state together "
+                           "(more than the optimizer-only offload planned: slower, fits).")
+    env = ["OMP_NUM_THREADS=8", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+           if plan.gpu is None or plan.gpu.vendor == "NVIDIA" else "PYTORCH_HIP_ALLOC_CONF=expandable_segments:True"]
+    command = " ".join(env) + " \\\n" + shell_join(torchrun_parts(target, script_args=["--config",
+                                                                                          "anchorgpu_train.json"]))
+    cannot.append(f"{_SCRIPT} is yours: it reads anchorgpu_train.json, builds the device mesh (DP shard x TP x CP), "
+                  "applies fully_shard / checkpoint_wrapper and runs the accumulation loop.")
+    if precision == "fp8":
+        cannot.append("FP8 matrix products: torchao float8 or Transformer Engine layers in the script.")
+    return command, (("anchorgpu_train.json", json.dumps(settings, indent=2) + "\n"),)
+
+
+def _deepspeed(plan: Plan, target: Target, steps: TrainSteps, model: str, assumptions: list[str],
+               cannot: list[str]) -> tuple[str, tuple[tuple[str, str], ...]]:
+    lay, w = plan.layout, plan.workload
+    _precision(plan, "deepspeed")
+    if lay.tp > 1 or lay.cp > 1:
+        raise not_expressible("deepspeed", f"TP {lay.tp} / CP {lay.cp}: ds_config.json (0.19.8) has no tensor- or "
+                                           "context-parallel size; plan with --tp 1 --cp 1 or use --recipe accelerate")
+    stage = 3 if lay.fsdp else lay.zero
+    zero: dict[str, object] = {"stage": stage, "overlap_comm": True, "contiguous_gradients": True}
+    if lay.offload in ("optimizer", "params"):
+        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+    if lay.offload == "params":
+        if stage != 3:
+            raise not_expressible("deepspeed", "parameter offload needs ZeRO stage 3 (plan with --zero 3)")
+        zero["offload_param"] = {"device": "cpu", "pin_memory": True}
+    if stage == 3:
+        zero["stage3_gather_16bit_weights_on_model_save"] = True
+    if lay.fsdp:
+        assumptions.append("FSDP was planned: ZeRO stage 3 shards the same three states.")
+    config: dict[str, object] = {
+        "train_batch_size": steps.global_batch_sequences,
+        "train_micro_batch_size_per_gpu": steps.micro_batch,
+        "gradient_accumulation_steps": steps.accumulation,
+        "bf16": {"enabled": True},
+        "zero_optimization": zero,
+        "gradient_clipping": 1.0,
+        "steps_per_print": 10,
+    }
+    if w.train_precision == "bf16-true":
+        config["bf16"] = {"enabled": True, "bf16_master_weights_and_grads": True}
+    command = shell_join(torchrun_parts(target, script_args=["--deepspeed_config", "ds_config.json"]))
+    cannot.append(f"{_SCRIPT} is yours: deepspeed.initialize(model=..., config='ds_config.json') and a loop of "
+                  "engine.backward / engine.step.")
+    if (w.recompute or "none") != "none":
+        cannot.append(f"Activation checkpointing ({w.recompute}, as planned) is switched on in the model "
+                      "(e.g. gradient_checkpointing_enable()).")
+    cannot.append(f"The optimizer ({w.optimizer}) is built in the script or added as an \"optimizer\" section.")
+    assumptions.append(f"Launched with torchrun; DeepSpeed reads the ranks from its environment. Model: {model}.")
+    return command, (("ds_config.json", json.dumps(config, indent=2) + "\n"),)
+
+
+def _yaml_scalar(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return str(value) if str(value).replace("_", "").replace(".", "").isalnum() else json.dumps(value)
+
+
+def yaml_dump(doc: dict[str, object], indent: int = 0) -> str:
+    """A small YAML writer for nested mappings of scalars (what accelerate's config holds)."""
+    out: list[str] = []
+    pad = " " * indent
+    for key, value in doc.items():
+        if isinstance(value, dict):
+            out.append(f"{pad}{key}:")
+            out.append(yaml_dump(value, indent + 2).rstrip("\n"))
+        else:
+            out.append(f"{pad}{key}: {_yaml_scalar(value)}")
+    return "\n".join(out) + "\n"
+
+
+def _accelerate(plan: Plan, target: Target, steps: TrainSteps, model: str, assumptions: list[str],
+                cannot: list[str]) -> tuple[str, tuple[tuple[str, str], ...]]:
+    lay, w = plan.layout, plan.workload
+    precision = _precision(plan, "accelerate")
+    recompute = (w.recompute or "none") != "none"
+    doc: dict[str, object] = {"compute_environment": "LOCAL_MACHINE", "debug": False}
+    if lay.fsdp or lay.zero == 3 or lay.tp > 1 or lay.cp > 1:
+        doc["distributed_type"] = "FSDP"
+        doc["fsdp_config"] = {
+            "fsdp_version": 2, "fsdp_reshard_after_forward": lay.fsdp or lay.zero == 3,
+            "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP", "fsdp_state_dict_type": "SHARDED_STATE_DICT",
+            "fsdp_activation_checkpointing": recompute, "fsdp_offload_params": lay.offload != "none",
+            "fsdp_cpu_ram_efficient_loading": True,
+        }
+        if lay.tp > 1 or lay.cp > 1:
+            doc["parallelism_config"] = {"parallelism_config_dp_replicate_size": 1,
+                                         "parallelism_config_dp_shard_size": lay.dp,
+                                         "parallelism_config_tp_size": lay.tp, "parallelism_config_cp_size": lay.cp}
+        if lay.zero in (1, 2) and not lay.fsdp:
+            assumptions.append(f"ZeRO-{lay.zero} was planned with TP/CP: FSDP2 without resharding after forward.")
+    elif lay.zero in (1, 2) or lay.offload != "none":
+        doc["distributed_type"] = "DEEPSPEED"
+        ds: dict[str, object] = {"zero_stage": lay.zero, "gradient_accumulation_steps": steps.accumulation,
+                                 "gradient_clipping": 1.0, "zero3_init_flag": False,
+                                 "offload_optimizer_device": "cpu" if lay.offload != "none" else "none",
+                                 "offload_param_device": "cpu" if lay.offload == "params" else "none"}
+        doc["deepspeed_config"] = ds
+        if recompute:
+            cannot.append("Activation checkpointing under DeepSpeed: switch it on in the model "
+                          "(gradient_checkpointing_enable()).")
+    else:
+        doc["distributed_type"] = "MULTI_GPU" if lay.gpus > 1 else "NO"
+        if recompute:
+            cannot.append("Activation checkpointing under DDP: switch it on in the model (gradient_checkpointing_enable()).")
+    doc["mixed_precision"] = precision
+    if precision == "fp8":
+        doc["fp8_config"] = {"backend": "TE"}
+    doc.update({"num_machines": target.nodes, "num_processes": target.nodes * target.gpus_per_node,
+                "machine_rank": 0, "rdzv_backend": "static", "same_network": True, "use_cpu": False,
+                "main_training_function": "main"})
+    if target.nodes > 1:
+        doc["main_process_ip"] = "MASTER_ADDR"
+        doc["main_process_port"] = 29500
+        cannot.append("On each server set machine_rank (0 .. nodes-1) and main_process_ip to the first server's address.")
+    cannot.append(f"{_SCRIPT} is yours: Accelerator(gradient_accumulation_steps={steps.accumulation}) and a "
+                  f"DataLoader of batch size {steps.micro_batch} with sequences of {steps.seq_tokens:,} tokens.")
+    assumptions.append(f"Model: {model}.")
+    command = shell_join(["accelerate", "launch", "--config_file", "accelerate_config.yaml", _SCRIPT])
+    return command, (("accelerate_config.yaml", yaml_dump(doc)),)
+
+
+def training_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
+    assumptions: list[str] = []
+    cannot: list[str] = []
+    _common_checks(plan, kind, assumptions, cannot)
+    if target.nodes > 1 and kind != "accelerate":
+        cannot.append(f"On each of the {target.nodes} servers set NODE_RANK (0 .. {target.nodes - 1}) and MASTER_ADDR "
+                      "(the first server's address).")
+    model = model_ref(plan, assumptions)
+    steps = train_steps(plan, assumptions)
+    assumptions.append(f"Steps: micro-batch {steps.micro_batch} x {steps.accumulation} accumulation x "
+                       f"{plan.layout.dp} data-parallel ranks = {steps.global_batch_sequences:,} sequences of "
+                       f"{steps.seq_tokens:,} tokens per optimizer step.")
+    build = {"torchrun-fsdp": _torchrun, "deepspeed": _deepspeed, "accelerate": _accelerate}[kind]
+    command, files = build(plan, target, steps, model, assumptions, cannot)
+    data = flag_data({"torchrun-fsdp": "torchrun_flags", "deepspeed": "deepspeed_keys",
+                      "accelerate": "accelerate_keys"}[kind])
+    return Recipe(kind=kind, command=command, files=files, assumptions=tuple(assumptions), cannot_set=tuple(cannot),
+                  tool_version=f"{data['tool']} {data['version']}")
