@@ -1,7 +1,7 @@
 """``anchorgpu model`` and ``anchorgpu models``: one model's architecture, and the registry.
 
     anchorgpu model MODEL [--json] [--kv-cache bf16|fp16|fp8]
-    anchorgpu models [--json] [--family NAME]
+    anchorgpu models [--json] [--family NAME] [--by-family]
 
 MODEL is a registry name or alias (``llama-3.1-70b``), a path to a ``config.json`` or its folder, or a
 Hugging Face Hub id (``org/name``; offline: exit 2). Bad config → exit 2; unknown name → exit 3.
@@ -203,6 +203,7 @@ def model_command(
 def models_command(
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     family: str | None = typer.Option(None, "--family", help="Only this family (case-insensitive, e.g. 'Llama 3.1', 'qwen3')."),
+    by_family: bool = typer.Option(False, "--by-family", help="One row per family: its models, types, sizes and shipped formats."),
 ) -> None:
     """List the built-in model registry (language models and diffusion pipelines)."""
     from anchorgpu.architectures import ModelSpec, load_model, model_infos
@@ -235,6 +236,9 @@ def models_command(
                 "shipped_weights": shipped_weights(spec),
             }
         )
+    if by_family:
+        _show_families(_families(rows), json_out=json_out)
+        return
     if json_out:
         emit_json(rows)
         return
@@ -251,8 +255,47 @@ def models_command(
         )
     out = _wide_console()
     out.print(table)
-    by_family: dict[str, set[str]] = {}
+    groups = _families(rows)
+    quantized = [f for f in groups if f["shipped_weights"] != ["bf16"]]
+    out.print(f"{len(groups)} families; shipped in other than bf16: " + ("; ".join(
+        f"{f['family']}: {', '.join(f['shipped_weights'])}" for f in quantized) or "none")
+        + ". One row per family: anchorgpu models --by-family", markup=False)
+
+
+def _families(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of ``models`` grouped by family, in the order each family first appears in the registry."""
+    groups: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
-        by_family.setdefault(r["family"], set()).add(r["shipped_weights"])
-    out.print("Shipped weights by family: " + "; ".join(
-        f"{name}: {', '.join(sorted(formats))}" for name, formats in sorted(by_family.items())), markup=False)
+        groups.setdefault(r["family"], []).append(r)
+    return [
+        {
+            "family": name,
+            "models": [m["name"] for m in sorted(members, key=lambda m: m["params_total"])],  # smallest first
+            "model_types": sorted({m["model_type"] for m in members}),
+            "params_total_min": min(m["params_total"] for m in members),
+            "params_total_max": max(m["params_total"] for m in members),
+            "shipped_weights": sorted({m["shipped_weights"] for m in members}),
+        }
+        for name, members in groups.items()
+    ]
+
+
+def _size_range(low: int, high: int) -> str:
+    """``0.27-27.43 B``; one figure when the family has one size."""
+    return f"{low / 1e9:,.2f} B" if low == high else f"{low / 1e9:,.2f}-{high / 1e9:,.2f} B"
+
+
+def _show_families(families: list[dict[str, Any]], *, json_out: bool) -> None:
+    if json_out:
+        emit_json(families)
+        return
+    from rich.table import Table
+
+    count = sum(len(f["models"]) for f in families)
+    table = Table(title=f"AnchorGPU model registry by family ({len(families)} families, {count} entries)")
+    for col in ("family", "models", "type", "params total", "shipped weights"):
+        table.add_column(col, justify="right" if col == "params total" else "left", overflow="fold")
+    for f in families:
+        table.add_row(_esc(f["family"]), _esc(", ".join(f["models"])), ", ".join(f["model_types"]),
+                      _size_range(f["params_total_min"], f["params_total_max"]), ", ".join(f["shipped_weights"]))
+    _wide_console().print(table)
