@@ -14,17 +14,17 @@ from importlib import resources
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from anchorgpu import __version__
 from anchorgpu.api.deps import system_clock
+from anchorgpu.api.docs import DOCS_FALLBACK, document_auth_and_headers, install_docs
 from anchorgpu.api.errors import install_error_handlers
 from anchorgpu.api.security import BodyLimitMiddleware, SecurityHeadersMiddleware
 from anchorgpu.config import Settings, get_settings
 from anchorgpu.web.session import SessionMiddleware, session_secret_from_env
 
-__all__ = ["API_PREFIX", "create_app"]
+__all__ = ["API_PREFIX", "DOCS_FALLBACK", "create_app"]
 
 API_PREFIX = "/v1"
 
@@ -70,10 +70,10 @@ def create_app(
         version=__version__,
         description=_DESCRIPTION,
         openapi_url="/openapi.json",
-        docs_url=None,  # served by _docs_page: FastAPI's Swagger UI plus what to read when its CDN is out of reach
+        docs_url=None,  # /docs and /redoc from the installed assets: anchorgpu.api.docs
         redoc_url=None,
     )
-    app.add_api_route("/docs", _docs_page, include_in_schema=False, response_class=HTMLResponse)
+    install_docs(app)
     app.state.settings = settings
     app.state.clock = clock
     if store is not None:
@@ -94,31 +94,6 @@ def create_app(
     app.add_middleware(SecurityHeadersMiddleware)
     app.openapi = _problem_openapi(app)  # type: ignore[method-assign]
     return app
-
-
-DOCS_FALLBACK = """
-<div id="docs-fallback" hidden>
-  <h1>AnchorGPU API</h1>
-  <p>The interactive documentation loads Swagger UI from cdn.jsdelivr.net, which this browser could not reach.
-  The same description is at <a href="/openapi.json">/openapi.json</a> (OpenAPI 3); every route is under
-  <code>/v1</code>, errors are <code>application/problem+json</code> explained at <a href="/glossary/errors">/glossary/errors</a>.
-  <a href="/">Back to the page</a>.</p>
-</div>
-<noscript><p>Swagger UI needs JavaScript: read <a href="/openapi.json">/openapi.json</a> instead.</p></noscript>
-<script>window.addEventListener("load", function () {
-  if (!window.SwaggerUIBundle) { document.getElementById("docs-fallback").hidden = false; }
-});</script>
-"""
-"""Shown by ``/docs`` when Swagger UI's assets did not load (no internet, a blocked CDN): never a blank page."""
-
-
-def _docs_page() -> HTMLResponse:
-    """FastAPI's Swagger UI page (assets from its CDN, our own favicon) with :data:`DOCS_FALLBACK` before ``</body>``."""
-    from fastapi.openapi.docs import get_swagger_ui_html
-
-    page = get_swagger_ui_html(openapi_url="/openapi.json", title="AnchorGPU API", swagger_favicon_url="/static/favicon.svg")
-    html = bytes(page.body).decode("utf-8")
-    return HTMLResponse(html.replace("</body>", DOCS_FALLBACK + "</body>", 1))
 
 
 def _problem_openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
@@ -155,7 +130,7 @@ def _problem_openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
         schemas = document.get("components", {}).get("schemas", {})
         for unused in ("HTTPValidationError", "ValidationError"):
             schemas.pop(unused, None)
-        app.openapi_schema = document
+        app.openapi_schema = document_auth_and_headers(document)
         return document
 
     return openapi

