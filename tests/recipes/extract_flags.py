@@ -179,11 +179,13 @@ def torchrun(python: str) -> dict[str, object]:
 
 def skypilot(python: str) -> dict[str, object]:
     code = ("import json, sky; from sky.utils import schemas; "
-            "print(json.dumps([sky.__version__, schemas.get_task_schema()]))")
-    version, schema = json.loads(subprocess.run([python, "-c", code], check=True, capture_output=True, text=True).stdout)
+            "print(json.dumps([sky.__version__, schemas.get_task_schema(), schemas.get_resources_schema()]))")
+    version, schema, resources = json.loads(
+        subprocess.run([python, "-c", code], check=True, capture_output=True, text=True).stdout)
     return {"tool": "skypilot", "version": version,
-            "source": f"skypilot {version}: sky.utils.schemas.get_task_schema() (the task YAML's JSON schema)",
-            "schema": schema}
+            "source": f"skypilot {version}: sky.utils.schemas.get_task_schema() (the task YAML's JSON schema) and "
+                      "get_resources_schema() (its resources section, which SkyPilot checks on its own)",
+            "schema": schema, "resources_schema": resources}
 
 
 def main() -> None:

@@ -71,7 +71,12 @@ def run_plan(request: PlanRequest, *, offline: bool) -> dict[str, Any]:
     result = plan(model, workload, precision=precision, layout=layout, gpu=gpu, overheads=overheads(request))
     options = {"train_tokens": request.tokens, "mfu": request.mfu, "mbu": request.mbu}
     result = attach_performance(result, **{k: v for k, v in options.items() if v is not None})
-    return plan_to_json(result, model_json=model_to_json(model, kv_cache=result.precision.kv_cache))
+    out: dict[str, Any] = plan_to_json(result, model_json=model_to_json(model, kv_cache=result.precision.kv_cache))
+    if request.recipe is not None:
+        from anchorgpu.recipes import build_recipe, recipe_to_json
+
+        out["recipe"] = recipe_to_json(build_recipe(result, request.recipe))
+    return out
 
 
 def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) -> dict[str, Any]:

@@ -311,6 +311,7 @@ class PlanRequest(_Request):
     offload: Literal["none", "optimizer", "params"] = Field(default="none", description="Move optimizer state (or also parameters) to CPU RAM")
     weights: str | None = Field(default=None, max_length=40, pattern=TEXT_PATTERN, description="Weight format: bf16, fp16, fp8, int8, int4-gptq, int4-awq, nf4, nf4-dq, mxfp4, nvfp4, fp8-block128x128, gguf-q4_k_m, …, or shipped (default: the format the checkpoint ships in, per its quantization_config; bf16 for full training and LoRA; nf4-dq for qlora)")
     kv_cache: Literal["bf16", "fp16", "fp8"] = Field(default="bf16", description="KV-cache precision")
+    recipe: Literal["vllm", "sglang", "trtllm", "torchrun-fsdp", "deepspeed", "accelerate", "skypilot", "k8s"] | None = Field(default=None, description="Also return the launch that realises the plan (command, files, assumptions, what it cannot set) under 'recipe'; one that cannot express the plan is a 422")
     context: int | None = Field(default=None, ge=LIMITS["context"].low, le=LIMITS["context"].high, description="Tokens per sequence (prompt + output); default the model's context length")
     concurrency: int | None = Field(default=None, ge=LIMITS["concurrency"].low, le=LIMITS["concurrency"].high, description="Sequences served at once; default: check one and report max_concurrency")
     allow_long_context: bool = Field(default=False, description="Allow a context beyond the model's configured limit")

@@ -309,6 +309,7 @@ def plan_command(
     fragmentation: float | None = typer.Option(None, "--fragmentation", help="Override the allocator margin (0-0.5)."),
     offline: bool = typer.Option(False, "--offline", help="Never fetch a Hub id."),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON contract."),
+    recipe: str | None = typer.Option(None, "--recipe", help="Also print the launch: vllm | sglang | trtllm | torchrun-fsdp | deepspeed | accelerate | skypilot | k8s."),
 ) -> None:
     """Per-GPU memory breakdown, fit verdict, capacity, warnings and what to check for one workload."""
     from anchorgpu.architectures import load_model
@@ -345,10 +346,34 @@ def plan_command(
     from anchorgpu.planner.speed.estimate import attach_performance
 
     result = attach_performance(result, **{k: v for k, v in perf_options.items() if v is not None})
+    launch = None
+    if recipe is not None:  # refused in one line (exit 2) before anything is printed
+        from anchorgpu.recipes import build_recipe
+
+        launch = build_recipe(result, recipe)
     if as_json:
-        emit_json(plan_to_json(result))
+        out = plan_to_json(result)
+        if launch is not None:
+            from anchorgpu.recipes import recipe_to_json
+
+            out["recipe"] = recipe_to_json(launch)
+        emit_json(out)
     else:
         render_plan(result)
+        if launch is not None:
+            render_recipe(launch)
+
+
+def render_recipe(recipe: Any) -> None:
+    """The launch: the command, each file in full, then what it assumed and what the plan could not set."""
+    out = console()
+    out.print(f"[bold]Launch ({recipe.kind}, {recipe.tool_version})[/bold]")
+    out.print(recipe.command, markup=False, highlight=False, soft_wrap=True)
+    for name, text in recipe.files:
+        out.print(f"[bold]{name}[/bold]")
+        out.print(text.rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
+    _bullets(out, "Launch assumed", list(recipe.assumptions))
+    _bullets(out, "The plan could not set", list(recipe.cannot_set))
 
 
 def _overheads(context_mib: int | None, fragmentation: float | None) -> Any:

@@ -37,8 +37,9 @@ def _weights(plan: Plan, model: ModelSpec, kind: str, assumptions: list[str]) ->
         return None
     online = _ONLINE[kind].get(fmt)
     if online is None:
+        can = "/".join(("bf16", *_ONLINE[kind]))
         raise not_expressible(kind, f"{kind} cannot quantize a 16-bit checkpoint to {fmt} while loading: plan a "
-                                    f"checkpoint published in {fmt} (its config.json), or --weights bf16/fp8")
+                                    f"checkpoint published in {fmt} (its config.json), or --weights {can}")
     assumptions.append(f"Weights: {fmt} quantized by the engine while loading the 16-bit checkpoint "
                        f"(--quantization {online}).")
     return online

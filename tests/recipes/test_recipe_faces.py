@@ -1,0 +1,39 @@
+"""The recipe on the faces: ``anchorgpu plan --recipe KIND`` (text and --json) and the CLI's one-line refusals.
+
+The API side (``POST /v1/plan`` with ``recipe``) is in tests/api/test_recipe_routes.py, beside its fixtures.
+"""
+
+from __future__ import annotations
+
+import pytest
+from cli_runner import run, run_json
+
+
+def test_plan_json_carries_the_recipe(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_json(capsys, "plan", "llama-3.1-70b", "--context", "8k", "--concurrency", "32", "--gpu", "h100",
+                   "--gpus", "8", "--recipe", "vllm")
+    recipe = out["recipe"]
+    assert recipe["kind"] == "vllm" and recipe["tool_version"].startswith("vllm ")
+    assert f"--tensor-parallel-size {out['layout']['tp']}" in recipe["command"].replace(" \\\n  ", " ")
+    assert set(recipe) == {"kind", "tool_version", "command", "files", "assumptions", "cannot_set"}
+
+
+def test_plan_text_prints_the_launch_and_its_files(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--fsdp",
+                         "--recipe", "deepspeed")
+    assert code == 0, err
+    assert "Launch (deepspeed, deepspeed 0.19.8)" in out and "ds_config.json" in out
+    assert '"stage": 3' in out and "The plan could not set" in out
+
+
+@pytest.mark.parametrize("argv,reason", [
+    (("llama-3.1-8b", "--gpu", "h100", "--recipe", "helm"), "unknown kind"),
+    (("llama-3.1-8b", "--gpu", "a100-80gb-sxm", "--kv-cache", "fp8", "--recipe", "sglang"), "no FP8 hardware"),
+    (("llama-3.1-8b", "--gpu", "h100", "--recipe", "accelerate"), "training recipe for a inference plan"),
+    (("llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "16", "--pp", "2", "--zero", "1",
+      "--recipe", "accelerate"), "pipeline parallelism"),
+])
+def test_refusals_are_one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], reason: str) -> None:
+    code, out, err = run(capsys, "plan", *argv)
+    assert code == 2 and out == ""
+    assert reason in err and len(err.strip().splitlines()) == 1
