@@ -5,6 +5,7 @@ no speeds for a plan that does not fit. Screenshots go to the test's tmp_path (o
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -76,3 +77,35 @@ def test_redoc_renders_offline(page: Any, server: str, tmp_path: Path) -> None:
     assert page.locator("text=Download OpenAPI specification").is_visible()
     page.screenshot(path=str(_shots(tmp_path) / "redoc-1280.png"), full_page=False)
     assert blocked == []
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_extend_shows_the_price_and_charges_only_after_confirming(browser: Any, server: str, tmp_path: Path,
+                                                                  width: int) -> None:
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    try:
+        _sign_up(page, server, f"extender {width}")
+        page.goto(f"{server}/quote?offering=h100-sxm-1x-vm")
+        page.fill("#f-term", "1month")
+        page.click("#quote-submit")
+        page.click("#book-submit")
+        page.wait_for_url(re.compile(r"/my/allocations/al_[0-9a-f]+$"))
+        allocation_url = page.url
+        amount = page.inner_text("#amount")
+        page.select_option("#extend-form select[name=term]", "1w")
+        page.click("#extend-submit")
+        page.wait_for_url(re.compile(r"/extend\?term=1w$"))
+        total = page.inner_text("#extend-total")
+        assert total.startswith("$") and page.inner_text("#extend-confirm").startswith(f"Pay {total}")
+        page.screenshot(path=str(_shots(tmp_path) / f"extend-confirm-{width}.png"), full_page=True)
+        page.goto(allocation_url)
+        assert page.inner_text("#amount") == amount  # seeing the price charged nothing
+        page.go_back()
+        page.click("#extend-confirm")
+        page.wait_for_url(allocation_url)
+        assert "Extended" in page.inner_text(".flash")
+        assert page.inner_text("#amount") != amount
+    finally:
+        context.close()

@@ -18,6 +18,7 @@ __all__ = [
     "InsufficientCapacity",
     "InvalidIdempotencyKey",
     "InvalidQuantity",
+    "PriceChanged",
     "QuoteAlreadyUsed",
     "QuoteExpired",
     "replayed_error",
@@ -28,6 +29,12 @@ class QuoteExpired(Conflict):
     """The quote's ``valid_until`` has passed; ask for a new quote."""
 
     code = "quote_expired"
+
+
+class PriceChanged(Conflict):
+    """The price confirmed for an extension is no longer today's price; nothing was charged."""
+
+    code = "price_changed"
 
 
 class QuoteAlreadyUsed(Conflict):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from anchorgpu.allocations.domain import (
@@ -367,9 +368,14 @@ def extend(
     clock: Clock,
     catalog: Any | None = None,
     key_ttl_s: int = DEFAULT_KEY_TTL_S,
+    expected_total_usd: Decimal | None = None,
 ) -> Outcome:
     """Add ``term`` after the allocation's ``ends_at``, priced by a new quote at today's list prices (same
-    offering, region, quantity and options), with capacity checked for the added period only."""
+    offering, region, quantity and options), with capacity checked for the added period only.
+    ``expected_total_usd``: the price the user confirmed (:func:`anchorgpu.allocations.extension.quote_extension`);
+    a different price today is refused (``PriceChanged``) and nothing is charged."""
+    from anchorgpu.allocations.extension import check_expected_price
+
     added = _term(term)
     cat = _catalog(catalog)
 
@@ -379,6 +385,7 @@ def extend(
         quote, body = _price(cat, offering=a.offering_id, quantity=a.quantity, term=added, options=options, now=now,
                              region=a.region, validity_s=DEFAULT_QUOTE_VALIDITY_S,
                              quote_id=f"q_{secrets.token_hex(8)}")
+        check_expected_price(expected_total_usd, quote.total_usd, added)
         current, _ = a.resolve(now)
         extended, events = a.extend(now, hours=added.hours, amount_usd=quote.total_usd, quote_id=body["id"])
         _store_quote(u, account_id, quote, body, "extension")

@@ -252,6 +252,28 @@ class AllocationCreate(_Request):
 
 class AllocationExtend(_Request):
     term: str = Field(default="1month", min_length=2, max_length=20, pattern=TEXT_PATTERN, description="Added paid term: 'Nh', 'Nw' (168 h) or 'Nmonth' (720 h); priced by a new quote", examples=["1month", "1w"])
+    dry_run: bool = Field(default=False, description="true: answer the price of this extension (ExtensionQuote) and charge nothing; nothing is recorded under the Idempotency-Key")
+    expected_total_usd: Decimal | None = Field(default=None, ge=0, le=Decimal("1e12"), allow_inf_nan=False, strict=False, decimal_places=2,
+                                               description="The price you confirmed (a dry run's total_usd): if today's price differs, 409 price_changed and nothing is charged")
+
+
+class ExtensionQuote(_Schema):
+    """What an extension would cost and change; nothing is charged (``dry_run: true``)."""
+
+    dry_run: Literal[True] = Field(description="Always true: this is a price, not a purchase")
+    charged: Literal[False] = Field(description="Always false: nothing was charged")
+    allocation_id: str = Field(description="Allocation id")
+    term: str = Field(description="The term that would be added")
+    added_hours: int = Field(description="Hours that would be added after ends_at")
+    total_usd: str = Field(description="What extending would charge now, USD (today's list price); send it back as expected_total_usd")
+    effective_per_gpu_hour_usd: str = Field(description="That price per GPU-hour of the added term")
+    current_ends_at: str = Field(description="The end of the paid term now (ISO 8601 UTC)")
+    ends_at: str = Field(description="The end after extending")
+    amount_usd_after: str = Field(description="Amount paid in all after extending")
+    capacity_available: bool = Field(description="Whether the stock holds the servers for the added period now")
+    capacity: str = Field(description="The capacity check in words")
+    quote: dict[str, Any] = Field(description="The priced lines, as a quote (not stored)")
+    statement: str = Field(description="One sentence: what would be charged, and that nothing was")
 
 
 class AllocationEventOut(_Schema):

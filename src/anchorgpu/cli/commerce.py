@@ -362,9 +362,26 @@ def extend_command(
     idempotency_key: KeyOpt = None,
     api_key: ApiKeyOpt = None,
     as_json: JsonOpt = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the price, the new end and the capacity check; charge nothing.")] = False,
+    expected_total_usd: Annotated[str | None, typer.Option("--expected-total-usd", help="Charge only at this price (a --dry-run's total); otherwise refused, nothing charged.")] = None,
 ) -> None:
-    """Add a paid term after the allocation's end (capacity checked for the added period)."""
-    _action("extend", allocation_id, idempotency_key, api_key, as_json, term=term)
+    """Add a paid term after the allocation's end (capacity checked for the added period). See the price first with --dry-run."""
+    from anchorgpu.allocations.extension import parse_expected_usd, quote_extension
+
+    if dry_run:
+        store = _store()
+        priced = quote_extension(store.uow_factory(), account_id=_account(store, api_key), allocation_id=allocation_id,
+                                 term=term, now=store.clock())
+        if as_json:
+            emit_json(priced)
+        else:
+            console().print(priced["statement"], markup=False)
+            console().print(f"capacity: {priced['capacity']}", markup=False)
+            console().print(f"then: anchorgpu extend {allocation_id} --term {priced['term']} "
+                            f"--expected-total-usd {priced['total_usd']}", markup=False)
+        return
+    _action("extend", allocation_id, idempotency_key, api_key, as_json, term=term,
+            expected_total_usd=parse_expected_usd(expected_total_usd))
 
 
 # -- accounts --------------------------------------------------------------------------------------

@@ -134,6 +134,29 @@ def allocation_page(request: Request, account_id: SignedInAccountId, uow_factory
     return render(request, "allocation.html", {"a": allocation, "keys": keys, "terms": TERM_CHOICES, "stop_notice": STOP_NOTICE})
 
 
+@router.get("/my/allocations/{allocation_id}/extend", response_class=HTMLResponse)
+def extend_confirm_page(
+    request: Request,
+    account_id: SignedInAccountId,
+    uow_factory: UowFactoryDep,
+    clock: ClockDep,
+    term: Annotated[str, Query(max_length=20)] = "1month",
+    allocation_id: str = Path(max_length=100),
+) -> Response:
+    """The price of extending, and a form to pay exactly that (nothing is charged by this page)."""
+    from anchorgpu.allocations.extension import quote_extension
+
+    allocation = services.get_allocation(uow_factory(), account_id=account_id, allocation_id=allocation_id, clock=clock)
+    context: dict[str, Any] = {"a": allocation, "terms": TERM_CHOICES, "term": term, "idempotency_key": new_form_key()}
+    try:
+        context["priced"] = quote_extension(uow_factory(), account_id=account_id, allocation_id=allocation_id, term=term,
+                                            now=clock())
+    except AnchorError as exc:
+        context["error"] = exc.message
+        return render(request, "extend_confirm.html", context, status_code=exc.http_status)
+    return render(request, "extend_confirm.html", context)
+
+
 @router.post("/my/allocations/{allocation_id}/{action}")
 def allocation_action(
     request: Request,
@@ -144,20 +167,32 @@ def allocation_action(
     action: Literal["stop", "start", "extend", "terminate"],
     idempotency_key: Annotated[str, Form(max_length=255)],
     term: Annotated[str, Form(max_length=20)] = "",
+    expected_total_usd: Annotated[str, Form(max_length=20)] = "",
     allocation_id: str = Path(max_length=100),
 ) -> Response:
-    """Apply the action once per form key, then show the allocation with what changed (and what did not)."""
+    """Apply the action once per form key, then show the allocation with what changed (and what did not).
+    An extension charges only the price the confirmation page showed (``expected_total_usd``)."""
+    from urllib.parse import quote as url_quote
+
+    from anchorgpu.allocations.extension import parse_expected_usd
+
     key = validate_idempotency_key(idempotency_key)
+    confirm_url = f"/my/allocations/{allocation_id}/extend?term={url_quote(term)}"
     common: dict[str, Any] = {"account_id": account_id, "allocation_id": allocation_id, "idempotency_key": key, "clock": clock,
                               "key_ttl_s": settings.idempotency_key_ttl_s}
     session = web_session(request)
     try:
         if action == "extend":
-            outcome = services.extend(uow_factory(), term=term, **common)
+            expected = parse_expected_usd(expected_total_usd)
+            if expected is None:  # never charged blind: show the price first
+                return RedirectResponse(confirm_url, status_code=303)
+            outcome = services.extend(uow_factory(), term=term, expected_total_usd=expected, **common)
         else:
             outcome = {"stop": services.stop, "start": services.start, "terminate": services.terminate}[action](uow_factory(), **common)
     except AnchorError as exc:
         session.flash(f"Could not {action}: {exc.message}")
+        if action == "extend" and exc.code == "price_changed":
+            return RedirectResponse(confirm_url, status_code=303)  # the new price, to confirm again
         return RedirectResponse(f"/my/allocations/{allocation_id}", status_code=303)
     body = outcome.body
     ends, paid = when(body["ends_at"]), money(body["amount_usd"])

@@ -17,7 +17,14 @@ from fastapi.responses import JSONResponse
 from anchorgpu.allocations import services
 from anchorgpu.allocations.idempotency import Outcome
 from anchorgpu.api.deps import AccountDep, ClockDep, IdempotencyKeyDep, SettingsDep, UowFactoryDep
-from anchorgpu.api.schemas import AllocationCreate, AllocationExtend, AllocationList, AllocationOut, problems
+from anchorgpu.api.schemas import (
+    AllocationCreate,
+    AllocationExtend,
+    AllocationList,
+    AllocationOut,
+    ExtensionQuote,
+    problems,
+)
 from anchorgpu.config import Settings
 from anchorgpu.validation import ID_MAX_LENGTH, ID_PATTERN
 
@@ -82,9 +89,19 @@ def terminate(account: AccountDep, key: IdempotencyKeyDep, uow_factory: UowFacto
     return _act("terminate", account, key, uow_factory, clock, settings, allocation_id)
 
 
-@router.post("/{allocation_id}/extend", response_model=AllocationOut, summary="Extend an allocation", responses=_ACTION_PROBLEMS)
+@router.post("/{allocation_id}/extend", response_model=AllocationOut | ExtensionQuote, summary="Extend an allocation",
+             responses=_ACTION_PROBLEMS)
 def extend(body: AllocationExtend, account: AccountDep, key: IdempotencyKeyDep, uow_factory: UowFactoryDep, clock: ClockDep,
            settings: SettingsDep, allocation_id: str = AllocationId) -> JSONResponse:
-    """Add a paid period after `ends_at`, priced by a new quote at today's list prices; capacity is checked."""
+    """Add a paid period after `ends_at`, priced by a new quote at today's list prices; capacity is checked.
+
+    **Ask the price first**: `"dry_run": true` answers an `ExtensionQuote` (total, new end, capacity) and charges
+    nothing. Send its `total_usd` back as `expected_total_usd` to extend only at that price (409 `price_changed` otherwise)."""
+    if body.dry_run:
+        from anchorgpu.allocations.extension import quote_extension
+
+        return JSONResponse(quote_extension(uow_factory(), account_id=account.id, allocation_id=allocation_id, term=body.term,
+                                            now=clock()))
     return outcome_response(services.extend(uow_factory(), account_id=account.id, allocation_id=allocation_id, term=body.term,
-                                            idempotency_key=key, clock=clock, key_ttl_s=settings.idempotency_key_ttl_s))
+                                            idempotency_key=key, clock=clock, key_ttl_s=settings.idempotency_key_ttl_s,
+                                            expected_total_usd=body.expected_total_usd))

@@ -1,0 +1,94 @@
+"""Money is never charged blind (issue 14, item 5): ``POST /v1/allocations/{id}/extend`` with ``dry_run: true``
+answers the price and charges nothing; ``expected_total_usd`` charges only at the price confirmed."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from anchorgpu.catalog import load_catalog
+from anchorgpu.quotes import price_quote
+
+
+def _book(client: TestClient, caller: Any, quote_for: Any) -> dict[str, Any]:
+    quote = quote_for(caller)
+    response = client.post("/v1/allocations", json={"quote_id": quote["id"]}, headers=caller.idem(f"buy-{quote['id']}"))
+    assert response.status_code == 201
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def _extend(client: TestClient, caller: Any, allocation_id: str, key: str, **body: Any) -> Any:
+    return client.post(f"/v1/allocations/{allocation_id}/extend", json=body, headers=caller.idem(key))
+
+
+def test_a_dry_run_prices_the_extension_like_a_quote_and_charges_nothing(client: TestClient, alice: Any,
+                                                                         quote_for: Any, clock: Any) -> None:
+    allocation = _book(client, alice, quote_for)
+    response = _extend(client, alice, allocation["id"], "price-1", term="1month", dry_run=True)
+    assert response.status_code == 200
+    priced = response.json()
+    # the same price a quote for one H100 VM for a month gives: $2,190.00 (test_commerce_routes, issue 5)
+    expected = price_quote(load_catalog(), "h100-sxm-1x-vm", 1, "1month", {}, clock()).total_usd
+    assert priced["total_usd"] == str(expected) == "2190.00"
+    assert priced["dry_run"] is True and priced["charged"] is False and priced["capacity_available"] is True
+    assert datetime.fromisoformat(priced["ends_at"]) - datetime.fromisoformat(allocation["ends_at"]) == timedelta(hours=720)
+    assert Decimal(priced["amount_usd_after"]) == Decimal(allocation["amount_usd"]) + expected
+    assert "Nothing has been charged" in priced["statement"]
+    after = client.get(f"/v1/allocations/{allocation['id']}", headers=alice.auth).json()
+    assert after["ends_at"] == allocation["ends_at"] and after["amount_usd"] == allocation["amount_usd"]
+    assert [e["kind"] for e in after["events"]] == [e["kind"] for e in allocation["events"]]
+    # the dry run recorded nothing under its key: the same key then extends for real
+    real = _extend(client, alice, allocation["id"], "price-1", term="1month", expected_total_usd=priced["total_usd"])
+    assert real.status_code == 200 and "idempotent-replayed" not in real.headers
+    assert real.json()["ends_at"] == priced["ends_at"] and real.json()["amount_usd"] == priced["amount_usd_after"]
+
+
+def test_a_price_other_than_the_one_confirmed_is_refused_and_nothing_is_charged(client: TestClient, alice: Any,
+                                                                                 quote_for: Any, problem: Any) -> None:
+    allocation = _book(client, alice, quote_for)
+    response = _extend(client, alice, allocation["id"], "cheap", term="1month", expected_total_usd="100.00")
+    assert response.status_code == 409
+    body = problem(response)
+    assert body["code"] == "price_changed" and "2190.00" in body["detail"] and "nothing was charged" in body["detail"]
+    after = client.get(f"/v1/allocations/{allocation['id']}", headers=alice.auth).json()
+    assert after["ends_at"] == allocation["ends_at"] and after["amount_usd"] == allocation["amount_usd"]
+
+
+def test_a_dry_run_says_when_the_stock_cannot_hold_the_extension(client: TestClient, alice: Any, quote_for: Any,
+                                                                 clock: Any, problem: Any) -> None:
+    from anchorgpu.allocations import services
+
+    allocation = _book(client, alice, quote_for)
+    store = client.app.state.store  # type: ignore[attr-defined]
+    services.set_stock(store.uow_factory(), offering="h100-sxm-1x-vm", region=allocation["region"], servers=0, clock=clock)
+    priced = _extend(client, alice, allocation["id"], "p", term="1w", dry_run=True)
+    assert priced.status_code == 200
+    assert priced.json()["capacity_available"] is False and "only 0 of 0" in priced.json()["capacity"]
+    refused = _extend(client, alice, allocation["id"], "p", term="1w", expected_total_usd=priced.json()["total_usd"])
+    assert refused.status_code == 409 and problem(refused)["code"] == "insufficient_capacity"  # what the dry run said
+
+
+def test_dry_runs_are_refused_like_extensions(client: TestClient, alice: Any, bob: Any, quote_for: Any, problem: Any) -> None:
+    allocation = _book(client, alice, quote_for)
+    foreign = _extend(client, bob, allocation["id"], "x", term="1w", dry_run=True)
+    assert foreign.status_code == 404 and problem(foreign)["code"] == "unknown_allocation"
+    bad = _extend(client, alice, allocation["id"], "y", term="5 fortnights", dry_run=True)
+    assert bad.status_code == 422 and problem(bad)["code"] == "invalid_term"
+    client.post(f"/v1/allocations/{allocation['id']}/terminate", headers=alice.idem("end"))
+    over = _extend(client, alice, allocation["id"], "z", term="1w", dry_run=True)
+    assert over.status_code == 409 and problem(over)["code"] == "allocation_terminated"
+    unauth = client.post(f"/v1/allocations/{allocation['id']}/extend", json={"dry_run": True})
+    assert unauth.status_code == 401
+
+
+def test_the_openapi_document_offers_the_dry_run_and_its_answer(client: TestClient) -> None:
+    document = client.get("/openapi.json").json()
+    op = document["paths"]["/v1/allocations/{allocation_id}/extend"]["post"]
+    assert "dry_run" in op["description"]
+    schemas = document["components"]["schemas"]
+    assert {"dry_run", "expected_total_usd"} <= set(schemas["AllocationExtend"]["properties"])
+    assert "ExtensionQuote" in schemas
