@@ -6,6 +6,7 @@ The API side (``POST /v1/plan`` with ``recipe``) is in tests/api/test_recipe_rou
 from __future__ import annotations
 
 import pytest
+
 from cli_runner import run, run_json
 
 
