@@ -367,6 +367,8 @@ def plan_command(
 def render_recipe(recipe: Any) -> None:
     """The launch: the command, each file in full, then what it assumed and what the plan could not set."""
     out = console()
+    if not out.is_terminal:
+        out.width = 120
     out.print(f"[bold]Launch ({recipe.kind}, {recipe.tool_version})[/bold]")
     out.print(recipe.command, markup=False, highlight=False, soft_wrap=True)
     for name, text in recipe.files:
