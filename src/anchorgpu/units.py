@@ -105,20 +105,42 @@ class Term:
         return f"{self.count}{ {'hour': 'h', 'week': 'w', 'month': 'month'}[self.unit] }"
 
 
+_DAY_ALIASES = ("d", "day", "days")
+DAYS_PER_WEEK = HOURS_PER_WEEK // 24
+DAYS_PER_RENTAL_MONTH = HOURS_PER_RENTAL_MONTH // 24
+
+
+def _days_term(text: str, days: int) -> Term:
+    """Days as the catalog's units: a whole number of months (30 days) or else of weeks (7 days)."""
+    if days % DAYS_PER_RENTAL_MONTH == 0:
+        return Term(unit="month", count=days // DAYS_PER_RENTAL_MONTH)
+    if days % DAYS_PER_WEEK == 0:
+        return Term(unit="week", count=days // DAYS_PER_WEEK)
+    raise InvalidTerm(
+        f"term {text!r}: days are priced only as whole weeks (7 days) or whole months (30 days, as the catalog "
+        f"defines a month); for exactly {days} day{'' if days == 1 else 's'} ask for {days * 24}h")
+
+
 def parse_term(text: str) -> Term:
-    """Parse ``1h``, ``36 hours``, ``2w``, ``1month``, ``3 months``.
+    """Parse ``1h``, ``36 hours``, ``2w``, ``1month``, ``3 months``; days when they make whole weeks or months
+    (``7 days`` = 1 week, ``30 days`` = 1 month, ``60d`` = 2 months).
 
     >>> parse_term("2w").hours
     336
     >>> parse_term("1month").hours
     720
+    >>> str(parse_term("7 days")), str(parse_term("30 days")), str(parse_term("14d"))
+    ('1w', '1month', '2w')
     """
     match = _TERM_RE.match(text.lower()) if isinstance(text, str) else None
-    if not match or match.group(2) not in _TERM_ALIASES:
-        raise InvalidTerm(f"term {text!r}: expected N hours, N weeks or N months, e.g. '8h', '2w', '1month'")
+    if not match or (match.group(2) not in _TERM_ALIASES and match.group(2) not in _DAY_ALIASES):
+        raise InvalidTerm(f"term {text!r}: expected N hours, N weeks or N months, e.g. '8h', '2w', '1month' "
+                          "(days as whole weeks or months: '7 days', '30 days')")
     count = int(match.group(1))
     if count <= 0:
         raise InvalidTerm(f"term {text!r}: the count must be a positive whole number")
+    if match.group(2) in _DAY_ALIASES:
+        return _days_term(text, count)
     return Term(unit=_TERM_ALIASES[match.group(2)], count=count)
 
 

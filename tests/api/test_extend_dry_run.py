@@ -92,3 +92,16 @@ def test_the_openapi_document_offers_the_dry_run_and_its_answer(client: TestClie
     schemas = document["components"]["schemas"]
     assert {"dry_run", "expected_total_usd"} <= set(schemas["AllocationExtend"]["properties"])
     assert "ExtensionQuote" in schemas
+
+
+def test_quotes_and_extensions_take_days_that_make_whole_weeks_or_months(client: TestClient, alice: Any,
+                                                                        quote_for: Any, problem: Any) -> None:
+    week = client.post("/v1/quotes", json={"offering": "h100-sxm-1x-vm", "term": "7 days"}, headers=alice.auth)
+    assert week.status_code == 201 and week.json()["term"] == {"unit": "week", "count": 1, "hours": 168}
+    month = client.post("/v1/quotes", json={"offering": "h100-sxm-1x-vm", "term": "30 days"}, headers=alice.auth)
+    assert month.status_code == 201 and month.json()["total_usd"] == "2190.00"  # the 1-month price (issue 5)
+    odd = client.post("/v1/quotes", json={"offering": "h100-sxm-1x-vm", "term": "10 days"}, headers=alice.auth)
+    assert odd.status_code == 422 and "whole weeks (7 days)" in problem(odd)["detail"]
+    allocation = _book(client, alice, quote_for)
+    priced = _extend(client, alice, allocation["id"], "d", term="14 days", dry_run=True)
+    assert priced.status_code == 200 and priced.json()["added_hours"] == 336
