@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi.testclient import TestClient
 
 
@@ -26,3 +28,34 @@ def test_a_recipe_that_cannot_express_the_plan_is_a_422(client: TestClient) -> N
     assert "no FP8 hardware" in fp8.json()["detail"]
     unknown = client.post("/v1/plan", json={"model": "llama-3.1-8b", "gpu": "h100", "recipe": "helm"})
     assert unknown.status_code == 422 and unknown.headers["content-type"].startswith("application/problem+json")
+
+
+def _book(client: TestClient, alice: Any, quote_for: Any, offering: str, quantity: int) -> str:
+    quote = quote_for(alice, offering=offering, quantity=quantity)
+    bought = client.post("/v1/allocations", json={"quote_id": quote["id"]}, headers=alice.idem(f"buy-{offering}"))
+    assert bought.status_code == 201, bought.text
+    allocation_id: str = bought.json()["id"]
+    return allocation_id
+
+
+def test_allocation_recipe_uses_its_servers_and_gpus(client: TestClient, alice: Any, bob: Any, quote_for: Any,
+                                                     problem: Any) -> None:
+    allocation = _book(client, alice, quote_for, "h100-sxm-8x-bm", 2)
+    serve = client.get(f"/v1/allocations/{allocation}/recipe", headers=alice.auth,
+                       params={"kind": "k8s", "model": "llama-3.1-70b", "context": 8192, "concurrency": 64})
+    assert serve.status_code == 200, serve.text
+    body = serve.json()
+    assert (body["servers"], body["gpus_per_server"], body["gpu"]) == (2, 8, "h100-sxm")
+    assert body["plan"]["layout"]["gpus"] == 16 and body["plan"]["layout"]["tp"] == 8  # one replica per server
+    assert '"replicas": 2' in body["recipe"]["files"][0]["text"]
+    train = client.get(f"/v1/allocations/{allocation}/recipe", headers=alice.auth,
+                       params={"kind": "torchrun-fsdp", "model": "llama-3.1-8b", "task": "train"})
+    assert train.status_code == 200, train.text
+    assert "--nnodes 2" in train.json()["recipe"]["command"] and train.json()["plan"]["layout"]["pp"] == 1
+    # someone else's allocation is not found; a kind the plan cannot use is a 422
+    other = client.get(f"/v1/allocations/{allocation}/recipe", headers=bob.auth,
+                       params={"kind": "vllm", "model": "llama-3.1-8b"})
+    assert other.status_code == 404
+    wrong = client.get(f"/v1/allocations/{allocation}/recipe", headers=alice.auth,
+                       params={"kind": "deepspeed", "model": "llama-3.1-8b"})
+    assert wrong.status_code == 422 and "training recipe" in problem(wrong)["detail"]

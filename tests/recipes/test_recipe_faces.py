@@ -5,6 +5,8 @@ The API side (``POST /v1/plan`` with ``recipe``) is in tests/api/test_recipe_rou
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from cli_runner import run, run_json
@@ -38,3 +40,22 @@ def test_refusals_are_one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: 
     code, out, err = run(capsys, "plan", *argv)
     assert code == 2 and out == ""
     assert reason in err and len(err.strip().splitlines()) == 1
+
+
+def test_allocations_recipe_plans_on_the_booked_servers(sqlite_url: str, tmp_path: Any,
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("ANCHORGPU_DATABASE_URL", sqlite_url)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("ANCHORGPU_API_KEY", raising=False)
+    quote = run_json(capsys, "quote", "h100-sxm-8x-bm", "--term", "1month", "--quantity", "2")
+    booked = run_json(capsys, "book", quote["id"], "--idempotency-key", "recipe-1")
+    body = run_json(capsys, "allocations", "recipe", booked["id"], "--kind", "skypilot", "--model", "llama-3.1-8b",
+                    "--task", "train")
+    assert (body["servers"], body["gpus_per_server"]) == (2, 8)
+    task = body["recipe"]["files"][0]["text"]
+    assert 'accelerators: "H100:8"' in task and "num_nodes: 2" in task
+    code, out, err = run(capsys, "allocations", "recipe", booked["id"], "--kind", "vllm")
+    assert code == 2 and "--kind and --model" in err
+    code, out, err = run(capsys, "allocations", "recipe", "al_unknown", "--kind", "vllm", "--model", "llama-3.1-8b")
+    assert code == 3 and "unknown allocation" in err

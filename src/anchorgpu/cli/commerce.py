@@ -286,15 +286,27 @@ def book_command(
 
 @app.command("allocations")
 def allocations_command(
-    allocation_id: Annotated[str | None, typer.Argument(help="Show only this allocation.")] = None,
+    allocation_id: Annotated[str | None, typer.Argument(help="Show only this allocation (or 'recipe ID': its launch).")] = None,
+    recipe_of: Annotated[str | None, typer.Argument(help="After 'recipe': the allocation to launch on.", show_default=False)] = None,
     api_key: ApiKeyOpt = None,
     as_json: JsonOpt = False,
+    kind: Annotated[str | None, typer.Option("--kind", help="recipe: vllm | sglang | trtllm | torchrun-fsdp | deepspeed | accelerate | skypilot | k8s")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="recipe: the model to run (registry name, config.json or Hub id).")] = None,
+    task: Annotated[str, typer.Option("--task", help="recipe: inference | train | lora | qlora")] = "inference",
+    context: Annotated[str | None, typer.Option("--context", help="recipe: tokens per sequence (inference) or training sequence.")] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", help="recipe: sequences at once (inference).")] = None,
 ) -> None:
-    """Your allocations (states at this moment), or one of them."""
+    """Your allocations (states at this moment), or one of them; `allocations recipe ID --kind K --model M`: the launch."""
     from anchorgpu.allocations.services import get_allocation, list_allocations
 
     store = _store()
     account_id = _account(store, api_key)
+    if allocation_id == "recipe":
+        from anchorgpu.cli.allocation_recipe import allocation_recipe_command
+
+        allocation_recipe_command(store, account_id, recipe_of, kind=kind, model=model, task=task, context=context,
+                                  concurrency=concurrency, as_json=as_json)
+        return
     if allocation_id is not None:
         body = get_allocation(store.uow_factory(), account_id=account_id, allocation_id=allocation_id, clock=store.clock)
         if as_json:

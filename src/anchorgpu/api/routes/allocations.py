@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse
 
 from anchorgpu.allocations import services
@@ -105,3 +105,30 @@ def extend(body: AllocationExtend, account: AccountDep, key: IdempotencyKeyDep, 
     return outcome_response(services.extend(uow_factory(), account_id=account.id, allocation_id=allocation_id, term=body.term,
                                             idempotency_key=key, clock=clock, key_ttl_s=settings.idempotency_key_ttl_s,
                                             expected_total_usd=body.expected_total_usd))
+
+
+RecipeKind = Literal["vllm", "sglang", "trtllm", "torchrun-fsdp", "deepspeed", "accelerate", "skypilot", "k8s"]
+
+
+@router.get("/{allocation_id}/recipe", summary="Launch recipe for an allocation", responses=problems(401, 404, 422))
+def allocation_recipe(
+    account: AccountDep, uow_factory: UowFactoryDep, clock: ClockDep, settings: SettingsDep,
+    allocation_id: str = AllocationId,
+    kind: RecipeKind = Query(description="The launch to write"),
+    model: str = Query(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$",
+                       description="Registry name or Hub id of the model to run"),
+    task: Literal["inference", "train", "lora", "qlora"] = Query(default="inference"),
+    context: int | None = Query(default=None, ge=1, le=10_000_000,
+                                description="Tokens per sequence (inference) or the training sequence"),
+    concurrency: int | None = Query(default=None, ge=1, le=1_000_000, description="Sequences at once (inference)"),
+) -> dict[str, Any]:
+    """The model planned on this allocation's servers and GPUs, and the command and files that launch it
+    (the same as `anchorgpu allocations recipe ID --kind K --model M`). 422 when the launch cannot express the plan."""
+    from anchorgpu.allocations.recipe import allocation_recipe as build
+    from anchorgpu.api.models_ref import load_public_model, server_offline
+    from anchorgpu.planner import Workload
+
+    workload = (Workload(task="inference", context_tokens=context, concurrency=concurrency) if task == "inference"
+                else Workload(task=task, seq_tokens=context))
+    return build(uow_factory(), account_id=account.id, allocation_id=allocation_id, clock=clock, kind=kind,
+                 model=load_public_model(model, offline=server_offline(settings)), workload=workload)

@@ -1,0 +1,60 @@
+"""The launch recipe for a booked allocation: the model planned on exactly the servers and GPUs it holds.
+
+``anchorgpu allocations recipe ID MODEL --kind vllm`` and ``GET /v1/allocations/{id}/recipe?kind=&model=``
+both call :func:`allocation_recipe`: it reads the allocation (the account's own), its offering (GPU model and
+GPUs per server) and its server count, plans the workload on those GPUs, and writes the recipe for that many
+servers. Serving keeps each replica inside one server (TP = the server's GPUs when the model allows it);
+training keeps to the layouts the launchers run: no pipeline stages (and no TP/CP under DeepSpeed), the rest chosen.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from anchorgpu.allocations.services import _catalog, get_allocation
+from anchorgpu.errors import InvalidWorkload
+
+__all__ = ["allocation_recipe"]
+
+
+def allocation_recipe(uow: Any, *, account_id: str, allocation_id: str, clock: Any, kind: str, model: Any,
+                      workload: Any, precision: Any = None, catalog: Any | None = None) -> dict[str, Any]:
+    """``{allocation_id, offering, gpu, servers, gpus_per_server, plan{fits, headroom_bytes, total_bytes, layout},
+    recipe}`` for ``model`` (a loaded spec) running ``workload`` on the allocation."""
+    from anchorgpu.hardware import get_gpu
+    from anchorgpu.planner import Layout, plan
+    from anchorgpu.planner.report import plan_to_json
+    from anchorgpu.recipes import Target, build_recipe, recipe_to_json
+
+    body = get_allocation(uow, account_id=account_id, allocation_id=allocation_id, clock=clock)
+    if body["state"] in ("terminated", "expired"):
+        raise InvalidWorkload(f"allocation {allocation_id} is {body['state']}: its servers are released",
+                              code="recipe_not_expressible")
+    offering = _catalog(catalog).offering(body["offering"])
+    servers = int(body["quantity"])
+    gpu = get_gpu(offering.gpu)
+    gpus = servers * offering.gpus
+    result = None
+    if workload.task == "inference" and gpus > offering.gpus:
+        try:  # one replica per server: TP over the server's GPUs, the servers as replicas
+            result = plan(model, workload, precision=precision, layout=Layout(gpus=gpus, tp=offering.gpus), gpu=gpu)
+        except InvalidWorkload:
+            result = None  # the model's heads do not split that way: the planner's own layout
+    elif workload.task != "inference":
+        # training frameworks here have no pipeline stages (DeepSpeed's config no TP/CP either): keep them out
+        fixed = {"pp": 1, **({"tp": 1, "cp": 1} if kind in ("deepspeed", "k8s", "skypilot") else {})}
+        try:
+            result = plan(model, workload, precision=precision, layout=Layout(gpus=gpus, **fixed), gpu=gpu)
+        except InvalidWorkload:
+            result = None
+    if result is None:
+        result = plan(model, workload, precision=precision, layout=Layout(gpus=gpus), gpu=gpu)
+    recipe = build_recipe(result, kind, target=Target(nodes=servers, gpus_per_node=offering.gpus))
+    full = plan_to_json(result)
+    return {
+        "allocation_id": allocation_id, "offering": offering.id, "gpu": gpu.name, "servers": servers,
+        "gpus_per_server": offering.gpus,
+        "plan": {"fits": full["fits"], "headroom_bytes": full["headroom_bytes"],
+                 "total_bytes": full["per_gpu"]["total_bytes"], "layout": full["layout"]},
+        "recipe": recipe_to_json(recipe),
+    }
