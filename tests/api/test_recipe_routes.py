@@ -59,3 +59,17 @@ def test_allocation_recipe_uses_its_servers_and_gpus(client: TestClient, alice: 
     wrong = client.get(f"/v1/allocations/{allocation}/recipe", headers=alice.auth,
                        params={"kind": "deepspeed", "model": "llama-3.1-8b"})
     assert wrong.status_code == 422 and "training recipe" in problem(wrong)["detail"]
+
+
+def test_recommend_returns_a_recipe_per_result(client: TestClient, problem: Any) -> None:
+    ok = client.post("/v1/recommend", json={"model": "llama-3.1-8b", "context": 8192, "concurrency": 16, "top": 3,
+                                            "recipe": "skypilot"})
+    assert ok.status_code == 200, ok.text
+    results = ok.json()["results"]
+    assert results
+    for row in results:
+        task = row["recipe"]["files"][0]["text"]
+        per_server = row["gpus"] // row["servers"]
+        assert f':{per_server}"' in task  # accelerators: "NAME:GPUs per server" of that offering
+    diffusion = client.post("/v1/recommend", json={"model": "flux.1-dev", "recipe": "vllm"})
+    assert diffusion.status_code == 422 and "no launch recipe" in problem(diffusion)["detail"]

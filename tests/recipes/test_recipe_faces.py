@@ -59,3 +59,14 @@ def test_allocations_recipe_plans_on_the_booked_servers(sqlite_url: str, tmp_pat
     assert code == 2 and "--kind and --model" in err
     code, out, err = run(capsys, "allocations", "recipe", "al_unknown", "--kind", "vllm", "--model", "llama-3.1-8b")
     assert code == 3 and "unknown allocation" in err
+
+
+def test_recommend_writes_each_results_launch(capsys: pytest.CaptureFixture[str]) -> None:
+    body = run_json(capsys, "recommend", "llama-3.1-8b", "--task", "train", "--term", "1month", "--top", "3",
+                    "--recipe", "accelerate")
+    assert body["results"]
+    for row in body["results"]:
+        text = row["recipe"]["files"][0]["text"]
+        assert f"num_processes: {row['gpus']}" in text and f"num_machines: {row['servers']}" in text
+    code, out, err = run(capsys, "recommend", "llama-3.1-8b", "--recipe", "helm")
+    assert code == 2 and "unknown kind" in err and len(err.strip().splitlines()) == 1

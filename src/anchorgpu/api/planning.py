@@ -96,6 +96,8 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
 
         if request.task not in ("inference", "diffusion"):
             raise InvalidWorkload(f"{request.model} is a diffusion pipeline: task {request.task} does not apply")
+        if request.recipe is not None:
+            raise InvalidWorkload(f"recipe {request.recipe}: diffusion pipelines have no launch recipe yet")
         diffusion = Workload(task="diffusion", images=request.images, resolution=_resolution(request.resolution),
                              vae_tiling=request.vae_tiling)
         return recommendation_to_json(recommend_diffusion(
@@ -116,4 +118,9 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
     result = recommend(model, spec, catalog, request.term, now, max_usd=request.max_usd,
                        min_tokens_per_s_per_user=request.min_tokens_per_s_per_user, top=request.top,
                        max_servers=request.max_servers, offerings=offerings, lower_precision=request.lower_precision)
-    return recommendation_to_json(result)
+    body: dict[str, Any] = recommendation_to_json(result)
+    if request.recipe is not None:
+        from anchorgpu.recipes.for_results import attach_recipes
+
+        body = attach_recipes(body, model, workload, request.recipe)
+    return body

@@ -388,6 +388,7 @@ class RecommendRequest(_Request):
     weights: str | None = Field(default=None, max_length=120, pattern=TEXT_PATTERN, description="Weight format, or a comma list to compare ('bf16,fp8'); default: the plan's (the checkpoint's shipped format; training bf16). Rows below it carry lower_precision", examples=["bf16"])
     kv_cache: Literal["bf16", "fp16", "fp8"] | None = Field(default=None, description="KV-cache precision; default bf16, as the plan")
     lower_precision: bool = Field(default=False, description="Also consider fp8/int4-awq weights and an fp8 KV cache below the checkpoint's precision; such rows say outputs change and evaluations should be rerun")
+    recipe: Literal["vllm", "sglang", "trtllm", "torchrun-fsdp", "deepspeed", "accelerate", "skypilot", "k8s"] | None = Field(default=None, description="Also write each result's launch under its 'recipe' (null with 'recipe_refused' where it cannot express that result's plan)")
     micro_batch: int = Field(default=1, ge=LIMITS["micro_batch"].low, le=LIMITS["micro_batch"].high, description="Training: sequences per GPU step")
     seq: int | None = Field(default=None, ge=1, le=10_000_000, description="Training: tokens per sequence")
     train_tokens: int | None = Field(default=None, ge=LIMITS["train_tokens"].low, le=LIMITS["train_tokens"].high, description="Training: tokens to train on (gives run time and run cost)")

@@ -174,6 +174,7 @@ def recommend_command(
     resolution: str | None = typer.Option(None, "--resolution", help="Diffusion pipeline: output WIDTHxHEIGHT, e.g. 1024x1024."),
     offline: bool = typer.Option(False, "--offline", help="Never fetch a Hub id."),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON contract."),
+    recipe: str | None = typer.Option(None, "--recipe", help="Also write each result's launch: vllm | sglang | trtllm | torchrun-fsdp | deepspeed | accelerate | skypilot | k8s (text: the first result's; --json: every result's)."),
 ) -> None:
     """The cheapest catalog offerings that fit a workload, with layout, speed and price for the term."""
     from datetime import UTC, datetime
@@ -199,6 +200,11 @@ def recommend_command(
         bounded_int(value, field=field)
     if not 1 <= max_servers <= 16:
         raise InvalidWorkload(f"--max-servers {max_servers}: choose 1 to 16")
+    if recipe is not None:
+        from anchorgpu.recipes import KINDS
+
+        if recipe not in KINDS:
+            raise InvalidWorkload(f"--recipe {recipe!r}: unknown kind; choose one of {', '.join(KINDS)}")
     spec_model = load_model(model, offline=offline)
     catalog = load_catalog()
     offerings = catalog.offerings
@@ -243,7 +249,39 @@ def recommend_command(
                         offerings=offerings, progress=progress, lower_precision=lower_precision)
     finally:
         progress.close()
+    if recipe is not None:
+        from dataclasses import replace
+
+        from anchorgpu.recipes.for_results import attach_recipes
+
+        body = attach_recipes(recommendation_to_json(rec), spec_model,
+                              replace(workload, global_batch_tokens=spec.global_batch_tokens), recipe)
+        if as_json:
+            emit_json(body)
+            return
+        render_recommendation(rec)
+        _render_first_recipe(body)
+        return
     if as_json:
         emit_json(recommendation_to_json(rec))
     else:
         render_recommendation(rec)
+
+
+def _render_first_recipe(body: dict[str, Any]) -> None:
+    """The launch of the first result (``--json`` carries every result's)."""
+    from anchorgpu.cli.plan import render_recipe
+    from anchorgpu.recipes import Recipe
+
+    if not body["results"]:
+        return
+    first = body["results"][0]
+    out = console()
+    out.print(f"For {first['servers']} x {first['offering']} (first result):", markup=False)
+    r = first.get("recipe")
+    if r is None:
+        out.print(f"  no launch: {first.get('recipe_refused')}", markup=False)
+        return
+    render_recipe(Recipe(kind=r["kind"], command=r["command"], files=tuple((f["name"], f["text"]) for f in r["files"]),
+                         assumptions=tuple(r["assumptions"]), cannot_set=tuple(r["cannot_set"]),
+                         tool_version=r["tool_version"]))

@@ -1,0 +1,57 @@
+"""A launch recipe for every result of ``recommend``: each offering's GPUs, servers, layout and precision.
+
+Each result is planned again with the layout and formats the sweep chose for it (so the recipe reads a full
+:class:`~anchorgpu.planner.plan.Plan`) and written for that many servers of that many GPUs. A result whose
+plan the recipe cannot express gets ``recipe: null`` and the one-line reason in ``recipe_refused``: the other
+results keep theirs. Pure: no store, no face.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import InvalidInput, InvalidWorkload
+from anchorgpu.hardware import get_gpu
+from anchorgpu.planner.inputs import Layout, PrecisionPlan, Workload
+from anchorgpu.planner.plan import plan
+from anchorgpu.recipes import KINDS, Target, build_recipe, recipe_to_json
+
+__all__ = ["attach_recipes"]
+
+
+def attach_recipes(body: dict[str, Any], model: ModelSpec, workload: Workload, kind: str) -> dict[str, Any]:
+    """``body`` (``recommendation_to_json``) with ``recipe`` (or ``recipe_refused``) on each result and Pareto row."""
+    if kind not in KINDS:
+        raise InvalidWorkload(f"--recipe {kind!r}: unknown kind; choose one of {', '.join(KINDS)}",
+                              code="recipe_not_expressible")
+    context = body.get("workload", {}).get("context_tokens")
+    training = workload.task in ("train", "lora", "qlora")
+    cache: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for section in ("results", "pareto"):
+        for row in body.get(section, []):
+            lay = row["layout"]
+            key = (row["offering"], row["servers"], row["weights"], row.get("kv_cache"), row.get("concurrency"),
+                   lay["tp"], lay["pp"], lay["dp"], lay.get("zero"))
+            if key not in cache:
+                cache[key] = _one(row, model, workload, kind, context if not training else None, training)
+            row.update(cache[key])
+    return body
+
+
+def _one(row: dict[str, Any], model: ModelSpec, workload: Workload, kind: str, context: int | None,
+         training: bool) -> dict[str, Any]:
+    lay = row["layout"]
+    servers = int(row["servers"])
+    try:
+        w = workload if training else replace(workload, context_tokens=context or workload.context_tokens,
+                                              concurrency=row.get("concurrency") or workload.concurrency)
+        p = plan(model, w, precision=PrecisionPlan(weights=row["weights"], kv_cache=row.get("kv_cache") or "bf16"),
+                 layout=Layout(gpus=row["gpus"], tp=lay["tp"], pp=lay["pp"], dp=lay["dp"],
+                               zero=lay.get("zero") if training else None),
+                 gpu=get_gpu(row["gpu"]), suggest=False)
+        recipe = build_recipe(p, kind, target=Target(nodes=servers, gpus_per_node=int(row["gpus"]) // servers))
+    except InvalidInput as err:
+        return {"recipe": None, "recipe_refused": err.message}
+    return {"recipe": recipe_to_json(recipe)}
