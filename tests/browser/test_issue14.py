@@ -109,3 +109,36 @@ def test_extend_shows_the_price_and_charges_only_after_confirming(browser: Any, 
         assert page.inner_text("#amount") != amount
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_a_plan_that_does_not_fit_shows_no_speed_and_its_fix_is_one_tap(browser: Any, server: str, tmp_path: Path,
+                                                                        width: int) -> None:
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    try:
+        page.goto(f"{server}/plan?model=llama-3.1-70b&gpu=h100-sxm&gpus=1&context=8192")
+        assert page.inner_text("#verdict").startswith("Does not fit")
+        assert page.locator("#performance").count() == 0
+        assert "Not predicted" in page.inner_text("#performance-absent")
+        page.screenshot(path=str(_shots(tmp_path) / f"plan-nofit-{width}.png"), full_page=True)
+        page.click("#needed-change")
+        assert page.inner_text("#verdict").startswith("Fits")
+        assert page.locator("#performance").is_visible()
+    finally:
+        context.close()
+
+
+def test_recommendations_keep_the_plans_precision_unless_the_box_is_ticked(page: Any, server: str, tmp_path: Path) -> None:
+    page.goto(f"{server}/recommend?model=llama-3.1-70b&context=8192&top=5")
+    weights = page.locator("#recommendations tbody tr td:nth-child(11)").all_inner_texts()
+    assert weights and all(w.startswith("bf16 / kv bf16") for w in weights), weights
+    page.check("#lower-precision")
+    page.click("#recommend-form button[type=submit]")
+    page.wait_for_selector("#lower-precision-note")
+    assert page.locator(".lower-precision").count() >= 1
+    assert "rerun your evaluations" in page.inner_text("#lower-precision-note")
+    client_px, scroll_px = page.eval_on_selector(".table-wrap", "e => [e.clientWidth, e.scrollWidth]")
+    assert scroll_px <= client_px, "the badge must not push the memory column off a laptop screen"
+    page.screenshot(path=str(_shots(tmp_path) / "recommend-lower-1280.png"), full_page=True)

@@ -78,6 +78,35 @@ def validation_message(exc: ValidationError) -> str:
     return f"{field}: {err.get('msg', 'invalid')}"
 
 
+def apply_change(values: dict[str, Any], change: str) -> str | None:
+    """The planner URL of ``values`` with a suggestion's CLI change applied (``--gpus 4 --tp 4``), or None when
+    the change names an option the form does not have.
+
+    >>> apply_change({"model": "llama-3.1-70b", "gpu": "h100-sxm", "gpus": "1"}, "--gpus 4 --tp 4")
+    '/plan?model=llama-3.1-70b&gpu=h100-sxm&gpus=4&tp=4'
+    """
+    from urllib.parse import urlencode
+
+    words = change.split()
+    changed = {k: v for k, v in values.items() if v not in (None, "", False)}
+    i = 0
+    while i < len(words):
+        flag = words[i]
+        if not flag.startswith("--"):
+            return None
+        name = flag[2:].replace("-", "_")
+        if name not in PlanRequest.model_fields:
+            return None
+        if i + 1 < len(words) and not words[i + 1].startswith("--"):
+            changed[name] = words[i + 1]
+            i += 2
+        else:
+            changed[name] = "on"
+            i += 1
+    flat = {k: (",".join(map(str, v)) if isinstance(v, list) else ("on" if v is True else v)) for k, v in changed.items()}
+    return "/plan?" + urlencode(flat)
+
+
 def _choices() -> dict[str, Any]:
     from anchorgpu.architectures import model_infos
     from anchorgpu.hardware import list_gpus
@@ -113,6 +142,11 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
     context["bar"] = memory_bar(result["per_gpu"], gpu.get("memory_bytes"), budget_bytes=result.get("budget_bytes"))
     context["budget_bytes"] = result.get("budget_bytes")
     context["recommend_query"] = request.url.query
+    suggestions = result.get("suggestions") or []
+    context["suggestion_links"] = [apply_change(values, s["change"]) for s in suggestions]
+    context["precision_changes"] = [("--weights" in s["change"] or "--kv-cache" in s["change"]) for s in suggestions]
+    keeps = [i for i, lowers in enumerate(context["precision_changes"]) if not lowers]
+    context["example_suggestion"] = keeps[0] if keeps else 0  # "what would be needed": precision kept when it can be
     return render(request, "plan.html", context)
 
 
