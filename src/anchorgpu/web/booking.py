@@ -127,11 +127,22 @@ def my_allocations(request: Request, account_id: SignedInAccountId, uow_factory:
 
 @router.get("/my/allocations/{allocation_id}", response_class=HTMLResponse)
 def allocation_page(request: Request, account_id: SignedInAccountId, uow_factory: UowFactoryDep, clock: ClockDep,
-                    allocation_id: str = Path(max_length=100)) -> Response:
-    """One allocation with its history and the forms for its actions (each with its own key)."""
+                    settings: SettingsDep, allocation_id: str = Path(max_length=100),
+                    kind: str | None = Query(default=None, max_length=20), model: str | None = Query(default=None, max_length=200),
+                    task: str = Query(default="inference", max_length=20), context: str | None = Query(default=None, max_length=12),
+                    concurrency: str | None = Query(default=None, max_length=8)) -> Response:
+    """One allocation with its history, the forms for its actions (each with its own key) and, with ``kind`` and
+    ``model``, the launch recipe for these servers (its refusal in one line when it cannot be written)."""
+    from anchorgpu.web.launch import RECIPE_KINDS, launch_for_allocation
+
     allocation = services.get_allocation(uow_factory(), account_id=account_id, allocation_id=allocation_id, clock=clock)
     keys = {action: new_form_key() for action in ("stop", "start", "extend", "terminate")}
-    return render(request, "allocation.html", {"a": allocation, "keys": keys, "terms": TERM_CHOICES, "stop_notice": STOP_NOTICE})
+    form = {"kind": kind or "vllm", "model": model, "task": task, "context": context, "concurrency": concurrency}
+    launch, launch_error = (launch_for_allocation(uow_factory, account_id, allocation_id, clock, settings, form)
+                            if kind and model else (None, None))
+    return render(request, "allocation.html", {"a": allocation, "keys": keys, "terms": TERM_CHOICES, "stop_notice": STOP_NOTICE,
+                                               "recipe_kinds": RECIPE_KINDS, "launch_form": form, "launch": launch,
+                                               "launch_error": launch_error})
 
 
 @router.get("/my/allocations/{allocation_id}/extend", response_class=HTMLResponse)

@@ -16,3 +16,15 @@ document.addEventListener("submit", function (event) {
     delete form.dataset.sent;
   }
 }, true);
+// Buttons marked data-copy="ID" copy the text of element ID (launch commands and files) and say so.
+document.addEventListener("click", function (event) {
+  var button = event.target;
+  if (!(button instanceof HTMLButtonElement) || !button.dataset.copy) return;
+  var source = document.getElementById(button.dataset.copy);
+  if (!source || !navigator.clipboard) return;
+  navigator.clipboard.writeText(source.textContent).then(function () {
+    var label = button.textContent;
+    button.textContent = "Copied";
+    setTimeout(function () { button.textContent = label; }, 1500);
+  });
+});

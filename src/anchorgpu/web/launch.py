@@ -1,0 +1,36 @@
+"""The page's "Launch" sections: a recipe for an allocation (and, later, a plan or a recommendation), or the
+one-line reason it cannot be written. A thin face over :mod:`anchorgpu.allocations.recipe`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from anchorgpu.errors import AnchorError
+from anchorgpu.recipes import KINDS
+
+RECIPE_KINDS = KINDS
+
+
+def launch_for_allocation(uow_factory: Any, account_id: str, allocation_id: str, clock: Any, settings: Any,
+                          form: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    """(recipe JSON, None) or (None, the reason in one line) for the form's kind, model and workload."""
+    from anchorgpu.allocations.recipe import allocation_recipe
+    from anchorgpu.api.models_ref import load_public_model, server_offline
+    from anchorgpu.planner import Workload
+    from anchorgpu.validation import BINARY_SUFFIXES, whole_number
+
+    try:
+        if form["task"] not in ("inference", "train", "lora", "qlora"):
+            return None, f"task {form['task']!r}: choose inference, train, lora or qlora"
+        tokens = (whole_number(form["context"], field="context", suffixes={k: v for k, v in BINARY_SUFFIXES.items() if k != "g"},
+                               example="8192 or 8k", noun="a token count") if form["context"] else None)
+        users = whole_number(form["concurrency"], field="concurrency", example="32") if form["concurrency"] else None
+        workload = (Workload(task="inference", context_tokens=tokens, concurrency=users) if form["task"] == "inference"
+                    else Workload(task=form["task"], seq_tokens=tokens))
+        model = load_public_model(form["model"], offline=server_offline(settings))
+        body = allocation_recipe(uow_factory(), account_id=account_id, allocation_id=allocation_id, clock=clock,
+                                 kind=form["kind"], model=model, workload=workload)
+    except AnchorError as err:
+        return None, err.message
+    recipe: dict[str, Any] = body["recipe"]
+    return recipe, None

@@ -1,0 +1,36 @@
+"""The allocation page's "Launch" section (issue 15): a model's launch on the allocation's own servers, with copy
+buttons, and the one-line reason when the launch cannot express the plan."""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+
+def _booked(client: TestClient, field: Any, offering: str, quantity: str) -> str:
+    token = field(client.get(f"/quote?offering={offering}").text, "csrf_token")
+    quote = client.post("/quote", data={"csrf_token": token, "offering": offering, "quantity": quantity, "term": "1month"})
+    quote_url = quote.headers["location"]
+    key = field(client.get(quote_url).text, "idempotency_key")
+    booked = client.post(f"{quote_url}/book", data={"csrf_token": token, "idempotency_key": key})
+    location: str = booked.headers["location"]
+    return location
+
+
+def test_the_allocation_page_writes_the_launch_with_copy_buttons(client: TestClient, signed_in: str,
+                                                                 field: Any) -> None:
+    url = _booked(client, field, "h100-sxm-8x-bm", "2")
+    page = client.get(url).text
+    assert 'id="launch-form"' in page and 'id="launch-command"' not in page  # nothing written until asked
+    done = client.get(url, params={"kind": "vllm", "model": "llama-3.1-70b", "context": "8k", "concurrency": "64"})
+    assert done.status_code == 200
+    command = html.unescape(re.search(r'<pre id="launch-command">(.*?)</pre>', done.text, re.S).group(1))  # type: ignore[union-attr]
+    assert command.startswith("vllm serve meta-llama/Llama-3.1-70B") and "--tensor-parallel-size 8" in command
+    assert 'data-copy="launch-command"' in done.text
+    train = client.get(url, params={"kind": "k8s", "model": "llama-3.1-8b", "task": "train"}).text
+    assert 'data-copy="launch-file-1"' in train and "&#34;completionMode&#34;: &#34;Indexed&#34;" in train
+    refused = client.get(url, params={"kind": "deepspeed", "model": "llama-3.1-8b"}).text
+    assert re.search(r'id="launch-error">--recipe deepspeed: a training recipe for a inference plan', refused)
