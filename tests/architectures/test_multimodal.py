@@ -27,7 +27,8 @@ COUNTS: dict[str, dict[str, int]] = {
 }
 MULTIMODAL = ["gemma-3-27b", "llava-1.5-7b", "mistral-small-3.1-24b", "qwen2-vl-7b", "qwen2.5-vl-7b", "llama-3.2-11b-vision",
               "llama-4-scout-17b-16e", "llama-4-maverick-17b-128e-fp8", "whisper-large-v3",
-              "t5-base", "flan-t5-xl", "qwen3-vl-4b", "qwen3-vl-30b-a3b", "gemma-3-4b"]
+              "t5-base", "flan-t5-xl", "qwen3-vl-4b", "qwen3-vl-30b-a3b", "gemma-3-4b",
+              "llava-v1.6-mistral-7b"]
 
 
 def llm(name: str) -> ModelSpec:
@@ -190,3 +191,11 @@ def test_t5_base_encoder_decoder_split() -> None:
     assert dict(spec.towers) == {"shared_embeddings": 32128 * 768, "encoder": enc, "decoder": dec}
     assert spec.params_total == 222_903_552
     assert any("n_positions" in note for note in spec.notes)
+
+
+def test_llava_next_mistral_anyres_tokens_at_672() -> None:
+    rule = llm("llava-v1.6-mistral-7b").image
+    assert rule is not None
+    # CLIP 336 px / 14 = 24 × 24 base features; a 672 × 672 image picks the (672, 672) pinpoint: 2 × 2 tiles of
+    # 24 × 24 = 48 × 48 features (same aspect, nothing unpadded), 48 newline tokens, plus the base 576: 2,928
+    assert image_tokens(rule, 672, 672) == 48 * 48 + 48 + 24 * 24 == 2928
