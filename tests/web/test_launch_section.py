@@ -34,3 +34,16 @@ def test_the_allocation_page_writes_the_launch_with_copy_buttons(client: TestCli
     assert 'data-copy="launch-file-1"' in train and "&#34;completionMode&#34;: &#34;Indexed&#34;" in train
     refused = client.get(url, params={"kind": "deepspeed", "model": "llama-3.1-8b"}).text
     assert re.search(r'id="launch-error">--recipe deepspeed: a training recipe for a inference plan', refused)
+
+
+def test_the_planner_page_offers_every_launch_and_shows_a_refusal_beside_the_plan(client: TestClient) -> None:
+    query = {"model": "llama-3.1-70b", "gpu": "h100", "gpus": "8", "context": "8k", "concurrency": "32"}
+    page = client.get("/plan", params=query).text
+    assert page.count('class="launch-kind') == 8 and 'id="launch-command"' not in page
+    done = client.get("/plan", params={**query, "recipe": "sglang"})
+    assert done.status_code == 200
+    command = html.unescape(re.search(r'<pre id="launch-command">(.*?)</pre>', done.text, re.S).group(1))  # type: ignore[union-attr]
+    assert command.startswith("python -m sglang.launch_server") and "--tp-size 8" in command
+    refused = client.get("/plan", params={**query, "gpu": "a100-80gb-sxm", "kv_cache": "fp8", "recipe": "vllm"})
+    assert refused.status_code == 200 and 'id="verdict"' in refused.text  # the plan stays; the launch says why not
+    assert "no FP8 hardware" in refused.text

@@ -11,6 +11,19 @@ from anchorgpu.recipes import KINDS
 RECIPE_KINDS = KINDS
 
 
+def launch_for_plan(plan_request: Any, kind: str, settings: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """(recipe JSON, None) or (None, the reason in one line) for the planner page's request."""
+    from anchorgpu.api.models_ref import server_offline
+    from anchorgpu.api.planning import run_plan
+
+    try:
+        result = run_plan(plan_request.model_copy(update={"recipe": kind}), offline=server_offline(settings))
+    except AnchorError as err:
+        return None, err.message
+    recipe: dict[str, Any] = result["recipe"]
+    return recipe, None
+
+
 def launch_for_allocation(uow_factory: Any, account_id: str, allocation_id: str, clock: Any, settings: Any,
                           form: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
     """(recipe JSON, None) or (None, the reason in one line) for the form's kind, model and workload."""

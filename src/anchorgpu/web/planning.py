@@ -123,6 +123,7 @@ def _choices() -> dict[str, Any]:
 def planner_page(request: Request, settings: SettingsDep) -> Response:
     """The planner form, and its answer when a model is given."""
     values = form_values(request)
+    kind = values.pop("recipe", None)  # the launch is written beside the plan, its refusal shown there
     context: dict[str, Any] = {"form": values, **_choices(), "segments": SEGMENTS}
     if "model" not in values:
         return render(request, "plan.html", context)
@@ -142,6 +143,15 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
     context["bar"] = memory_bar(result["per_gpu"], gpu.get("memory_bytes"), budget_bytes=result.get("budget_bytes"))
     context["budget_bytes"] = result.get("budget_bytes")
     context["recommend_query"] = request.url.query
+    from urllib.parse import urlencode
+
+    from anchorgpu.web.launch import RECIPE_KINDS, launch_for_plan
+
+    context["recipe_kinds"] = RECIPE_KINDS
+    context["launch_query"] = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "recipe"])
+    context["launch_kind"] = kind
+    if kind:
+        context["launch"], context["launch_error"] = launch_for_plan(plan_request, str(kind), settings)
     suggestions = result.get("suggestions") or []
     context["suggestion_links"] = [apply_change(values, s["change"]) for s in suggestions]
     context["precision_changes"] = [("--weights" in s["change"] or "--kv-cache" in s["change"]) for s in suggestions]
