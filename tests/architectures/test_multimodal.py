@@ -28,7 +28,7 @@ COUNTS: dict[str, dict[str, int]] = {
 MULTIMODAL = ["gemma-3-27b", "llava-1.5-7b", "mistral-small-3.1-24b", "qwen2-vl-7b", "qwen2.5-vl-7b", "llama-3.2-11b-vision",
               "llama-4-scout-17b-16e", "llama-4-maverick-17b-128e-fp8", "whisper-large-v3",
               "t5-base", "flan-t5-xl", "qwen3-vl-4b", "qwen3-vl-30b-a3b", "gemma-3-4b",
-              "llava-v1.6-mistral-7b"]
+              "llava-v1.6-mistral-7b", "gemma-3-12b"]
 
 
 def llm(name: str) -> ModelSpec:
