@@ -129,6 +129,17 @@ def _show_language(doc: dict[str, Any]) -> None:
         rows.insert(rows.index(("KV cache / token", _kv_note(doc))) + 1, (
             "recurrent state / seq", f"{_bytes(doc['state_bytes_per_sequence'])} at any length "
             f"({doc['recurrent_layers']} {rec['mixer']} layers; KV on {doc['attention_layers']} attention layers)"))
+    if len(doc.get("towers") or {}) > 1:  # multimodal and encoder-decoder models: every tower, and how images count
+        rows.append(("towers", ", ".join(f"{k.replace('_', ' ')} {_count(v)}" for k, v in doc["towers"].items())))
+    if doc.get("image_tokens") is not None:
+        img = doc["image_tokens"]
+        width, height = img["native_resolution"]
+        rows.append(("image tokens", f"{img['tokens_per_image_at_native']:,} per {width}x{height} image ({img['rule']} "
+                                     "rule" + ("" if img["in_context"] else ", read by cross-attention") + ")"))
+    if doc.get("encoder") is not None:
+        enc = doc["encoder"]
+        rows.append(("encoder", f"{enc['layers']} layers ({enc['modality']}); cross-attention K/V "
+                                f"{_bytes(enc['cross_kv_bytes_per_encoder_token'])} per encoder position"))
     if doc["mla"] is not None:
         mla = doc["mla"]
         rows.insert(7, ("MLA", f"kv_lora_rank {mla['kv_lora_rank']}, q_lora_rank {mla['q_lora_rank']}, "
