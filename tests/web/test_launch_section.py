@@ -47,3 +47,14 @@ def test_the_planner_page_offers_every_launch_and_shows_a_refusal_beside_the_pla
     refused = client.get("/plan", params={**query, "gpu": "a100-80gb-sxm", "kv_cache": "fp8", "recipe": "vllm"})
     assert refused.status_code == 200 and 'id="verdict"' in refused.text  # the plan stays; the launch says why not
     assert "no FP8 hardware" in refused.text
+
+
+def test_the_recommend_page_writes_a_launch_per_offering(client: TestClient) -> None:
+    query = {"model": "llama-3.1-8b", "context": "8192", "concurrency": "16", "top": "3"}
+    page = client.get("/recommend", params=query).text
+    assert page.count('class="launch-kind') == 8 and "launch-row" not in page
+    done = client.get("/recommend", params={**query, "recipe": "vllm"})
+    assert done.status_code == 200
+    rows = done.text.count('<details class="launch-row"')
+    copies = re.findall(r'data-copy="(launch-\d+-command)"', done.text)
+    assert rows >= 1 and len(copies) == rows == len(set(copies))  # one launch per offering, each copies its own

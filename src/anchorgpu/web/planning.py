@@ -204,6 +204,13 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
               for r in result["results"] if (speed := _speed(r)) is not None and r.get("total_usd") is not None]
     context["result"] = result
     context["training"] = training
+    from urllib.parse import urlencode
+
+    from anchorgpu.web.launch import RECIPE_KINDS
+
+    context["recipe_kinds"] = RECIPE_KINDS
+    context["launch_query"] = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "recipe"])
+    context["launch_kind"] = values.get("recipe")
     context["chart"] = scatter(points, x_label=f"Total for {result['term']}, USD",
                                y_label="Training tokens/s" if training else "Output tokens/s (all users)") if points else None
     return render(request, "recommend.html", context)
