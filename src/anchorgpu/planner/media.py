@@ -124,10 +124,18 @@ def sequence_tokens(media: MediaLoad, w: Workload, ctx: int, assumptions: list[s
     return ctx + media.context_tokens
 
 
-def speed_prompt_tokens(media: MediaLoad, model: ModelSpec, w: Workload, ctx: int) -> int | None:
+def speed_prompt_tokens(media: MediaLoad, model: ModelSpec, w: Workload, ctx: int,
+                        assumptions: list[str] | None = None) -> int | None:
     """The prompt the speed model reads in prefill: text + image tokens + the vision tower's (or encoder's)
     FLOPs as the language-model tokens that cost as much (2 · active matmul parameters per token); None when
-    the request carries nothing but text (the speed model's own default stays)."""
+    the request carries nothing but text (the speed model's own default stays).
+
+    >>> from anchorgpu.planner._examples import llama_3_1_8b
+    >>> m = llama_3_1_8b()
+    >>> speed_prompt_tokens(MediaLoad(context_tokens=576, encoder_flops=2.0 * m.params_active_matmul * 100), m,
+    ...                     Workload(prompt_tokens=1000), 1776)
+    1676
+    """
     extra = media.context_tokens if media.cross_tokens == 0 else 0
     if extra == 0 and media.encoder_flops == 0:
         return None
@@ -135,4 +143,9 @@ def speed_prompt_tokens(media: MediaLoad, model: ModelSpec, w: Workload, ctx: in
     output = w.output_tokens or min(256, max(1, text_ctx // 2))
     prompt = w.prompt_tokens or max(1, min(1024, text_ctx - output))
     per_token = 2.0 * max(1, model.params_active_matmul)
-    return prompt + extra + math.ceil(media.encoder_flops / per_token)
+    encoder_tokens = math.ceil(media.encoder_flops / per_token)
+    if assumptions is not None and encoder_tokens:
+        assumptions.append(f"Speed: prefill reads {prompt:,} text + {extra:,} image tokens, and the encoder's work as "
+                           f"{encoder_tokens:,} more tokens of the same cost (their KV is not in the memory plan; the "
+                           "speed model's per-sequence KV reads count them, a small overstatement).")
+    return prompt + extra + encoder_tokens

@@ -494,7 +494,7 @@ def _inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: Pr
                   max_context_tokens=max_ctx,
                   workload=replace(w, context_tokens=ctx, concurrency=concurrency, max_num_batched_tokens=tokens,
                                    max_num_seqs=seqs,
-                                   prompt_tokens=speed_prompt_tokens(media, model, w, ctx) or w.prompt_tokens))
+                                   prompt_tokens=speed_prompt_tokens(media, model, w, ctx, assumptions) or w.prompt_tokens))
 
 
 def _training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFormat, lay: ResolvedLayout,
