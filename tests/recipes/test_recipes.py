@@ -211,6 +211,7 @@ def test_k8s_objects_validate_against_the_kubernetes_schema(which: str) -> None:
     limits = pod["containers"][0]["resources"]["limits"]
     vendor = "amd.com/gpu" if p.gpu is not None and p.gpu.vendor == "AMD" else "nvidia.com/gpu"
     assert vendor in limits
+    assert ("rocm/" in pod["containers"][0]["image"]) == (vendor == "amd.com/gpu")  # never a CUDA image on AMD
     assert any(v.get("emptyDir", {}).get("medium") == "Memory" for v in pod["volumes"])
     if p.workload.task == "inference":
         assert work["kind"] == "Deployment" and limits[vendor] == p.layout.tp * p.layout.pp * p.layout.dp

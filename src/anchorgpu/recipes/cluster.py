@@ -20,6 +20,8 @@ __all__ = ["k8s_recipe", "skypilot_recipe"]
 
 _VLLM_IMAGE = "vllm/vllm-openai:v{version}"
 _TRAIN_IMAGE = "nvcr.io/nvidia/pytorch:25.01-py3"
+_ROCM_VLLM_IMAGE = "rocm/vllm:latest"  # AMD: the ROCm builds; the recipe says to pin a tag
+_ROCM_TRAIN_IMAGE = "rocm/pytorch:latest"
 _SHM = "64Gi"
 
 
@@ -92,6 +94,13 @@ def skypilot_recipe(plan: Plan, target: Target) -> Recipe:
         run = _file_commands(inner.files) + _single_line(inner.command) + "\n"
         if plan.layout.dp > 1 and plan.layout.tp * plan.layout.pp * plan.layout.dp > target.gpus_per_node:
             assumptions.append("Launch one task per replica (or use SkyPilot Serve with that many replicas).")
+    if plan.gpu is not None and plan.gpu.vendor == "AMD":  # the pip wheels are CUDA builds: run in a ROCm image
+        image = _ROCM_TRAIN_IMAGE if is_training(plan) else _ROCM_VLLM_IMAGE
+        resources = doc["resources"]
+        assert isinstance(resources, dict)
+        resources["image_id"] = f"docker:{image}"
+        setup = "echo 'the ROCm image brings the framework'\n"
+        assumptions.append(f"AMD GPUs: the task runs in {image} (pin the tag that matches your ROCm driver).")
     doc["setup"] = setup
     doc["run"] = run
     text = _task_yaml(doc)
@@ -154,6 +163,9 @@ def k8s_recipe(plan: Plan, target: Target) -> Recipe:
         replicas = lay.dp if separate else 1
         gpus = lay.tp * lay.pp * (1 if separate else lay.dp)
         image = _VLLM_IMAGE.format(version=flag_data("vllm_flags")["version"])
+        if plan.gpu.vendor == "AMD":
+            image = _ROCM_VLLM_IMAGE
+            assumptions.append(f"AMD GPUs: {image}, a ROCm build of vLLM; pin the tag that matches your ROCm driver.")
         pod = _pod_spec(plan, name, image, command, gpus, port=8000, config_map=bool(inner.files))
         docs.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": labels},
                      "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
@@ -163,6 +175,9 @@ def k8s_recipe(plan: Plan, target: Target) -> Recipe:
         assumptions.append(f"Image {image}; {replicas} pod(s) of {gpus} GPU(s).")
     else:
         image = _TRAIN_IMAGE
+        if plan.gpu.vendor == "AMD":
+            image = _ROCM_TRAIN_IMAGE
+            assumptions.append(f"AMD GPUs: {image}; pin the tag that matches your ROCm driver.")
         if target.nodes > 1:
             parts = torchrun_parts(target, script_args=[], node_rank="$JOB_COMPLETION_INDEX",
                                    master_addr=f"{name}-0.{name}")
