@@ -178,8 +178,12 @@ def test_llama_3_2_vision_caches_text_kv_on_its_self_attention_layers_only() -> 
 def test_llama_4_scout_image_tile_tokens() -> None:
     rule = llm("llama-4-scout-17b-16e").image
     assert rule is not None
-    # a 336-px tile of 14-px patches: 24² = 576 patches, pixel shuffle ratio 0.5 keeps 576 × 0.25 = 144 tokens
-    assert image_tokens(rule, 336, 336) == 144
+    # a 336-px tile of 14-px patches: 24² = 576 patches, pixel shuffle ratio 0.5 keeps 576 × 0.25 = 144 tokens;
+    # one tile: <|image_start|>, <|image|>, 144 patch tokens, <|image_end|> (Llama4Processor._prompt_split_image)
+    assert image_tokens(rule, 336, 336) == 1 + 1 + 144 + 1
+    # 1024 × 768: the smallest undistorted upscale among canvases of ≤ 16 tiles is 3 rows × 4 columns (× 1.3125);
+    # 12 tiles of 144 tokens, 3 × 3 x-separators, 3 y-separators, then the global tile and the 3 markers
+    assert image_tokens(rule, 1024, 768) == 12 * 144 + 3 * 3 + 3 + 144 + 3
 
 
 def test_t5_base_encoder_decoder_split() -> None:

@@ -65,8 +65,28 @@ def _anyres(rule: ImageTokens, width: int, height: int) -> int:
 
 def _tiles(rule: ImageTokens, width: int, height: int) -> int:
     """Tiles of ``tile_size`` covering the image, at most ``max_tiles``."""
+    if rule.global_tile:
+        rows, cols = _llama4_canvas(rule, width, height)
+        return rows * cols
     tiles = math.ceil(width / rule.tile_size) * math.ceil(height / rule.tile_size)
     return max(1, min(rule.max_tiles, tiles))
+
+
+def _llama4_canvas(rule: ImageTokens, width: int, height: int) -> tuple[int, int]:
+    """Llama 4's ``get_best_fit``: among canvases of rows × cols tiles (rows · cols ≤ max_tiles), the smallest
+    upscale that fits the image undistorted, else the mildest downscale; ties go to the smaller canvas.
+
+    >>> r = ImageTokens(rule="tiles", native_resolution=(336, 336), tile_size=336, max_tiles=16, global_tile=True)
+    >>> _llama4_canvas(r, 336, 336), _llama4_canvas(r, 1024, 768), _llama4_canvas(r, 6000, 400)
+    ((1, 1), (3, 4), (1, 15))
+    """
+    t = rule.tile_size
+    canvases = [(rows, cols) for n in range(1, rule.max_tiles + 1) for rows in range(1, n + 1) if n % rows == 0
+                for cols in (n // rows,)]
+    scales = {c: min(c[0] * t / height, c[1] * t / width) for c in canvases}
+    up = [v for v in scales.values() if v >= 1]
+    chosen = min(up) if up else max(scales.values())
+    return min((c for c, v in scales.items() if v == chosen), key=lambda c: c[0] * c[1])
 
 
 def image_tokens(rule: ImageTokens, width: int, height: int) -> int:
@@ -92,8 +112,11 @@ def image_tokens(rule: ImageTokens, width: int, height: int) -> int:
         return rows * (cols + 1)  # one [IMG_BREAK] per row, the last one is [IMG_END]
     if rule.rule == "anyres":
         return _anyres(rule, width, height)
-    tiles = _tiles(rule, width, height)
-    return (tiles + (1 if rule.global_tile and tiles > 1 else 0)) * rule.tokens_per_tile
+    if rule.global_tile:  # Llama 4: start, tiles with x/y separators, the global tile, image and end markers
+        rows, cols = _llama4_canvas(rule, width, height)
+        tiled = rows * cols * rule.tokens_per_tile + rows * cols if rows * cols > 1 else 0
+        return 1 + tiled + 1 + rule.tokens_per_tile + 1
+    return _tiles(rule, width, height) * rule.tokens_per_tile
 
 
 def patches_per_image(rule: ImageTokens, width: int, height: int) -> int:
