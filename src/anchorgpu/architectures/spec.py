@@ -124,6 +124,8 @@ class ImageTokens:
     plus one break token per row; ``anyres``: LLaVA-NeXT's base image plus the best grid of ``grid_pinpoints``;
     ``tiles``: tiles of ``tile_size`` up to ``max_tiles`` of ``tokens_per_tile`` each (Llama 4 adds a global tile;
     mllama reads them through cross-attention, ``in_context`` False: one placeholder token in the text).
+    Counts are the tokens that carry the image (Pixtral's row breaks and Llama 4's tile separators and markers
+    included); the one start and one end marker Qwen-VL and Gemma 3 put around them are not.
     """
 
     rule: ImageRule
