@@ -63,6 +63,30 @@ def _class_fields(tree: ast.AST, names: tuple[str, ...]) -> set[str]:
     return out
 
 
+def _literal(tree: ast.AST, name: str) -> list[str]:
+    """The values of ``NAME = Literal["a", "b", ...]`` or ``NAME = ["a", "b", ...]``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets) and node.value is not None:
+                value = node.value.slice if isinstance(node.value, ast.Subscript) else node.value
+                elts = value.elts if isinstance(value, ast.Tuple | ast.List) else [value]
+                return [e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    raise SystemExit(f"no {name}")
+
+
+def _field_choices(tree: ast.AST, field: str) -> list[str]:
+    """``choices=[...]`` of the ``A[..., Arg(...)]`` field called ``field``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == field:
+            for call in ast.walk(node.annotation):
+                if isinstance(call, ast.Call):
+                    for kw in call.keywords:
+                        if kw.arg == "choices" and isinstance(kw.value, ast.List):
+                            return [e.value for e in kw.value.elts if isinstance(e, ast.Constant)]
+    raise SystemExit(f"no choices for {field}")
+
+
 def vllm(wheels: Path) -> dict[str, object]:
     zf = _wheel(wheels, "vllm")
     files = ["vllm/engine/arg_utils.py", "vllm/entrypoints/common/cli_args.py"]
@@ -73,7 +97,15 @@ def vllm(wheels: Path) -> dict[str, object]:
     return {"tool": "vllm", "command": "vllm serve", "version": _version(zf),
             "source": f"vllm {_version(zf)} wheel from PyPI: {', '.join(files)} (EngineArgs.add_cli_args option "
                       "strings; FrontendArgs fields become --kebab-case flags)",
-            "flags": sorted(flags)}
+            "flags": sorted(flags),
+            "values": {
+                "--kv-cache-dtype": _literal(ast.parse(zf.read("vllm/config/cache.py")), "CacheDType"),
+                "--dtype": _literal(ast.parse(zf.read("vllm/config/model.py")), "ModelDType"),
+                "--quantization": _literal(ast.parse(zf.read("vllm/model_executor/layers/quantization/__init__.py")),
+                                           "QuantizationMethods"),
+            },
+            "values_source": "vllm/config/cache.py CacheDType, vllm/config/model.py ModelDType, "
+                             "vllm/model_executor/layers/quantization/__init__.py QuantizationMethods"}
 
 
 def sglang(wheels: Path) -> dict[str, object]:
@@ -101,7 +133,15 @@ def sglang(wheels: Path) -> dict[str, object]:
     return {"tool": "sglang", "command": "python -m sglang.launch_server", "version": _version(zf),
             "source": f"sglang {_version(zf)} wheel from PyPI: sglang/srt/arg_groups/fields/*.py (A[...] fields, "
                       "cli_name and aliases, no_cli skipped) and sglang/srt/server_args.py add_argument",
-            "flags": sorted(flags)}
+            "flags": sorted(flags),
+            "values": {
+                "--kv-cache-dtype": _field_choices(ast.parse(zf.read(prefix + "model.py")), "kv_cache_dtype"),
+                "--dtype": _field_choices(ast.parse(zf.read(prefix + "model.py")), "dtype"),
+                "--quantization": _literal(ast.parse(zf.read("sglang/srt/arg_groups/choices.py")),
+                                           "QUANTIZATION_CHOICES"),
+            },
+            "values_source": "sglang/srt/arg_groups/fields/model.py kv_cache_dtype and dtype choices, "
+                             "sglang/srt/arg_groups/choices.py QUANTIZATION_CHOICES"}
 
 
 def accelerate(wheels: Path) -> dict[str, object]:

@@ -65,6 +65,21 @@ def test_every_serving_flag_is_the_engines_own(name: str, kind: str) -> None:
         assert top <= set(keys["top"]) and nested <= set(keys["kv_cache_config"])
 
 
+@pytest.mark.parametrize("kind", ("vllm", "sglang"))
+def test_every_emitted_value_is_one_the_engine_accepts(kind: str) -> None:
+    values = flag_data(f"{kind}_flags")["values"]
+    plans = [_serve("llama-3.1-8b", "h100", 1, context_tokens=4096, weights="fp16", kv_cache="fp8"),
+             _serve("llama-3.1-8b", "h100", 1, context_tokens=4096, weights="fp8")]
+    seen = 0
+    for p in plans:
+        cmd = build_recipe(p, kind).command
+        for flag, allowed in values.items():
+            if flag in _flags(cmd):
+                assert _value(cmd, flag) in allowed, (flag, _value(cmd, flag))
+                seen += 1
+    assert seen >= 3  # --dtype, --kv-cache-dtype and --quantization were all exercised
+
+
 def test_vllm_values_are_the_plans() -> None:
     p = SERVING_PLANS["llama-70b-tp8"]()
     cmd = build_recipe(p, "vllm").command
@@ -230,6 +245,7 @@ def test_k8s_objects_validate_against_the_kubernetes_schema(which: str) -> None:
     (lambda: _train("llama-3.1-8b", "h100", 16, {"pp": 2, "zero": 1}), "torchrun-fsdp", "pipeline parallelism"),
     (lambda: _train("llama-3.1-8b", "h100", 8, {"fsdp": True}, train_precision="fp8"), "deepspeed", "no FP8"),
     (lambda: _serve("llama-3.1-8b", "h100", 1, context_tokens=4096, weights="int4-awq"), "vllm", "cannot quantize"),
+    (lambda: _serve("llama-3.1-8b", "l40s", 1, context_tokens=4096, weights="nf4"), "vllm", "cannot quantize"),
     (lambda: _serve("llama-3.1-405b", "h100", 16, tp=8, pp=2, context_tokens=4096), "k8s", "spans 16 GPUs"),
 ])
 def test_a_recipe_that_cannot_express_the_plan_is_refused_in_one_line(make: Any, kind: str, reason: str) -> None:

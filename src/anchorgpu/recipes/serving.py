@@ -13,9 +13,10 @@ from anchorgpu.recipes._common import Recipe, Target, flag_data, model_ref, not_
 
 __all__ = ["serving_recipe"]
 
-# What each engine can do with weights the checkpoint does not ship in (quantize while loading).
+# What each engine can do with weights the checkpoint does not ship in (quantize while loading); values are
+# checked against recipes/data/*_flags.json "values" (vLLM 0.33 no longer lists bitsandbytes).
 _ONLINE = {
-    "vllm": {"fp8": "fp8", "nf4": "bitsandbytes", "nf4-dq": "bitsandbytes"},
+    "vllm": {"fp8": "fp8"},
     "sglang": {"fp8": "fp8"},
     "trtllm": {},
 }
