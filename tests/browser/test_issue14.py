@@ -142,3 +142,26 @@ def test_recommendations_keep_the_plans_precision_unless_the_box_is_ticked(page:
     client_px, scroll_px = page.eval_on_selector(".table-wrap", "e => [e.clientWidth, e.scrollWidth]")
     assert scroll_px <= client_px, "the badge must not push the memory column off a laptop screen"
     page.screenshot(path=str(_shots(tmp_path) / "recommend-lower-1280.png"), full_page=True)
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_language_switch_turns_the_planner_russian_and_stays(browser: Any, server: str, tmp_path: Path,
+                                                                 width: int) -> None:
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    errors: list[str] = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    try:
+        page.goto(f"{server}/plan?model=llama-3.1-8b&gpu=l4")
+        page.click("#language-switch a[hreflang=ru]")
+        assert page.inner_text("h1") == "Поместится ли?"
+        assert page.inner_text("#verdict").startswith("Помещается")
+        page.screenshot(path=str(_shots(tmp_path) / f"plan-ru-{width}.png"), full_page=False)
+        page.click("nav[aria-label=main] a[href='/catalog']")
+        assert page.get_attribute("html", "lang") == "ru"
+        header_px, viewport_px = page.eval_on_selector("header.top", "e => [e.scrollWidth, window.innerWidth]")
+        assert header_px <= viewport_px  # the switch does not push the header off a phone screen
+    finally:
+        context.close()
+    assert errors == []

@@ -87,7 +87,13 @@ def comparison_rows(pair: tuple[str, str]) -> dict[str, Any]:
     return {"a": result.a.display_name, "b": result.b.display_name, "rows": rows, "statements": list(result.statements)}
 
 
-def _language(lang: str | None) -> str:
+def _language(lang: str | None, request: Request | None = None) -> str:
+    """``?lang=`` when given; else the site's choice for this request (the language switch's cookie, then
+    ``Accept-Language``), so the glossary follows the rest of the site."""
+    if lang is None and request is not None:
+        from anchorgpu.web.i18n import locale_for
+
+        return locale_for(request)[0]
     return "ru" if (lang or "").strip().lower() == "ru" else "en"
 
 
@@ -100,7 +106,7 @@ def glossary_page(
     """Search box, results (best first) and the list of every entry grouped by kind."""
     from anchorgpu.glossary import list_entries, search
 
-    language = _language(lang)
+    language = _language(lang, request)
     query = (q or "").strip()
     hits = search(query, "ru" if language == "ru" else "en", limit=20) if query else []
     entries = list_entries("ru" if language == "ru" else "en")
@@ -115,7 +121,7 @@ def glossary_errors_page(request: Request, lang: Annotated[str | None, Query(max
     """Every code an entry explains, with an anchor per code (``#idempotency_key_reused``)."""
     from anchorgpu.glossary import load_glossary
 
-    language = _language(lang)
+    language = _language(lang, request)
     glossary = load_glossary()
     rows = sorted((code, glossary.entries[entry_id]) for code, entry_id in glossary.code_index.items())
     return render(request, "glossary_errors.html", {"ui": UI[language], "lang": language, "rows": rows})
@@ -131,7 +137,7 @@ def glossary_entry_page(
     from anchorgpu.glossary import get_entry, linking_here
     from anchorgpu.glossary.links import catalog_url, matching_offerings, planner_url, try_it_json
 
-    language = _language(lang)
+    language = _language(lang, request)
     entry = get_entry(entry_id)
     try_it = try_it_json(entry.try_it)
     presets = [{"command": cmd, "url": planner_url(args) if args[0] == "plan" else None}

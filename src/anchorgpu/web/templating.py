@@ -55,15 +55,20 @@ def when(value: str | datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
-@lru_cache(maxsize=1)
-def environment() -> Environment:
-    """The one Jinja2 environment (built on first use, not at import)."""
+@lru_cache(maxsize=4)
+def environment(locale: str = "en") -> Environment:
+    """The Jinja2 environment of ``locale`` (one per locale, built on first use, not at import), with
+    Jinja2's i18n extension over that locale's message catalogue (:mod:`anchorgpu.web.i18n`)."""
+    from anchorgpu.web.i18n import translations
+
     env = Environment(
         loader=PackageLoader("anchorgpu.web", "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
         trim_blocks=True,
         lstrip_blocks=True,
+        extensions=["jinja2.ext.i18n"],
     )
+    env.install_gettext_translations(translations(locale), newstyle=True)  # type: ignore[attr-defined]
     env.filters["gib"] = _gib
     env.filters["money"] = money
     env.filters["when"] = when
@@ -80,9 +85,20 @@ def web_session(request: Request) -> WebSession:
 
 
 def render(request: Request, template: str, context: Mapping[str, Any] | None = None, *, status_code: int = 200) -> HTMLResponse:
-    """Render ``template`` with ``context`` plus ``request``, ``account_name``, ``csrf_token`` and ``flash``."""
+    """Render ``template`` with ``context`` plus ``request``, ``account_name``, ``csrf_token``, ``flash`` and the
+    request's ``locale`` (``?lang=``, remembered in a cookie, else ``Accept-Language``), with links to switch it."""
+    from urllib.parse import urlencode
+
+    from anchorgpu.web.i18n import LANG_COOKIE, LANGUAGE_NAMES, locale_for
+
     session = web_session(request)
+    locale, chosen_now = locale_for(request)
+    others = [(k, v) for k, v in request.query_params.multi_items() if k != "lang"]
+    language_links = [(code, name, f"{request.url.path}?{urlencode([*others, ('lang', code)])}")
+                      for code, name in LANGUAGE_NAMES.items()]
     full = {
+        "locale": locale,
+        "language_links": language_links,
         "request": request,
         "account_name": session.account_name,
         "signed_in": session.account_id is not None,
@@ -91,5 +107,9 @@ def render(request: Request, template: str, context: Mapping[str, Any] | None = 
         "path": request.url.path,
         **(context or {}),
     }
-    html = environment().get_template(template).render(full)
-    return HTMLResponse(html, status_code=status_code)
+    html = environment(locale).get_template(template).render(full)
+    response = HTMLResponse(html, status_code=status_code, headers={"Vary": "Accept-Language, Cookie",
+                                                                    "Content-Language": locale})
+    if chosen_now:
+        response.set_cookie(LANG_COOKIE, locale, max_age=365 * 24 * 3600, samesite="lax", httponly=True)
+    return response

@@ -1,0 +1,83 @@
+"""The site in English and Russian through a message catalogue (issue 14, item 6 groundwork): navigation and the
+planner page, chosen by ?lang= (remembered), Accept-Language, else English; the glossary's Russian still works."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+import pytest
+from babel.messages.extract import extract_from_dir
+from babel.messages.pofile import read_po
+from fastapi.testclient import TestClient
+
+from anchorgpu.web.i18n import LANG_COOKIE, parse_accept_language
+
+
+def _marked_ids() -> set[tuple[str | None, str]]:
+    """(context, message id) of every message the templates mark."""
+    root = str(resources.files("anchorgpu.web"))
+    found = extract_from_dir(root, method_map=[("**/templates/**.html", "jinja2")],
+                             options_map={"**/templates/**.html": {"extensions": "jinja2.ext.i18n"}})
+    return {(context, message if isinstance(message, str) else message[0]) for _, _, message, _, context in found}
+
+
+def _russian() -> dict[tuple[str | None, str], str]:
+    source = resources.files("anchorgpu.web") / "locale" / "ru" / "LC_MESSAGES" / "messages.po"
+    with source.open("rb") as handle:
+        return {(m.context, m.id): m.string for m in read_po(handle) if m.id}
+
+
+def test_every_marked_message_has_a_russian_translation_that_keeps_its_placeholders() -> None:
+    marked, russian = _marked_ids(), _russian()
+    assert {(None, "Planner"), (None, "Will it fit?"), ("count", "GPUs"),
+            (None, "Fits — %(total)s per GPU, headroom %(headroom)s")} <= marked
+    missing = sorted(m[1] for m in marked if not russian.get(m))
+    assert missing == []
+    for (_, message_id), text in russian.items():
+        assert re.findall(r"%\(\w+\)s", message_id) == re.findall(r"%\(\w+\)s", text), message_id
+        assert re.search("[а-яА-Я]", text) or text in ("API", "GPU"), message_id
+
+
+def _nav(html: str) -> str:
+    return re.search(r'<nav aria-label="main">(.*?)</nav>', html, re.S).group(1)  # type: ignore[union-attr]
+
+
+def test_lang_ru_translates_navigation_and_the_planner_and_is_remembered(client: TestClient) -> None:
+    page = client.get("/plan?model=llama-3.1-8b&gpu=h100&lang=ru")
+    assert page.status_code == 200 and '<html lang="ru">' in page.text
+    assert "Планировщик" in _nav(page.text) and "Глоссарий" in _nav(page.text)
+    assert "<h1>Поместится ли?</h1>" in page.text and "Число GPU" in page.text
+    assert re.search(r'id="verdict">Помещается — [\d.]+ GiB на GPU, запас [\d.]+ GiB<', page.text)
+    assert page.headers["content-language"] == "ru" and LANG_COOKIE in page.headers["set-cookie"]
+    later = client.get("/catalog")  # no ?lang: the switch is remembered
+    assert "Каталог" in _nav(later.text) and '<html lang="ru">' in later.text
+    back = client.get("/plan?lang=en")
+    assert "<h1>Will it fit?</h1>" in back.text and "Planner" in _nav(back.text)
+
+
+@pytest.mark.parametrize(("header", "expected"), [("ru-RU,ru;q=0.9,en;q=0.5", "ru"), ("en-GB,en;q=0.9,ru;q=0.8", "en"),
+                                                  ("de-DE,fr;q=0.8", "en"), ("", "en")])
+def test_accept_language_picks_the_language_without_a_choice(client: TestClient, header: str, expected: str) -> None:
+    page = client.get("/plan", headers={"Accept-Language": header} if header else {})
+    assert f'<html lang="{expected}">' in page.text
+    assert ("Поместится ли?" in page.text) is (expected == "ru")
+    assert "Accept-Language" in page.headers["vary"]
+
+
+def test_a_query_in_another_language_is_never_an_error(client: TestClient) -> None:
+    assert '<html lang="en">' in client.get("/plan?lang=xx").text
+    assert parse_accept_language("ru;q=abc, en;q=0.1") == "en"
+
+
+def test_the_glossary_keeps_its_russian_and_follows_the_site_switch(client: TestClient) -> None:
+    ru = client.get("/glossary/quantization?lang=ru")
+    assert ru.status_code == 200 and "Квантизация" in ru.text and "Планировщик" in _nav(ru.text)
+    remembered = client.get("/glossary/quantization")
+    assert "Квантизация" in remembered.text and '<html lang="ru">' in remembered.text
+
+
+def test_the_language_switch_keeps_the_query(client: TestClient) -> None:
+    page = client.get("/plan?model=llama-3.1-8b&gpu=h100")
+    switch = re.search(r'id="language-switch">(.*?)</nav>', page.text, re.S).group(1)  # type: ignore[union-attr]
+    assert 'href="/plan?model=llama-3.1-8b&amp;gpu=h100&amp;lang=ru"' in switch
