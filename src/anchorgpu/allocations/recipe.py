@@ -42,9 +42,9 @@ def allocation_recipe(uow: Any, *, account_id: str, allocation_id: str, clock: A
             result = None  # the model's heads do not split that way: the planner's own layout
     elif workload.task != "inference":
         # training frameworks here have no pipeline stages (DeepSpeed's config no TP/CP either): keep them out
-        fixed = {"pp": 1, **({"tp": 1, "cp": 1} if kind in ("deepspeed", "k8s", "skypilot") else {})}
+        flat = 1 if kind in ("deepspeed", "k8s", "skypilot") else None
         try:
-            result = plan(model, workload, precision=precision, layout=Layout(gpus=gpus, **fixed), gpu=gpu)
+            result = plan(model, workload, precision=precision, layout=Layout(gpus=gpus, pp=1, tp=flat, cp=flat), gpu=gpu)
         except InvalidWorkload:
             result = None
     if result is None:
