@@ -8,14 +8,22 @@ up to three canonical names as "did you mean" suggestions.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from functools import cache
 
-from anchorgpu.errors import UnknownGpu, did_you_mean
+from anchorgpu.errors import PartialGpuRequested, UnknownGpu, did_you_mean
 from anchorgpu.hardware.loader import load_shipped_gpus, load_shipped_sources, normalize_name, strip_vendor
 from anchorgpu.hardware.spec import GpuSpec
 
-__all__ = ["GpuIndex", "get_gpu", "gpu_index", "list_gpus", "source_descriptions"]
+__all__ = ["GpuIndex", "get_gpu", "gpu_index", "list_gpus", "partial_gpu_words", "source_descriptions"]
+
+#: Words that name a share of a GPU rather than a GPU: a MIG profile (``1g.10gb``, ``3g.40gb``, ``mig``),
+#: a virtual GPU or a time-sliced share. AnchorGPU rents whole GPUs only, so such a name is refused with that
+#: reason instead of "unknown GPU".
+_PARTIAL = re.compile(
+    r"(?<![a-z0-9])(?:mig|vgpu|time[\s_-]*slic\w*|timeslic\w*|\d+g\.\d+gb(?:\+me)?|\d+c\.\d+g\.\d+gb)(?![a-z0-9])"
+)
 
 
 class GpuIndex:
@@ -42,6 +50,14 @@ class GpuIndex:
         """The GPU called ``name``; raises UnknownGpu with suggestions when there is none."""
         gpu = self.find(name)
         if gpu is None:
+            words = partial_gpu_words(name)
+            if words:
+                whole = self.find(_PARTIAL.sub(" ", name.lower()))
+                hint = f"; ask for the whole GPU instead: {whole.name}" if whole else ""
+                raise PartialGpuRequested(
+                    f"GPU {name!r} names a share of a GPU ({', '.join(words)}): AnchorGPU rents whole GPUs only "
+                    f"(no MIG slices, vGPU or time-slicing){hint}"
+                )
             raise UnknownGpu(name, self.suggest(name))
         return gpu
 
@@ -58,6 +74,15 @@ class GpuIndex:
             ranked.extend(gpu.name for k, gpu in self._by_key.items() if key in k)
         unique = list(dict.fromkeys(ranked))
         return unique[:n]
+
+
+def partial_gpu_words(name: str) -> list[str]:
+    """The words of ``name`` that ask for part of a GPU (MIG profile, vGPU, time-slicing), in order.
+
+    >>> partial_gpu_words("h100 mig 1g.10gb"), partial_gpu_words("A100-MIG-3g.40gb"), partial_gpu_words("h100-sxm")
+    (['mig', '1g.10gb'], ['mig', '3g.40gb'], [])
+    """
+    return [m.group(0) for m in _PARTIAL.finditer(name.lower())]
 
 
 @cache
