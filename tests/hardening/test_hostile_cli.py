@@ -32,6 +32,10 @@ REPORTED = [
     ("plan", "llama-3.1-8b", "--gpus", "１"),
     ("quote", "h100-sxm-1x-vm", "--term", "١h"),
     ("quote", "h100-sxm-1x-vm", "--term", "１h"),
+    ("quote", "h100-sxm-1x-vm", "--term", "1w", "--quantity", "３"),  # click's int() reads Unicode digits
+    ("plan", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "١٢"),
+    ("plan", "llama-3.1-8b", "--gpu", "h100", "--mfu", "０.５"),
+    ("serve", "--port", "８０"),
 ]
 
 
@@ -71,6 +75,13 @@ def _argv(command: str, option: str, value: str) -> list[str]:
     if command == "recommend":
         return ["recommend", "llama-3.2-1b", "--max-servers", "1", "--top", "1", option, value]
     return ["quote", "h100-sxm-1x-vm", "--term", "1w", option, value]
+
+
+def test_ascii_numbers_keep_each_options_own_bounds_and_help(local_db: None, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "serve", "--port", "99999")
+    assert code == 2 and "0<=x<=65535" in err
+    code, out, _ = run(capsys, "serve", "--help")
+    assert code == 0 and "[0<=x<=65535]" in out
 
 
 @given(data=st.data())

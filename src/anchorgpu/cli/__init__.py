@@ -64,10 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     import typer
 
     from anchorgpu.cli._app import app
+    from anchorgpu.cli._ascii import ascii_numbers
     from anchorgpu.errors import AnchorError
 
     _register_commands(argv)
-    command = typer.main.get_command(app)
+    command = ascii_numbers(typer.main.get_command(app))  # numbers in ASCII digits only, as in the API
     try:
         result = command.main(args=argv, prog_name="anchorgpu", standalone_mode=False)
     except typer.Exit as exc:
