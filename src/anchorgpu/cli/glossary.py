@@ -28,17 +28,34 @@ _LABELS: dict[str, dict[str, str]] = {
         "tags": "Теги", "related": "Связанные понятия", "linking": "Ссылаются сюда", "tech": "Технологии",
         "try": "Попробовать", "sources": "Источники", "codes": "Объясняет коды", "other": "Другие совпадения",
         "facts": "Факты", "list_title": "Глоссарий AnchorGPU", "term": "Термин", "short": "Кратко",
+        "detected": "Запрос набран кириллицей, поэтому ответ на русском (--lang en — ответ на английском).",
+        "foundational": "базовый", "intermediate": "средний", "advanced": "продвинутый",
+        "training": "обучение", "inference": "инференс", "deployment": "развёртывание",
     },
 }
 
 
-def _lang(value: str) -> Lang:
+def _lang(value: str | None, query: str | None = None) -> Lang:
+    """``--lang`` when given; otherwise Russian for a query written in Cyrillic, else English."""
     from anchorgpu.errors import InvalidInput
 
+    if value is None:
+        return "ru" if query and is_cyrillic(query) else "en"
     lang = value.strip().lower()
     if lang not in ("en", "ru"):
         raise InvalidInput(f"--lang must be 'en' or 'ru', not {value!r}")
     return "ru" if lang == "ru" else "en"
+
+
+def is_cyrillic(text: str) -> bool:
+    """True when most letters of ``text`` are Cyrillic (``кэш KV`` yes, ``KV cache`` no, ``fp8`` no).
+
+    >>> is_cyrillic("кэш KV"), is_cyrillic("голое железо"), is_cyrillic("KV cache"), is_cyrillic("H100 и H200")
+    (True, True, False, False)
+    """
+    letters = [ch for ch in text if ch.isalpha()]
+    cyrillic = sum(1 for ch in letters if "\u0400" <= ch <= "\u04ff")
+    return bool(letters) and cyrillic * 2 > len(letters)
 
 
 def _names(ids: tuple[str, ...] | list[str], lang: Lang) -> str:
@@ -51,8 +68,8 @@ def _entry_text(entry: Entry, lang: Lang) -> str:
     """The body of the entry's panel, as Rich markup (user text escaped)."""
     from rich.markup import escape
 
-    from anchorgpu.glossary import linking_here
-    from anchorgpu.glossary.links import planner_url, try_it_json
+    from anchorgpu.glossary import DEFINITION_CAVEAT, linking_here
+    from anchorgpu.glossary.links import try_it_json
 
     label = _LABELS[lang]
     other: Lang = "en" if lang == "ru" else "ru"
@@ -64,7 +81,8 @@ def _entry_text(entry: Entry, lang: Lang) -> str:
     aliases = [entry.term.get(other), *entry.aliases(lang), *entry.aliases(other)]
     aliases = [a for a in dict.fromkeys(aliases) if a != entry.term.get(lang)]
     lines += ["", f"[dim]{label['aliases']}:[/dim] {escape(', '.join(aliases))}"]
-    lines += [f"[dim]{label['level']}:[/dim] {entry.level} · [dim]{label['stages']}:[/dim] {', '.join(entry.stages)}"
+    lines += [f"[dim]{label['level']}:[/dim] {label[entry.level]} · [dim]{label['stages']}:[/dim] "
+              f"{', '.join(label[s] for s in entry.stages)}"
               f" · [dim]{label['tags']}:[/dim] {escape(', '.join(entry.tags))}"]
     if entry.facts:
         lines += [f"[dim]{label['facts']}:[/dim] " + escape(", ".join(f"{k} = {v}" for k, v in entry.facts.items()))]
@@ -81,8 +99,9 @@ def _entry_text(entry: Entry, lang: Lang) -> str:
     if try_it["commands"]:
         lines += ["", f"[green]{label['try']}:[/green]"]
         lines += [f"  $ {escape(cmd)}" for cmd in try_it["commands"]]
-        lines += [f"  {escape(planner_url(args))}" for args in entry.try_it.planner_args if args[0] == "plan"]
+        lines += [f"  {escape(url)}" for url in try_it["preset_urls"] if url]
     lines += ["", f"[dim]{label['sources']}:[/dim] {escape(', '.join(entry.sources))}"]
+    lines += ["", f"[italic]{escape(DEFINITION_CAVEAT.get(lang))}[/italic]"]
     return "\n".join(lines)
 
 
@@ -124,14 +143,16 @@ def _no_match(query: str) -> Exception:
 @app.command("glossary")
 def glossary_command(
     query: Annotated[str | None, typer.Argument(help="A term in English or Russian, an alias or an id (typos are fine)")] = None,
-    lang: Annotated[str, typer.Option("--lang", help="Language of the answer: en or ru")] = "en",
+    lang: Annotated[str | None, typer.Option("--lang", help="Language of the answer: en or ru (default: ru for a query "
+                                                            "written in Cyrillic, else en)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print entries as JSON (stable keys)")] = False,
     limit: Annotated[int, typer.Option("--limit", min=1, max=200, help="How many matches to list for a query")] = 10,
 ) -> None:
     """Look up a GPU/ML/catalog concept in English or Russian: definition, example, caveat and a 'try it' preset."""
     from anchorgpu.glossary import entry_to_json, list_entries, search
 
-    language = _lang(lang)
+    language = _lang(lang, query)
+    detected = lang is None and language == "ru"
     if query is None or not query.strip():
         entries = list_entries(language)
         if as_json:
@@ -150,6 +171,8 @@ def glossary_command(
             out.append(item)
         emit_json(out)
         return
+    if detected:
+        console().print(f"[dim]{_LABELS[language]['detected']}[/dim]")
     _show_entry(hits[0].entry, language)
     if len(hits) > 1:
         _list_table([h.entry for h in hits[1:]], language, title=_LABELS[language]["other"], brief=True)

@@ -19,9 +19,10 @@ from typing import Any
 
 from anchorgpu.glossary.errors import UnknownGlossaryEntry
 from anchorgpu.glossary.loader import Glossary, load_glossary
-from anchorgpu.glossary.model import LANGS, Bilingual, Entry, Lang, SearchHit, TryIt
+from anchorgpu.glossary.model import DEFINITION_CAVEAT, LANGS, Bilingual, Entry, Lang, SearchHit, TryIt
 
 __all__ = [
+    "DEFINITION_CAVEAT",
     "LANGS",
     "Bilingual",
     "Entry",
@@ -106,4 +107,6 @@ def entry_to_json(entry: Entry) -> dict[str, Any]:
         "facts": dict(entry.facts),
         "try_it": try_it_json(entry.try_it),
         "sources": list(entry.sources),
+        "claims": [{"says": c.says, "run": list(c.run), "expect": dict(c.expect)} for c in entry.claims],
+        "disclaimer": _bi(DEFINITION_CAVEAT),
     }

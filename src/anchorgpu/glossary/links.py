@@ -20,15 +20,19 @@ __all__ = [
     "compare_args",
     "matching_offerings",
     "offering_matches",
+    "live_quote",
     "planner_query",
     "planner_url",
+    "preset_url",
     "try_it_json",
 ]
 
 #: Where the web page's planner, catalog and GPU comparison live (WEB's routes).
 PLANNER_PATH = "/plan"
+RECOMMEND_PATH = "/recommend"
 CATALOG_PATH = "/catalog"
 COMPARE_PATH = "/gpus/compare"
+QUOTE_PATH = "/quote"
 
 
 def cli_command(args: Sequence[str]) -> str:
@@ -72,6 +76,54 @@ def planner_url(args: Sequence[str]) -> str:
     '/plan?model=llama-3.1-8b&gpu=h100&context=131072'
     """
     return f"{PLANNER_PATH}?{urlencode(planner_query(args))}"
+
+
+def preset_url(args: Sequence[str]) -> str | None:
+    """The page that runs a preset: planner, recommendations, catalog filter or quote builder (None for ``model``).
+
+    >>> preset_url(["offerings", "--gpu", "l4", "--min-gpus", "1"])
+    '/catalog?gpu=l4&min_gpus=1'
+    >>> preset_url(["quote", "h100-sxm-1x-vm", "--term", "1w", "--quantity", "2"])
+    '/quote?offering=h100-sxm-1x-vm&term=1w&quantity=2'
+    >>> preset_url(["model", "llama-3.1-8b"]) is None
+    True
+    """
+    if not args:
+        return None
+    if args[0] == "plan":
+        return planner_url(args)
+    if args[0] == "recommend":
+        return f"{RECOMMEND_PATH}?{urlencode(planner_query(args))}"
+    if args[0] == "offerings":
+        return f"{CATALOG_PATH}?{urlencode(planner_query(['offerings', *args[1:]]))}"
+    if args[0] == "quote":
+        params = planner_query(args)
+        query = {"offering": params.pop("model", ""), **{k: v for k, v in params.items() if k != "option"}}
+        return f"{QUOTE_PATH}?{urlencode(query)}"
+    return None
+
+
+def live_quote(args: Sequence[str], now: Any = None) -> Any:
+    """A ``quote`` preset priced now from the shipped catalog (pure pricing; nothing is stored or booked).
+
+    ``now`` defaults to the current UTC time; the price does not depend on it, only the quote's validity.
+    """
+    from datetime import UTC, datetime
+
+    from anchorgpu.catalog import load_catalog
+    from anchorgpu.quotes import price_quote
+
+    if not args or args[0] != "quote":
+        raise ValueError("live_quote needs a 'quote' preset")
+    params = planner_query(args)
+    options: dict[str, int] = {}
+    rest = list(args[2:])
+    for i, word in enumerate(rest[:-1]):
+        if word == "--option":
+            key, _, units = rest[i + 1].partition("=")
+            options[key] = int(units or "1")
+    return price_quote(load_catalog(), params["model"], int(params.get("quantity", "1")), params["term"], options,
+                       now or datetime.now(UTC), region=params.get("region"))
 
 
 def compare_args(pair: tuple[str, str]) -> tuple[str, ...]:
@@ -188,5 +240,6 @@ def try_it_json(try_it: TryIt) -> dict[str, Any]:
         + ([cli_command(offerings_args)] if offerings_args else [])
         + ([cli_command(compare_args(try_it.compare))] if try_it.compare else []),
         "planner_urls": [planner_url(a) for a in try_it.planner_args if a[0] == "plan"],
+        "preset_urls": [preset_url(a) for a in try_it.planner_args],
         "catalog_url": catalog_url(try_it.catalog_filter) if try_it.catalog_filter else None,
     }

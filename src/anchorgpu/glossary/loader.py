@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from anchorgpu.errors import DataFileError
+from anchorgpu.glossary.claims import Claim
 from anchorgpu.glossary.model import KINDS, LEVELS, STAGES, Bilingual, Entry, FactValue, Kind, TryIt
 from anchorgpu.glossary.text import compact
 
@@ -29,15 +30,21 @@ _CODE = re.compile(r"^[a-z][a-z0-9_]*$")
 _ENTRY_KEYS = frozenset(
     {
         "id", "kind", "term", "aliases", "short", "long", "example", "caveat", "level", "stages", "tags",
-        "related", "technologies", "codes", "facts", "sources", "try_it",
+        "related", "technologies", "codes", "facts", "sources", "try_it", "claims",
     }
 )
 _REQUIRED = ("id", "kind", "term", "short", "long", "level", "stages")
 _TRY_IT_KEYS = frozenset({"planner_args", "catalog_filter", "compare"})
 #: The filter vocabulary an entry may use to point at offerings (see ``links.offering_matches``).
 CATALOG_FILTER_KEYS = frozenset({"interconnect", "kind", "vendor", "memory_type", "fp8", "fp4", "min_gpus", "gpu"})
-#: First words of a planner preset: commands of the ``anchorgpu`` CLI that compute, never book.
-_PRESET_COMMANDS = frozenset({"plan", "recommend", "model"})
+#: First words of a preset: commands of the ``anchorgpu`` CLI that compute, list or price, never book.
+_PRESET_COMMANDS = frozenset({"plan", "recommend", "model", "offerings", "quote"})
+#: The options a catalog or quote preset may use (those the CLI commands take; checked at load).
+_PRESET_FLAGS = {
+    "offerings": frozenset({"--gpu", "--min-gpus", "--max-usd-per-gpu-hour", "--region", "--interconnect"}),
+    "quote": frozenset({"--term", "--quantity", "--option", "--region"}),
+}
+_CLAIM_KEYS = frozenset({"says", "run", "expect"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +141,7 @@ def _try_it(row: _Row, value: object) -> TryIt:
         items = _strings(row, args, f"try_it.planner_args[{i}]", unique=False) if isinstance(args, list) else None
         if not items or items[0] not in _PRESET_COMMANDS:
             raise row.fail(f"try_it.planner_args[{i}] must be a list starting with one of {sorted(_PRESET_COMMANDS)}")
+        _check_preset_flags(row, items, f"try_it.planner_args[{i}]")
         presets.append(items)
     filt = value.get("catalog_filter", {})
     if not isinstance(filt, dict) or set(filt) - CATALOG_FILTER_KEYS:
@@ -146,6 +154,46 @@ def _try_it(row: _Row, value: object) -> TryIt:
             raise row.fail("try_it.compare must name exactly two GPUs")
         pair = (items[0], items[1])
     return TryIt(planner_args=tuple(presets), catalog_filter=cast(dict[str, FactValue], filt), compare=pair)
+
+
+def _check_preset_flags(row: _Row, items: tuple[str, ...], where: str) -> None:
+    """Catalog and quote presets: only the options their commands take; a quote names an offering and a term."""
+    allowed = _PRESET_FLAGS.get(items[0])
+    if allowed is None:
+        return
+    flags = [w for w in items[1:] if w.startswith("--")]
+    unknown = sorted(set(flags) - allowed)
+    if unknown:
+        raise row.fail(f"{where}: {items[0]} takes {sorted(allowed)}, not {unknown}")
+    if items[0] == "quote" and (len(items) < 2 or items[1].startswith("--") or "--term" not in flags):
+        raise row.fail(f"{where}: a quote preset names an offering and a --term, e.g. ['quote', 'h100-sxm-1x-vm', '--term', '1w']")
+
+
+def _claims(row: _Row, value: object) -> tuple[Claim, ...]:
+    from anchorgpu.glossary.claims import CLAIM_COMMANDS, parse_expectation
+
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise row.fail("'claims' must be a list of [[entry.claims]] tables")
+    out: list[Claim] = []
+    for i, raw in enumerate(value):
+        where = f"claims[{i}]"
+        if not isinstance(raw, dict) or set(raw) - _CLAIM_KEYS or not {"says", "run", "expect"} <= set(raw):
+            raise row.fail(f"{where} must be a table with exactly {sorted(_CLAIM_KEYS)}")
+        says = _text(row, raw["says"], f"{where}.says")
+        run = _strings(row, raw["run"], f"{where}.run", unique=False)
+        if not run or run[0] not in CLAIM_COMMANDS:
+            raise row.fail(f"{where}.run must start with one of {sorted(CLAIM_COMMANDS)}")
+        expect = raw["expect"]
+        if not isinstance(expect, dict) or not expect:
+            raise row.fail(f"{where}.expect must be a non-empty table of path = value")
+        for path, want in expect.items():
+            problem = parse_expectation(want)
+            if problem:
+                raise row.fail(f"{where}.expect.{path} {problem}")
+        out.append(Claim(says=says, run=run, expect=tuple(expect.items())))
+    return tuple(out)
 
 
 def parse_entry(file: str, index: int, raw: object) -> Entry:
@@ -186,6 +234,11 @@ def parse_entry(file: str, index: int, raw: object) -> Entry:
     sources = _strings(row, raw.get("sources"), "sources")
     if not sources:
         raise row.fail("'sources' must name at least one source")
+    claims = _claims(row, raw.get("claims"))
+    english = " ".join(t.en for t in (short, long, example, _bilingual(row, raw, "caveat", required=False)) if t)
+    for claim in claims:
+        if claim.says not in english:
+            raise row.fail(f"claim {claim.says!r} does not quote the entry's English text")
     return Entry(
         id=entry_id,
         kind=cast(Kind, kind),
@@ -206,6 +259,7 @@ def parse_entry(file: str, index: int, raw: object) -> Entry:
         sources=sources,
         try_it=_try_it(row, raw.get("try_it")),
         file=file,
+        claims=claims,
     )
 
 

@@ -10,11 +10,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from anchorgpu.glossary.claims import Claim
+
 __all__ = [
     "KINDS",
     "LANGS",
     "LEVELS",
     "STAGES",
+    "DEFINITION_CAVEAT",
     "Bilingual",
     "Entry",
     "FactValue",
@@ -49,12 +52,23 @@ class Bilingual:
         return self.ru if lang == "ru" else self.en
 
 
+#: Shown with every entry (page, CLI card, JSON ``disclaimer``): a definition is not a promise of support.
+DEFINITION_CAVEAT = Bilingual(
+    en="This entry explains an idea; it does not promise that your particular workload, library version or network "
+    "layout will run on an AnchorGPU allocation. Check that with the planner and a short trial run.",
+    ru="Статья объясняет понятие и не обещает, что именно ваша задача, версия библиотеки или сетевая топология "
+    "заработает в аренде AnchorGPU. Проверьте это в планировщике и коротким пробным запуском.",
+)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TryIt:
     """Links from an entry into the product.
 
     ``planner_args``: one or more argument lists for ``anchorgpu`` (e.g. ``("plan", "llama-3.1-8b", "--gpu",
-    "h100", "--context", "8192")``) — several lists are meant to be compared side by side.
+    "h100", "--context", "8192")``) — several lists are meant to be compared side by side. Besides the planner
+    (``plan``, ``recommend``, ``model``) a preset may be a catalog listing (``offerings --gpu l4``) or a live
+    quote (``quote h100-sxm-1x-vm --term 1w``), priced on the entry page from the shipped catalog.
     ``catalog_filter``: glossary filter vocabulary over offerings (see :mod:`anchorgpu.glossary.links`).
     ``compare``: two GPU names for ``anchorgpu gpus compare A B``.
     """
@@ -91,6 +105,7 @@ class Entry:
     sources: tuple[str, ...]
     try_it: TryIt
     file: str
+    claims: tuple[Claim, ...] = ()
 
     def aliases(self, lang: Lang) -> tuple[str, ...]:
         return self.aliases_ru if lang == "ru" else self.aliases_en

@@ -31,6 +31,9 @@ from anchorgpu.glossary.text import compact, fuzzy_ratio, shared_stem, token_sim
 __all__ = ["Name", "name_score", "rank", "search_glossary", "text_score", "text_word_matches"]
 
 Tier = Literal["exact", "prefix", "tokens", "fuzzy", "text"]
+#: Added to a typo or word match on the entry's own term or id (not on an alias), within its tier's band:
+#: "quantisaton" then finds Quantization above GPTQ, whose alias "GPT quantization" only mentions the word.
+TERM_BONUS = 20.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +214,8 @@ def rank(
         if scored is None:
             continue
         score, tier = scored
+        if tier in ("tokens", "fuzzy") and name.text in (item.entry.id, item.entry.term.en, item.entry.term.ru):
+            score += TERM_BONUS  # the entry named by the query ranks above entries whose alias only mentions it
         if lang is not None and name.lang == lang:
             score += 1.0  # in a tie, prefer the name in the reader's language
         if best is None or score > best.score:

@@ -51,7 +51,23 @@ def compact(text: str) -> str:
 
 
 #: Technical words people type in Cyrillic that mean the Latin acronym (after folding).
-SPELLINGS = {"гпу": "gpu", "цпу": "cpu", "куда": "cuda", "нвлинк": "nvlink", "рокм": "rocm"}
+SPELLINGS = {"гпу": "gpu", "цпу": "cpu", "куда": "cuda", "нвлинк": "nvlink", "рокм": "rocm", "врам": "vram",
+             "хбм": "hbm", "фсдп": "fsdp", "лора": "lora"}
+#: Format names typed in Cyrillic letters followed by digits: "фп8" → "fp8", "бф16" → "bf16", "инт4" → "int4".
+_FORMAT_PREFIXES = {"фп": "fp", "бф": "bf", "инт": "int", "нвфп": "nvfp", "мхфп": "mxfp"}
+_CYRILLIC_FORMAT = re.compile(r"^(фп|бф|инт|нвфп|мхфп)(\d+)$")
+
+
+def _spelling(word: str) -> str:
+    """The Latin spelling of a Cyrillic acronym or format name, else the word itself.
+
+    >>> _spelling("фп8"), _spelling("бф16"), _spelling("гпу"), _spelling("кэш")
+    ('fp8', 'bf16', 'gpu', 'кэш')
+    """
+    found = _CYRILLIC_FORMAT.match(word)
+    if found:
+        return _FORMAT_PREFIXES[found.group(1)] + found.group(2)
+    return SPELLINGS.get(word, word)
 
 
 def tokens(text: str, *, drop_stopwords: bool = False) -> tuple[str, ...]:
@@ -62,7 +78,7 @@ def tokens(text: str, *, drop_stopwords: bool = False) -> tuple[str, ...]:
     >>> tokens("Проброс ГПУ")
     ('проброс', 'gpu')
     """
-    words = tuple(SPELLINGS.get(w, w) for w in _SPLIT.split(fold(text)) if w)
+    words = tuple(_spelling(w) for w in _SPLIT.split(fold(text)) if w)
     return tuple(w for w in words if w not in STOPWORDS) if drop_stopwords else words
 
 
@@ -118,6 +134,8 @@ def token_similarity(query_word: str, name_word: str) -> float:
     if min(len(query_word), len(name_word)) < 4:
         return 0.0
     ratio = fuzzy_ratio(query_word, name_word, cutoff=0.75)
+    if ratio < 0.8 and max(len(query_word), len(name_word)) <= 5 and sorted(query_word) != sorted(name_word):
+        return 0.0  # in a word this short, 0.75 is two changed letters ("vram" vs "vera"), not a typo
     return ratio if ratio >= 0.75 else 0.0
 
 

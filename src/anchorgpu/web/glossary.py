@@ -33,7 +33,9 @@ UI: dict[str, dict[str, str]] = {
         "english": "English", "russian": "Русский", "errors": "Error and warning codes", "code": "Code",
         "entry": "Entry", "all_codes": "All error and warning codes", "switch": "Русский", "matched": "matched",
         "no_offerings": "No offering in the catalog matches this filter.",
-        "note": "Definitions explain a concept; they do not promise that a given workload, library version or topology works on an allocation.",
+        "open_offerings": "Open the catalog", "open_quote": "Build this quote", "open_recommend": "Open the recommendations",
+        "live_quote": "Priced now from the catalog", "total": "total", "effective": "effective per GPU-hour",
+        "comparison_rate": "730-h comparison rate", "not_priced": "Not priced",
     },
     "ru": {
         "title": "Глоссарий", "search": "Найти", "placeholder": "KV-кэш, FSDP, kv cache, nv link …",
@@ -48,7 +50,9 @@ UI: dict[str, dict[str, str]] = {
         "english": "English", "russian": "Русский", "errors": "Коды ошибок и предупреждений", "code": "Код",
         "entry": "Статья", "all_codes": "Все коды ошибок и предупреждений", "switch": "English", "matched": "совпало",
         "no_offerings": "Ни одно предложение каталога не подходит под этот фильтр.",
-        "note": "Определения объясняют понятие, но не гарантируют, что конкретная задача, версия библиотеки или топология будет работать в аренде.",
+        "open_offerings": "Открыть каталог", "open_quote": "Собрать это предложение", "open_recommend": "Открыть рекомендации",
+        "live_quote": "Цена по каталогу сейчас", "total": "итого", "effective": "фактически за GPU-час",
+        "comparison_rate": "ставка для сравнения (730 ч)", "not_priced": "Нет цены",
     },
 }
 KIND_ORDER = ("concept", "hardware", "technology", "commercial")
@@ -85,6 +89,21 @@ def comparison_rows(pair: tuple[str, str]) -> dict[str, Any]:
         if m.unit != "USD/GPU-hour"
     ]
     return {"a": result.a.display_name, "b": result.b.display_name, "rows": rows, "statements": list(result.statements)}
+
+
+def _priced(args: tuple[str, ...]) -> dict[str, Any]:
+    """A quote preset priced now (pure pricing from the shipped catalog; nothing stored), or why not."""
+    from anchorgpu.errors import AnchorError
+    from anchorgpu.glossary.links import live_quote
+
+    try:
+        quote = live_quote(args)
+    except AnchorError as exc:
+        return {"error": exc.message}
+    return {"total": f"${quote.total_usd:,}", "hours": quote.hours, "gpus": quote.gpus,
+            "effective": f"${quote.effective_per_gpu_hour_usd:,}",
+            "comparison": f"${quote.per_gpu_hour_usd:,}" if quote.per_gpu_hour_usd is not None else None,
+            "statement": quote.statement}
 
 
 def _language(lang: str | None, request: Request | None = None) -> str:
@@ -134,13 +153,13 @@ def glossary_entry_page(
     lang: Annotated[str | None, Query(max_length=5)] = None,
 ) -> Response:
     """One entry: both languages, links in and out, and 'try it' presets; unknown ids get a 404 page."""
-    from anchorgpu.glossary import get_entry, linking_here
-    from anchorgpu.glossary.links import catalog_url, matching_offerings, planner_url, try_it_json
+    from anchorgpu.glossary import DEFINITION_CAVEAT, get_entry, linking_here
+    from anchorgpu.glossary.links import catalog_url, matching_offerings, preset_url, try_it_json
 
     language = _language(lang, request)
     entry = get_entry(entry_id)
     try_it = try_it_json(entry.try_it)
-    presets = [{"command": cmd, "url": planner_url(args) if args[0] == "plan" else None}
+    presets = [{"command": cmd, "url": preset_url(args), "kind": args[0], "quote": _priced(args) if args[0] == "quote" else None}
                for cmd, args in zip(try_it["commands"], entry.try_it.planner_args, strict=False)]
     context: dict[str, Any] = {
         "ui": UI[language],
@@ -149,6 +168,7 @@ def glossary_entry_page(
         "lang": language,
         "other": "en" if language == "ru" else "ru",
         "entry": entry,
+        "disclaimer": DEFINITION_CAVEAT,
         "related": [get_entry(i) for i in entry.related],
         "technologies": [get_entry(i) for i in entry.technologies],
         "linking": list(linking_here(entry.id)),
