@@ -98,8 +98,10 @@ def test_the_fsdp_preset_shows_sharding_cut_memory_per_gpu(capsys: pytest.Captur
 
 
 def test_the_qlora_preset_fits_a_70b_model_on_one_48_gb_card(capsys: pytest.CaptureFixture[str]) -> None:
-    (plan,) = (_plan(capsys, a) for a in get_entry("qlora").try_it.planner_args)
-    assert plan["gpus"] == 1 and plan["fits"] is True
+    """The first preset is the QLoRA paper's case (a ~65-70B model with a 32k vocabulary on one 48 GB GPU):
+    Llama 2 70B at the default 2,048-token sequences. Llama 3.1 70B's presets follow (see test_claims)."""
+    plan = _plan(capsys, get_entry("qlora").try_it.planner_args[0])
+    assert plan["model"]["name"] == "llama-2-70b" and plan["gpus"] == 1 and plan["fits"] is True
 
 
 def test_the_quantization_preset_shrinks_the_weights_format_by_format(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,10 +7,11 @@ An entry may list ``[[entry.claims]]`` tables::
     run = ["plan", "llama-2-70b", "--task", "qlora", "--gpu", "l40s", "--gpus", "1"]
     expect = { fits = true, "per_gpu.weights_bytes" = { min = 35e9, max = 39e9 } }
 
-``run`` is an ``anchorgpu`` command that only reads (its ``--json`` answer is checked); ``expect`` maps a path
-in that answer (dots between keys, list indexes as numbers, ``#`` for a list's length) to a value (equal) or a
-table with ``min``/``max`` (inclusive bounds), ``contains`` (a substring, case-insensitive) or ``any``
-(``path`` is then applied to every item of a list and one item must match, e.g. ``"*.gpu" = "l4"``).
+``run`` is an ``anchorgpu`` command that only reads (its ``--json`` answer is checked; a ``quote`` is priced
+without being stored); a command that is refused answers ``{"exit": CODE, "error": "the one line"}`` instead,
+so a claim may also state a refusal. ``expect`` maps a path in that answer (dots between keys, list indexes as
+numbers, ``#`` for a list's length, ``a+b`` for a sum; ``*.`` first: any item of a top-level list) to a value
+(equal) or a table with ``min``/``max`` (inclusive bounds) and ``contains`` (a substring, case-insensitive).
 
 The test suite runs every claim (``tests/glossary/test_claims.py``), so an entry cannot contradict the planner,
 the catalog or the GPU data without a failing test. This module is pure: parsing and evaluation only.
@@ -25,7 +26,7 @@ from typing import Any
 __all__ = ["CLAIM_COMMANDS", "Claim", "evaluate", "lookup", "parse_expectation"]
 
 #: First words of a claim's command: commands that compute or list, never change anything.
-CLAIM_COMMANDS = frozenset({"plan", "recommend", "model", "gpus", "offerings"})
+CLAIM_COMMANDS = frozenset({"plan", "recommend", "model", "gpus", "offerings", "quote"})
 _BOUND_KEYS = frozenset({"min", "max", "contains"})
 
 
@@ -48,7 +49,14 @@ def lookup(document: Any, path: str) -> Any:
     (5, 2)
     >>> lookup({"rows": [1, 2, 3]}, "rows.#"), lookup([4, 5], "#")
     (3, 2)
+    >>> lookup({"a": 1, "b": {"c": 2}}, "a+b.c")
+    3
     """
+    if "+" in path:  # a sum of numeric paths, e.g. weights + gradients + optimizer state
+        parts = [lookup(document, p) for p in path.split("+")]
+        if any(not isinstance(v, int | float) or isinstance(v, bool) for v in parts):
+            return _MISSING
+        return sum(parts)
     value = document
     for part in path.split("."):
         if part == "#" and isinstance(value, list):
@@ -78,23 +86,32 @@ def parse_expectation(value: object) -> str | None:
     return "must be a number, string, boolean or a table of bounds"
 
 
+def _number(value: Any) -> float | None:
+    """A number, or a decimal string such as the JSON contract's money (``"2190.00"``), as a float."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
 def _matches(actual: Any, want: object) -> bool:
     if isinstance(want, Mapping):
         if "contains" in want and (not isinstance(actual, str) or str(want["contains"]).casefold() not in actual.casefold()):
             return False
-        number = actual if isinstance(actual, int | float) and not isinstance(actual, bool) else None
-        if isinstance(actual, str):
-            try:
-                number = float(actual)
-            except ValueError:
-                number = None
+        number = _number(actual)
         if "min" in want and (number is None or number < float(want["min"])):
             return False
         return not ("max" in want and (number is None or number > float(want["max"])))
     if isinstance(want, bool) or isinstance(actual, bool):
         return actual is want
-    if isinstance(want, int | float) and isinstance(actual, int | float):
-        return float(actual) == float(want)
+    if isinstance(want, int | float):
+        return _number(actual) == float(want)
     return bool(actual == want)
 
 
