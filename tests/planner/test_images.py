@@ -88,3 +88,13 @@ def test_bad_image_input_is_one_line_exit_2(capsys: pytest.CaptureFixture[str], 
     code, out, err = run(capsys, "plan", *argv, "--gpu", "h100")
     assert code == 2 and out == ""
     assert needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_t5_reads_the_prompt_in_its_encoder(capsys: pytest.CaptureFixture[str]) -> None:
+    # T5-base: 400 prompt tokens in the encoder; each of the 12 decoder layers keeps K and V of 12 heads × 64 over
+    # them: 400 × 2 · 12 · 768 × 2 bytes = 14,745,600 B; the decoder's own cache holds the 100 output tokens
+    # (112 slots in 16-token KV blocks): 112 × 2 · 12 · 768 × 2 = 4,128,768 B
+    doc = _plan(capsys, "t5-base", "--gpu", "l4", "--prompt", "400", "--output-tokens", "100")
+    assert doc["breakdown"]["cross_attention_kv_per_sequence_bytes"] == 400 * 2 * 12 * 768 * 2 == 14_745_600
+    assert doc["breakdown"]["kv_per_sequence_bytes"] == 112 * 2 * 12 * 768 * 2
+    assert any("goes to the encoder" in a for a in doc["assumptions"])

@@ -109,9 +109,18 @@ def cross_kv_bytes(model: ModelSpec, media: MediaLoad, *, sequences: int, bytes_
     return math.ceil(media.cross_tokens * media.cross_values_per_token * per_rank * stage * bytes_per_value * sequences)
 
 
-def sequence_tokens(media: MediaLoad, w: Workload, ctx: int, assumptions: list[str]) -> int:
+def sequence_tokens(media: MediaLoad, w: Workload, ctx: int, assumptions: list[str],
+                    model: ModelSpec | None = None) -> int:
     """The sequence a request occupies: a context the user sized (--context, --prompt/--output-tokens) gets the
-    image tokens on top; the default context (the model's length) already has room for them."""
+    image tokens on top; the default context (the model's length) already has room for them. A text
+    encoder-decoder (T5) sized by --prompt/--output-tokens reads the prompt in its encoder: the decoder's own
+    cache holds the output tokens only."""
+    enc = None if model is None else model.encoder
+    if enc is not None and not enc.fixed_tokens and w.context_tokens is None and w.prompt_tokens is not None:
+        out = w.output_tokens or 256
+        assumptions.append(f"Encoder-decoder: the {w.prompt_tokens:,}-token prompt goes to the encoder; the decoder "
+                           f"caches the {out:,} output tokens.")
+        return out
     if media.context_tokens == 0:
         return ctx
     sized = w.context_tokens is not None or w.prompt_tokens is not None or w.output_tokens is not None

@@ -423,7 +423,7 @@ def _inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: Pr
         if w.context_tokens is None:
             assumptions.append(f"Context not given: the model's context length, {ctx} tokens per sequence.")
     media = resolve_media(model, w, assumptions, prompt_tokens=w.prompt_tokens or ctx)
-    ctx = sequence_tokens(media, w, ctx, assumptions)
+    ctx = sequence_tokens(media, w, ctx, assumptions, model)
     if ctx > limit:
         if not w.allow_long_context:
             raise InvalidWorkload(
