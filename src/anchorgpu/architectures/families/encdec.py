@@ -15,6 +15,8 @@ from anchorgpu.architectures._config import ConfigReader
 from anchorgpu.architectures.families._blocks import MAX_LAYERS, Core, Parser, assemble_dense, gqa
 from anchorgpu.architectures.spec import EncoderSpec, ModelSpec
 
+_ACTIVE = "params_active counts what one generated token passes through (the decoder); the encoder runs once per input"
+
 
 def _total(t: Tally) -> int:
     return t.breakdown().total
@@ -42,7 +44,7 @@ def _t5(r: ConfigReader, name: str, source: str) -> ModelSpec:
     shared = _total(t)
     # encoder: self-attention, feed-forward, two norms per block, relative bias table once, final norm
     gqa(t, enc)
-    t.table("position_embeddings", buckets, heads)
+    t.table("other", buckets, heads)  # the encoder's relative-position bias table
     _t5_ffn(t, d, ffn, enc_layers, gated)
     t.vector("norms", d, count=2 * enc_layers + 1)
     encoder = _total(t) - shared
@@ -52,8 +54,9 @@ def _t5(r: ConfigReader, name: str, source: str) -> ModelSpec:
     _t5_ffn(t, d, ffn, dec_layers, gated)
     t.vector("norms", d, count=3 * dec_layers + 1)
     decoder = _total(t) - shared - encoder
-    t.notes.append(f"encoder-decoder: {enc_layers} encoder and {dec_layers} decoder blocks; position_embeddings are the "
-                   "relative attention bias tables; the LM head is tied to the shared embeddings (transformers 5)")
+    t.notes.append(f"encoder-decoder: {enc_layers} encoder and {dec_layers} decoder blocks; position_embeddings is the "
+                   "decoder's relative attention bias table, other the encoder's; the LM head is tied to the shared "
+                   "embeddings (transformers 5)")
     if not r.has("n_positions"):
         t.notes.append("n_positions is not in the config: a 512-token context (T5's training length) is assumed; "
                        "its relative positions set no hard limit")
@@ -61,7 +64,7 @@ def _t5(r: ConfigReader, name: str, source: str) -> ModelSpec:
                           model_type="t5")
     encoder_spec = EncoderSpec(modality="text", num_layers=enc_layers, hidden_size=d, params=encoder, fixed_tokens=0,
                                max_tokens=ctx, cross_kv_values_per_token=2 * dec_layers * heads * d_kv)
-    return replace(spec, encoder=encoder_spec,
+    return replace(spec, encoder=encoder_spec, params_active=spec.params_active - encoder, notes=(*spec.notes, _ACTIVE),
                    towers=(("shared_embeddings", shared), ("encoder", encoder), ("decoder", decoder)))
 
 
@@ -108,7 +111,7 @@ def _whisper(r: ConfigReader, name: str, source: str) -> ModelSpec:
     t = Tally()
     t.table("other", mels * 3 + 1, d)  # conv1: kernel 3 over the mel bins, bias
     t.table("other", d * 3 + 1, d)  # conv2
-    t.table("position_embeddings", frames, d)
+    t.table("other", frames, d)  # the encoder's (fixed, sinusoidal-initialised) position table
     _whisper_attention(t, enc)
     t.linear("mlp", "up", d, enc_ffn, count=enc_layers, bias=True)
     t.linear("mlp", "down", enc_ffn, d, count=enc_layers, bias=True)
@@ -124,13 +127,15 @@ def _whisper(r: ConfigReader, name: str, source: str) -> ModelSpec:
     t.linear("mlp", "down", dec_ffn, d, count=dec_layers, bias=True)
     t.vector("norms", 2 * d, count=3 * dec_layers + 1)
     decoder = _total(t) - encoder
-    t.notes.append(f"other: the two audio convolutions of the encoder; {frames:,} encoder frames per 30 s of audio")
+    t.notes.append(f"other: the encoder's two audio convolutions and its position table; {frames:,} encoder frames per "
+                   "30 s of audio")
     spec = assemble_dense(t, r, dec, name, source, tied=tied, ffn=dec_ffn, windows=(None,) * dec_layers, gated=False,
                           model_type="whisper")
     encoder_spec = EncoderSpec(modality="audio", num_layers=enc_layers, hidden_size=d, params=encoder,
                                fixed_tokens=frames, max_tokens=frames,
                                cross_kv_values_per_token=2 * dec_layers * dec_heads * (d // dec_heads))
-    return replace(spec, encoder=encoder_spec, towers=(("audio_encoder", encoder), ("decoder", decoder)))
+    return replace(spec, encoder=encoder_spec, params_active=spec.params_active - encoder, notes=(*spec.notes, _ACTIVE),
+                   towers=(("audio_encoder", encoder), ("decoder", decoder)))
 
 
 FAMILY_NAMES: dict[str, str] = {"t5": "T5", "whisper": "Whisper"}
