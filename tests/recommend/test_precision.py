@@ -153,8 +153,14 @@ def test_a_refused_recommendation_links_back_to_the_planner(client: TestClient) 
 @pytest.mark.parametrize(("argv", "needle"), [
     (["recommend", "flux.1-dev", "--task", "train"], "diffusion pipeline"),
     (["recommend", "flux.1-dev", "--resolution", "0x0"], "resolution"),
+    (["recommend", "llama-3.1-8b", "--images", "4"], "diffusion pipelines"),
 ])
 def test_diffusion_refusals_are_one_line(capsys: pytest.CaptureFixture[str], argv: list[str], needle: str) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and needle in err and "\n" not in err
+
+
+def test_the_api_refuses_image_options_for_a_language_model(client: TestClient) -> None:
+    response = client.post("/v1/recommend", json={"model": "llama-3.1-8b", "images": 4})
+    assert response.status_code == 422 and "diffusion pipelines" in response.json()["detail"]

@@ -38,7 +38,7 @@ def _routes(app: Any) -> list[tuple[str, set[str]]]:
 
 def _page_routes(app: Any, method: str) -> list[str]:
     return sorted({path for path, methods in _routes(app) if method in methods
-                   and not path.startswith(("/v1", "/static", "/openapi", "/docs"))})
+                   and not path.startswith(("/v1", "/static", "/openapi", "/docs", "/redoc"))})  # API docs: own CSP, tests/api/test_docs_offline.py
 
 
 def _token(html: str) -> str:

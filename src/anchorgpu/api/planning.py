@@ -105,6 +105,9 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
             top=request.top, offerings=offerings))
     if request.task == "diffusion":
         raise InvalidWorkload(f"task diffusion needs a diffusion pipeline; {request.model} is a language model")
+    if request.images != 1 or request.resolution is not None or request.vae_tiling:
+        raise InvalidWorkload(f"images, resolution and vae_tiling apply to diffusion pipelines; {request.model} is a "
+                              "language model")
     workload = Workload(task=request.task, context_tokens=request.context, concurrency=request.concurrency,
                         micro_batch=request.micro_batch, seq_tokens=request.seq)
     spec = SweepSpec(
