@@ -97,3 +97,24 @@ def test_the_language_switch_shows_the_russian_page_and_a_russian_query_finds_th
     page.click("#glossary-results li:first-child a")
     assert page.locator("html").get_attribute("lang") == "ru"
     assert "Попробовать" in page.inner_text("#try-it")
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_russian_search_box_and_an_entry_fit_the_screen(base_url: str, page: Any, width: int, tmp_path: Path) -> None:
+    """Issue 14: the RU glossary search box overflowed a 390 px phone screen. Screenshots go to the test's tmp dir."""
+    page.set_viewport_size({"width": width, "height": 900})
+    try:
+        page.goto(f"{base_url}/glossary?lang=ru&q=голое+железо")
+        box = page.locator("#glossary-q").bounding_box()
+        button = page.locator("form[role=search] button").bounding_box()
+        assert box is not None and button is not None
+        assert box["x"] >= 0 and box["x"] + box["width"] <= width and button["x"] + button["width"] <= width
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        assert page.inner_text("#glossary-results li:first-child a").startswith(page.inner_text("#glossary-results li:first-child a strong"))
+        page.screenshot(path=str(tmp_path / f"glossary-ru-{width}.png"), full_page=False)
+        page.goto(f"{base_url}/glossary/mig?lang=ru")
+        caveat = page.locator("#definition-caveat")
+        assert caveat.is_visible() and "не обещает" in caveat.inner_text()
+        page.screenshot(path=str(tmp_path / f"glossary-mig-ru-{width}.png"), full_page=True)
+    finally:
+        page.set_viewport_size({"width": 1280, "height": 900})

@@ -144,7 +144,8 @@ def test_the_roce_fact_matches_the_mi355x_servers_network() -> None:
 
 PRESET_GPUS = sorted({g for e in ENTRIES if e.try_it.compare for g in e.try_it.compare}
                      | {a[a.index("--gpu") + 1] for e in ENTRIES for a in e.try_it.planner_args if "--gpu" in a})
-PRESET_MODELS = sorted({a[1] for e in ENTRIES for a in e.try_it.planner_args})
+PRESET_MODELS = sorted({a[1] for e in ENTRIES for a in e.try_it.planner_args if a[0] in ("plan", "recommend", "model")})
+PRESET_OFFERINGS = sorted({a[1] for e in ENTRIES for a in e.try_it.planner_args if a[0] == "quote"})
 
 
 @pytest.mark.parametrize("name", PRESET_GPUS)
@@ -159,6 +160,13 @@ def test_every_model_named_by_a_preset_exists_in_the_registry(name: str) -> None
     from anchorgpu.architectures import load_model
 
     assert load_model(name, offline=True) is not None
+
+
+@pytest.mark.parametrize("offering", PRESET_OFFERINGS)
+def test_every_offering_a_quote_preset_names_is_in_the_catalog(offering: str) -> None:
+    from anchorgpu.catalog import load_catalog
+
+    assert load_catalog().offering(offering).id == offering
 
 
 @pytest.mark.parametrize("entry", [e for e in ENTRIES if e.try_it.catalog_filter], ids=lambda e: e.id)

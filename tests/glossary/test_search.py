@@ -74,6 +74,17 @@ REAL_QUERIES = [
     ("нвлинк", "ru", "nvlink"),
     ("dcgm exporter", "en", "dcgm"),
     ("whole gpu only", "en", "whole-gpus-only"),
+    # issue 14: Russian slang and Cyrillic spellings of format names
+    ("голое железо", "ru", "bare-metal"),
+    ("фп8", "ru", "fp8"),
+    ("фп16", "ru", "fp16"),
+    ("бф16", "ru", "bf16"),
+    ("шардирование", "ru", "fsdp"),
+    ("кванты", "ru", "quantization"),
+    ("врам", "ru", "vram"),
+    # issue 14: the entry whose term matches ranks above entries that only mention the word
+    ("quantisaton", "en", "quantization"),
+    ("VRAM", "en", "vram"),
 ]
 
 
@@ -179,3 +190,18 @@ def test_folding_is_idempotent_and_compact_keeps_only_letters_and_digits(text: s
     assert fold(fold(text)) == fold(text)
     assert compact(compact(text)) == compact(text)
     assert all(ch.isalnum() for ch in compact(text))
+
+
+def test_vram_is_not_followed_by_rubin_through_a_two_letter_typo() -> None:
+    """Issue 14: "VRAM" brought Rubin second ("vram" and "vera" share three letters of four)."""
+    assert "rubin" not in [h.entry.id for h in search("VRAM")]
+    assert token_similarity("vram", "vera") == 0.0 and token_similarity("vram", "vrma") > 0.0
+
+
+def test_quantisaton_ranks_the_quantization_entry_above_gptq() -> None:
+    ids = [h.entry.id for h in search("quantisaton")]
+    assert ids.index("quantization") < ids.index("gptq")
+
+
+def test_cyrillic_format_names_are_spelled_in_latin() -> None:
+    assert tokens("фп8 и бф16 инт4") == ("fp8", "и", "bf16", "int4")

@@ -22,6 +22,9 @@ _LABELS: dict[str, dict[str, str]] = {
         "tags": "Tags", "related": "Related", "linking": "Concepts linking here", "tech": "Technologies",
         "try": "Try it", "sources": "Sources", "codes": "Explains codes", "other": "Other matches", "facts": "Facts",
         "list_title": "AnchorGPU glossary", "term": "Term", "short": "In short",
+        "detected": "The query is in Cyrillic, so the answer is in Russian (--lang en to override).",
+        "foundational": "foundational", "intermediate": "intermediate", "advanced": "advanced",
+        "training": "training", "inference": "inference", "deployment": "deployment",
     },
     "ru": {
         "aliases": "Другие названия", "example": "Пример", "caveat": "Оговорка", "level": "Уровень", "stages": "Этапы",

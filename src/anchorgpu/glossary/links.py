@@ -20,6 +20,7 @@ __all__ = [
     "compare_args",
     "matching_offerings",
     "offering_matches",
+    "listed_offerings",
     "live_quote",
     "planner_query",
     "planner_url",
@@ -124,6 +125,23 @@ def live_quote(args: Sequence[str], now: Any = None) -> Any:
             options[key] = int(units or "1")
     return price_quote(load_catalog(), params["model"], int(params.get("quantity", "1")), params["term"], options,
                        now or datetime.now(UTC), region=params.get("region"))
+
+
+def listed_offerings(args: Sequence[str]) -> list[Any]:
+    """The shipped catalog's offerings that an ``offerings`` preset lists, cheapest 730-h rate first."""
+    from anchorgpu.catalog import find_offerings, load_catalog
+
+    if not args or args[0] != "offerings":
+        raise ValueError("listed_offerings needs an 'offerings' preset")
+    params = planner_query(["offerings", *args[1:]])
+    return list(find_offerings(
+        load_catalog(),
+        gpu=params.get("gpu"),
+        min_gpus=int(params["min_gpus"]) if "min_gpus" in params else None,
+        max_usd_per_gpu_hour=params.get("max_usd_per_gpu_hour"),
+        region=params.get("region"),
+        interconnect=params.get("interconnect"),
+    ))
 
 
 def compare_args(pair: tuple[str, str]) -> tuple[str, ...]:

@@ -154,12 +154,13 @@ def glossary_entry_page(
 ) -> Response:
     """One entry: both languages, links in and out, and 'try it' presets; unknown ids get a 404 page."""
     from anchorgpu.glossary import DEFINITION_CAVEAT, get_entry, linking_here
-    from anchorgpu.glossary.links import catalog_url, matching_offerings, preset_url, try_it_json
+    from anchorgpu.glossary.links import catalog_url, listed_offerings, matching_offerings, preset_url, try_it_json
 
     language = _language(lang, request)
     entry = get_entry(entry_id)
     try_it = try_it_json(entry.try_it)
-    presets = [{"command": cmd, "url": preset_url(args), "kind": args[0], "quote": _priced(args) if args[0] == "quote" else None}
+    presets = [{"command": cmd, "url": preset_url(args), "kind": args[0], "quote": _priced(args) if args[0] == "quote" else None,
+                "offerings": listed_offerings(args) if args[0] == "offerings" else None}
                for cmd, args in zip(try_it["commands"], entry.try_it.planner_args, strict=False)]
     context: dict[str, Any] = {
         "ui": UI[language],
