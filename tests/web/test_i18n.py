@@ -48,7 +48,12 @@ def test_lang_ru_translates_navigation_and_the_planner_and_is_remembered(client:
     assert page.status_code == 200 and '<html lang="ru">' in page.text
     assert "Планировщик" in _nav(page.text) and "Глоссарий" in _nav(page.text)
     assert "<h1>Поместится ли?</h1>" in page.text and "Число GPU" in page.text
-    assert re.search(r'id="verdict">Помещается — [\d.]+ GiB на GPU, запас [\d.]+ GiB<', page.text)
+    # numbers in the Russian format: a decimal comma (the same plan reads "16.3 GiB" in English)
+    verdict = re.search(r'id="verdict">Помещается — ([\d,\xa0]+) GiB на GPU, запас ([\d,\xa0]+) GiB<', page.text)
+    assert verdict and "," in verdict.group(1)
+    english = client.get("/plan?model=llama-3.1-8b&gpu=h100&lang=en").text
+    assert re.search(r'id="verdict">Fits — ([\d.]+) GiB per GPU', english).group(1) == verdict.group(1).replace(",", ".")  # type: ignore[union-attr]
+    client.get("/plan?lang=ru")
     assert page.headers["content-language"] == "ru" and LANG_COOKIE in page.headers["set-cookie"]
     later = client.get("/catalog")  # no ?lang: the switch is remembered
     assert "Каталог" in _nav(later.text) and '<html lang="ru">' in later.text
@@ -81,3 +86,12 @@ def test_the_language_switch_keeps_the_query(client: TestClient) -> None:
     page = client.get("/plan?model=llama-3.1-8b&gpu=h100")
     switch = re.search(r'id="language-switch">(.*?)</nav>', page.text, re.S).group(1)  # type: ignore[union-attr]
     assert 'href="/plan?model=llama-3.1-8b&amp;gpu=h100&amp;lang=ru"' in switch
+
+
+def test_money_follows_the_locale(client: TestClient) -> None:
+    # the same total of the cheapest recommendation, in each locale's format (en 1,234.00 → ru 1 234,00 $)
+    english = client.get("/recommend?model=llama-3.1-8b&context=4096&top=1&lang=en").text
+    russian = client.get("/recommend?model=llama-3.1-8b&context=4096&top=1&lang=ru").text
+    amount = re.search(r"<strong>\$([\d,]+\.\d\d)</strong>", english).group(1)  # type: ignore[union-attr]
+    whole, cents = amount.replace(",", "").split(".")
+    assert f"<strong>{int(whole):,}".replace(",", "\xa0") + f",{cents}\xa0$</strong>" in russian

@@ -55,6 +55,28 @@ def when(value: str | datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
+def _localized_gib(locale: str) -> Any:
+    """``_gib`` with the locale's digit grouping and decimal sign (ru: '36,3 GiB', '1 234,6 GiB')."""
+    from babel.numbers import format_decimal
+
+    def gib(value: int | float | None) -> str:
+        return "–" if value is None else f"{format_decimal(value / 2**30, format='#,##0.0', locale=locale)} GiB"
+
+    return gib
+
+
+def _localized_money(locale: str) -> Any:
+    """``money`` in the locale's currency format (ru: '2 190,00 $'); ``None`` stays 'unpriced'."""
+    from babel.numbers import format_currency
+
+    def localized(value: Decimal | str | float | None) -> str:
+        if value is None or value == "":
+            return "unpriced"
+        return str(format_currency(Decimal(str(value)), "USD", locale=locale))
+
+    return localized
+
+
 @lru_cache(maxsize=4)
 def environment(locale: str = "en") -> Environment:
     """The Jinja2 environment of ``locale`` (one per locale, built on first use, not at import), with
@@ -69,8 +91,8 @@ def environment(locale: str = "en") -> Environment:
         extensions=["jinja2.ext.i18n"],
     )
     env.install_gettext_translations(translations(locale), newstyle=True)  # type: ignore[attr-defined]
-    env.filters["gib"] = _gib
-    env.filters["money"] = money
+    env.filters["gib"] = _gib if locale == "en" else _localized_gib(locale)
+    env.filters["money"] = money if locale == "en" else _localized_money(locale)
     env.filters["when"] = when
     return env
 
