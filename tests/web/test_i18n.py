@@ -95,3 +95,9 @@ def test_money_follows_the_locale(client: TestClient) -> None:
     amount = re.search(r"<strong>\$([\d,]+\.\d\d)</strong>", english).group(1)  # type: ignore[union-attr]
     whole, cents = amount.replace(",", "").split(".")
     assert f"<strong>{int(whole):,}".replace(",", "\xa0") + f",{cents}\xa0$</strong>" in russian
+
+
+def test_the_recommend_form_is_russian_too(client: TestClient) -> None:
+    page = client.get("/recommend?lang=ru").text
+    assert "<h1>Самые дешёвые подходящие предложения</h1>" in page
+    assert "ответы модели изменятся" in page  # the lower-precision checkbox keeps its warning in Russian
