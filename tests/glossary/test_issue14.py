@@ -144,3 +144,14 @@ def test_the_card_labels_exist_in_both_languages() -> None:
 
     assert set(_LABELS["en"]) == set(_LABELS["ru"])
     assert all(_LABELS["ru"][k] != _LABELS["en"][k] for k in ("level", "foundational", "training", "detected"))
+
+
+def test_the_api_detects_a_cyrillic_query_and_returns_claims_and_the_disclaimer(client: TestClient) -> None:
+    body = client.get("/v1/glossary", params={"q": "шардирование"}).json()
+    assert body["lang"] == "ru" and body["data"][0]["id"] == "fsdp"
+    assert body["data"][0]["disclaimer"]["ru"] == DEFINITION_CAVEAT.ru
+    assert client.get("/v1/glossary", params={"q": "шардирование", "lang": "en"}).json()["lang"] == "en"
+    assert client.get("/v1/glossary", params={"q": "fsdp"}).json()["lang"] == "en"
+    entry = client.get("/v1/glossary/nvl72").json()
+    assert entry["claims"][0]["run"] == ["offerings", "--gpu", "gb200"]
+    assert entry["try_it"]["preset_urls"] == ["/catalog?gpu=gb200"]

@@ -41,6 +41,7 @@ _LABELS: dict[str, dict[str, str]] = {
 def _lang(value: str | None, query: str | None = None) -> Lang:
     """``--lang`` when given; otherwise Russian for a query written in Cyrillic, else English."""
     from anchorgpu.errors import InvalidInput
+    from anchorgpu.glossary.text import is_cyrillic
 
     if value is None:
         return "ru" if query and is_cyrillic(query) else "en"
@@ -48,17 +49,6 @@ def _lang(value: str | None, query: str | None = None) -> Lang:
     if lang not in ("en", "ru"):
         raise InvalidInput(f"--lang must be 'en' or 'ru', not {value!r}")
     return "ru" if lang == "ru" else "en"
-
-
-def is_cyrillic(text: str) -> bool:
-    """True when most letters of ``text`` are Cyrillic (``кэш KV`` yes, ``KV cache`` no, ``fp8`` no).
-
-    >>> is_cyrillic("кэш KV"), is_cyrillic("голое железо"), is_cyrillic("KV cache"), is_cyrillic("H100 и H200")
-    (True, True, False, False)
-    """
-    letters = [ch for ch in text if ch.isalpha()]
-    cyrillic = sum(1 for ch in letters if "\u0400" <= ch <= "\u04ff")
-    return bool(letters) and cyrillic * 2 > len(letters)
 
 
 def _names(ids: tuple[str, ...] | list[str], lang: Lang) -> str:

@@ -12,7 +12,7 @@ from collections import Counter
 from difflib import SequenceMatcher
 from functools import lru_cache
 
-__all__ = ["SPELLINGS", "STOPWORDS", "compact", "fold", "fuzzy_ratio", "ratio_upper_bound", "shared_stem", "token_similarity", "tokens", "trigrams"]
+__all__ = ["SPELLINGS", "STOPWORDS", "compact", "fold", "fuzzy_ratio", "is_cyrillic", "ratio_upper_bound", "shared_stem", "token_similarity", "tokens", "trigrams"]
 
 _SPLIT = re.compile(r"[^0-9a-zа-я]+")
 #: Combining marks (accents, diaeresis of ё, breve of й) left over after NFKD decomposition.
@@ -173,3 +173,14 @@ def fuzzy_ratio(a: str, b: str, *, cutoff: float = 0.0) -> float:
 @lru_cache(maxsize=16384)
 def _digits(word: str) -> str:
     return "".join(ch for ch in word if ch.isdigit())
+
+
+def is_cyrillic(text: str) -> bool:
+    """True when most letters of ``text`` are Cyrillic (``кэш KV`` yes, ``KV cache`` no, ``fp8`` no).
+
+    >>> is_cyrillic("кэш KV"), is_cyrillic("голое железо"), is_cyrillic("KV cache"), is_cyrillic("H100 и H200")
+    (True, True, False, False)
+    """
+    letters = [ch for ch in text if ch.isalpha()]
+    cyrillic = sum(1 for ch in letters if "\u0400" <= ch <= "\u04ff")
+    return bool(letters) and cyrillic * 2 > len(letters)

@@ -37,6 +37,14 @@ class TryItOut(BaseModel):
     compare: list[str] | None = Field(description="Two GPU names for `anchorgpu gpus compare A B`")
     commands: list[str] = Field(description="The same presets as ready shell commands")
     planner_urls: list[str] = Field(description="Planner page URLs with the preset filled in")
+    preset_urls: list[str | None] = Field(default_factory=list, description="For each preset, the page that runs it: planner, "
+                                          "recommendations, catalog filter (`offerings`) or quote builder (`quote`); null for `model`")
+
+
+class ClaimOut(BaseModel):
+    says: str = Field(description="Words of the entry's English text that the claim backs")
+    run: list[str] = Field(description="The read-only `anchorgpu` command whose --json answer verifies it")
+    expect: dict[str, Any] = Field(description="Path in that answer -> value, or bounds {min, max, contains}")
 
 
 class MatchOut(BaseModel):
@@ -67,6 +75,10 @@ class GlossaryEntryOut(BaseModel):
     facts: dict[str, Any] = Field(description="Product facts stated as data (e.g. egress_tb_per_month_single_gpu)")
     try_it: TryItOut
     sources: list[str]
+    claims: list[ClaimOut] = Field(default_factory=list, description="Numeric claims of the entry with the command that checks "
+                                   "each against the planner, the catalog, the pricing or the GPU data")
+    disclaimer: BilingualOut | None = Field(default=None, description="Shown with every entry: a definition does not promise "
+                                            "that a particular workload, library version or topology runs on an allocation")
     match: MatchOut | None = Field(default=None, description="Present in search results: how the entry matched")
 
 
@@ -89,17 +101,20 @@ def _entry_out(entry: Any, hit: Any | None = None) -> GlossaryEntryOut:
 @router.get("", response_model=GlossaryList, summary="Search or list the glossary", responses=problems(422))
 def glossary_route(
     q: Annotated[str | None, Query(max_length=200, description="Term, alias or id in English or Russian; typos and spacing variants are tolerated")] = None,
-    lang: Annotated[Language, Query(description="en or ru: orders the list and breaks ties in search")] = "en",
+    lang: Annotated[Language | None, Query(description="en or ru: orders the list and breaks ties in search (default: ru "
+                                                        "for a query written in Cyrillic, else en)")] = None,
     limit: Annotated[int | None, Query(ge=1, le=500, description="Most results to return (default: 20 for a search, all for the list)")] = None,
 ) -> GlossaryList:
     """Search in both languages (best match first), or list every entry when `q` is empty."""
     from anchorgpu.glossary import list_entries, search
+    from anchorgpu.glossary.text import is_cyrillic
 
+    language: Language = lang or ("ru" if q and is_cyrillic(q) else "en")
     if q is None or not q.strip():
-        rows = [_entry_out(e) for e in list_entries(lang)[:limit]]  # limit None = all
-        return GlossaryList(data=rows, count=len(rows), query=None, lang=lang)
-    rows = [_entry_out(h.entry, h) for h in search(q, lang, limit=limit or 20)]
-    return GlossaryList(data=rows, count=len(rows), query=q, lang=lang)
+        rows = [_entry_out(e) for e in list_entries(language)[:limit]]  # limit None = all
+        return GlossaryList(data=rows, count=len(rows), query=None, lang=language)
+    rows = [_entry_out(h.entry, h) for h in search(q, language, limit=limit or 20)]
+    return GlossaryList(data=rows, count=len(rows), query=q, lang=language)
 
 
 @router.get("/{entry_id}", response_model=GlossaryEntryOut, summary="Get one glossary entry", responses=problems(404, 422))
