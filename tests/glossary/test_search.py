@@ -205,3 +205,10 @@ def test_quantisaton_ranks_the_quantization_entry_above_gptq() -> None:
 
 def test_cyrillic_format_names_are_spelled_in_latin() -> None:
     assert tokens("фп8 и бф16 инт4") == ("fp8", "и", "bf16", "int4")
+
+
+def test_a_typo_keeps_its_first_letter_so_шардирование_does_not_find_бронирование() -> None:
+    """Issue 14: "шардирование" found the allocation entry (alias "бронирование") through the shared ending."""
+    assert [h.entry.id for h in search("шардирование", "ru")][:1] == ["fsdp"]
+    assert "allocation" not in [h.entry.id for h in search("шардирование", "ru")]
+    assert token_similarity("шардирование", "бронирование") == 0.0 and token_similarity("nvlnik", "nvlink") > 0.0

@@ -10,8 +10,11 @@ exact      same letters and digits (``nv link`` = ``NVLink``) or the same words 
            in another order (``кэш KV`` = ``KV-кэш``)
 prefix     the query starts a name (``hbm3`` → ``HBM3e``)                          800–900
 tokens     the query's words match the name's words, exactly, by prefix, by a     500–780
-           shared stem (Russian endings) or with a typo (difflib ratio ≥ 0.75)
-fuzzy      the whole query resembles a whole name (difflib ratio ≥ 0.7)            440–500
+           shared stem (Russian endings) or with a typo (difflib ratio ≥ 0.75,
+           same first letter, ≥ 0.8 in words of up to five letters); +20 when
+           the name is the entry's own term or id, not an alias
+fuzzy      the whole query resembles a whole name (difflib ratio ≥ 0.7, same      440–500
+           first letter)
 text       the query's words occur in the definitions                             100–250
 =========  =====================================================================  ==========
 
@@ -31,7 +34,7 @@ from anchorgpu.glossary.text import compact, fuzzy_ratio, shared_stem, token_sim
 __all__ = ["Name", "name_score", "rank", "search_glossary", "text_score", "text_word_matches"]
 
 Tier = Literal["exact", "prefix", "tokens", "fuzzy", "text"]
-#: Added to a typo or word match on the entry's own term or id (not on an alias), within its tier's band:
+#: Added to a word or typo match on the entry's own term or id (not on an alias), within the tier's band:
 #: "quantisaton" then finds Quantization above GPTQ, whose alias "GPT quantization" only mentions the word.
 TERM_BONUS = 20.0
 
@@ -94,7 +97,7 @@ def name_score(
                 coverage = sum(1 for w in name.words if any(similarity(q, w) >= 0.75 for q in query_words)) / len(name.words)
             score = 500.0 + 200.0 * (sum(sims) / len(sims)) + 80.0 * coverage
             best = (min(score, 780.0), "tokens")
-    if best is None and min(len(query_key), len(name.key)) >= 4:
+    if best is None and min(len(query_key), len(name.key)) >= 4 and query_key[0] == name.key[0]:
         ratio = key_ratio(query_key, name.key) if key_ratio else fuzzy_ratio(query_key, name.key, cutoff=0.7)
         if ratio >= 0.7:
             best = (440.0 + 200.0 * (ratio - 0.7), "fuzzy")
@@ -214,8 +217,8 @@ def rank(
         if scored is None:
             continue
         score, tier = scored
-        if tier in ("tokens", "fuzzy") and name.text in (item.entry.id, item.entry.term.en, item.entry.term.ru):
-            score += TERM_BONUS  # the entry named by the query ranks above entries whose alias only mentions it
+        if tier == "tokens" and name.text in (item.entry.id, item.entry.term.en, item.entry.term.ru):
+            score = min(score + TERM_BONUS, 799.0)  # the entry named by the query above entries whose alias mentions it
         if lang is not None and name.lang == lang:
             score += 1.0  # in a tie, prefer the name in the reader's language
         if best is None or score > best.score:

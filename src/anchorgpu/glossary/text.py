@@ -131,8 +131,8 @@ def token_similarity(query_word: str, name_word: str) -> float:
         return 0.9
     if shared_stem(query_word, name_word):
         return 0.85
-    if min(len(query_word), len(name_word)) < 4:
-        return 0.0
+    if min(len(query_word), len(name_word)) < 4 or query_word[0] != name_word[0]:
+        return 0.0  # a typo rarely changes the first letter ("шардирование" is not "бронирование")
     ratio = fuzzy_ratio(query_word, name_word, cutoff=0.75)
     if ratio < 0.8 and max(len(query_word), len(name_word)) <= 5 and sorted(query_word) != sorted(name_word):
         return 0.0  # in a word this short, 0.75 is two changed letters ("vram" vs "vera"), not a typo
