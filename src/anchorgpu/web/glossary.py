@@ -35,7 +35,7 @@ UI: dict[str, dict[str, str]] = {
         "no_offerings": "No offering in the catalog matches this filter.",
         "open_offerings": "Open the catalog", "open_quote": "Build this quote", "open_recommend": "Open the recommendations",
         "live_quote": "Priced now from the catalog", "total": "total", "effective": "effective per GPU-hour",
-        "comparison_rate": "730-h comparison rate", "not_priced": "Not priced",
+        "comparison_rate": "730-h comparison rate", "not_priced": "Not priced", "hours": "h",
     },
     "ru": {
         "title": "Глоссарий", "search": "Найти", "placeholder": "KV-кэш, FSDP, kv cache, nv link …",
@@ -52,7 +52,7 @@ UI: dict[str, dict[str, str]] = {
         "no_offerings": "Ни одно предложение каталога не подходит под этот фильтр.",
         "open_offerings": "Открыть каталог", "open_quote": "Собрать это предложение", "open_recommend": "Открыть рекомендации",
         "live_quote": "Цена по каталогу сейчас", "total": "итого", "effective": "фактически за GPU-час",
-        "comparison_rate": "ставка для сравнения (730 ч)", "not_priced": "Нет цены",
+        "comparison_rate": "ставка для сравнения (730 ч)", "not_priced": "Нет цены", "hours": "ч",
     },
 }
 KIND_ORDER = ("concept", "hardware", "technology", "commercial")
