@@ -19,6 +19,8 @@ __all__ = [
     "OPTIMIZERS",
     "RECOMPUTES",
     "TASKS",
+    "DEFAULT_CONTEXT_CAP_TOKENS",
+    "default_context_tokens",
     "TRAIN_PRECISIONS",
     "Layout",
     "Offload",
@@ -151,6 +153,20 @@ def engine_limits(workload: Workload, *, large_gpu: bool) -> tuple[int, int]:
     tokens = workload.max_num_batched_tokens or (8192 if large_gpu else 2048)
     seqs = workload.max_num_seqs or (1024 if large_gpu else 256)
     return tokens, seqs
+
+
+# Serving without --context plans each sequence at the model's window, up to this many tokens (2^20). Llama 4
+# Scout's 10M-token window would otherwise size the whole KV cache for one sequence on 16 GPUs.
+DEFAULT_CONTEXT_CAP_TOKENS = 1_048_576
+
+
+def default_context_tokens(model_context_tokens: int) -> int:
+    """The serving context when none is given: the model's window, at most 2^20 tokens.
+
+    >>> default_context_tokens(131_072), default_context_tokens(10_485_760)
+    (131072, 1048576)
+    """
+    return min(model_context_tokens, DEFAULT_CONTEXT_CAP_TOKENS)
 
 
 def default_seq_tokens(workload: Workload, model_context_tokens: int) -> int:

@@ -42,6 +42,7 @@ from anchorgpu.planner.inputs import (
     PrecisionPlan,
     Recompute,
     Workload,
+    default_context_tokens,
     default_seq_tokens,
     engine_limits,
 )
@@ -419,8 +420,12 @@ def _inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: Pr
                            f"{prompt + output:,} tokens" + (f", capped at the model's {limit:,}" if ctx < prompt + output
                                                             else "") + ".")
     else:
-        ctx = w.context_tokens or limit
-        if w.context_tokens is None:
+        ctx = w.context_tokens or default_context_tokens(limit)
+        if w.context_tokens is None and ctx < limit:
+            assumptions.append(
+                f"Context not given: {ctx:,} tokens per sequence, not the model's whole {limit:,}-token window "
+                "(a cache sized for that one sequence is not how such models are served); set --context to plan longer.")
+        elif w.context_tokens is None:
             assumptions.append(f"Context not given: the model's context length, {ctx} tokens per sequence.")
     media = resolve_media(model, w, assumptions, prompt_tokens=w.prompt_tokens or ctx)
     ctx = sequence_tokens(media, w, ctx, assumptions, model)
