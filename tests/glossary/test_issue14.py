@@ -137,6 +137,7 @@ def test_level_and_stages_are_russian_on_the_russian_card(capsys: pytest.Capture
     _, out, _ = run(capsys, "glossary", "gpu", "--lang", "ru")
     assert "Уровень: базовый" in out and "foundational" not in out
     assert "обучение, инференс, развёртывание" in out
+    assert "gpu · оборудование" in out and "hardware" not in out.split("Теги")[0]
 
 
 def test_the_card_labels_exist_in_both_languages() -> None:

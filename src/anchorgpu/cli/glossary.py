@@ -24,7 +24,8 @@ _LABELS: dict[str, dict[str, str]] = {
         "list_title": "AnchorGPU glossary", "term": "Term", "short": "In short",
         "detected": "The query is in Cyrillic, so the answer is in Russian (--lang en to override).",
         "foundational": "foundational", "intermediate": "intermediate", "advanced": "advanced",
-        "training": "training", "inference": "inference", "deployment": "deployment",
+        "training": "training", "inference": "inference", "deployment": "deployment", "kind": "kind",
+        "concept": "concept", "hardware": "hardware", "technology": "technology", "commercial": "product and booking",
     },
     "ru": {
         "aliases": "Другие названия", "example": "Пример", "caveat": "Оговорка", "level": "Уровень", "stages": "Этапы",
@@ -33,7 +34,8 @@ _LABELS: dict[str, dict[str, str]] = {
         "facts": "Факты", "list_title": "Глоссарий AnchorGPU", "term": "Термин", "short": "Кратко",
         "detected": "Запрос набран кириллицей, поэтому ответ на русском (--lang en — ответ на английском).",
         "foundational": "базовый", "intermediate": "средний", "advanced": "продвинутый",
-        "training": "обучение", "inference": "инференс", "deployment": "развёртывание",
+        "training": "обучение", "inference": "инференс", "deployment": "развёртывание", "kind": "вид",
+        "concept": "понятие", "hardware": "оборудование", "technology": "технология", "commercial": "продукт и бронирование",
     },
 }
 
@@ -106,7 +108,7 @@ def _show_entry(entry: Entry, lang: Lang) -> None:
     title = f"[bold]{escape(entry.term.get(lang))}[/bold]"
     if entry.term.get(other) != entry.term.get(lang):
         title += f" · {escape(entry.term.get(other))}"
-    console().print(Panel(_entry_text(entry, lang), title=title, subtitle=f"{entry.id} · {entry.kind}", expand=False))
+    console().print(Panel(_entry_text(entry, lang), title=title, subtitle=f"{entry.id} · {_LABELS[lang][entry.kind]}", expand=False))
 
 
 def _list_table(entries: list[Entry], lang: Lang, *, title: str, brief: bool = False) -> None:
@@ -116,11 +118,11 @@ def _list_table(entries: list[Entry], lang: Lang, *, title: str, brief: bool = F
     table = Table(title=title, show_lines=False)
     table.add_column("id", style="cyan", no_wrap=True)
     table.add_column(label["term"])
-    table.add_column("kind", style="dim")
+    table.add_column(label["kind"], style="dim")
     if not brief:
         table.add_column(label["short"])
     for entry in entries:
-        row = [entry.id, entry.term.get(lang), entry.kind]
+        row = [entry.id, entry.term.get(lang), label[entry.kind]]
         table.add_row(*(row if brief else [*row, entry.short.get(lang)]))
     console().print(table)
 
