@@ -75,6 +75,8 @@ def test_every_planner_preset_of_every_entry_runs_through_the_cli(capsys: pytest
     failed = []
     for entry in load_glossary():
         for args in entry.try_it.planner_args:
+            if args[0] in ("quote", "offerings"):
+                continue  # they read (and a quote writes) a database: test_claims runs them on a throwaway one
             code, _, err = run(capsys, *args, "--json")
             if code != 0:
                 failed.append((entry.id, " ".join(args), err.strip()))
