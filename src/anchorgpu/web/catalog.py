@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
-from typing import Annotated, Literal
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
@@ -31,6 +33,7 @@ def catalog_page(
     region: Annotated[str | None, Query(max_length=100)] = None,
     kind: Annotated[str | None, Query(max_length=20)] = None,
     interconnect: Annotated[str | None, Query(max_length=100)] = None,
+    sort: Annotated[str | None, Query(max_length=30)] = None,
 ) -> Response:
     """Every offering (one row per region), filtered by the form; bad filters are explained, not crashed on."""
     filters = {"gpu": _blank_to_none(gpu), "min_gpus": _blank_to_none(min_gpus), "max_usd_per_gpu_hour": _blank_to_none(max_usd_per_gpu_hour),
@@ -60,7 +63,11 @@ def catalog_page(
                                     region=filters["region"], interconnect=filters["interconnect"], kind=kind_value)
         except AnchorError as exc:
             error = exc.message
-    context = {"listing": listing, "filters": filters, "error": error, "bare_metal_gpus": bare_metal_sizes()}
+    sort_key, descending = parse_sort(sort)
+    rows = sort_rows(listing.data, sort_key, descending) if listing is not None else []
+    context = {"listing": listing, "rows": rows, "filters": filters, "error": error, "bare_metal_gpus": bare_metal_sizes(),
+               "sort_key": sort_key, "descending": descending, "sort_links": sort_links(filters, sort_key, descending),
+               "gpu_memory": gpu_memory_bytes}
     return render(request, "catalog.html", context, status_code=200 if error is None else 422)
 
 
@@ -70,3 +77,66 @@ def bare_metal_sizes() -> str:
 
     sizes = sorted({o.gpus for o in load_catalog().offerings if o.kind == "bare-metal"})
     return " or ".join([", ".join(str(n) for n in sizes[:-1]), str(sizes[-1])]) if len(sizes) > 1 else "".join(str(n) for n in sizes)
+
+
+SORT_KEYS: tuple[str, ...] = ("offering", "region", "memory", "gpus", "month", "per_gpu_hour", "free")
+"""The catalog table's sortable columns (``?sort=KEY`` ascending, ``?sort=-KEY`` descending)."""
+
+
+def parse_sort(value: str | None) -> tuple[str, bool]:
+    """``"-memory"`` → ``("memory", True)``; unknown or blank → the default, cheapest $/GPU-hour first."""
+    text = (value or "").strip()
+    descending = text.startswith("-")
+    key = text.removeprefix("-")
+    if key not in SORT_KEYS:
+        return "per_gpu_hour", False
+    return key, descending
+
+
+def gpu_memory_bytes(gpu_id: str) -> int | None:
+    """One GPU's memory from the hardware registry, or None when the registry does not know the GPU."""
+    from anchorgpu.hardware import get_gpu
+
+    try:
+        return int(get_gpu(gpu_id).memory_bytes)
+    except (AnchorError, LookupError):
+        return None
+
+
+def _sort_value(row: Any, key: str) -> tuple[int, Any]:
+    """(missing?, value): rows without the value (unpriced, unknown stock) go last in either direction."""
+    value: Any
+    if key == "offering":
+        value = row.id
+    elif key == "region":
+        value = (row.region, row.id)
+    elif key == "memory":
+        value = gpu_memory_bytes(row.gpu)
+    elif key == "gpus":
+        value = row.gpus
+    elif key == "month":
+        value = row.prices_usd.month
+    elif key == "per_gpu_hour":
+        value = row.per_gpu_hour_usd
+    else:
+        value = row.available_now
+    if value is None:
+        return 1, 0
+    return 0, Decimal(value) if isinstance(value, str) else value
+
+
+def sort_rows(rows: Sequence[Any], key: str, descending: bool) -> list[Any]:
+    """The listing's rows in the asked order; ties keep the catalog's order (cheapest first)."""
+    present = [r for r in rows if _sort_value(r, key)[0] == 0]
+    missing = [r for r in rows if _sort_value(r, key)[0] == 1]
+    return sorted(present, key=lambda r: _sort_value(r, key)[1], reverse=descending) + missing
+
+
+def sort_links(filters: Mapping[str, str | None], key: str, descending: bool) -> dict[str, str]:
+    """Each column's link: the current filters plus its sort; the sorted column's link flips the order."""
+    kept = [(k, v) for k, v in filters.items() if v]
+    links = {}
+    for column in SORT_KEYS:
+        flip = column == key and not descending
+        links[column] = "/catalog?" + urlencode([*kept, ("sort", f"-{column}" if flip else column)])
+    return links
