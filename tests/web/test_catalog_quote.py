@@ -82,3 +82,72 @@ def test_the_row_count_has_a_correct_plural(client: TestClient) -> None:
     many = client.get("/catalog").text
     assert re.search(r'id="catalog-count">\d+ offering rows ·', many)
     assert "1 rows" not in one
+
+
+def test_signing_up_from_a_quote_link_returns_to_that_quote(client: TestClient, field: Any) -> None:
+    wanted = "/quote?offering=h100-sxm-1x-vm&region=us-east"
+    bounced = client.get(wanted)
+    assert bounced.status_code in (303, 307) and "next=" in bounced.headers["location"]
+    signin = client.get(bounced.headers["location"]).text
+    signup_form = signin[signin.index('action="/signup"'):]
+    next_value = field(signup_form, "next").replace("&amp;", "&")
+    assert next_value == wanted
+    done = client.post("/signup", data={"csrf_token": field(signin, "csrf_token"), "name": "from a quote", "next": next_value})
+    assert done.status_code == 201
+    link = re.search(r'id="continue" href="([^"]+)"', done.text)
+    assert link is not None and link.group(1).replace("&amp;", "&") == wanted
+    assert client.get(wanted).status_code == 200  # signed in now: the builder itself
+
+
+def test_sign_up_keeps_no_off_site_next(client: TestClient, field: Any) -> None:
+    for bad in ("https://evil.example/", "//evil.example/x", "/\\evil"):
+        page = client.get("/signin").text  # a fresh token: signing up starts a new session
+        done = client.post("/signup", data={"csrf_token": field(page, "csrf_token"), "name": "careful", "next": bad})
+        assert done.status_code == 201
+        link = re.search(r'id="continue" href="([^"]+)"', done.text)
+        assert link is not None and link.group(1) == "/my/allocations"
+    page = client.get("/signin").text
+    too_long = client.post("/signup", data={"csrf_token": field(page, "csrf_token"), "name": "long", "next": "/" + "a" * 2000})
+    assert too_long.status_code == 422
+
+
+def _preview(client: TestClient, **params: str) -> str:
+    response = client.get("/quote/preview", params=params)
+    assert response.status_code == 200
+    return response.text
+
+
+def test_quote_preview_totals_the_choice_as_a_stored_quote_would(client: TestClient, signed_in: str, field: Any) -> None:
+    offering = load_catalog().offering("h100-sxm-1x-vm")
+    month = offering.prices_usd.month
+    assert month is not None
+    one = _preview(client, offering="h100-sxm-1x-vm", quantity="1", term="1month")
+    three = _preview(client, offering="h100-sxm-1x-vm", quantity="3", term="2month")
+    total = re.search(r'id="preview-total">([^<]+)<', three)
+    assert total is not None and total.group(1) == f"${month * 6:,.2f}"  # catalog month price x 3 servers x 2 months
+    assert re.search(r'id="preview-total">([^<]+)<', one).group(1) == f"${month:,.2f}"  # type: ignore[union-attr]
+    # the builder page shows the same total before anything is submitted, and a stored quote agrees
+    builder = client.get("/quote?offering=h100-sxm-1x-vm&quantity=3&term=2month").text
+    assert f'id="preview-total">${month * 6:,.2f}<' in builder
+    token = field(builder, "csrf_token")
+    stored = client.post("/quote", data={"csrf_token": token, "offering": "h100-sxm-1x-vm", "quantity": "3", "term": "2month"})
+    assert f'id="quote-total">${month * 6:,.2f}<' in client.get(stored.headers["location"]).text
+    # the effective rate for the term: total / (GPUs x 1,440 h)
+    rate = re.search(r'id="preview-rate">([^<]+)<', three)
+    assert rate is not None and rate.group(1) == f"${month * 6 / (3 * 1440):,.2f}"
+
+
+def test_quote_preview_stores_nothing_and_explains_a_bad_choice(client: TestClient, signed_in: str) -> None:
+    bad_term = _preview(client, offering="h100-sxm-1x-vm", quantity="1", term="soon")
+    assert 'id="preview-error"' in bad_term and "preview-total" not in bad_term
+    bad_quantity = _preview(client, offering="h100-sxm-1x-vm", quantity="1.5", term="1w")
+    assert 'id="preview-error"' in bad_quantity
+    unknown = _preview(client, offering="no-such-offering", quantity="1", term="1w")
+    assert 'id="preview-error"' in unknown
+    _preview(client, offering="h100-sxm-1x-vm", quantity="2", term="1w")
+    assert "/quotes/" not in client.get("/my/allocations").text
+
+
+def test_quote_preview_needs_a_session(client: TestClient) -> None:
+    response = client.get("/quote/preview", params={"offering": "h100-sxm-1x-vm", "term": "1w"})
+    assert response.status_code in (303, 307, 401)

@@ -9,6 +9,7 @@ replays the first answer.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Form, Path, Query, Request
@@ -51,6 +52,7 @@ def _offering_context(offering_id: str | None) -> dict[str, Any]:
 def quote_builder(
     request: Request,
     account_id: SignedInAccountId,
+    clock: ClockDep,
     offering: Annotated[str | None, Query(max_length=100)] = None,
     region: Annotated[str | None, Query(max_length=100)] = None,
     quantity: Annotated[str | None, Query(max_length=10)] = None,
@@ -59,7 +61,37 @@ def quote_builder(
     """Pick quantity, term and options for an offering."""
     context = _offering_context(offering)
     context["form"] = {"region": region, "quantity": quantity or "1", "term": term or "1month"}
+    if "offering" in context:
+        context["preview"] = preview_quote(context["form"] | {"offering": offering or ""}, clock)
     return render(request, "quote_builder.html", context, status_code=404 if "error" in context else 200)
+
+
+def preview_quote(form: Mapping[str, str | None], clock: Any) -> dict[str, Any]:
+    """Price the builder's current choice without storing a quote or charging anything: ``{"quote": JSON}``
+    (the same pricing as a real quote), or ``{"error": one-line reason}`` for a choice that cannot be priced."""
+    from anchorgpu.quotes.pricing import price_quote
+    from anchorgpu.quotes.serialize import quote_to_json
+
+    try:
+        options = {key.removeprefix("option:")[:100]: ascii_int(str(value)) for key, value in form.items()
+                   if key.startswith("option:") and str(value or "").strip() not in ("", "0")}
+        quantity = services._quantity(ascii_int(str(form.get("quantity") or "1")))
+        term = services._term(str(form.get("term") or "")[:20])
+        quote = price_quote(load_catalog(), str(form.get("offering") or "")[:100], quantity, term, options, clock(), 60,
+                            region=str(form.get("region") or "") or None, quote_id="preview")
+    except AnchorError as exc:
+        return {"error": exc.message}
+    except ValueError:
+        return {"error": "Quantity and option units must be whole numbers."}
+    return {"quote": quote_to_json(quote)}
+
+
+@router.get("/quote/preview", response_class=HTMLResponse)
+def quote_preview(request: Request, account_id: SignedInAccountId, clock: ClockDep) -> Response:
+    """The builder's running total as an HTML fragment (the page fetches it as the options change); no quote is
+    stored and nothing is charged. A choice that cannot be priced answers 200 with its reason in the fragment."""
+    form = {k: v[:100] for k, v in list(request.query_params.items())[:64]}
+    return render(request, "_quote_preview.html", {"preview": preview_quote(form, clock)})
 
 
 @router.post("/quote")
@@ -71,6 +103,8 @@ async def create_quote(request: Request, account_id: SignedInAccountId, uow_fact
     options: dict[str, int] = {}
     context = _offering_context(offering)
     context["form"] = {k: str(v)[:100] for k, v in form.items() if k != "csrf_token"}
+    if "offering" in context:
+        context["preview"] = preview_quote(context["form"], clock)
     try:
         for key, value in form.items():
             if key.startswith("option:") and str(value).strip() not in ("", "0"):

@@ -51,15 +51,18 @@ def signin(request: Request, uow_factory: UowFactoryDep, clock: ClockDep, api_ke
 
 
 @router.post("/signup")
-def signup(request: Request, uow_factory: UowFactoryDep, clock: ClockDep, name: Annotated[str, Form(min_length=1, max_length=100, pattern=TEXT_PATTERN)]) -> Response:
-    """Create an account and show its key once (embedded default only)."""
+def signup(request: Request, uow_factory: UowFactoryDep, clock: ClockDep, name: Annotated[str, Form(min_length=1, max_length=100, pattern=TEXT_PATTERN)],
+           next: Annotated[str, Form(max_length=2000)] = "") -> Response:
+    """Create an account and show its key once (embedded default only), with a link back to where the visitor
+    was (``next``, kept only when it is a same-site path, like sign-in's)."""
     if not request.app.state.allow_signup:
         return render(request, "signin.html", {"next": "/", "allow_signup": False, "error": "Accounts are created by the operator here: anchorgpu accounts create NAME"}, status_code=403)
     from anchorgpu.accounts import authenticate, create_account
 
     account_id, api_key = create_account(uow_factory(), name.strip(), clock=clock)
     web_session(request).sign_in(str(account_id), name.strip(), authenticate(uow_factory(), api_key, now=clock()).key_id)
-    return render(request, "signup_done.html", {"api_key": api_key, "name": name.strip()}, status_code=201)
+    continue_to = _safe_next(next) if next else None
+    return render(request, "signup_done.html", {"api_key": api_key, "name": name.strip(), "continue_to": continue_to}, status_code=201)
 
 
 @router.post("/signout")

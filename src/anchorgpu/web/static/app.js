@@ -28,3 +28,34 @@ document.addEventListener("click", function (event) {
     setTimeout(function () { button.textContent = label; }, 1500);
   });
 });
+// The quote builder (form data-preview="URL") shows the total as its fields change: a debounced GET of the
+// server's preview fragment (nothing stored or charged). Changing the offering reloads the builder, since the
+// regions and options depend on it. Without script the form still prices on submit.
+(function () {
+  var form = document.querySelector("form[data-preview]");
+  if (!form) return;
+  var output = document.getElementById("quote-preview");
+  var timer = null, sent = 0;
+  function query() {
+    var params = new URLSearchParams(new FormData(form));
+    params.delete("csrf_token");
+    return params.toString();
+  }
+  function refresh() {
+    var mine = ++sent;
+    form.setAttribute("aria-busy", "true");
+    fetch(form.dataset.preview + "?" + query(), { headers: { "Accept": "text/html" }, credentials: "same-origin" })
+      .then(function (r) { return r.text(); })
+      .then(function (html) { if (mine === sent && output) { output.innerHTML = html; } })
+      .finally(function () { if (mine === sent) form.removeAttribute("aria-busy"); });
+  }
+  form.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(refresh, 250); });
+  form.addEventListener("change", function (event) {
+    if (event.target && event.target.name === "offering") {
+      var p = new URLSearchParams({ offering: event.target.value, quantity: form.elements.quantity.value, term: form.elements.term.value });
+      window.location.assign("/quote?" + p.toString());
+      return;
+    }
+    clearTimeout(timer); timer = setTimeout(refresh, 100);
+  });
+})();
