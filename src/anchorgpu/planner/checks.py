@@ -1,0 +1,63 @@
+"""Warnings a plan carries about its layout and its precision, and the check every plan ends with. Pure."""
+
+from __future__ import annotations
+
+from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner.formats import WeightFormat
+from anchorgpu.planner.inputs import PrecisionPlan, Workload
+from anchorgpu.planner.result import ResolvedLayout
+from anchorgpu.planner.validate import GPUS_PER_SERVER
+from anchorgpu.planner.warnings import PlanWarning, make_warning
+
+__all__ = ["BASE_CHECK", "layout_warnings", "precision_warnings"]
+
+BASE_CHECK = ("Confirm with a short run on the real engine and GPU: framework, kernel and allocator versions move "
+              "the measured peak by several percent.")
+
+
+def layout_warnings(w: Workload, lay: ResolvedLayout, gpu: GpuSpec | None) -> list[PlanWarning]:
+    out: list[PlanWarning] = []
+    training = w.task in ("train", "lora", "qlora")
+    if lay.dp > 1 and (not training or lay.zero == 0):
+        out.append(make_warning("ddp_no_memory_pooling",
+                                f"{lay.dp} data-parallel replicas: each GPU holds its own full share; memory does not pool"))
+    if lay.zero and lay.dp == 1:
+        out.append(make_warning("zero_without_data_parallel", f"ZeRO stage {lay.zero} with one data-parallel rank shards nothing"))
+    if lay.tp > 1:
+        out.append(make_warning("tp_requires_engine_support", f"tensor parallelism over {lay.tp} GPUs"))
+    if lay.pp > 1:
+        out.append(make_warning("pp_requires_engine_support", f"pipeline parallelism over {lay.pp} stages"))
+    if lay.ep > 1:
+        out.append(make_warning("ep_requires_engine_support", f"expert parallelism over {lay.ep} GPUs"))
+    if lay.tp > GPUS_PER_SERVER:
+        out.append(make_warning("tp_across_nodes", f"TP {lay.tp} spans more than one {GPUS_PER_SERVER}-GPU server"))
+    if gpu is not None and lay.tp > 1:
+        link = gpu.interconnect.lower()
+        if link.startswith("none") or ("bridge" in link and lay.tp > 2):
+            out.append(make_warning("tp_over_pcie", f"TP {lay.tp} on {gpu.name} ({gpu.interconnect}) all-reduces over PCIe"))
+    return out
+
+
+def precision_warnings(
+    fmt: WeightFormat, precision: PrecisionPlan, gpu: GpuSpec | None, *, shipped: bool = False
+) -> list[PlanWarning]:
+    """``shipped``: the weights are the format the checkpoint is published in, so their quality is the
+    model's own, not a conversion to check (engine kernels still are)."""
+    out: list[PlanWarning] = []
+    fp8_used = fmt.native == "fp8" or precision.kv_cache == "fp8"
+    if gpu is not None and fp8_used and not gpu.fp8_hardware:
+        out.append(make_warning("fp8_without_hardware", f"{gpu.name} has no FP8 tensor cores"))
+    if gpu is not None and fmt.native == "fp4" and not gpu.fp4_hardware:
+        out.append(make_warning("fp4_weight_only_emulation",
+                                f"{fmt.name} on {gpu.name}: FP4 weights are dequantized to 16 bit for the math"))
+    if fmt.quantized or precision.kv_cache == "fp8":
+        what = ", ".join(x for x in (fmt.name if fmt.quantized else "", "fp8 KV cache" if precision.kv_cache == "fp8" else "") if x)
+        if not shipped or precision.kv_cache == "fp8":
+            out.append(make_warning("quantization_quality_unchecked", f"{what}: quality depends on the model and the task"))
+        out.append(make_warning("kernel_support_unchecked", f"{what}: needs engine kernels for this format"
+                                + (f" on {gpu.name}" if gpu is not None else "")))
+    if gpu is not None and gpu.vendor == "AMD":
+        out.append(make_warning("rocm_cuda_only_dependency",
+                                f"{gpu.name} runs ROCm: check every dependency has a ROCm build"
+                                + (f" ({fmt.name} kernels especially)" if fmt.quantized else "")))
+    return out

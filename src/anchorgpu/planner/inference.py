@@ -1,0 +1,165 @@
+"""Memory of a serving engine (task inference), sized like vLLM V1: weights, the engine's activation
+peak and non-torch memory, the KV cache and recurrent state of the requested sequences, and the capacity
+left (most sequences, longest context) under ``gpu_memory_utilization``. Pure."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner import memory as mm
+from anchorgpu.planner.formats import WeightFormat
+from anchorgpu.planner.inputs import (
+    KV_CACHE_DTYPES,
+    Overheads,
+    PrecisionPlan,
+    Workload,
+    default_context_tokens,
+    engine_limits,
+)
+from anchorgpu.planner.media import cross_kv_bytes, resolve_media, sequence_tokens, speed_prompt_tokens
+from anchorgpu.planner.result import MemoryBreakdown, ResolvedLayout
+from anchorgpu.planner.terms import TaskTerms, context_bytes, weights_bytes
+from anchorgpu.planner.warnings import PlanWarning, make_warning
+from anchorgpu.units import GIB, fmt_bytes
+
+__all__ = ["engine_defaults", "plan_inference"]
+
+
+def engine_defaults(gpu: GpuSpec | None, workload: Workload, assumptions: list[str]) -> tuple[int, int]:
+    """vLLM V1 defaults for the OpenAI server: 8,192 batched tokens and 1,024 sequences on GPUs with at
+    least 70 GiB, else 2,048 and 256 (vLLM ``arg_utils._set_default_args``)."""
+    tokens, seqs = engine_limits(workload, large_gpu=gpu is None or gpu.memory_bytes >= 70 * GIB)
+    assumptions.append(
+        f"Serving engine sized like vLLM: max_num_batched_tokens {tokens}, max_num_seqs {seqs}, "
+        f"gpu_memory_utilization {workload.gpu_memory_utilization}, KV block {workload.block_size_tokens} tokens.")
+    return tokens, seqs
+
+
+
+def kv_request(model: ModelSpec, ctx: int, seqs: int, precision: PrecisionPlan, lay: ResolvedLayout,
+                w: Workload) -> int:
+    return mm.kv_cache_bytes(model, context_tokens=ctx, sequences=seqs, bytes_per_value=KV_CACHE_DTYPES[precision.kv_cache],
+                             tp=lay.tp, pp=lay.pp, block_size=w.block_size_tokens)
+
+
+def longest_context(model: ModelSpec, capacity: int, seqs: int, limit: int, precision: PrecisionPlan,
+                     lay: ResolvedLayout, w: Workload) -> int:
+    """Largest context (multiple of 1 token) whose KV for ``seqs`` sequences fits ``capacity`` (bisection)."""
+    lo, hi = 0, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if kv_request(model, mid, seqs, precision, lay, w) <= capacity:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def state_assumption(model: ModelSpec, per_sequence_bytes: int) -> str:
+    """One line on the recurrent state a hybrid or state-space model keeps per sequence."""
+    rec = model.recurrent
+    assert rec is not None
+    dtype = ("16-bit (the model dtype, as vLLM's mamba_cache_dtype=auto keeps it)" if rec.ssm_bytes_per_value is None
+             else f"16-bit convolution state, {rec.ssm_bytes_per_value}-byte SSM state (the model's own setting)")
+    kv = (f"KV cache only on the {model.attention_layers} attention layer(s)" if model.attention_layers
+          else "no KV cache (no attention layer)")
+    return (f"Recurrent state: {fmt_bytes(per_sequence_bytes)} per sequence per GPU at any length, over "
+            f"{model.recurrent_layers} {rec.mixer} layer(s), {dtype}; {kv}; counted with the KV cache, as vLLM "
+            f"allocates both from one pool.")
+
+
+def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: PrecisionPlan, fmt: WeightFormat,
+               lay: ResolvedLayout, ov: Overheads, assumptions: list[str], warnings: list[PlanWarning]) -> TaskTerms:
+    limit = model.max_context_tokens
+    if w.context_tokens is None and (w.prompt_tokens is not None or w.output_tokens is not None):
+        prompt = w.prompt_tokens if w.prompt_tokens is not None else 1024
+        output = w.output_tokens if w.output_tokens is not None else 256
+        ctx = min(prompt + output, limit) if not w.allow_long_context else prompt + output
+        assumptions.append(f"Context not given: each sequence sized at prompt + output = {prompt:,} + {output:,} = "
+                           f"{prompt + output:,} tokens" + (f", capped at the model's {limit:,}" if ctx < prompt + output
+                                                            else "") + ".")
+    else:
+        ctx = w.context_tokens or default_context_tokens(limit)
+        if w.context_tokens is None and ctx < limit:
+            assumptions.append(
+                f"Context not given: {ctx:,} tokens per sequence, not the model's whole {limit:,}-token window "
+                "(a cache sized for that one sequence is not how such models are served); set --context to plan longer.")
+        elif w.context_tokens is None:
+            assumptions.append(f"Context not given: the model's context length, {ctx} tokens per sequence.")
+    media = resolve_media(model, w, assumptions, prompt_tokens=w.prompt_tokens or ctx)
+    ctx = sequence_tokens(media, w, ctx, assumptions, model)
+    if ctx > limit:
+        if not w.allow_long_context:
+            raise InvalidWorkload(
+                f"context {ctx} exceeds {model.name}'s limit of {limit} tokens (add --allow-long-context to plan anyway)")
+        warnings.append(make_warning("context_beyond_model_limit", f"context {ctx} > model limit {limit}"))
+    concurrency = w.concurrency or 1
+    if w.concurrency is None:
+        assumptions.append("Concurrency not given: checked for one sequence; max_concurrency reports the most.")
+    per_replica = math.ceil(concurrency / lay.dp)
+    if lay.dp > 1:
+        assumptions.append(f"{lay.dp} replicas share the {concurrency} sequences: {per_replica} per replica.")
+    breakdown: dict[str, int] = {}
+    weights = weights_bytes(model, fmt, lay, breakdown)
+    tokens, seqs = engine_defaults(gpu, w, assumptions)
+    prefill = mm.prefill_activation_bytes(model, tokens=tokens, tp=lay.tp)
+    sampler = mm.sampler_activation_bytes(sequences=min(tokens, seqs), vocab=model.vocab_size)
+    breakdown["prefill_activation_bytes"] = prefill
+    breakdown["sampler_logits_bytes"] = sampler
+    non_torch = ov.serving_non_torch_tp1_bytes if lay.tp * lay.pp == 1 else ov.serving_non_torch_multi_bytes
+    breakdown["non_torch_bytes"] = non_torch
+    breakdown["cuda_context_outside_budget_bytes"] = context_bytes(gpu, ov)
+    kv_one = kv_request(model, ctx, 1, precision, lay, w)
+    kv = kv_request(model, ctx, per_replica, precision, lay, w)
+    breakdown["kv_per_sequence_bytes"] = kv_one
+    state_one = mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
+    state = mm.recurrent_state_bytes(model, sequences=per_replica, tp=lay.tp, pp=lay.pp)
+    if model.recurrent is not None:
+        breakdown["state_per_sequence_bytes"] = state_one
+        breakdown["recurrent_state_bytes"] = state
+        assumptions.append(state_assumption(model, state_one))
+    # images and encoder outputs: cross-attention K/V per sequence, fixed whatever the text length
+    cross_one = cross_kv_bytes(model, media, sequences=1, bytes_per_value=KV_CACHE_DTYPES[precision.kv_cache],
+                               tp=lay.tp, pp=lay.pp)
+    cross = cross_kv_bytes(model, media, sequences=per_replica, bytes_per_value=KV_CACHE_DTYPES[precision.kv_cache],
+                           tp=lay.tp, pp=lay.pp)
+    if media.images:
+        breakdown["image_tokens_per_image"] = media.tokens_per_image
+        breakdown["image_tokens_per_request"] = media.images * media.tokens_per_image
+    if cross_one:
+        breakdown["cross_attention_kv_per_sequence_bytes"] = cross_one
+    state_one, state = state_one + cross_one, state + cross
+    assumptions.append(
+        "KV cache shown is what the requested sequences need; the serving engine reserves all the KV cache that "
+        "fits under the utilization cap at start-up (kv_cache_capacity_bytes in the breakdown).")
+    assumptions.append(
+        "CUDA context sits outside the engine budget (in the 1 - gpu_memory_utilization margin); CUDA graphs "
+        "are inside the profiled activation peak (vLLM V1).")
+    per_gpu = MemoryBreakdown(weights_bytes=weights, kv_cache_bytes=kv + state, activations_bytes=prefill + sampler,
+                              gradients_bytes=0, optimizer_bytes=0, overhead_bytes=non_torch)
+    budget = None
+    max_conc = max_ctx = None
+    if gpu is not None:
+        budget = math.ceil(gpu.memory_bytes * w.gpu_memory_utilization)
+        capacity = budget - weights - prefill - sampler - non_torch
+        breakdown["engine_budget_bytes"] = budget
+        breakdown["kv_cache_capacity_bytes"] = max(0, capacity)
+        max_conc = max(0, capacity) // max(1, kv_one + state_one) * lay.dp
+        cap_limit = limit if not w.allow_long_context else max(limit, ctx) * 16
+        room = capacity - state  # the recurrent state of the sequences does not grow with the context
+        max_ctx = longest_context(model, room, per_replica, cap_limit, precision, lay, w) if room >= 0 else 0
+        if capacity <= 0:
+            warnings.append(make_warning(
+                "weights_exceed_engine_budget",
+                f"weights, activations and non-torch memory take {fmt_bytes(budget - capacity)}, "
+                + ("the whole" if capacity == 0 else f"{fmt_bytes(-capacity)} more than the")
+                + f" {fmt_bytes(budget)} engine budget: no room for the KV cache"))
+    return TaskTerms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, max_concurrency=max_conc,
+                  max_context_tokens=max_ctx,
+                  workload=replace(w, context_tokens=ctx, concurrency=concurrency, max_num_batched_tokens=tokens,
+                                   max_num_seqs=seqs,
+                                   prompt_tokens=speed_prompt_tokens(media, model, w, ctx, assumptions) or w.prompt_tokens))

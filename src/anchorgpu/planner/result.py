@@ -1,0 +1,92 @@
+"""The planner's answer as frozen values: :class:`Plan`, its per-GPU :class:`MemoryBreakdown`, the
+:class:`ResolvedLayout` actually planned and the :class:`Suggestion` that would make a workload fit. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
+from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner.inputs import Offload, PrecisionPlan, Workload
+from anchorgpu.planner.warnings import PlanWarning
+
+__all__ = ["MemoryBreakdown", "Plan", "ResolvedLayout", "Suggestion"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryBreakdown:
+    """Per-GPU bytes by term (the DESIGN.md section 5 ``per_gpu`` keys); ``total_bytes`` is their sum."""
+
+    weights_bytes: int
+    kv_cache_bytes: int
+    activations_bytes: int
+    gradients_bytes: int
+    optimizer_bytes: int
+    overhead_bytes: int
+
+    @property
+    def total_bytes(self) -> int:
+        return (self.weights_bytes + self.kv_cache_bytes + self.activations_bytes + self.gradients_bytes
+                + self.optimizer_bytes + self.overhead_bytes)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResolvedLayout:
+    """The layout actually planned: every count resolved, ``gpus == tp · cp · pp · dp``."""
+
+    gpus: int
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    zero: int
+    fsdp: bool
+    offload: Offload
+    sequence_parallel: bool
+    cp: int = 1
+    virtual_stages: int = 1
+    tp_overlap: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Suggestion:
+    """A change that makes the workload fit (CLI flags in ``change``) and the per-GPU total it gives."""
+
+    change: str
+    description: str
+    gpus: int
+    total_bytes: int
+    headroom_bytes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    """The answer: breakdown, verdict, capacity, and what was assumed and must still be checked.
+
+    ``budget_bytes`` is what ``total`` is compared with: the GPU's memory, or for inference the serving
+    engine's budget (memory × ``gpu_memory_utilization``). ``fits``/``headroom_bytes`` are None without
+    a GPU. ``max_concurrency`` (inference) counts sequences of ``context_tokens`` over all replicas;
+    ``max_context_tokens`` is the longest context at the planned concurrency. ``extra`` is open for
+    other planner modules (performance) to attach their sections.
+    """
+
+    model: ModelSpec | DiffusionPipelineSpec
+    gpu: GpuSpec | None
+    workload: Workload
+    precision: PrecisionPlan
+    layout: ResolvedLayout
+    per_gpu: MemoryBreakdown
+    breakdown: Mapping[str, int]
+    budget_bytes: int | None
+    fits: bool | None
+    headroom_bytes: int | None
+    max_concurrency: int | None
+    max_context_tokens: int | None
+    checkpoint_bytes: int | None
+    assumptions: tuple[str, ...]
+    warnings: tuple[PlanWarning, ...]
+    checks: tuple[str, ...]
+    suggestions: tuple[Suggestion, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)

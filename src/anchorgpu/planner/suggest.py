@@ -1,0 +1,133 @@
+"""What :func:`~anchorgpu.planner.plan.plan` offers beyond the configuration asked: the changes that would make
+a workload fit (each planned again to check it does), and the plan of the layout chosen for the user. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner.formats import WeightFormat
+from anchorgpu.planner.inputs import RECOMPUTES, Layout, Overheads, PrecisionPlan, Workload
+from anchorgpu.planner.result import Plan, ResolvedLayout, Suggestion
+from anchorgpu.planner.validate import GPUS_PER_SERVER, tp_is_valid
+
+__all__ = ["choose_layout_plan", "suggestions_for"]
+
+
+def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload, precision: PrecisionPlan,
+                           layout: Layout, lay: ResolvedLayout, fmt: WeightFormat
+                           ) -> list[tuple[str, str, Workload, PrecisionPlan, Layout]]:
+    out: list[tuple[str, str, Workload, PrecisionPlan, Layout]] = []
+    if w.task == "inference":
+        if lay.dp > 1 and isinstance(model, ModelSpec) and lay.pp * lay.dp <= model.num_layers:
+            out.append((f"--tp {lay.tp} --pp {lay.pp * lay.dp}", "pipeline stages instead of replicas", w, precision,
+                        Layout(gpus=lay.gpus, tp=lay.tp, pp=lay.pp * lay.dp, dp=1)))
+        if w.gpu_memory_utilization < 0.95:
+            out.append(("--gpu-memory-utilization 0.95", "let the engine use 95 % of GPU memory",
+                        replace(w, gpu_memory_utilization=0.95), precision, layout))
+        for gpus in (2, 4, 8, 16, 32):
+            if gpus > lay.gpus:
+                tp = min(gpus, GPUS_PER_SERVER)
+                if tp_is_valid(model, tp):
+                    new = Layout(gpus=gpus, tp=tp, pp=gpus // tp, dp=1)
+                    out.append((f"--gpus {gpus} --tp {tp}" + (f" --pp {gpus // tp}" if gpus > tp else ""),
+                                f"shard over {gpus} GPUs", w, precision, new))
+        for name, above_bits in (("fp8", 8), ("int4-awq", 6)):
+            if fmt.linear_bits > above_bits + 0.5:  # not when already in (a block-scaled variant of) it
+                out.append((f"--weights {name}", f"store weights as {name}", w, replace(precision, weights=name), layout))
+        if precision.kv_cache != "fp8":
+            out.append(("--kv-cache fp8", "halve the KV cache with fp8", w, replace(precision, kv_cache="fp8"), layout))
+    elif w.task in ("train", "lora", "qlora"):
+        if lay.zero < 3 and lay.dp > 1:
+            out.append(("--zero 3", "shard weights, gradients and optimizer over the data-parallel ranks", w,
+                        precision, replace(layout, zero=3, fsdp=False)))
+        for rc in ("selective", "full"):
+            if RECOMPUTES.index(rc) > RECOMPUTES.index(w.recompute or "none"):
+                out.append((f"--recompute {rc}", f"{rc} activation recompute", replace(w, recompute=rc), precision, layout))
+        seq = w.seq_tokens or 0
+        if seq >= 256:
+            out.append((f"--seq {seq // 2}", "halve the sequence length", replace(w, seq_tokens=seq // 2), precision,
+                        layout))
+        if (w.micro_batch or 1) > 1:
+            out.append(("--micro-batch 1", "one sequence per step (accumulate gradients instead)",
+                        replace(w, micro_batch=1), precision, layout))
+        for gpus in (2, 4, 8, 16, 32, 64, 128, 256):
+            if gpus > lay.gpus:
+                sharded = Layout(gpus=gpus, zero=3, offload=layout.offload)
+                out.append((f"--gpus {gpus} --zero 3", f"ZeRO-3 over {gpus} GPUs", w, precision, sharded))
+                if w.recompute != "full":
+                    out.append((f"--gpus {gpus} --zero 3 --recompute full", f"ZeRO-3 over {gpus} GPUs, full recompute",
+                                replace(w, recompute="full"), precision, sharded))
+        if lay.offload == "none":
+            out.append(("--offload optimizer", "keep optimizer state in CPU RAM", w, precision,
+                        replace(layout, offload="optimizer")))
+        if w.task == "train":
+            out.append(("--task qlora", "a different job: fine-tune LoRA adapters on a frozen NF4 base", replace(w, task="qlora"),
+                        replace(precision, weights=None), layout))
+    else:
+        if not w.vae_tiling:
+            out.append(("--vae-tiling", "decode the image in tiles", replace(w, vae_tiling=True), precision, layout))
+        if layout.offload == "none":
+            out.append(("--offload params", "model CPU offload", w, precision, replace(layout, offload="params")))
+        if fmt.linear_bits > 8:
+            out.append(("--weights fp8", "fp8 denoiser", w, replace(precision, weights="fp8"), layout))
+            out.append(("--weights nf4", "NF4 denoiser", w, replace(precision, weights="nf4"), layout))
+    return out
+
+
+def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, precision: PrecisionPlan, layout: Layout,
+                 lay: ResolvedLayout, fmt: WeightFormat, gpu: GpuSpec, overheads: Overheads) -> tuple[Suggestion, ...]:
+    from anchorgpu.planner.plan import plan  # plan() asks for suggestions; each one is planned again
+
+    found: list[Suggestion] = []
+    more_gpus_found = False
+    for change, description, w2, p2, l2 in suggestion_candidates(model, w, precision, layout, lay, fmt):
+        if more_gpus_found and change.startswith("--gpus"):
+            continue  # the smallest GPU count that fits is the useful one
+        try:
+            alt = plan(model, w2, precision=p2, layout=l2, gpu=gpu, overheads=overheads, suggest=False,
+                       choose_layout=False)
+        except InvalidWorkload:
+            continue
+        if alt.fits and alt.headroom_bytes is not None:
+            more_gpus_found = more_gpus_found or change.startswith("--gpus")
+            found.append(Suggestion(change=change, description=description, gpus=alt.layout.gpus,
+                                    total_bytes=alt.per_gpu.total_bytes, headroom_bytes=alt.headroom_bytes))
+    # Fewest GPUs first; among those, changes that keep the job (layout, recompute, offload) before a change of
+    # task (QLoRA instead of full training is a different job), then the smallest footprint.
+    found.sort(key=lambda s: (s.gpus, s.change.startswith("--task"), s.total_bytes))
+    return tuple(found[:6])
+
+
+def choose_layout_plan(model: ModelSpec, w: Workload, prec: PrecisionPlan, lay_in: Layout, gpu: GpuSpec,
+            ov: Overheads) -> Plan | None:
+    """The plan of the layout chosen for the user, or None when nothing is open or nothing fits."""
+    from anchorgpu.planner.speed import layouts
+
+    if w.task in ("train", "lora", "qlora"):
+        open_knobs = (lay_in.tp is None or lay_in.pp is None or lay_in.dp is None or lay_in.cp is None
+                      or (lay_in.zero is None and not lay_in.fsdp) or w.micro_batch is None or w.recompute is None
+                      or (lay_in.virtual_stages is None and (lay_in.pp or 1) > 1))
+        if not open_knobs:
+            return None
+        explicit = any(x is not None for x in (lay_in.tp, lay_in.pp, lay_in.dp, lay_in.cp, lay_in.zero)) or lay_in.fsdp
+        if explicit and (lay_in.zero is not None or lay_in.fsdp) and w.micro_batch is not None \
+                and w.recompute is not None and (lay_in.virtual_stages is not None or (lay_in.pp or 1) == 1):
+            return None  # DP and CP follow from what is given: one candidate, nothing to choose
+        found = layouts.choose_training_layout(model, w, prec, lay_in, gpu, ov)
+        if found is None:
+            return None
+        choice, chosen = found
+        return replace(chosen, assumptions=(choice.reason, *chosen.assumptions))
+    if w.task == "inference" and lay_in.gpus is None and lay_in.tp is None and lay_in.pp is None \
+            and lay_in.dp is None:
+        served = layouts.choose_serving_layout(model, w, prec, lay_in, gpu, ov)
+        if served is None:
+            return None
+        choice, chosen = served
+        if chosen.layout.gpus == 1:
+            return None  # one GPU is today's default: plan it the usual way
+        return replace(chosen, assumptions=(choice.reason, *chosen.assumptions))
+    return None

@@ -1,0 +1,55 @@
+"""Memory terms every task planner shares: the weights a GPU holds under a layout, the runtime context and
+NCCL buffers, and :class:`TaskTerms`, what each task planner hands back to :func:`~anchorgpu.planner.plan.plan`. Pure."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner import memory as mm
+from anchorgpu.planner.formats import WeightFormat, model_weight_parts
+from anchorgpu.planner.inputs import Overheads, Workload
+from anchorgpu.planner.result import MemoryBreakdown, ResolvedLayout
+
+__all__ = ["TaskTerms", "context_bytes", "nccl_bytes", "weights_bytes"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskTerms:
+    per_gpu: MemoryBreakdown
+    breakdown: dict[str, int]
+    budget_bytes: int | None
+    max_concurrency: int | None = None
+    max_context_tokens: int | None = None
+    checkpoint_bytes: int | None = None
+    workload: Workload
+
+
+def weights_bytes(model: ModelSpec, fmt: WeightFormat, lay: ResolvedLayout, breakdown: dict[str, int]) -> int:
+    parts = model_weight_parts(model, fmt)
+    sharded = mm.shard_share(parts, tp=lay.tp, pp=lay.pp, ep=lay.ep, dp_shard=lay.dp if lay.zero == 3 else 1)
+    breakdown["weights_linear_bytes"] = math.ceil(parts.dense + parts.experts)
+    breakdown["weights_embeddings_bytes"] = math.ceil(parts.embed)
+    breakdown["weights_head_bytes"] = math.ceil(parts.head)
+    breakdown["weights_other_bytes"] = math.ceil(parts.layer_other)
+    breakdown["weights_whole_model_bytes"] = math.ceil(parts.total)
+    if lay.zero == 3:
+        gather = mm.gather_buffer_bytes(parts, tp=lay.tp)
+        breakdown["gather_buffer_bytes"] = gather
+        if lay.offload == "params":
+            sharded = 0
+        return sharded + gather
+    return sharded
+
+
+def nccl_bytes(lay: ResolvedLayout, ov: Overheads) -> int:
+    if lay.gpus == 1:
+        return 0
+    peers = (lay.tp - 1) + (lay.ep - 1) + (1 if lay.dp > 1 else 0) + (1 if lay.pp > 1 else 0)
+    return ov.nccl_base_bytes + ov.nccl_per_peer_bytes * peers
+
+
+def context_bytes(gpu: GpuSpec | None, ov: Overheads) -> int:
+    return ov.rocm_context_bytes if gpu is not None and gpu.vendor == "AMD" else ov.cuda_context_bytes

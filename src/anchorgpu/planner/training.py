@@ -1,0 +1,163 @@
+"""Memory of training (full, LoRA, QLoRA) per GPU: weights, gradients, master weights and optimizer
+moments under the ZeRO stage and offload, activations for the layout, recompute and pipeline schedule,
+fine-tuning terms and runtime overhead. Pure."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner import memory as mm
+from anchorgpu.planner.finetune import finetune_terms
+from anchorgpu.planner.formats import WeightFormat, model_param_parts
+from anchorgpu.planner.inputs import ALL_LORA_TARGETS, Overheads, Recompute, Workload, default_seq_tokens
+from anchorgpu.planner.result import MemoryBreakdown, ResolvedLayout
+from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, microbatches_for
+from anchorgpu.planner.terms import TaskTerms, context_bytes, nccl_bytes, weights_bytes
+from anchorgpu.planner.warnings import PlanWarning, make_warning
+from anchorgpu.units import fmt_bytes
+
+__all__ = ["plan_training"]
+
+
+def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFormat, lay: ResolvedLayout,
+              ov: Overheads, assumptions: list[str], warnings: list[PlanWarning]) -> TaskTerms:
+    seq = default_seq_tokens(w, model.max_context_tokens)
+    if w.seq_tokens is None:
+        assumptions.append(f"Sequence length not given: {seq} tokens.")
+    if seq > model.max_context_tokens and not w.allow_long_context:
+        raise InvalidWorkload(
+            f"seq {seq} exceeds {model.name}'s limit of {model.max_context_tokens} tokens (add --allow-long-context)")
+    micro_batch = w.micro_batch or 1
+    if w.micro_batch is None:
+        assumptions.append("Micro-batch not given: 1 sequence per GPU step.")
+    microbatches = 1
+    if w.global_batch_tokens is not None:  # one line when it is smaller than a micro-batch per DP rank
+        microbatches = microbatches_for(w.global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq)
+    recompute: Recompute = w.recompute or ("full" if w.task == "qlora" else "none")
+    if w.recompute is None:
+        assumptions.append(f"Activation recompute: {recompute} (default for {w.task}"
+                           + (", gradient checkpointing as in the QLoRA paper)." if recompute == "full" else ")."))
+    if lay.sequence_parallel:
+        assumptions.append("Tensor parallelism with sequence parallelism (Megatron): norms and dropout activations split too.")
+    assumptions.append("Attention by a flash-attention kernel: no s² score matrix is stored.")
+    mixed = w.train_precision != "bf16-true"
+    breakdown: dict[str, int] = {}
+    weights = weights_bytes(model, fmt, lay, breakdown)
+    params_parts = model_param_parts(model)
+    params_gpu = mm.shard_share(params_parts, tp=lay.tp, pp=lay.pp, ep=lay.ep)
+    share = params_gpu / max(1, model.params_total)
+    on_gpu_optimizer = lay.offload == "none"
+    moment_scale = 1.0 if mixed or w.optimizer == "adamw-8bit" else 0.5
+    shapes = [(g.count, g.d_in, g.d_out) for g in model.linear_groups]  # Adafactor factors every 2-D tensor
+    shapes += [(1, model.vocab_size, model.hidden_size)] * ((model.params.embeddings > 0) + (model.params.head > 0))
+    if w.task == "train":
+        grads = mm.gradient_bytes(params_gpu, bytes_per_value=w.grad_bytes_per_value, zero=lay.zero, dp=lay.dp)
+        master = mm.master_weight_bytes(params_gpu, mixed_precision=mixed, zero=lay.zero, dp=lay.dp)
+        moments = math.ceil(share * mm.optimizer_moment_bytes(
+            model.params_total, optimizer=w.optimizer, zero=lay.zero, dp=lay.dp, moment_scale=moment_scale,
+            matrix_shapes=shapes))
+        checkpoint = model.params_total * 2 + (4 * model.params_total if mixed else 0) + mm.optimizer_moment_bytes(
+            model.params_total, optimizer=w.optimizer, zero=0, dp=1, moment_scale=moment_scale, matrix_shapes=shapes)
+        assumptions.append(
+            "Mixed precision: 16-bit weights and gradients, fp32 master weights and optimizer moments "
+            "(ZeRO's 2 + 2 + 12 bytes per parameter with AdamW)." if mixed else
+            "bf16-true training: no fp32 master copy; optimizer moments kept in bf16.")
+    else:
+        adapters = mm.adapter_params(model, rank=w.lora_rank, targets=w.lora_targets)
+        if adapters == 0 and w.lora_targets == ALL_LORA_TARGETS and model.attention_layers == 0:
+            w = replace(w, lora_targets=mm.SSM_DEFAULT_LORA_TARGETS)  # no attention: adapt the mixers instead
+            adapters = mm.adapter_params(model, rank=w.lora_rank, targets=w.lora_targets)
+            assumptions.append(f"LoRA targets not given and {model.name} has no attention: adapters on the mixer "
+                               f"projections {', '.join(w.lora_targets)} (PEFT's Mamba example).")
+        if adapters == 0:
+            names = ", ".join(g.name for g in model.linear_groups)
+            raise InvalidWorkload(f"lora-targets {','.join(w.lora_targets)} match no linear layer of {model.name} ({names})")
+        adapters_gpu = math.ceil(adapters * share)
+        value = 4 if mixed else 2
+        breakdown["lora_adapter_params"] = adapters
+        breakdown["lora_adapter_weights_bytes"] = adapters_gpu * value
+        weights += adapters_gpu * value
+        grads = adapters_gpu * value
+        master = 0
+        moments = mm.optimizer_moment_bytes(adapters_gpu, optimizer=w.optimizer, zero=lay.zero, dp=lay.dp,
+                                            moment_scale=moment_scale)
+        checkpoint = adapters * 2
+        assumptions.append("Activations of the whole model are kept for the backward pass through the frozen layers.")
+        assumptions.append(
+            f"LoRA rank {w.lora_rank} on {','.join(w.lora_targets)}: frozen base, adapters "
+            + ("in fp32 with fp32 gradients and optimizer moments." if mixed else "and their states in bf16."))
+    if not on_gpu_optimizer:
+        breakdown["offloaded_optimizer_bytes"] = master + moments
+        master = moments = 0
+        warnings.append(make_warning("offload_slows_training",
+                                     f"--offload {lay.offload}: optimizer state lives in CPU RAM"))
+    breakdown["master_weights_bytes"] = master
+    breakdown["optimizer_moments_bytes"] = moments
+    act = mm.training_activation_bytes(model, s=seq // lay.cp, b=micro_batch, tp=lay.tp, pp=lay.pp,
+                                       sp=lay.sequence_parallel, recompute=recompute)
+    if lay.virtual_stages > 1 and lay.pp > 1:
+        m = microbatches if w.global_batch_tokens is not None else max(
+            1, DEFAULT_GLOBAL_BATCH_TOKENS // (lay.dp * micro_batch * seq))
+        act = math.ceil(act * (1 + (lay.pp - 1) / (lay.pp * m)))  # Korthikanti et al. 2022, section 4.2.3
+        assumptions.append(f"Interleaved pipeline ({lay.virtual_stages} chunks per GPU): the first stage holds "
+                           "(1 + (p-1)/(p·m)) times the activations of 1F1B.")
+    if lay.cp > 1:
+        assumptions.append(f"Context parallelism {lay.cp}: each GPU keeps the activations of {seq // lay.cp:,} of the "
+                           f"{seq:,} tokens (ring attention).")
+    if w.train_precision in ("fp8", "fp4") and w.task == "train":
+        low = math.ceil(params_gpu / (lay.dp if lay.zero == 3 else 1)) * (2 if w.train_precision == "fp8" else 1)
+        breakdown["low_precision_weight_copies_bytes"] = low
+        weights += low
+        assumptions.append(f"{w.train_precision.upper()} training as Transformer Engine runs it: 16-bit weights and "
+                           f"fp32 master/moments as in mixed precision, plus {w.train_precision.upper()} copies of the "
+                           "weights (and their transposes) for the matrix products; activations kept in 16 bit.")
+    breakdown["logits_bytes"] = mm.logits_bytes(s=seq // lay.cp, b=micro_batch, vocab=model.vocab_size, t=lay.tp)
+    if w.task in ("lora", "qlora"):
+        act += finetune_activation_terms(model, fmt, w, seq // lay.cp, micro_batch, lay, recompute, breakdown, assumptions)
+    tensors = weights + grads + master + moments + act
+    fragmentation = math.ceil(tensors * ov.fragmentation_fraction)
+    context = context_bytes(gpu, ov)
+    nccl = nccl_bytes(lay, ov)
+    breakdown.update(cuda_context_bytes=context, cublas_workspace_bytes=ov.cublas_workspace_bytes,
+                     nccl_buffers_bytes=nccl, fragmentation_bytes=fragmentation, checkpoint_bytes=checkpoint)
+    overhead = context + ov.cublas_workspace_bytes + nccl + fragmentation
+    assumptions.append(
+        f"Runtime overhead: context {fmt_bytes(context)}, library workspace {fmt_bytes(ov.cublas_workspace_bytes)}, "
+        f"NCCL {fmt_bytes(nccl)}, allocator fragmentation {ov.fragmentation_fraction:.0%} of tensors.")
+    per_gpu = MemoryBreakdown(weights_bytes=weights, kv_cache_bytes=0, activations_bytes=act, gradients_bytes=grads,
+                              optimizer_bytes=master + moments, overhead_bytes=overhead)
+    budget = gpu.memory_bytes if gpu is not None else None
+    return TaskTerms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, checkpoint_bytes=checkpoint,
+                  workload=w if (w.seq_tokens, w.recompute, w.micro_batch) == (seq, recompute, micro_batch)
+                  else replace(w, seq_tokens=seq, recompute=recompute, micro_batch=micro_batch))
+
+
+def finetune_activation_terms(model: ModelSpec, fmt: WeightFormat, w: Workload, seq: int, micro_batch: int, lay: ResolvedLayout,
+                    recompute: Recompute, breakdown: dict[str, int], assumptions: list[str]) -> int:
+    """LoRA/QLoRA terms beyond the layer activations (planner.finetune, constants in data/finetune_memory.json),
+    added to the activations; each named in the breakdown and the assumptions."""
+    terms = finetune_terms(model, fmt, task=w.task, seq=seq, micro_batch=micro_batch, tp=lay.tp,
+                           stage_layers=mm.stage_layers(model.num_layers, lay.pp), recompute=recompute,
+                           targets=mm.expand_lora_targets(w.lora_targets))
+    breakdown.update(quantized_layer_inputs_bytes=terms.quantized_layer_inputs_bytes,
+                     dequantization_workspace_bytes=terms.dequantization_workspace_bytes,
+                     logits_gradient_bytes=terms.logits_gradient_bytes,
+                     frozen_inputs_not_kept_bytes=terms.frozen_inputs_not_kept_bytes)
+    named = [f"fp32 logits gradient {fmt_bytes(terms.logits_gradient_bytes)}"]
+    if terms.frozen_inputs_not_kept_bytes:
+        named.append(f"minus {fmt_bytes(terms.frozen_inputs_not_kept_bytes)} of frozen 16-bit MLP inputs the layer "
+                     "formula counts but autograd does not keep")
+    if terms.dequantization_workspace_bytes:
+        named.append(f"dequantization workspace {fmt_bytes(terms.dequantization_workspace_bytes)} (the largest "
+                     "quantized matrix dequantized to 16 bit)")
+    if terms.quantized_layer_inputs_bytes:
+        named.append(f"inputs kept by the bitsandbytes 4-bit layers for the backward pass "
+                     f"{fmt_bytes(terms.quantized_layer_inputs_bytes)}"
+                     + (" (the recomputed layer only)" if recompute == "full" else ""))
+    assumptions.append("Fine-tuning terms added to the activations: " + "; ".join(named)
+                       + ". The loader's 16-bit copy while quantizing is transient and not added.")
+    return terms.total_bytes

@@ -1,0 +1,220 @@
+"""Validation and defaults for :func:`~anchorgpu.planner.plan.plan`: the workload's fields, the weight format
+actually planned and the layout resolved to whole counts (``gpus == tp · cp · pp · dp``). Pure.
+
+Each refusal is one :class:`~anchorgpu.errors.InvalidWorkload` line naming the value; each default used is
+appended to the caller's ``assumptions``.
+"""
+
+from __future__ import annotations
+
+from anchorgpu.architectures.quantization import describe_shipped
+from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.planner import memory as mm
+from anchorgpu.planner.formats import WeightFormat, format_for_model, get_format, shipped_format
+from anchorgpu.planner.inputs import (
+    ALL_LORA_TARGETS,
+    KV_CACHE_DTYPES,
+    OFFLOADS,
+    OPTIMIZERS,
+    RECOMPUTES,
+    TASKS,
+    TRAIN_PRECISIONS,
+    Layout,
+    PrecisionPlan,
+    Workload,
+    default_seq_tokens,
+)
+from anchorgpu.planner.media import validate_media
+from anchorgpu.planner.result import ResolvedLayout
+from anchorgpu.units import require_whole_gpus
+
+__all__ = ["GPUS_PER_SERVER", "TRAIN_FORMATS", "check_positive", "check_tp", "default_tp", "resolve_format",
+           "resolve_layout", "tp_is_valid", "validate_workload"]
+
+GPUS_PER_SERVER = 8
+TRAIN_FORMATS = ("bf16", "fp16", "fp32")
+
+
+def check_positive(name: str, value: int | None) -> None:
+    """Refuse anything but a whole number >= 1; ``name`` is the field (micro_batch), shown as the flag (micro-batch)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise InvalidWorkload(f"{name.replace('_', '-')}={value!r}: must be a whole number of at least 1")
+
+
+def validate_workload(workload: Workload) -> None:
+    if workload.task not in TASKS:
+        raise InvalidWorkload(f"unknown task {workload.task!r}; valid: {', '.join(TASKS)}")
+    for name in ("context_tokens", "concurrency", "micro_batch", "seq_tokens", "lora_rank", "images",
+                 "max_num_batched_tokens", "max_num_seqs", "block_size_tokens", "global_batch_tokens",
+                 "prompt_tokens", "output_tokens"):
+        check_positive(name, getattr(workload, name))
+    if not 0 < workload.gpu_memory_utilization <= 1:
+        raise InvalidWorkload(
+            f"gpu-memory-utilization={workload.gpu_memory_utilization}: must be above 0 and at most 1")
+    if workload.recompute is not None and workload.recompute not in RECOMPUTES:
+        raise InvalidWorkload(f"unknown recompute {workload.recompute!r}; valid: {', '.join(RECOMPUTES)}")
+    if workload.train_precision not in TRAIN_PRECISIONS:
+        raise InvalidWorkload(f"--train-precision {workload.train_precision!r}: choose {', '.join(TRAIN_PRECISIONS)}")
+    if workload.optimizer not in OPTIMIZERS:
+        raise InvalidWorkload(f"unknown optimizer {workload.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
+    bad = [t for t in workload.lora_targets if t not in ALL_LORA_TARGETS and t not in mm.FUSED_LORA_TARGETS
+           and t not in mm.RECURRENT_LORA_TARGETS]
+    if bad or not workload.lora_targets:
+        raise InvalidWorkload(
+            f"lora-targets {','.join(workload.lora_targets) or '(none)'}: choose from "
+            f"{','.join((*ALL_LORA_TARGETS, *mm.FUSED_LORA_TARGETS, *mm.RECURRENT_LORA_TARGETS))}")
+    if workload.resolution is not None and (len(workload.resolution) != 2 or min(workload.resolution) < 8):
+        raise InvalidWorkload(f"resolution {workload.resolution!r}: expected WIDTHxHEIGHT in pixels, each >= 8")
+    validate_media(None, workload)
+    if workload.task != "inference" and (workload.images_per_request or workload.image_resolution is not None):
+        raise InvalidWorkload("--images-per-request/--image-resolution size serving requests (task inference), "
+                              f"not task {workload.task}")
+
+
+def resolve_format(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, precision: PrecisionPlan,
+                    assumptions: list[str]) -> WeightFormat:
+    if precision.kv_cache not in KV_CACHE_DTYPES:
+        raise InvalidWorkload(f"unknown kv-cache dtype {precision.kv_cache!r}; valid: {', '.join(KV_CACHE_DTYPES)}")
+    shipped = shipped_format(model) if isinstance(model, ModelSpec) else get_format("bf16")
+    ships = shipped.name if shipped.shipped is not None else "16-bit weights"
+    if precision.weights is None:
+        if workload.task == "qlora":
+            bnb_4bit = shipped.storage is not None and shipped.storage.flat_block > 0
+            fmt = shipped if bnb_4bit else get_format("nf4-dq")
+            assumptions.append(f"Weights stored as {fmt.name} (default for task qlora"
+                               + ("; the checkpoint ships them so)." if bnb_4bit else
+                                  f"; the checkpoint ships {ships}, quantized on load)."))
+        elif workload.task in ("train", "lora") and shipped.shipped is not None:
+            fmt = get_format("bf16")
+            assumptions.append(f"Weights stored as bf16 for task {workload.task}: the checkpoint ships {ships}, "
+                               "dequantized to 16 bit on load for training.")
+        elif shipped.shipped is not None:
+            fmt = shipped
+            assumptions.append(f"Weights: {describe_shipped(shipped.shipped)}, as the checkpoint ships them "
+                               f"(quantization_config {shipped.shipped.method}; --weights overrides).")
+        else:
+            fmt = shipped
+            assumptions.append(f"Weights stored as {fmt.name} (default for task {workload.task}).")
+    else:
+        fmt = format_for_model(model, precision.weights) if isinstance(model, ModelSpec) else get_format(
+            precision.weights)
+        if fmt.name != shipped.name:
+            assumptions.append(f"Weights: {fmt.name} (override; the checkpoint ships {ships}).")
+        elif shipped.shipped is not None:
+            assumptions.append(f"Weights: {describe_shipped(shipped.shipped)}, as the checkpoint ships them.")
+    if workload.task == "train" and fmt.name not in TRAIN_FORMATS:
+        raise InvalidWorkload(
+            f"weights {fmt.name}: full training keeps 16-bit weights ({', '.join(TRAIN_FORMATS)}); "
+            "for a quantized frozen base use --task qlora")
+    if workload.task == "qlora" and not fmt.quantized:
+        raise InvalidWorkload(
+            f"weights {fmt.name}: QLoRA trains adapters on a quantized frozen base (nf4-dq by default); "
+            "for a 16-bit base use --task lora")
+    return fmt
+
+
+def tp_is_valid(model: ModelSpec | DiffusionPipelineSpec, tp: int) -> bool:
+    if not isinstance(model, ModelSpec):
+        return tp == 1
+    if model.num_attention_heads % tp:
+        return False
+    if model.mla is not None:
+        return True
+    kv = model.num_kv_heads
+    return kv % tp == 0 or tp % kv == 0
+
+
+def check_tp(model: ModelSpec | DiffusionPipelineSpec, tp: int) -> None:
+    if isinstance(model, DiffusionPipelineSpec):
+        if tp > 1:
+            raise InvalidWorkload("tp > 1 for a diffusion pipeline: AnchorGPU plans diffusion replicas (use --gpus)")
+        return
+    if model.num_attention_heads % tp:
+        raise InvalidWorkload(f"tp={tp} does not divide the {model.num_attention_heads} attention heads of {model.name}")
+    if not tp_is_valid(model, tp):
+        raise InvalidWorkload(
+            f"tp={tp} with {model.num_kv_heads} KV heads: TP must divide the KV heads or be a multiple of them")
+
+
+def default_tp(model: ModelSpec | DiffusionPipelineSpec, gpus: int) -> int:
+    for tp in range(min(gpus, GPUS_PER_SERVER), 0, -1):
+        if gpus % tp == 0 and tp_is_valid(model, tp):
+            return tp
+    return 1
+
+
+def resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, layout: Layout,
+                    assumptions: list[str]) -> ResolvedLayout:
+    for name in ("tp", "pp", "dp", "ep", "cp", "virtual_stages"):
+        check_positive(name, getattr(layout, name))
+    if layout.gpus is not None and not isinstance(layout.gpus, bool) and layout.gpus == 0:
+        raise InvalidWorkload("gpus=0: at least one GPU is needed")
+    gpus = None if layout.gpus is None else require_whole_gpus(layout.gpus)
+    if layout.zero not in (None, 0, 1, 2, 3):
+        raise InvalidWorkload(f"zero={layout.zero!r}: ZeRO stages are 0, 1, 2 and 3")
+    if layout.offload not in OFFLOADS:
+        raise InvalidWorkload(f"unknown offload {layout.offload!r}; valid: {', '.join(OFFLOADS)}")
+    training = workload.task in ("train", "lora", "qlora")
+    if not training and (layout.zero or layout.fsdp):
+        raise InvalidWorkload("--zero and --fsdp shard training state; they do not apply to inference or diffusion")
+    cp, v = layout.cp or 1, layout.virtual_stages or 1
+    if not training and (cp > 1 or v > 1):
+        raise InvalidWorkload("--cp and --virtual-stages split training work; they do not apply to inference or diffusion")
+    if workload.task == "inference" and layout.offload != "none":
+        raise InvalidWorkload("--offload applies to training and diffusion; serving engines size offload separately")
+    if workload.task == "diffusion" and layout.offload == "optimizer":
+        raise InvalidWorkload("--offload optimizer applies to training; for diffusion use --offload params")
+    if layout.tp is None and layout.pp is None and layout.dp is None:
+        gpus = gpus or cp
+        if gpus % cp:
+            raise InvalidWorkload(f"gpus={gpus} is not a multiple of cp = {cp}")
+        tp = default_tp(model, gpus) if workload.task == "inference" else 1
+        pp, dp = 1, gpus // (tp * cp)
+        how = ("inference shards by TP across the GPUs of one server" if workload.task == "inference"
+               else "training and diffusion replicate by data parallelism")
+        assumptions.append(f"Layout not given: {how} (TP {tp}, PP 1, DP {dp}).")
+    else:
+        tp, pp = layout.tp or 1, layout.pp or 1
+        split = tp * pp * cp
+        names = "tp·pp" + ("·cp" if cp > 1 else "")
+        if layout.dp is None:
+            if gpus is None:
+                gpus = split
+            if gpus % split:
+                raise InvalidWorkload(f"gpus={gpus} is not a multiple of {names} = {split}")
+            dp = gpus // split
+        else:
+            dp = layout.dp
+            if gpus is None:
+                gpus = split * dp
+            elif gpus != split * dp:
+                raise InvalidWorkload(f"gpus={gpus} but {names}·dp = {split * dp}")
+    check_tp(model, tp)
+    if isinstance(model, ModelSpec) and pp > model.num_layers:
+        raise InvalidWorkload(f"pp={pp} exceeds the {model.num_layers} layers of {model.name}")
+    if isinstance(model, DiffusionPipelineSpec) and pp > 1:
+        raise InvalidWorkload("pp > 1 for a diffusion pipeline: AnchorGPU plans diffusion replicas (use --gpus)")
+    ep = layout.ep or 1
+    if ep > 1:
+        if not isinstance(model, ModelSpec) or model.moe is None:
+            raise InvalidWorkload(f"ep={ep}: expert parallelism needs a mixture-of-experts model")
+        if model.moe.num_experts % ep or (tp * dp) % ep:
+            raise InvalidWorkload(
+                f"ep={ep} must divide the {model.moe.num_experts} experts and the tp·dp = {tp * dp} GPUs of a stage")
+    zero = 3 if layout.fsdp else (layout.zero or 0)
+    if training and layout.offload == "params" and zero < 3:
+        raise InvalidWorkload("--offload params needs parameter sharding: add --zero 3 or --fsdp (ZeRO-Infinity, FSDP CPU offload)")
+    if isinstance(model, ModelSpec) and v > 1:
+        if pp == 1:
+            raise InvalidWorkload(f"--virtual-stages {v} needs pipeline parallelism (--pp 2 or more)")
+        if model.num_layers % (pp * v):
+            raise InvalidWorkload(f"--virtual-stages {v}: pp {pp} x {v} does not divide the {model.num_layers} layers "
+                                  f"of {model.name}")
+    if training and isinstance(model, ModelSpec):
+        seq = default_seq_tokens(workload, model.max_context_tokens)
+        if seq % cp:
+            raise InvalidWorkload(f"--cp {cp} does not divide the sequence of {seq:,} tokens")
+    return ResolvedLayout(gpus=gpus, tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=layout.fsdp,
+                          offload=layout.offload, sequence_parallel=training and tp > 1, cp=cp, virtual_stages=v,
+                          tp_overlap=layout.tp_overlap)
