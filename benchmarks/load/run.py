@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/load/run.py                 # full run: 64 clients, 30 s of load, faults
     .venv/bin/python benchmarks/load/run.py --reduced       # the CI size: 16 clients, 6 s of load (under a minute in all)
+    .venv/bin/python benchmarks/load/run.py --hostile       # booking p99 without, then with, unauthenticated attackers
 
 What it does (loopback only; bounded in time and requests; stops every process it started):
 
@@ -19,6 +20,11 @@ What it does (loopback only; bounded in time and requests; stops every process i
 
 Prints bookings/s and p50/p99 latency beside GET /healthz under the same load, the faults, and each
 check; exit status 0 only when every check holds. ``--json-out FILE`` writes the same as JSON.
+
+``--hostile`` (no faults): the booking load runs twice for ``--seconds`` each, first alone (baseline), then
+while the unauthenticated clients of :mod:`load_hostile` send every pattern an attacker without a key can
+send; it reports the quote and booking p99 of each phase and their ratio, and fails when a ratio is over
+``--max-ratio`` (2 by default: issue 13's target).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from typing import Any
 
 import httpx
 import load_checks
+import load_hostile
 import load_server
 from load_clients import (
     BULK,
@@ -64,6 +71,11 @@ class Options:
     keep_db: bool = False
     json_out: Path | None = None
     seed: int = 8
+    hostile: bool = False
+    hostile_tasks: int = 4
+    held_connections: int = 200
+    max_ratio: float = 2.0
+    hostile_patterns: tuple[str, ...] = load_hostile.PATTERNS
 
 
 @dataclass
@@ -83,6 +95,13 @@ def parse(argv: list[str] | None) -> Options:
     p.add_argument("--postgres", default=load_server.DEFAULT_ADMIN_URL, help="admin URL of the PostgreSQL server")
     p.add_argument("--keep-db", action="store_true", help="keep the database afterwards (its name is printed)")
     p.add_argument("--json-out", type=Path, help="write the figures and the checks as JSON to this file")
+    p.add_argument("--hostile", action="store_true",
+                   help="baseline phase, then the same load with unauthenticated attackers; implies --no-faults")
+    p.add_argument("--hostile-tasks", type=int, default=4, help="concurrent tasks per hostile pattern (default 4)")
+    p.add_argument("--held-connections", type=int, default=200, help="connections the held_open pattern keeps open")
+    p.add_argument("--hostile-patterns", default=",".join(load_hostile.PATTERNS),
+                   help="comma-separated patterns to send (default all: " + ", ".join(load_hostile.PATTERNS) + ")")
+    p.add_argument("--max-ratio", type=float, default=2.0, help="largest hostile/baseline p99 ratio that passes (default 2)")
     a = p.parse_args(argv)
     o = Options(clients=16, seconds=6.0, requests=6_000, healthz_seconds=2.0, grace_s=30.0) if a.reduced else Options()
     o.clients = a.clients or o.clients
@@ -92,7 +111,15 @@ def parse(argv: list[str] | None) -> Options:
         p.error("--clients must be at least 5 (one per role); --seconds and --requests positive")
     if o.clients > 512 or o.seconds > 600:
         p.error("--clients at most 512 and --seconds at most 600 (the harness is bounded)")
-    o.faults = not a.no_faults
+    o.faults = not a.no_faults and not a.hostile
+    o.hostile = a.hostile
+    if not 1 <= a.hostile_tasks <= 64 or not 0 <= a.held_connections <= 2000:
+        p.error("--hostile-tasks 1-64 and --held-connections 0-2000 (the harness is bounded)")
+    o.hostile_tasks, o.held_connections, o.max_ratio = a.hostile_tasks, a.held_connections, a.max_ratio
+    o.hostile_patterns = tuple(x.strip() for x in a.hostile_patterns.split(",") if x.strip())
+    unknown = sorted(set(o.hostile_patterns) - set(load_hostile.PATTERNS))
+    if unknown or not o.hostile_patterns:
+        p.error(f"--hostile-patterns: unknown {unknown}; choose among {', '.join(load_hostile.PATTERNS)}")
     o.admin_url = a.postgres
     o.keep_db = a.keep_db
     o.json_out = a.json_out
@@ -147,17 +174,33 @@ async def _load(server: load_server.Server, options: Options, callers: list[Call
         await hammer_healthz(http, options.clients, budget, health)
         healthz_s = time.monotonic() - began
 
+        phases: list[dict[str, Any]] = []
+        if options.hostile:  # the baseline phase: the same load alone, measured on its own
+            baseline = Record()
+            budget = Budget(options.seconds, options.requests, grace_s=options.grace_s)
+            began = time.monotonic()
+            await Clients(http, callers, budget, baseline, seed=options.seed).run()
+            phases.append(_phase("baseline", baseline, time.monotonic() - began))
+
         record = Record()
         budget = Budget(options.seconds, options.requests, grace_s=options.grace_s)
-        clients = Clients(http, callers, budget, record, seed=options.seed)
+        clients = Clients(http, callers, budget, record, seed=options.seed + 1 if options.hostile else options.seed)
         faults: list[Fault] = []
+        hostile_record = load_hostile.HostileRecord()
         began = time.monotonic()
         work = [clients.run()]
         if options.faults:
             work.append(_inject_faults(server, options, database, began, faults))
+        if options.hostile:
+            work.append(_attack(server.base_url, options, hostile_record))
         await asyncio.gather(*work)
         load_s = time.monotonic() - began
         sent_in_load = record.requests
+        if options.hostile:
+            phases.append(_phase("hostile", record, load_s))
+            _merge_into(record, baseline)
+            sent_in_load = record.requests
+            load_s += phases[0]["seconds"]
 
         # Replay every purchase-like request once more: each must answer exactly as before.
         final_replays = [r for r in record.keyed if r.resolved]
@@ -175,7 +218,55 @@ async def _load(server: load_server.Server, options: Options, callers: list[Call
         budget.grace_deadline = time.monotonic() + options.grace_s
         await asyncio.gather(*(replay(r) for r in final_replays))
     return {"health": health, "healthz_s": healthz_s, "record": record, "load_s": load_s, "faults": faults,
-            "sent_in_load": sent_in_load}
+            "sent_in_load": sent_in_load, "phases": phases, "hostile": hostile_record}
+
+
+async def _attack(base_url: str, options: Options, record: load_hostile.HostileRecord) -> None:
+    """The attackers, in a process of their own (as on another machine, but sharing these cores), for the phase."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(Path(load_hostile.__file__)), base_url, str(options.seconds), str(options.hostile_tasks),
+        str(options.held_connections), ",".join(options.hostile_patterns), stdout=asyncio.subprocess.PIPE)
+    out, _ = await asyncio.wait_for(proc.communicate(), options.seconds + 60)
+    got = json.loads(out.decode().strip().splitlines()[-1])
+    for status, n in got["statuses"].items():
+        record.statuses[status] += n
+    record.requests, record.held_peak = got["requests"], got["held_peak"]
+
+
+def _phase(name: str, record: Record, seconds: float) -> dict[str, Any]:
+    """Latency figures of one phase: the quote and the booking (POST /v1/allocations) of authenticated buyers."""
+    quote, buy = record.latencies["quote"], record.latencies["buy"]
+    return {"phase": name, "seconds": round(seconds, 2), "quotes": len(quote), "buys": len(buy),
+            "quote_p50_ms": round(_pct(quote, 0.5) * 1000, 1), "quote_p99_ms": round(_pct(quote, 0.99) * 1000, 1),
+            "buy_p50_ms": round(_pct(buy, 0.5) * 1000, 1), "buy_p99_ms": round(_pct(buy, 0.99) * 1000, 1)}
+
+
+def _merge_into(record: Record, other: Record) -> None:
+    """Add the baseline phase's record to the hostile phase's, so the checks cover every request of the run."""
+    record.keyed[:0] = other.keyed
+    record.quotes.update(other.quotes)
+    record.reuse_checks.extend(other.reuse_checks)
+    record.violations.extend(other.violations)
+    for kind, values in other.latencies.items():
+        record.latencies[kind].extend(values)
+    for status, n in other.statuses.items():
+        record.statuses[status] += n
+    record.requests += other.requests
+    record.race_wins += other.race_wins
+    record.race_refusals += other.race_refusals
+
+
+def _hostile_report(out: dict[str, Any], max_ratio: float) -> tuple[dict[str, Any], list[str]]:
+    """The baseline and hostile phases, their p99 ratios, the attackers' answers; and the target's breaches."""
+    base, hostile = out["phases"]
+    ratios = {kind: round(hostile[f"{kind}_p99_ms"] / base[f"{kind}_p99_ms"], 2) if base[f"{kind}_p99_ms"] else None
+              for kind in ("quote", "buy")}
+    rec: load_hostile.HostileRecord = out["hostile"]
+    breaches = [f"{kind} p99 {hostile[f'{kind}_p99_ms']} ms under attack vs {base[f'{kind}_p99_ms']} ms alone "
+                f"(x{ratio} > x{max_ratio:g})" for kind, ratio in ratios.items() if ratio is None or ratio > max_ratio]
+    return {"phases": out["phases"], "p99_ratio": ratios, "max_ratio": max_ratio,
+            "attacker_requests": rec.requests, "attacker_requests_per_s": round(rec.requests / hostile["seconds"], 1),
+            "held_open_peak": rec.held_peak, "attacker_statuses": dict(sorted(rec.statuses.items()))}, breaches
 
 
 async def _probe(server: load_server.Server, callers: list[Caller], owned: dict[str, list[tuple[str, str]]]) -> list[str]:
@@ -233,10 +324,17 @@ def run(options: Options) -> dict[str, Any]:
             "no allocation or quote readable by another account": leaks,
             "answers kept their promises (stop keeps term and price)": record.violations,
             "no 500 for any request (a dropped database connection answers 503)": [
-                f"{n} x {k}" for k, n in {**record.statuses, **out["health"].statuses}.items() if k.endswith(" 500")],
+                f"{n} x {k}" for k, n in {**record.statuses, **out["health"].statuses, **out["hostile"].statuses}.items()
+                if k.endswith(" 500")],
             "server alive with its workers at the end": [] if server.healthy() and len(server.worker_pids()) == 2 else ["server not healthy"],
         }
+        hostile = None
+        if options.hostile:
+            hostile, breaches = _hostile_report(out, options.max_ratio)
+            checks[f"booking p99 under attack at most {options.max_ratio:g} x the baseline's"] = breaches
         report = _report(options, out, snap, peaks, checks, startup_s, database)
+        if hostile is not None:
+            report["hostile"] = hostile
         report["phases_s"] = {k: round(v, 1) for k, v in phases.items()}
         return report
     finally:
@@ -260,7 +358,7 @@ def _report(options: Options, out: dict[str, Any], snap: Any, peaks: dict[str, i
     hz_lat = health.latencies["healthz"]
     return {
         "options": {"clients": options.clients, "seconds": options.seconds, "requests": options.requests,
-                    "faults": options.faults, "database": database},
+                    "faults": options.faults, "hostile": options.hostile, "database": database},
         "startup_s": round(startup_s, 2),
         "healthz": {"requests": len(hz_lat), "requests_per_s": round(healthz_rps, 1),
                     "p50_ms": round(_pct(hz_lat, 0.5) * 1000, 1), "p99_ms": round(_pct(hz_lat, 0.99) * 1000, 1)},
@@ -308,6 +406,16 @@ def _print(report: dict[str, Any]) -> None:
           f"peak servers held {report['database']['peak_servers']}")
     for f in report["faults"]:
         print(f"  fault at {f['at_s']} s: {f['fault']}: " + ", ".join(f"{k}={v}" for k, v in f.items() if k not in ("fault", "at_s")))
+    if "hostile" in report:
+        h = report["hostile"]
+        for ph in h["phases"]:
+            print(f"  {ph['phase']:<9} quote p50 {ph['quote_p50_ms']} / p99 {ph['quote_p99_ms']} ms, "
+                  f"booking p50 {ph['buy_p50_ms']} / p99 {ph['buy_p99_ms']} ms ({ph['buys']} booking requests in {ph['seconds']} s)")
+        print(f"  p99 under attack / alone: quote x{h['p99_ratio']['quote']}, booking x{h['p99_ratio']['buy']} "
+              f"(target at most x{h['max_ratio']:g})")
+        print(f"  attackers: {h['attacker_requests']} requests ({h['attacker_requests_per_s']}/s), "
+              f"up to {h['held_open_peak']} connections held open")
+        print("    " + ", ".join(f"{k}: {v}" for k, v in h["attacker_statuses"].items()))
     for name, c in report["checks"].items():
         print(f"  [{'ok' if c['ok'] else 'FAIL'}] {name}" + ("" if c["ok"] else f": {c['count']} problems, e.g. {c['problems'][:3]}"))
     print("  phases (s): " + ", ".join(f"{k} {v}" for k, v in report.get("phases_s", {}).items()))
