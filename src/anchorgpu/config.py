@@ -31,6 +31,8 @@ class Settings(BaseSettings):
     offline: bool = Field(default=False, description="Never reach the Hugging Face Hub (also honoured: HF_HUB_OFFLINE=1)")
     hub_fetch: bool = Field(default=False, description="Let the API and the page fetch Hub ids (org/name) for callers: off by default; when on, "
                                                        "bounded (anchorgpu.api.models_ref: a timeout, two fetches at a time, a cache). ANCHORGPU_OFFLINE wins")
+    rate_limit: bool = Field(default=True, description="anchorgpu serve limits public computations per client address "
+                                                         "(anchorgpu.api.ratelimit); ANCHORGPU_RATE_LIMIT=0 turns it off")
     backup_key: SecretStr | None = Field(default=None, description="Secret for an HMAC on backups (db backup signs, db restore and --verify check); unset: checksum only")
 
 

@@ -57,12 +57,15 @@ def create_app(
     session_secret: str | None = None,
     allow_signup: bool | None = None,
     store: Any | None = None,
+    rate_limit: bool = False,
 ) -> FastAPI:
     """Build the application.
 
     ``allow_signup`` lets the sign-in page create an account and show its key once; by default it is on
     for the embedded SQLite database (a one-machine set-up) and off for PostgreSQL deployments.
     ``store`` is an already built :class:`anchorgpu.bootstrap.Store`; without one it is built on first use.
+    ``rate_limit`` adds the per-address limits of :mod:`anchorgpu.api.ratelimit` (``anchorgpu serve`` turns it on
+    unless ``ANCHORGPU_RATE_LIMIT=0``; off for apps built in tests).
     """
     settings = settings or get_settings()
     app = FastAPI(
@@ -90,6 +93,10 @@ def create_app(
     app.mount("/static", StaticFiles(directory=str(resources.files("anchorgpu.web") / "static")), name="static")
 
     app.add_middleware(SessionMiddleware, secret=session_secret or session_secret_from_env())
+    if rate_limit and settings.rate_limit:
+        from anchorgpu.api.ratelimit import PublicRateLimitMiddleware
+
+        app.add_middleware(PublicRateLimitMiddleware)  # before the body is read: a refused request costs no read
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(SecurityHeadersMiddleware)
     app.openapi = _problem_openapi(app)  # type: ignore[method-assign]

@@ -8,4 +8,4 @@ from __future__ import annotations
 
 from anchorgpu.api.app import create_app
 
-app = create_app()
+app = create_app(rate_limit=True)  # per-address limits on public computations (anchorgpu.api.ratelimit)

@@ -75,5 +75,5 @@ def serve_command(
     else:
         from anchorgpu.api.app import create_app
 
-        uvicorn.run(create_app(settings, store=store), host=host, port=port, log_level=log_level, proxy_headers=False,
+        uvicorn.run(create_app(settings, store=store, rate_limit=True), host=host, port=port, log_level=log_level, proxy_headers=False,
                     **uvicorn_options())

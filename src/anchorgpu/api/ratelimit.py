@@ -1,0 +1,121 @@
+"""Per-address rate limits and a concurrency cap on the public computations (``anchorgpu serve``).
+
+The planner, the recommender and the GPU comparison are open to callers without a key, and one training
+``POST /v1/recommend`` of a large model costs a few hundred ms of CPU. Unbounded, a single address sending
+them in a loop takes the CPU the booking workers need (``benchmarks/load/run.py --hostile`` measured the
+booking p99 at 2.3x its baseline with four such loops). So, in each worker process:
+
+- **compute** routes (``POST /v1/plan``, ``POST /v1/recommend``, ``GET /v1/gpus/compare``, ``GET /v1/models/{name}``
+  and the pages that run the same code: ``/plan``, ``/recommend``, ``/gpus/compare`` with a query) are limited
+  per client address with a moving window (:data:`COMPUTE_LIMITS`), whatever headers the request carries;
+- every other public ``GET`` under ``/v1`` (glossary search, catalog, model and GPU lists) has a looser limit
+  per address (:data:`PUBLIC_LIMITS`);
+- at most :data:`MAX_CONCURRENT_COMPUTE` compute requests run at once in a worker, whichever addresses send
+  them: more answer ``503 server_busy`` at once (no queue that an attacker could fill);
+- quotes, allocations and keys (authenticated, per account) and ``/v1/healthz`` are never limited here.
+
+A refused request answers ``429 rate_limited`` (problem+json) with ``Retry-After`` in whole seconds; the counters
+live in the worker's memory (the ``limits`` library's moving window), so with ``--workers N`` an address gets
+up to N times the figures below. The client address is the TCP peer (``anchorgpu serve`` does not trust
+``X-Forwarded-For``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from limits import RateLimitItem, parse_many
+from limits.storage import MemoryStorage
+from limits.strategies import MovingWindowRateLimiter
+
+__all__ = ["COMPUTE_LIMITS", "MAX_CONCURRENT_COMPUTE", "PUBLIC_LIMITS", "PublicRateLimitMiddleware", "route_tier"]
+
+COMPUTE_LIMITS = "2/second;20/minute"
+"""Per client address and worker: planner, recommender and comparison computations."""
+PUBLIC_LIMITS = "10/second;300/minute"
+"""Per client address and worker: every other public ``GET`` under ``/v1`` (glossary, catalog, lists)."""
+MAX_CONCURRENT_COMPUTE = 2
+"""Compute requests running at once in one worker, all addresses together; more answer 503 at once."""
+
+_COMPUTE = (
+    ("POST", re.compile(r"^/v1/(plan|recommend)/?$")),
+    ("GET", re.compile(r"^/v1/gpus/compare/?$")),
+    ("GET", re.compile(r"^/v1/models/.+")),
+    ("GET", re.compile(r"^/(plan|recommend|gpus/compare)/?$")),
+)
+_UNLIMITED = re.compile(r"^/v1/(healthz|quotes|allocations|keys)(/|$)")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def route_tier(method: str, path: str, query_string: bytes = b"") -> str | None:
+    """``"compute"``, ``"public"`` or None (not limited here) for a request.
+
+    >>> route_tier("POST", "/v1/recommend"), route_tier("GET", "/v1/glossary"), route_tier("POST", "/v1/allocations")
+    ('compute', 'public', None)
+    """
+    for m, pattern in _COMPUTE:
+        if method == m and pattern.match(path):
+            if not path.startswith("/v1/") and not query_string:
+                return None  # the empty form of a page costs nothing
+            return "compute"
+    if _UNLIMITED.match(path) or not path.startswith("/v1/"):
+        return None
+    return "public" if method in ("GET", "HEAD") else None
+
+
+class PublicRateLimitMiddleware:
+    """Pure ASGI middleware applying the limits above (see the module's documentation)."""
+
+    def __init__(self, app: ASGIApp, *, compute_limits: str = COMPUTE_LIMITS, public_limits: str = PUBLIC_LIMITS,
+                 max_concurrent_compute: int = MAX_CONCURRENT_COMPUTE) -> None:
+        self.app = app
+        self.limiter = MovingWindowRateLimiter(MemoryStorage())
+        self.limits: dict[str, list[RateLimitItem]] = {"compute": parse_many(compute_limits), "public": parse_many(public_limits)}
+        self.max_concurrent_compute = max_concurrent_compute
+        self.running_compute = 0  # changed only on the event loop: no lock needed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        tier = route_tier(scope["method"], scope["path"], scope.get("query_string", b""))
+        if tier is None:
+            await self.app(scope, receive, send)
+            return
+        client = scope.get("client")
+        address = client[0] if client else "unknown"
+        for item in self.limits[tier]:
+            if not self.limiter.hit(item, tier, address):
+                reset_at = self.limiter.get_window_stats(item, tier, address).reset_time
+                retry_s = max(1, math.ceil(reset_at - time.time()))
+                await self._refuse(scope, receive, send, 429, "rate_limited",
+                                   f"too many {tier} requests from this address: at most {item} (retry in {retry_s} s)", retry_s)
+                return
+        if tier != "compute":
+            await self.app(scope, receive, send)
+            return
+        if self.running_compute >= self.max_concurrent_compute:
+            await self._refuse(scope, receive, send, 503, "server_busy",
+                               f"{self.running_compute} planner computations are already running on this worker; retry shortly", 1)
+            return
+        self.running_compute += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.running_compute -= 1
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, status: int, code: str, detail: str,
+                      retry_after_s: int) -> None:
+        from anchorgpu.api.errors import problem
+
+        response = problem(status, code, detail, headers={"Retry-After": str(retry_after_s)})
+        await response(scope, receive, send)
