@@ -230,11 +230,11 @@ def test_the_stopped_statement_shows_the_end_and_the_amount_as_the_page_does(cli
 def test_a_right_aligned_gpu_memory_label_ends_left_of_its_dashed_line(client: TestClient) -> None:
     # found by QA: "GPU memory 80.0 GiB" was drawn across the dashed line it names (llama-3.1-70b, 4 × H100, 8k, 32)
     html = client.get("/plan?model=llama-3.1-70b&gpu=h100-sxm&gpus=4&context=8192&concurrency=32").text
-    line_x = float(re.search(r'<line class="limit" x1="([\d.]+)"', html).group(1))  # type: ignore[union-attr]
-    label = re.search(r'<text class="limit-label" x="([\d.]+)"[^>]*text-anchor="(\w+)"', html)
+    line_x = float(re.search(r'<line class="limit" x1="([\d.]+)%"', html).group(1))  # type: ignore[union-attr]
+    label = re.search(r'<text class="limit-label" x="([\d.]+)%" dx="(-?\d+)"[^>]*text-anchor="(\w+)"', html)
     assert label is not None
-    assert label.group(2) == "end"
-    assert float(label.group(1)) < line_x
+    assert label.group(3) == "end"  # drawn leftwards from the line's x, 5 px away: it ends before the line
+    assert float(label.group(1)) == line_x and int(label.group(2)) < 0
 
 
 def test_the_catalog_names_every_bare_metal_size_it_lists(client: TestClient) -> None:

@@ -200,8 +200,9 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
     diffusion = result.get("workload", {}).get("task") == "diffusion"
     training = not diffusion and values.get("task", "inference") != "inference"
     context["diffusion"] = diffusion
-    points = [(f"{r['servers']}× {r['offering']}", float(r["total_usd"]), speed)
-              for r in result["results"] if (speed := _speed(r)) is not None and r.get("total_usd") is not None]
+    charted = [(rank, f"{r['servers']}× {r['offering']}", float(r["total_usd"]), speed)
+               for rank, r in enumerate(result["results"], start=1) if (speed := _speed(r)) is not None and r.get("total_usd") is not None]
+    points = [(label, cost, speed) for _, label, cost, speed in charted]
     context["result"] = result
     context["training"] = training
     from urllib.parse import urlencode
@@ -211,6 +212,7 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
     context["recipe_kinds"] = RECIPE_KINDS
     context["launch_query"] = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "recipe"])
     context["launch_kind"] = values.get("recipe")
-    context["chart"] = scatter(points, x_label=f"Total for {result['term']}, USD",
+    context["chart"] = scatter(points, x_label=f"Total for {result['term']}, USD", x_prefix="$", ranks=[c[0] for c in charted],
                                y_label="Training tokens/s" if training else "Output tokens/s (all users)") if points else None
+    context["speed_unit"] = "images/s" if diffusion else "tokens/s"
     return render(request, "recommend.html", context)

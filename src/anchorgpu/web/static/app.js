@@ -59,3 +59,28 @@ document.addEventListener("click", function (event) {
     clearTimeout(timer); timer = setTimeout(refresh, 100);
   });
 })();
+// Scatter points (web/charts.py) name their offering under the chart when focused or tapped; without script each
+// point is still a link to its table row.
+(function () {
+  var chart = document.getElementById("scatter");
+  var said = document.getElementById("scatter-selected");
+  if (!chart || !said) return;
+  function select(point) {
+    chart.querySelectorAll("a.pt.selected").forEach(function (p) { p.classList.remove("selected"); });
+    document.querySelectorAll("tr.selected").forEach(function (r) { r.classList.remove("selected"); });
+    point.classList.add("selected");
+    said.textContent = point.dataset.name;
+    var row = document.getElementById((point.getAttribute("href") || "").slice(1));
+    if (row) row.classList.add("selected");
+  }
+  chart.addEventListener("focusin", function (event) {
+    var point = event.target.closest ? event.target.closest("a.pt") : null;
+    if (point) select(point);
+  });
+  chart.addEventListener("click", function (event) {
+    var point = event.target.closest ? event.target.closest("a.pt") : null;
+    if (!point) return;
+    event.preventDefault();  // a tap names the point here and marks its row; without script the link goes to the row
+    select(point);
+  });
+})();
