@@ -256,14 +256,17 @@ def assemble_dense(
     windows: tuple[int | None, ...],
     gated: bool = True,
     model_type: str | None = None,
+    moe: MoeSpec | None = None,
+    mla: MlaSpec | None = None,
 ) -> ModelSpec:
+    """The spec of a decoder whose blocks are tallied in ``t`` (``ffn``: the dense MLP width, 0 when every layer is MoE)."""
     mt = model_type or r.text("model_type")
     note_context(t, c)
     return finish(
         t, name=name, model_type=mt, family=mt, num_layers=c.layers, hidden_size=c.hidden,
         intermediate_size=ffn, num_attention_heads=c.heads, num_kv_heads=c.kv_heads, head_dim=c.head_dim,
         vocab_size=c.vocab, max_context_tokens=c.context, tie_word_embeddings=tied, gated_mlp=gated,
-        layer_windows=windows, source=source,
+        layer_windows=windows, source=source, mla=mla, moe=moe,
     )
 
 
@@ -281,11 +284,6 @@ def assemble_moe(
     mla: MlaSpec | None = None,
     model_type: str | None = None,
 ) -> ModelSpec:
-    mt = model_type or r.text("model_type")
-    note_context(t, c)
-    return finish(
-        t, name=name, model_type=mt, family=mt, num_layers=c.layers, hidden_size=c.hidden,
-        intermediate_size=dense_ffn, num_attention_heads=c.heads, num_kv_heads=c.kv_heads, head_dim=c.head_dim,
-        vocab_size=c.vocab, max_context_tokens=c.context, tie_word_embeddings=tied, gated_mlp=True,
-        layer_windows=windows, source=source, mla=mla, moe=moe,
-    )
+    """A mixture-of-experts decoder: :func:`assemble_dense` with its experts (gated MLPs throughout)."""
+    return assemble_dense(t, r, c, name, source, tied=tied, ffn=dense_ffn, windows=windows, model_type=model_type,
+                          moe=moe, mla=mla)
