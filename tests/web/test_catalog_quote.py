@@ -63,9 +63,9 @@ def test_sorting_keeps_the_filters_and_an_unknown_sort_falls_back_to_price(clien
     assert rates == sorted(rates)
 
 
-def test_one_per_gpu_hour_price_explained_in_a_caption(client: TestClient) -> None:
+def test_one_per_gpu_hour_price_explained_beside_the_table(client: TestClient) -> None:
     html = client.get("/catalog").text
-    caption = re.search(r'<caption id="price-explained">(.*?)</caption>', html, re.S)
+    caption = re.search(r'id="price-explained">(.*?)</p>', html, re.S)
     assert caption is not None and "730" in caption.group(1) and "720" in caption.group(1)
     head = re.search(r"<thead>(.*?)</thead>", html, re.S).group(1)  # type: ignore[union-attr]
     assert head.count("$/GPU-h") == 1

@@ -240,7 +240,7 @@ def scatter(points: Sequence[tuple[str, float, float]], *, x_label: str, y_label
     >>> len(s.front)  # a -> right to b's cost -> up to b
     2
     """
-    top, bottom = 30, 44
+    top, bottom = 36, 44  # the y axis title on the first 20 px, the top tick's label under it
     left, right = 4.0, 96.0
     plot_height = height - top - bottom
     numbered = list(zip(ranks or range(1, len(points) + 1), points, strict=True))
