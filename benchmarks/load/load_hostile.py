@@ -40,6 +40,7 @@ class HostileRecord:
     statuses: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     requests: int = 0
     held_peak: int = 0
+    cpu_s: float = 0.0
 
     def tally(self, pattern: str, outcome: str | int) -> None:
         self.requests += 1
@@ -196,7 +197,11 @@ def main(argv: list[str] | None = None) -> int:
     hostile = Hostile(url, time.monotonic() + float(seconds), record, tasks_per_pattern=int(tasks),
                       held_connections=int(held), patterns=tuple(p for p in patterns.split(",") if p))
     asyncio.run(hostile.run())
-    print(json.dumps({"statuses": dict(record.statuses), "requests": record.requests, "held_peak": record.held_peak}))
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"statuses": dict(record.statuses), "requests": record.requests, "held_peak": record.held_peak,
+                      "cpu_s": round(usage.ru_utime + usage.ru_stime, 2)}))
     return 0
 
 

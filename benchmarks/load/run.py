@@ -230,7 +230,7 @@ async def _attack(base_url: str, options: Options, record: load_hostile.HostileR
     got = json.loads(out.decode().strip().splitlines()[-1])
     for status, n in got["statuses"].items():
         record.statuses[status] += n
-    record.requests, record.held_peak = got["requests"], got["held_peak"]
+    record.requests, record.held_peak, record.cpu_s = got["requests"], got["held_peak"], got["cpu_s"]
 
 
 def _phase(name: str, record: Record, seconds: float) -> dict[str, Any]:
@@ -266,7 +266,7 @@ def _hostile_report(out: dict[str, Any], max_ratio: float) -> tuple[dict[str, An
                 f"(x{ratio} > x{max_ratio:g})" for kind, ratio in ratios.items() if ratio is None or ratio > max_ratio]
     return {"phases": out["phases"], "p99_ratio": ratios, "max_ratio": max_ratio,
             "attacker_requests": rec.requests, "attacker_requests_per_s": round(rec.requests / hostile["seconds"], 1),
-            "held_open_peak": rec.held_peak, "attacker_statuses": dict(sorted(rec.statuses.items()))}, breaches
+            "held_open_peak": rec.held_peak, "attacker_cpu_s": rec.cpu_s, "attacker_statuses": dict(sorted(rec.statuses.items()))}, breaches
 
 
 async def _probe(server: load_server.Server, callers: list[Caller], owned: dict[str, list[tuple[str, str]]]) -> list[str]:
@@ -414,7 +414,8 @@ def _print(report: dict[str, Any]) -> None:
         print(f"  p99 under attack / alone: quote x{h['p99_ratio']['quote']}, booking x{h['p99_ratio']['buy']} "
               f"(target at most x{h['max_ratio']:g})")
         print(f"  attackers: {h['attacker_requests']} requests ({h['attacker_requests_per_s']}/s), "
-              f"up to {h['held_open_peak']} connections held open")
+              f"up to {h['held_open_peak']} connections held open; the attackers' own process used {h['attacker_cpu_s']} s of CPU "
+              "on the cores the server shares")
         print("    " + ", ".join(f"{k}: {v}" for k, v in h["attacker_statuses"].items()))
     for name, c in report["checks"].items():
         print(f"  [{'ok' if c['ok'] else 'FAIL'}] {name}" + ("" if c["ok"] else f": {c['count']} problems, e.g. {c['problems'][:3]}"))

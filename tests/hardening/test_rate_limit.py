@@ -124,3 +124,30 @@ def test_compute_past_the_concurrency_cap_answers_503_at_once() -> None:
     done, busy, running_after = asyncio.run(go())
     assert busy.status_code == 503 and busy.json()["code"] == "server_busy" and busy.headers["retry-after"] == "1"
     assert done == [200, 200] and running_after == 0
+
+
+def test_an_address_past_its_failed_keys_gets_429_without_a_lookup_while_its_good_keys_go_on() -> None:
+    looked_up: list[bytes] = []
+    good = b"Bearer good-key"
+
+    async def keyed_app(scope: Any, receive: Any, send: Any) -> None:
+        presented = dict(scope["headers"]).get(b"authorization", b"")
+        looked_up.append(presented)
+        status = 200 if presented == good else 401
+        await send({"type": "http.response.start", "status": status, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    limiter = PublicRateLimitMiddleware(keyed_app, auth_failure_limits="3/minute")
+
+    async def go() -> list[int]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=limiter), base_url="http://t") as http:
+            out = [(await http.get("/v1/allocations", headers={"Authorization": good.decode()})).status_code]
+            out += [(await http.get("/v1/allocations", headers={"Authorization": f"Bearer bad-{i}"})).status_code for i in range(5)]
+            out.append((await http.post("/v1/quotes", headers={"Authorization": good.decode()})).status_code)
+            out.append((await http.get("/v1/allocations")).status_code)  # no key at all: the route's own 401
+            return out
+
+    statuses = asyncio.run(go())
+    assert statuses == [200, 401, 401, 401, 429, 429, 200, 401]
+    assert b"Bearer bad-3" not in looked_up and b"Bearer bad-4" not in looked_up  # refused before any lookup
+    assert looked_up.count(good) == 2  # a known good key is still checked every time (a revoke holds at once)

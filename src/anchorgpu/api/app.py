@@ -93,11 +93,11 @@ def create_app(
     app.mount("/static", StaticFiles(directory=str(resources.files("anchorgpu.web") / "static")), name="static")
 
     app.add_middleware(SessionMiddleware, secret=session_secret or session_secret_from_env())
+    app.add_middleware(BodyLimitMiddleware)
     if rate_limit and settings.rate_limit:
         from anchorgpu.api.ratelimit import PublicRateLimitMiddleware
 
-        app.add_middleware(PublicRateLimitMiddleware)  # before the body is read: a refused request costs no read
-    app.add_middleware(BodyLimitMiddleware)
+        app.add_middleware(PublicRateLimitMiddleware)  # outside the body limit: a refused request's body is never read
     app.add_middleware(SecurityHeadersMiddleware)
     app.openapi = _problem_openapi(app)  # type: ignore[method-assign]
     return app

@@ -12,7 +12,13 @@ booking p99 at 2.3x its baseline with four such loops). So, in each worker proce
   per address (:data:`PUBLIC_LIMITS`);
 - at most :data:`MAX_CONCURRENT_COMPUTE` compute requests run at once in a worker, whichever addresses send
   them: more answer ``503 server_busy`` at once (no queue that an attacker could fill);
-- quotes, allocations and keys (authenticated, per account) and ``/v1/healthz`` are never limited here.
+- **failed authentications**: an address whose keys answered 401 more than :data:`AUTH_FAILURE_LIMITS` times
+  gets 429 for any further key it presents under ``/v1/quotes``, ``/v1/allocations`` or ``/v1/keys``, without a
+  database lookup, except a key that this worker has seen succeed (kept as a SHA-256 in a bounded set, only to
+  skip the limiter: such a key is still checked in the database on every request, so a revoke holds at once).
+  Random keys sent in a loop (each a key lookup) so cost the server a hash, while the buyers behind the same
+  address go on;
+- otherwise quotes, allocations and keys (authenticated, per account) and ``/v1/healthz`` are never limited here.
 
 A refused request answers ``429 rate_limited`` (problem+json) with ``Retry-After`` in whole seconds; the counters
 live in the worker's memory (the ``limits`` library's moving window), so with ``--workers N`` an address gets
@@ -22,6 +28,7 @@ up to N times the figures below. The client address is the TCP peer (``anchorgpu
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import time
@@ -32,7 +39,7 @@ from limits import RateLimitItem, parse_many
 from limits.storage import MemoryStorage
 from limits.strategies import MovingWindowRateLimiter
 
-__all__ = ["COMPUTE_LIMITS", "MAX_CONCURRENT_COMPUTE", "PUBLIC_LIMITS", "PublicRateLimitMiddleware", "route_tier"]
+__all__ = ["AUTH_FAILURE_LIMITS", "COMPUTE_LIMITS", "MAX_CONCURRENT_COMPUTE", "PUBLIC_LIMITS", "PublicRateLimitMiddleware", "route_tier"]
 
 COMPUTE_LIMITS = "2/second;20/minute"
 """Per client address and worker: planner, recommender and comparison computations."""
@@ -40,6 +47,10 @@ PUBLIC_LIMITS = "10/second;300/minute"
 """Per client address and worker: every other public ``GET`` under ``/v1`` (glossary, catalog, lists)."""
 MAX_CONCURRENT_COMPUTE = 2
 """Compute requests running at once in one worker, all addresses together; more answer 503 at once."""
+AUTH_FAILURE_LIMITS = "5/second;30/minute"
+"""Per client address and worker: 401 answers before further unknown keys from it answer 429."""
+KNOWN_GOOD_KEYS = 10_000
+"""Hashes of keys seen to succeed, kept per worker (oldest dropped first)."""
 
 _COMPUTE = (
     ("POST", re.compile(r"^/v1/(plan|recommend)/?$")),
@@ -48,6 +59,7 @@ _COMPUTE = (
     ("GET", re.compile(r"^/(plan|recommend|gpus/compare)/?$")),
 )
 _UNLIMITED = re.compile(r"^/v1/(healthz|quotes|allocations|keys)(/|$)")
+_KEYED = re.compile(r"^/v1/(quotes|allocations|keys)(/|$)")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -76,10 +88,12 @@ class PublicRateLimitMiddleware:
     """Pure ASGI middleware applying the limits above (see the module's documentation)."""
 
     def __init__(self, app: ASGIApp, *, compute_limits: str = COMPUTE_LIMITS, public_limits: str = PUBLIC_LIMITS,
-                 max_concurrent_compute: int = MAX_CONCURRENT_COMPUTE) -> None:
+                 max_concurrent_compute: int = MAX_CONCURRENT_COMPUTE, auth_failure_limits: str = AUTH_FAILURE_LIMITS) -> None:
         self.app = app
         self.limiter = MovingWindowRateLimiter(MemoryStorage())
-        self.limits: dict[str, list[RateLimitItem]] = {"compute": parse_many(compute_limits), "public": parse_many(public_limits)}
+        self.limits: dict[str, list[RateLimitItem]] = {"compute": parse_many(compute_limits), "public": parse_many(public_limits),
+                                                       "auth": parse_many(auth_failure_limits)}
+        self.known_good: dict[bytes, None] = {}  # insertion-ordered: the oldest is dropped first
         self.max_concurrent_compute = max_concurrent_compute
         self.running_compute = 0  # changed only on the event loop: no lock needed
 
@@ -87,12 +101,15 @@ class PublicRateLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        client = scope.get("client")
+        address = client[0] if client else "unknown"
+        if _KEYED.match(scope["path"]):
+            await self._keyed(scope, receive, send, address)
+            return
         tier = route_tier(scope["method"], scope["path"], scope.get("query_string", b""))
         if tier is None:
             await self.app(scope, receive, send)
             return
-        client = scope.get("client")
-        address = client[0] if client else "unknown"
         for item in self.limits[tier]:
             if not self.limiter.hit(item, tier, address):
                 reset_at = self.limiter.get_window_stats(item, tier, address).reset_time
@@ -112,6 +129,40 @@ class PublicRateLimitMiddleware:
             await self.app(scope, receive, send)
         finally:
             self.running_compute -= 1
+
+    async def _keyed(self, scope: Scope, receive: Receive, send: Send, address: str) -> None:
+        """A route that needs a key: refuse unknown keys from an address past its failures; learn from the answer."""
+        authorization = next((v for k, v in scope.get("headers", []) if k == b"authorization"), None)
+        if authorization is None:
+            await self.app(scope, receive, send)
+            return
+        digest = hashlib.sha256(authorization).digest()
+        if digest not in self.known_good:
+            for item in self.limits["auth"]:
+                if not self.limiter.test(item, "auth", address):
+                    reset_at = self.limiter.get_window_stats(item, "auth", address).reset_time
+                    retry_s = max(1, math.ceil(reset_at - time.time()))
+                    await self._refuse(scope, receive, send, 429, "rate_limited",
+                                       f"too many requests with invalid API keys from this address: at most {item} "
+                                       f"(retry in {retry_s} s)", retry_s)
+                    return
+        status = 0
+
+        async def watch(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        await self.app(scope, receive, watch)
+        if status == 401:
+            self.known_good.pop(digest, None)
+            for item in self.limits["auth"]:
+                self.limiter.hit(item, "auth", address)
+        elif 200 <= status < 300 and digest not in self.known_good:  # a 422 can come before the key is read
+            self.known_good[digest] = None
+            if len(self.known_good) > KNOWN_GOOD_KEYS:
+                del self.known_good[next(iter(self.known_good))]
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send, status: int, code: str, detail: str,
                       retry_after_s: int) -> None:
