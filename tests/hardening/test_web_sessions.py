@@ -17,7 +17,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from anchorgpu.web.session import COOKIE_NAME
-from hardening.conftest import Caller, Served
+from app_helpers import Caller
+from hardening.conftest import Served
 
 
 def _token(html: str) -> str:

@@ -6,7 +6,6 @@ Databases come from the root conftest (``sqlite_url``, ``postgres_url``, ``db_ur
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -14,44 +13,9 @@ from fastapi.testclient import TestClient
 
 from anchorgpu.api.app import create_app
 from anchorgpu.config import Settings
+from app_helpers import ServedApp
 
-
-@dataclass(frozen=True)
-class Caller:
-    account_id: str
-    api_key: str
-
-    @property
-    def auth(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.api_key}"}
-
-    def idem(self, key: str) -> dict[str, str]:
-        return {**self.auth, "Idempotency-Key": key}
-
-
-@dataclass
-class App:
-    """The app, a client that never raises server exceptions (so a 500 is seen as a 500), and its store."""
-
-    app: Any
-    client: TestClient
-
-    @property
-    def store(self) -> Any:
-        return self.app.state.store
-
-    def caller(self, name: str) -> Caller:
-        from anchorgpu.accounts import create_account
-
-        account_id, api_key = create_account(self.store.uow_factory(), name, clock=self.app.state.clock)
-        return Caller(account_id, api_key)
-
-    def quote(self, caller: Caller, **body: Any) -> dict[str, Any]:
-        payload = {"offering": "h100-sxm-1x-vm", "quantity": 1, "term": "1month", "options": {}, **body}
-        response = self.client.post("/v1/quotes", json=payload, headers=caller.auth)
-        assert response.status_code == 201, response.text
-        quote: dict[str, Any] = response.json()
-        return quote
+App = ServedApp  # the name this folder's tests import
 
 
 def _app_on(url: str, clock: Any) -> Iterator[App]:
