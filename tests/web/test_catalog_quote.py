@@ -54,12 +54,12 @@ def test_sorting_keeps_the_filters_and_an_unknown_sort_falls_back_to_price(clien
     html = client.get("/catalog?gpu=h100&sort=-month").text
     link = re.search(r'href="([^"]+)" id="sort-region"', html)
     assert link is not None and "gpu=h100" in link.group(1).replace("&amp;", "&")
-    months = [Decimal(r[6].lstrip("$").replace(",", "")) for r in _rows(html)]
+    months = [Decimal(r[5].lstrip("$").replace(",", "")) for r in _rows(html)]
     assert months == sorted(months, reverse=True)
     assert all("h100" in r[0] for r in _rows(html))
     fallback = client.get("/catalog?sort=nonsense")
     assert fallback.status_code == 200
-    rates = [Decimal(r[4].lstrip("$").replace(",", "")) for r in _rows(fallback.text)]
+    rates = [Decimal(r[3].lstrip("$").replace(",", "")) for r in _rows(fallback.text)]
     assert rates == sorted(rates)
 
 
@@ -72,7 +72,7 @@ def test_one_per_gpu_hour_price_explained_beside_the_table(client: TestClient) -
     # the comparison rate is the monthly price / GPUs / 730 h (catalog data, a100-80gb-sxm-1x-vm: $1,241 a month)
     offering = load_catalog().offering("a100-80gb-sxm-1x-vm")
     row = next(r for r in _rows(html) if r[0].startswith("a100-80gb-sxm-1x-vm"))
-    assert row[4] == f"${offering.prices_usd.month / offering.gpus / 730:,.2f}"  # type: ignore[operator]
+    assert row[3] == f"${offering.prices_usd.month / offering.gpus / 730:,.2f}"  # type: ignore[operator]
 
 
 def test_the_row_count_has_a_correct_plural(client: TestClient) -> None:

@@ -80,6 +80,7 @@ def bare_metal_sizes() -> str:
 
 
 SORT_KEYS: tuple[str, ...] = ("offering", "region", "memory", "gpus", "month", "per_gpu_hour", "free")
+# "gpus" has no heading of its own (the offering cell says "8 × h100-sxm"); ?sort=gpus still works
 """The catalog table's sortable columns (``?sort=KEY`` ascending, ``?sort=-KEY`` descending)."""
 
 
