@@ -5,11 +5,11 @@ VAE decode's activation peaks, with or without model CPU offload. Pure; the form
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 from anchorgpu.architectures.spec import DiffusionPipelineSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import diffusion as dm
+from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import Overheads, Workload
 from anchorgpu.planner.result import MemoryBreakdown, ResolvedLayout
@@ -56,4 +56,4 @@ def plan_diffusion(pipe: DiffusionPipelineSpec, gpu: GpuSpec | None, w: Workload
     per_gpu = MemoryBreakdown(weights_bytes=weights, kv_cache_bytes=0, activations_bytes=act, gradients_bytes=0,
                               optimizer_bytes=0, overhead_bytes=context + ov.cublas_workspace_bytes + fragmentation)
     return TaskTerms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=gpu.memory_bytes if gpu is not None else None,
-                  workload=replace(w, resolution=(width, height)))
+                  workload=evolve(w, resolution=(width, height)))

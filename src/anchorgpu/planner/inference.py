@@ -5,12 +5,12 @@ left (most sequences, longest context) under ``gpu_memory_utilization``. Pure.""
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
+from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import (
     KV_CACHE_DTYPES,
@@ -48,15 +48,10 @@ def kv_request(model: ModelSpec, ctx: int, seqs: int, precision: PrecisionPlan, 
 
 def longest_context(model: ModelSpec, capacity: int, seqs: int, limit: int, precision: PrecisionPlan,
                      lay: ResolvedLayout, w: Workload) -> int:
-    """Largest context (multiple of 1 token) whose KV for ``seqs`` sequences fits ``capacity`` (bisection)."""
-    lo, hi = 0, limit
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if kv_request(model, mid, seqs, precision, lay, w) <= capacity:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    """Largest context (tokens, at most ``limit``) whose KV for ``seqs`` sequences fits ``capacity``."""
+    return mm.longest_kv_context(model, capacity=capacity, sequences=seqs,
+                                 bytes_per_value=KV_CACHE_DTYPES[precision.kv_cache], tp=lay.tp, pp=lay.pp,
+                                 block_size=w.block_size_tokens, limit=limit)
 
 
 def state_assumption(model: ModelSpec, per_sequence_bytes: int) -> str:
@@ -160,6 +155,6 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                 + f" {fmt_bytes(budget)} engine budget: no room for the KV cache"))
     return TaskTerms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, max_concurrency=max_conc,
                   max_context_tokens=max_ctx,
-                  workload=replace(w, context_tokens=ctx, concurrency=concurrency, max_num_batched_tokens=tokens,
+                  workload=evolve(w, context_tokens=ctx, concurrency=concurrency, max_num_batched_tokens=tokens,
                                    max_num_seqs=seqs,
                                    prompt_tokens=speed_prompt_tokens(media, model, w, ctx, assumptions) or w.prompt_tokens))

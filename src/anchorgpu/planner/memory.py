@@ -257,7 +257,7 @@ def kv_cache_bytes(
     1073741824
     """
     values = kv_values_per_token_per_gpu(model, tp=tp)
-    groups = _window_groups(model.attention_windows)
+    groups = _model_window_groups(model)
     token_slots = 0
     for window, layers in groups:
         tokens = context_tokens if window is None else min(context_tokens, window)
@@ -265,6 +265,68 @@ def kv_cache_bytes(
     stage = stage_layers(model.num_layers, pp)
     total = token_slots * values * bytes_per_value * sequences * stage / max(1, model.num_layers)
     return math.ceil(total)
+
+
+def longest_kv_context(
+    model: ModelSpec, *, capacity: int, sequences: int, bytes_per_value: float, tp: int, pp: int, block_size: int,
+    limit: int,
+) -> int:
+    """Longest context, at most ``limit`` tokens, whose :func:`kv_cache_bytes` for ``sequences`` fits ``capacity``.
+
+    The same answer as a bisection over ``kv_cache_bytes`` from 0 to ``limit`` (the cache grows with the
+    context, one block at a time), found on the block count instead: below ``limit`` it is a whole number of
+    blocks, each candidate costs one pass over the window groups with the same arithmetic, and the search
+    starts from the count the full-attention rate gives (exact for models without sliding windows).
+
+    >>> from anchorgpu.planner._examples import llama_3_1_8b
+    >>> longest_kv_context(llama_3_1_8b(), capacity=2**30, sequences=1, bytes_per_value=2, tp=1, pp=1,
+    ...                    block_size=16, limit=131072)
+    8192
+    """
+    if capacity < 0:
+        return 0
+    values = kv_values_per_token_per_gpu(model, tp=tp)
+    groups = _model_window_groups(model)
+    stage = stage_layers(model.num_layers, pp)
+    layers = max(1, model.num_layers)
+
+    def fits(blocks: int) -> bool:  # kv_cache_bytes at blocks · block_size tokens, the same operations in order
+        token_slots = 0
+        for window, count in groups:
+            used = blocks if window is None else min(blocks, ceil_div(window, block_size))
+            token_slots += used * block_size * count
+        return math.ceil(token_slots * values * bytes_per_value * sequences * stage / layers) <= capacity
+
+    top = ceil_div(limit, block_size)
+    if fits(top):
+        return limit
+    lo, hi = 0, top - 1  # fits(0) holds (an empty cache); nothing above hi fits
+    per_block = block_size * sum(count for _, count in groups) * values * bytes_per_value * sequences * stage / layers
+    guess = min(hi, int(capacity // per_block)) if per_block > 0 else hi
+    step = 1
+    if fits(guess):
+        lo = guess
+        while lo + step <= hi:
+            if not fits(lo + step):
+                hi = lo + step - 1
+                break
+            lo += step
+            step *= 2
+    else:
+        hi = guess - 1
+        while hi - step + 1 > lo:
+            if fits(hi - step + 1):
+                lo = hi - step + 1
+                break
+            hi -= step
+            step *= 2
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo * block_size
 
 
 STATE_BYTES_PER_VALUE = 2
@@ -293,6 +355,22 @@ def recurrent_state_bytes(
         return 0
     stage = stage_layers(model.num_layers, pp)
     return math.ceil(per_sequence * sequences * stage / (tp * max(1, model.num_layers)))
+
+
+_MODEL_GROUPS: dict[int, tuple[ModelSpec, tuple[tuple[int | None, int], ...]]] = {}
+
+
+def _model_window_groups(model: ModelSpec) -> tuple[tuple[int | None, int], ...]:
+    """:func:`_window_groups` of a model's attention windows, memoised per (frozen) model object: the planner
+    asks for them several times per plan, and hashing the per-layer tuple costs more than the lookup."""
+    hit = _MODEL_GROUPS.get(id(model))
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    groups = _window_groups(model.attention_windows)
+    if len(_MODEL_GROUPS) >= 512:
+        _MODEL_GROUPS.clear()
+    _MODEL_GROUPS[id(model)] = (model, groups)
+    return groups
 
 
 @lru_cache(maxsize=256)

@@ -14,11 +14,12 @@ answer's types live in :mod:`~anchorgpu.planner.result` and are re-exported here
 
 from __future__ import annotations
 
-from dataclasses import replace
+from functools import lru_cache
 
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.checks import BASE_CHECK, layout_warnings, precision_warnings
 from anchorgpu.planner.diffusion_plan import plan_diffusion
 from anchorgpu.planner.formats import shipped_format
@@ -34,6 +35,10 @@ from anchorgpu.units import fmt_bytes
 
 __all__ = ["Layout", "MemoryBreakdown", "Overheads", "Plan", "PrecisionPlan", "ResolvedLayout", "Suggestion", "Workload",
            "plan"]
+
+_size = lru_cache(maxsize=1024)(fmt_bytes)  # a model's checkpoint size recurs across its plans
+# the defaults of the frozen inputs, built once
+_WORKLOAD, _PRECISION, _LAYOUT, _OVERHEADS = Workload(), PrecisionPlan(), Layout(), Overheads()
 
 
 def plan(
@@ -61,15 +66,15 @@ def plan(
     >>> p.per_gpu.kv_cache_bytes, p.fits
     (1073741824, None)
     """
-    w = workload or Workload()
-    prec = precision or PrecisionPlan()
-    lay_in = layout or Layout()
-    ov = overheads or Overheads()
+    w = workload or _WORKLOAD
+    prec = precision or _PRECISION
+    lay_in = layout or _LAYOUT
+    ov = overheads or _OVERHEADS
     assumptions: list[str] = []
     if isinstance(model, DiffusionPipelineSpec) and w.task != "diffusion":
         if w.task != "inference":
             raise InvalidWorkload(f"{model.name} is a diffusion pipeline: use --task diffusion (not {w.task})")
-        w = replace(w, task="diffusion")
+        w = evolve(w, task="diffusion")
         assumptions.append("A diffusion pipeline: planned as task diffusion (image generation).")
     if isinstance(model, ModelSpec) and w.task == "diffusion":
         raise InvalidWorkload(f"--task diffusion needs a diffusion pipeline; {model.name} is a language model")
@@ -84,10 +89,10 @@ def plan(
     if choose_layout and gpu is not None and isinstance(model, ModelSpec):
         chosen = choose_layout_plan(model, w, prec, lay_in, gpu, ov)
         if chosen is not None:
-            return replace(chosen, assumptions=(*assumptions, *chosen.assumptions))
+            return evolve(chosen, assumptions=(*assumptions, *chosen.assumptions))
     fmt = resolve_format(model, w, prec, assumptions)
     if prec.weights != fmt.name:  # dataclasses.replace costs more than the rest of a small plan
-        prec = replace(prec, weights=fmt.name)
+        prec = evolve(prec, weights=fmt.name)
     lay = resolve_layout(model, w, lay_in, assumptions)
     warnings: list[PlanWarning] = []
     if isinstance(model, DiffusionPipelineSpec):
@@ -104,7 +109,7 @@ def plan(
         fmt, prec, gpu, shipped=isinstance(model, ModelSpec) and fmt.quantized and fmt == shipped_format(model))
     if terms.checkpoint_bytes is not None:
         warnings.append(make_warning("checkpoint_restore_unverified",
-                                     f"a checkpoint takes {fmt_bytes(terms.checkpoint_bytes)}: test restoring it"))
+                                     f"a checkpoint takes {_size(terms.checkpoint_bytes)}: test restoring it"))
     total = terms.per_gpu.total_bytes
     fits = headroom = None
     if terms.budget_bytes is not None:

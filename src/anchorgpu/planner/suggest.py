@@ -3,11 +3,10 @@ a workload fit (each planned again to check it does), and the plan of the layout
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import RECOMPUTES, Layout, Overheads, PrecisionPlan, Workload
 from anchorgpu.planner.result import Plan, ResolvedLayout, Suggestion
@@ -26,7 +25,7 @@ def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload,
                         Layout(gpus=lay.gpus, tp=lay.tp, pp=lay.pp * lay.dp, dp=1)))
         if w.gpu_memory_utilization < 0.95:
             out.append(("--gpu-memory-utilization 0.95", "let the engine use 95 % of GPU memory",
-                        replace(w, gpu_memory_utilization=0.95), precision, layout))
+                        evolve(w, gpu_memory_utilization=0.95), precision, layout))
         for gpus in (2, 4, 8, 16, 32):
             if gpus > lay.gpus:
                 tp = min(gpus, GPUS_PER_SERVER)
@@ -36,44 +35,44 @@ def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload,
                                 f"shard over {gpus} GPUs", w, precision, new))
         for name, above_bits in (("fp8", 8), ("int4-awq", 6)):
             if fmt.linear_bits > above_bits + 0.5:  # not when already in (a block-scaled variant of) it
-                out.append((f"--weights {name}", f"store weights as {name}", w, replace(precision, weights=name), layout))
+                out.append((f"--weights {name}", f"store weights as {name}", w, evolve(precision, weights=name), layout))
         if precision.kv_cache != "fp8":
-            out.append(("--kv-cache fp8", "halve the KV cache with fp8", w, replace(precision, kv_cache="fp8"), layout))
+            out.append(("--kv-cache fp8", "halve the KV cache with fp8", w, evolve(precision, kv_cache="fp8"), layout))
     elif w.task in ("train", "lora", "qlora"):
         if lay.zero < 3 and lay.dp > 1:
             out.append(("--zero 3", "shard weights, gradients and optimizer over the data-parallel ranks", w,
-                        precision, replace(layout, zero=3, fsdp=False)))
+                        precision, evolve(layout, zero=3, fsdp=False)))
         for rc in ("selective", "full"):
             if RECOMPUTES.index(rc) > RECOMPUTES.index(w.recompute or "none"):
-                out.append((f"--recompute {rc}", f"{rc} activation recompute", replace(w, recompute=rc), precision, layout))
+                out.append((f"--recompute {rc}", f"{rc} activation recompute", evolve(w, recompute=rc), precision, layout))
         seq = w.seq_tokens or 0
         if seq >= 256:
-            out.append((f"--seq {seq // 2}", "halve the sequence length", replace(w, seq_tokens=seq // 2), precision,
+            out.append((f"--seq {seq // 2}", "halve the sequence length", evolve(w, seq_tokens=seq // 2), precision,
                         layout))
         if (w.micro_batch or 1) > 1:
             out.append(("--micro-batch 1", "one sequence per step (accumulate gradients instead)",
-                        replace(w, micro_batch=1), precision, layout))
+                        evolve(w, micro_batch=1), precision, layout))
         for gpus in (2, 4, 8, 16, 32, 64, 128, 256):
             if gpus > lay.gpus:
                 sharded = Layout(gpus=gpus, zero=3, offload=layout.offload)
                 out.append((f"--gpus {gpus} --zero 3", f"ZeRO-3 over {gpus} GPUs", w, precision, sharded))
                 if w.recompute != "full":
                     out.append((f"--gpus {gpus} --zero 3 --recompute full", f"ZeRO-3 over {gpus} GPUs, full recompute",
-                                replace(w, recompute="full"), precision, sharded))
+                                evolve(w, recompute="full"), precision, sharded))
         if lay.offload == "none":
             out.append(("--offload optimizer", "keep optimizer state in CPU RAM", w, precision,
-                        replace(layout, offload="optimizer")))
+                        evolve(layout, offload="optimizer")))
         if w.task == "train":
-            out.append(("--task qlora", "a different job: fine-tune LoRA adapters on a frozen NF4 base", replace(w, task="qlora"),
-                        replace(precision, weights=None), layout))
+            out.append(("--task qlora", "a different job: fine-tune LoRA adapters on a frozen NF4 base", evolve(w, task="qlora"),
+                        evolve(precision, weights=None), layout))
     else:
         if not w.vae_tiling:
-            out.append(("--vae-tiling", "decode the image in tiles", replace(w, vae_tiling=True), precision, layout))
+            out.append(("--vae-tiling", "decode the image in tiles", evolve(w, vae_tiling=True), precision, layout))
         if layout.offload == "none":
-            out.append(("--offload params", "model CPU offload", w, precision, replace(layout, offload="params")))
+            out.append(("--offload params", "model CPU offload", w, precision, evolve(layout, offload="params")))
         if fmt.linear_bits > 8:
-            out.append(("--weights fp8", "fp8 denoiser", w, replace(precision, weights="fp8"), layout))
-            out.append(("--weights nf4", "NF4 denoiser", w, replace(precision, weights="nf4"), layout))
+            out.append(("--weights fp8", "fp8 denoiser", w, evolve(precision, weights="fp8"), layout))
+            out.append(("--weights nf4", "NF4 denoiser", w, evolve(precision, weights="nf4"), layout))
     return out
 
 
@@ -102,10 +101,8 @@ def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, preci
 
 
 def choose_layout_plan(model: ModelSpec, w: Workload, prec: PrecisionPlan, lay_in: Layout, gpu: GpuSpec,
-            ov: Overheads) -> Plan | None:
+                       ov: Overheads) -> Plan | None:
     """The plan of the layout chosen for the user, or None when nothing is open or nothing fits."""
-    from anchorgpu.planner.speed import layouts
-
     if w.task in ("train", "lora", "qlora"):
         open_knobs = (lay_in.tp is None or lay_in.pp is None or lay_in.dp is None or lay_in.cp is None
                       or (lay_in.zero is None and not lay_in.fsdp) or w.micro_batch is None or w.recompute is None
@@ -116,18 +113,22 @@ def choose_layout_plan(model: ModelSpec, w: Workload, prec: PrecisionPlan, lay_i
         if explicit and (lay_in.zero is not None or lay_in.fsdp) and w.micro_batch is not None \
                 and w.recompute is not None and (lay_in.virtual_stages is not None or (lay_in.pp or 1) == 1):
             return None  # DP and CP follow from what is given: one candidate, nothing to choose
+        from anchorgpu.planner.speed import layouts  # it plans each candidate: imported where it is needed
+
         found = layouts.choose_training_layout(model, w, prec, lay_in, gpu, ov)
         if found is None:
             return None
         choice, chosen = found
-        return replace(chosen, assumptions=(choice.reason, *chosen.assumptions))
+        return evolve(chosen, assumptions=(choice.reason, *chosen.assumptions))
     if w.task == "inference" and lay_in.gpus is None and lay_in.tp is None and lay_in.pp is None \
             and lay_in.dp is None:
+        from anchorgpu.planner.speed import layouts
+
         served = layouts.choose_serving_layout(model, w, prec, lay_in, gpu, ov)
         if served is None:
             return None
         choice, chosen = served
         if chosen.layout.gpus == 1:
             return None  # one GPU is today's default: plan it the usual way
-        return replace(chosen, assumptions=(choice.reason, *chosen.assumptions))
+        return evolve(chosen, assumptions=(choice.reason, *chosen.assumptions))
     return None

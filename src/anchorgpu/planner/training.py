@@ -5,12 +5,13 @@ fine-tuning terms and runtime overhead. Pure."""
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from functools import lru_cache
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
+from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.finetune import finetune_terms
 from anchorgpu.planner.formats import WeightFormat, model_param_parts
 from anchorgpu.planner.inputs import ALL_LORA_TARGETS, Overheads, Recompute, Workload, default_seq_tokens
@@ -52,8 +53,10 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     share = params_gpu / max(1, model.params_total)
     on_gpu_optimizer = lay.offload == "none"
     moment_scale = 1.0 if mixed or w.optimizer == "adamw-8bit" else 0.5
-    shapes = [(g.count, g.d_in, g.d_out) for g in model.linear_groups]  # Adafactor factors every 2-D tensor
-    shapes += [(1, model.vocab_size, model.hidden_size)] * ((model.params.embeddings > 0) + (model.params.head > 0))
+    shapes: list[tuple[int, int, int]] = []  # only Adafactor reads them: it factors every 2-D tensor
+    if w.optimizer == "adafactor":
+        shapes = [(g.count, g.d_in, g.d_out) for g in model.linear_groups]
+        shapes += [(1, model.vocab_size, model.hidden_size)] * ((model.params.embeddings > 0) + (model.params.head > 0))
     if w.task == "train":
         grads = mm.gradient_bytes(params_gpu, bytes_per_value=w.grad_bytes_per_value, zero=lay.zero, dp=lay.dp)
         master = mm.master_weight_bytes(params_gpu, mixed_precision=mixed, zero=lay.zero, dp=lay.dp)
@@ -69,7 +72,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     else:
         adapters = mm.adapter_params(model, rank=w.lora_rank, targets=w.lora_targets)
         if adapters == 0 and w.lora_targets == ALL_LORA_TARGETS and model.attention_layers == 0:
-            w = replace(w, lora_targets=mm.SSM_DEFAULT_LORA_TARGETS)  # no attention: adapt the mixers instead
+            w = evolve(w, lora_targets=mm.SSM_DEFAULT_LORA_TARGETS)  # no attention: adapt the mixers instead
             adapters = mm.adapter_params(model, rank=w.lora_rank, targets=w.lora_targets)
             assumptions.append(f"LoRA targets not given and {model.name} has no attention: adapters on the mixer "
                                f"projections {', '.join(w.lora_targets)} (PEFT's Mamba example).")
@@ -125,15 +128,20 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     breakdown.update(cuda_context_bytes=context, cublas_workspace_bytes=ov.cublas_workspace_bytes,
                      nccl_buffers_bytes=nccl, fragmentation_bytes=fragmentation, checkpoint_bytes=checkpoint)
     overhead = context + ov.cublas_workspace_bytes + nccl + fragmentation
-    assumptions.append(
-        f"Runtime overhead: context {fmt_bytes(context)}, library workspace {fmt_bytes(ov.cublas_workspace_bytes)}, "
-        f"NCCL {fmt_bytes(nccl)}, allocator fragmentation {ov.fragmentation_fraction:.0%} of tensors.")
+    assumptions.append(_overhead_line(context, ov.cublas_workspace_bytes, nccl, ov.fragmentation_fraction))
     per_gpu = MemoryBreakdown(weights_bytes=weights, kv_cache_bytes=0, activations_bytes=act, gradients_bytes=grads,
                               optimizer_bytes=master + moments, overhead_bytes=overhead)
     budget = gpu.memory_bytes if gpu is not None else None
     return TaskTerms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, checkpoint_bytes=checkpoint,
                   workload=w if (w.seq_tokens, w.recompute, w.micro_batch) == (seq, recompute, micro_batch)
-                  else replace(w, seq_tokens=seq, recompute=recompute, micro_batch=micro_batch))
+                  else evolve(w, seq_tokens=seq, recompute=recompute, micro_batch=micro_batch))
+
+
+@lru_cache(maxsize=256)
+def _overhead_line(context: int, workspace: int, nccl: int, fragmentation: float) -> str:
+    """The runtime-overhead assumption (a few distinct values recur across plans: memoised)."""
+    return (f"Runtime overhead: context {fmt_bytes(context)}, library workspace {fmt_bytes(workspace)}, "
+            f"NCCL {fmt_bytes(nccl)}, allocator fragmentation {fragmentation:.0%} of tensors.")
 
 
 def finetune_activation_terms(model: ModelSpec, fmt: WeightFormat, w: Workload, seq: int, micro_batch: int, lay: ResolvedLayout,

@@ -38,7 +38,9 @@ TRAIN_FORMATS = ("bf16", "fp16", "fp32")
 
 def check_positive(name: str, value: int | None) -> None:
     """Refuse anything but a whole number >= 1; ``name`` is the field (micro_batch), shown as the flag (micro-batch)."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+    if value is None or (type(value) is int and value >= 1):  # the usual case, decided without isinstance
+        return
+    if (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise InvalidWorkload(f"{name.replace('_', '-')}={value!r}: must be a whole number of at least 1")
 
 

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
+from anchorgpu.planner import memory as mm
+from anchorgpu.planner.inputs import KV_CACHE_DTYPES
 from anchorgpu.planner.speed.calibration import Band, Calibration, Overrides, calibrated, calibration, stack_of
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import (
@@ -72,9 +74,6 @@ def train_layout(plan: Plan) -> TrainLayout:
 
 def _kv_bytes(plan: Plan, tokens: int) -> int:
     """KV-cache bytes one sequence of ``tokens`` holds on one GPU of the plan's layout."""
-    from anchorgpu.planner import memory as mm
-    from anchorgpu.planner.inputs import KV_CACHE_DTYPES
-
     model, lay = plan.model, plan.layout
     assert isinstance(model, ModelSpec)
     return mm.kv_cache_bytes(model, context_tokens=tokens, sequences=1, tp=lay.tp, pp=lay.pp, block_size=1,
@@ -82,8 +81,6 @@ def _kv_bytes(plan: Plan, tokens: int) -> int:
 
 
 def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int) -> ServingSetup:
-    from anchorgpu.planner import memory as mm
-
     model, lay = plan.model, plan.layout
     assert isinstance(model, ModelSpec)
     kv_seq = _kv_bytes(plan, prompt_tokens + output_tokens // 2)
@@ -112,8 +109,6 @@ def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: i
     capacity = int(plan.breakdown.get("kv_cache_capacity_bytes", 0))
     per_seq = max(1.0, setup.kv_bytes_per_sequence_per_gpu)
     if reserve_tokens is not None:
-        from anchorgpu.planner import memory as mm
-
         assert isinstance(plan.model, ModelSpec)
         state = mm.recurrent_state_bytes(plan.model, sequences=1, tp=plan.layout.tp, pp=plan.layout.pp)
         per_seq = max(1.0, float(_kv_bytes(plan, reserve_tokens) + state))

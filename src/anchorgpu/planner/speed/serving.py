@@ -139,7 +139,21 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: f
     >>> one.step_s < many.step_s < 64 * one.step_s
     True
     """
-    c = _constants(model, gpu, setup, cal or calibration(), ideal)
+    cal = cal or calibration()
+    step, fixed, weights_s, attention_s, comm, bound = _step(
+        model, setup, _constants(model, gpu, setup, cal, ideal), cal, ideal, batch, prefill_tokens,
+        attention_flops_per_token(model, 2 * cached_tokens, causal=True),
+        attention_flops_per_token(model, prompt_tokens, causal=True) if prefill_tokens and prompt_tokens else 0.0)
+    return DecodeStep(step_s=step, fixed_s=fixed, weights_s=weights_s, attention_s=attention_s,
+                      communication_s=comm, bound=bound)
+
+
+def _step(model: ModelSpec, setup: ServingSetup, c: _StepConstants, cal: Calibration, ideal: bool, batch: float,
+          prefill_tokens: float, decode_attn_flops: float, prefill_attn_flops: float
+          ) -> tuple[float, float, float, float, float, str]:
+    """:func:`decode_step`'s fields in order, once its constants and the attention FLOPs per token (decoding at
+    the cached length, prefill at the prompt's; 0 without prefill) are known: a serving estimate takes six
+    steps of one setup and reads two of the fields."""
     tokens = batch + prefill_tokens
     weights = setup.weights_bytes_per_gpu
     if model.moe is not None and model.params_total:
@@ -150,23 +164,22 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: f
     matmul_s = tokens * 2.0 * c.matmul_params / split / (c.peak * c.mm_eff)
     weights_s = max(weights / mem_rate, matmul_s)
     kv_s = batch * setup.kv_bytes_per_sequence_per_gpu / mem_rate
-    attn_flops = batch * attention_flops_per_token(model, 2 * cached_tokens, causal=True)
-    if prefill_tokens and prompt_tokens:
-        attn_flops += prefill_tokens * attention_flops_per_token(model, prompt_tokens, causal=True)
+    attn_flops = batch * decode_attn_flops
+    if prefill_tokens and prefill_attn_flops:
+        attn_flops += prefill_tokens * prefill_attn_flops
     attn_compute_s = attn_flops / split / (c.bf16 * c.att_eff)
     attention_s = max(kv_s, attn_compute_s)
     per_gpu = setup.pp * (weights_s + attention_s + tokens * c.elementwise_s_per_token)
     comm = 0.0
     if c.link is not None:
         comm = 2 * model.num_layers * allreduce_s(tokens * model.hidden_size * ACTIVATION_BYTES, setup.tp, c.link,
-                                                  efficiency=1.0 if ideal else (cal or calibration()).link_efficiency)
+                                                  efficiency=1.0 if ideal else cal.link_efficiency)
     fixed = c.fixed_s
     step = fixed + per_gpu + comm
     memory_part = weights / mem_rate + kv_s
     compute_part = matmul_s + attn_compute_s
     bound = "fixed" if fixed > per_gpu else ("memory" if memory_part >= compute_part else "compute")
-    return DecodeStep(step_s=step, fixed_s=fixed, weights_s=setup.pp * weights_s, attention_s=setup.pp * attention_s,
-                      communication_s=comm, bound=bound)
+    return step, fixed, setup.pp * weights_s, setup.pp * attention_s, comm, bound
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -188,21 +201,19 @@ class ServingEstimate:
     max_output_tokens_per_s_ceiling: float
 
 
-def _steady(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, batch: int, prompt: int, output: int,
-            cal: Calibration, ideal: bool) -> DecodeStep:
-    cached = prompt + output // 2
-    return decode_step(model, gpu, setup, batch=batch, prefill_tokens=batch * prompt / output,
-                       prompt_tokens=prompt, cached_tokens=cached, cal=cal, ideal=ideal)
+def _steady(model: ModelSpec, setup: ServingSetup, c: _StepConstants, batch: int, prompt: int, output: int,
+            cal: Calibration, ideal: bool, attn: tuple[float, float]) -> tuple[float, float, float, float, float, str]:
+    prefill = batch * prompt / output
+    return _step(model, setup, c, cal, ideal, batch, prefill, attn[0], attn[1] if prefill and prompt else 0.0)
 
 
-def _ttft(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, others: int, prompt: int, output: int,
-          cal: Calibration, ideal: bool) -> float:
+def _ttft(model: ModelSpec, setup: ServingSetup, c: _StepConstants, others: int, prompt: int, cal: Calibration,
+          ideal: bool, attn: tuple[float, float]) -> float:
     budget = max(1, setup.max_num_batched_tokens - others)
     chunks = math.ceil(prompt / budget)
     chunk = min(prompt, budget)
-    step = decode_step(model, gpu, setup, batch=others, prefill_tokens=chunk, prompt_tokens=prompt,
-                       cached_tokens=prompt + output // 2, cal=cal, ideal=ideal)
-    return chunks * step.step_s
+    step = _step(model, setup, c, cal, ideal, others, chunk, attn[0], attn[1] if chunk and prompt else 0.0)
+    return chunks * step[0]
 
 
 def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, prompt_tokens: int, output_tokens: int,
@@ -222,17 +233,21 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     per_replica = math.ceil(concurrency / setup.replicas)
     sat_replica = max(1, saturation_concurrency // setup.replicas)
     out: dict[str, float] = {}
+    # every step here decodes at the average cached length and prefills the prompt: attention FLOPs per token
+    attn = (attention_flops_per_token(model, 2 * (prompt_tokens + output_tokens // 2), causal=True),
+            attention_flops_per_token(model, prompt_tokens, causal=True))
     for ideal in (False, True):
-        step = _steady(model, gpu, setup, per_replica, prompt_tokens, output_tokens, cal, ideal)
-        sat = _steady(model, gpu, setup, sat_replica, prompt_tokens, output_tokens, cal, ideal)
+        c = _constants(model, gpu, setup, cal, ideal)
+        step = _steady(model, setup, c, per_replica, prompt_tokens, output_tokens, cal, ideal, attn)
+        sat = _steady(model, setup, c, sat_replica, prompt_tokens, output_tokens, cal, ideal, attn)
         suffix = "_ceiling" if ideal else ""
-        out["tpot" + suffix] = step.step_s
-        out["tps" + suffix] = setup.replicas * per_replica / step.step_s if concurrency >= setup.replicas \
-            else concurrency / step.step_s
-        out["max" + suffix] = setup.replicas * sat_replica / sat.step_s
-        out["ttft" + suffix] = _ttft(model, gpu, setup, per_replica - 1, prompt_tokens, output_tokens, cal, ideal)
+        out["tpot" + suffix] = step[0]
+        out["tps" + suffix] = setup.replicas * per_replica / step[0] if concurrency >= setup.replicas \
+            else concurrency / step[0]
+        out["max" + suffix] = setup.replicas * sat_replica / sat[0]
+        out["ttft" + suffix] = _ttft(model, setup, c, per_replica - 1, prompt_tokens, cal, ideal, attn)
         if not ideal:
-            out_bound = step.bound
+            out_bound = step[5]
     return ServingEstimate(
         concurrency=concurrency, per_replica=per_replica, ttft_s=out["ttft"], tpot_s=out["tpot"],
         output_tokens_per_s=out["tps"], decode_tokens_per_s_per_user=1.0 / out["tpot"],
