@@ -157,6 +157,13 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
     context["precision_changes"] = [("--weights" in s["change"] or "--kv-cache" in s["change"]) for s in suggestions]
     keeps = [i for i, lowers in enumerate(context["precision_changes"]) if not lowers]
     context["example_suggestion"] = keeps[0] if keeps else 0  # "what would be needed": precision kept when it can be
+    from anchorgpu.web.plan_compare import formats_side_by_side, gpus_that_fit
+
+    offline = server_offline(settings)
+    if gpu.get("name") and result.get("workload", {}).get("task") != "diffusion":
+        context["format_rows"] = formats_side_by_side(values, (result.get("precision") or {}).get("weights", ""), offline=offline)
+    elif not gpu.get("name"):
+        context["fit_rows"] = gpus_that_fit(values, offline=offline)
     return render(request, "plan.html", context)
 
 

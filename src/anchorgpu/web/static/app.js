@@ -84,3 +84,31 @@ document.addEventListener("click", function (event) {
     select(point);
   });
 })();
+// The planner form (data-live="ID") answers as you type: a debounced GET of the same page, whose answer
+// replaces element ID; the address follows, so the answer can be shared. Without script, "Plan" submits.
+(function () {
+  var form = document.querySelector("form[data-live]");
+  if (!form) return;
+  var target = document.getElementById(form.dataset.live);
+  var timer = null, sent = 0;
+  function query() {
+    var params = new URLSearchParams();
+    new FormData(form).forEach(function (value, key) { if (String(value).trim() !== "") params.append(key, value); });
+    return params.toString();
+  }
+  function refresh() {
+    if (!form.elements.model || String(form.elements.model.value).trim() === "") return;
+    var mine = ++sent, q = query();
+    form.setAttribute("aria-busy", "true");
+    fetch(form.action + "?" + q, { headers: { "Accept": "text/html" }, credentials: "same-origin" })
+      .then(function (r) { return r.text(); })
+      .then(function (html) {
+        if (mine !== sent || !target) return;
+        var fresh = new DOMParser().parseFromString(html, "text/html").getElementById(target.id);
+        if (fresh) { target.innerHTML = fresh.innerHTML; history.replaceState(null, "", form.action + "?" + q); }
+      })
+      .finally(function () { if (mine === sent) form.removeAttribute("aria-busy"); });
+  }
+  form.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(refresh, 350); });
+  form.addEventListener("change", function () { clearTimeout(timer); timer = setTimeout(refresh, 150); });
+})();

@@ -1,0 +1,115 @@
+"""The planner page's two side views (issue 14, item 1), each a handful of ~millisecond plans:
+
+- :func:`formats_side_by_side`: the chosen model and GPU in every weights format (memory per GPU, fits,
+  max concurrency, speed per user only where it fits);
+- :func:`gpus_that_fit`: with no GPU chosen, the fewest GPUs of each kind (1, 2, 4, 8, 16) the workload fits on.
+
+Both run the same ``run_plan`` as the page and the API; a format or GPU the planner refuses is listed with
+its one-line reason, never dropped silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from pydantic import ValidationError
+
+from anchorgpu.api.planning import run_plan
+from anchorgpu.api.schemas import PlanRequest
+from anchorgpu.errors import AnchorError
+
+__all__ = ["COUNTS", "FitRow", "FormatRow", "formats_side_by_side", "gpus_that_fit"]
+
+COUNTS: tuple[int, ...] = (1, 2, 4, 8, 16)
+"""GPU counts tried, smallest first, when no GPU is chosen (16 = two 8-GPU servers)."""
+_LAYOUT_FIELDS = ("gpus", "tp", "pp", "dp", "ep")  # the page picks the layout for each GPU it tries
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FormatRow:
+    weights: str
+    current: bool
+    total_bytes: int | None = None
+    fits: bool | None = None
+    max_concurrency: int | None = None
+    tokens_per_s_per_user: float | None = None  # only for a plan that fits
+    refused: str | None = None
+    link: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FitRow:
+    gpu: str
+    display_name: str
+    memory_bytes: int
+    gpus: int | None  # the fewest that fit, or None when none of COUNTS does
+    total_bytes: int | None = None
+    headroom_bytes: int | None = None
+    link: str = ""
+
+
+def _plan(values: Mapping[str, Any], offline: bool) -> dict[str, Any]:
+    return run_plan(PlanRequest.model_validate(dict(values), strict=False), offline=offline)
+
+
+def _link(values: Mapping[str, Any], **changes: Any) -> str:
+    merged = {**values, **changes}
+    flat = [(k, ",".join(map(str, v)) if isinstance(v, list) else ("on" if v is True else str(v)))
+            for k, v in merged.items() if v is not None and v is not False]
+    return "/plan?" + urlencode(flat)
+
+
+def _speed(result: Mapping[str, Any]) -> float | None:
+    perf = result.get("performance") or {}
+    for key in ("decode_tokens_per_s_per_user", "train_tokens_per_s"):
+        if perf.get(key) is not None:
+            return float(perf[key])
+    return None
+
+
+def formats_side_by_side(values: Mapping[str, Any], current: str, *, offline: bool) -> list[FormatRow]:
+    """Every weights format for the form's model, GPU and workload; ``current`` is the plan's own format."""
+    from anchorgpu.planner import WEIGHT_FORMATS
+
+    rows: list[FormatRow] = []
+    for name in WEIGHT_FORMATS:
+        link = _link(values, weights=name)
+        try:
+            result = _plan({**values, "weights": name}, offline)
+        except (AnchorError, ValidationError, ValueError) as exc:
+            reason = exc.message if isinstance(exc, AnchorError) else str(exc).splitlines()[0]
+            rows.append(FormatRow(weights=name, current=name == current, refused=reason, link=link))
+            continue
+        fits = result.get("fits")
+        rows.append(FormatRow(
+            weights=name, current=name == current, total_bytes=int(result["per_gpu"]["total_bytes"]), fits=fits,
+            max_concurrency=result.get("max_concurrency") if fits else None,
+            tokens_per_s_per_user=_speed(result) if fits else None, link=link,
+        ))
+    return rows
+
+
+def gpus_that_fit(values: Mapping[str, Any], *, offline: bool) -> list[FitRow]:
+    """For each GPU the planner knows, the fewest of :data:`COUNTS` the form's workload fits on (the
+    layout left to the planner), smallest memory first; GPUs it fits on with none of the counts come last."""
+    from anchorgpu.hardware import list_gpus
+
+    base = {k: v for k, v in values.items() if k not in _LAYOUT_FIELDS and k != "gpu"}
+    rows: list[FitRow] = []
+    for gpu in sorted(list_gpus(), key=lambda g: (g.memory_bytes, g.name)):
+        found: FitRow | None = None
+        for count in COUNTS:
+            try:
+                result = _plan({**base, "gpu": gpu.name, "gpus": count}, offline)
+            except (AnchorError, ValidationError, ValueError):
+                continue
+            if result.get("fits") is True:
+                found = FitRow(gpu=gpu.name, display_name=gpu.display_name, memory_bytes=int(gpu.memory_bytes), gpus=count,
+                               total_bytes=int(result["per_gpu"]["total_bytes"]), headroom_bytes=int(result["headroom_bytes"]),
+                               link=_link(base, gpu=gpu.name, gpus=count))
+                break
+        rows.append(found or FitRow(gpu=gpu.name, display_name=gpu.display_name, memory_bytes=int(gpu.memory_bytes), gpus=None))
+    return sorted(rows, key=lambda r: (r.gpus is None, r.gpus or 0, r.memory_bytes))

@@ -1,0 +1,67 @@
+"""Issue 14 item 1 on the planner page: every weights format side by side for the chosen model and GPU, and
+the GPUs and counts a workload fits on when no GPU is chosen; each row is a link that opens that plan."""
+
+from __future__ import annotations
+
+import html as html_lib
+import re
+
+from fastapi.testclient import TestClient
+
+from anchorgpu.planner import WEIGHT_FORMATS
+
+
+def _table(page: str, table_id: str) -> list[tuple[str, list[str]]]:
+    body = re.search(rf'<table class="compact" id="{table_id}">.*?<tbody>(.*?)</tbody>', page, re.S)
+    assert body is not None, table_id
+    rows = []
+    for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", body.group(1), re.S):
+        link = re.search(r'href="([^"]+)"', tr)
+        cells = [" ".join(re.sub(r"<[^>]+>", " ", c).split()) for c in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)]
+        rows.append((html_lib.unescape(link.group(1)) if link else "", cells))
+    return rows
+
+
+def _verdict(page: str) -> str:
+    return " ".join(re.sub(r"<[^>]+>", " ", re.search(r'id="verdict">(.*?)</p>', page, re.S).group(1)).split())  # type: ignore[union-attr]
+
+
+def test_every_weights_format_side_by_side_and_each_row_opens_that_plan(client: TestClient) -> None:
+    page = client.get("/plan?model=llama-3.1-70b&gpu=h100-sxm&gpus=4&context=8192").text
+    rows = _table(page, "formats-table")
+    assert [cells[0].split()[0] for _, cells in rows] == list(WEIGHT_FORMATS)
+    current = [cells for _, cells in rows if "this plan" in cells[0]]
+    assert len(current) == 1 and current[0][0].startswith("bf16")
+    assert current[0][1] in _verdict(page)  # the plan's own row shows the verdict's memory per GPU
+    by_name = {cells[0].split()[0]: (link, cells) for link, cells in rows}
+    # fp32 weights of a 70B model (~280 GB) cannot fit 4 x 80 GB: no concurrency, no speed
+    fp32 = by_name["fp32"][1]
+    assert fp32[2] == "does not fit" and fp32[3] == "–" and fp32[4] == "–"
+    # fp8 fits with more room than bf16: higher max concurrency, and its link opens the fp8 plan with the same numbers
+    link, fp8 = by_name["fp8"]
+    assert fp8[2] == "fits" and int(fp8[3]) > int(current[0][3]) and fp8[4].endswith("tokens/s")
+    opened = client.get(link).text
+    assert "weights=fp8" in link and fp8[1] in _verdict(opened)
+
+
+def test_with_no_gpu_chosen_the_page_lists_the_fewest_gpus_of_each_kind(client: TestClient) -> None:
+    page = client.get("/plan?model=llama-3.1-70b&context=8192").text
+    rows = _table(page, "fit-table")
+    assert len(rows) >= 20  # every GPU the registry knows
+    h100 = next((link, cells) for link, cells in rows if "gpu=h100-sxm&" in link)
+    count = int(h100[1][2])
+    assert _verdict(client.get(h100[0]).text).startswith("Fits")
+    if count > 1:  # one count fewer from the ladder does not fit
+        fewer = {2: 1, 4: 2, 8: 4, 16: 8}[count]
+        assert _verdict(client.get(f"/plan?model=llama-3.1-70b&context=8192&gpu=h100-sxm&gpus={fewer}").text).startswith("Does not fit")
+    counts = [int(cells[2]) for _, cells in rows if cells[2].isdigit()]
+    assert counts == sorted(counts)  # fewest GPUs first
+
+
+def test_the_answer_is_one_element_the_page_can_refresh_in_place(client: TestClient) -> None:
+    page = client.get("/plan?model=llama-3.1-8b&gpu=h100").text
+    assert 'id="plan-form" data-live="plan-answer"' in page
+    answer = page[page.index('<div id="plan-answer"'):]
+    assert 'id="verdict"' in answer and 'id="formats"' in answer
+    bad = client.get("/plan?model=no-such-model-xyz")
+    assert bad.status_code in (404, 422) and 'id="plan-error"' in bad.text[bad.text.index('<div id="plan-answer"'):]
