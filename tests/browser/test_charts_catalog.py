@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,19 @@ import pytest
 from anchorgpu.catalog import load_catalog
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture
+def server(tmp_path: Path, serve_kit: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A server of its own without the per-address limits of ``anchorgpu serve`` (ANCHORGPU_RATE_LIMIT=0): these
+    tests load several plan and recommendation pages a second to measure layout, which the limits would refuse."""
+    monkeypatch.setenv("ANCHORGPU_RATE_LIMIT", "0")
+    process, base, _log = serve_kit.start(tmp_path)
+    try:
+        yield base
+    finally:
+        serve_kit.stop(process)
+
 
 WIDTHS = (390, 1280)
 

@@ -97,17 +97,26 @@ document.addEventListener("click", function (event) {
     return params.toString();
   }
   function refresh() {
+    timer = null;
     if (!form.elements.model || String(form.elements.model.value).trim() === "") return;
     var mine = ++sent, q = query();
     form.setAttribute("aria-busy", "true");
     fetch(form.action + "?" + q, { headers: { "Accept": "text/html" }, credentials: "same-origin" })
-      .then(function (r) { return r.text(); })
+      .then(function (r) {
+        if (r.status === 429 || r.status === 503) {  // the server's per-address limit: ask again when it says
+          var wait = Math.min(parseInt(r.headers.get("Retry-After") || "1", 10) || 1, 60);
+          if (mine === sent) { clearTimeout(timer); timer = setTimeout(refresh, wait * 1000 + 50); }
+          return null;
+        }
+        return r.text();
+      })
       .then(function (html) {
-        if (mine !== sent || !target) return;
+        if (html === null || mine !== sent || !target) return;
         var fresh = new DOMParser().parseFromString(html, "text/html").getElementById(target.id);
         if (fresh) { target.innerHTML = fresh.innerHTML; history.replaceState(null, "", form.action + "?" + q); }
       })
-      .finally(function () { if (mine === sent) form.removeAttribute("aria-busy"); });
+      .catch(function () { /* offline or refused: the form still submits */ })
+      .finally(function () { if (mine === sent && !timer) form.removeAttribute("aria-busy"); });
   }
   form.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(refresh, 350); });
   form.addEventListener("change", function () { clearTimeout(timer); timer = setTimeout(refresh, 150); });
