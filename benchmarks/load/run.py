@@ -264,7 +264,10 @@ def _hostile_report(out: dict[str, Any], max_ratio: float) -> tuple[dict[str, An
     rec: load_hostile.HostileRecord = out["hostile"]
     breaches = [f"{kind} p99 {hostile[f'{kind}_p99_ms']} ms under attack vs {base[f'{kind}_p99_ms']} ms alone "
                 f"(x{ratio} > x{max_ratio:g})" for kind, ratio in ratios.items() if ratio is None or ratio > max_ratio]
-    return {"phases": out["phases"], "p99_ratio": ratios, "max_ratio": max_ratio,
+    p50 = {kind: round(hostile[f"{kind}_p50_ms"] / base[f"{kind}_p50_ms"], 2) if base[f"{kind}_p50_ms"] else None
+           for kind in ("quote", "buy")}
+    rate = round((hostile["buys"] / hostile["seconds"]) / (base["buys"] / base["seconds"]), 2) if base["buys"] else None
+    return {"phases": out["phases"], "p99_ratio": ratios, "p50_ratio": p50, "booking_rate_ratio": rate, "max_ratio": max_ratio,
             "attacker_requests": rec.requests, "attacker_requests_per_s": round(rec.requests / hostile["seconds"], 1),
             "held_open_peak": rec.held_peak, "attacker_cpu_s": rec.cpu_s, "attacker_statuses": dict(sorted(rec.statuses.items()))}, breaches
 
@@ -412,7 +415,8 @@ def _print(report: dict[str, Any]) -> None:
             print(f"  {ph['phase']:<9} quote p50 {ph['quote_p50_ms']} / p99 {ph['quote_p99_ms']} ms, "
                   f"booking p50 {ph['buy_p50_ms']} / p99 {ph['buy_p99_ms']} ms ({ph['buys']} booking requests in {ph['seconds']} s)")
         print(f"  p99 under attack / alone: quote x{h['p99_ratio']['quote']}, booking x{h['p99_ratio']['buy']} "
-              f"(target at most x{h['max_ratio']:g})")
+              f"(target at most x{h['max_ratio']:g}); p50 x{h['p50_ratio']['quote']} / x{h['p50_ratio']['buy']}; "
+              f"booking requests per second x{h['booking_rate_ratio']}")
         print(f"  attackers: {h['attacker_requests']} requests ({h['attacker_requests_per_s']}/s), "
               f"up to {h['held_open_peak']} connections held open; the attackers' own process used {h['attacker_cpu_s']} s of CPU "
               "on the cores the server shares")

@@ -41,13 +41,13 @@ from limits.strategies import MovingWindowRateLimiter
 
 __all__ = ["AUTH_FAILURE_LIMITS", "COMPUTE_LIMITS", "MAX_CONCURRENT_COMPUTE", "PUBLIC_LIMITS", "PublicRateLimitMiddleware", "route_tier"]
 
-COMPUTE_LIMITS = "2/second;20/minute"
+COMPUTE_LIMITS = "1/second;12/minute"
 """Per client address and worker: planner, recommender and comparison computations."""
-PUBLIC_LIMITS = "10/second;300/minute"
+PUBLIC_LIMITS = "5/second;120/minute"
 """Per client address and worker: every other public ``GET`` under ``/v1`` (glossary, catalog, lists)."""
 MAX_CONCURRENT_COMPUTE = 2
 """Compute requests running at once in one worker, all addresses together; more answer 503 at once."""
-AUTH_FAILURE_LIMITS = "5/second;30/minute"
+AUTH_FAILURE_LIMITS = "2/second;20/minute"
 """Per client address and worker: 401 answers before further unknown keys from it answer 429."""
 KNOWN_GOOD_KEYS = 10_000
 """Hashes of keys seen to succeed, kept per worker (oldest dropped first)."""
