@@ -65,3 +65,13 @@ def test_the_answer_is_one_element_the_page_can_refresh_in_place(client: TestCli
     assert 'id="verdict"' in answer and 'id="formats"' in answer
     bad = client.get("/plan?model=no-such-model-xyz")
     assert bad.status_code in (404, 422) and 'id="plan-error"' in bad.text[bad.text.index('<div id="plan-answer"'):]
+
+
+def test_the_gpu_sweep_stops_at_its_time_budget_and_says_which_gpus_it_did_not_check() -> None:
+    from anchorgpu.web.plan_compare import gpus_that_fit
+
+    rows = gpus_that_fit({"model": "llama-3.1-70b", "context": 8192}, offline=True, budget_s=0.0)
+    unchecked = [r for r in rows if not r.checked]
+    assert len(unchecked) == len(rows) - 1 and all(r.gpus is None for r in unchecked)  # the first GPU is always tried
+    full = gpus_that_fit({"model": "llama-3.1-70b", "context": 8192}, offline=True)
+    assert all(r.checked for r in full)

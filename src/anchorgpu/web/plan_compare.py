@@ -25,7 +25,9 @@ __all__ = ["COUNTS", "FitRow", "FormatRow", "formats_side_by_side", "gpus_that_f
 
 COUNTS: tuple[int, ...] = (1, 2, 4, 8, 16)
 """GPU counts tried, smallest first, when no GPU is chosen (16 = two 8-GPU servers)."""
-_LAYOUT_FIELDS = ("gpus", "tp", "pp", "dp", "ep")  # the page picks the layout for each GPU it tries
+_LAYOUT_FIELDS = ("gpus", "tp", "pp", "dp", "ep")
+SWEEP_BUDGET_S = 1.5
+"""Wall-clock budget of the no-GPU sweep per page (the page answers as you type; see :func:`gpus_that_fit`)."""  # the page picks the layout for each GPU it tries
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,6 +51,7 @@ class FitRow:
     total_bytes: int | None = None
     headroom_bytes: int | None = None
     link: str = ""
+    checked: bool = True  # False: the sweep's time budget ran out before this GPU
 
 
 def _plan(values: Mapping[str, Any], offline: bool) -> dict[str, Any]:
@@ -92,14 +95,25 @@ def formats_side_by_side(values: Mapping[str, Any], current: str, *, offline: bo
     return rows
 
 
-def gpus_that_fit(values: Mapping[str, Any], *, offline: bool) -> list[FitRow]:
+def gpus_that_fit(values: Mapping[str, Any], *, offline: bool, budget_s: float = SWEEP_BUDGET_S) -> list[FitRow]:
     """For each GPU the planner knows, the fewest of :data:`COUNTS` the form's workload fits on (the
-    layout left to the planner), smallest memory first; GPUs it fits on with none of the counts come last."""
+    layout left to the planner), fewest GPUs first; GPUs it fits on with none of the counts come last.
+
+    The sweep (up to five plans per GPU; a large training plan takes tens of ms each) stops after ``budget_s``:
+    GPUs not reached are listed as not checked, never as not fitting. Larger GPUs are tried first.
+    """
+    import time
+
     from anchorgpu.hardware import list_gpus
 
     base = {k: v for k, v in values.items() if k not in _LAYOUT_FIELDS and k != "gpu"}
+    deadline = time.monotonic() + budget_s
     rows: list[FitRow] = []
-    for gpu in sorted(list_gpus(), key=lambda g: (g.memory_bytes, g.name)):
+    for gpu in sorted(list_gpus(), key=lambda g: (-g.memory_bytes, g.name)):
+        name, display, memory = gpu.name, gpu.display_name, int(gpu.memory_bytes)
+        if rows and time.monotonic() > deadline:
+            rows.append(FitRow(gpu=name, display_name=display, memory_bytes=memory, gpus=None, checked=False))
+            continue
         found: FitRow | None = None
         for count in COUNTS:
             try:
@@ -107,9 +121,8 @@ def gpus_that_fit(values: Mapping[str, Any], *, offline: bool) -> list[FitRow]:
             except (AnchorError, ValidationError, ValueError):
                 continue
             if result.get("fits") is True:
-                found = FitRow(gpu=gpu.name, display_name=gpu.display_name, memory_bytes=int(gpu.memory_bytes), gpus=count,
-                               total_bytes=int(result["per_gpu"]["total_bytes"]), headroom_bytes=int(result["headroom_bytes"]),
-                               link=_link(base, gpu=gpu.name, gpus=count))
+                found = FitRow(gpu=name, display_name=display, memory_bytes=memory, gpus=count, total_bytes=int(result["per_gpu"]["total_bytes"]),
+                               headroom_bytes=int(result["headroom_bytes"]), link=_link(base, gpu=gpu.name, gpus=count))
                 break
-        rows.append(found or FitRow(gpu=gpu.name, display_name=gpu.display_name, memory_bytes=int(gpu.memory_bytes), gpus=None))
-    return sorted(rows, key=lambda r: (r.gpus is None, r.gpus or 0, r.memory_bytes))
+        rows.append(found or FitRow(gpu=name, display_name=display, memory_bytes=memory, gpus=None))
+    return sorted(rows, key=lambda r: (r.gpus is None, not r.checked, r.gpus or 0, r.memory_bytes))
