@@ -6,6 +6,9 @@
   other error of the API, and closes the connection.
 - A body shorter than its declared length is cut off by :class:`anchorgpu.api.security.BodyLimitMiddleware`
   after :data:`anchorgpu.api.security.BODY_TIMEOUT_S` (408), so it cannot hold a connection and a worker.
+- A connection whose request line and headers are not complete within :data:`HEADER_TIMEOUT_S` of its first
+  byte (or of being opened) is closed: uvicorn itself waits for them for ever, so a client could hold any number
+  of connections open with half a request each (``benchmarks/load/run.py --hostile``, pattern ``held_open``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["ProblemH11Protocol", "uvicorn_options"]
+__all__ = ["HEADER_TIMEOUT_S", "ProblemH11Protocol", "uvicorn_options"]
+
+HEADER_TIMEOUT_S = 10.0
+"""Longest time a request line and its headers may take to arrive (a real client sends them at once)."""
 
 MALFORMED_REQUEST_BODY = json.dumps({
     "type": "/glossary/errors#malformed_request", "title": "Bad Request", "status": 400,
@@ -25,7 +31,43 @@ MALFORMED_REQUEST_BODY = json.dumps({
 
 
 class ProblemH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol, answering unparseable requests with a problem+json 400 instead of plain text."""
+    """uvicorn's h11 protocol, answering unparseable requests with a problem+json 400 instead of plain text, and
+    closing a connection whose request headers do not arrive within :data:`HEADER_TIMEOUT_S`."""
+
+    header_timeout_s = HEADER_TIMEOUT_S
+    _header_deadline: Any = None
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        self._arm_header_deadline()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        import h11
+
+        if self.conn.their_state == h11.IDLE:  # the request line or headers are still incomplete
+            self._arm_header_deadline()
+        elif self._header_deadline is not None:
+            self._header_deadline.cancel()
+            self._header_deadline = None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._header_deadline is not None:
+            self._header_deadline.cancel()
+            self._header_deadline = None
+        super().connection_lost(exc)
+
+    def _arm_header_deadline(self) -> None:
+        if self._header_deadline is None:  # counted from the first byte (or the connection), not re-armed by more
+            self._header_deadline = self.loop.call_later(self.header_timeout_s, self._header_timeout)
+
+    def _header_timeout(self) -> None:
+        import h11
+
+        self._header_deadline = None
+        idle = self.cycle is None or self.cycle.response_complete  # no request of this connection is being answered
+        if idle and self.conn.their_state == h11.IDLE and not self.transport.is_closing():
+            self.transport.close()
 
     def send_400_response(self, msg: str) -> None:
         import h11
