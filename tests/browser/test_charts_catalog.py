@@ -136,6 +136,10 @@ def test_scatter_is_readable_draws_the_front_and_every_point_names_its_offering(
         assert "selected" in (page.locator(f"#rec-{rank_n}").get_attribute("class") or "")
         assert page.evaluate("document.documentElement.scrollWidth") <= width
         page.locator("#scatter").screenshot(path=str(_shots(tmp_path) / f"scatter-{width}.png"))
+        # Russian axis titles and money are longer: still 11 px or more, inside the chart, not overlapping
+        page.goto(f"{server}/recommend?model=llama-3.1-8b&task=inference&term=1month&context=8192&concurrency=16&lang=ru")
+        _check_chart_text(page.evaluate(_TEXT_REPORT, "#scatter"))
+        page.locator("#scatter").screenshot(path=str(_shots(tmp_path) / f"scatter-ru-{width}.png"))
     finally:
         context.close()
 
