@@ -43,6 +43,9 @@ def server_env(tmp_path: Path, database_url: str | None = None) -> dict[str, str
            "ANCHORGPU_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "XDG_CONFIG_HOME": str(tmp_path / "config")}
     env.pop("ANCHORGPU_SESSION_SECRET", None)
     env.pop("ANCHORGPU_API_KEY", None)
+    # a journey loads several plan/recommend pages a second, which serve's per-address limits refuse (429);
+    # a test that means to meet the limits sets ANCHORGPU_RATE_LIMIT=1 itself
+    env.setdefault("ANCHORGPU_RATE_LIMIT", "0")
     return env
 
 

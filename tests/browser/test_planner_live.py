@@ -5,12 +5,25 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture
+def server(tmp_path: Path, serve_kit: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A server with ``anchorgpu serve``'s per-address limits ON (compute pages 1/s, 12/min): typing right after the
+    page loaded meets a 429, which the page asks again after its Retry-After."""
+    monkeypatch.setenv("ANCHORGPU_RATE_LIMIT", "1")
+    process, base, _log = serve_kit.start(tmp_path)
+    try:
+        yield base
+    finally:
+        serve_kit.stop(process)
 
 
 @pytest.mark.parametrize("width", (390, 1280))
