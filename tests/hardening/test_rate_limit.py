@@ -151,3 +151,23 @@ def test_an_address_past_its_failed_keys_gets_429_without_a_lookup_while_its_goo
     assert statuses == [200, 401, 401, 401, 429, 429, 200, 401]
     assert b"Bearer bad-3" not in looked_up and b"Bearer bad-4" not in looked_up  # refused before any lookup
     assert looked_up.count(good) == 2  # a known good key is still checked every time (a revoke holds at once)
+
+
+def test_a_recommendation_counts_more_than_a_plan() -> None:
+    async def ok_app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    limiter = PublicRateLimitMiddleware(ok_app, compute_limits="10/minute")
+
+    async def go() -> tuple[list[int], list[int]]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=limiter), base_url="http://t") as http:
+            recs = [(await http.post("/v1/recommend", json={})).status_code for _ in range(4)]
+        limiter2 = PublicRateLimitMiddleware(ok_app, compute_limits="10/minute")
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=limiter2), base_url="http://t") as http:
+            plans = [(await http.get("/plan", params={"model": "llama-3.1-8b"})).status_code for _ in range(11)]
+        return recs, plans
+
+    recs, plans = asyncio.run(go())
+    assert recs == [200, 200, 200, 429]  # RECOMMEND_COST 3: three of them use 9 of the 10
+    assert plans == [200] * 10 + [429]

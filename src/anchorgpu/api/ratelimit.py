@@ -7,7 +7,8 @@ booking p99 at 2.3x its baseline with four such loops). So, in each worker proce
 
 - **compute** routes (``POST /v1/plan``, ``POST /v1/recommend``, ``GET /v1/gpus/compare``, ``GET /v1/models/{name}``
   and the pages that run the same code: ``/plan``, ``/recommend``, ``/gpus/compare`` with a query) are limited
-  per client address with a moving window (:data:`COMPUTE_LIMITS`), whatever headers the request carries;
+  per client address with a moving window (:data:`COMPUTE_LIMITS`, a recommendation counting
+  :data:`RECOMMEND_COST`), whatever headers the request carries;
 - every other public ``GET`` under ``/v1`` (glossary search, catalog, model and GPU lists) has a looser limit
   per address (:data:`PUBLIC_LIMITS`);
 - at most :data:`MAX_CONCURRENT_COMPUTE` compute requests run at once in a worker, whichever addresses send
@@ -39,10 +40,13 @@ from limits import RateLimitItem, parse_many
 from limits.storage import MemoryStorage
 from limits.strategies import MovingWindowRateLimiter
 
-__all__ = ["AUTH_FAILURE_LIMITS", "COMPUTE_LIMITS", "MAX_CONCURRENT_COMPUTE", "PUBLIC_LIMITS", "PublicRateLimitMiddleware", "route_tier"]
+__all__ = ["AUTH_FAILURE_LIMITS", "COMPUTE_LIMITS", "MAX_CONCURRENT_COMPUTE", "PUBLIC_LIMITS", "RECOMMEND_COST", "PublicRateLimitMiddleware", "route_tier"]
 
-COMPUTE_LIMITS = "1/second;12/minute"
-"""Per client address and worker: planner, recommender and comparison computations."""
+COMPUTE_LIMITS = "5/second;60/minute"
+"""Per client address and worker: planner, recommender and comparison computations, in units: a recommendation
+(a sweep over the catalog, up to a few hundred ms) costs :data:`RECOMMEND_COST`, anything else 1. So one address
+gets 60 plans (the planner page asks as you type) or 20 recommendations a minute from each worker."""
+RECOMMEND_COST = 3
 PUBLIC_LIMITS = "5/second;120/minute"
 """Per client address and worker: every other public ``GET`` under ``/v1`` (glossary, catalog, lists)."""
 MAX_CONCURRENT_COMPUTE = 2
@@ -110,12 +114,15 @@ class PublicRateLimitMiddleware:
         if tier is None:
             await self.app(scope, receive, send)
             return
+        cost = RECOMMEND_COST if tier == "compute" and scope["path"].rstrip("/").endswith("/recommend") else 1
         for item in self.limits[tier]:
-            if not self.limiter.hit(item, tier, address):
+            if not self.limiter.hit(item, tier, address, cost=cost):
                 reset_at = self.limiter.get_window_stats(item, tier, address).reset_time
                 retry_s = max(1, math.ceil(reset_at - time.time()))
                 await self._refuse(scope, receive, send, 429, "rate_limited",
-                                   f"too many {tier} requests from this address: at most {item} (retry in {retry_s} s)", retry_s)
+                                   f"too many {tier} requests from this address: at most {item}"
+                                   + (f" (a recommendation counts {RECOMMEND_COST})" if tier == "compute" else "")
+                                   + f"; retry in {retry_s} s", retry_s)
                 return
         if tier != "compute":
             await self.app(scope, receive, send)
