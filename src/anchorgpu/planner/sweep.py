@@ -52,6 +52,7 @@ from anchorgpu.planner.speed.links import (
     tp_link,
 )
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
+from anchorgpu.planner.validate import tp_is_valid
 from anchorgpu.units import GIB
 
 __all__ = [
@@ -164,12 +165,7 @@ def valid_tp(model: ModelSpec, tp: int) -> bool:
     >>> [tp for tp in (1, 2, 3, 4, 8, 16) if valid_tp(llama_3_1_70b(), tp)]
     [1, 2, 4, 8, 16]
     """
-    if model.num_attention_heads % tp:
-        return False
-    if model.mla is not None:
-        return True
-    kv = model.num_kv_heads
-    return kv % tp == 0 or tp % kv == 0
+    return tp_is_valid(model, tp)
 
 
 # ------------------------------------------------------------------------------------------- layouts

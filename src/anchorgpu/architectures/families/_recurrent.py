@@ -13,9 +13,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from anchorgpu.architectures._build import Tally, finish
+from anchorgpu.architectures._build import Tally
 from anchorgpu.architectures._config import ConfigReader
-from anchorgpu.architectures.families._blocks import Core, note_context
+from anchorgpu.architectures.families._blocks import Core, assemble_dense
 from anchorgpu.architectures.spec import LayerKind, ModelSpec, MoeSpec, RecurrentSpec
 
 # A pure state-space model has no position table and no KV cache: its state is the same size at any length.
@@ -135,20 +135,13 @@ def assemble_recurrent(
     mlp_layers: int | None = None,
 ) -> ModelSpec:
     """Freeze a hybrid or state-space model: per-layer kinds, the recurrent state, KV on attention layers only."""
-    mt = r.text("model_type")
-    note_context(t, c)
     attention = sum(1 for k in kinds if k in ("attention", "attention_recurrent"))
     rec = sum(1 for k in kinds if k in ("recurrent", "attention_recurrent"))
-    if attention:
-        t.notes.append(f"KV cache on the {attention} attention layer(s) only; the {rec} recurrent layer(s) keep a "
-                       "fixed-size state per sequence instead")
-    else:
-        t.notes.append("no attention layer: no KV cache, only a fixed-size recurrent state per sequence")
-    spec = finish(
-        t, name=name, model_type=mt, family=mt, num_layers=c.layers, hidden_size=c.hidden, intermediate_size=ffn,
-        num_attention_heads=c.heads, num_kv_heads=c.kv_heads, head_dim=c.head_dim, vocab_size=c.vocab,
-        max_context_tokens=c.context, tie_word_embeddings=tied, gated_mlp=gated,
-        layer_windows=windows if windows is not None else (None,) * c.layers, source=source, moe=moe,
-    )
+    spec = assemble_dense(t, r, c, name, source, tied=tied, ffn=ffn, gated=gated, moe=moe,
+                          windows=tuple(windows) if windows is not None else (None,) * c.layers)
+    kv_note = (f"KV cache on the {attention} attention layer(s) only; the {rec} recurrent layer(s) keep a "
+               "fixed-size state per sequence instead" if attention
+               else "no attention layer: no KV cache, only a fixed-size recurrent state per sequence")
+    spec = replace(spec, notes=(*spec.notes, kv_note))
     return replace(spec, layer_kinds=tuple(kinds), recurrent=recurrent, mlp_layers=mlp_layers,
                    attention_kind="none" if attention == 0 else spec.attention_kind)
