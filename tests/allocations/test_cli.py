@@ -3,30 +3,17 @@ list offerings → quote a month → book → retry with the same key → stop (
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from anchorgpu.cli import main
+from cli_runner import store_cli
 
 
 @pytest.fixture
 def cli(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Any:
-    monkeypatch.setenv("ANCHORGPU_DATABASE_URL", db_url)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.delenv("ANCHORGPU_API_KEY", raising=False)
-
-    def run(*argv: str, code: int = 0) -> Any:
-        result = main(list(argv))
-        out, err = capsys.readouterr()
-        assert result == code, f"exit {result}; stderr: {err}"
-        if "--json" in argv and code == 0:
-            return json.loads(out), err
-        return out, err
-
-    return run
+    return store_cli(db_url, tmp_path, monkeypatch, capsys)
 
 
 def test_the_newcomer_flow_books_once_and_stop_keeps_end_and_price(cli: Any) -> None:

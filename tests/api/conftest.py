@@ -6,7 +6,6 @@ The databases come from the root conftest (``sqlite_url``: a migrated, seeded co
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -14,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from anchorgpu.api.app import create_app
 from anchorgpu.config import Settings
+from app_helpers import Caller
 
 
 @pytest.fixture
@@ -39,21 +39,6 @@ def client(app: Any) -> Iterator[TestClient]:
     store = getattr(app.state, "store", None)
     if store is not None:
         store.dispose()
-
-
-@dataclass
-class Caller:
-    """An account and the headers that act as it."""
-
-    account_id: str
-    api_key: str
-
-    @property
-    def auth(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.api_key}"}
-
-    def idem(self, key: str) -> dict[str, str]:
-        return {**self.auth, "Idempotency-Key": key}
 
 
 def make_caller(client: TestClient, app: Any, name: str) -> Caller:

@@ -3,28 +3,17 @@ catalog's filters and the pricing rules reach the command line unchanged, bad in
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from anchorgpu.cli import main
+from cli_runner import store_cli
 
 
 @pytest.fixture
 def cli(sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Any:
-    monkeypatch.setenv("ANCHORGPU_DATABASE_URL", sqlite_url)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.delenv("ANCHORGPU_API_KEY", raising=False)
-
-    def run(*argv: str, code: int = 0) -> Any:
-        result = main(list(argv))
-        out, err = capsys.readouterr()
-        assert result == code, f"exit {result}; stdout: {out}; stderr: {err}"
-        return (json.loads(out) if "--json" in argv and code == 0 else out), err
-
-    return run
+    return store_cli(sqlite_url, tmp_path, monkeypatch, capsys)
 
 
 def test_offerings_filter_by_interconnect_and_price_ceiling(cli: Any) -> None:
