@@ -44,3 +44,31 @@ def problem_of(response: Any) -> dict[str, Any]:
     assert body["status"] == response.status_code and body["code"]
     assert body["detail"] and "\n" not in body["detail"]
     return body
+
+
+def uvicorn_thread(app: Any, **options: Any) -> Iterator[tuple[str, int]]:
+    """Run ``app`` under uvicorn (as ``anchorgpu serve`` configures it, ``options`` on top) on a free loopback port in
+    a thread; yields ``(host, port)`` once it listens and stops it afterwards. For fixtures: ``yield from ...``."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    from anchorgpu.api.server import uvicorn_options
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="off",
+                            **{**uvicorn_options(), **options})
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    yield "127.0.0.1", port
+    server.should_exit = True
+    thread.join(10)

@@ -7,17 +7,16 @@ keep-alive between requests are not affected.
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 
 from anchorgpu.api.app import create_app
-from anchorgpu.api.server import HEADER_TIMEOUT_S, ProblemH11Protocol, uvicorn_options
+from anchorgpu.api.server import HEADER_TIMEOUT_S, ProblemH11Protocol
 from anchorgpu.config import Settings
+from hardening.conftest import uvicorn_thread
 
 
 class _Quick(ProblemH11Protocol):
@@ -27,21 +26,7 @@ class _Quick(ProblemH11Protocol):
 @pytest.fixture
 def address(tmp_path: Path) -> Iterator[tuple[str, int]]:
     app = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'h.db'}", offline=True), session_secret="headers")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="off",
-                            **{**uvicorn_options(), "http": _Quick})
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    yield "127.0.0.1", port
-    server.should_exit = True
-    thread.join(10)
+    yield from uvicorn_thread(app, http=_Quick)
 
 
 def _closed_after(sock: socket.socket, wait_s: float = 8.0) -> float | None:

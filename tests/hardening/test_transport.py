@@ -9,41 +9,22 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 
 from anchorgpu.api.app import create_app
 from anchorgpu.api.security import BODY_TIMEOUT_S
-from anchorgpu.api.server import uvicorn_options
 from anchorgpu.config import Settings
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from hardening.conftest import uvicorn_thread
 
 
 @pytest.fixture
 def server(sqlite_url: str, fixed_clock: Any) -> Iterator[tuple[str, int]]:
     app = create_app(Settings(database_url=sqlite_url, offline=True), clock=fixed_clock, session_secret="transport")
-    port = _free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="off", **uvicorn_options())
-    instance = uvicorn.Server(config)
-    thread = threading.Thread(target=instance.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not instance.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    yield "127.0.0.1", port
-    instance.should_exit = True
-    thread.join(10)
+    yield from uvicorn_thread(app)
 
 
 def _exchange(address: tuple[str, int], raw: bytes, *, wait_s: float = 15.0) -> tuple[bytes, float]:
