@@ -118,9 +118,20 @@ def page(browser: Any) -> Iterator[Any]:
         context.close()
 
 
+def own_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, rate_limit: bool) -> Iterator[str]:
+    """A server of the test's own (its base URL), with or without ``anchorgpu serve``'s per-address limits
+    (``ANCHORGPU_RATE_LIMIT``), stopped afterwards. For use in a fixture: ``yield from own_server(...)``."""
+    monkeypatch.setenv("ANCHORGPU_RATE_LIMIT", "1" if rate_limit else "0")
+    process, base, _log = start_server(tmp_path)
+    try:
+        yield base
+    finally:
+        stop_server(process)
+
+
 @pytest.fixture
 def serve_kit() -> Any:
-    """The helpers above for tests that start their own servers (``start``, ``stop``, ``env``, ``exe``)."""
+    """The helpers above for tests that start their own servers (``start``, ``stop``, ``env``, ``exe``, ``own``)."""
     from types import SimpleNamespace
 
-    return SimpleNamespace(start=start_server, stop=stop_server, env=server_env, exe=anchorgpu_exe)
+    return SimpleNamespace(start=start_server, stop=stop_server, env=server_env, exe=anchorgpu_exe, own=own_server)

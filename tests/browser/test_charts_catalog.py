@@ -22,12 +22,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 def server(tmp_path: Path, serve_kit: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A server of its own without the per-address limits of ``anchorgpu serve`` (ANCHORGPU_RATE_LIMIT=0): these
     tests load several plan and recommendation pages a second to measure layout, which the limits would refuse."""
-    monkeypatch.setenv("ANCHORGPU_RATE_LIMIT", "0")
-    process, base, _log = serve_kit.start(tmp_path)
-    try:
-        yield base
-    finally:
-        serve_kit.stop(process)
+    yield from serve_kit.own(tmp_path, monkeypatch, rate_limit=False)
 
 
 WIDTHS = (390, 1280)

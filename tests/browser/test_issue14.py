@@ -18,12 +18,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 def server(tmp_path: Path, serve_kit: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """A server of its own without the per-address limits of ``anchorgpu serve`` (ANCHORGPU_RATE_LIMIT=0): these tests
     load more recommendation pages a minute from one address than the limits allow (20; anchorgpu.api.ratelimit)."""
-    monkeypatch.setenv("ANCHORGPU_RATE_LIMIT", "0")
-    process, base, _log = serve_kit.start(tmp_path)
-    try:
-        yield base
-    finally:
-        serve_kit.stop(process)
+    yield from serve_kit.own(tmp_path, monkeypatch, rate_limit=False)
 
 
 def _shots(tmp_path: Path) -> Path:

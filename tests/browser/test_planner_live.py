@@ -18,12 +18,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 def server(tmp_path: Path, serve_kit: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A server with ``anchorgpu serve``'s per-address limits ON (compute pages 1/s, 12/min): typing right after the
     page loaded meets a 429, which the page asks again after its Retry-After."""
-    monkeypatch.setenv("ANCHORGPU_RATE_LIMIT", "1")
-    process, base, _log = serve_kit.start(tmp_path)
-    try:
-        yield base
-    finally:
-        serve_kit.stop(process)
+    yield from serve_kit.own(tmp_path, monkeypatch, rate_limit=True)
 
 
 @pytest.mark.parametrize("width", (390, 1280))
