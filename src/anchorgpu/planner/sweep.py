@@ -331,7 +331,9 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     # per (shape, format): the serving efficiency scaled for FP8/FP4 products, as speed.serving does
     mm_eff_sw = np.array([[k.serve_matmul_efficiency * cal.low_precision_ratio(sh.gpu, peak_for(sh.gpu, p).precision)
                            for p in precisions] for sh, k in zip(shapes, stacks, strict=True)])
-    mm_eff_l = mm_eff_sw[lay.shape][:, :, None, None]
+    half_l = np.array([k.serve_matmul_half_width for k in stacks])[lay.shape]
+    width_l = model.hidden_size / lay.tp
+    mm_eff_l = (mm_eff_sw[lay.shape] * (width_l / (width_l + half_l))[:, None])[:, :, None, None]
     att_eff_l = np.array([k.attention_efficiency for k in stacks])[lay.shape][:, None, None, None]
     fixed_l = np.array([k.per_step_s + model.num_layers * k.per_layer_step_s for k in stacks])[lay.shape]
     bf16_l = np.array([peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[lay.shape][:, None, None, None]

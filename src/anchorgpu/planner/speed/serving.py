@@ -5,7 +5,8 @@ A decode step for ``B`` running sequences (and the prefill tokens that share it)
 * **fixed**: the engine's per-step cost (scheduling, sampling) plus a per-layer cost for kernel launches
   and synchronisation - what bounds one-user speeds of large and MoE models;
 * **weights**: the larger of reading the weights this GPU holds (MoE: the dense part plus the experts the
-  step's tokens are routed to) at the achieved bandwidth, and the batched products at the achieved peak;
+  step's tokens are routed to) at the achieved bandwidth, and the batched products at the achieved peak
+  (a share that grows with the per-GPU width ``h/tp`` of the products);
 * **attention**: the larger of reading every sequence's KV cache (MLA latents and sliding windows as the
   cache holds them) and the attention arithmetic;
 * **tensor parallelism**: two all-reduces per layer of the step's tokens, each with its latency;
@@ -29,7 +30,7 @@ from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_mat
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, allreduce_s, group_link, peak_for
 
 __all__ = ["DecodeStep", "ServingEstimate", "ServingSetup", "decode_step", "moe_expert_fraction_read",
-           "serving_estimate"]
+           "serve_shape_factor", "serving_estimate"]
 
 
 def moe_expert_fraction_read(model: ModelSpec, batch_tokens: float) -> float:
@@ -45,6 +46,15 @@ def moe_expert_fraction_read(model: ModelSpec, batch_tokens: float) -> float:
         return 1.0
     k, e = model.moe.experts_per_token, model.moe.num_experts
     return float(1.0 - (1.0 - k / e) ** max(batch_tokens, 1.0))
+
+
+def serve_shape_factor(width: float, half_width: float) -> float:
+    """Share of the serving efficiency a product of per-GPU width ``h/tp`` reaches: ``w / (w + w0)``.
+
+    >>> serve_shape_factor(2048, 2048), serve_shape_factor(8192, 0.0)
+    (0.5, 1.0)
+    """
+    return width / (width + half_width)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,7 +124,8 @@ def _constants(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibra
     # pass is a third of the training traffic per token, layer and hidden unit
     consts = _StepConstants(
         mbu=1.0 if ideal else k.decode_mbu,
-        mm_eff=1.0 if ideal else k.serve_matmul_efficiency * cal.low_precision_ratio(gpu, choice.precision),
+        mm_eff=1.0 if ideal else (k.serve_matmul_efficiency * cal.low_precision_ratio(gpu, choice.precision)
+                                  * serve_shape_factor(model.hidden_size / setup.tp, k.serve_matmul_half_width)),
         att_eff=1.0 if ideal else k.attention_efficiency, bw=bw, peak=choice.flops_per_s,
         bf16=peak_for(gpu, "bf16").flops_per_s, matmul_params=forward_matmul_params(model), link=link,
         fixed_s=0.0 if ideal else k.per_step_s + model.num_layers * k.per_layer_step_s,
