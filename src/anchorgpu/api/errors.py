@@ -160,6 +160,7 @@ _STATUS_CODES = {401: "authentication_required", 404: "not_found", 405: "method_
 TRANSPORT_CODES: tuple[str, ...] = (
     *_STATUS_CODES.values(), "invalid_request", "malformed_body", "database_unavailable", "internal_error",
     "malformed_request", "request_timeout",  # anchorgpu.api.server (unparseable HTTP) and security (slow body)
+    "unsupported_media_type",  # anchorgpu.api.json_body (a body not sent as JSON)
 )
 
 
