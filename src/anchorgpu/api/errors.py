@@ -117,9 +117,9 @@ def _is_page(request: Request) -> bool:
 
 
 def _page(request: Request, status: int, code: str, detail: str) -> Response:
-    from anchorgpu.web.templating import render
+    from anchorgpu.web.templating import render_error
 
-    return render(request, "error.html", {"status": status, "title": _title(status), "code": code, "detail": detail}, status_code=status)
+    return render_error(request, status, code, detail)
 
 
 async def _on_anchor_error(request: Request, exc: Exception) -> Response:
