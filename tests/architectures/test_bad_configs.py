@@ -192,6 +192,11 @@ def test_a_diffusers_component_config_points_to_the_pipeline_names() -> None:
         ({"model_type": "gemma3", "text_config": "oops"}, "text_config", "must be an object"),
         ({**LLAMA, "model_type": "deepseek_v3", "kv_lora_rank": 0}, "kv_lora_rank", "must be a positive integer, got 0"),
         ({"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 10}, "n_positions", "is missing"),
+        # transformers 5.24's Zamba2Config refuses a layer count that differs from its layer list (default or given)
+        ({"model_type": "zamba2", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 10}, "num_hidden_layers",
+         "must equal the 54 entries of transformers' default layers_block_type"),
+        ({"model_type": "zamba2", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 10,
+          "layers_block_type": ["mamba", "hybrid", "mamba"]}, "num_hidden_layers", "must equal the 3 entries"),
     ],
 )
 def test_family_specific_fields_are_validated_too(cfg: dict[str, Any], field: str, reason: str) -> None:
