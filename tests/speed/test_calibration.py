@@ -109,10 +109,10 @@ def test_rocm_is_calibrated_apart_and_its_band_says_how_far_off_it_is() -> None:
     assert cal.stacks["rocm"] != cal.stacks["cuda"]
     assert predict(ROWS["RT1"]) == pytest.approx(12786.9, rel=0.05)
     band = cal.bands["rocm-serve"]
-    ratios = [ROWS[i].value / predict(ROWS[i]) for i in ("RS6", "RS7", "RS8", "RS9", "RS10")]
-    # the 10th-90th percentile of five rows: most of them inside, the extremes may fall out
-    assert sum(band.low <= r <= band.high for r in ratios) >= 3, (band, ratios)
-    assert band.low < cal.bands["cuda-serve"].low
+    ratios = [ROWS[i].value / predict(ROWS[i]) for i in ("RS7", "RS9", "RS10")]  # the held-out MI300X rows
+    assert sum(band.low <= r <= band.high for r in ratios) >= 2, (band, ratios)
+    # three held-out rows say little: the ROCm band is at least as wide as serving's over both stacks
+    assert band.low <= cal.bands["serve"].low and band.high >= cal.bands["serve"].high
 
 
 def test_rocm_serving_is_fitted_with_its_own_bf16_to_fp8_ratio() -> None:

@@ -47,7 +47,8 @@ class StackConstants:
     over a forward and backward pass. Serving: ``decode_mbu`` of memory bandwidth for weight and KV reads,
     ``serve_matmul_efficiency`` of the peak for batched products, halved when the per-GPU width ``h/tp`` equals
     ``serve_matmul_half_width`` (a decode step's products have few rows, so their shape matters more than in
-    training), and the fixed costs of a step:
+    training), ``roofline_exponent`` how sharply a decode step's products turn from reading their weights to
+    multiplying (``(m^p + c^p)^(1/p)``), and the fixed costs of a step:
     ``per_step_s`` (scheduler, sampling) and ``per_layer_step_s`` (kernel launches and synchronisation),.
     ``scaleup_latency_s`` is the fixed cost of one collective inside a server (NCCL over NVSwitch, RCCL
     over an Infinity Fabric mesh).
@@ -62,6 +63,7 @@ class StackConstants:
     decode_mbu: float
     serve_matmul_efficiency: float
     serve_matmul_half_width: float
+    roofline_exponent: float
     per_step_s: float
     per_layer_step_s: float
     scaleup_latency_s: float

@@ -46,9 +46,16 @@ def load_runs() -> tuple[Run, ...]:
 
 
 def _model(row: dict[str, Any]) -> ModelSpec:
+    return _model_of(row["id"])
+
+
+@lru_cache(maxsize=512)
+def _model_of(run_id: str) -> ModelSpec:
+    """A row's model, read once (the fit predicts every row thousands of times)."""
     from anchorgpu.architectures import load_model
     from anchorgpu.architectures.hf import from_hf_config
 
+    row = next(run.row for run in load_runs() if run.id == run_id)
     ref = row["model"]
     if "registry" in ref:
         spec = load_model(ref["registry"], offline=True)
@@ -136,13 +143,13 @@ def trtllm_bench_limits(model: ModelSpec, gpu_memory_bytes: float, *, tp: int, p
     return max_bs, max_tokens
 
 
-def _serve(run: Run, cal: Calibration) -> float:
+@lru_cache(maxsize=512)
+def _serve_plan(run_id: str) -> Any:
+    """A serving row's plan: its memory and layout, which no speed constant changes (planned once per row)."""
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
-    from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
-    from anchorgpu.planner.speed.serving import decode_step
 
-    r = run.row
+    r = next(run.row for run in load_runs() if run.id == run_id)
     model, gpu = _model(r), _as_measured(get_gpu(r["gpu"]), r)
     max_seqs, max_tokens = r.get("max_num_seqs"), None
     if r.get("engine_limits") == "trtllm-bench":  # the benchmark sized its engine itself
@@ -152,12 +159,21 @@ def _serve(run: Run, cal: Calibration) -> float:
     w = Workload(prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"], concurrency=1,
                  gpu_memory_utilization=r["gpu_memory_utilization"], max_num_seqs=max_seqs,
                  max_num_batched_tokens=max_tokens)
-    p = plan(model, w, precision=PrecisionPlan(weights=r["weights"], kv_cache=r["kv_cache"]),
-             layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=1, dp=r["gpus"] // r["tp"]), gpu=gpu, suggest=False,
-             choose_layout=False)
+    return plan(model, w, precision=PrecisionPlan(weights=r["weights"], kv_cache=r["kv_cache"]),
+                layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=1, dp=r["gpus"] // r["tp"]), gpu=gpu, suggest=False,
+                choose_layout=False)
+
+
+def _serve(run: Run, cal: Calibration) -> float:
+    from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
+    from anchorgpu.planner.speed.serving import decode_step
+
+    r = run.row
+    p = _serve_plan(run.id)
+    model, gpu = p.model, p.gpu
     if run.metric == "max_output_tokens_per_s":
-        value = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average")).get(
-            "max_output_tokens_per_s")
+        value = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average"),
+                                 graph_batch_sizes=tuple(r.get("graph_batch_sizes", ()))).get("max_output_tokens_per_s")
         return float(value) if value else float("nan")
     setup = serving_setup(p, prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"])
     if run.metric == "decode_step_s":  # one sequence, no prompt sharing the step

@@ -12,9 +12,11 @@ A decode step for ``B`` running sequences (and the prefill tokens that share it)
 * **tensor parallelism**: two all-reduces per layer of the step's tokens, each with its latency;
 * pipeline stages run one after another for a token: the per-GPU work is paid ``pp`` times.
 
-At a steady state every request needs ``I`` prompt tokens per ``O`` output tokens, so a step that emits
-``B`` tokens also carries ``B * I / O`` prefill tokens (chunked prefill shares the step). Time to first
-token is the prompt's chunks, each sharing a step with the other running sequences.
+At a steady state every request needs ``I`` prompt tokens per ``O`` output tokens, so the steps that emit
+``B`` tokens also carry ``B * I / O`` prefill tokens on average (chunked prefill shares the step): spread
+over every step when there are at least a chunk's worth per step, else as whole chunks (up to the step's
+token budget) in that share of the steps. Time to first token is the prompt's chunks, each sharing a step
+with the other running sequences.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_mat
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, allreduce_s, group_link, peak_for
 
 __all__ = ["DecodeStep", "ServingEstimate", "ServingSetup", "decode_step", "moe_expert_fraction_read",
-           "serve_shape_factor", "serving_estimate"]
+           "prefill_chunk_share", "serve_shape_factor", "serving_estimate", "soft_roofline"]
 
 
 def moe_expert_fraction_read(model: ModelSpec, batch_tokens: float) -> float:
@@ -46,6 +48,20 @@ def moe_expert_fraction_read(model: ModelSpec, batch_tokens: float) -> float:
         return 1.0
     k, e = model.moe.experts_per_token, model.moe.num_experts
     return float(1.0 - (1.0 - k / e) ** max(batch_tokens, 1.0))
+
+
+def soft_roofline(memory_s: float, compute_s: float, exponent: float) -> float:
+    """A product's time from its two limits: ``(m^p + c^p)^(1/p)``, the larger of them far from the ridge and
+    more than either near it, where reading the weights and multiplying overlap least (``p`` fitted, ``inf``
+    would be the sharp roofline ``max(m, c)``).
+
+    >>> soft_roofline(1.0, 1.0, 2.0), soft_roofline(10.0, 1.0, 8.0) == 10.0
+    (1.4142135623730951, False)
+    """
+    if memory_s <= 0.0 or compute_s <= 0.0:
+        return max(memory_s, compute_s)
+    big = max(memory_s, compute_s)
+    return float(big * ((memory_s / big) ** exponent + (compute_s / big) ** exponent) ** (1.0 / exponent))
 
 
 def serve_shape_factor(width: float, half_width: float) -> float:
@@ -69,6 +85,7 @@ class ServingSetup:
     replicas: int = 1
     max_num_batched_tokens: int = 8192
     gpus_per_server: int = 8
+    graph_batch_sizes: tuple[int, ...] = ()  # captured decode graphs that pad a batch up (empty: no padding)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,6 +118,7 @@ class _StepConstants:
     link: Link | None
     fixed_s: float
     elementwise_s_per_token: float
+    knee: float  # soft_roofline's exponent
 
 
 _STEP_MEMO: dict[tuple[int, int, ServingSetup, int, bool], tuple[ModelSpec, GpuSpec, Calibration, _StepConstants]] = {}
@@ -130,7 +148,8 @@ def _constants(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibra
         bf16=peak_for(gpu, "bf16").flops_per_s, matmul_params=forward_matmul_params(model), link=link,
         fixed_s=0.0 if ideal else k.per_step_s + model.num_layers * k.per_layer_step_s,
         elementwise_s_per_token=(0.0 if ideal else model.num_layers / setup.pp * k.elementwise_bytes_per_hidden / 3.0
-                                 * model.hidden_size / setup.tp / bw))
+                                 * model.hidden_size / setup.tp / bw),
+        knee=1e3 if ideal else k.roofline_exponent)
     if len(_STEP_MEMO) >= 1024:
         _STEP_MEMO.clear()
     _STEP_MEMO[key] = (model, gpu, cal, consts)
@@ -160,12 +179,13 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: f
 
 
 def _step(model: ModelSpec, setup: ServingSetup, c: _StepConstants, cal: Calibration, ideal: bool, batch: float,
-          prefill_tokens: float, decode_attn_flops: float, prefill_attn_flops: float
+          prefill_tokens: float, decode_attn_flops: float, prefill_attn_flops: float, padded_batch: float = 0.0,
           ) -> tuple[float, float, float, float, float, str]:
     """:func:`decode_step`'s fields in order, once its constants and the attention FLOPs per token (decoding at
     the cached length, prefill at the prompt's; 0 without prefill) are known: a serving estimate takes six
-    steps of one setup and reads two of the fields."""
-    tokens = batch + prefill_tokens
+    steps of one setup and reads two of the fields. ``padded_batch``: the rows a captured graph multiplies
+    when it is larger than the batch (the padding rows read no KV cache)."""
+    tokens = max(batch, padded_batch) + prefill_tokens
     weights = setup.weights_bytes_per_gpu
     if model.moe is not None and model.params_total:
         routed = model.params.experts / model.params_total
@@ -173,8 +193,8 @@ def _step(model: ModelSpec, setup: ServingSetup, c: _StepConstants, cal: Calibra
     split = setup.tp * setup.pp
     mem_rate = c.bw * c.mbu
     matmul_s = tokens * 2.0 * c.matmul_params / split / (c.peak * c.mm_eff)
-    weights_s = max(weights / mem_rate, matmul_s)
-    kv_s = batch * setup.kv_bytes_per_sequence_per_gpu / mem_rate
+    weights_s = soft_roofline(weights / mem_rate, matmul_s, c.knee)
+    kv_s = batch * setup.kv_bytes_per_sequence_per_gpu / mem_rate  # the sequences' own caches, no padding
     attn_flops = batch * decode_attn_flops
     if prefill_tokens and prefill_attn_flops:
         attn_flops += prefill_tokens * prefill_attn_flops
@@ -212,10 +232,35 @@ class ServingEstimate:
     max_output_tokens_per_s_ceiling: float
 
 
+def prefill_chunk_share(batch: float, prompt: int, output: int, max_num_batched_tokens: int) -> tuple[float, float]:
+    """(chunk, share): prompts enter the steps of ``batch`` decoding sequences in chunks of at most the step's token
+    budget left by the decodes; ``share`` is the fraction of steps that carry one, ``B * I / O`` prompt tokens per
+    step over the chunk (at least 1 when every step carries prompt tokens: then they are spread over all steps).
+
+    A long prompt among few sequences comes as a few large chunks in few steps, each compute-bound, between steps
+    that only read the weights; spreading it over every step would hide its products behind the weight reads.
+
+    >>> prefill_chunk_share(20, 20000, 2000, 2048)  # 200 prompt tokens a step, in chunks of 2,028: a tenth of steps
+    (2028, 0.09861932938856016)
+    >>> prefill_chunk_share(300, 2048, 128, 8192)[1] >= 1  # 4,800 a step: every step carries prompt tokens
+    True
+    """
+    chunk = max(1, min(prompt, max_num_batched_tokens - int(batch)))
+    return chunk, batch * prompt / output / chunk
+
+
 def _steady(model: ModelSpec, setup: ServingSetup, c: _StepConstants, batch: int, prompt: int, output: int,
             cal: Calibration, ideal: bool, attn: tuple[float, float]) -> tuple[float, float, float, float, float, str]:
+    """The mean step of a steady state: ``B`` decodes, and the prompts' chunks in the share of steps that carry one."""
     prefill = batch * prompt / output
-    return _step(model, setup, c, cal, ideal, batch, prefill, attn[0], attn[1] if prefill and prompt else 0.0)
+    chunk, share = prefill_chunk_share(batch, prompt, output, setup.max_num_batched_tokens)
+    if share >= 1.0 or not prefill:
+        return _step(model, setup, c, cal, ideal, batch, prefill, attn[0], attn[1] if prefill and prompt else 0.0)
+    with_chunk = _step(model, setup, c, cal, ideal, batch, chunk, attn[0], attn[1])
+    padded = next((size for size in setup.graph_batch_sizes if size >= batch), 0)  # decode-only steps run a graph
+    decode_only = _step(model, setup, c, cal, ideal, batch, 0.0, attn[0], 0.0, padded_batch=padded)
+    mixed = [share * a + (1.0 - share) * b for a, b in zip(with_chunk[:5], decode_only[:5], strict=True)]
+    return mixed[0], mixed[1], mixed[2], mixed[3], mixed[4], with_chunk[5] if share >= 0.5 else decode_only[5]
 
 
 def _ttft(model: ModelSpec, setup: ServingSetup, c: _StepConstants, others: int, prompt: int, cal: Calibration,
