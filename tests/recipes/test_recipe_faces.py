@@ -32,7 +32,7 @@ def test_plan_text_prints_the_launch_and_its_files(capsys: pytest.CaptureFixture
 @pytest.mark.parametrize("argv,reason", [
     (("llama-3.1-8b", "--gpu", "h100", "--recipe", "helm"), "unknown kind"),
     (("llama-3.1-8b", "--gpu", "a100-80gb-sxm", "--kv-cache", "fp8", "--recipe", "sglang"), "no FP8 hardware"),
-    (("llama-3.1-8b", "--gpu", "h100", "--recipe", "accelerate"), "training recipe for a inference plan"),
+    (("llama-3.1-8b", "--gpu", "h100", "--recipe", "accelerate"), "training recipe for an inference plan"),
     (("llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "16", "--pp", "2", "--zero", "1",
       "--recipe", "accelerate"), "pipeline parallelism"),
 ])
