@@ -139,3 +139,39 @@ def test_a_cluster_recipes_refusal_names_the_kind_asked_for() -> None:
     for kind in ("k8s", "skypilot"):
         with pytest.raises(InvalidWorkload, match=rf"^--recipe {kind}: pipeline parallelism .*\(in its deepspeed launch\)$"):
             build_recipe(p, kind)
+
+
+@pytest.mark.parametrize("make", [lambda: _serve("llama-3.1-70b", "h100", 8, context_tokens=8192, concurrency=32),
+                                  lambda: _serve("llama-3.1-8b", "l4", 1, context_tokens=8192),
+                                  lambda: _serve("deepseek-v3", "h200", 8, context_tokens=8192)])
+def test_sglangs_static_fraction_leaves_the_planned_activations_outside_it(make: Any) -> None:
+    """SGLang's --mem-fraction-static is weights + KV cache only; the plan's 0.9 is vLLM's whole-engine cap (weights,
+    KV cache, activations). Passing 0.9 gave SGLang the activations' room on top of the plan."""
+    p = make()
+    recipe = build_recipe(p, "sglang")
+    fraction = float(_value(recipe.command, "--mem-fraction-static"))
+    assert p.gpu is not None and fraction < p.workload.gpu_memory_utilization
+    static = fraction * p.gpu.memory_bytes
+    assert static + p.per_gpu.activations_bytes + p.per_gpu.overhead_bytes <= p.breakdown["engine_budget_bytes"]
+    assert static >= p.per_gpu.weights_bytes + p.per_gpu.kv_cache_bytes  # what the plan puts in it still fits
+    assert any(f"--mem-fraction-static {fraction:g}" in a for a in recipe.assumptions)
+
+
+def test_vllm_holds_a_vision_model_to_the_images_planned_per_request() -> None:
+    two = _serve("qwen2.5-vl-7b", "l40s", 1, prompt_tokens=1000, output_tokens=200, concurrency=16,
+                 images_per_request=2, image_resolution=(1024, 1024))
+    cmd = build_recipe(two, "vllm").command
+    assert json.loads(_value(cmd, "--limit-mm-per-prompt")) == {"image": 2}
+    assert "--limit-mm-per-prompt" in flag_data("vllm_flags")["flags"]
+    none = _serve("qwen2.5-vl-7b", "l40s", 1, context_tokens=4096, images_per_request=0)
+    assert json.loads(_value(build_recipe(none, "vllm").command, "--limit-mm-per-prompt")) == {"image": 0}
+    assert "--limit-mm-per-prompt" not in build_recipe(_serve("llama-3.1-8b", "h100", 1, context_tokens=4096), "vllm").command
+
+
+def test_the_sequence_cap_is_explained_against_the_concurrency_asked_for() -> None:
+    asked = build_recipe(_serve("llama-3.1-70b", "h100", 8, context_tokens=8192, concurrency=32), "vllm")
+    assert _value(asked.command, "--max-num-seqs") == "1024"  # what the memory was sized with (vLLM's default)
+    note = next(a for a in asked.assumptions if a.startswith("Sequence cap 1,024"))
+    assert "holds 160 sequences of 8,192 tokens" in note and "set the cap to 32" in note
+    unasked = build_recipe(_serve("llama-3.1-70b", "h100", 8, context_tokens=8192), "vllm")
+    assert not any(a.startswith("Sequence cap") for a in unasked.assumptions)

@@ -7,11 +7,14 @@ KV-cache dtype and the weight format. Flags are the engines' own (see ``recipes/
 
 from __future__ import annotations
 
+import json
 import math
+import shlex
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.plan import Plan
 from anchorgpu.recipes._common import Recipe, Target, flag_data, model_ref, not_expressible, shell_join
+from anchorgpu.units import fmt_bytes
 
 __all__ = ["serving_recipe"]
 
@@ -56,6 +59,25 @@ def _kv(plan: Plan, kind: str) -> bool:
         raise not_expressible(kind, f"an FP8 KV cache on {plan.gpu.display_name}, which has no FP8 hardware "
                                     "(plan with --kv-cache bf16)")
     return True
+
+
+def _sglang_fraction(plan: Plan, assumptions: list[str]) -> str:
+    """SGLang's ``--mem-fraction-static``: the share of the GPU for weights and KV cache only (activations and the
+    CUDA graphs live outside it), so the plan's whole-engine budget less its activation peak and non-torch memory.
+    Passing the vLLM-style cap (0.9) there gave the activations the room on top of it, beyond the plan."""
+    w = plan.workload
+    budget = plan.breakdown.get("engine_budget_bytes")
+    if plan.gpu is None or not budget:
+        assumptions.append(f"SGLang's --mem-fraction-static covers weights and KV cache only; without a GPU the plan's "
+                           f"{w.gpu_memory_utilization:g} is passed as it is (lower it by the activations' share).")
+        return f"{w.gpu_memory_utilization:g}"
+    static = budget - plan.per_gpu.activations_bytes - plan.per_gpu.overhead_bytes
+    fraction = max(0.01, math.floor(static / plan.gpu.memory_bytes * 100) / 100)
+    assumptions.append(f"SGLang's --mem-fraction-static {fraction:g} covers weights and KV cache only: the plan's "
+                       f"{w.gpu_memory_utilization:g} engine budget less its activation peak "
+                       f"({fmt_bytes(plan.per_gpu.activations_bytes)}) and non-torch memory "
+                       f"({fmt_bytes(plan.per_gpu.overhead_bytes)}), which SGLang keeps outside it.")
+    return f"{fraction:g}"
 
 
 def _replicas(plan: Plan, target: Target, assumptions: list[str]) -> tuple[int, bool]:
@@ -129,6 +151,12 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
             parts += ["--kv-cache-dtype", "fp8"]
         if quant:
             parts += ["--quantization", quant]
+        if spec.image is not None:  # vLLM takes many images per prompt by default and profiles its encoder for them
+            images = plan.breakdown.get("image_tokens_per_request", 0) // max(1, plan.breakdown.get("image_tokens_per_image", 1))
+            parts += ["--limit-mm-per-prompt", shlex.quote(json.dumps({"image": images}))]
+            assumptions.append(f"Images: at most {images} per request, as planned" + (
+                f" ({plan.breakdown['image_tokens_per_image']:,} tokens each)" if images else " (text only)")
+                + "; a request with more is refused by the engine.")
         parts += ["--host", "0.0.0.0", "--port", "8000"]
     elif kind == "sglang":
         parts = [*env, "python", "-m", "sglang.launch_server", "--model-path", model, "--tp-size", str(lay.tp)]
@@ -142,7 +170,7 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
         if lay.ep > 1:
             parts += ["--ep-size", str(lay.ep)]
         parts += ["--context-length", str(ctx), "--max-running-requests", str(seqs), "--chunked-prefill-size",
-                  str(tokens), "--mem-fraction-static", f"{w.gpu_memory_utilization:g}"]
+                  str(tokens), "--mem-fraction-static", _sglang_fraction(plan, assumptions)]
         if dtype and dtype != "bfloat16":
             parts += ["--dtype", dtype]
         if fp8_kv:
@@ -150,8 +178,6 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
         if quant:
             parts += ["--quantization", quant]
         parts += ["--host", "0.0.0.0", "--port", "30000"]
-        assumptions.append("SGLang's --mem-fraction-static covers weights and KV cache; the planner's figure is "
-                           "vLLM's whole-engine cap, so SGLang keeps a little more back for activations.")
     else:
         if dp > 1:
             assumptions.append(f"trtllm-serve has no data-parallel flag: run {dp} servers of TP {lay.tp} behind a "
@@ -173,6 +199,11 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
         parts += ["--config", "trtllm_config.yaml", "--host", "0.0.0.0", "--port", "8000"]
         assumptions.append("trtllm-serve's --free_gpu_memory_fraction is the share of the memory left after the "
                            "weights that goes to the KV cache, not a whole-GPU cap: the planned cap is an upper bound.")
+    asked = not any(a.startswith("Concurrency not given") for a in plan.assumptions)
+    if asked and plan.max_concurrency is not None and w.concurrency is not None and w.concurrency < seqs:
+        assumptions.append(f"Sequence cap {seqs:,}: the engine's default, which the memory was sized with; the KV cache "
+                           f"holds {plan.max_concurrency:,} sequences of {ctx:,} tokens and the speed figures are for "
+                           f"{w.concurrency:,} at once (set the cap to {w.concurrency:,} to keep latency there).")
     data = flag_data(f"{kind}_flags")
     cannot.append("Sampling defaults, chat template, API keys and TLS: not part of the plan.")
     if plan.fits is False:
