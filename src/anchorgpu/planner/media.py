@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from anchorgpu.architectures.images import image_tokens, patches_per_image
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
+from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.inputs import Workload
 
 __all__ = ["MAX_IMAGE_SIDE", "MAX_IMAGES_PER_REQUEST", "MediaLoad", "cross_kv_bytes", "resolve_media",
@@ -24,6 +25,7 @@ MAX_IMAGE_SIDE = 16_384  # pixels; processors downscale far below this, a larger
 MAX_IMAGES_PER_REQUEST = 1_024
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MediaLoad:
     """What the images (or the encoder input) of ONE request add to its sequence."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
+from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.formats import WeightFormat, model_weight_parts
 from anchorgpu.planner.inputs import Overheads, Workload
 from anchorgpu.planner.result import MemoryBreakdown, ResolvedLayout
@@ -16,6 +17,7 @@ from anchorgpu.planner.result import MemoryBreakdown, ResolvedLayout
 __all__ = ["TaskTerms", "context_bytes", "nccl_bytes", "weights_bytes"]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskTerms:
     per_gpu: MemoryBreakdown

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
+from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner.inputs import KV_CACHE_DTYPES
 from anchorgpu.planner.speed.calibration import Band, Calibration, Overrides, calibrated, calibration, stack_of
@@ -48,22 +49,35 @@ DEFAULT_OUTPUT_TOKENS = 256
 DEFAULT_PROMPT_TOKENS = 1024
 
 
+_BAND_KEYS: dict[str, tuple[str, str, str]] = {}
+
+
+def _band_keys(key: str) -> tuple[str, str, str]:
+    """``key_low``, ``key_high``, ``key_ceiling``: a handful of figure names, spelled once each."""
+    keys = _BAND_KEYS.get(key)
+    if keys is None:
+        keys = _BAND_KEYS[key] = (f"{key}_low", f"{key}_high", f"{key}_ceiling")
+    return keys
+
+
 def _rate(out: dict[str, Any], key: str, value: float, ceiling: float | None, band: Band) -> None:
     """A rate (higher is better): measured runs fell within ``[value*low, value*high]``."""
+    low, high, top = _band_keys(key)
     out[key] = value
-    out[f"{key}_low"] = value * band.low
-    out[f"{key}_high"] = value * band.high
+    out[low] = value * band.low
+    out[high] = value * band.high
     if ceiling is not None:
-        out[f"{key}_ceiling"] = ceiling
+        out[top] = ceiling
 
 
 def _time(out: dict[str, Any], key: str, value: float, ceiling: float | None, band: Band) -> None:
     """A duration (lower is better): the band of its rate, inverted."""
+    low, high, top = _band_keys(key)
     out[key] = value
-    out[f"{key}_low"] = value / band.high
-    out[f"{key}_high"] = value / band.low
+    out[low] = value / band.high
+    out[high] = value / band.low
     if ceiling is not None:
-        out[f"{key}_ceiling"] = ceiling
+        out[top] = ceiling
 
 
 def train_layout(plan: Plan) -> TrainLayout:
@@ -140,18 +154,34 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
     # names kept from the first contract
     out["prefill_s"] = est.ttft_s
     out["decode_tokens_per_s_total"] = est.output_tokens_per_s
-    k = cal.stack(plan.gpu)
     assumptions.append(
         f"serving at {conc} concurrent request(s) of {prompt:,} prompt + {output:,} output tokens with continuous "
         f"batching and chunked prefill (each step carries prompt/output = {prompt / output:.2g} prefill tokens per "
         f"output token); saturation at {sat:,} sequences (KV capacity at "
         + ("prompt + output tokens each, reserved up front" if full else "the average cached length")
         + f", engine cap {plan.workload.max_num_seqs or 1024:,})")
-    assumptions.append(
-        f"calibrated {stack_of(plan.gpu).upper()} constants: memory reads at {k.decode_mbu:.0%} of "
-        f"{plan.gpu.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, batched products at {k.serve_matmul_efficiency:.0%} "
-        f"of the dense {setup.precision.upper()} peak, {k.per_step_s * 1e3:.2f} ms per step + "
-        f"{k.per_layer_step_s * 1e6:.0f} us per layer of fixed cost")
+    assumptions.append(_serving_constants_line(plan.gpu, cal, setup.precision))
+
+
+_CONSTANTS_LINES: dict[tuple[int, int, str], tuple[GpuSpec, Calibration, str]] = {}
+
+
+def _serving_constants_line(gpu: GpuSpec, cal: Calibration, precision: str) -> str:
+    """The calibrated serving constants of a GPU's stack, as one assumption: it depends on the (frozen) GPU and
+    calibration and the compute precision only, so every plan on that GPU shares it (memoised by identity)."""
+    key = (id(gpu), id(cal), precision)
+    hit = _CONSTANTS_LINES.get(key)
+    if hit is not None and hit[0] is gpu and hit[1] is cal:
+        return hit[2]
+    k = cal.stack(gpu)
+    line = (f"calibrated {stack_of(gpu).upper()} constants: memory reads at {k.decode_mbu:.0%} of "
+            f"{gpu.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, batched products at {k.serve_matmul_efficiency:.0%} "
+            f"of the dense {precision.upper()} peak, {k.per_step_s * 1e3:.2f} ms per step + "
+            f"{k.per_layer_step_s * 1e6:.0f} us per layer of fixed cost")
+    if len(_CONSTANTS_LINES) >= 256:
+        _CONSTANTS_LINES.clear()
+    _CONSTANTS_LINES[key] = (gpu, cal, line)
+    return line
 
 
 def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[str, Any],

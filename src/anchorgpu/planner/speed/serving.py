@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_matmul_params
-from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, allreduce_s, group_link, peak_for
+from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, group_link, peak_for
 
 __all__ = ["DecodeStep", "ServingEstimate", "ServingSetup", "decode_step", "moe_expert_fraction_read",
            "serving_estimate"]
@@ -47,6 +48,7 @@ def moe_expert_fraction_read(model: ModelSpec, batch_tokens: float) -> float:
     return float(1.0 - (1.0 - k / e) ** max(batch_tokens, 1.0))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServingSetup:
     """One replica's serving configuration: what each GPU holds and how the replica is split."""
@@ -61,6 +63,7 @@ class ServingSetup:
     gpus_per_server: int = 8
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DecodeStep:
     """One step of a replica: its time by part and the bound that held."""
@@ -79,7 +82,9 @@ def _link(gpu: GpuSpec, setup: ServingSetup) -> Link:
 
 @dataclass(frozen=True, slots=True)
 class _StepConstants:
-    """What every step of one (model, GPU, setup, calibration, ideal) shares: rates, efficiencies, link."""
+    """What every step of one (model, GPU, compute precision, TP, PP, server size, calibration, ideal) shares:
+    rates, efficiencies, the link and the model's per-step terms. Each rate is the product the step formula
+    divides by, formed once in the same order."""
 
     mbu: float
     mm_eff: float
@@ -91,14 +96,25 @@ class _StepConstants:
     link: Link | None
     fixed_s: float
     elementwise_s_per_token: float
+    mem_rate: float  # bw * mbu
+    matmul_rate: float  # peak * mm_eff
+    attention_rate: float  # bf16 * att_eff
+    routed_share: float | None  # MoE: routed-expert share of the parameters; None for a dense model
+    miss_per_token: float  # MoE: 1 - k/E, the chance one token skips a given expert
+    allreduce_share: float  # 2 (tp - 1) / tp: the share of a message a ring all-reduce moves per GPU
+    allreduce_rate: float  # link bandwidth x efficiency
+    allreduce_latency_s: float
 
 
-_STEP_MEMO: dict[tuple[int, int, ServingSetup, int, bool], tuple[ModelSpec, GpuSpec, Calibration, _StepConstants]] = {}
+_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, bool],
+                 tuple[ModelSpec, GpuSpec, Calibration, _StepConstants]] = {}
 
 
 def _constants(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration, ideal: bool) -> _StepConstants:
-    """The per-step constants, memoised: all inputs are frozen (model, GPU and calibration by identity)."""
-    key = (id(model), id(gpu), setup, id(cal), ideal)
+    """The per-step constants, memoised on what they depend on: the (frozen) model, GPU and calibration by
+    identity, and the setup's precision, TP, PP and server size; any plan of that model on that GPU and split
+    reuses them."""
+    key = (id(model), id(gpu), setup.precision, setup.tp, setup.pp, setup.gpus_per_server, id(cal), ideal)
     hit = _STEP_MEMO.get(key)
     if hit is not None and hit[0] is model and hit[1] is gpu and hit[2] is cal:
         return hit[3]
@@ -110,16 +126,26 @@ def _constants(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibra
         link = _link(gpu, setup)
         if ideal:
             link = Link(kind=link.kind, bytes_per_s=link.bytes_per_s, latency_s=0.0, description=link.description)
+    mbu = 1.0 if ideal else k.decode_mbu
+    mm_eff = 1.0 if ideal else k.serve_matmul_efficiency * cal.low_precision_ratio(gpu, choice.precision)
+    att_eff = 1.0 if ideal else k.attention_efficiency
+    bf16 = peak_for(gpu, "bf16").flops_per_s
+    moe = model.moe
+    link_eff = 1.0 if ideal else cal.link_efficiency
     # memory-bound operators between the products (norms, activations, residuals, rotary): one forward
     # pass is a third of the training traffic per token, layer and hidden unit
     consts = _StepConstants(
-        mbu=1.0 if ideal else k.decode_mbu,
-        mm_eff=1.0 if ideal else k.serve_matmul_efficiency * cal.low_precision_ratio(gpu, choice.precision),
-        att_eff=1.0 if ideal else k.attention_efficiency, bw=bw, peak=choice.flops_per_s,
-        bf16=peak_for(gpu, "bf16").flops_per_s, matmul_params=forward_matmul_params(model), link=link,
+        mbu=mbu, mm_eff=mm_eff, att_eff=att_eff, bw=bw, peak=choice.flops_per_s, bf16=bf16,
+        matmul_params=forward_matmul_params(model), link=link,
         fixed_s=0.0 if ideal else k.per_step_s + model.num_layers * k.per_layer_step_s,
         elementwise_s_per_token=(0.0 if ideal else model.num_layers / setup.pp * k.elementwise_bytes_per_hidden / 3.0
-                                 * model.hidden_size / setup.tp / bw))
+                                 * model.hidden_size / setup.tp / bw),
+        mem_rate=bw * mbu, matmul_rate=choice.flops_per_s * mm_eff, attention_rate=bf16 * att_eff,
+        routed_share=model.params.experts / model.params_total if moe is not None and model.params_total else None,
+        miss_per_token=1.0 - moe.experts_per_token / moe.num_experts if moe is not None else 1.0,
+        allreduce_share=2.0 * (setup.tp - 1) / setup.tp,
+        allreduce_rate=link.bytes_per_s * link_eff if link is not None else 1.0,
+        allreduce_latency_s=link.latency_s if link is not None else 0.0)
     if len(_STEP_MEMO) >= 1024:
         _STEP_MEMO.clear()
     _STEP_MEMO[key] = (model, gpu, cal, consts)
@@ -141,47 +167,49 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: f
     """
     cal = cal or calibration()
     step, fixed, weights_s, attention_s, comm, bound = _step(
-        model, setup, _constants(model, gpu, setup, cal, ideal), cal, ideal, batch, prefill_tokens,
+        model, setup, _constants(model, gpu, setup, cal, ideal), batch, prefill_tokens,
         attention_flops_per_token(model, 2 * cached_tokens, causal=True),
         attention_flops_per_token(model, prompt_tokens, causal=True) if prefill_tokens and prompt_tokens else 0.0)
     return DecodeStep(step_s=step, fixed_s=fixed, weights_s=weights_s, attention_s=attention_s,
                       communication_s=comm, bound=bound)
 
 
-def _step(model: ModelSpec, setup: ServingSetup, c: _StepConstants, cal: Calibration, ideal: bool, batch: float,
-          prefill_tokens: float, decode_attn_flops: float, prefill_attn_flops: float
-          ) -> tuple[float, float, float, float, float, str]:
+def _step(model: ModelSpec, setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: float,
+          decode_attn_flops: float, prefill_attn_flops: float) -> tuple[float, float, float, float, float, str]:
     """:func:`decode_step`'s fields in order, once its constants and the attention FLOPs per token (decoding at
     the cached length, prefill at the prompt's; 0 without prefill) are known: a serving estimate takes six
     steps of one setup and reads two of the fields."""
     tokens = batch + prefill_tokens
     weights = setup.weights_bytes_per_gpu
-    if model.moe is not None and model.params_total:
-        routed = model.params.experts / model.params_total
-        weights *= 1 - routed + routed * moe_expert_fraction_read(model, tokens)
+    routed = c.routed_share
+    if routed is not None:  # the experts the step's tokens touch (moe_expert_fraction_read)
+        weights *= 1 - routed + routed * float(1.0 - c.miss_per_token ** max(tokens, 1.0))
     split = setup.tp * setup.pp
-    mem_rate = c.bw * c.mbu
-    matmul_s = tokens * 2.0 * c.matmul_params / split / (c.peak * c.mm_eff)
-    weights_s = max(weights / mem_rate, matmul_s)
+    mem_rate = c.mem_rate
+    matmul_s = tokens * 2.0 * c.matmul_params / split / c.matmul_rate
+    weights_read_s = weights / mem_rate
+    weights_s = matmul_s if matmul_s > weights_read_s else weights_read_s  # max(weights_read_s, matmul_s)
     kv_s = batch * setup.kv_bytes_per_sequence_per_gpu / mem_rate
     attn_flops = batch * decode_attn_flops
     if prefill_tokens and prefill_attn_flops:
         attn_flops += prefill_tokens * prefill_attn_flops
-    attn_compute_s = attn_flops / split / (c.bf16 * c.att_eff)
-    attention_s = max(kv_s, attn_compute_s)
+    attn_compute_s = attn_flops / split / c.attention_rate
+    attention_s = attn_compute_s if attn_compute_s > kv_s else kv_s  # max(kv_s, attn_compute_s)
     per_gpu = setup.pp * (weights_s + attention_s + tokens * c.elementwise_s_per_token)
     comm = 0.0
-    if c.link is not None:
-        comm = 2 * model.num_layers * allreduce_s(tokens * model.hidden_size * ACTIVATION_BYTES, setup.tp, c.link,
-                                                  efficiency=1.0 if ideal else cal.link_efficiency)
+    if c.link is not None:  # two ring all-reduces per layer of the step's activations (allreduce_s)
+        message = tokens * model.hidden_size * ACTIVATION_BYTES
+        if message > 0:
+            comm = 2 * model.num_layers * (c.allreduce_latency_s + c.allreduce_share * message / c.allreduce_rate)
     fixed = c.fixed_s
     step = fixed + per_gpu + comm
-    memory_part = weights / mem_rate + kv_s
+    memory_part = weights_read_s + kv_s
     compute_part = matmul_s + attn_compute_s
     bound = "fixed" if fixed > per_gpu else ("memory" if memory_part >= compute_part else "compute")
     return step, fixed, setup.pp * weights_s, setup.pp * attention_s, comm, bound
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServingEstimate:
     """Serving figures at the requested concurrency and at saturation, with the ceilings beside them."""
@@ -201,21 +229,6 @@ class ServingEstimate:
     max_output_tokens_per_s_ceiling: float
 
 
-def _steady(model: ModelSpec, setup: ServingSetup, c: _StepConstants, batch: int, prompt: int, output: int,
-            cal: Calibration, ideal: bool, attn: tuple[float, float]) -> tuple[float, float, float, float, float, str]:
-    prefill = batch * prompt / output
-    return _step(model, setup, c, cal, ideal, batch, prefill, attn[0], attn[1] if prefill and prompt else 0.0)
-
-
-def _ttft(model: ModelSpec, setup: ServingSetup, c: _StepConstants, others: int, prompt: int, cal: Calibration,
-          ideal: bool, attn: tuple[float, float]) -> float:
-    budget = max(1, setup.max_num_batched_tokens - others)
-    chunks = math.ceil(prompt / budget)
-    chunk = min(prompt, budget)
-    step = _step(model, setup, c, cal, ideal, others, chunk, attn[0], attn[1] if chunk and prompt else 0.0)
-    return chunks * step[0]
-
-
 def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, prompt_tokens: int, output_tokens: int,
                      concurrency: int, saturation_concurrency: int, cal: Calibration | None = None) -> ServingEstimate:
     """TTFT, TPOT and tokens/s at ``concurrency`` (over all replicas) and at ``saturation_concurrency``.
@@ -232,26 +245,28 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     cal = cal or calibration()
     per_replica = math.ceil(concurrency / setup.replicas)
     sat_replica = max(1, saturation_concurrency // setup.replicas)
-    out: dict[str, float] = {}
     # every step here decodes at the average cached length and prefills the prompt: attention FLOPs per token
-    attn = (attention_flops_per_token(model, 2 * (prompt_tokens + output_tokens // 2), causal=True),
-            attention_flops_per_token(model, prompt_tokens, causal=True))
+    decode_attn = attention_flops_per_token(model, 2 * (prompt_tokens + output_tokens // 2), causal=True)
+    prompt_attn = attention_flops_per_token(model, prompt_tokens, causal=True)
+    # steady state at the requested and the saturating concurrency (prefill tokens per step: B * I / O), and
+    # the first token: the prompt's chunks, each sharing a step with the other running sequences
+    prefill, sat_prefill = per_replica * prompt_tokens / output_tokens, sat_replica * prompt_tokens / output_tokens
+    others = per_replica - 1
+    budget = max(1, setup.max_num_batched_tokens - others)
+    chunks, chunk = math.ceil(prompt_tokens / budget), min(prompt_tokens, budget)
+    figures = []
     for ideal in (False, True):
         c = _constants(model, gpu, setup, cal, ideal)
-        step = _steady(model, setup, c, per_replica, prompt_tokens, output_tokens, cal, ideal, attn)
-        sat = _steady(model, setup, c, sat_replica, prompt_tokens, output_tokens, cal, ideal, attn)
-        suffix = "_ceiling" if ideal else ""
-        out["tpot" + suffix] = step[0]
-        out["tps" + suffix] = setup.replicas * per_replica / step[0] if concurrency >= setup.replicas \
-            else concurrency / step[0]
-        out["max" + suffix] = setup.replicas * sat_replica / sat[0]
-        out["ttft" + suffix] = _ttft(model, setup, c, per_replica - 1, prompt_tokens, cal, ideal, attn)
-        if not ideal:
-            out_bound = step[5]
+        step = _step(model, setup, c, per_replica, prefill, decode_attn, prompt_attn if prefill else 0.0)
+        sat_s = _step(model, setup, c, sat_replica, sat_prefill, decode_attn, prompt_attn if sat_prefill else 0.0)[0]
+        first_s = _step(model, setup, c, others, chunk, decode_attn, prompt_attn if chunk else 0.0)[0]
+        tps = setup.replicas * per_replica / step[0] if concurrency >= setup.replicas else concurrency / step[0]
+        figures.append((step[0], tps, setup.replicas * sat_replica / sat_s, chunks * first_s, step[5]))
+    (tpot, tps, top, ttft, out_bound), (tpot_c, tps_c, top_c, ttft_c, _) = figures
     return ServingEstimate(
-        concurrency=concurrency, per_replica=per_replica, ttft_s=out["ttft"], tpot_s=out["tpot"],
-        output_tokens_per_s=out["tps"], decode_tokens_per_s_per_user=1.0 / out["tpot"],
-        saturation_concurrency=setup.replicas * sat_replica, max_output_tokens_per_s=out["max"], bound=out_bound,
-        ttft_s_ceiling=out["ttft_ceiling"], tpot_s_ceiling=out["tpot_ceiling"],
-        output_tokens_per_s_ceiling=out["tps_ceiling"], max_output_tokens_per_s_ceiling=out["max_ceiling"],
+        concurrency=concurrency, per_replica=per_replica, ttft_s=ttft, tpot_s=tpot,
+        output_tokens_per_s=tps, decode_tokens_per_s_per_user=1.0 / tpot,
+        saturation_concurrency=setup.replicas * sat_replica, max_output_tokens_per_s=top, bound=out_bound,
+        ttft_s_ceiling=ttft_c, tpot_s_ceiling=tpot_c, output_tokens_per_s_ceiling=tps_c,
+        max_output_tokens_per_s_ceiling=top_c,
     )

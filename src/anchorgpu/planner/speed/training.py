@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.flops import (
     Recompute,
@@ -65,6 +66,7 @@ BREAKDOWN_KEYS = ("compute", "tp_comm", "pp_bubble", "pp_p2p", "cp_comm", "dp_sy
                   "optimizer")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TrainLayout:
     """A training layout: ``gpus == tp * cp * pp * dp``; ``zero`` 0-3 (3 = FSDP); ``v`` virtual stages."""
@@ -80,6 +82,7 @@ class TrainLayout:
     tp_overlap: bool = False
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TrainingStep:
     """One optimizer step: its time by part (seconds), throughput, MFU and the ceiling beside them."""
