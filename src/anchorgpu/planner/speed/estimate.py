@@ -192,7 +192,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     precision = compute_precision_for_training(w.train_precision)  # plan() refused it where the GPU lacks it
     seq = w.seq_tokens or 2048
     batch = w.global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS
-    lay = train_layout(plan)
+    lay = plan.layout  # what train_layout(plan) copies, read in place
     kind: TrainKind = "full" if w.task == "train" else "lora"
     st = training_step(model, plan.gpu, lay, seq_tokens=seq, micro_batch=w.micro_batch or 1,
                        global_batch_tokens=max(batch, lay.dp * (w.micro_batch or 1) * seq),

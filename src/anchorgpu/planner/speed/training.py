@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Protocol
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
@@ -52,6 +53,7 @@ __all__ = [
     "BREAKDOWN_KEYS",
     "DEFAULT_GLOBAL_BATCH_TOKENS",
     "TrainLayout",
+    "TrainSplit",
     "TrainingStep",
     "microbatches_for",
     "pipeline_bubble_fraction",
@@ -80,6 +82,30 @@ class TrainLayout:
     zero: int = 0
     virtual_stages: int = 1
     tp_overlap: bool = False
+
+
+class TrainSplit(Protocol):
+    """What :func:`training_step` reads of a layout: a :class:`TrainLayout`, or the planner's resolved layout
+    (``ResolvedLayout`` has the same fields), read as it is."""
+
+    @property
+    def gpus(self) -> int: ...
+    @property
+    def tp(self) -> int: ...
+    @property
+    def pp(self) -> int: ...
+    @property
+    def cp(self) -> int: ...
+    @property
+    def dp(self) -> int: ...
+    @property
+    def ep(self) -> int: ...
+    @property
+    def zero(self) -> int: ...
+    @property
+    def virtual_stages(self) -> int: ...
+    @property
+    def tp_overlap(self) -> bool: ...
 
 
 @fast_init
@@ -130,7 +156,7 @@ def microbatches_for(global_batch_tokens: int, *, dp: int, micro_batch: int, seq
     return math.ceil(global_batch_tokens / per_micro)
 
 
-def _check(model: ModelSpec, lay: TrainLayout, seq_tokens: int) -> None:
+def _check(model: ModelSpec, lay: TrainSplit, seq_tokens: int) -> None:
     if lay.tp * lay.pp * lay.cp * lay.dp != lay.gpus:
         raise InvalidWorkload(
             f"layout tp {lay.tp} x cp {lay.cp} x pp {lay.pp} x dp {lay.dp} = {lay.tp * lay.cp * lay.pp * lay.dp}"
@@ -144,7 +170,7 @@ def _check(model: ModelSpec, lay: TrainLayout, seq_tokens: int) -> None:
 
 
 def training_step(
-    model: ModelSpec, gpu: GpuSpec, lay: TrainLayout, *, seq_tokens: int, micro_batch: int = 1,
+    model: ModelSpec, gpu: GpuSpec, lay: TrainSplit, *, seq_tokens: int, micro_batch: int = 1,
     global_batch_tokens: int = DEFAULT_GLOBAL_BATCH_TOKENS, recompute: Recompute = "none",
     kind: TrainKind = "full", precision: str = "bf16", gpus_per_server: int = 8,
     network_bytes_per_s: float | None = None, grad_bytes_per_value: int = 2, cal: Calibration | None = None,
