@@ -39,6 +39,9 @@ class MediaLoad:
     encoder_flops: float = 0.0  # forward FLOPs of the vision tower / encoder for the request
 
 
+_NO_MEDIA = MediaLoad()  # a text-only request (frozen: one value serves them all)
+
+
 def validate_media(model: ModelSpec | None, w: Workload) -> None:
     """One-line refusals: negative counts, a zero or absurd size, images for a model that takes none."""
     n, res = w.images_per_request, w.image_resolution
@@ -71,7 +74,7 @@ def resolve_media(model: ModelSpec, w: Workload, assumptions: list[str], *, prom
                          encoder_flops=2.0 * enc.params * tokens)
     rule = model.image
     if rule is None:
-        return MediaLoad()
+        return _NO_MEDIA
     n = 1 if w.images_per_request is None else w.images_per_request
     width, height = w.image_resolution or rule.native_resolution
     if n == 0:

@@ -291,11 +291,11 @@ def longest_kv_context(
             token_slots += used * block_size * count
         return math.ceil(token_slots * values * bytes_per_value * sequences * stage / layers) <= capacity
 
-    top = ceil_div(limit, block_size)
+    top = -(-limit // block_size)  # ceil_div(limit, block_size)
     if fits(top):
         return limit
     lo, hi = 0, top - 1  # fits(0) holds (an empty cache); nothing above hi fits
-    per_block = block_size * sum(count for _, count in groups) * values * bytes_per_value * sequences * stage / layers
+    per_block = block_size * _attention_layers(groups) * values * bytes_per_value * sequences * stage / layers
     guess = min(hi, int(capacity // per_block)) if per_block > 0 else hi
     step = 1
     if fits(guess):
@@ -369,6 +369,12 @@ def _kv_shape(model: ModelSpec, tp: int, pp: int) -> _KvShape:
         _KV_SHAPES.clear()
     _KV_SHAPES[key] = (model, shape)
     return shape
+
+
+@lru_cache(maxsize=256)
+def _attention_layers(groups: tuple[tuple[int | None, int], ...]) -> int:
+    """The layers in the window groups (the KV-caching layers)."""
+    return sum(count for _, count in groups)
 
 
 @lru_cache(maxsize=256)

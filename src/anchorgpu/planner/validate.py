@@ -159,6 +159,10 @@ def default_tp(model: ModelSpec | DiffusionPipelineSpec, gpus: int) -> int:
     return 1
 
 
+def _split_names(cp: int) -> str:
+    return "tp·pp" + ("·cp" if cp > 1 else "")
+
+
 def resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, layout: Layout,
                     assumptions: list[str]) -> ResolvedLayout:
     check_counts(_LAYOUT_COUNTS, _layout_counts(layout))
@@ -193,19 +197,18 @@ def resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload,
     else:
         tp, pp = layout.tp or 1, layout.pp or 1
         split = tp * pp * cp
-        names = "tp·pp" + ("·cp" if cp > 1 else "")
         if layout.dp is None:
             if gpus is None:
                 gpus = split
             if gpus % split:
-                raise InvalidWorkload(f"gpus={gpus} is not a multiple of {names} = {split}")
+                raise InvalidWorkload(f"gpus={gpus} is not a multiple of {_split_names(cp)} = {split}")
             dp = gpus // split
         else:
             dp = layout.dp
             if gpus is None:
                 gpus = split * dp
             elif gpus != split * dp:
-                raise InvalidWorkload(f"gpus={gpus} but {names}·dp = {split * dp}")
+                raise InvalidWorkload(f"gpus={gpus} but {_split_names(cp)}·dp = {split * dp}")
     check_tp(model, tp)
     if isinstance(model, ModelSpec) and pp > model.num_layers:
         raise InvalidWorkload(f"pp={pp} exceeds the {model.num_layers} layers of {model.name}")

@@ -174,39 +174,52 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: f
                       communication_s=comm, bound=bound)
 
 
+_Step = tuple[float, float, float, float, float, str]
+
+
 def _step(model: ModelSpec, setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: float,
-          decode_attn_flops: float, prefill_attn_flops: float) -> tuple[float, float, float, float, float, str]:
+          decode_attn_flops: float, prefill_attn_flops: float) -> _Step:
     """:func:`decode_step`'s fields in order, once its constants and the attention FLOPs per token (decoding at
-    the cached length, prefill at the prompt's; 0 without prefill) are known: a serving estimate takes six
-    steps of one setup and reads two of the fields."""
-    tokens = batch + prefill_tokens
-    weights = setup.weights_bytes_per_gpu
-    routed = c.routed_share
-    if routed is not None:  # the experts the step's tokens touch (moe_expert_fraction_read)
-        weights *= 1 - routed + routed * float(1.0 - c.miss_per_token ** max(tokens, 1.0))
-    split = setup.tp * setup.pp
-    mem_rate = c.mem_rate
-    matmul_s = tokens * 2.0 * c.matmul_params / split / c.matmul_rate
-    weights_read_s = weights / mem_rate
-    weights_s = matmul_s if matmul_s > weights_read_s else weights_read_s  # max(weights_read_s, matmul_s)
-    kv_s = batch * setup.kv_bytes_per_sequence_per_gpu / mem_rate
-    attn_flops = batch * decode_attn_flops
-    if prefill_tokens and prefill_attn_flops:
-        attn_flops += prefill_tokens * prefill_attn_flops
-    attn_compute_s = attn_flops / split / c.attention_rate
-    attention_s = attn_compute_s if attn_compute_s > kv_s else kv_s  # max(kv_s, attn_compute_s)
-    per_gpu = setup.pp * (weights_s + attention_s + tokens * c.elementwise_s_per_token)
-    comm = 0.0
-    if c.link is not None:  # two ring all-reduces per layer of the step's activations (allreduce_s)
-        message = tokens * model.hidden_size * ACTIVATION_BYTES
-        if message > 0:
-            comm = 2 * model.num_layers * (c.allreduce_latency_s + c.allreduce_share * message / c.allreduce_rate)
-    fixed = c.fixed_s
-    step = fixed + per_gpu + comm
-    memory_part = weights_read_s + kv_s
-    compute_part = matmul_s + attn_compute_s
-    bound = "fixed" if fixed > per_gpu else ("memory" if memory_part >= compute_part else "compute")
-    return step, fixed, setup.pp * weights_s, setup.pp * attention_s, comm, bound
+    the cached length, prefill at the prompt's; 0 without prefill) are known."""
+    return _steps(model, setup, c, decode_attn_flops, prefill_attn_flops, ((batch, prefill_tokens),))[0]
+
+
+def _steps(model: ModelSpec, setup: ServingSetup, c: _StepConstants, decode_attn_flops: float,
+           prefill_attn_flops: float, loads: tuple[tuple[float, float], ...]) -> list[_Step]:
+    """:func:`_step` for each (decoding sequences, prefill tokens) of ``loads`` on one setup: a serving estimate
+    takes three per set of constants, and what they share is read once."""
+    weights0, kv_per_sequence = setup.weights_bytes_per_gpu, setup.kv_bytes_per_sequence_per_gpu
+    pp, split = setup.pp, setup.tp * setup.pp
+    routed, miss = c.routed_share, c.miss_per_token
+    mem_rate, matmul_params, matmul_rate = c.mem_rate, c.matmul_params, c.matmul_rate
+    attention_rate, elementwise, fixed = c.attention_rate, c.elementwise_s_per_token, c.fixed_s
+    layers2, hidden = 2 * model.num_layers, model.hidden_size
+    out: list[_Step] = []
+    for batch, prefill_tokens in loads:
+        tokens = batch + prefill_tokens
+        weights = weights0
+        if routed is not None:  # the experts the step's tokens touch (moe_expert_fraction_read)
+            weights *= 1 - routed + routed * float(1.0 - miss ** max(tokens, 1.0))
+        matmul_s = tokens * 2.0 * matmul_params / split / matmul_rate
+        weights_read_s = weights / mem_rate
+        weights_s = matmul_s if matmul_s > weights_read_s else weights_read_s  # max(weights_read_s, matmul_s)
+        kv_s = batch * kv_per_sequence / mem_rate
+        attn_flops = batch * decode_attn_flops
+        if prefill_tokens and prefill_attn_flops:
+            attn_flops += prefill_tokens * prefill_attn_flops
+        attn_compute_s = attn_flops / split / attention_rate
+        attention_s = attn_compute_s if attn_compute_s > kv_s else kv_s  # max(kv_s, attn_compute_s)
+        per_gpu = pp * (weights_s + attention_s + tokens * elementwise)
+        comm = 0.0
+        if c.link is not None:  # two ring all-reduces per layer of the step's activations (allreduce_s)
+            message = tokens * hidden * ACTIVATION_BYTES
+            if message > 0:
+                comm = layers2 * (c.allreduce_latency_s + c.allreduce_share * message / c.allreduce_rate)
+        memory_part = weights_read_s + kv_s
+        compute_part = matmul_s + attn_compute_s
+        bound = "fixed" if fixed > per_gpu else ("memory" if memory_part >= compute_part else "compute")
+        out.append((fixed + per_gpu + comm, fixed, pp * weights_s, pp * attention_s, comm, bound))
+    return out
 
 
 @fast_init
@@ -255,13 +268,12 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     budget = max(1, setup.max_num_batched_tokens - others)
     chunks, chunk = math.ceil(prompt_tokens / budget), min(prompt_tokens, budget)
     figures = []
+    loads = ((per_replica, prefill), (sat_replica, sat_prefill), (others, chunk))
     for ideal in (False, True):
-        c = _constants(model, gpu, setup, cal, ideal)
-        step = _step(model, setup, c, per_replica, prefill, decode_attn, prompt_attn if prefill else 0.0)
-        sat_s = _step(model, setup, c, sat_replica, sat_prefill, decode_attn, prompt_attn if sat_prefill else 0.0)[0]
-        first_s = _step(model, setup, c, others, chunk, decode_attn, prompt_attn if chunk else 0.0)[0]
+        step, sat, first = _steps(model, setup, _constants(model, gpu, setup, cal, ideal), decode_attn, prompt_attn,
+                                  loads)
         tps = setup.replicas * per_replica / step[0] if concurrency >= setup.replicas else concurrency / step[0]
-        figures.append((step[0], tps, setup.replicas * sat_replica / sat_s, chunks * first_s, step[5]))
+        figures.append((step[0], tps, setup.replicas * sat_replica / sat[0], chunks * first[0], step[5]))
     (tpot, tps, top, ttft, out_bound), (tpot_c, tps_c, top_c, ttft_c, _) = figures
     return ServingEstimate(
         concurrency=concurrency, per_replica=per_replica, ttft_s=ttft, tpot_s=tpot,
