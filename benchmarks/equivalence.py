@@ -124,7 +124,7 @@ def _workload(rng: random.Random, task: str, model: str) -> dict[str, Any]:
         if rng.random() < 0.1:
             w["allow_long_context"] = True
         if rng.random() < 0.1:
-            w["gpu_memory_utilization"] = rng.choice((0.8, 0.95, 1.0))
+            w["gpu_memory_utilization"] = rng.choice((0.8, 0.95, 1.0, 1))
         if rng.random() < 0.1:
             w["max_num_seqs"] = rng.choice((64, 256))
         if rng.random() < 0.05:

@@ -99,7 +99,8 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int) -> Serv
     assert isinstance(model, ModelSpec)
     kv_seq = _kv_bytes(plan, prompt_tokens + output_tokens // 2)
     # a recurrent layer reads (and rewrites) its fixed-size state every step instead of a growing KV cache
-    kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
+    if model.recurrent is not None:
+        kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
     return ServingSetup(
         weights_bytes_per_gpu=plan.per_gpu.weights_bytes, kv_bytes_per_sequence_per_gpu=kv_seq,
         precision=compute_precision_for_weights(plan.precision.weights or "bf16"), tp=lay.tp, pp=lay.pp,
