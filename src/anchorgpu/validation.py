@@ -23,6 +23,7 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 
 from anchorgpu.errors import InvalidInput
@@ -38,6 +39,7 @@ __all__ = [
     "ascii_int",
     "bounded_int",
     "finite_number",
+    "iso_instant",
     "usd_amount",
     "is_valid_id",
     "whole_number",
@@ -201,3 +203,33 @@ def finite_number(value: float, *, field: str, low: float | None = None, high: f
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or not lo <= value <= hi:
         raise InvalidInput(f"{flag or '--' + field.replace('_', '-')} {value!r}: expected a finite number from {lo:g} to {hi:g}")
     return float(value)
+
+
+_INSTANT_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:.,]+(Z|[+-][0-9]{2}:?[0-9]{2})?$", re.ASCII)
+
+
+def iso_instant(text: object, *, flag: str) -> datetime:
+    """An instant written in ISO 8601 with its time zone (``2027-01-31T00:00:00Z``, ``…+02:00``), for every face.
+
+    A Unix timestamp, a date without a time, a week date or non-ASCII digits are refused: the CLI refused
+    ``1893456000`` while the API read it as 2030 (pydantic's datetime takes numbers and digit strings).
+
+    >>> iso_instant("2027-01-31T00:00:00Z", flag="--expires-at").isoformat()
+    '2027-01-31T00:00:00+00:00'
+    >>> iso_instant("1893456000", flag="expires_at")
+    Traceback (most recent call last):
+    ...
+    anchorgpu.errors.InvalidInput: expires_at '1893456000': expected an ISO 8601 instant with a time zone, e.g. 2027-01-31T00:00:00Z
+    """
+    example = "e.g. 2027-01-31T00:00:00Z"
+    if not isinstance(text, str) or len(text) > 40 or _INSTANT_RE.fullmatch(text.strip()) is None:
+        shown = repr(text[:40]) if isinstance(text, str) else repr(text)
+        raise InvalidInput(f"{flag} {shown}: expected an ISO 8601 instant with a time zone, {example}")
+    try:
+        value = datetime.fromisoformat(text.strip())
+    except ValueError as exc:
+        raise InvalidInput(f"{flag} {text!r}: expected an ISO 8601 instant with a time zone, {example}") from exc
+    if value.tzinfo is None:
+        raise InvalidInput(f"{flag} {text!r}: give a time zone, {example}")
+    return value
+

@@ -2,8 +2,8 @@
 
 Each case is a config no registry model has (sizes shrunk, and the switches a family has flipped: a SigLIP tower
 with its pooling head, a list of vision feature layers, projector biases, tied heads, flat Qwen2-VL configs,
-DeepStack indexes, dense layers in an MoE text model, cross-attention layer lists, gated T5 feed-forwards,
-an untied Whisper head). The script builds each with the ``*ForConditionalGeneration`` class of its model type on
+DeepStack indexes, dense layers in an MoE text model, Llama 4's MoE on every other layer beside its vision
+tower, cross-attention layer lists, gated T5 feed-forwards, an untied Whisper head). The script builds each with the ``*ForConditionalGeneration`` class of its model type on
 the meta device (pinned torch==2.13.0 CPU, transformers==5.24.0; never a runtime dependency):
 
     /work/tfvenv/bin/python tests/architectures/multimodal_cases.py > tests/architectures/multimodal_cases.json
@@ -81,6 +81,18 @@ CASES: dict[str, dict[str, object]] = {
                           "num_global_layers": 2, "attention_heads": 4, "image_size": 56, "patch_size": 14,
                           "max_num_tiles": 2, "vision_output_dim": 320, "intermediate_layers_indices": [0, 1, 2, 2],
                           "supported_aspect_ratios": [[1, 1], [1, 2], [2, 1]]}},
+    "llama4_interleaved_moe_untied": {
+        "model_type": "llama4", "architectures": ["Llama4ForConditionalGeneration"],
+        "text_config": {"model_type": "llama4_text", "vocab_size": 1100, "hidden_size": 128, "intermediate_size": 96,
+                        "intermediate_size_mlp": 320, "num_hidden_layers": 4, "num_attention_heads": 4,
+                        "num_key_value_heads": 2, "head_dim": 32, "num_local_experts": 3, "num_experts_per_tok": 1,
+                        "interleave_moe_layer_step": 2, "max_position_embeddings": 4096, "use_qk_norm": True,
+                        "no_rope_layers": [1, 1, 0, 1], "attention_chunk_size": 64},
+        "vision_config": {"model_type": "llama4_vision_model", "hidden_size": 64, "intermediate_size": 160,
+                          "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": 56, "patch_size": 14,
+                          "pixel_shuffle_ratio": 0.5, "projector_input_dim": 96, "projector_output_dim": 96,
+                          "vision_output_dim": 96},
+        "tie_word_embeddings": False},
     "t5_gated_uneven_stacks": {
         "model_type": "t5", "architectures": ["T5ForConditionalGeneration"], "vocab_size": 800, "d_model": 96,
         "d_kv": 16, "d_ff": 200, "num_layers": 3, "num_decoder_layers": 2, "num_heads": 4,

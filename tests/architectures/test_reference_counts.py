@@ -8,6 +8,7 @@ beside them. AnchorGPU itself never imports torch or transformers.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,13 @@ def test_registry_model_counts_equal_transformers_on_the_meta_device(name: str) 
     assert spec.params_total == want["params_total"]
     assert spec.params.embeddings == want["embedding_params"]
     assert spec.params.head == want["untied_head_params"]
+
+
+@pytest.mark.parametrize("name", sorted(TRANSFORMERS))
+def test_each_transformers_count_was_made_from_the_config_file_shipped_now(name: str) -> None:
+    digest = hashlib.sha256((MODELS_DIR / f"{name}.json").read_bytes()).hexdigest()
+    assert TRANSFORMERS[name]["config_sha256"] == digest, (
+        f"{name}.json changed since it was counted: rerun tests/architectures/transformers_counts.py --only {name}")
 
 
 @pytest.mark.parametrize("case", sorted(EDGE))

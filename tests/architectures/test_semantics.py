@@ -24,6 +24,18 @@ def test_gemma_2_alternates_sliding_and_global_layers_starting_with_sliding() ->
     assert windows.count(None) == 21
 
 
+def test_a_null_sliding_window_leaves_the_sliding_layers_unwindowed_and_an_absent_one_takes_the_default() -> None:
+    # transformers 5.24: Gemma2Config(sliding_window=None) keeps None (its sliding layers then attend to, and
+    # cache, every token); without the key the config's default window is 4096. The count does not change.
+    base = {"model_type": "gemma2", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 4,
+            "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 320,
+            "max_position_embeddings": 8192}
+    null = from_hf_config({**base, "sliding_window": None}, name="g")
+    absent = from_hf_config(base, name="g")
+    assert null.layer_windows == (None,) * 4 and absent.layer_windows == (4096, None, 4096, None)
+    assert null.params_total == absent.params_total
+
+
 def test_gemma_3_has_five_local_layers_for_each_global_one() -> None:
     windows = llm("gemma-3-27b").layer_windows
     assert windows[:6] == (1024,) * 5 + (None,)

@@ -165,7 +165,7 @@ def test_the_language_switch_turns_the_planner_russian_and_stays(browser: Any, s
         assert page.inner_text("h1") == "Поместится ли?"
         assert page.inner_text("#verdict").startswith("Помещается")
         page.screenshot(path=str(_shots(tmp_path) / f"plan-ru-{width}.png"), full_page=False)
-        page.click("nav[aria-label=main] a[href='/catalog']")
+        page.click("#main-nav a[href='/catalog']")
         assert page.get_attribute("html", "lang") == "ru"
         header_px, viewport_px = page.eval_on_selector("header.top", "e => [e.scrollWidth, window.innerWidth]")
         assert header_px <= viewport_px  # the switch does not push the header off a phone screen

@@ -209,7 +209,7 @@ def test_an_unknown_entry_page_is_a_404_page(client: TestClient) -> None:
 def test_an_entry_with_a_gpu_comparison_shows_it_side_by_side_from_the_hardware_data(client: TestClient) -> None:
     from anchorgpu.hardware import get_gpu
 
-    html = client.get("/glossary/hbm3e").text  # HBM3e compares H100 with H200
+    html = client.get("/glossary/hbm3e", params={"lang": "en"}).text  # HBM3e compares H100 with H200 (English digits)
     assert 'id="gpu-comparison"' in html
     assert get_gpu("h100").display_name in html and get_gpu("h200").display_name in html
     assert "anchorgpu gpus compare h100 h200" in html

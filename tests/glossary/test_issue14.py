@@ -56,7 +56,7 @@ def test_the_cli_card_and_the_json_carry_the_caveat(capsys: pytest.CaptureFixtur
 
 def test_a_quote_preset_is_priced_live_on_the_entry_page(client: TestClient) -> None:
     """Catalog anchor: one H100 SXM VM for a month is $2,190 (DESIGN.md 2), 720 h, $3.04 effective, $3.00 at 730 h."""
-    html = client.get("/glossary/comparison-month-730").text
+    html = client.get("/glossary/comparison-month-730", params={"lang": "en"}).text
     assert 'class="small live-quote"' in html
     assert "$2,190.00" in html and "$3.04" in html and "$3.00" in html and "720 h" in html
     assert 'href="/quote?offering=h100-sxm-1x-vm&amp;term=1month"' in html
@@ -73,7 +73,7 @@ def test_an_offerings_preset_links_the_catalog_page_with_its_filter(client: Test
 
 def test_the_russian_entry_page_labels_the_presets_in_russian(client: TestClient) -> None:
     html = client.get("/glossary/gpu-hour", params={"lang": "ru"}).text
-    assert "Собрать это предложение" in html and "Цена по каталогу сейчас" in html
+    assert "Рассчитать эту стоимость" in html and "Цена по каталогу сейчас" in html
 
 
 def test_the_cli_card_lists_the_preset_pages(capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,7 +18,7 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan, plan_to_json
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner.speed.estimate import serving_setup
-from anchorgpu.planner.speed.serving import decode_step
+from anchorgpu.planner.speed.serving import serving_estimate
 from anchorgpu.planner.sweep import SweepSpec, sweep
 from anchorgpu.recommend import shapes_from_catalog
 
@@ -126,13 +126,12 @@ def test_the_sweep_agrees_with_plan_on_state_space_models(name: str, context: in
         assert row["per_gpu_total_bytes"] == p.per_gpu.total_bytes
         assert row["fits"] == p.fits
         # decode speed: the scalar serving model reads the same weights, KV and state per step
-        per_replica = -(-row["concurrency"] // row["dp"])
         prompt, output = result.prompt_tokens, result.output_tokens
         setup = replace(serving_setup(p, prompt_tokens=prompt, output_tokens=output),
                         gpus_per_server=shape.gpus_per_server)
-        step = decode_step(model, shape.gpu, setup, batch=per_replica, prefill_tokens=per_replica * prompt / output,
-                           prompt_tokens=prompt, cached_tokens=prompt + output // 2)
-        assert row["decode_tokens_per_s_per_user"] == pytest.approx(1 / step.step_s, rel=1e-6)
+        est = serving_estimate(model, shape.gpu, setup, prompt_tokens=prompt, output_tokens=output,
+                               concurrency=row["concurrency"], saturation_concurrency=row["concurrency"])
+        assert row["decode_tokens_per_s_per_user"] == pytest.approx(1 / est.tpot_s, rel=1e-6)
 
 
 def test_cli_plan_names_the_state_beside_the_kv(capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,7 +18,7 @@ from anchorgpu.architectures import load_model
 from anchorgpu.catalog import load_catalog
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.speed.estimate import serving_setup
-from anchorgpu.planner.speed.serving import decode_step
+from anchorgpu.planner.speed.serving import decode_step, serving_estimate
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
 from anchorgpu.planner.sweep import SweepResult, SweepSpec, sweep
 from anchorgpu.recommend import shapes_from_catalog
@@ -58,16 +58,16 @@ def _check_inference_row(result: SweepResult, model, i: int) -> None:
     prompt, output = result.prompt_tokens, result.output_tokens
     setup = replace(serving_setup(p, prompt_tokens=prompt, output_tokens=output),
                     gpus_per_server=shape.gpus_per_server)
-    cached = prompt + output // 2
-    step = decode_step(model, shape.gpu, setup, batch=per_replica, prefill_tokens=per_replica * prompt / output,
-                       prompt_tokens=prompt, cached_tokens=cached)
-    assert row["decode_tokens_per_s_per_user"] == pytest.approx(1 / step.step_s, rel=1e-6)
-    assert row["decode_tokens_per_s_total"] == pytest.approx(row["concurrency"] / step.step_s, rel=1e-6)
-    others = per_replica - 1
-    room = max(1, setup.max_num_batched_tokens - others)
-    first = decode_step(model, shape.gpu, setup, batch=others, prefill_tokens=min(prompt, room), prompt_tokens=prompt,
-                        cached_tokens=cached)
-    assert row["prefill_s"] == pytest.approx(math.ceil(prompt / room) * first.step_s, rel=1e-6)
+    est = serving_estimate(model, shape.gpu, setup, prompt_tokens=prompt, output_tokens=output,
+                           concurrency=row["concurrency"], saturation_concurrency=row["concurrency"])
+    assert row["decode_tokens_per_s_per_user"] == pytest.approx(1 / est.tpot_s, rel=1e-6)
+    assert row["decode_tokens_per_s_total"] == pytest.approx(row["concurrency"] / est.tpot_s, rel=1e-6)
+    assert row["prefill_s"] == pytest.approx(est.ttft_s, rel=1e-6)
+    # and the steady step is the scalar decode step where every step carries prompt tokens
+    if per_replica * prompt / output >= min(prompt, setup.max_num_batched_tokens - per_replica):
+        step = decode_step(model, shape.gpu, setup, batch=per_replica, prefill_tokens=per_replica * prompt / output,
+                           prompt_tokens=prompt, cached_tokens=prompt + output // 2)
+        assert est.tpot_s == pytest.approx(step.step_s, rel=1e-9)
 
 
 @pytest.mark.parametrize("case", list(INFERENCE_CASES))

@@ -78,14 +78,24 @@ def test_a_key_expires_at_its_instant(any_app: Any, fixed_clock: Any) -> None:
     [
         ({"name": "x", "expires_at": "2026-11-29T11:00:00Z"}, "not in the future"),
         ({"name": "x", "expires_at": "9999-12-31T00:00:00Z"}, "days ahead"),
-        ({"name": "x", "expires_at": "2027-01-01T00:00:00"}, "timezone"),
-        ({"name": "x", "expires_at": "abc"}, "datetime"),
+        ({"name": "x", "expires_at": "2027-01-01T00:00:00"}, "time zone"),
+        ({"name": "x", "expires_at": "abc"}, "ISO 8601 instant"),
+        # QA pass: the API read a Unix timestamp (number or digit string) as 2030 where the CLI refused it
+        ({"name": "x", "expires_at": 1893456000}, "string"),
+        ({"name": "x", "expires_at": "1893456000"}, "ISO 8601 instant"),
+        ({"name": "x", "expires_at": "2027-01-01"}, "ISO 8601 instant"),
+        ({"name": "x", "expires_at": True}, "string"),
         ({"name": "a\u0000b"}, "control character"),
         ({"name": "x" * 101}, "at most 100"),
         ({"name": 5}, "string"),
         ({"name": "x", "scope": "admin"}, "Extra inputs"),
+        # QA pass: names that display as something else, or as nothing, in every listing
+        ({"name": "\u202egnp.exe"}, "text-direction control U+202E"),
+        ({"name": "\u200b"}, "no visible character"),
+        ({"name": "\ufeff\u0301\u0301"}, "no visible character"),
     ],
-    ids=["past", "year-9999", "naive", "not-a-date", "nul", "long-name", "number-name", "unknown-field"],
+    ids=["past", "year-9999", "naive", "not-a-date", "unix-number", "unix-string", "date-only", "boolean", "nul",
+         "long-name", "number-name", "unknown-field", "bidi-override", "zero-width", "marks-only"],
 )
 def test_bad_key_requests_answer_422_in_one_line(sqlite_app: Any, body: dict[str, Any], reason: str) -> None:
     alice = sqlite_app.caller("alice")
@@ -169,6 +179,25 @@ def test_the_cli_creates_lists_and_revokes_keys(sqlite_url: str, tmp_path: Path,
     capsys.readouterr()
     assert main(["keys", "revoke", default_id, "--api-key", local_key]) == 4  # the last usable key
     assert "last usable key" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text", ["1893456000", "2027-01-01", "2027-01-01T00:00:00", "2027-W01-1T00:00:00Z", "２０２７-01-01T00:00:00Z",
+                                  "2027-01-01T00:00:00+25:00", "2027-02-30T00:00:00Z"])
+def test_the_cli_and_the_api_read_an_expiry_by_one_rule(sqlite_app: Any, sqlite_url: str, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                                        text: str) -> None:
+    """QA pass: ``POST /v1/keys {"expires_at": "1893456000"}`` made a key expiring in 2030 (and a JSON number did
+    too) where ``keys create --expires-at 1893456000`` was refused; both faces now call one parser."""
+    from anchorgpu.cli import main
+
+    alice = sqlite_app.caller("alice")
+    api = sqlite_app.client.post("/v1/keys", json={"name": "x", "expires_at": text}, headers=alice.auth)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("ANCHORGPU_DATABASE_URL", sqlite_url)
+    cli = main(["keys", "create", "x", "--expires-at", text])
+    err = capsys.readouterr().err
+    assert (api.status_code, cli) == (422, 2), (api.status_code, api.text[:200], cli, err)
+    assert err.removeprefix("error: --expires-at").strip() == api.json()["detail"].removeprefix("expires_at").strip()
 
 
 def test_a_page_session_signed_in_with_a_key_ends_when_that_key_is_revoked(sqlite_app: Any) -> None:

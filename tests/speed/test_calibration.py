@@ -46,10 +46,24 @@ def test_cuda_fitted_rows_median_error_within_10_percent() -> None:
     assert statistics.median(abs(e) for e in errors.values()) <= 0.10, errors
 
 
-def test_cuda_fitted_rows_each_within_30_percent() -> None:
-    # target 25%; T26 (torchtitan, H100 capped at 500 W, planned at the 700 W peak) sits at about +27%
-    errors = _errors("fit")
-    assert {k: e for k, e in errors.items() if abs(e) > 0.30} == {}
+def test_every_row_within_25_percent_fitted_or_held_out() -> None:
+    """Issue 11's targets: no calibration row beyond 25%, and rows kept out of the fit within 25%, on both stacks."""
+    errors = {run.id: predict(run) / run.value - 1.0 for run in load_runs()}
+    assert {k: e for k, e in errors.items() if abs(e) > 0.25} == {}
+
+
+def test_held_out_rocm_rows_median_within_15_percent() -> None:
+    errors = _errors("holdout", "rocm")
+    assert statistics.median(abs(e) for e in errors.values()) <= 0.15, errors
+
+
+def test_interleaving_gain_of_torchtitans_405b_run_is_predicted() -> None:
+    """torchtitan's Table 5 (benchmarks/llama3_h100_202412_torchtitan.md, 31a17bf): the same 405B run on 512 H100
+    at 100 tok/s/GPU with 1F1B and 128 with interleaved 1F1B (T28-1F1B, T28; both held out). Its 8 micro-batches
+    (the pipeline degree, torchtitan's default) and 2 chunks per rank (its default for a multi-stage schedule, over
+    126 layers in 16 uneven chunks) give the bubble that makes the difference."""
+    ratio = predict(ROWS["T28"]) / predict(ROWS["T28-1F1B"])
+    assert ratio == pytest.approx(128 / 100, rel=0.05)
 
 
 def test_cuda_held_out_rows_median_error_within_15_percent() -> None:
@@ -95,10 +109,10 @@ def test_rocm_is_calibrated_apart_and_its_band_says_how_far_off_it_is() -> None:
     assert cal.stacks["rocm"] != cal.stacks["cuda"]
     assert predict(ROWS["RT1"]) == pytest.approx(12786.9, rel=0.05)
     band = cal.bands["rocm-serve"]
-    ratios = [ROWS[i].value / predict(ROWS[i]) for i in ("RS6", "RS7", "RS8", "RS9", "RS10")]
-    # the 10th-90th percentile of five rows: most of them inside, the extremes may fall out
-    assert sum(band.low <= r <= band.high for r in ratios) >= 3, (band, ratios)
-    assert band.low < cal.bands["cuda-serve"].low
+    ratios = [ROWS[i].value / predict(ROWS[i]) for i in ("RS7", "RS9", "RS10")]  # the held-out MI300X rows
+    assert sum(band.low <= r <= band.high for r in ratios) >= 2, (band, ratios)
+    # three held-out rows say little: the ROCm band is at least as wide as serving's over both stacks
+    assert band.low <= cal.bands["serve"].low and band.high >= cal.bands["serve"].high
 
 
 def test_rocm_serving_is_fitted_with_its_own_bf16_to_fp8_ratio() -> None:
@@ -112,3 +126,38 @@ def test_rocm_serving_is_fitted_with_its_own_bf16_to_fp8_ratio() -> None:
     assert refit.train_matmul_efficiency == pytest.approx(shipped.train_matmul_efficiency, rel=0.02)
     for row_id in ("RS7", "RS9", "RS10"):
         assert predict(ROWS[row_id]) == pytest.approx(ROWS[row_id].value, rel=0.35), row_id
+
+
+def test_trtllm_rows_run_at_the_batch_trtllm_bench_gives_its_engine() -> None:
+    """S14 (perf_measured: Llama-3.1-8B FP8 on one H100, 128/128): trtllm-bench leaves max batch size unset in the
+    source's commands and sizes it from the KV cache (tensorrt_llm/bench/build/tuning.py), about 4,096 here, not
+    vLLM's 1,024; the engine then runs what the cache holds at prompt + output tokens each."""
+    from anchorgpu.architectures import load_model
+    from anchorgpu.hardware import get_gpu
+    from anchorgpu.planner.speed.runs import trtllm_bench_limits
+
+    model, gpu = load_model("llama-3.1-8b"), get_gpu("h100-sxm")
+    # 2 x 32 layers x 8 KV heads x 128 x 1 B (FP8) = 65,536 B a token; (80 GiB - 8.03 GB) x 0.95 / (65,536 x 256)
+    # = 4,411 requests, capped at 4,096; tokens per step 4,096 x (1 + 128/128)
+    assert trtllm_bench_limits(model, gpu.memory_bytes, tp=1, pp=1, weights="fp8", kv_cache="fp8",
+                               prompt_tokens=128, output_tokens=128)[0] == 4096
+    assert ROWS["S14"].row["engine_limits"] == "trtllm-bench"
+    assert predict(ROWS["S14"]) == pytest.approx(28312, rel=0.10)
+
+
+def test_serving_products_lose_efficiency_as_the_per_gpu_width_shrinks() -> None:
+    """Decode steps multiply few rows: the same model split 8 ways reaches less of its peak than split 2 ways."""
+    from anchorgpu.planner.speed.serving import serve_shape_factor
+
+    k = calibration().stacks["cuda"]
+    assert 0 < serve_shape_factor(16384 / 8, k.serve_matmul_half_width) < serve_shape_factor(8192 / 2, k.serve_matmul_half_width) < 1
+
+
+def test_the_fit_starts_from_the_bounds_not_the_shipped_file() -> None:
+    """Refitting cannot walk: each constant's coordinate maps inside its physical bounds, starting from their
+    geometric mean, so the fit depends on the rows alone."""
+    import math
+
+    for name, (lo, hi) in calibrate.BOUNDS.items():
+        assert calibrate._from_z(name, 0.0) == pytest.approx(math.sqrt(lo * hi))
+        assert lo <= calibrate._from_z(name, -1e9) <= calibrate._from_z(name, 1e9) <= hi

@@ -16,7 +16,7 @@ def test_public_pages_render_with_the_base_layout(client: TestClient, path: str)
     response = client.get(path)
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/html")
-    assert '<nav aria-label="main">' in response.text
+    assert '<nav aria-label="Main" id="main-nav">' in response.text
 
 
 def test_home_offers_the_three_journeys(client: TestClient) -> None:

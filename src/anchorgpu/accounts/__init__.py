@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -32,6 +33,7 @@ __all__ = [
     "authenticate",
     "clean_name",
     "create_account",
+    "new_name",
     "hash_api_key",
     "new_api_key",
 ]
@@ -74,6 +76,33 @@ def clean_name(value: object, *, what: str, max_chars: int) -> str:
     return clean
 
 
+_DIRECTION_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+"""Bidirectional-text controls: ``\u202e`` shows "exe.gnp" as "png.exe" in every listing that prints the name."""
+
+
+def new_name(value: object, *, what: str, max_chars: int) -> str:
+    """:func:`clean_name` for a name being given now (account sign-up, a new key), which must also read as what
+    it is: no text-direction controls and at least one visible character (a name of zero-width spaces, a byte
+    order mark or combining marks alone shows as nothing in ``keys list``). Rows restored from a backup keep
+    :func:`clean_name`'s rule, so that what an earlier version accepted still restores.
+
+    >>> new_name("ci runner 😀", what="key name", max_chars=100)
+    'ci runner 😀'
+    >>> new_name("\u200b", what="key name", max_chars=100)
+    Traceback (most recent call last):
+    ...
+    anchorgpu.errors.InvalidInput: key name has no visible character; use letters, digits or symbols
+    """
+    clean = clean_name(value, what=what, max_chars=max_chars)
+    for ch in clean:
+        if ch in _DIRECTION_CONTROLS:
+            raise InvalidInput(f"{what} contains the text-direction control U+{ord(ch):04X}, which makes it display as "
+                               "something else; use plain text")
+    if not any(unicodedata.category(ch)[0] in "LNPS" for ch in clean):
+        raise InvalidInput(f"{what} has no visible character; use letters, digits or symbols")
+    return clean
+
+
 def hash_api_key(api_key: str) -> str:
     """Hex SHA-256 of the key: the only form in which a key is stored.
 
@@ -92,7 +121,7 @@ def new_api_key() -> tuple[str, str, str]:
 def create_account(uow: AbstractUnitOfWork, name: str, *, clock: Callable[[], datetime]) -> tuple[str, str]:
     """Create an account named ``name`` with one key named ``default``; return ``(account_id, api_key)``.
     The key is never shown again."""
-    clean = clean_name(name, what="account name", max_chars=ACCOUNT_NAME_MAX)
+    clean = new_name(name, what="account name", max_chars=ACCOUNT_NAME_MAX)
     token = secrets.token_hex(8)
     account_id = f"acct_{token}"
     api_key, key_hash, prefix = new_api_key()

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from anchorgpu.accounts import clean_name, new_api_key
+from anchorgpu.accounts import new_api_key, new_name
 from anchorgpu.errors import Conflict, InvalidInput, NotFound
 from anchorgpu.store.api_keys import ApiKeyRecord
 from anchorgpu.store.uow import AbstractUnitOfWork
@@ -116,7 +116,7 @@ def check_expiry(expires_at: datetime | None, now: datetime) -> datetime | None:
 def create_key(uow: AbstractUnitOfWork, *, account_id: str, name: str, expires_at: datetime | None = None,
                clock: Clock) -> tuple[ApiKeyInfo, str]:
     """A new key for ``account_id``: ``(its listing, the key)``. The key is never shown again."""
-    clean = clean_name(name, what="key name", max_chars=KEY_NAME_MAX)
+    clean = new_name(name, what="key name", max_chars=KEY_NAME_MAX)
     now = clock()
     expiry = check_expiry(expires_at, now)
     api_key, key_hash, prefix = new_api_key()

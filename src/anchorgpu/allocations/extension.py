@@ -84,7 +84,7 @@ def quote_extension(uow: AbstractUnitOfWork, *, account_id: str, allocation_id: 
         "effective_per_gpu_hour_usd": str(quote.effective_per_gpu_hour_usd),
         "current_ends_at": current.ends_at.isoformat(), "ends_at": new_ends_at.isoformat(),
         "amount_usd_after": str(current.amount_usd + quote.total_usd),
-        "capacity_available": available,
+        "capacity_available": available, "servers_free": free, "servers_in_stock": stock,
         "capacity": (f"{allocation.quantity} server(s) of {allocation.offering_id} in {allocation.region} are free for "
                      "the added period" if available else
                      f"only {free} of {stock} server(s) are free for the added period: extending would be refused"),

@@ -20,6 +20,7 @@ from anchorgpu import __version__
 from anchorgpu.api.deps import system_clock
 from anchorgpu.api.docs import DOCS_FALLBACK, document_auth_and_headers, install_docs
 from anchorgpu.api.errors import install_error_handlers
+from anchorgpu.api.json_body import JsonBodyMiddleware
 from anchorgpu.api.security import BodyLimitMiddleware, SecurityHeadersMiddleware
 from anchorgpu.config import Settings, get_settings
 from anchorgpu.web.session import SessionMiddleware, session_secret_from_env
@@ -93,6 +94,7 @@ def create_app(
     app.mount("/static", StaticFiles(directory=str(resources.files("anchorgpu.web") / "static")), name="static")
 
     app.add_middleware(SessionMiddleware, secret=session_secret or session_secret_from_env())
+    app.add_middleware(JsonBodyMiddleware)  # inside the body limit: it sees the whole body
     app.add_middleware(BodyLimitMiddleware)
     if rate_limit and settings.rate_limit:
         from anchorgpu.api.ratelimit import PublicRateLimitMiddleware
@@ -106,8 +108,8 @@ def create_app(
 def _problem_openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
     """FastAPI's OpenAPI document, with every error answer documented as it is sent: ``application/problem+json``
     with the ``Problem`` schema (FastAPI documents 422 as ``application/json`` ``HTTPValidationError`` and the
-    ``problems()`` entries also as ``application/json``; neither is ever sent), the 400/413 answers of an
-    unreadable or oversized body on operations that take one, and the ``Idempotency-Key`` header as required
+    ``problems()`` entries also as ``application/json``; neither is ever sent), the 400/413/415 answers of an
+    unreadable, oversized or non-JSON body on operations that take one, and the ``Idempotency-Key`` header as required
     (1-255 printable ASCII characters), as the routes enforce it. Found by schemathesis' conformance checks
     (minimal edit by REL; tests/reliability/test_schema_conformance.py)."""
     original = app.openapi
@@ -129,6 +131,7 @@ def _problem_openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
                 if "requestBody" in operation:
                     responses.setdefault("400", {"description": "The body is not readable JSON (malformed, not UTF-8, too deeply nested)"})
                     responses.setdefault("413", {"description": "The body is larger than the server accepts"})
+                    responses.setdefault("415", {"description": "The body is not sent as JSON (Content-Type: application/json)"})
                 for status, response in responses.items():
                     if status[:1] in ("4", "5"):
                         response["content"] = dict(problem)

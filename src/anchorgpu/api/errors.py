@@ -117,9 +117,9 @@ def _is_page(request: Request) -> bool:
 
 
 def _page(request: Request, status: int, code: str, detail: str) -> Response:
-    from anchorgpu.web.templating import render
+    from anchorgpu.web.templating import render_error
 
-    return render(request, "error.html", {"status": status, "title": _title(status), "code": code, "detail": detail}, status_code=status)
+    return render_error(request, status, code, detail)
 
 
 async def _on_anchor_error(request: Request, exc: Exception) -> Response:
@@ -160,6 +160,7 @@ _STATUS_CODES = {401: "authentication_required", 404: "not_found", 405: "method_
 TRANSPORT_CODES: tuple[str, ...] = (
     *_STATUS_CODES.values(), "invalid_request", "malformed_body", "database_unavailable", "internal_error",
     "malformed_request", "request_timeout",  # anchorgpu.api.server (unparseable HTTP) and security (slow body)
+    "unsupported_media_type",  # anchorgpu.api.json_body (a body not sent as JSON)
 )
 
 

@@ -271,6 +271,8 @@ class ExtensionQuote(_Schema):
     ends_at: str = Field(description="The end after extending")
     amount_usd_after: str = Field(description="Amount paid in all after extending")
     capacity_available: bool = Field(description="Whether the stock holds the servers for the added period now")
+    servers_free: int = Field(description="Servers of this offering and region free for the whole added period")
+    servers_in_stock: int = Field(description="Servers of this offering and region in stock")
     capacity: str = Field(description="The capacity check in words")
     quote: dict[str, Any] = Field(description="The priced lines, as a quote (not stored)")
     statement: str = Field(description="One sentence: what would be charged, and that nothing was")

@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import cache
 
 from anchorgpu.architectures._config import ConfigReader
 from anchorgpu.architectures.families import CLASSES, FAMILY_NAMES, PARSERS, READS
 from anchorgpu.architectures.quantization import read_quantization
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.errors import InvalidConfig, did_you_mean
+from anchorgpu.errors import DataFileError, InvalidConfig, did_you_mean
 
 __all__ = ["COUNT_KEYS", "SUPPORTED_MODEL_TYPES", "from_hf_config", "parse_config_text", "unread_count_keys"]
 
@@ -48,26 +49,22 @@ COUNT_KEYS: dict[str, str] = {
 COUNT_KEY_PREFIXES: dict[str, str] = {"ssm_": "state-space layers", "mamba_": "state-space layers",
                                       "linear_": "linear attention"}
 
-# Architectures users bring that no family counts yet: what each is, its nearest supported relative, and
-# what counting it as that relative would get wrong.
-_RELATIVES: dict[str, tuple[str, str, str]] = {
-    "olmoe": ("OLMo with mixture-of-experts MLPs", "olmo2",
-              "count one dense MLP per layer where it has routed experts and a router"),
-    "qwen3_next": ("Qwen3-Next: Gated DeltaNet linear-attention layers beside gated full attention, MoE MLPs",
-                   "qwen3_moe", "miss the linear-attention weights and put a KV cache where it keeps a recurrent state"),
-    "deepseek_v32": ("DeepSeek-V3.2: DeepSeek-V3 with a sparse-attention indexer", "deepseek_v3",
-                     "miss the indexer weights of every layer"),
-    "gemma3n": ("Gemma 3n: per-layer embeddings, AltUp and audio and vision encoders", "gemma3_text",
-                "miss the per-layer embedding tables and both encoders"),
-    "minimax": ("MiniMax-Text-01: lightning (linear) attention layers with MoE MLPs", "mixtral",
-                "put a growing KV cache on the linear-attention layers"),
-    "granitemoehybrid": ("Granite 4: Mamba-2 layers beside attention layers, MoE MLPs", "granitemoe",
-                         "count attention and a KV cache on the Mamba-2 layers and miss their state"),
-    "phi": ("Phi-1/Phi-2: partial rotary, biased projections and a plain MLP", "phi3",
-            "count a gated MLP without biases: every layer's shapes differ"),
-    "gpt_bigcode": ("StarCoder/SantaCoder: multi-query attention with learned positions", "starcoder2",
-                    "miss the position table and count grouped-query attention"),
-}
+UNSUPPORTED_FILE = "architectures/data/unsupported.toml"
+# Above this a config is refused as malformed (the largest published models have about 2 x 10^12 parameters):
+# each field alone may be plausible, but a product of them this large means one of them is not.
+MAX_PARAMS = 10**14
+
+# The relative a refused config's count-setting keys point to when its model_type has no row in
+# ``data/unsupported.toml``: (kind of key in COUNT_KEYS, relative, what it is), first match wins.
+_BY_KEYS: tuple[tuple[str, str, str], ...] = (
+    ("latent attention", "deepseek_v3", "a decoder with latent (MLA) attention"),
+    ("hybrid layer pattern", "nemotron_h", "a hybrid of attention and state-space layers"),
+    ("state-space layers", "mamba2", "a state-space model"),
+    ("linear attention", "qwen3_next", "a decoder with linear-attention layers"),
+    ("sub-model", "llava", "a model with sub-models (vision, audio or text towers)"),
+    ("encoder-decoder", "t5", "an encoder-decoder"),
+    ("routed experts", "mixtral", "a mixture-of-experts decoder"),
+)
 
 
 def from_hf_config(cfg: Mapping[str, object], *, name: str, source: str = "") -> ModelSpec:
@@ -94,7 +91,7 @@ def from_hf_config(cfg: Mapping[str, object], *, name: str, source: str = "") ->
     if model_type not in PARSERS:
         cls, target = _known_class(cfg)
         if target is None:
-            raise _unsupported(reader, model_type, cls)
+            raise _unsupported(reader, model_type, cls, cfg)
         alias_note = f"loaded as {target} because architectures names {cls} (model_type {model_type!r} is not one AnchorGPU counts)"
         model_type = target
         reader = ConfigReader({**cfg, "model_type": target}, where=where)
@@ -102,6 +99,12 @@ def from_hf_config(cfg: Mapping[str, object], *, name: str, source: str = "") ->
     if unread:
         raise _refuse_unread(reader, model_type, unread)
     spec = PARSERS[model_type](reader, name, source)
+    if spec.params_total > MAX_PARAMS:
+        raise InvalidConfig(
+            f"{where}: describes {spec.params_total:,} parameters (hidden size {spec.hidden_size:,}, {spec.num_layers:,} "
+            f"layers, vocabulary {spec.vocab_size:,}), over {MAX_PARAMS:,}: no published model comes near that, so a "
+            "width or a count in it is likely wrong and no count is given"
+        )
     if alias_note:
         spec = replace(spec, notes=(alias_note, *spec.notes))
     spec = replace(spec, quantization=read_quantization(cfg, spec, where=where))  # the precision it ships in
@@ -171,9 +174,44 @@ def _known_class(cfg: Mapping[str, object]) -> tuple[str, str | None]:
     return (classes[0] if classes else ""), None
 
 
-def _unsupported(reader: ConfigReader, model_type: str, cls: str) -> InvalidConfig:
-    known = _RELATIVES.get(model_type)
+@cache
+def unsupported_rows() -> dict[str, tuple[str, str, str]]:
+    """``data/unsupported.toml``: model_type -> (what it is, nearest supported relative, what that would get wrong)."""
+    import tomllib
+
+    from anchorgpu.architectures.registry import read_data_text
+
+    rows = tomllib.loads(read_data_text("unsupported.toml")).get("unsupported", {})
+    out: dict[str, tuple[str, str, str]] = {}
+    for model_type, row in rows.items():
+        fields = tuple(row.get(k) if isinstance(row, dict) else None for k in ("what", "relative", "wrong"))
+        if not all(isinstance(f, str) and f for f in fields):
+            raise DataFileError(UNSUPPORTED_FILE, model_type, "needs non-empty strings 'what', 'relative' and 'wrong'")
+        out[model_type] = fields  # type: ignore[assignment]
+    return out
+
+
+def _structural_relative(cfg: Mapping[str, object]) -> tuple[str, str]:
+    """The supported model_type a config's count-setting keys point to, and what that kind of model is.
+
+    >>> _structural_relative({"model_type": "x", "n_routed_experts": 64, "kv_lora_rank": 512})
+    ('deepseek_v3', 'a decoder with latent (MLA) attention')
+    >>> _structural_relative({"model_type": "x", "n_embd": 768, "n_head": 12})
+    ('gpt2', 'a GPT-2-style decoder')
+    """
+    kinds = {COUNT_KEYS.get(k) or next((v for p, v in COUNT_KEY_PREFIXES.items() if k.startswith(p)), "")
+             for k, value in cfg.items() if _is_set(value)}
+    for kind, relative, what in _BY_KEYS:
+        if kind in kinds:
+            return relative, what
+    if "n_embd" in cfg or "n_layer" in cfg:
+        return "gpt2", "a GPT-2-style decoder"
+    return "llama", "a dense decoder"
+
+
+def _unsupported(reader: ConfigReader, model_type: str, cls: str, cfg: Mapping[str, object]) -> InvalidConfig:
     named = f" ({cls})" if cls else ""
+    known = unsupported_rows().get(model_type)
     if known is not None and known[1] in PARSERS:
         what, relative, wrong = known
         return InvalidConfig(
@@ -182,10 +220,13 @@ def _unsupported(reader: ConfigReader, model_type: str, cls: str) -> InvalidConf
         )
     close = did_you_mean(model_type, SUPPORTED_MODEL_TYPES)
     hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+    relative, what = _structural_relative(cfg)
     return reader.fail(
         "model_type",
-        f"value {model_type!r}{named} is not supported{hint}; counted as another type its layers could be missed or "
-        f"misshapen, so no count is given; supported: {', '.join(SUPPORTED_MODEL_TYPES)}",
+        f"value {model_type!r}{named} is not supported{hint}; by the keys it sets it is {what}, and its nearest supported "
+        f"relative is {relative!r}, but counting it as {relative!r} would give it the layer shapes of {relative!r}, which "
+        f"nobody has checked against this architecture: weights could be missed or misshapen, so no count is given; "
+        f"supported: {', '.join(SUPPORTED_MODEL_TYPES)}",
     )
 
 

@@ -88,7 +88,26 @@ def main(argv: list[str] | None = None) -> int:
     except AnchorError as exc:
         sys.stderr.write(f"error: {exc.message}\n")
         return exc.exit_code
+    except Exception as exc:
+        reason = _database_failure(exc)
+        if reason is None:
+            raise
+        sys.stderr.write(f"error: {reason}\n")
+        return 1
     return result if isinstance(result, int) else 0
+
+
+def _database_failure(exc: BaseException) -> str | None:
+    """One line for a database the CLI cannot use (a file that is not a database, a server that is down), or None
+    when ``exc`` is not such an error: the driver's own first line, never the URL (it may hold a password)."""
+    if not type(exc).__module__.startswith("sqlalchemy"):
+        return None
+    from sqlalchemy.exc import DBAPIError
+
+    if not isinstance(exc, DBAPIError):
+        return None
+    lines = str(exc.orig if exc.orig is not None else exc).strip().splitlines()
+    return f"the database (ANCHORGPU_DATABASE_URL) cannot be used: {lines[0] if lines else type(exc.orig).__name__}"
 
 
 def entry() -> None:  # pragma: no cover - console-script wrapper

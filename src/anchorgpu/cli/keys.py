@@ -47,13 +47,9 @@ def parse_expiry(expires_in: str | None, expires_at: str | None, now: datetime) 
             raise InvalidInput(f"--expires-in {expires_in!r}: expected a whole number of hours, days or weeks, e.g. 12h, 30d, 2w")
         return (now + timedelta(hours=int(match.group(1)) * _UNIT_HOURS[match.group(2)])).replace(microsecond=0)
     if expires_at is not None:
-        try:
-            value = datetime.fromisoformat(expires_at.strip().replace("Z", "+00:00"))
-        except ValueError as exc:
-            raise InvalidInput(f"--expires-at {expires_at!r}: expected an ISO 8601 instant, e.g. 2027-01-31T00:00:00Z") from exc
-        if value.tzinfo is None:
-            raise InvalidInput(f"--expires-at {expires_at!r}: give a time zone, e.g. 2027-01-31T00:00:00Z")
-        return value
+        from anchorgpu.validation import iso_instant
+
+        return iso_instant(expires_at, flag="--expires-at")  # the API's rule (POST /v1/keys expires_at)
     return None
 
 

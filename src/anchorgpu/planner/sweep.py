@@ -331,7 +331,9 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     # per (shape, format): the serving efficiency scaled for FP8/FP4 products, as speed.serving does
     mm_eff_sw = np.array([[k.serve_matmul_efficiency * cal.low_precision_ratio(sh.gpu, peak_for(sh.gpu, p).precision)
                            for p in precisions] for sh, k in zip(shapes, stacks, strict=True)])
-    mm_eff_l = mm_eff_sw[lay.shape][:, :, None, None]
+    half_l = np.array([k.serve_matmul_half_width for k in stacks])[lay.shape]
+    width_l = model.hidden_size / lay.tp
+    mm_eff_l = (mm_eff_sw[lay.shape] * (width_l / (width_l + half_l))[:, None])[:, :, None, None]
     att_eff_l = np.array([k.attention_efficiency for k in stacks])[lay.shape][:, None, None, None]
     fixed_l = np.array([k.per_step_s + model.num_layers * k.per_layer_step_s for k in stacks])[lay.shape]
     bf16_l = np.array([peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[lay.shape][:, None, None, None]
@@ -340,51 +342,59 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
         kv_read = kv_read + np.ceil(state_seq * 1 * stage_l[:, None, None, None] / (lay.tp[:, None, None, None] * n_layers))
     out_tokens = spec.output_tokens if spec.output_tokens else 256
     batch = per_replica.astype(np.float64)
-    tokens = batch * (1.0 + prompt / out_tokens)
-    weights_read = weights4
-    if model.moe is not None and model.params_total:
-        routed = model.params.experts / model.params_total
-        frac = 1.0 - (1.0 - model.moe.experts_per_token / model.moe.num_experts) ** tokens
-        weights_read = weights4 * (1 - routed + routed * frac)
     bw_mem = np.array([sh.gpu.memory_bandwidth_bytes_per_s for sh in shapes])[lay.shape][:, None, None, None]
     peak4 = peak_sw[lay.shape][:, :, None, None]
     tp4 = lay.tp[:, None, None, None]
     pp4 = lay.pp[:, None, None, None]
     split = (tp4 * pp4).astype(np.float64)
     p_matmul = 2.0 * forward_matmul_params(model)
-    weights_s = np.maximum(weights_read / (bw_mem * mbu_l), tokens * p_matmul / split / (peak4 * mm_eff_l))
+    knee_l = np.array([k.roofline_exponent for k in stacks])[lay.shape][:, None, None, None]
     attn_dec = attention_flops_per_token(model, 2 * cached, causal=True)
     attn_pre = attention_flops_per_token(model, prompt, causal=True)
-    attn_flops = batch * attn_dec + batch * prompt / out_tokens * attn_pre
-    attention_s = np.maximum(batch * kv_read / (bw_mem * mbu_l), attn_flops / split / (bf16_l * att_eff_l))
     bw_l, lat_l = _links(shapes, lay)
-    message = tokens * model.hidden_size * ACTIVATION_BYTES
-    comm = 2 * model.num_layers * _allreduce_array(message, np.broadcast_to(tp4, shape4),
-                                                   bw_l[:, None, None, None], lat_l[:, None, None, None], cal)
     ew_l = np.array([k.elementwise_bytes_per_hidden / 3.0 for k in stacks])[lay.shape][:, None, None, None]
     per_token_ew = model.num_layers / pp4 * ew_l * model.hidden_size / tp4 / bw_mem
-    step = fixed_l[:, None, None, None] + pp4 * (weights_s + attention_s + tokens * per_token_ew) + comm
+    if model.moe is not None and model.params_total:
+        routed = model.params.experts / model.params_total
+
+    def step_of(decode: npt.NDArray[Any], prefill: npt.NDArray[Any] | float) -> npt.NDArray[Any]:
+        """speed.serving's step of ``decode`` sequences and ``prefill`` prompt tokens, over the grid."""
+        tokens = decode + prefill
+        weights_read = weights4
+        if model.moe is not None and model.params_total:
+            frac = 1.0 - (1.0 - model.moe.experts_per_token / model.moe.num_experts) ** tokens
+            weights_read = weights4 * (1 - routed + routed * frac)
+        memory_s = weights_read / (bw_mem * mbu_l)
+        compute_s = tokens * p_matmul / split / (peak4 * mm_eff_l)
+        big = np.maximum(memory_s, compute_s)
+        safe = np.where(big > 0, big, 1.0)
+        weights_s = np.where(np.minimum(memory_s, compute_s) > 0,
+                             big * ((memory_s / safe) ** knee_l + (compute_s / safe) ** knee_l) ** (1.0 / knee_l), big)
+        attention_s = np.maximum(decode * kv_read / (bw_mem * mbu_l),
+                                 (decode * attn_dec + prefill * attn_pre) / split / (bf16_l * att_eff_l))
+        comm = 2 * model.num_layers * _allreduce_array(tokens * model.hidden_size * ACTIVATION_BYTES,
+                                                       np.broadcast_to(tp4, shape4), bw_l[:, None, None, None],
+                                                       lat_l[:, None, None, None], cal)
+        return np.asarray(fixed_l[:, None, None, None] + pp4 * (weights_s + attention_s + tokens * per_token_ew) + comm)
+
+    # steady state (speed.serving._steady): B*I/O prompt tokens a step, spread over every step when they fill a
+    # chunk, else whole chunks (up to the step's token budget) in that share of the steps
+    budget_tokens = np.array([engine_limits(w, large_gpu=sh.gpu.memory_bytes >= 70 * GIB)[0]
+                              for sh in shapes])[lay.shape][:, None, None, None]
+    prefill_avg = batch * prompt / out_tokens
+    chunk = np.maximum(1.0, np.minimum(float(prompt), budget_tokens - np.floor(batch)))
+    share = prefill_avg / chunk
+    spread = step_of(batch, prefill_avg)
+    mixed = share * step_of(batch, chunk) + (1.0 - share) * step_of(batch, 0.0)
+    step = np.where(share >= 1.0, spread, mixed)
     per_user = 1.0 / step
     total_tps = conc / step
     # time to first token: the prompt's chunks, each sharing a step with the other running sequences
-    budget_tokens = np.array([engine_limits(w, large_gpu=sh.gpu.memory_bytes >= 70 * GIB)[0]
-                              for sh in shapes])[lay.shape][:, None, None, None]
     others = (batch - 1.0)
     room = np.maximum(1.0, budget_tokens - others)
-    chunk = np.minimum(float(prompt), room)
+    first_chunk = np.minimum(float(prompt), room)
     chunks = np.ceil(prompt / room)
-    pre_tokens = others + chunk
-    pre_weights = weights4
-    if model.moe is not None and model.params_total:
-        pre_weights = weights4 * (1 - routed + routed * (1.0 - (1.0 - model.moe.experts_per_token
-                                                               / model.moe.num_experts) ** pre_tokens))
-    pre_w = np.maximum(pre_weights / (bw_mem * mbu_l), pre_tokens * p_matmul / split / (peak4 * mm_eff_l))
-    pre_a = np.maximum(others * kv_read / (bw_mem * mbu_l),
-                       (others * attn_dec + chunk * attn_pre) / split / (bf16_l * att_eff_l))
-    pre_comm = 2 * model.num_layers * _allreduce_array(pre_tokens * model.hidden_size * ACTIVATION_BYTES,
-                                                       np.broadcast_to(tp4, shape4), bw_l[:, None, None, None],
-                                                       lat_l[:, None, None, None], cal)
-    ttft = chunks * (fixed_l[:, None, None, None] + pp4 * (pre_w + pre_a + pre_tokens * per_token_ew) + pre_comm)
+    ttft = chunks * step_of(others, first_chunk)
     nan4 = np.full(shape4, np.nan)
     return {
         "weights_bytes": weights4, "kv_cache_bytes": kv4, "activations_bytes": np.broadcast_to(

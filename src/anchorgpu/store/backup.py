@@ -75,6 +75,9 @@ _BATCH_ROWS = 500
 _REPLACEABLE = frozenset({"stock"})
 """Tables a freshly migrated database already fills (seeded from the catalog); restore replaces them."""
 _LEGACY_REVISION = "0001_initial"
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""Longest line a backup may hold (16 MiB): a row is at most a few kilobytes (a stored answer); a longer line, or
+an endless one (``/dev/zero``), is refused instead of read into memory."""
 
 
 class BackupInvalid(InvalidInput):
@@ -155,21 +158,65 @@ def dump_rows(engine: Engine) -> Iterator[tuple[str, dict[str, Any]]]:
                 yield table.name, _encode(table, row)
 
 
+def _database_files(engine: Engine) -> list[Path]:
+    """The SQLite database file and its companions (WAL, shared memory, rollback journal); none on PostgreSQL."""
+    database = engine.url.database if engine.dialect.name == "sqlite" else None
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return []
+    main = Path(database)
+    return [main, *(main.with_name(main.name + suffix) for suffix in ("-wal", "-shm", "-journal"))]
+
+
+def _writable_target(engine: Engine, target: Path) -> Path:
+    """``target`` if a backup may be written there: never the database itself (replacing it would destroy the
+    data being backed up), never a directory, device, pipe or other file that is not a regular one, and never an
+    existing file that is not an AnchorGPU backup (a mistyped FILE must not replace something else)."""
+    shown = str(target)
+    for own in _database_files(engine):
+        same = own.exists() and target.exists() and os.path.samefile(own, target)
+        if same or own.resolve() == target.resolve():
+            raise InvalidInput(f"backup file {shown!r} is the database itself; write the backup to another file")
+    if target.is_dir():
+        raise InvalidInput(f"backup file {shown!r} is a directory")
+    if target.exists() or target.is_symlink():
+        if not target.is_file():
+            raise InvalidInput(f"backup file {shown!r} exists and is not a regular file (a device, pipe or broken "
+                               "link); choose another file")
+        try:
+            with target.open("rb") as handle:
+                first = handle.readline(4096)
+        except OSError as exc:
+            raise InvalidInput(f"cannot write backup file {shown!r}: {exc.strerror or exc}") from exc
+        if first and not _is_backup_header(first):
+            raise InvalidInput(f"backup file {shown!r} exists and is not an AnchorGPU backup; choose another file "
+                               "(an old backup is replaced, anything else is kept)")
+    return target
+
+
+def _is_backup_header(line: bytes) -> bool:
+    try:
+        item = json.loads(line.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(item, dict) and item.get("format") == BACKUP_FORMAT
+
+
 def backup(engine: Engine, path: str | Path, *, now: datetime, key: bytes | None = None) -> BackupSummary:
     """Write every table of ``engine``'s database to ``path`` (see the module docstring); ``key`` adds an HMAC."""
     revision = _revision(engine)
     if revision is None:
         raise RestoreRefused("nothing to back up: the database has no AnchorGPU schema (run: anchorgpu db upgrade)")
-    target = Path(path)
-    if target.is_dir():
-        raise InvalidInput(f"backup file {str(target)!r} is a directory")
-    target.parent.mkdir(parents=True, exist_ok=True)
+    target = _writable_target(engine, Path(path))
     counts = {t.name: 0 for t in _tables()}
     header = {"format": BACKUP_FORMAT, "version": BACKUP_VERSION, "revision": revision, "dialect": engine.dialect.name,
               "created_at": now.astimezone(UTC).isoformat(), "tables": list(counts)}
     digest = hashlib.sha256()
     signature = hmac.new(key, digestmod=hashlib.sha256) if key else None
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise InvalidInput(f"cannot write backup file {str(target)!r}: {exc.strerror or exc}") from exc
     try:
         with os.fdopen(fd, "wb") as out:
             for name, row in [("", header), *dump_rows(engine)]:
@@ -187,6 +234,9 @@ def backup(engine: Engine, path: str | Path, *, now: datetime, key: bytes | None
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, target)
+    except OSError as exc:  # disk full, permissions, a file system that takes no new files (/proc)
+        Path(tmp).unlink(missing_ok=True)
+        raise InvalidInput(f"cannot write backup file {str(target)!r}: {exc.strerror or exc}") from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -213,11 +263,15 @@ def _parse(path: Path, key: bytes | None) -> _Parsed:
     digest = hashlib.sha256()
     signature = hmac.new(key, digestmod=hashlib.sha256) if key else None
     with handle:
-        for line_no, raw in enumerate(handle, start=1):
+        for line_no, raw in enumerate(iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b""), start=1):
+            if len(raw) > MAX_LINE_BYTES:
+                raise BackupInvalid(f"{path}: line {line_no} is longer than {MAX_LINE_BYTES:,} bytes (no row is)")
             try:
                 item = json.loads(raw.decode("utf-8"), parse_float=_no_float_loss, parse_constant=_no_constant)
             except UnicodeDecodeError as exc:
                 raise BackupInvalid(f"{path}: line {line_no} is not UTF-8 text") from exc
+            except RecursionError as exc:
+                raise BackupInvalid(f"{path}: line {line_no} is not a row (its JSON is nested too deeply)") from exc
             except ValueError as exc:
                 raise BackupInvalid(f"{path}: line {line_no} is not JSON ({str(exc).splitlines()[0][:80]})") from exc
             if not isinstance(item, dict):

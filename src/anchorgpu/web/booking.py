@@ -16,13 +16,13 @@ from fastapi import APIRouter, Depends, Form, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from anchorgpu.allocations import services
-from anchorgpu.allocations.domain import STOP_NOTICE
 from anchorgpu.api.deps import ClockDep, SettingsDep, UowFactoryDep, validate_idempotency_key
 from anchorgpu.catalog import load_catalog
 from anchorgpu.errors import AnchorError
 from anchorgpu.validation import ascii_int
 from anchorgpu.web.deps import SignedInAccountId, require_csrf
-from anchorgpu.web.templating import money, render, web_session, when
+from anchorgpu.web.i18n import PageText, page_text
+from anchorgpu.web.templating import environment, render, web_session
 
 router = APIRouter(dependencies=[Depends(require_csrf)])
 
@@ -62,11 +62,15 @@ def quote_builder(
     context = _offering_context(offering)
     context["form"] = {"region": region, "quantity": quantity or "1", "term": term or "1month"}
     if "offering" in context:
-        context["preview"] = preview_quote(context["form"] | {"offering": offering or ""}, clock)
+        context["preview"] = preview_quote(context["form"] | {"offering": offering or ""}, clock, page_text(request))
     return render(request, "quote_builder.html", context, status_code=404 if "error" in context else 200)
 
 
-def preview_quote(form: Mapping[str, str | None], clock: Any) -> dict[str, Any]:
+def _not_whole(text: PageText | None) -> str:
+    return (text or PageText("en")).gettext("Quantity and option units must be whole numbers.")
+
+
+def preview_quote(form: Mapping[str, str | None], clock: Any, text: PageText | None = None) -> dict[str, Any]:
     """Price the builder's current choice without storing a quote or charging anything: ``{"quote": JSON}``
     (the same pricing as a real quote), or ``{"error": one-line reason}`` for a choice that cannot be priced."""
     from anchorgpu.quotes.pricing import price_quote
@@ -82,7 +86,7 @@ def preview_quote(form: Mapping[str, str | None], clock: Any) -> dict[str, Any]:
     except AnchorError as exc:
         return {"error": exc.message}
     except ValueError:
-        return {"error": "Quantity and option units must be whole numbers."}
+        return {"error": _not_whole(text)}
     return {"quote": quote_to_json(quote)}
 
 
@@ -91,7 +95,7 @@ def quote_preview(request: Request, account_id: SignedInAccountId, clock: ClockD
     """The builder's running total as an HTML fragment (the page fetches it as the options change); no quote is
     stored and nothing is charged. A choice that cannot be priced answers 200 with its reason in the fragment."""
     form = {k: v[:100] for k, v in list(request.query_params.items())[:64]}
-    return render(request, "_quote_preview.html", {"preview": preview_quote(form, clock)})
+    return render(request, "_quote_preview.html", {"preview": preview_quote(form, clock, page_text(request))})
 
 
 @router.post("/quote")
@@ -104,7 +108,7 @@ async def create_quote(request: Request, account_id: SignedInAccountId, uow_fact
     context = _offering_context(offering)
     context["form"] = {k: str(v)[:100] for k, v in form.items() if k != "csrf_token"}
     if "offering" in context:
-        context["preview"] = preview_quote(context["form"], clock)
+        context["preview"] = preview_quote(context["form"], clock, page_text(request))
     try:
         for key, value in form.items():
             if key.startswith("option:") and str(value).strip() not in ("", "0"):
@@ -117,7 +121,7 @@ async def create_quote(request: Request, account_id: SignedInAccountId, uow_fact
         if isinstance(exc, AnchorError):
             context["error"] = exc.message
             return render(request, "quote_builder.html", context, status_code=exc.http_status)
-        context["error"] = "Quantity and option units must be whole numbers."
+        context["error"] = _not_whole(page_text(request))
         return render(request, "quote_builder.html", context, status_code=422)
     except AnchorError as exc:
         context["error"] = exc.message
@@ -145,10 +149,13 @@ def book(request: Request, account_id: SignedInAccountId, uow_factory: UowFactor
         return render(request, "quote.html", {"quote": quote, "idempotency_key": new_form_key(), "error": exc.message},
                       status_code=exc.http_status)
     allocation_id = outcome.body["id"]
+    text = page_text(request)
     if outcome.replayed:
-        web_session(request).flash("This booking was already made; nothing was bought twice.")
+        web_session(request).flash(text.gettext("This booking was already made; nothing was bought twice."))
     else:
-        web_session(request).flash(f"Booked: allocation {allocation_id}, {money(outcome.body['amount_usd'])} for the whole term.")
+        amount = environment(text.locale).filters["money"](outcome.body["amount_usd"])
+        web_session(request).flash(text.gettext("Booked: allocation %(id)s, %(amount)s for the whole term.", id=allocation_id,
+                                                amount=amount))
     return RedirectResponse(f"/my/allocations/{allocation_id}", status_code=303)
 
 
@@ -172,9 +179,9 @@ def allocation_page(request: Request, account_id: SignedInAccountId, uow_factory
     allocation = services.get_allocation(uow_factory(), account_id=account_id, allocation_id=allocation_id, clock=clock)
     keys = {action: new_form_key() for action in ("stop", "start", "extend", "terminate")}
     form = {"kind": kind or "vllm", "model": model, "task": task, "context": context, "concurrency": concurrency}
-    launch, launch_error = (launch_for_allocation(uow_factory, account_id, allocation_id, clock, settings, form)
+    launch, launch_error = (launch_for_allocation(uow_factory, account_id, allocation_id, clock, settings, form, page_text(request))
                             if kind and model else (None, None))
-    return render(request, "allocation.html", {"a": allocation, "keys": keys, "terms": TERM_CHOICES, "stop_notice": STOP_NOTICE,
+    return render(request, "allocation.html", {"a": allocation, "keys": keys, "terms": TERM_CHOICES,
                                                "recipe_kinds": RECIPE_KINDS, "launch_form": form, "launch": launch,
                                                "launch_error": launch_error})
 
@@ -226,6 +233,7 @@ def allocation_action(
     common: dict[str, Any] = {"account_id": account_id, "allocation_id": allocation_id, "idempotency_key": key, "clock": clock,
                               "key_ttl_s": settings.idempotency_key_ttl_s}
     session = web_session(request)
+    text = page_text(request)
     try:
         if action == "extend":
             expected = parse_expected_usd(expected_total_usd)
@@ -235,18 +243,23 @@ def allocation_action(
         else:
             outcome = {"stop": services.stop, "start": services.start, "terminate": services.terminate}[action](uow_factory(), **common)
     except AnchorError as exc:
-        session.flash(f"Could not {action}: {exc.message}")
+        failed = {"stop": text.gettext("Could not stop: %(reason)s", reason=exc.message),
+                  "start": text.gettext("Could not start: %(reason)s", reason=exc.message),
+                  "extend": text.gettext("Could not extend: %(reason)s", reason=exc.message),
+                  "terminate": text.gettext("Could not terminate: %(reason)s", reason=exc.message)}
+        session.flash(failed[action])
         if action == "extend" and exc.code == "price_changed":
             return RedirectResponse(confirm_url, status_code=303)  # the new price, to confirm again
         return RedirectResponse(f"/my/allocations/{allocation_id}", status_code=303)
     body = outcome.body
-    ends, paid = when(body["ends_at"]), money(body["amount_usd"])
+    filters = environment(text.locale).filters
+    ends, paid = filters["when"](body["ends_at"]), filters["money"](body["amount_usd"])
     messages = {
-        "stop": f"Stopped. Stopping does not pause the paid term: this allocation still ends at {ends} and the amount paid stays {paid}. "
-                "Start it again any time before then.",
-        "start": f"Started again; it runs until the end of its paid term, {ends}.",
-        "extend": f"Extended: it now ends at {ends}; amount paid {paid}.",
-        "terminate": "Terminated for good; the amount paid is not refunded.",
+        "stop": text.gettext("Stopped. Stopping does not pause the paid term: this allocation still ends at %(ends)s and the amount "
+                             "paid stays %(paid)s. Start it again any time before then.", ends=ends, paid=paid),
+        "start": text.gettext("Started again; it runs until the end of its paid term, %(ends)s.", ends=ends),
+        "extend": text.gettext("Extended: it now ends at %(ends)s; amount paid %(paid)s.", ends=ends, paid=paid),
+        "terminate": text.gettext("Terminated for good; the amount paid is not refunded."),
     }
-    session.flash(messages[action] + (" (This was a resubmitted form: applied once.)" if outcome.replayed else ""))
+    session.flash(messages[action] + (" " + text.gettext("(This was a resubmitted form: applied once.)") if outcome.replayed else ""))
     return RedirectResponse(f"/my/allocations/{allocation_id}", status_code=303)

@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse, Response
 from anchorgpu.api.deps import ClockDep, UowFactoryDep
 from anchorgpu.api.routes.offerings import offering_rows
 from anchorgpu.errors import AnchorError
+from anchorgpu.web.i18n import PageText, page_text
 from anchorgpu.web.templating import render
 
 router = APIRouter()
@@ -38,6 +39,7 @@ def catalog_page(
     """Every offering (one row per region), filtered by the form; bad filters are explained, not crashed on."""
     filters = {"gpu": _blank_to_none(gpu), "min_gpus": _blank_to_none(min_gpus), "max_usd_per_gpu_hour": _blank_to_none(max_usd_per_gpu_hour),
                "region": _blank_to_none(region), "kind": _blank_to_none(kind), "interconnect": _blank_to_none(interconnect)}
+    text = page_text(request)
     error = None
     listing = None
     try:
@@ -45,13 +47,13 @@ def catalog_page(
         if min_gpus_n is not None and min_gpus_n < 1:
             raise ValueError
     except ValueError:
-        error, min_gpus_n = "Min GPUs must be a whole number of at least 1.", None
+        error, min_gpus_n = text.gettext("Min GPUs must be a whole number of at least 1."), None
     try:
         max_rate = Decimal(filters["max_usd_per_gpu_hour"]) if filters["max_usd_per_gpu_hour"] else None
         if max_rate is not None and (not max_rate.is_finite() or max_rate < 0):
             raise InvalidOperation
     except InvalidOperation:
-        error, max_rate = "Max $/GPU-hour must be a non-negative amount in USD.", None
+        error, max_rate = text.gettext("Max $/GPU-hour must be a non-negative amount in USD."), None
     kind_value: Literal["vm", "bare-metal"] | None = None
     if filters["kind"] == "vm":
         kind_value = "vm"
@@ -65,18 +67,21 @@ def catalog_page(
             error = exc.message
     sort_key, descending = parse_sort(sort)
     rows = sort_rows(listing.data, sort_key, descending) if listing is not None else []
-    context = {"listing": listing, "rows": rows, "filters": filters, "error": error, "bare_metal_gpus": bare_metal_sizes(),
+    context = {"listing": listing, "rows": rows, "filters": filters, "error": error, "bare_metal_gpus": bare_metal_sizes(text),
                "sort_key": sort_key, "descending": descending, "sort_links": sort_links(filters, sort_key, descending),
                "gpu_memory": gpu_memory_bytes}
     return render(request, "catalog.html", context, status_code=200 if error is None else 422)
 
 
-def bare_metal_sizes() -> str:
-    """The GPUs per bare-metal server the catalog offers, in words ("4 or 8"), read from the catalog data."""
+def bare_metal_sizes(text: PageText | None = None) -> str:
+    """The GPUs per bare-metal server the catalog offers, in words ("4 or 8"; ru "4 или 8"), read from the catalog data."""
     from anchorgpu.catalog import load_catalog
 
     sizes = sorted({o.gpus for o in load_catalog().offerings if o.kind == "bare-metal"})
-    return " or ".join([", ".join(str(n) for n in sizes[:-1]), str(sizes[-1])]) if len(sizes) > 1 else "".join(str(n) for n in sizes)
+    if len(sizes) < 2:
+        return "".join(str(n) for n in sizes)
+    text = text or PageText("en")
+    return text.gettext("%(some)s or %(last)s", some=", ".join(str(n) for n in sizes[:-1]), last=sizes[-1])
 
 
 SORT_KEYS: tuple[str, ...] = ("offering", "region", "memory", "gpus", "month", "per_gpu_hour", "free")

@@ -19,18 +19,21 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from anchorgpu.web.i18n import N_
+
 __all__ = ["MIN_CHART_PX", "WIDE_CHART_PX", "SEGMENTS", "BarSegment", "MemoryBar", "Point", "Scatter", "memory_bar", "nice_ticks", "pareto_front",
            "scatter"]
 
 SEGMENTS: tuple[tuple[str, str], ...] = (
-    ("weights", "Weights"),
-    ("kv_cache", "KV cache"),
-    ("activations", "Activations"),
-    ("gradients", "Gradients"),
-    ("optimizer", "Optimizer state"),
-    ("overhead", "Runtime overhead"),
+    ("weights", N_("Weights")),
+    ("kv_cache", N_("KV cache")),
+    ("activations", N_("Activations")),
+    ("gradients", N_("Gradients")),
+    ("optimizer", N_("Optimizer state")),
+    ("overhead", N_("Runtime overhead")),
 )
-"""(key, label): key ``k`` is read from ``per_gpu[k + "_bytes"]`` of the plan JSON (DESIGN.md §5)."""
+"""(key, label): key ``k`` is read from ``per_gpu[k + "_bytes"]`` of the plan JSON (DESIGN.md §5); the labels are
+message ids of the catalogue, translated where they are drawn."""
 
 GIB = 2**30
 MIN_CHART_PX = 280

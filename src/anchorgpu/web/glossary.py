@@ -14,85 +14,76 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from anchorgpu.web.templating import render
+from anchorgpu.web.i18n import PageText
+from anchorgpu.web.templating import environment, render
 
 router = APIRouter()
 
-#: Interface words of the glossary pages in both languages (the entries carry their own texts).
-UI: dict[str, dict[str, str]] = {
-    "en": {
-        "title": "Glossary", "search": "Search", "placeholder": "KV cache, FSDP, кэш KV, nv link …",
-        "intro": "GPU, ML-systems and catalog terms in English and Russian. Every entry links into the planner or the catalog.",
-        "results": "Results for", "none": "Nothing matched. Try another spelling, or browse the list below.",
-        "kinds": "By kind", "concept": "Concepts", "hardware": "Hardware", "technology": "Technologies",
-        "commercial": "Product and booking", "aliases": "Also called", "example": "Example", "caveat": "Caveat",
-        "level": "Level", "stages": "Stages", "tags": "Tags", "related": "Related", "linking": "Concepts linking here",
-        "tech": "Technologies", "try": "Try it", "planner": "Open in the planner", "cli": "On the command line",
-        "catalog": "Offerings that match", "open_catalog": "Open the catalog with this filter",
-        "compare": "Compare GPUs", "codes": "Explains codes", "facts": "Product facts", "sources": "Sources",
-        "english": "English", "russian": "Русский", "errors": "Error and warning codes", "code": "Code",
-        "entry": "Entry", "all_codes": "All error and warning codes", "switch": "Русский", "matched": "matched",
-        "no_offerings": "No offering in the catalog matches this filter.",
-        "open_offerings": "Open the catalog", "open_quote": "Build this quote", "open_recommend": "Open the recommendations",
-        "live_quote": "Priced now from the catalog", "total": "total", "effective": "effective per GPU-hour",
-        "comparison_rate": "730-h comparison rate", "not_priced": "Not priced", "hours": "h",
-    },
-    "ru": {
-        "title": "Глоссарий", "search": "Найти", "placeholder": "KV-кэш, FSDP, kv cache, nv link …",
-        "intro": "Термины GPU, ML-систем и каталога на русском и английском. Каждая статья ведёт в планировщик или каталог.",
-        "results": "Результаты по запросу", "none": "Ничего не нашлось. Попробуйте другое написание или посмотрите список ниже.",
-        "kinds": "По видам", "concept": "Понятия", "hardware": "Оборудование", "technology": "Технологии",
-        "commercial": "Продукт и бронирование", "aliases": "Другие названия", "example": "Пример", "caveat": "Оговорка",
-        "level": "Уровень", "stages": "Этапы", "tags": "Теги", "related": "Связанные понятия", "linking": "Ссылаются сюда",
-        "tech": "Технологии", "try": "Попробовать", "planner": "Открыть в планировщике", "cli": "В командной строке",
-        "catalog": "Подходящие предложения", "open_catalog": "Открыть каталог с этим фильтром",
-        "compare": "Сравнить GPU", "codes": "Объясняет коды", "facts": "Факты о продукте", "sources": "Источники",
-        "english": "English", "russian": "Русский", "errors": "Коды ошибок и предупреждений", "code": "Код",
-        "entry": "Статья", "all_codes": "Все коды ошибок и предупреждений", "switch": "English", "matched": "совпало",
-        "no_offerings": "Ни одно предложение каталога не подходит под этот фильтр.",
-        "open_offerings": "Открыть каталог", "open_quote": "Собрать это предложение", "open_recommend": "Открыть рекомендации",
-        "live_quote": "Цена по каталогу сейчас", "total": "итого", "effective": "фактически за GPU-час",
-        "comparison_rate": "ставка для сравнения (730 ч)", "not_priced": "Нет цены", "hours": "ч",
-    },
-}
 KIND_ORDER = ("concept", "hardware", "technology", "commercial")
-#: Level and stage values as shown on the pages.
-VALUES: dict[str, dict[str, str]] = {
-    "en": {"foundational": "foundational", "intermediate": "intermediate", "advanced": "advanced",
-           "training": "training", "inference": "inference", "deployment": "deployment"},
-    "ru": {"foundational": "базовый", "intermediate": "средний", "advanced": "продвинутый",
-           "training": "обучение", "inference": "инференс", "deployment": "развёртывание"},
-}
 
 
-def _fmt(value: Any, unit: str) -> str:
-    """One comparison value for display: bytes as GiB, bytes/s as TB/s, FLOP/s as TFLOPS."""
+def kind_names(text: PageText) -> dict[str, str]:
+    """The entry kinds as the pages name them."""
+    return {"concept": text.gettext("Concepts"), "hardware": text.gettext("Hardware"),
+            "technology": text.gettext("Technologies"), "commercial": text.gettext("Product and booking")}
+
+
+def value_names(text: PageText) -> dict[str, str]:
+    """An entry's level and stage values as the pages name them."""
+    return {"foundational": text.pgettext("glossary level", "foundational"),
+            "intermediate": text.pgettext("glossary level", "intermediate"),
+            "advanced": text.pgettext("glossary level", "advanced"),
+            "training": text.pgettext("glossary stage", "training"),
+            "inference": text.pgettext("glossary stage", "inference"),
+            "deployment": text.pgettext("glossary stage", "deployment")}
+
+
+def section_words(code: str) -> dict[str, str]:
+    """The labels inside an entry's text in language ``code`` (an entry page shows both languages, each section
+    labelled in its own language, whatever the page's language)."""
+    text = PageText(code)
+    return {"example": text.gettext("Example"), "caveat": text.gettext("Caveat"), "aliases": text.gettext("Also called")}
+
+
+def _fmt(value: Any, unit: str, locale: str = "en") -> str:
+    """One comparison value for display: bytes as GiB, bytes/s as TB/s, FLOP/s as TFLOPS, in the locale's digits.
+
+    >>> _fmt(3.35e12, "bytes/s"), _fmt(3.35e12, "bytes/s", "ru"), _fmt(80 * 2**30, "bytes")
+    ('3.35 TB/s', '3,35 TB/s', '80 GiB')
+    """
     if value is None:
         return "–"
     scale = {"bytes": (2**30, "GiB"), "bytes/s": (1e12, "TB/s"), "FLOP/s": (1e12, "TFLOPS")}.get(unit)
     if scale is not None:
-        return f"{float(value) / scale[0]:,.2f} {scale[1]}".replace(".00 ", " ")
+        digits = environment(locale).filters["num"](float(value) / scale[0], 2)
+        return f"{digits.removesuffix('.00').removesuffix(',00')} {scale[1]}"
     return f"{value} {unit}".strip()
 
 
-def comparison_rows(pair: tuple[str, str]) -> dict[str, Any]:
-    """The hardware comparison of two GPUs (``anchorgpu gpus compare A B``) as rows for the entry page."""
+def comparison_rows(pair: tuple[str, str], text: PageText | None = None) -> dict[str, Any]:
+    """The hardware comparison of two GPUs (``anchorgpu gpus compare A B``) as rows for the entry page, in the page's
+    language (the same words as the GPU comparison page)."""
     from anchorgpu.hardware import get_gpu
     from anchorgpu.hardware.compare import compare_gpus
+    from anchorgpu.web.gpus import ComparisonWords
 
+    text = text or PageText("en")
+    words = ComparisonWords(text)
     result = compare_gpus(get_gpu(pair[0]), get_gpu(pair[1]))
+    ratio = environment(text.locale).filters["num"]
     rows = [
-        {"label": m.label, "a": _fmt(m.a, m.unit) if m.a_status == "known" else m.a_status,
-         "b": _fmt(m.b, m.unit) if m.b_status == "known" else m.b_status,
-         "ratio": f"{m.ratio:.2f}×" if m.ratio is not None else "–"}
+        {"label": words.label(m), "a": _fmt(m.a, m.unit, text.locale) if m.a_status == "known" else words.status(m.a_status),
+         "b": _fmt(m.b, m.unit, text.locale) if m.b_status == "known" else words.status(m.b_status),
+         "ratio": f"{ratio(m.ratio, 2)}×" if m.ratio is not None else "–"}
         for m in result.metrics
         if m.unit != "USD/GPU-hour"
     ]
     return {"a": result.a.display_name, "b": result.b.display_name, "rows": rows, "statements": list(result.statements)}
 
 
-def _priced(args: tuple[str, ...]) -> dict[str, Any]:
-    """A quote preset priced now (pure pricing from the shipped catalog; nothing stored), or why not."""
+def _priced(args: tuple[str, ...], locale: str = "en") -> dict[str, Any]:
+    """A quote preset priced now (pure pricing from the shipped catalog; nothing stored), or why not; money in the
+    page's format."""
     from anchorgpu.errors import AnchorError
     from anchorgpu.glossary.links import live_quote
 
@@ -100,20 +91,21 @@ def _priced(args: tuple[str, ...]) -> dict[str, Any]:
         quote = live_quote(args)
     except AnchorError as exc:
         return {"error": exc.message}
-    return {"total": f"${quote.total_usd:,}", "hours": quote.hours, "gpus": quote.gpus,
-            "effective": f"${quote.effective_per_gpu_hour_usd:,}",
-            "comparison": f"${quote.per_gpu_hour_usd:,}" if quote.per_gpu_hour_usd is not None else None,
+    money = environment(locale).filters["money"]
+    return {"total": money(quote.total_usd), "hours": quote.hours, "gpus": quote.gpus,
+            "effective": money(quote.effective_per_gpu_hour_usd),
+            "comparison": money(quote.per_gpu_hour_usd) if quote.per_gpu_hour_usd is not None else None,
             "statement": quote.statement}
 
 
 def _language(lang: str | None, request: Request | None = None) -> str:
-    """``?lang=`` when given; else the site's choice for this request (the language switch's cookie, then
-    ``Accept-Language``), so the glossary follows the rest of the site."""
-    if lang is None and request is not None:
-        from anchorgpu.web.i18n import locale_for
+    """The page's language, as for every page (:func:`anchorgpu.web.i18n.locale_for`: ``?lang=``, then the language
+    switch's cookie, then ``Accept-Language``), so the glossary's texts and the site's words always agree."""
+    from anchorgpu.web.i18n import locale_for
 
+    if request is not None:
         return locale_for(request)[0]
-    return "ru" if (lang or "").strip().lower() == "ru" else "en"
+    return "ru" if (lang or "").strip().lower().startswith("ru") else "en"
 
 
 @router.get("/glossary", response_class=HTMLResponse)
@@ -130,8 +122,8 @@ def glossary_page(
     hits = search(query, "ru" if language == "ru" else "en", limit=20) if query else []
     entries = list_entries("ru" if language == "ru" else "en")
     groups = [(kind, [e for e in entries if e.kind == kind]) for kind in KIND_ORDER]
-    context: dict[str, Any] = {"ui": UI[language], "lang": language, "q": query, "hits": hits, "groups": groups,
-                               "count": len(entries)}
+    context: dict[str, Any] = {"kinds": kind_names(PageText(language)), "lang": language, "q": query, "hits": hits,
+                               "groups": groups, "count": len(entries)}
     return render(request, "glossary.html", context)
 
 
@@ -143,7 +135,7 @@ def glossary_errors_page(request: Request, lang: Annotated[str | None, Query(max
     language = _language(lang, request)
     glossary = load_glossary()
     rows = sorted((code, glossary.entries[entry_id]) for code, entry_id in glossary.code_index.items())
-    return render(request, "glossary_errors.html", {"ui": UI[language], "lang": language, "rows": rows})
+    return render(request, "glossary_errors.html", {"lang": language, "rows": rows})
 
 
 @router.get("/glossary/{entry_id}", response_class=HTMLResponse)
@@ -159,13 +151,13 @@ def glossary_entry_page(
     language = _language(lang, request)
     entry = get_entry(entry_id)
     try_it = try_it_json(entry.try_it)
-    presets = [{"command": cmd, "url": preset_url(args), "kind": args[0], "quote": _priced(args) if args[0] == "quote" else None,
+    presets = [{"command": cmd, "url": preset_url(args), "kind": args[0], "quote": _priced(args, language) if args[0] == "quote" else None,
                 "offerings": listed_offerings(args) if args[0] == "offerings" else None}
                for cmd, args in zip(try_it["commands"], entry.try_it.planner_args, strict=False)]
     context: dict[str, Any] = {
-        "ui": UI[language],
-        "uis": UI,
-        "values": VALUES[language],
+        "kinds": kind_names(PageText(language)),
+        "sections": {code: section_words(code) for code in ("en", "ru")},
+        "values": value_names(PageText(language)),
         "lang": language,
         "other": "en" if language == "ru" else "ru",
         "entry": entry,
@@ -178,6 +170,6 @@ def glossary_entry_page(
         "offerings": matching_offerings(entry.try_it.catalog_filter),
         "catalog_url": catalog_url(entry.try_it.catalog_filter) if entry.try_it.catalog_filter else None,
         "compare": entry.try_it.compare,
-        "comparison": comparison_rows(entry.try_it.compare) if entry.try_it.compare else None,
+        "comparison": comparison_rows(entry.try_it.compare, PageText(language)) if entry.try_it.compare else None,
     }
     return render(request, "glossary_entry.html", context)

@@ -15,10 +15,12 @@ import gettext
 from functools import lru_cache
 from importlib import resources
 from io import BytesIO
+from typing import Any
 
 from fastapi import Request
 
-__all__ = ["DEFAULT_LOCALE", "LANG_COOKIE", "SUPPORTED_LOCALES", "locale_for", "parse_accept_language", "translations"]
+__all__ = ["DEFAULT_LOCALE", "LANG_COOKIE", "SUPPORTED_LOCALES", "N_", "PageText", "locale_for", "page_text",
+           "parse_accept_language", "translations"]
 
 SUPPORTED_LOCALES: tuple[str, ...] = ("en", "ru")
 DEFAULT_LOCALE = "en"
@@ -84,3 +86,36 @@ def translations(locale: str) -> gettext.NullTranslations:
     write_mo(compiled, catalog)
     compiled.seek(0)
     return gettext.GNUTranslations(compiled)
+
+
+def N_(message: str) -> str:  # noqa: N802 - gettext's name for a no-op marker, which Babel's extractor knows
+    """Mark ``message`` for the catalogue where it is defined (a label in a table of constants); it is translated
+    where it is shown, with :meth:`PageText.gettext` or the templates' ``_()``."""
+    return message
+
+
+class PageText:
+    """The words of one page in its locale: the catalogue's ``gettext``/``ngettext``/``pgettext`` with named
+    placeholders filled in (``text.gettext("Booked: %(id)s", id=...)``). Web code builds every sentence a page
+    shows (flash messages, form errors, labels) through it, so Babel extracts them with the templates' words."""
+
+    def __init__(self, locale: str) -> None:
+        self.locale = locale if locale in SUPPORTED_LOCALES else DEFAULT_LOCALE
+        self._catalogue = translations(self.locale)
+
+    def gettext(self, message: str, **values: Any) -> str:
+        text = self._catalogue.gettext(message)
+        return text % values if values else text
+
+    def ngettext(self, singular: str, plural: str, count: int, **values: Any) -> str:
+        text = self._catalogue.ngettext(singular, plural, count)
+        return text % {"num": count, **values}
+
+    def pgettext(self, context: str, message: str, **values: Any) -> str:
+        text = self._catalogue.pgettext(context, message)
+        return text % values if values else text
+
+
+def page_text(request: Request) -> PageText:
+    """The :class:`PageText` of the request's locale (see :func:`locale_for`)."""
+    return PageText(locale_for(request)[0])

@@ -25,16 +25,19 @@ def launch_for_plan(plan_request: Any, kind: str, settings: Any) -> tuple[dict[s
 
 
 def launch_for_allocation(uow_factory: Any, account_id: str, allocation_id: str, clock: Any, settings: Any,
-                          form: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
-    """(recipe JSON, None) or (None, the reason in one line) for the form's kind, model and workload."""
+                          form: dict[str, Any], text: Any = None) -> tuple[dict[str, Any] | None, str | None]:
+    """(recipe JSON, None) or (None, the reason in one line) for the form's kind, model and workload; ``text`` (the
+    page's :class:`~anchorgpu.web.i18n.PageText`) words the form's own reasons, the recipe's stay the API's."""
     from anchorgpu.allocations.recipe import allocation_recipe
     from anchorgpu.api.models_ref import load_public_model, server_offline
     from anchorgpu.planner import Workload
     from anchorgpu.validation import BINARY_SUFFIXES, whole_number
+    from anchorgpu.web.i18n import PageText
 
     try:
         if form["task"] not in ("inference", "train", "lora", "qlora"):
-            return None, f"task {form['task']!r}: choose inference, train, lora or qlora"
+            return None, (text or PageText("en")).gettext("task %(task)s: choose inference, train, lora or qlora",
+                                                          task=repr(form["task"]))
         tokens = (whole_number(form["context"], field="context", suffixes={k: v for k, v in BINARY_SUFFIXES.items() if k != "g"},
                                example="8192 or 8k", noun="a token count") if form["context"] else None)
         users = whole_number(form["concurrency"], field="concurrency", example="32") if form["concurrency"] else None

@@ -11,6 +11,7 @@ from anchorgpu.api.deps import ClockDep, UowFactoryDep
 from anchorgpu.api.schemas import TEXT_PATTERN
 from anchorgpu.validation import control_character
 from anchorgpu.web.deps import require_csrf
+from anchorgpu.web.i18n import PageText, page_text
 from anchorgpu.web.templating import render, web_session
 
 router = APIRouter(dependencies=[Depends(require_csrf)])
@@ -22,6 +23,28 @@ def _safe_next(next_path: str | None) -> str:
             and control_character(next_path) is None):
         return next_path
     return "/my/allocations"
+
+
+def sign_in_refusal(reason: str, text: PageText) -> str:
+    """Why a key did not sign in, in the page's language (the accounts service's reasons are the API's English).
+
+    >>> sign_in_refusal("the API key agpu_ab… (laptop) was revoked", PageText("en"))
+    'The API key agpu_ab… (laptop) was revoked.'
+    """
+    import re
+
+    if "not valid" in reason:
+        return text.gettext("That API key matches no account.")
+    revoked = re.fullmatch(r"the API key (.+) was revoked", reason)
+    if revoked:
+        return text.gettext("The API key %(key)s was revoked.", key=revoked.group(1))
+    expired = re.fullmatch(r"the API key (.+) expired at (\S+)", reason)
+    if expired:
+        from anchorgpu.web.templating import environment
+
+        when = environment(text.locale).filters["when"](expired.group(2))
+        return text.gettext("The API key %(key)s expired at %(when)s.", key=expired.group(1), when=when)
+    return f"{reason[:1].upper()}{reason[1:]}."
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -43,7 +66,7 @@ def signin(request: Request, uow_factory: UowFactoryDep, clock: ClockDep, api_ke
     try:
         account: Any = authenticate(uow_factory(), api_key.strip(), now=clock())
     except LookupError as exc:
-        reason = "That API key matches no account." if "not valid" in str(exc) else f"{str(exc)[0].upper()}{str(exc)[1:]}."
+        reason = sign_in_refusal(str(exc), page_text(request))
         context = {"next": _safe_next(next), "allow_signup": request.app.state.allow_signup, "error": reason}
         return render(request, "signin.html", context, status_code=401)
     web_session(request).sign_in(str(account.id), str(account.name), account.key_id)
@@ -56,7 +79,8 @@ def signup(request: Request, uow_factory: UowFactoryDep, clock: ClockDep, name: 
     """Create an account and show its key once (embedded default only), with a link back to where the visitor
     was (``next``, kept only when it is a same-site path, like sign-in's)."""
     if not request.app.state.allow_signup:
-        return render(request, "signin.html", {"next": "/", "allow_signup": False, "error": "Accounts are created by the operator here: anchorgpu accounts create NAME"}, status_code=403)
+        error = page_text(request).gettext("Accounts are created by the operator here: %(command)s", command="anchorgpu accounts create NAME")
+        return render(request, "signin.html", {"next": "/", "allow_signup": False, "error": error}, status_code=403)
     from anchorgpu.accounts import authenticate, create_account
 
     account_id, api_key = create_account(uow_factory(), name.strip(), clock=clock)

@@ -19,6 +19,7 @@ from anchorgpu.api.planning import run_plan
 from anchorgpu.api.schemas import PlanRequest
 from anchorgpu.errors import AnchorError
 from anchorgpu.web.charts import SEGMENTS, memory_bar, scatter
+from anchorgpu.web.i18n import PageText, page_text
 from anchorgpu.web.templating import render
 
 router = APIRouter()
@@ -71,11 +72,42 @@ def form_values(request: Request) -> dict[str, Any]:
     return values
 
 
-def validation_message(exc: ValidationError) -> str:
-    """One line naming the first bad field: 'context: Input should be greater than or equal to 1'."""
+def validation_message(exc: ValidationError, text: PageText | None = None) -> str:
+    """One line naming the first bad field, in the page's language: 'context: must be at least 1' (ru 'context: не
+    меньше 1'). Kinds of error the catalogue has no words for keep pydantic's English message."""
     err = exc.errors()[0]
     field = ".".join(str(p) for p in err.get("loc", ())) or "form"
-    return f"{field}: {err.get('msg', 'invalid')}"
+    text = text or PageText("en")
+    ctx = err.get("ctx") or {}
+    kind = err.get("type", "")
+    if kind == "missing":
+        reason = text.gettext("required")
+    elif kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        bound = ctx.get({"greater_than_equal": "ge", "greater_than": "gt", "less_than_equal": "le", "less_than": "lt"}[kind])
+        reason = {"greater_than_equal": text.gettext("must be at least %(bound)s", bound=bound),
+                  "greater_than": text.gettext("must be more than %(bound)s", bound=bound),
+                  "less_than_equal": text.gettext("must be at most %(bound)s", bound=bound),
+                  "less_than": text.gettext("must be less than %(bound)s", bound=bound)}[kind]
+    elif kind in ("int_parsing", "int_from_float", "int_type"):
+        reason = text.gettext("must be a whole number")
+    elif kind in ("float_parsing", "float_type", "decimal_parsing"):
+        reason = text.gettext("must be a number")
+    elif kind == "string_too_long":
+        reason = text.ngettext("at most %(num)d character", "at most %(num)d characters", int(ctx.get("max_length") or 0))
+    elif kind == "literal_error":
+        reason = text.gettext("must be one of %(choices)s", choices=ctx.get("expected", ""))
+    else:
+        reason = str(err.get("msg", "invalid"))
+    return f"{field}: {reason}"
+
+
+def step_parts(text: PageText) -> dict[str, str]:
+    """The parts of a training step (``performance.step_time_breakdown_s`` keys) in words."""
+    return {"compute": text.gettext("compute"), "tp_comm": text.gettext("TP communication"),
+            "pp_bubble": text.gettext("PP bubble"), "pp_p2p": text.gettext("PP transfers"),
+            "cp_comm": text.gettext("CP communication"), "dp_sync": text.gettext("DP gradient sync"),
+            "fsdp_comm": text.gettext("FSDP gathers"), "ep_alltoall": text.gettext("EP all-to-all"),
+            "optimizer": text.gettext("optimizer step")}
 
 
 def apply_change(values: dict[str, Any], change: str) -> str | None:
@@ -123,15 +155,16 @@ def _choices() -> dict[str, Any]:
 def planner_page(request: Request, settings: SettingsDep) -> Response:
     """The planner form, and its answer when a model is given."""
     values = form_values(request)
+    text = page_text(request)
     kind = values.pop("recipe", None)  # the launch is written beside the plan, its refusal shown there
-    context: dict[str, Any] = {"form": values, **_choices(), "segments": SEGMENTS}
+    context: dict[str, Any] = {"form": values, **_choices(), "segments": SEGMENTS, "step_parts": step_parts(text)}
     if "model" not in values:
         return render(request, "plan.html", context)
     try:
         plan_request = PlanRequest.model_validate(values, strict=False)  # form values are text; the API is strict
         result = run_plan(plan_request, offline=server_offline(settings))
     except ValidationError as exc:
-        context["error"] = validation_message(exc)
+        context["error"] = validation_message(exc, text)
         return render(request, "plan.html", context, status_code=422)
     except AnchorError as exc:
         context["error"] = exc.message
@@ -191,6 +224,7 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
         values["lower_precision"] = True
     if "train_tokens" not in values and request.query_params.get("tokens", "").strip():
         values["train_tokens"] = shorthand("train_tokens", request.query_params["tokens"].strip())  # from the planner's "fit this" link
+    text = page_text(request)
     context: dict[str, Any] = {"form": values, **_choices(), "plan_query": request.url.query}
     if "model" not in values:
         return render(request, "recommend.html", context)
@@ -199,7 +233,7 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
     try:
         result = run_recommend(RecommendRequest.model_validate(values, strict=False), offline=server_offline(settings), now=clock())
     except ValidationError as exc:
-        context["error"] = validation_message(exc)
+        context["error"] = validation_message(exc, text)
         return render(request, "recommend.html", context, status_code=422)
     except AnchorError as exc:
         context["error"] = exc.message
@@ -221,5 +255,5 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
     context["launch_kind"] = values.get("recipe")
     context["chart"] = scatter(points, x_label=f"Total for {result['term']}, USD", x_prefix="$", ranks=[c[0] for c in charted],
                                y_label="Training tokens/s" if training else "Output tokens/s (all users)") if points else None
-    context["speed_unit"] = "images/s" if diffusion else "tokens/s"
+    context["speed_unit"] = text.gettext("images/s") if diffusion else text.gettext("tokens/s")
     return render(request, "recommend.html", context)

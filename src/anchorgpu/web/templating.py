@@ -17,6 +17,7 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
 
 from anchorgpu.web.session import WebSession
 
@@ -66,22 +67,108 @@ def _localized_gib(locale: str) -> Any:
 
 
 def _localized_money(locale: str) -> Any:
-    """``money`` in the locale's currency format (ru: '2 190,00 $'); ``None`` stays 'unpriced'."""
+    """``money`` in the locale's currency format (ru: '2 190,00 $'); ``None`` is the catalogue's 'unpriced'."""
     from babel.numbers import format_currency
+
+    from anchorgpu.web.i18n import PageText
+
+    unpriced = PageText(locale).gettext("unpriced")
 
     def localized(value: Decimal | str | float | None) -> str:
         if value is None or value == "":
-            return "unpriced"
+            return unpriced
         return str(format_currency(Decimal(str(value)), "USD", locale=locale))
 
     return localized
 
 
+def _localized_when(locale: str) -> Any:
+    """``when`` in the locale's own patterns (Babel: its medium date and short time, joined as the locale joins them;
+    ru: '29 дек. 2026 г., 17:07 UTC'), always in UTC and saying so."""
+    from babel.dates import format_date, format_time, get_datetime_format
+
+    joined = str(get_datetime_format("medium", locale=locale))
+
+    def localized(value: str | datetime | None) -> str:
+        if value is None or value == "":
+            return "–"
+        moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+        day = format_date(moment.date(), "medium", locale=locale)
+        clock = format_time(moment, "short", tzinfo=UTC, locale=locale)
+        return f"{joined.replace('{1}', day).replace('{0}', clock)} UTC"
+
+    return localized
+
+
+def number(locale: str) -> Any:
+    """A number with ``digits`` decimals in the locale's format: en '1,234.5' (as Python's ``{:,.1f}``), ru '1 234,5'.
+    ``None`` shows as '–'.
+
+    >>> number("en")(1234.5, 1), number("ru")(1234.5, 1), number("ru")(None)
+    ('1,234.5', '1\xa0234,5', '–')
+    """
+    from babel.numbers import format_decimal
+
+    def formatted(value: int | float | Decimal | None, digits: int = 0) -> str:
+        if value is None:
+            return "–"
+        if locale == "en":
+            return f"{value:,.{digits}f}"
+        return str(format_decimal(value, format="#,##0" + ("." + "0" * digits if digits else ""), locale=locale))
+
+    return formatted
+
+
+def plain_decimal(locale: str) -> Any:
+    """An exact decimal as written, up to 3 decimals, in the locale's format: '4.666' (en, as given), '4,666' (ru)."""
+    from babel.numbers import format_decimal
+
+    def formatted(value: Decimal | str | float | None) -> str:
+        if value is None or value == "":
+            return "–"
+        if locale == "en":
+            return str(value)
+        return str(format_decimal(Decimal(str(value)), format="#,##0.###", locale=locale))
+
+    return formatted
+
+
+def significant(locale: str) -> Any:
+    """A number to 3 significant figures (a step time: en '0.123', '1.23e+03' as Python's ``{:,.3g}``; ru '0,123')."""
+    from babel.numbers import format_decimal
+
+    def formatted(value: float | None) -> str:
+        if value is None:
+            return "–"
+        if locale == "en":
+            return f"{value:,.3g}"
+        return str(format_decimal(float(f"{value:.3g}"), format="#,##0.###", locale=locale))
+
+    return formatted
+
+
+def percent(locale: str) -> Any:
+    """A fraction as a percentage with one decimal: en '45.3%', ru '45,3\xa0%'."""
+    from babel.numbers import format_percent
+
+    def formatted(value: float | None) -> str:
+        if value is None:
+            return "–"
+        if locale == "en":
+            return f"{value:.1%}"
+        return str(format_percent(value, format="#,##0.0%", locale=locale))
+
+    return formatted
+
+
 @lru_cache(maxsize=4)
 def environment(locale: str = "en") -> Environment:
     """The Jinja2 environment of ``locale`` (one per locale, built on first use, not at import), with
-    Jinja2's i18n extension over that locale's message catalogue (:mod:`anchorgpu.web.i18n`)."""
+    Jinja2's i18n extension over that locale's message catalogue (:mod:`anchorgpu.web.i18n`) and the
+    locale's number, money, date and term formats as filters."""
     from anchorgpu.web.i18n import translations
+    from anchorgpu.web.wording import Wording
 
     env = Environment(
         loader=PackageLoader("anchorgpu.web", "templates"),
@@ -93,7 +180,17 @@ def environment(locale: str = "en") -> Environment:
     env.install_gettext_translations(translations(locale), newstyle=True)  # type: ignore[attr-defined]
     env.filters["gib"] = _gib if locale == "en" else _localized_gib(locale)
     env.filters["money"] = money if locale == "en" else _localized_money(locale)
-    env.filters["when"] = when
+    env.filters["when"] = when if locale == "en" else _localized_when(locale)
+    env.filters["num"] = number(locale)
+    env.filters["dec"] = plain_decimal(locale)
+    env.filters["sig3"] = significant(locale)
+    env.filters["pct"] = percent(locale)
+    words = Wording(locale)
+    env.filters["term_words"] = words.term
+    env.filters["state_words"] = words.state
+    env.filters["event_words"] = words.event
+    env.filters["quote_lines"] = words.quote_lines
+    env.filters["quote_statement"] = words.quote_statement
     return env
 
 
@@ -127,6 +224,9 @@ def render(request: Request, template: str, context: Mapping[str, Any] | None = 
         "csrf_token": session.csrf_token,
         "flash": session.pop_flash(),
         "path": request.url.path,
+        # on a page in another language, the attribute that marks English text from the planner, the catalog and the
+        # API (assumptions, checks, statements: the same words as the CLI and the JSON) as English
+        "en_lang": Markup(' lang="en"') if locale != "en" else "",
         **(context or {}),
     }
     html = environment(locale).get_template(template).render(full)
@@ -135,3 +235,38 @@ def render(request: Request, template: str, context: Mapping[str, Any] | None = 
     if chosen_now:
         response.set_cookie(LANG_COOKIE, locale, max_age=365 * 24 * 3600, samesite="lax", httponly=True)
     return response
+
+
+def _status_titles() -> dict[int, str]:
+    from anchorgpu.web.i18n import N_
+
+    return {400: N_("Bad request"), 401: N_("Sign-in required"), 403: N_("Forbidden"), 404: N_("Not found"),
+            405: N_("Method not allowed"), 409: N_("Conflict"), 410: N_("Gone"), 413: N_("Request too large"),
+            422: N_("Cannot use this input"), 429: N_("Too many requests"), 500: N_("Internal error"),
+            503: N_("Service unavailable")}
+
+
+def render_error(request: Request, status: int, code: str, detail: str) -> HTMLResponse:
+    """The error page of ``status``: its title and the sentence that introduces ``detail`` in the page's language.
+    ``detail`` is the one-line reason the API and CLI give too (English, like every domain message); a missing path
+    is explained in the page's language instead."""
+    from http import HTTPStatus
+
+    from anchorgpu.web.i18n import page_text
+
+    text = page_text(request)
+    titles = _status_titles()
+    if status in titles:
+        title = text.gettext(titles[status])
+    else:
+        try:
+            title = HTTPStatus(status).phrase
+        except ValueError:
+            title = text.gettext("Error")
+    localized_detail = None
+    if code == "not_found" and detail == f"no such path: {request.url.path}":
+        localized_detail = text.gettext("There is no page at %(path)s.", path=request.url.path)
+    elif code == "csrf_failed":
+        localized_detail = text.gettext("The form's security token did not match this session; reload the page and try again.")
+    return render(request, "error.html", {"status": status, "title": title, "code": code, "detail": detail,
+                                          "localized_detail": localized_detail}, status_code=status)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Path
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from anchorgpu.accounts import keys as key_service
 from anchorgpu.api.deps import AccountDep, ClockDep, UowFactoryDep
@@ -24,9 +24,11 @@ class KeyCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: StrictStr = Field(min_length=1, max_length=key_service.KEY_NAME_MAX, description="A name to tell the key apart, e.g. 'ci runner'")
-    expires_at: AwareDatetime | None = Field(
-        default=None, description="Instant (ISO 8601 with a time zone) from which the key is refused; null = never. "
-                                  f"At most {key_service.MAX_KEY_LIFETIME.days} days ahead")
+    expires_at: StrictStr | None = Field(
+        default=None, max_length=40, json_schema_extra={"format": "date-time"},
+        description="Instant (ISO 8601 with a time zone, e.g. 2027-01-31T00:00:00Z) from which the key is refused; "
+                    f"null = never. At most {key_service.MAX_KEY_LIFETIME.days} days ahead. Read by the rule "
+                    "`anchorgpu keys create --expires-at` uses: not a Unix timestamp")
 
 
 class KeyOut(BaseModel):
@@ -54,7 +56,10 @@ class KeyList(BaseModel):
 @router.post("", status_code=201, response_model=KeyCreated, summary="Create an API key", responses=problems(401, 409, 422))
 def create(body: KeyCreate, account: AccountDep, uow_factory: UowFactoryDep, clock: ClockDep) -> dict[str, Any]:
     """A new key for your account; `api_key` appears in this answer only."""
-    info, api_key = key_service.create_key(uow_factory(), account_id=account.id, name=body.name, expires_at=body.expires_at,
+    from anchorgpu.validation import iso_instant
+
+    expires_at = None if body.expires_at is None else iso_instant(body.expires_at, flag="expires_at")
+    info, api_key = key_service.create_key(uow_factory(), account_id=account.id, name=body.name, expires_at=expires_at,
                                            clock=clock)
     return {**info.to_json(), "api_key": api_key}
 

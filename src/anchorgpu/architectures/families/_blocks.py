@@ -181,13 +181,15 @@ def windows_from_types(
         if len(types) != c.layers:
             raise r.fail("layer_types", f"must list {c.layers} layers (num_hidden_layers), got {len(types)}")
         types_list = list(types)
+    # "sliding_window": null, set on purpose, leaves transformers' sliding layers without a window (their attention
+    # and cache span every token); only an absent key takes the family's default window.
+    unwindowed = "sliding_window" in r.data and r.data["sliding_window"] is None
     windows: list[int | None] = []
     for kind in types_list:
         if kind == "full_attention":
             windows.append(None)
         elif kind == "sliding_attention":
-            window = r.size("sliding_window", default=window_default)
-            windows.append(window)
+            windows.append(None if unwindowed else r.size("sliding_window", default=window_default))
         elif kind == "chunked_attention" and chunk is not None:
             windows.append(chunk)
         else:

@@ -280,9 +280,10 @@ def zamba2(r: ConfigReader, name: str, source: str) -> ModelSpec:
         blocks = tuple(_ZAMBA2_TYPES[b] for b in listed)
     depth = len(blocks)
     stated = r.opt_size("num_hidden_layers", maximum=100_000)
-    if stated is not None and stated != depth:
-        t.notes.append(f"num_hidden_layers ({stated}) differs from the {depth} entries of layers_block_type: "
-                       "transformers builds the list, so the list is counted")
+    if stated is not None and stated != depth:  # transformers 5.24's Zamba2Config refuses it too (validate_layer_type)
+        which = "its layers_block_type" if listed is not None else "transformers' default layers_block_type (the config lists none)"
+        raise r.fail("num_hidden_layers", f"must equal the {depth} entries of {which}, got {stated}: transformers "
+                                          "refuses such a config, so no count is given")
     h = r.size("hidden_size", default=2560)
     heads = r.size("num_attention_heads", default=32)
     kv = r.size("num_key_value_heads", default=heads)

@@ -4,10 +4,11 @@
     python -m anchorgpu.planner.speed.calibrate --write    # refit, write data/calibration.json, report
 
 The fit minimises the sum of squared ``log(predicted / measured)`` over the rows whose role is ``fit``,
-separately for training and serving constants of the CUDA stack (Nelder-Mead over the logarithms of the
-constants, from the shipped values). Rows whose role is ``holdout`` are never seen by the fit; they are
+separately for training and serving constants of the CUDA stack (Nelder-Mead, restarted, over an unbounded
+coordinate that maps each constant inside its physical bounds, from the bounds' geometric means: the same
+rows always give the same constants). Rows whose role is ``holdout`` are never seen by the fit; they are
 reported apart to show how well the model predicts runs it was not fitted on. The bands the planner
-shows around each prediction are the 10th-90th percentile of ``measured / predicted`` over all rows of
+shows around each prediction are the 10th-90th percentile of ``measured / predicted`` over the held-out rows of
 the phase, widened to include 1. Dev tooling: uses numpy (a dependency of the sweep), not the CLI.
 """
 
@@ -38,16 +39,29 @@ __all__ = ["FITTED", "fit", "main", "report_rows"]
 FITTED: dict[str, tuple[str, ...]] = {
     "train": ("train_matmul_efficiency", "train_matmul_half_width", "fp8_matmul_efficiency",
               "elementwise_bytes_per_hidden"),
-    "serve": ("decode_mbu", "serve_matmul_efficiency", "per_step_s", "per_layer_step_s"),
+    "serve": ("decode_mbu", "serve_matmul_efficiency", "serve_matmul_half_width", "roofline_exponent", "per_step_s",
+              "per_layer_step_s", "fp4_matmul_efficiency"),
 }
 BOUNDS: dict[str, tuple[float, float]] = {
     # physical limits, not tuning: no kernel beats the datasheet, achieved HBM bandwidth tops out near 93%
     # (STREAM-like copies on H100/MI300X), a kernel launch costs microseconds, a step's fixed cost is below 20 ms
     "train_matmul_efficiency": (0.3, 0.95), "train_matmul_half_width": (1.0, 4000.0),
     "fp8_matmul_efficiency": (0.2, 0.95), "fp4_matmul_efficiency": (0.1, 0.95), "elementwise_bytes_per_hidden": (1.0, 200.0),
+    "serve_matmul_half_width": (1.0, 8000.0), "roofline_exponent": (1.0, 64.0),
     "decode_mbu": (0.5, 0.93), "serve_matmul_efficiency": (0.2, 0.95), "per_step_s": (2e-4, 0.02),
     "per_layer_step_s": (2e-6, 6e-5), "scaleup_latency_s": (5e-6, 2e-4),
 }
+
+
+def _from_z(name: str, z: float) -> float:
+    """A constant from its unbounded fitting coordinate: ``lo * (hi/lo)^sigmoid(z)``, inside its physical bounds
+    everywhere (so the objective has no flat region beyond a bound), the bounds' geometric mean at ``z = 0``."""
+    lo, hi = BOUNDS[name]
+    return float(lo * (hi / lo) ** (1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))))
+
+
+RESTARTS = 4
+"""Nelder-Mead runs per group, each from the previous one's best point (a fresh simplex escapes a collapsed one)."""
 
 
 def _with(cal: Calibration, stack: str, names: tuple[str, ...], values: list[float]) -> Calibration:
@@ -107,14 +121,32 @@ def _nelder_mead(f: Any, x0: list[float], iterations: int = 300) -> list[float]:
 
 FITTED_FEW: dict[str, tuple[str, ...]] = {
     "train": ("fp8_matmul_efficiency",),
-    "serve": ("decode_mbu", "serve_matmul_efficiency"),
+    "serve": ("serve_matmul_efficiency", "serve_matmul_half_width", "per_layer_step_s"),
 }
 """A stack with only a few rows (ROCm) refits these from the CUDA values; the rest keep CUDA's, and its BF16
 training efficiency moves with its FP8 one (the stated assumption that the stack's gap is the same for both)."""
 
 
+MAX_PASSES = 4
+"""The training and serving groups share constants (the optimizer update reads memory at ``decode_mbu``; FP8
+serving products scale by the training FP8/BF16 ratio), so the CUDA fit repeats both until neither moves."""
+
+
 def fit(cal: Calibration, runs: tuple[Run, ...], stack: str = "cuda") -> Calibration:
-    """``cal`` with the fitted constants of ``stack`` refitted on the ``fit`` rows of that stack."""
+    """``cal`` with the fitted constants of ``stack`` refitted on the ``fit`` rows of that stack: for CUDA the
+    fixed point of fitting training then serving, so refitting the shipped constants gives them back."""
+    if stack != "cuda":
+        return _fit_once(cal, runs, stack)
+    for _ in range(MAX_PASSES):
+        new = _fit_once(cal, runs, stack)
+        before, after = cal.stacks[stack], new.stacks[stack]
+        cal = new
+        if all(math.isclose(getattr(before, n), getattr(after, n), rel_tol=1e-3) for n in StackConstants.__dataclass_fields__):
+            break
+    return cal
+
+
+def _fit_once(cal: Calibration, runs: tuple[Run, ...], stack: str) -> Calibration:
     groups = FITTED if stack == "cuda" else FITTED_FEW
     if stack != "cuda":
         cal = replace(cal, stacks={**cal.stacks, stack: cal.stacks["cuda"]})
@@ -122,15 +154,15 @@ def fit(cal: Calibration, runs: tuple[Run, ...], stack: str = "cuda") -> Calibra
         rows = [r for r in runs if r.role == "fit" and r.phase == phase and _stack_of_row(r) == stack]
         if not rows:
             continue
-        k = cal.stacks[stack]
-        x0 = [math.log(getattr(k, n)) for n in names]
 
-        def objective(x: list[float], names: tuple[str, ...] = names, rows: list[Run] = rows,
+        def objective(z: list[float], names: tuple[str, ...] = names, rows: list[Run] = rows,
                       base: Calibration = cal) -> float:
-            return _loss(_with(base, stack, names, [math.exp(v) for v in x]), rows)
+            return _loss(_with(base, stack, names, [_from_z(n, v) for n, v in zip(names, z, strict=True)]), rows)
 
-        best = _nelder_mead(objective, x0)
-        cal = _with(cal, stack, names, [math.exp(v) for v in best])
+        best = [0.0] * len(names)  # from the bounds' geometric means, never from the shipped values: reproducible
+        for _ in range(RESTARTS):
+            best = _nelder_mead(objective, best)
+        cal = _with(cal, stack, names, [_from_z(n, v) for n, v in zip(names, best, strict=True)])
         if stack != "cuda" and phase == "train":
             # before the serving fit: serving's FP8/FP4 products run at serve_matmul_efficiency times
             # fp8/bf16 (Calibration.low_precision_ratio), so the BF16 figure must be final when serving is fitted
@@ -159,22 +191,36 @@ def report_rows(cal: Calibration, runs: tuple[Run, ...]) -> list[dict[str, Any]]
 
 
 def _bands(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> dict[str, Band]:
-    """Per phase over all rows, and per ``stack-phase`` where a stack has at least three rows of the phase."""
+    """Per phase, and per ``stack-phase`` where a stack has at least three rows of the phase: from the rows the
+    fit never saw where there are at least three (a fitted row's residual understates the error, to nothing where
+    a stack has as many constants as rows), else from all its rows."""
     by_id = {r.id: r for r in runs}
     groups: dict[str, list[float]] = {}
+    held: dict[str, list[float]] = {}
     for row in rows:
         run = by_id[row["id"]]
         ratio = run.value / row["predicted"]  # measured / predicted, as a rate
         ratio = ratio if run.higher_is_better else 1.0 / ratio
-        groups.setdefault(row["phase"], []).append(ratio)
-        groups.setdefault(f"{_stack_of_row(run)}-{row['phase']}", []).append(ratio)
+        for name in (row["phase"], f"{_stack_of_row(run)}-{row['phase']}"):
+            groups.setdefault(name, []).append(ratio)
+            if run.role == "holdout":
+                held.setdefault(name, []).append(ratio)
     bands: dict[str, Band] = {}
-    for name, ratios in sorted(groups.items()):
-        if len(ratios) < 3:
+    for name, every in sorted(groups.items()):
+        if len(every) < 3:
             continue
+        ratios = held[name] if len(held.get(name, ())) >= 3 else every
         q = statistics.quantiles(sorted(ratios), n=10, method="inclusive")
         bands[name] = Band(low=round(min(q[0], 0.95), 3), high=round(max(q[-1], 1.05), 3))
+    for name, band in list(bands.items()):  # a stack with few held-out rows keeps at least the phase's band
+        phase = name.split("-", 1)[-1]
+        if name != phase and phase in bands and len(held.get(name, ())) < FEW_HELD_OUT:
+            bands[name] = Band(low=min(band.low, bands[phase].low), high=max(band.high, bands[phase].high))
     return bands
+
+
+FEW_HELD_OUT = 10
+"""Below this many held-out rows, a stack's own percentiles say little: its band is widened to its phase's."""
 
 
 def _summary(rows: list[dict[str, Any]]) -> str:
@@ -190,10 +236,50 @@ def _summary(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _what(run: Run) -> str:
+    """One line of what a row measured, in the planner's terms (the README's accuracy table)."""
+    r = run.row
+    ref = r["model"]
+    model = ref.get("registry") or f"GPT-shaped h={ref['config'].get('n_embd', ref['config'].get('hidden_size'))}"
+    if run.phase == "train":
+        layout = f"TP{r['tp']} PP{r['pp']}" + (f" CP{r['cp']}" if r["cp"] > 1 else "") + (
+            f" v{r['virtual_stages']}" if r["virtual_stages"] > 1 else "") + (" FSDP" if r["zero"] >= 3 else "")
+        return f"{model} train, {r['gpus']}×{r['gpu']}, {layout}, {r['precision']}, {run.metric}"
+    return (f"{model} serve, {r['gpus']}×{r['gpu']} TP{r['tp']}, {r['weights']}, {r['prompt_tokens']}/"
+            f"{r['output_tokens']}, {run.metric}")
+
+
+def _figure(value: float, metric: str) -> str:
+    if metric == "step_s":
+        return f"{value:.2f} s"
+    if metric.endswith("_s") and not metric.endswith("per_s"):
+        return f"{value * 1e3:.1f} ms"
+    return f"{value:,.0f}"
+
+
+def markdown(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> str:
+    """The README's speed-accuracy table: row, source, what, role, measured, ours, error, then the summary."""
+    by_id = {r.id: r for r in runs}
+    lines = ["| row | source | what | role | measured | ours | error |", "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        run = by_id[row["id"]]
+        lines.append(f"| {run.id} | {run.source.split(' via ')[0][:60]} | {_what(run)} | {run.role} | "
+                     f"{_figure(run.value, run.metric)} | {_figure(row['predicted'], run.metric)} | {row['error']:+.1%} |")
+    lines.append("")
+    for stack in ("cuda", "rocm"):
+        for role in ("fit", "holdout"):
+            errs = [abs(r["error"]) for r in rows if r["role"] == role and _stack_of_row(by_id[r["id"]]) == stack]
+            if errs:
+                lines.append(f"{stack.upper()} {role}: {len(errs)} rows, median |error| {statistics.median(errs):.1%}, "
+                             f"max {max(errs):.1%}, within 25%: {sum(e <= 0.25 for e in errs)}/{len(errs)}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m anchorgpu.planner.speed.calibrate", description=__doc__.split("\n")[0])
     parser.add_argument("--write", action="store_true", help="refit and write data/calibration.json")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    parser.add_argument("--markdown", action="store_true", help="print the README's accuracy table")
     args = parser.parse_args(argv)
     runs = load_runs()
     cal = calibration()
@@ -213,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
         cal = parse_calibration(doc)
     rows = report_rows(cal, runs)
-    print(json.dumps(rows, indent=1) if args.json else _summary(rows))
+    print(json.dumps(rows, indent=1) if args.json else markdown(rows, runs) if args.markdown else _summary(rows))
     return 0
 
 

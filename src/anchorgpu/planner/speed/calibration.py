@@ -45,8 +45,11 @@ class StackConstants:
     BF16 peak for flash attention; ``elementwise_bytes_per_hidden`` bytes of memory traffic per token,
     layer and hidden unit for the memory-bound operators (norms, activations, rotary, residuals, casts)
     over a forward and backward pass. Serving: ``decode_mbu`` of memory bandwidth for weight and KV reads,
-    ``serve_matmul_efficiency`` of the peak for batched products, and the fixed costs of a step:
-    ``per_step_s`` (scheduler, sampling) and ``per_layer_step_s`` (kernel launches and synchronisation).
+    ``serve_matmul_efficiency`` of the peak for batched products, halved when the per-GPU width ``h/tp`` equals
+    ``serve_matmul_half_width`` (a decode step's products have few rows, so their shape matters more than in
+    training), ``roofline_exponent`` how sharply a decode step's products turn from reading their weights to
+    multiplying (``(m^p + c^p)^(1/p)``), and the fixed costs of a step:
+    ``per_step_s`` (scheduler, sampling) and ``per_layer_step_s`` (kernel launches and synchronisation),.
     ``scaleup_latency_s`` is the fixed cost of one collective inside a server (NCCL over NVSwitch, RCCL
     over an Infinity Fabric mesh).
     """
@@ -59,6 +62,8 @@ class StackConstants:
     elementwise_bytes_per_hidden: float
     decode_mbu: float
     serve_matmul_efficiency: float
+    serve_matmul_half_width: float
+    roofline_exponent: float
     per_step_s: float
     per_layer_step_s: float
     scaleup_latency_s: float
@@ -179,7 +184,7 @@ def calibrated(overrides: Overrides | None = None) -> Calibration:
         if overrides.mfu is not None:
             k = replace(k, train_matmul_efficiency=overrides.mfu, fp8_matmul_efficiency=overrides.mfu,
                         fp4_matmul_efficiency=overrides.mfu,
-                        serve_matmul_efficiency=overrides.mfu, train_matmul_half_width=0.0)
+                        serve_matmul_efficiency=overrides.mfu, train_matmul_half_width=0.0, serve_matmul_half_width=0.0)
         if overrides.mbu is not None:
             k = replace(k, decode_mbu=overrides.mbu)
         stacks[name] = k

@@ -16,7 +16,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
-from anchorgpu.planner.inputs import KV_CACHE_DTYPES
+from anchorgpu.planner.inputs import KV_CACHE_DTYPES, engine_limits
 from anchorgpu.planner.speed.calibration import Band, Calibration, Overrides, calibrated, calibration, stack_of
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import (
@@ -27,6 +27,7 @@ from anchorgpu.planner.speed.links import (
 )
 from anchorgpu.planner.speed.serving import ServingSetup, serving_estimate
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
+from anchorgpu.units import GIB
 
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
@@ -94,7 +95,8 @@ def _kv_bytes(plan: Plan, tokens: int) -> int:
                              bytes_per_value=KV_CACHE_DTYPES[plan.precision.kv_cache])
 
 
-def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int) -> ServingSetup:
+def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int,
+                  graph_batch_sizes: tuple[int, ...] = ()) -> ServingSetup:
     model, lay = plan.model, plan.layout
     assert isinstance(model, ModelSpec)
     kv_seq = _kv_bytes(plan, prompt_tokens + output_tokens // 2)
@@ -104,8 +106,13 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int) -> Serv
     return ServingSetup(
         weights_bytes_per_gpu=plan.per_gpu.weights_bytes, kv_bytes_per_sequence_per_gpu=kv_seq,
         precision=compute_precision_for_weights(plan.precision.weights or "bf16"), tp=lay.tp, pp=lay.pp,
-        replicas=lay.dp, max_num_batched_tokens=plan.workload.max_num_batched_tokens or 8192,
-        gpus_per_server=SERVER_GPUS)
+        replicas=lay.dp, max_num_batched_tokens=_engine_limits(plan)[0], gpus_per_server=SERVER_GPUS,
+        graph_batch_sizes=graph_batch_sizes)
+
+
+def _engine_limits(plan: Plan) -> tuple[int, int]:
+    """(tokens per step, sequences): the workload's, else vLLM's defaults for the plan's GPU, as memory sized them."""
+    return engine_limits(plan.workload, large_gpu=plan.gpu is None or plan.gpu.memory_bytes >= 70 * GIB)
 
 
 KvReservation = Literal["average", "full"]
@@ -127,15 +134,16 @@ def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: i
         assert isinstance(plan.model, ModelSpec)
         state = mm.recurrent_state_bytes(plan.model, sequences=1, tp=plan.layout.tp, pp=plan.layout.pp)
         per_seq = max(1.0, float(_kv_bytes(plan, reserve_tokens) + state))
-    cap = plan.workload.max_num_seqs or 1024
+    cap = _engine_limits(plan)[1]
     return max(0, min(cap, int(capacity // per_seq))) * setup.replicas
 
 
 def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[str, Any],
-             assumptions: list[str], cal: Calibration, kv_reservation: KvReservation = "average") -> None:
+             assumptions: list[str], cal: Calibration, kv_reservation: KvReservation = "average",
+             graph_batch_sizes: tuple[int, ...] = ()) -> None:
     assert plan.gpu is not None
     band = cal.band(plan.gpu, "serve")
-    setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output)
+    setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output, graph_batch_sizes=graph_batch_sizes)
     conc = plan.workload.concurrency or 1
     full = kv_reservation == "full"
     sat = saturation_concurrency(plan, setup, reserve_tokens=prompt + output if full else None)
@@ -160,7 +168,7 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
         f"batching and chunked prefill (each step carries prompt/output = {prompt / output:.2g} prefill tokens per "
         f"output token); saturation at {sat:,} sequences (KV capacity at "
         + ("prompt + output tokens each, reserved up front" if full else "the average cached length")
-        + f", engine cap {plan.workload.max_num_seqs or 1024:,})")
+        + f", engine cap {_engine_limits(plan)[1]:,})")
     assumptions.append(_serving_constants_line(plan.gpu, cal, setup.precision))
 
 
@@ -242,13 +250,14 @@ def plan_performance(
     plan: Plan, *, prompt_tokens: int | None = None, output_tokens: int | None = None,
     train_tokens: int | None = None, storage_bytes_per_s: float = DEFAULT_STORAGE_BYTES_PER_S,
     mfu: float | None = None, mbu: float | None = None, cal: Calibration | None = None,
-    kv_reservation: KvReservation = "average",
+    kv_reservation: KvReservation = "average", graph_batch_sizes: tuple[int, ...] = (),
 ) -> dict[str, Any]:
     """Speed, time and checkpoint figures for a plan, as the ``performance`` JSON section.
 
     Serving: ``prompt_tokens``/``output_tokens`` default to the workload's, else 1,024 and 256 (within
     the context); ``kv_reservation`` says how the engine admits requests (see :data:`KvReservation`; vLLM's
-    ``average`` by default). Training: ``train_tokens`` gives ``train_time_s`` and ``gpu_hours``. Without a GPU, or
+    ``average`` by default); ``graph_batch_sizes`` the captured decode graphs an engine pads a batch up to
+    (none by default: vLLM captures every multiple of 8, so its padding is negligible). Training: ``train_tokens`` gives ``train_time_s`` and ``gpu_hours``. Without a GPU, or
     for a diffusion pipeline, the figures are null and ``assumptions`` says why.
 
     >>> from anchorgpu.planner import Workload, plan
@@ -284,7 +293,7 @@ def plan_performance(
         if choice.warning:
             warnings.append(choice.warning)
         out["compute_precision"] = choice.precision
-        _serving(plan, model, prompt, output, out, assumptions, cal, kv_reservation)
+        _serving(plan, model, prompt, output, out, assumptions, cal, kv_reservation, graph_batch_sizes)
         out["checkpoint_bytes"] = plan.checkpoint_bytes or int(plan.breakdown.get("weights_whole_model_bytes", 0))
     else:
         out["compute_precision"] = compute_precision_for_training(w.train_precision)

@@ -9,6 +9,7 @@ on the row (``fit``) or only reports how well it is predicted (``holdout``).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -45,9 +46,16 @@ def load_runs() -> tuple[Run, ...]:
 
 
 def _model(row: dict[str, Any]) -> ModelSpec:
+    return _model_of(row["id"])
+
+
+@lru_cache(maxsize=512)
+def _model_of(run_id: str) -> ModelSpec:
+    """A row's model, read once (the fit predicts every row thousands of times)."""
     from anchorgpu.architectures import load_model
     from anchorgpu.architectures.hf import from_hf_config
 
+    row = next(run.row for run in load_runs() if run.id == run_id)
     ref = row["model"]
     if "registry" in ref:
         spec = load_model(ref["registry"], offline=True)
@@ -55,6 +63,16 @@ def _model(row: dict[str, Any]) -> ModelSpec:
         spec = from_hf_config(ref["config"], name=row["id"], source=row["source"])
     assert isinstance(spec, ModelSpec)
     return spec
+
+
+def _as_measured(gpu: Any, row: dict[str, Any]) -> Any:
+    """The GPU as the source describes it, where that differs from the catalog's part: a stated memory
+    bandwidth (torchtitan's H100s are the 96 GB HBM2e variant, 2.4 TB/s, not the SXM part's 3.35)."""
+    from dataclasses import replace
+
+    if row.get("memory_bandwidth_tb_per_s"):
+        return replace(gpu, memory_bandwidth_bytes_per_s=float(row["memory_bandwidth_tb_per_s"]) * 1e12)
+    return gpu
 
 
 def _train(run: Run, cal: Calibration) -> float:
@@ -66,6 +84,7 @@ def _train(run: Run, cal: Calibration) -> float:
     model, gpu = _model(r), get_gpu(r["gpu"])
     if r.get("power_limit_w"):  # the source says the GPUs ran below their rated power
         gpu = power_capped(gpu, r["power_limit_w"])
+    gpu = _as_measured(gpu, r)
     split = r["tp"] * r["pp"] * r["cp"]
     lay = TrainLayout(gpus=r["gpus"], tp=r["tp"], pp=r["pp"], cp=r["cp"], dp=r["gpus"] // split, zero=r["zero"],
                       virtual_stages=r["virtual_stages"], tp_overlap=r["tp_overlap"])
@@ -85,22 +104,76 @@ def _train(run: Run, cal: Calibration) -> float:
     raise ValueError(f"{run.id}: unknown metric {metric}")
 
 
-def _serve(run: Run, cal: Calibration) -> float:
+TRTLLM_BENCH_BYTES_PER_VALUE = {"fp8": 1.0, "nvfp4": 0.5, "bf16": 2.0, "fp16": 2.0}
+
+
+def trtllm_bench_limits(model: ModelSpec, gpu_memory_bytes: float, *, tp: int, pp: int, weights: str, kv_cache: str,
+                        prompt_tokens: int, output_tokens: int, kv_fraction: float = 0.95) -> tuple[int, int]:
+    """(max batch size, max tokens per step) that ``trtllm-bench throughput`` gives the engine when the run
+    leaves them unset, as TensorRT-LLM's ``tensorrt_llm/bench/build/tuning.py`` (``calc_engine_setting`` and
+    ``finetune_setting``) computes them: the requests whose prompt plus output fit the KV cache it estimates
+    (every GPU's memory less the parameters at the checkpoint's bytes per value, times the KV fraction), capped
+    at 4,096 and rounded up ("slightly optimistic": at run time its scheduler admits what the cache really
+    holds); tokens per step that batch times ``1 + I/O``, capped at 32,768 and rounded up.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> trtllm_bench_limits(load_model("llama-3.1-8b"), 80 * 2**30, tp=1, pp=1, weights="fp8", kv_cache="fp8",
+    ...                     prompt_tokens=128, output_tokens=128)
+    (4096, 8192)
+    """
+    per_value = TRTLLM_BENCH_BYTES_PER_VALUE
+    kv_heads = max(tp, model.num_kv_heads)
+    bytes_per_token = 2 * model.num_layers * kv_heads * model.head_dim * per_value.get(kv_cache, 2.0)
+    free = gpu_memory_bytes * tp * pp - model.params_total * per_value.get(weights, 2.0)
+    requests = free * kv_fraction / (bytes_per_token * (prompt_tokens + output_tokens))
+    raw_bs = min(requests, 4096) / pp
+    raw_tokens = min(raw_bs * (1 + prompt_tokens / output_tokens), 32768)
+    if raw_bs < 256:
+        max_bs = max(64, 32 * math.ceil(raw_bs / 32))
+    elif raw_bs < 1024:
+        max_bs = 128 * math.ceil(raw_bs / 128)
+    else:
+        max_bs = 256 * math.ceil(raw_bs / 256)
+    if raw_tokens < 4096:
+        max_tokens = max(2048, 256 * math.ceil(raw_tokens / 256))
+    elif raw_tokens < 8192:
+        max_tokens = 512 * math.ceil(raw_tokens / 512)
+    else:
+        max_tokens = 1024 * math.ceil(raw_tokens / 1024)
+    return max_bs, max_tokens
+
+
+@lru_cache(maxsize=512)
+def _serve_plan(run_id: str) -> Any:
+    """A serving row's plan: its memory and layout, which no speed constant changes (planned once per row)."""
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
+
+    r = next(run.row for run in load_runs() if run.id == run_id)
+    model, gpu = _model(r), _as_measured(get_gpu(r["gpu"]), r)
+    max_seqs, max_tokens = r.get("max_num_seqs"), None
+    if r.get("engine_limits") == "trtllm-bench":  # the benchmark sized its engine itself
+        max_seqs, max_tokens = trtllm_bench_limits(
+            model, gpu.memory_bytes, tp=r["tp"], pp=1, weights=r["weights"], kv_cache=r["kv_cache"],
+            prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"])
+    w = Workload(prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"], concurrency=1,
+                 gpu_memory_utilization=r["gpu_memory_utilization"], max_num_seqs=max_seqs,
+                 max_num_batched_tokens=max_tokens)
+    return plan(model, w, precision=PrecisionPlan(weights=r["weights"], kv_cache=r["kv_cache"]),
+                layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=1, dp=r["gpus"] // r["tp"]), gpu=gpu, suggest=False,
+                choose_layout=False)
+
+
+def _serve(run: Run, cal: Calibration) -> float:
     from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
     from anchorgpu.planner.speed.serving import decode_step
 
     r = run.row
-    model, gpu = _model(r), get_gpu(r["gpu"])
-    w = Workload(prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"], concurrency=1,
-                 gpu_memory_utilization=r["gpu_memory_utilization"], max_num_seqs=r.get("max_num_seqs"))
-    p = plan(model, w, precision=PrecisionPlan(weights=r["weights"], kv_cache=r["kv_cache"]),
-             layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=1, dp=r["gpus"] // r["tp"]), gpu=gpu, suggest=False,
-             choose_layout=False)
+    p = _serve_plan(run.id)
+    model, gpu = p.model, p.gpu
     if run.metric == "max_output_tokens_per_s":
-        value = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average")).get(
-            "max_output_tokens_per_s")
+        value = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average"),
+                                 graph_batch_sizes=tuple(r.get("graph_batch_sizes", ()))).get("max_output_tokens_per_s")
         return float(value) if value else float("nan")
     setup = serving_setup(p, prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"])
     if run.metric == "decode_step_s":  # one sequence, no prompt sharing the step

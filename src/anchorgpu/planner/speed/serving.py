@@ -5,15 +5,18 @@ A decode step for ``B`` running sequences (and the prefill tokens that share it)
 * **fixed**: the engine's per-step cost (scheduling, sampling) plus a per-layer cost for kernel launches
   and synchronisation - what bounds one-user speeds of large and MoE models;
 * **weights**: the larger of reading the weights this GPU holds (MoE: the dense part plus the experts the
-  step's tokens are routed to) at the achieved bandwidth, and the batched products at the achieved peak;
+  step's tokens are routed to) at the achieved bandwidth, and the batched products at the achieved peak
+  (a share that grows with the per-GPU width ``h/tp`` of the products);
 * **attention**: the larger of reading every sequence's KV cache (MLA latents and sliding windows as the
   cache holds them) and the attention arithmetic;
 * **tensor parallelism**: two all-reduces per layer of the step's tokens, each with its latency;
 * pipeline stages run one after another for a token: the per-GPU work is paid ``pp`` times.
 
-At a steady state every request needs ``I`` prompt tokens per ``O`` output tokens, so a step that emits
-``B`` tokens also carries ``B * I / O`` prefill tokens (chunked prefill shares the step). Time to first
-token is the prompt's chunks, each sharing a step with the other running sequences.
+At a steady state every request needs ``I`` prompt tokens per ``O`` output tokens, so the steps that emit
+``B`` tokens also carry ``B * I / O`` prefill tokens on average (chunked prefill shares the step): spread
+over every step when there are at least a chunk's worth per step, else as whole chunks (up to the step's
+token budget) in that share of the steps. Time to first token is the prompt's chunks, each sharing a step
+with the other running sequences.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_mat
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, group_link, peak_for
 
 __all__ = ["DecodeStep", "ServingEstimate", "ServingSetup", "decode_step", "moe_expert_fraction_read",
-           "serving_estimate"]
+           "prefill_chunk_share", "serve_shape_factor", "serving_estimate", "soft_roofline"]
 
 
 def moe_expert_fraction_read(model: ModelSpec, batch_tokens: float) -> float:
@@ -48,6 +51,29 @@ def moe_expert_fraction_read(model: ModelSpec, batch_tokens: float) -> float:
     return float(1.0 - (1.0 - k / e) ** max(batch_tokens, 1.0))
 
 
+def soft_roofline(memory_s: float, compute_s: float, exponent: float) -> float:
+    """A product's time from its two limits: ``(m^p + c^p)^(1/p)``, the larger of them far from the ridge and
+    more than either near it, where reading the weights and multiplying overlap least (``p`` fitted, ``inf``
+    would be the sharp roofline ``max(m, c)``).
+
+    >>> soft_roofline(1.0, 1.0, 2.0), soft_roofline(10.0, 1.0, 8.0) == 10.0
+    (1.4142135623730951, False)
+    """
+    if memory_s <= 0.0 or compute_s <= 0.0:
+        return max(memory_s, compute_s)
+    big = max(memory_s, compute_s)
+    return float(big * ((memory_s / big) ** exponent + (compute_s / big) ** exponent) ** (1.0 / exponent))
+
+
+def serve_shape_factor(width: float, half_width: float) -> float:
+    """Share of the serving efficiency a product of per-GPU width ``h/tp`` reaches: ``w / (w + w0)``.
+
+    >>> serve_shape_factor(2048, 2048), serve_shape_factor(8192, 0.0)
+    (0.5, 1.0)
+    """
+    return width / (width + half_width)
+
+
 @fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServingSetup:
@@ -61,6 +87,7 @@ class ServingSetup:
     replicas: int = 1
     max_num_batched_tokens: int = 8192
     gpus_per_server: int = 8
+    graph_batch_sizes: tuple[int, ...] = ()  # captured decode graphs that pad a batch up (empty: no padding)
 
 
 @fast_init
@@ -82,9 +109,7 @@ def _link(gpu: GpuSpec, setup: ServingSetup) -> Link:
 
 @dataclass(frozen=True, slots=True)
 class _StepConstants:
-    """What every step of one (model, GPU, compute precision, TP, PP, server size, calibration, ideal) shares:
-    rates, efficiencies, the link and the model's per-step terms. Each rate is the product the step formula
-    divides by, formed once in the same order."""
+    """What every step of one (model, GPU, setup, calibration, ideal) shares: rates, efficiencies, link."""
 
     mbu: float
     mm_eff: float
@@ -96,6 +121,8 @@ class _StepConstants:
     link: Link | None
     fixed_s: float
     elementwise_s_per_token: float
+    knee: float  # soft_roofline's exponent
+    # each rate the step formula divides by, formed once in the same order
     mem_rate: float  # bw * mbu
     matmul_rate: float  # peak * mm_eff
     attention_rate: float  # bf16 * att_eff
@@ -126,20 +153,22 @@ def _constants(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibra
         link = _link(gpu, setup)
         if ideal:
             link = Link(kind=link.kind, bytes_per_s=link.bytes_per_s, latency_s=0.0, description=link.description)
+    # memory-bound operators between the products (norms, activations, residuals, rotary): one forward
+    # pass is a third of the training traffic per token, layer and hidden unit
     mbu = 1.0 if ideal else k.decode_mbu
-    mm_eff = 1.0 if ideal else k.serve_matmul_efficiency * cal.low_precision_ratio(gpu, choice.precision)
+    mm_eff = 1.0 if ideal else (k.serve_matmul_efficiency * cal.low_precision_ratio(gpu, choice.precision)
+                                * serve_shape_factor(model.hidden_size / setup.tp, k.serve_matmul_half_width))
     att_eff = 1.0 if ideal else k.attention_efficiency
     bf16 = peak_for(gpu, "bf16").flops_per_s
     moe = model.moe
     link_eff = 1.0 if ideal else cal.link_efficiency
-    # memory-bound operators between the products (norms, activations, residuals, rotary): one forward
-    # pass is a third of the training traffic per token, layer and hidden unit
     consts = _StepConstants(
         mbu=mbu, mm_eff=mm_eff, att_eff=att_eff, bw=bw, peak=choice.flops_per_s, bf16=bf16,
         matmul_params=forward_matmul_params(model), link=link,
         fixed_s=0.0 if ideal else k.per_step_s + model.num_layers * k.per_layer_step_s,
         elementwise_s_per_token=(0.0 if ideal else model.num_layers / setup.pp * k.elementwise_bytes_per_hidden / 3.0
                                  * model.hidden_size / setup.tp / bw),
+        knee=1e3 if ideal else k.roofline_exponent,
         mem_rate=bw * mbu, matmul_rate=choice.flops_per_s * mm_eff, attention_rate=bf16 * att_eff,
         routed_share=model.params.experts / model.params_total if moe is not None and model.params_total else None,
         miss_per_token=1.0 - moe.experts_per_token / moe.num_experts if moe is not None else 1.0,
@@ -167,59 +196,48 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: f
     """
     cal = cal or calibration()
     step, fixed, weights_s, attention_s, comm, bound = _step(
-        model, setup, _constants(model, gpu, setup, cal, ideal), batch, prefill_tokens,
+        model, setup, _constants(model, gpu, setup, cal, ideal), cal, ideal, batch, prefill_tokens,
         attention_flops_per_token(model, 2 * cached_tokens, causal=True),
         attention_flops_per_token(model, prompt_tokens, causal=True) if prefill_tokens and prompt_tokens else 0.0)
     return DecodeStep(step_s=step, fixed_s=fixed, weights_s=weights_s, attention_s=attention_s,
                       communication_s=comm, bound=bound)
 
 
-_Step = tuple[float, float, float, float, float, str]
-
-
-def _step(model: ModelSpec, setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: float,
-          decode_attn_flops: float, prefill_attn_flops: float) -> _Step:
+def _step(model: ModelSpec, setup: ServingSetup, c: _StepConstants, cal: Calibration, ideal: bool, batch: float,
+          prefill_tokens: float, decode_attn_flops: float, prefill_attn_flops: float, padded_batch: float = 0.0,
+          ) -> tuple[float, float, float, float, float, str]:
     """:func:`decode_step`'s fields in order, once its constants and the attention FLOPs per token (decoding at
-    the cached length, prefill at the prompt's; 0 without prefill) are known."""
-    return _steps(model, setup, c, decode_attn_flops, prefill_attn_flops, ((batch, prefill_tokens),))[0]
-
-
-def _steps(model: ModelSpec, setup: ServingSetup, c: _StepConstants, decode_attn_flops: float,
-           prefill_attn_flops: float, loads: tuple[tuple[float, float], ...]) -> list[_Step]:
-    """:func:`_step` for each (decoding sequences, prefill tokens) of ``loads`` on one setup: a serving estimate
-    takes three per set of constants, and what they share is read once."""
-    weights0, kv_per_sequence = setup.weights_bytes_per_gpu, setup.kv_bytes_per_sequence_per_gpu
-    pp, split = setup.pp, setup.tp * setup.pp
-    routed, miss = c.routed_share, c.miss_per_token
-    mem_rate, matmul_params, matmul_rate = c.mem_rate, c.matmul_params, c.matmul_rate
-    attention_rate, elementwise, fixed = c.attention_rate, c.elementwise_s_per_token, c.fixed_s
-    layers2, hidden = 2 * model.num_layers, model.hidden_size
-    out: list[_Step] = []
-    for batch, prefill_tokens in loads:
-        tokens = batch + prefill_tokens
-        weights = weights0
-        if routed is not None:  # the experts the step's tokens touch (moe_expert_fraction_read)
-            weights *= 1 - routed + routed * float(1.0 - miss ** max(tokens, 1.0))
-        matmul_s = tokens * 2.0 * matmul_params / split / matmul_rate
-        weights_read_s = weights / mem_rate
-        weights_s = matmul_s if matmul_s > weights_read_s else weights_read_s  # max(weights_read_s, matmul_s)
-        kv_s = batch * kv_per_sequence / mem_rate
-        attn_flops = batch * decode_attn_flops
-        if prefill_tokens and prefill_attn_flops:
-            attn_flops += prefill_tokens * prefill_attn_flops
-        attn_compute_s = attn_flops / split / attention_rate
-        attention_s = attn_compute_s if attn_compute_s > kv_s else kv_s  # max(kv_s, attn_compute_s)
-        per_gpu = pp * (weights_s + attention_s + tokens * elementwise)
-        comm = 0.0
-        if c.link is not None:  # two ring all-reduces per layer of the step's activations (allreduce_s)
-            message = tokens * hidden * ACTIVATION_BYTES
-            if message > 0:
-                comm = layers2 * (c.allreduce_latency_s + c.allreduce_share * message / c.allreduce_rate)
-        memory_part = weights_read_s + kv_s
-        compute_part = matmul_s + attn_compute_s
-        bound = "fixed" if fixed > per_gpu else ("memory" if memory_part >= compute_part else "compute")
-        out.append((fixed + per_gpu + comm, fixed, pp * weights_s, pp * attention_s, comm, bound))
-    return out
+    the cached length, prefill at the prompt's; 0 without prefill) are known: a serving estimate takes six
+    steps of one setup and reads two of the fields. ``padded_batch``: the rows a captured graph multiplies
+    when it is larger than the batch (the padding rows read no KV cache)."""
+    tokens = (padded_batch if padded_batch > batch else batch) + prefill_tokens  # max(batch, padded_batch)
+    weights = setup.weights_bytes_per_gpu
+    routed = c.routed_share
+    if routed is not None:  # the experts the step's tokens touch (moe_expert_fraction_read)
+        weights *= 1 - routed + routed * float(1.0 - c.miss_per_token ** max(tokens, 1.0))
+    split = setup.tp * setup.pp
+    mem_rate = c.mem_rate
+    matmul_s = tokens * 2.0 * c.matmul_params / split / c.matmul_rate
+    weights_read_s = weights / mem_rate
+    weights_s = soft_roofline(weights_read_s, matmul_s, c.knee)
+    kv_s = batch * setup.kv_bytes_per_sequence_per_gpu / mem_rate  # the sequences' own caches, no padding
+    attn_flops = batch * decode_attn_flops
+    if prefill_tokens and prefill_attn_flops:
+        attn_flops += prefill_tokens * prefill_attn_flops
+    attn_compute_s = attn_flops / split / c.attention_rate
+    attention_s = attn_compute_s if attn_compute_s > kv_s else kv_s  # max(kv_s, attn_compute_s)
+    per_gpu = setup.pp * (weights_s + attention_s + tokens * c.elementwise_s_per_token)
+    comm = 0.0
+    if c.link is not None:  # two ring all-reduces per layer of the step's activations (allreduce_s)
+        message = tokens * model.hidden_size * ACTIVATION_BYTES
+        if message > 0:
+            comm = 2 * model.num_layers * (c.allreduce_latency_s + c.allreduce_share * message / c.allreduce_rate)
+    fixed = c.fixed_s
+    step = fixed + per_gpu + comm
+    memory_part = weights_read_s + kv_s
+    compute_part = matmul_s + attn_compute_s
+    bound = "fixed" if fixed > per_gpu else ("memory" if memory_part >= compute_part else "compute")
+    return step, fixed, setup.pp * weights_s, setup.pp * attention_s, comm, bound
 
 
 @fast_init
@@ -242,6 +260,46 @@ class ServingEstimate:
     max_output_tokens_per_s_ceiling: float
 
 
+def prefill_chunk_share(batch: float, prompt: int, output: int, max_num_batched_tokens: int) -> tuple[float, float]:
+    """(chunk, share): prompts enter the steps of ``batch`` decoding sequences in chunks of at most the step's token
+    budget left by the decodes; ``share`` is the fraction of steps that carry one, ``B * I / O`` prompt tokens per
+    step over the chunk (at least 1 when every step carries prompt tokens: then they are spread over all steps).
+
+    A long prompt among few sequences comes as a few large chunks in few steps, each compute-bound, between steps
+    that only read the weights; spreading it over every step would hide its products behind the weight reads.
+
+    >>> prefill_chunk_share(20, 20000, 2000, 2048)  # 200 prompt tokens a step, in chunks of 2,028: a tenth of steps
+    (2028, 0.09861932938856016)
+    >>> prefill_chunk_share(300, 2048, 128, 8192)[1] >= 1  # 4,800 a step: every step carries prompt tokens
+    True
+    """
+    chunk = max(1, min(prompt, max_num_batched_tokens - int(batch)))
+    return chunk, batch * prompt / output / chunk
+
+
+def _steady(model: ModelSpec, setup: ServingSetup, c: _StepConstants, batch: int, prompt: int, output: int,
+            cal: Calibration, ideal: bool, attn: tuple[float, float]) -> tuple[float, float, float, float, float, str]:
+    """The mean step of a steady state: ``B`` decodes, and the prompts' chunks in the share of steps that carry one."""
+    prefill = batch * prompt / output
+    chunk, share = prefill_chunk_share(batch, prompt, output, setup.max_num_batched_tokens)
+    if share >= 1.0 or not prefill:
+        return _step(model, setup, c, cal, ideal, batch, prefill, attn[0], attn[1] if prefill and prompt else 0.0)
+    with_chunk = _step(model, setup, c, cal, ideal, batch, chunk, attn[0], attn[1])
+    padded = next((size for size in setup.graph_batch_sizes if size >= batch), 0)  # decode-only steps run a graph
+    decode_only = _step(model, setup, c, cal, ideal, batch, 0.0, attn[0], 0.0, padded_batch=padded)
+    mixed = [share * a + (1.0 - share) * b for a, b in zip(with_chunk[:5], decode_only[:5], strict=True)]
+    return mixed[0], mixed[1], mixed[2], mixed[3], mixed[4], with_chunk[5] if share >= 0.5 else decode_only[5]
+
+
+def _ttft(model: ModelSpec, setup: ServingSetup, c: _StepConstants, others: int, prompt: int, cal: Calibration,
+          ideal: bool, attn: tuple[float, float]) -> float:
+    budget = max(1, setup.max_num_batched_tokens - others)
+    chunks = math.ceil(prompt / budget)
+    chunk = min(prompt, budget)
+    step = _step(model, setup, c, cal, ideal, others, chunk, attn[0], attn[1] if chunk and prompt else 0.0)
+    return chunks * step[0]
+
+
 def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, prompt_tokens: int, output_tokens: int,
                      concurrency: int, saturation_concurrency: int, cal: Calibration | None = None) -> ServingEstimate:
     """TTFT, TPOT and tokens/s at ``concurrency`` (over all replicas) and at ``saturation_concurrency``.
@@ -258,27 +316,26 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     cal = cal or calibration()
     per_replica = math.ceil(concurrency / setup.replicas)
     sat_replica = max(1, saturation_concurrency // setup.replicas)
+    out: dict[str, float] = {}
     # every step here decodes at the average cached length and prefills the prompt: attention FLOPs per token
-    decode_attn = attention_flops_per_token(model, 2 * (prompt_tokens + output_tokens // 2), causal=True)
-    prompt_attn = attention_flops_per_token(model, prompt_tokens, causal=True)
-    # steady state at the requested and the saturating concurrency (prefill tokens per step: B * I / O), and
-    # the first token: the prompt's chunks, each sharing a step with the other running sequences
-    prefill, sat_prefill = per_replica * prompt_tokens / output_tokens, sat_replica * prompt_tokens / output_tokens
-    others = per_replica - 1
-    budget = max(1, setup.max_num_batched_tokens - others)
-    chunks, chunk = math.ceil(prompt_tokens / budget), min(prompt_tokens, budget)
-    figures = []
-    loads = ((per_replica, prefill), (sat_replica, sat_prefill), (others, chunk))
+    attn = (attention_flops_per_token(model, 2 * (prompt_tokens + output_tokens // 2), causal=True),
+            attention_flops_per_token(model, prompt_tokens, causal=True))
     for ideal in (False, True):
-        step, sat, first = _steps(model, setup, _constants(model, gpu, setup, cal, ideal), decode_attn, prompt_attn,
-                                  loads)
-        tps = setup.replicas * per_replica / step[0] if concurrency >= setup.replicas else concurrency / step[0]
-        figures.append((step[0], tps, setup.replicas * sat_replica / sat[0], chunks * first[0], step[5]))
-    (tpot, tps, top, ttft, out_bound), (tpot_c, tps_c, top_c, ttft_c, _) = figures
+        c = _constants(model, gpu, setup, cal, ideal)
+        step = _steady(model, setup, c, per_replica, prompt_tokens, output_tokens, cal, ideal, attn)
+        sat = _steady(model, setup, c, sat_replica, prompt_tokens, output_tokens, cal, ideal, attn)
+        suffix = "_ceiling" if ideal else ""
+        out["tpot" + suffix] = step[0]
+        out["tps" + suffix] = setup.replicas * per_replica / step[0] if concurrency >= setup.replicas \
+            else concurrency / step[0]
+        out["max" + suffix] = setup.replicas * sat_replica / sat[0]
+        out["ttft" + suffix] = _ttft(model, setup, c, per_replica - 1, prompt_tokens, cal, ideal, attn)
+        if not ideal:
+            out_bound = step[5]
     return ServingEstimate(
-        concurrency=concurrency, per_replica=per_replica, ttft_s=ttft, tpot_s=tpot,
-        output_tokens_per_s=tps, decode_tokens_per_s_per_user=1.0 / tpot,
-        saturation_concurrency=setup.replicas * sat_replica, max_output_tokens_per_s=top, bound=out_bound,
-        ttft_s_ceiling=ttft_c, tpot_s_ceiling=tpot_c, output_tokens_per_s_ceiling=tps_c,
-        max_output_tokens_per_s_ceiling=top_c,
+        concurrency=concurrency, per_replica=per_replica, ttft_s=out["ttft"], tpot_s=out["tpot"],
+        output_tokens_per_s=out["tps"], decode_tokens_per_s_per_user=1.0 / out["tpot"],
+        saturation_concurrency=setup.replicas * sat_replica, max_output_tokens_per_s=out["max"], bound=out_bound,
+        ttft_s_ceiling=out["ttft_ceiling"], tpot_s_ceiling=out["tpot_ceiling"],
+        output_tokens_per_s_ceiling=out["tps_ceiling"], max_output_tokens_per_s_ceiling=out["max_ceiling"],
     )

@@ -57,6 +57,7 @@ __all__ = [
     "TrainingStep",
     "microbatches_for",
     "pipeline_bubble_fraction",
+    "slowest_stage_layers",
     "training_step",
 ]
 
@@ -163,10 +164,25 @@ def _check(model: ModelSpec, lay: TrainSplit, seq_tokens: int) -> None:
             f" is not the {lay.gpus} GPUs")
     if seq_tokens % lay.cp:
         raise InvalidWorkload(f"--cp {lay.cp} does not divide the sequence of {seq_tokens:,} tokens")
-    if lay.virtual_stages > 1 and model.num_layers % (lay.pp * lay.virtual_stages):
+    if lay.pp * lay.virtual_stages > model.num_layers:
         raise InvalidWorkload(
-            f"--virtual-stages {lay.virtual_stages}: pp {lay.pp} x v {lay.virtual_stages} does not divide the "
+            f"--virtual-stages {lay.virtual_stages}: pp {lay.pp} x v {lay.virtual_stages} chunks is more than the "
             f"{model.num_layers} layers of {model.name}")
+
+
+def slowest_stage_layers(layers: int, pp: int, virtual_stages: int = 1) -> int:
+    """Layers on the busiest pipeline rank when ``layers`` are split into ``pp * v`` chunks as evenly as whole
+    layers allow and each rank holds ``v`` of them: ``ceil(layers / pp)``.
+
+    The planner's own layouts divide evenly (``plan()`` refuses ``v`` that does not divide the layers, as
+    Megatron-LM does); published runs do not always: torchtitan splits Llama 3.1 405B's 126 layers into 16
+    chunks of 7 or 8 (``generate_split_points``), and the Llama 3 paper takes one layer off the first and last
+    of its 16 stages. A step runs at the pace of the busiest rank.
+
+    >>> slowest_stage_layers(126, 8, 2), slowest_stage_layers(126, 16), slowest_stage_layers(80, 4, 5)
+    (16, 8, 20)
+    """
+    return math.ceil(layers / pp)
 
 
 def training_step(
@@ -188,7 +204,8 @@ def training_step(
     choice = peak_for(gpu, precision)
     bf16 = peak_for(gpu, "bf16").flops_per_s
     h, layers = model.hidden_size, model.num_layers
-    stage_layers = float(math.ceil(layers / lay.pp))  # the slowest stage when the split is uneven
+    stage_layers = float(slowest_stage_layers(layers, lay.pp, lay.virtual_stages))
+    imbalance = stage_layers * lay.pp / layers  # the busiest rank's share of the layers over an even share
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     tokens_rank = micro_batch * seq_tokens / lay.cp  # tokens one GPU holds in a micro-batch
 
@@ -202,8 +219,8 @@ def training_step(
     mm_eff = (k.train_matmul_efficiency * cal.low_precision_ratio(gpu, choice.precision)
               * width / (width + k.train_matmul_half_width))
     split = lay.tp * lay.pp
-    compute_s = (matmul_f * tokens_rank / split / (choice.flops_per_s * mm_eff)
-                 + attn_f * tokens_rank / split / (bf16 * k.attention_efficiency))
+    compute_s = imbalance * (matmul_f * tokens_rank / split / (choice.flops_per_s * mm_eff)
+                             + attn_f * tokens_rank / split / (bf16 * k.attention_efficiency))
     passes = 1.0 + (1.0 / 3.0 if recompute == "full" else 0.0)
     compute_s += (tokens_rank * stage_layers * k.elementwise_bytes_per_hidden * h / lay.tp * passes
                   / gpu.memory_bandwidth_bytes_per_s)

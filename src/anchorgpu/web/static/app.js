@@ -24,7 +24,7 @@ document.addEventListener("click", function (event) {
   if (!source || !navigator.clipboard) return;
   navigator.clipboard.writeText(source.textContent).then(function () {
     var label = button.textContent;
-    button.textContent = "Copied";
+    button.textContent = button.dataset.copied || "Copied";
     setTimeout(function () { button.textContent = label; }, 1500);
   });
 });
