@@ -30,6 +30,16 @@ def test_a_recipe_that_cannot_express_the_plan_is_a_422(client: TestClient) -> N
     assert unknown.status_code == 422 and unknown.headers["content-type"].startswith("application/problem+json")
 
 
+def test_a_recipe_for_a_diffusion_pipeline_is_refused_alike_by_plan_and_recommend(client: TestClient) -> None:
+    """QA pass: recommend answered code invalid_workload where plan answered recipe_not_expressible (and the CLI's
+    recommend ignored --recipe); one check (recipes.check_kind) now words and codes it for every face."""
+    for path, body in (("/v1/plan", {"model": "flux.1-dev", "task": "diffusion", "gpu": "h100", "recipe": "vllm"}),
+                       ("/v1/recommend", {"model": "flux.1-dev", "term": "1week", "recipe": "vllm"})):
+        answer = client.post(path, json=body)
+        assert answer.status_code == 422 and answer.json()["code"] == "recipe_not_expressible", (path, answer.text)
+        assert answer.json()["detail"] == "--recipe vllm: diffusion pipelines have no launch recipe yet"
+
+
 def _book(client: TestClient, alice: Any, quote_for: Any, offering: str, quantity: int) -> str:
     quote = quote_for(alice, offering=offering, quantity=quantity)
     bought = client.post("/v1/allocations", json={"quote_id": quote["id"]}, headers=alice.idem(f"buy-{offering}"))

@@ -32,7 +32,7 @@ def test_plan_text_prints_the_launch_and_its_files(capsys: pytest.CaptureFixture
 @pytest.mark.parametrize("argv,reason", [
     (("llama-3.1-8b", "--gpu", "h100", "--recipe", "helm"), "unknown kind"),
     (("llama-3.1-8b", "--gpu", "a100-80gb-sxm", "--kv-cache", "fp8", "--recipe", "sglang"), "no FP8 hardware"),
-    (("llama-3.1-8b", "--gpu", "h100", "--recipe", "accelerate"), "training recipe for a inference plan"),
+    (("llama-3.1-8b", "--gpu", "h100", "--recipe", "accelerate"), "training recipe for an inference plan"),
     (("llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "16", "--pp", "2", "--zero", "1",
       "--recipe", "accelerate"), "pipeline parallelism"),
 ])
@@ -70,3 +70,26 @@ def test_recommend_writes_each_results_launch(capsys: pytest.CaptureFixture[str]
         assert f"num_processes: {row['gpus']}" in text and f"num_machines: {row['servers']}" in text
     code, out, err = run(capsys, "recommend", "llama-3.1-8b", "--recipe", "helm")
     assert code == 2 and "unknown kind" in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_allocation_whose_servers_each_cannot_hold_the_model_gets_one_replica_over_them(
+        sqlite_url: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """QA pass: Llama-3.1-405B on 2 x 8 H100 was planned one replica per server (TP 8, DP 2) — DOES NOT FIT — and
+    given that launch, although TP 8 x PP 2 over both servers fits; now the first layout that fits is taken, and a
+    launcher that cannot span servers says so in one line."""
+    monkeypatch.setenv("ANCHORGPU_DATABASE_URL", sqlite_url)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("ANCHORGPU_API_KEY", raising=False)
+    quote = run_json(capsys, "quote", "h100-sxm-8x-bm", "--term", "1w", "--quantity", "2")
+    booked = run_json(capsys, "book", quote["id"], "--idempotency-key", "recipe-405b")
+    body = run_json(capsys, "allocations", "recipe", booked["id"], "--kind", "vllm", "--model", "llama-3.1-405b",
+                    "--context", "4k")
+    assert body["plan"]["fits"] is True
+    assert (body["plan"]["layout"]["tp"], body["plan"]["layout"]["pp"]) == (8, 2)
+    assert "--pipeline-parallel-size 2" in body["recipe"]["command"].replace(" \\\n  ", " ")
+    code, out, err = run(capsys, "allocations", "recipe", booked["id"], "--kind", "k8s", "--model", "llama-3.1-405b",
+                         "--context", "4k")
+    assert code == 2 and out == "" and "spans 16 GPUs" in err and len(err.strip().splitlines()) == 1
+    small = run_json(capsys, "allocations", "recipe", booked["id"], "--kind", "vllm", "--model", "llama-3.1-70b",
+                     "--context", "8k")  # a model one server holds keeps a replica per server
+    assert (small["plan"]["layout"]["tp"], small["plan"]["layout"]["dp"]) == (8, 2) and small["plan"]["fits"]

@@ -47,6 +47,8 @@ SERVING_PLANS = {
     "llama-8b-fp8kv": lambda: _serve("llama-3.1-8b", "h100", 1, context_tokens=4096, concurrency=64, kv_cache="fp8"),
     "deepseek-v3-shipped-fp8": lambda: _serve("deepseek-v3", "h200", 8, context_tokens=8192),
     "llama-8b-replicas": lambda: _serve("llama-3.1-8b", "h100", 8, tp=2, context_tokens=8192, concurrency=64),
+    # fp16 weights: trtllm_config.yaml gets "dtype", a BaseLlmArgs field the list lacked (QA pass)
+    "llama-8b-fp16": lambda: _serve("llama-3.1-8b", "h100", 1, context_tokens=4096, weights="fp16"),
 }
 
 
@@ -239,7 +241,7 @@ def test_k8s_objects_validate_against_the_kubernetes_schema(which: str) -> None:
 @pytest.mark.parametrize("make,kind,reason", [
     (lambda: SERVING_PLANS["llama-70b-tp8"](), "helm", "unknown kind"),
     (lambda: _serve("llama-3.1-8b", "a100-80gb-sxm", 1, context_tokens=4096, kv_cache="fp8"), "vllm", "no FP8 hardware"),
-    (lambda: SERVING_PLANS["llama-70b-tp8"](), "deepspeed", "training recipe for a inference plan"),
+    (lambda: SERVING_PLANS["llama-70b-tp8"](), "deepspeed", "training recipe for an inference plan"),
     (lambda: _train("llama-3.1-8b", "h100", 8, {"fsdp": True}), "sglang", "serving engine for a train plan"),
     (lambda: _train("llama-3.1-8b", "h100", 16, {"pp": 2, "zero": 1}), "accelerate", "pipeline parallelism"),
     (lambda: _train("llama-3.1-8b", "h100", 16, {"pp": 2, "zero": 1}), "torchrun-fsdp", "pipeline parallelism"),

@@ -162,3 +162,13 @@ def _check_inference_row_with(result: SweepResult, model, i: int, workload: Work
              choose_layout=False)
     assert (row["per_gpu_total_bytes"], row["budget_bytes"], row["fits"]) == (p.per_gpu.total_bytes, p.budget_bytes,
                                                                               p.fits)
+
+
+def test_pipeline_stage_rows_match_the_scalar_planner_exactly() -> None:
+    """Rows with pipeline stages (micro-batches in flight, one per stage, and the hidden states sent on between
+    stages) agree with the scalar serving model as the rest do."""
+    result, model = RESULTS["llama-70b-8k-32"]
+    staged = [i for i in range(result.evaluated) if result.row(i)["pp"] > 1]
+    assert staged, "the sweep evaluated no pipeline layout"
+    for i in random.Random(7).sample(staged, min(15, len(staged))):
+        _check_inference_row(result, model, i)

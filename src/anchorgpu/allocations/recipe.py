@@ -34,21 +34,29 @@ def allocation_recipe(uow: Any, *, account_id: str, allocation_id: str, clock: A
     servers = int(body["quantity"])
     gpu = get_gpu(offering.gpu)
     gpus = servers * offering.gpus
-    result = None
+    layouts: list[Layout] = []
     if workload.task == "inference" and gpus > offering.gpus:
-        try:  # one replica per server: TP over the server's GPUs, the servers as replicas
-            result = plan(model, workload, precision=precision, layout=Layout(gpus=gpus, tp=offering.gpus), gpu=gpu)
-        except InvalidWorkload:
-            result = None  # the model's heads do not split that way: the planner's own layout
+        # one replica per server (TP over the server's GPUs, the servers as replicas); when a server cannot hold
+        # the model, one replica over all of them (TP in a server, a pipeline stage per server)
+        layouts += [Layout(gpus=gpus, tp=offering.gpus), Layout(gpus=gpus, tp=offering.gpus, pp=servers)]
     elif workload.task != "inference":
         # training frameworks here have no pipeline stages (DeepSpeed's config no TP/CP either): keep them out
         flat = 1 if kind in ("deepspeed", "k8s", "skypilot") else None
+        layouts.append(Layout(gpus=gpus, pp=1, tp=flat, cp=flat))
+    layouts.append(Layout(gpus=gpus))  # the planner's own layout
+    result = None
+    for layout in layouts:  # the first that fits; else the first the model allows (its launch says it does not fit)
         try:
-            result = plan(model, workload, precision=precision, layout=Layout(gpus=gpus, pp=1, tp=flat, cp=flat), gpu=gpu)
+            candidate = plan(model, workload, precision=precision, layout=layout, gpu=gpu)
         except InvalidWorkload:
-            result = None
-    if result is None:
-        result = plan(model, workload, precision=precision, layout=Layout(gpus=gpus), gpu=gpu)
+            if layout is layouts[-1] and result is None:
+                raise
+            continue  # the model's heads or layers do not split that way
+        result = result or candidate
+        if candidate.fits:
+            result = candidate
+            break
+    assert result is not None
     recipe = build_recipe(result, kind, target=Target(nodes=servers, gpus_per_node=offering.gpus))
     full = plan_to_json(result)
     return {

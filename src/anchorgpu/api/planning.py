@@ -97,7 +97,9 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
         if request.task not in ("inference", "diffusion"):
             raise InvalidWorkload(f"{request.model} is a diffusion pipeline: task {request.task} does not apply")
         if request.recipe is not None:
-            raise InvalidWorkload(f"recipe {request.recipe}: diffusion pipelines have no launch recipe yet")
+            from anchorgpu.recipes import check_kind
+
+            check_kind(request.recipe, diffusion=True)
         diffusion = Workload(task="diffusion", images=request.images, resolution=_resolution(request.resolution),
                              vae_tiling=request.vae_tiling)
         return recommendation_to_json(recommend_diffusion(

@@ -201,11 +201,12 @@ def recommend_command(
     if not 1 <= max_servers <= 16:
         raise InvalidWorkload(f"--max-servers {max_servers}: choose 1 to 16")
     if recipe is not None:
-        from anchorgpu.recipes import KINDS
+        from anchorgpu.recipes import check_kind
 
-        if recipe not in KINDS:
-            raise InvalidWorkload(f"--recipe {recipe!r}: unknown kind; choose one of {', '.join(KINDS)}")
+        recipe = check_kind(recipe)
     spec_model = load_model(model, offline=offline)
+    if recipe is not None and not isinstance(spec_model, ModelSpec):
+        check_kind(recipe, diffusion=True)  # refused as POST /v1/recommend refuses it (was silently ignored)
     catalog = load_catalog()
     offerings = catalog.offerings
     if gpu is not None:

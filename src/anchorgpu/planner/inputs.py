@@ -150,13 +150,17 @@ class Overheads:
 def engine_limits(workload: Workload, *, large_gpu: bool) -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs): the workload's, else vLLM V1's defaults for the OpenAI server,
     8,192 tokens and 1,024 sequences on GPUs of at least 70 GiB, 2,048 and 256 below (vLLM
-    ``arg_utils._set_default_args``).
+    ``arg_utils._set_default_args``). The default sequence cap is at most the token budget: vLLM's scheduler
+    refuses to start with ``max_num_batched_tokens < max_num_seqs`` (``SchedulerConfig._verify_args``), so a
+    budget of 512 tokens runs at most 512 sequences.
 
     >>> engine_limits(Workload(), large_gpu=True), engine_limits(Workload(max_num_seqs=64), large_gpu=False)
     ((8192, 1024), (2048, 64))
+    >>> engine_limits(Workload(max_num_batched_tokens=512), large_gpu=True)
+    (512, 512)
     """
     tokens = workload.max_num_batched_tokens or (8192 if large_gpu else 2048)
-    seqs = workload.max_num_seqs or (1024 if large_gpu else 256)
+    seqs = workload.max_num_seqs or min(1024 if large_gpu else 256, tokens)
     return tokens, seqs
 
 

@@ -240,16 +240,19 @@ def _per_value(keys: IntArray, fn: Callable[[int], float]) -> IntArray:
     return np.array([fn(int(k)) for k in unique.tolist()], dtype=np.int64)[inverse]
 
 
-def _links(shapes: Sequence[HardwareShape], lay: _Layouts) -> tuple[FloatArray, FloatArray]:
-    """Per layout row: one-direction bandwidth and latency of the TP link (one lookup per shape and TP)."""
-    key = lay.shape * 1024 + lay.tp
+def _links(shapes: Sequence[HardwareShape], lay: _Layouts, ranks: IntArray | None = None,
+           network: bool = True) -> tuple[FloatArray, FloatArray]:
+    """Per layout row: one-direction bandwidth and latency of the link a group of ``ranks`` adjacent GPUs
+    crosses (default the TP group; one lookup per shape and group size)."""
+    group = lay.tp if ranks is None else ranks
+    key = lay.shape * 65536 + group
     unique, inverse = np.unique(key, return_inverse=True)
     bw = np.empty(unique.size)
     lat = np.empty(unique.size)
     for i, k in enumerate(unique.tolist()):
-        shape = shapes[k // 1024]
-        link = tp_link(shape.gpu, k % 1024, gpus_per_server=shape.gpus_per_server,
-                            network_bytes_per_s=shape.network_bytes_per_s)
+        shape = shapes[k // 65536]
+        link = tp_link(shape.gpu, k % 65536, gpus_per_server=shape.gpus_per_server,
+                       network_bytes_per_s=shape.network_bytes_per_s if network else None)
         bw[i], lat[i] = link.bytes_per_s, link.latency_s
     return bw[inverse], lat[inverse]
 
@@ -335,7 +338,9 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     width_l = model.hidden_size / lay.tp
     mm_eff_l = (mm_eff_sw[lay.shape] * (width_l / (width_l + half_l))[:, None])[:, :, None, None]
     att_eff_l = np.array([k.attention_efficiency for k in stacks])[lay.shape][:, None, None, None]
-    fixed_l = np.array([k.per_step_s + model.num_layers * k.per_layer_step_s for k in stacks])[lay.shape]
+    # fixed cost per pipeline tick: the step's, and the launches of the stage's layers (speed.serving)
+    fixed_l = (np.array([k.per_step_s for k in stacks])[lay.shape]
+               + model.num_layers / lay.pp * np.array([k.per_layer_step_s for k in stacks])[lay.shape])
     bf16_l = np.array([peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[lay.shape][:, None, None, None]
     kv_read = (read_slots * values_l)[:, None, None, None] * bpv_k[None, None, :, None] * stage_l[:, None, None, None] / n_layers
     if state_seq:
@@ -357,8 +362,14 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     if model.moe is not None and model.params_total:
         routed = model.params.experts / model.params_total
 
+    pp_bw_l, pp_lat_l = _links(shapes, lay, lay.tp * lay.pp, network=False)
+    pp_bw4, pp_lat4 = pp_bw_l[:, None, None, None], pp_lat_l[:, None, None, None]
+
     def step_of(decode: npt.NDArray[Any], prefill: npt.NDArray[Any] | float) -> npt.NDArray[Any]:
-        """speed.serving's step of ``decode`` sequences and ``prefill`` prompt tokens, over the grid."""
+        """speed.serving's step of ``decode`` sequences and ``prefill`` prompt tokens, over the grid: split into
+        up to ``pp`` micro-batches, one per pipeline stage each tick, a token out after ``pp`` ticks."""
+        groups = np.where(pp4 > 1, np.minimum(pp4, np.maximum(1.0, decode)), 1.0)
+        decode, prefill = decode / groups, prefill / groups
         tokens = decode + prefill
         weights_read = weights4
         if model.moe is not None and model.params_total:
@@ -372,10 +383,12 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
                              big * ((memory_s / safe) ** knee_l + (compute_s / safe) ** knee_l) ** (1.0 / knee_l), big)
         attention_s = np.maximum(decode * kv_read / (bw_mem * mbu_l),
                                  (decode * attn_dec + prefill * attn_pre) / split / (bf16_l * att_eff_l))
-        comm = 2 * model.num_layers * _allreduce_array(tokens * model.hidden_size * ACTIVATION_BYTES,
-                                                       np.broadcast_to(tp4, shape4), bw_l[:, None, None, None],
-                                                       lat_l[:, None, None, None], cal)
-        return np.asarray(fixed_l[:, None, None, None] + pp4 * (weights_s + attention_s + tokens * per_token_ew) + comm)
+        message = tokens * model.hidden_size * ACTIVATION_BYTES
+        comm = 2 * model.num_layers / pp4 * _allreduce_array(message, np.broadcast_to(tp4, shape4),
+                                                             bw_l[:, None, None, None], lat_l[:, None, None, None], cal)
+        p2p = np.where((pp4 > 1) & (message > 0), pp_lat4 + message / (pp_bw4 * cal.link_efficiency), 0.0)
+        return np.asarray(pp4 * (fixed_l[:, None, None, None] + weights_s + attention_s + tokens * per_token_ew
+                                 + comm + p2p))
 
     # steady state (speed.serving._steady): B*I/O prompt tokens a step, spread over every step when they fill a
     # chunk, else whole chunks (up to the step's token budget) in that share of the steps

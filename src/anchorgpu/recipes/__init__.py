@@ -26,19 +26,26 @@ from anchorgpu.recipes.cluster import k8s_recipe, skypilot_recipe
 from anchorgpu.recipes.serving import serving_recipe
 from anchorgpu.recipes.training import training_recipe
 
-__all__ = ["KINDS", "Recipe", "Target", "build_recipe", "flag_data", "recipe_to_json"]
+__all__ = ["KINDS", "Recipe", "Target", "build_recipe", "check_kind", "flag_data", "recipe_to_json"]
+
+
+def check_kind(kind: str, *, diffusion: bool = False) -> str:
+    """``kind`` in its canonical spelling, or the one-line refusal every face gives (CLI ``plan`` and ``recommend``,
+    ``POST /v1/plan`` and ``/v1/recommend``): an unknown kind, or any kind for a diffusion pipeline."""
+    key = kind.strip().lower()
+    if key not in KINDS:
+        raise InvalidWorkload(f"--recipe {kind!r}: unknown kind; choose one of {', '.join(KINDS)}",
+                              code="recipe_not_expressible")
+    if diffusion:
+        raise InvalidWorkload(f"--recipe {key}: diffusion pipelines have no launch recipe yet",
+                              code="recipe_not_expressible")
+    return key
 
 
 def build_recipe(plan: Plan, kind: str, *, target: Target | None = None) -> Recipe:
     """The recipe of ``kind`` for ``plan``; ``target`` (servers and GPUs per server) defaults to the plan's GPUs
     packed eight to a server."""
-    key = kind.strip().lower()
-    if key not in KINDS:
-        raise InvalidWorkload(f"--recipe {kind!r}: unknown kind; choose one of {', '.join(KINDS)}",
-                              code="recipe_not_expressible")
-    if plan.workload.task == "diffusion":
-        raise InvalidWorkload(f"--recipe {key}: diffusion pipelines have no launch recipe yet",
-                              code="recipe_not_expressible")
+    key = check_kind(kind, diffusion=plan.workload.task == "diffusion")
     where = target or default_target(plan)
     if where.nodes * where.gpus_per_node != plan.layout.gpus:
         raise InvalidWorkload(f"--recipe {key}: {where.nodes} server(s) x {where.gpus_per_node} GPUs is not the "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 
+from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.plan import Plan
 from anchorgpu.recipes._common import Recipe, Target, flag_data, is_training, not_expressible
 from anchorgpu.recipes.serving import serving_recipe
@@ -23,14 +24,20 @@ _TRAIN_IMAGE = "nvcr.io/nvidia/pytorch:25.01-py3"
 _ROCM_VLLM_IMAGE = "rocm/vllm:latest"  # AMD: the ROCm builds; the recipe says to pin a tag
 _ROCM_TRAIN_IMAGE = "rocm/pytorch:latest"
 _SHM = "64Gi"
+_MOUNT = "/recipe"
 
 
-def _inner(plan: Plan, target: Target) -> Recipe:
-    if not is_training(plan):
-        return serving_recipe(plan, "vllm", target)
+def _inner(plan: Plan, target: Target, outer: str) -> Recipe:
+    """The launch inside the cluster recipe ``outer``; its refusal is worded for ``outer``, the kind asked for."""
     lay = plan.layout
-    kind = "deepspeed" if lay.zero in (1, 2) and not lay.fsdp else "torchrun-fsdp"
-    return training_recipe(plan, kind, target)
+    kind = "vllm" if not is_training(plan) else "deepspeed" if lay.zero in (1, 2) and not lay.fsdp else "torchrun-fsdp"
+    try:
+        return serving_recipe(plan, kind, target) if kind == "vllm" else training_recipe(plan, kind, target)
+    except InvalidWorkload as exc:
+        prefix = f"--recipe {kind}: "
+        if exc.code != "recipe_not_expressible" or not exc.message.startswith(prefix):
+            raise
+        raise not_expressible(outer, f"{exc.message.removeprefix(prefix)} (in its {kind} launch)") from exc
 
 
 def _name(plan: Plan) -> str:
@@ -71,14 +78,13 @@ def skypilot_recipe(plan: Plan, target: Target) -> Recipe:
     assumptions: list[str] = []
     _spans_servers(plan, target, "skypilot")
     accel = _accelerator(plan, "skypilot", assumptions)
-    inner = _inner(plan, target)
+    inner = _inner(plan, target, "skypilot")
     doc: dict[str, object] = {"name": _name(plan),
                               "resources": {"accelerators": f"{accel}:{target.gpus_per_node}"}}
     if is_training(plan):
         if target.nodes > 1:
             parts = torchrun_parts(target, script_args=[], node_rank="$SKYPILOT_NODE_RANK", master_addr="$MASTER_ADDR")
-            args = inner.command.split(" train.py ", 1)[1] if " train.py " in inner.command else ""
-            launch = " ".join(parts) + (f" {args}" if args else "")
+            launch = _relaunch(inner.command, parts)
             run = ("MASTER_ADDR=$(echo \"$SKYPILOT_NODE_IPS\" | head -n1)\n" + _file_commands(inner.files)
                    + _single_line(launch) + "\n")
         else:
@@ -121,6 +127,23 @@ def _task_yaml(doc: dict[str, object]) -> str:
     return text
 
 
+def _relaunch(command: str, parts: list[str]) -> str:
+    """The training ``command`` with its torchrun replaced by ``parts`` (the cluster's own rank and address): the
+    environment before ``torchrun`` (allocator settings) and the script's arguments after ``train.py`` are kept."""
+    flat = _single_line(command)
+    env = flat.split("torchrun", 1)[0] if "torchrun" in flat else ""
+    args = flat.split(" train.py ", 1)[1] if " train.py " in flat else ""
+    return env + " ".join(parts) + (f" {args}" if args else "")
+
+
+def _mounted(command: str, files: tuple[tuple[str, str], ...]) -> str:
+    """``command`` reading its files where the ConfigMap is mounted (``/recipe/NAME``): the container keeps the
+    image's working directory, where ``train.py`` is (a working directory on the read-only mount hid it)."""
+    for name, _ in files:
+        command = re.sub(rf"(?<=\s){re.escape(name)}(?=\s|$)", f"{_MOUNT}/{name}", command)
+    return command
+
+
 def _gpu_resource(plan: Plan) -> str:
     return "amd.com/gpu" if plan.gpu is not None and plan.gpu.vendor == "AMD" else "nvidia.com/gpu"
 
@@ -131,10 +154,8 @@ def _pod_spec(plan: Plan, name: str, image: str, command: list[str], gpus: int, 
         "name": "main", "image": image, "command": command,
         "resources": {"limits": {_gpu_resource(plan): gpus}},
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}]
-        + ([{"name": "recipe", "mountPath": "/recipe"}] if config_map else []),
+        + ([{"name": "recipe", "mountPath": _MOUNT, "readOnly": True}] if config_map else []),
     }
-    if config_map:
-        container["workingDir"] = "/recipe"
     if port is not None:
         container["ports"] = [{"containerPort": port}]
         container["readinessProbe"] = {"httpGet": {"path": "/health", "port": port}, "periodSeconds": 10}
@@ -149,14 +170,14 @@ def k8s_recipe(plan: Plan, target: Target) -> Recipe:
     _spans_servers(plan, target, "k8s")
     if plan.gpu is None:
         raise not_expressible("k8s", "no GPU named in the plan: add --gpu")
-    inner = _inner(plan, target)
+    inner = _inner(plan, target, "k8s")
     name = _name(plan)
     labels = {"app": name}
     docs: list[dict[str, object]] = []
     if inner.files:
         docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-recipe"},
                      "data": dict(inner.files)})
-    command = ["/bin/sh", "-c", _single_line(inner.command)]
+    command = ["/bin/sh", "-c", _mounted(_single_line(inner.command), inner.files)]
     if not is_training(plan):
         lay = plan.layout
         separate = lay.dp > 1 and lay.tp * lay.pp * lay.dp > target.gpus_per_node
@@ -181,8 +202,7 @@ def k8s_recipe(plan: Plan, target: Target) -> Recipe:
         if target.nodes > 1:
             parts = torchrun_parts(target, script_args=[], node_rank="$JOB_COMPLETION_INDEX",
                                    master_addr=f"{name}-0.{name}")
-            args = inner.command.split(" train.py ", 1)[1] if " train.py " in inner.command else ""
-            command = ["/bin/sh", "-c", _single_line(" ".join(parts) + (f" {args}" if args else ""))]
+            command = ["/bin/sh", "-c", _mounted(_single_line(_relaunch(inner.command, parts)), inner.files)]
             docs.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
                          "spec": {"clusterIP": "None", "selector": {"job-name": name},
                                   "ports": [{"port": 29500, "name": "rendezvous"}]}})

@@ -12,21 +12,18 @@ from dataclasses import replace
 from typing import Any
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.errors import InvalidInput, InvalidWorkload
+from anchorgpu.errors import InvalidInput
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.inputs import Layout, PrecisionPlan, Workload
 from anchorgpu.planner.plan import plan
-from anchorgpu.recipes import KINDS, Target, build_recipe, recipe_to_json
+from anchorgpu.recipes import Target, build_recipe, check_kind, recipe_to_json
 
 __all__ = ["attach_recipes"]
 
 
 def attach_recipes(body: dict[str, Any], model: ModelSpec, workload: Workload, kind: str) -> dict[str, Any]:
     """``body`` (``recommendation_to_json``) with ``recipe`` (or ``recipe_refused``) on each result and Pareto row."""
-    if kind not in KINDS:
-        raise InvalidWorkload(f"--recipe {kind!r}: unknown kind; choose one of {', '.join(KINDS)}",
-                              code="recipe_not_expressible")
-    context = body.get("workload", {}).get("context_tokens")
+    kind = check_kind(kind)
     training = workload.task in ("train", "lora", "qlora")
     cache: dict[tuple[Any, ...], dict[str, Any]] = {}
     for section in ("results", "pareto"):
@@ -35,18 +32,18 @@ def attach_recipes(body: dict[str, Any], model: ModelSpec, workload: Workload, k
             key = (row["offering"], row["servers"], row["weights"], row.get("kv_cache"), row.get("concurrency"),
                    lay["tp"], lay["pp"], lay["dp"], lay.get("zero"))
             if key not in cache:
-                cache[key] = _one(row, model, workload, kind, context if not training else None, training)
+                cache[key] = _one(row, model, workload, kind, training)
             row.update(cache[key])
     return body
 
 
-def _one(row: dict[str, Any], model: ModelSpec, workload: Workload, kind: str, context: int | None,
-         training: bool) -> dict[str, Any]:
+def _one(row: dict[str, Any], model: ModelSpec, workload: Workload, kind: str, training: bool) -> dict[str, Any]:
     lay = row["layout"]
     servers = int(row["servers"])
     try:
-        w = workload if training else replace(workload, context_tokens=context or workload.context_tokens,
-                                              concurrency=row.get("concurrency") or workload.concurrency)
+        # the workload as asked (its context, not the resolved sequence: a vision model's image tokens are added
+        # by the plan again, and were counted twice) at the row's concurrency
+        w = workload if training else replace(workload, concurrency=row.get("concurrency") or workload.concurrency)
         p = plan(model, w, precision=PrecisionPlan(weights=row["weights"], kv_cache=row.get("kv_cache") or "bf16"),
                  layout=Layout(gpus=row["gpus"], tp=lay["tp"], pp=lay["pp"], dp=lay["dp"],
                                zero=lay.get("zero") if training else None),

@@ -7,6 +7,8 @@ KV-cache dtype and the weight format. Flags are the engines' own (see ``recipes/
 
 from __future__ import annotations
 
+import math
+
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.plan import Plan
 from anchorgpu.recipes._common import Recipe, Target, flag_data, model_ref, not_expressible, shell_join
@@ -79,15 +81,37 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
     quant = _weights(plan, spec, kind, assumptions)
     fp8_kv = _kv(plan, kind)
     dp, _separate = _replicas(plan, target, assumptions)
-    if lay.tp * lay.pp > target.gpus_per_node:
-        assumptions.append(f"One replica spans {lay.tp * lay.pp} GPUs over servers of {target.gpus_per_node}: start a "
-                           "Ray cluster over them first (vLLM/SGLang multi-node), or use the k8s LeaderWorkerSet.")
+    replica_nodes = math.ceil(lay.tp * lay.pp / target.gpus_per_node)
+    if replica_nodes > 1:
+        if kind == "trtllm":
+            raise not_expressible(kind, f"one replica spans {lay.tp * lay.pp} GPUs over servers of "
+                                        f"{target.gpus_per_node}: trtllm-serve then runs under an MPI launcher "
+                                        "(mpirun / srun with trtllm-llmapi-launch) that this recipe does not write; "
+                                        "plan TP x PP within one server, or use --recipe vllm or sglang")
+        if kind == "vllm":
+            assumptions.append(f"One replica spans {lay.tp * lay.pp} GPUs over {replica_nodes} servers of "
+                               f"{target.gpus_per_node}: start a Ray cluster over them first (ray start --head on one, "
+                               "ray start --address on the others) and run this command on the head.")
+        else:
+            assumptions.append(f"One replica spans {lay.tp * lay.pp} GPUs over {replica_nodes} servers of "
+                               f"{target.gpus_per_node}: run this command on each of them, NODE_RANK 0 to "
+                               f"{replica_nodes - 1}, MASTER_ADDR the address of the one with NODE_RANK 0.")
+            cannot.append("NODE_RANK and MASTER_ADDR on each server of the replica.")
     ctx = w.context_tokens or spec.max_context_tokens
+    env: list[str] = []
+    if ctx > spec.max_context_tokens:  # planned with --allow-long-context: engines refuse it unless told
+        env = {"vllm": ["VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"], "sglang": ["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"],
+               "trtllm": []}[kind]
+        told = f" ({env[0]}, without which it refuses to start)" if env else ""
+        assumptions.append(f"Context {ctx:,} is beyond {spec.name}'s {spec.max_context_tokens:,} tokens (planned with "
+                           f"--allow-long-context): the engine is told to accept it{told}.")
+        cannot.append("Output quality beyond the trained context: RoPE scaling (the checkpoint's rope_scaling, or the "
+                      "engine's override) is not part of the plan.")
     tokens, seqs = w.max_num_batched_tokens or 8192, w.max_num_seqs or 1024
     dtype = _DTYPE.get(plan.precision.weights or "bf16")
     files: tuple[tuple[str, str], ...] = ()
     if kind == "vllm":
-        parts = ["vllm", "serve", model, "--tensor-parallel-size", str(lay.tp)]
+        parts = [*env, "vllm", "serve", model, "--tensor-parallel-size", str(lay.tp)]
         if lay.pp > 1:
             parts += ["--pipeline-parallel-size", str(lay.pp)]
         if dp > 1:
@@ -107,9 +131,12 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
             parts += ["--quantization", quant]
         parts += ["--host", "0.0.0.0", "--port", "8000"]
     elif kind == "sglang":
-        parts = ["python", "-m", "sglang.launch_server", "--model-path", model, "--tp-size", str(lay.tp)]
+        parts = [*env, "python", "-m", "sglang.launch_server", "--model-path", model, "--tp-size", str(lay.tp)]
         if lay.pp > 1:
             parts += ["--pp-size", str(lay.pp)]
+        if replica_nodes > 1:
+            parts += ["--nnodes", str(replica_nodes), "--node-rank", "$NODE_RANK", "--dist-init-addr",
+                      "$MASTER_ADDR:20000"]
         if dp > 1:
             parts += ["--dp-size", str(dp)]
         if lay.ep > 1:

@@ -57,7 +57,8 @@ def _precision(plan: Plan, kind: str) -> str:
 def _common_checks(plan: Plan, kind: str, assumptions: list[str], cannot: list[str]) -> None:
     lay, w = plan.layout, plan.workload
     if not is_training(plan):
-        raise not_expressible(kind, f"a training recipe for a {w.task} plan (use vllm, sglang or trtllm)")
+        raise not_expressible(kind, f"a training recipe for {'an' if w.task[:1] in 'aeiou' else 'a'} {w.task} plan "
+                                    "(use vllm, sglang or trtllm)")
     if lay.pp > 1:
         raise not_expressible(kind, f"pipeline parallelism (PP {lay.pp}) has no setting here; plan with --pp 1 "
                                     "(e.g. --fsdp) or launch it with Megatron-LM / torchtitan")
@@ -67,6 +68,10 @@ def _common_checks(plan: Plan, kind: str, assumptions: list[str], cannot: list[s
     if w.task in ("lora", "qlora"):
         cannot.append(f"The {w.task} adapters (rank {w.lora_rank} on {', '.join(w.lora_targets)}) are set up in the "
                       "script, e.g. with peft; QLoRA loads the base in bitsandbytes NF4.")
+    if lay.ep > 1 and kind != "torchrun-fsdp":
+        cannot.append(f"Expert parallelism (EP {lay.ep}, as planned) has no setting in this framework's config: the "
+                      "MoE layers place their experts in the model code (e.g. DeepSpeed's MoE(ep_size=...)); without "
+                      "it every rank shards the experts with the rest.")
     if plan.fits is False:
         assumptions.append("The plan does NOT fit: this launch will run out of memory as planned.")
 
@@ -77,7 +82,7 @@ def _settings(plan: Plan, steps: TrainSteps, precision: str, model: str) -> dict
         "model": model, "seq_len": steps.seq_tokens, "micro_batch_size": steps.micro_batch,
         "gradient_accumulation_steps": steps.accumulation, "global_batch_sequences": steps.global_batch_sequences,
         "optimizer": w.optimizer, "precision": precision,
-        "data_parallel_shard": lay.dp, "tensor_parallel": lay.tp, "context_parallel": lay.cp,
+        "data_parallel_shard": lay.dp, "tensor_parallel": lay.tp, "context_parallel": lay.cp, "expert_parallel": lay.ep,
         "fsdp": {"reshard_after_forward": lay.fsdp or lay.zero == 3,
                  "mixed_precision": {"param_dtype": "bfloat16",
                                      "reduce_dtype": "bfloat16" if w.train_precision == "bf16-true" else "float32"},
@@ -104,7 +109,8 @@ def _torchrun(plan: Plan, target: Target, steps: TrainSteps, model: str, assumpt
            if plan.gpu is None or plan.gpu.vendor == "NVIDIA" else "PYTORCH_HIP_ALLOC_CONF=expandable_segments:True"]
     command = " ".join(env) + " \\\n" + shell_join(torchrun_parts(target, script_args=["--config",
                                                                                           "anchorgpu_train.json"]))
-    cannot.append(f"{_SCRIPT} is yours: it reads anchorgpu_train.json, builds the device mesh (DP shard x TP x CP), "
+    mesh = "DP shard x TP x CP" + (f", experts over EP {lay.ep}" if lay.ep > 1 else "")
+    cannot.append(f"{_SCRIPT} is yours: it reads anchorgpu_train.json, builds the device mesh ({mesh}), "
                   "applies fully_shard / checkpoint_wrapper and runs the accumulation loop.")
     if precision == "fp8":
         cannot.append("FP8 matrix products: torchao float8 or Transformer Engine layers in the script.")

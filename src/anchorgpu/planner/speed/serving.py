@@ -10,7 +10,10 @@ A decode step for ``B`` running sequences (and the prefill tokens that share it)
 * **attention**: the larger of reading every sequence's KV cache (MLA latents and sliding windows as the
   cache holds them) and the attention arithmetic;
 * **tensor parallelism**: two all-reduces per layer of the step's tokens, each with its latency;
-* pipeline stages run one after another for a token: the per-GPU work is paid ``pp`` times.
+* **pipeline stages** work on different micro-batches at once: the running sequences are split into up to
+  ``pp`` micro-batches, each stage takes one per tick (its layers, its share of the fixed costs, its TP
+  all-reduces, the hidden states sent on to the next stage), and a token is out after ``pp`` ticks; one
+  sequence alone still waits for every stage in turn.
 
 At a steady state every request needs ``I`` prompt tokens per ``O`` output tokens, so the steps that emit
 ``B`` tokens also carry ``B * I / O`` prefill tokens on average (chunked prefill shares the step): spread
@@ -30,7 +33,7 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_matmul_params
-from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, group_link, peak_for
+from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, allreduce_s, group_link, p2p_s, peak_for
 
 __all__ = ["DecodeStep", "ServingEstimate", "ServingSetup", "decode_step", "moe_expert_fraction_read",
            "prefill_chunk_share", "serve_shape_factor", "serving_estimate", "soft_roofline"]
@@ -119,7 +122,8 @@ class _StepConstants:
     bf16: float
     matmul_params: int
     link: Link | None
-    fixed_s: float
+    pp_link: Link | None
+    fixed_s: float  # per pipeline tick: the step's cost and the stage's layers' launches
     elementwise_s_per_token: float
     knee: float  # soft_roofline's exponent
     # each rate the step formula divides by, formed once in the same order
@@ -148,11 +152,16 @@ def _constants(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibra
     k = cal.stack(gpu)
     bw = gpu.memory_bandwidth_bytes_per_s
     choice = peak_for(gpu, setup.precision)
-    link = None
+    link = pp_link = None
     if setup.tp > 1:
         link = _link(gpu, setup)
         if ideal:
             link = Link(kind=link.kind, bytes_per_s=link.bytes_per_s, latency_s=0.0, description=link.description)
+    if setup.pp > 1:
+        pp_link = group_link(gpu, setup.tp * setup.pp, gpus_per_server=setup.gpus_per_server)
+        if ideal:
+            pp_link = Link(kind=pp_link.kind, bytes_per_s=pp_link.bytes_per_s, latency_s=0.0,
+                           description=pp_link.description)
     # memory-bound operators between the products (norms, activations, residuals, rotary): one forward
     # pass is a third of the training traffic per token, layer and hidden unit
     mbu = 1.0 if ideal else k.decode_mbu
@@ -164,8 +173,8 @@ def _constants(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibra
     link_eff = 1.0 if ideal else cal.link_efficiency
     consts = _StepConstants(
         mbu=mbu, mm_eff=mm_eff, att_eff=att_eff, bw=bw, peak=choice.flops_per_s, bf16=bf16,
-        matmul_params=forward_matmul_params(model), link=link,
-        fixed_s=0.0 if ideal else k.per_step_s + model.num_layers * k.per_layer_step_s,
+        matmul_params=forward_matmul_params(model), link=link, pp_link=pp_link,
+        fixed_s=0.0 if ideal else k.per_step_s + model.num_layers / setup.pp * k.per_layer_step_s,
         elementwise_s_per_token=(0.0 if ideal else model.num_layers / setup.pp * k.elementwise_bytes_per_hidden / 3.0
                                  * model.hidden_size / setup.tp / bw),
         knee=1e3 if ideal else k.roofline_exponent,
@@ -210,7 +219,12 @@ def _step(model: ModelSpec, setup: ServingSetup, c: _StepConstants, cal: Calibra
     the cached length, prefill at the prompt's; 0 without prefill) are known: a serving estimate takes six
     steps of one setup and reads two of the fields. ``padded_batch``: the rows a captured graph multiplies
     when it is larger than the batch (the padding rows read no KV cache)."""
-    tokens = (padded_batch if padded_batch > batch else batch) + prefill_tokens  # max(batch, padded_batch)
+    # pipeline stages work on different micro-batches at once: a replica's sequences are split into up to
+    # ``pp`` micro-batches, each stage takes one per tick, and a micro-batch's token is out after ``pp`` ticks
+    pp = setup.pp
+    groups = min(float(pp), max(1.0, batch)) if pp > 1 else 1.0
+    batch, prefill_tokens, padded_batch = batch / groups, prefill_tokens / groups, padded_batch / groups
+    tokens = max(batch, padded_batch) + prefill_tokens
     weights = setup.weights_bytes_per_gpu
     routed = c.routed_share
     if routed is not None:  # the experts the step's tokens touch (moe_expert_fraction_read)
@@ -225,19 +239,21 @@ def _step(model: ModelSpec, setup: ServingSetup, c: _StepConstants, cal: Calibra
     if prefill_tokens and prefill_attn_flops:
         attn_flops += prefill_tokens * prefill_attn_flops
     attn_compute_s = attn_flops / split / c.attention_rate
-    attention_s = attn_compute_s if attn_compute_s > kv_s else kv_s  # max(kv_s, attn_compute_s)
-    per_gpu = setup.pp * (weights_s + attention_s + tokens * c.elementwise_s_per_token)
+    attention_s = max(kv_s, attn_compute_s)
+    per_gpu = pp * (weights_s + attention_s + tokens * c.elementwise_s_per_token)
     comm = 0.0
-    if c.link is not None:  # two ring all-reduces per layer of the step's activations (allreduce_s)
-        message = tokens * model.hidden_size * ACTIVATION_BYTES
-        if message > 0:
-            comm = 2 * model.num_layers * (c.allreduce_latency_s + c.allreduce_share * message / c.allreduce_rate)
-    fixed = c.fixed_s
+    efficiency = 1.0 if ideal else cal.link_efficiency
+    message = tokens * model.hidden_size * ACTIVATION_BYTES
+    if c.link is not None:  # two all-reduces per layer of the stage, every tick
+        comm = pp * 2 * model.num_layers / pp * allreduce_s(message, setup.tp, c.link, efficiency=efficiency)
+    if c.pp_link is not None:  # the micro-batch's hidden states to the next stage
+        comm += pp * p2p_s(message, c.pp_link, efficiency=efficiency)
+    fixed = pp * c.fixed_s
     step = fixed + per_gpu + comm
     memory_part = weights_read_s + kv_s
     compute_part = matmul_s + attn_compute_s
     bound = "fixed" if fixed > per_gpu else ("memory" if memory_part >= compute_part else "compute")
-    return step, fixed, setup.pp * weights_s, setup.pp * attention_s, comm, bound
+    return step, fixed, pp * weights_s, pp * attention_s, comm, bound
 
 
 @fast_init
