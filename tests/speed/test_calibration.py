@@ -47,9 +47,19 @@ def test_cuda_fitted_rows_median_error_within_10_percent() -> None:
 
 
 def test_every_row_within_25_percent_fitted_or_held_out() -> None:
-    """Issue 11's targets: no calibration row beyond 25%, and rows kept out of the fit within 25%, on both stacks."""
-    errors = {run.id: predict(run) / run.value - 1.0 for run in load_runs()}
+    """Issue 11's targets: no calibration row beyond 25%, and rows kept out of the fit within 25%, on both stacks
+    (the rows of the reference files, and the further dense cells of TensorRT-LLM's table)."""
+    errors = {run.id: predict(run) / run.value - 1.0 for run in load_runs()
+              if calibrate.set_of(run.id) in ("core", "trtllm-table")}
     assert {k: e for k, e in errors.items() if abs(e) > 0.25} == {}
+
+
+def test_the_further_cells_of_tensorrt_llms_table_are_predicted_as_well_as_the_calibration_rows() -> None:
+    """92 more cells of the table S14-S21 come from (perf-overview.md at 00f3768: Llama 3.1 8B, 3.3 70B, 3.1 405B on
+    H100, H200, B200 and GB200, every ISL/OSL); two in three are never fitted."""
+    held = [abs(predict(r) / r.value - 1) for r in load_runs() if calibrate.set_of(r.id) == "trtllm-table"
+            and r.role == "holdout"]
+    assert len(held) >= 60 and statistics.median(held) <= 0.10
 
 
 def test_held_out_rocm_rows_median_within_15_percent() -> None:
@@ -161,3 +171,18 @@ def test_the_fit_starts_from_the_bounds_not_the_shipped_file() -> None:
     for name, (lo, hi) in calibrate.BOUNDS.items():
         assert calibrate._from_z(name, 0.0) == pytest.approx(math.sqrt(lo * hi))
         assert lo <= calibrate._from_z(name, -1e9) <= calibrate._from_z(name, 1e9) <= hi
+
+
+def test_mixture_of_experts_and_pipeline_serving_say_how_far_off_they_fell() -> None:
+    """Held out, all of them (perf-overview.md at 00f3768): Qwen3-30B-A3B on one B200 or GB200 ran 1.6-5x slower than
+    the model predicts (on one RTX PRO 6000 within 15%), and Llama 3.3 70B over 1-8 pipeline stages on RTX PRO 6000
+    from -36% to +81%. Plans of those kinds carry bands of their own, that wide, not the dense NVLink band."""
+    from anchorgpu.architectures import load_model
+    from anchorgpu.planner.speed.estimate import serving_band_kind
+
+    cal = calibration()
+    gpu = __import__("anchorgpu.hardware", fromlist=["get_gpu"]).get_gpu("b200")
+    dense, moe, staged = cal.band(gpu, "serve"), cal.band(gpu, "serve", "moe"), cal.band(gpu, "serve", "pp")
+    assert moe.low < 0.5 < dense.low and staged.low < 0.8 < dense.low
+    assert serving_band_kind(load_model("qwen3-30b-a3b"), 1) == "moe"
+    assert serving_band_kind(load_model("llama-3.3-70b"), 4) == "pp" and serving_band_kind(load_model("llama-3.3-70b"), 1) is None

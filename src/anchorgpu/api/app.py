@@ -13,7 +13,7 @@ from datetime import datetime
 from importlib import resources
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from anchorgpu import __version__
@@ -21,6 +21,7 @@ from anchorgpu.api.deps import system_clock
 from anchorgpu.api.docs import DOCS_FALLBACK, document_auth_and_headers, install_docs
 from anchorgpu.api.errors import install_error_handlers
 from anchorgpu.api.json_body import JsonBodyMiddleware
+from anchorgpu.api.query import refuse_unknown_query
 from anchorgpu.api.security import BodyLimitMiddleware, SecurityHeadersMiddleware
 from anchorgpu.config import Settings, get_settings
 from anchorgpu.web.session import SessionMiddleware, session_secret_from_env
@@ -85,9 +86,11 @@ def create_app(
     app.state.allow_signup = settings.database_url.startswith("sqlite") if allow_signup is None else allow_signup
 
     install_error_handlers(app)
+    strict_query = [Depends(refuse_unknown_query)]  # a query parameter no route takes is a 422, not ignored
     for name in _API_ROUTERS:
-        app.include_router(importlib.import_module(f"anchorgpu.api.routes.{name}").router, prefix=API_PREFIX)
-    app.include_router(importlib.import_module(_GLOSSARY_API).router, prefix=API_PREFIX)
+        app.include_router(importlib.import_module(f"anchorgpu.api.routes.{name}").router, prefix=API_PREFIX,
+                           dependencies=strict_query)
+    app.include_router(importlib.import_module(_GLOSSARY_API).router, prefix=API_PREFIX, dependencies=strict_query)
     for name in _WEB_ROUTERS:
         app.include_router(importlib.import_module(f"anchorgpu.web.{name}").router, include_in_schema=False)
     app.include_router(importlib.import_module(_GLOSSARY_WEB).router, include_in_schema=False)

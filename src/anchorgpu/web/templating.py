@@ -191,6 +191,7 @@ def environment(locale: str = "en") -> Environment:
     env.filters["event_words"] = words.event
     env.filters["quote_lines"] = words.quote_lines
     env.filters["quote_statement"] = words.quote_statement
+    env.globals["option_words"] = words.option
     return env
 
 

@@ -46,6 +46,18 @@ class Wording:
             "terminated": t.pgettext("allocation event", "terminated"),
         }
 
+    def option(self, option_id: str, name: str, unit: str) -> tuple[str, str]:
+        """A catalog option's name and unit in the page's language. The catalog's English words are data: each
+        translation here is used only while the catalog still says what was translated, else its English shows."""
+        t = self.text
+        known = {
+            ("nvme-tb", "Extra local NVMe", "1 TB of local NVMe"): (t.gettext("Extra local NVMe"), t.gettext("1 TB of local NVMe")),
+            ("ipv4", "Extra public IPv4", "1 public IPv4 address"): (t.gettext("Extra public IPv4"), t.gettext("1 public IPv4 address")),
+            ("volume-tb", "Network block volume", "1 TB of replicated network block storage"):
+                (t.gettext("Network block volume"), t.gettext("1 TB of replicated network block storage")),
+        }
+        return known.get((option_id, name, unit), (name, unit))
+
     def term(self, value: Any) -> str:
         """A term in words: ``"1w"`` or ``{"unit": "week", "count": 2}`` → en '1 week', '2 weeks'; ru '1 неделя',
         '2 недели', '5 недель'. Text that is not a term is shown as given.
@@ -96,7 +108,8 @@ class Wording:
                                          int(quote.get("gpus_per_server") or 0), offering=quote.get("offering", line.get("item")))
             else:
                 per_server = int(line.get("quantity") or 0) // servers
-                description = t.gettext("Option %(option)s: %(count)s per server", option=line.get("item"), count=per_server)
+                description = t.gettext("%(option)s: %(count)s per server", option=self._option_name(str(line.get("item"))),
+                                        count=per_server)
             billed = {"unit": line.get("billed_unit"), "count": line.get("billed_count")}
             note = ""
             if line.get("billed_unit") != term.get("unit") and line.get("billed_unit") in _UNIT_HOURS:
@@ -106,6 +119,14 @@ class Wording:
                                  asked=self.term(term), covered=covered_h)
             lines.append({"line": line, "description": description, "billed": self.term(billed), "note": note})
         return lines
+
+    def _option_name(self, option_id: str) -> str:
+        from anchorgpu.catalog import load_catalog
+
+        for option in load_catalog().options:
+            if option.id == option_id:
+                return self.option(option.id, option.name, option.unit)[0]
+        return option_id
 
     def quote_statement(self, quote: Mapping[str, Any]) -> str:
         """What the total covers and includes (the JSON's ``nothing_else_billed``, from the quote's own fields)."""

@@ -201,7 +201,11 @@ def _bands(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> dict[str, Band]
         run = by_id[row["id"]]
         ratio = run.value / row["predicted"]  # measured / predicted, as a rate
         ratio = ratio if run.higher_is_better else 1.0 / ratio
-        for name in (row["phase"], f"{_stack_of_row(run)}-{row['phase']}"):
+        kind = serving_kind(run)
+        names: tuple[str, ...] = (row["phase"], f"{_stack_of_row(run)}-{row['phase']}")
+        if kind is not None:  # a kind's rows make its own band, not the rest's
+            names = tuple(f"{name}-{kind}" for name in names)
+        for name in names:
             groups.setdefault(name, []).append(ratio)
             if run.role == "holdout":
                 held.setdefault(name, []).append(ratio)
@@ -213,7 +217,8 @@ def _bands(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> dict[str, Band]
         q = statistics.quantiles(sorted(ratios), n=10, method="inclusive")
         bands[name] = Band(low=round(min(q[0], 0.95), 3), high=round(max(q[-1], 1.05), 3))
     for name, band in list(bands.items()):  # a stack with few held-out rows keeps at least the phase's band
-        phase = name.split("-", 1)[-1]
+        parts = name.split("-")
+        phase = "-".join(parts[1:]) if parts[0] in ("cuda", "rocm") else name
         if name != phase and phase in bands and len(held.get(name, ())) < FEW_HELD_OUT:
             bands[name] = Band(low=min(band.low, bands[phase].low), high=max(band.high, bands[phase].high))
     return bands
@@ -223,16 +228,54 @@ FEW_HELD_OUT = 10
 """Below this many held-out rows, a stack's own percentiles say little: its band is widened to its phase's."""
 
 
+SETS: dict[str, str] = {
+    "core": "perf_measured.md, published_figures.md and the ROCm findings",
+    "trtllm-table": "the further cells of TensorRT-LLM's perf-overview table (dense on NVLink GPUs)",
+    "trtllm-pcie-moe": "the same table's pipeline stages on RTX PRO 6000 and Qwen3-30B-A3B (MoE) on one GPU",
+}
+"""The sets of rows the summaries report apart, by where the rows come from (``set_of``)."""
+
+
+def serving_kind(run: Run) -> str | None:
+    """``moe`` for serving a mixture of experts, ``pp`` for serving over pipeline stages, else None: the kinds
+    whose held-out rows get bands of their own (:meth:`Calibration.band`)."""
+    if run.phase != "serve":
+        return None
+    from anchorgpu.planner.speed.runs import _model
+
+    if _model(run.row).moe is not None:
+        return "moe"
+    return "pp" if int(run.row.get("pp", 1)) > 1 else None
+
+
+def set_of(row_id: str) -> str:
+    """``core`` for the calibration rows of the reference files, else which extension of TensorRT-LLM's table."""
+    if not row_id.startswith("P"):
+        return "core"
+    return "trtllm-pcie-moe" if row_id.startswith(("P70-RTX", "PQ30")) else "trtllm-table"
+
+
+def _summaries(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> list[str]:
+    by_id = {r.id: r for r in runs}
+    lines = []
+    for name in SETS:
+        for stack in ("cuda", "rocm"):
+            for role in ("fit", "holdout"):
+                errs = [abs(r["error"]) for r in rows if r["role"] == role and set_of(r["id"]) == name
+                        and _stack_of_row(by_id[r["id"]]) == stack]
+                if errs:
+                    lines.append(f"{name} {stack.upper()} {role}: {len(errs)} rows, median |error| "
+                                 f"{statistics.median(errs):.1%}, max {max(errs):.1%}, within 25%: "
+                                 f"{sum(e <= 0.25 for e in errs)}/{len(errs)}")
+    return lines
+
+
 def _summary(rows: list[dict[str, Any]]) -> str:
     lines = [f"{'row':10} {'role':8} {'phase':6} {'metric':24} {'measured':>12} {'predicted':>12} {'error':>7}"]
     for r in rows:
         lines.append(f"{r['id']:10} {r['role']:8} {r['phase']:6} {r['metric']:24} {r['measured']:>12.5g} "
                      f"{r['predicted']:>12.5g} {r['error']:>+7.1%}")
-    for role in ("fit", "holdout"):
-        errs = [abs(r["error"]) for r in rows if r["role"] == role]
-        if errs:
-            lines.append(f"{role:8}: {len(errs)} rows, median |error| {statistics.median(errs):.1%}, "
-                         f"max {max(errs):.1%}, within 25%: {sum(e <= 0.25 for e in errs)}/{len(errs)}")
+    lines += _summaries(rows, load_runs())
     return "\n".join(lines)
 
 
@@ -257,21 +300,19 @@ def _figure(value: float, metric: str) -> str:
     return f"{value:,.0f}"
 
 
-def markdown(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> str:
-    """The README's speed-accuracy table: row, source, what, role, measured, ours, error, then the summary."""
+def markdown(rows: list[dict[str, Any]], runs: tuple[Run, ...], sets: tuple[str, ...] = ("core",)) -> str:
+    """The speed-accuracy table (row, source, what, role, measured, ours, error) of the rows in ``sets``, then the
+    summary of every set."""
     by_id = {r.id: r for r in runs}
     lines = ["| row | source | what | role | measured | ours | error |", "|---|---|---|---|---|---|---|"]
     for row in rows:
+        if set_of(row["id"]) not in sets:
+            continue
         run = by_id[row["id"]]
         lines.append(f"| {run.id} | {run.source.split(' via ')[0][:60]} | {_what(run)} | {run.role} | "
                      f"{_figure(run.value, run.metric)} | {_figure(row['predicted'], run.metric)} | {row['error']:+.1%} |")
     lines.append("")
-    for stack in ("cuda", "rocm"):
-        for role in ("fit", "holdout"):
-            errs = [abs(r["error"]) for r in rows if r["role"] == role and _stack_of_row(by_id[r["id"]]) == stack]
-            if errs:
-                lines.append(f"{stack.upper()} {role}: {len(errs)} rows, median |error| {statistics.median(errs):.1%}, "
-                             f"max {max(errs):.1%}, within 25%: {sum(e <= 0.25 for e in errs)}/{len(errs)}")
+    lines += _summaries(rows, runs)
     return "\n".join(lines)
 
 
@@ -279,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m anchorgpu.planner.speed.calibrate", description=__doc__.split("\n")[0])
     parser.add_argument("--write", action="store_true", help="refit and write data/calibration.json")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
-    parser.add_argument("--markdown", action="store_true", help="print the README's accuracy table")
+    parser.add_argument("--markdown", action="store_true", help="print the README's accuracy table (core rows)")
+    parser.add_argument("--all", action="store_true", help="with --markdown: every row, not only the core ones")
     args = parser.parse_args(argv)
     runs = load_runs()
     cal = calibration()
@@ -299,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
         cal = parse_calibration(doc)
     rows = report_rows(cal, runs)
-    print(json.dumps(rows, indent=1) if args.json else markdown(rows, runs) if args.markdown else _summary(rows))
+    print(json.dumps(rows, indent=1) if args.json else markdown(rows, runs, tuple(SETS) if args.all else ("core",)) if args.markdown else _summary(rows))
     return 0
 
 

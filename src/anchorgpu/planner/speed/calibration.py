@@ -94,9 +94,16 @@ class Calibration:
     def stack(self, gpu: GpuSpec) -> StackConstants:
         return self.stacks[stack_of(gpu)]
 
-    def band(self, gpu: GpuSpec, phase: str) -> Band:
-        """The band of ``phase`` (train, serve) for the GPU's stack, else of the phase over all stacks."""
-        return self.bands.get(f"{stack_of(gpu)}-{phase}") or self.bands[phase]
+    def band(self, gpu: GpuSpec, phase: str, kind: str | None = None) -> Band:
+        """The band of ``phase`` (train, serve) for the GPU's stack and, where the held-out rows of a ``kind`` of
+        serving (``moe``: a mixture of experts, ``pp``: pipeline stages) fell apart from the rest, that kind's;
+        else of the phase over all stacks."""
+        stack = stack_of(gpu)
+        if kind is not None:
+            for name in (f"{stack}-{phase}-{kind}", f"{phase}-{kind}"):
+                if name in self.bands:
+                    return self.bands[name]
+        return self.bands.get(f"{stack}-{phase}") or self.bands[phase]
 
     def low_precision_ratio(self, gpu: GpuSpec, precision: str) -> float:
         """How much less of its peak an FP8/FP4 product reaches than a BF16 one (1 for BF16)."""

@@ -115,6 +115,11 @@ def _engine_limits(plan: Plan) -> tuple[int, int]:
     return engine_limits(plan.workload, large_gpu=plan.gpu is None or plan.gpu.memory_bytes >= 70 * GIB)
 
 
+def serving_band_kind(model: ModelSpec, pp: int) -> str | None:
+    """Which serving band a plan takes (:meth:`Calibration.band`): ``moe``, ``pp`` or the rest's."""
+    return "moe" if model.moe is not None else ("pp" if pp > 1 else None)
+
+
 KvReservation = Literal["average", "full"]
 """How an engine admits requests against its KV cache: ``average`` (vLLM: pages fill as tokens arrive and a
 running request is preempted when they run out, so the cache holds sequences at their average cached length)
@@ -142,7 +147,7 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
              assumptions: list[str], cal: Calibration, kv_reservation: KvReservation = "average",
              graph_batch_sizes: tuple[int, ...] = ()) -> None:
     assert plan.gpu is not None
-    band = cal.band(plan.gpu, "serve")
+    band = cal.band(plan.gpu, "serve", serving_band_kind(model, plan.layout.pp))
     setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output, graph_batch_sizes=graph_batch_sizes)
     conc = plan.workload.concurrency or 1
     full = kv_reservation == "full"

@@ -152,16 +152,18 @@ def _serve_plan(run_id: str) -> Any:
     r = next(run.row for run in load_runs() if run.id == run_id)
     model, gpu = _model(r), _as_measured(get_gpu(r["gpu"]), r)
     max_seqs, max_tokens = r.get("max_num_seqs"), None
-    if r.get("engine_limits") == "trtllm-bench":  # the benchmark sized its engine itself
-        max_seqs, max_tokens = trtllm_bench_limits(
-            model, gpu.memory_bytes, tp=r["tp"], pp=1, weights=r["weights"], kv_cache=r["kv_cache"],
+    pp = int(r.get("pp", 1))
+    if r.get("engine_limits") == "trtllm-bench":  # the benchmark sized its engine itself: a batch per micro-batch
+        per_micro, max_tokens = trtllm_bench_limits(
+            model, gpu.memory_bytes, tp=r["tp"], pp=pp, weights=r["weights"], kv_cache=r["kv_cache"],
             prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"])
+        max_seqs = per_micro * pp
     w = Workload(prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"], concurrency=1,
                  gpu_memory_utilization=r["gpu_memory_utilization"], max_num_seqs=max_seqs,
                  max_num_batched_tokens=max_tokens)
     return plan(model, w, precision=PrecisionPlan(weights=r["weights"], kv_cache=r["kv_cache"]),
-                layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=1, dp=r["gpus"] // r["tp"]), gpu=gpu, suggest=False,
-                choose_layout=False)
+                layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=pp, dp=r["gpus"] // (r["tp"] * pp)), gpu=gpu,
+                suggest=False, choose_layout=False)
 
 
 def _serve(run: Run, cal: Calibration) -> float:
