@@ -1,35 +1,109 @@
-"""``evolve``: :func:`dataclasses.replace` for the planner's frozen, slotted inputs, without its per-call cost.
+"""``evolve`` and ``fast_init``: the planner's frozen, slotted values copied and built without the per-field cost
+of a frozen dataclass.
 
 ``dataclasses.replace`` lists the fields and runs the generated ``__init__`` (one ``object.__setattr__`` per
 field behind a frozen check); for a 24-field :class:`~anchorgpu.planner.inputs.Workload` that is several
 times the cost of copying the slots. A class with a ``__post_init__``, an ``InitVar`` or a field outside
 ``__init__`` goes through ``dataclasses.replace`` unchanged, and so does a name that is not a field (which
 it refuses). Pure.
+
+A frozen dataclass's generated ``__init__`` sets each field through ``object.__setattr__`` (a global lookup,
+an attribute lookup and a call by name per field): a 12-field value costs about three times a mutable one.
+:func:`fast_init` gives a frozen, slotted, keyword-only dataclass an ``__init__`` with the same signature
+that stores each field through its slot's descriptor instead; the class stays a frozen dataclass (equality,
+hash, ``replace``, ``FrozenInstanceError`` on assignment are untouched).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from operator import attrgetter
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
-__all__ = ["evolve"]
+__all__ = ["evolve", "fast_init"]
 
 T = TypeVar("T")
+C = TypeVar("C", bound=type)
 
-_PLANS: dict[type, tuple[tuple[str, ...], frozenset[str], attrgetter[Any]] | None] = {}
+_Plan: TypeAlias = "tuple[frozenset[str], Callable[[Any, dict[str, Any]], Any]]"
+_PLANS: dict[type, _Plan | None] = {}
 
 
-def _plan_for(cls: type) -> tuple[tuple[str, ...], frozenset[str], attrgetter[Any]] | None:
+def _simple(cls: type) -> bool:
+    """Slotted, no ``__post_init__``, every field in ``__init__`` and no ``InitVar``/``ClassVar`` pseudo-fields."""
+    fields = dataclasses.fields(cls)
+    return (len(fields) > 1 and not hasattr(cls, "__post_init__") and "__slots__" in cls.__dict__
+            and all(f.init for f in fields) and len(fields) == len(getattr(cls, "__dataclass_fields__", {})))
+
+
+def _copier(cls: type, names: tuple[str, ...]) -> Callable[[Any, dict[str, Any]], Any]:
+    """``copy(obj, changes)``: a new ``cls`` with ``obj``'s fields, ``changes`` applied, each stored through its slot."""
+    namespace: dict[str, Any] = {"_cls": cls, "_new": object.__new__, "_values": attrgetter(*names),
+                                 "_index": {name: i for i, name in enumerate(names)}}
+    body = ["    values = _values(obj)", "    if changes:", "        values = list(values)",
+            "        for name, value in changes.items():", "            values[_index[name]] = value",
+            "    new = _new(_cls)"]
+    for i, name in enumerate(names):
+        namespace[f"_set{i}"] = cls.__dict__[name].__set__
+        body.append(f"    _set{i}(new, values[{i}])")
+    exec("def copy(obj, changes):\n" + "\n".join(body) + "\n    return new", namespace)  # as dataclasses does
+    copy: Callable[[Any, dict[str, Any]], Any] = namespace["copy"]
+    return copy
+
+
+def _plan_for(cls: type) -> _Plan | None:
     if cls in _PLANS:
         return _PLANS[cls]
-    fields = dataclasses.fields(cls)
-    simple = (len(fields) > 1 and not hasattr(cls, "__post_init__") and "__slots__" in cls.__dict__
-              and all(f.init for f in fields) and len(fields) == len(getattr(cls, "__dataclass_fields__", {})))
-    names = tuple(f.name for f in fields)
-    plan = (names, frozenset(names), attrgetter(*names)) if simple else None
+    names = tuple(f.name for f in dataclasses.fields(cls))
+    plan = (frozenset(names), _copier(cls, names)) if _simple(cls) else None
     _PLANS[cls] = plan
     return plan
+
+
+_NO_VALUE: Any = object()  # a field with a default_factory not given to __init__
+
+
+def fast_init(cls: C) -> C:
+    """``cls`` (a frozen, slotted, keyword-only dataclass) with an ``__init__`` that stores through the slots.
+
+    Same parameters, defaults and default factories as the generated one; a class it cannot handle (not
+    slotted or keyword-only, a ``__post_init__``, a field outside ``__init__``) is returned unchanged.
+
+    >>> @fast_init
+    ... @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+    ... class Pair:
+    ...     a: int
+    ...     b: tuple[int, ...] = dataclasses.field(default_factory=tuple)
+    >>> Pair(a=1), Pair(a=1) == Pair(a=1, b=())
+    (Pair(a=1, b=()), True)
+    """
+    params = getattr(cls, "__dataclass_params__", None)
+    fields = dataclasses.fields(cls)
+    if params is None or not params.frozen or not _simple(cls) or not all(f.kw_only for f in fields):
+        return cls
+    namespace: dict[str, Any] = {"_NO_VALUE": _NO_VALUE}
+    args, body = [], []
+    for f in fields:
+        namespace[f"_set_{f.name}"] = cls.__dict__[f.name].__set__
+        if f.default is not dataclasses.MISSING:
+            namespace[f"_default_{f.name}"] = f.default
+            args.append(f"{f.name}=_default_{f.name}")
+        elif f.default_factory is not dataclasses.MISSING:
+            namespace[f"_factory_{f.name}"] = f.default_factory
+            args.append(f"{f.name}=_NO_VALUE")
+            body.append(f"    if {f.name} is _NO_VALUE: {f.name} = _factory_{f.name}()")
+        else:
+            args.append(f.name)
+        body.append(f"    _set_{f.name}(self, {f.name})")
+    exec(f"def __init__(self, *, {', '.join(args)}) -> None:\n" + "\n".join(body), namespace)  # as dataclasses does
+    init = namespace["__init__"]
+    generated = cls.__dict__["__init__"]
+    init.__qualname__, init.__module__ = generated.__qualname__, generated.__module__
+    init.__annotations__ = dict(generated.__annotations__)
+    init.__doc__ = generated.__doc__
+    type.__setattr__(cls, "__init__", init)
+    return cls
 
 
 def evolve(obj: T, **changes: Any) -> T:
@@ -40,12 +114,9 @@ def evolve(obj: T, **changes: Any) -> T:
     >>> evolve(w, concurrency=4) == Workload(context_tokens=8192, concurrency=4)
     True
     """
-    plan = _plan_for(type(obj))
-    if plan is None or not changes.keys() <= plan[1]:
+    cls = type(obj)
+    plan = _PLANS[cls] if cls in _PLANS else _plan_for(cls)
+    if plan is None or not changes.keys() <= plan[0]:
         return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
-    names, _, values = plan
-    new = object.__new__(type(obj))
-    setattr_ = object.__setattr__
-    for name, value in zip(names, values(obj), strict=True):
-        setattr_(new, name, changes[name] if name in changes else value)
+    new: T = plan[1](obj, changes)
     return new

@@ -50,9 +50,10 @@ def precision_warnings(
     if gpu is not None and fmt.native == "fp4" and not gpu.fp4_hardware:
         out.append(make_warning("fp4_weight_only_emulation",
                                 f"{fmt.name} on {gpu.name}: FP4 weights are dequantized to 16 bit for the math"))
-    if fmt.quantized or precision.kv_cache == "fp8":
-        what = ", ".join(x for x in (fmt.name if fmt.quantized else "", "fp8 KV cache" if precision.kv_cache == "fp8" else "") if x)
-        if not shipped or precision.kv_cache == "fp8":
+    fp8_cache = precision.kv_cache == "fp8"
+    if fmt.quantized or fp8_cache:
+        what = f"{fmt.name}, fp8 KV cache" if fmt.quantized and fp8_cache else fmt.name if fmt.quantized else "fp8 KV cache"
+        if not shipped or fp8_cache:
             out.append(make_warning("quantization_quality_unchecked", f"{what}: quality depends on the model and the task"))
         out.append(make_warning("kernel_support_unchecked", f"{what}: needs engine kernels for this format"
                                 + (f" on {gpu.name}" if gpu is not None else "")))

@@ -186,7 +186,17 @@ def shipped_format(model: ModelSpec) -> WeightFormat:
     q = getattr(model, "quantization", None)
     if q is None:
         return WEIGHT_FORMATS["bf16"]
-    return _from_storage(q.storage, q)
+    hit = _SHIPPED.get(id(model))  # one format object per (frozen) model: its weight parts are memoised by identity
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    fmt = _from_storage(q.storage, q)
+    if len(_SHIPPED) >= 512:
+        _SHIPPED.clear()
+    _SHIPPED[id(model)] = (model, fmt)
+    return fmt
+
+
+_SHIPPED: dict[int, tuple[object, WeightFormat]] = {}
 
 
 def format_for_model(model: ModelSpec, name: str | None) -> WeightFormat:

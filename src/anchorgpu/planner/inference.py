@@ -5,6 +5,7 @@ left (most sequences, longest context) under ``gpu_memory_utilization``. Pure.""
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
@@ -33,10 +34,16 @@ def engine_defaults(gpu: GpuSpec | None, workload: Workload, assumptions: list[s
     """vLLM V1 defaults for the OpenAI server: 8,192 batched tokens and 1,024 sequences on GPUs with at
     least 70 GiB, else 2,048 and 256 (vLLM ``arg_utils._set_default_args``)."""
     tokens, seqs = engine_limits(workload, large_gpu=gpu is None or gpu.memory_bytes >= 70 * GIB)
-    assumptions.append(
-        f"Serving engine sized like vLLM: max_num_batched_tokens {tokens}, max_num_seqs {seqs}, "
-        f"gpu_memory_utilization {workload.gpu_memory_utilization}, KV block {workload.block_size_tokens} tokens.")
+    assumptions.append(_engine_line(tokens, seqs, workload.gpu_memory_utilization, workload.block_size_tokens))
     return tokens, seqs
+
+
+@lru_cache(maxsize=256, typed=True)  # typed: 1 and 1.0 print differently
+def _engine_line(tokens: int, seqs: int, utilization: float, block: int) -> str:
+    """The serving-engine assumption: the engine's settings, nearly always its defaults, so a few lines recur
+    across every model, GPU and request size (memoised, like the runtime-overhead line of training)."""
+    return (f"Serving engine sized like vLLM: max_num_batched_tokens {tokens}, max_num_seqs {seqs}, "
+            f"gpu_memory_utilization {utilization}, KV block {block} tokens.")
 
 
 
@@ -109,19 +116,21 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     breakdown["non_torch_bytes"] = non_torch
     breakdown["cuda_context_outside_budget_bytes"] = context_bytes(gpu, ov)
     kv_one = kv_request(model, ctx, 1, precision, lay, w)
-    kv = kv_request(model, ctx, per_replica, precision, lay, w)
+    kv = kv_one if per_replica == 1 else kv_request(model, ctx, per_replica, precision, lay, w)
     breakdown["kv_per_sequence_bytes"] = kv_one
-    state_one = mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
-    state = mm.recurrent_state_bytes(model, sequences=per_replica, tp=lay.tp, pp=lay.pp)
+    state_one = state = cross_one = cross = 0  # a transformer keeps no recurrent state; text has no cross-attention
     if model.recurrent is not None:
+        state_one = mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
+        state = mm.recurrent_state_bytes(model, sequences=per_replica, tp=lay.tp, pp=lay.pp)
         breakdown["state_per_sequence_bytes"] = state_one
         breakdown["recurrent_state_bytes"] = state
         assumptions.append(state_assumption(model, state_one))
     # images and encoder outputs: cross-attention K/V per sequence, fixed whatever the text length
-    cross_one = cross_kv_bytes(model, media, sequences=1, bytes_per_value=KV_CACHE_DTYPES[precision.kv_cache],
-                               tp=lay.tp, pp=lay.pp)
-    cross = cross_kv_bytes(model, media, sequences=per_replica, bytes_per_value=KV_CACHE_DTYPES[precision.kv_cache],
-                           tp=lay.tp, pp=lay.pp)
+    if media.cross_tokens:
+        cross_one = cross_kv_bytes(model, media, sequences=1, bytes_per_value=KV_CACHE_DTYPES[precision.kv_cache],
+                                   tp=lay.tp, pp=lay.pp)
+        cross = cross_kv_bytes(model, media, sequences=per_replica,
+                               bytes_per_value=KV_CACHE_DTYPES[precision.kv_cache], tp=lay.tp, pp=lay.pp)
     if media.images:
         breakdown["image_tokens_per_image"] = media.tokens_per_image
         breakdown["image_tokens_per_request"] = media.images * media.tokens_per_image

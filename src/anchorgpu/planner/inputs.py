@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from anchorgpu.planner._frozen import fast_init
 from anchorgpu.units import GIB, MIB
 
 __all__ = [
@@ -49,6 +50,7 @@ KV_CACHE_DTYPES: dict[str, float] = {"bf16": 2, "fp16": 2, "fp8": 1}
 ALL_LORA_TARGETS: tuple[str, ...] = ("q", "k", "v", "o", "gate", "up", "down")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Workload:
     """What runs on the GPUs. Fields left ``None`` are resolved to stated defaults.
@@ -91,6 +93,7 @@ class Workload:
     image_resolution: tuple[int, int] | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PrecisionPlan:
     """Storage formats: ``weights`` (see :data:`anchorgpu.planner.formats.WEIGHT_FORMATS`; default bf16,
@@ -100,6 +103,7 @@ class PrecisionPlan:
     kv_cache: str = "bf16"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Layout:
     """How the work is split over GPUs. ``None`` fields are resolved (see ``plan``'s docstring).
@@ -123,6 +127,7 @@ class Layout:
     offload: Offload = "none"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Overheads:
     """Runtime memory outside the model's tensors, per GPU. Every figure is an assumption; override freely.

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from anchorgpu.architectures.images import image_tokens, patches_per_image
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
+from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.inputs import Workload
 
 __all__ = ["MAX_IMAGE_SIDE", "MAX_IMAGES_PER_REQUEST", "MediaLoad", "cross_kv_bytes", "resolve_media",
@@ -24,6 +25,7 @@ MAX_IMAGE_SIDE = 16_384  # pixels; processors downscale far below this, a larger
 MAX_IMAGES_PER_REQUEST = 1_024
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MediaLoad:
     """What the images (or the encoder input) of ONE request add to its sequence."""
@@ -35,6 +37,9 @@ class MediaLoad:
     cross_tokens: int = 0  # positions held by the cross-attention caches (mllama image tokens, encoder output)
     cross_values_per_token: int = 0  # K and V values per cross position over all layers that attend to it
     encoder_flops: float = 0.0  # forward FLOPs of the vision tower / encoder for the request
+
+
+_NO_MEDIA = MediaLoad()  # a text-only request (frozen: one value serves them all)
 
 
 def validate_media(model: ModelSpec | None, w: Workload) -> None:
@@ -69,7 +74,7 @@ def resolve_media(model: ModelSpec, w: Workload, assumptions: list[str], *, prom
                          encoder_flops=2.0 * enc.params * tokens)
     rule = model.image
     if rule is None:
-        return MediaLoad()
+        return _NO_MEDIA
     n = 1 if w.images_per_request is None else w.images_per_request
     width, height = w.image_resolution or rule.native_resolution
     if n == 0:

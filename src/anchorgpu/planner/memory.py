@@ -256,15 +256,12 @@ def kv_cache_bytes(
     >>> kv_cache_bytes(llama_3_1_8b(), context_tokens=8192, sequences=1, bytes_per_value=2, tp=1, pp=1)
     1073741824
     """
-    values = kv_values_per_token_per_gpu(model, tp=tp)
-    groups = _model_window_groups(model)
+    values, groups, stage, layers = _kv_shape(model, tp, pp)
     token_slots = 0
-    for window, layers in groups:
+    for window, count in groups:
         tokens = context_tokens if window is None else min(context_tokens, window)
-        token_slots += ceil_div(tokens, block_size) * block_size * layers
-    stage = stage_layers(model.num_layers, pp)
-    total = token_slots * values * bytes_per_value * sequences * stage / max(1, model.num_layers)
-    return math.ceil(total)
+        token_slots += -(-tokens // block_size) * block_size * count  # ceil_div(tokens, block_size)
+    return math.ceil(token_slots * values * bytes_per_value * sequences * stage / layers)
 
 
 def longest_kv_context(
@@ -285,10 +282,7 @@ def longest_kv_context(
     """
     if capacity < 0:
         return 0
-    values = kv_values_per_token_per_gpu(model, tp=tp)
-    groups = _model_window_groups(model)
-    stage = stage_layers(model.num_layers, pp)
-    layers = max(1, model.num_layers)
+    values, groups, stage, layers = _kv_shape(model, tp, pp)
 
     def fits(blocks: int) -> bool:  # kv_cache_bytes at blocks · block_size tokens, the same operations in order
         token_slots = 0
@@ -297,11 +291,11 @@ def longest_kv_context(
             token_slots += used * block_size * count
         return math.ceil(token_slots * values * bytes_per_value * sequences * stage / layers) <= capacity
 
-    top = ceil_div(limit, block_size)
+    top = -(-limit // block_size)  # ceil_div(limit, block_size)
     if fits(top):
         return limit
     lo, hi = 0, top - 1  # fits(0) holds (an empty cache); nothing above hi fits
-    per_block = block_size * sum(count for _, count in groups) * values * bytes_per_value * sequences * stage / layers
+    per_block = block_size * _attention_layers(groups) * values * bytes_per_value * sequences * stage / layers
     guess = min(hi, int(capacity // per_block)) if per_block > 0 else hi
     step = 1
     if fits(guess):
@@ -357,20 +351,30 @@ def recurrent_state_bytes(
     return math.ceil(per_sequence * sequences * stage / (tp * max(1, model.num_layers)))
 
 
-_MODEL_GROUPS: dict[int, tuple[ModelSpec, tuple[tuple[int | None, int], ...]]] = {}
+_KvShape = tuple[int, tuple[tuple[int | None, int], ...], int, int]
+_KV_SHAPES: dict[tuple[int, int, int], tuple[ModelSpec, _KvShape]] = {}
 
 
-def _model_window_groups(model: ModelSpec) -> tuple[tuple[int | None, int], ...]:
-    """:func:`_window_groups` of a model's attention windows, memoised per (frozen) model object: the planner
-    asks for them several times per plan, and hashing the per-layer tuple costs more than the lookup."""
-    hit = _MODEL_GROUPS.get(id(model))
+def _kv_shape(model: ModelSpec, tp: int, pp: int) -> _KvShape:
+    """(values per token per layer on one GPU, layers by attention window, layers of the most-loaded stage,
+    max(1, layers)): the part of a KV-cache size that depends on the model and the split only, memoised per
+    (frozen) model object and split; a plan asks for it several times, and every plan of that split reuses it."""
+    key = (id(model), tp, pp)
+    hit = _KV_SHAPES.get(key)
     if hit is not None and hit[0] is model:
         return hit[1]
-    groups = _window_groups(model.attention_windows)
-    if len(_MODEL_GROUPS) >= 512:
-        _MODEL_GROUPS.clear()
-    _MODEL_GROUPS[id(model)] = (model, groups)
-    return groups
+    shape = (kv_values_per_token_per_gpu(model, tp=tp), _window_groups(model.attention_windows),
+             stage_layers(model.num_layers, pp), max(1, model.num_layers))
+    if len(_KV_SHAPES) >= 1024:
+        _KV_SHAPES.clear()
+    _KV_SHAPES[key] = (model, shape)
+    return shape
+
+
+@lru_cache(maxsize=256)
+def _attention_layers(groups: tuple[tuple[int | None, int], ...]) -> int:
+    """The layers in the window groups (the KV-caching layers)."""
+    return sum(count for _, count in groups)
 
 
 @lru_cache(maxsize=256)
@@ -429,6 +433,26 @@ def layer_activation_bytes(
     sbh = s * b * h
     if recompute == "full":
         return 2 * sbh / (t if sp else 1)
+    split, attention_share = _activation_shares(model)
+    replicated = 10 / t if sp else 10
+    core_bytes = 0.0
+    if recompute == "none":
+        core_bytes = 4 * model.num_attention_heads * s * b / t if flash else 5 * model.num_attention_heads * s * s * b / t
+        core_bytes *= attention_share
+    return sbh * (replicated + split / t) + core_bytes
+
+
+_SHARES: dict[int, tuple[ModelSpec, tuple[float, float]]] = {}
+
+
+def _activation_shares(model: ModelSpec) -> tuple[float, float]:
+    """(values per token and hidden unit that TP splits, share of attention layers) of an average layer, as
+    :func:`layer_activation_bytes` describes them: they depend on the (frozen) model only, so they are worked
+    out once per model object."""
+    hit = _SHARES.get(id(model))
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    h = model.hidden_size
     q = model.num_attention_heads * model.head_dim / h
     kv = model.num_kv_heads * model.head_dim / h
     if model.moe is not None:
@@ -442,13 +466,11 @@ def layer_activation_bytes(
     recurrent = 0.0
     if model.recurrent is not None:
         recurrent = model.recurrent_layers / layers * 2 * model.recurrent.activation_values_per_token / h
-    split = attention_share * (2 * q + 4 * kv + 2 * q) + mlp_share * mlp + recurrent
-    replicated = 10 / t if sp else 10
-    core_bytes = 0.0
-    if recompute == "none":
-        core_bytes = 4 * model.num_attention_heads * s * b / t if flash else 5 * model.num_attention_heads * s * s * b / t
-        core_bytes *= attention_share
-    return sbh * (replicated + split / t) + core_bytes
+    shares = (attention_share * (2 * q + 4 * kv + 2 * q) + mlp_share * mlp + recurrent, attention_share)
+    if len(_SHARES) >= 512:
+        _SHARES.clear()
+    _SHARES[id(model)] = (model, shares)
+    return shares
 
 
 def logits_bytes(*, s: int, b: int, vocab: int, t: int) -> int:

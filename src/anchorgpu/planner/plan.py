@@ -22,7 +22,7 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.checks import BASE_CHECK, layout_warnings, precision_warnings
 from anchorgpu.planner.diffusion_plan import plan_diffusion
-from anchorgpu.planner.formats import shipped_format
+from anchorgpu.planner.formats import WeightFormat, shipped_format
 from anchorgpu.planner.inference import plan_inference
 from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload
 from anchorgpu.planner.media import validate_media
@@ -39,6 +39,13 @@ __all__ = ["Layout", "MemoryBreakdown", "Overheads", "Plan", "PrecisionPlan", "R
 _size = lru_cache(maxsize=1024)(fmt_bytes)  # a model's checkpoint size recurs across its plans
 # the defaults of the frozen inputs, built once
 _WORKLOAD, _PRECISION, _LAYOUT, _OVERHEADS = Workload(), PrecisionPlan(), Layout(), Overheads()
+
+
+def _is_shipped(fmt: WeightFormat, model: ModelSpec) -> bool:
+    """``fmt == shipped_format(model)``, deciding the usual cases (the same object, another name) without
+    comparing every field."""
+    shipped = shipped_format(model)
+    return fmt is shipped or (fmt.name == shipped.name and fmt == shipped)
 
 
 def plan(
@@ -106,7 +113,7 @@ def plan(
                            + (f", split over EP {lay.ep}" if lay.ep > 1 else ", split with TP")
                            + "; compute follows the active experts.")
     warnings += layout_warnings(terms.workload, lay, gpu) + precision_warnings(
-        fmt, prec, gpu, shipped=isinstance(model, ModelSpec) and fmt.quantized and fmt == shipped_format(model))
+        fmt, prec, gpu, shipped=isinstance(model, ModelSpec) and fmt.quantized and _is_shipped(fmt, model))
     if terms.checkpoint_bytes is not None:
         warnings.append(make_warning("checkpoint_restore_unverified",
                                      f"a checkpoint takes {_size(terms.checkpoint_bytes)}: test restoring it"))

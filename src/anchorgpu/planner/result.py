@@ -9,12 +9,14 @@ from typing import Any
 
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.inputs import Offload, PrecisionPlan, Workload
 from anchorgpu.planner.warnings import PlanWarning
 
 __all__ = ["MemoryBreakdown", "Plan", "ResolvedLayout", "Suggestion"]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryBreakdown:
     """Per-GPU bytes by term (the DESIGN.md section 5 ``per_gpu`` keys); ``total_bytes`` is their sum."""
@@ -32,6 +34,7 @@ class MemoryBreakdown:
                 + self.optimizer_bytes + self.overhead_bytes)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ResolvedLayout:
     """The layout actually planned: every count resolved, ``gpus == tp · cp · pp · dp``."""
@@ -50,6 +53,7 @@ class ResolvedLayout:
     tp_overlap: bool = False
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Suggestion:
     """A change that makes the workload fit (CLI flags in ``change``) and the per-GPU total it gives."""
@@ -61,6 +65,7 @@ class Suggestion:
     headroom_bytes: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:
     """The answer: breakdown, verdict, capacity, and what was assumed and must still be checked.

@@ -109,7 +109,8 @@ def choose_layout_plan(model: ModelSpec, w: Workload, prec: PrecisionPlan, lay_i
                       or (lay_in.virtual_stages is None and (lay_in.pp or 1) > 1))
         if not open_knobs:
             return None
-        explicit = any(x is not None for x in (lay_in.tp, lay_in.pp, lay_in.dp, lay_in.cp, lay_in.zero)) or lay_in.fsdp
+        explicit = (lay_in.tp is not None or lay_in.pp is not None or lay_in.dp is not None or lay_in.cp is not None
+                    or lay_in.zero is not None or lay_in.fsdp)
         if explicit and (lay_in.zero is not None or lay_in.fsdp) and w.micro_batch is not None \
                 and w.recompute is not None and (lay_in.virtual_stages is not None or (lay_in.pp or 1) == 1):
             return None  # DP and CP follow from what is given: one candidate, nothing to choose

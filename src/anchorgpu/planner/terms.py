@@ -9,13 +9,15 @@ from dataclasses import dataclass
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
-from anchorgpu.planner.formats import WeightFormat, model_weight_parts
+from anchorgpu.planner._frozen import fast_init
+from anchorgpu.planner.formats import ModelParts, WeightFormat, model_weight_parts
 from anchorgpu.planner.inputs import Overheads, Workload
 from anchorgpu.planner.result import MemoryBreakdown, ResolvedLayout
 
 __all__ = ["TaskTerms", "context_bytes", "nccl_bytes", "weights_bytes"]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskTerms:
     per_gpu: MemoryBreakdown
@@ -30,11 +32,7 @@ class TaskTerms:
 def weights_bytes(model: ModelSpec, fmt: WeightFormat, lay: ResolvedLayout, breakdown: dict[str, int]) -> int:
     parts = model_weight_parts(model, fmt)
     sharded = mm.shard_share(parts, tp=lay.tp, pp=lay.pp, ep=lay.ep, dp_shard=lay.dp if lay.zero == 3 else 1)
-    breakdown["weights_linear_bytes"] = math.ceil(parts.dense + parts.experts)
-    breakdown["weights_embeddings_bytes"] = math.ceil(parts.embed)
-    breakdown["weights_head_bytes"] = math.ceil(parts.head)
-    breakdown["weights_other_bytes"] = math.ceil(parts.layer_other)
-    breakdown["weights_whole_model_bytes"] = math.ceil(parts.total)
+    breakdown.update(_whole_model_terms(parts))
     if lay.zero == 3:
         gather = mm.gather_buffer_bytes(parts, tp=lay.tp)
         breakdown["gather_buffer_bytes"] = gather
@@ -42,6 +40,24 @@ def weights_bytes(model: ModelSpec, fmt: WeightFormat, lay: ResolvedLayout, brea
             sharded = 0
         return sharded + gather
     return sharded
+
+
+_WHOLE: dict[int, tuple[ModelParts, dict[str, int]]] = {}
+
+
+def _whole_model_terms(parts: ModelParts) -> dict[str, int]:
+    """The whole model's weight bytes by kind, as the breakdown shows them: one set per (frozen) parts object,
+    which :func:`model_weight_parts` keeps per (model, format), so every plan of that pair reuses it."""
+    hit = _WHOLE.get(id(parts))
+    if hit is not None and hit[0] is parts:
+        return hit[1]
+    terms = {"weights_linear_bytes": math.ceil(parts.dense + parts.experts),
+             "weights_embeddings_bytes": math.ceil(parts.embed), "weights_head_bytes": math.ceil(parts.head),
+             "weights_other_bytes": math.ceil(parts.layer_other), "weights_whole_model_bytes": math.ceil(parts.total)}
+    if len(_WHOLE) >= 512:
+        _WHOLE.clear()
+    _WHOLE[id(parts)] = (parts, terms)
+    return terms
 
 
 def nccl_bytes(lay: ResolvedLayout, ov: Overheads) -> int:

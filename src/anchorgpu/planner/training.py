@@ -50,7 +50,8 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     weights = weights_bytes(model, fmt, lay, breakdown)
     params_parts = model_param_parts(model)
     params_gpu = mm.shard_share(params_parts, tp=lay.tp, pp=lay.pp, ep=lay.ep)
-    share = params_gpu / max(1, model.params_total)
+    params_total = model.params_total  # a sum over the breakdown: read once
+    share = params_gpu / max(1, params_total)
     on_gpu_optimizer = lay.offload == "none"
     moment_scale = 1.0 if mixed or w.optimizer == "adamw-8bit" else 0.5
     shapes: list[tuple[int, int, int]] = []  # only Adafactor reads them: it factors every 2-D tensor
@@ -61,10 +62,10 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         grads = mm.gradient_bytes(params_gpu, bytes_per_value=w.grad_bytes_per_value, zero=lay.zero, dp=lay.dp)
         master = mm.master_weight_bytes(params_gpu, mixed_precision=mixed, zero=lay.zero, dp=lay.dp)
         moments = math.ceil(share * mm.optimizer_moment_bytes(
-            model.params_total, optimizer=w.optimizer, zero=lay.zero, dp=lay.dp, moment_scale=moment_scale,
+            params_total, optimizer=w.optimizer, zero=lay.zero, dp=lay.dp, moment_scale=moment_scale,
             matrix_shapes=shapes))
-        checkpoint = model.params_total * 2 + (4 * model.params_total if mixed else 0) + mm.optimizer_moment_bytes(
-            model.params_total, optimizer=w.optimizer, zero=0, dp=1, moment_scale=moment_scale, matrix_shapes=shapes)
+        checkpoint = params_total * 2 + (4 * params_total if mixed else 0) + mm.optimizer_moment_bytes(
+            params_total, optimizer=w.optimizer, zero=0, dp=1, moment_scale=moment_scale, matrix_shapes=shapes)
         assumptions.append(
             "Mixed precision: 16-bit weights and gradients, fp32 master weights and optimizer moments "
             "(ZeRO's 2 + 2 + 12 bytes per parameter with AdamW)." if mixed else

@@ -7,6 +7,8 @@ appended to the caller's ``assumptions``.
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from anchorgpu.architectures.quantization import describe_shipped
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.errors import InvalidWorkload
@@ -44,13 +46,26 @@ def check_positive(name: str, value: int | None) -> None:
         raise InvalidWorkload(f"{name.replace('_', '-')}={value!r}: must be a whole number of at least 1")
 
 
+_WORKLOAD_COUNTS = ("context_tokens", "concurrency", "micro_batch", "seq_tokens", "lora_rank", "images",
+                    "max_num_batched_tokens", "max_num_seqs", "block_size_tokens", "global_batch_tokens",
+                    "prompt_tokens", "output_tokens")
+_workload_counts = attrgetter(*_WORKLOAD_COUNTS)
+_LAYOUT_COUNTS = ("tp", "pp", "dp", "ep", "cp", "virtual_stages")
+_layout_counts = attrgetter(*_LAYOUT_COUNTS)
+_LORA_TARGETS = frozenset((*ALL_LORA_TARGETS, *mm.FUSED_LORA_TARGETS, *mm.RECURRENT_LORA_TARGETS))
+
+
+def check_counts(names: tuple[str, ...], values: tuple[int | None, ...]) -> None:
+    """:func:`check_positive` on each (name, value); the usual case (all None or whole and >= 1) in one pass."""
+    for name, value in zip(names, values, strict=False):
+        if value is not None and (type(value) is not int or value < 1):
+            check_positive(name, value)
+
+
 def validate_workload(workload: Workload) -> None:
     if workload.task not in TASKS:
         raise InvalidWorkload(f"unknown task {workload.task!r}; valid: {', '.join(TASKS)}")
-    for name in ("context_tokens", "concurrency", "micro_batch", "seq_tokens", "lora_rank", "images",
-                 "max_num_batched_tokens", "max_num_seqs", "block_size_tokens", "global_batch_tokens",
-                 "prompt_tokens", "output_tokens"):
-        check_positive(name, getattr(workload, name))
+    check_counts(_WORKLOAD_COUNTS, _workload_counts(workload))
     if not 0 < workload.gpu_memory_utilization <= 1:
         raise InvalidWorkload(
             f"gpu-memory-utilization={workload.gpu_memory_utilization}: must be above 0 and at most 1")
@@ -60,9 +75,7 @@ def validate_workload(workload: Workload) -> None:
         raise InvalidWorkload(f"--train-precision {workload.train_precision!r}: choose {', '.join(TRAIN_PRECISIONS)}")
     if workload.optimizer not in OPTIMIZERS:
         raise InvalidWorkload(f"unknown optimizer {workload.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
-    bad = [t for t in workload.lora_targets if t not in ALL_LORA_TARGETS and t not in mm.FUSED_LORA_TARGETS
-           and t not in mm.RECURRENT_LORA_TARGETS]
-    if bad or not workload.lora_targets:
+    if not workload.lora_targets or not _LORA_TARGETS.issuperset(workload.lora_targets):
         raise InvalidWorkload(
             f"lora-targets {','.join(workload.lora_targets) or '(none)'}: choose from "
             f"{','.join((*ALL_LORA_TARGETS, *mm.FUSED_LORA_TARGETS, *mm.RECURRENT_LORA_TARGETS))}")
@@ -146,13 +159,18 @@ def default_tp(model: ModelSpec | DiffusionPipelineSpec, gpus: int) -> int:
     return 1
 
 
+def _split_names(cp: int) -> str:
+    return "tp·pp" + ("·cp" if cp > 1 else "")
+
+
 def resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, layout: Layout,
                     assumptions: list[str]) -> ResolvedLayout:
-    for name in ("tp", "pp", "dp", "ep", "cp", "virtual_stages"):
-        check_positive(name, getattr(layout, name))
-    if layout.gpus is not None and not isinstance(layout.gpus, bool) and layout.gpus == 0:
-        raise InvalidWorkload("gpus=0: at least one GPU is needed")
-    gpus = None if layout.gpus is None else require_whole_gpus(layout.gpus)
+    check_counts(_LAYOUT_COUNTS, _layout_counts(layout))
+    gpus = layout.gpus
+    if gpus is not None and (type(gpus) is not int or gpus < 1):  # the usual case needs no further check
+        if not isinstance(gpus, bool) and gpus == 0:
+            raise InvalidWorkload("gpus=0: at least one GPU is needed")
+        gpus = require_whole_gpus(gpus)
     if layout.zero not in (None, 0, 1, 2, 3):
         raise InvalidWorkload(f"zero={layout.zero!r}: ZeRO stages are 0, 1, 2 and 3")
     if layout.offload not in OFFLOADS:
@@ -179,19 +197,18 @@ def resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload,
     else:
         tp, pp = layout.tp or 1, layout.pp or 1
         split = tp * pp * cp
-        names = "tp·pp" + ("·cp" if cp > 1 else "")
         if layout.dp is None:
             if gpus is None:
                 gpus = split
             if gpus % split:
-                raise InvalidWorkload(f"gpus={gpus} is not a multiple of {names} = {split}")
+                raise InvalidWorkload(f"gpus={gpus} is not a multiple of {_split_names(cp)} = {split}")
             dp = gpus // split
         else:
             dp = layout.dp
             if gpus is None:
                 gpus = split * dp
             elif gpus != split * dp:
-                raise InvalidWorkload(f"gpus={gpus} but {names}·dp = {split * dp}")
+                raise InvalidWorkload(f"gpus={gpus} but {_split_names(cp)}·dp = {split * dp}")
     check_tp(model, tp)
     if isinstance(model, ModelSpec) and pp > model.num_layers:
         raise InvalidWorkload(f"pp={pp} exceeds the {model.num_layers} layers of {model.name}")

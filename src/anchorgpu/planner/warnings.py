@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from anchorgpu.planner._frozen import fast_init
+
 __all__ = ["WARNING_CODES", "PlanWarning", "WarningCode", "make_warning"]
 
 
@@ -22,6 +24,7 @@ class WarningCode:
     check: str  # the thing the user must still verify (one line, shown under "checks")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlanWarning:
     """One warning attached to a plan: a registered code and a one-line message about this plan."""

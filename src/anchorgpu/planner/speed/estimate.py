@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
+from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner.inputs import KV_CACHE_DTYPES, engine_limits
 from anchorgpu.planner.speed.calibration import Band, Calibration, Overrides, calibrated, calibration, stack_of
@@ -49,22 +50,35 @@ DEFAULT_OUTPUT_TOKENS = 256
 DEFAULT_PROMPT_TOKENS = 1024
 
 
+_BAND_KEYS: dict[str, tuple[str, str, str]] = {}
+
+
+def _band_keys(key: str) -> tuple[str, str, str]:
+    """``key_low``, ``key_high``, ``key_ceiling``: a handful of figure names, spelled once each."""
+    keys = _BAND_KEYS.get(key)
+    if keys is None:
+        keys = _BAND_KEYS[key] = (f"{key}_low", f"{key}_high", f"{key}_ceiling")
+    return keys
+
+
 def _rate(out: dict[str, Any], key: str, value: float, ceiling: float | None, band: Band) -> None:
     """A rate (higher is better): measured runs fell within ``[value*low, value*high]``."""
+    low, high, top = _band_keys(key)
     out[key] = value
-    out[f"{key}_low"] = value * band.low
-    out[f"{key}_high"] = value * band.high
+    out[low] = value * band.low
+    out[high] = value * band.high
     if ceiling is not None:
-        out[f"{key}_ceiling"] = ceiling
+        out[top] = ceiling
 
 
 def _time(out: dict[str, Any], key: str, value: float, ceiling: float | None, band: Band) -> None:
     """A duration (lower is better): the band of its rate, inverted."""
+    low, high, top = _band_keys(key)
     out[key] = value
-    out[f"{key}_low"] = value / band.high
-    out[f"{key}_high"] = value / band.low
+    out[low] = value / band.high
+    out[high] = value / band.low
     if ceiling is not None:
-        out[f"{key}_ceiling"] = ceiling
+        out[top] = ceiling
 
 
 def train_layout(plan: Plan) -> TrainLayout:
@@ -81,16 +95,19 @@ def _kv_bytes(plan: Plan, tokens: int) -> int:
                              bytes_per_value=KV_CACHE_DTYPES[plan.precision.kv_cache])
 
 
-def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int) -> ServingSetup:
+def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int,
+                  graph_batch_sizes: tuple[int, ...] = ()) -> ServingSetup:
     model, lay = plan.model, plan.layout
     assert isinstance(model, ModelSpec)
     kv_seq = _kv_bytes(plan, prompt_tokens + output_tokens // 2)
     # a recurrent layer reads (and rewrites) its fixed-size state every step instead of a growing KV cache
-    kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
+    if model.recurrent is not None:
+        kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
     return ServingSetup(
         weights_bytes_per_gpu=plan.per_gpu.weights_bytes, kv_bytes_per_sequence_per_gpu=kv_seq,
         precision=compute_precision_for_weights(plan.precision.weights or "bf16"), tp=lay.tp, pp=lay.pp,
-        replicas=lay.dp, max_num_batched_tokens=_engine_limits(plan)[0], gpus_per_server=SERVER_GPUS)
+        replicas=lay.dp, max_num_batched_tokens=_engine_limits(plan)[0], gpus_per_server=SERVER_GPUS,
+        graph_batch_sizes=graph_batch_sizes)
 
 
 def _engine_limits(plan: Plan) -> tuple[int, int]:
@@ -131,7 +148,7 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
              graph_batch_sizes: tuple[int, ...] = ()) -> None:
     assert plan.gpu is not None
     band = cal.band(plan.gpu, "serve", serving_band_kind(model, plan.layout.pp))
-    setup = replace(serving_setup(plan, prompt_tokens=prompt, output_tokens=output), graph_batch_sizes=graph_batch_sizes)
+    setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output, graph_batch_sizes=graph_batch_sizes)
     conc = plan.workload.concurrency or 1
     full = kv_reservation == "full"
     sat = saturation_concurrency(plan, setup, reserve_tokens=prompt + output if full else None)
@@ -151,18 +168,34 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
     # names kept from the first contract
     out["prefill_s"] = est.ttft_s
     out["decode_tokens_per_s_total"] = est.output_tokens_per_s
-    k = cal.stack(plan.gpu)
     assumptions.append(
         f"serving at {conc} concurrent request(s) of {prompt:,} prompt + {output:,} output tokens with continuous "
         f"batching and chunked prefill (each step carries prompt/output = {prompt / output:.2g} prefill tokens per "
         f"output token); saturation at {sat:,} sequences (KV capacity at "
         + ("prompt + output tokens each, reserved up front" if full else "the average cached length")
         + f", engine cap {_engine_limits(plan)[1]:,})")
-    assumptions.append(
-        f"calibrated {stack_of(plan.gpu).upper()} constants: memory reads at {k.decode_mbu:.0%} of "
-        f"{plan.gpu.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, batched products at {k.serve_matmul_efficiency:.0%} "
-        f"of the dense {setup.precision.upper()} peak, {k.per_step_s * 1e3:.2f} ms per step + "
-        f"{k.per_layer_step_s * 1e6:.0f} us per layer of fixed cost")
+    assumptions.append(_serving_constants_line(plan.gpu, cal, setup.precision))
+
+
+_CONSTANTS_LINES: dict[tuple[int, int, str], tuple[GpuSpec, Calibration, str]] = {}
+
+
+def _serving_constants_line(gpu: GpuSpec, cal: Calibration, precision: str) -> str:
+    """The calibrated serving constants of a GPU's stack, as one assumption: it depends on the (frozen) GPU and
+    calibration and the compute precision only, so every plan on that GPU shares it (memoised by identity)."""
+    key = (id(gpu), id(cal), precision)
+    hit = _CONSTANTS_LINES.get(key)
+    if hit is not None and hit[0] is gpu and hit[1] is cal:
+        return hit[2]
+    k = cal.stack(gpu)
+    line = (f"calibrated {stack_of(gpu).upper()} constants: memory reads at {k.decode_mbu:.0%} of "
+            f"{gpu.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, batched products at {k.serve_matmul_efficiency:.0%} "
+            f"of the dense {precision.upper()} peak, {k.per_step_s * 1e3:.2f} ms per step + "
+            f"{k.per_layer_step_s * 1e6:.0f} us per layer of fixed cost")
+    if len(_CONSTANTS_LINES) >= 256:
+        _CONSTANTS_LINES.clear()
+    _CONSTANTS_LINES[key] = (gpu, cal, line)
+    return line
 
 
 def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[str, Any],
@@ -173,7 +206,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     precision = compute_precision_for_training(w.train_precision)  # plan() refused it where the GPU lacks it
     seq = w.seq_tokens or 2048
     batch = w.global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS
-    lay = train_layout(plan)
+    lay = plan.layout  # what train_layout(plan) copies, read in place
     kind: TrainKind = "full" if w.task == "train" else "lora"
     st = training_step(model, plan.gpu, lay, seq_tokens=seq, micro_batch=w.micro_batch or 1,
                        global_batch_tokens=max(batch, lay.dp * (w.micro_batch or 1) * seq),

@@ -13,6 +13,7 @@ from typing import Literal
 
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.speed.calibration import calibration
 
 __all__ = [
@@ -40,6 +41,7 @@ SCALE_UP_FALLBACK_BYTES_PER_S = 64e9
 """PCIe Gen4 x16 (bidirectional) when a GPU lists no PCIe figure."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PeakChoice:
     """The dense peak the estimate divides by, the precision it belongs to, and why, if it fell back."""
@@ -151,6 +153,7 @@ def power_capped(gpu: GpuSpec, power_limit_w: float) -> GpuSpec:
     return replace(gpu, peaks=peaks, tdp_w=int(power_limit_w))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Link:
     """A path between GPUs: its kind, one-direction bandwidth and per-collective latency."""

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_matmul_params
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, allreduce_s, group_link, p2p_s, peak_for
@@ -76,6 +77,7 @@ def serve_shape_factor(width: float, half_width: float) -> float:
     return width / (width + half_width)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServingSetup:
     """One replica's serving configuration: what each GPU holds and how the replica is split."""
@@ -91,6 +93,7 @@ class ServingSetup:
     graph_batch_sizes: tuple[int, ...] = ()  # captured decode graphs that pad a batch up (empty: no padding)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DecodeStep:
     """One step of a replica: its time by part and the bound that held."""
@@ -123,14 +126,26 @@ class _StepConstants:
     fixed_s: float  # per pipeline tick: the step's cost and the stage's layers' launches
     elementwise_s_per_token: float
     knee: float  # soft_roofline's exponent
+    # each rate the step formula divides by, formed once in the same order
+    mem_rate: float  # bw * mbu
+    matmul_rate: float  # peak * mm_eff
+    attention_rate: float  # bf16 * att_eff
+    routed_share: float | None  # MoE: routed-expert share of the parameters; None for a dense model
+    miss_per_token: float  # MoE: 1 - k/E, the chance one token skips a given expert
+    allreduce_share: float  # 2 (tp - 1) / tp: the share of a message a ring all-reduce moves per GPU
+    allreduce_rate: float  # link bandwidth x efficiency
+    allreduce_latency_s: float
 
 
-_STEP_MEMO: dict[tuple[int, int, ServingSetup, int, bool], tuple[ModelSpec, GpuSpec, Calibration, _StepConstants]] = {}
+_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, bool],
+                 tuple[ModelSpec, GpuSpec, Calibration, _StepConstants]] = {}
 
 
 def _constants(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration, ideal: bool) -> _StepConstants:
-    """The per-step constants, memoised: all inputs are frozen (model, GPU and calibration by identity)."""
-    key = (id(model), id(gpu), setup, id(cal), ideal)
+    """The per-step constants, memoised on what they depend on: the (frozen) model, GPU and calibration by
+    identity, and the setup's precision, TP, PP and server size; any plan of that model on that GPU and split
+    reuses them."""
+    key = (id(model), id(gpu), setup.precision, setup.tp, setup.pp, setup.gpus_per_server, id(cal), ideal)
     hit = _STEP_MEMO.get(key)
     if hit is not None and hit[0] is model and hit[1] is gpu and hit[2] is cal:
         return hit[3]
@@ -149,17 +164,26 @@ def _constants(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibra
                            description=pp_link.description)
     # memory-bound operators between the products (norms, activations, residuals, rotary): one forward
     # pass is a third of the training traffic per token, layer and hidden unit
+    mbu = 1.0 if ideal else k.decode_mbu
+    mm_eff = 1.0 if ideal else (k.serve_matmul_efficiency * cal.low_precision_ratio(gpu, choice.precision)
+                                * serve_shape_factor(model.hidden_size / setup.tp, k.serve_matmul_half_width))
+    att_eff = 1.0 if ideal else k.attention_efficiency
+    bf16 = peak_for(gpu, "bf16").flops_per_s
+    moe = model.moe
+    link_eff = 1.0 if ideal else cal.link_efficiency
     consts = _StepConstants(
-        mbu=1.0 if ideal else k.decode_mbu,
-        mm_eff=1.0 if ideal else (k.serve_matmul_efficiency * cal.low_precision_ratio(gpu, choice.precision)
-                                  * serve_shape_factor(model.hidden_size / setup.tp, k.serve_matmul_half_width)),
-        att_eff=1.0 if ideal else k.attention_efficiency, bw=bw, peak=choice.flops_per_s,
-        bf16=peak_for(gpu, "bf16").flops_per_s, matmul_params=forward_matmul_params(model), link=link,
-        pp_link=pp_link,
+        mbu=mbu, mm_eff=mm_eff, att_eff=att_eff, bw=bw, peak=choice.flops_per_s, bf16=bf16,
+        matmul_params=forward_matmul_params(model), link=link, pp_link=pp_link,
         fixed_s=0.0 if ideal else k.per_step_s + model.num_layers / setup.pp * k.per_layer_step_s,
         elementwise_s_per_token=(0.0 if ideal else model.num_layers / setup.pp * k.elementwise_bytes_per_hidden / 3.0
                                  * model.hidden_size / setup.tp / bw),
-        knee=1e3 if ideal else k.roofline_exponent)
+        knee=1e3 if ideal else k.roofline_exponent,
+        mem_rate=bw * mbu, matmul_rate=choice.flops_per_s * mm_eff, attention_rate=bf16 * att_eff,
+        routed_share=model.params.experts / model.params_total if moe is not None and model.params_total else None,
+        miss_per_token=1.0 - moe.experts_per_token / moe.num_experts if moe is not None else 1.0,
+        allreduce_share=2.0 * (setup.tp - 1) / setup.tp,
+        allreduce_rate=link.bytes_per_s * link_eff if link is not None else 1.0,
+        allreduce_latency_s=link.latency_s if link is not None else 0.0)
     if len(_STEP_MEMO) >= 1024:
         _STEP_MEMO.clear()
     _STEP_MEMO[key] = (model, gpu, cal, consts)
@@ -202,18 +226,19 @@ def _step(model: ModelSpec, setup: ServingSetup, c: _StepConstants, cal: Calibra
     batch, prefill_tokens, padded_batch = batch / groups, prefill_tokens / groups, padded_batch / groups
     tokens = max(batch, padded_batch) + prefill_tokens
     weights = setup.weights_bytes_per_gpu
-    if model.moe is not None and model.params_total:
-        routed = model.params.experts / model.params_total
-        weights *= 1 - routed + routed * moe_expert_fraction_read(model, tokens)
+    routed = c.routed_share
+    if routed is not None:  # the experts the step's tokens touch (moe_expert_fraction_read)
+        weights *= 1 - routed + routed * float(1.0 - c.miss_per_token ** max(tokens, 1.0))
     split = setup.tp * setup.pp
-    mem_rate = c.bw * c.mbu
-    matmul_s = tokens * 2.0 * c.matmul_params / split / (c.peak * c.mm_eff)
-    weights_s = soft_roofline(weights / mem_rate, matmul_s, c.knee)
+    mem_rate = c.mem_rate
+    matmul_s = tokens * 2.0 * c.matmul_params / split / c.matmul_rate
+    weights_read_s = weights / mem_rate
+    weights_s = soft_roofline(weights_read_s, matmul_s, c.knee)
     kv_s = batch * setup.kv_bytes_per_sequence_per_gpu / mem_rate  # the sequences' own caches, no padding
     attn_flops = batch * decode_attn_flops
     if prefill_tokens and prefill_attn_flops:
         attn_flops += prefill_tokens * prefill_attn_flops
-    attn_compute_s = attn_flops / split / (c.bf16 * c.att_eff)
+    attn_compute_s = attn_flops / split / c.attention_rate
     attention_s = max(kv_s, attn_compute_s)
     per_gpu = pp * (weights_s + attention_s + tokens * c.elementwise_s_per_token)
     comm = 0.0
@@ -225,12 +250,13 @@ def _step(model: ModelSpec, setup: ServingSetup, c: _StepConstants, cal: Calibra
         comm += pp * p2p_s(message, c.pp_link, efficiency=efficiency)
     fixed = pp * c.fixed_s
     step = fixed + per_gpu + comm
-    memory_part = weights / mem_rate + kv_s
+    memory_part = weights_read_s + kv_s
     compute_part = matmul_s + attn_compute_s
     bound = "fixed" if fixed > per_gpu else ("memory" if memory_part >= compute_part else "compute")
     return step, fixed, pp * weights_s, pp * attention_s, comm, bound
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServingEstimate:
     """Serving figures at the requested concurrency and at saturation, with the ceilings beside them."""

@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Protocol
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.flops import (
     Recompute,
@@ -51,6 +53,7 @@ __all__ = [
     "BREAKDOWN_KEYS",
     "DEFAULT_GLOBAL_BATCH_TOKENS",
     "TrainLayout",
+    "TrainSplit",
     "TrainingStep",
     "microbatches_for",
     "pipeline_bubble_fraction",
@@ -66,6 +69,7 @@ BREAKDOWN_KEYS = ("compute", "tp_comm", "pp_bubble", "pp_p2p", "cp_comm", "dp_sy
                   "optimizer")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TrainLayout:
     """A training layout: ``gpus == tp * cp * pp * dp``; ``zero`` 0-3 (3 = FSDP); ``v`` virtual stages."""
@@ -81,6 +85,31 @@ class TrainLayout:
     tp_overlap: bool = False
 
 
+class TrainSplit(Protocol):
+    """What :func:`training_step` reads of a layout: a :class:`TrainLayout`, or the planner's resolved layout
+    (``ResolvedLayout`` has the same fields), read as it is."""
+
+    @property
+    def gpus(self) -> int: ...
+    @property
+    def tp(self) -> int: ...
+    @property
+    def pp(self) -> int: ...
+    @property
+    def cp(self) -> int: ...
+    @property
+    def dp(self) -> int: ...
+    @property
+    def ep(self) -> int: ...
+    @property
+    def zero(self) -> int: ...
+    @property
+    def virtual_stages(self) -> int: ...
+    @property
+    def tp_overlap(self) -> bool: ...
+
+
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TrainingStep:
     """One optimizer step: its time by part (seconds), throughput, MFU and the ceiling beside them."""
@@ -128,7 +157,7 @@ def microbatches_for(global_batch_tokens: int, *, dp: int, micro_batch: int, seq
     return math.ceil(global_batch_tokens / per_micro)
 
 
-def _check(model: ModelSpec, lay: TrainLayout, seq_tokens: int) -> None:
+def _check(model: ModelSpec, lay: TrainSplit, seq_tokens: int) -> None:
     if lay.tp * lay.pp * lay.cp * lay.dp != lay.gpus:
         raise InvalidWorkload(
             f"layout tp {lay.tp} x cp {lay.cp} x pp {lay.pp} x dp {lay.dp} = {lay.tp * lay.cp * lay.pp * lay.dp}"
@@ -157,7 +186,7 @@ def slowest_stage_layers(layers: int, pp: int, virtual_stages: int = 1) -> int:
 
 
 def training_step(
-    model: ModelSpec, gpu: GpuSpec, lay: TrainLayout, *, seq_tokens: int, micro_batch: int = 1,
+    model: ModelSpec, gpu: GpuSpec, lay: TrainSplit, *, seq_tokens: int, micro_batch: int = 1,
     global_batch_tokens: int = DEFAULT_GLOBAL_BATCH_TOKENS, recompute: Recompute = "none",
     kind: TrainKind = "full", precision: str = "bf16", gpus_per_server: int = 8,
     network_bytes_per_s: float | None = None, grad_bytes_per_value: int = 2, cal: Calibration | None = None,
