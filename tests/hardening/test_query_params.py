@@ -53,4 +53,4 @@ def test_the_recipe_route_refuses_a_parameter_it_does_not_take_before_planning(s
 
 
 def test_pages_keep_their_own_query_handling(sqlite_served: Served) -> None:
-    assert sqlite_served.client.get("/plan?model=llama-3.1-8b&utm_source=x").status_code == 200
+    assert sqlite_served.client.get("/glossary?q=fsdp&utm_source=x").status_code == 200
