@@ -95,7 +95,7 @@ def _kv_bytes(plan: Plan, tokens: int) -> int:
                              bytes_per_value=KV_CACHE_DTYPES[plan.precision.kv_cache])
 
 
-def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int,
+def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits: tuple[int, int] | None = None,
                   graph_batch_sizes: tuple[int, ...] = ()) -> ServingSetup:
     model, lay = plan.model, plan.layout
     assert isinstance(model, ModelSpec)
@@ -106,7 +106,7 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int,
     return ServingSetup(
         weights_bytes_per_gpu=plan.per_gpu.weights_bytes, kv_bytes_per_sequence_per_gpu=kv_seq,
         precision=compute_precision_for_weights(plan.precision.weights or "bf16"), tp=lay.tp, pp=lay.pp,
-        replicas=lay.dp, max_num_batched_tokens=_engine_limits(plan)[0], gpus_per_server=SERVER_GPUS,
+        replicas=lay.dp, max_num_batched_tokens=(limits or _engine_limits(plan))[0], gpus_per_server=SERVER_GPUS,
         graph_batch_sizes=graph_batch_sizes)
 
 
@@ -128,7 +128,8 @@ for its prompt plus its maximum output fits; TensorRT-LLM docs, performance tuni
 Options")."""
 
 
-def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: int | None = None) -> int:
+def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: int | None = None,
+                           limits: tuple[int, int] | None = None) -> int:
     """Sequences the engine keeps running at once when requests never stop coming (offline benchmarks):
     the KV capacity over the average cached length (paged caches fill as tokens arrive), or over
     ``reserve_tokens`` per sequence where the engine reserves them up front, at most the engine's sequence
@@ -139,7 +140,7 @@ def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: i
         assert isinstance(plan.model, ModelSpec)
         state = mm.recurrent_state_bytes(plan.model, sequences=1, tp=plan.layout.tp, pp=plan.layout.pp)
         per_seq = max(1.0, float(_kv_bytes(plan, reserve_tokens) + state))
-    cap = _engine_limits(plan)[1]
+    cap = (limits or _engine_limits(plan))[1]
     return max(0, min(cap, int(capacity // per_seq))) * setup.replicas
 
 
@@ -148,10 +149,12 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
              graph_batch_sizes: tuple[int, ...] = ()) -> None:
     assert plan.gpu is not None
     band = cal.band(plan.gpu, "serve", serving_band_kind(model, plan.layout.pp))
-    setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output, graph_batch_sizes=graph_batch_sizes)
+    limits = _engine_limits(plan)
+    setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output, graph_batch_sizes=graph_batch_sizes,
+                          limits=limits)
     conc = plan.workload.concurrency or 1
     full = kv_reservation == "full"
-    sat = saturation_concurrency(plan, setup, reserve_tokens=prompt + output if full else None)
+    sat = saturation_concurrency(plan, setup, reserve_tokens=prompt + output if full else None, limits=limits)
     est = serving_estimate(model, plan.gpu, setup, prompt_tokens=prompt, output_tokens=output, concurrency=conc,
                            saturation_concurrency=max(sat, 1), cal=cal)
     _time(out, "ttft_s", est.ttft_s, est.ttft_s_ceiling, band)
@@ -173,7 +176,7 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
         f"batching and chunked prefill (each step carries prompt/output = {prompt / output:.2g} prefill tokens per "
         f"output token); saturation at {sat:,} sequences (KV capacity at "
         + ("prompt + output tokens each, reserved up front" if full else "the average cached length")
-        + f", engine cap {_engine_limits(plan)[1]:,})")
+        + f", engine cap {limits[1]:,})")
     assumptions.append(_serving_constants_line(plan.gpu, cal, setup.precision))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Literal
 
 from anchorgpu.errors import InvalidWorkload
@@ -52,6 +53,7 @@ class PeakChoice:
     warning: tuple[str, str] | None = None
 
 
+@lru_cache(maxsize=64)
 def compute_precision_for_weights(weights_format: str) -> ComputePrecision:
     """The matrix-multiply precision a weight format runs at.
 

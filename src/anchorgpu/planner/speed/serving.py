@@ -63,8 +63,8 @@ def soft_roofline(memory_s: float, compute_s: float, exponent: float) -> float:
     (1.4142135623730951, False)
     """
     if memory_s <= 0.0 or compute_s <= 0.0:
-        return max(memory_s, compute_s)
-    big = max(memory_s, compute_s)
+        return memory_s if memory_s >= compute_s else compute_s
+    big = memory_s if memory_s >= compute_s else compute_s
     return float(big * ((memory_s / big) ** exponent + (compute_s / big) ** exponent) ** (1.0 / exponent))
 
 
