@@ -439,12 +439,14 @@ def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec
     recompute_lw = np.empty((n_l, n_w), dtype=object)
     rows = zip(lay.gpus.tolist(), lay.tp.tolist(), lay.pp.tolist(), lay.dp.tolist(), lay.zero.tolist(),
                lay.shape.tolist(), strict=True)
+    by_recompute = {rc: replace(w, recompute=rc) for rc in ladder}  # built once, not per layout
+    by_weights = {name: PrecisionPlan(weights=name) for name in weights}
     for i, (gpus, tp, pp, dp, zero, s) in enumerate(rows):
         for j, name in enumerate(weights):
             key = (name, tp, pp, dp, zero, shapes[s].gpu.name)  # the recompute that fits depends on the GPU
             if key not in mem_cache:
                 for rc in ladder:
-                    p = plan(model, replace(w, recompute=rc), precision=PrecisionPlan(weights=name),
+                    p = plan(model, by_recompute[rc], precision=by_weights[name],
                              gpu=shapes[s].gpu, suggest=False, choose_layout=False,
                              layout=Layout(gpus=gpus, tp=tp, pp=pp, dp=dp, zero=zero), overheads=spec.overheads)
                     if p.fits:
