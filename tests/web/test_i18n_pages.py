@@ -317,3 +317,15 @@ def test_the_api_stays_english_whatever_the_browser_prefers(client: TestClient) 
     quote = client.post("/v1/quotes", headers=russian, json={"offering": "h100-sxm-1x-vm", "quantity": 1, "term": "1w"})
     assert quote.status_code in (201, 401)
     assert client.get("/openapi.json", headers=russian).json()["info"]["title"].isascii()
+
+
+def test_a_domain_refusal_stays_english_and_says_so_while_a_form_error_is_russian(client: TestClient) -> None:
+    """The planner's refusals are the CLI's and the API's words: English, marked lang="en" on a Russian page."""
+    mig = client.get("/plan", params={"model": "llama-3.1-8b", "gpu": "h100 mig 1g.10gb", "lang": "ru"})
+    assert mig.status_code == 422
+    assert re.search(r'id="plan-error" lang="en">[^<]*whole GPUs only', mig.text)
+    form = client.get("/plan", params={"model": "llama-3.1-8b", "gpus": "0", "lang": "ru"})
+    message = re.search(r'id="plan-error"( lang="en")?>([^<]*)<', form.text)
+    assert message and message.group(1) is None and "не меньше 1" in message.group(2)
+    english = client.get("/plan", params={"model": "llama-3.1-8b", "gpu": "h100 mig 1g.10gb", "lang": "en"})
+    assert 'id="plan-error">' in english.text  # an English page needs no mark

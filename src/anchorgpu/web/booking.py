@@ -21,7 +21,7 @@ from anchorgpu.catalog import load_catalog
 from anchorgpu.errors import AnchorError
 from anchorgpu.validation import ascii_int
 from anchorgpu.web.deps import SignedInAccountId, require_csrf
-from anchorgpu.web.i18n import PageText, page_text
+from anchorgpu.web.i18n import English, PageText, page_text
 from anchorgpu.web.templating import environment, render, web_session
 
 router = APIRouter(dependencies=[Depends(require_csrf)])
@@ -41,7 +41,7 @@ def _offering_context(offering_id: str | None) -> dict[str, Any]:
         try:
             offering = catalog.offering(offering_id)
         except AnchorError as exc:
-            context["error"] = exc.message
+            context["error"] = English(exc.message)
         else:
             context["offering"] = offering
             context["options"] = [o for o in catalog.options if o.applies_to(offering)]
@@ -84,7 +84,7 @@ def preview_quote(form: Mapping[str, str | None], clock: Any, text: PageText | N
         quote = price_quote(load_catalog(), str(form.get("offering") or "")[:100], quantity, term, options, clock(), 60,
                             region=str(form.get("region") or "") or None, quote_id="preview")
     except AnchorError as exc:
-        return {"error": exc.message}
+        return {"error": English(exc.message)}
     except ValueError:
         return {"error": _not_whole(text)}
     return {"quote": quote_to_json(quote)}
@@ -119,12 +119,12 @@ async def create_quote(request: Request, account_id: SignedInAccountId, uow_fact
                                       validity_s=settings.quote_validity_s)
     except ValueError as exc:
         if isinstance(exc, AnchorError):
-            context["error"] = exc.message
+            context["error"] = English(exc.message)
             return render(request, "quote_builder.html", context, status_code=exc.http_status)
         context["error"] = _not_whole(page_text(request))
         return render(request, "quote_builder.html", context, status_code=422)
     except AnchorError as exc:
-        context["error"] = exc.message
+        context["error"] = English(exc.message)
         return render(request, "quote_builder.html", context, status_code=exc.http_status)
     return RedirectResponse(f"/quotes/{quote['id']}", status_code=303)
 
@@ -146,7 +146,7 @@ def book(request: Request, account_id: SignedInAccountId, uow_factory: UowFactor
                                      key_ttl_s=settings.idempotency_key_ttl_s)
     except AnchorError as exc:
         quote = services.get_quote(uow_factory(), account_id=account_id, quote_id=quote_id)
-        return render(request, "quote.html", {"quote": quote, "idempotency_key": new_form_key(), "error": exc.message},
+        return render(request, "quote.html", {"quote": quote, "idempotency_key": new_form_key(), "error": English(exc.message)},
                       status_code=exc.http_status)
     allocation_id = outcome.body["id"]
     text = page_text(request)
@@ -204,7 +204,7 @@ def extend_confirm_page(
         context["priced"] = quote_extension(uow_factory(), account_id=account_id, allocation_id=allocation_id, term=term,
                                             now=clock())
     except AnchorError as exc:
-        context["error"] = exc.message
+        context["error"] = English(exc.message)
         return render(request, "extend_confirm.html", context, status_code=exc.http_status)
     return render(request, "extend_confirm.html", context)
 

@@ -96,7 +96,8 @@ def _anchor(x_pct: float) -> str:
     return "end" if x_pct > 50 else "start"
 
 
-def memory_bar(per_gpu: Mapping[str, int | None], memory_bytes: int | None, *, budget_bytes: int | None = None) -> MemoryBar:
+def memory_bar(per_gpu: Mapping[str, int | None], memory_bytes: int | None, *, budget_bytes: int | None = None,
+               decimal_sign: str = ".") -> MemoryBar:
     """Lay out the stacked bar for one GPU; the axis covers both the total and the GPU's memory.
 
     The GPU's memory and (when it differs and is what the verdict compares with) a serving engine's budget
@@ -128,7 +129,7 @@ def memory_bar(per_gpu: Mapping[str, int | None], memory_bytes: int | None, *, b
         segments.append(BarSegment(key=key, label=label, bytes=size, x=x_of(cursor), width=x_of(cursor + size) - x_of(cursor)))
         cursor += size
     last = len(ticks_gib) - 1
-    tick_marks = tuple((x_of(t * GIB), f"{t:g} GiB", "start" if i == 0 else "end" if i == last else "middle")
+    tick_marks = tuple((x_of(t * GIB), f"{t:g} GiB".replace(".", decimal_sign), "start" if i == 0 else "end" if i == last else "middle")
                        for i, t in enumerate(ticks_gib))
     has_budget = bool(budget_bytes and budget_bytes != memory_bytes)
     row = 18
@@ -229,9 +230,10 @@ def _compact(value: float) -> str:
 
 
 def scatter(points: Sequence[tuple[str, float, float]], *, x_label: str, y_label: str, height: int = 300,
-            x_prefix: str = "", ranks: Sequence[int] | None = None) -> Scatter:
+            x_prefix: str = "", ranks: Sequence[int] | None = None, decimal_sign: str = ".") -> Scatter:
     """Place (label, cost, speed) points, in table order; flag the cheapest, the fastest and the Pareto front.
 
+    ``decimal_sign`` writes the tick numbers in the page's locale (Babel's symbol: "," in Russian).
     ``ranks`` are the points' row numbers in the table (default 1, 2, …). Points closer than a tag's size at :data:`MIN_CHART_PX` share one tag ("2,3" or "2+"), so tags never
     overlap; each point stays its own focusable mark.
 
@@ -282,9 +284,9 @@ def scatter(points: Sequence[tuple[str, float, float]], *, x_label: str, y_label
         right=right,
         points=placed,
         front=tuple(stairs),
-        x_ticks=tuple((px(t), x_prefix + _compact(t), "start" if i == 0 else "end" if i == last else "middle")
+        x_ticks=tuple((px(t), x_prefix + _compact(t).replace(".", decimal_sign), "start" if i == 0 else "end" if i == last else "middle")
                       for i, t in enumerate(x_ticks)),
-        y_ticks=tuple((py(t), _compact(t)) for t in y_ticks),
+        y_ticks=tuple((py(t), _compact(t).replace(".", decimal_sign)) for t in y_ticks),
         x_label=x_label,
         y_label=y_label,
     )

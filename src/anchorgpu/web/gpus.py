@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from anchorgpu.errors import AnchorError
-from anchorgpu.web.i18n import PageText, page_text
+from anchorgpu.web.i18n import English, PageText, page_text
 from anchorgpu.web.templating import render
 
 router = APIRouter()
@@ -143,7 +143,7 @@ def compare_page(request: Request, a: Annotated[str, Query(max_length=100)] = "h
     try:
         first, second = get_gpu(a), get_gpu(b)
     except AnchorError as exc:
-        context["error"] = exc.message
+        context["error"] = English(exc.message)
         return render(request, "gpu_compare.html", context, status_code=exc.http_status)
     from anchorgpu.planner.speed.reference import predicted_speeds
 

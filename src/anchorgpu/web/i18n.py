@@ -19,7 +19,7 @@ from typing import Any
 
 from fastapi import Request
 
-__all__ = ["DEFAULT_LOCALE", "LANG_COOKIE", "SUPPORTED_LOCALES", "N_", "PageText", "locale_for", "page_text",
+__all__ = ["DEFAULT_LOCALE", "LANG_COOKIE", "SUPPORTED_LOCALES", "English", "N_", "PageText", "locale_for", "page_text",
            "parse_accept_language", "translations"]
 
 SUPPORTED_LOCALES: tuple[str, ...] = ("en", "ru")
@@ -86,6 +86,14 @@ def translations(locale: str) -> gettext.NullTranslations:
     write_mo(compiled, catalog)
     compiled.seek(0)
     return gettext.GNUTranslations(compiled)
+
+
+class English(str):
+    """A sentence that stays English on every page: a domain message (the planner's, the catalog's, a service's
+    refusal), the same words the CLI and the API give. Templates mark it ``lang="en"`` on a page in another
+    language (the ``english`` test: ``{% if error is english %}``)."""
+
+    __slots__ = ()
 
 
 def N_(message: str) -> str:  # noqa: N802 - gettext's name for a no-op marker, which Babel's extractor knows

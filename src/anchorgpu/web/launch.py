@@ -7,6 +7,7 @@ from typing import Any
 
 from anchorgpu.errors import AnchorError
 from anchorgpu.recipes import KINDS
+from anchorgpu.web.i18n import English
 
 RECIPE_KINDS = KINDS
 
@@ -19,7 +20,7 @@ def launch_for_plan(plan_request: Any, kind: str, settings: Any) -> tuple[dict[s
     try:
         result = run_plan(plan_request.model_copy(update={"recipe": kind}), offline=server_offline(settings))
     except AnchorError as err:
-        return None, err.message
+        return None, English(err.message)
     recipe: dict[str, Any] = result["recipe"]
     return recipe, None
 
@@ -47,6 +48,6 @@ def launch_for_allocation(uow_factory: Any, account_id: str, allocation_id: str,
         body = allocation_recipe(uow_factory(), account_id=account_id, allocation_id=allocation_id, clock=clock,
                                  kind=form["kind"], model=model, workload=workload)
     except AnchorError as err:
-        return None, err.message
+        return None, English(err.message)
     recipe: dict[str, Any] = body["recipe"]
     return recipe, None

@@ -19,7 +19,7 @@ from anchorgpu.api.planning import run_plan
 from anchorgpu.api.schemas import PlanRequest
 from anchorgpu.errors import AnchorError
 from anchorgpu.web.charts import SEGMENTS, memory_bar, scatter
-from anchorgpu.web.i18n import PageText, page_text
+from anchorgpu.web.i18n import English, PageText, page_text
 from anchorgpu.web.templating import render
 
 router = APIRouter()
@@ -101,6 +101,27 @@ def validation_message(exc: ValidationError, text: PageText | None = None) -> st
     return f"{field}: {reason}"
 
 
+def concept_names(warnings: list[dict[str, Any]], locale: str) -> dict[str, str]:
+    """The glossary's name, in the page's language, of each concept the warnings link to ("Тензорный параллелизм")."""
+    from anchorgpu.glossary import get_entry
+
+    names: dict[str, str] = {}
+    for warning in warnings:
+        concept = warning.get("concept")
+        if concept and concept not in names:
+            try:
+                names[concept] = get_entry(concept).term.get("ru" if locale == "ru" else "en")
+            except AnchorError:
+                continue
+    return names
+
+
+def _decimal_sign(text: PageText) -> str:
+    from babel.numbers import get_decimal_symbol
+
+    return str(get_decimal_symbol(text.locale))
+
+
 def step_parts(text: PageText) -> dict[str, str]:
     """The parts of a training step (``performance.step_time_breakdown_s`` keys) in words."""
     return {"compute": text.gettext("compute"), "tp_comm": text.gettext("TP communication"),
@@ -167,13 +188,15 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
         context["error"] = validation_message(exc, text)
         return render(request, "plan.html", context, status_code=422)
     except AnchorError as exc:
-        context["error"] = exc.message
+        context["error"] = English(exc.message)
         return render(request, "plan.html", context, status_code=exc.http_status)
     gpu = result.get("gpu") or {}
     if gpu.get("name"):
         values["gpu"] = gpu["name"]  # an alias in the URL selects its canonical GPU in the form
     context["result"] = result
-    context["bar"] = memory_bar(result["per_gpu"], gpu.get("memory_bytes"), budget_bytes=result.get("budget_bytes"))
+    context["concept_names"] = concept_names(result.get("warnings") or [], text.locale)
+    context["bar"] = memory_bar(result["per_gpu"], gpu.get("memory_bytes"), budget_bytes=result.get("budget_bytes"),
+                                decimal_sign=_decimal_sign(text))
     context["budget_bytes"] = result.get("budget_bytes")
     context["recommend_query"] = request.url.query
     from urllib.parse import urlencode
@@ -236,7 +259,7 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
         context["error"] = validation_message(exc, text)
         return render(request, "recommend.html", context, status_code=422)
     except AnchorError as exc:
-        context["error"] = exc.message
+        context["error"] = English(exc.message)
         return render(request, "recommend.html", context, status_code=exc.http_status)
     diffusion = result.get("workload", {}).get("task") == "diffusion"
     training = not diffusion and values.get("task", "inference") != "inference"
@@ -254,6 +277,7 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
     context["launch_query"] = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "recipe"])
     context["launch_kind"] = values.get("recipe")
     context["chart"] = scatter(points, x_label=f"Total for {result['term']}, USD", x_prefix="$", ranks=[c[0] for c in charted],
+                               decimal_sign=_decimal_sign(text),
                                y_label="Training tokens/s" if training else "Output tokens/s (all users)") if points else None
     context["speed_unit"] = text.gettext("images/s") if diffusion else text.gettext("tokens/s")
     return render(request, "recommend.html", context)

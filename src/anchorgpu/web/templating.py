@@ -192,6 +192,9 @@ def environment(locale: str = "en") -> Environment:
     env.filters["quote_lines"] = words.quote_lines
     env.filters["quote_statement"] = words.quote_statement
     env.globals["option_words"] = words.option
+    from anchorgpu.web.i18n import English
+
+    env.tests["english"] = lambda value: isinstance(value, English)
     return env
 
 
