@@ -89,12 +89,15 @@ def test_the_russian_journey_reads_well_at_phone_and_laptop_widths(browser: Any,
         page.goto(f"{server}/")
         _check(page, shots, "home", width, "Рассчитать нагрузку", "Арендовать мощности")
 
-        page.goto(f"{server}/signin?next=/plan")
+        page.goto(f"{server}/catalog?gpu=h100&sort=-memory")
+        page.click("#signin-link")  # from any page, the header's button
         _check(page, shots, "signin", width, "Впервые здесь?", "Создать учётную запись")
         page.fill("#name", f"тестер {width}")
         page.click("#signup-submit")
         assert page.inner_text("#api-key").strip().startswith("agpu_")
         _check(page, shots, "signup-done", width, "только один раз", "Вернуться туда, где вы были")
+        page.click("#continue")
+        page.wait_for_url(re.compile(r"/catalog\?gpu=h100&sort=-memory$"))  # back where the visitor was
 
         page.goto(f"{server}/plan")
         page.fill("#f-model", "llama-3.1-70b")

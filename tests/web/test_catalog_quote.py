@@ -99,6 +99,21 @@ def test_signing_up_from_a_quote_link_returns_to_that_quote(client: TestClient, 
     assert client.get(wanted).status_code == 200  # signed in now: the builder itself
 
 
+def test_the_headers_sign_in_from_any_page_returns_to_that_page(client: TestClient, field: Any) -> None:
+    # issue 14 item 8, "sign-up returns to where you were": not only from a quote link, from the header's button too
+    page = client.get("/catalog?gpu=h100&sort=-memory").text
+    signin_url = re.search(r'href="([^"]+)" class="button small" id="signin-link"', page).group(1).replace("&amp;", "&")  # type: ignore[union-attr]
+    assert signin_url == "/signin?next=%2Fcatalog%3Fgpu%3Dh100%26sort%3D-memory"
+    signin = client.get(signin_url).text
+    next_value = re.search(r'name="next" value="([^"]*)"', signin).group(1).replace("&amp;", "&")  # type: ignore[union-attr]
+    done = client.post("/signup", data={"csrf_token": field(signin, "csrf_token"), "name": "from the catalog", "next": next_value})
+    link = re.search(r'id="continue" href="([^"]+)"', done.text)
+    assert link is not None and link.group(1).replace("&amp;", "&") == "/catalog?gpu=h100&sort=-memory"
+    assert 'id="signin-link"' not in client.get("/catalog").text  # signed in: the header offers sign-out instead
+    client.cookies.clear()
+    assert 'href="/signin" class="button small" id="signin-link"' in client.get("/signin?next=/plan").text  # no loop to itself
+
+
 def test_sign_up_keeps_no_off_site_next(client: TestClient, field: Any) -> None:
     for bad in ("https://evil.example/", "//evil.example/x", "/\\evil"):
         page = client.get("/signin").text  # a fresh token: signing up starts a new session

@@ -219,9 +219,13 @@ def render(request: Request, template: str, context: Mapping[str, Any] | None = 
     others = [(k, v) for k, v in request.query_params.multi_items() if k != "lang"]
     language_links = [(code, name, f"{request.url.path}?{urlencode([*others, ('lang', code)])}")
                       for code, name in LANGUAGE_NAMES.items()]
+    # the header's "Sign in" brings the visitor back to this page afterwards (sign-in and sign-up both follow ``next``)
+    here = request.url.path + (f"?{urlencode(others)}" if others else "")
+    signin_url = "/signin" if request.url.path in ("/signin", "/signup", "/signout") else f"/signin?{urlencode({'next': here})}"
     full = {
         "locale": locale,
         "language_links": language_links,
+        "signin_url": signin_url,
         "request": request,
         "account_name": session.account_name,
         "signed_in": session.account_id is not None,
