@@ -83,3 +83,34 @@ def test_recommend_returns_a_recipe_per_result(client: TestClient, problem: Any)
         assert f':{per_server}"' in task  # accelerators: "NAME:GPUs per server" of that offering
     diffusion = client.post("/v1/recommend", json={"model": "flux.1-dev", "recipe": "vllm"})
     assert diffusion.status_code == 422 and "no launch recipe" in problem(diffusion)["detail"]
+
+
+def test_a_plan_that_does_not_fit_gets_a_422_not_a_launch(client: TestClient, problem: Any) -> None:
+    """QA pass: POST /v1/plan with a recipe answered 200 with a launch that would run out of memory; now the
+    launch is refused like any the plan cannot express, naming what would fit."""
+    answer = client.post("/v1/plan", json={"model": "llama-3.1-70b", "gpu": "h100", "gpus": 1, "context": 8192,
+                                           "concurrency": 32, "recipe": "sglang"})
+    assert answer.status_code == 422 and answer.headers["content-type"].startswith("application/problem+json")
+    body = problem(answer)
+    assert body["code"] == "recipe_not_expressible"
+    assert body["detail"] == ("--recipe sglang: the plan does not fit on 1 x h100-sxm (short by 145.66 GiB per GPU); "
+                              "plan with --gpus 4 --tp 4 first")
+
+
+def test_an_allocation_that_cannot_hold_the_model_gets_a_422_not_a_launch(client: TestClient, alice: Any,
+                                                                           quote_for: Any, problem: Any) -> None:
+    """QA pass: when no layout on the booked servers fits, the allocation's launch was written anyway (for the
+    first layout the model allows) and would run out of memory; now it is refused, naming a change that fits on
+    the booked GPUs when there is one."""
+    allocation = _book(client, alice, quote_for, "h100-sxm-8x-bm", 1)
+    serve = client.get(f"/v1/allocations/{allocation}/recipe", headers=alice.auth,
+                       params={"kind": "vllm", "model": "llama-3.1-405b", "context": 8192})
+    assert serve.status_code == 422, serve.text
+    detail = problem(serve)["detail"]
+    assert detail.startswith("--recipe vllm: the plan does not fit on this allocation's 1 x 8 h100-sxm (short by ")
+    assert detail.endswith("per GPU); it would fit with --weights int4-awq")  # more GPUs is not this launch's change
+    train = client.get(f"/v1/allocations/{allocation}/recipe", headers=alice.auth,
+                       params={"kind": "torchrun-fsdp", "model": "llama-3.1-70b", "task": "train", "context": 65536})
+    assert train.status_code == 422 and problem(train)["detail"].startswith(
+        "--recipe torchrun-fsdp: the plan does not fit on this allocation's 1 x 8 h100-sxm (short by ")
+    assert problem(train)["detail"].endswith("per GPU)")  # nothing fits on 8 GPUs: nothing named

@@ -5,6 +5,7 @@ The API side (``POST /v1/plan`` with ``recipe``) is in tests/api/test_recipe_rou
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -93,3 +94,36 @@ def test_an_allocation_whose_servers_each_cannot_hold_the_model_gets_one_replica
     small = run_json(capsys, "allocations", "recipe", booked["id"], "--kind", "vllm", "--model", "llama-3.1-70b",
                      "--context", "8k")  # a model one server holds keeps a replica per server
     assert (small["plan"]["layout"]["tp"], small["plan"]["layout"]["dp"]) == (8, 2) and small["plan"]["fits"]
+
+
+def test_a_plan_that_does_not_fit_gets_no_launch(capsys: pytest.CaptureFixture[str]) -> None:
+    """QA pass: a plan that does not fit still printed a launch (with a "does NOT fit" note) that would run out of
+    memory; now every kind refuses it in one line, naming the first "What would fit" change."""
+    for kind in ("vllm", "k8s"):
+        code, out, err = run(capsys, "plan", "llama-3.1-70b", "--context", "8k", "--concurrency", "32", "--gpu",
+                             "h100", "--gpus", "1", "--recipe", kind)
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+        assert err.strip() == (f"error: --recipe {kind}: the plan does not fit on 1 x h100-sxm (short by 145.66 GiB "
+                               "per GPU); plan with --gpus 4 --tp 4 first")
+    code, out, err = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--zero",
+                         "0", "--recipe", "deepspeed", "--json")
+    assert code == 2 and out == "" and "does not fit on 8 x h100-sxm" in err and "--zero 3 first" in err
+
+
+def test_recommend_launches_each_row_as_it_was_sized(capsys: pytest.CaptureFixture[str]) -> None:
+    """QA pass: a training row was planned again for its launch at no recompute and a micro-batch of the planner's
+    choosing, not as the sweep sized it (micro-batch 1, the least recompute that fits): the launch differed from the
+    row (micro-batch 4 on 7 x MI300X where the row priced 1) or did not fit at all. Each row's launch is now the
+    row's own plan: it fits, with the row's micro-batch."""
+    body = run_json(capsys, "recommend", "llama-3.1-70b", "--task", "train", "--max-servers", "8", "--term", "1month",
+                    "--recipe", "torchrun-fsdp")
+    launched = 0
+    for row in body["results"] + body["pareto"]:
+        if row["layout"]["pp"] > 1:  # torchrun's FSDP has no pipeline stages: refused for that, not for memory
+            assert "pipeline parallelism" in row["recipe_refused"], row
+            continue
+        assert row["recipe"] is not None, row
+        settings = json.loads(dict((f["name"], f["text"]) for f in row["recipe"]["files"])["anchorgpu_train.json"])
+        assert settings["micro_batch_size"] == row["concurrency"], row["offering"]
+        launched += 1
+    assert launched >= 3

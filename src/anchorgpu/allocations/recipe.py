@@ -24,7 +24,7 @@ def allocation_recipe(uow: Any, *, account_id: str, allocation_id: str, clock: A
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Layout, plan
     from anchorgpu.planner.report import plan_to_json
-    from anchorgpu.recipes import Target, build_recipe, recipe_to_json
+    from anchorgpu.recipes import Target, build_recipe, check_fits, check_kind, recipe_to_json
 
     body = get_allocation(uow, account_id=account_id, allocation_id=allocation_id, clock=clock)
     if body["state"] in ("terminated", "expired"):
@@ -45,7 +45,7 @@ def allocation_recipe(uow: Any, *, account_id: str, allocation_id: str, clock: A
         layouts.append(Layout(gpus=gpus, pp=1, tp=flat, cp=flat))
     layouts.append(Layout(gpus=gpus))  # the planner's own layout
     result = None
-    for layout in layouts:  # the first that fits; else the first the model allows (its launch says it does not fit)
+    for layout in layouts:  # the first that fits; else the first the model allows (refused below: it does not fit)
         try:
             candidate = plan(model, workload, precision=precision, layout=layout, gpu=gpu)
         except InvalidWorkload:
@@ -57,6 +57,8 @@ def allocation_recipe(uow: Any, *, account_id: str, allocation_id: str, clock: A
             result = candidate
             break
     assert result is not None
+    key = check_kind(kind, diffusion=result.workload.task == "diffusion")
+    check_fits(result, key, where=f"this allocation's {servers} x {offering.gpus} {gpu.name}", fixed_gpus=True)
     recipe = build_recipe(result, kind, target=Target(nodes=servers, gpus_per_node=offering.gpus))
     full = plan_to_json(result)
     return {

@@ -25,8 +25,9 @@ from anchorgpu.recipes._common import (
 from anchorgpu.recipes.cluster import k8s_recipe, skypilot_recipe
 from anchorgpu.recipes.serving import serving_recipe
 from anchorgpu.recipes.training import training_recipe
+from anchorgpu.units import fmt_bytes
 
-__all__ = ["KINDS", "Recipe", "Target", "build_recipe", "check_kind", "flag_data", "recipe_to_json"]
+__all__ = ["KINDS", "Recipe", "Target", "build_recipe", "check_fits", "check_kind", "flag_data", "recipe_to_json"]
 
 
 def check_kind(kind: str, *, diffusion: bool = False) -> str:
@@ -42,10 +43,36 @@ def check_kind(kind: str, *, diffusion: bool = False) -> str:
     return key
 
 
+def check_fits(plan: Plan, kind: str, *, where: str | None = None, fixed_gpus: bool = False) -> None:
+    """Refuse, in one line, a launch for a plan that does not fit: it would run out of memory as planned.
+
+    The line names the first "What would fit" change when the plan has one. ``where`` words the GPUs (default
+    ``N x gpu``). ``fixed_gpus`` is an allocation's launch, whose servers are booked: it names a change on that many
+    GPUs when there is one, else how many GPUs the first change needs.
+    """
+    if plan.fits is not False:
+        return
+    gpu = plan.gpu.name if plan.gpu is not None else "GPU"
+    line = f"the plan does not fit on {where or f'{plan.layout.gpus} x {gpu}'}"
+    if plan.headroom_bytes is not None:
+        line += f" (short by {fmt_bytes(-plan.headroom_bytes)} per GPU)"
+    if not fixed_gpus:
+        if plan.suggestions:
+            line += f"; plan with {plan.suggestions[0].change} first"
+    else:
+        same = [s for s in plan.suggestions if s.gpus == plan.layout.gpus]
+        if same:  # the allocation's launch takes the training sequence as --context
+            line += f"; it would fit with {same[0].change.replace('--seq ', '--context ')}"
+        elif plan.suggestions:
+            line += f"; it needs {plan.suggestions[0].gpus} GPUs ({plan.suggestions[0].change})"
+    raise InvalidWorkload(f"--recipe {kind}: {line}", code="recipe_not_expressible")
+
+
 def build_recipe(plan: Plan, kind: str, *, target: Target | None = None) -> Recipe:
     """The recipe of ``kind`` for ``plan``; ``target`` (servers and GPUs per server) defaults to the plan's GPUs
     packed eight to a server."""
     key = check_kind(kind, diffusion=plan.workload.task == "diffusion")
+    check_fits(plan, key)
     where = target or default_target(plan)
     if where.nodes * where.gpus_per_node != plan.layout.gpus:
         raise InvalidWorkload(f"--recipe {key}: {where.nodes} server(s) x {where.gpus_per_node} GPUs is not the "

@@ -44,10 +44,20 @@ def _one(row: dict[str, Any], model: ModelSpec, workload: Workload, kind: str, t
         # the workload as asked (its context, not the resolved sequence: a vision model's image tokens are added
         # by the plan again, and were counted twice) at the row's concurrency
         w = workload if training else replace(workload, concurrency=row.get("concurrency") or workload.concurrency)
-        p = plan(model, w, precision=PrecisionPlan(weights=row["weights"], kv_cache=row.get("kv_cache") or "bf16"),
-                 layout=Layout(gpus=row["gpus"], tp=lay["tp"], pp=lay["pp"], dp=lay["dp"],
-                               zero=lay.get("zero") if training else None),
-                 gpu=get_gpu(row["gpu"]), suggest=False)
+        precision = PrecisionPlan(weights=row["weights"], kv_cache=row.get("kv_cache") or "bf16")
+        layout = Layout(gpus=row["gpus"], tp=lay["tp"], pp=lay["pp"], dp=lay["dp"],
+                        zero=lay.get("zero") if training else None)
+        if training:
+            # as the sweep sized the row: micro-batch 1 unless asked, the least recompute that fits unless asked
+            # (the row fits; planned at no recompute it may not, and its launch was refused as not fitting)
+            w = replace(w, micro_batch=w.micro_batch or 1)
+            for recompute in (w.recompute,) if w.recompute else ("none", "selective", "full"):
+                p = plan(model, replace(w, recompute=recompute), precision=precision, layout=layout,
+                         gpu=get_gpu(row["gpu"]), suggest=False, choose_layout=False)
+                if p.fits:
+                    break
+        else:
+            p = plan(model, w, precision=precision, layout=layout, gpu=get_gpu(row["gpu"]), suggest=False)
         recipe = build_recipe(p, kind, target=Target(nodes=servers, gpus_per_node=int(row["gpus"]) // servers))
     except InvalidInput as err:
         return {"recipe": None, "recipe_refused": err.message}

@@ -206,7 +206,5 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
                            f"{w.concurrency:,} at once (set the cap to {w.concurrency:,} to keep latency there).")
     data = flag_data(f"{kind}_flags")
     cannot.append("Sampling defaults, chat template, API keys and TLS: not part of the plan.")
-    if plan.fits is False:
-        assumptions.append("The plan does NOT fit: this launch will run out of memory as planned.")
     return Recipe(kind=kind, command=shell_join(parts), files=files, assumptions=tuple(assumptions),
                   cannot_set=tuple(cannot), tool_version=f"{data['tool']} {data['version']}")

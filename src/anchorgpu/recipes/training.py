@@ -72,8 +72,6 @@ def _common_checks(plan: Plan, kind: str, assumptions: list[str], cannot: list[s
         cannot.append(f"Expert parallelism (EP {lay.ep}, as planned) has no setting in this framework's config: the "
                       "MoE layers place their experts in the model code (e.g. DeepSpeed's MoE(ep_size=...)); without "
                       "it every rank shards the experts with the rest.")
-    if plan.fits is False:
-        assumptions.append("The plan does NOT fit: this launch will run out of memory as planned.")
 
 
 def _settings(plan: Plan, steps: TrainSteps, precision: str, model: str) -> dict[str, object]:
