@@ -137,7 +137,19 @@ def test_a_plan_that_does_not_fit_shows_no_speed_and_its_fix_is_one_tap(browser:
         context.close()
 
 
-def test_recommendations_keep_the_plans_precision_unless_the_box_is_ticked(page: Any, server: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("width", [390, 1280])
+def test_recommendations_keep_the_plans_precision_unless_the_box_is_ticked(browser: Any, server: str, tmp_path: Path,
+                                                                           width: int) -> None:
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    try:
+        _recommendations_keep_the_precision(page, server, tmp_path, width)
+    finally:
+        context.close()
+
+
+def _recommendations_keep_the_precision(page: Any, server: str, tmp_path: Path, width: int) -> None:
     page.goto(f"{server}/recommend?model=llama-3.1-70b&context=8192&top=5")
     weights = page.locator("#recommendations tbody tr td:nth-child(11)").all_inner_texts()
     assert weights and all(w.startswith("bf16 / kv bf16") for w in weights), weights
@@ -147,8 +159,40 @@ def test_recommendations_keep_the_plans_precision_unless_the_box_is_ticked(page:
     assert page.locator(".lower-precision").count() >= 1
     assert "rerun your evaluations" in page.inner_text("#lower-precision-note")
     client_px, scroll_px = page.eval_on_selector(".table-wrap", "e => [e.clientWidth, e.scrollWidth]")
-    assert scroll_px <= client_px, "the badge must not push the memory column off a laptop screen"
-    page.screenshot(path=str(_shots(tmp_path) / "recommend-lower-1280.png"), full_page=True)
+    if width >= 1280:
+        assert scroll_px <= client_px, "the badge must not push the memory column off a laptop screen"
+    else:  # a phone scrolls the table in its own frame; the page itself never widens
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= width
+        badge = page.locator(".lower-precision").first.bounding_box()
+        assert badge is not None and badge["height"] < 40  # the badge stays one line, not a column of letters
+    page.screenshot(path=str(_shots(tmp_path) / f"recommend-lower-{width}.png"), full_page=True)
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_quote_builder_takes_days_that_are_weeks_or_months_and_says_why_not_otherwise(browser: Any, server: str,
+                                                                                         tmp_path: Path, width: int) -> None:
+    """Item 8: "7 days" is a week and "30 days" a month, as the catalog defines them; "10 days" gets its reason."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    try:
+        _sign_up(page, server, f"days {width}")
+        page.goto(f"{server}/quote?offering=h100-sxm-1x-vm")
+        page.fill("#f-term", "7 days")
+        page.wait_for_function("() => (document.querySelector('#quote-preview') || {}).innerText?.includes('1 week')")
+        page.fill("#f-term", "30 days")
+        page.wait_for_function("() => (document.querySelector('#quote-preview') || {}).innerText?.includes('1 month')")
+        page.fill("#f-term", "10 days")
+        page.wait_for_selector("#preview-error")
+        assert "whole weeks (7 days) or whole months (30 days" in page.inner_text("#preview-error")
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= width
+        page.screenshot(path=str(_shots(tmp_path) / f"builder-days-{width}.png"), full_page=True)
+        page.fill("#f-term", "14 days")
+        page.click("#quote-submit")
+        page.wait_for_url(re.compile(r"/quotes/q_[0-9a-f]+$"))
+        assert "for 2 weeks (336 h)" in " ".join(page.inner_text("main").split())
+    finally:
+        context.close()
 
 
 @pytest.mark.parametrize("width", [390, 1280])
