@@ -105,3 +105,21 @@ def test_quotes_and_extensions_take_days_that_make_whole_weeks_or_months(client:
     allocation = _book(client, alice, quote_for)
     priced = _extend(client, alice, allocation["id"], "d", term="14 days", dry_run=True)
     assert priced.status_code == 200 and priced.json()["added_hours"] == 336
+
+
+def test_an_extension_without_a_term_is_a_422_naming_it_and_charges_nothing(client: TestClient, alice: Any,
+                                                                             quote_for: Any, problem: Any) -> None:
+    """QA pass: ``{}`` extended by a default month and charged it. Money is never charged for a term nobody named:
+    ``term`` is required (a dry run too: the price of what?), and the refusal records nothing under the key."""
+    allocation = _book(client, alice, quote_for)
+    for body in ({}, {"expected_total_usd": "2190.00"}, {"dry_run": True}):
+        response = _extend(client, alice, allocation["id"], "no-term", **body)
+        assert response.status_code == 422, (body, response.text)
+        refused = problem(response)
+        assert refused["code"] == "invalid_request" and refused["detail"] == "body.term: Field required"
+    after = client.get(f"/v1/allocations/{allocation['id']}", headers=alice.auth).json()
+    assert after["ends_at"] == allocation["ends_at"] and after["amount_usd"] == allocation["amount_usd"]
+    priced = _extend(client, alice, allocation["id"], "no-term", term="1w", dry_run=True)
+    assert priced.status_code == 200 and priced.json()["added_hours"] == 168  # the dry run still works, with a term
+    real = _extend(client, alice, allocation["id"], "no-term", term="1w")
+    assert real.status_code == 200 and "idempotent-replayed" not in real.headers  # the key was not spent

@@ -69,3 +69,23 @@ def test_a_bad_term_on_the_price_page_says_why(client: TestClient, signed_in: st
     response = client.get(f"{allocation_url}/extend?term=3 fortnights")
     assert response.status_code == 422 and 'id="extend-error"' in response.text
     assert "extend-confirm-form" not in response.text
+
+
+def test_the_extend_forms_always_send_a_term_and_a_post_without_one_charges_nothing(client: TestClient,
+                                                                                    signed_in: str, field: Any) -> None:
+    """The allocation page's Extend form selects a term (one option is always selected) and the confirmation
+    posts the term it priced; a post without a term is refused and charges nothing."""
+    allocation_url, token = _booked(client, field)
+    page = client.get(allocation_url).text
+    form = re.search(r'<form[^>]*id="extend-form">(.*?)</form>', page, re.S)
+    assert form is not None and re.search(r'<select name="term"', form.group(1))
+    assert len(re.findall(r"<option [^>]*selected", form.group(1))) == 1
+    confirm = client.get(f"{allocation_url}/extend?term=1w").text
+    assert field(confirm, "term") == "1w"
+    before = _amount(client.get(allocation_url).text)
+    blind = client.post(f"{allocation_url}/extend", data={"csrf_token": token, "idempotency_key": "web-no-term-1",
+                                                          "expected_total_usd": "2190.00"})
+    assert blind.status_code == 303
+    shown = client.get(blind.headers["location"]).text
+    assert "Could not extend: term" in shown.replace("&#39;", "'")
+    assert _amount(client.get(allocation_url).text) == before

@@ -251,7 +251,7 @@ class AllocationCreate(_Request):
 
 
 class AllocationExtend(_Request):
-    term: str = Field(default="1month", min_length=2, max_length=20, pattern=TEXT_PATTERN, description="Added paid term: 'Nh', 'Nw' (168 h) or 'Nmonth' (720 h); priced by a new quote", examples=["1month", "1w"])
+    term: str = Field(min_length=2, max_length=20, pattern=TEXT_PATTERN, description="Added paid term: 'Nh', 'Nw' (168 h) or 'Nmonth' (720 h); priced by a new quote. Required: an extension is never charged for a default term", examples=["1month", "1w"])
     dry_run: bool = Field(default=False, description="true: answer the price of this extension (ExtensionQuote) and charge nothing; nothing is recorded under the Idempotency-Key")
     expected_total_usd: Decimal | None = Field(default=None, ge=0, le=Decimal("1e12"), allow_inf_nan=False, strict=False, decimal_places=2,
                                                description="The price you confirmed (a dry run's total_usd): if today's price differs, 409 price_changed and nothing is charged")
