@@ -329,3 +329,14 @@ def test_a_domain_refusal_stays_english_and_says_so_while_a_form_error_is_russia
     assert message and message.group(1) is None and "не меньше 1" in message.group(2)
     english = client.get("/plan", params={"model": "llama-3.1-8b", "gpu": "h100 mig 1g.10gb", "lang": "en"})
     assert 'id="plan-error">' in english.text  # an English page needs no mark
+
+
+def test_the_language_switch_of_a_page_that_answers_a_form_leads_somewhere_that_exists(client: TestClient) -> None:
+    signin = client.get("/signin?lang=ru").text
+    done = client.post("/signup", data={"csrf_token": _token(signin), "name": "switcher"})
+    assert done.status_code == 201
+    switch = re.search(r'id="language-switch">(.*?)</nav>', done.text, re.S).group(1)  # type: ignore[union-attr]
+    english = re.search(r'href="([^"]+)" hreflang="en"', switch).group(1)  # type: ignore[union-attr]
+    assert english == "/?lang=en" and client.get(english).status_code == 200  # not GET /signup: 405
+    refused = client.post("/signin", data={"csrf_token": _token(client.get("/signin").text), "api_key": "agpu_nothing"})
+    assert 'href="/signin?lang=en" hreflang="en"' in refused.text  # the sign-in form is there to GET again

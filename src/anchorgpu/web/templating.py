@@ -217,7 +217,12 @@ def render(request: Request, template: str, context: Mapping[str, Any] | None = 
     session = web_session(request)
     locale, chosen_now = locale_for(request)
     others = [(k, v) for k, v in request.query_params.multi_items() if k != "lang"]
-    language_links = [(code, name, f"{request.url.path}?{urlencode([*others, ('lang', code)])}")
+    # the switch reloads this page; a page answering a form (POST /signup, a refused booking) is not there to GET
+    # again, so its switch opens the start page instead of a "method not allowed"
+    from anchorgpu.api.errors import allowed_methods
+
+    switch_path = request.url.path if request.method == "GET" or "GET" in allowed_methods(request) else "/"
+    language_links = [(code, name, f"{switch_path}?{urlencode([*(others if switch_path == request.url.path else []), ('lang', code)])}")
                       for code, name in LANGUAGE_NAMES.items()]
     # the header's "Sign in" brings the visitor back to this page afterwards (sign-in and sign-up both follow ``next``)
     here = request.url.path + (f"?{urlencode(others)}" if others else "")
