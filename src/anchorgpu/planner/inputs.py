@@ -33,6 +33,8 @@ __all__ = [
     "TrainPrecision",
     "Workload",
     "default_seq_tokens",
+    "DEFAULT_OUTPUT_TOKENS",
+    "DEFAULT_PROMPT_TOKENS",
     "engine_limits",
 ]
 
@@ -145,6 +147,12 @@ class Overheads:
     serving_non_torch_tp1_bytes: int = int(0.15 * GIB)
     serving_non_torch_multi_bytes: int = int(0.6 * GIB)
     fragmentation_fraction: float = 0.05  # training: caching-allocator margin on allocated tensors
+
+
+DEFAULT_PROMPT_TOKENS = 1024
+DEFAULT_OUTPUT_TOKENS = 256
+"""The request a speed estimate assumes when none is given (``--prompt``/``--output-tokens``), within the context:
+a 1,024-token prompt and a 256-token answer, a chat turn; ``plan`` and ``recommend`` alike."""
 
 
 def engine_limits(workload: Workload, *, large_gpu: bool) -> tuple[int, int]:

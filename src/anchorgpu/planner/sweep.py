@@ -33,6 +33,8 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner.formats import ModelParts, format_for_model, model_weight_parts, shipped_format
 from anchorgpu.planner.inputs import (
+    DEFAULT_OUTPUT_TOKENS,
+    DEFAULT_PROMPT_TOKENS,
     KV_CACHE_DTYPES,
     Layout,
     Overheads,
@@ -103,8 +105,8 @@ class SweepSpec:
     weights: tuple[str, ...] = ()
     kv_caches: tuple[str, ...] = ()
     concurrencies: tuple[int, ...] = ()
-    prompt_tokens: int | None = None  # default: context - output
-    output_tokens: int = 256
+    prompt_tokens: int | None = None  # default: plan's, 1,024 within the context (inputs.DEFAULT_PROMPT_TOKENS)
+    output_tokens: int = DEFAULT_OUTPUT_TOKENS
     train_tokens: int | None = None
     global_batch_tokens: int | None = None  # training: tokens per optimizer step (default performance's 2M)
     efficiencies: Overrides = field(default_factory=Overrides)  # --mfu / --mbu replace calibrated constants
@@ -538,7 +540,8 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         choose_layout=False)
     ctx = probe.workload.context_tokens or model.max_context_tokens
     output = min(spec.output_tokens, max(1, ctx // 2))
-    prompt = spec.prompt_tokens if spec.prompt_tokens is not None else max(1, ctx - output)
+    # the request shape plan() estimates with when none is given: a 1,024-token prompt within the context
+    prompt = spec.prompt_tokens if spec.prompt_tokens is not None else max(1, min(DEFAULT_PROMPT_TOKENS, ctx - output))
     if not training and prompt + output > ctx:
         raise InvalidWorkload(f"prompt {prompt} + output {output} tokens exceed the {ctx}-token context")
     lay = _layouts(model, shapes, training=training, max_pp=spec.max_pp, zero_stages=spec.zero_stages)

@@ -16,7 +16,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
-from anchorgpu.planner.inputs import KV_CACHE_DTYPES, engine_limits
+from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, KV_CACHE_DTYPES, engine_limits
 from anchorgpu.planner.speed.calibration import Band, Calibration, Overrides, calibrated, calibration, stack_of
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import (
@@ -46,8 +46,6 @@ SERVER_GPUS = 8
 """GPUs per server assumed by ``plan`` estimates: groups larger than this cross the network."""
 DEFAULT_STORAGE_BYTES_PER_S = 2e9
 """Checkpoint write bandwidth: 2 GB/s, a typical single NVMe-backed or network volume. State yours."""
-DEFAULT_OUTPUT_TOKENS = 256
-DEFAULT_PROMPT_TOKENS = 1024
 
 
 _BAND_KEYS: dict[str, tuple[str, str, str]] = {}
