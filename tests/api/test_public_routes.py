@@ -263,3 +263,31 @@ def test_an_oversized_chunked_body_is_413(client: TestClient, problem: Any) -> N
     response = client.post("/v1/plan", content=chunks(), headers={"Content-Type": "application/json"})
     assert response.status_code == 413
     assert problem(response)["code"] == "request_too_large"
+
+
+_PUBLIC = (("GET", "/v1/gpus", None), ("GET", "/v1/healthz", None), ("GET", "/v1/offerings", None),
+           ("GET", "/v1/models", None), ("GET", "/v1/glossary?q=kv", None),
+           ("POST", "/v1/plan", {"model": "llama-3.1-8b", "gpu": "h100"}))
+
+
+def test_a_key_that_is_sent_is_checked_on_public_routes_too(client: TestClient, alice: Any, clock: Any,
+                                                            problem: Any) -> None:
+    """QA pass: a revoked, expired or unknown key on a public route was ignored (200), so a caller learnt only at
+    the first booking that its key no longer works. A key that is sent is now checked on every route: 401 with
+    WWW-Authenticate; without a key the public routes stay public."""
+    revoked = client.post("/v1/keys", json={"name": "to revoke"}, headers=alice.auth).json()
+    assert client.delete(f"/v1/keys/{revoked['id']}", headers=alice.auth).status_code == 200
+    expiring = client.post("/v1/keys", json={"name": "one hour", "expires_at": clock.now.replace(hour=13).isoformat()},
+                           headers=alice.auth).json()
+    clock.advance(hours=1)
+    bad = {"unknown": ("Bearer agpu_not-a-key", "not valid"), "revoked": (f"Bearer {revoked['api_key']}", "revoked"),
+           "expired": (f"Bearer {expiring['api_key']}", "expired"), "not bearer": ("Basic dXNlcjpwYXNz", "Bearer")}
+    for method, path, body in _PUBLIC:
+        assert client.request(method, path, json=body).status_code == 200, path  # no key: public
+        assert client.request(method, path, json=body, headers=alice.auth).status_code == 200, path
+        for what, (header, reason) in bad.items():
+            answer = client.request(method, path, json=body, headers={"Authorization": header})
+            assert answer.status_code == 401, (path, what, answer.text)
+            assert answer.headers["www-authenticate"] == 'Bearer realm="anchorgpu"'
+            refused = problem(answer)
+            assert refused["code"] == "authentication_required" and reason in refused["detail"], (path, what)

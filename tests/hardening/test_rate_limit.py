@@ -171,3 +171,38 @@ def test_a_recommendation_counts_more_than_a_plan() -> None:
     recs, plans = asyncio.run(go())
     assert recs == [200, 200, 200, 429]  # RECOMMEND_COST 3: three of them use 9 of the 10
     assert plans == [200] * 10 + [429]
+
+
+def test_failed_keys_on_public_routes_count_too_and_the_address_keeps_its_keyless_access() -> None:
+    """A key sent to a public route is now looked up (401 when invalid): random keys sent there in a loop count
+    as failures like on the keyed routes, and past the limit answer 429 without a lookup; the same address
+    without a key, or with a key this worker has seen succeed, goes on."""
+    looked_up: list[bytes] = []
+    good = b"Bearer good-key"
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        presented = dict(scope["headers"]).get(b"authorization")
+        looked_up.append(presented or b"")
+        status = 200 if presented in (None, good) or not scope["path"].startswith("/v1/") else 401  # pages read none
+        await send({"type": "http.response.start", "status": status, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    limiter = PublicRateLimitMiddleware(app, auth_failure_limits="3/minute", public_limits="100/minute",
+                                        compute_limits="100/minute")
+
+    async def go() -> list[int]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=limiter), base_url="http://t") as http:
+            out = [(await http.get("/v1/gpus", headers={"Authorization": good.decode()})).status_code]
+            out += [(await http.get("/v1/gpus", headers={"Authorization": f"Bearer bad-{i}"})).status_code
+                    for i in range(2)]
+            out.append((await http.post("/v1/plan", json={}, headers={"Authorization": "Bearer bad-2"})).status_code)
+            out.append((await http.get("/v1/healthz", headers={"Authorization": "Bearer bad-3"})).status_code)
+            out.append((await http.get("/v1/allocations", headers={"Authorization": "Bearer bad-4"})).status_code)
+            out.append((await http.get("/v1/gpus")).status_code)  # no key: public
+            out.append((await http.post("/v1/plan", json={}, headers={"Authorization": good.decode()})).status_code)
+            out.append((await http.get("/plan", headers={"Authorization": "Bearer bad-5"})).status_code)  # a page
+            return out
+
+    statuses = asyncio.run(go())
+    assert statuses == [200, 401, 401, 401, 429, 429, 200, 200, 200]
+    assert not {b"Bearer bad-3", b"Bearer bad-4"} & set(looked_up)  # refused before any lookup

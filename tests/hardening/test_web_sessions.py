@@ -153,3 +153,19 @@ def test_the_quote_form_takes_ascii_digits_only(sqlite_served: Served, quantity:
 def test_the_planner_page_reads_token_counts_as_the_cli_does(sqlite_served: Served, value: str, refused: bool) -> None:
     response = sqlite_served.client.get("/plan", params={"model": "llama-3.1-8b", "gpu": "h100", "context": value})
     assert response.status_code == (422 if refused else 200), (value, response.status_code)
+
+
+def test_the_pages_keep_their_cookie_session_while_the_api_checks_every_key_it_is_sent(sqlite_served: Served) -> None:
+    """A key sent to the API is checked on every route, public ones too (401 when not valid); the pages read no
+    Authorization header (their credential is the session cookie, ended at the next page when its key is revoked),
+    and the API reads no cookie: a signed-in browser keeps its pages and the API's public routes."""
+    alice = sqlite_served.caller("alice")
+    browser = _browser(sqlite_served)
+    _sign_in(browser, alice)
+    stale = {"Authorization": "Bearer agpu_revoked-long-ago"}
+    assert browser.get("/my/allocations", headers=stale).status_code == 200
+    assert browser.get("/plan", params={"model": "llama-3.1-8b", "gpu": "h100"}, headers=stale).status_code == 200
+    assert browser.get("/v1/gpus").status_code == 200  # the cookie is not a key: the public route stays public
+    refused = browser.get("/v1/gpus", headers=stale)
+    assert refused.status_code == 401 and refused.headers["www-authenticate"] == 'Bearer realm="anchorgpu"'
+    assert browser.get("/my/allocations").status_code == 200  # the session is untouched by the API's 401

@@ -17,7 +17,7 @@ from fastapi import Depends, FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from anchorgpu import __version__
-from anchorgpu.api.deps import system_clock
+from anchorgpu.api.deps import get_presented_account, system_clock
 from anchorgpu.api.docs import DOCS_FALLBACK, document_auth_and_headers, install_docs
 from anchorgpu.api.errors import install_error_handlers
 from anchorgpu.api.json_body import JsonBodyMiddleware
@@ -42,7 +42,9 @@ _DESCRIPTION = """\
 AnchorGPU tells you whether an ML workload fits, on which GPUs, how fast and at what cost, then quotes
 and books that capacity exactly once.
 
-* Planner, catalog and glossary are public.
+* Planner, catalog and glossary are public: no key needed. A key that is sent is checked on every route, public
+  ones too: an unknown, revoked or expired key (or an `Authorization` header that is not `Bearer <api key>`)
+  answers 401, never ignored.
 * Quotes and allocations need `Authorization: Bearer <api key>` (get a key with `anchorgpu accounts create NAME`
   or from the page's sign-in screen on the embedded default).
 * `POST /v1/allocations` and the allocation actions need an `Idempotency-Key` header: a retry with the same key and
@@ -86,7 +88,9 @@ def create_app(
     app.state.allow_signup = settings.database_url.startswith("sqlite") if allow_signup is None else allow_signup
 
     install_error_handlers(app)
-    strict_query = [Depends(refuse_unknown_query)]  # a query parameter no route takes is a 422, not ignored
+    # a key that is sent is checked on every route (401 when not valid, never ignored); a query parameter no route
+    # takes is a 422, not ignored
+    strict_query = [Depends(get_presented_account), Depends(refuse_unknown_query)]
     for name in _API_ROUTERS:
         app.include_router(importlib.import_module(f"anchorgpu.api.routes.{name}").router, prefix=API_PREFIX,
                            dependencies=strict_query)
@@ -131,6 +135,10 @@ def _problem_openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
                         parameter["schema"] = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[ -~]+$",
                                                "title": "Idempotency-Key"}
                 responses = operation.setdefault("responses", {})
+                if "401" not in responses:  # public: no key needed, but one that is sent is checked (401 if invalid)
+                    responses["401"] = {"description": "The Authorization header sent is not a valid key (unknown, "
+                                                       "revoked, expired, or not 'Bearer <api key>'); send none here"}
+                    operation["security"] = [{}, {"bearerAuth": []}]
                 if "requestBody" in operation:
                     responses.setdefault("400", {"description": "The body is not readable JSON (malformed, not UTF-8, too deeply nested)"})
                     responses.setdefault("413", {"description": "The body is larger than the server accepts"})

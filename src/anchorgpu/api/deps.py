@@ -22,12 +22,14 @@ from anchorgpu.config import Settings
 __all__ = [
     "AccountDep",
     "ClockDep",
+    "PresentedAccountDep",
     "IdempotencyKeyDep",
     "SettingsDep",
     "StoreDep",
     "UowFactoryDep",
     "get_clock",
     "get_current_account",
+    "get_presented_account",
     "get_settings",
     "get_store",
     "get_uow_factory",
@@ -99,22 +101,48 @@ BEARER_SCHEME = HTTPBearer(
 the header itself is still read by :func:`get_current_account`, with the same rules as before."""
 
 
-def get_current_account(
-    request: Request,
-    uow_factory: UowFactoryDep,
-    clock: ClockDep,
-    _declared: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER_SCHEME)] = None,
-) -> Any:
-    """The account of the ``Authorization: Bearer`` key; 401 ``authentication_required`` otherwise."""
-    key = _bearer_key(request.headers.get("authorization"))
+def _lazy_uow_factory(request: Request) -> Callable[[], Any]:
+    """The unit-of-work factory as :func:`get_uow_factory` gives it (tests' overrides of it or of the store
+    included), built only when called for: a public route without a key never touches the store."""
+    overrides = request.app.dependency_overrides
+    if get_uow_factory in overrides:
+        factory: Callable[[], Any] = overrides[get_uow_factory]()
+        return factory
+    store = overrides[get_store]() if get_store in overrides else get_store(request)
+    return get_uow_factory(store)
+
+
+def get_presented_account(request: Request, clock: ClockDep) -> Any | None:
+    """The account of the request's ``Authorization`` header, or None when it has none. A header that is sent
+    is checked on every ``/v1`` route, public ones included: one that is not ``Bearer <key>``, or a key that is
+    unknown, revoked or expired, is 401 ``authentication_required`` (never ignored). Cached per request, so a
+    route that needs the account reads the key row once."""
+    header = request.headers.get("authorization")
+    if header is None:
+        return None
+    key = _bearer_key(header)
     if key is None:
-        raise AuthenticationRequired("this endpoint needs 'Authorization: Bearer <api key>' (get one with: anchorgpu accounts create NAME)")
+        raise AuthenticationRequired("the Authorization header must be 'Bearer <api key>' (get a key with: anchorgpu "
+                                     "accounts create NAME); send none to use a public route without one")
     from anchorgpu.accounts import authenticate
 
     try:  # reads the key row on every request (no cache): a revoke or an expiry holds at once on every worker
-        return authenticate(uow_factory(), key, now=clock())
+        return authenticate(_lazy_uow_factory(request)(), key, now=clock())
     except LookupError as exc:  # NotFound-like answers: unknown, revoked or expired key
         raise AuthenticationRequired(str(exc) or "the API key is not valid") from exc
+
+
+PresentedAccountDep = Annotated[Any | None, Depends(get_presented_account)]
+
+
+def get_current_account(
+    account: PresentedAccountDep,
+    _declared: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER_SCHEME)] = None,
+) -> Any:
+    """The account of the ``Authorization: Bearer`` key; 401 ``authentication_required`` otherwise."""
+    if account is None:
+        raise AuthenticationRequired("this endpoint needs 'Authorization: Bearer <api key>' (get one with: anchorgpu accounts create NAME)")
+    return account
 
 
 AccountDep = Annotated[Any, Depends(get_current_account)]

@@ -14,11 +14,11 @@ booking p99 at 2.3x its baseline with four such loops). So, in each worker proce
 - at most :data:`MAX_CONCURRENT_COMPUTE` compute requests run at once in a worker, whichever addresses send
   them: more answer ``503 server_busy`` at once (no queue that an attacker could fill);
 - **failed authentications**: an address whose keys answered 401 more than :data:`AUTH_FAILURE_LIMITS` times
-  gets 429 for any further key it presents under ``/v1/quotes``, ``/v1/allocations`` or ``/v1/keys``, without a
-  database lookup, except a key that this worker has seen succeed (kept as a SHA-256 in a bounded set, only to
-  skip the limiter: such a key is still checked in the database on every request, so a revoke holds at once).
-  Random keys sent in a loop (each a key lookup) so cost the server a hash, while the buyers behind the same
-  address go on;
+  gets 429 for any further key it presents on any ``/v1`` route (a key sent to a public route is checked too),
+  without a database lookup, except a key that this worker has seen succeed (kept as a SHA-256 in a bounded set,
+  only to skip the limiter: such a key is still checked in the database on every request, so a revoke holds at
+  once). Random keys sent in a loop (each a key lookup) so cost the server a hash, while the buyers behind the
+  same address go on; the same address without a key keeps the public routes (their own limits apply);
 - otherwise quotes, allocations and keys (authenticated, per account) and ``/v1/healthz`` are never limited here.
 
 A refused request answers ``429 rate_limited`` (problem+json) with ``Retry-After`` in whole seconds; the counters
@@ -107,52 +107,57 @@ class PublicRateLimitMiddleware:
             return
         client = scope.get("client")
         address = client[0] if client else "unknown"
-        if _KEYED.match(scope["path"]):
-            await self._keyed(scope, receive, send, address)
+        path = scope["path"]
+        authorization = None
+        if path.startswith("/v1/"):  # the API checks a key it is sent on every route; the pages read none
+            authorization = next((v for k, v in scope.get("headers", []) if k == b"authorization"), None)
+        digest = None if authorization is None else hashlib.sha256(authorization).digest()
+        if digest is not None and digest not in self.known_good and await self._past_failures(scope, receive, send,
+                                                                                              address):
             return
-        tier = route_tier(scope["method"], scope["path"], scope.get("query_string", b""))
-        if tier is None:
-            await self.app(scope, receive, send)
-            return
-        cost = RECOMMEND_COST if tier == "compute" and scope["path"].rstrip("/").endswith("/recommend") else 1
-        for item in self.limits[tier]:
-            if not self.limiter.hit(item, tier, address, cost=cost):
-                reset_at = self.limiter.get_window_stats(item, tier, address).reset_time
-                retry_s = max(1, math.ceil(reset_at - time.time()))
-                await self._refuse(scope, receive, send, 429, "rate_limited",
-                                   f"too many {tier} requests from this address: at most {item}"
-                                   + (f" (a recommendation counts {RECOMMEND_COST})" if tier == "compute" else "")
-                                   + f"; retry in {retry_s} s", retry_s)
-                return
-        if tier != "compute":
-            await self.app(scope, receive, send)
-            return
-        if self.running_compute >= self.max_concurrent_compute:
-            await self._refuse(scope, receive, send, 503, "server_busy",
-                               f"{self.running_compute} planner computations are already running on this worker; retry shortly", 1)
-            return
-        self.running_compute += 1
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            self.running_compute -= 1
-
-    async def _keyed(self, scope: Scope, receive: Receive, send: Send, address: str) -> None:
-        """A route that needs a key: refuse unknown keys from an address past its failures; learn from the answer."""
-        authorization = next((v for k, v in scope.get("headers", []) if k == b"authorization"), None)
-        if authorization is None:
-            await self.app(scope, receive, send)
-            return
-        digest = hashlib.sha256(authorization).digest()
-        if digest not in self.known_good:
-            for item in self.limits["auth"]:
-                if not self.limiter.test(item, "auth", address):
-                    reset_at = self.limiter.get_window_stats(item, "auth", address).reset_time
+        tier = None if _KEYED.match(path) else route_tier(scope["method"], path, scope.get("query_string", b""))
+        if tier is not None:
+            cost = RECOMMEND_COST if tier == "compute" and path.rstrip("/").endswith("/recommend") else 1
+            for item in self.limits[tier]:
+                if not self.limiter.hit(item, tier, address, cost=cost):
+                    reset_at = self.limiter.get_window_stats(item, tier, address).reset_time
                     retry_s = max(1, math.ceil(reset_at - time.time()))
                     await self._refuse(scope, receive, send, 429, "rate_limited",
-                                       f"too many requests with invalid API keys from this address: at most {item} "
-                                       f"(retry in {retry_s} s)", retry_s)
+                                       f"too many {tier} requests from this address: at most {item}"
+                                       + (f" (a recommendation counts {RECOMMEND_COST})" if tier == "compute" else "")
+                                       + f"; retry in {retry_s} s", retry_s)
                     return
+        if tier == "compute":
+            if self.running_compute >= self.max_concurrent_compute:
+                await self._refuse(scope, receive, send, 503, "server_busy",
+                                   f"{self.running_compute} planner computations are already running on this worker; "
+                                   "retry shortly", 1)
+                return
+            self.running_compute += 1
+        try:
+            if digest is None:
+                await self.app(scope, receive, send)
+            else:
+                await self._learn(scope, receive, send, address, digest)
+        finally:
+            if tier == "compute":
+                self.running_compute -= 1
+
+    async def _past_failures(self, scope: Scope, receive: Receive, send: Send, address: str) -> bool:
+        """Refuse (429, no lookup) a key not known good from an address past its failed keys; True when refused."""
+        for item in self.limits["auth"]:
+            if not self.limiter.test(item, "auth", address):
+                reset_at = self.limiter.get_window_stats(item, "auth", address).reset_time
+                retry_s = max(1, math.ceil(reset_at - time.time()))
+                await self._refuse(scope, receive, send, 429, "rate_limited",
+                                   f"too many requests with invalid API keys from this address: at most {item} "
+                                   f"(retry in {retry_s} s)", retry_s)
+                return True
+        return False
+
+    async def _learn(self, scope: Scope, receive: Receive, send: Send, address: str, digest: bytes) -> None:
+        """Run a request that presents a key and learn from the answer: a 401 counts as a failure (and forgets the
+        key), a success remembers it as known good."""
         status = 0
 
         async def watch(message: Message) -> None:
