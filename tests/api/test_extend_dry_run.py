@@ -123,3 +123,30 @@ def test_an_extension_without_a_term_is_a_422_naming_it_and_charges_nothing(clie
     assert priced.status_code == 200 and priced.json()["added_hours"] == 168  # the dry run still works, with a term
     real = _extend(client, alice, allocation["id"], "no-term", term="1w")
     assert real.status_code == 200 and "idempotent-replayed" not in real.headers  # the key was not spent
+
+
+_LOOSE_AMOUNTS = (" 2190.00 ", "2.19e3", "+2190", "2190,00", "２１９０", "$2190")
+
+
+def test_money_fields_take_a_json_number_or_a_plain_decimal_and_refuse_the_rest(client: TestClient, alice: Any,
+                                                                                quote_for: Any, problem: Any) -> None:
+    """QA pass: money fields read " 100 " (spaces), "1e3" (exponent), "+5", "1_000" and non-ASCII digits as
+    amounts; money is exact decimal, one rule on every face (anchorgpu.validation.usd_amount)."""
+    allocation = _book(client, alice, quote_for)
+    fields = (
+        ("body.expected_total_usd",
+         lambda v: _extend(client, alice, allocation["id"], "loose", term="1month", dry_run=True, expected_total_usd=v)),
+        ("body.max_usd", lambda v: client.post("/v1/recommend", json={"model": "llama-3.2-1b", "max_usd": v, "top": 1,
+                                                                      "max_servers": 1})),
+        ("query.max_usd_per_gpu_hour", lambda v: client.get("/v1/offerings", params={"max_usd_per_gpu_hour": v})),
+    )
+    for name, send in fields:
+        for value in _LOOSE_AMOUNTS:
+            answer = send(value)
+            assert answer.status_code == 422, (name, value, answer.text[:200])
+            detail = problem(answer)["detail"]
+            assert detail.startswith(f"{name}: {value!r}: expected an amount in USD written with ASCII digits"), detail
+        for value in ("2190.00", 2190, 2190.0):
+            assert send(value).status_code == 200, (name, value)
+    after = client.get(f"/v1/allocations/{allocation['id']}", headers=alice.auth).json()
+    assert after["amount_usd"] == allocation["amount_usd"]

@@ -78,8 +78,9 @@ def test_an_unknown_gpu_filter_suggests_names() -> None:
 
 @pytest.mark.parametrize(
     ("filters", "reason"),
-    [({"min_gpus": 0}, "min_gpus=0"), ({"max_usd_per_gpu_hour": "-1"}, "non-negative"),
-     ({"max_usd_per_gpu_hour": "cheap"}, "not an amount"), ({"sort": "colour"}, "expected one of")],
+    [({"min_gpus": 0}, "min_gpus=0"), ({"max_usd_per_gpu_hour": "-1"}, "from 0 to"),
+     ({"max_usd_per_gpu_hour": "cheap"}, "expected an amount in USD"), ({"max_usd_per_gpu_hour": "1e3"}, "no spaces, exponent"),
+     ({"sort": "colour"}, "expected one of")],
 )
 def test_bad_query_values_are_refused_with_a_reason(filters: dict[str, object], reason: str) -> None:
     with pytest.raises(InvalidInput, match=reason):

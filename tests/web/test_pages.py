@@ -137,6 +137,10 @@ def test_catalog_page_filters_and_explains_bad_filters(client: TestClient) -> No
     assert "h100-sxm-1x-vm" in html and "h100-sxm-8x-bm" not in html
     bad = client.get("/catalog?max_usd_per_gpu_hour=cheap")
     assert bad.status_code == 422 and "non-negative amount" in bad.text
+    for loose in ("１", "1e3", "1,5", "+3"):  # the one money rule of every face: ASCII digits and one dot
+        refused = client.get("/catalog", params={"max_usd_per_gpu_hour": loose})
+        assert refused.status_code == 422 and "non-negative amount" in refused.text, loose
+    assert client.get("/catalog", params={"max_usd_per_gpu_hour": " 3.00 "}).status_code == 200  # a form's spaces
 
 
 def test_unknown_page_is_an_html_404(client: TestClient) -> None:

@@ -12,36 +12,29 @@ price that moved in between is refused instead of charged.
 from __future__ import annotations
 
 from datetime import datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from anchorgpu.allocations.domain import bounded_end, peak_servers
 from anchorgpu.allocations.errors import PriceChanged
-from anchorgpu.errors import InvalidInput, UnknownEntity
+from anchorgpu.errors import UnknownEntity
 from anchorgpu.store.uow import AbstractUnitOfWork
 from anchorgpu.units import Term
+from anchorgpu.validation import usd_amount
 
 __all__ = ["check_expected_price", "parse_expected_usd", "quote_extension"]
 
 
-def parse_expected_usd(text: str | None) -> Decimal | None:
-    """The confirmed total from a form or a body: a plain decimal with at most 2 places, else a one-line error.
+def parse_expected_usd(text: object, *, flag: str = "expected_total_usd") -> Decimal | None:
+    """The confirmed total from a form, an option or a body (None when not given: a form's empty field), by the one
+    money rule of :func:`anchorgpu.validation.usd_amount` (a plain decimal with at most 2 places), else one line.
 
     >>> parse_expected_usd("2190.00"), parse_expected_usd(None)
     (Decimal('2190.00'), None)
     """
-    if text is None or str(text).strip() == "":
+    if text is None or text == "":
         return None
-    raw = str(text).strip()
-    if len(raw) > 20 or not all(ch in "0123456789." for ch in raw):
-        raise InvalidInput(f"expected_total_usd {raw[:20]!r}: a plain decimal amount such as 2190.00")
-    try:
-        value = Decimal(raw)
-    except InvalidOperation:
-        raise InvalidInput(f"expected_total_usd {raw!r}: a plain decimal amount such as 2190.00") from None
-    if value.as_tuple().exponent < -2:  # type: ignore[operator]
-        raise InvalidInput(f"expected_total_usd {raw!r}: at most 2 decimal places")
-    return value
+    return usd_amount(text, field="expected_total_usd", flag=flag)
 
 
 def check_expected_price(expected_usd: Decimal | None, total_usd: Decimal, term: Term) -> None:

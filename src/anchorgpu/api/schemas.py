@@ -1,7 +1,8 @@
 """Request and response schemas of the HTTP API (pydantic), separate from domain and database classes.
 
 Every field says what it means and its unit. Money is a decimal string in USD (exact, as the CLI's
-JSON); bytes are integers; times are ISO 8601 UTC.
+JSON); in requests a JSON number or a plain decimal string (:func:`Money`); bytes are integers; times are ISO
+8601 UTC.
 """
 
 from __future__ import annotations
@@ -9,11 +10,13 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic_core import PydanticCustomError
 
-from anchorgpu.validation import ID_MAX_LENGTH, ID_PATTERN, LIMITS
+from anchorgpu.errors import InvalidInput
+from anchorgpu.validation import ID_MAX_LENGTH, ID_PATTERN, LIMITS, MONEY, MONEY_TEXT_PATTERN, usd_amount
 
-__all__ = ["GpuList", "GpuOut", "Health", "OfferingList", "OfferingOut", "OptionOut", "PeakOut", "PricesOut", "Problem", "problems"]
+__all__ = ["GpuList", "GpuOut", "Health", "Money", "OfferingList", "OfferingOut", "OptionOut", "PeakOut", "PricesOut", "Problem", "problems"]
 
 
 class _Schema(BaseModel):
@@ -42,6 +45,27 @@ def _no_bool(value: Any) -> Any:
 
 StrictChoice = BeforeValidator(_no_bool)
 """For ``Literal[0, 1, …]`` fields, where pydantic would otherwise take ``true`` as 1 even in strict mode."""
+
+
+def Money(field: str) -> Any:  # noqa: N802  (a type, as pydantic's constrained types are spelt)
+    """The type of a money field of a request: a JSON number or a plain decimal string, read exactly by the one
+    rule every face uses (:func:`anchorgpu.validation.usd_amount`, bounds in ``MONEY[field]``); anything else
+    (``" 100 "``, ``"1e3"``, ``"+5"``, ``"1,5"``, non-ASCII digits, a boolean) is a 422 naming the field."""
+    rule = MONEY[field]
+
+    def check(value: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            return usd_amount(value, field=field, flag="")
+        except InvalidInput as exc:
+            raise PydanticCustomError("money", "{reason}", {"reason": exc.message}) from None
+
+    number: dict[str, Any] = {"type": "number", "maximum": float(rule.high)}
+    number["exclusiveMinimum" if rule.low_exclusive else "minimum"] = float(rule.low)
+    text = {"type": "string", "maxLength": 31,
+            "pattern": MONEY_TEXT_PATTERN if rule.low < 0 else MONEY_TEXT_PATTERN.replace("^-?", "^")}
+    return Annotated[Decimal, BeforeValidator(check), WithJsonSchema({"anyOf": [number, text]})]
 
 
 class Problem(BaseModel):
@@ -253,8 +277,10 @@ class AllocationCreate(_Request):
 class AllocationExtend(_Request):
     term: str = Field(min_length=2, max_length=20, pattern=TEXT_PATTERN, description="Added paid term: 'Nh', 'Nw' (168 h) or 'Nmonth' (720 h); priced by a new quote. Required: an extension is never charged for a default term", examples=["1month", "1w"])
     dry_run: bool = Field(default=False, description="true: answer the price of this extension (ExtensionQuote) and charge nothing; nothing is recorded under the Idempotency-Key")
-    expected_total_usd: Decimal | None = Field(default=None, ge=0, le=Decimal("1e12"), allow_inf_nan=False, strict=False, decimal_places=2,
-                                               description="The price you confirmed (a dry run's total_usd): if today's price differs, 409 price_changed and nothing is charged")
+    expected_total_usd: Money("expected_total_usd") | None = Field(  # type: ignore[valid-type]
+        default=None, strict=False,
+        description="The price you confirmed (a dry run's total_usd; a JSON number or a plain decimal string, at most 2 "
+                    "places): if today's price differs, 409 price_changed and nothing is charged")
 
 
 class ExtensionQuote(_Schema):
@@ -398,8 +424,9 @@ class RecommendRequest(_Request):
     resolution: str | None = Field(default=None, pattern=r"^[0-9]{2,5}x[0-9]{2,5}$", description="Diffusion pipeline: output WIDTHxHEIGHT in pixels", examples=["1024x1024"])
     images: int = Field(default=1, ge=LIMITS["images"].low, le=LIMITS["images"].high, description="Diffusion pipeline: images per batch")
     vae_tiling: bool = Field(default=False, description="Diffusion pipeline: decode the VAE in tiles")
-    max_usd: Decimal | None = Field(default=None, gt=LIMITS["max_usd"].low, le=LIMITS["max_usd"].high, allow_inf_nan=False, strict=False,
-                                    description="At most this total for the term, USD (a JSON number or a decimal string)")
+    max_usd: Money("max_usd") | None = Field(  # type: ignore[valid-type]
+        default=None, strict=False,
+        description="At most this total for the term, USD (a JSON number or a plain decimal string such as \"20000.50\")")
     min_tokens_per_s_per_user: float | None = Field(default=None, ge=LIMITS["min_tokens_per_s_per_user"].low, le=LIMITS["min_tokens_per_s_per_user"].high, allow_inf_nan=False, description="Inference: at least this decode speed per user, tokens/s")
     top: int = Field(default=10, ge=1, le=100, description="How many results")
     max_servers: int = Field(default=4, ge=1, le=16, description="Most servers of one offering to consider")

@@ -102,13 +102,10 @@ def find_offerings(
 
 
 def _as_usd(value: Decimal | str, field: str) -> Decimal:
-    try:
-        amount = Decimal(str(value))
-    except ArithmeticError as exc:
-        raise InvalidInput(f"{field}={value!r}: not an amount in USD") from exc
-    if not amount.is_finite() or amount < 0:
-        raise InvalidInput(f"{field}={value!r}: must be a non-negative amount in USD")
-    return amount
+    """The one money rule of every face (:func:`anchorgpu.validation.usd_amount`): a number or a plain decimal."""
+    from anchorgpu.validation import usd_amount
+
+    return usd_amount(value, field=field, flag=field)
 
 
 def gpu_hour_price(gpu_id: str, catalog: Catalog | None = None, *, resolve_gpu: GpuResolver | None = None) -> Decimal | None:

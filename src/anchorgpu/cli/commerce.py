@@ -161,9 +161,11 @@ def offerings_command(
     """List offerings (server shapes) with list prices and stock per region, cheapest first."""
     from anchorgpu.allocations.services import list_stock
     from anchorgpu.catalog import find_offerings, load_catalog, offering_regions, offering_to_json, offerings_table
+    from anchorgpu.validation import usd_amount
 
     catalog = load_catalog()
-    found = find_offerings(catalog, gpu=gpu, min_gpus=min_gpus, max_usd_per_gpu_hour=max_usd_per_gpu_hour, region=region,
+    rate = None if max_usd_per_gpu_hour is None else usd_amount(max_usd_per_gpu_hour, field="max_usd_per_gpu_hour")
+    found = find_offerings(catalog, gpu=gpu, min_gpus=min_gpus, max_usd_per_gpu_hour=rate, region=region,
                            interconnect=interconnect)
     store = _store()
     stock = list_stock(store.uow_factory())
@@ -378,8 +380,11 @@ def extend_command(
     expected_total_usd: Annotated[str | None, typer.Option("--expected-total-usd", help="Charge only at this price (a --dry-run's total); otherwise refused, nothing charged.")] = None,
 ) -> None:
     """Add a paid term after the allocation's end (capacity checked for the added period). See the price first with --dry-run."""
-    from anchorgpu.allocations.extension import parse_expected_usd, quote_extension
+    from anchorgpu.allocations.extension import quote_extension
+    from anchorgpu.validation import usd_amount
 
+    # refused before anything is read; an empty value is refused too (only the page's empty field means "not given")
+    expected = None if expected_total_usd is None else usd_amount(expected_total_usd, field="expected_total_usd")
     if dry_run:
         store = _store()
         priced = quote_extension(store.uow_factory(), account_id=_account(store, api_key), allocation_id=allocation_id,
@@ -393,7 +398,7 @@ def extend_command(
                             f"--expected-total-usd {priced['total_usd']}", markup=False)
         return
     _action("extend", allocation_id, idempotency_key, api_key, as_json, term=term,
-            expected_total_usd=parse_expected_usd(expected_total_usd))
+            expected_total_usd=expected)
 
 
 # -- accounts --------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
@@ -12,7 +12,8 @@ from fastapi.responses import HTMLResponse, Response
 
 from anchorgpu.api.deps import ClockDep, UowFactoryDep
 from anchorgpu.api.routes.offerings import offering_rows
-from anchorgpu.errors import AnchorError
+from anchorgpu.errors import AnchorError, InvalidInput
+from anchorgpu.validation import usd_amount
 from anchorgpu.web.i18n import English, PageText, page_text
 from anchorgpu.web.templating import render
 
@@ -48,11 +49,10 @@ def catalog_page(
             raise ValueError
     except ValueError:
         error, min_gpus_n = text.gettext("Min GPUs must be a whole number of at least 1."), None
-    try:
-        max_rate = Decimal(filters["max_usd_per_gpu_hour"]) if filters["max_usd_per_gpu_hour"] else None
-        if max_rate is not None and (not max_rate.is_finite() or max_rate < 0):
-            raise InvalidOperation
-    except InvalidOperation:
+    try:  # the one money rule of every face: ASCII digits and one dot ("１００" or "1e3" were read as amounts)
+        max_rate = (usd_amount(filters["max_usd_per_gpu_hour"], field="max_usd_per_gpu_hour")
+                    if filters["max_usd_per_gpu_hour"] else None)
+    except InvalidInput:
         error, max_rate = text.gettext("Max $/GPU-hour must be a non-negative amount in USD."), None
     kind_value: Literal["vm", "bare-metal"] | None = None
     if filters["kind"] == "vm":

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query
 
 from anchorgpu.allocations import services
 from anchorgpu.api.deps import ClockDep, UowFactoryDep
-from anchorgpu.api.schemas import OfferingList, OfferingOut, problems
+from anchorgpu.api.schemas import Money, OfferingList, OfferingOut, problems
 from anchorgpu.catalog import find_offerings, load_catalog, offering_regions, offering_to_json
 
 router = APIRouter(prefix="/offerings", tags=["catalog"])
@@ -24,7 +24,8 @@ def list_offerings(
     gpu: Annotated[str | None, Query(max_length=100, description="GPU name or alias, e.g. 'h100'")] = None,
     min_gpus: Annotated[int | None, Query(ge=1, le=1024, description="At least this many GPUs per server")] = None,
     max_usd_per_gpu_hour: Annotated[
-        Decimal | None, Query(ge=0, le=1_000_000, allow_inf_nan=False, description="At most this 730-h comparison rate, USD per GPU-hour")
+        Money("max_usd_per_gpu_hour") | None,  # type: ignore[valid-type]
+        Query(description="At most this 730-h comparison rate, USD per GPU-hour: a plain decimal such as 3.50"),
     ] = None,
     region: Annotated[str | None, Query(max_length=100, description="Region id, e.g. 'eu-central'")] = None,
     interconnect: Annotated[str | None, Query(max_length=100, description="Substring of the GPU link or server fabric: 'nvlink', 'infiniband'")] = None,
