@@ -14,6 +14,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSche
 from pydantic_core import PydanticCustomError
 
 from anchorgpu.errors import InvalidInput
+from anchorgpu.planner.speed.calibration import MIN_EFFICIENCY
 from anchorgpu.validation import ID_MAX_LENGTH, ID_PATTERN, LIMITS, MONEY, MONEY_TEXT_PATTERN, usd_amount
 
 __all__ = ["GpuList", "GpuOut", "Health", "Money", "OfferingList", "OfferingOut", "OptionOut", "PeakOut", "PricesOut", "Problem", "problems"]
@@ -384,8 +385,8 @@ class PlanRequest(_Request):
     prompt: int | None = Field(default=None, ge=LIMITS["prompt"].low, le=LIMITS["prompt"].high, description="Prompt tokens per request; without 'context' each sequence is sized at prompt + output")
     output_tokens: int | None = Field(default=None, ge=LIMITS["output_tokens"].low, le=LIMITS["output_tokens"].high, description="Output tokens per request")
     tokens: int | None = Field(default=None, ge=LIMITS["tokens"].low, le=LIMITS["tokens"].high, description="Performance: training tokens, for the training time")
-    mfu: float | None = Field(default=None, gt=0, le=1, description="Performance: model FLOPs utilization (0-1)")
-    mbu: float | None = Field(default=None, gt=0, le=1, description="Performance: memory-bandwidth utilization for decode (0-1)")
+    mfu: float | None = Field(default=None, ge=MIN_EFFICIENCY, le=1, description=f"Performance: model FLOPs utilization ({MIN_EFFICIENCY:g}-1)")
+    mbu: float | None = Field(default=None, ge=MIN_EFFICIENCY, le=1, description=f"Performance: memory-bandwidth utilization for decode ({MIN_EFFICIENCY:g}-1)")
     cuda_context_mib: int | None = Field(default=None, ge=0, le=65_536, description="Override the CUDA/ROCm context size, MiB")
     fragmentation: float | None = Field(default=None, ge=0, le=0.5, description="Override the allocator fragmentation margin (0-0.5)")
 

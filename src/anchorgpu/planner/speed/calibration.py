@@ -22,6 +22,7 @@ __all__ = [
     "CALIBRATION_FILE",
     "Band",
     "Calibration",
+    "MIN_EFFICIENCY",
     "Overrides",
     "Stack",
     "StackConstants",
@@ -177,8 +178,14 @@ class Overrides:
     def __post_init__(self) -> None:
         for name in ("mfu", "mbu"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not 0.0 < value <= 1.0):
-                raise InvalidWorkload(f"--{name} {value!r}: an efficiency is a fraction in (0, 1]")
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                      or not MIN_EFFICIENCY <= value <= 1.0):
+                raise InvalidWorkload(f"--{name} {value!r}: an efficiency is a fraction from {MIN_EFFICIENCY:g} to 1 "
+                                      "(below 1% is not a real efficiency: the speed would print as 0 tok/s)")
+
+
+MIN_EFFICIENCY = 0.01
+"""The smallest ``--mfu`` / ``--mbu`` taken (the API's bound too): ``5e-324`` printed 0.0 tok/s, not a real efficiency."""
 
 
 def calibrated(overrides: Overrides | None = None) -> Calibration:
