@@ -367,11 +367,9 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     pp_bw_l, pp_lat_l = _links(shapes, lay, lay.tp * lay.pp, network=False)
     pp_bw4, pp_lat4 = pp_bw_l[:, None, None, None], pp_lat_l[:, None, None, None]
 
-    def step_of(decode: npt.NDArray[Any], prefill: npt.NDArray[Any] | float) -> npt.NDArray[Any]:
-        """speed.serving's step of ``decode`` sequences and ``prefill`` prompt tokens, over the grid: split into
-        up to ``pp`` micro-batches, one per pipeline stage each tick, a token out after ``pp`` ticks."""
-        groups = np.where(pp4 > 1, np.minimum(pp4, np.maximum(1.0, decode)), 1.0)
-        decode, prefill = decode / groups, prefill / groups
+    def tick_of(decode: npt.NDArray[Any], prefill: npt.NDArray[Any] | float) -> npt.NDArray[Any]:
+        """speed.serving._tick over the grid: one micro-batch of ``decode`` sequences and ``prefill`` prompt tokens
+        through one pipeline stage."""
         tokens = decode + prefill
         weights_read = weights4
         if model.moe is not None and model.params_total:
@@ -389,8 +387,21 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
         comm = 2 * model.num_layers / pp4 * _allreduce_array(message, np.broadcast_to(tp4, shape4),
                                                              bw_l[:, None, None, None], lat_l[:, None, None, None], cal)
         p2p = np.where((pp4 > 1) & (message > 0), pp_lat4 + message / (pp_bw4 * cal.link_efficiency), 0.0)
-        return np.asarray(pp4 * (fixed_l[:, None, None, None] + weights_s + attention_s + tokens * per_token_ew
-                                 + comm + p2p))
+        return np.asarray(fixed_l[:, None, None, None] + weights_s + attention_s + tokens * per_token_ew + comm + p2p)
+
+    def step_of(decode: npt.NDArray[Any], prefill: npt.NDArray[Any] | float, one_chunk: bool = False,
+                first_token: bool = False) -> npt.NDArray[Any]:
+        """speed.serving._step over the grid: up to ``pp`` micro-batches, one per stage each tick; a cycle is the
+        larger of a stage's work on all of them and one micro-batch's way through every stage. ``one_chunk``: the
+        prompt tokens are one prompt's chunk, in one micro-batch."""
+        groups = np.where(pp4 > 1, np.minimum(pp4, np.maximum(1.0, decode)), 1.0)
+        each = decode / groups
+        if not one_chunk:
+            return np.asarray(pp4 * tick_of(each, prefill / groups))
+        heavy, light = tick_of(each, prefill), tick_of(each, 0.0)
+        through = pp4 * heavy if first_token else pp4 * light + (heavy - light)
+        staged = np.maximum((groups - 1.0) * light + heavy, through)
+        return np.asarray(np.where(pp4 > 1, staged, heavy))
 
     # steady state (speed.serving._steady): B*I/O prompt tokens a step, spread over every step when they fill a
     # chunk, else whole chunks (up to the step's token budget) in that share of the steps
@@ -400,7 +411,7 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     chunk = np.maximum(1.0, np.minimum(float(prompt), budget_tokens - np.floor(batch)))
     share = prefill_avg / chunk
     spread = step_of(batch, prefill_avg)
-    mixed = share * step_of(batch, chunk) + (1.0 - share) * step_of(batch, 0.0)
+    mixed = share * step_of(batch, chunk, one_chunk=True) + (1.0 - share) * step_of(batch, 0.0)
     step = np.where(share >= 1.0, spread, mixed)
     per_user = 1.0 / step
     total_tps = conc / step
@@ -409,7 +420,7 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     room = np.maximum(1.0, budget_tokens - others)
     first_chunk = np.minimum(float(prompt), room)
     chunks = np.ceil(prompt / room)
-    ttft = chunks * step_of(others, first_chunk)
+    ttft = chunks * step_of(others, first_chunk, one_chunk=True, first_token=True)
     nan4 = np.full(shape4, np.nan)
     return {
         "weights_bytes": weights4, "kv_cache_bytes": kv4, "activations_bytes": np.broadcast_to(

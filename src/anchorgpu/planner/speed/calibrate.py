@@ -121,7 +121,7 @@ def _nelder_mead(f: Any, x0: list[float], iterations: int = 300) -> list[float]:
 
 FITTED_FEW: dict[str, tuple[str, ...]] = {
     "train": ("fp8_matmul_efficiency",),
-    "serve": ("serve_matmul_efficiency", "serve_matmul_half_width", "per_layer_step_s"),
+    "serve": ("serve_matmul_efficiency", "per_layer_step_s"),
 }
 """A stack with only a few rows (ROCm) refits these from the CUDA values; the rest keep CUDA's, and its BF16
 training efficiency moves with its FP8 one (the stated assumption that the stack's gap is the same for both)."""
@@ -232,6 +232,7 @@ SETS: dict[str, str] = {
     "core": "perf_measured.md, published_figures.md and the ROCm findings",
     "trtllm-table": "the further cells of TensorRT-LLM's perf-overview table (dense on NVLink GPUs)",
     "trtllm-pcie-moe": "the same table's pipeline stages on RTX PRO 6000 and Qwen3-30B-A3B (MoE) on one GPU",
+    "rocm-latency": "the ROCm blog's batch-size latency table (one request to 128 at once on 8 MI300X)",
 }
 """The sets of rows the summaries report apart, by where the rows come from (``set_of``)."""
 
@@ -250,6 +251,8 @@ def serving_kind(run: Run) -> str | None:
 
 def set_of(row_id: str) -> str:
     """``core`` for the calibration rows of the reference files, else which extension of TensorRT-LLM's table."""
+    if row_id.startswith("RL"):
+        return "rocm-latency"
     if not row_id.startswith("P"):
         return "core"
     return "trtllm-pcie-moe" if row_id.startswith(("P70-RTX", "PQ30")) else "trtllm-table"

@@ -193,6 +193,10 @@ def _serving_constants_line(gpu: GpuSpec, cal: Calibration, precision: str) -> s
             f"{gpu.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, batched products at {k.serve_matmul_efficiency:.0%} "
             f"of the dense {precision.upper()} peak, {k.per_step_s * 1e3:.2f} ms per step + "
             f"{k.per_layer_step_s * 1e6:.0f} us per layer of fixed cost")
+    if stack_of(gpu) == "rocm":
+        line += ("; on ROCm these come from throughput rows at 256-3,200 sequences: the ROCm blog's latency table "
+                 "(held out, rows RL1-RL6) took about twice as long for one request and for small batches, so expect "
+                 "one-user speeds nearer half these figures on that software")
     if len(_CONSTANTS_LINES) >= 256:
         _CONSTANTS_LINES.clear()
     _CONSTANTS_LINES[key] = (gpu, cal, line)

@@ -183,6 +183,14 @@ def _serve(run: Run, cal: Calibration) -> float:
     if run.metric == "prefill_s":  # one prompt alone
         return decode_step(model, gpu, setup, batch=0, prefill_tokens=r["prompt_tokens"],
                            prompt_tokens=r["prompt_tokens"], cal=cal).step_s
+    if run.metric == "request_latency_s":  # a static batch of equal requests, first prompt token to last output
+        batch, prompt, output = int(r["batch"]), r["prompt_tokens"], r["output_tokens"]
+        budget = setup.max_num_batched_tokens
+        prefill_steps = math.ceil(batch * prompt / budget)
+        prefill = prefill_steps * decode_step(model, gpu, setup, batch=0, prefill_tokens=batch * prompt / prefill_steps,
+                                              prompt_tokens=prompt, cal=cal).step_s
+        step = decode_step(model, gpu, setup, batch=batch, cached_tokens=prompt + output // 2, cal=cal).step_s
+        return float(prefill + output * step)
     raise ValueError(f"{run.id}: unknown metric {run.metric}")
 
 

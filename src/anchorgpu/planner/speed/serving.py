@@ -212,18 +212,11 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: f
                       communication_s=comm, bound=bound)
 
 
-def _step(model: ModelSpec, setup: ServingSetup, c: _StepConstants, cal: Calibration, ideal: bool, batch: float,
-          prefill_tokens: float, decode_attn_flops: float, prefill_attn_flops: float, padded_batch: float = 0.0,
-          ) -> tuple[float, float, float, float, float, str]:
-    """:func:`decode_step`'s fields in order, once its constants and the attention FLOPs per token (decoding at
-    the cached length, prefill at the prompt's; 0 without prefill) are known: a serving estimate takes six
-    steps of one setup and reads two of the fields. ``padded_batch``: the rows a captured graph multiplies
-    when it is larger than the batch (the padding rows read no KV cache)."""
-    # pipeline stages work on different micro-batches at once: a replica's sequences are split into up to
-    # ``pp`` micro-batches, each stage takes one per tick, and a micro-batch's token is out after ``pp`` ticks
-    pp = setup.pp
-    groups = min(float(pp), max(1.0, batch)) if pp > 1 else 1.0
-    batch, prefill_tokens, padded_batch = batch / groups, prefill_tokens / groups, padded_batch / groups
+def _tick(model: ModelSpec, setup: ServingSetup, c: _StepConstants, cal: Calibration, ideal: bool, batch: float,
+          prefill_tokens: float, decode_attn_flops: float, prefill_attn_flops: float, padded_batch: float,
+          ) -> tuple[float, float, float, float, float, float, float]:
+    """One micro-batch through one pipeline stage (the whole replica when ``pp`` is 1): its time, then its fixed,
+    weights, attention and communication parts, and the memory and compute parts that say the bound."""
     tokens = max(batch, padded_batch) + prefill_tokens
     weights = setup.weights_bytes_per_gpu
     routed = c.routed_share
@@ -240,20 +233,52 @@ def _step(model: ModelSpec, setup: ServingSetup, c: _StepConstants, cal: Calibra
         attn_flops += prefill_tokens * prefill_attn_flops
     attn_compute_s = attn_flops / split / c.attention_rate
     attention_s = max(kv_s, attn_compute_s)
-    per_gpu = pp * (weights_s + attention_s + tokens * c.elementwise_s_per_token)
+    work = weights_s + attention_s + tokens * c.elementwise_s_per_token
     comm = 0.0
     efficiency = 1.0 if ideal else cal.link_efficiency
     message = tokens * model.hidden_size * ACTIVATION_BYTES
-    if c.link is not None:  # two all-reduces per layer of the stage, every tick
-        comm = pp * 2 * model.num_layers / pp * allreduce_s(message, setup.tp, c.link, efficiency=efficiency)
+    if c.link is not None:  # two all-reduces per layer of the stage
+        comm = 2 * model.num_layers / setup.pp * allreduce_s(message, setup.tp, c.link, efficiency=efficiency)
     if c.pp_link is not None:  # the micro-batch's hidden states to the next stage
-        comm += pp * p2p_s(message, c.pp_link, efficiency=efficiency)
-    fixed = pp * c.fixed_s
-    step = fixed + per_gpu + comm
-    memory_part = weights_read_s + kv_s
-    compute_part = matmul_s + attn_compute_s
-    bound = "fixed" if fixed > per_gpu else ("memory" if memory_part >= compute_part else "compute")
-    return step, fixed, pp * weights_s, pp * attention_s, comm, bound
+        comm += p2p_s(message, c.pp_link, efficiency=efficiency)
+    return (c.fixed_s + work + comm, c.fixed_s, weights_s, attention_s, comm, weights_read_s + kv_s,
+            matmul_s + attn_compute_s)
+
+
+def _step(model: ModelSpec, setup: ServingSetup, c: _StepConstants, cal: Calibration, ideal: bool, batch: float,
+          prefill_tokens: float, decode_attn_flops: float, prefill_attn_flops: float, padded_batch: float = 0.0,
+          one_chunk: bool = False, first_token: bool = False) -> tuple[float, float, float, float, float, str]:
+    """:func:`decode_step`'s fields in order, once its constants and the attention FLOPs per token (decoding at
+    the cached length, prefill at the prompt's; 0 without prefill) are known. ``padded_batch``: the rows a
+    captured graph multiplies when it is larger than the batch (the padding rows read no KV cache).
+
+    Pipeline stages work on different micro-batches at once: the ``batch`` is split into up to ``pp``
+    micro-batches, each stage takes one per tick, and every micro-batch's token is out after a cycle: the larger
+    of one stage's work on all of them and one micro-batch's way through all ``pp`` stages. ``one_chunk``: the
+    prompt tokens are one prompt's chunk, so they travel in one micro-batch instead of being spread over all of
+    them (prompt tokens in every step): every stage does the chunk's extra work once in the cycle, and with
+    ``first_token`` the cycle is at least the chunk's own way through every stage (a time to first token)."""
+    pp = setup.pp
+    groups = min(float(pp), max(1.0, batch)) if pp > 1 else 1.0
+    each, padded_each = batch / groups, padded_batch / groups
+    if not one_chunk or pp == 1 or not prefill_tokens:
+        t = _tick(model, setup, c, cal, ideal, each, prefill_tokens / groups, decode_attn_flops, prefill_attn_flops,
+                  padded_each)
+        parts, bound_of = tuple(pp * x for x in t[:5]), t
+    else:
+        heavy = _tick(model, setup, c, cal, ideal, each, prefill_tokens, decode_attn_flops, prefill_attn_flops,
+                      padded_each)
+        light = _tick(model, setup, c, cal, ideal, each, 0.0, decode_attn_flops, 0.0, padded_each)
+        stage_load = [(groups - 1.0) * a + b for a, b in zip(light[:5], heavy[:5], strict=True)]
+        if first_token:  # the chunk's micro-batch goes through every stage in turn
+            through = [pp * b for b in heavy[:5]]
+        else:  # the others keep their pace through the stages; each stage adds the chunk's extra work once
+            through = [pp * a + (b - a) for a, b in zip(light[:5], heavy[:5], strict=True)]
+        parts, bound_of = (tuple(through) if through[0] >= stage_load[0] else tuple(stage_load)), heavy
+    step, fixed, weights_s, attention_s, comm = parts
+    per_gpu = step - fixed - comm
+    bound = "fixed" if fixed > per_gpu else ("memory" if bound_of[5] >= bound_of[6] else "compute")
+    return step, fixed, weights_s, attention_s, comm, bound
 
 
 @fast_init
@@ -300,7 +325,7 @@ def _steady(model: ModelSpec, setup: ServingSetup, c: _StepConstants, batch: int
     chunk, share = prefill_chunk_share(batch, prompt, output, setup.max_num_batched_tokens)
     if share >= 1.0 or not prefill:
         return _step(model, setup, c, cal, ideal, batch, prefill, attn[0], attn[1] if prefill and prompt else 0.0)
-    with_chunk = _step(model, setup, c, cal, ideal, batch, chunk, attn[0], attn[1])
+    with_chunk = _step(model, setup, c, cal, ideal, batch, chunk, attn[0], attn[1], one_chunk=True)
     padded = next((size for size in setup.graph_batch_sizes if size >= batch), 0)  # decode-only steps run a graph
     decode_only = _step(model, setup, c, cal, ideal, batch, 0.0, attn[0], 0.0, padded_batch=padded)
     mixed = [share * a + (1.0 - share) * b for a, b in zip(with_chunk[:5], decode_only[:5], strict=True)]
@@ -312,7 +337,8 @@ def _ttft(model: ModelSpec, setup: ServingSetup, c: _StepConstants, others: int,
     budget = max(1, setup.max_num_batched_tokens - others)
     chunks = math.ceil(prompt / budget)
     chunk = min(prompt, budget)
-    step = _step(model, setup, c, cal, ideal, others, chunk, attn[0], attn[1] if chunk and prompt else 0.0)
+    step = _step(model, setup, c, cal, ideal, others, chunk, attn[0], attn[1] if chunk and prompt else 0.0,
+                 one_chunk=True, first_token=True)
     return chunks * step[0]
 
 
