@@ -45,10 +45,12 @@ def write(folder: Path) -> None:
         gpu = get_gpu(lay.pop("gpu"))
         p = plan(load_model(model), Workload(**work), layout=Layout(**lay), gpu=gpu)
         for kind in kinds:
-            for file, text in build_recipe(p, kind).files:
+            recipe = build_recipe(p, kind)
+            for file, text in recipe.files:
                 path = folder / f"{name}.{kind}.{file}"
                 path.write_text(text, encoding="utf-8")
-                manifest.append({"file": path.name, "kind": kind, "dp": p.layout.dp, "gpus": p.layout.gpus})
+                manifest.append({"file": path.name, "kind": kind, "dp": p.layout.dp, "gpus": p.layout.gpus,
+                                 "command": recipe.command})
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     print(f"{len(manifest)} files in {folder}")
 
@@ -91,10 +93,16 @@ def check_accelerate(folder: Path) -> None:
     for e in _entries(folder, "accelerate"):
         path = folder / e["file"]
         cfg = ClusterConfig.from_yaml_file(str(path))
-        args = launch_command_parser().parse_args(["--config_file", str(path), str(script)])
+        # the launch's own flags, as a server's shell expands them (NODE_RANK=1 and MASTER_ADDR=10.0.0.1 here)
+        words = e["command"].replace("\\\n", " ").replace("$NODE_RANK", "1").replace("$MASTER_ADDR", "10.0.0.1").split()
+        flags = words[words.index("accelerate_config.yaml") + 1:-1]
+        args = launch_command_parser().parse_args(["--config_file", str(path), *flags, str(script)])
         args, _, _ = _validate_launch_command(args)
         assert int(args.num_processes) == e["gpus"], (args.num_processes, e)
-        print("accelerate ok", e["file"], cfg.distributed_type, args.num_processes, args.mixed_precision)
+        if cfg.num_machines > 1:
+            assert (args.machine_rank, args.main_process_ip, args.main_process_port) == (1, "10.0.0.1", 29500), args
+        print("accelerate ok", e["file"], cfg.distributed_type, args.num_processes, args.mixed_precision,
+              f"machine_rank {args.machine_rank} main_process_ip {args.main_process_ip}")
 
 
 def check_skypilot(folder: Path) -> None:

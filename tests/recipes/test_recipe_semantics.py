@@ -175,3 +175,40 @@ def test_the_sequence_cap_is_explained_against_the_concurrency_asked_for() -> No
     assert "holds 160 sequences of 8,192 tokens" in note and "set the cap to 32" in note
     unasked = build_recipe(_serve("llama-3.1-70b", "h100", 8, context_tokens=8192), "vllm")
     assert not any(a.startswith("Sequence cap") for a in unasked.assumptions)
+
+
+def test_an_encoder_decoder_model_gets_no_chunked_prefill_and_is_told_why() -> None:
+    """QA pass: Whisper (an encoder-decoder) was launched with --enable-chunked-prefill, which vLLM turns off for
+    encoder-decoder models; a decoder-only model keeps it."""
+    whisper = build_recipe(_serve("whisper-large-v3", "l40s", 1), "vllm")
+    assert "--enable-chunked-prefill" not in _words(whisper.command)
+    assert any(a.startswith("Chunked prefill: not set; whisper-large-v3 is an encoder-decoder model")
+               for a in whisper.assumptions)
+    assert "--max-num-batched-tokens" in _words(whisper.command)  # the budget the memory was sized with stays
+    llama = build_recipe(_serve("llama-3.1-8b", "h100", 1, context_tokens=4096), "vllm")
+    assert "--enable-chunked-prefill" in _words(llama.command)
+    assert not any(a.startswith("Chunked prefill") for a in llama.assumptions)
+
+
+def test_accelerate_over_several_servers_reads_rank_and_address_from_the_environment_as_torchrun_does() -> None:
+    """QA pass: accelerate_config.yaml had main_process_ip set to the literal text MASTER_ADDR (the YAML cannot
+    read the environment). Now the launch passes $NODE_RANK and $MASTER_ADDR, which the user sets on each server,
+    as the torchrun recipe does, and says so under "could not set"; the YAML keeps only valid keys."""
+    yaml = pytest.importorskip("yaml", reason="PyYAML is in the dev and recipes-check extras")
+    p = _train("llama-3.1-8b", "h100", 16, {"fsdp": True})
+    recipe = build_recipe(p, "accelerate")
+    doc = yaml.safe_load(dict(recipe.files)["accelerate_config.yaml"])
+    assert "main_process_ip" not in doc and "MASTER_ADDR" not in dict(recipe.files)["accelerate_config.yaml"]
+    assert (doc["num_machines"], doc["num_processes"], doc["main_process_port"]) == (2, 16, 29500)
+    assert set(doc) <= set(flag_data("accelerate_keys")["config_keys"])
+    words = _words(recipe.command)
+    assert _value(recipe.command, "--machine_rank") == "$NODE_RANK"
+    assert _value(recipe.command, "--main_process_ip") == "$MASTER_ADDR"
+    assert {w for w in words if w.startswith("--")} <= set(flag_data("accelerate_keys")["flags"])
+    torchrun = build_recipe(p, "torchrun-fsdp")
+    assert _value(torchrun.command, "--master-addr") == "$MASTER_ADDR"
+    told = "On each of the 2 servers set NODE_RANK (0 .. 1) and MASTER_ADDR (the first server's address)."
+    assert told in recipe.cannot_set and told in torchrun.cannot_set
+    single = yaml.safe_load(dict(build_recipe(_train("llama-3.1-8b", "h100", 8, {"fsdp": True}), "accelerate").files)[
+        "accelerate_config.yaml"])
+    assert single["machine_rank"] == 0 and "main_process_ip" not in single

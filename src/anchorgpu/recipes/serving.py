@@ -142,9 +142,13 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
             parts += ["--enable-expert-parallel"]
             assumptions.append(f"Expert parallelism: vLLM spreads the experts over TP x DP = {lay.tp * dp} ranks "
                                f"(the plan's EP {lay.ep}).")
-        parts += ["--max-model-len", str(ctx), "--max-num-seqs", str(seqs), "--max-num-batched-tokens", str(tokens),
-                  "--enable-chunked-prefill", "--gpu-memory-utilization", f"{w.gpu_memory_utilization:g}",
-                  "--block-size", str(w.block_size_tokens)]
+        parts += ["--max-model-len", str(ctx), "--max-num-seqs", str(seqs), "--max-num-batched-tokens", str(tokens)]
+        if spec.encoder is None:
+            parts += ["--enable-chunked-prefill"]
+        else:  # vLLM turns chunked prefill off for encoder-decoder models: asking for it would say what does not run
+            assumptions.append(f"Chunked prefill: not set; {spec.name} is an encoder-decoder model, for which vLLM "
+                               "turns it off (each prompt is prefilled whole, within --max-num-batched-tokens).")
+        parts += ["--gpu-memory-utilization", f"{w.gpu_memory_utilization:g}", "--block-size", str(w.block_size_tokens)]
         if dtype and dtype != "bfloat16":
             parts += ["--dtype", dtype]
         if fp8_kv:

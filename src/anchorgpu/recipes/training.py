@@ -217,14 +217,17 @@ def _accelerate(plan: Plan, target: Target, steps: TrainSteps, model: str, assum
     doc.update({"num_machines": target.nodes, "num_processes": target.nodes * target.gpus_per_node,
                 "machine_rank": 0, "rdzv_backend": "static", "same_network": True, "use_cpu": False,
                 "main_training_function": "main"})
+    launch = ["accelerate", "launch", "--config_file", "accelerate_config.yaml"]
     if target.nodes > 1:
-        doc["main_process_ip"] = "MASTER_ADDR"
+        # as torchrun's launch: each server's rank and the first server's address come from NODE_RANK and MASTER_ADDR,
+        # which the user sets (the YAML cannot read the environment; the launch flags override its keys)
+        del doc["machine_rank"]
         doc["main_process_port"] = 29500
-        cannot.append("On each server set machine_rank (0 .. nodes-1) and main_process_ip to the first server's address.")
+        launch += ["--machine_rank", "$NODE_RANK", "--main_process_ip", "$MASTER_ADDR"]
     cannot.append(f"{_SCRIPT} is yours: Accelerator(gradient_accumulation_steps={steps.accumulation}) and a "
                   f"DataLoader of batch size {steps.micro_batch} with sequences of {steps.seq_tokens:,} tokens.")
     assumptions.append(f"Model: {model}.")
-    command = shell_join(["accelerate", "launch", "--config_file", "accelerate_config.yaml", _SCRIPT])
+    command = shell_join([*launch, _SCRIPT])
     return command, (("accelerate_config.yaml", yaml_dump(doc)),)
 
 
@@ -232,7 +235,7 @@ def training_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
     assumptions: list[str] = []
     cannot: list[str] = []
     _common_checks(plan, kind, assumptions, cannot)
-    if target.nodes > 1 and kind != "accelerate":
+    if target.nodes > 1:
         cannot.append(f"On each of the {target.nodes} servers set NODE_RANK (0 .. {target.nodes - 1}) and MASTER_ADDR "
                       "(the first server's address).")
     model = model_ref(plan, assumptions)
