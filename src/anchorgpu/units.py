@@ -29,6 +29,7 @@ __all__ = [
     "Term",
     "ceil_div",
     "fmt_bytes",
+    "fmt_usd",
     "parse_term",
     "require_whole_gpus",
     "round_usd",
@@ -66,6 +67,15 @@ def usd(value: str | int | Decimal) -> Decimal:
     if isinstance(value, float):  # floats cannot carry money exactly
         raise TypeError("money must be given as str, int or Decimal, not float")
     return Decimal(value)
+
+
+def fmt_usd(amount: Decimal | str) -> str:
+    """Money for a sentence, as every face prints it: ``$2,190.00``.
+
+    >>> fmt_usd(Decimal("2190")), fmt_usd("547.5")
+    ('$2,190.00', '$547.50')
+    """
+    return f"${round_usd(Decimal(amount)):,.2f}"
 
 
 def round_usd(amount: Decimal) -> Decimal:

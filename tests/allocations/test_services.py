@@ -27,6 +27,7 @@ from anchorgpu.allocations.errors import (
 )
 from anchorgpu.errors import UnknownEntity
 from anchorgpu.store.tables import AllocationEventRow, AllocationRow, IdempotencyKeyRow, QuoteRow
+from anchorgpu.units import fmt_usd
 
 H100 = "h100-sxm-1x-vm"
 
@@ -161,7 +162,7 @@ def test_stop_keeps_the_end_and_the_amount_and_says_so(store: Any, account: Any)
     assert (stopped.body["ends_at"], stopped.body["amount_usd"]) == (booked["ends_at"], booked["amount_usd"])
     notice = stopped.body["notice"]
     assert STOP_NOTICE.startswith("Stopping does not pause the paid term") and notice.startswith(STOP_NOTICE.split(":")[0])
-    assert booked["ends_at"] in notice and booked["amount_usd"] in notice
+    assert booked["ends_at"] in notice and fmt_usd(booked["amount_usd"]) in notice  # "$2,190.00", as every face prints money
     replay = act(store, "stop", account, booked["id"], "s")
     assert replay.replayed and replay.body == stopped.body  # the statement is part of every stop answer
     with pytest.raises(AllocationStateConflict):

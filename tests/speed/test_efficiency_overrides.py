@@ -40,3 +40,20 @@ def test_every_face_refuses_5e_324_in_one_line(capsys: pytest.CaptureFixture[str
             answer = client.post("/v1/plan", json={"model": "llama-3.1-8b", "gpu": "h100", name: 5e-324})
             assert answer.status_code == 422 and answer.json()["detail"].startswith(f"body.{name}: "), answer.text
             assert client.post("/v1/plan", json={"model": "llama-3.1-8b", "gpu": "h100", name: 0.01}).status_code == 200
+
+
+def test_a_prediction_with_the_users_efficiencies_has_no_calibrated_band() -> None:
+    """The bands say where measured runs fell around the calibrated model; with --mbu/--mfu the figure is the user's
+    model, so low = high = the prediction, the JSON says so, and the constants line does not call them calibrated."""
+    from anchorgpu.architectures import load_model
+    from anchorgpu.hardware import get_gpu
+    from anchorgpu.planner import Workload, plan
+    from anchorgpu.planner.speed.estimate import plan_performance
+
+    p = plan(load_model("llama-3.1-8b"), Workload(context_tokens=8192), gpu=get_gpu("h100"))
+    mine = plan_performance(p, mbu=0.5)
+    assert mine["efficiencies"] == "user"
+    assert mine["tpot_s_low"] == mine["tpot_s"] == mine["tpot_s_high"]
+    assert not any(a.startswith("calibrated CUDA constants") for a in mine["assumptions"])
+    shipped = plan_performance(p)
+    assert "efficiencies" not in shipped and shipped["tpot_s_low"] < shipped["tpot_s"] < shipped["tpot_s_high"]

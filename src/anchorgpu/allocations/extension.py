@@ -19,7 +19,7 @@ from anchorgpu.allocations.domain import bounded_end, peak_servers
 from anchorgpu.allocations.errors import PriceChanged
 from anchorgpu.errors import UnknownEntity
 from anchorgpu.store.uow import AbstractUnitOfWork
-from anchorgpu.units import Term
+from anchorgpu.units import Term, fmt_usd
 from anchorgpu.validation import usd_amount
 
 __all__ = ["check_expected_price", "parse_expected_usd", "quote_extension"]
@@ -82,7 +82,7 @@ def quote_extension(uow: AbstractUnitOfWork, *, account_id: str, allocation_id: 
                      "the added period" if available else
                      f"only {free} of {stock} server(s) are free for the added period: extending would be refused"),
         "quote": body,
-        "statement": (f"Extending by {added} would charge {quote.total_usd} USD now (today's list price, "
+        "statement": (f"Extending by {added} would charge {fmt_usd(quote.total_usd)} now (today's list price, "
                       f"{allocation.quantity} server(s)), moving the end to {new_ends_at.isoformat()}. "
                       "Nothing has been charged."),
     }

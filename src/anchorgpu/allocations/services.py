@@ -34,7 +34,7 @@ from anchorgpu.allocations.idempotency import DEFAULT_KEY_TTL_S, Outcome, run_id
 from anchorgpu.errors import InvalidInput, InvalidTerm, UnknownEntity
 from anchorgpu.store.repository import QuoteRecord
 from anchorgpu.store.uow import AbstractUnitOfWork
-from anchorgpu.units import Term, parse_term, require_whole_gpus
+from anchorgpu.units import Term, fmt_usd, parse_term, require_whole_gpus
 from anchorgpu.validation import is_valid_id
 
 __all__ = [
@@ -154,7 +154,7 @@ def stop_notice(allocation: Allocation) -> str:
     """
     return (
         f"{STOP_NOTICE.split(':')[0]}: this allocation still ends at {allocation.ends_at.isoformat()} "
-        f"and its amount paid (${allocation.amount_usd}) does not change; start it again any time before then."
+        f"and its amount paid ({fmt_usd(allocation.amount_usd)}) does not change; start it again any time before then."
     )
 
 

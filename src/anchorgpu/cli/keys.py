@@ -94,9 +94,9 @@ def _remember(store: Store, account_id: str, api_key: str) -> None:
 
 
 def _show(info: dict[str, Any]) -> str:
-    expiry = info["expires_at"] or "never expires"
+    expiry = f"expires {info['expires_at']}" if info["expires_at"] else "never expires"
     mark = " (this key)" if info.get("current") else ""
-    return f"{info['id']}  {info['prefix']}…  {info['name']!r}  {info['status']}{mark}  expires: {expiry}"
+    return f"{info['id']}  {info['prefix']}…  {info['name']!r}  {info['status']}{mark}  {expiry}"
 
 
 @keys_app.command("create")

@@ -217,6 +217,9 @@ def _band(section: dict[str, Any], key: str, fmt: str, scale: float = 1.0) -> st
         return None
     text = fmt.format(value * scale)
     low, high = section.get(f"{key}_low"), section.get(f"{key}_high")
+    if section.get("efficiencies") == "user":  # the user's efficiencies: no band, the ceiling only
+        ceiling = section.get(f"{key}_ceiling")
+        return text + (f" (ceiling {fmt.format(ceiling * scale)})" if isinstance(ceiling, int | float) else "")
     if isinstance(low, int | float) and isinstance(high, int | float):
         text += f" ({fmt.format(low * scale)}-{fmt.format(high * scale)}"
         ceiling = section.get(f"{key}_ceiling")
@@ -242,7 +245,12 @@ def _render_performance(out: Any, section: Any) -> None:
         for line in section.get("assumptions", [])[:1]:
             out.print(f"Speed: not predicted - {line}")
         return
-    out.print("[bold]Speed (calibrated prediction, band, roofline ceiling)[/bold]")
+    if section.get("efficiencies") == "user":
+        out.print("[bold]Speed (with your efficiencies, no calibrated band; roofline ceiling)[/bold]")
+        for line in section.get("assumptions", [])[:1]:
+            out.print(f"  {line}", markup=False)
+    else:
+        out.print("[bold]Speed (calibrated prediction, band, roofline ceiling)[/bold]")
     for line in lines:
         out.print(f"  {line}", markup=False)
     sat = section.get("saturation_concurrency")

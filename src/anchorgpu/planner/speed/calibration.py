@@ -202,4 +202,6 @@ def calibrated(overrides: Overrides | None = None) -> Calibration:
         if overrides.mbu is not None:
             k = replace(k, decode_mbu=overrides.mbu)
         stacks[name] = k
-    return replace(cal, stacks=stacks)
+    # the bands are where measured runs fell around the calibrated model; nothing says where they fall around
+    # the user's own efficiencies, so a prediction made with them has no band (low = high = the prediction)
+    return replace(cal, stacks=stacks, bands={name: Band(low=1.0, high=1.0) for name in cal.bands})

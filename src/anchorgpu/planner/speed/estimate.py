@@ -284,10 +284,13 @@ def plan_performance(
     assumptions: list[str] = []
     warnings: list[tuple[str, str]] = []
     cal = cal or (calibration() if mfu is None and mbu is None else calibrated(Overrides(mfu=mfu, mbu=mbu)))
+    out: dict[str, Any] = {"calibration_version": cal.version}
     if mfu is not None or mbu is not None:
         assumptions.append("efficiencies given by the user replace the calibrated ones: "
-                           + ", ".join(f"{n} {v:g}" for n, v in (("mfu", mfu), ("mbu", mbu)) if v is not None))
-    out: dict[str, Any] = {"calibration_version": cal.version}
+                           + ", ".join(f"{n} {v:g}" for n, v in (("mfu", mfu), ("mbu", mbu)) if v is not None)
+                           + "; no band is given (the bands say where measured runs fell around the calibrated "
+                           "model, not around these)")
+        out["efficiencies"] = "user"
     if not isinstance(model, ModelSpec):
         assumptions.append("speed is not estimated for diffusion pipelines")
     elif gpu is None:
@@ -312,6 +315,9 @@ def plan_performance(
         out["checkpoint_bytes"] = ckpt
         out["checkpoint_write_s"] = ckpt / storage_bytes_per_s
         assumptions.append(f"checkpoint written at {storage_bytes_per_s / 1e9:g} GB/s")
+    if out.get("efficiencies") == "user":  # the constants line then holds the user's figures, not calibrated ones
+        assumptions = [a.replace("calibrated CUDA constants:", "CUDA constants with your efficiencies:")
+                        .replace("calibrated ROCM constants:", "ROCm constants with your efficiencies:") for a in assumptions]
     out["assumptions"] = assumptions
     out["warnings"] = [{"code": c, "message": m} for c, m in warnings]
     return out
