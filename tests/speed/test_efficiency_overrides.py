@@ -57,3 +57,22 @@ def test_a_prediction_with_the_users_efficiencies_has_no_calibrated_band() -> No
     assert not any(a.startswith("calibrated CUDA constants") for a in mine["assumptions"])
     shipped = plan_performance(p)
     assert "efficiencies" not in shipped and shipped["tpot_s_low"] < shipped["tpot_s"] < shipped["tpot_s_high"]
+
+
+def test_recommend_rows_with_the_users_efficiencies_carry_no_calibrated_band_either() -> None:
+    """recommend reads its bands through the same calibrated(overrides) as plan: with --mbu the rows' low and high
+    are the prediction itself."""
+    from datetime import UTC, datetime
+
+    from anchorgpu.architectures import load_model
+    from anchorgpu.catalog import load_catalog
+    from anchorgpu.planner.inputs import Workload
+    from anchorgpu.planner.sweep import SweepSpec
+    from anchorgpu.recommend.service import recommend, recommendation_to_json
+    from anchorgpu.units import parse_term
+
+    spec = SweepSpec(workload=Workload(task="inference", context_tokens=4096, concurrency=8),
+                     efficiencies=Overrides(mbu=0.5))
+    rec = recommend(load_model("llama-3.1-8b"), spec, load_catalog(), parse_term("1month"), datetime.now(UTC), top=3)
+    row = recommendation_to_json(rec)["results"][0]
+    assert row["decode_tokens_per_s_total_low"] == row["decode_tokens_per_s_total_high"]

@@ -23,6 +23,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.catalog import Catalog, Offering
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
+from anchorgpu.planner.speed.calibration import Overrides
 from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec, sweep
 from anchorgpu.quotes import UnpricedOffering, price_quote
 from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE, lowered, precision_choice
@@ -113,6 +114,7 @@ class Recommendation:
     assumptions: tuple[str, ...]
     warnings: tuple[tuple[str, str], ...] = field(default=())
     moe: bool = False  # a mixture of experts: its serving band is its own
+    efficiencies: Overrides = field(default_factory=Overrides)  # --mfu/--mbu: the bands are then none
 
 
 def _speed_column(result: SweepResult) -> np.ndarray:
@@ -341,10 +343,11 @@ def recommend(
         model=model.name, task=result.task, term=the_term, workload=workload, evaluated=result.evaluated,
         results=tuple(options[:top]), pareto=_pareto(options), rejected=tuple(shown_rejected[:10]),
         assumptions=tuple(assumptions), warnings=result.warnings, moe=model.moe is not None,
+        efficiencies=spec.efficiencies,
     )
 
 
-def _option_json(o: RecommendedOption, moe: bool = False) -> dict[str, Any]:
+def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Overrides | None = None) -> dict[str, Any]:
     c = o.config
 
     def num(name: str, digits: int = 3) -> float | None:
@@ -370,19 +373,20 @@ def _option_json(o: RecommendedOption, moe: bool = False) -> dict[str, Any]:
         "usd_per_million_output_tokens": o.usd_per_million_output_tokens,
         "run_hours": o.run_hours, "run_usd": o.run_usd, "warnings": list(o.codes),
         "lower_precision": o.lower_precision, "precision_note": LOWER_PRECISION_NOTE if o.lower_precision else None,
-        **_bands(o, c, moe),
+        **_bands(o, c, moe, efficiencies),
     }
 
 
-def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False) -> dict[str, Any]:
+def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False,
+           efficiencies: Overrides | None = None) -> dict[str, Any]:
     """The calibrated band of each prediction (``*_low``/``*_high``), as ``plan`` gives them, and the names of
     the issue's contract (``ttft_s``, ``output_tokens_per_s``) beside the sweep's own."""
     from anchorgpu.hardware import get_gpu
-    from anchorgpu.planner.speed.calibration import calibration
+    from anchorgpu.planner.speed.calibration import calibrated
 
     training = c.get("train_tokens_per_s") is not None and c.get("decode_tokens_per_s_total") is None
     kind = None if training else ("moe" if moe else ("pp" if int(c.get("pp") or 1) > 1 else None))
-    band = calibration().band(get_gpu(o.gpu), "train" if training else "serve", kind)
+    band = calibrated(efficiencies).band(get_gpu(o.gpu), "train" if training else "serve", kind)
     out: dict[str, Any] = {}
     rates = ("train_tokens_per_s",) if training else ("decode_tokens_per_s_per_user", "decode_tokens_per_s_total")
     for name in rates:
@@ -416,8 +420,8 @@ def recommendation_to_json(rec: Recommendation) -> dict[str, Any]:
     return dict(_jsonable({
         "model": rec.model, "workload": rec.workload, "term": str(rec.term), "term_hours": rec.term.hours,
         "evaluated": rec.evaluated,
-        "results": [_option_json(o, rec.moe) for o in rec.results],
-        "pareto": [_option_json(o, rec.moe) for o in rec.pareto],
+        "results": [_option_json(o, rec.moe, rec.efficiencies) for o in rec.results],
+        "pareto": [_option_json(o, rec.moe, rec.efficiencies) for o in rec.pareto],
         "rejected": [{"offering": r.offering, "servers": r.servers, "total_usd": r.total_usd, "reason": r.reason}
                      for r in rec.rejected],
         "assumptions": list(rec.assumptions),

@@ -10,7 +10,7 @@ software stack (CUDA and ROCm), because the same datasheet peak is reached to a 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Literal
@@ -91,6 +91,8 @@ class Calibration:
     network_bytes_per_s: float
     bands: dict[str, Band]
     provenance: dict[str, Any]
+    caveats: dict[str, str] = field(default_factory=dict)  # per stack: what its rows leave uncertain, said in plans
+    origin: Literal["calibrated", "user"] = "calibrated"  # "user": the user's --mfu/--mbu replace fitted efficiencies
 
     def stack(self, gpu: GpuSpec) -> StackConstants:
         return self.stacks[stack_of(gpu)]
@@ -145,7 +147,8 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         tp_overlap_exposed_fraction=_number(stated, "tp_overlap_exposed_fraction", "stated"),
         optimizer_bytes_per_param=_number(stated, "optimizer_bytes_per_param", "stated"),
         network_bytes_per_s=_number(stated, "network_gbit_per_s_per_gpu", "stated") * 1e9 / 8,
-        bands=bands, provenance={k: v for k, v in doc.items() if k not in ("stacks", "stated", "bands")},
+        bands=bands, caveats={k: str(v) for k, v in doc.get("caveats", {}).items()},
+        provenance={k: v for k, v in doc.items() if k not in ("stacks", "stated", "bands", "caveats")},
     )
 
 
@@ -204,4 +207,4 @@ def calibrated(overrides: Overrides | None = None) -> Calibration:
         stacks[name] = k
     # the bands are where measured runs fell around the calibrated model; nothing says where they fall around
     # the user's own efficiencies, so a prediction made with them has no band (low = high = the prediction)
-    return replace(cal, stacks=stacks, bands={name: Band(low=1.0, high=1.0) for name in cal.bands})
+    return replace(cal, stacks=stacks, bands={name: Band(low=1.0, high=1.0) for name in cal.bands}, origin="user")

@@ -189,14 +189,15 @@ def _serving_constants_line(gpu: GpuSpec, cal: Calibration, precision: str) -> s
     if hit is not None and hit[0] is gpu and hit[1] is cal:
         return hit[2]
     k = cal.stack(gpu)
-    line = (f"calibrated {stack_of(gpu).upper()} constants: memory reads at {k.decode_mbu:.0%} of "
+    name = {"cuda": "CUDA", "rocm": "ROCm"}[stack_of(gpu)]
+    label = f"calibrated {name} constants" if cal.origin == "calibrated" else f"{name} constants with your efficiencies"
+    line = (f"{label}: memory reads at {k.decode_mbu:.0%} of "
             f"{gpu.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, batched products at {k.serve_matmul_efficiency:.0%} "
             f"of the dense {precision.upper()} peak, {k.per_step_s * 1e3:.2f} ms per step + "
             f"{k.per_layer_step_s * 1e6:.0f} us per layer of fixed cost")
-    if stack_of(gpu) == "rocm":
-        line += ("; on ROCm these come from throughput rows at 256-3,200 sequences: the ROCm blog's latency table "
-                 "(held out, rows RL1-RL6) took about twice as long for one request and for small batches, so expect "
-                 "one-user speeds nearer half these figures on that software")
+    caveat = cal.caveats.get(stack_of(gpu))
+    if caveat:
+        line += f"; {caveat}"
     if len(_CONSTANTS_LINES) >= 256:
         _CONSTANTS_LINES.clear()
     _CONSTANTS_LINES[key] = (gpu, cal, line)
@@ -285,7 +286,7 @@ def plan_performance(
     warnings: list[tuple[str, str]] = []
     cal = cal or (calibration() if mfu is None and mbu is None else calibrated(Overrides(mfu=mfu, mbu=mbu)))
     out: dict[str, Any] = {"calibration_version": cal.version}
-    if mfu is not None or mbu is not None:
+    if cal.origin == "user":
         assumptions.append("efficiencies given by the user replace the calibrated ones: "
                            + ", ".join(f"{n} {v:g}" for n, v in (("mfu", mfu), ("mbu", mbu)) if v is not None)
                            + "; no band is given (the bands say where measured runs fell around the calibrated "
@@ -315,9 +316,6 @@ def plan_performance(
         out["checkpoint_bytes"] = ckpt
         out["checkpoint_write_s"] = ckpt / storage_bytes_per_s
         assumptions.append(f"checkpoint written at {storage_bytes_per_s / 1e9:g} GB/s")
-    if out.get("efficiencies") == "user":  # the constants line then holds the user's figures, not calibrated ones
-        assumptions = [a.replace("calibrated CUDA constants:", "CUDA constants with your efficiencies:")
-                        .replace("calibrated ROCM constants:", "ROCm constants with your efficiencies:") for a in assumptions]
     out["assumptions"] = assumptions
     out["warnings"] = [{"code": c, "message": m} for c, m in warnings]
     return out

@@ -128,19 +128,15 @@ def trtllm_bench_limits(model: ModelSpec, gpu_memory_bytes: float, *, tp: int, p
     requests = free * kv_fraction / (bytes_per_token * (prompt_tokens + output_tokens))
     raw_bs = min(requests, 4096) / pp
     raw_tokens = min(raw_bs * (1 + prompt_tokens / output_tokens), 32768)
-    if raw_bs < 256:
-        max_bs = max(64, 32 * math.ceil(raw_bs / 32))
-    elif raw_bs < 1024:
-        max_bs = 128 * math.ceil(raw_bs / 128)
-    else:
-        max_bs = 256 * math.ceil(raw_bs / 256)
-    if raw_tokens < 4096:
-        max_tokens = max(2048, 256 * math.ceil(raw_tokens / 256))
-    elif raw_tokens < 8192:
-        max_tokens = 512 * math.ceil(raw_tokens / 512)
-    else:
-        max_tokens = 1024 * math.ceil(raw_tokens / 1024)
-    return max_bs, max_tokens
+    return (_round_up(raw_bs, floor=64, steps=((256, 32), (1024, 128), (math.inf, 256))),
+            _round_up(raw_tokens, floor=2048, steps=((4096, 256), (8192, 512), (math.inf, 1024))))
+
+
+def _round_up(value: float, *, floor: int, steps: tuple[tuple[float, int], ...]) -> int:
+    """``value`` rounded up to the step of the first tier it is below, at least ``floor`` (finetune_setting's
+    rule for both settings)."""
+    step = next(size for below, size in steps if value < below)
+    return max(floor, step * math.ceil(value / step))
 
 
 @lru_cache(maxsize=512)
