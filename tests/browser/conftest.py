@@ -109,13 +109,25 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    context, page = new_page(browser, 1280)
     try:
         yield page
     finally:
         context.close()
+
+
+def new_page(browser: Any, width: int, *, timeout_ms: int = 15_000, **context_options: Any) -> tuple[Any, Any]:
+    """A browser context ``width`` px wide (900 high) and its page with a default timeout; close the context after."""
+    context = browser.new_context(viewport={"width": width, "height": 900}, **context_options)
+    page = context.new_page()
+    page.set_default_timeout(timeout_ms)
+    return context, page
+
+
+@pytest.fixture
+def open_page() -> Any:
+    """:func:`new_page` for tests that size their own pages (``context, page = open_page(browser, width)``)."""
+    return new_page
 
 
 def own_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, rate_limit: bool) -> Iterator[str]:

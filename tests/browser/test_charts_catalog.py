@@ -70,16 +70,9 @@ def _check_chart_text(report: dict[str, Any], *, skip_pairs: tuple[str, ...] = (
             assert not _overlap(a, line), (a, line)
 
 
-def _new_page(browser: Any, width: int) -> tuple[Any, Any]:
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(20_000)
-    return context, page
-
-
 @pytest.mark.parametrize("width", WIDTHS)
-def test_memory_bar_labels_keep_their_size_and_are_never_crossed(browser: Any, server: str, tmp_path: Path, width: int) -> None:
-    context, page = _new_page(browser, width)
+def test_memory_bar_labels_keep_their_size_and_are_never_crossed(browser: Any, open_page: Any, server: str, tmp_path: Path, width: int) -> None:
+    context, page = open_page(browser, width, timeout_ms=20_000)
     try:
         # QA's case: 70B on 4 x H100 at 8k x 32 (engine budget and GPU memory both marked, near the right end)
         page.goto(f"{server}/plan?model=llama-3.1-70b&gpu=h100-sxm&gpus=4&context=8192&concurrency=32")
@@ -99,9 +92,9 @@ def test_memory_bar_labels_keep_their_size_and_are_never_crossed(browser: Any, s
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_scatter_is_readable_draws_the_front_and_every_point_names_its_offering(browser: Any, server: str, tmp_path: Path,
+def test_scatter_is_readable_draws_the_front_and_every_point_names_its_offering(browser: Any, open_page: Any, server: str, tmp_path: Path,
                                                                                  width: int) -> None:
-    context, page = _new_page(browser, width)
+    context, page = open_page(browser, width, timeout_ms=20_000)
     try:
         page.goto(f"{server}/recommend?model=llama-3.1-8b&task=inference&term=1month&context=8192&concurrency=16")
         rows = page.locator("#recommendations tbody tr[id^=rec-]").count()
@@ -140,8 +133,8 @@ def test_scatter_is_readable_draws_the_front_and_every_point_names_its_offering(
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_catalog_sorts_by_memory_and_explains_its_price(browser: Any, server: str, tmp_path: Path, width: int) -> None:
-    context, page = _new_page(browser, width)
+def test_catalog_sorts_by_memory_and_explains_its_price(browser: Any, open_page: Any, server: str, tmp_path: Path, width: int) -> None:
+    context, page = open_page(browser, width, timeout_ms=20_000)
     try:
         page.goto(f"{server}/catalog")
         assert "730" in page.inner_text("#price-explained")
@@ -160,11 +153,11 @@ def test_catalog_sorts_by_memory_and_explains_its_price(browser: Any, server: st
         context.close()
 
 
-def test_sign_up_returns_to_the_quote_and_the_builder_totals_as_fields_change(browser: Any, server: str, tmp_path: Path) -> None:
+def test_sign_up_returns_to_the_quote_and_the_builder_totals_as_fields_change(browser: Any, open_page: Any, server: str, tmp_path: Path) -> None:
     month = load_catalog().offering("h100-sxm-1x-vm").prices_usd.month
     assert month is not None
     for width in WIDTHS:
-        context, page = _new_page(browser, width)
+        context, page = open_page(browser, width, timeout_ms=20_000)
         try:
             page.goto(f"{server}/quote?offering=h100-sxm-1x-vm&region=us-east")
             assert "/signin" in page.url

@@ -87,11 +87,9 @@ def test_redoc_renders_offline(page: Any, server: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("width", [390, 1280])
-def test_extend_shows_the_price_and_charges_only_after_confirming(browser: Any, server: str, tmp_path: Path,
+def test_extend_shows_the_price_and_charges_only_after_confirming(browser: Any, open_page: Any, server: str, tmp_path: Path,
                                                                   width: int) -> None:
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    context, page = open_page(browser, width)
     try:
         _sign_up(page, server, f"extender {width}")
         page.goto(f"{server}/quote?offering=h100-sxm-1x-vm")
@@ -119,11 +117,9 @@ def test_extend_shows_the_price_and_charges_only_after_confirming(browser: Any, 
 
 
 @pytest.mark.parametrize("width", [390, 1280])
-def test_a_plan_that_does_not_fit_shows_no_speed_and_its_fix_is_one_tap(browser: Any, server: str, tmp_path: Path,
+def test_a_plan_that_does_not_fit_shows_no_speed_and_its_fix_is_one_tap(browser: Any, open_page: Any, server: str, tmp_path: Path,
                                                                         width: int) -> None:
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    context, page = open_page(browser, width)
     try:
         page.goto(f"{server}/plan?model=llama-3.1-70b&gpu=h100-sxm&gpus=1&context=8192")
         assert page.inner_text("#verdict").startswith("Does not fit")
@@ -138,11 +134,9 @@ def test_a_plan_that_does_not_fit_shows_no_speed_and_its_fix_is_one_tap(browser:
 
 
 @pytest.mark.parametrize("width", [390, 1280])
-def test_recommendations_keep_the_plans_precision_unless_the_box_is_ticked(browser: Any, server: str, tmp_path: Path,
+def test_recommendations_keep_the_plans_precision_unless_the_box_is_ticked(browser: Any, open_page: Any, server: str, tmp_path: Path,
                                                                            width: int) -> None:
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    context, page = open_page(browser, width)
     try:
         _recommendations_keep_the_precision(page, server, tmp_path, width)
     finally:
@@ -169,12 +163,10 @@ def _recommendations_keep_the_precision(page: Any, server: str, tmp_path: Path, 
 
 
 @pytest.mark.parametrize("width", [390, 1280])
-def test_the_quote_builder_takes_days_that_are_weeks_or_months_and_says_why_not_otherwise(browser: Any, server: str,
+def test_the_quote_builder_takes_days_that_are_weeks_or_months_and_says_why_not_otherwise(browser: Any, open_page: Any, server: str,
                                                                                          tmp_path: Path, width: int) -> None:
     """Item 8: "7 days" is a week and "30 days" a month, as the catalog defines them; "10 days" gets its reason."""
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    context, page = open_page(browser, width)
     try:
         _sign_up(page, server, f"days {width}")
         page.goto(f"{server}/quote?offering=h100-sxm-1x-vm")
@@ -196,11 +188,9 @@ def test_the_quote_builder_takes_days_that_are_weeks_or_months_and_says_why_not_
 
 
 @pytest.mark.parametrize("width", [390, 1280])
-def test_the_language_switch_turns_the_planner_russian_and_stays(browser: Any, server: str, tmp_path: Path,
+def test_the_language_switch_turns_the_planner_russian_and_stays(browser: Any, open_page: Any, server: str, tmp_path: Path,
                                                                  width: int) -> None:
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    context, page = open_page(browser, width)
     errors: list[str] = []
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     try:

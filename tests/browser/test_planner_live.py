@@ -22,12 +22,10 @@ def server(tmp_path: Path, serve_kit: Any, monkeypatch: pytest.MonkeyPatch) -> I
 
 
 @pytest.mark.parametrize("width", (390, 1280))
-def test_the_planner_answers_as_you_type(browser: Any, server: str, tmp_path: Path, width: int) -> None:
+def test_the_planner_answers_as_you_type(browser: Any, open_page: Any, server: str, tmp_path: Path, width: int) -> None:
     shots = Path(os.environ.get("ANCHORGPU_SHOTS", str(tmp_path)))
     shots.mkdir(parents=True, exist_ok=True)
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(20_000)
+    context, page = open_page(browser, width, timeout_ms=20_000)
     try:
         page.goto(f"{server}/plan?model=llama-3.1-70b&gpu=h100-sxm&gpus=1&context=8192")
         assert page.inner_text("#verdict").startswith("Does not fit")

@@ -78,11 +78,9 @@ def _check(page: Any, shots: Path, name: str, width: int, *russian: str) -> None
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_the_russian_journey_reads_well_at_phone_and_laptop_widths(browser: Any, server: str, tmp_path: Path, width: int) -> None:
+def test_the_russian_journey_reads_well_at_phone_and_laptop_widths(browser: Any, open_page: Any, server: str, tmp_path: Path, width: int) -> None:
     shots = _shots(tmp_path)
-    context = browser.new_context(viewport={"width": width, "height": 900}, locale="ru-RU")
-    page = context.new_page()
-    page.set_default_timeout(20_000)
+    context, page = open_page(browser, width, timeout_ms=20_000, locale="ru-RU")
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     try:
