@@ -273,12 +273,12 @@ def _summaries(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> list[str]:
     return lines
 
 
-def _summary(rows: list[dict[str, Any]]) -> str:
+def _summary(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> str:
     lines = [f"{'row':10} {'role':8} {'phase':6} {'metric':24} {'measured':>12} {'predicted':>12} {'error':>7}"]
     for r in rows:
         lines.append(f"{r['id']:10} {r['role']:8} {r['phase']:6} {r['metric']:24} {r['measured']:>12.5g} "
                      f"{r['predicted']:>12.5g} {r['error']:>+7.1%}")
-    lines += _summaries(rows, load_runs())
+    lines += _summaries(rows, runs)
     return "\n".join(lines)
 
 
@@ -344,7 +344,12 @@ def main(argv: list[str] | None = None) -> int:
         path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
         cal = parse_calibration(doc)
     rows = report_rows(cal, runs)
-    print(json.dumps(rows, indent=1) if args.json else markdown(rows, runs, tuple(SETS) if args.all else ("core",)) if args.markdown else _summary(rows))
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    elif args.markdown:
+        print(markdown(rows, runs, tuple(SETS) if args.all else ("core",)))
+    else:
+        print(_summary(rows, runs))
     return 0
 
 
