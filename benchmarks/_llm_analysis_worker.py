@@ -6,6 +6,10 @@ and prints {"seconds": ..., "cpu_seconds": ..., "evaluated": ..., "decode_tokens
 llm-analysis refused the configuration as not fitting: it asserts instead of answering). With ``"passes": K`` in
 the job it goes over the configurations K times and reports the median pass as ``seconds``/``cpu_seconds`` and
 the fastest as ``best_seconds``/``best_cpu_seconds`` (a busy machine only ever slows a pass down).
+
+With ``"interactive": true`` the job is one line, and each further line ``pass`` on stdin runs one pass and
+answers one JSON line {"seconds", "cpu_seconds", "evaluated"}: the benchmark alternates these passes with its
+own timings, so both sides meet the same load on a shared machine.
 Imports are done before the clock starts, so only the per-configuration analysis is timed.
 """
 
@@ -24,33 +28,45 @@ logging.disable(logging.WARNING)  # llm-analysis warns on every call; silence it
 from llm_analysis.analysis import infer  # noqa: E402
 
 
+def one_pass(model_path: str, configs: list[dict]) -> tuple[float, float, list[float | None]]:
+    """(wall seconds, CPU seconds, decode tokens/s or None per configuration) of one pass over ``configs``."""
+    results: list[float | None] = []
+    start, start_cpu = time.perf_counter(), time.process_time()
+    for c in configs:
+        try:
+            summary = infer(
+                model_name=model_path, gpu_name=c["gpu_name"], dtype_name=c["dtype_name"], log_level="ERROR",
+                batch_size_per_gpu=c["batch"], tp_size=c["tp"], pp_size=c["pp"], dp_size=c["dp"],
+                seq_len=c["seq_len"], num_tokens_to_generate=c["tokens"], kv_cache_dtype_bytes=c["kv_bytes"],
+            )
+            results.append(summary.get("decode_tokens_per_sec"))
+        except AssertionError:  # llm-analysis asserts when a configuration does not fit its memory model
+            results.append(None)
+    return time.perf_counter() - start, time.process_time() - start_cpu, results
+
+
 def main() -> None:
-    job = json.load(sys.stdin)
+    job = json.loads(sys.stdin.readline())  # the job is one line (json.dumps writes no newline)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(job["model_config"], handle)
         model_path = handle.name
-    results = []
     try:
         try:  # warm llm-analysis's config caches (a 70B model does not fit its default single GPU)
             infer(model_name=model_path, gpu_name="h100-sxm-80gb", tp_size=8, log_level="ERROR")
         except AssertionError:
             pass
-        walls, cpus = [], []
+        if job.get("interactive"):
+            for line in sys.stdin:
+                if line.strip() != "pass":
+                    break
+                wall, cpu, _ = one_pass(model_path, job["configs"])
+                print(json.dumps({"seconds": wall, "cpu_seconds": cpu, "evaluated": len(job["configs"])}), flush=True)
+            return
+        walls, cpus, results = [], [], []
         for _ in range(max(1, int(job.get("passes", 1)))):
-            results = []
-            start, start_cpu = time.perf_counter(), time.process_time()
-            for c in job["configs"]:
-                try:
-                    summary = infer(
-                        model_name=model_path, gpu_name=c["gpu_name"], dtype_name=c["dtype_name"], log_level="ERROR",
-                        batch_size_per_gpu=c["batch"], tp_size=c["tp"], pp_size=c["pp"], dp_size=c["dp"],
-                        seq_len=c["seq_len"], num_tokens_to_generate=c["tokens"], kv_cache_dtype_bytes=c["kv_bytes"],
-                    )
-                    results.append(summary.get("decode_tokens_per_sec"))
-                except AssertionError:  # llm-analysis asserts when a configuration does not fit its memory model
-                    results.append(None)
-            walls.append(time.perf_counter() - start)
-            cpus.append(time.process_time() - start_cpu)
+            wall, cpu, results = one_pass(model_path, job["configs"])
+            walls.append(wall)
+            cpus.append(cpu)
     finally:
         os.unlink(model_path)
     json.dump({"seconds": statistics.median(walls), "cpu_seconds": statistics.median(cpus), "best_seconds": min(walls),

@@ -135,6 +135,10 @@ class _StepConstants:
     allreduce_share: float  # 2 (tp - 1) / tp: the share of a message a ring all-reduce moves per GPU
     allreduce_rate: float  # link bandwidth x efficiency
     allreduce_latency_s: float
+    allreduce_per_stage: float  # 2 L / pp: two all-reduces per layer of a stage
+    p2p_rate: float  # the stage-to-stage link's bandwidth x efficiency
+    split: int  # tp x pp: the GPUs one replica's products are split over
+    hidden_size: int
 
 
 _STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, bool],
@@ -183,7 +187,10 @@ def _constants(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibra
         miss_per_token=1.0 - moe.experts_per_token / moe.num_experts if moe is not None else 1.0,
         allreduce_share=2.0 * (setup.tp - 1) / setup.tp,
         allreduce_rate=link.bytes_per_s * link_eff if link is not None else 1.0,
-        allreduce_latency_s=link.latency_s if link is not None else 0.0)
+        allreduce_latency_s=link.latency_s if link is not None else 0.0,
+        allreduce_per_stage=2 * model.num_layers / setup.pp,
+        p2p_rate=pp_link.bytes_per_s * link_eff if pp_link is not None else 1.0,
+        split=setup.tp * setup.pp, hidden_size=model.hidden_size)
     if len(_STEP_MEMO) >= 1024:
         _STEP_MEMO.clear()
     _STEP_MEMO[key] = (model, gpu, cal, consts)
@@ -217,30 +224,35 @@ def _tick(model: ModelSpec, setup: ServingSetup, c: _StepConstants, cal: Calibra
           ) -> tuple[float, float, float, float, float, float, float]:
     """One micro-batch through one pipeline stage (the whole replica when ``pp`` is 1): its time, then its fixed,
     weights, attention and communication parts, and the memory and compute parts that say the bound."""
-    tokens = max(batch, padded_batch) + prefill_tokens
+    tokens = (batch if batch >= padded_batch else padded_batch) + prefill_tokens
     weights = setup.weights_bytes_per_gpu
     routed = c.routed_share
     if routed is not None:  # the experts the step's tokens touch (moe_expert_fraction_read)
-        weights *= 1 - routed + routed * float(1.0 - c.miss_per_token ** max(tokens, 1.0))
-    split = setup.tp * setup.pp
+        weights *= 1 - routed + routed * float(1.0 - c.miss_per_token ** (tokens if tokens >= 1.0 else 1.0))
+    split = c.split
     mem_rate = c.mem_rate
     matmul_s = tokens * 2.0 * c.matmul_params / split / c.matmul_rate
     weights_read_s = weights / mem_rate
-    weights_s = soft_roofline(weights_read_s, matmul_s, c.knee)
+    # soft_roofline(weights_read_s, matmul_s, c.knee), inline (the same operations in order)
+    if weights_read_s <= 0.0 or matmul_s <= 0.0:
+        weights_s = weights_read_s if weights_read_s >= matmul_s else matmul_s
+    else:
+        big, knee = (weights_read_s if weights_read_s >= matmul_s else matmul_s), c.knee
+        weights_s = big * ((weights_read_s / big) ** knee + (matmul_s / big) ** knee) ** (1.0 / knee)
     kv_s = batch * setup.kv_bytes_per_sequence_per_gpu / mem_rate  # the sequences' own caches, no padding
     attn_flops = batch * decode_attn_flops
     if prefill_tokens and prefill_attn_flops:
         attn_flops += prefill_tokens * prefill_attn_flops
     attn_compute_s = attn_flops / split / c.attention_rate
-    attention_s = max(kv_s, attn_compute_s)
+    attention_s = kv_s if kv_s >= attn_compute_s else attn_compute_s
     work = weights_s + attention_s + tokens * c.elementwise_s_per_token
     comm = 0.0
-    efficiency = 1.0 if ideal else cal.link_efficiency
-    message = tokens * model.hidden_size * ACTIVATION_BYTES
-    if c.link is not None:  # two all-reduces per layer of the stage
-        comm = 2 * model.num_layers / setup.pp * allreduce_s(message, setup.tp, c.link, efficiency=efficiency)
-    if c.pp_link is not None:  # the micro-batch's hidden states to the next stage
-        comm += p2p_s(message, c.pp_link, efficiency=efficiency)
+    message = tokens * c.hidden_size * ACTIVATION_BYTES
+    if message > 0:
+        if c.link is not None:  # two all-reduces per layer of the stage (allreduce_s, inline)
+            comm = c.allreduce_per_stage * (c.allreduce_latency_s + c.allreduce_share * message / c.allreduce_rate)
+        if c.pp_link is not None and c.pp_link.kind != "none":  # the micro-batch's hidden states to the next stage
+            comm += c.pp_link.latency_s + message / c.p2p_rate
     return (c.fixed_s + work + comm, c.fixed_s, weights_s, attention_s, comm, weights_read_s + kv_s,
             matmul_s + attn_compute_s)
 
@@ -259,6 +271,12 @@ def _step(model: ModelSpec, setup: ServingSetup, c: _StepConstants, cal: Calibra
     them (prompt tokens in every step): every stage does the chunk's extra work once in the cycle, and with
     ``first_token`` the cycle is at least the chunk's own way through every stage (a time to first token)."""
     pp = setup.pp
+    if pp == 1:  # one stage: the tick is the step (pp * x and x / 1.0 below leave every value as it is)
+        t = _tick(model, setup, c, cal, ideal, batch / 1.0, prefill_tokens / 1.0, decode_attn_flops, prefill_attn_flops,
+                  padded_batch / 1.0)
+        fixed, comm = t[1], t[4]
+        return (t[0], fixed, t[2], t[3], comm,
+                "fixed" if fixed > t[0] - fixed - comm else ("memory" if t[5] >= t[6] else "compute"))
     groups = min(float(pp), max(1.0, batch)) if pp > 1 else 1.0
     each, padded_each = batch / groups, padded_batch / groups
     if not one_chunk or pp == 1 or not prefill_tokens:
@@ -328,8 +346,10 @@ def _steady(model: ModelSpec, setup: ServingSetup, c: _StepConstants, batch: int
     with_chunk = _step(model, setup, c, cal, ideal, batch, chunk, attn[0], attn[1], one_chunk=True)
     padded = next((size for size in setup.graph_batch_sizes if size >= batch), 0)  # decode-only steps run a graph
     decode_only = _step(model, setup, c, cal, ideal, batch, 0.0, attn[0], 0.0, padded_batch=padded)
-    mixed = [share * a + (1.0 - share) * b for a, b in zip(with_chunk[:5], decode_only[:5], strict=True)]
-    return mixed[0], mixed[1], mixed[2], mixed[3], mixed[4], with_chunk[5] if share >= 0.5 else decode_only[5]
+    rest = 1.0 - share
+    return (share * with_chunk[0] + rest * decode_only[0], share * with_chunk[1] + rest * decode_only[1],
+            share * with_chunk[2] + rest * decode_only[2], share * with_chunk[3] + rest * decode_only[3],
+            share * with_chunk[4] + rest * decode_only[4], with_chunk[5] if share >= 0.5 else decode_only[5])
 
 
 def _ttft(model: ModelSpec, setup: ServingSetup, c: _StepConstants, others: int, prompt: int, cal: Calibration,
