@@ -7,7 +7,10 @@ appended to the caller's ``assumptions``.
 
 from __future__ import annotations
 
-from operator import attrgetter
+from collections.abc import Iterator
+from functools import partial
+from operator import attrgetter, is_not
+from typing import cast
 
 from anchorgpu.architectures.quantization import describe_shipped
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
@@ -55,8 +58,15 @@ _layout_counts = attrgetter(*_LAYOUT_COUNTS)
 _LORA_TARGETS = frozenset((*ALL_LORA_TARGETS, *mm.FUSED_LORA_TARGETS, *mm.RECURRENT_LORA_TARGETS))
 
 
+_COUNT_TYPES = frozenset((int, type(None)))  # exactly: a bool is refused by check_positive
+_given = partial(is_not, None)
+
+
 def check_counts(names: tuple[str, ...], values: tuple[int | None, ...]) -> None:
-    """:func:`check_positive` on each (name, value); the usual case (all None or whole and >= 1) in one pass."""
+    """:func:`check_positive` on each (name, value); the usual case (each None or an int, the ints >= 1) is
+    decided by two passes in C before any value is looked at one by one."""
+    if _COUNT_TYPES.issuperset(map(type, values)) and min(cast("Iterator[int]", filter(_given, values)), default=1) >= 1:
+        return
     for name, value in zip(names, values, strict=False):
         if value is not None and (type(value) is not int or value < 1):
             check_positive(name, value)

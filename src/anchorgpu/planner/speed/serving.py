@@ -33,7 +33,7 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_matmul_params
-from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, allreduce_s, group_link, p2p_s, peak_for
+from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, group_link, peak_for
 
 __all__ = ["DecodeStep", "ServingEstimate", "ServingSetup", "decode_step", "moe_expert_fraction_read",
            "prefill_chunk_share", "serve_shape_factor", "serving_estimate", "soft_roofline"]
@@ -219,42 +219,61 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: f
                       communication_s=comm, bound=bound)
 
 
-def _tick(model: ModelSpec, setup: ServingSetup, c: _StepConstants, cal: Calibration, ideal: bool, batch: float,
-          prefill_tokens: float, decode_attn_flops: float, prefill_attn_flops: float, padded_batch: float,
-          ) -> tuple[float, float, float, float, float, float, float]:
+def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: float, decode_attn_flops: float,
+          prefill_attn_flops: float, padded_batch: float, ceiling: _StepConstants | None = None,
+          ) -> tuple[float, ...]:
     """One micro-batch through one pipeline stage (the whole replica when ``pp`` is 1): its time, then its fixed,
-    weights, attention and communication parts, and the memory and compute parts that say the bound."""
+    weights, attention and communication parts, and the memory and compute parts that say the bound; last, the
+    same tick's time under the ``ceiling`` constants (the roofline: ``_constants(..., ideal=True)``), from the
+    sizes already formed (0.0 without them). Either time is what a tick of those constants alone gives."""
     tokens = (batch if batch >= padded_batch else padded_batch) + prefill_tokens
     weights = setup.weights_bytes_per_gpu
     routed = c.routed_share
     if routed is not None:  # the experts the step's tokens touch (moe_expert_fraction_read)
         weights *= 1 - routed + routed * float(1.0 - c.miss_per_token ** (tokens if tokens >= 1.0 else 1.0))
     split = c.split
-    mem_rate = c.mem_rate
-    matmul_s = tokens * 2.0 * c.matmul_params / split / c.matmul_rate
-    weights_read_s = weights / mem_rate
-    # soft_roofline(weights_read_s, matmul_s, c.knee), inline (the same operations in order)
-    if weights_read_s <= 0.0 or matmul_s <= 0.0:
-        weights_s = weights_read_s if weights_read_s >= matmul_s else matmul_s
-    else:
-        big, knee = (weights_read_s if weights_read_s >= matmul_s else matmul_s), c.knee
-        weights_s = big * ((weights_read_s / big) ** knee + (matmul_s / big) ** knee) ** (1.0 / knee)
-    kv_s = batch * setup.kv_bytes_per_sequence_per_gpu / mem_rate  # the sequences' own caches, no padding
+    matmul_flops = tokens * 2.0 * c.matmul_params / split
+    kv_bytes = batch * setup.kv_bytes_per_sequence_per_gpu  # the sequences' own caches, no padding
     attn_flops = batch * decode_attn_flops
     if prefill_tokens and prefill_attn_flops:
         attn_flops += prefill_tokens * prefill_attn_flops
-    attn_compute_s = attn_flops / split / c.attention_rate
-    attention_s = kv_s if kv_s >= attn_compute_s else attn_compute_s
-    work = weights_s + attention_s + tokens * c.elementwise_s_per_token
-    comm = 0.0
+    attn_flops_per_gpu = attn_flops / split
     message = tokens * c.hidden_size * ACTIVATION_BYTES
-    if message > 0:
-        if c.link is not None:  # two all-reduces per layer of the stage (allreduce_s, inline)
-            comm = c.allreduce_per_stage * (c.allreduce_latency_s + c.allreduce_share * message / c.allreduce_rate)
-        if c.pp_link is not None and c.pp_link.kind != "none":  # the micro-batch's hidden states to the next stage
-            comm += c.pp_link.latency_s + message / c.p2p_rate
-    return (c.fixed_s + work + comm, c.fixed_s, weights_s, attention_s, comm, weights_read_s + kv_s,
-            matmul_s + attn_compute_s)
+    timed: list[tuple[float, ...]] = []
+    for k in (c, ceiling):  # the rates of the prediction, then of the ceiling
+        if k is None:
+            timed.append((0.0,))
+            break
+        mem_rate = k.mem_rate
+        matmul_s = matmul_flops / k.matmul_rate
+        weights_read_s = weights / mem_rate
+        # soft_roofline(weights_read_s, matmul_s, k.knee), inline (the same operations in order)
+        if weights_read_s <= 0.0 or matmul_s <= 0.0:
+            weights_s = weights_read_s if weights_read_s >= matmul_s else matmul_s
+        else:
+            big, knee = (weights_read_s if weights_read_s >= matmul_s else matmul_s), k.knee
+            weights_s = big * ((weights_read_s / big) ** knee + (matmul_s / big) ** knee) ** (1.0 / knee)
+        kv_s = kv_bytes / mem_rate
+        attn_compute_s = attn_flops_per_gpu / k.attention_rate
+        attention_s = kv_s if kv_s >= attn_compute_s else attn_compute_s
+        work = weights_s + attention_s + tokens * k.elementwise_s_per_token
+        comm = 0.0
+        if message > 0:
+            if k.link is not None:  # two all-reduces per layer of the stage (allreduce_s, inline)
+                comm = k.allreduce_per_stage * (k.allreduce_latency_s + k.allreduce_share * message / k.allreduce_rate)
+            if k.pp_link is not None and k.pp_link.kind != "none":  # the hidden states to the next stage
+                comm += k.pp_link.latency_s + message / k.p2p_rate
+        timed.append((k.fixed_s + work + comm, k.fixed_s, weights_s, attention_s, comm, weights_read_s + kv_s,
+                      matmul_s + attn_compute_s))
+    t = timed[0]
+    return t[0], t[1], t[2], t[3], t[4], t[5], t[6], timed[1][0]
+
+
+def _bound(t: tuple[float, ...]) -> str:
+    """What bounds a one-stage step :func:`_tick` gave: its fixed costs when they outweigh the GPUs' work, else
+    the larger of its memory and compute parts."""
+    fixed = t[1]
+    return "fixed" if fixed > t[0] - fixed - t[4] else ("memory" if t[5] >= t[6] else "compute")
 
 
 def _step(model: ModelSpec, setup: ServingSetup, c: _StepConstants, cal: Calibration, ideal: bool, batch: float,
@@ -272,21 +291,19 @@ def _step(model: ModelSpec, setup: ServingSetup, c: _StepConstants, cal: Calibra
     ``first_token`` the cycle is at least the chunk's own way through every stage (a time to first token)."""
     pp = setup.pp
     if pp == 1:  # one stage: the tick is the step (pp * x and x / 1.0 below leave every value as it is)
-        t = _tick(model, setup, c, cal, ideal, batch / 1.0, prefill_tokens / 1.0, decode_attn_flops, prefill_attn_flops,
+        t = _tick(setup, c, batch / 1.0, prefill_tokens / 1.0, decode_attn_flops, prefill_attn_flops,
                   padded_batch / 1.0)
-        fixed, comm = t[1], t[4]
-        return (t[0], fixed, t[2], t[3], comm,
-                "fixed" if fixed > t[0] - fixed - comm else ("memory" if t[5] >= t[6] else "compute"))
+        return t[0], t[1], t[2], t[3], t[4], _bound(t)
     groups = min(float(pp), max(1.0, batch)) if pp > 1 else 1.0
     each, padded_each = batch / groups, padded_batch / groups
     if not one_chunk or pp == 1 or not prefill_tokens:
-        t = _tick(model, setup, c, cal, ideal, each, prefill_tokens / groups, decode_attn_flops, prefill_attn_flops,
+        t = _tick(setup, c, each, prefill_tokens / groups, decode_attn_flops, prefill_attn_flops,
                   padded_each)
         parts, bound_of = tuple(pp * x for x in t[:5]), t
     else:
-        heavy = _tick(model, setup, c, cal, ideal, each, prefill_tokens, decode_attn_flops, prefill_attn_flops,
+        heavy = _tick(setup, c, each, prefill_tokens, decode_attn_flops, prefill_attn_flops,
                       padded_each)
-        light = _tick(model, setup, c, cal, ideal, each, 0.0, decode_attn_flops, 0.0, padded_each)
+        light = _tick(setup, c, each, 0.0, decode_attn_flops, 0.0, padded_each)
         stage_load = [(groups - 1.0) * a + b for a, b in zip(light[:5], heavy[:5], strict=True)]
         if first_token:  # the chunk's micro-batch goes through every stage in turn
             through = [pp * b for b in heavy[:5]]
@@ -336,30 +353,49 @@ def prefill_chunk_share(batch: float, prompt: int, output: int, max_num_batched_
     return chunk, batch * prompt / output / chunk
 
 
-def _steady(model: ModelSpec, setup: ServingSetup, c: _StepConstants, batch: int, prompt: int, output: int,
-            cal: Calibration, ideal: bool, attn: tuple[float, float]) -> tuple[float, float, float, float, float, str]:
-    """The mean step of a steady state: ``B`` decodes, and the prompts' chunks in the share of steps that carry one."""
+def _steady(model: ModelSpec, setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: int, prompt: int,
+            output: int, cal: Calibration, attn: tuple[float, float]) -> tuple[float, str, float]:
+    """The mean step of a steady state, what bounds it, and its ceiling (the same state under the ideal constants
+    ``ci``): ``B`` decodes, and the prompts' chunks in the share of steps that carry one. One stage (``pp`` 1)
+    takes its ticks directly, prediction and ceiling together, with :func:`_step`'s arithmetic."""
     prefill = batch * prompt / output
     chunk, share = prefill_chunk_share(batch, prompt, output, setup.max_num_batched_tokens)
+    one = setup.pp == 1
     if share >= 1.0 or not prefill:
-        return _step(model, setup, c, cal, ideal, batch, prefill, attn[0], attn[1] if prefill and prompt else 0.0)
-    with_chunk = _step(model, setup, c, cal, ideal, batch, chunk, attn[0], attn[1], one_chunk=True)
+        pre = attn[1] if prefill and prompt else 0.0
+        if one:
+            t = _tick(setup, c, batch / 1.0, prefill / 1.0, attn[0], pre, 0.0, ci)
+            return t[0], _bound(t), t[7]
+        s = _step(model, setup, c, cal, False, batch, prefill, attn[0], pre)
+        return s[0], s[5], _step(model, setup, ci, cal, True, batch, prefill, attn[0], pre)[0]
     padded = next((size for size in setup.graph_batch_sizes if size >= batch), 0)  # decode-only steps run a graph
-    decode_only = _step(model, setup, c, cal, ideal, batch, 0.0, attn[0], 0.0, padded_batch=padded)
-    rest = 1.0 - share
-    return (share * with_chunk[0] + rest * decode_only[0], share * with_chunk[1] + rest * decode_only[1],
-            share * with_chunk[2] + rest * decode_only[2], share * with_chunk[3] + rest * decode_only[3],
-            share * with_chunk[4] + rest * decode_only[4], with_chunk[5] if share >= 0.5 else decode_only[5])
+    if one:
+        with_chunk = _tick(setup, c, batch / 1.0, chunk / 1.0, attn[0], attn[1], 0.0, ci)
+        decode_only = _tick(setup, c, batch / 1.0, 0.0, attn[0], 0.0, padded / 1.0, ci)
+        return (share * with_chunk[0] + (1.0 - share) * decode_only[0],
+                _bound(with_chunk) if share >= 0.5 else _bound(decode_only),
+                share * with_chunk[7] + (1.0 - share) * decode_only[7])
+    mixed = _step(model, setup, c, cal, False, batch, chunk, attn[0], attn[1], one_chunk=True)
+    plain = _step(model, setup, c, cal, False, batch, 0.0, attn[0], 0.0, padded_batch=padded)
+    top = (share * _step(model, setup, ci, cal, True, batch, chunk, attn[0], attn[1], one_chunk=True)[0]
+           + (1.0 - share) * _step(model, setup, ci, cal, True, batch, 0.0, attn[0], 0.0, padded_batch=padded)[0])
+    return share * mixed[0] + (1.0 - share) * plain[0], mixed[5] if share >= 0.5 else plain[5], top
 
 
-def _ttft(model: ModelSpec, setup: ServingSetup, c: _StepConstants, others: int, prompt: int, cal: Calibration,
-          ideal: bool, attn: tuple[float, float]) -> float:
+def _ttft(model: ModelSpec, setup: ServingSetup, c: _StepConstants, ci: _StepConstants, others: int, prompt: int,
+          cal: Calibration, attn: tuple[float, float]) -> tuple[float, float]:
+    """Time to first token and its ceiling: the prompt's chunks, each sharing a step with the ``others``."""
     budget = max(1, setup.max_num_batched_tokens - others)
     chunks = math.ceil(prompt / budget)
     chunk = min(prompt, budget)
-    step = _step(model, setup, c, cal, ideal, others, chunk, attn[0], attn[1] if chunk and prompt else 0.0,
-                 one_chunk=True, first_token=True)
-    return chunks * step[0]
+    pre = attn[1] if chunk and prompt else 0.0
+    if setup.pp == 1:
+        t = _tick(setup, c, others / 1.0, chunk / 1.0, attn[0], pre, 0.0, ci)
+        return chunks * t[0], chunks * t[7]
+    return (chunks * _step(model, setup, c, cal, False, others, chunk, attn[0], pre, one_chunk=True,
+                           first_token=True)[0],
+            chunks * _step(model, setup, ci, cal, True, others, chunk, attn[0], pre, one_chunk=True,
+                           first_token=True)[0])
 
 
 def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, prompt_tokens: int, output_tokens: int,
@@ -378,26 +414,18 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     cal = cal or calibration()
     per_replica = math.ceil(concurrency / setup.replicas)
     sat_replica = max(1, saturation_concurrency // setup.replicas)
-    out: dict[str, float] = {}
     # every step here decodes at the average cached length and prefills the prompt: attention FLOPs per token
     attn = (attention_flops_per_token(model, 2 * (prompt_tokens + output_tokens // 2), causal=True),
             attention_flops_per_token(model, prompt_tokens, causal=True))
-    for ideal in (False, True):
-        c = _constants(model, gpu, setup, cal, ideal)
-        step = _steady(model, setup, c, per_replica, prompt_tokens, output_tokens, cal, ideal, attn)
-        sat = _steady(model, setup, c, sat_replica, prompt_tokens, output_tokens, cal, ideal, attn)
-        suffix = "_ceiling" if ideal else ""
-        out["tpot" + suffix] = step[0]
-        out["tps" + suffix] = setup.replicas * per_replica / step[0] if concurrency >= setup.replicas \
-            else concurrency / step[0]
-        out["max" + suffix] = setup.replicas * sat_replica / sat[0]
-        out["ttft" + suffix] = _ttft(model, setup, c, per_replica - 1, prompt_tokens, cal, ideal, attn)
-        if not ideal:
-            out_bound = step[5]
+    c, ci = _constants(model, gpu, setup, cal, False), _constants(model, gpu, setup, cal, True)
+    tpot, bound, tpot_top = _steady(model, setup, c, ci, per_replica, prompt_tokens, output_tokens, cal, attn)
+    sat, _, sat_top = _steady(model, setup, c, ci, sat_replica, prompt_tokens, output_tokens, cal, attn)
+    ttft, ttft_top = _ttft(model, setup, c, ci, per_replica - 1, prompt_tokens, cal, attn)
+    running = setup.replicas * per_replica if concurrency >= setup.replicas else concurrency
     return ServingEstimate(
-        concurrency=concurrency, per_replica=per_replica, ttft_s=out["ttft"], tpot_s=out["tpot"],
-        output_tokens_per_s=out["tps"], decode_tokens_per_s_per_user=1.0 / out["tpot"],
-        saturation_concurrency=setup.replicas * sat_replica, max_output_tokens_per_s=out["max"], bound=out_bound,
-        ttft_s_ceiling=out["ttft_ceiling"], tpot_s_ceiling=out["tpot_ceiling"],
-        output_tokens_per_s_ceiling=out["tps_ceiling"], max_output_tokens_per_s_ceiling=out["max_ceiling"],
+        concurrency=concurrency, per_replica=per_replica, ttft_s=ttft, tpot_s=tpot,
+        output_tokens_per_s=running / tpot, decode_tokens_per_s_per_user=1.0 / tpot,
+        saturation_concurrency=setup.replicas * sat_replica, max_output_tokens_per_s=setup.replicas * sat_replica / sat,
+        bound=bound, ttft_s_ceiling=ttft_top, tpot_s_ceiling=tpot_top, output_tokens_per_s_ceiling=running / tpot_top,
+        max_output_tokens_per_s_ceiling=setup.replicas * sat_replica / sat_top,
     )
