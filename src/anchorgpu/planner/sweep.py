@@ -312,18 +312,19 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     cached = prompt + spec.output_tokens // 2
     read_slots = _token_slots(model, cached, 1)
 
-    # ---- broadcast to the full grid (layout, weights, kv, concurrency)
+    # ---- the grid (layout, weights, kv, concurrency): each term on the axes it depends on, numpy broadcasting
+    # the rest (the same operations per element, on fewer elements), widened to the full grid when returned
     shape4 = (n_l, n_w, n_k, n_c)
-    conc = np.broadcast_to(np.array(concs, dtype=np.int64)[None, None, None, :], shape4)
-    dp4 = np.broadcast_to(lay.dp[:, None, None, None], shape4)
+    conc = np.array(concs, dtype=np.int64)[None, None, None, :]
+    dp4 = lay.dp[:, None, None, None]
     per_replica = -(-conc // dp4)
     slot_bytes = (slots * values_l)[:, None, None, None] * bpv_k[None, None, :, None]
     kv4 = np.ceil(slot_bytes * per_replica * stage_l[:, None, None, None] / n_layers)
     if state_seq:
         kv4 = kv4 + np.ceil(state_seq * per_replica * stage_l[:, None, None, None]
                             / (lay.tp[:, None, None, None] * n_layers))
-    weights4 = np.broadcast_to(weights_lw[:, :, None, None], shape4)
-    other4 = np.broadcast_to((act_l + non_torch_l)[:, None, None, None], shape4)
+    weights4 = weights_lw[:, :, None, None]
+    other4 = (act_l + non_torch_l)[:, None, None, None]
     total4 = weights4 + kv4 + other4
     fits4 = total4 <= budget_l[:, None, None, None]
     if progress:
@@ -356,6 +357,7 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     split = (tp4 * pp4).astype(np.float64)
     p_matmul = 2.0 * forward_matmul_params(model)
     knee_l = np.array([k.roofline_exponent for k in stacks])[lay.shape][:, None, None, None]
+    inv_knee_l = 1.0 / knee_l
     attn_dec = attention_flops_per_token(model, 2 * cached, causal=True)
     attn_pre = attention_flops_per_token(model, prompt, causal=True)
     bw_l, lat_l = _links(shapes, lay)
@@ -378,14 +380,15 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
         memory_s = weights_read / (bw_mem * mbu_l)
         compute_s = tokens * p_matmul / split / (peak4 * mm_eff_l)
         big = np.maximum(memory_s, compute_s)
+        small = np.minimum(memory_s, compute_s)
         safe = np.where(big > 0, big, 1.0)
-        weights_s = np.where(np.minimum(memory_s, compute_s) > 0,
-                             big * ((memory_s / safe) ** knee_l + (compute_s / safe) ** knee_l) ** (1.0 / knee_l), big)
+        # soft_roofline: the larger part over itself is exactly 1, so (m/big)^p + (c/big)^p = 1 + (small/big)^p
+        weights_s = np.where(small > 0, big * (1.0 + (small / safe) ** knee_l) ** inv_knee_l, big)
         attention_s = np.maximum(decode * kv_read / (bw_mem * mbu_l),
                                  (decode * attn_dec + prefill * attn_pre) / split / (bf16_l * att_eff_l))
         message = tokens * model.hidden_size * ACTIVATION_BYTES
-        comm = 2 * model.num_layers / pp4 * _allreduce_array(message, np.broadcast_to(tp4, shape4),
-                                                             bw_l[:, None, None, None], lat_l[:, None, None, None], cal)
+        comm = 2 * model.num_layers / pp4 * _allreduce_array(message, tp4, bw_l[:, None, None, None],
+                                                             lat_l[:, None, None, None], cal)
         p2p = np.where((pp4 > 1) & (message > 0), pp_lat4 + message / (pp_bw4 * cal.link_efficiency), 0.0)
         return np.asarray(fixed_l[:, None, None, None] + weights_s + attention_s + tokens * per_token_ew + comm + p2p)
 
@@ -422,15 +425,14 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     chunks = np.ceil(prompt / room)
     ttft = chunks * step_of(others, first_chunk, one_chunk=True, first_token=True)
     nan4 = np.full(shape4, np.nan)
-    return {
-        "weights_bytes": weights4, "kv_cache_bytes": kv4, "activations_bytes": np.broadcast_to(
-            act_l[:, None, None, None], shape4), "other_bytes": np.broadcast_to(non_torch_l[:, None, None, None], shape4),
-        "per_gpu_total_bytes": total4, "budget_bytes": np.broadcast_to(budget_l[:, None, None, None], shape4),
-        "fits": fits4, "concurrency": conc,
-        "prefill_s": ttft,
+    columns = {
+        "weights_bytes": weights4, "kv_cache_bytes": kv4, "activations_bytes": act_l[:, None, None, None],
+        "other_bytes": non_torch_l[:, None, None, None], "per_gpu_total_bytes": total4,
+        "budget_bytes": budget_l[:, None, None, None], "fits": fits4, "concurrency": conc, "prefill_s": ttft,
         "decode_tokens_per_s_per_user": per_user, "decode_tokens_per_s_total": total_tps,
         "train_tokens_per_s": nan4, "train_time_s": nan4,
     }
+    return {name: np.broadcast_to(values, shape4) for name, values in columns.items()}
 
 
 # -------------------------------------------------------------------------------------- training
