@@ -6,6 +6,8 @@ dense, MoE, MLA, sliding-window, state-space and hybrid, multimodal, encoder-dec
 NVIDIA and AMD GPUs and none; explicit, partial and open layouts, many of them invalid on purpose), and
 writes one JSON line per configuration: the inputs, then ``plan_to_json`` of the plan with its
 ``performance`` section (``plan_performance``: assumptions and warnings included), or the one-line refusal.
+Then one line per catalog sweep (:data:`SWEEPS`: serving ladders and fixed concurrencies, two request
+shapes, training and LoRA, over the whole catalog): the digest of every result column (dtype, shape, bytes).
 
     # the tree before the change (any checkout or export with a src/ folder), then this one
     git -C /work/main archive HEAD src | (mkdir -p /tmp/base && tar -x -C /tmp/base)
@@ -60,6 +62,13 @@ WEIGHTS = {  # per task: mostly what the task accepts, a few it refuses (the ref
     "diffusion": (None, None, "bf16", "fp8", "nf4"),
 }
 TASKS = ("inference", "inference", "train", "train", "lora", "qlora")
+# catalog sweeps (planner.sweep, what recommend ranks): model x workload x request shape
+SWEEP_MODELS = ("llama-3.1-70b", "llama-3.1-8b", "qwen3-30b-a3b", "mixtral-8x7b-v0.1", "gemma-3-12b", "deepseek-v3",
+                "gpt-oss-120b", "jamba-1.5-mini")
+SWEEP_SERVING = ({"context_tokens": 8192, "concurrency": 32}, {"context_tokens": 8192},
+                 {"context_tokens": 32768, "concurrency": 4})
+SWEEP_REQUESTS = ({}, {"prompt_tokens": 4000, "output_tokens": 200})
+SWEEP_TRAINING = (("llama-3.1-8b", {"task": "train", "seq_tokens": 4096}), ("qwen3-30b-a3b", {"task": "lora"}))
 
 
 def _maybe(rng: random.Random, p: float, value: Any) -> Any:
@@ -260,9 +269,40 @@ def write(out_path: Path, tree: Path, count: int, seed: int, shuffle: int | None
             line = json.dumps({"model_json": [name, kv], "doc": doc}, sort_keys=True)
             digest.update(line.encode())
             out.write(line + "\n")
+        for line in _sweep_lines(models):
+            digest.update(line.encode())
+            out.write(line + "\n")
     print(f"{out_path}: {len(configs):,} configurations (seed {seed}) from {tree}: {planned:,} planned, {refused:,} refused; "
           f"{time.process_time() - start:.0f} s CPU; sha256 {digest.hexdigest()}")
     return 0
+
+
+def _sweep_lines(models: dict[str, Any]) -> Iterator[str]:
+    """One JSON line per catalog sweep: each result column's digest (or the refusal line)."""
+    import numpy as np
+
+    from anchorgpu.architectures import load_model
+    from anchorgpu.catalog import load_catalog
+    from anchorgpu.errors import AnchorError
+    from anchorgpu.planner import Workload
+    from anchorgpu.planner.sweep import SweepSpec, sweep
+    from anchorgpu.recommend import shapes_from_catalog
+
+    shapes = shapes_from_catalog(load_catalog().offerings)
+    cases = [(m, {"task": "inference", **w}, r) for m in SWEEP_MODELS for w in SWEEP_SERVING for r in SWEEP_REQUESTS]
+    cases += [(m, w, {}) for m, w in SWEEP_TRAINING]
+    for name, work, request in cases:
+        record: dict[str, Any] = {"sweep": [name, work, request]}
+        try:
+            result = sweep(models.get(name) or load_model(name), shapes, SweepSpec(workload=Workload(**work), **request))
+            record["evaluated"] = result.evaluated
+            record["columns"] = {
+                key: f"{col.dtype} {col.shape} " + hashlib.sha256(np.ascontiguousarray(col).tobytes()).hexdigest()
+                for key, col in sorted(result.columns.items())}
+            record["assumptions"] = list(result.assumptions)
+        except (AnchorError, ValueError) as exc:
+            record["refused"] = f"{type(exc).__name__}: {exc}"
+        yield json.dumps(record, sort_keys=True)
 
 
 def _diff(a: Any, b: Any, path: str, found: list[str], limit: int) -> None:
@@ -300,7 +340,7 @@ def compare(before: Path, after: Path, limit: int = 20) -> int:
         if len(shown) < limit:
             found: list[str] = []
             _diff(a, b, "", found, 5)
-            shown.append(f"config {a.get('config', {}).get('i', a.get('model_json'))}: " + "; ".join(found))
+            shown.append(f"config {a.get('config', {}).get('i', a.get('model_json') or a.get('sweep'))}: " + "; ".join(found))
     print(f"{before} vs {after}: {len(lines_a):,} lines, {valid:,} planned ({fits:,} fit); "
           + ("IDENTICAL" if differing == 0 and len(lines_a) == len(lines_b) else f"{differing:,} DIFFER"))
     for line in shown:
