@@ -155,14 +155,18 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
     sat = saturation_concurrency(plan, setup, reserve_tokens=prompt + output if full else None, limits=limits)
     est = serving_estimate(model, plan.gpu, setup, prompt_tokens=prompt, output_tokens=output, concurrency=conc,
                            saturation_concurrency=max(sat, 1), cal=cal)
-    _time(out, "ttft_s", est.ttft_s, est.ttft_s_ceiling, band)
-    _time(out, "tpot_s", est.tpot_s, est.tpot_s_ceiling, band)
-    _rate(out, "output_tokens_per_s", est.output_tokens_per_s, est.output_tokens_per_s_ceiling, band)
-    _rate(out, "decode_tokens_per_s_per_user", est.decode_tokens_per_s_per_user, 1.0 / est.tpot_s_ceiling, band)
-    if sat >= 1:
-        _rate(out, "max_output_tokens_per_s", est.max_output_tokens_per_s, est.max_output_tokens_per_s_ceiling, band)
-    else:
-        out["max_output_tokens_per_s"] = None
+    # each figure, its band (a duration takes its rate's band inverted) and its ceiling: _time and _rate, inline
+    low, high = band.low, band.high
+    for key, value, top in (("ttft_s", est.ttft_s, est.ttft_s_ceiling), ("tpot_s", est.tpot_s, est.tpot_s_ceiling)):
+        out[key], out[key + "_low"], out[key + "_high"], out[key + "_ceiling"] = value, value / high, value / low, top
+    for key, value, top in (
+            ("output_tokens_per_s", est.output_tokens_per_s, est.output_tokens_per_s_ceiling),
+            ("decode_tokens_per_s_per_user", est.decode_tokens_per_s_per_user, 1.0 / est.tpot_s_ceiling),
+            ("max_output_tokens_per_s", est.max_output_tokens_per_s, est.max_output_tokens_per_s_ceiling)):
+        if key == "max_output_tokens_per_s" and sat < 1:
+            out[key] = None
+            break
+        out[key], out[key + "_low"], out[key + "_high"], out[key + "_ceiling"] = value, value * low, value * high, top
     out["saturation_concurrency"] = sat
     out["prompt_tokens"], out["output_tokens"] = prompt, output
     out["decode_bound"] = est.bound
