@@ -158,6 +158,8 @@ def main() -> int:
               f"{ours_cpu_rate / their_cpu_rate:,.0f}x CPU (done-when grid alone: {done_rate / their_rate:,.0f}x wall, "
               f"{done_cpu_rate / their_cpu_rate:,.0f}x CPU; goal >= 1000x)")
 
+    recommend_benchmark(repeat, None if theirs is None else theirs["cpu_seconds"] / theirs["evaluated"])
+
     print("\n(b) cold start (process start to answer; child CPU time in brackets)")
     base, base_cpu = _process_s([str(VENV_PY), "-c", "pass"], repeat)
     plan_s, plan_cpu = _process_s([str(ANCHORGPU), "plan", "llama-3.1-70b", "--gpu", "h100", "--gpus", "4", "--context",
@@ -176,6 +178,36 @@ def main() -> int:
         aiconfigurator_compare.main()
     print(f"\nload average after the run: {os.getloadavg()[0]:.2f}")
     return 0
+
+
+def recommend_benchmark(repeat: int, their_cpu_s: float | None) -> None:
+    """``recommend`` end to end in process (sweep, pricing of every offering and server count, ranking, Pareto
+    front, JSON), per configuration it evaluated, against one llm-analysis evaluation from (a)."""
+    from datetime import UTC, datetime
+
+    from anchorgpu.architectures import load_model
+    from anchorgpu.catalog import load_catalog
+    from anchorgpu.planner import Workload
+    from anchorgpu.planner.sweep import SweepSpec
+    from anchorgpu.recommend import recommend, recommendation_to_json
+
+    model, catalog = load_model("llama-3.1-70b"), load_catalog()
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+    done_when = SweepSpec(workload=Workload(task="inference", context_tokens=8192, concurrency=32))
+    ladder = SweepSpec(workload=Workload(task="inference", context_tokens=8192))
+    print("  recommend end to end, in process (sweep, pricing, ranking, JSON; CPU time per configuration evaluated):")
+    for label, spec, lower in (("done-when, the shipped precision (the CLI's default)", done_when, False),
+                               ("done-when, lower precisions allowed", done_when, True),
+                               ("batch 1..512, lower precisions allowed", ladder, True)):
+        rec = recommend(model, spec, catalog, "1month", now, lower_precision=lower)
+        recommendation_to_json(rec)
+        _median_s(lambda spec=spec, lower=lower: recommendation_to_json(
+            recommend(model, spec, catalog, "1month", now, lower_precision=lower)), repeat)
+        cpu = _median_s.cpu  # type: ignore[attr-defined]
+        each = cpu / rec.evaluated
+        ratio = "" if their_cpu_s is None else f" -> RATIO {their_cpu_s / each:,.0f}x (goal >= 1000x)"
+        print(f"    {label}: {rec.evaluated:,} configurations in {cpu * 1e3:.1f} ms CPU, {each * 1e6:.2f} us "
+              f"each{ratio}")
 
 
 class _Interleaved:
