@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from types import MappingProxyType
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from anchorgpu.errors import UnknownEntity, did_you_mean
 from anchorgpu.units import HOURS_PER_COMPARISON_MONTH, round_usd
@@ -169,16 +169,30 @@ class Catalog:
 
     def offering(self, offering_id: str) -> Offering:
         """The offering with this id (case-insensitive); ``UnknownEntity`` with did-you-mean otherwise."""
-        return _lookup("offering", offering_id, {o.id: o for o in self.offerings})
+        return _lookup("offering", offering_id, _by_id(self.offerings))
 
     def option(self, option_id: str) -> Option:
-        return _lookup("option", option_id, {o.id: o for o in self.options})
+        return _lookup("option", option_id, _by_id(self.options))
 
     def region(self, region_id: str) -> Region:
-        return _lookup("region", region_id, {r.id: r for r in self.regions})
+        return _lookup("region", region_id, _by_id(self.regions))
 
 
 _T = TypeVar("_T")
+_BY_ID: dict[int, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+
+
+def _by_id(entries: tuple[_T, ...]) -> dict[str, _T]:
+    """``{entry.id: entry}`` of a catalog's (frozen) tuple of entries, built once per tuple: a recommendation
+    prices every offering at every server count, each price looking its offering up."""
+    hit = _BY_ID.get(id(entries))
+    if hit is not None and hit[0] is entries:
+        return hit[1]
+    table = {e.id: e for e in entries}  # type: ignore[attr-defined]
+    if len(_BY_ID) >= 64:
+        _BY_ID.clear()
+    _BY_ID[id(entries)] = (entries, table)
+    return table
 
 
 def _lookup(kind: str, name: str, table: Mapping[str, _T]) -> _T:

@@ -147,7 +147,7 @@ class SweepResult:
         for name, values in c.items():
             if name == "shape":
                 continue
-            value = values[i].item()
+            value = values.item(i)
             if name == "weights":
                 value = self.weights[value]
             elif name == "kv_cache":
