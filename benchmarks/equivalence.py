@@ -68,7 +68,9 @@ SWEEP_MODELS = ("llama-3.1-70b", "llama-3.1-8b", "qwen3-30b-a3b", "mixtral-8x7b-
 SWEEP_SERVING = ({"context_tokens": 8192, "concurrency": 32}, {"context_tokens": 8192},
                  {"context_tokens": 32768, "concurrency": 4})
 SWEEP_REQUESTS = ({}, {"prompt_tokens": 4000, "output_tokens": 200})
-SWEEP_TRAINING = (("llama-3.1-8b", {"task": "train", "seq_tokens": 4096}), ("qwen3-30b-a3b", {"task": "lora"}))
+SWEEP_TRAINING = (("llama-3.1-8b", {"task": "train", "seq_tokens": 4096}), ("qwen3-30b-a3b", {"task": "lora"}),
+                  ("llama-3.1-70b", {"task": "train"}), ("llama-3.1-70b", {"task": "train", "train_precision": "fp8"}),
+                  ("mixtral-8x7b-v0.1", {"task": "qlora"}), ("llama-3.1-8b", {"task": "train", "recompute": "full"}))
 
 
 def _maybe(rng: random.Random, p: float, value: Any) -> Any:

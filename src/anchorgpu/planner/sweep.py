@@ -440,13 +440,16 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
 
 def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
               weights: tuple[str, ...], progress: Progress | None) -> dict[str, npt.NDArray[Any]]:
-    """Training memory from :func:`plan` once per distinct GPU-independent layout, with the least activation
+    """Training memory from :func:`plan` once per distinct layout and GPU group (vendor, low-precision units), with the least activation
     recompute that fits (none, selective, full) unless the workload names one; speed per layout from
     :func:`anchorgpu.planner.speed.training.training_step`."""
     w = replace(spec.workload, micro_batch=spec.workload.micro_batch or 1)
     n_l, n_w = len(lay), len(weights)
     ladder: tuple[Recompute, ...] = (w.recompute,) if w.recompute else ("none", "selective", "full")
-    mem_cache: dict[tuple[str, int, int, int, int, str], tuple[int, int, int, int, str]] = {}
+    # a layout's training memory depends on the GPU only through its vendor (the CUDA or ROCm context) and
+    # whether it can run the training precision (plan() refuses FP8/FP4 training without the units): planned
+    # once per such group and recompute level, the fit then read against each GPU's memory as plan() reads it
+    mem_cache: dict[tuple[str, int, int, int, int, str, bool, bool, str], tuple[int, int, int, int, str]] = {}
     weights_lw = np.empty((n_l, n_w))
     act_lw = np.empty((n_l, n_w))
     total_lw = np.empty((n_l, n_w))
@@ -458,17 +461,19 @@ def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec
     by_weights = {name: PrecisionPlan(weights=name) for name in weights}
     for i, (gpus, tp, pp, dp, zero, s) in enumerate(rows):
         for j, name in enumerate(weights):
-            key = (name, tp, pp, dp, zero, shapes[s].gpu.name)  # the recompute that fits depends on the GPU
-            if key not in mem_cache:
-                for rc in ladder:
-                    p = plan(model, by_recompute[rc], precision=by_weights[name],
-                             gpu=shapes[s].gpu, suggest=False, choose_layout=False,
-                             layout=Layout(gpus=gpus, tp=tp, pp=pp, dp=dp, zero=zero), overheads=spec.overheads)
-                    if p.fits:
-                        break
-                b = p.per_gpu
-                mem_cache[key] = (b.weights_bytes, b.activations_bytes, b.gradients_bytes + b.optimizer_bytes,
-                                  b.total_bytes, p.workload.recompute or "none")
+            gpu = shapes[s].gpu
+            group = (name, tp, pp, dp, zero, gpu.vendor, gpu.fp8_hardware, gpu.fp4_hardware)
+            for rc in ladder:  # the least recompute that fits this GPU, as plan(...).fits says
+                key = (*group, rc)
+                if key not in mem_cache:
+                    p = plan(model, by_recompute[rc], precision=by_weights[name], gpu=gpu, suggest=False,
+                             choose_layout=False, layout=Layout(gpus=gpus, tp=tp, pp=pp, dp=dp, zero=zero),
+                             overheads=spec.overheads)
+                    b = p.per_gpu
+                    mem_cache[key] = (b.weights_bytes, b.activations_bytes, b.gradients_bytes + b.optimizer_bytes,
+                                      b.total_bytes, p.workload.recompute or "none")
+                if gpu.memory_bytes - mem_cache[key][3] >= 0:
+                    break
             wb, ab, sb, tb, rc_used = mem_cache[key]
             weights_lw[i, j], act_lw[i, j], state_lw[i, j], total_lw[i, j] = wb, ab, sb, tb
             recompute_lw[i, j] = rc_used
