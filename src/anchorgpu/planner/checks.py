@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import PrecisionPlan, Workload
@@ -15,9 +17,34 @@ BASE_CHECK = ("Confirm with a short run on the real engine and GPU: framework, k
               "the measured peak by several percent.")
 
 
-def layout_warnings(w: Workload, lay: ResolvedLayout, gpu: GpuSpec | None) -> list[PlanWarning]:
-    out: list[PlanWarning] = []
+_MEMO: dict[tuple[object, ...], tuple[object, object, tuple[PlanWarning, ...]]] = {}
+
+
+def _memo(key: tuple[object, ...], first: object, second: object,
+          make: Callable[[], list[PlanWarning]]) -> tuple[PlanWarning, ...]:
+    """``make()`` as a tuple, memoised on ``key``: plain values and the ``id`` of the frozen objects ``first`` and
+    ``second`` (the GPU, the weight format), checked by identity. The warnings depend on nothing else, and every
+    plan of that GPU, format or split in a sweep or a layout search asks for the same ones."""
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0] is first and hit[1] is second:
+        return hit[2]
+    out = tuple(make())
+    if len(_MEMO) >= 2048:
+        _MEMO.clear()
+    _MEMO[key] = (first, second, out)
+    return out
+
+
+def layout_warnings(w: Workload, lay: ResolvedLayout, gpu: GpuSpec | None) -> tuple[PlanWarning, ...]:
+    """What the split means for memory and engines: replicas do not pool memory, ZeRO without data parallelism,
+    TP/PP/EP needing engine support, TP across servers or over PCIe."""
     training = w.task in ("train", "lora", "qlora")
+    return _memo(("layout", training, lay.dp, lay.zero, lay.tp, lay.pp, lay.ep, id(gpu)), gpu, None,
+                 lambda: _layout_warnings(training, lay, gpu))
+
+
+def _layout_warnings(training: bool, lay: ResolvedLayout, gpu: GpuSpec | None) -> list[PlanWarning]:
+    out: list[PlanWarning] = []
     if lay.dp > 1 and (not training or lay.zero == 0):
         out.append(make_warning("ddp_no_memory_pooling",
                                 f"{lay.dp} data-parallel replicas: each GPU holds its own full share; memory does not pool"))
@@ -40,17 +67,22 @@ def layout_warnings(w: Workload, lay: ResolvedLayout, gpu: GpuSpec | None) -> li
 
 def precision_warnings(
     fmt: WeightFormat, precision: PrecisionPlan, gpu: GpuSpec | None, *, shipped: bool = False
-) -> list[PlanWarning]:
+) -> tuple[PlanWarning, ...]:
     """``shipped``: the weights are the format the checkpoint is published in, so their quality is the
     model's own, not a conversion to check (engine kernels still are)."""
+    return _memo(("precision", id(fmt), precision.kv_cache, id(gpu), shipped), fmt, gpu,
+                 lambda: _precision_warnings(fmt, precision.kv_cache, gpu, shipped))
+
+
+def _precision_warnings(fmt: WeightFormat, kv_cache: str, gpu: GpuSpec | None, shipped: bool) -> list[PlanWarning]:
     out: list[PlanWarning] = []
-    fp8_used = fmt.native == "fp8" or precision.kv_cache == "fp8"
+    fp8_used = fmt.native == "fp8" or kv_cache == "fp8"
     if gpu is not None and fp8_used and not gpu.fp8_hardware:
         out.append(make_warning("fp8_without_hardware", f"{gpu.name} has no FP8 tensor cores"))
     if gpu is not None and fmt.native == "fp4" and not gpu.fp4_hardware:
         out.append(make_warning("fp4_weight_only_emulation",
                                 f"{fmt.name} on {gpu.name}: FP4 weights are dequantized to 16 bit for the math"))
-    fp8_cache = precision.kv_cache == "fp8"
+    fp8_cache = kv_cache == "fp8"
     if fmt.quantized or fp8_cache:
         what = f"{fmt.name}, fp8 KV cache" if fmt.quantized and fp8_cache else fmt.name if fmt.quantized else "fp8 KV cache"
         if not shipped or fp8_cache:

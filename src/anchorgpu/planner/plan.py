@@ -112,7 +112,8 @@ def plan(
         assumptions.append(f"MoE: all {model.moe.num_experts} experts per layer resident"
                            + (f", split over EP {lay.ep}" if lay.ep > 1 else ", split with TP")
                            + "; compute follows the active experts.")
-    warnings += layout_warnings(terms.workload, lay, gpu) + precision_warnings(
+    warnings += layout_warnings(terms.workload, lay, gpu)
+    warnings += precision_warnings(
         fmt, prec, gpu, shipped=isinstance(model, ModelSpec) and fmt.quantized and _is_shipped(fmt, model))
     if terms.checkpoint_bytes is not None:
         warnings.append(make_warning("checkpoint_restore_unverified",
