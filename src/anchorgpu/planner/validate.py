@@ -97,7 +97,29 @@ def validate_workload(workload: Workload) -> None:
                               f"not task {workload.task}")
 
 
+_FORMATS: dict[tuple[int, str, str | None, str], tuple[object, WeightFormat, tuple[str, ...]]] = {}
+
+
 def resolve_format(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, precision: PrecisionPlan,
+                    assumptions: list[str]) -> WeightFormat:
+    """The weight format planned (the checkpoint's, the task's default, or ``precision.weights``), its
+    assumption appended. It depends on the (frozen) model, the task and the two dtypes only: memoised on them,
+    so the plans of a sweep or a layout search resolve it once (a refusal is raised each time, never kept)."""
+    key = (id(model), workload.task, precision.weights, precision.kv_cache)
+    hit = _FORMATS.get(key)
+    if hit is not None and hit[0] is model:
+        assumptions += hit[2]
+        return hit[1]
+    lines: list[str] = []
+    fmt = _resolve_format(model, workload, precision, lines)
+    if len(_FORMATS) >= 1024:
+        _FORMATS.clear()
+    _FORMATS[key] = (model, fmt, tuple(lines))
+    assumptions += lines
+    return fmt
+
+
+def _resolve_format(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, precision: PrecisionPlan,
                     assumptions: list[str]) -> WeightFormat:
     if precision.kv_cache not in KV_CACHE_DTYPES:
         raise InvalidWorkload(f"unknown kv-cache dtype {precision.kv_cache!r}; valid: {', '.join(KV_CACHE_DTYPES)}")

@@ -10,6 +10,7 @@ prediction with ``_low``/``_high`` from the calibration residuals and ``_ceiling
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from anchorgpu.architectures.spec import ModelSpec
@@ -173,13 +174,19 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
     # names kept from the first contract
     out["prefill_s"] = est.ttft_s
     out["decode_tokens_per_s_total"] = est.output_tokens_per_s
-    assumptions.append(
-        f"serving at {conc} concurrent request(s) of {prompt:,} prompt + {output:,} output tokens with continuous "
-        f"batching and chunked prefill (each step carries prompt/output = {prompt / output:.2g} prefill tokens per "
-        f"output token); saturation at {sat:,} sequences (KV capacity at "
-        + ("prompt + output tokens each, reserved up front" if full else "the average cached length")
-        + f", engine cap {limits[1]:,})")
+    assumptions.append(_serving_line(conc, prompt, output, sat, full, limits[1]))
     assumptions.append(_serving_constants_line(plan.gpu, cal, setup.precision))
+
+
+@lru_cache(maxsize=1024)
+def _serving_line(conc: int, prompt: int, output: int, sat: int, full: bool, cap: int) -> str:
+    """The serving assumption: a handful of request sizes and capacities recur across the plans of a sweep or a
+    layout search (memoised on them, like the serving-engine line of the memory plan)."""
+    return (f"serving at {conc} concurrent request(s) of {prompt:,} prompt + {output:,} output tokens with continuous "
+            f"batching and chunked prefill (each step carries prompt/output = {prompt / output:.2g} prefill tokens per "
+            f"output token); saturation at {sat:,} sequences (KV capacity at "
+            + ("prompt + output tokens each, reserved up front" if full else "the average cached length")
+            + f", engine cap {cap:,})")
 
 
 _CONSTANTS_LINES: dict[tuple[int, int, str], tuple[GpuSpec, Calibration, str]] = {}
@@ -243,11 +250,9 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
         assumptions.append(f"global batch {batch:,} tokens rounded up to whole micro-batches: {st.tokens_per_step:,} "
                            f"tokens per step")
     k = cal.stack(plan.gpu)
-    assumptions.append(
-        f"step = {st.microbatches} micro-batch(es) of {w.micro_batch or 1} x {seq:,} tokens per data-parallel rank"
-        f" ({st.tokens_per_step:,} tokens); {precision.upper()} products at a calibrated {k.fp8_matmul_efficiency if precision != 'bf16' else k.train_matmul_efficiency:.0%}"
-        f" of the dense peak for large shapes (less for h/tp = {model.hidden_size // lay.tp:,}); MFU counts 6·N·D plus "
-        "attention, as the Llama 3 paper does")
+    assumptions.append(_step_line(st.microbatches, w.micro_batch or 1, seq, st.tokens_per_step, precision,
+                                  k.fp8_matmul_efficiency if precision != "bf16" else k.train_matmul_efficiency,
+                                  model.hidden_size // lay.tp))
     if lay.tp > 1:
         link = group_link(plan.gpu, lay.tp, gpus_per_server=SERVER_GPUS)
         assumptions.append(f"tensor-parallel traffic over {link.description}"
@@ -259,6 +264,16 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     if lay.pp > 1:
         assumptions.append(f"pipeline bubble (p-1)/v = {lay.pp - 1}/{lay.virtual_stages} micro-batch times per step "
                            f"({st.bubble_fraction:.1%} of it)")
+
+
+@lru_cache(maxsize=1024)
+def _step_line(microbatches: int, micro_batch: int, seq: int, tokens: int, precision: str, efficiency: float,
+               width: int) -> str:
+    """The training-step assumption, memoised on its values (they recur across the layouts of a search)."""
+    return (f"step = {microbatches} micro-batch(es) of {micro_batch} x {seq:,} tokens per data-parallel rank"
+            f" ({tokens:,} tokens); {precision.upper()} products at a calibrated {efficiency:.0%}"
+            f" of the dense peak for large shapes (less for h/tp = {width:,}); MFU counts 6·N·D plus "
+            "attention, as the Llama 3 paper does")
 
 
 def plan_performance(
