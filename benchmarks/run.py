@@ -246,9 +246,9 @@ class _Interleaved:
 def speed_benchmark(repeat: int, job: dict[str, object] | None) -> None:
     """(c) the calibrated speed model: one plan with its speed estimate, a layout chosen for the user, and a
     70B training ``recommend`` as a process; the first two each against one llm-analysis evaluation of (a)'s
-    configurations, the two sides timed in turn (at least 15 rounds of one llm-analysis pass, then 200 of our
-    calls each), with the median of the per-round ratios and the ratio of each side's fastest round (a shared
-    machine only ever slows a round down)."""
+    configurations, the two sides timed in turn (at least 15 rounds of one llm-analysis pass, then 1,000 of our
+    calls each, a round about as long as a pass), with the median of the per-round ratios and the ratio of each
+    side's fastest round (a shared machine only ever slows a round down)."""
     from anchorgpu.architectures import load_model
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
@@ -270,7 +270,7 @@ def speed_benchmark(repeat: int, job: dict[str, object] | None) -> None:
     def chosen() -> None:
         plan_performance(plan(model, Workload(task="train", seq_tokens=4096), layout=Layout(gpus=512), gpu=gpu))
 
-    def ours_cpu_s(fn, n: int = 200) -> float:
+    def ours_cpu_s(fn, n: int = 1000) -> float:  # a round about as long as an llm-analysis pass
         fn()
         start = time.process_time()
         for _ in range(n):
@@ -292,7 +292,7 @@ def speed_benchmark(repeat: int, job: dict[str, object] | None) -> None:
     t_chosen = _median_s(chosen, repeat)
     c_chosen = _median_s.cpu  # type: ignore[attr-defined]
     print("\n(c) speed model (in process, CPU time; each round times one llm-analysis pass over (a)'s configurations, "
-          "then 200 of our calls)")
+          "then 1,000 of our calls)")
     if theirs:
         print(f"  llm-analysis, one configuration: median {statistics.median(theirs) * 1e3:.3f} ms CPU "
               f"(rounds {min(theirs) * 1e3:.3f}-{max(theirs) * 1e3:.3f})")
