@@ -239,34 +239,41 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
         attn_flops += prefill_tokens * prefill_attn_flops
     attn_flops_per_gpu = attn_flops / split
     message = tokens * c.hidden_size * ACTIVATION_BYTES
-    timed: list[tuple[float, ...]] = []
-    for k in (c, ceiling):  # the rates of the prediction, then of the ceiling
-        if k is None:
-            timed.append((0.0,))
-            break
-        mem_rate = k.mem_rate
-        matmul_s = matmul_flops / k.matmul_rate
-        weights_read_s = weights / mem_rate
-        # soft_roofline(weights_read_s, matmul_s, k.knee), inline (the same operations in order)
-        if weights_read_s <= 0.0 or matmul_s <= 0.0:
-            weights_s = weights_read_s if weights_read_s >= matmul_s else matmul_s
-        else:
-            big, knee = (weights_read_s if weights_read_s >= matmul_s else matmul_s), k.knee
-            weights_s = big * ((weights_read_s / big) ** knee + (matmul_s / big) ** knee) ** (1.0 / knee)
-        kv_s = kv_bytes / mem_rate
-        attn_compute_s = attn_flops_per_gpu / k.attention_rate
-        attention_s = kv_s if kv_s >= attn_compute_s else attn_compute_s
-        work = weights_s + attention_s + tokens * k.elementwise_s_per_token
-        comm = 0.0
+    mem_rate = c.mem_rate
+    matmul_s = matmul_flops / c.matmul_rate
+    weights_read_s = weights / mem_rate
+    # soft_roofline(weights_read_s, matmul_s, c.knee), inline (the same operations in order)
+    if weights_read_s <= 0.0 or matmul_s <= 0.0:
+        weights_s = weights_read_s if weights_read_s >= matmul_s else matmul_s
+    else:
+        big, knee = (weights_read_s if weights_read_s >= matmul_s else matmul_s), c.knee
+        weights_s = big * ((weights_read_s / big) ** knee + (matmul_s / big) ** knee) ** (1.0 / knee)
+    kv_s = kv_bytes / mem_rate
+    attn_compute_s = attn_flops_per_gpu / c.attention_rate
+    attention_s = kv_s if kv_s >= attn_compute_s else attn_compute_s
+    work = weights_s + attention_s + tokens * c.elementwise_s_per_token
+    comm = 0.0
+    if message > 0:
+        if c.link is not None:  # two all-reduces per layer of the stage (allreduce_s, inline)
+            comm = c.allreduce_per_stage * (c.allreduce_latency_s + c.allreduce_share * message / c.allreduce_rate)
+        if c.pp_link is not None and c.pp_link.kind != "none":  # the hidden states to the next stage
+            comm += c.pp_link.latency_s + message / c.p2p_rate
+    top = 0.0
+    if ceiling is not None:  # the roofline constants have no fixed cost, elementwise time or latency: each of
+        # those terms is 0.0, and adding it would change no value, so they are left out
+        k = ceiling
+        kv_top, attn_top = kv_bytes / k.mem_rate, attn_flops_per_gpu / k.attention_rate
+        top = (soft_roofline(weights / k.mem_rate, matmul_flops / k.matmul_rate, k.knee)
+               + (kv_top if kv_top >= attn_top else attn_top))
         if message > 0:
-            if k.link is not None:  # two all-reduces per layer of the stage (allreduce_s, inline)
-                comm = k.allreduce_per_stage * (k.allreduce_latency_s + k.allreduce_share * message / k.allreduce_rate)
-            if k.pp_link is not None and k.pp_link.kind != "none":  # the hidden states to the next stage
-                comm += k.pp_link.latency_s + message / k.p2p_rate
-        timed.append((k.fixed_s + work + comm, k.fixed_s, weights_s, attention_s, comm, weights_read_s + kv_s,
-                      matmul_s + attn_compute_s))
-    t = timed[0]
-    return t[0], t[1], t[2], t[3], t[4], t[5], t[6], timed[1][0]
+            comm_top = 0.0
+            if k.link is not None:
+                comm_top = k.allreduce_per_stage * (k.allreduce_share * message / k.allreduce_rate)
+            if k.pp_link is not None and k.pp_link.kind != "none":
+                comm_top += message / k.p2p_rate
+            top += comm_top
+    return (c.fixed_s + work + comm, c.fixed_s, weights_s, attention_s, comm, weights_read_s + kv_s,
+            matmul_s + attn_compute_s, top)
 
 
 def _bound(t: tuple[float, ...]) -> str:
