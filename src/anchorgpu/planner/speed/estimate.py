@@ -143,6 +143,11 @@ def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: i
     return max(0, min(cap, int(capacity // per_seq))) * setup.replicas
 
 
+_SERVING_TIMES = tuple((k, *_band_keys(k)) for k in ("ttft_s", "tpot_s"))  # (figure, low, high, ceiling) keys
+_SERVING_RATES = tuple((k, *_band_keys(k)) for k in ("output_tokens_per_s", "decode_tokens_per_s_per_user",
+                                                     "max_output_tokens_per_s"))
+
+
 def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[str, Any],
              assumptions: list[str], cal: Calibration, kv_reservation: KvReservation = "average",
              graph_batch_sizes: tuple[int, ...] = ()) -> None:
@@ -158,16 +163,17 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
                            saturation_concurrency=max(sat, 1), cal=cal)
     # each figure, its band (a duration takes its rate's band inverted) and its ceiling: _time and _rate, inline
     low, high = band.low, band.high
-    for key, value, top in (("ttft_s", est.ttft_s, est.ttft_s_ceiling), ("tpot_s", est.tpot_s, est.tpot_s_ceiling)):
-        out[key], out[key + "_low"], out[key + "_high"], out[key + "_ceiling"] = value, value / high, value / low, top
-    for key, value, top in (
-            ("output_tokens_per_s", est.output_tokens_per_s, est.output_tokens_per_s_ceiling),
-            ("decode_tokens_per_s_per_user", est.decode_tokens_per_s_per_user, 1.0 / est.tpot_s_ceiling),
-            ("max_output_tokens_per_s", est.max_output_tokens_per_s, est.max_output_tokens_per_s_ceiling)):
+    for (key, low_key, high_key, top_key), value, top in zip(
+            _SERVING_TIMES, (est.ttft_s, est.tpot_s), (est.ttft_s_ceiling, est.tpot_s_ceiling), strict=True):
+        out[key], out[low_key], out[high_key], out[top_key] = value, value / high, value / low, top
+    for (key, low_key, high_key, top_key), value, top in zip(
+            _SERVING_RATES, (est.output_tokens_per_s, est.decode_tokens_per_s_per_user, est.max_output_tokens_per_s),
+            (est.output_tokens_per_s_ceiling, 1.0 / est.tpot_s_ceiling, est.max_output_tokens_per_s_ceiling),
+            strict=True):
         if key == "max_output_tokens_per_s" and sat < 1:
             out[key] = None
             break
-        out[key], out[key + "_low"], out[key + "_high"], out[key + "_ceiling"] = value, value * low, value * high, top
+        out[key], out[low_key], out[high_key], out[top_key] = value, value * low, value * high, top
     out["saturation_concurrency"] = sat
     out["prompt_tokens"], out["output_tokens"] = prompt, output
     out["decode_bound"] = est.bound
