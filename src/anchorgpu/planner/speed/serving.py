@@ -141,18 +141,31 @@ class _StepConstants:
     hidden_size: int
 
 
-_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, bool],
-                 tuple[ModelSpec, GpuSpec, Calibration, _StepConstants]] = {}
+_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int],
+                 tuple[ModelSpec, GpuSpec, Calibration, tuple[_StepConstants, _StepConstants]]] = {}
 
 
 def _constants(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration, ideal: bool) -> _StepConstants:
-    """The per-step constants, memoised on what they depend on: the (frozen) model, GPU and calibration by
-    identity, and the setup's precision, TP, PP and server size; any plan of that model on that GPU and split
-    reuses them."""
-    key = (id(model), id(gpu), setup.precision, setup.tp, setup.pp, setup.gpus_per_server, id(cal), ideal)
+    """The per-step constants of the prediction, or with ``ideal`` of the roofline ceiling (:func:`_pair`)."""
+    return _pair(model, gpu, setup, cal)[ideal]
+
+
+def _pair(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration) -> tuple[_StepConstants, _StepConstants]:
+    """The per-step constants of the prediction and of the ceiling, memoised on what they depend on: the (frozen)
+    model, GPU and calibration by identity, and the setup's precision, TP, PP and server size; any plan of that
+    model on that GPU and split reuses them."""
+    key = (id(model), id(gpu), setup.precision, setup.tp, setup.pp, setup.gpus_per_server, id(cal))
     hit = _STEP_MEMO.get(key)
     if hit is not None and hit[0] is model and hit[1] is gpu and hit[2] is cal:
         return hit[3]
+    pair = (_build(model, gpu, setup, cal, False), _build(model, gpu, setup, cal, True))
+    if len(_STEP_MEMO) >= 1024:
+        _STEP_MEMO.clear()
+    _STEP_MEMO[key] = (model, gpu, cal, pair)
+    return pair
+
+
+def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration, ideal: bool) -> _StepConstants:
     k = cal.stack(gpu)
     bw = gpu.memory_bandwidth_bytes_per_s
     choice = peak_for(gpu, setup.precision)
@@ -191,9 +204,6 @@ def _constants(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibra
         allreduce_per_stage=2 * model.num_layers / setup.pp,
         p2p_rate=pp_link.bytes_per_s * link_eff if pp_link is not None else 1.0,
         split=setup.tp * setup.pp, hidden_size=model.hidden_size)
-    if len(_STEP_MEMO) >= 1024:
-        _STEP_MEMO.clear()
-    _STEP_MEMO[key] = (model, gpu, cal, consts)
     return consts
 
 
@@ -424,7 +434,7 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     # every step here decodes at the average cached length and prefills the prompt: attention FLOPs per token
     attn = (attention_flops_per_token(model, 2 * (prompt_tokens + output_tokens // 2), causal=True),
             attention_flops_per_token(model, prompt_tokens, causal=True))
-    c, ci = _constants(model, gpu, setup, cal, False), _constants(model, gpu, setup, cal, True)
+    c, ci = _pair(model, gpu, setup, cal)
     tpot, bound, tpot_top = _steady(model, setup, c, ci, per_replica, prompt_tokens, output_tokens, cal, attn)
     sat, _, sat_top = _steady(model, setup, c, ci, sat_replica, prompt_tokens, output_tokens, cal, attn)
     ttft, ttft_top = _ttft(model, setup, c, ci, per_replica - 1, prompt_tokens, cal, attn)
