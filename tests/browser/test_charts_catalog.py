@@ -18,11 +18,11 @@ from anchorgpu.catalog import load_catalog
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-@pytest.fixture
-def server(tmp_path: Path, serve_kit: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, serve_kit: Any) -> Iterator[str]:
     """A server of its own without the per-address limits of ``anchorgpu serve`` (ANCHORGPU_RATE_LIMIT=0): these
     tests load several plan and recommendation pages a second to measure layout, which the limits would refuse."""
-    yield from serve_kit.own(tmp_path, monkeypatch, rate_limit=False)
+    yield from serve_kit.module(tmp_path_factory, rate_limit=False)
 
 
 WIDTHS = (390, 1280)

@@ -21,10 +21,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 WIDTHS = (390, 1280)
 
 
-@pytest.fixture
-def server(tmp_path: Path, serve_kit: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, serve_kit: Any) -> Iterator[str]:
     """A server of its own without the per-address limits (the journey loads several compute pages a second)."""
-    yield from serve_kit.own(tmp_path, monkeypatch, rate_limit=False)
+    yield from serve_kit.module(tmp_path_factory, rate_limit=False)
 
 
 def _shots(tmp_path: Path) -> Path:
