@@ -86,7 +86,14 @@ def stop_server(process: subprocess.Popen[bytes]) -> None:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    process, base, _log = start_server(tmp_path_factory.mktemp("serve"))
+    """One ``anchorgpu serve`` per test module (one start instead of one per test), without the per-address limits:
+    journeys load several plan and recommendation pages a second from one address, which the limits refuse. Each
+    test signs up its own account, so the tests of a module share the database without seeing each other's keys,
+    quotes or allocations. A test that needs the limits, or a database of its own, starts its own server
+    (``serve_kit.own``)."""
+    with pytest.MonkeyPatch.context() as patch:  # the server reads its environment when it starts
+        patch.setenv("ANCHORGPU_RATE_LIMIT", "0")
+        process, base, _log = start_server(tmp_path_factory.mktemp("serve"))
     try:
         yield base
     finally:
@@ -141,24 +148,9 @@ def own_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, rate_limit: b
         stop_server(process)
 
 
-def module_server(tmp_path_factory: pytest.TempPathFactory, *, rate_limit: bool) -> Iterator[str]:
-    """:func:`own_server` for a whole module (one server start instead of one per test): its tests sign up their
-    own accounts, so they share the database without seeing each other's keys, quotes or allocations. For use in
-    a module-scoped fixture: ``yield from serve_kit.module(tmp_path_factory, rate_limit=False)``."""
-    with pytest.MonkeyPatch.context() as patch:  # the server reads its environment when it starts
-        patch.setenv("ANCHORGPU_RATE_LIMIT", "1" if rate_limit else "0")
-        process, base, _log = start_server(tmp_path_factory.mktemp("serve"))
-    try:
-        yield base
-    finally:
-        stop_server(process)
-
-
 @pytest.fixture(scope="session")
 def serve_kit() -> Any:
-    """The helpers above for tests that start their own servers (``start``, ``stop``, ``env``, ``exe``, ``own``,
-    ``module``)."""
+    """The helpers above for tests that start their own servers (``start``, ``stop``, ``env``, ``exe``, ``own``)."""
     from types import SimpleNamespace
 
-    return SimpleNamespace(start=start_server, stop=stop_server, env=server_env, exe=anchorgpu_exe, own=own_server,
-                           module=module_server)
+    return SimpleNamespace(start=start_server, stop=stop_server, env=server_env, exe=anchorgpu_exe, own=own_server)

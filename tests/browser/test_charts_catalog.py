@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +15,6 @@ import pytest
 from anchorgpu.catalog import load_catalog
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, serve_kit: Any) -> Iterator[str]:
-    """A server of its own without the per-address limits of ``anchorgpu serve`` (ANCHORGPU_RATE_LIMIT=0): these
-    tests load several plan and recommendation pages a second to measure layout, which the limits would refuse."""
-    yield from serve_kit.module(tmp_path_factory, rate_limit=False)
 
 
 WIDTHS = (390, 1280)

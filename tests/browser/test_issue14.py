@@ -14,13 +14,6 @@ import pytest
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, serve_kit: Any) -> Any:
-    """A server of its own without the per-address limits of ``anchorgpu serve`` (ANCHORGPU_RATE_LIMIT=0): these tests
-    load more recommendation pages a minute from one address than the limits allow (20; anchorgpu.api.ratelimit)."""
-    yield from serve_kit.module(tmp_path_factory, rate_limit=False)
-
-
 def _shots(tmp_path: Path) -> Path:
     folder = Path(os.environ.get("ANCHORGPU_SHOTS", str(tmp_path)))
     folder.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +18,6 @@ import pytest
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 WIDTHS = (390, 1280)
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, serve_kit: Any) -> Iterator[str]:
-    """A server of its own without the per-address limits (the journey loads several compute pages a second)."""
-    yield from serve_kit.module(tmp_path_factory, rate_limit=False)
 
 
 def _shots(tmp_path: Path) -> Path:
