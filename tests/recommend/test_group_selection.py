@@ -1,0 +1,29 @@
+"""recommend keeps, per (offering, servers), the fastest configuration that fits (ties: less memory, then grid
+order) and, where none fits, the closest miss. The linear selection must pick what a full lexicographic sort
+picks, ties and infinities included."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from anchorgpu.recommend.service import _first_best
+
+VALUES = st.sampled_from([0.0, 1.0, 2.0, 3.5, -1.0, np.inf, -np.inf])
+
+
+@settings(max_examples=300, deadline=None)
+@given(sizes=st.lists(st.integers(1, 6), min_size=1, max_size=8), data=st.data())
+def test_the_linear_selection_picks_what_the_sort_picks(sizes: list[int], data: st.DataObject) -> None:
+    group = np.repeat(np.arange(len(sizes)) * 3 + 1, sizes)  # runs of equal keys, never decreasing
+    n = group.size
+    first_key = np.array(data.draw(st.lists(VALUES, min_size=n, max_size=n)))
+    second_key = np.array(data.draw(st.lists(VALUES, min_size=n, max_size=n)))
+    for keys in ((first_key,), (first_key, second_key)):
+        order = np.lexsort((np.arange(n), *reversed(keys), group))
+        g_sorted = group[order]
+        first = np.concatenate(([True], g_sorted[1:] != g_sorted[:-1]))
+        groups, positions = _first_best(group, keys)
+        assert groups.tolist() == g_sorted[first].tolist()
+        assert positions.tolist() == order[first].tolist()
