@@ -166,3 +166,13 @@ def test_quote_preview_stores_nothing_and_explains_a_bad_choice(client: TestClie
 def test_quote_preview_needs_a_session(client: TestClient) -> None:
     response = client.get("/quote/preview", params={"offering": "h100-sxm-1x-vm", "term": "1w"})
     assert response.status_code in (303, 307, 401)
+
+
+def test_the_gpu_count_filter_takes_ascii_digits_only(client: TestClient) -> None:
+    """Python's int() reads full-width and Arabic-Indic digits; the catalog's count filter, like every other count
+    and amount on the pages, the API and the CLI, takes ASCII digits only and says so instead of filtering."""
+    eight = _rows(client.get("/catalog?min_gpus=8").text)
+    assert eight and len(eight) < len(_rows(client.get("/catalog").text))
+    for written in ("８", "١٢"):
+        html = client.get("/catalog", params={"min_gpus": written}).text
+        assert "Min GPUs must be a whole number of at least 1." in html

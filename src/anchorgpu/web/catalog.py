@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, Response
 from anchorgpu.api.deps import ClockDep, UowFactoryDep
 from anchorgpu.api.routes.offerings import offering_rows
 from anchorgpu.errors import AnchorError, InvalidInput
-from anchorgpu.validation import usd_amount
+from anchorgpu.validation import ascii_int, usd_amount
 from anchorgpu.web.i18n import English, PageText, page_text
 from anchorgpu.web.templating import render
 
@@ -44,7 +44,8 @@ def catalog_page(
     error = None
     listing = None
     try:
-        min_gpus_n = int(filters["min_gpus"]) if filters["min_gpus"] else None
+        # ASCII digits only, as every count on every face ("８" or "١٢" were read as 8 and 12)
+        min_gpus_n = ascii_int(filters["min_gpus"]) if filters["min_gpus"] else None
         if min_gpus_n is not None and min_gpus_n < 1:
             raise ValueError
     except ValueError:
