@@ -115,16 +115,22 @@ def test_calibrate_prints_every_row(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_rocm_is_calibrated_apart_and_its_band_says_how_far_off_it_is() -> None:
-    """ROCm rows (benchmarks/rocm_rows_findings.md: RT1 Megatron FP8 on 8 MI300X; RS6/RS8 vLLM FP8 TP8) fit the
-    ROCm constants only; with few rows and a wider spread, the ROCm band is wider than CUDA's to say so."""
+    """ROCm rows (benchmarks/rocm_rows_findings.md: RT1 Megatron FP8 on 8 MI300X; RS6/RS8/RS11 vLLM FP8 TP8
+    throughput; RL1/RL3/RL5 of the ROCm blog's latency table) fit the ROCm constants only. The held-out MI300X rows
+    (RS7, RS9, RS10; RL2, RL4, RL6; OCI's RO1-RO5) are enough for a band of ROCm's own, and it says what they
+    show: on ROCm the model runs optimistic (measured below predicted), more than on CUDA."""
     cal = calibration()
     assert cal.stacks["rocm"] != cal.stacks["cuda"]
     assert predict(ROWS["RT1"]) == pytest.approx(12786.9, rel=0.05)
     band = cal.bands["rocm-serve"]
-    ratios = [ROWS[i].value / predict(ROWS[i]) for i in ("RS7", "RS9", "RS10")]  # the held-out MI300X rows
-    assert sum(band.low <= r <= band.high for r in ratios) >= 2, (band, ratios)
-    # three held-out rows say little: the ROCm band is at least as wide as serving's over both stacks
-    assert band.low <= cal.bands["serve"].low and band.high >= cal.bands["serve"].high
+    held = [i for i in ROWS if ROWS[i].role == "holdout" and ROWS[i].phase == "serve" and ROWS[i].row["gpu"] == "mi300x"]
+    assert len(held) >= calibrate.FEW_HELD_OUT
+    ratios = []
+    for i in held:  # measured / predicted as a rate: a duration's ratio inverted
+        ratio = ROWS[i].value / predict(ROWS[i])
+        ratios.append(ratio if ROWS[i].higher_is_better else 1.0 / ratio)
+    assert sum(band.low <= r <= band.high for r in ratios) >= 0.7 * len(ratios), (band, ratios)
+    assert band.low < cal.bands["cuda-serve"].low < 1.0 < band.high
 
 
 def test_rocm_serving_is_fitted_with_its_own_bf16_to_fp8_ratio() -> None:
@@ -190,17 +196,21 @@ def test_mixture_of_experts_and_pipeline_serving_say_how_far_off_they_fell() -> 
     assert serving_band_kind(load_model("llama-3.3-70b"), 4) == "pp" and serving_band_kind(load_model("llama-3.3-70b"), 1) is None
 
 
-def test_one_user_decode_on_mi300x_says_the_latency_rows_ran_slower() -> None:
-    """The ROCm blog's latency table (benchmarks/rocm_rows_findings.md A2, RL1-RL6, all held out): 70B FP8 on 8 MI300X
-    took 19.1 s for one request of 128 in / 2,048 out, about twice what the throughput rows' constants give; the same
-    blog's throughput table needs a shorter step at 256 sequences than the latency table's at 128, so both cannot
-    hold. The rows are reported apart, and the estimate says so on AMD GPUs."""
+def test_one_user_decode_on_mi300x_follows_the_latency_rows_and_says_how_far_off_it_is() -> None:
+    """The ROCm blog's latency table (benchmarks/rocm_rows_findings.md A2): 70B FP8 on 8 MI300X took 19.1 s for one
+    request of 128 in / 2,048 out (RL1). Fitted on the throughput rows alone, the model gave half that, and the
+    comparison of GPUs called MI300X twice as fast as H100 for one user, past the ratio of their bandwidths. RL1, RL3
+    and RL5 now share the fit; the held-out OCI table of 405B on 8 MI300X (RO1-RO5, an independent source) comes out
+    within 25%, where the throughput-only fit missed four of its five rows; and the estimate states the gap left."""
     from anchorgpu.architectures import load_model
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
     from anchorgpu.planner.speed.estimate import plan_performance
 
-    assert predict(ROWS["RL1"]) < 0.7 * ROWS["RL1"].value
+    assert predict(ROWS["RL1"]) == pytest.approx(ROWS["RL1"].value, rel=0.25)
+    for row in ("RO1", "RO2", "RO3", "RO4", "RO5"):
+        assert ROWS[row].role == "holdout"
+        assert predict(ROWS[row]) == pytest.approx(ROWS[row].value, rel=0.25), row
     p = plan(load_model("llama-3.1-70b"), Workload(prompt_tokens=128, output_tokens=2048, concurrency=1),
              precision=PrecisionPlan(weights="fp8", kv_cache="fp8"), layout=Layout(gpus=8, tp=8, pp=1, dp=1),
              gpu=get_gpu("mi300x"), suggest=False, choose_layout=False)

@@ -233,6 +233,7 @@ SETS: dict[str, str] = {
     "trtllm-table": "the further cells of TensorRT-LLM's perf-overview table (dense on NVLink GPUs)",
     "trtllm-pcie-moe": "the same table's pipeline stages on RTX PRO 6000 and Qwen3-30B-A3B (MoE) on one GPU",
     "rocm-latency": "the ROCm blog's batch-size latency table (one request to 128 at once on 8 MI300X)",
+    "rocm-oci-latency": "OCI's latency table of Llama 3.1 405B on 8 MI300X (1 to 256 requests at once), held out",
 }
 """The sets of rows the summaries report apart, by where the rows come from (``set_of``)."""
 
@@ -253,6 +254,8 @@ def set_of(row_id: str) -> str:
     """``core`` for the calibration rows of the reference files, else which extension of TensorRT-LLM's table."""
     if row_id.startswith("RL"):
         return "rocm-latency"
+    if row_id.startswith("RO"):
+        return "rocm-oci-latency"
     if not row_id.startswith("P"):
         return "core"
     return "trtllm-pcie-moe" if row_id.startswith(("P70-RTX", "PQ30")) else "trtllm-table"
