@@ -233,6 +233,20 @@ def test_recommend_lists_fitting_offerings_cheapest_first(client: TestClient) ->
     assert all(r["fits"] for r in results)
 
 
+def test_recommend_takes_the_training_precision_and_rejects_gpus_without_its_units(client: TestClient,
+                                                                                   problem: Any) -> None:
+    body = {"model": "llama-3.2-1b", "task": "train", "train_precision": "fp8", "train_tokens": 10**9, "term": "1w",
+            "top": 3}
+    response = client.post("/v1/recommend", json=body)
+    assert response.status_code == 200
+    answer = response.json()
+    assert answer["workload"]["train_precision"] == "fp8"
+    assert not any(r["offering"].startswith("a100") for r in answer["results"])
+    assert all("FP8 tensor cores" in r["reason"] for r in answer["rejected"] if r["offering"].startswith("a100"))
+    refused = client.post("/v1/recommend", json={**body, "train_precision": "fp16"})
+    assert refused.status_code == 422 and "train_precision" in problem(refused)["detail"]
+
+
 def test_recommend_answers_a_diffusion_pipeline_and_refuses_a_training_task_for_it(client: TestClient,
                                                                                      problem: Any) -> None:
     names = [m["name"] for m in client.get("/v1/models").json()["data"] if m["kind"] == "diffusion"]

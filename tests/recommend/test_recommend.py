@@ -151,3 +151,29 @@ def test_bad_input_exits_with_one_line(capsys, argv, exit_code, needle) -> None:
     assert main(argv) == exit_code
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and needle in err and "\n" not in err
+
+
+def test_fp8_training_is_ranked_on_gpus_with_fp8_units_and_the_others_are_rejected_with_the_reason() -> None:
+    """plan refuses --train-precision fp8 on a GPU without FP8 tensor cores (an A100); recommend takes the same
+    option, ranks the offerings whose GPU has them by the FP8 step (faster than mixed precision on the same
+    servers: NeMo's FP8 runs, perf_measured T32-T34) and lists each other one with the reason."""
+    spec = SweepSpec(workload=Workload(task="train", seq_tokens=4096, train_precision="fp8"), train_tokens=10**10)
+    fp8 = recommend(load_model("llama-3.1-8b"), spec, CATALOG, "1week", NOW, top=100)
+    assert fp8.results and fp8.workload["train_precision"] == "fp8"
+    assert not any(o.gpu.startswith("a100") for o in fp8.results)
+    a100 = [r for r in fp8.rejected if r.offering.startswith("a100")]
+    assert a100 and all("has no FP8 tensor cores" in r.reason for r in a100)
+    mixed = recommend(load_model("llama-3.1-8b"), SweepSpec(workload=Workload(task="train", seq_tokens=4096),
+                                                            train_tokens=10**10), CATALOG, "1week", NOW, top=100)
+    def layout(o):  # FP8's weight copies take memory, so the layout that fits can differ (ZeRO-3 across servers)
+        return (o.offering, o.servers, *(o.config[k] for k in ("tp", "pp", "dp", "zero")))
+
+    by_layout = {layout(o): o for o in mixed.results}
+    h100 = [(o, by_layout[layout(o)]) for o in fp8.results if o.gpu == "h100-sxm" and layout(o) in by_layout]
+    assert len(h100) >= 3 and all(a.speed > b.speed for a, b in h100)
+
+
+def test_fp8_training_where_no_offering_has_fp8_units_is_one_line(capsys) -> None:
+    code = main(["recommend", "llama-3.1-8b", "--task", "train", "--train-precision", "fp8", "--gpu", "a100-80gb"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err and "no offering considered has a GPU with FP8 tensor cores" in err

@@ -111,7 +111,7 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
         raise InvalidWorkload(f"images, resolution and vae_tiling apply to diffusion pipelines; {request.model} is a "
                               "language model")
     workload = Workload(task=request.task, context_tokens=request.context, concurrency=request.concurrency,
-                        micro_batch=request.micro_batch, seq_tokens=request.seq)
+                        micro_batch=request.micro_batch, seq_tokens=request.seq, train_precision=request.train_precision)
     spec = SweepSpec(
         workload=workload,
         weights=tuple(dict.fromkeys(w.strip() for w in (request.weights or "").split(",") if w.strip())),

@@ -421,6 +421,7 @@ class RecommendRequest(_Request):
     micro_batch: int = Field(default=1, ge=LIMITS["micro_batch"].low, le=LIMITS["micro_batch"].high, description="Training: sequences per GPU step")
     seq: int | None = Field(default=None, ge=1, le=10_000_000, description="Training: tokens per sequence")
     train_tokens: int | None = Field(default=None, ge=LIMITS["train_tokens"].low, le=LIMITS["train_tokens"].high, description="Training: tokens to train on (gives run time and run cost)")
+    train_precision: Literal["mixed", "bf16-true", "fp8", "fp4"] = Field(default="mixed", description="Training: 'mixed' keeps fp32 master weights and moments; 'bf16-true' keeps neither; 'fp8'/'fp4' compute the products in FP8/FP4 (Transformer Engine style): offerings whose GPU lacks those tensor cores are rejected")
     output_tokens: int = Field(default=256, ge=LIMITS["output_tokens"].low, le=LIMITS["output_tokens"].high, description="Inference: tokens generated per request")
     resolution: str | None = Field(default=None, pattern=r"^[0-9]{2,5}x[0-9]{2,5}$", description="Diffusion pipeline: output WIDTHxHEIGHT in pixels", examples=["1024x1024"])
     images: int = Field(default=1, ge=LIMITS["images"].low, le=LIMITS["images"].high, description="Diffusion pipeline: images per batch")

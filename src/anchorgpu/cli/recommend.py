@@ -166,6 +166,7 @@ def recommend_command(
     lora_rank: int = typer.Option(16, "--lora-rank", help="LoRA rank r."),
     train_tokens: str | None = typer.Option(None, "--tokens", help="Tokens to train on, e.g. 1e12: ranks by the price of the run."),
     global_batch: str | None = typer.Option(None, "--global-batch", help="Training: tokens per optimizer step (default 2M)."),
+    train_precision: str = typer.Option("mixed", "--train-precision", help="Training: mixed | bf16-true | fp8 | fp4 (FP8/FP4 products: offerings whose GPU lacks those tensor cores are rejected)."),
     mfu: float | None = typer.Option(None, "--mfu", help="Fraction of dense peak while computing (default 0.6)."),
     mbu: float | None = typer.Option(None, "--mbu", help="Fraction of memory bandwidth in decode (default 0.7)."),
     gpu_memory_utilization: float = typer.Option(0.9, "--gpu-memory-utilization", help="Serving engine's share of GPU memory."),
@@ -236,7 +237,7 @@ def recommend_command(
         context_tokens=parse_tokens(context, field="context"), concurrency=concurrency,
         gpu_memory_utilization=gpu_memory_utilization, allow_long_context=allow_long_context, micro_batch=micro_batch,
         seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute,  # type: ignore[arg-type]
-        optimizer=optimizer, lora_rank=lora_rank,  # type: ignore[arg-type]
+        optimizer=optimizer, lora_rank=lora_rank, train_precision=train_precision,  # type: ignore[arg-type]
     )
     spec = SweepSpec(
         workload=workload, weights=_csv(weights), kv_caches=_csv(kv_cache),

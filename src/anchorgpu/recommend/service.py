@@ -117,6 +117,33 @@ class Recommendation:
     efficiencies: Overrides = field(default_factory=Overrides)  # --mfu/--mbu: the bands are then none
 
 
+def _able_to_train(offerings: tuple[Offering, ...], workload: Any, catalog: Catalog, term: Term,
+                   now: datetime) -> tuple[tuple[Offering, ...], list[Rejection]]:
+    """The offerings whose GPU can run the workload's training precision, and a rejection for each other one:
+    FP8 and FP4 training need the GPU's FP8/FP4 tensor cores (``plan`` refuses them elsewhere). One line, exit 2,
+    when no offering can."""
+    precision = workload.train_precision
+    if workload.task not in ("train", "lora", "qlora") or precision not in ("fp8", "fp4"):
+        return offerings, []
+    able, rejected = [], []
+    for offering in offerings:
+        gpu = get_gpu(offering.gpu)
+        if gpu.fp8_hardware if precision == "fp8" else gpu.fp4_hardware:
+            able.append(offering)
+            continue
+        try:
+            total: Decimal | None = price_quote(catalog, offering.id, 1, term, None, now).total_usd
+        except UnpricedOffering:
+            total = None
+        rejected.append(Rejection(offering=offering.id, servers=1, total_usd=total,
+                                  reason=f"--train-precision {precision}: {gpu.name} has no {precision.upper()} "
+                                         "tensor cores"))
+    if not able:
+        raise InvalidWorkload(f"--train-precision {precision}: no offering considered has a GPU with "
+                              f"{precision.upper()} tensor cores")
+    return tuple(able), rejected
+
+
 def _speed_column(result: SweepResult) -> np.ndarray:
     name = "decode_tokens_per_s_total" if result.task == "inference" else "train_tokens_per_s"
     return np.nan_to_num(np.asarray(result.columns[name], dtype=np.float64), nan=0.0)
@@ -273,6 +300,7 @@ def recommend(
     if max_usd is not None and max_usd <= 0:
         raise InvalidWorkload(f"max-usd={max_usd}: must be positive")
     chosen = tuple(offerings if offerings is not None else catalog.offerings)
+    chosen, unable = _able_to_train(chosen, spec.workload, catalog, the_term, now)
     shapes = shapes_from_catalog(chosen, max_servers=max_servers)
     choice = precision_choice(model, spec, lower_precision=lower_precision)
     spec = replace(spec, weights=choice.weights, kv_caches=choice.kv_caches)
@@ -285,7 +313,7 @@ def recommend(
     misses = _closest_miss(result)
     training = result.task != "inference"
     options: list[RecommendedOption] = []
-    rejected: list[Rejection] = []
+    rejected: list[Rejection] = list(unable)
     for s, offering in enumerate(chosen):
         for servers in range(1, max_servers + 1):
             key = (s, servers)
@@ -355,6 +383,7 @@ def recommend(
         "output_tokens": result.output_tokens if not training else None,
         "seq_tokens": w.seq_tokens if training else None, "train_tokens": spec.train_tokens,
         "global_batch_tokens": spec.global_batch_tokens if training else None,
+        "train_precision": w.train_precision if training else None,
         "weights": list(result.weights), "kv_caches": list(result.kv_caches),
         "mfu": spec.efficiencies.mfu, "mbu": spec.efficiencies.mbu,
     }
