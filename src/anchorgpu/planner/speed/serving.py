@@ -112,14 +112,8 @@ def _link(gpu: GpuSpec, setup: ServingSetup) -> Link:
 
 @dataclass(frozen=True, slots=True)
 class _StepConstants:
-    """What every step of one (model, GPU, setup, calibration, ideal) shares: rates, efficiencies, link."""
+    """What every step of one (model, GPU, setup, calibration, ideal) shares: rates, links, fixed costs."""
 
-    mbu: float
-    mm_eff: float
-    att_eff: float
-    bw: float
-    peak: float
-    bf16: float
     matmul_params: int
     link: Link | None
     pp_link: Link | None
@@ -188,8 +182,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
     bf16 = peak_for(gpu, "bf16").flops_per_s
     moe = model.moe
     link_eff = 1.0 if ideal else cal.link_efficiency
-    consts = _StepConstants(
-        mbu=mbu, mm_eff=mm_eff, att_eff=att_eff, bw=bw, peak=choice.flops_per_s, bf16=bf16,
+    return _StepConstants(
         matmul_params=forward_matmul_params(model), link=link, pp_link=pp_link,
         fixed_s=0.0 if ideal else k.per_step_s + model.num_layers / setup.pp * k.per_layer_step_s,
         elementwise_s_per_token=(0.0 if ideal else model.num_layers / setup.pp * k.elementwise_bytes_per_hidden / 3.0
@@ -204,7 +197,6 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         allreduce_per_stage=2 * model.num_layers / setup.pp,
         p2p_rate=pp_link.bytes_per_s * link_eff if pp_link is not None else 1.0,
         split=setup.tp * setup.pp, hidden_size=model.hidden_size)
-    return consts
 
 
 def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: float, prefill_tokens: float = 0.0,
@@ -221,8 +213,8 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: f
     True
     """
     cal = cal or calibration()
-    step, fixed, weights_s, attention_s, comm, bound = _step(
-        model, setup, _constants(model, gpu, setup, cal, ideal), cal, ideal, batch, prefill_tokens,
+    step, fixed, weights_s, attention_s, comm, bound, _ = _step(
+        setup, _constants(model, gpu, setup, cal, ideal), batch, prefill_tokens,
         attention_flops_per_token(model, 2 * cached_tokens, causal=True),
         attention_flops_per_token(model, prompt_tokens, causal=True) if prefill_tokens and prompt_tokens else 0.0)
     return DecodeStep(step_s=step, fixed_s=fixed, weights_s=weights_s, attention_s=attention_s,
@@ -293,9 +285,10 @@ def _bound(t: tuple[float, ...]) -> str:
     return "fixed" if fixed > t[0] - fixed - t[4] else ("memory" if t[5] >= t[6] else "compute")
 
 
-def _step(model: ModelSpec, setup: ServingSetup, c: _StepConstants, cal: Calibration, ideal: bool, batch: float,
-          prefill_tokens: float, decode_attn_flops: float, prefill_attn_flops: float, padded_batch: float = 0.0,
-          one_chunk: bool = False, first_token: bool = False) -> tuple[float, float, float, float, float, str]:
+def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: float, decode_attn_flops: float,
+          prefill_attn_flops: float, padded_batch: float = 0.0, one_chunk: bool = False,
+          first_token: bool = False, ceiling: _StepConstants | None = None,
+          ) -> tuple[float, float, float, float, float, str, float]:
     """:func:`decode_step`'s fields in order, once its constants and the attention FLOPs per token (decoding at
     the cached length, prefill at the prompt's; 0 without prefill) are known. ``padded_batch``: the rows a
     captured graph multiplies when it is larger than the batch (the padding rows read no KV cache).
@@ -305,15 +298,18 @@ def _step(model: ModelSpec, setup: ServingSetup, c: _StepConstants, cal: Calibra
     of one stage's work on all of them and one micro-batch's way through all ``pp`` stages. ``one_chunk``: the
     prompt tokens are one prompt's chunk, so they travel in one micro-batch instead of being spread over all of
     them (prompt tokens in every step): every stage does the chunk's extra work once in the cycle, and with
-    ``first_token`` the cycle is at least the chunk's own way through every stage (a time to first token)."""
+    ``first_token`` the cycle is at least the chunk's own way through every stage (a time to first token).
+
+    Last, the same step's time under the ``ceiling`` constants (0.0 without them): one stage times both in one
+    tick (:func:`_tick`)."""
     pp = setup.pp
     if pp == 1:  # one stage: the tick is the step (pp * x and x / 1.0 below leave every value as it is)
         t = _tick(setup, c, batch / 1.0, prefill_tokens / 1.0, decode_attn_flops, prefill_attn_flops,
-                  padded_batch / 1.0)
-        return t[0], t[1], t[2], t[3], t[4], _bound(t)
-    groups = min(float(pp), max(1.0, batch)) if pp > 1 else 1.0
+                  padded_batch / 1.0, ceiling)
+        return t[0], t[1], t[2], t[3], t[4], _bound(t), t[7]
+    groups = min(float(pp), max(1.0, batch))
     each, padded_each = batch / groups, padded_batch / groups
-    if not one_chunk or pp == 1 or not prefill_tokens:
+    if not one_chunk or not prefill_tokens:
         t = _tick(setup, c, each, prefill_tokens / groups, decode_attn_flops, prefill_attn_flops,
                   padded_each)
         parts, bound_of = tuple(pp * x for x in t[:5]), t
@@ -330,7 +326,9 @@ def _step(model: ModelSpec, setup: ServingSetup, c: _StepConstants, cal: Calibra
     step, fixed, weights_s, attention_s, comm = parts
     per_gpu = step - fixed - comm
     bound = "fixed" if fixed > per_gpu else ("memory" if bound_of[5] >= bound_of[6] else "compute")
-    return step, fixed, weights_s, attention_s, comm, bound
+    top = 0.0 if ceiling is None else _step(setup, ceiling, batch, prefill_tokens, decode_attn_flops,
+                                             prefill_attn_flops, padded_batch, one_chunk, first_token)[0]
+    return step, fixed, weights_s, attention_s, comm, bound, top
 
 
 @fast_init
@@ -370,49 +368,31 @@ def prefill_chunk_share(batch: float, prompt: int, output: int, max_num_batched_
     return chunk, batch * prompt / output / chunk
 
 
-def _steady(model: ModelSpec, setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: int, prompt: int,
-            output: int, cal: Calibration, attn: tuple[float, float]) -> tuple[float, str, float]:
+def _steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: int, prompt: int, output: int,
+            attn: tuple[float, float]) -> tuple[float, str, float]:
     """The mean step of a steady state, what bounds it, and its ceiling (the same state under the ideal constants
-    ``ci``): ``B`` decodes, and the prompts' chunks in the share of steps that carry one. One stage (``pp`` 1)
-    takes its ticks directly, prediction and ceiling together, with :func:`_step`'s arithmetic."""
+    ``ci``): ``B`` decodes, and the prompts' chunks in the share of steps that carry one."""
     prefill = batch * prompt / output
     chunk, share = prefill_chunk_share(batch, prompt, output, setup.max_num_batched_tokens)
-    one = setup.pp == 1
     if share >= 1.0 or not prefill:
-        pre = attn[1] if prefill and prompt else 0.0
-        if one:
-            t = _tick(setup, c, batch / 1.0, prefill / 1.0, attn[0], pre, 0.0, ci)
-            return t[0], _bound(t), t[7]
-        s = _step(model, setup, c, cal, False, batch, prefill, attn[0], pre)
-        return s[0], s[5], _step(model, setup, ci, cal, True, batch, prefill, attn[0], pre)[0]
+        s = _step(setup, c, batch, prefill, attn[0], attn[1] if prefill and prompt else 0.0, ceiling=ci)
+        return s[0], s[5], s[6]
     padded = next((size for size in setup.graph_batch_sizes if size >= batch), 0)  # decode-only steps run a graph
-    if one:
-        with_chunk = _tick(setup, c, batch / 1.0, chunk / 1.0, attn[0], attn[1], 0.0, ci)
-        decode_only = _tick(setup, c, batch / 1.0, 0.0, attn[0], 0.0, padded / 1.0, ci)
-        return (share * with_chunk[0] + (1.0 - share) * decode_only[0],
-                _bound(with_chunk) if share >= 0.5 else _bound(decode_only),
-                share * with_chunk[7] + (1.0 - share) * decode_only[7])
-    mixed = _step(model, setup, c, cal, False, batch, chunk, attn[0], attn[1], one_chunk=True)
-    plain = _step(model, setup, c, cal, False, batch, 0.0, attn[0], 0.0, padded_batch=padded)
-    top = (share * _step(model, setup, ci, cal, True, batch, chunk, attn[0], attn[1], one_chunk=True)[0]
-           + (1.0 - share) * _step(model, setup, ci, cal, True, batch, 0.0, attn[0], 0.0, padded_batch=padded)[0])
-    return share * mixed[0] + (1.0 - share) * plain[0], mixed[5] if share >= 0.5 else plain[5], top
+    mixed = _step(setup, c, batch, chunk, attn[0], attn[1], one_chunk=True, ceiling=ci)
+    plain = _step(setup, c, batch, 0.0, attn[0], 0.0, padded_batch=padded, ceiling=ci)
+    return (share * mixed[0] + (1.0 - share) * plain[0], mixed[5] if share >= 0.5 else plain[5],
+            share * mixed[6] + (1.0 - share) * plain[6])
 
 
-def _ttft(model: ModelSpec, setup: ServingSetup, c: _StepConstants, ci: _StepConstants, others: int, prompt: int,
-          cal: Calibration, attn: tuple[float, float]) -> tuple[float, float]:
+def _ttft(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, others: int, prompt: int,
+          attn: tuple[float, float]) -> tuple[float, float]:
     """Time to first token and its ceiling: the prompt's chunks, each sharing a step with the ``others``."""
     budget = max(1, setup.max_num_batched_tokens - others)
     chunks = math.ceil(prompt / budget)
     chunk = min(prompt, budget)
-    pre = attn[1] if chunk and prompt else 0.0
-    if setup.pp == 1:
-        t = _tick(setup, c, others / 1.0, chunk / 1.0, attn[0], pre, 0.0, ci)
-        return chunks * t[0], chunks * t[7]
-    return (chunks * _step(model, setup, c, cal, False, others, chunk, attn[0], pre, one_chunk=True,
-                           first_token=True)[0],
-            chunks * _step(model, setup, ci, cal, True, others, chunk, attn[0], pre, one_chunk=True,
-                           first_token=True)[0])
+    s = _step(setup, c, others, chunk, attn[0], attn[1] if chunk and prompt else 0.0, one_chunk=True,
+              first_token=True, ceiling=ci)
+    return chunks * s[0], chunks * s[6]
 
 
 def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, prompt_tokens: int, output_tokens: int,
@@ -435,9 +415,9 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     attn = (attention_flops_per_token(model, 2 * (prompt_tokens + output_tokens // 2), causal=True),
             attention_flops_per_token(model, prompt_tokens, causal=True))
     c, ci = _pair(model, gpu, setup, cal)
-    tpot, bound, tpot_top = _steady(model, setup, c, ci, per_replica, prompt_tokens, output_tokens, cal, attn)
-    sat, _, sat_top = _steady(model, setup, c, ci, sat_replica, prompt_tokens, output_tokens, cal, attn)
-    ttft, ttft_top = _ttft(model, setup, c, ci, per_replica - 1, prompt_tokens, cal, attn)
+    tpot, bound, tpot_top = _steady(setup, c, ci, per_replica, prompt_tokens, output_tokens, attn)
+    sat, _, sat_top = _steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn)
+    ttft, ttft_top = _ttft(setup, c, ci, per_replica - 1, prompt_tokens, attn)
     running = setup.replicas * per_replica if concurrency >= setup.replicas else concurrency
     return ServingEstimate(
         concurrency=concurrency, per_replica=per_replica, ttft_s=ttft, tpot_s=tpot,
