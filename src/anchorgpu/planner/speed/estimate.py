@@ -143,11 +143,6 @@ def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: i
     return max(0, min(cap, int(capacity // per_seq))) * setup.replicas
 
 
-_SERVING_TIMES = tuple((k, *_band_keys(k)) for k in ("ttft_s", "tpot_s"))  # (figure, low, high, ceiling) keys
-_SERVING_RATES = tuple((k, *_band_keys(k)) for k in ("output_tokens_per_s", "decode_tokens_per_s_per_user",
-                                                     "max_output_tokens_per_s"))
-
-
 def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[str, Any],
              assumptions: list[str], cal: Calibration, kv_reservation: KvReservation = "average",
              graph_batch_sizes: tuple[int, ...] = ()) -> None:
@@ -161,19 +156,14 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
     sat = saturation_concurrency(plan, setup, reserve_tokens=prompt + output if full else None, limits=limits)
     est = serving_estimate(model, plan.gpu, setup, prompt_tokens=prompt, output_tokens=output, concurrency=conc,
                            saturation_concurrency=max(sat, 1), cal=cal)
-    # each figure, its band (a duration takes its rate's band inverted) and its ceiling: _time and _rate, inline
-    low, high = band.low, band.high
-    for (key, low_key, high_key, top_key), value, top in zip(
-            _SERVING_TIMES, (est.ttft_s, est.tpot_s), (est.ttft_s_ceiling, est.tpot_s_ceiling), strict=True):
-        out[key], out[low_key], out[high_key], out[top_key] = value, value / high, value / low, top
-    for (key, low_key, high_key, top_key), value, top in zip(
-            _SERVING_RATES, (est.output_tokens_per_s, est.decode_tokens_per_s_per_user, est.max_output_tokens_per_s),
-            (est.output_tokens_per_s_ceiling, 1.0 / est.tpot_s_ceiling, est.max_output_tokens_per_s_ceiling),
-            strict=True):
-        if key == "max_output_tokens_per_s" and sat < 1:
-            out[key] = None
-            break
-        out[key], out[low_key], out[high_key], out[top_key] = value, value * low, value * high, top
+    _time(out, "ttft_s", est.ttft_s, est.ttft_s_ceiling, band)
+    _time(out, "tpot_s", est.tpot_s, est.tpot_s_ceiling, band)
+    _rate(out, "output_tokens_per_s", est.output_tokens_per_s, est.output_tokens_per_s_ceiling, band)
+    _rate(out, "decode_tokens_per_s_per_user", est.decode_tokens_per_s_per_user, 1.0 / est.tpot_s_ceiling, band)
+    if sat >= 1:
+        _rate(out, "max_output_tokens_per_s", est.max_output_tokens_per_s, est.max_output_tokens_per_s_ceiling, band)
+    else:
+        out["max_output_tokens_per_s"] = None
     out["saturation_concurrency"] = sat
     out["prompt_tokens"], out["output_tokens"] = prompt, output
     out["decode_bound"] = est.bound
