@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from types import MappingProxyType
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from anchorgpu.errors import UnknownEntity, did_you_mean
 from anchorgpu.units import HOURS_PER_COMPARISON_MONTH, round_usd
@@ -166,33 +166,29 @@ class Catalog:
     options: tuple[Option, ...]
     regions: tuple[Region, ...]
     currency: str = "USD"
+    # id tables, built once with the catalog: a recommendation prices every offering at every server count,
+    # each price looking its offering up
+    _offering_ids: dict[str, Offering] = field(init=False, repr=False, compare=False)
+    _option_ids: dict[str, Option] = field(init=False, repr=False, compare=False)
+    _region_ids: dict[str, Region] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_offering_ids", {o.id: o for o in self.offerings})
+        object.__setattr__(self, "_option_ids", {o.id: o for o in self.options})
+        object.__setattr__(self, "_region_ids", {r.id: r for r in self.regions})
 
     def offering(self, offering_id: str) -> Offering:
         """The offering with this id (case-insensitive); ``UnknownEntity`` with did-you-mean otherwise."""
-        return _lookup("offering", offering_id, _by_id(self.offerings))
+        return _lookup("offering", offering_id, self._offering_ids)
 
     def option(self, option_id: str) -> Option:
-        return _lookup("option", option_id, _by_id(self.options))
+        return _lookup("option", option_id, self._option_ids)
 
     def region(self, region_id: str) -> Region:
-        return _lookup("region", region_id, _by_id(self.regions))
+        return _lookup("region", region_id, self._region_ids)
 
 
 _T = TypeVar("_T")
-_BY_ID: dict[int, tuple[tuple[Any, ...], dict[str, Any]]] = {}
-
-
-def _by_id(entries: tuple[_T, ...]) -> dict[str, _T]:
-    """``{entry.id: entry}`` of a catalog's (frozen) tuple of entries, built once per tuple: a recommendation
-    prices every offering at every server count, each price looking its offering up."""
-    hit = _BY_ID.get(id(entries))
-    if hit is not None and hit[0] is entries:
-        return hit[1]
-    table = {e.id: e for e in entries}  # type: ignore[attr-defined]
-    if len(_BY_ID) >= 64:
-        _BY_ID.clear()
-    _BY_ID[id(entries)] = (entries, table)
-    return table
 
 
 def _lookup(kind: str, name: str, table: Mapping[str, _T]) -> _T:

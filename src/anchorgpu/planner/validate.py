@@ -68,8 +68,7 @@ def check_counts(names: tuple[str, ...], values: tuple[int | None, ...]) -> None
     if _COUNT_TYPES.issuperset(map(type, values)) and min(cast("Iterator[int]", filter(_given, values)), default=1) >= 1:
         return
     for name, value in zip(names, values, strict=False):
-        if value is not None and (type(value) is not int or value < 1):
-            check_positive(name, value)
+        check_positive(name, value)
 
 
 def validate_workload(workload: Workload) -> None:
