@@ -150,65 +150,44 @@ def _speed_column(result: SweepResult) -> np.ndarray:
 
 
 def _group_keys(result: SweepResult) -> np.ndarray:
-    """(shape, servers) of every configuration as one integer; the grid lists shapes, then servers, so these never
-    decrease in grid order."""
+    """(shape, servers) of every configuration as one integer."""
     c = result.columns
     return np.asarray(c["shape"] * 1024 + c["servers"])
 
 
-def _sorted_and_finite(group: np.ndarray, key: np.ndarray) -> bool:
-    """Whether :func:`_first_best` applies: groups in runs (never decreasing) and no NaN to order."""
-    return bool(np.all(group[1:] >= group[:-1])) and not bool(np.isnan(key).any())
-
-
-def _first_best(group: np.ndarray, keys: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """(groups, positions): per run of equal ``group`` values (``group`` in grid order, never decreasing), the
-    position of the first entry with the least ``keys[0]``, ties by the least ``keys[1]`` and so on: what the first
-    entry of each group in ``np.lexsort((position, *reversed(keys), group))`` is, in a few linear passes."""
-    n = group.size
-    starts = np.flatnonzero(np.concatenate(([True], group[1:] != group[:-1])))
-    segment = np.repeat(np.arange(starts.size), np.diff(np.append(starts, n)))
-    candidate = np.ones(n, dtype=bool)
+def _first_best(group: np.ndarray, keys: tuple[np.ndarray, ...]) -> dict[tuple[int, int], int]:
+    """Per (shape, servers) group: the position of the first entry with the least ``keys[0]``, ties by the least
+    ``keys[1]`` and so on (NaN counts as infinite), as the first entry of each group in
+    ``np.lexsort((position, *reversed(keys), group))``, in a few linear passes over the groups' runs (the grid
+    lists shapes, then servers, so the stable sort that makes the runs leaves it as it is)."""
+    order = np.argsort(group, kind="stable")
+    runs = group[order]
+    starts = np.flatnonzero(np.concatenate(([True], runs[1:] != runs[:-1])))
+    segment = np.repeat(np.arange(starts.size), np.diff(np.append(starts, runs.size)))
+    candidate = np.ones(runs.size, dtype=bool)
     for key in keys:
-        masked = np.where(candidate, key, np.inf)
+        masked = np.where(candidate, np.nan_to_num(key[order], nan=np.inf), np.inf)
         candidate &= masked == np.minimum.reduceat(masked, starts)[segment]
     positions = np.flatnonzero(candidate)
-    first = np.concatenate(([True], segment[positions][1:] != segment[positions][:-1]))
-    return group[starts], positions[first]
+    first = positions[np.concatenate(([True], segment[positions][1:] != segment[positions][:-1]))]
+    return {(int(g) // 1024, int(g) % 1024): int(p) for g, p in zip(runs[starts], order[first], strict=True)}
 
 
 def _best_per_group(result: SweepResult, usable: np.ndarray) -> dict[tuple[int, int], int]:
     """Index of the fastest usable configuration per (shape, servers); ties: less memory, then grid order."""
-    c = result.columns
     idx = np.flatnonzero(usable)
     if idx.size == 0:
         return {}
     speed = _speed_column(result)[idx]
-    mem = np.asarray(c["per_gpu_total_bytes"], dtype=np.float64)[idx]
-    group = _group_keys(result)[idx]
-    if _sorted_and_finite(group, mem):
-        groups, positions = _first_best(group, (-speed, mem))
-        return {(int(g) // 1024, int(g) % 1024): int(idx[p]) for g, p in zip(groups, positions, strict=True)}
-    order = np.lexsort((idx, mem, -speed, group))  # last key is primary
-    g_sorted = group[order]
-    first = np.ones(order.size, dtype=bool)
-    first[1:] = g_sorted[1:] != g_sorted[:-1]
-    return {(int(g) // 1024, int(g) % 1024): int(idx[o]) for g, o in zip(g_sorted[first], order[first], strict=True)}
+    mem = np.asarray(result.columns["per_gpu_total_bytes"], dtype=np.float64)[idx]
+    return {key: int(idx[p]) for key, p in _first_best(_group_keys(result)[idx], (-speed, mem)).items()}
 
 
 def _closest_miss(result: SweepResult) -> dict[tuple[int, int], int]:
     """Per (shape, servers) with nothing that fits: the configuration closest to fitting (least overshoot)."""
     c = result.columns
     over = np.asarray(c["per_gpu_total_bytes"], dtype=np.float64) - np.asarray(c["budget_bytes"], dtype=np.float64)
-    group = _group_keys(result)
-    if _sorted_and_finite(group, over):
-        groups, positions = _first_best(group, (over,))
-        return {(int(g) // 1024, int(g) % 1024): int(p) for g, p in zip(groups, positions, strict=True)}
-    order = np.lexsort((np.arange(over.size), over, group))
-    g_sorted = group[order]
-    first = np.ones(order.size, dtype=bool)
-    first[1:] = g_sorted[1:] != g_sorted[:-1]
-    return {(int(g) // 1024, int(g) % 1024): int(o) for g, o in zip(g_sorted[first], order[first], strict=True)}
+    return _first_best(_group_keys(result), (over,))
 
 
 def _codes(result: SweepResult, row: dict[str, Any], offering: Offering, *, shipped: str | None = None,
