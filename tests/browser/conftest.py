@@ -131,6 +131,22 @@ def new_page(browser: Any, width: int, *, timeout_ms: int = 15_000, **context_op
     return context, page
 
 
+def fill_planner(page: Any, server: str) -> None:
+    """The planner page with the journeys' workload typed in: Llama-3.1-70B on 4 H100 SXM, 8,192 tokens, 32 users."""
+    page.goto(f"{server}/plan")
+    page.fill("#f-model", "llama-3.1-70b")
+    page.select_option("#f-gpu", "h100-sxm")
+    page.fill("#f-gpus", "4")
+    page.fill("#f-context", "8192")
+    page.fill("#f-concurrency", "32")
+
+
+@pytest.fixture
+def planner_form() -> Any:
+    """:func:`fill_planner` for the journeys (``planner_form(page, server)``)."""
+    return fill_planner
+
+
 @pytest.fixture
 def open_page() -> Any:
     """:func:`new_page` for tests that size their own pages (``context, page = open_page(browser, width)``)."""

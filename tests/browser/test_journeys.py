@@ -12,13 +12,9 @@ import pytest
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def test_planner_shows_a_verdict_and_a_stacked_memory_bar(page: Any, server: str, tmp_path: Path) -> None:
-    page.goto(f"{server}/plan")
-    page.fill("#f-model", "llama-3.1-70b")
-    page.select_option("#f-gpu", "h100-sxm")
-    page.fill("#f-gpus", "4")
-    page.fill("#f-context", "8192")
-    page.fill("#f-concurrency", "32")
+def test_planner_shows_a_verdict_and_a_stacked_memory_bar(page: Any, server: str, tmp_path: Path,
+                                                          planner_form: Any) -> None:
+    planner_form(page, server)
     page.click("#plan-submit")
     verdict = page.inner_text("#verdict")
     # 70B in bf16 over TP 4 is ~33 GiB of weights per GPU; with 32 x 8k of KV it stays under an H100's budget

@@ -71,7 +71,8 @@ def _check(page: Any, shots: Path, name: str, width: int, *russian: str) -> None
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_the_russian_journey_reads_well_at_phone_and_laptop_widths(browser: Any, open_page: Any, server: str, tmp_path: Path, width: int) -> None:
+def test_the_russian_journey_reads_well_at_phone_and_laptop_widths(browser: Any, open_page: Any, server: str, tmp_path: Path, width: int,
+                                                                  planner_form: Any) -> None:
     shots = _shots(tmp_path)
     context, page = open_page(browser, width, timeout_ms=20_000, locale="ru-RU")
     errors: list[str] = []
@@ -90,12 +91,7 @@ def test_the_russian_journey_reads_well_at_phone_and_laptop_widths(browser: Any,
         page.click("#continue")
         page.wait_for_url(re.compile(r"/catalog\?gpu=h100&sort=-memory$"))  # back where the visitor was
 
-        page.goto(f"{server}/plan")
-        page.fill("#f-model", "llama-3.1-70b")
-        page.select_option("#f-gpu", "h100-sxm")
-        page.fill("#f-gpus", "4")
-        page.fill("#f-context", "8192")
-        page.fill("#f-concurrency", "32")
+        planner_form(page, server)
         page.wait_for_function("() => (document.querySelector('#verdict') || {}).innerText?.startsWith('Помещается')")
         page.wait_for_selector("#formats-table")
         _check(page, shots, "plan", width, "Время до первого токена", "Все форматы весов на этом GPU", "Что проверить самостоятельно")

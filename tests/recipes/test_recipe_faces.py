@@ -43,14 +43,21 @@ def test_refusals_are_one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: 
     assert reason in err and len(err.strip().splitlines()) == 1
 
 
-def test_allocations_recipe_plans_on_the_booked_servers(sqlite_url: str, tmp_path: Any,
-                                                        monkeypatch: pytest.MonkeyPatch,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def _book_two_h100_servers(capsys: pytest.CaptureFixture[str], sqlite_url: str, tmp_path: Any,
+                           monkeypatch: pytest.MonkeyPatch, *, term: str, key: str) -> dict[str, Any]:
+    """Through the CLI, on the test's own database: a quote for 2 x h100-sxm-8x-bm for ``term``, booked."""
     monkeypatch.setenv("ANCHORGPU_DATABASE_URL", sqlite_url)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.delenv("ANCHORGPU_API_KEY", raising=False)
-    quote = run_json(capsys, "quote", "h100-sxm-8x-bm", "--term", "1month", "--quantity", "2")
-    booked = run_json(capsys, "book", quote["id"], "--idempotency-key", "recipe-1")
+    quote = run_json(capsys, "quote", "h100-sxm-8x-bm", "--term", term, "--quantity", "2")
+    booked: dict[str, Any] = run_json(capsys, "book", quote["id"], "--idempotency-key", key)
+    return booked
+
+
+def test_allocations_recipe_plans_on_the_booked_servers(sqlite_url: str, tmp_path: Any,
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    booked = _book_two_h100_servers(capsys, sqlite_url, tmp_path, monkeypatch, term="1month", key="recipe-1")
     body = run_json(capsys, "allocations", "recipe", booked["id"], "--kind", "skypilot", "--model", "llama-3.1-8b",
                     "--task", "train")
     assert (body["servers"], body["gpus_per_server"]) == (2, 8)
@@ -78,11 +85,7 @@ def test_an_allocation_whose_servers_each_cannot_hold_the_model_gets_one_replica
     """QA pass: Llama-3.1-405B on 2 x 8 H100 was planned one replica per server (TP 8, DP 2) — DOES NOT FIT — and
     given that launch, although TP 8 x PP 2 over both servers fits; now the first layout that fits is taken, and a
     launcher that cannot span servers says so in one line."""
-    monkeypatch.setenv("ANCHORGPU_DATABASE_URL", sqlite_url)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.delenv("ANCHORGPU_API_KEY", raising=False)
-    quote = run_json(capsys, "quote", "h100-sxm-8x-bm", "--term", "1w", "--quantity", "2")
-    booked = run_json(capsys, "book", quote["id"], "--idempotency-key", "recipe-405b")
+    booked = _book_two_h100_servers(capsys, sqlite_url, tmp_path, monkeypatch, term="1w", key="recipe-405b")
     body = run_json(capsys, "allocations", "recipe", booked["id"], "--kind", "vllm", "--model", "llama-3.1-405b",
                     "--context", "4k")
     assert body["plan"]["fits"] is True
