@@ -28,7 +28,7 @@ def _stack(run) -> str:
 def _errors(role: str, stack: str = "cuda") -> dict[str, float]:
     """The calibration rows of the reference files (set ``core``) of one role and stack."""
     return {run.id: predict(run) / run.value - 1.0 for run in load_runs()
-            if run.role == role and _stack(run) == stack and calibrate.set_of(run.id) == "core"}
+            if run.role == role and _stack(run) == stack and calibrate.set_of(run) == "core"}
 
 
 def test_every_row_names_its_source_and_role() -> None:
@@ -52,14 +52,14 @@ def test_every_row_within_25_percent_fitted_or_held_out() -> None:
     """Issue 11's targets: no calibration row beyond 25%, and rows kept out of the fit within 25%, on both stacks
     (the rows of the reference files, and the further dense cells of TensorRT-LLM's table)."""
     errors = {run.id: predict(run) / run.value - 1.0 for run in load_runs()
-              if calibrate.set_of(run.id) in ("core", "trtllm-table")}
+              if calibrate.set_of(run) in ("core", "trtllm-table")}
     assert {k: e for k, e in errors.items() if abs(e) > 0.25} == {}
 
 
 def test_the_further_cells_of_tensorrt_llms_table_are_predicted_as_well_as_the_calibration_rows() -> None:
     """92 more cells of the table S14-S21 come from (perf-overview.md at 00f3768: Llama 3.1 8B, 3.3 70B, 3.1 405B on
     H100, H200, B200 and GB200, every ISL/OSL); two in three are never fitted."""
-    held = [abs(predict(r) / r.value - 1) for r in load_runs() if calibrate.set_of(r.id) == "trtllm-table"
+    held = [abs(predict(r) / r.value - 1) for r in load_runs() if calibrate.set_of(r) == "trtllm-table"
             and r.role == "holdout"]
     assert len(held) >= 60 and statistics.median(held) <= 0.10
 

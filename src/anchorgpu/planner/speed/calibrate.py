@@ -255,15 +255,13 @@ def serving_kind(run: Run) -> str | None:
     return "pp" if int(run.row.get("pp", 1)) > 1 else None
 
 
-def set_of(row_id: str) -> str:
-    """``core`` for the calibration rows of the reference files, else which extension of TensorRT-LLM's table."""
-    if row_id.startswith("RL"):
-        return "rocm-latency"
-    if row_id.startswith("RO"):
-        return "rocm-oci-latency"
-    if not row_id.startswith("P"):
-        return "core"
-    return "trtllm-pcie-moe" if row_id.startswith(("P70-RTX", "PQ30")) else "trtllm-table"
+def set_of(run: Run) -> str:
+    """The set a row is reported in (its ``set`` in ``data/measured_runs.json``): ``core`` for the calibration rows
+    of the reference files, else one of :data:`SETS`."""
+    name = str(run.row.get("set", "core"))
+    if name not in SETS:
+        raise ValueError(f"measured run {run.id}: unknown set {name!r} (choose from {', '.join(SETS)})")
+    return name
 
 
 def _summaries(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> list[str]:
@@ -272,7 +270,7 @@ def _summaries(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> list[str]:
     for name in SETS:
         for stack in ("cuda", "rocm"):
             for role in ("fit", "holdout"):
-                errs = [abs(r["error"]) for r in rows if r["role"] == role and set_of(r["id"]) == name
+                errs = [abs(r["error"]) for r in rows if r["role"] == role and set_of(by_id[r["id"]]) == name
                         and _stack_of_row(by_id[r["id"]]) == stack]
                 if errs:
                     lines.append(f"{name} {stack.upper()} {role}: {len(errs)} rows, median |error| "
@@ -317,9 +315,9 @@ def markdown(rows: list[dict[str, Any]], runs: tuple[Run, ...], sets: tuple[str,
     by_id = {r.id: r for r in runs}
     lines = ["| row | source | what | role | measured | ours | error |", "|---|---|---|---|---|---|---|"]
     for row in rows:
-        if set_of(row["id"]) not in sets:
-            continue
         run = by_id[row["id"]]
+        if set_of(run) not in sets:
+            continue
         lines.append(f"| {run.id} | {run.source.split(' via ')[0][:60]} | {_what(run)} | {run.role} | "
                      f"{_figure(run.value, run.metric)} | {_figure(row['predicted'], run.metric)} | {row['error']:+.1%} |")
     lines.append("")
