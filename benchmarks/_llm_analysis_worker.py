@@ -4,8 +4,7 @@ Reads a JSON job on stdin: {"model_config": {...}, "configs": [{gpu_name, dtype_
 seq_len, tokens, kv_bytes}, ...]}; evaluates every configuration one by one with ``llm_analysis.analysis.infer``
 and prints {"seconds": ..., "cpu_seconds": ..., "evaluated": ..., "decode_tokens_per_sec": [...]} on stdout (null where
 llm-analysis refused the configuration as not fitting: it asserts instead of answering). With ``"passes": K`` in
-the job it goes over the configurations K times and reports the median pass as ``seconds``/``cpu_seconds`` and
-the fastest as ``best_seconds``/``best_cpu_seconds`` (a busy machine only ever slows a pass down).
+the job it goes over the configurations K times and reports the median pass as ``seconds``/``cpu_seconds``.
 
 With ``"interactive": true`` the job is one line, and each further line ``pass`` on stdin runs one pass and
 answers one JSON line {"seconds", "cpu_seconds", "evaluated"}: the benchmark alternates these passes with its
@@ -69,9 +68,8 @@ def main() -> None:
             cpus.append(cpu)
     finally:
         os.unlink(model_path)
-    json.dump({"seconds": statistics.median(walls), "cpu_seconds": statistics.median(cpus), "best_seconds": min(walls),
-               "best_cpu_seconds": min(cpus), "evaluated": len(job["configs"]), "decode_tokens_per_sec": results},
-              sys.stdout)
+    json.dump({"seconds": statistics.median(walls), "cpu_seconds": statistics.median(cpus),
+               "evaluated": len(job["configs"]), "decode_tokens_per_sec": results}, sys.stdout)
 
 
 if __name__ == "__main__":

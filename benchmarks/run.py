@@ -38,8 +38,7 @@ LLM_ANALYSIS_DTYPES = {"bf16": "w16a16e16", "fp8": "w8a8e16", "int4-awq": "w4a16
 
 
 def _median_s(fn, repeat: int) -> float:
-    """Median wall time of ``fn``; the matching median CPU time is kept in ``_median_s.cpu``, the fastest
-    repetition's CPU time in ``_median_s.best_cpu`` (a busy machine only ever slows a repetition down)."""
+    """Median wall time of ``fn``; the matching median CPU time is kept in ``_median_s.cpu``."""
     times, cpu = [], []
     for _ in range(repeat):
         start, start_cpu = time.perf_counter(), time.process_time()
@@ -47,7 +46,6 @@ def _median_s(fn, repeat: int) -> float:
         times.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
     _median_s.cpu = statistics.median(cpu)  # type: ignore[attr-defined]
-    _median_s.best_cpu = min(cpu)  # type: ignore[attr-defined]
     return statistics.median(times)
 
 
