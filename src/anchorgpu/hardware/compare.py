@@ -202,8 +202,7 @@ def _statements(a: GpuSpec, b: GpuSpec, rows: dict[str, MetricComparison]) -> li
                 f"the dense BF16 throughput of {slow.name}."
             )
     for precision, label in (("fp8", "FP8"), ("fp4", "FP4")):
-        flag_a = a.fp8_hardware if precision == "fp8" else a.fp4_hardware
-        flag_b = b.fp8_hardware if precision == "fp8" else b.fp4_hardware
+        flag_a, flag_b = a.computes_in(precision), b.computes_in(precision)
         if flag_a != flag_b:
             has, lacks = (a, b) if flag_a else (b, a)
             formats = f" ({', '.join(has.fp4_formats)})" if precision == "fp4" and has.fp4_formats else ""

@@ -73,6 +73,20 @@ class GpuSpec:
     def software_stack(self) -> Literal["cuda", "rocm"]:
         return "rocm" if self.vendor == "AMD" else "cuda"
 
+    def computes_in(self, precision: str) -> bool:
+        """Whether the tensor cores compute in ``precision``: FP8 and FP4 need their own units
+        (``fp8_hardware``/``fp4_hardware``); any other precision runs everywhere.
+
+        >>> from anchorgpu.hardware import get_gpu
+        >>> get_gpu("a100").computes_in("fp8"), get_gpu("h100").computes_in("fp8"), get_gpu("h100").computes_in("bf16")
+        (False, True, True)
+        """
+        if precision == "fp8":
+            return self.fp8_hardware
+        if precision == "fp4":
+            return self.fp4_hardware
+        return True
+
     def peak_flops_per_s(self, precision: str) -> float | None:
         """Dense peak for ``precision`` or None when absent/unknown."""
         peak = self.peaks.get(precision)

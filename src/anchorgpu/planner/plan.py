@@ -88,11 +88,9 @@ def plan(
     validate_workload(w)
     if isinstance(model, ModelSpec):
         validate_media(model, w)
-    if gpu is not None and w.task in ("train", "lora", "qlora") and w.train_precision in ("fp8", "fp4"):
-        has = gpu.fp8_hardware if w.train_precision == "fp8" else gpu.fp4_hardware
-        if not has:
-            raise InvalidWorkload(f"--train-precision {w.train_precision}: {gpu.name} has no "
-                                  f"{w.train_precision.upper()} tensor cores")
+    if gpu is not None and w.task in ("train", "lora", "qlora") and not gpu.computes_in(w.train_precision):
+        raise InvalidWorkload(f"--train-precision {w.train_precision}: {gpu.name} has no "
+                              f"{w.train_precision.upper()} tensor cores")
     if choose_layout and gpu is not None and isinstance(model, ModelSpec):
         chosen = choose_layout_plan(model, w, prec, lay_in, gpu, ov)
         if chosen is not None:

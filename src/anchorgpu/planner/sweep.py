@@ -447,9 +447,9 @@ def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec
     n_l, n_w = len(lay), len(weights)
     ladder: tuple[Recompute, ...] = (w.recompute,) if w.recompute else ("none", "selective", "full")
     # a layout's training memory depends on the GPU only through its vendor (the CUDA or ROCm context) and
-    # whether it can run the training precision (plan() refuses FP8/FP4 training without the units): planned
+    # whether it computes in the training precision (plan() refuses FP8/FP4 training without the units): planned
     # once per such group and recompute level, the fit then read against each GPU's memory as plan() reads it
-    mem_cache: dict[tuple[str, int, int, int, int, str, bool, bool, str], tuple[int, int, int, int, str]] = {}
+    mem_cache: dict[tuple[str, int, int, int, int, str, bool, str], tuple[int, int, int, int, str]] = {}
     weights_lw = np.empty((n_l, n_w))
     act_lw = np.empty((n_l, n_w))
     total_lw = np.empty((n_l, n_w))
@@ -462,7 +462,7 @@ def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec
     for i, (gpus, tp, pp, dp, zero, s) in enumerate(rows):
         for j, name in enumerate(weights):
             gpu = shapes[s].gpu
-            group = (name, tp, pp, dp, zero, gpu.vendor, gpu.fp8_hardware, gpu.fp4_hardware)
+            group = (name, tp, pp, dp, zero, gpu.vendor, gpu.computes_in(w.train_precision))
             for rc in ladder:  # the least recompute that fits this GPU, as plan(...).fits says
                 key = (*group, rc)
                 if key not in mem_cache:

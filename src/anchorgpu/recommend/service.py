@@ -128,7 +128,7 @@ def _able_to_train(offerings: tuple[Offering, ...], workload: Any, catalog: Cata
     able, rejected = [], []
     for offering in offerings:
         gpu = get_gpu(offering.gpu)
-        if gpu.fp8_hardware if precision == "fp8" else gpu.fp4_hardware:
+        if gpu.computes_in(precision):
             able.append(offering)
             continue
         try:
