@@ -206,8 +206,19 @@ def render_plan(plan: Plan) -> None:
             sug.add_row(s.change, s.description, str(s.gpus), _fmt(s.total_bytes), _fmt(s.headroom_bytes))
         out.print(sug)
     _bullets(out, "Warnings", [f"{item.message} ({item.code})" for item in plan.warnings], marker="!")
-    _bullets(out, "Still to check", list(plan.checks))
+    _bullets(out, "Still to check", [*plan.checks, *_speed_caveats(plan.extra.get("performance"))])
     _bullets(out, "Assumed", list(plan.assumptions))
+
+
+def _speed_caveats(section: Any) -> list[str]:
+    """The speed estimate's caveats a user must weigh before paying (a mixture of experts': how sure its speeds
+    are), from the performance section's assumptions."""
+    from anchorgpu.planner.speed.estimate import MOE_CAVEAT_LABEL
+
+    if not isinstance(section, dict):
+        return []
+    return [line for line in section.get("assumptions", [])
+            if isinstance(line, str) and line.startswith(MOE_CAVEAT_LABEL + ":")]
 
 
 def _band(section: dict[str, Any], key: str, fmt: str, scale: float = 1.0) -> str | None:

@@ -237,6 +237,8 @@ SETS: dict[str, str] = {
     "core": "perf_measured.md, published_figures.md and the ROCm findings",
     "trtllm-table": "the further cells of TensorRT-LLM's perf-overview table (dense on NVLink GPUs)",
     "trtllm-pcie-moe": "the same table's pipeline stages on RTX PRO 6000 and Qwen3-30B-A3B (MoE) on one GPU",
+    "trtllm-moe": "the same table's other mixtures of experts (Qwen3-235B-A22B, Llama 4 Scout and Maverick on B200, GB200, "
+                  "H200, H100 and RTX PRO 6000; Qwen3-30B-A3B over 2-8 RTX PRO 6000), held out",
     "rocm-latency": "the ROCm blog's batch-size latency table (one request to 128 at once on 8 MI300X)",
     "rocm-oci-latency": "OCI's latency table of Llama 3.1 405B on 8 MI300X (1 to 256 requests at once), held out",
 }

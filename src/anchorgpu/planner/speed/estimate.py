@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_STORAGE_BYTES_PER_S",
     "SERVER_GPUS",
+    "MOE_CAVEAT_LABEL",
     "KvReservation",
     "attach_performance",
     "plan_performance",
@@ -114,6 +115,10 @@ def _engine_limits(plan: Plan) -> tuple[int, int]:
     return engine_limits(plan.workload, large_gpu=plan.gpu is None or plan.gpu.memory_bytes >= 70 * GIB)
 
 
+MOE_CAVEAT_LABEL = "Mixture of experts"
+"""How the serving assumption that carries the calibration's MoE caveat begins (the CLI shows it under the speeds)."""
+
+
 def serving_band_kind(model: ModelSpec, pp: int) -> str | None:
     """Which serving band a plan takes (:meth:`Calibration.band`): ``moe``, ``pp`` or the rest's."""
     return "moe" if model.moe is not None else ("pp" if pp > 1 else None)
@@ -172,6 +177,8 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
     out["decode_tokens_per_s_total"] = est.output_tokens_per_s
     assumptions.append(_serving_line(conc, prompt, output, sat, full, limits[1]))
     assumptions.append(_serving_constants_line(plan.gpu, cal, setup.precision))
+    if model.moe is not None and cal.caveats.get("moe"):
+        assumptions.append(f"{MOE_CAVEAT_LABEL}: {cal.caveats['moe']}.")
 
 
 @lru_cache(maxsize=1024)

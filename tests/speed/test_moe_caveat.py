@@ -1,0 +1,57 @@
+"""How sure a mixture of experts' serving speeds are: its band and its caveat come from the held-out MoE rows.
+
+The rows are TensorRT-LLM's perf-overview cells of MoE models (commit 00f3768; sets ``trtllm-pcie-moe`` and
+``trtllm-moe`` of ``src/anchorgpu/planner/speed/data/measured_runs.json``), none of them fitted on.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from anchorgpu.hardware import get_gpu
+from anchorgpu.planner.speed import calibrate
+from anchorgpu.planner.speed.calibration import calibration
+from anchorgpu.planner.speed.estimate import MOE_CAVEAT_LABEL
+from anchorgpu.planner.speed.runs import load_runs, predict
+from cli_runner import run, run_json
+
+MOE_ROWS = [run for run in load_runs() if calibrate.serving_kind(run) == "moe"]
+
+
+def test_every_moe_row_is_held_out_and_the_new_models_are_there() -> None:
+    assert MOE_ROWS and all(run.role == "holdout" for run in MOE_ROWS)
+    models = {run.row["model"]["registry"] for run in MOE_ROWS}
+    assert {"qwen3-30b-a3b", "qwen3-235b-a22b", "llama-4-scout-17b-16e", "llama-4-maverick-17b-128e-fp8"} <= models
+
+
+def test_the_caveat_states_what_the_held_out_rows_show() -> None:
+    """The counts and the range in the caveat are the calibration's, so the caveat cannot drift from the rows."""
+    caveat = calibration().caveats["moe"]
+    ratios = [run.value / predict(run) for run in MOE_ROWS]  # measured / predicted
+    within = sum(abs(1.0 / r - 1.0) <= 0.25 for r in ratios)
+    assert f"of {len(MOE_ROWS)} held-out MoE rows" in caveat
+    assert f"{within} came within 25%" in caveat
+    assert f"from {min(ratios):.2f}x to {max(ratios):.1f}x" in caveat
+
+
+def test_the_moe_band_is_wider_than_the_dense_one_and_holds_most_held_out_rows() -> None:
+    cal = calibration()
+    h100 = get_gpu("h100")
+    moe, dense = cal.band(h100, "serve", "moe"), cal.band(h100, "serve")
+    assert moe.low < dense.low and moe.high > dense.high
+    inside = sum(moe.low <= run.value / predict(run) <= moe.high for run in MOE_ROWS)
+    assert inside >= 0.75 * len(MOE_ROWS)  # a 10th-90th percentile band, widened to include 1
+
+
+@pytest.mark.parametrize(("model", "caveat"), [("qwen3-30b-a3b", True), ("llama-3.1-8b", False)])
+def test_a_plan_says_it_where_the_model_is_a_mixture_of_experts(capsys: pytest.CaptureFixture[str], model: str,
+                                                                 caveat: bool) -> None:
+    argv = ("plan", model, "--gpu", "b200", "--prompt", "1000", "--output-tokens", "1000", "--concurrency", "64")
+    lines = run_json(capsys, *argv)["performance"]["assumptions"]
+    assert any(line.startswith(MOE_CAVEAT_LABEL + ":") for line in lines) is caveat
+    code, out, _ = run(capsys, *argv)
+    assert code == 0
+    still = out.split("Still to check", 1)[1].split("Assumed", 1)[0]
+    assert bool(re.search(r"- Mixture of experts: .*held-out MoE rows", " ".join(still.split()))) is caveat
