@@ -117,7 +117,7 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
         weights=tuple(dict.fromkeys(w.strip() for w in (request.weights or "").split(",") if w.strip())),
         kv_caches=(request.kv_cache,) if request.kv_cache else (),
         concurrencies=(request.concurrency,) if request.concurrency else (),
-        output_tokens=request.output_tokens,
+        prompt_tokens=request.prompt, output_tokens=request.output_tokens,
         train_tokens=request.train_tokens,
     )
     result = recommend(model, spec, catalog, request.term, now, max_usd=request.max_usd,

@@ -413,6 +413,7 @@ class RecommendRequest(_Request):
     term: str = Field(default="1month", min_length=2, max_length=20, pattern=TEXT_PATTERN, description="Rental term to price: 'Nh', 'Nw' (168 h) or 'Nmonth' (720 h)")
     gpu: str | None = Field(default=None, max_length=100, pattern=TEXT_PATTERN, description="Only offerings of this GPU (name or alias)")
     context: int | None = Field(default=None, ge=1, le=10_000_000, description="Tokens per sequence (prompt + output)")
+    prompt: int | None = Field(default=None, ge=LIMITS["prompt"].low, le=LIMITS["prompt"].high, description="Inference: prompt tokens per request; without 'context' each sequence is sized at prompt + output")
     concurrency: int | None = Field(default=None, ge=LIMITS["concurrency"].low, le=LIMITS["concurrency"].high, description="Sequences served at once")
     weights: str | None = Field(default=None, max_length=120, pattern=TEXT_PATTERN, description="Weight format, or a comma list to compare ('bf16,fp8'); default: the plan's (the checkpoint's shipped format; training bf16). Rows below it carry lower_precision", examples=["bf16"])
     kv_cache: Literal["bf16", "fp16", "fp8"] | None = Field(default=None, description="KV-cache precision; default bf16, as the plan")

@@ -552,12 +552,16 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     for k in kvs:
         if k not in KV_CACHE_DTYPES:
             raise InvalidWorkload(f"unknown kv-cache dtype {k!r}; valid: {', '.join(KV_CACHE_DTYPES)}")
+    # a request's prompt given without a context: each sequence is sized at prompt + output, as plan() sizes it
+    by_request = not training and w.context_tokens is None and spec.prompt_tokens is not None
+    probe_w = replace(w, concurrency=concs[0] if w.concurrency is None else w.concurrency)
+    if by_request:
+        probe_w = replace(probe_w, prompt_tokens=spec.prompt_tokens, output_tokens=spec.output_tokens)
     # validate once with the scalar planner (context limit, task rules, formats allowed for the task)
-    probe = plan(model, replace(w, concurrency=concs[0] if w.concurrency is None else w.concurrency), precision=PrecisionPlan(
-        weights=weights[0], kv_cache=kvs[0]), layout=Layout(gpus=1, tp=1, pp=1, dp=1), suggest=False,
-        choose_layout=False)
+    probe = plan(model, probe_w, precision=PrecisionPlan(weights=weights[0], kv_cache=kvs[0]),
+                 layout=Layout(gpus=1, tp=1, pp=1, dp=1), suggest=False, choose_layout=False)
     ctx = probe.workload.context_tokens or model.max_context_tokens
-    output = min(spec.output_tokens, max(1, ctx // 2))
+    output = spec.output_tokens if by_request else min(spec.output_tokens, max(1, ctx // 2))
     # the request shape plan() estimates with when none is given: a 1,024-token prompt within the context
     prompt = spec.prompt_tokens if spec.prompt_tokens is not None else max(1, min(DEFAULT_PROMPT_TOKENS, ctx - output))
     if not training and prompt + output > ctx:
