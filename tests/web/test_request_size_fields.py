@@ -1,0 +1,29 @@
+"""The planner and recommend pages take a request's prompt and output tokens, as the CLI and the API do: without a
+context each sequence is sized at prompt + output (issue 11, 'Serving'). The recommend page had neither field, the
+planner page no prompt field."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+
+
+@pytest.mark.parametrize("path", ["/plan", "/recommend"])
+def test_both_forms_have_the_fields_in_both_languages(client: TestClient, path: str) -> None:
+    english, russian = client.get(path).text, client.get(f"{path}?lang=ru").text
+    for page in (english, russian):
+        assert 'name="prompt"' in page and 'name="output_tokens"' in page
+    assert "Prompt tokens per request" in english and "Входных токенов на запрос" in russian
+
+
+def test_the_recommend_page_sizes_sequences_at_prompt_plus_output(client: TestClient) -> None:
+    page = client.get("/recommend?model=llama-3.1-8b&concurrency=64&prompt=1000&output_tokens=200&top=1").text
+    assert "prompt + output = 1,000 + 200 = 1,200 tokens" in page
+    assert 'name="prompt" inputmode="numeric" value="1000"' in page  # the form keeps what was asked
+
+
+def test_the_planner_page_sizes_sequences_at_prompt_plus_output(client: TestClient) -> None:
+    page = client.get("/plan?model=llama-3.1-8b&gpu=h100&concurrency=64&prompt=1000&output_tokens=200").text
+    assert re.search(r"prompt \+ output = 1,000 \+ 200 = 1,200 tokens", page)
