@@ -1,7 +1,8 @@
 """How sure a mixture of experts' serving speeds are: its band and its caveat come from the held-out MoE rows.
 
 The rows are TensorRT-LLM's perf-overview cells of MoE models (commit 00f3768; sets ``trtllm-pcie-moe`` and
-``trtllm-moe`` of ``src/anchorgpu/planner/speed/data/measured_runs.json``), none of them fitted on.
+``trtllm-moe`` of ``src/anchorgpu/planner/speed/data/measured_runs.json``); only every third ``trtllm-moe`` cell fits
+the MoE term, the rest are held out.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from anchorgpu.planner.speed.estimate import MOE_CAVEAT_LABEL
 from anchorgpu.planner.speed.runs import load_runs, predict
 from cli_runner import run, run_json
 
-MOE_ROWS = [run for run in load_runs() if calibrate.serving_kind(run) == "moe"]
+ALL_MOE = [run for run in load_runs() if calibrate.serving_kind(run) == "moe"]
+MOE_ROWS = [run for run in ALL_MOE if run.role == "holdout"]
 
 
-def test_every_moe_row_is_held_out_and_the_new_models_are_there() -> None:
-    assert MOE_ROWS and all(run.role == "holdout" for run in MOE_ROWS)
+def test_most_moe_rows_are_held_out_and_the_new_models_are_there() -> None:
+    fitted = [run for run in ALL_MOE if run.role == "fit"]
+    assert all(calibrate.set_of(run) == "trtllm-moe" for run in fitted) and len(fitted) * 2 < len(MOE_ROWS)
     models = {run.row["model"]["registry"] for run in MOE_ROWS}
     assert {"qwen3-30b-a3b", "qwen3-235b-a22b", "llama-4-scout-17b-16e", "llama-4-maverick-17b-128e-fp8"} <= models
 

@@ -365,6 +365,12 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     per_token_ew = model.num_layers / pp4 * ew_l * model.hidden_size / tp4 / bw_mem
     if model.moe is not None and model.params_total:
         routed = model.params.experts / model.params_total
+    # a MoE's routed-expert products slow down with few tokens per expert (speed.serving.expert_rows_factor)
+    moe = model.moe
+    expert_share = (model.params.experts * moe.experts_per_token / moe.num_experts / forward_matmul_params(model)
+                    if moe is not None else 0.0)
+    route_share = moe.experts_per_token / moe.num_experts if moe is not None else 0.0
+    half_tokens_l = np.array([k.moe_expert_half_tokens for k in stacks])[lay.shape][:, None, None, None]
 
     pp_bw_l, pp_lat_l = _links(shapes, lay, lay.tp * lay.pp, network=False)
     pp_bw4, pp_lat4 = pp_bw_l[:, None, None, None], pp_lat_l[:, None, None, None]
@@ -379,6 +385,10 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
             weights_read = weights4 * (1 - routed + routed * frac)
         memory_s = weights_read / (bw_mem * mbu_l)
         compute_s = tokens * p_matmul / split / (peak4 * mm_eff_l)
+        if expert_share:
+            rows = tokens * route_share
+            compute_s = compute_s * np.where(rows > 0, 1.0 + expert_share * half_tokens_l / np.where(rows > 0, rows, 1.0),
+                                             1.0)
         big = np.maximum(memory_s, compute_s)
         small = np.minimum(memory_s, compute_s)
         safe = np.where(big > 0, big, 1.0)

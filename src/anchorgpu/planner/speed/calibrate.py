@@ -41,7 +41,10 @@ FITTED: dict[str, tuple[str, ...]] = {
               "elementwise_bytes_per_hidden"),
     "serve": ("decode_mbu", "serve_matmul_efficiency", "serve_matmul_half_width", "roofline_exponent", "per_step_s",
               "per_layer_step_s", "fp4_matmul_efficiency"),
+    "serve-moe": ("moe_expert_half_tokens",),
 }
+"""Each group is fitted on its own rows (:func:`_group_rows`): training, dense serving, and the MoE serving rows,
+which fit only the MoE term (so a mixture of experts' rows never move a dense model's figures)."""
 BOUNDS: dict[str, tuple[float, float]] = {
     # physical limits, not tuning: no kernel beats the datasheet, achieved HBM bandwidth tops out near 93%
     # (STREAM-like copies on H100/MI300X), a kernel launch costs microseconds, a step's fixed cost is below 20 ms
@@ -50,6 +53,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "serve_matmul_half_width": (1.0, 8000.0), "roofline_exponent": (1.0, 64.0),
     "decode_mbu": (0.5, 0.93), "serve_matmul_efficiency": (0.2, 0.95), "per_step_s": (2e-4, 0.02),
     "per_layer_step_s": (2e-6, 6e-5), "scaleup_latency_s": (5e-6, 2e-4),
+    # a grouped GEMM's tile is 64-256 rows; from one row an expert to far more than a step's tokens
+    "moe_expert_half_tokens": (1.0, 2048.0),
 }
 
 
@@ -155,8 +160,8 @@ def _fit_once(cal: Calibration, runs: tuple[Run, ...], stack: str) -> Calibratio
     groups = FITTED if stack == "cuda" else FITTED_FEW
     if stack != "cuda":
         cal = replace(cal, stacks={**cal.stacks, stack: cal.stacks["cuda"]})
-    for phase, names in groups.items():
-        rows = [r for r in runs if r.role == "fit" and r.phase == phase and _stack_of_row(r) == stack]
+    for group, names in groups.items():
+        rows = _group_rows(runs, group, stack)
         if not rows:
             continue
 
@@ -168,13 +173,21 @@ def _fit_once(cal: Calibration, runs: tuple[Run, ...], stack: str) -> Calibratio
         for _ in range(RESTARTS):
             best = _nelder_mead(objective, best)
         cal = _with(cal, stack, names, [_from_z(n, v) for n, v in zip(names, best, strict=True)])
-        if stack != "cuda" and phase == "train":
+        if stack != "cuda" and group == "train":
             # before the serving fit: serving's FP8/FP4 products run at serve_matmul_efficiency times
             # fp8/bf16 (Calibration.low_precision_ratio), so the BF16 figure must be final when serving is fitted
             k, cuda = cal.stacks[stack], cal.stacks["cuda"]
             scaled = cuda.train_matmul_efficiency * k.fp8_matmul_efficiency / cuda.fp8_matmul_efficiency
             cal = replace(cal, stacks={**cal.stacks, stack: replace(k, train_matmul_efficiency=min(scaled, 0.95))})
     return cal
+
+
+def _group_rows(runs: tuple[Run, ...], group: str, stack: str) -> list[Run]:
+    """The ``fit`` rows of ``stack`` a group of :data:`FITTED` is fitted on: its phase's, the MoE serving rows apart
+    (``serve-moe``) from the rest."""
+    phase, _, kind = group.partition("-")
+    return [r for r in runs if r.role == "fit" and r.phase == phase and _stack_of_row(r) == stack
+            and (serving_kind(r) == "moe") == (kind == "moe")]
 
 
 def _stack_of_row(run: Run) -> str:

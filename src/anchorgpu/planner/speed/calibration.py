@@ -52,7 +52,9 @@ class StackConstants:
     multiplying (``(m^p + c^p)^(1/p)``), and the fixed costs of a step:
     ``per_step_s`` (scheduler, sampling) and ``per_layer_step_s`` (kernel launches and synchronisation),.
     ``scaleup_latency_s`` is the fixed cost of one collective inside a server (NCCL over NVSwitch, RCCL
-    over an Infinity Fabric mesh).
+    over an Infinity Fabric mesh). ``moe_expert_half_tokens``: a mixture of experts' routed-expert products reach
+    half their efficiency when each expert gets this many of the step's tokens (a grouped GEMM's rows per expert
+    are ``tokens * k / E``: few rows fill its tiles poorly), fitted on MoE rows alone.
     """
 
     train_matmul_efficiency: float
@@ -68,6 +70,7 @@ class StackConstants:
     per_step_s: float
     per_layer_step_s: float
     scaleup_latency_s: float
+    moe_expert_half_tokens: float = 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

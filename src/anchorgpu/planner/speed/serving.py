@@ -6,7 +6,8 @@ A decode step for ``B`` running sequences (and the prefill tokens that share it)
   and synchronisation - what bounds one-user speeds of large and MoE models;
 * **weights**: the larger of reading the weights this GPU holds (MoE: the dense part plus the experts the
   step's tokens are routed to) at the achieved bandwidth, and the batched products at the achieved peak
-  (a share that grows with the per-GPU width ``h/tp`` of the products);
+  (a share that grows with the per-GPU width ``h/tp`` of the products; a MoE's routed-expert products also with
+  the tokens each expert gets, ``tokens * k / E``: :func:`expert_rows_factor`);
 * **attention**: the larger of reading every sequence's KV cache (MLA latents and sliding windows as the
   cache holds them) and the attention arithmetic;
 * **tensor parallelism**: two all-reduces per layer of the step's tokens, each with its latency;
@@ -35,7 +36,7 @@ from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_matmul_params
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, group_link, peak_for
 
-__all__ = ["DecodeStep", "ServingEstimate", "ServingSetup", "decode_step", "moe_expert_fraction_read",
+__all__ = ["DecodeStep", "ServingEstimate", "ServingSetup", "decode_step", "expert_rows_factor", "moe_expert_fraction_read",
            "prefill_chunk_share", "serve_shape_factor", "serving_estimate", "soft_roofline"]
 
 
@@ -52,6 +53,20 @@ def moe_expert_fraction_read(model: ModelSpec, batch_tokens: float) -> float:
         return 1.0
     k, e = model.moe.experts_per_token, model.moe.num_experts
     return float(1.0 - (1.0 - k / e) ** max(batch_tokens, 1.0))
+
+
+def expert_rows_factor(tokens: float, route_share: float, half_tokens: float) -> float:
+    """How much longer the routed experts' products take than at full efficiency: each of them gets
+    ``tokens * k / E`` rows and reaches ``rows / (rows + half_tokens)`` of its efficiency (1 without a MoE, without
+    tokens or with ``half_tokens`` 0).
+
+    >>> expert_rows_factor(2048, 8 / 128, 128.0)  # 128 rows an expert: half the efficiency, twice the time
+    2.0
+    >>> expert_rows_factor(2048, 8 / 128, 0.0), expert_rows_factor(0, 8 / 128, 128.0)
+    (1.0, 1.0)
+    """
+    rows = tokens * route_share
+    return 1.0 + half_tokens / rows if rows > 0 and half_tokens > 0 else 1.0
 
 
 def soft_roofline(memory_s: float, compute_s: float, exponent: float) -> float:
@@ -133,6 +148,9 @@ class _StepConstants:
     p2p_rate: float  # the stage-to-stage link's bandwidth x efficiency
     split: int  # tp x pp: the GPUs one replica's products are split over
     hidden_size: int
+    expert_share: float  # MoE: the active routed experts' share of the products a token passes (0.0 dense)
+    route_share: float  # MoE: k / E, the share of a step's tokens each routed expert gets
+    expert_half_tokens: float  # MoE: the tokens per expert at which those products reach half their efficiency
 
 
 _STEP_MEMO: dict[tuple[int, int, str, int, int, int, int],
@@ -196,7 +214,11 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         allreduce_latency_s=link.latency_s if link is not None else 0.0,
         allreduce_per_stage=2 * model.num_layers / setup.pp,
         p2p_rate=pp_link.bytes_per_s * link_eff if pp_link is not None else 1.0,
-        split=setup.tp * setup.pp, hidden_size=model.hidden_size)
+        split=setup.tp * setup.pp, hidden_size=model.hidden_size,
+        expert_share=(model.params.experts * moe.experts_per_token / moe.num_experts / forward_matmul_params(model)
+                      if moe is not None else 0.0),
+        route_share=moe.experts_per_token / moe.num_experts if moe is not None else 0.0,
+        expert_half_tokens=0.0 if ideal else k.moe_expert_half_tokens)
 
 
 def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: float, prefill_tokens: float = 0.0,
@@ -243,6 +265,8 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     message = tokens * c.hidden_size * ACTIVATION_BYTES
     mem_rate = c.mem_rate
     matmul_s = matmul_flops / c.matmul_rate
+    if c.expert_share and c.expert_half_tokens and tokens > 0:  # the routed experts' products (expert_rows_factor)
+        matmul_s *= 1.0 + c.expert_share * c.expert_half_tokens / (tokens * c.route_share)
     weights_read_s = weights / mem_rate
     # soft_roofline(weights_read_s, matmul_s, c.knee), inline (the same operations in order)
     if weights_read_s <= 0.0 or matmul_s <= 0.0:
