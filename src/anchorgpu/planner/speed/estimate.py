@@ -107,7 +107,7 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
         weights_bytes_per_gpu=plan.per_gpu.weights_bytes, kv_bytes_per_sequence_per_gpu=kv_seq,
         precision=compute_precision_for_weights(plan.precision.weights or "bf16"), tp=lay.tp, pp=lay.pp,
         replicas=lay.dp, max_num_batched_tokens=(limits or _engine_limits(plan))[0], gpus_per_server=SERVER_GPUS,
-        graph_batch_sizes=graph_batch_sizes)
+        graph_batch_sizes=graph_batch_sizes, ep=lay.ep)
 
 
 def _engine_limits(plan: Plan) -> tuple[int, int]:

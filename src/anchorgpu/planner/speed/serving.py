@@ -11,6 +11,10 @@ A decode step for ``B`` running sequences (and the prefill tokens that share it)
 * **attention**: the larger of reading every sequence's KV cache (MLA latents and sliding windows as the
   cache holds them) and the attention arithmetic;
 * **tensor parallelism**: two all-reduces per layer of the step's tokens, each with its latency;
+* **expert parallelism** wider than TP (attention data parallelism: ``--tp 1 --dp 8 --ep 8``): the replicas of an
+  EP group send their tokens to the GPUs that hold the experts they are routed to, so each GPU's experts see the
+  tokens of ``ep / tp`` replicas (the rows per expert and the experts touched follow), and every MoE layer costs two
+  all-to-alls (dispatch and combine) of each token's ``k`` routed copies over the group's link;
 * **pipeline stages** work on different micro-batches at once: the running sequences are split into up to
   ``pp`` micro-batches, each stage takes one per tick (its layers, its share of the fixed costs, its TP
   all-reduces, the hidden states sent on to the next stage), and a token is out after ``pp`` ticks; one
@@ -37,7 +41,8 @@ from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_mat
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, group_link, peak_for
 
 __all__ = ["DecodeStep", "ServingEstimate", "ServingSetup", "decode_step", "expert_rows_factor", "moe_expert_fraction_read",
-           "prefill_chunk_share", "serve_shape_factor", "serving_estimate", "soft_roofline"]
+           "prefill_chunk_share", "routed_share_per_gpu", "serve_shape_factor", "serving_estimate",
+           "soft_roofline"]
 
 
 def moe_expert_fraction_read(model: ModelSpec, batch_tokens: float) -> float:
@@ -106,6 +111,7 @@ class ServingSetup:
     max_num_batched_tokens: int = 8192
     gpus_per_server: int = 8
     graph_batch_sizes: tuple[int, ...] = ()  # captured decode graphs that pad a batch up (empty: no padding)
+    ep: int = 1  # MoE: the GPUs a layer's routed experts are split over (1: split with TP)
 
 
 @fast_init
@@ -151,9 +157,15 @@ class _StepConstants:
     expert_share: float  # MoE: the active routed experts' share of the products a token passes (0.0 dense)
     route_share: float  # MoE: k / E, the share of a step's tokens each routed expert gets
     expert_half_tokens: float  # MoE: the tokens per expert at which those products reach half their efficiency
+    expert_token_scale: float  # EP wider than TP: the replicas whose tokens one GPU's experts serve, ep / tp (else 1)
+    a2a_per_stage: float  # EP wider than TP: two all-to-alls (dispatch, combine) per MoE layer of a stage, else 0
+    a2a_share: float  # the share of a token's routed copies that leave its GPU: 1 - tp / ep
+    a2a_rate: float  # the EP group's link bandwidth x efficiency
+    a2a_latency_s: float
+    experts_per_token: int
 
 
-_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int],
+_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int],
                  tuple[ModelSpec, GpuSpec, Calibration, tuple[_StepConstants, _StepConstants]]] = {}
 
 
@@ -166,7 +178,7 @@ def _pair(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration)
     """The per-step constants of the prediction and of the ceiling, memoised on what they depend on: the (frozen)
     model, GPU and calibration by identity, and the setup's precision, TP, PP and server size; any plan of that
     model on that GPU and split reuses them."""
-    key = (id(model), id(gpu), setup.precision, setup.tp, setup.pp, setup.gpus_per_server, id(cal))
+    key = (id(model), id(gpu), setup.precision, setup.tp, setup.pp, setup.gpus_per_server, id(cal), setup.ep)
     hit = _STEP_MEMO.get(key)
     if hit is not None and hit[0] is model and hit[1] is gpu and hit[2] is cal:
         return hit[3]
@@ -200,6 +212,13 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
     bf16 = peak_for(gpu, "bf16").flops_per_s
     moe = model.moe
     link_eff = 1.0 if ideal else cal.link_efficiency
+    wide_ep = moe is not None and setup.ep > setup.tp  # experts split over GPUs of other replicas (attention DP)
+    a2a_link = None
+    if wide_ep:
+        a2a_link = group_link(gpu, setup.ep, gpus_per_server=setup.gpus_per_server)  # one stage's GPUs
+        if ideal:
+            a2a_link = Link(kind=a2a_link.kind, bytes_per_s=a2a_link.bytes_per_s, latency_s=0.0,
+                            description=a2a_link.description)
     return _StepConstants(
         matmul_params=forward_matmul_params(model), link=link, pp_link=pp_link,
         fixed_s=0.0 if ideal else k.per_step_s + model.num_layers / setup.pp * k.per_layer_step_s,
@@ -207,7 +226,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
                                  * model.hidden_size / setup.tp / bw),
         knee=1e3 if ideal else k.roofline_exponent,
         mem_rate=bw * mbu, matmul_rate=choice.flops_per_s * mm_eff, attention_rate=bf16 * att_eff,
-        routed_share=model.params.experts / model.params_total if moe is not None and model.params_total else None,
+        routed_share=routed_share_per_gpu(model, tp=setup.tp, ep=setup.ep) if moe is not None else None,
         miss_per_token=1.0 - moe.experts_per_token / moe.num_experts if moe is not None else 1.0,
         allreduce_share=2.0 * (setup.tp - 1) / setup.tp,
         allreduce_rate=link.bytes_per_s * link_eff if link is not None else 1.0,
@@ -218,7 +237,31 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         expert_share=(model.params.experts * moe.experts_per_token / moe.num_experts / forward_matmul_params(model)
                       if moe is not None else 0.0),
         route_share=moe.experts_per_token / moe.num_experts if moe is not None else 0.0,
-        expert_half_tokens=0.0 if ideal else k.moe_expert_half_tokens)
+        expert_half_tokens=0.0 if ideal else k.moe_expert_half_tokens,
+        expert_token_scale=setup.ep / setup.tp if wide_ep else 1.0,
+        a2a_per_stage=2.0 * moe.num_moe_layers / setup.pp if wide_ep and moe is not None else 0.0,
+        a2a_share=1.0 - setup.tp / setup.ep if wide_ep else 0.0,
+        a2a_rate=a2a_link.bytes_per_s * link_eff if a2a_link is not None else 1.0,
+        a2a_latency_s=a2a_link.latency_s if a2a_link is not None else 0.0,
+        experts_per_token=moe.experts_per_token if moe is not None else 0)
+
+
+def routed_share_per_gpu(model: ModelSpec, *, tp: int, ep: int) -> float:
+    """The routed experts' share of the weights one GPU holds: the experts split over ``ep`` GPUs (over TP when
+    ``ep`` is 1), the rest over TP (0.0 for a dense model).
+
+    >>> from anchorgpu.architectures import load_model
+    >>> m = load_model("qwen3-30b-a3b")
+    >>> round(routed_share_per_gpu(m, tp=1, ep=1), 3), round(routed_share_per_gpu(m, tp=1, ep=8), 3)
+    (0.95, 0.702)
+    """
+    total = model.params_total
+    if model.moe is None or not total:
+        return 0.0
+    if ep <= 1 or ep == tp:  # split alike
+        return model.params.experts / total
+    experts = model.params.experts / ep
+    return experts / (experts + (total - model.params.experts) / tp)
 
 
 def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: float, prefill_tokens: float = 0.0,
@@ -253,8 +296,10 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     tokens = (batch if batch >= padded_batch else padded_batch) + prefill_tokens
     weights = setup.weights_bytes_per_gpu
     routed = c.routed_share
+    expert_tokens = tokens * c.expert_token_scale  # the tokens this GPU's experts are sent (its replicas' under EP)
     if routed is not None:  # the experts the step's tokens touch (moe_expert_fraction_read)
-        weights *= 1 - routed + routed * float(1.0 - c.miss_per_token ** (tokens if tokens >= 1.0 else 1.0))
+        weights *= 1 - routed + routed * float(1.0 - c.miss_per_token ** (expert_tokens if expert_tokens >= 1.0
+                                                                          else 1.0))
     split = c.split
     matmul_flops = tokens * 2.0 * c.matmul_params / split
     kv_bytes = batch * setup.kv_bytes_per_sequence_per_gpu  # the sequences' own caches, no padding
@@ -266,7 +311,7 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     mem_rate = c.mem_rate
     matmul_s = matmul_flops / c.matmul_rate
     if c.expert_share and c.expert_half_tokens and tokens > 0:  # the routed experts' products (expert_rows_factor)
-        matmul_s *= 1.0 + c.expert_share * c.expert_half_tokens / (tokens * c.route_share)
+        matmul_s *= 1.0 + c.expert_share * c.expert_half_tokens / (expert_tokens * c.route_share)
     weights_read_s = weights / mem_rate
     # soft_roofline(weights_read_s, matmul_s, c.knee), inline (the same operations in order)
     if weights_read_s <= 0.0 or matmul_s <= 0.0:
@@ -284,6 +329,8 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
             comm = c.allreduce_per_stage * (c.allreduce_latency_s + c.allreduce_share * message / c.allreduce_rate)
         if c.pp_link is not None and c.pp_link.kind != "none":  # the hidden states to the next stage
             comm += c.pp_link.latency_s + message / c.p2p_rate
+        if c.a2a_per_stage:  # EP: each token's routed copies to their experts' GPUs and back (expert_alltoall_s)
+            comm += c.a2a_per_stage * (c.a2a_latency_s + c.a2a_share * c.experts_per_token * message / c.a2a_rate)
     top = 0.0
     if ceiling is not None:  # the roofline constants have no fixed cost, elementwise time or latency: each of
         # those terms is 0.0, and adding it would change no value, so they are left out
@@ -297,6 +344,8 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
                 comm_top = k.allreduce_per_stage * (k.allreduce_share * message / k.allreduce_rate)
             if k.pp_link is not None and k.pp_link.kind != "none":
                 comm_top += message / k.p2p_rate
+            if k.a2a_per_stage:
+                comm_top += k.a2a_per_stage * (k.a2a_share * k.experts_per_token * message / k.a2a_rate)
             top += comm_top
     return (c.fixed_s + work + comm, c.fixed_s, weights_s, attention_s, comm, weights_read_s + kv_s,
             matmul_s + attn_compute_s, top)
