@@ -75,3 +75,7 @@ def test_a_plan_with_attention_data_parallelism_and_ep_is_timed_as_one_ep_group(
     for perf in (tp, ep):
         assert perf["tpot_s_low"] <= perf["tpot_s"] <= perf["tpot_s_high"]
         assert perf["tpot_s_ceiling"] <= perf["tpot_s"]
+    # the plan says how it timed the layout; a TP plan has no such line
+    said = [line for line in ep["assumptions"] if line.startswith("expert parallelism over 8 GPUs")]
+    assert len(said) == 1 and "8 replicas of its EP group" in said[0] and "1 routed copy" in said[0]
+    assert not any(line.startswith("expert parallelism over") for line in tp["assumptions"])

@@ -177,8 +177,19 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
     out["decode_tokens_per_s_total"] = est.output_tokens_per_s
     assumptions.append(_serving_line(conc, prompt, output, sat, full, limits[1]))
     assumptions.append(_serving_constants_line(plan.gpu, cal, setup.precision))
+    if model.moe is not None and setup.ep > setup.tp:
+        assumptions.append(_expert_parallel_line(setup.ep, setup.tp, model.moe.experts_per_token))
     if model.moe is not None and cal.caveats.get("moe"):
         assumptions.append(f"{MOE_CAVEAT_LABEL}: {cal.caveats['moe']}.")
+
+
+@lru_cache(maxsize=64)
+def _expert_parallel_line(ep: int, tp: int, k: int) -> str:
+    """How a layout with expert parallelism wider than TP (attention data parallelism) is timed."""
+    return (f"expert parallelism over {ep} GPUs, wider than TP {tp}: each GPU's experts serve the tokens of the "
+            f"{ep // tp} replicas of its EP group, and each MoE layer adds a dispatch and a combine all-to-all of each "
+            f"token's {k} routed cop{'y' if k == 1 else 'ies'} over the group's link (even routing assumed: a skewed "
+            "router makes the busiest GPU the step's pace)")
 
 
 @lru_cache(maxsize=1024)
