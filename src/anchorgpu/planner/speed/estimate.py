@@ -187,7 +187,7 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
 def _expert_parallel_line(ep: int, tp: int, k: int) -> str:
     """How a layout with expert parallelism wider than TP (attention data parallelism) is timed."""
     return (f"expert parallelism over {ep} GPUs, wider than TP {tp}: each GPU's experts serve the tokens of the "
-            f"{ep // tp} replicas of its EP group, and each MoE layer adds a dispatch and a combine all-to-all of each "
+            f"{ep / tp:g} replicas of its EP group, and each MoE layer adds a dispatch and a combine all-to-all of each "
             f"token's {k} routed cop{'y' if k == 1 else 'ies'} over the group's link (even routing assumed: a skewed "
             "router makes the busiest GPU the step's pace)")
 
