@@ -19,3 +19,19 @@ def test_the_api_plan_chooses_a_training_layout_and_returns_the_breakdown(client
     body = r.json()
     assert r.status_code == 200 and body["fits"] is True
     assert set(body["performance"]["step_time_breakdown_s"]) >= {"compute", "pp_bubble", "dp_sync", "optimizer"}
+
+
+def test_the_api_times_attention_data_parallelism_with_expert_parallelism(client: TestClient) -> None:
+    """``tp 1, dp 8, ep 8`` for a mixture of experts: one EP group of eight replicas (speed.serving), said in the
+    performance assumptions; an EP that does not divide the GPUs of a stage is a one-line 422."""
+    base = {"model": "qwen3-30b-a3b", "gpu": "h100", "gpus": 8, "prompt": 1000, "output_tokens": 200,
+            "concurrency": 256}
+    r = client.post("/v1/plan", json={**base, "tp": 1, "dp": 8, "ep": 8})
+    body = r.json()
+    assert r.status_code == 200 and body["layout"]["ep"] == 8 and body["fits"] is True
+    perf = body["performance"]
+    assert any(line.startswith("expert parallelism over 8 GPUs") for line in perf["assumptions"])
+    assert perf["tpot_s_low"] <= perf["tpot_s"] <= perf["tpot_s_high"] and perf["tpot_s_ceiling"] <= perf["tpot_s"]
+    bad = client.post("/v1/plan", json={**base, "tp": 1, "dp": 8, "ep": 16, "gpus": 8})
+    assert bad.status_code == 422 and bad.headers["content-type"].startswith("application/problem+json")
+    assert "ep=16" in bad.json()["detail"]
