@@ -53,6 +53,7 @@ from anchorgpu.planner.speed.links import (
     peak_for,
     tp_link,
 )
+from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
 from anchorgpu.planner.validate import tp_is_valid
 from anchorgpu.units import GIB
@@ -363,13 +364,9 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     bw_l, lat_l = _links(shapes, lay)
     ew_l = np.array([k.elementwise_bytes_per_hidden / 3.0 for k in stacks])[lay.shape][:, None, None, None]
     per_token_ew = model.num_layers / pp4 * ew_l * model.hidden_size / tp4 / bw_mem
-    if model.moe is not None and model.params_total:
-        routed = model.params.experts / model.params_total
+    routed = routed_share_per_gpu(model, tp=1, ep=1)  # every layout the sweep tries splits experts with TP
     # a MoE's routed-expert products slow down with few tokens per expert (speed.serving.expert_rows_factor)
-    moe = model.moe
-    expert_share = (model.params.experts * moe.experts_per_token / moe.num_experts / forward_matmul_params(model)
-                    if moe is not None else 0.0)
-    route_share = moe.experts_per_token / moe.num_experts if moe is not None else 0.0
+    expert_share, route_share = moe_product_shares(model)
     half_tokens_l = np.array([k.moe_expert_half_tokens for k in stacks])[lay.shape][:, None, None, None]
 
     pp_bw_l, pp_lat_l = _links(shapes, lay, lay.tp * lay.pp, network=False)

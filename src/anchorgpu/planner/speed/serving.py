@@ -41,7 +41,7 @@ from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_mat
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, group_link, peak_for
 
 __all__ = ["DecodeStep", "ServingEstimate", "ServingSetup", "decode_step", "expert_rows_factor", "moe_expert_fraction_read",
-           "prefill_chunk_share", "routed_share_per_gpu", "serve_shape_factor", "serving_estimate",
+           "moe_product_shares", "prefill_chunk_share", "routed_share_per_gpu", "serve_shape_factor", "serving_estimate",
            "soft_roofline"]
 
 
@@ -159,10 +159,9 @@ class _StepConstants:
     expert_half_tokens: float  # MoE: the tokens per expert at which those products reach half their efficiency
     expert_token_scale: float  # EP wider than TP: the replicas whose tokens one GPU's experts serve, ep / tp (else 1)
     a2a_per_stage: float  # EP wider than TP: two all-to-alls (dispatch, combine) per MoE layer of a stage, else 0
-    a2a_share: float  # the share of a token's routed copies that leave its GPU: 1 - tp / ep
+    a2a_copies: float  # a token's routed copies that leave its GPU: (1 - tp / ep) * k
     a2a_rate: float  # the EP group's link bandwidth x efficiency
     a2a_latency_s: float
-    experts_per_token: int
 
 
 _STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int],
@@ -193,16 +192,15 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
     k = cal.stack(gpu)
     bw = gpu.memory_bandwidth_bytes_per_s
     choice = peak_for(gpu, setup.precision)
-    link = pp_link = None
+    link = pp_link = a2a_link = None
     if setup.tp > 1:
-        link = _link(gpu, setup)
-        if ideal:
-            link = Link(kind=link.kind, bytes_per_s=link.bytes_per_s, latency_s=0.0, description=link.description)
+        link = _ceiling_link(_link(gpu, setup), ideal)
     if setup.pp > 1:
-        pp_link = group_link(gpu, setup.tp * setup.pp, gpus_per_server=setup.gpus_per_server)
-        if ideal:
-            pp_link = Link(kind=pp_link.kind, bytes_per_s=pp_link.bytes_per_s, latency_s=0.0,
-                           description=pp_link.description)
+        pp_link = _ceiling_link(group_link(gpu, setup.tp * setup.pp, gpus_per_server=setup.gpus_per_server), ideal)
+    moe = model.moe
+    wide_ep = moe is not None and setup.ep > setup.tp  # experts split over GPUs of other replicas (attention DP)
+    if wide_ep:  # one stage's GPUs
+        a2a_link = _ceiling_link(group_link(gpu, setup.ep, gpus_per_server=setup.gpus_per_server), ideal)
     # memory-bound operators between the products (norms, activations, residuals, rotary): one forward
     # pass is a third of the training traffic per token, layer and hidden unit
     mbu = 1.0 if ideal else k.decode_mbu
@@ -210,15 +208,8 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
                                 * serve_shape_factor(model.hidden_size / setup.tp, k.serve_matmul_half_width))
     att_eff = 1.0 if ideal else k.attention_efficiency
     bf16 = peak_for(gpu, "bf16").flops_per_s
-    moe = model.moe
     link_eff = 1.0 if ideal else cal.link_efficiency
-    wide_ep = moe is not None and setup.ep > setup.tp  # experts split over GPUs of other replicas (attention DP)
-    a2a_link = None
-    if wide_ep:
-        a2a_link = group_link(gpu, setup.ep, gpus_per_server=setup.gpus_per_server)  # one stage's GPUs
-        if ideal:
-            a2a_link = Link(kind=a2a_link.kind, bytes_per_s=a2a_link.bytes_per_s, latency_s=0.0,
-                            description=a2a_link.description)
+    expert_share, route_share = moe_product_shares(model)
     return _StepConstants(
         matmul_params=forward_matmul_params(model), link=link, pp_link=pp_link,
         fixed_s=0.0 if ideal else k.per_step_s + model.num_layers / setup.pp * k.per_layer_step_s,
@@ -234,16 +225,31 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         allreduce_per_stage=2 * model.num_layers / setup.pp,
         p2p_rate=pp_link.bytes_per_s * link_eff if pp_link is not None else 1.0,
         split=setup.tp * setup.pp, hidden_size=model.hidden_size,
-        expert_share=(model.params.experts * moe.experts_per_token / moe.num_experts / forward_matmul_params(model)
-                      if moe is not None else 0.0),
-        route_share=moe.experts_per_token / moe.num_experts if moe is not None else 0.0,
+        expert_share=expert_share, route_share=route_share,
         expert_half_tokens=0.0 if ideal else k.moe_expert_half_tokens,
         expert_token_scale=setup.ep / setup.tp if wide_ep else 1.0,
         a2a_per_stage=2.0 * moe.num_moe_layers / setup.pp if wide_ep and moe is not None else 0.0,
-        a2a_share=1.0 - setup.tp / setup.ep if wide_ep else 0.0,
+        a2a_copies=(1.0 - setup.tp / setup.ep) * moe.experts_per_token if wide_ep and moe is not None else 0.0,
         a2a_rate=a2a_link.bytes_per_s * link_eff if a2a_link is not None else 1.0,
-        a2a_latency_s=a2a_link.latency_s if a2a_link is not None else 0.0,
-        experts_per_token=moe.experts_per_token if moe is not None else 0)
+        a2a_latency_s=a2a_link.latency_s if a2a_link is not None else 0.0)
+
+
+def _ceiling_link(link: Link, ideal: bool) -> Link:
+    """``link`` as the roofline ceiling sees it (``ideal``: no latency), else unchanged."""
+    if not ideal:
+        return link
+    return Link(kind=link.kind, bytes_per_s=link.bytes_per_s, latency_s=0.0, description=link.description)
+
+
+def moe_product_shares(model: ModelSpec) -> tuple[float, float]:
+    """(expert share, route share) of a mixture of experts, (0.0, 0.0) for a dense model: the active routed
+    experts' share of the products a token passes, and ``k / E``, the share of a step's tokens each routed expert
+    gets (what :func:`expert_rows_factor` divides into rows). The serving step and the sweep both read them here."""
+    moe = model.moe
+    if moe is None:
+        return 0.0, 0.0
+    route = moe.experts_per_token / moe.num_experts
+    return model.params.experts * moe.experts_per_token / moe.num_experts / forward_matmul_params(model), route
 
 
 def routed_share_per_gpu(model: ModelSpec, *, tp: int, ep: int) -> float:
@@ -330,7 +336,7 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
         if c.pp_link is not None and c.pp_link.kind != "none":  # the hidden states to the next stage
             comm += c.pp_link.latency_s + message / c.p2p_rate
         if c.a2a_per_stage:  # EP: each token's routed copies to their experts' GPUs and back (expert_alltoall_s)
-            comm += c.a2a_per_stage * (c.a2a_latency_s + c.a2a_share * c.experts_per_token * message / c.a2a_rate)
+            comm += c.a2a_per_stage * (c.a2a_latency_s + c.a2a_copies * message / c.a2a_rate)
     top = 0.0
     if ceiling is not None:  # the roofline constants have no fixed cost, elementwise time or latency: each of
         # those terms is 0.0, and adding it would change no value, so they are left out
@@ -345,7 +351,7 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
             if k.pp_link is not None and k.pp_link.kind != "none":
                 comm_top += message / k.p2p_rate
             if k.a2a_per_stage:
-                comm_top += k.a2a_per_stage * (k.a2a_share * k.experts_per_token * message / k.a2a_rate)
+                comm_top += k.a2a_per_stage * (k.a2a_copies * message / k.a2a_rate)
             top += comm_top
     return (c.fixed_s + work + comm, c.fixed_s, weights_s, attention_s, comm, weights_read_s + kv_s,
             matmul_s + attn_compute_s, top)
