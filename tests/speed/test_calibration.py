@@ -187,9 +187,9 @@ def test_the_fit_starts_from_the_bounds_not_the_shipped_file() -> None:
 
 def test_mixture_of_experts_and_pipeline_serving_say_how_far_off_they_fell() -> None:
     """Held out (perf-overview.md at 00f3768): Qwen3-30B-A3B on one B200 or GB200 ran 1.4-5x slower than the model
-    predicts (on one RTX PRO 6000 within 20%), the other MoE cells (trtllm-moe) from 0.4x to 2.7x, and Llama 3.3 70B
-    over 1-8 pipeline stages on RTX PRO 6000 from -36% to +81%. Plans of those kinds carry bands of their own, that
-    wide, not the dense NVLink band."""
+    predicts (on one RTX PRO 6000 within 20%), the other held-out MoE cells (trtllm-moe) from 0.58x to 3.0x, and
+    Llama 3.3 70B over 1-8 pipeline stages on RTX PRO 6000 from -36% to +81%. Plans of those kinds carry bands of their
+    own, that wide, not the dense NVLink band."""
     from anchorgpu.architectures import load_model
     from anchorgpu.planner.speed.estimate import serving_band_kind
 
