@@ -377,13 +377,14 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
         through one pipeline stage."""
         tokens = decode + prefill
         weights_read = weights4
+        frac: npt.NDArray[Any] | float = 1.0
         if model.moe is not None and model.params_total:
-            frac = 1.0 - (1.0 - model.moe.experts_per_token / model.moe.num_experts) ** tokens
+            frac = 1.0 - (1.0 - model.moe.experts_per_token / model.moe.num_experts) ** np.maximum(tokens, 1.0)
             weights_read = weights4 * (1 - routed + routed * frac)
         memory_s = weights_read / (bw_mem * mbu_l)
         compute_s = tokens * p_matmul / split / (peak4 * mm_eff_l)
-        if expert_share:
-            rows = tokens * route_share
+        if expert_share:  # the rows of each expert the step touches
+            rows = tokens * route_share / frac
             compute_s = compute_s * np.where(rows > 0, 1.0 + expert_share * half_tokens_l / np.where(rows > 0, rows, 1.0),
                                              1.0)
         big = np.maximum(memory_s, compute_s)

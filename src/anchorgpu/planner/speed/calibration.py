@@ -54,7 +54,8 @@ class StackConstants:
     ``scaleup_latency_s`` is the fixed cost of one collective inside a server (NCCL over NVSwitch, RCCL
     over an Infinity Fabric mesh). ``moe_expert_half_tokens``: a mixture of experts' routed-expert products reach
     half their efficiency when each expert gets this many of the step's tokens (a grouped GEMM's rows per expert
-    are ``tokens * k / E``: few rows fill its tiles poorly), fitted on MoE rows alone.
+    are ``tokens * k / E`` once every expert runs, at least one for an expert a token touches: few rows fill its
+    tiles poorly), fitted on MoE rows alone.
     """
 
     train_matmul_efficiency: float

@@ -7,7 +7,7 @@ A decode step for ``B`` running sequences (and the prefill tokens that share it)
 * **weights**: the larger of reading the weights this GPU holds (MoE: the dense part plus the experts the
   step's tokens are routed to) at the achieved bandwidth, and the batched products at the achieved peak
   (a share that grows with the per-GPU width ``h/tp`` of the products; a MoE's routed-expert products also with
-  the tokens each expert gets, ``tokens * k / E``: :func:`expert_rows_factor`);
+  the rows each expert the step touches gets, ``tokens * k / E`` once every expert runs: :func:`expert_rows_factor`);
 * **attention**: the larger of reading every sequence's KV cache (MLA latents and sliding windows as the
   cache holds them) and the attention arithmetic;
 * **tensor parallelism**: two all-reduces per layer of the step's tokens, each with its latency;
@@ -61,17 +61,25 @@ def moe_expert_fraction_read(model: ModelSpec, batch_tokens: float) -> float:
 
 
 def expert_rows_factor(tokens: float, route_share: float, half_tokens: float) -> float:
-    """How much longer the routed experts' products take than at full efficiency: each of them gets
-    ``tokens * k / E`` rows and reaches ``rows / (rows + half_tokens)`` of its efficiency (1 without a MoE, without
-    tokens or with ``half_tokens`` 0).
+    """How much longer the routed experts' products take than at full efficiency. The step's ``tokens * k`` routed
+    copies go to the experts they touch, a share ``f = 1 - (1 - k/E)^tokens`` of them (:func:`moe_expert_fraction_read`),
+    so each expert that runs gets ``rows = tokens * k / (E * f)`` rows - at least one - and reaches
+    ``rows / (rows + half_tokens)`` of its efficiency (1 without a MoE, without tokens or with ``half_tokens`` 0). With
+    many tokens ``f`` is 1 and every expert gets ``tokens * k / E``; one token's experts get one row each, not the
+    fraction of a row an average over all ``E`` experts would give them.
 
     >>> expert_rows_factor(2048, 8 / 128, 128.0)  # 128 rows an expert: half the efficiency, twice the time
     2.0
+    >>> expert_rows_factor(1, 8 / 128, 128.0)  # one token: each of its 8 experts gets one row
+    129.0
     >>> expert_rows_factor(2048, 8 / 128, 0.0), expert_rows_factor(0, 8 / 128, 128.0)
     (1.0, 1.0)
     """
     rows = tokens * route_share
-    return 1.0 + half_tokens / rows if rows > 0 and half_tokens > 0 else 1.0
+    if rows <= 0 or half_tokens <= 0:
+        return 1.0
+    touched = 1.0 - (1.0 - route_share) ** (tokens if tokens >= 1.0 else 1.0)
+    return float(1.0 + half_tokens * touched / rows)
 
 
 def soft_roofline(memory_s: float, compute_s: float, exponent: float) -> float:
@@ -303,9 +311,10 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     weights = setup.weights_bytes_per_gpu
     routed = c.routed_share
     expert_tokens = tokens * c.expert_token_scale  # the tokens this GPU's experts are sent (its replicas' under EP)
+    touched = 1.0
     if routed is not None:  # the experts the step's tokens touch (moe_expert_fraction_read)
-        weights *= 1 - routed + routed * float(1.0 - c.miss_per_token ** (expert_tokens if expert_tokens >= 1.0
-                                                                          else 1.0))
+        touched = float(1.0 - c.miss_per_token ** (expert_tokens if expert_tokens >= 1.0 else 1.0))
+        weights *= 1 - routed + routed * touched
     split = c.split
     matmul_flops = tokens * 2.0 * c.matmul_params / split
     kv_bytes = batch * setup.kv_bytes_per_sequence_per_gpu  # the sequences' own caches, no padding
@@ -316,8 +325,9 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     message = tokens * c.hidden_size * ACTIVATION_BYTES
     mem_rate = c.mem_rate
     matmul_s = matmul_flops / c.matmul_rate
-    if c.expert_share and c.expert_half_tokens and tokens > 0:  # the routed experts' products (expert_rows_factor)
-        matmul_s *= 1.0 + c.expert_share * c.expert_half_tokens / (expert_tokens * c.route_share)
+    if c.expert_share and c.expert_half_tokens and tokens > 0:  # the routed experts' products (expert_rows_factor):
+        # the rows of each expert the step touches
+        matmul_s *= 1.0 + c.expert_share * c.expert_half_tokens * touched / (expert_tokens * c.route_share)
     weights_read_s = weights / mem_rate
     # soft_roofline(weights_read_s, matmul_s, c.knee), inline (the same operations in order)
     if weights_read_s <= 0.0 or matmul_s <= 0.0:
