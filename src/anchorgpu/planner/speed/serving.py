@@ -497,7 +497,7 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     tpot, bound, tpot_top = _steady(setup, c, ci, per_replica, prompt_tokens, output_tokens, attn)
     sat, _, sat_top = _steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn)
     ttft, ttft_top = _ttft(setup, c, ci, per_replica - 1, prompt_tokens, attn)
-    running = setup.replicas * per_replica if concurrency >= setup.replicas else concurrency
+    running = concurrency  # the busiest replica runs ceil(c / replicas) and its step paces every user
     return ServingEstimate(
         concurrency=concurrency, per_replica=per_replica, ttft_s=ttft, tpot_s=tpot,
         output_tokens_per_s=running / tpot, decode_tokens_per_s_per_user=1.0 / tpot,
