@@ -24,3 +24,16 @@ def test_uneven_replicas_count_only_the_users_there_are() -> None:
     perf = _serve("bloomz-560m", "h100-sxm", Layout(gpus=8, tp=2), prompt=1000, output=200, concurrency=31)
     assert perf["output_tokens_per_s"] <= 31 / perf["tpot_s"] * (1 + 1e-9)
     assert perf["output_tokens_per_s"] == pytest.approx(31 * perf["decode_tokens_per_s_per_user"], rel=1e-9)
+
+
+def test_concurrency_beyond_saturation_queues_instead_of_outrunning_the_maximum() -> None:
+    # vLLM's 1,024-sequence cap on an 80 GB GPU: 4,096 users run 1,024 at a time, the rest wait in the queue
+    at_cap = _serve("bloomz-560m", "h100-sxm", Layout(gpus=8, tp=8), prompt=1000, output=200, concurrency=1024,
+                    weights="nvfp4")
+    beyond = _serve("bloomz-560m", "h100-sxm", Layout(gpus=8, tp=8), prompt=1000, output=200, concurrency=4096,
+                    weights="nvfp4")
+    assert beyond["saturation_concurrency"] == 1024
+    assert beyond["output_tokens_per_s"] <= beyond["max_output_tokens_per_s"] * (1 + 1e-9)
+    assert beyond["tpot_s"] == pytest.approx(at_cap["tpot_s"], rel=1e-9)
+    assert beyond["output_tokens_per_s"] == pytest.approx(at_cap["output_tokens_per_s"], rel=1e-9)
+    assert any("3,072 request(s) beyond saturation wait in the engine's queue" in a for a in beyond["assumptions"])

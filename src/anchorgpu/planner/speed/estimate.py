@@ -200,7 +200,9 @@ def _serving_line(conc: int, prompt: int, output: int, sat: int, full: bool, cap
             f"batching and chunked prefill (each step carries prompt/output = {prompt / output:.2g} prefill tokens per "
             f"output token); saturation at {sat:,} sequences (KV capacity at "
             + ("prompt + output tokens each, reserved up front" if full else "the average cached length")
-            + f", engine cap {cap:,})")
+            + f", engine cap {cap:,})"
+            + (f"; the {conc - sat:,} request(s) beyond saturation wait in the engine's queue: the figures are those "
+               f"of the {sat:,} running, and the wait is not in TTFT" if 1 <= sat < conc else ""))
 
 
 _CONSTANTS_LINES: dict[tuple[int, int, str], tuple[GpuSpec, Calibration, str]] = {}
