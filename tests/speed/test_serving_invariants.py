@@ -37,3 +37,17 @@ def test_concurrency_beyond_saturation_queues_instead_of_outrunning_the_maximum(
     assert beyond["tpot_s"] == pytest.approx(at_cap["tpot_s"], rel=1e-9)
     assert beyond["output_tokens_per_s"] == pytest.approx(at_cap["output_tokens_per_s"], rel=1e-9)
     assert any("3,072 request(s) beyond saturation wait in the engine's queue" in a for a in beyond["assumptions"])
+
+
+def test_a_request_longer_than_its_context_is_refused_not_timed_beyond_the_memory_plan() -> None:
+    from anchorgpu.errors import InvalidWorkload
+
+    model, gpu = load_model("llama-3.1-8b"), get_gpu("h100")
+    with pytest.raises(InvalidWorkload, match="prompt 32,000 \\+ output 1,000 tokens exceed the context of 4,096"):
+        plan(model, Workload(context_tokens=4096, prompt_tokens=32000, output_tokens=1000), gpu=gpu)
+    with pytest.raises(InvalidWorkload, match="exceed the model's limit of 2,048 tokens"):
+        plan(load_model("bloomz-560m"), Workload(prompt_tokens=32000, output_tokens=1000), gpu=gpu)
+    # a given prompt leaves the rest of the context to the default output: the timed request is the planned one
+    p = plan(load_model("gpt2"), Workload(prompt_tokens=1000), gpu=gpu)
+    perf = plan_performance(p)
+    assert perf["prompt_tokens"] + perf["output_tokens"] <= p.workload.context_tokens == 1024
