@@ -502,11 +502,18 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     tpot, bound, tpot_top = _steady(setup, c, ci, per_replica, prompt_tokens, output_tokens, attn)
     sat, _, sat_top = _steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn)
     ttft, ttft_top = _ttft(setup, c, ci, per_replica - 1, prompt_tokens, attn)
-    running = setup.replicas * sat_replica if queued else concurrency
+    # tokens/s over the replicas: ``busy`` of them run per_replica sequences at the TPOT above, the rest one fewer
+    # at their own (faster) pace; an even split (or a queue) runs per_replica everywhere
+    busy = setup.replicas if queued else concurrency - setup.replicas * (per_replica - 1)
+    rate, rate_top = busy * per_replica / tpot, busy * per_replica / tpot_top
+    if busy < setup.replicas and per_replica > 1:
+        light, _, light_top = _steady(setup, c, ci, per_replica - 1, prompt_tokens, output_tokens, attn)
+        rate += (setup.replicas - busy) * (per_replica - 1) / light
+        rate_top += (setup.replicas - busy) * (per_replica - 1) / light_top
     return ServingEstimate(
         concurrency=concurrency, per_replica=per_replica, ttft_s=ttft, tpot_s=tpot,
-        output_tokens_per_s=running / tpot, decode_tokens_per_s_per_user=1.0 / tpot,
+        output_tokens_per_s=rate, decode_tokens_per_s_per_user=1.0 / tpot,
         saturation_concurrency=setup.replicas * sat_replica, max_output_tokens_per_s=setup.replicas * sat_replica / sat,
-        bound=bound, ttft_s_ceiling=ttft_top, tpot_s_ceiling=tpot_top, output_tokens_per_s_ceiling=running / tpot_top,
+        bound=bound, ttft_s_ceiling=ttft_top, tpot_s_ceiling=tpot_top, output_tokens_per_s_ceiling=rate_top,
         max_output_tokens_per_s_ceiling=setup.replicas * sat_replica / sat_top,
     )
