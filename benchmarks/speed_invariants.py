@@ -103,15 +103,21 @@ def check_figures(c: Checker, perf: dict[str, Any], where: str) -> None:
 
 
 def check_serving(c: Checker, perf: dict[str, Any], where: str, concurrency: int | None = None,
-                  context_tokens: int | None = None) -> None:
+                  context_tokens: int | None = None, replicas: int = 1, prompt_asked: int | None = None) -> None:
     check_figures(c, perf, where)
     out, tpot = perf.get("output_tokens_per_s"), perf.get("tpot_s")
-    if concurrency is not None and _finite_pos(out) and _finite_pos(tpot):
-        # every user gets at most one token per TPOT: the total is at most the users' tokens
-        c.check("output<=concurrency/tpot", out <= concurrency / tpot * (1 + REL), where,
-                f"{out:.6g} > {concurrency} / {tpot:.6g} = {concurrency / tpot:.6g}")
+    sat = perf.get("saturation_concurrency") or 0
+    if concurrency is not None and _finite_pos(out) and _finite_pos(tpot) and concurrency <= sat:
+        # TPOT is the busiest replica's (ceil(c / replicas) users): an even split gives exactly c / TPOT; an uneven
+        # one more (its lighter replicas are faster) but never the tokens of users who are not there
+        even = concurrency % replicas == 0 or concurrency < replicas
+        c.check("output==concurrency/tpot (even split)", not even or abs(out * tpot / concurrency - 1) <= REL, where,
+                f"{out:.6g} vs {concurrency} / {tpot:.6g} = {concurrency / tpot:.6g}")
+        c.check("output<phantom users' (uneven split)", even or out < -(-concurrency // replicas) * replicas / tpot,
+                where, f"{out:.6g} >= {-(-concurrency // replicas) * replicas} / {tpot:.6g}")
     prompt, output = perf.get("prompt_tokens"), perf.get("output_tokens")
-    if context_tokens is not None and prompt and output:
+    # (a vision or encoder-decoder model times its image/encoder work as extra prompt tokens: not checked)
+    if context_tokens is not None and prompt and output and (prompt_asked is None or prompt == prompt_asked):
         c.check("speed_request_within_planned_context", prompt + output <= context_tokens, where,
                 f"timed {prompt} + {output} tokens, memory planned for {context_tokens}")
     for key in ("ttft_s", "tpot_s", "output_tokens_per_s", "decode_tokens_per_s_per_user"):
@@ -202,7 +208,7 @@ def serving_sweep(c: Checker, models: list[ModelSpec], rng: random.Random, scale
                         if r is None or r[0].fits is not True:
                             continue
                         p, perf = r
-                        check_serving(c, perf, where, conc, p.workload.context_tokens)
+                        check_serving(c, perf, where, conc, p.workload.context_tokens, p.layout.dp, prompt)
                         if prev is not None and prev[1].get("tpot_s") and perf.get("tpot_s"):
                             pc, pp_ = prev
                             c.check("output_tps_nondecreasing_in_concurrency",
@@ -221,7 +227,8 @@ def serving_sweep(c: Checker, models: list[ModelSpec], rng: random.Random, scale
                         r = attempt(c, where, _plan_perf, model, w, gpu, layout, weights)
                         if r is None or r[0].fits is not True:
                             continue
-                        check_serving(c, r[1], where, conc, r[0].workload.context_tokens)
+                        check_serving(c, r[1], where, conc, r[0].workload.context_tokens, r[0].layout.dp,
+                                      prompt_i)
                         if prev is not None and prev[1].get("ttft_s") and r[1].get("ttft_s"):
                             c.check("ttft_nondecreasing_in_prompt", r[1]["ttft_s"] >= prev[1]["ttft_s"] * (1 - REL),
                                     where, f"prompt {prev[0]}: {prev[1]['ttft_s']:.6g} -> {prompt_i}: {r[1]['ttft_s']:.6g}")
