@@ -74,9 +74,27 @@ def state_assumption(model: ModelSpec, per_sequence_bytes: int) -> str:
             f"allocates both from one pool.")
 
 
+def check_request_within_context(w: Workload, limit: int) -> None:
+    """Refuse a request whose given prompt and output tokens (at least one output token) do not fit in its
+    sequence: the ``--context`` when given, else the model's limit unless a longer context is allowed. The memory
+    would be planned for the shorter sequence while the speed timed the longer request."""
+    if w.prompt_tokens is None and w.output_tokens is None:
+        return
+    prompt, output = w.prompt_tokens or 0, w.output_tokens or 1
+    request = " + ".join(([f"prompt {prompt:,}"] if prompt else [])
+                         + [f"output {output:,}" if w.output_tokens else "at least 1 output"]) + " tokens"
+    if w.context_tokens is not None and prompt + output > w.context_tokens:
+        raise InvalidWorkload(f"{request} exceed the context of {w.context_tokens:,} tokens (raise --context or "
+                              "shorten the request)")
+    if w.context_tokens is None and prompt + output > limit and not w.allow_long_context:
+        raise InvalidWorkload(f"{request} exceed the model's limit of {limit:,} tokens (add --allow-long-context to "
+                              "plan anyway)")
+
+
 def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: PrecisionPlan, fmt: WeightFormat,
                lay: ResolvedLayout, ov: Overheads, assumptions: list[str], warnings: list[PlanWarning]) -> TaskTerms:
     limit = model.max_context_tokens
+    check_request_within_context(w, limit)
     if w.context_tokens is None and (w.prompt_tokens is not None or w.output_tokens is not None):
         prompt = w.prompt_tokens if w.prompt_tokens is not None else 1024
         output = w.output_tokens if w.output_tokens is not None else 256

@@ -200,7 +200,9 @@ def _serving_line(conc: int, prompt: int, output: int, sat: int, full: bool, cap
             f"batching and chunked prefill (each step carries prompt/output = {prompt / output:.2g} prefill tokens per "
             f"output token); saturation at {sat:,} sequences (KV capacity at "
             + ("prompt + output tokens each, reserved up front" if full else "the average cached length")
-            + f", engine cap {cap:,})")
+            + f", engine cap {cap:,})"
+            + (f"; the {conc - sat:,} request(s) beyond saturation wait in the engine's queue: the figures are those "
+               f"of the {sat:,} running, and the wait is not in TTFT" if 1 <= sat < conc else ""))
 
 
 _CONSTANTS_LINES: dict[tuple[int, int, str], tuple[GpuSpec, Calibration, str]] = {}
@@ -333,7 +335,9 @@ def plan_performance(
         assumptions.append("the plan does not fit: no speed is predicted for a configuration that cannot run")
     elif w.task == "inference":
         ctx = w.context_tokens or model.max_context_tokens
-        output = output_tokens or w.output_tokens or min(DEFAULT_OUTPUT_TOKENS, max(1, ctx // 2))
+        given_prompt = prompt_tokens or w.prompt_tokens or 0  # a given prompt leaves the rest of the context
+        room = ctx - given_prompt if given_prompt else ctx // 2
+        output = output_tokens or w.output_tokens or min(DEFAULT_OUTPUT_TOKENS, max(1, room))
         prompt = prompt_tokens or w.prompt_tokens or max(1, min(DEFAULT_PROMPT_TOKENS, ctx - output))
         precision = compute_precision_for_weights(plan.precision.weights or "bf16")
         choice = peak_for(gpu, precision)

@@ -486,7 +486,9 @@ def _ttft(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, others: in
 
 def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, prompt_tokens: int, output_tokens: int,
                      concurrency: int, saturation_concurrency: int, cal: Calibration | None = None) -> ServingEstimate:
-    """TTFT, TPOT and tokens/s at ``concurrency`` (over all replicas) and at ``saturation_concurrency``.
+    """TTFT, TPOT and tokens/s at ``concurrency`` (over all replicas) and at ``saturation_concurrency``. A
+    concurrency beyond saturation runs the saturation's sequences and queues the rest (as vLLM's scheduler does
+    past its KV cache or ``max_num_seqs``): its figures are the saturation's, its queue wait is not in TTFT.
 
     >>> from anchorgpu.planner.speed._toys import toy_gpu, toy_model
     >>> s = ServingSetup(weights_bytes_per_gpu=1e9, kv_bytes_per_sequence_per_gpu=1e6)
@@ -498,8 +500,11 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     if prompt_tokens < 1 or output_tokens < 1 or concurrency < 1:
         raise InvalidWorkload("prompt, output tokens and concurrency must each be at least 1")
     cal = cal or calibration()
-    per_replica = math.ceil(concurrency / setup.replicas)
     sat_replica = max(1, saturation_concurrency // setup.replicas)
+    # beyond saturation the engine runs what its KV cache and sequence cap hold and queues the rest (their wait is
+    # not in the time to first token); below it the busiest replica runs ceil(c / replicas) and paces every user
+    queued = concurrency > saturation_concurrency
+    per_replica = sat_replica if queued else math.ceil(concurrency / setup.replicas)
     # every step here decodes at the average cached length and prefills the prompt: attention FLOPs per token
     attn = (attention_flops_per_token(model, 2 * (prompt_tokens + output_tokens // 2), causal=True),
             attention_flops_per_token(model, prompt_tokens, causal=True))
@@ -507,11 +512,18 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     tpot, bound, tpot_top = _steady(setup, c, ci, per_replica, prompt_tokens, output_tokens, attn)
     sat, _, sat_top = _steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn)
     ttft, ttft_top = _ttft(setup, c, ci, per_replica - 1, prompt_tokens, attn)
-    running = setup.replicas * per_replica if concurrency >= setup.replicas else concurrency
+    # tokens/s over the replicas: ``busy`` of them run per_replica sequences at the TPOT above, the rest one fewer
+    # at their own (faster) pace; an even split (or a queue) runs per_replica everywhere
+    busy = setup.replicas if queued else concurrency - setup.replicas * (per_replica - 1)
+    rate, rate_top = busy * per_replica / tpot, busy * per_replica / tpot_top
+    if busy < setup.replicas and per_replica > 1:
+        light, _, light_top = _steady(setup, c, ci, per_replica - 1, prompt_tokens, output_tokens, attn)
+        rate += (setup.replicas - busy) * (per_replica - 1) / light
+        rate_top += (setup.replicas - busy) * (per_replica - 1) / light_top
     return ServingEstimate(
         concurrency=concurrency, per_replica=per_replica, ttft_s=ttft, tpot_s=tpot,
-        output_tokens_per_s=running / tpot, decode_tokens_per_s_per_user=1.0 / tpot,
+        output_tokens_per_s=rate, decode_tokens_per_s_per_user=1.0 / tpot,
         saturation_concurrency=setup.replicas * sat_replica, max_output_tokens_per_s=setup.replicas * sat_replica / sat,
-        bound=bound, ttft_s_ceiling=ttft_top, tpot_s_ceiling=tpot_top, output_tokens_per_s_ceiling=running / tpot_top,
+        bound=bound, ttft_s_ceiling=ttft_top, tpot_s_ceiling=tpot_top, output_tokens_per_s_ceiling=rate_top,
         max_output_tokens_per_s_ceiling=setup.replicas * sat_replica / sat_top,
     )
