@@ -254,6 +254,8 @@ SETS: dict[str, str] = {
                   "H200, H100 and RTX PRO 6000; Qwen3-30B-A3B over 2-8 RTX PRO 6000), held out",
     "rocm-latency": "the ROCm blog's batch-size latency table (one request to 128 at once on 8 MI300X)",
     "rocm-oci-latency": "OCI's latency table of Llama 3.1 405B on 8 MI300X (1 to 256 requests at once), held out",
+    "vllm-gpustack": "GPUStack's vLLM runs on H100 and H200 with 1 to 8 requests in flight (time per output token of "
+                     "gpt-oss-120b, GLM-4.6, DeepSeek-R1 and Qwen3-8B), held out",
 }
 """The sets of rows the summaries report apart, by where the rows come from (``set_of``)."""
 
@@ -312,8 +314,9 @@ def _what(run: Run) -> str:
         layout = f"TP{r['tp']} PP{r['pp']}" + (f" CP{r['cp']}" if r["cp"] > 1 else "") + (
             f" v{r['virtual_stages']}" if r["virtual_stages"] > 1 else "") + (" FSDP" if r["zero"] >= 3 else "")
         return f"{model} train, {r['gpus']}×{r['gpu']}, {layout}, {r['precision']}, {run.metric}"
+    in_flight = f", {r['concurrency']} in flight" if "concurrency" in r else ""
     return (f"{model} serve, {r['gpus']}×{r['gpu']} TP{r['tp']}, {r['weights']}, {r['prompt_tokens']}/"
-            f"{r['output_tokens']}, {run.metric}")
+            f"{r['output_tokens']}{in_flight}, {run.metric}")
 
 
 def _figure(value: float, metric: str) -> str:

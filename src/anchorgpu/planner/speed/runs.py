@@ -154,7 +154,7 @@ def _serve_plan(run_id: str) -> Any:
             model, gpu.memory_bytes, tp=r["tp"], pp=pp, weights=r["weights"], kv_cache=r["kv_cache"],
             prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"])
         max_seqs = per_micro * pp
-    w = Workload(prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"], concurrency=1,
+    w = Workload(prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"], concurrency=int(r.get("concurrency", 1)),
                  gpu_memory_utilization=r["gpu_memory_utilization"], max_num_seqs=max_seqs,
                  max_num_batched_tokens=max_tokens)
     return plan(model, w, precision=PrecisionPlan(weights=r["weights"], kv_cache=r["kv_cache"]),
@@ -172,6 +172,9 @@ def _serve(run: Run, cal: Calibration) -> float:
     if run.metric == "max_output_tokens_per_s":
         value = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average"),
                                  graph_batch_sizes=tuple(r.get("graph_batch_sizes", ()))).get("max_output_tokens_per_s")
+        return float(value) if value else float("nan")
+    if run.metric in ("tpot_s", "ttft_s"):  # a benchmark holding the row's concurrency of requests in flight
+        value = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average")).get(run.metric)
         return float(value) if value else float("nan")
     setup = serving_setup(p, prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"])
     if run.metric == "decode_step_s":  # one sequence, no prompt sharing the step
