@@ -212,13 +212,13 @@ def render_plan(plan: Plan) -> None:
 
 def _speed_caveats(section: Any) -> list[str]:
     """The speed estimate's caveats a user must weigh before paying (a mixture of experts': how sure its speeds
-    are), from the performance section's assumptions."""
-    from anchorgpu.planner.speed.estimate import MOE_CAVEAT_LABEL
+    are; what a time to first token leaves out), from the performance section's assumptions."""
+    from anchorgpu.planner.speed.estimate import SPEED_CAVEAT_LABELS
 
     if not isinstance(section, dict):
         return []
     return [line for line in section.get("assumptions", [])
-            if isinstance(line, str) and line.startswith(MOE_CAVEAT_LABEL + ":")]
+            if isinstance(line, str) and line.startswith(tuple(label + ":" for label in SPEED_CAVEAT_LABELS))]
 
 
 def _band(section: dict[str, Any], key: str, fmt: str, scale: float = 1.0) -> str | None:

@@ -24,7 +24,7 @@ from anchorgpu.catalog import Catalog, Offering
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.calibration import Overrides, calibrated
-from anchorgpu.planner.speed.estimate import MOE_CAVEAT_LABEL
+from anchorgpu.planner.speed.estimate import MOE_CAVEAT_LABEL, TTFT_CAVEAT_LABEL
 from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec, sweep
 from anchorgpu.quotes import UnpricedOffering, price_quote
 from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE, lowered, precision_choice
@@ -379,9 +379,12 @@ def recommend(
     if not training:
         assumptions.append("Cost per million output tokens assumes the servers decode at the estimated total "
                            "tokens/s for the whole term.")
-        caveat = calibrated(spec.efficiencies).caveats.get("moe") if model.moe is not None else None
+        caveats = calibrated(spec.efficiencies).caveats
+        caveat = caveats.get("moe") if model.moe is not None else None
         if caveat:
             assumptions.append(f"{MOE_CAVEAT_LABEL}: {caveat}.")
+        if caveats.get("ttft"):
+            assumptions.append(f"{TTFT_CAVEAT_LABEL}: {caveats['ttft']}.")
     else:
         assumptions.append("A training run costs the whole hours it needs, billed by the quote rules "
                            "(a longer unit when cheaper).")

@@ -37,6 +37,8 @@ __all__ = [
     "DEFAULT_STORAGE_BYTES_PER_S",
     "SERVER_GPUS",
     "MOE_CAVEAT_LABEL",
+    "SPEED_CAVEAT_LABELS",
+    "TTFT_CAVEAT_LABEL",
     "KvReservation",
     "attach_performance",
     "plan_performance",
@@ -117,6 +119,9 @@ def _engine_limits(plan: Plan) -> tuple[int, int]:
 
 MOE_CAVEAT_LABEL = "Mixture of experts"
 """How the serving assumption that carries the calibration's MoE caveat begins (the CLI shows it under the speeds)."""
+TTFT_CAVEAT_LABEL = "Time to first token"
+"""How the serving assumption that says what the time to first token leaves out begins (shown beside the MoE one)."""
+SPEED_CAVEAT_LABELS = (MOE_CAVEAT_LABEL, TTFT_CAVEAT_LABEL)
 
 
 def serving_band_kind(model: ModelSpec, pp: int) -> str | None:
@@ -181,6 +186,8 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
         assumptions.append(_expert_parallel_line(setup.ep, setup.tp, model.moe.experts_per_token))
     if model.moe is not None and cal.caveats.get("moe"):
         assumptions.append(f"{MOE_CAVEAT_LABEL}: {cal.caveats['moe']}.")
+    if cal.caveats.get("ttft"):
+        assumptions.append(f"{TTFT_CAVEAT_LABEL}: {cal.caveats['ttft']}.")
 
 
 @lru_cache(maxsize=64)
