@@ -239,7 +239,7 @@ class ServersPrice:
     region: str
     gpus: int
     total_usd: Decimal
-    per_gpu_hour_usd: Decimal
+    per_gpu_hour_usd: Decimal | None
     effective_per_gpu_hour_usd: Decimal
 
 
