@@ -289,3 +289,37 @@ def test_the_servers_only_cost_of_a_term_ranks_offerings_and_says_unpriced() -> 
     assert term_total_usd(gb200, "10h") is None  # unpriced by the hour: None, never 0
     assert term_total_usd(CATALOG.offering("h100-sxm-8x-bm"), parse_term("10h"), 2) == Decimal("531.80")
     assert term_total_usd(CATALOG.offering("h100-sxm-1x-vm"), "160h") == quote(term="160h").total_usd
+
+
+# --- servers_price: what recommend prices with, held to price_quote -------------------------------------
+
+@pytest.mark.parametrize("term", ["1h", "10h", "160h", "1w", "2w", "1month", "3month", "700h"])
+def test_servers_price_is_the_quote_of_the_servers(term: str) -> None:
+    """For every offering and 1-4 servers: the same total (to the exponent), rates, GPUs and region as the quote,
+    or the same refusal where the term's unit is unpriced."""
+    from anchorgpu.quotes.pricing import servers_price
+
+    for offering in CATALOG.offerings:
+        for servers in range(1, 5):
+            try:
+                q = price_quote(CATALOG, offering.id, servers, term, None, NOW)
+            except UnpricedOffering as exc:
+                with pytest.raises(UnpricedOffering) as lean:
+                    servers_price(CATALOG, offering.id, servers, term, NOW)
+                assert lean.value.message == exc.message
+                continue
+            p = servers_price(CATALOG, offering.id, servers, term, NOW)
+            assert str(p.total_usd) == str(q.total_usd)
+            assert str(p.effective_per_gpu_hour_usd) == str(q.effective_per_gpu_hour_usd)
+            assert (p.region, p.gpus, p.per_gpu_hour_usd) == (q.region, q.gpus, q.per_gpu_hour_usd)
+
+
+def test_servers_price_refuses_as_the_quote_does() -> None:
+    from anchorgpu.quotes.pricing import servers_price
+
+    with pytest.raises(InvalidQuoteRequest):
+        servers_price(CATALOG, "h100-sxm-1x-vm", 1, "1month", datetime(2026, 11, 29))
+    with pytest.raises(PartialGpuRequested):
+        servers_price(CATALOG, "h100-sxm-1x-vm", 1.5, "1month", NOW)  # type: ignore[arg-type]
+    with pytest.raises(UnknownEntity):
+        servers_price(CATALOG, "no-such-offering", 1, "1month", NOW)

@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from operator import attrgetter
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, TypeVar
 
-__all__ = ["evolve", "fast_init"]
+__all__ = ["evolve", "fast_init", "memo_on_frozen"]
 
 T = TypeVar("T")
 C = TypeVar("C", bound=type)
+R = TypeVar("R")
 
-_Plan: TypeAlias = "tuple[frozenset[str], Callable[[Any, dict[str, Any]], Any]]"
-_PLANS: dict[type, _Plan | None] = {}
+_COPIERS: dict[tuple[type, tuple[str, ...]], Callable[..., Any] | None] = {}  # per class and names changed
+_UNSEEN: Any = object()
 
 
 def _simple(cls: type) -> bool:
@@ -37,28 +37,25 @@ def _simple(cls: type) -> bool:
             and all(f.init for f in fields) and len(fields) == len(getattr(cls, "__dataclass_fields__", {})))
 
 
-def _copier(cls: type, names: tuple[str, ...]) -> Callable[[Any, dict[str, Any]], Any]:
-    """``copy(obj, changes)``: a new ``cls`` with ``obj``'s fields, ``changes`` applied, each stored through its slot."""
-    namespace: dict[str, Any] = {"_cls": cls, "_new": object.__new__, "_values": attrgetter(*names),
-                                 "_index": {name: i for i, name in enumerate(names)}}
-    body = ["    values = _values(obj)", "    if changes:", "        values = list(values)",
-            "        for name, value in changes.items():", "            values[_index[name]] = value",
-            "    new = _new(_cls)"]
+def _copier(cls: type, changed: tuple[str, ...]) -> Callable[..., Any] | None:
+    """``copy(obj, *new_values)``: a new ``cls`` with ``obj``'s fields and the ``changed`` ones (in that order) given
+    by position, each stored through its slot; None where ``dataclasses.replace`` must do it (a class
+    :func:`_simple` refuses, a name that is not a field)."""
+    if not dataclasses.is_dataclass(cls) or not _simple(cls):
+        return None
+    names = tuple(f.name for f in dataclasses.fields(cls))
+    if not set(changed) <= set(names) or len(set(changed)) != len(changed):
+        return None
+    namespace: dict[str, Any] = {"_cls": cls, "_new": object.__new__}
+    body = ["    new = _new(_cls)"]
     for i, name in enumerate(names):
         namespace[f"_set{i}"] = cls.__dict__[name].__set__
-        body.append(f"    _set{i}(new, values[{i}])")
-    exec("def copy(obj, changes):\n" + "\n".join(body) + "\n    return new", namespace)  # as dataclasses does
-    copy: Callable[[Any, dict[str, Any]], Any] = namespace["copy"]
+        value = f"v{changed.index(name)}" if name in changed else f"obj.{name}"
+        body.append(f"    _set{i}(new, {value})")
+    params = "".join(f", v{j}" for j in range(len(changed)))
+    exec(f"def copy(obj{params}):\n" + "\n".join(body) + "\n    return new", namespace)  # as dataclasses does
+    copy: Callable[..., Any] = namespace["copy"]
     return copy
-
-
-def _plan_for(cls: type) -> _Plan | None:
-    if cls in _PLANS:
-        return _PLANS[cls]
-    names = tuple(f.name for f in dataclasses.fields(cls))
-    plan = (frozenset(names), _copier(cls, names)) if _simple(cls) else None
-    _PLANS[cls] = plan
-    return plan
 
 
 _NO_VALUE: Any = object()  # a field with a default_factory not given to __init__
@@ -114,9 +111,45 @@ def evolve(obj: T, **changes: Any) -> T:
     >>> evolve(w, concurrency=4) == Workload(context_tokens=8192, concurrency=4)
     True
     """
-    cls = type(obj)
-    plan = _PLANS[cls] if cls in _PLANS else _plan_for(cls)
-    if plan is None or not changes.keys() <= plan[0]:
+    key = (type(obj), tuple(changes))
+    copy = _COPIERS.get(key, _UNSEEN)
+    if copy is _UNSEEN:
+        if len(_COPIERS) >= 1024:
+            _COPIERS.clear()
+        copy = _COPIERS[key] = _copier(*key)
+    if copy is None:
         return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
-    new: T = plan[1](obj, changes)
+    new: T = copy(obj, *changes.values())
     return new
+
+
+def memo_on_frozen(fn: Callable[..., R]) -> Callable[..., R]:
+    """``fn(frozen, *values)`` memoised on the identity of its first argument (a frozen spec: a model, a GPU, a
+    weight format, held by the memo so its id cannot be reused) and the plain, hashable values after it, passed by
+    position. For a pure function of them whose answer is a number or a frozen value; bounded (cleared at 1,024).
+
+    >>> calls = []
+    >>> @memo_on_frozen
+    ... def twice(spec: object, n: int) -> int:
+    ...     calls.append(n)
+    ...     return 2 * n
+    >>> spec = object()
+    >>> twice(spec, 3), twice(spec, 3), calls
+    (6, 6, [3])
+    """
+    cache: dict[tuple[Any, ...], tuple[object, R]] = {}
+
+    def memoised(frozen: object, *values: Any) -> R:
+        key = (id(frozen), *values)
+        hit = cache.get(key)
+        if hit is not None and hit[0] is frozen:
+            return hit[1]
+        answer = fn(frozen, *values)
+        if len(cache) >= 1024:
+            cache.clear()
+        cache[key] = (frozen, answer)
+        return answer
+
+    memoised.__doc__, memoised.__name__, memoised.__qualname__ = fn.__doc__, fn.__name__, fn.__qualname__
+    memoised.__wrapped__ = fn  # type: ignore[attr-defined]
+    return memoised

@@ -11,7 +11,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
-from anchorgpu.planner._frozen import evolve
+from anchorgpu.planner._frozen import evolve, memo_on_frozen
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import (
     KV_CACHE_DTYPES,
@@ -45,6 +45,12 @@ def _engine_line(tokens: int, seqs: int, utilization: float, block: int) -> str:
     return (f"Serving engine sized like vLLM: max_num_batched_tokens {tokens}, max_num_seqs {seqs}, "
             f"gpu_memory_utilization {utilization}, KV block {block} tokens.")
 
+
+@memo_on_frozen
+def _prefill_activation_bytes(model: ModelSpec, tokens: int, tp: int) -> int:
+    """:func:`~anchorgpu.planner.memory.prefill_activation_bytes`, memoised on the (frozen) model, the engine's
+    token budget and TP: the same few recur across every plan of a model."""
+    return mm.prefill_activation_bytes(model, tokens=tokens, tp=tp)
 
 
 def kv_request(model: ModelSpec, ctx: int, seqs: int, precision: PrecisionPlan, lay: ResolvedLayout,
@@ -126,7 +132,7 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     breakdown: dict[str, int] = {}
     weights = weights_bytes(model, fmt, lay, breakdown)
     tokens, seqs = engine_defaults(gpu, w, assumptions)
-    prefill = mm.prefill_activation_bytes(model, tokens=tokens, tp=lay.tp)
+    prefill = _prefill_activation_bytes(model, tokens, lay.tp)
     sampler = mm.sampler_activation_bytes(sequences=min(tokens, seqs), vocab=model.vocab_size)
     breakdown["prefill_activation_bytes"] = prefill
     breakdown["sampler_logits_bytes"] = sampler

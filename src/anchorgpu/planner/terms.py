@@ -30,16 +30,35 @@ class TaskTerms:
 
 
 def weights_bytes(model: ModelSpec, fmt: WeightFormat, lay: ResolvedLayout, breakdown: dict[str, int]) -> int:
+    """The weight bytes one GPU holds under ``lay``; the whole model's terms (and ZeRO-3's gather buffers) go to
+    ``breakdown``. They depend on the (frozen) weight parts of (model, format) and the split only: memoised on
+    them, so every plan of that split reuses them."""
     parts = model_weight_parts(model, fmt)
+    zero3 = lay.zero == 3
+    key = (id(parts), lay.tp, lay.pp, lay.ep, lay.dp if zero3 else 1, zero3, zero3 and lay.offload == "params")
+    hit = _SHARDED.get(key)
+    if hit is None or hit[0] is not parts:
+        if len(_SHARDED) >= 1024:
+            _SHARDED.clear()
+        hit = _SHARDED[key] = (parts, *_weights_bytes(parts, lay))
+    breakdown.update(hit[2])
+    return hit[1]
+
+
+_SHARDED: dict[tuple[int, int, int, int, int, bool, bool], tuple[ModelParts, int, dict[str, int]]] = {}
+
+
+def _weights_bytes(parts: ModelParts, lay: ResolvedLayout) -> tuple[int, dict[str, int]]:
+    """(bytes one GPU holds, the breakdown's weight terms in their order) for :func:`weights_bytes`."""
     sharded = mm.shard_share(parts, tp=lay.tp, pp=lay.pp, ep=lay.ep, dp_shard=lay.dp if lay.zero == 3 else 1)
-    breakdown.update(_whole_model_terms(parts))
+    terms = dict(_whole_model_terms(parts))
     if lay.zero == 3:
         gather = mm.gather_buffer_bytes(parts, tp=lay.tp)
-        breakdown["gather_buffer_bytes"] = gather
+        terms["gather_buffer_bytes"] = gather
         if lay.offload == "params":
             sharded = 0
-        return sharded + gather
-    return sharded
+        return sharded + gather, terms
+    return sharded, terms
 
 
 _WHOLE: dict[int, tuple[ModelParts, dict[str, int]]] = {}

@@ -11,7 +11,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
-from anchorgpu.planner._frozen import evolve
+from anchorgpu.planner._frozen import evolve, memo_on_frozen
 from anchorgpu.planner.finetune import finetune_terms
 from anchorgpu.planner.formats import WeightFormat, model_param_parts
 from anchorgpu.planner.inputs import ALL_LORA_TARGETS, Overheads, Recompute, Workload, default_seq_tokens
@@ -48,8 +48,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     mixed = w.train_precision != "bf16-true"
     breakdown: dict[str, int] = {}
     weights = weights_bytes(model, fmt, lay, breakdown)
-    params_parts = model_param_parts(model)
-    params_gpu = mm.shard_share(params_parts, tp=lay.tp, pp=lay.pp, ep=lay.ep)
+    params_gpu = _params_per_gpu(model, lay.tp, lay.pp, lay.ep)
     params_total = model.params_total  # a sum over the breakdown: read once
     share = params_gpu / max(1, params_total)
     on_gpu_optimizer = lay.offload == "none"
@@ -101,8 +100,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
                                      f"--offload {lay.offload}: optimizer state lives in CPU RAM"))
     breakdown["master_weights_bytes"] = master
     breakdown["optimizer_moments_bytes"] = moments
-    act = mm.training_activation_bytes(model, s=seq // lay.cp, b=micro_batch, tp=lay.tp, pp=lay.pp,
-                                       sp=lay.sequence_parallel, recompute=recompute)
+    act = _activation_bytes(model, seq // lay.cp, micro_batch, lay.tp, lay.pp, lay.sequence_parallel, recompute)
     if lay.virtual_stages > 1 and lay.pp > 1:
         m = microbatches if w.global_batch_tokens is not None else max(
             1, DEFAULT_GLOBAL_BATCH_TOKENS // (lay.dp * micro_batch * seq))
@@ -136,6 +134,19 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     return TaskTerms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, checkpoint_bytes=checkpoint,
                   workload=w if (w.seq_tokens, w.recompute, w.micro_batch) == (seq, recompute, micro_batch)
                   else evolve(w, seq_tokens=seq, recompute=recompute, micro_batch=micro_batch))
+
+
+@memo_on_frozen
+def _params_per_gpu(model: ModelSpec, tp: int, pp: int, ep: int) -> int:
+    """The parameters one GPU holds (most-loaded stage), memoised on the (frozen) model and the split."""
+    return mm.shard_share(model_param_parts(model), tp=tp, pp=pp, ep=ep)
+
+
+@memo_on_frozen
+def _activation_bytes(model: ModelSpec, s: int, b: int, tp: int, pp: int, sp: bool, recompute: Recompute) -> int:
+    """:func:`~anchorgpu.planner.memory.training_activation_bytes`, memoised on the (frozen) model and its counts:
+    the layouts of a search and the plans of a sweep ask for the same few."""
+    return mm.training_activation_bytes(model, s=s, b=b, tp=tp, pp=pp, sp=sp, recompute=recompute)
 
 
 @lru_cache(maxsize=256)

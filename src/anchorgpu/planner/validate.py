@@ -194,7 +194,36 @@ def _split_names(cp: int) -> str:
     return "tp·pp" + ("·cp" if cp > 1 else "")
 
 
+_LAYOUT_FIELDS = ("gpus", *_LAYOUT_COUNTS, "zero", "tp_overlap", "fsdp", "offload")
+_layout_fields = attrgetter(*_LAYOUT_FIELDS)
+_LAYOUTS: dict[tuple[object, ...], tuple[object, ResolvedLayout, tuple[str, ...]]] = {}
+
+
 def resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, layout: Layout,
+                   assumptions: list[str]) -> ResolvedLayout:
+    """The layout planned, whole counts resolved (:func:`_resolve_layout`), its assumption appended. It depends on the
+    (frozen) model, the task, the training sequence and the layout's fields only: memoised on them, by value and
+    type (``1``, ``1.0`` and ``True`` are different inputs), so each new :class:`Layout` of a question already
+    asked resolves in one lookup (a refusal is raised each time, never kept)."""
+    values = _layout_fields(layout)
+    key = (id(model), workload.task, workload.seq_tokens, values, tuple(map(type, values)))
+    try:
+        hit = _LAYOUTS.get(key)
+    except TypeError:  # a value no dict can hold (a list for a count): refused below with its one line
+        return _resolve_layout(model, workload, layout, assumptions)
+    if hit is not None and hit[0] is model:
+        assumptions += hit[2]
+        return hit[1]
+    lines: list[str] = []
+    resolved = _resolve_layout(model, workload, layout, lines)
+    if len(_LAYOUTS) >= 1024:
+        _LAYOUTS.clear()
+    _LAYOUTS[key] = (model, resolved, tuple(lines))
+    assumptions += lines
+    return resolved
+
+
+def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, layout: Layout,
                     assumptions: list[str]) -> ResolvedLayout:
     check_counts(_LAYOUT_COUNTS, _layout_counts(layout))
     gpus = layout.gpus

@@ -48,8 +48,10 @@ __all__ = [
     "Billing",
     "bill_term",
     "egress_included_tb",
+    "ServersPrice",
     "price_quote",
     "servers_for_gpus",
+    "servers_price",
     "term_total_usd",
 ]
 
@@ -219,6 +221,49 @@ def _statement(egress_tb: Decimal, term: Term, servers: int, per_server_tb: int)
             f"public IPs. Stopping an allocation does not pause the paid term.")
 
 
+def _check_now(now: datetime) -> None:
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise InvalidQuoteRequest("now must be timezone-aware (UTC), not a naive datetime")
+
+
+def _servers_line_usd(offering: Offering, servers: int, term: Term) -> Decimal:
+    """The servers line's amount: ``servers`` x the term billed the cheapest way (:func:`bill_term`), rounded once."""
+    billing = bill_term(offering.prices_usd, term, what=f"offering {offering.id!r}")
+    return round_usd(billing.amount_usd * servers)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServersPrice:
+    """The figures of a quote for whole servers and no options, in its region (:func:`servers_price`)."""
+
+    region: str
+    gpus: int
+    total_usd: Decimal
+    per_gpu_hour_usd: Decimal | None
+    effective_per_gpu_hour_usd: Decimal
+
+
+def servers_price(catalog: Catalog, offering_id: str, quantity: int, term: Term | str, now: datetime) -> ServersPrice:
+    """What ``price_quote(catalog, offering_id, quantity, term, None, now)`` says of its price (total, rates, GPUs,
+    region), with the same checks and errors, without building its lines, statement and validity: for pricing
+    many offerings and server counts at once (``recommend``). A test holds the two equal.
+
+    >>> from datetime import UTC, datetime
+    >>> from anchorgpu.catalog import load_catalog
+    >>> servers_price(load_catalog(), "h100-sxm-8x-bm", 2, "1month", datetime(2026, 1, 1, tzinfo=UTC)).gpus
+    16
+    """
+    _check_now(now)
+    offering = catalog.offering(offering_id)
+    servers = _whole_servers(quantity, offering)
+    the_term = term if isinstance(term, Term) else parse_term(term)
+    total_usd = sum((_servers_line_usd(offering, servers, the_term),), Decimal("0.00"))  # as a quote sums its lines
+    gpus = offering.gpus * servers
+    return ServersPrice(region=offering.region, gpus=gpus, total_usd=total_usd,
+                        per_gpu_hour_usd=offering.per_gpu_hour_usd,
+                        effective_per_gpu_hour_usd=round_usd(total_usd / (gpus * the_term.hours)))
+
+
 def price_quote(
     catalog: Catalog,
     offering_id: str,
@@ -241,8 +286,7 @@ def price_quote(
     number ≥ 1), ``InvalidTerm``, ``UnpricedOffering``, ``RegionNotOffered``, ``InvalidOptionRequest``,
     ``InvalidQuoteRequest``.
     """
-    if now.tzinfo is None or now.utcoffset() is None:
-        raise InvalidQuoteRequest("now must be timezone-aware (UTC), not a naive datetime")
+    _check_now(now)
     if isinstance(validity_s, bool) or not isinstance(validity_s, int) or validity_s <= 0:
         raise InvalidQuoteRequest(f"validity_s={validity_s!r}: a quote must hold for a positive whole number of seconds")
     offering = catalog.offering(offering_id)

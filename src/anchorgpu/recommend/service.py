@@ -2,8 +2,8 @@
 
 The planner sweeps configurations without prices (:mod:`anchorgpu.planner.sweep`); this service turns
 each catalog offering into a hardware shape, keeps the fastest configuration that fits per offering and
-server count, prices it with :func:`anchorgpu.quotes.price_quote` (so a recommendation and a quote for the
-same servers and term always agree), and ranks by the total for the term. It also finds the Pareto front
+server count, prices it as :func:`anchorgpu.quotes.price_quote` does (:func:`~anchorgpu.quotes.pricing.servers_price`,
+held equal to it by a test, so a recommendation and a quote for the same servers and term always agree), and ranks by the total for the term. It also finds the Pareto front
 of cost against speed and says why the cheaper options were rejected. ``now`` is passed in.
 """
 
@@ -27,6 +27,7 @@ from anchorgpu.planner.speed.calibration import Overrides, calibrated
 from anchorgpu.planner.speed.estimate import MOE_CAVEAT_LABEL, TTFT_CAVEAT_LABEL
 from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec, sweep
 from anchorgpu.quotes import UnpricedOffering, price_quote
+from anchorgpu.quotes.pricing import servers_price
 from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE, lowered, precision_choice
 from anchorgpu.units import Term, fmt_bytes, parse_term, round_usd
 
@@ -298,7 +299,7 @@ def recommend(
         for servers in range(1, max_servers + 1):
             key = (s, servers)
             try:
-                quote = price_quote(catalog, offering.id, servers, the_term, None, now)
+                quote = servers_price(catalog, offering.id, servers, the_term, now)
             except UnpricedOffering as exc:
                 if key in best or servers == 1:
                     rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=None,
@@ -453,8 +454,13 @@ def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False,
     return out
 
 
+_LEAVES = frozenset((str, int, float, bool, type(None)))  # exactly these types: kept as they are
+
+
 def _jsonable(value: Any) -> Any:
     """Decimal -> exact string; containers recursively."""
+    if type(value) in _LEAVES:  # most values: decided before the isinstance checks
+        return value
     if isinstance(value, Decimal):
         return str(value)
     if isinstance(value, dict):

@@ -320,9 +320,10 @@ def plan_performance(
     >>> s["tpot_s_low"] <= s["tpot_s"] <= s["tpot_s_high"], s["output_tokens_per_s"] < s["output_tokens_per_s_ceiling"]
     (True, True)
     """
-    for name, value in (("prompt", prompt_tokens), ("output-tokens", output_tokens), ("tokens", train_tokens)):
-        if value is not None and value < 1:
-            raise InvalidWorkload(f"--{name} {value}: must be at least 1")
+    if prompt_tokens is not None or output_tokens is not None or train_tokens is not None:
+        for name, value in (("prompt", prompt_tokens), ("output-tokens", output_tokens), ("tokens", train_tokens)):
+            if value is not None and value < 1:
+                raise InvalidWorkload(f"--{name} {value}: must be at least 1")
     model, gpu, w = plan.model, plan.gpu, plan.workload
     assumptions: list[str] = []
     warnings: list[tuple[str, str]] = []
