@@ -7,10 +7,10 @@ appended to the caller's ``assumptions``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from operator import attrgetter, is_not
-from typing import cast
+from typing import Any, cast
 
 from anchorgpu.architectures.quantization import describe_shipped
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
@@ -105,17 +105,26 @@ def resolve_format(model: ModelSpec | DiffusionPipelineSpec, workload: Workload,
     assumption appended. It depends on the (frozen) model, the task and the two dtypes only: memoised on them,
     so the plans of a sweep or a layout search resolve it once (a refusal is raised each time, never kept)."""
     key = (id(model), workload.task, precision.weights, precision.kv_cache)
-    hit = _FORMATS.get(key)
+    fmt: WeightFormat = _memo_with_lines(_FORMATS, key, model, assumptions,
+                                         lambda lines: _resolve_format(model, workload, precision, lines))
+    return fmt
+
+
+def _memo_with_lines(table: dict[Any, tuple[Any, Any, tuple[str, ...]]], key: Any, model: object,
+                     assumptions: list[str], compute: Callable[[list[str]], Any]) -> Any:
+    """``compute(lines)`` memoised in ``table`` on ``key`` for the frozen ``model`` (held by identity), with the
+    assumption lines it appended, which every later hit appends again; a refusal is raised each time, never kept."""
+    hit = table.get(key)
     if hit is not None and hit[0] is model:
         assumptions += hit[2]
         return hit[1]
     lines: list[str] = []
-    fmt = _resolve_format(model, workload, precision, lines)
-    if len(_FORMATS) >= 1024:
-        _FORMATS.clear()
-    _FORMATS[key] = (model, fmt, tuple(lines))
+    value = compute(lines)
+    if len(table) >= 1024:
+        table.clear()
+    table[key] = (model, value, tuple(lines))
     assumptions += lines
-    return fmt
+    return value
 
 
 def _resolve_format(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, precision: PrecisionPlan,
@@ -208,18 +217,11 @@ def resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload,
     values = _layout_fields(layout)
     key = (id(model), workload.task, workload.seq_tokens, values, tuple(map(type, values)))
     try:
-        hit = _LAYOUTS.get(key)
+        hash(key)
     except TypeError:  # a value no dict can hold (a list for a count): refused below with its one line
         return _resolve_layout(model, workload, layout, assumptions)
-    if hit is not None and hit[0] is model:
-        assumptions += hit[2]
-        return hit[1]
-    lines: list[str] = []
-    resolved = _resolve_layout(model, workload, layout, lines)
-    if len(_LAYOUTS) >= 1024:
-        _LAYOUTS.clear()
-    _LAYOUTS[key] = (model, resolved, tuple(lines))
-    assumptions += lines
+    resolved: ResolvedLayout = _memo_with_lines(_LAYOUTS, key, model, assumptions,
+                                                lambda lines: _resolve_layout(model, workload, layout, lines))
     return resolved
 
 
