@@ -15,7 +15,7 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed import calibrate
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.estimate import MOE_CAVEAT_LABEL
-from anchorgpu.planner.speed.runs import load_runs, predict
+from anchorgpu.planner.speed.runs import Run, load_runs, predict
 from cli_runner import run, run_json
 
 ALL_MOE = [run for run in load_runs() if calibrate.serving_kind(run) == "moe"]
@@ -39,9 +39,9 @@ def test_the_caveat_states_what_the_held_out_rows_show() -> None:
     assert f"from {min(ratios):.2f}x to {max(ratios):.1f}x" in caveat
 
 
-def _as_rate(ratio: float, run: object) -> float:
+def _as_rate(ratio: float, run: Run) -> float:
     """A measured/predicted ratio read as a speed: a time's ratio (TPOT) inverted, as the bands read it."""
-    return ratio if run.higher_is_better else 1.0 / ratio  # type: ignore[attr-defined]
+    return ratio if run.higher_is_better else 1.0 / ratio
 
 
 def test_few_users_of_a_moe_are_checked_against_measured_small_batch_rows() -> None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
-from anchorgpu.planner._frozen import fast_init
+from anchorgpu.planner._frozen import fast_init, memo_on_frozen
 from anchorgpu.planner.formats import ModelParts, WeightFormat, model_weight_parts
 from anchorgpu.planner.inputs import Overheads, Workload
 from anchorgpu.planner.result import MemoryBreakdown, ResolvedLayout
@@ -32,51 +32,29 @@ class TaskTerms:
 def weights_bytes(model: ModelSpec, fmt: WeightFormat, lay: ResolvedLayout, breakdown: dict[str, int]) -> int:
     """The weight bytes one GPU holds under ``lay``; the whole model's terms (and ZeRO-3's gather buffers) go to
     ``breakdown``. They depend on the (frozen) weight parts of (model, format) and the split only: memoised on
-    them, so every plan of that split reuses them."""
-    parts = model_weight_parts(model, fmt)
+    them (:func:`_sharded_weights`), so every plan of that split reuses them."""
     zero3 = lay.zero == 3
-    key = (id(parts), lay.tp, lay.pp, lay.ep, lay.dp if zero3 else 1, zero3, zero3 and lay.offload == "params")
-    hit = _SHARDED.get(key)
-    if hit is None or hit[0] is not parts:
-        if len(_SHARDED) >= 1024:
-            _SHARDED.clear()
-        hit = _SHARDED[key] = (parts, *_weights_bytes(parts, lay))
-    breakdown.update(hit[2])
-    return hit[1]
+    held, terms = _sharded_weights(model_weight_parts(model, fmt), lay.tp, lay.pp, lay.ep, lay.dp if zero3 else 1,
+                                   zero3, zero3 and lay.offload == "params")
+    breakdown.update(terms)
+    return held
 
 
-_SHARDED: dict[tuple[int, int, int, int, int, bool, bool], tuple[ModelParts, int, dict[str, int]]] = {}
-
-
-def _weights_bytes(parts: ModelParts, lay: ResolvedLayout) -> tuple[int, dict[str, int]]:
-    """(bytes one GPU holds, the breakdown's weight terms in their order) for :func:`weights_bytes`."""
-    sharded = mm.shard_share(parts, tp=lay.tp, pp=lay.pp, ep=lay.ep, dp_shard=lay.dp if lay.zero == 3 else 1)
-    terms = dict(_whole_model_terms(parts))
-    if lay.zero == 3:
-        gather = mm.gather_buffer_bytes(parts, tp=lay.tp)
-        terms["gather_buffer_bytes"] = gather
-        if lay.offload == "params":
-            sharded = 0
-        return sharded + gather, terms
-    return sharded, terms
-
-
-_WHOLE: dict[int, tuple[ModelParts, dict[str, int]]] = {}
-
-
-def _whole_model_terms(parts: ModelParts) -> dict[str, int]:
-    """The whole model's weight bytes by kind, as the breakdown shows them: one set per (frozen) parts object,
-    which :func:`model_weight_parts` keeps per (model, format), so every plan of that pair reuses it."""
-    hit = _WHOLE.get(id(parts))
-    if hit is not None and hit[0] is parts:
-        return hit[1]
+@memo_on_frozen
+def _sharded_weights(parts: ModelParts, tp: int, pp: int, ep: int, dp_shard: int, zero3: bool,
+                     offload_params: bool) -> tuple[int, dict[str, int]]:
+    """(bytes one GPU holds, the breakdown's weight terms in their order) for :func:`weights_bytes`: the whole
+    model's weight bytes by kind, then ZeRO-3's gather buffer (the parameters themselves leave the GPU when
+    offloaded). The terms are shared by every hit: read them, never change them."""
+    sharded = mm.shard_share(parts, tp=tp, pp=pp, ep=ep, dp_shard=dp_shard)
     terms = {"weights_linear_bytes": math.ceil(parts.dense + parts.experts),
              "weights_embeddings_bytes": math.ceil(parts.embed), "weights_head_bytes": math.ceil(parts.head),
              "weights_other_bytes": math.ceil(parts.layer_other), "weights_whole_model_bytes": math.ceil(parts.total)}
-    if len(_WHOLE) >= 512:
-        _WHOLE.clear()
-    _WHOLE[id(parts)] = (parts, terms)
-    return terms
+    if not zero3:
+        return sharded, terms
+    gather = mm.gather_buffer_bytes(parts, tp=tp)
+    terms["gather_buffer_bytes"] = gather
+    return (0 if offload_params else sharded) + gather, terms
 
 
 def nccl_bytes(lay: ResolvedLayout, ov: Overheads) -> int:

@@ -173,7 +173,7 @@ def _serve(run: Run, cal: Calibration) -> float:
         value = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average"),
                                  graph_batch_sizes=tuple(r.get("graph_batch_sizes", ()))).get("max_output_tokens_per_s")
         return float(value) if value else float("nan")
-    if run.metric in ("tpot_s", "ttft_s"):  # a benchmark holding the row's concurrency of requests in flight
+    if run.metric == "tpot_s":  # a benchmark holding the row's concurrency of requests in flight
         value = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average")).get(run.metric)
         return float(value) if value else float("nan")
     setup = serving_setup(p, prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"])

@@ -466,16 +466,12 @@ def _steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: i
     if share >= 1.0 or not prefill:
         s = _step(setup, c, batch, prefill, attn[0], attn[1] if prefill and prompt else 0.0, ceiling=ci)
         return s[0], s[5], s[6]
-    padded = _padded_batch(setup.graph_batch_sizes, batch) if setup.graph_batch_sizes else 0
+    sizes = setup.graph_batch_sizes  # decode-only steps run the first captured graph that holds the batch
+    padded = next((size for size in sizes if size >= batch), 0) if sizes else 0
     mixed = _step(setup, c, batch, chunk, attn[0], attn[1], one_chunk=True, ceiling=ci)
     plain = _step(setup, c, batch, 0.0, attn[0], 0.0, padded_batch=padded, ceiling=ci)
     return (share * mixed[0] + (1.0 - share) * plain[0], mixed[5] if share >= 0.5 else plain[5],
             share * mixed[6] + (1.0 - share) * plain[6])
-
-
-def _padded_batch(graph_batch_sizes: tuple[int, ...], batch: int) -> int:
-    """The captured graph a decode-only step of ``batch`` sequences runs: the first size that holds it (0: none)."""
-    return next((size for size in graph_batch_sizes if size >= batch), 0)
 
 
 def _ttft(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, others: int, prompt: int,
