@@ -18,10 +18,8 @@ valid for the model's heads) -> PP (powers of two; across servers only where a f
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -30,8 +28,7 @@ import numpy.typing as npt
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
-from anchorgpu.planner import memory as mm
-from anchorgpu.planner.formats import ModelParts, format_for_model, model_weight_parts, shipped_format
+from anchorgpu.planner.formats import format_for_model, shipped_format
 from anchorgpu.planner.inputs import (
     DEFAULT_OUTPUT_TOKENS,
     DEFAULT_PROMPT_TOKENS,
@@ -41,22 +38,14 @@ from anchorgpu.planner.inputs import (
     PrecisionPlan,
     Workload,
     default_seq_tokens,
-    engine_limits,
 )
 from anchorgpu.planner.plan import plan
-from anchorgpu.planner.speed.calibration import Calibration, Overrides, calibrated, calibration
-from anchorgpu.planner.speed.flops import Recompute, TrainKind, attention_flops_per_token, forward_matmul_params
-from anchorgpu.planner.speed.links import (
-    ACTIVATION_BYTES,
-    compute_precision_for_training,
-    compute_precision_for_weights,
-    peak_for,
-    tp_link,
-)
-from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
+from anchorgpu.planner.speed.calibration import Overrides, calibration
+from anchorgpu.planner.speed.flops import Recompute, TrainKind
+from anchorgpu.planner.speed.links import compute_precision_for_training
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
+from anchorgpu.planner.sweep_serving import serving_columns
 from anchorgpu.planner.validate import tp_is_valid
-from anchorgpu.units import GIB
 
 __all__ = [
     "BATCH_LADDER",
@@ -211,238 +200,6 @@ def _layouts(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: boo
     return _Layouts(s_i[ok], n[ok], gpus[ok], tp[ok], pp[ok], dp[ok], z[ok])
 
 
-# ------------------------------------------------------------------------------------- inference
-
-
-def _token_slots(model: ModelSpec, context_tokens: int, block_size: int) -> int:
-    """KV token slots summed over the attention layers, paged and window-capped: the inner sum of
-    :func:`anchorgpu.planner.memory.kv_cache_bytes` (layers grouped by their window)."""
-    windows = model.attention_windows
-    return sum(count * math.ceil((context_tokens if w is None else min(context_tokens, w)) / block_size) * block_size
-               for w, count in Counter(windows).items())
-
-
-@lru_cache(maxsize=128)
-def _weight_parts(model: ModelSpec, weights_format: str) -> ModelParts:
-    """:func:`anchorgpu.planner.formats.model_weight_parts`, once per (model, format): models are frozen."""
-    return model_weight_parts(model, format_for_model(model, weights_format))
-
-
-def _allreduce_array(message_bytes: FloatArray, ranks: IntArray, bw: FloatArray, latency: FloatArray,
-                     cal: Calibration) -> FloatArray:
-    """:func:`anchorgpu.planner.speed.links.allreduce_s` over arrays."""
-    ranks_f = ranks.astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = latency + 2.0 * (ranks_f - 1) / ranks_f * message_bytes / (bw * cal.link_efficiency)
-    return np.where((ranks > 1) & (message_bytes > 0), t, 0.0)
-
-
-def _per_value(keys: IntArray, fn: Callable[[int], float]) -> IntArray:
-    """``fn`` applied once per distinct key, mapped back onto ``keys``."""
-    unique, inverse = np.unique(keys, return_inverse=True)
-    return np.array([fn(int(k)) for k in unique.tolist()], dtype=np.int64)[inverse]
-
-
-def _links(shapes: Sequence[HardwareShape], lay: _Layouts, ranks: IntArray | None = None,
-           network: bool = True) -> tuple[FloatArray, FloatArray]:
-    """Per layout row: one-direction bandwidth and latency of the link a group of ``ranks`` adjacent GPUs
-    crosses (default the TP group; one lookup per shape and group size)."""
-    group = lay.tp if ranks is None else ranks
-    key = lay.shape * 65536 + group
-    unique, inverse = np.unique(key, return_inverse=True)
-    bw = np.empty(unique.size)
-    lat = np.empty(unique.size)
-    for i, k in enumerate(unique.tolist()):
-        shape = shapes[k // 65536]
-        link = tp_link(shape.gpu, k % 65536, gpus_per_server=shape.gpus_per_server,
-                       network_bytes_per_s=shape.network_bytes_per_s if network else None)
-        bw[i], lat[i] = link.bytes_per_s, link.latency_s
-    return bw[inverse], lat[inverse]
-
-
-def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
-               weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...], ctx: int, prompt: int,
-               progress: Progress | None) -> dict[str, npt.NDArray[Any]]:
-    w = spec.workload
-    ov = spec.overheads
-    n_l, n_w, n_k, n_c = len(lay), len(weights), len(kvs), len(concs)
-    total = n_l * n_w * n_k * n_c
-
-    # ---- per (layout, format): weights bytes per GPU and compute peak (scalar functions, cached)
-    try:
-        parts = [_weight_parts(model, name) for name in weights]
-    except TypeError:  # a model record that cannot be hashed: compute without the cache
-        parts = [model_weight_parts(model, format_for_model(model, name)) for name in weights]
-    tp_pp, tp_pp_row = np.unique(lay.tp * 4096 + lay.pp, return_inverse=True)
-    weights_uw = np.array([[mm.shard_share(part, tp=key // 4096, pp=key % 4096, ep=1) for part in parts]
-                           for key in tp_pp.tolist()], dtype=np.float64)
-    weights_lw = weights_uw[tp_pp_row]
-    precisions = [compute_precision_for_weights(name) for name in weights]
-    distinct = sorted(set(precisions))
-    peaks: dict[str, list[float]] = {}  # shapes share GPUs: one lookup per GPU and precision
-    for sh in shapes:
-        if sh.gpu.name not in peaks:
-            by_precision = {p: peak_for(sh.gpu, p).flops_per_s for p in distinct}
-            peaks[sh.gpu.name] = [by_precision[p] for p in precisions]
-    peak_sw = np.array([peaks[sh.gpu.name] for sh in shapes])
-    if progress:
-        progress(total // 4, total)
-
-    # ---- per layout: activations (vLLM profile run), non-torch, budget (as plan() does)
-    large = np.array([sh.gpu.memory_bytes >= 70 * GIB for sh in shapes], dtype=np.int64)[lay.shape]
-
-    def activation(key: int) -> int:  # vLLM defaults by GPU size, as plan() resolves them
-        tp, big = key // 2, bool(key % 2)
-        tokens, seqs = engine_limits(w, large_gpu=big)
-        return (mm.prefill_activation_bytes(model, tokens=tokens, tp=tp)
-                + mm.sampler_activation_bytes(sequences=min(tokens, seqs), vocab=model.vocab_size))
-
-    act_l = _per_value(lay.tp * 2 + large, activation).astype(np.float64)
-    non_torch_l = np.where(lay.tp * lay.pp == 1, ov.serving_non_torch_tp1_bytes, ov.serving_non_torch_multi_bytes)
-    mem_s = np.array([sh.gpu.memory_bytes for sh in shapes], dtype=np.float64)
-    budget_l = np.ceil(mem_s[lay.shape] * w.gpu_memory_utilization)
-
-    # ---- per (layout, kv): KV bytes per sequence factor (exact form of memory.kv_cache_bytes)
-    slots = _token_slots(model, ctx, w.block_size_tokens)
-    n_layers = max(1, model.num_layers)
-    # recurrent state per sequence (bytes, all layers): memory.recurrent_state_bytes in array form
-    state_seq = model.state_bytes_per_sequence(mm.STATE_BYTES_PER_VALUE)
-    values_l = _per_value(lay.tp, lambda tp: mm.kv_values_per_token_per_gpu(model, tp=tp))
-    stage_l = _per_value(lay.pp, lambda pp: mm.stage_layers(model.num_layers, pp))
-    bpv_k = np.array([KV_CACHE_DTYPES[k] for k in kvs], dtype=np.int64)
-    cached = prompt + spec.output_tokens // 2
-    read_slots = _token_slots(model, cached, 1)
-
-    # ---- the grid (layout, weights, kv, concurrency): each term on the axes it depends on, numpy broadcasting
-    # the rest (the same operations per element, on fewer elements), widened to the full grid when returned
-    shape4 = (n_l, n_w, n_k, n_c)
-    conc = np.array(concs, dtype=np.int64)[None, None, None, :]
-    dp4 = lay.dp[:, None, None, None]
-    per_replica = -(-conc // dp4)
-    slot_bytes = (slots * values_l)[:, None, None, None] * bpv_k[None, None, :, None]
-    kv4 = np.ceil(slot_bytes * per_replica * stage_l[:, None, None, None] / n_layers)
-    if state_seq:
-        kv4 = kv4 + np.ceil(state_seq * per_replica * stage_l[:, None, None, None]
-                            / (lay.tp[:, None, None, None] * n_layers))
-    weights4 = weights_lw[:, :, None, None]
-    other4 = (act_l + non_torch_l)[:, None, None, None]
-    total4 = weights4 + kv4 + other4
-    fits4 = total4 <= budget_l[:, None, None, None]
-    if progress:
-        progress(total // 2, total)
-
-    # ---- speed (speed.serving.decode_step in array form, steady state: B decodes + B*I/O prefill tokens)
-    cal = calibrated(spec.efficiencies)
-    stacks = [cal.stack(sh.gpu) for sh in shapes]
-    mbu_l = np.array([k.decode_mbu for k in stacks])[lay.shape][:, None, None, None]
-    # per (shape, format): the serving efficiency scaled for FP8/FP4 products, as speed.serving does
-    mm_eff_sw = np.array([[k.serve_matmul_efficiency * cal.low_precision_ratio(sh.gpu, peak_for(sh.gpu, p).precision)
-                           for p in precisions] for sh, k in zip(shapes, stacks, strict=True)])
-    half_l = np.array([k.serve_matmul_half_width for k in stacks])[lay.shape]
-    width_l = model.hidden_size / lay.tp
-    mm_eff_l = (mm_eff_sw[lay.shape] * (width_l / (width_l + half_l))[:, None])[:, :, None, None]
-    att_eff_l = np.array([k.attention_efficiency for k in stacks])[lay.shape][:, None, None, None]
-    # fixed cost per pipeline tick: the step's, and the launches of the stage's layers (speed.serving)
-    fixed_l = (np.array([k.per_step_s for k in stacks])[lay.shape]
-               + model.num_layers / lay.pp * np.array([k.per_layer_step_s for k in stacks])[lay.shape])
-    bf16_l = np.array([peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[lay.shape][:, None, None, None]
-    kv_read = (read_slots * values_l)[:, None, None, None] * bpv_k[None, None, :, None] * stage_l[:, None, None, None] / n_layers
-    if state_seq:
-        kv_read = kv_read + np.ceil(state_seq * 1 * stage_l[:, None, None, None] / (lay.tp[:, None, None, None] * n_layers))
-    out_tokens = spec.output_tokens if spec.output_tokens else 256
-    batch = per_replica.astype(np.float64)
-    bw_mem = np.array([sh.gpu.memory_bandwidth_bytes_per_s for sh in shapes])[lay.shape][:, None, None, None]
-    peak4 = peak_sw[lay.shape][:, :, None, None]
-    tp4 = lay.tp[:, None, None, None]
-    pp4 = lay.pp[:, None, None, None]
-    split = (tp4 * pp4).astype(np.float64)
-    p_matmul = 2.0 * forward_matmul_params(model)
-    knee_l = np.array([k.roofline_exponent for k in stacks])[lay.shape][:, None, None, None]
-    inv_knee_l = 1.0 / knee_l
-    attn_dec = attention_flops_per_token(model, 2 * cached, causal=True)
-    attn_pre = attention_flops_per_token(model, prompt, causal=True)
-    bw_l, lat_l = _links(shapes, lay)
-    ew_l = np.array([k.elementwise_bytes_per_hidden / 3.0 for k in stacks])[lay.shape][:, None, None, None]
-    per_token_ew = model.num_layers / pp4 * ew_l * model.hidden_size / tp4 / bw_mem
-    routed = routed_share_per_gpu(model, tp=1, ep=1)  # every layout the sweep tries splits experts with TP
-    # a MoE's routed-expert products slow down with few tokens per expert (speed.serving.expert_rows_factor)
-    expert_share, route_share = moe_product_shares(model)
-    half_tokens_l = np.array([k.moe_expert_half_tokens for k in stacks])[lay.shape][:, None, None, None]
-
-    pp_bw_l, pp_lat_l = _links(shapes, lay, lay.tp * lay.pp, network=False)
-    pp_bw4, pp_lat4 = pp_bw_l[:, None, None, None], pp_lat_l[:, None, None, None]
-
-    def tick_of(decode: npt.NDArray[Any], prefill: npt.NDArray[Any] | float) -> npt.NDArray[Any]:
-        """speed.serving._tick over the grid: one micro-batch of ``decode`` sequences and ``prefill`` prompt tokens
-        through one pipeline stage."""
-        tokens = decode + prefill
-        weights_read = weights4
-        frac: npt.NDArray[Any] | float = 1.0
-        if model.moe is not None and model.params_total:
-            frac = 1.0 - (1.0 - model.moe.experts_per_token / model.moe.num_experts) ** np.maximum(tokens, 1.0)
-            weights_read = weights4 * (1 - routed + routed * frac)
-        memory_s = weights_read / (bw_mem * mbu_l)
-        compute_s = tokens * p_matmul / split / (peak4 * mm_eff_l)
-        if expert_share:  # the rows of each expert the step touches
-            rows = tokens * route_share / frac
-            compute_s = compute_s * np.where(rows > 0, 1.0 + expert_share * half_tokens_l / np.where(rows > 0, rows, 1.0),
-                                             1.0)
-        big = np.maximum(memory_s, compute_s)
-        small = np.minimum(memory_s, compute_s)
-        safe = np.where(big > 0, big, 1.0)
-        # soft_roofline: the larger part over itself is exactly 1, so (m/big)^p + (c/big)^p = 1 + (small/big)^p
-        weights_s = np.where(small > 0, big * (1.0 + (small / safe) ** knee_l) ** inv_knee_l, big)
-        attention_s = np.maximum(decode * kv_read / (bw_mem * mbu_l),
-                                 (decode * attn_dec + prefill * attn_pre) / split / (bf16_l * att_eff_l))
-        message = tokens * model.hidden_size * ACTIVATION_BYTES
-        comm = 2 * model.num_layers / pp4 * _allreduce_array(message, tp4, bw_l[:, None, None, None],
-                                                             lat_l[:, None, None, None], cal)
-        p2p = np.where((pp4 > 1) & (message > 0), pp_lat4 + message / (pp_bw4 * cal.link_efficiency), 0.0)
-        return np.asarray(fixed_l[:, None, None, None] + weights_s + attention_s + tokens * per_token_ew + comm + p2p)
-
-    def step_of(decode: npt.NDArray[Any], prefill: npt.NDArray[Any] | float, one_chunk: bool = False,
-                first_token: bool = False) -> npt.NDArray[Any]:
-        """speed.serving._step over the grid: up to ``pp`` micro-batches, one per stage each tick; a cycle is the
-        larger of a stage's work on all of them and one micro-batch's way through every stage. ``one_chunk``: the
-        prompt tokens are one prompt's chunk, in one micro-batch."""
-        groups = np.where(pp4 > 1, np.minimum(pp4, np.maximum(1.0, decode)), 1.0)
-        each = decode / groups
-        if not one_chunk:
-            return np.asarray(pp4 * tick_of(each, prefill / groups))
-        heavy, light = tick_of(each, prefill), tick_of(each, 0.0)
-        through = pp4 * heavy if first_token else pp4 * light + (heavy - light)
-        staged = np.maximum((groups - 1.0) * light + heavy, through)
-        return np.asarray(np.where(pp4 > 1, staged, heavy))
-
-    # steady state (speed.serving._steady): B*I/O prompt tokens a step, spread over every step when they fill a
-    # chunk, else whole chunks (up to the step's token budget) in that share of the steps
-    budget_tokens = np.array([engine_limits(w, large_gpu=sh.gpu.memory_bytes >= 70 * GIB)[0]
-                              for sh in shapes])[lay.shape][:, None, None, None]
-    prefill_avg = batch * prompt / out_tokens
-    chunk = np.maximum(1.0, np.minimum(float(prompt), budget_tokens - np.floor(batch)))
-    share = prefill_avg / chunk
-    spread = step_of(batch, prefill_avg)
-    mixed = share * step_of(batch, chunk, one_chunk=True) + (1.0 - share) * step_of(batch, 0.0)
-    step = np.where(share >= 1.0, spread, mixed)
-    per_user = 1.0 / step
-    total_tps = conc / step
-    # time to first token: the prompt's chunks, each sharing a step with the other running sequences
-    others = (batch - 1.0)
-    room = np.maximum(1.0, budget_tokens - others)
-    first_chunk = np.minimum(float(prompt), room)
-    chunks = np.ceil(prompt / room)
-    ttft = chunks * step_of(others, first_chunk, one_chunk=True, first_token=True)
-    nan4 = np.full(shape4, np.nan)
-    columns = {
-        "weights_bytes": weights4, "kv_cache_bytes": kv4, "activations_bytes": act_l[:, None, None, None],
-        "other_bytes": non_torch_l[:, None, None, None], "per_gpu_total_bytes": total4,
-        "budget_bytes": budget_l[:, None, None, None], "fits": fits4, "concurrency": conc, "prefill_s": ttft,
-        "decode_tokens_per_s_per_user": per_user, "decode_tokens_per_s_total": total_tps,
-        "train_tokens_per_s": nan4, "train_time_s": nan4,
-    }
-    return {name: np.broadcast_to(values, shape4) for name, values in columns.items()}
-
-
 # -------------------------------------------------------------------------------------- training
 
 
@@ -579,7 +336,7 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         cols = _training(model, shapes, spec, lay, weights, progress)
         inner = len(weights)
     else:
-        cols = _inference(model, shapes, spec, lay, weights, kvs, concs, ctx, prompt, progress)
+        cols = serving_columns(model, shapes, spec, lay, weights, kvs, concs, ctx, prompt, progress)
         inner = len(weights) * len(kvs) * len(concs)
     n = len(lay) * inner
     flat: dict[str, npt.NDArray[Any]] = {}

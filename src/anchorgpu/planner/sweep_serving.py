@@ -1,0 +1,351 @@
+"""The serving part of the catalog sweep (:mod:`anchorgpu.planner.sweep`): memory and speed of every layout x
+weight format x KV-cache dtype x concurrency, in numpy.
+
+Memory follows :func:`anchorgpu.planner.plan` (per-model constants from the scalar functions of
+:mod:`anchorgpu.planner.memory`, once per distinct value), speed :mod:`anchorgpu.planner.speed.serving` in
+array form; ``tests/recommend`` holds both to the scalar functions.
+
+Inside, the grid's axes run (weights, kv, concurrency, layout): the layouts, by far the longest axis, last, so
+numpy's inner loops run along them. Each term lives on the axes it depends on (per layout ``(L,)``, per
+concurrency and layout ``(C, L)``, per KV dtype ``(K, 1, L)``, per weight format ``(W, 1, 1, L)``) and numpy
+broadcasts the rest: the same operations per element as on the full grid, on fewer elements. The columns
+returned are views in the sweep's order (layout, weights, kv, concurrency).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.planner import memory as mm
+from anchorgpu.planner.formats import ModelParts, format_for_model, model_weight_parts
+from anchorgpu.planner.inputs import KV_CACHE_DTYPES, Workload, engine_limits
+from anchorgpu.planner.speed.calibration import Calibration, StackConstants, calibrated
+from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_matmul_params
+from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, peak_for, tp_link
+from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
+from anchorgpu.units import GIB
+
+if TYPE_CHECKING:
+    from anchorgpu.planner.sweep import HardwareShape, SweepSpec, _Layouts
+
+__all__ = ["serving_columns"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+Array = npt.NDArray[Any]
+Progress = Callable[[int, int], None]
+
+
+def _token_slots(model: ModelSpec, context_tokens: int, block_size: int) -> int:
+    """KV token slots summed over the attention layers, paged and window-capped: the inner sum of
+    :func:`anchorgpu.planner.memory.kv_cache_bytes` (layers grouped by their window)."""
+    windows = model.attention_windows
+    return sum(count * math.ceil((context_tokens if w is None else min(context_tokens, w)) / block_size) * block_size
+               for w, count in Counter(windows).items())
+
+
+@lru_cache(maxsize=128)
+def _weight_parts(model: ModelSpec, weights_format: str) -> ModelParts:
+    """:func:`anchorgpu.planner.formats.model_weight_parts`, once per (model, format): models are frozen."""
+    return model_weight_parts(model, format_for_model(model, weights_format))
+
+
+def _allreduce_array(message_bytes: FloatArray, ranks: IntArray, bw: FloatArray, latency: FloatArray,
+                     cal: Calibration) -> FloatArray:
+    """:func:`anchorgpu.planner.speed.links.allreduce_s` over arrays."""
+    ranks_f = ranks.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = latency + 2.0 * (ranks_f - 1) / ranks_f * message_bytes / (bw * cal.link_efficiency)
+    return np.where((ranks > 1) & (message_bytes > 0), t, 0.0)
+
+
+def _per_value(keys: IntArray, fn: Callable[[int], float]) -> IntArray:
+    """``fn`` applied once per distinct key, mapped back onto ``keys``."""
+    unique, inverse = np.unique(keys, return_inverse=True)
+    return np.array([fn(int(k)) for k in unique.tolist()], dtype=np.int64)[inverse]
+
+
+def _links(shapes: Sequence[HardwareShape], lay: _Layouts, ranks: IntArray | None = None,
+           network: bool = True) -> tuple[FloatArray, FloatArray]:
+    """Per layout row: one-direction bandwidth and latency of the link a group of ``ranks`` adjacent GPUs
+    crosses (default the TP group; one lookup per shape and group size)."""
+    group = lay.tp if ranks is None else ranks
+    key = lay.shape * 65536 + group
+    unique, inverse = np.unique(key, return_inverse=True)
+    bw = np.empty(unique.size)
+    lat = np.empty(unique.size)
+    for i, k in enumerate(unique.tolist()):
+        shape = shapes[k // 65536]
+        link = tp_link(shape.gpu, k % 65536, gpus_per_server=shape.gpus_per_server,
+                       network_bytes_per_s=shape.network_bytes_per_s if network else None)
+        bw[i], lat[i] = link.bytes_per_s, link.latency_s
+    return bw[inverse], lat[inverse]
+
+
+def _soft_roofline(big: FloatArray, small: FloatArray, knee: FloatArray, inv_knee: FloatArray) -> FloatArray:
+    """``speed.serving.soft_roofline`` over arrays: ``big * (1 + (small / big) ** knee) ** (1 / knee)``, ``big`` where
+    ``small`` is not positive (and ``big`` counted as 1 where it is 0). The masks are skipped when every ``small``
+    is positive (then so is every ``big``), the usual case; where they are not, the same value is put back."""
+    positive = small > 0
+    if positive.all():
+        return np.asarray(big * (1.0 + (small / big) ** knee) ** inv_knee)
+    out = np.asarray(big * (1.0 + (small / np.where(big > 0, big, 1.0)) ** knee) ** inv_knee)
+    np.copyto(out, big, where=~positive)
+    return out
+
+
+def _per_format(values_lw: FloatArray) -> FloatArray:
+    """A (layout, format) table as ``(W, 1, 1, L)``, in that memory order (so results computed from it keep the
+    layouts innermost: numpy gives a result the memory order of its inputs)."""
+    return np.ascontiguousarray(values_lw.T)[:, None, None, :]
+
+
+def _weights_per_gpu(model: ModelSpec, lay: _Layouts, weights: tuple[str, ...]) -> FloatArray:
+    """Weight bytes per GPU, ``(W, 1, 1, L)``: the scalar :func:`memory.shard_share` once per (format, TP, PP)."""
+    try:
+        parts = [_weight_parts(model, name) for name in weights]
+    except TypeError:  # a model record that cannot be hashed: compute without the cache
+        parts = [model_weight_parts(model, format_for_model(model, name)) for name in weights]
+    tp_pp, tp_pp_row = np.unique(lay.tp * 4096 + lay.pp, return_inverse=True)
+    weights_uw = np.array([[mm.shard_share(part, tp=key // 4096, pp=key % 4096, ep=1) for part in parts]
+                           for key in tp_pp.tolist()], dtype=np.float64)
+    return _per_format(weights_uw[tp_pp_row])
+
+
+def _peaks(shapes: Sequence[HardwareShape], precisions: Sequence[str]) -> FloatArray:
+    """Per (shape, format): the compute peak of the format's precision; one lookup per GPU and precision."""
+    distinct = sorted(set(precisions))
+    peaks: dict[str, list[float]] = {}  # shapes share GPUs
+    for sh in shapes:
+        if sh.gpu.name not in peaks:
+            by_precision = {p: peak_for(sh.gpu, p).flops_per_s for p in distinct}
+            peaks[sh.gpu.name] = [by_precision[p] for p in precisions]
+    return np.array([peaks[sh.gpu.name] for sh in shapes])
+
+
+@dataclass(frozen=True, slots=True)
+class _Memory:
+    """Memory per GPU of every configuration (bytes), on the axes each part depends on."""
+
+    weights: FloatArray  # (W, 1, 1, L)
+    kv_cache: FloatArray  # (K, C, L)
+    activations: FloatArray  # (L,)
+    other: Array  # (L,) non-torch (as the overheads give it)
+    budget: FloatArray  # (L,)
+
+
+def _memory(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
+            weights: tuple[str, ...], kv: _KvFactors, per_replica: IntArray) -> _Memory:
+    """Weights, KV cache, activations (vLLM's profile run), non-torch and the budget, as plan() sizes them."""
+    w, ov = spec.workload, spec.overheads
+    large = np.array([sh.gpu.memory_bytes >= 70 * GIB for sh in shapes], dtype=np.int64)[lay.shape]
+
+    def activation(key: int) -> int:  # vLLM defaults by GPU size, as plan() resolves them
+        tp, big = key // 2, bool(key % 2)
+        tokens, seqs = engine_limits(w, large_gpu=big)
+        return (mm.prefill_activation_bytes(model, tokens=tokens, tp=tp)
+                + mm.sampler_activation_bytes(sequences=min(tokens, seqs), vocab=model.vocab_size))
+
+    act_l = _per_value(lay.tp * 2 + large, activation).astype(np.float64)
+    non_torch_l = np.where(lay.tp * lay.pp == 1, ov.serving_non_torch_tp1_bytes, ov.serving_non_torch_multi_bytes)
+    mem_s = np.array([sh.gpu.memory_bytes for sh in shapes], dtype=np.float64)
+    budget_l = np.ceil(mem_s[lay.shape] * w.gpu_memory_utilization)
+    # the exact form of memory.kv_cache_bytes, then the recurrent state (memory.recurrent_state_bytes)
+    kv_kcl = np.ceil(kv.slot_bytes * per_replica * kv.stage_layers / kv.n_layers)
+    if kv.state_per_sequence:
+        kv_kcl = kv_kcl + np.ceil(kv.state_per_sequence * per_replica * kv.stage_layers / (lay.tp * kv.n_layers))
+    return _Memory(weights=_weights_per_gpu(model, lay, weights), kv_cache=kv_kcl, activations=act_l,
+                   other=non_torch_l, budget=budget_l)
+
+
+@dataclass(frozen=True, slots=True)
+class _KvFactors:
+    """Per (KV dtype, layout): bytes per sequence of the whole context and of the cached tokens a decode reads."""
+
+    slot_bytes: IntArray  # (K, 1, L): context slots x values per token per GPU x bytes per value
+    read_bytes: IntArray  # (K, 1, L): the same for the tokens a decode step reads
+    stage_layers: IntArray  # (L,)
+    n_layers: int
+    state_per_sequence: int | float  # recurrent state (bytes, all layers), 0 without one
+
+
+def _kv_factors(model: ModelSpec, spec: SweepSpec, lay: _Layouts, kvs: tuple[str, ...], ctx: int,
+                prompt: int) -> _KvFactors:
+    values_l = _per_value(lay.tp, lambda tp: mm.kv_values_per_token_per_gpu(model, tp=tp))
+    bpv_k = np.array([KV_CACHE_DTYPES[k] for k in kvs], dtype=np.int64)[:, None, None]
+    slots = _token_slots(model, ctx, spec.workload.block_size_tokens)
+    read_slots = _token_slots(model, prompt + spec.output_tokens // 2, 1)
+    return _KvFactors(slot_bytes=(slots * values_l) * bpv_k, read_bytes=(read_slots * values_l) * bpv_k,
+                      stage_layers=_per_value(lay.pp, lambda pp: mm.stage_layers(model.num_layers, pp)),
+                      n_layers=max(1, model.num_layers),
+                      state_per_sequence=model.state_bytes_per_sequence(mm.STATE_BYTES_PER_VALUE))
+
+
+class _Ticks:
+    """speed.serving's pipeline tick and step over the grid, with every per-layout constant looked up once."""
+
+    def __init__(self, model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
+                 weights: tuple[str, ...], kv: _KvFactors, weights_wl: FloatArray, prompt: int) -> None:
+        cal = calibrated(spec.efficiencies)
+        stacks = [cal.stack(sh.gpu) for sh in shapes]
+        s = lay.shape
+
+        def per_layout(field: Callable[[StackConstants], float]) -> FloatArray:
+            return np.array([field(k) for k in stacks])[s]
+
+        precisions = [compute_precision_for_weights(name) for name in weights]
+        self.model, self.cal = model, cal
+        self.weights = weights_wl
+        self.mbu = per_layout(lambda k: k.decode_mbu)
+        self.bw_mem = np.array([sh.gpu.memory_bandwidth_bytes_per_s for sh in shapes])[s]
+        # per (shape, format): the serving efficiency scaled for FP8/FP4 products, as speed.serving does
+        mm_eff_sw = np.array([[k.serve_matmul_efficiency * cal.low_precision_ratio(sh.gpu, peak_for(sh.gpu, p).precision)
+                               for p in precisions] for sh, k in zip(shapes, stacks, strict=True)])
+        width_l = model.hidden_size / lay.tp
+        half_l = per_layout(lambda k: k.serve_matmul_half_width)
+        self.mm_eff = _per_format(mm_eff_sw[s] * (width_l / (width_l + half_l))[:, None])
+        self.peak = _per_format(_peaks(shapes, precisions)[s])
+        self.att_eff = per_layout(lambda k: k.attention_efficiency)
+        # fixed cost per pipeline tick: the step's, and the launches of the stage's layers (speed.serving)
+        self.fixed = per_layout(lambda k: k.per_step_s) + model.num_layers / lay.pp * per_layout(lambda k: k.per_layer_step_s)
+        self.bf16 = np.array([peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[s]
+        kv_read = kv.read_bytes * kv.stage_layers / kv.n_layers
+        if kv.state_per_sequence:
+            kv_read = kv_read + np.ceil(kv.state_per_sequence * 1 * kv.stage_layers / (lay.tp * kv.n_layers))
+        self.kv_read = kv_read
+        self.tp, self.pp = lay.tp, lay.pp
+        self.split = (lay.tp * lay.pp).astype(np.float64)
+        self.p_matmul = 2.0 * forward_matmul_params(model)
+        self.knee = per_layout(lambda k: k.roofline_exponent)
+        self.inv_knee = 1.0 / self.knee
+        cached = prompt + spec.output_tokens // 2
+        self.attn_dec = attention_flops_per_token(model, 2 * cached, causal=True)
+        self.attn_pre = attention_flops_per_token(model, prompt, causal=True)
+        self.bw, self.lat = _links(shapes, lay)
+        ew_l = per_layout(lambda k: k.elementwise_bytes_per_hidden / 3.0)
+        self.per_token_ew = model.num_layers / lay.pp * ew_l * model.hidden_size / lay.tp / self.bw_mem
+        self.routed = routed_share_per_gpu(model, tp=1, ep=1)  # every layout the sweep tries splits experts with TP
+        # a MoE's routed-expert products slow down with few tokens per expert (speed.serving.expert_rows_factor)
+        self.expert_share, self.route_share = moe_product_shares(model)
+        self.half_tokens = per_layout(lambda k: k.moe_expert_half_tokens)
+        self.pp_bw, self.pp_lat = _links(shapes, lay, lay.tp * lay.pp, network=False)
+
+    def tick(self, decode: FloatArray, prefill: FloatArray | float) -> FloatArray:
+        """speed.serving._tick: one micro-batch of ``decode`` sequences and ``prefill`` prompt tokens (``(C, L)``)
+        through one pipeline stage, ``(W, K, C, L)``."""
+        model = self.model
+        tokens = decode + prefill
+        weights_read = self.weights
+        frac: FloatArray | float = 1.0
+        if model.moe is not None and model.params_total:
+            frac = 1.0 - (1.0 - model.moe.experts_per_token / model.moe.num_experts) ** np.maximum(tokens, 1.0)
+            weights_read = self.weights * (1 - self.routed + self.routed * frac)
+        memory_s = weights_read / (self.bw_mem * self.mbu)
+        compute_s = tokens * self.p_matmul / self.split / (self.peak * self.mm_eff)
+        if self.expert_share:  # the rows of each expert the step touches
+            rows = tokens * self.route_share / frac
+            compute_s = compute_s * np.where(
+                rows > 0, 1.0 + self.expert_share * self.half_tokens / np.where(rows > 0, rows, 1.0), 1.0)
+        weights_s = _soft_roofline(np.maximum(memory_s, compute_s), np.minimum(memory_s, compute_s), self.knee,
+                                   self.inv_knee)
+        attention_s = np.maximum(decode * self.kv_read / (self.bw_mem * self.mbu),
+                                 (decode * self.attn_dec + prefill * self.attn_pre) / self.split
+                                 / (self.bf16 * self.att_eff))
+        message = tokens * model.hidden_size * ACTIVATION_BYTES
+        comm = 2 * model.num_layers / self.pp * _allreduce_array(message, self.tp, self.bw, self.lat, self.cal)
+        p2p = np.where((self.pp > 1) & (message > 0), self.pp_lat + message / (self.pp_bw * self.cal.link_efficiency),
+                       0.0)
+        total = self.fixed + weights_s + attention_s
+        total += tokens * self.per_token_ew
+        total += comm
+        total += p2p
+        return total
+
+    def groups(self, decode: FloatArray) -> FloatArray:
+        """Micro-batches a step's ``decode`` sequences are split into: up to ``pp``, one per stage each tick."""
+        return np.where(self.pp > 1, np.minimum(self.pp, np.maximum(1.0, decode)), 1.0)
+
+    def step(self, decode: FloatArray, prefill: FloatArray | float) -> FloatArray:
+        """speed.serving._step with the prompt tokens spread over the micro-batches."""
+        groups = self.groups(decode)
+        return np.asarray(self.pp * self.tick(decode / groups, prefill / groups))
+
+    def chunk_ticks(self, decode: FloatArray, prefill: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """(micro-batches, the tick that carries one prompt's chunk, a tick without it): ``prefill`` is one prompt's
+        chunk, in one micro-batch."""
+        groups = self.groups(decode)
+        each = decode / groups
+        return groups, self.tick(each, prefill), self.tick(each, 0.0)
+
+    def chunk_step(self, groups: FloatArray, heavy: FloatArray, light: FloatArray,
+                   first_token: bool = False) -> FloatArray:
+        """speed.serving._step with one prompt's chunk: a cycle is the larger of a stage's work on all the
+        micro-batches and one micro-batch's way through every stage."""
+        through = self.pp * heavy if first_token else self.pp * light + (heavy - light)
+        staged = np.maximum((groups - 1.0) * light + heavy, through)
+        return np.asarray(np.where(self.pp > 1, staged, heavy))
+
+
+def _speed(ticks: _Ticks, budget_tokens: FloatArray, batch: FloatArray, prompt: int,
+           out_tokens: int) -> tuple[FloatArray, FloatArray]:
+    """(step seconds at the steady state, time to first token), ``(W, K, C, L)``.
+
+    Steady state (speed.serving._steady): B*I/O prompt tokens a step, spread over every step when they fill a
+    chunk, else whole chunks (up to the step's token budget) in that share of the steps; a step without a chunk
+    is the chunk step's light tick. Time to first token: the prompt's chunks, each sharing a step with the other
+    running sequences."""
+    prefill_avg = batch * prompt / out_tokens
+    chunk = np.maximum(1.0, np.minimum(float(prompt), budget_tokens - np.floor(batch)))
+    share = prefill_avg / chunk
+    spread = ticks.step(batch, prefill_avg)
+    groups, heavy, light = ticks.chunk_ticks(batch, chunk)
+    mixed = share * ticks.chunk_step(groups, heavy, light) + (1.0 - share) * (ticks.pp * light)
+    step = np.where(share >= 1.0, spread, mixed)
+    others = batch - 1.0
+    room = np.maximum(1.0, budget_tokens - others)
+    first_chunk = np.minimum(float(prompt), room)
+    chunks = np.ceil(prompt / room)
+    groups, heavy, light = ticks.chunk_ticks(others, first_chunk)
+    return step, chunks * ticks.chunk_step(groups, heavy, light, first_token=True)
+
+
+def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
+                    weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...], ctx: int, prompt: int,
+                    progress: Progress | None) -> dict[str, Array]:
+    """Every serving result column of the sweep, each broadcast to (layout, weights, kv, concurrency)."""
+    w: Workload = spec.workload
+    n_l, n_w, n_k, n_c = len(lay), len(weights), len(kvs), len(concs)
+    total = n_l * n_w * n_k * n_c
+    if progress:
+        progress(total // 4, total)
+    conc = np.array(concs, dtype=np.int64)[:, None]
+    per_replica = -(-conc // lay.dp)  # (C, L)
+    kv = _kv_factors(model, spec, lay, kvs, ctx, prompt)
+    mem = _memory(model, shapes, spec, lay, weights, kv, per_replica)
+    total_b = mem.weights + mem.kv_cache + (mem.activations + mem.other)
+    fits = total_b <= mem.budget
+    if progress:
+        progress(total // 2, total)
+    ticks = _Ticks(model, shapes, spec, lay, weights, kv, mem.weights, prompt)
+    budget_tokens = np.array([engine_limits(w, large_gpu=sh.gpu.memory_bytes >= 70 * GIB)[0]
+                              for sh in shapes])[lay.shape]
+    step, ttft = _speed(ticks, budget_tokens, per_replica.astype(np.float64), prompt,
+                        spec.output_tokens if spec.output_tokens else 256)
+    nan = np.full(1, np.nan)
+    columns = {
+        "weights_bytes": mem.weights, "kv_cache_bytes": mem.kv_cache, "activations_bytes": mem.activations,
+        "other_bytes": mem.other, "per_gpu_total_bytes": total_b, "budget_bytes": mem.budget, "fits": fits,
+        "concurrency": conc, "prefill_s": ttft, "decode_tokens_per_s_per_user": 1.0 / step,
+        "decode_tokens_per_s_total": conc / step, "train_tokens_per_s": nan, "train_time_s": nan,
+    }
+    inner = (n_w, n_k, n_c, n_l)
+    return {name: np.broadcast_to(values, inner).transpose(3, 0, 1, 2) for name, values in columns.items()}
