@@ -92,14 +92,18 @@ def _links(shapes: Sequence[HardwareShape], lay: _Layouts, ranks: IntArray | Non
 
 
 def _soft_roofline(big: FloatArray, small: FloatArray, knee: FloatArray, inv_knee: FloatArray) -> FloatArray:
-    """``speed.serving.soft_roofline`` over arrays: ``big * (1 + (small / big) ** knee) ** (1 / knee)``, ``big`` where
-    ``small`` is not positive (and ``big`` counted as 1 where it is 0). The masks are skipped when every ``small``
-    is positive (then so is every ``big``), the usual case; where they are not, the same value is put back."""
+    """``speed.serving.soft_roofline`` over arrays, written over ``small``: ``big * (1 + (small / big) ** knee) **
+    (1 / knee)``, ``big`` where ``small`` is not positive (``big`` counted as 1 where it is 0). The masks are
+    skipped when every ``small`` is positive (then so is every ``big``), the usual case."""
     positive = small > 0
-    if positive.all():
-        return np.asarray(big * (1.0 + (small / big) ** knee) ** inv_knee)
-    out = np.asarray(big * (1.0 + (small / np.where(big > 0, big, 1.0)) ** knee) ** inv_knee)
-    np.copyto(out, big, where=~positive)
+    every = bool(positive.all())
+    out = np.divide(small, big if every else np.where(big > 0, big, 1.0), out=small)
+    np.power(out, knee, out=out)
+    out += 1.0
+    np.power(out, inv_knee, out=out)
+    out *= big
+    if not every:
+        np.copyto(out, big, where=~positive)
     return out
 
 
@@ -205,19 +209,20 @@ class _Ticks:
         precisions = [compute_precision_for_weights(name) for name in weights]
         self.model, self.cal = model, cal
         self.weights = weights_wl
-        self.mbu = per_layout(lambda k: k.decode_mbu)
         self.bw_mem = np.array([sh.gpu.memory_bandwidth_bytes_per_s for sh in shapes])[s]
+        self.bw_mbu = self.bw_mem * per_layout(lambda k: k.decode_mbu)  # the bandwidth a decode step reaches
+        self.memory_s = weights_wl / self.bw_mbu  # reading the weights (a MoE: the experts a step touches, per tick)
         # per (shape, format): the serving efficiency scaled for FP8/FP4 products, as speed.serving does
         mm_eff_sw = np.array([[k.serve_matmul_efficiency * cal.low_precision_ratio(sh.gpu, peak_for(sh.gpu, p).precision)
                                for p in precisions] for sh, k in zip(shapes, stacks, strict=True)])
         width_l = model.hidden_size / lay.tp
         half_l = per_layout(lambda k: k.serve_matmul_half_width)
-        self.mm_eff = _per_format(mm_eff_sw[s] * (width_l / (width_l + half_l))[:, None])
-        self.peak = _per_format(_peaks(shapes, precisions)[s])
-        self.att_eff = per_layout(lambda k: k.attention_efficiency)
+        mm_eff = _per_format(mm_eff_sw[s] * (width_l / (width_l + half_l))[:, None])
+        self.peak_eff = _per_format(_peaks(shapes, precisions)[s]) * mm_eff  # the products' achieved peak
         # fixed cost per pipeline tick: the step's, and the launches of the stage's layers (speed.serving)
         self.fixed = per_layout(lambda k: k.per_step_s) + model.num_layers / lay.pp * per_layout(lambda k: k.per_layer_step_s)
-        self.bf16 = np.array([peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[s]
+        bf16 = np.array([peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[s]
+        self.attention_rate = bf16 * per_layout(lambda k: k.attention_efficiency)
         kv_read = kv.read_bytes * kv.stage_layers / kv.n_layers
         if kv.state_per_sequence:
             kv_read = kv_read + np.ceil(kv.state_per_sequence * 1 * kv.stage_layers / (lay.tp * kv.n_layers))
@@ -241,30 +246,29 @@ class _Ticks:
 
     def tick(self, decode: FloatArray, prefill: FloatArray | float) -> FloatArray:
         """speed.serving._tick: one micro-batch of ``decode`` sequences and ``prefill`` prompt tokens (``(C, L)``)
-        through one pipeline stage, ``(W, K, C, L)``."""
+        through one pipeline stage, ``(W, K, C, L)``: a new array (the terms on their own axes, summed in place)."""
         model = self.model
         tokens = decode + prefill
-        weights_read = self.weights
+        memory_s = self.memory_s
         frac: FloatArray | float = 1.0
         if model.moe is not None and model.params_total:
             frac = 1.0 - (1.0 - model.moe.experts_per_token / model.moe.num_experts) ** np.maximum(tokens, 1.0)
-            weights_read = self.weights * (1 - self.routed + self.routed * frac)
-        memory_s = weights_read / (self.bw_mem * self.mbu)
-        compute_s = tokens * self.p_matmul / self.split / (self.peak * self.mm_eff)
+            memory_s = self.weights * (1 - self.routed + self.routed * frac) / self.bw_mbu
+        compute_s = tokens * self.p_matmul / self.split / self.peak_eff
         if self.expert_share:  # the rows of each expert the step touches
             rows = tokens * self.route_share / frac
-            compute_s = compute_s * np.where(
-                rows > 0, 1.0 + self.expert_share * self.half_tokens / np.where(rows > 0, rows, 1.0), 1.0)
-        weights_s = _soft_roofline(np.maximum(memory_s, compute_s), np.minimum(memory_s, compute_s), self.knee,
-                                   self.inv_knee)
-        attention_s = np.maximum(decode * self.kv_read / (self.bw_mem * self.mbu),
-                                 (decode * self.attn_dec + prefill * self.attn_pre) / self.split
-                                 / (self.bf16 * self.att_eff))
+            compute_s *= np.where(rows > 0, 1.0 + self.expert_share * self.half_tokens / np.where(rows > 0, rows, 1.0),
+                                  1.0)
+        big = np.maximum(memory_s, compute_s)
+        weights_s = _soft_roofline(big, np.minimum(memory_s, compute_s, out=compute_s), self.knee, self.inv_knee)
+        weights_s += self.fixed
+        attention_s = np.maximum(decode * self.kv_read / self.bw_mbu,
+                                 (decode * self.attn_dec + prefill * self.attn_pre) / self.split / self.attention_rate)
         message = tokens * model.hidden_size * ACTIVATION_BYTES
         comm = 2 * model.num_layers / self.pp * _allreduce_array(message, self.tp, self.bw, self.lat, self.cal)
         p2p = np.where((self.pp > 1) & (message > 0), self.pp_lat + message / (self.pp_bw * self.cal.link_efficiency),
                        0.0)
-        total = self.fixed + weights_s + attention_s
+        total = weights_s + attention_s
         total += tokens * self.per_token_ew
         total += comm
         total += p2p
@@ -277,7 +281,9 @@ class _Ticks:
     def step(self, decode: FloatArray, prefill: FloatArray | float) -> FloatArray:
         """speed.serving._step with the prompt tokens spread over the micro-batches."""
         groups = self.groups(decode)
-        return np.asarray(self.pp * self.tick(decode / groups, prefill / groups))
+        step = self.tick(decode / groups, prefill / groups)
+        step *= self.pp
+        return step
 
     def chunk_ticks(self, decode: FloatArray, prefill: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
         """(micro-batches, the tick that carries one prompt's chunk, a tick without it): ``prefill`` is one prompt's
@@ -288,34 +294,55 @@ class _Ticks:
 
     def chunk_step(self, groups: FloatArray, heavy: FloatArray, light: FloatArray,
                    first_token: bool = False) -> FloatArray:
-        """speed.serving._step with one prompt's chunk: a cycle is the larger of a stage's work on all the
-        micro-batches and one micro-batch's way through every stage."""
-        through = self.pp * heavy if first_token else self.pp * light + (heavy - light)
-        staged = np.maximum((groups - 1.0) * light + heavy, through)
-        return np.asarray(np.where(self.pp > 1, staged, heavy))
+        """speed.serving._step with one prompt's chunk, written over ``heavy``: a cycle is the larger of a stage's
+        work on all the micro-batches and one micro-batch's way through every stage (with more than one stage)."""
+        if first_token:
+            through = heavy * self.pp
+        else:
+            through = heavy - light
+            through += light * self.pp
+        staged = (groups - 1.0) * light
+        staged += heavy
+        np.maximum(staged, through, out=staged)
+        np.copyto(heavy, staged, where=self.pp > 1)
+        return heavy
+
+
+def _steady_step(ticks: _Ticks, batch: FloatArray, prompt: int, out_tokens: int,
+                 budget_tokens: FloatArray) -> FloatArray:
+    """Seconds per step at the steady state (speed.serving._steady), ``(W, K, C, L)``: B*I/O prompt tokens a step,
+    spread over every step when they fill a chunk, else whole chunks (up to the step's token budget) in that share
+    of the steps, a step without a chunk being the chunk step's light tick. Each form computed only if it is used."""
+    prefill_avg = batch * prompt / out_tokens
+    chunk = np.maximum(1.0, np.minimum(float(prompt), budget_tokens - np.floor(batch)))
+    share = prefill_avg / chunk
+    spread = share >= 1.0
+    if spread.all():
+        return ticks.step(batch, prefill_avg)
+    groups, heavy, light = ticks.chunk_ticks(batch, chunk)
+    mixed = ticks.chunk_step(groups, heavy, light)
+    mixed *= share
+    light *= ticks.pp
+    light *= 1.0 - share
+    mixed += light
+    if spread.any():
+        np.copyto(mixed, ticks.step(batch, prefill_avg), where=spread)
+    return mixed
 
 
 def _speed(ticks: _Ticks, budget_tokens: FloatArray, batch: FloatArray, prompt: int,
            out_tokens: int) -> tuple[FloatArray, FloatArray]:
-    """(step seconds at the steady state, time to first token), ``(W, K, C, L)``.
-
-    Steady state (speed.serving._steady): B*I/O prompt tokens a step, spread over every step when they fill a
-    chunk, else whole chunks (up to the step's token budget) in that share of the steps; a step without a chunk
-    is the chunk step's light tick. Time to first token: the prompt's chunks, each sharing a step with the other
-    running sequences."""
-    prefill_avg = batch * prompt / out_tokens
-    chunk = np.maximum(1.0, np.minimum(float(prompt), budget_tokens - np.floor(batch)))
-    share = prefill_avg / chunk
-    spread = ticks.step(batch, prefill_avg)
-    groups, heavy, light = ticks.chunk_ticks(batch, chunk)
-    mixed = share * ticks.chunk_step(groups, heavy, light) + (1.0 - share) * (ticks.pp * light)
-    step = np.where(share >= 1.0, spread, mixed)
+    """(step seconds at the steady state, time to first token), ``(W, K, C, L)``; time to first token: the prompt's
+    chunks, each sharing a step with the other running sequences."""
+    step = _steady_step(ticks, batch, prompt, out_tokens, budget_tokens)
     others = batch - 1.0
     room = np.maximum(1.0, budget_tokens - others)
     first_chunk = np.minimum(float(prompt), room)
     chunks = np.ceil(prompt / room)
     groups, heavy, light = ticks.chunk_ticks(others, first_chunk)
-    return step, chunks * ticks.chunk_step(groups, heavy, light, first_token=True)
+    ttft = ticks.chunk_step(groups, heavy, light, first_token=True)
+    ttft *= chunks
+    return step, ttft
 
 
 def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
