@@ -28,3 +28,11 @@ def test_the_linear_selection_picks_what_the_sort_picks(sizes: list[int], shuffl
         first = np.concatenate(([True], g_sorted[1:] != g_sorted[:-1]))
         expected = {(int(g) // 1024, int(g) % 1024): int(p) for g, p in zip(g_sorted[first], order[first], strict=True)}
         assert _first_best(group, keys) == expected
+        among = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+        idx = np.flatnonzero(among)  # only the entries among: what a sort of those alone picks, by position
+        order = np.lexsort((idx, *(key[idx] for key in reversed(keys)), group[idx]))
+        g_sorted = group[idx][order]
+        first = np.concatenate(([True], g_sorted[1:] != g_sorted[:-1]))[:idx.size]
+        expected = {(int(g) // 1024, int(g) % 1024): int(p)
+                    for g, p in zip(g_sorted[first], idx[order][first], strict=True)}
+        assert _first_best(group, keys, among=among) == expected

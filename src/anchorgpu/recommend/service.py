@@ -157,39 +157,50 @@ def _group_keys(result: SweepResult) -> np.ndarray:
     return np.asarray(c["shape"] * 1024 + c["servers"])
 
 
-def _first_best(group: np.ndarray, keys: tuple[np.ndarray, ...]) -> dict[tuple[int, int], int]:
+def _first_best(group: np.ndarray, keys: tuple[np.ndarray, ...],
+                among: np.ndarray | None = None) -> dict[tuple[int, int], int]:
     """Per (shape, servers) group: the position of the first entry with the least ``keys[0]``, ties by the least
-    ``keys[1]`` and so on (NaN counts as infinite), as the first entry of each group in
-    ``np.lexsort((position, *reversed(keys), group))``, in a few linear passes over the groups' runs (the grid
-    lists shapes, then servers, so the stable sort that makes the runs leaves it as it is)."""
-    order = np.argsort(group, kind="stable")
-    runs = group[order]
-    starts = np.flatnonzero(np.concatenate(([True], runs[1:] != runs[:-1])))
-    segment = np.repeat(np.arange(starts.size), np.diff(np.append(starts, runs.size)))
-    candidate = np.ones(runs.size, dtype=bool)
-    for key in keys:
-        masked = np.where(candidate, np.nan_to_num(key[order], nan=np.inf), np.inf)
-        candidate &= masked == np.minimum.reduceat(masked, starts)[segment]
-    positions = np.flatnonzero(candidate)
-    first = positions[np.concatenate(([True], segment[positions][1:] != segment[positions][:-1]))]
-    return {(int(g) // 1024, int(g) % 1024): int(p) for g, p in zip(runs[starts], order[first], strict=True)}
+    ``keys[1]`` and so on (NaN counts as infinite), counting only the entries ``among`` (default all; a group
+    with none is left out): the first entry of each group in ``np.lexsort((position, *reversed(keys), group))``
+    over those entries, in a few linear passes over the groups' runs (the grid lists shapes, then servers, so
+    the groups are already runs; a stable sort makes them runs otherwise)."""
+    order = None
+    if group.size > 1 and bool((group[1:] < group[:-1]).any()):
+        order = np.argsort(group, kind="stable")
+        group, keys = group[order], tuple(key[order] for key in keys)
+        among = None if among is None else among[order]
+    starts = np.flatnonzero(np.concatenate(([True], group[1:] != group[:-1])))
+    # the first key over every entry; the next ones only over the entries still tied (few)
+    masked = np.nan_to_num(keys[0], nan=np.inf)
+    if among is not None:
+        np.copyto(masked, np.inf, where=~among)
+    tied = masked == np.repeat(np.minimum.reduceat(masked, starts), np.diff(np.append(starts, group.size)))
+    positions = np.flatnonzero(tied if among is None else tied & among)
+    runs = np.searchsorted(starts, positions, side="right") - 1
+    for key in keys[1:]:
+        values = np.nan_to_num(key[positions], nan=np.inf)
+        least = np.full(starts.size, np.inf)
+        np.minimum.at(least, runs, values)
+        keep = values == least[runs]
+        positions, runs = positions[keep], runs[keep]
+    first = np.diff(runs, prepend=-1) != 0  # the first entry of each run still tied
+    positions, runs = positions[first], runs[first]
+    chosen = positions if order is None else order[positions]
+    return {(int(g) // 1024, int(g) % 1024): int(p) for g, p in zip(group[starts[runs]], chosen, strict=True)}
 
 
-def _best_per_group(result: SweepResult, usable: np.ndarray) -> dict[tuple[int, int], int]:
+def _best_per_group(result: SweepResult, usable: np.ndarray, group: np.ndarray) -> dict[tuple[int, int], int]:
     """Index of the fastest usable configuration per (shape, servers); ties: less memory, then grid order."""
-    idx = np.flatnonzero(usable)
-    if idx.size == 0:
-        return {}
-    speed = _speed_column(result)[idx]
-    mem = np.asarray(result.columns["per_gpu_total_bytes"], dtype=np.float64)[idx]
-    return {key: int(idx[p]) for key, p in _first_best(_group_keys(result)[idx], (-speed, mem)).items()}
+    mem = np.asarray(result.columns["per_gpu_total_bytes"], dtype=np.float64)
+    speed = _speed_column(result)
+    return _first_best(group, (np.negative(speed, out=speed), mem), among=usable)
 
 
-def _closest_miss(result: SweepResult) -> dict[tuple[int, int], int]:
+def _closest_miss(result: SweepResult, group: np.ndarray) -> dict[tuple[int, int], int]:
     """Per (shape, servers) with nothing that fits: the configuration closest to fitting (least overshoot)."""
     c = result.columns
     over = np.asarray(c["per_gpu_total_bytes"], dtype=np.float64) - np.asarray(c["budget_bytes"], dtype=np.float64)
-    return _first_best(_group_keys(result), (over,))
+    return _first_best(group, (over,))
 
 
 def _codes(result: SweepResult, row: dict[str, Any], offering: Offering, *, shipped: str | None = None,
@@ -290,8 +301,9 @@ def recommend(
     usable = np.asarray(c["fits"], dtype=bool)
     if min_tokens_per_s_per_user is not None and result.task == "inference":
         usable = usable & (np.nan_to_num(c["decode_tokens_per_s_per_user"]) >= min_tokens_per_s_per_user)
-    best = _best_per_group(result, usable)
-    misses = _closest_miss(result)
+    group = _group_keys(result)
+    best = _best_per_group(result, usable, group)
+    misses = _closest_miss(result, group)
     training = result.task != "inference"
     options: list[RecommendedOption] = []
     rejected: list[Rejection] = list(unable)
