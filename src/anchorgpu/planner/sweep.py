@@ -29,6 +29,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.formats import format_for_model, shipped_format
+from anchorgpu.planner.grid_columns import GridColumns
 from anchorgpu.planner.inputs import (
     DEFAULT_OUTPUT_TOKENS,
     DEFAULT_PROMPT_TOKENS,
@@ -132,12 +133,12 @@ class SweepResult:
     def row(self, i: int) -> dict[str, Any]:
         """Configuration ``i`` as plain Python values (names resolved)."""
         c = self.columns
-        shape = self.shapes[int(c["shape"][i])]
+        values = c.values_at(i) if isinstance(c, GridColumns) else {name: col.item(i) for name, col in c.items()}
+        shape = self.shapes[values["shape"]]
         out: dict[str, Any] = {"shape": shape.id, "gpu": shape.gpu.name}
-        for name, values in c.items():
+        for name, value in values.items():
             if name == "shape":
                 continue
-            value = values.item(i)
             if name == "weights":
                 value = self.weights[value]
             elif name == "kv_cache":
@@ -285,12 +286,14 @@ def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec
 
 
 def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | None = None, *,
-          progress: Progress | None = None) -> SweepResult:
+          progress: Progress | None = None, flatten: bool = True) -> SweepResult:
     """Evaluate every configuration of ``spec`` on ``shapes``; see the module docstring for the grid.
 
     The workload is validated once through :func:`anchorgpu.planner.plan` (same one-line errors, same
     defaults); its assumptions and warnings that hold for every configuration are returned.
-    ``progress(done, total)`` is called a few times for long sweeps.
+    ``progress(done, total)`` is called a few times for long sweeps. ``flatten=False`` leaves each result
+    column on the grid's axes until it is read (:class:`~anchorgpu.planner.grid_columns.GridColumns`), for a
+    caller that reads a few of them (``recommend``); the values are the same.
     """
     spec = spec or SweepSpec()
     w = spec.workload
@@ -339,20 +342,17 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         cols = serving_columns(model, shapes, spec, lay, weights, kvs, concs, ctx, prompt, progress)
         inner = len(weights) * len(kvs) * len(concs)
     n = len(lay) * inner
-    flat: dict[str, npt.NDArray[Any]] = {}
-    for name, values in (("shape", lay.shape), ("servers", lay.servers), ("gpus", lay.gpus), ("tp", lay.tp),
-                         ("pp", lay.pp), ("dp", lay.dp), ("zero", lay.zero)):
-        flat[name] = np.repeat(values, inner)
-    grid_w = np.arange(len(weights), dtype=np.int64)
-    if training:
-        flat["weights"] = np.tile(grid_w, len(lay))
-        flat["kv_cache"] = np.zeros(n, dtype=np.int64)
-    else:
-        per_w = len(kvs) * len(concs)
-        flat["weights"] = np.tile(np.repeat(grid_w, per_w), len(lay))
-        flat["kv_cache"] = np.tile(np.repeat(np.arange(len(kvs), dtype=np.int64), len(concs)), len(lay) * len(weights))
-    for name, values in cols.items():
-        flat[name] = np.ascontiguousarray(values).reshape(n)
+    grid_shape = (len(lay), len(weights)) if training else (len(lay), len(weights), len(kvs), len(concs))
+    axes = (1,) * (len(grid_shape) - 2)  # per layout (L, 1, ...), per weight format (1, W, ...)
+    grid: dict[str, npt.NDArray[Any]] = {
+        name: values.reshape(-1, 1, *axes) for name, values in (
+            ("shape", lay.shape), ("servers", lay.servers), ("gpus", lay.gpus), ("tp", lay.tp), ("pp", lay.pp),
+            ("dp", lay.dp), ("zero", lay.zero))}
+    grid["weights"] = np.arange(len(weights), dtype=np.int64).reshape(1, -1, *axes)
+    grid["kv_cache"] = (np.zeros((1, 1), dtype=np.int64) if training
+                        else np.arange(len(kvs), dtype=np.int64).reshape(1, 1, -1, 1))
+    grid.update(cols)
+    columns = GridColumns(grid, grid_shape, flatten=flatten)
     if progress:
         progress(n, n)
     assumptions = [a for a in probe.assumptions if not a.startswith("Layout not given")]
@@ -371,6 +371,6 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
                                    "checkpoint_restore_unverified"))
     return SweepResult(
         task=w.task, evaluated=n, shapes=tuple(shapes), weights=tuple(weights), kv_caches=kvs,
-        context_tokens=ctx, prompt_tokens=prompt, output_tokens=output, columns=flat,
+        context_tokens=ctx, prompt_tokens=prompt, output_tokens=output, columns=columns,
         assumptions=tuple(assumptions), warnings=warnings,
     )

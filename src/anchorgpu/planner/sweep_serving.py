@@ -348,7 +348,8 @@ def _speed(ticks: _Ticks, budget_tokens: FloatArray, batch: FloatArray, prompt: 
 def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
                     weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...], ctx: int, prompt: int,
                     progress: Progress | None) -> dict[str, Array]:
-    """Every serving result column of the sweep, each broadcast to (layout, weights, kv, concurrency)."""
+    """Every serving result column of the sweep, each on the axes (layout, weights, kv, concurrency), broadcastable
+    to the grid."""
     w: Workload = spec.workload
     n_l, n_w, n_k, n_c = len(lay), len(weights), len(kvs), len(concs)
     total = n_l * n_w * n_k * n_c
@@ -374,5 +375,10 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
         "concurrency": conc, "prefill_s": ttft, "decode_tokens_per_s_per_user": 1.0 / step,
         "decode_tokens_per_s_total": conc / step, "train_tokens_per_s": nan, "train_time_s": nan,
     }
-    inner = (n_w, n_k, n_c, n_l)
-    return {name: np.broadcast_to(values, inner).transpose(3, 0, 1, 2) for name, values in columns.items()}
+    return {name: _grid_order(values) for name, values in columns.items()}
+
+
+def _grid_order(values: Array) -> Array:
+    """A term on the axes (weights, kv, concurrency, layout) as a view on the sweep's (layout, weights, kv,
+    concurrency), length 1 along the axes it does not vary on."""
+    return values.reshape((1,) * (4 - values.ndim) + values.shape).transpose(3, 0, 1, 2)

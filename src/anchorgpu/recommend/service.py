@@ -296,7 +296,7 @@ def recommend(
     shapes = shapes_from_catalog(chosen, max_servers=max_servers)
     choice = precision_choice(model, spec, lower_precision=lower_precision)
     spec = replace(spec, weights=choice.weights, kv_caches=choice.kv_caches)
-    result = sweep(model, shapes, spec, progress=progress)
+    result = sweep(model, shapes, spec, progress=progress, flatten=False)  # reads a few columns and rows
     c = result.columns
     usable = np.asarray(c["fits"], dtype=bool)
     if min_tokens_per_s_per_user is not None and result.task == "inference":
