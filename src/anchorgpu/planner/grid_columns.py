@@ -48,3 +48,7 @@ class GridColumns(Mapping[str, npt.NDArray[Any]]):
         """Configuration ``i``'s value in every column, as plain Python values (``ndarray.item`` reads a view
         at a flat index as it reads a flat column)."""
         return {name: values.item(i) for name, values in self._grid.items()}
+
+    def value_at(self, name: str, i: int) -> Any:
+        """Configuration ``i``'s value in one column, as a plain Python value."""
+        return self._grid[name].item(i)

@@ -137,16 +137,21 @@ class SweepResult:
         shape = self.shapes[values["shape"]]
         out: dict[str, Any] = {"shape": shape.id, "gpu": shape.gpu.name}
         for name, value in values.items():
-            if name == "shape":
-                continue
-            if name == "weights":
-                value = self.weights[value]
-            elif name == "kv_cache":
-                value = self.kv_caches[value]
-            elif isinstance(value, float) and math.isnan(value):
-                value = None
-            out[name] = value
+            if name != "shape":
+                out[name] = self._plain(name, value)
         return out
+
+    def value(self, name: str, i: int) -> Any:
+        """Configuration ``i``'s value in one column, as :meth:`row` gives it (any column but ``shape``)."""
+        c = self.columns
+        return self._plain(name, c.value_at(name, i) if isinstance(c, GridColumns) else c[name].item(i))
+
+    def _plain(self, name: str, value: Any) -> Any:
+        if name == "weights":
+            return self.weights[value]
+        if name == "kv_cache":
+            return self.kv_caches[value]
+        return None if isinstance(value, float) and math.isnan(value) else value
 
 
 def valid_tp(model: ModelSpec, tp: int) -> bool:

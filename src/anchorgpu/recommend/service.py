@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from anchorgpu.planner.speed.calibration import Overrides, calibrated
 from anchorgpu.planner.speed.estimate import MOE_CAVEAT_LABEL, TTFT_CAVEAT_LABEL
 from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec, sweep
 from anchorgpu.quotes import UnpricedOffering, price_quote
-from anchorgpu.quotes.pricing import servers_price
+from anchorgpu.quotes.pricing import ServersPrice, servers_price
 from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE, lowered, precision_choice
 from anchorgpu.units import Term, fmt_bytes, parse_term, round_usd
 
@@ -236,9 +236,66 @@ def _speed_figures_uncertain(gpu_name: str) -> bool:
     return peaks or any(f.startswith(("memory_bandwidth", "interconnect_bandwidth")) for f in gpu.uncertain_fields)
 
 
-def _pareto(options: Sequence[RecommendedOption]) -> tuple[RecommendedOption, ...]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Candidate:
+    """An offering and server count with its fastest usable configuration (``index``), priced: what ranking needs;
+    the :class:`RecommendedOption` (the configuration's row, its warnings) is built only for those shown."""
+
+    offering: str
+    source: Offering
+    servers: int
+    index: int
+    quote: ServersPrice
+    speed: float  # as RecommendedOption.speed reads it from the row
+    per_million: Decimal | None
+    run_hours: int | None
+    run_usd: Decimal | None
+
+    @property
+    def total_usd(self) -> Decimal:
+        return self.quote.total_usd
+
+
+def _candidate(result: SweepResult, i: int, offering: Offering, servers: int, quote: ServersPrice, term: Term,
+               catalog: Catalog, now: datetime) -> _Candidate:
+    """Configuration ``i`` on ``servers`` of ``offering``: its speed, and its cost per million output tokens
+    (serving) or the hours and price of its run (training)."""
+    decode = result.value("decode_tokens_per_s_total", i)
+    per_million: Decimal | None = None
+    run_hours: int | None = None
+    run_usd: Decimal | None = None
+    if result.task == "inference":
+        tokens_m = decode * term.hours * 3600 / 1e6
+        per_million = round_usd(quote.total_usd / Decimal(f"{tokens_m:.6f}")) if tokens_m > 0 else None
+    else:
+        train_time_s = result.value("train_time_s", i)
+        if train_time_s:
+            run_hours = max(1, math.ceil(train_time_s / 3600))
+            try:
+                run_usd = price_quote(catalog, offering.id, servers, f"{run_hours}h", None, now).total_usd
+            except UnpricedOffering:
+                run_usd = None
+    return _Candidate(offering=offering.id, source=offering, servers=servers, index=i, quote=quote,
+                      speed=float(decode or result.value("train_tokens_per_s", i) or 0.0), per_million=per_million,
+                      run_hours=run_hours, run_usd=run_usd)
+
+
+def _miss_reason(row: Mapping[str, Any], min_tokens_per_s_per_user: float | None, training: bool) -> str:
+    """Why an offering and server count is rejected, from its configuration closest to fitting."""
+    if row["fits"] and min_tokens_per_s_per_user is not None:
+        return (f"no configuration reaches {min_tokens_per_s_per_user:g} tokens/s per user "
+                f"(best fit: {row['decode_tokens_per_s_per_user']:.1f})")
+    return (f"does not fit: the closest configuration (TP {row['tp']}, PP {row['pp']}, DP {row['dp']}, "
+            f"{row['weights']} weights" + (f", {row['kv_cache']} KV" if not training else "")
+            + f") needs {fmt_bytes(row['per_gpu_total_bytes'])} per GPU of {fmt_bytes(row['budget_bytes'])} usable")
+
+
+_Ranked = TypeVar("_Ranked", RecommendedOption, _Candidate)
+
+
+def _pareto(options: Sequence[_Ranked]) -> tuple[_Ranked, ...]:
     """Options no other option beats on both cost (lower) and speed (higher); cheapest first."""
-    front: list[RecommendedOption] = []
+    front: list[_Ranked] = []
     best_speed = -math.inf
     for opt in sorted(options, key=lambda o: (o.total_usd, -o.speed, o.offering, o.servers)):
         if opt.speed > best_speed:
@@ -305,7 +362,7 @@ def recommend(
     best = _best_per_group(result, usable, group)
     misses = _closest_miss(result, group)
     training = result.task != "inference"
-    options: list[RecommendedOption] = []
+    candidates: list[_Candidate] = []
     rejected: list[Rejection] = list(unable)
     for s, offering in enumerate(chosen):
         for servers in range(1, max_servers + 1):
@@ -319,53 +376,37 @@ def recommend(
                 continue
             if key not in best:
                 miss = misses.get(key)
-                if miss is None:
-                    continue
-                row = result.row(miss)
-                if row["fits"] and min_tokens_per_s_per_user is not None:
-                    reason = (f"no configuration reaches {min_tokens_per_s_per_user:g} tokens/s per user "
-                              f"(best fit: {row['decode_tokens_per_s_per_user']:.1f})")
-                else:
-                    reason = (f"does not fit: the closest configuration (TP {row['tp']}, PP {row['pp']}, DP "
-                              f"{row['dp']}, {row['weights']} weights"
-                              + (f", {row['kv_cache']} KV" if not training else "")
-                              + f") needs {fmt_bytes(row['per_gpu_total_bytes'])} per GPU of "
-                              f"{fmt_bytes(row['budget_bytes'])} usable")
-                rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=quote.total_usd,
-                                          reason=reason))
+                if miss is not None:
+                    rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=quote.total_usd,
+                                              reason=_miss_reason(result.row(miss), min_tokens_per_s_per_user, training)))
                 continue
-            row = result.row(best[key])
-            is_lower = lowered(model, choice, row)
             if max_usd is not None and quote.total_usd > max_usd:
                 rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=quote.total_usd,
                                           reason=f"over the budget: {quote.total_usd} USD > {max_usd} USD"))
                 continue
-            per_million: Decimal | None = None
-            run_hours: int | None = None
-            run_usd: Decimal | None = None
-            if not training:
-                tokens_m = row["decode_tokens_per_s_total"] * the_term.hours * 3600 / 1e6
-                per_million = round_usd(quote.total_usd / Decimal(f"{tokens_m:.6f}")) if tokens_m > 0 else None
-            elif row.get("train_time_s"):
-                run_hours = max(1, math.ceil(row["train_time_s"] / 3600))
-                try:
-                    run_usd = price_quote(catalog, offering.id, servers, f"{run_hours}h", None, now).total_usd
-                except UnpricedOffering:
-                    run_usd = None
-            options.append(RecommendedOption(
-                offering=offering.id, gpu=offering.gpu, kind=offering.kind, region=quote.region, servers=servers,
-                gpus=quote.gpus, config=row, total_usd=quote.total_usd, per_gpu_hour_usd=quote.per_gpu_hour_usd,
-                effective_per_gpu_hour_usd=quote.effective_per_gpu_hour_usd,
-                usd_per_million_output_tokens=per_million, run_hours=run_hours, run_usd=run_usd,
-                codes=_codes(result, row, offering, shipped=choice.reference_weights, lowered=is_lower),
-                lower_precision=is_lower))
+            candidates.append(_candidate(result, best[key], offering, servers, quote, the_term, catalog, now))
 
-    def rank_key(o: RecommendedOption) -> tuple[Any, ...]:
-        cost = o.run_usd if (training and o.run_usd is not None) else o.total_usd
-        return (cost, -o.speed, o.offering, o.servers)
+    candidates.sort(key=lambda o: (o.run_usd if (training and o.run_usd is not None) else o.total_usd, -o.speed,
+                                   o.offering, o.servers))
+    built: dict[int, RecommendedOption] = {}  # an option is built once, when shown (in the results or the front)
 
-    options.sort(key=rank_key)
-    cheapest = options[0].total_usd if options else None
+    def option(c: _Candidate) -> RecommendedOption:
+        if id(c) not in built:
+            row = result.row(c.index)
+            is_lower = lowered(model, choice, row)
+            built[id(c)] = RecommendedOption(
+                offering=c.offering, gpu=c.source.gpu, kind=c.source.kind, region=c.quote.region,
+                servers=c.servers, gpus=c.quote.gpus, config=row, total_usd=c.total_usd,
+                per_gpu_hour_usd=c.quote.per_gpu_hour_usd,
+                effective_per_gpu_hour_usd=c.quote.effective_per_gpu_hour_usd,
+                usd_per_million_output_tokens=c.per_million, run_hours=c.run_hours, run_usd=c.run_usd,
+                codes=_codes(result, row, c.source, shipped=choice.reference_weights, lowered=is_lower),
+                lower_precision=is_lower)
+        return built[id(c)]
+
+    shown = [option(c) for c in candidates[:top]]
+    front = tuple(option(c) for c in _pareto(candidates))
+    cheapest = candidates[0].total_usd if candidates else None
     rejected.sort(key=lambda r: (r.total_usd is None, r.total_usd or Decimal(0), r.offering, r.servers))
     shown_rejected = _one_per_offering(
         [r for r in rejected if r.total_usd is None or cheapest is None or r.total_usd <= cheapest])
@@ -384,7 +425,6 @@ def recommend(
     assumptions.append(
         f"Prices are list prices for a {the_term} term ({the_term.hours} h), whole servers, no options, priced "
         "exactly as `anchorgpu quote`; 'per GPU-hour' is the 730-h comparison rate.")
-    shown = options[:top]
     uncertain = sorted({o.gpu for o in shown if _speed_figures_uncertain(o.gpu)})
     if uncertain:
         assumptions.append(f"Speed figures of {', '.join(uncertain)} rest partly on secondary or conflicting "
@@ -403,7 +443,7 @@ def recommend(
                            "(a longer unit when cheaper).")
     return Recommendation(
         model=model.name, task=result.task, term=the_term, workload=workload, evaluated=result.evaluated,
-        results=tuple(options[:top]), pareto=_pareto(options), rejected=tuple(shown_rejected[:10]),
+        results=tuple(shown), pareto=front, rejected=tuple(shown_rejected[:10]),
         assumptions=tuple(assumptions), warnings=result.warnings, moe=model.moe is not None,
         efficiencies=spec.efficiencies,
     )
