@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anchorgpu.recommend.service import _first_best
+from anchorgpu.recommend.selection import _first_best
 
 VALUES = st.sampled_from([0.0, 1.0, 2.0, 3.5, -1.0, np.inf, -np.inf])
 

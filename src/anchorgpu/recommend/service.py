@@ -28,7 +28,9 @@ from anchorgpu.planner.speed.estimate import MOE_CAVEAT_LABEL, TTFT_CAVEAT_LABEL
 from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec, sweep
 from anchorgpu.quotes import UnpricedOffering, price_quote
 from anchorgpu.quotes.pricing import ServersPrice, servers_price
-from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE, lowered, precision_choice
+from anchorgpu.recommend.precision import lowered, precision_choice
+from anchorgpu.recommend.render import recommendation_to_json
+from anchorgpu.recommend.selection import best_per_group, closest_miss, group_keys
 from anchorgpu.units import Term, fmt_bytes, parse_term, round_usd
 
 __all__ = [
@@ -144,63 +146,6 @@ def _able_to_train(offerings: tuple[Offering, ...], workload: Any, catalog: Cata
         raise InvalidWorkload(f"--train-precision {precision}: no offering considered has a GPU with "
                               f"{precision.upper()} tensor cores")
     return tuple(able), rejected
-
-
-def _speed_column(result: SweepResult) -> np.ndarray:
-    name = "decode_tokens_per_s_total" if result.task == "inference" else "train_tokens_per_s"
-    return np.nan_to_num(np.asarray(result.columns[name], dtype=np.float64), nan=0.0)
-
-
-def _group_keys(result: SweepResult) -> np.ndarray:
-    """(shape, servers) of every configuration as one integer."""
-    c = result.columns
-    return np.asarray(c["shape"] * 1024 + c["servers"])
-
-
-def _first_best(group: np.ndarray, keys: tuple[np.ndarray, ...],
-                among: np.ndarray | None = None) -> dict[tuple[int, int], int]:
-    """Per (shape, servers) group: the position of the first entry with the least ``keys[0]``, ties by the least
-    ``keys[1]`` and so on (NaN counts as infinite), counting only the entries ``among`` (default all; a group
-    with none is left out): the first entry of each group in ``np.lexsort((position, *reversed(keys), group))``
-    over those entries, in a few linear passes over the groups' runs (the grid lists shapes, then servers, so
-    the groups are already runs; a stable sort makes them runs otherwise)."""
-    order = None
-    if group.size > 1 and bool((group[1:] < group[:-1]).any()):
-        order = np.argsort(group, kind="stable")
-        group, keys = group[order], tuple(key[order] for key in keys)
-        among = None if among is None else among[order]
-    starts = np.flatnonzero(np.concatenate(([True], group[1:] != group[:-1])))
-    # the first key over every entry; the next ones only over the entries still tied (few)
-    masked = np.nan_to_num(keys[0], nan=np.inf)
-    if among is not None:
-        np.copyto(masked, np.inf, where=~among)
-    tied = masked == np.repeat(np.minimum.reduceat(masked, starts), np.diff(np.append(starts, group.size)))
-    positions = np.flatnonzero(tied if among is None else tied & among)
-    runs = np.searchsorted(starts, positions, side="right") - 1
-    for key in keys[1:]:
-        values = np.nan_to_num(key[positions], nan=np.inf)
-        least = np.full(starts.size, np.inf)
-        np.minimum.at(least, runs, values)
-        keep = values == least[runs]
-        positions, runs = positions[keep], runs[keep]
-    first = np.diff(runs, prepend=-1) != 0  # the first entry of each run still tied
-    positions, runs = positions[first], runs[first]
-    chosen = positions if order is None else order[positions]
-    return {(int(g) // 1024, int(g) % 1024): int(p) for g, p in zip(group[starts[runs]], chosen, strict=True)}
-
-
-def _best_per_group(result: SweepResult, usable: np.ndarray, group: np.ndarray) -> dict[tuple[int, int], int]:
-    """Index of the fastest usable configuration per (shape, servers); ties: less memory, then grid order."""
-    mem = np.asarray(result.columns["per_gpu_total_bytes"], dtype=np.float64)
-    speed = _speed_column(result)
-    return _first_best(group, (np.negative(speed, out=speed), mem), among=usable)
-
-
-def _closest_miss(result: SweepResult, group: np.ndarray) -> dict[tuple[int, int], int]:
-    """Per (shape, servers) with nothing that fits: the configuration closest to fitting (least overshoot)."""
-    c = result.columns
-    over = np.asarray(c["per_gpu_total_bytes"], dtype=np.float64) - np.asarray(c["budget_bytes"], dtype=np.float64)
-    return _first_best(group, (over,))
 
 
 def _codes(result: SweepResult, row: dict[str, Any], offering: Offering, *, shipped: str | None = None,
@@ -358,9 +303,9 @@ def recommend(
     usable = np.asarray(c["fits"], dtype=bool)
     if min_tokens_per_s_per_user is not None and result.task == "inference":
         usable = usable & (np.nan_to_num(c["decode_tokens_per_s_per_user"]) >= min_tokens_per_s_per_user)
-    group = _group_keys(result)
-    best = _best_per_group(result, usable, group)
-    misses = _closest_miss(result, group)
+    group = group_keys(result)
+    best = best_per_group(result, usable, group)
+    misses = closest_miss(result, group)
     training = result.task != "inference"
     candidates: list[_Candidate] = []
     rejected: list[Rejection] = list(unable)
@@ -447,90 +392,3 @@ def recommend(
         assumptions=tuple(assumptions), warnings=result.warnings, moe=model.moe is not None,
         efficiencies=spec.efficiencies,
     )
-
-
-def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Overrides | None = None) -> dict[str, Any]:
-    c = o.config
-
-    def num(name: str, digits: int = 3) -> float | None:
-        value = c.get(name)
-        return None if value is None else round(float(value), digits)
-
-    return {
-        "offering": o.offering, "gpu": o.gpu, "kind": o.kind, "region": o.region, "gpus": o.gpus,
-        "servers": o.servers,
-        "layout": {"tp": c["tp"], "pp": c["pp"], "dp": c["dp"], "zero": c["zero"]},
-        "weights": c["weights"], "kv_cache": c["kv_cache"] if c.get("decode_tokens_per_s_total") else None,
-        "concurrency": c["concurrency"],
-        "per_gpu_total_bytes": int(c["per_gpu_total_bytes"]), "budget_bytes": int(c["budget_bytes"]),
-        "headroom_bytes": int(c["budget_bytes"] - c["per_gpu_total_bytes"]), "fits": bool(c["fits"]),
-        "per_gpu": {"weights_bytes": int(c["weights_bytes"]), "kv_cache_bytes": int(c["kv_cache_bytes"]),
-                    "activations_bytes": int(c["activations_bytes"]), "other_bytes": int(c["other_bytes"])},
-        "prefill_s": num("prefill_s", 4),
-        "decode_tokens_per_s_per_user": num("decode_tokens_per_s_per_user", 2),
-        "decode_tokens_per_s_total": num("decode_tokens_per_s_total", 1),
-        "train_tokens_per_s": num("train_tokens_per_s", 1), "train_time_s": num("train_time_s", 1),
-        "total_usd": o.total_usd, "per_gpu_hour_usd": o.per_gpu_hour_usd,
-        "effective_per_gpu_hour_usd": o.effective_per_gpu_hour_usd,
-        "usd_per_million_output_tokens": o.usd_per_million_output_tokens,
-        "run_hours": o.run_hours, "run_usd": o.run_usd, "warnings": list(o.codes),
-        "lower_precision": o.lower_precision, "precision_note": LOWER_PRECISION_NOTE if o.lower_precision else None,
-        **_bands(o, c, moe, efficiencies),
-    }
-
-
-def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False,
-           efficiencies: Overrides | None = None) -> dict[str, Any]:
-    """The calibrated band of each prediction (``*_low``/``*_high``), as ``plan`` gives them, and the names of
-    the issue's contract (``ttft_s``, ``output_tokens_per_s``) beside the sweep's own."""
-    from anchorgpu.hardware import get_gpu
-    from anchorgpu.planner.speed.calibration import calibrated
-
-    training = c.get("train_tokens_per_s") is not None and c.get("decode_tokens_per_s_total") is None
-    kind = None if training else ("moe" if moe else ("pp" if int(c.get("pp") or 1) > 1 else None))
-    band = calibrated(efficiencies).band(get_gpu(o.gpu), "train" if training else "serve", kind)
-    out: dict[str, Any] = {}
-    rates = ("train_tokens_per_s",) if training else ("decode_tokens_per_s_per_user", "decode_tokens_per_s_total")
-    for name in rates:
-        value = c.get(name)
-        if value is not None:
-            out[f"{name}_low"], out[f"{name}_high"] = round(value * band.low, 2), round(value * band.high, 2)
-    times = ("train_time_s",) if training else ("prefill_s",)
-    for name in times:
-        value = c.get(name)
-        if value is not None:
-            out[f"{name}_low"], out[f"{name}_high"] = round(value / band.high, 4), round(value / band.low, 4)
-    if not training:
-        out["ttft_s"] = c.get("prefill_s")
-        out["output_tokens_per_s"] = c.get("decode_tokens_per_s_total")
-    return out
-
-
-_LEAVES = frozenset((str, int, float, bool, type(None)))  # exactly these types: kept as they are
-
-
-def _jsonable(value: Any) -> Any:
-    """Decimal -> exact string; containers recursively."""
-    if type(value) in _LEAVES:  # most values: decided before the isinstance checks
-        return value
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return value
-
-
-def recommendation_to_json(rec: Recommendation) -> dict[str, Any]:
-    """The ``anchorgpu recommend --json`` contract (money as exact decimal strings)."""
-    return dict(_jsonable({
-        "model": rec.model, "workload": rec.workload, "term": str(rec.term), "term_hours": rec.term.hours,
-        "evaluated": rec.evaluated,
-        "results": [_option_json(o, rec.moe, rec.efficiencies) for o in rec.results],
-        "pareto": [_option_json(o, rec.moe, rec.efficiencies) for o in rec.pareto],
-        "rejected": [{"offering": r.offering, "servers": r.servers, "total_usd": r.total_usd, "reason": r.reason}
-                     for r in rec.rejected],
-        "assumptions": list(rec.assumptions),
-        "warnings": [{"code": code, "message": message} for code, message in rec.warnings],
-    }))

@@ -1,0 +1,103 @@
+"""The ``anchorgpu recommend --json`` contract: a :class:`~anchorgpu.recommend.service.Recommendation` as plain
+JSON values (money as exact decimal strings), with the calibrated band of each prediction."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from anchorgpu.planner.speed.calibration import Overrides
+from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE
+
+if TYPE_CHECKING:
+    from anchorgpu.recommend.service import Recommendation, RecommendedOption
+
+__all__ = ["recommendation_to_json"]
+
+
+def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Overrides | None = None) -> dict[str, Any]:
+    c = o.config
+
+    def num(name: str, digits: int = 3) -> float | None:
+        value = c.get(name)
+        return None if value is None else round(float(value), digits)
+
+    return {
+        "offering": o.offering, "gpu": o.gpu, "kind": o.kind, "region": o.region, "gpus": o.gpus,
+        "servers": o.servers,
+        "layout": {"tp": c["tp"], "pp": c["pp"], "dp": c["dp"], "zero": c["zero"]},
+        "weights": c["weights"], "kv_cache": c["kv_cache"] if c.get("decode_tokens_per_s_total") else None,
+        "concurrency": c["concurrency"],
+        "per_gpu_total_bytes": int(c["per_gpu_total_bytes"]), "budget_bytes": int(c["budget_bytes"]),
+        "headroom_bytes": int(c["budget_bytes"] - c["per_gpu_total_bytes"]), "fits": bool(c["fits"]),
+        "per_gpu": {"weights_bytes": int(c["weights_bytes"]), "kv_cache_bytes": int(c["kv_cache_bytes"]),
+                    "activations_bytes": int(c["activations_bytes"]), "other_bytes": int(c["other_bytes"])},
+        "prefill_s": num("prefill_s", 4),
+        "decode_tokens_per_s_per_user": num("decode_tokens_per_s_per_user", 2),
+        "decode_tokens_per_s_total": num("decode_tokens_per_s_total", 1),
+        "train_tokens_per_s": num("train_tokens_per_s", 1), "train_time_s": num("train_time_s", 1),
+        "total_usd": o.total_usd, "per_gpu_hour_usd": o.per_gpu_hour_usd,
+        "effective_per_gpu_hour_usd": o.effective_per_gpu_hour_usd,
+        "usd_per_million_output_tokens": o.usd_per_million_output_tokens,
+        "run_hours": o.run_hours, "run_usd": o.run_usd, "warnings": list(o.codes),
+        "lower_precision": o.lower_precision, "precision_note": LOWER_PRECISION_NOTE if o.lower_precision else None,
+        **_bands(o, c, moe, efficiencies),
+    }
+
+
+def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False,
+           efficiencies: Overrides | None = None) -> dict[str, Any]:
+    """The calibrated band of each prediction (``*_low``/``*_high``), as ``plan`` gives them, and the names of
+    the issue's contract (``ttft_s``, ``output_tokens_per_s``) beside the sweep's own."""
+    from anchorgpu.hardware import get_gpu
+    from anchorgpu.planner.speed.calibration import calibrated
+
+    training = c.get("train_tokens_per_s") is not None and c.get("decode_tokens_per_s_total") is None
+    kind = None if training else ("moe" if moe else ("pp" if int(c.get("pp") or 1) > 1 else None))
+    band = calibrated(efficiencies).band(get_gpu(o.gpu), "train" if training else "serve", kind)
+    out: dict[str, Any] = {}
+    rates = ("train_tokens_per_s",) if training else ("decode_tokens_per_s_per_user", "decode_tokens_per_s_total")
+    for name in rates:
+        value = c.get(name)
+        if value is not None:
+            out[f"{name}_low"], out[f"{name}_high"] = round(value * band.low, 2), round(value * band.high, 2)
+    times = ("train_time_s",) if training else ("prefill_s",)
+    for name in times:
+        value = c.get(name)
+        if value is not None:
+            out[f"{name}_low"], out[f"{name}_high"] = round(value / band.high, 4), round(value / band.low, 4)
+    if not training:
+        out["ttft_s"] = c.get("prefill_s")
+        out["output_tokens_per_s"] = c.get("decode_tokens_per_s_total")
+    return out
+
+
+_LEAVES = frozenset((str, int, float, bool, type(None)))  # exactly these types: kept as they are
+
+
+def _jsonable(value: Any) -> Any:
+    """Decimal -> exact string; containers recursively."""
+    if type(value) in _LEAVES:  # most values: decided before the isinstance checks
+        return value
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def recommendation_to_json(rec: Recommendation) -> dict[str, Any]:
+    """The ``anchorgpu recommend --json`` contract (money as exact decimal strings)."""
+    return dict(_jsonable({
+        "model": rec.model, "workload": rec.workload, "term": str(rec.term), "term_hours": rec.term.hours,
+        "evaluated": rec.evaluated,
+        "results": [_option_json(o, rec.moe, rec.efficiencies) for o in rec.results],
+        "pareto": [_option_json(o, rec.moe, rec.efficiencies) for o in rec.pareto],
+        "rejected": [{"offering": r.offering, "servers": r.servers, "total_usd": r.total_usd, "reason": r.reason}
+                     for r in rec.rejected],
+        "assumptions": list(rec.assumptions),
+        "warnings": [{"code": code, "message": message} for code, message in rec.warnings],
+    }))

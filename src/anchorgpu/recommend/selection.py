@@ -1,0 +1,68 @@
+"""Which configuration of a sweep each offering and server count keeps: the fastest that fits (ties: less memory,
+then grid order) and, where none fits, the one closest to fitting. Linear passes over the grid's (shape, servers)
+runs, held to a full lexicographic sort by ``tests/recommend/test_group_selection.py``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from anchorgpu.planner.sweep import SweepResult
+
+__all__ = ["best_per_group", "closest_miss", "group_keys"]
+
+
+def _speed_column(result: SweepResult) -> np.ndarray:
+    name = "decode_tokens_per_s_total" if result.task == "inference" else "train_tokens_per_s"
+    return np.nan_to_num(np.asarray(result.columns[name], dtype=np.float64), nan=0.0)
+
+
+def group_keys(result: SweepResult) -> np.ndarray:
+    """(shape, servers) of every configuration as one integer."""
+    c = result.columns
+    return np.asarray(c["shape"] * 1024 + c["servers"])
+
+
+def _first_best(group: np.ndarray, keys: tuple[np.ndarray, ...],
+                among: np.ndarray | None = None) -> dict[tuple[int, int], int]:
+    """Per (shape, servers) group: the position of the first entry with the least ``keys[0]``, ties by the least
+    ``keys[1]`` and so on (NaN counts as infinite), counting only the entries ``among`` (default all; a group
+    with none is left out): the first entry of each group in ``np.lexsort((position, *reversed(keys), group))``
+    over those entries, in a few linear passes over the groups' runs (the grid lists shapes, then servers, so
+    the groups are already runs; a stable sort makes them runs otherwise)."""
+    order = None
+    if group.size > 1 and bool((group[1:] < group[:-1]).any()):
+        order = np.argsort(group, kind="stable")
+        group, keys = group[order], tuple(key[order] for key in keys)
+        among = None if among is None else among[order]
+    starts = np.flatnonzero(np.concatenate(([True], group[1:] != group[:-1])))
+    # the first key over every entry; the next ones only over the entries still tied (few)
+    masked = np.nan_to_num(keys[0], nan=np.inf)
+    if among is not None:
+        np.copyto(masked, np.inf, where=~among)
+    tied = masked == np.repeat(np.minimum.reduceat(masked, starts), np.diff(np.append(starts, group.size)))
+    positions = np.flatnonzero(tied if among is None else tied & among)
+    runs = np.searchsorted(starts, positions, side="right") - 1
+    for key in keys[1:]:
+        values = np.nan_to_num(key[positions], nan=np.inf)
+        least = np.full(starts.size, np.inf)
+        np.minimum.at(least, runs, values)
+        keep = values == least[runs]
+        positions, runs = positions[keep], runs[keep]
+    first = np.diff(runs, prepend=-1) != 0  # the first entry of each run still tied
+    positions, runs = positions[first], runs[first]
+    chosen = positions if order is None else order[positions]
+    return {(int(g) // 1024, int(g) % 1024): int(p) for g, p in zip(group[starts[runs]], chosen, strict=True)}
+
+
+def best_per_group(result: SweepResult, usable: np.ndarray, group: np.ndarray) -> dict[tuple[int, int], int]:
+    """Index of the fastest usable configuration per (shape, servers); ties: less memory, then grid order."""
+    mem = np.asarray(result.columns["per_gpu_total_bytes"], dtype=np.float64)
+    speed = _speed_column(result)
+    return _first_best(group, (np.negative(speed, out=speed), mem), among=usable)
+
+
+def closest_miss(result: SweepResult, group: np.ndarray) -> dict[tuple[int, int], int]:
+    """Per (shape, servers) with nothing that fits: the configuration closest to fitting (least overshoot)."""
+    c = result.columns
+    over = np.asarray(c["per_gpu_total_bytes"], dtype=np.float64) - np.asarray(c["budget_bytes"], dtype=np.float64)
+    return _first_best(group, (over,))
