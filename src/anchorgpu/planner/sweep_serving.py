@@ -325,8 +325,10 @@ def _steady_step(ticks: _Ticks, batch: FloatArray, prompt: int, out_tokens: int,
     light *= ticks.pp
     light *= 1.0 - share
     mixed += light
-    if spread.any():
-        np.copyto(mixed, ticks.step(batch, prefill_avg), where=spread)
+    used = np.flatnonzero(spread.any(axis=1))  # the concurrencies where some layout spreads its prompts
+    if used.size:
+        some = slice(used[0], used[-1] + 1)
+        np.copyto(mixed[:, :, some], ticks.step(batch[some], prefill_avg[some]), where=spread[some])
     return mixed
 
 
