@@ -314,6 +314,24 @@ def test_servers_price_is_the_quote_of_the_servers(term: str) -> None:
             assert (p.region, p.gpus, p.per_gpu_hour_usd) == (q.region, q.gpus, q.per_gpu_hour_usd)
 
 
+@pytest.mark.parametrize("term", ["1h", "160h", "1month"])
+def test_servers_prices_is_servers_price_for_each_count(term: str) -> None:
+    """recommend prices 1-4 servers of an offering at once: the same figures, or the same refusal, one by one."""
+    from anchorgpu.quotes.pricing import servers_price, servers_prices
+
+    for offering in CATALOG.offerings:
+        try:
+            together = servers_prices(CATALOG, offering.id, range(1, 5), term, NOW)
+        except UnpricedOffering as exc:
+            with pytest.raises(UnpricedOffering) as one:
+                servers_price(CATALOG, offering.id, 1, term, NOW)
+            assert one.value.message == exc.message
+            continue
+        assert together == tuple(servers_price(CATALOG, offering.id, n, term, NOW) for n in range(1, 5))
+        assert [str(p.total_usd) for p in together] == [str(servers_price(CATALOG, offering.id, n, term, NOW).total_usd)
+                                                       for n in range(1, 5)]
+
+
 def test_servers_price_refuses_as_the_quote_does() -> None:
     from anchorgpu.quotes.pricing import servers_price
 

@@ -52,6 +52,7 @@ __all__ = [
     "price_quote",
     "servers_for_gpus",
     "servers_price",
+    "servers_prices",
     "term_total_usd",
 ]
 
@@ -226,12 +227,6 @@ def _check_now(now: datetime) -> None:
         raise InvalidQuoteRequest("now must be timezone-aware (UTC), not a naive datetime")
 
 
-def _servers_line_usd(offering: Offering, servers: int, term: Term) -> Decimal:
-    """The servers line's amount: ``servers`` x the term billed the cheapest way (:func:`bill_term`), rounded once."""
-    billing = bill_term(offering.prices_usd, term, what=f"offering {offering.id!r}")
-    return round_usd(billing.amount_usd * servers)
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServersPrice:
     """The figures of a quote for whole servers and no options, in its region (:func:`servers_price`)."""
@@ -253,15 +248,32 @@ def servers_price(catalog: Catalog, offering_id: str, quantity: int, term: Term 
     >>> servers_price(load_catalog(), "h100-sxm-8x-bm", 2, "1month", datetime(2026, 1, 1, tzinfo=UTC)).gpus
     16
     """
+    return servers_prices(catalog, offering_id, (quantity,), term, now)[0]
+
+
+def servers_prices(catalog: Catalog, offering_id: str, quantities: Iterable[int], term: Term | str,
+                   now: datetime) -> tuple[ServersPrice, ...]:
+    """:func:`servers_price` for each of ``quantities`` (same checks, in the same order, and errors), the term
+    billed once for them all.
+
+    >>> from datetime import UTC, datetime
+    >>> from anchorgpu.catalog import load_catalog
+    >>> [p.total_usd for p in servers_prices(load_catalog(), "h100-sxm-1x-vm", (1, 2), "1w", datetime(2026, 1, 1, tzinfo=UTC))]
+    [Decimal('547.00'), Decimal('1094.00')]
+    """
     _check_now(now)
     offering = catalog.offering(offering_id)
-    servers = _whole_servers(quantity, offering)
+    counts = [_whole_servers(quantity, offering) for quantity in quantities]
     the_term = term if isinstance(term, Term) else parse_term(term)
-    total_usd = sum((_servers_line_usd(offering, servers, the_term),), Decimal("0.00"))  # as a quote sums its lines
-    gpus = offering.gpus * servers
-    return ServersPrice(region=offering.region, gpus=gpus, total_usd=total_usd,
-                        per_gpu_hour_usd=offering.per_gpu_hour_usd,
-                        effective_per_gpu_hour_usd=round_usd(total_usd / (gpus * the_term.hours)))
+    billing = bill_term(offering.prices_usd, the_term, what=f"offering {offering.id!r}")
+    rate, zero = offering.per_gpu_hour_usd, Decimal("0.00")
+    out = []
+    for servers in counts:
+        total_usd = zero + round_usd(billing.amount_usd * servers)  # as a quote sums its lines from 0.00
+        gpus = offering.gpus * servers
+        out.append(ServersPrice(region=offering.region, gpus=gpus, total_usd=total_usd, per_gpu_hour_usd=rate,
+                                effective_per_gpu_hour_usd=round_usd(total_usd / (gpus * the_term.hours))))
+    return tuple(out)
 
 
 def price_quote(

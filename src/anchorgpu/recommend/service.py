@@ -2,7 +2,7 @@
 
 The planner sweeps configurations without prices (:mod:`anchorgpu.planner.sweep`); this service turns
 each catalog offering into a hardware shape, keeps the fastest configuration that fits per offering and
-server count, prices it as :func:`anchorgpu.quotes.price_quote` does (:func:`~anchorgpu.quotes.pricing.servers_price`,
+server count, prices it as :func:`anchorgpu.quotes.price_quote` does (:func:`~anchorgpu.quotes.pricing.servers_prices`,
 held equal to it by a test, so a recommendation and a quote for the same servers and term always agree), and ranks by the total for the term. It also finds the Pareto front
 of cost against speed and says why the cheaper options were rejected. ``now`` is passed in.
 """
@@ -27,7 +27,7 @@ from anchorgpu.planner.speed.calibration import Overrides, calibrated
 from anchorgpu.planner.speed.estimate import MOE_CAVEAT_LABEL, TTFT_CAVEAT_LABEL
 from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec, sweep
 from anchorgpu.quotes import UnpricedOffering, price_quote
-from anchorgpu.quotes.pricing import ServersPrice, servers_price
+from anchorgpu.quotes.pricing import ServersPrice, servers_prices
 from anchorgpu.recommend.precision import lowered, precision_choice
 from anchorgpu.recommend.render import recommendation_to_json
 from anchorgpu.recommend.selection import best_per_group, closest_miss, group_keys
@@ -310,15 +310,15 @@ def recommend(
     candidates: list[_Candidate] = []
     rejected: list[Rejection] = list(unable)
     for s, offering in enumerate(chosen):
-        for servers in range(1, max_servers + 1):
+        try:
+            quotes = servers_prices(catalog, offering.id, range(1, max_servers + 1), the_term, now)
+        except UnpricedOffering as exc:
+            rejected += [Rejection(offering=offering.id, servers=servers, total_usd=None,
+                                   reason=f"unpriced for this term: {exc.message}")
+                         for servers in range(1, max_servers + 1) if (s, servers) in best or servers == 1]
+            continue
+        for servers, quote in enumerate(quotes, start=1):
             key = (s, servers)
-            try:
-                quote = servers_price(catalog, offering.id, servers, the_term, now)
-            except UnpricedOffering as exc:
-                if key in best or servers == 1:
-                    rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=None,
-                                              reason=f"unpriced for this term: {exc.message}"))
-                continue
             if key not in best:
                 miss = misses.get(key)
                 if miss is not None:
