@@ -16,7 +16,13 @@ if TYPE_CHECKING:
 __all__ = ["recommendation_to_json"]
 
 
+def _money(usd: Decimal | None) -> str | None:
+    """Money as its exact decimal string."""
+    return None if usd is None else str(usd)
+
+
 def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Overrides | None = None) -> dict[str, Any]:
+    """One option as plain JSON values (what :func:`_jsonable` would make of it: money already as strings)."""
     c = o.config
 
     def num(name: str, digits: int = 3) -> float | None:
@@ -37,10 +43,10 @@ def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Override
         "decode_tokens_per_s_per_user": num("decode_tokens_per_s_per_user", 2),
         "decode_tokens_per_s_total": num("decode_tokens_per_s_total", 1),
         "train_tokens_per_s": num("train_tokens_per_s", 1), "train_time_s": num("train_time_s", 1),
-        "total_usd": o.total_usd, "per_gpu_hour_usd": o.per_gpu_hour_usd,
-        "effective_per_gpu_hour_usd": o.effective_per_gpu_hour_usd,
-        "usd_per_million_output_tokens": o.usd_per_million_output_tokens,
-        "run_hours": o.run_hours, "run_usd": o.run_usd, "warnings": list(o.codes),
+        "total_usd": str(o.total_usd), "per_gpu_hour_usd": _money(o.per_gpu_hour_usd),
+        "effective_per_gpu_hour_usd": str(o.effective_per_gpu_hour_usd),
+        "usd_per_million_output_tokens": _money(o.usd_per_million_output_tokens),
+        "run_hours": o.run_hours, "run_usd": _money(o.run_usd), "warnings": list(o.codes),
         "lower_precision": o.lower_precision, "precision_note": LOWER_PRECISION_NOTE if o.lower_precision else None,
         **_bands(o, c, moe, efficiencies),
     }
@@ -91,13 +97,13 @@ def _jsonable(value: Any) -> Any:
 
 def recommendation_to_json(rec: Recommendation) -> dict[str, Any]:
     """The ``anchorgpu recommend --json`` contract (money as exact decimal strings)."""
-    return dict(_jsonable({
-        "model": rec.model, "workload": rec.workload, "term": str(rec.term), "term_hours": rec.term.hours,
+    return {
+        "model": rec.model, "workload": _jsonable(rec.workload), "term": str(rec.term), "term_hours": rec.term.hours,
         "evaluated": rec.evaluated,
         "results": [_option_json(o, rec.moe, rec.efficiencies) for o in rec.results],
         "pareto": [_option_json(o, rec.moe, rec.efficiencies) for o in rec.pareto],
-        "rejected": [{"offering": r.offering, "servers": r.servers, "total_usd": r.total_usd, "reason": r.reason}
+        "rejected": [{"offering": r.offering, "servers": r.servers, "total_usd": _money(r.total_usd), "reason": r.reason}
                      for r in rec.rejected],
         "assumptions": list(rec.assumptions),
         "warnings": [{"code": code, "message": message} for code, message in rec.warnings],
-    }))
+    }
