@@ -18,7 +18,7 @@ valid for the model's heads) -> PP (powers of two; across servers only where a f
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -126,14 +126,13 @@ class SweepResult:
     context_tokens: int
     prompt_tokens: int
     output_tokens: int
-    columns: Mapping[str, npt.NDArray[Any]]
+    columns: GridColumns  # a Mapping of name -> column (numpy, one entry per configuration)
     assumptions: tuple[str, ...]
     warnings: tuple[tuple[str, str], ...]
 
     def row(self, i: int) -> dict[str, Any]:
         """Configuration ``i`` as plain Python values (names resolved)."""
-        c = self.columns
-        values = c.values_at(i) if isinstance(c, GridColumns) else {name: col.item(i) for name, col in c.items()}
+        values = self.columns.values_at(i)
         shape = self.shapes[values["shape"]]
         out: dict[str, Any] = {"shape": shape.id, "gpu": shape.gpu.name}
         for name, value in values.items():
@@ -143,8 +142,7 @@ class SweepResult:
 
     def value(self, name: str, i: int) -> Any:
         """Configuration ``i``'s value in one column, as :meth:`row` gives it (any column but ``shape``)."""
-        c = self.columns
-        return self._plain(name, c.value_at(name, i) if isinstance(c, GridColumns) else c[name].item(i))
+        return self._plain(name, self.columns.value_at(name, i))
 
     def _plain(self, name: str, value: Any) -> Any:
         if name == "weights":

@@ -332,52 +332,65 @@ def _steady_step(ticks: _Ticks, batch: FloatArray, prompt: int, out_tokens: int,
     return mixed
 
 
-def _speed(ticks: _Ticks, budget_tokens: FloatArray, batch: FloatArray, prompt: int,
-           out_tokens: int) -> tuple[FloatArray, FloatArray]:
-    """(step seconds at the steady state, time to first token), ``(W, K, C, L)``; time to first token: the prompt's
-    chunks, each sharing a step with the other running sequences."""
-    step = _steady_step(ticks, batch, prompt, out_tokens, budget_tokens)
+def _time_to_first_token(ticks: _Ticks, budget_tokens: FloatArray, batch: FloatArray, prompt: int,
+                         out: FloatArray) -> FloatArray:
+    """Seconds to the first token, written into ``out`` ``(W, K, C, L)``: the prompt's chunks, each sharing a step
+    with the other running sequences."""
     others = batch - 1.0
     room = np.maximum(1.0, budget_tokens - others)
     first_chunk = np.minimum(float(prompt), room)
     chunks = np.ceil(prompt / room)
     groups, heavy, light = ticks.chunk_ticks(others, first_chunk)
-    ttft = ticks.chunk_step(groups, heavy, light, first_token=True)
-    ttft *= chunks
-    return step, ttft
+    return np.multiply(ticks.chunk_step(groups, heavy, light, first_token=True), chunks, out=out)
+
+
+def _in_grid_order(shape: tuple[int, int, int, int], dtype: type = np.float64) -> tuple[Array, Array]:
+    """A new column in the sweep's order (layout, weights, kv, concurrency), and the same memory as a view on the
+    axes computed here (weights, kv, concurrency, layout): results written into the view need no reordering."""
+    column: Array = np.empty(shape, dtype=dtype)
+    return column, column.transpose(1, 2, 3, 0)
 
 
 def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
                     weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...], ctx: int, prompt: int,
                     progress: Progress | None) -> dict[str, Array]:
-    """Every serving result column of the sweep, each on the axes (layout, weights, kv, concurrency), broadcastable
-    to the grid."""
+    """Every serving result column of the sweep on the axes (layout, weights, kv, concurrency): those that vary
+    along every axis as whole arrays in that order, the others of length 1 along the axes they do not vary on."""
     w: Workload = spec.workload
-    n_l, n_w, n_k, n_c = len(lay), len(weights), len(kvs), len(concs)
-    total = n_l * n_w * n_k * n_c
+    grid = (len(lay), len(weights), len(kvs), len(concs))
     if progress:
-        progress(total // 4, total)
+        progress(math.prod(grid) // 4, math.prod(grid))
     conc = np.array(concs, dtype=np.int64)[:, None]
     per_replica = -(-conc // lay.dp)  # (C, L)
     kv = _kv_factors(model, spec, lay, kvs, ctx, prompt)
     mem = _memory(model, shapes, spec, lay, weights, kv, per_replica)
-    total_b = mem.weights + mem.kv_cache + (mem.activations + mem.other)
-    fits = total_b <= mem.budget
+    total_b, total_view = _in_grid_order(grid)
+    np.add(mem.weights, mem.kv_cache, out=total_view)
+    total_view += mem.activations + mem.other
+    fits, fits_view = _in_grid_order(grid, bool)
+    np.less_equal(total_view, mem.budget, out=fits_view)
     if progress:
-        progress(total // 2, total)
+        progress(math.prod(grid) // 2, math.prod(grid))
     ticks = _Ticks(model, shapes, spec, lay, weights, kv, mem.weights, prompt)
     budget_tokens = np.array([engine_limits(w, large_gpu=sh.gpu.memory_bytes >= 70 * GIB)[0]
                               for sh in shapes])[lay.shape]
-    step, ttft = _speed(ticks, budget_tokens, per_replica.astype(np.float64), prompt,
-                        spec.output_tokens if spec.output_tokens else 256)
+    batch = per_replica.astype(np.float64)
+    step = _steady_step(ticks, batch, prompt, spec.output_tokens if spec.output_tokens else 256, budget_tokens)
+    ttft, ttft_view = _in_grid_order(grid)
+    _time_to_first_token(ticks, budget_tokens, batch, prompt, ttft_view)
+    per_user, per_user_view = _in_grid_order(grid)
+    np.divide(1.0, step, out=per_user_view)
+    total_tps, total_tps_view = _in_grid_order(grid)
+    np.divide(conc, step, out=total_tps_view)
     nan = np.full(1, np.nan)
-    columns = {
-        "weights_bytes": mem.weights, "kv_cache_bytes": mem.kv_cache, "activations_bytes": mem.activations,
-        "other_bytes": mem.other, "per_gpu_total_bytes": total_b, "budget_bytes": mem.budget, "fits": fits,
-        "concurrency": conc, "prefill_s": ttft, "decode_tokens_per_s_per_user": 1.0 / step,
-        "decode_tokens_per_s_total": conc / step, "train_tokens_per_s": nan, "train_time_s": nan,
+    return {
+        "weights_bytes": _grid_order(mem.weights), "kv_cache_bytes": _grid_order(mem.kv_cache),
+        "activations_bytes": _grid_order(mem.activations), "other_bytes": _grid_order(mem.other),
+        "per_gpu_total_bytes": total_b, "budget_bytes": _grid_order(mem.budget), "fits": fits,
+        "concurrency": _grid_order(conc), "prefill_s": ttft, "decode_tokens_per_s_per_user": per_user,
+        "decode_tokens_per_s_total": total_tps, "train_tokens_per_s": _grid_order(nan),
+        "train_time_s": _grid_order(nan),
     }
-    return {name: _grid_order(values) for name, values in columns.items()}
 
 
 def _grid_order(values: Array) -> Array:

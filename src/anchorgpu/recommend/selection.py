@@ -17,9 +17,9 @@ def _speed_column(result: SweepResult) -> np.ndarray:
 
 
 def group_keys(result: SweepResult) -> np.ndarray:
-    """(shape, servers) of every configuration as one integer."""
+    """(shape, servers) of every configuration as one integer (computed once per layout, then widened)."""
     c = result.columns
-    return np.asarray(c["shape"] * 1024 + c["servers"])
+    return c.widen(c.compact("shape") * 1024 + c.compact("servers"))
 
 
 def _first_best(group: np.ndarray, keys: tuple[np.ndarray, ...],
@@ -63,6 +63,7 @@ def best_per_group(result: SweepResult, usable: np.ndarray, group: np.ndarray) -
 
 def closest_miss(result: SweepResult, group: np.ndarray) -> dict[tuple[int, int], int]:
     """Per (shape, servers) with nothing that fits: the configuration closest to fitting (least overshoot)."""
-    c = result.columns
-    over = np.asarray(c["per_gpu_total_bytes"], dtype=np.float64) - np.asarray(c["budget_bytes"], dtype=np.float64)
-    return _first_best(group, (over,))
+    c = result.columns  # on the grid's axes: the budget is per layout
+    over = (np.asarray(c.compact("per_gpu_total_bytes"), dtype=np.float64)
+            - np.asarray(c.compact("budget_bytes"), dtype=np.float64))
+    return _first_best(group, (c.widen(over),))
