@@ -17,7 +17,6 @@ valid for the model's heads) -> PP (powers of two; across servers only where a f
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -131,25 +130,19 @@ class SweepResult:
     warnings: tuple[tuple[str, str], ...]
 
     def row(self, i: int) -> dict[str, Any]:
-        """Configuration ``i`` as plain Python values (names resolved)."""
+        """Configuration ``i`` as plain Python values (names resolved, NaN as None)."""
         values = self.columns.values_at(i)
-        shape = self.shapes[values["shape"]]
+        shape = self.shapes[values.pop("shape")]
         out: dict[str, Any] = {"shape": shape.id, "gpu": shape.gpu.name}
         for name, value in values.items():
-            if name != "shape":
-                out[name] = self._plain(name, value)
+            out[name] = None if value != value else value  # only NaN differs from itself
+        out["weights"], out["kv_cache"] = self.weights[out["weights"]], self.kv_caches[out["kv_cache"]]
         return out
 
     def value(self, name: str, i: int) -> Any:
-        """Configuration ``i``'s value in one column, as :meth:`row` gives it (any column but ``shape``)."""
-        return self._plain(name, self.columns.value_at(name, i))
-
-    def _plain(self, name: str, value: Any) -> Any:
-        if name == "weights":
-            return self.weights[value]
-        if name == "kv_cache":
-            return self.kv_caches[value]
-        return None if isinstance(value, float) and math.isnan(value) else value
+        """Configuration ``i``'s value in one numeric column, as :meth:`row` gives it (NaN as None)."""
+        value = self.columns.value_at(name, i)
+        return None if value != value else value
 
 
 def valid_tp(model: ModelSpec, tp: int) -> bool:
