@@ -28,7 +28,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner.formats import ModelParts, format_for_model, model_weight_parts
 from anchorgpu.planner.inputs import KV_CACHE_DTYPES, Workload, engine_limits
-from anchorgpu.planner.speed.calibration import Calibration, StackConstants, calibrated
+from anchorgpu.planner.speed.calibration import StackConstants, calibrated
 from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_matmul_params
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, peak_for, tp_link
 from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
@@ -57,15 +57,6 @@ def _token_slots(model: ModelSpec, context_tokens: int, block_size: int) -> int:
 def _weight_parts(model: ModelSpec, weights_format: str) -> ModelParts:
     """:func:`anchorgpu.planner.formats.model_weight_parts`, once per (model, format): models are frozen."""
     return model_weight_parts(model, format_for_model(model, weights_format))
-
-
-def _allreduce_array(message_bytes: FloatArray, ranks: IntArray, bw: FloatArray, latency: FloatArray,
-                     cal: Calibration) -> FloatArray:
-    """:func:`anchorgpu.planner.speed.links.allreduce_s` over arrays."""
-    ranks_f = ranks.astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = latency + 2.0 * (ranks_f - 1) / ranks_f * message_bytes / (bw * cal.link_efficiency)
-    return np.where((ranks > 1) & (message_bytes > 0), t, 0.0)
 
 
 def _per_value(keys: IntArray, fn: Callable[[int], float]) -> IntArray:
@@ -207,7 +198,7 @@ class _Ticks:
             return np.array([field(k) for k in stacks])[s]
 
         precisions = [compute_precision_for_weights(name) for name in weights]
-        self.model, self.cal = model, cal
+        self.model = model
         self.weights = weights_wl
         self.bw_mem = np.array([sh.gpu.memory_bandwidth_bytes_per_s for sh in shapes])[s]
         self.bw_mbu = self.bw_mem * per_layout(lambda k: k.decode_mbu)  # the bandwidth a decode step reaches
@@ -235,14 +226,20 @@ class _Ticks:
         cached = prompt + spec.output_tokens // 2
         self.attn_dec = attention_flops_per_token(model, 2 * cached, causal=True)
         self.attn_pre = attention_flops_per_token(model, prompt, causal=True)
-        self.bw, self.lat = _links(shapes, lay)
+        # the TP all-reduces of a tick (speed.links.allreduce_s): latency + 2 (n - 1) / n x message / bandwidth
+        bw, self.lat = _links(shapes, lay)
+        ranks = lay.tp.astype(np.float64)
+        self.ring_share = 2.0 * (ranks - 1) / ranks
+        self.ring_rate = bw * cal.link_efficiency
+        self.comm_layers = 2 * model.num_layers / lay.pp  # two all-reduces per layer of the stage
         ew_l = per_layout(lambda k: k.elementwise_bytes_per_hidden / 3.0)
         self.per_token_ew = model.num_layers / lay.pp * ew_l * model.hidden_size / lay.tp / self.bw_mem
         self.routed = routed_share_per_gpu(model, tp=1, ep=1)  # every layout the sweep tries splits experts with TP
         # a MoE's routed-expert products slow down with few tokens per expert (speed.serving.expert_rows_factor)
         self.expert_share, self.route_share = moe_product_shares(model)
         self.half_tokens = per_layout(lambda k: k.moe_expert_half_tokens)
-        self.pp_bw, self.pp_lat = _links(shapes, lay, lay.tp * lay.pp, network=False)
+        pp_bw, self.pp_lat = _links(shapes, lay, lay.tp * lay.pp, network=False)
+        self.pp_rate = pp_bw * cal.link_efficiency
 
     def tick(self, decode: FloatArray, prefill: FloatArray | float) -> FloatArray:
         """speed.serving._tick: one micro-batch of ``decode`` sequences and ``prefill`` prompt tokens (``(C, L)``)
@@ -262,12 +259,16 @@ class _Ticks:
         big = np.maximum(memory_s, compute_s)
         weights_s = _soft_roofline(big, np.minimum(memory_s, compute_s, out=compute_s), self.knee, self.inv_knee)
         weights_s += self.fixed
-        attention_s = np.maximum(decode * self.kv_read / self.bw_mbu,
-                                 (decode * self.attn_dec + prefill * self.attn_pre) / self.split / self.attention_rate)
+        attention_s = decode * self.kv_read
+        attention_s /= self.bw_mbu
+        np.maximum(attention_s, (decode * self.attn_dec + prefill * self.attn_pre) / self.split / self.attention_rate,
+                   out=attention_s)
         message = tokens * model.hidden_size * ACTIVATION_BYTES
-        comm = 2 * model.num_layers / self.pp * _allreduce_array(message, self.tp, self.bw, self.lat, self.cal)
-        p2p = np.where((self.pp > 1) & (message > 0), self.pp_lat + message / (self.pp_bw * self.cal.link_efficiency),
-                       0.0)
+        sent = message > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            comm = self.comm_layers * np.where((self.tp > 1) & sent, self.lat + self.ring_share * message / self.ring_rate,
+                                               0.0)
+        p2p = np.where((self.pp > 1) & sent, self.pp_lat + message / self.pp_rate, 0.0)
         total = weights_s + attention_s
         total += tokens * self.per_token_ew
         total += comm
