@@ -6,8 +6,9 @@ constants come from the same scalar functions :func:`anchorgpu.planner.plan` use
 (:mod:`anchorgpu.planner.memory`, :mod:`anchorgpu.planner.formats`), computed once per distinct
 (format, TP, PP) and then broadcast over the grid; training memory, which depends only on the layout,
 comes from :func:`~anchorgpu.planner.plan` itself, once per distinct layout. Speed follows
-:mod:`anchorgpu.planner.speed` (serving written out in array form). ``tests/recommend`` checks both against
-the scalar functions on sampled configurations.
+:mod:`anchorgpu.planner.speed` (serving written out in array form in :mod:`anchorgpu.planner.sweep_serving`).
+``tests/recommend`` checks both against the scalar functions on sampled configurations. The result's columns
+are a :class:`~anchorgpu.planner.grid_columns.GridColumns`: each kept on the grid's axes, flattened when read.
 
 Grid (in this order, which is also the order of the result columns; the sweep is deterministic):
 shape -> servers (1..max_servers whole servers) -> TP (powers of two up to the GPUs of one server,
