@@ -46,6 +46,7 @@ from anchorgpu.planner.inputs import (
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.calibration import Calibration, Overrides, calibrated, calibration
 from anchorgpu.planner.speed.flops import Recompute, TrainKind, attention_flops_per_token, forward_matmul_params
+from anchorgpu.planner.speed.launches import launch_ratio
 from anchorgpu.planner.speed.links import (
     ACTIVATION_BYTES,
     compute_precision_for_training,
@@ -344,7 +345,8 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
     att_eff_l = np.array([k.attention_efficiency for k in stacks])[lay.shape][:, None, None, None]
     # fixed cost per pipeline tick: the step's, and the launches of the stage's layers (speed.serving)
     fixed_l = (np.array([k.per_step_s for k in stacks])[lay.shape]
-               + model.num_layers / lay.pp * np.array([k.per_layer_step_s for k in stacks])[lay.shape])
+               + model.num_layers / lay.pp * np.array([k.per_layer_step_s for k in stacks])[lay.shape]
+               * launch_ratio(model, cal.launches))
     bf16_l = np.array([peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[lay.shape][:, None, None, None]
     kv_read = (read_slots * values_l)[:, None, None, None] * bpv_k[None, None, :, None] * stage_l[:, None, None, None] / n_layers
     if state_seq:
@@ -385,8 +387,8 @@ def _inference(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpe
         compute_s = tokens * p_matmul / split / (peak4 * mm_eff_l)
         if expert_share:  # the rows of each expert the step touches
             rows = tokens * route_share / frac
-            compute_s = compute_s * np.where(rows > 0, 1.0 + expert_share * half_tokens_l / np.where(rows > 0, rows, 1.0),
-                                             1.0)
+            compute_s = compute_s * np.where(rows > 0, 1.0 + expert_share * half_tokens_l / np.where(
+                rows > 0, np.maximum(rows, cal.moe_tile_rows), 1.0), 1.0)  # at least one tile's rows
         big = np.maximum(memory_s, compute_s)
         small = np.minimum(memory_s, compute_s)
         safe = np.where(big > 0, big, 1.0)
