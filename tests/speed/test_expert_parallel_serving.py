@@ -42,16 +42,18 @@ def test_each_moe_layer_pays_a_dispatch_and_a_combine_of_the_routed_copies() -> 
 
 
 def test_the_experts_of_an_ep_group_see_every_replicas_tokens() -> None:
-    """A GPU of an 8-wide EP group at 16 sequences a replica routes 128 tokens to its experts: its routed products
-    run at the rows of 128 tokens, not 16, which ``expert_rows_factor`` prices."""
+    """A GPU of an 8-wide EP group at 64 sequences a replica routes 512 tokens to its experts: its routed products
+    run at the rows of 512 tokens (32 an expert, two 16-row tiles), not of 64 (4 an expert, part of one tile), which
+    ``expert_rows_factor`` prices."""
     moe = MODEL.moe
     assert moe is not None
-    k = calibration().stack(H200)
+    cal = calibration()
+    k = cal.stack(H200)
     route = moe.experts_per_token / moe.num_experts
-    assert expert_rows_factor(8 * 16, route, k.moe_expert_half_tokens) < expert_rows_factor(16, route,
-                                                                                            k.moe_expert_half_tokens)
-    wide = decode_step(MODEL, H200, _setup(tp=1, ep=8, replicas=8), batch=16, cached_tokens=1000)
-    alone = decode_step(MODEL, H200, _setup(tp=1, ep=1, replicas=8), batch=16, cached_tokens=1000)
+    assert expert_rows_factor(8 * 64, route, k.moe_expert_half_tokens, cal.moe_tile_rows) < expert_rows_factor(
+        64, route, k.moe_expert_half_tokens, cal.moe_tile_rows)
+    wide = decode_step(MODEL, H200, _setup(tp=1, ep=8, replicas=8), batch=64, cached_tokens=1000)
+    alone = decode_step(MODEL, H200, _setup(tp=1, ep=1, replicas=8), batch=64, cached_tokens=1000)
     assert wide.weights_s < alone.weights_s
 
 

@@ -54,7 +54,8 @@ def test_tick_matches_the_helpers_it_restates(model_name: str, gpu_name: str, tp
         if model.moe is not None:
             weights *= 1 - k.routed_share + k.routed_share * sv.moe_expert_fraction_read(model, tokens)
         matmul_s = tokens * 2.0 * k.matmul_params / (tp * pp) / k.matmul_rate
-        matmul_s *= 1.0 + k.expert_share * (sv.expert_rows_factor(tokens, k.route_share, k.expert_half_tokens) - 1.0)
+        matmul_s *= 1.0 + k.expert_share * (sv.expert_rows_factor(tokens, k.route_share, k.expert_half_tokens,
+                                                                   k.expert_tile_rows) - 1.0)
         assert alone[2] == pytest.approx(sv.soft_roofline(weights / k.mem_rate, matmul_s, k.knee), rel=1e-12)
         assert math.isfinite(alone[0]) and alone[0] >= alone[1] >= 0.0
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from operator import is_
 from typing import Any, TypeVar
 
 __all__ = ["evolve", "fast_init", "memo_on_frozen"]
@@ -123,10 +124,12 @@ def evolve(obj: T, **changes: Any) -> T:
     return new
 
 
-def memo_on_frozen(fn: Callable[..., R]) -> Callable[..., R]:
-    """``fn(frozen, *values)`` memoised on the identity of its first argument (a frozen spec: a model, a GPU, a
+def memo_on_frozen(fn: Callable[..., R], *, frozen: int = 1) -> Callable[..., R]:
+    """``fn(spec, *values)`` memoised on the identity of its first argument (a frozen spec: a model, a GPU, a
     weight format, held by the memo so its id cannot be reused) and the plain, hashable values after it, passed by
-    position. For a pure function of them whose answer is a number or a frozen value; bounded (cleared at 1,024).
+    position. With ``frozen=n`` the first ``n`` arguments are such specs (a model, a GPU and a calibration), each
+    held and checked by identity. For a pure function of them whose answer is a number or a frozen value; bounded
+    (cleared at 1,024). A refusal (an exception) is raised each time, never kept.
 
     >>> calls = []
     >>> @memo_on_frozen
@@ -136,20 +139,48 @@ def memo_on_frozen(fn: Callable[..., R]) -> Callable[..., R]:
     >>> spec = object()
     >>> twice(spec, 3), twice(spec, 3), calls
     (6, 6, [3])
+    >>> both = memo_on_frozen(lambda a, b, n: calls.append(n) or n, frozen=2)
+    >>> both(spec, calls, 4), both(spec, calls, 4), both(spec, object(), 4), calls[-2:]
+    (4, 4, 4, [4, 4])
     """
-    cache: dict[tuple[Any, ...], tuple[object, R]] = {}
-
-    def memoised(frozen: object, *values: Any) -> R:
-        key = (id(frozen), *values)
-        hit = cache.get(key)
-        if hit is not None and hit[0] is frozen:
-            return hit[1]
-        answer = fn(frozen, *values)
-        if len(cache) >= 1024:
-            cache.clear()
-        cache[key] = (frozen, answer)
-        return answer
-
+    memoised = _memo_one(fn) if frozen == 1 else _memo_held(fn, frozen)
     memoised.__doc__, memoised.__name__, memoised.__qualname__ = fn.__doc__, fn.__name__, fn.__qualname__
     memoised.__wrapped__ = fn  # type: ignore[attr-defined]
+    return memoised
+
+
+def _memo_one(fn: Callable[..., R]) -> Callable[..., R]:
+    """:func:`memo_on_frozen` of one spec (the usual case: one identity check, no tuple of specs)."""
+    cache: dict[tuple[Any, ...], tuple[object, R]] = {}
+
+    def memoised(first: object, *values: Any) -> R:
+        key = (id(first), *values)
+        hit = cache.get(key)
+        if hit is not None and hit[0] is first:
+            return hit[1]
+        answer = fn(first, *values)
+        if len(cache) >= 1024:
+            cache.clear()
+        cache[key] = (first, answer)
+        return answer
+
+    return memoised
+
+
+def _memo_held(fn: Callable[..., R], frozen: int) -> Callable[..., R]:
+    """:func:`memo_on_frozen` of the first ``frozen`` arguments, each held and checked by identity."""
+    cache: dict[tuple[Any, ...], tuple[tuple[object, ...], R]] = {}
+
+    def memoised(*args: Any) -> R:
+        specs = args[:frozen]
+        key = (*map(id, specs), *args[frozen:])
+        hit = cache.get(key)
+        if hit is not None and all(map(is_, hit[0], specs)):
+            return hit[1]
+        answer = fn(*args)
+        if len(cache) >= 1024:
+            cache.clear()
+        cache[key] = (specs, answer)
+        return answer
+
     return memoised

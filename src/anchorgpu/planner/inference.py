@@ -62,9 +62,18 @@ def kv_request(model: ModelSpec, ctx: int, seqs: int, precision: PrecisionPlan, 
 def longest_context(model: ModelSpec, capacity: int, seqs: int, limit: int, precision: PrecisionPlan,
                      lay: ResolvedLayout, w: Workload) -> int:
     """Largest context (tokens, at most ``limit``) whose KV for ``seqs`` sequences fits ``capacity``."""
-    return mm.longest_kv_context(model, capacity=capacity, sequences=seqs,
-                                 bytes_per_value=KV_CACHE_DTYPES[precision.kv_cache], tp=lay.tp, pp=lay.pp,
-                                 block_size=w.block_size_tokens, limit=limit)
+    return _longest_kv_context(model, capacity, seqs, KV_CACHE_DTYPES[precision.kv_cache], lay.tp, lay.pp,
+                               w.block_size_tokens, limit)
+
+
+@memo_on_frozen
+def _longest_kv_context(model: ModelSpec, capacity: int, seqs: int, bytes_per_value: float, tp: int, pp: int,
+                        block: int, limit: int) -> int:
+    """:func:`~anchorgpu.planner.memory.longest_kv_context` (a search over block counts), memoised on the (frozen)
+    model and its counts: the capacity is the layout's, so every plan of a layout at that many sequences per
+    replica asks the same."""
+    return mm.longest_kv_context(model, capacity=capacity, sequences=seqs, bytes_per_value=bytes_per_value, tp=tp,
+                                 pp=pp, block_size=block, limit=limit)
 
 
 def state_assumption(model: ModelSpec, per_sequence_bytes: int) -> str:

@@ -19,7 +19,7 @@ from functools import lru_cache
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
-from anchorgpu.planner._frozen import evolve
+from anchorgpu.planner._frozen import evolve, memo_on_frozen
 from anchorgpu.planner.checks import BASE_CHECK, layout_warnings, precision_warnings
 from anchorgpu.planner.diffusion_plan import plan_diffusion
 from anchorgpu.planner.formats import WeightFormat, shipped_format
@@ -46,6 +46,13 @@ def _is_shipped(fmt: WeightFormat, model: ModelSpec) -> bool:
     comparing every field."""
     shipped = shipped_format(model)
     return fmt is shipped or (fmt.name == shipped.name and fmt == shipped)
+
+
+@memo_on_frozen
+def _with_weights(precision: PrecisionPlan, weights: str) -> PrecisionPlan:
+    """``precision`` with the weight format planned, memoised on the (frozen) precision asked: the default one,
+    which every plan that names no format shares, and a layout search's, resolve once per format."""
+    return evolve(precision, weights=weights)
 
 
 def plan(
@@ -96,8 +103,8 @@ def plan(
         if chosen is not None:
             return evolve(chosen, assumptions=(*assumptions, *chosen.assumptions))
     fmt = resolve_format(model, w, prec, assumptions)
-    if prec.weights != fmt.name:  # dataclasses.replace costs more than the rest of a small plan
-        prec = evolve(prec, weights=fmt.name)
+    if prec.weights != fmt.name:
+        prec = _with_weights(prec, fmt.name)
     lay = resolve_layout(model, w, lay_in, assumptions)
     warnings: list[PlanWarning] = []
     if isinstance(model, DiffusionPipelineSpec):
@@ -136,7 +143,7 @@ def plan(
                            " planned as plain data parallelism.")
     return Plan(
         model=model, gpu=gpu, workload=terms.workload, precision=prec, layout=lay, per_gpu=terms.per_gpu,
-        breakdown=dict(terms.breakdown), budget_bytes=terms.budget_bytes, fits=fits, headroom_bytes=headroom,
+        breakdown=terms.breakdown, budget_bytes=terms.budget_bytes, fits=fits, headroom_bytes=headroom,
         max_concurrency=terms.max_concurrency, max_context_tokens=terms.max_context_tokens,
         checkpoint_bytes=terms.checkpoint_bytes, assumptions=tuple(assumptions), warnings=tuple(warnings),
         checks=checks, suggestions=suggestions,

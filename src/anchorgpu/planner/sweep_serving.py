@@ -30,6 +30,7 @@ from anchorgpu.planner.formats import ModelParts, format_for_model, model_weight
 from anchorgpu.planner.inputs import KV_CACHE_DTYPES, Workload, engine_limits
 from anchorgpu.planner.speed.calibration import StackConstants, calibrated
 from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_matmul_params
+from anchorgpu.planner.speed.launches import launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, peak_for, tp_link
 from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
 from anchorgpu.units import GIB
@@ -211,7 +212,8 @@ class _Ticks:
         mm_eff = _per_format(mm_eff_sw[s] * (width_l / (width_l + half_l))[:, None])
         self.peak_eff = _per_format(_peaks(shapes, precisions)[s]) * mm_eff  # the products' achieved peak
         # fixed cost per pipeline tick: the step's, and the launches of the stage's layers (speed.serving)
-        self.fixed = per_layout(lambda k: k.per_step_s) + model.num_layers / lay.pp * per_layout(lambda k: k.per_layer_step_s)
+        self.fixed = (per_layout(lambda k: k.per_step_s) + model.num_layers / lay.pp
+                      * per_layout(lambda k: k.per_layer_step_s) * launch_ratio(model, cal.launches))
         bf16 = np.array([peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[s]
         self.attention_rate = bf16 * per_layout(lambda k: k.attention_efficiency)
         kv_read = kv.read_bytes * kv.stage_layers / kv.n_layers
@@ -238,6 +240,7 @@ class _Ticks:
         # a MoE's routed-expert products slow down with few tokens per expert (speed.serving.expert_rows_factor)
         self.expert_share, self.route_share = moe_product_shares(model)
         self.half_tokens = per_layout(lambda k: k.moe_expert_half_tokens)
+        self.moe_tile_rows = cal.moe_tile_rows
         pp_bw, self.pp_lat = _links(shapes, lay, lay.tp * lay.pp, network=False)
         self.pp_rate = pp_bw * cal.link_efficiency
 
@@ -254,8 +257,8 @@ class _Ticks:
         compute_s = tokens * self.p_matmul / self.split / self.peak_eff
         if self.expert_share:  # the rows of each expert the step touches
             rows = tokens * self.route_share / frac
-            compute_s *= np.where(rows > 0, 1.0 + self.expert_share * self.half_tokens / np.where(rows > 0, rows, 1.0),
-                                  1.0)
+            compute_s *= np.where(rows > 0, 1.0 + self.expert_share * self.half_tokens / np.where(
+                rows > 0, np.maximum(rows, self.moe_tile_rows), 1.0), 1.0)  # at least one tile's rows
         big = np.maximum(memory_s, compute_s)
         weights_s = _soft_roofline(big, np.minimum(memory_s, compute_s, out=compute_s), self.knee, self.inv_knee)
         weights_s += self.fixed

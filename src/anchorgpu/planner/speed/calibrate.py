@@ -256,6 +256,9 @@ SETS: dict[str, str] = {
     "rocm-oci-latency": "OCI's latency table of Llama 3.1 405B on 8 MI300X (1 to 256 requests at once), held out",
     "vllm-gpustack": "GPUStack's vLLM runs on H100 and H200 with 1 to 8 requests in flight (time per output token of "
                      "gpt-oss-120b, GLM-4.6, DeepSeek-R1 and Qwen3-8B), held out",
+    "inferencemax": "InferenceMAX's runs with 4 to 64 requests in flight (time per output token of gpt-oss-120b on vLLM, "
+                    "DeepSeek-R1 on SGLang and TensorRT-LLM on H200, B200 and MI300X-MI355X, Llama 3.3 70B as a dense "
+                    "control), held out",
 }
 """The sets of rows the summaries report apart, by where the rows come from (``set_of``)."""
 
@@ -358,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
         doc = read_calibration_doc()
         for name in ("cuda", "rocm"):
             for key in StackConstants.__dataclass_fields__:
-                doc["stacks"][name][key] = round(float(getattr(cal.stacks[name], key)), 9)
+                doc["stacks"][name][key] = float(f"{float(getattr(cal.stacks[name], key)):.10g}")  # 10 significant digits
         rows = report_rows(cal, runs)
         bands = _bands(rows, runs)
         doc["bands"] = {k: {"low": b.low, "high": b.high} for k, b in bands.items()}

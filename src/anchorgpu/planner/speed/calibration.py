@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from anchorgpu.errors import DataFileError, InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner.speed.launches import LayerLaunches
 
 __all__ = [
     "CALIBRATION_FILE",
@@ -96,6 +97,8 @@ class Calibration:
     bands: dict[str, Band]
     provenance: dict[str, Any]
     caveats: dict[str, str] = field(default_factory=dict)  # per stack: what its rows leave uncertain, said in plans
+    launches: LayerLaunches = LayerLaunches()  # kernels a layer launches by block (scales per_layer_step_s)
+    moe_tile_rows: float = 0.0  # a grouped product's smallest tile: fewer rows per expert cost no more (0: no floor)
     origin: Literal["calibrated", "user"] = "calibrated"  # "user": the user's --mfu/--mbu replace fitted efficiencies
 
     def stack(self, gpu: GpuSpec) -> StackConstants:
@@ -152,8 +155,22 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         optimizer_bytes_per_param=_number(stated, "optimizer_bytes_per_param", "stated"),
         network_bytes_per_s=_number(stated, "network_gbit_per_s_per_gpu", "stated") * 1e9 / 8,
         bands=bands, caveats={k: str(v) for k, v in doc.get("caveats", {}).items()},
+        launches=_launches(stated), moe_tile_rows=_number(stated, "moe_tile_rows", "stated"),
         provenance={k: v for k, v in doc.items() if k not in ("stacks", "stated", "bands", "caveats")},
     )
+
+
+def _launches(stated: dict[str, Any]) -> LayerLaunches:
+    counts = stated["kernel_launches_per_layer"]["value"]
+    names = [f.name for f in fields(LayerLaunches)]
+    if set(counts) != set(names):
+        raise DataFileError(f"speed/data/{CALIBRATION_FILE}", "stated.kernel_launches_per_layer",
+                            f"needs exactly {', '.join(names)}")
+    values = {name: _number(counts, name, "stated.kernel_launches_per_layer") for name in names}
+    if any(v < 1 or v != int(v) for v in values.values()):
+        raise DataFileError(f"speed/data/{CALIBRATION_FILE}", "stated.kernel_launches_per_layer",
+                            "each count must be a whole number of at least 1")
+    return LayerLaunches(**{name: int(v) for name, v in values.items()})
 
 
 def read_calibration_doc() -> dict[str, Any]:

@@ -17,9 +17,11 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
+from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, KV_CACHE_DTYPES, engine_limits
 from anchorgpu.planner.speed.calibration import Band, Calibration, Overrides, calibrated, calibration, stack_of
 from anchorgpu.planner.speed.flops import TrainKind
+from anchorgpu.planner.speed.launches import LayerLaunches, launch_ratio, launches_per_layer
 from anchorgpu.planner.speed.links import (
     compute_precision_for_training,
     compute_precision_for_weights,
@@ -182,12 +184,28 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
     out["decode_tokens_per_s_total"] = est.output_tokens_per_s
     assumptions.append(_serving_line(conc, prompt, output, sat, full, limits[1]))
     assumptions.append(_serving_constants_line(plan.gpu, cal, setup.precision))
+    launches = _launches_line(model, cal.launches)
+    if launches:
+        assumptions.append(launches)
     if model.moe is not None and setup.ep > setup.tp:
         assumptions.append(_expert_parallel_line(setup.ep, setup.tp, model.moe.experts_per_token))
     if model.moe is not None and cal.caveats.get("moe"):
         assumptions.append(f"{MOE_CAVEAT_LABEL}: {cal.caveats['moe']}.")
     if cal.caveats.get("ttft"):
         assumptions.append(f"{TTFT_CAVEAT_LABEL}: {cal.caveats['ttft']}.")
+
+
+@memo_on_frozen
+def _launches_line(model: ModelSpec, launches: LayerLaunches) -> str:
+    """How the fixed cost per layer scales for an architecture whose layers launch more kernels than a Llama layer's
+    (empty for a Llama-style layer, which the fitted cost is)."""
+    ratio = launch_ratio(model, launches)
+    if ratio == 1.0:
+        return ""
+    return (f"fixed cost per layer {ratio:.2f}x a Llama layer's: a decode step launches "
+            f"{launches_per_layer(model, launches):.1f} kernels per layer of {model.name} against {launches.reference} "
+            "(multi-head latent attention, MoE routing and grouped products, shared experts; counts read from vLLM's "
+            "model code)")
 
 
 @lru_cache(maxsize=64)

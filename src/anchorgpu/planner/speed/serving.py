@@ -38,6 +38,7 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_matmul_params
+from anchorgpu.planner.speed.launches import launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, group_link, peak_for
 
 __all__ = ["DecodeStep", "ServingEstimate", "ServingSetup", "decode_step", "expert_rows_factor", "moe_expert_fraction_read",
@@ -60,18 +61,22 @@ def moe_expert_fraction_read(model: ModelSpec, batch_tokens: float) -> float:
     return float(1.0 - (1.0 - k / e) ** max(batch_tokens, 1.0))
 
 
-def expert_rows_factor(tokens: float, route_share: float, half_tokens: float) -> float:
+def expert_rows_factor(tokens: float, route_share: float, half_tokens: float, tile_rows: float = 0.0) -> float:
     """How much longer the routed experts' products take than at full efficiency. The step's ``tokens * k`` routed
     copies go to the experts they touch, a share ``f = 1 - (1 - k/E)^tokens`` of them (:func:`moe_expert_fraction_read`),
     so each expert that runs gets ``rows = tokens * k / (E * f)`` rows - at least one - and reaches
     ``rows / (rows + half_tokens)`` of its efficiency (1 without a MoE, without tokens or with ``half_tokens`` 0). With
     many tokens ``f`` is 1 and every expert gets ``tokens * k / E``; one token's experts get one row each, not the
-    fraction of a row an average over all ``E`` experts would give them.
+    fraction of a row an average over all ``E`` experts would give them. Below ``tile_rows`` (one tile of the grouped
+    product) an expert runs one tile whatever its rows, and reading its weights - the memory term - is what it
+    costs, so the falloff stops at the tile's.
 
     >>> expert_rows_factor(2048, 8 / 128, 128.0)  # 128 rows an expert: half the efficiency, twice the time
     2.0
     >>> expert_rows_factor(1, 8 / 128, 128.0)  # one token: each of its 8 experts gets one row
     129.0
+    >>> expert_rows_factor(1, 8 / 128, 128.0, tile_rows=16.0)  # ...which run one 16-row tile each
+    9.0
     >>> expert_rows_factor(2048, 8 / 128, 0.0), expert_rows_factor(0, 8 / 128, 128.0)
     (1.0, 1.0)
     """
@@ -79,6 +84,8 @@ def expert_rows_factor(tokens: float, route_share: float, half_tokens: float) ->
     if rows <= 0 or half_tokens <= 0:
         return 1.0
     touched = 1.0 - (1.0 - route_share) ** (tokens if tokens >= 1.0 else 1.0)
+    if rows < tile_rows * touched:  # fewer rows per touched expert than one tile
+        return float(1.0 + half_tokens / tile_rows)
     return float(1.0 + half_tokens * touched / rows)
 
 
@@ -165,6 +172,7 @@ class _StepConstants:
     expert_share: float  # MoE: the active routed experts' share of the products a token passes (0.0 dense)
     route_share: float  # MoE: k / E, the share of a step's tokens each routed expert gets
     expert_half_tokens: float  # MoE: the tokens per expert at which those products reach half their efficiency
+    expert_tile_rows: float  # MoE: one tile of a grouped product; fewer rows per expert cost what a tile does
     expert_token_scale: float  # EP wider than TP: the replicas whose tokens one GPU's experts serve, ep / tp (else 1)
     a2a_per_stage: float  # EP wider than TP: two all-to-alls (dispatch, combine) per MoE layer of a stage, else 0
     a2a_copies: float  # a token's routed copies that leave its GPU: (1 - tp / ep) * k
@@ -220,7 +228,8 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
     expert_share, route_share = moe_product_shares(model)
     return _StepConstants(
         matmul_params=forward_matmul_params(model), link=link, pp_link=pp_link,
-        fixed_s=0.0 if ideal else k.per_step_s + model.num_layers / setup.pp * k.per_layer_step_s,
+        fixed_s=0.0 if ideal else (k.per_step_s + model.num_layers / setup.pp * k.per_layer_step_s
+                                   * launch_ratio(model, cal.launches)),
         elementwise_s_per_token=(0.0 if ideal else model.num_layers / setup.pp * k.elementwise_bytes_per_hidden / 3.0
                                  * model.hidden_size / setup.tp / bw),
         knee=1e3 if ideal else k.roofline_exponent,
@@ -235,6 +244,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         split=setup.tp * setup.pp, hidden_size=model.hidden_size,
         expert_share=expert_share, route_share=route_share,
         expert_half_tokens=0.0 if ideal else k.moe_expert_half_tokens,
+        expert_tile_rows=cal.moe_tile_rows,
         expert_token_scale=setup.ep / setup.tp if wide_ep else 1.0,
         a2a_per_stage=2.0 * moe.num_moe_layers / setup.pp if wide_ep and moe is not None else 0.0,
         a2a_copies=(1.0 - setup.tp / setup.ep) * moe.experts_per_token if wide_ep and moe is not None else 0.0,
@@ -326,8 +336,11 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     mem_rate = c.mem_rate
     matmul_s = matmul_flops / c.matmul_rate
     if c.expert_share and c.expert_half_tokens and tokens > 0:  # the routed experts' products (expert_rows_factor):
-        # the rows of each expert the step touches
-        matmul_s *= 1.0 + c.expert_share * c.expert_half_tokens * touched / (expert_tokens * c.route_share)
+        # the rows of each expert the step touches, at least one tile's
+        if expert_tokens * c.route_share >= c.expert_tile_rows * touched:
+            matmul_s *= 1.0 + c.expert_share * c.expert_half_tokens * touched / (expert_tokens * c.route_share)
+        else:
+            matmul_s *= 1.0 + c.expert_share * c.expert_half_tokens / c.expert_tile_rows
     weights_read_s = weights / mem_rate
     # soft_roofline(weights_read_s, matmul_s, c.knee), inline (the same operations in order)
     if weights_read_s <= 0.0 or matmul_s <= 0.0:

@@ -30,7 +30,7 @@ from typing import Protocol
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
-from anchorgpu.planner._frozen import fast_init
+from anchorgpu.planner._frozen import fast_init, memo_on_frozen
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.flops import (
     Recompute,
@@ -40,6 +40,7 @@ from anchorgpu.planner.speed.flops import (
 )
 from anchorgpu.planner.speed.links import (
     ACTIVATION_BYTES,
+    PeakChoice,
     all_gather_s,
     all_to_all_s,
     allreduce_s,
@@ -199,6 +200,57 @@ def training_step(
     (8, True, True)
     """
     cal = cal or calibration()
+    b = _layout_terms(model, gpu, cal, lay.gpus, lay.tp, lay.pp, lay.cp, lay.dp, lay.ep, lay.zero, lay.virtual_stages,
+                      lay.tp_overlap, seq_tokens, micro_batch, recompute, kind, precision, gpus_per_server,
+                      network_bytes_per_s, grad_bytes_per_value)
+    m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
+    breakdown = {
+        "compute": m * b.compute_s, "tp_comm": m * b.tp_s, "pp_bubble": b.bubble_s,
+        "pp_p2p": m * 2 * b.p2p_s if lay.pp > 1 else 0.0, "cp_comm": m * b.cp_s, "dp_sync": b.sync_s,
+        "fsdp_comm": m * b.fsdp_s, "ep_alltoall": m * b.ep_s, "optimizer": b.optimizer_s,
+    }
+    step_s = sum(breakdown.values())
+    tokens_step = m * lay.dp * micro_batch * seq_tokens
+    tokens_per_s = tokens_step / step_s
+    model_f, peak = b.model_flops_per_token, b.choice.flops_per_s
+    return TrainingStep(
+        step_s=step_s, breakdown_s=breakdown, tokens_per_step=tokens_step, microbatches=m,
+        tokens_per_s=tokens_per_s, model_flops_per_token=model_f, hardware_flops_per_token=b.hardware_flops_per_token,
+        tflops_per_gpu=tokens_per_s * model_f / lay.gpus / 1e12,
+        mfu=tokens_per_s * model_f / (lay.gpus * peak), peak_flops_per_s=peak,
+        precision=b.choice.precision, ceiling_tokens_per_s=b.ceiling_tokens_per_s,
+        bubble_fraction=b.bubble_s / step_s,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _LayoutTerms:
+    """What a step of one layout costs whatever its global batch: the times of one micro-batch by part (seconds),
+    the per-step parts that do not grow with the micro-batches, and the FLOPs and peak the throughput divides by."""
+
+    choice: PeakChoice
+    model_flops_per_token: float
+    hardware_flops_per_token: float
+    compute_s: float  # per micro-batch, as the ones below
+    tp_s: float
+    cp_s: float
+    ep_s: float
+    fsdp_s: float
+    p2p_s: float  # one stage-to-stage transfer (0.0 without pipeline stages)
+    bubble_s: float  # per step, as the ones below
+    sync_s: float
+    optimizer_s: float
+    ceiling_tokens_per_s: float
+
+
+def _compute_layout_terms(
+    model: ModelSpec, gpu: GpuSpec, cal: Calibration, gpus: int, tp: int, pp: int, cp: int, dp: int, ep: int,
+    zero: int, virtual_stages: int, tp_overlap: bool, seq_tokens: int, micro_batch: int, recompute: Recompute,
+    kind: TrainKind, precision: str, gpus_per_server: int, network_bytes_per_s: float | None,
+    grad_bytes_per_value: int,
+) -> _LayoutTerms:
+    lay = TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero, virtual_stages=virtual_stages,
+                      tp_overlap=tp_overlap)
     k = cal.stack(gpu)
     _check(model, lay, seq_tokens)
     choice = peak_for(gpu, precision)
@@ -206,7 +258,6 @@ def training_step(
     h, layers = model.hidden_size, model.num_layers
     stage_layers = float(slowest_stage_layers(layers, lay.pp, lay.virtual_stages))
     imbalance = stage_layers * lay.pp / layers  # the busiest rank's share of the layers over an even share
-    m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     tokens_rank = micro_batch * seq_tokens / lay.cp  # tokens one GPU holds in a micro-batch
 
     # compute
@@ -270,10 +321,10 @@ def training_step(
     # pipeline: bubble, and stage-to-stage transfers: one forward and one backward per micro-batch on the
     # critical path (interleaved chunks overlap their other transfers with compute, as Megatron-LM does)
     bubble_s = (lay.pp - 1) / lay.virtual_stages * per_micro if lay.pp > 1 else 0.0
-    p2p_total = 0.0
+    p2p_one = 0.0
     if lay.pp > 1:
         pp_link = group_link(gpu, lay.gpus, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
-        p2p_total = m * 2 * p2p_s(act_bytes / lay.tp, pp_link, efficiency=cal.link_efficiency)
+        p2p_one = p2p_s(act_bytes / lay.tp, pp_link, efficiency=cal.link_efficiency)
 
     # gradient sync once per step, overlapped with the last backward pass: an all-reduce (DDP), or a
     # reduce-scatter (FSDP, gradients accumulated across micro-batches and
@@ -294,20 +345,13 @@ def training_step(
         local = 0.0
     opt_s = local * cal.optimizer_bytes_per_param / (gpu.memory_bandwidth_bytes_per_s * k.decode_mbu)
 
-    breakdown = {
-        "compute": m * compute_s, "tp_comm": m * tp_s, "pp_bubble": bubble_s, "pp_p2p": p2p_total,
-        "cp_comm": m * cp_s, "dp_sync": sync_s, "fsdp_comm": m * fsdp_s, "ep_alltoall": m * ep_s,
-        "optimizer": opt_s,
-    }
-    step_s = sum(breakdown.values())
-    tokens_step = m * lay.dp * micro_batch * seq_tokens
-    tokens_per_s = tokens_step / step_s
-    ceiling = lay.gpus * choice.flops_per_s / model_f
-    return TrainingStep(
-        step_s=step_s, breakdown_s=breakdown, tokens_per_step=tokens_step, microbatches=m,
-        tokens_per_s=tokens_per_s, model_flops_per_token=model_f, hardware_flops_per_token=hw_f,
-        tflops_per_gpu=tokens_per_s * model_f / lay.gpus / 1e12,
-        mfu=tokens_per_s * model_f / (lay.gpus * choice.flops_per_s), peak_flops_per_s=choice.flops_per_s,
-        precision=choice.precision, ceiling_tokens_per_s=ceiling,
-        bubble_fraction=bubble_s / step_s,
-    )
+    return _LayoutTerms(
+        choice=choice, model_flops_per_token=model_f, hardware_flops_per_token=hw_f, compute_s=compute_s, tp_s=tp_s,
+        cp_s=cp_s, ep_s=ep_s, fsdp_s=fsdp_s, p2p_s=p2p_one, bubble_s=bubble_s, sync_s=sync_s, optimizer_s=opt_s,
+        ceiling_tokens_per_s=lay.gpus * choice.flops_per_s / model_f)
+
+
+_layout_terms = memo_on_frozen(_compute_layout_terms, frozen=3)
+"""What a step of a layout costs whatever its global batch, memoised on the (frozen) model, GPU and calibration by
+identity and the layout's counts and the step's settings by value: each plan of that layout (a sweep over batch
+sizes, a layout search, a repeated question) reuses it."""
