@@ -1,0 +1,82 @@
+"""A mixture of experts' routed experts in a serving step: which experts a step's tokens touch, how many rows each
+gets, and what share of the products and weights they are. Pure; stdlib only. The serving step
+(:mod:`anchorgpu.planner.speed.serving`) restates these inline for speed, and its tests hold the two equal."""
+
+from __future__ import annotations
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.planner.speed.flops import forward_matmul_params
+
+__all__ = ["expert_rows_factor", "moe_expert_fraction_read", "moe_product_shares", "routed_share_per_gpu"]
+
+
+def moe_expert_fraction_read(model: ModelSpec, batch_tokens: float) -> float:
+    """Expected fraction of routed experts a step touches: ``1 - (1 - k/E)^T`` for ``T`` tokens.
+
+    Assumes uniform, independent routing (real routers are skewed, which lowers the fraction).
+
+    >>> from anchorgpu.planner.speed._toys import toy_model
+    >>> moe_expert_fraction_read(toy_model(), 64)
+    1.0
+    """
+    if model.moe is None:
+        return 1.0
+    k, e = model.moe.experts_per_token, model.moe.num_experts
+    return float(1.0 - (1.0 - k / e) ** max(batch_tokens, 1.0))
+
+
+def expert_rows_factor(tokens: float, route_share: float, half_tokens: float, tile_rows: float = 0.0) -> float:
+    """How much longer the routed experts' products take than at full efficiency. The step's ``tokens * k`` routed
+    copies go to the experts they touch, a share ``f = 1 - (1 - k/E)^tokens`` of them (:func:`moe_expert_fraction_read`),
+    so each expert that runs gets ``rows = tokens * k / (E * f)`` rows - at least one - and reaches
+    ``rows / (rows + half_tokens)`` of its efficiency (1 without a MoE, without tokens or with ``half_tokens`` 0). With
+    many tokens ``f`` is 1 and every expert gets ``tokens * k / E``; one token's experts get one row each, not the
+    fraction of a row an average over all ``E`` experts would give them. Below ``tile_rows`` (one tile of the grouped
+    product) an expert runs one tile whatever its rows, and reading its weights - the memory term - is what it
+    costs, so the falloff stops at the tile's.
+
+    >>> expert_rows_factor(2048, 8 / 128, 128.0)  # 128 rows an expert: half the efficiency, twice the time
+    2.0
+    >>> expert_rows_factor(1, 8 / 128, 128.0)  # one token: each of its 8 experts gets one row
+    129.0
+    >>> expert_rows_factor(1, 8 / 128, 128.0, tile_rows=16.0)  # ...which run one 16-row tile each
+    9.0
+    >>> expert_rows_factor(2048, 8 / 128, 0.0), expert_rows_factor(0, 8 / 128, 128.0)
+    (1.0, 1.0)
+    """
+    rows = tokens * route_share
+    if rows <= 0 or half_tokens <= 0:
+        return 1.0
+    touched = 1.0 - (1.0 - route_share) ** (tokens if tokens >= 1.0 else 1.0)
+    if rows < tile_rows * touched:  # fewer rows per touched expert than one tile
+        return float(1.0 + half_tokens / tile_rows)
+    return float(1.0 + half_tokens * touched / rows)
+
+
+def moe_product_shares(model: ModelSpec) -> tuple[float, float]:
+    """(expert share, route share) of a mixture of experts, (0.0, 0.0) for a dense model: the active routed
+    experts' share of the products a token passes, and ``k / E``, the share of a step's tokens each routed expert
+    gets (what :func:`expert_rows_factor` divides into rows). The serving step and the sweep both read them here."""
+    moe = model.moe
+    if moe is None:
+        return 0.0, 0.0
+    route = moe.experts_per_token / moe.num_experts
+    return model.params.experts * moe.experts_per_token / moe.num_experts / forward_matmul_params(model), route
+
+
+def routed_share_per_gpu(model: ModelSpec, *, tp: int, ep: int) -> float:
+    """The routed experts' share of the weights one GPU holds: the experts split over ``ep`` GPUs (over TP when
+    ``ep`` is 1), the rest over TP (0.0 for a dense model).
+
+    >>> from anchorgpu.architectures import load_model
+    >>> m = load_model("qwen3-30b-a3b")
+    >>> round(routed_share_per_gpu(m, tp=1, ep=1), 3), round(routed_share_per_gpu(m, tp=1, ep=8), 3)
+    (0.95, 0.702)
+    """
+    total = model.params_total
+    if model.moe is None or not total:
+        return 0.0
+    if ep <= 1 or ep == tp:  # split alike
+        return model.params.experts / total
+    experts = model.params.experts / ep
+    return experts / (experts + (total - model.params.experts) / tp)
