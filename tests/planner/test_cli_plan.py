@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from cli_runner import run
+from cli_runner import run, run_json
 
 
 def test_serving_journey_prints_breakdown_verdict_capacity_and_checks(capsys: pytest.CaptureFixture[str]) -> None:
@@ -182,3 +182,15 @@ def test_capacity_line_says_one_sequence_not_one_sequences(capsys: pytest.Captur
     code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--context", "8192")
     assert code == 0
     assert "longest context at 1 sequence: " in out and "sequences of 8,192 tokens" in out
+
+
+def test_saturation_above_the_capacity_line_says_why(capsys: pytest.CaptureFixture[str]) -> None:
+    """The capacity line holds each sequence at prompt + output, the saturation at its average cached length (a
+    paged engine's blocks fill as tokens arrive), so saturation can exceed "max concurrency"; the CLI says why
+    instead of showing two capacities that seem to disagree."""
+    argv = ("plan", "llama-3.1-8b", "--gpu", "h100", "--prompt", "1000", "--output-tokens", "200", "--concurrency", "64")
+    d = run_json(capsys, *argv)
+    assert d["performance"]["saturation_concurrency"] > d["max_concurrency"]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0
+    assert "KV cache at its average length" in " ".join(out.split())

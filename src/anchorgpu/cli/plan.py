@@ -268,7 +268,9 @@ def _render_performance(out: Any, section: Any) -> None:
     if isinstance(sat, int) and "max_output_tokens_per_s" in section:
         p_tok, o_tok = section.get("prompt_tokens"), section.get("output_tokens")
         size = f" of {p_tok:,} prompt + {o_tok:,} output tokens" if isinstance(p_tok, int) and isinstance(o_tok, int) else ""
-        out.print(f"  saturation = {sat:,} sequences at once{size}", markup=False)
+        out.print(f"  saturation = {sat:,} sequences at once{size}, their KV cache at its average length (a paged "
+                  "engine fills it as tokens arrive; the capacity line above holds each sequence at its full length)",
+                  markup=False)
     train_s = section.get("train_time_s")
     if isinstance(train_s, int | float):
         hours = section.get("gpu_hours")
