@@ -340,3 +340,15 @@ def test_the_language_switch_of_a_page_that_answers_a_form_leads_somewhere_that_
     assert english == "/?lang=en" and client.get(english).status_code == 200  # not GET /signup: 405
     refused = client.post("/signin", data={"csrf_token": _token(client.get("/signin").text), "api_key": "agpu_nothing"})
     assert 'href="/signin?lang=en" hreflang="en"' in refused.text  # the sign-in form is there to GET again
+
+
+def test_the_plan_page_says_how_the_model_did_on_this_gpu_in_both_languages(client: TestClient) -> None:
+    """The evidence row (performance.evidence): RTX PRO 6000's held-out runs (TensorRT-LLM perf-overview, commit
+    00f3768) with their median, and a GPU without any measured run saying so."""
+    query = "/plan?model=llama-3.1-8b&gpu={gpu}&prompt=1000&output_tokens=200&concurrency=16&lang={lang}"
+    en = client.get(query.format(gpu="rtx-pro-6000", lang="en")).text
+    assert "Measured on this GPU" in en and "held-out runs: median 1.38× the predicted speed" in en
+    ru = client.get(query.format(gpu="rtx-pro-6000", lang="ru")).text
+    assert "Измерено на этом GPU" in ru and "прогонов вне подгонки: медиана 1,38×" in ru
+    none = client.get(query.format(gpu="l4", lang="en")).text
+    assert "no run in the calibration set: the band rests on other GPUs" in none

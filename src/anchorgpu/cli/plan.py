@@ -271,6 +271,9 @@ def _render_performance(out: Any, section: Any) -> None:
         out.print(f"  saturation = {sat:,} sequences at once{size}, their KV cache at its average length (a paged "
                   "engine fills it as tokens arrive; the capacity line above holds each sequence at its full length)",
                   markup=False)
+    evidence = section.get("evidence")
+    if isinstance(evidence, dict) and isinstance(evidence.get("summary"), str):
+        out.print(f"  measured runs: {evidence['summary']}", markup=False)
     train_s = section.get("train_time_s")
     if isinstance(train_s, int | float):
         hours = section.get("gpu_hours")

@@ -19,7 +19,7 @@ import json
 import math
 import statistics
 import sys
-from dataclasses import replace
+from dataclasses import asdict, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from anchorgpu.planner.speed.calibration import (
     parse_calibration,
     read_calibration_doc,
 )
+from anchorgpu.planner.speed.evidence import evidence_kind, summarise
 from anchorgpu.planner.speed.runs import Run, load_runs, predict
 
 __all__ = ["FITTED", "fit", "main", "report_rows"]
@@ -246,6 +247,26 @@ def _bands(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> dict[str, Band]
     return bands
 
 
+def _evidence(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per GPU (its catalog name) and kind of run (:data:`~anchorgpu.planner.speed.evidence.EVIDENCE_KINDS`): how its
+    rows fell around the model, measured over predicted as a speed (:func:`~anchorgpu.planner.speed.evidence.summarise`)."""
+    from anchorgpu.hardware import get_gpu
+
+    by_id = {r.id: r for r in runs}
+    ratios: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
+    for row in rows:
+        run = by_id[row["id"]]
+        ratio = run.value / row["predicted"]
+        ratio = ratio if run.higher_is_better else 1.0 / ratio
+        key = (get_gpu(run.row["gpu"]).name, evidence_kind(run.phase, serving_kind(run)))
+        fitted, held = ratios.setdefault(key, ([], []))
+        (held if run.role == "holdout" else fitted).append(ratio)
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for (gpu, kind), (fitted, held) in sorted(ratios.items()):
+        out.setdefault(gpu, {})[kind] = asdict(summarise(fitted, held))
+    return out
+
+
 FEW_HELD_OUT = 10
 """Below this many held-out rows, a stack's own percentiles say little: its band is widened to its phase's."""
 
@@ -369,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = report_rows(cal, runs)
         bands = _bands(rows, runs)
         doc["bands"] = {k: {"low": b.low, "high": b.high} for k, b in bands.items()}
+        doc["evidence"] = _evidence(rows, runs)
         doc["fit_report"] = [{k: (round(v, 6) if isinstance(v, float) else v) for k, v in r.items() if k != "source"}
                              for r in rows]
         path = Path(str(resources.files("anchorgpu.planner.speed").joinpath("data", "calibration.json")))

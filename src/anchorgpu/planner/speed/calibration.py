@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from anchorgpu.errors import DataFileError, InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner.speed.evidence import EVIDENCE_KINDS, GpuEvidence
 from anchorgpu.planner.speed.launches import LayerLaunches
 
 __all__ = [
@@ -100,6 +101,12 @@ class Calibration:
     launches: LayerLaunches = LayerLaunches()  # kernels a layer launches by block (scales per_layer_step_s)
     moe_tile_rows: float = 0.0  # a grouped product's smallest tile: fewer rows per expert cost no more (0: no floor)
     origin: Literal["calibrated", "user"] = "calibrated"  # "user": the user's --mfu/--mbu replace fitted efficiencies
+    evidence: dict[str, dict[str, GpuEvidence]] = field(default_factory=dict)  # per GPU name, per kind of run
+
+    def evidence_for(self, gpu: GpuSpec, kind: str) -> GpuEvidence | None:
+        """How ``gpu``'s own measured runs of ``kind`` (:data:`~anchorgpu.planner.speed.evidence.EVIDENCE_KINDS`)
+        fell around the model; ``None`` where it has none."""
+        return self.evidence.get(gpu.name, {}).get(kind)
 
     def stack(self, gpu: GpuSpec) -> StackConstants:
         return self.stacks[stack_of(gpu)]
@@ -156,8 +163,28 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         network_bytes_per_s=_number(stated, "network_gbit_per_s_per_gpu", "stated") * 1e9 / 8,
         bands=bands, caveats={k: str(v) for k, v in doc.get("caveats", {}).items()},
         launches=_launches(stated), moe_tile_rows=_number(stated, "moe_tile_rows", "stated"),
-        provenance={k: v for k, v in doc.items() if k not in ("stacks", "stated", "bands", "caveats")},
+        provenance={k: v for k, v in doc.items() if k not in ("stacks", "stated", "bands", "caveats", "evidence")},
+        evidence=_evidence(doc.get("evidence", {})),
     )
+
+
+def _evidence(doc: dict[str, Any]) -> dict[str, dict[str, GpuEvidence]]:
+    """The ``evidence`` section: per GPU name, per kind of run, how its measured rows fell (written by calibrate)."""
+    out: dict[str, dict[str, GpuEvidence]] = {}
+    for gpu, kinds in doc.items():
+        for kind, e in kinds.items():
+            where = f"evidence.{gpu}.{kind}"
+            if kind not in EVIDENCE_KINDS or e.get("basis") not in ("held-out", "all"):
+                raise DataFileError(f"speed/data/{CALIBRATION_FILE}", where,
+                                    f"kind must be one of {', '.join(EVIDENCE_KINDS)} and basis held-out or all")
+            rows, held = _number(e, "rows", where), _number(e, "held_out", where)
+            ratios = [_number(e, k, where) for k in ("low", "median", "high")]
+            if rows < 1 or held > rows or rows != int(rows) or held != int(held) or not 0 < ratios[0] <= ratios[1] <= ratios[2]:
+                raise DataFileError(f"speed/data/{CALIBRATION_FILE}", where,
+                                    "needs whole rows >= held_out and 0 < low <= median <= high")
+            out.setdefault(gpu, {})[kind] = GpuEvidence(rows=int(rows), held_out=int(held), basis=e["basis"],
+                                                        median=ratios[1], low=ratios[0], high=ratios[2])
+    return out
 
 
 def _launches(stated: dict[str, Any]) -> LayerLaunches:

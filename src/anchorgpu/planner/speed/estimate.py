@@ -20,6 +20,7 @@ from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, KV_CACHE_DTYPES, engine_limits
 from anchorgpu.planner.speed.calibration import Band, Calibration, Overrides, calibrated, calibration, stack_of
+from anchorgpu.planner.speed.evidence import evidence_json, evidence_kind, evidence_line
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.launches import LayerLaunches, launch_ratio, launches_per_layer
 from anchorgpu.planner.speed.links import (
@@ -184,6 +185,7 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
     out["decode_tokens_per_s_total"] = est.output_tokens_per_s
     assumptions.append(_serving_line(conc, prompt, output, sat, full, limits[1]))
     assumptions.append(_serving_constants_line(plan.gpu, cal, setup.precision))
+    _evidence(plan.gpu, evidence_kind("serve", serving_band_kind(model, plan.layout.pp)), cal, out, assumptions)
     launches = _launches_line(model, cal.launches)
     if launches:
         assumptions.append(launches)
@@ -256,6 +258,17 @@ def _serving_constants_line(gpu: GpuSpec, cal: Calibration, precision: str) -> s
     return line
 
 
+def _evidence(gpu: GpuSpec, kind: str, cal: Calibration, out: dict[str, Any], assumptions: list[str]) -> None:
+    """How the GPU's own measured runs of this kind fell around the model (:mod:`.evidence`), in the JSON and as an
+    assumption; nothing where the user's efficiencies replace the calibrated ones (the runs say nothing of those)."""
+    if cal.origin == "user":
+        return
+    found = cal.evidence_for(gpu, kind)
+    line = evidence_line(gpu.name, kind, found, {"cuda": "CUDA", "rocm": "ROCm"}[stack_of(gpu)])
+    out["evidence"] = {**evidence_json(gpu.name, kind, found), "summary": line}
+    assumptions.append(line)
+
+
 def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[str, Any],
               assumptions: list[str], warnings: list[tuple[str, str]], cal: Calibration) -> None:
     assert plan.gpu is not None
@@ -305,6 +318,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     if lay.pp > 1:
         assumptions.append(f"pipeline bubble (p-1)/v = {lay.pp - 1}/{lay.virtual_stages} micro-batch times per step "
                            f"({st.bubble_fraction:.1%} of it)")
+    _evidence(plan.gpu, "train", cal, out, assumptions)
 
 
 @lru_cache(maxsize=1024)

@@ -1,0 +1,104 @@
+"""How the speed model did on one GPU's own measured runs: what a plan on that GPU can say about how sure it is.
+Pure; stdlib only.
+
+The bands (:class:`~anchorgpu.planner.speed.calibration.Band`) come from every held-out row of a software stack, so
+a GPU whose runs all fell to one side of the prediction (RTX PRO 6000's ran faster, MI300X's slower) or a GPU with no
+measured run at all gets the same band as the stack's best-measured GPU. ``calibrate --write`` therefore also keeps,
+per GPU and kind of run, how its rows fell (``evidence`` in ``calibration.json``), and each plan says it beside its
+band: the user sees whether the figure on *their* GPU was ever checked, and which way it missed.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from functools import lru_cache
+
+__all__ = ["EVIDENCE_KINDS", "GpuEvidence", "evidence_json", "evidence_kind", "evidence_line", "summarise"]
+
+EVIDENCE_KINDS: dict[str, str] = {
+    "train": "training",
+    "serve": "dense-model serving",
+    "serve-moe": "mixture-of-experts serving",
+    "serve-pp": "pipeline-staged serving",
+}
+"""The kinds of run evidence is kept for (the serving kinds are the bands'), and how a plan names them."""
+
+
+def evidence_kind(phase: str, band_kind: str | None) -> str:
+    """The evidence key of a plan: ``train``, or ``serve`` with the band's kind (``moe``, ``pp``) when it has one."""
+    return phase if band_kind is None else f"{phase}-{band_kind}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuEvidence:
+    """Measured over predicted speed (above 1: the runs were faster than predicted; a time is inverted) over one
+    GPU's rows of one kind: the median, lowest and highest over its held-out rows when it has at least
+    :data:`MIN_HELD_OUT`, else over all of them (``basis`` says which)."""
+
+    rows: int
+    held_out: int
+    basis: str  # "held-out" or "all"
+    median: float
+    low: float
+    high: float
+
+
+MIN_HELD_OUT = 3
+"""Below this many held-out rows a GPU's evidence is taken over its fitted rows too (which the fit pulled toward 1)."""
+
+
+def summarise(fitted: list[float], held_out: list[float]) -> GpuEvidence:
+    """The evidence of one GPU and kind from the measured/predicted speed ratios of its fitted and held-out rows.
+
+    >>> e = summarise([1.0, 1.02], [1.1, 1.2, 1.3])
+    >>> (e.rows, e.held_out, e.basis, e.median, e.low, e.high)
+    (5, 3, 'held-out', 1.2, 1.1, 1.3)
+    >>> summarise([0.9, 1.0], [1.5]).basis
+    'all'
+    """
+    basis, ratios = ("held-out", held_out) if len(held_out) >= MIN_HELD_OUT else ("all", fitted + held_out)
+    return GpuEvidence(rows=len(fitted) + len(held_out), held_out=len(held_out), basis=basis,
+                       median=round(statistics.median(ratios), 3), low=round(min(ratios), 3),
+                       high=round(max(ratios), 3))
+
+
+@lru_cache(maxsize=256)
+def evidence_line(gpu_name: str, kind: str, evidence: GpuEvidence | None, stack: str) -> str:
+    """The plan's sentence on ``evidence`` (``None``: no measured run of this kind on this GPU).
+
+    >>> evidence_line("mi300x", "train", GpuEvidence(rows=1, held_out=0, basis="all", median=1.0, low=1.0, high=1.0),
+    ...               "ROCm")[:107]
+    'on mi300x, 1 measured training run (1 of them in the fit, which pulls them toward the prediction) ran at a '
+    >>> evidence_line("l4", "serve", None, "CUDA")
+    'no measured dense-model serving run on l4 in the calibration set: the figure and its band rest on other GPUs of the CUDA stack'
+    >>> evidence_line("rtx-pro-6000", "serve-moe", GpuEvidence(rows=49, held_out=39, basis="held-out", median=1.19,
+    ...               low=0.99, high=1.67), "CUDA")[:96]
+    'on rtx-pro-6000, 39 held-out mixture-of-experts serving runs ran at a median 1.19x the predicted'
+    """
+    what = EVIDENCE_KINDS[kind]
+    if evidence is None:
+        return (f"no measured {what} run on {gpu_name} in the calibration set: the figure and its band rest on other "
+                f"GPUs of the {stack} stack")
+    runs = (f"{evidence.held_out} held-out {what} run{'s' if evidence.held_out != 1 else ''}"
+            if evidence.basis == "held-out" else
+            f"{evidence.rows} measured {what} run{'s' if evidence.rows != 1 else ''} ({evidence.rows - evidence.held_out} "
+            "of them in the fit, which pulls them toward the prediction)")
+    lean = ("faster than predicted" if evidence.median > 1.05 else
+            "slower than predicted" if evidence.median < 0.95 else "close to the prediction")
+    return (f"on {gpu_name}, {runs} ran at a median {evidence.median:.2f}x the predicted speed "
+            f"({evidence.low:.2f}x-{evidence.high:.2f}x): {lean}")
+
+
+def evidence_json(gpu_name: str, kind: str, evidence: GpuEvidence | None) -> dict[str, object]:
+    """The ``performance.evidence`` object of a plan: the GPU, the kind of run, and how its rows fell (``rows`` 0 and
+    no ratios where it has none).
+
+    >>> evidence_json("l4", "serve", None)
+    {'gpu': 'l4', 'kind': 'serve', 'rows': 0}
+    """
+    if evidence is None:
+        return {"gpu": gpu_name, "kind": kind, "rows": 0}
+    return {"gpu": gpu_name, "kind": kind, "rows": evidence.rows, "held_out": evidence.held_out,
+            "basis": evidence.basis, "median_ratio": evidence.median, "low_ratio": evidence.low,
+            "high_ratio": evidence.high}

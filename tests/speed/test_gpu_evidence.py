@@ -1,0 +1,100 @@
+"""Each plan says how the speed model did on its own GPU's measured runs (``performance.evidence``), so a GPU whose
+runs all fell to one side of the stack-wide band, or a GPU with no measured run at all, says so.
+
+The figures come from ``calibration.json`` (``evidence``, written by ``calibrate --write`` from the rows of
+``data/measured_runs.json``): the RTX PRO 6000 rows are NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md
+(commit 00f3768), the MI300X ones the ROCm blog's and OCI's tables (see each row's ``source``).
+"""
+
+from __future__ import annotations
+
+import copy
+import statistics
+
+import pytest
+
+from anchorgpu.architectures import load_model
+from anchorgpu.errors import DataFileError
+from anchorgpu.hardware import get_gpu
+from anchorgpu.planner import Layout, Workload, plan
+from anchorgpu.planner.speed.calibrate import serving_kind
+from anchorgpu.planner.speed.calibration import calibration, parse_calibration, read_calibration_doc
+from anchorgpu.planner.speed.estimate import plan_performance
+from anchorgpu.planner.speed.evidence import evidence_kind
+from anchorgpu.planner.speed.runs import load_runs
+from cli_runner import run
+
+
+def _serve(gpu: str, **options: float) -> dict:
+    w = Workload(task="inference", prompt_tokens=1000, output_tokens=200, concurrency=16)
+    return plan_performance(plan(load_model("llama-3.1-8b"), w, gpu=get_gpu(gpu)), **options)
+
+
+def test_the_shipped_evidence_is_what_the_shipped_fit_report_gives() -> None:
+    """Recomputed from the stored measured/predicted pairs: the evidence cannot drift from the rows."""
+    doc = read_calibration_doc()
+    runs = {r.id: r for r in load_runs()}
+    groups: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
+    for row in doc["fit_report"]:
+        r = runs[row["id"]]
+        ratio = r.value / row["predicted"] if r.higher_is_better else row["predicted"] / r.value
+        key = (get_gpu(r.row["gpu"]).name, evidence_kind(r.phase, serving_kind(r)))
+        groups.setdefault(key, ([], []))[r.role == "holdout"].append(ratio)
+    assert {(g, k) for g, kinds in calibration().evidence.items() for k in kinds} == set(groups)
+    for (gpu, kind), (fitted, held) in groups.items():
+        e = calibration().evidence[gpu][kind]
+        used = held if len(held) >= 3 else fitted + held
+        assert (e.rows, e.held_out) == (len(fitted) + len(held), len(held))
+        assert e.median == pytest.approx(statistics.median(used), abs=6e-3)
+        assert (e.low, e.high) == (pytest.approx(min(used), abs=6e-3), pytest.approx(max(used), abs=6e-3))
+
+
+def test_a_gpu_whose_runs_ran_faster_than_predicted_says_so() -> None:
+    """RTX PRO 6000's held-out dense rows (Llama 3.3 70B FP4 on one GPU) ran faster than predicted, past the
+    stack-wide band's top: the plan says how far, beside that band."""
+    perf = _serve("rtx-pro-6000")
+    e = perf["evidence"]
+    assert e["gpu"] == "rtx-pro-6000" and e["kind"] == "serve" and e["held_out"] >= 3 and e["basis"] == "held-out"
+    assert e["median_ratio"] > calibration().band(get_gpu("rtx-pro-6000"), "serve").high
+    assert "faster than predicted" in e["summary"] and e["summary"] in perf["assumptions"]
+
+
+def test_an_amd_gpu_whose_runs_ran_slower_says_so() -> None:
+    e = _serve("mi300x")["evidence"]
+    assert e["median_ratio"] < 0.95 and "slower than predicted" in e["summary"]
+
+
+def test_a_gpu_without_measured_runs_says_its_figure_rests_on_other_gpus() -> None:
+    perf = _serve("l4")
+    assert perf["evidence"]["rows"] == 0
+    assert perf["evidence"]["summary"].startswith("no measured dense-model serving run on l4")
+
+
+def test_a_mixture_of_experts_and_training_take_their_own_kind() -> None:
+    moe = plan_performance(plan(load_model("qwen3-30b-a3b"), Workload(task="inference", prompt_tokens=1000,
+                                                                       output_tokens=200, concurrency=16),
+                                gpu=get_gpu("h200")))
+    assert moe["evidence"]["kind"] == "serve-moe"
+    train = plan_performance(plan(load_model("llama-3.1-8b"), Workload(task="train", seq_tokens=4096),
+                                  layout=Layout(gpus=8), gpu=get_gpu("h100")))
+    assert train["evidence"]["kind"] == "train" and train["evidence"]["rows"] >= 3
+
+
+def test_your_own_efficiencies_carry_no_evidence() -> None:
+    """The measured runs say where they fell around the calibrated model, not around --mfu/--mbu."""
+    assert "evidence" not in _serve("rtx-pro-6000", mbu=0.8)
+
+
+def test_the_cli_shows_it_under_the_speeds(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--gpu", "l4", "--prompt", "1000", "--output-tokens", "200",
+                       "--concurrency", "4")
+    assert code == 0
+    assert "measured runs: no measured dense-model serving run on l4" in " ".join(out.split())
+
+
+@pytest.mark.parametrize("broken", [{"rows": 2, "held_out": 3}, {"median": 0.5}, {"basis": "some"}])
+def test_malformed_evidence_is_a_data_file_error(broken: dict) -> None:
+    doc = copy.deepcopy(read_calibration_doc())
+    doc["evidence"]["h100-sxm"]["serve"].update(broken)
+    with pytest.raises(DataFileError):
+        parse_calibration(doc)
