@@ -9,6 +9,7 @@ The figures come from ``calibration.json`` (``evidence``, written by ``calibrate
 from __future__ import annotations
 
 import copy
+import json
 import statistics
 
 import pytest
@@ -98,3 +99,15 @@ def test_malformed_evidence_is_a_data_file_error(broken: dict) -> None:
     doc["evidence"]["h100-sxm"]["serve"].update(broken)
     with pytest.raises(DataFileError):
         parse_calibration(doc)
+
+
+def test_gpus_compare_names_the_runs_behind_each_side(capsys: pytest.CaptureFixture[str]) -> None:
+    """MI300X against H100: each prediction carries its GPU's evidence, and the statements say it once per kind."""
+    code, out, _ = run(capsys, "gpus", "compare", "mi300x", "h100", "--json")
+    assert code == 0
+    d = json.loads(out)
+    serve = next(row for row in d["predicted"] if row["metric"] == "serve_8b_output_tokens_per_s")
+    assert serve["a"]["evidence"].startswith("on mi300x, 11 held-out dense-model serving runs")
+    assert serve["b"]["evidence"].startswith("on h100-sxm,")
+    said = [s for s in d["statements"] if s.startswith("Measured runs behind these predictions")]
+    assert len(said) == 1 and said[0].count("on mi300x") == 2  # serving and training, once each

@@ -28,6 +28,7 @@ class SpeedFigure:
     high: float | None = None
     layout: str = ""  # e.g. "1 GPU", "TP 2, PP 16, DP 2, ZeRO-1, recompute none, micro-batch 1"
     note: str = ""
+    evidence: str = ""  # how this GPU's own measured runs of the kind fell around the model (the plan's summary)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,4 +89,9 @@ def predicted_statements(a_name: str, b_name: str, rows: tuple[PredictedSpeed, .
         out.append(
             f"Predicted {row.label} ({row.workload}): {a_name} {_fmt(row.a.value)}, {b_name} {_fmt(row.b.value)} "
             f"{row.unit}, so {row.ratio:.2f}x (likely {row.ratio_low:.2f}-{row.ratio_high:.2f}x){sheet}{dollars}.")
+    seen: list[str] = []  # each GPU's evidence once per kind of run (both serving rows share theirs)
+    for row in rows:
+        seen += [fig.evidence for fig in (row.a, row.b) if fig.evidence and fig.evidence not in seen]
+    if seen:
+        out.append("Measured runs behind these predictions: " + "; ".join(seen) + ".")
     return out

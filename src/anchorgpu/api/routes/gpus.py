@@ -26,6 +26,7 @@ class SpeedFigureOut(_Schema):
     high: float | None = Field(description="High end of the likely range")
     layout: str = Field(description="Layout the prediction assumed (chosen for the user for training)")
     note: str = Field(description="Why there is no figure, when value is null")
+    evidence: str = Field(default="", description="How this GPU's own measured runs of this kind fell around the model, or that it has none")
 
 
 class PredictedSpeedOut(_Schema):

@@ -68,8 +68,11 @@ def evidence_line(gpu_name: str, kind: str, evidence: GpuEvidence | None, stack:
     """The plan's sentence on ``evidence`` (``None``: no measured run of this kind on this GPU).
 
     >>> evidence_line("mi300x", "train", GpuEvidence(rows=1, held_out=0, basis="all", median=1.0, low=1.0, high=1.0),
-    ...               "ROCm")[:107]
-    'on mi300x, 1 measured training run (1 of them in the fit, which pulls them toward the prediction) ran at a '
+    ...               "ROCm")
+    'on mi300x, 1 measured training run (in the fit, which pulls it toward the prediction) ran at 1.00x the predicted speed: close to the prediction'
+    >>> evidence_line("a100-40gb-sxm", "serve", GpuEvidence(rows=3, held_out=1, basis="all", median=0.97, low=0.94,
+    ...               high=1.05), "CUDA")[:101]
+    'on a100-40gb-sxm, 3 measured dense-model serving runs (2 of them in the fit, which pulls them toward '
     >>> evidence_line("l4", "serve", None, "CUDA")
     'no measured dense-model serving run on l4 in the calibration set: the figure and its band rest on other GPUs of the CUDA stack'
     >>> evidence_line("rtx-pro-6000", "serve-moe", GpuEvidence(rows=49, held_out=39, basis="held-out", median=1.19,
@@ -80,12 +83,14 @@ def evidence_line(gpu_name: str, kind: str, evidence: GpuEvidence | None, stack:
     if evidence is None:
         return (f"no measured {what} run on {gpu_name} in the calibration set: the figure and its band rest on other "
                 f"GPUs of the {stack} stack")
-    runs = (f"{evidence.held_out} held-out {what} run{'s' if evidence.held_out != 1 else ''}"
-            if evidence.basis == "held-out" else
-            f"{evidence.rows} measured {what} run{'s' if evidence.rows != 1 else ''} ({evidence.rows - evidence.held_out} "
-            "of them in the fit, which pulls them toward the prediction)")
     lean = ("faster than predicted" if evidence.median > 1.05 else
             "slower than predicted" if evidence.median < 0.95 else "close to the prediction")
+    if evidence.rows == 1:
+        how = "held out" if evidence.held_out else "in the fit, which pulls it toward the prediction"
+        return f"on {gpu_name}, 1 measured {what} run ({how}) ran at {evidence.median:.2f}x the predicted speed: {lean}"
+    runs = (f"{evidence.held_out} held-out {what} runs" if evidence.basis == "held-out" else
+            f"{evidence.rows} measured {what} runs ({evidence.rows - evidence.held_out} of them in the fit, which pulls "
+            "them toward the prediction)")
     return (f"on {gpu_name}, {runs} ran at a median {evidence.median:.2f}x the predicted speed "
             f"({evidence.low:.2f}x-{evidence.high:.2f}x): {lean}")
 

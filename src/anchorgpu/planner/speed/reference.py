@@ -90,7 +90,8 @@ def _figures(gpu: GpuSpec) -> dict[str, SpeedFigure]:
     for key, name in (("serve_8b_output_tokens_per_s", "max_output_tokens_per_s"),
                       ("serve_8b_tokens_per_s_per_user", "decode_tokens_per_s_per_user")):
         if perf.get(name):
-            out[key] = SpeedFigure(value=perf[name], low=perf[f"{name}_low"], high=perf[f"{name}_high"], layout="1 GPU")
+            out[key] = SpeedFigure(value=perf[name], low=perf[f"{name}_low"], high=perf[f"{name}_high"], layout="1 GPU",
+                                   evidence=perf.get("evidence", {}).get("summary", ""))
         else:
             out[key] = SpeedFigure(value=None, note="does not fit one GPU")
     for ref in REFERENCE_WORKLOADS:
@@ -108,7 +109,8 @@ def _figures(gpu: GpuSpec) -> dict[str, SpeedFigure]:
         t = plan_performance(trained)
         n = trained.layout.gpus
         out[ref.metric] = SpeedFigure(value=t["train_tokens_per_s"] / n, low=t["train_tokens_per_s_low"] / n,
-                                      high=t["train_tokens_per_s_high"] / n, layout=_layout_text(trained.layout))
+                                      high=t["train_tokens_per_s_high"] / n, layout=_layout_text(trained.layout),
+                                      evidence=t.get("evidence", {}).get("summary", ""))
     return out
 
 
