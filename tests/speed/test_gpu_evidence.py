@@ -111,3 +111,19 @@ def test_gpus_compare_names_the_runs_behind_each_side(capsys: pytest.CaptureFixt
     assert serve["b"]["evidence"].startswith("on h100-sxm,")
     said = [s for s in d["statements"] if s.startswith("Measured runs behind these predictions")]
     assert len(said) == 1 and said[0].count("on mi300x") == 2  # serving and training, once each
+
+
+def test_recommend_results_carry_their_gpus_evidence(capsys: pytest.CaptureFixture[str]) -> None:
+    """The ranked rows mix GPUs with and without measured runs (L40S has none, MI300X its 11 held-out rows): each
+    result says which, and the table lists each shown GPU's evidence once."""
+    argv = ("recommend", "llama-3.1-70b", "--task", "inference", "--context", "8192", "--concurrency", "32",
+            "--term", "1month", "--top", "3")
+    code, out, _ = run(capsys, *argv, "--json")
+    assert code == 0
+    results = json.loads(out)["results"]
+    by_gpu = {r["gpu"]: r["evidence"] for r in results}
+    assert by_gpu["l40s"]["rows"] == 0 and by_gpu["mi300x"]["held_out"] == 11
+    code, out, _ = run(capsys, *argv)
+    text = " ".join(out.split())
+    assert "Measured runs behind these speeds" in text
+    assert text.count("on mi300x, 11 held-out dense-model serving runs") == 1

@@ -37,6 +37,7 @@ def render_recommendation(rec: Recommendation) -> None:
     """Ranked table, Pareto front, rejected options, assumptions."""
     from rich.table import Table
 
+    from anchorgpu.recommend.render import evidence_lines
     from anchorgpu.units import GIB
 
     out = console()
@@ -112,6 +113,11 @@ def render_recommendation(rec: Recommendation) -> None:
         for code in codes:
             check = WARNING_CODES[code].check if code in WARNING_CODES else code
             out.print(f"  - [{code}] {check}", markup=False)
+    evidence = evidence_lines(rec)
+    if evidence:
+        out.print("[bold]Measured runs behind these speeds[/bold]")
+        for line in evidence:
+            out.print(f"  - {line}", markup=False)
     out.print("[bold]Assumed[/bold]")
     for line in rec.assumptions:
         out.print(f"  - {line}", markup=False)

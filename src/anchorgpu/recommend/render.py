@@ -13,7 +13,7 @@ from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE
 if TYPE_CHECKING:
     from anchorgpu.recommend.service import Recommendation, RecommendedOption
 
-__all__ = ["recommendation_to_json"]
+__all__ = ["evidence_lines", "recommendation_to_json"]
 
 
 def _money(usd: Decimal | None) -> str | None:
@@ -57,12 +57,17 @@ def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False,
     """The calibrated band of each prediction (``*_low``/``*_high``), as ``plan`` gives them, and the names of
     the issue's contract (``ttft_s``, ``output_tokens_per_s``) beside the sweep's own."""
     from anchorgpu.hardware import get_gpu
-    from anchorgpu.planner.speed.calibration import calibrated
+    from anchorgpu.planner.speed.calibration import calibrated, stack_of
+    from anchorgpu.planner.speed.evidence import evidence_kind, evidence_section
 
     training = c.get("train_tokens_per_s") is not None and c.get("decode_tokens_per_s_total") is None
     kind = None if training else ("moe" if moe else ("pp" if int(c.get("pp") or 1) > 1 else None))
-    band = calibrated(efficiencies).band(get_gpu(o.gpu), "train" if training else "serve", kind)
+    cal, gpu = calibrated(efficiencies), get_gpu(o.gpu)
+    band = cal.band(gpu, "train" if training else "serve", kind)
     out: dict[str, Any] = {}
+    if cal.origin != "user":  # how this GPU's own measured runs of the kind fell around the model, as in a plan
+        ekind = evidence_kind("train" if training else "serve", kind)
+        out["evidence"] = evidence_section(gpu.name, ekind, cal.evidence_for(gpu, ekind), stack_of(gpu))
     rates = ("train_tokens_per_s",) if training else ("decode_tokens_per_s_per_user", "decode_tokens_per_s_total")
     for name in rates:
         value = c.get(name)
@@ -76,6 +81,17 @@ def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False,
     if not training:
         out["ttft_s"] = c.get("prefill_s")
         out["output_tokens_per_s"] = c.get("decode_tokens_per_s_total")
+    return out
+
+
+def evidence_lines(rec: Recommendation) -> list[str]:
+    """Each shown GPU's evidence (how its own measured runs of the kind fell around the model, or that it has none),
+    once per GPU and kind, in the order of the results."""
+    out: list[str] = []
+    for o in rec.results:
+        section = _bands(o, o.config, rec.moe, rec.efficiencies).get("evidence")
+        if section is not None and section["summary"] not in out:
+            out.append(section["summary"])
     return out
 
 

@@ -20,7 +20,7 @@ from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, KV_CACHE_DTYPES, engine_limits
 from anchorgpu.planner.speed.calibration import Band, Calibration, Overrides, calibrated, calibration, stack_of
-from anchorgpu.planner.speed.evidence import evidence_json, evidence_kind, evidence_line
+from anchorgpu.planner.speed.evidence import evidence_kind, evidence_section
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.launches import LayerLaunches, launch_ratio, launches_per_layer
 from anchorgpu.planner.speed.links import (
@@ -263,10 +263,9 @@ def _evidence(gpu: GpuSpec, kind: str, cal: Calibration, out: dict[str, Any], as
     assumption; nothing where the user's efficiencies replace the calibrated ones (the runs say nothing of those)."""
     if cal.origin == "user":
         return
-    found = cal.evidence_for(gpu, kind)
-    line = evidence_line(gpu.name, kind, found, {"cuda": "CUDA", "rocm": "ROCm"}[stack_of(gpu)])
-    out["evidence"] = {**evidence_json(gpu.name, kind, found), "summary": line}
-    assumptions.append(line)
+    section = evidence_section(gpu.name, kind, cal.evidence_for(gpu, kind), stack_of(gpu))
+    out["evidence"] = section
+    assumptions.append(str(section["summary"]))
 
 
 def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[str, Any],

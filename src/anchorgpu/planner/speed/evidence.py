@@ -14,7 +14,8 @@ import statistics
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["EVIDENCE_KINDS", "GpuEvidence", "evidence_json", "evidence_kind", "evidence_line", "summarise"]
+__all__ = ["EVIDENCE_KINDS", "GpuEvidence", "evidence_json", "evidence_kind", "evidence_line", "evidence_section",
+           "summarise"]
 
 EVIDENCE_KINDS: dict[str, str] = {
     "train": "training",
@@ -107,3 +108,17 @@ def evidence_json(gpu_name: str, kind: str, evidence: GpuEvidence | None) -> dic
     return {"gpu": gpu_name, "kind": kind, "rows": evidence.rows, "held_out": evidence.held_out,
             "basis": evidence.basis, "median_ratio": evidence.median, "low_ratio": evidence.low,
             "high_ratio": evidence.high}
+
+
+STACK_NAMES = {"cuda": "CUDA", "rocm": "ROCm"}
+
+
+def evidence_section(gpu_name: str, kind: str, evidence: GpuEvidence | None, stack: str) -> dict[str, object]:
+    """``performance.evidence`` of a plan (and of each ``recommend`` result): :func:`evidence_json` with the
+    sentence :func:`evidence_line` says it in (``summary``). ``stack``: ``cuda`` or ``rocm``.
+
+    >>> evidence_section("l4", "serve", None, "cuda")["summary"][:44]
+    'no measured dense-model serving run on l4 in'
+    """
+    return {**evidence_json(gpu_name, kind, evidence),
+            "summary": evidence_line(gpu_name, kind, evidence, STACK_NAMES[stack])}
