@@ -352,3 +352,13 @@ def test_the_plan_page_says_how_the_model_did_on_this_gpu_in_both_languages(clie
     assert "Измерено на этом GPU" in ru and "прогонов вне подгонки: медиана 1,38×" in ru
     none = client.get(query.format(gpu="l4", lang="en")).text
     assert "no run in the calibration set: the band rests on other GPUs" in none
+
+
+def test_the_recommend_page_lists_the_measured_runs_behind_its_rows(client: TestClient) -> None:
+    """Each shown GPU's evidence once (L40S has no measured run; MI300X its held-out rows), headed in both languages."""
+    query = "/recommend?model=llama-3.1-70b&task=inference&term=1month&context=8192&concurrency=32&top=3&lang={lang}"
+    en = client.get(query.format(lang="en")).text
+    assert "Measured runs behind these speeds" in en
+    assert en.count("on mi300x, 11 held-out dense-model serving runs") == 1
+    assert "no measured dense-model serving run on l40s" in en
+    assert "Измеренные прогоны за этими скоростями" in client.get(query.format(lang="ru")).text
