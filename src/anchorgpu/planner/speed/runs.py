@@ -3,7 +3,9 @@
 ``data/measured_runs.json`` holds one row per published figure (``../shared/reference/perf_measured.md``
 and ``published_figures.md``): its layout, precision, sequence or request lengths, the metric and value,
 the source, and what was assumed where the source is silent. ``role`` says whether the calibration fits
-on the row (``fit``) or only reports how well it is predicted (``holdout``).
+on the row (``fit``) or only reports how well it is predicted (``holdout``). A serving row may state the
+engine's ``max_num_seqs`` and ``max_num_batched_tokens`` where they differ from the planner's defaults (vLLM
+keeps its small ones on an A100 of any size).
 """
 
 from __future__ import annotations
@@ -147,7 +149,7 @@ def _serve_plan(run_id: str) -> Any:
 
     r = next(run.row for run in load_runs() if run.id == run_id)
     model, gpu = _model(r), _as_measured(get_gpu(r["gpu"]), r)
-    max_seqs, max_tokens = r.get("max_num_seqs"), None
+    max_seqs, max_tokens = r.get("max_num_seqs"), r.get("max_num_batched_tokens")
     pp = int(r.get("pp", 1))
     if r.get("engine_limits") == "trtllm-bench":  # the benchmark sized its engine itself: a batch per micro-batch
         per_micro, max_tokens = trtllm_bench_limits(
