@@ -281,6 +281,8 @@ SETS: dict[str, str] = {
     "rocm-oci-latency": "OCI's latency table of Llama 3.1 405B on 8 MI300X (1 to 256 requests at once), held out",
     "vllm-gpustack": "GPUStack's vLLM runs on H100 and H200 with 1 to 8 requests in flight (time per output token of "
                      "gpt-oss-120b, GLM-4.6, DeepSeek-R1 and Qwen3-8B), held out",
+    "vllm-gpustack-a100": "GPUStack's vLLM runs of Qwen3-14B and Qwen3-32B on one A100 with every request sent at once "
+                          "(output tokens a second, ShareGPT and random 128 to 32,000-token prompts), held out",
     "inferencemax": "InferenceMAX's runs with 4 to 64 requests in flight (time per output token of gpt-oss-120b on vLLM, "
                     "DeepSeek-R1 on SGLang and TensorRT-LLM on H200, B200 and MI300X-MI355X, Llama 3.3 70B as a dense "
                     "control), held out",
