@@ -20,12 +20,13 @@ from anchorgpu.planner.inputs import (
     Workload,
     default_context_tokens,
     engine_limits,
+    large_engine_defaults,
 )
 from anchorgpu.planner.media import cross_kv_bytes, resolve_media, sequence_tokens, speed_prompt_tokens
 from anchorgpu.planner.result import MemoryBreakdown, ResolvedLayout
 from anchorgpu.planner.terms import TaskTerms, context_bytes, weights_bytes
 from anchorgpu.planner.warnings import PlanWarning, make_warning
-from anchorgpu.units import GIB, fmt_bytes
+from anchorgpu.units import fmt_bytes
 
 __all__ = ["engine_defaults", "plan_inference"]
 
@@ -33,7 +34,8 @@ __all__ = ["engine_defaults", "plan_inference"]
 def engine_defaults(gpu: GpuSpec | None, workload: Workload, assumptions: list[str]) -> tuple[int, int]:
     """vLLM V1 defaults for the OpenAI server: 8,192 batched tokens and 1,024 sequences on GPUs with at
     least 70 GiB, else 2,048 and 256 (vLLM ``arg_utils._set_default_args``)."""
-    tokens, seqs = engine_limits(workload, large_gpu=gpu is None or gpu.memory_bytes >= 70 * GIB)
+    tokens, seqs = engine_limits(workload, large_gpu=large_engine_defaults(None if gpu is None else gpu.memory_bytes,
+                                                                          "" if gpu is None else gpu.name))
     assumptions.append(_engine_line(tokens, seqs, workload.gpu_memory_utilization, workload.block_size_tokens))
     return tokens, seqs
 

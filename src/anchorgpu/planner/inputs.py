@@ -155,10 +155,24 @@ DEFAULT_OUTPUT_TOKENS = 256
 a 1,024-token prompt and a 256-token answer, a chat turn; ``plan`` and ``recommend`` alike."""
 
 
+def large_engine_defaults(memory_bytes: int | None, gpu_name: str = "") -> bool:
+    """Whether vLLM gives a GPU its large scheduler defaults: at least 70 GiB of memory and not an A100, whose name
+    vLLM checks apart (``"a100" not in device_name``: an A100 80GB keeps the small ones; vllm-project/vllm
+    ``EngineArgs`` batch defaults, pinned by ``tests/engine/test_arg_utils.py::test_defaults_with_usage_context``);
+    an unknown GPU (``None``) takes the large ones.
+
+    >>> large_engine_defaults(80 * GIB, "h100-sxm"), large_engine_defaults(80 * GIB, "a100-80gb-sxm")
+    (True, False)
+    >>> large_engine_defaults(48 * GIB, "l40s"), large_engine_defaults(None)
+    (False, True)
+    """
+    return memory_bytes is None or (memory_bytes >= 70 * GIB and "a100" not in gpu_name.lower())
+
+
 def engine_limits(workload: Workload, *, large_gpu: bool) -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs): the workload's, else vLLM V1's defaults for the OpenAI server,
-    8,192 tokens and 1,024 sequences on GPUs of at least 70 GiB, 2,048 and 256 below (vLLM
-    ``arg_utils._set_default_args``). The default sequence cap is at most the token budget: vLLM's scheduler
+    8,192 tokens and 1,024 sequences where :func:`large_engine_defaults` (GPUs of at least 70 GiB but the A100),
+    2,048 and 256 elsewhere (vLLM ``arg_utils._set_default_args``). The default sequence cap is at most the token budget: vLLM's scheduler
     refuses to start with ``max_num_batched_tokens < max_num_seqs`` (``SchedulerConfig._verify_args``), so a
     budget of 512 tokens runs at most 512 sequences.
 

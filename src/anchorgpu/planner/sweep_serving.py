@@ -27,13 +27,12 @@ import numpy.typing as npt
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner.formats import ModelParts, format_for_model, model_weight_parts
-from anchorgpu.planner.inputs import KV_CACHE_DTYPES, Workload, engine_limits
+from anchorgpu.planner.inputs import KV_CACHE_DTYPES, Workload, engine_limits, large_engine_defaults
 from anchorgpu.planner.speed.calibration import StackConstants, calibrated
 from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_matmul_params
 from anchorgpu.planner.speed.launches import launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, peak_for, tp_link
 from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
-from anchorgpu.units import GIB
 
 if TYPE_CHECKING:
     from anchorgpu.planner.sweep import HardwareShape, SweepSpec, _Layouts
@@ -143,7 +142,7 @@ def _memory(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, 
             weights: tuple[str, ...], kv: _KvFactors, per_replica: IntArray) -> _Memory:
     """Weights, KV cache, activations (vLLM's profile run), non-torch and the budget, as plan() sizes them."""
     w, ov = spec.workload, spec.overheads
-    large = np.array([sh.gpu.memory_bytes >= 70 * GIB for sh in shapes], dtype=np.int64)[lay.shape]
+    large = np.array([large_engine_defaults(sh.gpu.memory_bytes, sh.gpu.name) for sh in shapes], dtype=np.int64)[lay.shape]
 
     def activation(key: int) -> int:  # vLLM defaults by GPU size, as plan() resolves them
         tp, big = key // 2, bool(key % 2)
@@ -376,7 +375,7 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     if progress:
         progress(math.prod(grid) // 2, math.prod(grid))
     ticks = _Ticks(model, shapes, spec, lay, weights, kv, mem.weights, prompt)
-    budget_tokens = np.array([engine_limits(w, large_gpu=sh.gpu.memory_bytes >= 70 * GIB)[0]
+    budget_tokens = np.array([engine_limits(w, large_gpu=large_engine_defaults(sh.gpu.memory_bytes, sh.gpu.name))[0]
                               for sh in shapes])[lay.shape]
     batch = per_replica.astype(np.float64)
     step = _steady_step(ticks, batch, prompt, spec.output_tokens if spec.output_tokens else 256, budget_tokens)

@@ -18,7 +18,13 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import memo_on_frozen
-from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, KV_CACHE_DTYPES, engine_limits
+from anchorgpu.planner.inputs import (
+    DEFAULT_OUTPUT_TOKENS,
+    DEFAULT_PROMPT_TOKENS,
+    KV_CACHE_DTYPES,
+    engine_limits,
+    large_engine_defaults,
+)
 from anchorgpu.planner.speed.calibration import Band, Calibration, Overrides, calibrated, calibration, stack_of
 from anchorgpu.planner.speed.evidence import evidence_kind, evidence_section
 from anchorgpu.planner.speed.flops import TrainKind
@@ -31,7 +37,6 @@ from anchorgpu.planner.speed.links import (
 )
 from anchorgpu.planner.speed.serving import ServingSetup, serving_estimate
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
-from anchorgpu.units import GIB
 
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
@@ -117,7 +122,8 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
 
 def _engine_limits(plan: Plan) -> tuple[int, int]:
     """(tokens per step, sequences): the workload's, else vLLM's defaults for the plan's GPU, as memory sized them."""
-    return engine_limits(plan.workload, large_gpu=plan.gpu is None or plan.gpu.memory_bytes >= 70 * GIB)
+    return engine_limits(plan.workload, large_gpu=large_engine_defaults(
+        None if plan.gpu is None else plan.gpu.memory_bytes, "" if plan.gpu is None else plan.gpu.name))
 
 
 MOE_CAVEAT_LABEL = "Mixture of experts"
