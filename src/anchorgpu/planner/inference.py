@@ -22,8 +22,8 @@ from anchorgpu.planner.inputs import (
     engine_limits,
 )
 from anchorgpu.planner.media import cross_kv_bytes, resolve_media, sequence_tokens, speed_prompt_tokens
-from anchorgpu.planner.result import MemoryBreakdown, ResolvedLayout
-from anchorgpu.planner.terms import TaskTerms, context_bytes, weights_bytes
+from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
+from anchorgpu.planner.terms import TaskTerms, context_bytes, new_task_terms, weights_bytes
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 from anchorgpu.units import GIB, fmt_bytes
 
@@ -176,8 +176,9 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     assumptions.append(
         "CUDA context sits outside the engine budget (in the 1 - gpu_memory_utilization margin); CUDA graphs "
         "are inside the profiled activation peak (vLLM V1).")
-    per_gpu = MemoryBreakdown(weights_bytes=weights, kv_cache_bytes=kv + state, activations_bytes=prefill + sampler,
-                              gradients_bytes=0, optimizer_bytes=0, overhead_bytes=non_torch)
+    per_gpu = new_memory_breakdown(weights_bytes=weights, kv_cache_bytes=kv + state,
+                                   activations_bytes=prefill + sampler, gradients_bytes=0, optimizer_bytes=0,
+                                   overhead_bytes=non_torch)
     budget = None
     max_conc = max_ctx = None
     if gpu is not None:
@@ -195,8 +196,9 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                 f"weights, activations and non-torch memory take {fmt_bytes(budget - capacity)}, "
                 + ("the whole" if capacity == 0 else f"{fmt_bytes(-capacity)} more than the")
                 + f" {fmt_bytes(budget)} engine budget: no room for the KV cache"))
-    return TaskTerms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, max_concurrency=max_conc,
-                  max_context_tokens=max_ctx,
-                  workload=evolve(w, context_tokens=ctx, concurrency=concurrency, max_num_batched_tokens=tokens,
-                                   max_num_seqs=seqs,
-                                   prompt_tokens=speed_prompt_tokens(media, model, w, ctx, assumptions) or w.prompt_tokens))
+    return new_task_terms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, max_concurrency=max_conc,
+                          max_context_tokens=max_ctx,
+                          workload=evolve(w, context_tokens=ctx, concurrency=concurrency, max_num_batched_tokens=tokens,
+                                          max_num_seqs=seqs,
+                                          prompt_tokens=speed_prompt_tokens(media, model, w, ctx, assumptions)
+                                          or w.prompt_tokens))

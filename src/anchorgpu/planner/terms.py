@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
-from anchorgpu.planner._frozen import fast_init, memo_on_frozen
+from anchorgpu.planner._frozen import builder, fast_init, memo_on_frozen
 from anchorgpu.planner.formats import ModelParts, WeightFormat, model_weight_parts
 from anchorgpu.planner.inputs import Overheads, Workload
 from anchorgpu.planner.result import MemoryBreakdown, ResolvedLayout
@@ -27,6 +27,9 @@ class TaskTerms:
     max_context_tokens: int | None = None
     checkpoint_bytes: int | None = None
     workload: Workload
+
+
+new_task_terms = builder(TaskTerms)  # TaskTerms(...) for the task planners, once per plan
 
 
 def weights_bytes(model: ModelSpec, fmt: WeightFormat, lay: ResolvedLayout, breakdown: dict[str, int]) -> int:

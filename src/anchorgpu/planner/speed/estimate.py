@@ -17,7 +17,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
-from anchorgpu.planner._frozen import memo_on_frozen
+from anchorgpu.planner._frozen import builder, memo_on_frozen
 from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, KV_CACHE_DTYPES, engine_limits
 from anchorgpu.planner.speed.calibration import Band, Calibration, Overrides, calibrated, calibration, stack_of
 from anchorgpu.planner.speed.flops import TrainKind
@@ -99,6 +99,9 @@ def _kv_bytes(plan: Plan, tokens: int) -> int:
                              bytes_per_value=KV_CACHE_DTYPES[plan.precision.kv_cache])
 
 
+_new_setup = builder(ServingSetup)  # ServingSetup(...) once per plan's estimate
+
+
 def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits: tuple[int, int] | None = None,
                   graph_batch_sizes: tuple[int, ...] = ()) -> ServingSetup:
     model, lay = plan.model, plan.layout
@@ -107,7 +110,7 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     # a recurrent layer reads (and rewrites) its fixed-size state every step instead of a growing KV cache
     if model.recurrent is not None:
         kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
-    return ServingSetup(
+    return _new_setup(
         weights_bytes_per_gpu=plan.per_gpu.weights_bytes, kv_bytes_per_sequence_per_gpu=kv_seq,
         precision=compute_precision_for_weights(plan.precision.weights or "bf16"), tp=lay.tp, pp=lay.pp,
         replicas=lay.dp, max_num_batched_tokens=(limits or _engine_limits(plan))[0], gpus_per_server=SERVER_GPUS,

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
-from anchorgpu.planner._frozen import fast_init
+from anchorgpu.planner._frozen import builder, fast_init
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.experts import (
     expert_rows_factor,
@@ -387,6 +387,9 @@ class ServingEstimate:
     max_output_tokens_per_s_ceiling: float
 
 
+_new_estimate = builder(ServingEstimate)  # ServingEstimate(...) once per estimate
+
+
 def prefill_chunk_share(batch: float, prompt: int, output: int, max_num_batched_tokens: int) -> tuple[float, float]:
     """(chunk, share): prompts enter the steps of ``batch`` decoding sequences in chunks of at most the step's token
     budget left by the decodes; ``share`` is the fraction of steps that carry one, ``B * I / O`` prompt tokens per
@@ -468,7 +471,7 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
         light, _, light_top = _steady(setup, c, ci, per_replica - 1, prompt_tokens, output_tokens, attn)
         rate += (setup.replicas - busy) * (per_replica - 1) / light
         rate_top += (setup.replicas - busy) * (per_replica - 1) / light_top
-    return ServingEstimate(
+    return _new_estimate(
         concurrency=concurrency, per_replica=per_replica, ttft_s=ttft, tpot_s=tpot,
         output_tokens_per_s=rate, decode_tokens_per_s_per_user=1.0 / tpot,
         saturation_concurrency=setup.replicas * sat_replica, max_output_tokens_per_s=setup.replicas * sat_replica / sat,
