@@ -5,7 +5,7 @@ left (most sequences, longest context) under ``gpu_memory_utilization``. Pure.""
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
@@ -23,7 +23,7 @@ from anchorgpu.planner.inputs import (
 )
 from anchorgpu.planner.media import cross_kv_bytes, resolve_media, sequence_tokens, speed_prompt_tokens
 from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
-from anchorgpu.planner.terms import TaskTerms, context_bytes, new_task_terms, weights_bytes
+from anchorgpu.planner.terms import TaskTerms, context_bytes, new_task_terms, split_weights_bytes
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 from anchorgpu.units import GIB, fmt_bytes
 
@@ -46,11 +46,20 @@ def _engine_line(tokens: int, seqs: int, utilization: float, block: int) -> str:
             f"gpu_memory_utilization {utilization}, KV block {block} tokens.")
 
 
-@memo_on_frozen
-def _prefill_activation_bytes(model: ModelSpec, tokens: int, tp: int) -> int:
-    """:func:`~anchorgpu.planner.memory.prefill_activation_bytes`, memoised on the (frozen) model, the engine's
-    token budget and TP: the same few recur across every plan of a model."""
-    return mm.prefill_activation_bytes(model, tokens=tokens, tp=tp)
+@partial(memo_on_frozen, frozen=4)
+def _engine_footprint(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov: Overheads, tp: int, pp: int,
+                      ep: int, tokens: int, seqs: int) -> tuple[int, int, int, int, dict[str, int]]:
+    """What the engine holds on one GPU before any request: (weights, the prefill activation peak, the sampler's
+    logits, non-torch memory, and their terms of the breakdown in order, the CUDA context's last). It depends on
+    the (frozen) model, weight format, GPU and overheads, the split and the engine's batch limits only: memoised
+    on them, so every request shape served by that engine shares it. The terms are shared: copy them."""
+    weights, weight_terms = split_weights_bytes(model, fmt, tp, pp, ep)
+    prefill = mm.prefill_activation_bytes(model, tokens=tokens, tp=tp)
+    sampler = mm.sampler_activation_bytes(sequences=min(tokens, seqs), vocab=model.vocab_size)
+    non_torch = ov.serving_non_torch_tp1_bytes if tp * pp == 1 else ov.serving_non_torch_multi_bytes
+    terms = {**weight_terms, "prefill_activation_bytes": prefill, "sampler_logits_bytes": sampler,
+             "non_torch_bytes": non_torch, "cuda_context_outside_budget_bytes": context_bytes(gpu, ov)}
+    return weights, prefill, sampler, non_torch, terms
 
 
 def kv_request(model: ModelSpec, ctx: int, seqs: int, precision: PrecisionPlan, lay: ResolvedLayout,
@@ -138,16 +147,10 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     per_replica = math.ceil(concurrency / lay.dp)
     if lay.dp > 1:
         assumptions.append(f"{lay.dp} replicas share the {concurrency} sequences: {per_replica} per replica.")
-    breakdown: dict[str, int] = {}
-    weights = weights_bytes(model, fmt, lay, breakdown)
     tokens, seqs = engine_defaults(gpu, w, assumptions)
-    prefill = _prefill_activation_bytes(model, tokens, lay.tp)
-    sampler = mm.sampler_activation_bytes(sequences=min(tokens, seqs), vocab=model.vocab_size)
-    breakdown["prefill_activation_bytes"] = prefill
-    breakdown["sampler_logits_bytes"] = sampler
-    non_torch = ov.serving_non_torch_tp1_bytes if lay.tp * lay.pp == 1 else ov.serving_non_torch_multi_bytes
-    breakdown["non_torch_bytes"] = non_torch
-    breakdown["cuda_context_outside_budget_bytes"] = context_bytes(gpu, ov)
+    weights, prefill, sampler, non_torch, engine_terms = _engine_footprint(model, fmt, gpu, ov, lay.tp, lay.pp, lay.ep,
+                                                                           tokens, seqs)
+    breakdown = dict(engine_terms)
     kv_one = kv_request(model, ctx, 1, precision, lay, w)
     kv = kv_one if per_replica == 1 else kv_request(model, ctx, per_replica, precision, lay, w)
     breakdown["kv_per_sequence_bytes"] = kv_one

@@ -14,7 +14,7 @@ from anchorgpu.planner.formats import ModelParts, WeightFormat, model_weight_par
 from anchorgpu.planner.inputs import Overheads, Workload
 from anchorgpu.planner.result import MemoryBreakdown, ResolvedLayout
 
-__all__ = ["TaskTerms", "context_bytes", "nccl_bytes", "weights_bytes"]
+__all__ = ["TaskTerms", "context_bytes", "nccl_bytes", "split_weights_bytes", "weights_bytes"]
 
 
 @fast_init
@@ -41,6 +41,12 @@ def weights_bytes(model: ModelSpec, fmt: WeightFormat, lay: ResolvedLayout, brea
                                    zero3, zero3 and lay.offload == "params")
     breakdown.update(terms)
     return held
+
+
+def split_weights_bytes(model: ModelSpec, fmt: WeightFormat, tp: int, pp: int, ep: int) -> tuple[int, dict[str, int]]:
+    """:func:`weights_bytes` of a layout without ZeRO-3 (a serving engine's): the bytes one GPU holds and the
+    breakdown's weight terms, shared by every caller (read them, never change them)."""
+    return _sharded_weights(model_weight_parts(model, fmt), tp, pp, ep, 1, False, False)
 
 
 @memo_on_frozen
