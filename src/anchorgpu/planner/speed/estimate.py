@@ -54,20 +54,21 @@ DEFAULT_STORAGE_BYTES_PER_S = 2e9
 """Checkpoint write bandwidth: 2 GB/s, a typical single NVMe-backed or network volume. State yours."""
 
 
-_BAND_KEYS: dict[str, tuple[str, str, str]] = {}
+class _BandKeys(dict[str, tuple[str, str, str]]):
+    """``key_low``, ``key_high``, ``key_ceiling`` by figure name: a handful of names, each spelled once (looked up
+    in C; an unseen name is spelled by ``__missing__``)."""
+
+    def __missing__(self, key: str) -> tuple[str, str, str]:
+        keys = self[key] = (f"{key}_low", f"{key}_high", f"{key}_ceiling")
+        return keys
 
 
-def _band_keys(key: str) -> tuple[str, str, str]:
-    """``key_low``, ``key_high``, ``key_ceiling``: a handful of figure names, spelled once each."""
-    keys = _BAND_KEYS.get(key)
-    if keys is None:
-        keys = _BAND_KEYS[key] = (f"{key}_low", f"{key}_high", f"{key}_ceiling")
-    return keys
+_BAND_KEYS = _BandKeys()
 
 
 def _rate(out: dict[str, Any], key: str, value: float, ceiling: float | None, band: Band) -> None:
     """A rate (higher is better): measured runs fell within ``[value*low, value*high]``."""
-    low, high, top = _band_keys(key)
+    low, high, top = _BAND_KEYS[key]
     out[key] = value
     out[low] = value * band.low
     out[high] = value * band.high
@@ -77,7 +78,7 @@ def _rate(out: dict[str, Any], key: str, value: float, ceiling: float | None, ba
 
 def _time(out: dict[str, Any], key: str, value: float, ceiling: float | None, band: Band) -> None:
     """A duration (lower is better): the band of its rate, inverted."""
-    low, high, top = _band_keys(key)
+    low, high, top = _BAND_KEYS[key]
     out[key] = value
     out[low] = value / band.high
     out[high] = value / band.low
