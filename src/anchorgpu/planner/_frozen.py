@@ -13,7 +13,8 @@ the interpreter stores in a few instructions; an instance is filled as a filler 
 * :func:`builder` makes a keyword-only function that returns ``cls(**fields)`` without the class call itself,
   whose keyword arguments the interpreter packs into a dictionary for ``__init__`` and unpacks again (as
   much again as filling the slots): for the values a hot path builds on every call (a plan, a speed estimate);
-* :func:`evolve` is ``dataclasses.replace`` for them: the slots copied, the changed ones given.
+* :func:`evolve` is ``dataclasses.replace`` for them: the slots copied, the changed ones given (:func:`evolver`
+  makes the copy of a fixed set of changed fields once).
 
 A class with a ``__post_init__``, an ``InitVar``, a field outside ``__init__`` or a base class keeps the
 dataclass machinery (and ``evolve`` of it goes through ``dataclasses.replace``, which also refuses a name that
@@ -24,10 +25,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from operator import is_
 from typing import Any, ParamSpec, TypeVar
 
-__all__ = ["builder", "evolve", "fast_init", "memo_on_frozen"]
+__all__ = ["builder", "evolve", "evolver", "fast_init", "memo_on_frozen"]
 
 T = TypeVar("T")
 C = TypeVar("C", bound=type)
@@ -118,7 +118,7 @@ def fast_init(cls: C) -> C:
     params, body = _keyword_source(cls, filler, namespace)
     given = ", ".join(f"{f.name}={f.name}" for f in dataclasses.fields(cls))
     source = "\n".join([f"def __init__(new, {params}) -> None:",
-                        "    if new.__class__ is not _cls:  # a subclass's instance, of another layout",
+                        "    if type(new) is not _cls:  # a subclass's instance, of another layout",
                         f"        return _generated(new, {given})",
                         "    _set_class(new, _filler)", *body])
     init = _compile(source, namespace, "__init__")
@@ -158,21 +158,38 @@ def builder(cls: Callable[P, T]) -> Callable[P, T]:
     return build
 
 
-def _copier(cls: type, changed: tuple[str, ...]) -> Callable[..., Any] | None:
+def _copier(cls: type, changed: tuple[str, ...], *, by_name: bool = False) -> Callable[..., Any] | None:
     """``copy(obj, *new_values)``: a new ``cls`` with ``obj``'s fields and the ``changed`` ones (in that order) given
-    by position, filled as its filler; None where ``dataclasses.replace`` must do it (a class :func:`_simple`
-    refuses, a name that is not a field)."""
+    by position (``by_name``: ``copy(obj, *, name=value, ...)``, each required), filled as its filler; None where
+    ``dataclasses.replace`` must do it (a class :func:`_simple` refuses, a name that is not a field)."""
     filler = _filler(cls)
     if filler is None:
         return None
     names = tuple(f.name for f in dataclasses.fields(cls))
-    if not set(changed) <= set(names) or len(set(changed)) != len(changed):
+    if not set(changed) <= set(names) or len(set(changed)) != len(changed) or {"obj", "new"} & set(changed):
         return None
-    body = [f"    new.{name} = " + (f"v{changed.index(name)}" if name in changed else f"obj.{name}") for name in names]
-    params = "".join(f", v{j}" for j in range(len(changed)))
+    given = changed if by_name else tuple(f"v{j}" for j in range(len(changed)))
+    body = [f"    new.{name} = " + (given[changed.index(name)] if name in changed else f"obj.{name}") for name in names]
+    params = (", *, " + ", ".join(changed)) if by_name and changed else "".join(f", {v}" for v in given)
     return _compile("\n".join([f"def copy(obj{params}):", "    new = _new(_filler)", *body,
                                "    new.__class__ = _cls", "    return new"]),
                     {"_new": object.__new__, "_cls": cls, "_filler": filler}, "copy")
+
+
+def evolver(cls: type[T], *names: str) -> Callable[..., T]:
+    """:func:`evolve` of a ``cls`` for changes to these fields, made once: ``copy(obj, *, name=value, ...)`` with
+    each of them required, for a hot path that always changes the same fields (without ``evolve``'s dictionary of
+    changes and its lookup of the copier).
+
+    >>> from anchorgpu.planner.inputs import Workload
+    >>> sized = evolver(Workload, "context_tokens", "concurrency")
+    >>> sized(Workload(), context_tokens=8192, concurrency=4) == Workload(context_tokens=8192, concurrency=4)
+    True
+    """
+    copy = _copier(cls, names, by_name=True)
+    if copy is None:
+        return lambda obj, **changes: evolve(obj, **changes)
+    return copy
 
 
 def evolve(obj: T, **changes: Any) -> T:
@@ -246,7 +263,7 @@ def _memo_held(fn: Callable[..., R], frozen: int) -> Callable[..., R]:
         specs = args[:frozen]
         key = (*map(id, specs), *args[frozen:])
         hit = cache.get(key)
-        if hit is not None and all(map(is_, hit[0], specs)):
+        if hit is not None and hit[0] == specs:  # the same objects (the memo holds them: their ids are not reused)
             return hit[1]
         answer = fn(*args)
         if len(cache) >= 1024:

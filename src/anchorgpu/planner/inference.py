@@ -11,7 +11,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
-from anchorgpu.planner._frozen import evolve, memo_on_frozen
+from anchorgpu.planner._frozen import evolver, memo_on_frozen
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import (
     KV_CACHE_DTYPES,
@@ -115,6 +115,10 @@ def check_request_within_context(w: Workload, limit: int) -> None:
                               "plan anyway)")
 
 
+# the workload as planned: its context, concurrency, engine limits and speed prompt resolved (evolve, made once)
+_resolved = evolver(Workload, "context_tokens", "concurrency", "max_num_batched_tokens", "max_num_seqs", "prompt_tokens")
+
+
 def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: PrecisionPlan, fmt: WeightFormat,
                lay: ResolvedLayout, ov: Overheads, assumptions: list[str], warnings: list[PlanWarning]) -> TaskTerms:
     limit = model.max_context_tokens
@@ -201,7 +205,7 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                 + f" {fmt_bytes(budget)} engine budget: no room for the KV cache"))
     return new_task_terms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, max_concurrency=max_conc,
                           max_context_tokens=max_ctx,
-                          workload=evolve(w, context_tokens=ctx, concurrency=concurrency, max_num_batched_tokens=tokens,
-                                          max_num_seqs=seqs,
-                                          prompt_tokens=speed_prompt_tokens(media, model, w, ctx, assumptions)
-                                          or w.prompt_tokens))
+                          workload=_resolved(w, context_tokens=ctx, concurrency=concurrency,
+                                             max_num_batched_tokens=tokens, max_num_seqs=seqs,
+                                             prompt_tokens=speed_prompt_tokens(media, model, w, ctx, assumptions)
+                                             or w.prompt_tokens))
