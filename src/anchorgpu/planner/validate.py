@@ -82,7 +82,8 @@ def validate_workload(workload: Workload) -> None:
         raise InvalidWorkload(f"--train-precision {workload.train_precision!r}: choose {', '.join(TRAIN_PRECISIONS)}")
     if workload.optimizer not in OPTIMIZERS:
         raise InvalidWorkload(f"unknown optimizer {workload.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
-    if not workload.lora_targets or not _LORA_TARGETS.issuperset(workload.lora_targets):
+    targets = workload.lora_targets
+    if targets is not ALL_LORA_TARGETS and (not targets or not _LORA_TARGETS.issuperset(targets)):  # the default: valid
         raise InvalidWorkload(
             f"lora-targets {','.join(workload.lora_targets) or '(none)'}: choose from "
             f"{','.join((*ALL_LORA_TARGETS, *mm.FUSED_LORA_TARGETS, *mm.RECURRENT_LORA_TARGETS))}")
