@@ -56,10 +56,11 @@ _FILLERS: dict[type, type | None] = {}
 
 def _filler(cls: type) -> type | None:
     """The plain class with ``cls``'s slots (the same layout, so that its instance can become a ``cls`` by
-    ``__class__`` assignment), made once per class; None for a class :func:`_simple` refuses."""
+    ``__class__`` assignment), made once per class; None for a class :func:`_simple` refuses or with a field named
+    like a local of the generated code (``new``, ``obj``)."""
     if cls not in _FILLERS:
         filler = None
-        if _simple(cls):
+        if _simple(cls) and not {"new", "obj"} & set(cls.__dataclass_fields__):  # type: ignore[attr-defined]
             filler = type(f"{cls.__name__}Filler", (), {"__slots__": cls.__dict__["__slots__"],
                                                         "__module__": cls.__module__})
             probe: Any = object.__new__(filler)
@@ -166,7 +167,7 @@ def _copier(cls: type, changed: tuple[str, ...], *, by_name: bool = False) -> Ca
     if filler is None:
         return None
     names = tuple(f.name for f in dataclasses.fields(cls))
-    if not set(changed) <= set(names) or len(set(changed)) != len(changed) or {"obj", "new"} & set(changed):
+    if not set(changed) <= set(names) or len(set(changed)) != len(changed):
         return None
     given = changed if by_name else tuple(f"v{j}" for j in range(len(changed)))
     body = [f"    new.{name} = " + (given[changed.index(name)] if name in changed else f"obj.{name}") for name in names]
