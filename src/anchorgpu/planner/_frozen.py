@@ -1,107 +1,196 @@
-"""``evolve`` and ``fast_init``: the planner's frozen, slotted values copied and built without the per-field cost
-of a frozen dataclass.
+"""``fast_init``, ``builder`` and ``evolve``: the planner's frozen, slotted values built and copied without the
+per-field cost of a frozen dataclass; and ``memo_on_frozen``.
 
-``dataclasses.replace`` lists the fields and runs the generated ``__init__`` (one ``object.__setattr__`` per
-field behind a frozen check); for a 24-field :class:`~anchorgpu.planner.inputs.Workload` that is several
-times the cost of copying the slots. A class with a ``__post_init__``, an ``InitVar`` or a field outside
-``__init__`` goes through ``dataclasses.replace`` unchanged, and so does a name that is not a field (which
-it refuses). Pure.
+A frozen dataclass refuses ``self.x = v`` (its ``__setattr__`` raises), so its generated ``__init__`` (and
+``dataclasses.replace``, which runs it) stores each field through ``object.__setattr__``: a C call with an
+argument tuple and a lookup by name per field, about three times what a mutable class pays. Here each such
+class gets a *filler* (:func:`_filler`): a plain class with the same slots, hence the same layout, whose fields
+the interpreter stores in a few instructions; an instance is filled as a filler and then takes its own class by
+``__class__`` assignment, once. From then on it is an ordinary instance of the frozen class (equality, hash,
+``replace``, pickling, ``FrozenInstanceError`` on assignment are untouched). Pure.
 
-A frozen dataclass's generated ``__init__`` sets each field through ``object.__setattr__`` (a global lookup,
-an attribute lookup and a call by name per field): a 12-field value costs about three times a mutable one.
-:func:`fast_init` gives a frozen, slotted, keyword-only dataclass an ``__init__`` with the same signature
-that stores each field through its slot's descriptor instead; the class stays a frozen dataclass (equality,
-hash, ``replace``, ``FrozenInstanceError`` on assignment are untouched).
+* :func:`fast_init` gives the class such an ``__init__`` (same signature, defaults and default factories);
+* :func:`builder` makes a keyword-only function that returns ``cls(**fields)`` without the class call itself,
+  whose keyword arguments the interpreter packs into a dictionary for ``__init__`` and unpacks again (as
+  much again as filling the slots): for the values a hot path builds on every call (a plan, a speed estimate);
+* :func:`evolve` is ``dataclasses.replace`` for them: the slots copied, the changed ones given (:func:`evolver`
+  makes the copy of a fixed set of changed fields once).
+
+A class with a ``__post_init__``, an ``InitVar``, a field outside ``__init__`` or a base class keeps the
+dataclass machinery (and ``evolve`` of it goes through ``dataclasses.replace``, which also refuses a name that
+is not a field).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from operator import is_
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
-__all__ = ["evolve", "fast_init", "memo_on_frozen"]
+__all__ = ["builder", "evolve", "evolver", "fast_init", "memo_on_frozen"]
 
 T = TypeVar("T")
 C = TypeVar("C", bound=type)
 R = TypeVar("R")
+P = ParamSpec("P")
 
 _COPIERS: dict[tuple[type, tuple[str, ...]], Callable[..., Any] | None] = {}  # per class and names changed
 _UNSEEN: Any = object()
+_NO_VALUE: Any = object()  # a field with a default_factory not given
+_SET_CLASS = vars(object)["__class__"].__set__  # the class change a frozen class's own __setattr__ refuses
 
 
 def _simple(cls: type) -> bool:
-    """Slotted, no ``__post_init__``, every field in ``__init__`` and no ``InitVar``/``ClassVar`` pseudo-fields."""
+    """A frozen, slotted dataclass on no base class, no ``__post_init__``, every field in ``__init__`` and no
+    ``InitVar``/``ClassVar`` pseudo-fields."""
+    params = getattr(cls, "__dataclass_params__", None)
+    if params is None or not params.frozen or cls.__bases__ != (object,) or "__slots__" not in cls.__dict__:
+        return False
     fields = dataclasses.fields(cls)
-    return (len(fields) > 1 and not hasattr(cls, "__post_init__") and "__slots__" in cls.__dict__
-            and all(f.init for f in fields) and len(fields) == len(getattr(cls, "__dataclass_fields__", {})))
+    return (len(fields) > 1 and not hasattr(cls, "__post_init__") and all(f.init for f in fields)
+            and len(fields) == len(cls.__dataclass_fields__))  # type: ignore[attr-defined]
 
 
-def _copier(cls: type, changed: tuple[str, ...]) -> Callable[..., Any] | None:
-    """``copy(obj, *new_values)``: a new ``cls`` with ``obj``'s fields and the ``changed`` ones (in that order) given
-    by position, each stored through its slot; None where ``dataclasses.replace`` must do it (a class
-    :func:`_simple` refuses, a name that is not a field)."""
-    if not dataclasses.is_dataclass(cls) or not _simple(cls):
-        return None
-    names = tuple(f.name for f in dataclasses.fields(cls))
-    if not set(changed) <= set(names) or len(set(changed)) != len(changed):
-        return None
-    namespace: dict[str, Any] = {"_cls": cls, "_new": object.__new__}
-    body = ["    new = _new(_cls)"]
-    for i, name in enumerate(names):
-        namespace[f"_set{i}"] = cls.__dict__[name].__set__
-        value = f"v{changed.index(name)}" if name in changed else f"obj.{name}"
-        body.append(f"    _set{i}(new, {value})")
-    params = "".join(f", v{j}" for j in range(len(changed)))
-    exec(f"def copy(obj{params}):\n" + "\n".join(body) + "\n    return new", namespace)  # as dataclasses does
-    copy: Callable[..., Any] = namespace["copy"]
-    return copy
+_FILLERS: dict[type, type | None] = {}
 
 
-_NO_VALUE: Any = object()  # a field with a default_factory not given to __init__
+def _filler(cls: type) -> type | None:
+    """The plain class with ``cls``'s slots (the same layout, so that its instance can become a ``cls`` by
+    ``__class__`` assignment), made once per class; None for a class :func:`_simple` refuses or with a field named
+    like a local of the generated code (``new``, ``obj``)."""
+    if cls not in _FILLERS:
+        filler = None
+        if _simple(cls) and not {"new", "obj"} & set(cls.__dataclass_fields__):  # type: ignore[attr-defined]
+            filler = type(f"{cls.__name__}Filler", (), {"__slots__": cls.__dict__["__slots__"],
+                                                        "__module__": cls.__module__})
+            probe: Any = object.__new__(filler)
+            try:
+                probe.__class__ = cls
+            except TypeError:  # a layout the interpreter will not swap (not expected for a slotted dataclass)
+                filler = None
+        _FILLERS[cls] = filler
+    return _FILLERS[cls]
+
+
+def _keyword_source(cls: type, filler: type, namespace: dict[str, Any]) -> tuple[str, list[str]]:
+    """The keyword-only parameters of ``cls``'s ``__init__`` (defaults and factories put in ``namespace``) and the
+    lines that fill ``new`` (a ``filler``) with them and make it a ``cls``."""
+    namespace.update(_NO_VALUE=_NO_VALUE, _cls=cls, _filler=filler)
+    params, body = [], []
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            namespace[f"_default_{f.name}"] = f.default
+            params.append(f"{f.name}=_default_{f.name}")
+        elif f.default_factory is not dataclasses.MISSING:
+            namespace[f"_factory_{f.name}"] = f.default_factory
+            params.append(f"{f.name}=_NO_VALUE")
+            body.append(f"    if {f.name} is _NO_VALUE: {f.name} = _factory_{f.name}()")
+        else:
+            params.append(f.name)
+        body.append(f"    new.{f.name} = {f.name}")
+    body.append("    new.__class__ = _cls")
+    return "*, " + ", ".join(params), body
+
+
+def _compile(source: str, namespace: dict[str, Any], name: str) -> Callable[..., Any]:
+    exec(source, namespace)  # generated code, as dataclasses makes its __init__
+    fn: Callable[..., Any] = namespace[name]
+    return fn
 
 
 def fast_init(cls: C) -> C:
-    """``cls`` (a frozen, slotted, keyword-only dataclass) with an ``__init__`` that stores through the slots.
-
-    Same parameters, defaults and default factories as the generated one; a class it cannot handle (not
-    slotted or keyword-only, a ``__post_init__``, a field outside ``__init__``) is returned unchanged.
+    """``cls`` (a frozen, slotted, keyword-only dataclass) with an ``__init__`` that fills its instance as the
+    class's filler (see the module's docstring). Same parameters, defaults and default factories as the generated
+    one; a class it cannot handle is returned unchanged, and a subclass's instance goes through the generated one.
 
     >>> @fast_init
     ... @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
     ... class Pair:
     ...     a: int
     ...     b: tuple[int, ...] = dataclasses.field(default_factory=tuple)
-    >>> Pair(a=1), Pair(a=1) == Pair(a=1, b=())
-    (Pair(a=1, b=()), True)
+    >>> Pair(a=1), Pair(a=1) == Pair(a=1, b=()), type(Pair(a=1)).__name__
+    (Pair(a=1, b=()), True, 'Pair')
     """
-    params = getattr(cls, "__dataclass_params__", None)
-    fields = dataclasses.fields(cls)
-    if params is None or not params.frozen or not _simple(cls) or not all(f.kw_only for f in fields):
+    filler = _filler(cls)
+    if filler is None or not all(f.kw_only for f in dataclasses.fields(cls)):
         return cls
-    namespace: dict[str, Any] = {"_NO_VALUE": _NO_VALUE}
-    args, body = [], []
-    for f in fields:
-        namespace[f"_set_{f.name}"] = cls.__dict__[f.name].__set__
-        if f.default is not dataclasses.MISSING:
-            namespace[f"_default_{f.name}"] = f.default
-            args.append(f"{f.name}=_default_{f.name}")
-        elif f.default_factory is not dataclasses.MISSING:
-            namespace[f"_factory_{f.name}"] = f.default_factory
-            args.append(f"{f.name}=_NO_VALUE")
-            body.append(f"    if {f.name} is _NO_VALUE: {f.name} = _factory_{f.name}()")
-        else:
-            args.append(f.name)
-        body.append(f"    _set_{f.name}(self, {f.name})")
-    exec(f"def __init__(self, *, {', '.join(args)}) -> None:\n" + "\n".join(body), namespace)  # as dataclasses does
-    init = namespace["__init__"]
     generated = cls.__dict__["__init__"]
+    namespace: dict[str, Any] = {"_generated": generated, "_set_class": _SET_CLASS}
+    params, body = _keyword_source(cls, filler, namespace)
+    given = ", ".join(f"{f.name}={f.name}" for f in dataclasses.fields(cls))
+    source = "\n".join([f"def __init__(new, {params}) -> None:",
+                        "    if type(new) is not _cls:  # a subclass's instance, of another layout",
+                        f"        return _generated(new, {given})",
+                        "    _set_class(new, _filler)", *body])
+    init = _compile(source, namespace, "__init__")
     init.__qualname__, init.__module__ = generated.__qualname__, generated.__module__
     init.__annotations__ = dict(generated.__annotations__)
     init.__doc__ = generated.__doc__
     type.__setattr__(cls, "__init__", init)
     return cls
+
+
+def builder(cls: Callable[P, T]) -> Callable[P, T]:
+    """A keyword-only function that returns what ``cls(**fields)`` returns, for a class :func:`fast_init` handles
+    (any other class is returned as it is, to be called): a new value filled as the class's filler, without the
+    keyword dictionary a class call packs and unpacks.
+
+    >>> @fast_init
+    ... @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+    ... class Pair:
+    ...     a: int
+    ...     b: int = 2
+    >>> new_pair = builder(Pair)
+    >>> new_pair(a=1), new_pair(a=1) == Pair(a=1), type(new_pair(a=1, b=3)) is Pair
+    (Pair(a=1, b=2), True, True)
+    """
+    if not isinstance(cls, type):
+        return cls
+    filler = _filler(cls)
+    if filler is None or not all(f.kw_only for f in dataclasses.fields(cls)):
+        return cls
+    namespace: dict[str, Any] = {"_new": object.__new__}
+    params, body = _keyword_source(cls, filler, namespace)
+    build = _compile("\n".join([f"def build({params}):", "    new = _new(_filler)", *body, "    return new"]),
+                     namespace, "build")
+    build.__qualname__ = build.__name__ = f"new_{cls.__name__}"
+    build.__module__ = cls.__module__
+    build.__doc__ = f"``{cls.__name__}(**fields)``, built without the class call (planner._frozen.builder)."
+    return build
+
+
+def _copier(cls: type, changed: tuple[str, ...], *, by_name: bool = False) -> Callable[..., Any] | None:
+    """``copy(obj, *new_values)``: a new ``cls`` with ``obj``'s fields and the ``changed`` ones (in that order) given
+    by position (``by_name``: ``copy(obj, *, name=value, ...)``, each required), filled as its filler; None where
+    ``dataclasses.replace`` must do it (a class :func:`_simple` refuses, a name that is not a field)."""
+    filler = _filler(cls)
+    if filler is None:
+        return None
+    names = tuple(f.name for f in dataclasses.fields(cls))
+    if not set(changed) <= set(names) or len(set(changed)) != len(changed):
+        return None
+    given = changed if by_name else tuple(f"v{j}" for j in range(len(changed)))
+    body = [f"    new.{name} = " + (given[changed.index(name)] if name in changed else f"obj.{name}") for name in names]
+    params = (", *, " + ", ".join(changed)) if by_name and changed else "".join(f", {v}" for v in given)
+    return _compile("\n".join([f"def copy(obj{params}):", "    new = _new(_filler)", *body,
+                               "    new.__class__ = _cls", "    return new"]),
+                    {"_new": object.__new__, "_cls": cls, "_filler": filler}, "copy")
+
+
+def evolver(cls: type[T], *names: str) -> Callable[..., T]:
+    """:func:`evolve` of a ``cls`` for changes to these fields, made once: ``copy(obj, *, name=value, ...)`` with
+    each of them required, for a hot path that always changes the same fields (without ``evolve``'s dictionary of
+    changes and its lookup of the copier).
+
+    >>> from anchorgpu.planner.inputs import Workload
+    >>> sized = evolver(Workload, "context_tokens", "concurrency")
+    >>> sized(Workload(), context_tokens=8192, concurrency=4) == Workload(context_tokens=8192, concurrency=4)
+    True
+    """
+    copy = _copier(cls, names, by_name=True)
+    if copy is None:
+        return lambda obj, **changes: evolve(obj, **changes)
+    return copy
 
 
 def evolve(obj: T, **changes: Any) -> T:
@@ -175,7 +264,7 @@ def _memo_held(fn: Callable[..., R], frozen: int) -> Callable[..., R]:
         specs = args[:frozen]
         key = (*map(id, specs), *args[frozen:])
         hit = cache.get(key)
-        if hit is not None and all(map(is_, hit[0], specs)):
+        if hit is not None and hit[0] == specs:  # the same objects (the memo holds them: their ids are not reused)
             return hit[1]
         answer = fn(*args)
         if len(cache) >= 1024:

@@ -12,8 +12,8 @@ from anchorgpu.planner import diffusion as dm
 from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import Overheads, Workload
-from anchorgpu.planner.result import MemoryBreakdown, ResolvedLayout
-from anchorgpu.planner.terms import TaskTerms, context_bytes
+from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
+from anchorgpu.planner.terms import TaskTerms, context_bytes, new_task_terms
 from anchorgpu.units import fmt_bytes
 
 __all__ = ["plan_diffusion"]
@@ -53,7 +53,9 @@ def plan_diffusion(pipe: DiffusionPipelineSpec, gpu: GpuSpec | None, w: Workload
     fragmentation = math.ceil((weights + act) * ov.fragmentation_fraction)
     breakdown.update(cuda_context_bytes=context, cublas_workspace_bytes=ov.cublas_workspace_bytes,
                      fragmentation_bytes=fragmentation)
-    per_gpu = MemoryBreakdown(weights_bytes=weights, kv_cache_bytes=0, activations_bytes=act, gradients_bytes=0,
-                              optimizer_bytes=0, overhead_bytes=context + ov.cublas_workspace_bytes + fragmentation)
-    return TaskTerms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=gpu.memory_bytes if gpu is not None else None,
-                  workload=evolve(w, resolution=(width, height)))
+    per_gpu = new_memory_breakdown(weights_bytes=weights, kv_cache_bytes=0, activations_bytes=act, gradients_bytes=0,
+                                   optimizer_bytes=0,
+                                   overhead_bytes=context + ov.cublas_workspace_bytes + fragmentation)
+    return new_task_terms(per_gpu=per_gpu, breakdown=breakdown,
+                          budget_bytes=gpu.memory_bytes if gpu is not None else None,
+                          workload=evolve(w, resolution=(width, height)))

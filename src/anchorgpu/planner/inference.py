@@ -5,13 +5,13 @@ left (most sequences, longest context) under ``gpu_memory_utilization``. Pure.""
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
-from anchorgpu.planner._frozen import evolve, memo_on_frozen
+from anchorgpu.planner._frozen import evolver, memo_on_frozen
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import (
     KV_CACHE_DTYPES,
@@ -23,8 +23,8 @@ from anchorgpu.planner.inputs import (
     large_engine_defaults,
 )
 from anchorgpu.planner.media import cross_kv_bytes, resolve_media, sequence_tokens, speed_prompt_tokens
-from anchorgpu.planner.result import MemoryBreakdown, ResolvedLayout
-from anchorgpu.planner.terms import TaskTerms, context_bytes, weights_bytes
+from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
+from anchorgpu.planner.terms import TaskTerms, context_bytes, new_task_terms, split_weights_bytes
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 from anchorgpu.units import fmt_bytes
 
@@ -33,7 +33,8 @@ __all__ = ["engine_defaults", "plan_inference"]
 
 def engine_defaults(gpu: GpuSpec | None, workload: Workload, assumptions: list[str]) -> tuple[int, int]:
     """vLLM V1 defaults for the OpenAI server: 8,192 batched tokens and 1,024 sequences on GPUs with at
-    least 70 GiB, else 2,048 and 256 (vLLM ``arg_utils._set_default_args``)."""
+    least 70 GiB but the A100 (:func:`~anchorgpu.planner.inputs.large_engine_defaults`), else 2,048 and 256 (vLLM
+    ``arg_utils._set_default_args``)."""
     tokens, seqs = engine_limits(workload, large_gpu=large_engine_defaults(None if gpu is None else gpu.memory_bytes,
                                                                           "" if gpu is None else gpu.name))
     assumptions.append(_engine_line(tokens, seqs, workload.gpu_memory_utilization, workload.block_size_tokens))
@@ -48,11 +49,20 @@ def _engine_line(tokens: int, seqs: int, utilization: float, block: int) -> str:
             f"gpu_memory_utilization {utilization}, KV block {block} tokens.")
 
 
-@memo_on_frozen
-def _prefill_activation_bytes(model: ModelSpec, tokens: int, tp: int) -> int:
-    """:func:`~anchorgpu.planner.memory.prefill_activation_bytes`, memoised on the (frozen) model, the engine's
-    token budget and TP: the same few recur across every plan of a model."""
-    return mm.prefill_activation_bytes(model, tokens=tokens, tp=tp)
+@partial(memo_on_frozen, frozen=4)
+def _engine_footprint(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov: Overheads, tp: int, pp: int,
+                      ep: int, tokens: int, seqs: int) -> tuple[int, int, int, int, dict[str, int]]:
+    """What the engine holds on one GPU before any request: (weights, the prefill activation peak, the sampler's
+    logits, non-torch memory, and their terms of the breakdown in order, the CUDA context's last). It depends on
+    the (frozen) model, weight format, GPU and overheads, the split and the engine's batch limits only: memoised
+    on them, so every request shape served by that engine shares it. The terms are shared: copy them."""
+    weights, weight_terms = split_weights_bytes(model, fmt, tp, pp, ep)
+    prefill = mm.prefill_activation_bytes(model, tokens=tokens, tp=tp)
+    sampler = mm.sampler_activation_bytes(sequences=min(tokens, seqs), vocab=model.vocab_size)
+    non_torch = ov.serving_non_torch_tp1_bytes if tp * pp == 1 else ov.serving_non_torch_multi_bytes
+    terms = {**weight_terms, "prefill_activation_bytes": prefill, "sampler_logits_bytes": sampler,
+             "non_torch_bytes": non_torch, "cuda_context_outside_budget_bytes": context_bytes(gpu, ov)}
+    return weights, prefill, sampler, non_torch, terms
 
 
 def kv_request(model: ModelSpec, ctx: int, seqs: int, precision: PrecisionPlan, lay: ResolvedLayout,
@@ -108,6 +118,10 @@ def check_request_within_context(w: Workload, limit: int) -> None:
                               "plan anyway)")
 
 
+# the workload as planned: its context, concurrency, engine limits and speed prompt resolved (evolve, made once)
+_resolved = evolver(Workload, "context_tokens", "concurrency", "max_num_batched_tokens", "max_num_seqs", "prompt_tokens")
+
+
 def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: PrecisionPlan, fmt: WeightFormat,
                lay: ResolvedLayout, ov: Overheads, assumptions: list[str], warnings: list[PlanWarning]) -> TaskTerms:
     limit = model.max_context_tokens
@@ -140,16 +154,10 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     per_replica = math.ceil(concurrency / lay.dp)
     if lay.dp > 1:
         assumptions.append(f"{lay.dp} replicas share the {concurrency} sequences: {per_replica} per replica.")
-    breakdown: dict[str, int] = {}
-    weights = weights_bytes(model, fmt, lay, breakdown)
     tokens, seqs = engine_defaults(gpu, w, assumptions)
-    prefill = _prefill_activation_bytes(model, tokens, lay.tp)
-    sampler = mm.sampler_activation_bytes(sequences=min(tokens, seqs), vocab=model.vocab_size)
-    breakdown["prefill_activation_bytes"] = prefill
-    breakdown["sampler_logits_bytes"] = sampler
-    non_torch = ov.serving_non_torch_tp1_bytes if lay.tp * lay.pp == 1 else ov.serving_non_torch_multi_bytes
-    breakdown["non_torch_bytes"] = non_torch
-    breakdown["cuda_context_outside_budget_bytes"] = context_bytes(gpu, ov)
+    weights, prefill, sampler, non_torch, engine_terms = _engine_footprint(model, fmt, gpu, ov, lay.tp, lay.pp, lay.ep,
+                                                                           tokens, seqs)
+    breakdown = dict(engine_terms)
     kv_one = kv_request(model, ctx, 1, precision, lay, w)
     kv = kv_one if per_replica == 1 else kv_request(model, ctx, per_replica, precision, lay, w)
     breakdown["kv_per_sequence_bytes"] = kv_one
@@ -178,8 +186,9 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     assumptions.append(
         "CUDA context sits outside the engine budget (in the 1 - gpu_memory_utilization margin); CUDA graphs "
         "are inside the profiled activation peak (vLLM V1).")
-    per_gpu = MemoryBreakdown(weights_bytes=weights, kv_cache_bytes=kv + state, activations_bytes=prefill + sampler,
-                              gradients_bytes=0, optimizer_bytes=0, overhead_bytes=non_torch)
+    per_gpu = new_memory_breakdown(weights_bytes=weights, kv_cache_bytes=kv + state,
+                                   activations_bytes=prefill + sampler, gradients_bytes=0, optimizer_bytes=0,
+                                   overhead_bytes=non_torch)
     budget = None
     max_conc = max_ctx = None
     if gpu is not None:
@@ -197,8 +206,9 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                 f"weights, activations and non-torch memory take {fmt_bytes(budget - capacity)}, "
                 + ("the whole" if capacity == 0 else f"{fmt_bytes(-capacity)} more than the")
                 + f" {fmt_bytes(budget)} engine budget: no room for the KV cache"))
-    return TaskTerms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, max_concurrency=max_conc,
-                  max_context_tokens=max_ctx,
-                  workload=evolve(w, context_tokens=ctx, concurrency=concurrency, max_num_batched_tokens=tokens,
-                                   max_num_seqs=seqs,
-                                   prompt_tokens=speed_prompt_tokens(media, model, w, ctx, assumptions) or w.prompt_tokens))
+    return new_task_terms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, max_concurrency=max_conc,
+                          max_context_tokens=max_ctx,
+                          workload=_resolved(w, context_tokens=ctx, concurrency=concurrency,
+                                             max_num_batched_tokens=tokens, max_num_seqs=seqs,
+                                             prompt_tokens=speed_prompt_tokens(media, model, w, ctx, assumptions)
+                                             or w.prompt_tokens))

@@ -26,7 +26,7 @@ from anchorgpu.planner.formats import WeightFormat, shipped_format
 from anchorgpu.planner.inference import plan_inference
 from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload
 from anchorgpu.planner.media import validate_media
-from anchorgpu.planner.result import MemoryBreakdown, Plan, ResolvedLayout, Suggestion
+from anchorgpu.planner.result import MemoryBreakdown, Plan, ResolvedLayout, Suggestion, new_plan
 from anchorgpu.planner.suggest import choose_layout_plan, suggestions_for
 from anchorgpu.planner.training import plan_training
 from anchorgpu.planner.validate import resolve_format, resolve_layout, validate_workload
@@ -141,7 +141,7 @@ def plan(
             and not lay_in.fsdp:
         assumptions.append(f"Layout not chosen for the user: {'none of the layouts fits' if gpu is not None else 'no GPU named'};"
                            " planned as plain data parallelism.")
-    return Plan(
+    return new_plan(
         model=model, gpu=gpu, workload=terms.workload, precision=prec, layout=lay, per_gpu=terms.per_gpu,
         breakdown=terms.breakdown, budget_bytes=terms.budget_bytes, fits=fits, headroom_bytes=headroom,
         max_concurrency=terms.max_concurrency, max_context_tokens=terms.max_context_tokens,

@@ -9,7 +9,7 @@ from typing import Any
 
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
-from anchorgpu.planner._frozen import fast_init
+from anchorgpu.planner._frozen import builder, fast_init
 from anchorgpu.planner.inputs import Offload, PrecisionPlan, Workload
 from anchorgpu.planner.warnings import PlanWarning
 
@@ -32,6 +32,9 @@ class MemoryBreakdown:
     def total_bytes(self) -> int:
         return (self.weights_bytes + self.kv_cache_bytes + self.activations_bytes + self.gradients_bytes
                 + self.optimizer_bytes + self.overhead_bytes)
+
+
+new_memory_breakdown = builder(MemoryBreakdown)  # MemoryBreakdown(...) for the task planners, once per plan
 
 
 @fast_init
@@ -95,3 +98,6 @@ class Plan:
     checks: tuple[str, ...]
     suggestions: tuple[Suggestion, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+new_plan = builder(Plan)  # Plan(...) for plan(), without the class call's keyword round trip

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
-from anchorgpu.planner._frozen import fast_init, memo_on_frozen
+from anchorgpu.planner._frozen import builder, fast_init, memo_on_frozen
 from anchorgpu.planner.formats import ModelParts, WeightFormat, model_weight_parts
 from anchorgpu.planner.inputs import Overheads, Workload
 from anchorgpu.planner.result import MemoryBreakdown, ResolvedLayout
 
-__all__ = ["TaskTerms", "context_bytes", "nccl_bytes", "weights_bytes"]
+__all__ = ["TaskTerms", "context_bytes", "nccl_bytes", "split_weights_bytes", "weights_bytes"]
 
 
 @fast_init
@@ -29,6 +29,9 @@ class TaskTerms:
     workload: Workload
 
 
+new_task_terms = builder(TaskTerms)  # TaskTerms(...) for the task planners, once per plan
+
+
 def weights_bytes(model: ModelSpec, fmt: WeightFormat, lay: ResolvedLayout, breakdown: dict[str, int]) -> int:
     """The weight bytes one GPU holds under ``lay``; the whole model's terms (and ZeRO-3's gather buffers) go to
     ``breakdown``. They depend on the (frozen) weight parts of (model, format) and the split only: memoised on
@@ -38,6 +41,12 @@ def weights_bytes(model: ModelSpec, fmt: WeightFormat, lay: ResolvedLayout, brea
                                    zero3, zero3 and lay.offload == "params")
     breakdown.update(terms)
     return held
+
+
+def split_weights_bytes(model: ModelSpec, fmt: WeightFormat, tp: int, pp: int, ep: int) -> tuple[int, dict[str, int]]:
+    """:func:`weights_bytes` of a layout without ZeRO-3 (a serving engine's): the bytes one GPU holds and the
+    breakdown's weight terms, shared by every caller (read them, never change them)."""
+    return _sharded_weights(model_weight_parts(model, fmt), tp, pp, ep, 1, False, False)
 
 
 @memo_on_frozen

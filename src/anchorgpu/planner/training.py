@@ -15,9 +15,9 @@ from anchorgpu.planner._frozen import evolve, memo_on_frozen
 from anchorgpu.planner.finetune import finetune_terms
 from anchorgpu.planner.formats import WeightFormat, model_param_parts
 from anchorgpu.planner.inputs import ALL_LORA_TARGETS, Overheads, Recompute, Workload, default_seq_tokens
-from anchorgpu.planner.result import MemoryBreakdown, ResolvedLayout
+from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, microbatches_for
-from anchorgpu.planner.terms import TaskTerms, context_bytes, nccl_bytes, weights_bytes
+from anchorgpu.planner.terms import TaskTerms, context_bytes, nccl_bytes, new_task_terms, weights_bytes
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 from anchorgpu.units import fmt_bytes
 
@@ -128,12 +128,12 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
                      nccl_buffers_bytes=nccl, fragmentation_bytes=fragmentation, checkpoint_bytes=checkpoint)
     overhead = context + ov.cublas_workspace_bytes + nccl + fragmentation
     assumptions.append(_overhead_line(context, ov.cublas_workspace_bytes, nccl, ov.fragmentation_fraction))
-    per_gpu = MemoryBreakdown(weights_bytes=weights, kv_cache_bytes=0, activations_bytes=act, gradients_bytes=grads,
-                              optimizer_bytes=master + moments, overhead_bytes=overhead)
+    per_gpu = new_memory_breakdown(weights_bytes=weights, kv_cache_bytes=0, activations_bytes=act,
+                                   gradients_bytes=grads, optimizer_bytes=master + moments, overhead_bytes=overhead)
     budget = gpu.memory_bytes if gpu is not None else None
-    return TaskTerms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, checkpoint_bytes=checkpoint,
-                  workload=w if (w.seq_tokens, w.recompute, w.micro_batch) == (seq, recompute, micro_batch)
-                  else evolve(w, seq_tokens=seq, recompute=recompute, micro_batch=micro_batch))
+    return new_task_terms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, checkpoint_bytes=checkpoint,
+                          workload=w if (w.seq_tokens, w.recompute, w.micro_batch) == (seq, recompute, micro_batch)
+                          else evolve(w, seq_tokens=seq, recompute=recompute, micro_batch=micro_batch))
 
 
 @memo_on_frozen

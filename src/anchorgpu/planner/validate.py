@@ -7,10 +7,9 @@ appended to the caller's ``assumptions``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from functools import partial
-from operator import attrgetter, is_not
-from typing import Any, cast
+from collections.abc import Callable
+from operator import attrgetter
+from typing import Any
 
 from anchorgpu.architectures.quantization import describe_shipped
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
@@ -58,14 +57,13 @@ _layout_counts = attrgetter(*_LAYOUT_COUNTS)
 _LORA_TARGETS = frozenset((*ALL_LORA_TARGETS, *mm.FUSED_LORA_TARGETS, *mm.RECURRENT_LORA_TARGETS))
 
 
-_COUNT_TYPES = frozenset((int, type(None)))  # exactly: a bool is refused by check_positive
-_given = partial(is_not, None)
-
-
 def check_counts(names: tuple[str, ...], values: tuple[int | None, ...]) -> None:
-    """:func:`check_positive` on each (name, value); the usual case (each None or an int, the ints >= 1) is
-    decided by two passes in C before any value is looked at one by one."""
-    if _COUNT_TYPES.issuperset(map(type, values)) and min(cast("Iterator[int]", filter(_given, values)), default=1) >= 1:
+    """:func:`check_positive` on each (name, value); the usual case (each None or an int >= 1) is decided by one
+    plain loop before any value is looked at by name."""
+    for value in values:
+        if value is not None and (type(value) is not int or value < 1):  # exactly int: a bool is refused
+            break
+    else:
         return
     for name, value in zip(names, values, strict=False):
         check_positive(name, value)
@@ -84,7 +82,8 @@ def validate_workload(workload: Workload) -> None:
         raise InvalidWorkload(f"--train-precision {workload.train_precision!r}: choose {', '.join(TRAIN_PRECISIONS)}")
     if workload.optimizer not in OPTIMIZERS:
         raise InvalidWorkload(f"unknown optimizer {workload.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
-    if not workload.lora_targets or not _LORA_TARGETS.issuperset(workload.lora_targets):
+    targets = workload.lora_targets
+    if targets is not ALL_LORA_TARGETS and (not targets or not _LORA_TARGETS.issuperset(targets)):  # the default: valid
         raise InvalidWorkload(
             f"lora-targets {','.join(workload.lora_targets) or '(none)'}: choose from "
             f"{','.join((*ALL_LORA_TARGETS, *mm.FUSED_LORA_TARGETS, *mm.RECURRENT_LORA_TARGETS))}")
@@ -111,18 +110,26 @@ def resolve_format(model: ModelSpec | DiffusionPipelineSpec, workload: Workload,
 
 
 def _memo_with_lines(table: dict[Any, tuple[Any, Any, tuple[str, ...]]], key: Any, model: object,
-                     assumptions: list[str], compute: Callable[[list[str]], Any]) -> Any:
+                     assumptions: list[str], compute: Callable[[list[str]], Any], *, checked: bool = True) -> Any:
     """``compute(lines)`` memoised in ``table`` on ``key`` for the frozen ``model`` (held by identity), with the
-    assumption lines it appended, which every later hit appends again; a refusal is raised each time, never kept."""
-    hit = table.get(key)
+    assumption lines it appended, which every later hit appends again; a refusal is raised each time, never kept.
+    With ``checked=False`` the key may hold a value no dict can (a list given for a count): it is then computed
+    (and refused) each time."""
+    try:
+        hit = table.get(key)
+    except TypeError:
+        if checked:
+            raise
+        hit = key = None
     if hit is not None and hit[0] is model:
         assumptions += hit[2]
         return hit[1]
     lines: list[str] = []
     value = compute(lines)
-    if len(table) >= 1024:
-        table.clear()
-    table[key] = (model, value, tuple(lines))
+    if key is not None:
+        if len(table) >= 1024:
+            table.clear()
+        table[key] = (model, value, tuple(lines))
     assumptions += lines
     return value
 
@@ -216,12 +223,9 @@ def resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload,
     asked resolves in one lookup (a refusal is raised each time, never kept)."""
     values = _layout_fields(layout)
     key = (id(model), workload.task, workload.seq_tokens, values, tuple(map(type, values)))
-    try:
-        hash(key)
-    except TypeError:  # a value no dict can hold (a list for a count): refused below with its one line
-        return _resolve_layout(model, workload, layout, assumptions)
     resolved: ResolvedLayout = _memo_with_lines(_LAYOUTS, key, model, assumptions,
-                                                lambda lines: _resolve_layout(model, workload, layout, lines))
+                                                lambda lines: _resolve_layout(model, workload, layout, lines),
+                                                checked=False)
     return resolved
 
 

@@ -17,7 +17,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
-from anchorgpu.planner._frozen import memo_on_frozen
+from anchorgpu.planner._frozen import builder, memo_on_frozen
 from anchorgpu.planner.inputs import (
     DEFAULT_OUTPUT_TOKENS,
     DEFAULT_PROMPT_TOKENS,
@@ -60,20 +60,21 @@ DEFAULT_STORAGE_BYTES_PER_S = 2e9
 """Checkpoint write bandwidth: 2 GB/s, a typical single NVMe-backed or network volume. State yours."""
 
 
-_BAND_KEYS: dict[str, tuple[str, str, str]] = {}
+class _BandKeys(dict[str, tuple[str, str, str]]):
+    """``key_low``, ``key_high``, ``key_ceiling`` by figure name: a handful of names, each spelled once (looked up
+    in C; an unseen name is spelled by ``__missing__``)."""
+
+    def __missing__(self, key: str) -> tuple[str, str, str]:
+        keys = self[key] = (f"{key}_low", f"{key}_high", f"{key}_ceiling")
+        return keys
 
 
-def _band_keys(key: str) -> tuple[str, str, str]:
-    """``key_low``, ``key_high``, ``key_ceiling``: a handful of figure names, spelled once each."""
-    keys = _BAND_KEYS.get(key)
-    if keys is None:
-        keys = _BAND_KEYS[key] = (f"{key}_low", f"{key}_high", f"{key}_ceiling")
-    return keys
+_BAND_KEYS = _BandKeys()
 
 
 def _rate(out: dict[str, Any], key: str, value: float, ceiling: float | None, band: Band) -> None:
     """A rate (higher is better): measured runs fell within ``[value*low, value*high]``."""
-    low, high, top = _band_keys(key)
+    low, high, top = _BAND_KEYS[key]
     out[key] = value
     out[low] = value * band.low
     out[high] = value * band.high
@@ -83,7 +84,7 @@ def _rate(out: dict[str, Any], key: str, value: float, ceiling: float | None, ba
 
 def _time(out: dict[str, Any], key: str, value: float, ceiling: float | None, band: Band) -> None:
     """A duration (lower is better): the band of its rate, inverted."""
-    low, high, top = _band_keys(key)
+    low, high, top = _BAND_KEYS[key]
     out[key] = value
     out[low] = value / band.high
     out[high] = value / band.low
@@ -105,6 +106,9 @@ def _kv_bytes(plan: Plan, tokens: int) -> int:
                              bytes_per_value=KV_CACHE_DTYPES[plan.precision.kv_cache])
 
 
+_new_setup = builder(ServingSetup)  # ServingSetup(...) once per plan's estimate
+
+
 def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits: tuple[int, int] | None = None,
                   graph_batch_sizes: tuple[int, ...] = ()) -> ServingSetup:
     model, lay = plan.model, plan.layout
@@ -113,8 +117,9 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     # a recurrent layer reads (and rewrites) its fixed-size state every step instead of a growing KV cache
     if model.recurrent is not None:
         kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
-    return ServingSetup(
-        weights_bytes_per_gpu=plan.per_gpu.weights_bytes, kv_bytes_per_sequence_per_gpu=kv_seq,
+    # the byte counts as floats, the type the step's arithmetic is in (exact: they are far below 2**53)
+    return _new_setup(
+        weights_bytes_per_gpu=float(plan.per_gpu.weights_bytes), kv_bytes_per_sequence_per_gpu=float(kv_seq),
         precision=compute_precision_for_weights(plan.precision.weights or "bf16"), tp=lay.tp, pp=lay.pp,
         replicas=lay.dp, max_num_batched_tokens=(limits or _engine_limits(plan))[0], gpus_per_server=SERVER_GPUS,
         graph_batch_sizes=graph_batch_sizes, ep=lay.ep)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
-from anchorgpu.planner._frozen import fast_init
+from anchorgpu.planner._frozen import builder, fast_init
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.experts import (
     expert_rows_factor,
@@ -63,7 +63,8 @@ def soft_roofline(memory_s: float, compute_s: float, exponent: float) -> float:
     if memory_s <= 0.0 or compute_s <= 0.0:
         return memory_s if memory_s >= compute_s else compute_s
     big = memory_s if memory_s >= compute_s else compute_s
-    return float(big * ((memory_s / big) ** exponent + (compute_s / big) ** exponent) ** (1.0 / exponent))
+    time_s: float = big * ((memory_s / big) ** exponent + (compute_s / big) ** exponent) ** (1.0 / exponent)
+    return time_s
 
 
 def serve_shape_factor(width: float, half_width: float) -> float:
@@ -113,7 +114,7 @@ def _link(gpu: GpuSpec, setup: ServingSetup) -> Link:
 class _StepConstants:
     """What every step of one (model, GPU, setup, calibration, ideal) shares: rates, links, fixed costs."""
 
-    matmul_params: int
+    matmul_params: float  # the counts the tick multiplies and divides by are kept as (exact) floats
     link: Link | None
     pp_link: Link | None
     fixed_s: float  # per pipeline tick: the step's cost and the stage's layers' launches
@@ -130,8 +131,8 @@ class _StepConstants:
     allreduce_latency_s: float
     allreduce_per_stage: float  # 2 L / pp: two all-reduces per layer of a stage
     p2p_rate: float  # the stage-to-stage link's bandwidth x efficiency
-    split: int  # tp x pp: the GPUs one replica's products are split over
-    hidden_size: int
+    split: float  # tp x pp: the GPUs one replica's products are split over
+    hidden_size: float
     expert_share: float  # MoE: the active routed experts' share of the products a token passes (0.0 dense)
     route_share: float  # MoE: k / E, the share of a step's tokens each routed expert gets
     expert_half_tokens: float  # MoE: the tokens per expert at which those products reach half their efficiency
@@ -190,7 +191,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
     link_eff = 1.0 if ideal else cal.link_efficiency
     expert_share, route_share = moe_product_shares(model)
     return _StepConstants(
-        matmul_params=forward_matmul_params(model), link=link, pp_link=pp_link,
+        matmul_params=float(forward_matmul_params(model)), link=link, pp_link=pp_link,
         fixed_s=0.0 if ideal else (k.per_step_s + model.num_layers / setup.pp * k.per_layer_step_s
                                    * launch_ratio(model, cal.launches)),
         elementwise_s_per_token=(0.0 if ideal else model.num_layers / setup.pp * k.elementwise_bytes_per_hidden / 3.0
@@ -204,7 +205,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         allreduce_latency_s=link.latency_s if link is not None else 0.0,
         allreduce_per_stage=2 * model.num_layers / setup.pp,
         p2p_rate=pp_link.bytes_per_s * link_eff if pp_link is not None else 1.0,
-        split=setup.tp * setup.pp, hidden_size=model.hidden_size,
+        split=float(setup.tp * setup.pp), hidden_size=float(model.hidden_size),
         expert_share=expert_share, route_share=route_share,
         expert_half_tokens=0.0 if ideal else k.moe_expert_half_tokens,
         expert_tile_rows=cal.moe_tile_rows,
@@ -314,13 +315,6 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
             matmul_s + attn_compute_s, top)
 
 
-def _bound(t: tuple[float, ...]) -> str:
-    """What bounds a one-stage step :func:`_tick` gave: its fixed costs when they outweigh the GPUs' work, else
-    the larger of its memory and compute parts."""
-    fixed = t[1]
-    return "fixed" if fixed > t[0] - fixed - t[4] else ("memory" if t[5] >= t[6] else "compute")
-
-
 def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: float, decode_attn_flops: float,
           prefill_attn_flops: float, padded_batch: float = 0.0, one_chunk: bool = False,
           first_token: bool = False, ceiling: _StepConstants | None = None,
@@ -340,9 +334,12 @@ def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     tick (:func:`_tick`)."""
     pp = setup.pp
     if pp == 1:  # one stage: the tick is the step (pp * x and x / 1.0 below leave every value as it is)
-        t = _tick(setup, c, batch / 1.0, prefill_tokens / 1.0, decode_attn_flops, prefill_attn_flops,
-                  padded_batch / 1.0, ceiling)
-        return t[0], t[1], t[2], t[3], t[4], _bound(t), t[7]
+        step, fixed, weights_s, attention_s, comm, memory_s, compute_s, top = _tick(
+            setup, c, batch / 1.0, prefill_tokens / 1.0, decode_attn_flops, prefill_attn_flops, padded_batch / 1.0,
+            ceiling)
+        # the bound: the fixed costs when they outweigh the GPUs' work, else the larger of memory and compute
+        bound = "fixed" if fixed > step - fixed - comm else ("memory" if memory_s >= compute_s else "compute")
+        return step, fixed, weights_s, attention_s, comm, bound, top
     groups = min(float(pp), max(1.0, batch))
     each, padded_each = batch / groups, padded_batch / groups
     if not one_chunk or not prefill_tokens:
@@ -385,6 +382,9 @@ class ServingEstimate:
     tpot_s_ceiling: float
     output_tokens_per_s_ceiling: float
     max_output_tokens_per_s_ceiling: float
+
+
+_new_estimate = builder(ServingEstimate)  # ServingEstimate(...) once per estimate
 
 
 def prefill_chunk_share(batch: float, prompt: int, output: int, max_num_batched_tokens: int) -> tuple[float, float]:
@@ -468,7 +468,7 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
         light, _, light_top = _steady(setup, c, ci, per_replica - 1, prompt_tokens, output_tokens, attn)
         rate += (setup.replicas - busy) * (per_replica - 1) / light
         rate_top += (setup.replicas - busy) * (per_replica - 1) / light_top
-    return ServingEstimate(
+    return _new_estimate(
         concurrency=concurrency, per_replica=per_replica, ttft_s=ttft, tpot_s=tpot,
         output_tokens_per_s=rate, decode_tokens_per_s_per_user=1.0 / tpot,
         saturation_concurrency=setup.replicas * sat_replica, max_output_tokens_per_s=setup.replicas * sat_replica / sat,
