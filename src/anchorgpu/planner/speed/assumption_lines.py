@@ -1,0 +1,87 @@
+"""The sentences a speed estimate states as its assumptions: the request and saturation, the calibrated constants
+of the GPU's stack, the fixed cost per layer of an architecture, expert parallelism, the training step. Each is
+memoised on the values it states (they recur across the plans of a sweep or a layout search). Pure.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner._frozen import memo_on_frozen
+from anchorgpu.planner.speed.calibration import Calibration, stack_of
+from anchorgpu.planner.speed.launches import LayerLaunches, launch_ratio, launches_per_layer
+
+__all__ = ["expert_parallel_line", "launches_line", "serving_constants_line", "serving_line", "step_line"]
+
+
+@memo_on_frozen
+def launches_line(model: ModelSpec, launches: LayerLaunches) -> str:
+    """How the fixed cost per layer scales for an architecture whose layers launch more kernels than a Llama layer's
+    (empty for a Llama-style layer, which the fitted cost is)."""
+    ratio = launch_ratio(model, launches)
+    if ratio == 1.0:
+        return ""
+    return (f"fixed cost per layer {ratio:.2f}x a Llama layer's: a decode step launches "
+            f"{launches_per_layer(model, launches):.1f} kernels per layer of {model.name} against {launches.reference} "
+            "(multi-head latent attention, MoE routing and grouped products, shared experts; counts read from vLLM's "
+            "model code)")
+
+
+@lru_cache(maxsize=64)
+def expert_parallel_line(ep: int, tp: int, k: int) -> str:
+    """How a layout with expert parallelism wider than TP (attention data parallelism) is timed."""
+    return (f"expert parallelism over {ep} GPUs, wider than TP {tp}: each GPU's experts serve the tokens of the "
+            f"{ep / tp:g} replicas of its EP group, and each MoE layer adds a dispatch and a combine all-to-all of each "
+            f"token's {k} routed cop{'y' if k == 1 else 'ies'} over the group's link (even routing assumed: a skewed "
+            "router makes the busiest GPU the step's pace)")
+
+
+@lru_cache(maxsize=1024)
+def serving_line(conc: int, prompt: int, output: int, sat: int, full: bool, cap: int) -> str:
+    """The serving assumption: a handful of request sizes and capacities recur across the plans of a sweep or a
+    layout search (memoised on them, like the serving-engine line of the memory plan)."""
+    return (f"serving at {conc} concurrent request(s) of {prompt:,} prompt + {output:,} output tokens with continuous "
+            f"batching and chunked prefill (each step carries prompt/output = {prompt / output:.2g} prefill tokens per "
+            f"output token); saturation at {sat:,} sequences (KV capacity at "
+            + ("prompt + output tokens each, reserved up front" if full else "the average cached length")
+            + f", engine cap {cap:,})"
+            + (f"; the {conc - sat:,} request(s) beyond saturation wait in the engine's queue: the figures are those "
+               f"of the {sat:,} running, and the wait is not in TTFT" if 1 <= sat < conc else ""))
+
+
+_CONSTANTS_LINES: dict[tuple[int, int, str], tuple[GpuSpec, Calibration, str]] = {}
+
+
+def serving_constants_line(gpu: GpuSpec, cal: Calibration, precision: str) -> str:
+    """The calibrated serving constants of a GPU's stack, as one assumption: it depends on the (frozen) GPU and
+    calibration and the compute precision only, so every plan on that GPU shares it (memoised by identity)."""
+    key = (id(gpu), id(cal), precision)
+    hit = _CONSTANTS_LINES.get(key)
+    if hit is not None and hit[0] is gpu and hit[1] is cal:
+        return hit[2]
+    k = cal.stack(gpu)
+    name = {"cuda": "CUDA", "rocm": "ROCm"}[stack_of(gpu)]
+    label = f"calibrated {name} constants" if cal.origin == "calibrated" else f"{name} constants with your efficiencies"
+    line = (f"{label}: memory reads at {k.decode_mbu:.0%} of "
+            f"{gpu.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, batched products at {k.serve_matmul_efficiency:.0%} "
+            f"of the dense {precision.upper()} peak, {k.per_step_s * 1e3:.2f} ms per step + "
+            f"{k.per_layer_step_s * 1e6:.0f} us per layer of fixed cost")
+    caveat = cal.caveats.get(stack_of(gpu))
+    if caveat:
+        line += f"; {caveat}"
+    if len(_CONSTANTS_LINES) >= 256:
+        _CONSTANTS_LINES.clear()
+    _CONSTANTS_LINES[key] = (gpu, cal, line)
+    return line
+
+
+@lru_cache(maxsize=1024)
+def step_line(microbatches: int, micro_batch: int, seq: int, tokens: int, precision: str, efficiency: float,
+               width: int) -> str:
+    """The training-step assumption, memoised on its values (they recur across the layouts of a search)."""
+    return (f"step = {microbatches} micro-batch(es) of {micro_batch} x {seq:,} tokens per data-parallel rank"
+            f" ({tokens:,} tokens); {precision.upper()} products at a calibrated {efficiency:.0%}"
+            f" of the dense peak for large shapes (less for h/tp = {width:,}); MFU counts 6·N·D plus "
+            "attention, as the Llama 3 paper does")
