@@ -10,13 +10,14 @@ prediction with ``_low``/``_high`` from the calibration residuals and ``_ceiling
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
-from anchorgpu.planner._frozen import builder
+from anchorgpu.planner._frozen import builder, memo_on_frozen
 from anchorgpu.planner.inputs import (
     DEFAULT_OUTPUT_TOKENS,
     DEFAULT_PROMPT_TOKENS,
@@ -218,9 +219,15 @@ def _evidence(gpu: GpuSpec, kind: str, cal: Calibration, out: dict[str, Any], as
     assumption; nothing where the user's efficiencies replace the calibrated ones (the runs say nothing of those)."""
     if cal.origin == "user":
         return
-    section = evidence_section(gpu.name, kind, cal.evidence_for(gpu, kind), stack_of(gpu))
-    out["evidence"] = section
-    assumptions.append(str(section["summary"]))
+    items = _evidence_items(gpu, cal, kind)
+    out["evidence"] = dict(items)
+    assumptions.append(str(items[-1][1]))
+
+
+@partial(memo_on_frozen, frozen=2)
+def _evidence_items(gpu: GpuSpec, cal: Calibration, kind: str) -> tuple[tuple[str, object], ...]:
+    """The evidence section's items, ``summary`` last: one GPU, calibration and kind give one (frozen, so shared)."""
+    return tuple(evidence_section(gpu.name, kind, cal.evidence_for(gpu, kind), stack_of(gpu)).items())
 
 
 def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[str, Any],
