@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from anchorgpu.planner.speed import calibrate
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.runs import load_runs
+from cli_runner import run_json
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,3 +35,39 @@ def test_the_full_table_is_the_calibration_output() -> None:
                                            tuple(calibrate.SETS)))
     shown = _rows_of(ROOT.joinpath("benchmarks", "speed_accuracy.md").read_text("utf-8"))
     assert shown == expected
+
+
+def _readme_block(after: str) -> str:
+    readme = ROOT.joinpath("README.md").read_text("utf-8")
+    start = readme.index(after)
+    return readme[start:readme.index("```", start)]
+
+
+def test_readme_gpus_compare_example_is_the_cli_output(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's `gpus compare mi300x h100` figures are the calibrated model's current ones (each prediction with
+    its band, each ratio with its band), so a change to the model cannot leave the example stale."""
+    block = _readme_block("$ anchorgpu gpus compare mi300x h100")
+    d = run_json(capsys, "gpus", "compare", "mi300x", "h100")
+    for row in d["predicted"]:
+        for side in (row["a"], row["b"]):
+            shown = f"{side['value']:,.0f} ({side['low']:,.0f}-{side['high']:,.0f})"
+            assert shown in block, f"{row['metric']}: {shown} not in the README's example"
+        ratio = f"{row['ratio']:.2f}x ({row['ratio_low']:.2f}-{row['ratio_high']:.2f})"
+        assert ratio in block, f"{row['metric']}: {ratio} not in the README's example"
+
+
+def test_readme_recommend_example_is_the_cli_output(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's ranked `recommend` example (its three rows): offering, layout and every figure as the CLI prints
+    them today."""
+    block = _readme_block("$ anchorgpu recommend llama-3.1-70b --task inference --context 8192 --concurrency 32")
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in block.splitlines() if line.startswith("│")]
+    d = run_json(capsys, "recommend", "llama-3.1-70b", "--task", "inference", "--context", "8192", "--concurrency",
+                 "32", "--term", "1month", "--top", "3")
+    assert len(rows) == len(d["results"]) == 3
+    for cells, r in zip(rows, d["results"], strict=True):
+        assert cells[1] == r["offering"]
+        assert cells[7] == f"{r['decode_tokens_per_s_total']:,.0f}"
+        assert cells[8] == f"{r['decode_tokens_per_s_per_user']:,.1f}"
+        assert cells[9] == f"{r['prefill_s']:,.2f}"
+        assert cells[10] == f"${float(r['usd_per_million_output_tokens']):,.2f}"
+        assert cells[11] == f"${float(r['total_usd']):,.2f}"
