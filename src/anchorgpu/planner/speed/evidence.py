@@ -45,6 +45,9 @@ class GpuEvidence:
     high: float
 
 
+WIDE_SPREAD = 2.0
+"""A GPU's runs whose fastest and slowest ratios differ by this factor or more: the sentence says so beside the median."""
+
 MIN_HELD_OUT = 3
 """Below this many held-out rows a GPU's evidence is taken over its fitted rows too (which the fit pulled toward 1)."""
 
@@ -74,6 +77,9 @@ def evidence_line(gpu_name: str, kind: str, evidence: GpuEvidence | None, stack:
     >>> evidence_line("a100-40gb-sxm", "serve", GpuEvidence(rows=3, held_out=1, basis="all", median=0.97, low=0.94,
     ...               high=1.05), "CUDA")[:101]
     'on a100-40gb-sxm, 3 measured dense-model serving runs (2 of them in the fit, which pulls them toward '
+    >>> evidence_line("h200", "serve-moe", GpuEvidence(rows=50, held_out=36, basis="held-out", median=0.96, low=0.56,
+    ...               high=2.67), "CUDA")[-70:]
+    'close to the prediction at the median, but single runs ranged 4.8-fold'
     >>> evidence_line("l4", "serve", None, "CUDA")
     'no measured dense-model serving run on l4 in the calibration set: the figure and its band rest on other GPUs of the CUDA stack'
     >>> evidence_line("rtx-pro-6000", "serve-moe", GpuEvidence(rows=49, held_out=39, basis="held-out", median=1.19,
@@ -89,6 +95,8 @@ def evidence_line(gpu_name: str, kind: str, evidence: GpuEvidence | None, stack:
     if evidence.rows == 1:
         how = "held out" if evidence.held_out else "in the fit, which pulls it toward the prediction"
         return f"on {gpu_name}, 1 measured {what} run ({how}) ran at {evidence.median:.2f}x the predicted speed: {lean}"
+    if evidence.high >= WIDE_SPREAD * evidence.low:  # a median near 1 hides runs far to either side
+        lean += f" at the median, but single runs ranged {evidence.high / evidence.low:.1f}-fold"
     runs = (f"{evidence.held_out} held-out {what} runs" if evidence.basis == "held-out" else
             f"{evidence.rows} measured {what} runs ({evidence.rows - evidence.held_out} of them in the fit, which pulls "
             "them toward the prediction)")
