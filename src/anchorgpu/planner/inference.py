@@ -35,8 +35,7 @@ def engine_defaults(gpu: GpuSpec | None, workload: Workload, assumptions: list[s
     """vLLM V1 defaults for the OpenAI server: 8,192 batched tokens and 1,024 sequences on GPUs with at
     least 70 GiB but the A100 (:func:`~anchorgpu.planner.inputs.large_engine_defaults`), else 2,048 and 256 (vLLM
     ``arg_utils._set_default_args``)."""
-    tokens, seqs = engine_limits(workload, large_gpu=large_engine_defaults(None if gpu is None else gpu.memory_bytes,
-                                                                          "" if gpu is None else gpu.name))
+    tokens, seqs = engine_limits(workload, large_gpu=large_engine_defaults(gpu))
     assumptions.append(_engine_line(tokens, seqs, workload.gpu_memory_utilization, workload.block_size_tokens))
     return tokens, seqs
 

@@ -8,10 +8,13 @@ together with an assumption line saying what it chose.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from anchorgpu.planner._frozen import fast_init
 from anchorgpu.units import GIB, MIB
+
+if TYPE_CHECKING:
+    from anchorgpu.hardware.spec import GpuSpec
 
 __all__ = [
     "ALL_LORA_TARGETS",
@@ -155,18 +158,17 @@ DEFAULT_OUTPUT_TOKENS = 256
 a 1,024-token prompt and a 256-token answer, a chat turn; ``plan`` and ``recommend`` alike."""
 
 
-def large_engine_defaults(memory_bytes: int | None, gpu_name: str = "") -> bool:
+def large_engine_defaults(gpu: GpuSpec | None) -> bool:
     """Whether vLLM gives a GPU its large scheduler defaults: at least 70 GiB of memory and not an A100, whose name
     vLLM checks apart (``"a100" not in device_name``: an A100 80GB keeps the small ones; vllm-project/vllm
     ``EngineArgs`` batch defaults, pinned by ``tests/engine/test_arg_utils.py::test_defaults_with_usage_context``);
     an unknown GPU (``None``) takes the large ones.
 
-    >>> large_engine_defaults(80 * GIB, "h100-sxm"), large_engine_defaults(80 * GIB, "a100-80gb-sxm")
-    (True, False)
-    >>> large_engine_defaults(48 * GIB, "l40s"), large_engine_defaults(None)
-    (False, True)
+    >>> from anchorgpu.hardware import get_gpu
+    >>> [large_engine_defaults(get_gpu(name)) for name in ("h100", "a100-80gb-sxm", "l40s")], large_engine_defaults(None)
+    ([True, False, False], True)
     """
-    return memory_bytes is None or (memory_bytes >= 70 * GIB and "a100" not in gpu_name.lower())
+    return gpu is None or (gpu.memory_bytes >= 70 * GIB and "a100" not in gpu.name.lower())
 
 
 def engine_limits(workload: Workload, *, large_gpu: bool) -> tuple[int, int]:

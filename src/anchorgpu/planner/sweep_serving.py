@@ -142,7 +142,7 @@ def _memory(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, 
             weights: tuple[str, ...], kv: _KvFactors, per_replica: IntArray) -> _Memory:
     """Weights, KV cache, activations (vLLM's profile run), non-torch and the budget, as plan() sizes them."""
     w, ov = spec.workload, spec.overheads
-    large = np.array([large_engine_defaults(sh.gpu.memory_bytes, sh.gpu.name) for sh in shapes], dtype=np.int64)[lay.shape]
+    large = np.array([large_engine_defaults(sh.gpu) for sh in shapes], dtype=np.int64)[lay.shape]
 
     def activation(key: int) -> int:  # vLLM defaults by GPU size, as plan() resolves them
         tp, big = key // 2, bool(key % 2)
@@ -375,7 +375,7 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     if progress:
         progress(math.prod(grid) // 2, math.prod(grid))
     ticks = _Ticks(model, shapes, spec, lay, weights, kv, mem.weights, prompt)
-    budget_tokens = np.array([engine_limits(w, large_gpu=large_engine_defaults(sh.gpu.memory_bytes, sh.gpu.name))[0]
+    budget_tokens = np.array([engine_limits(w, large_gpu=large_engine_defaults(sh.gpu))[0]
                               for sh in shapes])[lay.shape]
     batch = per_replica.astype(np.float64)
     step = _steady_step(ticks, batch, prompt, spec.output_tokens if spec.output_tokens else 256, budget_tokens)

@@ -11,6 +11,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.speed.calibration import Calibration, stack_of
+from anchorgpu.planner.speed.evidence import STACK_NAMES
 from anchorgpu.planner.speed.launches import LayerLaunches, launch_ratio, launches_per_layer
 
 __all__ = ["expert_parallel_line", "launches_line", "serving_constants_line", "serving_line", "step_line"]
@@ -62,7 +63,7 @@ def serving_constants_line(gpu: GpuSpec, cal: Calibration, precision: str) -> st
     if hit is not None and hit[0] is gpu and hit[1] is cal:
         return hit[2]
     k = cal.stack(gpu)
-    name = {"cuda": "CUDA", "rocm": "ROCm"}[stack_of(gpu)]
+    name = STACK_NAMES[stack_of(gpu)]
     label = f"calibrated {name} constants" if cal.origin == "calibrated" else f"{name} constants with your efficiencies"
     line = (f"{label}: memory reads at {k.decode_mbu:.0%} of "
             f"{gpu.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, batched products at {k.serve_matmul_efficiency:.0%} "

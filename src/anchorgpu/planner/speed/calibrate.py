@@ -213,6 +213,12 @@ def report_rows(cal: Calibration, runs: tuple[Run, ...]) -> list[dict[str, Any]]
     return out
 
 
+def _speed_ratio(run: Run, predicted: float) -> float:
+    """Measured over predicted, as a speed: above 1 the run was faster than predicted (a time is inverted)."""
+    ratio = run.value / predicted
+    return ratio if run.higher_is_better else 1.0 / ratio
+
+
 def _bands(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> dict[str, Band]:
     """Per phase, and per ``stack-phase`` where a stack has at least three rows of the phase: from the rows the
     fit never saw where there are at least three (a fitted row's residual understates the error, to nothing where
@@ -222,8 +228,7 @@ def _bands(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> dict[str, Band]
     held: dict[str, list[float]] = {}
     for row in rows:
         run = by_id[row["id"]]
-        ratio = run.value / row["predicted"]  # measured / predicted, as a rate
-        ratio = ratio if run.higher_is_better else 1.0 / ratio
+        ratio = _speed_ratio(run, row["predicted"])
         kind = serving_kind(run)
         names: tuple[str, ...] = (row["phase"], f"{_stack_of_row(run)}-{row['phase']}")
         if kind is not None:  # a kind's rows make its own band, not the rest's
@@ -256,8 +261,7 @@ def _evidence(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> dict[str, di
     ratios: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
     for row in rows:
         run = by_id[row["id"]]
-        ratio = run.value / row["predicted"]
-        ratio = ratio if run.higher_is_better else 1.0 / ratio
+        ratio = _speed_ratio(run, row["predicted"])
         key = (get_gpu(run.row["gpu"]).name, evidence_kind(run.phase, serving_kind(run)))
         fitted, held = ratios.setdefault(key, ([], []))
         (held if run.role == "holdout" else fitted).append(ratio)

@@ -133,8 +133,7 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
 
 def _engine_limits(plan: Plan) -> tuple[int, int]:
     """(tokens per step, sequences): the workload's, else vLLM's defaults for the plan's GPU, as memory sized them."""
-    return engine_limits(plan.workload, large_gpu=large_engine_defaults(
-        None if plan.gpu is None else plan.gpu.memory_bytes, "" if plan.gpu is None else plan.gpu.name))
+    return engine_limits(plan.workload, large_gpu=large_engine_defaults(plan.gpu))
 
 
 MOE_CAVEAT_LABEL = "Mixture of experts"

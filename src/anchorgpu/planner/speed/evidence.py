@@ -14,8 +14,8 @@ import statistics
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["EVIDENCE_KINDS", "GpuEvidence", "evidence_json", "evidence_kind", "evidence_line", "evidence_section",
-           "summarise"]
+__all__ = ["EVIDENCE_KINDS", "STACK_NAMES", "GpuEvidence", "evidence_json", "evidence_kind", "evidence_line",
+           "evidence_section", "summarise"]
 
 EVIDENCE_KINDS: dict[str, str] = {
     "train": "training",
@@ -24,6 +24,9 @@ EVIDENCE_KINDS: dict[str, str] = {
     "serve-pp": "pipeline-staged serving",
 }
 """The kinds of run evidence is kept for (the serving kinds are the bands'), and how a plan names them."""
+
+STACK_NAMES = {"cuda": "CUDA", "rocm": "ROCm"}
+"""How a plan names a software stack (``calibration.stack_of``)."""
 
 
 def evidence_kind(phase: str, band_kind: str | None) -> str:
@@ -117,8 +120,6 @@ def evidence_json(gpu_name: str, kind: str, evidence: GpuEvidence | None) -> dic
             "basis": evidence.basis, "median_ratio": evidence.median, "low_ratio": evidence.low,
             "high_ratio": evidence.high}
 
-
-STACK_NAMES = {"cuda": "CUDA", "rocm": "ROCm"}
 
 
 def evidence_section(gpu_name: str, kind: str, evidence: GpuEvidence | None, stack: str) -> dict[str, object]:
