@@ -14,6 +14,8 @@ from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import evolver, memo_on_frozen
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import (
+    DEFAULT_OUTPUT_TOKENS,
+    DEFAULT_PROMPT_TOKENS,
     KV_CACHE_DTYPES,
     Overheads,
     PrecisionPlan,
@@ -28,7 +30,7 @@ from anchorgpu.planner.terms import TaskTerms, context_bytes, new_task_terms, sp
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 from anchorgpu.units import fmt_bytes
 
-__all__ = ["engine_defaults", "plan_inference"]
+__all__ = ["DEFAULT_REQUEST_NOTE", "engine_defaults", "plan_inference"]
 
 
 def engine_defaults(gpu: GpuSpec | None, workload: Workload, assumptions: list[str]) -> tuple[int, int]:
@@ -117,6 +119,10 @@ def check_request_within_context(w: Workload, limit: int) -> None:
                               "plan anyway)")
 
 
+DEFAULT_REQUEST_NOTE = "Context not given: each of the"
+"""How the assumption opens when many sequences and no length were given and each is sized at the default request
+(a recipe then lets the engine accept longer ones, as it would by default)."""
+
 # the workload as planned: its context, concurrency, engine limits and speed prompt resolved (evolve, made once)
 _resolved = evolver(Workload, "context_tokens", "concurrency", "max_num_batched_tokens", "max_num_seqs", "prompt_tokens")
 
@@ -132,6 +138,13 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         assumptions.append(f"Context not given: each sequence sized at prompt + output = {prompt:,} + {output:,} = "
                            f"{prompt + output:,} tokens" + (f", capped at the model's {limit:,}" if ctx < prompt + output
                                                             else "") + ".")
+    elif w.context_tokens is None and (w.concurrency or 1) > 1:  # many users, no length: the request timed below
+        ctx = min(DEFAULT_PROMPT_TOKENS + DEFAULT_OUTPUT_TOKENS, limit)
+        assumptions.append(
+            f"{DEFAULT_REQUEST_NOTE} {w.concurrency:,} sequences sized at the request the speed figures time, "
+            f"{DEFAULT_PROMPT_TOKENS:,} prompt + {DEFAULT_OUTPUT_TOKENS:,} output = {ctx:,} tokens, not the model's "
+            f"whole {limit:,}-token window each (that many full windows at once is not how such models are served); "
+            "set --context, or --prompt and --output-tokens, to plan your own.")
     else:
         ctx = w.context_tokens or default_context_tokens(limit)
         if w.context_tokens is None and ctx < limit:

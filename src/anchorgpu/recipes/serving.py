@@ -12,6 +12,7 @@ import math
 import shlex
 
 from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.planner.inference import DEFAULT_REQUEST_NOTE
 from anchorgpu.planner.plan import Plan
 from anchorgpu.recipes._common import Recipe, Target, flag_data, model_ref, not_expressible, shell_join
 from anchorgpu.units import fmt_bytes
@@ -119,7 +120,14 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
                                f"{target.gpus_per_node}: run this command on each of them, NODE_RANK 0 to "
                                f"{replica_nodes - 1}, MASTER_ADDR the address of the one with NODE_RANK 0.")
             cannot.append("NODE_RANK and MASTER_ADDR on each server of the replica.")
-    ctx = w.context_tokens or spec.max_context_tokens
+    planned_ctx = ctx = w.context_tokens or spec.max_context_tokens
+    longest = _longest_one_sequence(plan, planned_ctx)
+    if longest > planned_ctx and any(a.startswith(DEFAULT_REQUEST_NOTE) for a in plan.assumptions):
+        ctx = longest  # no length was asked for: accept long requests, as the engine's own default would
+        assumptions.append(f"Context limit {ctx:,} tokens: no length was given, so the plan sized its "
+                           f"{w.concurrency or 1:,} sequences at {planned_ctx:,} tokens each; the engine still accepts a "
+                           f"request up to {ctx:,} (the model's window, or one sequence in the KV cache the engine "
+                           "reserves if that is shorter), fewer of them at once when they are long.")
     env: list[str] = []
     if ctx > spec.max_context_tokens:  # planned with --allow-long-context: engines refuse it unless told
         env = {"vllm": ["VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"], "sglang": ["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"],
@@ -206,9 +214,19 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
     asked = not any(a.startswith("Concurrency not given") for a in plan.assumptions)
     if asked and plan.max_concurrency is not None and w.concurrency is not None and w.concurrency < seqs:
         assumptions.append(f"Sequence cap {seqs:,}: the engine's default, which the memory was sized with; the KV cache "
-                           f"holds {plan.max_concurrency:,} sequences of {ctx:,} tokens and the speed figures are for "
+                           f"holds {plan.max_concurrency:,} sequences of {planned_ctx:,} tokens and the speed figures are for "
                            f"{w.concurrency:,} at once (set the cap to {w.concurrency:,} to keep latency there).")
     data = flag_data(f"{kind}_flags")
     cannot.append("Sampling defaults, chat template, API keys and TLS: not part of the plan.")
     return Recipe(kind=kind, command=shell_join(parts), files=files, assumptions=tuple(assumptions),
                   cannot_set=tuple(cannot), tool_version=f"{data['tool']} {data['version']}")
+
+
+def _longest_one_sequence(plan: Plan, planned_ctx: int) -> int:
+    """The longest context one sequence can have in the KV cache the engine reserves (at the planned tokens' bytes per
+    token, so a sliding-window model's is an underestimate), at most the model's window; 0 when the plan does not say."""
+    capacity, per_sequence = plan.breakdown.get("kv_cache_capacity_bytes"), plan.breakdown.get("kv_per_sequence_bytes")
+    if not capacity or not per_sequence or not isinstance(plan.model, ModelSpec):
+        return 0
+    tokens = int(capacity * planned_ctx // per_sequence)
+    return min(plan.model.max_context_tokens, tokens - tokens % 16)

@@ -1,0 +1,81 @@
+"""Many users and no request length: each sequence is sized at the request the speed figures time (1,024 prompt +
+256 output tokens), not at the model's whole window each, so the memory, the layout chosen and the speed describe
+the same requests; one sequence (or no concurrency) still checks the whole window; a recipe still lets the engine
+accept long requests, as its own default would."""
+
+from __future__ import annotations
+
+import pytest
+
+from anchorgpu.architectures import load_model
+from anchorgpu.hardware import get_gpu
+from anchorgpu.planner import Layout, Workload, plan
+from anchorgpu.planner.inference import DEFAULT_REQUEST_NOTE
+from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS
+from anchorgpu.planner.speed.estimate import plan_performance
+from anchorgpu.recipes import build_recipe
+from cli_runner import run, run_json
+
+H100 = get_gpu("h100")
+LLAMA_8B = load_model("llama-3.1-8b")
+REQUEST = DEFAULT_PROMPT_TOKENS + DEFAULT_OUTPUT_TOKENS
+
+
+def _notes(p) -> list[str]:  # type: ignore[no-untyped-def]
+    return [a for a in p.assumptions if a.startswith(DEFAULT_REQUEST_NOTE)]
+
+
+def test_sixty_four_users_of_an_8b_model_are_planned_on_one_h100() -> None:
+    """Before: 64 sequences of 131,072 tokens each needed 16 H100s (TP 8, PP 2) for an 8B model."""
+    p = plan(LLAMA_8B, Workload(task="inference", concurrency=64), gpu=H100)
+    assert p.fits and p.layout.gpus == 1
+    assert p.workload.context_tokens == REQUEST == 1280
+    assert len(_notes(p)) == 1 and "64 sequences" in _notes(p)[0] and "131,072" in _notes(p)[0]
+    assert p.max_context_tokens is not None and p.max_context_tokens > REQUEST  # each may run longer
+
+
+def test_memory_and_speed_describe_the_same_request() -> None:
+    p = plan(LLAMA_8B, Workload(task="inference", concurrency=64), gpu=H100)
+    perf = plan_performance(p)
+    assert perf["prompt_tokens"] + perf["output_tokens"] == p.workload.context_tokens
+
+
+def test_one_sequence_still_checks_the_whole_window() -> None:
+    for w in (Workload(task="inference"), Workload(task="inference", concurrency=1)):
+        p = plan(LLAMA_8B, w, gpu=H100)
+        assert p.workload.context_tokens == LLAMA_8B.max_context_tokens == 131_072
+        assert not _notes(p)
+
+
+def test_a_given_length_is_kept() -> None:
+    given = plan(LLAMA_8B, Workload(task="inference", context_tokens=8192, concurrency=64), gpu=H100)
+    assert given.workload.context_tokens == 8192 and not _notes(given)
+    by_request = plan(LLAMA_8B, Workload(task="inference", prompt_tokens=3000, output_tokens=500, concurrency=64),
+                      gpu=H100)
+    assert by_request.workload.context_tokens == 3500 and not _notes(by_request)
+
+
+def test_a_short_window_caps_the_request() -> None:
+    model = load_model("llama-2-7b")  # 4,096-token window, longer than the request
+    p = plan(model, Workload(task="inference", concurrency=8), gpu=H100)
+    assert p.workload.context_tokens == min(REQUEST, model.max_context_tokens)
+
+
+def test_the_recipe_lets_the_engine_accept_long_requests_when_no_length_was_given() -> None:
+    p = plan(LLAMA_8B, Workload(task="inference", concurrency=64), gpu=H100, layout=Layout(gpus=1))
+    r = build_recipe(p, "vllm")
+    assert "--max-model-len 131072" in r.command
+    assert any(a.startswith("Context limit 131,072 tokens: no length was given") for a in r.assumptions)
+    given = plan(LLAMA_8B, Workload(task="inference", context_tokens=8192, concurrency=16), gpu=H100,
+                 layout=Layout(gpus=1))
+    assert "--max-model-len 8192" in build_recipe(given, "vllm").command
+
+
+def test_cli_and_recommend_say_the_request_they_sized(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "64")
+    assert doc["gpus"] == 1 and doc["workload"]["context_tokens"] == REQUEST
+    w = run_json(capsys, "recommend", "llama-3.1-70b", "--concurrency", "32", "--top", "1")["workload"]
+    assert (w["context_tokens"], w["prompt_tokens"], w["output_tokens"]) == (REQUEST, DEFAULT_PROMPT_TOKENS,
+                                                                             DEFAULT_OUTPUT_TOKENS)
+    code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "64")
+    assert code == 0 and "1 × NVIDIA H100" in out
