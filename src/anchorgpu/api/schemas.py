@@ -363,7 +363,7 @@ class PlanRequest(_Request):
     weights: str | None = Field(default=None, max_length=40, pattern=TEXT_PATTERN, description="Weight format: bf16, fp16, fp8, int8, int4-gptq, int4-awq, nf4, nf4-dq, mxfp4, nvfp4, fp8-block128x128, gguf-q4_k_m, …, or shipped (default: the format the checkpoint ships in, per its quantization_config; bf16 for full training and LoRA; nf4-dq for qlora)")
     kv_cache: Literal["bf16", "fp16", "fp8"] = Field(default="bf16", description="KV-cache precision")
     recipe: Literal["vllm", "sglang", "trtllm", "torchrun-fsdp", "deepspeed", "accelerate", "skypilot", "k8s"] | None = Field(default=None, description="Also return the launch that realises the plan (command, files, assumptions, what it cannot set) under 'recipe'; one that cannot express the plan is a 422")
-    context: int | None = Field(default=None, ge=LIMITS["context"].low, le=LIMITS["context"].high, description="Tokens per sequence (prompt + output); default the model's context length")
+    context: int | None = Field(default=None, ge=LIMITS["context"].low, le=LIMITS["context"].high, description="Tokens per sequence (prompt + output); default prompt + output when given, else the model's context length for one sequence and 1,024 + 256 tokens each for more")
     concurrency: int | None = Field(default=None, ge=LIMITS["concurrency"].low, le=LIMITS["concurrency"].high, description="Sequences served at once; default: check one and report max_concurrency")
     allow_long_context: bool = Field(default=False, description="Allow a context beyond the model's configured limit")
     gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1, description="Fraction of GPU memory the serving engine may use (vLLM-style)")

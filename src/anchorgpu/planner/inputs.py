@@ -60,7 +60,8 @@ ALL_LORA_TARGETS: tuple[str, ...] = ("q", "k", "v", "o", "gate", "up", "down")
 class Workload:
     """What runs on the GPUs. Fields left ``None`` are resolved to stated defaults.
 
-    Inference: ``context_tokens`` per sequence (prompt + output; default the model's context length),
+    Inference: ``context_tokens`` per sequence (prompt + output; default the model's context length for one
+    sequence, the default request of ``DEFAULT_PROMPT_TOKENS + DEFAULT_OUTPUT_TOKENS`` for ``concurrency`` above 1),
     ``concurrency`` sequences at once (default: check one and report the maximum).
     With ``prompt_tokens``/``output_tokens`` and no ``context_tokens``, each sequence is sized at their sum.
     Training (train/lora/qlora): ``micro_batch`` sequences of ``seq_tokens`` per GPU step (``None``: chosen

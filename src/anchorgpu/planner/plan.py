@@ -71,7 +71,8 @@ def plan(
     Defaults (each stated in ``Plan.assumptions`` when used): one GPU; without a layout, inference shards by
     TP across the GPUs of one server (the largest valid TP <= 8 dividing the GPU count, the rest as
     replicas) and training replicates by DP; weights bf16 (nf4-dq for QLoRA); inference checks one sequence
-    of the model's context length; a diffusion model plans the diffusion task.
+    of the model's context length (many sequences of no given length: the default request each); a diffusion
+    model plans the diffusion task.
 
     Raises :class:`anchorgpu.errors.InvalidWorkload` (or ``PartialGpuRequested``) with a one-line reason.
 
