@@ -79,3 +79,18 @@ def test_cli_and_recommend_say_the_request_they_sized(capsys: pytest.CaptureFixt
                                                                              DEFAULT_OUTPUT_TOKENS)
     code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "64")
     assert code == 0 and "1 × NVIDIA H100" in out
+
+
+def test_a_chosen_layout_says_when_one_step_fewer_gpus_holds_them_at_a_tighter_budget() -> None:
+    """gpt-oss-120b for 64 users on H100: two GPUs at vLLM's default 0.9; one holds them at 0.95, the budget its
+    single-H100 deployments are given (GitLab's vLLM example for it on one H100 80 GB uses 0.95)."""
+    model = load_model("gpt-oss-120b")
+    chosen = plan(model, Workload(task="inference", concurrency=64), gpu=H100)
+    assert chosen.layout.gpus == 2
+    reason = next(a for a in chosen.assumptions if a.startswith("Layout chosen"))
+    assert "1 (TP 1, PP 1) would hold them at --gpu-memory-utilization 0.95" in reason
+    one = plan(model, Workload(task="inference", concurrency=64, gpu_memory_utilization=0.95), gpu=H100)
+    assert one.layout.gpus == 1 and one.fits and (one.max_concurrency or 0) >= 64
+    # at 0.95 already there is nothing tighter to offer; nor when the GPU below does not hold them
+    llama = plan(load_model("llama-3.1-70b"), Workload(task="inference", concurrency=32), gpu=H100)
+    assert "would hold them" not in next(a for a in llama.assumptions if a.startswith("Layout chosen"))

@@ -151,6 +151,7 @@ def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPla
     from anchorgpu.planner.plan import plan
 
     want = w.concurrency or 1
+    fewer: Layout | None = None  # the last candidate that did not hold them
     for gpus in (1, 2, 4, 8, 16, 32, 64):
         tp = min(gpus, SERVER_GPUS)
         while tp > 1 and not _tp_ok(model, tp):
@@ -165,6 +166,33 @@ def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPla
             continue
         if p.fits and (p.max_concurrency or 0) >= want:
             reason = (f"Layout chosen: {gpus} GPU{'s' if gpus > 1 else ''} (TP {tp}, PP {pp}) - the fewest "
-                      f"{gpu.name} that hold {want:,} sequence{'s' if want > 1 else ''}; pass --gpus to choose")
+                      f"{gpu.name} that hold {want:,} sequence{'s' if want > 1 else ''}; pass --gpus to choose"
+                      + _tighter_budget(model, w, precision, fewer, gpu, overheads))
             return Choice(layout=layout, workload=w, reason=reason), p
+        fewer = layout
     return None
+
+
+TIGHTER_UTILIZATION = 0.95
+"""The engine budget a dedicated serving GPU is often given (vLLM's default is 0.9): one fewer step of GPUs may
+hold the requests under it, which the chosen layout's reason then says."""
+
+
+def _tighter_budget(model: ModelSpec, w: Workload, precision: PrecisionPlan, fewer: Layout | None, gpu: GpuSpec,
+                    overheads: Overheads) -> str:
+    """``; {n} would hold them at --gpu-memory-utilization 0.95`` when the candidate below the chosen one does,
+    else empty (no such candidate, or the budget already at least that)."""
+    from anchorgpu.planner.plan import plan
+
+    if fewer is None or w.gpu_memory_utilization >= TIGHTER_UTILIZATION:
+        return ""
+    try:
+        p = plan(model, replace(w, gpu_memory_utilization=TIGHTER_UTILIZATION), precision=precision, layout=fewer,
+                 gpu=gpu, overheads=overheads, suggest=False)
+    except InvalidWorkload:
+        return ""
+    if not p.fits or (p.max_concurrency or 0) < (w.concurrency or 1):
+        return ""
+    return (f"; {fewer.gpus} (TP {fewer.tp}, PP {fewer.pp}) would hold them at --gpu-memory-utilization "
+            f"{TIGHTER_UTILIZATION:g} (room for {p.max_concurrency:,} such sequences, less margin for the engine's "
+            "own allocations)")
