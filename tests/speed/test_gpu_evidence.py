@@ -18,7 +18,7 @@ from anchorgpu.architectures import load_model
 from anchorgpu.errors import DataFileError
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
-from anchorgpu.planner.speed.calibrate import serving_kind
+from anchorgpu.planner.speed.calibrate import band_kind
 from anchorgpu.planner.speed.calibration import calibration, parse_calibration, read_calibration_doc
 from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.evidence import evidence_kind
@@ -39,7 +39,7 @@ def test_the_shipped_evidence_is_what_the_shipped_fit_report_gives() -> None:
     for row in doc["fit_report"]:
         r = runs[row["id"]]
         ratio = r.value / row["predicted"] if r.higher_is_better else row["predicted"] / r.value
-        key = (get_gpu(r.row["gpu"]).name, evidence_kind(r.phase, serving_kind(r)))
+        key = (get_gpu(r.row["gpu"]).name, evidence_kind(r.phase, band_kind(r)))
         groups.setdefault(key, ([], []))[r.role == "holdout"].append(ratio)
     assert {(g, k) for g, kinds in calibration().evidence.items() for k in kinds} == set(groups)
     for (gpu, kind), (fitted, held) in groups.items():

@@ -192,7 +192,7 @@ def _group_rows(runs: tuple[Run, ...], group: str, stack: str) -> list[Run]:
     (``serve-moe``) from the rest."""
     phase, _, kind = group.partition("-")
     return [r for r in runs if r.role == "fit" and r.phase == phase and _stack_of_row(r) == stack
-            and (serving_kind(r) == "moe") == (kind == "moe")]
+            and (band_kind(r) == "moe") == (kind == "moe")]
 
 
 def _stack_of_row(run: Run) -> str:
@@ -229,7 +229,7 @@ def _bands(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> dict[str, Band]
     for row in rows:
         run = by_id[row["id"]]
         ratio = _speed_ratio(run, row["predicted"])
-        kind = serving_kind(run)
+        kind = band_kind(run)
         names: tuple[str, ...] = (row["phase"], f"{_stack_of_row(run)}-{row['phase']}")
         if kind is not None:  # a kind's rows make its own band, not the rest's
             names = tuple(f"{name}-{kind}" for name in names)
@@ -262,7 +262,7 @@ def _evidence(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> dict[str, di
     for row in rows:
         run = by_id[row["id"]]
         ratio = _speed_ratio(run, row["predicted"])
-        key = (get_gpu(run.row["gpu"]).name, evidence_kind(run.phase, serving_kind(run)))
+        key = (get_gpu(run.row["gpu"]).name, evidence_kind(run.phase, band_kind(run)))
         fitted, held = ratios.setdefault(key, ([], []))
         (held if run.role == "holdout" else fitted).append(ratio)
     out: dict[str, dict[str, dict[str, Any]]] = {}
@@ -290,6 +290,9 @@ SETS: dict[str, str] = {
     "vllm-gpustack-moe": "GPUStack's vLLM baselines of mixtures of experts (gpt-oss-20b, gpt-oss-120b, GLM-4.5-Air, "
                          "Qwen3-235B-A22B) on 1-8 A100 80 GB and H100 with every request sent at once (output tokens a "
                          "second), and gpt-oss-120b at 4 requests in flight (time per output token), held out",
+    "megatron-bridge": "Megatron-Bridge's pre-training table (NeMo 25.11) on H100, B200, GB200 and GB300: Llama 3 8B and "
+                       "70B, Llama 3.1 405B, and the mixtures of experts DeepSeek-V3, gpt-oss-120b, Qwen3-30B-A3B and "
+                       "Qwen3-235B-A22B with expert parallelism (tokens a second per GPU), held out",
     "inferencemax": "InferenceMAX's runs with 4 to 64 requests in flight (time per output token of gpt-oss-120b on vLLM, "
                     "DeepSeek-R1 on SGLang and TensorRT-LLM on H200, B200 and MI300X-MI355X, Llama 3.3 70B as a dense "
                     "control), held out",
@@ -307,6 +310,16 @@ def serving_kind(run: Run) -> str | None:
     if _model(run.row).moe is not None:
         return "moe"
     return "pp" if int(run.row.get("pp", 1)) > 1 else None
+
+
+def band_kind(run: Run) -> str | None:
+    """The kind of run whose held-out rows make a band and evidence of their own: :func:`serving_kind` for serving,
+    ``moe`` for training a mixture of experts (its rows fell far from the dense models'), else None."""
+    if run.phase == "serve":
+        return serving_kind(run)
+    from anchorgpu.planner.speed.runs import _model
+
+    return "moe" if _model(run.row).moe is not None else None
 
 
 def set_of(run: Run) -> str:

@@ -113,8 +113,8 @@ class Calibration:
 
     def band(self, gpu: GpuSpec, phase: str, kind: str | None = None) -> Band:
         """The band of ``phase`` (train, serve) for the GPU's stack and, where the held-out rows of a ``kind`` of
-        serving (``moe``: a mixture of experts, ``pp``: pipeline stages) fell apart from the rest, that kind's;
-        else of the phase over all stacks."""
+        run (``moe``: a mixture of experts, trained or served; ``pp``: serving over pipeline stages) fell apart from
+        the rest, that kind's; else of the phase over all stacks."""
         stack = stack_of(gpu)
         if kind is not None:
             for name in (f"{stack}-{phase}-{kind}", f"{phase}-{kind}"):

@@ -51,6 +51,7 @@ __all__ = [
     "DEFAULT_STORAGE_BYTES_PER_S",
     "SERVER_GPUS",
     "MOE_CAVEAT_LABEL",
+    "MOE_TRAIN_CAVEAT_LABEL",
     "SPEED_CAVEAT_LABELS",
     "TTFT_CAVEAT_LABEL",
     "KvReservation",
@@ -138,9 +139,11 @@ def _engine_limits(plan: Plan) -> tuple[int, int]:
 
 MOE_CAVEAT_LABEL = "Mixture of experts"
 """How the serving assumption that carries the calibration's MoE caveat begins (the CLI shows it under the speeds)."""
+MOE_TRAIN_CAVEAT_LABEL = "Mixture-of-experts training"
+"""How the training assumption that carries the calibration's MoE training caveat begins."""
 TTFT_CAVEAT_LABEL = "Time to first token"
 """How the serving assumption that says what the time to first token leaves out begins (shown beside the MoE one)."""
-SPEED_CAVEAT_LABELS = (MOE_CAVEAT_LABEL, TTFT_CAVEAT_LABEL)
+SPEED_CAVEAT_LABELS = (MOE_CAVEAT_LABEL, MOE_TRAIN_CAVEAT_LABEL, TTFT_CAVEAT_LABEL)
 
 
 def serving_band_kind(model: ModelSpec, pp: int) -> str | None:
@@ -232,7 +235,8 @@ def _evidence_items(gpu: GpuSpec, cal: Calibration, kind: str) -> tuple[tuple[st
 def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[str, Any],
               assumptions: list[str], warnings: list[tuple[str, str]], cal: Calibration) -> None:
     assert plan.gpu is not None
-    band = cal.band(plan.gpu, "train")
+    moe_kind = "moe" if model.moe is not None else None  # a mixture of experts' training rows fell apart
+    band = cal.band(plan.gpu, "train", moe_kind)
     w = plan.workload
     precision = compute_precision_for_training(w.train_precision)  # plan() refused it where the GPU lacks it
     seq = w.seq_tokens or 2048
@@ -278,7 +282,9 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     if lay.pp > 1:
         assumptions.append(f"pipeline bubble (p-1)/v = {lay.pp - 1}/{lay.virtual_stages} micro-batch times per step "
                            f"({st.bubble_fraction:.1%} of it)")
-    _evidence(plan.gpu, "train", cal, out, assumptions)
+    if moe_kind and cal.caveats.get("moe_train"):
+        assumptions.append(f"{MOE_TRAIN_CAVEAT_LABEL}: {cal.caveats['moe_train']}.")
+    _evidence(plan.gpu, evidence_kind("train", moe_kind), cal, out, assumptions)
 
 
 def plan_performance(

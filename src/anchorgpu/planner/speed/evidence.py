@@ -19,6 +19,7 @@ __all__ = ["EVIDENCE_KINDS", "STACK_NAMES", "GpuEvidence", "evidence_json", "evi
 
 EVIDENCE_KINDS: dict[str, str] = {
     "train": "training",
+    "train-moe": "mixture-of-experts training",
     "serve": "dense-model serving",
     "serve-moe": "mixture-of-experts serving",
     "serve-pp": "pipeline-staged serving",
@@ -30,7 +31,8 @@ STACK_NAMES = {"cuda": "CUDA", "rocm": "ROCm"}
 
 
 def evidence_kind(phase: str, band_kind: str | None) -> str:
-    """The evidence key of a plan: ``train``, or ``serve`` with the band's kind (``moe``, ``pp``) when it has one."""
+    """The evidence key of a plan: its phase (``train``, ``serve``) with the band's kind (``moe``, ``pp``) when it has
+    one."""
     return phase if band_kind is None else f"{phase}-{band_kind}"
 
 

@@ -62,6 +62,10 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
     cps = [given.cp or 1] if explicit or given.cp else (
         [c for c in (1, 2, 4, 8) if seq % c == 0 and seq // c >= 4096] if seq >= 16384 else [1])
     fixed_zero = 3 if given.fsdp else given.zero
+    moe = model.moe
+    # a mixture of experts: expert parallelism too, over GPUs of one stage (tp x dp) that divide the experts
+    eps = [given.ep or 1] if explicit or given.ep or moe is None else [
+        e for e in (1, 2, 4, 8, 16, 32, 64) if moe.num_experts % e == 0]
     out: list[tuple[TrainLayout, int, Recompute]] = []
     mbs = [w.micro_batch] if w.micro_batch else list(MICRO_BATCHES)
     rcs: list[Recompute] = [w.recompute] if w.recompute else list(RECOMPUTES)
@@ -92,10 +96,12 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                         for mb in mbs:
                             if dp * mb * seq > batch:
                                 continue
-                            for rc in rcs:
-                                out.append((TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=given.ep or 1,
-                                                        zero=zero, virtual_stages=v, tp_overlap=given.tp_overlap),
-                                            mb, rc))
+                            for ep in eps:
+                                if (tp * dp) % ep:
+                                    continue
+                                for rc in rcs:
+                                    out.append((TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero,
+                                                            virtual_stages=v, tp_overlap=given.tp_overlap), mb, rc))
     return out
 
 
@@ -121,7 +127,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
         ranked.append((-st.tokens_per_s, i, lay, mb, rc))
     ranked.sort()
     for _, _, lay, mb, rc in ranked:
-        layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=given.ep, cp=lay.cp,
+        layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep if lay.ep > 1 else given.ep, cp=lay.cp,
                         virtual_stages=lay.virtual_stages, zero=lay.zero, fsdp=given.fsdp, offload=given.offload,
                         tp_overlap=lay.tp_overlap)
         work = replace(w, micro_batch=mb, recompute=rc, seq_tokens=seq)
@@ -131,10 +137,11 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
             continue
         if p.fits:
             parts = [f"TP {lay.tp}", f"PP {lay.pp}" + (f" (v {lay.virtual_stages})" if lay.virtual_stages > 1 else ""),
-                     f"CP {lay.cp}", f"DP {lay.dp}",
+                     f"CP {lay.cp}", f"DP {lay.dp}", *([f"EP {lay.ep}"] if model.moe is not None else []),
                      {0: "no sharding", 1: "ZeRO-1 (distributed optimizer)", 2: "ZeRO-2", 3: "FSDP / ZeRO-3"}[lay.zero],
                      f"recompute {rc}", f"micro-batch {mb}"]
             fixed = [name for name, value in (("tp", given.tp), ("pp", given.pp), ("dp", given.dp), ("cp", given.cp),
+                                              ("ep", given.ep),
                                               ("zero", given.zero if not given.fsdp else 3),
                                               ("virtual-stages", given.virtual_stages), ("micro-batch", w.micro_batch),
                                               ("recompute", w.recompute)) if value is not None]

@@ -304,16 +304,20 @@ def _compute_layout_terms(
         moe_layers = stage_layers * model.moe.num_moe_layers / layers
         ep_s = 4 * moe_layers * all_to_all_s(routed, lay.ep, ep_link, efficiency=cal.link_efficiency)
 
-    # sharded data parallelism: parameters gathered and gradients scattered in every micro-batch
-    params_stage = model.params_total / split
+    # sharded data parallelism: parameters gathered and gradients scattered in every micro-batch. Under expert
+    # parallelism a GPU holds 1/ep of its stage's routed experts, and their gradients are reduced over the GPUs
+    # holding the same experts (the expert data-parallel group, tp x dp x cp / ep), not over all replicas
+    params_stage, expert_stage, expert_group = _held_params(model, lay)
     shard_group = lay.dp * lay.cp
     dp_link = group_link(gpu, lay.gpus // lay.pp, gpus_per_server=gpus_per_server,
                          network_bytes_per_s=network_bytes_per_s)
     fsdp_s = 0.0
     trains_base = kind == "full"
     if lay.zero >= 3 and shard_group > 1:
-        gathered = params_stage * ACTIVATION_BYTES
-        gather = 2 * all_gather_s(gathered, shard_group, dp_link, efficiency=cal.link_efficiency)
+        gather = 2 * all_gather_s(params_stage * ACTIVATION_BYTES, shard_group, dp_link, efficiency=cal.link_efficiency)
+        if expert_stage and expert_group > 1:
+            gather += 2 * all_gather_s(expert_stage * ACTIVATION_BYTES, expert_group, dp_link,
+                                       efficiency=cal.link_efficiency)
         fsdp_s = max(0.0, gather - compute_s) + 2 * stage_layers * dp_link.latency_s
 
     per_micro = compute_s + tp_s + cp_s + ep_s + fsdp_s
@@ -330,17 +334,18 @@ def _compute_layout_terms(
     # reduce-scatter (FSDP, gradients accumulated across micro-batches and
     # scattered once; ZeRO-1/2's scatter plus gather of the updated parameters is an all-reduce's volume)
     sync_s = 0.0
-    if shard_group > 1 and trains_base:
-        grads = params_stage * grad_bytes_per_value
-        if lay.zero >= 3:
-            full = reduce_scatter_s(grads, shard_group, dp_link, efficiency=cal.link_efficiency)
-        else:
-            full = allreduce_s(grads, shard_group, dp_link, efficiency=cal.link_efficiency)
+    if trains_base and (shard_group > 1 or expert_group > 1):
+        reduce = reduce_scatter_s if lay.zero >= 3 else allreduce_s
+        full = 0.0
+        for held, group in ((params_stage, shard_group), (expert_stage, expert_group)):
+            if held and group > 1:
+                full += reduce(held * grad_bytes_per_value, group, dp_link, efficiency=cal.link_efficiency)
         sync_s = max(0.0, full - compute_s * 2.0 / 3.0)
 
     # optimizer: memory-bound update of the local (sharded) parameters
     if trains_base:
-        local = params_stage / (shard_group if lay.zero >= 1 else 1)
+        local = (params_stage / (shard_group if lay.zero >= 1 else 1)
+                 + expert_stage / (expert_group if lay.zero >= 1 else 1))
     else:
         local = 0.0
     opt_s = local * cal.optimizer_bytes_per_param / (gpu.memory_bandwidth_bytes_per_s * k.decode_mbu)
@@ -349,6 +354,25 @@ def _compute_layout_terms(
         choice=choice, model_flops_per_token=model_f, hardware_flops_per_token=hw_f, compute_s=compute_s, tp_s=tp_s,
         cp_s=cp_s, ep_s=ep_s, fsdp_s=fsdp_s, p2p_s=p2p_one, bubble_s=bubble_s, sync_s=sync_s, optimizer_s=opt_s,
         ceiling_tokens_per_s=lay.gpus * choice.flops_per_s / model_f)
+
+
+def _held_params(model: ModelSpec, lay: TrainLayout) -> tuple[float, float, int]:
+    """(the parameters one GPU holds outside expert parallelism, the routed experts' parameters it holds under it,
+    the size of the group that holds the same experts): without EP every parameter is in the first, split over TP
+    and PP and reduced over DP x CP; with EP the routed experts are split over EP within a stage instead, and the
+    GPUs holding the same ones are tp x dp x cp / ep.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> dense, experts, group = _held_params(load_model("gpt-oss-120b"), TrainLayout(gpus=64, dp=64, ep=8))
+    >>> round(dense / 1e9, 1), round(experts / 1e9, 1), group
+    (2.1, 14.3, 8)
+    """
+    split = lay.tp * lay.pp
+    if model.moe is None or lay.ep <= 1:
+        return model.params_total / split, 0.0, 1
+    experts = model.params.experts
+    return ((model.params_total - experts) / split, experts / (lay.pp * lay.ep),
+            max(1, lay.tp * lay.dp * lay.cp // lay.ep))
 
 
 _layout_terms = memo_on_frozen(_compute_layout_terms, frozen=3)

@@ -1,0 +1,105 @@
+"""Megatron-Bridge's pre-training table (NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md, commit 00b7660, NeMo
+25.11 container; set ``megatron-bridge`` of ``src/anchorgpu/planner/speed/data/measured_runs.json``): dense and
+mixture-of-experts training on H100, B200, GB200 and GB300, all held out.
+
+The dense rows check the training model on a newer software stack than the fitted ones; the MoE rows are the first
+measured MoE training runs, with expert parallelism, and they get a band, evidence and a caveat of their own.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from anchorgpu.architectures import load_model
+from anchorgpu.hardware import get_gpu
+from anchorgpu.planner import Layout, Workload, plan
+from anchorgpu.planner.speed import calibrate
+from anchorgpu.planner.speed.calibration import calibration, read_calibration_doc
+from anchorgpu.planner.speed.estimate import MOE_TRAIN_CAVEAT_LABEL, plan_performance
+from anchorgpu.planner.speed.runs import load_runs, predict
+from anchorgpu.planner.speed.training import TrainLayout, training_step
+
+ROWS = [run for run in load_runs() if run.row.get("set") == "megatron-bridge"]
+MOE = [run for run in ROWS if calibrate.band_kind(run) == "moe"]
+DENSE = [run for run in ROWS if calibrate.band_kind(run) is None]
+
+
+def test_the_set_is_registered_held_out_and_sourced() -> None:
+    assert "megatron-bridge" in calibrate.SETS
+    assert len(ROWS) == 25 and len(MOE) == 14 and len(DENSE) == 11
+    for run in ROWS:
+        assert run.role == "holdout" and run.phase == "train" and run.metric == "tokens_per_s_per_gpu", run.id
+        assert run.source.startswith("NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md"), run.id
+        assert re.search(r"\(commit [0-9a-f]{40}\)", run.source), run.id
+    assert {run.row["gpu"] for run in ROWS} == {"h100-sxm", "b200", "gb200", "gb300"}
+    report = {row["id"]: row for row in read_calibration_doc()["fit_report"]}
+    assert all(report[run.id]["role"] == "holdout" for run in ROWS)
+
+
+def test_each_row_restates_a_whole_layout() -> None:
+    """The global batch is whole micro-batches on every data-parallel rank, and the MoE rows carry their EP, which
+    divides the experts and the GPUs of a stage (the source's two rows whose batch, micro-batch and accumulation do
+    not multiply out are left out)."""
+    for run in ROWS:
+        r = run.row
+        dp = r["gpus"] // (r["tp"] * r["pp"] * r["cp"])
+        assert r["global_batch_tokens"] % (dp * r["micro_batch"] * r["seq_tokens"]) == 0, run.id
+    for run in MOE:
+        model, ep = load_model(run.row["model"]["registry"]), run.row["ep"]
+        dp = run.row["gpus"] // (run.row["tp"] * run.row["pp"] * run.row["cp"])
+        assert ep > 1 and model.moe is not None and model.moe.num_experts % ep == 0, run.id
+        assert (run.row["tp"] * dp) % ep == 0, run.id
+
+
+def test_dense_training_on_the_newer_stack_is_predicted_within_25_percent() -> None:
+    errors = {run.id: predict(run) / run.value - 1 for run in DENSE}
+    assert max(abs(e) for e in errors.values()) <= 0.25, errors
+
+
+def test_the_moe_training_caveat_states_what_the_rows_show() -> None:
+    caveat = calibration().caveats["moe_train"]
+    ratios = [run.value / predict(run) for run in MOE]  # measured over predicted speed
+    within = sum(abs(1.0 / r - 1.0) <= 0.25 for r in ratios)
+    assert f"of {len(MOE)} held-out MoE training runs, {within} came within 25%" in caveat
+    assert f"from {min(ratios):.2f}x to {max(ratios):.2f}x" in caveat
+
+
+def test_a_moe_training_plan_carries_its_own_band_evidence_and_caveat() -> None:
+    cal = calibration()
+    gpu = get_gpu("b200")
+    moe_band, dense_band = cal.band(gpu, "train", "moe"), cal.band(gpu, "train")
+    assert moe_band.low < 0.5 < dense_band.low  # the MoE rows ran far slower than predicted; the dense ones did not
+    w = Workload(task="train", seq_tokens=4096)
+    p = plan(load_model("qwen3-30b-a3b"), w, gpu=gpu, layout=Layout(gpus=8, tp=1, pp=1, dp=8, ep=8))
+    perf = plan_performance(p)
+    assert perf["train_tokens_per_s_low"] == pytest.approx(perf["train_tokens_per_s"] * moe_band.low)
+    assert perf["evidence"]["kind"] == "train-moe" and perf["evidence"]["rows"] >= 4
+    assert any(a.startswith(MOE_TRAIN_CAVEAT_LABEL + ":") for a in perf["assumptions"])
+    dense = plan_performance(plan(load_model("llama-3-8b"), w, gpu=gpu, layout=Layout(gpus=8, tp=1, pp=1, dp=8)))
+    assert dense["evidence"]["kind"] == "train"
+    assert not any(a.startswith(MOE_TRAIN_CAVEAT_LABEL) for a in dense["assumptions"])
+
+
+def test_expert_parallel_gradients_are_reduced_over_the_gpus_holding_the_same_experts() -> None:
+    """gpt-oss-120b on 64 B200 with EP 8 (the MB-B200-OSS120 layout): a GPU holds an eighth of the experts, and their
+    gradients go to the 8 GPUs holding the same ones, not all 64 - the sync was timed as if each held them all."""
+    model, gpu = load_model("gpt-oss-120b"), get_gpu("b200")
+    step = {ep: training_step(model, gpu, TrainLayout(gpus=64, dp=64, ep=ep, zero=1), seq_tokens=4096, micro_batch=4,
+                              global_batch_tokens=512 * 4096) for ep in (1, 8)}
+    assert step[8].breakdown_s["dp_sync"] < step[1].breakdown_s["dp_sync"] / 3
+    # the distributed optimizer shards the same parameters over the same 64 GPUs either way
+    assert step[8].breakdown_s["optimizer"] == pytest.approx(step[1].breakdown_s["optimizer"])
+
+
+def test_the_layout_chosen_for_a_moe_run_weighs_expert_parallelism() -> None:
+    """gpt-oss-120b on 64 H100: the chooser now tries EP sizes too, and takes EP 8 with PP 4, the split of the
+    source's H100 recipe (TP 1, PP 4, EP 8); an explicit --ep is kept."""
+    model, gpu = load_model("gpt-oss-120b"), get_gpu("h100")
+    chosen = plan(model, Workload(task="train", seq_tokens=4096), gpu=gpu, layout=Layout(gpus=64))
+    assert (chosen.layout.tp, chosen.layout.ep) == (1, 8) and chosen.fits
+    reason = next(a for a in chosen.assumptions if a.startswith("Layout chosen"))
+    assert "EP 8" in reason
+    kept = plan(model, Workload(task="train", seq_tokens=4096), gpu=gpu, layout=Layout(gpus=64, ep=4))
+    assert kept.layout.ep == 4
