@@ -9,7 +9,7 @@ import pytest
 
 from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
-from anchorgpu.planner import Layout, Workload, plan
+from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.inference import DEFAULT_REQUEST_NOTE
 from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS
 from anchorgpu.planner.speed.estimate import plan_performance
@@ -81,16 +81,21 @@ def test_cli_and_recommend_say_the_request_they_sized(capsys: pytest.CaptureFixt
     assert code == 0 and "1 × NVIDIA H100" in out
 
 
-def test_a_chosen_layout_says_when_one_step_fewer_gpus_holds_them_at_a_tighter_budget() -> None:
+def test_a_chosen_layout_says_what_would_hold_the_requests_on_one_step_fewer_gpus() -> None:
     """gpt-oss-120b for 64 users on H100: two GPUs at vLLM's default 0.9; one holds them at 0.95, the budget its
-    single-H100 deployments are given (GitLab's vLLM example for it on one H100 80 GB uses 0.95)."""
+    single-H100 deployments are given (GitLab's vLLM example for it on one H100 80 GB uses 0.95). Llama 3.1 405B for
+    64 users: sixteen H100s in BF16; eight with FP8 weights (Meta publishes an FP8 checkpoint of it)."""
     model = load_model("gpt-oss-120b")
     chosen = plan(model, Workload(task="inference", concurrency=64), gpu=H100)
     assert chosen.layout.gpus == 2
     reason = next(a for a in chosen.assumptions if a.startswith("Layout chosen"))
-    assert "1 (TP 1, PP 1) would hold them at --gpu-memory-utilization 0.95" in reason
+    assert reason.endswith("; 1 (TP 1, PP 1) would hold them with --gpu-memory-utilization 0.95")
     one = plan(model, Workload(task="inference", concurrency=64, gpu_memory_utilization=0.95), gpu=H100)
     assert one.layout.gpus == 1 and one.fits and (one.max_concurrency or 0) >= 64
-    # at 0.95 already there is nothing tighter to offer; nor when the GPU below does not hold them
-    llama = plan(load_model("llama-3.1-70b"), Workload(task="inference", concurrency=32), gpu=H100)
-    assert "would hold them" not in next(a for a in llama.assumptions if a.startswith("Layout chosen"))
+    big = plan(load_model("llama-3.1-405b"), Workload(task="inference", concurrency=64), gpu=H100)
+    assert big.layout.gpus == 16
+    reason = next(a for a in big.assumptions if a.startswith("Layout chosen"))
+    assert "8 (TP 8, PP 1) would hold them with" in reason and "--weights fp8" in reason
+    fp8 = plan(load_model("llama-3.1-405b"), Workload(task="inference", concurrency=64), gpu=H100,
+               precision=PrecisionPlan(weights="fp8"))
+    assert fp8.layout.gpus == 8 and fp8.fits

@@ -174,32 +174,26 @@ def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPla
         if p.fits and (p.max_concurrency or 0) >= want:
             reason = (f"Layout chosen: {gpus} GPU{'s' if gpus > 1 else ''} (TP {tp}, PP {pp}) - the fewest "
                       f"{gpu.name} that hold {want:,} sequence{'s' if want > 1 else ''}; pass --gpus to choose"
-                      + _tighter_budget(model, w, precision, fewer, gpu, overheads))
+                      + _fewer_gpus_with(model, w, precision, fewer, gpu, overheads))
             return Choice(layout=layout, workload=w, reason=reason), p
         fewer = layout
     return None
 
 
-TIGHTER_UTILIZATION = 0.95
-"""The engine budget a dedicated serving GPU is often given (vLLM's default is 0.9): one fewer step of GPUs may
-hold the requests under it, which the chosen layout's reason then says."""
-
-
-def _tighter_budget(model: ModelSpec, w: Workload, precision: PrecisionPlan, fewer: Layout | None, gpu: GpuSpec,
+def _fewer_gpus_with(model: ModelSpec, w: Workload, precision: PrecisionPlan, fewer: Layout | None, gpu: GpuSpec,
                     overheads: Overheads) -> str:
-    """``; {n} would hold them at --gpu-memory-utilization 0.95`` when the candidate below the chosen one does,
-    else empty (no such candidate, or the budget already at least that)."""
+    """``; {n} (TP t, PP p) would hold them with CHANGE or CHANGE`` when the candidate below the chosen one does with
+    a change that keeps its GPUs (what its plan's "What would fit" offers: a tighter engine budget, a smaller weight
+    or KV-cache format, a shorter context), else empty."""
     from anchorgpu.planner.plan import plan
 
-    if fewer is None or w.gpu_memory_utilization >= TIGHTER_UTILIZATION:
+    if fewer is None:
         return ""
     try:
-        p = plan(model, replace(w, gpu_memory_utilization=TIGHTER_UTILIZATION), precision=precision, layout=fewer,
-                 gpu=gpu, overheads=overheads, suggest=False)
+        p = plan(model, w, precision=precision, layout=fewer, gpu=gpu, overheads=overheads, suggest=True)
     except InvalidWorkload:
         return ""
-    if not p.fits or (p.max_concurrency or 0) < (w.concurrency or 1):
+    same = [s.change for s in p.suggestions if s.gpus == fewer.gpus]
+    if not same:
         return ""
-    return (f"; {fewer.gpus} (TP {fewer.tp}, PP {fewer.pp}) would hold them at --gpu-memory-utilization "
-            f"{TIGHTER_UTILIZATION:g} (room for {p.max_concurrency:,} such sequences, less margin for the engine's "
-            "own allocations)")
+    return f"; {fewer.gpus} (TP {fewer.tp}, PP {fewer.pp}) would hold them with {' or '.join(same)}"
