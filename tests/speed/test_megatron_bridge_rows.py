@@ -20,6 +20,7 @@ from anchorgpu.planner.speed.calibration import calibration, read_calibration_do
 from anchorgpu.planner.speed.estimate import MOE_TRAIN_CAVEAT_LABEL, plan_performance
 from anchorgpu.planner.speed.runs import load_runs, predict
 from anchorgpu.planner.speed.training import TrainLayout, training_step
+from cli_runner import run_json
 
 ROWS = [run for run in load_runs() if run.row.get("set") == "megatron-bridge"]
 MOE = [run for run in ROWS if calibrate.band_kind(run) == "moe"]
@@ -103,3 +104,13 @@ def test_the_layout_chosen_for_a_moe_run_weighs_expert_parallelism() -> None:
     assert "EP 8" in reason
     kept = plan(model, Workload(task="train", seq_tokens=4096), gpu=gpu, layout=Layout(gpus=64, ep=4))
     assert kept.layout.ep == 4
+
+
+def test_recommend_prices_moe_training_with_the_moe_band_evidence_and_caveat(capsys: pytest.CaptureFixture[str]
+                                                                              ) -> None:
+    doc = run_json(capsys, "recommend", "gpt-oss-120b", "--task", "train", "--tokens", "1e11", "--top", "1")
+    best = doc["results"][0]
+    band = calibration().band(get_gpu(best["gpu"]), "train", "moe")
+    assert best["train_tokens_per_s_low"] == pytest.approx(best["train_tokens_per_s"] * band.low, rel=1e-3)
+    assert best["evidence"]["kind"] == "train-moe"
+    assert any(a.startswith(MOE_TRAIN_CAVEAT_LABEL + ":") for a in doc["assumptions"])

@@ -61,7 +61,7 @@ def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False,
     from anchorgpu.planner.speed.evidence import evidence_kind, evidence_section
 
     training = c.get("train_tokens_per_s") is not None and c.get("decode_tokens_per_s_total") is None
-    kind = None if training else ("moe" if moe else ("pp" if int(c.get("pp") or 1) > 1 else None))
+    kind = "moe" if moe else (None if training or int(c.get("pp") or 1) == 1 else "pp")  # the kinds plan() takes
     cal, gpu = calibrated(efficiencies), get_gpu(o.gpu)
     band = cal.band(gpu, "train" if training else "serve", kind)
     out: dict[str, Any] = {}

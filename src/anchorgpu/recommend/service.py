@@ -24,7 +24,7 @@ from anchorgpu.catalog import Catalog, Offering
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.calibration import Overrides, calibrated
-from anchorgpu.planner.speed.estimate import MOE_CAVEAT_LABEL, TTFT_CAVEAT_LABEL
+from anchorgpu.planner.speed.estimate import MOE_CAVEAT_LABEL, MOE_TRAIN_CAVEAT_LABEL, TTFT_CAVEAT_LABEL
 from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec, sweep
 from anchorgpu.quotes import UnpricedOffering, price_quote
 from anchorgpu.quotes.pricing import ServersPrice, servers_prices
@@ -386,6 +386,9 @@ def recommend(
     else:
         assumptions.append("A training run costs the whole hours it needs, billed by the quote rules "
                            "(a longer unit when cheaper).")
+        caveat = calibrated(spec.efficiencies).caveats.get("moe_train") if model.moe is not None else None
+        if caveat:
+            assumptions.append(f"{MOE_TRAIN_CAVEAT_LABEL}: {caveat}.")
     return Recommendation(
         model=model.name, task=result.task, term=the_term, workload=workload, evaluated=result.evaluated,
         results=tuple(shown), pareto=front, rejected=tuple(shown_rejected[:10]),
