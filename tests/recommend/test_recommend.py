@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from decimal import Decimal
 
@@ -123,8 +124,27 @@ def test_cli_json_has_the_contract_keys(capsys) -> None:
                 "per_gpu_total_bytes", "fits", "decode_tokens_per_s_total", "decode_tokens_per_s_per_user",
                 "prefill_s", "total_usd", "per_gpu_hour_usd", "usd_per_million_output_tokens"):
         assert key in first
-    assert set(first["layout"]) == {"tp", "pp", "dp", "zero"}
+    assert set(first["layout"]) == {"tp", "pp", "dp", "zero", "ep"}
+    assert first["layout"]["ep"] == 1  # a dense model: no expert parallelism
     assert isinstance(first["total_usd"], str)  # exact decimal money
+
+
+def test_training_a_mixture_of_experts_sweeps_expert_parallelism_too(capsys) -> None:
+    """plan()'s layout chooser tries EP sizes for a MoE training run; recommend ranks them as well, with EP in the
+    layout (JSON and table) and the sizes it tried in the assumptions; serving still splits experts with TP."""
+    code = main(["recommend", "qwen3-235b-a22b", "--task", "train", "--tokens", "1e11", "--top", "40", "--json"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    eps = {r["layout"]["ep"] for r in data["results"]}
+    assert 1 in eps and max(eps) > 1
+    assert any(a.startswith("Expert parallelism swept too: EP 1, 2, 4, 8") for a in data["assumptions"])
+    code = main(["recommend", "qwen3-235b-a22b", "--task", "train", "--tokens", "1e11", "--top", "40"])
+    assert code == 0 and re.search(r"TP\d PP\d DP\d+ EP\d", capsys.readouterr().out)
+    code = main(["recommend", "qwen3-30b-a3b", "--concurrency", "16", "--json"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {r["layout"]["ep"] for r in data["results"]} == {1}
+    assert "Expert parallelism is not swept: experts are split with TP (EP 1)." in data["assumptions"]
 
 
 def test_cli_table_names_the_layout_speed_and_monthly_price(capsys) -> None:

@@ -69,7 +69,8 @@ def render_recommendation(rec: Recommendation) -> None:
         table.add_column(name, justify="left" if name in left else "right", no_wrap=name in left)
     for i, o in enumerate(rec.results, 1):
         c = o.config
-        layout = f"TP{c['tp']} PP{c['pp']} DP{c['dp']}" + (f" Z{c['zero']}" if c["zero"] else "")
+        layout = (f"TP{c['tp']} PP{c['pp']} DP{c['dp']}" + (f" EP{c['ep']}" if c.get("ep", 1) > 1 else "")
+                  + (f" Z{c['zero']}" if c["zero"] else ""))
         mem = f"{c['per_gpu_total_bytes'] / GIB:.1f}/{c['budget_bytes'] / GIB:.1f}"
         precision = c["weights"] if training or diffusion else f"{c['weights']}/{c['kv_cache']}"
         row = [str(i), o.offering, f"{o.servers}×{o.gpus // o.servers}", str(c["dp"]) if diffusion else layout,

@@ -110,7 +110,7 @@ class SweepSpec:
 class SweepResult:
     """Every configuration evaluated, as parallel numpy columns (one entry per configuration).
 
-    Index columns: ``shape`` (into ``shapes``), ``servers``, ``gpus``, ``tp``, ``pp``, ``dp``, ``zero``,
+    Index columns: ``shape`` (into ``shapes``), ``servers``, ``gpus``, ``tp``, ``pp``, ``dp``, ``zero``, ``ep``,
     ``weights`` (into ``weights``), ``kv_cache`` (into ``kv_caches``), ``concurrency``. Memory columns
     (bytes per GPU): ``weights_bytes``, ``kv_cache_bytes``, ``activations_bytes``, ``other_bytes``,
     ``per_gpu_total_bytes``, ``budget_bytes``, ``fits``. Speed columns: ``prefill_s``,
@@ -170,6 +170,7 @@ class _Layouts:
     pp: IntArray
     dp: IntArray
     zero: IntArray
+    ep: IntArray  # expert parallelism: 1 but for training a mixture of experts
 
     def __len__(self) -> int:
         return int(self.shape.size)
@@ -180,22 +181,35 @@ def _layouts(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: boo
     tps = np.array([tp for tp in POWERS_OF_TWO if valid_tp(model, tp)], dtype=np.int64)
     pps = np.array([pp for pp in POWERS_OF_TWO if pp <= max_pp and pp <= model.num_layers], dtype=np.int64)
     zeros = np.array(sorted(set(zero_stages)) if training else [0], dtype=np.int64)
+    # training a mixture of experts: expert parallelism too, sizes that divide the experts (as plan()'s chooser)
+    eps = np.array([e for e in TRAIN_EP_SIZES if model.moe.num_experts % e == 0]
+                   if training and model.moe is not None else [1], dtype=np.int64)
     per_server = np.array([sh.gpus_per_server for sh in shapes], dtype=np.int64)
     most_servers = np.array([sh.max_servers for sh in shapes], dtype=np.int64)
     fabric = np.array([sh.scale_out for sh in shapes], dtype=bool)
     servers_axis = np.arange(1, int(most_servers.max()) + 1, dtype=np.int64)
     # the whole candidate grid in loop order (shape, servers, tp, pp, zero), then the rules as masks
-    s_i, n, tp, pp, z = (a.ravel() for a in np.meshgrid(np.arange(len(shapes)), servers_axis, tps, pps, zeros,
-                                                         indexing="ij"))
+    s_i, n, tp, pp, z, ep = (a.ravel() for a in np.meshgrid(np.arange(len(shapes)), servers_axis, tps, pps, zeros,
+                                                             eps, indexing="ij"))
     k = per_server[s_i]
     gpus = n * k
     ok = (n <= most_servers[s_i]) & (tp <= k) & (k % tp == 0) & (gpus % (tp * pp) == 0)
     ok &= fabric[s_i] | (tp * pp <= k)  # pipeline stages span servers only over a fabric
     dp = np.where(ok, gpus // (tp * pp), 0)
     ok &= (z == 0) | (dp > 1)  # ZeRO shards over data-parallel ranks: pointless with one
+    ok &= (tp * dp) % ep == 0  # the experts split over GPUs of one stage
     if not ok.any():
         raise InvalidWorkload(f"no valid tensor-parallel layout for {model.name} on the shapes given")
-    return _Layouts(s_i[ok], n[ok], gpus[ok], tp[ok], pp[ok], dp[ok], z[ok])
+    return _Layouts(s_i[ok], n[ok], gpus[ok], tp[ok], pp[ok], dp[ok], z[ok], ep[ok])
+
+
+def lay_eps(lay: _Layouts) -> list[int]:
+    """The expert-parallel sizes among the layouts, smallest first."""
+    return sorted({int(e) for e in np.unique(lay.ep)})
+
+
+TRAIN_EP_SIZES = (1, 2, 4, 8, 16, 32, 64)
+"""Expert-parallel sizes tried when training a mixture of experts (those that divide its experts)."""
 
 
 # -------------------------------------------------------------------------------------- training
@@ -212,25 +226,26 @@ def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec
     # a layout's training memory depends on the GPU only through its vendor (the CUDA or ROCm context) and
     # whether it computes in the training precision (plan() refuses FP8/FP4 training without the units): planned
     # once per such group and recompute level, the fit then read against each GPU's memory as plan() reads it
-    mem_cache: dict[tuple[str, int, int, int, int, str, bool, str], tuple[int, int, int, int, str]] = {}
+    mem_cache: dict[tuple[str, int, int, int, int, int, str, bool, str], tuple[int, int, int, int, str]] = {}
     weights_lw = np.empty((n_l, n_w))
     act_lw = np.empty((n_l, n_w))
     total_lw = np.empty((n_l, n_w))
     state_lw = np.empty((n_l, n_w))
     recompute_lw = np.empty((n_l, n_w), dtype=object)
     rows = zip(lay.gpus.tolist(), lay.tp.tolist(), lay.pp.tolist(), lay.dp.tolist(), lay.zero.tolist(),
-               lay.shape.tolist(), strict=True)
+               lay.ep.tolist(), lay.shape.tolist(), strict=True)
     by_recompute = {rc: replace(w, recompute=rc) for rc in ladder}  # built once, not per layout
     by_weights = {name: PrecisionPlan(weights=name) for name in weights}
-    for i, (gpus, tp, pp, dp, zero, s) in enumerate(rows):
+    for i, (gpus, tp, pp, dp, zero, ep, s) in enumerate(rows):
         for j, name in enumerate(weights):
             gpu = shapes[s].gpu
-            group = (name, tp, pp, dp, zero, gpu.vendor, gpu.computes_in(w.train_precision))
+            group = (name, tp, pp, dp, zero, ep, gpu.vendor, gpu.computes_in(w.train_precision))
             for rc in ladder:  # the least recompute that fits this GPU, as plan(...).fits says
                 key = (*group, rc)
                 if key not in mem_cache:
                     p = plan(model, by_recompute[rc], precision=by_weights[name], gpu=gpu, suggest=False,
-                             choose_layout=False, layout=Layout(gpus=gpus, tp=tp, pp=pp, dp=dp, zero=zero),
+                             choose_layout=False, layout=Layout(gpus=gpus, tp=tp, pp=pp, dp=dp, zero=zero,
+                                                                ep=ep if ep > 1 else None),
                              overheads=spec.overheads)
                     b = p.per_gpu
                     mem_cache[key] = (b.weights_bytes, b.activations_bytes, b.gradients_bytes + b.optimizer_bytes,
@@ -247,21 +262,21 @@ def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec
     seq = default_seq_tokens(w, model.max_context_tokens)
     kind: TrainKind = "full" if w.task == "train" else "lora"
     precision = compute_precision_for_training(w.train_precision)
-    speed_cache: dict[tuple[int, int, int, int, int, str], float] = {}
+    speed_cache: dict[tuple[int, int, int, int, int, int, str], float] = {}
     tps = np.empty((n_l, n_w))
     micro = w.micro_batch or 1
     for i in range(n_l):
-        s_i, gpus, tp, pp, zero = (int(lay.shape[i]), int(lay.gpus[i]), int(lay.tp[i]), int(lay.pp[i]),
-                                   int(lay.zero[i]))
+        s_i, gpus, tp, pp, zero, ep = (int(lay.shape[i]), int(lay.gpus[i]), int(lay.tp[i]), int(lay.pp[i]),
+                                       int(lay.zero[i]), int(lay.ep[i]))
         dp = gpus // (tp * pp)
         for j in range(n_w):
             rc_ij: Recompute = recompute_lw[i, j]
-            speed_key = (s_i, gpus, tp, pp, zero, str(rc_ij))
+            speed_key = (s_i, gpus, tp, pp, zero, ep, str(rc_ij))
             if speed_key not in speed_cache:
                 shape = shapes[s_i]
                 batch = max(spec.global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS, dp * micro * seq)
                 speed_cache[speed_key] = training_step(
-                    model, shape.gpu, TrainLayout(gpus=gpus, tp=tp, pp=pp, dp=dp, zero=zero), seq_tokens=seq,
+                    model, shape.gpu, TrainLayout(gpus=gpus, tp=tp, pp=pp, dp=dp, zero=zero, ep=ep), seq_tokens=seq,
                     micro_batch=micro, global_batch_tokens=batch, recompute=rc_ij,
                     kind=kind, precision=precision, gpus_per_server=shape.gpus_per_server,
                     network_bytes_per_s=shape.network_bytes_per_s).tokens_per_s
@@ -344,7 +359,7 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     grid: dict[str, npt.NDArray[Any]] = {
         name: values.reshape(-1, 1, *axes) for name, values in (
             ("shape", lay.shape), ("servers", lay.servers), ("gpus", lay.gpus), ("tp", lay.tp), ("pp", lay.pp),
-            ("dp", lay.dp), ("zero", lay.zero))}
+            ("dp", lay.dp), ("zero", lay.zero), ("ep", lay.ep))}
     grid["weights"] = np.arange(len(weights), dtype=np.int64).reshape(1, -1, *axes)
     grid["kv_cache"] = (np.zeros((1, 1), dtype=np.int64) if training
                         else np.arange(len(kvs), dtype=np.int64).reshape(1, 1, -1, 1))
@@ -357,7 +372,10 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         f"Swept {len(shapes)} hardware shape(s) x whole servers x TP/PP/DP"
         + ("/ZeRO" if training else "") + f" layouts x weights {','.join(weights)}"
         + ("" if training else f" x KV cache {','.join(kvs)} x concurrency {','.join(map(str, concs))}") + ".")
-    if model.moe is not None:
+    if model.moe is not None and training:
+        assumptions.append(f"Expert parallelism swept too: EP {', '.join(map(str, lay_eps(lay)))} (sizes that divide "
+                           f"the {model.moe.num_experts} experts and the GPUs of a pipeline stage).")
+    elif model.moe is not None:
         assumptions.append("Expert parallelism is not swept: experts are split with TP (EP 1).")
     if not training:
         assumptions.append(
