@@ -293,6 +293,8 @@ SETS: dict[str, str] = {
     "megatron-bridge": "Megatron-Bridge's pre-training table (NeMo 25.11) on H100, B200, GB200 and GB300: Llama 3 8B and "
                        "70B, Llama 3.1 405B, and the mixtures of experts DeepSeek-V3, gpt-oss-120b, Qwen3-30B-A3B and "
                        "Qwen3-235B-A22B with expert parallelism (tokens a second per GPU), held out",
+    "megatron-moe-modelzoo": "the Megatron-MoE model zoo's Qwen3-235B-A22B layouts on 256 H100 with the DeepEP "
+                             "dispatcher (step time), held out",
     "inferencemax": "InferenceMAX's runs with 4 to 64 requests in flight (time per output token of gpt-oss-120b on vLLM, "
                     "DeepSeek-R1 on SGLang and TensorRT-LLM on H200, B200 and MI300X-MI355X, Llama 3.3 70B as a dense "
                     "control), held out",

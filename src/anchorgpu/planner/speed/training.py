@@ -12,7 +12,8 @@ micro-batches per data-parallel rank, each of ``b`` sequences of ``s`` tokens, t
   all-gather of the same volume. Overlapped with GEMMs (``tp_overlap``) only a stated fraction is exposed;
 * **context parallelism** (ring attention): each rank passes its K/V chunk around the ring ``cp - 1`` times
   forward and twice that backward, hidden behind the attention blocks as far as they last;
-* **expert parallelism**: dispatch and combine all-to-alls of the routed tokens, forward and backward;
+* **expert parallelism**: dispatch and combine all-to-alls of the routed tokens, forward and backward, over an
+  EP group of ``ep`` consecutive GPUs (the experts are not split by TP under EP);
 * **FSDP / ZeRO-3**: parameters all-gathered forward and backward in every micro-batch, prefetched one
   layer ahead: only what the compute does not cover is exposed; gradients reduce-scattered once per step;
 
@@ -298,8 +299,9 @@ def _compute_layout_terms(
     # expert parallelism: dispatch + combine, forward and backward, per MoE layer
     ep_s = 0.0
     if model.moe is not None and lay.ep > 1:
-        ep_link = group_link(gpu, lay.ep * lay.tp, gpus_per_server=gpus_per_server,
-                             network_bytes_per_s=network_bytes_per_s)
+        # the experts are not split by TP under EP (expert tensor parallelism 1, as the memory's shard_share
+        # holds them): an EP group is ep consecutive GPUs, each sending its TP share of the stage's tokens
+        ep_link = group_link(gpu, lay.ep, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
         routed = tokens_rank * model.moe.experts_per_token * h * ACTIVATION_BYTES / lay.tp
         moe_layers = stage_layers * model.moe.num_moe_layers / layers
         ep_s = 4 * moe_layers * all_to_all_s(routed, lay.ep, ep_link, efficiency=cal.link_efficiency)
