@@ -43,8 +43,8 @@ from anchorgpu.planner.speed.links import (
     ACTIVATION_BYTES,
     PeakChoice,
     all_gather_s,
-    all_to_all_s,
     allreduce_s,
+    expert_dispatch_s,
     group_link,
     p2p_s,
     peak_for,
@@ -300,11 +300,12 @@ def _compute_layout_terms(
     ep_s = 0.0
     if model.moe is not None and lay.ep > 1:
         # the experts are not split by TP under EP (expert tensor parallelism 1, as the memory's shard_share
-        # holds them): an EP group is ep consecutive GPUs, each sending its TP share of the stage's tokens
-        ep_link = group_link(gpu, lay.ep, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
-        routed = tokens_rank * model.moe.experts_per_token * h * ACTIVATION_BYTES / lay.tp
+        # holds them): an EP group is ep consecutive GPUs, each sending its TP share of the stage's tokens; across
+        # servers a token crosses the network once per server it goes to (expert_dispatch_s)
         moe_layers = stage_layers * model.moe.num_moe_layers / layers
-        ep_s = 4 * moe_layers * all_to_all_s(routed, lay.ep, ep_link, efficiency=cal.link_efficiency)
+        ep_s = 4 * moe_layers * expert_dispatch_s(
+            h * ACTIVATION_BYTES, tokens_rank / lay.tp, model.moe.experts_per_token, lay.ep, gpu,
+            gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s, efficiency=cal.link_efficiency)
 
     # sharded data parallelism: parameters gathered and gradients scattered in every micro-batch. Under expert
     # parallelism a GPU holds 1/ep of its stage's routed experts, and their gradients are reduced over the GPUs
