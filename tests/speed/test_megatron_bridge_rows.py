@@ -145,3 +145,14 @@ def test_expert_parallelism_across_servers_is_a_two_hop_dispatch() -> None:
     assert two_hop < 0.6 * plain
     inside = expert_dispatch_s(token, tokens, 8, 8, gpu, gpus_per_server=8, network_bytes_per_s=50e9)
     assert inside == all_to_all_s(token * tokens * 8, 8, group_link(gpu, 8, gpus_per_server=8))
+
+
+def test_a_plan_with_expert_parallelism_says_how_it_is_timed() -> None:
+    model, gpu = load_model("qwen3-235b-a22b"), get_gpu("h100")
+    w = Workload(task="train", seq_tokens=4096)
+    across = plan_performance(plan(model, w, gpu=gpu, layout=Layout(gpus=256, tp=2, pp=2, ep=32)))
+    line = next(a for a in across["assumptions"] if a.startswith("expert parallelism EP 32"))
+    assert "not split by TP" in line and "two hops across their 4 servers" in line and "over the 4 GPUs" in line
+    inside = plan_performance(plan(model, w, gpu=gpu, layout=Layout(gpus=256, tp=2, pp=2, ep=8)))
+    line = next(a for a in inside["assumptions"] if a.startswith("expert parallelism EP 8"))
+    assert "two hops" not in line

@@ -39,6 +39,21 @@ def expert_parallel_line(ep: int, tp: int, k: int) -> str:
             "router makes the busiest GPU the step's pace)")
 
 
+@lru_cache(maxsize=256)
+def training_expert_parallel_line(ep: int, tp: int, dp: int, cp: int, k: int, server_gpus: int) -> str:
+    """How a training layout with expert parallelism is timed (:func:`~anchorgpu.planner.speed.training`)."""
+    group = max(1, tp * dp * cp // ep)
+    across = ep > server_gpus
+    return (f"expert parallelism EP {ep}: each GPU holds 1/{ep} of its stage's routed experts, not split by TP; each "
+            f"MoE layer dispatches and combines each token's {k} routed cop{'y' if k == 1 else 'ies'} over {ep} "
+            "consecutive GPUs, forward and backward"
+            + (f", in two hops across their {ep // server_gpus} servers (a token crosses the network once to each "
+               "server holding one of its experts, then the scale-up link, as DeepEP does; a plain all-to-all "
+               "sends every copy over the network)" if across else "")
+            + f"; expert gradients are reduced over the {group} GPU{'s' if group > 1 else ''} holding the same "
+            "experts; even routing assumed (a skewed router makes the busiest GPU the step's pace)")
+
+
 @lru_cache(maxsize=1024)
 def serving_line(conc: int, prompt: int, output: int, sat: int, full: bool, cap: int) -> str:
     """The serving assumption: a handful of request sizes and capacities recur across the plans of a sweep or a

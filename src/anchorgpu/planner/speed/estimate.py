@@ -31,6 +31,7 @@ from anchorgpu.planner.speed.assumption_lines import (
     serving_constants_line,
     serving_line,
     step_line,
+    training_expert_parallel_line,
 )
 from anchorgpu.planner.speed.calibration import Band, Calibration, Overrides, calibrated, calibration, stack_of
 from anchorgpu.planner.speed.evidence import evidence_kind, evidence_section
@@ -279,6 +280,9 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
             warnings.append(("tp_over_pcie", f"TP={lay.tp} over PCIe on {plan.gpu.name}: collectives are slow"))
         elif link.kind == "network":
             warnings.append(("tp_across_nodes", f"TP={lay.tp} spans servers: collectives cross the network"))
+    if model.moe is not None and lay.ep > 1:
+        assumptions.append(training_expert_parallel_line(lay.ep, lay.tp, lay.dp, lay.cp, model.moe.experts_per_token,
+                                                         SERVER_GPUS))
     if lay.pp > 1:
         assumptions.append(f"pipeline bubble (p-1)/v = {lay.pp - 1}/{lay.virtual_stages} micro-batch times per step "
                            f"({st.bubble_fraction:.1%} of it)")
