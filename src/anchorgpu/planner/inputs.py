@@ -38,6 +38,7 @@ __all__ = [
     "default_seq_tokens",
     "DEFAULT_OUTPUT_TOKENS",
     "DEFAULT_PROMPT_TOKENS",
+    "TRAIN_EP_SIZES",
     "engine_limits",
 ]
 
@@ -153,6 +154,9 @@ class Overheads:
     fragmentation_fraction: float = 0.05  # training: caching-allocator margin on allocated tensors
 
 
+TRAIN_EP_SIZES = (1, 2, 4, 8, 16, 32, 64)
+"""Expert-parallel sizes a layout chosen for training a mixture of experts, or a sweep of them, tries (those that
+divide its experts and the GPUs of a pipeline stage)."""
 DEFAULT_PROMPT_TOKENS = 1024
 DEFAULT_OUTPUT_TOKENS = 256
 """The request a speed estimate assumes when none is given (``--prompt``/``--output-tokens``), within the context:

@@ -34,6 +34,7 @@ from anchorgpu.planner.inputs import (
     DEFAULT_OUTPUT_TOKENS,
     DEFAULT_PROMPT_TOKENS,
     KV_CACHE_DTYPES,
+    TRAIN_EP_SIZES,
     Layout,
     Overheads,
     PrecisionPlan,
@@ -207,9 +208,6 @@ def lay_eps(lay: _Layouts) -> list[int]:
     """The expert-parallel sizes among the layouts, smallest first."""
     return sorted({int(e) for e in np.unique(lay.ep)})
 
-
-TRAIN_EP_SIZES = (1, 2, 4, 8, 16, 32, 64)
-"""Expert-parallel sizes tried when training a mixture of experts (those that divide its experts)."""
 
 
 # -------------------------------------------------------------------------------------- training

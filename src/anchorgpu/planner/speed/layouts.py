@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
-from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Recompute, Workload, default_seq_tokens
+from anchorgpu.planner.inputs import (
+    TRAIN_EP_SIZES,
+    Layout,
+    Overheads,
+    PrecisionPlan,
+    Recompute,
+    Workload,
+    default_seq_tokens,
+)
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import compute_precision_for_training
@@ -65,7 +73,7 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
     moe = model.moe
     # a mixture of experts: expert parallelism too, over GPUs of one stage (tp x dp) that divide the experts
     eps = [given.ep or 1] if explicit or given.ep or moe is None else [
-        e for e in (1, 2, 4, 8, 16, 32, 64) if moe.num_experts % e == 0]
+        e for e in TRAIN_EP_SIZES if moe.num_experts % e == 0]
     out: list[tuple[TrainLayout, int, Recompute]] = []
     mbs = [w.micro_batch] if w.micro_batch else list(MICRO_BATCHES)
     rcs: list[Recompute] = [w.recompute] if w.recompute else list(RECOMPUTES)
