@@ -97,3 +97,9 @@ def test_memory_bar_labels_on_the_plan_page_use_percent_positions(client: TestCl
     assert svg is not None and "viewBox" not in svg.group(0)
     for label in re.findall(r'<text class="(?:limit|budget)-label" x="([\d.]+)%" dx="(-?\d+)"[^>]*text-anchor="(\w+)"', svg.group(0)):
         assert (label[2] == "end") == (int(label[1]) < 0)
+
+
+def test_the_recommend_page_shows_expert_parallelism_of_a_moe_training_row(client: TestClient) -> None:
+    """Training a mixture of experts sweeps EP (recommend's JSON ``layout.ep``); the page's layout cell says it."""
+    html = client.get("/recommend?model=qwen3-235b-a22b&task=train&tokens=1e11&top=40&term=1month").text
+    assert re.search(r"TP\d PP\d DP\d+ EP\d", html)
