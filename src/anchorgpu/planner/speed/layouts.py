@@ -12,6 +12,7 @@ that hold the requested concurrency; with a GPU count, the planner's default lay
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -162,29 +163,40 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
 
 def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPlan, given: Layout, gpu: GpuSpec,
                           overheads: Overheads) -> tuple[Choice, Plan] | None:
-    """The fewest GPUs whose layout holds the requested concurrency, TP first inside one server."""
+    """The fewest GPUs that hold the requested concurrency; on that many, replicas (DP) of the smallest split that
+    holds its share, the split TP first inside one server, then PP across servers - as serving is deployed: a model
+    is split only as far as its weights and its share of the sequences need, and copies serve the rest."""
     from anchorgpu.planner.plan import plan
 
     want = w.concurrency or 1
-    fewer: Layout | None = None  # the last candidate that did not hold them
+    fewer: Layout | None = None  # the closest miss of the last GPU count (most headroom), for the hint
     for gpus in (1, 2, 4, 8, 16, 32, 64):
-        tp = min(gpus, SERVER_GPUS)
-        while tp > 1 and not _tp_ok(model, tp):
-            tp //= 2
-        pp = gpus // tp
-        if pp > model.num_layers or tp * pp != gpus:
-            continue
-        layout = Layout(gpus=gpus, tp=tp, pp=pp, dp=1)
-        try:
-            p = plan(model, w, precision=precision, layout=layout, gpu=gpu, overheads=overheads, suggest=False)
-        except InvalidWorkload:
-            continue
-        if p.fits and (p.max_concurrency or 0) >= want:
-            reason = (f"Layout chosen: {gpus} GPU{'s' if gpus > 1 else ''} (TP {tp}, PP {pp}) - the fewest "
-                      f"{gpu.name} that hold {want:,} sequence{'s' if want > 1 else ''}; pass --gpus to choose"
-                      + _fewer_gpus_with(model, w, precision, fewer, gpu, overheads))
-            return Choice(layout=layout, workload=w, reason=reason), p
-        fewer = layout
+        closest: tuple[float, Layout] | None = None
+        for unit in (1, 2, 4, 8, 16, 32, 64):  # GPUs one replica spans
+            if unit > gpus or gpus % unit:
+                continue
+            tp = min(unit, SERVER_GPUS)
+            while tp > 1 and not _tp_ok(model, tp):
+                tp //= 2
+            pp = unit // tp
+            if pp > model.num_layers or tp * pp != unit:
+                continue
+            layout = Layout(gpus=gpus, tp=tp, pp=pp, dp=gpus // unit)
+            try:
+                p = plan(model, w, precision=precision, layout=layout, gpu=gpu, overheads=overheads, suggest=False)
+            except InvalidWorkload:
+                continue
+            if p.fits and (p.max_concurrency or 0) >= want:
+                split = f"TP {tp}, PP {pp}" + (f", DP {layout.dp}: {layout.dp} replicas" if (layout.dp or 1) > 1 else "")
+                reason = (f"Layout chosen: {gpus} GPU{'s' if gpus > 1 else ''} ({split}) - the fewest {gpu.name} that "
+                          f"hold {want:,} sequence{'s' if want > 1 else ''}"
+                          + (", each replica split only as far as its share needs" if (layout.dp or 1) > 1 else "")
+                          + "; pass --gpus to choose" + _fewer_gpus_with(model, w, precision, fewer, gpu, overheads))
+                return Choice(layout=layout, workload=w, reason=reason), p
+            headroom = float(p.headroom_bytes if p.headroom_bytes is not None else -math.inf)
+            if closest is None or headroom > closest[0]:
+                closest = (headroom, layout)
+        fewer = closest[1] if closest is not None else fewer
     return None
 
 
@@ -204,4 +216,5 @@ def _fewer_gpus_with(model: ModelSpec, w: Workload, precision: PrecisionPlan, fe
     same = [s.change for s in p.suggestions if s.gpus == fewer.gpus]
     if not same:
         return ""
-    return f"; {fewer.gpus} (TP {fewer.tp}, PP {fewer.pp}) would hold them with {' or '.join(same)}"
+    split = f"TP {fewer.tp}, PP {fewer.pp}" + (f", DP {fewer.dp}" if (fewer.dp or 1) > 1 else "")
+    return f"; {fewer.gpus} ({split}) would hold them with {' or '.join(same)}"

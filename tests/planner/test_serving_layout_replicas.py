@@ -1,0 +1,53 @@
+"""Serving without a layout: the fewest GPUs that hold the requested concurrency, and on that many, replicas (DP) of
+the smallest split that holds its share - as serving is deployed (a model is split only as far as its weights and
+its share of the sequences need; copies serve the rest). Before, every chosen layout was one replica: TP inside a
+server, then PP across servers (gpt-oss-20b for 100,000 users: TP 8 x PP 8 over 64 H100s)."""
+
+from __future__ import annotations
+
+from anchorgpu.architectures import load_model
+from anchorgpu.hardware import get_gpu
+from anchorgpu.planner import Layout, Workload, plan
+from anchorgpu.planner.speed.estimate import plan_performance
+
+H100 = get_gpu("h100")
+
+
+def _reason(p) -> str:  # type: ignore[no-untyped-def]
+    return next(a for a in p.assumptions if a.startswith("Layout chosen"))
+
+
+def test_a_small_model_for_very_many_users_is_served_by_replicas() -> None:
+    model = load_model("gpt-oss-20b")
+    w = Workload(task="inference", concurrency=100_000)
+    chosen = plan(model, w, gpu=H100)
+    lay = chosen.layout
+    assert chosen.fits and lay.tp == 1 and lay.pp == 1 and lay.dp == lay.gpus > 1
+    assert f"DP {lay.dp}: {lay.dp} replicas" in _reason(chosen)
+    # the same GPUs as one replica split TP x PP hold the sequences too, but serve them more slowly
+    one = plan(model, w, gpu=H100, layout=Layout(gpus=lay.gpus, tp=8, pp=lay.gpus // 8, dp=1))
+    assert one.fits
+    assert (plan_performance(chosen)["max_output_tokens_per_s"]
+            > plan_performance(one)["max_output_tokens_per_s"])
+
+
+def test_each_replica_is_split_only_as_far_as_its_share_needs() -> None:
+    """Llama 3.1 8B for 1,000 users at 8k: 16 H100s as 4 replicas of TP 4; TP 1 or TP 2 replicas on 16 GPUs would
+    leave too little memory for each GPU's share of the cache (the weights take more per GPU)."""
+    model = load_model("llama-3.1-8b")
+    w = Workload(task="inference", context_tokens=8192, concurrency=1000)
+    chosen = plan(model, w, gpu=H100)
+    lay = chosen.layout
+    assert chosen.fits and lay.dp is not None and lay.dp > 1 and lay.tp * lay.pp * lay.dp == lay.gpus
+    for tp in (1, 2, 4, 8):
+        if tp >= lay.tp:
+            break
+        smaller = plan(model, w, gpu=H100, layout=Layout(gpus=lay.gpus, tp=tp, pp=1, dp=lay.gpus // tp))
+        assert not smaller.fits, tp
+
+
+def test_a_model_that_needs_the_split_keeps_one_replica() -> None:
+    chosen = plan(load_model("llama-3.1-70b"), Workload(task="inference", context_tokens=8192, concurrency=32),
+                  gpu=H100)
+    assert (chosen.layout.gpus, chosen.layout.tp, chosen.layout.pp, chosen.layout.dp) == (4, 4, 1, 1)
+    assert "replicas" not in _reason(chosen)
