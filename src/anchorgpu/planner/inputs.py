@@ -38,7 +38,7 @@ __all__ = [
     "default_seq_tokens",
     "DEFAULT_OUTPUT_TOKENS",
     "DEFAULT_PROMPT_TOKENS",
-    "TRAIN_EP_SIZES",
+    "train_ep_sizes",
     "engine_limits",
 ]
 
@@ -154,9 +154,16 @@ class Overheads:
     fragmentation_fraction: float = 0.05  # training: caching-allocator margin on allocated tensors
 
 
-TRAIN_EP_SIZES = (1, 2, 4, 8, 16, 32, 64)
-"""Expert-parallel sizes a layout chosen for training a mixture of experts, or a sweep of them, tries (those that
-divide its experts and the GPUs of a pipeline stage)."""
+def train_ep_sizes(num_experts: int) -> tuple[int, ...]:
+    """The expert-parallel sizes a layout chosen for training a mixture of experts, and the sweep of them, try: the
+    powers of two up to 64 that divide its experts (each layout then keeps those that divide its GPUs of a stage).
+
+    >>> train_ep_sizes(128), train_ep_sizes(8)
+    ((1, 2, 4, 8, 16, 32, 64), (1, 2, 4, 8))
+    """
+    return tuple(e for e in (1, 2, 4, 8, 16, 32, 64) if num_experts % e == 0)
+
+
 DEFAULT_PROMPT_TOKENS = 1024
 DEFAULT_OUTPUT_TOKENS = 256
 """The request a speed estimate assumes when none is given (``--prompt``/``--output-tokens``), within the context:

@@ -34,12 +34,12 @@ from anchorgpu.planner.inputs import (
     DEFAULT_OUTPUT_TOKENS,
     DEFAULT_PROMPT_TOKENS,
     KV_CACHE_DTYPES,
-    TRAIN_EP_SIZES,
     Layout,
     Overheads,
     PrecisionPlan,
     Workload,
     default_seq_tokens,
+    train_ep_sizes,
 )
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.calibration import Overrides, calibration
@@ -183,8 +183,8 @@ def _layouts(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: boo
     pps = np.array([pp for pp in POWERS_OF_TWO if pp <= max_pp and pp <= model.num_layers], dtype=np.int64)
     zeros = np.array(sorted(set(zero_stages)) if training else [0], dtype=np.int64)
     # training a mixture of experts: expert parallelism too, sizes that divide the experts (as plan()'s chooser)
-    eps = np.array([e for e in TRAIN_EP_SIZES if model.moe.num_experts % e == 0]
-                   if training and model.moe is not None else [1], dtype=np.int64)
+    eps = np.array(train_ep_sizes(model.moe.num_experts) if training and model.moe is not None else (1,),
+                   dtype=np.int64)
     per_server = np.array([sh.gpus_per_server for sh in shapes], dtype=np.int64)
     most_servers = np.array([sh.max_servers for sh in shapes], dtype=np.int64)
     fabric = np.array([sh.scale_out for sh in shapes], dtype=bool)
@@ -202,12 +202,6 @@ def _layouts(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: boo
     if not ok.any():
         raise InvalidWorkload(f"no valid tensor-parallel layout for {model.name} on the shapes given")
     return _Layouts(s_i[ok], n[ok], gpus[ok], tp[ok], pp[ok], dp[ok], z[ok], ep[ok])
-
-
-def lay_eps(lay: _Layouts) -> list[int]:
-    """The expert-parallel sizes among the layouts, smallest first."""
-    return sorted({int(e) for e in np.unique(lay.ep)})
-
 
 
 # -------------------------------------------------------------------------------------- training
@@ -371,7 +365,7 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         + ("/ZeRO" if training else "") + f" layouts x weights {','.join(weights)}"
         + ("" if training else f" x KV cache {','.join(kvs)} x concurrency {','.join(map(str, concs))}") + ".")
     if model.moe is not None and training:
-        assumptions.append(f"Expert parallelism swept too: EP {', '.join(map(str, lay_eps(lay)))} (sizes that divide "
+        assumptions.append(f"Expert parallelism swept too: EP {', '.join(map(str, np.unique(lay.ep).tolist()))} (sizes that divide "
                            f"the {model.moe.num_experts} experts and the GPUs of a pipeline stage).")
     elif model.moe is not None:
         assumptions.append("Expert parallelism is not swept: experts are split with TP (EP 1).")

@@ -57,11 +57,11 @@ def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False,
     """The calibrated band of each prediction (``*_low``/``*_high``), as ``plan`` gives them, and the names of
     the issue's contract (``ttft_s``, ``output_tokens_per_s``) beside the sweep's own."""
     from anchorgpu.hardware import get_gpu
-    from anchorgpu.planner.speed.calibration import calibrated, stack_of
+    from anchorgpu.planner.speed.calibration import band_kind_of, calibrated, stack_of
     from anchorgpu.planner.speed.evidence import evidence_kind, evidence_section
 
     training = c.get("train_tokens_per_s") is not None and c.get("decode_tokens_per_s_total") is None
-    kind = "moe" if moe else (None if training or int(c.get("pp") or 1) == 1 else "pp")  # the kinds plan() takes
+    kind = band_kind_of(moe=moe, phase="train" if training else "serve", pp=int(c.get("pp") or 1))
     cal, gpu = calibrated(efficiencies), get_gpu(o.gpu)
     band = cal.band(gpu, "train" if training else "serve", kind)
     out: dict[str, Any] = {}

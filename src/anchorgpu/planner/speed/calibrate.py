@@ -28,6 +28,7 @@ from anchorgpu.planner.speed.calibration import (
     Band,
     Calibration,
     StackConstants,
+    band_kind_of,
     calibration,
     parse_calibration,
     read_calibration_doc,
@@ -302,26 +303,17 @@ SETS: dict[str, str] = {
 """The sets of rows the summaries report apart, by where the rows come from (``set_of``)."""
 
 
-def serving_kind(run: Run) -> str | None:
-    """``moe`` for serving a mixture of experts, ``pp`` for serving over pipeline stages, else None: the kinds
-    whose held-out rows get bands of their own (:meth:`Calibration.band`)."""
-    if run.phase != "serve":
-        return None
-    from anchorgpu.planner.speed.runs import _model
-
-    if _model(run.row).moe is not None:
-        return "moe"
-    return "pp" if int(run.row.get("pp", 1)) > 1 else None
-
-
 def band_kind(run: Run) -> str | None:
-    """The kind of run whose held-out rows make a band and evidence of their own: :func:`serving_kind` for serving,
-    ``moe`` for training a mixture of experts (its rows fell far from the dense models'), else None."""
-    if run.phase == "serve":
-        return serving_kind(run)
+    """The kind of run whose held-out rows make a band and evidence of their own (``calibration.band_kind_of``):
+    ``moe`` for a mixture of experts, trained or served, ``pp`` for serving over pipeline stages, else None."""
     from anchorgpu.planner.speed.runs import _model
 
-    return "moe" if _model(run.row).moe is not None else None
+    return band_kind_of(moe=_model(run.row).moe is not None, phase=run.phase, pp=int(run.row.get("pp", 1)))
+
+
+def serving_kind(run: Run) -> str | None:
+    """:func:`band_kind` of a serving row, None for a training one."""
+    return band_kind(run) if run.phase == "serve" else None
 
 
 def set_of(run: Run) -> str:

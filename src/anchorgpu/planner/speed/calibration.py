@@ -28,6 +28,7 @@ __all__ = [
     "Overrides",
     "Stack",
     "StackConstants",
+    "band_kind_of",
     "calibrated",
     "calibration",
     "stack_of",
@@ -130,6 +131,21 @@ class Calibration:
         if precision == "fp4":
             return k.fp4_matmul_efficiency / k.train_matmul_efficiency
         return 1.0
+
+
+def band_kind_of(*, moe: bool, phase: str, pp: int) -> str | None:
+    """The kind whose held-out rows make a band (:meth:`Calibration.band`) and evidence of their own: ``moe`` for a
+    mixture of experts, trained or served; ``pp`` for serving over pipeline stages; else None. The calibration
+    keys its rows by it and every plan and recommendation reads its band by it.
+
+    >>> band_kind_of(moe=True, phase="train", pp=1), band_kind_of(moe=False, phase="serve", pp=4)
+    ('moe', 'pp')
+    >>> band_kind_of(moe=False, phase="train", pp=4) is None
+    True
+    """
+    if moe:
+        return "moe"
+    return "pp" if phase == "serve" and pp > 1 else None
 
 
 def stack_of(gpu: GpuSpec) -> Stack:

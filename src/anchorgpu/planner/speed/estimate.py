@@ -33,7 +33,15 @@ from anchorgpu.planner.speed.assumption_lines import (
     step_line,
     training_expert_parallel_line,
 )
-from anchorgpu.planner.speed.calibration import Band, Calibration, Overrides, calibrated, calibration, stack_of
+from anchorgpu.planner.speed.calibration import (
+    Band,
+    Calibration,
+    Overrides,
+    band_kind_of,
+    calibrated,
+    calibration,
+    stack_of,
+)
 from anchorgpu.planner.speed.evidence import evidence_kind, evidence_section
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import (
@@ -149,7 +157,7 @@ SPEED_CAVEAT_LABELS = (MOE_CAVEAT_LABEL, MOE_TRAIN_CAVEAT_LABEL, TTFT_CAVEAT_LAB
 
 def serving_band_kind(model: ModelSpec, pp: int) -> str | None:
     """Which serving band a plan takes (:meth:`Calibration.band`): ``moe``, ``pp`` or the rest's."""
-    return "moe" if model.moe is not None else ("pp" if pp > 1 else None)
+    return band_kind_of(moe=model.moe is not None, phase="serve", pp=pp)
 
 
 KvReservation = Literal["average", "full"]
@@ -236,7 +244,7 @@ def _evidence_items(gpu: GpuSpec, cal: Calibration, kind: str) -> tuple[tuple[st
 def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[str, Any],
               assumptions: list[str], warnings: list[tuple[str, str]], cal: Calibration) -> None:
     assert plan.gpu is not None
-    moe_kind = "moe" if model.moe is not None else None  # a mixture of experts' training rows fell apart
+    moe_kind = band_kind_of(moe=model.moe is not None, phase="train", pp=plan.layout.pp)
     band = cal.band(plan.gpu, "train", moe_kind)
     w = plan.workload
     precision = compute_precision_for_training(w.train_precision)  # plan() refused it where the GPU lacks it

@@ -20,13 +20,13 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.inputs import (
-    TRAIN_EP_SIZES,
     Layout,
     Overheads,
     PrecisionPlan,
     Recompute,
     Workload,
     default_seq_tokens,
+    train_ep_sizes,
 )
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.flops import TrainKind
@@ -73,8 +73,7 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
     fixed_zero = 3 if given.fsdp else given.zero
     moe = model.moe
     # a mixture of experts: expert parallelism too, over GPUs of one stage (tp x dp) that divide the experts
-    eps = [given.ep or 1] if explicit or given.ep or moe is None else [
-        e for e in TRAIN_EP_SIZES if moe.num_experts % e == 0]
+    eps = [given.ep or 1] if explicit or given.ep or moe is None else list(train_ep_sizes(moe.num_experts))
     out: list[tuple[TrainLayout, int, Recompute]] = []
     mbs = [w.micro_batch] if w.micro_batch else list(MICRO_BATCHES)
     rcs: list[Recompute] = [w.recompute] if w.recompute else list(RECOMPUTES)
