@@ -136,7 +136,7 @@ def test_training_a_mixture_of_experts_sweeps_expert_parallelism_too(capsys) -> 
     assert code == 0
     data = json.loads(capsys.readouterr().out)
     eps = {r["layout"]["ep"] for r in data["results"]}
-    assert 1 in eps and max(eps) > 1
+    assert len(eps) > 1 and max(eps) > 1  # several EP sizes ranked (with its larger expert products EP wins here)
     assert any(a.startswith("Expert parallelism swept too: EP 1, 2, 4, 8") for a in data["assumptions"])
     code = main(["recommend", "qwen3-235b-a22b", "--task", "train", "--tokens", "1e11", "--top", "40"])
     assert code == 0 and re.search(r"TP\d PP\d DP\d+ EP\d", capsys.readouterr().out)

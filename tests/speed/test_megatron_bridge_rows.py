@@ -109,8 +109,8 @@ def test_expert_parallel_gradients_are_reduced_over_the_gpus_holding_the_same_ex
 
 
 def test_the_layout_chosen_for_a_moe_run_weighs_expert_parallelism() -> None:
-    """gpt-oss-120b on 64 H100: the chooser now tries EP sizes too, and takes EP 8 with PP 4, the split of the
-    source's H100 recipe (TP 1, PP 4, EP 8); an explicit --ep is kept."""
+    """gpt-oss-120b on 64 H100: the chooser now tries EP sizes too, and takes TP 1 with EP 8, as the source's H100
+    recipe (TP 1, PP 4, EP 8); an explicit --ep is kept."""
     model, gpu = load_model("gpt-oss-120b"), get_gpu("h100")
     chosen = plan(model, Workload(task="train", seq_tokens=4096), gpu=gpu, layout=Layout(gpus=64))
     assert (chosen.layout.tp, chosen.layout.ep) == (1, 8) and chosen.fits
@@ -118,6 +118,23 @@ def test_the_layout_chosen_for_a_moe_run_weighs_expert_parallelism() -> None:
     assert "EP 8" in reason
     kept = plan(model, Workload(task="train", seq_tokens=4096), gpu=gpu, layout=Layout(gpus=64, ep=4))
     assert kept.layout.ep == 4
+
+
+def test_expert_parallelism_gives_each_expert_more_rows_and_the_chooser_takes_it() -> None:
+    """Under EP the tokens of an EP group meet at its experts: DeepSeek-V3 (256 experts, 8 a token) with 4,096-token
+    micro-batches gives each expert 128 rows a micro-batch without EP and 1,024 with EP 8, so its grouped products run
+    nearer full efficiency (the falloff fitted on MoE serving rows, calibration moe_expert_half_tokens). A dense model
+    has no such term. Before, EP bought no compute and the chooser put Qwen3-235B on 256 H100 in 32 pipeline stages
+    without EP; Megatron's own Qwen3-235B recipes on 256 H100 use EP 8-32 (yanring/Megatron-MoE-ModelZoo)."""
+    gpu = get_gpu("h100")
+    ds = load_model("deepseek-v3")
+    compute = {ep: training_step(ds, gpu, TrainLayout(gpus=256, pp=16, dp=16, ep=ep, zero=1), seq_tokens=4096,
+                                 global_batch_tokens=4096 * 4096).breakdown_s["compute"] for ep in (1, 8)}
+    assert calibration().stack(gpu).moe_expert_half_tokens > 0
+    assert compute[8] < compute[1] * 0.85
+    model = load_model("qwen3-235b-a22b")
+    chosen = plan(model, Workload(task="train", seq_tokens=4096), gpu=gpu, layout=Layout(gpus=256))
+    assert chosen.fits and chosen.layout.ep > 1
 
 
 def test_recommend_prices_moe_training_with_the_moe_band_evidence_and_caveat(capsys: pytest.CaptureFixture[str]

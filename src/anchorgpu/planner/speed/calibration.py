@@ -58,7 +58,9 @@ class StackConstants:
     over an Infinity Fabric mesh). ``moe_expert_half_tokens``: a mixture of experts' routed-expert products reach
     half their efficiency when each expert gets this many of the step's tokens (a grouped GEMM's rows per expert
     are ``tokens * k / E`` once every expert runs, at least one for an expert a token touches: few rows fill its
-    tiles poorly), fitted on MoE rows alone.
+    tiles poorly), fitted on MoE serving rows alone. Training reads the same falloff for its grouped expert products
+    (an EP group's tokens meet at each expert, ``tokens * ep * k / E`` rows a micro-batch); no training row is
+    fitted, so expert parallelism's larger products are a benefit the layout chooser sees, not a tuned one.
     """
 
     train_matmul_efficiency: float

@@ -6,7 +6,9 @@ micro-batches per data-parallel rank, each of ``b`` sequences of ``s`` tokens, t
 
 * **compute**: matrix products at the compute precision's dense peak times a shape-dependent efficiency
   (``e * w / (w + w0)`` with ``w = h / tp``), attention at the BF16 peak times the flash-attention
-  efficiency, and the memory-bound operators (norms, activations, casts) at memory bandwidth;
+  efficiency, and the memory-bound operators (norms, activations, casts) at memory bandwidth. A mixture of
+  experts' routed products take longer when each expert gets few rows (``tokens * ep * k / E`` a micro-batch: the
+  EP group's tokens meet at its experts), at the falloff fitted on MoE serving rows (``expert_rows_factor``);
 * **tensor parallelism**: four all-reduce volumes of ``b*s/cp*h`` 16-bit values per layer (two forward,
   two backward; six with full recompute); sequence parallelism swaps each for a reduce-scatter plus an
   all-gather of the same volume. Overlapped with GEMMs (``tp_overlap``) only a stated fraction is exposed;
@@ -33,6 +35,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init, memo_on_frozen
 from anchorgpu.planner.speed.calibration import Calibration, calibration
+from anchorgpu.planner.speed.experts import expert_rows_factor, moe_product_shares
 from anchorgpu.planner.speed.flops import (
     Recompute,
     TrainKind,
@@ -271,6 +274,12 @@ def _compute_layout_terms(
     mm_eff = (k.train_matmul_efficiency * cal.low_precision_ratio(gpu, choice.precision)
               * width / (width + k.train_matmul_half_width))
     split = lay.tp * lay.pp
+    expert_share, route_share = moe_product_shares(model)
+    if expert_share:
+        # the routed experts' grouped products: an EP group's tokens meet at each expert, tokens_rank * ep * k / E
+        # rows an expert, at the serving fit's rows-to-efficiency falloff (calibration moe_expert_half_tokens)
+        factor = expert_rows_factor(tokens_rank * lay.ep, route_share, k.moe_expert_half_tokens, cal.moe_tile_rows)
+        matmul_f *= 1.0 + expert_share * (factor - 1.0)
     compute_s = imbalance * (matmul_f * tokens_rank / split / (choice.flops_per_s * mm_eff)
                              + attn_f * tokens_rank / split / (bf16 * k.attention_efficiency))
     passes = 1.0 + (1.0 / 3.0 if recompute == "full" else 0.0)
