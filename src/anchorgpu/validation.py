@@ -112,6 +112,8 @@ LIMITS: dict[str, Limit] = {
 
 BINARY_SUFFIXES: dict[str, int] = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30}
 """Token counts: ``8k`` = 8,192, ``1m`` = 1,048,576 (binary, as context lengths are written)."""
+DECIMAL_SUFFIXES: dict[str, int] = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
+"""Training-token totals: ``300B`` = 3 x 10^11, ``15T`` = 1.5 x 10^13 (decimal, as datasets and papers count them)."""
 _NUMBER_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]?)\s*$", re.ASCII)
 
 

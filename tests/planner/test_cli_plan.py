@@ -194,3 +194,20 @@ def test_saturation_above_the_capacity_line_says_why(capsys: pytest.CaptureFixtu
     code, out, _ = run(capsys, *argv)
     assert code == 0
     assert "KV cache at its average length" in " ".join(out.split())
+
+
+def test_training_tokens_take_decimal_suffixes_and_recommend_reads_the_batch_as_plan_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Training-token totals are written 300B or 14.8T (DeepSeek-V3's report: 14.8T tokens); they are decimal, while a
+    global batch of 4M is 4,194,304 tokens on both plan and recommend (recommend refused '4M' before)."""
+    base = ("plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--zero", "3")
+    by_suffix = run_json(capsys, *base, "--tokens", "14.8T")["performance"]
+    by_number = run_json(capsys, *base, "--tokens", "14800000000000")["performance"]
+    assert by_suffix["gpu_hours"] == by_number["gpu_hours"] > 0
+    code, _, err = run(capsys, *base, "--tokens", "15Q")
+    assert code == 2 and "--tokens '15Q'" in err
+    doc = run_json(capsys, "recommend", "llama-3.1-8b", "--task", "train", "--tokens", "300B", "--global-batch", "4M",
+                   "--top", "1")
+    assert doc["results"] and doc["workload"]["global_batch_tokens"] == 4 * 2**20
+    assert doc["workload"]["train_tokens"] == 300 * 10**9

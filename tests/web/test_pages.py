@@ -274,6 +274,10 @@ def test_the_planner_form_takes_the_clis_8k_and_1e12(client: TestClient) -> None
     assert trained.status_code == 200, trained.text[-500:]
     assert 'value="1000000000000"' in trained.text
     assert client.get("/plan?model=llama-2-7b&task=train&gpu=h200&gpus=64&zero=1&tokens=1.5").status_code == 422
+    # as on the CLI: training tokens in decimal suffixes (1T = 10^12), a global batch in binary ones (4M = 4,194,304)
+    suffixed = client.get("/plan?model=llama-2-7b&task=train&gpu=h200&gpus=64&zero=1&tokens=1T&global_batch=4M")
+    assert suffixed.status_code == 200, suffixed.text[-500:]
+    assert 'value="1000000000000"' in suffixed.text
 
 
 def test_recommendations_take_the_training_tokens_the_planner_link_carries(client: TestClient) -> None:

@@ -28,12 +28,17 @@ def parse_tokens(text: str | None, *, field: str) -> int | None:
 
 
 def parse_count(text: str | None, *, field: str) -> int | None:
-    """A large whole count: ``1000000``, ``1e12`` or ``2.5e9``; never nan, inf or a fraction."""
-    from anchorgpu.validation import whole_number
+    """A large whole count: ``1000000``, ``1e12``, ``2.5e9``, or with a decimal suffix ``300B`` or ``14.8T`` (as
+    training-token totals are written); never nan, inf or a fraction.
+
+    >>> parse_count("14.8T", field="tokens"), parse_count("300b", field="tokens"), parse_count("1e12", field="tokens")
+    (14800000000000, 300000000000, 1000000000000)
+    """
+    from anchorgpu.validation import DECIMAL_SUFFIXES, whole_number
 
     if text is None:
         return None
-    return whole_number(text, field=field, example="1e12")
+    return whole_number(text, field=field, suffixes=DECIMAL_SUFFIXES, example="1e12 or 15T")
 
 
 def parse_batch(text: str | None) -> int | None:
@@ -326,7 +331,7 @@ def plan_command(
     allow_long_context: bool = typer.Option(False, "--allow-long-context", help="Allow a context beyond the model's limit."),
     prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens per request; without --context each sequence is prompt + output."),
     output_tokens: int | None = typer.Option(None, "--output-tokens", help="Output tokens per request."),
-    tokens: str | None = typer.Option(None, "--tokens", help="Training tokens for the training time, e.g. 1e12 (performance)."),
+    tokens: str | None = typer.Option(None, "--tokens", help="Training tokens for the training time, e.g. 1e12, 300B or 15T (decimal; performance)."),
     mfu: float | None = typer.Option(None, "--mfu", help="Model FLOPs utilization for speed estimates (0-1)."),
     mbu: float | None = typer.Option(None, "--mbu", help="Memory-bandwidth utilization for decode estimates (0-1)."),
     context_mib: int | None = typer.Option(None, "--cuda-context-mib", help="Override the CUDA/ROCm context size (MiB)."),

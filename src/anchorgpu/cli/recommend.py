@@ -171,8 +171,8 @@ def recommend_command(
     recompute: str | None = typer.Option(None, "--recompute", help="none | selective | full (training)."),
     optimizer: str = typer.Option("adamw", "--optimizer", help="adamw | adamw-8bit | sgd | lion | adafactor"),
     lora_rank: int = typer.Option(16, "--lora-rank", help="LoRA rank r."),
-    train_tokens: str | None = typer.Option(None, "--tokens", help="Tokens to train on, e.g. 1e12: ranks by the price of the run."),
-    global_batch: str | None = typer.Option(None, "--global-batch", help="Training: tokens per optimizer step (default 2M)."),
+    train_tokens: str | None = typer.Option(None, "--tokens", help="Tokens to train on, e.g. 1e12, 300B or 15T (decimal): ranks by the price of the run."),
+    global_batch: str | None = typer.Option(None, "--global-batch", help="Training: tokens per optimizer step, 4M, 16M or an integer (default 4M = 4,194,304)."),
     train_precision: str = typer.Option("mixed", "--train-precision", help="Training: mixed | bf16-true | fp8 | fp4 (FP8/FP4 products: offerings whose GPU lacks those tensor cores are rejected)."),
     mfu: float | None = typer.Option(None, "--mfu", help="Fraction of dense peak while computing (default 0.6)."),
     mbu: float | None = typer.Option(None, "--mbu", help="Fraction of memory bandwidth in decode (default 0.7)."),
@@ -190,7 +190,7 @@ def recommend_command(
 
     from anchorgpu.architectures import ModelSpec, load_model
     from anchorgpu.catalog import load_catalog
-    from anchorgpu.cli.plan import parse_count, parse_tokens
+    from anchorgpu.cli.plan import parse_batch, parse_count, parse_tokens
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Workload
     from anchorgpu.planner.speed.calibration import Overrides
@@ -250,7 +250,7 @@ def recommend_command(
         workload=workload, weights=_csv(weights), kv_caches=_csv(kv_cache),
         prompt_tokens=parse_tokens(prompt, field="prompt"), output_tokens=output_tokens,
         train_tokens=parse_count(train_tokens, field="tokens"),
-        global_batch_tokens=parse_count(global_batch, field="global_batch"),
+        global_batch_tokens=parse_batch(global_batch),
         efficiencies=Overrides(mfu=mfu, mbu=mbu),
     )
     progress = _Progress(enabled=not as_json)

@@ -27,24 +27,27 @@ router = APIRouter()
 _LIST_FIELDS = ("lora_targets",)
 _BOOL_FIELDS = ("fsdp", "allow_long_context", "vae_tiling")
 _INT_CHOICE_FIELDS = ("zero",)  # Literal[0, 1, 2, 3]: a form sends "0"
-_TOKEN_FIELDS = ("context", "seq", "prompt", "output_tokens", "max_num_batched_tokens")  # "8k" as in `anchorgpu plan --context 8k`
+_TOKEN_FIELDS = ("context", "seq", "prompt", "output_tokens", "max_num_batched_tokens", "global_batch")  # "8k", "4M" as on the CLI
 _COUNT_FIELDS = ("tokens", "train_tokens")  # "1e12" as in `anchorgpu plan --tokens 1e12`
 
 
 def shorthand(name: str, raw: str) -> str | int:
     """The CLI's spellings of a number in a form field: ``8k`` = 8,192 and ``1m`` = 1,048,576 tokens
-    (token fields), ``1e12`` or ``2.5e9`` (training tokens). Anything else is left as typed, so the
-    validation names the field.
+    (token fields), ``1e12``, ``2.5e9``, ``300B`` or ``15T`` (training tokens, decimal). Anything else is left as
+    typed, so the validation names the field.
 
-    >>> shorthand("context", "8k"), shorthand("tokens", "1e12"), shorthand("context", "8.5")
-    (8192, 1000000000000, '8.5')
+    >>> shorthand("context", "8k"), shorthand("tokens", "1e12"), shorthand("train_tokens", "14.8T")
+    (8192, 1000000000000, 14800000000000)
+    >>> shorthand("context", "8.5")
+    '8.5'
     """
     from anchorgpu.errors import InvalidInput
-    from anchorgpu.validation import BINARY_SUFFIXES, whole_number
+    from anchorgpu.validation import BINARY_SUFFIXES, DECIMAL_SUFFIXES, whole_number
 
     if name not in _TOKEN_FIELDS and name not in _COUNT_FIELDS:
         return raw
-    suffixes = {k: v for k, v in BINARY_SUFFIXES.items() if k in ("", "k", "m")} if name in _TOKEN_FIELDS else None
+    suffixes = ({k: v for k, v in BINARY_SUFFIXES.items() if k in ("", "k", "m")} if name in _TOKEN_FIELDS
+                else DECIMAL_SUFFIXES)
     try:  # the CLI's own parser (anchorgpu.validation): ASCII digits, finite, whole, within the API's bounds
         return whole_number(raw, field=name, suffixes=suffixes)
     except InvalidInput:
