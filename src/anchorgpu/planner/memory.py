@@ -86,6 +86,29 @@ def shard_share(parts: ModelParts, *, tp: int, pp: int, ep: int, dp_shard: int =
     return math.ceil((layer_share + edge) / dp_shard)
 
 
+def routed_expert_share(parts: ModelParts, *, tp: int, pp: int, ep: int) -> float:
+    """The routed experts' part of :func:`shard_share` (most-loaded stage): under EP one GPU holds 1/ep of a
+    stage's experts (1/tp of each without EP, as the rest).
+
+    >>> from anchorgpu.planner.formats import ModelParts
+    >>> routed_expert_share(ModelParts(dense=80, experts=800, layer_other=0, embed=0, head=0, num_layers=8,
+    ...                                tied=False), tp=1, pp=2, ep=8)
+    50.0
+    """
+    return parts.experts / (ep if ep > 1 else tp) * stage_layers(parts.num_layers, pp) / max(1, parts.num_layers)
+
+
+def expert_data_parallel(*, tp: int, dp: int, cp: int, ep: int) -> int:
+    """The GPUs of one pipeline stage that hold the same routed experts under expert parallelism, what ZeRO can
+    shard the experts' states over (Megatron's expert data-parallel group, tp x cp x dp / ep with expert tensor
+    parallelism 1); ``dp`` without EP, where the experts are replicated over the data-parallel ranks as the rest.
+
+    >>> expert_data_parallel(tp=1, dp=128, cp=1, ep=64), expert_data_parallel(tp=8, dp=4, cp=1, ep=1)
+    (2, 4)
+    """
+    return max(1, tp * dp * cp // ep) if ep > 1 else dp
+
+
 def gather_buffer_bytes(weight_parts: ModelParts, *, tp: int, units: int = 2) -> int:
     """ZeRO-3/FSDP gather buffers: ``units`` unsharded transformer layers (current + prefetched), / t.
 
@@ -118,7 +141,7 @@ def zero_fraction(*, zero: int, stage_from: int, dp: int) -> float:
 # Model states (training)
 # --------------------------------------------------------------------------------------------------
 
-def gradient_bytes(params: int, *, bytes_per_value: int, zero: int, dp: int) -> int:
+def gradient_bytes(params: float, *, bytes_per_value: int, zero: int, dp: int) -> int:
     """Gradient buffers: params · bytes (2 in ZeRO's accounting, 4 for fp32 grads) / N at ZeRO >= 2.
 
     >>> gradient_bytes(7_500_000_000, bytes_per_value=2, zero=0, dp=64)
@@ -127,7 +150,7 @@ def gradient_bytes(params: int, *, bytes_per_value: int, zero: int, dp: int) -> 
     return math.ceil(params * bytes_per_value * zero_fraction(zero=zero, stage_from=2, dp=dp))
 
 
-def master_weight_bytes(params: int, *, mixed_precision: bool, zero: int, dp: int) -> int:
+def master_weight_bytes(params: float, *, mixed_precision: bool, zero: int, dp: int) -> int:
     """fp32 master copy in mixed precision: 4 · params / N at ZeRO >= 1; none in pure bf16 training.
 
     >>> master_weight_bytes(1_000, mixed_precision=True, zero=1, dp=4)

@@ -37,8 +37,9 @@ def weights_bytes(model: ModelSpec, fmt: WeightFormat, lay: ResolvedLayout, brea
     ``breakdown``. They depend on the (frozen) weight parts of (model, format) and the split only: memoised on
     them (:func:`_sharded_weights`), so every plan of that split reuses them."""
     zero3 = lay.zero == 3
+    expert_dp = mm.expert_data_parallel(tp=lay.tp, dp=lay.dp, cp=lay.cp, ep=lay.ep) if zero3 else 1
     held, terms = _sharded_weights(model_weight_parts(model, fmt), lay.tp, lay.pp, lay.ep, lay.dp if zero3 else 1,
-                                   zero3, zero3 and lay.offload == "params")
+                                   zero3, zero3 and lay.offload == "params", expert_dp)
     breakdown.update(terms)
     return held
 
@@ -51,11 +52,16 @@ def split_weights_bytes(model: ModelSpec, fmt: WeightFormat, tp: int, pp: int, e
 
 @memo_on_frozen
 def _sharded_weights(parts: ModelParts, tp: int, pp: int, ep: int, dp_shard: int, zero3: bool,
-                     offload_params: bool) -> tuple[int, dict[str, int]]:
+                     offload_params: bool, expert_shard: int = 1) -> tuple[int, dict[str, int]]:
     """(bytes one GPU holds, the breakdown's weight terms in their order) for :func:`weights_bytes`: the whole
     model's weight bytes by kind, then ZeRO-3's gather buffer (the parameters themselves leave the GPU when
-    offloaded). The terms are shared by every hit: read them, never change them."""
+    offloaded). Under ZeRO-3 the rest is sharded over ``dp_shard`` GPUs and, under EP, the routed experts over the
+    ``expert_shard`` that hold the same ones. The terms are shared by every hit: read them, never change them."""
     sharded = mm.shard_share(parts, tp=tp, pp=pp, ep=ep, dp_shard=dp_shard)
+    if ep > 1 and expert_shard != dp_shard:
+        experts = mm.routed_expert_share(parts, tp=tp, pp=pp, ep=ep)
+        sharded = math.ceil((mm.shard_share(parts, tp=tp, pp=pp, ep=ep) - experts) / dp_shard
+                            + experts / expert_shard)
     terms = {"weights_linear_bytes": math.ceil(parts.dense + parts.experts),
              "weights_embeddings_bytes": math.ceil(parts.embed), "weights_head_bytes": math.ceil(parts.head),
              "weights_other_bytes": math.ceil(parts.layer_other), "weights_whole_model_bytes": math.ceil(parts.total)}

@@ -51,6 +51,11 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     params_gpu = _params_per_gpu(model, lay.tp, lay.pp, lay.ep)
     params_total = model.params_total  # a sum over the breakdown: read once
     share = params_gpu / max(1, params_total)
+    # under EP a GPU's routed experts are held by only tp x cp x dp / ep GPUs of its stage: ZeRO shards their states
+    # over that group, the rest over the data-parallel ranks
+    expert_gpu = _expert_params_per_gpu(model, lay.tp, lay.pp, lay.ep) if lay.ep > 1 else 0.0
+    expert_dp = mm.expert_data_parallel(tp=lay.tp, dp=lay.dp, cp=lay.cp, ep=lay.ep)
+    rest_gpu = params_gpu - expert_gpu
     on_gpu_optimizer = lay.offload == "none"
     moment_scale = 1.0 if mixed or w.optimizer == "adamw-8bit" else 0.5
     shapes: list[tuple[int, int, int]] = []  # only Adafactor reads them: it factors every 2-D tensor
@@ -58,11 +63,15 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         shapes = [(g.count, g.d_in, g.d_out) for g in model.linear_groups]
         shapes += [(1, model.vocab_size, model.hidden_size)] * ((model.params.embeddings > 0) + (model.params.head > 0))
     if w.task == "train":
-        grads = mm.gradient_bytes(params_gpu, bytes_per_value=w.grad_bytes_per_value, zero=lay.zero, dp=lay.dp)
-        master = mm.master_weight_bytes(params_gpu, mixed_precision=mixed, zero=lay.zero, dp=lay.dp)
-        moments = math.ceil(share * mm.optimizer_moment_bytes(
-            params_total, optimizer=w.optimizer, zero=lay.zero, dp=lay.dp, moment_scale=moment_scale,
-            matrix_shapes=shapes))
+        grads = (mm.gradient_bytes(rest_gpu, bytes_per_value=w.grad_bytes_per_value, zero=lay.zero, dp=lay.dp)
+                 + mm.gradient_bytes(expert_gpu, bytes_per_value=w.grad_bytes_per_value, zero=lay.zero, dp=expert_dp))
+        master = (mm.master_weight_bytes(rest_gpu, mixed_precision=mixed, zero=lay.zero, dp=lay.dp)
+                  + mm.master_weight_bytes(expert_gpu, mixed_precision=mixed, zero=lay.zero, dp=expert_dp))
+        moments = math.ceil(sum(
+            held / max(1, params_total) * mm.optimizer_moment_bytes(
+                params_total, optimizer=w.optimizer, zero=lay.zero, dp=group, moment_scale=moment_scale,
+                matrix_shapes=shapes)
+            for held, group in ((rest_gpu, lay.dp), (expert_gpu, expert_dp)) if held))
         checkpoint = params_total * 2 + (4 * params_total if mixed else 0) + mm.optimizer_moment_bytes(
             params_total, optimizer=w.optimizer, zero=0, dp=1, moment_scale=moment_scale, matrix_shapes=shapes)
         assumptions.append(
@@ -111,7 +120,8 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         assumptions.append(f"Context parallelism {lay.cp}: each GPU keeps the activations of {seq // lay.cp:,} of the "
                            f"{seq:,} tokens (ring attention).")
     if w.train_precision in ("fp8", "fp4") and w.task == "train":
-        low = math.ceil(params_gpu / (lay.dp if lay.zero == 3 else 1)) * (2 if w.train_precision == "fp8" else 1)
+        low = math.ceil(rest_gpu / (lay.dp if lay.zero == 3 else 1) + expert_gpu / (expert_dp if lay.zero == 3 else 1)
+                        ) * (2 if w.train_precision == "fp8" else 1)
         breakdown["low_precision_weight_copies_bytes"] = low
         weights += low
         assumptions.append(f"{w.train_precision.upper()} training as Transformer Engine runs it: 16-bit weights and "
@@ -140,6 +150,12 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
 def _params_per_gpu(model: ModelSpec, tp: int, pp: int, ep: int) -> int:
     """The parameters one GPU holds (most-loaded stage), memoised on the (frozen) model and the split."""
     return mm.shard_share(model_param_parts(model), tp=tp, pp=pp, ep=ep)
+
+
+@memo_on_frozen
+def _expert_params_per_gpu(model: ModelSpec, tp: int, pp: int, ep: int) -> float:
+    """The routed experts' parameters among :func:`_params_per_gpu`'s, memoised alike."""
+    return mm.routed_expert_share(model_param_parts(model), tp=tp, pp=pp, ep=ep)
 
 
 @memo_on_frozen
