@@ -35,3 +35,12 @@ def test_the_api_times_attention_data_parallelism_with_expert_parallelism(client
     bad = client.post("/v1/plan", json={**base, "tp": 1, "dp": 8, "ep": 16, "gpus": 8})
     assert bad.status_code == 422 and bad.headers["content-type"].startswith("application/problem+json")
     assert "ep=16" in bad.json()["detail"]
+
+
+def test_the_api_takes_ep_overlap_for_moe_training_only(client: TestClient) -> None:
+    r = client.post("/v1/plan", json={"model": "llama-3.1-8b", "task": "train", "gpu": "h100", "ep_overlap": True})
+    assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem+json")
+    assert "--ep-overlap" in r.json()["detail"]
+    ok = client.post("/v1/plan", json={"model": "qwen3-30b-a3b", "task": "train", "gpu": "h100", "gpus": 8, "tp": 1,
+                                      "dp": 8, "ep": 8, "ep_overlap": True})
+    assert ok.status_code == 200 and ok.json()["layout"]["ep_overlap"] is True

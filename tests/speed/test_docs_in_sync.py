@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _rows_of(markdown: str) -> list[str]:
-    return [line for line in markdown.splitlines() if line.startswith("| ") or line.startswith(("core ", "trtllm-", "rocm-", "vllm-", "megatron-", "inferencemax "))]
+    return [line for line in markdown.splitlines() if line.startswith("| ") or line.startswith(("core ", "trtllm-", "rocm-", "vllm-", "megatron-", "deepseek-", "inferencemax "))]
 
 
 def test_readme_accuracy_table_is_the_calibration_output() -> None:

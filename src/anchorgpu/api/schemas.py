@@ -357,6 +357,7 @@ class PlanRequest(_Request):
     cp: int | None = Field(default=None, ge=1, le=1024, description="Training: context-parallel ranks (ring attention)")
     virtual_stages: int | None = Field(default=None, ge=1, le=1024, description="Training: interleaved pipeline chunks per GPU (chosen when not given)")
     tp_overlap: bool = Field(default=False, description="Training: overlap tensor-parallel traffic with the products (Transformer Engine / AsyncTP)")
+    ep_overlap: bool = Field(default=False, description="Training a MoE under EP: overlap the all-to-alls with another micro-batch's computation (Megatron-Core --overlap-moe-expert-parallel-comm, DeepSeek's DualPipe)")
     global_batch: int | None = Field(default=None, ge=LIMITS["global_batch"].low, le=LIMITS["global_batch"].high, description="Training: tokens per optimizer step (default 4,194,304); gradient accumulation follows")
     fsdp: bool = Field(default=False, description="FSDP full shard (the memory of ZeRO-3)")
     offload: Literal["none", "optimizer", "params"] = Field(default="none", description="Move optimizer state (or also parameters) to CPU RAM")

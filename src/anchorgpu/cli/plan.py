@@ -307,6 +307,7 @@ def plan_command(
     cp: int | None = typer.Option(None, "--cp", help="Context-parallel ranks (training, ring attention)."),
     virtual_stages: int | None = typer.Option(None, "--virtual-stages", help="Interleaved pipeline chunks per GPU (training; chosen when not given)."),
     tp_overlap: bool = typer.Option(False, "--tp-overlap", help="Overlap tensor-parallel traffic with the products (training)."),
+    ep_overlap: bool = typer.Option(False, "--ep-overlap", help="Overlap a MoE's all-to-alls with another micro-batch's computation (training under EP; Megatron-Core --overlap-moe-expert-parallel-comm)."),
     global_batch: str | None = typer.Option(None, "--global-batch", help="Tokens per optimizer step: 4M, 16M or an integer (training; default 4M)."),
     fsdp: bool = typer.Option(False, "--fsdp", help="FSDP FULL_SHARD (training; memory of ZeRO-3)."),
     offload: str = typer.Option("none", "--offload", help="none | optimizer | params"),
@@ -368,7 +369,7 @@ def plan_command(
         image_resolution=parse_resolution(image_resolution, flag="--image-resolution"),
     )
     layout = Layout(gpus=parse_gpus(gpus), tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=fsdp, cp=cp,
-                    virtual_stages=virtual_stages, tp_overlap=tp_overlap, offload=offload)  # type: ignore[arg-type]
+                    virtual_stages=virtual_stages, tp_overlap=tp_overlap, ep_overlap=ep_overlap, offload=offload)  # type: ignore[arg-type]
     result = plan(spec, workload, precision=PrecisionPlan(weights=weights, kv_cache=kv_cache.lower()),
                   layout=layout, gpu=gpu_spec, overheads=_overheads(context_mib, fragmentation))
     perf_options: dict[str, Any] = {"train_tokens": parse_count(tokens, field="tokens"), "mfu": mfu, "mbu": mbu}

@@ -117,7 +117,8 @@ class Layout:
 
     ``zero`` is the ZeRO stage (0-3; ``None``: chosen for training); ``fsdp`` means FSDP FULL_SHARD (the
     memory of ZeRO-3). ``cp`` is context parallelism (ring attention), ``virtual_stages`` the interleaved
-    pipeline chunks per GPU (``None``: chosen), ``tp_overlap`` overlaps tensor-parallel traffic with GEMMs.
+    pipeline chunks per GPU (``None``: chosen), ``tp_overlap`` overlaps tensor-parallel traffic with GEMMs,
+    ``ep_overlap`` a mixture of experts' all-to-alls with another micro-batch's computation (training under EP).
     ``offload`` moves optimizer state (``optimizer``) or also the parameters (``params``) to CPU RAM.
     """
 
@@ -130,6 +131,7 @@ class Layout:
     virtual_stages: int | None = None
     zero: int | None = None
     tp_overlap: bool = False
+    ep_overlap: bool = False
     fsdp: bool = False
     offload: Offload = "none"
 

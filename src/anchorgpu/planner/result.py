@@ -54,6 +54,7 @@ class ResolvedLayout:
     cp: int = 1
     virtual_stages: int = 1
     tp_overlap: bool = False
+    ep_overlap: bool = False
 
 
 @fast_init

@@ -210,7 +210,7 @@ def _split_names(cp: int) -> str:
     return "tp·pp" + ("·cp" if cp > 1 else "")
 
 
-_LAYOUT_FIELDS = ("gpus", *_LAYOUT_COUNTS, "zero", "tp_overlap", "fsdp", "offload")
+_LAYOUT_FIELDS = ("gpus", *_LAYOUT_COUNTS, "zero", "tp_overlap", "ep_overlap", "fsdp", "offload")
 _layout_fields = attrgetter(*_LAYOUT_FIELDS)
 _LAYOUTS: dict[tuple[object, ...], tuple[object, ResolvedLayout, tuple[str, ...]]] = {}
 
@@ -247,6 +247,9 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
     cp, v = layout.cp or 1, layout.virtual_stages or 1
     if not training and (cp > 1 or v > 1):
         raise InvalidWorkload("--cp and --virtual-stages split training work; they do not apply to inference or diffusion")
+    if layout.ep_overlap and (workload.task != "train" or not isinstance(model, ModelSpec) or model.moe is None):
+        raise InvalidWorkload("--ep-overlap overlaps a mixture of experts' all-to-alls in training (--task train of a "
+                              "MoE model)")
     if workload.task == "inference" and layout.offload != "none":
         raise InvalidWorkload("--offload applies to training and diffusion; serving engines size offload separately")
     if workload.task == "diffusion" and layout.offload == "optimizer":
@@ -302,4 +305,4 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
             raise InvalidWorkload(f"--cp {cp} does not divide the sequence of {seq:,} tokens")
     return ResolvedLayout(gpus=gpus, tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=layout.fsdp,
                           offload=layout.offload, sequence_parallel=training and tp > 1, cp=cp, virtual_stages=v,
-                          tp_overlap=layout.tp_overlap)
+                          tp_overlap=layout.tp_overlap, ep_overlap=layout.ep_overlap)

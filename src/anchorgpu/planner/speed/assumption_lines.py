@@ -40,8 +40,10 @@ def expert_parallel_line(ep: int, tp: int, k: int) -> str:
 
 
 @lru_cache(maxsize=256)
-def training_expert_parallel_line(ep: int, tp: int, dp: int, cp: int, k: int, server_gpus: int) -> str:
-    """How a training layout with expert parallelism is timed (:func:`~anchorgpu.planner.speed.training`)."""
+def training_expert_parallel_line(ep: int, tp: int, dp: int, cp: int, k: int, server_gpus: int,
+                                  overlap: float | None = None) -> str:
+    """How a training layout with expert parallelism is timed (:func:`~anchorgpu.planner.speed.training`);
+    ``overlap``: the exposed share of the all-to-alls when they are overlapped (``--ep-overlap``), else None."""
     group = max(1, tp * dp * cp // ep)
     across = ep > server_gpus
     return (f"expert parallelism EP {ep}: each GPU holds 1/{ep} of its stage's routed experts, not split by TP; each "
@@ -50,6 +52,10 @@ def training_expert_parallel_line(ep: int, tp: int, dp: int, cp: int, k: int, se
             + (f", in two hops across their {ep // server_gpus} servers (a token crosses the network once to each "
                "server holding one of its experts, then the scale-up link, as DeepEP does; a plain all-to-all "
                "sends every copy over the network)" if across else "")
+            + (f"; overlapped with another micro-batch's computation, {overlap:.0%} of the all-to-all time left "
+               "exposed (a stated share, as for TP overlap)" if overlap is not None else
+               "; not overlapped with computation (--ep-overlap times Megatron-Core's "
+               "--overlap-moe-expert-parallel-comm or DeepSeek's DualPipe)")
             + f"; expert gradients are reduced over the {group} GPU{'s' if group > 1 else ''} holding the same "
             "experts; even routing assumed (a skewed router makes the busiest GPU the step's pace)")
 

@@ -295,7 +295,9 @@ SETS: dict[str, str] = {
                        "70B, Llama 3.1 405B, and the mixtures of experts DeepSeek-V3, gpt-oss-120b, Qwen3-30B-A3B and "
                        "Qwen3-235B-A22B with expert parallelism (tokens a second per GPU), held out",
     "megatron-moe-modelzoo": "the Megatron-MoE model zoo's Qwen3-235B-A22B layouts on 256 H100 with the DeepEP "
-                             "dispatcher (step time), held out",
+                             "dispatcher, with and without the all-to-alls overlapped (step time), held out",
+    "deepseek-v3-report": "DeepSeek-V3's whole pre-training on 2,048 H800 (14.8T tokens in 2.664M GPU hours, FP8, PP 16 x "
+                          "EP 64, DualPipe), tokens a second per GPU, held out",
     "inferencemax": "InferenceMAX's runs with 4 to 64 requests in flight (time per output token of gpt-oss-120b on vLLM, "
                     "DeepSeek-R1 on SGLang and TensorRT-LLM on H200, B200 and MI300X-MI355X, Llama 3.3 70B as a dense "
                     "control), held out",

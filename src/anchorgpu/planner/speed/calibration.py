@@ -95,7 +95,7 @@ class Calibration:
     stacks: dict[str, StackConstants]
     link_efficiency: float
     latency_s: dict[str, float]
-    tp_overlap_exposed_fraction: float
+    overlap_exposed_fraction: float
     optimizer_bytes_per_param: float
     network_bytes_per_s: float
     bands: dict[str, Band]
@@ -176,7 +176,7 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         version=int(doc["version"]), stacks=stacks,
         link_efficiency=_number(stated, "link_efficiency", "stated"),
         latency_s={k: _number(stated["latency_s"], k, "stated.latency_s") for k in ("scale-up", "pcie", "network")},
-        tp_overlap_exposed_fraction=_number(stated, "tp_overlap_exposed_fraction", "stated"),
+        overlap_exposed_fraction=_number(stated, "overlap_exposed_fraction", "stated"),
         optimizer_bytes_per_param=_number(stated, "optimizer_bytes_per_param", "stated"),
         network_bytes_per_s=_number(stated, "network_gbit_per_s_per_gpu", "stated") * 1e9 / 8,
         bands=bands, caveats={k: str(v) for k, v in doc.get("caveats", {}).items()},

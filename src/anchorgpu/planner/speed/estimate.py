@@ -111,7 +111,7 @@ def _time(out: dict[str, Any], key: str, value: float, ceiling: float | None, ba
 def train_layout(plan: Plan) -> TrainLayout:
     lay = plan.layout
     return TrainLayout(gpus=lay.gpus, tp=lay.tp, pp=lay.pp, cp=lay.cp, dp=lay.dp, ep=lay.ep, zero=lay.zero,
-                       virtual_stages=lay.virtual_stages, tp_overlap=lay.tp_overlap)
+                       virtual_stages=lay.virtual_stages, tp_overlap=lay.tp_overlap, ep_overlap=lay.ep_overlap)
 
 
 def _kv_bytes(plan: Plan, tokens: int) -> int:
@@ -289,8 +289,9 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
         elif link.kind == "network":
             warnings.append(("tp_across_nodes", f"TP={lay.tp} spans servers: collectives cross the network"))
     if model.moe is not None and lay.ep > 1:
-        assumptions.append(training_expert_parallel_line(lay.ep, lay.tp, lay.dp, lay.cp, model.moe.experts_per_token,
-                                                         SERVER_GPUS))
+        assumptions.append(training_expert_parallel_line(
+            lay.ep, lay.tp, lay.dp, lay.cp, model.moe.experts_per_token, SERVER_GPUS,
+            cal.overlap_exposed_fraction if lay.ep_overlap else None))
     if lay.pp > 1:
         assumptions.append(f"pipeline bubble (p-1)/v = {lay.pp - 1}/{lay.virtual_stages} micro-batch times per step "
                            f"({st.bubble_fraction:.1%} of it)")

@@ -109,7 +109,8 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                                     continue
                                 for rc in rcs:
                                     out.append((TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero,
-                                                            virtual_stages=v, tp_overlap=given.tp_overlap), mb, rc))
+                                                            virtual_stages=v, tp_overlap=given.tp_overlap,
+                                                            ep_overlap=given.ep_overlap), mb, rc))
     return out
 
 
@@ -137,7 +138,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     for _, _, lay, mb, rc in ranked:
         layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep if lay.ep > 1 else given.ep, cp=lay.cp,
                         virtual_stages=lay.virtual_stages, zero=lay.zero, fsdp=given.fsdp, offload=given.offload,
-                        tp_overlap=lay.tp_overlap)
+                        tp_overlap=lay.tp_overlap, ep_overlap=lay.ep_overlap)
         work = replace(w, micro_batch=mb, recompute=rc, seq_tokens=seq)
         try:
             p = plan(model, work, precision=precision, layout=layout, gpu=gpu, overheads=overheads, suggest=False)

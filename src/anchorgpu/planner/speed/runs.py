@@ -89,7 +89,8 @@ def _train(run: Run, cal: Calibration) -> float:
     gpu = _as_measured(gpu, r)
     split = r["tp"] * r["pp"] * r["cp"]
     lay = TrainLayout(gpus=r["gpus"], tp=r["tp"], pp=r["pp"], cp=r["cp"], dp=r["gpus"] // split, ep=r.get("ep", 1),
-                      zero=r["zero"], virtual_stages=r["virtual_stages"], tp_overlap=r["tp_overlap"])
+                      zero=r["zero"], virtual_stages=r["virtual_stages"], tp_overlap=r["tp_overlap"],
+                      ep_overlap=r.get("ep_overlap", False))
     st = training_step(model, gpu, lay, seq_tokens=r["seq_tokens"], micro_batch=r["micro_batch"],
                        global_batch_tokens=r["global_batch_tokens"], recompute=r["recompute"],
                        precision=r["precision"], network_bytes_per_s=r["network_gbit_per_s_per_gpu"] * 1e9 / 8,

@@ -15,7 +15,9 @@ micro-batches per data-parallel rank, each of ``b`` sequences of ``s`` tokens, t
 * **context parallelism** (ring attention): each rank passes its K/V chunk around the ring ``cp - 1`` times
   forward and twice that backward, hidden behind the attention blocks as far as they last;
 * **expert parallelism**: dispatch and combine all-to-alls of the routed tokens, forward and backward, over an
-  EP group of ``ep`` consecutive GPUs (the experts are not split by TP under EP);
+  EP group of ``ep`` consecutive GPUs (the experts are not split by TP under EP); overlapped with another
+  micro-batch's computation (``ep_overlap``: Megatron-Core's combined 1F1B schedule, DeepSeek's DualPipe) only the
+  stated exposed fraction stays on the critical path, as for TP overlap;
 * **FSDP / ZeRO-3**: parameters all-gathered forward and backward in every micro-batch, prefetched one
   layer ahead: only what the compute does not cover is exposed; gradients reduce-scattered once per step;
 
@@ -88,6 +90,7 @@ class TrainLayout:
     zero: int = 0
     virtual_stages: int = 1
     tp_overlap: bool = False
+    ep_overlap: bool = False
 
 
 class TrainSplit(Protocol):
@@ -112,6 +115,8 @@ class TrainSplit(Protocol):
     def virtual_stages(self) -> int: ...
     @property
     def tp_overlap(self) -> bool: ...
+    @property
+    def ep_overlap(self) -> bool: ...
 
 
 @fast_init
@@ -205,8 +210,8 @@ def training_step(
     """
     cal = cal or calibration()
     b = _layout_terms(model, gpu, cal, lay.gpus, lay.tp, lay.pp, lay.cp, lay.dp, lay.ep, lay.zero, lay.virtual_stages,
-                      lay.tp_overlap, seq_tokens, micro_batch, recompute, kind, precision, gpus_per_server,
-                      network_bytes_per_s, grad_bytes_per_value)
+                      lay.tp_overlap, lay.ep_overlap, seq_tokens, micro_batch, recompute, kind, precision,
+                      gpus_per_server, network_bytes_per_s, grad_bytes_per_value)
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     breakdown = {
         "compute": m * b.compute_s, "tp_comm": m * b.tp_s, "pp_bubble": b.bubble_s,
@@ -249,12 +254,12 @@ class _LayoutTerms:
 
 def _compute_layout_terms(
     model: ModelSpec, gpu: GpuSpec, cal: Calibration, gpus: int, tp: int, pp: int, cp: int, dp: int, ep: int,
-    zero: int, virtual_stages: int, tp_overlap: bool, seq_tokens: int, micro_batch: int, recompute: Recompute,
-    kind: TrainKind, precision: str, gpus_per_server: int, network_bytes_per_s: float | None,
+    zero: int, virtual_stages: int, tp_overlap: bool, ep_overlap: bool, seq_tokens: int, micro_batch: int,
+    recompute: Recompute, kind: TrainKind, precision: str, gpus_per_server: int, network_bytes_per_s: float | None,
     grad_bytes_per_value: int,
 ) -> _LayoutTerms:
     lay = TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero, virtual_stages=virtual_stages,
-                      tp_overlap=tp_overlap)
+                      tp_overlap=tp_overlap, ep_overlap=ep_overlap)
     k = cal.stack(gpu)
     _check(model, lay, seq_tokens)
     choice = peak_for(gpu, precision)
@@ -292,7 +297,7 @@ def _compute_layout_terms(
     act_bytes = tokens_rank * h * ACTIVATION_BYTES
     tp_s = volumes * stage_layers * allreduce_s(act_bytes, lay.tp, tp_link_, efficiency=cal.link_efficiency)
     if lay.tp_overlap:
-        tp_s *= cal.tp_overlap_exposed_fraction
+        tp_s *= cal.overlap_exposed_fraction
 
     # context parallelism: K and V chunks around the ring, hidden behind attention
     cp_s = 0.0
@@ -315,6 +320,8 @@ def _compute_layout_terms(
         ep_s = 4 * moe_layers * expert_dispatch_s(
             h * ACTIVATION_BYTES, tokens_rank / lay.tp, model.moe.experts_per_token, lay.ep, gpu,
             gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s, efficiency=cal.link_efficiency)
+        if lay.ep_overlap:  # beside another micro-batch's computation: the stated exposed share, as TP overlap's
+            ep_s *= cal.overlap_exposed_fraction
 
     # sharded data parallelism: parameters gathered and gradients scattered in every micro-batch. Under expert
     # parallelism a GPU holds 1/ep of its stage's routed experts, and their gradients are reduced over the GPUs
