@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from anchorgpu.architectures import load_model
+from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner import memory as mm
@@ -60,3 +61,17 @@ def test_without_expert_parallelism_the_experts_shard_with_the_rest() -> None:
                   layout=Layout(gpus=64, tp=8, pp=1, dp=8, zero=1))
     assert result.per_gpu.optimizer_bytes == pytest.approx(ADAMW_MIXED_STATE_BYTES * model.params_total / 8 / 8,
                                                            rel=0.01)
+
+
+def test_expert_parallelism_folds_over_the_context_parallel_ranks_too() -> None:
+    """Megatron-Core's MoE parallel folding (NVIDIA/Megatron-LM megatron/core/transformer/moe/README.md, "Advantages
+    of MoE Parallel Folding": CP 8 with EP 8 needs 8 GPUs, not 64): the model zoo's Qwen3-235B-A22B runs at 131,072
+    tokens use TP 4, CP 8, EP 8 and one data-parallel rank a stage. EP divides tp x cp x dp, not tp x dp."""
+    model = load_model("qwen3-235b-a22b")
+    w = Workload(task="train", seq_tokens=131072, recompute="full", allow_long_context=True)
+    folded = plan(model, w, gpu=get_gpu("h100"), layout=Layout(gpus=256, tp=4, pp=8, cp=8, dp=1, ep=8, zero=1))
+    assert folded.layout.ep == 8 and folded.layout.cp == 8
+    # each expert's copies: tp x cp x dp / ep = 4 of the stage's 32 GPUs
+    assert mm.expert_data_parallel(tp=4, dp=1, cp=8, ep=8) == 4
+    with pytest.raises(InvalidWorkload, match=r"tp·cp·dp = 32"):
+        plan(model, w, gpu=get_gpu("h100"), layout=Layout(gpus=256, tp=4, pp=8, cp=8, dp=1, ep=64, zero=1))

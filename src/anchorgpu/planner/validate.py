@@ -287,9 +287,11 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
     if ep > 1:
         if not isinstance(model, ModelSpec) or model.moe is None:
             raise InvalidWorkload(f"ep={ep}: expert parallelism needs a mixture-of-experts model")
-        if model.moe.num_experts % ep or (tp * dp) % ep:
-            raise InvalidWorkload(
-                f"ep={ep} must divide the {model.moe.num_experts} experts and the tp·dp = {tp * dp} GPUs of a stage")
+        # EP folds over the TP, CP and DP ranks of a stage (Megatron-Core's MoE parallel folding: CP 8 and EP 8
+        # on 8 GPUs, not 64)
+        if model.moe.num_experts % ep or (tp * cp * dp) % ep:
+            raise InvalidWorkload(f"ep={ep} must divide the {model.moe.num_experts} experts and the "
+                                  f"tp·{'cp·' if cp > 1 else ''}dp = {tp * cp * dp} GPUs of a stage")
     zero = 3 if layout.fsdp else (layout.zero or 0)
     if training and layout.offload == "params" and zero < 3:
         raise InvalidWorkload("--offload params needs parameter sharding: add --zero 3 or --fsdp (ZeRO-Infinity, FSDP CPU offload)")

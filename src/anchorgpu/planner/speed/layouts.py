@@ -105,7 +105,7 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                             if dp * mb * seq > batch:
                                 continue
                             for ep in eps:
-                                if (tp * dp) % ep:
+                                if (tp * cp * dp) % ep:  # EP folds over a stage's TP, CP, DP
                                     continue
                                 for rc in rcs:
                                     out.append((TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero,
