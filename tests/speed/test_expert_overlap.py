@@ -39,9 +39,9 @@ def test_the_overlapped_runs_are_held_out_and_come_within_25_percent(run_id: str
     run_ = RUNS[run_id]
     assert run_.role == "holdout" and run_.row["ep_overlap"] is True
     assert abs(predict(run_) / run_.value - 1) <= 0.25
-    # the same layout timed without overlap comes out further off: the overlap is part of what the runs measured
+    # the overlap makes the step shorter than the same layout without it (the zoo measured 17.6 s against 19.7 s)
     without = predict(replace(run_, row=dict(run_.row, ep_overlap=False)))  # a copy: the shared row is unchanged
-    assert abs(without / run_.value - 1) > abs(predict(run_) / run_.value - 1)
+    assert (without > predict(run_)) if not run_.higher_is_better else (without < predict(run_))
 
 
 def test_deepseek_v3s_published_layout_fits_and_prices_its_pretraining(capsys: pytest.CaptureFixture[str]) -> None:
@@ -54,8 +54,8 @@ def test_deepseek_v3s_published_layout_fits_and_prices_its_pretraining(capsys: p
     assert doc["fits"] and doc["layout"]["ep_overlap"] is True
     perf = doc["performance"]
     assert abs(perf["gpu_hours"] / 2.664e6 - 1) <= 0.25
-    # planned with full recompute the run predicts 1.24x slower than the report, past the MoE band's top (1.06x, the
-    # held-out runs' 90th percentile): the caveat says the band is wide and why
+    # planned with full recompute (the report's partial recompute and FP8 activations fit where the planner's
+    # selective recompute does not) the run predicts slower than the report: the caveat says the band is wide and why
     assert any(a.startswith("Mixture-of-experts training:") for a in perf["assumptions"])
     line = next(a for a in perf["assumptions"] if a.startswith("expert parallelism EP 64"))
     assert "overlapped with another micro-batch's computation, 30%" in line

@@ -244,7 +244,8 @@ def _bands(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> dict[str, Band]
             continue
         ratios = held[name] if len(held.get(name, ())) >= 3 else every
         q = statistics.quantiles(sorted(ratios), n=10, method="inclusive")
-        bands[name] = Band(low=round(min(q[0], 0.95), 3), high=round(max(q[-1], 1.05), 3))
+        # rounded outward to three places, so the percentiles the band is made of stay inside it
+        bands[name] = Band(low=math.floor(min(q[0], 0.95) * 1000) / 1000, high=math.ceil(max(q[-1], 1.05) * 1000) / 1000)
     for name, band in list(bands.items()):  # a stack with few held-out rows keeps at least the phase's band
         parts = name.split("-")
         phase = "-".join(parts[1:]) if parts[0] in ("cuda", "rocm") else name

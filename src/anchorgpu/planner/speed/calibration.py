@@ -46,7 +46,9 @@ class StackConstants:
     halved when the per-GPU width ``h/tp`` equals ``train_matmul_half_width`` (small products fill the
     tensor cores less); ``fp8_matmul_efficiency`` and ``fp4_matmul_efficiency`` of the dense FP8 and FP4
     peaks (training and serving alike: low-precision kernels reach less of their peak); ``attention_efficiency`` of the
-    BF16 peak for flash attention; ``elementwise_bytes_per_hidden`` bytes of memory traffic per token,
+    BF16 peak for flash attention (FlashAttention-3 / cuDNN class), on the FLOPs it executes (a causal kernel skips the
+    masked half of the score pairs; the stated ``fa2_hopper_attention_efficiency`` for FlashAttention-2-class kernels
+    on Hopper and newer); ``elementwise_bytes_per_hidden`` bytes of memory traffic per token,
     layer and hidden unit for the memory-bound operators (norms, activations, rotary, residuals, casts)
     over a forward and backward pass. Serving: ``decode_mbu`` of memory bandwidth for weight and KV reads,
     ``serve_matmul_efficiency`` of the peak for batched products, halved when the per-GPU width ``h/tp`` equals
@@ -103,6 +105,7 @@ class Calibration:
     caveats: dict[str, str] = field(default_factory=dict)  # per stack: what its rows leave uncertain, said in plans
     launches: LayerLaunches = LayerLaunches()  # kernels a layer launches by block (scales per_layer_step_s)
     moe_tile_rows: float = 0.0  # a grouped product's smallest tile: fewer rows per expert cost no more (0: no floor)
+    fa2_hopper_attention_efficiency: float = 0.0  # FlashAttention-2-class kernels on Hopper and newer (0: as flash)
     origin: Literal["calibrated", "user"] = "calibrated"  # "user": the user's --mfu/--mbu replace fitted efficiencies
     evidence: dict[str, dict[str, GpuEvidence]] = field(default_factory=dict)  # per GPU name, per kind of run
 
@@ -181,6 +184,7 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         network_bytes_per_s=_number(stated, "network_gbit_per_s_per_gpu", "stated") * 1e9 / 8,
         bands=bands, caveats={k: str(v) for k, v in doc.get("caveats", {}).items()},
         launches=_launches(stated), moe_tile_rows=_number(stated, "moe_tile_rows", "stated"),
+        fa2_hopper_attention_efficiency=_number(stated, "fa2_hopper_attention_efficiency", "stated"),
         provenance={k: v for k, v in doc.items() if k not in ("stacks", "stated", "bands", "caveats", "evidence")},
         evidence=_evidence(doc.get("evidence", {})),
     )

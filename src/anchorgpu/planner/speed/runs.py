@@ -94,7 +94,7 @@ def _train(run: Run, cal: Calibration) -> float:
     st = training_step(model, gpu, lay, seq_tokens=r["seq_tokens"], micro_batch=r["micro_batch"],
                        global_batch_tokens=r["global_batch_tokens"], recompute=r["recompute"],
                        precision=r["precision"], network_bytes_per_s=r["network_gbit_per_s_per_gpu"] * 1e9 / 8,
-                       cal=cal)
+                       cal=cal, attention_kernel=r.get("attention_kernel", "flash"))
     metric = run.metric
     if metric == "tokens_per_s_per_gpu":
         return st.tokens_per_s / lay.gpus

@@ -6,7 +6,9 @@ micro-batches per data-parallel rank, each of ``b`` sequences of ``s`` tokens, t
 
 * **compute**: matrix products at the compute precision's dense peak times a shape-dependent efficiency
   (``e * w / (w + w0)`` with ``w = h / tp``), attention at the BF16 peak times the flash-attention
-  efficiency, and the memory-bound operators (norms, activations, casts) at memory bandwidth. A mixture of
+  efficiency on the score pairs the kernel computes (a causal flash kernel skips the masked half; ``attention_kernel``
+  ``unfused`` computes them all, as Megatron-LM did before flash attention; ``fa2`` is FlashAttention-2 class, slower
+  on Hopper and newer), and the memory-bound operators (norms, activations, casts) at memory bandwidth. A mixture of
   experts' routed products take longer when each expert gets few rows (``tokens * ep * k / E`` a micro-batch: the
   EP group's tokens meet at its experts), at the falloff fitted on MoE serving rows (``expert_rows_factor``);
 * **tensor parallelism**: four all-reduce volumes of ``b*s/cp*h`` 16-bit values per layer (two forward,
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
@@ -57,6 +59,7 @@ from anchorgpu.planner.speed.links import (
 )
 
 __all__ = [
+    "AttentionKernel",
     "BREAKDOWN_KEYS",
     "DEFAULT_GLOBAL_BATCH_TOKENS",
     "TrainLayout",
@@ -91,6 +94,11 @@ class TrainLayout:
     virtual_stages: int = 1
     tp_overlap: bool = False
     ep_overlap: bool = False
+
+
+AttentionKernel = Literal["flash", "fa2", "unfused"]
+"""How a run's attention is computed: ``flash`` a current fused kernel (FlashAttention-3 / cuDNN class, what a plan
+assumes), ``fa2`` a FlashAttention-2-class kernel, ``unfused`` the score matrix computed whole and masked."""
 
 
 class TrainSplit(Protocol):
@@ -200,6 +208,7 @@ def training_step(
     global_batch_tokens: int = DEFAULT_GLOBAL_BATCH_TOKENS, recompute: Recompute = "none",
     kind: TrainKind = "full", precision: str = "bf16", gpus_per_server: int = 8,
     network_bytes_per_s: float | None = None, grad_bytes_per_value: int = 2, cal: Calibration | None = None,
+    attention_kernel: AttentionKernel = "flash",
 ) -> TrainingStep:
     """Step time and throughput of one training layout (see the module docstring for the parts).
 
@@ -211,7 +220,7 @@ def training_step(
     cal = cal or calibration()
     b = _layout_terms(model, gpu, cal, lay.gpus, lay.tp, lay.pp, lay.cp, lay.dp, lay.ep, lay.zero, lay.virtual_stages,
                       lay.tp_overlap, lay.ep_overlap, seq_tokens, micro_batch, recompute, kind, precision,
-                      gpus_per_server, network_bytes_per_s, grad_bytes_per_value)
+                      gpus_per_server, network_bytes_per_s, grad_bytes_per_value, attention_kernel)
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     breakdown = {
         "compute": m * b.compute_s, "tp_comm": m * b.tp_s, "pp_bubble": b.bubble_s,
@@ -256,7 +265,7 @@ def _compute_layout_terms(
     model: ModelSpec, gpu: GpuSpec, cal: Calibration, gpus: int, tp: int, pp: int, cp: int, dp: int, ep: int,
     zero: int, virtual_stages: int, tp_overlap: bool, ep_overlap: bool, seq_tokens: int, micro_batch: int,
     recompute: Recompute, kind: TrainKind, precision: str, gpus_per_server: int, network_bytes_per_s: float | None,
-    grad_bytes_per_value: int,
+    grad_bytes_per_value: int, attention_kernel: AttentionKernel = "flash",
 ) -> _LayoutTerms:
     lay = TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero, virtual_stages=virtual_stages,
                       tp_overlap=tp_overlap, ep_overlap=ep_overlap)
@@ -275,6 +284,11 @@ def _compute_layout_terms(
     attn_passes = (3.0 if kind == "full" else 2.0) + {"none": 0.0, "selective": 1.0, "full": 1.0}[recompute]
     attn_f = attn_passes * attn
     matmul_f = hw_f - attn_f
+    # the time: what the kernel computes (a causal flash kernel skips the masked half the MFU count above includes)
+    attn_run_f = attn_f if attention_kernel == "unfused" else attn_passes * attention_flops_per_token(
+        model, seq_tokens, causal=True)
+    fa2 = attention_kernel == "fa2" and cal.fa2_hopper_attention_efficiency and _hopper_or_newer(gpu)
+    att_rate = bf16 * (cal.fa2_hopper_attention_efficiency if fa2 else k.attention_efficiency)
     width = h / lay.tp
     mm_eff = (k.train_matmul_efficiency * cal.low_precision_ratio(gpu, choice.precision)
               * width / (width + k.train_matmul_half_width))
@@ -286,7 +300,7 @@ def _compute_layout_terms(
         factor = expert_rows_factor(tokens_rank * lay.ep, route_share, k.moe_expert_half_tokens, cal.moe_tile_rows)
         matmul_f *= 1.0 + expert_share * (factor - 1.0)
     compute_s = imbalance * (matmul_f * tokens_rank / split / (choice.flops_per_s * mm_eff)
-                             + attn_f * tokens_rank / split / (bf16 * k.attention_efficiency))
+                             + attn_run_f * tokens_rank / split / att_rate)
     passes = 1.0 + (1.0 / 3.0 if recompute == "full" else 0.0)
     compute_s += (tokens_rank * stage_layers * k.elementwise_bytes_per_hidden * h / lay.tp * passes
                   / gpu.memory_bandwidth_bytes_per_s)
@@ -307,7 +321,7 @@ def _compute_layout_terms(
         d_qk = model.mla.qk_nope_head_dim + model.mla.qk_rope_head_dim if model.mla else model.head_dim
         kv_bytes = tokens_rank * 2 * max(1, model.num_kv_heads // lay.tp) * d_qk * ACTIVATION_BYTES
         ring = 3 * (lay.cp - 1) * stage_layers * p2p_s(kv_bytes, cp_link, efficiency=cal.link_efficiency)
-        attention_time = attn_f * tokens_rank / split / (bf16 * k.attention_efficiency)
+        attention_time = attn_run_f * tokens_rank / split / att_rate
         cp_s = max(0.0, ring - attention_time)
 
     # expert parallelism: dispatch + combine, forward and backward, per MoE layer
@@ -373,6 +387,17 @@ def _compute_layout_terms(
         choice=choice, model_flops_per_token=model_f, hardware_flops_per_token=hw_f, compute_s=compute_s, tp_s=tp_s,
         cp_s=cp_s, ep_s=ep_s, fsdp_s=fsdp_s, p2p_s=p2p_one, bubble_s=bubble_s, sync_s=sync_s, optimizer_s=opt_s,
         ceiling_tokens_per_s=lay.gpus * choice.flops_per_s / model_f)
+
+
+def _hopper_or_newer(gpu: GpuSpec) -> bool:
+    """An NVIDIA GPU of compute capability 9.0 or later (where FlashAttention-2 reaches about a third of the peak).
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> _hopper_or_newer(get_gpu("h100")), _hopper_or_newer(get_gpu("a100")), _hopper_or_newer(get_gpu("mi300x"))
+    (True, False, False)
+    """
+    major = (gpu.compute_capability or "").rstrip("?").split(".")[0]
+    return gpu.vendor == "NVIDIA" and major.isdigit() and int(major) >= 9
 
 
 def _held_params(model: ModelSpec, lay: TrainLayout) -> tuple[float, float, int]:
