@@ -51,3 +51,18 @@ def test_a_model_that_needs_the_split_keeps_one_replica() -> None:
                   gpu=H100)
     assert (chosen.layout.gpus, chosen.layout.tp, chosen.layout.pp, chosen.layout.dp) == (4, 4, 1, 1)
     assert "replicas" not in _reason(chosen)
+
+
+def test_a_replica_holds_no_more_sequences_than_its_engine_runs_at_once() -> None:
+    """vLLM runs at most max_num_seqs sequences a replica (1,024 by default on an H100, vLLM arg_utils): gpt-oss-20b
+    for 100,000 users was 64 one-GPU replicas, whose memory holds 1,563 each, so 34,464 users waited in the engines'
+    queues. Now a replica's share stays within the cap: ceil(100,000 / 1,024) = 98 replicas, taken as 13 whole
+    servers, and every user runs at once."""
+    model = load_model("gpt-oss-20b")
+    chosen = plan(model, Workload(task="inference", concurrency=100_000), gpu=H100)
+    lay = chosen.layout
+    assert chosen.fits and lay.dp is not None and lay.dp * 1024 >= 100_000 and lay.gpus % 8 == 0
+    assert lay.gpus - 8 < 98 * lay.tp * lay.pp  # the fewest whole servers that give 98 replicas
+    perf = plan_performance(chosen)
+    assert not any("wait in the engine's queue" in a for a in perf["assumptions"])
+    assert "at most 1,024 a replica, the engine's max_num_seqs" in _reason(chosen)

@@ -26,6 +26,8 @@ from anchorgpu.planner.inputs import (
     Recompute,
     Workload,
     default_seq_tokens,
+    engine_limits,
+    large_engine_defaults,
     train_ep_sizes,
 )
 from anchorgpu.planner.speed.calibration import calibration
@@ -161,16 +163,23 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     return None
 
 
+SERVING_GPU_COUNTS = (1, 2, 4, *range(8, 1025, 8))
+"""The GPU counts the serving chooser tries, fewest first: 1, 2 or 4, then whole 8-GPU servers up to 128 of them."""
+
+
 def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPlan, given: Layout, gpu: GpuSpec,
                           overheads: Overheads) -> tuple[Choice, Plan] | None:
     """The fewest GPUs that hold the requested concurrency; on that many, replicas (DP) of the smallest split that
     holds its share, the split TP first inside one server, then PP across servers - as serving is deployed: a model
-    is split only as far as its weights and its share of the sequences need, and copies serve the rest."""
+    is split only as far as its weights and its share of the sequences need, and copies serve the rest. A replica
+    holds its share when its memory does and its engine runs that many at once (vLLM's ``max_num_seqs``, 1,024 by
+    default on large GPUs): past the cap the rest would wait in the engine's queue."""
     from anchorgpu.planner.plan import plan
 
     want = w.concurrency or 1
+    cap = engine_limits(w, large_gpu=large_engine_defaults(gpu))[1]  # sequences one replica's engine runs at once
     fewer: Layout | None = None  # the closest miss of the last GPU count (most headroom), for the hint
-    for gpus in (1, 2, 4, 8, 16, 32, 64):
+    for gpus in SERVING_GPU_COUNTS:
         closest: tuple[float, Layout] | None = None
         for unit in (1, 2, 4, 8, 16, 32, 64):  # GPUs one replica spans
             if unit > gpus or gpus % unit:
@@ -182,6 +191,8 @@ def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPla
             if pp > model.num_layers or tp * pp != unit:
                 continue
             layout = Layout(gpus=gpus, tp=tp, pp=pp, dp=gpus // unit)
+            if math.ceil(want / (gpus // unit)) > cap:  # more a replica than its engine runs at once
+                continue
             try:
                 p = plan(model, w, precision=precision, layout=layout, gpu=gpu, overheads=overheads, suggest=False)
             except InvalidWorkload:
@@ -191,6 +202,7 @@ def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPla
                 reason = (f"Layout chosen: {gpus} GPU{'s' if gpus > 1 else ''} ({split}) - the fewest {gpu.name} that "
                           f"hold {want:,} sequence{'s' if want > 1 else ''}"
                           + (", each replica split only as far as its share needs" if (layout.dp or 1) > 1 else "")
+                          + (f" (at most {cap:,} a replica, the engine's max_num_seqs)" if want > cap else "")
                           + "; pass --gpus to choose" + _fewer_gpus_with(model, w, precision, fewer, gpu, overheads))
                 return Choice(layout=layout, workload=w, reason=reason), p
             headroom = float(p.headroom_bytes if p.headroom_bytes is not None else -math.inf)
