@@ -29,8 +29,12 @@ def test_the_engine_takes_vllms_defaults_for_the_gpu(gpu: str, tokens: int, seqs
 
 def test_an_a100_80gb_saturates_at_vllms_256_sequences() -> None:
     p = plan(load_model("qwen3-14b"), Workload(prompt_tokens=217, output_tokens=202, concurrency=512),
-             gpu=get_gpu("a100-80gb-sxm"))
+             gpu=get_gpu("a100-80gb-sxm"), layout=Layout(gpus=1))
     assert plan_performance(p)["saturation_concurrency"] == 256
+    # without --gpus the layout chosen runs every user at once: two replicas of 256
+    chosen = plan(load_model("qwen3-14b"), Workload(prompt_tokens=217, output_tokens=202, concurrency=512),
+                  gpu=get_gpu("a100-80gb-sxm"))
+    assert chosen.layout.dp == 2 and plan_performance(chosen)["saturation_concurrency"] == 512
 
 
 def test_the_sweep_sizes_the_a100_engine_as_plan_does() -> None:

@@ -197,3 +197,26 @@ def test_fp8_training_where_no_offering_has_fp8_units_is_one_line(capsys) -> Non
     code = main(["recommend", "llama-3.1-8b", "--task", "train", "--train-precision", "fp8", "--gpu", "a100-80gb"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "\n" not in err and "no offering considered has a GPU with FP8 tensor cores" in err
+
+
+def test_serving_recommendations_run_every_user_at_once(capsys) -> None:
+    """vLLM runs at most max_num_seqs sequences a replica (256 on an A100 and on GPUs under 70 GiB, 1,024 on larger
+    ones: vLLM arg_utils, as plan sizes its engine): gpt-oss-20b for 5,000 users was recommended on three one-A100
+    servers, timed as if 1,667 sequences ran on each, while their engines would run 768 and queue the rest. Now every
+    result runs its users at once, and the option rejected says why."""
+    from anchorgpu.hardware import get_gpu
+    from anchorgpu.planner.inputs import Workload, engine_limits, large_engine_defaults
+
+    code = main(["recommend", "gpt-oss-20b", "--concurrency", "5000", "--top", "10", "--json"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["results"]
+    for r in data["results"]:
+        cap = engine_limits(Workload(), large_gpu=large_engine_defaults(get_gpu(r["gpu"])))[1]
+        assert r["concurrency"] <= r["layout"]["dp"] * cap, r
+    assert not any(r["offering"] == "a100-80gb-sxm-1x-vm" and r["layout"]["dp"] < 20 for r in data["results"])
+    # one H100 holds 1,500 users' cache, but its engine runs 1,024 of them at once
+    code = main(["recommend", "gpt-oss-20b", "--concurrency", "1500", "--top", "1", "--max-servers", "1", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    h100 = next(r for r in data["rejected"] if r["offering"] == "h100-sxm-1x-vm")
+    assert code == 0 and "at most 1,024 sequences a replica" in h100["reason"] and "queue 476 of the 1,500" in h100["reason"]

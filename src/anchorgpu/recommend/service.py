@@ -23,6 +23,8 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.catalog import Catalog, Offering
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
+from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner.inputs import Workload, engine_limits, large_engine_defaults
 from anchorgpu.planner.speed.calibration import Overrides, calibrated
 from anchorgpu.planner.speed.estimate import MOE_CAVEAT_LABEL, MOE_TRAIN_CAVEAT_LABEL, TTFT_CAVEAT_LABEL
 from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec, sweep
@@ -225,8 +227,19 @@ def _candidate(result: SweepResult, i: int, offering: Offering, servers: int, qu
                       run_hours=run_hours, run_usd=run_usd)
 
 
-def _miss_reason(row: Mapping[str, Any], min_tokens_per_s_per_user: float | None, training: bool) -> str:
-    """Why an offering and server count is rejected, from its configuration closest to fitting."""
+def _engine_cap(workload: Workload, gpu: GpuSpec) -> int:
+    """The sequences one serving replica's engine runs at once on ``gpu`` (vLLM's max_num_seqs, as plan sizes it)."""
+    return engine_limits(workload, large_gpu=large_engine_defaults(gpu))[1]
+
+
+def _miss_reason(row: Mapping[str, Any], min_tokens_per_s_per_user: float | None, training: bool,
+                 cap: int | None = None) -> str:
+    """Why an offering and server count is rejected, from its configuration closest to fitting (``cap``: the
+    sequences a serving replica's engine runs at once)."""
+    if row["fits"] and cap is not None and row["concurrency"] > row["dp"] * cap:
+        return (f"its engines run at most {cap:,} sequences a replica at once (vLLM max_num_seqs): "
+                f"{row['dp']} replica{'s' if row['dp'] > 1 else ''} would queue {row['concurrency'] - row['dp'] * cap:,} "
+                f"of the {row['concurrency']:,} users")
     if row["fits"] and min_tokens_per_s_per_user is not None:
         return (f"no configuration reaches {min_tokens_per_s_per_user:g} tokens/s per user "
                 f"(best fit: {row['decode_tokens_per_s_per_user']:.1f})")
@@ -301,6 +314,10 @@ def recommend(
     result = sweep(model, shapes, spec, progress=progress, flatten=False)  # reads a few columns and rows
     c = result.columns
     usable = np.asarray(c["fits"], dtype=bool)
+    if result.task == "inference":  # a replica runs at most its engine's max_num_seqs at once; past it users queue
+        caps = np.array([_engine_cap(spec.workload, sh.gpu) for sh in shapes], dtype=np.int64)
+        held = np.asarray(c["concurrency"]) <= np.asarray(c["dp"]) * caps[np.asarray(c["shape"])]
+        usable = usable & held
     if min_tokens_per_s_per_user is not None and result.task == "inference":
         usable = usable & (np.nan_to_num(c["decode_tokens_per_s_per_user"]) >= min_tokens_per_s_per_user)
     group = group_keys(result)
@@ -322,8 +339,10 @@ def recommend(
             if key not in best:
                 miss = misses.get(key)
                 if miss is not None:
+                    row = result.row(miss)
+                    cap = None if training else _engine_cap(spec.workload, get_gpu(row["gpu"]))
                     rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=quote.total_usd,
-                                              reason=_miss_reason(result.row(miss), min_tokens_per_s_per_user, training)))
+                                              reason=_miss_reason(row, min_tokens_per_s_per_user, training, cap)))
                 continue
             if max_usd is not None and quote.total_usd > max_usd:
                 rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=quote.total_usd,
