@@ -106,6 +106,7 @@ LIMITS: dict[str, Limit] = {
     "micro_batch": Limit(1, 100_000),
     "lora_rank": Limit(1, 65_536),
     "max_num_batched_tokens": Limit(1, 10_000_000),
+    "max_num_seqs": Limit(1, 1_000_000),
     "images": Limit(1, 10_000),
 }
 """Bounds of the numbers the CLI parses from text and the API receives as JSON (same names, no dashes)."""

@@ -44,3 +44,17 @@ def test_the_api_takes_ep_overlap_for_moe_training_only(client: TestClient) -> N
     ok = client.post("/v1/plan", json={"model": "qwen3-30b-a3b", "task": "train", "gpu": "h100", "gpus": 8, "tp": 1,
                                       "dp": 8, "ep": 8, "ep_overlap": True})
     assert ok.status_code == 200 and ok.json()["layout"]["ep_overlap"] is True
+
+
+def test_the_api_takes_the_engine_sequence_cap(client: TestClient) -> None:
+    base = {"model": "gpt-oss-20b", "gpu": "h100", "concurrency": 1500}
+    capped = client.post("/v1/plan", json=base)
+    raised = client.post("/v1/plan", json={**base, "max_num_seqs": 1536, "max_num_batched_tokens": 8192})
+    assert capped.status_code == raised.status_code == 200
+    assert capped.json()["layout"]["dp"] >= 2  # 1,024 a replica by default on an H100
+    assert raised.json()["performance"]["saturation_concurrency"] >= 1500
+    bad = client.post("/v1/plan", json={**base, "max_num_seqs": 0})
+    assert bad.status_code == 422
+    rec = client.post("/v1/recommend", json={"model": "gpt-oss-20b", "concurrency": 1500, "max_num_seqs": 2048,
+                                             "top": 1})
+    assert rec.status_code == 200, rec.text[-300:]

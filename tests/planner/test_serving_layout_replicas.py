@@ -66,3 +66,19 @@ def test_a_replica_holds_no_more_sequences_than_its_engine_runs_at_once() -> Non
     perf = plan_performance(chosen)
     assert not any("wait in the engine's queue" in a for a in perf["assumptions"])
     assert "at most 1,024 a replica, the engine's max_num_seqs" in _reason(chosen)
+
+
+def test_a_raised_engine_cap_lets_each_replica_run_more(capsys) -> None:  # type: ignore[no-untyped-def]
+    """--max-num-seqs (vLLM's max_num_seqs) is the cap the chooser respects: at 2,048 a replica, 100,000 gpt-oss-20b
+    users need fewer H100s than at the default 1,024; a cap above the engine's token budget is refused in one line,
+    as vLLM refuses to start (SchedulerConfig: max_num_batched_tokens must be at least max_num_seqs)."""
+    from cli_runner import run, run_json
+
+    default = run_json(capsys, "plan", "gpt-oss-20b", "--gpu", "h100", "--concurrency", "100000")["layout"]["gpus"]
+    raised = run_json(capsys, "plan", "gpt-oss-20b", "--gpu", "h100", "--concurrency", "100000",
+                      "--max-num-seqs", "2048")
+    assert raised["layout"]["gpus"] < default
+    assert raised["layout"]["dp"] * 2048 >= 100_000
+    code, _, err = run(capsys, "plan", "gpt-oss-20b", "--gpu", "h100", "--concurrency", "9000", "--max-num-seqs",
+                       "9000")
+    assert code == 2 and "max-num-seqs 9,000 exceeds the engine's max-num-batched-tokens 8,192" in err

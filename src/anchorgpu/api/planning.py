@@ -33,6 +33,7 @@ def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
         lora_rank=request.lora_rank, lora_targets=tuple(dict.fromkeys(request.lora_targets)),
         resolution=_resolution(request.resolution), images=request.images, vae_tiling=request.vae_tiling,
         train_precision=request.train_precision, max_num_batched_tokens=request.max_num_batched_tokens,
+        max_num_seqs=request.max_num_seqs,
         global_batch_tokens=request.global_batch, prompt_tokens=request.prompt, output_tokens=request.output_tokens,
         images_per_request=request.images_per_request, image_resolution=_resolution(request.image_resolution),
     )
@@ -111,7 +112,8 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
         raise InvalidWorkload(f"images, resolution and vae_tiling apply to diffusion pipelines; {request.model} is a "
                               "language model")
     workload = Workload(task=request.task, context_tokens=request.context, concurrency=request.concurrency,
-                        micro_batch=request.micro_batch, seq_tokens=request.seq, train_precision=request.train_precision)
+                        micro_batch=request.micro_batch, seq_tokens=request.seq, train_precision=request.train_precision,
+                        max_num_seqs=request.max_num_seqs)
     spec = SweepSpec(
         workload=workload,
         weights=tuple(dict.fromkeys(w.strip() for w in (request.weights or "").split(",") if w.strip())),

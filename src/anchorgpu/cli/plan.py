@@ -329,6 +329,7 @@ def plan_command(
     image_resolution: str | None = typer.Option(None, "--image-resolution", help="Image WIDTHxHEIGHT in pixels (default: the model's native resolution)."),
     gpu_memory_utilization: float = typer.Option(0.9, "--gpu-memory-utilization", help="Serving engine's share of GPU memory."),
     max_num_batched_tokens: int | None = typer.Option(None, "--max-num-batched-tokens", help="Engine prefill budget."),
+    max_num_seqs: int | None = typer.Option(None, "--max-num-seqs", help="Engine sequence cap, vLLM's max_num_seqs (default 1,024 on GPUs of 70 GiB or more but the A100, else 256): a serving replica runs at most this many at once."),
     allow_long_context: bool = typer.Option(False, "--allow-long-context", help="Allow a context beyond the model's limit."),
     prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens per request; without --context each sequence is prompt + output."),
     output_tokens: int | None = typer.Option(None, "--output-tokens", help="Output tokens per request."),
@@ -348,7 +349,8 @@ def plan_command(
     from anchorgpu.validation import bounded_int
 
     for value, field in ((concurrency, "concurrency"), (output_tokens, "output_tokens"), (micro_batch, "micro_batch"),
-                         (lora_rank, "lora_rank"), (max_num_batched_tokens, "max_num_batched_tokens"), (images, "images")):
+                         (lora_rank, "lora_rank"), (max_num_batched_tokens, "max_num_batched_tokens"), (max_num_seqs, "max_num_seqs"),
+                         (images, "images")):
         bounded_int(value, field=field)  # the API's bounds (anchorgpu.validation.LIMITS), before any work
     spec = load_model(model, offline=offline)
     gpu_spec = get_gpu(gpu) if gpu is not None else None
@@ -357,7 +359,7 @@ def plan_command(
         task=task,  # type: ignore[arg-type]  # validated by the planner with a one-line reason
         context_tokens=parse_tokens(context, field="context"), concurrency=concurrency,
         allow_long_context=allow_long_context, gpu_memory_utilization=gpu_memory_utilization,
-        max_num_batched_tokens=max_num_batched_tokens, micro_batch=micro_batch,
+        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, micro_batch=micro_batch,
         seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute,  # type: ignore[arg-type]
         optimizer=optimizer,  # type: ignore[arg-type]
         train_precision=train_precision if train_precision in ("mixed", "bf16-true", "fp8", "fp4") else _bad(  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner._frozen import fast_init
 from anchorgpu.units import GIB, MIB
 
@@ -196,9 +197,16 @@ def engine_limits(workload: Workload, *, large_gpu: bool) -> tuple[int, int]:
     ((8192, 1024), (2048, 64))
     >>> engine_limits(Workload(max_num_batched_tokens=512), large_gpu=True)
     (512, 512)
+    >>> engine_limits(Workload(max_num_seqs=4096), large_gpu=False)
+    Traceback (most recent call last):
+    ...
+    anchorgpu.errors.InvalidWorkload: max-num-seqs 4,096 exceeds the engine's max-num-batched-tokens 2,048: vLLM refuses to start that way (raise --max-num-batched-tokens)
     """
     tokens = workload.max_num_batched_tokens or (8192 if large_gpu else 2048)
     seqs = workload.max_num_seqs or min(1024 if large_gpu else 256, tokens)
+    if seqs > tokens:
+        raise InvalidWorkload(f"max-num-seqs {seqs:,} exceeds the engine's max-num-batched-tokens {tokens:,}: vLLM "
+                              "refuses to start that way (raise --max-num-batched-tokens)")
     return tokens, seqs
 
 
