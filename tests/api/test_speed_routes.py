@@ -55,6 +55,8 @@ def test_the_api_takes_the_engine_sequence_cap(client: TestClient) -> None:
     assert raised.json()["performance"]["saturation_concurrency"] >= 1500
     bad = client.post("/v1/plan", json={**base, "max_num_seqs": 0})
     assert bad.status_code == 422
+    above = client.post("/v1/plan", json={**base, "max_num_seqs": 9000, "max_num_batched_tokens": 8192})
+    assert above.status_code == 422 and "vLLM refuses to start" in above.json()["detail"]
     rec = client.post("/v1/recommend", json={"model": "gpt-oss-20b", "concurrency": 1500, "max_num_seqs": 2048,
                                              "top": 1})
     assert rec.status_code == 200, rec.text[-300:]

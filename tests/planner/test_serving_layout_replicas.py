@@ -80,5 +80,9 @@ def test_a_raised_engine_cap_lets_each_replica_run_more(capsys) -> None:  # type
     assert raised["layout"]["gpus"] < default
     assert raised["layout"]["dp"] * 2048 >= 100_000
     code, _, err = run(capsys, "plan", "gpt-oss-20b", "--gpu", "h100", "--concurrency", "9000", "--max-num-seqs",
-                       "9000")
-    assert code == 2 and "max-num-seqs 9,000 exceeds the engine's max-num-batched-tokens 8,192" in err
+                       "9000", "--max-num-batched-tokens", "8192")
+    assert code == 2 and "max-num-seqs 9,000 exceeds max-num-batched-tokens 8,192" in err
+    # given alone, a cap above the default budget raises the budget with it, as vLLM needs
+    alone = run_json(capsys, "plan", "gpt-oss-20b", "--gpu", "h100", "--gpus", "8", "--concurrency", "9000",
+                     "--max-num-seqs", "9000")
+    assert any("max_num_batched_tokens 9000, max_num_seqs 9000" in a for a in alone["assumptions"])

@@ -25,7 +25,9 @@ def _resolution(text: str | None) -> tuple[int, int] | None:
 def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
     """(Workload, PrecisionPlan, Layout) for the request; defaults left to the planner (it states them)."""
     from anchorgpu.planner import Layout, PrecisionPlan, Workload
+    from anchorgpu.planner.inputs import check_engine_caps
 
+    check_engine_caps(request.max_num_seqs, request.max_num_batched_tokens)
     workload = Workload(
         task=request.task, context_tokens=request.context, concurrency=request.concurrency,
         allow_long_context=request.allow_long_context, gpu_memory_utilization=request.gpu_memory_utilization,

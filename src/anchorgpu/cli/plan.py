@@ -346,12 +346,14 @@ def plan_command(
     from anchorgpu.architectures import load_model
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan, plan_to_json
+    from anchorgpu.planner.inputs import check_engine_caps
     from anchorgpu.validation import bounded_int
 
     for value, field in ((concurrency, "concurrency"), (output_tokens, "output_tokens"), (micro_batch, "micro_batch"),
                          (lora_rank, "lora_rank"), (max_num_batched_tokens, "max_num_batched_tokens"), (max_num_seqs, "max_num_seqs"),
                          (images, "images")):
         bounded_int(value, field=field)  # the API's bounds (anchorgpu.validation.LIMITS), before any work
+    check_engine_caps(max_num_seqs, max_num_batched_tokens)
     spec = load_model(model, offline=offline)
     gpu_spec = get_gpu(gpu) if gpu is not None else None
     targets = tuple(t.strip() for t in lora_targets.split(",") if t.strip())

@@ -191,23 +191,32 @@ def engine_limits(workload: Workload, *, large_gpu: bool) -> tuple[int, int]:
     8,192 tokens and 1,024 sequences where :func:`large_engine_defaults` (GPUs of at least 70 GiB but the A100),
     2,048 and 256 elsewhere (vLLM ``arg_utils._set_default_args``). The default sequence cap is at most the token budget: vLLM's scheduler
     refuses to start with ``max_num_batched_tokens < max_num_seqs`` (``SchedulerConfig._verify_args``), so a
-    budget of 512 tokens runs at most 512 sequences.
+    budget of 512 tokens runs at most 512 sequences, and a cap given above the default budget raises the budget to it.
 
     >>> engine_limits(Workload(), large_gpu=True), engine_limits(Workload(max_num_seqs=64), large_gpu=False)
     ((8192, 1024), (2048, 64))
     >>> engine_limits(Workload(max_num_batched_tokens=512), large_gpu=True)
     (512, 512)
-    >>> engine_limits(Workload(max_num_seqs=4096), large_gpu=False)
+    >>> engine_limits(Workload(max_num_seqs=4096), large_gpu=False)  # the budget follows a larger cap
+    (4096, 4096)
+    """
+    tokens = workload.max_num_batched_tokens or max(8192 if large_gpu else 2048, workload.max_num_seqs or 0)
+    seqs = workload.max_num_seqs or min(1024 if large_gpu else 256, tokens)
+    return tokens, seqs
+
+
+def check_engine_caps(max_num_seqs: int | None, max_num_batched_tokens: int | None) -> None:
+    """Refuse a sequence cap above the token budget a user gave with it: vLLM's scheduler refuses to start that way
+    (``SchedulerConfig._verify_args``). Without a budget, :func:`engine_limits` raises the default one to the cap.
+
+    >>> check_engine_caps(9000, 8192)
     Traceback (most recent call last):
     ...
-    anchorgpu.errors.InvalidWorkload: max-num-seqs 4,096 exceeds the engine's max-num-batched-tokens 2,048: vLLM refuses to start that way (raise --max-num-batched-tokens)
+    anchorgpu.errors.InvalidWorkload: max-num-seqs 9,000 exceeds max-num-batched-tokens 8,192: vLLM refuses to start that way
     """
-    tokens = workload.max_num_batched_tokens or (8192 if large_gpu else 2048)
-    seqs = workload.max_num_seqs or min(1024 if large_gpu else 256, tokens)
-    if seqs > tokens:
-        raise InvalidWorkload(f"max-num-seqs {seqs:,} exceeds the engine's max-num-batched-tokens {tokens:,}: vLLM "
-                              "refuses to start that way (raise --max-num-batched-tokens)")
-    return tokens, seqs
+    if max_num_seqs is not None and max_num_batched_tokens is not None and max_num_seqs > max_num_batched_tokens:
+        raise InvalidWorkload(f"max-num-seqs {max_num_seqs:,} exceeds max-num-batched-tokens "
+                              f"{max_num_batched_tokens:,}: vLLM refuses to start that way")
 
 
 # Serving without --context plans each sequence at the model's window, up to this many tokens (2^20). Llama 4
