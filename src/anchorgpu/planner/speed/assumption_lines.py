@@ -44,7 +44,9 @@ def training_expert_parallel_line(ep: int, tp: int, dp: int, cp: int, k: int, se
                                   overlap: float | None = None) -> str:
     """How a training layout with expert parallelism is timed (:func:`~anchorgpu.planner.speed.training`);
     ``overlap``: the exposed share of the all-to-alls when they are overlapped (``--ep-overlap``), else None."""
-    group = max(1, tp * dp * cp // ep)
+    from anchorgpu.planner.memory import expert_data_parallel
+
+    group = expert_data_parallel(tp=tp, dp=dp, cp=cp, ep=ep)
     across = ep > server_gpus
     return (f"expert parallelism EP {ep}: each GPU holds 1/{ep} of its stage's routed experts, not split by TP; each "
             f"MoE layer dispatches and combines each token's {k} routed cop{'y' if k == 1 else 'ies'} over {ep} "

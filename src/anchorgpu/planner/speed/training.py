@@ -38,6 +38,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init, memo_on_frozen
+from anchorgpu.planner.memory import expert_data_parallel
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.experts import expert_rows_factor, moe_product_shares
 from anchorgpu.planner.speed.flops import (
@@ -416,7 +417,7 @@ def _held_params(model: ModelSpec, lay: TrainLayout) -> tuple[float, float, int]
         return model.params_total / split, 0.0, 1
     experts = model.params.experts
     return ((model.params_total - experts) / split, experts / (lay.pp * lay.ep),
-            max(1, lay.tp * lay.dp * lay.cp // lay.ep))
+            expert_data_parallel(tp=lay.tp, dp=lay.dp, cp=lay.cp, ep=lay.ep))
 
 
 _layout_terms = memo_on_frozen(_compute_layout_terms, frozen=3)
