@@ -131,7 +131,7 @@ def step_parts(text: PageText) -> dict[str, str]:
             "pp_bubble": text.gettext("PP bubble"), "pp_p2p": text.gettext("PP transfers"),
             "cp_comm": text.gettext("CP communication"), "dp_sync": text.gettext("DP gradient sync"),
             "fsdp_comm": text.gettext("FSDP gathers"), "ep_alltoall": text.gettext("EP all-to-all"),
-            "optimizer": text.gettext("optimizer step")}
+            "moe_launch": text.gettext("MoE expert launches"), "optimizer": text.gettext("optimizer step")}
 
 
 def apply_change(values: dict[str, Any], change: str) -> str | None:

@@ -14,7 +14,7 @@ from anchorgpu.planner.speed.calibration import Calibration, stack_of
 from anchorgpu.planner.speed.evidence import STACK_NAMES
 from anchorgpu.planner.speed.launches import LayerLaunches, launch_ratio, launches_per_layer
 
-__all__ = ["expert_parallel_line", "launches_line", "serving_constants_line", "serving_line", "step_line"]
+__all__ = ["expert_launch_line", "expert_parallel_line", "launches_line", "serving_constants_line", "serving_line", "step_line"]
 
 
 @memo_on_frozen
@@ -60,6 +60,15 @@ def training_expert_parallel_line(ep: int, tp: int, dp: int, cp: int, k: int, se
                "--overlap-moe-expert-parallel-comm or DeepSeek's DualPipe)")
             + f"; expert gradients are reduced over the {group} GPU{'s' if group > 1 else ''} holding the same "
             "experts; even routing assumed (a skewed router makes the busiest GPU the step's pace)")
+
+
+@lru_cache(maxsize=256)
+def expert_launch_line(local_experts: float, gemms: int, host_s_per_gemm: float, per_micro_s: float) -> str:
+    """The host time a MoE training step waits for (:func:`~anchorgpu.planner.speed.training.expert_launch_s`)."""
+    return (f"MoE launches: {local_experts:g} routed experts a GPU x {gemms} products each per MoE layer and "
+            f"micro-batch, {host_s_per_gemm * 1e6:.0f} us of host time a product (calibrated on Megatron-Bridge's MoE "
+            f"runs), {per_micro_s:.3g} s a micro-batch the GPU waits for after each layer's tokens-per-expert sync; "
+            "more expert parallelism (fewer experts a GPU), CUDA graphs or a fused grouped product shrink it")
 
 
 @lru_cache(maxsize=1024)

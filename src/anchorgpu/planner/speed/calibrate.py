@@ -44,9 +44,11 @@ FITTED: dict[str, tuple[str, ...]] = {
     "serve": ("decode_mbu", "serve_matmul_efficiency", "serve_matmul_half_width", "roofline_exponent", "per_step_s",
               "per_layer_step_s", "fp4_matmul_efficiency"),
     "serve-moe": ("moe_expert_half_tokens",),
+    "train-moe": ("moe_host_s_per_expert_gemm",),
 }
 """Each group is fitted on its own rows (:func:`_group_rows`): training, dense serving, and the MoE serving rows,
-which fit only the MoE term (so a mixture of experts' rows never move a dense model's figures)."""
+which fit only the MoE term (so a mixture of experts' rows never move a dense model's figures), and the MoE training
+rows, which fit only the host time of the experts' launches (``training.expert_launch_s``)."""
 BOUNDS: dict[str, tuple[float, float]] = {
     # physical limits, not tuning: no kernel beats the datasheet, achieved HBM bandwidth tops out near 93%
     # (STREAM-like copies on H100/MI300X), a kernel launch costs microseconds, a step's fixed cost is below 20 ms
@@ -57,6 +59,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "per_layer_step_s": (2e-6, 6e-5), "scaleup_latency_s": (5e-6, 2e-4),
     # a grouped GEMM's tile is 64-256 rows; from one row an expert to far more than a step's tokens
     "moe_expert_half_tokens": (1.0, 2048.0),
+    # a kernel launch through PyTorch costs microseconds; a product with its FP8 quantisation and allocations some tens
+    "moe_host_s_per_expert_gemm": (1e-6, 1e-3),
 }
 
 

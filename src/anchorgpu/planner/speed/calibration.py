@@ -63,6 +63,9 @@ class StackConstants:
     tiles poorly), fitted on MoE serving rows alone. Training reads the same falloff for its grouped expert products
     (an EP group's tokens meet at each expert, ``tokens * ep * k / E`` rows a micro-batch); no training row is
     fitted, so expert parallelism's larger products are a benefit the layout chooser sees, not a tuned one.
+    ``moe_host_s_per_expert_gemm``: host seconds per product a local expert launches in a training micro-batch, which
+    the GPU waits for after a dropless MoE layer's tokens-per-expert sync (``training.expert_launch_s``), fitted on
+    every third Megatron-Bridge MoE training row alone.
     """
 
     train_matmul_efficiency: float
@@ -79,6 +82,7 @@ class StackConstants:
     per_layer_step_s: float
     scaleup_latency_s: float
     moe_expert_half_tokens: float = 0.0
+    moe_host_s_per_expert_gemm: float = 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -26,6 +26,7 @@ from anchorgpu.planner.inputs import (
     large_engine_defaults,
 )
 from anchorgpu.planner.speed.assumption_lines import (
+    expert_launch_line,
     expert_parallel_line,
     launches_line,
     serving_constants_line,
@@ -51,7 +52,12 @@ from anchorgpu.planner.speed.links import (
     peak_for,
 )
 from anchorgpu.planner.speed.serving import ServingSetup, serving_estimate
-from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
+from anchorgpu.planner.speed.training import (
+    DEFAULT_GLOBAL_BATCH_TOKENS,
+    TrainLayout,
+    expert_gemms_per_layer,
+    training_step,
+)
 
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
@@ -292,6 +298,11 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
         assumptions.append(training_expert_parallel_line(
             lay.ep, lay.tp, lay.dp, lay.cp, model.moe.experts_per_token, SERVER_GPUS,
             cal.overlap_exposed_fraction if lay.ep_overlap else None))
+    launch_s = st.breakdown_s.get("moe_launch", 0.0)
+    if model.moe is not None and launch_s > 0:
+        assumptions.append(expert_launch_line(
+            model.moe.num_experts / lay.ep, expert_gemms_per_layer(kind, w.recompute or "none"),
+            k.moe_host_s_per_expert_gemm, launch_s / st.microbatches))
     if lay.pp > 1:
         assumptions.append(f"pipeline bubble (p-1)/v = {lay.pp - 1}/{lay.virtual_stages} micro-batch times per step "
                            f"({st.bubble_fraction:.1%} of it)")

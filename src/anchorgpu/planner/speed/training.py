@@ -63,6 +63,8 @@ __all__ = [
     "AttentionKernel",
     "BREAKDOWN_KEYS",
     "DEFAULT_GLOBAL_BATCH_TOKENS",
+    "expert_gemms_per_layer",
+    "expert_launch_s",
     "TrainLayout",
     "TrainSplit",
     "TrainingStep",
@@ -77,7 +79,7 @@ DEFAULT_GLOBAL_BATCH_TOKENS = 4 * 2**20
 (Touvron et al. 2023, section 2.2; GPT-3 used 0.5-3.2M, Brown et al. 2020 Table 2.1)."""
 
 BREAKDOWN_KEYS = ("compute", "tp_comm", "pp_bubble", "pp_p2p", "cp_comm", "dp_sync", "fsdp_comm", "ep_alltoall",
-                  "optimizer")
+                  "moe_launch", "optimizer")
 
 
 @fast_init
@@ -226,7 +228,7 @@ def training_step(
     breakdown = {
         "compute": m * b.compute_s, "tp_comm": m * b.tp_s, "pp_bubble": b.bubble_s,
         "pp_p2p": m * 2 * b.p2p_s if lay.pp > 1 else 0.0, "cp_comm": m * b.cp_s, "dp_sync": b.sync_s,
-        "fsdp_comm": m * b.fsdp_s, "ep_alltoall": m * b.ep_s, "optimizer": b.optimizer_s,
+        "fsdp_comm": m * b.fsdp_s, "ep_alltoall": m * b.ep_s, "moe_launch": m * b.launch_s, "optimizer": b.optimizer_s,
     }
     step_s = sum(breakdown.values())
     tokens_step = m * lay.dp * micro_batch * seq_tokens
@@ -254,6 +256,7 @@ class _LayoutTerms:
     tp_s: float
     cp_s: float
     ep_s: float
+    launch_s: float
     fsdp_s: float
     p2p_s: float  # one stage-to-stage transfer (0.0 without pipeline stages)
     bubble_s: float  # per step, as the ones below
@@ -337,6 +340,7 @@ def _compute_layout_terms(
             gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s, efficiency=cal.link_efficiency)
         if lay.ep_overlap:  # beside another micro-batch's computation: the stated exposed share, as TP overlap's
             ep_s *= cal.overlap_exposed_fraction
+    launch_s = expert_launch_s(model, lay, stage_layers, k.moe_host_s_per_expert_gemm, kind=kind, recompute=recompute)
 
     # sharded data parallelism: parameters gathered and gradients scattered in every micro-batch. Under expert
     # parallelism a GPU holds 1/ep of its stage's routed experts, and their gradients are reduced over the GPUs
@@ -354,7 +358,7 @@ def _compute_layout_terms(
                                        efficiency=cal.link_efficiency)
         fsdp_s = max(0.0, gather - compute_s) + 2 * stage_layers * dp_link.latency_s
 
-    per_micro = compute_s + tp_s + cp_s + ep_s + fsdp_s
+    per_micro = compute_s + tp_s + cp_s + ep_s + launch_s + fsdp_s
 
     # pipeline: bubble, and stage-to-stage transfers: one forward and one backward per micro-batch on the
     # critical path (interleaved chunks overlap their other transfers with compute, as Megatron-LM does)
@@ -386,8 +390,46 @@ def _compute_layout_terms(
 
     return _LayoutTerms(
         choice=choice, model_flops_per_token=model_f, hardware_flops_per_token=hw_f, compute_s=compute_s, tp_s=tp_s,
-        cp_s=cp_s, ep_s=ep_s, fsdp_s=fsdp_s, p2p_s=p2p_one, bubble_s=bubble_s, sync_s=sync_s, optimizer_s=opt_s,
+        cp_s=cp_s, ep_s=ep_s, launch_s=launch_s, fsdp_s=fsdp_s, p2p_s=p2p_one, bubble_s=bubble_s, sync_s=sync_s, optimizer_s=opt_s,
         ceiling_tokens_per_s=lay.gpus * choice.flops_per_s / model_f)
+
+
+def expert_gemms_per_layer(kind: TrainKind = "full", recompute: Recompute = "none") -> int:
+    """Products one local expert runs per MoE layer and micro-batch: its two (gate/up and down) forward, their two
+    input gradients backward, their two weight gradients when the experts train (not under LoRA, whose experts are
+    frozen), and the forward pair again under full recompute.
+
+    >>> expert_gemms_per_layer(), expert_gemms_per_layer("lora"), expert_gemms_per_layer(recompute="full")
+    (6, 4, 8)
+    """
+    return 2 + 2 + (2 if kind == "full" else 0) + (2 if recompute == "full" else 0)
+
+
+def expert_launch_s(model: ModelSpec, lay: TrainSplit, stage_layers: float, host_s_per_gemm: float, *,
+                    kind: TrainKind = "full", recompute: Recompute = "none") -> float:
+    """Host time of one micro-batch's routed-expert products on the busiest rank, which the GPU waits for.
+
+    A dropless MoE layer learns how many tokens each of its experts got only on the host (a device-to-host copy
+    of the counts, which empties the GPU's queue), and Transformer Engine's grouped product then launches one
+    product per local expert (multi-stream cuBLAS; Megatron-LM's DeepSeek-V3 GB200 guide), each with its own
+    quantisation and allocations under FP8. So each layer costs ``local experts x products x host seconds per
+    product`` beyond its arithmetic, seconds that grow with the experts a GPU holds (``E / ep``; all of them, sliced
+    by TP, without EP) and that no bigger micro-batch amortises. ``host_s_per_gemm`` is fitted on MoE training rows
+    (calibration ``moe_host_s_per_expert_gemm``); 0 for a dense model.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> m = load_model("qwen3-30b-a3b")  # 128 experts in each of 48 layers
+    >>> round(expert_launch_s(m, TrainLayout(gpus=8, dp=8, ep=8), 48, 50e-6), 4)  # 16 experts a GPU, 6 products each
+    0.2304
+    >>> expert_launch_s(load_model("llama-3.1-8b"), TrainLayout(gpus=8, dp=8), 32, 50e-6)
+    0.0
+    """
+    moe = model.moe
+    if moe is None or host_s_per_gemm <= 0:
+        return 0.0
+    local_experts = moe.num_experts / lay.ep
+    moe_layers = stage_layers * moe.num_moe_layers / model.num_layers
+    return moe_layers * local_experts * expert_gemms_per_layer(kind, recompute) * host_s_per_gemm
 
 
 def _hopper_or_newer(gpu: GpuSpec) -> bool:
