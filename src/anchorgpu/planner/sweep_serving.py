@@ -30,7 +30,7 @@ from anchorgpu.planner.formats import ModelParts, format_for_model, model_weight
 from anchorgpu.planner.inputs import KV_CACHE_DTYPES, Workload, engine_limits, large_engine_defaults
 from anchorgpu.planner.speed.calibration import StackConstants, calibrated
 from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_matmul_params
-from anchorgpu.planner.speed.launches import launch_ratio
+from anchorgpu.planner.speed.launches import is_block_fp8, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, peak_for, tp_link
 from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
 
@@ -211,8 +211,11 @@ class _Ticks:
         mm_eff = _per_format(mm_eff_sw[s] * (width_l / (width_l + half_l))[:, None])
         self.peak_eff = _per_format(_peaks(shapes, precisions)[s]) * mm_eff  # the products' achieved peak
         # fixed cost per pipeline tick: the step's, and the launches of the stage's layers (speed.serving)
-        self.fixed = (per_layout(lambda k: k.per_step_s) + model.num_layers / lay.pp
-                      * per_layout(lambda k: k.per_layer_step_s) * launch_ratio(model, cal.launches))
+        # (a checkpoint FP8 in blocks launches a quantisation before each product: per format)
+        ratio_w = np.array([launch_ratio(model, cal.launches, block_fp8=is_block_fp8(format_for_model(model, name).name))
+                            for name in weights])
+        self.fixed = per_layout(lambda k: k.per_step_s) + _per_format(
+            (model.num_layers / lay.pp * per_layout(lambda k: k.per_layer_step_s))[:, None] * ratio_w[None, :])
         bf16 = np.array([peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[s]
         self.attention_rate = bf16 * per_layout(lambda k: k.attention_efficiency)
         kv_read = kv.read_bytes * kv.stage_layers / kv.n_layers

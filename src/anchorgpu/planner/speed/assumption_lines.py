@@ -18,16 +18,17 @@ __all__ = ["expert_launch_line", "expert_parallel_line", "launches_line", "servi
 
 
 @memo_on_frozen
-def launches_line(model: ModelSpec, launches: LayerLaunches) -> str:
+def launches_line(model: ModelSpec, launches: LayerLaunches, block_fp8: bool = False) -> str:
     """How the fixed cost per layer scales for an architecture whose layers launch more kernels than a Llama layer's
-    (empty for a Llama-style layer, which the fitted cost is)."""
-    ratio = launch_ratio(model, launches)
+    (empty for a Llama-style layer, which the fitted cost is); ``block_fp8``: weights FP8 in blocks."""
+    ratio = launch_ratio(model, launches, block_fp8=block_fp8)
     if ratio == 1.0:
         return ""
     return (f"fixed cost per layer {ratio:.2f}x a Llama layer's: a decode step launches "
-            f"{launches_per_layer(model, launches):.1f} kernels per layer of {model.name} against {launches.reference} "
-            "(multi-head latent attention, MoE routing and grouped products, shared experts; counts read from vLLM's "
-            "model code)")
+            f"{launches_per_layer(model, launches, block_fp8=block_fp8):.1f} kernels per layer of {model.name} against "
+            f"{launches.reference} (multi-head latent attention, MoE routing and grouped products, shared experts"
+            + ("; weights FP8 in blocks quantise each product's input first" if block_fp8 else "")
+            + "; counts read from vLLM's model code)")
 
 
 @lru_cache(maxsize=64)

@@ -45,6 +45,7 @@ from anchorgpu.planner.speed.calibration import (
 )
 from anchorgpu.planner.speed.evidence import evidence_kind, evidence_section
 from anchorgpu.planner.speed.flops import TrainKind
+from anchorgpu.planner.speed.launches import is_block_fp8
 from anchorgpu.planner.speed.links import (
     compute_precision_for_training,
     compute_precision_for_weights,
@@ -144,7 +145,7 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
         weights_bytes_per_gpu=float(plan.per_gpu.weights_bytes), kv_bytes_per_sequence_per_gpu=float(kv_seq),
         precision=compute_precision_for_weights(plan.precision.weights or "bf16"), tp=lay.tp, pp=lay.pp,
         replicas=lay.dp, max_num_batched_tokens=(limits or _engine_limits(plan))[0], gpus_per_server=SERVER_GPUS,
-        graph_batch_sizes=graph_batch_sizes, ep=lay.ep)
+        graph_batch_sizes=graph_batch_sizes, ep=lay.ep, block_fp8=is_block_fp8(plan.precision.weights))
 
 
 def _engine_limits(plan: Plan) -> tuple[int, int]:
@@ -220,7 +221,7 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
     assumptions.append(serving_line(conc, prompt, output, sat, full, limits[1]))
     assumptions.append(serving_constants_line(plan.gpu, cal, setup.precision))
     _evidence(plan.gpu, evidence_kind("serve", serving_band_kind(model, plan.layout.pp)), cal, out, assumptions)
-    launches = launches_line(model, cal.launches)
+    launches = launches_line(model, cal.launches, setup.block_fp8)
     if launches:
         assumptions.append(launches)
     if model.moe is not None and setup.ep > setup.tp:

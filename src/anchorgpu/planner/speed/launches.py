@@ -5,8 +5,11 @@ products: kernel launches and the synchronisation between them, which bound one-
 launch more kernels a layer - multi-head latent attention projects through a compressed latent with its own norms,
 a mixture of experts routes, sorts and combines its tokens around two grouped products, and shared experts add a
 small MLP of their own - so their fixed cost is the fitted one scaled by the ratio of the kernels their layers launch
-to a Llama layer's. The counts are stated in ``data/calibration.json`` (``kernel_launches_per_layer``) with the engine
-code they were read from; none of them is fitted.
+to a Llama layer's. A checkpoint whose weights are FP8 in blocks (DeepSeek's 128 x 128 recipe) adds one more kernel
+before each of a layer's products: the engines quantise its input per 128-value group first (vLLM's and SGLang's
+``apply_w8a8_block_fp8_linear`` calls ``per_token_group_quant_fp8``, then the block-scaled product; their fused MoE
+does the same before each grouped product). The counts are stated in ``data/calibration.json``
+(``kernel_launches_per_layer``) with the engine code they were read from; none of them is fitted.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from dataclasses import dataclass
 
 from anchorgpu.architectures.spec import ModelSpec
 
-__all__ = ["LayerLaunches", "launch_ratio", "launches_per_layer"]
+__all__ = ["LayerLaunches", "is_block_fp8", "launch_ratio", "launches_per_layer"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -28,6 +31,13 @@ class LayerLaunches:
     mlp: int = 4  # norm, fused gate/up product, activation, down product
     moe: int = 8  # norm, router product, top-k, token sort, two grouped products, activation, combine
     shared_experts: int = 3  # fused gate/up product, activation, down product
+    # products per block whose input a block-scaled FP8 checkpoint quantises first, and the kernels that takes
+    attention_products: int = 2  # fused QKV, output
+    mla_attention_products: int = 3  # fused q_a/kv_a, q_b, output (the absorbed latent products stay 16-bit)
+    mlp_products: int = 2  # fused gate/up, down
+    moe_products: int = 2  # the two grouped products
+    shared_experts_products: int = 2  # fused gate/up, down
+    block_fp8_quant: int = 1  # per_token_group_quant_fp8 before each product
 
     @property
     def reference(self) -> int:
@@ -35,31 +45,51 @@ class LayerLaunches:
         return self.attention + self.mlp
 
 
-def launches_per_layer(model: ModelSpec, launches: LayerLaunches) -> float:
-    """The kernels an average layer of ``model`` launches in a decode step.
+def launches_per_layer(model: ModelSpec, launches: LayerLaunches, *, block_fp8: bool = False) -> float:
+    """The kernels an average layer of ``model`` launches in a decode step; ``block_fp8``: its weights are FP8 in
+    blocks, so each product's input is quantised by a kernel of its own first.
 
     >>> from anchorgpu.architectures import load_model
     >>> counts = LayerLaunches()
     >>> launches_per_layer(load_model("llama-3.1-8b"), counts), launches_per_layer(load_model("qwen3-30b-a3b"), counts)
     (9.0, 13.0)
-    >>> round(launches_per_layer(load_model("deepseek-r1"), counts), 2)  # 3 dense layers, 58 with routed + shared
-    20.66
+    >>> r1 = load_model("deepseek-r1")  # 3 dense layers, 58 with routed + shared experts
+    >>> round(launches_per_layer(r1, counts), 2), round(launches_per_layer(r1, counts, block_fp8=True), 2)
+    (20.66, 27.56)
     """
-    attention = launches.mla_attention if model.mla is not None else launches.attention
+    mla = model.mla is not None
+    attention = launches.mla_attention if mla else launches.attention
+    mlp = launches.mlp
+    moe_block = launches.moe + (launches.shared_experts if model.moe and model.moe.num_shared_experts else 0)
+    if block_fp8:
+        quant = launches.block_fp8_quant
+        attention += quant * (launches.mla_attention_products if mla else launches.attention_products)
+        mlp += quant * launches.mlp_products
+        moe_block += quant * (launches.moe_products + (launches.shared_experts_products
+                                                       if model.moe and model.moe.num_shared_experts else 0))
     moe = model.moe
     if moe is None:
-        return float(attention + launches.mlp)
-    moe_block = launches.moe + (launches.shared_experts if moe.num_shared_experts else 0)
+        return float(attention + mlp)
     dense_layers = model.num_layers - moe.num_moe_layers
-    return attention + (moe.num_moe_layers * moe_block + dense_layers * launches.mlp) / model.num_layers
+    return attention + (moe.num_moe_layers * moe_block + dense_layers * mlp) / model.num_layers
 
 
-def launch_ratio(model: ModelSpec, launches: LayerLaunches) -> float:
-    """How many times a Llama layer's fixed cost one layer of ``model`` costs: 1.0 for a Llama-style dense model.
+def launch_ratio(model: ModelSpec, launches: LayerLaunches, *, block_fp8: bool = False) -> float:
+    """How many times a Llama layer's fixed cost one layer of ``model`` costs: 1.0 for a Llama-style dense model in
+    16-bit or per-tensor FP8 (what ``per_layer_step_s`` is fitted on).
 
     >>> from anchorgpu.architectures import load_model
     >>> launch_ratio(load_model("llama-3.1-70b"), LayerLaunches()), round(launch_ratio(load_model("gpt-oss-120b"),
     ...                                                                                 LayerLaunches()), 3)
     (1.0, 1.444)
     """
-    return launches_per_layer(model, launches) / launches.reference
+    return launches_per_layer(model, launches, block_fp8=block_fp8) / launches.reference
+
+
+def is_block_fp8(weights: str | None) -> bool:
+    """Weights FP8 in blocks (``fp8-block128x128``, DeepSeek's recipe), whose products quantise their input first.
+
+    >>> is_block_fp8("fp8-block128x128"), is_block_fp8("fp8"), is_block_fp8(None)
+    (True, False, False)
+    """
+    return bool(weights) and str(weights).startswith("fp8-block")

@@ -91,6 +91,7 @@ class ServingSetup:
     gpus_per_server: int = 8
     graph_batch_sizes: tuple[int, ...] = ()  # captured decode graphs that pad a batch up (empty: no padding)
     ep: int = 1  # MoE: the GPUs a layer's routed experts are split over (1: split with TP)
+    block_fp8: bool = False  # weights FP8 in blocks: each product quantises its input first (a launch more)
 
 
 @fast_init
@@ -193,7 +194,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
     return _StepConstants(
         matmul_params=float(forward_matmul_params(model)), link=link, pp_link=pp_link,
         fixed_s=0.0 if ideal else (k.per_step_s + model.num_layers / setup.pp * k.per_layer_step_s
-                                   * launch_ratio(model, cal.launches)),
+                                   * launch_ratio(model, cal.launches, block_fp8=setup.block_fp8)),
         elementwise_s_per_token=(0.0 if ideal else model.num_layers / setup.pp * k.elementwise_bytes_per_hidden / 3.0
                                  * model.hidden_size / setup.tp / bw),
         knee=1e3 if ideal else k.roofline_exponent,
