@@ -1,5 +1,5 @@
 """The host time a MoE training step waits for: one product launched per expert a GPU holds, after each MoE layer's
-tokens-per-expert sync (``training.expert_launch_s``; calibration ``moe_host_s_per_expert_gemm``, fitted on every
+tokens-per-expert sync (``experts.expert_launch_s``; calibration ``moe_host_s_per_expert_gemm``, fitted on every
 third MoE row of Megatron-Bridge's pre-training table, NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md,
 commit 00b7660, the rest held out).
 
@@ -22,14 +22,9 @@ from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner.speed import calibrate
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.estimate import plan_performance
+from anchorgpu.planner.speed.experts import expert_gemms_per_layer, expert_launch_s
 from anchorgpu.planner.speed.runs import Run, load_runs, predict
-from anchorgpu.planner.speed.training import (
-    BREAKDOWN_KEYS,
-    TrainLayout,
-    expert_gemms_per_layer,
-    expert_launch_s,
-    training_step,
-)
+from anchorgpu.planner.speed.training import BREAKDOWN_KEYS, TrainLayout, training_step
 
 RUNS = load_runs()
 MOE_TRAIN = [run for run in RUNS if run.phase == "train" and calibrate.band_kind(run) == "moe"]
@@ -42,12 +37,12 @@ def _speed_ratio(run: Run) -> float:
 
 def test_the_launch_time_grows_with_the_experts_a_gpu_holds() -> None:
     model = load_model("qwen3-30b-a3b")  # 128 experts in each of its 48 layers
-    per_ep = {ep: expert_launch_s(model, TrainLayout(gpus=8, dp=8, ep=ep), 48, 50e-6) for ep in (1, 2, 8)}
+    per_ep = {ep: expert_launch_s(model, ep, 48, 50e-6) for ep in (1, 2, 8)}
     assert per_ep[1] == pytest.approx(2 * per_ep[2]) == pytest.approx(8 * per_ep[8])
     assert per_ep[8] == pytest.approx(48 * 16 * 6 * 50e-6)
     # under LoRA the frozen experts compute no weight gradients; full recompute runs their forward pair again
     assert expert_gemms_per_layer("lora") < expert_gemms_per_layer() < expert_gemms_per_layer(recompute="full")
-    assert expert_launch_s(load_model("llama-3.1-8b"), TrainLayout(gpus=8, dp=8), 32, 50e-6) == 0.0
+    assert expert_launch_s(load_model("llama-3.1-8b"), 1, 32, 50e-6) == 0.0
 
 
 def test_the_step_reports_the_launch_time_as_its_own_part() -> None:
@@ -56,7 +51,7 @@ def test_the_step_reports_the_launch_time_as_its_own_part() -> None:
     assert "moe_launch" in BREAKDOWN_KEYS
     step = training_step(model, gpu, TrainLayout(gpus=8, dp=8, ep=8, zero=1), seq_tokens=4096, micro_batch=1,
                          global_batch_tokens=512 * 4096, cal=cal)
-    expected = step.microbatches * expert_launch_s(model, TrainLayout(gpus=8, dp=8, ep=8), 48,
+    expected = step.microbatches * expert_launch_s(model, 8, 48,
                                                    cal.stack(gpu).moe_host_s_per_expert_gemm)
     assert step.breakdown_s["moe_launch"] == pytest.approx(expected)
     off = replace(cal, stacks={k: replace(v, moe_host_s_per_expert_gemm=0.0) for k, v in cal.stacks.items()})

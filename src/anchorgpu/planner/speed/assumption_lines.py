@@ -65,7 +65,7 @@ def training_expert_parallel_line(ep: int, tp: int, dp: int, cp: int, k: int, se
 
 @lru_cache(maxsize=256)
 def expert_launch_line(local_experts: float, gemms: int, host_s_per_gemm: float, per_micro_s: float) -> str:
-    """The host time a MoE training step waits for (:func:`~anchorgpu.planner.speed.training.expert_launch_s`)."""
+    """The host time a MoE training step waits for (:func:`~anchorgpu.planner.speed.experts.expert_launch_s`)."""
     return (f"MoE launches: {local_experts:g} routed experts a GPU x {gemms} products each per MoE layer and "
             f"micro-batch, {host_s_per_gemm * 1e6:.0f} us of host time a product (calibrated on Megatron-Bridge's MoE "
             f"runs), {per_micro_s:.3g} s a micro-batch the GPU waits for after each layer's tokens-per-expert sync; "

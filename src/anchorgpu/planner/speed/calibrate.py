@@ -48,7 +48,7 @@ FITTED: dict[str, tuple[str, ...]] = {
 }
 """Each group is fitted on its own rows (:func:`_group_rows`): training, dense serving, and the MoE serving rows,
 which fit only the MoE term (so a mixture of experts' rows never move a dense model's figures), and the MoE training
-rows, which fit only the host time of the experts' launches (``training.expert_launch_s``)."""
+rows, which fit only the host time of the experts' launches (``experts.expert_launch_s``)."""
 BOUNDS: dict[str, tuple[float, float]] = {
     # physical limits, not tuning: no kernel beats the datasheet, achieved HBM bandwidth tops out near 93%
     # (STREAM-like copies on H100/MI300X), a kernel launch costs microseconds, a step's fixed cost is below 20 ms

@@ -64,7 +64,7 @@ class StackConstants:
     (an EP group's tokens meet at each expert, ``tokens * ep * k / E`` rows a micro-batch); no training row is
     fitted, so expert parallelism's larger products are a benefit the layout chooser sees, not a tuned one.
     ``moe_host_s_per_expert_gemm``: host seconds per product a local expert launches in a training micro-batch, which
-    the GPU waits for after a dropless MoE layer's tokens-per-expert sync (``training.expert_launch_s``), fitted on
+    the GPU waits for after a dropless MoE layer's tokens-per-expert sync (``experts.expert_launch_s``), fitted on
     every third Megatron-Bridge MoE training row alone.
     """
 

@@ -44,6 +44,7 @@ from anchorgpu.planner.speed.calibration import (
     stack_of,
 )
 from anchorgpu.planner.speed.evidence import evidence_kind, evidence_section
+from anchorgpu.planner.speed.experts import expert_gemms_per_layer
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.launches import is_block_fp8
 from anchorgpu.planner.speed.links import (
@@ -53,12 +54,7 @@ from anchorgpu.planner.speed.links import (
     peak_for,
 )
 from anchorgpu.planner.speed.serving import ServingSetup, serving_estimate
-from anchorgpu.planner.speed.training import (
-    DEFAULT_GLOBAL_BATCH_TOKENS,
-    TrainLayout,
-    expert_gemms_per_layer,
-    training_step,
-)
+from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
 
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan

@@ -1,13 +1,15 @@
 """A mixture of experts' routed experts in a serving step: which experts a step's tokens touch, how many rows each
-gets, and what share of the products and weights they are. Pure; stdlib only. The serving step
+gets, and what share of the products and weights they are; and in a training step, the host time of launching each
+local expert's products. Pure; stdlib only. The serving step
 (:mod:`anchorgpu.planner.speed.serving`) restates these inline for speed, and its tests hold the two equal."""
 
 from __future__ import annotations
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.planner.speed.flops import forward_matmul_params
+from anchorgpu.planner.speed.flops import Recompute, TrainKind, forward_matmul_params
 
-__all__ = ["expert_rows_factor", "moe_expert_fraction_read", "moe_product_shares", "routed_share_per_gpu"]
+__all__ = ["expert_gemms_per_layer", "expert_launch_s", "expert_rows_factor", "moe_expert_fraction_read",
+           "moe_product_shares", "routed_share_per_gpu"]
 
 
 def moe_expert_fraction_read(model: ModelSpec, batch_tokens: float) -> float:
@@ -80,3 +82,41 @@ def routed_share_per_gpu(model: ModelSpec, *, tp: int, ep: int) -> float:
         return model.params.experts / total
     experts = model.params.experts / ep
     return experts / (experts + (total - model.params.experts) / tp)
+
+
+def expert_gemms_per_layer(kind: TrainKind = "full", recompute: Recompute = "none") -> int:
+    """Products one local expert runs per MoE layer and micro-batch: its two (gate/up and down) forward, their two
+    input gradients backward, their two weight gradients when the experts train (not under LoRA, whose experts are
+    frozen), and the forward pair again under full recompute.
+
+    >>> expert_gemms_per_layer(), expert_gemms_per_layer("lora"), expert_gemms_per_layer(recompute="full")
+    (6, 4, 8)
+    """
+    return 2 + 2 + (2 if kind == "full" else 0) + (2 if recompute == "full" else 0)
+
+
+def expert_launch_s(model: ModelSpec, ep: int, stage_layers: float, host_s_per_gemm: float, *,
+                    kind: TrainKind = "full", recompute: Recompute = "none") -> float:
+    """Host time of one micro-batch's routed-expert products on the busiest rank, which the GPU waits for.
+
+    A dropless MoE layer learns how many tokens each of its experts got only on the host (a device-to-host copy
+    of the counts, which empties the GPU's queue), and Transformer Engine's grouped product then launches one
+    product per local expert (multi-stream cuBLAS; Megatron-LM's DeepSeek-V3 GB200 guide), each with its own
+    quantisation and allocations under FP8. So each layer costs ``local experts x products x host seconds per
+    product`` beyond its arithmetic, seconds that grow with the experts a GPU holds (``E / ep``; all of them, sliced
+    by TP, without EP) and that no bigger micro-batch amortises. ``host_s_per_gemm`` is fitted on MoE training rows
+    (calibration ``moe_host_s_per_expert_gemm``); 0 for a dense model.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> m = load_model("qwen3-30b-a3b")  # 128 experts in each of 48 layers
+    >>> round(expert_launch_s(m, 8, 48, 50e-6), 4)  # EP 8: 16 experts a GPU, 6 products each
+    0.2304
+    >>> expert_launch_s(load_model("llama-3.1-8b"), 1, 32, 50e-6)
+    0.0
+    """
+    moe = model.moe
+    if moe is None or host_s_per_gemm <= 0:
+        return 0.0
+    local_experts = moe.num_experts / ep
+    moe_layers = stage_layers * moe.num_moe_layers / model.num_layers
+    return moe_layers * local_experts * expert_gemms_per_layer(kind, recompute) * host_s_per_gemm

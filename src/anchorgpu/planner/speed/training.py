@@ -30,7 +30,6 @@ last backward pass, and the memory-bound **optimizer** update.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -40,7 +39,11 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init, memo_on_frozen
 from anchorgpu.planner.memory import expert_data_parallel
 from anchorgpu.planner.speed.calibration import Calibration, calibration
-from anchorgpu.planner.speed.experts import expert_rows_factor, moe_product_shares
+from anchorgpu.planner.speed.experts import (
+    expert_launch_s,
+    expert_rows_factor,
+    moe_product_shares,
+)
 from anchorgpu.planner.speed.flops import (
     Recompute,
     TrainKind,
@@ -58,13 +61,12 @@ from anchorgpu.planner.speed.links import (
     peak_for,
     reduce_scatter_s,
 )
+from anchorgpu.planner.speed.pipeline import microbatches_for, pipeline_bubble_fraction, slowest_stage_layers
 
 __all__ = [
     "AttentionKernel",
     "BREAKDOWN_KEYS",
     "DEFAULT_GLOBAL_BATCH_TOKENS",
-    "expert_gemms_per_layer",
-    "expert_launch_s",
     "TrainLayout",
     "TrainSplit",
     "TrainingStep",
@@ -150,34 +152,6 @@ class TrainingStep:
     bubble_fraction: float
 
 
-def pipeline_bubble_fraction(pp: int, microbatches: int, virtual_stages: int = 1) -> float:
-    """Idle fraction of a pipeline step: ``(p-1) / (v*m + p - 1)``.
-
-    Source: Narayanan et al. 2021 (arXiv 2104.04473), section 2.2: the 1F1B bubble is ``(p-1)/m`` of the
-    ideal time, i.e. ``(p-1)/(m+p-1)`` of the whole step; interleaving ``v`` stages per GPU divides it by v.
-
-    >>> pipeline_bubble_fraction(1, 1), pipeline_bubble_fraction(4, 13)
-    (0.0, 0.1875)
-    """
-    if pp < 1 or microbatches < 1 or virtual_stages < 1:
-        raise InvalidWorkload("pipeline stages, micro-batches and virtual stages must be at least 1")
-    return (pp - 1) / (virtual_stages * microbatches + pp - 1)
-
-
-def microbatches_for(global_batch_tokens: int, *, dp: int, micro_batch: int, seq_tokens: int) -> int:
-    """Micro-batches per data-parallel rank in one step (gradient accumulation), rounded up.
-
-    >>> microbatches_for(4 * 2**20, dp=4, micro_batch=1, seq_tokens=4096)
-    256
-    """
-    per_micro = dp * micro_batch * seq_tokens
-    if global_batch_tokens < per_micro:
-        raise InvalidWorkload(
-            f"--global-batch {global_batch_tokens:,}: smaller than one micro-batch per data-parallel rank "
-            f"({dp} x {micro_batch} x {seq_tokens:,} = {per_micro:,} tokens)")
-    return math.ceil(global_batch_tokens / per_micro)
-
-
 def _check(model: ModelSpec, lay: TrainSplit, seq_tokens: int) -> None:
     if lay.tp * lay.pp * lay.cp * lay.dp != lay.gpus:
         raise InvalidWorkload(
@@ -189,21 +163,6 @@ def _check(model: ModelSpec, lay: TrainSplit, seq_tokens: int) -> None:
         raise InvalidWorkload(
             f"--virtual-stages {lay.virtual_stages}: pp {lay.pp} x v {lay.virtual_stages} chunks is more than the "
             f"{model.num_layers} layers of {model.name}")
-
-
-def slowest_stage_layers(layers: int, pp: int, virtual_stages: int = 1) -> int:
-    """Layers on the busiest pipeline rank when ``layers`` are split into ``pp * v`` chunks as evenly as whole
-    layers allow and each rank holds ``v`` of them: ``ceil(layers / pp)``.
-
-    The planner's own layouts divide evenly (``plan()`` refuses ``v`` that does not divide the layers, as
-    Megatron-LM does); published runs do not always: torchtitan splits Llama 3.1 405B's 126 layers into 16
-    chunks of 7 or 8 (``generate_split_points``), and the Llama 3 paper takes one layer off the first and last
-    of its 16 stages. A step runs at the pace of the busiest rank.
-
-    >>> slowest_stage_layers(126, 8, 2), slowest_stage_layers(126, 16), slowest_stage_layers(80, 4, 5)
-    (16, 8, 20)
-    """
-    return math.ceil(layers / pp)
 
 
 def training_step(
@@ -340,7 +299,8 @@ def _compute_layout_terms(
             gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s, efficiency=cal.link_efficiency)
         if lay.ep_overlap:  # beside another micro-batch's computation: the stated exposed share, as TP overlap's
             ep_s *= cal.overlap_exposed_fraction
-    launch_s = expert_launch_s(model, lay, stage_layers, k.moe_host_s_per_expert_gemm, kind=kind, recompute=recompute)
+    launch_s = expert_launch_s(model, lay.ep, stage_layers, k.moe_host_s_per_expert_gemm, kind=kind,
+                               recompute=recompute)
 
     # sharded data parallelism: parameters gathered and gradients scattered in every micro-batch. Under expert
     # parallelism a GPU holds 1/ep of its stage's routed experts, and their gradients are reduced over the GPUs
@@ -392,44 +352,6 @@ def _compute_layout_terms(
         choice=choice, model_flops_per_token=model_f, hardware_flops_per_token=hw_f, compute_s=compute_s, tp_s=tp_s,
         cp_s=cp_s, ep_s=ep_s, launch_s=launch_s, fsdp_s=fsdp_s, p2p_s=p2p_one, bubble_s=bubble_s, sync_s=sync_s, optimizer_s=opt_s,
         ceiling_tokens_per_s=lay.gpus * choice.flops_per_s / model_f)
-
-
-def expert_gemms_per_layer(kind: TrainKind = "full", recompute: Recompute = "none") -> int:
-    """Products one local expert runs per MoE layer and micro-batch: its two (gate/up and down) forward, their two
-    input gradients backward, their two weight gradients when the experts train (not under LoRA, whose experts are
-    frozen), and the forward pair again under full recompute.
-
-    >>> expert_gemms_per_layer(), expert_gemms_per_layer("lora"), expert_gemms_per_layer(recompute="full")
-    (6, 4, 8)
-    """
-    return 2 + 2 + (2 if kind == "full" else 0) + (2 if recompute == "full" else 0)
-
-
-def expert_launch_s(model: ModelSpec, lay: TrainSplit, stage_layers: float, host_s_per_gemm: float, *,
-                    kind: TrainKind = "full", recompute: Recompute = "none") -> float:
-    """Host time of one micro-batch's routed-expert products on the busiest rank, which the GPU waits for.
-
-    A dropless MoE layer learns how many tokens each of its experts got only on the host (a device-to-host copy
-    of the counts, which empties the GPU's queue), and Transformer Engine's grouped product then launches one
-    product per local expert (multi-stream cuBLAS; Megatron-LM's DeepSeek-V3 GB200 guide), each with its own
-    quantisation and allocations under FP8. So each layer costs ``local experts x products x host seconds per
-    product`` beyond its arithmetic, seconds that grow with the experts a GPU holds (``E / ep``; all of them, sliced
-    by TP, without EP) and that no bigger micro-batch amortises. ``host_s_per_gemm`` is fitted on MoE training rows
-    (calibration ``moe_host_s_per_expert_gemm``); 0 for a dense model.
-
-    >>> from anchorgpu.architectures import load_model
-    >>> m = load_model("qwen3-30b-a3b")  # 128 experts in each of 48 layers
-    >>> round(expert_launch_s(m, TrainLayout(gpus=8, dp=8, ep=8), 48, 50e-6), 4)  # 16 experts a GPU, 6 products each
-    0.2304
-    >>> expert_launch_s(load_model("llama-3.1-8b"), TrainLayout(gpus=8, dp=8), 32, 50e-6)
-    0.0
-    """
-    moe = model.moe
-    if moe is None or host_s_per_gemm <= 0:
-        return 0.0
-    local_experts = moe.num_experts / lay.ep
-    moe_layers = stage_layers * moe.num_moe_layers / model.num_layers
-    return moe_layers * local_experts * expert_gemms_per_layer(kind, recompute) * host_s_per_gemm
 
 
 def _hopper_or_newer(gpu: GpuSpec) -> bool:
