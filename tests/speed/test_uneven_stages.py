@@ -36,6 +36,21 @@ def test_uneven_interleaving_is_modelled_but_more_chunks_than_layers_is_not() ->
 
 
 def test_plan_refuses_virtual_stages_that_do_not_divide_the_layers() -> None:
-    with pytest.raises(InvalidWorkload, match=r"--virtual-stages 2: pp 8 x 2 does not divide the 126 layers"):
+    with pytest.raises(InvalidWorkload, match=r"--virtual-stages 2: pp 5 x 2 does not divide the 126 layers .*, nor "
+                                              r"128 with the embedding and the loss counted as layers"):
         plan(load_model("llama-3.1-405b"), Workload(task="train", seq_tokens=8192),
-             layout=Layout(gpus=512, tp=8, pp=8, dp=8, virtual_stages=2), gpu=get_gpu("h100"))
+             layout=Layout(gpus=640, tp=8, pp=5, dp=16, virtual_stages=2), gpu=get_gpu("h100"))
+
+
+def test_plan_takes_a_split_that_counts_the_embedding_and_the_loss_as_layers() -> None:
+    """The Megatron-MoE model zoo runs Qwen3-235B-A22B's 94 layers as PP 8 x VP 4 (yanring/Megatron-MoE-ModelZoo
+    best_practice/Qwen3/readme.md, commit c1ad0b5; rows MZ-Q235-H100-LC*): 32 chunks of 3 with the embedding and the
+    loss each counted as a layer (Megatron-Core's --account-for-embedding-in-pipeline-split
+    --account-for-loss-in-pipeline-split). It was refused; a published layout plans, and says how it was split."""
+    p = plan(load_model("qwen3-235b-a22b"), Workload(task="train", seq_tokens=16384, micro_batch=1, recompute="full"),
+             layout=Layout(gpus=256, tp=4, pp=8, dp=8, ep=8, zero=1, virtual_stages=4), gpu=get_gpu("h100"))
+    assert p.layout.virtual_stages == 4 and p.fits
+    from anchorgpu.planner.speed.estimate import plan_performance
+
+    line = next(a for a in plan_performance(p)["assumptions"] if "embedding and the loss" in a)
+    assert "96" in line and "3 a chunk" in line

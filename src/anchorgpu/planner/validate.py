@@ -31,6 +31,7 @@ from anchorgpu.planner.inputs import (
 )
 from anchorgpu.planner.media import validate_media
 from anchorgpu.planner.result import ResolvedLayout
+from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
 from anchorgpu.units import require_whole_gpus
 
 __all__ = ["GPUS_PER_SERVER", "TRAIN_FORMATS", "check_positive", "check_tp", "default_tp", "resolve_format",
@@ -298,9 +299,11 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
     if isinstance(model, ModelSpec) and v > 1:
         if pp == 1:
             raise InvalidWorkload(f"--virtual-stages {v} needs pipeline parallelism (--pp 2 or more)")
-        if model.num_layers % (pp * v):
+        if model.num_layers % (pp * v) and not counts_embedding_and_loss(model.num_layers, pp, v):
             raise InvalidWorkload(f"--virtual-stages {v}: pp {pp} x {v} does not divide the {model.num_layers} layers "
-                                  f"of {model.name}")
+                                  f"of {model.name}, nor {model.num_layers + 2} with the embedding and the loss "
+                                  "counted as layers (Megatron-Core's --account-for-embedding-in-pipeline-split "
+                                  "--account-for-loss-in-pipeline-split)")
     if training and isinstance(model, ModelSpec):
         seq = default_seq_tokens(workload, model.max_context_tokens)
         if seq % cp:

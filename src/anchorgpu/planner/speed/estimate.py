@@ -9,6 +9,7 @@ prediction with ``_low``/``_high`` from the calibration residuals and ``_ceiling
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
@@ -53,6 +54,7 @@ from anchorgpu.planner.speed.links import (
     group_link,
     peak_for,
 )
+from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
 from anchorgpu.planner.speed.serving import ServingSetup, serving_estimate
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
 
@@ -303,6 +305,13 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     if lay.pp > 1:
         assumptions.append(f"pipeline bubble (p-1)/v = {lay.pp - 1}/{lay.virtual_stages} micro-batch times per step "
                            f"({st.bubble_fraction:.1%} of it)")
+        if counts_embedding_and_loss(model.num_layers, lay.pp, lay.virtual_stages):
+            chunks = lay.pp * lay.virtual_stages
+            assumptions.append(
+                f"{model.num_layers} layers in {chunks} chunks with the embedding and the loss counted as a layer each, "
+                f"{model.num_layers + 2} / {chunks} = {(model.num_layers + 2) // chunks} a chunk (Megatron-Core's "
+                "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split); the busiest rank's "
+                f"{math.ceil(model.num_layers / lay.pp)} layers set the pace, and its memory is planned for them")
     if moe_kind and cal.caveats.get("moe_train"):
         assumptions.append(f"{MOE_TRAIN_CAVEAT_LABEL}: {cal.caveats['moe_train']}.")
     _evidence(plan.gpu, evidence_kind("train", moe_kind), cal, out, assumptions)

@@ -7,7 +7,7 @@ import math
 
 from anchorgpu.errors import InvalidWorkload
 
-__all__ = ["microbatches_for", "pipeline_bubble_fraction", "slowest_stage_layers"]
+__all__ = ["counts_embedding_and_loss", "microbatches_for", "pipeline_bubble_fraction", "slowest_stage_layers"]
 
 
 def pipeline_bubble_fraction(pp: int, microbatches: int, virtual_stages: int = 1) -> float:
@@ -51,3 +51,17 @@ def slowest_stage_layers(layers: int, pp: int, virtual_stages: int = 1) -> int:
     (16, 8, 20)
     """
     return math.ceil(layers / pp)
+
+
+def counts_embedding_and_loss(layers: int, pp: int, virtual_stages: int) -> bool:
+    """Whether ``pp * v`` chunks split the layers evenly only with the embedding and the loss counted as a layer
+    each, as Megatron-Core does with ``--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split``
+    (the Megatron-MoE model zoo runs Qwen3-235B-A22B's 94 layers as PP 8 x VP 4 that way: 96 / 32 = 3 a chunk, the
+    first chunk the embedding and two layers, the last two layers and the loss). The busiest rank holds
+    ``ceil(layers / pp)`` layers either way (:func:`slowest_stage_layers`).
+
+    >>> counts_embedding_and_loss(94, 8, 4), counts_embedding_and_loss(96, 8, 4), counts_embedding_and_loss(126, 5, 2)
+    (True, False, False)
+    """
+    chunks = pp * virtual_stages
+    return bool(layers % chunks) and (layers + 2) % chunks == 0
