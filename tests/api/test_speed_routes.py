@@ -60,3 +60,12 @@ def test_the_api_takes_the_engine_sequence_cap(client: TestClient) -> None:
     rec = client.post("/v1/recommend", json={"model": "gpt-oss-20b", "concurrency": 1500, "max_num_seqs": 2048,
                                              "top": 1})
     assert rec.status_code == 200, rec.text[-300:]
+
+
+def test_the_api_takes_moe_recompute_for_a_mixture_of_experts_only(client: TestClient) -> None:
+    r = client.post("/v1/plan", json={"model": "llama-3.1-8b", "task": "train", "gpu": "h100", "recompute": "moe"})
+    assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem+json")
+    assert "--recompute moe" in r.json()["detail"]
+    ok = client.post("/v1/plan", json={"model": "qwen3-30b-a3b", "task": "train", "gpu": "h100", "gpus": 8, "tp": 1,
+                                      "dp": 8, "ep": 8, "recompute": "moe"})
+    assert ok.status_code == 200 and ok.json()["workload"]["recompute"] == "moe"

@@ -370,7 +370,7 @@ class PlanRequest(_Request):
     gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1, description="Fraction of GPU memory the serving engine may use (vLLM-style)")
     micro_batch: int | None = Field(default=None, ge=LIMITS["micro_batch"].low, le=LIMITS["micro_batch"].high, description="Training: sequences per GPU step (chosen with the layout when not given)")
     seq: int | None = Field(default=None, ge=LIMITS["seq"].low, le=LIMITS["seq"].high, description="Training: tokens per sequence")
-    recompute: Literal["none", "selective", "full"] | None = Field(default=None, description="Activation recomputation (default none for train, full for lora/qlora)")
+    recompute: Literal["none", "selective", "moe", "full"] | None = Field(default=None, description="Activation recomputation (default none for train, full for lora/qlora; moe: a mixture of experts' MoE blocks, Megatron-Core's --recompute-modules moe)")
     optimizer: Literal["adamw", "adamw-8bit", "sgd", "lion", "adafactor"] = Field(default="adamw", description="Optimizer whose state is kept")
     lora_rank: int = Field(default=16, ge=LIMITS["lora_rank"].low, le=LIMITS["lora_rank"].high, description="LoRA rank r")
     lora_targets: list[LoraTarget] = Field(

@@ -41,12 +41,26 @@ __all__ = [
     "DEFAULT_PROMPT_TOKENS",
     "train_ep_sizes",
     "engine_limits",
+    "recompute_ladder",
 ]
 
 Task = Literal["inference", "train", "lora", "qlora", "diffusion"]
 TASKS: tuple[Task, ...] = ("inference", "train", "lora", "qlora", "diffusion")
-Recompute = Literal["none", "selective", "full"]
-RECOMPUTES: tuple[Recompute, ...] = ("none", "selective", "full")
+Recompute = Literal["none", "selective", "moe", "full"]
+RECOMPUTES: tuple[Recompute, ...] = ("none", "selective", "moe", "full")
+"""Activation recompute, least to most memory saved: ``selective`` the attention core (Korthikanti et al. 2022),
+``moe`` a mixture of experts' MoE blocks (Megatron-Core's ``--recompute-granularity selective --recompute-modules
+moe``: each keeps its input and runs its routing, all-to-alls and expert products again in the backward pass),
+``full`` whole layers."""
+
+
+def recompute_ladder(is_moe: bool) -> tuple[Recompute, ...]:
+    """The recompute levels a search tries, least first: ``moe`` only for a mixture of experts.
+
+    >>> recompute_ladder(False), recompute_ladder(True)[2]
+    (('none', 'selective', 'full'), 'moe')
+    """
+    return RECOMPUTES if is_moe else tuple(rc for rc in RECOMPUTES if rc != "moe")
 Optimizer = Literal["adamw", "adamw-8bit", "sgd", "lion", "adafactor"]
 OPTIMIZERS: tuple[Optimizer, ...] = ("adamw", "adamw-8bit", "sgd", "lion", "adafactor")
 Offload = Literal["none", "optimizer", "params"]

@@ -44,7 +44,7 @@ __all__ = [
     "zero_fraction",
 ]
 
-Recompute = Literal["none", "selective", "full"]
+Recompute = Literal["none", "selective", "moe", "full"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -457,12 +457,31 @@ def layer_activation_bytes(
     if recompute == "full":
         return 2 * sbh / (t if sp else 1)
     split, attention_share = _activation_shares(model)
+    if recompute == "moe":  # the MoE blocks keep their input only (in the replicated 10) and run again backward
+        split -= moe_block_activation_share(model)
     replicated = 10 / t if sp else 10
     core_bytes = 0.0
-    if recompute == "none":
+    if recompute in ("none", "moe"):
         core_bytes = 4 * model.num_attention_heads * s * b / t if flash else 5 * model.num_attention_heads * s * s * b / t
         core_bytes *= attention_share
     return sbh * (replicated + split / t) + core_bytes
+
+
+def moe_block_activation_share(model: ModelSpec) -> float:
+    """Values per token and hidden unit an average layer's MoE block keeps for its backward pass (TP-split): the
+    gated expert intermediates of its routed and shared experts, ``6 * f * (k + shared) / h`` in a MoE layer, over
+    all layers; what ``--recompute moe`` does not keep (0.0 for a dense model).
+
+    >>> from anchorgpu.architectures import load_model
+    >>> round(moe_block_activation_share(load_model("qwen3-30b-a3b")), 2), moe_block_activation_share(load_model("llama-3.1-8b"))
+    (18.0, 0.0)
+    """
+    moe = model.moe
+    if moe is None:
+        return 0.0
+    width = moe.expert_intermediate_size * (moe.experts_per_token + moe.num_shared_experts)
+    mlp = (6 if model.gated_mlp else 4) * width / model.hidden_size
+    return mlp * moe.num_moe_layers / max(1, model.num_layers)
 
 
 _SHARES: dict[int, tuple[ModelSpec, tuple[float, float]]] = {}
@@ -521,6 +540,9 @@ def training_activation_bytes(
     working = 0.0
     if recompute == "full":
         working = layer_activation_bytes(model, s=s, b=b, t=tp, sp=sp, recompute="none", flash=flash)
+    elif recompute == "moe":  # one MoE block's intermediates while it runs again in the backward pass
+        moe_layers = model.moe.num_moe_layers if model.moe is not None else 0
+        working = s * b * model.hidden_size * moe_block_activation_share(model) / tp * model.num_layers / max(1, moe_layers)
     logits = logits_bytes(s=s, b=b, vocab=model.vocab_size, t=tp)
     first = per_layer * stage * pp + working + (logits if pp == 1 else 0)
     last = per_layer * stage + working + logits

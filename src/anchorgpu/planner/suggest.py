@@ -8,7 +8,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.formats import WeightFormat
-from anchorgpu.planner.inputs import RECOMPUTES, Layout, Overheads, PrecisionPlan, Workload
+from anchorgpu.planner.inputs import RECOMPUTES, Layout, Overheads, PrecisionPlan, Workload, recompute_ladder
 from anchorgpu.planner.result import Plan, ResolvedLayout, Suggestion
 from anchorgpu.planner.validate import GPUS_PER_SERVER, tp_is_valid
 
@@ -42,7 +42,7 @@ def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload,
         if lay.zero < 3 and lay.dp > 1:
             out.append(("--zero 3", "shard weights, gradients and optimizer over the data-parallel ranks", w,
                         precision, evolve(layout, zero=3, fsdp=False)))
-        for rc in ("selective", "full"):
+        for rc in recompute_ladder(isinstance(model, ModelSpec) and model.moe is not None)[1:]:
             if RECOMPUTES.index(rc) > RECOMPUTES.index(w.recompute or "none"):
                 out.append((f"--recompute {rc}", f"{rc} activation recompute", evolve(w, recompute=rc), precision, layout))
         seq = w.seq_tokens or 0

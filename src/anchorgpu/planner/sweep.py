@@ -39,6 +39,7 @@ from anchorgpu.planner.inputs import (
     PrecisionPlan,
     Workload,
     default_seq_tokens,
+    recompute_ladder,
     train_ep_sizes,
 )
 from anchorgpu.planner.plan import plan
@@ -214,7 +215,7 @@ def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec
     :func:`anchorgpu.planner.speed.training.training_step`."""
     w = replace(spec.workload, micro_batch=spec.workload.micro_batch or 1)
     n_l, n_w = len(lay), len(weights)
-    ladder: tuple[Recompute, ...] = (w.recompute,) if w.recompute else ("none", "selective", "full")
+    ladder: tuple[Recompute, ...] = (w.recompute,) if w.recompute else recompute_ladder(model.moe is not None)
     # a layout's training memory depends on the GPU only through its vendor (the CUDA or ROCm context) and
     # whether it computes in the training precision (plan() refuses FP8/FP4 training without the units): planned
     # once per such group and recompute level, the fit then read against each GPU's memory as plan() reads it

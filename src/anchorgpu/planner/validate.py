@@ -284,6 +284,9 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
         raise InvalidWorkload(f"pp={pp} exceeds the {model.num_layers} layers of {model.name}")
     if isinstance(model, DiffusionPipelineSpec) and pp > 1:
         raise InvalidWorkload("pp > 1 for a diffusion pipeline: AnchorGPU plans diffusion replicas (use --gpus)")
+    if workload.recompute == "moe" and not (isinstance(model, ModelSpec) and model.moe is not None):
+        raise InvalidWorkload(f"--recompute moe recomputes a mixture of experts' MoE blocks; {model.name} has none "
+                              "(use selective or full)")
     ep = layout.ep or 1
     if ep > 1:
         if not isinstance(model, ModelSpec) or model.moe is None:

@@ -14,7 +14,7 @@ from typing import Any
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidInput
 from anchorgpu.hardware import get_gpu
-from anchorgpu.planner.inputs import Layout, PrecisionPlan, Workload
+from anchorgpu.planner.inputs import Layout, PrecisionPlan, Workload, recompute_ladder
 from anchorgpu.planner.plan import plan
 from anchorgpu.recipes import Target, build_recipe, check_kind, recipe_to_json
 
@@ -51,7 +51,7 @@ def _one(row: dict[str, Any], model: ModelSpec, workload: Workload, kind: str, t
             # as the sweep sized the row: micro-batch 1 unless asked, the least recompute that fits unless asked
             # (the row fits; planned at no recompute it may not, and its launch was refused as not fitting)
             w = replace(w, micro_batch=w.micro_batch or 1)
-            for recompute in (w.recompute,) if w.recompute else ("none", "selective", "full"):
+            for recompute in (w.recompute,) if w.recompute else recompute_ladder(model.moe is not None):
                 p = plan(model, replace(w, recompute=recompute), precision=precision, layout=layout,
                          gpu=get_gpu(row["gpu"]), suggest=False, choose_layout=False)
                 if p.fits:

@@ -62,9 +62,9 @@ def _common_checks(plan: Plan, kind: str, assumptions: list[str], cannot: list[s
     if lay.pp > 1:
         raise not_expressible(kind, f"pipeline parallelism (PP {lay.pp}) has no setting here; plan with --pp 1 "
                                     "(e.g. --fsdp) or launch it with Megatron-LM / torchtitan")
-    if w.recompute == "selective":
-        assumptions.append("Recompute: selective was planned; frameworks checkpoint whole layers, which stores less "
-                           "(slower, still fits).")
+    if w.recompute in ("selective", "moe"):
+        assumptions.append(f"Recompute: {w.recompute} was planned; frameworks checkpoint whole layers, which stores "
+                           "less (slower, still fits).")
     if w.task in ("lora", "qlora"):
         cannot.append(f"The {w.task} adapters (rank {w.lora_rank} on {', '.join(w.lora_targets)}) are set up in the "
                       "script, e.g. with peft; QLoRA loads the base in bitsandbytes NF4.")

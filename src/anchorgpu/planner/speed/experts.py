@@ -87,12 +87,12 @@ def routed_share_per_gpu(model: ModelSpec, *, tp: int, ep: int) -> float:
 def expert_gemms_per_layer(kind: TrainKind = "full", recompute: Recompute = "none") -> int:
     """Products one local expert runs per MoE layer and micro-batch: its two (gate/up and down) forward, their two
     input gradients backward, their two weight gradients when the experts train (not under LoRA, whose experts are
-    frozen), and the forward pair again under full recompute.
+    frozen), and the forward pair again when whole layers or the MoE blocks are recomputed.
 
-    >>> expert_gemms_per_layer(), expert_gemms_per_layer("lora"), expert_gemms_per_layer(recompute="full")
+    >>> expert_gemms_per_layer(), expert_gemms_per_layer("lora"), expert_gemms_per_layer(recompute="moe")
     (6, 4, 8)
     """
-    return 2 + 2 + (2 if kind == "full" else 0) + (2 if recompute == "full" else 0)
+    return 2 + 2 + (2 if kind == "full" else 0) + (2 if recompute in ("moe", "full") else 0)
 
 
 def expert_launch_s(model: ModelSpec, ep: int, stage_layers: float, host_s_per_gemm: float, *,

@@ -22,7 +22,7 @@ __all__ = [
     "training_flops_per_token",
 ]
 
-Recompute = Literal["none", "selective", "full"]
+Recompute = Literal["none", "selective", "moe", "full"]
 TrainKind = Literal["full", "lora"]
 
 
@@ -125,5 +125,20 @@ def training_flops_per_token(
     attn = attention_flops_per_token(model, seq_tokens, causal=False)
     passes = 3.0 if kind == "full" else 2.0
     model_flops = passes * (2.0 * matmul + attn)
-    extra = {"none": 0.0, "selective": attn, "full": 2.0 * matmul + attn}[recompute]
+    extra = {"none": 0.0, "selective": attn, "moe": 2.0 * moe_block_params(model), "full": 2.0 * matmul + attn}[recompute]
     return model_flops, model_flops + extra
+
+
+def moe_block_params(model: ModelSpec) -> float:
+    """Parameters a token multiplies through in the MoE blocks of one forward pass: its routed experts' share, the
+    shared experts and the routers (what ``--recompute moe`` runs again; 0.0 for a dense model).
+
+    >>> from anchorgpu.architectures import load_model
+    >>> round(moe_block_params(load_model("qwen3-30b-a3b")) / 1e9, 2), moe_block_params(load_model("llama-3.1-8b"))
+    (1.82, 0.0)
+    """
+    moe = model.moe
+    if moe is None:
+        return 0.0
+    p = model.params
+    return p.experts * moe.experts_per_token / moe.num_experts + p.shared_experts + p.router

@@ -28,6 +28,7 @@ from anchorgpu.planner.inputs import (
     default_seq_tokens,
     engine_limits,
     large_engine_defaults,
+    recompute_ladder,
     train_ep_sizes,
 )
 from anchorgpu.planner.speed.calibration import calibration
@@ -42,7 +43,6 @@ __all__ = ["Choice", "choose_serving_layout", "choose_training_layout"]
 
 SERVER_GPUS = 8
 MICRO_BATCHES: tuple[int, ...] = (1, 2, 4)
-RECOMPUTES: tuple[Recompute, ...] = ("none", "selective", "full")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,7 +78,7 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
     eps = [given.ep or 1] if explicit or given.ep or moe is None else list(train_ep_sizes(moe.num_experts))
     out: list[tuple[TrainLayout, int, Recompute]] = []
     mbs = [w.micro_batch] if w.micro_batch else list(MICRO_BATCHES)
-    rcs: list[Recompute] = [w.recompute] if w.recompute else list(RECOMPUTES)
+    rcs: list[Recompute] = [w.recompute] if w.recompute else list(recompute_ladder(moe is not None))
     for tp in tps:
         for cp in cps:
             if gpus % (tp * cp):

@@ -244,7 +244,7 @@ def _compute_layout_terms(
     # compute
     model_f, hw_f = training_flops_per_token(model, seq_tokens, recompute=recompute, kind=kind)
     attn = attention_flops_per_token(model, seq_tokens, causal=False)
-    attn_passes = (3.0 if kind == "full" else 2.0) + {"none": 0.0, "selective": 1.0, "full": 1.0}[recompute]
+    attn_passes = (3.0 if kind == "full" else 2.0) + {"none": 0.0, "selective": 1.0, "moe": 0.0, "full": 1.0}[recompute]
     attn_f = attn_passes * attn
     matmul_f = hw_f - attn_f
     # the time: what the kernel computes (a causal flash kernel skips the masked half the MFU count above includes)
@@ -270,7 +270,10 @@ def _compute_layout_terms(
 
     # tensor parallelism (sequence parallel: reduce-scatter + all-gather = one all-reduce volume)
     tp_link_ = group_link(gpu, lay.tp, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
-    volumes = 6 if recompute == "full" else 4
+    # two volumes forward, two backward; the recomputed forward again: whole layers' two, or the MoE blocks' one
+    volumes = 6.0 if recompute == "full" else 4.0
+    if recompute == "moe" and model.moe is not None:
+        volumes += model.moe.num_moe_layers / layers
     act_bytes = tokens_rank * h * ACTIVATION_BYTES
     tp_s = volumes * stage_layers * allreduce_s(act_bytes, lay.tp, tp_link_, efficiency=cal.link_efficiency)
     if lay.tp_overlap:
@@ -294,7 +297,8 @@ def _compute_layout_terms(
         # holds them): an EP group is ep consecutive GPUs, each sending its TP share of the stage's tokens; across
         # servers a token crosses the network once per server it goes to (expert_dispatch_s)
         moe_layers = stage_layers * model.moe.num_moe_layers / layers
-        ep_s = 4 * moe_layers * expert_dispatch_s(
+        # dispatch and combine forward and backward, and forward again when the MoE blocks are recomputed
+        ep_s = (6 if recompute in ("moe", "full") else 4) * moe_layers * expert_dispatch_s(
             h * ACTIVATION_BYTES, tokens_rank / lay.tp, model.moe.experts_per_token, lay.ep, gpu,
             gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s, efficiency=cal.link_efficiency)
         if lay.ep_overlap:  # beside another micro-batch's computation: the stated exposed share, as TP overlap's
