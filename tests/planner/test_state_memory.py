@@ -17,8 +17,8 @@ from anchorgpu.catalog import load_catalog
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan, plan_to_json
 from anchorgpu.planner import memory as mm
+from anchorgpu.planner.speed.batching import serving_estimate
 from anchorgpu.planner.speed.estimate import serving_setup
-from anchorgpu.planner.speed.serving import serving_estimate
 from anchorgpu.planner.sweep import SweepSpec, sweep
 from anchorgpu.recommend import shapes_from_catalog
 

@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from anchorgpu.architectures import load_model
 from anchorgpu.catalog import load_catalog
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
+from anchorgpu.planner.speed.batching import serving_estimate
 from anchorgpu.planner.speed.estimate import serving_setup
-from anchorgpu.planner.speed.serving import decode_step, serving_estimate
+from anchorgpu.planner.speed.serving import decode_step
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
 from anchorgpu.planner.sweep import SweepResult, SweepSpec, sweep
 from anchorgpu.recommend import shapes_from_catalog

@@ -35,6 +35,7 @@ from anchorgpu.planner.speed.assumption_lines import (
     step_line,
     training_expert_parallel_line,
 )
+from anchorgpu.planner.speed.batching import serving_estimate
 from anchorgpu.planner.speed.calibration import (
     Band,
     Calibration,
@@ -55,7 +56,7 @@ from anchorgpu.planner.speed.links import (
     peak_for,
 )
 from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
-from anchorgpu.planner.speed.serving import ServingSetup, serving_estimate
+from anchorgpu.planner.speed.serving import ServingSetup
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
 
 if TYPE_CHECKING:

@@ -20,6 +20,7 @@ A decode step for ``B`` running sequences (and the prefill tokens that share it)
   all-reduces, the hidden states sent on to the next stage), and a token is out after ``pp`` ticks; one
   sequence alone still waits for every stage in turn.
 
+The steady state and the time to first token built from these steps are :mod:`anchorgpu.planner.speed.batching`'s.
 At a steady state every request needs ``I`` prompt tokens per ``O`` output tokens, so the steps that emit
 ``B`` tokens also carry ``B * I / O`` prefill tokens on average (chunked prefill shares the step): spread
 over every step when there are at least a chunk's worth per step, else as whole chunks (up to the step's
@@ -29,13 +30,11 @@ with the other running sequences.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
-from anchorgpu.planner._frozen import builder, fast_init
+from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.experts import (
     expert_rows_factor,
@@ -47,9 +46,8 @@ from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_mat
 from anchorgpu.planner.speed.launches import launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, group_link, peak_for
 
-__all__ = ["DecodeStep", "ServingEstimate", "ServingSetup", "decode_step", "expert_rows_factor", "moe_expert_fraction_read",
-           "moe_product_shares", "prefill_chunk_share", "routed_share_per_gpu", "serve_shape_factor", "serving_estimate",
-           "soft_roofline"]
+__all__ = ["DecodeStep", "ServingSetup", "decode_step", "expert_rows_factor", "moe_expert_fraction_read",
+           "moe_product_shares", "routed_share_per_gpu", "serve_shape_factor", "soft_roofline"]
 
 
 def soft_roofline(memory_s: float, compute_s: float, exponent: float) -> float:
@@ -363,116 +361,3 @@ def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     top = 0.0 if ceiling is None else _step(setup, ceiling, batch, prefill_tokens, decode_attn_flops,
                                              prefill_attn_flops, padded_batch, one_chunk, first_token)[0]
     return step, fixed, weights_s, attention_s, comm, bound, top
-
-
-@fast_init
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ServingEstimate:
-    """Serving figures at the requested concurrency and at saturation, with the ceilings beside them."""
-
-    concurrency: int
-    per_replica: int
-    ttft_s: float
-    tpot_s: float
-    output_tokens_per_s: float
-    decode_tokens_per_s_per_user: float
-    saturation_concurrency: int
-    max_output_tokens_per_s: float
-    bound: str
-    ttft_s_ceiling: float
-    tpot_s_ceiling: float
-    output_tokens_per_s_ceiling: float
-    max_output_tokens_per_s_ceiling: float
-
-
-_new_estimate = builder(ServingEstimate)  # ServingEstimate(...) once per estimate
-
-
-def prefill_chunk_share(batch: float, prompt: int, output: int, max_num_batched_tokens: int) -> tuple[float, float]:
-    """(chunk, share): prompts enter the steps of ``batch`` decoding sequences in chunks of at most the step's token
-    budget left by the decodes; ``share`` is the fraction of steps that carry one, ``B * I / O`` prompt tokens per
-    step over the chunk (at least 1 when every step carries prompt tokens: then they are spread over all steps).
-
-    A long prompt among few sequences comes as a few large chunks in few steps, each compute-bound, between steps
-    that only read the weights; spreading it over every step would hide its products behind the weight reads.
-
-    >>> prefill_chunk_share(20, 20000, 2000, 2048)  # 200 prompt tokens a step, in chunks of 2,028: a tenth of steps
-    (2028, 0.09861932938856016)
-    >>> prefill_chunk_share(300, 2048, 128, 8192)[1] >= 1  # 4,800 a step: every step carries prompt tokens
-    True
-    """
-    chunk = max(1, min(prompt, max_num_batched_tokens - int(batch)))
-    return chunk, batch * prompt / output / chunk
-
-
-def _steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: int, prompt: int, output: int,
-            attn: tuple[float, float]) -> tuple[float, str, float]:
-    """The mean step of a steady state, what bounds it, and its ceiling (the same state under the ideal constants
-    ``ci``): ``B`` decodes, and the prompts' chunks in the share of steps that carry one."""
-    prefill = batch * prompt / output
-    chunk, share = prefill_chunk_share(batch, prompt, output, setup.max_num_batched_tokens)
-    if share >= 1.0 or not prefill:
-        s = _step(setup, c, batch, prefill, attn[0], attn[1] if prefill and prompt else 0.0, ceiling=ci)
-        return s[0], s[5], s[6]
-    sizes = setup.graph_batch_sizes  # decode-only steps run the first captured graph that holds the batch
-    padded = next((size for size in sizes if size >= batch), 0) if sizes else 0
-    mixed = _step(setup, c, batch, chunk, attn[0], attn[1], one_chunk=True, ceiling=ci)
-    plain = _step(setup, c, batch, 0.0, attn[0], 0.0, padded_batch=padded, ceiling=ci)
-    return (share * mixed[0] + (1.0 - share) * plain[0], mixed[5] if share >= 0.5 else plain[5],
-            share * mixed[6] + (1.0 - share) * plain[6])
-
-
-def _ttft(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, others: int, prompt: int,
-          attn: tuple[float, float]) -> tuple[float, float]:
-    """Time to first token and its ceiling: the prompt's chunks, each sharing a step with the ``others``."""
-    budget = max(1, setup.max_num_batched_tokens - others)
-    chunks = math.ceil(prompt / budget)
-    chunk = min(prompt, budget)
-    s = _step(setup, c, others, chunk, attn[0], attn[1] if chunk and prompt else 0.0, one_chunk=True,
-              first_token=True, ceiling=ci)
-    return chunks * s[0], chunks * s[6]
-
-
-def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, prompt_tokens: int, output_tokens: int,
-                     concurrency: int, saturation_concurrency: int, cal: Calibration | None = None) -> ServingEstimate:
-    """TTFT, TPOT and tokens/s at ``concurrency`` (over all replicas) and at ``saturation_concurrency``. A
-    concurrency beyond saturation runs the saturation's sequences and queues the rest (as vLLM's scheduler does
-    past its KV cache or ``max_num_seqs``): its figures are the saturation's, its queue wait is not in TTFT.
-
-    >>> from anchorgpu.planner.speed._toys import toy_gpu, toy_model
-    >>> s = ServingSetup(weights_bytes_per_gpu=1e9, kv_bytes_per_sequence_per_gpu=1e6)
-    >>> e = serving_estimate(toy_model(), toy_gpu(), s, prompt_tokens=100, output_tokens=50, concurrency=4,
-    ...                      saturation_concurrency=256)
-    >>> e.output_tokens_per_s < e.max_output_tokens_per_s <= e.max_output_tokens_per_s_ceiling
-    True
-    """
-    if prompt_tokens < 1 or output_tokens < 1 or concurrency < 1:
-        raise InvalidWorkload("prompt, output tokens and concurrency must each be at least 1")
-    cal = cal or calibration()
-    sat_replica = max(1, saturation_concurrency // setup.replicas)
-    # beyond saturation the engine runs what its KV cache and sequence cap hold and queues the rest (their wait is
-    # not in the time to first token); below it the busiest replica runs ceil(c / replicas) and paces every user
-    queued = concurrency > saturation_concurrency
-    per_replica = sat_replica if queued else math.ceil(concurrency / setup.replicas)
-    # every step here decodes at the average cached length and prefills the prompt: attention FLOPs per token
-    attn = (attention_flops_per_token(model, 2 * (prompt_tokens + output_tokens // 2), causal=True),
-            attention_flops_per_token(model, prompt_tokens, causal=True))
-    c, ci = _pair(model, gpu, setup, cal)
-    tpot, bound, tpot_top = _steady(setup, c, ci, per_replica, prompt_tokens, output_tokens, attn)
-    sat, _, sat_top = _steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn)
-    ttft, ttft_top = _ttft(setup, c, ci, per_replica - 1, prompt_tokens, attn)
-    # tokens/s over the replicas: ``busy`` of them run per_replica sequences at the TPOT above, the rest one fewer
-    # at their own (faster) pace; an even split (or a queue) runs per_replica everywhere
-    busy = setup.replicas if queued else concurrency - setup.replicas * (per_replica - 1)
-    rate, rate_top = busy * per_replica / tpot, busy * per_replica / tpot_top
-    if busy < setup.replicas and per_replica > 1:
-        light, _, light_top = _steady(setup, c, ci, per_replica - 1, prompt_tokens, output_tokens, attn)
-        rate += (setup.replicas - busy) * (per_replica - 1) / light
-        rate_top += (setup.replicas - busy) * (per_replica - 1) / light_top
-    return _new_estimate(
-        concurrency=concurrency, per_replica=per_replica, ttft_s=ttft, tpot_s=tpot,
-        output_tokens_per_s=rate, decode_tokens_per_s_per_user=1.0 / tpot,
-        saturation_concurrency=setup.replicas * sat_replica, max_output_tokens_per_s=setup.replicas * sat_replica / sat,
-        bound=bound, ttft_s_ceiling=ttft_top, tpot_s_ceiling=tpot_top, output_tokens_per_s_ceiling=rate_top,
-        max_output_tokens_per_s_ceiling=setup.replicas * sat_replica / sat_top,
-    )
