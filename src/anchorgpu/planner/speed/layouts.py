@@ -12,7 +12,9 @@ that hold the requested concurrency; with a GPU count, the planner's default lay
 
 from __future__ import annotations
 
+import heapq
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -127,17 +129,14 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     cal = calibration()
     kind: TrainKind = "full" if w.task == "train" else "lora"
     prec = compute_precision_for_training(w.train_precision)
-    ranked: list[tuple[float, int, TrainLayout, int, Recompute]] = []
-    for i, (lay, mb, rc) in enumerate(_candidates(model, w, given, gpus, seq, max(batch, 1))):
-        try:
-            st = training_step(model, gpu, lay, seq_tokens=seq, micro_batch=mb,
-                               global_batch_tokens=max(batch, lay.dp * mb * seq), recompute=rc, kind=kind,
-                               precision=prec, cal=cal)
-        except InvalidWorkload:
-            continue
-        ranked.append((-st.tokens_per_s, i, lay, mb, rc))
-    ranked.sort()
-    for _, _, lay, mb, rc in ranked:
+    candidates = _candidates(model, w, given, gpus, seq, max(batch, 1))
+
+    def speed(lay: TrainLayout, mb: int, rc: Recompute) -> float:
+        return training_step(model, gpu, lay, seq_tokens=seq, micro_batch=mb,
+                             global_batch_tokens=max(batch, lay.dp * mb * seq), recompute=rc, kind=kind,
+                             precision=prec, cal=cal).tokens_per_s
+
+    for _, _, lay, mb, rc in _fastest_first(candidates, speed):
         layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep if lay.ep > 1 else given.ep, cp=lay.cp,
                         virtual_stages=lay.virtual_stages, zero=lay.zero, fsdp=given.fsdp, offload=given.offload,
                         tp_overlap=lay.tp_overlap, ep_overlap=lay.ep_overlap)
@@ -156,11 +155,49 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                                               ("zero", given.zero if not given.fsdp else 3),
                                               ("virtual-stages", given.virtual_stages), ("micro-batch", w.micro_batch),
                                               ("recompute", w.recompute)) if value is not None]
-            reason = (f"Layout chosen: {', '.join(parts)} - the fastest of {len(ranked)} candidates that fits "
+            reason = (f"Layout chosen: {', '.join(parts)} - the fastest of {len(candidates)} candidates that fits "
                       f"{gpu.name}" + (f" (kept as given: {', '.join('--' + f for f in fixed)})" if fixed else "")
                       + "; tensor parallelism stays inside one server.")
             return Choice(layout=layout, workload=work, reason=reason), p
     return None
+
+
+def _fastest_first(candidates: list[tuple[TrainLayout, int, Recompute]],
+                   speed: Callable[[TrainLayout, int, Recompute], float],
+                   ) -> Iterator[tuple[float, int, TrainLayout, int, Recompute]]:
+    """The candidates that can be timed, fastest first (ties in candidate order), timing as few as that order needs.
+
+    A layout and micro-batch run fastest without recompute (each level only adds work), so that time bounds all of
+    its levels: every layout is timed at its first level first, and its other levels only when that bound reaches
+    the front - the order of timing them all and sorting, for a fraction of the timing (a search keeps to the few
+    fastest layouts, and plans them in this order until one fits). The one exception: a recompute's extra compute
+    also hides a little more of the gradient sync, so a level can beat its own bound by that little; it is still
+    found, and only loses a tie closer than that to another layout.
+    """
+    groups: dict[tuple[TrainLayout, int], list[tuple[int, Recompute]]] = {}
+    for i, (lay, mb, rc) in enumerate(candidates):
+        groups.setdefault((lay, mb), []).append((i, rc))
+    heap: list[tuple[float, int, int, tuple[TrainLayout, int]]] = []
+    for key, levels in groups.items():
+        first, rc = levels[0]
+        try:
+            bound = speed(key[0], key[1], rc) if rc == "none" else math.inf
+        except InvalidWorkload:
+            continue  # a layout refused at one level is refused at all (the checks do not read the recompute)
+        heapq.heappush(heap, (-bound, first, 0, key))
+    while heap:
+        neg, i, exact, key = heapq.heappop(heap)
+        lay, mb = key
+        if exact:
+            rc = next(level for index, level in groups[key] if index == i)
+            yield -neg, i, lay, mb, rc
+            continue
+        for index, rc in groups[key]:  # the bound reached the front: time every level of this layout
+            try:
+                value = -neg if rc == "none" and not math.isinf(neg) else speed(lay, mb, rc)
+            except InvalidWorkload:
+                continue
+            heapq.heappush(heap, (-value, index, 1, key))
 
 
 SERVING_GPU_COUNTS = (1, 2, 4, *range(8, 1025, 8))
