@@ -67,11 +67,13 @@ def test_the_moe_training_caveat_states_what_the_rows_show() -> None:
     """Over every held-out MoE training row: this table's, the Megatron-MoE model zoo's Qwen3-235B-A22B layouts
     on 256 H100 (set ``megatron-moe-modelzoo``, yanring/Megatron-MoE-ModelZoo best_practice/Qwen3/readme.md,
     commit c1ad0b5), whose step times are times (their ratio inverted to a speed), and DeepSeek-V3's pre-training
-    (set ``deepseek-v3-report``, arXiv:2412.19437 Table 1)."""
+    (set ``deepseek-v3-report``, arXiv:2412.19437 Table 1) and Megatron-LM's optimised DeepSeek-V3 run on 256 GB200
+    (set ``megatron-dsv3-gb200``, docs/discussions/deepseek-v3-gb200-optimization)."""
     caveat = calibration().caveats["moe_train"]
     rows = [run for run in load_runs() if run.phase == "train" and calibrate.band_kind(run) == "moe"
             and run.role == "holdout"]
-    assert {run.row.get("set") for run in rows} == {"megatron-bridge", "megatron-moe-modelzoo", "deepseek-v3-report"}
+    assert {run.row.get("set") for run in rows} == {"megatron-bridge", "megatron-moe-modelzoo", "deepseek-v3-report",
+                                                    "megatron-dsv3-gb200"}
     ratios = [(run.value / predict(run)) ** (1 if run.higher_is_better else -1) for run in rows]
     within = sum(abs(1.0 / r - 1.0) <= 0.25 for r in ratios)
     assert f"of {len(rows)} held-out MoE training runs, {within} came within 25%" in caveat

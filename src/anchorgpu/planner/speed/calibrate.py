@@ -303,6 +303,8 @@ SETS: dict[str, str] = {
                              "dispatcher, with and without the all-to-alls overlapped (step time), held out",
     "deepseek-v3-report": "DeepSeek-V3's whole pre-training on 2,048 H800 (14.8T tokens in 2.664M GPU hours, FP8, PP 16 x "
                           "EP 64, DualPipe), tokens a second per GPU, held out",
+    "megatron-dsv3-gb200": "Megatron-LM's DeepSeek-V3 guide for GB200 NVL72: the optimised run on 256 GPUs (MXFP8, PP 8 x "
+                           "EP 32, HybridEP, partial CUDA graphs), tokens a second per GPU, held out",
     "inferencemax": "InferenceMAX's runs with 4 to 64 requests in flight (time per output token of gpt-oss-120b on vLLM, "
                     "DeepSeek-R1 on SGLang and TensorRT-LLM on H200, B200 and MI300X-MI355X, Llama 3.3 70B as a dense "
                     "control), held out",
