@@ -42,8 +42,9 @@ def slowest_stage_layers(layers: int, pp: int, virtual_stages: int = 1) -> int:
     """Layers on the busiest pipeline rank when ``layers`` are split into ``pp * v`` chunks as evenly as whole
     layers allow and each rank holds ``v`` of them: ``ceil(layers / pp)``.
 
-    The planner's own layouts divide evenly (``plan()`` refuses ``v`` that does not divide the layers, as
-    Megatron-LM does); published runs do not always: torchtitan splits Llama 3.1 405B's 126 layers into 16
+    The planner's own layouts divide evenly (``plan()`` refuses ``v`` that divides neither the layers nor the layers
+    with the embedding and the loss counted as one each, as Megatron-LM does: :func:`counts_embedding_and_loss`);
+    published runs do not always: torchtitan splits Llama 3.1 405B's 126 layers into 16
     chunks of 7 or 8 (``generate_split_points``), and the Llama 3 paper takes one layer off the first and last
     of its 16 stages. A step runs at the pace of the busiest rank.
 

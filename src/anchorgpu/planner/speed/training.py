@@ -20,6 +20,10 @@ micro-batches per data-parallel rank, each of ``b`` sequences of ``s`` tokens, t
   EP group of ``ep`` consecutive GPUs (the experts are not split by TP under EP); overlapped with another
   micro-batch's computation (``ep_overlap``: Megatron-Core's combined 1F1B schedule, DeepSeek's DualPipe) only the
   stated exposed fraction stays on the critical path, as for TP overlap;
+* **MoE launches**: the host time of launching each local expert's products after a dropless MoE layer's
+  tokens-per-expert sync, which the GPU waits for (:func:`~anchorgpu.planner.speed.experts.expert_launch_s`, fitted on
+  MoE training rows); recomputing the MoE blocks (``moe``) or whole layers runs their forward again, all-to-alls,
+  products and launches included;
 * **FSDP / ZeRO-3**: parameters all-gathered forward and backward in every micro-batch, prefetched one
   layer ahead: only what the compute does not cover is exposed; gradients reduce-scattered once per step;
 
