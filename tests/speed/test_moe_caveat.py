@@ -53,7 +53,7 @@ def test_few_users_of_a_moe_are_checked_against_measured_small_batch_rows() -> N
     caveat gives how many of those held out on NVIDIA GPUs came within 25%, and the engines that ran far slower than
     predicted where others on the same GPUs did not (DeepSeek-R1 on 8 H200: vLLM 0.11 against SGLang and
     TensorRT-LLM; on 8 B200: TensorRT-LLM 1.1)."""
-    small = [run for run in MOE_ROWS if run.metric == "tpot_s" and calibrate._stack_of_row(run) == "cuda"]
+    small = [run for run in MOE_ROWS if run.metric == "tpot_s" and calibrate.stack_of_row(run) == "cuda"]
     assert {calibrate.set_of(run) for run in small} == {"vllm-gpustack", "vllm-gpustack-moe", "inferencemax"}
     assert all(4 <= run.row["concurrency"] <= 64 for run in small)
     speed = {run.id: run.value / predict(run) for run in small}  # measured / predicted time
