@@ -204,11 +204,13 @@ def render_plan(plan: Plan) -> None:
     _render_performance(out, plan.extra.get("performance"))
     if plan.suggestions:
         sug = Table(title="What would fit", title_justify="left")
+        speeds = any(s.train_tokens_per_s for s in plan.suggestions)
         for col, justify in (("change", "left"), ("what", "left"), ("GPUs", "right"), ("per GPU", "right"),
-                             ("headroom", "right")):
-            sug.add_column(col, justify=justify)  # type: ignore[arg-type]
+                             ("headroom", "right"), *((("train tok/s", "right"),) if speeds else ())):
+            sug.add_column(col, justify=justify)
         for s in plan.suggestions:
-            sug.add_row(s.change, s.description, str(s.gpus), _fmt(s.total_bytes), _fmt(s.headroom_bytes))
+            sug.add_row(s.change, s.description, str(s.gpus), _fmt(s.total_bytes), _fmt(s.headroom_bytes),
+                        *((f"{s.train_tokens_per_s:,.0f}" if s.train_tokens_per_s else "",) if speeds else ()))
         out.print(sug)
     _bullets(out, "Warnings", [f"{item.message} ({item.code})" for item in plan.warnings], marker="!")
     _bullets(out, "Still to check", [*plan.checks, *_speed_caveats(plan.extra.get("performance"))])

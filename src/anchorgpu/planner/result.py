@@ -60,13 +60,15 @@ class ResolvedLayout:
 @fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Suggestion:
-    """A change that makes the workload fit (CLI flags in ``change``) and the per-GPU total it gives."""
+    """A change that makes the workload fit (CLI flags in ``change``), the per-GPU total it gives and, for training,
+    the tokens a second the speed model predicts for it (None for other tasks or where it has no estimate)."""
 
     change: str
     description: str
     gpus: int
     total_bytes: int
     headroom_bytes: int
+    train_tokens_per_s: float | None = None
 
 
 @fast_init

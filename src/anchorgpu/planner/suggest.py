@@ -44,7 +44,8 @@ def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload,
                         precision, evolve(layout, zero=3, fsdp=False)))
         for rc in recompute_ladder(isinstance(model, ModelSpec) and model.moe is not None)[1:]:
             if RECOMPUTES.index(rc) > RECOMPUTES.index(w.recompute or "none"):
-                out.append((f"--recompute {rc}", f"{rc} activation recompute", evolve(w, recompute=rc), precision, layout))
+                what = ("recompute the MoE blocks in the backward pass" if rc == "moe" else f"{rc} activation recompute")
+                out.append((f"--recompute {rc}", what, evolve(w, recompute=rc), precision, layout))
         seq = w.seq_tokens or 0
         if seq >= 256:
             out.append((f"--seq {seq // 2}", "halve the sequence length", evolve(w, seq_tokens=seq // 2), precision,
@@ -93,11 +94,29 @@ def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, preci
         if alt.fits and alt.headroom_bytes is not None:
             more_gpus_found = more_gpus_found or change.startswith("--gpus")
             found.append(Suggestion(change=change, description=description, gpus=alt.layout.gpus,
-                                    total_bytes=alt.per_gpu.total_bytes, headroom_bytes=alt.headroom_bytes))
-    # Fewest GPUs first; among those, changes that keep the job (layout, recompute, offload) before a change of
-    # task (QLoRA instead of full training is a different job), then the smallest footprint.
-    found.sort(key=lambda s: (s.gpus, s.change.startswith("--task"), s.total_bytes))
+                                    total_bytes=alt.per_gpu.total_bytes, headroom_bytes=alt.headroom_bytes,
+                                    train_tokens_per_s=_train_speed(alt)))
+    # Fewest GPUs first; among those, changes that keep the job (layout, recompute, offload) before a change of the
+    # job (QLoRA instead of full training, shorter sequences); then, for training, the fastest (a lighter recompute
+    # before full recompute, which an engineer reaches for last), then the smallest footprint.
+    found.sort(key=lambda s: (s.gpus, s.change.startswith(("--task", "--seq")), -(s.train_tokens_per_s or 0.0),
+                              s.total_bytes))
     return tuple(found[:6])
+
+
+def _train_speed(alt: Plan) -> float | None:
+    """The training tokens a second the speed model predicts for a suggestion's plan (None when it gives none, and
+    for state offloaded to CPU RAM, whose transfers and CPU optimizer step the speed model does not time: such a
+    plan's figure would be the same layout's without offload, too fast, so it is neither shown nor ranked)."""
+    if alt.workload.task not in ("train", "lora", "qlora") or alt.layout.offload != "none":
+        return None
+    from anchorgpu.planner.speed.estimate import plan_performance  # the speed model reads plans, not the reverse
+
+    try:
+        value = plan_performance(alt).get("train_tokens_per_s")
+    except InvalidWorkload:
+        return None
+    return float(value) if value else None
 
 
 def choose_layout_plan(model: ModelSpec, w: Workload, prec: PrecisionPlan, lay_in: Layout, gpu: GpuSpec,

@@ -214,6 +214,7 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
     suggestions = result.get("suggestions") or []
     context["suggestion_links"] = [apply_change(values, s["change"]) for s in suggestions]
     context["precision_changes"] = [("--weights" in s["change"] or "--kv-cache" in s["change"]) for s in suggestions]
+    context["suggestion_speeds"] = any(s.get("train_tokens_per_s") for s in suggestions)
     keeps = [i for i, lowers in enumerate(context["precision_changes"]) if not lowers]
     context["example_suggestion"] = keeps[0] if keeps else 0  # "what would be needed": precision kept when it can be
     from anchorgpu.web.plan_compare import formats_side_by_side, gpus_that_fit

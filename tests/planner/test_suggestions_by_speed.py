@@ -1,0 +1,45 @@
+""""What would fit" for a training run ranks the changes that keep the job by the speed the model predicts for them,
+and says it: a lighter recompute before full recompute, which an engineer reaches for last. The model zoo's
+Qwen3-235B-A22B layout for 16k-token sequences on 256 H100 (yanring/Megatron-MoE-ModelZoo, commit c1ad0b5) does not
+fit without recomputing its MoE blocks; before, the changes came smallest footprint first, full recompute on top."""
+
+from __future__ import annotations
+
+import pytest
+
+from anchorgpu.architectures import load_model
+from anchorgpu.hardware import get_gpu
+from anchorgpu.planner import Layout, Workload, plan
+from cli_runner import run_json
+
+
+def _zoo():  # type: ignore[no-untyped-def]
+    return plan(load_model("qwen3-235b-a22b"), Workload(task="train", seq_tokens=16384, micro_batch=1, recompute="none"),
+                gpu=get_gpu("h100"), layout=Layout(gpus=256, tp=4, pp=8, dp=8, ep=8, zero=1, virtual_stages=4))
+
+
+def test_training_changes_that_keep_the_job_come_fastest_first() -> None:
+    p = _zoo()
+    assert not p.fits
+    changes = [s.change for s in p.suggestions]
+    assert changes[0] == "--recompute moe"
+    assert changes.index("--recompute moe") < changes.index("--recompute full")
+    keeps = [s for s in p.suggestions if not s.change.startswith(("--task", "--seq")) and s.train_tokens_per_s]
+    speeds = [s.train_tokens_per_s for s in keeps]
+    assert speeds == sorted(speeds, reverse=True)
+    # state offloaded to CPU RAM is not timed by the speed model: no figure, not ranked by one
+    offload = [s for s in p.suggestions if s.change.startswith("--offload")]
+    assert offload and all(s.train_tokens_per_s is None for s in offload)
+    # a change of job (QLoRA, shorter sequences) comes after every change that keeps it
+    first_other = min(i for i, c in enumerate(changes) if c.startswith(("--task", "--seq")))
+    assert all(not c.startswith(("--task", "--seq")) for c in changes[:first_other])
+
+
+def test_the_json_carries_each_suggestions_speed(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = run_json(capsys, "plan", "qwen3-235b-a22b", "--task", "train", "--gpu", "h100", "--gpus", "256", "--tp", "4",
+                   "--pp", "8", "--virtual-stages", "4", "--ep", "8", "--seq", "16384", "--micro-batch", "1",
+                   "--zero", "1", "--recompute", "none")
+    first = doc["suggestions"][0]
+    assert first["change"] == "--recompute moe" and first["train_tokens_per_s"] > 0
+    inference = run_json(capsys, "plan", "llama-3.1-70b", "--gpu", "h100", "--gpus", "1")
+    assert inference["suggestions"] and all(s["train_tokens_per_s"] is None for s in inference["suggestions"])
