@@ -34,6 +34,7 @@ import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -305,6 +306,30 @@ def training_sweep(c: Checker, models: list[ModelSpec], rng: random.Random, scal
                     if r is None or r[0].fits is not True:
                         continue
                     check_training(c, r[1], where, r[0].layout.gpus, tokens)
+                    if model.moe is not None and task == "train":
+                        recompute_ladder_checks(c, model, w, gpu, r[0].layout, where)
+
+
+def recompute_ladder_checks(c: Checker, model: ModelSpec, w: Workload, gpu: Any, layout: Any, where: str) -> None:
+    """A mixture of experts on one layout at each recompute level: each level keeps no more activations than the one
+    before (none, selective, moe, full), and runs no faster than no recompute."""
+    lay = Layout(gpus=layout.gpus, tp=layout.tp, pp=layout.pp, cp=layout.cp, dp=layout.dp, ep=layout.ep,
+                 zero=layout.zero, virtual_stages=layout.virtual_stages, tp_overlap=layout.tp_overlap)
+    plans = {}
+    for rc in ("none", "selective", "moe", "full"):
+        got = attempt(c, f"{where} recompute={rc}", _plan_perf, model, replace(w, recompute=rc), gpu, lay, None)
+        if got is not None:
+            plans[rc] = got
+    kept = [plans[rc][0].per_gpu.activations_bytes for rc in ("none", "selective", "moe", "full") if rc in plans]
+    c.check("recompute_keeps_more_activations", all(a >= b for a, b in zip(kept, kept[1:], strict=False)), where,
+            f"activations by recompute level: {kept}")
+    base = plans.get("none")
+    for rc in ("moe", "full"):
+        if base is not None and rc in plans:
+            fast, slow = base[1].get("train_tokens_per_s"), plans[rc][1].get("train_tokens_per_s")
+            if fast and slow:
+                c.check("soft:recompute_faster_than_none", slow <= fast * 1.001, f"{where} recompute={rc}",
+                        f"{slow:,.0f} tok/s against {fast:,.0f} without recompute")
 
 
 def diffusion_sweep(c: Checker, pipelines: list[Any]) -> None:
