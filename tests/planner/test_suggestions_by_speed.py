@@ -22,14 +22,13 @@ def test_training_changes_that_keep_the_job_come_fastest_first() -> None:
     p = _zoo()
     assert not p.fits
     changes = [s.change for s in p.suggestions]
-    assert changes[0] == "--recompute moe"
     assert changes.index("--recompute moe") < changes.index("--recompute full")
-    keeps = [s for s in p.suggestions if not s.change.startswith(("--task", "--seq")) and s.train_tokens_per_s]
+    keeps = [s for s in p.suggestions if not s.change.startswith(("--task", "--seq"))]
     speeds = [s.train_tokens_per_s for s in keeps]
-    assert speeds == sorted(speeds, reverse=True)
-    # state offloaded to CPU RAM is not timed by the speed model: no figure, not ranked by one
-    offload = [s for s in p.suggestions if s.change.startswith("--offload")]
-    assert offload and all(s.train_tokens_per_s is None for s in offload)
+    assert all(speeds) and speeds == sorted(speeds, reverse=True)  # type: ignore[type-var]
+    # the optimizer step on the CPU is timed too (its share of the host's memory bandwidth): a figure like the rest
+    offload = next(s for s in p.suggestions if s.change.startswith("--offload"))
+    assert offload.train_tokens_per_s
     # a change of job (QLoRA, shorter sequences) comes after every change that keeps it
     first_other = min(i for i, c in enumerate(changes) if c.startswith(("--task", "--seq")))
     assert all(not c.startswith(("--task", "--seq")) for c in changes[:first_other])
@@ -39,7 +38,7 @@ def test_the_json_carries_each_suggestions_speed(capsys: pytest.CaptureFixture[s
     doc = run_json(capsys, "plan", "qwen3-235b-a22b", "--task", "train", "--gpu", "h100", "--gpus", "256", "--tp", "4",
                    "--pp", "8", "--virtual-stages", "4", "--ep", "8", "--seq", "16384", "--micro-batch", "1",
                    "--zero", "1", "--recompute", "none")
-    first = doc["suggestions"][0]
-    assert first["change"] == "--recompute moe" and first["train_tokens_per_s"] > 0
+    moe = next(s for s in doc["suggestions"] if s["change"] == "--recompute moe")
+    assert moe["train_tokens_per_s"] > 0
     inference = run_json(capsys, "plan", "llama-3.1-70b", "--gpu", "h100", "--gpus", "1")
     assert inference["suggestions"] and all(s["train_tokens_per_s"] is None for s in inference["suggestions"])

@@ -105,10 +105,8 @@ def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, preci
 
 
 def _train_speed(alt: Plan) -> float | None:
-    """The training tokens a second the speed model predicts for a suggestion's plan (None when it gives none, and
-    for state offloaded to CPU RAM, whose transfers and CPU optimizer step the speed model does not time: such a
-    plan's figure would be the same layout's without offload, too fast, so it is neither shown nor ranked)."""
-    if alt.workload.task not in ("train", "lora", "qlora") or alt.layout.offload != "none":
+    """The training tokens a second the speed model predicts for a suggestion's plan (None when it gives none)."""
+    if alt.workload.task not in ("train", "lora", "qlora"):
         return None
     from anchorgpu.planner.speed.estimate import plan_performance  # the speed model reads plans, not the reverse
 

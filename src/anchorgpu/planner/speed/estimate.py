@@ -53,6 +53,7 @@ from anchorgpu.planner.speed.links import (
     compute_precision_for_training,
     compute_precision_for_weights,
     group_link,
+    is_superchip,
     peak_for,
 )
 from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
@@ -298,6 +299,15 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
         assumptions.append(training_expert_parallel_line(
             lay.ep, lay.tp, lay.dp, lay.cp, model.moe.experts_per_token, SERVER_GPUS,
             cal.overlap_exposed_fraction if lay.ep_overlap else None))
+    if lay.offload != "none":
+        host = "Grace's LPDDR5X" if is_superchip(plan.gpu) else "the x86 host's DDR5"
+        assumptions.append(
+            f"--offload {lay.offload}: the optimizer step runs on the CPU at a GPU's share of {host} "
+            f"({cal.host_memory_bytes_per_s['superchip' if is_superchip(plan.gpu) else 'x86'] / 1e9:.0f} GB/s, stated), "
+            f"{st.breakdown_s['optimizer']:.3g} s a step with the updated parameters sent back over the host link"
+            + (", and the parameters come from host memory forward and backward in every micro-batch (in fsdp_comm)"
+               if lay.offload == "params" else "")
+            + "; no measured offload run checks it")
     launch_s = st.breakdown_s.get("moe_launch", 0.0)
     if model.moe is not None and launch_s > 0:
         assumptions.append(expert_launch_line(

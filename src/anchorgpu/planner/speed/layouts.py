@@ -114,7 +114,8 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                                 for rc in rcs:
                                     out.append((TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero,
                                                             virtual_stages=v, tp_overlap=given.tp_overlap,
-                                                            ep_overlap=given.ep_overlap), mb, rc))
+                                                            ep_overlap=given.ep_overlap,
+                                                            offload=given.offload or "none"), mb, rc))
     return out
 
 

@@ -29,6 +29,8 @@ __all__ = [
     "compute_precision_for_training",
     "compute_precision_for_weights",
     "group_link",
+    "host_link_bytes_per_s",
+    "is_superchip",
     "p2p_s",
     "peak_for",
     "power_capped",
@@ -41,6 +43,32 @@ ACTIVATION_BYTES = 2
 """Bytes per activation value sent between GPUs (bf16)."""
 SCALE_UP_FALLBACK_BYTES_PER_S = 64e9
 """PCIe Gen4 x16 (bidirectional) when a GPU lists no PCIe figure."""
+
+NVLINK_C2C_BYTES_PER_S = 900e9
+"""NVLink-C2C between a Grace CPU and its Blackwell or Hopper GPUs (bidirectional; the catalog's GB200/GB300 rows)."""
+
+
+def is_superchip(gpu: GpuSpec) -> bool:
+    """A GPU whose host is a Grace CPU over NVLink-C2C (GB200, GB300, GH200), not an x86 host over PCIe.
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> is_superchip(get_gpu("gb200")), is_superchip(get_gpu("h100"))
+    (True, False)
+    """
+    return "C2C" in (gpu.interconnect or "")
+
+
+def host_link_bytes_per_s(gpu: GpuSpec) -> float:
+    """One direction of the link between a GPU and its host's memory: half its PCIe figure, NVLink-C2C's on a
+    superchip, PCIe Gen4 x16's where the catalog lists neither.
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> host_link_bytes_per_s(get_gpu("h100")) / 1e9, host_link_bytes_per_s(get_gpu("gb200")) / 1e9
+    (64.0, 450.0)
+    """
+    if is_superchip(gpu):
+        return NVLINK_C2C_BYTES_PER_S / 2
+    return (gpu.pcie_bandwidth_bytes_per_s or SCALE_UP_FALLBACK_BYTES_PER_S) / 2
 
 
 @fast_init

@@ -61,6 +61,8 @@ from anchorgpu.planner.speed.links import (
     allreduce_s,
     expert_dispatch_s,
     group_link,
+    host_link_bytes_per_s,
+    is_superchip,
     p2p_s,
     peak_for,
     reduce_scatter_s,
@@ -103,6 +105,7 @@ class TrainLayout:
     virtual_stages: int = 1
     tp_overlap: bool = False
     ep_overlap: bool = False
+    offload: str = "none"  # "optimizer": optimizer state and its step on the CPU; "params": the parameters too
 
 
 AttentionKernel = Literal["flash", "fa2", "unfused"]
@@ -134,6 +137,8 @@ class TrainSplit(Protocol):
     def tp_overlap(self) -> bool: ...
     @property
     def ep_overlap(self) -> bool: ...
+    @property
+    def offload(self) -> str: ...
 
 
 @fast_init
@@ -186,7 +191,7 @@ def training_step(
     cal = cal or calibration()
     b = _layout_terms(model, gpu, cal, lay.gpus, lay.tp, lay.pp, lay.cp, lay.dp, lay.ep, lay.zero, lay.virtual_stages,
                       lay.tp_overlap, lay.ep_overlap, seq_tokens, micro_batch, recompute, kind, precision,
-                      gpus_per_server, network_bytes_per_s, grad_bytes_per_value, attention_kernel)
+                      gpus_per_server, network_bytes_per_s, grad_bytes_per_value, attention_kernel, lay.offload)
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     breakdown = {
         "compute": m * b.compute_s, "tp_comm": m * b.tp_s, "pp_bubble": b.bubble_s,
@@ -232,10 +237,10 @@ def _compute_layout_terms(
     model: ModelSpec, gpu: GpuSpec, cal: Calibration, gpus: int, tp: int, pp: int, cp: int, dp: int, ep: int,
     zero: int, virtual_stages: int, tp_overlap: bool, ep_overlap: bool, seq_tokens: int, micro_batch: int,
     recompute: Recompute, kind: TrainKind, precision: str, gpus_per_server: int, network_bytes_per_s: float | None,
-    grad_bytes_per_value: int, attention_kernel: AttentionKernel = "flash",
+    grad_bytes_per_value: int, attention_kernel: AttentionKernel = "flash", offload: str = "none",
 ) -> _LayoutTerms:
     lay = TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero, virtual_stages=virtual_stages,
-                      tp_overlap=tp_overlap, ep_overlap=ep_overlap)
+                      tp_overlap=tp_overlap, ep_overlap=ep_overlap, offload=offload)
     k = cal.stack(gpu)
     _check(model, lay, seq_tokens)
     choice = peak_for(gpu, precision)
@@ -325,6 +330,9 @@ def _compute_layout_terms(
             gather += 2 * all_gather_s(expert_stage * ACTIVATION_BYTES, expert_group, dp_link,
                                        efficiency=cal.link_efficiency)
         fsdp_s = max(0.0, gather - compute_s) + 2 * stage_layers * dp_link.latency_s
+    if lay.offload == "params":  # the parameter shard fetched from host memory forward and backward (ZeRO-Infinity)
+        shard = params_stage / max(1, shard_group) + expert_stage / max(1, expert_group)
+        fsdp_s += 2 * shard * ACTIVATION_BYTES / (host_link_bytes_per_s(gpu) * cal.link_efficiency)
 
     per_micro = compute_s + tp_s + cp_s + ep_s + launch_s + fsdp_s
 
@@ -354,12 +362,36 @@ def _compute_layout_terms(
                  + expert_stage / (expert_group if lay.zero >= 1 else 1))
     else:
         local = 0.0
-    opt_s = local * cal.optimizer_bytes_per_param / (gpu.memory_bandwidth_bytes_per_s * k.decode_mbu)
+    if lay.offload != "none":  # the step on the CPU, and the updated 16-bit parameters sent back (--offload)
+        opt_s = host_optimizer_s(gpu, cal, local)
+    else:
+        opt_s = local * cal.optimizer_bytes_per_param / (gpu.memory_bandwidth_bytes_per_s * k.decode_mbu)
 
     return _LayoutTerms(
         choice=choice, model_flops_per_token=model_f, hardware_flops_per_token=hw_f, compute_s=compute_s, tp_s=tp_s,
         cp_s=cp_s, ep_s=ep_s, launch_s=launch_s, fsdp_s=fsdp_s, p2p_s=p2p_one, bubble_s=bubble_s, sync_s=sync_s, optimizer_s=opt_s,
         ceiling_tokens_per_s=lay.gpus * choice.flops_per_s / model_f)
+
+
+def host_optimizer_s(gpu: GpuSpec, cal: Calibration, local_params: float) -> float:
+    """One optimizer step run on the CPU with its state in host memory (ZeRO-Offload; FSDP's CPU offload): the
+    memory-bound AdamW update of the GPU's ``local_params`` at its share of the host's memory bandwidth (stated:
+    ``host_memory_gb_per_s_per_gpu``, x86 or Grace superchip), then the updated 16-bit parameters back over the host
+    link (half the PCIe figure, or NVLink-C2C's). The gradients go down to the host during the backward pass, behind
+    it (ZeRO-Offload sends them as they are reduced), and are not counted.
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> cal = calibration()
+    >>> round(host_optimizer_s(get_gpu("h100"), cal, 8e9), 2)  # 8B parameters on one H100: 32 B each at 50 GB/s
+    5.43
+    >>> host_optimizer_s(get_gpu("gb200"), cal, 8e9) < host_optimizer_s(get_gpu("h100"), cal, 8e9)
+    True
+    """
+    if local_params <= 0:
+        return 0.0
+    host = cal.host_memory_bytes_per_s["superchip" if is_superchip(gpu) else "x86"]
+    return (local_params * cal.optimizer_bytes_per_param / host
+            + local_params * ACTIVATION_BYTES / (host_link_bytes_per_s(gpu) * cal.link_efficiency))
 
 
 def _hopper_or_newer(gpu: GpuSpec) -> bool:
