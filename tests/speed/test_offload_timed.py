@@ -1,4 +1,4 @@
-"""``--offload``: the optimizer step on the CPU and the parameters from host memory are timed (``training.
+"""``--offload``: the optimizer step on the CPU and the parameters from host memory are timed (``offload.
 host_optimizer_s``; stated host memory bandwidth ``host_memory_gb_per_s_per_gpu``), not left out of the speed."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.estimate import plan_performance
-from anchorgpu.planner.speed.training import TrainLayout, host_optimizer_s, training_step
+from anchorgpu.planner.speed.offload import host_optimizer_s
+from anchorgpu.planner.speed.training import TrainLayout, training_step
 
 
 def test_an_offloaded_optimizer_step_costs_its_host_memory_traffic() -> None:

@@ -29,6 +29,7 @@ __all__ = [
     "compute_precision_for_training",
     "compute_precision_for_weights",
     "group_link",
+    "hopper_or_newer",
     "host_link_bytes_per_s",
     "is_superchip",
     "p2p_s",
@@ -335,3 +336,14 @@ def p2p_s(message_bytes: float, link: Link, *, efficiency: float | None = None) 
     if message_bytes <= 0 or link.kind == "none":
         return 0.0
     return link.latency_s + message_bytes / (link.bytes_per_s * _eff(efficiency))
+
+
+def hopper_or_newer(gpu: GpuSpec) -> bool:
+    """An NVIDIA GPU of compute capability 9.0 or later (where FlashAttention-2 reaches about a third of the peak).
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> hopper_or_newer(get_gpu("h100")), hopper_or_newer(get_gpu("a100")), hopper_or_newer(get_gpu("mi300x"))
+    (True, False, False)
+    """
+    major = (gpu.compute_capability or "").rstrip("?").split(".")[0]
+    return gpu.vendor == "NVIDIA" and major.isdigit() and int(major) >= 9

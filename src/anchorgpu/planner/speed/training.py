@@ -61,12 +61,12 @@ from anchorgpu.planner.speed.links import (
     allreduce_s,
     expert_dispatch_s,
     group_link,
-    host_link_bytes_per_s,
-    is_superchip,
+    hopper_or_newer,
     p2p_s,
     peak_for,
     reduce_scatter_s,
 )
+from anchorgpu.planner.speed.offload import host_optimizer_s, parameter_fetch_s
 from anchorgpu.planner.speed.pipeline import microbatches_for, pipeline_bubble_fraction, slowest_stage_layers
 
 __all__ = [
@@ -259,7 +259,7 @@ def _compute_layout_terms(
     # the time: what the kernel computes (a causal flash kernel skips the masked half the MFU count above includes)
     attn_run_f = attn_f if attention_kernel == "unfused" else attn_passes * attention_flops_per_token(
         model, seq_tokens, causal=True)
-    fa2 = attention_kernel == "fa2" and cal.fa2_hopper_attention_efficiency and _hopper_or_newer(gpu)
+    fa2 = attention_kernel == "fa2" and cal.fa2_hopper_attention_efficiency and hopper_or_newer(gpu)
     att_rate = bf16 * (cal.fa2_hopper_attention_efficiency if fa2 else k.attention_efficiency)
     width = h / lay.tp
     mm_eff = (k.train_matmul_efficiency * cal.low_precision_ratio(gpu, choice.precision)
@@ -331,8 +331,7 @@ def _compute_layout_terms(
                                        efficiency=cal.link_efficiency)
         fsdp_s = max(0.0, gather - compute_s) + 2 * stage_layers * dp_link.latency_s
     if lay.offload == "params":  # the parameter shard fetched from host memory forward and backward (ZeRO-Infinity)
-        shard = params_stage / max(1, shard_group) + expert_stage / max(1, expert_group)
-        fsdp_s += 2 * shard * ACTIVATION_BYTES / (host_link_bytes_per_s(gpu) * cal.link_efficiency)
+        fsdp_s += parameter_fetch_s(gpu, cal, params_stage / max(1, shard_group) + expert_stage / max(1, expert_group))
 
     per_micro = compute_s + tp_s + cp_s + ep_s + launch_s + fsdp_s
 
@@ -371,38 +370,6 @@ def _compute_layout_terms(
         choice=choice, model_flops_per_token=model_f, hardware_flops_per_token=hw_f, compute_s=compute_s, tp_s=tp_s,
         cp_s=cp_s, ep_s=ep_s, launch_s=launch_s, fsdp_s=fsdp_s, p2p_s=p2p_one, bubble_s=bubble_s, sync_s=sync_s, optimizer_s=opt_s,
         ceiling_tokens_per_s=lay.gpus * choice.flops_per_s / model_f)
-
-
-def host_optimizer_s(gpu: GpuSpec, cal: Calibration, local_params: float) -> float:
-    """One optimizer step run on the CPU with its state in host memory (ZeRO-Offload; FSDP's CPU offload): the
-    memory-bound AdamW update of the GPU's ``local_params`` at its share of the host's memory bandwidth (stated:
-    ``host_memory_gb_per_s_per_gpu``, x86 or Grace superchip), then the updated 16-bit parameters back over the host
-    link (half the PCIe figure, or NVLink-C2C's). The gradients go down to the host during the backward pass, behind
-    it (ZeRO-Offload sends them as they are reduced), and are not counted.
-
-    >>> from anchorgpu.hardware import get_gpu
-    >>> cal = calibration()
-    >>> round(host_optimizer_s(get_gpu("h100"), cal, 8e9), 2)  # 8B parameters on one H100: 32 B each at 50 GB/s
-    5.43
-    >>> host_optimizer_s(get_gpu("gb200"), cal, 8e9) < host_optimizer_s(get_gpu("h100"), cal, 8e9)
-    True
-    """
-    if local_params <= 0:
-        return 0.0
-    host = cal.host_memory_bytes_per_s["superchip" if is_superchip(gpu) else "x86"]
-    return (local_params * cal.optimizer_bytes_per_param / host
-            + local_params * ACTIVATION_BYTES / (host_link_bytes_per_s(gpu) * cal.link_efficiency))
-
-
-def _hopper_or_newer(gpu: GpuSpec) -> bool:
-    """An NVIDIA GPU of compute capability 9.0 or later (where FlashAttention-2 reaches about a third of the peak).
-
-    >>> from anchorgpu.hardware import get_gpu
-    >>> _hopper_or_newer(get_gpu("h100")), _hopper_or_newer(get_gpu("a100")), _hopper_or_newer(get_gpu("mi300x"))
-    (True, False, False)
-    """
-    major = (gpu.compute_capability or "").rstrip("?").split(".")[0]
-    return gpu.vendor == "NVIDIA" and major.isdigit() and int(major) >= 9
 
 
 def _held_params(model: ModelSpec, lay: TrainLayout) -> tuple[float, float, int]:

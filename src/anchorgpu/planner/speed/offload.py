@@ -1,0 +1,44 @@
+"""State kept in host memory (``--offload``): the optimizer step run on the CPU, and the parameters fetched from the
+host in every micro-batch. Pure; stdlib only."""
+
+from __future__ import annotations
+
+from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner.speed.calibration import Calibration
+from anchorgpu.planner.speed.links import ACTIVATION_BYTES, host_link_bytes_per_s, is_superchip
+
+__all__ = ["host_optimizer_s", "parameter_fetch_s"]
+
+
+def host_optimizer_s(gpu: GpuSpec, cal: Calibration, local_params: float) -> float:
+    """One optimizer step run on the CPU with its state in host memory (ZeRO-Offload; FSDP's CPU offload): the
+    memory-bound AdamW update of the GPU's ``local_params`` at its share of the host's memory bandwidth (stated:
+    ``host_memory_gb_per_s_per_gpu``, x86 or Grace superchip), then the updated 16-bit parameters back over the host
+    link (half the PCIe figure, or NVLink-C2C's). The gradients go down to the host during the backward pass, behind
+    it (ZeRO-Offload sends them as they are reduced), and are not counted.
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> from anchorgpu.planner.speed.calibration import calibration
+    >>> cal = calibration()
+    >>> round(host_optimizer_s(get_gpu("h100"), cal, 8e9), 2)  # 8B parameters on one H100: 32 B each at 50 GB/s
+    5.43
+    >>> host_optimizer_s(get_gpu("gb200"), cal, 8e9) < host_optimizer_s(get_gpu("h100"), cal, 8e9)
+    True
+    """
+    if local_params <= 0:
+        return 0.0
+    host = cal.host_memory_bytes_per_s["superchip" if is_superchip(gpu) else "x86"]
+    return (local_params * cal.optimizer_bytes_per_param / host
+            + local_params * ACTIVATION_BYTES / (host_link_bytes_per_s(gpu) * cal.link_efficiency))
+
+
+def parameter_fetch_s(gpu: GpuSpec, cal: Calibration, shard_params: float) -> float:
+    """A micro-batch's fetch of the GPU's 16-bit parameter shard from host memory, forward and backward (parameters
+    offloaded with ZeRO-3, ZeRO-Infinity style), over the host link.
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> from anchorgpu.planner.speed.calibration import calibration
+    >>> round(parameter_fetch_s(get_gpu("h100"), calibration(), 1e9), 3)  # 2 x 2 GB at 64 GB/s x 0.8
+    0.078
+    """
+    return 2 * shard_params * ACTIVATION_BYTES / (host_link_bytes_per_s(gpu) * cal.link_efficiency)
