@@ -13,6 +13,7 @@ import typer
 
 from anchorgpu.cli._app import app, console, emit_json
 from anchorgpu.errors import InvalidWorkload
+from anchorgpu.planner.inputs import RECOMPUTES
 
 if TYPE_CHECKING:
     from anchorgpu.recommend import Recommendation
@@ -70,7 +71,8 @@ def render_recommendation(rec: Recommendation) -> None:
     for i, o in enumerate(rec.results, 1):
         c = o.config
         layout = (f"TP{c['tp']} PP{c['pp']} DP{c['dp']}" + (f" EP{c['ep']}" if c.get("ep", 1) > 1 else "")
-                  + (f" Z{c['zero']}" if c["zero"] else ""))
+                  + (f" Z{c['zero']}" if c["zero"] else "")
+                  + (f" rc:{RECOMPUTES[int(c['recompute'])]}" if c.get("recompute") else ""))
         mem = f"{c['per_gpu_total_bytes'] / GIB:.1f}/{c['budget_bytes'] / GIB:.1f}"
         precision = c["weights"] if training or diffusion else f"{c['weights']}/{c['kv_cache']}"
         row = [str(i), o.offering, f"{o.servers}×{o.gpus // o.servers}", str(c["dp"]) if diffusion else layout,

@@ -34,6 +34,7 @@ from anchorgpu.planner.inputs import (
     DEFAULT_OUTPUT_TOKENS,
     DEFAULT_PROMPT_TOKENS,
     KV_CACHE_DTYPES,
+    RECOMPUTES,
     Layout,
     Overheads,
     PrecisionPlan,
@@ -284,6 +285,8 @@ def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec
         "concurrency": np.broadcast_to(np.full(n_l, micro)[:, None], shape2),
         "prefill_s": nan2, "decode_tokens_per_s_per_user": nan2, "decode_tokens_per_s_total": nan2,
         "train_tokens_per_s": tps, "train_time_s": time_s,
+        # the recompute level each configuration was sized and timed with, as its index in RECOMPUTES
+        "recompute": np.vectorize(RECOMPUTES.index, otypes=[np.int64])(recompute_lw),
     }
 
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from anchorgpu.planner.inputs import RECOMPUTES
 from anchorgpu.planner.speed.calibration import Overrides
 from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE
 
@@ -33,6 +34,7 @@ def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Override
         "offering": o.offering, "gpu": o.gpu, "kind": o.kind, "region": o.region, "gpus": o.gpus,
         "servers": o.servers,
         "layout": {"tp": c["tp"], "pp": c["pp"], "dp": c["dp"], "zero": c["zero"], "ep": c.get("ep", 1)},
+        "recompute": RECOMPUTES[int(c["recompute"])] if c.get("recompute") is not None else None,
         "weights": c["weights"], "kv_cache": c["kv_cache"] if c.get("decode_tokens_per_s_total") else None,
         "concurrency": c["concurrency"],
         "per_gpu_total_bytes": int(c["per_gpu_total_bytes"]), "budget_bytes": int(c["budget_bytes"]),

@@ -1,0 +1,25 @@
+"""Each training recommendation says which activation recompute its memory and speed were sized with (the least
+that fits the GPU, ``none`` < ``selective`` < ``moe`` < ``full``): the sweep picked one and did not say which."""
+
+from __future__ import annotations
+
+import pytest
+
+from anchorgpu.planner.inputs import RECOMPUTES
+from cli_runner import run, run_json
+
+
+def test_training_results_name_their_recompute(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = run_json(capsys, "recommend", "qwen3-30b-a3b", "--task", "train", "--tokens", "1e10", "--seq", "16384",
+                   "--gpu", "h100", "--top", "5")
+    levels = [r["recompute"] for r in doc["results"]]
+    assert levels and set(levels) <= set(RECOMPUTES)
+    assert "moe" in levels  # at 16k tokens a MoE's experts' activations are what a layout frees to fit
+    code, out, _ = run(capsys, "recommend", "qwen3-30b-a3b", "--task", "train", "--tokens", "1e10", "--seq", "16384",
+                       "--gpu", "h100", "--top", "5")
+    assert code == 0 and "rc:moe" in out
+
+
+def test_serving_results_have_no_recompute(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = run_json(capsys, "recommend", "llama-3.1-8b", "--concurrency", "8", "--top", "2")
+    assert doc["results"] and all(r["recompute"] is None for r in doc["results"])
