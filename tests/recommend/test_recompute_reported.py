@@ -23,3 +23,4 @@ def test_training_results_name_their_recompute(capsys: pytest.CaptureFixture[str
 def test_serving_results_have_no_recompute(capsys: pytest.CaptureFixture[str]) -> None:
     doc = run_json(capsys, "recommend", "llama-3.1-8b", "--concurrency", "8", "--top", "2")
     assert doc["results"] and all(r["recompute"] is None for r in doc["results"])
+
