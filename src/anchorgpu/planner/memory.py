@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Literal
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.formats import ModelParts
+from anchorgpu.planner.inputs import Recompute
 from anchorgpu.units import ceil_div
 
 __all__ = [
@@ -44,7 +44,6 @@ __all__ = [
     "zero_fraction",
 ]
 
-Recompute = Literal["none", "selective", "moe", "full"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -479,9 +478,16 @@ def moe_block_activation_share(model: ModelSpec) -> float:
     moe = model.moe
     if moe is None:
         return 0.0
-    width = moe.expert_intermediate_size * (moe.experts_per_token + moe.num_shared_experts)
-    mlp = (6 if model.gated_mlp else 4) * width / model.hidden_size
-    return mlp * moe.num_moe_layers / max(1, model.num_layers)
+    return _mlp_values_per_hidden(model) * moe.num_moe_layers / max(1, model.num_layers)
+
+
+def _mlp_values_per_hidden(model: ModelSpec) -> float:
+    """Values per token and hidden unit one MLP (a MoE: its routed and shared experts) keeps for its backward pass:
+    gate, up and the down-projection input when gated (``6 * ffn / h``), else ``4 * ffn / h``."""
+    moe = model.moe
+    width = (moe.expert_intermediate_size * (moe.experts_per_token + moe.num_shared_experts) if moe is not None
+             else model.intermediate_size)
+    return (6 if model.gated_mlp else 4) * width / model.hidden_size
 
 
 _SHARES: dict[int, tuple[ModelSpec, tuple[float, float]]] = {}
@@ -497,11 +503,7 @@ def _activation_shares(model: ModelSpec) -> tuple[float, float]:
     h = model.hidden_size
     q = model.num_attention_heads * model.head_dim / h
     kv = model.num_kv_heads * model.head_dim / h
-    if model.moe is not None:
-        width = model.moe.expert_intermediate_size * (model.moe.experts_per_token + model.moe.num_shared_experts)
-    else:
-        width = model.intermediate_size
-    mlp = (6 if model.gated_mlp else 4) * width / h
+    mlp = _mlp_values_per_hidden(model)
     layers = max(1, model.num_layers)
     attention_share = model.attention_layers / layers
     mlp_share = (model.mlp_layers if model.mlp_layers is not None else layers) / layers
@@ -540,9 +542,8 @@ def training_activation_bytes(
     working = 0.0
     if recompute == "full":
         working = layer_activation_bytes(model, s=s, b=b, t=tp, sp=sp, recompute="none", flash=flash)
-    elif recompute == "moe":  # one MoE block's intermediates while it runs again in the backward pass
-        moe_layers = model.moe.num_moe_layers if model.moe is not None else 0
-        working = s * b * model.hidden_size * moe_block_activation_share(model) / tp * model.num_layers / max(1, moe_layers)
+    elif recompute == "moe" and model.moe is not None:  # one MoE block's intermediates while it runs again backward
+        working = s * b * model.hidden_size * _mlp_values_per_hidden(model) / tp
     logits = logits_bytes(s=s, b=b, vocab=model.vocab_size, t=tp)
     first = per_layer * stage * pp + working + (logits if pp == 1 else 0)
     last = per_layer * stage + working + logits

@@ -300,10 +300,11 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
             lay.ep, lay.tp, lay.dp, lay.cp, model.moe.experts_per_token, SERVER_GPUS,
             cal.overlap_exposed_fraction if lay.ep_overlap else None))
     if lay.offload != "none":
-        host = "Grace's LPDDR5X" if is_superchip(plan.gpu) else "the x86 host's DDR5"
+        host = "superchip" if is_superchip(plan.gpu) else "x86"
+        memory = {"superchip": "Grace's LPDDR5X", "x86": "the x86 host's DDR5"}[host]
         assumptions.append(
-            f"--offload {lay.offload}: the optimizer step runs on the CPU at a GPU's share of {host} "
-            f"({cal.host_memory_bytes_per_s['superchip' if is_superchip(plan.gpu) else 'x86'] / 1e9:.0f} GB/s, stated), "
+            f"--offload {lay.offload}: the optimizer step runs on the CPU at a GPU's share of {memory} "
+            f"({cal.host_memory_bytes_per_s[host] / 1e9:.0f} GB/s, stated), "
             f"{st.breakdown_s['optimizer']:.3g} s a step with the updated parameters sent back over the host link"
             + (", and the parameters come from host memory forward and backward in every micro-batch (in fsdp_comm)"
                if lay.offload == "params" else "")

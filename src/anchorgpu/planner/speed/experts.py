@@ -6,7 +6,7 @@ local expert's products. Pure; stdlib only. The serving step
 from __future__ import annotations
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.planner.speed.flops import Recompute, TrainKind, forward_matmul_params
+from anchorgpu.planner.speed.flops import MOE_FORWARD_AGAIN, Recompute, TrainKind, forward_matmul_params
 
 __all__ = ["expert_gemms_per_layer", "expert_launch_s", "expert_rows_factor", "moe_expert_fraction_read",
            "moe_product_shares", "routed_share_per_gpu"]
@@ -92,7 +92,7 @@ def expert_gemms_per_layer(kind: TrainKind = "full", recompute: Recompute = "non
     >>> expert_gemms_per_layer(), expert_gemms_per_layer("lora"), expert_gemms_per_layer(recompute="moe")
     (6, 4, 8)
     """
-    return 2 + 2 + (2 if kind == "full" else 0) + (2 if recompute in ("moe", "full") else 0)
+    return 2 + 2 + (2 if kind == "full" else 0) + (2 if recompute in MOE_FORWARD_AGAIN else 0)
 
 
 def expert_launch_s(model: ModelSpec, ep: int, stage_layers: float, host_s_per_gemm: float, *,

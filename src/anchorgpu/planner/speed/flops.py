@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Literal
 
 from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.planner.inputs import Recompute
 
 __all__ = [
     "Recompute",
@@ -22,7 +23,9 @@ __all__ = [
     "training_flops_per_token",
 ]
 
-Recompute = Literal["none", "selective", "moe", "full"]
+MOE_FORWARD_AGAIN: tuple[Recompute, ...] = ("moe", "full")
+"""The recompute levels that run each MoE block's forward again in the backward pass: its products, its dispatch and
+combine all-to-alls and its experts' launches (Megatron-Core checkpoints the whole MoE block)."""
 TrainKind = Literal["full", "lora"]
 
 

@@ -58,16 +58,16 @@ def launches_per_layer(model: ModelSpec, launches: LayerLaunches, *, block_fp8: 
     (20.66, 27.56)
     """
     mla = model.mla is not None
+    moe = model.moe
+    shared = moe is not None and moe.num_shared_experts > 0
     attention = launches.mla_attention if mla else launches.attention
     mlp = launches.mlp
-    moe_block = launches.moe + (launches.shared_experts if model.moe and model.moe.num_shared_experts else 0)
-    if block_fp8:
+    moe_block = launches.moe + (launches.shared_experts if shared else 0)
+    if block_fp8:  # a quantisation kernel before each product
         quant = launches.block_fp8_quant
         attention += quant * (launches.mla_attention_products if mla else launches.attention_products)
         mlp += quant * launches.mlp_products
-        moe_block += quant * (launches.moe_products + (launches.shared_experts_products
-                                                       if model.moe and model.moe.num_shared_experts else 0))
-    moe = model.moe
+        moe_block += quant * (launches.moe_products + (launches.shared_experts_products if shared else 0))
     if moe is None:
         return float(attention + mlp)
     dense_layers = model.num_layers - moe.num_moe_layers

@@ -49,6 +49,7 @@ from anchorgpu.planner.speed.experts import (
     moe_product_shares,
 )
 from anchorgpu.planner.speed.flops import (
+    MOE_FORWARD_AGAIN,
     Recompute,
     TrainKind,
     attention_flops_per_token,
@@ -307,7 +308,7 @@ def _compute_layout_terms(
         # servers a token crosses the network once per server it goes to (expert_dispatch_s)
         moe_layers = stage_layers * model.moe.num_moe_layers / layers
         # dispatch and combine forward and backward, and forward again when the MoE blocks are recomputed
-        ep_s = (6 if recompute in ("moe", "full") else 4) * moe_layers * expert_dispatch_s(
+        ep_s = (6 if recompute in MOE_FORWARD_AGAIN else 4) * moe_layers * expert_dispatch_s(
             h * ACTIVATION_BYTES, tokens_rank / lay.tp, model.moe.experts_per_token, lay.ep, gpu,
             gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s, efficiency=cal.link_efficiency)
         if lay.ep_overlap:  # beside another micro-batch's computation: the stated exposed share, as TP overlap's
