@@ -1,0 +1,576 @@
+"""Measure on one GPU what the speed and memory model predicts (dev script; needs torch + transformers).
+
+Runs on a machine with a CUDA GPU; writes one JSON file of measurements. Nothing here is imported by
+the product. `benchmarks/device/compare.py` puts the planner's predictions beside these figures.
+
+What it measures, each as the GPU's own time (CUDA events) unless said otherwise:
+- gemm: BF16 (and FP8 where torch._scaled_mm runs) matrix products over the shapes a Llama-3.1-8B
+  layer multiplies, from 1 to 16,384 rows: achieved TFLOP/s.
+- hbm: a large read (sum) and a large copy: achieved bytes/s.
+- decode: one decode step of a Llama model (random BF16 weights, our own minimal implementation,
+  KV cache filled to the context) captured in a CUDA graph, so no host launch cost is counted; per batch.
+  The same step run eagerly at batch 1, to show what the host adds without graphs.
+- prefill: one forward over a whole prompt (flash attention through SDPA), per prompt length.
+- train: full training steps of transformers' LlamaForCausalLM (random init, SDPA attention) in the
+  planner's mixed precision (BF16 weights and gradients, FP32 master weights and AdamW moments), per
+  model, micro-batch and recompute: tokens/s, peak allocated and reserved memory, memory the forward pass
+  adds (activations and logits).
+
+Usage: python h200_measure.py OUT.json [--quick] [--device cpu] [--configs DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_CONFIGS = HERE.parents[1] / "src" / "anchorgpu" / "architectures" / "data" / "models"
+
+RESULTS: dict = {"meta": {}, "gemm": [], "hbm": [], "decode": [], "prefill": [], "train": [], "errors": []}
+OUT_PATH: Path | None = None
+DEADLINE = math.inf
+
+
+def save() -> None:
+    if OUT_PATH is not None:
+        OUT_PATH.write_text(json.dumps(RESULTS, indent=1))
+
+
+def left_s() -> float:
+    return DEADLINE - time.time()
+
+
+def log(*a: object) -> None:
+    print(*a, flush=True)
+
+
+def err(where: str, e: BaseException) -> None:
+    RESULTS["errors"].append({"where": where, "error": f"{type(e).__name__}: {e}"[:500]})
+    log("ERROR", where, type(e).__name__, str(e)[:300])
+    save()
+
+
+def timed(fn, warmup: int = 3, iters: int = 10, dev: str = "cuda") -> float:
+    """Mean seconds per call, by CUDA events (or wall clock on the CPU)."""
+    for _ in range(warmup):
+        fn()
+    if dev == "cuda":
+        torch.cuda.synchronize()
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        return start.elapsed_time(end) / 1e3 / iters
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    return (time.perf_counter() - t0) / iters
+
+
+# --------------------------------------------------------------------------- gemm and hbm
+
+
+def measure_gemm(dev: str, quick: bool) -> None:
+    shapes = [("qkv", 6144, 4096), ("o", 4096, 4096), ("gate_up", 28672, 4096), ("down", 4096, 14336)]
+    rows = [1, 8, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]
+    if quick:
+        shapes, rows = shapes[:1], [1, 64]
+    big = 8192 if not quick else 256
+    cases = [(f"square{big}", big, big, big)] + [(n, m, nn, k) for n, nn, k in shapes for m in rows]
+    for name, m, n, k in cases:
+        if left_s() < 60:
+            return
+        try:
+            a = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+            b = torch.randn(n, k, device=dev, dtype=torch.bfloat16)
+            s = timed(lambda a=a, b=b: a @ b.t(), dev=dev, iters=20 if m < 4096 else 10)
+            row = {
+                "what": name,
+                "m": m,
+                "n": n,
+                "k": k,
+                "dtype": "bf16",
+                "s": s,
+                "tflops": 2 * m * n * k / s / 1e12,
+                "weight_read_tb_s": n * k * 2 / s / 1e12,
+            }
+            RESULTS["gemm"].append(row)
+            if dev == "cuda" and hasattr(torch, "_scaled_mm") and m % 16 == 0:
+                try:
+                    a8 = a.to(torch.float8_e4m3fn)
+                    b8 = b.to(torch.float8_e4m3fn)
+                    one = torch.tensor(1.0, device=dev)
+                    s8 = timed(
+                        lambda a8=a8, b8=b8, one=one: torch._scaled_mm(
+                            a8, b8.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16
+                        ),
+                        dev=dev,
+                        iters=20 if m < 4096 else 10,
+                    )
+                    RESULTS["gemm"].append(
+                        {
+                            "what": name,
+                            "m": m,
+                            "n": n,
+                            "k": k,
+                            "dtype": "fp8",
+                            "s": s8,
+                            "tflops": 2 * m * n * k / s8 / 1e12,
+                            "weight_read_tb_s": n * k / s8 / 1e12,
+                        }
+                    )
+                except Exception as e:  # noqa: BLE001
+                    err(f"gemm fp8 {name} {m}", e)
+            del a, b
+        except Exception as e:  # noqa: BLE001
+            err(f"gemm {name} {m}", e)
+    save()
+
+
+def measure_hbm(dev: str, quick: bool) -> None:
+    n_bytes = (8 << 30) if not quick else (64 << 20)
+    try:
+        x = torch.empty(n_bytes // 2, device=dev, dtype=torch.bfloat16).normal_()
+        y = torch.empty_like(x)
+        s_copy = timed(lambda x=x, y=y: y.copy_(x), dev=dev, iters=10)
+        s_sum = timed(lambda x=x: x.sum(dtype=torch.float32), dev=dev, iters=10)
+        RESULTS["hbm"] = [
+            {"what": "copy", "bytes": 2 * n_bytes, "s": s_copy, "tb_s": 2 * n_bytes / s_copy / 1e12},
+            {"what": "read (sum)", "bytes": n_bytes, "s": s_sum, "tb_s": n_bytes / s_sum / 1e12},
+        ]
+        del x, y
+    except Exception as e:  # noqa: BLE001
+        err("hbm", e)
+    save()
+
+
+# --------------------------------------------------------------------------- a minimal Llama for decode/prefill
+
+
+class Llama:
+    """Random BF16 weights with a Llama's shapes; decode over a filled KV cache, prefill with SDPA."""
+
+    def __init__(self, cfg: dict, dev: str, max_batch: int, context: int, fp8: bool = False) -> None:
+        self.h = cfg["hidden_size"]
+        self.heads = cfg["num_attention_heads"]
+        self.kv = cfg.get("num_key_value_heads", self.heads)
+        self.hd = cfg.get("head_dim") or self.h // self.heads
+        self.ffn = cfg["intermediate_size"]
+        self.layers = cfg["num_hidden_layers"]
+        self.vocab = cfg["vocab_size"]
+        self.dev = dev
+        self.fp8 = fp8
+        bf = torch.bfloat16
+        q_out = (self.heads + 2 * self.kv) * self.hd
+
+        def w(n: int, k: int) -> torch.Tensor:
+            t = torch.empty(n, k, device=dev, dtype=bf).normal_(std=0.02)
+            return t.to(torch.float8_e4m3fn) if fp8 else t
+
+        self.w = [
+            dict(
+                qkv=w(q_out, self.h),
+                o=w(self.h, self.heads * self.hd),
+                gu=w(2 * self.ffn, self.h),
+                d=w(self.h, self.ffn),
+                n1=torch.ones(self.h, device=dev, dtype=bf),
+                n2=torch.ones(self.h, device=dev, dtype=bf),
+            )
+            for _ in range(self.layers)
+        ]
+        self.emb = torch.empty(self.vocab, self.h, device=dev, dtype=bf).normal_(std=0.02)
+        self.head = (
+            self.emb
+            if cfg.get("tie_word_embeddings")
+            else torch.empty(self.vocab, self.h, device=dev, dtype=bf).normal_(std=0.02)
+        )
+        self.one = torch.tensor(1.0, device=dev)
+        self.max_batch = max_batch
+        self.context = context
+        if context:
+            self.k = [
+                torch.empty(max_batch, self.kv, context, self.hd, device=dev, dtype=bf).normal_()
+                for _ in range(self.layers)
+            ]
+            self.v = [torch.empty_like(k).normal_() for k in self.k]
+
+    def mm(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        if not self.fp8:
+            return x @ w.t()
+        m = x.shape[0]
+        pad = (-m) % 16
+        xx = F.pad(x, (0, 0, 0, pad)) if pad else x
+        out = torch._scaled_mm(
+            xx.to(torch.float8_e4m3fn), w.t(), scale_a=self.one, scale_b=self.one, out_dtype=torch.bfloat16
+        )
+        return out[:m] if pad else out
+
+    @staticmethod
+    def norm(x: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-5)).to(x.dtype) * g
+
+    def rope(self, x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        half = self.hd // 2
+        inv = 1.0 / (500000.0 ** (torch.arange(half, device=x.device, dtype=torch.float32) / half))
+        ang = pos.float()[:, None] * inv[None, :]
+        cos, sin = ang.cos().to(x.dtype).unsqueeze(-2), ang.sin().to(x.dtype).unsqueeze(-2)
+        x1, x2 = x[..., :half], x[..., half:]
+        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+    def decode_step(self, tok: torch.Tensor, batch: int) -> torch.Tensor:
+        """One token for each of `batch` sequences, attending to the whole filled cache."""
+        x = self.emb[tok]
+        pos = torch.full((batch,), self.context - 1, device=self.dev)
+        for i, w in enumerate(self.w):
+            hdn = self.norm(x, w["n1"])
+            qkv = self.mm(hdn, w["qkv"])
+            q, k, v = qkv.split([self.heads * self.hd, self.kv * self.hd, self.kv * self.hd], dim=-1)
+            q = self.rope(q.view(batch, self.heads, self.hd), pos).unsqueeze(2)
+            k = self.rope(k.view(batch, self.kv, self.hd), pos)
+            kc, vc = self.k[i][:batch], self.v[i][:batch]
+            kc[:, :, -1].copy_(k)
+            vc[:, :, -1].copy_(v.view(batch, self.kv, self.hd))
+            att = F.scaled_dot_product_attention(q, kc, vc, enable_gqa=self.kv != self.heads)
+            x = x + self.mm(att.reshape(batch, self.heads * self.hd), w["o"])
+            hdn = self.norm(x, w["n2"])
+            gu = self.mm(hdn, w["gu"])
+            g, u = gu.chunk(2, dim=-1)
+            x = x + self.mm(F.silu(g) * u, w["d"])
+        return (self.norm(x, self.w[-1]["n2"]) @ self.head.t()).argmax(-1)
+
+    def prefill(self, tokens: int, batch: int = 1) -> torch.Tensor:
+        t = tokens * batch
+        x = self.emb[torch.zeros(t, dtype=torch.long, device=self.dev)]
+        pos = torch.arange(tokens, device=self.dev).repeat(batch)
+        for w in self.w:
+            hdn = self.norm(x, w["n1"])
+            qkv = self.mm(hdn, w["qkv"])
+            q, k, v = qkv.split([self.heads * self.hd, self.kv * self.hd, self.kv * self.hd], dim=-1)
+            q = self.rope(q.view(t, self.heads, self.hd), pos).view(batch, tokens, self.heads, self.hd)
+            k = self.rope(k.view(t, self.kv, self.hd), pos).view(batch, tokens, self.kv, self.hd)
+            v = v.view(batch, tokens, self.kv, self.hd)
+            att = F.scaled_dot_product_attention(
+                q.transpose(1, 2),
+                k.transpose(1, 2),
+                v.transpose(1, 2),
+                is_causal=True,
+                enable_gqa=self.kv != self.heads,
+            )
+            x = x + self.mm(att.transpose(1, 2).reshape(t, self.heads * self.hd), w["o"])
+            hdn = self.norm(x, w["n2"])
+            g, u = self.mm(hdn, w["gu"]).chunk(2, dim=-1)
+            x = x + self.mm(F.silu(g) * u, w["d"])
+        last = x.view(batch, tokens, self.h)[:, -1]
+        return (self.norm(last, self.w[-1]["n2"]) @ self.head.t()).argmax(-1)
+
+
+def graph_time(model: Llama, tok: torch.Tensor, b: int) -> float:
+    """Seconds per decode step replayed from a CUDA graph (no host launches counted)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            model.decode_step(tok, b)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        model.decode_step(tok, b)
+    s = timed(graph.replay, warmup=5, iters=30)
+    del graph
+    return s
+
+
+def measure_decode(name: str, cfg: dict, dev: str, batches: list[int], context: int, fp8: bool = False) -> None:
+    if left_s() < 90:
+        return
+    try:
+        model = Llama(cfg, dev, max(batches), context, fp8=fp8)
+    except Exception as e:  # noqa: BLE001
+        err(f"decode build {name}", e)
+        return
+    with torch.no_grad():
+        for b in batches:
+            if left_s() < 60:
+                break
+            try:
+                tok = torch.zeros(b, dtype=torch.long, device=dev)
+                row = {
+                    "model": name,
+                    "batch": b,
+                    "context": context,
+                    "weights": "fp8" if fp8 else "bf16",
+                    "layers": model.layers,
+                }
+                if dev == "cuda":
+                    try:
+                        row["graph_s"] = graph_time(model, tok, b)
+                    except Exception as e:  # noqa: BLE001
+                        err(f"decode graph {name} b{b}", e)
+                        torch.cuda.synchronize()
+                if b == 1 or dev != "cuda" or "graph_s" not in row:
+                    row["eager_s"] = timed(lambda tok=tok, b=b: model.decode_step(tok, b), warmup=3, iters=10, dev=dev)
+                RESULTS["decode"].append(row)
+                log("decode", row)
+            except Exception as e:  # noqa: BLE001
+                err(f"decode {name} b{b}", e)
+            save()
+    model = None
+    if dev == "cuda":
+        torch.cuda.empty_cache()
+
+
+def measure_prefill(name: str, cfg: dict, dev: str, lengths: list[tuple[int, int]]) -> None:
+    if left_s() < 90:
+        return
+    try:
+        model = Llama(cfg, dev, 0, 0)
+    except Exception as e:  # noqa: BLE001
+        err(f"prefill build {name}", e)
+        return
+    with torch.no_grad():
+        for tokens, batch in lengths:
+            if left_s() < 60:
+                break
+            try:
+                s = timed(lambda tokens=tokens, batch=batch: model.prefill(tokens, batch), warmup=2, iters=5, dev=dev)
+                row = {"model": name, "tokens": tokens, "batch": batch, "s": s}
+                RESULTS["prefill"].append(row)
+                log("prefill", row)
+            except Exception as e:  # noqa: BLE001
+                err(f"prefill {name} {tokens}x{batch}", e)
+            save()
+    model = None
+    if dev == "cuda":
+        torch.cuda.empty_cache()
+
+
+# --------------------------------------------------------------------------- training with transformers
+
+
+def measure_train(
+    name: str, cfg: dict, dev: str, seq: int, micro: int, recompute: bool, steps: int, compiled: bool = False
+) -> None:
+    if left_s() < 120:
+        return
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    row: dict = {
+        "model": name,
+        "seq": seq,
+        "micro_batch": micro,
+        "recompute": "full" if recompute else "none",
+        "stack": "transformers (sdpa) + torch AdamW (fused, one per parameter), bf16 weights/grads, "
+        "fp32 master+moments" + (", torch.compile" if compiled else ""),
+    }
+    model = opts = master = None
+    rec: dict = {}
+    try:
+        if dev == "cuda":
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+            free0, total = torch.cuda.mem_get_info()
+            row["device_used_before_bytes"] = total - free0
+        conf = AutoConfig.for_model(
+            cfg["model_type"], **{k: v for k, v in cfg.items() if k not in ("architectures", "model_type")}
+        )
+        conf._attn_implementation = "sdpa"
+        with torch.device(dev):
+            model = AutoModelForCausalLM.from_config(conf, attn_implementation="sdpa", dtype=torch.bfloat16)
+        model.to(dtype=torch.bfloat16)
+        model.config.use_cache = False
+        if recompute:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.train()
+        params = [p for p in model.parameters() if p.requires_grad]
+        row["params"] = sum(p.numel() for p in params)
+        master = [p.detach().float() for p in params]
+        for m in master:
+            m.requires_grad_(True)
+        # one AdamW per parameter, stepped as its gradient is converted: one FP32 gradient exists at a time,
+        # as in a framework that keeps 16-bit gradients (the planner's 2 + 2 + 12 bytes per parameter)
+        opts = [torch.optim.AdamW([m], lr=1e-5, fused=dev == "cuda") for m in master]
+        for m, o in zip(master, opts, strict=True):  # allocate the moments now: a real run holds them
+            m.grad = torch.zeros_like(m)
+            o.step()
+            m.grad = None
+        ids = torch.randint(0, cfg["vocab_size"], (micro, seq), device=dev)
+        fwd = torch.compile(model) if compiled else model
+
+        def phase_peak(record: dict | None, key: str) -> None:
+            if record is not None and dev == "cuda":
+                torch.cuda.synchronize()
+                record[key] = torch.cuda.max_memory_allocated()
+                torch.cuda.reset_peak_memory_stats()
+
+        def step(record: dict | None = None) -> None:
+            if record is not None and dev == "cuda":
+                torch.cuda.synchronize()
+                record["states_bytes"] = torch.cuda.memory_allocated()
+                torch.cuda.reset_peak_memory_stats()
+            out = fwd(input_ids=ids, labels=ids)
+            if record is not None and dev == "cuda":
+                torch.cuda.synchronize()
+                record["forward_adds_bytes"] = torch.cuda.memory_allocated() - record["states_bytes"]
+            phase_peak(record, "peak_forward_bytes")
+            out.loss.backward()
+            del out
+            phase_peak(record, "peak_backward_bytes")
+            for p, m, o in zip(params, master, opts, strict=True):
+                m.grad = p.grad.float()
+                p.grad = None
+                o.step()
+                m.grad = None
+                p.data.copy_(m.data)
+            phase_peak(record, "peak_optimizer_bytes")
+
+        step()
+        if dev == "cuda":
+            torch.cuda.synchronize()
+        step(rec)
+        row.update(rec)
+        if dev == "cuda":
+            row["peak_allocated_bytes"] = max(
+                rec[k] for k in ("peak_forward_bytes", "peak_backward_bytes", "peak_optimizer_bytes")
+            )
+            row["peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
+            free1, total = torch.cuda.mem_get_info()
+            row["device_used_bytes"] = total - free1
+            row["reserved_now_bytes"] = torch.cuda.memory_reserved()
+        if dev == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        if dev == "cuda":
+            torch.cuda.synchronize()
+        s = (time.perf_counter() - t0) / steps
+        row["step_s"] = s
+        row["tokens_per_s"] = micro * seq / s
+        row["fits"] = True
+        RESULTS["train"].append(row)
+        log("train", row)
+    except torch.cuda.OutOfMemoryError as e:
+        row.update(rec)
+        row["fits"] = False
+        row["error"] = str(e)[:400]
+        if dev == "cuda":
+            row["peak_allocated_bytes"] = torch.cuda.max_memory_allocated()
+        RESULTS["train"].append(row)
+        log("train OOM", row)
+    except Exception as e:  # noqa: BLE001
+        err(f"train {name} mb{micro} rc{recompute} compiled{compiled}", e)
+    finally:
+        model = opts = master = None
+        if dev == "cuda":
+            torch.cuda.empty_cache()
+        save()
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main() -> int:
+    global OUT_PATH, DEADLINE
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--configs", default=str(DEFAULT_CONFIGS))
+    ap.add_argument("--budget-s", type=float, default=420)
+    ap.add_argument("--only", default="gemm,hbm,decode,prefill,train")
+    a = ap.parse_args()
+    OUT_PATH = Path(a.out)
+    DEADLINE = time.time() + a.budget_s
+    dev = a.device
+    only = set(a.only.split(","))
+    cfgs = {p.stem: json.loads(p.read_text()) for p in Path(a.configs).glob("*.json")}
+    meta = RESULTS["meta"]
+    meta.update(
+        torch=torch.__version__,
+        python=sys.version.split()[0],
+        started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )
+    try:
+        import transformers
+
+        meta["transformers"] = transformers.__version__
+    except Exception:  # noqa: BLE001
+        pass
+    if dev == "cuda":
+        p = torch.cuda.get_device_properties(0)
+        meta.update(gpu=p.name, sms=p.multi_processor_count, memory_bytes=p.total_memory, cuda=torch.version.cuda)
+        torch.backends.cuda.matmul.allow_tf32 = True
+    save()
+    log("meta", meta)
+    if a.quick:
+        small = dict(
+            cfgs["llama-3.2-1b"],
+            num_hidden_layers=2,
+            hidden_size=256,
+            intermediate_size=512,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=64,
+            vocab_size=1024,
+        )
+        models_decode = [("tiny", small, [1, 4], 64)]
+        models_prefill = [("tiny", small, [(64, 1)])]
+        train_cases = [("tiny", small, 64, 2, False), ("tiny", small, 64, 2, True)]
+    else:
+        models_decode = [
+            ("llama-3.1-8b", cfgs["llama-3.1-8b"], [1, 8, 32, 64, 128, 256], 1100),
+            ("llama-3.2-1b", cfgs["llama-3.2-1b"], [1, 64], 1100),
+        ]
+        models_prefill = [("llama-3.1-8b", cfgs["llama-3.1-8b"], [(1024, 1), (4096, 1), (8192, 1), (1024, 8)])]
+        train_cases = [
+            ("llama-3.1-8b", cfgs["llama-3.1-8b"], 4096, 1, True),
+            ("llama-3.1-8b", cfgs["llama-3.1-8b"], 4096, 2, True),
+            ("llama-3.2-1b", cfgs["llama-3.2-1b"], 4096, 1, False),
+            ("llama-3.2-1b", cfgs["llama-3.2-1b"], 4096, 2, False),
+            ("llama-3.2-1b", cfgs["llama-3.2-1b"], 4096, 4, False),
+            ("llama-3.2-3b", cfgs["llama-3.2-3b"], 4096, 2, False),
+            ("llama-3.2-3b", cfgs["llama-3.2-3b"], 4096, 4, True),
+        ]
+    if "gemm" in only:
+        measure_gemm(dev, a.quick)
+    if "hbm" in only:
+        measure_hbm(dev, a.quick)
+    if "decode" in only:
+        for name, cfg, batches, ctx in models_decode:
+            measure_decode(name, cfg, dev, batches, ctx)
+        if dev == "cuda" and not a.quick:
+            measure_decode("llama-3.1-8b", cfgs["llama-3.1-8b"], dev, [1, 64], 1100, fp8=True)
+    if "prefill" in only:
+        for name, cfg, lengths in models_prefill:
+            measure_prefill(name, cfg, dev, lengths)
+    if "train" in only:
+        for name, cfg, seq, micro, rc in train_cases:
+            measure_train(name, cfg, dev, seq, micro, rc, steps=3 if not a.quick else 1)
+        if dev == "cuda" and not a.quick and "compile" in only and left_s() > 200:
+            measure_train("llama-3.2-1b", cfgs["llama-3.2-1b"], dev, 4096, 4, False, steps=3, compiled=True)
+    meta["ended"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    save()
+    log("done; errors:", len(RESULTS["errors"]))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
+        save()
+        sys.exit(1)
