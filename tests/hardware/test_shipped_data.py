@@ -10,6 +10,7 @@ cell-by-cell comparison with ``reference_gpu_specs.csv`` (a verbatim copy of the
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,12 @@ BEYOND_REFERENCE: dict[str, dict[str, str]] = {
     # MI325X gets the MI300X's 7 x 128 = 896? GB/s (same arithmetic, same uncertainty) instead of PCIe.
     "mi325x": {"scaleup_bw_per_gpu_GBps_bidir": "896?", "sources": "S14;S15;S16;S23;S24"},
 }
+# Measured on the GPU itself, where it refines a reference cell (never by more than 2%): what CUDA reports
+# (torch.cuda.get_device_properties(0).total_memory) is what a program can budget against.
+MEASURED_OVER_REFERENCE: dict[str, dict[str, str]] = {
+    "h200": {"memory_gb_platform_or_usable": "139.8"},  # 150,109,880,320 bytes: benchmarks/device/h200_2026-12-04.json
+}
+DEVICE_RUNS = Path(__file__).resolve().parents[2] / "benchmarks" / "device"
 CSV_PEAK_COLUMNS = {
     "fp64_vector_tflops": "fp64_vector",
     "fp64_tensor_tflops": "fp64_tensor",
@@ -101,6 +108,17 @@ def test_the_cells_we_fill_beyond_the_reference_are_empty_there() -> None:
                 assert ours.split(";")[: len(theirs.split(";"))] == theirs.split(";")  # and only add sources
 
 
+def test_a_measured_figure_refines_its_reference_cell_and_is_what_the_device_run_recorded() -> None:
+    rows = {CSV_ROWS[row["gpu"]]: row for row in reference_rows()}
+    measured = json.loads((DEVICE_RUNS / "h200_2026-12-04.json").read_text())["meta"]
+    assert measured["gpu"] == "NVIDIA H200"
+    assert round(measured["memory_bytes"] / GIB, 1) == float(MEASURED_OVER_REFERENCE["h200"]["memory_gb_platform_or_usable"])
+    for name, cells in MEASURED_OVER_REFERENCE.items():
+        for column, ours in cells.items():
+            theirs = cell(rows[name][column])[0]
+            assert theirs is not None and abs(float(ours) / theirs - 1) <= 0.02, (name, column, theirs, ours)
+
+
 def test_every_reference_row_is_shipped_under_a_known_name() -> None:
     labels = {row["gpu"] for row in reference_rows()}
     assert labels == set(CSV_ROWS)
@@ -110,10 +128,10 @@ def test_every_reference_row_is_shipped_under_a_known_name() -> None:
 @pytest.mark.parametrize("row", reference_rows(), ids=lambda row: CSV_ROWS[row["gpu"]])
 def test_every_figure_matches_the_reference_table_cell_by_cell(row: dict[str, str]) -> None:
     gpu = get_gpu(CSV_ROWS[row["gpu"]])
-    row = {**row, **BEYOND_REFERENCE.get(gpu.name, {})}
+    row = {**row, **BEYOND_REFERENCE.get(gpu.name, {}), **MEASURED_OVER_REFERENCE.get(gpu.name, {})}
     # memory: headline (physical) and platform/usable figures, read as GiB
     assert gpu.memory_physical_bytes == cell(row["memory_gb_headline"])[0] * GIB  # type: ignore[operator]
-    assert gpu.memory_bytes == cell(row["memory_gb_platform_or_usable"])[0] * GIB  # type: ignore[operator]
+    assert gpu.memory_bytes == round(cell(row["memory_gb_platform_or_usable"])[0] * GIB)  # type: ignore[operator]
     assert gpu.memory_headline == f"{row['memory_gb_headline']} GB"
     assert gpu.memory_type == row["memory_type"]
     assert gpu.memory_bandwidth_bytes_per_s == pytest.approx(float(row["mem_bw_TBps"]) * 1e12)
@@ -199,15 +217,15 @@ def test_anchor_bandwidths_match_their_published_sources(name: str, tb_per_s: fl
         ("mi300x", 192, "192 GB"),  # S14/S15: AMD 192 GB; ROCm table 192 GiB
         ("mi325x", 256, "256 GB"),  # S15: 256 GiB (a public catalog's 288 is wrong)
         ("h100-sxm", 80, "80 GB"),  # S2
-        ("h200", 141, "141 GB"),  # S4
+        ("h200", 139.8, "141 GB"),  # S4's 141 GB is 139.8 GiB to CUDA (measured: benchmarks/device/h200_2026-12-04.json)
         ("b200", 180, "192 GB"),  # S5/S6: 180 GB on the platform, up to 192 GB physical
         ("b300", 270, "288 GB"),  # S5: 270 GB in the HGX column, 288 GB physical
         ("gb200", 186, "192 GB"),  # S7/S11: 186 GB per GPU
     ],
 )
-def test_memory_budgets_on_the_usable_figure_and_keeps_the_headline(name: str, usable_gib: int, headline: str) -> None:
+def test_memory_budgets_on_the_usable_figure_and_keeps_the_headline(name: str, usable_gib: float, headline: str) -> None:
     gpu = get_gpu(name)
-    assert gpu.memory_bytes == usable_gib * GIB
+    assert gpu.memory_bytes == round(usable_gib * GIB)
     assert gpu.memory_headline == headline
     assert gpu.memory_unit == "GiB"
     assert gpu.memory_physical_bytes is not None and gpu.memory_physical_bytes >= gpu.memory_bytes

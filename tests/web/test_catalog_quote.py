@@ -8,6 +8,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from anchorgpu.catalog import load_catalog
@@ -33,7 +34,8 @@ def test_catalog_shows_each_offerings_gpu_memory_from_the_hardware_registry(clie
     assert len(rows) >= 16
     for row in rows:
         offering = load_catalog().offering(row[0].split()[0])
-        assert _gib(row[2]) == get_gpu(offering.gpu).memory_bytes / 2**30, row  # e.g. H200 141 GiB, MI300X 192 GiB
+        # e.g. H200 139.8 GiB (as CUDA reports it, measured: benchmarks/device/h200_2026-12-04.json), MI300X 192 GiB
+        assert _gib(row[2]) == pytest.approx(get_gpu(offering.gpu).memory_bytes / 2**30, abs=0.05), row
 
 
 def test_catalog_sorts_by_memory_both_ways_through_plain_links(client: TestClient) -> None:

@@ -91,8 +91,8 @@ def comparison_to_json(comparison: GpuComparison, *, price_notes: tuple[str, str
 
     >>> from anchorgpu.hardware import compare_gpus, get_gpu
     >>> data = comparison_to_json(compare_gpus(get_gpu("h200"), get_gpu("h100")))
-    >>> data["ratio_is"], data["ratios"]["memory_bytes"], data["ratios"]["bf16_flops_per_s"]
-    ('a / b', 1.7625, 1.0)
+    >>> data["ratio_is"], round(data["ratios"]["memory_bytes"], 4), data["ratios"]["bf16_flops_per_s"]
+    ('a / b', 1.7475, 1.0)
     """
     return {
         "a": gpu_to_json(comparison.a),

@@ -1,0 +1,137 @@
+"""Put the planner's predictions beside what one GPU measured (benchmarks/device/h200_measure.py's JSON).
+
+Usage: python benchmarks/device/compare.py [benchmarks/device/h200_2026-12-04.json]
+
+Prints markdown: training speed and memory (every term the planner plans against the measured peaks by phase),
+prefill, decode and the two hardware constants the serving model leans on (HBM efficiency, matrix-product
+efficiency). Nothing here feeds the calibration: the measured stack (transformers, a minimal graph-captured
+Llama) is not the Megatron/TensorRT-LLM/vLLM class of stack the calibration rows ran.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from anchorgpu.architectures import load_model
+from anchorgpu.hardware import get_gpu
+from anchorgpu.planner import Layout, Workload, plan
+from anchorgpu.planner.speed.calibration import calibration
+from anchorgpu.planner.speed.estimate import plan_performance
+from anchorgpu.planner.speed.serving import ServingSetup, decode_step
+
+GIB = 2**30
+HERE = Path(__file__).resolve().parent
+DEFAULT = HERE / "h200_2026-12-04.json"
+
+
+def training(rows: list[dict], gpu_name: str) -> list[str]:
+    gpu = get_gpu(gpu_name)
+    out = [
+        "| model | micro-batch x seq | recompute | stack | measured tok/s | ours (band) | measured/ours "
+        "| planned activations GiB | forward adds GiB | planned total GiB | measured peak GiB (in use) | planned fits |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        model = load_model(r["model"])
+        p = plan(
+            model,
+            Workload(task="train", seq_tokens=r["seq"], micro_batch=r["micro_batch"], recompute=r["recompute"]),
+            layout=Layout(gpus=1, zero=0),
+            gpu=gpu,
+        )
+        perf = plan_performance(p)
+        pg = p.per_gpu
+        total = (pg.weights_bytes + pg.activations_bytes + pg.gradients_bytes + pg.optimizer_bytes
+                 + pg.overhead_bytes)
+        stack = "compiled" if "compile" in r["stack"] else "eager"
+        tok = perf["train_tokens_per_s"]
+        in_use = r["peak_allocated_bytes"] + (r["device_used_bytes"] - r["reserved_now_bytes"])
+        out.append(
+            f"| {r['model']} | {r['micro_batch']} x {r['seq']} | {r['recompute']} | {stack} "
+            f"| {r['tokens_per_s']:,.0f} | {tok:,.0f} ({perf['train_tokens_per_s_low']:,.0f}-"
+            f"{perf['train_tokens_per_s_high']:,.0f}) | {r['tokens_per_s'] / tok:.2f}x "
+            f"| {pg.activations_bytes / GIB:.2f} | {r['forward_adds_bytes'] / GIB:.2f} "
+            f"| {total / GIB:.2f} | {r['peak_allocated_bytes'] / GIB:.2f} ({in_use / GIB:.2f}) "
+            f"| {'yes' if p.fits else 'no'} |"
+        )
+    return out
+
+
+def _setup(model_name: str, context: int, gpu) -> tuple[object, ServingSetup]:
+    model = load_model(model_name)
+    p = plan(model, Workload(task="inference", prompt_tokens=max(context - 1, 1), output_tokens=1, concurrency=1),
+             layout=Layout(gpus=1), gpu=gpu)
+    kv_per_token = p.per_gpu.kv_cache_bytes / context
+    return model, ServingSetup(weights_bytes_per_gpu=p.per_gpu.weights_bytes,
+                               kv_bytes_per_sequence_per_gpu=kv_per_token * context)
+
+
+def serving(doc: dict, gpu_name: str) -> list[str]:
+    """One engine step as the planner times it (``serving.decode_step``) beside the measured step: the measured
+    decode step is replayed from a CUDA graph (no host launches) of a minimal, unfused implementation."""
+    gpu = get_gpu(gpu_name)
+    out = ["| phase | model | tokens or context x batch | measured s | ours s (fixed part) | ceiling s "
+           "| measured/ours |", "|---|---|---|---|---|---|---|"]
+    for r in doc["prefill"]:
+        model, setup = _setup(r["model"], r["tokens"], gpu)
+        st = decode_step(model, gpu, setup, batch=0, prefill_tokens=r["tokens"] * r["batch"],
+                         prompt_tokens=r["tokens"])
+        ceil = decode_step(model, gpu, setup, batch=0, prefill_tokens=r["tokens"] * r["batch"],
+                           prompt_tokens=r["tokens"], ideal=True)
+        out.append(f"| prefill | {r['model']} | {r['tokens']} x {r['batch']} | {r['s']:.4f} | {st.step_s:.4f} "
+                   f"({st.fixed_s:.4f}) | {ceil.step_s:.4f} | {r['s'] / st.step_s:.2f}x |")
+    for r in doc["decode"]:
+        if "graph_s" not in r or r["weights"] != "bf16":
+            continue
+        model, setup = _setup(r["model"], r["context"], gpu)
+        st = decode_step(model, gpu, setup, batch=r["batch"], cached_tokens=r["context"])
+        ceil = decode_step(model, gpu, setup, batch=r["batch"], cached_tokens=r["context"], ideal=True)
+        out.append(f"| decode step (graph) | {r['model']} | {r['context']} x {r['batch']} | {r['graph_s']:.5f} "
+                   f"| {st.step_s:.5f} ({st.fixed_s:.5f}) | {ceil.step_s:.5f} | {r['graph_s'] / st.step_s:.2f}x |")
+    return out
+
+
+def hardware(doc: dict, gpu_name: str) -> list[str]:
+    gpu = get_gpu(gpu_name)
+    k = calibration().stack(gpu)
+    bw = gpu.memory_bandwidth_bytes_per_s / 1e12
+    read = next(r for r in doc["hbm"] if r["what"].startswith("read"))
+    big = [r["tflops"] for r in doc["gemm"] if r["dtype"] == "bf16" and r["m"] >= 2048]
+    big8 = [r["tflops"] for r in doc["gemm"] if r["dtype"] == "fp8" and r["m"] >= 2048]
+    peak, peak8 = gpu.peak_flops_per_s("bf16") / 1e12, gpu.peak_flops_per_s("fp8") / 1e12
+    m1 = [r for r in doc["gemm"] if r["dtype"] == "bf16" and r["m"] == 1]
+    m1_bytes = sum(r["n"] * r["k"] * 2 for r in m1)
+    m1_s = sum(r["s"] for r in m1)
+    return [
+        f"- HBM streaming read: {read['tb_s']:.2f} TB/s = {read['tb_s'] / bw:.0%} of {bw} TB/s; the calibrated "
+        f"decode_mbu is {k.decode_mbu:.0%}.",
+        f"- BF16 products with 2,048+ rows: median {statistics.median(big):.0f} TFLOP/s "
+        f"({statistics.median(big) / peak:.0%} of {peak:.0f}), {min(big):.0f}-{max(big):.0f}; calibrated: "
+        f"serving {k.serve_matmul_efficiency:.0%} (large widths), training {k.train_matmul_efficiency:.0%} of the peak "
+        f"for the whole step's products.",
+        f"- FP8 products with 2,048+ rows: median {statistics.median(big8):.0f} TFLOP/s "
+        f"({statistics.median(big8) / peak8:.0%} of {peak8:.0f}); calibrated FP8 efficiency "
+        f"{k.fp8_matmul_efficiency:.0%}.",
+        f"- One row (a batch-1 decode's products, a Llama-3.1-8B layer's four weights): {m1_bytes / m1_s / 1e12:.2f} "
+        f"TB/s = {m1_bytes / m1_s / 1e12 / bw:.0%} of the datasheet; the planner reads weights at "
+        f"{k.decode_mbu:.0%} and adds {k.per_layer_step_s * 1e6:.0f} us a layer of fixed cost.",
+    ]
+
+
+def main() -> None:
+    path = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
+    doc = json.loads(path.read_text())
+    gpu_name = "h200"
+    print(f"Measured on {doc['meta'].get('gpu')} (torch {doc['meta'].get('torch')}, transformers "
+          f"{doc['meta'].get('transformers')}, CUDA {doc['meta'].get('cuda')}); device memory "
+          f"{doc['meta'].get('memory_bytes', 0) / GIB:.2f} GiB as CUDA reports it.\n")
+    print("\n".join(hardware(doc, gpu_name)) + "\n")
+    print("\n".join(training(doc["train"], gpu_name)) + "\n")
+    print("\n".join(serving(doc, gpu_name)))
+
+
+if __name__ == "__main__":
+    main()
