@@ -1,6 +1,10 @@
 """Put the planner's predictions beside what one GPU measured (benchmarks/device/h200_measure.py's JSON).
 
-Usage: python benchmarks/device/compare.py [benchmarks/device/h200_2026-12-04.json]
+Usage: python benchmarks/device/compare.py [RUN.json] [--write]
+
+``--write`` refreshes ``src/anchorgpu/planner/data/eager_stack.json``: what the measured transformers runs held and
+how fast they ran against the plan (``stack_ratios``), which the planner states beside every training plan and
+warns with when the headroom would not hold an eager stack's extra activations.
 
 Prints markdown: training speed and memory (every term the planner plans against the measured peaks by phase),
 prefill, decode and the two hardware constants the serving model leans on (HBM efficiency, matrix-product
@@ -25,6 +29,82 @@ from anchorgpu.planner.speed.serving import ServingSetup, decode_step
 GIB = 2**30
 HERE = Path(__file__).resolve().parent
 DEFAULT = HERE / "h200_2026-12-04.json"
+STACK_FILE = HERE.parents[1] / "src" / "anchorgpu" / "planner" / "data" / "eager_stack.json"
+
+
+def _plan_of(r: dict, gpu: object) -> object:
+    return plan(
+        load_model(r["model"]),
+        Workload(task="train", seq_tokens=r["seq"], micro_batch=r["micro_batch"], recompute=r["recompute"]),
+        layout=Layout(gpus=1, zero=0),
+        gpu=gpu,
+    )
+
+
+def stack_ratios(doc: dict, gpu_name: str = "h200") -> dict:
+    """Measured over planned, per training row and summarised per stack and recompute level: the memory the forward
+    pass added over the planned activations, the peak in use (allocated at the peak plus what CUDA holds outside
+    PyTorch) over the planned total, and the tokens/s over the prediction. Two decimals, as the text shows them."""
+    gpu = get_gpu(gpu_name)
+    rows = []
+    for r in doc["train"]:
+        if not r.get("fits"):
+            continue
+        p = _plan_of(r, gpu)
+        pg = p.per_gpu
+        total = pg.weights_bytes + pg.activations_bytes + pg.gradients_bytes + pg.optimizer_bytes + pg.overhead_bytes
+        in_use = r["peak_allocated_bytes"] + (r["device_used_bytes"] - r["reserved_now_bytes"])
+        rows.append(
+            {
+                "model": r["model"],
+                "micro_batch": r["micro_batch"],
+                "seq": r["seq"],
+                "recompute": r["recompute"],
+                "stack": "compiled" if "compile" in r["stack"] else "eager",
+                "activations": round(r["forward_adds_bytes"] / pg.activations_bytes, 3),
+                "peak": round(in_use / total, 3),
+                "speed": round(r["tokens_per_s"] / plan_performance(p)["train_tokens_per_s"], 3),
+            }
+        )
+
+    def span(stack: str, key: str, recompute: str | None = None) -> list[float]:
+        vals = [x[key] for x in rows if x["stack"] == stack and (recompute is None or x["recompute"] == recompute)]
+        return [round(min(vals), 2), round(max(vals), 2)]
+
+    return {
+        "eager": {
+            "activations_no_recompute": span("eager", "activations", "none"),
+            "activations_full_recompute": span("eager", "activations", "full"),
+            "peak": span("eager", "peak"),
+            "speed": span("eager", "speed"),
+        },
+        "compiled": {
+            "activations": span("compiled", "activations"),
+            "peak": span("compiled", "peak"),
+            "speed": span("compiled", "speed"),
+        },
+        "rows": rows,
+    }
+
+
+def write_stack_file(doc: dict, run: Path) -> None:
+    meta = doc["meta"]
+    out = {
+        "about": "What a transformers model trained with PyTorch held and how fast it ran, over what the planner "
+        "plans for a fused stack (Megatron-Core / Transformer Engine class): measured, not fitted. The planner states "
+        "these beside every training plan and warns when the headroom would not hold an eager stack's extra "
+        "activations. Written by benchmarks/device/compare.py --write from the run named in source.",
+        "source": f"benchmarks/device/{run.name}: one {meta.get('gpu')}, torch {meta.get('torch')}, transformers "
+        f"{meta.get('transformers')}, CUDA {meta.get('cuda')}; random-init Llama-3.2-1B/3B and Llama-3.1-8B, 4,096-token "
+        "sequences, SDPA attention, BF16 weights and gradients with FP32 master weights and AdamW moments",
+        "gpu": gpu_of(meta),
+        **stack_ratios(doc),
+    }
+    STACK_FILE.write_text(json.dumps(out, indent=1) + "\n")
+
+
+def gpu_of(meta: dict) -> str:
+    return "h200" if "H200" in str(meta.get("gpu")) else str(meta.get("gpu"))
 
 
 def training(rows: list[dict], gpu_name: str) -> list[str]:
@@ -44,8 +124,7 @@ def training(rows: list[dict], gpu_name: str) -> list[str]:
         )
         perf = plan_performance(p)
         pg = p.per_gpu
-        total = (pg.weights_bytes + pg.activations_bytes + pg.gradients_bytes + pg.optimizer_bytes
-                 + pg.overhead_bytes)
+        total = pg.weights_bytes + pg.activations_bytes + pg.gradients_bytes + pg.optimizer_bytes + pg.overhead_bytes
         stack = "compiled" if "compile" in r["stack"] else "eager"
         tok = perf["train_tokens_per_s"]
         in_use = r["peak_allocated_bytes"] + (r["device_used_bytes"] - r["reserved_now_bytes"])
@@ -62,35 +141,46 @@ def training(rows: list[dict], gpu_name: str) -> list[str]:
 
 def _setup(model_name: str, context: int, gpu) -> tuple[object, ServingSetup]:
     model = load_model(model_name)
-    p = plan(model, Workload(task="inference", prompt_tokens=max(context - 1, 1), output_tokens=1, concurrency=1),
-             layout=Layout(gpus=1), gpu=gpu)
+    p = plan(
+        model,
+        Workload(task="inference", prompt_tokens=max(context - 1, 1), output_tokens=1, concurrency=1),
+        layout=Layout(gpus=1),
+        gpu=gpu,
+    )
     kv_per_token = p.per_gpu.kv_cache_bytes / context
-    return model, ServingSetup(weights_bytes_per_gpu=p.per_gpu.weights_bytes,
-                               kv_bytes_per_sequence_per_gpu=kv_per_token * context)
+    return model, ServingSetup(
+        weights_bytes_per_gpu=p.per_gpu.weights_bytes, kv_bytes_per_sequence_per_gpu=kv_per_token * context
+    )
 
 
 def serving(doc: dict, gpu_name: str) -> list[str]:
     """One engine step as the planner times it (``serving.decode_step``) beside the measured step: the measured
     decode step is replayed from a CUDA graph (no host launches) of a minimal, unfused implementation."""
     gpu = get_gpu(gpu_name)
-    out = ["| phase | model | tokens or context x batch | measured s | ours s (fixed part) | ceiling s "
-           "| measured/ours |", "|---|---|---|---|---|---|---|"]
+    out = [
+        "| phase | model | tokens or context x batch | measured s | ours s (fixed part) | ceiling s | measured/ours |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in doc["prefill"]:
         model, setup = _setup(r["model"], r["tokens"], gpu)
-        st = decode_step(model, gpu, setup, batch=0, prefill_tokens=r["tokens"] * r["batch"],
-                         prompt_tokens=r["tokens"])
-        ceil = decode_step(model, gpu, setup, batch=0, prefill_tokens=r["tokens"] * r["batch"],
-                           prompt_tokens=r["tokens"], ideal=True)
-        out.append(f"| prefill | {r['model']} | {r['tokens']} x {r['batch']} | {r['s']:.4f} | {st.step_s:.4f} "
-                   f"({st.fixed_s:.4f}) | {ceil.step_s:.4f} | {r['s'] / st.step_s:.2f}x |")
+        st = decode_step(model, gpu, setup, batch=0, prefill_tokens=r["tokens"] * r["batch"], prompt_tokens=r["tokens"])
+        ceil = decode_step(
+            model, gpu, setup, batch=0, prefill_tokens=r["tokens"] * r["batch"], prompt_tokens=r["tokens"], ideal=True
+        )
+        out.append(
+            f"| prefill | {r['model']} | {r['tokens']} x {r['batch']} | {r['s']:.4f} | {st.step_s:.4f} "
+            f"({st.fixed_s:.4f}) | {ceil.step_s:.4f} | {r['s'] / st.step_s:.2f}x |"
+        )
     for r in doc["decode"]:
         if "graph_s" not in r or r["weights"] != "bf16":
             continue
         model, setup = _setup(r["model"], r["context"], gpu)
         st = decode_step(model, gpu, setup, batch=r["batch"], cached_tokens=r["context"])
         ceil = decode_step(model, gpu, setup, batch=r["batch"], cached_tokens=r["context"], ideal=True)
-        out.append(f"| decode step (graph) | {r['model']} | {r['context']} x {r['batch']} | {r['graph_s']:.5f} "
-                   f"| {st.step_s:.5f} ({st.fixed_s:.5f}) | {ceil.step_s:.5f} | {r['graph_s'] / st.step_s:.2f}x |")
+        out.append(
+            f"| decode step (graph) | {r['model']} | {r['context']} x {r['batch']} | {r['graph_s']:.5f} "
+            f"| {st.step_s:.5f} ({st.fixed_s:.5f}) | {ceil.step_s:.5f} | {r['graph_s'] / st.step_s:.2f}x |"
+        )
     return out
 
 
@@ -122,12 +212,18 @@ def hardware(doc: dict, gpu_name: str) -> list[str]:
 
 
 def main() -> None:
-    path = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    path = Path(args[0]) if args else DEFAULT
     doc = json.loads(path.read_text())
+    if "--write" in sys.argv:
+        write_stack_file(doc, path)
+        print(f"wrote {STACK_FILE}")
     gpu_name = "h200"
-    print(f"Measured on {doc['meta'].get('gpu')} (torch {doc['meta'].get('torch')}, transformers "
-          f"{doc['meta'].get('transformers')}, CUDA {doc['meta'].get('cuda')}); device memory "
-          f"{doc['meta'].get('memory_bytes', 0) / GIB:.2f} GiB as CUDA reports it.\n")
+    print(
+        f"Measured on {doc['meta'].get('gpu')} (torch {doc['meta'].get('torch')}, transformers "
+        f"{doc['meta'].get('transformers')}, CUDA {doc['meta'].get('cuda')}); device memory "
+        f"{doc['meta'].get('memory_bytes', 0) / GIB:.2f} GiB as CUDA reports it.\n"
+    )
     print("\n".join(hardware(doc, gpu_name)) + "\n")
     print("\n".join(training(doc["train"], gpu_name)) + "\n")
     print("\n".join(serving(doc, gpu_name)))

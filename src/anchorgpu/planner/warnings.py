@@ -95,6 +95,11 @@ WARNING_CODES: dict[str, WarningCode] = _registry(
         check="Verify that a saved checkpoint restores (and resumes training) before relying on it.",
     ),
     WarningCode(
+        code="eager_activations_exceed_headroom", concept="activations",
+        check="The headroom holds fused kernels' activations, not an eager stack's: compile the model "
+              "(torch.compile), recompute activations or take a smaller micro-batch before training with transformers.",
+    ),
+    WarningCode(
         code="partial_gpu_not_offered", concept="mig",
         check="AnchorGPU rents whole GPUs only: no MIG slices, vGPU or time-slicing.",
     ),

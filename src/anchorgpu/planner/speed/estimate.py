@@ -19,6 +19,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import builder, memo_on_frozen
+from anchorgpu.planner.eager_stack import speed_line
 from anchorgpu.planner.inputs import (
     DEFAULT_OUTPUT_TOKENS,
     DEFAULT_PROMPT_TOKENS,
@@ -287,6 +288,8 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     assumptions.append(step_line(st.microbatches, w.micro_batch or 1, seq, st.tokens_per_step, precision,
                                   k.fp8_matmul_efficiency if precision != "bf16" else k.train_matmul_efficiency,
                                   model.hidden_size // lay.tp))
+    if w.task == "train":
+        assumptions.append(speed_line())
     if lay.tp > 1:
         link = group_link(plan.gpu, lay.tp, gpus_per_server=SERVER_GPUS)
         assumptions.append(f"tensor-parallel traffic over {link.description}"

@@ -1,0 +1,85 @@
+"""What a transformers model trained eagerly (or compiled) held and how fast it ran, over the plan. Pure.
+
+Training memory is planned for fused kernels (Megatron-Core, Transformer Engine, torch.compile), and the speed for a
+Megatron-Core-class stack. ``data/eager_stack.json`` holds what one GPU measured against those plans
+(``benchmarks/device/compare.py --write`` writes it from a device run): the plan states the measured spans beside
+every full training plan, and warns when its headroom would not hold the extra activations an eager stack keeps.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+__all__ = ["EagerStack", "eager_stack", "memory_line", "speed_line"]
+
+
+@dataclass(frozen=True, slots=True)
+class EagerStack:
+    """Measured over planned, each a [low, high] span: activations (what the forward pass added over the planned
+    activations) without and with full recompute, the peak in use over the planned total, tokens/s over the
+    prediction; for the eager and the compiled stack."""
+
+    source: str
+    gpu: str
+    eager_activations_no_recompute: tuple[float, float]
+    eager_activations_full_recompute: tuple[float, float]
+    eager_speed: tuple[float, float]
+    compiled_peak: tuple[float, float]
+    compiled_speed: tuple[float, float]
+
+    def activation_ratio(self, recompute: str) -> float:
+        """The most an eager stack held over the planned activations at this recompute level (levels that keep more
+        than full recompute take the no-recompute figure)."""
+        span = self.eager_activations_full_recompute if recompute == "full" else self.eager_activations_no_recompute
+        return span[1]
+
+
+def _span(values: list[float]) -> tuple[float, float]:
+    low, high = (float(v) for v in values)
+    return (low, high)
+
+
+@lru_cache(maxsize=1)
+def eager_stack() -> EagerStack:
+    """The shipped measurements (read once).
+
+    >>> s = eager_stack()
+    >>> s.activation_ratio("none") > s.activation_ratio("full") > 1.0
+    True
+    """
+    doc = json.loads(resources.files("anchorgpu.planner").joinpath("data/eager_stack.json").read_text("utf-8"))
+    eager, compiled = doc["eager"], doc["compiled"]
+    return EagerStack(
+        source=str(doc["source"]).split(":")[0], gpu=str(doc["gpu"]),
+        eager_activations_no_recompute=_span(eager["activations_no_recompute"]),
+        eager_activations_full_recompute=_span(eager["activations_full_recompute"]),
+        eager_speed=_span(eager["speed"]),
+        compiled_peak=_span(compiled["peak"]),
+        compiled_speed=_span(compiled["speed"]),
+    )
+
+
+def _x(span: tuple[float, float]) -> str:
+    return f"{span[0]:.2f}x" if span[0] == span[1] else f"{span[0]:.2f}-{span[1]:.2f}x"
+
+
+@lru_cache(maxsize=1)
+def memory_line() -> str:
+    """The assumption every full training plan carries about the kernels its activations are planned for."""
+    s = eager_stack()
+    return (f"Activations as fused kernels keep them (Megatron-Core, Transformer Engine, torch.compile): on one "
+            f"{s.gpu.upper()} a compiled transformers model peaked at {_x(s.compiled_peak)} this plan's total, while "
+            f"run eagerly it held {_x(s.eager_activations_no_recompute)} the planned activations "
+            f"({_x(s.eager_activations_full_recompute)} with full recompute) ({s.source}).")
+
+
+@lru_cache(maxsize=1)
+def speed_line() -> str:
+    """The assumption every full training plan's speed carries about the stack it predicts."""
+    s = eager_stack()
+    return (f"Speed of a Megatron-Core-class stack (fused kernels, overlapped communication): on one {s.gpu.upper()} "
+            f"transformers trained at {_x(s.eager_speed)} of the prediction eagerly and {_x(s.compiled_speed)} "
+            f"compiled ({s.source}).")
