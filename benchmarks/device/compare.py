@@ -24,7 +24,8 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.estimate import plan_performance
-from anchorgpu.planner.speed.serving import ServingSetup, decode_step
+from anchorgpu.planner.speed.experts import expert_rows_factor
+from anchorgpu.planner.speed.serving import ServingSetup, decode_step, serve_shape_factor, soft_roofline
 
 GIB = 2**30
 HERE = Path(__file__).resolve().parent
@@ -178,8 +179,47 @@ def serving(doc: dict, gpu_name: str) -> list[str]:
         st = decode_step(model, gpu, setup, batch=r["batch"], cached_tokens=r["context"])
         ceil = decode_step(model, gpu, setup, batch=r["batch"], cached_tokens=r["context"], ideal=True)
         out.append(
-            f"| decode step (graph) | {r['model']} | {r['context']} x {r['batch']} | {r['graph_s']:.5f} "
+            f"| decode step ({'compiled' if r.get('compiled') else 'unfused'}, graph) | {r['model']} "
+            f"| {r['context']} x {r['batch']} | {r['graph_s']:.5f} "
             f"| {st.step_s:.5f} ({st.fixed_s:.5f}) | {ceil.step_s:.5f} | {r['graph_s'] / st.step_s:.2f}x |"
+        )
+    return out
+
+
+def widths(doc: dict, gpu_name: str) -> list[str]:
+    """A layer's four products by per-GPU width: measured TFLOP/s against the serving model's share of the peak,
+    ``serve_matmul_efficiency * w / (w + serve_matmul_half_width)``."""
+    gpu = get_gpu(gpu_name)
+    k = calibration().stack(gpu)
+    peak = gpu.peak_flops_per_s("bf16") / 1e12
+    out = ["| rows | width | measured TFLOP/s | share of peak | serving model's share |", "|---|---|---|---|---|"]
+    for r in doc.get("width", []):
+        ours = k.serve_matmul_efficiency * serve_shape_factor(r["width"], k.serve_matmul_half_width)
+        out.append(f"| {r['rows']:,} | {r['width']:,} | {r['tflops']:.0f} | {r['tflops'] / peak:.0%} | {ours:.0%} |")
+    return out
+
+
+def experts(doc: dict, gpu_name: str) -> list[str]:
+    """Routed experts' products (equal rows an expert) against the serving model's time for them: weight reads at
+    ``decode_mbu``, products at the width's share of the peak slowed by ``expert_rows_factor`` (the fitted
+    ``moe_expert_half_tokens``), joined by the soft roofline - the terms ``serving._step`` adds for routed experts."""
+    gpu = get_gpu(gpu_name)
+    k = calibration().stack(gpu)
+    peak, bw = gpu.peak_flops_per_s("bf16"), gpu.memory_bandwidth_bytes_per_s
+    out = [
+        "| experts (E x hidden x ffn) | rows an expert | torch.bmm ms | torch._grouped_mm ms | model ms | bmm/model |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in doc.get("experts", []):
+        memory_s = r["weight_bytes"] / (bw * k.decode_mbu)
+        eff = k.serve_matmul_efficiency * serve_shape_factor(r["hidden"], k.serve_matmul_half_width)
+        tokens = r["rows"] * r["experts"]  # routed copies; k/E of them per expert: rows = tokens * (1/E)
+        factor = expert_rows_factor(tokens, 1.0 / r["experts"], k.moe_expert_half_tokens)
+        model_s = soft_roofline(memory_s, r["flops"] / (peak * eff) * factor, k.roofline_exponent)
+        grouped = f"{r['grouped_s'] * 1e3:.3f}" if "grouped_s" in r else "-"
+        out.append(
+            f"| {r['model']} ({r['experts']} x {r['hidden']} x {r['ffn']}) | {r['rows']} "
+            f"| {r['bmm_s'] * 1e3:.3f} | {grouped} | {model_s * 1e3:.3f} | {r['bmm_s'] / model_s:.2f}x |"
         )
     return out
 
@@ -226,7 +266,9 @@ def main() -> None:
     )
     print("\n".join(hardware(doc, gpu_name)) + "\n")
     print("\n".join(training(doc["train"], gpu_name)) + "\n")
-    print("\n".join(serving(doc, gpu_name)))
+    print("\n".join(serving(doc, gpu_name)) + "\n")
+    print("\n".join(widths(doc, gpu_name)) + "\n")
+    print("\n".join(experts(doc, gpu_name)))
 
 
 if __name__ == "__main__":

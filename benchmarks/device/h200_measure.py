@@ -35,7 +35,17 @@ import torch.nn.functional as F
 HERE = Path(__file__).resolve().parent
 DEFAULT_CONFIGS = HERE.parents[1] / "src" / "anchorgpu" / "architectures" / "data" / "models"
 
-RESULTS: dict = {"meta": {}, "gemm": [], "hbm": [], "decode": [], "prefill": [], "train": [], "errors": []}
+RESULTS: dict = {
+    "meta": {},
+    "gemm": [],
+    "hbm": [],
+    "decode": [],
+    "prefill": [],
+    "train": [],
+    "width": [],
+    "experts": [],
+    "errors": [],
+}
 OUT_PATH: Path | None = None
 DEADLINE = math.inf
 
@@ -153,6 +163,100 @@ def measure_hbm(dev: str, quick: bool) -> None:
         del x, y
     except Exception as e:  # noqa: BLE001
         err("hbm", e)
+    save()
+
+
+def measure_width(dev: str, quick: bool) -> None:
+    """A Llama layer's four products (QKV with 8 KV heads of 128, output, gate+up, down; FFN 3.5x) at per-GPU widths
+    from 512 to 8,192, for 1,024 and 8,192 rows: how the products' efficiency falls with the width."""
+    widths = [512, 1024, 2048, 4096, 8192] if not quick else [256]
+    for m in [1024, 8192] if not quick else [64]:
+        for h in widths:
+            if left_s() < 45:
+                return
+            try:
+                ffn = int(3.5 * h) // 128 * 128
+                kv = min(1024, h // 4)
+                shapes = [(h + 2 * kv, h), (h, h), (2 * ffn, h), (h, ffn)]
+                x = {k: torch.randn(m, k, device=dev, dtype=torch.bfloat16) for k in {h, ffn}}
+                ws = [torch.randn(n, k, device=dev, dtype=torch.bfloat16) for n, k in shapes]
+
+                def layer(ws: list = ws, x: dict = x) -> None:
+                    for w in ws:
+                        x[w.shape[1]] @ w.t()
+
+                sec = timed(layer, dev=dev, iters=10)
+                flops = sum(2 * m * n * k for n, k in shapes)
+                RESULTS["width"].append({"rows": m, "width": h, "ffn": ffn, "s": sec, "tflops": flops / sec / 1e12})
+            except Exception as e:  # noqa: BLE001
+                err(f"width {h} rows {m}", e)
+    save()
+
+
+def measure_experts(dev: str, quick: bool) -> None:
+    """Routed experts' products with equal rows an expert (uniform routing), batched over the experts (torch.bmm,
+    and torch._grouped_mm where it runs): time against rows an expert, for three MoE models' expert shapes."""
+    models = [("qwen3-30b-a3b", 128, 2048, 768), ("gpt-oss-120b", 128, 2880, 2880), ("deepseek-v3", 256, 7168, 2048)]
+    rows_list = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+    if quick:
+        models, rows_list = [("tiny", 4, 64, 32)], [1, 8]
+    for name, e, h, f in models:
+        try:
+            w_gu = torch.randn(e, h, 2 * f, device=dev, dtype=torch.bfloat16)
+            w_d = torch.randn(e, f, h, device=dev, dtype=torch.bfloat16)
+            w_cm = None
+        except Exception as ex:  # noqa: BLE001
+            err(f"experts {name} weights", ex)
+            continue
+        for r in rows_list:
+            if left_s() < 30:
+                break
+            try:
+                x = torch.randn(e, r, h, device=dev, dtype=torch.bfloat16)
+                y = torch.randn(e, r, f, device=dev, dtype=torch.bfloat16)
+
+                def bmm(
+                    x: torch.Tensor = x, y: torch.Tensor = y, a: torch.Tensor = w_gu, b: torch.Tensor = w_d
+                ) -> None:
+                    torch.bmm(x, a)
+                    torch.bmm(y, b)
+
+                row = {
+                    "model": name,
+                    "experts": e,
+                    "hidden": h,
+                    "ffn": f,
+                    "rows": r,
+                    "bmm_s": timed(bmm, dev=dev, iters=10),
+                    "flops": 2 * e * r * (h * 2 * f + f * h),
+                    "weight_bytes": e * (h * 2 * f + f * h) * 2,
+                }
+                if dev == "cuda" and hasattr(torch, "_grouped_mm"):
+                    try:
+                        if w_cm is None:  # the grouped kernel takes each expert's weight column-major
+                            w_cm = (
+                                w_gu.transpose(1, 2).contiguous().transpose(1, 2),
+                                w_d.transpose(1, 2).contiguous().transpose(1, 2),
+                            )
+                        xs, ys = x.reshape(e * r, h), y.reshape(e * r, f)
+                        offs = torch.arange(1, e + 1, device=dev, dtype=torch.int32) * r
+
+                        def grouped(
+                            xs: torch.Tensor = xs, ys: torch.Tensor = ys, offs: torch.Tensor = offs, w: tuple = w_cm
+                        ) -> None:
+                            torch._grouped_mm(xs, w[0], offs=offs)
+                            torch._grouped_mm(ys, w[1], offs=offs)
+
+                        row["grouped_s"] = timed(grouped, dev=dev, iters=10)
+                    except Exception as ex:  # noqa: BLE001
+                        err(f"grouped_mm {name} {r}", ex)
+                RESULTS["experts"].append(row)
+                log("experts", row)
+            except Exception as ex:  # noqa: BLE001
+                err(f"experts {name} {r}", ex)
+        w_gu = w_d = w_cm = None
+        if dev == "cuda":
+            torch.cuda.empty_cache()
     save()
 
 
@@ -293,11 +397,15 @@ def graph_time(model: Llama, tok: torch.Tensor, b: int) -> float:
     return s
 
 
-def measure_decode(name: str, cfg: dict, dev: str, batches: list[int], context: int, fp8: bool = False) -> None:
+def measure_decode(
+    name: str, cfg: dict, dev: str, batches: list[int], context: int, fp8: bool = False, compiled: bool = False
+) -> None:
     if left_s() < 90:
         return
     try:
         model = Llama(cfg, dev, max(batches), context, fp8=fp8)
+        if compiled:  # inductor fuses the norms, rotary and activation into a few kernels, as engines do
+            model.decode_step = torch.compile(model.decode_step, dynamic=False)
     except Exception as e:  # noqa: BLE001
         err(f"decode build {name}", e)
         return
@@ -313,6 +421,7 @@ def measure_decode(name: str, cfg: dict, dev: str, batches: list[int], context: 
                     "context": context,
                     "weights": "fp8" if fp8 else "bf16",
                     "layers": model.layers,
+                    "compiled": compiled,
                 }
                 if dev == "cuda":
                     try:
@@ -548,11 +657,17 @@ def main() -> int:
         measure_gemm(dev, a.quick)
     if "hbm" in only:
         measure_hbm(dev, a.quick)
+    if "width" in only:
+        measure_width(dev, a.quick)
+    if "experts" in only:
+        measure_experts(dev, a.quick)
     if "decode" in only:
         for name, cfg, batches, ctx in models_decode:
             measure_decode(name, cfg, dev, batches, ctx)
         if dev == "cuda" and not a.quick:
             measure_decode("llama-3.1-8b", cfgs["llama-3.1-8b"], dev, [1, 64], 1100, fp8=True)
+    if "decode_compiled" in only and dev == "cuda" and not a.quick:
+        measure_decode("llama-3.1-8b", cfgs["llama-3.1-8b"], dev, [1, 64], 1100, compiled=True)
     if "prefill" in only:
         for name, cfg, lengths in models_prefill:
             measure_prefill(name, cfg, dev, lengths)
