@@ -238,10 +238,10 @@ def hardware(doc: dict, gpu_name: str) -> list[str]:
     return [
         f"- HBM streaming read: {read['tb_s']:.2f} TB/s = {read['tb_s'] / bw:.0%} of {bw} TB/s; the calibrated "
         f"decode_mbu is {k.decode_mbu:.0%}.",
-        f"- BF16 products with 2,048+ rows: median {statistics.median(big):.0f} TFLOP/s "
-        f"({statistics.median(big) / peak:.0%} of {peak:.0f}), {min(big):.0f}-{max(big):.0f}; calibrated: "
-        f"serving {k.serve_matmul_efficiency:.0%} (large widths), training {k.train_matmul_efficiency:.0%} of the peak "
-        f"for the whole step's products.",
+        f"- BF16 products with 2,048+ rows (Llama-3.1-8B's shapes, width 4,096): median {statistics.median(big):.0f} "
+        f"TFLOP/s ({statistics.median(big) / peak:.0%} of {peak:.0f}), {min(big):.0f}-{max(big):.0f}; the serving model "
+        f"gives products of that width {k.serve_matmul_efficiency * serve_shape_factor(4096, k.serve_matmul_half_width):.0%} "
+        f"of the peak; training {k.train_matmul_efficiency:.0%} for the whole step's products.",
         f"- FP8 products with 2,048+ rows: median {statistics.median(big8):.0f} TFLOP/s "
         f"({statistics.median(big8) / peak8:.0%} of {peak8:.0f}); calibrated FP8 efficiency "
         f"{k.fp8_matmul_efficiency:.0%}.",
