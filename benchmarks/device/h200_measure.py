@@ -44,6 +44,7 @@ RESULTS: dict = {
     "train": [],
     "width": [],
     "experts": [],
+    "moe_layer": [],
     "errors": [],
 }
 OUT_PATH: Path | None = None
@@ -258,6 +259,101 @@ def measure_experts(dev: str, quick: bool) -> None:
         if dev == "cuda":
             torch.cuda.empty_cache()
     save()
+
+
+def moe_layer_fns(x: torch.Tensor, router: torch.Tensor, w_gu: torch.Tensor, w_d: torch.Tensor, k: int) -> tuple:
+    """A dropless MoE layer's routed part, every step on the device (no host sync, so a CUDA graph can hold it):
+    router product, top-k, sort of the token copies by expert, per-expert offsets, two grouped products with the
+    activation between, and the weighted combine back to the tokens. Returns (whole layer, products alone)."""
+    t, _h = x.shape
+    e = router.shape[0]
+    f = w_d.shape[1]
+
+    def route() -> tuple:
+        logits = x @ router.t()
+        weights, ids = torch.topk(torch.softmax(logits.float(), dim=-1), k, dim=-1)
+        flat = ids.reshape(-1)
+        order = torch.argsort(flat)
+        counts = torch.zeros(e, device=x.device, dtype=torch.int32).scatter_add_(
+            0, flat.to(torch.int64), torch.ones_like(flat, dtype=torch.int32)
+        )
+        offs = torch.cumsum(counts, 0, dtype=torch.int32)
+        return weights, order, offs
+
+    def layer() -> torch.Tensor:
+        weights, order, offs = route()
+        xp = x.index_select(0, order // k)
+        gu = torch._grouped_mm(xp, w_gu, offs=offs)
+        g, u = gu.split(f, dim=-1)
+        y = torch._grouped_mm(F.silu(g) * u, w_d, offs=offs)
+        out = torch.empty_like(y)
+        out.index_copy_(0, order, y)
+        return (out.view(t, k, -1) * weights.unsqueeze(-1).to(out.dtype)).sum(1)
+
+    rows = t * k
+    even = torch.arange(1, e + 1, device=x.device, dtype=torch.int32) * (rows // e) if rows >= e else None
+    xs = torch.randn(rows, x.shape[1], device=x.device, dtype=x.dtype)
+    ys = torch.randn(rows, f, device=x.device, dtype=x.dtype)
+    offs_fixed = even if even is not None else torch.full((e,), rows, device=x.device, dtype=torch.int32)
+
+    def products() -> None:
+        torch._grouped_mm(xs, w_gu, offs=offs_fixed)
+        torch._grouped_mm(ys, w_d, offs=offs_fixed)
+
+    return layer, products
+
+
+def graph_replay_s(fn) -> float:
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return timed(graph.replay, warmup=5, iters=20)
+
+
+def measure_moe_layer(dev: str, quick: bool) -> None:
+    """A whole routed MoE layer against its grouped products alone, both replayed from CUDA graphs, by tokens in
+    the step: what routing, the sort, the gather and the combine add beyond the products."""
+    if dev != "cuda" or not hasattr(torch, "_grouped_mm"):
+        return
+    models = [("qwen3-30b-a3b", 128, 8, 2048, 768), ("gpt-oss-120b", 128, 4, 2880, 2880)]
+    for name, e, k, h, f in models:
+        try:
+            router = torch.randn(e, h, device=dev, dtype=torch.bfloat16)
+            w_gu = torch.randn(e, 2 * f, h, device=dev, dtype=torch.bfloat16).transpose(1, 2)
+            w_d = torch.randn(e, h, f, device=dev, dtype=torch.bfloat16).transpose(1, 2)
+        except Exception as ex:  # noqa: BLE001
+            err(f"moe layer {name} weights", ex)
+            continue
+        for t in [1, 8, 32, 128, 512, 2048, 8192] if not quick else [16]:
+            if left_s() < 30:
+                break
+            try:
+                x = torch.randn(t, h, device=dev, dtype=torch.bfloat16)
+                layer, products = moe_layer_fns(x, router, w_gu, w_d, k)
+                row = {
+                    "model": name,
+                    "experts": e,
+                    "k": k,
+                    "hidden": h,
+                    "ffn": f,
+                    "tokens": t,
+                    "layer_s": graph_replay_s(layer),
+                    "products_s": graph_replay_s(products),
+                    "layer_eager_s": timed(layer, iters=10),
+                }
+                RESULTS["moe_layer"].append(row)
+                log("moe_layer", row)
+            except Exception as ex:  # noqa: BLE001
+                err(f"moe layer {name} {t}", ex)
+            save()
+        router = w_gu = w_d = None
+        torch.cuda.empty_cache()
 
 
 # --------------------------------------------------------------------------- a minimal Llama for decode/prefill
@@ -661,6 +757,8 @@ def main() -> int:
         measure_width(dev, a.quick)
     if "experts" in only:
         measure_experts(dev, a.quick)
+    if "moe_layer" in only:
+        measure_moe_layer(dev, a.quick)
     if "decode" in only:
         for name, cfg, batches, ctx in models_decode:
             measure_decode(name, cfg, dev, batches, ctx)
