@@ -169,7 +169,8 @@ def serving(doc: dict, gpu_name: str) -> list[str]:
             model, gpu, setup, batch=0, prefill_tokens=r["tokens"] * r["batch"], prompt_tokens=r["tokens"], ideal=True
         )
         out.append(
-            f"| prefill | {r['model']} | {r['tokens']} x {r['batch']} | {r['s']:.4f} | {st.step_s:.4f} "
+            f"| prefill ({'compiled' if r.get('compiled') else 'unfused'}) | {r['model']} | {r['tokens']} x {r['batch']} "
+            f"| {r['s']:.4f} | {st.step_s:.4f} "
             f"({st.fixed_s:.4f}) | {ceil.step_s:.4f} | {r['s'] / st.step_s:.2f}x |"
         )
     for r in doc["decode"]:

@@ -537,11 +537,13 @@ def measure_decode(
         torch.cuda.empty_cache()
 
 
-def measure_prefill(name: str, cfg: dict, dev: str, lengths: list[tuple[int, int]]) -> None:
+def measure_prefill(name: str, cfg: dict, dev: str, lengths: list[tuple[int, int]], compiled: bool = False) -> None:
     if left_s() < 90:
         return
     try:
         model = Llama(cfg, dev, 0, 0)
+        if compiled:  # norms, rotary and activation fused, as an engine's kernels are
+            model.prefill = torch.compile(model.prefill, dynamic=False)
     except Exception as e:  # noqa: BLE001
         err(f"prefill build {name}", e)
         return
@@ -551,7 +553,7 @@ def measure_prefill(name: str, cfg: dict, dev: str, lengths: list[tuple[int, int
                 break
             try:
                 s = timed(lambda tokens=tokens, batch=batch: model.prefill(tokens, batch), warmup=2, iters=5, dev=dev)
-                row = {"model": name, "tokens": tokens, "batch": batch, "s": s}
+                row = {"model": name, "tokens": tokens, "batch": batch, "s": s, "compiled": compiled}
                 RESULTS["prefill"].append(row)
                 log("prefill", row)
             except Exception as e:  # noqa: BLE001
@@ -766,6 +768,8 @@ def main() -> int:
             measure_decode("llama-3.1-8b", cfgs["llama-3.1-8b"], dev, [1, 64], 1100, fp8=True)
     if "decode_compiled" in only and dev == "cuda" and not a.quick:
         measure_decode("llama-3.1-8b", cfgs["llama-3.1-8b"], dev, [1, 64], 1100, compiled=True)
+    if "prefill_compiled" in only and dev == "cuda" and not a.quick:
+        measure_prefill("llama-3.1-8b", cfgs["llama-3.1-8b"], dev, [(1024, 1), (4096, 1), (8192, 1)], compiled=True)
     if "prefill" in only:
         for name, cfg, lengths in models_prefill:
             measure_prefill(name, cfg, dev, lengths)

@@ -8,7 +8,7 @@ mechanisms, not calibration rows: nothing here is fitted on them.
   products of the same batch: within 10%.
 - A streaming read reached 89% of the datasheet bandwidth; the fitted ``decode_mbu`` may not exceed what the
   hardware gave by more than 3 points.
-- Prefill of 4,096 and 8,192 tokens (norms and rotary unfused): the planner's time within 25% below it.
+- Prefill of 1,024, 4,096 and 8,192 tokens compiled by torch.compile took 0.92-1.04x the planner's time: within 10%.
 """
 
 from __future__ import annotations
@@ -68,8 +68,8 @@ def test_the_fitted_memory_read_share_is_what_the_hardware_streams() -> None:
     assert calibration().stack(H200).decode_mbu <= measured_share + 0.03
 
 
-@pytest.mark.parametrize("tokens", [4096, 8192])
-def test_prefill_is_no_more_than_a_quarter_faster_than_an_unfused_implementation(tokens: int) -> None:
-    measured = next(r["s"] for r in RUN["prefill"] if r["tokens"] == tokens and r["batch"] == 1)
+@pytest.mark.parametrize("tokens", [1024, 4096, 8192])
+def test_a_compiled_prefill_takes_the_planners_time_within_10_percent(tokens: int) -> None:
+    measured = next(r["s"] for r in RUN["prefill"] if r["tokens"] == tokens and r["batch"] == 1 and r.get("compiled"))
     ours = decode_step(MODEL, H200, _setup(tokens), batch=0, prefill_tokens=tokens, prompt_tokens=tokens).step_s
-    assert 1.0 <= measured / ours <= 1.25, (measured, ours)
+    assert abs(measured / ours - 1) <= 0.10, (measured, ours)
