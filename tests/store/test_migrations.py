@@ -127,3 +127,29 @@ def test_raw_sql_runs_only_with_bound_parameters(store: Any) -> None:
     with store.uow_factory() as uow:
         found = uow.execute(text("SELECT count(*) FROM accounts WHERE name = :n"), {"n": hostile}).scalar_one()
     assert found == 0 and "accounts" in inspect(store.engine).get_table_names()
+
+
+def test_sqlite_migrates_an_empty_database_in_one_write_transaction(tmp_path: Any) -> None:
+    # Alembic commits each migration apart on SQLite unless it runs inside the caller's transaction; between two of
+    # its commits a second worker could take the write lock, find the first step done and run the next one as well
+    # (seen once in CI: "table api_keys already exists"). One BEGIN IMMEDIATE and one COMMIT for the whole upgrade.
+    from sqlalchemy import event
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'one.db'}")
+    statements: list[str] = []
+
+    @event.listens_for(engine, "commit")
+    def _commit(conn: Any) -> None:
+        statements.append("COMMIT")
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _begin(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if statement.startswith("BEGIN"):
+            statements.append(statement)
+
+    try:
+        assert upgrade(engine) == head_revision()
+    finally:
+        engine.dispose()
+    # every migration between the first BEGIN and the one COMMIT (the revision read afterwards begins again)
+    assert statements[:2] == ["BEGIN IMMEDIATE", "COMMIT"] and statements.count("COMMIT") == 1, statements

@@ -59,6 +59,10 @@ def upgrade(engine: Engine, revision: str = "head") -> str | None:
             conn.commit()
         if sqlite:  # a table rebuild (batch mode) drops a table others refer to: check the keys at the end instead
             conn.connection.driver_connection.execute("PRAGMA foreign_keys=OFF")  # type: ignore[union-attr]
+            # One write transaction for every step, begun before Alembic reads the revision: Alembic commits each
+            # migration apart on SQLite unless it runs inside the caller's transaction, and between two of its
+            # commits a second worker could take the lock, find the first step done and run the next one too.
+            conn.begin()
         try:
             command.upgrade(alembic_config(conn), revision)
             if sqlite:
