@@ -33,6 +33,11 @@ DEFAULT = HERE / "h200_2026-12-04.json"
 STACK_FILE = HERE.parents[1] / "src" / "anchorgpu" / "planner" / "data" / "eager_stack.json"
 
 
+def _in_use_bytes(r: dict) -> int:
+    """A training row's peak in use: allocated at the peak plus what CUDA holds outside PyTorch's allocator."""
+    return r["peak_allocated_bytes"] + (r["device_used_bytes"] - r["reserved_now_bytes"])
+
+
 def _plan_of(r: dict, gpu: object) -> object:
     return plan(
         load_model(r["model"]),
@@ -53,8 +58,7 @@ def stack_ratios(doc: dict, gpu_name: str = "h200") -> dict:
             continue
         p = _plan_of(r, gpu)
         pg = p.per_gpu
-        total = pg.weights_bytes + pg.activations_bytes + pg.gradients_bytes + pg.optimizer_bytes + pg.overhead_bytes
-        in_use = r["peak_allocated_bytes"] + (r["device_used_bytes"] - r["reserved_now_bytes"])
+        total, in_use = pg.total_bytes, _in_use_bytes(r)
         rows.append(
             {
                 "model": r["model"],
@@ -98,6 +102,7 @@ def write_stack_file(doc: dict, run: Path) -> None:
         "source": f"benchmarks/device/{run.name}: one {meta.get('gpu')}, torch {meta.get('torch')}, transformers "
         f"{meta.get('transformers')}, CUDA {meta.get('cuda')}; random-init Llama-3.2-1B/3B and Llama-3.1-8B, 4,096-token "
         "sequences, SDPA attention, BF16 weights and gradients with FP32 master weights and AdamW moments",
+        "run": f"benchmarks/device/{run.name}",
         "gpu": gpu_of(meta),
         **stack_ratios(doc),
     }
@@ -116,19 +121,12 @@ def training(rows: list[dict], gpu_name: str) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        model = load_model(r["model"])
-        p = plan(
-            model,
-            Workload(task="train", seq_tokens=r["seq"], micro_batch=r["micro_batch"], recompute=r["recompute"]),
-            layout=Layout(gpus=1, zero=0),
-            gpu=gpu,
-        )
+        p = _plan_of(r, gpu)
         perf = plan_performance(p)
         pg = p.per_gpu
-        total = pg.weights_bytes + pg.activations_bytes + pg.gradients_bytes + pg.optimizer_bytes + pg.overhead_bytes
+        total, in_use = pg.total_bytes, _in_use_bytes(r)
         stack = "compiled" if "compile" in r["stack"] else "eager"
         tok = perf["train_tokens_per_s"]
-        in_use = r["peak_allocated_bytes"] + (r["device_used_bytes"] - r["reserved_now_bytes"])
         out.append(
             f"| {r['model']} | {r['micro_batch']} x {r['seq']} | {r['recompute']} | {stack} "
             f"| {r['tokens_per_s']:,.0f} | {tok:,.0f} ({perf['train_tokens_per_s_low']:,.0f}-"

@@ -303,7 +303,8 @@ def moe_layer_fns(x: torch.Tensor, router: torch.Tensor, w_gu: torch.Tensor, w_d
     return layer, products
 
 
-def graph_replay_s(fn) -> float:
+def graph_replay_s(fn, iters: int = 20) -> float:
+    """Seconds per call of ``fn`` replayed from a CUDA graph (no host launches counted)."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -313,7 +314,7 @@ def graph_replay_s(fn) -> float:
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         fn()
-    return timed(graph.replay, warmup=5, iters=20)
+    return timed(graph.replay, warmup=5, iters=iters)
 
 
 def measure_moe_layer(dev: str, quick: bool) -> None:
@@ -477,22 +478,6 @@ class Llama:
         return (self.norm(last, self.w[-1]["n2"]) @ self.head.t()).argmax(-1)
 
 
-def graph_time(model: Llama, tok: torch.Tensor, b: int) -> float:
-    """Seconds per decode step replayed from a CUDA graph (no host launches counted)."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            model.decode_step(tok, b)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        model.decode_step(tok, b)
-    s = timed(graph.replay, warmup=5, iters=30)
-    del graph
-    return s
-
-
 def measure_decode(
     name: str, cfg: dict, dev: str, batches: list[int], context: int, fp8: bool = False, compiled: bool = False
 ) -> None:
@@ -521,7 +506,7 @@ def measure_decode(
                 }
                 if dev == "cuda":
                     try:
-                        row["graph_s"] = graph_time(model, tok, b)
+                        row["graph_s"] = graph_replay_s(lambda tok=tok, b=b: model.decode_step(tok, b), iters=30)
                     except Exception as e:  # noqa: BLE001
                         err(f"decode graph {name} b{b}", e)
                         torch.cuda.synchronize()

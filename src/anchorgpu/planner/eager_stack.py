@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-__all__ = ["EagerStack", "eager_stack", "memory_line", "speed_line"]
+from anchorgpu.planner.warnings import PlanWarning, make_warning
+from anchorgpu.units import fmt_bytes
+
+__all__ = ["EagerStack", "eager_headroom_warning", "eager_stack", "memory_line", "speed_line"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,13 +56,27 @@ def eager_stack() -> EagerStack:
     doc = json.loads(resources.files("anchorgpu.planner").joinpath("data/eager_stack.json").read_text("utf-8"))
     eager, compiled = doc["eager"], doc["compiled"]
     return EagerStack(
-        source=str(doc["source"]).split(":")[0], gpu=str(doc["gpu"]),
+        source=str(doc["run"]), gpu=str(doc["gpu"]),
         eager_activations_no_recompute=_span(eager["activations_no_recompute"]),
         eager_activations_full_recompute=_span(eager["activations_full_recompute"]),
         eager_speed=_span(eager["speed"]),
         compiled_peak=_span(compiled["peak"]),
         compiled_speed=_span(compiled["speed"]),
     )
+
+
+def eager_headroom_warning(activations_bytes: int, recompute: str, headroom_bytes: int) -> PlanWarning | None:
+    """The warning a full-training plan that fits carries when its headroom would not hold the extra activations
+    transformers kept when run eagerly: the plan fits a fused stack, not necessarily that one."""
+    stack = eager_stack()
+    ratio = stack.activation_ratio(recompute)
+    extra = round(activations_bytes * (ratio - 1.0))
+    if extra <= headroom_bytes:
+        return None
+    return make_warning(
+        "eager_activations_exceed_headroom",
+        f"transformers run eagerly held up to {ratio:.2f}x the planned activations on one {stack.gpu.upper()}: "
+        f"{fmt_bytes(extra)} more than this plan, beyond its {fmt_bytes(headroom_bytes)} headroom")
 
 
 def _x(span: tuple[float, float]) -> str:

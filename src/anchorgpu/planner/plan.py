@@ -22,7 +22,7 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import evolve, memo_on_frozen
 from anchorgpu.planner.checks import BASE_CHECK, layout_warnings, precision_warnings
 from anchorgpu.planner.diffusion_plan import plan_diffusion
-from anchorgpu.planner.eager_stack import eager_stack
+from anchorgpu.planner.eager_stack import eager_headroom_warning
 from anchorgpu.planner.formats import WeightFormat, shipped_format
 from anchorgpu.planner.inference import plan_inference
 from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload
@@ -54,20 +54,6 @@ def _with_weights(precision: PrecisionPlan, weights: str) -> PrecisionPlan:
     """``precision`` with the weight format planned, memoised on the (frozen) precision asked: the default one,
     which every plan that names no format shares, and a layout search's, resolve once per format."""
     return evolve(precision, weights=weights)
-
-
-def _eager_headroom_warning(activations_bytes: int, recompute: str, headroom_bytes: int,
-                            warnings: list[PlanWarning]) -> None:
-    """Warn when the headroom would not hold the extra activations transformers kept when run eagerly (measured,
-    :mod:`~anchorgpu.planner.eager_stack`): the plan fits a fused stack, not necessarily that one."""
-    stack = eager_stack()
-    ratio = stack.activation_ratio(recompute)
-    extra = round(activations_bytes * (ratio - 1.0))
-    if extra > headroom_bytes:
-        warnings.append(make_warning(
-            "eager_activations_exceed_headroom",
-            f"transformers run eagerly held up to {ratio:.2f}x the planned activations on one {stack.gpu.upper()}: "
-            f"{fmt_bytes(extra)} more than this plan, beyond its {fmt_bytes(headroom_bytes)} headroom"))
 
 
 def plan(
@@ -144,9 +130,10 @@ def plan(
     if terms.budget_bytes is not None:
         headroom = terms.budget_bytes - total
         fits = headroom >= 0
-        if fits and w.task == "train" and isinstance(model, ModelSpec):
-            _eager_headroom_warning(terms.per_gpu.activations_bytes, terms.workload.recompute or "none", headroom,
-                                    warnings)
+        eager = (eager_headroom_warning(terms.per_gpu.activations_bytes, terms.workload.recompute or "none", headroom)
+                 if fits and w.task == "train" and isinstance(model, ModelSpec) else None)
+        if eager is not None:
+            warnings.append(eager)
         if not fits:
             warnings.append(make_warning("does_not_fit", f"needs {fmt_bytes(total)} per GPU, "
                                          f"{fmt_bytes(-headroom)} more than the {fmt_bytes(terms.budget_bytes)} available"))
