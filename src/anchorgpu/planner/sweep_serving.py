@@ -31,7 +31,7 @@ from anchorgpu.planner.inputs import KV_CACHE_DTYPES, Workload, engine_limits, l
 from anchorgpu.planner.speed.calibration import StackConstants, calibrated
 from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_matmul_params
 from anchorgpu.planner.speed.launches import is_block_fp8, launch_ratio
-from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, peak_for, tp_link
+from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, host_kind, peak_for, tp_link
 from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
 
 if TYPE_CHECKING:
@@ -243,6 +243,8 @@ class _Ticks:
         self.expert_share, self.route_share = moe_product_shares(model)
         self.half_tokens = per_layout(lambda k: k.moe_expert_half_tokens)
         self.moe_tile_rows = cal.moe_tile_rows
+        # the engine's CPU work per running sequence a step, overlapped with the GPU's (speed.serving's host term)
+        self.host = np.array([cal.host_s_per_sequence_step[host_kind(sh.gpu)] for sh in shapes])[s]
         pp_bw, self.pp_lat = _links(shapes, lay, lay.tp * lay.pp, network=False)
         self.pp_rate = pp_bw * cal.link_efficiency
 
@@ -284,12 +286,17 @@ class _Ticks:
         """Micro-batches a step's ``decode`` sequences are split into: up to ``pp``, one per stage each tick."""
         return np.where(self.pp > 1, np.minimum(self.pp, np.maximum(1.0, decode)), 1.0)
 
+    def hosted(self, step: FloatArray, decode: FloatArray) -> FloatArray:
+        """``step`` (written over) no shorter than the engine's CPU work for its ``decode`` sequences."""
+        np.maximum(step, decode * self.host, out=step)
+        return step
+
     def step(self, decode: FloatArray, prefill: FloatArray | float) -> FloatArray:
         """speed.serving._step with the prompt tokens spread over the micro-batches."""
         groups = self.groups(decode)
         step = self.tick(decode / groups, prefill / groups)
         step *= self.pp
-        return step
+        return self.hosted(step, decode)
 
     def chunk_ticks(self, decode: FloatArray, prefill: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
         """(micro-batches, the tick that carries one prompt's chunk, a tick without it): ``prefill`` is one prompt's
@@ -326,9 +333,10 @@ def _steady_step(ticks: _Ticks, batch: FloatArray, prompt: int, out_tokens: int,
     if spread.all():
         return ticks.step(batch, prefill_avg)
     groups, heavy, light = ticks.chunk_ticks(batch, chunk)
-    mixed = ticks.chunk_step(groups, heavy, light)
+    mixed = ticks.hosted(ticks.chunk_step(groups, heavy, light), batch)
     mixed *= share
     light *= ticks.pp
+    ticks.hosted(light, batch)
     light *= 1.0 - share
     mixed += light
     used = np.flatnonzero(spread.any(axis=1))  # the concurrencies where some layout spreads its prompts
@@ -347,7 +355,8 @@ def _time_to_first_token(ticks: _Ticks, budget_tokens: FloatArray, batch: FloatA
     first_chunk = np.minimum(float(prompt), room)
     chunks = np.ceil(prompt / room)
     groups, heavy, light = ticks.chunk_ticks(others, first_chunk)
-    return np.multiply(ticks.chunk_step(groups, heavy, light, first_token=True), chunks, out=out)
+    step = ticks.hosted(ticks.chunk_step(groups, heavy, light, first_token=True), others)
+    return np.multiply(step, chunks, out=out)
 
 
 def _in_grid_order(shape: tuple[int, int, int, int], dtype: type = np.float64) -> tuple[Array, Array]:

@@ -105,6 +105,7 @@ class Calibration:
     optimizer_bytes_per_param: float
     network_bytes_per_s: float
     host_memory_bytes_per_s: dict[str, float] = field(default_factory=dict)  # per GPU: "x86", "superchip"
+    host_s_per_sequence_step: dict[str, float] = field(default_factory=dict)  # a serving engine's host work, per host
     bands: dict[str, Band]
     provenance: dict[str, Any]
     caveats: dict[str, str] = field(default_factory=dict)  # per stack: what its rows leave uncertain, said in plans
@@ -188,6 +189,8 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         optimizer_bytes_per_param=_number(stated, "optimizer_bytes_per_param", "stated"),
         host_memory_bytes_per_s={k: _number(stated["host_memory_gb_per_s_per_gpu"]["value"], k,
                                             "stated.host_memory_gb_per_s_per_gpu") * 1e9 for k in ("x86", "superchip")},
+        host_s_per_sequence_step={k: _number(stated["host_s_per_sequence_step"]["value"], k,
+                                             "stated.host_s_per_sequence_step") for k in ("x86", "superchip")},
         network_bytes_per_s=_number(stated, "network_gbit_per_s_per_gpu", "stated") * 1e9 / 8,
         bands=bands, caveats={k: str(v) for k, v in doc.get("caveats", {}).items()},
         launches=_launches(stated), moe_tile_rows=_number(stated, "moe_tile_rows", "stated"),

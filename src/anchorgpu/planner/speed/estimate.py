@@ -54,7 +54,7 @@ from anchorgpu.planner.speed.links import (
     compute_precision_for_training,
     compute_precision_for_weights,
     group_link,
-    is_superchip,
+    host_kind,
     peak_for,
 )
 from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
@@ -303,7 +303,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
             lay.ep, lay.tp, lay.dp, lay.cp, model.moe.experts_per_token, SERVER_GPUS,
             cal.overlap_exposed_fraction if lay.ep_overlap else None))
     if lay.offload != "none":
-        host = "superchip" if is_superchip(plan.gpu) else "x86"
+        host = host_kind(plan.gpu)
         memory = {"superchip": "Grace's LPDDR5X", "x86": "the x86 host's DDR5"}[host]
         assumptions.append(
             f"--offload {lay.offload}: the optimizer step runs on the CPU at a GPU's share of {memory} "

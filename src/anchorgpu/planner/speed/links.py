@@ -31,6 +31,7 @@ __all__ = [
     "group_link",
     "hopper_or_newer",
     "host_link_bytes_per_s",
+    "host_kind",
     "is_superchip",
     "p2p_s",
     "peak_for",
@@ -57,6 +58,17 @@ def is_superchip(gpu: GpuSpec) -> bool:
     (True, False)
     """
     return "C2C" in (gpu.interconnect or "")
+
+
+def host_kind(gpu: GpuSpec) -> str:
+    """The CPU that drives the GPU: ``superchip`` (a Grace beside it) or ``x86`` (the keys of the calibration's
+    per-host constants).
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> host_kind(get_gpu("gb200")), host_kind(get_gpu("h100"))
+    ('superchip', 'x86')
+    """
+    return "superchip" if is_superchip(gpu) else "x86"
 
 
 def host_link_bytes_per_s(gpu: GpuSpec) -> float:

@@ -4,6 +4,10 @@ A decode step for ``B`` running sequences (and the prefill tokens that share it)
 
 * **fixed**: the engine's per-step cost (scheduling, sampling) plus a per-layer cost for kernel launches
   and synchronisation - what bounds one-user speeds of large and MoE models;
+* **host**: the engine's CPU work for each running sequence (its new token, stop checks, the next step's
+  schedule), done while the GPU runs the previous step (an overlap scheduler), so a step takes the larger of the
+  two: it binds only when thousands of sequences share a short step (a small mixture of experts), and more on a
+  Grace superchip's CPU than on an x86 host's;
 * **weights**: the larger of reading the weights this GPU holds (MoE: the dense part plus the experts the
   step's tokens are routed to) at the achieved bandwidth, and the batched products at the achieved peak
   (a share that grows with the per-GPU width ``h/tp`` of the products; a MoE's routed-expert products also with
@@ -44,7 +48,7 @@ from anchorgpu.planner.speed.experts import (
 )
 from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_matmul_params
 from anchorgpu.planner.speed.launches import launch_ratio
-from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, group_link, peak_for
+from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, group_link, host_kind, peak_for
 
 __all__ = ["DecodeStep", "ServingSetup", "decode_step", "expert_rows_factor", "moe_expert_fraction_read",
            "moe_product_shares", "routed_share_per_gpu", "serve_shape_factor", "soft_roofline"]
@@ -102,7 +106,7 @@ class DecodeStep:
     weights_s: float
     attention_s: float
     communication_s: float
-    bound: str  # "memory", "compute" or "fixed"
+    bound: str  # "memory", "compute", "fixed" or "host"
 
 
 def _link(gpu: GpuSpec, setup: ServingSetup) -> Link:
@@ -117,6 +121,7 @@ class _StepConstants:
     link: Link | None
     pp_link: Link | None
     fixed_s: float  # per pipeline tick: the step's cost and the stage's layers' launches
+    host_s_per_sequence: float  # the engine's CPU work per running sequence a step, overlapped with the GPU's
     elementwise_s_per_token: float
     knee: float  # soft_roofline's exponent
     # each rate the step formula divides by, formed once in the same order
@@ -193,6 +198,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         matmul_params=float(forward_matmul_params(model)), link=link, pp_link=pp_link,
         fixed_s=0.0 if ideal else (k.per_step_s + model.num_layers / setup.pp * k.per_layer_step_s
                                    * launch_ratio(model, cal.launches, block_fp8=setup.block_fp8)),
+        host_s_per_sequence=0.0 if ideal else cal.host_s_per_sequence_step[host_kind(gpu)],
         elementwise_s_per_token=(0.0 if ideal else model.num_layers / setup.pp * k.elementwise_bytes_per_hidden / 3.0
                                  * model.hidden_size / setup.tp / bw),
         knee=1e3 if ideal else k.roofline_exponent,
@@ -338,6 +344,9 @@ def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
             ceiling)
         # the bound: the fixed costs when they outweigh the GPUs' work, else the larger of memory and compute
         bound = "fixed" if fixed > step - fixed - comm else ("memory" if memory_s >= compute_s else "compute")
+        host = c.host_s_per_sequence * batch  # the engine's CPU, overlapped: the step waits for the larger
+        if host > step:
+            return host, fixed, weights_s, attention_s, comm, "host", top
         return step, fixed, weights_s, attention_s, comm, bound, top
     groups = min(float(pp), max(1.0, batch))
     each, padded_each = batch / groups, padded_batch / groups
@@ -358,6 +367,9 @@ def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     step, fixed, weights_s, attention_s, comm = parts
     per_gpu = step - fixed - comm
     bound = "fixed" if fixed > per_gpu else ("memory" if bound_of[5] >= bound_of[6] else "compute")
+    host = c.host_s_per_sequence * batch  # the engine's CPU works through every micro-batch's sequences a step
+    if host > step:
+        step, bound = host, "host"
     top = 0.0 if ceiling is None else _step(setup, ceiling, batch, prefill_tokens, decode_attn_flops,
                                              prefill_attn_flops, padded_batch, one_chunk, first_token)[0]
     return step, fixed, weights_s, attention_s, comm, bound, top
