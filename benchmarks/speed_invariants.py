@@ -307,7 +307,10 @@ def training_sweep(c: Checker, models: list[ModelSpec], rng: random.Random, scal
                         continue
                     check_training(c, r[1], where, r[0].layout.gpus, tokens)
                     if model.moe is not None and task == "train":
-                        recompute_ladder_checks(c, model, w, gpu, r[0].layout, where)
+                        # the plan's micro-batch for every level: left open, each level would choose its own
+                        # (a level that keeps less fits a larger one), and their activations would not compare
+                        recompute_ladder_checks(c, model, replace(w, micro_batch=r[0].workload.micro_batch), gpu,
+                                                r[0].layout, where)
 
 
 def recompute_ladder_checks(c: Checker, model: ModelSpec, w: Workload, gpu: Any, layout: Any, where: str) -> None:
