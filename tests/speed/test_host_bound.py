@@ -107,3 +107,25 @@ def test_the_sweep_takes_the_host_term_as_the_planner_does() -> None:
         assert row["prefill_s"] == pytest.approx(est.ttft_s, rel=1e-6)
         checked += 1
     assert checked >= 4  # TP, PP and one replica over all four GPUs: every one waits for the CPU
+
+
+def test_a_plan_says_when_the_cpu_bounds_its_steps(capsys: pytest.CaptureFixture[str]) -> None:
+    """`plan` of Qwen3-30B-A3B (NVFP4) on one GB200 at 1,400 sequences: the JSON says the steps wait for the CPU
+    (`decode_bound` 'host'), each running sequence then gets one token per (sequences running) x 29.4 us (the engine
+    runs at most its 1,024-sequence cap and queues the rest), and the assumptions name the stated figure and its
+    host; on an H100's x86 host the line gives 10.7 us."""
+    from cli_runner import run_json
+
+    d = run_json(capsys, "plan", "qwen3-30b-a3b", "--gpu", "gb200", "--gpus", "1", "--weights", "nvfp4",
+                 "--kv-cache", "fp8", "--prompt", "128", "--output-tokens", "2048", "--concurrency", "1400")
+    perf = d["performance"]
+    assert d["fits"] and perf["decode_bound"] == "host"
+    running = min(1400, perf["saturation_concurrency"])
+    assert running == 1024
+    assert perf["tpot_s"] == pytest.approx(running * 29.4e-6, rel=1e-6)
+    assert perf["output_tokens_per_s"] < perf["output_tokens_per_s_ceiling"]
+    assert any("29.4 us per running sequence a step (a Grace superchip, stated)" in a for a in perf["assumptions"])
+    h100 = run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--prompt", "1000", "--output-tokens", "200",
+                    "--concurrency", "64")["performance"]
+    assert h100["decode_bound"] != "host"
+    assert any("10.7 us per running sequence a step (an x86 host, stated)" in a for a in h100["assumptions"])
