@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from importlib import resources
 
 import pytest
@@ -18,13 +19,16 @@ import pytest
 from anchorgpu.architectures import load_model
 from anchorgpu.catalog import load_catalog
 from anchorgpu.hardware import get_gpu
-from anchorgpu.planner import Workload
+from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
+from anchorgpu.planner.speed.batching import serving_estimate
 from anchorgpu.planner.speed.calibration import calibration
+from anchorgpu.planner.speed.estimate import serving_setup
 from anchorgpu.planner.speed.links import host_kind
 from anchorgpu.planner.speed.runs import load_runs, predict
 from anchorgpu.planner.speed.serving import ServingSetup, decode_step
 from anchorgpu.planner.sweep import SweepSpec, sweep
 from anchorgpu.recommend import shapes_from_catalog
+from cli_runner import run_json
 
 
 def _stated() -> dict:
@@ -74,12 +78,6 @@ def test_the_same_gpu_with_a_grace_cpu_serves_a_small_moe_slower_as_measured() -
 
 def test_the_sweep_takes_the_host_term_as_the_planner_does() -> None:
     """The vectorised sweep's steps on a Grace superchip at thousands of sequences equal the scalar estimate's."""
-    from dataclasses import replace
-
-    from anchorgpu.planner import Layout, PrecisionPlan, plan
-    from anchorgpu.planner.speed.batching import serving_estimate
-    from anchorgpu.planner.speed.estimate import serving_setup
-
     model = load_model("qwen3-30b-a3b")
     shapes = tuple(s for s in shapes_from_catalog(load_catalog().offerings, max_servers=1) if s.gpu.name == "gb200")
     assert shapes
@@ -114,8 +112,6 @@ def test_a_plan_says_when_the_cpu_bounds_its_steps(capsys: pytest.CaptureFixture
     (`decode_bound` 'host'), each running sequence then gets one token per (sequences running) x 29.4 us (the engine
     runs at most its 1,024-sequence cap and queues the rest), and the assumptions name the stated figure and its
     host; on an H100's x86 host the line gives 10.7 us."""
-    from cli_runner import run_json
-
     d = run_json(capsys, "plan", "qwen3-30b-a3b", "--gpu", "gb200", "--gpus", "1", "--weights", "nvfp4",
                  "--kv-cache", "fp8", "--prompt", "128", "--output-tokens", "2048", "--concurrency", "1400")
     perf = d["performance"]

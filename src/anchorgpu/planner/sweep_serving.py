@@ -305,10 +305,11 @@ class _Ticks:
         each = decode / groups
         return groups, self.tick(each, prefill), self.tick(each, 0.0)
 
-    def chunk_step(self, groups: FloatArray, heavy: FloatArray, light: FloatArray,
+    def chunk_step(self, groups: FloatArray, heavy: FloatArray, light: FloatArray, decode: FloatArray,
                    first_token: bool = False) -> FloatArray:
-        """speed.serving._step with one prompt's chunk, written over ``heavy``: a cycle is the larger of a stage's
-        work on all the micro-batches and one micro-batch's way through every stage (with more than one stage)."""
+        """speed.serving._step with one prompt's chunk beside ``decode`` sequences, written over ``heavy``: a cycle is
+        the larger of a stage's work on all the micro-batches and one micro-batch's way through every stage (with more
+        than one stage), and no shorter than the engine's CPU work for the sequences."""
         if first_token:
             through = heavy * self.pp
         else:
@@ -318,7 +319,7 @@ class _Ticks:
         staged += heavy
         np.maximum(staged, through, out=staged)
         np.copyto(heavy, staged, where=self.pp > 1)
-        return heavy
+        return self.hosted(heavy, decode)
 
 
 def _steady_step(ticks: _Ticks, batch: FloatArray, prompt: int, out_tokens: int,
@@ -333,9 +334,9 @@ def _steady_step(ticks: _Ticks, batch: FloatArray, prompt: int, out_tokens: int,
     if spread.all():
         return ticks.step(batch, prefill_avg)
     groups, heavy, light = ticks.chunk_ticks(batch, chunk)
-    mixed = ticks.hosted(ticks.chunk_step(groups, heavy, light), batch)
+    mixed = ticks.chunk_step(groups, heavy, light, batch)
     mixed *= share
-    light *= ticks.pp
+    light *= ticks.pp  # a step without a chunk
     ticks.hosted(light, batch)
     light *= 1.0 - share
     mixed += light
@@ -355,8 +356,7 @@ def _time_to_first_token(ticks: _Ticks, budget_tokens: FloatArray, batch: FloatA
     first_chunk = np.minimum(float(prompt), room)
     chunks = np.ceil(prompt / room)
     groups, heavy, light = ticks.chunk_ticks(others, first_chunk)
-    step = ticks.hosted(ticks.chunk_step(groups, heavy, light, first_token=True), others)
-    return np.multiply(step, chunks, out=out)
+    return np.multiply(ticks.chunk_step(groups, heavy, light, others, first_token=True), chunks, out=out)
 
 
 def _in_grid_order(shape: tuple[int, int, int, int], dtype: type = np.float64) -> tuple[Array, Array]:

@@ -99,12 +99,13 @@ def serving_constants_line(gpu: GpuSpec, cal: Calibration, precision: str) -> st
     k = cal.stack(gpu)
     name = STACK_NAMES[stack_of(gpu)]
     label = f"calibrated {name} constants" if cal.origin == "calibrated" else f"{name} constants with your efficiencies"
+    host = host_kind(gpu)
     line = (f"{label}: memory reads at {k.decode_mbu:.0%} of "
             f"{gpu.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, batched products at {k.serve_matmul_efficiency:.0%} "
             f"of the dense {precision.upper()} peak, {k.per_step_s * 1e3:.2f} ms per step + "
             f"{k.per_layer_step_s * 1e6:.0f} us per layer of fixed cost; the engine's CPU "
-            f"{cal.host_s_per_sequence_step[host_kind(gpu)] * 1e6:.1f} us per running sequence a step "
-            f"({'a Grace superchip' if host_kind(gpu) == 'superchip' else 'an x86 host'}, stated), overlapped with "
+            f"{cal.host_s_per_sequence_step[host] * 1e6:.1f} us per running sequence a step "
+            f"({'a Grace superchip' if host == 'superchip' else 'an x86 host'}, stated), overlapped with "
             "the GPU's step: the step is the longer of the two")
     caveat = cal.caveats.get(stack_of(gpu))
     if caveat:
