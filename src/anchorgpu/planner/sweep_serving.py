@@ -306,17 +306,19 @@ class _Ticks:
         return groups, self.tick(each, prefill), self.tick(each, 0.0)
 
     def chunk_step(self, groups: FloatArray, heavy: FloatArray, light: FloatArray, decode: FloatArray,
-                   first_token: bool = False) -> FloatArray:
-        """speed.serving._step with one prompt's chunk beside ``decode`` sequences, written over ``heavy``: a cycle is
-        the larger of a stage's work on all the micro-batches and one micro-batch's way through every stage (with more
-        than one stage), and no shorter than the engine's CPU work for the sequences."""
+                   first_token: bool = False, chunks: FloatArray | float = 1.0) -> FloatArray:
+        """speed.serving._step with one prompt's chunk beside ``decode`` sequences (in ``chunks`` of the micro-batches
+        a cycle), written over ``heavy``: a cycle is the larger of a stage's work on all the micro-batches and one
+        micro-batch's way through every stage (with more than one stage), and no shorter than the engine's CPU work
+        for the sequences."""
         if first_token:
             through = heavy * self.pp
         else:
             through = heavy - light
+            through *= chunks
             through += light * self.pp
-        staged = (groups - 1.0) * light
-        staged += heavy
+        staged = (groups - chunks) * light
+        staged += chunks * heavy
         np.maximum(staged, through, out=staged)
         np.copyto(heavy, staged, where=self.pp > 1)
         return self.hosted(heavy, decode)
@@ -330,15 +332,18 @@ def _steady_step(ticks: _Ticks, batch: FloatArray, prompt: int, out_tokens: int,
     prefill_avg = batch * prompt / out_tokens
     chunk = np.maximum(1.0, np.minimum(float(prompt), budget_tokens - np.floor(batch)))
     share = prefill_avg / chunk
-    spread = share >= 1.0
+    groups = ticks.groups(batch)
+    # over pipeline stages, between one chunk a cycle and one a micro-batch: ``share`` micro-batches carry a chunk
+    spread = (share >= 1.0) & ((ticks.pp <= 1) | (share >= groups))
     if spread.all():
         return ticks.step(batch, prefill_avg)
     groups, heavy, light = ticks.chunk_ticks(batch, chunk)
-    mixed = ticks.chunk_step(groups, heavy, light, batch)
-    mixed *= share
+    mixed = ticks.chunk_step(groups, heavy, light, batch, chunks=np.maximum(share, 1.0))
+    weight = np.minimum(share, 1.0)
+    mixed *= weight
     light *= ticks.pp  # a step without a chunk
     ticks.hosted(light, batch)
-    light *= 1.0 - share
+    light *= 1.0 - weight
     mixed += light
     used = np.flatnonzero(spread.any(axis=1))  # the concurrencies where some layout spreads its prompts
     if used.size:

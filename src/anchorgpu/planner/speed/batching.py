@@ -61,9 +61,14 @@ def prefill_chunk_share(batch: float, prompt: int, output: int, max_num_batched_
 def _steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: int, prompt: int, output: int,
             attn: tuple[float, float]) -> tuple[float, str, float]:
     """The mean step of a steady state, what bounds it, and its ceiling (the same state under the ideal constants
-    ``ci``): ``B`` decodes, and the prompts' chunks in the share of steps that carry one."""
+    ``ci``): ``B`` decodes, and the prompts' chunks in the share of steps that carry one. Over pipeline stages,
+    where a step's prompt tokens fill more than one chunk but not one a micro-batch, that many micro-batches of
+    each cycle carry a whole chunk (each has its own token budget) rather than every one a slice of them."""
     prefill = batch * prompt / output
     chunk, share = prefill_chunk_share(batch, prompt, output, setup.max_num_batched_tokens)
+    if share >= 1.0 and prefill and setup.pp > 1 and share < min(float(setup.pp), max(1.0, batch)):
+        s = _step(setup, c, batch, chunk, attn[0], attn[1], one_chunk=True, ceiling=ci, chunks=share)
+        return s[0], s[5], s[6]
     if share >= 1.0 or not prefill:
         s = _step(setup, c, batch, prefill, attn[0], attn[1] if prefill and prompt else 0.0, ceiling=ci)
         return s[0], s[5], s[6]

@@ -27,8 +27,8 @@ A decode step for ``B`` running sequences (and the prefill tokens that share it)
 The steady state and the time to first token built from these steps are :mod:`anchorgpu.planner.speed.batching`'s.
 At a steady state every request needs ``I`` prompt tokens per ``O`` output tokens, so the steps that emit
 ``B`` tokens also carry ``B * I / O`` prefill tokens on average (chunked prefill shares the step): spread
-over every step when there are at least a chunk's worth per step, else as whole chunks (up to the step's
-token budget) in that share of the steps. Time to first token is the prompt's chunks, each sharing a step
+over every step when there are at least a chunk's worth per step (over pipeline stages, per micro-batch), else
+as whole chunks (up to the step's token budget) in that share of the steps (of the micro-batches). Time to first token is the prompt's chunks, each sharing a step
 with the other running sequences.
 """
 
@@ -322,7 +322,7 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
 
 def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: float, decode_attn_flops: float,
           prefill_attn_flops: float, padded_batch: float = 0.0, one_chunk: bool = False,
-          first_token: bool = False, ceiling: _StepConstants | None = None,
+          first_token: bool = False, ceiling: _StepConstants | None = None, chunks: float = 1.0,
           ) -> tuple[float, float, float, float, float, str, float]:
     """:func:`decode_step`'s fields in order, once its constants and the attention FLOPs per token (decoding at
     the cached length, prefill at the prompt's; 0 without prefill) are known. ``padded_batch``: the rows a
@@ -334,6 +334,9 @@ def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     prompt tokens are one prompt's chunk, so they travel in one micro-batch instead of being spread over all of
     them (prompt tokens in every step): every stage does the chunk's extra work once in the cycle, and with
     ``first_token`` the cycle is at least the chunk's own way through every stage (a time to first token).
+    ``chunks`` (from 1 up to the micro-batches): how many of a cycle's micro-batches carry such a chunk, as when
+    the prompts need more than one chunk a cycle but fewer than one in every micro-batch (each micro-batch has its
+    own token budget; splitting a chunk over them would shrink every product, a MoE's expert rows most).
 
     Last, the same step's time under the ``ceiling`` constants (0.0 without them): one stage times both in one
     tick (:func:`_tick`)."""
@@ -358,11 +361,12 @@ def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
         heavy = _tick(setup, c, each, prefill_tokens, decode_attn_flops, prefill_attn_flops,
                       padded_each)
         light = _tick(setup, c, each, 0.0, decode_attn_flops, 0.0, padded_each)
-        stage_load = [(groups - 1.0) * a + b for a, b in zip(light[:5], heavy[:5], strict=True)]
+        n = chunks
+        stage_load = [(groups - n) * a + n * b for a, b in zip(light[:5], heavy[:5], strict=True)]
         if first_token:  # the chunk's micro-batch goes through every stage in turn
             through = [pp * b for b in heavy[:5]]
-        else:  # the others keep their pace through the stages; each stage adds the chunk's extra work once
-            through = [pp * a + (b - a) for a, b in zip(light[:5], heavy[:5], strict=True)]
+        else:  # the others keep their pace through the stages; each stage adds the chunks' extra work once each
+            through = [pp * a + n * (b - a) for a, b in zip(light[:5], heavy[:5], strict=True)]
         parts, bound_of = (tuple(through) if through[0] >= stage_load[0] else tuple(stage_load)), heavy
     step, fixed, weights_s, attention_s, comm = parts
     per_gpu = step - fixed - comm
@@ -371,5 +375,6 @@ def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     if host > step:
         step, bound = host, "host"
     top = 0.0 if ceiling is None else _step(setup, ceiling, batch, prefill_tokens, decode_attn_flops,
-                                             prefill_attn_flops, padded_batch, one_chunk, first_token)[0]
+                                             prefill_attn_flops, padded_batch, one_chunk, first_token,
+                                             chunks=chunks)[0]
     return step, fixed, weights_s, attention_s, comm, bound, top
