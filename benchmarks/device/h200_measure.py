@@ -380,14 +380,29 @@ class Llama:
             t = torch.empty(n, k, device=dev, dtype=bf).normal_(std=0.02)
             return t.to(torch.float8_e4m3fn) if fp8 else t
 
+        # a mixture of experts (Qwen3-MoE, Mixtral): every layer's MLP is routed over experts (moe_mlp)
+        self.experts = cfg.get("num_experts") or cfg.get("num_local_experts") or 0
+        self.top_k = cfg.get("num_experts_per_tok", 0)
+        self.expert_ffn = cfg.get("moe_intermediate_size") or self.ffn
+        self.qk_norm = str(cfg.get("model_type", "")).startswith("qwen3")  # Qwen3 normalises q and k per head
+
+        def mlp() -> dict:
+            if not self.experts:
+                return dict(gu=w(2 * self.ffn, self.h), d=w(self.h, self.ffn))
+            e, f = self.experts, self.expert_ffn
+            return dict(router=w(e, self.h),  # grouped-product layouts, as measure_moe_layer's
+                        egu=torch.empty(e, 2 * f, self.h, device=dev, dtype=bf).normal_(std=0.02).transpose(1, 2),
+                        ed=torch.empty(e, self.h, f, device=dev, dtype=bf).normal_(std=0.02).transpose(1, 2))
+
         self.w = [
             dict(
                 qkv=w(q_out, self.h),
                 o=w(self.h, self.heads * self.hd),
-                gu=w(2 * self.ffn, self.h),
-                d=w(self.h, self.ffn),
                 n1=torch.ones(self.h, device=dev, dtype=bf),
                 n2=torch.ones(self.h, device=dev, dtype=bf),
+                qn=torch.ones(self.hd, device=dev, dtype=bf),
+                kn=torch.ones(self.hd, device=dev, dtype=bf),
+                **mlp(),
             )
             for _ in range(self.layers)
         ]
@@ -431,6 +446,30 @@ class Llama:
         x1, x2 = x[..., :half], x[..., half:]
         return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
 
+    def mlp(self, x: torch.Tensor, w: dict) -> torch.Tensor:
+        """The layer's MLP on tokens ``x`` (t x h): dense, or routed as a dropless MoE entirely on the device (router,
+        top-k, renormalised weights, sort by expert, two grouped products, weighted combine; no host sync)."""
+        if not self.experts:
+            g, u = self.mm(x, w["gu"]).chunk(2, dim=-1)
+            return self.mm(F.silu(g) * u, w["d"])
+        t, e, k, f = x.shape[0], self.experts, self.top_k, self.expert_ffn
+        weights, ids = torch.topk(torch.softmax((x @ w["router"].t()).float(), dim=-1), k, dim=-1)
+        weights = weights / weights.sum(-1, keepdim=True)
+        flat = ids.reshape(-1)
+        order = torch.argsort(flat)
+        counts = torch.zeros(e, device=x.device, dtype=torch.int32).scatter_add_(
+            0, flat.to(torch.int64), torch.ones_like(flat, dtype=torch.int32))
+        offs = torch.cumsum(counts, 0, dtype=torch.int32)
+        xp = x.index_select(0, order // k)
+        g, u = torch._grouped_mm(xp, w["egu"], offs=offs).split(f, dim=-1)
+        y = torch._grouped_mm(F.silu(g) * u, w["ed"], offs=offs)
+        out = torch.empty_like(y)
+        out.index_copy_(0, order, y)
+        return (out.view(t, k, -1) * weights.unsqueeze(-1).to(out.dtype)).sum(1)
+
+    def qk(self, q: torch.Tensor, k: torch.Tensor, w: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        return (self.norm(q, w["qn"]), self.norm(k, w["kn"])) if self.qk_norm else (q, k)
+
     def decode_step(self, tok: torch.Tensor, batch: int) -> torch.Tensor:
         """One token for each of `batch` sequences, attending to the whole filled cache."""
         x = self.emb[tok]
@@ -439,17 +478,15 @@ class Llama:
             hdn = self.norm(x, w["n1"])
             qkv = self.mm(hdn, w["qkv"])
             q, k, v = qkv.split([self.heads * self.hd, self.kv * self.hd, self.kv * self.hd], dim=-1)
-            q = self.rope(q.view(batch, self.heads, self.hd), pos).unsqueeze(2)
-            k = self.rope(k.view(batch, self.kv, self.hd), pos)
+            q, k = self.qk(q.view(batch, self.heads, self.hd), k.view(batch, self.kv, self.hd), w)
+            q = self.rope(q, pos).unsqueeze(2)
+            k = self.rope(k, pos)
             kc, vc = self.k[i][:batch], self.v[i][:batch]
             kc[:, :, -1].copy_(k)
             vc[:, :, -1].copy_(v.view(batch, self.kv, self.hd))
             att = F.scaled_dot_product_attention(q, kc, vc, enable_gqa=self.kv != self.heads)
             x = x + self.mm(att.reshape(batch, self.heads * self.hd), w["o"])
-            hdn = self.norm(x, w["n2"])
-            gu = self.mm(hdn, w["gu"])
-            g, u = gu.chunk(2, dim=-1)
-            x = x + self.mm(F.silu(g) * u, w["d"])
+            x = x + self.mlp(self.norm(x, w["n2"]), w)
         return (self.norm(x, self.w[-1]["n2"]) @ self.head.t()).argmax(-1)
 
     def prefill(self, tokens: int, batch: int = 1) -> torch.Tensor:
@@ -460,8 +497,9 @@ class Llama:
             hdn = self.norm(x, w["n1"])
             qkv = self.mm(hdn, w["qkv"])
             q, k, v = qkv.split([self.heads * self.hd, self.kv * self.hd, self.kv * self.hd], dim=-1)
-            q = self.rope(q.view(t, self.heads, self.hd), pos).view(batch, tokens, self.heads, self.hd)
-            k = self.rope(k.view(t, self.kv, self.hd), pos).view(batch, tokens, self.kv, self.hd)
+            q, k = self.qk(q.view(t, self.heads, self.hd), k.view(t, self.kv, self.hd), w)
+            q = self.rope(q, pos).view(batch, tokens, self.heads, self.hd)
+            k = self.rope(k, pos).view(batch, tokens, self.kv, self.hd)
             v = v.view(batch, tokens, self.kv, self.hd)
             att = F.scaled_dot_product_attention(
                 q.transpose(1, 2),
@@ -471,9 +509,7 @@ class Llama:
                 enable_gqa=self.kv != self.heads,
             )
             x = x + self.mm(att.transpose(1, 2).reshape(t, self.heads * self.hd), w["o"])
-            hdn = self.norm(x, w["n2"])
-            g, u = self.mm(hdn, w["gu"]).chunk(2, dim=-1)
-            x = x + self.mm(F.silu(g) * u, w["d"])
+            x = x + self.mlp(self.norm(x, w["n2"]), w)
         last = x.view(batch, tokens, self.h)[:, -1]
         return (self.norm(last, self.w[-1]["n2"]) @ self.head.t()).argmax(-1)
 
@@ -707,17 +743,17 @@ def main() -> int:
         torch.backends.cuda.matmul.allow_tf32 = True
     save()
     log("meta", meta)
+    small = dict(  # a two-layer toy of Llama's shapes for --quick
+        cfgs["llama-3.2-1b"],
+        num_hidden_layers=2,
+        hidden_size=256,
+        intermediate_size=512,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=64,
+        vocab_size=1024,
+    )
     if a.quick:
-        small = dict(
-            cfgs["llama-3.2-1b"],
-            num_hidden_layers=2,
-            hidden_size=256,
-            intermediate_size=512,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            head_dim=64,
-            vocab_size=1024,
-        )
         models_decode = [("tiny", small, [1, 4], 64)]
         models_prefill = [("tiny", small, [(64, 1)])]
         train_cases = [("tiny", small, 64, 2, False), ("tiny", small, 64, 2, True)]
@@ -758,6 +794,19 @@ def main() -> int:
     if "prefill" in only:
         for name, cfg, lengths in models_prefill:
             measure_prefill(name, cfg, dev, lengths)
+    if "moe" in only:  # whole MoE models (every layer routed, on the device): decode steps and prefills
+        if a.quick:
+            tiny = dict(small, model_type="qwen3_moe", num_experts=8, num_experts_per_tok=2, moe_intermediate_size=128)
+            moe_cases = [("tiny-moe", tiny, [1, 4], 64, [(64, 1)])]
+        else:
+            moe_cases = [("qwen3-30b-a3b", cfgs["qwen3-30b-a3b"], [1, 8, 32, 128, 256], 1100, [(2048, 1), (8192, 1)]),
+                         ("mixtral-8x7b-v0.1", cfgs["mixtral-8x7b-v0.1"], [1, 8, 32, 64], 1100, [(2048, 1), (8192, 1)])]
+        for name, cfg, batches, ctx, lengths in moe_cases:
+            measure_decode(name, cfg, dev, batches, ctx)
+            measure_prefill(name, cfg, dev, lengths)
+        if dev == "cuda" and not a.quick:  # fused by inductor, as engines' kernels are (one compile per shape)
+            measure_decode("qwen3-30b-a3b", cfgs["qwen3-30b-a3b"], dev, [1, 64], 1100, compiled=True)
+            measure_prefill("qwen3-30b-a3b", cfgs["qwen3-30b-a3b"], dev, [(8192, 1)], compiled=True)
     if "train" in only:
         for name, cfg, seq, micro, rc in train_cases:
             measure_train(name, cfg, dev, seq, micro, rc, steps=3 if not a.quick else 1)
