@@ -70,6 +70,58 @@ def test_the_fitted_memory_read_share_is_what_the_hardware_streams() -> None:
 
 @pytest.mark.parametrize("tokens", [1024, 4096, 8192])
 def test_a_compiled_prefill_takes_the_planners_time_within_10_percent(tokens: int) -> None:
-    measured = next(r["s"] for r in RUN["prefill"] if r["tokens"] == tokens and r["batch"] == 1 and r.get("compiled"))
+    measured = next(r["s"] for r in RUN["prefill"]
+                    if r["model"] == "llama-3.1-8b" and r["tokens"] == tokens and r["batch"] == 1 and r.get("compiled"))
     ours = decode_step(MODEL, H200, _setup(tokens), batch=0, prefill_tokens=tokens, prompt_tokens=tokens).step_s
     assert abs(measured / ours - 1) <= 0.10, (measured, ours)
+
+
+def _moe_setup(name: str, context: int) -> tuple[object, ServingSetup]:
+    model = load_model(name)
+    p = plan(model, Workload(task="inference", prompt_tokens=context - 1, output_tokens=1, concurrency=1),
+             layout=Layout(gpus=1), gpu=H200)
+    return model, ServingSetup(weights_bytes_per_gpu=p.per_gpu.weights_bytes,
+                               kv_bytes_per_sequence_per_gpu=p.per_gpu.kv_cache_bytes)
+
+
+def _moe_decode(name: str, compiled: bool) -> dict[int, float]:
+    return {r["batch"]: r["graph_s"] for r in RUN["decode"]
+            if r["model"] == name and bool(r.get("compiled")) == compiled}
+
+
+@pytest.mark.parametrize(("name", "largest"), [("qwen3-30b-a3b", 256), ("mixtral-8x7b-v0.1", 64)])
+def test_what_more_sequences_add_to_a_moe_step_is_what_the_model_adds(name: str, largest: int) -> None:
+    """Whole MoE models on the H200 (sixth run: every layer routed on the device, steps from CUDA graphs, 1,100
+    cached tokens): going from one sequence to the largest batch adds the experts the batch touches and their rows.
+    Measured +29.5 ms (Qwen3-30B-A3B, 1 -> 256) and +26.7 ms (Mixtral 8x7B, 1 -> 64); the model adds 1.06x and
+    0.93x of that. At 8-32 sequences torch's grouped kernel takes 1.2-1.8x the model's increment: it reads experts
+    with few rows each at about two thirds of the batched product's rate (the third run's expert table)."""
+    model, setup = _moe_setup(name, 1100)
+    steps = _moe_decode(name, False)
+    assert {1, largest} <= set(steps)
+    measured = steps[largest] - steps[1]
+    ours = (decode_step(model, H200, setup, batch=largest, cached_tokens=1100).step_s
+            - decode_step(model, H200, setup, batch=1, cached_tokens=1100).step_s)
+    assert abs(measured / ours - 1) <= 0.10, (measured, ours)
+
+
+def test_a_compiled_moe_prefill_takes_the_planners_time_within_10_percent() -> None:
+    """Qwen3-30B-A3B, 8,192 tokens, compiled by torch.compile (routing, sort and combine fused where inductor can):
+    0.162 s measured, 1.07x the planner's step."""
+    model, setup = _moe_setup("qwen3-30b-a3b", 8192)
+    measured = next(r["s"] for r in RUN["prefill"]
+                    if r["model"] == "qwen3-30b-a3b" and r["tokens"] == 8192 and r.get("compiled"))
+    ours = decode_step(model, H200, setup, batch=0, prefill_tokens=8192, prompt_tokens=8192).step_s
+    assert abs(measured / ours - 1) <= 0.10, (measured, ours)
+
+
+@pytest.mark.parametrize("batch", [1, 64])
+def test_a_compiled_moe_decode_step_is_no_faster_than_the_planners(batch: int) -> None:
+    """A compiled Qwen3-30B-A3B decode step took 1.29x (1 sequence) and 1.31x (64) the planner's step, where the
+    dense Llama-3.1-8B's took 0.92-0.93x: torch's grouped expert kernel at 1-4 rows an expert is slower than the
+    engines' fused MoE kernels the serving constants were fitted on. The planner must not come out slower than this
+    generic implementation, nor drift far below it."""
+    model, setup = _moe_setup("qwen3-30b-a3b", 1100)
+    measured = _moe_decode("qwen3-30b-a3b", True)[batch]
+    ours = decode_step(model, H200, setup, batch=batch, cached_tokens=1100).step_s
+    assert 1.0 <= measured / ours <= 1.45, (measured, ours)
