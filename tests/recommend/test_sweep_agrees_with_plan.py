@@ -64,8 +64,11 @@ def _check_inference_row(result: SweepResult, model, i: int) -> None:
     assert row["decode_tokens_per_s_per_user"] == pytest.approx(1 / est.tpot_s, rel=1e-6)
     assert row["decode_tokens_per_s_total"] == pytest.approx(row["concurrency"] / est.tpot_s, rel=1e-6)
     assert row["prefill_s"] == pytest.approx(est.ttft_s, rel=1e-6)
-    # and the steady step is the scalar decode step where every step carries prompt tokens
-    if per_replica * prompt / output >= min(prompt, setup.max_num_batched_tokens - per_replica):
+    # and the steady step is the scalar decode step where every step carries prompt tokens, spread over the
+    # micro-batches (over pipeline stages, only once every micro-batch's share fills a chunk: fewer chunks than
+    # micro-batches ride whole in some of them)
+    share = per_replica * prompt / output / min(prompt, setup.max_num_batched_tokens - per_replica)
+    if share >= 1 and (setup.pp == 1 or share >= min(setup.pp, per_replica)):
         step = decode_step(model, shape.gpu, setup, batch=per_replica, prefill_tokens=per_replica * prompt / output,
                            prompt_tokens=prompt, cached_tokens=prompt + output // 2)
         assert est.tpot_s == pytest.approx(step.step_s, rel=1e-9)
