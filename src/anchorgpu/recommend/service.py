@@ -26,7 +26,12 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.inputs import Workload, engine_limits, large_engine_defaults
 from anchorgpu.planner.speed.calibration import Overrides, calibrated
-from anchorgpu.planner.speed.estimate import MOE_CAVEAT_LABEL, MOE_TRAIN_CAVEAT_LABEL, TTFT_CAVEAT_LABEL
+from anchorgpu.planner.speed.estimate import (
+    ENGINE_CAVEAT_LABEL,
+    MOE_CAVEAT_LABEL,
+    MOE_TRAIN_CAVEAT_LABEL,
+    TTFT_CAVEAT_LABEL,
+)
 from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec, sweep
 from anchorgpu.quotes import UnpricedOffering, price_quote
 from anchorgpu.quotes.pricing import ServersPrice, servers_prices
@@ -402,6 +407,8 @@ def recommend(
             assumptions.append(f"{MOE_CAVEAT_LABEL}: {caveat}.")
         if caveats.get("ttft"):
             assumptions.append(f"{TTFT_CAVEAT_LABEL}: {caveats['ttft']}.")
+        if caveats.get("engine"):
+            assumptions.append(f"{ENGINE_CAVEAT_LABEL}: {caveats['engine']}.")
     else:
         assumptions.append("A training run costs the whole hours it needs, billed by the quote rules "
                            "(a longer unit when cheaper).")

@@ -160,7 +160,9 @@ MOE_TRAIN_CAVEAT_LABEL = "Mixture-of-experts training"
 """How the training assumption that carries the calibration's MoE training caveat begins."""
 TTFT_CAVEAT_LABEL = "Time to first token"
 """How the serving assumption that says what the time to first token leaves out begins (shown beside the MoE one)."""
-SPEED_CAVEAT_LABELS = (MOE_CAVEAT_LABEL, MOE_TRAIN_CAVEAT_LABEL, TTFT_CAVEAT_LABEL)
+ENGINE_CAVEAT_LABEL = "Serving engine"
+"""How the serving assumption that says which engines the speeds hold for begins (the same benchmarks on two engines)."""
+SPEED_CAVEAT_LABELS = (MOE_CAVEAT_LABEL, MOE_TRAIN_CAVEAT_LABEL, TTFT_CAVEAT_LABEL, ENGINE_CAVEAT_LABEL)
 
 
 def serving_band_kind(model: ModelSpec, pp: int) -> str | None:
@@ -231,6 +233,8 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
         assumptions.append(f"{MOE_CAVEAT_LABEL}: {cal.caveats['moe']}.")
     if cal.caveats.get("ttft"):
         assumptions.append(f"{TTFT_CAVEAT_LABEL}: {cal.caveats['ttft']}.")
+    if cal.caveats.get("engine"):
+        assumptions.append(f"{ENGINE_CAVEAT_LABEL}: {cal.caveats['engine']}.")
 
 
 def _evidence(gpu: GpuSpec, kind: str, cal: Calibration, out: dict[str, Any], assumptions: list[str]) -> None:

@@ -27,6 +27,8 @@ SETS: dict[str, str] = {
                      "gpt-oss-120b, GLM-4.6, DeepSeek-R1 and Qwen3-8B), held out",
     "vllm-gpustack-a100": "GPUStack's vLLM runs of Qwen3-14B and Qwen3-32B on one A100 with every request sent at once "
                           "(output tokens a second, ShareGPT and random 128 to 32,000-token prompts), held out",
+    "trtllm-gpustack-a100": "the same GPUStack pages' TensorRT-LLM runs of Qwen3-14B and Qwen3-32B on one A100 (its "
+                            "defaults on ShareGPT, the pages' tuned command on the random sets), held out",
     "vllm-gpustack-moe": "GPUStack's vLLM baselines of mixtures of experts (gpt-oss-20b, gpt-oss-120b, GLM-4.5-Air, "
                          "Qwen3-235B-A22B) on 1-8 A100 80 GB and H100 with every request sent at once (output tokens a "
                          "second), and gpt-oss-120b at 4 requests in flight (time per output token), held out",

@@ -1,0 +1,87 @@
+"""Which engines the serving speeds hold for: the same benchmarks on TensorRT-LLM and on vLLM's defaults.
+
+GPUStack's performance lab ran Qwen3-14B and Qwen3-32B on one A100 with every request sent at once (ShareGPT, and
+random prompts of 128 to 32,000 tokens) on vLLM 0.11.0 with its defaults and on TensorRT-LLM 1.2.0rc1
+(gpustack/gpustack docs/performance-lab/qwen3-14b/a100.md and qwen3-32b/a100.md, commit
+10e9444a07c73556f2ef0d10d2b2766bbf54c9c0): the rows ``VGA-*`` (set ``vllm-gpustack-a100``) and ``TGA-*`` (set
+``trtllm-gpustack-a100``) of ``src/anchorgpu/planner/speed/data/measured_runs.json``, all held out. TensorRT-LLM
+sizes its KV cache from the memory free at its profiling pass's peak (``kv_free_fraction``), which the rows restate.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from anchorgpu.planner.speed.calibration import calibration
+from anchorgpu.planner.speed.estimate import ENGINE_CAVEAT_LABEL
+from anchorgpu.planner.speed.runs import load_runs, predict
+from cli_runner import run, run_json
+
+RUNS = {run.id: run for run in load_runs()}
+TRTLLM = {key: run for key, run in RUNS.items() if key.startswith("TGA-")}
+VLLM = {key: run for key, run in RUNS.items() if key.startswith("VGA-")}
+
+
+def _speed(key: str) -> float:
+    """Measured over predicted output tokens a second."""
+    return RUNS[key].value / predict(RUNS[key])
+
+
+def test_the_same_benchmarks_ran_on_both_engines_and_none_is_fitted() -> None:
+    assert len(TRTLLM) == len(VLLM) == 10
+    assert {key.split("-", 1)[1] for key in TRTLLM} == {key.split("-", 1)[1] for key in VLLM}
+    assert all(run.role == "holdout" for run in (*TRTLLM.values(), *VLLM.values()))
+    assert all(run.row["kv_free_fraction"] == 0.9 and run.row["kv_reservation"] == "full" for run in TRTLLM.values())
+
+
+def test_the_caveat_states_what_the_rows_show() -> None:
+    """Its figures are the calibration's, so the caveat cannot drift from the rows."""
+    caveat = calibration().caveats["engine"]
+    random_prompts = [key for key in TRTLLM if not key.endswith("-SG")]
+    assert max(abs(1 / _speed(key) - 1) for key in random_prompts) <= 0.15
+    assert "random-prompt runs came within 15% of the prediction" in caveat
+    assert f"ShareGPT runs at {_speed('TGA-Q32-SG'):.2f}x and {_speed('TGA-Q14-SG'):.2f}x of it" in caveat
+    trt_within = sum(abs(1 / _speed(key) - 1) <= 0.25 for key in TRTLLM)
+    assert f"({trt_within} of {len(TRTLLM)} within 25%)" in caveat
+    speeds = sorted(_speed(key) for key in VLLM)
+    vllm_within = sum(abs(1 / s - 1) <= 0.25 for s in speeds)
+    assert (f"median {statistics.median(speeds):.2f}x of the predicted speed ({speeds[0]:.2f}x to {speeds[-1]:.2f}x; "
+            f"{vllm_within} of {len(VLLM)} within 25%)") in caveat
+    assert trt_within > vllm_within  # the engine, not the GPU: the same GPU and benchmarks
+
+
+def test_tensorrt_llm_sizes_its_kv_cache_from_the_memory_free_after_its_profiling_pass() -> None:
+    """Qwen3-32B's BF16 weights leave an 80 GB A100 little room: under vLLM's budget (90% of the memory, with its
+    sampler's warm-up over 2,048 sequences held) no 32,000-token request's cache would fit, but TensorRT-LLM ran all
+    100 of them; restated as TensorRT-LLM's 90% of the free memory, one request fits and the row is predicted."""
+    from anchorgpu.planner.speed.runs import _serve_plan
+
+    p = _serve_plan("TGA-Q32-32K")
+    b = p.breakdown
+    vllm_budget_kv = 0.9 * p.gpu.memory_bytes - (p.per_gpu.weights_bytes + b["prefill_activation_bytes"]
+                                                 + b["sampler_logits_bytes"] + b["non_torch_bytes"])
+    assert vllm_budget_kv < b["kv_per_sequence_bytes"]
+    assert p.fits and b["kv_cache_capacity_bytes"] >= b["kv_per_sequence_bytes"]
+    assert 0.85 <= _speed("TGA-Q32-32K") <= 1.15
+
+
+QWEN3_14B_A100 = ("plan", "qwen3-14b", "--gpu", "a100-80gb-sxm", "--prompt", "2000", "--output-tokens", "100",
+                  "--concurrency", "64")
+
+
+def test_a_serving_plan_lists_it_under_still_to_check(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, *QWEN3_14B_A100)
+    assert code == 0
+    still = " ".join(out.split("Still to check", 1)[1].split("Assumed", 1)[0].split())
+    assert f"- {ENGINE_CAVEAT_LABEL}: the serving rows these speeds are fitted on are mostly TensorRT-LLM's" in still
+    train = run_json(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8",
+                     "--json")["performance"]["assumptions"]
+    assert not any(line.startswith(ENGINE_CAVEAT_LABEL + ":") for line in train)
+
+
+def test_a_serving_recommendation_carries_it(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = run_json(capsys, "recommend", "llama-3.1-8b", "--task", "inference", "--context", "4096", "--concurrency", "8",
+                   "--json")
+    assert any(line.startswith(ENGINE_CAVEAT_LABEL + ":") for line in doc["assumptions"])
