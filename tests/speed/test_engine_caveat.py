@@ -6,18 +6,16 @@ random prompts of 128 to 32,000 tokens) on vLLM 0.11.0 with its defaults and on 
 10e9444a07c73556f2ef0d10d2b2766bbf54c9c0): the rows ``VGA-*`` (set ``vllm-gpustack-a100``) and ``TGA-*`` (set
 ``trtllm-gpustack-a100``) of ``src/anchorgpu/planner/speed/data/measured_runs.json``, all held out. TensorRT-LLM
 sizes its KV cache from the memory free at its profiling pass's peak (``kv_free_fraction``), which the rows restate.
+That every serving plan and recommendation carries the caveat is checked beside the time-to-first-token one
+(``test_ttft_caveat.py``).
 """
 
 from __future__ import annotations
 
 import statistics
 
-import pytest
-
 from anchorgpu.planner.speed.calibration import calibration
-from anchorgpu.planner.speed.estimate import ENGINE_CAVEAT_LABEL
 from anchorgpu.planner.speed.runs import load_runs, predict
-from cli_runner import run, run_json
 
 RUNS = {run.id: run for run in load_runs()}
 TRTLLM = {key: run for key, run in RUNS.items() if key.startswith("TGA-")}
@@ -65,23 +63,3 @@ def test_tensorrt_llm_sizes_its_kv_cache_from_the_memory_free_after_its_profilin
     assert vllm_budget_kv < b["kv_per_sequence_bytes"]
     assert p.fits and b["kv_cache_capacity_bytes"] >= b["kv_per_sequence_bytes"]
     assert 0.85 <= _speed("TGA-Q32-32K") <= 1.15
-
-
-QWEN3_14B_A100 = ("plan", "qwen3-14b", "--gpu", "a100-80gb-sxm", "--prompt", "2000", "--output-tokens", "100",
-                  "--concurrency", "64")
-
-
-def test_a_serving_plan_lists_it_under_still_to_check(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, *QWEN3_14B_A100)
-    assert code == 0
-    still = " ".join(out.split("Still to check", 1)[1].split("Assumed", 1)[0].split())
-    assert f"- {ENGINE_CAVEAT_LABEL}: the serving rows these speeds are fitted on are mostly TensorRT-LLM's" in still
-    train = run_json(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8",
-                     "--json")["performance"]["assumptions"]
-    assert not any(line.startswith(ENGINE_CAVEAT_LABEL + ":") for line in train)
-
-
-def test_a_serving_recommendation_carries_it(capsys: pytest.CaptureFixture[str]) -> None:
-    doc = run_json(capsys, "recommend", "llama-3.1-8b", "--task", "inference", "--context", "4096", "--concurrency", "8",
-                   "--json")
-    assert any(line.startswith(ENGINE_CAVEAT_LABEL + ":") for line in doc["assumptions"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from anchorgpu.planner.speed.calibration import calibration
-from anchorgpu.planner.speed.estimate import TTFT_CAVEAT_LABEL
+from anchorgpu.planner.speed.estimate import ENGINE_CAVEAT_LABEL, TTFT_CAVEAT_LABEL
 from cli_runner import run, run_json
 
 QWEN3_8B_H100 = ("plan", "qwen3-8b", "--gpu", "h100", "--prompt", "233", "--output-tokens", "221", "--concurrency", "4")
@@ -25,18 +25,25 @@ def test_the_caveat_gives_the_measured_figures_and_the_prediction_beside_them(ca
     assert f"where this model predicts {predicted_ms:.0f} ms" in caveat  # the caveat cannot drift from the model
 
 
+# every serving caveat, with how it opens: this one, and which engines the speeds hold for (test_engine_caveat.py)
+SERVING_CAVEATS = [(TTFT_CAVEAT_LABEL, "it is the engine's own time"),
+                   (ENGINE_CAVEAT_LABEL, "the serving rows these speeds are fitted on are mostly TensorRT-LLM's")]
+
+
+@pytest.mark.parametrize(("label", "opening"), SERVING_CAVEATS)
 def test_a_serving_plan_lists_it_under_still_to_check_and_a_training_plan_does_not(
-        capsys: pytest.CaptureFixture[str]) -> None:
+        capsys: pytest.CaptureFixture[str], label: str, opening: str) -> None:
     code, out, _ = run(capsys, *QWEN3_8B_H100)
     assert code == 0
     still = " ".join(out.split("Still to check", 1)[1].split("Assumed", 1)[0].split())
-    assert f"- {TTFT_CAVEAT_LABEL}: it is the engine's own time" in still
+    assert f"- {label}: {opening}" in still
     lines = run_json(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8",
                      "--json")["performance"]["assumptions"]
-    assert not any(line.startswith(TTFT_CAVEAT_LABEL + ":") for line in lines)
+    assert not any(line.startswith(label + ":") for line in lines)
 
 
-def test_a_serving_recommendation_carries_it(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("label", [label for label, _ in SERVING_CAVEATS])
+def test_a_serving_recommendation_carries_it(capsys: pytest.CaptureFixture[str], label: str) -> None:
     doc = run_json(capsys, "recommend", "llama-3.1-8b", "--task", "inference", "--context", "4096", "--concurrency", "8",
                    "--json")
-    assert any(line.startswith(TTFT_CAVEAT_LABEL + ":") for line in doc["assumptions"])
+    assert any(line.startswith(label + ":") for line in doc["assumptions"])
