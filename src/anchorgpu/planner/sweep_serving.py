@@ -332,9 +332,8 @@ def _steady_step(ticks: _Ticks, batch: FloatArray, prompt: int, out_tokens: int,
     prefill_avg = batch * prompt / out_tokens
     chunk = np.maximum(1.0, np.minimum(float(prompt), budget_tokens - np.floor(batch)))
     share = prefill_avg / chunk
-    groups = ticks.groups(batch)
     # over pipeline stages, between one chunk a cycle and one a micro-batch: ``share`` micro-batches carry a chunk
-    spread = (share >= 1.0) & ((ticks.pp <= 1) | (share >= groups))
+    spread = (share >= 1.0) & ((ticks.pp <= 1) | (share >= ticks.groups(batch)))
     if spread.all():
         return ticks.step(batch, prefill_avg)
     groups, heavy, light = ticks.chunk_ticks(batch, chunk)

@@ -28,8 +28,8 @@ The steady state and the time to first token built from these steps are :mod:`an
 At a steady state every request needs ``I`` prompt tokens per ``O`` output tokens, so the steps that emit
 ``B`` tokens also carry ``B * I / O`` prefill tokens on average (chunked prefill shares the step): spread
 over every step when there are at least a chunk's worth per step (over pipeline stages, per micro-batch), else
-as whole chunks (up to the step's token budget) in that share of the steps (of the micro-batches). Time to first token is the prompt's chunks, each sharing a step
-with the other running sequences.
+as whole chunks (up to the step's token budget) in that share of the steps (of the micro-batches). Time to
+first token is the prompt's chunks, each sharing a step with the other running sequences.
 """
 
 from __future__ import annotations
