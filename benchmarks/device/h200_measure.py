@@ -261,34 +261,39 @@ def measure_experts(dev: str, quick: bool) -> None:
     save()
 
 
+def routed_mlp(x: torch.Tensor, router: torch.Tensor, w_gu: torch.Tensor, w_d: torch.Tensor, k: int,
+               renormalise: bool = False) -> torch.Tensor:
+    """A dropless MoE layer's routed part on tokens ``x`` (t x h), every step on the device (no host sync, so a CUDA
+    graph can hold it): router product, top-k (its weights renormalised to sum to one where the model does so),
+    sort of the token copies by expert, per-expert offsets, two grouped products with the activation between, and
+    the weighted combine back to the tokens."""
+    t, e, f = x.shape[0], router.shape[0], w_d.shape[1]
+    weights, ids = torch.topk(torch.softmax((x @ router.t()).float(), dim=-1), k, dim=-1)
+    if renormalise:
+        weights = weights / weights.sum(-1, keepdim=True)
+    flat = ids.reshape(-1)
+    order = torch.argsort(flat)
+    counts = torch.zeros(e, device=x.device, dtype=torch.int32).scatter_add_(
+        0, flat.to(torch.int64), torch.ones_like(flat, dtype=torch.int32)
+    )
+    offs = torch.cumsum(counts, 0, dtype=torch.int32)
+    xp = x.index_select(0, order // k)
+    g, u = torch._grouped_mm(xp, w_gu, offs=offs).split(f, dim=-1)
+    y = torch._grouped_mm(F.silu(g) * u, w_d, offs=offs)
+    out = torch.empty_like(y)
+    out.index_copy_(0, order, y)
+    return (out.view(t, k, -1) * weights.unsqueeze(-1).to(out.dtype)).sum(1)
+
+
 def moe_layer_fns(x: torch.Tensor, router: torch.Tensor, w_gu: torch.Tensor, w_d: torch.Tensor, k: int) -> tuple:
-    """A dropless MoE layer's routed part, every step on the device (no host sync, so a CUDA graph can hold it):
-    router product, top-k, sort of the token copies by expert, per-expert offsets, two grouped products with the
-    activation between, and the weighted combine back to the tokens. Returns (whole layer, products alone)."""
-    t, _h = x.shape
+    """A dropless MoE layer's routed part (:func:`routed_mlp`, top-k weights as the softmax gives them) and its two
+    grouped products alone with the same rows spread evenly over the experts. Returns (whole layer, products)."""
+    t = x.shape[0]
     e = router.shape[0]
     f = w_d.shape[1]
 
-    def route() -> tuple:
-        logits = x @ router.t()
-        weights, ids = torch.topk(torch.softmax(logits.float(), dim=-1), k, dim=-1)
-        flat = ids.reshape(-1)
-        order = torch.argsort(flat)
-        counts = torch.zeros(e, device=x.device, dtype=torch.int32).scatter_add_(
-            0, flat.to(torch.int64), torch.ones_like(flat, dtype=torch.int32)
-        )
-        offs = torch.cumsum(counts, 0, dtype=torch.int32)
-        return weights, order, offs
-
     def layer() -> torch.Tensor:
-        weights, order, offs = route()
-        xp = x.index_select(0, order // k)
-        gu = torch._grouped_mm(xp, w_gu, offs=offs)
-        g, u = gu.split(f, dim=-1)
-        y = torch._grouped_mm(F.silu(g) * u, w_d, offs=offs)
-        out = torch.empty_like(y)
-        out.index_copy_(0, order, y)
-        return (out.view(t, k, -1) * weights.unsqueeze(-1).to(out.dtype)).sum(1)
+        return routed_mlp(x, router, w_gu, w_d, k)
 
     rows = t * k
     even = torch.arange(1, e + 1, device=x.device, dtype=torch.int32) * (rows // e) if rows >= e else None
@@ -447,25 +452,12 @@ class Llama:
         return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
 
     def mlp(self, x: torch.Tensor, w: dict) -> torch.Tensor:
-        """The layer's MLP on tokens ``x`` (t x h): dense, or routed as a dropless MoE entirely on the device (router,
-        top-k, renormalised weights, sort by expert, two grouped products, weighted combine; no host sync)."""
+        """The layer's MLP on tokens ``x`` (t x h): dense, or routed (:func:`routed_mlp`, Qwen3-MoE's and Mixtral's
+        renormalised top-k weights)."""
         if not self.experts:
             g, u = self.mm(x, w["gu"]).chunk(2, dim=-1)
             return self.mm(F.silu(g) * u, w["d"])
-        t, e, k, f = x.shape[0], self.experts, self.top_k, self.expert_ffn
-        weights, ids = torch.topk(torch.softmax((x @ w["router"].t()).float(), dim=-1), k, dim=-1)
-        weights = weights / weights.sum(-1, keepdim=True)
-        flat = ids.reshape(-1)
-        order = torch.argsort(flat)
-        counts = torch.zeros(e, device=x.device, dtype=torch.int32).scatter_add_(
-            0, flat.to(torch.int64), torch.ones_like(flat, dtype=torch.int32))
-        offs = torch.cumsum(counts, 0, dtype=torch.int32)
-        xp = x.index_select(0, order // k)
-        g, u = torch._grouped_mm(xp, w["egu"], offs=offs).split(f, dim=-1)
-        y = torch._grouped_mm(F.silu(g) * u, w["ed"], offs=offs)
-        out = torch.empty_like(y)
-        out.index_copy_(0, order, y)
-        return (out.view(t, k, -1) * weights.unsqueeze(-1).to(out.dtype)).sum(1)
+        return routed_mlp(x, w["router"], w["egu"], w["ed"], self.top_k, renormalise=True)
 
     def qk(self, q: torch.Tensor, k: torch.Tensor, w: dict) -> tuple[torch.Tensor, torch.Tensor]:
         return (self.norm(q, w["qn"]), self.norm(k, w["kn"])) if self.qk_norm else (q, k)

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from anchorgpu.architectures import load_model
+from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner.speed.calibration import calibration
@@ -32,8 +33,9 @@ H200 = get_gpu("h200")
 MODEL = load_model("llama-3.1-8b")
 
 
-def _setup(context: int) -> ServingSetup:
-    p = plan(MODEL, Workload(task="inference", prompt_tokens=context - 1, output_tokens=1, concurrency=1),
+def _setup(context: int, model: ModelSpec = MODEL) -> ServingSetup:
+    """One sequence of ``context`` cached tokens of ``model`` on one H200, as the device run held it."""
+    p = plan(model, Workload(task="inference", prompt_tokens=context - 1, output_tokens=1, concurrency=1),
              layout=Layout(gpus=1), gpu=H200)
     return ServingSetup(weights_bytes_per_gpu=p.per_gpu.weights_bytes,
                         kv_bytes_per_sequence_per_gpu=p.per_gpu.kv_cache_bytes)
@@ -79,14 +81,6 @@ def test_a_compiled_prefill_takes_the_planners_time_within_10_percent(tokens: in
     assert abs(measured / ours - 1) <= 0.10, (measured, ours)
 
 
-def _moe_setup(name: str, context: int) -> tuple[object, ServingSetup]:
-    model = load_model(name)
-    p = plan(model, Workload(task="inference", prompt_tokens=context - 1, output_tokens=1, concurrency=1),
-             layout=Layout(gpus=1), gpu=H200)
-    return model, ServingSetup(weights_bytes_per_gpu=p.per_gpu.weights_bytes,
-                               kv_bytes_per_sequence_per_gpu=p.per_gpu.kv_cache_bytes)
-
-
 def _moe_decode(name: str, compiled: bool) -> dict[int, float]:
     return {r["batch"]: r["graph_s"] for r in RUN["decode"]
             if r["model"] == name and bool(r.get("compiled")) == compiled}
@@ -99,7 +93,8 @@ def test_what_more_sequences_add_to_a_moe_step_is_what_the_model_adds(name: str,
     Measured +29.5 ms (Qwen3-30B-A3B, 1 -> 256) and +26.7 ms (Mixtral 8x7B, 1 -> 64); the model adds 1.06x and
     0.93x of that. At 8-32 sequences torch's grouped kernel takes 1.2-1.8x the model's increment: it reads experts
     with few rows each at about two thirds of the batched product's rate (the third run's expert table)."""
-    model, setup = _moe_setup(name, 1100)
+    model = load_model(name)
+    setup = _setup(1100, model)
     steps = _moe_decode(name, False)
     assert {1, largest} <= set(steps)
     measured = steps[largest] - steps[1]
@@ -111,7 +106,8 @@ def test_what_more_sequences_add_to_a_moe_step_is_what_the_model_adds(name: str,
 def test_a_compiled_moe_prefill_takes_the_planners_time_within_10_percent() -> None:
     """Qwen3-30B-A3B, 8,192 tokens, compiled by torch.compile (routing, sort and combine fused where inductor can):
     0.162 s measured, 1.07x the planner's step."""
-    model, setup = _moe_setup("qwen3-30b-a3b", 8192)
+    model = load_model("qwen3-30b-a3b")
+    setup = _setup(8192, model)
     measured = next(r["s"] for r in RUN["prefill"]
                     if r["model"] == "qwen3-30b-a3b" and r["tokens"] == 8192 and r.get("compiled"))
     ours = decode_step(model, H200, setup, batch=0, prefill_tokens=8192, prompt_tokens=8192).step_s
@@ -124,7 +120,8 @@ def test_a_compiled_moe_decode_step_is_no_faster_than_the_planners(batch: int) -
     dense Llama-3.1-8B's took 0.92-0.93x: torch's grouped expert kernel at 1-4 rows an expert is slower than the
     engines' fused MoE kernels the serving constants were fitted on. The planner must not come out slower than this
     generic implementation, nor drift far below it."""
-    model, setup = _moe_setup("qwen3-30b-a3b", 1100)
+    model = load_model("qwen3-30b-a3b")
+    setup = _setup(1100, model)
     measured = _moe_decode("qwen3-30b-a3b", True)[batch]
     ours = decode_step(model, H200, setup, batch=batch, cached_tokens=1100).step_s
     assert 1.0 <= measured / ours <= 1.45, (measured, ours)

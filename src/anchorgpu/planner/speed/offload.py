@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.speed.calibration import Calibration
-from anchorgpu.planner.speed.links import ACTIVATION_BYTES, host_link_bytes_per_s, is_superchip
+from anchorgpu.planner.speed.links import ACTIVATION_BYTES, host_kind, host_link_bytes_per_s
 
 __all__ = ["host_optimizer_s", "parameter_fetch_s"]
 
@@ -27,7 +27,7 @@ def host_optimizer_s(gpu: GpuSpec, cal: Calibration, local_params: float) -> flo
     """
     if local_params <= 0:
         return 0.0
-    host = cal.host_memory_bytes_per_s["superchip" if is_superchip(gpu) else "x86"]
+    host = cal.host_memory_bytes_per_s[host_kind(gpu)]
     return (local_params * cal.optimizer_bytes_per_param / host
             + local_params * ACTIVATION_BYTES / (host_link_bytes_per_s(gpu) * cal.link_efficiency))
 
