@@ -38,14 +38,17 @@ INFERENCE_CASES = {
     "llama-8b-ladder": ("llama-3.1-8b", dict(context_tokens=32768)),
     "mixtral-4k-ladder": ("mixtral-8x7b-v0.1", dict(context_tokens=4096)),
     "deepseek-v3-mla": ("deepseek-v3", dict(context_tokens=16384, concurrency=8)),
+    # TensorRT-LLM's sizing: its KV cache a share of what the profiling pass leaves free, the budget per weight format
+    "qwen3-32b-trtllm": ("qwen3-32b", dict(context_tokens=8192, concurrency=48, engine="trtllm")),
 }
 RESULTS = {name: _inference_sweep(model, **kw) for name, (model, kw) in INFERENCE_CASES.items()}
 
 
-def _check_inference_row(result: SweepResult, model, i: int) -> None:
+def _check_inference_row(result: SweepResult, model, i: int, engine: str = "vllm") -> None:
     row = result.row(i)
     shape = next(s for s in result.shapes if s.id == row["shape"])
-    p = plan(model, Workload(task="inference", context_tokens=result.context_tokens, concurrency=row["concurrency"]),
+    p = plan(model, Workload(task="inference", context_tokens=result.context_tokens, concurrency=row["concurrency"],
+                             engine=engine),
              precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
              layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu, suggest=False,
              choose_layout=False)
@@ -79,14 +82,14 @@ def test_sampled_inference_configurations_match_the_scalar_planner_exactly(case:
     result, model = RESULTS[case]
     rng = random.Random(20261129)
     for i in rng.sample(range(result.evaluated), 25):
-        _check_inference_row(result, model, i)
+        _check_inference_row(result, model, i, INFERENCE_CASES[case][1].get("engine", "vllm"))
 
 
 @settings(max_examples=40, deadline=None)
 @given(case=st.sampled_from(list(INFERENCE_CASES)), fraction=st.floats(0, 1, exclude_max=True))
 def test_any_inference_configuration_matches_the_scalar_planner(case: str, fraction: float) -> None:
     result, model = RESULTS[case]
-    _check_inference_row(result, model, int(fraction * result.evaluated))
+    _check_inference_row(result, model, int(fraction * result.evaluated), INFERENCE_CASES[case][1].get("engine", "vllm"))
 
 
 @pytest.mark.parametrize(("task", "model_name"), [("train", "llama-3.1-8b"), ("qlora", "llama-3.1-70b"),
@@ -143,14 +146,15 @@ SMALL_SHAPES = tuple(s for s in shapes_from_catalog(load_catalog().offerings, ma
 @given(model_name=st.sampled_from(["llama-3.1-8b", "qwen2.5-7b", "mixtral-8x7b-v0.1", "gemma-2-9b"]),
        context=st.integers(64, 32768), concurrency=st.integers(1, 300),
        utilization=st.floats(0.5, 0.98), batched=st.sampled_from([None, 512, 2048, 16384]),
-       block=st.sampled_from([1, 16, 128]), fraction=st.floats(0, 1, exclude_max=True))
+       block=st.sampled_from([1, 16, 128]), fraction=st.floats(0, 1, exclude_max=True),
+       engine=st.sampled_from(["vllm", "trtllm"]))
 def test_any_workload_option_gives_the_same_memory_in_the_sweep_and_in_plan(
-    model_name, context, concurrency, utilization, batched, block, fraction
+    model_name, context, concurrency, utilization, batched, block, fraction, engine
 ) -> None:
     model = load_model(model_name)
     workload = Workload(task="inference", context_tokens=min(context, model.max_context_tokens),
                         concurrency=concurrency, gpu_memory_utilization=utilization,
-                        max_num_batched_tokens=batched, block_size_tokens=block)
+                        max_num_batched_tokens=batched, block_size_tokens=block, engine=engine)
     result = sweep(model, SMALL_SHAPES, SweepSpec(workload=workload, weights=("bf16", "gguf-q4_k_m", "mxfp4")))
     _check_inference_row_with(result, model, int(fraction * result.evaluated), workload)
 

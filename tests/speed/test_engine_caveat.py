@@ -51,15 +51,35 @@ def test_the_caveat_states_what_the_rows_show() -> None:
 
 
 def test_tensorrt_llm_sizes_its_kv_cache_from_the_memory_free_after_its_profiling_pass() -> None:
-    """Qwen3-32B's BF16 weights leave an 80 GB A100 little room: under vLLM's budget (90% of the memory, with its
-    sampler's warm-up over 2,048 sequences held) no 32,000-token request's cache would fit, but TensorRT-LLM ran all
-    100 of them; restated as TensorRT-LLM's 90% of the free memory, one request fits and the row is predicted."""
+    """Qwen3-32B's BF16 weights leave an 80 GB A100 little room: planned for vLLM with the row's limits (90% of the
+    memory, its sampler's warm-up over 2,048 sequences held) no 32,000-token request's cache fits, but TensorRT-LLM
+    ran all 100 of them; planned for TensorRT-LLM (``engine="trtllm"``: 90% of the memory its profiling leaves free)
+    one request fits and the row is predicted."""
+    from dataclasses import replace
+
+    from anchorgpu.planner import plan
     from anchorgpu.planner.speed.runs import _serve_plan
 
     p = _serve_plan("TGA-Q32-32K")
+    assert p.workload.engine == "trtllm" and p.fits
     b = p.breakdown
-    vllm_budget_kv = 0.9 * p.gpu.memory_bytes - (p.per_gpu.weights_bytes + b["prefill_activation_bytes"]
-                                                 + b["sampler_logits_bytes"] + b["non_torch_bytes"])
-    assert vllm_budget_kv < b["kv_per_sequence_bytes"]
-    assert p.fits and b["kv_cache_capacity_bytes"] >= b["kv_per_sequence_bytes"]
+    assert b["kv_cache_capacity_bytes"] >= b["kv_per_sequence_bytes"] and b["sampler_logits_bytes"] == 0
+    free = p.gpu.memory_bytes - (p.per_gpu.weights_bytes + b["prefill_activation_bytes"] + b["non_torch_bytes"]
+                                 + b["cuda_context_outside_budget_bytes"])
+    assert b["kv_cache_capacity_bytes"] == int(0.9 * free)
+    as_vllm = plan(p.model, replace(p.workload, engine="vllm"), precision=p.precision, gpu=p.gpu, suggest=False,
+                   choose_layout=False)
+    assert as_vllm.fits is False
+    assert as_vllm.breakdown["kv_cache_capacity_bytes"] < as_vllm.breakdown["kv_per_sequence_bytes"]
     assert 0.85 <= _speed("TGA-Q32-32K") <= 1.15
+
+
+def test_the_tensorrt_llm_caveat_states_what_its_rows_show() -> None:
+    """A plan sized for TensorRT-LLM (``--engine trtllm``) carries the caveat of that engine's rows, its figures the
+    rows' own."""
+    caveat = calibration().caveats["engine_trtllm"]
+    trt_within = sum(abs(1 / _speed(key) - 1) <= 0.25 for key in TRTLLM)
+    assert f"({trt_within} of {len(TRTLLM)} within 25%;" in caveat
+    assert f"ShareGPT runs at {_speed('TGA-Q32-SG'):.2f}x and {_speed('TGA-Q14-SG'):.2f}x of it" in caveat
+    assert max(abs(1 / _speed(key) - 1) for key in TRTLLM if not key.endswith("-SG")) <= 0.15
+    assert "random-prompt runs came within 15% of the prediction" in caveat

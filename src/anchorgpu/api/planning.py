@@ -27,11 +27,11 @@ def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
     from anchorgpu.planner import Layout, PrecisionPlan, Workload
     from anchorgpu.planner.inputs import check_engine_caps
 
-    check_engine_caps(request.max_num_seqs, request.max_num_batched_tokens)
+    check_engine_caps(request.max_num_seqs, request.max_num_batched_tokens, request.engine)
     workload = Workload(
         task=request.task, context_tokens=request.context, concurrency=request.concurrency,
         allow_long_context=request.allow_long_context, gpu_memory_utilization=request.gpu_memory_utilization,
-        micro_batch=request.micro_batch, seq_tokens=request.seq, recompute=request.recompute, optimizer=request.optimizer,
+        engine=request.engine, micro_batch=request.micro_batch, seq_tokens=request.seq, recompute=request.recompute, optimizer=request.optimizer,
         lora_rank=request.lora_rank, lora_targets=tuple(dict.fromkeys(request.lora_targets)),
         resolution=_resolution(request.resolution), images=request.images, vae_tiling=request.vae_tiling,
         train_precision=request.train_precision, max_num_batched_tokens=request.max_num_batched_tokens,
@@ -115,7 +115,11 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
                               "language model")
     workload = Workload(task=request.task, context_tokens=request.context, concurrency=request.concurrency,
                         micro_batch=request.micro_batch, seq_tokens=request.seq, train_precision=request.train_precision,
-                        max_num_seqs=request.max_num_seqs)
+                        max_num_seqs=request.max_num_seqs, engine=request.engine)
+    if request.recipe is not None:
+        from anchorgpu.recipes import check_kind
+
+        check_kind(request.recipe, engine=request.engine)  # before the sweep, as the CLI refuses it
     spec = SweepSpec(
         workload=workload,
         weights=tuple(dict.fromkeys(w.strip() for w in (request.weights or "").split(",") if w.strip())),

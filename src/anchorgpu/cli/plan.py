@@ -128,7 +128,9 @@ def _verdict(plan: Plan) -> str:
     memory = plan.gpu.memory_bytes
     available = f"{_fmt(plan.budget_bytes)} per GPU"
     if plan.budget_bytes != memory:
-        available += f" (serving engine budget: {plan.workload.gpu_memory_utilization:.0%} of {_fmt(memory)})"
+        available += (f" (TensorRT-LLM: the peak plus {plan.workload.gpu_memory_utilization:.0%} of the memory it "
+                      "leaves free)" if plan.workload.engine == "trtllm" else
+                      f" (serving engine budget: {plan.workload.gpu_memory_utilization:.0%} of {_fmt(memory)})")
     headroom = plan.headroom_bytes or 0
     if plan.fits:
         return (f"Verdict: [green]FITS[/green] - needs {_fmt(need)} of {available}; "
@@ -193,7 +195,8 @@ def render_plan(plan: Plan) -> None:
     table.add_row("[bold]total[/bold]", f"[bold]{_gib(plan.per_gpu.total_bytes)}[/bold]", "100%", end_section=True)
     if plan.gpu is not None:
         if plan.budget_bytes is not None and plan.budget_bytes != plan.gpu.memory_bytes:
-            table.add_row(f"engine budget ({w.gpu_memory_utilization:.0%})", _gib(plan.budget_bytes), "")
+            table.add_row("engine budget (TensorRT-LLM)" if w.engine == "trtllm" else
+                          f"engine budget ({w.gpu_memory_utilization:.0%})", _gib(plan.budget_bytes), "")
         table.add_row("GPU memory", _gib(plan.gpu.memory_bytes), "")
         if plan.headroom_bytes is not None:
             label = "headroom" if plan.headroom_bytes >= 0 else "[red]short by[/red]"
@@ -275,9 +278,10 @@ def _render_performance(out: Any, section: Any) -> None:
     if isinstance(sat, int) and "max_output_tokens_per_s" in section:
         p_tok, o_tok = section.get("prompt_tokens"), section.get("output_tokens")
         size = f" of {p_tok:,} prompt + {o_tok:,} output tokens" if isinstance(p_tok, int) and isinstance(o_tok, int) else ""
-        out.print(f"  saturation = {sat:,} sequences at once{size}, their KV cache at its average length (a paged "
-                  "engine fills it as tokens arrive; the capacity line above holds each sequence at its full length)",
-                  markup=False)
+        held = ("each with its prompt + output reserved up front (TensorRT-LLM's GUARANTEED_NO_EVICT)"
+                if section.get("kv_reservation") == "full" else "their KV cache at its average length (a paged engine fills "
+                "it as tokens arrive; the capacity line above holds each sequence at its full length)")
+        out.print(f"  saturation = {sat:,} sequences at once{size}, {held}", markup=False)
     evidence = section.get("evidence")
     if isinstance(evidence, dict) and isinstance(evidence.get("summary"), str):
         out.print(f"  measured runs: {evidence['summary']}", markup=False)
@@ -329,7 +333,8 @@ def plan_command(
     vae_tiling: bool = typer.Option(False, "--vae-tiling", help="Decode the VAE in tiles."),
     images_per_request: int | None = typer.Option(None, "--images-per-request", help="Images in each request to a vision-language model (default 1 there; refused for text-only models)."),
     image_resolution: str | None = typer.Option(None, "--image-resolution", help="Image WIDTHxHEIGHT in pixels (default: the model's native resolution)."),
-    gpu_memory_utilization: float = typer.Option(0.9, "--gpu-memory-utilization", help="Serving engine's share of GPU memory."),
+    gpu_memory_utilization: float = typer.Option(0.9, "--gpu-memory-utilization", help="Serving engine's share of GPU memory (vLLM); with --engine trtllm the share of the memory free after the weights and profiling that the KV cache takes (free_gpu_memory_fraction)."),
+    engine: str = typer.Option("vllm", "--engine", help="Serving engine the memory and admission are sized for: vllm (default) | trtllm (trtllm-serve's KV sizing, 8,192 tokens and 2,048 sequences, requests admitted only when prompt + output fit)."),
     max_num_batched_tokens: int | None = typer.Option(None, "--max-num-batched-tokens", help="Engine prefill budget."),
     max_num_seqs: int | None = typer.Option(None, "--max-num-seqs", help="Engine sequence cap, vLLM's max_num_seqs (default 1,024 on GPUs of 70 GiB or more but the A100, else 256): a serving replica runs at most this many at once."),
     allow_long_context: bool = typer.Option(False, "--allow-long-context", help="Allow a context beyond the model's limit."),
@@ -355,7 +360,7 @@ def plan_command(
                          (lora_rank, "lora_rank"), (max_num_batched_tokens, "max_num_batched_tokens"), (max_num_seqs, "max_num_seqs"),
                          (images, "images")):
         bounded_int(value, field=field)  # the API's bounds (anchorgpu.validation.LIMITS), before any work
-    check_engine_caps(max_num_seqs, max_num_batched_tokens)
+    check_engine_caps(max_num_seqs, max_num_batched_tokens, engine)
     spec = load_model(model, offline=offline)
     gpu_spec = get_gpu(gpu) if gpu is not None else None
     targets = tuple(t.strip() for t in lora_targets.split(",") if t.strip())
@@ -363,6 +368,7 @@ def plan_command(
         task=task,  # type: ignore[arg-type]  # validated by the planner with a one-line reason
         context_tokens=parse_tokens(context, field="context"), concurrency=concurrency,
         allow_long_context=allow_long_context, gpu_memory_utilization=gpu_memory_utilization,
+        engine=engine,  # type: ignore[arg-type]  # validated by the planner with a one-line reason
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, micro_batch=micro_batch,
         seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute,  # type: ignore[arg-type]
         optimizer=optimizer,  # type: ignore[arg-type]

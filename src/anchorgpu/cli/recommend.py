@@ -178,7 +178,8 @@ def recommend_command(
     train_precision: str = typer.Option("mixed", "--train-precision", help="Training: mixed | bf16-true | fp8 | fp4 (FP8/FP4 products: offerings whose GPU lacks those tensor cores are rejected)."),
     mfu: float | None = typer.Option(None, "--mfu", help="Fraction of dense peak while computing (default 0.6)."),
     mbu: float | None = typer.Option(None, "--mbu", help="Fraction of memory bandwidth in decode (default 0.7)."),
-    gpu_memory_utilization: float = typer.Option(0.9, "--gpu-memory-utilization", help="Serving engine's share of GPU memory."),
+    gpu_memory_utilization: float = typer.Option(0.9, "--gpu-memory-utilization", help="Serving engine's share of GPU memory (vLLM); with --engine trtllm the share of the memory free after the weights and profiling that the KV cache takes (free_gpu_memory_fraction)."),
+    engine: str = typer.Option("vllm", "--engine", help="Serving engine the memory and admission are sized for: vllm (default) | trtllm (trtllm-serve's KV sizing, 8,192 tokens and 2,048 sequences, requests admitted only when prompt + output fit)."),
     max_num_seqs: int | None = typer.Option(None, "--max-num-seqs", help="Engine sequence cap, vLLM's max_num_seqs (default 1,024 on GPUs of 70 GiB or more but the A100, else 256): a serving replica runs at most this many at once."),
     allow_long_context: bool = typer.Option(False, "--allow-long-context", help="Allow a context beyond the model's limit."),
     images: int = typer.Option(1, "--images", help="Diffusion pipeline: images per batch per replica."),
@@ -214,7 +215,7 @@ def recommend_command(
     if recipe is not None:
         from anchorgpu.recipes import check_kind
 
-        recipe = check_kind(recipe)
+        recipe = check_kind(recipe, engine=engine)
     spec_model = load_model(model, offline=offline)
     if recipe is not None and not isinstance(spec_model, ModelSpec):
         check_kind(recipe, diffusion=True)  # refused as POST /v1/recommend refuses it (was silently ignored)
@@ -246,6 +247,7 @@ def recommend_command(
         task=task,  # type: ignore[arg-type]  # validated by the planner with a one-line reason
         context_tokens=parse_tokens(context, field="context"), concurrency=concurrency,
         gpu_memory_utilization=gpu_memory_utilization, allow_long_context=allow_long_context, micro_batch=micro_batch,
+        engine=engine,  # type: ignore[arg-type]  # validated by the planner with a one-line reason
         max_num_seqs=max_num_seqs,
         seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute,  # type: ignore[arg-type]
         optimizer=optimizer, lora_rank=lora_rank, train_precision=train_precision,  # type: ignore[arg-type]

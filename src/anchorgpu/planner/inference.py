@@ -1,6 +1,7 @@
-"""Memory of a serving engine (task inference), sized like vLLM V1: weights, the engine's activation
-peak and non-torch memory, the KV cache and recurrent state of the requested sequences, and the capacity
-left (most sequences, longest context) under ``gpu_memory_utilization``. Pure."""
+"""Memory of a serving engine (task inference), sized like vLLM V1 (or TensorRT-LLM with ``engine="trtllm"``):
+weights, the engine's activation peak and non-torch memory, the KV cache and recurrent state of the requested
+sequences, and the capacity left (most sequences, longest context) under ``gpu_memory_utilization`` (TensorRT-LLM:
+that fraction of the memory free after its profiling pass). Pure."""
 
 from __future__ import annotations
 
@@ -38,28 +39,36 @@ def engine_defaults(gpu: GpuSpec | None, workload: Workload, assumptions: list[s
     least 70 GiB but the A100 (:func:`~anchorgpu.planner.inputs.large_engine_defaults`), else 2,048 and 256 (vLLM
     ``arg_utils._set_default_args``)."""
     tokens, seqs = engine_limits(workload, large_gpu=large_engine_defaults(gpu))
-    assumptions.append(_engine_line(tokens, seqs, workload.gpu_memory_utilization, workload.block_size_tokens))
+    assumptions.append(_engine_line(workload.engine, tokens, seqs, workload.gpu_memory_utilization,
+                                    workload.block_size_tokens))
     return tokens, seqs
 
 
 @lru_cache(maxsize=256, typed=True)  # typed: 1 and 1.0 print differently
-def _engine_line(tokens: int, seqs: int, utilization: float, block: int) -> str:
+def _engine_line(engine: str, tokens: int, seqs: int, utilization: float, block: int) -> str:
     """The serving-engine assumption: the engine's settings, nearly always its defaults, so a few lines recur
     across every model, GPU and request size (memoised, like the runtime-overhead line of training)."""
+    if engine == "trtllm":
+        return (f"Serving engine sized like TensorRT-LLM (trtllm-serve, PyTorch backend): max_num_tokens {tokens}, "
+                f"max_batch_size {seqs}, free_gpu_memory_fraction {utilization}: the KV cache takes that share of the "
+                "memory left free once the weights and its profiling pass's peak (a step of max_num_tokens prompt "
+                "tokens) are in place; GUARANTEED_NO_EVICT admits a request only when its prompt and output fit.")
     return (f"Serving engine sized like vLLM: max_num_batched_tokens {tokens}, max_num_seqs {seqs}, "
             f"gpu_memory_utilization {utilization}, KV block {block} tokens.")
 
 
 @partial(memo_on_frozen, frozen=4)
 def _engine_footprint(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov: Overheads, tp: int, pp: int,
-                      ep: int, tokens: int, seqs: int) -> tuple[int, int, int, int, dict[str, int]]:
+                      ep: int, tokens: int, seqs: int, engine: str = "vllm") -> tuple[int, int, int, int, dict[str, int]]:
     """What the engine holds on one GPU before any request: (weights, the prefill activation peak, the sampler's
     logits, non-torch memory, and their terms of the breakdown in order, the CUDA context's last). It depends on
     the (frozen) model, weight format, GPU and overheads, the split and the engine's batch limits only: memoised
-    on them, so every request shape served by that engine shares it. The terms are shared: copy them."""
+    on them, so every request shape served by that engine shares it. The terms are shared: copy them.
+    TensorRT-LLM's profiling pass runs context requests only (no sampler warm-up over a full batch), so its
+    sampler term is 0."""
     weights, weight_terms = split_weights_bytes(model, fmt, tp, pp, ep)
     prefill = mm.prefill_activation_bytes(model, tokens=tokens, tp=tp)
-    sampler = mm.sampler_activation_bytes(sequences=min(tokens, seqs), vocab=model.vocab_size)
+    sampler = 0 if engine == "trtllm" else mm.sampler_activation_bytes(sequences=min(tokens, seqs), vocab=model.vocab_size)
     non_torch = ov.serving_non_torch_tp1_bytes if tp * pp == 1 else ov.serving_non_torch_multi_bytes
     terms = {**weight_terms, "prefill_activation_bytes": prefill, "sampler_logits_bytes": sampler,
              "non_torch_bytes": non_torch, "cuda_context_outside_budget_bytes": context_bytes(gpu, ov)}
@@ -168,7 +177,7 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         assumptions.append(f"{lay.dp} replicas share the {concurrency} sequences: {per_replica} per replica.")
     tokens, seqs = engine_defaults(gpu, w, assumptions)
     weights, prefill, sampler, non_torch, engine_terms = _engine_footprint(model, fmt, gpu, ov, lay.tp, lay.pp, lay.ep,
-                                                                           tokens, seqs)
+                                                                           tokens, seqs, w.engine)
     breakdown = dict(engine_terms)
     kv_one = kv_request(model, ctx, 1, precision, lay, w)
     kv = kv_one if per_replica == 1 else kv_request(model, ctx, per_replica, precision, lay, w)
@@ -195,24 +204,43 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     assumptions.append(
         "KV cache shown is what the requested sequences need; the serving engine reserves all the KV cache that "
         "fits under the utilization cap at start-up (kv_cache_capacity_bytes in the breakdown).")
-    assumptions.append(
-        "CUDA context sits outside the engine budget (in the 1 - gpu_memory_utilization margin); CUDA graphs "
-        "are inside the profiled activation peak (vLLM V1).")
+    if w.engine == "trtllm":
+        assumptions.append(
+            "The profiling pass's peak holds the weights, a step of max_num_tokens prompt tokens, non-torch memory "
+            "and the CUDA context; the KV cache is free_gpu_memory_fraction of what is left (TensorRT-LLM "
+            "_torch/pyexecutor/_util.py cal_max_tokens), so engine_budget_bytes is that peak less the CUDA context "
+            "plus the KV cache.")
+    else:
+        assumptions.append(
+            "CUDA context sits outside the engine budget (in the 1 - gpu_memory_utilization margin); CUDA graphs "
+            "are inside the profiled activation peak (vLLM V1).")
     per_gpu = new_memory_breakdown(weights_bytes=weights, kv_cache_bytes=kv + state,
                                    activations_bytes=prefill + sampler, gradients_bytes=0, optimizer_bytes=0,
                                    overhead_bytes=non_torch)
     budget = None
     max_conc = max_ctx = None
     if gpu is not None:
-        budget = math.ceil(gpu.memory_bytes * w.gpu_memory_utilization)
-        capacity = budget - weights - prefill - sampler - non_torch
+        used = weights + prefill + sampler + non_torch
+        if w.engine == "trtllm":  # a share of what its profiling pass leaves free, the CUDA context counted
+            capacity = int(w.gpu_memory_utilization * (gpu.memory_bytes - used - engine_terms[
+                "cuda_context_outside_budget_bytes"]))
+            budget = used + max(0, capacity)
+        else:
+            budget = math.ceil(gpu.memory_bytes * w.gpu_memory_utilization)
+            capacity = budget - used
         breakdown["engine_budget_bytes"] = budget
         breakdown["kv_cache_capacity_bytes"] = max(0, capacity)
         max_conc = max(0, capacity) // max(1, kv_one + state_one) * lay.dp
         cap_limit = limit if not w.allow_long_context else max(limit, ctx) * 16
         room = capacity - state  # the recurrent state of the sequences does not grow with the context
         max_ctx = longest_context(model, room, per_replica, cap_limit, precision, lay, w) if room >= 0 else 0
-        if capacity <= 0:
+        if capacity <= 0 and w.engine == "trtllm":
+            warnings.append(make_warning(
+                "weights_exceed_engine_budget",
+                f"weights, activations, non-torch memory and the CUDA context take "
+                f"{fmt_bytes(used + engine_terms['cuda_context_outside_budget_bytes'])} of "
+                f"{fmt_bytes(gpu.memory_bytes)}: no room for the KV cache"))
+        elif capacity <= 0:
             warnings.append(make_warning(
                 "weights_exceed_engine_budget",
                 f"weights, activations and non-torch memory take {fmt_bytes(budget - capacity)}, "

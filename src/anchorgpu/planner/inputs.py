@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALL_LORA_TARGETS",
+    "ENGINES",
+    "Engine",
     "KV_CACHE_DTYPES",
     "OFFLOADS",
     "OPTIMIZERS",
@@ -68,6 +70,15 @@ OFFLOADS: tuple[Offload, ...] = ("none", "optimizer", "params")
 TrainPrecision = Literal["mixed", "bf16-true", "fp8", "fp4"]
 TRAIN_PRECISIONS: tuple[TrainPrecision, ...] = ("mixed", "bf16-true", "fp8", "fp4")
 KV_CACHE_DTYPES: dict[str, float] = {"bf16": 2, "fp16": 2, "fp8": 1}
+Engine = Literal["vllm", "trtllm"]
+ENGINES: tuple[Engine, ...] = ("vllm", "trtllm")
+"""Serving engines whose memory sizing and admission the planner models: vLLM V1 (its ``gpu_memory_utilization``
+budget, paged admission) and TensorRT-LLM's PyTorch backend as ``trtllm-serve`` runs it (a fraction of the memory
+free after its profiling pass, GUARANTEED_NO_EVICT admission)."""
+TRTLLM_MAX_NUM_TOKENS = 8192
+TRTLLM_MAX_BATCH_SIZE = 2048
+"""``trtllm-serve``'s defaults when neither is given (``tensorrt_llm/commands/serve.py`` ``get_llm_args``, from
+``BuildConfig``): 8,192 tokens a step and 2,048 sequences, on every GPU."""
 ALL_LORA_TARGETS: tuple[str, ...] = ("q", "k", "v", "o", "gate", "up", "down")
 
 
@@ -85,9 +96,13 @@ class Workload:
     ``train_precision``: ``mixed`` (BF16 compute, fp32 master and moments), ``bf16-true``, ``fp8`` (FP8
     matrix products as Transformer Engine runs them, with its FP8 weight copies) or ``fp4``.
     Diffusion: ``resolution`` (width, height) in pixels, ``images`` per batch, ``vae_tiling``.
+    Serving ``engine``: ``vllm`` (``gpu_memory_utilization`` is the share of each GPU's memory the engine may take)
+    or ``trtllm`` (it is the share of the memory left free after the weights and the profiling pass that the KV
+    cache takes, TensorRT-LLM's ``free_gpu_memory_fraction``); see :data:`ENGINES`.
     """
 
     task: Task = "inference"
+    engine: Engine = "vllm"
     context_tokens: int | None = None
     concurrency: int | None = None
     allow_long_context: bool = False
@@ -203,8 +218,8 @@ def large_engine_defaults(gpu: GpuSpec | None) -> bool:
 def engine_limits(workload: Workload, *, large_gpu: bool) -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs): the workload's, else vLLM V1's defaults for the OpenAI server,
     8,192 tokens and 1,024 sequences where :func:`large_engine_defaults` (GPUs of at least 70 GiB but the A100),
-    2,048 and 256 elsewhere (vLLM ``arg_utils._set_default_args``). The default sequence cap is at most the token budget: vLLM's scheduler
-    refuses to start with ``max_num_batched_tokens < max_num_seqs`` (``SchedulerConfig._verify_args``), so a
+    2,048 and 256 elsewhere (vLLM ``arg_utils._set_default_args``); with TensorRT-LLM, ``trtllm-serve``'s 8,192 and
+    2,048 on every GPU. vLLM's default sequence cap is at most the token budget: its scheduler refuses to start with ``max_num_batched_tokens < max_num_seqs`` (``SchedulerConfig._verify_args``), so a
     budget of 512 tokens runs at most 512 sequences, and a cap given above the default budget raises the budget to it.
 
     >>> engine_limits(Workload(), large_gpu=True), engine_limits(Workload(max_num_seqs=64), large_gpu=False)
@@ -213,13 +228,18 @@ def engine_limits(workload: Workload, *, large_gpu: bool) -> tuple[int, int]:
     (512, 512)
     >>> engine_limits(Workload(max_num_seqs=4096), large_gpu=False)  # the budget follows a larger cap
     (4096, 4096)
+    >>> engine_limits(Workload(engine="trtllm"), large_gpu=False)  # trtllm-serve's, whatever the GPU
+    (8192, 2048)
     """
+    if workload.engine == "trtllm":
+        return (workload.max_num_batched_tokens or TRTLLM_MAX_NUM_TOKENS,
+                workload.max_num_seqs or TRTLLM_MAX_BATCH_SIZE)
     tokens = workload.max_num_batched_tokens or max(8192 if large_gpu else 2048, workload.max_num_seqs or 0)
     seqs = workload.max_num_seqs or min(1024 if large_gpu else 256, tokens)
     return tokens, seqs
 
 
-def check_engine_caps(max_num_seqs: int | None, max_num_batched_tokens: int | None) -> None:
+def check_engine_caps(max_num_seqs: int | None, max_num_batched_tokens: int | None, engine: str = "vllm") -> None:
     """Refuse a sequence cap above the token budget a user gave with it: vLLM's scheduler refuses to start that way
     (``SchedulerConfig._verify_args``). Without a budget, :func:`engine_limits` raises the default one to the cap.
 
@@ -228,6 +248,8 @@ def check_engine_caps(max_num_seqs: int | None, max_num_batched_tokens: int | No
     ...
     anchorgpu.errors.InvalidWorkload: max-num-seqs 9,000 exceeds max-num-batched-tokens 8,192: vLLM refuses to start that way
     """
+    if engine != "vllm":  # TensorRT-LLM's max_batch_size and max_num_tokens are independent
+        return
     if max_num_seqs is not None and max_num_batched_tokens is not None and max_num_seqs > max_num_batched_tokens:
         raise InvalidWorkload(f"max-num-seqs {max_num_seqs:,} exceeds max-num-batched-tokens "
                               f"{max_num_batched_tokens:,}: vLLM refuses to start that way")

@@ -33,6 +33,7 @@ from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_mat
 from anchorgpu.planner.speed.launches import is_block_fp8, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, host_kind, peak_for, tp_link
 from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
+from anchorgpu.planner.terms import context_bytes
 
 if TYPE_CHECKING:
     from anchorgpu.planner.sweep import HardwareShape, SweepSpec, _Layouts
@@ -135,31 +136,38 @@ class _Memory:
     kv_cache: FloatArray  # (K, C, L)
     activations: FloatArray  # (L,)
     other: Array  # (L,) non-torch (as the overheads give it)
-    budget: FloatArray  # (L,)
+    budget: FloatArray  # (L,); TensorRT-LLM's, which follows the weights: (W, 1, 1, L)
 
 
 def _memory(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
             weights: tuple[str, ...], kv: _KvFactors, per_replica: IntArray) -> _Memory:
-    """Weights, KV cache, activations (vLLM's profile run), non-torch and the budget, as plan() sizes them."""
+    """Weights, KV cache, activations (the engine's profile run), non-torch and the budget, as plan() sizes them."""
     w, ov = spec.workload, spec.overheads
+    trtllm = w.engine == "trtllm"
     large = np.array([large_engine_defaults(sh.gpu) for sh in shapes], dtype=np.int64)[lay.shape]
 
-    def activation(key: int) -> int:  # vLLM defaults by GPU size, as plan() resolves them
+    def activation(key: int) -> int:  # the engine's defaults (vLLM's by GPU size), as plan() resolves them
         tp, big = key // 2, bool(key % 2)
         tokens, seqs = engine_limits(w, large_gpu=big)
-        return (mm.prefill_activation_bytes(model, tokens=tokens, tp=tp)
-                + mm.sampler_activation_bytes(sequences=min(tokens, seqs), vocab=model.vocab_size))
+        sampler = 0 if trtllm else mm.sampler_activation_bytes(sequences=min(tokens, seqs), vocab=model.vocab_size)
+        return mm.prefill_activation_bytes(model, tokens=tokens, tp=tp) + sampler
 
     act_l = _per_value(lay.tp * 2 + large, activation).astype(np.float64)
     non_torch_l = np.where(lay.tp * lay.pp == 1, ov.serving_non_torch_tp1_bytes, ov.serving_non_torch_multi_bytes)
     mem_s = np.array([sh.gpu.memory_bytes for sh in shapes], dtype=np.float64)
-    budget_l = np.ceil(mem_s[lay.shape] * w.gpu_memory_utilization)
+    weights_w11l = _weights_per_gpu(model, lay, weights)
+    if trtllm:  # the KV cache is a share of what the profiling pass (the CUDA context counted) leaves free
+        used = weights_w11l + act_l + non_torch_l
+        context_l = np.array([context_bytes(sh.gpu, ov) for sh in shapes], dtype=np.float64)[lay.shape]
+        free = np.trunc(w.gpu_memory_utilization * (mem_s[lay.shape] - used - context_l))
+        budget = used + np.maximum(0.0, free)
+    else:
+        budget = np.ceil(mem_s[lay.shape] * w.gpu_memory_utilization)
     # the exact form of memory.kv_cache_bytes, then the recurrent state (memory.recurrent_state_bytes)
     kv_kcl = np.ceil(kv.slot_bytes * per_replica * kv.stage_layers / kv.n_layers)
     if kv.state_per_sequence:
         kv_kcl = kv_kcl + np.ceil(kv.state_per_sequence * per_replica * kv.stage_layers / (lay.tp * kv.n_layers))
-    return _Memory(weights=_weights_per_gpu(model, lay, weights), kv_cache=kv_kcl, activations=act_l,
-                   other=non_torch_l, budget=budget_l)
+    return _Memory(weights=weights_w11l, kv_cache=kv_kcl, activations=act_l, other=non_torch_l, budget=budget)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from anchorgpu.planner import memory as mm
 from anchorgpu.planner.formats import WeightFormat, format_for_model, get_format, shipped_format
 from anchorgpu.planner.inputs import (
     ALL_LORA_TARGETS,
+    ENGINES,
     KV_CACHE_DTYPES,
     OFFLOADS,
     OPTIMIZERS,
@@ -77,6 +78,12 @@ def validate_workload(workload: Workload) -> None:
     if not 0 < workload.gpu_memory_utilization <= 1:
         raise InvalidWorkload(
             f"gpu-memory-utilization={workload.gpu_memory_utilization}: must be above 0 and at most 1")
+    if workload.engine != "vllm":  # the default decided by one comparison
+        if workload.engine not in ENGINES:
+            raise InvalidWorkload(f"--engine {workload.engine!r}: choose {' or '.join(ENGINES)}")
+        if workload.task != "inference":
+            raise InvalidWorkload(f"--engine {workload.engine} sizes a serving engine (task inference), not task "
+                                  f"{workload.task}")
     if workload.recompute is not None and workload.recompute not in RECOMPUTES:
         raise InvalidWorkload(f"unknown recompute {workload.recompute!r}; valid: {', '.join(RECOMPUTES)}")
     if workload.train_precision not in TRAIN_PRECISIONS:

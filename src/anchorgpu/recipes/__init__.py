@@ -30,15 +30,20 @@ from anchorgpu.units import fmt_bytes
 __all__ = ["KINDS", "Recipe", "Target", "build_recipe", "check_fits", "check_kind", "flag_data", "recipe_to_json"]
 
 
-def check_kind(kind: str, *, diffusion: bool = False) -> str:
+def check_kind(kind: str, *, diffusion: bool = False, engine: str = "vllm") -> str:
     """``kind`` in its canonical spelling, or the one-line refusal every face gives (CLI ``plan`` and ``recommend``,
-    ``POST /v1/plan`` and ``/v1/recommend``): an unknown kind, or any kind for a diffusion pipeline."""
+    ``POST /v1/plan`` and ``/v1/recommend``): an unknown kind, any kind for a diffusion pipeline, or another serving
+    engine's launch for a plan sized for TensorRT-LLM (``engine``)."""
     key = kind.strip().lower()
     if key not in KINDS:
         raise InvalidWorkload(f"--recipe {kind!r}: unknown kind; choose one of {', '.join(KINDS)}",
                               code="recipe_not_expressible")
     if diffusion:
         raise InvalidWorkload(f"--recipe {key}: diffusion pipelines have no launch recipe yet",
+                              code="recipe_not_expressible")
+    if engine == "trtllm" and key in SERVING_KINDS and key != "trtllm":
+        raise InvalidWorkload(f"--recipe {key}: the plan is sized for TensorRT-LLM (--engine trtllm), whose KV cache and "
+                              f"admission differ; plan with --engine vllm for a {key} launch",
                               code="recipe_not_expressible")
     return key
 
@@ -71,7 +76,7 @@ def check_fits(plan: Plan, kind: str, *, where: str | None = None, fixed_gpus: b
 def build_recipe(plan: Plan, kind: str, *, target: Target | None = None) -> Recipe:
     """The recipe of ``kind`` for ``plan``; ``target`` (servers and GPUs per server) defaults to the plan's GPUs
     packed eight to a server."""
-    key = check_kind(kind, diffusion=plan.workload.task == "diffusion")
+    key = check_kind(kind, diffusion=plan.workload.task == "diffusion", engine=plan.workload.engine)
     check_fits(plan, key)
     where = target or default_target(plan)
     if where.nodes * where.gpus_per_node != plan.layout.gpus:

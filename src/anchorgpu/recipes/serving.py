@@ -209,8 +209,13 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
             config = f"dtype: {dtype}\n" + config
         files = (("trtllm_config.yaml", config),)
         parts += ["--config", "trtllm_config.yaml", "--host", "0.0.0.0", "--port", "8000"]
-        assumptions.append("trtllm-serve's --free_gpu_memory_fraction is the share of the memory left after the "
-                           "weights that goes to the KV cache, not a whole-GPU cap: the planned cap is an upper bound.")
+        if w.engine == "trtllm":
+            assumptions.append("--free_gpu_memory_fraction as planned (--engine trtllm): the KV cache takes that share "
+                               "of the memory free after the weights and the profiling pass.")
+        else:
+            assumptions.append("trtllm-serve's --free_gpu_memory_fraction is the share of the memory left after the "
+                               "weights that goes to the KV cache, not a whole-GPU cap: the plan sized vLLM's budget "
+                               "(plan with --engine trtllm to size this engine's).")
     asked = not any(a.startswith("Concurrency not given") for a in plan.assumptions)
     if asked and plan.max_concurrency is not None and w.concurrency is not None and w.concurrency < seqs:
         assumptions.append(f"Sequence cap {seqs:,}: the engine's default, which the memory was sized with; the KV cache "

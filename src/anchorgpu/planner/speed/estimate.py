@@ -216,6 +216,7 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
     else:
         out["max_output_tokens_per_s"] = None
     out["saturation_concurrency"] = sat
+    out["kv_reservation"] = kv_reservation
     out["prompt_tokens"], out["output_tokens"] = prompt, output
     out["decode_bound"] = est.bound
     # names kept from the first contract
@@ -233,8 +234,9 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
         assumptions.append(f"{MOE_CAVEAT_LABEL}: {cal.caveats['moe']}.")
     if cal.caveats.get("ttft"):
         assumptions.append(f"{TTFT_CAVEAT_LABEL}: {cal.caveats['ttft']}.")
-    if cal.caveats.get("engine"):
-        assumptions.append(f"{ENGINE_CAVEAT_LABEL}: {cal.caveats['engine']}.")
+    caveat = cal.caveats.get("engine_trtllm" if plan.workload.engine == "trtllm" else "engine")
+    if caveat:
+        assumptions.append(f"{ENGINE_CAVEAT_LABEL}: {caveat}.")
 
 
 def _evidence(gpu: GpuSpec, kind: str, cal: Calibration, out: dict[str, Any], assumptions: list[str]) -> None:
@@ -340,13 +342,13 @@ def plan_performance(
     plan: Plan, *, prompt_tokens: int | None = None, output_tokens: int | None = None,
     train_tokens: int | None = None, storage_bytes_per_s: float = DEFAULT_STORAGE_BYTES_PER_S,
     mfu: float | None = None, mbu: float | None = None, cal: Calibration | None = None,
-    kv_reservation: KvReservation = "average", graph_batch_sizes: tuple[int, ...] = (),
+    kv_reservation: KvReservation | None = None, graph_batch_sizes: tuple[int, ...] = (),
 ) -> dict[str, Any]:
     """Speed, time and checkpoint figures for a plan, as the ``performance`` JSON section.
 
     Serving: ``prompt_tokens``/``output_tokens`` default to the workload's, else 1,024 and 256 (within
-    the context); ``kv_reservation`` says how the engine admits requests (see :data:`KvReservation`; vLLM's
-    ``average`` by default); ``graph_batch_sizes`` the captured decode graphs an engine pads a batch up to
+    the context); ``kv_reservation`` says how the engine admits requests (see :data:`KvReservation`; by default
+    the workload's engine's: vLLM's ``average``, TensorRT-LLM's ``full``); ``graph_batch_sizes`` the captured decode graphs an engine pads a batch up to
     (none by default: vLLM captures every multiple of 8, so its padding is negligible). Training: ``train_tokens`` gives ``train_time_s`` and ``gpu_hours``. Without a GPU, or
     for a diffusion pipeline, the figures are null and ``assumptions`` says why.
 
@@ -389,7 +391,8 @@ def plan_performance(
         if choice.warning:
             warnings.append(choice.warning)
         out["compute_precision"] = choice.precision
-        _serving(plan, model, prompt, output, out, assumptions, cal, kv_reservation, graph_batch_sizes)
+        reservation: KvReservation = kv_reservation or ("full" if w.engine == "trtllm" else "average")
+        _serving(plan, model, prompt, output, out, assumptions, cal, reservation, graph_batch_sizes)
         out["checkpoint_bytes"] = plan.checkpoint_bytes or int(plan.breakdown.get("weights_whole_model_bytes", 0))
     else:
         out["compute_precision"] = compute_precision_for_training(w.train_precision)

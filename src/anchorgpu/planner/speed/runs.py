@@ -6,14 +6,15 @@ the source, and what was assumed where the source is silent. ``role`` says wheth
 on the row (``fit``) or only reports how well it is predicted (``holdout``). A serving row may state the
 engine's ``max_num_seqs`` and ``max_num_batched_tokens`` where they differ from the planner's defaults (vLLM
 keeps its small ones on an A100 of any size), and ``kv_free_fraction`` where the engine sizes its KV cache as
-TensorRT-LLM does, from the memory left once the weights are loaded (:func:`free_fraction_kv_bytes`).
+TensorRT-LLM does, from the memory its profiling pass leaves free: planned with ``Workload.engine="trtllm"`` and
+that fraction, as a user planning for TensorRT-LLM is.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -158,35 +159,13 @@ def _serve_plan(run_id: str) -> Any:
             model, gpu.memory_bytes, tp=r["tp"], pp=pp, weights=r["weights"], kv_cache=r["kv_cache"],
             prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"])
         max_seqs = per_micro * pp
+    trtllm = "kv_free_fraction" in r  # TensorRT-LLM's KV sizing: a fraction of the memory its profiling leaves free
     w = Workload(prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"], concurrency=int(r.get("concurrency", 1)),
-                 gpu_memory_utilization=r["gpu_memory_utilization"], max_num_seqs=max_seqs,
-                 max_num_batched_tokens=max_tokens)
-
-    def planned(workload: Workload) -> Any:
-        return plan(model, workload, precision=PrecisionPlan(weights=r["weights"], kv_cache=r["kv_cache"]),
-                    layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=pp, dp=r["gpus"] // (r["tp"] * pp)), gpu=gpu,
-                    suggest=False, choose_layout=False)
-
-    if "kv_free_fraction" not in r:
-        return planned(w)
-    # TensorRT-LLM: the KV cache takes a fraction of the memory free after the weights and buffers; planned over the
-    # whole memory (no vLLM budget), then its capacity restated, and the plan runs if one request's cache fits it
-    p = planned(replace(w, gpu_memory_utilization=1.0))
-    capacity = free_fraction_kv_bytes(p, float(r["kv_free_fraction"]))
-    return replace(p, breakdown={**p.breakdown, "kv_cache_capacity_bytes": capacity},
-                   fits=capacity >= p.breakdown.get("kv_per_sequence_bytes", 0))
-
-
-def free_fraction_kv_bytes(p: Any, fraction: float) -> int:
-    """The KV cache TensorRT-LLM allocates on each GPU of plan ``p``: ``(total - peak) * fraction`` of its memory
-    (``_torch/pyexecutor/_util.py`` ``cal_max_tokens``; ``free_gpu_memory_fraction`` 0.9 by default in
-    ``trtllm-serve``), where the peak is its profiling pass's, context requests filling ``max_num_tokens``: the
-    weights, that prefill's activations, the non-torch memory and the CUDA context, and no sampler over a full batch
-    (the vLLM warm-up the plan's engine budget holds is left out)."""
-    b = p.breakdown
-    used = b["engine_budget_bytes"] - b["kv_cache_capacity_bytes"] - b.get("sampler_logits_bytes", 0)
-    peak = used + b.get("cuda_context_outside_budget_bytes", 0)
-    return max(0, int(fraction * (p.gpu.memory_bytes - peak)))
+                 gpu_memory_utilization=float(r["kv_free_fraction"]) if trtllm else r["gpu_memory_utilization"],
+                 max_num_seqs=max_seqs, max_num_batched_tokens=max_tokens, engine="trtllm" if trtllm else "vllm")
+    return plan(model, w, precision=PrecisionPlan(weights=r["weights"], kv_cache=r["kv_cache"]),
+                layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=pp, dp=r["gpus"] // (r["tp"] * pp)), gpu=gpu,
+                suggest=False, choose_layout=False)
 
 
 def _serve(run: Run, cal: Calibration) -> float:

@@ -1,0 +1,107 @@
+"""Planning for TensorRT-LLM (``--engine trtllm``) instead of vLLM: its KV sizing, limits and admission.
+
+``trtllm-serve`` (TensorRT-LLM 1.x, PyTorch backend) gives its KV cache ``free_gpu_memory_fraction`` (0.9) of the
+memory free after a profiling pass of context requests filling ``max_num_tokens`` (``_torch/pyexecutor/_util.py``
+``cal_max_tokens``), runs at most ``max_batch_size`` 2,048 sequences and 8,192 tokens a step by default
+(``tensorrt_llm/commands/serve.py`` ``get_llm_args``) and admits a request only when its prompt plus output fit
+(GUARANTEED_NO_EVICT). The held-out rows ``TGA-*`` of ``measured_runs.json`` (GPUStack's trtllm-serve runs on one
+A100 80 GB, gpustack/gpustack docs/performance-lab/qwen3-32b/a100.md, commit 10e9444) are planned through the same
+path a user's ``--engine trtllm`` takes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from anchorgpu.architectures import load_model
+from anchorgpu.hardware import get_gpu
+from anchorgpu.planner import Layout, Workload, plan
+from anchorgpu.planner.speed.estimate import plan_performance
+from anchorgpu.planner.speed.runs import load_runs, predict
+from cli_runner import run, run_json
+
+RUNS = {run.id: run for run in load_runs()}
+
+
+def _plans(model: str, gpu: str, **workload: object) -> tuple[object, object]:
+    m, g = load_model(model), get_gpu(gpu)
+    return tuple(plan(m, Workload(engine=engine, **workload), gpu=g, layout=Layout(gpus=1))  # type: ignore[arg-type]
+                 for engine in ("vllm", "trtllm"))
+
+
+def test_the_kv_cache_is_a_share_of_the_memory_the_profiling_pass_leaves_free() -> None:
+    _, trt = _plans("qwen3-32b", "a100-80gb-sxm", prompt_tokens=2000, output_tokens=100)
+    b = trt.breakdown
+    peak = (trt.per_gpu.weights_bytes + b["prefill_activation_bytes"] + b["non_torch_bytes"]
+            + b["cuda_context_outside_budget_bytes"])
+    assert b["sampler_logits_bytes"] == 0  # its profiling pass runs context requests only
+    assert b["kv_cache_capacity_bytes"] == int(0.9 * (trt.gpu.memory_bytes - peak))
+    assert trt.budget_bytes == peak - b["cuda_context_outside_budget_bytes"] + b["kv_cache_capacity_bytes"]
+    assert trt.max_concurrency == b["kv_cache_capacity_bytes"] // b["kv_per_sequence_bytes"]
+
+
+def test_a_request_vllm_cannot_hold_fits_tensorrt_llm() -> None:
+    """Qwen3-32B's BF16 weights (61 GiB) on one 80 GB A100: 32,000-token prompts. TensorRT-LLM ran 100 of them
+    (TGA-Q32-32K, 3.88 output tok/s); vLLM's budget with its defaults holds one, with trtllm-serve's 2,048-sequence
+    sampler warm-up none."""
+    vllm, trt = _plans("qwen3-32b", "a100-80gb-sxm", prompt_tokens=32000, output_tokens=79, concurrency=1)
+    assert vllm.fits and trt.fits
+    assert trt.breakdown["kv_cache_capacity_bytes"] > vllm.breakdown["kv_cache_capacity_bytes"]
+    as_vllm_with_its_limits = plan(trt.model, Workload(prompt_tokens=32000, output_tokens=79, max_num_seqs=2048,
+                                                       max_num_batched_tokens=8192), gpu=trt.gpu, layout=Layout(gpus=1))
+    assert as_vllm_with_its_limits.fits is False
+
+
+def test_trtllm_serves_its_own_defaults_and_admits_whole_requests() -> None:
+    _, trt = _plans("llama-3.1-8b", "h100-sxm", prompt_tokens=1000, output_tokens=200, concurrency=64)
+    line = next(a for a in trt.assumptions if a.startswith("Serving engine sized like"))
+    assert "TensorRT-LLM" in line and "max_num_tokens 8192, max_batch_size 2048" in line
+    perf = plan_performance(trt)
+    assert perf["kv_reservation"] == "full"
+    capacity, per_sequence = trt.breakdown["kv_cache_capacity_bytes"], trt.breakdown["kv_per_sequence_bytes"]
+    assert perf["saturation_concurrency"] == min(2048, capacity // per_sequence)  # prompt + output held each
+    assert plan_performance(trt, kv_reservation="average")["saturation_concurrency"] > perf["saturation_concurrency"]
+    caveat = next(a for a in perf["assumptions"] if a.startswith("Serving engine:"))
+    assert "trtllm-serve" in caveat
+
+
+@pytest.mark.parametrize("row", ["TGA-Q32-2K", "TGA-Q32-4K", "TGA-Q32-128"])
+def test_a_user_planning_for_tensorrt_llm_gets_the_held_out_rows_prediction(capsys: pytest.CaptureFixture[str],
+                                                                            row: str) -> None:
+    """The CLI's ``--engine trtllm`` plan of the benchmark is the calibration's prediction of the held-out row, and
+    that is within 25% of what GPUStack measured (``measured_runs.json``, TGA-*)."""
+    r = RUNS[row].row
+    out = run_json(capsys, "plan", "qwen3-32b", "--gpu", "a100-80gb-sxm", "--gpus", "1", "--engine", "trtllm",
+                   "--prompt", str(r["prompt_tokens"]), "--output-tokens", str(r["output_tokens"]))
+    ours = out["performance"]["max_output_tokens_per_s"]
+    assert ours == pytest.approx(predict(RUNS[row]), rel=1e-9)
+    assert abs(ours / r["value"] - 1) <= 0.25
+
+
+def test_the_cli_refuses_an_unknown_engine_or_one_for_training(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--engine", "sglang")
+    assert code == 2 and not out and err.strip() == "error: --engine 'sglang': choose vllm or trtllm"
+    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--task", "train", "--engine", "trtllm")
+    assert code == 2 and "sizes a serving engine (task inference), not task train" in err and len(err.splitlines()) == 1
+
+
+def test_recipes_follow_the_planned_engine(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--engine", "trtllm", "--recipe", "trtllm")
+    assert code == 0 and "--free_gpu_memory_fraction 0.9" in out and "as planned (--engine trtllm)" in out
+    for kind in ("vllm", "sglang"):
+        code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--engine", "trtllm", "--recipe", kind)
+        assert code == 2 and "sized for TensorRT-LLM" in err and len(err.splitlines()) == 1
+    code, _, err = run(capsys, "recommend", "llama-3.1-8b", "--engine", "trtllm", "--recipe", "vllm")
+    assert code == 2 and "sized for TensorRT-LLM" in err
+
+
+def test_recommend_prices_tensorrt_llms_capacity(capsys: pytest.CaptureFixture[str]) -> None:
+    """Three Qwen3-32B requests of 16,000 + 100 tokens: vLLM's budget on one 80 GB A100 holds two of them, so the
+    cheapest answer is two GPUs; TensorRT-LLM's KV cache holds three on one, at half the price (the sweep sizes the
+    engine as plan() does, row by row in tests/recommend/test_sweep_agrees_with_plan.py)."""
+    args = ("recommend", "qwen3-32b", "--gpu", "a100-80gb-sxm", "--prompt", "16000", "--output-tokens", "100",
+            "--concurrency", "3")
+    vllm, trt = (run_json(capsys, *args, "--engine", engine)["results"][0] for engine in ("vllm", "trtllm"))
+    assert (vllm["gpus"], trt["gpus"]) == (2, 1)
+    assert float(trt["total_usd"]) == pytest.approx(float(vllm["total_usd"]) / 2)
+    assert trt["budget_bytes"] > vllm["budget_bytes"]
