@@ -27,3 +27,15 @@ def test_the_recommend_page_sizes_sequences_at_prompt_plus_output(client: TestCl
 def test_the_planner_page_sizes_sequences_at_prompt_plus_output(client: TestClient) -> None:
     page = client.get("/plan?model=llama-3.1-8b&gpu=h100&concurrency=64&prompt=1000&output_tokens=200").text
     assert re.search(r"prompt \+ output = 1,000 \+ 200 = 1,200 tokens", page)
+
+
+@pytest.mark.parametrize("path", ["/plan", "/recommend"])
+def test_both_forms_plan_for_the_serving_engine_chosen(client: TestClient, path: str) -> None:
+    """``--engine trtllm`` on the pages (tests/planner/test_engine_trtllm.py): the select, in both languages, and the
+    answer sized for TensorRT-LLM, the choice kept in the form."""
+    english, russian = client.get(path).text, client.get(f"{path}?lang=ru").text
+    assert 'name="engine"' in english and "Serving engine" in english and "Движок инференса" in russian
+    query = "model=qwen3-32b&gpu=a100-80gb-sxm&prompt=16000&output_tokens=100&concurrency=3&engine=trtllm"
+    page = client.get(f"{path}?{query}" + ("&gpus=1" if path == "/plan" else "&top=1")).text
+    assert "Serving engine sized like TensorRT-LLM" in page
+    assert '<option value="trtllm" selected>' in page
