@@ -27,3 +27,9 @@ def test_what_the_engine_cannot_be_is_a_problem(client: Any) -> None:
     assert training.status_code == 422 and "not task train" in problem_of(training)["detail"]
     launch = client.post("/v1/recommend", json={"model": "llama-3.1-8b", "engine": "trtllm", "recipe": "vllm"})
     assert launch.status_code == 422 and "sized for TensorRT-LLM" in problem_of(launch)["detail"]
+
+
+def test_a_tensorrt_llm_launch_sizes_the_plan_for_it_unless_told_otherwise(client: Any) -> None:
+    body = {"model": "llama-3.1-8b", "gpu": "h100", "recipe": "trtllm"}
+    assert client.post("/v1/plan", json=body).json()["workload"]["engine"] == "trtllm"
+    assert client.post("/v1/plan", json={**body, "engine": "vllm"}).json()["workload"]["engine"] == "vllm"

@@ -25,13 +25,14 @@ def _resolution(text: str | None) -> tuple[int, int] | None:
 def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
     """(Workload, PrecisionPlan, Layout) for the request; defaults left to the planner (it states them)."""
     from anchorgpu.planner import Layout, PrecisionPlan, Workload
-    from anchorgpu.planner.inputs import check_engine_caps
+    from anchorgpu.planner.inputs import check_engine_caps, resolve_engine
 
-    check_engine_caps(request.max_num_seqs, request.max_num_batched_tokens, request.engine)
+    engine = resolve_engine(request.engine, request.recipe)
+    check_engine_caps(request.max_num_seqs, request.max_num_batched_tokens, engine)
     workload = Workload(
         task=request.task, context_tokens=request.context, concurrency=request.concurrency,
         allow_long_context=request.allow_long_context, gpu_memory_utilization=request.gpu_memory_utilization,
-        engine=request.engine, micro_batch=request.micro_batch, seq_tokens=request.seq, recompute=request.recompute, optimizer=request.optimizer,
+        engine=engine, micro_batch=request.micro_batch, seq_tokens=request.seq, recompute=request.recompute, optimizer=request.optimizer,
         lora_rank=request.lora_rank, lora_targets=tuple(dict.fromkeys(request.lora_targets)),
         resolution=_resolution(request.resolution), images=request.images, vae_tiling=request.vae_tiling,
         train_precision=request.train_precision, max_num_batched_tokens=request.max_num_batched_tokens,
@@ -88,6 +89,7 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
     from anchorgpu.catalog import find_offerings, load_catalog
     from anchorgpu.errors import InvalidWorkload
     from anchorgpu.planner import Workload
+    from anchorgpu.planner.inputs import resolve_engine
     from anchorgpu.planner.sweep import SweepSpec
     from anchorgpu.recommend import recommend, recommendation_to_json
 
@@ -115,11 +117,11 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
                               "language model")
     workload = Workload(task=request.task, context_tokens=request.context, concurrency=request.concurrency,
                         micro_batch=request.micro_batch, seq_tokens=request.seq, train_precision=request.train_precision,
-                        max_num_seqs=request.max_num_seqs, engine=request.engine)
+                        max_num_seqs=request.max_num_seqs, engine=resolve_engine(request.engine, request.recipe))
     if request.recipe is not None:
         from anchorgpu.recipes import check_kind
 
-        check_kind(request.recipe, engine=request.engine)  # before the sweep, as the CLI refuses it
+        check_kind(request.recipe, engine=workload.engine)  # before the sweep, as the CLI refuses it
     spec = SweepSpec(
         workload=workload,
         weights=tuple(dict.fromkeys(w.strip() for w in (request.weights or "").split(",") if w.strip())),

@@ -334,7 +334,7 @@ def plan_command(
     images_per_request: int | None = typer.Option(None, "--images-per-request", help="Images in each request to a vision-language model (default 1 there; refused for text-only models)."),
     image_resolution: str | None = typer.Option(None, "--image-resolution", help="Image WIDTHxHEIGHT in pixels (default: the model's native resolution)."),
     gpu_memory_utilization: float = typer.Option(0.9, "--gpu-memory-utilization", help="Serving engine's share of GPU memory (vLLM); with --engine trtllm the share of the memory free after the weights and profiling that the KV cache takes (free_gpu_memory_fraction)."),
-    engine: str = typer.Option("vllm", "--engine", help="Serving engine the memory and admission are sized for: vllm (default) | trtllm (trtllm-serve's KV sizing, 8,192 tokens and 2,048 sequences, requests admitted only when prompt + output fit)."),
+    engine: str | None = typer.Option(None, "--engine", help="Serving engine the memory and admission are sized for: vllm | trtllm (trtllm-serve's KV sizing, 8,192 tokens and 2,048 sequences, requests admitted only when prompt + output fit); default trtllm with --recipe trtllm, else vllm."),
     max_num_batched_tokens: int | None = typer.Option(None, "--max-num-batched-tokens", help="Engine prefill budget."),
     max_num_seqs: int | None = typer.Option(None, "--max-num-seqs", help="Engine sequence cap, vLLM's max_num_seqs (default 1,024 on GPUs of 70 GiB or more but the A100, else 256): a serving replica runs at most this many at once."),
     allow_long_context: bool = typer.Option(False, "--allow-long-context", help="Allow a context beyond the model's limit."),
@@ -353,13 +353,14 @@ def plan_command(
     from anchorgpu.architectures import load_model
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan, plan_to_json
-    from anchorgpu.planner.inputs import check_engine_caps
+    from anchorgpu.planner.inputs import check_engine_caps, resolve_engine
     from anchorgpu.validation import bounded_int
 
     for value, field in ((concurrency, "concurrency"), (output_tokens, "output_tokens"), (micro_batch, "micro_batch"),
                          (lora_rank, "lora_rank"), (max_num_batched_tokens, "max_num_batched_tokens"), (max_num_seqs, "max_num_seqs"),
                          (images, "images")):
         bounded_int(value, field=field)  # the API's bounds (anchorgpu.validation.LIMITS), before any work
+    engine = resolve_engine(engine, recipe)
     check_engine_caps(max_num_seqs, max_num_batched_tokens, engine)
     spec = load_model(model, offline=offline)
     gpu_spec = get_gpu(gpu) if gpu is not None else None
@@ -368,7 +369,7 @@ def plan_command(
         task=task,  # type: ignore[arg-type]  # validated by the planner with a one-line reason
         context_tokens=parse_tokens(context, field="context"), concurrency=concurrency,
         allow_long_context=allow_long_context, gpu_memory_utilization=gpu_memory_utilization,
-        engine=engine,  # type: ignore[arg-type]  # validated by the planner with a one-line reason
+        engine=engine,
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, micro_batch=micro_batch,
         seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute,  # type: ignore[arg-type]
         optimizer=optimizer,  # type: ignore[arg-type]

@@ -179,7 +179,7 @@ def recommend_command(
     mfu: float | None = typer.Option(None, "--mfu", help="Fraction of dense peak while computing (default 0.6)."),
     mbu: float | None = typer.Option(None, "--mbu", help="Fraction of memory bandwidth in decode (default 0.7)."),
     gpu_memory_utilization: float = typer.Option(0.9, "--gpu-memory-utilization", help="Serving engine's share of GPU memory (vLLM); with --engine trtllm the share of the memory free after the weights and profiling that the KV cache takes (free_gpu_memory_fraction)."),
-    engine: str = typer.Option("vllm", "--engine", help="Serving engine the memory and admission are sized for: vllm (default) | trtllm (trtllm-serve's KV sizing, 8,192 tokens and 2,048 sequences, requests admitted only when prompt + output fit)."),
+    engine: str | None = typer.Option(None, "--engine", help="Serving engine the memory and admission are sized for: vllm | trtllm (trtllm-serve's KV sizing, 8,192 tokens and 2,048 sequences, requests admitted only when prompt + output fit); default trtllm with --recipe trtllm, else vllm."),
     max_num_seqs: int | None = typer.Option(None, "--max-num-seqs", help="Engine sequence cap, vLLM's max_num_seqs (default 1,024 on GPUs of 70 GiB or more but the A100, else 256): a serving replica runs at most this many at once."),
     allow_long_context: bool = typer.Option(False, "--allow-long-context", help="Allow a context beyond the model's limit."),
     images: int = typer.Option(1, "--images", help="Diffusion pipeline: images per batch per replica."),
@@ -212,6 +212,9 @@ def recommend_command(
         bounded_int(value, field=field)
     if not 1 <= max_servers <= 16:
         raise InvalidWorkload(f"--max-servers {max_servers}: choose 1 to 16")
+    from anchorgpu.planner.inputs import resolve_engine
+
+    engine = resolve_engine(engine, recipe)
     if recipe is not None:
         from anchorgpu.recipes import check_kind
 
@@ -247,7 +250,7 @@ def recommend_command(
         task=task,  # type: ignore[arg-type]  # validated by the planner with a one-line reason
         context_tokens=parse_tokens(context, field="context"), concurrency=concurrency,
         gpu_memory_utilization=gpu_memory_utilization, allow_long_context=allow_long_context, micro_batch=micro_batch,
-        engine=engine,  # type: ignore[arg-type]  # validated by the planner with a one-line reason
+        engine=engine,
         max_num_seqs=max_num_seqs,
         seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute,  # type: ignore[arg-type]
         optimizer=optimizer, lora_rank=lora_rank, train_precision=train_precision,  # type: ignore[arg-type]

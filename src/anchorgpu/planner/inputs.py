@@ -8,7 +8,7 @@ together with an assumption line saying what it chose.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner._frozen import fast_init
@@ -21,6 +21,7 @@ __all__ = [
     "ALL_LORA_TARGETS",
     "ENGINES",
     "Engine",
+    "resolve_engine",
     "KV_CACHE_DTYPES",
     "OFFLOADS",
     "OPTIMIZERS",
@@ -237,6 +238,19 @@ def engine_limits(workload: Workload, *, large_gpu: bool) -> tuple[int, int]:
     tokens = workload.max_num_batched_tokens or max(8192 if large_gpu else 2048, workload.max_num_seqs or 0)
     seqs = workload.max_num_seqs or min(1024 if large_gpu else 256, tokens)
     return tokens, seqs
+
+
+def resolve_engine(engine: str | None, recipe: str | None = None) -> Engine:
+    """The serving engine to size for: the one given (an unknown one is refused by the planner's validation with
+    one line), else TensorRT-LLM's when its launch (``--recipe trtllm``) was asked for, else vLLM's (every face
+    resolves it the same way).
+
+    >>> resolve_engine(None), resolve_engine(None, "trtllm"), resolve_engine("vllm", "trtllm"), resolve_engine(None, "sglang")
+    ('vllm', 'trtllm', 'vllm', 'vllm')
+    """
+    if engine is not None:
+        return cast(Engine, engine)
+    return "trtllm" if recipe is not None and recipe.strip().lower() == "trtllm" else "vllm"
 
 
 def check_engine_caps(max_num_seqs: int | None, max_num_batched_tokens: int | None, engine: str = "vllm") -> None:
