@@ -202,8 +202,8 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         breakdown["cross_attention_kv_per_sequence_bytes"] = cross_one
     state_one, state = state_one + cross_one, state + cross
     assumptions.append(
-        "KV cache shown is what the requested sequences need; the serving engine reserves all the KV cache that "
-        "fits under the utilization cap at start-up (kv_cache_capacity_bytes in the breakdown).")
+        "KV cache shown is what the requested sequences need; the serving engine reserves all the KV cache its "
+        "memory setting allows at start-up (kv_cache_capacity_bytes in the breakdown).")
     if w.engine == "trtllm":
         assumptions.append(
             "The profiling pass's peak holds the weights, a step of max_num_tokens prompt tokens, non-torch memory "
