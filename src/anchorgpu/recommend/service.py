@@ -233,7 +233,8 @@ def _candidate(result: SweepResult, i: int, offering: Offering, servers: int, qu
 
 
 def _engine_cap(workload: Workload, gpu: GpuSpec) -> int:
-    """The sequences one serving replica's engine runs at once on ``gpu`` (vLLM's max_num_seqs, as plan sizes it)."""
+    """The sequences one serving replica's engine runs at once on ``gpu`` (vLLM's max_num_seqs or TensorRT-LLM's
+    max_batch_size, as plan sizes it)."""
     return engine_limits(workload, large_gpu=large_engine_defaults(gpu))[1]
 
 
@@ -242,7 +243,8 @@ def _miss_reason(row: Mapping[str, Any], min_tokens_per_s_per_user: float | None
     """Why an offering and server count is rejected, from its configuration closest to fitting (``cap``: the
     sequences a serving replica's engine runs at once)."""
     if row["fits"] and cap is not None and row["concurrency"] > row["dp"] * cap:
-        return (f"its engines run at most {cap:,} sequences a replica at once (vLLM max_num_seqs): "
+        return (f"its engines run at most {cap:,} sequences a replica at once (vLLM's max_num_seqs, TensorRT-LLM's "
+                "max_batch_size): "
                 f"{row['dp']} replica{'s' if row['dp'] > 1 else ''} would queue {row['concurrency'] - row['dp'] * cap:,} "
                 f"of the {row['concurrency']:,} users")
     if row["fits"] and min_tokens_per_s_per_user is not None:
