@@ -107,7 +107,12 @@ def test_recommend_prices_tensorrt_llms_capacity(capsys: pytest.CaptureFixture[s
     engine as plan() does, row by row in tests/recommend/test_sweep_agrees_with_plan.py)."""
     args = ("recommend", "qwen3-32b", "--gpu", "a100-80gb-sxm", "--prompt", "16000", "--output-tokens", "100",
             "--concurrency", "3")
-    vllm, trt = (run_json(capsys, *args, "--engine", engine)["results"][0] for engine in ("vllm", "trtllm"))
+    answers = {engine: run_json(capsys, *args, "--engine", engine) for engine in ("vllm", "trtllm")}
+    assert all(answers[engine]["workload"]["engine"] == engine for engine in answers)
+    vllm, trt = answers["vllm"]["results"][0], answers["trtllm"]["results"][0]
     assert (vllm["gpus"], trt["gpus"]) == (2, 1)
+    caveats = {engine: next(a for a in run_json(capsys, *args, "--engine", engine)["assumptions"]
+                            if a.startswith("Serving engine:")) for engine in ("vllm", "trtllm")}
+    assert "trtllm-serve" in caveats["trtllm"] and "with vLLM's defaults expect the low end" in caveats["vllm"]
     assert float(trt["total_usd"]) == pytest.approx(float(vllm["total_usd"]) / 2)
     assert trt["budget_bytes"] > vllm["budget_bytes"]

@@ -388,7 +388,7 @@ def recommend(
         "output_tokens": result.output_tokens if not training else None,
         "seq_tokens": w.seq_tokens if training else None, "train_tokens": spec.train_tokens,
         "global_batch_tokens": spec.global_batch_tokens if training else None,
-        "train_precision": w.train_precision if training else None,
+        "train_precision": w.train_precision if training else None, "engine": w.engine if not training else None,
         "weights": list(result.weights), "kv_caches": list(result.kv_caches),
         "mfu": spec.efficiencies.mfu, "mbu": spec.efficiencies.mbu,
     }
@@ -409,8 +409,9 @@ def recommend(
             assumptions.append(f"{MOE_CAVEAT_LABEL}: {caveat}.")
         if caveats.get("ttft"):
             assumptions.append(f"{TTFT_CAVEAT_LABEL}: {caveats['ttft']}.")
-        if caveats.get("engine"):
-            assumptions.append(f"{ENGINE_CAVEAT_LABEL}: {caveats['engine']}.")
+        engine_caveat = caveats.get("engine_trtllm" if spec.workload.engine == "trtllm" else "engine")
+        if engine_caveat:
+            assumptions.append(f"{ENGINE_CAVEAT_LABEL}: {engine_caveat}.")
     else:
         assumptions.append("A training run costs the whole hours it needs, billed by the quote rules "
                            "(a longer unit when cheaper).")
