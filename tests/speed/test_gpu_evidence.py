@@ -22,6 +22,7 @@ from anchorgpu.planner.speed.calibrate import band_kind
 from anchorgpu.planner.speed.calibration import calibration, parse_calibration, read_calibration_doc
 from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.evidence import evidence_kind
+from anchorgpu.planner.speed.rows_report import engine_of
 from anchorgpu.planner.speed.runs import load_runs
 from cli_runner import run
 
@@ -39,8 +40,9 @@ def test_the_shipped_evidence_is_what_the_shipped_fit_report_gives() -> None:
     for row in doc["fit_report"]:
         r = runs[row["id"]]
         ratio = r.value / row["predicted"] if r.higher_is_better else row["predicted"] / r.value
-        key = (get_gpu(r.row["gpu"]).name, evidence_kind(r.phase, band_kind(r)))
-        groups.setdefault(key, ([], []))[r.role == "holdout"].append(ratio)
+        gpu, kind, engine = get_gpu(r.row["gpu"]).name, evidence_kind(r.phase, band_kind(r)), engine_of(r)
+        for key in ((gpu, kind), *(((gpu, f"{kind}@{engine}"),) if engine else ())):  # and each engine's own
+            groups.setdefault(key, ([], []))[r.role == "holdout"].append(ratio)
     assert {(g, k) for g, kinds in calibration().evidence.items() for k in kinds} == set(groups)
     for (gpu, kind), (fitted, held) in groups.items():
         e = calibration().evidence[gpu][kind]
@@ -76,9 +78,15 @@ def test_a_mixture_of_experts_and_training_take_their_own_kind() -> None:
                                                                        output_tokens=200, concurrency=16),
                                 gpu=get_gpu("h200")))
     assert moe["evidence"]["kind"] == "serve-moe"
-    # H200's held-out MoE rows (TensorRT-LLM's table, InferenceMAX) sit near 1 at the median but range 0.56-2.67x:
+    # planned for vLLM (the default), H200's held-out vLLM MoE rows (InferenceMAX's gpt-oss-120b, GPUStack's) speak
+    assert moe["evidence"]["engine"] == "vllm" and "held-out vLLM mixture-of-experts" in moe["evidence"]["summary"]
+    # planned for TensorRT-LLM, its rows (its table, InferenceMAX) sit near 1 at the median but range 0.58-2.66x:
     # the sentence says the spread, not only "close to the prediction"
-    assert "at the median, but single runs ranged" in moe["evidence"]["summary"]
+    trt = plan_performance(plan(load_model("qwen3-30b-a3b"), Workload(task="inference", prompt_tokens=1000,
+                                                                      output_tokens=200, concurrency=16, engine="trtllm"),
+                                gpu=get_gpu("h200")))
+    assert trt["evidence"]["engine"] == "trtllm"
+    assert "at the median, but single runs ranged" in trt["evidence"]["summary"]
     train = plan_performance(plan(load_model("llama-3.1-8b"), Workload(task="train", seq_tokens=4096),
                                   layout=Layout(gpus=8), gpu=get_gpu("h100")))
     assert train["evidence"]["kind"] == "train" and train["evidence"]["rows"] >= 3
@@ -110,7 +118,7 @@ def test_gpus_compare_names_the_runs_behind_each_side(capsys: pytest.CaptureFixt
     assert code == 0
     d = json.loads(out)
     serve = next(row for row in d["predicted"] if row["metric"] == "serve_8b_output_tokens_per_s")
-    assert serve["a"]["evidence"].startswith("on mi300x, 11 held-out dense-model serving runs")
+    assert serve["a"]["evidence"].startswith("on mi300x, 11 held-out vLLM dense-model serving runs")
     assert serve["b"]["evidence"].startswith("on h100-sxm,")
     said = [s for s in d["statements"] if s.startswith("Measured runs behind these predictions")]
     assert len(said) == 1 and said[0].count("on mi300x") == 2  # serving and training, once each
@@ -129,4 +137,21 @@ def test_recommend_results_carry_their_gpus_evidence(capsys: pytest.CaptureFixtu
     code, out, _ = run(capsys, *argv)
     text = " ".join(out.split())
     assert "Measured runs behind these speeds" in text
-    assert text.count("on mi300x, 11 held-out dense-model serving runs") == 1
+    assert text.count("on mi300x, 11 held-out vLLM dense-model serving runs") == 1
+
+
+def test_a_serving_plan_takes_its_engines_own_runs_where_there_are_enough() -> None:
+    """On an 80 GB A100 GPUStack ran the same benchmarks on vLLM (VGA-*, a median 0.73x) and on TensorRT-LLM (TGA-*,
+    0.92x; gpustack/gpustack docs/performance-lab, commit 10e9444): a plan for each engine says its own, where the
+    engines together said 0.89x. Where an engine has fewer than three held-out rows on the GPU (vLLM's dense rows on
+    an H200), every engine's rows speak and the sentence names none."""
+    def evidence(gpu: str, engine: str) -> dict:
+        w = Workload(task="inference", prompt_tokens=2000, output_tokens=100, concurrency=32, engine=engine)
+        return plan_performance(plan(load_model("qwen3-14b"), w, gpu=get_gpu(gpu)))["evidence"]
+
+    vllm, trt = evidence("a100-80gb-sxm", "vllm"), evidence("a100-80gb-sxm", "trtllm")
+    assert (vllm["engine"], vllm["held_out"], vllm["median_ratio"]) == ("vllm", 10, 0.73)
+    assert (trt["engine"], trt["held_out"]) == ("trtllm", 10) and trt["median_ratio"] > vllm["median_ratio"]
+    assert "10 held-out vLLM dense-model serving runs" in vllm["summary"]
+    mixed = evidence("h200", "vllm")
+    assert "engine" not in mixed and mixed["held_out"] > 3 and "vLLM" not in mixed["summary"]

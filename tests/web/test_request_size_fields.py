@@ -36,6 +36,8 @@ def test_both_forms_plan_for_the_serving_engine_chosen(client: TestClient, path:
     english, russian = client.get(path).text, client.get(f"{path}?lang=ru").text
     assert 'name="engine"' in english and "Serving engine" in english and "Движок инференса" in russian
     query = "model=qwen3-32b&gpu=a100-80gb-sxm&prompt=16000&output_tokens=100&concurrency=3&engine=trtllm"
-    page = client.get(f"{path}?{query}" + ("&gpus=1" if path == "/plan" else "&top=1")).text
+    page = client.get(f"{path}?{query}&lang=en" + ("&gpus=1" if path == "/plan" else "&top=1")).text
     assert "Serving engine sized like TensorRT-LLM" in page
     assert '<option value="trtllm" selected>' in page
+    if path == "/plan":  # the A100's TensorRT-LLM runs (GPUStack's TGA-* rows) are the evidence shown, named
+        assert re.search(r'<dd id="evidence">10 held-out runs: median [0-9.]+× [^<]* · TensorRT-LLM</dd>', page)

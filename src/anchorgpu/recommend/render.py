@@ -22,7 +22,8 @@ def _money(usd: Decimal | None) -> str | None:
     return None if usd is None else str(usd)
 
 
-def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Overrides | None = None) -> dict[str, Any]:
+def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Overrides | None = None,
+                 engine: str = "vllm") -> dict[str, Any]:
     """One option as plain JSON values (what :func:`_jsonable` would make of it: money already as strings)."""
     c = o.config
 
@@ -50,17 +51,19 @@ def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Override
         "usd_per_million_output_tokens": _money(o.usd_per_million_output_tokens),
         "run_hours": o.run_hours, "run_usd": _money(o.run_usd), "warnings": list(o.codes),
         "lower_precision": o.lower_precision, "precision_note": LOWER_PRECISION_NOTE if o.lower_precision else None,
-        **_bands(o, c, moe, efficiencies),
+        **_bands(o, c, moe, efficiencies, engine),
     }
 
 
 def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False,
-           efficiencies: Overrides | None = None) -> dict[str, Any]:
+           efficiencies: Overrides | None = None, engine: str = "vllm") -> dict[str, Any]:
     """The calibrated band of each prediction (``*_low``/``*_high``), as ``plan`` gives them, and the names of
-    the issue's contract (``ttft_s``, ``output_tokens_per_s``) beside the sweep's own."""
+    the issue's contract (``ttft_s``, ``output_tokens_per_s``) beside the sweep's own; the evidence of a serving
+    result is its ``engine``'s where it has enough, as a plan's is."""
     from anchorgpu.hardware import get_gpu
-    from anchorgpu.planner.speed.calibration import band_kind_of, calibrated, stack_of
-    from anchorgpu.planner.speed.evidence import evidence_kind, evidence_section
+    from anchorgpu.planner.speed.calibration import band_kind_of, calibrated
+    from anchorgpu.planner.speed.estimate import evidence_items
+    from anchorgpu.planner.speed.evidence import evidence_kind
 
     training = c.get("train_tokens_per_s") is not None and c.get("decode_tokens_per_s_total") is None
     kind = band_kind_of(moe=moe, phase="train" if training else "serve", pp=int(c.get("pp") or 1))
@@ -69,7 +72,7 @@ def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False,
     out: dict[str, Any] = {}
     if cal.origin != "user":  # how this GPU's own measured runs of the kind fell around the model, as in a plan
         ekind = evidence_kind("train" if training else "serve", kind)
-        out["evidence"] = evidence_section(gpu.name, ekind, cal.evidence_for(gpu, ekind), stack_of(gpu))
+        out["evidence"] = dict(evidence_items(gpu, cal, ekind, None if training else engine))
     rates = ("train_tokens_per_s",) if training else ("decode_tokens_per_s_per_user", "decode_tokens_per_s_total")
     for name in rates:
         value = c.get(name)
@@ -86,12 +89,17 @@ def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False,
     return out
 
 
+def _engine(rec: Recommendation) -> str:
+    """The serving engine the recommendation was sized for (vLLM for training and diffusion, which have none)."""
+    return str(rec.workload.get("engine") or "vllm")
+
+
 def evidence_lines(rec: Recommendation) -> list[str]:
     """Each shown GPU's evidence (how its own measured runs of the kind fell around the model, or that it has none),
     once per GPU and kind, in the order of the results."""
     out: list[str] = []
     for o in rec.results:
-        section = _bands(o, o.config, rec.moe, rec.efficiencies).get("evidence")
+        section = _bands(o, o.config, rec.moe, rec.efficiencies, _engine(rec)).get("evidence")
         if section is not None and section["summary"] not in out:
             out.append(section["summary"])
     return out
@@ -118,8 +126,8 @@ def recommendation_to_json(rec: Recommendation) -> dict[str, Any]:
     return {
         "model": rec.model, "workload": _jsonable(rec.workload), "term": str(rec.term), "term_hours": rec.term.hours,
         "evaluated": rec.evaluated,
-        "results": [_option_json(o, rec.moe, rec.efficiencies) for o in rec.results],
-        "pareto": [_option_json(o, rec.moe, rec.efficiencies) for o in rec.pareto],
+        "results": [_option_json(o, rec.moe, rec.efficiencies, _engine(rec)) for o in rec.results],
+        "pareto": [_option_json(o, rec.moe, rec.efficiencies, _engine(rec)) for o in rec.pareto],
         "rejected": [{"offering": r.offering, "servers": r.servers, "total_usd": _money(r.total_usd), "reason": r.reason}
                      for r in rec.rejected],
         "assumptions": list(rec.assumptions),

@@ -32,10 +32,11 @@ from anchorgpu.planner.speed.calibration import (
     parse_calibration,
     read_calibration_doc,
 )
-from anchorgpu.planner.speed.evidence import evidence_kind, summarise
+from anchorgpu.planner.speed.evidence import engine_kind, evidence_kind, summarise
 from anchorgpu.planner.speed.rows_report import (
     SETS,
     band_kind,
+    engine_of,
     markdown,
     report_rows,
     serving_kind,
@@ -255,9 +256,10 @@ def _evidence(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> dict[str, di
     for row in rows:
         run = by_id[row["id"]]
         ratio = speed_ratio(run, row["predicted"])
-        key = (get_gpu(run.row["gpu"]).name, evidence_kind(run.phase, band_kind(run)))
-        fitted, held = ratios.setdefault(key, ([], []))
-        (held if run.role == "holdout" else fitted).append(ratio)
+        gpu, kind, engine = get_gpu(run.row["gpu"]).name, evidence_kind(run.phase, band_kind(run)), engine_of(run)
+        for key in ((gpu, kind), *(((gpu, engine_kind(kind, engine)),) if engine else ())):
+            fitted, held = ratios.setdefault(key, ([], []))
+            (held if run.role == "holdout" else fitted).append(ratio)
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for (gpu, kind), (fitted, held) in sorted(ratios.items()):
         out.setdefault(gpu, {})[kind] = asdict(summarise(fitted, held))

@@ -17,7 +17,14 @@ from typing import Any, Literal
 
 from anchorgpu.errors import DataFileError, InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
-from anchorgpu.planner.speed.evidence import EVIDENCE_KINDS, GpuEvidence
+from anchorgpu.planner.speed.evidence import (
+    ENGINE_NAMES,
+    EVIDENCE_KINDS,
+    MIN_HELD_OUT,
+    GpuEvidence,
+    engine_kind,
+    split_kind,
+)
 from anchorgpu.planner.speed.launches import LayerLaunches
 
 __all__ = [
@@ -116,9 +123,18 @@ class Calibration:
     evidence: dict[str, dict[str, GpuEvidence]] = field(default_factory=dict)  # per GPU name, per kind of run
 
     def evidence_for(self, gpu: GpuSpec, kind: str) -> GpuEvidence | None:
-        """How ``gpu``'s own measured runs of ``kind`` (:data:`~anchorgpu.planner.speed.evidence.EVIDENCE_KINDS`)
-        fell around the model; ``None`` where it has none."""
+        """How ``gpu``'s own measured runs of ``kind`` (:data:`~anchorgpu.planner.speed.evidence.EVIDENCE_KINDS`,
+        or ``kind@engine`` for one engine's) fell around the model; ``None`` where it has none."""
         return self.evidence.get(gpu.name, {}).get(kind)
+
+    def serving_evidence(self, gpu: GpuSpec, kind: str, engine: str) -> tuple[GpuEvidence | None, str | None]:
+        """(evidence, engine) of a serving plan: the planned engine's own rows on ``gpu`` where at least
+        :data:`~anchorgpu.planner.speed.evidence.MIN_HELD_OUT` of them were held out, else every engine's (engine
+        None)."""
+        own = self.evidence_for(gpu, engine_kind(kind, engine))
+        if own is not None and own.held_out >= MIN_HELD_OUT:
+            return own, engine
+        return self.evidence_for(gpu, kind), None
 
     def stack(self, gpu: GpuSpec) -> StackConstants:
         return self.stacks[stack_of(gpu)]
@@ -206,9 +222,12 @@ def _evidence(doc: dict[str, Any]) -> dict[str, dict[str, GpuEvidence]]:
     for gpu, kinds in doc.items():
         for kind, e in kinds.items():
             where = f"evidence.{gpu}.{kind}"
-            if kind not in EVIDENCE_KINDS or e.get("basis") not in ("held-out", "all"):
+            base, engine = split_kind(kind)
+            if base not in EVIDENCE_KINDS or (engine is not None and engine not in ENGINE_NAMES) \
+                    or e.get("basis") not in ("held-out", "all"):
                 raise DataFileError(f"speed/data/{CALIBRATION_FILE}", where,
-                                    f"kind must be one of {', '.join(EVIDENCE_KINDS)} and basis held-out or all")
+                                    f"kind must be one of {', '.join(EVIDENCE_KINDS)} (with @ and one of "
+                                    f"{', '.join(ENGINE_NAMES)} for one engine's rows) and basis held-out or all")
             rows, held = _number(e, "rows", where), _number(e, "held_out", where)
             ratios = [_number(e, k, where) for k in ("low", "median", "high")]
             if rows < 1 or held > rows or rows != int(rows) or held != int(held) or not 0 < ratios[0] <= ratios[1] <= ratios[2]:

@@ -224,7 +224,8 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
     out["decode_tokens_per_s_total"] = est.output_tokens_per_s
     assumptions.append(serving_line(conc, prompt, output, sat, full, limits[1]))
     assumptions.append(serving_constants_line(plan.gpu, cal, setup.precision))
-    _evidence(plan.gpu, evidence_kind("serve", serving_band_kind(model, plan.layout.pp)), cal, out, assumptions)
+    _evidence(plan.gpu, evidence_kind("serve", serving_band_kind(model, plan.layout.pp)), cal, out, assumptions,
+              plan.workload.engine)
     launches = launches_line(model, cal.launches, setup.block_fp8)
     if launches:
         assumptions.append(launches)
@@ -239,20 +240,26 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
         assumptions.append(f"{ENGINE_CAVEAT_LABEL}: {caveat}.")
 
 
-def _evidence(gpu: GpuSpec, kind: str, cal: Calibration, out: dict[str, Any], assumptions: list[str]) -> None:
+def _evidence(gpu: GpuSpec, kind: str, cal: Calibration, out: dict[str, Any], assumptions: list[str],
+              engine: str | None = None) -> None:
     """How the GPU's own measured runs of this kind fell around the model (:mod:`.evidence`), in the JSON and as an
-    assumption; nothing where the user's efficiencies replace the calibrated ones (the runs say nothing of those)."""
+    assumption; a serving plan's from its ``engine``'s runs where enough of them were held out
+    (:meth:`Calibration.serving_evidence`); nothing where the user's efficiencies replace the calibrated ones (the
+    runs say nothing of those)."""
     if cal.origin == "user":
         return
-    items = _evidence_items(gpu, cal, kind)
+    items = evidence_items(gpu, cal, kind, engine)
     out["evidence"] = dict(items)
     assumptions.append(str(items[-1][1]))
 
 
 @partial(memo_on_frozen, frozen=2)
-def _evidence_items(gpu: GpuSpec, cal: Calibration, kind: str) -> tuple[tuple[str, object], ...]:
-    """The evidence section's items, ``summary`` last: one GPU, calibration and kind give one (frozen, so shared)."""
-    return tuple(evidence_section(gpu.name, kind, cal.evidence_for(gpu, kind), stack_of(gpu)).items())
+def evidence_items(gpu: GpuSpec, cal: Calibration, kind: str, engine: str | None = None,
+                   ) -> tuple[tuple[str, object], ...]:
+    """The evidence section's items, ``summary`` last: one GPU, calibration, kind and engine (a serving plan's; None
+    for training) give one (frozen, so shared); ``recommend`` shows each result's the same way."""
+    evidence, shown = cal.serving_evidence(gpu, kind, engine) if engine else (cal.evidence_for(gpu, kind), None)
+    return tuple(evidence_section(gpu.name, kind, evidence, stack_of(gpu), shown).items())
 
 
 def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[str, Any],

@@ -14,8 +14,8 @@ import statistics
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["EVIDENCE_KINDS", "STACK_NAMES", "GpuEvidence", "evidence_json", "evidence_kind", "evidence_line",
-           "evidence_section", "summarise"]
+__all__ = ["ENGINE_NAMES", "EVIDENCE_KINDS", "STACK_NAMES", "GpuEvidence", "engine_kind", "evidence_json",
+           "evidence_kind", "evidence_line", "evidence_section", "split_kind", "summarise"]
 
 EVIDENCE_KINDS: dict[str, str] = {
     "train": "training",
@@ -28,6 +28,25 @@ EVIDENCE_KINDS: dict[str, str] = {
 
 STACK_NAMES = {"cuda": "CUDA", "rocm": "ROCm"}
 """How a plan names a software stack (``calibration.stack_of``)."""
+
+ENGINE_NAMES = {"vllm": "vLLM", "trtllm": "TensorRT-LLM", "sglang": "SGLang"}
+"""The serving engines whose rows keep evidence of their own (``kind@engine`` in ``calibration.json``), as a plan
+names them."""
+
+
+def engine_kind(kind: str, engine: str) -> str:
+    """The evidence key of one engine's rows of a serving ``kind``: ``serve@vllm``, ``serve-moe@trtllm``."""
+    return f"{kind}@{engine}"
+
+
+def split_kind(key: str) -> tuple[str, str | None]:
+    """(kind, engine) of an evidence key; engine None for the rows of every engine.
+
+    >>> split_kind("serve-moe@trtllm"), split_kind("train")
+    (('serve-moe', 'trtllm'), ('train', None))
+    """
+    kind, _, engine = key.partition("@")
+    return kind, engine or None
 
 
 def evidence_kind(phase: str, band_kind: str | None) -> str:
@@ -73,8 +92,9 @@ def summarise(fitted: list[float], held_out: list[float]) -> GpuEvidence:
 
 
 @lru_cache(maxsize=256)
-def evidence_line(gpu_name: str, kind: str, evidence: GpuEvidence | None, stack: str) -> str:
-    """The plan's sentence on ``evidence`` (``None``: no measured run of this kind on this GPU).
+def evidence_line(gpu_name: str, kind: str, evidence: GpuEvidence | None, stack: str, engine: str | None = None) -> str:
+    """The plan's sentence on ``evidence`` (``None``: no measured run of this kind on this GPU); ``engine``: the
+    evidence is that engine's rows only.
 
     >>> evidence_line("mi300x", "train", GpuEvidence(rows=1, held_out=0, basis="all", median=1.0, low=1.0, high=1.0),
     ...               "ROCm")
@@ -90,8 +110,11 @@ def evidence_line(gpu_name: str, kind: str, evidence: GpuEvidence | None, stack:
     >>> evidence_line("rtx-pro-6000", "serve-moe", GpuEvidence(rows=49, held_out=39, basis="held-out", median=1.19,
     ...               low=0.99, high=1.67), "CUDA")[:96]
     'on rtx-pro-6000, 39 held-out mixture-of-experts serving runs ran at a median 1.19x the predicted'
+    >>> evidence_line("a100-80gb-sxm", "serve", GpuEvidence(rows=10, held_out=10, basis="held-out", median=0.73,
+    ...               low=0.55, high=1.01), "CUDA", "vllm")[:65]
+    'on a100-80gb-sxm, 10 held-out vLLM dense-model serving runs ran a'
     """
-    what = EVIDENCE_KINDS[kind]
+    what = EVIDENCE_KINDS[kind] if engine is None else f"{ENGINE_NAMES[engine]} {EVIDENCE_KINDS[kind]}"
     if evidence is None:
         return (f"no measured {what} run on {gpu_name} in the calibration set: the figure and its band rest on other "
                 f"GPUs of the {stack} stack")
@@ -109,27 +132,30 @@ def evidence_line(gpu_name: str, kind: str, evidence: GpuEvidence | None, stack:
             f"({evidence.low:.2f}x-{evidence.high:.2f}x): {lean}")
 
 
-def evidence_json(gpu_name: str, kind: str, evidence: GpuEvidence | None) -> dict[str, object]:
-    """The ``performance.evidence`` object of a plan: the GPU, the kind of run, and how its rows fell (``rows`` 0 and
-    no ratios where it has none).
+def evidence_json(gpu_name: str, kind: str, evidence: GpuEvidence | None,
+                  engine: str | None = None) -> dict[str, object]:
+    """The ``performance.evidence`` object of a plan: the GPU, the kind of run (and ``engine`` where the rows are one
+    engine's), and how its rows fell (``rows`` 0 and no ratios where it has none).
 
     >>> evidence_json("l4", "serve", None)
     {'gpu': 'l4', 'kind': 'serve', 'rows': 0}
     """
+    head: dict[str, object] = {"gpu": gpu_name, "kind": kind, **({"engine": engine} if engine else {})}
     if evidence is None:
-        return {"gpu": gpu_name, "kind": kind, "rows": 0}
-    return {"gpu": gpu_name, "kind": kind, "rows": evidence.rows, "held_out": evidence.held_out,
+        return {**head, "rows": 0}
+    return {**head, "rows": evidence.rows, "held_out": evidence.held_out,
             "basis": evidence.basis, "median_ratio": evidence.median, "low_ratio": evidence.low,
             "high_ratio": evidence.high}
 
 
 
-def evidence_section(gpu_name: str, kind: str, evidence: GpuEvidence | None, stack: str) -> dict[str, object]:
+def evidence_section(gpu_name: str, kind: str, evidence: GpuEvidence | None, stack: str,
+                     engine: str | None = None) -> dict[str, object]:
     """``performance.evidence`` of a plan (and of each ``recommend`` result): :func:`evidence_json` with the
     sentence :func:`evidence_line` says it in (``summary``). ``stack``: ``cuda`` or ``rocm``.
 
     >>> evidence_section("l4", "serve", None, "cuda")["summary"][:44]
     'no measured dense-model serving run on l4 in'
     """
-    return {**evidence_json(gpu_name, kind, evidence),
-            "summary": evidence_line(gpu_name, kind, evidence, STACK_NAMES[stack])}
+    return {**evidence_json(gpu_name, kind, evidence, engine),
+            "summary": evidence_line(gpu_name, kind, evidence, STACK_NAMES[stack], engine)}

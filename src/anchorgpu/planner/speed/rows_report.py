@@ -11,7 +11,7 @@ from typing import Any
 from anchorgpu.planner.speed.calibration import Calibration, band_kind_of
 from anchorgpu.planner.speed.runs import Run, predict
 
-__all__ = ["SETS", "band_kind", "markdown", "report_rows", "serving_kind", "set_of", "speed_ratio", "stack_of_row",
+__all__ = ["SETS", "band_kind", "engine_of", "markdown", "report_rows", "serving_kind", "set_of", "speed_ratio", "stack_of_row",
            "summary"]
 
 
@@ -54,6 +54,22 @@ def band_kind(run: Run) -> str | None:
     from anchorgpu.planner.speed.runs import _model
 
     return band_kind_of(moe=_model(run.row).moe is not None, phase=run.phase, pp=int(run.row.get("pp", 1)))
+
+
+def engine_of(run: Run) -> str | None:
+    """The serving engine a serving row ran on (``vllm``, ``trtllm`` or ``sglang``), for evidence per engine: the
+    row's ``engine``, else TensorRT-LLM's where its benchmark sized the engine (``engine_limits: trtllm-bench``) or
+    the row sizes the KV cache as TensorRT-LLM does (``kv_free_fraction``), else by its set; None where no source
+    says (a training row, or a serving row of the reference files that names no engine)."""
+    r = run.row
+    if run.phase != "serve":
+        return None
+    if "engine" in r:
+        return str(r["engine"])
+    name = set_of(run)
+    if r.get("engine_limits") == "trtllm-bench" or "kv_free_fraction" in r or name.startswith("trtllm"):
+        return "trtllm"
+    return "vllm" if name.startswith("vllm") else None
 
 
 def serving_kind(run: Run) -> str | None:
