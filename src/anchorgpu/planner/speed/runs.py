@@ -7,7 +7,8 @@ on the row (``fit``) or only reports how well it is predicted (``holdout``). A s
 engine's ``max_num_seqs`` and ``max_num_batched_tokens`` where they differ from the planner's defaults (vLLM
 keeps its small ones on an A100 of any size), and ``kv_free_fraction`` where the engine sizes its KV cache as
 TensorRT-LLM does, from the memory its profiling pass leaves free: planned with ``Workload.engine="trtllm"`` and
-that fraction, as a user planning for TensorRT-LLM is.
+that fraction, as a user planning for TensorRT-LLM is. ``engine`` names the serving engine a row ran on where its
+source says so (``rows_report.engine_of`` reads it, for evidence per engine); it does not change the row's plan.
 """
 
 from __future__ import annotations
