@@ -200,11 +200,14 @@ def serving_sweep(c: Checker, models: list[ModelSpec], rng: random.Random, scale
                                Layout(gpus=8), Layout(gpus=16, tp=8, pp=2),
                                Layout(gpus=8, tp=rng.choice((1, 2)), ep=8))[: 2 + round(3 * scale)]:
                     prompt, output = rng.choice(((1000, 200), (1, 1), (8000, 1), (100, 4000), (32000, 1000)))
+                    engine = rng.choice(("vllm", "trtllm"))  # the serving engine sized for (--engine)
                     # concurrency ladder: output tokens/s and TPOT non-decreasing (fits only)
                     prev: tuple[int, dict[str, Any]] | None = None
                     for conc in CONCURRENCY:
-                        where = _desc(model.name, gname, layout, weights, prompt=prompt, output=output, conc=conc)
-                        w = Workload(task="inference", prompt_tokens=prompt, output_tokens=output, concurrency=conc)
+                        where = _desc(model.name, gname, layout, weights, prompt=prompt, output=output, conc=conc,
+                                      engine=engine)
+                        w = Workload(task="inference", prompt_tokens=prompt, output_tokens=output, concurrency=conc,
+                                     engine=engine)
                         r = attempt(c, where, _plan_perf, model, w, gpu, layout, weights)
                         if r is None or r[0].fits is not True:
                             continue
@@ -222,9 +225,10 @@ def serving_sweep(c: Checker, models: list[ModelSpec], rng: random.Random, scale
                     conc = rng.choice((1, 16))
                     prev = None
                     for prompt_i in PROMPTS:
-                        where = _desc(model.name, gname, layout, weights, prompt=prompt_i, output=output, conc=conc)
+                        where = _desc(model.name, gname, layout, weights, prompt=prompt_i, output=output, conc=conc,
+                                      engine=engine)
                         w = Workload(task="inference", prompt_tokens=prompt_i, output_tokens=output, concurrency=conc,
-                                     allow_long_context=True)
+                                     allow_long_context=True, engine=engine)
                         r = attempt(c, where, _plan_perf, model, w, gpu, layout, weights)
                         if r is None or r[0].fits is not True:
                             continue
