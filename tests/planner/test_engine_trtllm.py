@@ -66,16 +66,23 @@ def test_trtllm_serves_its_own_defaults_and_admits_whole_requests() -> None:
 
 
 @pytest.mark.parametrize("row", ["TGA-Q32-2K", "TGA-Q32-4K", "TGA-Q32-128"])
-def test_a_user_planning_for_tensorrt_llm_gets_the_held_out_rows_prediction(capsys: pytest.CaptureFixture[str],
-                                                                            row: str) -> None:
-    """The CLI's ``--engine trtllm`` plan of the benchmark is the calibration's prediction of the held-out row, and
-    that is within 25% of what GPUStack measured (``measured_runs.json``, TGA-*)."""
+def test_a_user_planning_for_tensorrt_llm_plans_what_the_held_out_rows_are_planned_with(
+        capsys: pytest.CaptureFixture[str], row: str) -> None:
+    """The CLI's ``--engine trtllm`` plan of the benchmark is the plan the calibration times the held-out row with
+    (its KV cache, admission and speeds), and the row's prediction (the burst of equal requests it was, as waves of
+    that plan's saturation) is within 25% of what GPUStack measured (``measured_runs.json``, TGA-*)."""
+    from anchorgpu.planner.speed.runs import _serve_plan
+
     r = RUNS[row].row
     out = run_json(capsys, "plan", "qwen3-32b", "--gpu", "a100-80gb-sxm", "--gpus", "1", "--engine", "trtllm",
                    "--prompt", str(r["prompt_tokens"]), "--output-tokens", str(r["output_tokens"]))
-    ours = out["performance"]["max_output_tokens_per_s"]
-    assert ours == pytest.approx(predict(RUNS[row]), rel=1e-9)
-    assert abs(ours / r["value"] - 1) <= 0.25
+    harness = _serve_plan(row)
+    assert out["breakdown"]["kv_cache_capacity_bytes"] == harness.breakdown["kv_cache_capacity_bytes"]
+    expected = plan_performance(harness)
+    assert out["performance"]["kv_reservation"] == expected["kv_reservation"] == "full"
+    for key in ("saturation_concurrency", "max_output_tokens_per_s"):
+        assert out["performance"][key] == pytest.approx(expected[key], rel=1e-9), key
+    assert abs(predict(RUNS[row]) / r["value"] - 1) <= 0.25
 
 
 def test_the_cli_refuses_an_unknown_engine_or_one_for_training(capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,7 +15,7 @@ from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.flops import attention_flops_per_token
 from anchorgpu.planner.speed.serving import ServingSetup, _pair, _step, _StepConstants
 
-__all__ = ["ServingEstimate", "prefill_chunk_share", "serving_estimate"]
+__all__ = ["ServingEstimate", "burst_makespan_s", "prefill_chunk_share", "serving_estimate"]
 
 
 @fast_init
@@ -134,3 +134,40 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
         bound=bound, ttft_s_ceiling=ttft_top, tpot_s_ceiling=tpot_top, output_tokens_per_s_ceiling=rate_top,
         max_output_tokens_per_s_ceiling=setup.replicas * sat_replica / sat_top,
     )
+
+
+def burst_makespan_s(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, requests: int, concurrency: int,
+                     prompt_tokens: int, output_tokens: int, cal: Calibration | None = None) -> float:
+    """Seconds until the last of ``requests`` equal requests, all sent at once, has its last token: what a burst
+    benchmark (``vllm bench serve`` with every prompt sent together) divides its output tokens by.
+
+    The replicas share the requests evenly; each runs them in waves of ``concurrency`` (what its KV cache and
+    sequence cap hold at once, per replica). Equal requests admitted together finish together, so a wave is its
+    prompts' prefill, in steps of the token budget (one after another through pipeline stages), then
+    ``output_tokens - 1`` decode steps of the whole wave (the first token comes with the prefill). The steady state of :func:`serving_estimate` instead hides each prompt's
+    prefill in the decode steps of requests admitted earlier, which a synchronised wave cannot do.
+
+    >>> from anchorgpu.planner.speed._toys import toy_gpu, toy_model
+    >>> s = ServingSetup(weights_bytes_per_gpu=1e9, kv_bytes_per_sequence_per_gpu=1e6)
+    >>> one = burst_makespan_s(toy_model(), toy_gpu(), s, requests=8, concurrency=8, prompt_tokens=100, output_tokens=50)
+    >>> two = burst_makespan_s(toy_model(), toy_gpu(), s, requests=16, concurrency=8, prompt_tokens=100, output_tokens=50)
+    >>> 1.99 < two / one < 2.01  # twice the requests at the same concurrency: two equal waves
+    True
+    """
+    if min(requests, concurrency, prompt_tokens, output_tokens) < 1:
+        raise InvalidWorkload("requests, concurrency, prompt and output tokens must each be at least 1")
+    cal = cal or calibration()
+    c, _ = _pair(model, gpu, setup, cal)
+    prefill_flops = attention_flops_per_token(model, prompt_tokens, causal=True)
+    decode_flops = attention_flops_per_token(model, 2 * (prompt_tokens + output_tokens // 2), causal=True)
+    per_replica, wave = math.ceil(requests / setup.replicas), max(1, concurrency // setup.replicas)
+    total = 0.0
+    while per_replica > 0:
+        batch = min(wave, per_replica)
+        per_replica -= batch
+        steps = math.ceil(batch * prompt_tokens / setup.max_num_batched_tokens)
+        through = _step(setup, c, 0.0, batch * prompt_tokens / steps, 0.0, prefill_flops, one_chunk=True,
+                        first_token=True)[0]  # one chunk through every stage; over stages the chunks follow each other
+        total += (steps + setup.pp - 1) * through / setup.pp
+        total += (output_tokens - 1) * _step(setup, c, float(batch), 0.0, decode_flops, 0.0)[0]
+    return total

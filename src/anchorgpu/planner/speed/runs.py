@@ -9,6 +9,8 @@ keeps its small ones on an A100 of any size), and ``kv_free_fraction`` where the
 TensorRT-LLM does, from the memory its profiling pass leaves free: planned with ``Workload.engine="trtllm"`` and
 that fraction, as a user planning for TensorRT-LLM is. ``engine`` names the serving engine a row ran on where its
 source says so (``rows_report.engine_of`` reads it, for evidence per engine); it does not change the row's plan.
+A benchmark that sent ``burst_requests`` equal requests at once is timed as that burst
+(``burst_output_tokens_per_s``: :func:`~anchorgpu.planner.speed.batching.burst_makespan_s`).
 """
 
 from __future__ import annotations
@@ -180,6 +182,15 @@ def _serve(run: Run, cal: Calibration) -> float:
         value = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average"),
                                  graph_batch_sizes=tuple(r.get("graph_batch_sizes", ()))).get("max_output_tokens_per_s")
         return float(value) if value else float("nan")
+    if run.metric == "burst_output_tokens_per_s":  # every request sent at once: output tokens over the makespan
+        from anchorgpu.planner.speed.batching import burst_makespan_s
+
+        sat = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average"))["saturation_concurrency"]
+        setup = serving_setup(p, prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"])
+        n = int(r["burst_requests"])
+        return float(n * r["output_tokens"]) / burst_makespan_s(model, gpu, setup, requests=n, concurrency=max(1, sat),
+                                                          prompt_tokens=r["prompt_tokens"],
+                                                          output_tokens=r["output_tokens"], cal=cal)
     if run.metric == "tpot_s":  # a benchmark holding the row's concurrency of requests in flight
         value = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average")).get(run.metric)
         return float(value) if value else float("nan")
