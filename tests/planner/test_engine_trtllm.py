@@ -123,3 +123,20 @@ def test_recommend_prices_tensorrt_llms_capacity(capsys: pytest.CaptureFixture[s
     assert "trtllm-serve" in caveats["trtllm"] and "with vLLM's defaults expect the low end" in caveats["vllm"]
     assert float(trt["total_usd"]) == pytest.approx(float(vllm["total_usd"]) / 2)
     assert trt["budget_bytes"] > vllm["budget_bytes"]
+
+
+def test_tensorrt_llm_is_refused_on_amd_gpus_and_offered_where_it_would_fit(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "mi300x", "--engine", "trtllm")
+    assert code == 2 and not out and err.strip() == ("error: --engine trtllm: TensorRT-LLM runs on NVIDIA GPUs only, "
+                                                     "not mi300x")
+    rec = run_json(capsys, "recommend", "llama-3.1-8b", "--engine", "trtllm", "--concurrency", "16")
+    assert rec["results"] and all(get_gpu(r["gpu"]).vendor == "NVIDIA" for r in rec["results"])
+    code, _, err = run(capsys, "recommend", "llama-3.1-8b", "--engine", "trtllm", "--gpu", "mi300x")
+    assert code == 2 and "no offering considered has an NVIDIA GPU" in err
+    # three 16,000 + 100-token Qwen3-32B requests on one A100 80 GB: vLLM's budget holds two, TensorRT-LLM's three
+    short = run_json(capsys, "plan", "qwen3-32b", "--gpu", "a100-80gb-sxm", "--gpus", "1", "--prompt", "16000",
+                     "--output-tokens", "100", "--concurrency", "3")
+    assert short["fits"] is False
+    assert any(s["change"] == "--engine trtllm" and s["gpus"] == 1 for s in short["suggestions"])
+    amd = run_json(capsys, "plan", "llama-3.1-405b", "--gpu", "mi300x", "--gpus", "1")
+    assert amd["fits"] is False and not any(s["change"] == "--engine trtllm" for s in amd["suggestions"])

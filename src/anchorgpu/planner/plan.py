@@ -100,6 +100,8 @@ def plan(
     if gpu is not None and w.task in ("train", "lora", "qlora") and not gpu.computes_in(w.train_precision):
         raise InvalidWorkload(f"--train-precision {w.train_precision}: {gpu.name} has no "
                               f"{w.train_precision.upper()} tensor cores")
+    if gpu is not None and w.engine == "trtllm" and gpu.vendor != "NVIDIA":
+        raise InvalidWorkload(f"--engine trtllm: TensorRT-LLM runs on NVIDIA GPUs only, not {gpu.name}")
     if choose_layout and gpu is not None and isinstance(model, ModelSpec):
         chosen = choose_layout_plan(model, w, prec, lay_in, gpu, ov)
         if chosen is not None:

@@ -16,7 +16,7 @@ __all__ = ["choose_layout_plan", "suggestions_for"]
 
 
 def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload, precision: PrecisionPlan,
-                           layout: Layout, lay: ResolvedLayout, fmt: WeightFormat
+                           layout: Layout, lay: ResolvedLayout, fmt: WeightFormat, gpu_vendor: str | None = None,
                            ) -> list[tuple[str, str, Workload, PrecisionPlan, Layout]]:
     out: list[tuple[str, str, Workload, PrecisionPlan, Layout]] = []
     if w.task == "inference":
@@ -38,6 +38,9 @@ def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload,
                 out.append((f"--weights {name}", f"store weights as {name}", w, evolve(precision, weights=name), layout))
         if precision.kv_cache != "fp8":
             out.append(("--kv-cache fp8", "halve the KV cache with fp8", w, evolve(precision, kv_cache="fp8"), layout))
+        if w.engine == "vllm" and gpu_vendor == "NVIDIA":
+            out.append(("--engine trtllm", "serve with TensorRT-LLM (KV cache: a share of the memory free after "
+                        "profiling)", evolve(w, engine="trtllm"), precision, layout))
     elif w.task in ("train", "lora", "qlora"):
         if lay.zero < 3 and lay.dp > 1:
             out.append(("--zero 3", "shard weights, gradients and optimizer over the data-parallel ranks", w,
@@ -83,7 +86,7 @@ def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, preci
 
     found: list[Suggestion] = []
     more_gpus_found = False
-    for change, description, w2, p2, l2 in suggestion_candidates(model, w, precision, layout, lay, fmt):
+    for change, description, w2, p2, l2 in suggestion_candidates(model, w, precision, layout, lay, fmt, gpu.vendor):
         if more_gpus_found and change.startswith("--gpus"):
             continue  # the smallest GPU count that fits is the useful one
         try:

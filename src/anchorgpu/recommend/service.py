@@ -128,30 +128,39 @@ class Recommendation:
     efficiencies: Overrides = field(default_factory=Overrides)  # --mfu/--mbu: the bands are then none
 
 
-def _able_to_train(offerings: tuple[Offering, ...], workload: Any, catalog: Catalog, term: Term,
-                   now: datetime) -> tuple[tuple[Offering, ...], list[Rejection]]:
-    """The offerings whose GPU can run the workload's training precision, and a rejection for each other one:
-    FP8 and FP4 training need the GPU's FP8/FP4 tensor cores (``plan`` refuses them elsewhere). One line, exit 2,
-    when no offering can."""
+def _unable(gpu: GpuSpec, workload: Any) -> str | None:
+    """Why ``gpu`` cannot run the workload at all (``plan`` refuses it there too), or None: FP8 and FP4 training
+    need the GPU's FP8/FP4 tensor cores, and TensorRT-LLM runs on NVIDIA GPUs only."""
     precision = workload.train_precision
-    if workload.task not in ("train", "lora", "qlora") or precision not in ("fp8", "fp4"):
-        return offerings, []
+    if workload.task in ("train", "lora", "qlora") and precision in ("fp8", "fp4") and not gpu.computes_in(precision):
+        return f"--train-precision {precision}: {gpu.name} has no {precision.upper()} tensor cores"
+    if workload.task == "inference" and workload.engine == "trtllm" and gpu.vendor != "NVIDIA":
+        return f"--engine trtllm: TensorRT-LLM runs on NVIDIA GPUs only, not {gpu.name}"
+    return None
+
+
+def _able_to_run(offerings: tuple[Offering, ...], workload: Any, catalog: Catalog, term: Term,
+                 now: datetime) -> tuple[tuple[Offering, ...], list[Rejection]]:
+    """The offerings whose GPU can run the workload, and a rejection for each other one (:func:`_unable`). One line,
+    exit 2, when no offering can."""
     able, rejected = [], []
     for offering in offerings:
         gpu = get_gpu(offering.gpu)
-        if gpu.computes_in(precision):
+        reason = _unable(gpu, workload)
+        if reason is None:
             able.append(offering)
             continue
         try:
             total: Decimal | None = price_quote(catalog, offering.id, 1, term, None, now).total_usd
         except UnpricedOffering:
             total = None
-        rejected.append(Rejection(offering=offering.id, servers=1, total_usd=total,
-                                  reason=f"--train-precision {precision}: {gpu.name} has no {precision.upper()} "
-                                         "tensor cores"))
+        rejected.append(Rejection(offering=offering.id, servers=1, total_usd=total, reason=reason))
     if not able:
-        raise InvalidWorkload(f"--train-precision {precision}: no offering considered has a GPU with "
-                              f"{precision.upper()} tensor cores")
+        if workload.task == "inference":
+            raise InvalidWorkload("--engine trtllm: no offering considered has an NVIDIA GPU (TensorRT-LLM runs on "
+                                  "NVIDIA GPUs only)")
+        raise InvalidWorkload(f"--train-precision {workload.train_precision}: no offering considered has a GPU with "
+                              f"{workload.train_precision.upper()} tensor cores")
     return tuple(able), rejected
 
 
@@ -314,7 +323,7 @@ def recommend(
     if max_usd is not None and max_usd <= 0:
         raise InvalidWorkload(f"max-usd={max_usd}: must be positive")
     chosen = tuple(offerings if offerings is not None else catalog.offerings)
-    chosen, unable = _able_to_train(chosen, spec.workload, catalog, the_term, now)
+    chosen, unable = _able_to_run(chosen, spec.workload, catalog, the_term, now)
     shapes = shapes_from_catalog(chosen, max_servers=max_servers)
     choice = precision_choice(model, spec, lower_precision=lower_precision)
     spec = replace(spec, weights=choice.weights, kv_caches=choice.kv_caches)
