@@ -131,6 +131,14 @@ def test_tensorrt_llm_is_refused_on_amd_gpus_and_offered_where_it_would_fit(caps
                                                      "not mi300x")
     rec = run_json(capsys, "recommend", "llama-3.1-8b", "--engine", "trtllm", "--concurrency", "16")
     assert rec["results"] and all(get_gpu(r["gpu"]).vendor == "NVIDIA" for r in rec["results"])
+    from anchorgpu.catalog import load_catalog
+    from anchorgpu.errors import InvalidWorkload
+    from anchorgpu.planner.sweep import SweepSpec, sweep
+    from anchorgpu.recommend import shapes_from_catalog
+
+    with pytest.raises(InvalidWorkload, match="NVIDIA GPUs only, not mi300x"):  # the sweep refuses it as plan() does
+        sweep(load_model("llama-3.1-8b"), shapes_from_catalog(load_catalog().offerings, max_servers=1),
+              SweepSpec(workload=Workload(task="inference", concurrency=4, engine="trtllm")))
     code, _, err = run(capsys, "recommend", "llama-3.1-8b", "--engine", "trtllm", "--gpu", "mi300x")
     assert code == 2 and "no offering considered has an NVIDIA GPU" in err
     # three 16,000 + 100-token Qwen3-32B requests on one A100 80 GB: vLLM's budget holds two, TensorRT-LLM's three

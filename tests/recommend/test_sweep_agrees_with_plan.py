@@ -27,10 +27,15 @@ from anchorgpu.recommend import shapes_from_catalog
 SHAPES = shapes_from_catalog(load_catalog().offerings, max_servers=3)
 
 
+def _shapes(engine: str = "vllm", shapes: tuple = SHAPES) -> tuple:
+    """The catalog's shapes an engine runs on: TensorRT-LLM on NVIDIA GPUs only (plan and the sweep refuse AMD)."""
+    return shapes if engine != "trtllm" else tuple(s for s in shapes if s.gpu.vendor == "NVIDIA")
+
+
 def _inference_sweep(model_name: str, **workload) -> tuple[SweepResult, object]:
     model = load_model(model_name)
     spec = SweepSpec(workload=Workload(task="inference", **workload), weights=("bf16", "fp8", "int4-awq", "nvfp4"))
-    return sweep(model, SHAPES, spec), model
+    return sweep(model, _shapes(str(workload.get("engine", "vllm"))), spec), model
 
 
 INFERENCE_CASES = {
@@ -155,7 +160,8 @@ def test_any_workload_option_gives_the_same_memory_in_the_sweep_and_in_plan(
     workload = Workload(task="inference", context_tokens=min(context, model.max_context_tokens),
                         concurrency=concurrency, gpu_memory_utilization=utilization,
                         max_num_batched_tokens=batched, block_size_tokens=block, engine=engine)
-    result = sweep(model, SMALL_SHAPES, SweepSpec(workload=workload, weights=("bf16", "gguf-q4_k_m", "mxfp4")))
+    result = sweep(model, _shapes(engine, SMALL_SHAPES), SweepSpec(workload=workload,
+                                                                  weights=("bf16", "gguf-q4_k_m", "mxfp4")))
     _check_inference_row_with(result, model, int(fraction * result.evaluated), workload)
 
 

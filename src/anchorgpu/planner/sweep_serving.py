@@ -15,25 +15,21 @@ returned are views in the sweep's order (layout, weights, kv, concurrency).
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.planner import memory as mm
-from anchorgpu.planner.formats import ModelParts, format_for_model, model_weight_parts
-from anchorgpu.planner.inputs import KV_CACHE_DTYPES, Workload, engine_limits, large_engine_defaults
+from anchorgpu.planner.formats import format_for_model
+from anchorgpu.planner.inputs import Workload, engine_limits, large_engine_defaults
 from anchorgpu.planner.speed.calibration import StackConstants, calibrated
 from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_matmul_params
 from anchorgpu.planner.speed.launches import is_block_fp8, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, host_kind, peak_for, tp_link
 from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
-from anchorgpu.planner.terms import context_bytes
+from anchorgpu.planner.sweep_serving_memory import KvFactors, kv_factors, memory_terms, per_format
 
 if TYPE_CHECKING:
     from anchorgpu.planner.sweep import HardwareShape, SweepSpec, _Layouts
@@ -44,26 +40,6 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 Array = npt.NDArray[Any]
 Progress = Callable[[int, int], None]
-
-
-def _token_slots(model: ModelSpec, context_tokens: int, block_size: int) -> int:
-    """KV token slots summed over the attention layers, paged and window-capped: the inner sum of
-    :func:`anchorgpu.planner.memory.kv_cache_bytes` (layers grouped by their window)."""
-    windows = model.attention_windows
-    return sum(count * math.ceil((context_tokens if w is None else min(context_tokens, w)) / block_size) * block_size
-               for w, count in Counter(windows).items())
-
-
-@lru_cache(maxsize=128)
-def _weight_parts(model: ModelSpec, weights_format: str) -> ModelParts:
-    """:func:`anchorgpu.planner.formats.model_weight_parts`, once per (model, format): models are frozen."""
-    return model_weight_parts(model, format_for_model(model, weights_format))
-
-
-def _per_value(keys: IntArray, fn: Callable[[int], float]) -> IntArray:
-    """``fn`` applied once per distinct key, mapped back onto ``keys``."""
-    unique, inverse = np.unique(keys, return_inverse=True)
-    return np.array([fn(int(k)) for k in unique.tolist()], dtype=np.int64)[inverse]
 
 
 def _links(shapes: Sequence[HardwareShape], lay: _Layouts, ranks: IntArray | None = None,
@@ -99,24 +75,6 @@ def _soft_roofline(big: FloatArray, small: FloatArray, knee: FloatArray, inv_kne
     return out
 
 
-def _per_format(values_lw: FloatArray) -> FloatArray:
-    """A (layout, format) table as ``(W, 1, 1, L)``, in that memory order (so results computed from it keep the
-    layouts innermost: numpy gives a result the memory order of its inputs)."""
-    return np.ascontiguousarray(values_lw.T)[:, None, None, :]
-
-
-def _weights_per_gpu(model: ModelSpec, lay: _Layouts, weights: tuple[str, ...]) -> FloatArray:
-    """Weight bytes per GPU, ``(W, 1, 1, L)``: the scalar :func:`memory.shard_share` once per (format, TP, PP)."""
-    try:
-        parts = [_weight_parts(model, name) for name in weights]
-    except TypeError:  # a model record that cannot be hashed: compute without the cache
-        parts = [model_weight_parts(model, format_for_model(model, name)) for name in weights]
-    tp_pp, tp_pp_row = np.unique(lay.tp * 4096 + lay.pp, return_inverse=True)
-    weights_uw = np.array([[mm.shard_share(part, tp=key // 4096, pp=key % 4096, ep=1) for part in parts]
-                           for key in tp_pp.tolist()], dtype=np.float64)
-    return _per_format(weights_uw[tp_pp_row])
-
-
 def _peaks(shapes: Sequence[HardwareShape], precisions: Sequence[str]) -> FloatArray:
     """Per (shape, format): the compute peak of the format's precision; one lookup per GPU and precision."""
     distinct = sorted(set(precisions))
@@ -128,76 +86,11 @@ def _peaks(shapes: Sequence[HardwareShape], precisions: Sequence[str]) -> FloatA
     return np.array([peaks[sh.gpu.name] for sh in shapes])
 
 
-@dataclass(frozen=True, slots=True)
-class _Memory:
-    """Memory per GPU of every configuration (bytes), on the axes each part depends on."""
-
-    weights: FloatArray  # (W, 1, 1, L)
-    kv_cache: FloatArray  # (K, C, L)
-    activations: FloatArray  # (L,)
-    other: Array  # (L,) non-torch (as the overheads give it)
-    budget: FloatArray  # (L,); TensorRT-LLM's, which follows the weights: (W, 1, 1, L)
-
-
-def _memory(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
-            weights: tuple[str, ...], kv: _KvFactors, per_replica: IntArray) -> _Memory:
-    """Weights, KV cache, activations (the engine's profile run), non-torch and the budget, as plan() sizes them."""
-    w, ov = spec.workload, spec.overheads
-    trtllm = w.engine == "trtllm"
-    large = np.array([large_engine_defaults(sh.gpu) for sh in shapes], dtype=np.int64)[lay.shape]
-
-    def activation(key: int) -> int:  # the engine's defaults (vLLM's by GPU size), as plan() resolves them
-        tp, big = key // 2, bool(key % 2)
-        tokens, seqs = engine_limits(w, large_gpu=big)
-        sampler = 0 if trtllm else mm.sampler_activation_bytes(sequences=min(tokens, seqs), vocab=model.vocab_size)
-        return mm.prefill_activation_bytes(model, tokens=tokens, tp=tp) + sampler
-
-    act_l = _per_value(lay.tp * 2 + large, activation).astype(np.float64)
-    non_torch_l = np.where(lay.tp * lay.pp == 1, ov.serving_non_torch_tp1_bytes, ov.serving_non_torch_multi_bytes)
-    mem_s = np.array([sh.gpu.memory_bytes for sh in shapes], dtype=np.float64)
-    weights_w11l = _weights_per_gpu(model, lay, weights)
-    if trtllm:  # the KV cache is a share of what the profiling pass (the CUDA context counted) leaves free
-        used = weights_w11l + act_l + non_torch_l
-        context_l = np.array([context_bytes(sh.gpu, ov) for sh in shapes], dtype=np.float64)[lay.shape]
-        free = np.trunc(w.gpu_memory_utilization * (mem_s[lay.shape] - used - context_l))
-        budget = used + np.maximum(0.0, free)
-    else:
-        budget = np.ceil(mem_s[lay.shape] * w.gpu_memory_utilization)
-    # the exact form of memory.kv_cache_bytes, then the recurrent state (memory.recurrent_state_bytes)
-    kv_kcl = np.ceil(kv.slot_bytes * per_replica * kv.stage_layers / kv.n_layers)
-    if kv.state_per_sequence:
-        kv_kcl = kv_kcl + np.ceil(kv.state_per_sequence * per_replica * kv.stage_layers / (lay.tp * kv.n_layers))
-    return _Memory(weights=weights_w11l, kv_cache=kv_kcl, activations=act_l, other=non_torch_l, budget=budget)
-
-
-@dataclass(frozen=True, slots=True)
-class _KvFactors:
-    """Per (KV dtype, layout): bytes per sequence of the whole context and of the cached tokens a decode reads."""
-
-    slot_bytes: IntArray  # (K, 1, L): context slots x values per token per GPU x bytes per value
-    read_bytes: IntArray  # (K, 1, L): the same for the tokens a decode step reads
-    stage_layers: IntArray  # (L,)
-    n_layers: int
-    state_per_sequence: int | float  # recurrent state (bytes, all layers), 0 without one
-
-
-def _kv_factors(model: ModelSpec, spec: SweepSpec, lay: _Layouts, kvs: tuple[str, ...], ctx: int,
-                prompt: int) -> _KvFactors:
-    values_l = _per_value(lay.tp, lambda tp: mm.kv_values_per_token_per_gpu(model, tp=tp))
-    bpv_k = np.array([KV_CACHE_DTYPES[k] for k in kvs], dtype=np.int64)[:, None, None]
-    slots = _token_slots(model, ctx, spec.workload.block_size_tokens)
-    read_slots = _token_slots(model, prompt + spec.output_tokens // 2, 1)
-    return _KvFactors(slot_bytes=(slots * values_l) * bpv_k, read_bytes=(read_slots * values_l) * bpv_k,
-                      stage_layers=_per_value(lay.pp, lambda pp: mm.stage_layers(model.num_layers, pp)),
-                      n_layers=max(1, model.num_layers),
-                      state_per_sequence=model.state_bytes_per_sequence(mm.STATE_BYTES_PER_VALUE))
-
-
 class _Ticks:
     """speed.serving's pipeline tick and step over the grid, with every per-layout constant looked up once."""
 
     def __init__(self, model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
-                 weights: tuple[str, ...], kv: _KvFactors, weights_wl: FloatArray, prompt: int) -> None:
+                 weights: tuple[str, ...], kv: KvFactors, weights_wl: FloatArray, prompt: int) -> None:
         cal = calibrated(spec.efficiencies)
         stacks = [cal.stack(sh.gpu) for sh in shapes]
         s = lay.shape
@@ -216,13 +109,13 @@ class _Ticks:
                                for p in precisions] for sh, k in zip(shapes, stacks, strict=True)])
         width_l = model.hidden_size / lay.tp
         half_l = per_layout(lambda k: k.serve_matmul_half_width)
-        mm_eff = _per_format(mm_eff_sw[s] * (width_l / (width_l + half_l))[:, None])
-        self.peak_eff = _per_format(_peaks(shapes, precisions)[s]) * mm_eff  # the products' achieved peak
+        mm_eff = per_format(mm_eff_sw[s] * (width_l / (width_l + half_l))[:, None])
+        self.peak_eff = per_format(_peaks(shapes, precisions)[s]) * mm_eff  # the products' achieved peak
         # fixed cost per pipeline tick: the step's, and the launches of the stage's layers (speed.serving)
         # (a checkpoint FP8 in blocks launches a quantisation before each product: per format)
         ratio_w = np.array([launch_ratio(model, cal.launches, block_fp8=is_block_fp8(format_for_model(model, name).name))
                             for name in weights])
-        self.fixed = per_layout(lambda k: k.per_step_s) + _per_format(
+        self.fixed = per_layout(lambda k: k.per_step_s) + per_format(
             (model.num_layers / lay.pp * per_layout(lambda k: k.per_layer_step_s))[:, None] * ratio_w[None, :])
         bf16 = np.array([peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[s]
         self.attention_rate = bf16 * per_layout(lambda k: k.attention_efficiency)
@@ -389,8 +282,8 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
         progress(math.prod(grid) // 4, math.prod(grid))
     conc = np.array(concs, dtype=np.int64)[:, None]
     per_replica = -(-conc // lay.dp)  # (C, L)
-    kv = _kv_factors(model, spec, lay, kvs, ctx, prompt)
-    mem = _memory(model, shapes, spec, lay, weights, kv, per_replica)
+    kv = kv_factors(model, spec, lay, kvs, ctx, prompt)
+    mem = memory_terms(model, shapes, spec, lay, weights, kv, per_replica)
     total_b, total_view = _in_grid_order(grid)
     np.add(mem.weights, mem.kv_cache, out=total_view)
     total_view += mem.activations + mem.other

@@ -19,7 +19,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.quotes import UnpricedOffering, price_quote
-from anchorgpu.recommend.service import Recommendation, RecommendedOption, Rejection
+from anchorgpu.recommend.records import Recommendation, RecommendedOption, Rejection
 from anchorgpu.units import Term, fmt_bytes, parse_term
 
 __all__ = ["recommend_diffusion"]

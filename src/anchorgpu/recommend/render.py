@@ -12,7 +12,7 @@ from anchorgpu.planner.speed.calibration import Overrides
 from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE
 
 if TYPE_CHECKING:
-    from anchorgpu.recommend.service import Recommendation, RecommendedOption
+    from anchorgpu.recommend.records import Recommendation, RecommendedOption
 
 __all__ = ["evidence_lines", "recommendation_to_json"]
 

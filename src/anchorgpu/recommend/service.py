@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, TypeVar
@@ -23,22 +23,17 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.catalog import Catalog, Offering
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
-from anchorgpu.hardware.spec import GpuSpec
-from anchorgpu.planner.inputs import Workload, engine_limits, large_engine_defaults
-from anchorgpu.planner.speed.calibration import Overrides, calibrated
-from anchorgpu.planner.speed.estimate import (
-    ENGINE_CAVEAT_LABEL,
-    MOE_CAVEAT_LABEL,
-    MOE_TRAIN_CAVEAT_LABEL,
-    TTFT_CAVEAT_LABEL,
-)
+from anchorgpu.planner.speed.calibration import calibrated
+from anchorgpu.planner.speed.caveats import serving_caveats, training_caveats
 from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec, sweep
 from anchorgpu.quotes import UnpricedOffering, price_quote
 from anchorgpu.quotes.pricing import ServersPrice, servers_prices
+from anchorgpu.recommend.eligibility import able_to_run, engine_cap, miss_reason
 from anchorgpu.recommend.precision import lowered, precision_choice
+from anchorgpu.recommend.records import Recommendation, RecommendedOption, Rejection
 from anchorgpu.recommend.render import recommendation_to_json
 from anchorgpu.recommend.selection import best_per_group, closest_miss, group_keys
-from anchorgpu.units import Term, fmt_bytes, parse_term, round_usd
+from anchorgpu.units import Term, parse_term, round_usd
 
 __all__ = [
     "Recommendation",
@@ -76,92 +71,6 @@ def shapes_from_catalog(offerings: Sequence[Offering], *, max_servers: int = 4) 
                       network_bytes_per_s=network_bytes_per_s_per_gpu(o), scale_out=o.fabric.strip() != "none")
         for o in offerings
     )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RecommendedOption:
-    """One offering and server count with the fastest configuration that fits it, priced for the term."""
-
-    offering: str
-    gpu: str
-    kind: str
-    region: str
-    servers: int
-    gpus: int
-    config: dict[str, Any]  # the sweep row: layout, precisions, memory and speed columns
-    total_usd: Decimal
-    per_gpu_hour_usd: Decimal | None  # 730-h comparison rate of the offering
-    effective_per_gpu_hour_usd: Decimal  # what the term costs per GPU-hour
-    usd_per_million_output_tokens: Decimal | None = None  # serving, at full use for the whole term
-    run_hours: int | None = None  # training with --tokens: whole hours the run needs
-    run_usd: Decimal | None = None  # training: price of renting those hours (best-price rule of quotes)
-    codes: tuple[str, ...] = ()  # warning codes that apply to this option
-    lower_precision: bool = False  # weights or KV cache below the plan's precision (outputs change)
-
-    @property
-    def speed(self) -> float:
-        value = self.config.get("decode_tokens_per_s_total") or self.config.get("train_tokens_per_s") or 0.0
-        return float(value)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Rejection:
-    offering: str
-    servers: int
-    total_usd: Decimal | None
-    reason: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Recommendation:
-    model: str
-    task: str
-    term: Term
-    workload: dict[str, Any]
-    evaluated: int
-    results: tuple[RecommendedOption, ...]
-    pareto: tuple[RecommendedOption, ...]
-    rejected: tuple[Rejection, ...]
-    assumptions: tuple[str, ...]
-    warnings: tuple[tuple[str, str], ...] = field(default=())
-    moe: bool = False  # a mixture of experts: its serving band is its own
-    efficiencies: Overrides = field(default_factory=Overrides)  # --mfu/--mbu: the bands are then none
-
-
-def _unable(gpu: GpuSpec, workload: Any) -> str | None:
-    """Why ``gpu`` cannot run the workload at all (``plan`` refuses it there too), or None: FP8 and FP4 training
-    need the GPU's FP8/FP4 tensor cores, and TensorRT-LLM runs on NVIDIA GPUs only."""
-    precision = workload.train_precision
-    if workload.task in ("train", "lora", "qlora") and precision in ("fp8", "fp4") and not gpu.computes_in(precision):
-        return f"--train-precision {precision}: {gpu.name} has no {precision.upper()} tensor cores"
-    if workload.task == "inference" and workload.engine == "trtllm" and gpu.vendor != "NVIDIA":
-        return f"--engine trtllm: TensorRT-LLM runs on NVIDIA GPUs only, not {gpu.name}"
-    return None
-
-
-def _able_to_run(offerings: tuple[Offering, ...], workload: Any, catalog: Catalog, term: Term,
-                 now: datetime) -> tuple[tuple[Offering, ...], list[Rejection]]:
-    """The offerings whose GPU can run the workload, and a rejection for each other one (:func:`_unable`). One line,
-    exit 2, when no offering can."""
-    able, rejected = [], []
-    for offering in offerings:
-        gpu = get_gpu(offering.gpu)
-        reason = _unable(gpu, workload)
-        if reason is None:
-            able.append(offering)
-            continue
-        try:
-            total: Decimal | None = price_quote(catalog, offering.id, 1, term, None, now).total_usd
-        except UnpricedOffering:
-            total = None
-        rejected.append(Rejection(offering=offering.id, servers=1, total_usd=total, reason=reason))
-    if not able:
-        if workload.task == "inference":
-            raise InvalidWorkload("--engine trtllm: no offering considered has an NVIDIA GPU (TensorRT-LLM runs on "
-                                  "NVIDIA GPUs only)")
-        raise InvalidWorkload(f"--train-precision {workload.train_precision}: no offering considered has a GPU with "
-                              f"{workload.train_precision.upper()} tensor cores")
-    return tuple(able), rejected
 
 
 def _codes(result: SweepResult, row: dict[str, Any], offering: Offering, *, shipped: str | None = None,
@@ -241,29 +150,6 @@ def _candidate(result: SweepResult, i: int, offering: Offering, servers: int, qu
                       run_hours=run_hours, run_usd=run_usd)
 
 
-def _engine_cap(workload: Workload, gpu: GpuSpec) -> int:
-    """The sequences one serving replica's engine runs at once on ``gpu`` (vLLM's max_num_seqs or TensorRT-LLM's
-    max_batch_size, as plan sizes it)."""
-    return engine_limits(workload, large_gpu=large_engine_defaults(gpu))[1]
-
-
-def _miss_reason(row: Mapping[str, Any], min_tokens_per_s_per_user: float | None, training: bool,
-                 cap: int | None = None) -> str:
-    """Why an offering and server count is rejected, from its configuration closest to fitting (``cap``: the
-    sequences a serving replica's engine runs at once)."""
-    if row["fits"] and cap is not None and row["concurrency"] > row["dp"] * cap:
-        return (f"its engines run at most {cap:,} sequences a replica at once (vLLM's max_num_seqs, TensorRT-LLM's "
-                "max_batch_size): "
-                f"{row['dp']} replica{'s' if row['dp'] > 1 else ''} would queue {row['concurrency'] - row['dp'] * cap:,} "
-                f"of the {row['concurrency']:,} users")
-    if row["fits"] and min_tokens_per_s_per_user is not None:
-        return (f"no configuration reaches {min_tokens_per_s_per_user:g} tokens/s per user "
-                f"(best fit: {row['decode_tokens_per_s_per_user']:.1f})")
-    return (f"does not fit: the closest configuration (TP {row['tp']}, PP {row['pp']}, DP {row['dp']}, "
-            f"{row['weights']} weights" + (f", {row['kv_cache']} KV" if not training else "")
-            + f") needs {fmt_bytes(row['per_gpu_total_bytes'])} per GPU of {fmt_bytes(row['budget_bytes'])} usable")
-
-
 _Ranked = TypeVar("_Ranked", RecommendedOption, _Candidate)
 
 
@@ -323,7 +209,7 @@ def recommend(
     if max_usd is not None and max_usd <= 0:
         raise InvalidWorkload(f"max-usd={max_usd}: must be positive")
     chosen = tuple(offerings if offerings is not None else catalog.offerings)
-    chosen, unable = _able_to_run(chosen, spec.workload, catalog, the_term, now)
+    chosen, unable = able_to_run(chosen, spec.workload, catalog, the_term, now)
     shapes = shapes_from_catalog(chosen, max_servers=max_servers)
     choice = precision_choice(model, spec, lower_precision=lower_precision)
     spec = replace(spec, weights=choice.weights, kv_caches=choice.kv_caches)
@@ -331,7 +217,7 @@ def recommend(
     c = result.columns
     usable = np.asarray(c["fits"], dtype=bool)
     if result.task == "inference":  # a replica runs at most its engine's max_num_seqs at once; past it users queue
-        caps = np.array([_engine_cap(spec.workload, sh.gpu) for sh in shapes], dtype=np.int64)
+        caps = np.array([engine_cap(spec.workload, sh.gpu) for sh in shapes], dtype=np.int64)
         held = np.asarray(c["concurrency"]) <= np.asarray(c["dp"]) * caps[np.asarray(c["shape"])]
         usable = usable & held
     if min_tokens_per_s_per_user is not None and result.task == "inference":
@@ -356,9 +242,9 @@ def recommend(
                 miss = misses.get(key)
                 if miss is not None:
                     row = result.row(miss)
-                    cap = None if training else _engine_cap(spec.workload, get_gpu(row["gpu"]))
+                    cap = None if training else engine_cap(spec.workload, get_gpu(row["gpu"]))
                     rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=quote.total_usd,
-                                              reason=_miss_reason(row, min_tokens_per_s_per_user, training, cap)))
+                                              reason=miss_reason(row, min_tokens_per_s_per_user, training, cap)))
                 continue
             if max_usd is not None and quote.total_usd > max_usd:
                 rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=quote.total_usd,
@@ -412,21 +298,12 @@ def recommend(
     if not training:
         assumptions.append("Cost per million output tokens assumes the servers decode at the estimated total "
                            "tokens/s for the whole term.")
-        caveats = calibrated(spec.efficiencies).caveats
-        caveat = caveats.get("moe") if model.moe is not None else None
-        if caveat:
-            assumptions.append(f"{MOE_CAVEAT_LABEL}: {caveat}.")
-        if caveats.get("ttft"):
-            assumptions.append(f"{TTFT_CAVEAT_LABEL}: {caveats['ttft']}.")
-        engine_caveat = caveats.get("engine_trtllm" if spec.workload.engine == "trtllm" else "engine")
-        if engine_caveat:
-            assumptions.append(f"{ENGINE_CAVEAT_LABEL}: {engine_caveat}.")
+        assumptions.extend(serving_caveats(calibrated(spec.efficiencies).caveats, moe=model.moe is not None,
+                                           engine=spec.workload.engine))
     else:
         assumptions.append("A training run costs the whole hours it needs, billed by the quote rules "
                            "(a longer unit when cheaper).")
-        caveat = calibrated(spec.efficiencies).caveats.get("moe_train") if model.moe is not None else None
-        if caveat:
-            assumptions.append(f"{MOE_TRAIN_CAVEAT_LABEL}: {caveat}.")
+        assumptions.extend(training_caveats(calibrated(spec.efficiencies).caveats, moe=model.moe is not None))
     return Recommendation(
         model=model.name, task=result.task, term=the_term, workload=workload, evaluated=result.evaluated,
         results=tuple(shown), pareto=front, rejected=tuple(shown_rejected[:10]),

@@ -46,6 +46,15 @@ from anchorgpu.planner.speed.calibration import (
     calibration,
     stack_of,
 )
+from anchorgpu.planner.speed.caveats import (
+    ENGINE_CAVEAT_LABEL,
+    MOE_CAVEAT_LABEL,
+    MOE_TRAIN_CAVEAT_LABEL,
+    SPEED_CAVEAT_LABELS,
+    TTFT_CAVEAT_LABEL,
+    serving_caveats,
+    training_caveats,
+)
 from anchorgpu.planner.speed.evidence import evidence_kind, evidence_section
 from anchorgpu.planner.speed.experts import expert_gemms_per_layer
 from anchorgpu.planner.speed.flops import TrainKind
@@ -67,12 +76,14 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_STORAGE_BYTES_PER_S",
     "SERVER_GPUS",
+    "ENGINE_CAVEAT_LABEL",
     "MOE_CAVEAT_LABEL",
     "MOE_TRAIN_CAVEAT_LABEL",
     "SPEED_CAVEAT_LABELS",
     "TTFT_CAVEAT_LABEL",
     "KvReservation",
     "attach_performance",
+    "evidence_items",
     "plan_performance",
     "serving_setup",
     "train_layout",
@@ -154,17 +165,6 @@ def _engine_limits(plan: Plan) -> tuple[int, int]:
     return engine_limits(plan.workload, large_gpu=large_engine_defaults(plan.gpu))
 
 
-MOE_CAVEAT_LABEL = "Mixture of experts"
-"""How the serving assumption that carries the calibration's MoE caveat begins (the CLI shows it under the speeds)."""
-MOE_TRAIN_CAVEAT_LABEL = "Mixture-of-experts training"
-"""How the training assumption that carries the calibration's MoE training caveat begins."""
-TTFT_CAVEAT_LABEL = "Time to first token"
-"""How the serving assumption that says what the time to first token leaves out begins (shown beside the MoE one)."""
-ENGINE_CAVEAT_LABEL = "Serving engine"
-"""How the serving assumption that says which engines the speeds hold for begins (the same benchmarks on two engines)."""
-SPEED_CAVEAT_LABELS = (MOE_CAVEAT_LABEL, MOE_TRAIN_CAVEAT_LABEL, TTFT_CAVEAT_LABEL, ENGINE_CAVEAT_LABEL)
-
-
 def serving_band_kind(model: ModelSpec, pp: int) -> str | None:
     """Which serving band a plan takes (:meth:`Calibration.band`): ``moe``, ``pp`` or the rest's."""
     return band_kind_of(moe=model.moe is not None, phase="serve", pp=pp)
@@ -231,13 +231,7 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
         assumptions.append(launches)
     if model.moe is not None and setup.ep > setup.tp:
         assumptions.append(expert_parallel_line(setup.ep, setup.tp, model.moe.experts_per_token))
-    if model.moe is not None and cal.caveats.get("moe"):
-        assumptions.append(f"{MOE_CAVEAT_LABEL}: {cal.caveats['moe']}.")
-    if cal.caveats.get("ttft"):
-        assumptions.append(f"{TTFT_CAVEAT_LABEL}: {cal.caveats['ttft']}.")
-    caveat = cal.caveats.get("engine_trtllm" if plan.workload.engine == "trtllm" else "engine")
-    if caveat:
-        assumptions.append(f"{ENGINE_CAVEAT_LABEL}: {caveat}.")
+    assumptions.extend(serving_caveats(cal.caveats, moe=model.moe is not None, engine=plan.workload.engine))
 
 
 def _evidence(gpu: GpuSpec, kind: str, cal: Calibration, out: dict[str, Any], assumptions: list[str],
@@ -340,8 +334,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
                 f"{model.num_layers + 2} / {chunks} = {(model.num_layers + 2) // chunks} a chunk (Megatron-Core's "
                 "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split); the busiest rank's "
                 f"{math.ceil(model.num_layers / lay.pp)} layers set the pace, and its memory is planned for them")
-    if moe_kind and cal.caveats.get("moe_train"):
-        assumptions.append(f"{MOE_TRAIN_CAVEAT_LABEL}: {cal.caveats['moe_train']}.")
+    assumptions.extend(training_caveats(cal.caveats, moe=bool(moe_kind)))
     _evidence(plan.gpu, evidence_kind("train", moe_kind), cal, out, assumptions)
 
 

@@ -1,0 +1,41 @@
+"""What the measured runs leave uncertain, said under "Still to check" of every plan and recommendation: each caveat's
+label and the lines a serving or training estimate carries (the texts are the calibration's, ``caveats`` in
+``data/calibration.json``, kept in step with the rows by the tests). Pure; stdlib only."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = ["ENGINE_CAVEAT_LABEL", "MOE_CAVEAT_LABEL", "MOE_TRAIN_CAVEAT_LABEL", "SPEED_CAVEAT_LABELS",
+           "TTFT_CAVEAT_LABEL", "serving_caveats", "training_caveats"]
+
+MOE_CAVEAT_LABEL = "Mixture of experts"
+"""How the serving assumption that carries the calibration's MoE caveat begins (the CLI shows it under the speeds)."""
+MOE_TRAIN_CAVEAT_LABEL = "Mixture-of-experts training"
+"""How the training assumption that carries the calibration's MoE training caveat begins."""
+TTFT_CAVEAT_LABEL = "Time to first token"
+"""How the serving assumption that says what the time to first token leaves out begins (shown beside the MoE one)."""
+ENGINE_CAVEAT_LABEL = "Serving engine"
+"""How the serving assumption that says which engines the speeds hold for begins (the same benchmarks on two engines)."""
+SPEED_CAVEAT_LABELS = (MOE_CAVEAT_LABEL, MOE_TRAIN_CAVEAT_LABEL, TTFT_CAVEAT_LABEL, ENGINE_CAVEAT_LABEL)
+
+
+def serving_caveats(caveats: Mapping[str, str], *, moe: bool, engine: str) -> list[str]:
+    """The caveat lines of a serving estimate: the MoE one for a mixture of experts, the time to first token's, and
+    the planned engine's (TensorRT-LLM's own, else vLLM's).
+
+    >>> serving_caveats({"moe": "m", "ttft": "t", "engine": "v", "engine_trtllm": "x"}, moe=False, engine="trtllm")
+    ['Time to first token: t.', 'Serving engine: x.']
+    """
+    found = (("moe", MOE_CAVEAT_LABEL) if moe else None, ("ttft", TTFT_CAVEAT_LABEL),
+             ("engine_trtllm" if engine == "trtllm" else "engine", ENGINE_CAVEAT_LABEL))
+    return [f"{label}: {caveats[key]}." for key, label in filter(None, found) if caveats.get(key)]
+
+
+def training_caveats(caveats: Mapping[str, str], *, moe: bool) -> list[str]:
+    """The caveat lines of a training estimate: the MoE training one for a mixture of experts.
+
+    >>> training_caveats({"moe_train": "m"}, moe=True), training_caveats({"moe_train": "m"}, moe=False)
+    (['Mixture-of-experts training: m.'], [])
+    """
+    return [f"{MOE_TRAIN_CAVEAT_LABEL}: {caveats['moe_train']}."] if moe and caveats.get("moe_train") else []

@@ -1,0 +1,135 @@
+"""The memory part of the serving sweep (:mod:`anchorgpu.planner.sweep_serving`): weights, KV cache, the engine's
+activation peak and budget of every layout x weight format x KV-cache dtype x concurrency, in numpy, as
+:func:`anchorgpu.planner.plan` sizes them (``tests/recommend`` holds them to it). Terms live on the axes they depend
+on: per layout ``(L,)``, per concurrency and layout ``(C, L)``, per KV dtype ``(K, 1, L)``, per weight format
+``(W, 1, 1, L)``."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.planner import memory as mm
+from anchorgpu.planner.formats import ModelParts, format_for_model, model_weight_parts
+from anchorgpu.planner.inputs import KV_CACHE_DTYPES, engine_limits, large_engine_defaults
+from anchorgpu.planner.terms import context_bytes
+
+if TYPE_CHECKING:
+    from anchorgpu.planner.sweep import HardwareShape, SweepSpec, _Layouts
+
+__all__ = ["KvFactors", "Memory", "kv_factors", "memory_terms", "per_format", "per_value"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+Array = npt.NDArray[Any]
+
+
+def token_slots(model: ModelSpec, context_tokens: int, block_size: int) -> int:
+    """KV token slots summed over the attention layers, paged and window-capped: the inner sum of
+    :func:`anchorgpu.planner.memory.kv_cache_bytes` (layers grouped by their window)."""
+    windows = model.attention_windows
+    return sum(count * math.ceil((context_tokens if w is None else min(context_tokens, w)) / block_size) * block_size
+               for w, count in Counter(windows).items())
+
+
+@lru_cache(maxsize=128)
+def weight_parts(model: ModelSpec, weights_format: str) -> ModelParts:
+    """:func:`anchorgpu.planner.formats.model_weight_parts`, once per (model, format): models are frozen."""
+    return model_weight_parts(model, format_for_model(model, weights_format))
+
+
+def per_value(keys: IntArray, fn: Callable[[int], float]) -> IntArray:
+    """``fn`` applied once per distinct key, mapped back onto ``keys``."""
+    unique, inverse = np.unique(keys, return_inverse=True)
+    return np.array([fn(int(k)) for k in unique.tolist()], dtype=np.int64)[inverse]
+
+
+def per_format(values_lw: FloatArray) -> FloatArray:
+    """A (layout, format) table as ``(W, 1, 1, L)``, in that memory order (so results computed from it keep the
+    layouts innermost: numpy gives a result the memory order of its inputs)."""
+    return np.ascontiguousarray(values_lw.T)[:, None, None, :]
+
+
+def weights_per_gpu(model: ModelSpec, lay: _Layouts, weights: tuple[str, ...]) -> FloatArray:
+    """Weight bytes per GPU, ``(W, 1, 1, L)``: the scalar :func:`memory.shard_share` once per (format, TP, PP)."""
+    try:
+        parts = [weight_parts(model, name) for name in weights]
+    except TypeError:  # a model record that cannot be hashed: compute without the cache
+        parts = [model_weight_parts(model, format_for_model(model, name)) for name in weights]
+    tp_pp, tp_pp_row = np.unique(lay.tp * 4096 + lay.pp, return_inverse=True)
+    weights_uw = np.array([[mm.shard_share(part, tp=key // 4096, pp=key % 4096, ep=1) for part in parts]
+                           for key in tp_pp.tolist()], dtype=np.float64)
+    return per_format(weights_uw[tp_pp_row])
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """Memory per GPU of every configuration (bytes), on the axes each part depends on."""
+
+    weights: FloatArray  # (W, 1, 1, L)
+    kv_cache: FloatArray  # (K, C, L)
+    activations: FloatArray  # (L,)
+    other: Array  # (L,) non-torch (as the overheads give it)
+    budget: FloatArray  # (L,); TensorRT-LLM's, which follows the weights: (W, 1, 1, L)
+
+
+def memory_terms(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
+            weights: tuple[str, ...], kv: KvFactors, per_replica: IntArray) -> Memory:
+    """Weights, KV cache, activations (the engine's profile run), non-torch and the budget, as plan() sizes them."""
+    w, ov = spec.workload, spec.overheads
+    trtllm = w.engine == "trtllm"
+    large = np.array([large_engine_defaults(sh.gpu) for sh in shapes], dtype=np.int64)[lay.shape]
+
+    def activation(key: int) -> int:  # the engine's defaults (vLLM's by GPU size), as plan() resolves them
+        tp, big = key // 2, bool(key % 2)
+        tokens, seqs = engine_limits(w, large_gpu=big)
+        sampler = 0 if trtllm else mm.sampler_activation_bytes(sequences=min(tokens, seqs), vocab=model.vocab_size)
+        return mm.prefill_activation_bytes(model, tokens=tokens, tp=tp) + sampler
+
+    act_l = per_value(lay.tp * 2 + large, activation).astype(np.float64)
+    non_torch_l = np.where(lay.tp * lay.pp == 1, ov.serving_non_torch_tp1_bytes, ov.serving_non_torch_multi_bytes)
+    mem_s = np.array([sh.gpu.memory_bytes for sh in shapes], dtype=np.float64)
+    weights_w11l = weights_per_gpu(model, lay, weights)
+    if trtllm:  # the KV cache is a share of what the profiling pass (the CUDA context counted) leaves free
+        used = weights_w11l + act_l + non_torch_l
+        context_l = np.array([context_bytes(sh.gpu, ov) for sh in shapes], dtype=np.float64)[lay.shape]
+        free = np.trunc(w.gpu_memory_utilization * (mem_s[lay.shape] - used - context_l))
+        budget = used + np.maximum(0.0, free)
+    else:
+        budget = np.ceil(mem_s[lay.shape] * w.gpu_memory_utilization)
+    # the exact form of memory.kv_cache_bytes, then the recurrent state (memory.recurrent_state_bytes)
+    kv_kcl = np.ceil(kv.slot_bytes * per_replica * kv.stage_layers / kv.n_layers)
+    if kv.state_per_sequence:
+        kv_kcl = kv_kcl + np.ceil(kv.state_per_sequence * per_replica * kv.stage_layers / (lay.tp * kv.n_layers))
+    return Memory(weights=weights_w11l, kv_cache=kv_kcl, activations=act_l, other=non_torch_l, budget=budget)
+
+
+@dataclass(frozen=True, slots=True)
+class KvFactors:
+    """Per (KV dtype, layout): bytes per sequence of the whole context and of the cached tokens a decode reads."""
+
+    slot_bytes: IntArray  # (K, 1, L): context slots x values per token per GPU x bytes per value
+    read_bytes: IntArray  # (K, 1, L): the same for the tokens a decode step reads
+    stage_layers: IntArray  # (L,)
+    n_layers: int
+    state_per_sequence: int | float  # recurrent state (bytes, all layers), 0 without one
+
+
+def kv_factors(model: ModelSpec, spec: SweepSpec, lay: _Layouts, kvs: tuple[str, ...], ctx: int,
+                prompt: int) -> KvFactors:
+    values_l = per_value(lay.tp, lambda tp: mm.kv_values_per_token_per_gpu(model, tp=tp))
+    bpv_k = np.array([KV_CACHE_DTYPES[k] for k in kvs], dtype=np.int64)[:, None, None]
+    slots = token_slots(model, ctx, spec.workload.block_size_tokens)
+    read_slots = token_slots(model, prompt + spec.output_tokens // 2, 1)
+    return KvFactors(slot_bytes=(slots * values_l) * bpv_k, read_bytes=(read_slots * values_l) * bpv_k,
+                      stage_layers=per_value(lay.pp, lambda pp: mm.stage_layers(model.num_layers, pp)),
+                      n_layers=max(1, model.num_layers),
+                      state_per_sequence=model.state_bytes_per_sequence(mm.STATE_BYTES_PER_VALUE))

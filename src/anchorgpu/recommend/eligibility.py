@@ -1,0 +1,79 @@
+"""Which catalog offerings can run a workload at all, and why a rejected offering and server count was rejected:
+the reasons ``recommend`` gives beside its ranked results (``plan`` refuses the same workloads with one line)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from anchorgpu.catalog import Catalog, Offering
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.hardware import get_gpu
+from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner.inputs import Workload, engine_limits, large_engine_defaults
+from anchorgpu.quotes import UnpricedOffering, price_quote
+from anchorgpu.recommend.records import Rejection
+from anchorgpu.units import Term, fmt_bytes
+
+__all__ = ["able_to_run", "engine_cap", "miss_reason"]
+
+
+def _unable(gpu: GpuSpec, workload: Any) -> str | None:
+    """Why ``gpu`` cannot run the workload at all (``plan`` refuses it there too), or None: FP8 and FP4 training
+    need the GPU's FP8/FP4 tensor cores, and TensorRT-LLM runs on NVIDIA GPUs only."""
+    precision = workload.train_precision
+    if workload.task in ("train", "lora", "qlora") and precision in ("fp8", "fp4") and not gpu.computes_in(precision):
+        return f"--train-precision {precision}: {gpu.name} has no {precision.upper()} tensor cores"
+    if workload.task == "inference" and workload.engine == "trtllm" and gpu.vendor != "NVIDIA":
+        return f"--engine trtllm: TensorRT-LLM runs on NVIDIA GPUs only, not {gpu.name}"
+    return None
+
+
+def able_to_run(offerings: tuple[Offering, ...], workload: Any, catalog: Catalog, term: Term,
+                 now: datetime) -> tuple[tuple[Offering, ...], list[Rejection]]:
+    """The offerings whose GPU can run the workload, and a rejection for each other one (:func:`_unable`). One line,
+    exit 2, when no offering can."""
+    able, rejected = [], []
+    for offering in offerings:
+        gpu = get_gpu(offering.gpu)
+        reason = _unable(gpu, workload)
+        if reason is None:
+            able.append(offering)
+            continue
+        try:
+            total: Decimal | None = price_quote(catalog, offering.id, 1, term, None, now).total_usd
+        except UnpricedOffering:
+            total = None
+        rejected.append(Rejection(offering=offering.id, servers=1, total_usd=total, reason=reason))
+    if not able:
+        if workload.task == "inference":
+            raise InvalidWorkload("--engine trtllm: no offering considered has an NVIDIA GPU (TensorRT-LLM runs on "
+                                  "NVIDIA GPUs only)")
+        raise InvalidWorkload(f"--train-precision {workload.train_precision}: no offering considered has a GPU with "
+                              f"{workload.train_precision.upper()} tensor cores")
+    return tuple(able), rejected
+
+
+def engine_cap(workload: Workload, gpu: GpuSpec) -> int:
+    """The sequences one serving replica's engine runs at once on ``gpu`` (vLLM's max_num_seqs or TensorRT-LLM's
+    max_batch_size, as plan sizes it)."""
+    return engine_limits(workload, large_gpu=large_engine_defaults(gpu))[1]
+
+
+def miss_reason(row: Mapping[str, Any], min_tokens_per_s_per_user: float | None, training: bool,
+                 cap: int | None = None) -> str:
+    """Why an offering and server count is rejected, from its configuration closest to fitting (``cap``: the
+    sequences a serving replica's engine runs at once)."""
+    if row["fits"] and cap is not None and row["concurrency"] > row["dp"] * cap:
+        return (f"its engines run at most {cap:,} sequences a replica at once (vLLM's max_num_seqs, TensorRT-LLM's "
+                "max_batch_size): "
+                f"{row['dp']} replica{'s' if row['dp'] > 1 else ''} would queue {row['concurrency'] - row['dp'] * cap:,} "
+                f"of the {row['concurrency']:,} users")
+    if row["fits"] and min_tokens_per_s_per_user is not None:
+        return (f"no configuration reaches {min_tokens_per_s_per_user:g} tokens/s per user "
+                f"(best fit: {row['decode_tokens_per_s_per_user']:.1f})")
+    return (f"does not fit: the closest configuration (TP {row['tp']}, PP {row['pp']}, DP {row['dp']}, "
+            f"{row['weights']} weights" + (f", {row['kv_cache']} KV" if not training else "")
+            + f") needs {fmt_bytes(row['per_gpu_total_bytes'])} per GPU of {fmt_bytes(row['budget_bytes'])} usable")
