@@ -25,6 +25,8 @@ def test_what_the_engine_cannot_be_is_a_problem(client: Any) -> None:
     training = client.post("/v1/plan", json={"model": "llama-3.1-8b", "gpu": "h100", "task": "train",
                                              "engine": "trtllm"})
     assert training.status_code == 422 and "not task train" in problem_of(training)["detail"]
+    diffusion = client.post("/v1/recommend", json={"model": "sdxl-base-1.0", "engine": "trtllm"})
+    assert diffusion.status_code == 422 and "diffusion pipeline" in problem_of(diffusion)["detail"]
     launch = client.post("/v1/recommend", json={"model": "llama-3.1-8b", "engine": "trtllm", "recipe": "vllm"})
     assert launch.status_code == 422 and "sized for TensorRT-LLM" in problem_of(launch)["detail"]
 

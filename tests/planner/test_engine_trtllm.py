@@ -90,6 +90,8 @@ def test_the_cli_refuses_an_unknown_engine_or_one_for_training(capsys: pytest.Ca
     assert code == 2 and not out and err.strip() == "error: --engine 'sglang': choose vllm or trtllm"
     code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--task", "train", "--engine", "trtllm")
     assert code == 2 and "sizes a serving engine (task inference), not task train" in err and len(err.splitlines()) == 1
+    code, _, err = run(capsys, "recommend", "sdxl-base-1.0", "--engine", "trtllm")
+    assert code == 2 and "sdxl-base-1.0 is a diffusion pipeline" in err and len(err.splitlines()) == 1
 
 
 def test_recipes_follow_the_planned_engine(capsys: pytest.CaptureFixture[str]) -> None:

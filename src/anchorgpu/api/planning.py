@@ -101,6 +101,9 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
 
         if request.task not in ("inference", "diffusion"):
             raise InvalidWorkload(f"{request.model} is a diffusion pipeline: task {request.task} does not apply")
+        if request.engine not in (None, "vllm"):
+            raise InvalidWorkload(f"engine {request.engine} sizes a language model's serving engine; {request.model} "
+                                  "is a diffusion pipeline")
         if request.recipe is not None:
             from anchorgpu.recipes import check_kind
 

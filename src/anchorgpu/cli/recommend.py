@@ -231,6 +231,9 @@ def recommend_command(
             raise InvalidWorkload(f"--gpu {gpu}: the catalog has no offering of {wanted}")
     if isinstance(spec_model, ModelSpec) and (images != 1 or resolution is not None):
         raise InvalidWorkload(f"--images/--resolution apply to diffusion pipelines; {spec_model.name} is a language model")
+    if not isinstance(spec_model, ModelSpec) and engine != "vllm":
+        raise InvalidWorkload(f"--engine {engine} sizes a language model's serving engine; {spec_model.name} is a "
+                              "diffusion pipeline")
     if not isinstance(spec_model, ModelSpec):
         from anchorgpu.cli.plan import parse_resolution
         from anchorgpu.recommend.diffusion import recommend_diffusion
