@@ -97,6 +97,7 @@ def test_the_cli_refuses_an_unknown_engine_or_one_for_training(capsys: pytest.Ca
 def test_recipes_follow_the_planned_engine(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--engine", "trtllm", "--recipe", "trtllm")
     assert code == 0 and "--free_gpu_memory_fraction 0.9" in out and "as planned (--engine trtllm)" in out
+    assert "· KV cache bf16 · engine TensorRT-LLM" in out  # the layout line says which engine was planned
     # asking for TensorRT-LLM's launch without an engine sizes for it; naming vLLM keeps vLLM's sizing
     implied = run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--recipe", "trtllm")
     assert implied["workload"]["engine"] == "trtllm" and "as planned (--engine trtllm)" in str(implied["recipe"])
