@@ -125,3 +125,21 @@ def test_a_plan_says_when_the_cpu_bounds_its_steps(capsys: pytest.CaptureFixture
                     "--concurrency", "64")["performance"]
     assert h100["decode_bound"] != "host"
     assert any("10.7 us per running sequence a step (an x86 host, stated)" in a for a in h100["assumptions"])
+
+
+def test_an_engine_scheduling_between_steps_adds_its_host_work_to_each_step() -> None:
+    """vLLM 0.11 schedules between GPU steps unless --async-scheduling is given (opt-in since vllm-project/vllm PR
+    #19970): its host work adds to the step instead of hiding under it, also over pipeline stages. GPUStack's vLLM
+    0.11.0 rows (VG-*, VGA-*, VGM-*) are planned that way, and no other row is."""
+    model, gpu = load_model("llama-3.1-8b"), get_gpu("h100")
+    p = plan(model, Workload(prompt_tokens=1000, output_tokens=200, concurrency=256), gpu=gpu, layout=Layout(gpus=1))
+    host = calibration().host_s_per_sequence_step[host_kind(gpu)]
+    for stages in (1, 2):
+        setup = replace(serving_setup(p, prompt_tokens=1000, output_tokens=200), pp=stages)
+        beside = decode_step(model, gpu, setup, batch=256, cached_tokens=1100)
+        between = decode_step(model, gpu, replace(setup, host_overlap=False), batch=256, cached_tokens=1100)
+        assert beside.bound != "host"  # the host work hides under this step
+        assert between.step_s == pytest.approx(beside.step_s + 256 * host, rel=1e-12)
+    marked = {run.id for run in load_runs() if run.row.get("host_overlap") is False}
+    assert marked == {run.id for run in load_runs() if run.id.startswith(("VG-", "VGA-", "VGM-"))}
+    assert all("vLLM v0.11.0" in run.note for run in load_runs() if run.id in marked)

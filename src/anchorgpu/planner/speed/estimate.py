@@ -145,7 +145,7 @@ _new_setup = builder(ServingSetup)  # ServingSetup(...) once per plan's estimate
 
 
 def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits: tuple[int, int] | None = None,
-                  graph_batch_sizes: tuple[int, ...] = ()) -> ServingSetup:
+                  graph_batch_sizes: tuple[int, ...] = (), host_overlap: bool = True) -> ServingSetup:
     model, lay = plan.model, plan.layout
     assert isinstance(model, ModelSpec)
     kv_seq = _kv_bytes(plan, prompt_tokens + output_tokens // 2)
@@ -157,7 +157,8 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
         weights_bytes_per_gpu=float(plan.per_gpu.weights_bytes), kv_bytes_per_sequence_per_gpu=float(kv_seq),
         precision=compute_precision_for_weights(plan.precision.weights or "bf16"), tp=lay.tp, pp=lay.pp,
         replicas=lay.dp, max_num_batched_tokens=(limits or _engine_limits(plan))[0], gpus_per_server=SERVER_GPUS,
-        graph_batch_sizes=graph_batch_sizes, ep=lay.ep, block_fp8=is_block_fp8(plan.precision.weights))
+        graph_batch_sizes=graph_batch_sizes, ep=lay.ep, block_fp8=is_block_fp8(plan.precision.weights),
+        host_overlap=host_overlap)
 
 
 def _engine_limits(plan: Plan) -> tuple[int, int]:
@@ -196,11 +197,12 @@ def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: i
 
 def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[str, Any],
              assumptions: list[str], cal: Calibration, kv_reservation: KvReservation = "average",
-             graph_batch_sizes: tuple[int, ...] = ()) -> None:
+             graph_batch_sizes: tuple[int, ...] = (), host_overlap: bool = True) -> None:
     assert plan.gpu is not None
     band = cal.band(plan.gpu, "serve", serving_band_kind(model, plan.layout.pp))
     limits = _engine_limits(plan)
     setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output, graph_batch_sizes=graph_batch_sizes,
+                          host_overlap=host_overlap,
                           limits=limits)
     conc = plan.workload.concurrency or 1
     full = kv_reservation == "full"
@@ -342,14 +344,15 @@ def plan_performance(
     plan: Plan, *, prompt_tokens: int | None = None, output_tokens: int | None = None,
     train_tokens: int | None = None, storage_bytes_per_s: float = DEFAULT_STORAGE_BYTES_PER_S,
     mfu: float | None = None, mbu: float | None = None, cal: Calibration | None = None,
-    kv_reservation: KvReservation | None = None, graph_batch_sizes: tuple[int, ...] = (),
+    kv_reservation: KvReservation | None = None, graph_batch_sizes: tuple[int, ...] = (), host_overlap: bool = True,
 ) -> dict[str, Any]:
     """Speed, time and checkpoint figures for a plan, as the ``performance`` JSON section.
 
     Serving: ``prompt_tokens``/``output_tokens`` default to the workload's, else 1,024 and 256 (within
     the context); ``kv_reservation`` says how the engine admits requests (see :data:`KvReservation`; by default
     the workload's engine's: vLLM's ``average``, TensorRT-LLM's ``full``); ``graph_batch_sizes`` the captured decode graphs an engine pads a batch up to
-    (none by default: vLLM captures every multiple of 8, so its padding is negligible). Training: ``train_tokens`` gives ``train_time_s`` and ``gpu_hours``. Without a GPU, or
+    (none by default: vLLM captures every multiple of 8, so its padding is negligible); ``host_overlap`` False
+    for an engine that schedules between GPU steps rather than beside them (vLLM before its async scheduling). Training: ``train_tokens`` gives ``train_time_s`` and ``gpu_hours``. Without a GPU, or
     for a diffusion pipeline, the figures are null and ``assumptions`` says why.
 
     >>> from anchorgpu.planner import Workload, plan
@@ -392,7 +395,7 @@ def plan_performance(
             warnings.append(choice.warning)
         out["compute_precision"] = choice.precision
         reservation: KvReservation = kv_reservation or ("full" if w.engine == "trtllm" else "average")
-        _serving(plan, model, prompt, output, out, assumptions, cal, reservation, graph_batch_sizes)
+        _serving(plan, model, prompt, output, out, assumptions, cal, reservation, graph_batch_sizes, host_overlap)
         out["checkpoint_bytes"] = plan.checkpoint_bytes or int(plan.breakdown.get("weights_whole_model_bytes", 0))
     else:
         out["compute_precision"] = compute_precision_for_training(w.train_precision)

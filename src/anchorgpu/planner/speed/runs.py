@@ -10,7 +10,9 @@ TensorRT-LLM does, from the memory its profiling pass leaves free: planned with 
 that fraction, as a user planning for TensorRT-LLM is. ``engine`` names the serving engine a row ran on where its
 source says so (``rows_report.engine_of`` reads it, for evidence per engine); it does not change the row's plan.
 A benchmark that sent ``burst_requests`` equal requests at once is timed as that burst
-(``burst_output_tokens_per_s``: :func:`~anchorgpu.planner.speed.batching.burst_makespan_s`).
+(``burst_output_tokens_per_s``: :func:`~anchorgpu.planner.speed.batching.burst_makespan_s`). ``host_overlap: false``
+marks an engine whose host work ran between GPU steps rather than beside them (vLLM 0.11, whose async scheduling was
+opt-in: vllm-project/vllm PR #19970).
 """
 
 from __future__ import annotations
@@ -178,23 +180,27 @@ def _serve(run: Run, cal: Calibration) -> float:
     r = run.row
     p = _serve_plan(run.id)
     model, gpu = p.model, p.gpu
+    overlap = bool(r.get("host_overlap", True))  # False: an engine scheduling between GPU steps (vLLM 0.11)
     if run.metric == "max_output_tokens_per_s":
         value = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average"),
-                                 graph_batch_sizes=tuple(r.get("graph_batch_sizes", ()))).get("max_output_tokens_per_s")
+                                 graph_batch_sizes=tuple(r.get("graph_batch_sizes", ())),
+                                 host_overlap=overlap).get("max_output_tokens_per_s")
         return float(value) if value else float("nan")
     if run.metric == "burst_output_tokens_per_s":  # every request sent at once: output tokens over the makespan
         from anchorgpu.planner.speed.batching import burst_makespan_s
 
         sat = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average"))["saturation_concurrency"]
-        setup = serving_setup(p, prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"])
+        setup = serving_setup(p, prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"],
+                              host_overlap=overlap)
         n = int(r["burst_requests"])
         return float(n * r["output_tokens"]) / burst_makespan_s(model, gpu, setup, requests=n, concurrency=max(1, sat),
                                                           prompt_tokens=r["prompt_tokens"],
                                                           output_tokens=r["output_tokens"], cal=cal)
     if run.metric == "tpot_s":  # a benchmark holding the row's concurrency of requests in flight
-        value = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average")).get(run.metric)
+        value = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average"),
+                                 host_overlap=overlap).get(run.metric)
         return float(value) if value else float("nan")
-    setup = serving_setup(p, prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"])
+    setup = serving_setup(p, prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"], host_overlap=overlap)
     if run.metric == "decode_step_s":  # one sequence, no prompt sharing the step
         return decode_step(model, gpu, setup, batch=1, cached_tokens=r["prompt_tokens"], cal=cal).step_s
     if run.metric == "prefill_s":  # one prompt alone

@@ -94,6 +94,7 @@ class ServingSetup:
     graph_batch_sizes: tuple[int, ...] = ()  # captured decode graphs that pad a batch up (empty: no padding)
     ep: int = 1  # MoE: the GPUs a layer's routed experts are split over (1: split with TP)
     block_fp8: bool = False  # weights FP8 in blocks: each product quantises its input first (a launch more)
+    host_overlap: bool = True  # the engine's host work runs beside the GPU's (False: vLLM before async scheduling)
 
 
 @fast_init
@@ -348,6 +349,8 @@ def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
         # the bound: the fixed costs when they outweigh the GPUs' work, else the larger of memory and compute
         bound = "fixed" if fixed > step - fixed - comm else ("memory" if memory_s >= compute_s else "compute")
         host = c.host_s_per_sequence * batch  # the engine's CPU, overlapped: the step waits for the larger
+        if not setup.host_overlap:  # scheduled between GPU steps instead: the step waits for both
+            return step + host, fixed, weights_s, attention_s, comm, bound, top
         if host > step:
             return host, fixed, weights_s, attention_s, comm, "host", top
         return step, fixed, weights_s, attention_s, comm, bound, top
@@ -372,7 +375,9 @@ def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     per_gpu = step - fixed - comm
     bound = "fixed" if fixed > per_gpu else ("memory" if bound_of[5] >= bound_of[6] else "compute")
     host = c.host_s_per_sequence * batch  # the engine's CPU works through every micro-batch's sequences a step
-    if host > step:
+    if not setup.host_overlap:
+        step += host
+    elif host > step:
         step, bound = host, "host"
     top = 0.0 if ceiling is None else _step(setup, ceiling, batch, prefill_tokens, decode_attn_flops,
                                              prefill_attn_flops, padded_batch, one_chunk, first_token,
