@@ -151,3 +151,18 @@ def test_tensorrt_llm_is_refused_on_amd_gpus_and_offered_where_it_would_fit(caps
     assert any(s["change"] == "--engine trtllm" and s["gpus"] == 1 for s in short["suggestions"])
     amd = run_json(capsys, "plan", "llama-3.1-405b", "--gpu", "mi300x", "--gpus", "1")
     assert amd["fits"] is False and not any(s["change"] == "--engine trtllm" for s in amd["suggestions"])
+
+
+def test_the_readme_journey_is_what_the_cli_answers(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's TensorRT-LLM journey: one A100 for TensorRT-LLM, two (DP 2) for vLLM's budget."""
+    from pathlib import Path
+
+    readme = Path(__file__).resolve().parents[2].joinpath("README.md").read_text("utf-8")
+    argv = ("plan", "qwen3-32b", "--gpu", "a100-80gb-sxm", "--prompt", "16000", "--output-tokens", "100",
+            "--concurrency", "3")
+    assert " ".join(("anchorgpu", *argv, "--engine", "trtllm")) in readme
+    code, out, _ = run(capsys, *argv, "--engine", "trtllm")
+    shown = " ".join(out.split())
+    assert code == 0 and "FITS - needs 74.46 GiB of 77.82 GiB per GPU" in shown and "· DP 1 ·" in shown
+    assert "FITS on one A100 (TP 1, 74.46 GiB of 77.82 GiB)" in readme
+    assert run_json(capsys, *argv)["layout"]["dp"] == 2 and "vLLM's budget needs two (DP 2)" in readme
