@@ -144,6 +144,8 @@ def render_plan(plan: Plan) -> None:
     would fit, warnings, assumptions and what is still to check."""
     from rich.table import Table
 
+    from anchorgpu.planner.speed.evidence import ENGINE_NAMES
+
     out = console()
     if not out.is_terminal:
         out.width = 120
@@ -159,8 +161,8 @@ def render_plan(plan: Plan) -> None:
               + (f" · micro-batch {w.micro_batch} · recompute {w.recompute}" if w.task in ("train", "lora", "qlora")
                  else "")
               + f" · weights {plan.precision.weights}"
-              + (f" · KV cache {plan.precision.kv_cache} · engine "
-                 + ("TensorRT-LLM" if w.engine == "trtllm" else "vLLM") if w.task == "inference" else ""))
+              + (f" · KV cache {plan.precision.kv_cache} · engine {ENGINE_NAMES[w.engine]}" if w.task == "inference"
+                 else ""))
     out.print(_verdict(plan))
     if w.task == "inference" and plan.max_concurrency is not None:
         reserve = plan.breakdown.get("kv_cache_capacity_bytes")

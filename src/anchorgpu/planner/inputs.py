@@ -15,12 +15,15 @@ from anchorgpu.planner._frozen import fast_init
 from anchorgpu.units import GIB, MIB
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from anchorgpu.hardware.spec import GpuSpec
 
 __all__ = [
     "ALL_LORA_TARGETS",
     "ENGINES",
     "Engine",
+    "engine_refusal",
     "resolve_engine",
     "KV_CACHE_DTYPES",
     "OFFLOADS",
@@ -238,6 +241,20 @@ def engine_limits(workload: Workload, *, large_gpu: bool) -> tuple[int, int]:
     tokens = workload.max_num_batched_tokens or max(8192 if large_gpu else 2048, workload.max_num_seqs or 0)
     seqs = workload.max_num_seqs or min(1024 if large_gpu else 256, tokens)
     return tokens, seqs
+
+
+def engine_refusal(engine: str, gpus: Iterable[GpuSpec]) -> str | None:
+    """The one-line refusal of a serving engine on GPUs it does not run on, or None: TensorRT-LLM runs on NVIDIA
+    GPUs only (``plan``, the sweep and ``recommend``'s rejections all say it this way).
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> engine_refusal("trtllm", [get_gpu("h100"), get_gpu("mi300x")]), engine_refusal("vllm", [get_gpu("mi300x")])
+    ('--engine trtllm: TensorRT-LLM runs on NVIDIA GPUs only, not mi300x', None)
+    """
+    if engine != "trtllm":
+        return None
+    other = sorted({gpu.name for gpu in gpus if gpu.vendor != "NVIDIA"})
+    return f"--engine trtllm: TensorRT-LLM runs on NVIDIA GPUs only, not {', '.join(other)}" if other else None
 
 
 def resolve_engine(engine: str | None, recipe: str | None = None) -> Engine:

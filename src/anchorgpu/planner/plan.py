@@ -25,7 +25,7 @@ from anchorgpu.planner.diffusion_plan import plan_diffusion
 from anchorgpu.planner.eager_stack import eager_headroom_warning
 from anchorgpu.planner.formats import WeightFormat, shipped_format
 from anchorgpu.planner.inference import plan_inference
-from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload
+from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload, engine_refusal
 from anchorgpu.planner.media import validate_media
 from anchorgpu.planner.result import MemoryBreakdown, Plan, ResolvedLayout, Suggestion, new_plan
 from anchorgpu.planner.suggest import choose_layout_plan, suggestions_for
@@ -100,8 +100,9 @@ def plan(
     if gpu is not None and w.task in ("train", "lora", "qlora") and not gpu.computes_in(w.train_precision):
         raise InvalidWorkload(f"--train-precision {w.train_precision}: {gpu.name} has no "
                               f"{w.train_precision.upper()} tensor cores")
-    if gpu is not None and w.engine == "trtllm" and gpu.vendor != "NVIDIA":
-        raise InvalidWorkload(f"--engine trtllm: TensorRT-LLM runs on NVIDIA GPUs only, not {gpu.name}")
+    refused = engine_refusal(w.engine, (gpu,)) if gpu is not None else None
+    if refused:
+        raise InvalidWorkload(refused)
     if choose_layout and gpu is not None and isinstance(model, ModelSpec):
         chosen = choose_layout_plan(model, w, prec, lay_in, gpu, ov)
         if chosen is not None:

@@ -40,6 +40,7 @@ from anchorgpu.planner.inputs import (
     PrecisionPlan,
     Workload,
     default_seq_tokens,
+    engine_refusal,
     recompute_ladder,
     train_ep_sizes,
 )
@@ -309,9 +310,9 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         raise InvalidWorkload("nothing to sweep: no hardware shapes given")
     if w.task not in ("inference", "train", "lora", "qlora"):
         raise InvalidWorkload(f"the sweep covers inference and training tasks, not {w.task!r}")
-    if w.engine == "trtllm" and any(sh.gpu.vendor != "NVIDIA" for sh in shapes):  # as plan() refuses it
-        amd = sorted({sh.gpu.name for sh in shapes if sh.gpu.vendor != "NVIDIA"})
-        raise InvalidWorkload(f"--engine trtllm: TensorRT-LLM runs on NVIDIA GPUs only, not {', '.join(amd)}")
+    refused = engine_refusal(w.engine, (sh.gpu for sh in shapes))  # as plan() refuses it
+    if refused:
+        raise InvalidWorkload(refused)
     training = w.task != "inference"
     if training:
         shipped_fmt = shipped_format(model)  # QLoRA over a checkpoint that ships bitsandbytes 4-bit keeps it (as plan())

@@ -12,7 +12,7 @@ from anchorgpu.catalog import Catalog, Offering
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.hardware.spec import GpuSpec
-from anchorgpu.planner.inputs import Workload, engine_limits, large_engine_defaults
+from anchorgpu.planner.inputs import Workload, engine_limits, engine_refusal, large_engine_defaults
 from anchorgpu.quotes import UnpricedOffering, price_quote
 from anchorgpu.recommend.records import Rejection
 from anchorgpu.units import Term, fmt_bytes
@@ -26,9 +26,7 @@ def _unable(gpu: GpuSpec, workload: Any) -> str | None:
     precision = workload.train_precision
     if workload.task in ("train", "lora", "qlora") and precision in ("fp8", "fp4") and not gpu.computes_in(precision):
         return f"--train-precision {precision}: {gpu.name} has no {precision.upper()} tensor cores"
-    if workload.task == "inference" and workload.engine == "trtllm" and gpu.vendor != "NVIDIA":
-        return f"--engine trtllm: TensorRT-LLM runs on NVIDIA GPUs only, not {gpu.name}"
-    return None
+    return engine_refusal(workload.engine, (gpu,)) if workload.task == "inference" else None
 
 
 def able_to_run(offerings: tuple[Offering, ...], workload: Any, catalog: Catalog, term: Term,

@@ -19,6 +19,7 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from anchorgpu.planner.speed.evidence import ENGINE_NAMES
 from anchorgpu.web.session import WebSession
 
 __all__ = ["environment", "money", "render", "web_session", "when"]
@@ -192,6 +193,7 @@ def environment(locale: str = "en") -> Environment:
     env.filters["quote_lines"] = words.quote_lines
     env.filters["quote_statement"] = words.quote_statement
     env.globals["option_words"] = words.option
+    env.globals["engine_names"] = ENGINE_NAMES
     from anchorgpu.web.i18n import English
 
     env.tests["english"] = lambda value: isinstance(value, English)
