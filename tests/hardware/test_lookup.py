@@ -130,3 +130,14 @@ def test_an_index_over_other_gpus_looks_up_only_those() -> None:
     assert index.find("a100") is None
     with pytest.raises(UnknownGpu, match="did you mean 'h100-sxm'"):
         index.get("h1OO")
+
+
+def test_a_label_as_written_finds_what_its_normalised_spelling_finds() -> None:
+    """The index answers labels as written from a dict of their own (recommend looks GPUs up thousands of times an
+    answer); that shortcut must give the GPU the case-, space- and hyphen-insensitive lookup gives, for every label
+    of every shipped GPU, and for labels whose spelling only differs."""
+    index = GpuIndex(list_gpus())
+    for _, label in ALL_LABELS:
+        by_key = index.find(f" {label.upper()} ")  # never a label as written: the normalised path
+        assert by_key is not None
+        assert index.find(label) is by_key, label

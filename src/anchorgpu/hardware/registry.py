@@ -36,6 +36,12 @@ class GpuIndex:
             for label in (gpu.name, gpu.display_name, *gpu.aliases):
                 for key in {normalize_name(label), strip_vendor(normalize_name(label))}:
                     self._by_key.setdefault(key, gpu)
+        # every label as written, resolved as the normalised lookup resolves it: the sweep's and recommend's own
+        # lookups (thousands per answer) skip normalising
+        self._by_name: dict[str, GpuSpec] = {}
+        for gpu in self.gpus:
+            for label in (gpu.name, gpu.display_name, *gpu.aliases):
+                self._by_name[label] = self._find_key(label)  # type: ignore[assignment]
 
     def names(self) -> tuple[str, ...]:
         """Canonical names in data-file order."""
@@ -43,6 +49,10 @@ class GpuIndex:
 
     def find(self, name: str) -> GpuSpec | None:
         """The GPU called ``name`` (canonical or alias, insensitive as described above), or None."""
+        exact = self._by_name.get(name)
+        return exact if exact is not None else self._find_key(name)
+
+    def _find_key(self, name: str) -> GpuSpec | None:
         key = normalize_name(name)
         return self._by_key.get(key) or self._by_key.get(strip_vendor(key))
 
