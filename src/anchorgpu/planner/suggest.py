@@ -12,7 +12,11 @@ from anchorgpu.planner.inputs import RECOMPUTES, Layout, Overheads, PrecisionPla
 from anchorgpu.planner.result import Plan, ResolvedLayout, Suggestion
 from anchorgpu.planner.validate import GPUS_PER_SERVER, tp_is_valid
 
-__all__ = ["choose_layout_plan", "suggestions_for"]
+__all__ = ["TRAINING_GPU_COUNTS", "choose_layout_plan", "suggestions_for"]
+
+TRAINING_GPU_COUNTS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+"""The GPU counts tried, fewest first, for a training job given neither a GPU count nor a layout: one GPU, part of a
+server, then whole 8-GPU servers in powers of two (data parallelism splits a global batch of a power of two)."""
 
 
 def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload, precision: PrecisionPlan,
@@ -86,6 +90,10 @@ def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, preci
 
     found: list[Suggestion] = []
     more_gpus_found = False
+    if isinstance(model, ModelSpec) and w.task in ("train", "lora", "qlora") and layout.dp is None:
+        chosen = _more_gpus_chosen(model, w, precision, layout, lay.gpus, gpu, overheads)
+        if chosen is not None:
+            found.append(chosen)
     for change, description, w2, p2, l2 in suggestion_candidates(model, w, precision, layout, lay, fmt, gpu.vendor):
         if more_gpus_found and change.startswith("--gpus"):
             continue  # the smallest GPU count that fits is the useful one
@@ -105,6 +113,35 @@ def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, preci
     found.sort(key=lambda s: (s.gpus, s.change.startswith(("--task", "--seq")), -(s.train_tokens_per_s or 0.0),
                               s.total_bytes))
     return tuple(found[:6])
+
+
+def _more_gpus_chosen(model: ModelSpec, w: Workload, precision: PrecisionPlan, layout: Layout, gpus_now: int,
+                      gpu: GpuSpec, overheads: Overheads) -> Suggestion | None:
+    """``--gpus N`` for the fewest GPUs of :data:`TRAINING_GPU_COUNTS` above ``gpus_now`` on which the layout chosen
+    for the user (what ``plan --gpus N`` with the same other flags answers: whatever the user fixed kept) fits."""
+    from anchorgpu.planner.speed import layouts
+
+    for gpus in TRAINING_GPU_COUNTS:
+        if gpus <= gpus_now:
+            continue
+        try:
+            found = layouts.choose_training_layout(model, w, precision, evolve(layout, gpus=gpus), gpu, overheads)
+        except InvalidWorkload:
+            continue
+        if found is None:
+            continue
+        alt = found[1]
+        if alt.headroom_bytes is None:
+            return None
+        r = alt.layout
+        split = f"TP {r.tp} · PP {r.pp}" + (f" (v {r.virtual_stages})" if r.virtual_stages > 1 else "") \
+            + (f" · CP {r.cp}" if r.cp > 1 else "") + f" · DP {r.dp}" + (f" · EP {r.ep}" if r.ep > 1 else "") \
+            + {0: "", 1: " · ZeRO-1", 2: " · ZeRO-2", 3: " · ZeRO-3"}[r.zero] \
+            + f", recompute {alt.workload.recompute}, micro-batch {alt.workload.micro_batch}"
+        return Suggestion(change=f"--gpus {gpus}", description=f"the fastest layout on {gpus} GPUs: {split}",
+                          gpus=gpus, total_bytes=alt.per_gpu.total_bytes, headroom_bytes=alt.headroom_bytes,
+                          train_tokens_per_s=_train_speed(alt))
+    return None
 
 
 def _train_speed(alt: Plan) -> float | None:
@@ -136,6 +173,8 @@ def choose_layout_plan(model: ModelSpec, w: Workload, prec: PrecisionPlan, lay_i
             return None  # DP and CP follow from what is given: one candidate, nothing to choose
         from anchorgpu.planner.speed import layouts  # it plans each candidate: imported where it is needed
 
+        if lay_in == Layout():  # no GPU count and no layout flag: the fewest GPUs that hold the job
+            return _fewest_training_gpus(model, w, prec, lay_in, gpu, ov)
         found = layouts.choose_training_layout(model, w, prec, lay_in, gpu, ov)
         if found is None:
             return None
@@ -153,3 +192,41 @@ def choose_layout_plan(model: ModelSpec, w: Workload, prec: PrecisionPlan, lay_i
             return None  # one GPU is today's default: plan it the usual way
         return evolve(chosen, assumptions=(choice.reason, *chosen.assumptions))
     return None
+
+
+def _fewest_training_gpus(model: ModelSpec, w: Workload, prec: PrecisionPlan, lay_in: Layout, gpu: GpuSpec,
+                          ov: Overheads) -> Plan | None:
+    """The plan of the fastest layout on the fewest GPUs of :data:`TRAINING_GPU_COUNTS` that fits the job, or None
+    when none does (the plan then shows one GPU and what would fit)."""
+    from anchorgpu.planner.speed import layouts
+
+    fewer = 0
+    for gpus in TRAINING_GPU_COUNTS:
+        found = layouts.choose_training_layout(model, w, prec, evolve(lay_in, gpus=gpus), gpu, ov)
+        if found is None:
+            fewer = gpus
+            continue
+        choice, chosen = found
+        if gpus == 1:
+            return evolve(chosen, assumptions=(choice.reason, *chosen.assumptions))
+        count = (f"GPU count not given: {gpus} {gpu.name}, the fewest that hold this job as asked"
+                 + _fewer_training_gpus_with(model, w, prec, fewer, gpu, ov)
+                 + "; pass --gpus for more - more GPUs train faster, up to what the global batch splits into.")
+        return evolve(chosen, assumptions=(count, choice.reason, *chosen.assumptions))
+    return None
+
+
+def _fewer_training_gpus_with(model: ModelSpec, w: Workload, prec: PrecisionPlan, fewer: int, gpu: GpuSpec,
+                              ov: Overheads) -> str:
+    """``; {n} would hold it with CHANGE or CHANGE`` when ``fewer`` GPUs hold the job with a change that keeps their
+    count (what ``plan --gpus {n}`` offers under "What would fit": a shorter sequence, offloaded optimizer state), else
+    ``; {n} do not``."""
+    from anchorgpu.planner.plan import plan
+
+    try:
+        p = plan(model, w, precision=prec, layout=Layout(gpus=fewer), gpu=gpu, overheads=ov, suggest=True,
+                 choose_layout=False)
+    except InvalidWorkload:
+        return f"; {fewer} do not"
+    same = [s.change for s in p.suggestions if s.gpus == fewer and not s.change.startswith("--task")]
+    return f"; {fewer} would hold it with {' or '.join(same[:3])}" if same else f"; {fewer} do not"

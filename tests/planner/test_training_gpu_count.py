@@ -1,0 +1,106 @@
+"""A training job given neither a GPU count nor a layout is planned on the fewest GPUs that hold it (the layout
+chosen for the user on that many), as a serving job without a count is; a count or any layout flag keeps the count
+asked. And a plan that does not fit offers, first, the GPU count on which the layout chosen for the user fits, not
+only ZeRO-3 over more GPUs (3.2x slower for a 70B on 16 H100)."""
+
+from __future__ import annotations
+
+import pytest
+
+from anchorgpu.architectures import load_model
+from anchorgpu.hardware import get_gpu
+from anchorgpu.planner import Layout, Workload, plan
+from anchorgpu.planner.speed.estimate import plan_performance
+from anchorgpu.planner.suggest import TRAINING_GPU_COUNTS
+from cli_runner import run, run_json
+
+H100 = get_gpu("h100")
+
+
+def _speed(p) -> float:  # type: ignore[no-untyped-def]
+    return float(plan_performance(p)["train_tokens_per_s"])
+
+
+def test_a_70b_without_a_gpu_count_trains_on_the_fewest_h100_that_hold_it() -> None:
+    model = load_model("llama-3.1-70b")
+    p = plan(model, Workload(task="train"), gpu=H100)
+    # 16 bytes a parameter of mixed-precision training with Adam is 1.13 TB: 8 H100 (640 GB) cannot hold it
+    assert p.fits and p.layout.gpus == 16
+    assert p.assumptions[0].startswith("GPU count not given: 16 h100-sxm, the fewest that hold this job as asked; "
+                                       "8 do not")
+    asked = plan(model, Workload(task="train"), gpu=H100, layout=Layout(gpus=16))
+    assert (asked.layout, asked.workload) == (p.layout, p.workload)  # what `--gpus 16` chooses
+    assert _speed(asked) == _speed(p)
+    for fewer in (1, 8):
+        assert not plan(model, Workload(task="train"), gpu=H100, layout=Layout(gpus=fewer)).fits
+
+
+def test_a_gpu_count_or_any_layout_flag_keeps_the_count_asked() -> None:
+    model = load_model("llama-3.1-70b")
+    for layout in (Layout(gpus=1), Layout(zero=0), Layout(offload="optimizer"), Layout(tp=1)):
+        p = plan(model, Workload(task="train"), gpu=H100, layout=layout)
+        assert p.layout.gpus == 1, layout
+        assert not any(a.startswith("GPU count not given") for a in p.assumptions)
+
+
+def test_a_job_that_fits_one_gpu_stays_on_one() -> None:
+    p = plan(load_model("llama-3.2-1b"), Workload(task="train"), gpu=H100)
+    assert p.fits and p.layout.gpus == 1
+    assert not any(a.startswith("GPU count not given") for a in p.assumptions)
+
+
+def test_the_near_miss_on_fewer_gpus_is_named() -> None:
+    """QLoRA of a 70B on one 48 GB L40S misses by 609 MiB at 2,048-token sequences (the README's journey, asked with
+    --gpus 1); without a count the plan takes two, and says what one would need."""
+    model, l40s = load_model("llama-3.1-70b"), get_gpu("l40s")
+    one = plan(model, Workload(task="qlora"), gpu=l40s, layout=Layout(gpus=1))
+    assert not one.fits
+    fixes = {s.change for s in one.suggestions if s.gpus == 1}
+    assert {"--seq 1024", "--offload optimizer"} <= fixes
+    p = plan(model, Workload(task="qlora"), gpu=l40s)
+    assert p.fits and p.layout.gpus == 2
+    line = p.assumptions[0]
+    assert "; 1 would hold it with " in line and "--seq 1024" in line and "--offload optimizer" in line
+    assert "--task" not in line  # a change of job is not a way to hold this one
+
+
+def test_what_would_fit_offers_the_chosen_layout_on_more_gpus_first() -> None:
+    model = load_model("llama-3.1-70b")
+    p = plan(model, Workload(task="train"), gpu=H100, layout=Layout(gpus=8))
+    assert not p.fits
+    first = p.suggestions[0]
+    assert first.change == "--gpus 16" and first.gpus == 16
+    assert first.description.startswith("the fastest layout on 16 GPUs: TP 8 · PP 2")
+    chosen = plan(model, Workload(task="train"), gpu=H100, layout=Layout(gpus=16))
+    assert first.train_tokens_per_s == pytest.approx(_speed(chosen))
+    zero3 = [s for s in p.suggestions if s.change.startswith("--gpus 16 --zero 3")]
+    assert zero3 and all(first.train_tokens_per_s > 3 * (s.train_tokens_per_s or 0) for s in zero3)
+
+
+def test_the_counts_tried_are_whole_servers_past_eight() -> None:
+    assert TRAINING_GPU_COUNTS[:4] == (1, 2, 4, 8)
+    assert all(n % 8 == 0 and n // 8 & (n // 8 - 1) == 0 for n in TRAINING_GPU_COUNTS[3:])
+
+
+def test_the_cli_and_its_json_say_it(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = run_json(capsys, "plan", "llama-3.1-70b", "--task", "train", "--gpu", "h100")
+    assert doc["fits"] is True and doc["layout"]["gpus"] == 16
+    assert doc["performance"]["train_tokens_per_s"] > 0
+    code, out, _ = run(capsys, "plan", "llama-3.1-70b", "--task", "train", "--gpu", "h100")
+    assert code == 0 and "train on 16 × NVIDIA H100" in out and "GPU count not given: 16" in out
+
+
+def test_the_readme_journey_is_what_the_cli_answers(capsys: pytest.CaptureFixture[str]) -> None:
+    from pathlib import Path
+
+    readme = " ".join(Path(__file__).resolve().parents[2].joinpath("README.md").read_text("utf-8").split())
+    assert "anchorgpu plan llama-3.1-70b --task train --gpu h100 #" in readme
+    doc = run_json(capsys, "plan", "llama-3.1-70b", "--task", "train", "--gpu", "h100")
+    lay, per_gpu_gib = doc["layout"], doc["per_gpu"]["total_bytes"] / 2**30
+    assert (lay["gpus"], lay["tp"], lay["pp"], lay["virtual_stages"]) == (16, 8, 2, 10)
+    assert f"FITS ({per_gpu_gib:.2f} GiB per GPU); ~{doc['performance']['train_tokens_per_s'] / 1e3:.1f}k tok/s" \
+        in readme
+    eight = run_json(capsys, "plan", "llama-3.1-70b", "--task", "train", "--gpu", "h100", "--gpus", "8")
+    zero3 = next(s for s in eight["suggestions"] if s["change"].startswith("--gpus 16 --zero 3"))
+    assert f"ZeRO-3 over 16 GPUs (~{zero3['train_tokens_per_s'] / 1e3:.1f}k tok/s)" in readme
+    assert "anchorgpu plan llama-3.1-70b --task qlora --gpu l40s --gpus 1" in readme
