@@ -47,9 +47,47 @@ def test_training_run_prices_are_quotes_for_the_hours_the_run_needs() -> None:
     for option in rec.results:
         assert option.run_hours is not None and option.run_hours * 3600 >= option.config["train_time_s"]
         quote = price_quote(CATALOG, option.offering, option.servers, f"{option.run_hours}h", None, NOW)
-        assert option.run_usd == quote.total_usd
+        assert option.run_usd == quote.total_usd and option.run_term == f"{option.run_hours}h"
     runs = [o.run_usd for o in rec.results]
     assert runs == sorted(runs)
+
+
+@pytest.fixture(scope="module")
+def run_70b():
+    spec = SweepSpec(workload=Workload(task="train"), train_tokens=10**12)
+    return recommend(LLAMA_70B, spec, CATALOG, "1month", NOW, top=1000)
+
+
+def test_an_offering_sold_by_the_month_prices_a_run_by_the_months_that_cover_it(run_70b) -> None:
+    """GB200 trays are sold by the month only (catalog offerings.csv): a run of H hours on them is quoted as
+    ceil(H / 720) months. It used to go unpriced, be ranked by its one-month price against other offerings' whole
+    runs (first, at a twelfth of its run's price), and be offered with a `quote --term Nh` that exits 2."""
+    monthly = [o for o in run_70b.results if o.offering == "gb200-4x-bm"]
+    assert monthly
+    for option in monthly:
+        months = -(-option.run_hours // 720)
+        assert option.run_term == f"{months}month"
+        assert option.run_usd == price_quote(CATALOG, option.offering, option.servers, option.run_term, None, NOW).total_usd
+        assert option.run_usd > option.total_usd  # the whole run, not the one-month term
+    runs = [o.run_usd for o in run_70b.results]
+    assert None not in runs and runs == sorted(runs)
+
+
+def test_the_run_front_is_priced_by_whole_runs(run_70b) -> None:
+    front = run_70b.pareto
+    assert front and all(p.run_usd is not None for p in front)
+    for p in front:
+        assert not any(o.run_usd <= p.run_usd and o.speed > p.speed for o in run_70b.results if o is not p)
+
+
+def test_the_next_step_quotes_the_run_and_that_quote_exists(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["recommend", "llama-3.1-70b", "--task", "train", "--tokens", "1e12", "--top", "3"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 0
+    step = re.search(r"Next: anchorgpu quote (\S+) --term (\S+) --quantity (\d+)", out)
+    assert step is not None
+    assert main(["quote", step[1], "--term", step[2], "--quantity", step[3], "--json"]) == 0
+    capsys.readouterr()
 
 
 def test_results_are_sorted_by_total_cost_and_every_one_fits(serving) -> None:

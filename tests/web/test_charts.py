@@ -103,3 +103,13 @@ def test_the_recommend_page_shows_expert_parallelism_of_a_moe_training_row(clien
     """Training a mixture of experts sweeps EP (recommend's JSON ``layout.ep``); the page's layout cell says it."""
     html = client.get("/recommend?model=qwen3-235b-a22b&task=train&tokens=1e11&top=40&term=1month").text
     assert re.search(r"TP\d PP\d DP\d+ EP\d", html)
+
+
+def test_the_recommend_page_prices_each_training_run_and_quotes_it(client: TestClient) -> None:
+    """With a token count, each row shows the price of its whole run, and its Quote button asks for the run's term:
+    hours, or whole months on an offering sold by the month (GB200 trays), which a quote for hours would refuse."""
+    html = client.get("/recommend?model=llama-3.1-70b&task=train&tokens=1e12&top=40&term=1month").text
+    assert "Run price" in html
+    terms = re.findall(r'href="/quote\?offering=([\w-]+)&amp;region=[\w-]+&amp;quantity=\d+&amp;term=(\w+)"', html)
+    assert terms and all(term.endswith("h") for offering, term in terms if offering.startswith("b200"))
+    assert any(offering == "gb200-4x-bm" and term.endswith("month") for offering, term in terms)

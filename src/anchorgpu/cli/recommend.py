@@ -96,14 +96,15 @@ def render_recommendation(rec: Recommendation) -> None:
         out.print(f"[yellow]↓ Row{'s' if len(lowered) > 1 else ''} {', '.join(lowered)}: {LOWER_PRECISION_NOTE}.[/yellow]")
     if rec.results:
         best = rec.results[0]
-        term_text = f"{best.run_hours}h" if training and best.run_hours else str(rec.term)
+        term_text = best.run_term if training and best.run_term else str(rec.term)
         out.print(f"Next: [bold]anchorgpu quote {best.offering} --term {term_text} --quantity {best.servers}[/bold] "
                   "prices it exactly (then `anchorgpu book QUOTE_ID`).")
     if rec.pareto:
         speed = "train tok/s" if training else "tok/s total"
-        out.print("[bold]Cost vs speed (Pareto front)[/bold]: "
-                  + " · ".join(f"{o.offering} x{o.servers} {_money(o.total_usd)} → {o.speed:,.0f} {speed}"
-                               for o in rec.pareto[:8]))
+        runs = training and all(o.run_usd is not None for o in rec.pareto)  # the front of whole runs' prices
+        out.print(f"[bold]{'Run price' if runs else 'Cost'} vs speed (Pareto front)[/bold]: "
+                  + " · ".join(f"{o.offering} x{o.servers} {_money(o.run_usd if runs else o.total_usd)} → "
+                               f"{o.speed:,.0f} {speed}" for o in rec.pareto[:8]))
     if rec.rejected:
         out.print("[bold]Cheaper options rejected[/bold]")
         for r in rec.rejected:

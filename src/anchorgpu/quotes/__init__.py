@@ -6,7 +6,8 @@ Public API:
   region=None, quote_id=None) -> Quote`` — pure; ``now`` is passed in, never read;
 - :class:`Quote`, :class:`QuoteLine` (frozen), :func:`bill_term`, :func:`egress_included_tb`,
   :func:`servers_for_gpus` (a GPU count → whole servers of an offering, partial GPUs refused),
-  :func:`term_total_usd` (the servers-only cost of a term, None when unpriced — for ranking);
+  :func:`term_total_usd` (the servers-only cost of a term, None when unpriced — for ranking), :func:`run_term`
+  (the term a run of so many hours is quoted for: hours, or the shortest priced unit covering them);
 - :func:`quote_to_json` / :func:`quote_from_json` — the JSON contract and its inverse;
 - errors: :class:`UnpricedOffering`, :class:`RegionNotOffered`, :class:`InvalidOptionRequest`,
   :class:`InvalidQuoteRequest` (all ``InvalidInput``).
@@ -22,6 +23,7 @@ from anchorgpu.quotes.pricing import (
     bill_term,
     egress_included_tb,
     price_quote,
+    run_term,
     servers_for_gpus,
     term_total_usd,
 )
@@ -43,6 +45,7 @@ __all__ = [
     "price_quote",
     "quote_from_json",
     "quote_to_json",
+    "run_term",
     "servers_for_gpus",
     "term_total_usd",
 ]

@@ -50,6 +50,7 @@ __all__ = [
     "egress_included_tb",
     "ServersPrice",
     "price_quote",
+    "run_term",
     "servers_for_gpus",
     "servers_price",
     "servers_prices",
@@ -104,6 +105,25 @@ def bill_term(prices: Prices, term: Term, *, what: str) -> Billing:
         if candidate.amount_usd < best.amount_usd:
             best = candidate
     return best
+
+
+def run_term(offering: Offering, hours: int) -> Term | None:
+    """The term a quote for a run of ``hours`` asks for: that many hours where the offering is priced by the hour,
+    else the fewest of its shortest priced unit that cover them (an offering sold by the month only rents a
+    3,000-hour run as 5 months); None when it has no list price at all. Quoting it bills the cheapest way
+    (:func:`bill_term`).
+
+    >>> from anchorgpu.catalog import load_catalog
+    >>> catalog = load_catalog()
+    >>> str(run_term(catalog.offering("h100-sxm-8x-bm"), 3000)), str(run_term(catalog.offering("gb200-4x-bm"), 3000))
+    ('3000h', '5month')
+    """
+    if hours < 1:
+        raise InvalidQuoteRequest(f"a run of {hours} hours: a term is at least one hour")
+    for unit in TERM_UNITS:
+        if offering.prices_usd[unit] is not None:
+            return Term(unit=unit, count=ceil_div(hours, _UNIT_HOURS[unit]))
+    return None
 
 
 def term_total_usd(offering: Offering, term: Term | str, quantity: int = 1) -> Decimal | None:

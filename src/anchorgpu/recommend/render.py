@@ -49,7 +49,7 @@ def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Override
         "total_usd": str(o.total_usd), "per_gpu_hour_usd": _money(o.per_gpu_hour_usd),
         "effective_per_gpu_hour_usd": str(o.effective_per_gpu_hour_usd),
         "usd_per_million_output_tokens": _money(o.usd_per_million_output_tokens),
-        "run_hours": o.run_hours, "run_usd": _money(o.run_usd), "warnings": list(o.codes),
+        "run_hours": o.run_hours, "run_usd": _money(o.run_usd), "run_term": o.run_term, "warnings": list(o.codes),
         "lower_precision": o.lower_precision, "precision_note": LOWER_PRECISION_NOTE if o.lower_precision else None,
         **_bands(o, c, moe, efficiencies, engine),
     }

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
@@ -26,7 +26,7 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.calibration import calibrated
 from anchorgpu.planner.speed.caveats import serving_caveats, training_caveats
 from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec, sweep
-from anchorgpu.quotes import UnpricedOffering, price_quote
+from anchorgpu.quotes import UnpricedOffering, price_quote, run_term
 from anchorgpu.quotes.pricing import ServersPrice, servers_prices
 from anchorgpu.recommend.eligibility import able_to_run, engine_cap, miss_reason
 from anchorgpu.recommend.precision import lowered, precision_choice
@@ -120,6 +120,7 @@ class _Candidate:
     per_million: Decimal | None
     run_hours: int | None
     run_usd: Decimal | None
+    run_term: str | None  # training: the term a quote for the run asks for (hours, or the shortest priced unit)
 
     @property
     def total_usd(self) -> Decimal:
@@ -134,6 +135,7 @@ def _candidate(result: SweepResult, i: int, offering: Offering, servers: int, qu
     per_million: Decimal | None = None
     run_hours: int | None = None
     run_usd: Decimal | None = None
+    run_term_text: str | None = None
     if result.task == "inference":
         tokens_m = decode * term.hours * 3600 / 1e6
         per_million = round_usd(quote.total_usd / Decimal(f"{tokens_m:.6f}")) if tokens_m > 0 else None
@@ -141,23 +143,28 @@ def _candidate(result: SweepResult, i: int, offering: Offering, servers: int, qu
         train_time_s = result.value("train_time_s", i)
         if train_time_s:
             run_hours = max(1, math.ceil(train_time_s / 3600))
-            try:
-                run_usd = price_quote(catalog, offering.id, servers, f"{run_hours}h", None, now).total_usd
-            except UnpricedOffering:
-                run_usd = None
+            covering = run_term(offering, run_hours)  # an offering sold by the month rents the run by the month
+            if covering is not None:
+                try:
+                    run_usd = price_quote(catalog, offering.id, servers, covering, None, now).total_usd
+                    run_term_text = str(covering)
+                except UnpricedOffering:
+                    run_usd = None
     return _Candidate(offering=offering.id, source=offering, servers=servers, index=i, quote=quote,
                       speed=float(decode or result.value("train_tokens_per_s", i) or 0.0), per_million=per_million,
-                      run_hours=run_hours, run_usd=run_usd)
+                      run_hours=run_hours, run_usd=run_usd, run_term=run_term_text)
 
 
 _Ranked = TypeVar("_Ranked", RecommendedOption, _Candidate)
 
 
-def _pareto(options: Sequence[_Ranked]) -> tuple[_Ranked, ...]:
-    """Options no other option beats on both cost (lower) and speed (higher); cheapest first."""
+def _pareto(options: Sequence[_Ranked], cost: Callable[[_Ranked], Any] = lambda o: o.total_usd,
+            ) -> tuple[_Ranked, ...]:
+    """Options no other option beats on both cost (lower: the term's price unless ``cost`` says otherwise, e.g. a
+    training run's) and speed (higher); cheapest first."""
     front: list[_Ranked] = []
     best_speed = -math.inf
-    for opt in sorted(options, key=lambda o: (o.total_usd, -o.speed, o.offering, o.servers)):
+    for opt in sorted(options, key=lambda o: (cost(o), -o.speed, o.offering, o.servers)):
         if opt.speed > best_speed:
             front.append(opt)
             best_speed = opt.speed
@@ -252,7 +259,10 @@ def recommend(
                 continue
             candidates.append(_candidate(result, best[key], offering, servers, quote, the_term, catalog, now))
 
-    candidates.sort(key=lambda o: (o.run_usd if (training and o.run_usd is not None) else o.total_usd, -o.speed,
+    # a training run with a token count is ranked by the price of the whole run; one whose run has no price comes
+    # after every priced run (its term's price is not the run's)
+    candidates.sort(key=lambda o: (training and o.run_hours is not None and o.run_usd is None,
+                                   o.run_usd if (training and o.run_usd is not None) else o.total_usd, -o.speed,
                                    o.offering, o.servers))
     built: dict[int, RecommendedOption] = {}  # an option is built once, when shown (in the results or the front)
 
@@ -266,12 +276,14 @@ def recommend(
                 per_gpu_hour_usd=c.quote.per_gpu_hour_usd,
                 effective_per_gpu_hour_usd=c.quote.effective_per_gpu_hour_usd,
                 usd_per_million_output_tokens=c.per_million, run_hours=c.run_hours, run_usd=c.run_usd,
+                run_term=c.run_term,
                 codes=_codes(result, row, c.source, shipped=choice.reference_weights, lowered=is_lower),
                 lower_precision=is_lower)
         return built[id(c)]
 
     shown = [option(c) for c in candidates[:top]]
-    front = tuple(option(c) for c in _pareto(candidates))
+    runs = [c for c in candidates if c.run_usd is not None] if training else []
+    front = tuple(option(c) for c in (_pareto(runs, cost=lambda c: c.run_usd) if runs else _pareto(candidates)))
     cheapest = candidates[0].total_usd if candidates else None
     rejected.sort(key=lambda r: (r.total_usd is None, r.total_usd or Decimal(0), r.offering, r.servers))
     shown_rejected = _one_per_offering(
