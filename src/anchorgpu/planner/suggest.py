@@ -198,10 +198,20 @@ def _fewest_training_gpus(model: ModelSpec, w: Workload, prec: PrecisionPlan, la
                           ov: Overheads) -> Plan | None:
     """The plan of the fastest layout on the fewest GPUs of :data:`TRAINING_GPU_COUNTS` that fits the job, or None
     when none does (the plan then shows one GPU and what would fit)."""
+    from anchorgpu.planner.plan import plan
     from anchorgpu.planner.speed import layouts
 
+    try:  # the weights, gradients and optimizer state of the whole job: spread evenly, a GPU holds at least 1/n
+        one = plan(model, w, precision=prec, layout=Layout(gpus=1), gpu=gpu, overheads=ov, suggest=False,
+                   choose_layout=False).per_gpu
+        states = one.weights_bytes + one.gradients_bytes + one.optimizer_bytes
+    except InvalidWorkload:
+        states = 0
     fewer = 0
     for gpus in TRAINING_GPU_COUNTS:
+        if states > gpus * gpu.memory_bytes:  # no layout on this many fits: not worth planning each
+            fewer = gpus
+            continue
         found = layouts.choose_training_layout(model, w, prec, evolve(lay_in, gpus=gpus), gpu, ov)
         if found is None:
             fewer = gpus
