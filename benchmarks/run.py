@@ -273,6 +273,9 @@ def speed_benchmark(repeat: int, job: dict[str, object] | None) -> None:
     def chosen_moe() -> None:  # EP sizes and the MoE recompute level widen a mixture of experts' search
         plan_performance(plan(moe, Workload(task="train", seq_tokens=4096), layout=Layout(gpus=256), gpu=gpu))
 
+    def chosen_count() -> None:  # no GPU count: the fewest GPUs that hold the job, and the layout on them
+        plan_performance(plan(model, Workload(task="train"), gpu=gpu))
+
     def ours_cpu_s(fn, n: int = 1000) -> float:  # a round about as long as an llm-analysis pass
         fn()
         start = time.process_time()
@@ -296,6 +299,8 @@ def speed_benchmark(repeat: int, job: dict[str, object] | None) -> None:
     c_chosen = _median_s.cpu  # type: ignore[attr-defined]
     t_moe = _median_s(chosen_moe, repeat)
     c_moe = _median_s.cpu  # type: ignore[attr-defined]
+    t_count = _median_s(chosen_count, repeat)
+    c_count = _median_s.cpu  # type: ignore[attr-defined]
     print("\n(c) speed model (in process, CPU time; each round times one llm-analysis pass over (a)'s configurations, "
           "then 1,000 of our calls)")
     if theirs:
@@ -315,6 +320,8 @@ def speed_benchmark(repeat: int, job: dict[str, object] | None) -> None:
           f"[{c_chosen * 1e3:.1f} ms CPU] (goal < 20 ms)")
     print(f"  plan() with the layout chosen for the user (Qwen3-235B-A22B, 256 H100): {t_moe * 1e3:.1f} ms "
           f"[{c_moe * 1e3:.1f} ms CPU] (goal < 20 ms)")
+    print(f"  plan() with the GPU count and layout chosen for the user (70B training on H100: 16 GPUs): "
+          f"{t_count * 1e3:.1f} ms [{c_count * 1e3:.1f} ms CPU]")
     try:
         rec_s, rec_cpu = _process_s([str(ANCHORGPU), "recommend", "llama-3.1-70b", "--task", "train", "--tokens", "1e11",
                                      "--term", "1month", "--json"], max(3, repeat // 2))
