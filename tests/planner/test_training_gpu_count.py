@@ -35,12 +35,29 @@ def test_a_70b_without_a_gpu_count_trains_on_the_fewest_h100_that_hold_it() -> N
         assert not plan(model, Workload(task="train"), gpu=H100, layout=Layout(gpus=fewer)).fits
 
 
-def test_a_gpu_count_or_any_layout_flag_keeps_the_count_asked() -> None:
+def test_a_gpu_count_or_tp_pp_and_dp_together_keep_the_count_asked() -> None:
     model = load_model("llama-3.1-70b")
-    for layout in (Layout(gpus=1), Layout(zero=0), Layout(offload="optimizer"), Layout(tp=1)):
+    for layout in (Layout(gpus=1), Layout(tp=1, pp=1, dp=1), Layout(gpus=8, zero=3)):
         p = plan(model, Workload(task="train"), gpu=H100, layout=layout)
-        assert p.layout.gpus == 1, layout
+        assert p.layout.gpus == (layout.gpus or 1) and not p.fits, layout
         assert not any(a.startswith("GPU count not given") for a in p.assumptions)
+
+
+def test_flags_without_a_count_are_kept_on_the_fewest_gpus_that_hold_the_job() -> None:
+    """A flag alone keeps the rest of the split as the layout chooser keeps it (TP, PP, CP 1 and DP the rest once a
+    split flag is given); only the count is chosen. `--zero 0` alone is plain data parallelism, which never holds a
+    70B: the answer stays one GPU, with what would fit."""
+    model = load_model("llama-3.1-70b")
+    chosen = {flags: plan(model, Workload(task="train"), gpu=H100, layout=layout)
+              for flags, layout in (("--tp 8", Layout(tp=8)), ("--zero 3", Layout(zero=3)),
+                                    ("--offload optimizer", Layout(offload="optimizer")), ("--zero 0", Layout(zero=0)))}
+    tp8, zero3, offload, zero0 = chosen.values()
+    assert (tp8.layout.gpus, tp8.layout.tp, tp8.layout.pp) == (16, 8, 1) and tp8.fits
+    assert (zero3.layout.gpus, zero3.layout.zero, zero3.layout.dp) == (16, 3, 16) and zero3.fits
+    assert offload.layout.offload == "optimizer" and offload.fits and offload.layout.gpus < 16  # the CPU holds the rest
+    assert zero0.layout.gpus == 1 and not zero0.fits and zero0.suggestions
+    for p in (tp8, zero3, offload):
+        assert p.assumptions[0].startswith(f"GPU count not given: {p.layout.gpus} h100-sxm")
 
 
 def test_a_job_that_fits_one_gpu_stays_on_one() -> None:

@@ -15,8 +15,9 @@ from anchorgpu.planner.validate import GPUS_PER_SERVER, tp_is_valid
 __all__ = ["TRAINING_GPU_COUNTS", "choose_layout_plan", "suggestions_for"]
 
 TRAINING_GPU_COUNTS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
-"""The GPU counts tried, fewest first, for a training job given neither a GPU count nor a layout: one GPU, part of a
-server, then whole 8-GPU servers in powers of two (data parallelism splits a global batch of a power of two)."""
+"""The GPU counts tried, fewest first, for a training job given no GPU count (nor TP, PP and DP, which would make
+one): one GPU, part of a server, then whole 8-GPU servers in powers of two (data parallelism splits a global batch
+of a power of two)."""
 
 
 def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload, precision: PrecisionPlan,
@@ -173,7 +174,8 @@ def choose_layout_plan(model: ModelSpec, w: Workload, prec: PrecisionPlan, lay_i
             return None  # DP and CP follow from what is given: one candidate, nothing to choose
         from anchorgpu.planner.speed import layouts  # it plans each candidate: imported where it is needed
 
-        if lay_in == Layout():  # no GPU count and no layout flag: the fewest GPUs that hold the job
+        if lay_in.gpus is None and None in (lay_in.tp, lay_in.pp, lay_in.dp):
+            # no GPU count, and the flags given do not make one: the fewest GPUs that hold the job, flags kept
             return _fewest_training_gpus(model, w, prec, lay_in, gpu, ov)
         found = layouts.choose_training_layout(model, w, prec, lay_in, gpu, ov)
         if found is None:
@@ -202,8 +204,8 @@ def _fewest_training_gpus(model: ModelSpec, w: Workload, prec: PrecisionPlan, la
     from anchorgpu.planner.speed import layouts
 
     try:  # the weights, gradients and optimizer state of the whole job: spread evenly, a GPU holds at least 1/n
-        one = plan(model, w, precision=prec, layout=Layout(gpus=1), gpu=gpu, overheads=ov, suggest=False,
-                   choose_layout=False).per_gpu
+        one = plan(model, w, precision=prec, layout=Layout(gpus=1, offload=lay_in.offload), gpu=gpu, overheads=ov,
+                   suggest=False, choose_layout=False).per_gpu
         states = one.weights_bytes + one.gradients_bytes + one.optimizer_bytes
     except InvalidWorkload:
         states = 0
@@ -220,22 +222,22 @@ def _fewest_training_gpus(model: ModelSpec, w: Workload, prec: PrecisionPlan, la
         if gpus == 1:
             return evolve(chosen, assumptions=(choice.reason, *chosen.assumptions))
         count = (f"GPU count not given: {gpus} {gpu.name}, the fewest that hold this job as asked"
-                 + _fewer_training_gpus_with(model, w, prec, fewer, gpu, ov)
+                 + _fewer_training_gpus_with(model, w, prec, evolve(lay_in, gpus=fewer), gpu, ov)
                  + "; pass --gpus for more - more GPUs train faster, up to what the global batch splits into.")
         return evolve(chosen, assumptions=(count, choice.reason, *chosen.assumptions))
     return None
 
 
-def _fewer_training_gpus_with(model: ModelSpec, w: Workload, prec: PrecisionPlan, fewer: int, gpu: GpuSpec,
+def _fewer_training_gpus_with(model: ModelSpec, w: Workload, prec: PrecisionPlan, layout: Layout, gpu: GpuSpec,
                               ov: Overheads) -> str:
     """``; {n} would hold it with CHANGE or CHANGE`` when ``fewer`` GPUs hold the job with a change that keeps their
     count (what ``plan --gpus {n}`` offers under "What would fit": a shorter sequence, offloaded optimizer state), else
     ``; {n} do not``."""
     from anchorgpu.planner.plan import plan
 
+    fewer = layout.gpus
     try:
-        p = plan(model, w, precision=prec, layout=Layout(gpus=fewer), gpu=gpu, overheads=ov, suggest=True,
-                 choose_layout=False)
+        p = plan(model, w, precision=prec, layout=layout, gpu=gpu, overheads=ov, suggest=True, choose_layout=False)
     except InvalidWorkload:
         return f"; {fewer} do not"
     same = [s.change for s in p.suggestions if s.gpus == fewer and not s.change.startswith("--task")]
