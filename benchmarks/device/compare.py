@@ -138,6 +138,35 @@ def training(rows: list[dict], gpu_name: str) -> list[str]:
     return out
 
 
+def lora(rows: list[dict], gpu_name: str) -> list[str]:
+    """LoRA fine-tuning (frozen BF16 base, rank 16 on q/k/v/o/gate/up/down, FP32 adapters) against ``--task lora``
+    plans of the same model, micro-batch, sequence and recompute on one GPU."""
+    gpu = get_gpu(gpu_name)
+    out = [
+        "| model | micro-batch x seq | recompute | measured tok/s | ours (band) | measured/ours | planned activations GiB "
+        "| forward adds GiB | adds/planned | planned total GiB | measured peak GiB (in use) | peak/planned |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if not r.get("fits"):
+            out.append(f"| {r['model']} | {r['micro_batch']} x {r['seq']} | {r['recompute']} | out of memory | | | | | | | | |")
+            continue
+        p = plan(load_model(r["model"]), Workload(task="lora", seq_tokens=r["seq"], micro_batch=r["micro_batch"],
+                                                  recompute=r["recompute"]), layout=Layout(gpus=1), gpu=gpu)
+        perf = plan_performance(p)
+        pg = p.per_gpu
+        in_use = _in_use_bytes(r)
+        tok = perf["train_tokens_per_s"]
+        out.append(
+            f"| {r['model']} | {r['micro_batch']} x {r['seq']} | {r['recompute']} | {r['tokens_per_s']:,.0f} "
+            f"| {tok:,.0f} ({perf['train_tokens_per_s_low']:,.0f}-{perf['train_tokens_per_s_high']:,.0f}) "
+            f"| {r['tokens_per_s'] / tok:.2f}x | {pg.activations_bytes / GIB:.2f} | {r['forward_adds_bytes'] / GIB:.2f} "
+            f"| {r['forward_adds_bytes'] / pg.activations_bytes:.2f}x | {pg.total_bytes / GIB:.2f} "
+            f"| {r['peak_allocated_bytes'] / GIB:.2f} ({in_use / GIB:.2f}) | {in_use / pg.total_bytes:.2f}x |"
+        )
+    return out
+
+
 def _setup(model_name: str, context: int, gpu) -> tuple[object, ServingSetup]:
     model = load_model(model_name)
     p = plan(
@@ -287,6 +316,8 @@ def main() -> None:
     )
     print("\n".join(hardware(doc, gpu_name)) + "\n")
     print("\n".join(training(doc["train"], gpu_name)) + "\n")
+    if doc.get("lora"):
+        print("\n".join(lora(doc["lora"], gpu_name)) + "\n")
     print("\n".join(serving(doc, gpu_name)) + "\n")
     print("\n".join(widths(doc, gpu_name)) + "\n")
     print("\n".join(experts(doc, gpu_name)) + "\n")

@@ -15,6 +15,9 @@ What it measures, each as the GPU's own time (CUDA events) unless said otherwise
   planner's mixed precision (BF16 weights and gradients, FP32 master weights and AdamW moments), per
   model, micro-batch and recompute: tokens/s, peak allocated and reserved memory, memory the forward pass
   adds (activations and logits).
+- lora: LoRA fine-tuning steps of the same transformers model, frozen BF16 base, PEFT's adapters written out
+  (rank 16, alpha 32, on q/k/v/o/gate/up/down; FP32 adapters with the input cast to them, as peft's
+  autocast_adapter_dtype does), torch AdamW on the adapters: tokens/s and memory by phase.
 
 Usage: python h200_measure.py OUT.json [--quick] [--device cpu] [--configs DIR]
 """
@@ -45,6 +48,7 @@ RESULTS: dict = {
     "width": [],
     "experts": [],
     "moe_layer": [],
+    "lora": [],
     "errors": [],
 }
 OUT_PATH: Path | None = None
@@ -699,6 +703,139 @@ def measure_train(
         save()
 
 
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+class LoraLinear(torch.nn.Module):
+    """A frozen Linear plus a LoRA adapter as peft's ``Linear.forward`` runs it: FP32 A and B (peft keeps adapters
+    in FP32 under a 16-bit base, ``autocast_adapter_dtype=True``), the input cast to their dtype, no dropout
+    (peft's default 0.0), the sum cast back to the base's dtype."""
+
+    def __init__(self, base: torch.nn.Linear, rank: int, alpha: int) -> None:
+        super().__init__()
+        self.base = base
+        dev = base.weight.device
+        self.lora_a = torch.nn.Parameter(torch.empty(rank, base.in_features, device=dev, dtype=torch.float32))
+        self.lora_b = torch.nn.Parameter(torch.empty(base.out_features, rank, device=dev, dtype=torch.float32))
+        torch.nn.init.kaiming_uniform_(self.lora_a, a=math.sqrt(5))
+        torch.nn.init.normal_(self.lora_b, std=1e-3)  # peft starts B at 0; any value times the same memory
+        self.scale = alpha / rank
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.base(x)
+        xa = x.to(self.lora_a.dtype)
+        return (out + (xa @ self.lora_a.t()) @ self.lora_b.t() * self.scale).to(out.dtype)
+
+
+def add_lora(model: torch.nn.Module, rank: int = 16, alpha: int = 32) -> list[torch.nn.Parameter]:
+    """Freeze ``model`` and wrap every target Linear in :class:`LoraLinear`; the adapters' parameters."""
+    for p in model.parameters():
+        p.requires_grad_(False)
+    wrapped = []
+    for module in list(model.modules()):
+        for child_name, child in list(module.named_children()):
+            if child_name in LORA_TARGETS and isinstance(child, torch.nn.Linear):
+                lora = LoraLinear(child, rank, alpha)
+                setattr(module, child_name, lora)
+                wrapped += [lora.lora_a, lora.lora_b]
+    return wrapped
+
+
+def measure_lora(name: str, cfg: dict, dev: str, seq: int, micro: int, recompute: bool, steps: int) -> None:
+    if left_s() < 60:
+        return
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    row: dict = {
+        "model": name, "seq": seq, "micro_batch": micro, "recompute": "full" if recompute else "none",
+        "lora_rank": 16, "lora_targets": list(LORA_TARGETS),
+        "stack": "transformers (sdpa), frozen bf16 base, peft-style fp32 LoRA adapters, torch AdamW (fused)",
+    }
+    model = opt = None
+    rec: dict = {}
+    try:
+        if dev == "cuda":
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+        conf = AutoConfig.for_model(
+            cfg["model_type"], **{k: v for k, v in cfg.items() if k not in ("architectures", "model_type")}
+        )
+        conf._attn_implementation = "sdpa"
+        with torch.device(dev):
+            model = AutoModelForCausalLM.from_config(conf, attn_implementation="sdpa", dtype=torch.bfloat16)
+        model.to(dtype=torch.bfloat16)
+        model.config.use_cache = False
+        adapters = add_lora(model)
+        row["adapter_params"] = sum(p.numel() for p in adapters)
+        if recompute:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.train()
+        opt = torch.optim.AdamW(adapters, lr=1e-4, fused=dev == "cuda")
+        for p in adapters:  # allocate the moments now: a real run holds them
+            p.grad = torch.zeros_like(p)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        ids = torch.randint(0, cfg["vocab_size"], (micro, seq), device=dev)
+
+        def phase_peak(record: dict | None, key: str) -> None:
+            if record is not None and dev == "cuda":
+                torch.cuda.synchronize()
+                record[key] = torch.cuda.max_memory_allocated()
+                torch.cuda.reset_peak_memory_stats()
+
+        def step(record: dict | None = None) -> None:
+            if record is not None and dev == "cuda":
+                torch.cuda.synchronize()
+                record["states_bytes"] = torch.cuda.memory_allocated()
+                torch.cuda.reset_peak_memory_stats()
+            out = model(input_ids=ids, labels=ids)
+            if record is not None and dev == "cuda":
+                torch.cuda.synchronize()
+                record["forward_adds_bytes"] = torch.cuda.memory_allocated() - record["states_bytes"]
+            phase_peak(record, "peak_forward_bytes")
+            out.loss.backward()
+            del out
+            phase_peak(record, "peak_backward_bytes")
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            phase_peak(record, "peak_optimizer_bytes")
+
+        step()
+        step(rec)
+        row.update(rec)
+        if dev == "cuda":
+            row["peak_allocated_bytes"] = max(
+                rec[k] for k in ("peak_forward_bytes", "peak_backward_bytes", "peak_optimizer_bytes"))
+            row["peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
+            free1, total = torch.cuda.mem_get_info()
+            row["device_used_bytes"] = total - free1
+            row["reserved_now_bytes"] = torch.cuda.memory_reserved()
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        if dev == "cuda":
+            torch.cuda.synchronize()
+        s = (time.perf_counter() - t0) / steps
+        row.update(step_s=s, tokens_per_s=micro * seq / s, fits=True)
+        RESULTS["lora"].append(row)
+        log("lora", row)
+    except torch.cuda.OutOfMemoryError as e:
+        row.update(rec)
+        row.update(fits=False, error=str(e)[:400])
+        if dev == "cuda":
+            row["peak_allocated_bytes"] = torch.cuda.max_memory_allocated()
+        RESULTS["lora"].append(row)
+        log("lora OOM", row)
+    except Exception as e:  # noqa: BLE001
+        err(f"lora {name} mb{micro} seq{seq} rc{recompute}", e)
+    finally:
+        model = opt = None
+        if dev == "cuda":
+            torch.cuda.empty_cache()
+        save()
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -799,6 +936,18 @@ def main() -> int:
         if dev == "cuda" and not a.quick:  # fused by inductor, as engines' kernels are (one compile per shape)
             measure_decode("qwen3-30b-a3b", cfgs["qwen3-30b-a3b"], dev, [1, 64], 1100, compiled=True)
             measure_prefill("qwen3-30b-a3b", cfgs["qwen3-30b-a3b"], dev, [(8192, 1)], compiled=True)
+    if "lora" in only:
+        if a.quick:
+            lora_cases = [("tiny", small, 64, 2, False), ("tiny", small, 64, 2, True)]
+        else:
+            lora_cases = [("llama-3.1-8b", cfgs["llama-3.1-8b"], 4096, 1, False),
+                          ("llama-3.1-8b", cfgs["llama-3.1-8b"], 4096, 2, False),
+                          ("llama-3.1-8b", cfgs["llama-3.1-8b"], 8192, 1, True),
+                          ("llama-3.1-8b", cfgs["llama-3.1-8b"], 2048, 4, True),
+                          ("llama-3.2-3b", cfgs["llama-3.2-3b"], 4096, 4, False),
+                          ("llama-3.2-1b", cfgs["llama-3.2-1b"], 8192, 2, False)]
+        for name, cfg, seq, micro, rc in lora_cases:
+            measure_lora(name, cfg, dev, seq, micro, rc, steps=3 if not a.quick else 1)
     if "train" in only:
         for name, cfg, seq, micro, rc in train_cases:
             measure_train(name, cfg, dev, seq, micro, rc, steps=3 if not a.quick else 1)
