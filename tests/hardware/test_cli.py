@@ -228,6 +228,18 @@ def test_compare_with_a_model_runs_the_full_planner_for_both_gpus(capsys: pytest
     assert any(s.startswith("Full plan (inference, context 8,192 tokens, weights bf16)") for s in data["statements"])
 
 
+def test_compare_for_training_says_what_plan_answers_without_a_gpu_count(capsys: pytest.CaptureFixture[str]) -> None:
+    """The training count is the planner's own (the fewest GPUs that hold the job, the layout chosen on them), and
+    the details command plans training at the compared sequence length, not serving."""
+    data = run_json(capsys, "gpus", "compare", "h100", "mi300x", "--model", "llama-3.1-70b", "--task", "training")
+    per_gpu, text = data["plan"]["per_gpu"], " ".join(data["statements"])
+    for name in ("h100-sxm", "mi300x"):
+        asked = run_json(capsys, "plan", "llama-3.1-70b", "--task", "train", "--seq", "8192", "--gpu", name)
+        assert asked["fits"] and per_gpu[name]["gpus_needed"] == asked["layout"]["gpus"]
+    assert per_gpu["h100-sxm"]["gpus_needed"] == 16  # 16 bytes a parameter: 8 H100 cannot hold it
+    assert "Details: 'anchorgpu plan llama-3.1-70b --task train --seq 8192 --gpu h100-sxm'" in " ".join(text.split())
+
+
 def test_compare_refuses_a_non_positive_context(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "gpus", "compare", "h200", "h100", "--model", "llama-3.1-8b", "--context", "0")
     assert code == 2 and err == "error: --context must be a positive number of tokens, got 0\n"

@@ -257,10 +257,11 @@ PLANNER_FORMAT = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "int8": "int8", 
 
 
 def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str, context_tokens: int) -> dict[str, Any] | None:
-    """Full per-GPU plans from ``anchorgpu.planner`` (when it is there): one GPU, and the fewest of 1/2/4/8 that fit.
+    """Full per-GPU plans from ``anchorgpu.planner`` (when it is there): one GPU, and the fewest GPUs that fit.
 
-    Inference uses the planner's default layout (tensor parallel within a server); training is planned
-    fully sharded (ZeRO-3), since plain data-parallel replicas do not pool memory.
+    Inference tries 1/2/4/8 GPUs with the planner's default layout (tensor parallel within a server); training is
+    what ``anchorgpu plan --task train`` without ``--gpus`` answers: the fewest GPUs that hold the job, with the
+    layout chosen for the user on them.
     """
     try:
         from anchorgpu.planner import Layout, PrecisionPlan, plan
@@ -271,7 +272,7 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
 
     spec = load_model(model)
     diffusion = isinstance(spec, DiffusionPipelineSpec)
-    counts = (1,) if diffusion else PLAN_GPU_COUNTS  # a diffusion pipeline is planned whole on each GPU
+    counts: tuple[int, ...] = (1,) if diffusion else PLAN_GPU_COUNTS  # a diffusion pipeline: whole on each GPU
     if diffusion:
         task = "diffusion"
         workload = PlanWorkload(task="diffusion")
@@ -283,13 +284,23 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
         workload = PlanWorkload(task="inference", context_tokens=context_tokens)
         precision_plan = PrecisionPlan(weights=PLANNER_FORMAT[precision])
     result: dict[str, Any] = {}
+    if task == "training":
+        from anchorgpu.planner.suggest import TRAINING_GPU_COUNTS
+
+        counts = TRAINING_GPU_COUNTS  # tried by the planner itself, below: one GPU is planned here for the table
     for gpu in gpus:
         one: dict[str, Any] | None = None
         needed: int | None = None
-        for count in counts:
-            layout = Layout(gpus=count, zero=3) if task == "training" and count > 1 else Layout(gpus=count)
+        if task == "training":  # the planner's own answer without a GPU count
             try:
-                planned = plan(spec, workload, precision=precision_plan, layout=layout, gpu=gpu, suggest=False)
+                chosen = plan(spec, workload, precision=precision_plan, gpu=gpu, suggest=False)
+                needed = chosen.layout.gpus if chosen.fits else None
+            except AnchorError:
+                pass
+        for count in (1,) if task == "training" else counts:
+            try:
+                planned = plan(spec, workload, precision=precision_plan, layout=Layout(gpus=count), gpu=gpu,
+                               suggest=False)
             except AnchorError:
                 continue  # e.g. tensor parallel degree not dividing the heads: try the next count
             if count == 1:
@@ -302,7 +313,7 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
                     "warnings": [w.code for w in planned.warnings],
                 }
             if planned.fits:
-                needed = count
+                needed = count if needed is None else needed
                 break
         result[gpu.name] = {"one_gpu": one, "gpus_needed": needed}
     return {
@@ -311,7 +322,7 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
         "task": task,
         "weights_format": precision_plan.weights or "planner default",
         "layout": {
-            "training": "zero-3 over the GPUs",
+            "training": "chosen for the user on the fewest GPUs that hold the job (as plan without --gpus)",
             "diffusion": "one whole pipeline per GPU",
         }.get(task, "planner default (tensor parallel within a server)"),
         "tried_gpu_counts": list(counts),
@@ -344,7 +355,9 @@ def _plan_statements(planned: dict[str, Any]) -> list[str]:
     else:
         what = f"{planned['task']}, context {planned['context_tokens']:,} tokens, weights {planned['weights_format']}"
     first = next(iter(planned["per_gpu"]))
-    hint = f"'anchorgpu plan {planned['model']} --gpu {first}'"
+    asked = {"training": f" --task train --seq {planned['context_tokens']}",
+             "diffusion": ""}.get(planned["task"], f" --context {planned['context_tokens']}")
+    hint = f"'anchorgpu plan {planned['model']}{asked} --gpu {first}'"
     return [f"Full plan ({what}): " + "; ".join(out) + f". Details: {hint}."]
 
 
