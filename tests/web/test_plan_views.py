@@ -75,3 +75,14 @@ def test_the_gpu_sweep_stops_at_its_time_budget_and_says_which_gpus_it_did_not_c
     assert len(unchecked) == len(rows) - 1 and all(r.gpus is None for r in unchecked)  # the first GPU is always tried
     full = gpus_that_fit({"model": "llama-3.1-70b", "context": 8192}, offline=True)
     assert all(r.checked for r in full)
+
+
+def test_the_gpu_sweep_of_a_training_job_takes_the_planners_fewest_gpus() -> None:
+    """A training job is asked once per GPU without a count: the planner's fewest GPUs, past the serving sweep's 16
+    (a 70B on 16 H100; Llama 3.1 405B needs 128), each row linking to the plan it answered."""
+    from anchorgpu.web.plan_compare import gpus_that_fit
+
+    rows = {r.gpu: r for r in gpus_that_fit({"model": "llama-3.1-70b", "task": "train"}, offline=True, budget_s=30.0)}
+    assert rows["h100-sxm"].gpus == 16 and "gpus=16" in rows["h100-sxm"].link
+    big = {r.gpu: r for r in gpus_that_fit({"model": "llama-3.1-405b", "task": "train"}, offline=True, budget_s=30.0)}
+    assert big["h100-sxm"].gpus == 128

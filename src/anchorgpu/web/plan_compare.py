@@ -97,7 +97,8 @@ def formats_side_by_side(values: Mapping[str, Any], current: str, *, offline: bo
 
 def gpus_that_fit(values: Mapping[str, Any], *, offline: bool, budget_s: float = SWEEP_BUDGET_S) -> list[FitRow]:
     """For each GPU the planner knows, the fewest of :data:`COUNTS` the form's workload fits on (the
-    layout left to the planner), fewest GPUs first; GPUs it fits on with none of the counts come last.
+    layout left to the planner; a training job: the planner's own fewest GPUs, asked without a count), fewest GPUs
+    first; GPUs it fits on with none of the counts come last.
 
     The sweep (up to five plans per GPU; a large training plan takes tens of ms each) stops after ``budget_s``:
     GPUs not reached are listed as not checked, never as not fitting. Larger GPUs are tried first.
@@ -115,14 +116,17 @@ def gpus_that_fit(values: Mapping[str, Any], *, offline: bool, budget_s: float =
             rows.append(FitRow(gpu=name, display_name=display, memory_bytes=memory, gpus=None, checked=False))
             continue
         found: FitRow | None = None
-        for count in COUNTS:
+        # training: the planner's own answer without a GPU count (the fewest that hold the job, up to 1,024)
+        training = base.get("task") in ("train", "lora", "qlora")
+        for count in (None,) if training else COUNTS:
             try:
                 result = _plan({**base, "gpu": gpu.name, "gpus": count}, offline)
             except (AnchorError, ValidationError, ValueError):
                 continue
             if result.get("fits") is True:
-                found = FitRow(gpu=name, display_name=display, memory_bytes=memory, gpus=count, total_bytes=int(result["per_gpu"]["total_bytes"]),
-                               headroom_bytes=int(result["headroom_bytes"]), link=_link(base, gpu=gpu.name, gpus=count))
+                gpus = int(result["layout"]["gpus"])
+                found = FitRow(gpu=name, display_name=display, memory_bytes=memory, gpus=gpus, total_bytes=int(result["per_gpu"]["total_bytes"]),
+                               headroom_bytes=int(result["headroom_bytes"]), link=_link(base, gpu=gpu.name, gpus=gpus))
                 break
         rows.append(found or FitRow(gpu=name, display_name=display, memory_bytes=memory, gpus=None))
     return sorted(rows, key=lambda r: (r.gpus is None, not r.checked, r.gpus or 0, r.memory_bytes))
