@@ -348,7 +348,7 @@ class PlanRequest(_Request):
     model: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, description="Registry name (see /v1/models) or the Hub id of one; other Hub ids only where the server fetches them (ANCHORGPU_HUB_FETCH=1)", examples=["llama-3.1-70b"])
     task: Task = Field(default="inference", description="inference, train (full fine-tune / pretrain), lora, qlora or diffusion")
     gpu: str | None = Field(default=None, max_length=100, pattern=TEXT_PATTERN, description="GPU name or alias; without one there is no fit verdict", examples=["h100"])
-    gpus: int | None = Field(default=None, ge=LIMITS["gpus"].low, le=LIMITS["gpus"].high, description="Whole GPUs in total (default 1, or tp × pp × dp × ep)")
+    gpus: int | None = Field(default=None, ge=LIMITS["gpus"].low, le=LIMITS["gpus"].high, description="Whole GPUs in total (default, with a GPU named: the fewest that hold the job, with the layout chosen on them; tp × pp × dp when all three are given)")
     tp: int | None = Field(default=None, ge=1, le=1024, description="Tensor-parallel ranks")
     pp: int | None = Field(default=None, ge=1, le=1024, description="Pipeline-parallel stages")
     dp: int | None = Field(default=None, ge=1, le=65_536, description="Data-parallel replicas (memories do not pool)")

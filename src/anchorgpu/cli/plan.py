@@ -307,7 +307,7 @@ def plan_command(
     model: str = typer.Argument(..., help="Registry name, path to config.json (or its folder), or a Hub id."),
     task: str = typer.Option("inference", "--task", help="inference | train | lora | qlora | diffusion"),
     gpu: str | None = typer.Option(None, "--gpu", help="GPU name or alias (see `anchorgpu gpus`)."),
-    gpus: str | None = typer.Option(None, "--gpus", help="Whole GPUs in total."),
+    gpus: str | None = typer.Option(None, "--gpus", help="Whole GPUs in total (default, with --gpu: the fewest that hold the job; TP x PP x DP when all three are given)."),
     tp: int | None = typer.Option(None, "--tp", help="Tensor-parallel ranks."),
     pp: int | None = typer.Option(None, "--pp", help="Pipeline stages."),
     dp: int | None = typer.Option(None, "--dp", help="Data-parallel ranks (replicas)."),
