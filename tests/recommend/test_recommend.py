@@ -258,3 +258,18 @@ def test_serving_recommendations_run_every_user_at_once(capsys) -> None:
     data = json.loads(capsys.readouterr().out)
     h100 = next(r for r in data["rejected"] if r["offering"] == "h100-sxm-1x-vm")
     assert code == 0 and "at most 1,024 sequences a replica" in h100["reason"] and "queue 476 of the 1,500" in h100["reason"]
+
+
+def test_a_run_longer_than_the_term_says_how_many_servers_would_finish_it_within() -> None:
+    """Llama 3.1 405B on 10^12 tokens: the fastest of 1-4 servers still runs for years; the answer says so and how
+    many servers would finish within the term at the same speed per GPU (GPU-hours about the same)."""
+    spec = SweepSpec(workload=Workload(task="train"), train_tokens=10**12)
+    rec = recommend(load_model("llama-3.1-405b"), spec, CATALOG, "1month", NOW, top=1000)
+    line = next(a for a in rec.assumptions if a.startswith("The fastest run here takes"))
+    fastest = max(rec.results, key=lambda o: (o.speed, -o.servers))
+    needed = -(-fastest.run_hours * fastest.servers // 720)
+    assert f"takes {fastest.run_hours:,} h on {fastest.servers} x {fastest.offering}" in line
+    assert f"needs about {needed} servers" in line and "--task train" in line
+    short = recommend(load_model("llama-3.1-8b"), SweepSpec(workload=Workload(task="train"), train_tokens=10**9),
+                      CATALOG, "1month", NOW)
+    assert not any(a.startswith("The fastest run here takes") for a in short.assumptions)

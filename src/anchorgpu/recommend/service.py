@@ -171,6 +171,27 @@ def _pareto(options: Sequence[_Ranked], cost: Callable[[_Ranked], Any] = lambda 
     return tuple(front)
 
 
+def _longer_than_the_term(candidates: Sequence[_Candidate], term: Term, max_servers: int, model: str) -> str | None:
+    """A line for a training run whose fastest option still takes longer than the term: how many servers of that
+    offering would finish it within the term at the same tokens a second per GPU (more GPUs rarely scale better),
+    which is past what this answer tries. None when the fastest run fits the term."""
+    timed = [c for c in candidates if c.run_hours]
+    if not timed:
+        return None
+    fastest = max(timed, key=lambda c: (c.speed, -c.servers))
+    hours = fastest.run_hours or 0
+    if hours <= term.hours:
+        return None
+    gpus_per_server = fastest.quote.gpus // fastest.servers
+    needed = math.ceil(hours * fastest.servers / term.hours)
+    servers = 1 << (needed - 1).bit_length()  # a power of two: what data parallelism splits a global batch into
+    return (f"The fastest run here takes {hours:,} h on {fastest.servers} x {fastest.offering} (servers tried: 1 to "
+            f"{max_servers}), longer than the {term} term ({term.hours} h); at the same tokens a second per GPU, "
+            f"finishing within it needs about {needed} servers - plan {servers} with `anchorgpu plan {model} --task "
+            f"train --gpu {fastest.source.gpu} --gpus {servers * gpus_per_server}`; the GPU-hours, and so the price, "
+            "stay about the same.")
+
+
 def _one_per_offering(rejected: Sequence[Rejection]) -> list[Rejection]:
     """The cheapest rejection of each offering (input sorted cheapest first), noting the other server counts."""
     counts: dict[str, list[int]] = {}
@@ -315,6 +336,9 @@ def recommend(
     else:
         assumptions.append("A training run costs the whole hours it needs, billed by the quote rules "
                            "(a longer unit when cheaper).")
+        long_run = _longer_than_the_term(candidates, the_term, max_servers, model.name)
+        if long_run:
+            assumptions.append(long_run)
         assumptions.extend(training_caveats(calibrated(spec.efficiencies).caveats, moe=model.moe is not None))
     return Recommendation(
         model=model.name, task=result.task, term=the_term, workload=workload, evaluated=result.evaluated,
