@@ -584,13 +584,86 @@ def measure_prefill(name: str, cfg: dict, dev: str, lengths: list[tuple[int, int
 # --------------------------------------------------------------------------- training with transformers
 
 
+def hf_model(cfg: dict, dev: str) -> torch.nn.Module:
+    """transformers' causal LM of config ``cfg`` on ``dev``: random BF16 weights, SDPA attention, no KV cache."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    conf = AutoConfig.for_model(
+        cfg["model_type"], **{k: v for k, v in cfg.items() if k not in ("architectures", "model_type")}
+    )
+    conf._attn_implementation = "sdpa"
+    with torch.device(dev):
+        model = AutoModelForCausalLM.from_config(conf, attn_implementation="sdpa", dtype=torch.bfloat16)
+    model.to(dtype=torch.bfloat16)
+    model.config.use_cache = False
+    return model
+
+
+def record_oom(kind: str, row: dict, rec: dict, e: BaseException, dev: str) -> None:
+    """A ``kind`` row that ran out of memory: what was measured before, the error and the peak reached."""
+    row.update(rec)
+    row.update(fits=False, error=str(e)[:400])
+    if dev == "cuda":
+        row["peak_allocated_bytes"] = torch.cuda.max_memory_allocated()
+    RESULTS[kind].append(row)
+    log(f"{kind} OOM", row)
+
+
+def measured_steps(fwd, ids: torch.Tensor, update, dev: str, steps: int, row: dict, rec: dict) -> None:
+    """A training step of ``fwd`` on ``ids`` (loss on the same tokens, backward, then ``update()``), run once to warm
+    up, once measured by phase into ``rec`` (memory in use before the step, what the forward pass adds, the peak of
+    each phase), then ``steps`` times for its speed; ``row`` gets the memory and speed fields."""
+
+    def phase_peak(record: dict | None, key: str) -> None:
+        if record is not None and dev == "cuda":
+            torch.cuda.synchronize()
+            record[key] = torch.cuda.max_memory_allocated()
+            torch.cuda.reset_peak_memory_stats()
+
+    def step(record: dict | None = None) -> None:
+        if record is not None and dev == "cuda":
+            torch.cuda.synchronize()
+            record["states_bytes"] = torch.cuda.memory_allocated()
+            torch.cuda.reset_peak_memory_stats()
+        out = fwd(input_ids=ids, labels=ids)
+        if record is not None and dev == "cuda":
+            torch.cuda.synchronize()
+            record["forward_adds_bytes"] = torch.cuda.memory_allocated() - record["states_bytes"]
+        phase_peak(record, "peak_forward_bytes")
+        out.loss.backward()
+        del out
+        phase_peak(record, "peak_backward_bytes")
+        update()
+        phase_peak(record, "peak_optimizer_bytes")
+
+    step()
+    if dev == "cuda":
+        torch.cuda.synchronize()
+    step(rec)
+    row.update(rec)
+    if dev == "cuda":
+        row["peak_allocated_bytes"] = max(
+            rec[k] for k in ("peak_forward_bytes", "peak_backward_bytes", "peak_optimizer_bytes")
+        )
+        row["peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
+        free1, total = torch.cuda.mem_get_info()
+        row["device_used_bytes"] = total - free1
+        row["reserved_now_bytes"] = torch.cuda.memory_reserved()
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    if dev == "cuda":
+        torch.cuda.synchronize()
+    s = (time.perf_counter() - t0) / steps
+    row.update(step_s=s, tokens_per_s=ids.numel() / s, fits=True)
+
+
 def measure_train(
     name: str, cfg: dict, dev: str, seq: int, micro: int, recompute: bool, steps: int, compiled: bool = False
 ) -> None:
     if left_s() < 120:
         return
-    from transformers import AutoConfig, AutoModelForCausalLM
-
     row: dict = {
         "model": name,
         "seq": seq,
@@ -607,14 +680,7 @@ def measure_train(
             torch.cuda.reset_peak_memory_stats()
             free0, total = torch.cuda.mem_get_info()
             row["device_used_before_bytes"] = total - free0
-        conf = AutoConfig.for_model(
-            cfg["model_type"], **{k: v for k, v in cfg.items() if k not in ("architectures", "model_type")}
-        )
-        conf._attn_implementation = "sdpa"
-        with torch.device(dev):
-            model = AutoModelForCausalLM.from_config(conf, attn_implementation="sdpa", dtype=torch.bfloat16)
-        model.to(dtype=torch.bfloat16)
-        model.config.use_cache = False
+        model = hf_model(cfg, dev)
         if recompute:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         model.train()
@@ -633,67 +699,19 @@ def measure_train(
         ids = torch.randint(0, cfg["vocab_size"], (micro, seq), device=dev)
         fwd = torch.compile(model) if compiled else model
 
-        def phase_peak(record: dict | None, key: str) -> None:
-            if record is not None and dev == "cuda":
-                torch.cuda.synchronize()
-                record[key] = torch.cuda.max_memory_allocated()
-                torch.cuda.reset_peak_memory_stats()
-
-        def step(record: dict | None = None) -> None:
-            if record is not None and dev == "cuda":
-                torch.cuda.synchronize()
-                record["states_bytes"] = torch.cuda.memory_allocated()
-                torch.cuda.reset_peak_memory_stats()
-            out = fwd(input_ids=ids, labels=ids)
-            if record is not None and dev == "cuda":
-                torch.cuda.synchronize()
-                record["forward_adds_bytes"] = torch.cuda.memory_allocated() - record["states_bytes"]
-            phase_peak(record, "peak_forward_bytes")
-            out.loss.backward()
-            del out
-            phase_peak(record, "peak_backward_bytes")
+        def update() -> None:
             for p, m, o in zip(params, master, opts, strict=True):
                 m.grad = p.grad.float()
                 p.grad = None
                 o.step()
                 m.grad = None
                 p.data.copy_(m.data)
-            phase_peak(record, "peak_optimizer_bytes")
 
-        step()
-        if dev == "cuda":
-            torch.cuda.synchronize()
-        step(rec)
-        row.update(rec)
-        if dev == "cuda":
-            row["peak_allocated_bytes"] = max(
-                rec[k] for k in ("peak_forward_bytes", "peak_backward_bytes", "peak_optimizer_bytes")
-            )
-            row["peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
-            free1, total = torch.cuda.mem_get_info()
-            row["device_used_bytes"] = total - free1
-            row["reserved_now_bytes"] = torch.cuda.memory_reserved()
-        if dev == "cuda":
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            step()
-        if dev == "cuda":
-            torch.cuda.synchronize()
-        s = (time.perf_counter() - t0) / steps
-        row["step_s"] = s
-        row["tokens_per_s"] = micro * seq / s
-        row["fits"] = True
+        measured_steps(fwd, ids, update, dev, steps, row, rec)
         RESULTS["train"].append(row)
         log("train", row)
     except torch.cuda.OutOfMemoryError as e:
-        row.update(rec)
-        row["fits"] = False
-        row["error"] = str(e)[:400]
-        if dev == "cuda":
-            row["peak_allocated_bytes"] = torch.cuda.max_memory_allocated()
-        RESULTS["train"].append(row)
-        log("train OOM", row)
+        record_oom("train", row, rec, e, dev)
     except Exception as e:  # noqa: BLE001
         err(f"train {name} mb{micro} rc{recompute} compiled{compiled}", e)
     finally:
@@ -744,8 +762,6 @@ def add_lora(model: torch.nn.Module, rank: int = 16, alpha: int = 32) -> list[to
 def measure_lora(name: str, cfg: dict, dev: str, seq: int, micro: int, recompute: bool, steps: int) -> None:
     if left_s() < 60:
         return
-    from transformers import AutoConfig, AutoModelForCausalLM
-
     row: dict = {
         "model": name, "seq": seq, "micro_batch": micro, "recompute": "full" if recompute else "none",
         "lora_rank": 16, "lora_targets": list(LORA_TARGETS),
@@ -757,14 +773,7 @@ def measure_lora(name: str, cfg: dict, dev: str, seq: int, micro: int, recompute
         if dev == "cuda":
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats()
-        conf = AutoConfig.for_model(
-            cfg["model_type"], **{k: v for k, v in cfg.items() if k not in ("architectures", "model_type")}
-        )
-        conf._attn_implementation = "sdpa"
-        with torch.device(dev):
-            model = AutoModelForCausalLM.from_config(conf, attn_implementation="sdpa", dtype=torch.bfloat16)
-        model.to(dtype=torch.bfloat16)
-        model.config.use_cache = False
+        model = hf_model(cfg, dev)
         adapters = add_lora(model)
         row["adapter_params"] = sum(p.numel() for p in adapters)
         if recompute:
@@ -777,56 +786,15 @@ def measure_lora(name: str, cfg: dict, dev: str, seq: int, micro: int, recompute
         opt.zero_grad(set_to_none=True)
         ids = torch.randint(0, cfg["vocab_size"], (micro, seq), device=dev)
 
-        def phase_peak(record: dict | None, key: str) -> None:
-            if record is not None and dev == "cuda":
-                torch.cuda.synchronize()
-                record[key] = torch.cuda.max_memory_allocated()
-                torch.cuda.reset_peak_memory_stats()
-
-        def step(record: dict | None = None) -> None:
-            if record is not None and dev == "cuda":
-                torch.cuda.synchronize()
-                record["states_bytes"] = torch.cuda.memory_allocated()
-                torch.cuda.reset_peak_memory_stats()
-            out = model(input_ids=ids, labels=ids)
-            if record is not None and dev == "cuda":
-                torch.cuda.synchronize()
-                record["forward_adds_bytes"] = torch.cuda.memory_allocated() - record["states_bytes"]
-            phase_peak(record, "peak_forward_bytes")
-            out.loss.backward()
-            del out
-            phase_peak(record, "peak_backward_bytes")
+        def update() -> None:
             opt.step()
             opt.zero_grad(set_to_none=True)
-            phase_peak(record, "peak_optimizer_bytes")
 
-        step()
-        step(rec)
-        row.update(rec)
-        if dev == "cuda":
-            row["peak_allocated_bytes"] = max(
-                rec[k] for k in ("peak_forward_bytes", "peak_backward_bytes", "peak_optimizer_bytes"))
-            row["peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
-            free1, total = torch.cuda.mem_get_info()
-            row["device_used_bytes"] = total - free1
-            row["reserved_now_bytes"] = torch.cuda.memory_reserved()
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            step()
-        if dev == "cuda":
-            torch.cuda.synchronize()
-        s = (time.perf_counter() - t0) / steps
-        row.update(step_s=s, tokens_per_s=micro * seq / s, fits=True)
+        measured_steps(model, ids, update, dev, steps, row, rec)
         RESULTS["lora"].append(row)
         log("lora", row)
     except torch.cuda.OutOfMemoryError as e:
-        row.update(rec)
-        row.update(fits=False, error=str(e)[:400])
-        if dev == "cuda":
-            row["peak_allocated_bytes"] = torch.cuda.max_memory_allocated()
-        RESULTS["lora"].append(row)
-        log("lora OOM", row)
+        record_oom("lora", row, rec, e, dev)
     except Exception as e:  # noqa: BLE001
         err(f"lora {name} mb{micro} seq{seq} rc{recompute}", e)
     finally:
