@@ -121,3 +121,15 @@ def test_the_readme_journey_is_what_the_cli_answers(capsys: pytest.CaptureFixtur
     zero3 = next(s for s in eight["suggestions"] if s["change"].startswith("--gpus 16 --zero 3"))
     assert f"ZeRO-3 over 16 GPUs (~{zero3['train_tokens_per_s'] / 1e3:.1f}k tok/s)" in readme
     assert "anchorgpu plan llama-3.1-70b --task qlora --gpu l40s --gpus 1" in readme
+
+
+def test_the_suggested_gpu_count_is_what_plan_answers_on_that_many() -> None:
+    """The suggestion chooses what the user left open (micro-batch, recompute), not the defaults the failed plan
+    resolved: Kimi K2 on 8 H100 does not fit, and `--gpus 256` offers the layout `plan --gpus 256` chooses (full
+    recompute and micro-batch 2 there, where the resolved defaults would have forced none and 1)."""
+    model = load_model("kimi-k2-instruct")
+    offer = plan(model, Workload(task="train"), gpu=H100, layout=Layout(gpus=8)).suggestions[0]
+    asked = plan(model, Workload(task="train"), gpu=H100, layout=Layout(gpus=offer.gpus))
+    assert offer.change == f"--gpus {offer.gpus}" and asked.fits
+    assert f"recompute {asked.workload.recompute}, micro-batch {asked.workload.micro_batch}" in offer.description
+    assert offer.train_tokens_per_s == pytest.approx(_speed(asked))

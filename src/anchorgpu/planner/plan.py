@@ -145,7 +145,7 @@ def plan(
     checks = tuple(dict.fromkeys([WARNING_CODES[x.code].check for x in warnings] + [BASE_CHECK]))
     suggestions: tuple[Suggestion, ...] = ()
     if suggest and fits is False and gpu is not None:
-        suggestions = suggestions_for(model, terms.workload, prec, lay_in, lay, fmt, gpu, ov)
+        suggestions = suggestions_for(model, terms.workload, prec, lay_in, lay, fmt, gpu, ov, asked=w)
     if lay.gpus > 1 and w.task in ("train", "lora", "qlora") and lay.zero == 0 and lay_in.zero is None \
             and not lay_in.fsdp:
         assumptions.append(f"Layout not chosen for the user: {'none of the layouts fits' if gpu is not None else 'no GPU named'};"

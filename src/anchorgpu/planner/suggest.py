@@ -86,13 +86,16 @@ def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload,
 
 
 def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, precision: PrecisionPlan, layout: Layout,
-                 lay: ResolvedLayout, fmt: WeightFormat, gpu: GpuSpec, overheads: Overheads) -> tuple[Suggestion, ...]:
+                 lay: ResolvedLayout, fmt: WeightFormat, gpu: GpuSpec, overheads: Overheads,
+                 asked: Workload | None = None) -> tuple[Suggestion, ...]:
+    """What would fit: each change planned again. ``w`` is the plan's workload (its defaults resolved), ``asked`` the
+    one the user gave: the layout chosen on more GPUs chooses what the user left open, as ``plan --gpus N`` does."""
     from anchorgpu.planner.plan import plan  # plan() asks for suggestions; each one is planned again
 
     found: list[Suggestion] = []
     more_gpus_found = False
     if isinstance(model, ModelSpec) and w.task in ("train", "lora", "qlora") and layout.dp is None:
-        chosen = _more_gpus_chosen(model, w, precision, layout, lay.gpus, gpu, overheads)
+        chosen = _more_gpus_chosen(model, asked or w, precision, layout, lay.gpus, gpu, overheads)
         if chosen is not None:
             found.append(chosen)
     for change, description, w2, p2, l2 in suggestion_candidates(model, w, precision, layout, lay, fmt, gpu.vendor):
@@ -122,8 +125,9 @@ def _more_gpus_chosen(model: ModelSpec, w: Workload, precision: PrecisionPlan, l
     for the user (what ``plan --gpus N`` with the same other flags answers: whatever the user fixed kept) fits."""
     from anchorgpu.planner.speed import layouts
 
+    states = _model_states_bytes(model, w, precision, layout, gpu, overheads)
     for gpus in TRAINING_GPU_COUNTS:
-        if gpus <= gpus_now:
+        if gpus <= gpus_now or states > gpus * gpu.memory_bytes:
             continue
         try:
             found = layouts.choose_training_layout(model, w, precision, evolve(layout, gpus=gpus), gpu, overheads)
@@ -200,15 +204,9 @@ def _fewest_training_gpus(model: ModelSpec, w: Workload, prec: PrecisionPlan, la
                           ov: Overheads) -> Plan | None:
     """The plan of the fastest layout on the fewest GPUs of :data:`TRAINING_GPU_COUNTS` that fits the job, or None
     when none does (the plan then shows one GPU and what would fit)."""
-    from anchorgpu.planner.plan import plan
     from anchorgpu.planner.speed import layouts
 
-    try:  # the weights, gradients and optimizer state of the whole job: spread evenly, a GPU holds at least 1/n
-        one = plan(model, w, precision=prec, layout=Layout(gpus=1, offload=lay_in.offload), gpu=gpu, overheads=ov,
-                   suggest=False, choose_layout=False).per_gpu
-        states = one.weights_bytes + one.gradients_bytes + one.optimizer_bytes
-    except InvalidWorkload:
-        states = 0
+    states = _model_states_bytes(model, w, prec, lay_in, gpu, ov)
     fewer = 0
     for gpus in TRAINING_GPU_COUNTS:
         if states > gpus * gpu.memory_bytes:  # no layout on this many fits: not worth planning each
@@ -226,6 +224,21 @@ def _fewest_training_gpus(model: ModelSpec, w: Workload, prec: PrecisionPlan, la
                  + "; pass --gpus for more - more GPUs train faster, up to what the global batch splits into.")
         return evolve(chosen, assumptions=(count, choice.reason, *chosen.assumptions))
     return None
+
+
+def _model_states_bytes(model: ModelSpec, w: Workload, prec: PrecisionPlan, layout: Layout, gpu: GpuSpec,
+                        ov: Overheads) -> int:
+    """The weights, gradients and optimizer state the whole job keeps on GPUs (its offload kept): spread evenly
+    over n GPUs, each holds at least 1/n of it, so fewer GPUs than ``states / memory`` cannot hold the job (0 when
+    one GPU cannot be planned)."""
+    from anchorgpu.planner.plan import plan
+
+    try:
+        one = plan(model, w, precision=prec, layout=Layout(gpus=1, offload=layout.offload), gpu=gpu, overheads=ov,
+                   suggest=False, choose_layout=False).per_gpu
+    except InvalidWorkload:
+        return 0
+    return one.weights_bytes + one.gradients_bytes + one.optimizer_bytes
 
 
 def _fewer_training_gpus_with(model: ModelSpec, w: Workload, prec: PrecisionPlan, layout: Layout, gpu: GpuSpec,
