@@ -249,9 +249,10 @@ def _fewer_training_gpus_with(model: ModelSpec, w: Workload, prec: PrecisionPlan
     from anchorgpu.planner.plan import plan
 
     fewer = layout.gpus
+    cannot = f"; {fewer} {'does' if fewer == 1 else 'do'} not"
     try:
         p = plan(model, w, precision=prec, layout=layout, gpu=gpu, overheads=ov, suggest=True, choose_layout=False)
     except InvalidWorkload:
-        return f"; {fewer} do not"
+        return cannot
     same = [s.change for s in p.suggestions if s.gpus == fewer and not s.change.startswith("--task")]
-    return f"; {fewer} would hold it with {' or '.join(same[:3])}" if same else f"; {fewer} do not"
+    return f"; {fewer} would hold it with {' or '.join(same[:3])}" if same else cannot
