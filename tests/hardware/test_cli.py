@@ -240,6 +240,16 @@ def test_compare_for_training_says_what_plan_answers_without_a_gpu_count(capsys:
     assert "Details: 'anchorgpu plan llama-3.1-70b --task train --seq 8192 --gpu h100-sxm'" in " ".join(text.split())
 
 
+def test_compare_for_serving_says_what_plan_answers_without_a_gpu_count(capsys: pytest.CaptureFixture[str]) -> None:
+    """Llama 3.1 405B in BF16 at 8,192 tokens: the count is the serving chooser's (16 H100, TP 8 x PP 2), where the
+    compare tried 1-8 GPUs and said "not even 8 GPUs are enough"."""
+    data = run_json(capsys, "gpus", "compare", "h100", "h200", "--model", "llama-3.1-405b", "--context", "8192")
+    for name in ("h100-sxm", "h200"):
+        asked = run_json(capsys, "plan", "llama-3.1-405b", "--context", "8192", "--gpu", name)
+        assert asked["fits"] and data["plan"]["per_gpu"][name]["gpus_needed"] == asked["layout"]["gpus"]
+    assert data["plan"]["per_gpu"]["h100-sxm"]["gpus_needed"] == 16
+
+
 def test_compare_refuses_a_non_positive_context(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "gpus", "compare", "h200", "h100", "--model", "llama-3.1-8b", "--context", "0")
     assert code == 2 and err == "error: --context must be a positive number of tokens, got 0\n"

@@ -252,16 +252,14 @@ def _workload(model: str, task: str, precision: str) -> Workload:
     )
 
 
-PLAN_GPU_COUNTS = (1, 2, 4, 8)
 PLANNER_FORMAT = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "int8": "int8", "fp4": "mxfp4"}
 
 
 def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str, context_tokens: int) -> dict[str, Any] | None:
-    """Full per-GPU plans from ``anchorgpu.planner`` (when it is there): one GPU, and the fewest GPUs that fit.
-
-    Inference tries 1/2/4/8 GPUs with the planner's default layout (tensor parallel within a server); training is
-    what ``anchorgpu plan --task train`` without ``--gpus`` answers: the fewest GPUs that hold the job, with the
-    layout chosen for the user on them.
+    """Full per-GPU plans from ``anchorgpu.planner`` (when it is there): one GPU, and the fewest GPUs that fit:
+    what ``anchorgpu plan`` answers without ``--gpus`` (serving: the fewest that hold the sequences, TP inside a
+    server, then PP; training: the fewest that hold the job, with the layout chosen on them). A diffusion pipeline
+    is planned whole on one GPU.
     """
     try:
         from anchorgpu.planner import Layout, PrecisionPlan, plan
@@ -272,7 +270,7 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
 
     spec = load_model(model)
     diffusion = isinstance(spec, DiffusionPipelineSpec)
-    counts: tuple[int, ...] = (1,) if diffusion else PLAN_GPU_COUNTS  # a diffusion pipeline: whole on each GPU
+    counts: tuple[int, ...] = (1,)  # a diffusion pipeline: whole on each GPU
     if diffusion:
         task = "diffusion"
         workload = PlanWorkload(task="diffusion")
@@ -284,20 +282,25 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
         workload = PlanWorkload(task="inference", context_tokens=context_tokens)
         precision_plan = PrecisionPlan(weights=PLANNER_FORMAT[precision])
     result: dict[str, Any] = {}
+    own_count = not diffusion  # the planner's own answer without a GPU count, as `anchorgpu plan` gives it
     if task == "training":
         from anchorgpu.planner.suggest import TRAINING_GPU_COUNTS
 
-        counts = TRAINING_GPU_COUNTS  # tried by the planner itself, below: one GPU is planned here for the table
+        counts = TRAINING_GPU_COUNTS
+    elif own_count:
+        from anchorgpu.planner.speed.layouts import SERVING_GPU_COUNTS
+
+        counts = SERVING_GPU_COUNTS
     for gpu in gpus:
         one: dict[str, Any] | None = None
         needed: int | None = None
-        if task == "training":  # the planner's own answer without a GPU count
+        if own_count:
             try:
                 chosen = plan(spec, workload, precision=precision_plan, gpu=gpu, suggest=False)
                 needed = chosen.layout.gpus if chosen.fits else None
             except AnchorError:
                 pass
-        for count in (1,) if task == "training" else counts:
+        for count in (1,) if own_count else counts:  # one GPU, for the table; the planner tried the rest
             try:
                 planned = plan(spec, workload, precision=precision_plan, layout=Layout(gpus=count), gpu=gpu,
                                suggest=False)
@@ -324,7 +327,7 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
         "layout": {
             "training": "chosen for the user on the fewest GPUs that hold the job (as plan without --gpus)",
             "diffusion": "one whole pipeline per GPU",
-        }.get(task, "planner default (tensor parallel within a server)"),
+        }.get(task, "chosen for the user: the fewest GPUs that hold the sequences (as plan without --gpus)"),
         "tried_gpu_counts": list(counts),
         "per_gpu": result,
     }
