@@ -3,6 +3,8 @@ a workload fit (each planned again to check it does), and the plan of the layout
 
 from __future__ import annotations
 
+from typing import Any
+
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
@@ -87,14 +89,15 @@ def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload,
 
 def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, precision: PrecisionPlan, layout: Layout,
                  lay: ResolvedLayout, fmt: WeightFormat, gpu: GpuSpec, overheads: Overheads,
-                 asked: Workload | None = None) -> tuple[Suggestion, ...]:
+                 asked: Workload | None = None, more_gpus: bool = True) -> tuple[Suggestion, ...]:
     """What would fit: each change planned again. ``w`` is the plan's workload (its defaults resolved), ``asked`` the
-    one the user gave: the layout chosen on more GPUs chooses what the user left open, as ``plan --gpus N`` does."""
+    one the user gave: the layout chosen on more GPUs chooses what the user left open, as ``plan --gpus N`` does
+    (``more_gpus=False`` leaves that search out)."""
     from anchorgpu.planner.plan import plan  # plan() asks for suggestions; each one is planned again
 
     found: list[Suggestion] = []
     more_gpus_found = False
-    if isinstance(model, ModelSpec) and w.task in ("train", "lora", "qlora") and layout.dp is None:
+    if more_gpus and isinstance(model, ModelSpec) and w.task in ("train", "lora", "qlora") and layout.dp is None:
         chosen = _more_gpus_chosen(model, asked or w, precision, layout, lay.gpus, gpu, overheads)
         if chosen is not None:
             found.append(chosen)
@@ -123,30 +126,20 @@ def _more_gpus_chosen(model: ModelSpec, w: Workload, precision: PrecisionPlan, l
                       gpu: GpuSpec, overheads: Overheads) -> Suggestion | None:
     """``--gpus N`` for the fewest GPUs of :data:`TRAINING_GPU_COUNTS` above ``gpus_now`` on which the layout chosen
     for the user (what ``plan --gpus N`` with the same other flags answers: whatever the user fixed kept) fits."""
-    from anchorgpu.planner.speed import layouts
-
-    states = _model_states_bytes(model, w, precision, layout, gpu, overheads)
-    for gpus in TRAINING_GPU_COUNTS:
-        if gpus <= gpus_now or states > gpus * gpu.memory_bytes:
-            continue
-        try:
-            found = layouts.choose_training_layout(model, w, precision, evolve(layout, gpus=gpus), gpu, overheads)
-        except InvalidWorkload:
-            continue
-        if found is None:
-            continue
-        alt = found[1]
-        if alt.headroom_bytes is None:
-            return None
-        r = alt.layout
-        split = f"TP {r.tp} · PP {r.pp}" + (f" (v {r.virtual_stages})" if r.virtual_stages > 1 else "") \
-            + (f" · CP {r.cp}" if r.cp > 1 else "") + f" · DP {r.dp}" + (f" · EP {r.ep}" if r.ep > 1 else "") \
-            + {0: "", 1: " · ZeRO-1", 2: " · ZeRO-2", 3: " · ZeRO-3"}[r.zero] \
-            + f", recompute {alt.workload.recompute}, micro-batch {alt.workload.micro_batch}"
-        return Suggestion(change=f"--gpus {gpus}", description=f"the fastest layout on {gpus} GPUs: {split}",
-                          gpus=gpus, total_bytes=alt.per_gpu.total_bytes, headroom_bytes=alt.headroom_bytes,
-                          train_tokens_per_s=_train_speed(alt))
-    return None
+    fewest = _fewest_fitting(model, w, precision, layout, gpu, overheads, above=gpus_now)
+    if fewest is None:
+        return None
+    gpus, _, (_, alt) = fewest
+    if alt.headroom_bytes is None:
+        return None
+    r = alt.layout
+    split = f"TP {r.tp} · PP {r.pp}" + (f" (v {r.virtual_stages})" if r.virtual_stages > 1 else "") \
+        + (f" · CP {r.cp}" if r.cp > 1 else "") + f" · DP {r.dp}" + (f" · EP {r.ep}" if r.ep > 1 else "") \
+        + {0: "", 1: " · ZeRO-1", 2: " · ZeRO-2", 3: " · ZeRO-3"}[r.zero] \
+        + f", recompute {alt.workload.recompute}, micro-batch {alt.workload.micro_batch}"
+    return Suggestion(change=f"--gpus {gpus}", description=f"the fastest layout on {gpus} GPUs: {split}",
+                      gpus=gpus, total_bytes=alt.per_gpu.total_bytes, headroom_bytes=alt.headroom_bytes,
+                      train_tokens_per_s=_train_speed(alt))
 
 
 def _train_speed(alt: Plan) -> float | None:
@@ -204,25 +197,40 @@ def _fewest_training_gpus(model: ModelSpec, w: Workload, prec: PrecisionPlan, la
                           ov: Overheads) -> Plan | None:
     """The plan of the fastest layout on the fewest GPUs of :data:`TRAINING_GPU_COUNTS` that fits the job, or None
     when none does (the plan then shows one GPU and what would fit)."""
+    fewest = _fewest_fitting(model, w, prec, lay_in, gpu, ov)
+    if fewest is None:
+        return None
+    gpus, fewer, (choice, chosen) = fewest
+    if gpus == 1:
+        return evolve(chosen, assumptions=(choice.reason, *chosen.assumptions))
+    count = (f"GPU count not given: {gpus} {gpu.name}, the fewest that hold this job as asked"
+             + _fewer_training_gpus_with(model, w, prec, evolve(lay_in, gpus=fewer), gpu, ov)
+             + "; pass --gpus for more - more GPUs train faster, up to what the global batch splits into.")
+    return evolve(chosen, assumptions=(count, choice.reason, *chosen.assumptions))
+
+
+def _fewest_fitting(model: ModelSpec, w: Workload, prec: PrecisionPlan, layout: Layout, gpu: GpuSpec, ov: Overheads,
+                    *, above: int = 0) -> tuple[int, int, tuple[Any, Plan]] | None:
+    """(GPUs, the count tried before them, the chooser's choice and plan) for the fewest of
+    :data:`TRAINING_GPU_COUNTS` above ``above`` on which the layout chosen for the user fits, whatever ``layout``
+    fixes kept; None when none does. A count whose GPUs cannot hold the job's model state even spread evenly is
+    skipped without planning its layouts."""
     from anchorgpu.planner.speed import layouts
 
-    states = _model_states_bytes(model, w, prec, lay_in, gpu, ov)
-    fewer = 0
+    states = _model_states_bytes(model, w, prec, layout, gpu, ov)
+    fewer = above
     for gpus in TRAINING_GPU_COUNTS:
-        if states > gpus * gpu.memory_bytes:  # no layout on this many fits: not worth planning each
-            fewer = gpus
+        if gpus <= above:
             continue
-        found = layouts.choose_training_layout(model, w, prec, evolve(lay_in, gpus=gpus), gpu, ov)
-        if found is None:
-            fewer = gpus
-            continue
-        choice, chosen = found
-        if gpus == 1:
-            return evolve(chosen, assumptions=(choice.reason, *chosen.assumptions))
-        count = (f"GPU count not given: {gpus} {gpu.name}, the fewest that hold this job as asked"
-                 + _fewer_training_gpus_with(model, w, prec, evolve(lay_in, gpus=fewer), gpu, ov)
-                 + "; pass --gpus for more - more GPUs train faster, up to what the global batch splits into.")
-        return evolve(chosen, assumptions=(count, choice.reason, *chosen.assumptions))
+        found = None
+        if states <= gpus * gpu.memory_bytes:
+            try:
+                found = layouts.choose_training_layout(model, w, prec, evolve(layout, gpus=gpus), gpu, ov)
+            except InvalidWorkload:
+                found = None
+        if found is not None:
+            return gpus, fewer, found
+        fewer = gpus
     return None
 
 
@@ -247,12 +255,16 @@ def _fewer_training_gpus_with(model: ModelSpec, w: Workload, prec: PrecisionPlan
     count (what ``plan --gpus {n}`` offers under "What would fit": a shorter sequence, offloaded optimizer state), else
     ``; {n} do not``."""
     from anchorgpu.planner.plan import plan
+    from anchorgpu.planner.validate import resolve_format
 
     fewer = layout.gpus
     cannot = f"; {fewer} {'does' if fewer == 1 else 'do'} not"
     try:
-        p = plan(model, w, precision=prec, layout=layout, gpu=gpu, overheads=ov, suggest=True, choose_layout=False)
+        p = plan(model, w, precision=prec, layout=layout, gpu=gpu, overheads=ov, suggest=False, choose_layout=False)
+        fmt = resolve_format(model, w, prec, [])
     except InvalidWorkload:
         return cannot
-    same = [s.change for s in p.suggestions if s.gpus == fewer and not s.change.startswith("--task")]
+    # the changes that keep this count (the search for more GPUs, already done by the caller, is left out)
+    kept = suggestions_for(model, p.workload, p.precision, layout, p.layout, fmt, gpu, ov, more_gpus=False)
+    same = [s.change for s in kept if s.gpus == fewer and not s.change.startswith("--task")]
     return f"; {fewer} would hold it with {' or '.join(same[:3])}" if same else cannot
