@@ -270,7 +270,6 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
 
     spec = load_model(model)
     diffusion = isinstance(spec, DiffusionPipelineSpec)
-    counts: tuple[int, ...] = (1,)  # a diffusion pipeline: whole on each GPU
     if diffusion:
         task = "diffusion"
         workload = PlanWorkload(task="diffusion")
@@ -281,43 +280,32 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
     else:
         workload = PlanWorkload(task="inference", context_tokens=context_tokens)
         precision_plan = PrecisionPlan(weights=PLANNER_FORMAT[precision])
+    from anchorgpu.planner.speed.layouts import SERVING_GPU_COUNTS
+    from anchorgpu.planner.suggest import TRAINING_GPU_COUNTS
+
+    # the counts the planner tries on its own (a diffusion pipeline: whole on one GPU)
+    counts = (1,) if diffusion else TRAINING_GPU_COUNTS if task == "training" else SERVING_GPU_COUNTS
     result: dict[str, Any] = {}
-    own_count = not diffusion  # the planner's own answer without a GPU count, as `anchorgpu plan` gives it
-    if task == "training":
-        from anchorgpu.planner.suggest import TRAINING_GPU_COUNTS
-
-        counts = TRAINING_GPU_COUNTS
-    elif own_count:
-        from anchorgpu.planner.speed.layouts import SERVING_GPU_COUNTS
-
-        counts = SERVING_GPU_COUNTS
     for gpu in gpus:
         one: dict[str, Any] | None = None
         needed: int | None = None
-        if own_count:
-            try:
-                chosen = plan(spec, workload, precision=precision_plan, gpu=gpu, suggest=False)
-                needed = chosen.layout.gpus if chosen.fits else None
-            except AnchorError:
-                pass
-        for count in (1,) if own_count else counts:  # one GPU, for the table; the planner tried the rest
-            try:
-                planned = plan(spec, workload, precision=precision_plan, layout=Layout(gpus=count), gpu=gpu,
-                               suggest=False)
-            except AnchorError:
-                continue  # e.g. tensor parallel degree not dividing the heads: try the next count
-            if count == 1:
-                one = {
-                    "fits": planned.fits,
-                    "total_bytes": planned.per_gpu.total_bytes,
-                    "budget_bytes": planned.budget_bytes,
-                    "headroom_bytes": planned.headroom_bytes,
-                    "max_concurrency": planned.max_concurrency,
-                    "warnings": [w.code for w in planned.warnings],
-                }
-            if planned.fits:
-                needed = count if needed is None else needed
-                break
+        try:  # the planner's own answer without a GPU count, as `anchorgpu plan` gives it
+            chosen = plan(spec, workload, precision=precision_plan, gpu=gpu, suggest=False)
+            needed = chosen.layout.gpus if chosen.fits else None
+        except AnchorError:
+            pass
+        try:  # one GPU, for the table
+            planned = plan(spec, workload, precision=precision_plan, layout=Layout(gpus=1), gpu=gpu, suggest=False)
+            one = {
+                "fits": planned.fits,
+                "total_bytes": planned.per_gpu.total_bytes,
+                "budget_bytes": planned.budget_bytes,
+                "headroom_bytes": planned.headroom_bytes,
+                "max_concurrency": planned.max_concurrency,
+                "warnings": [w.code for w in planned.warnings],
+            }
+        except AnchorError:
+            pass
         result[gpu.name] = {"one_gpu": one, "gpus_needed": needed}
     return {
         "model": spec.name,
