@@ -21,10 +21,8 @@ from anchorgpu.api.planning import run_plan
 from anchorgpu.api.schemas import PlanRequest
 from anchorgpu.errors import AnchorError
 
-__all__ = ["COUNTS", "FitRow", "FormatRow", "formats_side_by_side", "gpus_that_fit"]
+__all__ = ["FitRow", "FormatRow", "formats_side_by_side", "gpus_that_fit"]
 
-COUNTS: tuple[int, ...] = (1, 2, 4, 8, 16)
-"""GPU counts tried, smallest first, when no GPU is chosen (16 = two 8-GPU servers)."""
 _LAYOUT_FIELDS = ("gpus", "tp", "pp", "dp", "ep")
 SWEEP_BUDGET_S = 1.5
 """Wall-clock budget of the no-GPU sweep per page (the page answers as you type; see :func:`gpus_that_fit`)."""  # the page picks the layout for each GPU it tries
@@ -47,7 +45,7 @@ class FitRow:
     gpu: str
     display_name: str
     memory_bytes: int
-    gpus: int | None  # the fewest that fit, or None when none of COUNTS does
+    gpus: int | None  # the fewest that fit (the planner's own count), or None when none does
     total_bytes: int | None = None
     headroom_bytes: int | None = None
     link: str = ""
@@ -96,11 +94,11 @@ def formats_side_by_side(values: Mapping[str, Any], current: str, *, offline: bo
 
 
 def gpus_that_fit(values: Mapping[str, Any], *, offline: bool, budget_s: float = SWEEP_BUDGET_S) -> list[FitRow]:
-    """For each GPU the planner knows, the fewest of :data:`COUNTS` the form's workload fits on (the
-    layout left to the planner; a training job: the planner's own fewest GPUs, asked without a count), fewest GPUs
-    first; GPUs it fits on with none of the counts come last.
+    """For each GPU the planner knows, the fewest it fits the form's workload on: the planner's own answer without a
+    GPU count (serving: the fewest that hold the sequences; training: the fewest that hold the job, up to 1,024;
+    the layout chosen on them), fewest GPUs first; GPUs it fits on with no count come last.
 
-    The sweep (up to five plans per GPU; a large training plan takes tens of ms each) stops after ``budget_s``:
+    The sweep (one plan per GPU; a large training plan takes up to a few hundred ms) stops after ``budget_s``:
     GPUs not reached are listed as not checked, never as not fitting. Larger GPUs are tried first.
     """
     import time
@@ -116,17 +114,13 @@ def gpus_that_fit(values: Mapping[str, Any], *, offline: bool, budget_s: float =
             rows.append(FitRow(gpu=name, display_name=display, memory_bytes=memory, gpus=None, checked=False))
             continue
         found: FitRow | None = None
-        # training: the planner's own answer without a GPU count (the fewest that hold the job, up to 1,024)
-        training = base.get("task") in ("train", "lora", "qlora")
-        for count in (None,) if training else COUNTS:
-            try:
-                result = _plan({**base, "gpu": gpu.name, "gpus": count}, offline)
-            except (AnchorError, ValidationError, ValueError):
-                continue
-            if result.get("fits") is True:
-                gpus = int(result["layout"]["gpus"])
-                found = FitRow(gpu=name, display_name=display, memory_bytes=memory, gpus=gpus, total_bytes=int(result["per_gpu"]["total_bytes"]),
-                               headroom_bytes=int(result["headroom_bytes"]), link=_link(base, gpu=gpu.name, gpus=gpus))
-                break
+        try:  # the planner's own answer without a GPU count: the fewest GPUs that hold the workload
+            result = _plan({**base, "gpu": gpu.name}, offline)
+        except (AnchorError, ValidationError, ValueError):
+            result = {}
+        if result.get("fits") is True:
+            gpus = int(result["layout"]["gpus"])
+            found = FitRow(gpu=name, display_name=display, memory_bytes=memory, gpus=gpus, total_bytes=int(result["per_gpu"]["total_bytes"]),
+                           headroom_bytes=int(result["headroom_bytes"]), link=_link(base, gpu=gpu.name, gpus=gpus))
         rows.append(found or FitRow(gpu=name, display_name=display, memory_bytes=memory, gpus=None))
     return sorted(rows, key=lambda r: (r.gpus is None, not r.checked, r.gpus or 0, r.memory_bytes))
