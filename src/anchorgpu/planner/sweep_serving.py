@@ -176,12 +176,12 @@ class _Ticks:
         with np.errstate(divide="ignore", invalid="ignore"):
             comm = self.comm_layers * np.where((self.tp > 1) & sent, self.lat + self.ring_share * message / self.ring_rate,
                                                0.0)
-        p2p = np.where((self.pp > 1) & sent, self.pp_lat + message / self.pp_rate, 0.0)
-        total = weights_s + attention_s
-        total += tokens * self.per_token_ew
-        total += comm
-        total += p2p
-        return total
+        comm += np.where((self.pp > 1) & sent, self.pp_lat + message / self.pp_rate, 0.0)
+        # the terms that vary only with the concurrency and layout ``(C, L)`` summed first, then onto the KV axis,
+        # so the whole grid ``(W, K, C, L)`` is formed by one addition
+        comm += tokens * self.per_token_ew
+        attention_s += comm
+        return np.add(weights_s, attention_s)
 
     def groups(self, decode: FloatArray) -> FloatArray:
         """Micro-batches a step's ``decode`` sequences are split into: up to ``pp``, one per stage each tick."""
