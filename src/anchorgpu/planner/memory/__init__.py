@@ -1,0 +1,81 @@
+"""One small function per memory term, per GPU, in bytes. Pure; stdlib only.
+
+Three modules along the domain, every name re-exported here: :mod:`.model_states` (sharding, gradients,
+master weights, optimizer moments, adapters), :mod:`.kv` (KV cache and recurrent state) and :mod:`.activations`
+(training and serving activations).
+
+Notation (formulas.md): L layers, h hidden, a heads, kv KV heads, d head dim, V vocabulary, s sequence,
+b micro-batch, t tensor-parallel ranks, p pipeline stages, N data-parallel ranks. Every function returns
+integer bytes (or parameter counts where named) and names its source; none reads a clock, a file or
+the environment.
+"""
+
+from __future__ import annotations
+
+from anchorgpu.planner.memory.activations import (
+    SAMPLER_BYTES_PER_SEQ_VOCAB,
+    inference_activation_bytes,
+    korthikanti_layer_activation_bytes,
+    layer_activation_bytes,
+    logits_bytes,
+    moe_block_activation_share,
+    prefill_activation_bytes,
+    sampler_activation_bytes,
+    training_activation_bytes,
+)
+from anchorgpu.planner.memory.kv import (
+    STATE_BYTES_PER_VALUE,
+    kv_cache_bytes,
+    kv_values_per_token_per_gpu,
+    longest_kv_context,
+    recurrent_state_bytes,
+)
+from anchorgpu.planner.memory.model_states import (
+    FUSED_LORA_TARGETS,
+    OPTIMIZER_MOMENT_BYTES,
+    RECURRENT_LORA_TARGETS,
+    SSM_DEFAULT_LORA_TARGETS,
+    adapter_params,
+    expand_lora_targets,
+    expert_data_parallel,
+    gather_buffer_bytes,
+    gradient_bytes,
+    master_weight_bytes,
+    optimizer_moment_bytes,
+    routed_expert_share,
+    shard_share,
+    stage_layers,
+    zero_fraction,
+)
+
+__all__ = [
+    "adapter_params",
+    "expand_lora_targets",
+    "expert_data_parallel",
+    "FUSED_LORA_TARGETS",
+    "gather_buffer_bytes",
+    "gradient_bytes",
+    "inference_activation_bytes",
+    "korthikanti_layer_activation_bytes",
+    "kv_cache_bytes",
+    "kv_values_per_token_per_gpu",
+    "layer_activation_bytes",
+    "logits_bytes",
+    "longest_kv_context",
+    "master_weight_bytes",
+    "moe_block_activation_share",
+    "OPTIMIZER_MOMENT_BYTES",
+    "optimizer_moment_bytes",
+    "prefill_activation_bytes",
+    "RECURRENT_LORA_TARGETS",
+    "recurrent_state_bytes",
+    "routed_expert_share",
+    "sampler_activation_bytes",
+    "SAMPLER_BYTES_PER_SEQ_VOCAB",
+    "shard_share",
+    "SSM_DEFAULT_LORA_TARGETS",
+    "stage_layers",
+    "STATE_BYTES_PER_VALUE",
+    "training_activation_bytes",
+    "zero_fraction",
+]

@@ -1,0 +1,203 @@
+"""Activation memory per GPU, in bytes: a training layer's (Korthikanti et al. 2022 and its variants), the
+logits, and the serving engine's profile run (prefill, sampler) (:mod:`anchorgpu.planner.memory`). Pure; stdlib
+only."""
+
+from __future__ import annotations
+
+import math
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.planner.inputs import Recompute
+from anchorgpu.planner.memory.model_states import stage_layers
+
+# --------------------------------------------------------------------------------------------------
+# Activations (training)
+# --------------------------------------------------------------------------------------------------
+
+def korthikanti_layer_activation_bytes(
+    *, s: int, b: int, h: int, a: int, t: int = 1, sp: bool = False, recompute: Recompute = "none",
+) -> float:
+    """Activation bytes of one GPT layer, exactly as Korthikanti et al. 2022 (arXiv 2205.05198), Table 2.
+
+    16-bit activations, 4h MLP, 1-byte dropout masks:
+    none: s·b·h·(10 + 24/t + 5·a·s/(h·t)) (t = 1 gives 34 + 5as/h); with SP: s·b·h·(34/t + 5as/(ht));
+    selective: s·b·h·(10 + 24/t), with SP 34·s·b·h/t; full: 2·s·b·h (÷t with SP).
+
+    >>> korthikanti_layer_activation_bytes(s=2048, b=1, h=12288, a=96) / (2048 * 12288)
+    114.0
+    """
+    sbh = s * b * h
+    if recompute == "full":
+        return 2 * sbh / (t if sp else 1)
+    core = 0.0 if recompute == "selective" else 5 * a * s / (h * t)
+    if sp:
+        return sbh * (34 / t + core)
+    return sbh * (10 + 24 / t + core)
+
+
+def layer_activation_bytes(
+    model: ModelSpec, *, s: int, b: int, t: int, sp: bool, recompute: Recompute, flash: bool = True,
+) -> float:
+    """Activation bytes of one layer of ``model``: Korthikanti's table generalised to GQA, SwiGLU and MoE.
+
+    Replicated (÷t only with SP): layer-norm inputs 4, QKV and MLP inputs 2 + 2, dropout masks 2 → 10·sbh.
+    Split by t: Q 2·(a·d/h), K and V 4·(kv·d/h), attention output 2·(a·d/h), MLP 4·ffn/h (6·ffn/h when
+    gated: gate, up and the down-projection input are all saved; formulas.md item 6, our derivation),
+    MoE: top-k routed copies of that with the expert width. Attention core 5·a·s/h, or ~0 with flash
+    attention (softmax statistics only, 4·a·s·b bytes). Recompute as in Korthikanti.
+    For a GPT layer (a·d = h, kv = a, ffn = 4h, not gated) this equals
+    :func:`korthikanti_layer_activation_bytes`.
+
+    Hybrid and state-space models: an average layer. Attention terms weigh by the share of attention layers,
+    the MLP term by the share of layers with an MLP; a recurrent (Mamba/linear-attention) layer keeps its
+    mixer's inputs and outputs, 2 bytes per value (``RecurrentSpec.activation_values_per_token``: in_proj and
+    convolution outputs, the scan output and its gate) — an estimate stated as such, not a measured figure.
+    """
+    h = model.hidden_size
+    sbh = s * b * h
+    if recompute == "full":
+        return 2 * sbh / (t if sp else 1)
+    split, attention_share = _activation_shares(model)
+    if recompute == "moe":  # the MoE blocks keep their input only (in the replicated 10) and run again backward
+        split -= moe_block_activation_share(model)
+    replicated = 10 / t if sp else 10
+    core_bytes = 0.0
+    if recompute in ("none", "moe"):
+        core_bytes = 4 * model.num_attention_heads * s * b / t if flash else 5 * model.num_attention_heads * s * s * b / t
+        core_bytes *= attention_share
+    return sbh * (replicated + split / t) + core_bytes
+
+
+def moe_block_activation_share(model: ModelSpec) -> float:
+    """Values per token and hidden unit an average layer's MoE block keeps for its backward pass (TP-split): the
+    gated expert intermediates of its routed and shared experts, ``6 * f * (k + shared) / h`` in a MoE layer, over
+    all layers; what ``--recompute moe`` does not keep (0.0 for a dense model).
+
+    >>> from anchorgpu.architectures import load_model
+    >>> round(moe_block_activation_share(load_model("qwen3-30b-a3b")), 2), moe_block_activation_share(load_model("llama-3.1-8b"))
+    (18.0, 0.0)
+    """
+    moe = model.moe
+    if moe is None:
+        return 0.0
+    return _mlp_values_per_hidden(model) * moe.num_moe_layers / max(1, model.num_layers)
+
+
+def _mlp_values_per_hidden(model: ModelSpec) -> float:
+    """Values per token and hidden unit one MLP (a MoE: its routed and shared experts) keeps for its backward pass:
+    gate, up and the down-projection input when gated (``6 * ffn / h``), else ``4 * ffn / h``."""
+    moe = model.moe
+    width = (moe.expert_intermediate_size * (moe.experts_per_token + moe.num_shared_experts) if moe is not None
+             else model.intermediate_size)
+    return (6 if model.gated_mlp else 4) * width / model.hidden_size
+
+
+_SHARES: dict[int, tuple[ModelSpec, tuple[float, float]]] = {}
+
+
+def _activation_shares(model: ModelSpec) -> tuple[float, float]:
+    """(values per token and hidden unit that TP splits, share of attention layers) of an average layer, as
+    :func:`layer_activation_bytes` describes them: they depend on the (frozen) model only, so they are worked
+    out once per model object."""
+    hit = _SHARES.get(id(model))
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    h = model.hidden_size
+    q = model.num_attention_heads * model.head_dim / h
+    kv = model.num_kv_heads * model.head_dim / h
+    mlp = _mlp_values_per_hidden(model)
+    layers = max(1, model.num_layers)
+    attention_share = model.attention_layers / layers
+    mlp_share = (model.mlp_layers if model.mlp_layers is not None else layers) / layers
+    recurrent = 0.0
+    if model.recurrent is not None:
+        recurrent = model.recurrent_layers / layers * 2 * model.recurrent.activation_values_per_token / h
+    shares = (attention_share * (2 * q + 4 * kv + 2 * q) + mlp_share * mlp + recurrent, attention_share)
+    if len(_SHARES) >= 512:
+        _SHARES.clear()
+    _SHARES[id(model)] = (model, shares)
+    return shares
+
+
+def logits_bytes(*, s: int, b: int, vocab: int, t: int) -> int:
+    """fp32 logits for the loss: 4 · s · b · V / t (Megatron ``theoretical_memory_usage.py``).
+
+    >>> logits_bytes(s=512, b=1, vocab=128256, t=1)
+    262668288
+    """
+    return math.ceil(4 * s * b * vocab / t)
+
+
+def training_activation_bytes(
+    model: ModelSpec, *, s: int, b: int, tp: int, pp: int, sp: bool, recompute: Recompute, flash: bool = True,
+) -> int:
+    """Activations on the most-loaded GPU: the first pipeline stage holds L layers' worth.
+
+    With 1F1B scheduling the first stage keeps p micro-batches in flight, each with ceil(L/p) layers:
+    ceil(L/p)·p layers (= L when p divides L). Full recompute adds one layer's un-checkpointed
+    activations during its backward recomputation. Logits (:func:`logits_bytes`) count when p = 1; with
+    p > 1 the last stage (1 micro-batch, ceil(L/p) layers + logits) is compared with the first.
+    Source: Korthikanti et al. 2022, section 4.2.3; formulas.md item 6.
+    """
+    per_layer = layer_activation_bytes(model, s=s, b=b, t=tp, sp=sp, recompute=recompute, flash=flash)
+    stage = stage_layers(model.num_layers, pp)
+    working = 0.0
+    if recompute == "full":
+        working = layer_activation_bytes(model, s=s, b=b, t=tp, sp=sp, recompute="none", flash=flash)
+    elif recompute == "moe" and model.moe is not None:  # one MoE block's intermediates while it runs again backward
+        working = s * b * model.hidden_size * _mlp_values_per_hidden(model) / tp
+    logits = logits_bytes(s=s, b=b, vocab=model.vocab_size, t=tp)
+    first = per_layer * stage * pp + working + (logits if pp == 1 else 0)
+    last = per_layer * stage + working + logits
+    return math.ceil(max(first, last))
+
+
+# --------------------------------------------------------------------------------------------------
+# Activations (inference, vLLM profile run)
+# --------------------------------------------------------------------------------------------------
+
+SAMPLER_BYTES_PER_SEQ_VOCAB = 35
+"""Bytes per (sequence x vocabulary entry) in vLLM's dummy sampler run: fp32 logits, probabilities,
+sorted copies and int64 sort indices for top-k/top-p. Calibrated on llm-d's measured activation peaks
+(published_figures.md D: Qwen3-0.6B 5.56 GiB, gpt-oss-20b/120b 7.38 GiB; Llama family 4.8 GiB) with the
+V1 default of 1,024 sequences; the three fall within 8 % (tests/planner/test_published_figures.py)."""
+
+
+def sampler_activation_bytes(*, sequences: int, vocab: int) -> int:
+    """Sampler peak: sequences · V · 35 bytes (see :data:`SAMPLER_BYTES_PER_SEQ_VOCAB`).
+
+    >>> sampler_activation_bytes(sequences=1024, vocab=1000)
+    35840000
+    """
+    return sequences * vocab * SAMPLER_BYTES_PER_SEQ_VOCAB
+
+
+def prefill_activation_bytes(model: ModelSpec, *, tokens: int, tp: int, bytes_per_value: int = 2) -> int:
+    """Largest transient of one prefill forward over ``tokens`` batched tokens, per TP rank.
+
+    Residual stream, normed input and attention output (4 · h values per token, replicated) plus the
+    larger of the MLP intermediates ((2·ffn + ffn)/t for gated: fused gate_up output and activation
+    output; vLLM fused-MoE caches k·(3·f + h) per token), the QKV output ((a + 2·kv)·d/t) and, for a
+    recurrent mixer, its intermediates (``RecurrentSpec.activation_values_per_token``/t).
+    """
+    h = model.hidden_size
+    if model.moe is not None:
+        k = model.moe.experts_per_token + model.moe.num_shared_experts
+        mlp = k * (3 * model.moe.expert_intermediate_size + h) / tp
+    else:
+        mlp = (3 if model.gated_mlp else 2) * model.intermediate_size / tp
+    qkv = (model.num_attention_heads + 2 * model.num_kv_heads) * model.head_dim / tp
+    mixer = model.recurrent.activation_values_per_token / tp if model.recurrent is not None else 0.0
+    return math.ceil(tokens * bytes_per_value * (4 * h + max(mlp, qkv, mixer)))
+
+
+def inference_activation_bytes(model: ModelSpec, *, batched_tokens: int, sequences: int, tp: int) -> int:
+    """vLLM's profiled activation peak: prefill of ``max_num_batched_tokens`` plus the sampler over
+    ``min(tokens, max_num_seqs)`` sequences (vLLM ``gpu_worker.determine_available_memory``).
+    The sampler holds whole-vocabulary logits on every rank, so it is not divided by TP (llm-d found the
+    peak "not reduced by TP").
+    """
+    seqs = min(batched_tokens, sequences)
+    return prefill_activation_bytes(model, tokens=batched_tokens, tp=tp) + sampler_activation_bytes(
+        sequences=seqs, vocab=model.vocab_size
+    )

@@ -1,0 +1,178 @@
+"""KV cache and recurrent state per GPU, in bytes: paged blocks, sliding-window layers, MLA latents and a
+recurrent layer's fixed state, and the longest context a capacity holds (:mod:`anchorgpu.planner.memory`). Pure;
+stdlib only."""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.planner.memory.model_states import stage_layers
+from anchorgpu.units import ceil_div
+
+# --------------------------------------------------------------------------------------------------
+# KV cache
+# --------------------------------------------------------------------------------------------------
+
+def kv_values_per_token_per_gpu(model: ModelSpec, *, tp: int) -> int:
+    """Cached values per token per layer on one TP rank.
+
+    MHA/GQA/MQA: 2 · max(1, kv/t) · d (heads replicated when t > kv; vLLM ``kv_heads_per_rank``).
+    MLA: kv_lora_rank + qk_rope_head_dim, no factor 2, and the latent is whole on every TP rank
+    (vLLM replicates it). Source: formulas.md section 5 item 3.
+
+    >>> from anchorgpu.planner._examples import llama_3_1_70b
+    >>> kv_values_per_token_per_gpu(llama_3_1_70b(), tp=8), kv_values_per_token_per_gpu(llama_3_1_70b(), tp=16)
+    (256, 256)
+    """
+    if model.mla is not None:
+        return model.mla.cache_values_per_token_per_layer
+    return 2 * max(1, model.num_kv_heads // tp) * model.head_dim
+
+
+def kv_cache_bytes(
+    model: ModelSpec, *, context_tokens: int, sequences: int, bytes_per_value: float, tp: int, pp: int,
+    block_size: int = 16,
+) -> int:
+    """KV cache per GPU for ``sequences`` of ``context_tokens`` each, most-loaded pipeline stage.
+
+    Per layer: ceil(min(context, window) / block) · block tokens (paged; sliding-window layers keep only
+    their window) × :func:`kv_values_per_token_per_gpu` × bytes per value; summed over layers, times
+    ceil(L/p)/L for the pipeline stage. Sources: vLLM ``kv_cache_interface.py`` page size
+    ``2 · block · kv_heads_per_rank · d · dtype``; formulas.md section 5.
+
+    Llama-3.1-8B, one sequence of 8,192 tokens, bf16, TP 1: 32 · 2 · 8 · 128 · 2 · 8192 = 1 GiB.
+
+    >>> from anchorgpu.planner._examples import llama_3_1_8b
+    >>> kv_cache_bytes(llama_3_1_8b(), context_tokens=8192, sequences=1, bytes_per_value=2, tp=1, pp=1)
+    1073741824
+    """
+    values, groups, stage, layers = _kv_shape(model, tp, pp)
+    token_slots = 0
+    for window, count in groups:
+        tokens = context_tokens if window is None else min(context_tokens, window)
+        token_slots += -(-tokens // block_size) * block_size * count  # ceil_div(tokens, block_size)
+    return math.ceil(token_slots * values * bytes_per_value * sequences * stage / layers)
+
+
+def longest_kv_context(
+    model: ModelSpec, *, capacity: int, sequences: int, bytes_per_value: float, tp: int, pp: int, block_size: int,
+    limit: int,
+) -> int:
+    """Longest context, at most ``limit`` tokens, whose :func:`kv_cache_bytes` for ``sequences`` fits ``capacity``.
+
+    The same answer as a bisection over ``kv_cache_bytes`` from 0 to ``limit`` (the cache grows with the
+    context, one block at a time), found on the block count instead: below ``limit`` it is a whole number of
+    blocks, each candidate costs one pass over the window groups with the same arithmetic, and the search
+    starts from the count the full-attention rate gives (exact for models without sliding windows).
+
+    >>> from anchorgpu.planner._examples import llama_3_1_8b
+    >>> longest_kv_context(llama_3_1_8b(), capacity=2**30, sequences=1, bytes_per_value=2, tp=1, pp=1,
+    ...                    block_size=16, limit=131072)
+    8192
+    """
+    if capacity < 0:
+        return 0
+    values, groups, stage, layers = _kv_shape(model, tp, pp)
+
+    def fits(blocks: int) -> bool:  # kv_cache_bytes at blocks · block_size tokens, the same operations in order
+        token_slots = 0
+        for window, count in groups:
+            used = blocks if window is None else min(blocks, ceil_div(window, block_size))
+            token_slots += used * block_size * count
+        return math.ceil(token_slots * values * bytes_per_value * sequences * stage / layers) <= capacity
+
+    top = -(-limit // block_size)  # ceil_div(limit, block_size)
+    if fits(top):
+        return limit
+    lo, hi = 0, top - 1  # fits(0) holds (an empty cache); nothing above hi fits
+    per_block = block_size * _attention_layers(groups) * values * bytes_per_value * sequences * stage / layers
+    guess = min(hi, int(capacity // per_block)) if per_block > 0 else hi
+    step = 1
+    if fits(guess):
+        lo = guess
+        while lo + step <= hi:
+            if not fits(lo + step):
+                hi = lo + step - 1
+                break
+            lo += step
+            step *= 2
+    else:
+        hi = guess - 1
+        while hi - step + 1 > lo:
+            if fits(hi - step + 1):
+                lo = hi - step + 1
+                break
+            hi -= step
+            step *= 2
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo * block_size
+
+
+STATE_BYTES_PER_VALUE = 2
+"""Recurrent (Mamba/SSM, linear-attention) state in the model's 16-bit dtype: vLLM's ``mamba_cache_dtype`` and
+``mamba_ssm_cache_dtype`` default to ``auto`` (the model dtype), whatever the KV-cache dtype; a model that pins
+its SSM state to float32 (Nemotron-H's ``mamba_ssm_cache_dtype``) keeps 4 bytes there (``RecurrentSpec``).
+Source: vLLM ``model_executor/layers/mamba/mamba_utils.py`` (``MambaStateDtypeCalculator``: ``auto`` resolves to
+the model dtype), docs.vllm.ai v0.10.2."""
+
+
+def recurrent_state_bytes(
+    model: ModelSpec, *, sequences: int, tp: int, pp: int, bytes_per_value: float = STATE_BYTES_PER_VALUE,
+) -> int:
+    """Recurrent state per GPU for ``sequences`` sequences, most-loaded pipeline stage; independent of length.
+
+    Per sequence: Σ over recurrent layers of the convolution state and the SSM state
+    (:meth:`ModelSpec.state_bytes_per_sequence`), split over the TP ranks (vLLM shards the mixer heads and
+    channels) and by ceil(L/p)/L for the stage. A transformer has none.
+
+    >>> from anchorgpu.planner._examples import llama_3_1_8b
+    >>> recurrent_state_bytes(llama_3_1_8b(), sequences=8, tp=1, pp=1)
+    0
+    """
+    per_sequence = model.state_bytes_per_sequence(bytes_per_value)
+    if per_sequence == 0:
+        return 0
+    stage = stage_layers(model.num_layers, pp)
+    return math.ceil(per_sequence * sequences * stage / (tp * max(1, model.num_layers)))
+
+
+_KvShape = tuple[int, tuple[tuple[int | None, int], ...], int, int]
+_KV_SHAPES: dict[tuple[int, int, int], tuple[ModelSpec, _KvShape]] = {}
+
+
+def _kv_shape(model: ModelSpec, tp: int, pp: int) -> _KvShape:
+    """(values per token per layer on one GPU, layers by attention window, layers of the most-loaded stage,
+    max(1, layers)): the part of a KV-cache size that depends on the model and the split only, memoised per
+    (frozen) model object and split; a plan asks for it several times, and every plan of that split reuses it."""
+    key = (id(model), tp, pp)
+    hit = _KV_SHAPES.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    shape = (kv_values_per_token_per_gpu(model, tp=tp), _window_groups(model.attention_windows),
+             stage_layers(model.num_layers, pp), max(1, model.num_layers))
+    if len(_KV_SHAPES) >= 1024:
+        _KV_SHAPES.clear()
+    _KV_SHAPES[key] = (model, shape)
+    return shape
+
+
+@lru_cache(maxsize=256)
+def _attention_layers(groups: tuple[tuple[int | None, int], ...]) -> int:
+    """The layers in the window groups (the KV-caching layers)."""
+    return sum(count for _, count in groups)
+
+
+@lru_cache(maxsize=256)
+def _window_groups(windows: tuple[int | None, ...]) -> tuple[tuple[int | None, int], ...]:
+    """Layers grouped by attention window: ((window, layer count), …) in first-seen order."""
+    counts: dict[int | None, int] = {}
+    for window in windows:
+        counts[window] = counts.get(window, 0) + 1
+    return tuple(counts.items())
