@@ -1,5 +1,9 @@
 """Serving a mixture of experts with expert parallelism wider than TP (attention data parallelism: ``--tp 1 --dp 8
---ep 8``): each GPU's experts serve every replica of its EP group, and every MoE layer pays a dispatch and a combine.
+--ep 8``): each GPU's experts serve every replica of its EP group, and every MoE layer all-gathers the group's tokens
+and reduce-scatters the experts' outputs: what vLLM does by default (vllm-project/vllm vllm/config/parallel.py,
+``all2all_backend: All2AllBackend = "allgather_reducescatter"``) and TensorRT-LLM's CUTLASS MoE does under attention
+data parallelism (NVIDIA/TensorRT-LLM tensorrt_llm/_torch/modules/fused_moe/fused_moe_cutlass.py,
+``forward_chunk``: ``allgather`` of the quantised inputs, then ``reducescatter_or_allreduce``).
 
 Before this was modelled, each replica was timed as if its own few tokens were all its experts saw: Llama 4 Maverick
 on 8 H200 at 512 users came out at 141.7 ms a token with EP 8 against 49.0 ms with TP 8 (routed experts with half a
@@ -26,15 +30,30 @@ def _setup(*, tp: int, ep: int, replicas: int) -> ServingSetup:
                         replicas=replicas, ep=ep)
 
 
-def test_each_moe_layer_pays_a_dispatch_and_a_combine_of_the_routed_copies() -> None:
+def test_each_moe_layer_gathers_the_groups_tokens_and_scatters_the_outputs_back() -> None:
+    """Each GPU of an 8-replica EP group receives the other 7 replicas' tokens (all-gather) and returns their outputs
+    (reduce-scatter): 7 token sets each way per MoE layer, whatever the model's top-k. The all-to-all of each token's
+    routed copies timed before moved 7/8 x k: the same for Qwen3-30B-A3B's top-8, an eighth of it for top-1."""
     batch = 16
-    step = decode_step(MODEL, H200, _setup(tp=1, ep=8, replicas=8), batch=batch, cached_tokens=1000)
     link, moe = group_link(H200, 8), MODEL.moe
     assert moe is not None
     message = batch * MODEL.hidden_size * ACTIVATION_BYTES
-    expected = 2 * moe.num_moe_layers * (link.latency_s + 7 / 8 * moe.experts_per_token * message
-                                         / (link.bytes_per_s * calibration().link_efficiency))
-    assert step.communication_s == pytest.approx(expected, rel=1e-9)
+    rate = link.bytes_per_s * calibration().link_efficiency
+    step = decode_step(MODEL, H200, _setup(tp=1, ep=8, replicas=8), batch=batch, cached_tokens=1000)
+    assert step.communication_s == pytest.approx(2 * moe.num_moe_layers * (link.latency_s + 7 * message / rate),
+                                                 rel=1e-9)
+    # top-1 (Llama 4 Maverick): the same 7 token sets, not 7/8 of one routed copy
+    maverick = load_model("llama-4-maverick-17b-128e-fp8")
+    assert maverick.moe is not None and maverick.moe.experts_per_token == 1
+    wide = decode_step(maverick, H200, _setup(tp=1, ep=8, replicas=8), batch=batch, cached_tokens=1000)
+    big = batch * maverick.hidden_size * ACTIVATION_BYTES
+    assert wide.communication_s == pytest.approx(2 * maverick.moe.num_moe_layers * (link.latency_s + 7 * big / rate),
+                                                 rel=1e-9)
+    # two replicas of TP 4 (EP 8): each GPU receives the other replica's tokens once
+    half = decode_step(MODEL, H200, _setup(tp=4, ep=8, replicas=2), batch=batch, cached_tokens=1000)
+    tp_only = decode_step(MODEL, H200, _setup(tp=4, ep=1, replicas=2), batch=batch, cached_tokens=1000)
+    assert half.communication_s - tp_only.communication_s == pytest.approx(
+        2 * moe.num_moe_layers * (link.latency_s + 1 * message / rate), rel=1e-9)
     # EP inside one TP group needs no all-to-all: the TP group already holds every token
     inside = decode_step(MODEL, H200, _setup(tp=8, ep=8, replicas=1), batch=batch, cached_tokens=1000)
     plain_tp = decode_step(MODEL, H200, _setup(tp=8, ep=1, replicas=1), batch=batch, cached_tokens=1000)
@@ -79,7 +98,8 @@ def test_a_plan_with_attention_data_parallelism_and_ep_is_timed_as_one_ep_group(
         assert perf["tpot_s_ceiling"] <= perf["tpot_s"]
     # the plan says how it timed the layout; a TP plan has no such line
     said = [line for line in ep["assumptions"] if line.startswith("expert parallelism over 8 GPUs")]
-    assert len(said) == 1 and "8 replicas of its EP group" in said[0] and "1 routed copy" in said[0]
+    assert len(said) == 1 and "8 replicas of its EP group" in said[0] and "the other 7 replicas' tokens" in said[0]
+    assert "allgather_reducescatter" in said[0]
     assert not any(line.startswith("expert parallelism over") for line in tp["assumptions"])
 
 
@@ -104,3 +124,20 @@ def test_one_user_of_a_moe_is_not_priced_at_fractions_of_a_row() -> None:
     perf = plan_performance(p)
     assert perf["tpot_s"] < 10 * perf["tpot_s_ceiling"]
     assert perf["tpot_s"] > perf["tpot_s_ceiling"]
+
+
+def test_the_readme_states_what_the_two_maverick_layouts_answer(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's journey "A mixture of experts split by TP, or served with attention data parallelism and expert
+    parallelism" gives both layouts' time per output token; they are the planner's own, to the millisecond."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    stated = re.search(r"about (\d+) ms a token against (\d+) ms with TP 8", readme)
+    assert stated is not None
+    base = ("plan", "llama-4-maverick-17b-128e-fp8", "--gpu", "h200", "--gpus", "8", "--prompt", "128",
+            "--output-tokens", "128", "--concurrency", "512")
+    ep = run_json(capsys, *base, "--tp", "1", "--dp", "8", "--ep", "8")["performance"]["tpot_s"]
+    tp = run_json(capsys, *base, "--tp", "8")["performance"]["tpot_s"]
+    assert (int(stated.group(1)), int(stated.group(2))) == (round(ep * 1e3), round(tp * 1e3))
+

@@ -33,12 +33,17 @@ def launches_line(model: ModelSpec, launches: LayerLaunches, block_fp8: bool = F
 
 
 @lru_cache(maxsize=64)
-def expert_parallel_line(ep: int, tp: int, k: int) -> str:
-    """How a layout with expert parallelism wider than TP (attention data parallelism) is timed."""
+def expert_parallel_line(ep: int, tp: int) -> str:
+    """How a serving layout with expert parallelism wider than TP (attention data parallelism) is timed."""
+    replicas = ep // tp
     return (f"expert parallelism over {ep} GPUs, wider than TP {tp}: each GPU's experts serve the tokens of the "
-            f"{ep / tp:g} replicas of its EP group, and each MoE layer adds a dispatch and a combine all-to-all of each "
-            f"token's {k} routed cop{'y' if k == 1 else 'ies'} over the group's link (even routing assumed: a skewed "
-            "router makes the busiest GPU the step's pace)")
+            f"{replicas} replicas of its EP group, and each MoE layer all-gathers the group's tokens and "
+            f"reduce-scatters the experts' outputs over the group's link (each GPU receives the other {replicas - 1} "
+            f"replica{'' if replicas == 2 else 's'}' tokens and returns their outputs, in 16-bit values, whichever "
+            "experts they are routed to), as vLLM's default expert-parallel communication (allgather_reducescatter) "
+            "and TensorRT-LLM's CUTLASS MoE under attention data parallelism move them (the all-to-all kernels both also "
+            "offer, DeepEP's among them, send only each token's routed copies); even routing assumed (a skewed router "
+            "makes the busiest GPU the step's pace)")
 
 
 @lru_cache(maxsize=256)

@@ -232,7 +232,7 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
     if launches:
         assumptions.append(launches)
     if model.moe is not None and setup.ep > setup.tp:
-        assumptions.append(expert_parallel_line(setup.ep, setup.tp, model.moe.experts_per_token))
+        assumptions.append(expert_parallel_line(setup.ep, setup.tp))
     assumptions.extend(serving_caveats(cal.caveats, moe=model.moe is not None, engine=plan.workload.engine))
 
 

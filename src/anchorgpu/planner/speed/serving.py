@@ -15,10 +15,13 @@ A decode step for ``B`` running sequences (and the prefill tokens that share it)
 * **attention**: the larger of reading every sequence's KV cache (MLA latents and sliding windows as the
   cache holds them) and the attention arithmetic;
 * **tensor parallelism**: two all-reduces per layer of the step's tokens, each with its latency;
-* **expert parallelism** wider than TP (attention data parallelism: ``--tp 1 --dp 8 --ep 8``): the replicas of an
-  EP group send their tokens to the GPUs that hold the experts they are routed to, so each GPU's experts see the
-  tokens of ``ep / tp`` replicas (the rows per expert and the experts touched follow), and every MoE layer costs two
-  all-to-alls (dispatch and combine) of each token's ``k`` routed copies over the group's link;
+* **expert parallelism** wider than TP (attention data parallelism: ``--tp 1 --dp 8 --ep 8``): each GPU's experts
+  serve the tokens of the ``ep / tp`` replicas of its EP group (the rows per expert and the experts touched follow),
+  and every MoE layer all-gathers the group's tokens and reduce-scatters the experts' outputs over the group's link:
+  each GPU receives the other ``ep / tp - 1`` replicas' tokens and sends its outputs back, whatever ``k``, as vLLM's
+  default expert-parallel communication (``all2all_backend`` ``allgather_reducescatter``, vllm/config/parallel.py)
+  and TensorRT-LLM's CUTLASS MoE under attention data parallelism (``CutlassFusedMoE.forward_chunk``: ``allgather``
+  of the inputs, then ``reducescatter``) move them;
 * **pipeline stages** work on different micro-batches at once: the running sequences are split into up to
   ``pp`` micro-batches, each stage takes one per tick (its layers, its share of the fixed costs, its TP
   all-reduces, the hidden states sent on to the next stage), and a token is out after ``pp`` ticks; one
@@ -143,10 +146,10 @@ class _StepConstants:
     expert_half_tokens: float  # MoE: the tokens per expert at which those products reach half their efficiency
     expert_tile_rows: float  # MoE: one tile of a grouped product; fewer rows per expert cost what a tile does
     expert_token_scale: float  # EP wider than TP: the replicas whose tokens one GPU's experts serve, ep / tp (else 1)
-    a2a_per_stage: float  # EP wider than TP: two all-to-alls (dispatch, combine) per MoE layer of a stage, else 0
-    a2a_copies: float  # a token's routed copies that leave its GPU: (1 - tp / ep) * k
-    a2a_rate: float  # the EP group's link bandwidth x efficiency
-    a2a_latency_s: float
+    ep_per_stage: float  # EP wider than TP: two collectives (all-gather, reduce-scatter) per MoE layer of a stage
+    ep_copies: float  # the other replicas' token sets each GPU receives, and returns, per collective: ep / tp - 1
+    ep_rate: float  # the EP group's link bandwidth x efficiency
+    ep_latency_s: float
 
 
 _STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int],
@@ -177,7 +180,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
     k = cal.stack(gpu)
     bw = gpu.memory_bandwidth_bytes_per_s
     choice = peak_for(gpu, setup.precision)
-    link = pp_link = a2a_link = None
+    link = pp_link = ep_link = None
     if setup.tp > 1:
         link = _ceiling_link(_link(gpu, setup), ideal)
     if setup.pp > 1:
@@ -185,7 +188,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
     moe = model.moe
     wide_ep = moe is not None and setup.ep > setup.tp  # experts split over GPUs of other replicas (attention DP)
     if wide_ep:  # one stage's GPUs
-        a2a_link = _ceiling_link(group_link(gpu, setup.ep, gpus_per_server=setup.gpus_per_server), ideal)
+        ep_link = _ceiling_link(group_link(gpu, setup.ep, gpus_per_server=setup.gpus_per_server), ideal)
     # memory-bound operators between the products (norms, activations, residuals, rotary): one forward
     # pass is a third of the training traffic per token, layer and hidden unit
     mbu = 1.0 if ideal else k.decode_mbu
@@ -216,10 +219,10 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         expert_half_tokens=0.0 if ideal else k.moe_expert_half_tokens,
         expert_tile_rows=cal.moe_tile_rows,
         expert_token_scale=setup.ep / setup.tp if wide_ep else 1.0,
-        a2a_per_stage=2.0 * moe.num_moe_layers / setup.pp if wide_ep and moe is not None else 0.0,
-        a2a_copies=(1.0 - setup.tp / setup.ep) * moe.experts_per_token if wide_ep and moe is not None else 0.0,
-        a2a_rate=a2a_link.bytes_per_s * link_eff if a2a_link is not None else 1.0,
-        a2a_latency_s=a2a_link.latency_s if a2a_link is not None else 0.0)
+        ep_per_stage=2.0 * moe.num_moe_layers / setup.pp if wide_ep and moe is not None else 0.0,
+        ep_copies=setup.ep / setup.tp - 1.0 if wide_ep else 0.0,
+        ep_rate=ep_link.bytes_per_s * link_eff if ep_link is not None else 1.0,
+        ep_latency_s=ep_link.latency_s if ep_link is not None else 0.0)
 
 
 def _ceiling_link(link: Link, ideal: bool) -> Link:
@@ -299,8 +302,8 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
             comm = c.allreduce_per_stage * (c.allreduce_latency_s + c.allreduce_share * message / c.allreduce_rate)
         if c.pp_link is not None and c.pp_link.kind != "none":  # the hidden states to the next stage
             comm += c.pp_link.latency_s + message / c.p2p_rate
-        if c.a2a_per_stage:  # EP: each token's routed copies to their experts' GPUs and back (expert_alltoall_s)
-            comm += c.a2a_per_stage * (c.a2a_latency_s + c.a2a_copies * message / c.a2a_rate)
+        if c.ep_per_stage:  # EP wider than TP: the group's tokens gathered, the experts' outputs scattered back
+            comm += c.ep_per_stage * (c.ep_latency_s + c.ep_copies * message / c.ep_rate)
     top = 0.0
     if ceiling is not None:  # the roofline constants have no fixed cost, elementwise time or latency: each of
         # those terms is 0.0, and adding it would change no value, so they are left out
@@ -314,8 +317,8 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
                 comm_top = k.allreduce_per_stage * (k.allreduce_share * message / k.allreduce_rate)
             if k.pp_link is not None and k.pp_link.kind != "none":
                 comm_top += message / k.p2p_rate
-            if k.a2a_per_stage:
-                comm_top += k.a2a_per_stage * (k.a2a_copies * message / k.a2a_rate)
+            if k.ep_per_stage:
+                comm_top += k.ep_per_stage * (k.ep_copies * message / k.ep_rate)
             top += comm_top
     return (c.fixed_s + work + comm, c.fixed_s, weights_s, attention_s, comm, weights_read_s + kv_s,
             matmul_s + attn_compute_s, top)
