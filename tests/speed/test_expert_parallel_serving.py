@@ -141,3 +141,36 @@ def test_the_readme_states_what_the_two_maverick_layouts_answer(capsys: pytest.C
     tp = run_json(capsys, *base, "--tp", "8")["performance"]["tpot_s"]
     assert (int(stated.group(1)), int(stated.group(2))) == (round(ep * 1e3), round(tp * 1e3))
 
+
+
+def test_tensorrt_llm_gathers_fp8_and_nvfp4_inputs_quantised() -> None:
+    """TensorRT-LLM's CUTLASS MoE quantises the inputs before its attention-DP all-gather (``forward_chunk``:
+    ``static_quantize_e4m3_per_tensor`` for FP8, ``fp4_quantize`` for NVFP4, then ``allgather``) and reduce-scatters
+    16-bit outputs: with FP8 weights a collective moves (1 + 2) / 4 of a 16-bit token set on average, with NVFP4
+    (0.5625 + 2) / 4. vLLM's all-gather carries the 16-bit hidden states."""
+    from anchorgpu.planner.speed.serving import ep_gather_bytes
+
+    assert ep_gather_bytes("trtllm", "fp8") == 1.0
+    assert ep_gather_bytes("trtllm", "nvfp4") == 0.5625
+    assert ep_gather_bytes("trtllm", "fp8-block128x128") == 2.0  # DeepSeek's block scales: gathered in 16 bit
+    assert ep_gather_bytes("vllm", "nvfp4") == 2.0
+    batch = 16
+    link, moe = group_link(H200, 8), MODEL.moe
+    assert moe is not None
+    message = batch * MODEL.hidden_size * ACTIVATION_BYTES
+    rate = link.bytes_per_s * calibration().link_efficiency
+    setup = ServingSetup(weights_bytes_per_gpu=10e9, kv_bytes_per_sequence_per_gpu=1e6, precision="fp8", tp=1,
+                         replicas=8, ep=8, ep_gather_bytes=1.0)
+    step = decode_step(MODEL, H200, setup, batch=batch, cached_tokens=1000)
+    assert step.communication_s == pytest.approx(
+        2 * moe.num_moe_layers * (link.latency_s + 7 * 0.75 * message / rate), rel=1e-9)
+
+
+def test_a_tensorrt_llm_plan_with_attention_dp_times_its_quantised_gather(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ("plan", "qwen3-235b-a22b", "--gpu", "h200", "--gpus", "8", "--weights", "fp8", "--prompt", "1000",
+            "--output-tokens", "1000", "--concurrency", "256", "--tp", "1", "--dp", "8", "--ep", "8")
+    vllm = run_json(capsys, *base)["performance"]
+    trt = run_json(capsys, *base, "--engine", "trtllm")["performance"]
+    said = [line for line in trt["assumptions"] if line.startswith("expert parallelism over 8 GPUs")]
+    assert len(said) == 1 and "gathered at 1 byte a value" in said[0]
+    assert not any("byte a value" in line for line in vllm["assumptions"])

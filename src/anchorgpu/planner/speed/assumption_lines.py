@@ -33,15 +33,19 @@ def launches_line(model: ModelSpec, launches: LayerLaunches, block_fp8: bool = F
 
 
 @lru_cache(maxsize=64)
-def expert_parallel_line(ep: int, tp: int) -> str:
-    """How a serving layout with expert parallelism wider than TP (attention data parallelism) is timed."""
+def expert_parallel_line(ep: int, tp: int, gather_bytes: float = 2.0) -> str:
+    """How a serving layout with expert parallelism wider than TP (attention data parallelism) is timed;
+    ``gather_bytes``: a gathered value's bytes (16 bit, or TensorRT-LLM's quantised FP8/NVFP4 inputs)."""
     replicas = ep // tp
+    values = ("16-bit values both ways" if gather_bytes == 2.0 else
+              f"the tokens gathered at {gather_bytes:g} byte a value, quantised first as TensorRT-LLM does for these "
+              "weights, and the outputs returned in 16 bit")
     return (f"expert parallelism over {ep} GPUs, wider than TP {tp}: each GPU's experts serve the tokens of the "
             f"{replicas} replicas of its EP group, and each MoE layer all-gathers the group's tokens and "
             f"reduce-scatters the experts' outputs over the group's link (each GPU receives the other {replicas - 1} "
-            f"replica{'' if replicas == 2 else 's'}' tokens and returns their outputs, in 16-bit values, whichever "
-            "experts they are routed to), as vLLM's default expert-parallel communication (allgather_reducescatter) "
-            "and TensorRT-LLM's CUTLASS MoE under attention data parallelism move them (the all-to-all kernels both also "
+            f"replica{'' if replicas == 2 else 's'}' tokens and returns their outputs, {values}, whichever experts "
+            "they are routed to), as vLLM's default expert-parallel communication (allgather_reducescatter) and "
+            "TensorRT-LLM's CUTLASS MoE under attention data parallelism move them (the all-to-all kernels both also "
             "offer, DeepEP's among them, send only each token's routed copies); even routing assumed (a skewed router "
             "makes the busiest GPU the step's pace)")
 

@@ -67,7 +67,7 @@ from anchorgpu.planner.speed.links import (
     peak_for,
 )
 from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
-from anchorgpu.planner.speed.serving import ServingSetup
+from anchorgpu.planner.speed.serving import ServingSetup, ep_gather_bytes
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
 
 if TYPE_CHECKING:
@@ -158,7 +158,9 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
         precision=compute_precision_for_weights(plan.precision.weights or "bf16"), tp=lay.tp, pp=lay.pp,
         replicas=lay.dp, max_num_batched_tokens=(limits or _engine_limits(plan))[0], gpus_per_server=SERVER_GPUS,
         graph_batch_sizes=graph_batch_sizes, ep=lay.ep, block_fp8=is_block_fp8(plan.precision.weights),
-        host_overlap=host_overlap)
+        host_overlap=host_overlap,
+        ep_gather_bytes=ep_gather_bytes(plan.workload.engine, plan.precision.weights or "bf16") if lay.ep > lay.tp
+        else 2.0)
 
 
 def _engine_limits(plan: Plan) -> tuple[int, int]:
@@ -232,7 +234,7 @@ def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[s
     if launches:
         assumptions.append(launches)
     if model.moe is not None and setup.ep > setup.tp:
-        assumptions.append(expert_parallel_line(setup.ep, setup.tp))
+        assumptions.append(expert_parallel_line(setup.ep, setup.tp, setup.ep_gather_bytes))
     assumptions.extend(serving_caveats(cal.caveats, moe=model.moe is not None, engine=plan.workload.engine))
 
 

@@ -53,8 +53,8 @@ from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_mat
 from anchorgpu.planner.speed.launches import launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, group_link, host_kind, peak_for
 
-__all__ = ["DecodeStep", "ServingSetup", "decode_step", "expert_rows_factor", "moe_expert_fraction_read",
-           "moe_product_shares", "routed_share_per_gpu", "serve_shape_factor", "soft_roofline"]
+__all__ = ["DecodeStep", "ServingSetup", "decode_step", "ep_gather_bytes", "expert_rows_factor",
+           "moe_expert_fraction_read", "moe_product_shares", "routed_share_per_gpu", "serve_shape_factor", "soft_roofline"]
 
 
 def soft_roofline(memory_s: float, compute_s: float, exponent: float) -> float:
@@ -81,6 +81,28 @@ def serve_shape_factor(width: float, half_width: float) -> float:
     return width / (width + half_width)
 
 
+def ep_gather_bytes(engine: str, weights_format: str) -> float:
+    """Bytes a value of the tokens an EP group all-gathers takes (expert parallelism wider than TP). TensorRT-LLM's
+    CUTLASS MoE quantises the inputs before its all-gather under attention data parallelism for FP8 weights with one
+    scale a tensor (to one byte, ``static_quantize_e4m3_per_tensor``) and for NVFP4 (half a byte plus one scale byte
+    per 16 values, ``fp4_quantize``; ``CutlassFusedMoE.forward_chunk``, ``run_post_quant_allgather``); block-scaled
+    FP8 is gathered as it comes, 16 bit, and so is every other format here (not shown quantised before the gather in
+    that source), as vLLM's ``allgather_reducescatter`` gathers every format.
+
+    >>> ep_gather_bytes("trtllm", "fp8"), ep_gather_bytes("trtllm", "nvfp4"), ep_gather_bytes("vllm", "fp8")
+    (1.0, 0.5625, 2.0)
+    >>> ep_gather_bytes("trtllm", "fp8-block128x128"), ep_gather_bytes("trtllm", "fp8-channel")
+    (2.0, 2.0)
+    """
+    if engine == "trtllm":
+        fmt = weights_format.lower()
+        if fmt == "nvfp4":
+            return 0.5 + 1.0 / 16.0
+        if fmt == "fp8":
+            return 1.0
+    return float(ACTIVATION_BYTES)
+
+
 @fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServingSetup:
@@ -98,6 +120,8 @@ class ServingSetup:
     ep: int = 1  # MoE: the GPUs a layer's routed experts are split over (1: split with TP)
     block_fp8: bool = False  # weights FP8 in blocks: each product quantises its input first (a launch more)
     host_overlap: bool = True  # the engine's host work runs beside the GPU's (False: vLLM before async scheduling)
+    ep_gather_bytes: float = 2.0  # EP wider than TP: bytes a value of the gathered tokens takes (16 bit, or the
+    # FP8/NVFP4 inputs TensorRT-LLM quantises before its all-gather: :func:`ep_gather_bytes`)
 
 
 @fast_init
@@ -152,7 +176,7 @@ class _StepConstants:
     ep_latency_s: float
 
 
-_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int],
+_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float],
                  tuple[ModelSpec, GpuSpec, Calibration, tuple[_StepConstants, _StepConstants]]] = {}
 
 
@@ -165,7 +189,8 @@ def _pair(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration)
     """The per-step constants of the prediction and of the ceiling, memoised on what they depend on: the (frozen)
     model, GPU and calibration by identity, and the setup's precision, TP, PP and server size; any plan of that
     model on that GPU and split reuses them."""
-    key = (id(model), id(gpu), setup.precision, setup.tp, setup.pp, setup.gpus_per_server, id(cal), setup.ep)
+    key = (id(model), id(gpu), setup.precision, setup.tp, setup.pp, setup.gpus_per_server, id(cal), setup.ep,
+           setup.ep_gather_bytes)
     hit = _STEP_MEMO.get(key)
     if hit is not None and hit[0] is model and hit[1] is gpu and hit[2] is cal:
         return hit[3]
@@ -220,7 +245,10 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         expert_tile_rows=cal.moe_tile_rows,
         expert_token_scale=setup.ep / setup.tp if wide_ep else 1.0,
         ep_per_stage=2.0 * moe.num_moe_layers / setup.pp if wide_ep and moe is not None else 0.0,
-        ep_copies=setup.ep / setup.tp - 1.0 if wide_ep else 0.0,
+        # the other replicas' token sets, gathered at ep_gather_bytes a value and their outputs scattered back in
+        # 16 bit: per collective, on average, (ep_gather_bytes + 2) / 4 of a 16-bit token set
+        ep_copies=((setup.ep / setup.tp - 1.0) * (setup.ep_gather_bytes + ACTIVATION_BYTES) / (2.0 * ACTIVATION_BYTES)
+                   if wide_ep else 0.0),
         ep_rate=ep_link.bytes_per_s * link_eff if ep_link is not None else 1.0,
         ep_latency_s=ep_link.latency_s if ep_link is not None else 0.0)
 
