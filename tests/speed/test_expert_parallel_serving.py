@@ -174,3 +174,36 @@ def test_a_tensorrt_llm_plan_with_attention_dp_times_its_quantised_gather(capsys
     said = [line for line in trt["assumptions"] if line.startswith("expert parallelism over 8 GPUs")]
     assert len(said) == 1 and "gathered at 1 byte a value" in said[0]
     assert not any("byte a value" in line for line in vllm["assumptions"])
+
+
+def test_the_replicas_of_an_ep_group_step_together_so_any_ones_prompt_chunk_holds_all() -> None:
+    """vLLM's data-parallel ranks of a MoE align their forward passes ("Forward passes must be aligned, and expert
+    layers across all ranks are required to synchronize during every forward pass": vLLM docs, serving/
+    data_parallel_deployment): with 8 replicas each carrying a prompt chunk in a share s of its steps, the group's step
+    carries one in 1 - (1 - s)^8 of them. At 16 sequences a replica of 1,000-token prompts and 1,000-token answers, a
+    replica's 16 prompt tokens a step come as one 1,000-token chunk in 1.6% of its steps; the group's, 12.1%."""
+    from anchorgpu.planner.speed.batching import _steady, prefill_chunk_share
+    from anchorgpu.planner.speed.calibration import calibration as cal_of
+    from anchorgpu.planner.speed.flops import attention_flops_per_token
+    from anchorgpu.planner.speed.serving import _pair, _step
+
+    cal = cal_of()
+    setup = _setup(tp=1, ep=8, replicas=8)
+    c, ci = _pair(MODEL, H200, setup, cal)
+    attn = (attention_flops_per_token(MODEL, 2 * 1500, causal=True), attention_flops_per_token(MODEL, 1000, causal=True))
+    chunk, share = prefill_chunk_share(16, 1000, 1000, setup.max_num_batched_tokens)
+    assert share == pytest.approx(0.016)
+    mixed = _step(setup, c, 16, chunk, attn[0], attn[1], one_chunk=True)[0]
+    plain = _step(setup, c, 16, 0.0, attn[0], 0.0)[0]
+    group = 1 - (1 - share) ** 8
+    assert group == pytest.approx(0.121, abs=1e-3)
+    step = _steady(setup, c, ci, 16, 1000, 1000, attn)[0]
+    assert step == pytest.approx(group * mixed + (1 - group) * plain, rel=1e-12)
+    # a replica on its own (no EP group) keeps its own share
+    alone = _setup(tp=1, ep=1, replicas=8)
+    ca, cia = _pair(MODEL, H200, alone, cal)
+    mixed_a = _step(alone, ca, 16, chunk, attn[0], attn[1], one_chunk=True)[0]
+    plain_a = _step(alone, ca, 16, 0.0, attn[0], 0.0)[0]
+    assert _steady(alone, ca, cia, 16, 1000, 1000, attn)[0] == pytest.approx(
+        share * mixed_a + (1 - share) * plain_a, rel=1e-12)
+

@@ -46,8 +46,10 @@ def expert_parallel_line(ep: int, tp: int, gather_bytes: float = 2.0) -> str:
             f"replica{'' if replicas == 2 else 's'}' tokens and returns their outputs, {values}, whichever experts "
             "they are routed to), as vLLM's default expert-parallel communication (allgather_reducescatter) and "
             "TensorRT-LLM's CUTLASS MoE under attention data parallelism move them (the all-to-all kernels both also "
-            "offer, DeepEP's among them, send only each token's routed copies); even routing assumed (a skewed router "
-            "makes the busiest GPU the step's pace)")
+            "offer, DeepEP's among them, send only each token's routed copies); the replicas step together, each "
+            "with its own prompts, so a step carries a prompt chunk whenever one of them has one (vLLM aligns its "
+            "data-parallel ranks' forward passes); even routing assumed (a skewed router makes the busiest GPU the "
+            "step's pace)")
 
 
 @lru_cache(maxsize=256)

@@ -63,7 +63,11 @@ def _steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: i
     """The mean step of a steady state, what bounds it, and its ceiling (the same state under the ideal constants
     ``ci``): ``B`` decodes, and the prompts' chunks in the share of steps that carry one. Over pipeline stages,
     where a step's prompt tokens fill more than one chunk but not one a micro-batch, that many micro-batches of
-    each cycle carry a whole chunk (each has its own token budget) rather than every one a slice of them."""
+    each cycle carry a whole chunk (each has its own token budget) rather than every one a slice of them. Under
+    expert parallelism wider than TP the ``ep / tp`` replicas of an EP group step together (vLLM's data-parallel
+    ranks align their forward passes, padding an idle rank with a dummy one; TensorRT-LLM's attention-DP ranks meet
+    at every MoE layer's all-gather), each scheduling its own prompts: a step carries a chunk when any of them has
+    one, ``1 - (1 - share) ** (ep / tp)`` of the steps."""
     prefill = batch * prompt / output
     chunk, share = prefill_chunk_share(batch, prompt, output, setup.max_num_batched_tokens)
     if share >= 1.0 and prefill and setup.pp > 1 and share < min(float(setup.pp), max(1.0, batch)):
@@ -72,6 +76,11 @@ def _steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: i
     if share >= 1.0 or not prefill:
         s = _step(setup, c, batch, prefill, attn[0], attn[1] if prefill and prompt else 0.0, ceiling=ci)
         return s[0], s[5], s[6]
+    # expert parallelism wider than TP: the replicas of an EP group run their forward passes aligned (every MoE layer
+    # gathers all of them), so a step carries a prompt chunk whenever any of them has one
+    ranks = c.expert_token_scale
+    if ranks > 1.0:
+        share = 1.0 - (1.0 - share) ** ranks
     sizes = setup.graph_batch_sizes  # decode-only steps run the first captured graph that holds the batch
     padded = next((size for size in sizes if size >= batch), 0) if sizes else 0
     mixed = _step(setup, c, batch, chunk, attn[0], attn[1], one_chunk=True, ceiling=ci)
