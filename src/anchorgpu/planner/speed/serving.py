@@ -171,7 +171,8 @@ class _StepConstants:
     expert_tile_rows: float  # MoE: one tile of a grouped product; fewer rows per expert cost what a tile does
     expert_token_scale: float  # EP wider than TP: the replicas whose tokens one GPU's experts serve, ep / tp (else 1)
     ep_per_stage: float  # EP wider than TP: two collectives (all-gather, reduce-scatter) per MoE layer of a stage
-    ep_copies: float  # the other replicas' token sets each GPU receives, and returns, per collective: ep / tp - 1
+    ep_copies: float  # 16-bit token sets a GPU moves per collective: the other ep / tp - 1 replicas', at the mean of the
+    # gathered values' bytes and the 16-bit outputs' (1.0 a set when both are 16 bit)
     ep_rate: float  # the EP group's link bandwidth x efficiency
     ep_latency_s: float
 
