@@ -1,15 +1,16 @@
 """A mixture of experts' routed experts in a serving step: which experts a step's tokens touch, how many rows each
 gets, and what share of the products and weights they are; and in a training step, the host time of launching each
-local expert's products. Pure; stdlib only. The serving step
+local expert's products, and the bytes an attention-DP all-gather moves a value. Pure; stdlib only. The serving step
 (:mod:`anchorgpu.planner.speed.serving`) restates these inline for speed, and its tests hold the two equal."""
 
 from __future__ import annotations
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.speed.flops import MOE_FORWARD_AGAIN, Recompute, TrainKind, forward_matmul_params
+from anchorgpu.planner.speed.links import ACTIVATION_BYTES
 
-__all__ = ["expert_gemms_per_layer", "expert_launch_s", "expert_rows_factor", "moe_expert_fraction_read",
-           "moe_product_shares", "routed_share_per_gpu"]
+__all__ = ["ep_gather_bytes", "expert_gemms_per_layer", "expert_launch_s", "expert_rows_factor",
+           "moe_expert_fraction_read", "moe_product_shares", "routed_share_per_gpu"]
 
 
 def moe_expert_fraction_read(model: ModelSpec, batch_tokens: float) -> float:
@@ -120,3 +121,25 @@ def expert_launch_s(model: ModelSpec, ep: int, stage_layers: float, host_s_per_g
     local_experts = moe.num_experts / ep
     moe_layers = stage_layers * moe.num_moe_layers / model.num_layers
     return moe_layers * local_experts * expert_gemms_per_layer(kind, recompute) * host_s_per_gemm
+
+
+def ep_gather_bytes(engine: str, weights_format: str) -> float:
+    """Bytes a value of the tokens an EP group all-gathers takes (expert parallelism wider than TP). TensorRT-LLM's
+    CUTLASS MoE quantises the inputs before its all-gather under attention data parallelism for FP8 weights with one
+    scale a tensor (to one byte, ``static_quantize_e4m3_per_tensor``) and for NVFP4 (half a byte plus one scale byte
+    per 16 values, ``fp4_quantize``; ``CutlassFusedMoE.forward_chunk``, ``run_post_quant_allgather``); block-scaled
+    FP8 is gathered as it comes, 16 bit, and so is every other format here (not shown quantised before the gather in
+    that source), as vLLM's ``allgather_reducescatter`` gathers every format.
+
+    >>> ep_gather_bytes("trtllm", "fp8"), ep_gather_bytes("trtllm", "nvfp4"), ep_gather_bytes("vllm", "fp8")
+    (1.0, 0.5625, 2.0)
+    >>> ep_gather_bytes("trtllm", "fp8-block128x128"), ep_gather_bytes("trtllm", "fp8-channel")
+    (2.0, 2.0)
+    """
+    if engine == "trtllm":
+        fmt = weights_format.lower()
+        if fmt == "nvfp4":
+            return 0.5 + 1.0 / 16.0
+        if fmt == "fp8":
+            return 1.0
+    return float(ACTIVATION_BYTES)

@@ -44,6 +44,7 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.experts import (
+    ep_gather_bytes,
     expert_rows_factor,
     moe_expert_fraction_read,
     moe_product_shares,
@@ -79,28 +80,6 @@ def serve_shape_factor(width: float, half_width: float) -> float:
     (0.5, 1.0)
     """
     return width / (width + half_width)
-
-
-def ep_gather_bytes(engine: str, weights_format: str) -> float:
-    """Bytes a value of the tokens an EP group all-gathers takes (expert parallelism wider than TP). TensorRT-LLM's
-    CUTLASS MoE quantises the inputs before its all-gather under attention data parallelism for FP8 weights with one
-    scale a tensor (to one byte, ``static_quantize_e4m3_per_tensor``) and for NVFP4 (half a byte plus one scale byte
-    per 16 values, ``fp4_quantize``; ``CutlassFusedMoE.forward_chunk``, ``run_post_quant_allgather``); block-scaled
-    FP8 is gathered as it comes, 16 bit, and so is every other format here (not shown quantised before the gather in
-    that source), as vLLM's ``allgather_reducescatter`` gathers every format.
-
-    >>> ep_gather_bytes("trtllm", "fp8"), ep_gather_bytes("trtllm", "nvfp4"), ep_gather_bytes("vllm", "fp8")
-    (1.0, 0.5625, 2.0)
-    >>> ep_gather_bytes("trtllm", "fp8-block128x128"), ep_gather_bytes("trtllm", "fp8-channel")
-    (2.0, 2.0)
-    """
-    if engine == "trtllm":
-        fmt = weights_format.lower()
-        if fmt == "nvfp4":
-            return 0.5 + 1.0 / 16.0
-        if fmt == "fp8":
-            return 1.0
-    return float(ACTIVATION_BYTES)
 
 
 @fast_init
