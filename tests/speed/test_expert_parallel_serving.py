@@ -207,3 +207,20 @@ def test_the_replicas_of_an_ep_group_step_together_so_any_ones_prompt_chunk_hold
     assert _steady(alone, ca, cia, 16, 1000, 1000, attn)[0] == pytest.approx(
         share * mixed_a + (1 - share) * plain_a, rel=1e-12)
 
+
+def test_the_lighter_replicas_of_an_ep_group_keep_the_busiest_ones_pace() -> None:
+    """509 users over 8 replicas: five run 64 sequences and three run 63. Replicas on their own run their 63 at
+    their own, faster pace; the replicas of one EP group step together, so all of them emit a token a step at the
+    busiest one's pace: 509 tokens a step."""
+    from anchorgpu.planner.speed.batching import serving_estimate
+
+    wide = _setup(tp=1, ep=8, replicas=8)
+    est = serving_estimate(MODEL, H200, wide, prompt_tokens=1000, output_tokens=1000, concurrency=509,
+                           saturation_concurrency=4096)
+    assert est.per_replica == 64
+    assert est.output_tokens_per_s == pytest.approx(509 / est.tpot_s, rel=1e-12)
+    alone = _setup(tp=1, ep=1, replicas=8)
+    own = serving_estimate(MODEL, H200, alone, prompt_tokens=1000, output_tokens=1000, concurrency=509,
+                           saturation_concurrency=4096)
+    assert own.output_tokens_per_s > 509 / own.tpot_s
+

@@ -129,11 +129,14 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     sat, _, sat_top = _steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn)
     ttft, ttft_top = _ttft(setup, c, ci, per_replica - 1, prompt_tokens, attn)
     # tokens/s over the replicas: ``busy`` of them run per_replica sequences at the TPOT above, the rest one fewer
-    # at their own (faster) pace; an even split (or a queue) runs per_replica everywhere
+    # at their own (faster) pace, or at the busy ones' where the replicas of an EP group step together (expert
+    # parallelism wider than TP); an even split (or a queue) runs per_replica everywhere
     busy = setup.replicas if queued else concurrency - setup.replicas * (per_replica - 1)
     rate, rate_top = busy * per_replica / tpot, busy * per_replica / tpot_top
     if busy < setup.replicas and per_replica > 1:
-        light, _, light_top = _steady(setup, c, ci, per_replica - 1, prompt_tokens, output_tokens, attn)
+        light, light_top = tpot, tpot_top
+        if c.expert_token_scale <= 1.0:
+            light, _, light_top = _steady(setup, c, ci, per_replica - 1, prompt_tokens, output_tokens, attn)
         rate += (setup.replicas - busy) * (per_replica - 1) / light
         rate_top += (setup.replicas - busy) * (per_replica - 1) / light_top
     return _new_estimate(
