@@ -158,9 +158,7 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
         precision=compute_precision_for_weights(plan.precision.weights or "bf16"), tp=lay.tp, pp=lay.pp,
         replicas=lay.dp, max_num_batched_tokens=(limits or _engine_limits(plan))[0], gpus_per_server=SERVER_GPUS,
         graph_batch_sizes=graph_batch_sizes, ep=lay.ep, block_fp8=is_block_fp8(plan.precision.weights),
-        host_overlap=host_overlap,
-        ep_gather_bytes=ep_gather_bytes(plan.workload.engine, plan.precision.weights or "bf16") if lay.ep > lay.tp
-        else 2.0)
+        host_overlap=host_overlap, ep_gather_bytes=ep_gather_bytes(plan.workload.engine, plan.precision.weights or "bf16"))
 
 
 def _engine_limits(plan: Plan) -> tuple[int, int]:
