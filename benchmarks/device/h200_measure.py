@@ -659,6 +659,27 @@ def measured_steps(fwd, ids: torch.Tensor, update, dev: str, steps: int, row: di
     row.update(step_s=s, tokens_per_s=ids.numel() / s, fits=True)
 
 
+def run_case(kind: str, label: str, row: dict, rec: dict, dev: str, body) -> None:
+    """One training case of ``kind``: ``body()`` builds its model and measures it into ``row`` (what was measured
+    before an out-of-memory error goes into ``rec``). Its tensors live in ``body``'s frame, gone when it returns or
+    its error has been recorded, so the cache emptied after it holds nothing of this case."""
+    try:
+        if dev == "cuda":
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+        body()
+        RESULTS[kind].append(row)
+        log(kind, row)
+    except torch.cuda.OutOfMemoryError as e:
+        record_oom(kind, row, rec, e, dev)
+    except Exception as e:  # noqa: BLE001
+        err(label, e)
+    finally:
+        if dev == "cuda":
+            torch.cuda.empty_cache()
+        save()
+
+
 def measure_train(
     name: str, cfg: dict, dev: str, seq: int, micro: int, recompute: bool, steps: int, compiled: bool = False
 ) -> None:
@@ -672,12 +693,10 @@ def measure_train(
         "stack": "transformers (sdpa) + torch AdamW (fused, one per parameter), bf16 weights/grads, "
         "fp32 master+moments" + (", torch.compile" if compiled else ""),
     }
-    model = opts = master = None
     rec: dict = {}
-    try:
+
+    def body() -> None:
         if dev == "cuda":
-            torch.cuda.empty_cache()
-            torch.cuda.reset_peak_memory_stats()
             free0, total = torch.cuda.mem_get_info()
             row["device_used_before_bytes"] = total - free0
         model = hf_model(cfg, dev)
@@ -708,17 +727,8 @@ def measure_train(
                 p.data.copy_(m.data)
 
         measured_steps(fwd, ids, update, dev, steps, row, rec)
-        RESULTS["train"].append(row)
-        log("train", row)
-    except torch.cuda.OutOfMemoryError as e:
-        record_oom("train", row, rec, e, dev)
-    except Exception as e:  # noqa: BLE001
-        err(f"train {name} mb{micro} rc{recompute} compiled{compiled}", e)
-    finally:
-        model = opts = master = None
-        if dev == "cuda":
-            torch.cuda.empty_cache()
-        save()
+
+    run_case("train", f"train {name} mb{micro} rc{recompute} compiled{compiled}", row, rec, dev, body)
 
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -767,12 +777,9 @@ def measure_lora(name: str, cfg: dict, dev: str, seq: int, micro: int, recompute
         "lora_rank": 16, "lora_targets": list(LORA_TARGETS),
         "stack": "transformers (sdpa), frozen bf16 base, peft-style fp32 LoRA adapters, torch AdamW (fused)",
     }
-    model = opt = None
     rec: dict = {}
-    try:
-        if dev == "cuda":
-            torch.cuda.empty_cache()
-            torch.cuda.reset_peak_memory_stats()
+
+    def body() -> None:
         model = hf_model(cfg, dev)
         adapters = add_lora(model)
         row["adapter_params"] = sum(p.numel() for p in adapters)
@@ -791,17 +798,8 @@ def measure_lora(name: str, cfg: dict, dev: str, seq: int, micro: int, recompute
             opt.zero_grad(set_to_none=True)
 
         measured_steps(model, ids, update, dev, steps, row, rec)
-        RESULTS["lora"].append(row)
-        log("lora", row)
-    except torch.cuda.OutOfMemoryError as e:
-        record_oom("lora", row, rec, e, dev)
-    except Exception as e:  # noqa: BLE001
-        err(f"lora {name} mb{micro} seq{seq} rc{recompute}", e)
-    finally:
-        model = opt = None
-        if dev == "cuda":
-            torch.cuda.empty_cache()
-        save()
+
+    run_case("lora", f"lora {name} mb{micro} seq{seq} rc{recompute}", row, rec, dev, body)
 
 
 # --------------------------------------------------------------------------- main
