@@ -224,3 +224,23 @@ def test_the_lighter_replicas_of_an_ep_group_keep_the_busiest_ones_pace() -> Non
                            saturation_concurrency=4096)
     assert own.output_tokens_per_s > 509 / own.tpot_s
 
+
+
+def test_lighter_replicas_of_an_ep_group_emit_what_their_passes_hold() -> None:
+    """Long prompts and one output token each (8,000 / 1): every replica's prompts fill each pass's token budget, so
+    a replica with a user fewer emits as many tokens a pass as the busiest one. Held to the busiest one's tokens a
+    step, 31 users over 4 replicas (8, 8, 8, 7) came out slower than 8 users (2 each), and 5 users (2, 1, 1, 1)
+    slower than 4: ``benchmarks/speed_invariants.py`` found 32 such plans (DeepSeek-V2-Lite on 8 H200 with TP 2,
+    EP 8, TensorRT-LLM: 61.91 output tokens/s at 8 users, 61.84 at 31). Where decodes fill the passes, the lighter
+    replicas still keep the busiest pace (the test above)."""
+    from anchorgpu.planner.speed.batching import _pass_outputs_ratio, serving_estimate
+
+    wide = _setup(tp=2, ep=8, replicas=4)
+    assert _pass_outputs_ratio(wide, 7, 8, 8000, 1) == 1.0
+    assert _pass_outputs_ratio(wide, 7, 8, 1000, 1000) == pytest.approx(7 / 8)
+    estimates = [serving_estimate(MODEL, H200, wide, prompt_tokens=8000, output_tokens=1, concurrency=c,
+                                  saturation_concurrency=4096) for c in range(1, 41)]
+    rates = [e.output_tokens_per_s for e in estimates]
+    assert all(b >= a * (1 - 1e-12) for a, b in zip(rates, rates[1:], strict=False))
+    five = estimates[4]
+    assert five.per_replica == 2 and five.output_tokens_per_s > estimates[3].output_tokens_per_s

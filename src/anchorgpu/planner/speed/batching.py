@@ -89,6 +89,25 @@ def _steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: i
             share * mixed[6] + (1.0 - share) * plain[6])
 
 
+def _pass_outputs_ratio(setup: ServingSetup, light: int, busy: int, prompt: int, output: int) -> float:
+    """Output tokens a pass of a replica running ``light`` sequences emits, over one running ``busy``, when the
+    replicas of an EP group run their passes together (each takes the busiest replica's time).
+
+    A steady pass carries each sequence's decode and, on average, ``prompt / output`` of prompt tokens for it, up to
+    the engine's token budget: ``min(B, budget / (1 + I/O))`` sequences' worth of output a pass. Where decodes
+    dominate that is ``B``, and a lighter replica emits ``light / busy`` of the busiest one's tokens a pass (it keeps
+    the busiest pace); where long prompts fill every pass of both, each emits as much as the other (the lighter
+    replica's users are served sooner, and its passes are as full).
+
+    >>> from anchorgpu.planner.speed.serving import ServingSetup
+    >>> s = ServingSetup(weights_bytes_per_gpu=1e9, kv_bytes_per_sequence_per_gpu=1e6, max_num_batched_tokens=8192)
+    >>> _pass_outputs_ratio(s, 63, 64, 1000, 1000), _pass_outputs_ratio(s, 7, 8, 8000, 1)
+    (0.984375, 1.0)
+    """
+    cap = setup.max_num_batched_tokens / (1.0 + prompt / output)
+    return min(float(light), cap) / min(float(busy), cap)
+
+
 def _ttft(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, others: int, prompt: int,
           attn: tuple[float, float]) -> tuple[float, float]:
     """Time to first token and its ceiling: the prompt's chunks, each sharing a step with the ``others``."""
@@ -130,15 +149,21 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     ttft, ttft_top = _ttft(setup, c, ci, per_replica - 1, prompt_tokens, attn)
     # tokens/s over the replicas: ``busy`` of them run per_replica sequences at the TPOT above, the rest one fewer
     # at their own (faster) pace, or at the busy ones' where the replicas of an EP group step together (expert
-    # parallelism wider than TP); an even split (or a queue) runs per_replica everywhere
+    # parallelism wider than TP), each pass emitting what its own sequences hold (_pass_outputs_ratio); an even
+    # split (or a queue) runs per_replica everywhere
     busy = setup.replicas if queued else concurrency - setup.replicas * (per_replica - 1)
     rate, rate_top = busy * per_replica / tpot, busy * per_replica / tpot_top
     if busy < setup.replicas and per_replica > 1:
-        light, light_top = tpot, tpot_top
-        if c.expert_token_scale <= 1.0:
-            light, _, light_top = _steady(setup, c, ci, per_replica - 1, prompt_tokens, output_tokens, attn)
-        rate += (setup.replicas - busy) * (per_replica - 1) / light
-        rate_top += (setup.replicas - busy) * (per_replica - 1) / light_top
+        light = setup.replicas - busy
+        if c.expert_token_scale <= 1.0:  # replicas on their own: the lighter ones at their own pace
+            own, _, own_top = _steady(setup, c, ci, per_replica - 1, prompt_tokens, output_tokens, attn)
+            rate += light * (per_replica - 1) / own
+            rate_top += light * (per_replica - 1) / own_top
+        else:  # an EP group's passes take the busiest replica's time: the lighter ones emit what theirs hold
+            outputs = per_replica * _pass_outputs_ratio(setup, per_replica - 1, per_replica, prompt_tokens,
+                                                        output_tokens)
+            rate += light * outputs / tpot
+            rate_top += light * outputs / tpot_top
     return _new_estimate(
         concurrency=concurrency, per_replica=per_replica, ttft_s=ttft, tpot_s=tpot,
         output_tokens_per_s=rate, decode_tokens_per_s_per_user=1.0 / tpot,
