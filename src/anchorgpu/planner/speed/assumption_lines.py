@@ -48,8 +48,9 @@ def expert_parallel_line(ep: int, tp: int, gather_bytes: float = 2.0) -> str:
             "TensorRT-LLM's CUTLASS MoE under attention data parallelism move them (the all-to-all kernels both also "
             "offer, DeepEP's among them, send only each token's routed copies); the replicas step together, each "
             "with its own prompts, so a step carries a prompt chunk whenever one of them has one (vLLM aligns its "
-            "data-parallel ranks' forward passes); even routing assumed (a skewed router makes the busiest GPU the "
-            "step's pace)")
+            "data-parallel ranks' forward passes), and the busiest replica sets every step's time while the experts "
+            "serve the tokens the replicas bring, a lighter one's fewer; even routing assumed (a skewed router makes "
+            "the busiest GPU the step's pace)")
 
 
 @lru_cache(maxsize=256)

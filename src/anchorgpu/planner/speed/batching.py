@@ -59,7 +59,7 @@ def prefill_chunk_share(batch: float, prompt: int, output: int, max_num_batched_
 
 
 def _steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: int, prompt: int, output: int,
-            attn: tuple[float, float]) -> tuple[float, str, float]:
+            attn: tuple[float, float], even: float = 1.0) -> tuple[float, str, float]:
     """The mean step of a steady state, what bounds it, and its ceiling (the same state under the ideal constants
     ``ci``): ``B`` decodes, and the prompts' chunks in the share of steps that carry one. Over pipeline stages,
     where a step's prompt tokens fill more than one chunk but not one a micro-batch, that many micro-batches of
@@ -67,24 +67,36 @@ def _steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: i
     expert parallelism wider than TP the ``ep / tp`` replicas of an EP group step together (vLLM's data-parallel
     ranks align their forward passes, padding an idle rank with a dummy one; TensorRT-LLM's attention-DP ranks meet
     at every MoE layer's all-gather), each scheduling its own prompts: a step carries a chunk when any of them has
-    one, ``1 - (1 - share) ** (ep / tp)`` of the steps."""
+    one, ``1 - (1 - s) ** (ep / tp)`` of the steps, and then, on average, ``ep / tp * s`` over that many chunks in
+    all, ``s`` a replica's own share at the group's mean load. ``even``: what a replica of the group brings to a
+    step, on average, over this (the busiest) one's (1.0 where they run alike; :func:`_pass_outputs_ratio`): the
+    group's tokens, which its experts serve and its GPUs gather, are the replicas' own, not the busiest one's
+    ``ep / tp`` times (:func:`~anchorgpu.planner.speed.serving._tick`'s ``group_ratio``)."""
     prefill = batch * prompt / output
     chunk, share = prefill_chunk_share(batch, prompt, output, setup.max_num_batched_tokens)
+    ranks = c.expert_token_scale
     if share >= 1.0 and prefill and setup.pp > 1 and share < min(float(setup.pp), max(1.0, batch)):
-        s = _step(setup, c, batch, chunk, attn[0], attn[1], one_chunk=True, ceiling=ci, chunks=share)
+        s = _step(setup, c, batch, chunk, attn[0], attn[1], one_chunk=True, ceiling=ci, chunks=share,
+                  group_ratio=even)
         return s[0], s[5], s[6]
     if share >= 1.0 or not prefill:
-        s = _step(setup, c, batch, prefill, attn[0], attn[1] if prefill and prompt else 0.0, ceiling=ci)
+        s = _step(setup, c, batch, prefill, attn[0], attn[1] if prefill and prompt else 0.0, ceiling=ci,
+                  group_ratio=even)
         return s[0], s[5], s[6]
     # expert parallelism wider than TP: the replicas of an EP group run their forward passes aligned (every MoE layer
-    # gathers all of them), so a step carries a prompt chunk whenever any of them has one
-    ranks = c.expert_token_scale
+    # gathers all of them), so a step carries a prompt chunk whenever any of them has one; this replica's chunk
+    # sets the step's pace, the others carry theirs as often as their own share says
+    mixed_ratio = 1.0
     if ranks > 1.0:
-        share = 1.0 - (1.0 - share) ** ranks
+        mean_share = share * even  # a replica's prompts come in proportion to what it runs
+        group_share = 1.0 - (1.0 - mean_share) ** ranks
+        chunks_in_step = ranks * mean_share / group_share  # at least 1: the group's chunks in a step that has one
+        mixed_ratio = (even * batch + chunks_in_step * chunk / ranks) / (batch + chunk)
+        share = group_share
     sizes = setup.graph_batch_sizes  # decode-only steps run the first captured graph that holds the batch
     padded = next((size for size in sizes if size >= batch), 0) if sizes else 0
-    mixed = _step(setup, c, batch, chunk, attn[0], attn[1], one_chunk=True, ceiling=ci)
-    plain = _step(setup, c, batch, 0.0, attn[0], 0.0, padded_batch=padded, ceiling=ci)
+    mixed = _step(setup, c, batch, chunk, attn[0], attn[1], one_chunk=True, ceiling=ci, group_ratio=mixed_ratio)
+    plain = _step(setup, c, batch, 0.0, attn[0], 0.0, padded_batch=padded, ceiling=ci, group_ratio=even)
     return (share * mixed[0] + (1.0 - share) * plain[0], mixed[5] if share >= 0.5 else plain[5],
             share * mixed[6] + (1.0 - share) * plain[6])
 
@@ -109,13 +121,19 @@ def _pass_outputs_ratio(setup: ServingSetup, light: int, busy: int, prompt: int,
 
 
 def _ttft(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, others: int, prompt: int,
-          attn: tuple[float, float]) -> tuple[float, float]:
-    """Time to first token and its ceiling: the prompt's chunks, each sharing a step with the ``others``."""
+          attn: tuple[float, float], group_tokens: float = 0.0) -> tuple[float, float]:
+    """Time to first token and its ceiling: the prompt's chunks, each sharing a step with the ``others``.
+    ``group_tokens``: under expert parallelism wider than TP, what each other replica of the EP group brings to the
+    step on average (its decodes and its share of a chunk; 0: as much as this one)."""
     budget = max(1, setup.max_num_batched_tokens - others)
     chunks = math.ceil(prompt / budget)
     chunk = min(prompt, budget)
+    ratio = 1.0
+    ranks = c.expert_token_scale
+    if ranks > 1.0 and group_tokens and others + chunk:  # this replica's tokens and the others' over ep / tp of these
+        ratio = (others + chunk + (ranks - 1.0) * group_tokens) / (ranks * (others + chunk))
     s = _step(setup, c, others, chunk, attn[0], attn[1] if chunk and prompt else 0.0, one_chunk=True,
-              first_token=True, ceiling=ci)
+              first_token=True, ceiling=ci, group_ratio=ratio)
     return chunks * s[0], chunks * s[6]
 
 
@@ -144,17 +162,25 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     attn = (attention_flops_per_token(model, 2 * (prompt_tokens + output_tokens // 2), causal=True),
             attention_flops_per_token(model, prompt_tokens, causal=True))
     c, ci = _pair(model, gpu, setup, cal)
-    tpot, bound, tpot_top = _steady(setup, c, ci, per_replica, prompt_tokens, output_tokens, attn)
+    busy = setup.replicas if queued else concurrency - setup.replicas * (per_replica - 1)
+    light = setup.replicas - busy
+    # an EP group's replicas step together: a lighter one brings what its passes hold (_pass_outputs_ratio)
+    even = 1.0
+    if light and per_replica > 1 and c.expert_token_scale > 1.0:
+        even = 1.0 - light / setup.replicas * (1.0 - _pass_outputs_ratio(setup, per_replica - 1, per_replica,
+                                                                          prompt_tokens, output_tokens))
+    tpot, bound, tpot_top = _steady(setup, c, ci, per_replica, prompt_tokens, output_tokens, attn, even)
     sat, _, sat_top = _steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn)
-    ttft, ttft_top = _ttft(setup, c, ci, per_replica - 1, prompt_tokens, attn)
+    # another replica's tokens in a step: its decodes and, on average, its prompts' share of the token budget
+    mean = float(sat_replica) if queued else concurrency / setup.replicas
+    others = mean + min(mean * prompt_tokens / output_tokens, max(0.0, setup.max_num_batched_tokens - mean))
+    ttft, ttft_top = _ttft(setup, c, ci, per_replica - 1, prompt_tokens, attn, others)
     # tokens/s over the replicas: ``busy`` of them run per_replica sequences at the TPOT above, the rest one fewer
     # at their own (faster) pace, or at the busy ones' where the replicas of an EP group step together (expert
     # parallelism wider than TP), each pass emitting what its own sequences hold (_pass_outputs_ratio); an even
     # split (or a queue) runs per_replica everywhere
-    busy = setup.replicas if queued else concurrency - setup.replicas * (per_replica - 1)
     rate, rate_top = busy * per_replica / tpot, busy * per_replica / tpot_top
-    if busy < setup.replicas and per_replica > 1:
-        light = setup.replicas - busy
+    if light and per_replica > 1:
         if c.expert_token_scale <= 1.0:  # replicas on their own: the lighter ones at their own pace
             own, _, own_top = _steady(setup, c, ci, per_replica - 1, prompt_tokens, output_tokens, attn)
             rate += light * (per_replica - 1) / own

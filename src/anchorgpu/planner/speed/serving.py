@@ -150,8 +150,8 @@ class _StepConstants:
     expert_tile_rows: float  # MoE: one tile of a grouped product; fewer rows per expert cost what a tile does
     expert_token_scale: float  # EP wider than TP: the replicas whose tokens one GPU's experts serve, ep / tp (else 1)
     ep_per_stage: float  # EP wider than TP: two collectives (all-gather, reduce-scatter) per MoE layer of a stage
-    ep_copies: float  # 16-bit token sets a GPU moves per collective: the other ep / tp - 1 replicas', at the mean of the
-    # gathered values' bytes and the 16-bit outputs' (1.0 a set when both are 16 bit)
+    ep_token_bytes: float  # per token a GPU receives from the other replicas, in 16-bit token sets: the mean of the
+    # gathered values' bytes and the 16-bit outputs' (1.0 when both are 16 bit)
     ep_rate: float  # the EP group's link bandwidth x efficiency
     ep_latency_s: float
 
@@ -225,10 +225,9 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         expert_tile_rows=cal.moe_tile_rows,
         expert_token_scale=setup.ep / setup.tp if wide_ep else 1.0,
         ep_per_stage=2.0 * moe.num_moe_layers / setup.pp if wide_ep and moe is not None else 0.0,
-        # the other replicas' token sets, gathered at ep_gather_bytes a value and their outputs scattered back in
-        # 16 bit: per collective, on average, (ep_gather_bytes + 2) / 4 of a 16-bit token set
-        ep_copies=((setup.ep / setup.tp - 1.0) * (setup.ep_gather_bytes + ACTIVATION_BYTES) / (2.0 * ACTIVATION_BYTES)
-                   if wide_ep else 0.0),
+        # the other replicas' tokens, gathered at ep_gather_bytes a value and their outputs scattered back in 16 bit:
+        # per collective, on average, (ep_gather_bytes + 2) / 4 of a 16-bit token set each
+        ep_token_bytes=(setup.ep_gather_bytes + ACTIVATION_BYTES) / (2.0 * ACTIVATION_BYTES) if wide_ep else 0.0,
         ep_rate=ep_link.bytes_per_s * link_eff if ep_link is not None else 1.0,
         ep_latency_s=ep_link.latency_s if ep_link is not None else 0.0)
 
@@ -264,35 +263,49 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: f
 
 def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: float, decode_attn_flops: float,
           prefill_attn_flops: float, padded_batch: float, ceiling: _StepConstants | None = None,
-          ) -> tuple[float, ...]:
+          group_ratio: float = 1.0) -> tuple[float, ...]:
     """One micro-batch through one pipeline stage (the whole replica when ``pp`` is 1): its time, then its fixed,
     weights, attention and communication parts, and the memory and compute parts that say the bound; last, the
     same tick's time under the ``ceiling`` constants (the roofline: ``_constants(..., ideal=True)``), from the
-    sizes already formed (0.0 without them). Either time is what a tick of those constants alone gives."""
+    sizes already formed (0.0 without them). Either time is what a tick of those constants alone gives.
+
+    ``group_ratio``: under expert parallelism wider than TP, the tokens each replica of the EP group brings to the
+    MoE layers, on average, over this replica's (1.0 when they all carry the same). The group's tokens are what
+    this GPU's experts serve (their share of the products, the experts they touch) and what it gathers from the
+    other replicas; the replica's own tokens are what its attention and dense products take."""
     tokens = (batch if batch >= padded_batch else padded_batch) + prefill_tokens
     weights = setup.weights_bytes_per_gpu
     routed = c.routed_share
-    expert_tokens = tokens * c.expert_token_scale  # the tokens this GPU's experts are sent (its replicas' under EP)
+    group = tokens * group_ratio  # the EP group's tokens per replica (the replica's own without wide EP)
+    expert_tokens = group * c.expert_token_scale  # the tokens this GPU's experts are sent (its replicas' under EP)
     touched = 1.0
     if routed is not None:  # the experts the step's tokens touch (moe_expert_fraction_read)
         touched = float(1.0 - c.miss_per_token ** (expert_tokens if expert_tokens >= 1.0 else 1.0))
         weights *= 1 - routed + routed * touched
     split = c.split
-    matmul_flops = tokens * 2.0 * c.matmul_params / split
+    # the routed experts' share of the products follows the group's tokens (each GPU serves 1/ep of them)
+    matmul_flops = (tokens + c.expert_share * (group - tokens)) * 2.0 * c.matmul_params / split
     kv_bytes = batch * setup.kv_bytes_per_sequence_per_gpu  # the sequences' own caches, no padding
     attn_flops = batch * decode_attn_flops
     if prefill_tokens and prefill_attn_flops:
         attn_flops += prefill_tokens * prefill_attn_flops
     attn_flops_per_gpu = attn_flops / split
     message = tokens * c.hidden_size * ACTIVATION_BYTES
+    gathered = (expert_tokens - tokens) * c.hidden_size * ACTIVATION_BYTES  # the other replicas' tokens (EP > TP)
     mem_rate = c.mem_rate
     matmul_s = matmul_flops / c.matmul_rate
     if c.expert_share and c.expert_half_tokens and tokens > 0:  # the routed experts' products (expert_rows_factor):
         # the rows of each expert the step touches, at least one tile's
-        if expert_tokens * c.route_share >= c.expert_tile_rows * touched:
-            matmul_s *= 1.0 + c.expert_share * c.expert_half_tokens * touched / (expert_tokens * c.route_share)
-        else:
-            matmul_s *= 1.0 + c.expert_share * c.expert_half_tokens / c.expert_tile_rows
+        wide_rows = expert_tokens * c.route_share >= c.expert_tile_rows * touched
+        if group_ratio == 1.0:  # the experts' products are expert_share of the step's
+            if wide_rows:
+                matmul_s *= 1.0 + c.expert_share * c.expert_half_tokens * touched / (expert_tokens * c.route_share)
+            else:
+                matmul_s *= 1.0 + c.expert_share * c.expert_half_tokens / c.expert_tile_rows
+        else:  # the experts' products, at the group's tokens, take the falloff alone
+            extra = (c.expert_half_tokens * touched / (expert_tokens * c.route_share) if wide_rows
+                     else c.expert_half_tokens / c.expert_tile_rows)
+            matmul_s += c.expert_share * group * 2.0 * c.matmul_params / split / c.matmul_rate * extra
     weights_read_s = weights / mem_rate
     # soft_roofline(weights_read_s, matmul_s, c.knee), inline (the same operations in order)
     if weights_read_s <= 0.0 or matmul_s <= 0.0:
@@ -311,7 +324,7 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
         if c.pp_link is not None and c.pp_link.kind != "none":  # the hidden states to the next stage
             comm += c.pp_link.latency_s + message / c.p2p_rate
         if c.ep_per_stage:  # EP wider than TP: the group's tokens gathered, the experts' outputs scattered back
-            comm += c.ep_per_stage * (c.ep_latency_s + c.ep_copies * message / c.ep_rate)
+            comm += c.ep_per_stage * (c.ep_latency_s + c.ep_token_bytes * gathered / c.ep_rate)
     top = 0.0
     if ceiling is not None:  # the roofline constants have no fixed cost, elementwise time or latency: each of
         # those terms is 0.0, and adding it would change no value, so they are left out
@@ -326,7 +339,7 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
             if k.pp_link is not None and k.pp_link.kind != "none":
                 comm_top += message / k.p2p_rate
             if k.ep_per_stage:
-                comm_top += k.ep_per_stage * (k.ep_copies * message / k.ep_rate)
+                comm_top += k.ep_per_stage * (k.ep_token_bytes * gathered / k.ep_rate)
             top += comm_top
     return (c.fixed_s + work + comm, c.fixed_s, weights_s, attention_s, comm, weights_read_s + kv_s,
             matmul_s + attn_compute_s, top)
@@ -335,7 +348,7 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
 def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: float, decode_attn_flops: float,
           prefill_attn_flops: float, padded_batch: float = 0.0, one_chunk: bool = False,
           first_token: bool = False, ceiling: _StepConstants | None = None, chunks: float = 1.0,
-          ) -> tuple[float, float, float, float, float, str, float]:
+          group_ratio: float = 1.0) -> tuple[float, float, float, float, float, str, float]:
     """:func:`decode_step`'s fields in order, once its constants and the attention FLOPs per token (decoding at
     the cached length, prefill at the prompt's; 0 without prefill) are known. ``padded_batch``: the rows a
     captured graph multiplies when it is larger than the batch (the padding rows read no KV cache).
@@ -351,12 +364,12 @@ def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     own token budget; splitting a chunk over them would shrink every product, a MoE's expert rows most).
 
     Last, the same step's time under the ``ceiling`` constants (0.0 without them): one stage times both in one
-    tick (:func:`_tick`)."""
+    tick (:func:`_tick`). ``group_ratio``: the EP group's tokens per replica over this replica's (:func:`_tick`)."""
     pp = setup.pp
     if pp == 1:  # one stage: the tick is the step (pp * x and x / 1.0 below leave every value as it is)
         step, fixed, weights_s, attention_s, comm, memory_s, compute_s, top = _tick(
             setup, c, batch / 1.0, prefill_tokens / 1.0, decode_attn_flops, prefill_attn_flops, padded_batch / 1.0,
-            ceiling)
+            ceiling, group_ratio)
         # the bound: the fixed costs when they outweigh the GPUs' work, else the larger of memory and compute
         bound = "fixed" if fixed > step - fixed - comm else ("memory" if memory_s >= compute_s else "compute")
         host = c.host_s_per_sequence * batch  # the engine's CPU, overlapped: the step waits for the larger
@@ -369,12 +382,12 @@ def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     each, padded_each = batch / groups, padded_batch / groups
     if not one_chunk or not prefill_tokens:
         t = _tick(setup, c, each, prefill_tokens / groups, decode_attn_flops, prefill_attn_flops,
-                  padded_each)
+                  padded_each, None, group_ratio)
         parts, bound_of = tuple(pp * x for x in t[:5]), t
     else:
         heavy = _tick(setup, c, each, prefill_tokens, decode_attn_flops, prefill_attn_flops,
-                      padded_each)
-        light = _tick(setup, c, each, 0.0, decode_attn_flops, 0.0, padded_each)
+                      padded_each, None, group_ratio)
+        light = _tick(setup, c, each, 0.0, decode_attn_flops, 0.0, padded_each, None, group_ratio)
         n = chunks
         stage_load = [(groups - n) * a + n * b for a, b in zip(light[:5], heavy[:5], strict=True)]
         if first_token:  # the chunk's micro-batch goes through every stage in turn
@@ -392,5 +405,5 @@ def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
         step, bound = host, "host"
     top = 0.0 if ceiling is None else _step(setup, ceiling, batch, prefill_tokens, decode_attn_flops,
                                              prefill_attn_flops, padded_batch, one_chunk, first_token,
-                                             chunks=chunks)[0]
+                                             chunks=chunks, group_ratio=group_ratio)[0]
     return step, fixed, weights_s, attention_s, comm, bound, top
