@@ -1,0 +1,75 @@
+"""TensorRT-LLM's MoE throughput tables (``trtllm-moe`` and ``trtllm-pcie-moe`` rows of
+``planner/speed/data/measured_runs.json``) planned two ways, without refitting anything: as the calibration reads them
+(tensor parallelism of every layer over each column's TP size) and as attention data parallelism with expert
+parallelism over the same GPUs (``tp 1, dp = ep = TP``), what the table's source runs MoE models with.
+
+Under attention data parallelism each rank admits up to trtllm-bench's whole ``max_batch_size`` (TensorRT-LLM
+``tensorrt_llm/_torch/pyexecutor/executor_request_queue.py``: ``_fetch_new_requests_attention_dp`` allows
+``tp_size * max_num_active_requests`` in all and ``_schedule_attention_dp_requests`` fills each rank up to
+``max_num_active_requests``, which ``PyTorchModelEngine.get_max_num_sequences`` makes ``pp_size * batch_size``);
+trtllm-bench sizes that batch as for the whole engine (``--tp``), as the TP restatement does.
+
+    .venv/bin/python benchmarks/trtllm_moe_as_attention_dp.py            # both restatements' counts within 25%
+    .venv/bin/python benchmarks/trtllm_moe_as_attention_dp.py PQ235-H    # and each matching row's error
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from functools import lru_cache
+from typing import Any
+
+import anchorgpu.planner.speed.runs as runs
+from anchorgpu.hardware import get_gpu
+from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
+from anchorgpu.planner.speed.calibration import calibration
+
+SETS = ("trtllm-moe", "trtllm-pcie-moe")
+_as_tp = runs._serve_plan
+
+
+@lru_cache(maxsize=1024)
+def _as_attention_dp(run_id: str) -> Any:
+    r = next(run.row for run in runs.load_runs() if run.id == run_id)
+    model = runs._model(r)
+    if model.moe is None or r.get("engine_limits") != "trtllm-bench" or r["tp"] <= 1:
+        return _as_tp(run_id)
+    gpu = runs._as_measured(get_gpu(r["gpu"]), r)
+    pp, tp = int(r.get("pp", 1)), int(r["tp"])
+    per_micro, max_tokens = runs.trtllm_bench_limits(
+        model, gpu.memory_bytes, tp=tp, pp=pp, weights=r["weights"], kv_cache=r["kv_cache"],
+        prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"])
+    w = Workload(prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"], concurrency=1,
+                 gpu_memory_utilization=r["gpu_memory_utilization"], max_num_seqs=per_micro * pp,
+                 max_num_batched_tokens=max_tokens, engine="vllm")
+    return plan(model, w, precision=PrecisionPlan(weights=r["weights"], kv_cache=r["kv_cache"]),
+                layout=Layout(gpus=r["gpus"], tp=1, pp=pp, dp=r["gpus"] // pp, ep=tp), gpu=gpu,
+                suggest=False, choose_layout=False)
+
+
+def _errors() -> dict[str, float]:
+    cal = calibration()
+    return {run.id: runs.predict(run, cal) / run.value - 1 for run in runs.load_runs() if run.row.get("set") in SETS}
+
+
+def main(argv: list[str]) -> int:
+    as_tp = _errors()
+    runs._serve_plan = _as_attention_dp
+    try:
+        as_dp = _errors()
+    finally:
+        runs._serve_plan = _as_tp
+    for name, errors in (("as TP (the calibration's)", as_tp), ("as attention DP + EP", as_dp)):
+        within = sum(abs(e) <= 0.25 for e in errors.values())
+        print(f"{name}: {within} of {len(errors)} within 25%, median |error| "
+              f"{statistics.median(abs(e) for e in errors.values()):.1%}")
+    for prefix in argv:
+        for rid in as_tp:
+            if rid.startswith(prefix):
+                print(f"  {rid:28s} as TP {as_tp[rid]:+.1%}   as attention DP {as_dp[rid]:+.1%}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
