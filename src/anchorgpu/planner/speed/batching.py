@@ -129,8 +129,8 @@ def _ttft(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, others: in
     chunks = math.ceil(prompt / budget)
     chunk = min(prompt, budget)
     ratio = 1.0
-    ranks = c.expert_token_scale
-    if ranks > 1.0 and group_tokens and others + chunk:  # this replica's tokens and the others' over ep / tp of these
+    if group_tokens and others + chunk:  # this replica's tokens and the others' over ep / tp of these
+        ranks = c.expert_token_scale
         ratio = (others + chunk + (ranks - 1.0) * group_tokens) / (ranks * (others + chunk))
     s = _step(setup, c, others, chunk, attn[0], attn[1] if chunk and prompt else 0.0, one_chunk=True,
               first_token=True, ceiling=ci, group_ratio=ratio)
@@ -164,16 +164,16 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     c, ci = _pair(model, gpu, setup, cal)
     busy = setup.replicas if queued else concurrency - setup.replicas * (per_replica - 1)
     light = setup.replicas - busy
-    # an EP group's replicas step together: a lighter one brings what its passes hold (_pass_outputs_ratio)
-    even = 1.0
-    if light and per_replica > 1 and c.expert_token_scale > 1.0:
-        even = 1.0 - light / setup.replicas * (1.0 - _pass_outputs_ratio(setup, per_replica - 1, per_replica,
-                                                                          prompt_tokens, output_tokens))
+    even, others = 1.0, 0.0
+    if c.expert_token_scale > 1.0:  # an EP group's replicas step together
+        if light and per_replica > 1:  # a lighter one brings what its passes hold (_pass_outputs_ratio)
+            even = 1.0 - light / setup.replicas * (1.0 - _pass_outputs_ratio(setup, per_replica - 1, per_replica,
+                                                                              prompt_tokens, output_tokens))
+        # another replica's tokens in a step: its decodes and, on average, its prompts' share of the token budget
+        mean = float(sat_replica) if queued else concurrency / setup.replicas
+        others = mean + min(mean * prompt_tokens / output_tokens, max(0.0, setup.max_num_batched_tokens - mean))
     tpot, bound, tpot_top = _steady(setup, c, ci, per_replica, prompt_tokens, output_tokens, attn, even)
     sat, _, sat_top = _steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn)
-    # another replica's tokens in a step: its decodes and, on average, its prompts' share of the token budget
-    mean = float(sat_replica) if queued else concurrency / setup.replicas
-    others = mean + min(mean * prompt_tokens / output_tokens, max(0.0, setup.max_num_batched_tokens - mean))
     ttft, ttft_top = _ttft(setup, c, ci, per_replica - 1, prompt_tokens, attn, others)
     # tokens/s over the replicas: ``busy`` of them run per_replica sequences at the TPOT above, the rest one fewer
     # at their own (faster) pace, or at the busy ones' where the replicas of an EP group step together (expert

@@ -276,22 +276,25 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     tokens = (batch if batch >= padded_batch else padded_batch) + prefill_tokens
     weights = setup.weights_bytes_per_gpu
     routed = c.routed_share
-    group = tokens * group_ratio  # the EP group's tokens per replica (the replica's own without wide EP)
+    group = tokens * group_ratio if group_ratio != 1.0 else tokens  # the EP group's tokens per replica
     expert_tokens = group * c.expert_token_scale  # the tokens this GPU's experts are sent (its replicas' under EP)
     touched = 1.0
     if routed is not None:  # the experts the step's tokens touch (moe_expert_fraction_read)
         touched = float(1.0 - c.miss_per_token ** (expert_tokens if expert_tokens >= 1.0 else 1.0))
         weights *= 1 - routed + routed * touched
     split = c.split
-    # the routed experts' share of the products follows the group's tokens (each GPU serves 1/ep of them)
-    matmul_flops = (tokens + c.expert_share * (group - tokens)) * 2.0 * c.matmul_params / split
+    matmul_flops = tokens * 2.0 * c.matmul_params / split
+    if group_ratio != 1.0:  # the routed experts' share of the products follows the group's tokens (1/ep a GPU)
+        matmul_flops = (tokens + c.expert_share * (group - tokens)) * 2.0 * c.matmul_params / split
     kv_bytes = batch * setup.kv_bytes_per_sequence_per_gpu  # the sequences' own caches, no padding
     attn_flops = batch * decode_attn_flops
     if prefill_tokens and prefill_attn_flops:
         attn_flops += prefill_tokens * prefill_attn_flops
     attn_flops_per_gpu = attn_flops / split
     message = tokens * c.hidden_size * ACTIVATION_BYTES
-    gathered = (expert_tokens - tokens) * c.hidden_size * ACTIVATION_BYTES  # the other replicas' tokens (EP > TP)
+    gathered = 0.0
+    if c.ep_per_stage:  # EP wider than TP: the other replicas' tokens, which each GPU gathers
+        gathered = (expert_tokens - tokens) * c.hidden_size * ACTIVATION_BYTES
     mem_rate = c.mem_rate
     matmul_s = matmul_flops / c.matmul_rate
     if c.expert_share and c.expert_half_tokens and tokens > 0:  # the routed experts' products (expert_rows_factor):
