@@ -188,7 +188,8 @@ def test_the_replicas_of_an_ep_group_step_together_so_any_ones_prompt_chunk_hold
     from anchorgpu.planner.speed.batching import _steady, prefill_chunk_share
     from anchorgpu.planner.speed.calibration import calibration as cal_of
     from anchorgpu.planner.speed.flops import attention_flops_per_token
-    from anchorgpu.planner.speed.serving import _pair, _step
+    from anchorgpu.planner.speed.serving import _step
+    from anchorgpu.planner.speed.step_constants import _pair
 
     cal = cal_of()
     setup = _setup(tp=1, ep=8, replicas=8)

@@ -13,7 +13,8 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import builder, fast_init
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.flops import attention_flops_per_token
-from anchorgpu.planner.speed.serving import ServingSetup, _pair, _step, _StepConstants
+from anchorgpu.planner.speed.serving import _step
+from anchorgpu.planner.speed.step_constants import ServingSetup, _pair, _StepConstants
 
 __all__ = ["ServingEstimate", "burst_makespan_s", "prefill_chunk_share", "serving_estimate"]
 

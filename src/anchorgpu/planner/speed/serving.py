@@ -50,9 +50,14 @@ from anchorgpu.planner.speed.experts import (
     moe_product_shares,
     routed_share_per_gpu,
 )
-from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_matmul_params
-from anchorgpu.planner.speed.launches import launch_ratio
-from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, group_link, host_kind, peak_for
+from anchorgpu.planner.speed.flops import attention_flops_per_token
+from anchorgpu.planner.speed.links import ACTIVATION_BYTES
+from anchorgpu.planner.speed.step_constants import (  # the per-step constants; ServingSetup re-exported
+    ServingSetup,
+    _constants,
+    _StepConstants,
+    serve_shape_factor,
+)
 
 __all__ = ["DecodeStep", "ServingSetup", "decode_step", "ep_gather_bytes", "expert_rows_factor",
            "moe_expert_fraction_read", "moe_product_shares", "routed_share_per_gpu", "serve_shape_factor", "soft_roofline"]
@@ -73,36 +78,6 @@ def soft_roofline(memory_s: float, compute_s: float, exponent: float) -> float:
     return time_s
 
 
-def serve_shape_factor(width: float, half_width: float) -> float:
-    """Share of the serving efficiency a product of per-GPU width ``h/tp`` reaches: ``w / (w + w0)``.
-
-    >>> serve_shape_factor(2048, 2048), serve_shape_factor(8192, 0.0)
-    (0.5, 1.0)
-    """
-    return width / (width + half_width)
-
-
-@fast_init
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ServingSetup:
-    """One replica's serving configuration: what each GPU holds and how the replica is split."""
-
-    weights_bytes_per_gpu: float
-    kv_bytes_per_sequence_per_gpu: float  # at the average cached length
-    precision: str = "bf16"  # matmul precision of the weights (fp8 / fp4 / bf16)
-    tp: int = 1
-    pp: int = 1
-    replicas: int = 1
-    max_num_batched_tokens: int = 8192
-    gpus_per_server: int = 8
-    graph_batch_sizes: tuple[int, ...] = ()  # captured decode graphs that pad a batch up (empty: no padding)
-    ep: int = 1  # MoE: the GPUs a layer's routed experts are split over (1: split with TP)
-    block_fp8: bool = False  # weights FP8 in blocks: each product quantises its input first (a launch more)
-    host_overlap: bool = True  # the engine's host work runs beside the GPU's (False: vLLM before async scheduling)
-    ep_gather_bytes: float = 2.0  # EP wider than TP: bytes a value of the gathered tokens takes (16 bit, or the
-    # FP8/NVFP4 inputs TensorRT-LLM quantises before its all-gather: :func:`ep_gather_bytes`)
-
-
 @fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DecodeStep:
@@ -114,129 +89,6 @@ class DecodeStep:
     attention_s: float
     communication_s: float
     bound: str  # "memory", "compute", "fixed" or "host"
-
-
-def _link(gpu: GpuSpec, setup: ServingSetup) -> Link:
-    return group_link(gpu, setup.tp, gpus_per_server=setup.gpus_per_server)
-
-
-@dataclass(frozen=True, slots=True)
-class _StepConstants:
-    """What every step of one (model, GPU, setup, calibration, ideal) shares: rates, links, fixed costs."""
-
-    matmul_params: float  # the counts the tick multiplies and divides by are kept as (exact) floats
-    link: Link | None
-    pp_link: Link | None
-    fixed_s: float  # per pipeline tick: the step's cost and the stage's layers' launches
-    host_s_per_sequence: float  # the engine's CPU work per running sequence a step, overlapped with the GPU's
-    elementwise_s_per_token: float
-    knee: float  # soft_roofline's exponent
-    # each rate the step formula divides by, formed once in the same order
-    mem_rate: float  # bw * mbu
-    matmul_rate: float  # peak * mm_eff
-    attention_rate: float  # bf16 * att_eff
-    routed_share: float | None  # MoE: routed-expert share of the parameters; None for a dense model
-    miss_per_token: float  # MoE: 1 - k/E, the chance one token skips a given expert
-    allreduce_share: float  # 2 (tp - 1) / tp: the share of a message a ring all-reduce moves per GPU
-    allreduce_rate: float  # link bandwidth x efficiency
-    allreduce_latency_s: float
-    allreduce_per_stage: float  # 2 L / pp: two all-reduces per layer of a stage
-    p2p_rate: float  # the stage-to-stage link's bandwidth x efficiency
-    split: float  # tp x pp: the GPUs one replica's products are split over
-    hidden_size: float
-    expert_share: float  # MoE: the active routed experts' share of the products a token passes (0.0 dense)
-    route_share: float  # MoE: k / E, the share of a step's tokens each routed expert gets
-    expert_half_tokens: float  # MoE: the tokens per expert at which those products reach half their efficiency
-    expert_tile_rows: float  # MoE: one tile of a grouped product; fewer rows per expert cost what a tile does
-    expert_token_scale: float  # EP wider than TP: the replicas whose tokens one GPU's experts serve, ep / tp (else 1)
-    ep_per_stage: float  # EP wider than TP: two collectives (all-gather, reduce-scatter) per MoE layer of a stage
-    ep_token_bytes: float  # per token a GPU receives from the other replicas, in 16-bit token sets: the mean of the
-    # gathered values' bytes and the 16-bit outputs' (1.0 when both are 16 bit)
-    ep_rate: float  # the EP group's link bandwidth x efficiency
-    ep_latency_s: float
-
-
-_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float],
-                 tuple[ModelSpec, GpuSpec, Calibration, tuple[_StepConstants, _StepConstants]]] = {}
-
-
-def _constants(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration, ideal: bool) -> _StepConstants:
-    """The per-step constants of the prediction, or with ``ideal`` of the roofline ceiling (:func:`_pair`)."""
-    return _pair(model, gpu, setup, cal)[ideal]
-
-
-def _pair(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration) -> tuple[_StepConstants, _StepConstants]:
-    """The per-step constants of the prediction and of the ceiling, memoised on what they depend on: the (frozen)
-    model, GPU and calibration by identity, and the setup's precision, TP, PP and server size; any plan of that
-    model on that GPU and split reuses them."""
-    key = (id(model), id(gpu), setup.precision, setup.tp, setup.pp, setup.gpus_per_server, id(cal), setup.ep,
-           setup.ep_gather_bytes)
-    hit = _STEP_MEMO.get(key)
-    if hit is not None and hit[0] is model and hit[1] is gpu and hit[2] is cal:
-        return hit[3]
-    pair = (_build(model, gpu, setup, cal, False), _build(model, gpu, setup, cal, True))
-    if len(_STEP_MEMO) >= 1024:
-        _STEP_MEMO.clear()
-    _STEP_MEMO[key] = (model, gpu, cal, pair)
-    return pair
-
-
-def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration, ideal: bool) -> _StepConstants:
-    k = cal.stack(gpu)
-    bw = gpu.memory_bandwidth_bytes_per_s
-    choice = peak_for(gpu, setup.precision)
-    link = pp_link = ep_link = None
-    if setup.tp > 1:
-        link = _ceiling_link(_link(gpu, setup), ideal)
-    if setup.pp > 1:
-        pp_link = _ceiling_link(group_link(gpu, setup.tp * setup.pp, gpus_per_server=setup.gpus_per_server), ideal)
-    moe = model.moe
-    wide_ep = moe is not None and setup.ep > setup.tp  # experts split over GPUs of other replicas (attention DP)
-    if wide_ep:  # one stage's GPUs
-        ep_link = _ceiling_link(group_link(gpu, setup.ep, gpus_per_server=setup.gpus_per_server), ideal)
-    # memory-bound operators between the products (norms, activations, residuals, rotary): one forward
-    # pass is a third of the training traffic per token, layer and hidden unit
-    mbu = 1.0 if ideal else k.decode_mbu
-    mm_eff = 1.0 if ideal else (k.serve_matmul_efficiency * cal.low_precision_ratio(gpu, choice.precision)
-                                * serve_shape_factor(model.hidden_size / setup.tp, k.serve_matmul_half_width))
-    att_eff = 1.0 if ideal else k.attention_efficiency
-    bf16 = peak_for(gpu, "bf16").flops_per_s
-    link_eff = 1.0 if ideal else cal.link_efficiency
-    expert_share, route_share = moe_product_shares(model)
-    return _StepConstants(
-        matmul_params=float(forward_matmul_params(model)), link=link, pp_link=pp_link,
-        fixed_s=0.0 if ideal else (k.per_step_s + model.num_layers / setup.pp * k.per_layer_step_s
-                                   * launch_ratio(model, cal.launches, block_fp8=setup.block_fp8)),
-        host_s_per_sequence=0.0 if ideal else cal.host_s_per_sequence_step[host_kind(gpu)],
-        elementwise_s_per_token=(0.0 if ideal else model.num_layers / setup.pp * k.elementwise_bytes_per_hidden / 3.0
-                                 * model.hidden_size / setup.tp / bw),
-        knee=1e3 if ideal else k.roofline_exponent,
-        mem_rate=bw * mbu, matmul_rate=choice.flops_per_s * mm_eff, attention_rate=bf16 * att_eff,
-        routed_share=routed_share_per_gpu(model, tp=setup.tp, ep=setup.ep) if moe is not None else None,
-        miss_per_token=1.0 - moe.experts_per_token / moe.num_experts if moe is not None else 1.0,
-        allreduce_share=2.0 * (setup.tp - 1) / setup.tp,
-        allreduce_rate=link.bytes_per_s * link_eff if link is not None else 1.0,
-        allreduce_latency_s=link.latency_s if link is not None else 0.0,
-        allreduce_per_stage=2 * model.num_layers / setup.pp,
-        p2p_rate=pp_link.bytes_per_s * link_eff if pp_link is not None else 1.0,
-        split=float(setup.tp * setup.pp), hidden_size=float(model.hidden_size),
-        expert_share=expert_share, route_share=route_share,
-        expert_half_tokens=0.0 if ideal else k.moe_expert_half_tokens,
-        expert_tile_rows=cal.moe_tile_rows,
-        expert_token_scale=setup.ep / setup.tp if wide_ep else 1.0,
-        ep_per_stage=2.0 * moe.num_moe_layers / setup.pp if wide_ep and moe is not None else 0.0,
-        # the other replicas' tokens, gathered at ep_gather_bytes a value and their outputs scattered back in 16 bit:
-        # per collective, on average, (ep_gather_bytes + 2) / 4 of a 16-bit token set each
-        ep_token_bytes=(setup.ep_gather_bytes + ACTIVATION_BYTES) / (2.0 * ACTIVATION_BYTES) if wide_ep else 0.0,
-        ep_rate=ep_link.bytes_per_s * link_eff if ep_link is not None else 1.0,
-        ep_latency_s=ep_link.latency_s if ep_link is not None else 0.0)
-
-
-def _ceiling_link(link: Link, ideal: bool) -> Link:
-    """``link`` as the roofline ceiling sees it (``ideal``: no latency), else unchanged."""
-    if not ideal:
-        return link
-    return Link(kind=link.kind, bytes_per_s=link.bytes_per_s, latency_s=0.0, description=link.description)
 
 
 def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: float, prefill_tokens: float = 0.0,
