@@ -11,54 +11,26 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from functools import partial
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
-from anchorgpu.hardware.spec import GpuSpec
-from anchorgpu.planner import memory as mm
-from anchorgpu.planner._frozen import builder, memo_on_frozen
 from anchorgpu.planner.eager_stack import speed_line
-from anchorgpu.planner.inputs import (
-    DEFAULT_OUTPUT_TOKENS,
-    DEFAULT_PROMPT_TOKENS,
-    KV_CACHE_DTYPES,
-    engine_limits,
-    large_engine_defaults,
-)
-from anchorgpu.planner.speed.assumption_lines import (
-    expert_launch_line,
-    expert_parallel_line,
-    launches_line,
-    serving_constants_line,
-    serving_line,
-    step_line,
-    training_expert_parallel_line,
-)
-from anchorgpu.planner.speed.batching import serving_estimate
-from anchorgpu.planner.speed.calibration import (
-    Band,
-    Calibration,
-    Overrides,
-    band_kind_of,
-    calibrated,
-    calibration,
-    stack_of,
-)
+from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS
+from anchorgpu.planner.speed.assumption_lines import expert_launch_line, step_line, training_expert_parallel_line
+from anchorgpu.planner.speed.calibration import Calibration, Overrides, band_kind_of, calibrated, calibration
 from anchorgpu.planner.speed.caveats import (
     ENGINE_CAVEAT_LABEL,
     MOE_CAVEAT_LABEL,
     MOE_TRAIN_CAVEAT_LABEL,
     SPEED_CAVEAT_LABELS,
     TTFT_CAVEAT_LABEL,
-    serving_caveats,
     training_caveats,
 )
-from anchorgpu.planner.speed.evidence import evidence_kind, evidence_section
+from anchorgpu.planner.speed.evidence import evidence_kind
 from anchorgpu.planner.speed.experts import expert_gemms_per_layer
+from anchorgpu.planner.speed.figures import evidence_items, put_evidence, put_rate, put_time
 from anchorgpu.planner.speed.flops import TrainKind
-from anchorgpu.planner.speed.launches import is_block_fp8
 from anchorgpu.planner.speed.links import (
     compute_precision_for_training,
     compute_precision_for_weights,
@@ -67,7 +39,14 @@ from anchorgpu.planner.speed.links import (
     peak_for,
 )
 from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
-from anchorgpu.planner.speed.serving import ServingSetup, ep_gather_bytes
+from anchorgpu.planner.speed.serving_plan import (
+    SERVER_GPUS,
+    KvReservation,
+    saturation_concurrency,
+    serving_band_kind,
+    serving_performance,
+    serving_setup,
+)
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
 
 if TYPE_CHECKING:
@@ -85,177 +64,20 @@ __all__ = [
     "attach_performance",
     "evidence_items",
     "plan_performance",
+    "saturation_concurrency",
+    "serving_band_kind",
     "serving_setup",
     "train_layout",
 ]
 
-SERVER_GPUS = 8
-"""GPUs per server assumed by ``plan`` estimates: groups larger than this cross the network."""
 DEFAULT_STORAGE_BYTES_PER_S = 2e9
 """Checkpoint write bandwidth: 2 GB/s, a typical single NVMe-backed or network volume. State yours."""
-
-
-class _BandKeys(dict[str, tuple[str, str, str]]):
-    """``key_low``, ``key_high``, ``key_ceiling`` by figure name: a handful of names, each spelled once (looked up
-    in C; an unseen name is spelled by ``__missing__``)."""
-
-    def __missing__(self, key: str) -> tuple[str, str, str]:
-        keys = self[key] = (f"{key}_low", f"{key}_high", f"{key}_ceiling")
-        return keys
-
-
-_BAND_KEYS = _BandKeys()
-
-
-def _rate(out: dict[str, Any], key: str, value: float, ceiling: float | None, band: Band) -> None:
-    """A rate (higher is better): measured runs fell within ``[value*low, value*high]``."""
-    low, high, top = _BAND_KEYS[key]
-    out[key] = value
-    out[low] = value * band.low
-    out[high] = value * band.high
-    if ceiling is not None:
-        out[top] = ceiling
-
-
-def _time(out: dict[str, Any], key: str, value: float, ceiling: float | None, band: Band) -> None:
-    """A duration (lower is better): the band of its rate, inverted."""
-    low, high, top = _BAND_KEYS[key]
-    out[key] = value
-    out[low] = value / band.high
-    out[high] = value / band.low
-    if ceiling is not None:
-        out[top] = ceiling
 
 
 def train_layout(plan: Plan) -> TrainLayout:
     lay = plan.layout
     return TrainLayout(gpus=lay.gpus, tp=lay.tp, pp=lay.pp, cp=lay.cp, dp=lay.dp, ep=lay.ep, zero=lay.zero,
                        virtual_stages=lay.virtual_stages, tp_overlap=lay.tp_overlap, ep_overlap=lay.ep_overlap)
-
-
-def _kv_bytes(plan: Plan, tokens: int) -> int:
-    """KV-cache bytes one sequence of ``tokens`` holds on one GPU of the plan's layout."""
-    model, lay = plan.model, plan.layout
-    assert isinstance(model, ModelSpec)
-    return mm.kv_cache_bytes(model, context_tokens=tokens, sequences=1, tp=lay.tp, pp=lay.pp, block_size=1,
-                             bytes_per_value=KV_CACHE_DTYPES[plan.precision.kv_cache])
-
-
-_new_setup = builder(ServingSetup)  # ServingSetup(...) once per plan's estimate
-
-
-def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits: tuple[int, int] | None = None,
-                  graph_batch_sizes: tuple[int, ...] = (), host_overlap: bool = True) -> ServingSetup:
-    model, lay = plan.model, plan.layout
-    assert isinstance(model, ModelSpec)
-    kv_seq = _kv_bytes(plan, prompt_tokens + output_tokens // 2)
-    # a recurrent layer reads (and rewrites) its fixed-size state every step instead of a growing KV cache
-    if model.recurrent is not None:
-        kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
-    # the byte counts as floats, the type the step's arithmetic is in (exact: they are far below 2**53)
-    return _new_setup(
-        weights_bytes_per_gpu=float(plan.per_gpu.weights_bytes), kv_bytes_per_sequence_per_gpu=float(kv_seq),
-        precision=compute_precision_for_weights(plan.precision.weights or "bf16"), tp=lay.tp, pp=lay.pp,
-        replicas=lay.dp, max_num_batched_tokens=(limits or _engine_limits(plan))[0], gpus_per_server=SERVER_GPUS,
-        graph_batch_sizes=graph_batch_sizes, ep=lay.ep, block_fp8=is_block_fp8(plan.precision.weights),
-        host_overlap=host_overlap, ep_gather_bytes=ep_gather_bytes(plan.workload.engine, plan.precision.weights or "bf16"))
-
-
-def _engine_limits(plan: Plan) -> tuple[int, int]:
-    """(tokens per step, sequences): the workload's, else vLLM's defaults for the plan's GPU, as memory sized them."""
-    return engine_limits(plan.workload, large_gpu=large_engine_defaults(plan.gpu))
-
-
-def serving_band_kind(model: ModelSpec, pp: int) -> str | None:
-    """Which serving band a plan takes (:meth:`Calibration.band`): ``moe``, ``pp`` or the rest's."""
-    return band_kind_of(moe=model.moe is not None, phase="serve", pp=pp)
-
-
-KvReservation = Literal["average", "full"]
-"""How an engine admits requests against its KV cache: ``average`` (vLLM: pages fill as tokens arrive and a
-running request is preempted when they run out, so the cache holds sequences at their average cached length)
-or ``full`` (TensorRT-LLM's default capacity policy, GUARANTEED_NO_EVICT: a request starts only when the cache
-for its prompt plus its maximum output fits; TensorRT-LLM docs, performance tuning guide, "Useful Runtime
-Options")."""
-
-
-def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: int | None = None,
-                           limits: tuple[int, int] | None = None) -> int:
-    """Sequences the engine keeps running at once when requests never stop coming (offline benchmarks):
-    the KV capacity over the average cached length (paged caches fill as tokens arrive), or over
-    ``reserve_tokens`` per sequence where the engine reserves them up front, at most the engine's sequence
-    cap, per replica."""
-    capacity = int(plan.breakdown.get("kv_cache_capacity_bytes", 0))
-    per_seq = max(1.0, setup.kv_bytes_per_sequence_per_gpu)
-    if reserve_tokens is not None:
-        assert isinstance(plan.model, ModelSpec)
-        state = mm.recurrent_state_bytes(plan.model, sequences=1, tp=plan.layout.tp, pp=plan.layout.pp)
-        per_seq = max(1.0, float(_kv_bytes(plan, reserve_tokens) + state))
-    cap = (limits or _engine_limits(plan))[1]
-    return max(0, min(cap, int(capacity // per_seq))) * setup.replicas
-
-
-def _serving(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[str, Any],
-             assumptions: list[str], cal: Calibration, kv_reservation: KvReservation = "average",
-             graph_batch_sizes: tuple[int, ...] = (), host_overlap: bool = True) -> None:
-    assert plan.gpu is not None
-    band = cal.band(plan.gpu, "serve", serving_band_kind(model, plan.layout.pp))
-    limits = _engine_limits(plan)
-    setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output, graph_batch_sizes=graph_batch_sizes,
-                          host_overlap=host_overlap,
-                          limits=limits)
-    conc = plan.workload.concurrency or 1
-    full = kv_reservation == "full"
-    sat = saturation_concurrency(plan, setup, reserve_tokens=prompt + output if full else None, limits=limits)
-    est = serving_estimate(model, plan.gpu, setup, prompt_tokens=prompt, output_tokens=output, concurrency=conc,
-                           saturation_concurrency=max(sat, 1), cal=cal)
-    _time(out, "ttft_s", est.ttft_s, est.ttft_s_ceiling, band)
-    _time(out, "tpot_s", est.tpot_s, est.tpot_s_ceiling, band)
-    _rate(out, "output_tokens_per_s", est.output_tokens_per_s, est.output_tokens_per_s_ceiling, band)
-    _rate(out, "decode_tokens_per_s_per_user", est.decode_tokens_per_s_per_user, 1.0 / est.tpot_s_ceiling, band)
-    if sat >= 1:
-        _rate(out, "max_output_tokens_per_s", est.max_output_tokens_per_s, est.max_output_tokens_per_s_ceiling, band)
-    else:
-        out["max_output_tokens_per_s"] = None
-    out["saturation_concurrency"] = sat
-    out["kv_reservation"] = kv_reservation
-    out["prompt_tokens"], out["output_tokens"] = prompt, output
-    out["decode_bound"] = est.bound
-    # names kept from the first contract
-    out["prefill_s"] = est.ttft_s
-    out["decode_tokens_per_s_total"] = est.output_tokens_per_s
-    assumptions.append(serving_line(conc, prompt, output, sat, full, limits[1]))
-    assumptions.append(serving_constants_line(plan.gpu, cal, setup.precision))
-    _evidence(plan.gpu, evidence_kind("serve", serving_band_kind(model, plan.layout.pp)), cal, out, assumptions,
-              plan.workload.engine)
-    launches = launches_line(model, cal.launches, setup.block_fp8)
-    if launches:
-        assumptions.append(launches)
-    if model.moe is not None and setup.ep > setup.tp:
-        assumptions.append(expert_parallel_line(setup.ep, setup.tp, setup.ep_gather_bytes))
-    assumptions.extend(serving_caveats(cal.caveats, moe=model.moe is not None, engine=plan.workload.engine))
-
-
-def _evidence(gpu: GpuSpec, kind: str, cal: Calibration, out: dict[str, Any], assumptions: list[str],
-              engine: str | None = None) -> None:
-    """How the GPU's own measured runs of this kind fell around the model (:mod:`.evidence`), in the JSON and as an
-    assumption; a serving plan's from its ``engine``'s runs where enough of them were held out
-    (:meth:`Calibration.serving_evidence`); nothing where the user's efficiencies replace the calibrated ones (the
-    runs say nothing of those)."""
-    if cal.origin == "user":
-        return
-    items = evidence_items(gpu, cal, kind, engine)
-    out["evidence"] = dict(items)
-    assumptions.append(str(items[-1][1]))
-
-
-@partial(memo_on_frozen, frozen=2)
-def evidence_items(gpu: GpuSpec, cal: Calibration, kind: str, engine: str | None = None,
-                   ) -> tuple[tuple[str, object], ...]:
-    """The evidence section's items, ``summary`` last: one GPU, calibration, kind and engine (a serving plan's; None
-    for training) give one (frozen, so shared); ``recommend`` shows each result's the same way."""
-    evidence, shown = cal.serving_evidence(gpu, kind, engine) if engine else (cal.evidence_for(gpu, kind), None)
-    return tuple(evidence_section(gpu.name, kind, evidence, stack_of(gpu), shown).items())
 
 
 def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[str, Any],
@@ -273,9 +95,9 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
                        global_batch_tokens=max(batch, lay.dp * (w.micro_batch or 1) * seq),
                        recompute=w.recompute or "none", kind=kind, precision=precision,
                        gpus_per_server=SERVER_GPUS, grad_bytes_per_value=w.grad_bytes_per_value, cal=cal)
-    _rate(out, "train_tokens_per_s", st.tokens_per_s, st.ceiling_tokens_per_s, band)
-    _rate(out, "train_tflops_per_gpu", st.tflops_per_gpu, st.peak_flops_per_s / 1e12, band)
-    _rate(out, "train_mfu", st.mfu, 1.0, band)
+    put_rate(out, "train_tokens_per_s", st.tokens_per_s, st.ceiling_tokens_per_s, band)
+    put_rate(out, "train_tflops_per_gpu", st.tflops_per_gpu, st.peak_flops_per_s / 1e12, band)
+    put_rate(out, "train_mfu", st.mfu, 1.0, band)
     out["step_time_s"] = st.step_s
     out["step_time_breakdown_s"] = dict(st.breakdown_s)
     out["microbatches"] = st.microbatches
@@ -284,8 +106,8 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     out["train_predicted_mfu"] = st.mfu  # name kept from the first contract
     if train_tokens:
         time_s = train_tokens / st.tokens_per_s
-        _time(out, "train_time_s", time_s, train_tokens / st.ceiling_tokens_per_s, band)
-        _time(out, "gpu_hours", time_s * lay.gpus / 3600.0, train_tokens / st.ceiling_tokens_per_s * lay.gpus / 3600,
+        put_time(out, "train_time_s", time_s, train_tokens / st.ceiling_tokens_per_s, band)
+        put_time(out, "gpu_hours", time_s * lay.gpus / 3600.0, train_tokens / st.ceiling_tokens_per_s * lay.gpus / 3600,
               band)
     else:
         out["train_time_s"] = None
@@ -337,7 +159,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
                 "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split); the busiest rank's "
                 f"{math.ceil(model.num_layers / lay.pp)} layers set the pace, and its memory is planned for them")
     assumptions.extend(training_caveats(cal.caveats, moe=bool(moe_kind)))
-    _evidence(plan.gpu, evidence_kind("train", moe_kind), cal, out, assumptions)
+    put_evidence(plan.gpu, evidence_kind("train", moe_kind), cal, out, assumptions)
 
 
 def plan_performance(
@@ -395,7 +217,7 @@ def plan_performance(
             warnings.append(choice.warning)
         out["compute_precision"] = choice.precision
         reservation: KvReservation = kv_reservation or ("full" if w.engine == "trtllm" else "average")
-        _serving(plan, model, prompt, output, out, assumptions, cal, reservation, graph_batch_sizes, host_overlap)
+        serving_performance(plan, model, prompt, output, out, assumptions, cal, reservation, graph_batch_sizes, host_overlap)
         out["checkpoint_bytes"] = plan.checkpoint_bytes or int(plan.breakdown.get("weights_whole_model_bytes", 0))
     else:
         out["compute_precision"] = compute_precision_for_training(w.train_precision)

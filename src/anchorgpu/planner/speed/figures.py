@@ -1,0 +1,68 @@
+"""How the ``performance`` section writes a figure: the prediction with its band from the calibration residuals and
+its roofline ceiling beside it, and the evidence of the GPU's own measured runs. Pure."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner._frozen import memo_on_frozen
+from anchorgpu.planner.speed.calibration import Band, Calibration, stack_of
+from anchorgpu.planner.speed.evidence import evidence_section
+
+__all__ = ["evidence_items", "put_evidence", "put_rate", "put_time"]
+
+
+class _BandKeys(dict[str, tuple[str, str, str]]):
+    """``key_low``, ``key_high``, ``key_ceiling`` by figure name: a handful of names, each spelled once (looked up
+    in C; an unseen name is spelled by ``__missing__``)."""
+
+    def __missing__(self, key: str) -> tuple[str, str, str]:
+        keys = self[key] = (f"{key}_low", f"{key}_high", f"{key}_ceiling")
+        return keys
+
+
+_BAND_KEYS = _BandKeys()
+
+
+def put_rate(out: dict[str, Any], key: str, value: float, ceiling: float | None, band: Band) -> None:
+    """A rate (higher is better): measured runs fell within ``[value*low, value*high]``."""
+    low, high, top = _BAND_KEYS[key]
+    out[key] = value
+    out[low] = value * band.low
+    out[high] = value * band.high
+    if ceiling is not None:
+        out[top] = ceiling
+
+
+def put_time(out: dict[str, Any], key: str, value: float, ceiling: float | None, band: Band) -> None:
+    """A duration (lower is better): the band of its rate, inverted."""
+    low, high, top = _BAND_KEYS[key]
+    out[key] = value
+    out[low] = value / band.high
+    out[high] = value / band.low
+    if ceiling is not None:
+        out[top] = ceiling
+
+
+def put_evidence(gpu: GpuSpec, kind: str, cal: Calibration, out: dict[str, Any], assumptions: list[str],
+                 engine: str | None = None) -> None:
+    """How the GPU's own measured runs of this kind fell around the model (:mod:`.evidence`), in the JSON and as an
+    assumption; a serving plan's from its ``engine``'s runs where enough of them were held out
+    (:meth:`Calibration.serving_evidence`); nothing where the user's efficiencies replace the calibrated ones (the
+    runs say nothing of those)."""
+    if cal.origin == "user":
+        return
+    items = evidence_items(gpu, cal, kind, engine)
+    out["evidence"] = dict(items)
+    assumptions.append(str(items[-1][1]))
+
+
+@partial(memo_on_frozen, frozen=2)
+def evidence_items(gpu: GpuSpec, cal: Calibration, kind: str, engine: str | None = None,
+                   ) -> tuple[tuple[str, object], ...]:
+    """The evidence section's items, ``summary`` last: one GPU, calibration, kind and engine (a serving plan's; None
+    for training) give one (frozen, so shared); ``recommend`` shows each result's the same way."""
+    evidence, shown = cal.serving_evidence(gpu, kind, engine) if engine else (cal.evidence_for(gpu, kind), None)
+    return tuple(evidence_section(gpu.name, kind, evidence, stack_of(gpu), shown).items())

@@ -1,0 +1,141 @@
+"""The serving half of a plan's ``performance`` section: the setup one replica's steps are timed with, how many
+sequences the engine keeps running when requests never stop, and the figures (time to first token, time per output
+token, output tokens/s at the requested and at the saturating concurrency), each with its band, its ceiling and
+what it assumed. Pure; :mod:`.estimate` calls it for an inference plan."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.planner import memory as mm
+from anchorgpu.planner._frozen import builder
+from anchorgpu.planner.inputs import KV_CACHE_DTYPES, engine_limits, large_engine_defaults
+from anchorgpu.planner.speed.assumption_lines import (
+    expert_parallel_line,
+    launches_line,
+    serving_constants_line,
+    serving_line,
+)
+from anchorgpu.planner.speed.batching import serving_estimate
+from anchorgpu.planner.speed.calibration import Calibration, band_kind_of
+from anchorgpu.planner.speed.caveats import serving_caveats
+from anchorgpu.planner.speed.evidence import evidence_kind
+from anchorgpu.planner.speed.figures import put_evidence, put_rate, put_time
+from anchorgpu.planner.speed.launches import is_block_fp8
+from anchorgpu.planner.speed.links import compute_precision_for_weights
+from anchorgpu.planner.speed.serving import ServingSetup, ep_gather_bytes
+
+if TYPE_CHECKING:
+    from anchorgpu.planner.plan import Plan
+
+__all__ = ["SERVER_GPUS", "KvReservation", "saturation_concurrency", "serving_band_kind", "serving_performance",
+           "serving_setup"]
+
+SERVER_GPUS = 8
+"""GPUs per server assumed by ``plan`` estimates: groups larger than this cross the network."""
+
+
+def _kv_bytes(plan: Plan, tokens: int) -> int:
+    """KV-cache bytes one sequence of ``tokens`` holds on one GPU of the plan's layout."""
+    model, lay = plan.model, plan.layout
+    assert isinstance(model, ModelSpec)
+    return mm.kv_cache_bytes(model, context_tokens=tokens, sequences=1, tp=lay.tp, pp=lay.pp, block_size=1,
+                             bytes_per_value=KV_CACHE_DTYPES[plan.precision.kv_cache])
+
+
+_new_setup = builder(ServingSetup)  # ServingSetup(...) once per plan's estimate
+
+
+def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits: tuple[int, int] | None = None,
+                  graph_batch_sizes: tuple[int, ...] = (), host_overlap: bool = True) -> ServingSetup:
+    model, lay = plan.model, plan.layout
+    assert isinstance(model, ModelSpec)
+    kv_seq = _kv_bytes(plan, prompt_tokens + output_tokens // 2)
+    # a recurrent layer reads (and rewrites) its fixed-size state every step instead of a growing KV cache
+    if model.recurrent is not None:
+        kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
+    # the byte counts as floats, the type the step's arithmetic is in (exact: they are far below 2**53)
+    return _new_setup(
+        weights_bytes_per_gpu=float(plan.per_gpu.weights_bytes), kv_bytes_per_sequence_per_gpu=float(kv_seq),
+        precision=compute_precision_for_weights(plan.precision.weights or "bf16"), tp=lay.tp, pp=lay.pp,
+        replicas=lay.dp, max_num_batched_tokens=(limits or _engine_limits(plan))[0], gpus_per_server=SERVER_GPUS,
+        graph_batch_sizes=graph_batch_sizes, ep=lay.ep, block_fp8=is_block_fp8(plan.precision.weights),
+        host_overlap=host_overlap, ep_gather_bytes=ep_gather_bytes(plan.workload.engine, plan.precision.weights or "bf16"))
+
+
+def _engine_limits(plan: Plan) -> tuple[int, int]:
+    """(tokens per step, sequences): the workload's, else vLLM's defaults for the plan's GPU, as memory sized them."""
+    return engine_limits(plan.workload, large_gpu=large_engine_defaults(plan.gpu))
+
+
+def serving_band_kind(model: ModelSpec, pp: int) -> str | None:
+    """Which serving band a plan takes (:meth:`Calibration.band`): ``moe``, ``pp`` or the rest's."""
+    return band_kind_of(moe=model.moe is not None, phase="serve", pp=pp)
+
+
+KvReservation = Literal["average", "full"]
+"""How an engine admits requests against its KV cache: ``average`` (vLLM: pages fill as tokens arrive and a
+running request is preempted when they run out, so the cache holds sequences at their average cached length)
+or ``full`` (TensorRT-LLM's default capacity policy, GUARANTEED_NO_EVICT: a request starts only when the cache
+for its prompt plus its maximum output fits; TensorRT-LLM docs, performance tuning guide, "Useful Runtime
+Options")."""
+
+
+def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: int | None = None,
+                           limits: tuple[int, int] | None = None) -> int:
+    """Sequences the engine keeps running at once when requests never stop coming (offline benchmarks):
+    the KV capacity over the average cached length (paged caches fill as tokens arrive), or over
+    ``reserve_tokens`` per sequence where the engine reserves them up front, at most the engine's sequence
+    cap, per replica."""
+    capacity = int(plan.breakdown.get("kv_cache_capacity_bytes", 0))
+    per_seq = max(1.0, setup.kv_bytes_per_sequence_per_gpu)
+    if reserve_tokens is not None:
+        assert isinstance(plan.model, ModelSpec)
+        state = mm.recurrent_state_bytes(plan.model, sequences=1, tp=plan.layout.tp, pp=plan.layout.pp)
+        per_seq = max(1.0, float(_kv_bytes(plan, reserve_tokens) + state))
+    cap = (limits or _engine_limits(plan))[1]
+    return max(0, min(cap, int(capacity // per_seq))) * setup.replicas
+
+
+def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[str, Any],
+                        assumptions: list[str], cal: Calibration, kv_reservation: KvReservation = "average",
+                        graph_batch_sizes: tuple[int, ...] = (), host_overlap: bool = True) -> None:
+    """An inference plan's serving figures into ``out`` and what they assumed into ``assumptions``, for ``prompt``
+    and ``output`` tokens a request (:func:`~anchorgpu.planner.speed.estimate.plan_performance` resolved them)."""
+    assert plan.gpu is not None
+    band = cal.band(plan.gpu, "serve", serving_band_kind(model, plan.layout.pp))
+    limits = _engine_limits(plan)
+    setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output, graph_batch_sizes=graph_batch_sizes,
+                          host_overlap=host_overlap,
+                          limits=limits)
+    conc = plan.workload.concurrency or 1
+    full = kv_reservation == "full"
+    sat = saturation_concurrency(plan, setup, reserve_tokens=prompt + output if full else None, limits=limits)
+    est = serving_estimate(model, plan.gpu, setup, prompt_tokens=prompt, output_tokens=output, concurrency=conc,
+                           saturation_concurrency=max(sat, 1), cal=cal)
+    put_time(out, "ttft_s", est.ttft_s, est.ttft_s_ceiling, band)
+    put_time(out, "tpot_s", est.tpot_s, est.tpot_s_ceiling, band)
+    put_rate(out, "output_tokens_per_s", est.output_tokens_per_s, est.output_tokens_per_s_ceiling, band)
+    put_rate(out, "decode_tokens_per_s_per_user", est.decode_tokens_per_s_per_user, 1.0 / est.tpot_s_ceiling, band)
+    if sat >= 1:
+        put_rate(out, "max_output_tokens_per_s", est.max_output_tokens_per_s, est.max_output_tokens_per_s_ceiling, band)
+    else:
+        out["max_output_tokens_per_s"] = None
+    out["saturation_concurrency"] = sat
+    out["kv_reservation"] = kv_reservation
+    out["prompt_tokens"], out["output_tokens"] = prompt, output
+    out["decode_bound"] = est.bound
+    # names kept from the first contract
+    out["prefill_s"] = est.ttft_s
+    out["decode_tokens_per_s_total"] = est.output_tokens_per_s
+    assumptions.append(serving_line(conc, prompt, output, sat, full, limits[1]))
+    assumptions.append(serving_constants_line(plan.gpu, cal, setup.precision))
+    put_evidence(plan.gpu, evidence_kind("serve", serving_band_kind(model, plan.layout.pp)), cal, out, assumptions,
+              plan.workload.engine)
+    launches = launches_line(model, cal.launches, setup.block_fp8)
+    if launches:
+        assumptions.append(launches)
+    if model.moe is not None and setup.ep > setup.tp:
+        assumptions.append(expert_parallel_line(setup.ep, setup.tp, setup.ep_gather_bytes))
+    assumptions.extend(serving_caveats(cal.caveats, moe=model.moe is not None, engine=plan.workload.engine))
