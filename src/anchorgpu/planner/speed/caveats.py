@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["ENGINE_CAVEAT_LABEL", "MOE_CAVEAT_LABEL", "MOE_TRAIN_CAVEAT_LABEL", "SPEED_CAVEAT_LABELS",
-           "TTFT_CAVEAT_LABEL", "serving_caveats", "training_caveats"]
+__all__ = ["ATTENTION_DP_CAVEAT_LABEL", "ENGINE_CAVEAT_LABEL", "MOE_CAVEAT_LABEL", "MOE_TRAIN_CAVEAT_LABEL",
+           "SPEED_CAVEAT_LABELS", "TTFT_CAVEAT_LABEL", "serving_caveats", "training_caveats"]
 
 MOE_CAVEAT_LABEL = "Mixture of experts"
 """How the serving assumption that carries the calibration's MoE caveat begins (the CLI shows it under the speeds)."""
@@ -17,18 +17,25 @@ TTFT_CAVEAT_LABEL = "Time to first token"
 """How the serving assumption that says what the time to first token leaves out begins (shown beside the MoE one)."""
 ENGINE_CAVEAT_LABEL = "Serving engine"
 """How the serving assumption that says which engines the speeds hold for begins (the same benchmarks on two engines)."""
-SPEED_CAVEAT_LABELS = (MOE_CAVEAT_LABEL, MOE_TRAIN_CAVEAT_LABEL, TTFT_CAVEAT_LABEL, ENGINE_CAVEAT_LABEL)
+ATTENTION_DP_CAVEAT_LABEL = "Attention data parallelism"
+"""How the serving assumption that says what backs a plan with expert parallelism wider than TP begins."""
+SPEED_CAVEAT_LABELS = (MOE_CAVEAT_LABEL, MOE_TRAIN_CAVEAT_LABEL, TTFT_CAVEAT_LABEL, ENGINE_CAVEAT_LABEL,
+                       ATTENTION_DP_CAVEAT_LABEL)
 
 
-def serving_caveats(caveats: Mapping[str, str], *, moe: bool, engine: str) -> list[str]:
-    """The caveat lines of a serving estimate: the MoE one for a mixture of experts, the time to first token's, and
-    the planned engine's (TensorRT-LLM's own, else vLLM's).
+def serving_caveats(caveats: Mapping[str, str], *, moe: bool, engine: str, wide_ep: bool = False) -> list[str]:
+    """The caveat lines of a serving estimate: the MoE one for a mixture of experts, the time to first token's, the
+    planned engine's (TensorRT-LLM's own, else vLLM's), and with ``wide_ep`` (expert parallelism wider than TP:
+    attention data parallelism) what backs that timing.
 
     >>> serving_caveats({"moe": "m", "ttft": "t", "engine": "v", "engine_trtllm": "x"}, moe=False, engine="trtllm")
     ['Time to first token: t.', 'Serving engine: x.']
+    >>> serving_caveats({"attention_dp": "a"}, moe=True, engine="vllm", wide_ep=True)
+    ['Attention data parallelism: a.']
     """
     found = (("moe", MOE_CAVEAT_LABEL) if moe else None, ("ttft", TTFT_CAVEAT_LABEL),
-             ("engine_trtllm" if engine == "trtllm" else "engine", ENGINE_CAVEAT_LABEL))
+             ("engine_trtllm" if engine == "trtllm" else "engine", ENGINE_CAVEAT_LABEL),
+             ("attention_dp", ATTENTION_DP_CAVEAT_LABEL) if wide_ep else None)
     return [f"{label}: {caveats[key]}." for key, label in filter(None, found) if caveats.get(key)]
 
 

@@ -136,6 +136,8 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     launches = launches_line(model, cal.launches, setup.block_fp8)
     if launches:
         assumptions.append(launches)
-    if model.moe is not None and setup.ep > setup.tp:
+    wide_ep = model.moe is not None and setup.ep > setup.tp
+    if wide_ep:
         assumptions.append(expert_parallel_line(setup.ep, setup.tp, setup.ep_gather_bytes))
-    assumptions.extend(serving_caveats(cal.caveats, moe=model.moe is not None, engine=plan.workload.engine))
+    assumptions.extend(serving_caveats(cal.caveats, moe=model.moe is not None, engine=plan.workload.engine,
+                                       wide_ep=wide_ep))

@@ -1,0 +1,53 @@
+"""What backs a serving plan with expert parallelism wider than TP (attention data parallelism): no calibration row
+serves that way, so the plan says how TensorRT-LLM's throughput tables, which ran their MoE models with its MoE
+command (docs/source/performance/perf-overview.md, commit 00f3768: ``--ep`` of an unstated size and
+``enable_attention_dp``), fall around the timing when read that way, beside the TP reading the calibration keeps.
+``benchmarks/trtllm_moe_as_attention_dp.py`` plans both readings; the caveat's figures are recomputed here, so it
+cannot drift from the model."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from anchorgpu.planner.speed.calibration import calibration
+from anchorgpu.planner.speed.caveats import ATTENTION_DP_CAVEAT_LABEL
+from cli_runner import run, run_json
+
+ROOT = Path(__file__).resolve().parents[2]
+MAVERICK = ("plan", "llama-4-maverick-17b-128e-fp8", "--gpu", "h200", "--gpus", "8", "--prompt", "1000",
+            "--output-tokens", "1000", "--concurrency", "64")
+
+
+def _readings() -> Any:  # benchmarks/ is no package: load the script
+    spec = importlib.util.spec_from_file_location("moe_as_dp", ROOT / "benchmarks" / "trtllm_moe_as_attention_dp.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_caveat_gives_both_readings_of_the_tables() -> None:
+    readings = _readings()
+    as_tp, as_dp = readings.both()
+    cells = readings.multi_gpu_cells(as_tp, as_dp)
+    caveat = calibration().caveats["attention_dp"]
+    assert f"their {len(cells)} multi-GPU MoE cells" in caveat
+    median, low, high, within = readings.speeds(as_dp, cells)
+    assert f"a median {median:.2f}x of this timing ({low:.2f}x to {high:.2f}x for the middle eight in ten; " \
+           f"{within} within 25%)" in caveat
+    median, low, high, within = readings.speeds(as_tp, cells)
+    assert f"against {median:.2f}x ({low:.2f}x to {high:.2f}x; {within} within 25%) read as TP" in caveat
+    assert readings.speeds(as_tp, cells)[3] > readings.speeds(as_dp, cells)[3]  # why the calibration reads TP
+
+
+def test_an_attention_dp_plan_says_so_and_a_tp_plan_does_not(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, *MAVERICK, "--tp", "1", "--dp", "8", "--ep", "8")
+    assert code == 0
+    still = " ".join(out.split("Still to check", 1)[1].split("Assumed", 1)[0].split())
+    assert f"- {ATTENTION_DP_CAVEAT_LABEL}: no calibration row serves a mixture of experts this way" in still
+    tp = run_json(capsys, *MAVERICK, "--tp", "8", "--json")["performance"]["assumptions"]
+    assert not any(line.startswith(ATTENTION_DP_CAVEAT_LABEL) for line in tp)
