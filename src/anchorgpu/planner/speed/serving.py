@@ -145,8 +145,10 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     attn_flops_per_gpu = attn_flops / split
     message = tokens * c.hidden_size * ACTIVATION_BYTES
     gathered = 0.0
-    if c.ep_per_stage:  # EP wider than TP: the other replicas' tokens, which each GPU gathers
-        gathered = (expert_tokens - tokens) * c.hidden_size * ACTIVATION_BYTES
+    if c.ep_per_stage:  # EP wider than TP: the other replicas' tokens, which each GPU gathers; where this replica
+        # brings more than the group's mean (a prompt chunk the others lack), the collective lasts as long as the
+        # GPUs that gather it, so a GPU of a mean replica's gathering is timed
+        gathered = (expert_tokens - (group if group < tokens else tokens)) * c.hidden_size * ACTIVATION_BYTES
     mem_rate = c.mem_rate
     matmul_s = matmul_flops / c.matmul_rate
     if c.expert_share and c.expert_half_tokens and tokens > 0:  # the routed experts' products (expert_rows_factor):
