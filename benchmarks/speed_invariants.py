@@ -200,7 +200,8 @@ def serving_sweep(c: Checker, models: list[ModelSpec], rng: random.Random, scale
             for weights in rng.sample(WEIGHTS, 2):
                 for layout in (Layout(gpus=1), Layout(gpus=8, tp=rng.choice((2, 4, 8))),
                                Layout(gpus=8), Layout(gpus=16, tp=8, pp=2),
-                               Layout(gpus=8, tp=rng.choice((1, 2)), ep=8))[: 2 + round(3 * scale)]:
+                               Layout(gpus=8, tp=rng.choice((1, 2)), ep=8),
+                               Layout(gpus=16, tp=rng.choice((1, 2)), ep=16))[: 2 + round(4 * scale)]:
                     prompt, output = rng.choice(((1000, 200), (1, 1), (8000, 1), (100, 4000), (32000, 1000)))
                     engine = rng.choice(("vllm", "trtllm"))  # the serving engine sized for (--engine)
                     # concurrency ladder: output tokens/s and TPOT non-decreasing (fits only)
