@@ -1,7 +1,7 @@
-"""What backs a serving plan with expert parallelism wider than TP (attention data parallelism): no calibration row
-serves that way, so the plan says how TensorRT-LLM's throughput tables, which ran their MoE models with its MoE
-command (docs/source/performance/perf-overview.md, commit 00f3768: ``--ep`` of an unstated size and
-``enable_attention_dp``), fall around the timing when read that way, beside the TP reading the calibration keeps.
+"""What backs a serving plan with expert parallelism wider than TP (attention data parallelism): three held-out runs
+of TensorRT-LLM's DeepSeek-R1 guide serve that way, and the plan says how they and TensorRT-LLM's throughput tables,
+which ran their MoE models with its MoE command (docs/source/performance/perf-overview.md, commit 00f3768: ``--ep``
+of an unstated size and ``enable_attention_dp``), fall around the timing, beside the TP reading the calibration keeps.
 ``benchmarks/trtllm_moe_as_attention_dp.py`` plans both readings; the caveat's figures are recomputed here, so it
 cannot drift from the model."""
 
@@ -44,10 +44,24 @@ def test_the_caveat_gives_both_readings_of_the_tables() -> None:
     assert readings.speeds(as_tp, cells)[3] > readings.speeds(as_dp, cells)[3]  # why the calibration reads TP
 
 
+def test_the_caveat_gives_the_measured_attention_dp_runs() -> None:
+    """TensorRT-LLM's DeepSeek-R1 guide ran attention data parallelism with every setting stated (rows TRT-DSR1-ADP-*
+    of measured_runs.json, held out): measured over predicted output, as the caveat gives it."""
+    from anchorgpu.planner.speed.runs import load_runs, predict
+
+    runs = {run.id: run for run in load_runs() if run.id.startswith("TRT-DSR1-ADP-")}
+    assert len(runs) == 3 and all(run.role == "holdout" and run.row["ep"] == 8 and run.row["tp"] == 1
+                                  for run in runs.values())
+    speed = {key: run.value / predict(run) for key, run in runs.items()}
+    caveat = calibration().caveats["attention_dp"]
+    assert (f"measured {speed['TRT-DSR1-ADP-H200']:.2f}x of this timing's output on 8 H200 (FP8) but "
+            f"{speed['TRT-DSR1-ADP-B200-FP8KV']:.2f}x and {speed['TRT-DSR1-ADP-B200-BF16KV']:.2f}x on 8 B200") in caveat
+
+
 def test_an_attention_dp_plan_says_so_and_a_tp_plan_does_not(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, *MAVERICK, "--tp", "1", "--dp", "8", "--ep", "8")
     assert code == 0
     still = " ".join(out.split("Still to check", 1)[1].split("Assumed", 1)[0].split())
-    assert f"- {ATTENTION_DP_CAVEAT_LABEL}: no calibration row serves a mixture of experts this way" in still
+    assert f"- {ATTENTION_DP_CAVEAT_LABEL}: three measured runs serve a mixture of experts this way" in still
     tp = run_json(capsys, *MAVERICK, "--tp", "8", "--json")["performance"]["assumptions"]
     assert not any(line.startswith(ATTENTION_DP_CAVEAT_LABEL) for line in tp)

@@ -41,6 +41,9 @@ SETS: dict[str, str] = {
                           "EP 64, DualPipe), tokens a second per GPU, held out",
     "megatron-dsv3-gb200": "Megatron-LM's DeepSeek-V3 guide for GB200 NVL72: the optimised run on 256 GPUs (MXFP8, PP 8 x "
                            "EP 32, HybridEP, partial CUDA graphs), tokens a second per GPU, held out",
+    "trtllm-dsr1-adp": "TensorRT-LLM's DeepSeek-R1 guide: its max-throughput runs with attention data parallelism and EP "
+                       "over 8 B200 (NVFP4, FP8 and 16-bit KV caches) and 8 H200 (FP8), output tokens a second, held "
+                       "out",
     "inferencemax": "InferenceMAX's runs with 4 to 64 requests in flight (time per output token of gpt-oss-120b on vLLM, "
                     "DeepSeek-R1 on SGLang and TensorRT-LLM on H200, B200 and MI300X-MI355X, Llama 3.3 70B as a dense "
                     "control), held out",

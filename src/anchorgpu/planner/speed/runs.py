@@ -169,7 +169,8 @@ def _serve_plan(run_id: str) -> Any:
                  gpu_memory_utilization=float(r["kv_free_fraction"]) if trtllm else r["gpu_memory_utilization"],
                  max_num_seqs=max_seqs, max_num_batched_tokens=max_tokens, engine="trtllm" if trtllm else "vllm")
     return plan(model, w, precision=PrecisionPlan(weights=r["weights"], kv_cache=r["kv_cache"]),
-                layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=pp, dp=r["gpus"] // (r["tp"] * pp)), gpu=gpu,
+                layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=pp, dp=r["gpus"] // (r["tp"] * pp), ep=int(r.get("ep", 1))),
+                gpu=gpu,
                 suggest=False, choose_layout=False)
 
 
