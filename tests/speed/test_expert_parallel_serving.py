@@ -292,3 +292,22 @@ def test_a_prompt_chunk_is_gathered_by_every_other_gpu_of_the_group() -> None:
     perf = plan_performance(p)
     assert perf["saturation_concurrency"] > 4096
     assert perf["max_output_tokens_per_s"] >= perf["output_tokens_per_s"]
+
+
+def test_over_pipeline_stages_a_lighter_replica_runs_a_micro_batch_fewer() -> None:
+    """Qwen3-30B-A3B on 8 L40S as 4 replicas of 2 pipeline stages with EP 4: at 5 users one replica runs 2 sequences
+    (2 micro-batches of 1) and the others 1. The others' one micro-batch is as full as the busiest replica's first, and
+    its way through both stages sets the pace, so the step is no shorter than at 4 users; averaged over the
+    micro-batches, the group's tokens came out 10% lighter and the time per token fell from 14.9 to 13.5 ms."""
+    from anchorgpu.planner import Layout, Workload, plan
+    from anchorgpu.planner.speed.estimate import plan_performance
+
+    l40s = get_gpu("l40s")
+
+    def tpot(users: int) -> float:
+        p = plan(MODEL, Workload(prompt_tokens=1000, output_tokens=300, concurrency=users),
+                 layout=Layout(gpus=8, tp=1, pp=2, dp=4, ep=4), gpu=l40s)
+        return float(plan_performance(p)["tpot_s"])
+
+    times = [tpot(users) for users in range(1, 13)]
+    assert all(b >= a * (1 - 1e-12) for a, b in zip(times, times[1:], strict=False))

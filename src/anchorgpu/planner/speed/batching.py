@@ -167,7 +167,10 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     light = setup.replicas - busy
     even, others = 1.0, 0.0
     if c.expert_token_scale > 1.0:  # an EP group's replicas step together
-        if light and per_replica > 1:  # a lighter one brings what its passes hold (_pass_outputs_ratio)
+        # a lighter one brings what its passes hold (_pass_outputs_ratio); over pipeline stages with no more
+        # sequences than stages, it runs one micro-batch fewer, the others as full, and a full one's way through
+        # every stage sets the pace
+        if light and per_replica > 1 and (setup.pp == 1 or per_replica > setup.pp):
             even = 1.0 - light / setup.replicas * (1.0 - _pass_outputs_ratio(setup, per_replica - 1, per_replica,
                                                                               prompt_tokens, output_tokens))
         # another replica's tokens in a step: its decodes and, on average, its prompts' share of the token budget
