@@ -22,7 +22,6 @@ from typing import Any
 
 import anchorgpu.planner.speed.runs as runs
 from anchorgpu.hardware import get_gpu
-from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.speed.calibration import calibration
 
 SETS = ("trtllm-moe", "trtllm-pcie-moe")
@@ -31,21 +30,16 @@ _as_tp = runs._serve_plan
 
 @lru_cache(maxsize=1024)
 def _as_attention_dp(run_id: str) -> Any:
+    """The row restated: TP 1, DP and EP over the column's TP GPUs, each rank admitting the batch trtllm-bench sized
+    for the whole ``--tp`` engine; planned as every row is (``runs.serve_plan_of``)."""
     r = next(run.row for run in runs.load_runs() if run.id == run_id)
     model = runs._model(r)
     if model.moe is None or r.get("engine_limits") != "trtllm-bench" or r["tp"] <= 1:
         return _as_tp(run_id)
-    gpu = runs._as_measured(get_gpu(r["gpu"]), r)
-    pp, tp = int(r.get("pp", 1)), int(r["tp"])
-    per_micro, max_tokens = runs.trtllm_bench_limits(
-        model, gpu.memory_bytes, tp=tp, pp=pp, weights=r["weights"], kv_cache=r["kv_cache"],
-        prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"])
-    w = Workload(prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"], concurrency=1,
-                 gpu_memory_utilization=r["gpu_memory_utilization"], max_num_seqs=per_micro * pp,
-                 max_num_batched_tokens=max_tokens, engine="vllm")
-    return plan(model, w, precision=PrecisionPlan(weights=r["weights"], kv_cache=r["kv_cache"]),
-                layout=Layout(gpus=r["gpus"], tp=1, pp=pp, dp=r["gpus"] // pp, ep=tp), gpu=gpu,
-                suggest=False, choose_layout=False)
+    max_seqs, max_tokens = runs.trtllm_bench_engine(model, runs._as_measured(get_gpu(r["gpu"]), r).memory_bytes, r)
+    restated = {key: value for key, value in r.items() if key != "engine_limits"}
+    return runs.serve_plan_of({**restated, "tp": 1, "ep": r["tp"], "max_num_seqs": max_seqs,
+                               "max_num_batched_tokens": max_tokens})
 
 
 def _errors() -> dict[str, float]:

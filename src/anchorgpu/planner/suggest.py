@@ -3,7 +3,7 @@ a workload fit (each planned again to check it does), and the plan of the layout
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.errors import InvalidWorkload
@@ -13,6 +13,9 @@ from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import RECOMPUTES, Layout, Overheads, PrecisionPlan, Workload, recompute_ladder
 from anchorgpu.planner.result import Plan, ResolvedLayout, Suggestion
 from anchorgpu.planner.validate import GPUS_PER_SERVER, tp_is_valid
+
+if TYPE_CHECKING:  # the layout chooser imports the planner: a type only here
+    from anchorgpu.planner.speed.layouts import Choice
 
 __all__ = ["TRAINING_GPU_COUNTS", "choose_layout_plan", "suggestions_for"]
 
@@ -210,7 +213,7 @@ def _fewest_training_gpus(model: ModelSpec, w: Workload, prec: PrecisionPlan, la
 
 
 def _fewest_fitting(model: ModelSpec, w: Workload, prec: PrecisionPlan, layout: Layout, gpu: GpuSpec, ov: Overheads,
-                    *, above: int = 0) -> tuple[int, int, tuple[Any, Plan]] | None:
+                    *, above: int = 0) -> tuple[int, int, tuple[Choice, Plan]] | None:
     """(GPUs, the count tried before them, the chooser's choice and plan) for the fewest of
     :data:`TRAINING_GPU_COUNTS` above ``above`` on which the layout chosen for the user fits, whatever ``layout``
     fixes kept; None when none does. A count whose GPUs cannot hold the job's model state even spread evenly is

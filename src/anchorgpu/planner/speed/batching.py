@@ -165,14 +165,14 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     c, ci = _pair(model, gpu, setup, cal)
     busy = setup.replicas if queued else concurrency - setup.replicas * (per_replica - 1)
     light = setup.replicas - busy
-    even, others = 1.0, 0.0
+    even, others, lighter = 1.0, 0.0, 1.0
     if c.expert_token_scale > 1.0:  # an EP group's replicas step together
-        # a lighter one brings what its passes hold (_pass_outputs_ratio); over pipeline stages with no more
-        # sequences than stages, it runs one micro-batch fewer, the others as full, and a full one's way through
-        # every stage sets the pace
-        if light and per_replica > 1 and (setup.pp == 1 or per_replica > setup.pp):
-            even = 1.0 - light / setup.replicas * (1.0 - _pass_outputs_ratio(setup, per_replica - 1, per_replica,
-                                                                              prompt_tokens, output_tokens))
+        if light and per_replica > 1:  # a lighter one brings, and emits, what its passes hold
+            lighter = _pass_outputs_ratio(setup, per_replica - 1, per_replica, prompt_tokens, output_tokens)
+            # over pipeline stages with no more sequences than stages it runs one micro-batch fewer, the others as
+            # full, and a full one's way through every stage sets the pace
+            if setup.pp == 1 or per_replica > setup.pp:
+                even = 1.0 - light / setup.replicas * (1.0 - lighter)
         # another replica's tokens in a step: its decodes and, on average, its prompts' share of the token budget
         mean = float(sat_replica) if queued else concurrency / setup.replicas
         others = mean + min(mean * prompt_tokens / output_tokens, max(0.0, setup.max_num_batched_tokens - mean))
@@ -190,10 +190,8 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
             rate += light * (per_replica - 1) / own
             rate_top += light * (per_replica - 1) / own_top
         else:  # an EP group's passes take the busiest replica's time: the lighter ones emit what theirs hold
-            outputs = per_replica * _pass_outputs_ratio(setup, per_replica - 1, per_replica, prompt_tokens,
-                                                        output_tokens)
-            rate += light * outputs / tpot
-            rate_top += light * outputs / tpot_top
+            rate += light * per_replica * lighter / tpot
+            rate_top += light * per_replica * lighter / tpot_top
     return _new_estimate(
         concurrency=concurrency, per_replica=per_replica, ttft_s=ttft, tpot_s=tpot,
         output_tokens_per_s=rate, decode_tokens_per_s_per_user=1.0 / tpot,

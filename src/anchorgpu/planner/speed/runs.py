@@ -152,26 +152,37 @@ def _round_up(value: float, *, floor: int, steps: tuple[tuple[float, int], ...])
 @lru_cache(maxsize=512)
 def _serve_plan(run_id: str) -> Any:
     """A serving row's plan: its memory and layout, which no speed constant changes (planned once per row)."""
+    return serve_plan_of(next(run.row for run in load_runs() if run.id == run_id))
+
+
+def serve_plan_of(r: dict[str, Any]) -> Any:
+    """The plan of a serving row ``r`` (:func:`_serve_plan`'s, uncached): a restated row (another layout, say)
+    is planned the same way."""
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 
-    r = next(run.row for run in load_runs() if run.id == run_id)
     model, gpu = _model(r), _as_measured(get_gpu(r["gpu"]), r)
     max_seqs, max_tokens = r.get("max_num_seqs"), r.get("max_num_batched_tokens")
     pp = int(r.get("pp", 1))
     if r.get("engine_limits") == "trtllm-bench":  # the benchmark sized its engine itself: a batch per micro-batch
-        per_micro, max_tokens = trtllm_bench_limits(
-            model, gpu.memory_bytes, tp=r["tp"], pp=pp, weights=r["weights"], kv_cache=r["kv_cache"],
-            prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"])
-        max_seqs = per_micro * pp
+        max_seqs, max_tokens = trtllm_bench_engine(model, gpu.memory_bytes, r)
     trtllm = "kv_free_fraction" in r  # TensorRT-LLM's KV sizing: a fraction of the memory its profiling leaves free
     w = Workload(prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"], concurrency=int(r.get("concurrency", 1)),
                  gpu_memory_utilization=float(r["kv_free_fraction"]) if trtllm else r["gpu_memory_utilization"],
                  max_num_seqs=max_seqs, max_num_batched_tokens=max_tokens, engine="trtllm" if trtllm else "vllm")
     return plan(model, w, precision=PrecisionPlan(weights=r["weights"], kv_cache=r["kv_cache"]),
                 layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=pp, dp=r["gpus"] // (r["tp"] * pp), ep=int(r.get("ep", 1))),
-                gpu=gpu,
-                suggest=False, choose_layout=False)
+                gpu=gpu, suggest=False, choose_layout=False)
+
+
+def trtllm_bench_engine(model: ModelSpec, gpu_memory_bytes: float, r: dict[str, Any]) -> tuple[int, int]:
+    """(sequences a rank runs, tokens a step) of a row whose engine ``trtllm-bench`` sized from its ``--tp`` and
+    ``--pp`` (:func:`trtllm_bench_limits`: a batch per micro-batch, so ``pp`` of them in flight)."""
+    pp = int(r.get("pp", 1))
+    per_micro, max_tokens = trtllm_bench_limits(
+        model, gpu_memory_bytes, tp=r["tp"], pp=pp, weights=r["weights"], kv_cache=r["kv_cache"],
+        prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"])
+    return per_micro * pp, max_tokens
 
 
 def _serve(run: Run, cal: Calibration) -> float:
