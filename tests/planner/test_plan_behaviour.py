@@ -440,10 +440,20 @@ def test_zero_gpus_is_an_invalid_workload() -> None:
 
 
 def test_replicas_that_do_not_fit_are_offered_pipeline_stages_instead() -> None:
-    result = plan(load_model("llama-3.1-405b"), Workload(context_tokens=8192, concurrency=8), layout=Layout(gpus=16),
-                  gpu=get_gpu("h100"))
+    result = plan(load_model("llama-3.1-405b"), Workload(context_tokens=8192, concurrency=8),
+                  layout=Layout(gpus=16, tp=8, dp=2), gpu=get_gpu("h100"))
     assert (result.layout.tp, result.layout.dp) == (8, 2) and result.fits is False
     assert any(s.change == "--tp 8 --pp 2" and s.gpus == 16 for s in result.suggestions)
+
+
+def test_a_gpu_count_whose_default_split_does_not_fit_gets_one_that_does() -> None:
+    """``--gpus 16`` alone: the default (TP 8 inside a server, two replicas) cannot hold a 405B in 16-bit, so the
+    16 GPUs are laid out as one replica of TP 8 x PP 2, and the plan says why."""
+    result = plan(load_model("llama-3.1-405b"), Workload(context_tokens=8192, concurrency=8), layout=Layout(gpus=16),
+                  gpu=get_gpu("h100"))
+    assert (result.layout.tp, result.layout.pp, result.layout.dp) == (8, 2, 1) and result.fits
+    reason = next(a for a in result.assumptions if a.startswith("Layout chosen on the 16 GPUs asked"))
+    assert "the default, TP 8 with 2 replicas, does not hold 8 sequences" in reason
 
 
 @pytest.mark.parametrize(("optimizer", "ratio"), [("adamw-8bit", 0.25), ("sgd", 0.5), ("lion", 0.5)])

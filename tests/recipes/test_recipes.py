@@ -49,6 +49,9 @@ SERVING_PLANS = {
     "llama-8b-replicas": lambda: _serve("llama-3.1-8b", "h100", 8, tp=2, context_tokens=8192, concurrency=64),
     # fp16 weights: trtllm_config.yaml gets "dtype", a BaseLlmArgs field the list lacked (QA pass)
     "llama-8b-fp16": lambda: _serve("llama-3.1-8b", "h100", 1, context_tokens=4096, weights="fp16"),
+    # the layout chosen on 8 GPUs: attention data parallelism, EP 8 (tests/planner/test_serving_attention_dp_choice.py)
+    "deepseek-r1-attention-dp": lambda: _serve("deepseek-r1", "h200", 8, prompt_tokens=1000, output_tokens=1000,
+                                               concurrency=512),
 }
 
 

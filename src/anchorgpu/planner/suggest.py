@@ -33,6 +33,11 @@ def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload,
         if lay.dp > 1 and isinstance(model, ModelSpec) and lay.pp * lay.dp <= model.num_layers:
             out.append((f"--tp {lay.tp} --pp {lay.pp * lay.dp}", "pipeline stages instead of replicas", w, precision,
                         Layout(gpus=lay.gpus, tp=lay.tp, pp=lay.pp * lay.dp, dp=1)))
+        moe = model.moe if isinstance(model, ModelSpec) else None
+        if moe is not None and lay.gpus > 1 and lay.ep <= lay.tp and lay.pp == 1 and not moe.num_experts % lay.gpus:
+            out.append((f"--tp 1 --dp {lay.gpus} --ep {lay.gpus}",
+                        "attention data parallelism: each GPU keeps its own sequences' KV cache, experts split over "
+                        f"all {lay.gpus}", w, precision, Layout(gpus=lay.gpus, tp=1, pp=1, dp=lay.gpus, ep=lay.gpus)))
         if w.gpu_memory_utilization < 0.95:
             out.append(("--gpu-memory-utilization 0.95", "let the engine use 95 % of GPU memory",
                         evolve(w, gpu_memory_utilization=0.95), precision, layout))
@@ -193,6 +198,15 @@ def choose_layout_plan(model: ModelSpec, w: Workload, prec: PrecisionPlan, lay_i
         if chosen.layout.gpus == 1:
             return None  # one GPU is today's default: plan it the usual way
         return evolve(chosen, assumptions=(choice.reason, *chosen.assumptions))
+    if w.task == "inference" and lay_in.gpus is not None and lay_in.tp is None and lay_in.pp is None \
+            and lay_in.dp is None and lay_in.ep is None:
+        from anchorgpu.planner.speed import layouts
+
+        on = layouts.choose_serving_layout_on(model, w, prec, lay_in, gpu, ov)
+        if on is None:
+            return None  # nothing on these GPUs holds the job: the default's plan says what would fit
+        why, chosen = on
+        return chosen if why is None else evolve(chosen, assumptions=(why.reason, *chosen.assumptions))
     return None
 
 

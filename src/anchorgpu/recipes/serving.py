@@ -81,10 +81,18 @@ def _sglang_fraction(plan: Plan, assumptions: list[str]) -> str:
     return f"{fraction:g}"
 
 
+def attention_dp(plan: Plan) -> bool:
+    """Attention data parallelism: a mixture of experts' routed experts split over more GPUs than one replica's TP
+    (EP wider than TP), so the replicas are one engine whose MoE layers gather every replica's tokens."""
+    return plan.layout.ep > plan.layout.tp
+
+
 def _replicas(plan: Plan, target: Target, assumptions: list[str]) -> tuple[int, bool]:
     """(data-parallel ranks in one engine, whether each replica is a separate server)."""
     lay = plan.layout
     per_replica = lay.tp * lay.pp
+    if attention_dp(plan):  # the replicas share the experts: one engine over all of them
+        return lay.dp, False
     if lay.dp > 1 and per_replica * lay.dp > target.gpus_per_node:
         assumptions.append(f"{lay.dp} replicas of {per_replica} GPU(s) do not share one server: run one engine per "
                            "replica behind a load balancer (the command is one replica).")
@@ -104,6 +112,14 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
     quant = _weights(plan, spec, kind, assumptions)
     fp8_kv = _kv(plan, kind)
     dp, _separate = _replicas(plan, target, assumptions)
+    adp = attention_dp(plan)
+    if adp and lay.gpus > target.gpus_per_node:
+        raise not_expressible(kind, f"attention data parallelism with EP {lay.ep} spans {lay.gpus} GPUs over servers of "
+                                    f"{target.gpus_per_node}: this recipe writes one server's launch; plan it on one "
+                                    "server or give --tp and --dp")
+    if adp and kind == "trtllm" and lay.tp > 1:
+        raise not_expressible(kind, f"attention data parallelism with TP {lay.tp} a replica: TensorRT-LLM's "
+                                    "enable_attention_dp runs each GPU's attention alone (TP 1); plan --tp 1")
     replica_nodes = math.ceil(lay.tp * lay.pp / target.gpus_per_node)
     if replica_nodes > 1:
         if kind == "trtllm":
@@ -171,7 +187,10 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
                 + "; a request with more is refused by the engine.")
         parts += ["--host", "0.0.0.0", "--port", "8000"]
     elif kind == "sglang":
-        parts = [*env, "python", "-m", "sglang.launch_server", "--model-path", model, "--tp-size", str(lay.tp)]
+        # under attention DP SGLang's --tp-size is every GPU of the engine and each DP group's attention takes
+        # tp-size / dp-size of them (sglang docs, "DP, DPA and sgl-router")
+        parts = [*env, "python", "-m", "sglang.launch_server", "--model-path", model, "--tp-size",
+                 str(lay.tp * dp if adp else lay.tp)]
         if lay.pp > 1:
             parts += ["--pp-size", str(lay.pp)]
         if replica_nodes > 1:
@@ -179,6 +198,11 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
                       "$MASTER_ADDR:20000"]
         if dp > 1:
             parts += ["--dp-size", str(dp)]
+        if adp:
+            parts += ["--enable-dp-attention"]
+            assumptions.append(f"Attention data parallelism: --tp-size {lay.tp * dp} is every GPU of the engine, "
+                               f"--dp-size {dp} attention groups of TP {lay.tp} each (--enable-dp-attention), the "
+                               f"experts over --ep-size {lay.ep}.")
         if lay.ep > 1:
             parts += ["--ep-size", str(lay.ep)]
         parts += ["--context-length", str(ctx), "--max-running-requests", str(seqs), "--chunked-prefill-size",
@@ -191,10 +215,14 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
             parts += ["--quantization", quant]
         parts += ["--host", "0.0.0.0", "--port", "30000"]
     else:
-        if dp > 1:
+        if dp > 1 and not adp:
             assumptions.append(f"trtllm-serve has no data-parallel flag: run {dp} servers of TP {lay.tp} behind a "
                                "load balancer (the command is one of them).")
-        parts = ["trtllm-serve", model, "--backend", "pytorch", "--tp_size", str(lay.tp)]
+        elif adp:
+            assumptions.append(f"Attention data parallelism: --tp_size {dp} is every GPU of the engine and "
+                               "enable_attention_dp (in the config) makes each GPU's attention its own replica, the "
+                               f"experts over --ep_size {lay.ep}.")
+        parts = ["trtllm-serve", model, "--backend", "pytorch", "--tp_size", str(dp if adp else lay.tp)]
         if lay.pp > 1:
             parts += ["--pp_size", str(lay.pp)]
         if lay.ep > 1:
@@ -207,6 +235,8 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
                   f"  free_gpu_memory_fraction: {w.gpu_memory_utilization:g}\n")
         if dtype and dtype != "bfloat16":
             config = f"dtype: {dtype}\n" + config
+        if adp:
+            config = "enable_attention_dp: true\n" + config
         files = (("trtllm_config.yaml", config),)
         parts += ["--config", "trtllm_config.yaml", "--host", "0.0.0.0", "--port", "8000"]
         if w.engine == "trtllm":

@@ -6,8 +6,9 @@ chunks, activation recompute and micro-batch is ranked by the predicted step tim
 :func:`~anchorgpu.planner.speed.training.training_step`; the memory planner then checks them fastest first
 and the first that fits is the answer. Whatever the user fixed is kept.
 
-Serving: without a GPU count, the fewest GPUs (TP inside a server, then pipeline stages across servers)
-that hold the requested concurrency; with a GPU count, the planner's default layout, else the first that fits.
+Serving: without a GPU count, the fewest GPUs (TP inside a server, then pipeline stages across servers; for a
+mixture of experts none of those holds, attention data parallelism with EP over them) that hold the requested
+concurrency; with a GPU count, the planner's default layout, else the first of those on that many GPUs that holds it.
 """
 
 from __future__ import annotations
@@ -37,11 +38,12 @@ from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import compute_precision_for_training
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
+from anchorgpu.units import fmt_bytes
 
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
 
-__all__ = ["Choice", "choose_serving_layout", "choose_training_layout"]
+__all__ = ["Choice", "choose_serving_layout", "choose_serving_layout_on", "choose_training_layout"]
 
 SERVER_GPUS = 8
 MICRO_BATCHES: tuple[int, ...] = (1, 2, 4)
@@ -205,48 +207,121 @@ SERVING_GPU_COUNTS = (1, 2, 4, *range(8, 1025, 8))
 """The GPU counts the serving chooser tries, fewest first: 1, 2 or 4, then whole 8-GPU servers up to 128 of them."""
 
 
+def _serving_layouts(model: ModelSpec, gpus: int) -> Iterator[Layout]:
+    """The serving layouts of ``gpus`` GPUs in the chooser's order: replicas (DP) of the smallest split first, the
+    split TP inside one server, then PP across servers; then, for a mixture of experts, attention data parallelism:
+    ``gpus / tp`` replicas of the attention and dense layers (TP 1 first) with every GPU's share of the routed
+    experts, EP over all the GPUs of one server (vLLM's ``--data-parallel-size --enable-expert-parallel`` makes EP that wide;
+    TensorRT-LLM's ``enable_attention_dp``, SGLang's ``--enable-dp-attention``). Each replica keeps only its own
+    sequences' KV cache, which matters most where a TP split cannot divide it (MLA's one latent per token, or fewer
+    KV heads than GPUs), at the cost of the all-gathers of every MoE layer."""
+    for unit in (1, 2, 4, 8, 16, 32, 64):  # GPUs one replica spans
+        if unit > gpus or gpus % unit:
+            continue
+        tp = min(unit, SERVER_GPUS)
+        while tp > 1 and not _tp_ok(model, tp):
+            tp //= 2
+        pp = unit // tp
+        if pp > model.num_layers or tp * pp != unit:
+            continue
+        yield Layout(gpus=gpus, tp=tp, pp=pp, dp=gpus // unit)
+    moe = model.moe
+    # within one server: EP over the network is timed (the speed model's EP link) but no measured run checks it, and
+    # the launch recipes write one server's command
+    if moe is None or gpus < 2 or gpus > SERVER_GPUS or moe.num_experts % gpus:
+        return
+    for tp in (1, 2, 4, 8):
+        if tp < gpus and gpus % tp == 0 and _tp_ok(model, tp):
+            yield Layout(gpus=gpus, tp=tp, pp=1, dp=gpus // tp, ep=gpus)
+
+
+def _split_words(layout: Layout) -> str:
+    """``TP 1, PP 1, DP 8: 8 replicas`` or, under attention data parallelism, what each part holds."""
+    tp, pp, dp, ep = layout.tp or 1, layout.pp or 1, layout.dp or 1, layout.ep or 1
+    if ep > tp:
+        return (f"TP {tp}, DP {dp}, EP {ep}: attention data parallelism, {dp} replicas of the attention and dense "
+                f"layers, each with its own sequences' KV cache, the routed experts split over all {ep} GPUs")
+    return f"TP {tp}, PP {pp}" + (f", DP {dp}: {dp} replicas" if dp > 1 else "")
+
+
+def _holds(model: ModelSpec, w: Workload, precision: PrecisionPlan, layout: Layout, gpu: GpuSpec,
+           overheads: Overheads, want: int, cap: int) -> tuple[Plan | None, float]:
+    """(the plan of ``layout`` when it holds ``want`` sequences, no more a replica than ``cap``, else None; its
+    headroom, -inf where it could not be planned)."""
+    from anchorgpu.planner.plan import plan
+
+    if math.ceil(want / (layout.dp or 1)) > cap:  # more a replica than its engine runs at once
+        return None, -math.inf
+    try:
+        p = plan(model, w, precision=precision, layout=layout, gpu=gpu, overheads=overheads, suggest=False,
+                 choose_layout=False)
+    except InvalidWorkload:
+        return None, -math.inf
+    headroom = float(p.headroom_bytes if p.headroom_bytes is not None else -math.inf)
+    return (p if p.fits and (p.max_concurrency or 0) >= want else None), headroom
+
+
 def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPlan, given: Layout, gpu: GpuSpec,
                           overheads: Overheads) -> tuple[Choice, Plan] | None:
     """The fewest GPUs that hold the requested concurrency; on that many, replicas (DP) of the smallest split that
-    holds its share, the split TP first inside one server, then PP across servers - as serving is deployed: a model
-    is split only as far as its weights and its share of the sequences need, and copies serve the rest. A replica
-    holds its share when its memory does and its engine runs that many at once (vLLM's ``max_num_seqs``, 1,024 by
-    default on large GPUs): past the cap the rest would wait in the engine's queue."""
-    from anchorgpu.planner.plan import plan
-
+    holds its share, the split TP inside one server first, then PP across servers - as serving is deployed: a model
+    is split only as far as its weights and its share of the sequences need, and copies serve the rest; for a
+    mixture of experts that no such split holds on that many GPUs, attention data parallelism with EP over them
+    (:func:`_serving_layouts`). A replica holds its share when its memory does and its engine runs that many at
+    once (vLLM's ``max_num_seqs``, 1,024 by default on large GPUs): past the cap the rest would wait in the
+    engine's queue."""
     want = w.concurrency or 1
     cap = engine_limits(w, large_gpu=large_engine_defaults(gpu))[1]  # sequences one replica's engine runs at once
     fewer: Layout | None = None  # the closest miss of the last GPU count (most headroom), for the hint
     for gpus in SERVING_GPU_COUNTS:
         closest: tuple[float, Layout] | None = None
-        for unit in (1, 2, 4, 8, 16, 32, 64):  # GPUs one replica spans
-            if unit > gpus or gpus % unit:
-                continue
-            tp = min(unit, SERVER_GPUS)
-            while tp > 1 and not _tp_ok(model, tp):
-                tp //= 2
-            pp = unit // tp
-            if pp > model.num_layers or tp * pp != unit:
-                continue
-            layout = Layout(gpus=gpus, tp=tp, pp=pp, dp=gpus // unit)
-            if math.ceil(want / (gpus // unit)) > cap:  # more a replica than its engine runs at once
-                continue
-            try:
-                p = plan(model, w, precision=precision, layout=layout, gpu=gpu, overheads=overheads, suggest=False)
-            except InvalidWorkload:
-                continue
-            if p.fits and (p.max_concurrency or 0) >= want:
-                split = f"TP {tp}, PP {pp}" + (f", DP {layout.dp}: {layout.dp} replicas" if (layout.dp or 1) > 1 else "")
-                reason = (f"Layout chosen: {gpus} GPU{'s' if gpus > 1 else ''} ({split}) - the fewest {gpu.name} that "
-                          f"hold {want:,} sequence{'s' if want > 1 else ''}"
-                          + (", each replica split only as far as its share needs" if (layout.dp or 1) > 1 else "")
+        for layout in _serving_layouts(model, gpus):
+            p, headroom = _holds(model, w, precision, layout, gpu, overheads, want, cap)
+            if p is not None:
+                adp = (layout.ep or 1) > (layout.tp or 1)
+                reason = (f"Layout chosen: {gpus} GPU{'s' if gpus > 1 else ''} ({_split_words(layout)}) - the fewest "
+                          f"{gpu.name} that hold {want:,} sequence{'s' if want > 1 else ''}"
+                          + (", each replica split only as far as its share needs"
+                             if (layout.dp or 1) > 1 and not adp else "")
                           + (f" (at most {cap:,} a replica, the engine's max_num_seqs)" if want > cap else "")
+                          + (f"; no TP or PP split of every layer over {gpus} GPUs holds them" if adp else "")
                           + "; pass --gpus to choose" + _fewer_gpus_with(model, w, precision, fewer, gpu, overheads))
                 return Choice(layout=layout, workload=w, reason=reason), p
-            headroom = float(p.headroom_bytes if p.headroom_bytes is not None else -math.inf)
             if closest is None or headroom > closest[0]:
                 closest = (headroom, layout)
         fewer = closest[1] if closest is not None else fewer
+    return None
+
+
+def choose_serving_layout_on(model: ModelSpec, w: Workload, precision: PrecisionPlan, given: Layout, gpu: GpuSpec,
+                             overheads: Overheads) -> tuple[Choice | None, Plan] | None:
+    """On the ``given.gpus`` GPUs asked (no TP, PP or DP given): the planner's default (TP across one server, the
+    rest replicas) when it holds the requested concurrency, as ``(None, its plan)``; else the first layout of
+    :func:`_serving_layouts` on those GPUs that does, with the sentence that says why; None when none does (the plan
+    then shows the default and what would fit)."""
+    from anchorgpu.planner.plan import plan
+
+    gpus = given.gpus or 1
+    want = w.concurrency or 1
+    try:
+        default = plan(model, w, precision=precision, layout=given, gpu=gpu, overheads=overheads, suggest=False,
+                       choose_layout=False)
+    except InvalidWorkload:
+        return None
+    if default.fits or gpus == 1:
+        return None if not default.fits else (None, default)
+    cap = engine_limits(w, large_gpu=large_engine_defaults(gpu))[1]
+    lay = default.layout
+    for layout in _serving_layouts(model, gpus):
+        if (layout.tp, layout.pp, layout.dp, layout.ep or 1) == (lay.tp, lay.pp, lay.dp, lay.ep):
+            continue
+        p, _ = _holds(model, w, precision, layout, gpu, overheads, want, cap)
+        if p is not None:
+            reason = (f"Layout chosen on the {gpus} GPUs asked: {_split_words(layout)} - the default, TP {lay.tp}"
+                      + (f" with {lay.dp} replicas" if lay.dp > 1 else "")
+                      + f", does not hold {want:,} sequence{'s' if want > 1 else ''} (it needs "
+                      f"{fmt_bytes(default.per_gpu.total_bytes)} a GPU); pass --tp, --pp and --dp to choose")
+            return Choice(layout=layout, workload=w, reason=reason), p
     return None
 
 
@@ -266,5 +341,8 @@ def _fewer_gpus_with(model: ModelSpec, w: Workload, precision: PrecisionPlan, fe
     same = [s.change for s in p.suggestions if s.gpus == fewer.gpus]
     if not same:
         return ""
-    split = f"TP {fewer.tp}, PP {fewer.pp}" + (f", DP {fewer.dp}" if (fewer.dp or 1) > 1 else "")
+    if (fewer.ep or 1) > (fewer.tp or 1):
+        split = f"TP {fewer.tp}, DP {fewer.dp}, EP {fewer.ep}"
+    else:
+        split = f"TP {fewer.tp}, PP {fewer.pp}" + (f", DP {fewer.dp}" if (fewer.dp or 1) > 1 else "")
     return f"; {fewer.gpus} ({split}) would hold them with {' or '.join(same)}"

@@ -1,0 +1,113 @@
+"""Serving a mixture of experts whose KV cache a TP split cannot divide: attention data parallelism chosen for the
+user. DeepSeek-R1 keeps one MLA latent per token and layer, which every TP rank holds whole, so on 8 H200s at 512
+users of 1,000 + 1,000 tokens TP 8 needs 150.96 GiB a GPU (67 GiB of it cache) and does not fit; 8 replicas of the
+attention (TP 1), each with its own 64 users' cache, and the routed experts split over the 8 GPUs (EP 8) hold them.
+That is how the model is served on such a server: TensorRT-LLM's DeepSeek-R1 guide ran it on 8 H200 as
+``--tp 8 --ep 8`` with ``enable_attention_dp`` (row TRT-DSR1-ADP-H200 of measured_runs.json, from
+NVIDIA/TensorRT-LLM docs/source/blogs/Best_perf_practice_on_DeepSeek-R1_in_TensorRT-LLM.md, commit 01c4ece), and
+SGLang's and vLLM's DeepSeek guides launch it with DP attention and expert parallelism."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from anchorgpu.architectures import load_model
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.hardware import get_gpu
+from anchorgpu.planner import Layout, Workload, plan
+from anchorgpu.planner.speed.estimate import plan_performance
+from anchorgpu.recipes import build_recipe
+
+H200 = get_gpu("h200")
+R1 = load_model("deepseek-r1")
+REQUEST = Workload(task="inference", prompt_tokens=1000, output_tokens=1000, concurrency=512)
+
+
+def _split(p) -> tuple[int, int, int, int, int]:  # type: ignore[no-untyped-def]
+    lay = p.layout
+    return lay.gpus, lay.tp, lay.pp, lay.dp, lay.ep
+
+
+def test_tp_across_the_server_cannot_hold_the_users() -> None:
+    tp8 = plan(R1, REQUEST, layout=Layout(gpus=8, tp=8), gpu=H200)
+    assert tp8.fits is False
+    # the latent cache is whole on every TP rank: 512 x 2,000 tokens x 61 layers x 576 values x 2 bytes
+    assert tp8.per_gpu.kv_cache_bytes >= 512 * 2000 * 61 * 576 * 2
+    offered = {s.change: s for s in tp8.suggestions}
+    assert offered["--tp 1 --dp 8 --ep 8"].gpus == 8
+
+
+def test_on_the_8_gpus_asked_attention_data_parallelism_is_chosen() -> None:
+    chosen = plan(R1, REQUEST, layout=Layout(gpus=8), gpu=H200)
+    assert _split(chosen) == (8, 1, 1, 8, 8) and chosen.fits
+    assert chosen.per_gpu.kv_cache_bytes * 8 <= plan(R1, REQUEST, layout=Layout(gpus=8, tp=8), gpu=H200).per_gpu.kv_cache_bytes * 1.01
+    reason = next(a for a in chosen.assumptions if a.startswith("Layout chosen on the 8 GPUs asked"))
+    assert "attention data parallelism" in reason and "the default, TP 8, does not hold 512 sequences" in reason
+    perf = plan_performance(chosen)
+    assert perf["output_tokens_per_s"] > 0 and any(a.startswith("Attention data parallelism") for a in perf["assumptions"])
+
+
+def test_without_a_gpu_count_one_server_is_enough() -> None:
+    """Before, the fewest GPUs were 16 (two TP 8 replicas); with attention data parallelism 8 hold the users."""
+    chosen = plan(R1, REQUEST, gpu=H200)
+    assert _split(chosen) == (8, 1, 1, 8, 8) and chosen.fits
+    reason = next(a for a in chosen.assumptions if a.startswith("Layout chosen: 8 GPUs"))
+    assert "no TP or PP split of every layer over 8 GPUs holds them" in reason
+
+
+@pytest.mark.parametrize(("model", "workload"), [
+    ("llama-3.1-70b", Workload(task="inference", context_tokens=8192, concurrency=64)),  # dense
+    ("deepseek-r1", Workload(task="inference", prompt_tokens=1000, output_tokens=1000, concurrency=64)),  # TP 8 fits
+])
+def test_a_default_that_fits_is_kept(model: str, workload: Workload) -> None:
+    p = plan(load_model(model), workload, layout=Layout(gpus=8), gpu=H200)
+    assert _split(p)[1:] == (8, 1, 1, 1) and p.fits
+    assert any(a.startswith("Layout not given: inference shards by TP") for a in p.assumptions)
+    assert not any(a.startswith("Layout chosen") for a in p.assumptions)
+
+
+def test_nothing_on_the_gpus_asked_leaves_the_default() -> None:
+    """2,000 users: attention data parallelism holds 1,536 on 8 H200s, so nothing there holds them; the plan is the
+    default's (TP 8), which says it does not fit, with nothing chosen."""
+    many = plan(R1, Workload(task="inference", prompt_tokens=1000, output_tokens=1000, concurrency=2000),
+                layout=Layout(gpus=8), gpu=H200)
+    assert _split(many)[1:] == (8, 1, 1, 1) and many.fits is False
+    assert not any(a.startswith("Layout chosen") for a in many.assumptions)
+
+
+def _words(command: str) -> list[str]:
+    return shlex.split(command.replace("\\\n", " "))
+
+
+def test_each_engine_launches_the_chosen_layout_as_one_engine() -> None:
+    chosen = plan(R1, REQUEST, layout=Layout(gpus=8), gpu=H200)
+    vllm = _words(build_recipe(chosen, "vllm").command)
+    assert vllm[vllm.index("--tensor-parallel-size") + 1] == "1" and vllm[vllm.index("--data-parallel-size") + 1] == "8"
+    assert "--enable-expert-parallel" in vllm
+    # SGLang: --tp-size is every GPU of the engine, --dp-size the attention groups (sglang docs, DP attention)
+    sglang = _words(build_recipe(chosen, "sglang").command)
+    assert sglang[sglang.index("--tp-size") + 1] == "8" and sglang[sglang.index("--dp-size") + 1] == "8"
+    assert "--enable-dp-attention" in sglang and sglang[sglang.index("--ep-size") + 1] == "8"
+    # TensorRT-LLM: --tp_size 8 --ep_size 8 with enable_attention_dp, as the DeepSeek-R1 guide runs it; one server
+    trt = build_recipe(chosen, "trtllm")
+    words = _words(trt.command)
+    assert words[words.index("--tp_size") + 1] == "8" and words[words.index("--ep_size") + 1] == "8"
+    assert "enable_attention_dp: true" in dict(trt.files)["trtllm_config.yaml"]
+    assert not any("load balancer" in a for a in trt.assumptions)
+
+
+def test_attention_groups_wider_than_one_gpu_are_not_written_for_tensorrt_llm() -> None:
+    p = plan(R1, REQUEST, layout=Layout(gpus=8, tp=2, dp=4, ep=8), gpu=H200)
+    with pytest.raises(InvalidWorkload, match="enable_attention_dp runs each GPU's attention alone"):
+        build_recipe(p, "trtllm")
+
+
+def test_the_cli_answers_with_the_chosen_layout(capsys) -> None:  # type: ignore[no-untyped-def]
+    from cli_runner import run_json
+
+    out = run_json(capsys, "plan", "deepseek-r1", "--gpu", "h200", "--gpus", "8", "--prompt", "1000",
+                   "--output-tokens", "1000", "--concurrency", "512")
+    assert out["fits"] is True and (out["layout"]["tp"], out["layout"]["dp"], out["layout"]["ep"]) == (1, 8, 8)
+    assert out["performance"]["tpot_s_low"] <= out["performance"]["tpot_s"] <= out["performance"]["tpot_s_high"]
