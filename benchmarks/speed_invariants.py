@@ -205,7 +205,7 @@ def serving_sweep(c: Checker, models: list[ModelSpec], rng: random.Random, scale
                     prompt, output = rng.choice(((1000, 200), (1, 1), (8000, 1), (100, 4000), (32000, 1000)))
                     engine = rng.choice(("vllm", "trtllm"))  # the serving engine sized for (--engine)
                     # concurrency ladder: output tokens/s and TPOT non-decreasing (fits only)
-                    prev: tuple[int, dict[str, Any]] | None = None
+                    prev: tuple[Any, ...] | None = None
                     for conc in CONCURRENCY:
                         where = _desc(model.name, gname, layout, weights, prompt=prompt, output=output, conc=conc,
                                       engine=engine)
@@ -216,8 +216,13 @@ def serving_sweep(c: Checker, models: list[ModelSpec], rng: random.Random, scale
                             continue
                         p, perf = r
                         check_serving(c, perf, where, conc, p.workload.context_tokens, p.layout.dp, prompt)
+                        # --gpus N alone keeps the default split while it holds the users, then takes another that
+                        # does (Layout chosen on the N GPUs asked): the ladder compares plans of one resolved layout
+                        resolved = (p.layout.tp, p.layout.pp, p.layout.dp, p.layout.ep)
+                        if prev is not None and prev[2] != resolved:
+                            prev = None
                         if prev is not None and prev[1].get("tpot_s") and perf.get("tpot_s"):
-                            pc, pp_ = prev
+                            pc, pp_, _ = prev
                             # the replicas of an EP group wider than TP step together: a user added to one of them
                             # slows every replica's step by its own attention, which can cost more output than it
                             # adds where long contexts make attention the step's bulk (attention DP's imbalance);
@@ -229,7 +234,7 @@ def serving_sweep(c: Checker, models: list[ModelSpec], rng: random.Random, scale
                                     f"conc {pc}: {pp_['output_tokens_per_s']:.6g} -> conc {conc}: {perf['output_tokens_per_s']:.6g}")
                             c.check("tpot_nondecreasing_in_concurrency", perf["tpot_s"] >= pp_["tpot_s"] * (1 - REL),
                                     where, f"conc {pc}: {pp_['tpot_s']:.6g} -> conc {conc}: {perf['tpot_s']:.6g}")
-                        prev = (conc, perf)
+                        prev = (conc, perf, resolved)
                     # prompt ladder: TTFT non-decreasing in prompt length at a fixed concurrency
                     conc = rng.choice((1, 16))
                     prev = None

@@ -18,7 +18,7 @@ from anchorgpu.architectures import load_model
 from anchorgpu.catalog import load_catalog
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.speed.batching import serving_estimate
-from anchorgpu.planner.speed.estimate import serving_setup
+from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
 from anchorgpu.planner.speed.serving import decode_step
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
 from anchorgpu.planner.sweep import SweepResult, SweepSpec, sweep
@@ -52,6 +52,9 @@ RESULTS = {name: _inference_sweep(model, **kw) for name, (model, kw) in INFERENC
 def _check_inference_row(result: SweepResult, model, i: int, engine: str = "vllm") -> None:
     row = result.row(i)
     shape = next(s for s in result.shapes if s.id == row["shape"])
+    if row["ep"] > 1:  # attention data parallelism: planned whole (tests/recommend/test_attention_dp_sweep.py)
+        _check_attention_dp_row(result, model, row, shape, engine)
+        return
     p = plan(model, Workload(task="inference", context_tokens=result.context_tokens, concurrency=row["concurrency"],
                              engine=engine),
              precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
@@ -80,6 +83,23 @@ def _check_inference_row(result: SweepResult, model, i: int, engine: str = "vllm
         step = decode_step(model, shape.gpu, setup, batch=per_replica, prefill_tokens=per_replica * prompt / output,
                            prompt_tokens=prompt, cached_tokens=prompt + output // 2)
         assert est.tpot_s == pytest.approx(step.step_s, rel=1e-9)
+
+
+def _check_attention_dp_row(result: SweepResult, model, row: dict, shape, engine: str) -> None:  # type: ignore[type-arg]
+    assert row["pp"] == 1 and row["servers"] == 1 and row["ep"] == row["gpus"] == row["tp"] * row["dp"] > row["tp"]
+    p = plan(model, Workload(task="inference", context_tokens=result.context_tokens, concurrency=row["concurrency"],
+                             prompt_tokens=result.prompt_tokens, output_tokens=result.output_tokens, engine=engine),
+             precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
+             layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=1, dp=row["dp"], ep=row["ep"]), gpu=shape.gpu,
+             suggest=False, choose_layout=False)
+    assert row["per_gpu_total_bytes"] == p.per_gpu.total_bytes and row["fits"] == p.fits
+    assert row["weights_bytes"] == p.per_gpu.weights_bytes and row["kv_cache_bytes"] == p.per_gpu.kv_cache_bytes
+    if p.fits:
+        perf = plan_performance(p, prompt_tokens=result.prompt_tokens, output_tokens=result.output_tokens)
+        assert row["decode_tokens_per_s_total"] == pytest.approx(perf["output_tokens_per_s"], rel=1e-9)
+        assert row["prefill_s"] == pytest.approx(perf["ttft_s"], rel=1e-9)
+    else:
+        assert math.isnan(row["decode_tokens_per_s_total"])
 
 
 @pytest.mark.parametrize("case", list(INFERENCE_CASES))

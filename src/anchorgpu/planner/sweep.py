@@ -49,6 +49,7 @@ from anchorgpu.planner.speed.calibration import Overrides, calibration
 from anchorgpu.planner.speed.flops import Recompute, TrainKind
 from anchorgpu.planner.speed.links import compute_precision_for_training
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
+from anchorgpu.planner.sweep_attention_dp import ATTENTION_DP_MAX_GPUS, attention_dp_columns, attention_dp_rows
 from anchorgpu.planner.sweep_serving import serving_columns
 from anchorgpu.planner.validate import tp_is_valid
 
@@ -178,6 +179,9 @@ class _Layouts:
 
     def __len__(self) -> int:
         return int(self.shape.size)
+
+
+_LAYOUT_FIELDS = ("shape", "servers", "gpus", "tp", "pp", "dp", "zero", "ep")
 
 
 def _layouts(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: bool, max_pp: int,
@@ -353,6 +357,14 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     else:
         cols = serving_columns(model, shapes, spec, lay, weights, kvs, concs, ctx, prompt, progress)
         inner = len(weights) * len(kvs) * len(concs)
+        adp_rows = attention_dp_rows(model, shapes, valid_tp)
+        if adp_rows:  # a mixture of experts: attention data parallelism on one server, planned whole
+            adp = _Layouts(*(np.array(column, dtype=np.int64) for column in zip(*adp_rows, strict=True)))
+            extra = attention_dp_columns(model, shapes, spec, adp, weights, kvs, concs, ctx, prompt, output)
+            full = (len(lay), len(weights), len(kvs), len(concs))
+            cols = {name: np.concatenate((np.broadcast_to(values.reshape((1,) * (4 - values.ndim) + values.shape), full),
+                                          extra[name])) for name, values in cols.items()}
+            lay = _Layouts(*(np.concatenate((getattr(lay, f), getattr(adp, f))) for f in _LAYOUT_FIELDS))
     n = len(lay) * inner
     grid_shape = (len(lay), len(weights)) if training else (len(lay), len(weights), len(kvs), len(concs))
     axes = (1,) * (len(grid_shape) - 2)  # per layout (L, 1, ...), per weight format (1, W, ...)
@@ -375,6 +387,12 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     if model.moe is not None and training:
         assumptions.append(f"Expert parallelism swept too: EP {', '.join(map(str, np.unique(lay.ep).tolist()))} (sizes that divide "
                            f"the {model.moe.num_experts} experts and the GPUs of a pipeline stage).")
+    elif model.moe is not None and (lay.ep > 1).any():
+        assumptions.append(
+            f"Expert parallelism swept as attention data parallelism on one server (at most {ATTENTION_DP_MAX_GPUS} "
+            "GPUs): TP 1, 2 or 4 replicas of the attention and dense layers, each with its own sequences' KV cache, "
+            "the routed experts split over all the server's GPUs; each such configuration planned whole (the replicas "
+            "step together, every MoE layer gathers their tokens); the other layouts split the experts with TP.")
     elif model.moe is not None:
         assumptions.append("Expert parallelism is not swept: experts are split with TP (EP 1).")
     if not training:

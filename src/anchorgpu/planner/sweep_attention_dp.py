@@ -1,0 +1,100 @@
+"""Attention data parallelism in the serving sweep (:mod:`anchorgpu.planner.sweep`): a mixture of experts served on
+one server as ``k / tp`` replicas of its attention and dense layers with the routed experts split over all ``k``
+GPUs (EP ``k``), the layout :func:`~anchorgpu.planner.speed.layouts.choose_serving_layout` gives a model that no
+TP/PP split holds. Each replica keeps only its own sequences' KV cache, which a TP split cannot divide where the
+model has one latent per token (MLA) or fewer KV heads than GPUs. These few layouts (one per shape and TP size) are
+planned whole, by :func:`~anchorgpu.planner.plan` and the scalar serving model, whose EP-group timing (the
+replicas stepping together, the all-gathers of every MoE layer) the vectorized ticks do not carry. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.planner.inputs import Layout, PrecisionPlan, Workload
+
+if TYPE_CHECKING:
+    from anchorgpu.planner.sweep import HardwareShape, SweepSpec, _Layouts
+
+__all__ = ["ATTENTION_DP_MAX_GPUS", "attention_dp_columns", "attention_dp_rows"]
+
+Array = npt.NDArray[Any]
+
+ATTENTION_DP_MAX_GPUS = 8
+"""Attention data parallelism is swept inside one server of at most this many GPUs (EP over NVLink or the server's
+own links): no measured run checks EP over the network, and the launch recipes write one server's command."""
+
+_FLOAT_COLUMNS = ("weights_bytes", "kv_cache_bytes", "activations_bytes", "other_bytes", "per_gpu_total_bytes",
+                  "budget_bytes", "prefill_s", "decode_tokens_per_s_per_user", "decode_tokens_per_s_total")
+
+
+def attention_dp_rows(model: ModelSpec, shapes: Sequence[HardwareShape],
+                      valid_tp: Any) -> list[tuple[int, int, int, int, int, int, int, int]]:
+    """(shape, servers, gpus, tp, pp, dp, zero, ep) of every attention-DP layout swept: one server of ``k`` GPUs
+    (2 to :data:`ATTENTION_DP_MAX_GPUS`, ``k`` dividing the experts), TP 1, 2, 4 or 8 below ``k``."""
+    moe = model.moe
+    if moe is None:
+        return []
+    rows = []
+    for s, shape in enumerate(shapes):
+        k = shape.gpus_per_server
+        if k < 2 or k > ATTENTION_DP_MAX_GPUS or moe.num_experts % k or shape.max_servers < 1:
+            continue
+        rows += [(s, 1, k, tp, 1, k // tp, 0, k) for tp in (1, 2, 4, 8) if tp < k and k % tp == 0 and valid_tp(model, tp)]
+    return rows
+
+
+def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
+                         weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...], ctx: int,
+                         prompt: int, output: int) -> dict[str, Array]:
+    """The serving sweep's columns for the attention-DP layouts ``lay``, each ``(L, W, K, C)`` in the sweep's order,
+    from :func:`~anchorgpu.planner.plan` and :func:`~anchorgpu.planner.speed.estimate.plan_performance` (memory as
+    the plan sizes it; speed where the plan fits, NaN where it does not, as the plan gives none)."""
+    from anchorgpu.planner.plan import plan
+    from anchorgpu.planner.speed.estimate import plan_performance
+
+    grid = (len(lay), len(weights), len(kvs), len(concs))
+    cols = {name: np.full(grid, np.nan) for name in _FLOAT_COLUMNS}
+    fits = np.zeros(grid, dtype=bool)
+    base: Workload = replace(spec.workload, context_tokens=ctx, prompt_tokens=prompt, output_tokens=output)
+    by_conc = [replace(base, concurrency=c) for c in concs]
+    mfu, mbu = spec.efficiencies.mfu, spec.efficiencies.mbu
+    rows = zip(lay.shape.tolist(), lay.gpus.tolist(), lay.tp.tolist(), lay.dp.tolist(), lay.ep.tolist(), strict=True)
+    for i, (s, gpus, tp, dp, ep) in enumerate(rows):
+        gpu = shapes[s].gpu
+        layout = Layout(gpus=gpus, tp=tp, pp=1, dp=dp, ep=ep)
+        for j, name in enumerate(weights):
+            for k, kv in enumerate(kvs):
+                precision = PrecisionPlan(weights=name, kv_cache=kv)
+                for c, w in enumerate(by_conc):
+                    try:
+                        p = plan(model, w, precision=precision, layout=layout, gpu=gpu, overheads=spec.overheads,
+                                 suggest=False, choose_layout=False)
+                    except InvalidWorkload:  # not plannable on this layout: never usable, never the closest miss
+                        cols["per_gpu_total_bytes"][i, j, k, c] = np.inf
+                        cols["budget_bytes"][i, j, k, c] = float(gpu.memory_bytes)
+                        continue
+                    b = p.per_gpu
+                    at = (i, j, k, c)
+                    cols["weights_bytes"][at], cols["kv_cache_bytes"][at] = b.weights_bytes, b.kv_cache_bytes
+                    cols["activations_bytes"][at], cols["other_bytes"][at] = b.activations_bytes, b.overhead_bytes
+                    cols["per_gpu_total_bytes"][at] = b.total_bytes
+                    cols["budget_bytes"][at] = p.budget_bytes if p.budget_bytes is not None else np.nan
+                    fits[at] = bool(p.fits)
+                    if p.fits:
+                        perf = plan_performance(p, prompt_tokens=prompt, output_tokens=output, mfu=mfu, mbu=mbu)
+                        cols["prefill_s"][at] = perf["ttft_s"]
+                        cols["decode_tokens_per_s_per_user"][at] = perf["decode_tokens_per_s_per_user"]
+                        cols["decode_tokens_per_s_total"][at] = perf["output_tokens_per_s"]
+    out: dict[str, Array] = dict(cols)
+    out["fits"] = fits
+    out["concurrency"] = np.broadcast_to(np.array(concs, dtype=np.int64)[None, None, None, :], grid)
+    out["train_tokens_per_s"] = np.full(grid, np.nan)
+    out["train_time_s"] = np.full(grid, np.nan)
+    return out
