@@ -18,8 +18,8 @@ from anchorgpu.catalog import load_catalog
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.sweep import SweepSpec, sweep
-from anchorgpu.recommend import recommend, recommendation_to_json, shapes_from_catalog
 from anchorgpu.recipes.for_results import attach_recipes
+from anchorgpu.recommend import recommend, recommendation_to_json, shapes_from_catalog
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 CATALOG = load_catalog()
