@@ -397,6 +397,7 @@ def test_the_sweep_puts_the_shipped_format_first_and_agrees_with_plan() -> None:
         shape = next(s for s in result.shapes if s.id == row["shape"])
         p = plan(model, Workload(context_tokens=8192, concurrency=row["concurrency"]),
                  precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
-                 layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu,
+                 layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"],
+                               ep=row["ep"] if row["ep"] > 1 else None), gpu=shape.gpu,
                  suggest=False, choose_layout=False)
         assert row["weights_bytes"] == p.per_gpu.weights_bytes and row["fits"] == p.fits

@@ -120,7 +120,8 @@ def test_the_sweep_agrees_with_plan_on_state_space_models(name: str, context: in
         shape = next(s for s in result.shapes if s.id == row["shape"])
         p = plan(model, Workload(task="inference", context_tokens=context, concurrency=row["concurrency"]),
                  precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
-                 layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu,
+                 layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"],
+                               ep=row["ep"] if row["ep"] > 1 else None), gpu=shape.gpu,
                  suggest=False, choose_layout=False)
         assert row["kv_cache_bytes"] == p.per_gpu.kv_cache_bytes
         assert row["per_gpu_total_bytes"] == p.per_gpu.total_bytes

@@ -169,7 +169,8 @@ def test_cli_json_has_the_contract_keys(capsys) -> None:
 
 def test_training_a_mixture_of_experts_sweeps_expert_parallelism_too(capsys) -> None:
     """plan()'s layout chooser tries EP sizes for a MoE training run; recommend ranks them as well, with EP in the
-    layout (JSON and table) and the sizes it tried in the assumptions; serving still splits experts with TP."""
+    layout (JSON and table) and the sizes it tried in the assumptions; serving splits experts with TP or, under
+    attention data parallelism, over one server's GPUs."""
     code = main(["recommend", "qwen3-235b-a22b", "--task", "train", "--tokens", "1e11", "--top", "40", "--json"])
     assert code == 0
     data = json.loads(capsys.readouterr().out)
@@ -181,8 +182,11 @@ def test_training_a_mixture_of_experts_sweeps_expert_parallelism_too(capsys) -> 
     code = main(["recommend", "qwen3-30b-a3b", "--concurrency", "16", "--json"])
     assert code == 0
     data = json.loads(capsys.readouterr().out)
-    assert {r["layout"]["ep"] for r in data["results"]} == {1}
-    assert "Expert parallelism is not swept: experts are split with TP (EP 1)." in data["assumptions"]
+    # serving: the experts split with TP, or over one server's GPUs under attention data parallelism
+    assert all(r["layout"]["ep"] == 1 or (r["layout"]["ep"] == r["gpus"] <= 8 and r["servers"] == 1)
+               for r in data["results"])
+    assert any(a.startswith("Expert parallelism swept as attention data parallelism on one server")
+               for a in data["assumptions"])
 
 
 def test_cli_table_names_the_layout_speed_and_monthly_price(capsys) -> None:

@@ -192,8 +192,8 @@ def _check_inference_row_with(result: SweepResult, model, i: int, workload: Work
     shape = next(s for s in result.shapes if s.id == row["shape"])
     p = plan(model, replace(workload, concurrency=row["concurrency"]),
              precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
-             layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu, suggest=False,
-             choose_layout=False)
+             layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"],
+                           ep=row["ep"] if row["ep"] > 1 else None), gpu=shape.gpu, suggest=False, choose_layout=False)
     assert (row["per_gpu_total_bytes"], row["budget_bytes"], row["fits"]) == (p.per_gpu.total_bytes, p.budget_bytes,
                                                                               p.fits)
 
