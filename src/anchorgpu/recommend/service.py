@@ -94,6 +94,8 @@ def _codes(result: SweepResult, row: dict[str, Any], offering: Offering, *, ship
         codes.append("tp_over_pcie")
     if row["dp"] > 1 and result.task == "inference":
         codes.append("ddp_no_memory_pooling")
+    if row["ep"] > row["tp"] and result.task == "inference":  # attention data parallelism
+        codes.append("ep_requires_engine_support")
     if shape.gpu.vendor == "AMD":
         codes.append("rocm_cuda_only_dependency")
     return tuple(codes)
@@ -331,8 +333,9 @@ def recommend(
     if not training:
         assumptions.append("Cost per million output tokens assumes the servers decode at the estimated total "
                            "tokens/s for the whole term.")
+        wide_ep = any(o.config["ep"] > o.config["tp"] for o in (*shown, *front))  # attention DP shown
         assumptions.extend(serving_caveats(calibrated(spec.efficiencies).caveats, moe=model.moe is not None,
-                                           engine=spec.workload.engine))
+                                           engine=spec.workload.engine, wide_ep=wide_ep))
     else:
         assumptions.append("A training run costs the whole hours it needs, billed by the quote rules "
                            "(a longer unit when cheaper).")
