@@ -203,6 +203,25 @@ def test_compare_with_an_fp8_model_halves_the_weights(capsys: pytest.CaptureFixt
     assert any(s.startswith("FP8: only h100-sxm computes in FP8") for s in data["statements"])
 
 
+def test_compare_without_a_precision_takes_the_shipped_checkpoint(capsys: pytest.CaptureFixture[str]) -> None:
+    """DeepSeek-R1 ships FP8 with a scale per 128x128 block (its quantization_config): without --precision the
+    comparison counts those weights, as `anchorgpu plan` stores them, not 16-bit ones (1.34 TB, twice as many GPUs)."""
+    from anchorgpu.architectures import load_model
+    from anchorgpu.hardware import get_gpu
+    from anchorgpu.planner import Layout, Workload, plan
+
+    data = run_json(capsys, "gpus", "compare", "h200", "h100", "--model", "deepseek-r1")
+    one = plan(load_model("deepseek-r1"), Workload(task="inference", context_tokens=8192), layout=Layout(gpus=1),
+               gpu=get_gpu("h200"))
+    assert data["workload"]["resident_bytes"] == one.per_gpu.weights_bytes
+    assert "fp8-block128x128 as the checkpoint ships them" in data["workload"]["resident_label"]
+    assert data["plan"]["weights_format"] == "fp8-block128x128, as the checkpoint ships it"
+    assert data["plan"]["per_gpu"]["h200"]["gpus_needed"] == 8  # plan deepseek-r1 --gpu h200 --context 8192
+    bf16 = run_json(capsys, "gpus", "compare", "h200", "h100", "--model", "deepseek-r1", "--precision", "bf16")
+    assert bf16["workload"]["resident_bytes"] == load_model("deepseek-r1").params_total * 2
+    assert bf16["plan"]["per_gpu"]["h200"]["gpus_needed"] > 8
+
+
 def test_compare_for_training_counts_model_states(capsys: pytest.CaptureFixture[str]) -> None:
     data = run_json(capsys, "gpus", "compare", "h100", "a100", "--model", "llama-3.1-8b", "--task", "training")
     assert data["workload"]["task"] == "training"
@@ -225,7 +244,8 @@ def test_compare_with_a_model_runs_the_full_planner_for_both_gpus(capsys: pytest
     assert h200["one_gpu"]["fits"] is False and h100["one_gpu"]["fits"] is False
     assert h200["gpus_needed"] is not None and h100["gpus_needed"] is not None
     assert h200["gpus_needed"] <= h100["gpus_needed"]  # more memory per GPU never needs more GPUs
-    assert any(s.startswith("Full plan (inference, context 8,192 tokens, weights bf16)") for s in data["statements"])
+    assert any(s.startswith("Full plan (inference, context 8,192 tokens, weights bf16, as the checkpoint ships it)")
+               for s in data["statements"])
 
 
 def test_compare_for_training_says_what_plan_answers_without_a_gpu_count(capsys: pytest.CaptureFixture[str]) -> None:

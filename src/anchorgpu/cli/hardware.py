@@ -213,16 +213,29 @@ def _show(gpu: GpuSpec, *, as_json: bool) -> None:
     _wide_console().print(table)
 
 
-def _workload(model: str, task: str, precision: str) -> Workload:
+def _workload(model: str, task: str, precision: str | None) -> Workload:
     from anchorgpu.architectures import DiffusionPipelineSpec, load_model
     from anchorgpu.hardware import Workload
 
     if task not in TASKS:
         raise InvalidInput(f"--task must be one of {', '.join(TASKS)}, got {task!r}")
-    if precision not in WEIGHT_BYTES_PER_PARAM:
+    if precision is not None and precision not in WEIGHT_BYTES_PER_PARAM:
         raise InvalidInput(f"--precision must be one of {', '.join(WEIGHT_BYTES_PER_PARAM)}, got {precision!r}")
     spec = load_model(model)
     total = spec.params_total
+    if precision is None and not isinstance(spec, DiffusionPipelineSpec) and task != "training":
+        shipped = _shipped_weights(spec)
+        if shipped is not None:  # a quantized checkpoint: its own bytes, as the planner counts them
+            name, weight_bytes = shipped
+            return Workload(
+                name=spec.name,
+                task=task,
+                resident_bytes=weight_bytes,
+                resident_label=f"weights in {name} as the checkpoint ships them "
+                               f"({weight_bytes / total:.2f} bytes a parameter on average, scales included)",
+                decode_bytes_per_token=round(spec.params_active * weight_bytes / total),
+            )
+    precision = precision or "bf16"
     if isinstance(spec, DiffusionPipelineSpec):
         if task != "inference":
             raise InvalidInput(f"{spec.name} is a diffusion pipeline: compare it for image generation (--task inference)")
@@ -255,7 +268,20 @@ def _workload(model: str, task: str, precision: str) -> Workload:
 PLANNER_FORMAT = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "int8": "int8", "fp4": "mxfp4"}
 
 
-def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str, context_tokens: int) -> dict[str, Any] | None:
+def _shipped_weights(spec: Any) -> tuple[str, int] | None:
+    """(format name, the whole model's weight bytes) of a checkpoint that ships quantized, as ``anchorgpu plan``
+    stores it by default (``quantization_config``); None for a 16-bit checkpoint (then bf16, 2 bytes a parameter)."""
+    from anchorgpu.planner.formats import shipped_format
+    from anchorgpu.planner.terms import split_weights_bytes
+
+    fmt = shipped_format(spec)
+    if not fmt.quantized:
+        return None
+    return fmt.name, split_weights_bytes(spec, fmt, 1, 1, 1)[0]
+
+
+def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str | None,
+             context_tokens: int) -> dict[str, Any] | None:
     """Full per-GPU plans from ``anchorgpu.planner`` (when it is there): one GPU, and the fewest GPUs that fit:
     what ``anchorgpu plan`` answers without ``--gpus`` (serving: the fewest that hold the sequences, TP inside a
     server, then PP; training: the fewest that hold the job, with the layout chosen on them). A diffusion pipeline
@@ -266,20 +292,22 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
         from anchorgpu.planner import Workload as PlanWorkload
     except ImportError:
         return None
-    from anchorgpu.architectures import DiffusionPipelineSpec, load_model
+    from anchorgpu.architectures import DiffusionPipelineSpec, ModelSpec, load_model
+    from anchorgpu.planner.formats import shipped_format
 
     spec = load_model(model)
     diffusion = isinstance(spec, DiffusionPipelineSpec)
     if diffusion:
         task = "diffusion"
         workload = PlanWorkload(task="diffusion")
-        precision_plan = PrecisionPlan(weights=PLANNER_FORMAT[precision])
+        precision_plan = PrecisionPlan(weights=PLANNER_FORMAT[precision or "bf16"])
     elif task == "training":
         workload = PlanWorkload(task="train", seq_tokens=context_tokens)
         precision_plan = PrecisionPlan()
     else:
         workload = PlanWorkload(task="inference", context_tokens=context_tokens)
-        precision_plan = PrecisionPlan(weights=PLANNER_FORMAT[precision])
+        # no --precision: the checkpoint's shipped format, as `anchorgpu plan` answers without --weights
+        precision_plan = PrecisionPlan(weights=PLANNER_FORMAT[precision]) if precision else PrecisionPlan()
     from anchorgpu.planner.speed.layouts import SERVING_GPU_COUNTS
     from anchorgpu.planner.suggest import TRAINING_GPU_COUNTS
 
@@ -311,7 +339,9 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
         "model": spec.name,
         "context_tokens": context_tokens,
         "task": task,
-        "weights_format": precision_plan.weights or "planner default",
+        "weights_format": precision_plan.weights or (
+            f"{shipped_format(spec).name}, as the checkpoint ships it" if isinstance(spec, ModelSpec)
+            and task != "training" else "bf16"),
         "layout": {
             "training": "chosen for the user on the fewest GPUs that hold the job (as plan without --gpus)",
             "diffusion": "one whole pipeline per GPU",
@@ -413,7 +443,8 @@ def _predicted_table(comparison: Any) -> Any:
     return table
 
 
-def _compare(a_name: str, b_name: str, *, as_json: bool, model: str | None, task: str, precision: str, context_tokens: int) -> None:
+def _compare(a_name: str, b_name: str, *, as_json: bool, model: str | None, task: str, precision: str | None,
+             context_tokens: int) -> None:
     from dataclasses import replace
 
     from anchorgpu.hardware import compare_gpus, comparison_to_json, get_gpu
@@ -474,7 +505,7 @@ def gpus_command(
     sort: str | None = typer.Option(None, "--sort", help=f"Sort the list by {', '.join(SORT_KEYS)} (largest first)."),
     model: str | None = typer.Option(None, "--model", help="compare: say what fits of this model (registry name, config.json or Hub id)."),
     task: str = typer.Option("inference", "--task", help="compare with --model: inference or training."),
-    precision: str = typer.Option("bf16", "--precision", help="compare with --model, inference: weight precision (bf16, fp16, fp8, int8, fp4)."),
+    precision: str | None = typer.Option(None, "--precision", help="compare with --model, inference: weight precision (bf16, fp16, fp8, int8, fp4; default: the checkpoint's shipped format, as plan)."),
     context_tokens: int = typer.Option(8192, "--context", help="compare with --model: tokens per sequence for the full plan."),
 ) -> None:
     """List GPUs, show one (NAME), or compare two (compare A B): memory, bandwidth, dense peaks, links, stack."""
