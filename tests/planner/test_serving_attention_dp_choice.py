@@ -45,6 +45,8 @@ def test_on_the_8_gpus_asked_attention_data_parallelism_is_chosen() -> None:
     assert chosen.per_gpu.kv_cache_bytes * 8 <= plan(R1, REQUEST, layout=Layout(gpus=8, tp=8), gpu=H200).per_gpu.kv_cache_bytes * 1.01
     reason = next(a for a in chosen.assumptions if a.startswith("Layout chosen on the 8 GPUs asked"))
     assert "attention data parallelism" in reason and "the default, TP 8, does not hold 512 sequences" in reason
+    codes = {w.code for w in chosen.warnings}  # the replicas pool the experts, not nothing
+    assert "attention_dp_replicas" in codes and "ddp_no_memory_pooling" not in codes
     perf = plan_performance(chosen)
     assert perf["output_tokens_per_s"] > 0 and any(a.startswith("Attention data parallelism") for a in perf["assumptions"])
 

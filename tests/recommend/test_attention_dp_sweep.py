@@ -68,7 +68,7 @@ def test_the_server_is_recommended_with_attention_dp_and_cheaper_tokens(h200_swe
     rec = recommend(R1, SPEC, CATALOG, "1month", NOW, offerings=[CATALOG.offering("h200-8x-bm")], top=5)
     best = next(r for r in rec.results if r.servers == 1)
     assert best.config["ep"] == 8 and best.config["tp"] * best.config["dp"] == 8
-    assert "ep_requires_engine_support" in best.codes  # the engine must run attention DP with expert parallelism
+    assert {"attention_dp_replicas", "ep_requires_engine_support"} <= set(best.codes)  # the engine must run it
     # and the recommendation says what backs attention-DP timing (calibration.json caveats.attention_dp)
     assert any(a.startswith("Attention data parallelism: ") for a in rec.assumptions)
     body = attach_recipes(recommendation_to_json(rec), R1, SPEC.workload, "vllm")

@@ -45,7 +45,11 @@ def layout_warnings(w: Workload, lay: ResolvedLayout, gpu: GpuSpec | None) -> tu
 
 def _layout_warnings(training: bool, lay: ResolvedLayout, gpu: GpuSpec | None) -> list[PlanWarning]:
     out: list[PlanWarning] = []
-    if lay.dp > 1 and (not training or lay.zero == 0):
+    if lay.dp > 1 and not training and lay.ep > lay.tp:  # attention data parallelism: the experts are split
+        out.append(make_warning("attention_dp_replicas",
+                                f"{lay.dp} attention replicas: each holds the attention and dense layers and its own "
+                                f"sequences' KV cache; the routed experts are split over EP {lay.ep}"))
+    elif lay.dp > 1 and (not training or lay.zero == 0):
         out.append(make_warning("ddp_no_memory_pooling",
                                 f"{lay.dp} data-parallel replicas: each GPU holds its own full share; memory does not pool"))
     if lay.zero and lay.dp == 1:

@@ -47,6 +47,13 @@ WARNING_CODES: dict[str, WarningCode] = _registry(
         check="Data-parallel replicas each hold a full copy: memory does not pool across GPUs.",
     ),
     WarningCode(
+        code="attention_dp_replicas", concept="expert-parallelism",
+        check="Attention data-parallel replicas each hold the attention and dense layers whole and their own "
+              "sequences' KV cache; only the routed experts are split: confirm your engine runs this model with "
+              "attention data parallelism (vLLM --data-parallel-size with --enable-expert-parallel, SGLang "
+              "--enable-dp-attention, TensorRT-LLM enable_attention_dp).",
+    ),
+    WarningCode(
         code="tp_requires_engine_support", concept="tensor-parallelism",
         check="Confirm your serving engine or training framework supports tensor parallelism for this model.",
     ),

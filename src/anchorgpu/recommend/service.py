@@ -92,10 +92,10 @@ def _codes(result: SweepResult, row: dict[str, Any], offering: Offering, *, ship
         codes.append("fp4_weight_only_emulation")
     if row["tp"] > 1 and tp_link(shape.gpu, row["tp"], gpus_per_server=shape.gpus_per_server).kind == "pcie":
         codes.append("tp_over_pcie")
-    if row["dp"] > 1 and result.task == "inference":
+    if row["ep"] > row["tp"] and result.task == "inference":  # attention data parallelism: the experts are split
+        codes += ["attention_dp_replicas", "ep_requires_engine_support"]
+    elif row["dp"] > 1 and result.task == "inference":
         codes.append("ddp_no_memory_pooling")
-    if row["ep"] > row["tp"] and result.task == "inference":  # attention data parallelism
-        codes.append("ep_requires_engine_support")
     if shape.gpu.vendor == "AMD":
         codes.append("rocm_cuda_only_dependency")
     return tuple(codes)
