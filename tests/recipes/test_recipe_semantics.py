@@ -74,6 +74,30 @@ def test_a_vision_models_recommendation_launches_the_sequence_it_planned(capsys:
         [r.get("recipe_refused") for r in default["results"]]
 
 
+def test_a_recommendation_sized_by_its_request_launches_that_request(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--prompt 1000 --output-tokens 500`` and no context: the sweep holds each sequence at prompt + output (+ the
+    image's tokens), so every row fits; each row's launch was planned again at the model's default context instead,
+    and a vision model's rows on one GPU were all refused as not fitting (qwen3-vl-30b-a3b on an A100 80 GB: short by
+    11.46 GiB). Now each launch plans the row's request, on the CLI and the API alike."""
+    planned = run_json(capsys, "plan", "qwen3-vl-30b-a3b", "--prompt", "1000", "--output-tokens", "500", "--gpu",
+                       "a100-80gb-sxm")
+    sequence = planned["workload"]["context_tokens"]  # 1,500 text + 1,024 image tokens
+    body = run_json(capsys, "recommend", "qwen3-vl-30b-a3b", "--concurrency", "1", "--prompt", "1000",
+                    "--output-tokens", "500", "--term", "1month", "--top", "3", "--recipe", "vllm")
+    assert body["results"]
+    for row in body["results"]:
+        assert row["recipe"] is not None, row.get("recipe_refused")
+        assert int(_value(row["recipe"]["command"], "--max-model-len")) == sequence
+    from fastapi.testclient import TestClient
+
+    from anchorgpu.api import create_app
+
+    api = TestClient(create_app()).post("/v1/recommend", json={
+        "model": "qwen3-vl-30b-a3b", "concurrency": 1, "prompt": 1000, "output_tokens": 500, "term": "1month",
+        "top": 3, "recipe": "vllm"})
+    assert api.status_code == 200 and all(r["recipe"] is not None for r in api.json()["results"])
+
+
 def test_recommend_refuses_a_recipe_for_a_diffusion_pipeline_as_the_api_does(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "recommend", "flux.1-dev", "--term", "1week", "--recipe", "vllm")
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1

@@ -138,7 +138,8 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
                        max_servers=request.max_servers, offerings=offerings, lower_precision=request.lower_precision)
     body: dict[str, Any] = recommendation_to_json(result)
     if request.recipe is not None:
-        from anchorgpu.recipes.for_results import attach_recipes
+        from anchorgpu.recipes.for_results import attach_recipes, request_sized
 
-        body = attach_recipes(body, model, workload, request.recipe)
+        body = attach_recipes(body, model, request_sized(workload, request.prompt, request.output_tokens),
+                              request.recipe)
     return body

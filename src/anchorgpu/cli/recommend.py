@@ -276,10 +276,11 @@ def recommend_command(
     if recipe is not None:
         from dataclasses import replace
 
-        from anchorgpu.recipes.for_results import attach_recipes
+        from anchorgpu.recipes.for_results import attach_recipes, request_sized
 
         body = attach_recipes(recommendation_to_json(rec), spec_model,
-                              replace(workload, global_batch_tokens=spec.global_batch_tokens), recipe)
+                              request_sized(replace(workload, global_batch_tokens=spec.global_batch_tokens),
+                                            spec.prompt_tokens, spec.output_tokens), recipe)
         if as_json:
             emit_json(body)
             return
