@@ -74,3 +74,14 @@ def test_the_server_is_recommended_with_attention_dp_and_cheaper_tokens(h200_swe
     body = attach_recipes(recommendation_to_json(rec), R1, SPEC.workload, "vllm")
     row = next(r for r in body["results"] if r["servers"] == 1)
     assert "--enable-expert-parallel" in row["recipe"]["command"]
+
+
+def test_tensorrt_llm_runs_attention_replicas_of_one_gpu() -> None:
+    """TensorRT-LLM's attention takes TP 1 under enable_attention_dp (its Mapping: the attention TP size is 1 when
+    attention DP is on), so a sweep sized for it tries no TP 2 or 4 attention replicas, which its launch cannot run."""
+    spec = SweepSpec(workload=Workload(task="inference", concurrency=512, engine="trtllm"), prompt_tokens=1000,
+                     output_tokens=1000)
+    result = sweep(R1, H200, spec)
+    ep, tp = np.asarray(result.columns["ep"]), np.asarray(result.columns["tp"])
+    assert (ep > 1).any() and set(tp[ep > 1].tolist()) == {1}
+    assert any("of TP 1 (TensorRT-LLM's enable_attention_dp)" in a for a in result.assumptions)

@@ -357,7 +357,7 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     else:
         cols = serving_columns(model, shapes, spec, lay, weights, kvs, concs, ctx, prompt, progress)
         inner = len(weights) * len(kvs) * len(concs)
-        adp_rows = attention_dp_rows(model, shapes, valid_tp)
+        adp_rows = attention_dp_rows(model, shapes, valid_tp, w.engine)
         if adp_rows:  # a mixture of experts: attention data parallelism on one server, planned whole
             adp = _Layouts(*(np.array(column, dtype=np.int64) for column in zip(*adp_rows, strict=True)))
             extra = attention_dp_columns(model, shapes, spec, adp, weights, kvs, concs, ctx, prompt, output)
@@ -390,7 +390,9 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     elif model.moe is not None and (lay.ep > 1).any():
         assumptions.append(
             f"Expert parallelism swept as attention data parallelism on one server (at most {ATTENTION_DP_MAX_GPUS} "
-            "GPUs): TP 1, 2 or 4 replicas of the attention and dense layers, each with its own sequences' KV cache, "
+            "GPUs): replicas of the attention and dense layers "
+            + ("of TP 1 (TensorRT-LLM's enable_attention_dp)" if w.engine == "trtllm" else "of TP 1, 2 or 4")
+            + ", each with its own sequences' KV cache, "
             "the routed experts split over all the server's GPUs; each such configuration planned whole (the replicas "
             "step together, every MoE layer gathers their tokens); the other layouts split the experts with TP.")
     elif model.moe is not None:

@@ -34,19 +34,23 @@ _FLOAT_COLUMNS = ("weights_bytes", "kv_cache_bytes", "activations_bytes", "other
                   "budget_bytes", "prefill_s", "decode_tokens_per_s_per_user", "decode_tokens_per_s_total")
 
 
-def attention_dp_rows(model: ModelSpec, shapes: Sequence[HardwareShape],
-                      valid_tp: Any) -> list[tuple[int, int, int, int, int, int, int, int]]:
+def attention_dp_rows(model: ModelSpec, shapes: Sequence[HardwareShape], valid_tp: Any,
+                      engine: str = "vllm") -> list[tuple[int, int, int, int, int, int, int, int]]:
     """(shape, servers, gpus, tp, pp, dp, zero, ep) of every attention-DP layout swept: one server of ``k`` GPUs
-    (2 to :data:`ATTENTION_DP_MAX_GPUS`, ``k`` dividing the experts), TP 1, 2, 4 or 8 below ``k``."""
+    (2 to :data:`ATTENTION_DP_MAX_GPUS`, ``k`` dividing the experts), TP below ``k`` of the sizes the engine runs
+    (:func:`~anchorgpu.planner.speed.layouts.attention_dp_tp_sizes`: TensorRT-LLM 1, the others 1, 2, 4 or 8)."""
+    from anchorgpu.planner.speed.layouts import attention_dp_tp_sizes
+
     moe = model.moe
     if moe is None:
         return []
+    tps = attention_dp_tp_sizes(engine)
     rows = []
     for s, shape in enumerate(shapes):
         k = shape.gpus_per_server
         if k < 2 or k > ATTENTION_DP_MAX_GPUS or moe.num_experts % k or shape.max_servers < 1:
             continue
-        rows += [(s, 1, k, tp, 1, k // tp, 0, k) for tp in (1, 2, 4, 8) if tp < k and k % tp == 0 and valid_tp(model, tp)]
+        rows += [(s, 1, k, tp, 1, k // tp, 0, k) for tp in tps if tp < k and k % tp == 0 and valid_tp(model, tp)]
     return rows
 
 

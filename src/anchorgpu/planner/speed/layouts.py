@@ -43,7 +43,8 @@ from anchorgpu.units import fmt_bytes
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
 
-__all__ = ["Choice", "choose_serving_layout", "choose_serving_layout_on", "choose_training_layout"]
+__all__ = ["Choice", "attention_dp_tp_sizes", "choose_serving_layout", "choose_serving_layout_on",
+           "choose_training_layout"]
 
 SERVER_GPUS = 8
 MICRO_BATCHES: tuple[int, ...] = (1, 2, 4)
@@ -207,7 +208,7 @@ SERVING_GPU_COUNTS = (1, 2, 4, *range(8, 1025, 8))
 """The GPU counts the serving chooser tries, fewest first: 1, 2 or 4, then whole 8-GPU servers up to 128 of them."""
 
 
-def _serving_layouts(model: ModelSpec, gpus: int) -> Iterator[Layout]:
+def _serving_layouts(model: ModelSpec, gpus: int, engine: str = "vllm") -> Iterator[Layout]:
     """The serving layouts of ``gpus`` GPUs in the chooser's order: replicas (DP) of the smallest split first, the
     split TP inside one server, then PP across servers; then, for a mixture of experts, attention data parallelism:
     ``gpus / tp`` replicas of the attention and dense layers (TP 1 first) with every GPU's share of the routed
@@ -230,9 +231,16 @@ def _serving_layouts(model: ModelSpec, gpus: int) -> Iterator[Layout]:
     # the launch recipes write one server's command
     if moe is None or gpus < 2 or gpus > SERVER_GPUS or moe.num_experts % gpus:
         return
-    for tp in (1, 2, 4, 8):
+    for tp in attention_dp_tp_sizes(engine):
         if tp < gpus and gpus % tp == 0 and _tp_ok(model, tp):
             yield Layout(gpus=gpus, tp=tp, pp=1, dp=gpus // tp, ep=gpus)
+
+
+def attention_dp_tp_sizes(engine: str) -> tuple[int, ...]:
+    """The TP sizes of an attention replica an engine runs under attention data parallelism: TensorRT-LLM only 1
+    (``Mapping``: the attention's TP size is 1 when ``enable_attention_dp``), vLLM and SGLang also 2, 4 or 8 (SGLang's
+    ``--tp-size`` over ``--dp-size`` GPUs an attention group; vLLM's ``--tensor-parallel-size`` per DP rank)."""
+    return (1,) if engine == "trtllm" else (1, 2, 4, 8)
 
 
 def _split_words(layout: Layout) -> str:
@@ -275,7 +283,7 @@ def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPla
     fewer: Layout | None = None  # the closest miss of the last GPU count (most headroom), for the hint
     for gpus in SERVING_GPU_COUNTS:
         closest: tuple[float, Layout] | None = None
-        for layout in _serving_layouts(model, gpus):
+        for layout in _serving_layouts(model, gpus, w.engine):
             p, headroom = _holds(model, w, precision, layout, gpu, overheads, want, cap)
             if p is not None:
                 adp = (layout.ep or 1) > (layout.tp or 1)
@@ -312,7 +320,7 @@ def choose_serving_layout_on(model: ModelSpec, w: Workload, precision: Precision
         return None if not default.fits else (None, default)
     cap = engine_limits(w, large_gpu=large_engine_defaults(gpu))[1]
     lay = default.layout
-    for layout in _serving_layouts(model, gpus):
+    for layout in _serving_layouts(model, gpus, w.engine):
         if (layout.tp, layout.pp, layout.dp, layout.ep or 1) == (lay.tp, lay.pp, lay.dp, lay.ep):
             continue
         p, _ = _holds(model, w, precision, layout, gpu, overheads, want, cap)
