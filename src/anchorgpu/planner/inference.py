@@ -25,13 +25,13 @@ from anchorgpu.planner.inputs import (
     engine_limits,
     large_engine_defaults,
 )
-from anchorgpu.planner.media import cross_kv_bytes, resolve_media, sequence_tokens, speed_prompt_tokens
+from anchorgpu.planner.media import MediaLoad, cross_kv_bytes, resolve_media, sequence_tokens, speed_prompt_tokens
 from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
 from anchorgpu.planner.terms import TaskTerms, context_bytes, new_task_terms, split_weights_bytes
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 from anchorgpu.units import fmt_bytes
 
-__all__ = ["DEFAULT_REQUEST_NOTE", "engine_defaults", "plan_inference"]
+__all__ = ["DEFAULT_REQUEST_NOTE", "engine_defaults", "plan_inference", "request_media"]
 
 
 def engine_defaults(gpu: GpuSpec | None, workload: Workload, assumptions: list[str]) -> tuple[int, int]:
@@ -136,10 +136,10 @@ DEFAULT_REQUEST_NOTE = "Context not given: each of the"
 _resolved = evolver(Workload, "context_tokens", "concurrency", "max_num_batched_tokens", "max_num_seqs", "prompt_tokens")
 
 
-def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: PrecisionPlan, fmt: WeightFormat,
-               lay: ResolvedLayout, ov: Overheads, assumptions: list[str], warnings: list[PlanWarning]) -> TaskTerms:
+def _asked_context(model: ModelSpec, w: Workload, assumptions: list[str]) -> int:
+    """The tokens a sequence is sized at before the request's images or encoder input: the context given, else
+    prompt + output, else the default request for many users, else the default context (each stated)."""
     limit = model.max_context_tokens
-    check_request_within_context(w, limit)
     if w.context_tokens is None and (w.prompt_tokens is not None or w.output_tokens is not None):
         prompt = w.prompt_tokens if w.prompt_tokens is not None else 1024
         output = w.output_tokens if w.output_tokens is not None else 256
@@ -162,6 +162,20 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                 "(a cache sized for that one sequence is not how such models are served); set --context to plan longer.")
         elif w.context_tokens is None:
             assumptions.append(f"Context not given: the model's context length, {ctx} tokens per sequence.")
+    return ctx
+
+
+def request_media(model: ModelSpec, w: Workload) -> MediaLoad:
+    """The request's images or encoder input as :func:`plan_inference` resolves them (the catalog sweep sizes the
+    cross-attention K/V of an encoder-decoder or cross-attention model with it, as the plan does)."""
+    return resolve_media(model, w, [], prompt_tokens=w.prompt_tokens or _asked_context(model, w, []))
+
+
+def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: PrecisionPlan, fmt: WeightFormat,
+               lay: ResolvedLayout, ov: Overheads, assumptions: list[str], warnings: list[PlanWarning]) -> TaskTerms:
+    limit = model.max_context_tokens
+    check_request_within_context(w, limit)
+    ctx = _asked_context(model, w, assumptions)
     media = resolve_media(model, w, assumptions, prompt_tokens=w.prompt_tokens or ctx)
     ctx = sequence_tokens(media, w, ctx, assumptions, model)
     if ctx > limit:

@@ -30,6 +30,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.formats import format_for_model, shipped_format
 from anchorgpu.planner.grid_columns import GridColumns
+from anchorgpu.planner.inference import request_media
 from anchorgpu.planner.inputs import (
     DEFAULT_OUTPUT_TOKENS,
     DEFAULT_PROMPT_TOKENS,
@@ -348,19 +349,22 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     output = spec.output_tokens if by_request else min(spec.output_tokens, max(1, ctx // 2))
     # the request shape plan() estimates with when none is given: a 1,024-token prompt within the context
     prompt = spec.prompt_tokens if spec.prompt_tokens is not None else max(1, min(DEFAULT_PROMPT_TOKENS, ctx - output))
-    if not training and prompt + output > ctx:
+    # a request given without a context was checked by the probe's plan (an encoder-decoder's decoder cache holds the
+    # output tokens only: its sequence is shorter than prompt + output)
+    if not training and not by_request and prompt + output > ctx:
         raise InvalidWorkload(f"prompt {prompt} + output {output} tokens exceed the {ctx}-token context")
     lay = _layouts(model, shapes, training=training, max_pp=spec.max_pp, zero_stages=spec.zero_stages)
     if training:
         cols = _training(model, shapes, spec, lay, weights, progress)
         inner = len(weights)
     else:
-        cols = serving_columns(model, shapes, spec, lay, weights, kvs, concs, ctx, prompt, progress)
+        media = request_media(model, probe_w) if model.encoder is not None or model.image is not None else None
+        cols = serving_columns(model, shapes, spec, lay, weights, kvs, concs, ctx, prompt, progress, media)
         inner = len(weights) * len(kvs) * len(concs)
         adp_rows = attention_dp_rows(model, shapes, valid_tp, w.engine)
         if adp_rows:  # a mixture of experts: attention data parallelism on one server, planned whole
             adp = _Layouts(*(np.array(column, dtype=np.int64) for column in zip(*adp_rows, strict=True)))
-            extra = attention_dp_columns(model, shapes, spec, adp, weights, kvs, concs, ctx, prompt, output)
+            extra = attention_dp_columns(model, shapes, spec, adp, weights, kvs, concs, probe_w, ctx, prompt, output)
             full = (len(lay), len(weights), len(kvs), len(concs))
             cols = {name: np.concatenate((np.broadcast_to(values.reshape((1,) * (4 - values.ndim) + values.shape), full),
                                           extra[name])) for name, values in cols.items()}

@@ -55,19 +55,24 @@ def attention_dp_rows(model: ModelSpec, shapes: Sequence[HardwareShape], valid_t
 
 
 def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
-                         weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...], ctx: int,
-                         prompt: int, output: int) -> dict[str, Array]:
+                         weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...], asked: Workload,
+                         ctx: int, prompt: int, output: int) -> dict[str, Array]:
     """The serving sweep's columns for the attention-DP layouts ``lay``, each ``(L, W, K, C)`` in the sweep's order,
     from :func:`~anchorgpu.planner.plan` and :func:`~anchorgpu.planner.speed.estimate.plan_performance` (memory as
-    the plan sizes it; speed where the plan fits, NaN where it does not, as the plan gives none)."""
+    the plan sizes it; speed where the plan fits, NaN where it does not, as the plan gives none). A text model's
+    sequences are planned at the sweep's context ``ctx`` at every concurrency, as the other layouts are; a model
+    with images or an encoder at ``asked``, the workload as the sweep's probe planned it, so the plan adds their
+    tokens once (over a concurrency ladder with no context given, each concurrency then takes the plan's own default
+    context where the other layouts keep the ladder's first)."""
     from anchorgpu.planner.plan import plan
     from anchorgpu.planner.speed.estimate import plan_performance
 
     grid = (len(lay), len(weights), len(kvs), len(concs))
     cols = {name: np.full(grid, np.nan) for name in _FLOAT_COLUMNS}
     fits = np.zeros(grid, dtype=bool)
-    base: Workload = replace(spec.workload, context_tokens=ctx, prompt_tokens=prompt, output_tokens=output)
-    by_conc = [replace(base, concurrency=c) for c in concs]
+    media = model.encoder is not None or model.image is not None
+    by_conc = [replace(asked, concurrency=c) if media else replace(asked, concurrency=c, context_tokens=ctx)
+               for c in concs]
     mfu, mbu = spec.efficiencies.mfu, spec.efficiencies.mbu
     rows = zip(lay.shape.tolist(), lay.gpus.tolist(), lay.tp.tolist(), lay.dp.tolist(), lay.ep.tolist(), strict=True)
     for i, (s, gpus, tp, dp, ep) in enumerate(rows):

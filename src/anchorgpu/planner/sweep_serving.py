@@ -24,6 +24,7 @@ import numpy.typing as npt
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.formats import format_for_model
 from anchorgpu.planner.inputs import Workload, engine_limits, large_engine_defaults
+from anchorgpu.planner.media import MediaLoad
 from anchorgpu.planner.speed.calibration import StackConstants, calibrated
 from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_matmul_params
 from anchorgpu.planner.speed.launches import is_block_fp8, launch_ratio
@@ -273,7 +274,7 @@ def _in_grid_order(shape: tuple[int, int, int, int], dtype: type = np.float64) -
 
 def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
                     weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...], ctx: int, prompt: int,
-                    progress: Progress | None) -> dict[str, Array]:
+                    progress: Progress | None, media: MediaLoad | None = None) -> dict[str, Array]:
     """Every serving result column of the sweep on the axes (layout, weights, kv, concurrency): those that vary
     along every axis as whole arrays in that order, the others of length 1 along the axes they do not vary on."""
     w: Workload = spec.workload
@@ -282,7 +283,7 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
         progress(math.prod(grid) // 4, math.prod(grid))
     conc = np.array(concs, dtype=np.int64)[:, None]
     per_replica = -(-conc // lay.dp)  # (C, L)
-    kv = kv_factors(model, spec, lay, kvs, ctx, prompt)
+    kv = kv_factors(model, spec, lay, kvs, ctx, prompt, media)
     mem = memory_terms(model, shapes, spec, lay, weights, kv, per_replica)
     total_b, total_view = _in_grid_order(grid)
     np.add(mem.weights, mem.kv_cache, out=total_view)

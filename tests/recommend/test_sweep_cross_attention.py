@@ -1,0 +1,56 @@
+"""The serving sweep sizes an encoder-decoder's and a cross-attention vision model's cross-attention K/V as plan()
+does. Before, it left them out: flan-t5-xl for 1,024 users on one H200 needed 206 GB of cache by plan() (decoder
+self-attention plus every decoder layer's K/V over the encoder's output) and 103 GB by the sweep, so `recommend`
+offered GPUs whose plan, and launch, did not fit. A request sized by --prompt for such a model was also refused by
+the sweep ("prompt 300 + output 100 tokens exceed the 100-token context": its decoder holds the output tokens only)
+where plan() accepts it."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from anchorgpu.architectures import load_model
+from anchorgpu.catalog import load_catalog
+from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
+from anchorgpu.planner.sweep import SweepSpec, sweep
+from anchorgpu.recommend import shapes_from_catalog
+
+SHAPES = shapes_from_catalog(load_catalog().offerings, max_servers=2)
+ASKED = {
+    "many users, no length": (Workload(task="inference", concurrency=64), None),
+    "a request by --prompt": (Workload(task="inference", concurrency=8), 300),
+    "a context": (Workload(task="inference", context_tokens=400, concurrency=16), None),
+}
+
+
+@pytest.mark.parametrize("name", ["flan-t5-xl", "whisper-large-v3", "llama-3.2-11b-vision", "qwen3-vl-30b-a3b"])
+@pytest.mark.parametrize("asked", list(ASKED))
+def test_the_sweeps_cache_is_the_plans(name: str, asked: str) -> None:
+    model = load_model(name)
+    w, prompt = ASKED[asked]
+    output = 100 if prompt else None
+    result = sweep(model, SHAPES, SweepSpec(workload=w, prompt_tokens=prompt, output_tokens=output or 256))
+    rng = random.Random(20261205)
+    for i in rng.sample(range(result.evaluated), 30):
+        row = result.row(i)
+        shape = next(s for s in result.shapes if s.id == row["shape"])
+        p = plan(model, Workload(task="inference", context_tokens=w.context_tokens, concurrency=row["concurrency"],
+                                 prompt_tokens=prompt, output_tokens=output),
+                 precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
+                 layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"],
+                               ep=row["ep"] if row["ep"] > 1 else None),
+                 gpu=shape.gpu, suggest=False, choose_layout=False)
+        assert (row["kv_cache_bytes"], row["per_gpu_total_bytes"], row["fits"]) == (
+            p.per_gpu.kv_cache_bytes, p.per_gpu.total_bytes, p.fits), row
+
+
+def test_an_encoder_decoder_request_is_recommended_as_plan_sizes_it(capsys) -> None:  # type: ignore[no-untyped-def]
+    from cli_runner import run_json
+
+    planned = run_json(capsys, "plan", "flan-t5-xl", "--prompt", "300", "--output-tokens", "100", "--concurrency", "8",
+                       "--gpu", "l4")
+    body = run_json(capsys, "recommend", "flan-t5-xl", "--prompt", "300", "--output-tokens", "100", "--concurrency",
+                    "8", "--term", "1month", "--top", "3")
+    assert body["results"] and body["workload"]["context_tokens"] == planned["workload"]["context_tokens"]
