@@ -133,11 +133,13 @@ def _record(lines: list[str], acknowledged: dict[str, str]) -> set[str]:
     """Adds the child's acknowledged bookings; answers the key whose buy had started and was not acknowledged."""
     started: list[str] = []
     for line in lines:
-        if line.startswith("quote"):
-            started.append(line.split()[1])
-        elif line.startswith("booked"):
-            _, key, allocation_id = line.split()
-            acknowledged[key] = allocation_id
+        parts = line.split() or [""]
+        # the kill can cut the child's last line short ("booked" alone, seen in a full run): a booking whose
+        # acknowledgement was not written whole is not acknowledged; its key stays in flight and is retried
+        if parts[0] == "quote" and len(parts) >= 2:
+            started.append(parts[1])
+        elif parts[0] == "booked" and len(parts) == 3:
+            acknowledged[parts[1]] = parts[2]
     return {key for key in started if key not in acknowledged}
 
 
