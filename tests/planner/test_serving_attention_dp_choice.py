@@ -113,3 +113,29 @@ def test_the_cli_answers_with_the_chosen_layout(capsys) -> None:  # type: ignore
                    "--output-tokens", "1000", "--concurrency", "512")
     assert out["fits"] is True and (out["layout"]["tp"], out["layout"]["dp"], out["layout"]["ep"]) == (1, 8, 8)
     assert out["performance"]["tpot_s_low"] <= out["performance"]["tpot_s"] <= out["performance"]["tpot_s_high"]
+
+
+def test_the_readme_quotes_these_figures() -> None:
+    """The README's DeepSeek-R1 journey and its recommend paragraph say what the planner answers."""
+    from datetime import UTC, datetime
+    from pathlib import Path
+
+    from anchorgpu.catalog import load_catalog
+    from anchorgpu.planner.sweep import SweepSpec
+    from anchorgpu.recommend import recommend
+
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8").split())
+    tp8 = plan(R1, REQUEST, layout=Layout(gpus=8, tp=8), gpu=H200)
+    chosen = plan(R1, REQUEST, layout=Layout(gpus=8), gpu=H200)
+    assert f"(TP 8: {tp8.per_gpu.total_bytes / 2**30:.0f} GiB a GPU)" in readme
+    assert f"({chosen.per_gpu.total_bytes / 2**30:.0f} GiB a GPU;" in readme
+    catalog = load_catalog()
+    spec = SweepSpec(workload=Workload(task="inference", concurrency=512), prompt_tokens=1000, output_tokens=1000)
+    rec = recommend(R1, spec, catalog, "1month", datetime(2026, 12, 5, tzinfo=UTC),
+                    offerings=[catalog.offering("h200-8x-bm")], top=3)
+    best = next(r for r in rec.results if r.servers == 1)
+    c = best.config
+    assert (f"TP {c['tp']} x DP {c['dp']} x EP {c['ep']}, {c['decode_tokens_per_s_total']:,.0f} tok/s and "
+            f"${best.usd_per_million_output_tokens:.2f} a million tokens") in readme
+    split = plan(R1, REQUEST, layout=Layout(gpus=8, tp=4, pp=2), gpu=H200)
+    assert f"{plan_performance(split)['output_tokens_per_s']:,.0f} tok/s" in readme
