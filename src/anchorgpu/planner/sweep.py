@@ -50,7 +50,7 @@ from anchorgpu.planner.speed.calibration import Overrides, calibration
 from anchorgpu.planner.speed.flops import Recompute, TrainKind
 from anchorgpu.planner.speed.links import compute_precision_for_training
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
-from anchorgpu.planner.sweep_attention_dp import ATTENTION_DP_MAX_GPUS, attention_dp_columns, attention_dp_rows
+from anchorgpu.planner.sweep_attention_dp import ATTENTION_DP_MAX_GPUS, with_attention_dp
 from anchorgpu.planner.sweep_serving import serving_columns
 from anchorgpu.planner.validate import tp_is_valid
 
@@ -180,9 +180,6 @@ class _Layouts:
 
     def __len__(self) -> int:
         return int(self.shape.size)
-
-
-_LAYOUT_FIELDS = ("shape", "servers", "gpus", "tp", "pp", "dp", "zero", "ep")
 
 
 def _layouts(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: bool, max_pp: int,
@@ -361,14 +358,9 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         media = request_media(model, probe_w) if model.encoder is not None or model.image is not None else None
         cols = serving_columns(model, shapes, spec, lay, weights, kvs, concs, ctx, prompt, progress, media)
         inner = len(weights) * len(kvs) * len(concs)
-        adp_rows = attention_dp_rows(model, shapes, valid_tp, w.engine)
-        if adp_rows:  # a mixture of experts: attention data parallelism on one server, planned whole
-            adp = _Layouts(*(np.array(column, dtype=np.int64) for column in zip(*adp_rows, strict=True)))
-            extra = attention_dp_columns(model, shapes, spec, adp, weights, kvs, concs, probe_w, ctx, prompt, output)
-            full = (len(lay), len(weights), len(kvs), len(concs))
-            cols = {name: np.concatenate((np.broadcast_to(values.reshape((1,) * (4 - values.ndim) + values.shape), full),
-                                          extra[name])) for name, values in cols.items()}
-            lay = _Layouts(*(np.concatenate((getattr(lay, f), getattr(adp, f))) for f in _LAYOUT_FIELDS))
+        # a mixture of experts: attention data parallelism on one server, planned whole
+        lay, cols = with_attention_dp(model, shapes, spec, lay, cols, weights, kvs, concs, probe_w, ctx, prompt,
+                                      output, valid_tp)
     n = len(lay) * inner
     grid_shape = (len(lay), len(weights)) if training else (len(lay), len(weights), len(kvs), len(concs))
     axes = (1,) * (len(grid_shape) - 2)  # per layout (L, 1, ...), per weight format (1, W, ...)

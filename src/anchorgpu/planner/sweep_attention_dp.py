@@ -9,7 +9,7 @@ replicas stepping together, the all-gathers of every MoE layer) the vectorized t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,7 +22,7 @@ from anchorgpu.planner.inputs import Layout, PrecisionPlan, Workload
 if TYPE_CHECKING:
     from anchorgpu.planner.sweep import HardwareShape, SweepSpec, _Layouts
 
-__all__ = ["ATTENTION_DP_MAX_GPUS", "attention_dp_columns", "attention_dp_rows"]
+__all__ = ["ATTENTION_DP_MAX_GPUS", "attention_dp_columns", "attention_dp_rows", "with_attention_dp"]
 
 Array = npt.NDArray[Any]
 
@@ -107,3 +107,21 @@ def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec
     out["train_tokens_per_s"] = np.full(grid, np.nan)
     out["train_time_s"] = np.full(grid, np.nan)
     return out
+
+
+def with_attention_dp(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
+                      cols: dict[str, Array], weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...],
+                      asked: Workload, ctx: int, prompt: int, output: int,
+                      valid_tp: Any) -> tuple[_Layouts, dict[str, Array]]:
+    """The sweep's layouts and serving columns with the attention-DP layouts appended (the columns each widened to
+    the whole grid for it), or both unchanged where there are none (a dense model)."""
+    rows = attention_dp_rows(model, shapes, valid_tp, spec.workload.engine)
+    if not rows:
+        return lay, cols
+    layouts = type(lay)
+    adp = layouts(*(np.array(column, dtype=np.int64) for column in zip(*rows, strict=True)))
+    extra = attention_dp_columns(model, shapes, spec, adp, weights, kvs, concs, asked, ctx, prompt, output)
+    full = (len(lay), len(weights), len(kvs), len(concs))
+    joined = {name: np.concatenate((np.broadcast_to(values.reshape((1,) * (4 - values.ndim) + values.shape), full),
+                                    extra[name])) for name, values in cols.items()}
+    return layouts(*(np.concatenate((getattr(lay, f.name), getattr(adp, f.name))) for f in fields(lay))), joined
