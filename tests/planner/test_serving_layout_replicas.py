@@ -86,3 +86,20 @@ def test_a_raised_engine_cap_lets_each_replica_run_more(capsys) -> None:  # type
     alone = run_json(capsys, "plan", "gpt-oss-20b", "--gpu", "h100", "--gpus", "8", "--concurrency", "9000",
                      "--max-num-seqs", "9000")
     assert any("max_num_batched_tokens 9000, max_num_seqs 9000" in a for a in alone["assumptions"])
+
+
+def test_on_the_gpus_asked_the_layout_that_serves_the_users_fastest() -> None:
+    """``--gpus 8`` alone: of the layouts on those GPUs that hold the users, the fastest for them. Llama 3.1 8B for
+    1,000 users on 8 H100s is 8 replicas (TP 8, the default before, emits less: every GPU reads a share of the weights
+    and all-reduces for all 1,000); for one user TP 8 stays, the quickest token."""
+    model = load_model("llama-3.1-8b")
+    many = Workload(task="inference", concurrency=1000)
+    chosen = plan(model, many, layout=Layout(gpus=8), gpu=H100)
+    assert (chosen.layout.tp, chosen.layout.dp) == (1, 8) and chosen.fits
+    tp8 = plan(model, many, layout=Layout(gpus=8, tp=8), gpu=H100)
+    fast, slow = (plan_performance(p)["output_tokens_per_s"] for p in (chosen, tp8))
+    assert fast > slow
+    assert f"the default, TP 8, serves them at {slow:,.0f}" in _reason(chosen)
+    one = plan(model, Workload(task="inference"), layout=Layout(gpus=8), gpu=H100)
+    assert (one.layout.tp, one.layout.dp) == (8, 1)
+    assert not any(a.startswith("Layout chosen") for a in one.assumptions)

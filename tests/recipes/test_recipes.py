@@ -23,7 +23,7 @@ SERVING = ("vllm", "sglang", "trtllm")
 
 def _serve(model: str, gpu: str, gpus: int, **kw: Any) -> Plan:
     prec = PrecisionPlan(**{k: kw.pop(k) for k in ("weights", "kv_cache") if k in kw})
-    lay = Layout(gpus=gpus, **{k: kw.pop(k) for k in ("tp", "pp") if k in kw})
+    lay = Layout(gpus=gpus, **{k: kw.pop(k) for k in ("tp", "pp", "dp", "ep") if k in kw})
     return plan(load_model(model), Workload(**kw), precision=prec, layout=lay, gpu=get_gpu(gpu))
 
 
@@ -49,9 +49,9 @@ SERVING_PLANS = {
     "llama-8b-replicas": lambda: _serve("llama-3.1-8b", "h100", 8, tp=2, context_tokens=8192, concurrency=64),
     # fp16 weights: trtllm_config.yaml gets "dtype", a BaseLlmArgs field the list lacked (QA pass)
     "llama-8b-fp16": lambda: _serve("llama-3.1-8b", "h100", 1, context_tokens=4096, weights="fp16"),
-    # the layout chosen on 8 GPUs: attention data parallelism, EP 8 (tests/planner/test_serving_attention_dp_choice.py)
-    "deepseek-r1-attention-dp": lambda: _serve("deepseek-r1", "h200", 8, prompt_tokens=1000, output_tokens=1000,
-                                               concurrency=512),
+    # attention data parallelism, EP 8, as TensorRT-LLM runs it (tests/planner/test_serving_attention_dp_choice.py)
+    "deepseek-r1-attention-dp": lambda: _serve("deepseek-r1", "h200", 8, tp=1, dp=8, ep=8, prompt_tokens=1000,
+                                               output_tokens=1000, concurrency=512),
 }
 
 

@@ -6,9 +6,10 @@ chunks, activation recompute and micro-batch is ranked by the predicted step tim
 :func:`~anchorgpu.planner.speed.training.training_step`; the memory planner then checks them fastest first
 and the first that fits is the answer. Whatever the user fixed is kept.
 
-Serving: without a GPU count, the fewest GPUs (TP inside a server, then pipeline stages across servers; for a
-mixture of experts none of those holds, attention data parallelism with EP over them) that hold the requested
-concurrency; with a GPU count, the planner's default layout, else the first of those on that many GPUs that holds it.
+Serving: without a GPU count, the fewest GPUs that hold the requested concurrency, and on them, of the layouts that
+hold it (replicas of a TP split inside a server, pipeline stages across servers, and for a mixture of experts
+attention data parallelism with EP over a server), the one that serves those users fastest; with a GPU count, the
+fastest of those on that many GPUs, the planner's default (TP across one server) among them.
 """
 
 from __future__ import annotations
@@ -269,44 +270,67 @@ def _holds(model: ModelSpec, w: Workload, precision: PrecisionPlan, layout: Layo
     return (p if p.fits and (p.max_concurrency or 0) >= want else None), headroom
 
 
+def _serving_speed(p: Plan) -> float:
+    """Output tokens/s of a serving plan at its requested concurrency (the calibrated prediction)."""
+    from anchorgpu.planner.speed.estimate import plan_performance
+
+    return float(plan_performance(p).get("output_tokens_per_s") or 0.0)
+
+
+def _fastest(held: list[tuple[Layout, Plan]]) -> tuple[Layout, Plan, float]:
+    """The layout that serves the requested users fastest (output tokens/s at their concurrency, the same as the
+    shortest time per output token for them), the first of equals (the planner's order: replicas of the smallest
+    split first)."""
+    speeds = [_serving_speed(p) for _, p in held]
+    best = max(range(len(held)), key=lambda i: (speeds[i], -i))
+    return held[best][0], held[best][1], speeds[best]
+
+
 def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPlan, given: Layout, gpu: GpuSpec,
                           overheads: Overheads) -> tuple[Choice, Plan] | None:
-    """The fewest GPUs that hold the requested concurrency; on that many, replicas (DP) of the smallest split that
-    holds its share, the split TP inside one server first, then PP across servers - as serving is deployed: a model
-    is split only as far as its weights and its share of the sequences need, and copies serve the rest; for a
-    mixture of experts that no such split holds on that many GPUs, attention data parallelism with EP over them
-    (:func:`_serving_layouts`). A replica holds its share when its memory does and its engine runs that many at
-    once (vLLM's ``max_num_seqs``, 1,024 by default on large GPUs): past the cap the rest would wait in the
-    engine's queue."""
+    """The fewest GPUs that hold the requested concurrency; on that many, of the layouts that hold it
+    (:func:`_serving_layouts`: replicas of a TP split inside one server, PP across servers, and for a mixture of
+    experts attention data parallelism with EP over a server), the one that serves the users fastest. A replica
+    holds its share when its memory does and its engine runs that many at once (vLLM's ``max_num_seqs``, 1,024 by
+    default on large GPUs): past the cap the rest would wait in the engine's queue."""
     want = w.concurrency or 1
     cap = engine_limits(w, large_gpu=large_engine_defaults(gpu))[1]  # sequences one replica's engine runs at once
     fewer: Layout | None = None  # the closest miss of the last GPU count (most headroom), for the hint
     for gpus in SERVING_GPU_COUNTS:
         closest: tuple[float, Layout] | None = None
+        held: list[tuple[Layout, Plan]] = []
         for layout in _serving_layouts(model, gpus, w.engine):
             p, headroom = _holds(model, w, precision, layout, gpu, overheads, want, cap)
             if p is not None:
-                adp = (layout.ep or 1) > (layout.tp or 1)
-                reason = (f"Layout chosen: {gpus} GPU{'s' if gpus > 1 else ''} ({_split_words(layout)}) - the fewest "
-                          f"{gpu.name} that hold {want:,} sequence{'s' if want > 1 else ''}"
-                          + (", each replica split only as far as its share needs"
-                             if (layout.dp or 1) > 1 and not adp else "")
-                          + (f" (at most {cap:,} a replica, the engine's max_num_seqs)" if want > cap else "")
-                          + (f"; no TP or PP split of every layer over {gpus} GPUs holds them" if adp else "")
-                          + "; pass --gpus to choose" + _fewer_gpus_with(model, w, precision, fewer, gpu, overheads))
-                return Choice(layout=layout, workload=w, reason=reason), p
-            if closest is None or headroom > closest[0]:
+                held.append((layout, p))
+            elif closest is None or headroom > closest[0]:
                 closest = (headroom, layout)
+        if held:
+            layout, p, speed = _fastest(held)
+            reason = (f"Layout chosen: {gpus} GPU{'s' if gpus > 1 else ''} ({_split_words(layout)}) - the fewest "
+                      f"{gpu.name} that hold {want:,} sequence{'s' if want > 1 else ''}"
+                      + (f" (at most {cap:,} a replica, the engine's max_num_seqs)" if want > cap else "")
+                      + _of_those(held, speed, want)
+                      + "; pass --gpus to choose" + _fewer_gpus_with(model, w, precision, fewer, gpu, overheads))
+            return Choice(layout=layout, workload=w, reason=reason), p
         fewer = closest[1] if closest is not None else fewer
     return None
 
 
+def _of_those(held: list[tuple[Layout, Plan]], speed: float, want: int) -> str:
+    """``, the fastest of the 3 layouts on them that do (X tok/s at N users)`` when there was a choice, else empty."""
+    if len(held) < 2:
+        return ""
+    return (f", the fastest of the {len(held)} layouts on them that do ({speed:,.0f} output tok/s at {want:,} "
+            f"user{'s' if want > 1 else ''})")
+
+
 def choose_serving_layout_on(model: ModelSpec, w: Workload, precision: PrecisionPlan, given: Layout, gpu: GpuSpec,
                              overheads: Overheads) -> tuple[Choice | None, Plan] | None:
-    """On the ``given.gpus`` GPUs asked (no TP, PP or DP given): the planner's default (TP across one server, the
-    rest replicas) when it holds the requested concurrency, as ``(None, its plan)``; else the first layout of
-    :func:`_serving_layouts` on those GPUs that does, with the sentence that says why; None when none does (the plan
-    then shows the default and what would fit)."""
+    """On the ``given.gpus`` GPUs asked (no TP, PP or DP given): of the layouts on them that hold the requested
+    concurrency (the planner's default, TP across one server and the rest replicas, then :func:`_serving_layouts`),
+    the one that serves the users fastest: ``(None, its plan)`` when that is the default, else with the sentence
+    that says why; None when none holds them (the plan then shows the default and what would fit)."""
     from anchorgpu.planner.plan import plan
 
     gpus = given.gpus or 1
@@ -316,21 +340,30 @@ def choose_serving_layout_on(model: ModelSpec, w: Workload, precision: Precision
                        choose_layout=False)
     except InvalidWorkload:
         return None
-    if default.fits or gpus == 1:
-        return None if not default.fits else (None, default)
+    if gpus == 1:
+        return (None, default) if default.fits else None
     cap = engine_limits(w, large_gpu=large_engine_defaults(gpu))[1]
     lay = default.layout
+    held: list[tuple[Layout, Plan]] = [(given, default)] if default.fits else []
     for layout in _serving_layouts(model, gpus, w.engine):
         if (layout.tp, layout.pp, layout.dp, layout.ep or 1) == (lay.tp, lay.pp, lay.dp, lay.ep):
             continue
         p, _ = _holds(model, w, precision, layout, gpu, overheads, want, cap)
         if p is not None:
-            reason = (f"Layout chosen on the {gpus} GPUs asked: {_split_words(layout)} - the default, TP {lay.tp}"
-                      + (f" with {lay.dp} replicas" if lay.dp > 1 else "")
-                      + f", does not hold {want:,} sequence{'s' if want > 1 else ''} (it needs "
-                      f"{fmt_bytes(default.per_gpu.total_bytes)} a GPU); pass --tp, --pp and --dp to choose")
-            return Choice(layout=layout, workload=w, reason=reason), p
-    return None
+            held.append((layout, p))
+    if not held:
+        return None
+    layout, p, speed = _fastest(held)
+    if p is default:
+        return None, default
+    users = f"{want:,} sequence{'s' if want > 1 else ''}"
+    why = (f"the default, TP {lay.tp}" + (f" with {lay.dp} replicas" if lay.dp > 1 else "")
+           + (f", serves them at {_serving_speed(default):,.0f}" if default.fits else
+              f", does not hold them (it needs {fmt_bytes(default.per_gpu.total_bytes)} a GPU)"))
+    which = (f"the only layout on them that holds {users}" if len(held) == 1 else
+             f"the fastest of the {len(held)} layouts on them that hold {users} ({speed:,.0f} output tok/s)")
+    reason = f"Layout chosen on the {gpus} GPUs asked: {_split_words(layout)} - {which}; {why}; pass --tp, --pp and --dp to choose"
+    return Choice(layout=layout, workload=w, reason=reason), p
 
 
 def _fewer_gpus_with(model: ModelSpec, w: Workload, precision: PrecisionPlan, fewer: Layout | None, gpu: GpuSpec,
