@@ -248,10 +248,13 @@ def serving_sweep(c: Checker, models: list[ModelSpec], rng: random.Random, scale
                             continue
                         check_serving(c, r[1], where, conc, r[0].workload.context_tokens, r[0].layout.dp,
                                       prompt_i)
+                        resolved = (r[0].layout.tp, r[0].layout.pp, r[0].layout.dp, r[0].layout.ep)
+                        if prev is not None and prev[2] != resolved:  # the chooser took another layout
+                            prev = None
                         if prev is not None and prev[1].get("ttft_s") and r[1].get("ttft_s"):
                             c.check("ttft_nondecreasing_in_prompt", r[1]["ttft_s"] >= prev[1]["ttft_s"] * (1 - REL),
                                     where, f"prompt {prev[0]}: {prev[1]['ttft_s']:.6g} -> {prompt_i}: {r[1]['ttft_s']:.6g}")
-                        prev = (prompt_i, r[1])
+                        prev = (prompt_i, r[1], resolved)
 
 
 def overrides_sweep(c: Checker, models: list[ModelSpec], rng: random.Random) -> None:

@@ -41,14 +41,13 @@ def test_tp_across_the_server_cannot_hold_the_users() -> None:
 
 def test_on_the_8_gpus_asked_attention_data_parallelism_is_chosen() -> None:
     chosen = plan(R1, REQUEST, layout=Layout(gpus=8), gpu=H200)
-    # of the three attention-DP layouts that hold the users (TP 1, 2 and 4 replicas), the fastest for them
-    assert _split(chosen) == (8, 2, 1, 4, 8) and chosen.fits
-    tp1 = plan(R1, REQUEST, layout=Layout(gpus=8, tp=1, dp=8, ep=8), gpu=H200)
-    assert tp1.fits and plan_performance(tp1)["output_tokens_per_s"] < plan_performance(chosen)["output_tokens_per_s"]
+    # of the three attention-DP layouts that hold the users (TP 1, 2 and 4 replicas), the first: TP 2 is predicted
+    # 3% faster, well inside the band, so not clearly faster
+    assert _split(chosen) == (8, 1, 1, 8, 8) and chosen.fits
     tp8 = plan(R1, REQUEST, layout=Layout(gpus=8, tp=8), gpu=H200)
-    assert chosen.per_gpu.kv_cache_bytes * 4 <= tp8.per_gpu.kv_cache_bytes * 1.01  # each GPU: a quarter of the users
+    assert chosen.per_gpu.kv_cache_bytes * 8 <= tp8.per_gpu.kv_cache_bytes * 1.01  # each GPU: an eighth of the users
     reason = next(a for a in chosen.assumptions if a.startswith("Layout chosen on the 8 GPUs asked"))
-    assert "attention data parallelism" in reason and "the fastest of the 3 layouts on them that hold 512" in reason
+    assert "attention data parallelism" in reason and "of the 3 layouts on them that hold 512 sequences" in reason
     assert "the default, TP 8, does not hold them" in reason
     codes = {w.code for w in chosen.warnings}  # the replicas pool the experts, not nothing
     assert "attention_dp_replicas" in codes and "ddp_no_memory_pooling" not in codes
@@ -59,9 +58,9 @@ def test_on_the_8_gpus_asked_attention_data_parallelism_is_chosen() -> None:
 def test_without_a_gpu_count_one_server_is_enough() -> None:
     """Before, the fewest GPUs were 16 (two TP 8 replicas); with attention data parallelism 8 hold the users."""
     chosen = plan(R1, REQUEST, gpu=H200)
-    assert _split(chosen) == (8, 2, 1, 4, 8) and chosen.fits
+    assert _split(chosen) == (8, 1, 1, 8, 8) and chosen.fits
     reason = next(a for a in chosen.assumptions if a.startswith("Layout chosen: 8 GPUs"))
-    assert "the fewest h200 that hold 512 sequences, the fastest of the 3 layouts on them that do" in reason
+    assert "the fewest h200 that hold 512 sequences; of the 3 layouts on them that do, the planner's first" in reason
 
 
 @pytest.mark.parametrize(("model", "workload"), [
@@ -89,13 +88,13 @@ def _words(command: str) -> list[str]:
 
 
 def test_each_engine_launches_the_chosen_layout_as_one_engine() -> None:
-    chosen = plan(R1, REQUEST, layout=Layout(gpus=8), gpu=H200)  # TP 2 x DP 4 x EP 8
+    chosen = plan(R1, REQUEST, layout=Layout(gpus=8), gpu=H200)  # TP 1 x DP 8 x EP 8
     vllm = _words(build_recipe(chosen, "vllm").command)
-    assert vllm[vllm.index("--tensor-parallel-size") + 1] == "2" and vllm[vllm.index("--data-parallel-size") + 1] == "4"
+    assert vllm[vllm.index("--tensor-parallel-size") + 1] == "1" and vllm[vllm.index("--data-parallel-size") + 1] == "8"
     assert "--enable-expert-parallel" in vllm
     # SGLang: --tp-size is every GPU of the engine, --dp-size the attention groups (sglang docs, DP attention)
     sglang = _words(build_recipe(chosen, "sglang").command)
-    assert sglang[sglang.index("--tp-size") + 1] == "8" and sglang[sglang.index("--dp-size") + 1] == "4"
+    assert sglang[sglang.index("--tp-size") + 1] == "8" and sglang[sglang.index("--dp-size") + 1] == "8"
     assert "--enable-dp-attention" in sglang and sglang[sglang.index("--ep-size") + 1] == "8"
     # TensorRT-LLM runs each GPU's attention alone under attention DP: planned for it, the layout is TP 1 x DP 8,
     # launched as --tp_size 8 --ep_size 8 with enable_attention_dp, as the DeepSeek-R1 guide runs it; one server
@@ -120,7 +119,7 @@ def test_the_cli_answers_with_the_chosen_layout(capsys) -> None:  # type: ignore
 
     out = run_json(capsys, "plan", "deepseek-r1", "--gpu", "h200", "--gpus", "8", "--prompt", "1000",
                    "--output-tokens", "1000", "--concurrency", "512")
-    assert out["fits"] is True and (out["layout"]["tp"], out["layout"]["dp"], out["layout"]["ep"]) == (2, 4, 8)
+    assert out["fits"] is True and (out["layout"]["tp"], out["layout"]["dp"], out["layout"]["ep"]) == (1, 8, 8)
     assert out["performance"]["tpot_s_low"] <= out["performance"]["tpot_s"] <= out["performance"]["tpot_s_high"]
 
 

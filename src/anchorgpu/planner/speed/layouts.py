@@ -270,27 +270,33 @@ def _holds(model: ModelSpec, w: Workload, precision: PrecisionPlan, layout: Layo
     return (p if p.fits and (p.max_concurrency or 0) >= want else None), headroom
 
 
-def _serving_speed(p: Plan) -> float:
-    """Output tokens/s of a serving plan at its requested concurrency (the calibrated prediction)."""
+def _serving_speed(p: Plan) -> tuple[float, float]:
+    """Output tokens/s of a serving plan at its requested concurrency (the calibrated prediction) and the low end of
+    its band."""
     from anchorgpu.planner.speed.estimate import plan_performance
 
-    return float(plan_performance(p).get("output_tokens_per_s") or 0.0)
+    perf = plan_performance(p)
+    return float(perf.get("output_tokens_per_s") or 0.0), float(perf.get("output_tokens_per_s_low") or 0.0)
 
 
 def _fastest(held: list[tuple[Layout, Plan]]) -> tuple[Layout, Plan, float]:
-    """The layout that serves the requested users fastest (output tokens/s at their concurrency, the same as the
-    shortest time per output token for them), the first of equals (the planner's order: replicas of the smallest
-    split first)."""
+    """Of the layouts that hold the users, in the planner's order (the default or replicas of the smallest split
+    first), the first unless another serves them clearly faster: the fastest one (output tokens/s at their
+    concurrency, the same as the shortest time per output token for them) when even the low end of its band is above
+    the first's prediction. A difference inside the band is not one the calibration resolves, and the usual layout
+    is kept (gpt-oss-120b for one user on 8 H100s: 8 replicas predicted 1% faster than TP 8 stay TP 8)."""
     speeds = [_serving_speed(p) for _, p in held]
-    best = max(range(len(held)), key=lambda i: (speeds[i], -i))
-    return held[best][0], held[best][1], speeds[best]
+    best = max(range(len(held)), key=lambda i: (speeds[i][0], -i))
+    pick = best if speeds[best][1] > speeds[0][0] else 0
+    return held[pick][0], held[pick][1], speeds[pick][0]
 
 
 def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPlan, given: Layout, gpu: GpuSpec,
                           overheads: Overheads) -> tuple[Choice, Plan] | None:
     """The fewest GPUs that hold the requested concurrency; on that many, of the layouts that hold it
     (:func:`_serving_layouts`: replicas of a TP split inside one server, PP across servers, and for a mixture of
-    experts attention data parallelism with EP over a server), the one that serves the users fastest. A replica
+    experts attention data parallelism with EP over a server), the first in that order unless another serves the
+    users clearly faster (:func:`_fastest`). A replica
     holds its share when its memory does and its engine runs that many at once (vLLM's ``max_num_seqs``, 1,024 by
     default on large GPUs): past the cap the rest would wait in the engine's queue."""
     want = w.concurrency or 1
@@ -310,18 +316,20 @@ def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPla
             reason = (f"Layout chosen: {gpus} GPU{'s' if gpus > 1 else ''} ({_split_words(layout)}) - the fewest "
                       f"{gpu.name} that hold {want:,} sequence{'s' if want > 1 else ''}"
                       + (f" (at most {cap:,} a replica, the engine's max_num_seqs)" if want > cap else "")
-                      + _of_those(held, speed, want)
+                      + _of_those(held, layout, speed, want)
                       + "; pass --gpus to choose" + _fewer_gpus_with(model, w, precision, fewer, gpu, overheads))
             return Choice(layout=layout, workload=w, reason=reason), p
         fewer = closest[1] if closest is not None else fewer
     return None
 
 
-def _of_those(held: list[tuple[Layout, Plan]], speed: float, want: int) -> str:
-    """``, the fastest of the 3 layouts on them that do (X tok/s at N users)`` when there was a choice, else empty."""
+def _of_those(held: list[tuple[Layout, Plan]], layout: Layout, speed: float, want: int) -> str:
+    """``; of the 3 layouts on them that do, the fastest (X tok/s at N users)`` when there was a choice, else empty."""
     if len(held) < 2:
         return ""
-    return (f", the fastest of the {len(held)} layouts on them that do ({speed:,.0f} output tok/s at {want:,} "
+    which = ("the planner's first (replicas of the smallest split first), none of the others clearly faster"
+             if layout is held[0][0] else "the clearly fastest")
+    return (f"; of the {len(held)} layouts on them that do, {which} ({speed:,.0f} output tok/s at {want:,} "
             f"user{'s' if want > 1 else ''})")
 
 
@@ -329,8 +337,9 @@ def choose_serving_layout_on(model: ModelSpec, w: Workload, precision: Precision
                              overheads: Overheads) -> tuple[Choice | None, Plan] | None:
     """On the ``given.gpus`` GPUs asked (no TP, PP or DP given): of the layouts on them that hold the requested
     concurrency (the planner's default, TP across one server and the rest replicas, then :func:`_serving_layouts`),
-    the one that serves the users fastest: ``(None, its plan)`` when that is the default, else with the sentence
-    that says why; None when none holds them (the plan then shows the default and what would fit)."""
+    the first unless another serves the users clearly faster (:func:`_fastest`): ``(None, its plan)`` when that is
+    the default, else with the sentence that says why; None when none holds them (the plan then shows the default
+    and what would fit)."""
     from anchorgpu.planner.plan import plan
 
     gpus = given.gpus or 1
@@ -358,10 +367,12 @@ def choose_serving_layout_on(model: ModelSpec, w: Workload, precision: Precision
         return None, default
     users = f"{want:,} sequence{'s' if want > 1 else ''}"
     why = (f"the default, TP {lay.tp}" + (f" with {lay.dp} replicas" if lay.dp > 1 else "")
-           + (f", serves them at {_serving_speed(default):,.0f}" if default.fits else
+           + (f", serves them at {_serving_speed(default)[0]:,.0f}" if default.fits else
               f", does not hold them (it needs {fmt_bytes(default.per_gpu.total_bytes)} a GPU)"))
     which = (f"the only layout on them that holds {users}" if len(held) == 1 else
-             f"the fastest of the {len(held)} layouts on them that hold {users} ({speed:,.0f} output tok/s)")
+             f"of the {len(held)} layouts on them that hold {users}, "
+             + ("the planner's first, none of the others clearly faster" if layout is held[0][0] else "the fastest")
+             + f" ({speed:,.0f} output tok/s)")
     reason = f"Layout chosen on the {gpus} GPUs asked: {_split_words(layout)} - {which}; {why}; pass --tp, --pp and --dp to choose"
     return Choice(layout=layout, workload=w, reason=reason), p
 
