@@ -71,7 +71,8 @@ def plan(
 
     Defaults (each stated in ``Plan.assumptions`` when used): one GPU; without a layout, inference shards by
     TP across the GPUs of one server (the largest valid TP <= 8 dividing the GPU count, the rest as
-    replicas) and training replicates by DP; weights bf16 (nf4-dq for QLoRA); inference checks one sequence
+    replicas) and training replicates by DP, unless a layout is chosen for the user on a named GPU
+    (:mod:`anchorgpu.planner.speed.layouts`); weights bf16 (nf4-dq for QLoRA); inference checks one sequence
     of the model's context length (many sequences of no given length: the default request each); a diffusion
     model plans the diffusion task.
 

@@ -8,8 +8,8 @@ and the first that fits is the answer. Whatever the user fixed is kept.
 
 Serving: without a GPU count, the fewest GPUs that hold the requested concurrency, and on them, of the layouts that
 hold it (replicas of a TP split inside a server, pipeline stages across servers, and for a mixture of experts
-attention data parallelism with EP over a server), the one that serves those users fastest; with a GPU count, the
-fastest of those on that many GPUs, the planner's default (TP across one server) among them.
+attention data parallelism with EP over a server), the planner's first unless another serves those users clearly
+faster; with a GPU count, the same on that many GPUs, the planner's default (TP across one server) first.
 """
 
 from __future__ import annotations
