@@ -50,7 +50,7 @@ from anchorgpu.planner.speed.calibration import Overrides, calibration
 from anchorgpu.planner.speed.flops import Recompute, TrainKind
 from anchorgpu.planner.speed.links import compute_precision_for_training
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
-from anchorgpu.planner.sweep_attention_dp import ATTENTION_DP_MAX_GPUS, with_attention_dp
+from anchorgpu.planner.sweep_attention_dp import with_attention_dp
 from anchorgpu.planner.sweep_serving import serving_columns
 from anchorgpu.planner.validate import tp_is_valid
 
@@ -360,7 +360,7 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         inner = len(weights) * len(kvs) * len(concs)
         # a mixture of experts: attention data parallelism on one server, planned whole
         lay, cols = with_attention_dp(model, shapes, spec, lay, cols, weights, kvs, concs, probe_w, ctx, prompt,
-                                      output, valid_tp)
+                                      output)
     n = len(lay) * inner
     grid_shape = (len(lay), len(weights)) if training else (len(lay), len(weights), len(kvs), len(concs))
     axes = (1,) * (len(grid_shape) - 2)  # per layout (L, 1, ...), per weight format (1, W, ...)
@@ -385,9 +385,8 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
                            f"the {model.moe.num_experts} experts and the GPUs of a pipeline stage).")
     elif model.moe is not None and (lay.ep > 1).any():
         assumptions.append(
-            f"Expert parallelism swept as attention data parallelism on one server (at most {ATTENTION_DP_MAX_GPUS} "
-            "GPUs): replicas of the attention and dense layers "
-            + ("of TP 1 (TensorRT-LLM's enable_attention_dp)" if w.engine == "trtllm" else "of TP 1, 2 or 4")
+            "Expert parallelism swept as attention data parallelism on one server (at most 8 GPUs): replicas of the "
+            "attention and dense layers " + ("of TP 1 (TensorRT-LLM's enable_attention_dp)" if w.engine == "trtllm" else "of TP 1, 2 or 4")
             + ", each with its own sequences' KV cache, "
             "the routed experts split over all the server's GPUs; each such configuration planned whole (the replicas "
             "step together, every MoE layer gathers their tokens); the other layouts split the experts with TP.")

@@ -22,36 +22,23 @@ from anchorgpu.planner.inputs import Layout, PrecisionPlan, Workload
 if TYPE_CHECKING:
     from anchorgpu.planner.sweep import HardwareShape, SweepSpec, _Layouts
 
-__all__ = ["ATTENTION_DP_MAX_GPUS", "attention_dp_columns", "attention_dp_rows", "with_attention_dp"]
+__all__ = ["attention_dp_columns", "attention_dp_rows", "with_attention_dp"]
 
 Array = npt.NDArray[Any]
-
-ATTENTION_DP_MAX_GPUS = 8
-"""Attention data parallelism is swept inside one server of at most this many GPUs (EP over NVLink or the server's
-own links): no measured run checks EP over the network, and the launch recipes write one server's command."""
 
 _FLOAT_COLUMNS = ("weights_bytes", "kv_cache_bytes", "activations_bytes", "other_bytes", "per_gpu_total_bytes",
                   "budget_bytes", "prefill_s", "decode_tokens_per_s_per_user", "decode_tokens_per_s_total")
 
 
-def attention_dp_rows(model: ModelSpec, shapes: Sequence[HardwareShape], valid_tp: Any,
+def attention_dp_rows(model: ModelSpec, shapes: Sequence[HardwareShape],
                       engine: str = "vllm") -> list[tuple[int, int, int, int, int, int, int, int]]:
-    """(shape, servers, gpus, tp, pp, dp, zero, ep) of every attention-DP layout swept: one server of ``k`` GPUs
-    (2 to :data:`ATTENTION_DP_MAX_GPUS`, ``k`` dividing the experts), TP below ``k`` of the sizes the engine runs
-    (:func:`~anchorgpu.planner.speed.layouts.attention_dp_tp_sizes`: TensorRT-LLM 1, the others 1, 2, 4 or 8)."""
+    """(shape, servers, gpus, tp, pp, dp, zero, ep) of every attention-DP layout swept: one whole server of each
+    shape, with the TP sizes the chooser tries on it
+    (:func:`~anchorgpu.planner.speed.layouts.attention_dp_tp_sizes`)."""
     from anchorgpu.planner.speed.layouts import attention_dp_tp_sizes
 
-    moe = model.moe
-    if moe is None:
-        return []
-    tps = attention_dp_tp_sizes(engine)
-    rows = []
-    for s, shape in enumerate(shapes):
-        k = shape.gpus_per_server
-        if k < 2 or k > ATTENTION_DP_MAX_GPUS or moe.num_experts % k or shape.max_servers < 1:
-            continue
-        rows += [(s, 1, k, tp, 1, k // tp, 0, k) for tp in tps if tp < k and k % tp == 0 and valid_tp(model, tp)]
-    return rows
+    return [(s, 1, k, tp, 1, k // tp, 0, k) for s, shape in enumerate(shapes) if shape.max_servers >= 1
+            for k in (shape.gpus_per_server,) for tp in attention_dp_tp_sizes(model, k, engine)]
 
 
 def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
@@ -111,11 +98,10 @@ def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec
 
 def with_attention_dp(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
                       cols: dict[str, Array], weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...],
-                      asked: Workload, ctx: int, prompt: int, output: int,
-                      valid_tp: Any) -> tuple[_Layouts, dict[str, Array]]:
+                      asked: Workload, ctx: int, prompt: int, output: int) -> tuple[_Layouts, dict[str, Array]]:
     """The sweep's layouts and serving columns with the attention-DP layouts appended (the columns each widened to
     the whole grid for it), or both unchanged where there are none (a dense model)."""
-    rows = attention_dp_rows(model, shapes, valid_tp, spec.workload.engine)
+    rows = attention_dp_rows(model, shapes, spec.workload.engine)
     if not rows:
         return lay, cols
     layouts = type(lay)

@@ -227,21 +227,27 @@ def _serving_layouts(model: ModelSpec, gpus: int, engine: str = "vllm") -> Itera
         if pp > model.num_layers or tp * pp != unit:
             continue
         yield Layout(gpus=gpus, tp=tp, pp=pp, dp=gpus // unit)
+    for tp in attention_dp_tp_sizes(model, gpus, engine):
+        yield Layout(gpus=gpus, tp=tp, pp=1, dp=gpus // tp, ep=gpus)
+
+
+def attention_dp_tp_sizes(model: ModelSpec, gpus: int, engine: str) -> tuple[int, ...]:
+    """The TP sizes of the attention replicas ``gpus`` GPUs can serve a mixture of experts with under attention data
+    parallelism, the experts split over all of them (EP ``gpus``), smallest first; none for a dense model. Within one
+    server only: EP over the network is timed (the speed model's EP link) but no measured run checks it, and the
+    launch recipes write one server's command. TensorRT-LLM runs TP 1 only (``Mapping``: the attention's TP size is
+    1 when ``enable_attention_dp``), vLLM and SGLang also 2 or 4 (SGLang's ``--tp-size`` over ``--dp-size`` GPUs an
+    attention group; vLLM's ``--tensor-parallel-size`` per DP rank). The chooser and the catalog sweep both use it.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> attention_dp_tp_sizes(load_model("deepseek-r1"), 8, "vllm"), attention_dp_tp_sizes(load_model("deepseek-r1"), 8, "trtllm")
+    ((1, 2, 4), (1,))
+    """
     moe = model.moe
-    # within one server: EP over the network is timed (the speed model's EP link) but no measured run checks it, and
-    # the launch recipes write one server's command
     if moe is None or gpus < 2 or gpus > SERVER_GPUS or moe.num_experts % gpus:
-        return
-    for tp in attention_dp_tp_sizes(engine):
-        if tp < gpus and gpus % tp == 0 and _tp_ok(model, tp):
-            yield Layout(gpus=gpus, tp=tp, pp=1, dp=gpus // tp, ep=gpus)
-
-
-def attention_dp_tp_sizes(engine: str) -> tuple[int, ...]:
-    """The TP sizes of an attention replica an engine runs under attention data parallelism: TensorRT-LLM only 1
-    (``Mapping``: the attention's TP size is 1 when ``enable_attention_dp``), vLLM and SGLang also 2, 4 or 8 (SGLang's
-    ``--tp-size`` over ``--dp-size`` GPUs an attention group; vLLM's ``--tensor-parallel-size`` per DP rank)."""
-    return (1,) if engine == "trtllm" else (1, 2, 4, 8)
+        return ()
+    return tuple(tp for tp in ((1,) if engine == "trtllm" else (1, 2, 4, 8))
+                 if tp < gpus and gpus % tp == 0 and _tp_ok(model, tp))
 
 
 def _split_words(layout: Layout) -> str:
