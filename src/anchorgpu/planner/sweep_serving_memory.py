@@ -20,7 +20,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner.formats import ModelParts, format_for_model, model_weight_parts
 from anchorgpu.planner.inputs import KV_CACHE_DTYPES, engine_limits, large_engine_defaults
-from anchorgpu.planner.media import MediaLoad
+from anchorgpu.planner.media import MediaLoad, cross_kv_bytes
 from anchorgpu.planner.terms import context_bytes
 
 if TYPE_CHECKING:
@@ -110,8 +110,8 @@ def memory_terms(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepS
     kv_kcl = np.ceil(kv.slot_bytes * per_replica * kv.stage_layers / kv.n_layers)
     if kv.state_per_sequence:
         kv_kcl = kv_kcl + np.ceil(kv.state_per_sequence * per_replica * kv.stage_layers / (lay.tp * kv.n_layers))
-    if kv.cross_bytes is not None:  # an encoder's or the images' cross-attention K/V, per sequence (media.cross_kv_bytes)
-        kv_kcl = kv_kcl + np.ceil(kv.cross_bytes * per_replica)
+    if kv.media is not None and kv.media.cross_tokens:  # an encoder's or the images' cross-attention K/V
+        kv_kcl = kv_kcl + _cross_kv(model, kv.media, lay, kv.kv_caches, per_replica)
     return Memory(weights=weights_w11l, kv_cache=kv_kcl, activations=act_l, other=non_torch_l, budget=budget)
 
 
@@ -124,8 +124,8 @@ class KvFactors:
     stage_layers: IntArray  # (L,)
     n_layers: int
     state_per_sequence: int | float  # recurrent state (bytes, all layers), 0 without one
-    cross_bytes: FloatArray | None = None  # (K, 1, L): cross-attention K/V of one sequence (media.cross_kv_bytes
-    # before its rounding up, which is taken over the replica's sequences), None without an encoder or cross-attention
+    kv_caches: tuple[str, ...] = ()  # the KV dtypes of the K axis
+    media: MediaLoad | None = None  # the request's encoder input or images: their cross-attention K/V per sequence
 
 
 def kv_factors(model: ModelSpec, spec: SweepSpec, lay: _Layouts, kvs: tuple[str, ...], ctx: int,
@@ -138,21 +138,20 @@ def kv_factors(model: ModelSpec, spec: SweepSpec, lay: _Layouts, kvs: tuple[str,
                       stage_layers=per_value(lay.pp, lambda pp: mm.stage_layers(model.num_layers, pp)),
                       n_layers=max(1, model.num_layers),
                       state_per_sequence=model.state_bytes_per_sequence(mm.STATE_BYTES_PER_VALUE),
-                      cross_bytes=_cross_bytes(model, media, lay, kvs))
+                      kv_caches=kvs, media=media)
 
 
-def _cross_bytes(model: ModelSpec, media: MediaLoad | None, lay: _Layouts, kvs: tuple[str, ...]) -> FloatArray | None:
-    """:func:`~anchorgpu.planner.media.cross_kv_bytes` of one sequence before its rounding, ``(K, 1, L)``: the same
-    products in the same order, so times the sequences and rounded up it is the plan's figure exactly."""
-    if media is None or media.cross_tokens == 0 or media.cross_values_per_token == 0:
-        return None
-    kv, layers = max(1, model.num_kv_heads), model.num_layers
-
-    def per_rank(tp: int) -> float:
-        return math.ceil(kv / tp) / kv if tp <= kv else 1 / kv
-
-    rank_l = np.array([per_rank(tp) for tp in lay.tp.tolist()], dtype=np.float64)
-    stage_l = np.array([math.ceil(layers / pp) / layers for pp in lay.pp.tolist()], dtype=np.float64)
-    bpv_k = np.array([float(KV_CACHE_DTYPES[k]) for k in kvs], dtype=np.float64)[:, None, None]
-    one: FloatArray = (media.cross_tokens * media.cross_values_per_token * rank_l * stage_l) * bpv_k
-    return one
+def _cross_kv(model: ModelSpec, media: MediaLoad, lay: _Layouts, kvs: tuple[str, ...], per_replica: IntArray
+              ) -> FloatArray:
+    """Cross-attention K/V per GPU, ``(K, C, L)``: :func:`~anchorgpu.planner.media.cross_kv_bytes` itself, once per
+    distinct (KV dtype, TP, PP, sequences a replica) of the grid."""
+    tp_cl = np.broadcast_to(lay.tp, per_replica.shape)
+    pp_cl = np.broadcast_to(lay.pp, per_replica.shape)
+    keys = np.stack((tp_cl, pp_cl, per_replica), axis=-1).reshape(-1, 3)
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    out = np.empty((len(kvs), *per_replica.shape))
+    for k, name in enumerate(kvs):
+        values = np.array([cross_kv_bytes(model, media, sequences=int(n), bytes_per_value=KV_CACHE_DTYPES[name],
+                                          tp=int(tp), pp=int(pp)) for tp, pp, n in unique.tolist()], dtype=np.float64)
+        out[k] = values[inverse.reshape(-1)].reshape(per_replica.shape)
+    return out
