@@ -285,16 +285,47 @@ def _serving_speed(p: Plan) -> tuple[float, float]:
     return float(perf.get("output_tokens_per_s") or 0.0), float(perf.get("output_tokens_per_s_low") or 0.0)
 
 
-def _fastest(held: list[tuple[Layout, Plan]]) -> tuple[Layout, Plan, float]:
+def _fastest(held: list[tuple[Layout, Plan]]) -> tuple[int, list[float]]:
     """Of the layouts that hold the users, in the planner's order (the default or replicas of the smallest split
     first), the first unless another serves them clearly faster: the fastest one (output tokens/s at their
     concurrency, the same as the shortest time per output token for them) when even the low end of its band is above
     the first's prediction. A difference inside the band is not one the calibration resolves, and the usual layout
-    is kept (gpt-oss-120b for one user on 8 H100s: 8 replicas predicted 1% faster than TP 8 stay TP 8)."""
+    is kept (gpt-oss-120b for one user on 8 H100s: 8 replicas predicted 1% faster than TP 8 stay TP 8). Answers
+    the index picked and every layout's predicted output tokens/s."""
     speeds = [_serving_speed(p) for _, p in held]
     best = max(range(len(held)), key=lambda i: (speeds[i][0], -i))
-    pick = best if speeds[best][1] > speeds[0][0] else 0
-    return held[pick][0], held[pick][1], speeds[pick][0]
+    return (best if speeds[best][1] > speeds[0][0] else 0), [pred for pred, _ in speeds]
+
+
+def _held(model: ModelSpec, w: Workload, precision: PrecisionPlan, gpus: int, gpu: GpuSpec, overheads: Overheads,
+          want: int, cap: int, skip: Layout | None = None) -> tuple[list[tuple[Layout, Plan]], Layout | None]:
+    """The layouts of :func:`_serving_layouts` on ``gpus`` GPUs that hold ``want`` sequences, each with its plan, in
+    order (``skip``'s split left out: the default, planned already), and the closest miss (most headroom)."""
+    held: list[tuple[Layout, Plan]] = []
+    closest: tuple[float, Layout] | None = None
+    for layout in _serving_layouts(model, gpus, w.engine):
+        if skip is not None and (layout.tp, layout.pp, layout.dp, layout.ep or 1) == (skip.tp, skip.pp, skip.dp,
+                                                                                     skip.ep or 1):
+            continue
+        p, headroom = _holds(model, w, precision, layout, gpu, overheads, want, cap)
+        if p is not None:
+            held.append((layout, p))
+        elif closest is None or headroom > closest[0]:
+            closest = (headroom, layout)
+    return held, (closest[1] if closest is not None else None)
+
+
+def _which(held: list[tuple[Layout, Plan]], pick: int, speed: float, users: str | None) -> str:
+    """What the chosen layout is among those that hold the users (``users``: how many, else "that do")."""
+    if len(held) == 1:
+        return f"the only layout on them that holds {users}"
+    which = "the planner's first, none of the others clearly faster" if pick == 0 else "the clearly fastest"
+    return (f"of the {len(held)} layouts on them that {'do' if users is None else 'hold ' + users}, {which} "
+            f"({speed:,.0f} output tok/s)")
+
+
+def _users(want: int) -> str:
+    return f"{want:,} sequence{'s' if want > 1 else ''}"
 
 
 def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPlan, given: Layout, gpu: GpuSpec,
@@ -302,41 +333,25 @@ def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPla
     """The fewest GPUs that hold the requested concurrency; on that many, of the layouts that hold it
     (:func:`_serving_layouts`: replicas of a TP split inside one server, PP across servers, and for a mixture of
     experts attention data parallelism with EP over a server), the first in that order unless another serves the
-    users clearly faster (:func:`_fastest`). A replica
-    holds its share when its memory does and its engine runs that many at once (vLLM's ``max_num_seqs``, 1,024 by
-    default on large GPUs): past the cap the rest would wait in the engine's queue."""
+    users clearly faster (:func:`_fastest`). A replica holds its share when its memory does and its engine runs that
+    many at once (vLLM's ``max_num_seqs``, 1,024 by default on large GPUs): past the cap the rest would wait in the
+    engine's queue."""
     want = w.concurrency or 1
     cap = engine_limits(w, large_gpu=large_engine_defaults(gpu))[1]  # sequences one replica's engine runs at once
     fewer: Layout | None = None  # the closest miss of the last GPU count (most headroom), for the hint
     for gpus in SERVING_GPU_COUNTS:
-        closest: tuple[float, Layout] | None = None
-        held: list[tuple[Layout, Plan]] = []
-        for layout in _serving_layouts(model, gpus, w.engine):
-            p, headroom = _holds(model, w, precision, layout, gpu, overheads, want, cap)
-            if p is not None:
-                held.append((layout, p))
-            elif closest is None or headroom > closest[0]:
-                closest = (headroom, layout)
+        held, closest = _held(model, w, precision, gpus, gpu, overheads, want, cap)
         if held:
-            layout, p, speed = _fastest(held)
+            pick, speeds = _fastest(held)
+            layout, p = held[pick]
             reason = (f"Layout chosen: {gpus} GPU{'s' if gpus > 1 else ''} ({_split_words(layout)}) - the fewest "
-                      f"{gpu.name} that hold {want:,} sequence{'s' if want > 1 else ''}"
+                      f"{gpu.name} that hold {_users(want)}"
                       + (f" (at most {cap:,} a replica, the engine's max_num_seqs)" if want > cap else "")
-                      + _of_those(held, layout, speed, want)
+                      + ("" if len(held) == 1 else "; " + _which(held, pick, speeds[pick], None))
                       + "; pass --gpus to choose" + _fewer_gpus_with(model, w, precision, fewer, gpu, overheads))
             return Choice(layout=layout, workload=w, reason=reason), p
-        fewer = closest[1] if closest is not None else fewer
+        fewer = closest or fewer
     return None
-
-
-def _of_those(held: list[tuple[Layout, Plan]], layout: Layout, speed: float, want: int) -> str:
-    """``; of the 3 layouts on them that do, the fastest (X tok/s at N users)`` when there was a choice, else empty."""
-    if len(held) < 2:
-        return ""
-    which = ("the planner's first (replicas of the smallest split first), none of the others clearly faster"
-             if layout is held[0][0] else "the clearly fastest")
-    return (f"; of the {len(held)} layouts on them that do, {which} ({speed:,.0f} output tok/s at {want:,} "
-            f"user{'s' if want > 1 else ''})")
 
 
 def choose_serving_layout_on(model: ModelSpec, w: Workload, precision: PrecisionPlan, given: Layout, gpu: GpuSpec,
@@ -359,27 +374,20 @@ def choose_serving_layout_on(model: ModelSpec, w: Workload, precision: Precision
         return (None, default) if default.fits else None
     cap = engine_limits(w, large_gpu=large_engine_defaults(gpu))[1]
     lay = default.layout
-    held: list[tuple[Layout, Plan]] = [(given, default)] if default.fits else []
-    for layout in _serving_layouts(model, gpus, w.engine):
-        if (layout.tp, layout.pp, layout.dp, layout.ep or 1) == (lay.tp, lay.pp, lay.dp, lay.ep):
-            continue
-        p, _ = _holds(model, w, precision, layout, gpu, overheads, want, cap)
-        if p is not None:
-            held.append((layout, p))
+    others, _ = _held(model, w, precision, gpus, gpu, overheads, want, cap, skip=Layout(tp=lay.tp, pp=lay.pp,
+                                                                                           dp=lay.dp, ep=lay.ep))
+    held = [(given, default), *others] if default.fits else others
     if not held:
         return None
-    layout, p, speed = _fastest(held)
+    pick, speeds = _fastest(held)
+    layout, p = held[pick]
     if p is default:
         return None, default
-    users = f"{want:,} sequence{'s' if want > 1 else ''}"
     why = (f"the default, TP {lay.tp}" + (f" with {lay.dp} replicas" if lay.dp > 1 else "")
-           + (f", serves them at {_serving_speed(default)[0]:,.0f}" if default.fits else
+           + (f", serves them at {speeds[0]:,.0f}" if default.fits else
               f", does not hold them (it needs {fmt_bytes(default.per_gpu.total_bytes)} a GPU)"))
-    which = (f"the only layout on them that holds {users}" if len(held) == 1 else
-             f"of the {len(held)} layouts on them that hold {users}, "
-             + ("the planner's first, none of the others clearly faster" if layout is held[0][0] else "the fastest")
-             + f" ({speed:,.0f} output tok/s)")
-    reason = f"Layout chosen on the {gpus} GPUs asked: {_split_words(layout)} - {which}; {why}; pass --tp, --pp and --dp to choose"
+    reason = (f"Layout chosen on the {gpus} GPUs asked: {_split_words(layout)} - "
+              f"{_which(held, pick, speeds[pick], _users(want))}; {why}; pass --tp, --pp and --dp to choose")
     return Choice(layout=layout, workload=w, reason=reason), p
 
 
