@@ -153,16 +153,11 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     matmul_s = matmul_flops / c.matmul_rate
     if c.expert_share and c.expert_half_tokens and tokens > 0:  # the routed experts' products (expert_rows_factor):
         # the rows of each expert the step touches, at least one tile's
-        wide_rows = expert_tokens * c.route_share >= c.expert_tile_rows * touched
-        if group_ratio == 1.0:  # the experts' products are expert_share of the step's
-            if wide_rows:
-                matmul_s *= 1.0 + c.expert_share * c.expert_half_tokens * touched / (expert_tokens * c.route_share)
-            else:
-                matmul_s *= 1.0 + c.expert_share * c.expert_half_tokens / c.expert_tile_rows
-        else:  # the experts' products, at the group's tokens, take the falloff alone
-            extra = (c.expert_half_tokens * touched / (expert_tokens * c.route_share) if wide_rows
-                     else c.expert_half_tokens / c.expert_tile_rows)
-            matmul_s += c.expert_share * group * 2.0 * c.matmul_params / split / c.matmul_rate * extra
+        # the experts' products (expert_share of the step's, at the EP group's tokens) take the falloff alone
+        extra = (c.expert_half_tokens * touched / (expert_tokens * c.route_share)
+                 if expert_tokens * c.route_share >= c.expert_tile_rows * touched
+                 else c.expert_half_tokens / c.expert_tile_rows)
+        matmul_s += c.expert_share * group * 2.0 * c.matmul_params / split / c.matmul_rate * extra
     weights_read_s = weights / mem_rate
     # soft_roofline(weights_read_s, matmul_s, c.knee), inline (the same operations in order)
     if weights_read_s <= 0.0 or matmul_s <= 0.0:
