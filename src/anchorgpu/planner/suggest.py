@@ -33,8 +33,7 @@ def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload,
         if lay.dp > 1 and isinstance(model, ModelSpec) and lay.pp * lay.dp <= model.num_layers:
             out.append((f"--tp {lay.tp} --pp {lay.pp * lay.dp}", "pipeline stages instead of replicas", w, precision,
                         Layout(gpus=lay.gpus, tp=lay.tp, pp=lay.pp * lay.dp, dp=1)))
-        moe = model.moe if isinstance(model, ModelSpec) else None
-        if moe is not None and lay.gpus > 1 and lay.ep <= lay.tp and lay.pp == 1 and not moe.num_experts % lay.gpus:
+        if isinstance(model, ModelSpec) and lay.ep <= lay.tp and 1 in _attention_dp_tp_sizes(model, lay.gpus, w.engine):
             out.append((f"--tp 1 --dp {lay.gpus} --ep {lay.gpus}",
                         "attention data parallelism: each GPU keeps its own sequences' KV cache, experts split over "
                         f"all {lay.gpus}", w, precision, Layout(gpus=lay.gpus, tp=1, pp=1, dp=lay.gpus, ep=lay.gpus)))
@@ -93,6 +92,14 @@ def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload,
             out.append(("--weights fp8", "fp8 denoiser", w, evolve(precision, weights="fp8"), layout))
             out.append(("--weights nf4", "NF4 denoiser", w, evolve(precision, weights="nf4"), layout))
     return out
+
+
+def _attention_dp_tp_sizes(model: ModelSpec, gpus: int, engine: str) -> tuple[int, ...]:
+    """:func:`anchorgpu.planner.speed.layouts.attention_dp_tp_sizes` (imported where it is needed: the layout chooser
+    imports the planner)."""
+    from anchorgpu.planner.speed.layouts import attention_dp_tp_sizes
+
+    return attention_dp_tp_sizes(model, gpus, engine)
 
 
 def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, precision: PrecisionPlan, layout: Layout,
