@@ -36,6 +36,10 @@ REPORTED = [
     ("plan", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "١٢"),
     ("plan", "llama-3.1-8b", "--gpu", "h100", "--mfu", "０.５"),
     ("serve", "--port", "８０"),
+    # fuzzed (stop 36): a LoRA plan whose layout is chosen around a count below 1 divided by zero
+    ("plan", "llama-3.1-8b", "--gpu", "h100", "--task", "lora", "--tp", "-1"),
+    ("plan", "granite-3.1-3b-a800m", "--gpu", "h100", "--task", "qlora", "--cp", "0"),
+    ("plan", "llama-3.1-8b", "--gpu", "h100", "--task", "lora", "--virtual-stages", "-2"),
 ]
 
 

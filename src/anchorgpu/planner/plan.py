@@ -30,7 +30,7 @@ from anchorgpu.planner.media import validate_media
 from anchorgpu.planner.result import MemoryBreakdown, Plan, ResolvedLayout, Suggestion, new_plan
 from anchorgpu.planner.suggest import choose_layout_plan, suggestions_for
 from anchorgpu.planner.training import plan_training
-from anchorgpu.planner.validate import resolve_format, resolve_layout, validate_workload
+from anchorgpu.planner.validate import check_layout_counts, resolve_format, resolve_layout, validate_workload
 from anchorgpu.planner.warnings import WARNING_CODES, PlanWarning, make_warning
 from anchorgpu.units import fmt_bytes
 
@@ -105,6 +105,7 @@ def plan(
     if refused:
         raise InvalidWorkload(refused)
     if choose_layout and gpu is not None and isinstance(model, ModelSpec):
+        check_layout_counts(lay_in)  # a count below 1 is refused before any layout is chosen around it
         chosen = choose_layout_plan(model, w, prec, lay_in, gpu, ov)
         if chosen is not None:
             return evolve(chosen, assumptions=(*assumptions, *chosen.assumptions))

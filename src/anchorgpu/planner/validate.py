@@ -35,8 +35,8 @@ from anchorgpu.planner.result import ResolvedLayout
 from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
 from anchorgpu.units import require_whole_gpus
 
-__all__ = ["GPUS_PER_SERVER", "TRAIN_FORMATS", "check_positive", "check_tp", "default_tp", "resolve_format",
-           "resolve_layout", "tp_is_valid", "validate_workload"]
+__all__ = ["GPUS_PER_SERVER", "TRAIN_FORMATS", "check_layout_counts", "check_positive", "check_tp", "default_tp",
+           "resolve_format", "resolve_layout", "tp_is_valid", "validate_workload"]
 
 GPUS_PER_SERVER = 8
 TRAIN_FORMATS = ("bf16", "fp16", "fp32")
@@ -237,14 +237,21 @@ def resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload,
     return resolved
 
 
-def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, layout: Layout,
-                    assumptions: list[str]) -> ResolvedLayout:
+def check_layout_counts(layout: Layout) -> int | None:
+    """Refuse a layout count that is not a whole number of at least 1 (TP, PP, DP, EP, CP, virtual stages, GPUs),
+    before anything is planned or chosen from it; the GPU count, made whole, is returned."""
     check_counts(_LAYOUT_COUNTS, _layout_counts(layout))
     gpus = layout.gpus
     if gpus is not None and (type(gpus) is not int or gpus < 1):  # the usual case needs no further check
         if not isinstance(gpus, bool) and gpus == 0:
             raise InvalidWorkload("gpus=0: at least one GPU is needed")
         gpus = require_whole_gpus(gpus)
+    return gpus
+
+
+def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, layout: Layout,
+                    assumptions: list[str]) -> ResolvedLayout:
+    gpus = check_layout_counts(layout)
     if layout.zero not in (None, 0, 1, 2, 3):
         raise InvalidWorkload(f"zero={layout.zero!r}: ZeRO stages are 0, 1, 2 and 3")
     if layout.offload not in OFFLOADS:
