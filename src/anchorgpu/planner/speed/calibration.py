@@ -10,6 +10,7 @@ software stack (CUDA and ROCm), because the same datasheet peak is reached to a 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from importlib import resources
@@ -23,6 +24,7 @@ from anchorgpu.planner.speed.evidence import (
     MIN_HELD_OUT,
     GpuEvidence,
     engine_kind,
+    evidence_kind,
     split_kind,
 )
 from anchorgpu.planner.speed.launches import LayerLaunches
@@ -99,6 +101,25 @@ class Band:
     low: float
     high: float
 
+    def holding(self, evidence: GpuEvidence | None) -> Band:
+        """This band widened to hold one GPU's own runs where they fell off-centre: the same spread around that
+        GPU's median measured/predicted ratio as around the prediction, joined to the band itself. Only a GPU with
+        at least :data:`~anchorgpu.planner.speed.evidence.MIN_HELD_OUT` held-out runs of the kind moves it (fitted
+        runs were pulled toward the prediction); the prediction stays the model's.
+
+        >>> b = Band(low=0.883, high=1.192)
+        >>> b.holding(GpuEvidence(rows=10, held_out=10, basis="held-out", median=1.379, low=1.086, high=1.537))
+        Band(low=0.883, high=1.644)
+        >>> b.holding(GpuEvidence(rows=5, held_out=1, basis="all", median=1.5, low=1.4, high=1.6)) is b
+        True
+        """
+        if evidence is None or evidence.basis != "held-out" or evidence.held_out < MIN_HELD_OUT:
+            return self
+        m = evidence.median
+        low = min(self.low, math.floor(m * self.low * 1000) / 1000)
+        high = max(self.high, math.ceil(m * self.high * 1000) / 1000)
+        return self if (low, high) == (self.low, self.high) else Band(low=low, high=high)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Calibration:
@@ -149,6 +170,19 @@ class Calibration:
                 if name in self.bands:
                     return self.bands[name]
         return self.bands.get(f"{stack}-{phase}") or self.bands[phase]
+
+    def band_for(self, gpu: GpuSpec, phase: str, kind: str | None = None, engine: str | None = None) -> Band:
+        """:meth:`band`, widened by how ``gpu``'s own held-out runs of the kind fell (:meth:`Band.holding`): a
+        serving plan's by its ``engine``'s runs where enough were held out (:meth:`serving_evidence`), a training
+        plan's by the GPU's training runs. The stack-wide band says how far runs fell around the model on every GPU;
+        where this GPU's runs sat to one side (RTX PRO 6000's dense serving at a median 1.38x), the band a plan on
+        it shows reaches them. With the user's efficiencies (``origin`` user) the band is theirs, unwidened."""
+        band = self.band(gpu, phase, kind)
+        if self.origin == "user" or not self.evidence:
+            return band
+        key = evidence_kind(phase, kind)
+        evidence = self.serving_evidence(gpu, key, engine)[0] if engine else self.evidence_for(gpu, key)
+        return band.holding(evidence)
 
     def low_precision_ratio(self, gpu: GpuSpec, precision: str) -> float:
         """How much less of its peak an FP8/FP4 product reaches than a BF16 one (1 for BF16)."""

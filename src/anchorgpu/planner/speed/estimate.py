@@ -84,7 +84,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
               assumptions: list[str], warnings: list[tuple[str, str]], cal: Calibration) -> None:
     assert plan.gpu is not None
     moe_kind = band_kind_of(moe=model.moe is not None, phase="train", pp=plan.layout.pp)
-    band = cal.band(plan.gpu, "train", moe_kind)
+    band = cal.band_for(plan.gpu, "train", moe_kind)
     w = plan.workload
     precision = compute_precision_for_training(w.train_precision)  # plan() refused it where the GPU lacks it
     seq = w.seq_tokens or 2048

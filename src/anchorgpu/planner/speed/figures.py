@@ -27,20 +27,28 @@ _BAND_KEYS = _BandKeys()
 
 
 def put_rate(out: dict[str, Any], key: str, value: float, ceiling: float | None, band: Band) -> None:
-    """A rate (higher is better): measured runs fell within ``[value*low, value*high]``."""
+    """A rate (higher is better): measured runs fell within ``[value*low, value*high]``, the top no higher than the
+    roofline ``ceiling`` of the same layout (a band widened by a GPU's own runs, :meth:`Band.holding`, could pass
+    it; no run of that layout does)."""
     low, high, top = _BAND_KEYS[key]
     out[key] = value
     out[low] = value * band.low
-    out[high] = value * band.high
+    upper = value * band.high
+    if ceiling is not None and value <= ceiling < upper:
+        upper = ceiling
+    out[high] = upper
     if ceiling is not None:
         out[top] = ceiling
 
 
 def put_time(out: dict[str, Any], key: str, value: float, ceiling: float | None, band: Band) -> None:
-    """A duration (lower is better): the band of its rate, inverted."""
+    """A duration (lower is better): the band of its rate, inverted; its short end no shorter than the ceiling's."""
     low, high, top = _BAND_KEYS[key]
     out[key] = value
-    out[low] = value / band.high
+    lower = value / band.high
+    if ceiling is not None and lower < ceiling <= value:
+        lower = ceiling
+    out[low] = lower
     out[high] = value / band.low
     if ceiling is not None:
         out[top] = ceiling

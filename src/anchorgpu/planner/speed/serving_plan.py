@@ -104,7 +104,7 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     """An inference plan's serving figures into ``out`` and what they assumed into ``assumptions``, for ``prompt``
     and ``output`` tokens a request (:func:`~anchorgpu.planner.speed.estimate.plan_performance` resolved them)."""
     assert plan.gpu is not None
-    band = cal.band(plan.gpu, "serve", serving_band_kind(model, plan.layout.pp))
+    band = cal.band_for(plan.gpu, "serve", serving_band_kind(model, plan.layout.pp), plan.workload.engine)
     limits = _engine_limits(plan)
     setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output, graph_batch_sizes=graph_batch_sizes,
                           host_overlap=host_overlap,
