@@ -64,11 +64,12 @@ def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False,
     from anchorgpu.planner.speed.calibration import band_kind_of, calibrated
     from anchorgpu.planner.speed.estimate import evidence_items
     from anchorgpu.planner.speed.evidence import evidence_kind
+    from anchorgpu.planner.speed.figures import plan_band
 
     training = c.get("train_tokens_per_s") is not None and c.get("decode_tokens_per_s_total") is None
     kind = band_kind_of(moe=moe, phase="train" if training else "serve", pp=int(c.get("pp") or 1))
     cal, gpu = calibrated(efficiencies), get_gpu(o.gpu)
-    band = cal.band_for(gpu, "train" if training else "serve", kind, None if training else engine)
+    band = plan_band(gpu, cal, "train" if training else "serve", kind, None if training else engine)
     out: dict[str, Any] = {}
     if cal.origin != "user":  # how this GPU's own measured runs of the kind fell around the model, as in a plan
         ekind = evidence_kind("train" if training else "serve", kind)

@@ -29,7 +29,7 @@ from anchorgpu.planner.speed.caveats import (
 )
 from anchorgpu.planner.speed.evidence import evidence_kind
 from anchorgpu.planner.speed.experts import expert_gemms_per_layer
-from anchorgpu.planner.speed.figures import evidence_items, put_evidence, put_rate, put_time
+from anchorgpu.planner.speed.figures import evidence_items, plan_band, put_evidence, put_rate, put_time
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import (
     compute_precision_for_training,
@@ -84,7 +84,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
               assumptions: list[str], warnings: list[tuple[str, str]], cal: Calibration) -> None:
     assert plan.gpu is not None
     moe_kind = band_kind_of(moe=model.moe is not None, phase="train", pp=plan.layout.pp)
-    band = cal.band_for(plan.gpu, "train", moe_kind)
+    band = plan_band(plan.gpu, cal, "train", moe_kind, None)
     w = plan.workload
     precision = compute_precision_for_training(w.train_precision)  # plan() refused it where the GPU lacks it
     seq = w.seq_tokens or 2048

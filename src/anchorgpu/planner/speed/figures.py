@@ -11,7 +11,7 @@ from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.speed.calibration import Band, Calibration, stack_of
 from anchorgpu.planner.speed.evidence import evidence_section
 
-__all__ = ["evidence_items", "put_evidence", "put_rate", "put_time"]
+__all__ = ["evidence_items", "plan_band", "put_evidence", "put_rate", "put_time"]
 
 
 class _BandKeys(dict[str, tuple[str, str, str]]):
@@ -74,3 +74,11 @@ def evidence_items(gpu: GpuSpec, cal: Calibration, kind: str, engine: str | None
     for training) give one (frozen, so shared); ``recommend`` shows each result's the same way."""
     evidence, shown = cal.serving_evidence(gpu, kind, engine) if engine else (cal.evidence_for(gpu, kind), None)
     return tuple(evidence_section(gpu.name, kind, evidence, stack_of(gpu), shown).items())
+
+
+@partial(memo_on_frozen, frozen=2)
+def plan_band(gpu: GpuSpec, cal: Calibration, phase: str, kind: str | None, engine: str | None) -> Band:
+    """The band a plan's figures carry (:meth:`Calibration.band_for`: the stack's, widened by the GPU's own held-out
+    runs), memoised on the (frozen) GPU and calibration and the plain values after them, as every plan of the same
+    kind on the same GPU asks it again."""
+    return cal.band_for(gpu, phase, kind, engine)

@@ -21,7 +21,7 @@ from anchorgpu.planner.speed.batching import serving_estimate
 from anchorgpu.planner.speed.calibration import Calibration, band_kind_of
 from anchorgpu.planner.speed.caveats import serving_caveats
 from anchorgpu.planner.speed.evidence import evidence_kind
-from anchorgpu.planner.speed.figures import put_evidence, put_rate, put_time
+from anchorgpu.planner.speed.figures import plan_band, put_evidence, put_rate, put_time
 from anchorgpu.planner.speed.launches import is_block_fp8
 from anchorgpu.planner.speed.links import compute_precision_for_weights
 from anchorgpu.planner.speed.serving import ServingSetup, ep_gather_bytes
@@ -104,7 +104,7 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     """An inference plan's serving figures into ``out`` and what they assumed into ``assumptions``, for ``prompt``
     and ``output`` tokens a request (:func:`~anchorgpu.planner.speed.estimate.plan_performance` resolved them)."""
     assert plan.gpu is not None
-    band = cal.band_for(plan.gpu, "serve", serving_band_kind(model, plan.layout.pp), plan.workload.engine)
+    band = plan_band(plan.gpu, cal, "serve", serving_band_kind(model, plan.layout.pp), plan.workload.engine)
     limits = _engine_limits(plan)
     setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output, graph_batch_sizes=graph_batch_sizes,
                           host_overlap=host_overlap,
