@@ -359,6 +359,6 @@ def test_the_recommend_page_lists_the_measured_runs_behind_its_rows(client: Test
     query = "/recommend?model=llama-3.1-70b&task=inference&term=1month&context=8192&concurrency=32&top=3&lang={lang}"
     en = client.get(query.format(lang="en")).text
     assert "Measured runs behind these speeds" in en
-    assert en.count("on mi300x, 11 held-out vLLM dense-model serving runs") == 1
+    assert en.count("on mi300x, 17 held-out vLLM dense-model serving runs") == 1
     assert "no measured dense-model serving run on l40s" in en
     assert "Измеренные прогоны за этими скоростями" in client.get(query.format(lang="ru")).text

@@ -21,6 +21,8 @@ SETS: dict[str, str] = {
     "trtllm-pcie-moe": "the same table's pipeline stages on RTX PRO 6000 and Qwen3-30B-A3B (MoE) on one GPU",
     "trtllm-moe": "the same table's other mixtures of experts (Qwen3-235B-A22B, Llama 4 Scout and Maverick on B200, GB200, "
                   "H200, H100 and RTX PRO 6000; Qwen3-30B-A3B over 2-8 RTX PRO 6000), held out",
+    "rocm-perf-page": "the further cells of AMD's performance-results throughput table that RS10 and RS11 come from "
+                      "(Llama 3.1 70B and 405B in FP8 on 8 MI300X, vLLM 0.9.0.1, every input/output pair), held out",
     "rocm-latency": "the ROCm blog's batch-size latency table (one request to 128 at once on 8 MI300X)",
     "rocm-oci-latency": "OCI's latency table of Llama 3.1 405B on 8 MI300X (1 to 256 requests at once), held out",
     "vllm-gpustack": "GPUStack's vLLM runs on H100 and H200 with 1 to 8 requests in flight (time per output token of "
