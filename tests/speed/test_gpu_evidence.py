@@ -195,3 +195,17 @@ def test_a_band_is_only_ever_widened_and_only_by_held_out_runs() -> None:
             assert wide.low <= band.low and wide.high >= band.high
     perf = _serve("rtx-pro-6000", mbu=0.8)
     assert perf["max_output_tokens_per_s_low"] == perf["max_output_tokens_per_s"] == perf["max_output_tokens_per_s_high"]
+
+
+def test_the_evidence_says_how_far_it_widened_the_band() -> None:
+    """MI300X's 17 held-out vLLM dense serving rows (benchmarks/rocm_rows_findings.md, AMD's performance-results page
+    and the ROCm blog) ran at a median 0.84x: the evidence names the band shown and the stack's, in JSON and in the
+    sentence the CLI prints; L4, with no run, widens nothing."""
+    e = _serve("mi300x")["evidence"]
+    cal = calibration()
+    wide, stack = cal.band_for(get_gpu("mi300x"), "serve", None, "vllm"), cal.band(get_gpu("mi300x"), "serve")
+    assert (e["band_low_ratio"], e["band_high_ratio"]) == (wide.low, wide.high) and wide.low < stack.low
+    assert (e["stack_band_low_ratio"], e["stack_band_high_ratio"]) == (stack.low, stack.high)
+    assert f"the band shown is widened to {wide.low:.2f}x-{wide.high:.2f}x" in e["summary"]
+    assert "band_low_ratio" not in _serve("l4")["evidence"]
+

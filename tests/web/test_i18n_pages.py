@@ -352,6 +352,10 @@ def test_the_plan_page_says_how_the_model_did_on_this_gpu_in_both_languages(clie
     assert "Измерено на этом GPU" in ru and "прогонов вне подгонки: медиана 1,38×" in ru
     none = client.get(query.format(gpu="l4", lang="en")).text
     assert "no run in the calibration set: the band rests on other GPUs" in none
+    # the band those runs widened (Band.holding: CUDA's 0.88-1.19x around their median 1.38x too), said in both
+    assert "band widened to 0.88×–1.64× of the prediction to hold them (the stack's: 0.88×–1.19×)" in en
+    assert "полоса расширена до 0,88×–1,64× от прогноза" in ru
+    assert "band widened" not in none
 
 
 def test_the_recommend_page_lists_the_measured_runs_behind_its_rows(client: TestClient) -> None:

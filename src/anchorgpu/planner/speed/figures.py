@@ -9,7 +9,7 @@ from typing import Any
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.speed.calibration import Band, Calibration, stack_of
-from anchorgpu.planner.speed.evidence import evidence_section
+from anchorgpu.planner.speed.evidence import STACK_NAMES, evidence_section
 
 __all__ = ["evidence_items", "plan_band", "put_evidence", "put_rate", "put_time"]
 
@@ -73,7 +73,18 @@ def evidence_items(gpu: GpuSpec, cal: Calibration, kind: str, engine: str | None
     """The evidence section's items, ``summary`` last: one GPU, calibration, kind and engine (a serving plan's; None
     for training) give one (frozen, so shared); ``recommend`` shows each result's the same way."""
     evidence, shown = cal.serving_evidence(gpu, kind, engine) if engine else (cal.evidence_for(gpu, kind), None)
-    return tuple(evidence_section(gpu.name, kind, evidence, stack_of(gpu), shown).items())
+    section = evidence_section(gpu.name, kind, evidence, stack_of(gpu), shown)
+    phase, _, band_kind = kind.partition("-")
+    stack_band = cal.band(gpu, phase, band_kind or None)
+    shown_band = plan_band(gpu, cal, phase, band_kind or None, engine)
+    if shown_band != stack_band:  # the GPU's own runs sat to one side: say how far the band was widened for them
+        summary = str(section.pop("summary"))
+        section.update(band_low_ratio=shown_band.low, band_high_ratio=shown_band.high,
+                       stack_band_low_ratio=stack_band.low, stack_band_high_ratio=stack_band.high,
+                       summary=f"{summary}; the band shown is widened to {shown_band.low:.2f}x-{shown_band.high:.2f}x "
+                               f"of the prediction to hold them (the {STACK_NAMES[stack_of(gpu)]} stack's is "
+                               f"{stack_band.low:.2f}x-{stack_band.high:.2f}x), never past the roofline ceiling")
+    return tuple(section.items())
 
 
 @partial(memo_on_frozen, frozen=2)
