@@ -40,4 +40,6 @@ def test_both_forms_plan_for_the_serving_engine_chosen(client: TestClient, path:
     assert "Serving engine sized like TensorRT-LLM" in page
     assert '<option value="trtllm" selected>' in page
     if path == "/plan":  # the A100's TensorRT-LLM runs (GPUStack's TGA-* rows) are the evidence shown, named
-        assert re.search(r'<dd id="evidence">10 held-out runs: median [0-9.]+× [^<]* · TensorRT-LLM</dd>', page)
+        # (then how far those runs widened the band: a median 0.93x, so its low end moves)
+        assert re.search(r'<dd id="evidence">10 held-out runs: median [0-9.]+× [^<]* · TensorRT-LLM( · band widened [^<]*)?</dd>',
+                         page)
