@@ -82,15 +82,19 @@ def test_cli_and_recommend_say_the_request_they_sized(capsys: pytest.CaptureFixt
 
 
 def test_a_chosen_layout_says_what_would_hold_the_requests_on_one_step_fewer_gpus() -> None:
-    """gpt-oss-120b for 64 users on H100: two GPUs at vLLM's default 0.9; one holds them sized for TensorRT-LLM, or at
-    0.95, the budget its
+    """gpt-oss-120b for 64 users on H100: two GPUs at vLLM's default 0.9; one holds them sized for TensorRT-LLM, with
+    vLLM capped at 256 sequences (its sampler's start-up profile shrinks fourfold; vllm-project/vllm issue #23278 logs
+    "Available KV cache memory: -2.14 GiB" for it on one H100 at the defaults), or at 0.95, the budget its
     single-H100 deployments are given (GitLab's vLLM example for it on one H100 80 GB uses 0.95). Llama 3.1 405B for
     64 users: sixteen H100s in BF16; eight with FP8 weights (Meta publishes an FP8 checkpoint of it)."""
     model = load_model("gpt-oss-120b")
     chosen = plan(model, Workload(task="inference", concurrency=64), gpu=H100)
     assert chosen.layout.gpus == 2
     reason = next(a for a in chosen.assumptions if a.startswith("Layout chosen"))
-    assert reason.endswith("; 1 (TP 1, PP 1) would hold them with --engine trtllm or --gpu-memory-utilization 0.95")
+    assert reason.endswith("; 1 (TP 1, PP 1) would hold them with --engine trtllm or --max-num-seqs 256 or "
+                           "--gpu-memory-utilization 0.95")
+    capped = plan(model, Workload(task="inference", concurrency=64, max_num_seqs=256), gpu=H100)
+    assert capped.layout.gpus == 1 and capped.fits and (capped.max_concurrency or 0) >= 64
     trt = plan(model, Workload(task="inference", concurrency=64, engine="trtllm"), gpu=H100)
     assert trt.layout.gpus == 1 and trt.fits  # TensorRT-LLM's KV sizing leaves more room on one H100
     one = plan(model, Workload(task="inference", concurrency=64, gpu_memory_utilization=0.95), gpu=H100)
@@ -102,3 +106,20 @@ def test_a_chosen_layout_says_what_would_hold_the_requests_on_one_step_fewer_gpu
     fp8 = plan(load_model("llama-3.1-405b"), Workload(task="inference", concurrency=64), gpu=H100,
                precision=PrecisionPlan(weights="fp8"))
     assert fp8.layout.gpus == 8 and fp8.fits
+
+
+def test_a_smaller_vllm_sequence_cap_is_offered_only_where_it_holds_the_users() -> None:
+    """``--max-num-seqs 256`` is offered when vLLM's cap is larger (1,024 on an 80 GB GPU) and the users asked fit
+    under it; not for 512 users, nor for TensorRT-LLM (no sampler warm-up over a full batch), nor where the cap is
+    already 256 (a GPU under 70 GiB)."""
+    model = load_model("gpt-oss-120b")
+
+    def changes(w: Workload, gpu: object = H100) -> list[str]:
+        return [s.change for s in plan(model, w, gpu=gpu, layout=Layout(gpus=1)).suggestions]
+
+    assert "--max-num-seqs 256" in changes(Workload(task="inference", concurrency=64))
+    assert "--max-num-seqs 256" not in changes(Workload(task="inference", concurrency=512))
+    assert "--max-num-seqs 256" not in changes(Workload(task="inference", concurrency=64, engine="trtllm"))
+    small = plan(load_model("llama-3.1-8b"), Workload(task="inference", concurrency=64, context_tokens=131072),
+                 gpu=get_gpu("l4"), layout=Layout(gpus=1))
+    assert small.workload.max_num_seqs == 256 and "--max-num-seqs 256" not in [s.change for s in small.suggestions]

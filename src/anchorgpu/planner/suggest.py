@@ -19,6 +19,10 @@ if TYPE_CHECKING:  # the layout chooser imports the planner: a type only here
 
 __all__ = ["TRAINING_GPU_COUNTS", "choose_layout_plan", "suggestions_for"]
 
+SMALL_SEQUENCE_CAP = 256
+"""The ``--max-num-seqs`` "What would fit" offers a vLLM plan that does not fit: vLLM's own default on GPUs under
+70 GiB (``inputs.engine_limits``), where its sampler's start-up profile is a quarter of a large GPU's 1,024."""
+
 TRAINING_GPU_COUNTS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 """The GPU counts tried, fewest first, for a training job given no GPU count (nor TP, PP and DP, which would make
 one): one GPU, part of a server, then whole 8-GPU servers in powers of two (data parallelism splits a global batch
@@ -52,6 +56,13 @@ def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload,
                 out.append((f"--weights {name}", f"store weights as {name}", w, evolve(precision, weights=name), layout))
         if precision.kv_cache != "fp8":
             out.append(("--kv-cache fp8", "halve the KV cache with fp8", w, evolve(precision, kv_cache="fp8"), layout))
+        if w.engine == "vllm" and (w.max_num_seqs or 0) > SMALL_SEQUENCE_CAP >= (w.concurrency or 1):
+            # vLLM profiles its sampler over max_num_seqs sequences of the whole vocabulary at start-up (1,024 on
+            # a large GPU): a cap of its smaller GPUs' default frees that for the KV cache when fewer users are asked
+            out.append((f"--max-num-seqs {SMALL_SEQUENCE_CAP}",
+                        f"cap vLLM at {SMALL_SEQUENCE_CAP} sequences at once (its start-up profile reserves the "
+                        "sampler's logits for max_num_seqs sequences over the whole vocabulary)",
+                        evolve(w, max_num_seqs=SMALL_SEQUENCE_CAP), precision, layout))
         if w.engine == "vllm" and gpu_vendor == "NVIDIA":
             out.append(("--engine trtllm", "serve with TensorRT-LLM (KV cache: a share of the memory free after "
                         "profiling)", evolve(w, engine="trtllm"), precision, layout))
