@@ -45,7 +45,7 @@ def layout_warnings(w: Workload, lay: ResolvedLayout, gpu: GpuSpec | None) -> tu
 
 def _layout_warnings(training: bool, lay: ResolvedLayout, gpu: GpuSpec | None) -> list[PlanWarning]:
     out: list[PlanWarning] = []
-    if lay.dp > 1 and not training and lay.ep > lay.tp:  # attention data parallelism: the experts are split
+    if lay.dp > 1 and not training and lay.attention_dp:  # the experts are split over the replicas
         out.append(make_warning("attention_dp_replicas",
                                 f"{lay.dp} attention replicas: each holds the attention and dense layers and its own "
                                 f"sequences' KV cache; the routed experts are split over EP {lay.ep}"))

@@ -56,6 +56,12 @@ class ResolvedLayout:
     tp_overlap: bool = False
     ep_overlap: bool = False
 
+    @property
+    def attention_dp(self) -> bool:
+        """Attention data parallelism: a mixture of experts' routed experts split over more GPUs than one replica's
+        TP (EP wider than TP), so the replicas are one engine whose MoE layers gather every replica's tokens."""
+        return self.ep > self.tp
+
 
 @fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)

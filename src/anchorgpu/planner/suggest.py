@@ -37,7 +37,7 @@ def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload,
         if lay.dp > 1 and isinstance(model, ModelSpec) and lay.pp * lay.dp <= model.num_layers:
             out.append((f"--tp {lay.tp} --pp {lay.pp * lay.dp}", "pipeline stages instead of replicas", w, precision,
                         Layout(gpus=lay.gpus, tp=lay.tp, pp=lay.pp * lay.dp, dp=1)))
-        if isinstance(model, ModelSpec) and lay.ep <= lay.tp and 1 in _attention_dp_tp_sizes(model, lay.gpus, w.engine):
+        if isinstance(model, ModelSpec) and not lay.attention_dp and 1 in _attention_dp_tp_sizes(model, lay.gpus, w.engine):
             out.append((f"--tp 1 --dp {lay.gpus} --ep {lay.gpus}",
                         "attention data parallelism: each GPU keeps its own sequences' KV cache, experts split over "
                         f"all {lay.gpus}", w, precision, Layout(gpus=lay.gpus, tp=1, pp=1, dp=lay.gpus, ep=lay.gpus)))

@@ -81,17 +81,11 @@ def _sglang_fraction(plan: Plan, assumptions: list[str]) -> str:
     return f"{fraction:g}"
 
 
-def attention_dp(plan: Plan) -> bool:
-    """Attention data parallelism: a mixture of experts' routed experts split over more GPUs than one replica's TP
-    (EP wider than TP), so the replicas are one engine whose MoE layers gather every replica's tokens."""
-    return plan.layout.ep > plan.layout.tp
-
-
 def _replicas(plan: Plan, target: Target, assumptions: list[str]) -> tuple[int, bool]:
     """(data-parallel ranks in one engine, whether each replica is a separate server)."""
     lay = plan.layout
     per_replica = lay.tp * lay.pp
-    if attention_dp(plan):  # the replicas share the experts: one engine over all of them
+    if lay.attention_dp:  # the replicas share the experts: one engine over all of them
         return lay.dp, False
     if lay.dp > 1 and per_replica * lay.dp > target.gpus_per_node:
         assumptions.append(f"{lay.dp} replicas of {per_replica} GPU(s) do not share one server: run one engine per "
@@ -112,7 +106,7 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
     quant = _weights(plan, spec, kind, assumptions)
     fp8_kv = _kv(plan, kind)
     dp, _separate = _replicas(plan, target, assumptions)
-    adp = attention_dp(plan)
+    adp = lay.attention_dp
     if adp and lay.gpus > target.gpus_per_node:
         raise not_expressible(kind, f"attention data parallelism with EP {lay.ep} spans {lay.gpus} GPUs over servers of "
                                     f"{target.gpus_per_node}: this recipe writes one server's launch; plan it on one "
