@@ -250,13 +250,22 @@ def attention_dp_tp_sizes(model: ModelSpec, gpus: int, engine: str) -> tuple[int
                  if tp < gpus and gpus % tp == 0 and _tp_ok(model, tp))
 
 
-def _split_words(layout: Layout) -> str:
-    """``TP 1, PP 1, DP 8: 8 replicas`` or, under attention data parallelism, what each part holds."""
+def _split(layout: Layout) -> str:
+    """``TP 1, PP 1, DP 8`` or, under attention data parallelism, ``TP 1, DP 8, EP 8``."""
     tp, pp, dp, ep = layout.tp or 1, layout.pp or 1, layout.dp or 1, layout.ep or 1
     if ep > tp:
-        return (f"TP {tp}, DP {dp}, EP {ep}: attention data parallelism, {dp} replicas of the attention and dense "
-                f"layers, each with its own sequences' KV cache, the routed experts split over all {ep} GPUs")
-    return f"TP {tp}, PP {pp}" + (f", DP {dp}: {dp} replicas" if dp > 1 else "")
+        return f"TP {tp}, DP {dp}, EP {ep}"
+    return f"TP {tp}, PP {pp}" + (f", DP {dp}" if dp > 1 else "")
+
+
+def _split_words(layout: Layout) -> str:
+    """:func:`_split` and what its parts are: ``TP 1, PP 1, DP 8: 8 replicas`` or, under attention data
+    parallelism, what each part holds."""
+    dp, ep = layout.dp or 1, layout.ep or 1
+    if ep > (layout.tp or 1):
+        return (f"{_split(layout)}: attention data parallelism, {dp} replicas of the attention and dense layers, each "
+                f"with its own sequences' KV cache, the routed experts split over all {ep} GPUs")
+    return _split(layout) + (f": {dp} replicas" if dp > 1 else "")
 
 
 def _holds(model: ModelSpec, w: Workload, precision: PrecisionPlan, layout: Layout, gpu: GpuSpec,
@@ -407,8 +416,4 @@ def _fewer_gpus_with(model: ModelSpec, w: Workload, precision: PrecisionPlan, fe
     same = [s.change for s in p.suggestions if s.gpus == fewer.gpus]
     if not same:
         return ""
-    if (fewer.ep or 1) > (fewer.tp or 1):
-        split = f"TP {fewer.tp}, DP {fewer.dp}, EP {fewer.ep}"
-    else:
-        split = f"TP {fewer.tp}, PP {fewer.pp}" + (f", DP {fewer.dp}" if (fewer.dp or 1) > 1 else "")
-    return f"; {fewer.gpus} ({split}) would hold them with {' or '.join(same)}"
+    return f"; {fewer.gpus} ({_split(fewer)}) would hold them with {' or '.join(same)}"
