@@ -384,9 +384,12 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         assumptions.append(f"Expert parallelism swept too: EP {', '.join(map(str, np.unique(lay.ep).tolist()))} (sizes that divide "
                            f"the {model.moe.num_experts} experts and the GPUs of a pipeline stage).")
     elif model.moe is not None and (lay.ep > 1).any():
+        sizes = [str(tp) for tp in np.unique(lay.tp[lay.ep > lay.tp]).tolist()]  # layouts.attention_dp_tp_sizes'
+        tps = " or ".join((", ".join(sizes[:-1]), sizes[-1])) if len(sizes) > 1 else sizes[0]
         assumptions.append(
             "Expert parallelism swept as attention data parallelism on one server (at most 8 GPUs): replicas of the "
-            "attention and dense layers " + ("of TP 1 (TensorRT-LLM's enable_attention_dp)" if w.engine == "trtllm" else "of TP 1, 2 or 4")
+            f"attention and dense layers of TP {tps}"
+            + (" (TensorRT-LLM's enable_attention_dp)" if w.engine == "trtllm" else "")
             + ", each with its own sequences' KV cache, "
             "the routed experts split over all the server's GPUs; each such configuration planned whole (the replicas "
             "step together, every MoE layer gathers their tokens); the other layouts split the experts with TP.")
