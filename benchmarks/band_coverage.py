@@ -22,8 +22,8 @@ from collections import defaultdict
 
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.calibrate import band_kind
-from anchorgpu.planner.speed.calibration import Band, calibration, read_calibration_doc
-from anchorgpu.planner.speed.evidence import MIN_HELD_OUT, engine_kind, evidence_kind
+from anchorgpu.planner.speed.calibration import calibration, read_calibration_doc
+from anchorgpu.planner.speed.evidence import MIN_HELD_OUT, GpuEvidence, engine_kind, evidence_kind
 from anchorgpu.planner.speed.rows_report import engine_of
 from anchorgpu.planner.speed.runs import load_runs
 
@@ -53,10 +53,10 @@ def main() -> int:
         own = others((gpu.name, engine_kind(kind, engine))) if engine and run.phase == "serve" else []
         if len(own) < MIN_HELD_OUT:
             own = others((gpu.name, kind))
-        wide = band
-        if len(own) >= MIN_HELD_OUT:
-            m = statistics.median(own)
-            wide = Band(low=min(band.low, m * band.low), high=max(band.high, m * band.high))
+        # the GPU's evidence without this row, widening the band as a plan's is (Band.holding)
+        wide = band.holding(GpuEvidence(rows=len(own), held_out=len(own), basis="held-out",
+                                        median=statistics.median(own), low=min(own), high=max(own))
+                            if len(own) >= MIN_HELD_OUT else None)
         c = counts[str(run.row.get("set") or "core")]
         c[0] += 1
         c[1] += band.low <= ratio <= band.high
