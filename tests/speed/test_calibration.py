@@ -167,6 +167,20 @@ def test_trtllm_rows_run_at_the_batch_trtllm_bench_gives_its_engine() -> None:
     assert ROWS["S14"].row["engine_limits"] == "trtllm-bench"
     assert predict(ROWS["S14"]) == pytest.approx(28312, rel=0.10)
 
+def test_text_benchmarks_of_a_vision_model_are_planned_without_images() -> None:
+    """trtllm-bench's synthetic requests are text only (the perf-overview cells of Llama 4 Scout and Maverick): a
+    row is planned with no image in each request unless it says otherwise, so each sequence holds prompt + output
+    tokens, not the planner's default one image per request for a vision model (147 more tokens a sequence)."""
+    from anchorgpu.planner.speed.runs import serve_plan_of
+
+    row = ROWS["PL4S-H100-128/4096"].row
+    assert "images_per_request" not in row
+    p = serve_plan_of(row)
+    assert any(line.startswith("No images in the requests") for line in p.assumptions)
+    assert p.workload.context_tokens == 128 + 4096
+    with_image = serve_plan_of({**row, "images_per_request": 1})
+    assert with_image.workload.context_tokens > 128 + 4096
+
 
 def test_serving_products_lose_efficiency_as_the_per_gpu_width_shrinks() -> None:
     """Decode steps multiply few rows: the same model split 8 ways reaches less of its peak than split 2 ways."""

@@ -169,7 +169,8 @@ def serve_plan_of(r: dict[str, Any]) -> Any:
     trtllm = "kv_free_fraction" in r  # TensorRT-LLM's KV sizing: a fraction of the memory its profiling leaves free
     w = Workload(prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"], concurrency=int(r.get("concurrency", 1)),
                  gpu_memory_utilization=float(r["kv_free_fraction"]) if trtllm else r["gpu_memory_utilization"],
-                 max_num_seqs=max_seqs, max_num_batched_tokens=max_tokens, engine="trtllm" if trtllm else "vllm")
+                 max_num_seqs=max_seqs, max_num_batched_tokens=max_tokens, engine="trtllm" if trtllm else "vllm",
+                 images_per_request=int(r.get("images_per_request", 0)))
     return plan(model, w, precision=PrecisionPlan(weights=r["weights"], kv_cache=r["kv_cache"]),
                 layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=pp, dp=r["gpus"] // (r["tp"] * pp), ep=int(r.get("ep", 1))),
                 gpu=gpu, suggest=False, choose_layout=False)
