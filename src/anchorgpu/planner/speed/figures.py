@@ -77,7 +77,10 @@ def evidence_items(gpu: GpuSpec, cal: Calibration, kind: str, engine: str | None
     phase, _, band_kind = kind.partition("-")
     stack_band = cal.band(gpu, phase, band_kind or None)
     shown_band = plan_band(gpu, cal, phase, band_kind or None, engine)
-    if shown_band != stack_band:  # the GPU's own runs sat to one side: say how far the band was widened for them
+    # the GPU's own runs sat to one side: say how far the band was widened for them, where that shows at the two
+    # decimals the sentence gives (a widening of a few thousandths would read "widened to 0.89x-1.20x (the stack's is
+    # 0.89x-1.20x)")
+    if _shown(shown_band) != _shown(stack_band):
         summary = str(section.pop("summary"))
         section.update(band_low_ratio=shown_band.low, band_high_ratio=shown_band.high,
                        stack_band_low_ratio=stack_band.low, stack_band_high_ratio=stack_band.high,
@@ -85,6 +88,11 @@ def evidence_items(gpu: GpuSpec, cal: Calibration, kind: str, engine: str | None
                                f"of the prediction to hold them (the {STACK_NAMES[stack_of(gpu)]} stack's is "
                                f"{stack_band.low:.2f}x-{stack_band.high:.2f}x), never past the roofline ceiling")
     return tuple(section.items())
+
+
+def _shown(band: Band) -> tuple[str, str]:
+    """A band's ends as the evidence sentence prints them."""
+    return f"{band.low:.2f}", f"{band.high:.2f}"
 
 
 @partial(memo_on_frozen, frozen=2)

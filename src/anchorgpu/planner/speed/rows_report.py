@@ -43,6 +43,9 @@ SETS: dict[str, str] = {
                           "EP 64, DualPipe), tokens a second per GPU, held out",
     "megatron-dsv3-gb200": "Megatron-LM's DeepSeek-V3 guide for GB200 NVL72: the optimised run on 256 GPUs (MXFP8, PP 8 x "
                            "EP 32, HybridEP, partial CUDA graphs), tokens a second per GPU, held out",
+    "maxtext-dgxc": "NVIDIA's DGXC Benchmarking recipes for MaxText (JAX/XLA, a stack never fitted): Llama 2 70B on 64 and "
+                    "Llama 3 70B on 128 H100 in BF16, sharded FSDP-only, tokens a second per GPU from their logged "
+                    "steps, held out",
     "trtllm-dsr1-adp": "TensorRT-LLM's DeepSeek-R1 guide: its max-throughput runs with attention data parallelism and EP "
                        "over 8 B200 (NVFP4, FP8 and 16-bit KV caches) and 8 H200 (FP8), output tokens a second, held "
                        "out",
