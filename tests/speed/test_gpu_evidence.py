@@ -211,14 +211,14 @@ def test_the_evidence_says_how_far_it_widened_the_band() -> None:
 
 
 def test_a_widening_too_small_to_print_is_not_announced() -> None:
-    """H100's 13 held-out training runs sit around 1.00x: joined to the stack's band they move its top by a few
-    thousandths (1.201 to 1.204), which the two decimals of the sentence cannot show, so the evidence does not say
-    "widened to 0.89x-1.20x (the CUDA stack's is 0.89x-1.20x)"; the band used is still the joined one."""
+    """H200's held-out MoE serving runs on vLLM, joined to the stack's MoE band, move its low end by a few thousandths
+    (0.574 to 0.570), which the two decimals of the sentence cannot show, so the evidence does not say "widened to
+    0.57x-1.36x (the CUDA stack's is 0.57x-1.36x)"; the band used is still the joined one."""
     from anchorgpu.planner.speed.figures import evidence_items, plan_band
 
-    cal, h100 = calibration(), get_gpu("h100")
-    shown, stack = plan_band(h100, cal, "train", None, None), cal.band(h100, "train")
+    cal, h200 = calibration(), get_gpu("h200")
+    shown, stack = plan_band(h200, cal, "serve", "moe", "vllm"), cal.band(h200, "serve", "moe")
     assert shown != stack
     assert (f"{shown.low:.2f}", f"{shown.high:.2f}") == (f"{stack.low:.2f}", f"{stack.high:.2f}")
-    evidence = dict(evidence_items(h100, cal, "train", None))
+    evidence = dict(evidence_items(h200, cal, "serve-moe", "vllm"))
     assert "band_low_ratio" not in evidence and "widened" not in str(evidence["summary"])

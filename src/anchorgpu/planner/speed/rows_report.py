@@ -43,6 +43,9 @@ SETS: dict[str, str] = {
                           "EP 64, DualPipe), tokens a second per GPU, held out",
     "megatron-dsv3-gb200": "Megatron-LM's DeepSeek-V3 guide for GB200 NVL72: the optimised run on 256 GPUs (MXFP8, PP 8 x "
                            "EP 32, HybridEP, partial CUDA graphs), tokens a second per GPU, held out",
+    "nemo-2407": "the rest of the NeMo 24.07 performance table T32-T34 come from (DGX-H100, FP8): GPT-3 5B, 20B and 175B, "
+                 "Llama 2 7B and 13B and Llama 3 8B pre-training, and Llama 2 fine-tuning of every weight (SFT) and "
+                 "with LoRA, tokens a second per GPU, held out",
     "maxtext-dgxc": "NVIDIA's DGXC Benchmarking recipes for MaxText (JAX/XLA, a stack never fitted): Llama 2 70B on 64 and "
                     "Llama 3 70B on 128 H100 in BF16, sharded FSDP-only, tokens a second per GPU from their logged "
                     "steps, held out",

@@ -9,6 +9,7 @@ keeps its small ones on an A100 of any size), and ``kv_free_fraction`` where the
 TensorRT-LLM does, from the memory its profiling pass leaves free: planned with ``Workload.engine="trtllm"`` and
 that fraction, as a user planning for TensorRT-LLM is. ``engine`` names the serving engine a row ran on where its
 source says so (``rows_report.engine_of`` reads it, for evidence per engine); it does not change the row's plan.
+A training row with ``kind: "lora"`` trained low-rank adapters on a frozen model (timed as ``--task lora`` is).
 A benchmark that sent ``burst_requests`` equal requests at once is timed as that burst
 (``burst_output_tokens_per_s``: :func:`~anchorgpu.planner.speed.batching.burst_makespan_s`). ``host_overlap: false``
 marks an engine whose host work ran between GPU steps rather than beside them (vLLM 0.11, whose async scheduling was
@@ -101,7 +102,7 @@ def _train(run: Run, cal: Calibration) -> float:
     st = training_step(model, gpu, lay, seq_tokens=r["seq_tokens"], micro_batch=r["micro_batch"],
                        global_batch_tokens=r["global_batch_tokens"], recompute=r["recompute"],
                        precision=r["precision"], network_bytes_per_s=r["network_gbit_per_s_per_gpu"] * 1e9 / 8,
-                       cal=cal, attention_kernel=r.get("attention_kernel", "flash"))
+                       cal=cal, attention_kernel=r.get("attention_kernel", "flash"), kind=r.get("kind", "full"))
     metric = run.metric
     if metric == "tokens_per_s_per_gpu":
         return st.tokens_per_s / lay.gpus
