@@ -125,19 +125,20 @@ def test_gpus_compare_names_the_runs_behind_each_side(capsys: pytest.CaptureFixt
 
 
 def test_recommend_results_carry_their_gpus_evidence(capsys: pytest.CaptureFixture[str]) -> None:
-    """The ranked rows mix GPUs with and without measured runs (L40S has none, MI300X its 17 held-out rows): each
-    result says which, and the table lists each shown GPU's evidence once."""
+    """The ranked rows carry their own GPU's measured runs (L40S its 6 held-out rows from TensorRT-LLM's 2023 page,
+    MI300X its 17 held-out vLLM rows), and the table lists each shown GPU's evidence once."""
     argv = ("recommend", "llama-3.1-70b", "--task", "inference", "--context", "8192", "--concurrency", "32",
             "--term", "1month", "--top", "3")
     code, out, _ = run(capsys, *argv, "--json")
     assert code == 0
     results = json.loads(out)["results"]
     by_gpu = {r["gpu"]: r["evidence"] for r in results}
-    assert by_gpu["l40s"]["rows"] == 0 and by_gpu["mi300x"]["held_out"] == 17
+    assert by_gpu["l40s"]["held_out"] == 6 and by_gpu["mi300x"]["held_out"] == 17
     code, out, _ = run(capsys, *argv)
     text = " ".join(out.split())
     assert "Measured runs behind these speeds" in text
     assert text.count("on mi300x, 17 held-out vLLM dense-model serving runs") == 1
+    assert text.count("on l40s, 6 held-out dense-model serving runs") == 1
 
 
 def test_a_serving_plan_takes_its_engines_own_runs_where_there_are_enough() -> None:

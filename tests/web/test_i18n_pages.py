@@ -352,17 +352,25 @@ def test_the_plan_page_says_how_the_model_did_on_this_gpu_in_both_languages(clie
     assert "Измерено на этом GPU" in ru and "прогонов вне подгонки: медиана 1,38×" in ru
     none = client.get(query.format(gpu="l4", lang="en")).text
     assert "no run in the calibration set: the band rests on other GPUs" in none
-    # the band those runs widened (Band.holding: CUDA's 0.88-1.19x around their median 1.38x too), said in both
-    assert "band widened to 0.88×–1.64× of the prediction to hold them (the stack's: 0.88×–1.19×)" in en
-    assert "полоса расширена до 0,88×–1,64× от прогноза" in ru
+    # the band those runs widened (Band.holding: CUDA's band around their median 1.38x too), said in both
+    from anchorgpu.hardware import get_gpu
+    from anchorgpu.planner.speed.calibration import calibration
+
+    cal, rtx = calibration(), get_gpu("rtx-pro-6000")
+    wide, stack = cal.band_for(rtx, "serve", None, "vllm"), cal.band(rtx, "serve")
+    assert wide.high > 1.6 > stack.high
+    assert (f"band widened to {wide.low:.2f}×–{wide.high:.2f}× of the prediction to hold them (the stack's: "
+            f"{stack.low:.2f}×–{stack.high:.2f}×)") in en
+    assert f"полоса расширена до {wide.low:.2f}×–{wide.high:.2f}× от прогноза".replace(".", ",") in ru
     assert "band widened" not in none
 
 
 def test_the_recommend_page_lists_the_measured_runs_behind_its_rows(client: TestClient) -> None:
-    """Each shown GPU's evidence once (L40S has no measured run; MI300X its held-out rows), headed in both languages."""
+    """Each shown GPU's evidence once (L40S its six held-out rows from TensorRT-LLM's 2023 page, MI300X its 17),
+    headed in both languages."""
     query = "/recommend?model=llama-3.1-70b&task=inference&term=1month&context=8192&concurrency=32&top=3&lang={lang}"
     en = client.get(query.format(lang="en")).text
     assert "Measured runs behind these speeds" in en
     assert en.count("on mi300x, 17 held-out vLLM dense-model serving runs") == 1
-    assert "no measured dense-model serving run on l40s" in en
+    assert en.count("on l40s, 6 held-out dense-model serving runs") == 1
     assert "Измеренные прогоны за этими скоростями" in client.get(query.format(lang="ru")).text

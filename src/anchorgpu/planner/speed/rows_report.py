@@ -31,6 +31,8 @@ SETS: dict[str, str] = {
                           "(output tokens a second, ShareGPT and random 128 to 32,000-token prompts), held out",
     "trtllm-gpustack-a100": "the same GPUStack pages' TensorRT-LLM runs of Qwen3-14B and Qwen3-32B on one A100 (its "
                             "defaults on ShareGPT, the pages' tuned command on the random sets), held out",
+    "trtllm-l40s": "TensorRT-LLM's 2023 performance page (v0.5): Llama 2 7B in FP8 on one L40S, static batches of 16-64 "
+                   "requests and one-prompt first-token latency, held out",
     "vllm-gpustack-moe": "GPUStack's vLLM baselines of mixtures of experts (gpt-oss-20b, gpt-oss-120b, GLM-4.5-Air, "
                          "Qwen3-235B-A22B) on 1-8 A100 80 GB and H100 with every request sent at once (output tokens a "
                          "second), and gpt-oss-120b at 4 requests in flight (time per output token), held out",

@@ -9,6 +9,9 @@ keeps its small ones on an A100 of any size), and ``kv_free_fraction`` where the
 TensorRT-LLM does, from the memory its profiling pass leaves free: planned with ``Workload.engine="trtllm"`` and
 that fraction, as a user planning for TensorRT-LLM is. ``engine`` names the serving engine a row ran on where its
 source says so (``rows_report.engine_of`` reads it, for evidence per engine); it does not change the row's plan.
+A static batch of ``batch`` equal requests prefilled together and then decoded together (TensorRT-LLM's 2023
+``gptSessionBenchmark``) is timed as that batch: ``request_latency_s`` from the first prompt token to the last output,
+``static_batch_output_tokens_per_s`` the batch's output tokens over that time.
 A training row with ``kind: "lora"`` trained low-rank adapters on a frozen model (timed as ``--task lora`` is).
 A benchmark that sent ``burst_requests`` equal requests at once is timed as that burst
 (``burst_output_tokens_per_s``: :func:`~anchorgpu.planner.speed.batching.burst_makespan_s`). ``host_overlap: false``
@@ -220,14 +223,16 @@ def _serve(run: Run, cal: Calibration) -> float:
     if run.metric == "prefill_s":  # one prompt alone
         return decode_step(model, gpu, setup, batch=0, prefill_tokens=r["prompt_tokens"],
                            prompt_tokens=r["prompt_tokens"], cal=cal).step_s
-    if run.metric == "request_latency_s":  # a static batch of equal requests, first prompt token to last output
+    if run.metric in ("request_latency_s", "static_batch_output_tokens_per_s"):
+        # a static batch of equal requests: first prompt token to last output, or its output tokens over that time
         batch, prompt, output = int(r["batch"]), r["prompt_tokens"], r["output_tokens"]
         budget = setup.max_num_batched_tokens
         prefill_steps = math.ceil(batch * prompt / budget)
         prefill = prefill_steps * decode_step(model, gpu, setup, batch=0, prefill_tokens=batch * prompt / prefill_steps,
                                               prompt_tokens=prompt, cal=cal).step_s
         step = decode_step(model, gpu, setup, batch=batch, cached_tokens=prompt + output // 2, cal=cal).step_s
-        return float(prefill + output * step)
+        latency = float(prefill + output * step)
+        return latency if run.metric == "request_latency_s" else batch * output / latency
     raise ValueError(f"{run.id}: unknown metric {run.metric}")
 
 
