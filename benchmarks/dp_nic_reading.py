@@ -23,6 +23,7 @@ from typing import Any
 import anchorgpu.planner.speed.training as _training
 from anchorgpu.planner.speed import calibrate
 from anchorgpu.planner.speed.calibration import calibration
+from anchorgpu.planner.speed.rows_report import paired_errors
 from anchorgpu.planner.speed.runs import load_runs, predict
 
 SERVER_GPUS = 8
@@ -81,10 +82,8 @@ def main(argv: list[str]) -> int:
             within = sum(abs(errors[rid]) <= 0.25 for rid in ids)
             cells.append(f"{within:>3d} {statistics.median(abs(errors[rid]) for rid in ids):5.1%}")
         print(f"{name:24s} {len(ids):5d} {cells[0]:>9s} {cells[1]:>10s}")
-    for prefix in argv:
-        for rid in one:
-            if rid.startswith(prefix):
-                print(f"  {rid:28s} one NIC {one[rid]:+.1%}   every NIC {every[rid]:+.1%}")
+    for line in paired_errors(argv, one, every, ("one NIC", "every NIC")):
+        print(line)
     return 0
 
 

@@ -23,6 +23,7 @@ from typing import Any
 import anchorgpu.planner.speed.runs as runs
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.calibration import calibration
+from anchorgpu.planner.speed.rows_report import paired_errors
 
 SETS = ("trtllm-moe", "trtllm-pcie-moe")
 _as_tp = runs._serve_plan
@@ -82,10 +83,8 @@ def main(argv: list[str]) -> int:
               f"{statistics.median(abs(e) for e in errors.values()):.1%}; the {len(cells)} multi-GPU cells ran at a "
               f"median {median:.2f}x of it ({low:.2f}x to {high:.2f}x for the middle eight in ten; {cells_within} "
               "within 25%)")
-    for prefix in argv:
-        for rid in as_tp:
-            if rid.startswith(prefix):
-                print(f"  {rid:28s} as TP {as_tp[rid]:+.1%}   as attention DP {as_dp[rid]:+.1%}")
+    for line in paired_errors(argv, as_tp, as_dp, ("as TP", "as attention DP")):
+        print(line)
     return 0
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from anchorgpu.planner.speed.calibration import Calibration, band_kind_of
 from anchorgpu.planner.speed.runs import Run, predict
 
-__all__ = ["SETS", "band_kind", "engine_of", "markdown", "report_rows", "serving_kind", "set_of", "speed_ratio", "stack_of_row",
+__all__ = ["SETS", "band_kind", "engine_of", "markdown", "paired_errors", "report_rows", "serving_kind", "set_of", "speed_ratio", "stack_of_row",
            "summary"]
 
 
@@ -122,6 +122,18 @@ def speed_ratio(run: Run, predicted: float) -> float:
     """Measured over predicted, as a speed: above 1 the run was faster than predicted (a time is inverted)."""
     ratio = run.value / predicted
     return ratio if run.higher_is_better else 1.0 / ratio
+
+
+def paired_errors(prefixes: list[str], first: dict[str, float], second: dict[str, float],
+                  names: tuple[str, str]) -> list[str]:
+    """One line per row whose id starts with one of ``prefixes``: its error under two readings of the rows (the
+    benchmarks' restatement scripts), e.g. ``T37  one NIC -13.2%   every NIC +75.1%``.
+
+    >>> paired_errors(["T3"], {"T37": -0.132, "S1": 0.1}, {"T37": 0.751, "S1": 0.1}, ("one NIC", "every NIC"))
+    ['  T37                          one NIC -13.2%   every NIC +75.1%']
+    """
+    return [f"  {rid:28s} {names[0]} {first[rid]:+.1%}   {names[1]} {second[rid]:+.1%}"
+            for prefix in prefixes for rid in first if rid.startswith(prefix)]
 
 
 def _summaries(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> list[str]:
