@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 __all__ = ["ENGINE_NAMES", "EVIDENCE_KINDS", "STACK_NAMES", "GpuEvidence", "engine_kind", "evidence_json",
-           "evidence_kind", "evidence_line", "evidence_section", "split_kind", "summarise"]
+           "evidence_kind", "evidence_line", "evidence_section", "phase_and_band_kind", "split_kind", "summarise"]
 
 EVIDENCE_KINDS: dict[str, str] = {
     "train": "training",
@@ -53,6 +53,16 @@ def evidence_kind(phase: str, band_kind: str | None) -> str:
     """The evidence key of a plan: its phase (``train``, ``serve``) with the band's kind (``moe``, ``pp``) when it has
     one."""
     return phase if band_kind is None else f"{phase}-{band_kind}"
+
+
+def phase_and_band_kind(kind: str) -> tuple[str, str | None]:
+    """:func:`evidence_kind` undone: (phase, band kind or None) of an evidence key without its engine.
+
+    >>> phase_and_band_kind("serve-moe"), phase_and_band_kind("train")
+    (('serve', 'moe'), ('train', None))
+    """
+    phase, _, band_kind = kind.partition("-")
+    return phase, band_kind or None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,7 +9,7 @@ from typing import Any
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.speed.calibration import Band, Calibration, stack_of
-from anchorgpu.planner.speed.evidence import STACK_NAMES, evidence_section
+from anchorgpu.planner.speed.evidence import STACK_NAMES, evidence_section, phase_and_band_kind
 
 __all__ = ["evidence_items", "plan_band", "put_evidence", "put_rate", "put_time"]
 
@@ -74,9 +74,9 @@ def evidence_items(gpu: GpuSpec, cal: Calibration, kind: str, engine: str | None
     for training) give one (frozen, so shared); ``recommend`` shows each result's the same way."""
     evidence, shown = cal.serving_evidence(gpu, kind, engine) if engine else (cal.evidence_for(gpu, kind), None)
     section = evidence_section(gpu.name, kind, evidence, stack_of(gpu), shown)
-    phase, _, band_kind = kind.partition("-")
-    stack_band = cal.band(gpu, phase, band_kind or None)
-    shown_band = plan_band(gpu, cal, phase, band_kind or None, engine)
+    phase, band_kind = phase_and_band_kind(kind)
+    stack_band = cal.band(gpu, phase, band_kind)
+    shown_band = plan_band(gpu, cal, phase, band_kind, engine)
     # the GPU's own runs sat to one side: say how far the band was widened for them, where that shows at the two
     # decimals the sentence gives (a widening of a few thousandths would read "widened to 0.89x-1.20x (the stack's is
     # 0.89x-1.20x)")
