@@ -1,7 +1,8 @@
 """A training job given neither a GPU count nor a layout is planned on the fewest GPUs that hold it (the layout
 chosen for the user on that many), as a serving job without a count is; a count or any layout flag keeps the count
 asked. And a plan that does not fit offers, first, the GPU count on which the layout chosen for the user fits, not
-only ZeRO-3 over more GPUs (3.2x slower for a 70B on 16 H100)."""
+only ZeRO-3 over more GPUs (a little slower for a 70B on 16 H100: 3.2x slower while a data-parallel group crossing
+servers was timed at one NIC, before stop 38)."""
 
 from __future__ import annotations
 
@@ -91,7 +92,7 @@ def test_what_would_fit_offers_the_chosen_layout_on_more_gpus_first() -> None:
     chosen = plan(model, Workload(task="train"), gpu=H100, layout=Layout(gpus=16))
     assert first.train_tokens_per_s == pytest.approx(_speed(chosen))
     zero3 = [s for s in p.suggestions if s.change.startswith("--gpus 16 --zero 3")]
-    assert zero3 and all(first.train_tokens_per_s > 3 * (s.train_tokens_per_s or 0) for s in zero3)
+    assert zero3 and all(first.train_tokens_per_s > (s.train_tokens_per_s or 0) for s in zero3)
 
 
 def test_the_counts_tried_are_whole_servers_past_eight() -> None:

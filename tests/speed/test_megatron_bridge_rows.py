@@ -123,14 +123,21 @@ def test_a_moe_training_plan_carries_its_own_band_evidence_and_caveat() -> None:
 
 
 def test_expert_parallel_gradients_are_reduced_over_the_gpus_holding_the_same_experts() -> None:
-    """gpt-oss-120b on 64 B200 with EP 8 (the MB-B200-OSS120 layout): a GPU holds an eighth of the experts, and their
-    gradients go to the 8 GPUs holding the same ones, not all 64 - the sync was timed as if each held them all."""
+    """gpt-oss-120b with EP 8: a GPU holds an eighth of the experts, and their gradients go to the GPUs holding the
+    same ones, not to every replica - the sync was once timed as if each held them all. On one server (DP 8, EP 8)
+    no other GPU holds a GPU's experts, so only the dense part is reduced. On 64 B200 (the MB-B200-OSS120 layout) the
+    eight GPUs holding the same experts sit one a server and reduce over their own NICs, while without EP the whole
+    model is reduced over all 64 through each server's eight NICs: about as many bytes leave each server either way."""
     model, gpu = load_model("gpt-oss-120b"), get_gpu("b200")
-    step = {ep: training_step(model, gpu, TrainLayout(gpus=64, dp=64, ep=ep, zero=1), seq_tokens=4096, micro_batch=4,
-                              global_batch_tokens=512 * 4096) for ep in (1, 8)}
-    assert step[8].breakdown_s["dp_sync"] < step[1].breakdown_s["dp_sync"] / 3
-    # the distributed optimizer shards the same parameters over the same 64 GPUs either way
-    assert step[8].breakdown_s["optimizer"] == pytest.approx(step[1].breakdown_s["optimizer"])
+    for gpus in (8, 64):
+        step = {ep: training_step(model, gpu, TrainLayout(gpus=gpus, dp=gpus, ep=ep, zero=1), seq_tokens=4096,
+                                  micro_batch=4, global_batch_tokens=8 * gpus * 4096) for ep in (1, 8)}
+        if gpus == 8:
+            assert step[8].breakdown_s["dp_sync"] < step[1].breakdown_s["dp_sync"] / 3
+        else:
+            assert step[8].breakdown_s["dp_sync"] == pytest.approx(step[1].breakdown_s["dp_sync"], rel=0.25)
+        # the distributed optimizer shards the same parameters over the same GPUs either way
+        assert step[8].breakdown_s["optimizer"] == pytest.approx(step[1].breakdown_s["optimizer"])
 
 
 def test_the_layout_chosen_for_a_moe_run_weighs_expert_parallelism() -> None:

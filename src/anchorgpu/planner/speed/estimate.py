@@ -34,6 +34,7 @@ from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import (
     compute_precision_for_training,
     compute_precision_for_weights,
+    data_parallel_link,
     group_link,
     host_kind,
     peak_for,
@@ -129,6 +130,13 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
             warnings.append(("tp_over_pcie", f"TP={lay.tp} over PCIe on {plan.gpu.name}: collectives are slow"))
         elif link.kind == "network":
             warnings.append(("tp_across_nodes", f"TP={lay.tp} spans servers: collectives cross the network"))
+    stage_gpus = lay.gpus // lay.pp
+    if lay.dp * lay.cp > 1 and stage_gpus > SERVER_GPUS:  # the data-parallel group crosses servers
+        link = data_parallel_link(plan.gpu, stage_gpus, max(1, SERVER_GPUS // lay.tp), gpus_per_server=SERVER_GPUS)
+        if link.kind == "network":
+            assumptions.append(f"data-parallel traffic (gradient sync{', parameter gathers' if lay.zero >= 3 else ''}) "
+                               f"over the {link.description} (NCCL's rings leave a server through each member's "
+                               "own NIC)")
     if model.moe is not None and lay.ep > 1:
         assumptions.append(training_expert_parallel_line(
             lay.ep, lay.tp, lay.dp, lay.cp, model.moe.experts_per_token, SERVER_GPUS,

@@ -28,6 +28,7 @@ __all__ = [
     "allreduce_s",
     "compute_precision_for_training",
     "compute_precision_for_weights",
+    "data_parallel_link",
     "group_link",
     "hopper_or_newer",
     "host_link_bytes_per_s",
@@ -261,6 +262,34 @@ def _group_link(gpu: GpuSpec, span_gpus: int, *, gpus_per_server: int | None = 8
     pcie = gpu.pcie_bandwidth_bytes_per_s or SCALE_UP_FALLBACK_BYTES_PER_S
     return Link(kind="pcie", bytes_per_s=pcie / 2, latency_s=cal.latency_s["pcie"],
                 description=f"PCIe {gpu.pcie_gen}".strip())
+
+
+def data_parallel_link(gpu: GpuSpec, span_gpus: int, members_per_server: int, *, gpus_per_server: int | None = 8,
+                       network_bytes_per_s: float | None = None) -> Link:
+    """The link a data-parallel (or FSDP) group's collectives run at when the group spans ``span_gpus`` GPUs and has
+    ``members_per_server`` members in each server: across servers, NCCL's rings and trees leave a server through
+    every member GPU's own NIC (one channel a NIC on rail-optimised clusters, nccl-tests' multi-node bus bandwidth on
+    DGX H100: several hundred GB/s, not one NIC's 50), so the group moves ``members_per_server`` times one GPU's
+    network bytes, up to the link inside the server that the members' traffic also crosses. One member a server
+    (TP 8) is one NIC, as :func:`group_link` gives.
+
+    >>> from anchorgpu.planner.speed._toys import toy_gpu
+    >>> one, four = (data_parallel_link(toy_gpu(), 64, n, network_bytes_per_s=50e9) for n in (1, 4))
+    >>> one.bytes_per_s, four.bytes_per_s, four.description
+    (50000000000.0, 200000000000.0, 'network between servers, 400 Gb/s per GPU, through 4 NICs a server')
+    >>> data_parallel_link(toy_gpu(), 64, 8, network_bytes_per_s=100e9).bytes_per_s  # the scale-up link caps it
+    450000000000.0
+    """
+    link = group_link(gpu, span_gpus, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
+    if link.kind != "network" or members_per_server <= 1:
+        return link
+    inside = group_link(gpu, gpus_per_server or 8, gpus_per_server=gpus_per_server,
+                        network_bytes_per_s=network_bytes_per_s)
+    rate = link.bytes_per_s * members_per_server
+    if inside.kind != "none" and inside.bytes_per_s < rate:
+        rate = inside.bytes_per_s
+    return replace(link, bytes_per_s=rate,
+                   description=f"{link.description}, through {members_per_server} NICs a server")
 
 
 def tp_link(gpu: GpuSpec, tp: int, *, gpus_per_server: int | None = None,

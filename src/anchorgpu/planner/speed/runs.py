@@ -12,7 +12,8 @@ source says so (``rows_report.engine_of`` reads it, for evidence per engine); it
 A static batch of ``batch`` equal requests prefilled together and then decoded together (TensorRT-LLM's 2023
 ``gptSessionBenchmark``) is timed as that batch: ``request_latency_s`` from the first prompt token to the last output,
 ``static_batch_output_tokens_per_s`` the batch's output tokens over that time.
-A training row with ``kind: "lora"`` trained low-rank adapters on a frozen model (timed as ``--task lora`` is).
+A training row with ``kind: "lora"`` trained low-rank adapters on a frozen model (timed as ``--task lora`` is);
+``grad_bytes_per_value: 4`` marks one whose gradients were reduced in FP32 (FSDP's ``reduce_dtype``), twice the bytes.
 A benchmark that sent ``burst_requests`` equal requests at once is timed as that burst
 (``burst_output_tokens_per_s``: :func:`~anchorgpu.planner.speed.batching.burst_makespan_s`). ``host_overlap: false``
 marks an engine whose host work ran between GPU steps rather than beside them (vLLM 0.11, whose async scheduling was
@@ -105,7 +106,8 @@ def _train(run: Run, cal: Calibration) -> float:
     st = training_step(model, gpu, lay, seq_tokens=r["seq_tokens"], micro_batch=r["micro_batch"],
                        global_batch_tokens=r["global_batch_tokens"], recompute=r["recompute"],
                        precision=r["precision"], network_bytes_per_s=r["network_gbit_per_s_per_gpu"] * 1e9 / 8,
-                       cal=cal, attention_kernel=r.get("attention_kernel", "flash"), kind=r.get("kind", "full"))
+                       cal=cal, attention_kernel=r.get("attention_kernel", "flash"), kind=r.get("kind", "full"),
+                       grad_bytes_per_value=int(r.get("grad_bytes_per_value", 2)))
     metric = run.metric
     if metric == "tokens_per_s_per_gpu":
         return st.tokens_per_s / lay.gpus

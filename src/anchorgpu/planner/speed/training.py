@@ -60,6 +60,7 @@ from anchorgpu.planner.speed.links import (
     PeakChoice,
     all_gather_s,
     allreduce_s,
+    data_parallel_link,
     expert_dispatch_s,
     group_link,
     hopper_or_newer,
@@ -321,14 +322,22 @@ def _compute_layout_terms(
     # holding the same experts (the expert data-parallel group, tp x dp x cp / ep), not over all replicas
     params_stage, expert_stage, expert_group = _held_params(model, lay)
     shard_group = lay.dp * lay.cp
-    dp_link = group_link(gpu, lay.gpus // lay.pp, gpus_per_server=gpus_per_server,
-                         network_bytes_per_s=network_bytes_per_s)
+    # across servers the group leaves each server through every member's NIC (data_parallel_link): the DP x CP group
+    # has a member every TP ranks, an expert data-parallel group one every EP ranks (EP groups are consecutive)
+    stage_gpus = lay.gpus // lay.pp
+    in_server = min(stage_gpus, gpus_per_server or 8)
+    dp_link = data_parallel_link(gpu, stage_gpus, max(1, in_server // lay.tp), gpus_per_server=gpus_per_server,
+                                 network_bytes_per_s=network_bytes_per_s)
+    expert_link = dp_link
+    if expert_stage and expert_group > 1:
+        expert_link = data_parallel_link(gpu, stage_gpus, max(1, in_server // max(lay.tp, lay.ep)),
+                                         gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
     fsdp_s = 0.0
     trains_base = kind == "full"
     if lay.zero >= 3 and shard_group > 1:
         gather = 2 * all_gather_s(params_stage * ACTIVATION_BYTES, shard_group, dp_link, efficiency=cal.link_efficiency)
         if expert_stage and expert_group > 1:
-            gather += 2 * all_gather_s(expert_stage * ACTIVATION_BYTES, expert_group, dp_link,
+            gather += 2 * all_gather_s(expert_stage * ACTIVATION_BYTES, expert_group, expert_link,
                                        efficiency=cal.link_efficiency)
         fsdp_s = max(0.0, gather - compute_s) + 2 * stage_layers * dp_link.latency_s
     if lay.offload == "params":  # the parameter shard fetched from host memory forward and backward (ZeRO-Infinity)
@@ -351,9 +360,9 @@ def _compute_layout_terms(
     if trains_base and (shard_group > 1 or expert_group > 1):
         reduce = reduce_scatter_s if lay.zero >= 3 else allreduce_s
         full = 0.0
-        for held, group in ((params_stage, shard_group), (expert_stage, expert_group)):
+        for held, group, link in ((params_stage, shard_group, dp_link), (expert_stage, expert_group, expert_link)):
             if held and group > 1:
-                full += reduce(held * grad_bytes_per_value, group, dp_link, efficiency=cal.link_efficiency)
+                full += reduce(held * grad_bytes_per_value, group, link, efficiency=cal.link_efficiency)
         sync_s = max(0.0, full - compute_s * 2.0 / 3.0)
 
     # optimizer: memory-bound update of the local (sharded) parameters
