@@ -283,13 +283,23 @@ def data_parallel_link(gpu: GpuSpec, span_gpus: int, members_per_server: int, *,
     link = group_link(gpu, span_gpus, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
     if link.kind != "network" or members_per_server <= 1:
         return link
+    key = (id(link), members_per_server, id(gpu), gpus_per_server)  # the group's link is memoised, so is this
+    hit = _DP_LINK_MEMO.get(key)
+    if hit is not None and hit[0] is link and hit[1] is gpu:
+        return hit[2]
     inside = group_link(gpu, gpus_per_server or 8, gpus_per_server=gpus_per_server,
                         network_bytes_per_s=network_bytes_per_s)
     rate = link.bytes_per_s * members_per_server
     if inside.kind != "none" and inside.bytes_per_s < rate:
         rate = inside.bytes_per_s
-    return replace(link, bytes_per_s=rate,
-                   description=f"{link.description}, through {members_per_server} NICs a server")
+    found = replace(link, bytes_per_s=rate, description=f"{link.description}, through {members_per_server} NICs a server")
+    if len(_DP_LINK_MEMO) >= 1024:
+        _DP_LINK_MEMO.clear()
+    _DP_LINK_MEMO[key] = (link, gpu, found)
+    return found
+
+
+_DP_LINK_MEMO: dict[tuple[int, int, int, int | None], tuple[Link, GpuSpec, Link]] = {}
 
 
 def tp_link(gpu: GpuSpec, tp: int, *, gpus_per_server: int | None = None,
