@@ -13,7 +13,7 @@ from anchorgpu.planner.speed.calibration import Calibration
 from anchorgpu.planner.speed.experts import moe_product_shares, routed_share_per_gpu
 from anchorgpu.planner.speed.flops import forward_matmul_params
 from anchorgpu.planner.speed.launches import launch_ratio
-from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, group_link, host_kind, peak_for
+from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, data_parallel_link, group_link, host_kind, peak_for
 
 __all__ = ["ServingSetup", "serve_shape_factor"]
 
@@ -125,7 +125,10 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
     moe = model.moe
     wide_ep = moe is not None and setup.ep > setup.tp  # experts split over GPUs of other replicas (attention DP)
     if wide_ep:  # one stage's GPUs
-        ep_link = _ceiling_link(group_link(gpu, setup.ep, gpus_per_server=setup.gpus_per_server), ideal)
+        # over servers every GPU of the group in a server gathers through its own NIC (data_parallel_link)
+        members = min(setup.ep, setup.gpus_per_server or 8)
+        ep_link = _ceiling_link(data_parallel_link(gpu, setup.ep, members, gpus_per_server=setup.gpus_per_server),
+                                ideal)
     # memory-bound operators between the products (norms, activations, residuals, rotary): one forward
     # pass is a third of the training traffic per token, layer and hidden unit
     mbu = 1.0 if ideal else k.decode_mbu
