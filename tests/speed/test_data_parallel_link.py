@@ -41,3 +41,17 @@ def test_a_group_with_more_members_a_server_syncs_faster() -> None:
     tp8, tp1 = _sync_s(8), _sync_s(1)
     assert tp8 > 0.0
     assert tp1 < 2 * tp8  # one NIC for eight times the bytes would be several times tp8's
+
+
+def test_attention_data_parallelism_over_two_servers_gathers_through_every_nic() -> None:
+    """Qwen3-235B-A22B served as 16 attention replicas with EP 16 over two H100 servers: the MoE layers' all-gather
+    and reduce-scatter of the group's tokens run at the eight NICs of each server (the stated network a GPU, times 8,
+    at the link efficiency), not at one GPU's NIC."""
+    from anchorgpu.planner.speed.calibration import calibration
+    from anchorgpu.planner.speed.step_constants import ServingSetup, _pair
+
+    cal = calibration()
+    setup = ServingSetup(weights_bytes_per_gpu=30e9, kv_bytes_per_sequence_per_gpu=1e8, precision="fp8", tp=1,
+                         replicas=16, ep=16)
+    c, _ = _pair(load_model("qwen3-235b-a22b"), H100, setup, cal)
+    assert c.ep_rate == 8 * cal.network_bytes_per_s * cal.link_efficiency
