@@ -127,10 +127,11 @@ def speed_ratio(run: Run, predicted: float) -> float:
 def paired_errors(prefixes: list[str], first: dict[str, float], second: dict[str, float],
                   names: tuple[str, str]) -> list[str]:
     """One line per row whose id starts with one of ``prefixes``: its error under two readings of the rows (the
-    benchmarks' restatement scripts), e.g. ``T37  one NIC -13.2%   every NIC +75.1%``.
+    benchmarks' restatement scripts), e.g. ``N24-GPT3-20B  one NIC -34.6%   every NIC -0.2%``.
 
-    >>> paired_errors(["T3"], {"T37": -0.132, "S1": 0.1}, {"T37": 0.751, "S1": 0.1}, ("one NIC", "every NIC"))
-    ['  T37                          one NIC -13.2%   every NIC +75.1%']
+    >>> paired_errors(["N24-G"], {"N24-GPT3-20B": -0.346, "S1": 0.1}, {"N24-GPT3-20B": -0.002, "S1": 0.1},
+    ...               ("one NIC", "every NIC"))
+    ['  N24-GPT3-20B                 one NIC -34.6%   every NIC -0.2%']
     """
     return [f"  {rid:28s} {names[0]} {first[rid]:+.1%}   {names[1]} {second[rid]:+.1%}"
             for prefix in prefixes for rid in first if rid.startswith(prefix)]
