@@ -4,6 +4,8 @@ bytes, up to the server's own scale-up link; a group with one member a server (T
 
 from __future__ import annotations
 
+import pytest
+
 from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.links import data_parallel_link, group_link
@@ -55,3 +57,24 @@ def test_attention_data_parallelism_over_two_servers_gathers_through_every_nic()
                          replicas=16, ep=16)
     c, _ = _pair(load_model("qwen3-235b-a22b"), H100, setup, cal)
     assert c.ep_rate == 8 * cal.network_bytes_per_s * cal.link_efficiency
+
+
+def test_a_ring_over_thousands_of_gpus_pays_a_latency_a_step() -> None:
+    """NCCL's own model of a ring gather (src/graph/tuning.cc): 8.4 us, then 3.4 us a step inside a server and 14 us
+    a step across: 32 us over one server's 8 GPUs, about 9.7 ms over 2,048 GPUs on 256 servers. FSDP gathers a layer
+    at a time, so Llama 3.1 70B's 80 layers over 2,048 H100 leave that latency to hide behind each micro-batch; over
+    one server nothing crosses the network and no ring term is added."""
+    from anchorgpu.planner.speed.links import ring_latency_s
+
+    assert ring_latency_s(8, 1, "scale-up") * 1e6 == pytest.approx(8.4 + 7 * 3.4)
+    assert ring_latency_s(2048, 256, "scale-up") * 1e3 == pytest.approx((8.4 + 1792 * 3.4 + 255 * 14) / 1e3)
+    model = load_model("llama-3.1-70b")
+
+    def fsdp_s(gpus: int, seq: int) -> float:
+        lay = TrainLayout(gpus=gpus, tp=1, pp=1, dp=gpus, zero=3)
+        st = training_step(model, H100, lay, seq_tokens=seq, micro_batch=1, global_batch_tokens=gpus * seq,
+                           network_bytes_per_s=NIC)
+        return st.breakdown_s["fsdp_comm"] / st.microbatches
+
+    # 1,024-token micro-batches: about 0.8 s of products against 80 x 2 gathers of 9.7 ms each
+    assert fsdp_s(2048, 1024) > 0.5 > fsdp_s(64, 1024)

@@ -127,7 +127,8 @@ def test_expert_parallel_gradients_are_reduced_over_the_gpus_holding_the_same_ex
     same ones, not to every replica - the sync was once timed as if each held them all. On one server (DP 8, EP 8)
     no other GPU holds a GPU's experts, so only the dense part is reduced. On 64 B200 (the MB-B200-OSS120 layout) the
     eight GPUs holding the same experts sit one a server and reduce over their own NICs, while without EP the whole
-    model is reduced over all 64 through each server's eight NICs: about as many bytes leave each server either way."""
+    model is reduced over all 64 through each server's eight NICs: about as many bytes leave each server either way,
+    but EP's expert gradients go in fewer buckets, over rings of 8 rather than 64 (fewer steps' latency)."""
     model, gpu = load_model("gpt-oss-120b"), get_gpu("b200")
     for gpus in (8, 64):
         step = {ep: training_step(model, gpu, TrainLayout(gpus=gpus, dp=gpus, ep=ep, zero=1), seq_tokens=4096,
@@ -135,7 +136,7 @@ def test_expert_parallel_gradients_are_reduced_over_the_gpus_holding_the_same_ex
         if gpus == 8:
             assert step[8].breakdown_s["dp_sync"] < step[1].breakdown_s["dp_sync"] / 3
         else:
-            assert step[8].breakdown_s["dp_sync"] == pytest.approx(step[1].breakdown_s["dp_sync"], rel=0.25)
+            assert 0.0 < step[8].breakdown_s["dp_sync"] < step[1].breakdown_s["dp_sync"]
         # the distributed optimizer shards the same parameters over the same GPUs either way
         assert step[8].breakdown_s["optimizer"] == pytest.approx(step[1].breakdown_s["optimizer"])
 

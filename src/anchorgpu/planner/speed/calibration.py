@@ -130,6 +130,7 @@ class Calibration:
     link_efficiency: float
     latency_s: dict[str, float]
     overlap_exposed_fraction: float
+    ring_step_latency_s: dict[str, float] = field(default_factory=dict)  # NCCL's ring model: "base", then per step
     optimizer_bytes_per_param: float
     network_bytes_per_s: float
     host_memory_bytes_per_s: dict[str, float] = field(default_factory=dict)  # per GPU: "x86", "superchip"
@@ -236,6 +237,8 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         link_efficiency=_number(stated, "link_efficiency", "stated"),
         latency_s={k: _number(stated["latency_s"], k, "stated.latency_s") for k in ("scale-up", "pcie", "network")},
         overlap_exposed_fraction=_number(stated, "overlap_exposed_fraction", "stated"),
+        ring_step_latency_s={k: _number(stated["ring_step_latency_s"]["value"], k, "stated.ring_step_latency_s")
+                             for k in ("base", "scale-up", "pcie", "network")},
         optimizer_bytes_per_param=_number(stated, "optimizer_bytes_per_param", "stated"),
         host_memory_bytes_per_s={k: _number(stated["host_memory_gb_per_s_per_gpu"]["value"], k,
                                             "stated.host_memory_gb_per_s_per_gpu") * 1e9 for k in ("x86", "superchip")},

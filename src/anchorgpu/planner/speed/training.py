@@ -29,7 +29,8 @@ micro-batches per data-parallel rank, each of ``b`` sequences of ``s`` tokens, t
 
 and per step: the **pipeline bubble** ``(p-1)/v`` micro-batch times (Narayanan et al. 2021, section 2.2),
 **point-to-point** transfers between stages, the **data-parallel gradient sync** not hidden behind the
-last backward pass, and the memory-bound **optimizer** update.
+last backward pass, and the memory-bound **optimizer** update. The data-parallel terms, with the links and ring
+latencies of a group across servers, are :mod:`~anchorgpu.planner.speed.data_parallel`'s.
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init, memo_on_frozen
-from anchorgpu.planner.memory import expert_data_parallel
 from anchorgpu.planner.speed.calibration import Calibration, calibration
+from anchorgpu.planner.speed.data_parallel import data_parallel_terms
 from anchorgpu.planner.speed.experts import (
     expert_launch_s,
     expert_rows_factor,
@@ -58,17 +59,14 @@ from anchorgpu.planner.speed.flops import (
 from anchorgpu.planner.speed.links import (
     ACTIVATION_BYTES,
     PeakChoice,
-    all_gather_s,
     allreduce_s,
-    data_parallel_link,
     expert_dispatch_s,
     group_link,
     hopper_or_newer,
     p2p_s,
     peak_for,
-    reduce_scatter_s,
 )
-from anchorgpu.planner.speed.offload import host_optimizer_s, parameter_fetch_s
+from anchorgpu.planner.speed.offload import host_optimizer_s
 from anchorgpu.planner.speed.pipeline import microbatches_for, pipeline_bubble_fraction, slowest_stage_layers
 
 __all__ = [
@@ -317,31 +315,11 @@ def _compute_layout_terms(
     launch_s = expert_launch_s(model, lay.ep, stage_layers, k.moe_host_s_per_expert_gemm, kind=kind,
                                recompute=recompute)
 
-    # sharded data parallelism: parameters gathered and gradients scattered in every micro-batch. Under expert
-    # parallelism a GPU holds 1/ep of its stage's routed experts, and their gradients are reduced over the GPUs
-    # holding the same experts (the expert data-parallel group, tp x dp x cp / ep), not over all replicas
-    params_stage, expert_stage, expert_group = _held_params(model, lay)
-    shard_group = lay.dp * lay.cp
-    # across servers the group leaves each server through every member's NIC (data_parallel_link): the DP x CP group
-    # has a member every TP ranks, an expert data-parallel group one every EP ranks (EP groups are consecutive)
-    stage_gpus = lay.gpus // lay.pp
-    in_server = min(stage_gpus, gpus_per_server or 8)
-    dp_link = data_parallel_link(gpu, stage_gpus, max(1, in_server // lay.tp), gpus_per_server=gpus_per_server,
-                                 network_bytes_per_s=network_bytes_per_s)
-    expert_link = dp_link
-    if expert_stage and expert_group > 1:
-        expert_link = data_parallel_link(gpu, stage_gpus, max(1, in_server // max(lay.tp, lay.ep)),
-                                         gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
-    fsdp_s = 0.0
-    trains_base = kind == "full"
-    if lay.zero >= 3 and shard_group > 1:
-        gather = 2 * all_gather_s(params_stage * ACTIVATION_BYTES, shard_group, dp_link, efficiency=cal.link_efficiency)
-        if expert_stage and expert_group > 1:
-            gather += 2 * all_gather_s(expert_stage * ACTIVATION_BYTES, expert_group, expert_link,
-                                       efficiency=cal.link_efficiency)
-        fsdp_s = max(0.0, gather - compute_s) + 2 * stage_layers * dp_link.latency_s
-    if lay.offload == "params":  # the parameter shard fetched from host memory forward and backward (ZeRO-Infinity)
-        fsdp_s += parameter_fetch_s(gpu, cal, params_stage / max(1, shard_group) + expert_stage / max(1, expert_group))
+    # data parallelism: FSDP's gathers every micro-batch, the gradient sync once a step (data_parallel_terms)
+    dpt = data_parallel_terms(model, gpu, cal, lay, stage_layers=stage_layers, compute_s=compute_s,
+                              trains_base=kind == "full", gpus_per_server=gpus_per_server,
+                              network_bytes_per_s=network_bytes_per_s, grad_bytes_per_value=grad_bytes_per_value)
+    fsdp_s = dpt.fsdp_s
 
     per_micro = compute_s + tp_s + cp_s + ep_s + launch_s + fsdp_s
 
@@ -353,24 +331,8 @@ def _compute_layout_terms(
         pp_link = group_link(gpu, lay.gpus, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
         p2p_one = p2p_s(act_bytes / lay.tp, pp_link, efficiency=cal.link_efficiency)
 
-    # gradient sync once per step, overlapped with the last backward pass: an all-reduce (DDP), or a
-    # reduce-scatter (FSDP, gradients accumulated across micro-batches and
-    # scattered once; ZeRO-1/2's scatter plus gather of the updated parameters is an all-reduce's volume)
-    sync_s = 0.0
-    if trains_base and (shard_group > 1 or expert_group > 1):
-        reduce = reduce_scatter_s if lay.zero >= 3 else allreduce_s
-        full = 0.0
-        for held, group, link in ((params_stage, shard_group, dp_link), (expert_stage, expert_group, expert_link)):
-            if held and group > 1:
-                full += reduce(held * grad_bytes_per_value, group, link, efficiency=cal.link_efficiency)
-        sync_s = max(0.0, full - compute_s * 2.0 / 3.0)
-
     # optimizer: memory-bound update of the local (sharded) parameters
-    if trains_base:
-        local = (params_stage / (shard_group if lay.zero >= 1 else 1)
-                 + expert_stage / (expert_group if lay.zero >= 1 else 1))
-    else:
-        local = 0.0
+    local = dpt.local_params
     if lay.offload != "none":  # the step on the CPU, and the updated 16-bit parameters sent back (--offload)
         opt_s = host_optimizer_s(gpu, cal, local)
     else:
@@ -378,27 +340,8 @@ def _compute_layout_terms(
 
     return _LayoutTerms(
         choice=choice, model_flops_per_token=model_f, hardware_flops_per_token=hw_f, compute_s=compute_s, tp_s=tp_s,
-        cp_s=cp_s, ep_s=ep_s, launch_s=launch_s, fsdp_s=fsdp_s, p2p_s=p2p_one, bubble_s=bubble_s, sync_s=sync_s, optimizer_s=opt_s,
+        cp_s=cp_s, ep_s=ep_s, launch_s=launch_s, fsdp_s=fsdp_s, p2p_s=p2p_one, bubble_s=bubble_s, sync_s=dpt.sync_s, optimizer_s=opt_s,
         ceiling_tokens_per_s=lay.gpus * choice.flops_per_s / model_f)
-
-
-def _held_params(model: ModelSpec, lay: TrainLayout) -> tuple[float, float, int]:
-    """(the parameters one GPU holds outside expert parallelism, the routed experts' parameters it holds under it,
-    the size of the group that holds the same experts): without EP every parameter is in the first, split over TP
-    and PP and reduced over DP x CP; with EP the routed experts are split over EP within a stage instead, and the
-    GPUs holding the same ones are tp x dp x cp / ep.
-
-    >>> from anchorgpu.architectures import load_model
-    >>> dense, experts, group = _held_params(load_model("gpt-oss-120b"), TrainLayout(gpus=64, dp=64, ep=8))
-    >>> round(dense / 1e9, 1), round(experts / 1e9, 1), group
-    (2.1, 14.3, 8)
-    """
-    split = lay.tp * lay.pp
-    if model.moe is None or lay.ep <= 1:
-        return model.params_total / split, 0.0, 1
-    experts = model.params.experts
-    return ((model.params_total - experts) / split, experts / (lay.pp * lay.ep),
-            expert_data_parallel(tp=lay.tp, dp=lay.dp, cp=lay.cp, ep=lay.ep))
 
 
 _layout_terms = memo_on_frozen(_compute_layout_terms, frozen=3)

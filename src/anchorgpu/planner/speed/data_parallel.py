@@ -1,0 +1,124 @@
+"""Data parallelism in a training step: the parameters a GPU holds and reduces, the link its group's collectives
+cross, and what FSDP's parameter gathers and the gradient sync leave exposed. Pure; stdlib only.
+
+Across servers a data-parallel (or FSDP) group leaves each server through every member GPU's own NIC
+(:func:`~anchorgpu.planner.speed.links.data_parallel_link`), and each ring collective also pays NCCL's latency for
+each of its steps (:func:`~anchorgpu.planner.speed.links.ring_latency_s`): FSDP gathers and scatters a layer at a
+time, DDP and ZeRO-1/2 reduce a bucket at a time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner.memory import expert_data_parallel
+from anchorgpu.planner.speed.calibration import Calibration
+from anchorgpu.planner.speed.links import (
+    ACTIVATION_BYTES,
+    all_gather_s,
+    allreduce_s,
+    data_parallel_link,
+    group_link,
+    reduce_scatter_s,
+    ring_latency_s,
+)
+from anchorgpu.planner.speed.offload import parameter_fetch_s
+
+if TYPE_CHECKING:
+    from anchorgpu.planner.speed.training import TrainSplit
+
+__all__ = ["BUCKET_MIN_PARAMS", "DataParallelTerms", "data_parallel_terms", "held_params"]
+
+BUCKET_MIN_PARAMS = 40_000_000
+"""Megatron-Core's default gradient bucket: ``max(40M, 1M x DP)`` parameters (DistributedDataParallelConfig's
+``bucket_size``: larger DP sizes take larger buckets so that the collectives are not latency-bound)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DataParallelTerms:
+    fsdp_s: float  # a micro-batch's parameter gathers compute did not hide, their per-layer latency, host fetches
+    sync_s: float  # a step's gradient sync the last backward pass did not hide
+    local_params: float  # the parameters this GPU's optimizer updates
+
+
+def held_params(model: ModelSpec, lay: TrainSplit) -> tuple[float, float, int]:
+    """(the parameters one GPU holds outside expert parallelism, the routed experts' parameters it holds under it,
+    the size of the group that holds the same experts): without EP every parameter is in the first, split over TP
+    and PP and reduced over DP x CP; with EP the routed experts are split over EP within a stage instead, and the
+    GPUs holding the same ones are tp x dp x cp / ep.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> from anchorgpu.planner.speed.training import TrainLayout
+    >>> dense, experts, group = held_params(load_model("gpt-oss-120b"), TrainLayout(gpus=64, dp=64, ep=8))
+    >>> round(dense / 1e9, 1), round(experts / 1e9, 1), group
+    (2.1, 14.3, 8)
+    """
+    split = lay.tp * lay.pp
+    if model.moe is None or lay.ep <= 1:
+        return model.params_total / split, 0.0, 1
+    experts = model.params.experts
+    return ((model.params_total - experts) / split, experts / (lay.pp * lay.ep),
+            expert_data_parallel(tp=lay.tp, dp=lay.dp, cp=lay.cp, ep=lay.ep))
+
+
+def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: TrainSplit, *, stage_layers: float,
+                        compute_s: float, trains_base: bool, gpus_per_server: int | None,
+                        network_bytes_per_s: float | None, grad_bytes_per_value: int) -> DataParallelTerms:
+    """FSDP's gathers (every micro-batch, hidden behind ``compute_s`` as far as they can be) and the gradient sync
+    (once a step, behind the last backward pass: an all-reduce for DDP, a reduce-scatter for FSDP with gradients
+    accumulated over the micro-batches, ZeRO-1/2's scatter and gather of the updated parameters an all-reduce's
+    volume). Under expert parallelism a GPU holds 1/ep of its stage's routed experts, and their gradients are
+    reduced over the GPUs holding the same experts (the expert data-parallel group, tp x dp x cp / ep)."""
+    params_stage, expert_stage, expert_group = held_params(model, lay)
+    shard_group = lay.dp * lay.cp
+    # the DP x CP group has a member every TP ranks, an expert data-parallel group one every EP ranks (EP groups are
+    # consecutive ranks): that many NICs a server carry the group's traffic across servers
+    stage_gpus = lay.gpus // lay.pp
+    in_server = min(stage_gpus, gpus_per_server or 8)
+    dp_link = data_parallel_link(gpu, stage_gpus, max(1, in_server // lay.tp), gpus_per_server=gpus_per_server,
+                                 network_bytes_per_s=network_bytes_per_s)
+    expert_link = dp_link
+    if expert_stage and expert_group > 1:
+        expert_link = data_parallel_link(gpu, stage_gpus, max(1, in_server // max(lay.tp, lay.ep)),
+                                         gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
+    shard_ring = expert_ring = 0.0
+    if dp_link.kind == "network":
+        servers = -(-stage_gpus // (gpus_per_server or 8))
+        inside = group_link(gpu, in_server, gpus_per_server=gpus_per_server).kind
+        shard_ring = ring_latency_s(shard_group, servers, inside)
+        expert_ring = ring_latency_s(expert_group, servers, inside)
+    moe_layers = stage_layers * model.moe.num_moe_layers / model.num_layers if model.moe is not None else 0.0
+    eff = cal.link_efficiency
+
+    fsdp_s = 0.0
+    if lay.zero >= 3 and shard_group > 1:
+        gather = (2 * all_gather_s(params_stage * ACTIVATION_BYTES, shard_group, dp_link, efficiency=eff)
+                  + 2 * stage_layers * shard_ring)
+        if expert_stage and expert_group > 1:
+            gather += (2 * all_gather_s(expert_stage * ACTIVATION_BYTES, expert_group, expert_link, efficiency=eff)
+                       + 2 * moe_layers * expert_ring)
+        fsdp_s = max(0.0, gather - compute_s) + 2 * stage_layers * dp_link.latency_s
+    if lay.offload == "params":  # the parameter shard fetched from host memory forward and backward (ZeRO-Infinity)
+        fsdp_s += parameter_fetch_s(gpu, cal, params_stage / max(1, shard_group) + expert_stage / max(1, expert_group))
+
+    sync_s = 0.0
+    if trains_base and (shard_group > 1 or expert_group > 1):
+        reduce = reduce_scatter_s if lay.zero >= 3 else allreduce_s
+        full = 0.0
+        for held, group, link, ring, per_layer in ((params_stage, shard_group, dp_link, shard_ring, stage_layers),
+                                                   (expert_stage, expert_group, expert_link, expert_ring, moe_layers)):
+            if held and group > 1:
+                full += reduce(held * grad_bytes_per_value, group, link, efficiency=eff)
+                full += (per_layer * ring if lay.zero >= 3
+                         else 2.0 * ring * math.ceil(held / max(BUCKET_MIN_PARAMS, 1_000_000 * group)))
+        sync_s = max(0.0, full - compute_s * 2.0 / 3.0)
+
+    local = 0.0
+    if trains_base:  # the optimizer updates the (sharded) parameters a GPU holds
+        local = (params_stage / (shard_group if lay.zero >= 1 else 1)
+                 + expert_stage / (expert_group if lay.zero >= 1 else 1))
+    return DataParallelTerms(fsdp_s=fsdp_s, sync_s=sync_s, local_params=local)
