@@ -25,6 +25,7 @@ from anchorgpu.planner.speed.links import (
     group_link,
     reduce_scatter_s,
     ring_latency_s,
+    server_gpus,
 )
 from anchorgpu.planner.speed.offload import parameter_fetch_s
 
@@ -78,7 +79,8 @@ def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: T
     # the DP x CP group has a member every TP ranks, an expert data-parallel group one every EP ranks (EP groups are
     # consecutive ranks): that many NICs a server carry the group's traffic across servers
     stage_gpus = lay.gpus // lay.pp
-    in_server = min(stage_gpus, gpus_per_server or 8)
+    server = server_gpus(gpu, gpus_per_server)  # or a scale-up domain larger than a server (NVL72)
+    in_server = min(stage_gpus, server)
     dp_link = data_parallel_link(gpu, stage_gpus, max(1, in_server // lay.tp), gpus_per_server=gpus_per_server,
                                  network_bytes_per_s=network_bytes_per_s)
     expert_link = dp_link
@@ -87,7 +89,7 @@ def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: T
                                          gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
     shard_ring = expert_ring = 0.0
     if dp_link.kind == "network":
-        servers = -(-stage_gpus // (gpus_per_server or 8))
+        servers = -(-stage_gpus // server)
         inside = group_link(gpu, in_server, gpus_per_server=gpus_per_server).kind
         shard_ring = ring_latency_s(shard_group, servers, inside)
         expert_ring = ring_latency_s(expert_group, servers, inside)

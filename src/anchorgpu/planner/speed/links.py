@@ -39,6 +39,7 @@ __all__ = [
     "power_capped",
     "reduce_scatter_s",
     "ring_latency_s",
+    "server_gpus",
     "tp_link",
 ]
 
@@ -236,6 +237,18 @@ def group_link(gpu: GpuSpec, span_gpus: int, *, gpus_per_server: int | None = 8,
     return link
 
 
+def server_gpus(gpu: GpuSpec, gpus_per_server: int | None = 8) -> int:
+    """The GPUs a group spans before it crosses the network: a server, or a scale-up domain larger than one (72 on
+    an NVL72 rack).
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> server_gpus(get_gpu("h100")), server_gpus(get_gpu("gb200"))
+    (8, 72)
+    """
+    domain = gpu.scaleup_domain_gpus if gpu.interconnect_bandwidth_bytes_per_s else 1
+    return max(gpus_per_server or 8, domain if domain > 8 else 0)
+
+
 def _group_link(gpu: GpuSpec, span_gpus: int, *, gpus_per_server: int | None = 8,
                 network_bytes_per_s: float | None = None) -> Link:
     """The slowest link a group of ranks crosses when its members lie within ``span_gpus`` consecutive GPUs.
@@ -254,7 +267,7 @@ def _group_link(gpu: GpuSpec, span_gpus: int, *, gpus_per_server: int | None = 8
     if span_gpus <= 1:
         return Link(kind="none", bytes_per_s=math.inf, latency_s=0.0, description="single GPU")
     domain = gpu.scaleup_domain_gpus if gpu.interconnect_bandwidth_bytes_per_s else 1
-    server = max(gpus_per_server or 8, domain if domain > 8 else 0)
+    server = server_gpus(gpu, gpus_per_server)
     if span_gpus > server:
         return _network(network_bytes_per_s)
     if gpu.interconnect_bandwidth_bytes_per_s and domain > 1 and span_gpus <= domain:
@@ -288,7 +301,7 @@ def data_parallel_link(gpu: GpuSpec, span_gpus: int, members_per_server: int, *,
     hit = _DP_LINK_MEMO.get(key)
     if hit is not None and hit[0] is link and hit[1] is gpu:
         return hit[2]
-    inside = group_link(gpu, gpus_per_server or 8, gpus_per_server=gpus_per_server,
+    inside = group_link(gpu, server_gpus(gpu, gpus_per_server), gpus_per_server=gpus_per_server,
                         network_bytes_per_s=network_bytes_per_s)
     rate = link.bytes_per_s * members_per_server
     if inside.kind != "none" and inside.bytes_per_s < rate:
