@@ -78,3 +78,19 @@ def test_a_ring_over_thousands_of_gpus_pays_a_latency_a_step() -> None:
 
     # 1,024-token micro-batches: about 0.8 s of products against 80 x 2 gathers of 9.7 ms each
     assert fsdp_s(2048, 1024) > 0.5 > fsdp_s(64, 1024)
+
+
+def test_a_plan_across_servers_says_which_link_its_data_parallel_traffic_takes() -> None:
+    """The README's 70B on 512 H100 (the layout chosen for the user: FSDP over all 512) says its gathers and sync go
+    through each server's eight NICs; on GB200 the NVL72 rack is the unit; with no data parallelism (70B on 16 H100:
+    TP 8 x PP 2) nothing is said."""
+    from anchorgpu.planner import Layout, Workload, plan
+    from anchorgpu.planner.speed.estimate import plan_performance
+
+    def line(gpu: str, gpus: int) -> list[str]:
+        p = plan(load_model("llama-3.1-70b"), Workload(task="train"), gpu=get_gpu(gpu), layout=Layout(gpus=gpus))
+        return [a for a in plan_performance(p)["assumptions"] if a.startswith("data-parallel traffic")]
+
+    assert "through 8 NICs a server" in line("h100", 512)[0]
+    assert "through 72 NICs a scale-up domain" in line("gb200", 144)[0]
+    assert line("h100", 16) == []

@@ -38,6 +38,7 @@ from anchorgpu.planner.speed.links import (
     group_link,
     host_kind,
     peak_for,
+    server_gpus,
 )
 from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
 from anchorgpu.planner.speed.serving_plan import (
@@ -130,13 +131,13 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
             warnings.append(("tp_over_pcie", f"TP={lay.tp} over PCIe on {plan.gpu.name}: collectives are slow"))
         elif link.kind == "network":
             warnings.append(("tp_across_nodes", f"TP={lay.tp} spans servers: collectives cross the network"))
-    stage_gpus = lay.gpus // lay.pp
-    if lay.dp * lay.cp > 1 and stage_gpus > SERVER_GPUS:  # the data-parallel group crosses servers
-        link = data_parallel_link(plan.gpu, stage_gpus, max(1, SERVER_GPUS // lay.tp), gpus_per_server=SERVER_GPUS)
+    stage_gpus, server = lay.gpus // lay.pp, server_gpus(plan.gpu, SERVER_GPUS)
+    if lay.dp * lay.cp > 1 and stage_gpus > server:  # the data-parallel group crosses servers
+        link = data_parallel_link(plan.gpu, stage_gpus, max(1, server // lay.tp), gpus_per_server=SERVER_GPUS)
         if link.kind == "network":
             assumptions.append(f"data-parallel traffic (gradient sync{', parameter gathers' if lay.zero >= 3 else ''}) "
                                f"over the {link.description} (NCCL's rings leave a server through each member's "
-                               "own NIC)")
+                               "own NIC), each ring collective with NCCL's latency for each of its steps")
     if model.moe is not None and lay.ep > 1:
         assumptions.append(training_expert_parallel_line(
             lay.ep, lay.tp, lay.dp, lay.cp, model.moe.experts_per_token, SERVER_GPUS,

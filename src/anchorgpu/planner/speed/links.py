@@ -306,7 +306,8 @@ def data_parallel_link(gpu: GpuSpec, span_gpus: int, members_per_server: int, *,
     rate = link.bytes_per_s * members_per_server
     if inside.kind != "none" and inside.bytes_per_s < rate:
         rate = inside.bytes_per_s
-    found = replace(link, bytes_per_s=rate, description=f"{link.description}, through {members_per_server} NICs a server")
+    where = "a server" if members_per_server <= (gpus_per_server or 8) else "a scale-up domain"  # NVL72: a rack
+    found = replace(link, bytes_per_s=rate, description=f"{link.description}, through {members_per_server} NICs {where}")
     if len(_DP_LINK_MEMO) >= 1024:
         _DP_LINK_MEMO.clear()
     _DP_LINK_MEMO[key] = (link, gpu, found)
