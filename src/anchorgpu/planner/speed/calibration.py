@@ -163,7 +163,8 @@ class Calibration:
 
     def band(self, gpu: GpuSpec, phase: str, kind: str | None = None) -> Band:
         """The band of ``phase`` (train, serve) for the GPU's stack and, where the held-out rows of a ``kind`` of
-        run (``moe``: a mixture of experts, trained or served; ``pp``: serving over pipeline stages) fell apart from
+        run (``moe``: a mixture of experts, trained or served; ``pp``: serving over pipeline stages; ``cp``: dense
+        training with context parallelism) fell apart from
         the rest, that kind's; else of the phase over all stacks."""
         stack = stack_of(gpu)
         if kind is not None:
@@ -195,19 +196,22 @@ class Calibration:
         return 1.0
 
 
-def band_kind_of(*, moe: bool, phase: str, pp: int) -> str | None:
+def band_kind_of(*, moe: bool, phase: str, pp: int, cp: int = 1) -> str | None:
     """The kind whose held-out rows make a band (:meth:`Calibration.band`) and evidence of their own: ``moe`` for a
-    mixture of experts, trained or served; ``pp`` for serving over pipeline stages; else None. The calibration
-    keys its rows by it and every plan and recommendation reads its band by it.
+    mixture of experts, trained or served; ``pp`` for serving over pipeline stages; ``cp`` for dense training with
+    context parallelism (ring attention, whose measured runs fell furthest of the dense ones); else None. The
+    calibration keys its rows by it and every plan and recommendation reads its band by it.
 
     >>> band_kind_of(moe=True, phase="train", pp=1), band_kind_of(moe=False, phase="serve", pp=4)
     ('moe', 'pp')
-    >>> band_kind_of(moe=False, phase="train", pp=4) is None
-    True
+    >>> band_kind_of(moe=False, phase="train", pp=4) is None, band_kind_of(moe=False, phase="train", pp=1, cp=2)
+    (True, 'cp')
     """
     if moe:
         return "moe"
-    return "pp" if phase == "serve" and pp > 1 else None
+    if phase == "serve":
+        return "pp" if pp > 1 else None
+    return "cp" if cp > 1 else None
 
 
 def stack_of(gpu: GpuSpec) -> Stack:

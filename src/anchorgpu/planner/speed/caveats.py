@@ -6,21 +6,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["ATTENTION_DP_CAVEAT_LABEL", "ENGINE_CAVEAT_LABEL", "MOE_CAVEAT_LABEL", "MOE_TRAIN_CAVEAT_LABEL",
-           "SPEED_CAVEAT_LABELS", "TTFT_CAVEAT_LABEL", "serving_caveats", "training_caveats"]
+__all__ = ["ATTENTION_DP_CAVEAT_LABEL", "CP_TRAIN_CAVEAT_LABEL", "ENGINE_CAVEAT_LABEL", "MOE_CAVEAT_LABEL",
+           "MOE_TRAIN_CAVEAT_LABEL", "SPEED_CAVEAT_LABELS", "TTFT_CAVEAT_LABEL", "serving_caveats", "training_caveats"]
 
 MOE_CAVEAT_LABEL = "Mixture of experts"
 """How the serving assumption that carries the calibration's MoE caveat begins (the CLI shows it under the speeds)."""
 MOE_TRAIN_CAVEAT_LABEL = "Mixture-of-experts training"
 """How the training assumption that carries the calibration's MoE training caveat begins."""
+CP_TRAIN_CAVEAT_LABEL = "Context parallelism"
+"""How the training assumption that says what context-parallel runs showed begins."""
 TTFT_CAVEAT_LABEL = "Time to first token"
 """How the serving assumption that says what the time to first token leaves out begins (shown beside the MoE one)."""
 ENGINE_CAVEAT_LABEL = "Serving engine"
 """How the serving assumption that says which engines the speeds hold for begins (the same benchmarks on two engines)."""
 ATTENTION_DP_CAVEAT_LABEL = "Attention data parallelism"
 """How the serving assumption that says what backs a plan with expert parallelism wider than TP begins."""
-SPEED_CAVEAT_LABELS = (MOE_CAVEAT_LABEL, MOE_TRAIN_CAVEAT_LABEL, TTFT_CAVEAT_LABEL, ENGINE_CAVEAT_LABEL,
-                       ATTENTION_DP_CAVEAT_LABEL)
+SPEED_CAVEAT_LABELS = (MOE_CAVEAT_LABEL, MOE_TRAIN_CAVEAT_LABEL, CP_TRAIN_CAVEAT_LABEL, TTFT_CAVEAT_LABEL,
+                       ENGINE_CAVEAT_LABEL, ATTENTION_DP_CAVEAT_LABEL)
 
 
 def serving_caveats(caveats: Mapping[str, str], *, moe: bool, engine: str, wide_ep: bool = False) -> list[str]:
@@ -39,10 +41,14 @@ def serving_caveats(caveats: Mapping[str, str], *, moe: bool, engine: str, wide_
     return [f"{label}: {caveats[key]}." for key, label in filter(None, found) if caveats.get(key)]
 
 
-def training_caveats(caveats: Mapping[str, str], *, moe: bool) -> list[str]:
-    """The caveat lines of a training estimate: the MoE training one for a mixture of experts.
+def training_caveats(caveats: Mapping[str, str], *, moe: bool, cp: bool = False) -> list[str]:
+    """The caveat lines of a training estimate: the MoE training one for a mixture of experts, the context-parallel
+    one for a layout with ``--cp`` above 1.
 
     >>> training_caveats({"moe_train": "m"}, moe=True), training_caveats({"moe_train": "m"}, moe=False)
     (['Mixture-of-experts training: m.'], [])
+    >>> training_caveats({"cp_train": "c"}, moe=False, cp=True)
+    ['Context parallelism: c.']
     """
-    return [f"{MOE_TRAIN_CAVEAT_LABEL}: {caveats['moe_train']}."] if moe and caveats.get("moe_train") else []
+    found = (("moe_train", MOE_TRAIN_CAVEAT_LABEL) if moe else None, ("cp_train", CP_TRAIN_CAVEAT_LABEL) if cp else None)
+    return [f"{label}: {caveats[key]}." for key, label in filter(None, found) if caveats.get(key)]

@@ -85,8 +85,8 @@ def train_layout(plan: Plan) -> TrainLayout:
 def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[str, Any],
               assumptions: list[str], warnings: list[tuple[str, str]], cal: Calibration) -> None:
     assert plan.gpu is not None
-    moe_kind = band_kind_of(moe=model.moe is not None, phase="train", pp=plan.layout.pp)
-    band = plan_band(plan.gpu, cal, "train", moe_kind, None)
+    run_kind = band_kind_of(moe=model.moe is not None, phase="train", pp=plan.layout.pp, cp=plan.layout.cp)
+    band = plan_band(plan.gpu, cal, "train", run_kind, None)
     w = plan.workload
     precision = compute_precision_for_training(w.train_precision)  # plan() refused it where the GPU lacks it
     seq = w.seq_tokens or 2048
@@ -167,8 +167,8 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
                 f"{model.num_layers + 2} / {chunks} = {(model.num_layers + 2) // chunks} a chunk (Megatron-Core's "
                 "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split); the busiest rank's "
                 f"{math.ceil(model.num_layers / lay.pp)} layers set the pace, and its memory is planned for them")
-    assumptions.extend(training_caveats(cal.caveats, moe=bool(moe_kind)))
-    put_evidence(plan.gpu, evidence_kind("train", moe_kind), cal, out, assumptions)
+    assumptions.extend(training_caveats(cal.caveats, moe=model.moe is not None, cp=plan.layout.cp > 1))
+    put_evidence(plan.gpu, evidence_kind("train", run_kind), cal, out, assumptions)
 
 
 def plan_performance(

@@ -20,6 +20,7 @@ __all__ = ["ENGINE_NAMES", "EVIDENCE_KINDS", "STACK_NAMES", "GpuEvidence", "engi
 EVIDENCE_KINDS: dict[str, str] = {
     "train": "training",
     "train-moe": "mixture-of-experts training",
+    "train-cp": "context-parallel training",
     "serve": "dense-model serving",
     "serve-moe": "mixture-of-experts serving",
     "serve-pp": "pipeline-staged serving",

@@ -45,6 +45,9 @@ SETS: dict[str, str] = {
                           "EP 64, DualPipe), tokens a second per GPU, held out",
     "megatron-dsv3-gb200": "Megatron-LM's DeepSeek-V3 guide for GB200 NVL72: the optimised run on 256 GPUs (MXFP8, PP 8 x "
                            "EP 32, HybridEP, partial CUDA graphs), tokens a second per GPU, held out",
+    "torchtitan-2412": "the rest of torchtitan's December 2024 H100 benchmark that T26-T28 come from: Llama 3.1 8B with "
+                       "FSDP on 8 and on 128 GPUs, with context parallelism at 32k-262k tokens, 70B without AsyncTP, and "
+                       "405B over 512 GPUs with context parallelism (tokens a second per GPU), held out",
     "nemo-2407": "the rest of the NeMo 24.07 performance table T32-T34 come from (DGX-H100, FP8): GPT-3 5B, 20B and 175B, "
                  "Llama 2 7B and 13B and Llama 3 8B pre-training, and Llama 2 fine-tuning of every weight (SFT) and "
                  "with LoRA, tokens a second per GPU, held out",
@@ -66,7 +69,8 @@ def band_kind(run: Run) -> str | None:
     ``moe`` for a mixture of experts, trained or served, ``pp`` for serving over pipeline stages, else None."""
     from anchorgpu.planner.speed.runs import _model
 
-    return band_kind_of(moe=_model(run.row).moe is not None, phase=run.phase, pp=int(run.row.get("pp", 1)))
+    return band_kind_of(moe=_model(run.row).moe is not None, phase=run.phase, pp=int(run.row.get("pp", 1)),
+                        cp=int(run.row.get("cp", 1)))
 
 
 def engine_of(run: Run) -> str | None:
