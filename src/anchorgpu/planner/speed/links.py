@@ -317,11 +317,11 @@ def data_parallel_link(gpu: GpuSpec, span_gpus: int, members_per_server: int, *,
 _DP_LINK_MEMO: dict[tuple[int, int, int, int | None], tuple[Link, GpuSpec, Link]] = {}
 
 
-def ring_latency_s(ranks: int, servers: int, inside: str, *, steps_per_rank: int = 1) -> float:
+def ring_latency_s(ranks: int, servers: int, inside: str) -> float:
     """The latency a ring reduce-scatter or all-gather of ``ranks`` ranks over ``servers`` servers pays before any
     byte's bandwidth time, as NCCL's own tuning model counts it (``calibration.ring_step_latency_s``: a base, then
     ``ranks - 1`` steps, ``servers - 1`` of them across the network and the rest inside a server over ``inside``, the
-    server's link kind); ``steps_per_rank`` 2 for an all-reduce ring. A few ranks pay tens of microseconds; FSDP over
+    server's link kind); an all-reduce ring takes twice the steps. A few ranks pay tens of microseconds; FSDP over
     thousands of GPUs pays milliseconds a collective.
 
     >>> round(ring_latency_s(8, 1, "scale-up") * 1e6, 1), round(ring_latency_s(2048, 256, "scale-up") * 1e3, 2)
@@ -332,9 +332,8 @@ def ring_latency_s(ranks: int, servers: int, inside: str, *, steps_per_rank: int
     if ranks <= 1:
         return 0.0
     lat = calibration().ring_step_latency_s
-    servers = max(1, min(servers, ranks))
-    steps, across = steps_per_rank * (ranks - 1), steps_per_rank * (servers - 1)
-    return lat["base"] + (steps - across) * lat.get(inside, lat["scale-up"]) + across * lat["network"]
+    across = max(1, min(servers, ranks)) - 1
+    return lat["base"] + (ranks - 1 - across) * lat.get(inside, lat["scale-up"]) + across * lat["network"]
 
 
 def tp_link(gpu: GpuSpec, tp: int, *, gpus_per_server: int | None = None,
