@@ -19,6 +19,7 @@ from anchorgpu.planner.memory import expert_data_parallel
 from anchorgpu.planner.speed.calibration import Calibration
 from anchorgpu.planner.speed.links import (
     ACTIVATION_BYTES,
+    Link,
     all_gather_s,
     allreduce_s,
     data_parallel_link,
@@ -32,7 +33,7 @@ from anchorgpu.planner.speed.offload import parameter_fetch_s
 if TYPE_CHECKING:
     from anchorgpu.planner.speed.training import TrainSplit
 
-__all__ = ["BUCKET_MIN_PARAMS", "DataParallelTerms", "data_parallel_terms", "held_params"]
+__all__ = ["BUCKET_MIN_PARAMS", "DataParallelTerms", "data_parallel_terms", "group_link_of", "held_params"]
 
 BUCKET_MIN_PARAMS = 40_000_000
 """Megatron-Core's default gradient bucket: ``max(40M, 1M x DP)`` parameters (DistributedDataParallelConfig's
@@ -66,6 +67,23 @@ def held_params(model: ModelSpec, lay: TrainSplit) -> tuple[float, float, int]:
             expert_data_parallel(tp=lay.tp, dp=lay.dp, cp=lay.cp, ep=lay.ep))
 
 
+def group_link_of(gpu: GpuSpec, lay: TrainSplit, *, gpus_per_server: int | None,
+                  network_bytes_per_s: float | None = None, stride: int | None = None) -> Link:
+    """The link the data-parallel (DP x CP) group of a stage's GPUs crosses: a member every ``stride`` ranks (TP
+    by default; an expert data-parallel group has one every EP ranks, EP groups being consecutive ranks), so that
+    many of each server's (or NVL72 domain's) NICs carry the group's traffic across servers.
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> from anchorgpu.planner.speed.training import TrainLayout
+    >>> group_link_of(get_gpu("h100"), TrainLayout(gpus=64, tp=2, dp=32), gpus_per_server=8).description
+    'network between servers, 400 Gb/s per GPU, through 4 NICs a server'
+    """
+    stage_gpus = lay.gpus // lay.pp
+    in_server = min(stage_gpus, server_gpus(gpu, gpus_per_server))
+    return data_parallel_link(gpu, stage_gpus, max(1, in_server // (stride or lay.tp)), gpus_per_server=gpus_per_server,
+                              network_bytes_per_s=network_bytes_per_s)
+
+
 def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: TrainSplit, *, stage_layers: float,
                         compute_s: float, trains_base: bool, gpus_per_server: int | None,
                         network_bytes_per_s: float | None, grad_bytes_per_value: int) -> DataParallelTerms:
@@ -76,21 +94,16 @@ def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: T
     reduced over the GPUs holding the same experts (the expert data-parallel group, tp x dp x cp / ep)."""
     params_stage, expert_stage, expert_group = held_params(model, lay)
     shard_group = lay.dp * lay.cp
-    # the DP x CP group has a member every TP ranks, an expert data-parallel group one every EP ranks (EP groups are
-    # consecutive ranks): that many NICs a server carry the group's traffic across servers
-    stage_gpus = lay.gpus // lay.pp
-    server = server_gpus(gpu, gpus_per_server)  # or a scale-up domain larger than a server (NVL72)
-    in_server = min(stage_gpus, server)
-    dp_link = data_parallel_link(gpu, stage_gpus, max(1, in_server // lay.tp), gpus_per_server=gpus_per_server,
-                                 network_bytes_per_s=network_bytes_per_s)
+    dp_link = group_link_of(gpu, lay, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
     expert_link = dp_link
     if expert_stage and expert_group > 1:
-        expert_link = data_parallel_link(gpu, stage_gpus, max(1, in_server // max(lay.tp, lay.ep)),
-                                         gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
+        expert_link = group_link_of(gpu, lay, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s,
+                                    stride=max(lay.tp, lay.ep))
     shard_ring = expert_ring = 0.0
     if dp_link.kind == "network":
+        stage_gpus, server = lay.gpus // lay.pp, server_gpus(gpu, gpus_per_server)
         servers = -(-stage_gpus // server)
-        inside = group_link(gpu, in_server, gpus_per_server=gpus_per_server).kind
+        inside = group_link(gpu, min(stage_gpus, server), gpus_per_server=gpus_per_server).kind
         shard_ring = ring_latency_s(shard_group, servers, inside)
         expert_ring = ring_latency_s(expert_group, servers, inside)
     moe_layers = stage_layers * model.moe.num_moe_layers / model.num_layers if model.moe is not None else 0.0

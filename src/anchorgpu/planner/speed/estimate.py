@@ -27,6 +27,7 @@ from anchorgpu.planner.speed.caveats import (
     TTFT_CAVEAT_LABEL,
     training_caveats,
 )
+from anchorgpu.planner.speed.data_parallel import group_link_of
 from anchorgpu.planner.speed.evidence import evidence_kind
 from anchorgpu.planner.speed.experts import expert_gemms_per_layer
 from anchorgpu.planner.speed.figures import evidence_items, plan_band, put_evidence, put_rate, put_time
@@ -34,11 +35,9 @@ from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import (
     compute_precision_for_training,
     compute_precision_for_weights,
-    data_parallel_link,
     group_link,
     host_kind,
     peak_for,
-    server_gpus,
 )
 from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
 from anchorgpu.planner.speed.serving_plan import (
@@ -131,10 +130,9 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
             warnings.append(("tp_over_pcie", f"TP={lay.tp} over PCIe on {plan.gpu.name}: collectives are slow"))
         elif link.kind == "network":
             warnings.append(("tp_across_nodes", f"TP={lay.tp} spans servers: collectives cross the network"))
-    stage_gpus, server = lay.gpus // lay.pp, server_gpus(plan.gpu, SERVER_GPUS)
-    if lay.dp * lay.cp > 1 and stage_gpus > server:  # the data-parallel group crosses servers
-        link = data_parallel_link(plan.gpu, stage_gpus, max(1, server // lay.tp), gpus_per_server=SERVER_GPUS)
-        if link.kind == "network":
+    if lay.dp * lay.cp > 1:
+        link = group_link_of(plan.gpu, lay, gpus_per_server=SERVER_GPUS)
+        if link.kind == "network":  # the data-parallel group crosses servers
             assumptions.append(f"data-parallel traffic (gradient sync{', parameter gathers' if lay.zero >= 3 else ''}) "
                                f"over the {link.description} (NCCL's rings leave a server through each member's "
                                "own NIC), each ring collective with NCCL's latency for each of its steps")

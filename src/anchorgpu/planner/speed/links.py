@@ -218,21 +218,22 @@ def _network(network_bytes_per_s: float | None) -> Link:
                 description=f"network between servers, {bw * 8 / 1e9:.0f} Gb/s per GPU")
 
 
-_LINK_MEMO: dict[tuple[int, int, int | None, float | None, int], tuple[GpuSpec, object, Link]] = {}
+_LINK_MEMO: dict[tuple[int, int, int | None, float | None, int, int], tuple[GpuSpec, object, Link]] = {}
 
 
 def group_link(gpu: GpuSpec, span_gpus: int, *, gpus_per_server: int | None = 8,
-               network_bytes_per_s: float | None = None) -> Link:
+               network_bytes_per_s: float | None = None, nics: int = 1) -> Link:
     """The slowest link a group spanning ``span_gpus`` GPUs crosses (see :func:`_group_link`), memoised:
     the answer depends only on the frozen GPU spec, the arguments and the calibration in force."""
     cal = calibration()
-    key = (id(gpu), span_gpus, gpus_per_server, network_bytes_per_s, id(cal))
+    key = (id(gpu), span_gpus, gpus_per_server, network_bytes_per_s, id(cal), nics)
     hit = _LINK_MEMO.get(key)
     if hit is not None and hit[0] is gpu and hit[1] is cal:
         return hit[2]
     if len(_LINK_MEMO) >= 1024:
         _LINK_MEMO.clear()
-    link = _group_link(gpu, span_gpus, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
+    link = _group_link(gpu, span_gpus, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s,
+                       nics=nics)
     _LINK_MEMO[key] = (gpu, cal, link)
     return link
 
@@ -250,12 +251,14 @@ def server_gpus(gpu: GpuSpec, gpus_per_server: int | None = 8) -> int:
 
 
 def _group_link(gpu: GpuSpec, span_gpus: int, *, gpus_per_server: int | None = 8,
-                network_bytes_per_s: float | None = None) -> Link:
+                network_bytes_per_s: float | None = None, nics: int = 1) -> Link:
     """The slowest link a group of ranks crosses when its members lie within ``span_gpus`` consecutive GPUs.
 
     Inside one server: the scale-up link (NVLink / Infinity Fabric) when the span fits its domain
     (``scaleup_domain_gpus``: 8 on HGX/OAM boards, 72 on NVL72 racks, 2 on bridged PCIe pairs), else PCIe.
-    Past one server (or past the scale-up domain where that is larger): the network.
+    Past one server (or past the scale-up domain where that is larger): the network, at ``nics`` times one GPU's
+    network bandwidth where the group has that many members in each server (each leaves through its own NIC:
+    :func:`data_parallel_link`), up to the link inside the server.
 
     >>> from anchorgpu.planner.speed._toys import toy_gpu
     >>> group_link(toy_gpu(), 8).kind, group_link(toy_gpu(), 8).bytes_per_s
@@ -269,7 +272,13 @@ def _group_link(gpu: GpuSpec, span_gpus: int, *, gpus_per_server: int | None = 8
     domain = gpu.scaleup_domain_gpus if gpu.interconnect_bandwidth_bytes_per_s else 1
     server = server_gpus(gpu, gpus_per_server)
     if span_gpus > server:
-        return _network(network_bytes_per_s)
+        link = _network(network_bytes_per_s)
+        if nics <= 1:
+            return link
+        inside = _group_link(gpu, server, gpus_per_server=gpus_per_server)
+        where = "a server" if nics <= (gpus_per_server or 8) else "a scale-up domain"  # NVL72: a rack
+        return replace(link, bytes_per_s=min(link.bytes_per_s * nics, inside.bytes_per_s),
+                       description=f"{link.description}, through {nics} NICs {where}")
     if gpu.interconnect_bandwidth_bytes_per_s and domain > 1 and span_gpus <= domain:
         return Link(kind="scale-up", bytes_per_s=gpu.interconnect_bandwidth_bytes_per_s / 2,
                     latency_s=cal.stack(gpu).scaleup_latency_s, description=gpu.interconnect)
@@ -294,27 +303,8 @@ def data_parallel_link(gpu: GpuSpec, span_gpus: int, members_per_server: int, *,
     >>> data_parallel_link(toy_gpu(), 64, 8, network_bytes_per_s=100e9).bytes_per_s  # the scale-up link caps it
     450000000000.0
     """
-    link = group_link(gpu, span_gpus, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
-    if link.kind != "network" or members_per_server <= 1:
-        return link
-    key = (id(link), members_per_server, id(gpu), gpus_per_server)  # the group's link is memoised, so is this
-    hit = _DP_LINK_MEMO.get(key)
-    if hit is not None and hit[0] is link and hit[1] is gpu:
-        return hit[2]
-    inside = group_link(gpu, server_gpus(gpu, gpus_per_server), gpus_per_server=gpus_per_server,
-                        network_bytes_per_s=network_bytes_per_s)
-    rate = link.bytes_per_s * members_per_server
-    if inside.kind != "none" and inside.bytes_per_s < rate:
-        rate = inside.bytes_per_s
-    where = "a server" if members_per_server <= (gpus_per_server or 8) else "a scale-up domain"  # NVL72: a rack
-    found = replace(link, bytes_per_s=rate, description=f"{link.description}, through {members_per_server} NICs {where}")
-    if len(_DP_LINK_MEMO) >= 1024:
-        _DP_LINK_MEMO.clear()
-    _DP_LINK_MEMO[key] = (link, gpu, found)
-    return found
-
-
-_DP_LINK_MEMO: dict[tuple[int, int, int, int | None], tuple[Link, GpuSpec, Link]] = {}
+    return group_link(gpu, span_gpus, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s,
+                      nics=max(1, members_per_server))
 
 
 def ring_latency_s(ranks: int, servers: int, inside: str) -> float:
