@@ -20,7 +20,6 @@ import statistics
 import sys
 from typing import Any
 
-import anchorgpu.planner.speed.data_parallel as _data_parallel
 import anchorgpu.planner.speed.training as _training
 from anchorgpu.planner.speed import calibrate
 from anchorgpu.planner.speed.calibration import calibration
@@ -28,7 +27,9 @@ from anchorgpu.planner.speed.rows_report import paired_errors
 from anchorgpu.planner.speed.runs import load_runs, predict
 
 training: Any = _training  # its layout memo bypassed for the second reading
-data_parallel: Any = _data_parallel  # its link patched in place for the second reading
+# the namespace the training step's data-parallel terms read their link from (patched for the second reading; taken
+# from the function itself, so a second import of the module, as a doctest collection may make, cannot be patched instead)
+data_parallel: Any = _training.data_parallel_terms.__globals__
 
 
 def _errors() -> dict[str, float]:
@@ -39,12 +40,12 @@ def _errors() -> dict[str, float]:
 def _one_nic() -> tuple[Any, Any]:
     """``data_parallel``'s link and ``training``'s layout memo, patched so the data-parallel group's network link is
     one GPU's NIC whatever its members a server (the originals returned, to restore)."""
-    data_parallel_link, layout_terms = data_parallel.data_parallel_link, training._layout_terms
+    data_parallel_link, layout_terms = data_parallel["data_parallel_link"], training._layout_terms
 
     def one_nic(gpu: Any, span_gpus: int, members_per_server: int, **kw: Any) -> Any:
         return data_parallel_link(gpu, span_gpus, 1, **kw)
 
-    data_parallel.data_parallel_link = one_nic
+    data_parallel["data_parallel_link"] = one_nic
     training._layout_terms = training._compute_layout_terms  # unmemoised: the memo holds the shipped reading's terms
     return data_parallel_link, layout_terms
 
@@ -55,7 +56,7 @@ def both() -> tuple[dict[str, float], dict[str, float]]:
     try:
         one = _errors()
     finally:
-        data_parallel.data_parallel_link, training._layout_terms = originals
+        data_parallel["data_parallel_link"], training._layout_terms = originals
     return one, _errors()
 
 
