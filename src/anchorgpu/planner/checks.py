@@ -52,7 +52,7 @@ def _layout_warnings(training: bool, lay: ResolvedLayout, gpu: GpuSpec | None) -
     elif lay.dp > 1 and (not training or lay.zero == 0):
         out.append(make_warning("ddp_no_memory_pooling",
                                 f"{lay.dp} data-parallel replicas: each GPU holds its own full share; memory does not pool"))
-    if lay.zero and lay.dp == 1:
+    if lay.zero and lay.shard_group == 1:
         out.append(make_warning("zero_without_data_parallel", f"ZeRO stage {lay.zero} with one data-parallel rank shards nothing"))
     if lay.tp > 1:
         out.append(make_warning("tp_requires_engine_support", f"tensor parallelism over {lay.tp} GPUs"))

@@ -57,6 +57,13 @@ class ResolvedLayout:
     ep_overlap: bool = False
 
     @property
+    def shard_group(self) -> int:
+        """The GPUs that hold the same (non-expert) parameters and split their ZeRO/FSDP states: DP x CP. Context
+        parallel ranks hold the same weights and reduce their gradients together, so Megatron-LM's distributed
+        optimizer shards over its data-parallel group with CP and torchtitan's FSDP over its dp_shard x cp mesh."""
+        return self.dp * self.cp
+
+    @property
     def attention_dp(self) -> bool:
         """Attention data parallelism: a mixture of experts' routed experts split over more GPUs than one replica's
         TP (EP wider than TP), so the replicas are one engine whose MoE layers gather every replica's tokens."""

@@ -38,7 +38,7 @@ def weights_bytes(model: ModelSpec, fmt: WeightFormat, lay: ResolvedLayout, brea
     them (:func:`_sharded_weights`), so every plan of that split reuses them."""
     zero3 = lay.zero == 3
     expert_dp = mm.expert_data_parallel(tp=lay.tp, dp=lay.dp, cp=lay.cp, ep=lay.ep) if zero3 else 1
-    held, terms = _sharded_weights(model_weight_parts(model, fmt), lay.tp, lay.pp, lay.ep, lay.dp if zero3 else 1,
+    held, terms = _sharded_weights(model_weight_parts(model, fmt), lay.tp, lay.pp, lay.ep, lay.shard_group if zero3 else 1,
                                    zero3, zero3 and lay.offload == "params", expert_dp)
     breakdown.update(terms)
     return held

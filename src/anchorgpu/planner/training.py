@@ -58,6 +58,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     # over that group, the rest over the data-parallel ranks
     expert_gpu = _expert_params_per_gpu(model, lay.tp, lay.pp, lay.ep) if lay.ep > 1 else 0.0
     expert_dp = mm.expert_data_parallel(tp=lay.tp, dp=lay.dp, cp=lay.cp, ep=lay.ep)
+    shards = lay.shard_group  # the rest's ZeRO states split over DP x CP (context-parallel ranks hold the same weights)
     rest_gpu = params_gpu - expert_gpu
     on_gpu_optimizer = lay.offload == "none"
     moment_scale = 1.0 if mixed or w.optimizer == "adamw-8bit" else 0.5
@@ -66,15 +67,15 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         shapes = [(g.count, g.d_in, g.d_out) for g in model.linear_groups]
         shapes += [(1, model.vocab_size, model.hidden_size)] * ((model.params.embeddings > 0) + (model.params.head > 0))
     if w.task == "train":
-        grads = (mm.gradient_bytes(rest_gpu, bytes_per_value=w.grad_bytes_per_value, zero=lay.zero, dp=lay.dp)
+        grads = (mm.gradient_bytes(rest_gpu, bytes_per_value=w.grad_bytes_per_value, zero=lay.zero, dp=shards)
                  + mm.gradient_bytes(expert_gpu, bytes_per_value=w.grad_bytes_per_value, zero=lay.zero, dp=expert_dp))
-        master = (mm.master_weight_bytes(rest_gpu, mixed_precision=mixed, zero=lay.zero, dp=lay.dp)
+        master = (mm.master_weight_bytes(rest_gpu, mixed_precision=mixed, zero=lay.zero, dp=shards)
                   + mm.master_weight_bytes(expert_gpu, mixed_precision=mixed, zero=lay.zero, dp=expert_dp))
         moments = math.ceil(sum(
             held / max(1, params_total) * mm.optimizer_moment_bytes(
                 params_total, optimizer=w.optimizer, zero=lay.zero, dp=group, moment_scale=moment_scale,
                 matrix_shapes=shapes)
-            for held, group in ((rest_gpu, lay.dp), (expert_gpu, expert_dp)) if held))
+            for held, group in ((rest_gpu, shards), (expert_gpu, expert_dp)) if held))
         checkpoint = params_total * 2 + (4 * params_total if mixed else 0) + mm.optimizer_moment_bytes(
             params_total, optimizer=w.optimizer, zero=0, dp=1, moment_scale=moment_scale, matrix_shapes=shapes)
         assumptions.append(
@@ -98,7 +99,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         weights += adapters_gpu * value
         grads = adapters_gpu * value
         master = 0
-        moments = mm.optimizer_moment_bytes(adapters_gpu, optimizer=w.optimizer, zero=lay.zero, dp=lay.dp,
+        moments = mm.optimizer_moment_bytes(adapters_gpu, optimizer=w.optimizer, zero=lay.zero, dp=shards,
                                             moment_scale=moment_scale)
         checkpoint = adapters * 2
         assumptions.append("Activations of the whole model are kept for the backward pass through the frozen layers.")
@@ -123,7 +124,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         assumptions.append(f"Context parallelism {lay.cp}: each GPU keeps the activations of {seq // lay.cp:,} of the "
                            f"{seq:,} tokens (ring attention).")
     if w.train_precision in ("fp8", "fp4") and w.task == "train":
-        low = math.ceil(rest_gpu / (lay.dp if lay.zero == 3 else 1) + expert_gpu / (expert_dp if lay.zero == 3 else 1)
+        low = math.ceil(rest_gpu / (shards if lay.zero == 3 else 1) + expert_gpu / (expert_dp if lay.zero == 3 else 1)
                         ) * (2 if w.train_precision == "fp8" else 1)
         breakdown["low_precision_weight_copies_bytes"] = low
         weights += low
