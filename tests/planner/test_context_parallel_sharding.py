@@ -71,3 +71,14 @@ def test_the_chosen_long_context_layout_fits_without_an_idle_zero_stage() -> Non
     assert result.fits
     assert result.layout.cp > 1
     assert "zero_without_data_parallel" not in {x.code for x in result.warnings}
+
+
+def test_the_warning_follows_cp_whatever_was_planned_before() -> None:
+    """The layout warnings are memoised per split: the same DP, ZeRO and TP with and without CP are two splits."""
+    model, gpu = load_model("llama-3.1-8b"), get_gpu("h100")
+    w = Workload(task="train", seq_tokens=32768, recompute="full", allow_long_context=True)
+    codes = []
+    for cp in (8, 1, 8):
+        result = plan(model, w, gpu=gpu, suggest=False, layout=Layout(gpus=8 * cp, tp=8, pp=1, cp=cp, dp=1, zero=1))
+        codes.append("zero_without_data_parallel" in {x.code for x in result.warnings})
+    assert codes == [False, True, False]

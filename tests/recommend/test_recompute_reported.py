@@ -14,10 +14,12 @@ def test_training_results_name_their_recompute(capsys: pytest.CaptureFixture[str
                    "--gpu", "h100", "--top", "5")
     levels = [r["recompute"] for r in doc["results"]]
     assert levels and set(levels) <= set(RECOMPUTES)
-    assert "moe" in levels  # at 16k tokens a MoE's experts' activations are what a layout frees to fit
+    # at 16k tokens one server holds the run only by recomputing (more servers split the sequence with CP instead)
+    recomputed = [level for level in levels if level != "none"]
+    assert recomputed
     code, out, _ = run(capsys, "recommend", "qwen3-30b-a3b", "--task", "train", "--tokens", "1e10", "--seq", "16384",
                        "--gpu", "h100", "--top", "5")
-    assert code == 0 and "rc:moe" in out
+    assert code == 0 and f"rc:{recomputed[0]}" in out
 
 
 def test_serving_results_have_no_recompute(capsys: pytest.CaptureFixture[str]) -> None:

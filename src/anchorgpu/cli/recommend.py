@@ -70,7 +70,8 @@ def render_recommendation(rec: Recommendation) -> None:
         table.add_column(name, justify="left" if name in left else "right", no_wrap=name in left)
     for i, o in enumerate(rec.results, 1):
         c = o.config
-        layout = (f"TP{c['tp']} PP{c['pp']} DP{c['dp']}" + (f" EP{c['ep']}" if c.get("ep", 1) > 1 else "")
+        layout = (f"TP{c['tp']} PP{c['pp']}" + (f" CP{c['cp']}" if c.get("cp", 1) > 1 else "") + f" DP{c['dp']}"
+                  + (f" EP{c['ep']}" if c.get("ep", 1) > 1 else "")
                   + (f" Z{c['zero']}" if c["zero"] else "")
                   + (f" rc:{RECOMPUTES[int(c['recompute'])]}" if c.get("recompute") else ""))
         mem = f"{c['per_gpu_total_bytes'] / GIB:.1f}/{c['budget_bytes'] / GIB:.1f}"

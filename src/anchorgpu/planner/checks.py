@@ -39,7 +39,7 @@ def layout_warnings(w: Workload, lay: ResolvedLayout, gpu: GpuSpec | None) -> tu
     """What the split means for memory and engines: replicas do not pool memory, ZeRO without data parallelism,
     TP/PP/EP needing engine support, TP across servers or over PCIe."""
     training = w.task in ("train", "lora", "qlora")
-    return _memo(("layout", training, lay.dp, lay.zero, lay.tp, lay.pp, lay.ep, id(gpu)), gpu, None,
+    return _memo(("layout", training, lay.dp, lay.cp, lay.zero, lay.tp, lay.pp, lay.ep, id(gpu)), gpu, None,
                  lambda: _layout_warnings(training, lay, gpu))
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "default_seq_tokens",
     "DEFAULT_OUTPUT_TOKENS",
     "DEFAULT_PROMPT_TOKENS",
+    "train_cp_sizes",
     "train_ep_sizes",
     "engine_limits",
     "recompute_ladder",
@@ -188,6 +189,21 @@ class Overheads:
     serving_non_torch_tp1_bytes: int = int(0.15 * GIB)
     serving_non_torch_multi_bytes: int = int(0.6 * GIB)
     fragmentation_fraction: float = 0.05  # training: caching-allocator margin on allocated tensors
+
+
+def train_cp_sizes(seq_tokens: int) -> tuple[int, ...]:
+    """The context-parallel sizes a layout chosen for training, and the recommend sweep, try: none below 16,384
+    tokens a sequence; above, the powers of two up to 8 that divide the sequence and leave each GPU at least 4,096
+    of its tokens (shorter pieces make ring attention's chunks too small to hide their K/V transfers).
+
+    >>> train_cp_sizes(8192), train_cp_sizes(32768), train_cp_sizes(131072)
+    ((1,), (1, 2, 4, 8), (1, 2, 4, 8))
+    >>> train_cp_sizes(16384)
+    (1, 2, 4)
+    """
+    if seq_tokens < 16384:
+        return (1,)
+    return tuple(c for c in (1, 2, 4, 8) if seq_tokens % c == 0 and seq_tokens // c >= 4096)
 
 
 def train_ep_sizes(num_experts: int) -> tuple[int, ...]:

@@ -13,7 +13,9 @@ are a :class:`~anchorgpu.planner.grid_columns.GridColumns`: each kept on the gri
 Grid (in this order, which is also the order of the result columns; the sweep is deterministic):
 shape -> servers (1..max_servers whole servers) -> TP (powers of two up to the GPUs of one server,
 valid for the model's heads) -> PP (powers of two; across servers only where a fabric joins them)
--> DP (the rest of the GPUs) -> ZeRO stage (training) -> weight format -> KV-cache dtype -> concurrency.
+-> DP (the rest of the GPUs) -> ZeRO stage (training) -> EP (training a mixture of experts) -> CP (training
+sequences of 16,384 tokens or more: :func:`~anchorgpu.planner.inputs.train_cp_sizes`, as plan()'s chooser) -> weight
+format -> KV-cache dtype -> concurrency.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from anchorgpu.planner.inputs import (
     default_seq_tokens,
     engine_refusal,
     recompute_ladder,
+    train_cp_sizes,
     train_ep_sizes,
 )
 from anchorgpu.planner.plan import plan
@@ -116,7 +119,7 @@ class SweepSpec:
 class SweepResult:
     """Every configuration evaluated, as parallel numpy columns (one entry per configuration).
 
-    Index columns: ``shape`` (into ``shapes``), ``servers``, ``gpus``, ``tp``, ``pp``, ``dp``, ``zero``, ``ep``,
+    Index columns: ``shape`` (into ``shapes``), ``servers``, ``gpus``, ``tp``, ``pp``, ``dp``, ``zero``, ``ep``, ``cp``,
     ``weights`` (into ``weights``), ``kv_cache`` (into ``kv_caches``), ``concurrency``. Memory columns
     (bytes per GPU): ``weights_bytes``, ``kv_cache_bytes``, ``activations_bytes``, ``other_bytes``,
     ``per_gpu_total_bytes``, ``budget_bytes``, ``fits``. Speed columns: ``prefill_s``,
@@ -177,36 +180,39 @@ class _Layouts:
     dp: IntArray
     zero: IntArray
     ep: IntArray  # expert parallelism: 1 but for training a mixture of experts
+    cp: IntArray  # context parallelism: 1 but for training long sequences (train_cp_sizes)
 
     def __len__(self) -> int:
         return int(self.shape.size)
 
 
 def _layouts(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: bool, max_pp: int,
-             zero_stages: Sequence[int]) -> _Layouts:
+             zero_stages: Sequence[int], seq_tokens: int = 0) -> _Layouts:
     tps = np.array([tp for tp in POWERS_OF_TWO if valid_tp(model, tp)], dtype=np.int64)
     pps = np.array([pp for pp in POWERS_OF_TWO if pp <= max_pp and pp <= model.num_layers], dtype=np.int64)
     zeros = np.array(sorted(set(zero_stages)) if training else [0], dtype=np.int64)
     # training a mixture of experts: expert parallelism too, sizes that divide the experts (as plan()'s chooser)
     eps = np.array(train_ep_sizes(model.moe.num_experts) if training and model.moe is not None else (1,),
                    dtype=np.int64)
+    # training long sequences: context parallelism too, the sizes plan()'s chooser tries (train_cp_sizes)
+    cps = np.array(train_cp_sizes(seq_tokens) if training else (1,), dtype=np.int64)
     per_server = np.array([sh.gpus_per_server for sh in shapes], dtype=np.int64)
     most_servers = np.array([sh.max_servers for sh in shapes], dtype=np.int64)
     fabric = np.array([sh.scale_out for sh in shapes], dtype=bool)
     servers_axis = np.arange(1, int(most_servers.max()) + 1, dtype=np.int64)
-    # the whole candidate grid in loop order (shape, servers, tp, pp, zero), then the rules as masks
-    s_i, n, tp, pp, z, ep = (a.ravel() for a in np.meshgrid(np.arange(len(shapes)), servers_axis, tps, pps, zeros,
-                                                             eps, indexing="ij"))
+    # the whole candidate grid in loop order (shape, servers, tp, pp, zero, ep, cp), then the rules as masks
+    s_i, n, tp, pp, z, ep, cp = (a.ravel() for a in np.meshgrid(np.arange(len(shapes)), servers_axis, tps, pps,
+                                                                 zeros, eps, cps, indexing="ij"))
     k = per_server[s_i]
     gpus = n * k
-    ok = (n <= most_servers[s_i]) & (tp <= k) & (k % tp == 0) & (gpus % (tp * pp) == 0)
-    ok &= fabric[s_i] | (tp * pp <= k)  # pipeline stages span servers only over a fabric
-    dp = np.where(ok, gpus // (tp * pp), 0)
-    ok &= (z == 0) | (dp > 1)  # ZeRO shards over data-parallel ranks: pointless with one
-    ok &= (tp * dp) % ep == 0  # the experts split over GPUs of one stage
+    ok = (n <= most_servers[s_i]) & (tp <= k) & (k % tp == 0) & (gpus % (tp * cp * pp) == 0)
+    ok &= fabric[s_i] | (tp * cp * pp <= k)  # pipeline stages and CP rings span servers only over a fabric
+    dp = np.where(ok, gpus // (tp * cp * pp), 0)
+    ok &= (z == 0) | (dp * cp > 1)  # ZeRO shards over the data-parallel and CP ranks: pointless with one
+    ok &= (tp * cp * dp) % ep == 0  # the experts split over GPUs of one stage (folded over TP, CP and DP)
     if not ok.any():
         raise InvalidWorkload(f"no valid tensor-parallel layout for {model.name} on the shapes given")
-    return _Layouts(s_i[ok], n[ok], gpus[ok], tp[ok], pp[ok], dp[ok], z[ok], ep[ok])
+    return _Layouts(s_i[ok], n[ok], gpus[ok], tp[ok], pp[ok], dp[ok], z[ok], ep[ok], cp[ok])
 
 
 # -------------------------------------------------------------------------------------- training
@@ -223,26 +229,26 @@ def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec
     # a layout's training memory depends on the GPU only through its vendor (the CUDA or ROCm context) and
     # whether it computes in the training precision (plan() refuses FP8/FP4 training without the units): planned
     # once per such group and recompute level, the fit then read against each GPU's memory as plan() reads it
-    mem_cache: dict[tuple[str, int, int, int, int, int, str, bool, str], tuple[int, int, int, int, str]] = {}
+    mem_cache: dict[tuple[str, int, int, int, int, int, int, str, bool, str], tuple[int, int, int, int, str]] = {}
     weights_lw = np.empty((n_l, n_w))
     act_lw = np.empty((n_l, n_w))
     total_lw = np.empty((n_l, n_w))
     state_lw = np.empty((n_l, n_w))
     recompute_lw = np.empty((n_l, n_w), dtype=object)
     rows = zip(lay.gpus.tolist(), lay.tp.tolist(), lay.pp.tolist(), lay.dp.tolist(), lay.zero.tolist(),
-               lay.ep.tolist(), lay.shape.tolist(), strict=True)
+               lay.ep.tolist(), lay.cp.tolist(), lay.shape.tolist(), strict=True)
     by_recompute = {rc: replace(w, recompute=rc) for rc in ladder}  # built once, not per layout
     by_weights = {name: PrecisionPlan(weights=name) for name in weights}
-    for i, (gpus, tp, pp, dp, zero, ep, s) in enumerate(rows):
+    for i, (gpus, tp, pp, dp, zero, ep, cp, s) in enumerate(rows):
         for j, name in enumerate(weights):
             gpu = shapes[s].gpu
-            group = (name, tp, pp, dp, zero, ep, gpu.vendor, gpu.computes_in(w.train_precision))
+            group = (name, tp, pp, dp, zero, ep, cp, gpu.vendor, gpu.computes_in(w.train_precision))
             for rc in ladder:  # the least recompute that fits this GPU, as plan(...).fits says
                 key = (*group, rc)
                 if key not in mem_cache:
                     p = plan(model, by_recompute[rc], precision=by_weights[name], gpu=gpu, suggest=False,
                              choose_layout=False, layout=Layout(gpus=gpus, tp=tp, pp=pp, dp=dp, zero=zero,
-                                                                ep=ep if ep > 1 else None),
+                                                                ep=ep if ep > 1 else None, cp=cp),
                              overheads=spec.overheads)
                     b = p.per_gpu
                     mem_cache[key] = (b.weights_bytes, b.activations_bytes, b.gradients_bytes + b.optimizer_bytes,
@@ -259,21 +265,21 @@ def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec
     seq = default_seq_tokens(w, model.max_context_tokens)
     kind: TrainKind = "full" if w.task == "train" else "lora"
     precision = compute_precision_for_training(w.train_precision)
-    speed_cache: dict[tuple[int, int, int, int, int, int, str], float] = {}
+    speed_cache: dict[tuple[int, int, int, int, int, int, int, str], float] = {}
     tps = np.empty((n_l, n_w))
     micro = w.micro_batch or 1
     for i in range(n_l):
-        s_i, gpus, tp, pp, zero, ep = (int(lay.shape[i]), int(lay.gpus[i]), int(lay.tp[i]), int(lay.pp[i]),
-                                       int(lay.zero[i]), int(lay.ep[i]))
-        dp = gpus // (tp * pp)
+        s_i, gpus, tp, pp, zero, ep, cp = (int(lay.shape[i]), int(lay.gpus[i]), int(lay.tp[i]), int(lay.pp[i]),
+                                           int(lay.zero[i]), int(lay.ep[i]), int(lay.cp[i]))
+        dp = gpus // (tp * cp * pp)
         for j in range(n_w):
             rc_ij: Recompute = recompute_lw[i, j]
-            speed_key = (s_i, gpus, tp, pp, zero, ep, str(rc_ij))
+            speed_key = (s_i, gpus, tp, pp, zero, ep, cp, str(rc_ij))
             if speed_key not in speed_cache:
                 shape = shapes[s_i]
                 batch = max(spec.global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS, dp * micro * seq)
                 speed_cache[speed_key] = training_step(
-                    model, shape.gpu, TrainLayout(gpus=gpus, tp=tp, pp=pp, dp=dp, zero=zero, ep=ep), seq_tokens=seq,
+                    model, shape.gpu, TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, zero=zero, ep=ep), seq_tokens=seq,
                     micro_batch=micro, global_batch_tokens=batch, recompute=rc_ij,
                     kind=kind, precision=precision, gpus_per_server=shape.gpus_per_server,
                     network_bytes_per_s=shape.network_bytes_per_s).tokens_per_s
@@ -350,7 +356,8 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     # output tokens only: its sequence is shorter than prompt + output)
     if not training and not by_request and prompt + output > ctx:
         raise InvalidWorkload(f"prompt {prompt} + output {output} tokens exceed the {ctx}-token context")
-    lay = _layouts(model, shapes, training=training, max_pp=spec.max_pp, zero_stages=spec.zero_stages)
+    lay = _layouts(model, shapes, training=training, max_pp=spec.max_pp, zero_stages=spec.zero_stages,
+                   seq_tokens=default_seq_tokens(w, model.max_context_tokens) if training else 0)
     if training:
         cols = _training(model, shapes, spec, lay, weights, progress)
         inner = len(weights)
@@ -367,7 +374,7 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     grid: dict[str, npt.NDArray[Any]] = {
         name: values.reshape(-1, 1, *axes) for name, values in (
             ("shape", lay.shape), ("servers", lay.servers), ("gpus", lay.gpus), ("tp", lay.tp), ("pp", lay.pp),
-            ("dp", lay.dp), ("zero", lay.zero), ("ep", lay.ep))}
+            ("dp", lay.dp), ("zero", lay.zero), ("ep", lay.ep), ("cp", lay.cp))}
     grid["weights"] = np.arange(len(weights), dtype=np.int64).reshape(1, -1, *axes)
     grid["kv_cache"] = (np.zeros((1, 1), dtype=np.int64) if training
                         else np.arange(len(kvs), dtype=np.int64).reshape(1, 1, -1, 1))
@@ -378,7 +385,7 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     assumptions = [a for a in probe.assumptions if not a.startswith("Layout not given")]
     assumptions.append(
         f"Swept {len(shapes)} hardware shape(s) x whole servers x TP/PP/DP"
-        + ("/ZeRO" if training else "") + f" layouts x weights {','.join(weights)}"
+        + (("/CP" if (lay.cp > 1).any() else "") + "/ZeRO" if training else "") + f" layouts x weights {','.join(weights)}"
         + ("" if training else f" x KV cache {','.join(kvs)} x concurrency {','.join(map(str, concs))}") + ".")
     if model.moe is not None and training:
         assumptions.append(f"Expert parallelism swept too: EP {', '.join(map(str, np.unique(lay.ep).tolist()))} (sizes that divide "

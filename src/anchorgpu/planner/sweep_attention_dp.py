@@ -31,13 +31,13 @@ _FLOAT_COLUMNS = ("weights_bytes", "kv_cache_bytes", "activations_bytes", "other
 
 
 def attention_dp_rows(model: ModelSpec, shapes: Sequence[HardwareShape],
-                      engine: str = "vllm") -> list[tuple[int, int, int, int, int, int, int, int]]:
-    """(shape, servers, gpus, tp, pp, dp, zero, ep) of every attention-DP layout swept: one whole server of each
+                      engine: str = "vllm") -> list[tuple[int, int, int, int, int, int, int, int, int]]:
+    """(shape, servers, gpus, tp, pp, dp, zero, ep, cp) of every attention-DP layout swept: one whole server of each
     shape, with the TP sizes the chooser tries on it
     (:func:`~anchorgpu.planner.speed.layouts.attention_dp_tp_sizes`)."""
     from anchorgpu.planner.speed.layouts import attention_dp_tp_sizes
 
-    return [(s, 1, k, tp, 1, k // tp, 0, k) for s, shape in enumerate(shapes) if shape.max_servers >= 1
+    return [(s, 1, k, tp, 1, k // tp, 0, k, 1) for s, shape in enumerate(shapes) if shape.max_servers >= 1
             for k in (shape.gpus_per_server,) for tp in attention_dp_tp_sizes(model, k, engine)]
 
 

@@ -72,6 +72,7 @@ def miss_reason(row: Mapping[str, Any], min_tokens_per_s_per_user: float | None,
     if row["fits"] and min_tokens_per_s_per_user is not None:
         return (f"no configuration reaches {min_tokens_per_s_per_user:g} tokens/s per user "
                 f"(best fit: {row['decode_tokens_per_s_per_user']:.1f})")
-    return (f"does not fit: the closest configuration (TP {row['tp']}, PP {row['pp']}, DP {row['dp']}, "
+    cp = f"CP {row['cp']}, " if row.get("cp", 1) > 1 else ""
+    return (f"does not fit: the closest configuration (TP {row['tp']}, PP {row['pp']}, {cp}DP {row['dp']}, "
             f"{row['weights']} weights" + (f", {row['kv_cache']} KV" if not training else "")
             + f") needs {fmt_bytes(row['per_gpu_total_bytes'])} per GPU of {fmt_bytes(row['budget_bytes'])} usable")

@@ -34,7 +34,8 @@ def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Override
     return {
         "offering": o.offering, "gpu": o.gpu, "kind": o.kind, "region": o.region, "gpus": o.gpus,
         "servers": o.servers,
-        "layout": {"tp": c["tp"], "pp": c["pp"], "dp": c["dp"], "zero": c["zero"], "ep": c.get("ep", 1)},
+        "layout": {"tp": c["tp"], "pp": c["pp"], "dp": c["dp"], "zero": c["zero"], "ep": c.get("ep", 1),
+                   "cp": c.get("cp", 1)},
         "recompute": RECOMPUTES[int(c["recompute"])] if c.get("recompute") is not None else None,
         "weights": c["weights"], "kv_cache": c["kv_cache"] if c.get("decode_tokens_per_s_total") else None,
         "concurrency": c["concurrency"],
@@ -67,7 +68,8 @@ def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False,
     from anchorgpu.planner.speed.figures import plan_band
 
     training = c.get("train_tokens_per_s") is not None and c.get("decode_tokens_per_s_total") is None
-    kind = band_kind_of(moe=moe, phase="train" if training else "serve", pp=int(c.get("pp") or 1))
+    kind = band_kind_of(moe=moe, phase="train" if training else "serve", pp=int(c.get("pp") or 1),
+                        cp=int(c.get("cp") or 1))
     cal, gpu = calibrated(efficiencies), get_gpu(o.gpu)
     band = plan_band(gpu, cal, "train" if training else "serve", kind, None if training else engine)
     out: dict[str, Any] = {}

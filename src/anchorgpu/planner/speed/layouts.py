@@ -33,6 +33,7 @@ from anchorgpu.planner.inputs import (
     engine_limits,
     large_engine_defaults,
     recompute_ladder,
+    train_cp_sizes,
     train_ep_sizes,
 )
 from anchorgpu.planner.speed.calibration import calibration
@@ -76,8 +77,7 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
     explicit = any(x is not None for x in (given.tp, given.pp, given.dp, given.cp, given.zero)) or given.fsdp
     tps = [given.tp or 1] if explicit or given.tp else [
         t for t in (1, 2, 4, 8) if t <= min(gpus, SERVER_GPUS) and _tp_ok(model, t)]
-    cps = [given.cp or 1] if explicit or given.cp else (
-        [c for c in (1, 2, 4, 8) if seq % c == 0 and seq // c >= 4096] if seq >= 16384 else [1])
+    cps = [given.cp or 1] if explicit or given.cp else list(train_cp_sizes(seq))
     fixed_zero = 3 if given.fsdp else given.zero
     moe = model.moe
     # a mixture of experts: expert parallelism too, over GPUs of one stage (tp x dp) that divide the experts
