@@ -124,7 +124,7 @@ WARNING_CODES: dict[str, WarningCode] = _registry(
     ),
     WarningCode(
         code="zero_without_data_parallel", concept="zero",
-        check="ZeRO/FSDP shard over data-parallel ranks: with one rank they save nothing.",
+        check="ZeRO/FSDP shard over the data-parallel and context-parallel ranks: with one of each they save nothing.",
     ),
     WarningCode(
         code="offload_slows_training", concept="offloading",

@@ -11,11 +11,13 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.speed.calibration import Calibration, stack_of
+from anchorgpu.planner.speed.caveats import GLOBAL_BATCH_CAVEAT_LABEL
 from anchorgpu.planner.speed.evidence import STACK_NAMES
 from anchorgpu.planner.speed.launches import LayerLaunches, launch_ratio, launches_per_layer
 from anchorgpu.planner.speed.links import host_kind
 
-__all__ = ["expert_launch_line", "expert_parallel_line", "launches_line", "serving_constants_line", "serving_line", "step_line"]
+__all__ = ["expert_launch_line", "expert_parallel_line", "larger_batch_line", "launches_line", "serving_constants_line",
+           "serving_line", "step_line"]
 
 
 @memo_on_frozen
@@ -136,3 +138,17 @@ def step_line(microbatches: int, micro_batch: int, seq: int, tokens: int, precis
             f" ({tokens:,} tokens); {precision.upper()} products at a calibrated {efficiency:.0%}"
             f" of the dense peak for large shapes (less for h/tp = {width:,}); MFU counts 6·N·D plus "
             "attention, as the Llama 3 paper does")
+
+
+def larger_batch_line(batch_tokens: int, microbatches: int, idle_share: float, larger_tokens: int,
+                      larger_tokens_per_s: float, tokens_per_s: float) -> str:
+    """What the planner's default global batch costs a step where it leaves few micro-batches per data-parallel rank:
+    the pipeline bubble and the gradient sync the last micro-batch cannot hide, and this layout's speed at a larger
+    batch (the batch is a training choice, stated rather than made for the user)."""
+    flag = f"{larger_tokens // 2**20}M" if larger_tokens % 2**20 == 0 else str(larger_tokens)  # as --global-batch reads it
+    return (f"{GLOBAL_BATCH_CAVEAT_LABEL}: not given, so the default {batch_tokens:,} tokens: each data-parallel rank runs "
+            f"{microbatches} micro-batch{'es' if microbatches != 1 else ''} a step, and the pipeline bubble and the "
+            f"gradient sync the last one cannot hide take {idle_share:.0%} of the step. At --global-batch "
+            f"{flag} this layout would run at {larger_tokens_per_s:,.0f} tok/s "
+            f"({larger_tokens_per_s / tokens_per_s:.2f}x), and another layout may then be faster; the batch is a "
+            "training choice the planner leaves to you")

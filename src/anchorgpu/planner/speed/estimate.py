@@ -17,7 +17,12 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.eager_stack import speed_line
 from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS
-from anchorgpu.planner.speed.assumption_lines import expert_launch_line, step_line, training_expert_parallel_line
+from anchorgpu.planner.speed.assumption_lines import (
+    expert_launch_line,
+    larger_batch_line,
+    step_line,
+    training_expert_parallel_line,
+)
 from anchorgpu.planner.speed.calibration import Calibration, Overrides, band_kind_of, calibrated, calibration
 from anchorgpu.planner.speed.caveats import (
     ENGINE_CAVEAT_LABEL,
@@ -72,6 +77,12 @@ __all__ = [
 ]
 
 DEFAULT_STORAGE_BYTES_PER_S = 2e9
+IDLE_SHARE_TO_MENTION = 0.2
+"""A training step whose pipeline bubble and unhidden gradient sync take this share of it or more, at the default
+global batch, gets a line on what a larger batch would give (a threshold for saying it, not a model constant)."""
+LARGER_BATCH_FACTOR = 4
+"""The larger global batch that line prices: four times the step's tokens (the default 4M becomes 16M, the batch
+Llama 3 405B trained at, arXiv:2407.21783 section 3.4.1)."""
 """Checkpoint write bandwidth: 2 GB/s, a typical single NVMe-backed or network volume. State yours."""
 
 
@@ -165,6 +176,15 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
                 f"{model.num_layers + 2} / {chunks} = {(model.num_layers + 2) // chunks} a chunk (Megatron-Core's "
                 "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split); the busiest rank's "
                 f"{math.ceil(model.num_layers / lay.pp)} layers set the pace, and its memory is planned for them")
+    idle_s = st.breakdown_s.get("pp_bubble", 0.0) + st.breakdown_s.get("dp_sync", 0.0)
+    if w.global_batch_tokens is None and idle_s >= IDLE_SHARE_TO_MENTION * st.step_s:
+        larger = LARGER_BATCH_FACTOR * st.tokens_per_step
+        wide = training_step(model, plan.gpu, lay, seq_tokens=seq, micro_batch=w.micro_batch or 1,
+                             global_batch_tokens=larger, recompute=w.recompute or "none", kind=kind,
+                             precision=precision, gpus_per_server=SERVER_GPUS,
+                             grad_bytes_per_value=w.grad_bytes_per_value, cal=cal)
+        assumptions.append(larger_batch_line(st.tokens_per_step, st.microbatches, idle_s / st.step_s, larger,
+                                             wide.tokens_per_s, st.tokens_per_s))
     assumptions.extend(training_caveats(cal.caveats, moe=model.moe is not None, cp=plan.layout.cp > 1))
     put_evidence(plan.gpu, evidence_kind("train", run_kind), cal, out, assumptions)
 
