@@ -123,14 +123,22 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     if lay.cp > 1:
         assumptions.append(f"Context parallelism {lay.cp}: each GPU keeps the activations of {seq // lay.cp:,} of the "
                            f"{seq:,} tokens (ring attention).")
-    if w.train_precision in ("fp8", "fp4") and w.task == "train":
-        low = math.ceil(rest_gpu / (shards if lay.zero == 3 else 1) + expert_gpu / (expert_dp if lay.zero == 3 else 1)
-                        ) * (2 if w.train_precision == "fp8" else 1)
+    if w.train_precision == "fp8" and w.task == "train":
+        # FP8 parameters (Megatron-Core's --fp8-param-gather, which NeMo's and Megatron-Bridge's FP8 recipes set): the
+        # weights live in FP8 with their transposes for the backward pass, two bytes a parameter in place of the
+        # 16-bit copy (weights_bytes, counted at two bytes, is already their size); fp32 master and moments as before
+        assumptions.append("FP8 training as Megatron-Core runs it with FP8 parameters (--fp8-param-gather, set by NeMo's "
+                           "and Megatron-Bridge's FP8 recipes): the weights held in FP8 with their transposes for the "
+                           "backward pass (2 bytes a parameter, in place of the 16-bit weights), fp32 master weights "
+                           "and moments in the optimizer as in mixed precision; activations kept in 16 bit. A stack "
+                           "that keeps 16-bit weights and caches FP8 copies beside them holds 2 bytes a parameter more.")
+    elif w.train_precision == "fp4" and w.task == "train":
+        low = math.ceil(rest_gpu / (shards if lay.zero == 3 else 1) + expert_gpu / (expert_dp if lay.zero == 3 else 1))
         breakdown["low_precision_weight_copies_bytes"] = low
         weights += low
-        assumptions.append(f"{w.train_precision.upper()} training as Transformer Engine runs it: 16-bit weights and "
-                           f"fp32 master/moments as in mixed precision, plus {w.train_precision.upper()} copies of the "
-                           "weights (and their transposes) for the matrix products; activations kept in 16 bit.")
+        assumptions.append("FP4 training as Transformer Engine runs it: 16-bit weights and fp32 master/moments as in "
+                           "mixed precision, plus FP4 copies of the weights for the matrix products; activations kept "
+                           "in 16 bit.")
     breakdown["logits_bytes"] = mm.logits_bytes(s=seq // lay.cp, b=micro_batch, vocab=model.vocab_size, t=lay.tp)
     if w.task in ("lora", "qlora"):
         act += finetune_activation_terms(model, fmt, w, seq // lay.cp, micro_batch, lay, recompute, breakdown, assumptions)

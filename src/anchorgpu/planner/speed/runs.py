@@ -32,7 +32,7 @@ from typing import Any
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 
-__all__ = ["Run", "load_runs", "predict"]
+__all__ = ["Run", "load_runs", "predict", "training_plan_of"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -118,6 +118,27 @@ def _train(run: Run, cal: Calibration) -> float:
     if metric == "step_s":
         return st.step_s
     raise ValueError(f"{run.id}: unknown metric {metric}")
+
+
+TRAIN_PRECISION_OF = {"bf16": "mixed", "fp8": "fp8", "fp4": "fp4"}
+"""A training row's compute precision as ``--train-precision`` names it (BF16 products are mixed precision)."""
+
+
+def training_plan_of(r: dict[str, Any]) -> Any:
+    """The plan of a training row ``r`` with its published layout, as ``anchorgpu plan`` gives it with the row's
+    flags (its memory: whether the run fits; the speed is :func:`predict`'s)."""
+    from anchorgpu.hardware import get_gpu
+    from anchorgpu.planner import Layout, Workload, plan
+
+    split = r["tp"] * r["pp"] * r["cp"]
+    w = Workload(task={"full": "train"}.get(r.get("kind", "full"), r.get("kind", "full")), seq_tokens=r["seq_tokens"],
+                 micro_batch=r["micro_batch"], recompute=r["recompute"], global_batch_tokens=r["global_batch_tokens"],
+                 train_precision=TRAIN_PRECISION_OF[r["precision"]], grad_bytes_per_value=int(r.get("grad_bytes_per_value", 2)),
+                 allow_long_context=True)
+    ep = int(r.get("ep", 1))
+    return plan(_model(r), w, gpu=_as_measured(get_gpu(r["gpu"]), r), suggest=False, choose_layout=False,
+                layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=r["pp"], cp=r["cp"], dp=r["gpus"] // split,
+                              ep=ep if ep > 1 else None, zero=r["zero"], virtual_stages=r["virtual_stages"]))
 
 
 TRTLLM_BENCH_BYTES_PER_VALUE = {"fp8": 1.0, "nvfp4": 0.5, "bf16": 2.0, "fp16": 2.0}
