@@ -31,7 +31,7 @@ from anchorgpu.planner.result import MemoryBreakdown, Plan, ResolvedLayout, Sugg
 from anchorgpu.planner.suggest import choose_layout_plan, suggestions_for
 from anchorgpu.planner.training import plan_training
 from anchorgpu.planner.validate import check_layout_counts, resolve_format, resolve_layout, validate_workload
-from anchorgpu.planner.warnings import WARNING_CODES, PlanWarning, make_warning
+from anchorgpu.planner.warnings import NO_CHANGE_FITS_CHECK, WARNING_CODES, PlanWarning, make_warning
 from anchorgpu.units import fmt_bytes
 
 __all__ = ["Layout", "MemoryBreakdown", "Overheads", "Plan", "PrecisionPlan", "ResolvedLayout", "Suggestion", "Workload",
@@ -148,6 +148,9 @@ def plan(
     suggestions: tuple[Suggestion, ...] = ()
     if suggest and fits is False and gpu is not None:
         suggestions = suggestions_for(model, terms.workload, prec, lay_in, lay, fmt, gpu, ov, asked=w)
+        if not suggestions:  # the check would point at suggestions that are not there
+            listed = WARNING_CODES["does_not_fit"].check
+            checks = tuple(NO_CHANGE_FITS_CHECK if check == listed else check for check in checks)
     if lay.gpus > 1 and w.task in ("train", "lora", "qlora") and lay.zero == 0 and lay_in.zero is None \
             and not lay_in.fsdp:
         assumptions.append(f"Layout not chosen for the user: {'none of the layouts fits' if gpu is not None else 'no GPU named'};"

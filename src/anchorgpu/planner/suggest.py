@@ -10,7 +10,15 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.formats import WeightFormat
-from anchorgpu.planner.inputs import RECOMPUTES, Layout, Overheads, PrecisionPlan, Workload, recompute_ladder
+from anchorgpu.planner.inputs import (
+    RECOMPUTES,
+    Layout,
+    Overheads,
+    PrecisionPlan,
+    Workload,
+    recompute_ladder,
+    train_cp_sizes,
+)
 from anchorgpu.planner.result import Plan, ResolvedLayout, Suggestion
 from anchorgpu.planner.validate import GPUS_PER_SERVER, tp_is_valid
 
@@ -70,6 +78,7 @@ def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload,
         if lay.zero < 3 and lay.dp > 1:
             out.append(("--zero 3", "shard weights, gradients and optimizer over the data-parallel ranks", w,
                         precision, evolve(layout, zero=3, fsdp=False)))
+        out += _split_candidates(model, w, precision, layout, lay)
         for rc in recompute_ladder(isinstance(model, ModelSpec) and model.moe is not None)[1:]:
             if RECOMPUTES.index(rc) > RECOMPUTES.index(w.recompute or "none"):
                 what = ("recompute the MoE blocks in the backward pass" if rc == "moe" else f"{rc} activation recompute")
@@ -102,6 +111,30 @@ def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload,
         if fmt.linear_bits > 8:
             out.append(("--weights fp8", "fp8 denoiser", w, evolve(precision, weights="fp8"), layout))
             out.append(("--weights nf4", "NF4 denoiser", w, evolve(precision, weights="nf4"), layout))
+    return out
+
+
+def _split_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload, precision: PrecisionPlan,
+                      layout: Layout, lay: ResolvedLayout) -> list[tuple[str, str, Workload, PrecisionPlan, Layout]]:
+    """Training on the same GPUs with each layer split wider (TP inside a server) or, for sequences of 16,384 tokens
+    or more, each sequence split over GPUs (CP, the sizes the layout chooser tries), the rest of the layout as given
+    (the data-parallel ranks give way); each also with full recompute, for what only both together hold."""
+    out: list[tuple[str, str, Workload, PrecisionPlan, Layout]] = []
+    if not isinstance(model, ModelSpec):
+        return out
+    full = evolve(w, recompute="full") if w.recompute != "full" else None
+    splits: list[tuple[str, str, int, int]] = [
+        (f"--tp {tp}", f"split each layer over {tp} GPUs (tensor parallelism)", tp, lay.cp)
+        for tp in (2, 4, 8) if lay.tp < tp <= GPUS_PER_SERVER and tp_is_valid(model, tp)]
+    splits += [(f"--cp {cp}", f"split each sequence over {cp} GPUs (context parallelism)", lay.tp, cp)
+               for cp in train_cp_sizes(w.seq_tokens or 0) if cp > lay.cp]
+    for change, description, tp, cp in splits:
+        if lay.gpus % (tp * lay.pp * cp):
+            continue
+        new = evolve(layout, tp=tp, cp=cp, dp=lay.gpus // (tp * lay.pp * cp))
+        out.append((change, description, w, precision, new))
+        if full is not None:
+            out.append((f"{change} --recompute full", f"{description}, full recompute", full, precision, new))
     return out
 
 
@@ -145,7 +178,17 @@ def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, preci
     # before full recompute, which an engineer reaches for last), then the smallest footprint.
     found.sort(key=lambda s: (s.gpus, s.change.startswith(("--task", "--seq")), -(s.train_tokens_per_s or 0.0),
                               s.total_bytes))
-    return tuple(found[:6])
+    # of the wider splits on the same GPUs (TP sizes, CP sizes, each with or without full recompute), the fastest of
+    # each kind is the one to offer: the others would crowd out the different changes
+    seen: set[str] = set()
+    kept = []
+    for s in found:
+        kind = s.change.split()[0] if s.change.startswith(("--tp ", "--cp ")) else None
+        if kind is None or kind not in seen:
+            kept.append(s)
+            if kind is not None:
+                seen.add(kind)
+    return tuple(kept[:6])
 
 
 def _more_gpus_chosen(model: ModelSpec, w: Workload, precision: PrecisionPlan, layout: Layout, gpus_now: int,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from anchorgpu.planner._frozen import fast_init
 
-__all__ = ["WARNING_CODES", "PlanWarning", "WarningCode", "make_warning"]
+__all__ = ["NO_CHANGE_FITS_CHECK", "WARNING_CODES", "PlanWarning", "WarningCode", "make_warning"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,6 +135,11 @@ WARNING_CODES: dict[str, WarningCode] = _registry(
         check="No GPU was named, so fit, headroom and the KV-cache budget were not evaluated.",
     ),
 )
+
+NO_CHANGE_FITS_CHECK = ("The per-GPU total exceeds the GPU's memory and no single change tried (recompute, ZeRO-3, "
+                        "TP, CP, more GPUs, offload, a shorter sequence) makes it fit: drop the layout flags to have "
+                        "one chosen, or take GPUs with more memory.")
+"""The does_not_fit check where "What would fit" has nothing to offer (the registered one points at suggestions)."""
 
 
 def make_warning(code: str, message: str) -> PlanWarning:

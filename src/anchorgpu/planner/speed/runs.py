@@ -27,10 +27,13 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.speed.calibration import Calibration, calibration
+
+if TYPE_CHECKING:
+    from anchorgpu.planner.inputs import TrainPrecision
 
 __all__ = ["Run", "load_runs", "predict", "training_plan_of"]
 
@@ -120,7 +123,7 @@ def _train(run: Run, cal: Calibration) -> float:
     raise ValueError(f"{run.id}: unknown metric {metric}")
 
 
-TRAIN_PRECISION_OF = {"bf16": "mixed", "fp8": "fp8", "fp4": "fp4"}
+TRAIN_PRECISION_OF: dict[str, TrainPrecision] = {"bf16": "mixed", "fp8": "fp8", "fp4": "fp4"}
 """A training row's compute precision as ``--train-precision`` names it (BF16 products are mixed precision)."""
 
 
