@@ -52,13 +52,14 @@ def test_every_row_within_25_percent_fitted_or_held_out_but_t37() -> None:
     """Issue 11's targets: no calibration row beyond 25%, and rows kept out of the fit within 25%, on both stacks
     (the rows of the reference files, and the further dense cells of TensorRT-LLM's table). One held-out row misses
     since stop 38: T37, OLMo-core's 32B (1,500 tok/s a GPU), restated as the script its README names runs (FSDP over
-    128 H100, full recompute), comes out a third fast once its FSDP traffic leaves each server through every NIC;
-    OLMo-core's one-server rows (T35, T36) come out 13% and 20% fast with no network at all. It is held here so
-    that it cannot drift further unseen, and so that a change that brings it in says so."""
+    128 H100, full recompute), came out a third fast once its FSDP traffic left each server through every NIC, and
+    26% fast since stop 39 planned the PyTorch-native runs as such (--train-stack pytorch: its fitted elementwise
+    traffic brought OLMo-core's one-server rows T35 and T36 from 12-18% fast to within 2%). It is held here so that it
+    cannot drift further unseen, and so that a change that brings it in says so."""
     errors = {run.id: predict(run) / run.value - 1.0 for run in load_runs()
               if calibrate.set_of(run) in ("core", "trtllm-table")}
     assert {k for k, e in errors.items() if abs(e) > 0.25} == {"T37"}, errors
-    assert 0.25 < errors["T37"] < 0.40
+    assert 0.25 < errors["T37"] < 0.30
 
 
 def test_the_further_cells_of_tensorrt_llms_table_are_predicted_as_well_as_the_calibration_rows() -> None:

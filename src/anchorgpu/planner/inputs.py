@@ -33,6 +33,7 @@ __all__ = [
     "DEFAULT_CONTEXT_CAP_TOKENS",
     "default_context_tokens",
     "TRAIN_PRECISIONS",
+    "TRAIN_STACKS",
     "Layout",
     "Offload",
     "Optimizer",
@@ -41,6 +42,7 @@ __all__ = [
     "Recompute",
     "Task",
     "TrainPrecision",
+    "TrainStack",
     "Workload",
     "default_seq_tokens",
     "DEFAULT_OUTPUT_TOKENS",
@@ -73,7 +75,13 @@ OPTIMIZERS: tuple[Optimizer, ...] = ("adamw", "adamw-8bit", "sgd", "lion", "adaf
 Offload = Literal["none", "optimizer", "params"]
 OFFLOADS: tuple[Offload, ...] = ("none", "optimizer", "params")
 TrainPrecision = Literal["mixed", "bf16-true", "fp8", "fp4"]
+TrainStack = Literal["megatron", "pytorch"]
+"""The training software a speed estimate is for: ``megatron`` (Megatron-Core with Transformer Engine, NeMo,
+Megatron-Bridge: fused norms, activations and attention, what the constants are fitted on) or ``pytorch`` (PyTorch-
+native stacks such as torchtitan, OLMo-core, llm-foundry and FSDP training scripts: more memory traffic in the
+operators around the products, and SDPA's FlashAttention-2 kernel on Hopper)."""
 TRAIN_PRECISIONS: tuple[TrainPrecision, ...] = ("mixed", "bf16-true", "fp8", "fp4")
+TRAIN_STACKS: tuple[TrainStack, ...] = ("megatron", "pytorch")
 KV_CACHE_DTYPES: dict[str, float] = {"bf16": 2, "fp16": 2, "fp8": 1}
 Engine = Literal["vllm", "trtllm"]
 ENGINES: tuple[Engine, ...] = ("vllm", "trtllm")
@@ -122,6 +130,7 @@ class Workload:
     seq_tokens: int | None = None
     recompute: Recompute | None = None  # default: none (train), full (lora, qlora)
     optimizer: Optimizer = "adamw"
+    train_stack: TrainStack = "megatron"  # speed only: which training software runs the step
     train_precision: TrainPrecision = "mixed"  # mixed: fp32 master + fp32 moments; bf16-true: none of that
     grad_bytes_per_value: int = 2  # 2 as in ZeRO's accounting; 4 for Megatron's fp32 gradient buffers
     lora_rank: int = 16

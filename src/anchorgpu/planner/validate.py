@@ -25,6 +25,7 @@ from anchorgpu.planner.inputs import (
     RECOMPUTES,
     TASKS,
     TRAIN_PRECISIONS,
+    TRAIN_STACKS,
     Layout,
     PrecisionPlan,
     Workload,
@@ -88,6 +89,8 @@ def validate_workload(workload: Workload) -> None:
         raise InvalidWorkload(f"unknown recompute {workload.recompute!r}; valid: {', '.join(RECOMPUTES)}")
     if workload.train_precision not in TRAIN_PRECISIONS:
         raise InvalidWorkload(f"--train-precision {workload.train_precision!r}: choose {', '.join(TRAIN_PRECISIONS)}")
+    if workload.train_stack != "megatron" and workload.train_stack not in TRAIN_STACKS:
+        raise InvalidWorkload(f"--train-stack {workload.train_stack!r}: choose {' or '.join(TRAIN_STACKS)}")
     if workload.optimizer not in OPTIMIZERS:
         raise InvalidWorkload(f"unknown optimizer {workload.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
     targets = workload.lora_targets

@@ -318,7 +318,8 @@ def recommend(
         "output_tokens": result.output_tokens if not training else None,
         "seq_tokens": w.seq_tokens if training else None, "train_tokens": spec.train_tokens,
         "global_batch_tokens": spec.global_batch_tokens if training else None,
-        "train_precision": w.train_precision if training else None, "engine": w.engine if not training else None,
+        "train_precision": w.train_precision if training else None,
+        "train_stack": w.train_stack if training else None, "engine": w.engine if not training else None,
         "weights": list(result.weights), "kv_caches": list(result.kv_caches),
         "mfu": spec.efficiencies.mfu, "mbu": spec.efficiencies.mbu,
     }

@@ -16,8 +16,8 @@ from anchorgpu.planner.speed.evidence import STACK_NAMES
 from anchorgpu.planner.speed.launches import LayerLaunches, launch_ratio, launches_per_layer
 from anchorgpu.planner.speed.links import host_kind
 
-__all__ = ["expert_launch_line", "expert_parallel_line", "larger_batch_line", "launches_line", "serving_constants_line",
-           "serving_line", "step_line"]
+__all__ = ["expert_launch_line", "expert_parallel_line", "larger_batch_line", "launches_line", "pytorch_stack_line",
+           "serving_constants_line", "serving_line", "step_line"]
 
 
 @memo_on_frozen
@@ -152,3 +152,14 @@ def larger_batch_line(batch_tokens: int, microbatches: int, idle_share: float, l
             f"{flag} this layout would run at {larger_tokens_per_s:,.0f} tok/s "
             f"({larger_tokens_per_s / tokens_per_s:.2f}x), and another layout may then be faster; the batch is a "
             "training choice the planner leaves to you")
+
+
+@lru_cache(maxsize=8)
+def pytorch_stack_line(elementwise_bytes: float, fused_bytes: float, fa2_efficiency: float) -> str:
+    """What ``--train-stack pytorch`` changes in a training step's time (the constants as the calibration has them)."""
+    return (f"Speed of a PyTorch-native stack (--train-stack pytorch: torchtitan, FSDP training scripts, OLMo-core, "
+            f"llm-foundry): the norms, activations, rotary embeddings and casts around the products move "
+            f"{elementwise_bytes:.0f} bytes a token, layer and hidden unit, against {fused_bytes:.0f} in Megatron-Core "
+            f"with Transformer Engine (fitted on the PyTorch-native runs of the calibration set, the others held out), "
+            f"and attention runs as PyTorch's SDPA picks it on Hopper and newer, a FlashAttention-2-class kernel at "
+            f"{fa2_efficiency:.0%} of the BF16 peak (stated).")

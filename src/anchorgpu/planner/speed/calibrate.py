@@ -52,7 +52,7 @@ __all__ = ["BOUNDS", "FITTED", "SETS", "band_kind", "fit", "main", "markdown", "
 
 FITTED: dict[str, tuple[str, ...]] = {
     "train": ("train_matmul_efficiency", "train_matmul_half_width", "fp8_matmul_efficiency",
-              "elementwise_bytes_per_hidden"),
+              "elementwise_bytes_per_hidden", "pytorch_elementwise_bytes_per_hidden"),
     "serve": ("decode_mbu", "serve_matmul_efficiency", "serve_matmul_half_width", "roofline_exponent", "per_step_s",
               "per_layer_step_s", "fp4_matmul_efficiency"),
     "serve-moe": ("moe_expert_half_tokens",),
@@ -66,6 +66,9 @@ BOUNDS: dict[str, tuple[float, float]] = {
     # (STREAM-like copies on H100/MI300X), a kernel launch costs microseconds, a step's fixed cost is below 20 ms
     "train_matmul_efficiency": (0.3, 0.95), "train_matmul_half_width": (1.0, 4000.0),
     "fp8_matmul_efficiency": (0.2, 0.95), "fp4_matmul_efficiency": (0.1, 0.95), "elementwise_bytes_per_hidden": (1.0, 200.0),
+    # PyTorch-native stacks run norms, activations, rotary and casts as more, separately launched kernels (eager, or
+    # partly fused by torch.compile): up to five times the fused stack's traffic
+    "pytorch_elementwise_bytes_per_hidden": (1.0, 1000.0),
     "serve_matmul_half_width": (1.0, 8000.0), "roofline_exponent": (1.0, 64.0),
     "decode_mbu": (0.5, 0.93), "serve_matmul_efficiency": (0.2, 0.95), "per_step_s": (2e-4, 0.02),
     "per_layer_step_s": (2e-6, 6e-5), "scaleup_latency_s": (5e-6, 2e-4),

@@ -92,6 +92,7 @@ class StackConstants:
     scaleup_latency_s: float
     moe_expert_half_tokens: float = 0.0
     moe_host_s_per_expert_gemm: float = 0.0
+    pytorch_elementwise_bytes_per_hidden: float = 0.0  # 0: as elementwise_bytes_per_hidden
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

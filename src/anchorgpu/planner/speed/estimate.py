@@ -20,6 +20,7 @@ from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKEN
 from anchorgpu.planner.speed.assumption_lines import (
     expert_launch_line,
     larger_batch_line,
+    pytorch_stack_line,
     step_line,
     training_expert_parallel_line,
 )
@@ -106,7 +107,8 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     st = training_step(model, plan.gpu, lay, seq_tokens=seq, micro_batch=w.micro_batch or 1,
                        global_batch_tokens=max(batch, lay.dp * (w.micro_batch or 1) * seq),
                        recompute=w.recompute or "none", kind=kind, precision=precision,
-                       gpus_per_server=SERVER_GPUS, grad_bytes_per_value=w.grad_bytes_per_value, cal=cal)
+                       gpus_per_server=SERVER_GPUS, grad_bytes_per_value=w.grad_bytes_per_value, cal=cal,
+                       train_stack=w.train_stack)
     put_rate(out, "train_tokens_per_s", st.tokens_per_s, st.ceiling_tokens_per_s, band)
     put_rate(out, "train_tflops_per_gpu", st.tflops_per_gpu, st.peak_flops_per_s / 1e12, band)
     put_rate(out, "train_mfu", st.mfu, 1.0, band)
@@ -131,7 +133,10 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     assumptions.append(step_line(st.microbatches, w.micro_batch or 1, seq, st.tokens_per_step, precision,
                                   k.fp8_matmul_efficiency if precision != "bf16" else k.train_matmul_efficiency,
                                   model.hidden_size // lay.tp))
-    if w.task == "train":
+    if w.train_stack == "pytorch":
+        assumptions.append(pytorch_stack_line(k.pytorch_elementwise_bytes_per_hidden, k.elementwise_bytes_per_hidden,
+                                              cal.fa2_hopper_attention_efficiency))
+    elif w.task == "train":
         assumptions.append(speed_line())
     if lay.tp > 1:
         link = group_link(plan.gpu, lay.tp, gpus_per_server=SERVER_GPUS)
@@ -182,7 +187,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
         wide = training_step(model, plan.gpu, lay, seq_tokens=seq, micro_batch=w.micro_batch or 1,
                              global_batch_tokens=larger, recompute=w.recompute or "none", kind=kind,
                              precision=precision, gpus_per_server=SERVER_GPUS,
-                             grad_bytes_per_value=w.grad_bytes_per_value, cal=cal)
+                             grad_bytes_per_value=w.grad_bytes_per_value, cal=cal, train_stack=w.train_stack)
         assumptions.append(larger_batch_line(st.tokens_per_step, st.microbatches, idle_s / st.step_s, larger,
                                              wide.tokens_per_s, st.tokens_per_s))
     assumptions.extend(training_caveats(cal.caveats, moe=model.moe is not None, cp=plan.layout.cp > 1))

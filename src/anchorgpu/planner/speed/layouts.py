@@ -139,7 +139,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     def speed(lay: TrainLayout, mb: int, rc: Recompute) -> float:
         return training_step(model, gpu, lay, seq_tokens=seq, micro_batch=mb,
                              global_batch_tokens=max(batch, lay.dp * mb * seq), recompute=rc, kind=kind,
-                             precision=prec, cal=cal).tokens_per_s
+                             precision=prec, cal=cal, train_stack=w.train_stack).tokens_per_s
 
     for _, _, lay, mb, rc in _fastest_first(candidates, speed):
         layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep if lay.ep > 1 else given.ep, cp=lay.cp,

@@ -179,7 +179,7 @@ def training_step(
     global_batch_tokens: int = DEFAULT_GLOBAL_BATCH_TOKENS, recompute: Recompute = "none",
     kind: TrainKind = "full", precision: str = "bf16", gpus_per_server: int = 8,
     network_bytes_per_s: float | None = None, grad_bytes_per_value: int = 2, cal: Calibration | None = None,
-    attention_kernel: AttentionKernel = "flash",
+    attention_kernel: AttentionKernel = "flash", train_stack: str = "megatron",
 ) -> TrainingStep:
     """Step time and throughput of one training layout (see the module docstring for the parts).
 
@@ -191,7 +191,8 @@ def training_step(
     cal = cal or calibration()
     b = _layout_terms(model, gpu, cal, lay.gpus, lay.tp, lay.pp, lay.cp, lay.dp, lay.ep, lay.zero, lay.virtual_stages,
                       lay.tp_overlap, lay.ep_overlap, seq_tokens, micro_batch, recompute, kind, precision,
-                      gpus_per_server, network_bytes_per_s, grad_bytes_per_value, attention_kernel, lay.offload)
+                      gpus_per_server, network_bytes_per_s, grad_bytes_per_value, attention_kernel, lay.offload,
+                      train_stack)
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     breakdown = {
         "compute": m * b.compute_s, "tp_comm": m * b.tp_s, "pp_bubble": b.bubble_s,
@@ -238,11 +239,17 @@ def _compute_layout_terms(
     zero: int, virtual_stages: int, tp_overlap: bool, ep_overlap: bool, seq_tokens: int, micro_batch: int,
     recompute: Recompute, kind: TrainKind, precision: str, gpus_per_server: int, network_bytes_per_s: float | None,
     grad_bytes_per_value: int, attention_kernel: AttentionKernel = "flash", offload: str = "none",
+    train_stack: str = "megatron",
 ) -> _LayoutTerms:
     lay = TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero, virtual_stages=virtual_stages,
                       tp_overlap=tp_overlap, ep_overlap=ep_overlap, offload=offload)
     k = cal.stack(gpu)
     _check(model, lay, seq_tokens)
+    pytorch = train_stack == "pytorch"
+    if pytorch and attention_kernel == "flash":  # PyTorch's SDPA picks its FlashAttention-2 backend (stated fa2)
+        attention_kernel = "fa2"
+    ew_bytes = (k.pytorch_elementwise_bytes_per_hidden or k.elementwise_bytes_per_hidden) if pytorch \
+        else k.elementwise_bytes_per_hidden
     choice = peak_for(gpu, precision)
     bf16 = peak_for(gpu, "bf16").flops_per_s
     h, layers = model.hidden_size, model.num_layers
@@ -274,7 +281,7 @@ def _compute_layout_terms(
     compute_s = imbalance * (matmul_f * tokens_rank / split / (choice.flops_per_s * mm_eff)
                              + attn_run_f * tokens_rank / split / att_rate)
     passes = 1.0 + (1.0 / 3.0 if recompute == "full" else 0.0)
-    compute_s += (tokens_rank * stage_layers * k.elementwise_bytes_per_hidden * h / lay.tp * passes
+    compute_s += (tokens_rank * stage_layers * ew_bytes * h / lay.tp * passes
                   / gpu.memory_bandwidth_bytes_per_s)
 
     # tensor parallelism (sequence parallel: reduce-scatter + all-gather = one all-reduce volume)
