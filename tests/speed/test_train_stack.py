@@ -73,3 +73,15 @@ def test_a_bad_stack_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) 
     assert code == 2 and "--train-stack 'jax': choose megatron or pytorch" in err and len(err.strip().splitlines()) == 1
     code, _, err = run(capsys, "recommend", "llama-3.1-8b", "--task", "train", "--train-stack", "jax")
     assert code == 2 and "--train-stack 'jax'" in err
+
+
+@pytest.mark.parametrize(("recipe", "stack"), [("torchrun-fsdp", "pytorch"), ("deepspeed", "pytorch"),
+                                               ("accelerate", "pytorch"), ("skypilot", "megatron")])
+def test_a_pytorch_native_launch_is_timed_as_one_unless_told(capsys: pytest.CaptureFixture[str], recipe: str,
+                                                              stack: str) -> None:
+    """As --recipe trtllm sizes for TensorRT-LLM: a launch written for FSDP, DeepSpeed or accelerate is timed as the
+    stack it launches; --train-stack given keeps its word."""
+    argv = ("plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--tp", "1", "--zero", "3",
+            "--recipe", recipe)
+    assert run_json(capsys, *argv)["workload"]["train_stack"] == stack
+    assert run_json(capsys, *argv, "--train-stack", "megatron")["workload"]["train_stack"] == "megatron"

@@ -25,7 +25,7 @@ def _resolution(text: str | None) -> tuple[int, int] | None:
 def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
     """(Workload, PrecisionPlan, Layout) for the request; defaults left to the planner (it states them)."""
     from anchorgpu.planner import Layout, PrecisionPlan, Workload
-    from anchorgpu.planner.inputs import check_engine_caps, resolve_engine
+    from anchorgpu.planner.inputs import check_engine_caps, resolve_engine, resolve_train_stack
 
     engine = resolve_engine(request.engine, request.recipe)
     check_engine_caps(request.max_num_seqs, request.max_num_batched_tokens, engine)
@@ -35,7 +35,7 @@ def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
         engine=engine, micro_batch=request.micro_batch, seq_tokens=request.seq, recompute=request.recompute, optimizer=request.optimizer,
         lora_rank=request.lora_rank, lora_targets=tuple(dict.fromkeys(request.lora_targets)),
         resolution=_resolution(request.resolution), images=request.images, vae_tiling=request.vae_tiling,
-        train_precision=request.train_precision, train_stack=request.train_stack,
+        train_precision=request.train_precision, train_stack=resolve_train_stack(request.train_stack, request.recipe),
         max_num_batched_tokens=request.max_num_batched_tokens,
         max_num_seqs=request.max_num_seqs,
         global_batch_tokens=request.global_batch, prompt_tokens=request.prompt, output_tokens=request.output_tokens,
@@ -90,7 +90,7 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
     from anchorgpu.catalog import find_offerings, load_catalog
     from anchorgpu.errors import InvalidWorkload
     from anchorgpu.planner import Workload
-    from anchorgpu.planner.inputs import resolve_engine
+    from anchorgpu.planner.inputs import resolve_engine, resolve_train_stack
     from anchorgpu.planner.sweep import SweepSpec
     from anchorgpu.recommend import recommend, recommendation_to_json
 
@@ -121,7 +121,7 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
                               "language model")
     workload = Workload(task=request.task, context_tokens=request.context, concurrency=request.concurrency,
                         micro_batch=request.micro_batch, seq_tokens=request.seq, train_precision=request.train_precision,
-                        train_stack=request.train_stack,
+                        train_stack=resolve_train_stack(request.train_stack, request.recipe),
                         max_num_seqs=request.max_num_seqs, engine=resolve_engine(request.engine, request.recipe))
     if request.recipe is not None:
         from anchorgpu.recipes import check_kind

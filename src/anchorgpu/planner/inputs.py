@@ -25,6 +25,7 @@ __all__ = [
     "Engine",
     "engine_refusal",
     "resolve_engine",
+    "resolve_train_stack",
     "KV_CACHE_DTYPES",
     "OFFLOADS",
     "OPTIMIZERS",
@@ -293,6 +294,23 @@ def resolve_engine(engine: str | None, recipe: str | None = None) -> Engine:
     if engine is not None:
         return cast(Engine, engine)
     return "trtllm" if recipe is not None and recipe.strip().lower() == "trtllm" else "vllm"
+
+
+PYTORCH_RECIPES = frozenset({"torchrun-fsdp", "deepspeed", "accelerate"})
+"""The launch recipes whose training runs on a PyTorch-native stack (FSDP, DeepSpeed ZeRO, accelerate)."""
+
+
+def resolve_train_stack(stack: str | None, recipe: str | None = None) -> TrainStack:
+    """The training stack to time: the one given (an unknown one is refused by the planner's validation with one
+    line), else PyTorch-native when the launch asked for is one (``--recipe torchrun-fsdp``, ``deepspeed`` or
+    ``accelerate``), else Megatron-Core, what the constants are fitted on (every face resolves it the same way).
+
+    >>> resolve_train_stack(None), resolve_train_stack(None, "torchrun-fsdp"), resolve_train_stack("megatron", "deepspeed")
+    ('megatron', 'pytorch', 'megatron')
+    """
+    if stack is not None:
+        return cast(TrainStack, stack)
+    return "pytorch" if recipe is not None and recipe.strip().lower() in PYTORCH_RECIPES else "megatron"
 
 
 def check_engine_caps(max_num_seqs: int | None, max_num_batched_tokens: int | None, engine: str = "vllm") -> None:
