@@ -38,10 +38,11 @@ def _in_use_bytes(r: dict) -> int:
     return r["peak_allocated_bytes"] + (r["device_used_bytes"] - r["reserved_now_bytes"])
 
 
-def _plan_of(r: dict, gpu: object) -> object:
+def _plan_of(r: dict, gpu: object, train_stack: str = "megatron") -> object:
     return plan(
         load_model(r["model"]),
-        Workload(task="train", seq_tokens=r["seq"], micro_batch=r["micro_batch"], recompute=r["recompute"]),
+        Workload(task="train", seq_tokens=r["seq"], micro_batch=r["micro_batch"], recompute=r["recompute"],
+                 train_stack=train_stack),
         layout=Layout(gpus=1, zero=0),
         gpu=gpu,
     )
@@ -69,6 +70,9 @@ def stack_ratios(doc: dict, gpu_name: str = "h200") -> dict:
                 "activations": round(r["forward_adds_bytes"] / pg.activations_bytes, 3),
                 "peak": round(in_use / total, 3),
                 "speed": round(r["tokens_per_s"] / plan_performance(p)["train_tokens_per_s"], 3),
+                # the same run over the prediction for a PyTorch-native stack (--train-stack pytorch), not fitted on it
+                "speed_pytorch": round(r["tokens_per_s"] / plan_performance(
+                    _plan_of(r, gpu, "pytorch"))["train_tokens_per_s"], 3),
             }
         )
 
@@ -82,11 +86,13 @@ def stack_ratios(doc: dict, gpu_name: str = "h200") -> dict:
             "activations_full_recompute": span("eager", "activations", "full"),
             "peak": span("eager", "peak"),
             "speed": span("eager", "speed"),
+            "speed_pytorch": span("eager", "speed_pytorch"),
         },
         "compiled": {
             "activations": span("compiled", "activations"),
             "peak": span("compiled", "peak"),
             "speed": span("compiled", "speed"),
+            "speed_pytorch": span("compiled", "speed_pytorch"),
         },
         "rows": rows,
     }

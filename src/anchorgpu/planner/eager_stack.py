@@ -32,6 +32,8 @@ class EagerStack:
     eager_speed: tuple[float, float]
     compiled_peak: tuple[float, float]
     compiled_speed: tuple[float, float]
+    eager_speed_pytorch: tuple[float, float] = (0.0, 0.0)  # tokens/s over the --train-stack pytorch prediction
+    compiled_speed_pytorch: tuple[float, float] = (0.0, 0.0)
 
     def activation_ratio(self, recompute: str) -> float:
         """The most an eager stack held over the planned activations at this recompute level (levels that keep more
@@ -62,6 +64,8 @@ def eager_stack() -> EagerStack:
         eager_speed=_span(eager["speed"]),
         compiled_peak=_span(compiled["peak"]),
         compiled_speed=_span(compiled["speed"]),
+        eager_speed_pytorch=_span(eager.get("speed_pytorch", (0.0, 0.0))),  # absent from a run written before
+        compiled_speed_pytorch=_span(compiled.get("speed_pytorch", (0.0, 0.0))),
     )
 
 
