@@ -98,3 +98,12 @@ def test_the_device_measured_transformers_runs_are_nearer_the_pytorch_prediction
         assert pytorch[0] > megatron[0] and pytorch[1] > megatron[1]
         assert abs(sum(pytorch) / 2 - 1) < abs(sum(megatron) / 2 - 1)
     assert e.eager_speed_pytorch[1] < 1.1  # and not past it: the prediction is not a floor
+
+
+def test_qlora_is_timed_as_the_pytorch_stack_it_runs_on(capsys: pytest.CaptureFixture[str]) -> None:
+    """QLoRA's bitsandbytes 4-bit layers run in PyTorch (PEFT): no Megatron-Core run serves it, so its speed is the
+    PyTorch-native stack's unless told; LoRA keeps Megatron-Core's (NeMo's LoRA rows, N24-L2-*-LORA, are timed so)."""
+    argv = ("plan", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1")
+    assert run_json(capsys, *argv, "--task", "qlora")["workload"]["train_stack"] == "pytorch"
+    assert run_json(capsys, *argv, "--task", "lora")["workload"]["train_stack"] == "megatron"
+    assert run_json(capsys, *argv, "--task", "qlora", "--train-stack", "megatron")["workload"]["train_stack"] == "megatron"

@@ -35,7 +35,7 @@ def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
         engine=engine, micro_batch=request.micro_batch, seq_tokens=request.seq, recompute=request.recompute, optimizer=request.optimizer,
         lora_rank=request.lora_rank, lora_targets=tuple(dict.fromkeys(request.lora_targets)),
         resolution=_resolution(request.resolution), images=request.images, vae_tiling=request.vae_tiling,
-        train_precision=request.train_precision, train_stack=resolve_train_stack(request.train_stack, request.recipe),
+        train_precision=request.train_precision, train_stack=resolve_train_stack(request.train_stack, request.recipe, request.task),
         max_num_batched_tokens=request.max_num_batched_tokens,
         max_num_seqs=request.max_num_seqs,
         global_batch_tokens=request.global_batch, prompt_tokens=request.prompt, output_tokens=request.output_tokens,
@@ -121,7 +121,7 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
                               "language model")
     workload = Workload(task=request.task, context_tokens=request.context, concurrency=request.concurrency,
                         micro_batch=request.micro_batch, seq_tokens=request.seq, train_precision=request.train_precision,
-                        train_stack=resolve_train_stack(request.train_stack, request.recipe),
+                        train_stack=resolve_train_stack(request.train_stack, request.recipe, request.task),
                         max_num_seqs=request.max_num_seqs, engine=resolve_engine(request.engine, request.recipe))
     if request.recipe is not None:
         from anchorgpu.recipes import check_kind

@@ -178,7 +178,7 @@ def recommend_command(
     train_tokens: str | None = typer.Option(None, "--tokens", help="Tokens to train on, e.g. 1e12, 300B or 15T (decimal): ranks by the price of the run."),
     global_batch: str | None = typer.Option(None, "--global-batch", help="Training: tokens per optimizer step, 4M, 16M or an integer (default 4M = 4,194,304)."),
     train_precision: str = typer.Option("mixed", "--train-precision", help="Training: mixed | bf16-true | fp8 | fp4 (FP8/FP4 products: offerings whose GPU lacks those tensor cores are rejected)."),
-    train_stack: str | None = typer.Option(None, "--train-stack", help="Training software the speeds are for: megatron (Megatron-Core/NeMo, fused kernels) | pytorch (torchtitan, FSDP scripts, OLMo-core, llm-foundry); default pytorch with --recipe torchrun-fsdp, deepspeed or accelerate, else megatron."),
+    train_stack: str | None = typer.Option(None, "--train-stack", help="Training software the speeds are for: megatron (Megatron-Core/NeMo, fused kernels) | pytorch (torchtitan, FSDP scripts, OLMo-core, llm-foundry); default pytorch with --task qlora or --recipe torchrun-fsdp, deepspeed or accelerate, else megatron."),
     mfu: float | None = typer.Option(None, "--mfu", help="Fraction of dense peak while computing (default 0.6)."),
     mbu: float | None = typer.Option(None, "--mbu", help="Fraction of memory bandwidth in decode (default 0.7)."),
     gpu_memory_utilization: float = typer.Option(0.9, "--gpu-memory-utilization", help="Serving engine's share of GPU memory (vLLM); with --engine trtllm the share of the memory free after the weights and profiling that the KV cache takes (free_gpu_memory_fraction)."),
@@ -260,7 +260,7 @@ def recommend_command(
         max_num_seqs=max_num_seqs,
         seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute,  # type: ignore[arg-type]
         optimizer=optimizer, lora_rank=lora_rank, train_precision=train_precision,  # type: ignore[arg-type]
-        train_stack=resolve_train_stack(train_stack, recipe),  # validated by the planner with a one-line reason
+        train_stack=resolve_train_stack(train_stack, recipe, task),  # validated by the planner with a one-line reason
     )
     spec = SweepSpec(
         workload=workload, weights=_csv(weights), kv_caches=_csv(kv_cache),

@@ -300,17 +300,21 @@ PYTORCH_RECIPES = frozenset({"torchrun-fsdp", "deepspeed", "accelerate"})
 """The launch recipes whose training runs on a PyTorch-native stack (FSDP, DeepSpeed ZeRO, accelerate)."""
 
 
-def resolve_train_stack(stack: str | None, recipe: str | None = None) -> TrainStack:
+def resolve_train_stack(stack: str | None, recipe: str | None = None, task: str | None = None) -> TrainStack:
     """The training stack to time: the one given (an unknown one is refused by the planner's validation with one
     line), else PyTorch-native when the launch asked for is one (``--recipe torchrun-fsdp``, ``deepspeed`` or
-    ``accelerate``), else Megatron-Core, what the constants are fitted on (every face resolves it the same way).
+    ``accelerate``) or the task is QLoRA (its bitsandbytes 4-bit layers run in PyTorch, through PEFT), else
+    Megatron-Core, what the constants are fitted on (every face resolves it the same way).
 
     >>> resolve_train_stack(None), resolve_train_stack(None, "torchrun-fsdp"), resolve_train_stack("megatron", "deepspeed")
     ('megatron', 'pytorch', 'megatron')
+    >>> resolve_train_stack(None, task="qlora"), resolve_train_stack(None, task="lora")
+    ('pytorch', 'megatron')
     """
     if stack is not None:
         return cast(TrainStack, stack)
-    return "pytorch" if recipe is not None and recipe.strip().lower() in PYTORCH_RECIPES else "megatron"
+    pytorch = (recipe is not None and recipe.strip().lower() in PYTORCH_RECIPES) or task == "qlora"
+    return "pytorch" if pytorch else "megatron"
 
 
 def check_engine_caps(max_num_seqs: int | None, max_num_batched_tokens: int | None, engine: str = "vllm") -> None:
