@@ -1,0 +1,32 @@
+"""The plan page has the CLI's --train-stack and --train-precision: a PyTorch-native stack is timed as one (the
+same figures the API gives), and the Russian page names the fields."""
+
+from __future__ import annotations
+
+import re
+
+from fastapi.testclient import TestClient
+
+QUERY = "/plan?model=llama-3.1-8b&task=train&gpu=h100&gpus=8"
+
+
+def _training_rate(html: str) -> str:
+    """The predicted training tokens/s the page shows (the bold figure after "Training")."""
+    return re.search(r"<dt>Training</dt><dd><strong>([\d,]+)</strong>", html).group(1)  # type: ignore[union-attr]
+
+
+def test_the_page_times_the_stack_chosen(client: TestClient) -> None:
+    default, pytorch = client.get(QUERY), client.get(QUERY + "&train_stack=pytorch")
+    assert default.status_code == pytorch.status_code == 200
+    assert _training_rate(default.text) != _training_rate(pytorch.text)
+    assert re.search(r'<option value="pytorch"\s+selected', pytorch.text)
+    api = client.post("/v1/plan", json={"model": "llama-3.1-8b", "task": "train", "gpu": "h100", "gpus": 8,
+                                        "train_stack": "pytorch"}).json()
+    assert f"{api['performance']['train_tokens_per_s']:,.0f}" == _training_rate(pytorch.text)
+    fp8 = client.get(QUERY + "&train_precision=fp8")
+    assert fp8.status_code == 200 and re.search(r'<option value="fp8"\s+selected', fp8.text)
+
+
+def test_the_russian_page_names_the_fields(client: TestClient) -> None:
+    page = client.get(QUERY, headers={"Accept-Language": "ru"})
+    assert "Стек обучения" in page.text and "Точность обучения" in page.text
