@@ -30,3 +30,14 @@ def test_the_page_times_the_stack_chosen(client: TestClient) -> None:
 def test_the_russian_page_names_the_fields(client: TestClient) -> None:
     page = client.get(QUERY, headers={"Accept-Language": "ru"})
     assert "Стек обучения" in page.text and "Точность обучения" in page.text
+
+
+def test_the_recommend_page_takes_the_stack_too(client: TestClient) -> None:
+    query = "/recommend?model=llama-3.1-8b&task=train&train_tokens=1e10&gpu=h100-sxm"
+    default, pytorch = client.get(query), client.get(query + "&train_stack=pytorch")
+    assert default.status_code == pytorch.status_code == 200
+    assert re.search(r'<option value="pytorch"\s+selected', pytorch.text)
+    api = client.post("/v1/recommend", json={"model": "llama-3.1-8b", "task": "train", "train_tokens": 10**10,
+                                             "gpu": "h100-sxm", "train_stack": "pytorch"}).json()
+    first = f"{api['results'][0]['train_tokens_per_s']:,.0f}"
+    assert first in pytorch.text and first not in default.text
