@@ -16,7 +16,7 @@ from importlib import resources
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 from anchorgpu.units import fmt_bytes
 
-__all__ = ["EagerStack", "eager_headroom_warning", "eager_stack", "memory_line", "speed_line"]
+__all__ = ["EagerStack", "eager_headroom_warning", "eager_stack", "memory_line", "pytorch_speed_line", "speed_line"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,3 +104,12 @@ def speed_line() -> str:
     return (f"Speed of a Megatron-Core-class stack (fused kernels, overlapped communication): on one {s.gpu.upper()} "
             f"transformers trained at {_x(s.eager_speed)} of the prediction eagerly and {_x(s.compiled_speed)} "
             f"compiled ({s.source}).")
+
+
+@lru_cache(maxsize=1)
+def pytorch_speed_line() -> str:
+    """How the measured transformers runs fell around a ``--train-stack pytorch`` prediction, beside Megatron-Core's."""
+    s = eager_stack()
+    return (f"On one {s.gpu.upper()}, transformers models trained at {_x(s.eager_speed_pytorch)} of this prediction "
+            f"eagerly and {_x(s.compiled_speed_pytorch)} compiled, against {_x(s.eager_speed)} and "
+            f"{_x(s.compiled_speed)} of Megatron-Core's ({s.source}, not fitted).")

@@ -34,6 +34,7 @@ __all__ = [
     "DEFAULT_CONTEXT_CAP_TOKENS",
     "default_context_tokens",
     "TRAIN_PRECISIONS",
+    "TRAINING_RECIPES",
     "TRAIN_STACKS",
     "Layout",
     "Offload",
@@ -296,8 +297,9 @@ def resolve_engine(engine: str | None, recipe: str | None = None) -> Engine:
     return "trtllm" if recipe is not None and recipe.strip().lower() == "trtllm" else "vllm"
 
 
-PYTORCH_RECIPES = frozenset({"torchrun-fsdp", "deepspeed", "accelerate"})
-"""The launch recipes whose training runs on a PyTorch-native stack (FSDP, DeepSpeed ZeRO, accelerate)."""
+TRAINING_RECIPES: tuple[str, ...] = ("torchrun-fsdp", "deepspeed", "accelerate")
+"""The training launch recipes (``anchorgpu.recipes`` writes these kinds): each runs on a PyTorch-native stack (FSDP,
+DeepSpeed ZeRO, accelerate), so a plan that asks for one is timed as such (:func:`resolve_train_stack`)."""
 
 
 def resolve_train_stack(stack: str | None, recipe: str | None = None, task: str | None = None) -> TrainStack:
@@ -313,7 +315,7 @@ def resolve_train_stack(stack: str | None, recipe: str | None = None, task: str 
     """
     if stack is not None:
         return cast(TrainStack, stack)
-    pytorch = (recipe is not None and recipe.strip().lower() in PYTORCH_RECIPES) or task == "qlora"
+    pytorch = (recipe is not None and recipe.strip().lower() in TRAINING_RECIPES) or task == "qlora"
     return "pytorch" if pytorch else "megatron"
 
 

@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 from anchorgpu.errors import InvalidWorkload
+from anchorgpu.planner.inputs import TRAINING_RECIPES
 from anchorgpu.planner.plan import Plan
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS
 
@@ -22,7 +23,7 @@ __all__ = ["KINDS", "SERVING_KINDS", "TRAINING_KINDS", "Recipe", "Target", "Trai
            "is_training", "model_ref", "not_expressible", "shell_join", "train_steps"]
 
 SERVING_KINDS = ("vllm", "sglang", "trtllm")
-TRAINING_KINDS = ("torchrun-fsdp", "deepspeed", "accelerate")
+TRAINING_KINDS = TRAINING_RECIPES  # the planner times each as the PyTorch-native stack it launches
 KINDS = (*SERVING_KINDS, *TRAINING_KINDS, "skypilot", "k8s")
 TRAINING_TASKS = ("train", "lora", "qlora")
 

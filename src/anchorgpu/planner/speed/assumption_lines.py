@@ -154,22 +154,15 @@ def larger_batch_line(batch_tokens: int, microbatches: int, idle_share: float, l
             "training choice the planner leaves to you")
 
 
-def _x(span: tuple[float, float]) -> str:
-    return f"{span[0]:.2f}x" if span[0] == span[1] else f"{span[0]:.2f}-{span[1]:.2f}x"
-
-
 @lru_cache(maxsize=8)
 def pytorch_stack_line(elementwise_bytes: float, fused_bytes: float, fa2_efficiency: float) -> str:
     """What ``--train-stack pytorch`` changes in a training step's time (the constants as the calibration has them),
     and how the device-measured transformers runs (``data/eager_stack.json``) fell around it."""
-    from anchorgpu.planner.eager_stack import eager_stack
+    from anchorgpu.planner.eager_stack import pytorch_speed_line
 
-    e = eager_stack()
     return (f"Speed of a PyTorch-native stack (--train-stack pytorch: torchtitan, FSDP training scripts, OLMo-core, "
             f"llm-foundry): the norms, activations, rotary embeddings and casts around the products move "
             f"{elementwise_bytes:.0f} bytes a token, layer and hidden unit, against {fused_bytes:.0f} in Megatron-Core "
             f"with Transformer Engine (fitted on the PyTorch-native runs of the calibration set, the others held out), "
             f"and attention runs as PyTorch's SDPA picks it on Hopper and newer, a FlashAttention-2-class kernel at "
-            f"{fa2_efficiency:.0%} of the BF16 peak (stated). On one {e.gpu.upper()}, transformers models trained at "
-            f"{_x(e.eager_speed_pytorch)} of this prediction eagerly and {_x(e.compiled_speed_pytorch)} compiled, "
-            f"against {_x(e.eager_speed)} and {_x(e.compiled_speed)} of Megatron-Core's ({e.source}, not fitted).")
+            f"{fa2_efficiency:.0%} of the BF16 peak (stated). " + pytorch_speed_line())
