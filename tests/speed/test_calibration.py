@@ -54,12 +54,14 @@ def test_every_row_within_25_percent_fitted_or_held_out_but_t37() -> None:
     since stop 38: T37, OLMo-core's 32B (1,500 tok/s a GPU), restated as the script its README names runs (FSDP over
     128 H100, full recompute), came out a third fast once its FSDP traffic left each server through every NIC, and
     26% fast since stop 39 planned the PyTorch-native runs as such (--train-stack pytorch: its fitted elementwise
-    traffic brought OLMo-core's one-server rows T35 and T36 from 12-18% fast to within 2%). It is held here so that it
-    cannot drift further unseen, and so that a change that brings it in says so."""
+    traffic brought OLMo-core's one-server rows T35 and T36 from 12-18% fast to within 2%), and 32% fast since stop
+    40's training fit, started from three points, left the narrow-product falloff off its floor (a lower loss on the
+    fitted rows: 0.070 against 0.091; the BF16 efficiency rose from 0.605 to 0.668 with the falloff). It is held here
+    so that it cannot drift further unseen, and so that a change that brings it in says so."""
     errors = {run.id: predict(run) / run.value - 1.0 for run in load_runs()
               if calibrate.set_of(run) in ("core", "trtllm-table")}
     assert {k for k, e in errors.items() if abs(e) > 0.25} == {"T37"}, errors
-    assert 0.25 < errors["T37"] < 0.30
+    assert 0.25 < errors["T37"] < 0.35
 
 
 def test_the_further_cells_of_tensorrt_llms_table_are_predicted_as_well_as_the_calibration_rows() -> None:

@@ -70,9 +70,10 @@ def test_lora_runs_are_predicted_within_15_percent() -> None:
     """The first measured LoRA runs: Llama 2 7B and 13B on 8 H100 (DP 8) and 70B (TP 2 x PP 4), timed as
     ``--task lora`` (the frozen model's products forward and for the input gradients). All three ran faster than
     predicted: 5.9%, 8.7% and 6.6% before stop 38's refit, 6-11% after it (the dense training efficiency moved from
-    0.585 to 0.580 with the data-parallel link); none of them crosses a server."""
+    0.585 to 0.580 with the data-parallel link), 0.4% slow to 1.4% fast after stop 40's (the training fit started from
+    three points, which left the narrow-product falloff off its floor); none of them crosses a server."""
     for run_id in LORA:
-        assert -0.15 <= predict(ROWS[run_id]) / ROWS[run_id].value - 1 < 0.0, run_id
+        assert abs(predict(ROWS[run_id]) / ROWS[run_id].value - 1) <= 0.15, run_id
 
 
 def test_every_row_comes_within_25_percent() -> None:

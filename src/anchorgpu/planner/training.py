@@ -113,7 +113,13 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
                                      f"--offload {lay.offload}: optimizer state lives in CPU RAM"))
     breakdown["master_weights_bytes"] = master
     breakdown["optimizer_moments_bytes"] = moments
-    act = _activation_bytes(model, seq // lay.cp, micro_batch, lay.tp, lay.pp, lay.sequence_parallel, recompute)
+    # a PyTorch-native stack's own activations and loss, full training only: the fine-tuning terms below are measured
+    # on PEFT runs with their loss (planner.finetune)
+    pytorch = w.train_stack == "pytorch" and w.task == "train"
+    act = _activation_bytes(model, seq // lay.cp, micro_batch, lay.tp, lay.pp, lay.sequence_parallel, recompute,
+                            pytorch)
+    if pytorch:
+        assumptions.append(pytorch_activations_line(recompute))
     if lay.virtual_stages > 1 and lay.pp > 1:
         m = microbatches if w.global_batch_tokens is not None else max(
             1, DEFAULT_GLOBAL_BATCH_TOKENS // (lay.dp * micro_batch * seq))
@@ -139,7 +145,9 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         assumptions.append("FP4 training as Transformer Engine runs it: 16-bit weights and fp32 master/moments as in "
                            "mixed precision, plus FP4 copies of the weights for the matrix products; activations kept "
                            "in 16 bit.")
-    breakdown["logits_bytes"] = mm.logits_bytes(s=seq // lay.cp, b=micro_batch, vocab=model.vocab_size, t=lay.tp)
+    breakdown["logits_bytes"] = mm.logits_bytes(s=seq // lay.cp, b=micro_batch, vocab=model.vocab_size, t=lay.tp,
+                                                bytes_per_logit=mm.EAGER_LOSS_BYTES_PER_LOGIT if pytorch
+                                                else mm.FUSED_LOSS_BYTES_PER_LOGIT)
     if w.task in ("lora", "qlora"):
         act += finetune_activation_terms(model, fmt, w, seq // lay.cp, micro_batch, lay, recompute, breakdown, assumptions)
     tensors = weights + grads + master + moments + act
@@ -171,10 +179,26 @@ def _expert_params_per_gpu(model: ModelSpec, tp: int, pp: int, ep: int) -> float
 
 
 @memo_on_frozen
-def _activation_bytes(model: ModelSpec, s: int, b: int, tp: int, pp: int, sp: bool, recompute: Recompute) -> int:
+def _activation_bytes(model: ModelSpec, s: int, b: int, tp: int, pp: int, sp: bool, recompute: Recompute,
+                      pytorch: bool = False) -> int:
     """:func:`~anchorgpu.planner.memory.training_activation_bytes`, memoised on the (frozen) model and its counts:
-    the layouts of a search and the plans of a sweep ask for the same few."""
-    return mm.training_activation_bytes(model, s=s, b=b, tp=tp, pp=pp, sp=sp, recompute=recompute)
+    the layouts of a search and the plans of a sweep ask for the same few. A PyTorch-native stack (``pytorch``)
+    keeps what torchtitan's op-level policy keeps under selective recompute and computes the loss on fp32 logits
+    outside the fused blocks (:data:`~anchorgpu.planner.memory.EAGER_LOSS_BYTES_PER_LOGIT`)."""
+    return mm.training_activation_bytes(model, s=s, b=b, tp=tp, pp=pp, sp=sp, recompute=recompute, op_sac=pytorch,
+                                        loss_bytes_per_logit=mm.EAGER_LOSS_BYTES_PER_LOGIT if pytorch
+                                        else mm.FUSED_LOSS_BYTES_PER_LOGIT)
+
+
+def pytorch_activations_line(recompute: Recompute) -> str:
+    """What a PyTorch-native stack's activations are planned as (``--train-stack pytorch``)."""
+    sac = ("Selective recompute as torchtitan's op-level policy runs it: each block keeps its input, the attention "
+           "output and every other matrix product's output (q, v, gate, down in a Llama block) and runs the rest "
+           "again, pointwise operations included. " if recompute == "selective" else "")
+    return (f"{sac}PyTorch-native loss: cross-entropy on the logits cast to fp32 outside the fused blocks, "
+            f"{mm.EAGER_LOSS_BYTES_PER_LOGIT} bytes a token and vocabulary entry at the start of the backward pass "
+            f"(the fp32 log-softmax it keeps, the loss gradient and the logits gradient) against the "
+            f"{mm.FUSED_LOSS_BYTES_PER_LOGIT} of a fused loss.")
 
 
 @lru_cache(maxsize=256)

@@ -13,12 +13,15 @@ the environment.
 from __future__ import annotations
 
 from anchorgpu.planner.memory.activations import (
+    EAGER_LOSS_BYTES_PER_LOGIT,
+    FUSED_LOSS_BYTES_PER_LOGIT,
     SAMPLER_BYTES_PER_SEQ_VOCAB,
     inference_activation_bytes,
     korthikanti_layer_activation_bytes,
     layer_activation_bytes,
     logits_bytes,
     moe_block_activation_share,
+    op_sac_layer_activation_bytes,
     prefill_activation_bytes,
     sampler_activation_bytes,
     training_activation_bytes,
@@ -64,6 +67,7 @@ __all__ = [
     "longest_kv_context",
     "master_weight_bytes",
     "moe_block_activation_share",
+    "op_sac_layer_activation_bytes",
     "OPTIMIZER_MOMENT_BYTES",
     "optimizer_moment_bytes",
     "prefill_activation_bytes",
@@ -71,6 +75,8 @@ __all__ = [
     "recurrent_state_bytes",
     "routed_expert_share",
     "sampler_activation_bytes",
+    "EAGER_LOSS_BYTES_PER_LOGIT",
+    "FUSED_LOSS_BYTES_PER_LOGIT",
     "SAMPLER_BYTES_PER_SEQ_VOCAB",
     "shard_share",
     "SSM_DEFAULT_LORA_TARGETS",

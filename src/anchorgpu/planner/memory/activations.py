@@ -9,6 +9,7 @@ import math
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.inputs import Recompute
 from anchorgpu.planner.memory.model_states import stage_layers
+from anchorgpu.planner.memory.op_sac import op_sac_layer
 
 # --------------------------------------------------------------------------------------------------
 # Activations (training)
@@ -119,17 +120,47 @@ def _activation_shares(model: ModelSpec) -> tuple[float, float]:
     return shares
 
 
-def logits_bytes(*, s: int, b: int, vocab: int, t: int) -> int:
-    """fp32 logits for the loss: 4 · s · b · V / t (Megatron ``theoretical_memory_usage.py``).
+FUSED_LOSS_BYTES_PER_LOGIT = 4
+"""fp32 logits for the loss, as Megatron counts them (``theoretical_memory_usage.py``): a fused, vocabulary-parallel
+cross-entropy."""
+
+EAGER_LOSS_BYTES_PER_LOGIT = 12
+"""A PyTorch-native loss, ``cross_entropy(logits.float(), labels)`` run outside the compiled blocks (torchtitan's
+``loss_fn``; transformers' eager loss): at the start of the backward pass, when every layer's activations are still
+held, the fp32 log-softmax kept for the backward pass, the loss gradient and the logits gradient, 4 bytes each a
+token and vocabulary entry. With the op-level selective policy it brings torchtitan's Llama 3.1 8B runs to within 3%
+of their measured peaks (tests/planner/test_op_sac_memory.py)."""
+
+
+def logits_bytes(*, s: int, b: int, vocab: int, t: int, bytes_per_logit: int = FUSED_LOSS_BYTES_PER_LOGIT) -> int:
+    """Logits for the loss: ``bytes_per_logit`` · s · b · V / t, 4 for fp32 logits (Megatron
+    ``theoretical_memory_usage.py``), :data:`EAGER_LOSS_BYTES_PER_LOGIT` for a PyTorch-native loss.
 
     >>> logits_bytes(s=512, b=1, vocab=128256, t=1)
     262668288
     """
-    return math.ceil(4 * s * b * vocab / t)
+    return math.ceil(bytes_per_logit * s * b * vocab / t)
+
+
+def op_sac_layer_activation_bytes(model: ModelSpec, *, s: int, b: int, t: int, sp: bool) -> float:
+    """Activation bytes of one average layer under PyTorch-native op-level selective checkpointing
+    (:mod:`~anchorgpu.planner.memory.op_sac`): the values it keeps in 16 bit, the row-parallel outputs and the block's
+    input split by t only with sequence parallelism, and the attention kernel's softmax statistics (4·a·s·b bytes).
+
+    >>> from anchorgpu.architectures import load_model
+    >>> m = load_model("llama-3.1-8b")
+    >>> round(op_sac_layer_activation_bytes(m, s=8192, b=2, t=1, sp=False) / (8192 * 2 * m.hidden_size), 2)
+    15.53
+    """
+    lay = op_sac_layer(model)
+    values = lay.split_values / t + lay.replicated_values / (t if sp else 1)
+    stats = 4 * model.num_attention_heads * s * b / t * model.attention_layers / max(1, model.num_layers)
+    return s * b * 2 * values + stats
 
 
 def training_activation_bytes(
     model: ModelSpec, *, s: int, b: int, tp: int, pp: int, sp: bool, recompute: Recompute, flash: bool = True,
+    op_sac: bool = False, loss_bytes_per_logit: int = FUSED_LOSS_BYTES_PER_LOGIT,
 ) -> int:
     """Activations on the most-loaded GPU: the first pipeline stage holds L layers' worth.
 
@@ -137,16 +168,23 @@ def training_activation_bytes(
     ceil(L/p)·p layers (= L when p divides L). Full recompute adds one layer's un-checkpointed
     activations during its backward recomputation. Logits (:func:`logits_bytes`) count when p = 1; with
     p > 1 the last stage (1 micro-batch, ceil(L/p) layers + logits) is compared with the first.
-    Source: Korthikanti et al. 2022, section 4.2.3; formulas.md item 6.
+    Source: Korthikanti et al. 2022, section 4.2.3; formulas.md item 6. ``op_sac`` with ``recompute="selective"``:
+    PyTorch's op-level policy (:func:`op_sac_layer_activation_bytes`) in place of Megatron's selective recompute, one
+    layer's recomputed values added while it runs again.
     """
-    per_layer = layer_activation_bytes(model, s=s, b=b, t=tp, sp=sp, recompute=recompute, flash=flash)
     stage = stage_layers(model.num_layers, pp)
     working = 0.0
+    if op_sac and recompute == "selective":
+        per_layer = op_sac_layer_activation_bytes(model, s=s, b=b, t=tp, sp=sp)
+        whole = layer_activation_bytes(model, s=s, b=b, t=tp, sp=sp, recompute="none", flash=flash)
+        working = max(0.0, whole - per_layer)
+    else:
+        per_layer = layer_activation_bytes(model, s=s, b=b, t=tp, sp=sp, recompute=recompute, flash=flash)
     if recompute == "full":
         working = layer_activation_bytes(model, s=s, b=b, t=tp, sp=sp, recompute="none", flash=flash)
     elif recompute == "moe" and model.moe is not None:  # one MoE block's intermediates while it runs again backward
         working = s * b * model.hidden_size * _mlp_values_per_hidden(model) / tp
-    logits = logits_bytes(s=s, b=b, vocab=model.vocab_size, t=tp)
+    logits = logits_bytes(s=s, b=b, vocab=model.vocab_size, t=tp, bytes_per_logit=loss_bytes_per_logit)
     first = per_layer * stage * pp + working + (logits if pp == 1 else 0)
     last = per_layer * stage + working + logits
     return math.ceil(max(first, last))

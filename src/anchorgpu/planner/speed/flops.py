@@ -13,6 +13,7 @@ from typing import Literal
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.inputs import Recompute
+from anchorgpu.planner.memory.op_sac import op_sac_layer
 
 __all__ = [
     "Recompute",
@@ -105,7 +106,7 @@ def prefill_flops(model: ModelSpec, prompt_tokens: int, batch: int = 1) -> float
 
 
 def training_flops_per_token(
-    model: ModelSpec, seq_tokens: int, *, recompute: Recompute = "none", kind: TrainKind = "full"
+    model: ModelSpec, seq_tokens: int, *, recompute: Recompute = "none", kind: TrainKind = "full", op_sac: bool = False,
 ) -> tuple[float, float]:
     """(model FLOPs, hardware FLOPs) per trained token.
 
@@ -114,7 +115,8 @@ def training_flops_per_token(
     PaLM appendix B, which is how published MFU figures are counted. LoRA trains no base weight, so its
     backward pass computes activation gradients only: ``4*P`` instead of ``6*P``. Hardware FLOPs add one
     more forward pass with full recompute and the attention forward under selective recompute
-    (Korthikanti et al. 2022, section 5).
+    (Korthikanti et al. 2022, section 5). ``op_sac`` with selective recompute: PyTorch's op-level policy runs every
+    other matrix product of a block again and keeps the attention output (:func:`~anchorgpu.planner.memory.op_sac.op_sac_layer`).
 
     >>> from anchorgpu.planner.speed._toys import toy_model
     >>> m = toy_model(); p = forward_matmul_params(m)
@@ -128,7 +130,11 @@ def training_flops_per_token(
     attn = attention_flops_per_token(model, seq_tokens, causal=False)
     passes = 3.0 if kind == "full" else 2.0
     model_flops = passes * (2.0 * matmul + attn)
-    extra = {"none": 0.0, "selective": attn, "moe": 2.0 * moe_block_params(model), "full": 2.0 * matmul + attn}[recompute]
+    if op_sac and recompute == "selective":
+        extra = 2.0 * op_sac_layer(model).recomputed_params * model.num_layers
+    else:
+        extra = {"none": 0.0, "selective": attn, "moe": 2.0 * moe_block_params(model),
+                 "full": 2.0 * matmul + attn}[recompute]
     return model_flops, model_flops + extra
 
 

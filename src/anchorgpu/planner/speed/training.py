@@ -258,9 +258,13 @@ def _compute_layout_terms(
     tokens_rank = micro_batch * seq_tokens / lay.cp  # tokens one GPU holds in a micro-batch
 
     # compute
-    model_f, hw_f = training_flops_per_token(model, seq_tokens, recompute=recompute, kind=kind)
+    # PyTorch's op-level selective policy: every other product of a block and every pointwise operation run again,
+    # the attention output kept (planner.memory.op_sac)
+    op_sac = pytorch and recompute == "selective"
+    model_f, hw_f = training_flops_per_token(model, seq_tokens, recompute=recompute, kind=kind, op_sac=op_sac)
     attn = attention_flops_per_token(model, seq_tokens, causal=False)
-    attn_passes = (3.0 if kind == "full" else 2.0) + {"none": 0.0, "selective": 1.0, "moe": 0.0, "full": 1.0}[recompute]
+    attn_passes = (3.0 if kind == "full" else 2.0) + (0.0 if op_sac else {"none": 0.0, "selective": 1.0, "moe": 0.0,
+                                                                           "full": 1.0}[recompute])
     attn_f = attn_passes * attn
     matmul_f = hw_f - attn_f
     # the time: what the kernel computes (a causal flash kernel skips the masked half the MFU count above includes)
@@ -280,7 +284,7 @@ def _compute_layout_terms(
         matmul_f *= 1.0 + expert_share * (factor - 1.0)
     compute_s = imbalance * (matmul_f * tokens_rank / split / (choice.flops_per_s * mm_eff)
                              + attn_run_f * tokens_rank / split / att_rate)
-    passes = 1.0 + (1.0 / 3.0 if recompute == "full" else 0.0)
+    passes = 1.0 + (1.0 / 3.0 if recompute == "full" or op_sac else 0.0)
     compute_s += (tokens_rank * stage_layers * ew_bytes * h / lay.tp * passes
                   / gpu.memory_bandwidth_bytes_per_s)
 

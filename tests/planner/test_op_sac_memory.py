@@ -1,0 +1,90 @@
+"""A PyTorch-native stack's activations (``--train-stack pytorch``): torchtitan's op-level selective checkpointing
+and a loss on fp32 logits, against the peaks torchtitan measured.
+
+Source: pytorch/torchtitan ``benchmarks/llama3_h100_202412_torchtitan.md`` (commit 31a17bf; torch 1963fc8, torchtitan
+9dec370, December 2024), Memory(GiB) columns: Table 1 (8 GPUs, FSDP, local batch 2, selective checkpointing:
+compiled 77.0, compiled + Float8 76.8), Table 3 (the same on 128 GPUs: 62.0 and 61.8) and Table 2 (FSDP x CP on 8
+GPUs, local batch 1, full checkpointing, 32,768 tokens a GPU: 83.9-84.5). The rows are measured_runs.json's
+TT-8B-8-BF16, T26, TT-8B-128-BF16, TT-8B-128-FP8 and TT-8B-8-CP1..CP8.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from anchorgpu.architectures import load_model
+from anchorgpu.hardware import get_gpu
+from anchorgpu.planner import Layout, Workload, plan
+from anchorgpu.planner import memory as mm
+from anchorgpu.planner.memory.op_sac import op_sac_layer
+from anchorgpu.planner.speed.flops import training_flops_per_token
+from anchorgpu.planner.speed.runs import load_runs, training_plan_of
+from anchorgpu.planner.speed.training import TrainLayout, training_step
+
+GIB = 2**30
+RUNS = {run.id: run for run in load_runs()}
+MEASURED_GIB = {"TT-8B-8-BF16": 77.0, "T26": 76.8, "TT-8B-128-BF16": 62.0, "TT-8B-128-FP8": 61.8,
+                "TT-8B-8-CP1": 83.9, "TT-8B-8-CP2": 84.2, "TT-8B-8-CP4": 84.0, "TT-8B-8-CP8": 84.5}
+
+
+@pytest.mark.parametrize("run_id", sorted(MEASURED_GIB))
+def test_torchtitans_llama_8b_runs_plan_within_6_percent_of_their_measured_peaks(run_id: str) -> None:
+    """Selective runs 1-2% under their peaks, the long-sequence full-recompute ones 5-6% under (planned at the
+    catalog's 80 GB H100; the runs' H100s had 96 GB, so what fits here fits there)."""
+    result = training_plan_of(RUNS[run_id].row)
+    assert result.fits
+    assert abs(result.per_gpu.total_bytes / GIB / MEASURED_GIB[run_id] - 1) <= 0.06
+
+
+def test_the_selective_runs_are_what_the_op_policy_and_the_fp32_loss_make_them() -> None:
+    """Megatron's selective recompute and a fused loss planned the 8-GPU run at 101 GiB (24 over the measured 77);
+    torchtitan's policy keeps 15.5 bytes a token, layer and hidden unit where Megatron's keeps 36, and its loss holds
+    12 bytes a token and vocabulary entry against 4."""
+    row = RUNS["TT-8B-8-BF16"].row
+    as_megatron = training_plan_of({**row, "train_stack": "megatron"})
+    as_pytorch = training_plan_of(row)
+    assert as_megatron.per_gpu.total_bytes / GIB > 95 > 80 > as_pytorch.per_gpu.total_bytes / GIB
+    assert as_pytorch.breakdown["logits_bytes"] == 3 * as_megatron.breakdown["logits_bytes"]
+    assert any("op-level policy" in line for line in as_pytorch.assumptions)
+    assert not any("op-level policy" in line for line in as_megatron.assumptions)
+
+
+def test_a_llama_block_keeps_q_v_gate_and_down_and_runs_k_o_and_up_again() -> None:
+    model = load_model("llama-3.1-8b")
+    h, kv, f = model.hidden_size, model.num_kv_heads * model.head_dim, model.intermediate_size
+    lay = op_sac_layer(model)
+    assert lay.replicated_values == 2 * h  # the block's input and the down product's output
+    assert lay.split_values == h + h + kv + f  # the attention output, q, v and gate
+    assert lay.recomputed_params == h * kv + h * h + h * f  # k, o and up
+    megatron = mm.layer_activation_bytes(model, s=1, b=1, t=1, sp=False, recompute="selective")
+    assert mm.op_sac_layer_activation_bytes(model, s=1, b=1, t=1, sp=False) < 0.45 * megatron
+
+
+def test_the_op_policy_costs_the_products_it_runs_again() -> None:
+    """Hardware FLOPs: two a parameter of the recomputed products, per layer; no attention pass again (SDPA's output
+    is kept), where Megatron's selective recompute runs the attention core again and no product."""
+    model = load_model("llama-3.1-8b")
+    plain, _ = training_flops_per_token(model, 8192)
+    _, op_hw = training_flops_per_token(model, 8192, recompute="selective", op_sac=True)
+    assert op_hw - plain == pytest.approx(2 * op_sac_layer(model).recomputed_params * model.num_layers)
+    gpu = get_gpu("h100")
+    steps = {(stack, rc): training_step(model, gpu, TrainLayout(gpus=8, dp=8, zero=3), seq_tokens=8192, micro_batch=2,
+                                        global_batch_tokens=16 * 8192, recompute=rc, train_stack=stack).tokens_per_s
+             for stack in ("megatron", "pytorch") for rc in ("none", "selective", "full")}
+    assert steps["pytorch", "none"] > steps["pytorch", "selective"] > steps["pytorch", "full"]
+    # a tenth or so slower than no recompute: k, o and up are 37% of a block's forward products
+    assert 0.8 < steps["pytorch", "selective"] / steps["pytorch", "none"] < 0.95
+    assert steps["megatron", "selective"] / steps["megatron", "none"] > 0.95
+
+
+def test_only_full_training_on_the_pytorch_stack_changes() -> None:
+    """The fine-tuning terms are measured on PEFT runs with their own loss, so LoRA and QLoRA keep them; a Megatron plan
+    is unchanged."""
+    model, gpu = load_model("llama-3.1-8b"), get_gpu("h100")
+
+    def total(task: str, stack: str) -> int:
+        return plan(model, Workload(task=task, seq_tokens=4096, recompute="selective", train_stack=stack),  # type: ignore[arg-type]
+                    layout=Layout(gpus=1, zero=0), gpu=gpu, suggest=False, choose_layout=False).per_gpu.total_bytes
+
+    assert total("lora", "pytorch") == total("lora", "megatron")
+    assert total("train", "pytorch") < total("train", "megatron")
