@@ -88,11 +88,22 @@ def test_what_would_fit_offers_the_chosen_layout_on_more_gpus_first() -> None:
     assert not p.fits
     first = p.suggestions[0]
     assert first.change == "--gpus 16" and first.gpus == 16
-    assert first.description.startswith("the fastest layout on 16 GPUs: TP 8 · PP 2")
     chosen = plan(model, Workload(task="train"), gpu=H100, layout=Layout(gpus=16))
+    r = chosen.layout
+    assert first.description.startswith(f"the fastest layout on 16 GPUs: TP {r.tp} · PP {r.pp}")
     assert first.train_tokens_per_s == pytest.approx(_speed(chosen))
+    # ZeRO-3 over 16 GPUs is offered only where it is not the chosen layout itself, and then it is slower
     zero3 = [s for s in p.suggestions if s.change.startswith("--gpus 16 --zero 3")]
-    assert zero3 and all(first.train_tokens_per_s > (s.train_tokens_per_s or 0) for s in zero3)
+    assert all(first.train_tokens_per_s > (s.train_tokens_per_s or 0) for s in zero3)
+    assert bool(zero3) == (r.zero != 3)
+
+
+def test_a_change_that_plans_the_chosen_layout_again_is_not_offered_twice() -> None:
+    """Since stop 40 the layout chosen for a 70B on 16 H100 is FSDP with full recompute, which `--gpus 16 --zero 3
+    --recompute full` also plans: it was offered as a second suggestion with the same memory and speed."""
+    p = plan(load_model("llama-3.1-70b"), Workload(task="train"), gpu=H100, layout=Layout(gpus=8))
+    planned = [(s.gpus, s.total_bytes, s.train_tokens_per_s) for s in p.suggestions]
+    assert len(planned) == len(set(planned))
 
 
 def test_the_counts_tried_are_whole_servers_past_eight() -> None:

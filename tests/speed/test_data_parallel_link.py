@@ -82,8 +82,8 @@ def test_a_ring_over_thousands_of_gpus_pays_a_latency_a_step() -> None:
 
 def test_a_plan_across_servers_says_which_link_its_data_parallel_traffic_takes() -> None:
     """The README's 70B on 512 H100 (the layout chosen for the user: FSDP over all 512) says its gathers and sync go
-    through each server's eight NICs; on GB200 the NVL72 rack is the unit; with no data parallelism (70B on 16 H100:
-    TP 8 x PP 2) nothing is said."""
+    through each server's eight NICs; on GB200 the NVL72 rack is the unit; with no data parallelism (70B on 16 H100
+    at TP 8 x PP 2) nothing is said."""
     from anchorgpu.planner import Layout, Workload, plan
     from anchorgpu.planner.speed.estimate import plan_performance
 
@@ -93,4 +93,10 @@ def test_a_plan_across_servers_says_which_link_its_data_parallel_traffic_takes()
 
     assert "through 8 NICs a server" in line("h100", 512)[0]
     assert "through 72 NICs a scale-up domain" in line("gb200", 144)[0]
-    assert line("h100", 16) == []
+    def given(tp: int, pp: int) -> list[str]:
+        p = plan(load_model("llama-3.1-70b"), Workload(task="train", recompute="full"), gpu=get_gpu("h100"),
+                 layout=Layout(gpus=16, tp=tp, pp=pp))
+        return [a for a in plan_performance(p)["assumptions"] if a.startswith("data-parallel traffic")]
+
+    assert given(8, 2) == []
+    assert "through 8 NICs a server" in given(1, 1)[0]

@@ -180,12 +180,17 @@ def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, preci
                               s.total_bytes))
     # of the wider splits on the same GPUs (TP sizes, CP sizes, each with or without full recompute), the fastest of
     # each kind is the one to offer: the others would crowd out the different changes
+    # and a change that plans what an earlier one already plans (``--gpus 16 --zero 3 --recompute full`` where the
+    # layout chosen on 16 GPUs is that one) would only repeat it
     seen: set[str] = set()
+    planned: set[tuple[int, int, float | None]] = set()
     kept = []
     for s in found:
         kind = s.change.split()[0] if s.change.startswith(("--tp ", "--cp ")) else None
-        if kind is None or kind not in seen:
+        same = (s.gpus, s.total_bytes, s.train_tokens_per_s)
+        if (kind is None or kind not in seen) and same not in planned:
             kept.append(s)
+            planned.add(same)
             if kind is not None:
                 seen.add(kind)
     return tuple(kept[:6])
