@@ -28,7 +28,6 @@ UNEVEN_VIRTUAL_STAGES = ("Megatron-Bridge splits DeepSeek-V3's 61 layers unevenl
 NO_RECOMPUTE_ASSUMED = ("the table gives no recompute and the row assumes none for its speed: FSDP at TP 1 with two "
                         "8,192-token sequences a micro-batch would keep about 360 GiB of activations without it")
 KNOWN_MISFITS: dict[str, str] = {
-    "L3-405B": "planned with ZeRO 0 for its speed; the Llama 3 paper shards the optimizer state and gradients",
     "MB-GB300-L3-70B": NO_RECOMPUTE_ASSUMED,
     "MB-GB200-L3-70B": NO_RECOMPUTE_ASSUMED,
     "MB-GB200-L31-405B": "190 GiB planned against 186, inside the 5% allocator margin the plan adds to its tensors",
