@@ -14,7 +14,7 @@ from anchorgpu.planner.formats import ModelParts, WeightFormat, model_weight_par
 from anchorgpu.planner.inputs import Overheads, Workload
 from anchorgpu.planner.result import MemoryBreakdown, ResolvedLayout
 
-__all__ = ["TaskTerms", "context_bytes", "nccl_bytes", "split_weights_bytes", "weights_bytes"]
+__all__ = ["TaskTerms", "context_bytes", "layout_weights_bytes", "nccl_bytes", "split_weights_bytes", "weights_bytes"]
 
 
 @fast_init
@@ -36,12 +36,19 @@ def weights_bytes(model: ModelSpec, fmt: WeightFormat, lay: ResolvedLayout, brea
     """The weight bytes one GPU holds under ``lay``; the whole model's terms (and ZeRO-3's gather buffers) go to
     ``breakdown``. They depend on the (frozen) weight parts of (model, format) and the split only: memoised on
     them (:func:`_sharded_weights`), so every plan of that split reuses them."""
-    zero3 = lay.zero == 3
-    expert_dp = mm.expert_data_parallel(tp=lay.tp, dp=lay.dp, cp=lay.cp, ep=lay.ep) if zero3 else 1
-    held, terms = _sharded_weights(model_weight_parts(model, fmt), lay.tp, lay.pp, lay.ep, lay.shard_group if zero3 else 1,
-                                   zero3, zero3 and lay.offload == "params", expert_dp)
+    held, terms = layout_weights_bytes(model, fmt, lay.tp, lay.pp, lay.ep, lay.dp, lay.cp, lay.zero, lay.offload)
     breakdown.update(terms)
     return held
+
+
+def layout_weights_bytes(model: ModelSpec, fmt: WeightFormat, tp: int, pp: int, ep: int, dp: int, cp: int, zero: int,
+                         offload: str) -> tuple[int, dict[str, int]]:
+    """:func:`weights_bytes` of a layout given by its counts: the bytes one GPU holds and the breakdown's terms,
+    shared by every caller (read them, never change them)."""
+    zero3 = zero == 3
+    expert_dp = mm.expert_data_parallel(tp=tp, dp=dp, cp=cp, ep=ep) if zero3 else 1
+    return _sharded_weights(model_weight_parts(model, fmt), tp, pp, ep, dp * cp if zero3 else 1, zero3,
+                            zero3 and offload == "params", expert_dp)
 
 
 def split_weights_bytes(model: ModelSpec, fmt: WeightFormat, tp: int, pp: int, ep: int) -> tuple[int, dict[str, int]]:

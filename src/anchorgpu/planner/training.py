@@ -5,7 +5,7 @@ fine-tuning terms and runtime overhead. Pure."""
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
@@ -18,7 +18,14 @@ from anchorgpu.planner.formats import WeightFormat, model_param_parts
 from anchorgpu.planner.inputs import ALL_LORA_TARGETS, Overheads, Recompute, Workload, default_seq_tokens
 from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, microbatches_for
-from anchorgpu.planner.terms import TaskTerms, context_bytes, nccl_bytes, new_task_terms, weights_bytes
+from anchorgpu.planner.terms import (
+    TaskTerms,
+    context_bytes,
+    layout_weights_bytes,
+    nccl_bytes,
+    new_task_terms,
+    weights_bytes,
+)
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 from anchorgpu.units import fmt_bytes
 
@@ -50,39 +57,18 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         assumptions.append(memory_line())
     mixed = w.train_precision != "bf16-true"
     breakdown: dict[str, int] = {}
-    weights = weights_bytes(model, fmt, lay, breakdown)
-    params_gpu = _params_per_gpu(model, lay.tp, lay.pp, lay.ep)
-    params_total = model.params_total  # a sum over the breakdown: read once
-    share = params_gpu / max(1, params_total)
-    # under EP a GPU's routed experts are held by only tp x cp x dp / ep GPUs of its stage: ZeRO shards their states
-    # over that group, the rest over the data-parallel ranks
-    expert_gpu = _expert_params_per_gpu(model, lay.tp, lay.pp, lay.ep) if lay.ep > 1 else 0.0
-    expert_dp = mm.expert_data_parallel(tp=lay.tp, dp=lay.dp, cp=lay.cp, ep=lay.ep)
-    shards = lay.shard_group  # the rest's ZeRO states split over DP x CP (context-parallel ranks hold the same weights)
-    rest_gpu = params_gpu - expert_gpu
-    on_gpu_optimizer = lay.offload == "none"
-    moment_scale = 1.0 if mixed or w.optimizer == "adamw-8bit" else 0.5
-    shapes: list[tuple[int, int, int]] = []  # only Adafactor reads them: it factors every 2-D tensor
-    if w.optimizer == "adafactor":
-        shapes = [(g.count, g.d_in, g.d_out) for g in model.linear_groups]
-        shapes += [(1, model.vocab_size, model.hidden_size)] * ((model.params.embeddings > 0) + (model.params.head > 0))
     if w.task == "train":
-        grads = (mm.gradient_bytes(rest_gpu, bytes_per_value=w.grad_bytes_per_value, zero=lay.zero, dp=shards)
-                 + mm.gradient_bytes(expert_gpu, bytes_per_value=w.grad_bytes_per_value, zero=lay.zero, dp=expert_dp))
-        master = (mm.master_weight_bytes(rest_gpu, mixed_precision=mixed, zero=lay.zero, dp=shards)
-                  + mm.master_weight_bytes(expert_gpu, mixed_precision=mixed, zero=lay.zero, dp=expert_dp))
-        moments = math.ceil(sum(
-            held / max(1, params_total) * mm.optimizer_moment_bytes(
-                params_total, optimizer=w.optimizer, zero=lay.zero, dp=group, moment_scale=moment_scale,
-                matrix_shapes=shapes)
-            for held, group in ((rest_gpu, shards), (expert_gpu, expert_dp)) if held))
-        checkpoint = params_total * 2 + (4 * params_total if mixed else 0) + mm.optimizer_moment_bytes(
-            params_total, optimizer=w.optimizer, zero=0, dp=1, moment_scale=moment_scale, matrix_shapes=shapes)
-        assumptions.append(
-            "Mixed precision: 16-bit weights and gradients, fp32 master weights and optimizer moments "
-            "(ZeRO's 2 + 2 + 12 bytes per parameter with AdamW)." if mixed else
-            "bf16-true training: no fp32 master copy; optimizer moments kept in bf16.")
+        states = _full_training_states(model, fmt, lay.tp, lay.pp, lay.ep, lay.dp, lay.cp, lay.zero, lay.offload,
+                                       w.optimizer, mixed, w.grad_bytes_per_value)
+        weights, weight_terms, grads, master, moments, checkpoint, rest_gpu, expert_gpu, shards, expert_dp = states
+        breakdown.update(weight_terms)
+        assumptions.append(_MIXED_LINE if mixed else _BF16_TRUE_LINE)
     else:
+        weights = weights_bytes(model, fmt, lay, breakdown)
+        params_gpu = _params_per_gpu(model, lay.tp, lay.pp, lay.ep)
+        share = params_gpu / max(1, model.params_total)
+        shards = lay.shard_group
+        moment_scale = 1.0 if mixed or w.optimizer == "adamw-8bit" else 0.5
         adapters = mm.adapter_params(model, rank=w.lora_rank, targets=w.lora_targets)
         if adapters == 0 and w.lora_targets == ALL_LORA_TARGETS and model.attention_layers == 0:
             w = evolve(w, lora_targets=mm.SSM_DEFAULT_LORA_TARGETS)  # no attention: adapt the mixers instead
@@ -107,12 +93,12 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
             f"LoRA rank {w.lora_rank} on {','.join(w.lora_targets)}: frozen base, adapters "
             + ("in fp32 with fp32 gradients and optimizer moments." if mixed else "and their states in bf16."))
     if w.task == "train" and w.train_stack == "pytorch" and lay.zero == 3 and lay.pp > 1:
-        held = fsdp_pipeline_held_bytes(params_gpu, breakdown.get("gather_buffer_bytes", 0))
+        held = fsdp_pipeline_held_bytes(math.ceil(rest_gpu + expert_gpu), breakdown.get("gather_buffer_bytes", 0))
         breakdown.update(held)
         weights += held["gathered_stage_weights_bytes"]
         grads += held["accumulated_gradients_bytes"]
         assumptions.append(FSDP_PIPELINE_LINE)
-    if not on_gpu_optimizer:
+    if lay.offload != "none":
         breakdown["offloaded_optimizer_bytes"] = master + moments
         master = moments = 0
         warnings.append(make_warning("offload_slows_training",
@@ -170,6 +156,47 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     return new_task_terms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, checkpoint_bytes=checkpoint,
                           workload=w if (w.seq_tokens, w.recompute, w.micro_batch) == (seq, recompute, micro_batch)
                           else evolve(w, seq_tokens=seq, recompute=recompute, micro_batch=micro_batch))
+
+
+_MIXED_LINE = ("Mixed precision: 16-bit weights and gradients, fp32 master weights and optimizer moments "
+               "(ZeRO's 2 + 2 + 12 bytes per parameter with AdamW).")
+_BF16_TRUE_LINE = "bf16-true training: no fp32 master copy; optimizer moments kept in bf16."
+
+
+@partial(memo_on_frozen, frozen=2)
+def _full_training_states(model: ModelSpec, fmt: WeightFormat, tp: int, pp: int, ep: int, dp: int, cp: int, zero: int,
+                          offload: str, optimizer: str, mixed: bool, grad_bytes_per_value: int,
+                          ) -> tuple[int, dict[str, int], int, int, int, int, float, float, int, int]:
+    """Full training's model states on one GPU of a layout (weights, the breakdown's weight terms, gradients, master
+    weights, optimizer moments) and the checkpoint's bytes, then the parameters they are counted from (the rest's and
+    the routed experts' on the GPU, and the GPUs each is sharded over). They depend on the (frozen) model and weight
+    format, the layout's counts and the optimizer's settings only: memoised on them, so every plan of that layout (a
+    sweep over batch sizes, a layout search) reuses them. The terms are shared: read them, never change them."""
+    weights, terms = layout_weights_bytes(model, fmt, tp, pp, ep, dp, cp, zero, offload)
+    params_gpu = _params_per_gpu(model, tp, pp, ep)
+    params_total = model.params_total  # a sum over the breakdown: read once
+    # under EP a GPU's routed experts are held by only tp x cp x dp / ep GPUs of its stage: ZeRO shards their states
+    # over that group, the rest over the data-parallel ranks
+    expert_gpu = _expert_params_per_gpu(model, tp, pp, ep) if ep > 1 else 0.0
+    expert_dp = mm.expert_data_parallel(tp=tp, dp=dp, cp=cp, ep=ep)
+    shards = dp * cp  # the rest's ZeRO states split over DP x CP (context-parallel ranks hold the same weights)
+    rest_gpu = params_gpu - expert_gpu
+    moment_scale = 1.0 if mixed or optimizer == "adamw-8bit" else 0.5
+    shapes: list[tuple[int, int, int]] = []  # only Adafactor reads them: it factors every 2-D tensor
+    if optimizer == "adafactor":
+        shapes = [(g.count, g.d_in, g.d_out) for g in model.linear_groups]
+        shapes += [(1, model.vocab_size, model.hidden_size)] * ((model.params.embeddings > 0) + (model.params.head > 0))
+    grads = (mm.gradient_bytes(rest_gpu, bytes_per_value=grad_bytes_per_value, zero=zero, dp=shards)
+             + mm.gradient_bytes(expert_gpu, bytes_per_value=grad_bytes_per_value, zero=zero, dp=expert_dp))
+    master = (mm.master_weight_bytes(rest_gpu, mixed_precision=mixed, zero=zero, dp=shards)
+              + mm.master_weight_bytes(expert_gpu, mixed_precision=mixed, zero=zero, dp=expert_dp))
+    moments = math.ceil(sum(
+        held / max(1, params_total) * mm.optimizer_moment_bytes(
+            params_total, optimizer=optimizer, zero=zero, dp=group, moment_scale=moment_scale, matrix_shapes=shapes)
+        for held, group in ((rest_gpu, shards), (expert_gpu, expert_dp)) if held))
+    checkpoint = params_total * 2 + (4 * params_total if mixed else 0) + mm.optimizer_moment_bytes(
+        params_total, optimizer=optimizer, zero=0, dp=1, moment_scale=moment_scale, matrix_shapes=shapes)
+    return weights, terms, grads, master, moments, checkpoint, rest_gpu, expert_gpu, shards, expert_dp
 
 
 @memo_on_frozen

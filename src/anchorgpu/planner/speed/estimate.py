@@ -9,52 +9,43 @@ prediction with ``_low``/``_high`` from the calibration residuals and ``_ceiling
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
-from anchorgpu.planner.eager_stack import speed_line
 from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS
 from anchorgpu.planner.speed.assumption_lines import (
     expert_launch_line,
     larger_batch_line,
-    pytorch_stack_line,
     step_line,
-    training_expert_parallel_line,
 )
-from anchorgpu.planner.speed.calibration import Calibration, Overrides, band_kind_of, calibrated, calibration
+from anchorgpu.planner.speed.calibration import Calibration, Overrides, calibrated, calibration
 from anchorgpu.planner.speed.caveats import (
     ENGINE_CAVEAT_LABEL,
     MOE_CAVEAT_LABEL,
     MOE_TRAIN_CAVEAT_LABEL,
     SPEED_CAVEAT_LABELS,
     TTFT_CAVEAT_LABEL,
-    training_caveats,
 )
-from anchorgpu.planner.speed.data_parallel import group_link_of
-from anchorgpu.planner.speed.evidence import evidence_kind
 from anchorgpu.planner.speed.experts import expert_gemms_per_layer
-from anchorgpu.planner.speed.figures import evidence_items, plan_band, put_evidence, put_rate, put_time
+from anchorgpu.planner.speed.figures import evidence_items, put_rate, put_time
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import (
     compute_precision_for_training,
-    compute_precision_for_weights,
-    group_link,
     host_kind,
-    peak_for,
 )
-from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
 from anchorgpu.planner.speed.serving_plan import (
     SERVER_GPUS,
     KvReservation,
+    context_of,
     saturation_concurrency,
     serving_band_kind,
     serving_performance,
     serving_setup,
 )
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
+from anchorgpu.planner.speed.training_context import training_context
 
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
@@ -96,13 +87,14 @@ def train_layout(plan: Plan) -> TrainLayout:
 def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[str, Any],
               assumptions: list[str], warnings: list[tuple[str, str]], cal: Calibration) -> None:
     assert plan.gpu is not None
-    run_kind = band_kind_of(moe=model.moe is not None, phase="train", pp=plan.layout.pp, cp=plan.layout.cp)
-    band = plan_band(plan.gpu, cal, "train", run_kind, None)
     w = plan.workload
+    lay = plan.layout  # what train_layout(plan) copies, read in place
+    ctx = training_context(plan.gpu, cal, model, lay.gpus, lay.tp, lay.pp, lay.cp, lay.dp, lay.ep, lay.zero,
+                           lay.virtual_stages, lay.tp_overlap, lay.ep_overlap, w.task, w.train_stack, SERVER_GPUS)
+    band = ctx.band
     precision = compute_precision_for_training(w.train_precision)  # plan() refused it where the GPU lacks it
     seq = w.seq_tokens or 2048
     batch = w.global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS
-    lay = plan.layout  # what train_layout(plan) copies, read in place
     kind: TrainKind = "full" if w.task == "train" else "lora"
     st = training_step(model, plan.gpu, lay, seq_tokens=seq, micro_batch=w.micro_batch or 1,
                        global_batch_tokens=max(batch, lay.dp * (w.micro_batch or 1) * seq),
@@ -129,33 +121,20 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     if batch != st.tokens_per_step:
         assumptions.append(f"global batch {batch:,} tokens rounded up to whole micro-batches: {st.tokens_per_step:,} "
                            f"tokens per step")
-    k = cal.stack(plan.gpu)
+    k = ctx.stack
     assumptions.append(step_line(st.microbatches, w.micro_batch or 1, seq, st.tokens_per_step, precision,
                                   k.fp8_matmul_efficiency if precision != "bf16" else k.train_matmul_efficiency,
                                   model.hidden_size // lay.tp))
-    if w.train_stack == "pytorch":
-        assumptions.append(pytorch_stack_line(k.pytorch_elementwise_bytes_per_hidden, k.elementwise_bytes_per_hidden,
-                                              cal.fa2_hopper_attention_efficiency))
-    elif w.task == "train":
-        assumptions.append(speed_line())
-    if lay.tp > 1:
-        link = group_link(plan.gpu, lay.tp, gpus_per_server=SERVER_GPUS)
-        assumptions.append(f"tensor-parallel traffic over {link.description}"
-                           + (", overlapped with the products" if lay.tp_overlap else ", not overlapped"))
-        if link.kind == "pcie":
-            warnings.append(("tp_over_pcie", f"TP={lay.tp} over PCIe on {plan.gpu.name}: collectives are slow"))
-        elif link.kind == "network":
-            warnings.append(("tp_across_nodes", f"TP={lay.tp} spans servers: collectives cross the network"))
-    if lay.dp * lay.cp > 1:
-        link = group_link_of(plan.gpu, lay, gpus_per_server=SERVER_GPUS)
-        if link.kind == "network":  # the data-parallel group crosses servers
-            assumptions.append(f"data-parallel traffic (gradient sync{', parameter gathers' if lay.zero >= 3 else ''}) "
-                               f"over the {link.description} (NCCL's rings leave a server through each member's "
-                               "own NIC), each ring collective with NCCL's latency for each of its steps")
-    if model.moe is not None and lay.ep > 1:
-        assumptions.append(training_expert_parallel_line(
-            lay.ep, lay.tp, lay.dp, lay.cp, model.moe.experts_per_token, SERVER_GPUS,
-            cal.overlap_exposed_fraction if lay.ep_overlap else None))
+    if ctx.stack_line is not None:
+        assumptions.append(ctx.stack_line)
+    if ctx.tp_line is not None:
+        assumptions.append(ctx.tp_line)
+        if ctx.tp_warning is not None:
+            warnings.append(ctx.tp_warning)
+    if ctx.dp_line is not None:
+        assumptions.append(ctx.dp_line)
+    if ctx.ep_line is not None:
+        assumptions.append(ctx.ep_line)
     if lay.offload != "none":
         host = host_kind(plan.gpu)
         memory = {"superchip": "Grace's LPDDR5X", "x86": "the x86 host's DDR5"}[host]
@@ -174,13 +153,8 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     if lay.pp > 1:
         assumptions.append(f"pipeline bubble (p-1)/v = {lay.pp - 1}/{lay.virtual_stages} micro-batch times per step "
                            f"({st.bubble_fraction:.1%} of it)")
-        if counts_embedding_and_loss(model.num_layers, lay.pp, lay.virtual_stages):
-            chunks = lay.pp * lay.virtual_stages
-            assumptions.append(
-                f"{model.num_layers} layers in {chunks} chunks with the embedding and the loss counted as a layer each, "
-                f"{model.num_layers + 2} / {chunks} = {(model.num_layers + 2) // chunks} a chunk (Megatron-Core's "
-                "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split); the busiest rank's "
-                f"{math.ceil(model.num_layers / lay.pp)} layers set the pace, and its memory is planned for them")
+        if ctx.layers_line is not None:
+            assumptions.append(ctx.layers_line)
     idle_s = st.breakdown_s.get("pp_bubble", 0.0) + st.breakdown_s.get("dp_sync", 0.0)
     if w.global_batch_tokens is None and idle_s >= IDLE_SHARE_TO_MENTION * st.step_s:
         larger = LARGER_BATCH_FACTOR * st.tokens_per_step
@@ -190,8 +164,10 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
                              grad_bytes_per_value=w.grad_bytes_per_value, cal=cal, train_stack=w.train_stack)
         assumptions.append(larger_batch_line(st.tokens_per_step, st.microbatches, idle_s / st.step_s, larger,
                                              wide.tokens_per_s, st.tokens_per_s))
-    assumptions.extend(training_caveats(cal.caveats, moe=model.moe is not None, cp=plan.layout.cp > 1))
-    put_evidence(plan.gpu, evidence_kind("train", run_kind), cal, out, assumptions)
+    assumptions.extend(ctx.caveats)
+    if ctx.evidence is not None:  # put_evidence, from the context's items
+        out["evidence"] = dict(ctx.evidence)
+        assumptions.append(str(ctx.evidence[-1][1]))
 
 
 def plan_performance(
@@ -243,13 +219,14 @@ def plan_performance(
         room = ctx - given_prompt if given_prompt else ctx // 2
         output = output_tokens or w.output_tokens or min(DEFAULT_OUTPUT_TOKENS, max(1, room))
         prompt = prompt_tokens or w.prompt_tokens or max(1, min(DEFAULT_PROMPT_TOKENS, ctx - output))
-        precision = compute_precision_for_weights(plan.precision.weights or "bf16")
-        choice = peak_for(gpu, precision)
+        serving = context_of(plan, cal)  # the peak of the weights' precision among what the GPU, model and format give
+        choice = serving.choice
         if choice.warning:
             warnings.append(choice.warning)
         out["compute_precision"] = choice.precision
         reservation: KvReservation = kv_reservation or ("full" if w.engine == "trtllm" else "average")
-        serving_performance(plan, model, prompt, output, out, assumptions, cal, reservation, graph_batch_sizes, host_overlap)
+        serving_performance(plan, model, prompt, output, out, assumptions, cal, reservation, graph_batch_sizes, host_overlap,
+                            context=serving)
         out["checkpoint_bytes"] = plan.checkpoint_bytes or int(plan.breakdown.get("weights_whole_model_bytes", 0))
     else:
         out["compute_precision"] = compute_precision_for_training(w.train_precision)

@@ -182,8 +182,14 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
         # those terms is 0.0, and adding it would change no value, so they are left out
         k = ceiling
         kv_top, attn_top = kv_bytes / k.mem_rate, attn_flops_per_gpu / k.attention_rate
-        top = (soft_roofline(weights / k.mem_rate, matmul_flops / k.matmul_rate, k.knee)
-               + (kv_top if kv_top >= attn_top else attn_top))
+        read_top, product_top = weights / k.mem_rate, matmul_flops / k.matmul_rate
+        # soft_roofline(read_top, product_top, k.knee), inline (the same operations in order)
+        if read_top <= 0.0 or product_top <= 0.0:
+            top = read_top if read_top >= product_top else product_top
+        else:
+            big, knee = (read_top if read_top >= product_top else product_top), k.knee
+            top = big * ((read_top / big) ** knee + (product_top / big) ** knee) ** (1.0 / knee)
+        top += kv_top if kv_top >= attn_top else attn_top
         if message > 0:
             comm_top = 0.0
             if k.link is not None:

@@ -5,11 +5,13 @@ what it assumed. Pure; :mod:`.estimate` calls it for an inference plan."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from functools import lru_cache, partial
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
-from anchorgpu.planner._frozen import builder
+from anchorgpu.planner._frozen import builder, memo_on_frozen
 from anchorgpu.planner.inputs import KV_CACHE_DTYPES, engine_limits, large_engine_defaults
 from anchorgpu.planner.speed.assumption_lines import (
     expert_parallel_line,
@@ -18,19 +20,19 @@ from anchorgpu.planner.speed.assumption_lines import (
     serving_line,
 )
 from anchorgpu.planner.speed.batching import serving_estimate
-from anchorgpu.planner.speed.calibration import Calibration, band_kind_of
+from anchorgpu.planner.speed.calibration import Band, Calibration, band_kind_of
 from anchorgpu.planner.speed.caveats import serving_caveats
 from anchorgpu.planner.speed.evidence import evidence_kind
-from anchorgpu.planner.speed.figures import plan_band, put_evidence, put_rate, put_time
+from anchorgpu.planner.speed.figures import evidence_items, plan_band, put_rate, put_time
 from anchorgpu.planner.speed.launches import is_block_fp8
-from anchorgpu.planner.speed.links import compute_precision_for_weights
+from anchorgpu.planner.speed.links import PeakChoice, compute_precision_for_weights, peak_for
 from anchorgpu.planner.speed.serving import ServingSetup, ep_gather_bytes
 
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
 
-__all__ = ["SERVER_GPUS", "KvReservation", "saturation_concurrency", "serving_band_kind", "serving_performance",
-           "serving_setup"]
+__all__ = ["SERVER_GPUS", "KvReservation", "ServingContext", "context_of", "saturation_concurrency", "serving_band_kind",
+           "serving_context", "serving_performance", "serving_setup"]
 
 SERVER_GPUS = 8
 """GPUs per server assumed by ``plan`` estimates: groups larger than this cross the network."""
@@ -47,6 +49,14 @@ def _kv_bytes(plan: Plan, tokens: int) -> int:
 _new_setup = builder(ServingSetup)  # ServingSetup(...) once per plan's estimate
 
 
+@lru_cache(maxsize=256)
+def _weights_terms(weights: str | None, engine: str) -> tuple[str, bool, float]:
+    """(compute precision, FP8 in blocks, bytes a gathered value takes under attention DP) of a weight format
+    planned (None: 16 bit) and an engine."""
+    return (compute_precision_for_weights(weights or "bf16"), is_block_fp8(weights),
+            ep_gather_bytes(engine, weights or "bf16"))
+
+
 def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits: tuple[int, int] | None = None,
                   graph_batch_sizes: tuple[int, ...] = (), host_overlap: bool = True) -> ServingSetup:
     model, lay = plan.model, plan.layout
@@ -55,13 +65,50 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     # a recurrent layer reads (and rewrites) its fixed-size state every step instead of a growing KV cache
     if model.recurrent is not None:
         kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
+    precision, block_fp8, gather_bytes = _weights_terms(plan.precision.weights, plan.workload.engine)
     # the byte counts as floats, the type the step's arithmetic is in (exact: they are far below 2**53)
     return _new_setup(
         weights_bytes_per_gpu=float(plan.per_gpu.weights_bytes), kv_bytes_per_sequence_per_gpu=float(kv_seq),
-        precision=compute_precision_for_weights(plan.precision.weights or "bf16"), tp=lay.tp, pp=lay.pp,
-        replicas=lay.dp, max_num_batched_tokens=(limits or _engine_limits(plan))[0], gpus_per_server=SERVER_GPUS,
-        graph_batch_sizes=graph_batch_sizes, ep=lay.ep, block_fp8=is_block_fp8(plan.precision.weights),
-        host_overlap=host_overlap, ep_gather_bytes=ep_gather_bytes(plan.workload.engine, plan.precision.weights or "bf16"))
+        precision=precision, tp=lay.tp, pp=lay.pp, replicas=lay.dp,
+        max_num_batched_tokens=(limits or _engine_limits(plan))[0], gpus_per_server=SERVER_GPUS,
+        graph_batch_sizes=graph_batch_sizes, ep=lay.ep, block_fp8=block_fp8, host_overlap=host_overlap,
+        ep_gather_bytes=gather_bytes)
+
+
+class ServingContext(NamedTuple):
+    """What a serving plan's figures and assumptions take from its (frozen) GPU, calibration and model, its weight
+    format, engine and split alone, formed once (:func:`serving_context`): every plan of them shares it."""
+
+    choice: PeakChoice  # the peak the weights' products run at, with its warning (None where the GPU has it)
+    band: Band
+    constants_line: str  # serving_constants_line
+    evidence: tuple[tuple[str, object], ...] | None  # evidence_items, summary last; None with the user's efficiencies
+    launches_line: str  # launches_line ("" for a Llama-style layer)
+    caveats: tuple[str, ...]  # serving_caveats
+
+
+@partial(memo_on_frozen, frozen=3)
+def serving_context(gpu: GpuSpec, cal: Calibration, model: ModelSpec, weights: str | None, engine: str, pp: int,
+                    wide_ep: bool) -> ServingContext:
+    """The :class:`ServingContext` of a plan on ``gpu`` under ``cal`` of ``model`` with ``weights`` (the plan's
+    format, None: 16 bit) on ``engine`` over ``pp`` stages, ``wide_ep`` where its experts are split over more GPUs
+    than TP (memoised on the frozen three by identity and the plain values after them)."""
+    precision, block_fp8, _ = _weights_terms(weights, engine)
+    kind = serving_band_kind(model, pp)
+    evidence = None if cal.origin == "user" else evidence_items(gpu, cal, evidence_kind("serve", kind), engine)
+    return ServingContext(
+        choice=peak_for(gpu, precision), band=plan_band(gpu, cal, "serve", kind, engine),
+        constants_line=serving_constants_line(gpu, cal, precision), evidence=evidence,
+        launches_line=launches_line(model, cal.launches, block_fp8),
+        caveats=tuple(serving_caveats(cal.caveats, moe=model.moe is not None, engine=engine, wide_ep=wide_ep)))
+
+
+def context_of(plan: Plan, cal: Calibration) -> ServingContext:
+    """:func:`serving_context` of an inference plan on a GPU."""
+    model, lay = plan.model, plan.layout
+    assert plan.gpu is not None and isinstance(model, ModelSpec)
+    return serving_context(plan.gpu, cal, model, plan.precision.weights, plan.workload.engine, lay.pp,
+                           model.moe is not None and lay.ep > lay.tp)
 
 
 def _engine_limits(plan: Plan) -> tuple[int, int]:
@@ -100,11 +147,14 @@ def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: i
 
 def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[str, Any],
                         assumptions: list[str], cal: Calibration, kv_reservation: KvReservation = "average",
-                        graph_batch_sizes: tuple[int, ...] = (), host_overlap: bool = True) -> None:
+                        graph_batch_sizes: tuple[int, ...] = (), host_overlap: bool = True,
+                        context: ServingContext | None = None) -> None:
     """An inference plan's serving figures into ``out`` and what they assumed into ``assumptions``, for ``prompt``
-    and ``output`` tokens a request (:func:`~anchorgpu.planner.speed.estimate.plan_performance` resolved them)."""
+    and ``output`` tokens a request (:func:`~anchorgpu.planner.speed.estimate.plan_performance` resolved them);
+    ``context``: the plan's :func:`context_of`, where the caller has it."""
     assert plan.gpu is not None
-    band = plan_band(plan.gpu, cal, "serve", serving_band_kind(model, plan.layout.pp), plan.workload.engine)
+    ctx = context or context_of(plan, cal)
+    band = ctx.band
     limits = _engine_limits(plan)
     setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output, graph_batch_sizes=graph_batch_sizes,
                           host_overlap=host_overlap,
@@ -130,14 +180,12 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     out["prefill_s"] = est.ttft_s
     out["decode_tokens_per_s_total"] = est.output_tokens_per_s
     assumptions.append(serving_line(conc, prompt, output, sat, full, limits[1]))
-    assumptions.append(serving_constants_line(plan.gpu, cal, setup.precision))
-    put_evidence(plan.gpu, evidence_kind("serve", serving_band_kind(model, plan.layout.pp)), cal, out, assumptions,
-              plan.workload.engine)
-    launches = launches_line(model, cal.launches, setup.block_fp8)
-    if launches:
-        assumptions.append(launches)
-    wide_ep = model.moe is not None and setup.ep > setup.tp
-    if wide_ep:
+    assumptions.append(ctx.constants_line)
+    if ctx.evidence is not None:  # put_evidence, from the context's items
+        out["evidence"] = dict(ctx.evidence)
+        assumptions.append(str(ctx.evidence[-1][1]))
+    if ctx.launches_line:
+        assumptions.append(ctx.launches_line)
+    if model.moe is not None and setup.ep > setup.tp:
         assumptions.append(expert_parallel_line(setup.ep, setup.tp, setup.ep_gather_bytes))
-    assumptions.extend(serving_caveats(cal.caveats, moe=model.moe is not None, engine=plan.workload.engine,
-                                       wide_ep=wide_ep))
+    assumptions.extend(ctx.caveats)
