@@ -42,7 +42,7 @@ def _plan_of(r: dict, gpu: object, train_stack: str = "megatron") -> object:
     return plan(
         load_model(r["model"]),
         Workload(task="train", seq_tokens=r["seq"], micro_batch=r["micro_batch"], recompute=r["recompute"],
-                 train_stack=train_stack),
+                 train_stack=train_stack, global_batch_tokens=r["micro_batch"] * r["seq"]),  # one micro-batch a step
         layout=Layout(gpus=1, zero=0),
         gpu=gpu,
     )

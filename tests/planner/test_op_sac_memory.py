@@ -28,12 +28,13 @@ MEASURED_GIB = {"TT-8B-8-BF16": 77.0, "T26": 76.8, "TT-8B-128-BF16": 62.0, "TT-8
 
 
 @pytest.mark.parametrize("run_id", sorted(MEASURED_GIB))
-def test_torchtitans_llama_8b_runs_plan_within_6_percent_of_their_measured_peaks(run_id: str) -> None:
-    """Selective runs 1-2% under their peaks, the long-sequence full-recompute ones 5-6% under (planned at the
+def test_torchtitans_llama_8b_runs_plan_within_9_percent_of_their_measured_peaks(run_id: str) -> None:
+    """Selective runs 1-4% under their peaks, the long-sequence full-recompute ones 7-8% under: torchtitan logs the
+    allocator's peak reserved memory, its cache included, where the plan adds 5% to the tensors (planned at the
     catalog's 80 GB H100; the runs' H100s had 96 GB, so what fits here fits there)."""
     result = training_plan_of(RUNS[run_id].row)
     assert result.fits
-    assert abs(result.per_gpu.total_bytes / GIB / MEASURED_GIB[run_id] - 1) <= 0.06
+    assert -0.09 <= result.per_gpu.total_bytes / GIB / MEASURED_GIB[run_id] - 1 <= 0.03
 
 
 def test_the_selective_runs_are_what_the_op_policy_and_the_fp32_loss_make_them() -> None:
@@ -107,3 +108,27 @@ def test_fsdp_under_pipeline_stages_holds_the_stage_gathered_and_its_gradients_u
         result.breakdown["gathered_stage_weights_bytes"] + result.breakdown["gather_buffer_bytes"])
     megatron = training_plan_of({**RUNS[run_id].row, "train_stack": "megatron"})
     assert "accumulated_gradients_bytes" not in megatron.breakdown
+
+
+def test_one_micro_batch_a_step_never_holds_the_gradients_beside_the_activations() -> None:
+    """PyTorch sets the gradients to None after each optimizer step, so with one micro-batch a step the activations
+    (the fp32 loss's included) and the gradients are not held at once: on one H200 (benchmarks/device/
+    h200_2026-12-04.json) transformers' eager Llama 3.1 8B with full recompute peaked at 122.4 and 123.3 GiB in use at
+    micro-batches 1 and 2; planned as a PyTorch-native stack both come to 126.2 GiB (the gradients' 15 GiB outweigh
+    the activations), where holding both had planned 134 and 142 GiB, over the GPU's 139.8 for a run that ran.
+    With more micro-batches a step the gradients accumulate beside the next micro-batch's activations."""
+    model, gpu = load_model("llama-3.1-8b"), get_gpu("h200")
+
+    def result(micro_batch: int, microbatches: int):  # type: ignore[no-untyped-def]
+        return plan(model, Workload(task="train", seq_tokens=4096, micro_batch=micro_batch, recompute="full",
+                                    train_stack="pytorch", global_batch_tokens=microbatches * micro_batch * 4096),
+                    layout=Layout(gpus=1, zero=0), gpu=gpu, suggest=False, choose_layout=False)
+
+    one, two = result(1, 1), result(2, 1)
+    assert one.fits and two.fits
+    for measured_gib, p in ((122.4, one), (123.3, two)):
+        assert 1.0 < p.per_gpu.total_bytes / GIB / measured_gib < 1.04
+        assert p.breakdown["activations_not_beside_gradients_bytes"] > 0
+    accumulating = result(2, 4)
+    assert "activations_not_beside_gradients_bytes" not in accumulating.breakdown
+    assert accumulating.per_gpu.total_bytes > two.per_gpu.total_bytes

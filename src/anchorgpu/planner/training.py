@@ -142,6 +142,13 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
                                                 else mm.FUSED_LOSS_BYTES_PER_LOGIT)
     if w.task in ("lora", "qlora"):
         act += finetune_activation_terms(model, fmt, w, seq // lay.cp, micro_batch, lay, recompute, breakdown, assumptions)
+    if pytorch and lay.pp == 1 and w.global_batch_tokens is not None and microbatches == 1:
+        # PyTorch frees the gradients after each optimizer step (zero_grad(set_to_none=True)): with one micro-batch a
+        # step, the forward pass's activations (the loss's included) and the gradients are never held at once
+        apart = min(act, grads)
+        breakdown["activations_not_beside_gradients_bytes"] = apart
+        act -= apart
+        assumptions.append(gradients_apart_line(apart))
     tensors = weights + grads + master + moments + act
     fragmentation = math.ceil(tensors * ov.fragmentation_fraction)
     context = context_bytes(gpu, ov)
@@ -242,6 +249,14 @@ def fsdp_pipeline_held_bytes(stage_params: int, gather_buffer_bytes: int) -> dic
     """
     return {"gathered_stage_weights_bytes": max(0, 2 * stage_params - gather_buffer_bytes),
             "accumulated_gradients_bytes": 4 * stage_params}
+
+
+def gradients_apart_line(apart_bytes: int) -> str:
+    """Why a PyTorch-native plan with one micro-batch a step counts only the activations beyond the gradients."""
+    return ("One micro-batch a step on a PyTorch-native stack: the gradients are freed after each optimizer step "
+            "(zero_grad(set_to_none=True)) and made again in the backward pass, so they and the forward pass's "
+            f"activations are never held at once; the peak counts {fmt_bytes(apart_bytes)} of the activations "
+            "once, in the gradients.")
 
 
 def pytorch_activations_line(recompute: Recompute) -> str:
