@@ -126,12 +126,15 @@ def test_the_readme_journey_is_what_the_cli_answers(capsys: pytest.CaptureFixtur
     assert "anchorgpu plan llama-3.1-70b --task train --gpu h100 #" in readme
     doc = run_json(capsys, "plan", "llama-3.1-70b", "--task", "train", "--gpu", "h100")
     lay, per_gpu_gib = doc["layout"], doc["per_gpu"]["total_bytes"] / 2**30
-    assert (lay["gpus"], lay["tp"], lay["pp"], lay["virtual_stages"]) == (16, 8, 2, 10)
+    assert (lay["gpus"], lay["tp"], lay["pp"], lay["zero"], doc["workload"]["recompute"]) == (16, 1, 1, 3, "full")
+    assert "DP 16 with FSDP (ZeRO-3) and full recompute" in readme
     assert f"FITS ({per_gpu_gib:.2f} GiB per GPU); ~{doc['performance']['train_tokens_per_s'] / 1e3:.1f}k tok/s" \
         in readme
+    split = run_json(capsys, "plan", "llama-3.1-70b", "--task", "train", "--gpu", "h100", "--gpus", "16", "--tp", "8",
+                     "--pp", "2")
+    assert f"(TP 8 x PP 2 on the same GPUs: ~{split['performance']['train_tokens_per_s'] / 1e3:.1f}k)" in readme
     eight = run_json(capsys, "plan", "llama-3.1-70b", "--task", "train", "--gpu", "h100", "--gpus", "8")
-    zero3 = next(s for s in eight["suggestions"] if s["change"].startswith("--gpus 16 --zero 3"))
-    assert f"ZeRO-3 over 16 GPUs (~{zero3['train_tokens_per_s'] / 1e3:.1f}k tok/s)" in readme
+    assert eight["suggestions"][0]["change"] == "--gpus 16"
     assert "anchorgpu plan llama-3.1-70b --task qlora --gpu l40s --gpus 1" in readme
 
 
