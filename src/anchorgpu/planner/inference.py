@@ -120,19 +120,6 @@ def engine_memory(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov: 
     return EngineMemory(tokens, seqs, line[0], weights, prefill, sampler, non_torch, terms, budget, capacity)
 
 
-def kv_request(model: ModelSpec, ctx: int, seqs: int, precision: PrecisionPlan, lay: ResolvedLayout,
-                w: Workload) -> int:
-    return mm.kv_cache_bytes(model, context_tokens=ctx, sequences=seqs, bytes_per_value=KV_CACHE_DTYPES[precision.kv_cache],
-                             tp=lay.tp, pp=lay.pp, block_size=w.block_size_tokens)
-
-
-def longest_context(model: ModelSpec, capacity: int, seqs: int, limit: int, precision: PrecisionPlan,
-                     lay: ResolvedLayout, w: Workload) -> int:
-    """Largest context (tokens, at most ``limit``) whose KV for ``seqs`` sequences fits ``capacity``."""
-    return _longest_kv_context(model, capacity, seqs, KV_CACHE_DTYPES[precision.kv_cache], lay.tp, lay.pp,
-                               w.block_size_tokens, limit)
-
-
 @memo_on_frozen
 def _longest_kv_context(model: ModelSpec, capacity: int, seqs: int, bytes_per_value: float, tp: int, pp: int,
                         block: int, limit: int) -> int:
@@ -242,8 +229,12 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     assumptions.append(em.line)
     engine_terms = em.terms
     breakdown = dict(engine_terms)
-    kv_one = kv_request(model, ctx, 1, precision, lay, w)
-    kv = kv_one if per_replica == 1 else kv_request(model, ctx, per_replica, precision, lay, w)
+    bytes_per_value, block = KV_CACHE_DTYPES[precision.kv_cache], w.block_size_tokens
+    kv_one = mm.kv_cache_bytes(model, context_tokens=ctx, sequences=1, bytes_per_value=bytes_per_value, tp=lay.tp,
+                               pp=lay.pp, block_size=block)
+    kv = kv_one if per_replica == 1 else mm.kv_cache_bytes(model, context_tokens=ctx, sequences=per_replica,
+                                                           bytes_per_value=bytes_per_value, tp=lay.tp, pp=lay.pp,
+                                                           block_size=block)
     breakdown["kv_per_sequence_bytes"] = kv_one
     state_one = state = cross_one = cross = 0  # a transformer keeps no recurrent state; text has no cross-attention
     if model.recurrent is not None:
@@ -254,10 +245,9 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         assumptions.append(state_assumption(model, state_one))
     # images and encoder outputs: cross-attention K/V per sequence, fixed whatever the text length
     if media.cross_tokens:
-        cross_one = cross_kv_bytes(model, media, sequences=1, bytes_per_value=KV_CACHE_DTYPES[precision.kv_cache],
-                                   tp=lay.tp, pp=lay.pp)
-        cross = cross_kv_bytes(model, media, sequences=per_replica,
-                               bytes_per_value=KV_CACHE_DTYPES[precision.kv_cache], tp=lay.tp, pp=lay.pp)
+        cross_one = cross_kv_bytes(model, media, sequences=1, bytes_per_value=bytes_per_value, tp=lay.tp, pp=lay.pp)
+        cross = cross_kv_bytes(model, media, sequences=per_replica, bytes_per_value=bytes_per_value, tp=lay.tp,
+                               pp=lay.pp)
     if media.images:
         breakdown["image_tokens_per_image"] = media.tokens_per_image
         breakdown["image_tokens_per_request"] = media.images * media.tokens_per_image
@@ -290,7 +280,9 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         max_conc = max(0, capacity) // max(1, kv_one + state_one) * lay.dp
         cap_limit = limit if not w.allow_long_context else max(limit, ctx) * 16
         room = capacity - state  # the recurrent state of the sequences does not grow with the context
-        max_ctx = longest_context(model, room, per_replica, cap_limit, precision, lay, w) if room >= 0 else 0
+        # the largest context (at most cap_limit) whose KV for per_replica sequences fits the room
+        max_ctx = (_longest_kv_context(model, room, per_replica, bytes_per_value, lay.tp, lay.pp, block, cap_limit)
+                   if room >= 0 else 0)
         if capacity <= 0 and w.engine == "trtllm":
             warnings.append(make_warning(
                 "weights_exceed_engine_budget",
