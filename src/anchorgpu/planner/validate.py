@@ -60,13 +60,13 @@ _layout_counts = attrgetter(*_LAYOUT_COUNTS)
 _LORA_TARGETS = frozenset((*ALL_LORA_TARGETS, *mm.FUSED_LORA_TARGETS, *mm.RECURRENT_LORA_TARGETS))
 
 
-_INT_OR_NONE = frozenset((int, type(None)))  # exactly int: a bool is refused
-
-
 def check_counts(names: tuple[str, ...], values: tuple[int | None, ...]) -> None:
-    """:func:`check_positive` on each (name, value); the usual case (each None or an int >= 1) is decided in C
-    (the values' types, then no 0 and the least of those given) before any value is looked at by name."""
-    if _INT_OR_NONE.issuperset(map(type, values)) and 0 not in values and min(filter(None, values), default=1) >= 1:
+    """:func:`check_positive` on each (name, value); the usual case (each None or an int >= 1) is decided by one
+    plain loop before any value is looked at by name."""
+    for value in values:
+        if value is not None and (type(value) is not int or value < 1):  # exactly int: a bool is refused
+            break
+    else:
         return
     for name, value in zip(names, values, strict=False):
         check_positive(name, value)
