@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache, partial
+from typing import NamedTuple
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
@@ -18,6 +19,7 @@ from anchorgpu.planner.inputs import (
     DEFAULT_OUTPUT_TOKENS,
     DEFAULT_PROMPT_TOKENS,
     KV_CACHE_DTYPES,
+    Engine,
     Overheads,
     PrecisionPlan,
     Workload,
@@ -31,7 +33,7 @@ from anchorgpu.planner.terms import TaskTerms, context_bytes, new_task_terms, sp
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 from anchorgpu.units import fmt_bytes
 
-__all__ = ["DEFAULT_REQUEST_NOTE", "engine_defaults", "plan_inference", "request_media"]
+__all__ = ["DEFAULT_REQUEST_NOTE", "EngineMemory", "engine_defaults", "engine_memory", "plan_inference", "request_media"]
 
 
 def engine_defaults(gpu: GpuSpec | None, workload: Workload, assumptions: list[str]) -> tuple[int, int]:
@@ -57,13 +59,13 @@ def _engine_line(engine: str, tokens: int, seqs: int, utilization: float, block:
             f"gpu_memory_utilization {utilization}, KV block {block} tokens.")
 
 
-@partial(memo_on_frozen, frozen=4)
 def _engine_footprint(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov: Overheads, tp: int, pp: int,
                       ep: int, tokens: int, seqs: int, engine: str = "vllm") -> tuple[int, int, int, int, dict[str, int]]:
     """What the engine holds on one GPU before any request: (weights, the prefill activation peak, the sampler's
     logits, non-torch memory, and their terms of the breakdown in order, the CUDA context's last). It depends on
     the (frozen) model, weight format, GPU and overheads, the split and the engine's batch limits only: memoised
-    on them, so every request shape served by that engine shares it. The terms are shared: copy them.
+    on them (through :func:`engine_memory`), so every request shape served by that engine shares it. The terms are
+    shared: copy them.
     TensorRT-LLM's profiling pass runs context requests only (no sampler warm-up over a full batch), so its
     sampler term is 0."""
     weights, weight_terms = split_weights_bytes(model, fmt, tp, pp, ep)
@@ -75,17 +77,47 @@ def _engine_footprint(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, 
     return weights, prefill, sampler, non_torch, terms
 
 
-def kv_request(model: ModelSpec, ctx: int, seqs: int, precision: PrecisionPlan, lay: ResolvedLayout,
-                w: Workload) -> int:
-    return mm.kv_cache_bytes(model, context_tokens=ctx, sequences=seqs, bytes_per_value=KV_CACHE_DTYPES[precision.kv_cache],
-                             tp=lay.tp, pp=lay.pp, block_size=w.block_size_tokens)
+class EngineMemory(NamedTuple):
+    """What a serving engine holds on one GPU before any request, and what it leaves for the KV cache: the part of a
+    serving plan's memory that depends on the (frozen) model, weight format, GPU and overheads, the split and the
+    engine's settings only (:func:`engine_memory`), never on the request's sizes."""
+
+    tokens: int  # max_num_batched_tokens (TensorRT-LLM: max_num_tokens) as planned: the setting, else the default
+    seqs: int  # max_num_seqs (max_batch_size)
+    line: str  # the serving-engine assumption
+    weights: int
+    prefill: int  # the profiled prefill activation peak
+    sampler: int  # the sampler's logits (0 under TensorRT-LLM)
+    non_torch: int
+    terms: dict[str, int]  # their terms of the breakdown in order, the CUDA context's last (shared: copy them)
+    budget: int | None  # the engine's budget and the KV cache's capacity in it; None without a GPU
+    capacity: int | None
 
 
-def longest_context(model: ModelSpec, capacity: int, seqs: int, limit: int, precision: PrecisionPlan,
-                     lay: ResolvedLayout, w: Workload) -> int:
-    """Largest context (tokens, at most ``limit``) whose KV for ``seqs`` sequences fits ``capacity``."""
-    return _longest_kv_context(model, capacity, seqs, KV_CACHE_DTYPES[precision.kv_cache], lay.tp, lay.pp,
-                               w.block_size_tokens, limit)
+@partial(memo_on_frozen, frozen=4)
+def engine_memory(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov: Overheads, tp: int, pp: int, ep: int,
+                  engine: Engine, max_tokens: int | None, max_seqs: int | None, utilization: float,
+                  utilization_type: type, block: int) -> EngineMemory:
+    """The :class:`EngineMemory` of a layout: the engine's limits (:func:`engine_defaults`) and footprint
+    (:func:`_engine_footprint`), its budget under ``gpu_memory_utilization`` and the capacity left for the KV cache.
+    Memoised on the frozen four by identity and the plain values after them (``utilization_type``: 1 and 1.0 print
+    differently in the assumption), so every request served by that engine on that layout shares it."""
+    probe = Workload(engine=engine, max_num_batched_tokens=max_tokens, max_num_seqs=max_seqs,
+                     gpu_memory_utilization=utilization, block_size_tokens=block)
+    line: list[str] = []
+    tokens, seqs = engine_defaults(gpu, probe, line)
+    weights, prefill, sampler, non_torch, terms = _engine_footprint(model, fmt, gpu, ov, tp, pp, ep, tokens, seqs,
+                                                                    engine)
+    budget = capacity = None
+    if gpu is not None:
+        used = weights + prefill + sampler + non_torch
+        if engine == "trtllm":  # a share of what its profiling pass leaves free, the CUDA context counted
+            capacity = int(utilization * (gpu.memory_bytes - used - terms["cuda_context_outside_budget_bytes"]))
+            budget = used + max(0, capacity)
+        else:
+            budget = math.ceil(gpu.memory_bytes * utilization)
+            capacity = budget - used
+    return EngineMemory(tokens, seqs, line[0], weights, prefill, sampler, non_torch, terms, budget, capacity)
 
 
 @memo_on_frozen
@@ -189,12 +221,20 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     per_replica = math.ceil(concurrency / lay.dp)
     if lay.dp > 1:
         assumptions.append(f"{lay.dp} replicas share the {concurrency} sequences: {per_replica} per replica.")
-    tokens, seqs = engine_defaults(gpu, w, assumptions)
-    weights, prefill, sampler, non_torch, engine_terms = _engine_footprint(model, fmt, gpu, ov, lay.tp, lay.pp, lay.ep,
-                                                                           tokens, seqs, w.engine)
+    utilization = w.gpu_memory_utilization
+    em = engine_memory(model, fmt, gpu, ov, lay.tp, lay.pp, lay.ep, w.engine, w.max_num_batched_tokens, w.max_num_seqs,
+                       utilization, type(utilization), w.block_size_tokens)
+    tokens, seqs, weights, prefill, sampler, non_torch = em.tokens, em.seqs, em.weights, em.prefill, em.sampler, \
+        em.non_torch
+    assumptions.append(em.line)
+    engine_terms = em.terms
     breakdown = dict(engine_terms)
-    kv_one = kv_request(model, ctx, 1, precision, lay, w)
-    kv = kv_one if per_replica == 1 else kv_request(model, ctx, per_replica, precision, lay, w)
+    bytes_per_value, block = KV_CACHE_DTYPES[precision.kv_cache], w.block_size_tokens
+    kv_one = mm.kv_cache_bytes(model, context_tokens=ctx, sequences=1, bytes_per_value=bytes_per_value, tp=lay.tp,
+                               pp=lay.pp, block_size=block)
+    kv = kv_one if per_replica == 1 else mm.kv_cache_bytes(model, context_tokens=ctx, sequences=per_replica,
+                                                           bytes_per_value=bytes_per_value, tp=lay.tp, pp=lay.pp,
+                                                           block_size=block)
     breakdown["kv_per_sequence_bytes"] = kv_one
     state_one = state = cross_one = cross = 0  # a transformer keeps no recurrent state; text has no cross-attention
     if model.recurrent is not None:
@@ -205,10 +245,9 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         assumptions.append(state_assumption(model, state_one))
     # images and encoder outputs: cross-attention K/V per sequence, fixed whatever the text length
     if media.cross_tokens:
-        cross_one = cross_kv_bytes(model, media, sequences=1, bytes_per_value=KV_CACHE_DTYPES[precision.kv_cache],
-                                   tp=lay.tp, pp=lay.pp)
-        cross = cross_kv_bytes(model, media, sequences=per_replica,
-                               bytes_per_value=KV_CACHE_DTYPES[precision.kv_cache], tp=lay.tp, pp=lay.pp)
+        cross_one = cross_kv_bytes(model, media, sequences=1, bytes_per_value=bytes_per_value, tp=lay.tp, pp=lay.pp)
+        cross = cross_kv_bytes(model, media, sequences=per_replica, bytes_per_value=bytes_per_value, tp=lay.tp,
+                               pp=lay.pp)
     if media.images:
         breakdown["image_tokens_per_image"] = media.tokens_per_image
         breakdown["image_tokens_per_request"] = media.images * media.tokens_per_image
@@ -233,21 +272,17 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                                    overhead_bytes=non_torch)
     budget = None
     max_conc = max_ctx = None
-    if gpu is not None:
+    if gpu is not None and em.budget is not None and em.capacity is not None:
         used = weights + prefill + sampler + non_torch
-        if w.engine == "trtllm":  # a share of what its profiling pass leaves free, the CUDA context counted
-            capacity = int(w.gpu_memory_utilization * (gpu.memory_bytes - used - engine_terms[
-                "cuda_context_outside_budget_bytes"]))
-            budget = used + max(0, capacity)
-        else:
-            budget = math.ceil(gpu.memory_bytes * w.gpu_memory_utilization)
-            capacity = budget - used
+        budget, capacity = em.budget, em.capacity  # engine_memory's, from the layout and the engine's settings
         breakdown["engine_budget_bytes"] = budget
         breakdown["kv_cache_capacity_bytes"] = max(0, capacity)
         max_conc = max(0, capacity) // max(1, kv_one + state_one) * lay.dp
         cap_limit = limit if not w.allow_long_context else max(limit, ctx) * 16
         room = capacity - state  # the recurrent state of the sequences does not grow with the context
-        max_ctx = longest_context(model, room, per_replica, cap_limit, precision, lay, w) if room >= 0 else 0
+        # the largest context (at most cap_limit) whose KV for per_replica sequences fits the room
+        max_ctx = (_longest_kv_context(model, room, per_replica, bytes_per_value, lay.tp, lay.pp, block, cap_limit)
+                   if room >= 0 else 0)
         if capacity <= 0 and w.engine == "trtllm":
             warnings.append(make_warning(
                 "weights_exceed_engine_budget",

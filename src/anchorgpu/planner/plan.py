@@ -40,6 +40,7 @@ __all__ = ["Layout", "MemoryBreakdown", "Overheads", "Plan", "PrecisionPlan", "R
 _size = lru_cache(maxsize=1024)(fmt_bytes)  # a model's checkpoint size recurs across its plans
 # the defaults of the frozen inputs, built once
 _WORKLOAD, _PRECISION, _LAYOUT, _OVERHEADS = Workload(), PrecisionPlan(), Layout(), Overheads()
+_BASE_CHECKS = (BASE_CHECK,)  # what to check when nothing was warned about
 
 
 def _is_shipped(fmt: WeightFormat, model: ModelSpec) -> bool:
@@ -144,7 +145,8 @@ def plan(
                                          f"{fmt_bytes(-headroom)} more than the {fmt_bytes(terms.budget_bytes)} available"))
     else:
         warnings.append(make_warning("no_gpu_given", "no GPU named: fit and capacity not evaluated"))
-    checks = tuple(dict.fromkeys([WARNING_CODES[x.code].check for x in warnings] + [BASE_CHECK]))
+    checks = (tuple(dict.fromkeys([WARNING_CODES[x.code].check for x in warnings] + [BASE_CHECK])) if warnings
+              else _BASE_CHECKS)
     suggestions: tuple[Suggestion, ...] = ()
     if suggest and fits is False and gpu is not None:
         suggestions = suggestions_for(model, terms.workload, prec, lay_in, lay, fmt, gpu, ov, asked=w)

@@ -13,7 +13,7 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import builder, fast_init
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.flops import attention_flops_per_token
-from anchorgpu.planner.speed.serving import _step
+from anchorgpu.planner.speed.serving import _dense_step, _step
 from anchorgpu.planner.speed.step_constants import ServingSetup, _pair, _StepConstants
 
 __all__ = ["ServingEstimate", "burst_makespan_s", "prefill_chunk_share", "serving_estimate"]
@@ -75,6 +75,15 @@ def _steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: i
     ``ep / tp`` times (:func:`~anchorgpu.planner.speed.serving._tick`'s ``group_ratio``)."""
     prefill = batch * prompt / output
     chunk, share = prefill_chunk_share(batch, prompt, output, setup.max_num_batched_tokens)
+    if setup.pp == 1 and c.routed_share is None:  # a dense model on one stage: the lean step, the same values
+        if share >= 1.0 or not prefill:
+            return _dense_step(setup, c, batch, prefill, attn[0], attn[1] if prefill and prompt else 0.0, 0.0, ci)
+        sizes = setup.graph_batch_sizes
+        chunked = _dense_step(setup, c, batch, chunk, attn[0], attn[1], 0.0, ci)
+        decodes = _dense_step(setup, c, batch, 0.0, attn[0], 0.0,
+                              next((size for size in sizes if size >= batch), 0) if sizes else 0, ci)
+        return (share * chunked[0] + (1.0 - share) * decodes[0], chunked[1] if share >= 0.5 else decodes[1],
+                share * chunked[2] + (1.0 - share) * decodes[2])
     ranks = c.expert_token_scale
     if share >= 1.0 and prefill and setup.pp > 1 and share < min(float(setup.pp), max(1.0, batch)):
         s = _step(setup, c, batch, chunk, attn[0], attn[1], one_chunk=True, ceiling=ci, chunks=share,
@@ -133,6 +142,9 @@ def _ttft(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, others: in
     if group_tokens and others + chunk:  # this replica's tokens and the others' over ep / tp of these
         ranks = c.expert_token_scale
         ratio = (others + chunk + (ranks - 1.0) * group_tokens) / (ranks * (others + chunk))
+    if setup.pp == 1 and c.routed_share is None:  # a dense model on one stage: the lean step, the same values
+        one = _dense_step(setup, c, others, chunk, attn[0], attn[1] if chunk and prompt else 0.0, 0.0, ci)
+        return chunks * one[0], chunks * one[2]
     s = _step(setup, c, others, chunk, attn[0], attn[1] if chunk and prompt else 0.0, one_chunk=True,
               first_token=True, ceiling=ci, group_ratio=ratio)
     return chunks * s[0], chunks * s[6]

@@ -203,6 +203,61 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
             matmul_s + attn_compute_s, top)
 
 
+def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: float, decode_attn_flops: float,
+                prefill_attn_flops: float, padded_batch: float, ceiling: _StepConstants) -> tuple[float, str, float]:
+    """:func:`_step`'s (time, bound, ceiling's time) for a dense model on one pipeline stage, the case a plan asks
+    most: :func:`_tick` without the mixture of experts' terms (no routed experts, no expert-parallel group, no
+    stage-to-stage link) and :func:`_step`'s single-stage tail, in one call. The same operations in the same order
+    as those two, so every value is the same to the last bit (``benchmarks/equivalence.py`` checks it)."""
+    batch, prefill_tokens, padded_batch = batch / 1.0, prefill_tokens / 1.0, padded_batch / 1.0  # as _step passes them
+    tokens = (batch if batch >= padded_batch else padded_batch) + prefill_tokens
+    weights = setup.weights_bytes_per_gpu
+    split = c.split
+    matmul_flops = tokens * 2.0 * c.matmul_params / split
+    kv_bytes = batch * setup.kv_bytes_per_sequence_per_gpu
+    attn_flops = batch * decode_attn_flops
+    if prefill_tokens and prefill_attn_flops:
+        attn_flops += prefill_tokens * prefill_attn_flops
+    attn_flops_per_gpu = attn_flops / split
+    message = tokens * c.hidden_size * ACTIVATION_BYTES
+    mem_rate = c.mem_rate
+    matmul_s = matmul_flops / c.matmul_rate
+    weights_read_s = weights / mem_rate
+    if weights_read_s <= 0.0 or matmul_s <= 0.0:
+        weights_s = weights_read_s if weights_read_s >= matmul_s else matmul_s
+    else:
+        big, knee = (weights_read_s if weights_read_s >= matmul_s else matmul_s), c.knee
+        weights_s = big * ((weights_read_s / big) ** knee + (matmul_s / big) ** knee) ** (1.0 / knee)
+    kv_s = kv_bytes / mem_rate
+    attn_compute_s = attn_flops_per_gpu / c.attention_rate
+    attention_s = kv_s if kv_s >= attn_compute_s else attn_compute_s
+    work = weights_s + attention_s + tokens * c.elementwise_s_per_token
+    comm = 0.0
+    if message > 0 and c.link is not None:
+        comm = c.allreduce_per_stage * (c.allreduce_latency_s + c.allreduce_share * message / c.allreduce_rate)
+    k = ceiling
+    kv_top, attn_top = kv_bytes / k.mem_rate, attn_flops_per_gpu / k.attention_rate
+    read_top, product_top = weights / k.mem_rate, matmul_flops / k.matmul_rate
+    if read_top <= 0.0 or product_top <= 0.0:
+        top = read_top if read_top >= product_top else product_top
+    else:
+        big, knee = (read_top if read_top >= product_top else product_top), k.knee
+        top = big * ((read_top / big) ** knee + (product_top / big) ** knee) ** (1.0 / knee)
+    top += kv_top if kv_top >= attn_top else attn_top
+    if message > 0 and k.link is not None:
+        top += k.allreduce_per_stage * (k.allreduce_share * message / k.allreduce_rate)
+    fixed = c.fixed_s
+    step = fixed + work + comm
+    bound = "fixed" if fixed > step - fixed - comm else ("memory" if weights_read_s + kv_s >= matmul_s + attn_compute_s
+                                                         else "compute")
+    host = c.host_s_per_sequence * batch
+    if not setup.host_overlap:
+        return step + host, bound, top
+    if host > step:
+        return host, "host", top
+    return step, bound, top
+
+
 def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: float, decode_attn_flops: float,
           prefill_attn_flops: float, padded_batch: float = 0.0, one_chunk: bool = False,
           first_token: bool = False, ceiling: _StepConstants | None = None, chunks: float = 1.0,
