@@ -326,7 +326,7 @@ def plan_command(
     concurrency: int | None = typer.Option(None, "--concurrency", help="Sequences at once (inference)."),
     micro_batch: int | None = typer.Option(None, "--micro-batch", help="Sequences per GPU step (training; chosen with the layout when not given)."),
     seq: str | None = typer.Option(None, "--seq", help="Training sequence length in tokens."),
-    recompute: str | None = typer.Option(None, "--recompute", help="none | selective | moe (a mixture of experts' MoE blocks) | full"),
+    recompute: str | None = typer.Option(None, "--recompute", help="none | selective (the attention core; with --train-stack pytorch, torchtitan's op-level policy: every other product run again) | moe (a mixture of experts' MoE blocks) | full"),
     optimizer: str = typer.Option("adamw", "--optimizer", help="adamw | adamw-8bit | sgd | lion | adafactor"),
     train_precision: str = typer.Option("mixed", "--train-precision", help="mixed (fp32 master+moments) | bf16-true | fp8 | fp4 (FP8/FP4 products, Transformer Engine style)"),
     train_stack: str | None = typer.Option(None, "--train-stack", help="Training software the speed is for: megatron (Megatron-Core/NeMo, fused kernels) | pytorch (torchtitan, FSDP scripts, OLMo-core, llm-foundry); default pytorch with --task qlora or --recipe torchrun-fsdp, deepspeed or accelerate, else megatron."),

@@ -172,7 +172,7 @@ def recommend_command(
     output_tokens: int = typer.Option(256, "--output-tokens", help="Output tokens per request."),
     micro_batch: int = typer.Option(1, "--micro-batch", help="Sequences per GPU step (training)."),
     seq: str | None = typer.Option(None, "--seq", help="Training sequence length in tokens."),
-    recompute: str | None = typer.Option(None, "--recompute", help="none | selective | moe (MoE blocks) | full (training)."),
+    recompute: str | None = typer.Option(None, "--recompute", help="none | selective (the attention core; with --train-stack pytorch, torchtitan's op-level policy) | moe (MoE blocks) | full (training)."),
     optimizer: str = typer.Option("adamw", "--optimizer", help="adamw | adamw-8bit | sgd | lion | adafactor"),
     lora_rank: int = typer.Option(16, "--lora-rank", help="LoRA rank r."),
     train_tokens: str | None = typer.Option(None, "--tokens", help="Tokens to train on, e.g. 1e12, 300B or 15T (decimal): ranks by the price of the run."),

@@ -59,7 +59,8 @@ Task = Literal["inference", "train", "lora", "qlora", "diffusion"]
 TASKS: tuple[Task, ...] = ("inference", "train", "lora", "qlora", "diffusion")
 Recompute = Literal["none", "selective", "moe", "full"]
 RECOMPUTES: tuple[Recompute, ...] = ("none", "selective", "moe", "full")
-"""Activation recompute, least to most memory saved: ``selective`` the attention core (Korthikanti et al. 2022),
+"""Activation recompute, least to most memory saved: ``selective`` the attention core (Korthikanti et al. 2022; on
+the PyTorch-native stack torchtitan's op-level policy, :mod:`anchorgpu.planner.memory.op_sac`),
 ``moe`` a mixture of experts' MoE blocks (Megatron-Core's ``--recompute-granularity selective --recompute-modules
 moe``: each keeps its input and runs its routing, all-to-alls and expert products again in the backward pass),
 ``full`` whole layers."""
