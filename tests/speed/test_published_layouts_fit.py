@@ -25,8 +25,11 @@ from anchorgpu.planner.speed.runs import load_runs, training_plan_of
 UNEVEN_VIRTUAL_STAGES = ("Megatron-Bridge splits DeepSeek-V3's 61 layers unevenly over its virtual stages "
                          "(--pipeline-model-parallel-layout); the planner refuses a virtual-stage count that divides "
                          "neither the layers nor the layers with the embedding and the loss (issue 11's bad input)")
-NO_RECOMPUTE_ASSUMED = ("the table gives no recompute and the row assumes none for its speed: FSDP at TP 1 with two "
-                        "8,192-token sequences a micro-batch would keep about 360 GiB of activations without it")
+NO_RECOMPUTE_ASSUMED = ("Megatron-Bridge's recipe offloads activations to the Grace CPU's memory instead of recomputing "
+                        "them (scripts/performance/configs/llama/llama3_workload_base_configs.py: "
+                        "cpu_offloading_num_layers 20 of 80 layers on GB300, 40 on GB200, with Megatron-FSDP), which "
+                        "the planner does not model: FSDP at TP 1 with two 8,192-token sequences a micro-batch keeps "
+                        "about 360 GiB of activations on the GPU without it")
 KNOWN_MISFITS: dict[str, str] = {
     "MB-GB300-L3-70B": NO_RECOMPUTE_ASSUMED,
     "MB-GB200-L3-70B": NO_RECOMPUTE_ASSUMED,
