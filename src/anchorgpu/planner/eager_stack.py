@@ -16,7 +16,8 @@ from importlib import resources
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 from anchorgpu.units import fmt_bytes
 
-__all__ = ["EagerStack", "eager_headroom_warning", "eager_stack", "memory_line", "pytorch_speed_line", "speed_line"]
+__all__ = ["EagerStack", "eager_headroom_warning", "eager_stack", "memory_line", "pytorch_memory_line",
+           "pytorch_speed_line", "speed_line"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,8 @@ class EagerStack:
     compiled_speed: tuple[float, float]
     eager_speed_pytorch: tuple[float, float] = (0.0, 0.0)  # tokens/s over the --train-stack pytorch prediction
     compiled_speed_pytorch: tuple[float, float] = (0.0, 0.0)
+    eager_peak_pytorch: tuple[float, float] = (0.0, 0.0)  # the peak in use over the --train-stack pytorch plan's total
+    compiled_peak_pytorch: tuple[float, float] = (0.0, 0.0)
 
     def activation_ratio(self, recompute: str) -> float:
         """The most an eager stack held over the planned activations at this recompute level (levels that keep more
@@ -66,20 +69,31 @@ def eager_stack() -> EagerStack:
         compiled_speed=_span(compiled["speed"]),
         eager_speed_pytorch=_span(eager.get("speed_pytorch", (0.0, 0.0))),  # absent from a run written before
         compiled_speed_pytorch=_span(compiled.get("speed_pytorch", (0.0, 0.0))),
+        eager_peak_pytorch=_span(eager.get("peak_pytorch", (0.0, 0.0))),
+        compiled_peak_pytorch=_span(compiled.get("peak_pytorch", (0.0, 0.0))),
     )
 
 
-def eager_headroom_warning(activations_bytes: int, recompute: str, headroom_bytes: int) -> PlanWarning | None:
+def eager_headroom_warning(activations_bytes: int, recompute: str, headroom_bytes: int, *, total_bytes: int = 0,
+                           train_stack: str = "megatron") -> PlanWarning | None:
     """The warning a full-training plan that fits carries when its headroom would not hold the extra activations
-    transformers kept when run eagerly: the plan fits a fused stack, not necessarily that one."""
+    transformers kept when run eagerly: the plan fits a fused stack, not necessarily that one. A PyTorch-native plan
+    (``train_stack="pytorch"``) already holds that stack's own activations and loss: its warning is the measured eager
+    peak over such a plan's total (up to ``eager_peak_pytorch``) beyond the headroom."""
     stack = eager_stack()
-    ratio = stack.activation_ratio(recompute)
-    extra = round(activations_bytes * (ratio - 1.0))
+    if train_stack == "pytorch" and stack.eager_peak_pytorch[1] > 0:
+        ratio = stack.eager_peak_pytorch[1]
+        extra = round(total_bytes * (ratio - 1.0))
+        measured = f"peaked at up to {ratio:.2f}x a PyTorch-native plan's total"
+    else:
+        ratio = stack.activation_ratio(recompute)
+        extra = round(activations_bytes * (ratio - 1.0))
+        measured = f"held up to {ratio:.2f}x the planned activations"
     if extra <= headroom_bytes:
         return None
     return make_warning(
         "eager_activations_exceed_headroom",
-        f"transformers run eagerly held up to {ratio:.2f}x the planned activations on one {stack.gpu.upper()}: "
+        f"transformers run eagerly {measured} on one {stack.gpu.upper()}: "
         f"{fmt_bytes(extra)} more than this plan, beyond its {fmt_bytes(headroom_bytes)} headroom")
 
 
@@ -95,6 +109,16 @@ def memory_line() -> str:
             f"{s.gpu.upper()} a compiled transformers model peaked at {_x(s.compiled_peak)} this plan's total, while "
             f"run eagerly it held {_x(s.eager_activations_no_recompute)} the planned activations "
             f"({_x(s.eager_activations_full_recompute)} with full recompute) ({s.source}).")
+
+
+@lru_cache(maxsize=1)
+def pytorch_memory_line() -> str:
+    """The assumption a ``--train-stack pytorch`` training plan carries about its activations, in place of
+    :func:`memory_line` (which is about fused kernels)."""
+    s = eager_stack()
+    return (f"Activations as a PyTorch-native stack keeps them (its own selective recompute and fp32 loss, below): on "
+            f"one {s.gpu.upper()} transformers run eagerly peaked at {_x(s.eager_peak_pytorch)} such a plan's total, "
+            f"compiled (loss fused in) at {_x(s.compiled_peak_pytorch)} ({s.source}).")
 
 
 @lru_cache(maxsize=1)

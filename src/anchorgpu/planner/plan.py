@@ -136,7 +136,8 @@ def plan(
     if terms.budget_bytes is not None:
         headroom = terms.budget_bytes - total
         fits = headroom >= 0
-        eager = (eager_headroom_warning(terms.per_gpu.activations_bytes, terms.workload.recompute or "none", headroom)
+        eager = (eager_headroom_warning(terms.per_gpu.activations_bytes, terms.workload.recompute or "none", headroom,
+                                        total_bytes=total, train_stack=w.train_stack)
                  if fits and w.task == "train" and isinstance(model, ModelSpec) else None)
         if eager is not None:
             warnings.append(eager)

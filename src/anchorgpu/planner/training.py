@@ -12,7 +12,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import evolve, memo_on_frozen
-from anchorgpu.planner.eager_stack import memory_line
+from anchorgpu.planner.eager_stack import memory_line, pytorch_memory_line
 from anchorgpu.planner.finetune import finetune_terms
 from anchorgpu.planner.formats import WeightFormat, model_param_parts
 from anchorgpu.planner.inputs import ALL_LORA_TARGETS, Overheads, Recompute, Workload, default_seq_tokens
@@ -54,7 +54,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         assumptions.append("Tensor parallelism with sequence parallelism (Megatron): norms and dropout activations split too.")
     assumptions.append("Attention by a flash-attention kernel: no s² score matrix is stored.")
     if w.task == "train":
-        assumptions.append(memory_line())
+        assumptions.append(pytorch_memory_line() if w.train_stack == "pytorch" else memory_line())
     mixed = w.train_precision != "bf16-true"
     breakdown: dict[str, int] = {}
     if w.task == "train":
