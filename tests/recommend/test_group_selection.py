@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anchorgpu.recommend.selection import _first_best
+from anchorgpu.recommend.selection import _finite, _first_best
 
 VALUES = st.sampled_from([0.0, 1.0, 2.0, 3.5, -1.0, np.inf, -np.inf])
 
@@ -36,3 +36,13 @@ def test_the_linear_selection_picks_what_the_sort_picks(sizes: list[int], shuffl
         expected = {(int(g) // 1024, int(g) % 1024): int(p)
                     for g, p in zip(g_sorted[first], idx[order][first], strict=True)}
         assert _first_best(group, keys, among=among) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), VALUES), max_size=40),
+       nan=st.sampled_from([0.0, np.inf]))
+def test_finite_is_nan_to_num(values: list[float], nan: float) -> None:
+    array = np.array(values, dtype=np.float64)
+    expected = np.nan_to_num(array, nan=nan)
+    got = _finite(array, nan)
+    assert got.tobytes() == expected.tobytes()  # to the bit, signed zeros included

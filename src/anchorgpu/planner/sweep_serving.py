@@ -208,17 +208,14 @@ class _Ticks:
         return groups, self.tick(each, prefill), self.tick(each, 0.0)
 
     def chunk_step(self, groups: FloatArray, heavy: FloatArray, light: FloatArray, decode: FloatArray,
-                   first_token: bool = False, chunks: FloatArray | float = 1.0) -> FloatArray:
+                   chunks: FloatArray | float = 1.0) -> FloatArray:
         """speed.serving._step with one prompt's chunk beside ``decode`` sequences (in ``chunks`` of the micro-batches
         a cycle), written over ``heavy``: a cycle is the larger of a stage's work on all the micro-batches and one
         micro-batch's way through every stage (with more than one stage), and no shorter than the engine's CPU work
         for the sequences."""
-        if first_token:
-            through = heavy * self.pp
-        else:
-            through = heavy - light
-            through *= chunks
-            through += light * self.pp
+        through = heavy - light
+        through *= chunks
+        through += light * self.pp
         staged = (groups - chunks) * light
         staged += chunks * heavy
         np.maximum(staged, through, out=staged)
@@ -256,13 +253,19 @@ def _steady_step(ticks: _Ticks, batch: FloatArray, prompt: int, out_tokens: int,
 def _time_to_first_token(ticks: _Ticks, budget_tokens: FloatArray, batch: FloatArray, prompt: int,
                          out: FloatArray) -> FloatArray:
     """Seconds to the first token, written into ``out`` ``(W, K, C, L)``: the prompt's chunks, each sharing a step
-    with the other running sequences."""
+    with the other running sequences.
+
+    A chunk's step is its micro-batch's way through every stage, ``pp`` ticks that carry it (speed.serving._step
+    with ``first_token``): never shorter than what one stage does in that time, the chunk's tick and the other
+    micro-batches' ticks without it (fewer tokens, so shorter: each term of a tick grows with its tokens, the
+    elementwise one strictly, by far more than a rounding), so the ticks without the chunk are not formed."""
     others = batch - 1.0
     room = np.maximum(1.0, budget_tokens - others)
     first_chunk = np.minimum(float(prompt), room)
     chunks = np.ceil(prompt / room)
-    groups, heavy, light = ticks.chunk_ticks(others, first_chunk)
-    return np.multiply(ticks.chunk_step(groups, heavy, light, others, first_token=True), chunks, out=out)
+    through = ticks.tick(others / ticks.groups(others), first_chunk)
+    through *= ticks.pp
+    return np.multiply(ticks.hosted(through, others), chunks, out=out)
 
 
 def _in_grid_order(shape: tuple[int, int, int, int], dtype: type = np.float64) -> tuple[Array, Array]:

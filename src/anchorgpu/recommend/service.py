@@ -245,11 +245,13 @@ def recommend(
     spec = replace(spec, weights=choice.weights, kv_caches=choice.kv_caches)
     result = sweep(model, shapes, spec, progress=progress, flatten=False)  # reads a few columns and rows
     c = result.columns
-    usable = np.asarray(c["fits"], dtype=bool)
     if result.task == "inference":  # a replica runs at most its engine's max_num_seqs at once; past it users queue
         caps = np.array([engine_cap(spec.workload, sh.gpu) for sh in shapes], dtype=np.int64)
-        held = np.asarray(c["concurrency"]) <= np.asarray(c["dp"]) * caps[np.asarray(c["shape"])]
-        usable = usable & held
+        # on the grid's axes (per layout and concurrency), then with the fit over the whole grid in one pass
+        held = c.compact("concurrency") <= c.compact("dp") * caps[c.compact("shape")]
+        usable = c.widen(np.logical_and(c.compact("fits"), held))
+    else:
+        usable = np.asarray(c["fits"], dtype=bool)
     if min_tokens_per_s_per_user is not None and result.task == "inference":
         usable = usable & (np.nan_to_num(c["decode_tokens_per_s_per_user"]) >= min_tokens_per_s_per_user)
     group = group_keys(result)
