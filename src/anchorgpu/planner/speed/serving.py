@@ -113,6 +113,17 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: f
                       communication_s=comm, bound=bound)
 
 
+def _work(c: _StepConstants, weights_read_s: float, matmul_s: float, kv_s: float, attn_flops_per_gpu: float,
+          tokens: float) -> tuple[float, float, float, float, float, float]:
+    """A tick's GPU work, shared by :func:`_tick` and :func:`_dense_step`: (work, weights' time, attention's time,
+    and the weight read, KV read and attention compute times the bound is read from)."""
+    weights_s = soft_roofline(weights_read_s, matmul_s, c.knee)
+    attn_compute_s = attn_flops_per_gpu / c.attention_rate
+    attention_s = kv_s if kv_s >= attn_compute_s else attn_compute_s
+    return (weights_s + attention_s + tokens * c.elementwise_s_per_token, weights_s, attention_s, weights_read_s, kv_s,
+            attn_compute_s)
+
+
 def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: float, decode_attn_flops: float,
           prefill_attn_flops: float, padded_batch: float, ceiling: _StepConstants | None = None,
           group_ratio: float = 1.0) -> tuple[float, ...]:
@@ -158,17 +169,8 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
                  if expert_tokens * c.route_share >= c.expert_tile_rows * touched
                  else c.expert_half_tokens / c.expert_tile_rows)
         matmul_s += c.expert_share * group * 2.0 * c.matmul_params / split / c.matmul_rate * extra
-    weights_read_s = weights / mem_rate
-    # soft_roofline(weights_read_s, matmul_s, c.knee), inline (the same operations in order)
-    if weights_read_s <= 0.0 or matmul_s <= 0.0:
-        weights_s = weights_read_s if weights_read_s >= matmul_s else matmul_s
-    else:
-        big, knee = (weights_read_s if weights_read_s >= matmul_s else matmul_s), c.knee
-        weights_s = big * ((weights_read_s / big) ** knee + (matmul_s / big) ** knee) ** (1.0 / knee)
-    kv_s = kv_bytes / mem_rate
-    attn_compute_s = attn_flops_per_gpu / c.attention_rate
-    attention_s = kv_s if kv_s >= attn_compute_s else attn_compute_s
-    work = weights_s + attention_s + tokens * c.elementwise_s_per_token
+    work, weights_s, attention_s, weights_read_s, kv_s, attn_compute_s = _work(
+        c, weights / mem_rate, matmul_s, kv_bytes / mem_rate, attn_flops_per_gpu, tokens)
     comm = 0.0
     if message > 0:
         if c.link is not None:  # two all-reduces per layer of the stage (allreduce_s, inline)
@@ -183,12 +185,7 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
         k = ceiling
         kv_top, attn_top = kv_bytes / k.mem_rate, attn_flops_per_gpu / k.attention_rate
         read_top, product_top = weights / k.mem_rate, matmul_flops / k.matmul_rate
-        # soft_roofline(read_top, product_top, k.knee), inline (the same operations in order)
-        if read_top <= 0.0 or product_top <= 0.0:
-            top = read_top if read_top >= product_top else product_top
-        else:
-            big, knee = (read_top if read_top >= product_top else product_top), k.knee
-            top = big * ((read_top / big) ** knee + (product_top / big) ** knee) ** (1.0 / knee)
+        top = soft_roofline(read_top, product_top, k.knee)
         top += kv_top if kv_top >= attn_top else attn_top
         if message > 0:
             comm_top = 0.0
@@ -222,27 +219,15 @@ def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_to
     message = tokens * c.hidden_size * ACTIVATION_BYTES
     mem_rate = c.mem_rate
     matmul_s = matmul_flops / c.matmul_rate
-    weights_read_s = weights / mem_rate
-    if weights_read_s <= 0.0 or matmul_s <= 0.0:
-        weights_s = weights_read_s if weights_read_s >= matmul_s else matmul_s
-    else:
-        big, knee = (weights_read_s if weights_read_s >= matmul_s else matmul_s), c.knee
-        weights_s = big * ((weights_read_s / big) ** knee + (matmul_s / big) ** knee) ** (1.0 / knee)
-    kv_s = kv_bytes / mem_rate
-    attn_compute_s = attn_flops_per_gpu / c.attention_rate
-    attention_s = kv_s if kv_s >= attn_compute_s else attn_compute_s
-    work = weights_s + attention_s + tokens * c.elementwise_s_per_token
+    work, weights_s, attention_s, weights_read_s, kv_s, attn_compute_s = _work(
+        c, weights / mem_rate, matmul_s, kv_bytes / mem_rate, attn_flops_per_gpu, tokens)
     comm = 0.0
     if message > 0 and c.link is not None:
         comm = c.allreduce_per_stage * (c.allreduce_latency_s + c.allreduce_share * message / c.allreduce_rate)
     k = ceiling
     kv_top, attn_top = kv_bytes / k.mem_rate, attn_flops_per_gpu / k.attention_rate
     read_top, product_top = weights / k.mem_rate, matmul_flops / k.matmul_rate
-    if read_top <= 0.0 or product_top <= 0.0:
-        top = read_top if read_top >= product_top else product_top
-    else:
-        big, knee = (read_top if read_top >= product_top else product_top), k.knee
-        top = big * ((read_top / big) ** knee + (product_top / big) ** knee) ** (1.0 / knee)
+    top = soft_roofline(read_top, product_top, k.knee)
     top += kv_top if kv_top >= attn_top else attn_top
     if message > 0 and k.link is not None:
         top += k.allreduce_per_stage * (k.allreduce_share * message / k.allreduce_rate)
