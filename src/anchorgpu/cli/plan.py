@@ -329,7 +329,7 @@ def plan_command(
     recompute: str | None = typer.Option(None, "--recompute", help="none | selective (the attention core; with --train-stack pytorch, torchtitan's op-level policy: every other product run again) | moe (a mixture of experts' MoE blocks) | full"),
     optimizer: str = typer.Option("adamw", "--optimizer", help="adamw | adamw-8bit | sgd | lion | adafactor"),
     train_precision: str = typer.Option("mixed", "--train-precision", help="mixed (fp32 master+moments) | bf16-true | fp8 | fp4 (FP8/FP4 products, Transformer Engine style)"),
-    train_stack: str | None = typer.Option(None, "--train-stack", help="Training software the speed is for: megatron (Megatron-Core/NeMo, fused kernels) | pytorch (torchtitan, FSDP scripts, OLMo-core, llm-foundry); default pytorch with --task qlora or --recipe torchrun-fsdp, deepspeed or accelerate, else megatron."),
+    train_stack: str | None = typer.Option(None, "--train-stack", help="Training software the plan is for (speed and memory): megatron (Megatron-Core/NeMo, fused kernels) | pytorch (torchtitan, FSDP scripts, OLMo-core, llm-foundry); default pytorch with --task qlora or --recipe torchrun-fsdp, deepspeed or accelerate, else megatron."),
     lora_rank: int = typer.Option(16, "--lora-rank", help="LoRA rank r."),
     lora_targets: str = typer.Option("q,k,v,o,gate,up,down", "--lora-targets", help="Comma list of q,k,v,o,gate,up,down (qkv = q,k,v; gate_up = gate,up). On a fused module the adapter covers the named slices."),
     resolution: str | None = typer.Option(None, "--resolution", help="Diffusion output WIDTHxHEIGHT."),

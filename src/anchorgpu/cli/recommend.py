@@ -178,7 +178,7 @@ def recommend_command(
     train_tokens: str | None = typer.Option(None, "--tokens", help="Tokens to train on, e.g. 1e12, 300B or 15T (decimal): ranks by the price of the run."),
     global_batch: str | None = typer.Option(None, "--global-batch", help="Training: tokens per optimizer step, 4M, 16M or an integer (default 4M = 4,194,304)."),
     train_precision: str = typer.Option("mixed", "--train-precision", help="Training: mixed | bf16-true | fp8 | fp4 (FP8/FP4 products: offerings whose GPU lacks those tensor cores are rejected)."),
-    train_stack: str | None = typer.Option(None, "--train-stack", help="Training software the speeds are for: megatron (Megatron-Core/NeMo, fused kernels) | pytorch (torchtitan, FSDP scripts, OLMo-core, llm-foundry); default pytorch with --task qlora or --recipe torchrun-fsdp, deepspeed or accelerate, else megatron."),
+    train_stack: str | None = typer.Option(None, "--train-stack", help="Training software the speeds and memory are for: megatron (Megatron-Core/NeMo, fused kernels) | pytorch (torchtitan, FSDP scripts, OLMo-core, llm-foundry); default pytorch with --task qlora or --recipe torchrun-fsdp, deepspeed or accelerate, else megatron."),
     mfu: float | None = typer.Option(None, "--mfu", help="Fraction of dense peak while computing (default 0.6)."),
     mbu: float | None = typer.Option(None, "--mbu", help="Fraction of memory bandwidth in decode (default 0.7)."),
     gpu_memory_utilization: float = typer.Option(0.9, "--gpu-memory-utilization", help="Serving engine's share of GPU memory (vLLM); with --engine trtllm the share of the memory free after the weights and profiling that the KV cache takes (free_gpu_memory_fraction)."),

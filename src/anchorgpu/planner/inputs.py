@@ -133,7 +133,7 @@ class Workload:
     seq_tokens: int | None = None
     recompute: Recompute | None = None  # default: none (train), full (lora, qlora)
     optimizer: Optimizer = "adamw"
-    train_stack: TrainStack = "megatron"  # speed only: which training software runs the step
+    train_stack: TrainStack = "megatron"  # which training software runs the step: its speed and what it holds
     train_precision: TrainPrecision = "mixed"  # mixed: fp32 master + fp32 moments; bf16-true: none of that
     grad_bytes_per_value: int = 2  # 2 as in ZeRO's accounting; 4 for Megatron's fp32 gradient buffers
     lora_rank: int = 16
