@@ -79,7 +79,7 @@ def _step(run_id: str, train_stack: str):  # type: ignore[no-untyped-def]
 
 
 def test_pytorch_context_parallelism_leaves_its_all_gather_exposed_across_servers() -> None:
-    """PyTorch's experimental context parallelism as torchtitan ran it (training._pytorch_cp_exposed_s, read from
+    """PyTorch's experimental context parallelism as torchtitan ran it (context_parallel.pytorch_cp_exposed_s, read from
     torch's ``_attention.py`` and torchtitan's model and utils): one all-gather of the query-headed K/V hidden only behind
     the first of the cp attention blocks, again in the backward and the recomputed forward, and float32 dK/dV around
     the ring. Across servers (405B: TP 8 fills a server, so the CP ranks talk over 400 Gb/s) it is exposed and grows

@@ -18,7 +18,7 @@ micro-batches per data-parallel rank, each of ``b`` sequences of ``s`` tokens, t
   forward and twice that backward, hidden behind the attention blocks as far as they last (Megatron-Core's ring). On
   the PyTorch-native stack, PyTorch's experimental context parallelism as its code runs it: one all-gather of the K/V
   (repeated to the query heads) hidden behind the first of ``cp`` blocks only, again in the backward and the
-  recomputed forward, and float32 dK/dV around the ring (:func:`_pytorch_cp_exposed_s`);
+  recomputed forward, and float32 dK/dV around the ring (:mod:`.context_parallel`);
 * **expert parallelism**: dispatch and combine all-to-alls of the routed tokens, forward and backward, over an
   EP group of ``ep`` consecutive GPUs (the experts are not split by TP under EP); overlapped with another
   micro-batch's computation (``ep_overlap``: Megatron-Core's combined 1F1B schedule, DeepSeek's DualPipe) only the
@@ -46,6 +46,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init, memo_on_frozen
 from anchorgpu.planner.speed.calibration import Calibration, calibration
+from anchorgpu.planner.speed.context_parallel import context_parallel_s
 from anchorgpu.planner.speed.data_parallel import data_parallel_terms
 from anchorgpu.planner.speed.experts import (
     expert_launch_s,
@@ -61,9 +62,7 @@ from anchorgpu.planner.speed.flops import (
 )
 from anchorgpu.planner.speed.links import (
     ACTIVATION_BYTES,
-    Link,
     PeakChoice,
-    all_gather_s,
     allreduce_s,
     expert_dispatch_s,
     group_link,
@@ -304,24 +303,14 @@ def _compute_layout_terms(
     if lay.tp_overlap:
         tp_s *= cal.overlap_exposed_fraction
 
-    # context parallelism: K and V chunks around the ring, hidden behind attention
+    # context parallelism: K and V exchanged between the ranks that share a sequence (speed.context_parallel)
     cp_s = 0.0
     if lay.cp > 1:
         cp_link = group_link(gpu, lay.tp * lay.cp, gpus_per_server=gpus_per_server,
                              network_bytes_per_s=network_bytes_per_s)
-        d_qk = model.mla.qk_nope_head_dim + model.mla.qk_rope_head_dim if model.mla else model.head_dim
-        attention_time = attn_run_f * tokens_rank / split / att_rate
-        if pytorch:  # PyTorch's experimental context parallelism: see _pytorch_cp_exposed_s
-            d_v = model.mla.v_head_dim if model.mla else model.head_dim
-            kv_values = tokens_rank * max(1, model.num_attention_heads // lay.tp) * (d_qk + d_v)
-            bwd_passes = 2.0 if kind == "full" else 1.0
-            layer_fwd = attention_time / attn_passes / (layers / lay.pp)  # one forward of one layer's attention
-            cp_s = stage_layers * _pytorch_cp_exposed_s(
-                kv_values, lay.cp, cp_link, cal.link_efficiency, layer_fwd, attn_passes - bwd_passes, bwd_passes)
-        else:
-            kv_bytes = tokens_rank * 2 * max(1, model.num_kv_heads // lay.tp) * d_qk * ACTIVATION_BYTES
-            ring = 3 * (lay.cp - 1) * stage_layers * p2p_s(kv_bytes, cp_link, efficiency=cal.link_efficiency)
-            cp_s = max(0.0, ring - attention_time)
+        cp_s = context_parallel_s(model, lay.tp, lay.pp, lay.cp, cp_link, cal.link_efficiency, tokens_rank,
+                                  attn_run_f * tokens_rank / split / att_rate, attn_passes, kind, stage_layers,
+                                  pytorch=pytorch)
 
     # expert parallelism: dispatch + combine, forward and backward, per MoE layer
     ep_s = 0.0
@@ -366,47 +355,6 @@ def _compute_layout_terms(
         choice=choice, model_flops_per_token=model_f, hardware_flops_per_token=hw_f, compute_s=compute_s, tp_s=tp_s,
         cp_s=cp_s, ep_s=ep_s, launch_s=launch_s, fsdp_s=fsdp_s, p2p_s=p2p_one, bubble_s=bubble_s, sync_s=dpt.sync_s, optimizer_s=opt_s,
         ceiling_tokens_per_s=lay.gpus * choice.flops_per_s / model_f)
-
-
-def _pytorch_cp_exposed_s(kv_values: float, cp: int, link: Link, efficiency: float, layer_fwd_s: float,
-                          fwd_passes: float, bwd_passes: float) -> float:
-    """The exchange time one layer's attention leaves exposed under PyTorch's experimental context parallelism
-    (``torch.distributed.tensor.experimental.context_parallel``), as torchtitan ran it in December 2024.
-
-    ``kv_values`` is the K and V values one rank holds (its tokens times the local query heads times the K plus V head
-    dims), ``layer_fwd_s`` one forward of the layer's attention on the rank, and the forward runs ``fwd_passes`` times
-    (twice under full recomputation) and the backward ``bwd_passes`` forward-times. Read from the code:
-
-    * torchtitan's attention repeats the grouped K/V heads before SDPA (``repeat_kv``), so the K/V the ring exchanges
-      has the query heads, not the KV heads (pytorch/torchtitan ``torchtitan/models/llama/model.py``,
-      commit 6d74b81);
-    * the rotate method defaults to all-gather: torchtitan's ``--experimental.context_parallel_rotate_method``
-      defaults to ``allgather`` and ``create_context_parallel_ctx`` passes it to ``set_rotate_method``
-      (``torchtitan/utils.py``, commit 9fd2b51); PyTorch's ``_ContextParallelOptions.rotate_method`` defaults to
-      ``ALL_GATHER`` too. ``_AllGatherRotater`` gathers every rank's K/V in one all-gather issued before the first,
-      local, SDPA and waited on before the second (``_templated_ring_attention`` in pytorch/pytorch
-      ``torch/distributed/tensor/experimental/_attention.py``, commit f2127db), so the gather hides only behind that
-      first block: with round-robin load balancing each of the ``cp`` blocks is ``1/cp`` of the rank's attention
-      (pytorch/pytorch#132820: "we can overlap the communication with the first sharded kv computation");
-    * the backward (``_templated_ring_attention_backward``) all-gathers K/V again the same way, and passes the dK/dV
-      accumulators around the ring with ``_AllToAllRotater`` in float32 (``convert_to_f32``): ``cp`` transfers of
-      twice the K/V bytes, each but the last hidden behind the next block's backward, the last waited on at once;
-    * full activation checkpointing re-runs the whole block's forward (torchtitan ``apply_ac``:
-      ``checkpoint_wrapper`` around each block, ``torchtitan/parallelisms/parallelize_llama.py``, commit 582fe7d),
-      the all-gather included.
-
-    >>> link = Link(kind="network", bytes_per_s=50e9, latency_s=0.0, description="")
-    >>> round(_pytorch_cp_exposed_s(1e9, 2, link, 1.0, 0.02, 1.0, 2.0), 4)  # gathers 0.03 + 0.02, dK/dV 0.08 + 0.06
-    0.19
-    >>> _pytorch_cp_exposed_s(1e9, 2, link, 1.0, 10.0, 2.0, 2.0) == 4 * 1e9 / 50e9  # long attention: the last dK/dV
-    True
-    """
-    kv_bytes = kv_values * ACTIVATION_BYTES
-    gather = all_gather_s(cp * kv_bytes, cp, link, efficiency=efficiency)  # (cp - 1) ranks' K/V arrive
-    dkv = p2p_s(kv_values * 4, link, efficiency=efficiency)  # float32 dK and dV to the next rank
-    block_fwd, block_bwd = layer_fwd_s / cp, bwd_passes * layer_fwd_s / cp
-    return (fwd_passes * max(0.0, gather - block_fwd) + max(0.0, gather - block_bwd)
-            + dkv + (cp - 1) * max(0.0, dkv - block_bwd))
 
 
 _layout_terms = memo_on_frozen(_compute_layout_terms, frozen=3)
