@@ -103,7 +103,7 @@ WARNING_CODES: dict[str, WarningCode] = _registry(
     ),
     WarningCode(
         code="eager_activations_exceed_headroom", concept="activations",
-        check="The headroom holds fused kernels' activations, not an eager stack's: compile the model "
+        check="The headroom may not hold what an eager PyTorch stack keeps: compile the model "
               "(torch.compile), recompute activations or take a smaller micro-batch before training with transformers.",
     ),
     WarningCode(
