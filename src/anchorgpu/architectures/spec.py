@@ -85,6 +85,9 @@ class MoeSpec:
     num_shared_experts: int  # always-active experts per MoE layer (0 if none)
     expert_intermediate_size: int
     num_moe_layers: int  # layers whose MLP is MoE (the rest are dense)
+    # The clamp on the experts' GLU inputs (gpt-oss: ``swiglu_limit`` 7.0 in its config.json, which Megatron-Core
+    # runs as activation_func_clamp_value); None: no clamp
+    glu_clamp: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

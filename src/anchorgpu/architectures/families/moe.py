@@ -123,8 +123,11 @@ def _gpt_oss(r: ConfigReader, name: str, source: str) -> ModelSpec:
                component="experts", prefix="expert_")
     rms_norms(t, c, per_layer=2)
     windows = windows_from_types(r, c, alternating(c, 2), window_default=128)
+    # the clamp on the experts' gate and up outputs: "swiglu_limit": 7.0 in openai/gpt-oss-20b's and -120b's
+    # config.json (transformers' GptOssExperts clamps at self.limit); absent: no clamp
+    clamp = r.number("swiglu_limit", default=0.0)
     moe = MoeSpec(num_experts=n_exp, experts_per_token=top_k, num_shared_experts=0, expert_intermediate_size=ffn,
-                  num_moe_layers=c.layers)
+                  num_moe_layers=c.layers, glu_clamp=clamp or None)
     return assemble_moe(t, r, c, name, source, tied=tied, dense_ffn=0, windows=windows, moe=moe)
 
 
