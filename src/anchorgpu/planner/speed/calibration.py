@@ -142,6 +142,9 @@ class Calibration:
     launches: LayerLaunches = LayerLaunches()  # kernels a layer launches by block (scales per_layer_step_s)
     moe_tile_rows: float = 0.0  # a grouped product's smallest tile: fewer rows per expert cost no more (0: no floor)
     fa2_hopper_attention_efficiency: float = 0.0  # FlashAttention-2-class kernels on Hopper and newer (0: as flash)
+    # bytes a routed token moves outside fused kernels for biased experts (per hidden value) and a clamped GLU (per
+    # intermediate value), forward and backward and forward alone (empty: none charged)
+    moe_unfused_expert_bytes: dict[str, float] = field(default_factory=dict)
     origin: Literal["calibrated", "user"] = "calibrated"  # "user": the user's --mfu/--mbu replace fitted efficiencies
     evidence: dict[str, dict[str, GpuEvidence]] = field(default_factory=dict)  # per GPU name, per kind of run
 
@@ -229,6 +232,11 @@ def _number(doc: dict[str, Any], key: str, where: str) -> float:
     return float(value)
 
 
+MOE_UNFUSED_BYTES = ("fc2_bias_per_hidden", "fc2_bias_forward_per_hidden", "glu_clamp_per_intermediate",
+                     "glu_clamp_forward_per_intermediate")
+"""The counts of ``stated.moe_unfused_expert_bytes``: biased experts' fc2 bias and a clamped GLU, in all and forward."""
+
+
 def parse_calibration(doc: dict[str, Any]) -> Calibration:
     """Frozen constants from the parsed JSON (each stated constant may be ``{"value": x, "source": ...}``)."""
     names = [f.name for f in fields(StackConstants)]
@@ -253,6 +261,8 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         bands=bands, caveats={k: str(v) for k, v in doc.get("caveats", {}).items()},
         launches=_launches(stated), moe_tile_rows=_number(stated, "moe_tile_rows", "stated"),
         fa2_hopper_attention_efficiency=_number(stated, "fa2_hopper_attention_efficiency", "stated"),
+        moe_unfused_expert_bytes={k: _number(stated["moe_unfused_expert_bytes"]["value"], k,
+                                             "stated.moe_unfused_expert_bytes") for k in MOE_UNFUSED_BYTES},
         provenance={k: v for k, v in doc.items() if k not in ("stacks", "stated", "bands", "caveats", "evidence")},
         evidence=_evidence(doc.get("evidence", {})),
     )

@@ -10,7 +10,7 @@ from anchorgpu.planner.speed.flops import MOE_FORWARD_AGAIN, Recompute, TrainKin
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES
 
 __all__ = ["ep_gather_bytes", "expert_gemms_per_layer", "expert_launch_s", "expert_rows_factor",
-           "moe_expert_fraction_read", "moe_product_shares", "routed_share_per_gpu"]
+           "moe_expert_fraction_read", "moe_product_shares", "routed_share_per_gpu", "unfused_expert_bytes"]
 
 
 def moe_expert_fraction_read(model: ModelSpec, batch_tokens: float) -> float:
@@ -121,6 +121,40 @@ def expert_launch_s(model: ModelSpec, ep: int, stage_layers: float, host_s_per_g
     local_experts = moe.num_experts / ep
     moe_layers = stage_layers * moe.num_moe_layers / model.num_layers
     return moe_layers * local_experts * expert_gemms_per_layer(kind, recompute) * host_s_per_gemm
+
+
+def unfused_expert_bytes(model: ModelSpec, counts: dict[str, float], recompute: Recompute = "none") -> float:
+    """Bytes one token moves per MoE layer and micro-batch in training outside Megatron-Core's fused kernels: for
+    experts whose down (fc2) product carries a bias, ``_apply_bias`` adds it times the routing weight in an eager
+    loop over the local experts (``fc2_bias_per_hidden`` bytes a hidden value); for a clamped GLU (``glu_clamp``),
+    ``weighted_bias_quick_geglu_impl`` clamps and re-concatenates the fc1 output outside the fused kernel
+    (``glu_clamp_per_intermediate`` bytes an intermediate value); each routed copy of the token (top-k) moves them,
+    and the forward part again when whole layers or the MoE blocks are recomputed. ``counts``: calibration
+    ``moe_unfused_expert_bytes`` (benchmarks/moe_training_findings.md). 0 for a dense model and for experts with
+    neither (Qwen3, DeepSeek-V3).
+
+    >>> from anchorgpu.architectures import load_model
+    >>> c = {"fc2_bias_per_hidden": 28, "fc2_bias_forward_per_hidden": 12, "glu_clamp_per_intermediate": 36,
+    ...      "glu_clamp_forward_per_intermediate": 16}
+    >>> unfused_expert_bytes(load_model("gpt-oss-120b"), c)  # k 4 x (28 x 2,880 + 36 x 2,880)
+    737280.0
+    >>> unfused_expert_bytes(load_model("gpt-oss-120b"), c, "moe")  # k 4 x (40 x 2,880 + 52 x 2,880)
+    1059840.0
+    >>> unfused_expert_bytes(load_model("qwen3-30b-a3b"), c)
+    0.0
+    """
+    moe = model.moe
+    if moe is None or not counts:
+        return 0.0
+    again = recompute in MOE_FORWARD_AGAIN
+    row = 0.0
+    if any(g.component == "experts" and g.name == "expert_down" and g.bias for g in model.linear_groups):
+        row += model.hidden_size * (counts["fc2_bias_per_hidden"]
+                                    + (counts["fc2_bias_forward_per_hidden"] if again else 0.0))
+    if moe.glu_clamp is not None:
+        row += moe.expert_intermediate_size * (counts["glu_clamp_per_intermediate"]
+                                               + (counts["glu_clamp_forward_per_intermediate"] if again else 0.0))
+    return moe.experts_per_token * row
 
 
 def ep_gather_bytes(engine: str, weights_format: str) -> float:

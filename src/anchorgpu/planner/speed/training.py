@@ -52,6 +52,7 @@ from anchorgpu.planner.speed.experts import (
     expert_launch_s,
     expert_rows_factor,
     moe_product_shares,
+    unfused_expert_bytes,
 )
 from anchorgpu.planner.speed.flops import (
     MOE_FORWARD_AGAIN,
@@ -291,6 +292,12 @@ def _compute_layout_terms(
     passes = 1.0 + (1.0 / 3.0 if recompute == "full" or op_sac else 0.0)
     compute_s += (tokens_rank * stage_layers * ew_bytes * h / lay.tp * passes
                   / gpu.memory_bandwidth_bytes_per_s)
+    if not pytorch and model.moe is not None:
+        # biased experts' fc2 bias and a clamped GLU run outside Megatron-Core's fused kernels (gpt-oss): their
+        # bytes a routed token at memory bandwidth, split by TP as the elementwise term (unfused_expert_bytes)
+        moe_layers_ = stage_layers * model.moe.num_moe_layers / layers
+        compute_s += (tokens_rank * moe_layers_ * unfused_expert_bytes(model, cal.moe_unfused_expert_bytes, recompute)
+                      / lay.tp / gpu.memory_bandwidth_bytes_per_s)
 
     # tensor parallelism (sequence parallel: reduce-scatter + all-gather = one all-reduce volume)
     tp_link_ = group_link(gpu, lay.tp, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
