@@ -53,8 +53,11 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     if lay.sequence_parallel:
         assumptions.append("Tensor parallelism with sequence parallelism (Megatron): norms and dropout activations split too.")
     assumptions.append("Attention by a flash-attention kernel: no s² score matrix is stored.")
+    # a PyTorch-native stack's own activations, loss and FSDP pipeline, full training only: the fine-tuning terms below
+    # are measured on PEFT runs with their loss (planner.finetune)
+    pytorch = w.task == "train" and w.train_stack == "pytorch"
     if w.task == "train":
-        assumptions.append(pytorch_memory_line() if w.train_stack == "pytorch" else memory_line())
+        assumptions.append(pytorch_memory_line() if pytorch else memory_line())
     mixed = w.train_precision != "bf16-true"
     breakdown: dict[str, int] = {}
     if w.task == "train":
@@ -92,7 +95,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         assumptions.append(
             f"LoRA rank {w.lora_rank} on {','.join(w.lora_targets)}: frozen base, adapters "
             + ("in fp32 with fp32 gradients and optimizer moments." if mixed else "and their states in bf16."))
-    if w.task == "train" and w.train_stack == "pytorch" and lay.zero == 3 and lay.pp > 1:
+    if pytorch and lay.zero == 3 and lay.pp > 1:
         held = fsdp_pipeline_held_bytes(math.ceil(rest_gpu + expert_gpu), breakdown.get("gather_buffer_bytes", 0))
         breakdown.update(held)
         weights += held["gathered_stage_weights_bytes"]
@@ -105,9 +108,6 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
                                      f"--offload {lay.offload}: optimizer state lives in CPU RAM"))
     breakdown["master_weights_bytes"] = master
     breakdown["optimizer_moments_bytes"] = moments
-    # a PyTorch-native stack's own activations and loss, full training only: the fine-tuning terms below are measured
-    # on PEFT runs with their loss (planner.finetune)
-    pytorch = w.train_stack == "pytorch" and w.task == "train"
     act = _activation_bytes(model, seq // lay.cp, micro_batch, lay.tp, lay.pp, lay.sequence_parallel, recompute,
                             pytorch)
     if pytorch:
@@ -138,8 +138,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
                            "mixed precision, plus FP4 copies of the weights for the matrix products; activations kept "
                            "in 16 bit.")
     breakdown["logits_bytes"] = mm.logits_bytes(s=seq // lay.cp, b=micro_batch, vocab=model.vocab_size, t=lay.tp,
-                                                bytes_per_logit=mm.EAGER_LOSS_BYTES_PER_LOGIT if pytorch
-                                                else mm.FUSED_LOSS_BYTES_PER_LOGIT)
+                                                bytes_per_logit=_loss_bytes_per_logit(pytorch))
     if w.task in ("lora", "qlora"):
         act += finetune_activation_terms(model, fmt, w, seq // lay.cp, micro_batch, lay, recompute, breakdown, assumptions)
     if pytorch and lay.pp == 1 and w.global_batch_tokens is not None and microbatches == 1:
@@ -226,8 +225,12 @@ def _activation_bytes(model: ModelSpec, s: int, b: int, tp: int, pp: int, sp: bo
     keeps what torchtitan's op-level policy keeps under selective recompute and computes the loss on fp32 logits
     outside the fused blocks (:data:`~anchorgpu.planner.memory.EAGER_LOSS_BYTES_PER_LOGIT`)."""
     return mm.training_activation_bytes(model, s=s, b=b, tp=tp, pp=pp, sp=sp, recompute=recompute, op_sac=pytorch,
-                                        loss_bytes_per_logit=mm.EAGER_LOSS_BYTES_PER_LOGIT if pytorch
-                                        else mm.FUSED_LOSS_BYTES_PER_LOGIT)
+                                        loss_bytes_per_logit=_loss_bytes_per_logit(pytorch))
+
+
+def _loss_bytes_per_logit(pytorch: bool) -> int:
+    """Bytes the loss holds a token and vocabulary entry: a PyTorch-native stack's eager fp32 loss, else a fused one."""
+    return mm.EAGER_LOSS_BYTES_PER_LOGIT if pytorch else mm.FUSED_LOSS_BYTES_PER_LOGIT
 
 
 FSDP_PIPELINE_LINE = (

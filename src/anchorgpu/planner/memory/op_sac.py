@@ -1,6 +1,6 @@
 """What PyTorch-native selective activation checkpointing keeps and runs again: torchtitan's op-level policy
 (``--activation_checkpoint.mode selective --activation_checkpoint.selective_ac_option op``), which the planner takes
-for ``--recompute selective`` with ``--train-stack pytorch`` (:mod:`anchorgpu.planner.memory`). Pure; stdlib only.
+for ``--recompute selective`` with ``--train-stack pytorch`` (:mod:`anchorgpu.planner.memory`). Pure.
 
 The policy (torchtitan ``torchtitan/parallelisms/parallelize_llama.py``, 2024, the version of the December 2024
 benchmark runs; ``torchtitan/distributed/activation_checkpoint.py`` later): inside each transformer block, the
@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.planner._frozen import memo_on_frozen
 
 __all__ = ["OpSacLayer", "op_sac_layer"]
 
@@ -35,9 +36,7 @@ class OpSacLayer:
     recomputed_params: float
 
 
-_PRODUCTS: dict[int, tuple[ModelSpec, OpSacLayer]] = {}
-
-
+@memo_on_frozen
 def op_sac_layer(model: ModelSpec) -> OpSacLayer:
     """The op-level policy's kept values and recomputed parameters for an average layer of ``model``.
 
@@ -54,9 +53,6 @@ def op_sac_layer(model: ModelSpec) -> OpSacLayer:
     >>> round(lay.recomputed_params / 1e6, 1)  # k, o and up: 4096 x (1024 + 4096 + 14336)
     79.7
     """
-    hit = _PRODUCTS.get(id(model))
-    if hit is not None and hit[0] is model:
-        return hit[1]
     h = model.hidden_size
     layers = max(1, model.num_layers)
     attention_share = model.attention_layers / layers
@@ -89,8 +85,4 @@ def op_sac_layer(model: ModelSpec) -> OpSacLayer:
             recomputed += share * params
     if model.recurrent is not None:
         split += model.recurrent_layers / layers * model.recurrent.activation_values_per_token
-    result = OpSacLayer(split_values=split, replicated_values=replicated, recomputed_params=recomputed)
-    if len(_PRODUCTS) >= 512:
-        _PRODUCTS.clear()
-    _PRODUCTS[id(model)] = (model, result)
-    return result
+    return OpSacLayer(split_values=split, replicated_values=replicated, recomputed_params=recomputed)

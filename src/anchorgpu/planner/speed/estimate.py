@@ -29,7 +29,7 @@ from anchorgpu.planner.speed.caveats import (
     TTFT_CAVEAT_LABEL,
 )
 from anchorgpu.planner.speed.experts import expert_gemms_per_layer
-from anchorgpu.planner.speed.figures import evidence_items, put_rate, put_time
+from anchorgpu.planner.speed.figures import evidence_items, put_evidence, put_rate, put_time
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import (
     compute_precision_for_training,
@@ -165,9 +165,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
         assumptions.append(larger_batch_line(st.tokens_per_step, st.microbatches, idle_s / st.step_s, larger,
                                              wide.tokens_per_s, st.tokens_per_s))
     assumptions.extend(ctx.caveats)
-    if ctx.evidence is not None:  # put_evidence, from the context's items
-        out["evidence"] = dict(ctx.evidence)
-        assumptions.append(str(ctx.evidence[-1][1]))
+    put_evidence(ctx.evidence, out, assumptions)
 
 
 def plan_performance(

@@ -54,15 +54,12 @@ def put_time(out: dict[str, Any], key: str, value: float, ceiling: float | None,
         out[top] = ceiling
 
 
-def put_evidence(gpu: GpuSpec, kind: str, cal: Calibration, out: dict[str, Any], assumptions: list[str],
-                 engine: str | None = None) -> None:
-    """How the GPU's own measured runs of this kind fell around the model (:mod:`.evidence`), in the JSON and as an
-    assumption; a serving plan's from its ``engine``'s runs where enough of them were held out
-    (:meth:`Calibration.serving_evidence`); nothing where the user's efficiencies replace the calibrated ones (the
-    runs say nothing of those)."""
-    if cal.origin == "user":
+def put_evidence(items: tuple[tuple[str, object], ...] | None, out: dict[str, Any], assumptions: list[str]) -> None:
+    """How the GPU's own measured runs of this kind fell around the model (:func:`evidence_items`, ``summary`` last),
+    in the JSON and as an assumption; nothing where there are none (``None``: the user's efficiencies replace the
+    calibrated ones, and the runs say nothing of those)."""
+    if items is None:
         return
-    items = evidence_items(gpu, cal, kind, engine)
     out["evidence"] = dict(items)
     assumptions.append(str(items[-1][1]))
 

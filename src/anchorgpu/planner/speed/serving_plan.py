@@ -23,7 +23,7 @@ from anchorgpu.planner.speed.batching import serving_estimate
 from anchorgpu.planner.speed.calibration import Band, Calibration, band_kind_of
 from anchorgpu.planner.speed.caveats import serving_caveats
 from anchorgpu.planner.speed.evidence import evidence_kind
-from anchorgpu.planner.speed.figures import evidence_items, plan_band, put_rate, put_time
+from anchorgpu.planner.speed.figures import evidence_items, plan_band, put_evidence, put_rate, put_time
 from anchorgpu.planner.speed.launches import is_block_fp8
 from anchorgpu.planner.speed.links import PeakChoice, compute_precision_for_weights, peak_for
 from anchorgpu.planner.speed.serving import ServingSetup, ep_gather_bytes
@@ -181,9 +181,7 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     out["decode_tokens_per_s_total"] = est.output_tokens_per_s
     assumptions.append(serving_line(conc, prompt, output, sat, full, limits[1]))
     assumptions.append(ctx.constants_line)
-    if ctx.evidence is not None:  # put_evidence, from the context's items
-        out["evidence"] = dict(ctx.evidence)
-        assumptions.append(str(ctx.evidence[-1][1]))
+    put_evidence(ctx.evidence, out, assumptions)
     if ctx.launches_line:
         assumptions.append(ctx.launches_line)
     if model.moe is not None and setup.ep > setup.tp:
