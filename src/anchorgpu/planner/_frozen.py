@@ -234,6 +234,7 @@ def memo_on_frozen(fn: Callable[..., R], *, frozen: int = 1) -> Callable[..., R]
     """
     memoised = _memo_one(fn) if frozen == 1 else _memo_held(fn, frozen)
     memoised.__doc__, memoised.__name__, memoised.__qualname__ = fn.__doc__, fn.__name__, fn.__qualname__
+    memoised.__module__ = fn.__module__  # so doctest finds its examples where the function is defined
     memoised.__wrapped__ = fn  # type: ignore[attr-defined]
     return memoised
 
