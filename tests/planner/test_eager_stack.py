@@ -63,7 +63,7 @@ def test_the_measured_spans_say_what_the_run_showed() -> None:
 def test_every_full_training_plan_states_the_stack_its_memory_and_speed_assume() -> None:
     p = _train("llama-3.2-1b", "h200", micro_batch=4)
     assert memory_line() in p.assumptions
-    assert "1.39-1.41x the planned activations" in memory_line()
+    assert "1.46-1.47x the planned activations" in memory_line()
     assert "benchmarks/device/h200_2026-12-04.json" in memory_line()
     assert speed_line() in plan_performance(p)["assumptions"]
     lora = plan(load_model("llama-3.2-1b"), Workload(task="lora", seq_tokens=4096), layout=Layout(gpus=1),
@@ -86,7 +86,7 @@ def test_a_plan_that_fits_a_fused_stack_but_not_the_measured_eager_one_is_warned
     codes = [w.code for w in tight.warnings]
     assert "eager_activations_exceed_headroom" in codes
     text = next(w.message for w in tight.warnings if w.code == "eager_activations_exceed_headroom")
-    assert "1.41x the planned activations" in text and "headroom" in text
+    assert "1.47x the planned activations" in text and "headroom" in text
     assert any("torch.compile" in c for c in tight.checks)
     roomy = _train("llama-3.2-3b", "h100", micro_batch=1)
     assert roomy.fits and "eager_activations_exceed_headroom" not in [w.code for w in roomy.warnings]

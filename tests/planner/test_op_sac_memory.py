@@ -58,7 +58,9 @@ def test_a_llama_block_keeps_q_v_gate_and_down_and_runs_k_o_and_up_again() -> No
     assert lay.split_values == h + h + kv + f  # the attention output, q, v and gate
     assert lay.recomputed_params == h * kv + h * h + h * f  # k, o and up
     megatron = mm.layer_activation_bytes(model, s=1, b=1, t=1, sp=False, recompute="selective")
-    assert mm.op_sac_layer_activation_bytes(model, s=1, b=1, t=1, sp=False) < 0.45 * megatron
+    # 15.5 values a token and hidden unit against Megatron's selective 34 (no dropout masks: Llama trains without)
+    assert mm.op_sac_layer_activation_bytes(model, s=1, b=1, t=1, sp=False) == pytest.approx(15.53 / 34 * megatron,
+                                                                                            rel=1e-3)
 
 
 def test_the_op_policy_costs_the_products_it_runs_again() -> None:
@@ -135,8 +137,8 @@ def test_one_micro_batch_a_step_never_holds_the_gradients_beside_the_activations
 
 
 def test_a_pytorch_plan_states_and_warns_with_the_peaks_measured_against_such_plans() -> None:
-    """The eager transformers runs on one H200 peaked at 0.97-1.14x a PyTorch-native plan's total (compiled, its loss
-    fused in: 0.79x), where against a fused plan their activations were 1.39-1.41x: a PyTorch-native plan quotes the
+    """The eager transformers runs on one H200 peaked at 0.97-1.15x a PyTorch-native plan's total (compiled, its loss
+    fused in: 0.80x), where against a fused plan their activations were 1.46-1.47x: a PyTorch-native plan quotes the
     former and warns on them, not on the fused plan's ratio applied to activations that already hold that stack's
     own."""
     from anchorgpu.planner.eager_stack import eager_stack

@@ -13,6 +13,13 @@ torchtitan's runs are planned as a PyTorch-native stack (``train_stack: pytorch`
 op-level policy keeps it and the loss on fp32 logits (stop 40). Planned with Megatron's selective recompute and a
 fused loss, its four Llama 3.1 8B runs with selective checkpointing came out at 87-101 GiB and "did not fit";
 tests/planner/test_op_sac_memory.py holds them to their measured peaks.
+
+Megatron-Core's runs keep what its code keeps (stop 41): no dropout masks where the model trains without dropout
+(Llama: Megatron-Bridge's providers set both dropouts to 0), Transformer Engine's 1-byte copies of the products' inputs
+under FP8, and the first N layers' activations in host memory where the recipe offloads them
+(``cpu_offloading_num_layers``, planned as ``--offload-activations N``). Before, Megatron-Bridge's Llama 3 70B on
+GB300 and GB200 (FSDP, two 8,192-token sequences a micro-batch, no recompute) planned at 403 and 403 GiB and its
+Llama 3.1 405B on GB200 at 190 GiB, none fitting.
 """
 
 from __future__ import annotations
@@ -25,15 +32,7 @@ from anchorgpu.planner.speed.runs import load_runs, training_plan_of
 UNEVEN_VIRTUAL_STAGES = ("Megatron-Bridge splits DeepSeek-V3's 61 layers unevenly over its virtual stages "
                          "(--pipeline-model-parallel-layout); the planner refuses a virtual-stage count that divides "
                          "neither the layers nor the layers with the embedding and the loss (issue 11's bad input)")
-NO_RECOMPUTE_ASSUMED = ("Megatron-Bridge's recipe offloads activations to the Grace CPU's memory instead of recomputing "
-                        "them (scripts/performance/configs/llama/llama3_workload_base_configs.py: "
-                        "cpu_offloading_num_layers 20 of 80 layers on GB300, 40 on GB200, with Megatron-FSDP), which "
-                        "the planner does not model: FSDP at TP 1 with two 8,192-token sequences a micro-batch keeps "
-                        "about 360 GiB of activations on the GPU without it")
 KNOWN_MISFITS: dict[str, str] = {
-    "MB-GB300-L3-70B": NO_RECOMPUTE_ASSUMED,
-    "MB-GB200-L3-70B": NO_RECOMPUTE_ASSUMED,
-    "MB-GB200-L31-405B": "190 GiB planned against 186, inside the 5% allocator margin the plan adds to its tensors",
     "MB-GB300-DSV3": UNEVEN_VIRTUAL_STAGES,
     "MB-GB300-DSV3-MX": UNEVEN_VIRTUAL_STAGES,
     "MB-GB200-DSV3": UNEVEN_VIRTUAL_STAGES,

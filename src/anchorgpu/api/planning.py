@@ -33,6 +33,7 @@ def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
         task=request.task, context_tokens=request.context, concurrency=request.concurrency,
         allow_long_context=request.allow_long_context, gpu_memory_utilization=request.gpu_memory_utilization,
         engine=engine, micro_batch=request.micro_batch, seq_tokens=request.seq, recompute=request.recompute, optimizer=request.optimizer,
+        offload_activation_layers=request.offload_activation_layers,
         lora_rank=request.lora_rank, lora_targets=tuple(dict.fromkeys(request.lora_targets)),
         resolution=_resolution(request.resolution), images=request.images, vae_tiling=request.vae_tiling,
         train_precision=request.train_precision, train_stack=resolve_train_stack(request.train_stack, request.recipe, request.task),

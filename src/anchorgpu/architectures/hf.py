@@ -21,7 +21,8 @@ from anchorgpu.architectures.quantization import read_quantization
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import DataFileError, InvalidConfig, did_you_mean
 
-__all__ = ["COUNT_KEYS", "SUPPORTED_MODEL_TYPES", "from_hf_config", "parse_config_text", "unread_count_keys"]
+__all__ = ["COUNT_KEYS", "HIDDEN_DROPOUT_KEYS", "SUPPORTED_MODEL_TYPES", "from_hf_config", "hidden_dropout", "parse_config_text",
+           "unread_count_keys"]
 
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(sorted(PARSERS))
 
@@ -107,8 +108,34 @@ def from_hf_config(cfg: Mapping[str, object], *, name: str, source: str = "") ->
         )
     if alias_note:
         spec = replace(spec, notes=(alias_note, *spec.notes))
-    spec = replace(spec, quantization=read_quantization(cfg, spec, where=where))  # the precision it ships in
+    spec = replace(spec, quantization=read_quantization(cfg, spec, where=where),  # the precision it ships in
+                   hidden_dropout=hidden_dropout(reader))
     return replace(spec, family=FAMILY_NAMES.get(spec.model_type, spec.model_type))
+
+
+HIDDEN_DROPOUT_KEYS = ("hidden_dropout", "resid_pdrop", "residual_dropout", "hidden_dropout_prob", "dropout_rate",
+                       "dropout")
+"""Where configs state the dropout on the residual stream (Megatron/BLOOM, GPT-2, OLMo, BERT, T5, OPT), first found wins."""
+
+
+def hidden_dropout(reader: ConfigReader) -> float:
+    """The residual stream's dropout probability a config states (0.0 when none of :data:`HIDDEN_DROPOUT_KEYS` is set,
+    as Llama-style configs have no such dropout).
+
+    >>> hidden_dropout(ConfigReader({"resid_pdrop": 0.1}, where="gpt2.json")), hidden_dropout(ConfigReader({}, where="x"))
+    (0.1, 0.0)
+    >>> hidden_dropout(ConfigReader({"dropout": 1.5}, where="opt.json"))
+    Traceback (most recent call last):
+    anchorgpu.errors.InvalidConfig: opt.json: field 'dropout' must be a probability in [0, 1), got 1.5
+    """
+    for key in HIDDEN_DROPOUT_KEYS:
+        value = reader.data.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+            raise reader.fail(key, f"must be a probability in [0, 1), got {value!r}")
+        return float(value)
+    return 0.0
 
 
 def _is_set(value: object) -> bool:

@@ -244,6 +244,9 @@ class ModelSpec:
     # What the checkpoint ships: quantized storage and the layers in it (None: 16-bit weights). Built by
     # ``architectures.quantization`` from the config's quantization_config.
     quantization: ShippedQuantization | None = None
+    # Dropout on the residual stream while training (config's hidden_dropout, resid_pdrop …; 0.0 when it states none,
+    # as Llama-style configs do): with p = 0 no dropout mask is kept for the backward pass.
+    hidden_dropout: float = 0.0
     notes: tuple[str, ...] = field(default=())
 
     @property

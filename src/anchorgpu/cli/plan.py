@@ -320,6 +320,7 @@ def plan_command(
     global_batch: str | None = typer.Option(None, "--global-batch", help="Tokens per optimizer step: 4M, 16M or an integer (training; default 4M)."),
     fsdp: bool = typer.Option(False, "--fsdp", help="FSDP FULL_SHARD (training; memory of ZeRO-3)."),
     offload: str = typer.Option("none", "--offload", help="none | optimizer | params"),
+    offload_activations: int = typer.Option(0, "--offload-activations", help="Layers whose activations wait in host memory between the forward and backward pass (full training on Megatron-Core with one pipeline stage and no recompute: --cpu-offloading-num-layers)."),
     weights: str | None = typer.Option(None, "--weights", help="Default: the format the checkpoint ships in (quantization_config). bf16 fp16 fp8 fp8-block128x128 int8 int4-gptq int4-awq nf4 nf4-dq mxfp4 nvfp4 gguf-q4_k_m gguf-q8_0 …"),
     kv_cache: str = typer.Option("bf16", "--kv-cache", help="bf16 | fp16 | fp8"),
     context: str | None = typer.Option(None, "--context", help="Tokens per sequence (inference), e.g. 8192 or 8k."),
@@ -376,6 +377,7 @@ def plan_command(
         engine=engine,
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, micro_batch=micro_batch,
         seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute,  # type: ignore[arg-type]
+        offload_activation_layers=offload_activations,
         optimizer=optimizer,  # type: ignore[arg-type]
         train_precision=train_precision if train_precision in ("mixed", "bf16-true", "fp8", "fp4") else _bad(  # type: ignore[arg-type]
             f"--train-precision {train_precision!r}: choose mixed, bf16-true, fp8 or fp4"),

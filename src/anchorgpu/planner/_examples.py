@@ -7,6 +7,8 @@ SwiGLU MLP, RMSNorm, untied head unless ``tied``); for Llama-3.1-8B and -70B the
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from anchorgpu.architectures.spec import LinearGroup, ModelSpec, MoeSpec, ParamBreakdown
 
 __all__ = ["decoder", "gpt3_175b", "llama_3_1_8b", "llama_3_1_70b", "llama_65b", "tiny_model"]
@@ -93,7 +95,9 @@ def llama_65b() -> ModelSpec:
 
 
 def gpt3_175b() -> ModelSpec:
-    """GPT-3 175B (Brown et al. 2020): L 96, h 12288, 96 heads, ffn 4h, vocab 50257, context 2048."""
-    return decoder(name="gpt3-175b", layers=96, hidden=12288, ffn=4 * 12288, heads=96, kv_heads=96, vocab=50257,
+    """GPT-3 175B (Brown et al. 2020): L 96, h 12288, 96 heads, ffn 4h, vocab 50257, context 2048; trained with
+    dropout on its residual stream, as GPT-2's configs state (``resid_pdrop`` 0.1) and Korthikanti et al.'s GPT layers
+    keep (their 1-byte masks)."""
+    return replace(decoder(name="gpt3-175b", layers=96, hidden=12288, ffn=4 * 12288, heads=96, kv_heads=96, vocab=50257,
                    context=2048, tied=True, gated=False, layernorm_bias=True, qkv_bias=True, mlp_bias=True,
-                   position_embeddings=2048 * 12288, model_type="gpt2")
+                   position_embeddings=2048 * 12288, model_type="gpt2"), hidden_dropout=0.1)

@@ -132,6 +132,9 @@ class Workload:
     output_tokens: int | None = None
     seq_tokens: int | None = None
     recompute: Recompute | None = None  # default: none (train), full (lora, qlora)
+    # Megatron-Core's CPU activation offloading (--cpu-offloading-num-layers): the first N layers' activations kept in
+    # host memory between the forward and the backward pass (full training, no pipeline stages, no recompute)
+    offload_activation_layers: int = 0
     optimizer: Optimizer = "adamw"
     train_stack: TrainStack = "megatron"  # which training software runs the step: its speed and what it holds
     train_precision: TrainPrecision = "mixed"  # mixed: fp32 master + fp32 moments; bf16-true: none of that

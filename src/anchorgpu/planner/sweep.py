@@ -282,7 +282,8 @@ def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec
                     model, shape.gpu, TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, zero=zero, ep=ep), seq_tokens=seq,
                     micro_batch=micro, global_batch_tokens=batch, recompute=rc_ij,
                     kind=kind, precision=precision, gpus_per_server=shape.gpus_per_server,
-                    network_bytes_per_s=shape.network_bytes_per_s, train_stack=w.train_stack).tokens_per_s
+                    network_bytes_per_s=shape.network_bytes_per_s, train_stack=w.train_stack,
+                    offload_activation_layers=w.offload_activation_layers).tokens_per_s
             tps[i, j] = speed_cache[speed_key]
     shape2 = (n_l, n_w)
     time_s = spec.train_tokens / tps if spec.train_tokens else np.full(shape2, np.nan)

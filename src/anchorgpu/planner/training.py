@@ -26,6 +26,7 @@ from anchorgpu.planner.terms import (
     new_task_terms,
     weights_bytes,
 )
+from anchorgpu.planner.validate import check_activation_offload_layout
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 from anchorgpu.units import fmt_bytes
 
@@ -108,8 +109,17 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
                                      f"--offload {lay.offload}: optimizer state lives in CPU RAM"))
     breakdown["master_weights_bytes"] = master
     breakdown["optimizer_moments_bytes"] = moments
+    fp8_inputs = not pytorch and w.task == "train" and w.train_precision in ("fp8", "fp4")
     act = _activation_bytes(model, seq // lay.cp, micro_batch, lay.tp, lay.pp, lay.sequence_parallel, recompute,
-                            pytorch)
+                            pytorch, fp8_inputs)
+    if w.offload_activation_layers:
+        check_activation_offload_layout(model.num_layers, w.offload_activation_layers, lay.pp)
+        kept = _activation_bytes(model, seq // lay.cp, micro_batch, lay.tp, lay.pp, lay.sequence_parallel, recompute,
+                                 pytorch, fp8_inputs, w.offload_activation_layers)
+        breakdown["offloaded_activations_bytes"] = act - kept
+        act = kept
+        assumptions.append(offload_activations_line(w.offload_activation_layers, model.num_layers,
+                                                    breakdown["offloaded_activations_bytes"]))
     if pytorch:
         assumptions.append(pytorch_activations_line(recompute))
     if lay.virtual_stages > 1 and lay.pp > 1:
@@ -128,15 +138,18 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         assumptions.append("FP8 training as Megatron-Core runs it with FP8 parameters (--fp8-param-gather, set by NeMo's "
                            "and Megatron-Bridge's FP8 recipes): the weights held in FP8 with their transposes for the "
                            "backward pass (2 bytes a parameter, in place of the 16-bit weights), fp32 master weights "
-                           "and moments in the optimizer as in mixed precision; activations kept in 16 bit. A stack "
-                           "that keeps 16-bit weights and caches FP8 copies beside them holds 2 bytes a parameter more.")
+                           "and moments in the optimizer as in mixed precision. A stack that keeps 16-bit weights "
+                           "and caches FP8 copies beside them holds 2 bytes a parameter more.")
     elif w.train_precision == "fp4" and w.task == "train":
         low = math.ceil(rest_gpu / (shards if lay.zero == 3 else 1) + expert_gpu / (expert_dp if lay.zero == 3 else 1))
         breakdown["low_precision_weight_copies_bytes"] = low
         weights += low
         assumptions.append("FP4 training as Transformer Engine runs it: 16-bit weights and fp32 master/moments as in "
-                           "mixed precision, plus FP4 copies of the weights for the matrix products; activations kept "
-                           "in 16 bit.")
+                           "mixed precision, plus FP4 copies of the weights for the matrix products.")
+    if fp8_inputs:
+        assumptions.append(FP8_ACTIVATIONS_LINE)
+    if not model.hidden_dropout:
+        assumptions.append(NO_DROPOUT_LINE)
     breakdown["logits_bytes"] = mm.logits_bytes(s=seq // lay.cp, b=micro_batch, vocab=model.vocab_size, t=lay.tp,
                                                 bytes_per_logit=_loss_bytes_per_logit(pytorch))
     if w.task in ("lora", "qlora"):
@@ -219,18 +232,38 @@ def _expert_params_per_gpu(model: ModelSpec, tp: int, pp: int, ep: int) -> float
 
 @memo_on_frozen
 def _activation_bytes(model: ModelSpec, s: int, b: int, tp: int, pp: int, sp: bool, recompute: Recompute,
-                      pytorch: bool = False) -> int:
+                      pytorch: bool = False, fp8_inputs: bool = False, offloaded_layers: int = 0) -> int:
     """:func:`~anchorgpu.planner.memory.training_activation_bytes`, memoised on the (frozen) model and its counts:
     the layouts of a search and the plans of a sweep ask for the same few. A PyTorch-native stack (``pytorch``)
     keeps what torchtitan's op-level policy keeps under selective recompute and computes the loss on fp32 logits
-    outside the fused blocks (:data:`~anchorgpu.planner.memory.EAGER_LOSS_BYTES_PER_LOGIT`)."""
+    outside the fused blocks (:data:`~anchorgpu.planner.memory.EAGER_LOSS_BYTES_PER_LOGIT`). ``fp8_inputs``: FP8 or FP4
+    products under Megatron-Core and Transformer Engine keep their inputs as 1-byte copies
+    (:func:`~anchorgpu.planner.memory.activations.fp8_cached_input_saving`). ``offloaded_layers``: Megatron-Core's CPU
+    activation offloading of that many layers (:func:`~anchorgpu.planner.memory.training_activation_bytes`)."""
     return mm.training_activation_bytes(model, s=s, b=b, tp=tp, pp=pp, sp=sp, recompute=recompute, op_sac=pytorch,
-                                        loss_bytes_per_logit=_loss_bytes_per_logit(pytorch))
+                                        loss_bytes_per_logit=_loss_bytes_per_logit(pytorch),
+                                        fp8_linear_inputs=fp8_inputs, offloaded_layers=offloaded_layers)
 
 
 def _loss_bytes_per_logit(pytorch: bool) -> int:
     """Bytes the loss holds a token and vocabulary entry: a PyTorch-native stack's eager fp32 loss, else a fused one."""
     return mm.EAGER_LOSS_BYTES_PER_LOGIT if pytorch else mm.FUSED_LOSS_BYTES_PER_LOGIT
+
+
+FP8_ACTIVATIONS_LINE = (
+    "Activations as Transformer Engine keeps them under 8-bit products (Megatron-Core): the inputs of the linear "
+    "layers (the norm outputs, the attention output, the MLP's down-projection input) as 1-byte copies, the norms' "
+    "inputs, q, k, v, the attention output and the gated MLP's input in 16 bit; read from TE's code, not yet checked "
+    "against a measured Megatron peak (FP4 products are planned at the same byte).")
+NO_DROPOUT_LINE = ("No dropout masks: the model's config states no dropout on the residual stream, and at p = 0 neither "
+                   "PyTorch nor Megatron-Core keeps one.")
+
+def offload_activations_line(offloaded: int, layers: int, host_bytes: int) -> str:
+    """What ``--offload-activations N`` plans: Megatron-Core's CPU activation offloading."""
+    return (f"Activations of the first {offloaded} of {layers} layers offloaded to the host's pinned memory between the "
+            f"forward and the backward pass (Megatron-Core's --cpu-offloading --cpu-offloading-num-layers {offloaded}): "
+            f"{fmt_bytes(host_bytes)} of host memory a GPU; one offloaded layer's activations stay on the GPU while "
+            "they are copied out and back. The copies run beside the computation; the part they outlast is timed.")
 
 
 FSDP_PIPELINE_LINE = (

@@ -36,7 +36,8 @@ from anchorgpu.planner.result import ResolvedLayout
 from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
 from anchorgpu.units import require_whole_gpus
 
-__all__ = ["GPUS_PER_SERVER", "TRAIN_FORMATS", "check_layout_counts", "check_positive", "check_tp", "default_tp",
+__all__ = ["GPUS_PER_SERVER", "TRAIN_FORMATS", "check_activation_offload_layout", "check_layout_counts", "check_positive",
+           "check_tp", "default_tp",
            "resolve_format", "resolve_layout", "tp_is_valid", "validate_workload"]
 
 GPUS_PER_SERVER = 8
@@ -91,6 +92,7 @@ def validate_workload(workload: Workload) -> None:
         raise InvalidWorkload(f"--train-precision {workload.train_precision!r}: choose {', '.join(TRAIN_PRECISIONS)}")
     if workload.train_stack != "megatron" and workload.train_stack not in TRAIN_STACKS:
         raise InvalidWorkload(f"--train-stack {workload.train_stack!r}: choose {' or '.join(TRAIN_STACKS)}")
+    _check_activation_offload(workload)
     if workload.optimizer not in OPTIMIZERS:
         raise InvalidWorkload(f"unknown optimizer {workload.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
     targets = workload.lora_targets
@@ -104,6 +106,37 @@ def validate_workload(workload: Workload) -> None:
     if workload.task != "inference" and (workload.images_per_request or workload.image_resolution is not None):
         raise InvalidWorkload("--images-per-request/--image-resolution size serving requests (task inference), "
                               f"not task {workload.task}")
+
+
+def _check_activation_offload(workload: Workload) -> None:
+    """Refuse ``--offload-activations N`` where Megatron-Core refuses CPU activation offloading
+    (``TransformerConfig.__post_init__``: not with activation recompute; pipeline stages are checked with the layout,
+    :func:`check_activation_offload_layout`)."""
+    n = workload.offload_activation_layers
+    if n == 0:
+        return
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise InvalidWorkload(f"--offload-activations {n!r}: a whole number of layers, 0 or more")
+    if workload.task != "train":
+        raise InvalidWorkload(f"--offload-activations offloads full training's activations (--task train), not task "
+                              f"{workload.task}")
+    if workload.train_stack != "megatron":
+        raise InvalidWorkload("--offload-activations is Megatron-Core's CPU activation offloading; the PyTorch-native "
+                              "stack has none")
+    if workload.recompute not in (None, "none"):
+        raise InvalidWorkload(f"--offload-activations with --recompute {workload.recompute}: Megatron-Core offloads "
+                              "activations only when none are recomputed")
+
+
+def check_activation_offload_layout(layers: int, offload_layers: int, pp: int) -> None:
+    """Refuse an activation offload the layout cannot run: Megatron-Core has no CPU offloading with pipeline stages,
+    and it keeps at least one layer's activations on the GPU (``cpu_offloading_num_layers < num_layers``)."""
+    if offload_layers and pp > 1:
+        raise InvalidWorkload(f"--offload-activations with pp {pp}: Megatron-Core offloads activations only without "
+                              "pipeline stages (--pp 1)")
+    if offload_layers >= layers:
+        raise InvalidWorkload(f"--offload-activations {offload_layers}: at most {layers - 1} of the model's {layers} "
+                              "layers (one stays on the GPU)")
 
 
 _FORMATS: dict[tuple[int, str, str | None, str], tuple[object, WeightFormat, tuple[str, ...]]] = {}

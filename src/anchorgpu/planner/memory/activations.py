@@ -38,16 +38,23 @@ def korthikanti_layer_activation_bytes(
 
 def layer_activation_bytes(
     model: ModelSpec, *, s: int, b: int, t: int, sp: bool, recompute: Recompute, flash: bool = True,
+    fp8_linear_inputs: bool = False,
 ) -> float:
     """Activation bytes of one layer of ``model``: Korthikanti's table generalised to GQA, SwiGLU and MoE.
 
-    Replicated (÷t only with SP): layer-norm inputs 4, QKV and MLP inputs 2 + 2, dropout masks 2 → 10·sbh.
+    Replicated (÷t only with SP): layer-norm inputs 4, QKV and MLP inputs 2 + 2, dropout masks 2 → 10·sbh. The
+    masks only where the model trains with dropout on its residual stream (``ModelSpec.hidden_dropout`` > 0): at
+    p = 0 neither torch's dropout nor Megatron-Core's fused bias-dropout-add keeps one (ATen ``Dropout.cpp`` returns
+    its input; ``megatron/core/fusions/fused_bias_dropout.py``), and Llama-style configs state none, so 8·sbh there.
     Split by t: Q 2·(a·d/h), K and V 4·(kv·d/h), attention output 2·(a·d/h), MLP 4·ffn/h (6·ffn/h when
     gated: gate, up and the down-projection input are all saved; formulas.md item 6, our derivation),
     MoE: top-k routed copies of that with the expert width. Attention core 5·a·s/h, or ~0 with flash
     attention (softmax statistics only, 4·a·s·b bytes). Recompute as in Korthikanti.
-    For a GPT layer (a·d = h, kv = a, ffn = 4h, not gated) this equals
+    For a GPT layer (a·d = h, kv = a, ffn = 4h, not gated) with dropout this equals
     :func:`korthikanti_layer_activation_bytes`.
+
+    ``fp8_linear_inputs``: FP8 products as Transformer Engine runs them under Megatron-Core
+    (:func:`fp8_cached_input_saving`): the inputs of the linear layers kept as 1-byte copies.
 
     Hybrid and state-space models: an average layer. Attention terms weigh by the share of attention layers,
     the MLP term by the share of layers with an MLP; a recurrent (Mamba/linear-attention) layer keeps its
@@ -61,12 +68,47 @@ def layer_activation_bytes(
     split, attention_share = _activation_shares(model)
     if recompute == "moe":  # the MoE blocks keep their input only (in the replicated 10) and run again backward
         split -= moe_block_activation_share(model)
-    replicated = 10 / t if sp else 10
+    replicated = 8.0 + (2 if model.hidden_dropout > 0 else 0)
+    if fp8_linear_inputs:
+        fp8_replicated, fp8_split = fp8_cached_input_saving(model, recompute)
+        replicated -= fp8_replicated
+        split -= fp8_split
+    replicated = replicated / t if sp else replicated
     core_bytes = 0.0
     if recompute in ("none", "moe"):
         core_bytes = 4 * model.num_attention_heads * s * b / t if flash else 5 * model.num_attention_heads * s * s * b / t
         core_bytes *= attention_share
     return sbh * (replicated + split / t) + core_bytes
+
+
+def fp8_cached_input_saving(model: ModelSpec, recompute: Recompute) -> tuple[float, float]:
+    """(replicated, TP-split) values per token and hidden unit an average layer keeps fewer when Transformer Engine
+    runs its products in FP8 under Megatron-Core, each a byte in place of two (TE 2.x ``LayerNormLinear`` and
+    ``Linear`` keep only their own column-wise FP8 copy of the product's input, ``update_usage(rowwise_usage=False)``):
+
+    - replicated: the two norm outputs, the QKV and fc1 inputs, 1 byte each instead of 2 (the norms' 16-bit inputs
+      stay): 2 fewer, 1 a norm;
+    - split: the fc2 input (the activation's output) in 1 byte: ``ffn/h`` fewer an MLP, the expert width times the
+      routed and shared experts in a MoE block (none when ``--recompute moe`` keeps no MoE block); the attention
+      output gains a 1-byte copy beside the 16-bit one the attention kernel keeps: ``a·d/h`` more an attention layer.
+      The fc1 output that SwiGLU keeps stays 16 bit (``activation_func_fp8_input_store`` is off by default).
+
+    A Llama block keeps 29.5 bytes a token and hidden unit in place of 34 (Llama 3.1 8B, no TP). Read from the code
+    (benchmarks/activation_memory_findings.md, section 2); no measured Megatron-Core peak checks it yet. MXFP8's
+    scales (1/32 byte a value) are left out.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> fp8_cached_input_saving(load_model("llama-3.1-8b"), "none")
+    (2.0, 2.5)
+    """
+    layers = max(1, model.num_layers)
+    attention_share = model.attention_layers / layers
+    mlp_share = (model.mlp_layers if model.mlp_layers is not None else layers) / layers
+    if recompute == "moe" and model.moe is not None:
+        mlp_share = max(0.0, mlp_share - model.moe.num_moe_layers / layers)
+    fc2_input = _mlp_values_per_hidden(model) / (6 if model.gated_mlp else 4)
+    q = model.num_attention_heads * model.head_dim / model.hidden_size
+    return 2.0, mlp_share * fc2_input - attention_share * q
 
 
 def moe_block_activation_share(model: ModelSpec) -> float:
@@ -160,7 +202,8 @@ def op_sac_layer_activation_bytes(model: ModelSpec, *, s: int, b: int, t: int, s
 
 def training_activation_bytes(
     model: ModelSpec, *, s: int, b: int, tp: int, pp: int, sp: bool, recompute: Recompute, flash: bool = True,
-    op_sac: bool = False, loss_bytes_per_logit: int = FUSED_LOSS_BYTES_PER_LOGIT,
+    op_sac: bool = False, loss_bytes_per_logit: int = FUSED_LOSS_BYTES_PER_LOGIT, fp8_linear_inputs: bool = False,
+    offloaded_layers: int = 0,
 ) -> int:
     """Activations on the most-loaded GPU: the first pipeline stage holds L layers' worth.
 
@@ -170,7 +213,11 @@ def training_activation_bytes(
     p > 1 the last stage (1 micro-batch, ceil(L/p) layers + logits) is compared with the first.
     Source: Korthikanti et al. 2022, section 4.2.3; formulas.md item 6. ``op_sac`` with ``recompute="selective"``:
     PyTorch's op-level policy (:func:`op_sac_layer_activation_bytes`) in place of Megatron's selective recompute, one
-    layer's recomputed values added while it runs again.
+    layer's recomputed values added while it runs again. ``fp8_linear_inputs``: Transformer Engine's 1-byte copies of
+    the products' inputs (:func:`fp8_cached_input_saving`). ``offloaded_layers``: Megatron-Core's CPU activation
+    offloading (one stage only, ``p = 1``): that many layers' activations wait in host memory, one of them on the GPU
+    while it is copied out or back (TE's ``get_cpu_offload_context``: the group being offloaded is released at its
+    window point, and the backward pass reloads one group ahead; benchmarks/activation_memory_findings.md, section 3).
     """
     stage = stage_layers(model.num_layers, pp)
     working = 0.0
@@ -179,14 +226,17 @@ def training_activation_bytes(
         whole = layer_activation_bytes(model, s=s, b=b, t=tp, sp=sp, recompute="none", flash=flash)
         working = max(0.0, whole - per_layer)
     else:
-        per_layer = layer_activation_bytes(model, s=s, b=b, t=tp, sp=sp, recompute=recompute, flash=flash)
+        per_layer = layer_activation_bytes(model, s=s, b=b, t=tp, sp=sp, recompute=recompute, flash=flash,
+                                           fp8_linear_inputs=fp8_linear_inputs)
     if recompute == "full":
-        working = layer_activation_bytes(model, s=s, b=b, t=tp, sp=sp, recompute="none", flash=flash)
+        working = layer_activation_bytes(model, s=s, b=b, t=tp, sp=sp, recompute="none", flash=flash,
+                                         fp8_linear_inputs=fp8_linear_inputs)
     elif recompute == "moe" and model.moe is not None:  # one MoE block's intermediates while it runs again backward
         working = s * b * model.hidden_size * _mlp_values_per_hidden(model) / tp
     logits = logits_bytes(s=s, b=b, vocab=model.vocab_size, t=tp, bytes_per_logit=loss_bytes_per_logit)
-    first = per_layer * stage * pp + working + (logits if pp == 1 else 0)
-    last = per_layer * stage + working + logits
+    resident = stage - offloaded_layers + (1 if offloaded_layers else 0)
+    first = per_layer * resident * pp + working + (logits if pp == 1 else 0)
+    last = per_layer * resident + working + logits
     return math.ceil(max(first, last))
 
 

@@ -100,7 +100,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
                        global_batch_tokens=max(batch, lay.dp * (w.micro_batch or 1) * seq),
                        recompute=w.recompute or "none", kind=kind, precision=precision,
                        gpus_per_server=SERVER_GPUS, grad_bytes_per_value=w.grad_bytes_per_value, cal=cal,
-                       train_stack=w.train_stack)
+                       train_stack=w.train_stack, offload_activation_layers=w.offload_activation_layers)
     put_rate(out, "train_tokens_per_s", st.tokens_per_s, st.ceiling_tokens_per_s, band)
     put_rate(out, "train_tflops_per_gpu", st.tflops_per_gpu, st.peak_flops_per_s / 1e12, band)
     put_rate(out, "train_mfu", st.mfu, 1.0, band)
@@ -161,7 +161,8 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
         wide = training_step(model, plan.gpu, lay, seq_tokens=seq, micro_batch=w.micro_batch or 1,
                              global_batch_tokens=larger, recompute=w.recompute or "none", kind=kind,
                              precision=precision, gpus_per_server=SERVER_GPUS,
-                             grad_bytes_per_value=w.grad_bytes_per_value, cal=cal, train_stack=w.train_stack)
+                             grad_bytes_per_value=w.grad_bytes_per_value, cal=cal, train_stack=w.train_stack,
+                             offload_activation_layers=w.offload_activation_layers)
         assumptions.append(larger_batch_line(st.tokens_per_step, st.microbatches, idle_s / st.step_s, larger,
                                              wide.tokens_per_s, st.tokens_per_s))
     assumptions.extend(ctx.caveats)

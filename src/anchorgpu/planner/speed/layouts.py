@@ -85,13 +85,15 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
     out: list[tuple[TrainLayout, int, Recompute]] = []
     mbs = [w.micro_batch] if w.micro_batch else list(MICRO_BATCHES)
     rcs: list[Recompute] = [w.recompute] if w.recompute else list(recompute_ladder(moe is not None))
+    if w.offload_activation_layers:  # Megatron-Core offloads activations with one stage and no recompute only
+        rcs = ["none"]
     for tp in tps:
         for cp in cps:
             if gpus % (tp * cp):
                 continue
             rest = gpus // (tp * cp)
-            pps = [given.pp or 1] if explicit or given.pp else [p for p in _divisors(rest, 64) if p <= model.num_layers
-                                               and (p == 1 or p & (p - 1) == 0)]
+            pps = [given.pp or 1] if explicit or given.pp or w.offload_activation_layers else [
+                p for p in _divisors(rest, 64) if p <= model.num_layers and (p == 1 or p & (p - 1) == 0)]
             for pp in pps:
                 if rest % pp:
                     continue
@@ -139,7 +141,8 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     def speed(lay: TrainLayout, mb: int, rc: Recompute) -> float:
         return training_step(model, gpu, lay, seq_tokens=seq, micro_batch=mb,
                              global_batch_tokens=max(batch, lay.dp * mb * seq), recompute=rc, kind=kind,
-                             precision=prec, cal=cal, train_stack=w.train_stack).tokens_per_s
+                             precision=prec, cal=cal, train_stack=w.train_stack,
+                             offload_activation_layers=w.offload_activation_layers).tokens_per_s
 
     for _, _, lay, mb, rc in _fastest_first(candidates, speed):
         layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep if lay.ep > 1 else given.ep, cp=lay.cp,

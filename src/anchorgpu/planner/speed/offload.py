@@ -7,7 +7,7 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.speed.calibration import Calibration
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, host_kind, host_link_bytes_per_s
 
-__all__ = ["host_optimizer_s", "parameter_fetch_s"]
+__all__ = ["activation_offload_s", "host_optimizer_s", "parameter_fetch_s"]
 
 
 def host_optimizer_s(gpu: GpuSpec, cal: Calibration, local_params: float) -> float:
@@ -42,3 +42,25 @@ def parameter_fetch_s(gpu: GpuSpec, cal: Calibration, shard_params: float) -> fl
     0.078
     """
     return 2 * shard_params * ACTIVATION_BYTES / (host_link_bytes_per_s(gpu) * cal.link_efficiency)
+
+
+def activation_offload_s(gpu: GpuSpec, cal: Calibration, *, offloaded_bytes: float, compute_s: float) -> float:
+    """The part of a micro-batch's activation offload (``--offload-activations``) that its computation does not hide:
+    ``offloaded_bytes`` go to the host during the forward pass and come back during the backward pass, each way over
+    the host link on a copy stream of its own (TE's ``d2h_stream`` and ``h2d_stream``), spread over the layers'
+    computation (``layer_window_map``). The forward pass is a third of ``compute_s`` (no recompute: Megatron-Core
+    offloads only then), the backward pass the rest; a copy that outlasts its pass is waited for.
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> from anchorgpu.planner.speed.calibration import calibration
+    >>> cal = calibration()
+    >>> activation_offload_s(get_gpu("gb200"), cal, offloaded_bytes=100e9, compute_s=2.0)  # 0.28 s each way: hidden
+    0.0
+    >>> round(activation_offload_s(get_gpu("h100"), cal, offloaded_bytes=100e9, compute_s=2.0), 2)  # 1.96 s each way
+    1.91
+    """
+    if offloaded_bytes <= 0:
+        return 0.0
+    copy_s = offloaded_bytes / (host_link_bytes_per_s(gpu) * cal.link_efficiency)
+    forward_s = compute_s / 3
+    return max(0.0, copy_s - forward_s) + max(0.0, copy_s - (compute_s - forward_s))

@@ -111,7 +111,8 @@ def _train(run: Run, cal: Calibration) -> float:
                        precision=r["precision"], network_bytes_per_s=r["network_gbit_per_s_per_gpu"] * 1e9 / 8,
                        cal=cal, attention_kernel=r.get("attention_kernel", "flash"), kind=r.get("kind", "full"),
                        grad_bytes_per_value=int(r.get("grad_bytes_per_value", 2)),
-                       train_stack=r.get("train_stack", "megatron"))
+                       train_stack=r.get("train_stack", "megatron"),
+                       offload_activation_layers=int(r.get("offload_activation_layers", 0)))
     metric = run.metric
     if metric == "tokens_per_s_per_gpu":
         return st.tokens_per_s / lay.gpus
@@ -138,7 +139,8 @@ def training_plan_of(r: dict[str, Any]) -> Any:
     w = Workload(task={"full": "train"}.get(r.get("kind", "full"), r.get("kind", "full")), seq_tokens=r["seq_tokens"],
                  micro_batch=r["micro_batch"], recompute=r["recompute"], global_batch_tokens=r["global_batch_tokens"],
                  train_precision=TRAIN_PRECISION_OF[r["precision"]], grad_bytes_per_value=int(r.get("grad_bytes_per_value", 2)),
-                 allow_long_context=True, train_stack=r.get("train_stack", "megatron"))
+                 allow_long_context=True, train_stack=r.get("train_stack", "megatron"),
+                 offload_activation_layers=int(r.get("offload_activation_layers", 0)))
     ep = int(r.get("ep", 1))
     return plan(_model(r), w, gpu=_as_measured(get_gpu(r["gpu"]), r), suggest=False, choose_layout=False,
                 layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=r["pp"], cp=r["cp"], dp=r["gpus"] // split,

@@ -29,6 +29,9 @@ micro-batches per data-parallel rank, each of ``b`` sequences of ``s`` tokens, t
   products and launches included;
 * **FSDP / ZeRO-3**: parameters all-gathered forward and backward in every micro-batch, prefetched one
   layer ahead: only what the compute does not cover is exposed; gradients reduce-scattered once per step;
+* **activation offload** (``offload_activation_layers``, Megatron-Core's CPU offloading): the offloaded layers'
+  activations to the host in the forward pass and back in the backward pass over the host link, exposed only where
+  a copy outlasts its pass (:func:`~anchorgpu.planner.speed.offload.activation_offload_s`);
 
 and per step: the **pipeline bubble** ``(p-1)/v`` micro-batch times (Narayanan et al. 2021, section 2.2),
 **point-to-point** transfers between stages, the **data-parallel gradient sync** not hidden behind the
@@ -45,6 +48,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init, memo_on_frozen
+from anchorgpu.planner.memory.activations import layer_activation_bytes
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.context_parallel import context_parallel_s
 from anchorgpu.planner.speed.data_parallel import data_parallel_terms
@@ -71,7 +75,7 @@ from anchorgpu.planner.speed.links import (
     p2p_s,
     peak_for,
 )
-from anchorgpu.planner.speed.offload import host_optimizer_s
+from anchorgpu.planner.speed.offload import activation_offload_s, host_optimizer_s
 from anchorgpu.planner.speed.pipeline import microbatches_for, pipeline_bubble_fraction, slowest_stage_layers
 
 __all__ = [
@@ -92,7 +96,7 @@ DEFAULT_GLOBAL_BATCH_TOKENS = 4 * 2**20
 (Touvron et al. 2023, section 2.2; GPT-3 used 0.5-3.2M, Brown et al. 2020 Table 2.1)."""
 
 BREAKDOWN_KEYS = ("compute", "tp_comm", "pp_bubble", "pp_p2p", "cp_comm", "dp_sync", "fsdp_comm", "ep_alltoall",
-                  "moe_launch", "optimizer")
+                  "moe_launch", "activation_offload", "optimizer")
 
 
 @fast_init
@@ -184,7 +188,7 @@ def training_step(
     global_batch_tokens: int = DEFAULT_GLOBAL_BATCH_TOKENS, recompute: Recompute = "none",
     kind: TrainKind = "full", precision: str = "bf16", gpus_per_server: int = 8,
     network_bytes_per_s: float | None = None, grad_bytes_per_value: int = 2, cal: Calibration | None = None,
-    attention_kernel: AttentionKernel = "flash", train_stack: str = "megatron",
+    attention_kernel: AttentionKernel = "flash", train_stack: str = "megatron", offload_activation_layers: int = 0,
 ) -> TrainingStep:
     """Step time and throughput of one training layout (see the module docstring for the parts).
 
@@ -197,12 +201,13 @@ def training_step(
     b = _layout_terms(model, gpu, cal, lay.gpus, lay.tp, lay.pp, lay.cp, lay.dp, lay.ep, lay.zero, lay.virtual_stages,
                       lay.tp_overlap, lay.ep_overlap, seq_tokens, micro_batch, recompute, kind, precision,
                       gpus_per_server, network_bytes_per_s, grad_bytes_per_value, attention_kernel, lay.offload,
-                      train_stack)
+                      train_stack, offload_activation_layers)
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     breakdown = {
         "compute": m * b.compute_s, "tp_comm": m * b.tp_s, "pp_bubble": b.bubble_s,
         "pp_p2p": m * 2 * b.p2p_s if lay.pp > 1 else 0.0, "cp_comm": m * b.cp_s, "dp_sync": b.sync_s,
-        "fsdp_comm": m * b.fsdp_s, "ep_alltoall": m * b.ep_s, "moe_launch": m * b.launch_s, "optimizer": b.optimizer_s,
+        "fsdp_comm": m * b.fsdp_s, "ep_alltoall": m * b.ep_s, "moe_launch": m * b.launch_s,
+        "activation_offload": m * b.offload_s, "optimizer": b.optimizer_s,
     }
     step_s = sum(breakdown.values())
     tokens_step = m * lay.dp * micro_batch * seq_tokens
@@ -232,6 +237,7 @@ class _LayoutTerms:
     ep_s: float
     launch_s: float
     fsdp_s: float
+    offload_s: float  # the activation offload's copies the computation does not hide
     p2p_s: float  # one stage-to-stage transfer (0.0 without pipeline stages)
     bubble_s: float  # per step, as the ones below
     sync_s: float
@@ -244,7 +250,7 @@ def _compute_layout_terms(
     zero: int, virtual_stages: int, tp_overlap: bool, ep_overlap: bool, seq_tokens: int, micro_batch: int,
     recompute: Recompute, kind: TrainKind, precision: str, gpus_per_server: int, network_bytes_per_s: float | None,
     grad_bytes_per_value: int, attention_kernel: AttentionKernel = "flash", offload: str = "none",
-    train_stack: str = "megatron",
+    train_stack: str = "megatron", offload_activation_layers: int = 0,
 ) -> _LayoutTerms:
     lay = TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero, virtual_stages=virtual_stages,
                       tp_overlap=tp_overlap, ep_overlap=ep_overlap, offload=offload)
@@ -341,7 +347,16 @@ def _compute_layout_terms(
                               network_bytes_per_s=network_bytes_per_s, grad_bytes_per_value=grad_bytes_per_value)
     fsdp_s = dpt.fsdp_s
 
-    per_micro = compute_s + tp_s + cp_s + ep_s + launch_s + fsdp_s
+    # activations offloaded to the host (Megatron-Core's CPU offloading, one stage): the copies' exposed part
+    offload_s = 0.0
+    if offload_activation_layers:
+        layer_bytes = layer_activation_bytes(model, s=seq_tokens // lay.cp, b=micro_batch, t=lay.tp, sp=lay.tp > 1,
+                                             recompute=recompute,
+                                             fp8_linear_inputs=not pytorch and precision in ("fp8", "fp4"))
+        offload_s = activation_offload_s(gpu, cal, offloaded_bytes=offload_activation_layers * layer_bytes,
+                                         compute_s=compute_s)
+
+    per_micro = compute_s + tp_s + cp_s + ep_s + launch_s + fsdp_s + offload_s
 
     # pipeline: bubble, and stage-to-stage transfers: one forward and one backward per micro-batch on the
     # critical path (interleaved chunks overlap their other transfers with compute, as Megatron-LM does)
@@ -360,7 +375,7 @@ def _compute_layout_terms(
 
     return _LayoutTerms(
         choice=choice, model_flops_per_token=model_f, hardware_flops_per_token=hw_f, compute_s=compute_s, tp_s=tp_s,
-        cp_s=cp_s, ep_s=ep_s, launch_s=launch_s, fsdp_s=fsdp_s, p2p_s=p2p_one, bubble_s=bubble_s, sync_s=dpt.sync_s, optimizer_s=opt_s,
+        cp_s=cp_s, ep_s=ep_s, launch_s=launch_s, fsdp_s=fsdp_s, offload_s=offload_s, p2p_s=p2p_one, bubble_s=bubble_s, sync_s=dpt.sync_s, optimizer_s=opt_s,
         ceiling_tokens_per_s=lay.gpus * choice.flops_per_s / model_f)
 
 
