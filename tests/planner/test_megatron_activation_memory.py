@@ -132,3 +132,19 @@ def test_the_chooser_keeps_one_stage_and_no_recompute_with_an_offload() -> None:
     assert result.layout.pp == 1 and result.fits
     chosen = next(line for line in result.assumptions if line.startswith("Layout chosen"))
     assert "PP 1" in chosen and "recompute none" in chosen
+
+
+def test_what_would_fit_offers_offloading_half_the_layers_first_on_grace() -> None:
+    """Megatron-Bridge's GB200 recipe without its offload does not fit; offloading half the layers (its own 40 of 80)
+    fits on the same GPUs and, hidden behind NVLink-C2C, is the fastest change offered."""
+    result = plan(load_model("llama-3.1-70b"),
+                  Workload(task="train", seq_tokens=8192, micro_batch=2, recompute="none", global_batch_tokens=2**21,
+                           train_precision="fp8"),
+                  gpu=get_gpu("gb200"), layout=Layout(gpus=64, fsdp=True))
+    assert not result.fits
+    assert result.suggestions[0].change == "--offload-activations 40"
+    pytorch = plan(load_model("llama-3.1-70b"),
+                   Workload(task="train", seq_tokens=8192, micro_batch=2, recompute="none", global_batch_tokens=2**21,
+                            train_stack="pytorch"),
+                   gpu=get_gpu("gb200"), layout=Layout(gpus=64, fsdp=True))
+    assert not any(s.change.startswith("--offload-activations") for s in pytorch.suggestions)
