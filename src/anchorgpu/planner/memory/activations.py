@@ -160,7 +160,7 @@ def op_sac_layer_activation_bytes(model: ModelSpec, *, s: int, b: int, t: int, s
 
 def training_activation_bytes(
     model: ModelSpec, *, s: int, b: int, tp: int, pp: int, sp: bool, recompute: Recompute, flash: bool = True,
-    op_sac: bool = False, loss_bytes_per_logit: int = FUSED_LOSS_BYTES_PER_LOGIT,
+    op_sac: bool = False, loss_bytes_per_logit: int = FUSED_LOSS_BYTES_PER_LOGIT, stated: int | None = None,
 ) -> int:
     """Activations on the most-loaded GPU: the first pipeline stage holds L layers' worth.
 
@@ -170,9 +170,10 @@ def training_activation_bytes(
     p > 1 the last stage (1 micro-batch, ceil(L/p) layers + logits) is compared with the first.
     Source: Korthikanti et al. 2022, section 4.2.3; formulas.md item 6. ``op_sac`` with ``recompute="selective"``:
     PyTorch's op-level policy (:func:`op_sac_layer_activation_bytes`) in place of Megatron's selective recompute, one
-    layer's recomputed values added while it runs again.
+    layer's recomputed values added while it runs again. ``stated``: the busiest rank's layers of an explicit pipeline
+    layout, planned for the first and the last stage alike (an upper bound on each).
     """
-    stage = stage_layers(model.num_layers, pp)
+    stage = stage_layers(model.num_layers, pp, stated)
     working = 0.0
     if op_sac and recompute == "selective":
         per_layer = op_sac_layer_activation_bytes(model, s=s, b=b, t=tp, sp=sp)
