@@ -328,7 +328,7 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
             raise InvalidWorkload(f"--virtual-stages {v}: pp {pp} x {v} does not divide the {model.num_layers} layers "
                                   f"of {model.name}, nor {model.num_layers + 2} with the embedding and the loss "
                                   "counted as layers (Megatron-Core's --account-for-embedding-in-pipeline-split "
-                                  "--account-for-loss-in-pipeline-split); state an uneven split with --pipeline-layout")
+                                  "--account-for-loss-in-pipeline-split)")
     if training and isinstance(model, ModelSpec):
         seq = default_seq_tokens(workload, model.max_context_tokens)
         if seq % cp:
