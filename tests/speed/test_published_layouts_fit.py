@@ -20,6 +20,11 @@ under FP8, and the first N layers' activations in host memory where the recipe o
 (``cpu_offloading_num_layers``, planned as ``--offload-activations N``). Before, Megatron-Bridge's Llama 3 70B on
 GB300 and GB200 (FSDP, two 8,192-token sequences a micro-batch, no recompute) planned at 403 and 403 GiB and its
 Llama 3.1 405B on GB200 at 190 GiB, none fitting.
+
+DeepSeek-V3's 61 layers run over virtual stages that divide neither them nor 63 (PP 2 x VP 4, PP 4 x VP 4,
+PP 8 x VP 4): Megatron-Core states such a split with --pipeline-model-parallel-layout, and the five rows carry the
+layout they are planned with (``pipeline_layout``, its source in each row's note). Without it they were refused as
+bad input and listed here.
 """
 
 from __future__ import annotations
@@ -29,15 +34,7 @@ import pytest
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.speed.runs import load_runs, training_plan_of
 
-UNEVEN_VIRTUAL_STAGES = ("Megatron-Bridge splits DeepSeek-V3's 61 layers unevenly over its virtual stages "
-                         "(--pipeline-model-parallel-layout); the planner refuses a virtual-stage count that divides "
-                         "neither the layers nor the layers with the embedding and the loss (issue 11's bad input)")
 KNOWN_MISFITS: dict[str, str] = {
-    "MB-GB300-DSV3": UNEVEN_VIRTUAL_STAGES,
-    "MB-GB300-DSV3-MX": UNEVEN_VIRTUAL_STAGES,
-    "MB-GB200-DSV3": UNEVEN_VIRTUAL_STAGES,
-    "MB-GB200-DSV3-MX": UNEVEN_VIRTUAL_STAGES,
-    "MCORE-GB200-DSV3-MXFP8": UNEVEN_VIRTUAL_STAGES,
     "DSV3-H800-PRETRAIN": ("fits with full recompute (README); the report's partial recompute and FP8 activation "
                            "caching keep less than the selective recompute the row is planned with"),
     "N24-L2-70B-SFT": ("TP 4 x PP 4 on 16 GPUs leaves one data-parallel rank, so the optimizer state is unsharded; "
@@ -60,6 +57,15 @@ def test_a_published_run_fits_with_its_layout_unless_listed(run) -> None:  # typ
 
 def test_every_listed_run_is_a_training_row() -> None:
     assert set(KNOWN_MISFITS) <= {run.id for run in TRAINING}
+
+
+@pytest.mark.parametrize("run_id", ["MB-GB300-DSV3", "MB-GB200-DSV3", "MCORE-GB200-DSV3-MXFP8"])
+def test_deepseek_v3_runs_need_their_stated_layout(run_id: str) -> None:
+    """The rows fit with their layout and are refused without it (the virtual-stage rule for plain input holds)."""
+    row = next(run.row for run in TRAINING if run.id == run_id)
+    assert row["pipeline_layout"] and training_plan_of(row).fits
+    with pytest.raises(InvalidWorkload, match="does not divide the 61 layers"):
+        training_plan_of({key: value for key, value in row.items() if key != "pipeline_layout"})
 
 
 @pytest.mark.parametrize("run_id", ["N24-GPT3-20B", "N24-L3-8B", "MB-H100-L31-405B", "MB-B200-L31-405B",

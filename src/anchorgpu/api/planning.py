@@ -45,7 +45,7 @@ def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
     precision = PrecisionPlan(weights=request.weights, kv_cache=request.kv_cache)
     layout = Layout(gpus=request.gpus, tp=request.tp, pp=request.pp, dp=request.dp, ep=request.ep, zero=request.zero,
                     fsdp=request.fsdp, offload=request.offload, cp=request.cp, virtual_stages=request.virtual_stages,
-                    tp_overlap=request.tp_overlap, ep_overlap=request.ep_overlap)
+                    tp_overlap=request.tp_overlap, ep_overlap=request.ep_overlap, pipeline_layout=request.pipeline_layout)
     return workload, precision, layout
 
 

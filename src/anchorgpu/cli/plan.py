@@ -315,6 +315,7 @@ def plan_command(
     zero: int | None = typer.Option(None, "--zero", help="ZeRO stage 0-3 (training; chosen with the layout when not given)."),
     cp: int | None = typer.Option(None, "--cp", help="Context-parallel ranks (training, ring attention)."),
     virtual_stages: int | None = typer.Option(None, "--virtual-stages", help="Interleaved pipeline chunks per GPU (training; chosen when not given)."),
+    pipeline_layout: str | None = typer.Option(None, "--pipeline-layout", help="Which layers each pipeline chunk holds, in Megatron-Core's --pipeline-model-parallel-layout syntax, e.g. 'Et|(tt|)*30L' (training, with --pp; the virtual stages follow from its chunks)."),
     tp_overlap: bool = typer.Option(False, "--tp-overlap", help="Overlap tensor-parallel traffic with the products (training)."),
     ep_overlap: bool = typer.Option(False, "--ep-overlap", help="Overlap a MoE's all-to-alls with another micro-batch's computation (training under EP; Megatron-Core --overlap-moe-expert-parallel-comm)."),
     global_batch: str | None = typer.Option(None, "--global-batch", help="Tokens per optimizer step: 4M, 16M or an integer (training; default 4M)."),
@@ -390,7 +391,8 @@ def plan_command(
         image_resolution=parse_resolution(image_resolution, flag="--image-resolution"),
     )
     layout = Layout(gpus=parse_gpus(gpus), tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=fsdp, cp=cp,
-                    virtual_stages=virtual_stages, tp_overlap=tp_overlap, ep_overlap=ep_overlap, offload=offload)  # type: ignore[arg-type]
+                    virtual_stages=virtual_stages, tp_overlap=tp_overlap, ep_overlap=ep_overlap, offload=offload,  # type: ignore[arg-type]
+                    pipeline_layout=pipeline_layout)
     result = plan(spec, workload, precision=PrecisionPlan(weights=weights, kv_cache=kv_cache.lower()),
                   layout=layout, gpu=gpu_spec, overheads=_overheads(context_mib, fragmentation))
     perf_options: dict[str, Any] = {"train_tokens": parse_count(tokens, field="tokens"), "mfu": mfu, "mbu": mbu}

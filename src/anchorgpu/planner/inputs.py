@@ -170,6 +170,9 @@ class Layout:
     pipeline chunks per GPU (``None``: chosen), ``tp_overlap`` overlaps tensor-parallel traffic with GEMMs,
     ``ep_overlap`` a mixture of experts' all-to-alls with another micro-batch's computation (training under EP).
     ``offload`` moves optimizer state (``optimizer``) or also the parameters (``params``) to CPU RAM.
+    ``pipeline_layout`` states which layers each pipeline chunk holds, in Megatron-Core's
+    ``--pipeline-model-parallel-layout`` syntax (:mod:`anchorgpu.planner.pipeline_layout`); with it ``pp * v`` need not
+    divide the layers, and ``virtual_stages`` follows from its chunks when not given.
     """
 
     gpus: int | None = None
@@ -184,6 +187,7 @@ class Layout:
     ep_overlap: bool = False
     fsdp: bool = False
     offload: Offload = "none"
+    pipeline_layout: str | None = None
 
 
 @fast_init

@@ -44,6 +44,9 @@ def plan_to_json(plan: Plan, *, model_json: Mapping[str, Any] | None = None) -> 
     per_gpu = {f.name: getattr(plan.per_gpu, f.name) for f in dataclasses.fields(plan.per_gpu)}
     per_gpu["total_bytes"] = plan.per_gpu.total_bytes
     layout = {f.name: getattr(plan.layout, f.name) for f in dataclasses.fields(plan.layout)}
+    stated = layout.pop("pipeline_layout")
+    if stated is not None:  # an explicit pipeline layout: its string, as given (absent when the split is even)
+        layout["pipeline_layout"] = stated.text
     workload = {f.name: _plain(getattr(plan.workload, f.name)) for f in dataclasses.fields(plan.workload)}
     out: dict[str, Any] = {
         "model": dict(model_json) if model_json is not None else model_to_json(plan.model,

@@ -11,6 +11,7 @@ from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import builder, fast_init
 from anchorgpu.planner.inputs import Offload, PrecisionPlan, Workload
+from anchorgpu.planner.pipeline_layout import PipelineLayout
 from anchorgpu.planner.warnings import PlanWarning
 
 __all__ = ["MemoryBreakdown", "Plan", "ResolvedLayout", "Suggestion"]
@@ -40,7 +41,8 @@ new_memory_breakdown = builder(MemoryBreakdown)  # MemoryBreakdown(...) for the 
 @fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ResolvedLayout:
-    """The layout actually planned: every count resolved, ``gpus == tp · cp · pp · dp``."""
+    """The layout actually planned: every count resolved, ``gpus == tp · cp · pp · dp``; ``pipeline_layout`` the
+    explicit split of the layers over the pipeline chunks when one was given (else as even as whole layers allow)."""
 
     gpus: int
     tp: int
@@ -55,6 +57,7 @@ class ResolvedLayout:
     virtual_stages: int = 1
     tp_overlap: bool = False
     ep_overlap: bool = False
+    pipeline_layout: PipelineLayout | None = None
 
     @property
     def shard_group(self) -> int:

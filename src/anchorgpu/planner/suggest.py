@@ -241,13 +241,14 @@ def choose_layout_plan(model: ModelSpec, w: Workload, prec: PrecisionPlan, lay_i
     if w.task in ("train", "lora", "qlora"):
         open_knobs = (lay_in.tp is None or lay_in.pp is None or lay_in.dp is None or lay_in.cp is None
                       or (lay_in.zero is None and not lay_in.fsdp) or w.micro_batch is None or w.recompute is None
-                      or (lay_in.virtual_stages is None and (lay_in.pp or 1) > 1))
+                      or (lay_in.virtual_stages is None and lay_in.pipeline_layout is None and (lay_in.pp or 1) > 1))
         if not open_knobs:
             return None
         explicit = (lay_in.tp is not None or lay_in.pp is not None or lay_in.dp is not None or lay_in.cp is not None
                     or lay_in.zero is not None or lay_in.fsdp)
         if explicit and (lay_in.zero is not None or lay_in.fsdp) and w.micro_batch is not None \
-                and w.recompute is not None and (lay_in.virtual_stages is not None or (lay_in.pp or 1) == 1):
+                and w.recompute is not None and (lay_in.virtual_stages is not None or lay_in.pipeline_layout is not None
+                                                 or (lay_in.pp or 1) == 1):
             return None  # DP and CP follow from what is given: one candidate, nothing to choose
         from anchorgpu.planner.speed import layouts  # it plans each candidate: imported where it is needed
 

@@ -12,6 +12,7 @@ from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import builder, fast_init, memo_on_frozen
 from anchorgpu.planner.formats import ModelParts, WeightFormat, model_weight_parts
 from anchorgpu.planner.inputs import Overheads, Workload
+from anchorgpu.planner.pipeline_layout import busiest_rank_layers
 from anchorgpu.planner.result import MemoryBreakdown, ResolvedLayout
 
 __all__ = ["TaskTerms", "context_bytes", "layout_weights_bytes", "nccl_bytes", "split_weights_bytes", "weights_bytes"]
@@ -36,19 +37,21 @@ def weights_bytes(model: ModelSpec, fmt: WeightFormat, lay: ResolvedLayout, brea
     """The weight bytes one GPU holds under ``lay``; the whole model's terms (and ZeRO-3's gather buffers) go to
     ``breakdown``. They depend on the (frozen) weight parts of (model, format) and the split only: memoised on
     them (:func:`_sharded_weights`), so every plan of that split reuses them."""
-    held, terms = layout_weights_bytes(model, fmt, lay.tp, lay.pp, lay.ep, lay.dp, lay.cp, lay.zero, lay.offload)
+    held, terms = layout_weights_bytes(model, fmt, lay.tp, lay.pp, lay.ep, lay.dp, lay.cp, lay.zero, lay.offload,
+                                       busiest_rank_layers(lay.pipeline_layout))
     breakdown.update(terms)
     return held
 
 
 def layout_weights_bytes(model: ModelSpec, fmt: WeightFormat, tp: int, pp: int, ep: int, dp: int, cp: int, zero: int,
-                         offload: str) -> tuple[int, dict[str, int]]:
-    """:func:`weights_bytes` of a layout given by its counts: the bytes one GPU holds and the breakdown's terms,
-    shared by every caller (read them, never change them)."""
+                         offload: str, stated: int | None = None) -> tuple[int, dict[str, int]]:
+    """:func:`weights_bytes` of a layout given by its counts (``stated``: the busiest rank's layers of an explicit
+    pipeline layout): the bytes one GPU holds and the breakdown's terms, shared by every caller (read them, never
+    change them)."""
     zero3 = zero == 3
     expert_dp = mm.expert_data_parallel(tp=tp, dp=dp, cp=cp, ep=ep) if zero3 else 1
     return _sharded_weights(model_weight_parts(model, fmt), tp, pp, ep, dp * cp if zero3 else 1, zero3,
-                            zero3 and offload == "params", expert_dp)
+                            zero3 and offload == "params", expert_dp, stated)
 
 
 def split_weights_bytes(model: ModelSpec, fmt: WeightFormat, tp: int, pp: int, ep: int) -> tuple[int, dict[str, int]]:
@@ -59,15 +62,16 @@ def split_weights_bytes(model: ModelSpec, fmt: WeightFormat, tp: int, pp: int, e
 
 @memo_on_frozen
 def _sharded_weights(parts: ModelParts, tp: int, pp: int, ep: int, dp_shard: int, zero3: bool,
-                     offload_params: bool, expert_shard: int = 1) -> tuple[int, dict[str, int]]:
+                     offload_params: bool, expert_shard: int = 1, stated: int | None = None
+                     ) -> tuple[int, dict[str, int]]:
     """(bytes one GPU holds, the breakdown's weight terms in their order) for :func:`weights_bytes`: the whole
     model's weight bytes by kind, then ZeRO-3's gather buffer (the parameters themselves leave the GPU when
     offloaded). Under ZeRO-3 the rest is sharded over ``dp_shard`` GPUs and, under EP, the routed experts over the
     ``expert_shard`` that hold the same ones. The terms are shared by every hit: read them, never change them."""
-    sharded = mm.shard_share(parts, tp=tp, pp=pp, ep=ep, dp_shard=dp_shard)
+    sharded = mm.shard_share(parts, tp=tp, pp=pp, ep=ep, dp_shard=dp_shard, stated=stated)
     if ep > 1 and expert_shard != dp_shard:
-        experts = mm.routed_expert_share(parts, tp=tp, pp=pp, ep=ep)
-        sharded = math.ceil((mm.shard_share(parts, tp=tp, pp=pp, ep=ep) - experts) / dp_shard
+        experts = mm.routed_expert_share(parts, tp=tp, pp=pp, ep=ep, stated=stated)
+        sharded = math.ceil((mm.shard_share(parts, tp=tp, pp=pp, ep=ep, stated=stated) - experts) / dp_shard
                             + experts / expert_shard)
     terms = {"weights_linear_bytes": math.ceil(parts.dense + parts.experts),
              "weights_embeddings_bytes": math.ceil(parts.embed), "weights_head_bytes": math.ceil(parts.head),

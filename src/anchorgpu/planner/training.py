@@ -16,6 +16,7 @@ from anchorgpu.planner.eager_stack import memory_line, pytorch_memory_line
 from anchorgpu.planner.finetune import finetune_terms
 from anchorgpu.planner.formats import WeightFormat, model_param_parts
 from anchorgpu.planner.inputs import ALL_LORA_TARGETS, Overheads, Recompute, Workload, default_seq_tokens
+from anchorgpu.planner.pipeline_layout import PipelineLayout, busiest_rank_layers
 from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, microbatches_for
 from anchorgpu.planner.terms import (
@@ -60,16 +61,19 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     if w.task == "train":
         assumptions.append(pytorch_memory_line() if pytorch else memory_line())
     mixed = w.train_precision != "bf16-true"
+    stated = busiest_rank_layers(lay.pipeline_layout)
+    if lay.pipeline_layout is not None:
+        assumptions.append(pipeline_layout_line(lay.pipeline_layout))
     breakdown: dict[str, int] = {}
     if w.task == "train":
         states = _full_training_states(model, fmt, lay.tp, lay.pp, lay.ep, lay.dp, lay.cp, lay.zero, lay.offload,
-                                       w.optimizer, mixed, w.grad_bytes_per_value)
+                                       w.optimizer, mixed, w.grad_bytes_per_value, stated)
         weights, weight_terms, grads, master, moments, checkpoint, rest_gpu, expert_gpu, shards, expert_dp = states
         breakdown.update(weight_terms)
         assumptions.append(_MIXED_LINE if mixed else _BF16_TRUE_LINE)
     else:
         weights = weights_bytes(model, fmt, lay, breakdown)
-        params_gpu = _params_per_gpu(model, lay.tp, lay.pp, lay.ep)
+        params_gpu = _params_per_gpu(model, lay.tp, lay.pp, lay.ep, stated)
         share = params_gpu / max(1, model.params_total)
         shards = lay.shard_group
         moment_scale = 1.0 if mixed or w.optimizer == "adamw-8bit" else 0.5
@@ -111,11 +115,11 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     breakdown["optimizer_moments_bytes"] = moments
     fp8_inputs = not pytorch and w.task == "train" and w.train_precision in ("fp8", "fp4")
     act = _activation_bytes(model, seq // lay.cp, micro_batch, lay.tp, lay.pp, lay.sequence_parallel, recompute,
-                            pytorch, fp8_inputs)
+                            pytorch, fp8_inputs, 0, stated)
     if w.offload_activation_layers:
         check_activation_offload_layout(model.num_layers, w.offload_activation_layers, lay.pp)
         kept = _activation_bytes(model, seq // lay.cp, micro_batch, lay.tp, lay.pp, lay.sequence_parallel, recompute,
-                                 pytorch, fp8_inputs, w.offload_activation_layers)
+                                 pytorch, fp8_inputs, w.offload_activation_layers, stated)
         breakdown["offloaded_activations_bytes"] = act - kept
         act = kept
         assumptions.append(offload_activations_line(w.offload_activation_layers, model.num_layers,
@@ -185,18 +189,20 @@ _BF16_TRUE_LINE = "bf16-true training: no fp32 master copy; optimizer moments ke
 @partial(memo_on_frozen, frozen=2)
 def _full_training_states(model: ModelSpec, fmt: WeightFormat, tp: int, pp: int, ep: int, dp: int, cp: int, zero: int,
                           offload: str, optimizer: str, mixed: bool, grad_bytes_per_value: int,
+                          stated: int | None = None,
                           ) -> tuple[int, dict[str, int], int, int, int, int, float, float, int, int]:
     """Full training's model states on one GPU of a layout (weights, the breakdown's weight terms, gradients, master
     weights, optimizer moments) and the checkpoint's bytes, then the parameters they are counted from (the rest's and
-    the routed experts' on the GPU, and the GPUs each is sharded over). They depend on the (frozen) model and weight
+    the routed experts' on the GPU, and the GPUs each is sharded over); ``stated`` is the busiest rank's layers of an
+    explicit pipeline layout (None: ceil(L/p)). They depend on the (frozen) model and weight
     format, the layout's counts and the optimizer's settings only: memoised on them, so every plan of that layout (a
     sweep over batch sizes, a layout search) reuses them. The terms are shared: read them, never change them."""
-    weights, terms = layout_weights_bytes(model, fmt, tp, pp, ep, dp, cp, zero, offload)
-    params_gpu = _params_per_gpu(model, tp, pp, ep)
+    weights, terms = layout_weights_bytes(model, fmt, tp, pp, ep, dp, cp, zero, offload, stated)
+    params_gpu = _params_per_gpu(model, tp, pp, ep, stated)
     params_total = model.params_total  # a sum over the breakdown: read once
     # under EP a GPU's routed experts are held by only tp x cp x dp / ep GPUs of its stage: ZeRO shards their states
     # over that group, the rest over the data-parallel ranks
-    expert_gpu = _expert_params_per_gpu(model, tp, pp, ep) if ep > 1 else 0.0
+    expert_gpu = _expert_params_per_gpu(model, tp, pp, ep, stated) if ep > 1 else 0.0
     expert_dp = mm.expert_data_parallel(tp=tp, dp=dp, cp=cp, ep=ep)
     shards = dp * cp  # the rest's ZeRO states split over DP x CP (context-parallel ranks hold the same weights)
     rest_gpu = params_gpu - expert_gpu
@@ -219,20 +225,21 @@ def _full_training_states(model: ModelSpec, fmt: WeightFormat, tp: int, pp: int,
 
 
 @memo_on_frozen
-def _params_per_gpu(model: ModelSpec, tp: int, pp: int, ep: int) -> int:
+def _params_per_gpu(model: ModelSpec, tp: int, pp: int, ep: int, stated: int | None = None) -> int:
     """The parameters one GPU holds (most-loaded stage), memoised on the (frozen) model and the split."""
-    return mm.shard_share(model_param_parts(model), tp=tp, pp=pp, ep=ep)
+    return mm.shard_share(model_param_parts(model), tp=tp, pp=pp, ep=ep, stated=stated)
 
 
 @memo_on_frozen
-def _expert_params_per_gpu(model: ModelSpec, tp: int, pp: int, ep: int) -> float:
+def _expert_params_per_gpu(model: ModelSpec, tp: int, pp: int, ep: int, stated: int | None = None) -> float:
     """The routed experts' parameters among :func:`_params_per_gpu`'s, memoised alike."""
-    return mm.routed_expert_share(model_param_parts(model), tp=tp, pp=pp, ep=ep)
+    return mm.routed_expert_share(model_param_parts(model), tp=tp, pp=pp, ep=ep, stated=stated)
 
 
 @memo_on_frozen
 def _activation_bytes(model: ModelSpec, s: int, b: int, tp: int, pp: int, sp: bool, recompute: Recompute,
-                      pytorch: bool = False, fp8_inputs: bool = False, offloaded_layers: int = 0) -> int:
+                      pytorch: bool = False, fp8_inputs: bool = False, offloaded_layers: int = 0,
+                      stated: int | None = None) -> int:
     """:func:`~anchorgpu.planner.memory.training_activation_bytes`, memoised on the (frozen) model and its counts:
     the layouts of a search and the plans of a sweep ask for the same few. A PyTorch-native stack (``pytorch``)
     keeps what torchtitan's op-level policy keeps under selective recompute and computes the loss on fp32 logits
@@ -242,7 +249,16 @@ def _activation_bytes(model: ModelSpec, s: int, b: int, tp: int, pp: int, sp: bo
     activation offloading of that many layers (:func:`~anchorgpu.planner.memory.training_activation_bytes`)."""
     return mm.training_activation_bytes(model, s=s, b=b, tp=tp, pp=pp, sp=sp, recompute=recompute, op_sac=pytorch,
                                         loss_bytes_per_logit=_loss_bytes_per_logit(pytorch),
-                                        fp8_linear_inputs=fp8_inputs, offloaded_layers=offloaded_layers)
+                                        fp8_linear_inputs=fp8_inputs, offloaded_layers=offloaded_layers, stated=stated)
+
+
+def pipeline_layout_line(layout: PipelineLayout) -> str:
+    """What a plan with an explicit pipeline layout assumes of it: one line."""
+    ranks = layout.rank_layers
+    return (f"Pipeline layout {layout.text} as given (Megatron-Core's --pipeline-model-parallel-layout): "
+            f"{len(layout.chunk_layers)} chunks, chunk i on rank i mod {layout.pp}, {min(ranks)} to {max(ranks)} "
+            f"layers a rank; memory planned for the busiest rank's {max(ranks)}, the embedding on the first rank "
+            "and the output layer on the last.")
 
 
 def _loss_bytes_per_logit(pytorch: bool) -> int:
@@ -318,7 +334,9 @@ def finetune_activation_terms(model: ModelSpec, fmt: WeightFormat, w: Workload, 
     """LoRA/QLoRA terms beyond the layer activations (planner.finetune, constants in data/finetune_memory.json),
     added to the activations; each named in the breakdown and the assumptions."""
     terms = finetune_terms(model, fmt, task=w.task, seq=seq, micro_batch=micro_batch, tp=lay.tp,
-                           stage_layers=mm.stage_layers(model.num_layers, lay.pp), recompute=recompute,
+                           stage_layers=mm.stage_layers(model.num_layers, lay.pp,
+                                                        busiest_rank_layers(lay.pipeline_layout)),
+                           recompute=recompute,
                            targets=mm.expand_lora_targets(w.lora_targets))
     breakdown.update(quantized_layer_inputs_bytes=terms.quantized_layer_inputs_bytes,
                      dequantization_workspace_bytes=terms.dequantization_workspace_bytes,

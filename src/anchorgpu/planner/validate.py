@@ -32,6 +32,7 @@ from anchorgpu.planner.inputs import (
     default_seq_tokens,
 )
 from anchorgpu.planner.media import validate_media
+from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout
 from anchorgpu.planner.result import ResolvedLayout
 from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
 from anchorgpu.units import require_whole_gpus
@@ -254,7 +255,7 @@ def _split_names(cp: int) -> str:
     return "tp·pp" + ("·cp" if cp > 1 else "")
 
 
-_LAYOUT_FIELDS = ("gpus", *_LAYOUT_COUNTS, "zero", "tp_overlap", "ep_overlap", "fsdp", "offload")
+_LAYOUT_FIELDS = ("gpus", *_LAYOUT_COUNTS, "zero", "tp_overlap", "ep_overlap", "fsdp", "offload", "pipeline_layout")
 _layout_fields = attrgetter(*_LAYOUT_FIELDS)
 _LAYOUTS: dict[tuple[object, ...], tuple[object, ResolvedLayout, tuple[str, ...]]] = {}
 
@@ -349,10 +350,14 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
     zero = 3 if layout.fsdp else (layout.zero or 0)
     if training and layout.offload == "params" and zero < 3:
         raise InvalidWorkload("--offload params needs parameter sharding: add --zero 3 or --fsdp (ZeRO-Infinity, FSDP CPU offload)")
+    stated = None
+    if layout.pipeline_layout is not None:
+        stated = _pipeline_layout(model, layout, pp, training)
+        v = stated.virtual_stages
     if isinstance(model, ModelSpec) and v > 1:
         if pp == 1:
             raise InvalidWorkload(f"--virtual-stages {v} needs pipeline parallelism (--pp 2 or more)")
-        if model.num_layers % (pp * v) and not counts_embedding_and_loss(model.num_layers, pp, v):
+        if stated is None and model.num_layers % (pp * v) and not counts_embedding_and_loss(model.num_layers, pp, v):
             raise InvalidWorkload(f"--virtual-stages {v}: pp {pp} x {v} does not divide the {model.num_layers} layers "
                                   f"of {model.name}, nor {model.num_layers + 2} with the embedding and the loss "
                                   "counted as layers (Megatron-Core's --account-for-embedding-in-pipeline-split "
@@ -363,4 +368,20 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
             raise InvalidWorkload(f"--cp {cp} does not divide the sequence of {seq:,} tokens")
     return ResolvedLayout(gpus=gpus, tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=layout.fsdp,
                           offload=layout.offload, sequence_parallel=training and tp > 1, cp=cp, virtual_stages=v,
-                          tp_overlap=layout.tp_overlap, ep_overlap=layout.ep_overlap)
+                          tp_overlap=layout.tp_overlap, ep_overlap=layout.ep_overlap, pipeline_layout=stated)
+
+
+def _pipeline_layout(model: ModelSpec | DiffusionPipelineSpec, layout: Layout, pp: int,
+                     training: bool) -> PipelineLayout:
+    """The user's ``--pipeline-layout`` parsed for the resolved ``pp`` (it needs ``--pp`` and a training task of a
+    language model); the virtual stages follow from its chunks, or must match them when given."""
+    text = layout.pipeline_layout
+    if not isinstance(text, str):
+        raise InvalidWorkload(f"pipeline-layout={text!r}: must be a layout string such as 'Et|(tt|)*30L'")
+    if not training or not isinstance(model, ModelSpec):
+        raise InvalidWorkload("--pipeline-layout splits a language model's layers for training; it does not apply to "
+                              "inference or diffusion")
+    if layout.pp is None:
+        raise InvalidWorkload(f"--pipeline-layout {text!r} needs --pp: the chunks are dealt over the pipeline ranks")
+    return parse_pipeline_layout(text, pp=pp, virtual_stages=layout.virtual_stages, num_layers=model.num_layers,
+                                 model_name=model.name)

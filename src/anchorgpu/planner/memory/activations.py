@@ -203,7 +203,7 @@ def op_sac_layer_activation_bytes(model: ModelSpec, *, s: int, b: int, t: int, s
 def training_activation_bytes(
     model: ModelSpec, *, s: int, b: int, tp: int, pp: int, sp: bool, recompute: Recompute, flash: bool = True,
     op_sac: bool = False, loss_bytes_per_logit: int = FUSED_LOSS_BYTES_PER_LOGIT, fp8_linear_inputs: bool = False,
-    offloaded_layers: int = 0,
+    offloaded_layers: int = 0, stated: int | None = None,
 ) -> int:
     """Activations on the most-loaded GPU: the first pipeline stage holds L layers' worth.
 
@@ -218,8 +218,10 @@ def training_activation_bytes(
     offloading (one stage only, ``p = 1``): that many layers' activations wait in host memory, one of them on the GPU
     while it is copied out or back (TE's ``get_cpu_offload_context``: the group being offloaded is released at its
     window point, and the backward pass reloads one group ahead; benchmarks/activation_memory_findings.md, section 3).
+    ``stated``: the busiest rank's layers of an explicit pipeline layout, planned for the first and the last stage
+    alike (an upper bound on each).
     """
-    stage = stage_layers(model.num_layers, pp)
+    stage = stage_layers(model.num_layers, pp, stated)
     working = 0.0
     if op_sac and recompute == "selective":
         per_layer = op_sac_layer_activation_bytes(model, s=s, b=b, t=tp, sp=sp)

@@ -14,23 +14,24 @@ from anchorgpu.units import ceil_div
 # Sharding
 # --------------------------------------------------------------------------------------------------
 
-def stage_layers(num_layers: int, pp: int) -> int:
-    """Transformer layers on the most-loaded pipeline stage: ceil(L / p).
+def stage_layers(num_layers: int, pp: int, stated: int | None = None) -> int:
+    """Transformer layers on the most-loaded pipeline stage: ceil(L / p), or ``stated``, the busiest rank's layers of
+    an explicit pipeline layout (:mod:`anchorgpu.planner.pipeline_layout`), when given.
 
-    >>> stage_layers(80, 3)
-    27
+    >>> stage_layers(80, 3), stage_layers(61, 2, stated=32)
+    (27, 32)
     """
-    return ceil_div(num_layers, pp)
+    return ceil_div(num_layers, pp) if stated is None else stated
 
 
-def shard_share(parts: ModelParts, *, tp: int, pp: int, ep: int, dp_shard: int = 1) -> int:
+def shard_share(parts: ModelParts, *, tp: int, pp: int, ep: int, dp_shard: int = 1, stated: int | None = None) -> int:
     """Per-GPU share of a model split into :class:`ModelParts` (parameters or bytes), most-loaded stage.
 
     Formula (Megatron ``theoretical_memory_usage.py``, "most-loaded shard"):
     ``layers · ceil(L/p)/L + edge``, where layers = dense/t + experts/(EP if EP > 1 else t) + layer_other
     (norms replicated across TP) and edge = (embed + head)/t when p = 1, else max(embed, head or a tied
     copy of embed)/t (first stage holds the embedding, last stage the head). Divided by ``dp_shard``
-    under ZeRO-3/FSDP.
+    under ZeRO-3/FSDP. ``stated``: the busiest rank's layers of an explicit layout in place of ceil(L/p).
 
     >>> from anchorgpu.planner.formats import ModelParts
     >>> parts = ModelParts(dense=800, experts=0, layer_other=8, embed=100, head=100, num_layers=8, tied=False)
@@ -41,7 +42,7 @@ def shard_share(parts: ModelParts, *, tp: int, pp: int, ep: int, dp_shard: int =
     """
     expert_split = ep if ep > 1 else tp
     per_layers = parts.dense / tp + parts.experts / expert_split + parts.layer_other
-    layer_share = per_layers * stage_layers(parts.num_layers, pp) / max(1, parts.num_layers)
+    layer_share = per_layers * stage_layers(parts.num_layers, pp, stated) / max(1, parts.num_layers)
     if pp == 1:
         edge = (parts.embed + parts.head) / tp
     else:
@@ -49,7 +50,7 @@ def shard_share(parts: ModelParts, *, tp: int, pp: int, ep: int, dp_shard: int =
     return math.ceil((layer_share + edge) / dp_shard)
 
 
-def routed_expert_share(parts: ModelParts, *, tp: int, pp: int, ep: int) -> float:
+def routed_expert_share(parts: ModelParts, *, tp: int, pp: int, ep: int, stated: int | None = None) -> float:
     """The routed experts' part of :func:`shard_share` (most-loaded stage): under EP one GPU holds 1/ep of a
     stage's experts (1/tp of each without EP, as the rest).
 
@@ -58,7 +59,7 @@ def routed_expert_share(parts: ModelParts, *, tp: int, pp: int, ep: int) -> floa
     ...                                tied=False), tp=1, pp=2, ep=8)
     50.0
     """
-    return parts.experts / (ep if ep > 1 else tp) * stage_layers(parts.num_layers, pp) / max(1, parts.num_layers)
+    return parts.experts / (ep if ep > 1 else tp) * stage_layers(parts.num_layers, pp, stated) / max(1, parts.num_layers)
 
 
 def expert_data_parallel(*, tp: int, dp: int, cp: int, ep: int) -> int:

@@ -81,7 +81,8 @@ Llama 3 405B trained at, arXiv:2407.21783 section 3.4.1)."""
 def train_layout(plan: Plan) -> TrainLayout:
     lay = plan.layout
     return TrainLayout(gpus=lay.gpus, tp=lay.tp, pp=lay.pp, cp=lay.cp, dp=lay.dp, ep=lay.ep, zero=lay.zero,
-                       virtual_stages=lay.virtual_stages, tp_overlap=lay.tp_overlap, ep_overlap=lay.ep_overlap)
+                       virtual_stages=lay.virtual_stages, tp_overlap=lay.tp_overlap, ep_overlap=lay.ep_overlap,
+                       pipeline_layout=lay.pipeline_layout)
 
 
 def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[str, Any],
@@ -90,7 +91,8 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     w = plan.workload
     lay = plan.layout  # what train_layout(plan) copies, read in place
     ctx = training_context(plan.gpu, cal, model, lay.gpus, lay.tp, lay.pp, lay.cp, lay.dp, lay.ep, lay.zero,
-                           lay.virtual_stages, lay.tp_overlap, lay.ep_overlap, w.task, w.train_stack, SERVER_GPUS)
+                           lay.virtual_stages, lay.tp_overlap, lay.ep_overlap, w.task, w.train_stack, SERVER_GPUS,
+                           lay.pipeline_layout)
     band = ctx.band
     precision = compute_precision_for_training(w.train_precision)  # plan() refused it where the GPU lacks it
     seq = w.seq_tokens or 2048

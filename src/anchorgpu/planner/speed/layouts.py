@@ -36,6 +36,7 @@ from anchorgpu.planner.inputs import (
     train_cp_sizes,
     train_ep_sizes,
 )
+from anchorgpu.planner.pipeline_layout import parse_pipeline_layout
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import compute_precision_for_training
@@ -105,6 +106,14 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                 # more chunks only shrink the bubble (their transfers overlap): the most that divide, or none
                 deepest = max((v for v in (2, 4, 5, 8, 10) if pp > 1 and per_stage and per_stage % v == 0), default=1)
                 vs = [given.virtual_stages] if given.virtual_stages else sorted({1, deepest})
+                stated = None
+                if given.pipeline_layout is not None:  # the user's layout fixes the chunks; plan() refuses a bad one
+                    try:
+                        stated = parse_pipeline_layout(given.pipeline_layout, pp=pp, virtual_stages=given.virtual_stages,
+                                                       num_layers=model.num_layers, model_name=model.name)
+                    except InvalidWorkload:
+                        continue
+                    vs = [stated.virtual_stages]
                 for zero in zeros:
                     if zero == 3 and pp > 1:
                         continue  # FSDP with pipelining is rare and not what an engineer reaches for first
@@ -121,7 +130,8 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                                     out.append((TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero,
                                                             virtual_stages=v, tp_overlap=given.tp_overlap,
                                                             ep_overlap=given.ep_overlap,
-                                                            offload=given.offload or "none"), mb, rc))
+                                                            offload=given.offload or "none",
+                                                            pipeline_layout=stated), mb, rc))
     return out
 
 
@@ -147,7 +157,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     for _, _, lay, mb, rc in _fastest_first(candidates, speed):
         layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep if lay.ep > 1 else given.ep, cp=lay.cp,
                         virtual_stages=lay.virtual_stages, zero=lay.zero, fsdp=given.fsdp, offload=given.offload,
-                        tp_overlap=lay.tp_overlap, ep_overlap=lay.ep_overlap)
+                        tp_overlap=lay.tp_overlap, ep_overlap=lay.ep_overlap, pipeline_layout=given.pipeline_layout)
         work = replace(w, micro_batch=mb, recompute=rc, seq_tokens=seq)
         try:
             p = plan(model, work, precision=precision, layout=layout, gpu=gpu, overheads=overheads, suggest=False)
@@ -161,7 +171,8 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
             fixed = [name for name, value in (("tp", given.tp), ("pp", given.pp), ("dp", given.dp), ("cp", given.cp),
                                               ("ep", given.ep),
                                               ("zero", given.zero if not given.fsdp else 3),
-                                              ("virtual-stages", given.virtual_stages), ("micro-batch", w.micro_batch),
+                                              ("virtual-stages", given.virtual_stages),
+                                              ("pipeline-layout", given.pipeline_layout), ("micro-batch", w.micro_batch),
                                               ("recompute", w.recompute)) if value is not None]
             reason = (f"Layout chosen: {', '.join(parts)} - the fastest of {len(candidates)} candidates that fits "
                       f"{gpu.name}" + (f" (kept as given: {', '.join('--' + f for f in fixed)})" if fixed else "")

@@ -38,9 +38,10 @@ def microbatches_for(global_batch_tokens: int, *, dp: int, micro_batch: int, seq
     return math.ceil(global_batch_tokens / per_micro)
 
 
-def slowest_stage_layers(layers: int, pp: int, virtual_stages: int = 1) -> int:
+def slowest_stage_layers(layers: int, pp: int, virtual_stages: int = 1, stated: int | None = None) -> int:
     """Layers on the busiest pipeline rank when ``layers`` are split into ``pp * v`` chunks as evenly as whole
-    layers allow and each rank holds ``v`` of them: ``ceil(layers / pp)``.
+    layers allow and each rank holds ``v`` of them: ``ceil(layers / pp)``; ``stated``, the busiest rank's layers of
+    an explicit layout (:attr:`~anchorgpu.planner.pipeline_layout.PipelineLayout.busiest_rank_layers`), when given.
 
     The planner's own layouts divide evenly (``plan()`` refuses ``v`` that divides neither the layers nor the layers
     with the embedding and the loss counted as one each, as Megatron-LM does: :func:`counts_embedding_and_loss`);
@@ -50,8 +51,10 @@ def slowest_stage_layers(layers: int, pp: int, virtual_stages: int = 1) -> int:
 
     >>> slowest_stage_layers(126, 8, 2), slowest_stage_layers(126, 16), slowest_stage_layers(80, 4, 5)
     (16, 8, 20)
+    >>> slowest_stage_layers(61, 2, 4, stated=32)
+    32
     """
-    return math.ceil(layers / pp)
+    return math.ceil(layers / pp) if stated is None else stated
 
 
 def counts_embedding_and_loss(layers: int, pp: int, virtual_stages: int) -> bool:

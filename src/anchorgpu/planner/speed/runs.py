@@ -30,6 +30,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ def _train(run: Run, cal: Calibration) -> float:
     split = r["tp"] * r["pp"] * r["cp"]
     lay = TrainLayout(gpus=r["gpus"], tp=r["tp"], pp=r["pp"], cp=r["cp"], dp=r["gpus"] // split, ep=r.get("ep", 1),
                       zero=r["zero"], virtual_stages=r["virtual_stages"], tp_overlap=r["tp_overlap"],
-                      ep_overlap=r.get("ep_overlap", False))
+                      ep_overlap=r.get("ep_overlap", False), pipeline_layout=_pipeline_layout_of(r, model))
     st = training_step(model, gpu, lay, seq_tokens=r["seq_tokens"], micro_batch=r["micro_batch"],
                        global_batch_tokens=r["global_batch_tokens"], recompute=r["recompute"],
                        precision=r["precision"], network_bytes_per_s=r["network_gbit_per_s_per_gpu"] * 1e9 / 8,
@@ -123,6 +124,16 @@ def _train(run: Run, cal: Calibration) -> float:
     if metric == "step_s":
         return st.step_s
     raise ValueError(f"{run.id}: unknown metric {metric}")
+
+
+def _pipeline_layout_of(r: dict[str, Any], model: ModelSpec) -> PipelineLayout | None:
+    """A row's explicit pipeline layout (``pipeline_layout``, Megatron-Core's syntax) parsed for its PP and virtual
+    stages, or None where the row states none (its layers split as evenly as whole layers allow)."""
+    text = r.get("pipeline_layout")
+    if text is None:
+        return None
+    return parse_pipeline_layout(text, pp=r["pp"], virtual_stages=r["virtual_stages"], num_layers=model.num_layers,
+                                 model_name=model.name)
 
 
 TRAIN_PRECISION_OF: dict[str, TrainPrecision] = {"bf16": "mixed", "fp8": "fp8", "fp4": "fp4"}
@@ -144,7 +155,8 @@ def training_plan_of(r: dict[str, Any]) -> Any:
     ep = int(r.get("ep", 1))
     return plan(_model(r), w, gpu=_as_measured(get_gpu(r["gpu"]), r), suggest=False, choose_layout=False,
                 layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=r["pp"], cp=r["cp"], dp=r["gpus"] // split,
-                              ep=ep if ep > 1 else None, zero=r["zero"], virtual_stages=r["virtual_stages"]))
+                              ep=ep if ep > 1 else None, zero=r["zero"], virtual_stages=r["virtual_stages"],
+                              pipeline_layout=r.get("pipeline_layout")))
 
 
 TRTLLM_BENCH_BYTES_PER_VALUE = {"fp8": 1.0, "nvfp4": 0.5, "bf16": 2.0, "fp16": 2.0}

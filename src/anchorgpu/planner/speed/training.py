@@ -49,6 +49,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init, memo_on_frozen
 from anchorgpu.planner.memory.activations import layer_activation_bytes
+from anchorgpu.planner.pipeline_layout import PipelineLayout, busiest_rank_layers
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.context_parallel import context_parallel_s
 from anchorgpu.planner.speed.data_parallel import data_parallel_terms
@@ -115,6 +116,7 @@ class TrainLayout:
     tp_overlap: bool = False
     ep_overlap: bool = False
     offload: str = "none"  # "optimizer": optimizer state and its step on the CPU; "params": the parameters too
+    pipeline_layout: PipelineLayout | None = None  # an explicit split of the layers over the chunks (else even)
 
 
 AttentionKernel = Literal["flash", "fa2", "unfused"]
@@ -148,6 +150,8 @@ class TrainSplit(Protocol):
     def ep_overlap(self) -> bool: ...
     @property
     def offload(self) -> str: ...
+    @property
+    def pipeline_layout(self) -> PipelineLayout | None: ...
 
 
 @fast_init
@@ -177,7 +181,7 @@ def _check(model: ModelSpec, lay: TrainSplit, seq_tokens: int) -> None:
             f" is not the {lay.gpus} GPUs")
     if seq_tokens % lay.cp:
         raise InvalidWorkload(f"--cp {lay.cp} does not divide the sequence of {seq_tokens:,} tokens")
-    if lay.pp * lay.virtual_stages > model.num_layers:
+    if lay.pipeline_layout is None and lay.pp * lay.virtual_stages > model.num_layers:
         raise InvalidWorkload(
             f"--virtual-stages {lay.virtual_stages}: pp {lay.pp} x v {lay.virtual_stages} chunks is more than the "
             f"{model.num_layers} layers of {model.name}")
@@ -201,7 +205,7 @@ def training_step(
     b = _layout_terms(model, gpu, cal, lay.gpus, lay.tp, lay.pp, lay.cp, lay.dp, lay.ep, lay.zero, lay.virtual_stages,
                       lay.tp_overlap, lay.ep_overlap, seq_tokens, micro_batch, recompute, kind, precision,
                       gpus_per_server, network_bytes_per_s, grad_bytes_per_value, attention_kernel, lay.offload,
-                      train_stack, offload_activation_layers)
+                      train_stack, offload_activation_layers, lay.pipeline_layout)
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     breakdown = {
         "compute": m * b.compute_s, "tp_comm": m * b.tp_s, "pp_bubble": b.bubble_s,
@@ -250,10 +254,10 @@ def _compute_layout_terms(
     zero: int, virtual_stages: int, tp_overlap: bool, ep_overlap: bool, seq_tokens: int, micro_batch: int,
     recompute: Recompute, kind: TrainKind, precision: str, gpus_per_server: int, network_bytes_per_s: float | None,
     grad_bytes_per_value: int, attention_kernel: AttentionKernel = "flash", offload: str = "none",
-    train_stack: str = "megatron", offload_activation_layers: int = 0,
+    train_stack: str = "megatron", offload_activation_layers: int = 0, pipeline_layout: PipelineLayout | None = None,
 ) -> _LayoutTerms:
     lay = TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero, virtual_stages=virtual_stages,
-                      tp_overlap=tp_overlap, ep_overlap=ep_overlap, offload=offload)
+                      tp_overlap=tp_overlap, ep_overlap=ep_overlap, offload=offload, pipeline_layout=pipeline_layout)
     k = cal.stack(gpu)
     _check(model, lay, seq_tokens)
     pytorch = train_stack == "pytorch"
@@ -264,7 +268,7 @@ def _compute_layout_terms(
     choice = peak_for(gpu, precision)
     bf16 = peak_for(gpu, "bf16").flops_per_s
     h, layers = model.hidden_size, model.num_layers
-    stage_layers = float(slowest_stage_layers(layers, lay.pp, lay.virtual_stages))
+    stage_layers = float(slowest_stage_layers(layers, lay.pp, lay.virtual_stages, busiest_rank_layers(pipeline_layout)))
     imbalance = stage_layers * lay.pp / layers  # the busiest rank's share of the layers over an even share
     tokens_rank = micro_batch * seq_tokens / lay.cp  # tokens one GPU holds in a micro-batch
 

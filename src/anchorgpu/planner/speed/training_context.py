@@ -12,6 +12,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.eager_stack import speed_line
+from anchorgpu.planner.pipeline_layout import PipelineLayout
 from anchorgpu.planner.speed.assumption_lines import pytorch_stack_line, training_expert_parallel_line
 from anchorgpu.planner.speed.calibration import Band, Calibration, StackConstants, band_kind_of
 from anchorgpu.planner.speed.caveats import training_caveats
@@ -44,9 +45,11 @@ class TrainingContext(NamedTuple):
 @partial(memo_on_frozen, frozen=3)
 def training_context(gpu: GpuSpec, cal: Calibration, model: ModelSpec, gpus: int, tp: int, pp: int, cp: int, dp: int,
                      ep: int, zero: int, virtual_stages: int, tp_overlap: bool, ep_overlap: bool, task: str,
-                     train_stack: str, server_gpus: int) -> TrainingContext:
+                     train_stack: str, server_gpus: int, pipeline_layout: PipelineLayout | None = None
+                     ) -> TrainingContext:
     """The :class:`TrainingContext` of a training (``task``) layout of ``model`` on ``gpu`` under ``cal``, with
-    ``server_gpus`` GPUs a server, memoised on the frozen three by identity and the plain values after them."""
+    ``server_gpus`` GPUs a server, memoised on the frozen three by identity and the plain values after them; an
+    explicit ``pipeline_layout`` is said in place of the even split's line."""
     lay = TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero, virtual_stages=virtual_stages,
                       tp_overlap=tp_overlap, ep_overlap=ep_overlap)
     run_kind = band_kind_of(moe=model.moe is not None, phase="train", pp=pp, cp=cp)
@@ -78,7 +81,12 @@ def training_context(gpu: GpuSpec, cal: Calibration, model: ModelSpec, gpus: int
         ep_line = training_expert_parallel_line(ep, tp, dp, cp, model.moe.experts_per_token, server_gpus,
                                                 cal.overlap_exposed_fraction if ep_overlap else None)
     layers_line = None
-    if pp > 1 and counts_embedding_and_loss(model.num_layers, pp, virtual_stages):
+    if pipeline_layout is not None:
+        ranks = pipeline_layout.rank_layers
+        layers_line = (f"pipeline layout {pipeline_layout.text} (Megatron-Core's --pipeline-model-parallel-layout): "
+                       f"{len(pipeline_layout.chunk_layers)} chunks dealt over {pp} ranks, {min(ranks)} to "
+                       f"{max(ranks)} layers a rank; the busiest rank's {max(ranks)} set the pace")
+    elif pp > 1 and counts_embedding_and_loss(model.num_layers, pp, virtual_stages):
         chunks = pp * virtual_stages
         layers_line = (
             f"{model.num_layers} layers in {chunks} chunks with the embedding and the loss counted as a layer each, "
