@@ -35,10 +35,22 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.speed.runs import load_runs, training_plan_of
 
 KNOWN_MISFITS: dict[str, str] = {
-    "DSV3-H800-PRETRAIN": ("fits with full recompute (README); the report's partial recompute and FP8 activation "
-                           "caching keep less than the selective recompute the row is planned with"),
-    "N24-L2-70B-SFT": ("TP 4 x PP 4 on 16 GPUs leaves one data-parallel rank, so the optimizer state is unsharded; "
-                       "how NeMo fitted it the table does not say"),
+    # DeepSeek-V3 report (arXiv:2412.19437): 3.2.3 recomputes every RMSNorm and the MLA up-projections, 3.3.3 caches
+    # the products' inputs in FP8 (the attention output once, in E5M6) and the MoE SwiGLU's inputs in FP8, recomputing
+    # its output, keeps the AdamW moments in BF16 beside FP32 master weights and FP32 gradients, and 3.2.1's DualPipe
+    # holds two copies of the parameters and (PP+1)/PP the activations of 1F1B. None is a planner mechanism:
+    # --recompute selective keeps 49.7 bytes a token and hidden unit a layer (87.0 GiB, 108.5 in all), --recompute
+    # moe 86.6 GiB in all, --offload-activations needs one stage; the report's scheme in the planner's terms keeps
+    # 14.9 (26.2 GiB of activations, about 48 GiB in all with its FP32 gradients, 65 with DualPipe's two copies)
+    "DSV3-H800-PRETRAIN": ("fits with full recompute (README); needs the report's own scheme, which the planner cannot "
+                           "state: RMSNorm and MLA up-projection recompute with FP8-cached product and SwiGLU inputs "
+                           "(26 GiB of activations in place of selective recompute's 87), BF16 moments, DualPipe"),
+    # NeMo-Framework-Launcher examples/peft/llama/h100/70b_2node.sh (commit 97f45c18): this run, VP 20, no
+    # recompute, fp8_params; its conf/peft/llama/sft.yaml (commit 0da9ad9c): distributed_fused_adam, dtype bf16, so
+    # a bf16 parameter copy and bf16 moments, 6 bytes a parameter (24.3 GiB here, 48.5 planned): 62.9 GiB in all
+    "N24-L2-70B-SFT": ("one data-parallel rank holds the whole optimizer state; NeMo's SFT config keeps it in bf16 "
+                       "(distributed_fused_adam dtype: bf16, 6 bytes a parameter), which FP8 training here cannot "
+                       "state (fp32 master and moments, 12)"),
 }
 TRAINING = [run for run in load_runs() if run.phase == "train"]
 
