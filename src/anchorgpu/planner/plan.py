@@ -158,8 +158,8 @@ def plan(
             and not lay_in.fsdp:
         assumptions.append(f"Layout not chosen for the user: {'none of the layouts fits' if gpu is not None else 'no GPU named'};"
                            " planned as plain data parallelism.")
-    return new_plan(
-        model=model, gpu=gpu, workload=terms.workload, precision=prec, layout=lay, per_gpu=terms.per_gpu,
+    return new_plan(  # model, GPU, workload, precision and layout by position (new_plan's comment)
+        model, gpu, terms.workload, prec, lay, per_gpu=terms.per_gpu,
         breakdown=terms.breakdown, budget_bytes=terms.budget_bytes, fits=fits, headroom_bytes=headroom,
         max_concurrency=terms.max_concurrency, max_context_tokens=terms.max_context_tokens,
         checkpoint_bytes=terms.checkpoint_bytes, assumptions=tuple(assumptions), warnings=tuple(warnings),
