@@ -112,8 +112,12 @@ def context_of(plan: Plan, cal: Calibration) -> ServingContext:
 
 
 def _engine_limits(plan: Plan) -> tuple[int, int]:
-    """(tokens per step, sequences): the workload's, else vLLM's defaults for the plan's GPU, as memory sized them."""
-    return engine_limits(plan.workload, large_gpu=large_engine_defaults(plan.gpu))
+    """(tokens per step, sequences): the workload's, else vLLM's defaults for the plan's GPU, as memory sized them
+    (an inference plan's workload holds both, resolved by ``plan``: :func:`engine_limits` returns them as they are)."""
+    w = plan.workload
+    if w.max_num_batched_tokens and w.max_num_seqs:
+        return w.max_num_batched_tokens, w.max_num_seqs
+    return engine_limits(w, large_gpu=large_engine_defaults(plan.gpu))
 
 
 def serving_band_kind(model: ModelSpec, pp: int) -> str | None:
