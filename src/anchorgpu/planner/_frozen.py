@@ -266,19 +266,21 @@ def _memo_one(fn: Callable[..., R]) -> Callable[..., R]:
 
 
 def _memo_held(fn: Callable[..., R], frozen: int) -> Callable[..., R]:
-    """:func:`memo_on_frozen` of the first ``frozen`` arguments, each held and checked by identity."""
-    cache: dict[tuple[Any, ...], tuple[tuple[object, ...], R]] = {}
-
-    def memoised(*args: Any) -> R:
-        specs = args[:frozen]
-        key = (*map(id, specs), *args[frozen:])
-        hit = cache.get(key)
-        if hit is not None and hit[0] == specs:  # the same objects (the memo holds them: their ids are not reused)
-            return hit[1]
-        answer = fn(*args)
-        if len(cache) >= 1024:
-            cache.clear()
-        cache[key] = (specs, answer)
-        return answer
-
+    """:func:`memo_on_frozen` of the first ``frozen`` arguments, each held and checked by identity: generated for that
+    many specs (named parameters, their ids written into the key), without a slice, a ``map`` and a tuple comparison
+    a call."""
+    specs = ", ".join(f"spec{i}" for i in range(frozen))
+    source = "\n".join([
+        f"def memoised({specs}, *values):",
+        "    key = (" + "".join(f"id(spec{i}), " for i in range(frozen)) + "*values)",
+        "    hit = cache.get(key)",
+        "    if hit is not None and " + " and ".join(f"hit[{i}] is spec{i}" for i in range(frozen)) + ":",
+        f"        return hit[{frozen}]  # the same objects (the memo holds them: their ids are not reused)",
+        f"    answer = fn({specs}, *values)",
+        "    if len(cache) >= 1024:",
+        "        cache.clear()",
+        f"    cache[key] = ({specs}, answer)",
+        "    return answer",
+    ])
+    memoised: Callable[..., R] = _compile(source, {"cache": {}, "fn": fn}, "memoised")
     return memoised
