@@ -9,7 +9,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from anchorgpu.errors import InvalidTerm, PartialGpuRequested
-from anchorgpu.units import HOURS_PER_COMPARISON_MONTH, Term, parse_term, require_whole_gpus, round_usd, usd
+from anchorgpu.units import (
+    HOURS_PER_COMPARISON_MONTH,
+    Term,
+    at_least,
+    clamp,
+    parse_term,
+    require_whole_gpus,
+    round_usd,
+    usd,
+)
 
 
 @pytest.mark.parametrize(
@@ -58,3 +67,20 @@ def test_term_hours_are_count_times_unit_hours(count: int, suffix: str) -> None:
     term = parse_term(f"{count}{suffix}")
     assert term.hours == count * {"h": 1, "w": 168, "month": 720}[suffix]
     assert parse_term(str(term)) == term
+
+
+_NUMBERS = st.one_of(st.integers(-10**6, 10**6), st.floats(-1e6, 1e6, allow_nan=False))
+
+
+@given(_NUMBERS, _NUMBERS)
+def test_at_least_is_the_builtin_max(value: float, low: float) -> None:
+    """The planner's hot paths take ``at_least`` for ``max(low, value)``: the same object, ties and int/float pairs
+    included, so no figure moves."""
+    assert at_least(value, low) is max(low, value)
+
+
+@given(st.integers(-10**6, 10**6), st.integers(-10**6, 10**6), st.integers(0, 10**6))
+def test_clamp_is_max_of_min(value: int, low: int, width: int) -> None:
+    high = low + width
+    assert clamp(value, low, high) == max(low, min(value, high))
+    assert type(clamp(value, low, high)) is int

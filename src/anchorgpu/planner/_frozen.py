@@ -72,9 +72,10 @@ def _filler(cls: type) -> type | None:
     return _FILLERS[cls]
 
 
-def _keyword_source(cls: type, filler: type, namespace: dict[str, Any]) -> tuple[str, list[str]]:
-    """The keyword-only parameters of ``cls``'s ``__init__`` (defaults and factories put in ``namespace``) and the
-    lines that fill ``new`` (a ``filler``) with them and make it a ``cls``."""
+def _keyword_source(cls: type, filler: type, namespace: dict[str, Any], positional: int = 0) -> tuple[str, list[str]]:
+    """The keyword-only parameters of ``cls``'s ``__init__`` (defaults and factories put in ``namespace``), the first
+    ``positional`` of them before the ``*`` instead, and the lines that fill ``new`` (a ``filler``) with them and
+    make it a ``cls``."""
     namespace.update(_NO_VALUE=_NO_VALUE, _cls=cls, _filler=filler)
     params, body = [], []
     for f in dataclasses.fields(cls):
@@ -89,7 +90,7 @@ def _keyword_source(cls: type, filler: type, namespace: dict[str, Any]) -> tuple
             params.append(f.name)
         body.append(f"    new.{f.name} = {f.name}")
     body.append("    new.__class__ = _cls")
-    return "*, " + ", ".join(params), body
+    return ", ".join([*params[:positional], "*", *params[positional:]]), body
 
 
 def _compile(source: str, namespace: dict[str, Any], name: str) -> Callable[..., Any]:
@@ -130,10 +131,15 @@ def fast_init(cls: C) -> C:
     return cls
 
 
-def builder(cls: Callable[P, T]) -> Callable[P, T]:
+def builder(cls: Callable[P, T], *, positional: int = 0) -> Callable[P, T]:
     """A keyword-only function that returns what ``cls(**fields)`` returns, for a class :func:`fast_init` handles
     (any other class is returned as it is, to be called): a new value filled as the class's filler, without the
     keyword dictionary a class call packs and unpacks.
+
+    ``positional``: the first that many fields are taken by position too, for a class of many fields. CPython 3.11
+    compiles a call of more than 30 stack slots (each keyword takes two: ``STACK_USE_GUIDELINE``, 16 keywords or
+    more) as a dictionary built and unpacked (``CALL_FUNCTION_EX``), several times a plain call's cost; passing the
+    leading fields by position keeps such a call under it.
 
     >>> @fast_init
     ... @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -143,6 +149,8 @@ def builder(cls: Callable[P, T]) -> Callable[P, T]:
     >>> new_pair = builder(Pair)
     >>> new_pair(a=1), new_pair(a=1) == Pair(a=1), type(new_pair(a=1, b=3)) is Pair
     (Pair(a=1, b=2), True, True)
+    >>> builder(Pair, positional=1)(1, b=3) == Pair(a=1, b=3)
+    True
     """
     if not isinstance(cls, type):
         return cls
@@ -150,7 +158,7 @@ def builder(cls: Callable[P, T]) -> Callable[P, T]:
     if filler is None or not all(f.kw_only for f in dataclasses.fields(cls)):
         return cls
     namespace: dict[str, Any] = {"_new": object.__new__}
-    params, body = _keyword_source(cls, filler, namespace)
+    params, body = _keyword_source(cls, filler, namespace, positional)
     build = _compile("\n".join([f"def build({params}):", "    new = _new(_filler)", *body, "    return new"]),
                      namespace, "build")
     build.__qualname__ = build.__name__ = f"new_{cls.__name__}"
@@ -258,19 +266,21 @@ def _memo_one(fn: Callable[..., R]) -> Callable[..., R]:
 
 
 def _memo_held(fn: Callable[..., R], frozen: int) -> Callable[..., R]:
-    """:func:`memo_on_frozen` of the first ``frozen`` arguments, each held and checked by identity."""
-    cache: dict[tuple[Any, ...], tuple[tuple[object, ...], R]] = {}
-
-    def memoised(*args: Any) -> R:
-        specs = args[:frozen]
-        key = (*map(id, specs), *args[frozen:])
-        hit = cache.get(key)
-        if hit is not None and hit[0] == specs:  # the same objects (the memo holds them: their ids are not reused)
-            return hit[1]
-        answer = fn(*args)
-        if len(cache) >= 1024:
-            cache.clear()
-        cache[key] = (specs, answer)
-        return answer
-
+    """:func:`memo_on_frozen` of the first ``frozen`` arguments, each held and checked by identity: generated for that
+    many specs (named parameters, their ids written into the key), without a slice, a ``map`` and a tuple comparison
+    a call."""
+    specs = ", ".join(f"spec{i}" for i in range(frozen))
+    source = "\n".join([
+        f"def memoised({specs}, *values):",
+        "    key = (" + "".join(f"id(spec{i}), " for i in range(frozen)) + "*values)",
+        "    hit = cache.get(key)",
+        "    if hit is not None and " + " and ".join(f"hit[{i}] is spec{i}" for i in range(frozen)) + ":",
+        f"        return hit[{frozen}]  # the same objects (the memo holds them: their ids are not reused)",
+        f"    answer = fn({specs}, *values)",
+        "    if len(cache) >= 1024:",
+        "        cache.clear()",
+        f"    cache[key] = ({specs}, answer)",
+        "    return answer",
+    ])
+    memoised: Callable[..., R] = _compile(source, {"cache": {}, "fn": fn}, "memoised")
     return memoised

@@ -31,7 +31,7 @@ from anchorgpu.planner.media import MediaLoad, cross_kv_bytes, resolve_media, se
 from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
 from anchorgpu.planner.terms import TaskTerms, context_bytes, new_task_terms, split_weights_bytes
 from anchorgpu.planner.warnings import PlanWarning, make_warning
-from anchorgpu.units import fmt_bytes
+from anchorgpu.units import at_least, fmt_bytes
 
 __all__ = ["DEFAULT_REQUEST_NOTE", "EngineMemory", "engine_defaults", "engine_memory", "plan_inference", "request_media"]
 
@@ -276,8 +276,9 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         used = weights + prefill + sampler + non_torch
         budget, capacity = em.budget, em.capacity  # engine_memory's, from the layout and the engine's settings
         breakdown["engine_budget_bytes"] = budget
-        breakdown["kv_cache_capacity_bytes"] = max(0, capacity)
-        max_conc = max(0, capacity) // max(1, kv_one + state_one) * lay.dp
+        free = at_least(capacity, 0)
+        breakdown["kv_cache_capacity_bytes"] = free
+        max_conc = free // at_least(kv_one + state_one, 1) * lay.dp
         cap_limit = limit if not w.allow_long_context else max(limit, ctx) * 16
         room = capacity - state  # the recurrent state of the sequences does not grow with the context
         # the largest context (at most cap_limit) whose KV for per_replica sequences fits the room

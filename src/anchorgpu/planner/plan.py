@@ -15,6 +15,7 @@ answer's types live in :mod:`~anchorgpu.planner.result` and are re-exported here
 from __future__ import annotations
 
 from functools import lru_cache
+from operator import attrgetter
 
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.errors import InvalidWorkload
@@ -48,6 +49,16 @@ def _is_shipped(fmt: WeightFormat, model: ModelSpec) -> bool:
     comparing every field."""
     shipped = shipped_format(model)
     return fmt is shipped or (fmt.name == shipped.name and fmt == shipped)
+
+
+_code_of = attrgetter("code")
+
+
+@lru_cache(maxsize=256)
+def _checks_for(codes: tuple[str, ...]) -> tuple[str, ...]:
+    """What to check for warnings of these codes, in order and each once, the base check last: a handful of code
+    sets recur across every plan (memoised on them)."""
+    return tuple(dict.fromkeys([WARNING_CODES[code].check for code in codes] + [BASE_CHECK]))
 
 
 @memo_on_frozen
@@ -146,8 +157,7 @@ def plan(
                                          f"{fmt_bytes(-headroom)} more than the {fmt_bytes(terms.budget_bytes)} available"))
     else:
         warnings.append(make_warning("no_gpu_given", "no GPU named: fit and capacity not evaluated"))
-    checks = (tuple(dict.fromkeys([WARNING_CODES[x.code].check for x in warnings] + [BASE_CHECK])) if warnings
-              else _BASE_CHECKS)
+    checks = _checks_for(tuple(map(_code_of, warnings))) if warnings else _BASE_CHECKS
     suggestions: tuple[Suggestion, ...] = ()
     if suggest and fits is False and gpu is not None:
         suggestions = suggestions_for(model, terms.workload, prec, lay_in, lay, fmt, gpu, ov, asked=w)
@@ -158,8 +168,8 @@ def plan(
             and not lay_in.fsdp:
         assumptions.append(f"Layout not chosen for the user: {'none of the layouts fits' if gpu is not None else 'no GPU named'};"
                            " planned as plain data parallelism.")
-    return new_plan(
-        model=model, gpu=gpu, workload=terms.workload, precision=prec, layout=lay, per_gpu=terms.per_gpu,
+    return new_plan(  # model, GPU, workload, precision and layout by position (new_plan's comment)
+        model, gpu, terms.workload, prec, lay, per_gpu=terms.per_gpu,
         breakdown=terms.breakdown, budget_bytes=terms.budget_bytes, fits=fits, headroom_bytes=headroom,
         max_concurrency=terms.max_concurrency, max_context_tokens=terms.max_context_tokens,
         checkpoint_bytes=terms.checkpoint_bytes, assumptions=tuple(assumptions), warnings=tuple(warnings),

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,4 +119,6 @@ class Plan:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
-new_plan = builder(Plan)  # Plan(...) for plan(), without the class call's keyword round trip
+# Plan(...) for plan(), without the class call's keyword round trip; its inputs by position (model, GPU, workload,
+# precision, layout), so that a call giving the other fields by name stays a plain call (builder's docstring)
+new_plan: Callable[..., Plan] = builder(Plan, positional=5)

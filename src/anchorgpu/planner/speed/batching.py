@@ -15,6 +15,7 @@ from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.flops import attention_flops_per_token
 from anchorgpu.planner.speed.serving import _dense_step, _step
 from anchorgpu.planner.speed.step_constants import ServingSetup, _pair, _StepConstants
+from anchorgpu.units import at_least, clamp
 
 __all__ = ["ServingEstimate", "burst_makespan_s", "prefill_chunk_share", "serving_estimate"]
 
@@ -55,7 +56,7 @@ def prefill_chunk_share(batch: float, prompt: int, output: int, max_num_batched_
     >>> prefill_chunk_share(300, 2048, 128, 8192)[1] >= 1  # 4,800 a step: every step carries prompt tokens
     True
     """
-    chunk = max(1, min(prompt, max_num_batched_tokens - int(batch)))
+    chunk = clamp(max_num_batched_tokens - int(batch), 1, prompt)  # prompt >= 1
     return chunk, batch * prompt / output / chunk
 
 
@@ -135,9 +136,9 @@ def _ttft(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, others: in
     """Time to first token and its ceiling: the prompt's chunks, each sharing a step with the ``others``.
     ``group_tokens``: under expert parallelism wider than TP, what each other replica of the EP group brings to the
     step on average (its decodes and its share of a chunk; 0: as much as this one)."""
-    budget = max(1, setup.max_num_batched_tokens - others)
+    budget = at_least(setup.max_num_batched_tokens - others, 1)
     chunks = math.ceil(prompt / budget)
-    chunk = min(prompt, budget)
+    chunk = clamp(budget, 1, prompt)  # min(prompt, budget): both whole, budget >= 1
     ratio = 1.0
     if group_tokens and others + chunk:  # this replica's tokens and the others' over ep / tp of these
         ranks = c.expert_token_scale
@@ -166,7 +167,7 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     if prompt_tokens < 1 or output_tokens < 1 or concurrency < 1:
         raise InvalidWorkload("prompt, output tokens and concurrency must each be at least 1")
     cal = cal or calibration()
-    sat_replica = max(1, saturation_concurrency // setup.replicas)
+    sat_replica = at_least(saturation_concurrency // setup.replicas, 1)
     # beyond saturation the engine runs what its KV cache and sequence cap hold and queues the rest (their wait is
     # not in the time to first token); below it the busiest replica runs ceil(c / replicas) and paces every user
     queued = concurrency > saturation_concurrency

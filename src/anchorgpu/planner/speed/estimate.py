@@ -46,6 +46,7 @@ from anchorgpu.planner.speed.serving_plan import (
 )
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
 from anchorgpu.planner.speed.training_context import training_context
+from anchorgpu.units import clamp
 
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
@@ -218,8 +219,8 @@ def plan_performance(
         ctx = w.context_tokens or model.max_context_tokens
         given_prompt = prompt_tokens or w.prompt_tokens or 0  # a given prompt leaves the rest of the context
         room = ctx - given_prompt if given_prompt else ctx // 2
-        output = output_tokens or w.output_tokens or min(DEFAULT_OUTPUT_TOKENS, max(1, room))
-        prompt = prompt_tokens or w.prompt_tokens or max(1, min(DEFAULT_PROMPT_TOKENS, ctx - output))
+        output = output_tokens or w.output_tokens or clamp(room, 1, DEFAULT_OUTPUT_TOKENS)
+        prompt = prompt_tokens or w.prompt_tokens or clamp(ctx - output, 1, DEFAULT_PROMPT_TOKENS)
         serving = context_of(plan, cal)  # the peak of the weights' precision among what the GPU, model and format give
         choice = serving.choice
         if choice.warning:

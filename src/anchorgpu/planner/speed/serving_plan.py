@@ -27,6 +27,7 @@ from anchorgpu.planner.speed.figures import evidence_items, plan_band, put_evide
 from anchorgpu.planner.speed.launches import is_block_fp8
 from anchorgpu.planner.speed.links import PeakChoice, compute_precision_for_weights, peak_for
 from anchorgpu.planner.speed.serving import ServingSetup, ep_gather_bytes
+from anchorgpu.units import at_least, clamp
 
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
@@ -112,8 +113,12 @@ def context_of(plan: Plan, cal: Calibration) -> ServingContext:
 
 
 def _engine_limits(plan: Plan) -> tuple[int, int]:
-    """(tokens per step, sequences): the workload's, else vLLM's defaults for the plan's GPU, as memory sized them."""
-    return engine_limits(plan.workload, large_gpu=large_engine_defaults(plan.gpu))
+    """(tokens per step, sequences): the workload's, else vLLM's defaults for the plan's GPU, as memory sized them
+    (an inference plan's workload holds both, resolved by ``plan``: :func:`engine_limits` returns them as they are)."""
+    w = plan.workload
+    if w.max_num_batched_tokens and w.max_num_seqs:
+        return w.max_num_batched_tokens, w.max_num_seqs
+    return engine_limits(w, large_gpu=large_engine_defaults(plan.gpu))
 
 
 def serving_band_kind(model: ModelSpec, pp: int) -> str | None:
@@ -136,13 +141,13 @@ def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: i
     ``reserve_tokens`` per sequence where the engine reserves them up front, at most the engine's sequence
     cap, per replica."""
     capacity = int(plan.breakdown.get("kv_cache_capacity_bytes", 0))
-    per_seq = max(1.0, setup.kv_bytes_per_sequence_per_gpu)
+    per_seq = at_least(setup.kv_bytes_per_sequence_per_gpu, 1.0)
     if reserve_tokens is not None:
         assert isinstance(plan.model, ModelSpec)
         state = mm.recurrent_state_bytes(plan.model, sequences=1, tp=plan.layout.tp, pp=plan.layout.pp)
         per_seq = max(1.0, float(_kv_bytes(plan, reserve_tokens) + state))
     cap = (limits or _engine_limits(plan))[1]
-    return max(0, min(cap, int(capacity // per_seq))) * setup.replicas
+    return clamp(int(capacity // per_seq), 0, cap) * setup.replicas
 
 
 def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[str, Any],
@@ -163,7 +168,7 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     full = kv_reservation == "full"
     sat = saturation_concurrency(plan, setup, reserve_tokens=prompt + output if full else None, limits=limits)
     est = serving_estimate(model, plan.gpu, setup, prompt_tokens=prompt, output_tokens=output, concurrency=conc,
-                           saturation_concurrency=max(sat, 1), cal=cal)
+                           saturation_concurrency=at_least(sat, 1), cal=cal)
     put_time(out, "ttft_s", est.ttft_s, est.ttft_s_ceiling, band)
     put_time(out, "tpot_s", est.tpot_s, est.tpot_s_ceiling, band)
     put_rate(out, "output_tokens_per_s", est.output_tokens_per_s, est.output_tokens_per_s_ceiling, band)
