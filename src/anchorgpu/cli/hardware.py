@@ -308,7 +308,7 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
         workload = PlanWorkload(task="inference", context_tokens=context_tokens)
         # no --precision: the checkpoint's shipped format, as `anchorgpu plan` answers without --weights
         precision_plan = PrecisionPlan(weights=PLANNER_FORMAT[precision]) if precision else PrecisionPlan()
-    from anchorgpu.planner.speed.layouts import SERVING_GPU_COUNTS
+    from anchorgpu.planner.speed.serving_layouts import SERVING_GPU_COUNTS
     from anchorgpu.planner.suggest import TRAINING_GPU_COUNTS
 
     # the counts the planner tries on its own (a diffusion pipeline: whole on one GPU)

@@ -145,9 +145,9 @@ def _split_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload, pre
 
 
 def _attention_dp_tp_sizes(model: ModelSpec, gpus: int, engine: str) -> tuple[int, ...]:
-    """:func:`anchorgpu.planner.speed.layouts.attention_dp_tp_sizes` (imported where it is needed: the layout chooser
+    """:func:`anchorgpu.planner.speed.serving_layouts.attention_dp_tp_sizes` (imported where it is needed: the layout chooser
     imports the planner)."""
-    from anchorgpu.planner.speed.layouts import attention_dp_tp_sizes
+    from anchorgpu.planner.speed.serving_layouts import attention_dp_tp_sizes
 
     return attention_dp_tp_sizes(model, gpus, engine)
 
@@ -262,9 +262,9 @@ def choose_layout_plan(model: ModelSpec, w: Workload, prec: PrecisionPlan, lay_i
         return evolve(chosen, assumptions=(choice.reason, *chosen.assumptions))
     if w.task == "inference" and lay_in.gpus is None and lay_in.tp is None and lay_in.pp is None \
             and lay_in.dp is None:
-        from anchorgpu.planner.speed import layouts
+        from anchorgpu.planner.speed import serving_layouts
 
-        served = layouts.choose_serving_layout(model, w, prec, lay_in, gpu, ov)
+        served = serving_layouts.choose_serving_layout(model, w, prec, lay_in, gpu, ov)
         if served is None:
             return None
         choice, chosen = served
@@ -273,9 +273,9 @@ def choose_layout_plan(model: ModelSpec, w: Workload, prec: PrecisionPlan, lay_i
         return evolve(chosen, assumptions=(choice.reason, *chosen.assumptions))
     if w.task == "inference" and lay_in.gpus is not None and lay_in.tp is None and lay_in.pp is None \
             and lay_in.dp is None and lay_in.ep is None:
-        from anchorgpu.planner.speed import layouts
+        from anchorgpu.planner.speed import serving_layouts
 
-        on = layouts.choose_serving_layout_on(model, w, prec, lay_in, gpu, ov)
+        on = serving_layouts.choose_serving_layout_on(model, w, prec, lay_in, gpu, ov)
         if on is None:
             return None  # nothing on these GPUs holds the job: the default's plan says what would fit
         why, chosen = on

@@ -392,7 +392,7 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         assumptions.append(f"Expert parallelism swept too: EP {', '.join(map(str, np.unique(lay.ep).tolist()))} (sizes that divide "
                            f"the {model.moe.num_experts} experts and the GPUs of a pipeline stage).")
     elif model.moe is not None and (lay.ep > 1).any():
-        sizes = [str(tp) for tp in np.unique(lay.tp[lay.ep > lay.tp]).tolist()]  # layouts.attention_dp_tp_sizes'
+        sizes = [str(tp) for tp in np.unique(lay.tp[lay.ep > lay.tp]).tolist()]  # serving_layouts.attention_dp_tp_sizes'
         tps = " or ".join((", ".join(sizes[:-1]), sizes[-1])) if len(sizes) > 1 else sizes[0]
         assumptions.append(
             "Expert parallelism swept as attention data parallelism on one server (at most 8 GPUs): replicas of the "

@@ -1,6 +1,6 @@
 """Attention data parallelism in the serving sweep (:mod:`anchorgpu.planner.sweep`): a mixture of experts served on
 one server as ``k / tp`` replicas of its attention and dense layers with the routed experts split over all ``k``
-GPUs (EP ``k``), the layout :func:`~anchorgpu.planner.speed.layouts.choose_serving_layout` gives a model that no
+GPUs (EP ``k``), the layout :func:`~anchorgpu.planner.speed.serving_layouts.choose_serving_layout` gives a model that no
 TP/PP split holds. Each replica keeps only its own sequences' KV cache, which a TP split cannot divide where the
 model has one latent per token (MLA) or fewer KV heads than GPUs. These few layouts (one per shape and TP size) are
 planned whole, by :func:`~anchorgpu.planner.plan` and the scalar serving model, whose EP-group timing (the
@@ -34,8 +34,8 @@ def attention_dp_rows(model: ModelSpec, shapes: Sequence[HardwareShape],
                       engine: str = "vllm") -> list[tuple[int, int, int, int, int, int, int, int, int]]:
     """(shape, servers, gpus, tp, pp, dp, zero, ep, cp) of every attention-DP layout swept: one whole server of each
     shape, with the TP sizes the chooser tries on it
-    (:func:`~anchorgpu.planner.speed.layouts.attention_dp_tp_sizes`)."""
-    from anchorgpu.planner.speed.layouts import attention_dp_tp_sizes
+    (:func:`~anchorgpu.planner.speed.serving_layouts.attention_dp_tp_sizes`)."""
+    from anchorgpu.planner.speed.serving_layouts import attention_dp_tp_sizes
 
     return [(s, 1, k, tp, 1, k // tp, 0, k, 1) for s, shape in enumerate(shapes) if shape.max_servers >= 1
             for k in (shape.gpus_per_server,) for tp in attention_dp_tp_sizes(model, k, engine)]
