@@ -100,9 +100,10 @@ def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload,
         if lay.offload == "none":
             out.append(("--offload optimizer", "keep optimizer state in CPU RAM", w, precision,
                         evolve(layout, offload="optimizer")))
-        if (w.task == "train" and w.train_stack == "megatron" and lay.pp == 1 and (w.recompute or "none") == "none"
-                and not w.offload_activation_layers and isinstance(model, ModelSpec) and model.num_layers >= 2):
-            half = model.num_layers // 2  # as Megatron-Bridge's Llama 3 70B recipe on GB200 offloads 40 of 80
+        # planned again like every candidate: where Megatron-Core cannot offload (pipeline stages, recompute, another
+        # stack) the plan refuses it and it is not offered
+        half = model.num_layers // 2 if isinstance(model, ModelSpec) else 0  # as Megatron-Bridge's GB200 70B: 40 of 80
+        if w.task == "train" and not w.offload_activation_layers and half:
             out.append((f"--offload-activations {half}",
                         f"keep the first {half} layers' activations in host memory between the passes (Megatron-Core "
                         "CPU offloading)", evolve(w, offload_activation_layers=half), precision, layout))

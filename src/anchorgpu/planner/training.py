@@ -16,6 +16,7 @@ from anchorgpu.planner.eager_stack import memory_line, pytorch_memory_line
 from anchorgpu.planner.finetune import finetune_terms
 from anchorgpu.planner.formats import WeightFormat, model_param_parts
 from anchorgpu.planner.inputs import ALL_LORA_TARGETS, Overheads, Recompute, Workload, default_seq_tokens
+from anchorgpu.planner.memory.activations import keeps_fp8_input_copies
 from anchorgpu.planner.pipeline_layout import PipelineLayout, busiest_rank_layers
 from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, microbatches_for
@@ -113,7 +114,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
                                      f"--offload {lay.offload}: optimizer state lives in CPU RAM"))
     breakdown["master_weights_bytes"] = master
     breakdown["optimizer_moments_bytes"] = moments
-    fp8_inputs = not pytorch and w.task == "train" and w.train_precision in ("fp8", "fp4")
+    fp8_inputs = w.task == "train" and keeps_fp8_input_copies(w.train_stack, w.train_precision)
     act = _activation_bytes(model, seq // lay.cp, micro_batch, lay.tp, lay.pp, lay.sequence_parallel, recompute,
                             pytorch, fp8_inputs, 0, stated)
     if w.offload_activation_layers:

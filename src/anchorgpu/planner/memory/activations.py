@@ -81,6 +81,17 @@ def layer_activation_bytes(
     return sbh * (replicated + split / t) + core_bytes
 
 
+def keeps_fp8_input_copies(train_stack: str, precision: str) -> bool:
+    """Whether a training step keeps Transformer Engine's 1-byte copies of its products' inputs
+    (:func:`fp8_cached_input_saving`): FP8 or FP4 products under Megatron-Core; a PyTorch-native stack's float8 keeps
+    its own activations.
+
+    >>> keeps_fp8_input_copies("megatron", "fp8"), keeps_fp8_input_copies("pytorch", "fp8")
+    (True, False)
+    """
+    return train_stack != "pytorch" and precision in ("fp8", "fp4")
+
+
 def fp8_cached_input_saving(model: ModelSpec, recompute: Recompute) -> tuple[float, float]:
     """(replicated, TP-split) values per token and hidden unit an average layer keeps fewer when Transformer Engine
     runs its products in FP8 under Megatron-Core, each a byte in place of two (TE 2.x ``LayerNormLinear`` and

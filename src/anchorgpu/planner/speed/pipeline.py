@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from anchorgpu.errors import InvalidWorkload
+from anchorgpu.planner.memory.model_states import stage_layers
 
 __all__ = ["counts_embedding_and_loss", "microbatches_for", "pipeline_bubble_fraction", "slowest_stage_layers"]
 
@@ -54,7 +55,7 @@ def slowest_stage_layers(layers: int, pp: int, virtual_stages: int = 1, stated: 
     >>> slowest_stage_layers(61, 2, 4, stated=32)
     32
     """
-    return math.ceil(layers / pp) if stated is None else stated
+    return stage_layers(layers, pp, stated)  # the memory's rule: one busiest rank for both
 
 
 def counts_embedding_and_loss(layers: int, pp: int, virtual_stages: int) -> bool:

@@ -48,7 +48,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init, memo_on_frozen
-from anchorgpu.planner.memory.activations import layer_activation_bytes
+from anchorgpu.planner.memory.activations import keeps_fp8_input_copies, layer_activation_bytes
 from anchorgpu.planner.pipeline_layout import PipelineLayout, busiest_rank_layers
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.context_parallel import context_parallel_s
@@ -356,7 +356,7 @@ def _compute_layout_terms(
     if offload_activation_layers:
         layer_bytes = layer_activation_bytes(model, s=seq_tokens // lay.cp, b=micro_batch, t=lay.tp, sp=lay.tp > 1,
                                              recompute=recompute,
-                                             fp8_linear_inputs=not pytorch and precision in ("fp8", "fp4"))
+                                             fp8_linear_inputs=keeps_fp8_input_copies(train_stack, precision))
         offload_s = activation_offload_s(gpu, cal, offloaded_bytes=offload_activation_layers * layer_bytes,
                                          compute_s=compute_s)
 
