@@ -37,7 +37,7 @@ def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
         lora_rank=request.lora_rank, lora_targets=tuple(dict.fromkeys(request.lora_targets)),
         resolution=_resolution(request.resolution), images=request.images, vae_tiling=request.vae_tiling,
         train_precision=request.train_precision, train_stack=resolve_train_stack(request.train_stack, request.recipe, request.task),
-        max_num_batched_tokens=request.max_num_batched_tokens,
+        cross_entropy=request.cross_entropy, max_num_batched_tokens=request.max_num_batched_tokens,
         max_num_seqs=request.max_num_seqs,
         global_batch_tokens=request.global_batch, prompt_tokens=request.prompt, output_tokens=request.output_tokens,
         images_per_request=request.images_per_request, image_resolution=_resolution(request.image_resolution),

@@ -332,6 +332,7 @@ def plan_command(
     optimizer: str = typer.Option("adamw", "--optimizer", help="adamw | adamw-8bit | sgd | lion | adafactor"),
     train_precision: str = typer.Option("mixed", "--train-precision", help="mixed (fp32 master+moments) | bf16-true | fp8 | fp4 (FP8/FP4 products, Transformer Engine style)"),
     train_stack: str | None = typer.Option(None, "--train-stack", help="Training software the plan is for (speed and memory): megatron (Megatron-Core/NeMo, fused kernels) | pytorch (torchtitan, FSDP scripts, OLMo-core, llm-foundry); default pytorch with --task qlora or --recipe torchrun-fsdp, deepspeed or accelerate, else megatron."),
+    cross_entropy: str | None = typer.Option(None, "--cross-entropy", help="Full training's loss, for its memory: unfused (Megatron-Core's default) | native (--cross-entropy-fusion-impl native) | te (Transformer Engine's fused kernel, Megatron-Bridge's 2025-26 recipes) | eager (PyTorch's fp32 cross_entropy); default unfused on megatron, eager on pytorch."),
     lora_rank: int = typer.Option(16, "--lora-rank", help="LoRA rank r."),
     lora_targets: str = typer.Option("q,k,v,o,gate,up,down", "--lora-targets", help="Comma list of q,k,v,o,gate,up,down (qkv = q,k,v; gate_up = gate,up). On a fused module the adapter covers the named slices."),
     resolution: str | None = typer.Option(None, "--resolution", help="Diffusion output WIDTHxHEIGHT."),
@@ -384,6 +385,7 @@ def plan_command(
             f"--train-precision {train_precision!r}: choose mixed, bf16-true, fp8 or fp4"),
         train_stack=resolve_train_stack(train_stack if train_stack in (None, "megatron", "pytorch") else _bad(
             f"--train-stack {train_stack!r}: choose megatron or pytorch"), recipe, task),
+        cross_entropy=cross_entropy,  # type: ignore[arg-type]  # validated by the planner with a one-line reason
         global_batch_tokens=parse_batch(global_batch), prompt_tokens=parse_tokens(prompt, field="prompt"),
         output_tokens=output_tokens,
         lora_rank=lora_rank, lora_targets=targets, resolution=parse_resolution(resolution), images=images,

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALL_LORA_TARGETS",
+    "CROSS_ENTROPY_IMPLS",
+    "CrossEntropy",
     "ENGINES",
     "Engine",
     "engine_refusal",
@@ -85,6 +87,12 @@ native stacks such as torchtitan, OLMo-core, llm-foundry and FSDP training scrip
 operators around the products, and SDPA's FlashAttention-2 kernel on Hopper)."""
 TRAIN_PRECISIONS: tuple[TrainPrecision, ...] = ("mixed", "bf16-true", "fp8", "fp4")
 TRAIN_STACKS: tuple[TrainStack, ...] = ("megatron", "pytorch")
+CrossEntropy = Literal["unfused", "native", "te", "eager"]
+CROSS_ENTROPY_IMPLS: tuple[CrossEntropy, ...] = ("unfused", "native", "te", "eager")
+"""The loss's cross-entropy (what it holds: :mod:`anchorgpu.planner.memory.loss`): unfused, Megatron-Core's
+``vocab_parallel_cross_entropy`` (``--cross-entropy-loss-fusion`` off); native, its fused version
+(``--cross-entropy-fusion-impl native``); te, Transformer Engine's fused kernel (``--cross-entropy-fusion-impl te``);
+eager, PyTorch's ``cross_entropy`` on the logits cast to fp32."""
 KV_CACHE_DTYPES: dict[str, float] = {"bf16": 2, "fp16": 2, "fp8": 1}
 Engine = Literal["vllm", "trtllm"]
 ENGINES: tuple[Engine, ...] = ("vllm", "trtllm")
@@ -137,6 +145,7 @@ class Workload:
     offload_activation_layers: int = 0
     optimizer: Optimizer = "adamw"
     train_stack: TrainStack = "megatron"  # which training software runs the step: its speed and what it holds
+    cross_entropy: CrossEntropy | None = None  # the loss's implementation (full training); None: the stack's default
     train_precision: TrainPrecision = "mixed"  # mixed: fp32 master + fp32 moments; bf16-true: none of that
     grad_bytes_per_value: int = 2  # 2 as in ZeRO's accounting; 4 for Megatron's fp32 gradient buffers
     lora_rank: int = 16

@@ -17,6 +17,7 @@ from anchorgpu.planner.finetune import finetune_terms
 from anchorgpu.planner.formats import WeightFormat, model_param_parts
 from anchorgpu.planner.inputs import ALL_LORA_TARGETS, Overheads, Recompute, Workload, default_seq_tokens
 from anchorgpu.planner.memory.activations import keeps_fp8_input_copies
+from anchorgpu.planner.memory.loss import default_cross_entropy, loss_memory, loss_memory_line
 from anchorgpu.planner.pipeline_layout import PipelineLayout, busiest_rank_layers
 from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, microbatches_for
@@ -59,8 +60,11 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     # a PyTorch-native stack's own activations, loss and FSDP pipeline, full training only: the fine-tuning terms below
     # are measured on PEFT runs with their loss (planner.finetune)
     pytorch = w.task == "train" and w.train_stack == "pytorch"
+    loss_bytes = _loss_bytes_per_logit(w)
     if w.task == "train":
         assumptions.append(pytorch_memory_line() if pytorch else memory_line())
+        assumptions.append(loss_memory_line(w.cross_entropy or default_cross_entropy(w.train_stack),
+                                            stated=w.cross_entropy is not None))
     mixed = w.train_precision != "bf16-true"
     stated = busiest_rank_layers(lay.pipeline_layout)
     if lay.pipeline_layout is not None:
@@ -116,17 +120,17 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     breakdown["optimizer_moments_bytes"] = moments
     fp8_inputs = w.task == "train" and keeps_fp8_input_copies(w.train_stack, w.train_precision)
     act = _activation_bytes(model, seq // lay.cp, micro_batch, lay.tp, lay.pp, lay.sequence_parallel, recompute,
-                            pytorch, fp8_inputs, 0, stated)
+                            pytorch, fp8_inputs, 0, stated, loss_bytes)
     if w.offload_activation_layers:
         check_activation_offload_layout(model.num_layers, w.offload_activation_layers, lay.pp)
         kept = _activation_bytes(model, seq // lay.cp, micro_batch, lay.tp, lay.pp, lay.sequence_parallel, recompute,
-                                 pytorch, fp8_inputs, w.offload_activation_layers, stated)
+                                 pytorch, fp8_inputs, w.offload_activation_layers, stated, loss_bytes)
         breakdown["offloaded_activations_bytes"] = act - kept
         act = kept
         assumptions.append(offload_activations_line(w.offload_activation_layers, model.num_layers,
                                                     breakdown["offloaded_activations_bytes"]))
-    if pytorch:
-        assumptions.append(pytorch_activations_line(recompute))
+    if pytorch and recompute == "selective":
+        assumptions.append(PYTORCH_SAC_LINE)
     if lay.virtual_stages > 1 and lay.pp > 1:
         m = microbatches if w.global_batch_tokens is not None else max(
             1, DEFAULT_GLOBAL_BATCH_TOKENS // (lay.dp * micro_batch * seq))
@@ -156,7 +160,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     if not model.hidden_dropout:
         assumptions.append(NO_DROPOUT_LINE)
     breakdown["logits_bytes"] = mm.logits_bytes(s=seq // lay.cp, b=micro_batch, vocab=model.vocab_size, t=lay.tp,
-                                                bytes_per_logit=_loss_bytes_per_logit(pytorch))
+                                                bytes_per_logit=loss_bytes)
     if w.task in ("lora", "qlora"):
         act += finetune_activation_terms(model, fmt, w, seq // lay.cp, micro_batch, lay, recompute, breakdown, assumptions)
     if pytorch and lay.pp == 1 and w.global_batch_tokens is not None and microbatches == 1:
@@ -240,16 +244,16 @@ def _expert_params_per_gpu(model: ModelSpec, tp: int, pp: int, ep: int, stated: 
 @memo_on_frozen
 def _activation_bytes(model: ModelSpec, s: int, b: int, tp: int, pp: int, sp: bool, recompute: Recompute,
                       pytorch: bool = False, fp8_inputs: bool = False, offloaded_layers: int = 0,
-                      stated: int | None = None) -> int:
+                      stated: int | None = None, loss_bytes_per_logit: int = mm.FP32_LOGITS_BYTES_PER_LOGIT) -> int:
     """:func:`~anchorgpu.planner.memory.training_activation_bytes`, memoised on the (frozen) model and its counts:
     the layouts of a search and the plans of a sweep ask for the same few. A PyTorch-native stack (``pytorch``)
-    keeps what torchtitan's op-level policy keeps under selective recompute and computes the loss on fp32 logits
-    outside the fused blocks (:data:`~anchorgpu.planner.memory.EAGER_LOSS_BYTES_PER_LOGIT`). ``fp8_inputs``: FP8 or FP4
+    keeps what torchtitan's op-level policy keeps under selective recompute; ``loss_bytes_per_logit``: what its loss
+    holds a token and vocabulary entry (:func:`_loss_bytes_per_logit`). ``fp8_inputs``: FP8 or FP4
     products under Megatron-Core and Transformer Engine keep their inputs as 1-byte copies
     (:func:`~anchorgpu.planner.memory.activations.fp8_cached_input_saving`). ``offloaded_layers``: Megatron-Core's CPU
     activation offloading of that many layers (:func:`~anchorgpu.planner.memory.training_activation_bytes`)."""
     return mm.training_activation_bytes(model, s=s, b=b, tp=tp, pp=pp, sp=sp, recompute=recompute, op_sac=pytorch,
-                                        loss_bytes_per_logit=_loss_bytes_per_logit(pytorch),
+                                        loss_bytes_per_logit=loss_bytes_per_logit,
                                         fp8_linear_inputs=fp8_inputs, offloaded_layers=offloaded_layers, stated=stated)
 
 
@@ -262,9 +266,13 @@ def pipeline_layout_line(layout: PipelineLayout) -> str:
             "and the output layer on the last.")
 
 
-def _loss_bytes_per_logit(pytorch: bool) -> int:
-    """Bytes the loss holds a token and vocabulary entry: a PyTorch-native stack's eager fp32 loss, else a fused one."""
-    return mm.EAGER_LOSS_BYTES_PER_LOGIT if pytorch else mm.FUSED_LOSS_BYTES_PER_LOGIT
+def _loss_bytes_per_logit(w: Workload) -> int:
+    """Bytes the loss holds a token and vocabulary entry: full training's by its cross-entropy (stated, else the
+    stack's default: planner/data/loss_memory.json); fine-tuning's fp32 logits, whose gradient the fine-tuning terms
+    add (planner/data/finetune_memory.json, measured with PEFT's loss)."""
+    if w.task != "train":
+        return mm.FP32_LOGITS_BYTES_PER_LOGIT
+    return loss_memory(w.cross_entropy or default_cross_entropy(w.train_stack)).bytes_per_logit
 
 
 FP8_ACTIVATIONS_LINE = (
@@ -312,15 +320,10 @@ def gradients_apart_line(apart_bytes: int) -> str:
             "once, in the gradients.")
 
 
-def pytorch_activations_line(recompute: Recompute) -> str:
-    """What a PyTorch-native stack's activations are planned as (``--train-stack pytorch``)."""
-    sac = ("Selective recompute as torchtitan's op-level policy runs it: each block keeps its input, the attention "
-           "output and every other matrix product's output (q, v, gate, down in a Llama block) and runs the rest "
-           "again, pointwise operations included. " if recompute == "selective" else "")
-    return (f"{sac}PyTorch-native loss: cross-entropy on the logits cast to fp32 outside the fused blocks, "
-            f"{mm.EAGER_LOSS_BYTES_PER_LOGIT} bytes a token and vocabulary entry at the start of the backward pass "
-            f"(the fp32 log-softmax it keeps, the loss gradient and the logits gradient) against the "
-            f"{mm.FUSED_LOSS_BYTES_PER_LOGIT} of a fused loss.")
+PYTORCH_SAC_LINE = (
+    "Selective recompute as torchtitan's op-level policy runs it: each block keeps its input, the attention output and "
+    "every other matrix product's output (q, v, gate, down in a Llama block) and runs the rest again, pointwise "
+    "operations included.")
 
 
 @lru_cache(maxsize=256)

@@ -18,6 +18,7 @@ from anchorgpu.planner import memory as mm
 from anchorgpu.planner.formats import WeightFormat, format_for_model, get_format, shipped_format
 from anchorgpu.planner.inputs import (
     ALL_LORA_TARGETS,
+    CROSS_ENTROPY_IMPLS,
     ENGINES,
     KV_CACHE_DTYPES,
     OFFLOADS,
@@ -93,6 +94,9 @@ def validate_workload(workload: Workload) -> None:
         raise InvalidWorkload(f"--train-precision {workload.train_precision!r}: choose {', '.join(TRAIN_PRECISIONS)}")
     if workload.train_stack != "megatron" and workload.train_stack not in TRAIN_STACKS:
         raise InvalidWorkload(f"--train-stack {workload.train_stack!r}: choose {' or '.join(TRAIN_STACKS)}")
+    if workload.cross_entropy is not None and (workload.cross_entropy not in CROSS_ENTROPY_IMPLS or workload.task != "train"):
+        raise InvalidWorkload(f"--cross-entropy {workload.cross_entropy!r}: one of {', '.join(CROSS_ENTROPY_IMPLS)}, and "
+                              f"for full training (--task train; fine-tuning keeps its measured loss terms)")
     _check_activation_offload(workload)
     if workload.optimizer not in OPTIMIZERS:
         raise InvalidWorkload(f"unknown optimizer {workload.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")

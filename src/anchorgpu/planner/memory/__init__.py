@@ -13,8 +13,7 @@ the environment.
 from __future__ import annotations
 
 from anchorgpu.planner.memory.activations import (
-    EAGER_LOSS_BYTES_PER_LOGIT,
-    FUSED_LOSS_BYTES_PER_LOGIT,
+    FP32_LOGITS_BYTES_PER_LOGIT,
     SAMPLER_BYTES_PER_SEQ_VOCAB,
     inference_activation_bytes,
     korthikanti_layer_activation_bytes,
@@ -75,8 +74,7 @@ __all__ = [
     "recurrent_state_bytes",
     "routed_expert_share",
     "sampler_activation_bytes",
-    "EAGER_LOSS_BYTES_PER_LOGIT",
-    "FUSED_LOSS_BYTES_PER_LOGIT",
+    "FP32_LOGITS_BYTES_PER_LOGIT",
     "SAMPLER_BYTES_PER_SEQ_VOCAB",
     "shard_share",
     "SSM_DEFAULT_LORA_TARGETS",

@@ -173,21 +173,17 @@ def _activation_shares(model: ModelSpec) -> tuple[float, float]:
     return shares
 
 
-FUSED_LOSS_BYTES_PER_LOGIT = 4
-"""fp32 logits for the loss, as Megatron counts them (``theoretical_memory_usage.py``): a fused, vocabulary-parallel
-cross-entropy."""
-
-EAGER_LOSS_BYTES_PER_LOGIT = 12
-"""A PyTorch-native loss, ``cross_entropy(logits.float(), labels)`` run outside the compiled blocks (torchtitan's
-``loss_fn``; transformers' eager loss): at the start of the backward pass, when every layer's activations are still
-held, the fp32 log-softmax kept for the backward pass, the loss gradient and the logits gradient, 4 bytes each a
-token and vocabulary entry. With the op-level selective policy it brings torchtitan's Llama 3.1 8B runs to within 3%
-of their measured peaks (tests/planner/test_op_sac_memory.py)."""
+FP32_LOGITS_BYTES_PER_LOGIT = 4
+"""The logits in fp32 and nothing else, as Megatron's ``theoretical_memory_usage.py`` counts them: the default of
+:func:`logits_bytes` and the base of fine-tuning's measured loss terms (``planner/data/finetune_memory.json`` adds
+their fp32 gradient). What full training's loss holds depends on its cross-entropy implementation
+(:mod:`anchorgpu.planner.memory.loss`: 6 bytes for Megatron-Core's own, 2 for Transformer Engine's, 12 for PyTorch's
+eager loss)."""
 
 
-def logits_bytes(*, s: int, b: int, vocab: int, t: int, bytes_per_logit: int = FUSED_LOSS_BYTES_PER_LOGIT) -> int:
-    """Logits for the loss: ``bytes_per_logit`` · s · b · V / t, 4 for fp32 logits (Megatron
-    ``theoretical_memory_usage.py``), :data:`EAGER_LOSS_BYTES_PER_LOGIT` for a PyTorch-native loss.
+def logits_bytes(*, s: int, b: int, vocab: int, t: int, bytes_per_logit: int = FP32_LOGITS_BYTES_PER_LOGIT) -> int:
+    """Logits for the loss: ``bytes_per_logit`` · s · b · V / t, 4 for fp32 logits alone (Megatron
+    ``theoretical_memory_usage.py``); a loss implementation's figure from :mod:`anchorgpu.planner.memory.loss`.
 
     >>> logits_bytes(s=512, b=1, vocab=128256, t=1)
     262668288
@@ -213,7 +209,7 @@ def op_sac_layer_activation_bytes(model: ModelSpec, *, s: int, b: int, t: int, s
 
 def training_activation_bytes(
     model: ModelSpec, *, s: int, b: int, tp: int, pp: int, sp: bool, recompute: Recompute, flash: bool = True,
-    op_sac: bool = False, loss_bytes_per_logit: int = FUSED_LOSS_BYTES_PER_LOGIT, fp8_linear_inputs: bool = False,
+    op_sac: bool = False, loss_bytes_per_logit: int = FP32_LOGITS_BYTES_PER_LOGIT, fp8_linear_inputs: bool = False,
     offloaded_layers: int = 0, stated: int | None = None,
 ) -> int:
     """Activations on the most-loaded GPU: the first pipeline stage holds L layers' worth.

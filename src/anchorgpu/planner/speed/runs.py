@@ -14,6 +14,8 @@ A static batch of ``batch`` equal requests prefilled together and then decoded t
 ``static_batch_output_tokens_per_s`` the batch's output tokens over that time.
 A training row with ``kind: "lora"`` trained low-rank adapters on a frozen model (timed as ``--task lora`` is);
 ``grad_bytes_per_value: 4`` marks one whose gradients were reduced in FP32 (FSDP's ``reduce_dtype``), twice the bytes.
+``cross_entropy`` names the loss's implementation where the run's recipe sets one other than its stack's default
+(``te``: Megatron-Bridge's recipes and performance scripts from r0.1.0, Transformer Engine's fused kernel).
 A benchmark that sent ``burst_requests`` equal requests at once is timed as that burst
 (``burst_output_tokens_per_s``: :func:`~anchorgpu.planner.speed.batching.burst_makespan_s`). ``host_overlap: false``
 marks an engine whose host work ran between GPU steps rather than beside them (vLLM 0.11, whose async scheduling was
@@ -151,7 +153,8 @@ def training_plan_of(r: dict[str, Any]) -> Any:
                  micro_batch=r["micro_batch"], recompute=r["recompute"], global_batch_tokens=r["global_batch_tokens"],
                  train_precision=TRAIN_PRECISION_OF[r["precision"]], grad_bytes_per_value=int(r.get("grad_bytes_per_value", 2)),
                  allow_long_context=True, train_stack=r.get("train_stack", "megatron"),
-                 offload_activation_layers=int(r.get("offload_activation_layers", 0)))
+                 offload_activation_layers=int(r.get("offload_activation_layers", 0)),
+                 cross_entropy=r.get("cross_entropy"))
     ep = int(r.get("ep", 1))
     return plan(_model(r), w, gpu=_as_measured(get_gpu(r["gpu"]), r), suggest=False, choose_layout=False,
                 layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=r["pp"], cp=r["cp"], dp=r["gpus"] // split,
