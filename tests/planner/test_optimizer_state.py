@@ -137,3 +137,21 @@ def test_the_cli_plans_the_state(capsys: Any) -> None:
     params = _model().params_total
     assert doc["breakdown"]["master_weights_bytes"] == BF16_BYTES * params
     assert plan_to_json(_train())["workload"]["optimizer_state"] == "fp32"
+
+
+@pytest.mark.parametrize("state", ["bf16-moments", "bf16"])
+def test_the_optimizer_step_reads_and_writes_the_state_it_keeps(state: str) -> None:
+    """The speed model's optimizer update is memory-bound: 16-bit state shortens it by the bytes it saves, read once
+    and written once; every other part of the step is the same."""
+    from anchorgpu.planner.speed.calibration import calibration
+    from anchorgpu.planner.speed.training import TrainLayout, training_step
+
+    lay = TrainLayout(gpus=8, tp=1, pp=1, dp=8, zero=1)
+    fp32, low = (training_step(_model(), get_gpu("h100"), lay, seq_tokens=2048, global_batch_tokens=2**20,
+                               optimizer_state=s).breakdown_s for s in ("fp32", state))
+    master, moments = STATE_BYTES[state]
+    fp32_master, fp32_moments = STATE_BYTES["fp32"]
+    fp32_traffic = calibration().optimizer_bytes_per_param  # master, m, v, read and written, beside grads and weights
+    traffic = fp32_traffic - 2 * (fp32_master + fp32_moments - master - moments)
+    assert low["optimizer"] == pytest.approx(fp32["optimizer"] * traffic / fp32_traffic, rel=1e-9)
+    assert {k: v for k, v in low.items() if k != "optimizer"} == {k: v for k, v in fp32.items() if k != "optimizer"}

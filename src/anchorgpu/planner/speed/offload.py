@@ -10,12 +10,14 @@ from anchorgpu.planner.speed.links import ACTIVATION_BYTES, host_kind, host_link
 __all__ = ["activation_offload_s", "host_optimizer_s", "parameter_fetch_s"]
 
 
-def host_optimizer_s(gpu: GpuSpec, cal: Calibration, local_params: float) -> float:
+def host_optimizer_s(gpu: GpuSpec, cal: Calibration, local_params: float, traffic_bytes_per_param: float | None = None,
+                     ) -> float:
     """One optimizer step run on the CPU with its state in host memory (ZeRO-Offload; FSDP's CPU offload): the
     memory-bound AdamW update of the GPU's ``local_params`` at its share of the host's memory bandwidth (stated:
     ``host_memory_gb_per_s_per_gpu``, x86 or Grace superchip), then the updated 16-bit parameters back over the host
     link (half the PCIe figure, or NVLink-C2C's). The gradients go down to the host during the backward pass, behind
-    it (ZeRO-Offload sends them as they are reduced), and are not counted.
+    it (ZeRO-Offload sends them as they are reduced), and are not counted. ``traffic_bytes_per_param``: the update's
+    memory traffic a parameter (None: the calibrated fp32-state figure, ``optimizer_bytes_per_param``).
 
     >>> from anchorgpu.hardware import get_gpu
     >>> from anchorgpu.planner.speed.calibration import calibration
@@ -28,7 +30,8 @@ def host_optimizer_s(gpu: GpuSpec, cal: Calibration, local_params: float) -> flo
     if local_params <= 0:
         return 0.0
     host = cal.host_memory_bytes_per_s[host_kind(gpu)]
-    return (local_params * cal.optimizer_bytes_per_param / host
+    traffic = cal.optimizer_bytes_per_param if traffic_bytes_per_param is None else traffic_bytes_per_param
+    return (local_params * traffic / host
             + local_params * ACTIVATION_BYTES / (host_link_bytes_per_s(gpu) * cal.link_efficiency))
 
 

@@ -113,7 +113,8 @@ def _train(run: Run, cal: Calibration) -> float:
                        cal=cal, attention_kernel=r.get("attention_kernel", "flash"), kind=r.get("kind", "full"),
                        grad_bytes_per_value=int(r.get("grad_bytes_per_value", 2)),
                        train_stack=r.get("train_stack", "megatron"),
-                       offload_activation_layers=int(r.get("offload_activation_layers", 0)))
+                       offload_activation_layers=int(r.get("offload_activation_layers", 0)),
+                       optimizer_state=r.get("optimizer_state", "fp32"))
     metric = run.metric
     if metric == "tokens_per_s_per_gpu":
         return st.tokens_per_s / lay.gpus

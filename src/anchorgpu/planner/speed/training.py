@@ -49,6 +49,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init, memo_on_frozen
 from anchorgpu.planner.memory.activations import keeps_fp8_input_copies, layer_activation_bytes
+from anchorgpu.planner.memory.model_states import OPTIMIZER_MOMENT_BYTES, OPTIMIZER_STATE_BYTES
 from anchorgpu.planner.pipeline_layout import PipelineLayout, busiest_rank_layers
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.context_parallel import context_parallel_s
@@ -193,6 +194,7 @@ def training_step(
     kind: TrainKind = "full", precision: str = "bf16", gpus_per_server: int = 8,
     network_bytes_per_s: float | None = None, grad_bytes_per_value: int = 2, cal: Calibration | None = None,
     attention_kernel: AttentionKernel = "flash", train_stack: str = "megatron", offload_activation_layers: int = 0,
+    optimizer_state: str = "fp32",
 ) -> TrainingStep:
     """Step time and throughput of one training layout (see the module docstring for the parts).
 
@@ -205,7 +207,7 @@ def training_step(
     b = _layout_terms(model, gpu, cal, lay.gpus, lay.tp, lay.pp, lay.cp, lay.dp, lay.ep, lay.zero, lay.virtual_stages,
                       lay.tp_overlap, lay.ep_overlap, seq_tokens, micro_batch, recompute, kind, precision,
                       gpus_per_server, network_bytes_per_s, grad_bytes_per_value, attention_kernel, lay.offload,
-                      train_stack, offload_activation_layers, lay.pipeline_layout)
+                      train_stack, offload_activation_layers, lay.pipeline_layout, optimizer_state)
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     breakdown = {
         "compute": m * b.compute_s, "tp_comm": m * b.tp_s, "pp_bubble": b.bubble_s,
@@ -255,6 +257,7 @@ def _compute_layout_terms(
     recompute: Recompute, kind: TrainKind, precision: str, gpus_per_server: int, network_bytes_per_s: float | None,
     grad_bytes_per_value: int, attention_kernel: AttentionKernel = "flash", offload: str = "none",
     train_stack: str = "megatron", offload_activation_layers: int = 0, pipeline_layout: PipelineLayout | None = None,
+    optimizer_state: str = "fp32",
 ) -> _LayoutTerms:
     lay = TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero, virtual_stages=virtual_stages,
                       tp_overlap=tp_overlap, ep_overlap=ep_overlap, offload=offload, pipeline_layout=pipeline_layout)
@@ -370,12 +373,13 @@ def _compute_layout_terms(
         pp_link = group_link(gpu, lay.gpus, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
         p2p_one = p2p_s(act_bytes / lay.tp, pp_link, efficiency=cal.link_efficiency)
 
-    # optimizer: memory-bound update of the local (sharded) parameters
+    # optimizer: memory-bound update of the local (sharded) parameters, its traffic by the state's precision
     local = dpt.local_params
+    traffic = optimizer_traffic_bytes_per_param(cal.optimizer_bytes_per_param, optimizer_state)
     if lay.offload != "none":  # the step on the CPU, and the updated 16-bit parameters sent back (--offload)
-        opt_s = host_optimizer_s(gpu, cal, local)
+        opt_s = host_optimizer_s(gpu, cal, local, traffic)
     else:
-        opt_s = local * cal.optimizer_bytes_per_param / (gpu.memory_bandwidth_bytes_per_s * k.decode_mbu)
+        opt_s = local * traffic / (gpu.memory_bandwidth_bytes_per_s * k.decode_mbu)
 
     return _LayoutTerms(
         choice=choice, model_flops_per_token=model_f, hardware_flops_per_token=hw_f, compute_s=compute_s, tp_s=tp_s,
@@ -384,6 +388,23 @@ def _compute_layout_terms(
 
 
 _layout_terms = memo_on_frozen(_compute_layout_terms, frozen=3)
+
+
+def optimizer_traffic_bytes_per_param(fp32_traffic_bytes: float, optimizer_state: str) -> float:
+    """The AdamW update's memory traffic a parameter with its state in the precision ``--optimizer-state`` names: the
+    calibrated fp32 figure (``optimizer_bytes_per_param``: master, m and v each read and written once, 2 x 12 of its
+    bytes, beside the gradient read and the 16-bit weight written) less what 16-bit state saves on both passes
+    (:data:`~anchorgpu.planner.memory.OPTIMIZER_STATE_BYTES`).
+
+    >>> [optimizer_traffic_bytes_per_param(32.0, state) for state in ("fp32", "bf16-moments", "bf16")]
+    [32.0, 24.0, 20.0]
+    """
+    if optimizer_state == "fp32":
+        return fp32_traffic_bytes
+    fp32_master, fp32_scale = OPTIMIZER_STATE_BYTES["fp32"]
+    master, scale = OPTIMIZER_STATE_BYTES[optimizer_state]
+    saved = (fp32_master - master) + OPTIMIZER_MOMENT_BYTES["adamw"] * (fp32_scale - scale)
+    return fp32_traffic_bytes - 2 * saved
 """What a step of a layout costs whatever its global batch, memoised on the (frozen) model, GPU and calibration by
 identity and the layout's counts and the step's settings by value: each plan of that layout (a sweep over batch
 sizes, a layout search, a repeated question) reuses it."""
