@@ -32,3 +32,9 @@ def test_the_api_plans_the_state_and_refuses_a_bad_one(client: TestClient, probl
     assert refused.status_code == 422
     detail = problem(refused)["detail"]
     assert "bf16-true already keeps no master copy" in detail and "\n" not in detail
+
+
+def test_recommend_refuses_a_bad_state_as_422(client: TestClient, problem: Any) -> None:
+    response = client.post("/v1/recommend", json={"model": MODEL, "task": "train", "optimizer_state": "fp8"})
+    assert response.status_code == 422
+    problem(response)

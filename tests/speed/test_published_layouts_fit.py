@@ -46,10 +46,11 @@ KNOWN_MISFITS: dict[str, str] = {
     # holds two copies of the parameters and (PP+1)/PP the activations of 1F1B. None is a planner mechanism:
     # --recompute selective keeps 49.7 bytes a token and hidden unit a layer (87.0 GiB, 108.5 in all), --recompute
     # moe 86.6 GiB in all, --offload-activations needs one stage; the report's scheme in the planner's terms keeps
-    # 14.9 (26.2 GiB of activations, about 48 GiB in all with its FP32 gradients, 65 with DualPipe's two copies)
+    # 14.9 (26.2 GiB of activations, about 48 GiB in all with its FP32 gradients, 65 with DualPipe's two copies).
+    # Its BF16 moments the planner can state (--optimizer-state bf16-moments): 1.3 GiB less, 107.1 in all, still over
     "DSV3-H800-PRETRAIN": ("fits with full recompute (README); needs the report's own scheme, which the planner cannot "
                            "state: RMSNorm and MLA up-projection recompute with FP8-cached product and SwiGLU inputs "
-                           "(26 GiB of activations in place of selective recompute's 87), BF16 moments, DualPipe"),
+                           "(26 GiB of activations in place of selective recompute's 87), DualPipe"),
 }
 TRAINING = [run for run in load_runs() if run.phase == "train"]
 
