@@ -1,13 +1,15 @@
 """State kept in host memory (``--offload``): the optimizer step run on the CPU, and the parameters fetched from the
-host in every micro-batch. Pure; stdlib only."""
+host in every micro-batch; and the optimizer step's memory traffic by the precision of its state (``--optimizer-state``).
+Pure; stdlib only."""
 
 from __future__ import annotations
 
 from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner.memory.model_states import OPTIMIZER_MOMENT_BYTES, OPTIMIZER_STATE_BYTES
 from anchorgpu.planner.speed.calibration import Calibration
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, host_kind, host_link_bytes_per_s
 
-__all__ = ["activation_offload_s", "host_optimizer_s", "parameter_fetch_s"]
+__all__ = ["activation_offload_s", "host_optimizer_s", "optimizer_traffic_bytes_per_param", "parameter_fetch_s"]
 
 
 def host_optimizer_s(gpu: GpuSpec, cal: Calibration, local_params: float, traffic_bytes_per_param: float | None = None,
@@ -67,3 +69,23 @@ def activation_offload_s(gpu: GpuSpec, cal: Calibration, *, offloaded_bytes: flo
     copy_s = offloaded_bytes / (host_link_bytes_per_s(gpu) * cal.link_efficiency)
     forward_s = compute_s / 3
     return max(0.0, copy_s - forward_s) + max(0.0, copy_s - (compute_s - forward_s))
+
+
+def optimizer_traffic_bytes_per_param(fp32_traffic_bytes: float, optimizer_state: str) -> float:
+    """The AdamW update's memory traffic a parameter with its state in the precision ``--optimizer-state`` names: the
+    calibrated fp32 figure (``optimizer_bytes_per_param``: master, m and v each read and written once, 2 x 12 of its
+    bytes, beside the gradient read and the 16-bit weight written) less what 16-bit state saves on both passes
+    (:data:`~anchorgpu.planner.memory.OPTIMIZER_STATE_BYTES`).
+
+    >>> [optimizer_traffic_bytes_per_param(32.0, state) for state in ("fp32", "bf16-moments", "bf16")]
+    [32.0, 24.0, 20.0]
+    """
+    if optimizer_state == "fp32":
+        return fp32_traffic_bytes
+    fp32_master, fp32_scale = OPTIMIZER_STATE_BYTES["fp32"]
+    master, scale = OPTIMIZER_STATE_BYTES[optimizer_state]
+    saved = (fp32_master - master) + OPTIMIZER_MOMENT_BYTES["adamw"] * (fp32_scale - scale)
+    return fp32_traffic_bytes - 2 * saved
+"""What a step of a layout costs whatever its global batch, memoised on the (frozen) model, GPU and calibration by
+identity and the layout's counts and the step's settings by value: each plan of that layout (a sweep over batch
+sizes, a layout search, a repeated question) reuses it."""

@@ -49,7 +49,6 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init, memo_on_frozen
 from anchorgpu.planner.memory.activations import keeps_fp8_input_copies, layer_activation_bytes
-from anchorgpu.planner.memory.model_states import OPTIMIZER_MOMENT_BYTES, OPTIMIZER_STATE_BYTES
 from anchorgpu.planner.pipeline_layout import PipelineLayout, busiest_rank_layers
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.context_parallel import context_parallel_s
@@ -77,7 +76,7 @@ from anchorgpu.planner.speed.links import (
     p2p_s,
     peak_for,
 )
-from anchorgpu.planner.speed.offload import activation_offload_s, host_optimizer_s
+from anchorgpu.planner.speed.offload import activation_offload_s, host_optimizer_s, optimizer_traffic_bytes_per_param
 from anchorgpu.planner.speed.pipeline import microbatches_for, pipeline_bubble_fraction, slowest_stage_layers
 
 __all__ = [
@@ -389,22 +388,3 @@ def _compute_layout_terms(
 
 _layout_terms = memo_on_frozen(_compute_layout_terms, frozen=3)
 
-
-def optimizer_traffic_bytes_per_param(fp32_traffic_bytes: float, optimizer_state: str) -> float:
-    """The AdamW update's memory traffic a parameter with its state in the precision ``--optimizer-state`` names: the
-    calibrated fp32 figure (``optimizer_bytes_per_param``: master, m and v each read and written once, 2 x 12 of its
-    bytes, beside the gradient read and the 16-bit weight written) less what 16-bit state saves on both passes
-    (:data:`~anchorgpu.planner.memory.OPTIMIZER_STATE_BYTES`).
-
-    >>> [optimizer_traffic_bytes_per_param(32.0, state) for state in ("fp32", "bf16-moments", "bf16")]
-    [32.0, 24.0, 20.0]
-    """
-    if optimizer_state == "fp32":
-        return fp32_traffic_bytes
-    fp32_master, fp32_scale = OPTIMIZER_STATE_BYTES["fp32"]
-    master, scale = OPTIMIZER_STATE_BYTES[optimizer_state]
-    saved = (fp32_master - master) + OPTIMIZER_MOMENT_BYTES["adamw"] * (fp32_scale - scale)
-    return fp32_traffic_bytes - 2 * saved
-"""What a step of a layout costs whatever its global batch, memoised on the (frozen) model, GPU and calibration by
-identity and the layout's counts and the step's settings by value: each plan of that layout (a sweep over batch
-sizes, a layout search, a repeated question) reuses it."""
