@@ -25,6 +25,11 @@ DeepSeek-V3's 61 layers run over virtual stages that divide neither them nor 63 
 PP 8 x VP 4): Megatron-Core states such a split with --pipeline-model-parallel-layout, and the five rows carry the
 layout they are planned with (``pipeline_layout``, its source in each row's note). Without it they were refused as
 bad input and listed here.
+
+NeMo 24.07's Llama 2 70B SFT on 16 H100 (TP 4 PP 4 VP 20, DP 1, FP8, no recompute) runs Apex's distributed_fused_adam
+with ``dtype: bf16`` (NeMo-Framework-Launcher ``launcher_scripts/conf/peft/llama/sft.yaml``, commit 0da9ad9c): a bf16
+parameter copy and bf16 moments, 6 bytes a parameter. Planned with fp32 master weights and moments (12) it came out at
+88.4 GiB of 80 and was listed here; its row now carries ``optimizer_state: bf16`` (``--optimizer-state bf16``).
 """
 
 from __future__ import annotations
@@ -41,16 +46,11 @@ KNOWN_MISFITS: dict[str, str] = {
     # holds two copies of the parameters and (PP+1)/PP the activations of 1F1B. None is a planner mechanism:
     # --recompute selective keeps 49.7 bytes a token and hidden unit a layer (87.0 GiB, 108.5 in all), --recompute
     # moe 86.6 GiB in all, --offload-activations needs one stage; the report's scheme in the planner's terms keeps
-    # 14.9 (26.2 GiB of activations, about 48 GiB in all with its FP32 gradients, 65 with DualPipe's two copies)
+    # 14.9 (26.2 GiB of activations, about 48 GiB in all with its FP32 gradients, 65 with DualPipe's two copies).
+    # Its BF16 moments the planner can state (--optimizer-state bf16-moments): 1.3 GiB less, 107.1 in all, still over
     "DSV3-H800-PRETRAIN": ("fits with full recompute (README); needs the report's own scheme, which the planner cannot "
                            "state: RMSNorm and MLA up-projection recompute with FP8-cached product and SwiGLU inputs "
-                           "(26 GiB of activations in place of selective recompute's 87), BF16 moments, DualPipe"),
-    # NeMo-Framework-Launcher examples/peft/llama/h100/70b_2node.sh (commit 97f45c18): this run, VP 20, no
-    # recompute, fp8_params; its conf/peft/llama/sft.yaml (commit 0da9ad9c): distributed_fused_adam, dtype bf16, so
-    # a bf16 parameter copy and bf16 moments, 6 bytes a parameter (24.3 GiB here, 48.5 planned): 62.9 GiB in all
-    "N24-L2-70B-SFT": ("one data-parallel rank holds the whole optimizer state; NeMo's SFT config keeps it in bf16 "
-                       "(distributed_fused_adam dtype: bf16, 6 bytes a parameter), which FP8 training here cannot "
-                       "state (fp32 master and moments, 12)"),
+                           "(26 GiB of activations in place of selective recompute's 87), DualPipe"),
 }
 TRAINING = [run for run in load_runs() if run.phase == "train"]
 
@@ -90,3 +90,17 @@ def test_megatron_fp8_runs_hold_their_weights_in_fp8(run_id: str) -> None:
     assert result.fits
     assert "low_precision_weight_copies_bytes" not in result.breakdown
     assert any("--fp8-param-gather" in line for line in result.assumptions)
+
+
+def test_nemo_llama_2_70b_sft_fits_with_its_bf16_optimizer_state() -> None:
+    """NeMo's SFT config keeps Apex's distributed Adam state in bf16 (6 bytes a parameter); with fp32 master weights
+    and moments (12) the same layout, one data-parallel rank holding the whole state, does not fit."""
+    row = next(run.row for run in TRAINING if run.id == "N24-L2-70B-SFT")
+    assert row["optimizer_state"] == "bf16"
+    published = training_plan_of(row)
+    assert published.fits
+    fp32 = training_plan_of({**row, "optimizer_state": "fp32"})
+    assert not fp32.fits
+    # the only difference is the optimizer's state: half the bytes (6 of 12 a parameter)
+    assert 2 * published.per_gpu.optimizer_bytes == pytest.approx(fp32.per_gpu.optimizer_bytes, rel=1e-6)
+    assert fp32.per_gpu.total_bytes - published.per_gpu.total_bytes > fp32.per_gpu.optimizer_bytes / 2

@@ -34,6 +34,7 @@ def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
         allow_long_context=request.allow_long_context, gpu_memory_utilization=request.gpu_memory_utilization,
         engine=engine, micro_batch=request.micro_batch, seq_tokens=request.seq, recompute=request.recompute, optimizer=request.optimizer,
         offload_activation_layers=request.offload_activation_layers,
+        optimizer_state=request.optimizer_state,
         lora_rank=request.lora_rank, lora_targets=tuple(dict.fromkeys(request.lora_targets)),
         resolution=_resolution(request.resolution), images=request.images, vae_tiling=request.vae_tiling,
         train_precision=request.train_precision, train_stack=resolve_train_stack(request.train_stack, request.recipe, request.task),
@@ -122,6 +123,7 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
                               "language model")
     workload = Workload(task=request.task, context_tokens=request.context, concurrency=request.concurrency,
                         micro_batch=request.micro_batch, seq_tokens=request.seq, train_precision=request.train_precision,
+                        optimizer_state=request.optimizer_state,
                         train_stack=resolve_train_stack(request.train_stack, request.recipe, request.task),
                         max_num_seqs=request.max_num_seqs, engine=resolve_engine(request.engine, request.recipe))
     if request.recipe is not None:

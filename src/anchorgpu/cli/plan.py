@@ -331,6 +331,7 @@ def plan_command(
     recompute: str | None = typer.Option(None, "--recompute", help="none | selective (the attention core; with --train-stack pytorch, torchtitan's op-level policy: every other product run again) | moe (a mixture of experts' MoE blocks) | full"),
     optimizer: str = typer.Option("adamw", "--optimizer", help="adamw | adamw-8bit | sgd | lion | adafactor"),
     train_precision: str = typer.Option("mixed", "--train-precision", help="mixed (fp32 master+moments) | bf16-true | fp8 | fp4 (FP8/FP4 products, Transformer Engine style)"),
+    optimizer_state: str = typer.Option("fp32", "--optimizer-state", help="AdamW's state under mixed/fp8/fp4 training (--task train): fp32 (fp32 master + moments, 12 B a parameter) | bf16-moments (fp32 master, bf16 moments, 8 B: Megatron-Core's precision-aware optimizer) | bf16 (bf16 master + moments, 6 B: Apex distributed_fused_adam dtype bf16, NeMo SFT)."),
     train_stack: str | None = typer.Option(None, "--train-stack", help="Training software the plan is for (speed and memory): megatron (Megatron-Core/NeMo, fused kernels) | pytorch (torchtitan, FSDP scripts, OLMo-core, llm-foundry); default pytorch with --task qlora or --recipe torchrun-fsdp, deepspeed or accelerate, else megatron."),
     cross_entropy: str | None = typer.Option(None, "--cross-entropy", help="Full training's loss, for its memory: unfused (Megatron-Core's default) | native (--cross-entropy-fusion-impl native) | te (Transformer Engine's fused kernel, Megatron-Bridge's 2025-26 recipes) | eager (PyTorch's fp32 cross_entropy); default unfused on megatron, eager on pytorch."),
     lora_rank: int = typer.Option(16, "--lora-rank", help="LoRA rank r."),
@@ -381,6 +382,7 @@ def plan_command(
         seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute,  # type: ignore[arg-type]
         offload_activation_layers=offload_activations,
         optimizer=optimizer,  # type: ignore[arg-type]
+        optimizer_state=optimizer_state,  # type: ignore[arg-type]  # validated by the planner with a one-line reason
         train_precision=train_precision if train_precision in ("mixed", "bf16-true", "fp8", "fp4") else _bad(  # type: ignore[arg-type]
             f"--train-precision {train_precision!r}: choose mixed, bf16-true, fp8 or fp4"),
         train_stack=resolve_train_stack(train_stack if train_stack in (None, "megatron", "pytorch") else _bad(

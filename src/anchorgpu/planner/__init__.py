@@ -18,6 +18,7 @@ from anchorgpu.planner.formats import WEIGHT_FORMATS, WeightFormat, get_format
 from anchorgpu.planner.inputs import (
     KV_CACHE_DTYPES,
     OFFLOADS,
+    OPTIMIZER_STATES,
     OPTIMIZERS,
     RECOMPUTES,
     TASKS,
@@ -33,6 +34,7 @@ from anchorgpu.planner.warnings import WARNING_CODES, PlanWarning, WarningCode
 __all__ = [
     "KV_CACHE_DTYPES",
     "OFFLOADS",
+    "OPTIMIZER_STATES",
     "OPTIMIZERS",
     "RECOMPUTES",
     "TASKS",

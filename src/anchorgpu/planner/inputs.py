@@ -31,6 +31,7 @@ __all__ = [
     "KV_CACHE_DTYPES",
     "OFFLOADS",
     "OPTIMIZERS",
+    "OPTIMIZER_STATES",
     "RECOMPUTES",
     "TASKS",
     "DEFAULT_CONTEXT_CAP_TOKENS",
@@ -41,6 +42,7 @@ __all__ = [
     "Layout",
     "Offload",
     "Optimizer",
+    "OptimizerState",
     "Overheads",
     "PrecisionPlan",
     "Recompute",
@@ -77,6 +79,13 @@ def recompute_ladder(is_moe: bool) -> tuple[Recompute, ...]:
     return RECOMPUTES if is_moe else tuple(rc for rc in RECOMPUTES if rc != "moe")
 Optimizer = Literal["adamw", "adamw-8bit", "sgd", "lion", "adafactor"]
 OPTIMIZERS: tuple[Optimizer, ...] = ("adamw", "adamw-8bit", "sgd", "lion", "adafactor")
+OptimizerState = Literal["fp32", "bf16-moments", "bf16"]
+OPTIMIZER_STATES: tuple[OptimizerState, ...] = ("fp32", "bf16-moments", "bf16")
+"""The precision of AdamW's state under mixed, FP8 or FP4 training (``--optimizer-state``): ``fp32`` master weights and
+moments (the default, ZeRO's 12 bytes a parameter), ``bf16-moments`` (fp32 master, bf16 moments: Megatron-Core's
+precision-aware optimizer with ``--exp-avg-dtype bf16 --exp-avg-sq-dtype bf16``, DeepSeek-V3), ``bf16`` (a bf16 master
+copy and bf16 moments: Apex's ``distributed_fused_adam`` with ``dtype: bf16``, NeMo's SFT configs). Bytes and sources in
+:data:`anchorgpu.planner.memory.model_states.OPTIMIZER_STATE_BYTES`."""
 Offload = Literal["none", "optimizer", "params"]
 OFFLOADS: tuple[Offload, ...] = ("none", "optimizer", "params")
 TrainPrecision = Literal["mixed", "bf16-true", "fp8", "fp4"]
@@ -118,7 +127,8 @@ class Workload:
     Training (train/lora/qlora): ``micro_batch`` sequences of ``seq_tokens`` per GPU step (``None``: chosen
     with the layout, else 1); ``global_batch_tokens`` per optimizer step (gradient accumulation follows).
     ``train_precision``: ``mixed`` (BF16 compute, fp32 master and moments), ``bf16-true``, ``fp8`` (FP8
-    matrix products as Transformer Engine runs them, with its FP8 weight copies) or ``fp4``.
+    matrix products as Transformer Engine runs them, with its FP8 weight copies) or ``fp4``; ``optimizer_state``: the
+    precision of their AdamW master weights and moments (:data:`OPTIMIZER_STATES`, full training only).
     Diffusion: ``resolution`` (width, height) in pixels, ``images`` per batch, ``vae_tiling``.
     Serving ``engine``: ``vllm`` (``gpu_memory_utilization`` is the share of each GPU's memory the engine may take)
     or ``trtllm`` (it is the share of the memory left free after the weights and the profiling pass that the KV
@@ -147,6 +157,7 @@ class Workload:
     train_stack: TrainStack = "megatron"  # which training software runs the step: its speed and what it holds
     cross_entropy: CrossEntropy | None = None  # the loss's implementation (full training); None: the stack's default
     train_precision: TrainPrecision = "mixed"  # mixed: fp32 master + fp32 moments; bf16-true: none of that
+    optimizer_state: OptimizerState = "fp32"  # AdamW's master and moments under mixed/fp8/fp4 (OPTIMIZER_STATES)
     grad_bytes_per_value: int = 2  # 2 as in ZeRO's accounting; 4 for Megatron's fp32 gradient buffers
     lora_rank: int = 16
     lora_targets: tuple[str, ...] = ALL_LORA_TARGETS

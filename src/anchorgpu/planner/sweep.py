@@ -283,7 +283,8 @@ def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec
                     micro_batch=micro, global_batch_tokens=batch, recompute=rc_ij,
                     kind=kind, precision=precision, gpus_per_server=shape.gpus_per_server,
                     network_bytes_per_s=shape.network_bytes_per_s, train_stack=w.train_stack,
-                    offload_activation_layers=w.offload_activation_layers).tokens_per_s
+                    offload_activation_layers=w.offload_activation_layers,
+                    optimizer_state=w.optimizer_state).tokens_per_s
             tps[i, j] = speed_cache[speed_key]
     shape2 = (n_l, n_w)
     time_s = spec.train_tokens / tps if spec.train_tokens else np.full(shape2, np.nan)

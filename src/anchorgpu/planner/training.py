@@ -72,10 +72,10 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     breakdown: dict[str, int] = {}
     if w.task == "train":
         states = _full_training_states(model, fmt, lay.tp, lay.pp, lay.ep, lay.dp, lay.cp, lay.zero, lay.offload,
-                                       w.optimizer, mixed, w.grad_bytes_per_value, stated)
+                                       w.optimizer, mixed, w.grad_bytes_per_value, stated, w.optimizer_state)
         weights, weight_terms, grads, master, moments, checkpoint, rest_gpu, expert_gpu, shards, expert_dp = states
         breakdown.update(weight_terms)
-        assumptions.append(_MIXED_LINE if mixed else _BF16_TRUE_LINE)
+        assumptions.append(_BF16_TRUE_LINE if not mixed else OPTIMIZER_STATE_LINES[w.optimizer_state])
     else:
         weights = weights_bytes(model, fmt, lay, breakdown)
         params_gpu = _params_per_gpu(model, lay.tp, lay.pp, lay.ep, stated)
@@ -146,14 +146,15 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         # 16-bit copy (weights_bytes, counted at two bytes, is already their size); fp32 master and moments as before
         assumptions.append("FP8 training as Megatron-Core runs it with FP8 parameters (--fp8-param-gather, set by NeMo's "
                            "and Megatron-Bridge's FP8 recipes): the weights held in FP8 with their transposes for the "
-                           "backward pass (2 bytes a parameter, in place of the 16-bit weights), fp32 master weights "
-                           "and moments in the optimizer as in mixed precision. A stack that keeps 16-bit weights "
+                           "backward pass (2 bytes a parameter, in place of the 16-bit weights), "
+                           + _STATE_WORDS[w.optimizer_state] + " in the optimizer as in mixed precision. A stack that keeps 16-bit weights "
                            "and caches FP8 copies beside them holds 2 bytes a parameter more.")
     elif w.train_precision == "fp4" and w.task == "train":
         low = math.ceil(rest_gpu / (shards if lay.zero == 3 else 1) + expert_gpu / (expert_dp if lay.zero == 3 else 1))
         breakdown["low_precision_weight_copies_bytes"] = low
         weights += low
-        assumptions.append("FP4 training as Transformer Engine runs it: 16-bit weights and fp32 master/moments as in "
+        assumptions.append("FP4 training as Transformer Engine runs it: 16-bit weights and "
+                           + _STATE_WORDS[w.optimizer_state].replace(" weights and ", "/") + " as in "
                            "mixed precision, plus FP4 copies of the weights for the matrix products.")
     if fp8_inputs:
         assumptions.append(FP8_ACTIVATIONS_LINE)
@@ -186,20 +187,33 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
                           else evolve(w, seq_tokens=seq, recompute=recompute, micro_batch=micro_batch))
 
 
-_MIXED_LINE = ("Mixed precision: 16-bit weights and gradients, fp32 master weights and optimizer moments "
-               "(ZeRO's 2 + 2 + 12 bytes per parameter with AdamW).")
+OPTIMIZER_STATE_LINES: dict[str, str] = {
+    "fp32": ("Mixed precision: 16-bit weights and gradients, fp32 master weights and optimizer moments "
+             "(ZeRO's 2 + 2 + 12 bytes per parameter with AdamW)."),
+    "bf16-moments": ("Mixed precision with bf16 optimizer moments (--optimizer-state bf16-moments: Megatron-Core's "
+                     "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16, DeepSeek-V3): "
+                     "16-bit weights and gradients, fp32 master weights, AdamW's two moments in bf16 "
+                     "(2 + 2 + 4 + 4 bytes per parameter)."),
+    "bf16": ("Mixed precision with the optimizer state in bf16 (--optimizer-state bf16: Apex's distributed_fused_adam "
+             "with dtype bf16, as NeMo's SFT configs run it): 16-bit weights and gradients, a bf16 master copy and "
+             "AdamW's two moments in bf16 (2 + 2 + 2 + 4 bytes per parameter)."),
+}
+"""The assumption line for a mixed-precision (mixed, FP8, FP4) run's optimizer state, by ``--optimizer-state``."""
+_STATE_WORDS = {"fp32": "fp32 master weights and moments", "bf16-moments": "fp32 master weights and bf16 moments",
+                "bf16": "bf16 master weights and moments"}
 _BF16_TRUE_LINE = "bf16-true training: no fp32 master copy; optimizer moments kept in bf16."
 
 
 @partial(memo_on_frozen, frozen=2)
 def _full_training_states(model: ModelSpec, fmt: WeightFormat, tp: int, pp: int, ep: int, dp: int, cp: int, zero: int,
                           offload: str, optimizer: str, mixed: bool, grad_bytes_per_value: int,
-                          stated: int | None = None,
+                          stated: int | None = None, optimizer_state: str = "fp32",
                           ) -> tuple[int, dict[str, int], int, int, int, int, float, float, int, int]:
     """Full training's model states on one GPU of a layout (weights, the breakdown's weight terms, gradients, master
     weights, optimizer moments) and the checkpoint's bytes, then the parameters they are counted from (the rest's and
     the routed experts' on the GPU, and the GPUs each is sharded over); ``stated`` is the busiest rank's layers of an
-    explicit pipeline layout (None: ceil(L/p)). They depend on the (frozen) model and weight
+    explicit pipeline layout (None: ceil(L/p)); ``optimizer_state`` the precision of a mixed-precision run's master
+    weights and moments (:data:`~anchorgpu.planner.memory.OPTIMIZER_STATE_BYTES`). They depend on the (frozen) model and weight
     format, the layout's counts and the optimizer's settings only: memoised on them, so every plan of that layout (a
     sweep over batch sizes, a layout search) reuses them. The terms are shared: read them, never change them."""
     weights, terms = layout_weights_bytes(model, fmt, tp, pp, ep, dp, cp, zero, offload, stated)
@@ -211,20 +225,23 @@ def _full_training_states(model: ModelSpec, fmt: WeightFormat, tp: int, pp: int,
     expert_dp = mm.expert_data_parallel(tp=tp, dp=dp, cp=cp, ep=ep)
     shards = dp * cp  # the rest's ZeRO states split over DP x CP (context-parallel ranks hold the same weights)
     rest_gpu = params_gpu - expert_gpu
-    moment_scale = 1.0 if mixed or optimizer == "adamw-8bit" else 0.5
+    master_bytes, moment_scale = mm.OPTIMIZER_STATE_BYTES[optimizer_state]
+    if not mixed and optimizer != "adamw-8bit":  # bf16-true: moments in the parameters' bf16
+        moment_scale = 0.5
     shapes: list[tuple[int, int, int]] = []  # only Adafactor reads them: it factors every 2-D tensor
     if optimizer == "adafactor":
         shapes = [(g.count, g.d_in, g.d_out) for g in model.linear_groups]
         shapes += [(1, model.vocab_size, model.hidden_size)] * ((model.params.embeddings > 0) + (model.params.head > 0))
     grads = (mm.gradient_bytes(rest_gpu, bytes_per_value=grad_bytes_per_value, zero=zero, dp=shards)
              + mm.gradient_bytes(expert_gpu, bytes_per_value=grad_bytes_per_value, zero=zero, dp=expert_dp))
-    master = (mm.master_weight_bytes(rest_gpu, mixed_precision=mixed, zero=zero, dp=shards)
-              + mm.master_weight_bytes(expert_gpu, mixed_precision=mixed, zero=zero, dp=expert_dp))
+    master = (mm.master_weight_bytes(rest_gpu, mixed_precision=mixed, zero=zero, dp=shards, bytes_per_value=master_bytes)
+              + mm.master_weight_bytes(expert_gpu, mixed_precision=mixed, zero=zero, dp=expert_dp,
+                                       bytes_per_value=master_bytes))
     moments = math.ceil(sum(
         held / max(1, params_total) * mm.optimizer_moment_bytes(
             params_total, optimizer=optimizer, zero=zero, dp=group, moment_scale=moment_scale, matrix_shapes=shapes)
         for held, group in ((rest_gpu, shards), (expert_gpu, expert_dp)) if held))
-    checkpoint = params_total * 2 + (4 * params_total if mixed else 0) + mm.optimizer_moment_bytes(
+    checkpoint = params_total * 2 + (master_bytes * params_total if mixed else 0) + mm.optimizer_moment_bytes(
         params_total, optimizer=optimizer, zero=0, dp=1, moment_scale=moment_scale, matrix_shapes=shapes)
     return weights, terms, grads, master, moments, checkpoint, rest_gpu, expert_gpu, shards, expert_dp
 

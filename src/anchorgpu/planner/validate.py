@@ -22,6 +22,7 @@ from anchorgpu.planner.inputs import (
     ENGINES,
     KV_CACHE_DTYPES,
     OFFLOADS,
+    OPTIMIZER_STATES,
     OPTIMIZERS,
     RECOMPUTES,
     TASKS,
@@ -100,6 +101,8 @@ def validate_workload(workload: Workload) -> None:
     _check_activation_offload(workload)
     if workload.optimizer not in OPTIMIZERS:
         raise InvalidWorkload(f"unknown optimizer {workload.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
+    if workload.optimizer_state != "fp32":
+        _check_optimizer_state(workload)
     targets = workload.lora_targets
     if targets is not ALL_LORA_TARGETS and (not targets or not _LORA_TARGETS.issuperset(targets)):  # the default: valid
         raise InvalidWorkload(
@@ -111,6 +114,25 @@ def validate_workload(workload: Workload) -> None:
     if workload.task != "inference" and (workload.images_per_request or workload.image_resolution is not None):
         raise InvalidWorkload("--images-per-request/--image-resolution size serving requests (task inference), "
                               f"not task {workload.task}")
+
+
+def _check_optimizer_state(workload: Workload) -> None:
+    """Refuse an ``--optimizer-state`` other than fp32 where it names nothing the plan holds: an unknown value, a task
+    other than full training (LoRA's adapters keep the state the precision says), an optimizer other than AdamW (the
+    precision-aware optimizer and Apex's distributed Adam are Adam only), or bf16-true training, which keeps no master
+    copy and its moments in bf16 already."""
+    state = workload.optimizer_state
+    if state not in OPTIMIZER_STATES:
+        raise InvalidWorkload(f"--optimizer-state {state!r}: choose {', '.join(OPTIMIZER_STATES)}")
+    if workload.task != "train":
+        raise InvalidWorkload(f"--optimizer-state {state} sets full training's AdamW state (--task train), not task "
+                              f"{workload.task}")
+    if workload.optimizer != "adamw":
+        raise InvalidWorkload(f"--optimizer-state {state} is AdamW's state (Megatron-Core's precision-aware optimizer, "
+                              f"Apex's distributed Adam), not --optimizer {workload.optimizer}")
+    if workload.train_precision == "bf16-true":
+        raise InvalidWorkload(f"--optimizer-state {state} with --train-precision bf16-true: bf16-true already keeps "
+                              "no master copy and bf16 moments; use one or the other")
 
 
 def _check_activation_offload(workload: Workload) -> None:

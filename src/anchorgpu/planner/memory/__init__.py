@@ -35,6 +35,7 @@ from anchorgpu.planner.memory.kv import (
 from anchorgpu.planner.memory.model_states import (
     FUSED_LORA_TARGETS,
     OPTIMIZER_MOMENT_BYTES,
+    OPTIMIZER_STATE_BYTES,
     RECURRENT_LORA_TARGETS,
     SSM_DEFAULT_LORA_TARGETS,
     adapter_params,
@@ -68,6 +69,7 @@ __all__ = [
     "moe_block_activation_share",
     "op_sac_layer_activation_bytes",
     "OPTIMIZER_MOMENT_BYTES",
+    "OPTIMIZER_STATE_BYTES",
     "optimizer_moment_bytes",
     "prefill_activation_bytes",
     "RECURRENT_LORA_TARGETS",

@@ -114,15 +114,43 @@ def gradient_bytes(params: float, *, bytes_per_value: int, zero: int, dp: int) -
     return math.ceil(params * bytes_per_value * zero_fraction(zero=zero, stage_from=2, dp=dp))
 
 
-def master_weight_bytes(params: float, *, mixed_precision: bool, zero: int, dp: int) -> int:
-    """fp32 master copy in mixed precision: 4 · params / N at ZeRO >= 1; none in pure bf16 training.
+def master_weight_bytes(params: float, *, mixed_precision: bool, zero: int, dp: int, bytes_per_value: int = 4) -> int:
+    """Master copy in mixed precision: ``bytes_per_value`` (4: fp32; 2: a bf16 copy, see
+    :data:`OPTIMIZER_STATE_BYTES`) · params / N at ZeRO >= 1; none in pure bf16 training.
 
     >>> master_weight_bytes(1_000, mixed_precision=True, zero=1, dp=4)
     1000
+    >>> master_weight_bytes(1_000, mixed_precision=True, zero=1, dp=4, bytes_per_value=2)
+    500
     """
     if not mixed_precision:
         return 0
-    return math.ceil(4 * params * zero_fraction(zero=zero, stage_from=1, dp=dp))
+    return math.ceil(bytes_per_value * params * zero_fraction(zero=zero, stage_from=1, dp=dp))
+
+
+OPTIMIZER_STATE_BYTES: dict[str, tuple[int, float]] = {"fp32": (4, 1.0), "bf16-moments": (4, 0.5), "bf16": (2, 0.5)}
+"""AdamW's state under mixed, FP8 or FP4 training by ``--optimizer-state``: (master-weight bytes a parameter, the
+moments' share of :data:`OPTIMIZER_MOMENT_BYTES`, i.e. 1.0 for fp32 moments and 0.5 for 16-bit ones).
+
+* ``fp32``: fp32 master weights and moments, 4 + 8 = 12 bytes a parameter (ZeRO, Rajbhandari et al. 2020).
+* ``bf16-moments``: fp32 master weights, bf16 moments, 4 + 4 = 8. Megatron-Core's precision-aware optimizer
+  (``--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16``, ``--main-params-dtype fp32``;
+  NVIDIA/Megatron-LM ``megatron/core/optimizer/optimizer_config.py``, commit
+  0075637cdbb05f45fe6f7a96e008d64237698907: ``main_params_dtype``, ``exp_avg_dtype``, ``exp_avg_sq_dtype``, Adam and
+  the distributed optimizer only) and DeepSeek-V3 (arXiv:2412.19437 section 3.3.3: BF16 moments, FP32 master weights
+  and gradients). Megatron-Core's ``store_param_remainders`` (on by default with Transformer Engine 2.1+ and BF16
+  parameters) keeps only the 16 bits of the fp32 master the BF16 weight lacks; not modelled, so this counts 2 bytes a
+  parameter more than such a run holds.
+* ``bf16``: a bf16 master copy and bf16 moments, 2 + 4 = 6. Apex's ``DistributedFusedAdam`` with ``dtype`` bf16 keeps
+  its parameter shard (``store_params``) and both moments in that dtype (NVIDIA/apex
+  ``apex/contrib/optimizers/distributed_fused_adam.py``, commit d571f3ee2cda914d7048843c4ff4ef717d03ba35,
+  ``StateBucket``); NeMo's SFT config runs it so (NVIDIA/NeMo-Framework-Launcher
+  ``launcher_scripts/conf/peft/llama/sft.yaml``, commit 0da9ad9c5bf59eafdd2ba6eb4be1893a6f5ef947: ``optim.name:
+  distributed_fused_adam``, ``dtype: bf16``).
+
+>>> {state: master + OPTIMIZER_MOMENT_BYTES["adamw"] * scale for state, (master, scale) in OPTIMIZER_STATE_BYTES.items()}
+{'fp32': 12.0, 'bf16-moments': 8.0, 'bf16': 6.0}
+"""
 
 
 OPTIMIZER_MOMENT_BYTES: dict[str, int] = {"adamw": 8, "adamw-8bit": 2, "sgd": 4, "lion": 4}

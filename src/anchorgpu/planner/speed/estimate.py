@@ -103,7 +103,8 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
                        global_batch_tokens=max(batch, lay.dp * (w.micro_batch or 1) * seq),
                        recompute=w.recompute or "none", kind=kind, precision=precision,
                        gpus_per_server=SERVER_GPUS, grad_bytes_per_value=w.grad_bytes_per_value, cal=cal,
-                       train_stack=w.train_stack, offload_activation_layers=w.offload_activation_layers)
+                       train_stack=w.train_stack, offload_activation_layers=w.offload_activation_layers,
+                       optimizer_state=w.optimizer_state)
     put_rate(out, "train_tokens_per_s", st.tokens_per_s, st.ceiling_tokens_per_s, band)
     put_rate(out, "train_tflops_per_gpu", st.tflops_per_gpu, st.peak_flops_per_s / 1e12, band)
     put_rate(out, "train_mfu", st.mfu, 1.0, band)
@@ -165,7 +166,8 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
                              global_batch_tokens=larger, recompute=w.recompute or "none", kind=kind,
                              precision=precision, gpus_per_server=SERVER_GPUS,
                              grad_bytes_per_value=w.grad_bytes_per_value, cal=cal, train_stack=w.train_stack,
-                             offload_activation_layers=w.offload_activation_layers)
+                             offload_activation_layers=w.offload_activation_layers,
+                             optimizer_state=w.optimizer_state)
         assumptions.append(larger_batch_line(st.tokens_per_step, st.microbatches, idle_s / st.step_s, larger,
                                              wide.tokens_per_s, st.tokens_per_s))
     assumptions.extend(ctx.caveats)

@@ -145,7 +145,8 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
         return training_step(model, gpu, lay, seq_tokens=seq, micro_batch=mb,
                              global_batch_tokens=max(batch, lay.dp * mb * seq), recompute=rc, kind=kind,
                              precision=prec, cal=cal, train_stack=w.train_stack,
-                             offload_activation_layers=w.offload_activation_layers).tokens_per_s
+                             offload_activation_layers=w.offload_activation_layers,
+                             optimizer_state=w.optimizer_state).tokens_per_s
 
     for _, _, lay, mb, rc in _fastest_first(candidates, speed):
         layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep if lay.ep > 1 else given.ep, cp=lay.cp,

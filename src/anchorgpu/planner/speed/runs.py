@@ -115,7 +115,8 @@ def _train(run: Run, cal: Calibration) -> float:
                        cal=cal, attention_kernel=r.get("attention_kernel", "flash"), kind=r.get("kind", "full"),
                        grad_bytes_per_value=int(r.get("grad_bytes_per_value", 2)),
                        train_stack=r.get("train_stack", "megatron"),
-                       offload_activation_layers=int(r.get("offload_activation_layers", 0)))
+                       offload_activation_layers=int(r.get("offload_activation_layers", 0)),
+                       optimizer_state=r.get("optimizer_state", "fp32"))
     metric = run.metric
     if metric == "tokens_per_s_per_gpu":
         return st.tokens_per_s / lay.gpus
@@ -154,7 +155,7 @@ def training_plan_of(r: dict[str, Any]) -> Any:
                  train_precision=TRAIN_PRECISION_OF[r["precision"]], grad_bytes_per_value=int(r.get("grad_bytes_per_value", 2)),
                  allow_long_context=True, train_stack=r.get("train_stack", "megatron"),
                  offload_activation_layers=int(r.get("offload_activation_layers", 0)),
-                 cross_entropy=r.get("cross_entropy"))
+                 cross_entropy=r.get("cross_entropy"), optimizer_state=r.get("optimizer_state", "fp32"))
     ep = int(r.get("ep", 1))
     return plan(_model(r), w, gpu=_as_measured(get_gpu(r["gpu"]), r), suggest=False, choose_layout=False,
                 layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=r["pp"], cp=r["cp"], dp=r["gpus"] // split,

@@ -76,7 +76,7 @@ from anchorgpu.planner.speed.links import (
     p2p_s,
     peak_for,
 )
-from anchorgpu.planner.speed.offload import activation_offload_s, host_optimizer_s
+from anchorgpu.planner.speed.offload import activation_offload_s, host_optimizer_s, optimizer_traffic_bytes_per_param
 from anchorgpu.planner.speed.pipeline import microbatches_for, pipeline_bubble_fraction, slowest_stage_layers
 
 __all__ = [
@@ -193,6 +193,7 @@ def training_step(
     kind: TrainKind = "full", precision: str = "bf16", gpus_per_server: int = 8,
     network_bytes_per_s: float | None = None, grad_bytes_per_value: int = 2, cal: Calibration | None = None,
     attention_kernel: AttentionKernel = "flash", train_stack: str = "megatron", offload_activation_layers: int = 0,
+    optimizer_state: str = "fp32",
 ) -> TrainingStep:
     """Step time and throughput of one training layout (see the module docstring for the parts).
 
@@ -205,7 +206,7 @@ def training_step(
     b = _layout_terms(model, gpu, cal, lay.gpus, lay.tp, lay.pp, lay.cp, lay.dp, lay.ep, lay.zero, lay.virtual_stages,
                       lay.tp_overlap, lay.ep_overlap, seq_tokens, micro_batch, recompute, kind, precision,
                       gpus_per_server, network_bytes_per_s, grad_bytes_per_value, attention_kernel, lay.offload,
-                      train_stack, offload_activation_layers, lay.pipeline_layout)
+                      train_stack, offload_activation_layers, lay.pipeline_layout, optimizer_state)
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     breakdown = {
         "compute": m * b.compute_s, "tp_comm": m * b.tp_s, "pp_bubble": b.bubble_s,
@@ -255,6 +256,7 @@ def _compute_layout_terms(
     recompute: Recompute, kind: TrainKind, precision: str, gpus_per_server: int, network_bytes_per_s: float | None,
     grad_bytes_per_value: int, attention_kernel: AttentionKernel = "flash", offload: str = "none",
     train_stack: str = "megatron", offload_activation_layers: int = 0, pipeline_layout: PipelineLayout | None = None,
+    optimizer_state: str = "fp32",
 ) -> _LayoutTerms:
     lay = TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero, virtual_stages=virtual_stages,
                       tp_overlap=tp_overlap, ep_overlap=ep_overlap, offload=offload, pipeline_layout=pipeline_layout)
@@ -370,12 +372,13 @@ def _compute_layout_terms(
         pp_link = group_link(gpu, lay.gpus, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
         p2p_one = p2p_s(act_bytes / lay.tp, pp_link, efficiency=cal.link_efficiency)
 
-    # optimizer: memory-bound update of the local (sharded) parameters
+    # optimizer: memory-bound update of the local (sharded) parameters, its traffic by the state's precision
     local = dpt.local_params
+    traffic = optimizer_traffic_bytes_per_param(cal.optimizer_bytes_per_param, optimizer_state)
     if lay.offload != "none":  # the step on the CPU, and the updated 16-bit parameters sent back (--offload)
-        opt_s = host_optimizer_s(gpu, cal, local)
+        opt_s = host_optimizer_s(gpu, cal, local, traffic)
     else:
-        opt_s = local * cal.optimizer_bytes_per_param / (gpu.memory_bandwidth_bytes_per_s * k.decode_mbu)
+        opt_s = local * traffic / (gpu.memory_bandwidth_bytes_per_s * k.decode_mbu)
 
     return _LayoutTerms(
         choice=choice, model_flops_per_token=model_f, hardware_flops_per_token=hw_f, compute_s=compute_s, tp_s=tp_s,
@@ -384,6 +387,4 @@ def _compute_layout_terms(
 
 
 _layout_terms = memo_on_frozen(_compute_layout_terms, frozen=3)
-"""What a step of a layout costs whatever its global batch, memoised on the (frozen) model, GPU and calibration by
-identity and the layout's counts and the step's settings by value: each plan of that layout (a sweep over batch
-sizes, a layout search, a repeated question) reuses it."""
+
