@@ -43,11 +43,11 @@ KNOWN_MISFITS: dict[str, str] = {
     # DeepSeek-V3 report (arXiv:2412.19437): 3.2.3 recomputes every RMSNorm and the MLA up-projections, 3.3.3 caches
     # the products' inputs in FP8 (the attention output once, in E5M6) and the MoE SwiGLU's inputs in FP8, recomputing
     # its output, keeps the AdamW moments in BF16 beside FP32 master weights and FP32 gradients, and 3.2.1's DualPipe
-    # holds two copies of the parameters and (PP+1)/PP the activations of 1F1B. None is a planner mechanism:
+    # holds two copies of the parameters and (PP+1)/PP the activations of 1F1B. Only the moments are a planner mechanism:
     # --recompute selective keeps 49.7 bytes a token and hidden unit a layer (87.0 GiB, 108.5 in all), --recompute
     # moe 86.6 GiB in all, --offload-activations needs one stage; the report's scheme in the planner's terms keeps
     # 14.9 (26.2 GiB of activations, about 48 GiB in all with its FP32 gradients, 65 with DualPipe's two copies).
-    # Its BF16 moments the planner can state (--optimizer-state bf16-moments): 1.3 GiB less, 107.1 in all, still over
+    # Its BF16 moments the row states (--optimizer-state bf16-moments): 1.3 GiB less, 107.1 in all, still over
     "DSV3-H800-PRETRAIN": ("fits with full recompute (README); needs the report's own scheme, which the planner cannot "
                            "state: RMSNorm and MLA up-projection recompute with FP8-cached product and SwiGLU inputs "
                            "(26 GiB of activations in place of selective recompute's 87), DualPipe"),
