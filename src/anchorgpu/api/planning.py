@@ -123,7 +123,7 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
                               "language model")
     workload = Workload(task=request.task, context_tokens=request.context, concurrency=request.concurrency,
                         micro_batch=request.micro_batch, seq_tokens=request.seq, train_precision=request.train_precision,
-                        optimizer_state=request.optimizer_state,
+                        optimizer_state=request.optimizer_state, cross_entropy=request.cross_entropy,
                         train_stack=resolve_train_stack(request.train_stack, request.recipe, request.task),
                         max_num_seqs=request.max_num_seqs, engine=resolve_engine(request.engine, request.recipe))
     if request.recipe is not None:

@@ -179,6 +179,7 @@ def recommend_command(
     global_batch: str | None = typer.Option(None, "--global-batch", help="Training: tokens per optimizer step, 4M, 16M or an integer (default 4M = 4,194,304)."),
     train_precision: str = typer.Option("mixed", "--train-precision", help="Training: mixed | bf16-true | fp8 | fp4 (FP8/FP4 products: offerings whose GPU lacks those tensor cores are rejected)."),
     optimizer_state: str = typer.Option("fp32", "--optimizer-state", help="Training: AdamW's state under mixed/fp8/fp4 (--task train): fp32 (fp32 master + moments, 12 B a parameter) | bf16-moments (fp32 master, bf16 moments, 8 B) | bf16 (bf16 master + moments, 6 B)."),
+    cross_entropy: str | None = typer.Option(None, "--cross-entropy", help="Training: the loss, for its memory: unfused (Megatron-Core's default, 6 B a logit) | native (6) | te (Transformer Engine's fused kernel, 2) | eager (PyTorch's fp32 cross_entropy, 12; default with --train-stack pytorch)."),
     train_stack: str | None = typer.Option(None, "--train-stack", help="Training software the speeds and memory are for: megatron (Megatron-Core/NeMo, fused kernels) | pytorch (torchtitan, FSDP scripts, OLMo-core, llm-foundry); default pytorch with --task qlora or --recipe torchrun-fsdp, deepspeed or accelerate, else megatron."),
     mfu: float | None = typer.Option(None, "--mfu", help="Fraction of dense peak while computing (default 0.6)."),
     mbu: float | None = typer.Option(None, "--mbu", help="Fraction of memory bandwidth in decode (default 0.7)."),
@@ -262,6 +263,7 @@ def recommend_command(
         seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute,  # type: ignore[arg-type]
         optimizer=optimizer, lora_rank=lora_rank, train_precision=train_precision,  # type: ignore[arg-type]
         optimizer_state=optimizer_state,  # type: ignore[arg-type]  # validated by the planner with a one-line reason
+        cross_entropy=cross_entropy,  # type: ignore[arg-type]  # validated by the planner with a one-line reason
         train_stack=resolve_train_stack(train_stack, recipe, task),  # validated by the planner with a one-line reason
     )
     spec = SweepSpec(
