@@ -138,6 +138,19 @@ def test_the_plans_expert_parallelism_reaches_every_training_launch() -> None:
         assert any("EP 8" in c for c in build_recipe(p, kind).cannot_set), kind
 
 
+@pytest.mark.parametrize("state", ["bf16-moments", "bf16"])
+def test_a_planned_optimizer_state_and_loss_reach_every_training_launch(state: str) -> None:
+    """The memory was planned with AdamW's state in bf16 and Transformer Engine's fused loss: no framework config here
+    has those switches, so each launch says the script must build them (and torchrun's settings carry the state)."""
+    p = _train("llama-3.2-1b", "h100", 8, {"fsdp": True}, optimizer_state=state, cross_entropy="te")
+    torchrun = build_recipe(p, "torchrun-fsdp")
+    assert json.loads(dict(torchrun.files)["anchorgpu_train.json"])["optimizer_state"] == state
+    for kind in ("torchrun-fsdp", "deepspeed", "accelerate"):
+        cannot = build_recipe(p, kind).cannot_set
+        assert any(f"AdamW's state in {state}" in c for c in cannot), kind
+        assert any("te cross-entropy" in c for c in cannot), kind
+
+
 def _k8s_work(p: Plan) -> dict[str, Any]:
     yaml = pytest.importorskip("yaml", reason="PyYAML is in the dev and recipes-check extras")
     docs = [d for d in yaml.safe_load_all(dict(build_recipe(p, "k8s").files)["anchorgpu.yaml"]) if d]

@@ -68,6 +68,15 @@ def _common_checks(plan: Plan, kind: str, assumptions: list[str], cannot: list[s
     if w.task in ("lora", "qlora"):
         cannot.append(f"The {w.task} adapters (rank {w.lora_rank} on {', '.join(w.lora_targets)}) are set up in the "
                       "script, e.g. with peft; QLoRA loads the base in bitsandbytes NF4.")
+    if w.optimizer_state != "fp32":
+        held = ("fp32 master weights and bf16 moments" if w.optimizer_state == "bf16-moments"
+                else "a bf16 master copy and bf16 moments")
+        cannot.append(f"AdamW's state in {w.optimizer_state} ({held}, as planned) is built in the script: this "
+                      "framework's config has no such switch (Megatron-Core: --use-precision-aware-optimizer "
+                      "--exp-avg-dtype bf16 --exp-avg-sq-dtype bf16; Apex: DistributedFusedAdam(dtype=torch.bfloat16)).")
+    if w.cross_entropy is not None and w.cross_entropy != "eager":
+        cannot.append(f"The loss ({w.cross_entropy} cross-entropy, as planned) is computed in the script; PyTorch's "
+                      "cross_entropy on fp32 logits holds more (12 bytes a token and vocabulary entry).")
     if lay.ep > 1 and kind != "torchrun-fsdp":
         cannot.append(f"Expert parallelism (EP {lay.ep}, as planned) has no setting in this framework's config: the "
                       "MoE layers place their experts in the model code (e.g. DeepSpeed's MoE(ep_size=...)); without "
@@ -79,7 +88,7 @@ def _settings(plan: Plan, steps: TrainSteps, precision: str, model: str) -> dict
     return {
         "model": model, "seq_len": steps.seq_tokens, "micro_batch_size": steps.micro_batch,
         "gradient_accumulation_steps": steps.accumulation, "global_batch_sequences": steps.global_batch_sequences,
-        "optimizer": w.optimizer, "precision": precision,
+        "optimizer": w.optimizer, "optimizer_state": w.optimizer_state, "precision": precision,
         "data_parallel_shard": lay.dp, "tensor_parallel": lay.tp, "context_parallel": lay.cp, "expert_parallel": lay.ep,
         "fsdp": {"reshard_after_forward": lay.fsdp or lay.zero == 3,
                  "mixed_precision": {"param_dtype": "bfloat16",
