@@ -41,3 +41,20 @@ def test_the_recommend_page_takes_the_stack_too(client: TestClient) -> None:
                                              "gpu": "h100-sxm", "train_stack": "pytorch"}).json()
     first = f"{api['results'][0]['train_tokens_per_s']:,.0f}"
     assert first in pytorch.text and first not in default.text
+
+
+def test_the_page_plans_the_optimizer_state_and_loss_asked_for(client: TestClient) -> None:
+    """--optimizer-state and --cross-entropy on the page: the memory the API gives for the same request (bf16 moments
+    and Transformer Engine's 2-byte loss hold less than the defaults), the choice kept selected, the Russian names."""
+    query = QUERY + "&zero=1&optimizer_state=bf16-moments&cross_entropy=te"
+    page = client.get(query)
+    assert page.status_code == 200
+    assert re.search(r'<option value="bf16-moments"\s+selected', page.text)
+    assert re.search(r'<option value="te"\s+selected', page.text)
+    body = {"model": "llama-3.1-8b", "task": "train", "gpu": "h100", "gpus": 8, "zero": 1}
+    default = client.post("/v1/plan", json=body).json()
+    stated = client.post("/v1/plan", json={**body, "optimizer_state": "bf16-moments", "cross_entropy": "te"}).json()
+    assert stated["per_gpu"]["total_bytes"] < default["per_gpu"]["total_bytes"]
+    assert f"{stated['per_gpu']['total_bytes']:,} bytes" in page.text  # the memory table's exact total
+    russian = client.get(query, headers={"Accept-Language": "ru"}).text
+    assert "Состояние оптимизатора" in russian and "Функция потерь (кросс-энтропия)" in russian
