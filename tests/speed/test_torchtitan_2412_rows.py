@@ -53,7 +53,7 @@ def test_a_context_parallel_plan_says_so_and_takes_that_band() -> None:
     from anchorgpu.planner.speed.estimate import plan_performance
 
     model, gpu = load_model("llama-3.1-8b"), get_gpu("h100")
-    perf = {cp: plan_performance(plan(model, Workload(task="train", seq_tokens=65536, micro_batch=1), gpu=gpu,
+    perf = {cp: plan_performance(plan(model, Workload(task="train", seq_tokens=32768, micro_batch=1), gpu=gpu,
                                       layout=Layout(gpus=8, tp=1, pp=1, cp=cp, dp=8 // cp, zero=3)))
             for cp in (1, 2)}
     assert any(a.startswith("Context parallelism:") for a in perf[2]["assumptions"])
