@@ -78,6 +78,7 @@ _OPTIONAL = frozenset(
         "rocm_gfx_target",
         "indicative_price_usd_per_gpu_hour",
         "indicative_price_observed",
+        "sm_count",
     }
 )
 _NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -313,6 +314,9 @@ def _gpu(row: _Row, known_sources: frozenset[str]) -> GpuSpec:
     if scaleup < 1:
         raise row.fail(f"scaleup_domain_gpus must be at least 1, got {scaleup}")
     price, observed = _price(row)
+    sm_count = row.optional_number("sm_count")
+    if sm_count is not None and sm_count != int(sm_count):
+        raise row.fail(f"sm_count must be a whole number, got {sm_count}")
     bandwidth = row.field_number("memory_bandwidth_tb_per_s")
 
     return GpuSpec(
@@ -346,6 +350,7 @@ def _gpu(row: _Row, known_sources: frozenset[str]) -> GpuSpec:
         uncertain_fields=tuple(row.uncertain),
         indicative_price_usd_per_gpu_hour=price,
         indicative_price_observed=observed,
+        sm_count=None if sm_count is None else int(sm_count),
     )
 
 

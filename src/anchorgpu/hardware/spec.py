@@ -63,6 +63,7 @@ class GpuSpec:
     scaleup_domain_gpus: int = 1  # GPUs reachable over the scale-up link (8 in HGX, 72 in NVL72, 2 bridged, 1 none)
     indicative_price_usd_per_gpu_hour: tuple[Decimal, Decimal] | None = None  # market (low, high); NOT our price
     indicative_price_observed: str = ""  # when those market prices were seen
+    sm_count: int | None = None  # SMs (NVIDIA) / compute units (AMD) enabled; None: not in the catalog
 
     @property
     def is_uncertain(self) -> bool:

@@ -106,8 +106,8 @@ class _Ticks:
         self.bw_mbu = self.bw_mem * per_layout(lambda k: k.decode_mbu)  # the bandwidth a decode step reaches
         self.memory_s = weights_wl / self.bw_mbu  # reading the weights (a MoE: the experts a step touches, per tick)
         # per (shape, format): the serving efficiency scaled for FP8/FP4 products, as speed.serving does
-        mm_eff_sw = np.array([[k.serve_matmul_efficiency * cal.low_precision_ratio(sh.gpu, peak_for(sh.gpu, p).precision)
-                               for p in precisions] for sh, k in zip(shapes, stacks, strict=True)])
+        mm_eff_sw = np.array([[cal.serve_precision_efficiency(sh.gpu, peak_for(sh.gpu, p).precision) for p in precisions]
+                              for sh in shapes])
         width_l = model.hidden_size / lay.tp
         half_l = per_layout(lambda k: k.serve_matmul_half_width)
         mm_eff = per_format(mm_eff_sw[s] * (width_l / (width_l + half_l))[:, None])

@@ -54,7 +54,8 @@ class StackConstants:
     Training compute: ``train_matmul_efficiency`` of the dense BF16 peak for large matrix products,
     halved when the per-GPU width ``h/tp`` equals ``train_matmul_half_width`` (small products fill the
     tensor cores less); ``fp8_matmul_efficiency`` and ``fp4_matmul_efficiency`` of the dense FP8 and FP4
-    peaks (training and serving alike: low-precision kernels reach less of their peak); ``attention_efficiency`` of the
+    peaks (low-precision kernels reach less of their peak; FP8 serving products take the training FP8/BF16 ratio, FP4
+    ones ``fp4_matmul_efficiency`` itself, fitted on serving rows alone: :meth:`Calibration.serve_precision_efficiency`); ``attention_efficiency`` of the
     BF16 peak for flash attention (FlashAttention-3 / cuDNN class), on the FLOPs it executes (a causal kernel skips the
     masked half of the score pairs; the stated ``fa2_hopper_attention_efficiency`` for FlashAttention-2-class kernels
     on Hopper and newer); ``elementwise_bytes_per_hidden`` bytes of memory traffic per token,
@@ -189,6 +190,15 @@ class Calibration:
         key = evidence_kind(phase, kind)
         evidence = self.serving_evidence(gpu, key, engine)[0] if engine else self.evidence_for(gpu, key)
         return band.holding(evidence)
+
+    def serve_precision_efficiency(self, gpu: GpuSpec, precision: str) -> float:
+        """A wide serving product's share of the ``precision`` peak: ``serve_matmul_efficiency`` scaled by the
+        training FP8/BF16 ratio for FP8; for FP4 the serving fit's own ``fp4_matmul_efficiency`` (no training row
+        is FP4, so no training constant enters it and a serving change cannot move the training fit through it)."""
+        k = self.stack(gpu)
+        if precision == "fp4":
+            return k.fp4_matmul_efficiency
+        return k.serve_matmul_efficiency * self.low_precision_ratio(gpu, precision)
 
     def low_precision_ratio(self, gpu: GpuSpec, precision: str) -> float:
         """How much less of its peak an FP8/FP4 product reaches than a BF16 one (1 for BF16)."""

@@ -132,7 +132,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
     # memory-bound operators between the products (norms, activations, residuals, rotary): one forward
     # pass is a third of the training traffic per token, layer and hidden unit
     mbu = 1.0 if ideal else k.decode_mbu
-    mm_eff = 1.0 if ideal else (k.serve_matmul_efficiency * cal.low_precision_ratio(gpu, choice.precision)
+    mm_eff = 1.0 if ideal else (cal.serve_precision_efficiency(gpu, choice.precision)
                                 * serve_shape_factor(model.hidden_size / setup.tp, k.serve_matmul_half_width))
     att_eff = 1.0 if ideal else k.attention_efficiency
     bf16 = peak_for(gpu, "bf16").flops_per_s
