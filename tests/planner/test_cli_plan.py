@@ -165,7 +165,7 @@ def test_readable_training_time_is_in_days_and_a_short_plan_says_by_how_much(
     assert code == 0
     assert "training time" in out and " days" in out
     code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--zero", "0")
-    assert "DOES NOT FIT - needs 136.45 GiB of 80.00 GiB per GPU; short by" in out
+    assert "DOES NOT FIT - needs 136.96 GiB of 80.00 GiB per GPU; short by" in out
     # the first suggestion keeps the job (a layout change), not a switch to QLoRA
     table = out[out.index("What would fit"):]
     assert table.index("--zero 3") < table.index("--task qlora")

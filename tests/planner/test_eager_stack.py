@@ -52,18 +52,20 @@ def test_the_shipped_ratios_are_what_the_script_computes_from_the_committed_run(
 
 def test_the_measured_spans_say_what_the_run_showed() -> None:
     s = eager_stack()
-    # eager transformers keeps about 1.4x the planned activations without recompute, less with full recompute
-    assert 1.3 < s.eager_activations_no_recompute[0] <= s.eager_activations_no_recompute[1] < 1.5
-    assert 1.0 < s.eager_activations_full_recompute[1] < s.eager_activations_no_recompute[0]
+    # eager transformers keeps about 1.3x the planned activations without recompute (the plan's Megatron-Core loss
+    # holds 6 bytes a logit); with full recompute that loss outweighs the layers' checkpoints, and the run kept a
+    # little less than planned
+    assert 1.2 < s.eager_activations_no_recompute[0] <= s.eager_activations_no_recompute[1] < 1.5
+    assert 0.85 < s.eager_activations_full_recompute[1] < s.eager_activations_no_recompute[0]
     # a compiled model peaks within 5% of the plan's total; eager speed is below the Megatron-class prediction
-    assert 0.95 <= s.compiled_peak[0] <= s.compiled_peak[1] <= 1.05
+    assert 0.93 <= s.compiled_peak[0] <= s.compiled_peak[1] <= 1.05
     assert s.eager_speed[1] < 1.0 and s.compiled_speed[1] < 1.0
 
 
 def test_every_full_training_plan_states_the_stack_its_memory_and_speed_assume() -> None:
     p = _train("llama-3.2-1b", "h200", micro_batch=4)
     assert memory_line() in p.assumptions
-    assert "1.46-1.47x the planned activations" in memory_line()
+    assert "1.27-1.36x the planned activations" in memory_line()
     assert "benchmarks/device/h200_2026-12-04.json" in memory_line()
     assert speed_line() in plan_performance(p)["assumptions"]
     lora = plan(load_model("llama-3.2-1b"), Workload(task="lora", seq_tokens=4096), layout=Layout(gpus=1),
@@ -86,7 +88,7 @@ def test_a_plan_that_fits_a_fused_stack_but_not_the_measured_eager_one_is_warned
     codes = [w.code for w in tight.warnings]
     assert "eager_activations_exceed_headroom" in codes
     text = next(w.message for w in tight.warnings if w.code == "eager_activations_exceed_headroom")
-    assert "1.47x the planned activations" in text and "headroom" in text
+    assert "1.36x the planned activations" in text and "headroom" in text
     assert any("torch.compile" in c for c in tight.checks)
     roomy = _train("llama-3.2-3b", "h100", micro_batch=1)
     assert roomy.fits and "eager_activations_exceed_headroom" not in [w.code for w in roomy.warnings]

@@ -85,7 +85,8 @@ def test_a_pytorch_native_fp8_plan_keeps_its_own_activations() -> None:
 
 def _offload(n: int, **kw):  # type: ignore[no-untyped-def]
     w = Workload(task="train", seq_tokens=8192, micro_batch=2, recompute=kw.pop("recompute", "none"),
-                 global_batch_tokens=2**21, train_precision="fp8", offload_activation_layers=n)
+                 global_batch_tokens=2**21, train_precision="fp8", offload_activation_layers=n,
+                 cross_entropy="te")  # the recipe's fused loss (Megatron-Bridge's performance overrides)
     return plan(load_model("llama-3.1-70b"), w, gpu=get_gpu(kw.pop("gpu", "gb200")),
                 layout=Layout(gpus=64, fsdp=True, **kw), suggest=False, choose_layout=False)
 
@@ -139,7 +140,7 @@ def test_what_would_fit_offers_offloading_half_the_layers_first_on_grace() -> No
     fits on the same GPUs and, hidden behind NVLink-C2C, is the fastest change offered."""
     result = plan(load_model("llama-3.1-70b"),
                   Workload(task="train", seq_tokens=8192, micro_batch=2, recompute="none", global_batch_tokens=2**21,
-                           train_precision="fp8"),
+                           train_precision="fp8", cross_entropy="te"),
                   gpu=get_gpu("gb200"), layout=Layout(gpus=64, fsdp=True))
     assert not result.fits
     assert result.suggestions[0].change == "--offload-activations 40"

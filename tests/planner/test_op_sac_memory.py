@@ -140,7 +140,7 @@ def test_one_micro_batch_a_step_never_holds_the_gradients_beside_the_activations
 
 def test_a_pytorch_plan_states_and_warns_with_the_peaks_measured_against_such_plans() -> None:
     """The eager transformers runs on one H200 peaked at 0.97-1.15x a PyTorch-native plan's total (compiled, its loss
-    fused in: 0.80x), where against a fused plan their activations were 1.46-1.47x: a PyTorch-native plan quotes the
+    fused in: 0.80x), where against a fused plan their activations were 1.27-1.36x: a PyTorch-native plan quotes the
     former and warns on them, not on the fused plan's ratio applied to activations that already hold that stack's
     own."""
     from anchorgpu.planner.eager_stack import eager_stack
