@@ -57,11 +57,19 @@ def test_every_row_within_25_percent_fitted_or_held_out_but_t37() -> None:
     traffic brought OLMo-core's one-server rows T35 and T36 from 12-18% fast to within 2%), and 32% fast since stop
     40's training fit, started from three points, left the narrow-product falloff off its floor (a lower loss on the
     fitted rows: 0.070 against 0.091; the BF16 efficiency rose from 0.605 to 0.668 with the falloff). It is held here
-    so that it cannot drift further unseen, and so that a change that brings it in says so."""
+    so that it cannot drift further unseen, and so that a change that brings it in says so. The same README table's
+    other rows, added held out with the layouts their scripts run (one server of 8 H100 unless told: the scripts'
+    launch default; FSDP/HSDP, no recompute): Llama 3 8B within 5% in BF16 and FP8, as T35/T36; the 13B 26% fast in
+    BF16 and 41% in FP8, the 32B 54% fast in FP8: neither GPU count, micro-batch, batch nor network moves them more
+    than a point (compute-bound), and the FP8 runs gained 1.20x over BF16 at 13B and 32B where the plan gives 1.34-1.39x
+    (1.30-1.32x measured and planned at 7B/8B)."""
     errors = {run.id: predict(run) / run.value - 1.0 for run in load_runs()
               if calibrate.set_of(run) in ("core", "trtllm-table")}
-    assert {k for k, e in errors.items() if abs(e) > 0.25} == {"T37"}, errors
+    assert {k for k, e in errors.items() if abs(e) > 0.25} == {"T37", "T37-FP8", "OLMO-13B", "OLMO-13B-FP8"}, errors
     assert 0.25 < errors["T37"] < 0.35
+    assert 0.45 < errors["T37-FP8"] < 0.60
+    assert 0.25 < errors["OLMO-13B"] < 0.30
+    assert 0.35 < errors["OLMO-13B-FP8"] < 0.45
 
 
 def test_the_further_cells_of_tensorrt_llms_table_are_predicted_as_well_as_the_calibration_rows() -> None:
