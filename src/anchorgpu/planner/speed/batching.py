@@ -221,7 +221,8 @@ def burst_makespan_s(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, req
     benchmark (``vllm bench serve`` with every prompt sent together) divides its output tokens by.
 
     The replicas share the requests evenly; each runs them in waves of ``concurrency`` (what its KV cache and
-    sequence cap hold at once, per replica). Equal requests admitted together finish together, so a wave is its
+    sequence cap hold at once, per replica; with ``kv_tokens``, the engine's sequence cap, and a wave is what it
+    admits while the requests' prompts, and a token each, fit the cache). Equal requests admitted together finish together, so a wave is its
     prompts' prefill, in steps of the token budget (one after another through pipeline stages), then
     ``output_tokens - 1`` decode steps of the whole wave (the first token comes with the prefill). The steady state of :func:`serving_estimate` instead hides each prompt's
     prefill in the decode steps of requests admitted earlier, which a synchronised wave cannot do.
@@ -246,6 +247,8 @@ def burst_makespan_s(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, req
     prefill_flops = attention_flops_per_token(model, prompt_tokens, causal=True)
     decode_flops = attention_flops_per_token(model, 2 * (prompt_tokens + output_tokens // 2), causal=True)
     per_replica, wave = math.ceil(requests / setup.replicas), max(1, concurrency // setup.replicas)
+    if kv_tokens is not None and prompt_tokens + output_tokens <= kv_tokens:  # admitted while their prompts fit
+        wave = min(wave, int(kv_tokens // (prompt_tokens + 1)))
     total = 0.0
     while per_replica > 0:
         batch = min(wave, per_replica)
