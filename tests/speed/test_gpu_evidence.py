@@ -142,8 +142,9 @@ def test_recommend_results_carry_their_gpus_evidence(capsys: pytest.CaptureFixtu
 
 
 def test_a_serving_plan_takes_its_engines_own_runs_where_there_are_enough() -> None:
-    """On an 80 GB A100 GPUStack ran the same benchmarks on vLLM (VGA-*, a median 0.80x) and on TensorRT-LLM (TGA-*,
-    0.93x; gpustack/gpustack docs/performance-lab, commit 10e9444): a plan for each engine says its own, where the
+    """On an 80 GB A100 GPUStack ran the same benchmarks on vLLM (VGA-*, a median 0.89x since vLLM's bursts that
+    outgrow its KV cache are timed with its preemption, test_burst_rows; 0.81x before) and on TensorRT-LLM (TGA-*,
+    0.94x; gpustack/gpustack docs/performance-lab, commit 10e9444): a plan for each engine says its own, where the
     engines together said 0.92x. Where an engine has fewer than three held-out rows on the GPU (vLLM's dense rows on
     an H200), every engine's rows speak and the sentence names none."""
     def evidence(gpu: str, engine: str) -> dict:
@@ -151,7 +152,7 @@ def test_a_serving_plan_takes_its_engines_own_runs_where_there_are_enough() -> N
         return plan_performance(plan(load_model("qwen3-14b"), w, gpu=get_gpu(gpu)))["evidence"]
 
     vllm, trt = evidence("a100-80gb-sxm", "vllm"), evidence("a100-80gb-sxm", "trtllm")
-    assert (vllm["engine"], vllm["held_out"]) == ("vllm", 10) and vllm["median_ratio"] < 0.85
+    assert (vllm["engine"], vllm["held_out"]) == ("vllm", 10) and vllm["median_ratio"] < 0.9
     assert (trt["engine"], trt["held_out"]) == ("trtllm", 10) and trt["median_ratio"] > vllm["median_ratio"]
     assert "10 held-out vLLM dense-model serving runs" in vllm["summary"]
     mixed = evidence("h200", "vllm")

@@ -250,14 +250,26 @@ def _serve(run: Run, cal: Calibration) -> float:
         return float(value) if value else float("nan")
     if run.metric == "burst_output_tokens_per_s":  # every request sent at once: output tokens over the makespan
         from anchorgpu.planner.speed.batching import burst_makespan_s
+        from anchorgpu.planner.speed.serving_plan import _engine_limits
 
-        sat = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average"))["saturation_concurrency"]
+        reservation = r.get("kv_reservation", "average")
+        sat = plan_performance(p, cal=cal, kv_reservation=reservation)["saturation_concurrency"]
         setup = serving_setup(p, prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"],
                               host_overlap=overlap)
         n = int(r["burst_requests"])
+        # vLLM admits a request when its prompt fits, up to its sequence cap, and preempts when the cache runs out:
+        # what the cache holds, in tokens at the average length the plan sizes it by; TensorRT-LLM reserves a
+        # request's whole length, so its waves are what the cache holds at full length
+        kv_tokens = None
+        if reservation == "average":
+            held = (float(p.breakdown["kv_cache_capacity_bytes"]) / setup.kv_bytes_per_sequence_per_gpu
+                    * (r["prompt_tokens"] + r["output_tokens"] // 2))
+            if held >= r["prompt_tokens"] + r["output_tokens"]:  # else not one request at full length: as sized
+                kv_tokens, sat = held, setup.replicas * _engine_limits(p)[1]
         return float(n * r["output_tokens"]) / burst_makespan_s(model, gpu, setup, requests=n, concurrency=max(1, sat),
                                                           prompt_tokens=r["prompt_tokens"],
-                                                          output_tokens=r["output_tokens"], cal=cal)
+                                                          output_tokens=r["output_tokens"], cal=cal,
+                                                          kv_tokens=kv_tokens)
     if run.metric == "tpot_s":  # a benchmark holding the row's concurrency of requests in flight
         value = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average"),
                                  host_overlap=overlap).get(run.metric)
