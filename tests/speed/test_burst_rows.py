@@ -112,7 +112,7 @@ def test_a_burst_outgrowing_the_kv_cache_takes_longer_by_the_recomputed_tokens()
     assert tight > free + prefill(110, 110)  # longer than the wave that fits by more than the recomputed prompt
 
 
-def test_amds_page_cells_that_outgrow_the_cache_are_the_two_it_missed() -> None:
+def test_amds_page_cells_that_outgrow_the_cache_are_the_ones_it_missed_and_now_hold() -> None:
     """Of AMD's page cells (RS10-RS17), RS15 (405B, 1,500 x 128/4,096: 94% more) and RS16 (405B, 2,000 x 500/2,000:
     58% more) need far more KV cache at the end of the burst than the plan leaves (405B's FP8 weights take 51 GB a
     GPU, and config.csv's 131,072-token steps a profiling pass's worth more): they were the two read as a steady
