@@ -34,7 +34,12 @@ from anchorgpu.planner.pipeline_layout import parse_pipeline_layout
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import compute_precision_for_training
-from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
+from anchorgpu.planner.speed.training import (
+    DEFAULT_GLOBAL_BATCH_TOKENS,
+    TrainLayout,
+    tokens_per_s_bound,
+    training_step,
+)
 
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
@@ -147,7 +152,12 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                              precision=prec, cal=cal, train_stack=w.train_stack,
                              offload_activation_layers=w.offload_activation_layers).tokens_per_s
 
-    for _, _, lay, mb, rc in _fastest_first(candidates, speed):
+    def bound(lay: TrainLayout, mb: int) -> float:  # at least speed(lay, mb, "none"), for less work
+        return tokens_per_s_bound(model, gpu, lay, seq_tokens=seq, micro_batch=mb,
+                                  global_batch_tokens=max(batch, lay.dp * mb * seq), kind=kind, precision=prec,
+                                  cal=cal, train_stack=w.train_stack)
+
+    for _, _, lay, mb, rc in _fastest_first(candidates, speed, bound):
         layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep if lay.ep > 1 else given.ep, cp=lay.cp,
                         virtual_stages=lay.virtual_stages, zero=lay.zero, fsdp=given.fsdp, offload=given.offload,
                         tp_overlap=lay.tp_overlap, ep_overlap=lay.ep_overlap, pipeline_layout=given.pipeline_layout)
@@ -176,6 +186,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
 
 def _fastest_first(candidates: list[tuple[TrainLayout, int, Recompute]],
                    speed: Callable[[TrainLayout, int, Recompute], float],
+                   bound: Callable[[TrainLayout, int], float] | None = None,
                    ) -> Iterator[tuple[float, int, TrainLayout, int, Recompute]]:
     """The candidates that can be timed, fastest first (ties in candidate order), timing as few as that order needs.
 
@@ -185,21 +196,37 @@ def _fastest_first(candidates: list[tuple[TrainLayout, int, Recompute]],
     fastest layouts, and plans them in this order until one fits). The one exception: a recompute's extra compute
     also hides a little more of the gradient sync, so a level can beat its own bound by that little; it is still
     found, and only loses a tie closer than that to another layout.
+
+    ``bound`` (a layout and micro-batch's speed without recompute or more, cheaper to find: ``tokens_per_s_bound``)
+    puts off even that first timing until the bound reaches the front: what comes out, and in what order, is the
+    same, since a bound never sorts after its layout's time (a bound that ties its time sorts first).
     """
     groups: dict[tuple[TrainLayout, int], list[tuple[int, Recompute]]] = {}
     for i, (lay, mb, rc) in enumerate(candidates):
         groups.setdefault((lay, mb), []).append((i, rc))
+    # an entry: (minus a speed, candidate index, -1 for a bound / 0 for a layout's time / 1 for a level's, layout)
     heap: list[tuple[float, int, int, tuple[TrainLayout, int]]] = []
     for key, levels in groups.items():
         first, rc = levels[0]
         try:
-            bound = speed(key[0], key[1], rc) if rc == "none" else math.inf
+            if rc != "none":
+                heap.append((-math.inf, first, 0, key))
+            elif bound is not None:
+                heap.append((-bound(key[0], key[1]), first, -1, key))
+            else:
+                heap.append((-speed(key[0], key[1], rc), first, 0, key))
         except InvalidWorkload:
             continue  # a layout refused at one level is refused at all (the checks do not read the recompute)
-        heapq.heappush(heap, (-bound, first, 0, key))
+    heapq.heapify(heap)
     while heap:
         neg, i, exact, key = heapq.heappop(heap)
         lay, mb = key
+        if exact < 0:  # a bound reached the front: time the layout
+            try:
+                heapq.heappush(heap, (-speed(lay, mb, "none"), i, 0, key))
+            except InvalidWorkload:
+                pass
+            continue
         if exact:
             rc = next(level for index, level in groups[key] if index == i)
             yield -neg, i, lay, mb, rc
