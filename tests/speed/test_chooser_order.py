@@ -22,7 +22,8 @@ def test_the_search_meets_the_candidates_in_the_order_of_a_full_sort(name: str, 
     model, device = load_model(name), get_gpu(gpu)
     w = Workload(task="train", seq_tokens=4096)
     batch = 4 * 2**20
-    candidates = layouts._candidates(model, w, Layout(gpus=gpus), gpus, 4096, batch)
+    pairs, levels = layouts._candidates(model, w, Layout(gpus=gpus), gpus, 4096, batch)
+    candidates = [(lay, mb, rc) for lay, mb in pairs for rc in levels]
     timed: list[int] = []
 
     def speed(lay, mb, rc):  # type: ignore[no-untyped-def]
@@ -38,7 +39,7 @@ def test_the_search_meets_the_candidates_in_the_order_of_a_full_sort(name: str, 
             continue
     full.sort()
     timed.clear()
-    search = layouts._fastest_first(candidates, speed)
+    search = layouts._fastest_first(pairs, levels, speed)
     first = [next(search)[1] for _ in range(20)]
     assert first == [i for _, i in full[:20]]
     assert len(timed) < len(full) / 2  # far fewer timed than candidates
@@ -54,7 +55,9 @@ def test_the_bound_is_never_below_the_speed_and_keeps_the_order(name: str, gpus:
     model, device = load_model(name), get_gpu(gpu)
     w = Workload(task="train", seq_tokens=seq)
     batch = 4 * 2**20
-    candidates = layouts._candidates(model, w, Layout(gpus=gpus), gpus, seq, batch)
+    pairs, levels = layouts._candidates(model, w, Layout(gpus=gpus), gpus, seq, batch)
+    assert len(set(pairs)) == len(pairs) and len(set(levels)) == len(levels)  # each candidate once
+    candidates = [(lay, mb, rc) for lay, mb in pairs for rc in levels]
     timed: list[int] = []
 
     def speed(lay, mb, rc):  # type: ignore[no-untyped-def]
@@ -75,12 +78,12 @@ def test_the_bound_is_never_below_the_speed_and_keeps_the_order(name: str, gpus:
             continue
         if rc == "none":
             assert bound(lay, mb) >= exact
-    assert list(layouts._fastest_first(candidates, speed, bound)) == list(layouts._fastest_first(candidates, speed))
+    assert list(layouts._fastest_first(pairs, levels, speed, bound)) == list(layouts._fastest_first(pairs, levels, speed))
     timed.clear()
-    search = layouts._fastest_first(candidates, speed)
+    search = layouts._fastest_first(pairs, levels, speed)
     first = [next(search, None) for _ in range(20)]
     without = len(timed)
     timed.clear()
-    search = layouts._fastest_first(candidates, speed, bound)
+    search = layouts._fastest_first(pairs, levels, speed, bound)
     assert [next(search, None) for _ in range(20)] == first
     assert len(timed) <= without

@@ -71,7 +71,9 @@ def _divisors(n: int, limit: int) -> list[int]:
 
 
 def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: int, batch: int
-                ) -> list[tuple[TrainLayout, int, Recompute]]:
+                ) -> tuple[list[tuple[TrainLayout, int]], tuple[Recompute, ...]]:
+    """The layouts and micro-batches a search tries, each at every recompute level of the second (the same for all,
+    least first): candidate ``g * len(levels) + j`` is pair ``g`` at level ``j``."""
     # any explicit layout flag keeps the rest of the split as before (TP, PP, CP 1; DP the rest)
     explicit = any(x is not None for x in (given.tp, given.pp, given.dp, given.cp, given.zero)) or given.fsdp
     tps = [given.tp or 1] if explicit or given.tp else [
@@ -81,11 +83,11 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
     moe = model.moe
     # a mixture of experts: expert parallelism too, over GPUs of one stage (tp x dp) that divide the experts
     eps = [given.ep or 1] if explicit or given.ep or moe is None else list(train_ep_sizes(moe.num_experts))
-    out: list[tuple[TrainLayout, int, Recompute]] = []
+    out: list[tuple[TrainLayout, int]] = []
     mbs = [w.micro_batch] if w.micro_batch else list(MICRO_BATCHES)
-    rcs: list[Recompute] = [w.recompute] if w.recompute else list(recompute_ladder(moe is not None))
+    rcs: tuple[Recompute, ...] = (w.recompute,) if w.recompute else recompute_ladder(moe is not None)
     if w.offload_activation_layers:  # Megatron-Core offloads activations with one stage and no recompute only
-        rcs = ["none"]
+        rcs = ("none",)
     for tp in tps:
         for cp in cps:
             if gpus % (tp * cp):
@@ -118,19 +120,15 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                     for v in vs:
                         if v > 1 and pp == 1:
                             continue
+                        # EP folds over a stage's TP, CP, DP: one layout per EP size, whatever the micro-batch
+                        lays = [TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero, virtual_stages=v,
+                                            tp_overlap=given.tp_overlap, ep_overlap=given.ep_overlap,
+                                            offload=given.offload or "none", pipeline_layout=stated)
+                                for ep in eps if (tp * cp * dp) % ep == 0]
                         for mb in mbs:
-                            if dp * mb * seq > batch:
-                                continue
-                            for ep in eps:
-                                if (tp * cp * dp) % ep:  # EP folds over a stage's TP, CP, DP
-                                    continue
-                                for rc in rcs:
-                                    out.append((TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero,
-                                                            virtual_stages=v, tp_overlap=given.tp_overlap,
-                                                            ep_overlap=given.ep_overlap,
-                                                            offload=given.offload or "none",
-                                                            pipeline_layout=stated), mb, rc))
-    return out
+                            if dp * mb * seq <= batch:
+                                out += [(lay, mb) for lay in lays]
+    return out, rcs
 
 
 def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPlan, given: Layout, gpu: GpuSpec,
@@ -144,7 +142,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     cal = calibration()
     kind: TrainKind = "full" if w.task == "train" else "lora"
     prec = compute_precision_for_training(w.train_precision)
-    candidates = _candidates(model, w, given, gpus, seq, max(batch, 1))
+    pairs, levels = _candidates(model, w, given, gpus, seq, max(batch, 1))
 
     def speed(lay: TrainLayout, mb: int, rc: Recompute) -> float:
         return training_step(model, gpu, lay, seq_tokens=seq, micro_batch=mb,
@@ -152,12 +150,18 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                              precision=prec, cal=cal, train_stack=w.train_stack,
                              offload_activation_layers=w.offload_activation_layers).tokens_per_s
 
-    def bound(lay: TrainLayout, mb: int) -> float:  # at least speed(lay, mb, "none"), for less work
-        return tokens_per_s_bound(model, gpu, lay, seq_tokens=seq, micro_batch=mb,
-                                  global_batch_tokens=max(batch, lay.dp * mb * seq), kind=kind, precision=prec,
-                                  cal=cal, train_stack=w.train_stack)
+    bounds: dict[tuple[int, int, int, int, int, int], float] = {}
 
-    for _, _, lay, mb, rc in _fastest_first(candidates, speed, bound):
+    def bound(lay: TrainLayout, mb: int) -> float:  # at least speed(lay, mb, "none"), for less work
+        key = (lay.tp, lay.cp, lay.pp, lay.virtual_stages, lay.ep, mb)  # the same for every ZeRO stage of a layout
+        found = bounds.get(key)
+        if found is None:
+            found = bounds[key] = tokens_per_s_bound(
+                model, gpu, lay, seq_tokens=seq, micro_batch=mb, global_batch_tokens=max(batch, lay.dp * mb * seq),
+                kind=kind, precision=prec, cal=cal, train_stack=w.train_stack)
+        return found
+
+    for _, _, lay, mb, rc in _fastest_first(pairs, levels, speed, bound):
         layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep if lay.ep > 1 else given.ep, cp=lay.cp,
                         virtual_stages=lay.virtual_stages, zero=lay.zero, fsdp=given.fsdp, offload=given.offload,
                         tp_overlap=lay.tp_overlap, ep_overlap=lay.ep_overlap, pipeline_layout=given.pipeline_layout)
@@ -177,18 +181,19 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                                               ("virtual-stages", given.virtual_stages),
                                               ("pipeline-layout", given.pipeline_layout), ("micro-batch", w.micro_batch),
                                               ("recompute", w.recompute)) if value is not None]
-            reason = (f"Layout chosen: {', '.join(parts)} - the fastest of {len(candidates)} candidates that fits "
+            reason = (f"Layout chosen: {', '.join(parts)} - the fastest of {len(pairs) * len(levels)} candidates that fits "
                       f"{gpu.name}" + (f" (kept as given: {', '.join('--' + f for f in fixed)})" if fixed else "")
                       + "; tensor parallelism stays inside one server.")
             return Choice(layout=layout, workload=work, reason=reason), p
     return None
 
 
-def _fastest_first(candidates: list[tuple[TrainLayout, int, Recompute]],
+def _fastest_first(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute, ...],
                    speed: Callable[[TrainLayout, int, Recompute], float],
                    bound: Callable[[TrainLayout, int], float] | None = None,
                    ) -> Iterator[tuple[float, int, TrainLayout, int, Recompute]]:
-    """The candidates that can be timed, fastest first (ties in candidate order), timing as few as that order needs.
+    """The candidates (each pair at each level, :func:`_candidates`) that can be timed, fastest first (ties in
+    candidate order), timing as few as that order needs.
 
     A layout and micro-batch run fastest without recompute (each level only adds work), so that time bounds all of
     its levels: every layout is timed at its first level first, and its other levels only when that bound reaches
@@ -201,39 +206,35 @@ def _fastest_first(candidates: list[tuple[TrainLayout, int, Recompute]],
     puts off even that first timing until the bound reaches the front: what comes out, and in what order, is the
     same, since a bound never sorts after its layout's time (a bound that ties its time sorts first).
     """
-    groups: dict[tuple[TrainLayout, int], list[tuple[int, Recompute]]] = {}
-    for i, (lay, mb, rc) in enumerate(candidates):
-        groups.setdefault((lay, mb), []).append((i, rc))
-    # an entry: (minus a speed, candidate index, -1 for a bound / 0 for a layout's time / 1 for a level's, layout)
-    heap: list[tuple[float, int, int, tuple[TrainLayout, int]]] = []
-    for key, levels in groups.items():
-        first, rc = levels[0]
+    n = len(levels)
+    # an entry: (minus a speed, candidate index, -1 for a bound / 0 for a layout's time / 1 for a level's, pair)
+    heap: list[tuple[float, int, int, int]] = []
+    for g, (lay, mb) in enumerate(pairs):
         try:
-            if rc != "none":
-                heap.append((-math.inf, first, 0, key))
+            if levels[0] != "none":
+                heap.append((-math.inf, g * n, 0, g))
             elif bound is not None:
-                heap.append((-bound(key[0], key[1]), first, -1, key))
+                heap.append((-bound(lay, mb), g * n, -1, g))
             else:
-                heap.append((-speed(key[0], key[1], rc), first, 0, key))
+                heap.append((-speed(lay, mb, "none"), g * n, 0, g))
         except InvalidWorkload:
             continue  # a layout refused at one level is refused at all (the checks do not read the recompute)
     heapq.heapify(heap)
     while heap:
-        neg, i, exact, key = heapq.heappop(heap)
-        lay, mb = key
+        neg, i, exact, g = heapq.heappop(heap)
+        lay, mb = pairs[g]
         if exact < 0:  # a bound reached the front: time the layout
             try:
-                heapq.heappush(heap, (-speed(lay, mb, "none"), i, 0, key))
+                heapq.heappush(heap, (-speed(lay, mb, "none"), i, 0, g))
             except InvalidWorkload:
                 pass
             continue
         if exact:
-            rc = next(level for index, level in groups[key] if index == i)
-            yield -neg, i, lay, mb, rc
+            yield -neg, i, lay, mb, levels[i - g * n]
             continue
-        for index, rc in groups[key]:  # the bound reached the front: time every level of this layout
+        for j, rc in enumerate(levels):  # the bound reached the front: time every level of this layout
             try:
                 value = -neg if rc == "none" and not math.isinf(neg) else speed(lay, mb, rc)
             except InvalidWorkload:
                 continue
-            heapq.heappush(heap, (-value, index, 1, key))
+            heapq.heappush(heap, (-value, g * n + j, 1, g))
