@@ -82,12 +82,15 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--tree", type=Path, default=equivalence.ROOT, help="a checkout or export with src/anchorgpu")
     w.add_argument("--count", type=int, default=2000)
     w.add_argument("--seed", type=int, default=41)
+    w.add_argument("--shuffle", type=int, default=None, metavar="SEED",
+                   help="plan the configurations in a shuffled order (same file expected): catches a memo keyed wrongly")
     c = sub.add_parser("compare", help="compare two files written by 'write'")
     c.add_argument("before", type=Path)
     c.add_argument("after", type=Path)
     args = parser.parse_args(argv)
     if args.command == "write":
-        return equivalence.write(args.out, args.tree, args.count, args.seed, sample=chosen_configurations, sweeps=False)
+        return equivalence.write(args.out, args.tree, args.count, args.seed, args.shuffle, sample=chosen_configurations,
+                                 sweeps=False)
     return equivalence.compare(args.before, args.after)
 
 

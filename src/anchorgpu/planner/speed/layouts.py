@@ -13,12 +13,13 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner._frozen import evolver
 from anchorgpu.planner.inputs import (
     Layout,
     Overheads,
@@ -48,6 +49,7 @@ __all__ = ["SERVER_GPUS", "Choice", "choose_training_layout", "tp_ok"]
 
 SERVER_GPUS = 8
 MICRO_BATCHES: tuple[int, ...] = (1, 2, 4)
+_with_knobs = evolver(Workload, "micro_batch", "recompute", "seq_tokens")  # a candidate's workload, as replace() makes it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,7 +167,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
         layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep if lay.ep > 1 else given.ep, cp=lay.cp,
                         virtual_stages=lay.virtual_stages, zero=lay.zero, fsdp=given.fsdp, offload=given.offload,
                         tp_overlap=lay.tp_overlap, ep_overlap=lay.ep_overlap, pipeline_layout=given.pipeline_layout)
-        work = replace(w, micro_batch=mb, recompute=rc, seq_tokens=seq)
+        work = _with_knobs(w, micro_batch=mb, recompute=rc, seq_tokens=seq)
         try:
             p = plan(model, work, precision=precision, layout=layout, gpu=gpu, overheads=overheads, suggest=False)
         except InvalidWorkload:
