@@ -5,7 +5,9 @@ Training: every combination of tensor parallelism inside one server, context par
 only), pipeline stages, data parallelism, ZeRO stage (1: distributed optimizer; 3: FSDP), interleaved
 chunks, activation recompute and micro-batch is ranked by the predicted step time of
 :func:`~anchorgpu.planner.speed.training.training_step`; the memory planner then checks them fastest first
-and the first that fits is the answer. Whatever the user fixed is kept.
+and the first that fits is the answer. Whatever the user fixed is kept. The ranking times only what that order
+needs (:func:`_fastest_first`): a layout's recompute levels once its fastest reaches the front, and the layout itself
+once a cheaper bound on its speed (:func:`~anchorgpu.planner.speed.training.tokens_per_s_bound`) does.
 """
 
 from __future__ import annotations
