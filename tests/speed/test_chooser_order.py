@@ -87,3 +87,46 @@ def test_the_bound_is_never_below_the_speed_and_keeps_the_order(name: str, gpus:
     search = layouts._fastest_first(pairs, levels, speed, bound)
     assert [next(search, None) for _ in range(20)] == first
     assert len(timed) <= without
+
+
+STATES = [("llama-3.1-70b", 16, "h100", {}), ("qwen3-235b-a22b", 64, "h200", {}),
+          ("llama-3.1-8b", 8, "a100-80gb-sxm", {"train_stack": "pytorch", "global_batch_tokens": 65536}),
+          ("llama-3.1-70b", 32, "b200", {"train_precision": "fp4"}), ("mixtral-8x7b-v0.1", 16, "h100", {"train_precision": "fp8"}),
+          ("qwen3-30b-a3b", 8, "l40s", {"seq_tokens": 32768}), ("deepseek-v2-lite", 8, "mi300x", {"optimizer": "adamw-8bit"})]
+
+
+@pytest.mark.parametrize(("name", "gpus", "gpu", "asked"), STATES)
+def test_a_layouts_model_states_do_not_read_its_micro_batch_or_recompute(name: str, gpus: int, gpu: str,
+                                                                        asked: dict[str, object]) -> None:
+    """The premise of ``layouts._states_outgrow``: a full-training plan's weights, gradients and optimizer state are
+    the same at every micro-batch and recompute level of a layout, and the rest of its total is never negative."""
+    from anchorgpu.planner import plan
+
+    model, device = load_model(name), get_gpu(gpu)
+    w = Workload(task="train", **{"seq_tokens": 4096, **asked})
+    pairs, levels = layouts._candidates(model, w, Layout(gpus=gpus), gpus, w.seq_tokens or 4096, 2**24)
+    planned = 0
+    for offload in ("none", "optimizer"):
+        for lay in list(dict.fromkeys(lay for lay, _ in pairs))[::3]:
+            states = set()
+            for mb in (1, 2, 4):
+                for rc in levels:
+                    layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep, cp=lay.cp,
+                                    virtual_stages=lay.virtual_stages, zero=lay.zero,
+                                    offload=None if offload == "none" else offload)
+                    try:
+                        p = plan(model, _with(w, mb, rc), layout=layout, gpu=device, suggest=False)
+                    except InvalidWorkload:
+                        continue
+                    planned += 1
+                    g = p.per_gpu
+                    states.add((g.weights_bytes, g.gradients_bytes, g.optimizer_bytes))
+                    assert g.activations_bytes >= 0 and g.overhead_bytes >= 0 and g.kv_cache_bytes >= 0
+            assert len(states) <= 1, (lay, states)
+    assert planned >= 20
+
+
+def _with(w: Workload, mb: int, rc: str) -> Workload:
+    from anchorgpu.planner._frozen import evolve
+
+    return evolve(w, micro_batch=mb, recompute=rc)

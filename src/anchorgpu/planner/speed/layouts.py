@@ -165,7 +165,10 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                 kind=kind, precision=prec, cal=cal, train_stack=w.train_stack)
         return found
 
+    outgrown: set[int] = set()  # the layouts (by id: the pairs share them) whose model states alone outgrow the GPU
     for _, _, lay, mb, rc in _fastest_first(pairs, levels, speed, bound):
+        if id(lay) in outgrown:
+            continue  # no micro-batch or recompute level of it fits (_states_outgrow)
         layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep if lay.ep > 1 else given.ep, cp=lay.cp,
                         virtual_stages=lay.virtual_stages, zero=lay.zero, fsdp=given.fsdp, offload=given.offload,
                         tp_overlap=lay.tp_overlap, ep_overlap=lay.ep_overlap, pipeline_layout=given.pipeline_layout)
@@ -174,22 +177,35 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
             p = plan(model, work, precision=precision, layout=layout, gpu=gpu, overheads=overheads, suggest=False)
         except InvalidWorkload:
             continue
-        if p.fits:
-            parts = [f"TP {lay.tp}", f"PP {lay.pp}" + (f" (v {lay.virtual_stages})" if lay.virtual_stages > 1 else ""),
-                     f"CP {lay.cp}", f"DP {lay.dp}", *([f"EP {lay.ep}"] if model.moe is not None else []),
-                     {0: "no sharding", 1: "ZeRO-1 (distributed optimizer)", 2: "ZeRO-2", 3: "FSDP / ZeRO-3"}[lay.zero],
-                     f"recompute {rc}", f"micro-batch {mb}"]
-            fixed = [name for name, value in (("tp", given.tp), ("pp", given.pp), ("dp", given.dp), ("cp", given.cp),
-                                              ("ep", given.ep),
-                                              ("zero", given.zero if not given.fsdp else 3),
-                                              ("virtual-stages", given.virtual_stages),
-                                              ("pipeline-layout", given.pipeline_layout), ("micro-batch", w.micro_batch),
-                                              ("recompute", w.recompute)) if value is not None]
-            reason = (f"Layout chosen: {', '.join(parts)} - the fastest of {len(pairs) * len(levels)} candidates that fits "
-                      f"{gpu.name}" + (f" (kept as given: {', '.join('--' + f for f in fixed)})" if fixed else "")
-                      + "; tensor parallelism stays inside one server.")
-            return Choice(layout=layout, workload=work, reason=reason), p
+        if not p.fits:
+            if w.task == "train" and _states_outgrow(p):
+                outgrown.add(id(lay))
+            continue
+        parts = [f"TP {lay.tp}", f"PP {lay.pp}" + (f" (v {lay.virtual_stages})" if lay.virtual_stages > 1 else ""),
+                 f"CP {lay.cp}", f"DP {lay.dp}", *([f"EP {lay.ep}"] if model.moe is not None else []),
+                 {0: "no sharding", 1: "ZeRO-1 (distributed optimizer)", 2: "ZeRO-2", 3: "FSDP / ZeRO-3"}[lay.zero],
+                 f"recompute {rc}", f"micro-batch {mb}"]
+        fixed = [name for name, value in (("tp", given.tp), ("pp", given.pp), ("dp", given.dp), ("cp", given.cp),
+                                          ("ep", given.ep),
+                                          ("zero", given.zero if not given.fsdp else 3),
+                                          ("virtual-stages", given.virtual_stages),
+                                          ("pipeline-layout", given.pipeline_layout), ("micro-batch", w.micro_batch),
+                                          ("recompute", w.recompute)) if value is not None]
+        reason = (f"Layout chosen: {', '.join(parts)} - the fastest of {len(pairs) * len(levels)} candidates that fits "
+                  f"{gpu.name}" + (f" (kept as given: {', '.join('--' + f for f in fixed)})" if fixed else "")
+                  + "; tensor parallelism stays inside one server.")
+        return Choice(layout=layout, workload=work, reason=reason), p
     return None
+
+
+def _states_outgrow(p: Plan) -> bool:
+    """Whether a full-training plan's weights, gradients and optimizer state alone exceed its GPU. The memory planner
+    reads them from the layout, the weight format and the optimizer alone, not the micro-batch or the recompute, and
+    adds only terms that are never negative (activations, overheads): then no micro-batch or recompute level of that
+    layout fits either, and a search need not plan them (tests/speed/test_chooser_order.py holds the premise)."""
+    per_gpu = p.per_gpu
+    return p.budget_bytes is not None and (
+        per_gpu.weights_bytes + per_gpu.gradients_bytes + per_gpu.optimizer_bytes > p.budget_bytes)
 
 
 def _fastest_first(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute, ...],
