@@ -31,7 +31,7 @@ import json
 import random
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -223,7 +223,10 @@ def _tuples(d: dict[str, Any]) -> dict[str, Any]:
     return {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
 
 
-def write(out_path: Path, tree: Path, count: int, seed: int, shuffle: int | None = None) -> int:
+def write(out_path: Path, tree: Path, count: int, seed: int, shuffle: int | None = None,
+          sample: Callable[[int, int], Iterator[dict[str, Any]]] | None = None, sweeps: bool = True) -> int:
+    """Plan ``sample(count, seed)`` (default :func:`configurations`) with ``tree`` and write the lines (and the
+    catalog sweeps' unless ``sweeps`` is false)."""
     sys.path.insert(0, str(tree / "src"))
     import anchorgpu
     from anchorgpu.architectures import load_model
@@ -235,7 +238,7 @@ def write(out_path: Path, tree: Path, count: int, seed: int, shuffle: int | None
     source = Path(anchorgpu.__file__).resolve()
     if tree.resolve() not in source.parents:
         raise SystemExit(f"imported {source}, not the tree {tree}: run with a Python that does not shadow it")
-    configs = list(configurations(count, seed))  # drawn before anything is planned
+    configs = list((sample or configurations)(count, seed))  # drawn before anything is planned
     models = {name: load_model(name) for name in sorted({c["model"] for c in configs})}
     gpus = {name: get_gpu(name) for name in sorted({c["gpu"] for c in configs if c["gpu"]})}
     model_docs: dict[tuple[str, str], dict[str, Any]] = {}
@@ -271,7 +274,7 @@ def write(out_path: Path, tree: Path, count: int, seed: int, shuffle: int | None
             line = json.dumps({"model_json": [name, kv], "doc": doc}, sort_keys=True)
             digest.update(line.encode())
             out.write(line + "\n")
-        for line in _sweep_lines(models):
+        for line in _sweep_lines(models) if sweeps else ():
             digest.update(line.encode())
             out.write(line + "\n")
     print(f"{out_path}: {len(configs):,} configurations (seed {seed}) from {tree}: {planned:,} planned, {refused:,} refused; "

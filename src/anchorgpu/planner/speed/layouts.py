@@ -5,7 +5,9 @@ Training: every combination of tensor parallelism inside one server, context par
 only), pipeline stages, data parallelism, ZeRO stage (1: distributed optimizer; 3: FSDP), interleaved
 chunks, activation recompute and micro-batch is ranked by the predicted step time of
 :func:`~anchorgpu.planner.speed.training.training_step`; the memory planner then checks them fastest first
-and the first that fits is the answer. Whatever the user fixed is kept.
+and the first that fits is the answer. Whatever the user fixed is kept. The ranking times only what that order
+needs (:func:`_fastest_first`): a layout's recompute levels once its fastest reaches the front, and the layout itself
+once a cheaper bound on its speed (:func:`~anchorgpu.planner.speed.training.tokens_per_s_bound`) does.
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner._frozen import evolver
 from anchorgpu.planner.inputs import (
     Layout,
     Overheads,
@@ -34,7 +37,12 @@ from anchorgpu.planner.pipeline_layout import parse_pipeline_layout
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import compute_precision_for_training
-from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
+from anchorgpu.planner.speed.training import (
+    DEFAULT_GLOBAL_BATCH_TOKENS,
+    TrainLayout,
+    tokens_per_s_bound,
+    training_step,
+)
 
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
@@ -43,6 +51,7 @@ __all__ = ["SERVER_GPUS", "Choice", "choose_training_layout", "tp_ok"]
 
 SERVER_GPUS = 8
 MICRO_BATCHES: tuple[int, ...] = (1, 2, 4)
+_with_knobs = evolver(Workload, "micro_batch", "recompute", "seq_tokens")  # a candidate's workload, as replace() makes it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,7 +75,9 @@ def _divisors(n: int, limit: int) -> list[int]:
 
 
 def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: int, batch: int
-                ) -> list[tuple[TrainLayout, int, Recompute]]:
+                ) -> tuple[list[tuple[TrainLayout, int]], tuple[Recompute, ...]]:
+    """The layouts and micro-batches a search tries, each at every recompute level of the second (the same for all,
+    least first): candidate ``g * len(levels) + j`` is pair ``g`` at level ``j``."""
     # any explicit layout flag keeps the rest of the split as before (TP, PP, CP 1; DP the rest)
     explicit = any(x is not None for x in (given.tp, given.pp, given.dp, given.cp, given.zero)) or given.fsdp
     tps = [given.tp or 1] if explicit or given.tp else [
@@ -76,11 +87,11 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
     moe = model.moe
     # a mixture of experts: expert parallelism too, over GPUs of one stage (tp x dp) that divide the experts
     eps = [given.ep or 1] if explicit or given.ep or moe is None else list(train_ep_sizes(moe.num_experts))
-    out: list[tuple[TrainLayout, int, Recompute]] = []
+    out: list[tuple[TrainLayout, int]] = []
     mbs = [w.micro_batch] if w.micro_batch else list(MICRO_BATCHES)
-    rcs: list[Recompute] = [w.recompute] if w.recompute else list(recompute_ladder(moe is not None))
+    rcs: tuple[Recompute, ...] = (w.recompute,) if w.recompute else recompute_ladder(moe is not None)
     if w.offload_activation_layers:  # Megatron-Core offloads activations with one stage and no recompute only
-        rcs = ["none"]
+        rcs = ("none",)
     for tp in tps:
         for cp in cps:
             if gpus % (tp * cp):
@@ -113,19 +124,15 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                     for v in vs:
                         if v > 1 and pp == 1:
                             continue
+                        # EP folds over a stage's TP, CP, DP: one layout per EP size, whatever the micro-batch
+                        lays = [TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero, virtual_stages=v,
+                                            tp_overlap=given.tp_overlap, ep_overlap=given.ep_overlap,
+                                            offload=given.offload or "none", pipeline_layout=stated)
+                                for ep in eps if (tp * cp * dp) % ep == 0]
                         for mb in mbs:
-                            if dp * mb * seq > batch:
-                                continue
-                            for ep in eps:
-                                if (tp * cp * dp) % ep:  # EP folds over a stage's TP, CP, DP
-                                    continue
-                                for rc in rcs:
-                                    out.append((TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero,
-                                                            virtual_stages=v, tp_overlap=given.tp_overlap,
-                                                            ep_overlap=given.ep_overlap,
-                                                            offload=given.offload or "none",
-                                                            pipeline_layout=stated), mb, rc))
-    return out
+                            if dp * mb * seq <= batch:
+                                out += [(lay, mb) for lay in lays]
+    return out, rcs
 
 
 def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPlan, given: Layout, gpu: GpuSpec,
@@ -139,7 +146,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     cal = calibration()
     kind: TrainKind = "full" if w.task == "train" else "lora"
     prec = compute_precision_for_training(w.train_precision)
-    candidates = _candidates(model, w, given, gpus, seq, max(batch, 1))
+    pairs, levels = _candidates(model, w, given, gpus, seq, max(batch, 1))
 
     def speed(lay: TrainLayout, mb: int, rc: Recompute) -> float:
         return training_step(model, gpu, lay, seq_tokens=seq, micro_batch=mb,
@@ -148,37 +155,66 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                              offload_activation_layers=w.offload_activation_layers,
                              optimizer_state=w.optimizer_state).tokens_per_s
 
-    for _, _, lay, mb, rc in _fastest_first(candidates, speed):
+    bounds: dict[tuple[int, int, int, int, int, int], float] = {}
+
+    def bound(lay: TrainLayout, mb: int) -> float:  # at least speed(lay, mb, "none"), for less work
+        key = (lay.tp, lay.cp, lay.pp, lay.virtual_stages, lay.ep, mb)  # the same for every ZeRO stage of a layout
+        found = bounds.get(key)
+        if found is None:
+            found = bounds[key] = tokens_per_s_bound(
+                model, gpu, lay, seq_tokens=seq, micro_batch=mb, global_batch_tokens=max(batch, lay.dp * mb * seq),
+                kind=kind, precision=prec, cal=cal, train_stack=w.train_stack)
+        return found
+
+    outgrown: set[int] = set()  # the layouts (by id: the pairs share them) whose model states alone outgrow the GPU
+    for _, _, lay, mb, rc in _fastest_first(pairs, levels, speed, bound):
+        if id(lay) in outgrown:
+            continue  # no micro-batch or recompute level of it fits (_states_outgrow)
         layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep if lay.ep > 1 else given.ep, cp=lay.cp,
                         virtual_stages=lay.virtual_stages, zero=lay.zero, fsdp=given.fsdp, offload=given.offload,
                         tp_overlap=lay.tp_overlap, ep_overlap=lay.ep_overlap, pipeline_layout=given.pipeline_layout)
-        work = replace(w, micro_batch=mb, recompute=rc, seq_tokens=seq)
+        work = _with_knobs(w, micro_batch=mb, recompute=rc, seq_tokens=seq)
         try:
             p = plan(model, work, precision=precision, layout=layout, gpu=gpu, overheads=overheads, suggest=False)
         except InvalidWorkload:
             continue
-        if p.fits:
-            parts = [f"TP {lay.tp}", f"PP {lay.pp}" + (f" (v {lay.virtual_stages})" if lay.virtual_stages > 1 else ""),
-                     f"CP {lay.cp}", f"DP {lay.dp}", *([f"EP {lay.ep}"] if model.moe is not None else []),
-                     {0: "no sharding", 1: "ZeRO-1 (distributed optimizer)", 2: "ZeRO-2", 3: "FSDP / ZeRO-3"}[lay.zero],
-                     f"recompute {rc}", f"micro-batch {mb}"]
-            fixed = [name for name, value in (("tp", given.tp), ("pp", given.pp), ("dp", given.dp), ("cp", given.cp),
-                                              ("ep", given.ep),
-                                              ("zero", given.zero if not given.fsdp else 3),
-                                              ("virtual-stages", given.virtual_stages),
-                                              ("pipeline-layout", given.pipeline_layout), ("micro-batch", w.micro_batch),
-                                              ("recompute", w.recompute)) if value is not None]
-            reason = (f"Layout chosen: {', '.join(parts)} - the fastest of {len(candidates)} candidates that fits "
-                      f"{gpu.name}" + (f" (kept as given: {', '.join('--' + f for f in fixed)})" if fixed else "")
-                      + "; tensor parallelism stays inside one server.")
-            return Choice(layout=layout, workload=work, reason=reason), p
+        if not p.fits:
+            if w.task == "train" and _states_outgrow(p):
+                outgrown.add(id(lay))
+            continue
+        parts = [f"TP {lay.tp}", f"PP {lay.pp}" + (f" (v {lay.virtual_stages})" if lay.virtual_stages > 1 else ""),
+                 f"CP {lay.cp}", f"DP {lay.dp}", *([f"EP {lay.ep}"] if model.moe is not None else []),
+                 {0: "no sharding", 1: "ZeRO-1 (distributed optimizer)", 2: "ZeRO-2", 3: "FSDP / ZeRO-3"}[lay.zero],
+                 f"recompute {rc}", f"micro-batch {mb}"]
+        fixed = [name for name, value in (("tp", given.tp), ("pp", given.pp), ("dp", given.dp), ("cp", given.cp),
+                                          ("ep", given.ep),
+                                          ("zero", given.zero if not given.fsdp else 3),
+                                          ("virtual-stages", given.virtual_stages),
+                                          ("pipeline-layout", given.pipeline_layout), ("micro-batch", w.micro_batch),
+                                          ("recompute", w.recompute)) if value is not None]
+        reason = (f"Layout chosen: {', '.join(parts)} - the fastest of {len(pairs) * len(levels)} candidates that fits "
+                  f"{gpu.name}" + (f" (kept as given: {', '.join('--' + f for f in fixed)})" if fixed else "")
+                  + "; tensor parallelism stays inside one server.")
+        return Choice(layout=layout, workload=work, reason=reason), p
     return None
 
 
-def _fastest_first(candidates: list[tuple[TrainLayout, int, Recompute]],
+def _states_outgrow(p: Plan) -> bool:
+    """Whether a full-training plan's weights, gradients and optimizer state alone exceed its GPU. The memory planner
+    reads them from the layout, the weight format and the optimizer alone, not the micro-batch or the recompute, and
+    adds only terms that are never negative (activations, overheads): then no micro-batch or recompute level of that
+    layout fits either, and a search need not plan them (tests/speed/test_chooser_order.py holds the premise)."""
+    per_gpu = p.per_gpu
+    return p.budget_bytes is not None and (
+        per_gpu.weights_bytes + per_gpu.gradients_bytes + per_gpu.optimizer_bytes > p.budget_bytes)
+
+
+def _fastest_first(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute, ...],
                    speed: Callable[[TrainLayout, int, Recompute], float],
+                   bound: Callable[[TrainLayout, int], float] | None = None,
                    ) -> Iterator[tuple[float, int, TrainLayout, int, Recompute]]:
-    """The candidates that can be timed, fastest first (ties in candidate order), timing as few as that order needs.
+    """The candidates (each pair at each level, :func:`_candidates`) that can be timed, fastest first (ties in
+    candidate order), timing as few as that order needs.
 
     A layout and micro-batch run fastest without recompute (each level only adds work), so that time bounds all of
     its levels: every layout is timed at its first level first, and its other levels only when that bound reaches
@@ -186,28 +222,40 @@ def _fastest_first(candidates: list[tuple[TrainLayout, int, Recompute]],
     fastest layouts, and plans them in this order until one fits). The one exception: a recompute's extra compute
     also hides a little more of the gradient sync, so a level can beat its own bound by that little; it is still
     found, and only loses a tie closer than that to another layout.
+
+    ``bound`` (a layout and micro-batch's speed without recompute or more, cheaper to find: ``tokens_per_s_bound``)
+    puts off even that first timing until the bound reaches the front: what comes out, and in what order, is the
+    same, since a bound never sorts after its layout's time (a bound that ties its time sorts first).
     """
-    groups: dict[tuple[TrainLayout, int], list[tuple[int, Recompute]]] = {}
-    for i, (lay, mb, rc) in enumerate(candidates):
-        groups.setdefault((lay, mb), []).append((i, rc))
-    heap: list[tuple[float, int, int, tuple[TrainLayout, int]]] = []
-    for key, levels in groups.items():
-        first, rc = levels[0]
+    n = len(levels)
+    # an entry: (minus a speed, candidate index, -1 for a bound / 0 for a layout's time / 1 for a level's, pair)
+    heap: list[tuple[float, int, int, int]] = []
+    for g, (lay, mb) in enumerate(pairs):
         try:
-            bound = speed(key[0], key[1], rc) if rc == "none" else math.inf
+            if levels[0] != "none":
+                heap.append((-math.inf, g * n, 0, g))
+            elif bound is not None:
+                heap.append((-bound(lay, mb), g * n, -1, g))
+            else:
+                heap.append((-speed(lay, mb, "none"), g * n, 0, g))
         except InvalidWorkload:
             continue  # a layout refused at one level is refused at all (the checks do not read the recompute)
-        heapq.heappush(heap, (-bound, first, 0, key))
+    heapq.heapify(heap)
     while heap:
-        neg, i, exact, key = heapq.heappop(heap)
-        lay, mb = key
-        if exact:
-            rc = next(level for index, level in groups[key] if index == i)
-            yield -neg, i, lay, mb, rc
+        neg, i, exact, g = heapq.heappop(heap)
+        lay, mb = pairs[g]
+        if exact < 0:  # a bound reached the front: time the layout
+            try:
+                heapq.heappush(heap, (-speed(lay, mb, "none"), i, 0, g))
+            except InvalidWorkload:
+                pass
             continue
-        for index, rc in groups[key]:  # the bound reached the front: time every level of this layout
+        if exact:
+            yield -neg, i, lay, mb, levels[i - g * n]
+            continue
+        for j, rc in enumerate(levels):  # the bound reached the front: time every level of this layout
             try:
                 value = -neg if rc == "none" and not math.isinf(neg) else speed(lay, mb, rc)
             except InvalidWorkload:
                 continue
-            heapq.heappush(heap, (-value, index, 1, key))
+            heapq.heappush(heap, (-value, g * n + j, 1, g))

@@ -49,33 +49,12 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init, memo_on_frozen
 from anchorgpu.planner.memory.activations import keeps_fp8_input_copies, layer_activation_bytes
-from anchorgpu.planner.pipeline_layout import PipelineLayout, busiest_rank_layers
+from anchorgpu.planner.pipeline_layout import PipelineLayout
 from anchorgpu.planner.speed.calibration import Calibration, calibration
-from anchorgpu.planner.speed.context_parallel import context_parallel_s
 from anchorgpu.planner.speed.data_parallel import data_parallel_terms
-from anchorgpu.planner.speed.experts import (
-    expert_launch_s,
-    expert_rows_factor,
-    moe_product_shares,
-    unfused_expert_bytes,
-)
-from anchorgpu.planner.speed.flops import (
-    MOE_FORWARD_AGAIN,
-    Recompute,
-    TrainKind,
-    attention_flops_per_token,
-    training_flops_per_token,
-)
-from anchorgpu.planner.speed.links import (
-    ACTIVATION_BYTES,
-    PeakChoice,
-    allreduce_s,
-    expert_dispatch_s,
-    group_link,
-    hopper_or_newer,
-    p2p_s,
-    peak_for,
-)
+from anchorgpu.planner.speed.flops import Recompute, TrainKind
+from anchorgpu.planner.speed.links import PeakChoice, group_link, p2p_s
+from anchorgpu.planner.speed.micro_step import micro_step
 from anchorgpu.planner.speed.offload import activation_offload_s, host_optimizer_s, optimizer_traffic_bytes_per_param
 from anchorgpu.planner.speed.pipeline import microbatches_for, pipeline_bubble_fraction, slowest_stage_layers
 
@@ -89,6 +68,7 @@ __all__ = [
     "microbatches_for",
     "pipeline_bubble_fraction",
     "slowest_stage_layers",
+    "tokens_per_s_bound",
     "training_step",
 ]
 
@@ -228,6 +208,40 @@ def training_step(
     )
 
 
+BOUND_SLACK = 1e-9
+"""How far above the parts it adds up :func:`tokens_per_s_bound` puts its bound: a sum's rounding (a few units in the
+last place of a dozen terms) is a millionth of that, however the interpreter adds them up."""
+
+
+def tokens_per_s_bound(
+    model: ModelSpec, gpu: GpuSpec, lay: TrainSplit, *, seq_tokens: int, micro_batch: int = 1,
+    global_batch_tokens: int = DEFAULT_GLOBAL_BATCH_TOKENS, recompute: Recompute = "none", kind: TrainKind = "full",
+    precision: str = "bf16", gpus_per_server: int = 8, network_bytes_per_s: float | None = None,
+    cal: Calibration | None = None, attention_kernel: AttentionKernel = "flash", train_stack: str = "megatron",
+) -> float:
+    """At least :func:`training_step`'s ``tokens_per_s`` of the same arguments, for a fraction of its work: the step
+    without the parts that are never negative and need the data parallelism (FSDP's gathers, the gradient sync, the
+    optimizer), the stage-to-stage transfers and the activation offload, its pipeline bubble over the micro-batch's
+    time without them either; a touch above (:data:`BOUND_SLACK`). The same for every ZeRO stage of a layout (the
+    parts it adds up are :mod:`~anchorgpu.planner.speed.micro_step`'s, memoised); refused where the step is.
+
+    >>> from anchorgpu.planner.speed._toys import toy_gpu, toy_model
+    >>> lay = TrainLayout(gpus=4, tp=2, pp=2)
+    >>> st = training_step(toy_model(), toy_gpu(), lay, seq_tokens=128, global_batch_tokens=1024)
+    >>> st.tokens_per_s <= tokens_per_s_bound(toy_model(), toy_gpu(), lay, seq_tokens=128, global_batch_tokens=1024)
+    True
+    """
+    cal = cal or calibration()
+    _check(model, lay, seq_tokens)
+    b = micro_step(model, gpu, cal, lay.tp, lay.pp, lay.cp, lay.ep, lay.virtual_stages, lay.tp_overlap, lay.ep_overlap,
+                   seq_tokens, micro_batch, recompute, kind, precision, gpus_per_server, network_bytes_per_s,
+                   attention_kernel, train_stack, lay.pipeline_layout)
+    m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
+    per_micro = b.compute_s + b.tp_s + b.cp_s + b.ep_s + b.launch_s
+    step_s = m * per_micro + ((lay.pp - 1) / lay.virtual_stages * per_micro if lay.pp > 1 else 0.0)
+    return m * lay.dp * micro_batch * seq_tokens / step_s * (1.0 + BOUND_SLACK)
+
+
 @dataclass(frozen=True, slots=True)
 class _LayoutTerms:
     """What a step of one layout costs whatever its global batch: the times of one micro-batch by part (seconds),
@@ -262,90 +276,12 @@ def _compute_layout_terms(
                       tp_overlap=tp_overlap, ep_overlap=ep_overlap, offload=offload, pipeline_layout=pipeline_layout)
     k = cal.stack(gpu)
     _check(model, lay, seq_tokens)
-    pytorch = train_stack == "pytorch"
-    if pytorch and attention_kernel == "flash":  # PyTorch's SDPA picks its FlashAttention-2 backend (stated fa2)
-        attention_kernel = "fa2"
-    ew_bytes = (k.pytorch_elementwise_bytes_per_hidden or k.elementwise_bytes_per_hidden) if pytorch \
-        else k.elementwise_bytes_per_hidden
-    choice = peak_for(gpu, precision)
-    bf16 = peak_for(gpu, "bf16").flops_per_s
-    h, layers = model.hidden_size, model.num_layers
-    stage_layers = float(slowest_stage_layers(layers, lay.pp, lay.virtual_stages, busiest_rank_layers(pipeline_layout)))
-    imbalance = stage_layers * lay.pp / layers  # the busiest rank's share of the layers over an even share
-    tokens_rank = micro_batch * seq_tokens / lay.cp  # tokens one GPU holds in a micro-batch
-
-    # compute
-    # PyTorch's op-level selective policy: every other product of a block and every pointwise operation run again,
-    # the attention output kept (planner.memory.op_sac)
-    op_sac = pytorch and recompute == "selective"
-    model_f, hw_f = training_flops_per_token(model, seq_tokens, recompute=recompute, kind=kind, op_sac=op_sac)
-    attn = attention_flops_per_token(model, seq_tokens, causal=False)
-    attn_passes = (3.0 if kind == "full" else 2.0) + (0.0 if op_sac else {"none": 0.0, "selective": 1.0, "moe": 0.0,
-                                                                           "full": 1.0}[recompute])
-    attn_f = attn_passes * attn
-    matmul_f = hw_f - attn_f
-    # the time: what the kernel computes (a causal flash kernel skips the masked half the MFU count above includes)
-    attn_run_f = attn_f if attention_kernel == "unfused" else attn_passes * attention_flops_per_token(
-        model, seq_tokens, causal=True)
-    fa2 = attention_kernel == "fa2" and cal.fa2_hopper_attention_efficiency and hopper_or_newer(gpu)
-    att_rate = bf16 * (cal.fa2_hopper_attention_efficiency if fa2 else k.attention_efficiency)
-    width = h / lay.tp
-    mm_eff = (k.train_matmul_efficiency * cal.low_precision_ratio(gpu, choice.precision)
-              * width / (width + k.train_matmul_half_width))
-    split = lay.tp * lay.pp
-    expert_share, route_share = moe_product_shares(model)
-    if expert_share:
-        # the routed experts' grouped products: an EP group's tokens meet at each expert, tokens_rank * ep * k / E
-        # rows an expert, at the serving fit's rows-to-efficiency falloff (calibration moe_expert_half_tokens)
-        factor = expert_rows_factor(tokens_rank * lay.ep, route_share, k.moe_expert_half_tokens, cal.moe_tile_rows)
-        matmul_f *= 1.0 + expert_share * (factor - 1.0)
-    compute_s = imbalance * (matmul_f * tokens_rank / split / (choice.flops_per_s * mm_eff)
-                             + attn_run_f * tokens_rank / split / att_rate)
-    passes = 1.0 + (1.0 / 3.0 if recompute == "full" or op_sac else 0.0)
-    compute_s += (tokens_rank * stage_layers * ew_bytes * h / lay.tp * passes
-                  / gpu.memory_bandwidth_bytes_per_s)
-    if not pytorch and model.moe is not None:
-        # biased experts' fc2 bias and a clamped GLU run outside Megatron-Core's fused kernels (gpt-oss): their
-        # bytes a routed token at memory bandwidth, split by TP as the elementwise term (unfused_expert_bytes)
-        moe_layers_ = stage_layers * model.moe.num_moe_layers / layers
-        compute_s += (tokens_rank * moe_layers_ * unfused_expert_bytes(model, cal.moe_unfused_expert_bytes, recompute)
-                      / lay.tp / gpu.memory_bandwidth_bytes_per_s)
-
-    # tensor parallelism (sequence parallel: reduce-scatter + all-gather = one all-reduce volume)
-    tp_link_ = group_link(gpu, lay.tp, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
-    # two volumes forward, two backward; the recomputed forward again: whole layers' two, or the MoE blocks' one
-    volumes = 6.0 if recompute == "full" else 4.0
-    if recompute == "moe" and model.moe is not None:
-        volumes += model.moe.num_moe_layers / layers
-    act_bytes = tokens_rank * h * ACTIVATION_BYTES
-    tp_s = volumes * stage_layers * allreduce_s(act_bytes, lay.tp, tp_link_, efficiency=cal.link_efficiency)
-    if lay.tp_overlap:
-        tp_s *= cal.overlap_exposed_fraction
-
-    # context parallelism: K and V exchanged between the ranks that share a sequence (speed.context_parallel)
-    cp_s = 0.0
-    if lay.cp > 1:
-        cp_link = group_link(gpu, lay.tp * lay.cp, gpus_per_server=gpus_per_server,
-                             network_bytes_per_s=network_bytes_per_s)
-        cp_s = context_parallel_s(model, lay.tp, lay.pp, lay.cp, cp_link, cal.link_efficiency, tokens_rank,
-                                  attn_run_f * tokens_rank / split / att_rate, attn_passes, kind, stage_layers,
-                                  pytorch=pytorch)
-
-    # expert parallelism: dispatch + combine, forward and backward, per MoE layer
-    ep_s = 0.0
-    if model.moe is not None and lay.ep > 1:
-        # the experts are not split by TP under EP (expert tensor parallelism 1, as the memory's shard_share
-        # holds them): an EP group is ep consecutive GPUs, each sending its TP share of the stage's tokens; across
-        # servers a token crosses the network once per server it goes to (expert_dispatch_s)
-        moe_layers = stage_layers * model.moe.num_moe_layers / layers
-        # dispatch and combine forward and backward, and forward again when the MoE blocks are recomputed
-        ep_s = (6 if recompute in MOE_FORWARD_AGAIN else 4) * moe_layers * expert_dispatch_s(
-            h * ACTIVATION_BYTES, tokens_rank / lay.tp, model.moe.experts_per_token, lay.ep, gpu,
-            gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s, efficiency=cal.link_efficiency)
-        if lay.ep_overlap:  # beside another micro-batch's computation: the stated exposed share, as TP overlap's
-            ep_s *= cal.overlap_exposed_fraction
-    launch_s = expert_launch_s(model, lay.ep, stage_layers, k.moe_host_s_per_expert_gemm, kind=kind,
-                               recompute=recompute)
+    # one micro-batch's computation, TP, CP and EP exchanges and MoE launches (speed.micro_step)
+    micro = micro_step(model, gpu, cal, tp, pp, cp, ep, virtual_stages, tp_overlap, ep_overlap, seq_tokens, micro_batch,
+                       recompute, kind, precision, gpus_per_server, network_bytes_per_s, attention_kernel, train_stack,
+                       pipeline_layout)
+    choice, stage_layers, act_bytes = micro.choice, micro.stage_layers, micro.act_bytes
+    compute_s, tp_s, cp_s, ep_s, launch_s = micro.compute_s, micro.tp_s, micro.cp_s, micro.ep_s, micro.launch_s
 
     # data parallelism: FSDP's gathers every micro-batch, the gradient sync once a step (data_parallel_terms)
     dpt = data_parallel_terms(model, gpu, cal, lay, stage_layers=stage_layers, compute_s=compute_s,
@@ -381,9 +317,10 @@ def _compute_layout_terms(
         opt_s = local * traffic / (gpu.memory_bandwidth_bytes_per_s * k.decode_mbu)
 
     return _LayoutTerms(
-        choice=choice, model_flops_per_token=model_f, hardware_flops_per_token=hw_f, compute_s=compute_s, tp_s=tp_s,
+        choice=choice, model_flops_per_token=micro.model_flops_per_token,
+        hardware_flops_per_token=micro.hardware_flops_per_token, compute_s=compute_s, tp_s=tp_s,
         cp_s=cp_s, ep_s=ep_s, launch_s=launch_s, fsdp_s=fsdp_s, offload_s=offload_s, p2p_s=p2p_one, bubble_s=bubble_s, sync_s=dpt.sync_s, optimizer_s=opt_s,
-        ceiling_tokens_per_s=lay.gpus * choice.flops_per_s / model_f)
+        ceiling_tokens_per_s=lay.gpus * choice.flops_per_s / micro.model_flops_per_token)
 
 
 _layout_terms = memo_on_frozen(_compute_layout_terms, frozen=3)
