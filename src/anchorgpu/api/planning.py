@@ -46,7 +46,8 @@ def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
     precision = PrecisionPlan(weights=request.weights, kv_cache=request.kv_cache)
     layout = Layout(gpus=request.gpus, tp=request.tp, pp=request.pp, dp=request.dp, ep=request.ep, zero=request.zero,
                     fsdp=request.fsdp, offload=request.offload, cp=request.cp, virtual_stages=request.virtual_stages,
-                    tp_overlap=request.tp_overlap, ep_overlap=request.ep_overlap, pipeline_layout=request.pipeline_layout)
+                    tp_overlap=request.tp_overlap, ep_overlap=request.ep_overlap, pipeline_layout=request.pipeline_layout,
+                    sequence_parallel=request.sequence_parallel)
     return workload, precision, layout
 
 

@@ -358,6 +358,7 @@ class PlanRequest(_Request):
     virtual_stages: int | None = Field(default=None, ge=1, le=1024, description="Training: interleaved pipeline chunks per GPU (chosen when not given)")
     pipeline_layout: str | None = Field(default=None, min_length=1, max_length=1000, pattern=TEXT_PATTERN, description="Training, with pp: which layers each pipeline chunk holds, in Megatron-Core's --pipeline-model-parallel-layout syntax (E embedding, t layer, L loss, | chunk end, (...)*N repeat); virtual_stages follows from its chunks when not given", examples=["Et|(tt|)*30L"])
     tp_overlap: bool = Field(default=False, description="Training: overlap tensor-parallel traffic with the products (Transformer Engine / AsyncTP)")
+    sequence_parallel: bool | None = Field(default=None, description="Training: Megatron's sequence parallelism, the norms, dropout and residual adds split over the TP ranks (null: on with tp > 1; true needs tp > 1)")
     ep_overlap: bool = Field(default=False, description="Training a MoE under EP: overlap the all-to-alls with another micro-batch's computation (Megatron-Core --overlap-moe-expert-parallel-comm, DeepSeek's DualPipe)")
     global_batch: int | None = Field(default=None, ge=LIMITS["global_batch"].low, le=LIMITS["global_batch"].high, description="Training: tokens per optimizer step (default 4,194,304); gradient accumulation follows")
     fsdp: bool = Field(default=False, description="FSDP full shard (the memory of ZeRO-3)")

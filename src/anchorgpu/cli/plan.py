@@ -317,6 +317,7 @@ def plan_command(
     virtual_stages: int | None = typer.Option(None, "--virtual-stages", help="Interleaved pipeline chunks per GPU (training; chosen when not given)."),
     pipeline_layout: str | None = typer.Option(None, "--pipeline-layout", help="Which layers each pipeline chunk holds, in Megatron-Core's --pipeline-model-parallel-layout syntax, e.g. 'Et|(tt|)*30L' (training, with --pp; the virtual stages follow from its chunks)."),
     tp_overlap: bool = typer.Option(False, "--tp-overlap", help="Overlap tensor-parallel traffic with the products (training)."),
+    sequence_parallel: bool | None = typer.Option(None, "--sequence-parallel/--no-sequence-parallel", help="Megatron's sequence parallelism: norms, dropout and residual adds split over the TP ranks (training; default on with TP > 1)."),
     ep_overlap: bool = typer.Option(False, "--ep-overlap", help="Overlap a MoE's all-to-alls with another micro-batch's computation (training under EP; Megatron-Core --overlap-moe-expert-parallel-comm)."),
     global_batch: str | None = typer.Option(None, "--global-batch", help="Tokens per optimizer step: 4M, 16M or an integer (training; default 4M)."),
     fsdp: bool = typer.Option(False, "--fsdp", help="FSDP FULL_SHARD (training; memory of ZeRO-3)."),
@@ -396,7 +397,7 @@ def plan_command(
     )
     layout = Layout(gpus=parse_gpus(gpus), tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=fsdp, cp=cp,
                     virtual_stages=virtual_stages, tp_overlap=tp_overlap, ep_overlap=ep_overlap, offload=offload,  # type: ignore[arg-type]
-                    pipeline_layout=pipeline_layout)
+                    pipeline_layout=pipeline_layout, sequence_parallel=sequence_parallel)
     result = plan(spec, workload, precision=PrecisionPlan(weights=weights, kv_cache=kv_cache.lower()),
                   layout=layout, gpu=gpu_spec, overheads=_overheads(context_mib, fragmentation))
     perf_options: dict[str, Any] = {"train_tokens": parse_count(tokens, field="tokens"), "mfu": mfu, "mbu": mbu}

@@ -192,7 +192,9 @@ class Layout:
     ``offload`` moves optimizer state (``optimizer``) or also the parameters (``params``) to CPU RAM.
     ``pipeline_layout`` states which layers each pipeline chunk holds, in Megatron-Core's
     ``--pipeline-model-parallel-layout`` syntax (:mod:`anchorgpu.planner.pipeline_layout`); with it ``pp * v`` need not
-    divide the layers, and ``virtual_stages`` follows from its chunks when not given.
+    divide the layers, and ``virtual_stages`` follows from its chunks when not given. ``sequence_parallel``: Megatron's
+    sequence parallelism, the norms, dropout and residual adds split over the TP ranks (``None``: on with TP > 1 for
+    training; stated only for training, and on only with TP > 1).
     """
 
     gpus: int | None = None
@@ -208,6 +210,7 @@ class Layout:
     fsdp: bool = False
     offload: Offload = "none"
     pipeline_layout: str | None = None
+    sequence_parallel: bool | None = None
 
 
 @fast_init

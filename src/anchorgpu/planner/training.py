@@ -20,6 +20,7 @@ from anchorgpu.planner.memory.activations import keeps_fp8_input_copies
 from anchorgpu.planner.memory.loss import default_cross_entropy, loss_memory, loss_memory_line
 from anchorgpu.planner.pipeline_layout import PipelineLayout, busiest_rank_layers
 from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
+from anchorgpu.planner.sequence_parallel import memory_off_line
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, microbatches_for
 from anchorgpu.planner.terms import (
     TaskTerms,
@@ -56,6 +57,8 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
                            + (", gradient checkpointing as in the QLoRA paper)." if recompute == "full" else ")."))
     if lay.sequence_parallel:
         assumptions.append("Tensor parallelism with sequence parallelism (Megatron): norms and dropout activations split too.")
+    elif lay.tp > 1:
+        assumptions.append(memory_off_line(lay.tp))
     assumptions.append("Attention by a flash-attention kernel: no s² score matrix is stored.")
     # a PyTorch-native stack's own activations, loss and FSDP pipeline, full training only: the fine-tuning terms below
     # are measured on PEFT runs with their loss (planner.finetune)

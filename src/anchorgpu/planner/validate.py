@@ -36,6 +36,7 @@ from anchorgpu.planner.inputs import (
 from anchorgpu.planner.media import validate_media
 from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout
 from anchorgpu.planner.result import ResolvedLayout
+from anchorgpu.planner.sequence_parallel import resolve_sequence_parallel
 from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
 from anchorgpu.units import require_whole_gpus
 
@@ -281,7 +282,8 @@ def _split_names(cp: int) -> str:
     return "tp·pp" + ("·cp" if cp > 1 else "")
 
 
-_LAYOUT_FIELDS = ("gpus", *_LAYOUT_COUNTS, "zero", "tp_overlap", "ep_overlap", "fsdp", "offload", "pipeline_layout")
+_LAYOUT_FIELDS = ("gpus", *_LAYOUT_COUNTS, "zero", "tp_overlap", "ep_overlap", "fsdp", "offload", "pipeline_layout",
+                  "sequence_parallel")
 _layout_fields = attrgetter(*_LAYOUT_FIELDS)
 _LAYOUTS: dict[tuple[object, ...], tuple[object, ResolvedLayout, tuple[str, ...]]] = {}
 
@@ -393,7 +395,8 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
         if seq % cp:
             raise InvalidWorkload(f"--cp {cp} does not divide the sequence of {seq:,} tokens")
     return ResolvedLayout(gpus=gpus, tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=layout.fsdp,
-                          offload=layout.offload, sequence_parallel=training and tp > 1, cp=cp, virtual_stages=v,
+                          offload=layout.offload, cp=cp, virtual_stages=v,
+                          sequence_parallel=resolve_sequence_parallel(layout.sequence_parallel, training=training, tp=tp),
                           tp_overlap=layout.tp_overlap, ep_overlap=layout.ep_overlap, pipeline_layout=stated)
 
 

@@ -173,6 +173,21 @@ def _activation_shares(model: ModelSpec) -> tuple[float, float]:
     return shares
 
 
+def sequence_parallel_share(model: ModelSpec) -> float:
+    """The share of an average layer's kept activations (16-bit, no recompute, the attention core aside) that
+    sequence parallelism splits over the TP ranks and plain TP keeps whole on each: :func:`layer_activation_bytes`'s
+    replicated ``8`` (``10`` with dropout) over that plus its TP-split values. The speed model splits the memory-bound
+    operators' traffic the same way (the operators that write these values run where they are kept). A GPT layer:
+    10 of 34 (Korthikanti et al. 2022, Table 2); Llama 3.1 8B (no dropout, SwiGLU, GQA): 8 of 34.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> round(sequence_parallel_share(load_model("llama-3.1-8b")) * 34, 6)
+    8.0
+    """
+    replicated = 8.0 + (2 if model.hidden_dropout > 0 else 0)
+    return replicated / (replicated + _activation_shares(model)[0])
+
+
 FP32_LOGITS_BYTES_PER_LOGIT = 4
 """The logits in fp32 and nothing else, as Megatron's ``theoretical_memory_usage.py`` counts them: the default of
 :func:`logits_bytes` and the base of fine-tuning's measured loss terms (``planner/data/finetune_memory.json`` adds

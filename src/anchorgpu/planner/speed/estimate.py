@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS
+from anchorgpu.planner.memory.activations import sequence_parallel_share
+from anchorgpu.planner.sequence_parallel import speed_off_line
 from anchorgpu.planner.speed.assumption_lines import (
     expert_launch_line,
     larger_batch_line,
@@ -83,7 +85,7 @@ def train_layout(plan: Plan) -> TrainLayout:
     lay = plan.layout
     return TrainLayout(gpus=lay.gpus, tp=lay.tp, pp=lay.pp, cp=lay.cp, dp=lay.dp, ep=lay.ep, zero=lay.zero,
                        virtual_stages=lay.virtual_stages, tp_overlap=lay.tp_overlap, ep_overlap=lay.ep_overlap,
-                       pipeline_layout=lay.pipeline_layout)
+                       pipeline_layout=lay.pipeline_layout, sequence_parallel=lay.sequence_parallel)
 
 
 def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[str, Any],
@@ -133,6 +135,8 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
         assumptions.append(ctx.stack_line)
     if ctx.tp_line is not None:
         assumptions.append(ctx.tp_line)
+        if not lay.sequence_parallel:
+            assumptions.append(speed_off_line(lay.tp, sequence_parallel_share(model), stages=lay.pp > 1))
         if ctx.tp_warning is not None:
             warnings.append(ctx.tp_warning)
     if ctx.dp_line is not None:

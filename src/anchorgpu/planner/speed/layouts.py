@@ -80,8 +80,9 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
     least first): candidate ``g * len(levels) + j`` is pair ``g`` at level ``j``."""
     # any explicit layout flag keeps the rest of the split as before (TP, PP, CP 1; DP the rest)
     explicit = any(x is not None for x in (given.tp, given.pp, given.dp, given.cp, given.zero)) or given.fsdp
-    tps = [given.tp or 1] if explicit or given.tp else [
-        t for t in (1, 2, 4, 8) if t <= min(gpus, SERVER_GPUS) and tp_ok(model, t)]
+    tps = [given.tp or 1] if explicit or given.tp else [  # sequence parallelism stated on needs TP
+        t for t in (1, 2, 4, 8)
+        if t <= min(gpus, SERVER_GPUS) and tp_ok(model, t) and (t > 1 or not given.sequence_parallel)]
     cps = [given.cp or 1] if explicit or given.cp else list(train_cp_sizes(seq))
     fixed_zero = 3 if given.fsdp else given.zero
     moe = model.moe
@@ -127,7 +128,8 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                         # EP folds over a stage's TP, CP, DP: one layout per EP size, whatever the micro-batch
                         lays = [TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero, virtual_stages=v,
                                             tp_overlap=given.tp_overlap, ep_overlap=given.ep_overlap,
-                                            offload=given.offload or "none", pipeline_layout=stated)
+                                            offload=given.offload or "none", pipeline_layout=stated,
+                                            sequence_parallel=given.sequence_parallel)
                                 for ep in eps if (tp * cp * dp) % ep == 0]
                         for mb in mbs:
                             if dp * mb * seq <= batch:
@@ -172,7 +174,8 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
             continue  # no micro-batch or recompute level of it fits (_states_outgrow)
         layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep if lay.ep > 1 else given.ep, cp=lay.cp,
                         virtual_stages=lay.virtual_stages, zero=lay.zero, fsdp=given.fsdp, offload=given.offload,
-                        tp_overlap=lay.tp_overlap, ep_overlap=lay.ep_overlap, pipeline_layout=given.pipeline_layout)
+                        tp_overlap=lay.tp_overlap, ep_overlap=lay.ep_overlap, pipeline_layout=given.pipeline_layout,
+                        sequence_parallel=given.sequence_parallel)
         work = _with_knobs(w, micro_batch=mb, recompute=rc, seq_tokens=seq)
         try:
             p = plan(model, work, precision=precision, layout=layout, gpu=gpu, overheads=overheads, suggest=False)
@@ -191,6 +194,8 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                                           ("zero", given.zero if not given.fsdp else 3),
                                           ("virtual-stages", given.virtual_stages),
                                           ("pipeline-layout", given.pipeline_layout), ("micro-batch", w.micro_batch),
+                                          ("no-" * (given.sequence_parallel is False) + "sequence-parallel",
+                                           given.sequence_parallel),
                                           ("recompute", w.recompute)) if value is not None]
         reason = (f"Layout chosen: {', '.join(parts)} - the fastest of {len(pairs) * len(levels)} candidates that fits "
                   f"{gpu.name}" + (f" (kept as given: {', '.join('--' + f for f in fixed)})" if fixed else "")

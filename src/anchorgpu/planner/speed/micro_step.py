@@ -2,7 +2,7 @@
 context- and expert-parallel exchanges and MoE launches, the parts :func:`~anchorgpu.planner.speed.training.training_step`
 adds data parallelism, offload, the pipeline and the optimizer to. Pure; stdlib only.
 
-They depend on the layout's TP, PP, CP, EP and virtual stages and the step's settings, not on its data parallelism or
+They depend on the layout's TP (and sequence parallelism), PP, CP, EP and virtual stages and the step's settings, not on its data parallelism or
 ZeRO stage, so the layout chooser reads them (memoised, :func:`micro_step`) for a bound on a layout's speed that
 layouts differing only in those share (:func:`~anchorgpu.planner.speed.training.tokens_per_s_bound`), and the full
 step of a layout reuses them.
@@ -17,6 +17,7 @@ from typing import NamedTuple
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import memo_on_frozen
+from anchorgpu.planner.memory.activations import sequence_parallel_share
 from anchorgpu.planner.pipeline_layout import PipelineLayout, busiest_rank_layers
 from anchorgpu.planner.speed.calibration import Calibration, StackConstants
 from anchorgpu.planner.speed.context_parallel import context_parallel_s
@@ -126,7 +127,7 @@ def _compute_micro_step(
     model: ModelSpec, gpu: GpuSpec, cal: Calibration, tp: int, pp: int, cp: int, ep: int, virtual_stages: int,
     tp_overlap: bool, ep_overlap: bool, seq_tokens: int, micro_batch: int, recompute: Recompute, kind: TrainKind,
     precision: str, gpus_per_server: int, network_bytes_per_s: float | None, attention_kernel: str, train_stack: str,
-    pipeline_layout: PipelineLayout | None,
+    pipeline_layout: PipelineLayout | None, sequence_parallel: bool,
 ) -> MicroStep:
     shape = _step_shape(model, gpu, cal, seq_tokens, recompute, kind, precision, attention_kernel, train_stack)
     k, pytorch, choice, attn_run_f, att_rate = shape.k, shape.pytorch, shape.choice, shape.attn_run_f, shape.att_rate
@@ -147,15 +148,21 @@ def _compute_micro_step(
         matmul_f *= 1.0 + shape.expert_share * (factor - 1.0)
     compute_s = imbalance * (matmul_f * tokens_rank / split / (choice.flops_per_s * mm_eff)
                              + attn_run_f * tokens_rank / split / att_rate)
-    compute_s += (tokens_rank * stage_layers * shape.ew_bytes * h / tp * shape.passes
-                  / gpu.memory_bandwidth_bytes_per_s)
+    elementwise_s = (tokens_rank * stage_layers * shape.ew_bytes * h / tp * shape.passes
+                     / gpu.memory_bandwidth_bytes_per_s)
+    if not sequence_parallel and tp > 1:
+        # the norms, dropout and residual adds on the whole sequence on every TP rank: their share of the traffic
+        # (as of the kept activations, sequence_parallel_share) t times over, the rest split by t as before
+        elementwise_s *= 1.0 + sequence_parallel_share(model) * (tp - 1)
+    compute_s += elementwise_s
     if not pytorch and model.moe is not None:
         # biased experts' fc2 bias and a clamped GLU run outside Megatron-Core's fused kernels (gpt-oss): their
         # bytes a routed token at memory bandwidth, split by TP as the elementwise term (unfused_expert_bytes)
         moe_layers_ = stage_layers * model.moe.num_moe_layers / layers
         compute_s += (tokens_rank * moe_layers_ * shape.unfused_bytes / tp / gpu.memory_bandwidth_bytes_per_s)
 
-    # tensor parallelism (sequence parallel: reduce-scatter + all-gather = one all-reduce volume)
+    # tensor parallelism (sequence parallel: reduce-scatter + all-gather = one all-reduce volume; without it, that
+    # all-reduce itself)
     tp_link_ = group_link(gpu, tp, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
     volumes = shape.volumes
     act_bytes = tokens_rank * h * ACTIVATION_BYTES

@@ -13,7 +13,11 @@ micro-batches per data-parallel rank, each of ``b`` sequences of ``s`` tokens, t
   EP group's tokens meet at its experts), at the falloff fitted on MoE serving rows (``expert_rows_factor``);
 * **tensor parallelism**: four all-reduce volumes of ``b*s/cp*h`` 16-bit values per layer (two forward,
   two backward; six with full recompute); sequence parallelism swaps each for a reduce-scatter plus an
-  all-gather of the same volume. Overlapped with GEMMs (``tp_overlap``) only a stated fraction is exposed;
+  all-gather of the same volume. Overlapped with GEMMs (``tp_overlap``) only a stated fraction is exposed. Without
+  sequence parallelism (stated off: ``sequence_parallel=False``; ``None`` is on with TP > 1) the traffic is the same,
+  but the norms, dropout and residual adds run on the whole sequence on every TP rank (their share of the memory-bound
+  operators' traffic, :func:`~anchorgpu.planner.memory.activations.sequence_parallel_share`, ``t`` times over) and
+  stage-to-stage transfers carry the whole sequence, not its ``1/t``;
 * **context parallelism** (ring attention): each rank passes its K/V chunk around the ring ``cp - 1`` times
   forward and twice that backward, hidden behind the attention blocks as far as they last (Megatron-Core's ring). On
   the PyTorch-native stack, PyTorch's experimental context parallelism as its code runs it: one all-gather of the K/V
@@ -67,6 +71,7 @@ __all__ = [
     "TrainingStep",
     "microbatches_for",
     "pipeline_bubble_fraction",
+    "sequence_parallel_of",
     "slowest_stage_layers",
     "tokens_per_s_bound",
     "training_step",
@@ -97,6 +102,7 @@ class TrainLayout:
     ep_overlap: bool = False
     offload: str = "none"  # "optimizer": optimizer state and its step on the CPU; "params": the parameters too
     pipeline_layout: PipelineLayout | None = None  # an explicit split of the layers over the chunks (else even)
+    sequence_parallel: bool | None = None  # None: on with TP > 1
 
 
 AttentionKernel = Literal["flash", "fa2", "unfused"]
@@ -132,6 +138,14 @@ class TrainSplit(Protocol):
     def offload(self) -> str: ...
     @property
     def pipeline_layout(self) -> PipelineLayout | None: ...
+    @property
+    def sequence_parallel(self) -> bool | None: ...
+
+
+def sequence_parallel_of(lay: TrainSplit) -> bool:
+    """Whether a layout runs sequence parallelism: as it states, or (``None``) with TP > 1."""
+    sp = lay.sequence_parallel
+    return lay.tp > 1 if sp is None else sp
 
 
 @fast_init
@@ -186,7 +200,8 @@ def training_step(
     b = _layout_terms(model, gpu, cal, lay.gpus, lay.tp, lay.pp, lay.cp, lay.dp, lay.ep, lay.zero, lay.virtual_stages,
                       lay.tp_overlap, lay.ep_overlap, seq_tokens, micro_batch, recompute, kind, precision,
                       gpus_per_server, network_bytes_per_s, grad_bytes_per_value, attention_kernel, lay.offload,
-                      train_stack, offload_activation_layers, lay.pipeline_layout, optimizer_state)
+                      train_stack, offload_activation_layers, lay.pipeline_layout, optimizer_state,
+                      sequence_parallel_of(lay))
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     breakdown = {
         "compute": m * b.compute_s, "tp_comm": m * b.tp_s, "pp_bubble": b.bubble_s,
@@ -235,7 +250,7 @@ def tokens_per_s_bound(
     _check(model, lay, seq_tokens)
     b = micro_step(model, gpu, cal, lay.tp, lay.pp, lay.cp, lay.ep, lay.virtual_stages, lay.tp_overlap, lay.ep_overlap,
                    seq_tokens, micro_batch, recompute, kind, precision, gpus_per_server, network_bytes_per_s,
-                   attention_kernel, train_stack, lay.pipeline_layout)
+                   attention_kernel, train_stack, lay.pipeline_layout, sequence_parallel_of(lay))
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     per_micro = b.compute_s + b.tp_s + b.cp_s + b.ep_s + b.launch_s
     step_s = m * per_micro + ((lay.pp - 1) / lay.virtual_stages * per_micro if lay.pp > 1 else 0.0)
@@ -270,16 +285,17 @@ def _compute_layout_terms(
     recompute: Recompute, kind: TrainKind, precision: str, gpus_per_server: int, network_bytes_per_s: float | None,
     grad_bytes_per_value: int, attention_kernel: AttentionKernel = "flash", offload: str = "none",
     train_stack: str = "megatron", offload_activation_layers: int = 0, pipeline_layout: PipelineLayout | None = None,
-    optimizer_state: str = "fp32",
+    optimizer_state: str = "fp32", sequence_parallel: bool = True,
 ) -> _LayoutTerms:
     lay = TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero, virtual_stages=virtual_stages,
-                      tp_overlap=tp_overlap, ep_overlap=ep_overlap, offload=offload, pipeline_layout=pipeline_layout)
+                      tp_overlap=tp_overlap, ep_overlap=ep_overlap, offload=offload, pipeline_layout=pipeline_layout,
+                      sequence_parallel=sequence_parallel)
     k = cal.stack(gpu)
     _check(model, lay, seq_tokens)
     # one micro-batch's computation, TP, CP and EP exchanges and MoE launches (speed.micro_step)
     micro = micro_step(model, gpu, cal, tp, pp, cp, ep, virtual_stages, tp_overlap, ep_overlap, seq_tokens, micro_batch,
                        recompute, kind, precision, gpus_per_server, network_bytes_per_s, attention_kernel, train_stack,
-                       pipeline_layout)
+                       pipeline_layout, sequence_parallel)
     choice, stage_layers, act_bytes = micro.choice, micro.stage_layers, micro.act_bytes
     compute_s, tp_s, cp_s, ep_s, launch_s = micro.compute_s, micro.tp_s, micro.cp_s, micro.ep_s, micro.launch_s
 
@@ -292,7 +308,7 @@ def _compute_layout_terms(
     # activations offloaded to the host (Megatron-Core's CPU offloading, one stage): the copies' exposed part
     offload_s = 0.0
     if offload_activation_layers:
-        layer_bytes = layer_activation_bytes(model, s=seq_tokens // lay.cp, b=micro_batch, t=lay.tp, sp=lay.tp > 1,
+        layer_bytes = layer_activation_bytes(model, s=seq_tokens // lay.cp, b=micro_batch, t=lay.tp, sp=sequence_parallel,
                                              recompute=recompute,
                                              fp8_linear_inputs=keeps_fp8_input_copies(train_stack, precision))
         offload_s = activation_offload_s(gpu, cal, offloaded_bytes=offload_activation_layers * layer_bytes,
@@ -306,7 +322,9 @@ def _compute_layout_terms(
     p2p_one = 0.0
     if lay.pp > 1:
         pp_link = group_link(gpu, lay.gpus, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
-        p2p_one = p2p_s(act_bytes / lay.tp, pp_link, efficiency=cal.link_efficiency)
+        # a stage sends its TP rank's 1/t of the sequence with sequence parallelism, the whole of it without
+        # (Megatron-Core's get_forward_backward_func: the shape's sequence is seq / t only under sequence parallelism)
+        p2p_one = p2p_s(act_bytes / (lay.tp if sequence_parallel else 1), pp_link, efficiency=cal.link_efficiency)
 
     # optimizer: memory-bound update of the local (sharded) parameters, its traffic by the state's precision
     local = dpt.local_params

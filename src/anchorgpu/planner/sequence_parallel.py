@@ -1,0 +1,54 @@
+"""Megatron's sequence parallelism as a plan states it (Korthikanti et al. 2022, arXiv 2205.05198, section 4.2.2):
+with tensor parallelism the norms, dropout and residual adds of a layer run on ``1/t`` of the sequence on each TP
+rank, and their activations are kept split the same way. It is a choice, not a given: Megatron-LM's
+``--sequence-parallel`` is off by default (``megatron/training/arguments.py``, ``store_true``), and its functional
+test ``gpt3_7b_tp4_pp1_memory_speed`` runs TP 4 without it. A plan turns it on with TP > 1 for training unless the
+layout states it (:attr:`~anchorgpu.planner.inputs.Layout.sequence_parallel`). Pure; stdlib only.
+"""
+
+from __future__ import annotations
+
+from anchorgpu.errors import InvalidWorkload
+
+__all__ = ["memory_off_line", "resolve_sequence_parallel", "speed_off_line"]
+
+
+def resolve_sequence_parallel(stated: object, *, training: bool, tp: int) -> bool:
+    """Whether the layout runs sequence parallelism: as ``stated``, or (``None``) on with ``tp > 1`` for training.
+    Refused in one line: stated for inference or diffusion (serving engines have none), or stated on with TP 1.
+
+    >>> resolve_sequence_parallel(None, training=True, tp=4), resolve_sequence_parallel(False, training=True, tp=4)
+    (True, False)
+    >>> resolve_sequence_parallel(None, training=False, tp=8), resolve_sequence_parallel(False, training=True, tp=1)
+    (False, False)
+    """
+    if stated is None:
+        return training and tp > 1
+    if type(stated) is not bool:
+        raise InvalidWorkload(f"sequence-parallel={stated!r}: must be true or false")
+    if not training:
+        raise InvalidWorkload("--sequence-parallel / --no-sequence-parallel applies to training (Megatron's sequence "
+                              "parallelism); serving engines have none")
+    if stated and tp < 2:
+        raise InvalidWorkload("--sequence-parallel needs tensor parallelism (--tp 2 or more): it splits the norms, "
+                              "dropout and residual adds over the TP ranks")
+    return stated
+
+
+def memory_off_line(tp: int) -> str:
+    """The memory assumption of a TP layout stated without sequence parallelism."""
+    return (f"Sequence parallelism off (stated): the layer-norm inputs, the QKV and MLP inputs (and the dropout masks "
+            f"where the model trains with dropout) are kept whole on each of the {tp} TP ranks, not split by t "
+            "(Korthikanti et al. 2022, Table 2: s·b·h·(10 + 24/t) a GPT layer in place of 34/t).")
+
+
+def speed_off_line(tp: int, share: float, *, stages: bool) -> str:
+    """The speed assumption of a TP layout stated without sequence parallelism; ``share``: the memory-bound operators'
+    traffic outside the TP-split region (:func:`~anchorgpu.planner.memory.activations.sequence_parallel_share`);
+    ``stages``: the layout has pipeline stages, whose transfers then carry the whole sequence."""
+    return (f"Sequence parallelism off (stated): each TP collective is one all-reduce in place of a reduce-scatter "
+            f"and an all-gather of the same volume (a ring all-reduce is the two), so the TP traffic is unchanged; "
+            f"but the norms, dropout and residual adds run on the whole sequence on each of the {tp} TP ranks: "
+            f"the memory-bound operators' {share:.0%} share outside the TP-split region (their share of the layer's "
+            f"kept activations) takes {tp}x its time"
+            + (", and stage-to-stage transfers carry the whole sequence, not its 1/t." if stages else "."))
