@@ -132,3 +132,14 @@ def test_the_cli_refuses_sequence_parallelism_with_exit_2_and_one_line(capsys: p
                                                                        argv: tuple[str, ...]) -> None:
     code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", *argv)
     assert code == 2 and err.strip().count("\n") == 0 and "sequence-parallel" in err
+
+
+def test_a_mixture_of_experts_under_tp_keeps_sequence_parallelism() -> None:
+    """Megatron-LM refuses MoE with TP > 1 and no sequence parallelism ("When using MoE and tensor parallelism,
+    sequence parallelism must be used.", megatron/training/arguments.py validate_args): so does a stated layout; an
+    open one is chosen among the layouts Megatron runs (TP 1 when sequence parallelism is stated off)."""
+    mixtral, w = load_model("mixtral-8x7b-v0.1"), Workload(task="train", seq_tokens=SEQ)
+    with pytest.raises(InvalidWorkload, match="needs sequence parallelism"):
+        plan(mixtral, w, layout=Layout(gpus=8, tp=2, sequence_parallel=False), gpu=H100)
+    chosen = plan(mixtral, w, layout=Layout(gpus=8, sequence_parallel=False), gpu=H100)
+    assert chosen.layout.tp == 1 and not chosen.layout.sequence_parallel

@@ -13,14 +13,18 @@ from anchorgpu.errors import InvalidWorkload
 __all__ = ["memory_off_line", "resolve_sequence_parallel", "speed_off_line"]
 
 
-def resolve_sequence_parallel(stated: object, *, training: bool, tp: int) -> bool:
+def resolve_sequence_parallel(stated: object, *, training: bool, tp: int, moe: bool = False) -> bool:
     """Whether the layout runs sequence parallelism: as ``stated``, or (``None``) on with ``tp > 1`` for training.
-    Refused in one line: stated for inference or diffusion (serving engines have none), or stated on with TP 1.
+    Refused in one line: stated for inference or diffusion (serving engines have none), stated on with TP 1, or
+    stated off for a mixture of experts under TP, which Megatron-LM refuses ("When using MoE and tensor parallelism,
+    sequence parallelism must be used.", ``megatron/training/arguments.py``, ``validate_args``).
 
     >>> resolve_sequence_parallel(None, training=True, tp=4), resolve_sequence_parallel(False, training=True, tp=4)
     (True, False)
     >>> resolve_sequence_parallel(None, training=False, tp=8), resolve_sequence_parallel(False, training=True, tp=1)
     (False, False)
+    >>> resolve_sequence_parallel(None, training=True, tp=2, moe=True)
+    True
     """
     if stated is None:
         return training and tp > 1
@@ -32,6 +36,10 @@ def resolve_sequence_parallel(stated: object, *, training: bool, tp: int) -> boo
     if stated and tp < 2:
         raise InvalidWorkload("--sequence-parallel needs tensor parallelism (--tp 2 or more): it splits the norms, "
                               "dropout and residual adds over the TP ranks")
+    if not stated and moe and tp > 1:
+        raise InvalidWorkload(f"--no-sequence-parallel with --tp {tp}: a mixture of experts under tensor parallelism "
+                              "needs sequence parallelism (Megatron-LM refuses it without: 'When using MoE and tensor "
+                              "parallelism, sequence parallelism must be used')")
     return stated
 
 

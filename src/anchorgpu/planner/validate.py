@@ -396,7 +396,9 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
             raise InvalidWorkload(f"--cp {cp} does not divide the sequence of {seq:,} tokens")
     return ResolvedLayout(gpus=gpus, tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=layout.fsdp,
                           offload=layout.offload, cp=cp, virtual_stages=v,
-                          sequence_parallel=resolve_sequence_parallel(layout.sequence_parallel, training=training, tp=tp),
+                          sequence_parallel=resolve_sequence_parallel(
+                              layout.sequence_parallel, training=training, tp=tp,
+                              moe=isinstance(model, ModelSpec) and model.moe is not None),
                           tp_overlap=layout.tp_overlap, ep_overlap=layout.ep_overlap, pipeline_layout=stated)
 
 
