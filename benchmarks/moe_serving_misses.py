@@ -17,7 +17,7 @@ from collections import defaultdict
 from anchorgpu.planner.speed.batching import prefill_chunk_share
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
-from anchorgpu.planner.speed.flops import attention_flops_per_token
+from anchorgpu.planner.speed.flops import attention_flops_per_token, decode_attention_flops_per_token
 from anchorgpu.planner.speed.rows_report import report_rows, set_of
 from anchorgpu.planner.speed.runs import _serve_plan, load_runs
 from anchorgpu.planner.speed.serving import _tick
@@ -62,7 +62,7 @@ def parts(pattern: str) -> None:
         batch = max(1, perf["saturation_concurrency"] // setup.replicas)
         prompt, output = r["prompt_tokens"], r["output_tokens"]
         prefill = batch * prompt / output
-        attn = (attention_flops_per_token(p.model, 2 * (prompt + output // 2), causal=True),
+        attn = (decode_attention_flops_per_token(p.model, prompt + output // 2),
                 attention_flops_per_token(p.model, prompt, causal=True))
         _, share = prefill_chunk_share(batch, prompt, output, setup.max_num_batched_tokens)
         t = _tick(setup, c, batch, prefill, attn[0], attn[1], 0.0)  # the prompts spread over every step

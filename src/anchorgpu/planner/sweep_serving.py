@@ -26,7 +26,11 @@ from anchorgpu.planner.formats import format_for_model
 from anchorgpu.planner.inputs import Workload, engine_limits, large_engine_defaults
 from anchorgpu.planner.media import MediaLoad
 from anchorgpu.planner.speed.calibration import StackConstants, calibrated
-from anchorgpu.planner.speed.flops import attention_flops_per_token, forward_matmul_params
+from anchorgpu.planner.speed.flops import (
+    attention_flops_per_token,
+    decode_attention_flops_per_token,
+    forward_matmul_params,
+)
 from anchorgpu.planner.speed.launches import is_block_fp8, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, host_kind, peak_for, tp_link
 from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
@@ -130,7 +134,7 @@ class _Ticks:
         self.knee = per_layout(lambda k: k.roofline_exponent)
         self.inv_knee = 1.0 / self.knee
         cached = prompt + spec.output_tokens // 2
-        self.attn_dec = attention_flops_per_token(model, 2 * cached, causal=True)
+        self.attn_dec = decode_attention_flops_per_token(model, cached)
         self.attn_pre = attention_flops_per_token(model, prompt, causal=True)
         # the TP all-reduces of a tick (speed.links.allreduce_s): latency + 2 (n - 1) / n x message / bandwidth
         bw, self.lat = _links(shapes, lay)

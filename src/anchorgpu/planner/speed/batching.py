@@ -12,7 +12,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import builder, fast_init
 from anchorgpu.planner.speed.calibration import Calibration, calibration
-from anchorgpu.planner.speed.flops import attention_flops_per_token
+from anchorgpu.planner.speed.flops import attention_flops_per_token, decode_attention_flops_per_token
 from anchorgpu.planner.speed.serving import _dense_step, _step
 from anchorgpu.planner.speed.step_constants import ServingSetup, _pair, _StepConstants
 from anchorgpu.units import at_least, clamp
@@ -173,7 +173,7 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     queued = concurrency > saturation_concurrency
     per_replica = sat_replica if queued else math.ceil(concurrency / setup.replicas)
     # every step here decodes at the average cached length and prefills the prompt: attention FLOPs per token
-    attn = (attention_flops_per_token(model, 2 * (prompt_tokens + output_tokens // 2), causal=True),
+    attn = (decode_attention_flops_per_token(model, prompt_tokens + output_tokens // 2),
             attention_flops_per_token(model, prompt_tokens, causal=True))
     c, ci = _pair(model, gpu, setup, cal)
     busy = setup.replicas if queued else concurrency - setup.replicas * (per_replica - 1)
@@ -245,7 +245,7 @@ def burst_makespan_s(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, req
     cal = cal or calibration()
     c, _ = _pair(model, gpu, setup, cal)
     prefill_flops = attention_flops_per_token(model, prompt_tokens, causal=True)
-    decode_flops = attention_flops_per_token(model, 2 * (prompt_tokens + output_tokens // 2), causal=True)
+    decode_flops = decode_attention_flops_per_token(model, prompt_tokens + output_tokens // 2)
     per_replica, wave = math.ceil(requests / setup.replicas), max(1, concurrency // setup.replicas)
     if kv_tokens is not None and prompt_tokens + output_tokens <= kv_tokens:  # admitted while their prompts fit
         wave = min(wave, int(kv_tokens // (prompt_tokens + 1)))
@@ -331,6 +331,6 @@ def _preempting_wave_s(model: ModelSpec, setup: ServingSetup, c: _StepConstants,
         steps = max(1, min(min(output - g for _, g in running), int((kv_tokens - used) // b)))
         mean = used / b + (steps - 1) / 2
         total += steps * _step(setup, c, float(b), 0.0,
-                               attention_flops_per_token(model, 2 * round(mean), causal=True), 0.0)[0]
+                               decode_attention_flops_per_token(model, round(mean)), 0.0)[0]
         running = [[n, g + steps] for n, g in running]
     return total

@@ -19,6 +19,7 @@ __all__ = [
     "Recompute",
     "TrainKind",
     "attention_flops_per_token",
+    "decode_attention_flops_per_token",
     "forward_matmul_params",
     "prefill_flops",
     "training_flops_per_token",
@@ -89,6 +90,33 @@ def _attention_flops(model: ModelSpec, context_tokens: int, *, causal: bool) -> 
                 span = (w * (w + 1) / 2 + (context_tokens - w) * w) / context_tokens
         total += per_pair * span
     return total
+
+
+def decode_attention_flops_per_token(model: ModelSpec, cached_tokens: int) -> float:
+    """Attention FLOPs of one decoded token over ``cached_tokens`` cached ones (the ``2 * cached`` causal average of
+    :func:`attention_flops_per_token`), as serving engines decode multi-head latent attention: with the key and value
+    up-projections absorbed into the query and output products, every head attends over the cached latent itself,
+    a multi-query attention of ``kv_lora_rank + qk_rope_head_dim`` query-key and ``kv_lora_rank`` value dimensions
+    (DeepSeek-V3: 576 and 512 against the 192 and 128 of the heads it stands for, 3.4 times the FLOPs a pair).
+    TensorRT-LLM decodes MLA this way ("Weights absorb and MQA", docs/source/blogs/tech_blog/
+    blog3_Optimizing_DeepSeek_R1_Throughput_on_NVIDIA_Blackwell_GPUs.md: absorbed for generation, not for prompts
+    of 256 tokens or more), as do vLLM's and SGLang's MLA decode kernels; a prompt is still attended head by head
+    (:func:`attention_flops_per_token`). Other attention is unchanged.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> r1 = load_model("deepseek-r1")
+    >>> decode_attention_flops_per_token(r1, 2048) / attention_flops_per_token(r1, 4096, causal=True)
+    3.4
+    >>> from anchorgpu.planner.speed._toys import toy_model
+    >>> decode_attention_flops_per_token(toy_model(), 500) == attention_flops_per_token(toy_model(), 1000, causal=True)
+    True
+    """
+    heads_form = attention_flops_per_token(model, 2 * cached_tokens, causal=True)
+    mla = model.mla
+    if mla is None:
+        return heads_form
+    d_qk, d_v = _attention_dims(model)
+    return heads_form * (2 * mla.kv_lora_rank + mla.qk_rope_head_dim) / (d_qk + d_v)
 
 
 def prefill_flops(model: ModelSpec, prompt_tokens: int, batch: int = 1) -> float:

@@ -50,7 +50,7 @@ from anchorgpu.planner.speed.experts import (
     moe_product_shares,
     routed_share_per_gpu,
 )
-from anchorgpu.planner.speed.flops import attention_flops_per_token
+from anchorgpu.planner.speed.flops import attention_flops_per_token, decode_attention_flops_per_token
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES
 from anchorgpu.planner.speed.step_constants import (  # the per-step constants; ServingSetup re-exported
     ServingSetup,
@@ -107,7 +107,7 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: f
     cal = cal or calibration()
     step, fixed, weights_s, attention_s, comm, bound, _ = _step(
         setup, _constants(model, gpu, setup, cal, ideal), batch, prefill_tokens,
-        attention_flops_per_token(model, 2 * cached_tokens, causal=True),
+        decode_attention_flops_per_token(model, cached_tokens),
         attention_flops_per_token(model, prompt_tokens, causal=True) if prefill_tokens and prompt_tokens else 0.0)
     return DecodeStep(step_s=step, fixed_s=fixed, weights_s=weights_s, attention_s=attention_s,
                       communication_s=comm, bound=bound)
