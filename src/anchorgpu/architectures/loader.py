@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
 
+from anchorgpu.architectures._modelopt import modelopt_quantization_config
 from anchorgpu.architectures.hf import from_hf_config, parse_config_text
 from anchorgpu.architectures.quantization import shipped_from_name
 from anchorgpu.architectures.registry import REGISTRY_FILE, ModelInfo, list_models, read_data_text, resolve
@@ -119,6 +120,14 @@ def load_config_file(path: Path) -> ModelSpec:
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidConfig(f"{file}: cannot be read ({type(exc).__name__}: {exc})") from None
     cfg = parse_config_text(text, where=str(file))
+    sidecar = file.parent / "hf_quant_config.json"
+    if "quantization_config" not in cfg and sidecar.is_file():
+        # ModelOpt checkpoints exported before config.json carried it state the precision only there
+        try:
+            doc = parse_config_text(sidecar.read_text(encoding="utf-8-sig"), where=str(sidecar))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidConfig(f"{sidecar}: cannot be read ({type(exc).__name__}: {exc})") from None
+        cfg = {**cfg, "quantization_config": modelopt_quantization_config(doc, where=str(sidecar))}
     name = file.parent.name if file.name == "config.json" else file.stem
     return from_hf_config(cfg, name=name or file.stem, source=str(file))
 

@@ -19,6 +19,9 @@ Methods read (storage as the checkpoint holds it on disk and as vLLM/transformer
   plus an int32 ``g_idx`` per input column; ``group_size`` -1 is one group per output row; ``lm_head``.
 * ``compressed-tensors`` (llm-compressor): every ``config_groups`` scheme (``num_bits``, ``type`` int/float,
   ``strategy`` tensor/channel/group/block/tensor_group, ``symmetric``) on its ``targets``, minus ``ignore``.
+* ``modelopt`` (NVIDIA ModelOpt, also ``modelopt_fp4``; :mod:`._modelopt`): ``quant_algo`` NVFP4 (FP4 E2M1 values,
+  an FP8 scale per 16 inputs, fp32 per-tensor scales), FP8 (per tensor), FP8 per channel, FP8 in 128 x 128 blocks,
+  minus ``exclude_modules`` / ``ignore``; ``hf_quant_config.json`` beside a config is read as the same.
 * ``bitsandbytes``: 4-bit NF4/FP4 with an fp32 absmax per 64 values (double quantization: 8-bit absmax +
   an fp32 constant per 256 blocks), or 8-bit LLM.int8 with an fp32 scale per row; ``llm_int8_skip_modules``.
 
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from anchorgpu.architectures._modelopt import read_modelopt
 from anchorgpu.architectures._quant_layers import membership as _membership
 from anchorgpu.architectures._quant_storage import (
     QuantStorage,
@@ -53,7 +57,7 @@ __all__ = [
 ]
 
 SUPPORTED_QUANT_METHODS: tuple[str, ...] = (
-    "awq", "bitsandbytes", "compressed-tensors", "fbgemm_fp8", "fp8", "gptq", "mxfp4",
+    "awq", "bitsandbytes", "compressed-tensors", "fbgemm_fp8", "fp8", "gptq", "modelopt", "mxfp4",
 )
 
 # --------------------------------------------------------------------------------------------------
@@ -249,6 +253,7 @@ def _compressed_tensors(q: Mapping[str, object], model: ModelSpec, where: str) -
 _READERS = {
     "fp8": _fp8, "fbgemm_fp8": _fbgemm_fp8, "mxfp4": _mxfp4, "awq": _awq, "gptq": _gptq,
     "bitsandbytes": _bitsandbytes, "compressed-tensors": _compressed_tensors,
+    "modelopt": read_modelopt, "modelopt_fp4": read_modelopt,
 }
 
 

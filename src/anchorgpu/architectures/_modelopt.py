@@ -1,0 +1,118 @@
+"""NVIDIA ModelOpt checkpoints (TensorRT Model Optimizer's unified Hugging Face export). Pure; stdlib only.
+
+Split from :mod:`anchorgpu.architectures.quantization`. ModelOpt writes what it quantized twice
+(``modelopt/torch/export/unified_export_hf.py``, ``convert_hf_config.py``):
+
+* ``hf_quant_config.json``: ``{"producer": {...}, "quantization": {"quant_algo", "kv_cache_quant_algo",
+  "group_size", "exclude_modules"}}`` (the file TensorRT-LLM and vLLM read first);
+* ``config.json``'s ``quantization_config``: the same in compressed-tensors' shape, ``{"quant_method":
+  "modelopt", "quant_algo", "ignore", "kv_cache_scheme", "config_groups", "producer"}``.
+
+Storage per ``quant_algo`` (vLLM ``model_executor/layers/quantization/modelopt.py``, the ModelOpt export):
+
+* ``NVFP4``: FP4 E2M1 values, an FP8 E4M3 ``weight_scale`` per 16 inputs, fp32 ``weight_scale_2`` and
+  ``input_scale`` per tensor (``nvfp4``); ``group_size`` must be 16, the only block the kernels take.
+* ``FP8``: E4M3 values with fp32 per-tensor ``weight_scale`` and ``input_scale`` (``fp8``).
+* ``FP8_PER_CHANNEL_PER_TOKEN``: E4M3 with an fp32 scale per output row (``fp8-channel``).
+* ``FP8_PB_WO``: E4M3 in 128 x 128 blocks with an fp32 scale each (``fp8-block128x128``).
+
+Every other ``quant_algo`` (``MIXED_PRECISION``, the AWQ and W4A8/W4A16 variants, ``MXFP8`` …) changes the
+bytes in ways not read here and is refused in one line. ``exclude_modules`` / ``ignore`` name what stays
+16-bit, as module names with ``*`` wildcards (``model.layers.*.self_attn*``, ``lm_head``); the LM head is
+quantized only where no pattern names it. ``kv_cache_quant_algo`` (``FP8``/``NVFP4``) is kept as a note:
+the KV cache is sized by the plan's ``--kv-cache``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from anchorgpu.architectures._quant_layers import membership
+from anchorgpu.architectures._quant_storage import QuantStorage, ShippedQuantization, fixed_storage, fp8_block
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import InvalidConfig
+
+__all__ = ["MODELOPT_ALGOS", "modelopt_quantization_config", "read_modelopt"]
+
+MODELOPT_ALGOS: tuple[str, ...] = ("NVFP4", "FP8", "FP8_PER_CHANNEL_PER_TOKEN", "FP8_PB_WO")
+_KV_ALGOS = ("FP8", "NVFP4", "INT8")
+
+
+def _storage(algo: str, group: object, where: str) -> QuantStorage:
+    if algo == "NVFP4":
+        if group not in (None, 16):
+            raise InvalidConfig(f"{where}: ModelOpt NVFP4 field 'group_size' must be 16 (an FP8 scale per 16 inputs), "
+                                f"got {group!r}")
+        return fixed_storage("nvfp4")
+    if algo == "FP8":
+        return fixed_storage("fp8")
+    if algo == "FP8_PER_CHANNEL_PER_TOKEN":
+        return fixed_storage("fp8-channel")
+    return fp8_block(128, 128)
+
+
+def _patterns(q: Mapping[str, object], where: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for key in ("exclude_modules", "ignore"):
+        value = q.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise InvalidConfig(f"{where}: field 'quantization_config.{key}' must be a list of module names, got {value!r}")
+        out += value
+    return tuple(dict.fromkeys(out))
+
+
+def _kv_note(q: Mapping[str, object], where: str) -> tuple[str, ...]:
+    kv = q.get("kv_cache_quant_algo")
+    scheme = q.get("kv_cache_scheme")
+    if kv is None and isinstance(scheme, Mapping) and scheme.get("type") == "float" and scheme.get("num_bits") == 8:
+        kv = "FP8"
+    elif kv is None and isinstance(scheme, str):
+        kv = scheme
+    if kv is None:
+        return ()
+    if not isinstance(kv, str) or kv.upper() not in _KV_ALGOS:
+        raise InvalidConfig(f"{where}: field 'quantization_config.kv_cache_quant_algo' must be one of "
+                            f"{', '.join(_KV_ALGOS)} or null, got {kv!r}")
+    return (f"ModelOpt calibrated a {kv.upper()} KV cache (kv_cache_quant_algo); the plan sizes it by --kv-cache",)
+
+
+def read_modelopt(q: Mapping[str, object], model: ModelSpec, where: str) -> ShippedQuantization:
+    """A ModelOpt ``quantization_config`` (``quant_method`` ``modelopt``) as a shipped quantization.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> m = load_model("llama-3.1-8b")
+    >>> s = read_modelopt({"quant_algo": "NVFP4", "group_size": 16, "ignore": ["lm_head"]}, m, "x")
+    >>> s.name, s.fraction("q"), s.head_quantized
+    ('nvfp4', 1.0, False)
+    """
+    algo = q.get("quant_algo")
+    if not isinstance(algo, str) or not algo:
+        raise InvalidConfig(f"{where}: field 'quantization_config.quant_algo' is missing; a ModelOpt checkpoint "
+                            "names its algorithm there (plan with --weights to choose one)")
+    algo = algo.upper()
+    if algo not in MODELOPT_ALGOS:
+        raise InvalidConfig(f"{where}: ModelOpt quant_algo {algo!r} is not supported (supported: "
+                            f"{', '.join(MODELOPT_ALGOS)}); its weight bytes would be a guess")
+    storage = _storage(algo, q.get("group_size"), where)
+    ignore = _patterns(q, where)
+    # ModelOpt quantizes every nn.Linear it is not told to skip, the LM head included (vLLM: lm_head is
+    # quantized unless excluded); "Linear" as the target reproduces that
+    groups, head = membership(model, ignore, where=where, key="exclude_modules", targets=["Linear"])
+    return ShippedQuantization(method="modelopt", storage=storage, groups=groups, head_quantized=head, ignore=ignore,
+                               notes=_kv_note(q, where))
+
+
+def modelopt_quantization_config(doc: object, *, where: str) -> dict[str, object]:
+    """An ``hf_quant_config.json`` document as the ``quantization_config`` it stands for.
+
+    >>> modelopt_quantization_config({"quantization": {"quant_algo": "FP8", "exclude_modules": ["lm_head"]}},
+    ...                              where="hf_quant_config.json")["quant_method"]
+    'modelopt'
+    """
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("quantization"), Mapping):
+        raise InvalidConfig(f"{where}: must be a JSON object with a 'quantization' object (ModelOpt's hf_quant_config)")
+    inner = doc["quantization"]
+    assert isinstance(inner, Mapping)
+    return {**inner, "quant_method": "modelopt"}

@@ -1,0 +1,143 @@
+"""NVIDIA ModelOpt checkpoints: ``quant_method`` modelopt and ``hf_quant_config.json``, read into the planner's groups.
+
+Fixtures:
+
+* ``modelopt/deepseek-r1-nvfp4.hf_quant_config.json``: verbatim ``hf_quant_config.json`` at the root of
+  peaceh-nv/TensorRT-LLM (commit 8d8be36b538750351b725de99a2606342f982b59, 25,051 characters): ModelOpt 0.23.0,
+  ``quant_algo`` NVFP4, ``group_size`` 16, no KV quantization, ``exclude_modules`` naming, per layer of a 61-layer
+  DeepSeek-V3-architecture model, ``kv_a_proj_with_mqa``, ``q_b_proj``, ``kv_b_proj`` (and ``q_proj``, which an
+  MLA model with ``q_lora_rank`` does not have), the routers, ``lm_head`` and the MTP layer ``model.layers.61*``.
+  It is the file ModelOpt's DeepSeek example writes (``examples/deepseek/ptq.py`` + ``quantize_to_nvfp4.py``);
+  which Hub checkpoint it came with is not stated there. Put on the registry's DeepSeek-R1 config.
+* The ``config.json`` form is what ModelOpt's own ``convert_hf_quant_config_format``
+  (``modelopt/torch/export/convert_hf_config.py``) makes of that file: ``ignore`` = ``exclude_modules``,
+  ``quant_method`` modelopt, ``config_groups`` describing the same NVFP4 scheme.
+* The FP8 block is that converter's docstring example (producer 0.19.0: FP8, FP8 KV cache, ``exclude_modules``
+  ``["lm_head"]``), put on the registry's Llama 3.1 8B config.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from anchorgpu.architectures import from_hf_config
+from anchorgpu.architectures._modelopt import modelopt_quantization_config
+from anchorgpu.architectures.loader import load_config_file
+from anchorgpu.architectures.quantization import describe_shipped
+from anchorgpu.architectures.registry import read_data_text, resolve
+from anchorgpu.errors import InvalidConfig
+from anchorgpu.planner.formats import get_format, model_weight_parts, shipped_format
+
+HERE = Path(__file__).parent / "modelopt"
+DSR1_HF_QUANT = HERE / "deepseek-r1-nvfp4.hf_quant_config.json"
+FP8_HF_QUANT = {"producer": {"name": "modelopt", "version": "0.19.0"},
+                "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8", "exclude_modules": ["lm_head"]}}
+
+
+def _registry_config(name: str) -> dict[str, object]:
+    info = resolve(name)
+    assert info is not None
+    return json.loads(read_data_text(info.file))
+
+
+def _converted(doc: dict[str, object]) -> dict[str, object]:
+    """ModelOpt's convert_hf_quant_config_format for an NVFP4 document (what config.json's block holds)."""
+    inner = doc["quantization"]
+    assert isinstance(inner, dict)
+    group = inner.get("group_size", 16)
+    scheme = {"dynamic": False, "num_bits": 4, "type": "float", "group_size": group}
+    return {"config_groups": {"group_0": {"input_activations": scheme, "weights": scheme, "targets": ["Linear"]}},
+            "ignore": inner["exclude_modules"], "quant_algo": inner["quant_algo"], "producer": doc["producer"],
+            "quant_method": "modelopt"}
+
+
+def _dsr1_fp4(block: dict[str, object]):  # noqa: ANN202
+    cfg = _registry_config("deepseek-r1")
+    cfg["quantization_config"] = block
+    return from_hf_config(cfg, name="deepseek-r1-fp4", source="test")
+
+
+def test_deepseek_r1_nvfp4_hf_quant_config_keeps_the_excluded_mla_projections_16_bit() -> None:
+    doc = json.loads(DSR1_HF_QUANT.read_text())
+    q = _dsr1_fp4(modelopt_quantization_config(doc, where="hf_quant_config.json")).quantization
+    assert q is not None and q.method == "modelopt" and q.name == "nvfp4"
+    assert dict(q.groups) == {"q_a": 1.0, "q_b": 0.0, "kv_a": 0.0, "kv_b": 0.0, "o": 1.0, "gate": 1.0, "up": 1.0,
+                              "down": 1.0, "router": 0.0, "expert_gate": 1.0, "expert_up": 1.0, "expert_down": 1.0,
+                              "shared_gate": 1.0, "shared_up": 1.0, "shared_down": 1.0}
+    assert not q.head_quantized
+    assert describe_shipped(q).endswith("16-bit: embeddings, lm_head, q_b, kv_a, kv_b, router")
+
+
+def test_the_config_json_form_reads_the_same_as_the_hf_quant_config() -> None:
+    doc = json.loads(DSR1_HF_QUANT.read_text())
+    a = _dsr1_fp4(modelopt_quantization_config(doc, where="x")).quantization
+    b = _dsr1_fp4(_converted(doc)).quantization
+    assert a is not None and b is not None
+    assert (a.name, a.groups, a.head_quantized) == (b.name, b.groups, b.head_quantized)
+
+
+def test_deepseek_r1_nvfp4_weight_bytes_add_the_16_bit_projections_to_an_all_nvfp4_plan() -> None:
+    doc = json.loads(DSR1_HF_QUANT.read_text())
+    m = _dsr1_fp4(modelopt_quantization_config(doc, where="x"))
+    shipped = model_weight_parts(m, shipped_format(m))
+    everywhere = model_weight_parts(m, get_format("nvfp4"))
+    # q_b (1536 -> 128 x 192), kv_a (7168 -> 576), kv_b (512 -> 128 x 256) in 16 bit, 61 layers
+    kept = 61 * (1536 * 128 * 192 + 7168 * 576 + 512 * 128 * 256)
+    for name, d_in, d_out in (("q_b", 1536, 128 * 192), ("kv_a", 7168, 576), ("kv_b", 512, 128 * 256)):
+        assert shipped.detail[name] == 61 * 2 * d_in * d_out
+    nvfp4 = 61 * sum(d_in * d_out / 2 + d_in * d_out / 16 + 8 for d_in, d_out in
+                     ((1536, 128 * 192), (7168, 576), (512, 128 * 256)))
+    assert math.isclose(shipped.dense - everywhere.dense, 2 * kept - nvfp4, rel_tol=1e-12)
+    assert shipped.experts == everywhere.experts
+
+
+def test_a_checkpoint_folder_with_hf_quant_config_json_is_read_as_modelopt(tmp_path: Path) -> None:
+    cfg = _registry_config("deepseek-r1")
+    cfg.pop("quantization_config")  # the FP8 source's block; ModelOpt 0.23's export states the precision beside it
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    shutil.copy(DSR1_HF_QUANT, tmp_path / "hf_quant_config.json")
+    q = load_config_file(tmp_path).quantization
+    assert q is not None and q.method == "modelopt" and q.fraction("kv_b") == 0.0 and q.fraction("o") == 1.0
+
+
+def test_modelopt_fp8_with_the_head_excluded_and_its_kv_cache_noted() -> None:
+    cfg = _registry_config("llama-3.1-8b")
+    cfg["quantization_config"] = modelopt_quantization_config(FP8_HF_QUANT, where="x")
+    q = from_hf_config(cfg, name="llama-fp8", source="test").quantization
+    assert q is not None and q.name == "fp8" and not q.head_quantized
+    assert all(frac == 1.0 for _, frac in q.groups)
+    assert any("FP8 KV cache" in note for note in q.notes)
+
+
+def test_modelopt_quantizes_the_head_where_nothing_excludes_it() -> None:
+    cfg = _registry_config("llama-3.1-8b")
+    cfg["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16, "ignore": []}
+    q = from_hf_config(cfg, name="x", source="test").quantization
+    assert q is not None and q.head_quantized
+
+
+@pytest.mark.parametrize(("block", "message"), [
+    ({"quant_algo": "MIXED_PRECISION"}, "MIXED_PRECISION' is not supported"),
+    ({"quant_algo": "W4A8_AWQ"}, "W4A8_AWQ' is not supported"),
+    ({"quant_algo": "NVFP4", "group_size": 32}, "'group_size' must be 16"),
+    ({}, "'quantization_config.quant_algo' is missing"),
+    ({"quant_algo": "FP8", "ignore": "lm_head"}, "'quantization_config.ignore' must be a list"),
+    ({"quant_algo": "FP8", "kv_cache_quant_algo": "FP16X"}, "kv_cache_quant_algo' must be one of"),
+])
+def test_what_changes_the_bytes_and_is_not_understood_is_refused_in_one_line(block: dict[str, object],
+                                                                             message: str) -> None:
+    cfg = _registry_config("llama-3.1-8b")
+    cfg["quantization_config"] = {"quant_method": "modelopt", **block}
+    with pytest.raises(InvalidConfig, match=message) as err:
+        from_hf_config(cfg, name="x", source="test")
+    assert "\n" not in str(err.value)
+
+
+def test_an_hf_quant_config_without_its_quantization_object_is_refused() -> None:
+    with pytest.raises(InvalidConfig, match="'quantization' object"):
+        modelopt_quantization_config({"producer": {}}, where="hf_quant_config.json")
