@@ -48,6 +48,7 @@ from anchorgpu.planner.inputs import (
     train_cp_sizes,
     train_ep_sizes,
 )
+from anchorgpu.planner.layout_resolution import tp_is_valid
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.calibration import Overrides, calibration
 from anchorgpu.planner.speed.flops import Recompute, TrainKind
@@ -55,7 +56,6 @@ from anchorgpu.planner.speed.links import compute_precision_for_training
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
 from anchorgpu.planner.sweep_attention_dp import with_attention_dp
 from anchorgpu.planner.sweep_serving import serving_columns
-from anchorgpu.planner.validate import tp_is_valid
 
 __all__ = [
     "BATCH_LADDER",
