@@ -12,7 +12,8 @@ from anchorgpu.architectures import load_model
 from anchorgpu.catalog import load_catalog
 from anchorgpu.planner import Workload
 from anchorgpu.planner.inputs import engine_limits, large_engine_defaults
-from anchorgpu.planner.sweep import BATCH_LADDER, SweepSpec, _layouts
+from anchorgpu.planner.sweep import BATCH_LADDER, SweepSpec
+from anchorgpu.planner.sweep_grid import layout_grid
 from anchorgpu.planner.sweep_serving import _Ticks, _time_to_first_token
 from anchorgpu.planner.sweep_serving_memory import kv_factors, memory_terms
 from anchorgpu.recommend import shapes_from_catalog
@@ -36,7 +37,7 @@ def test_first_token_needs_no_tick_without_the_chunk(name: str, prompt: int) -> 
     shapes = shapes_from_catalog(load_catalog().offerings)
     spec = SweepSpec(workload=Workload(task="inference", context_tokens=32768), output_tokens=256)
     weights, kvs = ("bf16", "fp8"), ("bf16", "fp8")
-    lay = _layouts(model, shapes, training=False, max_pp=spec.max_pp, zero_stages=(0,))
+    lay = layout_grid(model, shapes, training=False, max_pp=spec.max_pp, zero_stages=(0,))
     assert (lay.pp > 1).any() and (lay.pp == 1).any()
     per_replica = -(-np.array(BATCH_LADDER, dtype=np.int64)[:, None] // lay.dp)
     kv = kv_factors(model, spec, lay, kvs, 32768, prompt, None)

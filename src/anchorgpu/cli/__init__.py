@@ -30,7 +30,8 @@ def _register_commands(argv: list[str] | None = None) -> None:
         importlib.import_module(f"anchorgpu.cli.{module}")
         if any(info.name == name for info in app.registered_commands):
             return
-    from anchorgpu.cli import (  # noqa: F401
+    from anchorgpu.cli import (  # noqa: F401  (booking imports commerce first: its commands follow commerce's)
+        booking,
         commerce,
         db,
         glossary,

@@ -17,7 +17,8 @@ def allocation_recipe_command(store: Any, account_id: str, allocation_id: str | 
                               as_json: bool) -> None:
     from anchorgpu.allocations.recipe import allocation_recipe
     from anchorgpu.architectures import load_model
-    from anchorgpu.cli.plan import parse_tokens, render_recipe
+    from anchorgpu.cli.plan_parse import parse_tokens
+    from anchorgpu.cli.plan_render import render_recipe
     from anchorgpu.planner import Workload
     from anchorgpu.recipes import Recipe
     from anchorgpu.validation import bounded_int

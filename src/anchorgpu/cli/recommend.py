@@ -199,7 +199,7 @@ def recommend_command(
 
     from anchorgpu.architectures import ModelSpec, load_model
     from anchorgpu.catalog import load_catalog
-    from anchorgpu.cli.plan import parse_batch, parse_count, parse_tokens
+    from anchorgpu.cli.plan_parse import parse_batch, parse_count, parse_tokens
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Workload
     from anchorgpu.planner.speed.calibration import Overrides
@@ -240,7 +240,7 @@ def recommend_command(
         raise InvalidWorkload(f"--engine {engine} sizes a language model's serving engine; {spec_model.name} is a "
                               "diffusion pipeline")
     if not isinstance(spec_model, ModelSpec):
-        from anchorgpu.cli.plan import parse_resolution
+        from anchorgpu.cli.plan_parse import parse_resolution
         from anchorgpu.recommend.diffusion import recommend_diffusion
 
         if task not in ("inference", "diffusion"):
@@ -302,7 +302,7 @@ def recommend_command(
 
 def _render_first_recipe(body: dict[str, Any]) -> None:
     """The launch of the first result (``--json`` carries every result's)."""
-    from anchorgpu.cli.plan import render_recipe
+    from anchorgpu.cli.plan_render import render_recipe
     from anchorgpu.recipes import Recipe
 
     if not body["results"]:

@@ -8,21 +8,21 @@ The loaders take the file's text (and a file name for messages), so tests can fe
 :func:`load_shipped_gpus` reads the files shipped inside the package through ``importlib.resources``.
 
 Units: peaks are written in TFLOP/s and stored in FLOP/s (x 1e12); memory bandwidth TB/s -> bytes/s
-(x 1e12); link bandwidths GB/s -> bytes/s (x 1e9); memory in GiB -> bytes (x 2**30) or GB (x 1e9).
+(x 1e12); link bandwidths GB/s -> bytes/s (x 1e9); memory in GiB -> bytes (x 2**30) or GB (x 1e9). One row's fields
+are read and checked in :mod:`~anchorgpu.hardware.gpu_rows`; this module reads the files and checks across rows.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
 from importlib import resources
-from typing import Any, Literal, cast
+from typing import Any
 
 from anchorgpu import _snapshot
 from anchorgpu.errors import DataFileError
-from anchorgpu.hardware.spec import PRECISIONS, GpuSpec, Peak
-from anchorgpu.units import GB, GIB
+from anchorgpu.hardware.gpu_rows import PEAK_KEYS, SOURCES_FILE, Row, gpu_from_row
+from anchorgpu.hardware.spec import GpuSpec
 
 __all__ = [
     "GPUS_FILE",
@@ -38,51 +38,8 @@ __all__ = [
 ]
 
 GPUS_FILE = "gpus.toml"
-SOURCES_FILE = "sources.toml"
 SUPPORTED_SCHEMA = 1
 
-TERA = 10**12
-PEAK_KEYS: tuple[str, ...] = ("fp64_vector", "fp64_tensor", "fp32", "tf32", "bf16", "fp8", "int8", "fp4")
-"""Keys every ``[gpu.peaks_tflops]`` table must have (``fp64`` is derived from the two FP64 keys)."""
-
-_REQUIRED: dict[str, type | tuple[type, ...]] = {
-    "name": str,
-    "display_name": str,
-    "aliases": list,
-    "vendor": str,
-    "architecture": str,
-    "form_factor": str,
-    "memory_headline": str,
-    "memory_physical": (int, float),
-    "memory_usable": (int, float),
-    "memory_unit": str,
-    "memory_type": str,
-    "memory_bandwidth_tb_per_s": (int, float),
-    "fp8_hardware": bool,
-    "fp4_hardware": bool,
-    "fp4_formats": list,
-    "interconnect": str,
-    "scaleup_domain_gpus": int,
-    "pcie_gen": str,
-    "partitioning": str,
-    "sources": list,
-    "notes": str,
-    "peaks_tflops": dict,
-}
-_OPTIONAL = frozenset(
-    {
-        "interconnect_bandwidth_gb_per_s",
-        "tdp_w",
-        "pcie_bandwidth_gb_per_s",
-        "compute_capability",
-        "rocm_gfx_target",
-        "indicative_price_usd_per_gpu_hour",
-        "indicative_price_observed",
-        "sm_count",
-    }
-)
-_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-_UNCERTAIN_NUMBER_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*\?\s*$")
 _VENDOR_PREFIXES = ("nvidia", "amd", "geforce", "instinct")
 
 
@@ -111,247 +68,6 @@ def strip_vendor(key: str) -> str:
                 key = key[len(prefix) :]
                 changed = True
     return key
-
-
-class _Row:
-    """Reads typed fields out of one ``[[gpu]]`` table, raising DataFileError that names file and row."""
-
-    def __init__(self, file: str, index: int, table: Mapping[str, Any]) -> None:
-        self.file = file
-        self.table = table
-        name = table.get("name")
-        self.row = f"{index} ({name})" if isinstance(name, str) and name else str(index)
-        self.uncertain: list[str] = []
-
-    def fail(self, reason: str) -> DataFileError:
-        return DataFileError(self.file, self.row, reason)
-
-    def text(self, key: str, *, allow_uncertain: bool = False) -> str:
-        value = self.table[key]
-        if not isinstance(value, str) or not value.strip():
-            raise self.fail(f"{key} must be a non-empty string, got {value!r}")
-        value = value.strip()
-        if allow_uncertain and value.endswith("?"):
-            self.uncertain.append(key)
-            value = value[:-1].rstrip()
-        return value
-
-    def optional_text(self, key: str) -> str | None:
-        if key not in self.table:
-            return None
-        return self.text(key, allow_uncertain=True)
-
-    def number(self, key: str, value: object) -> tuple[float, bool]:
-        """A positive number, or a string "N?" (uncertain). Returns (value, uncertain)."""
-        uncertain = False
-        if isinstance(value, str):
-            match = _UNCERTAIN_NUMBER_RE.match(value)
-            if match is None:
-                raise self.fail(f"{key} must be a number or a string like '12.5?', got {value!r}")
-            value, uncertain = float(match.group(1)), True
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.fail(f"{key} must be a number, got {value!r}")
-        if value != value or value in (float("inf"), float("-inf")) or value <= 0:
-            raise self.fail(f"{key} must be a positive number, got {value!r}")
-        return float(value), uncertain
-
-    def field_number(self, key: str) -> float:
-        value, uncertain = self.number(key, self.table[key])
-        if uncertain:
-            self.uncertain.append(key)
-        return value
-
-    def optional_number(self, key: str) -> float | None:
-        return self.field_number(key) if key in self.table else None
-
-    def string_list(self, key: str) -> tuple[str, ...]:
-        value = self.table[key]
-        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-            raise self.fail(f"{key} must be a list of non-empty strings, got {value!r}")
-        return tuple(v.strip() for v in value)
-
-
-def _peak(row: _Row, key: str, value: object) -> Peak:
-    label = f"peaks_tflops.{key}"
-    if value == "absent":
-        return Peak(status="absent")
-    if value == "unknown":
-        return Peak(status="unknown")
-    if isinstance(value, str) and _UNCERTAIN_NUMBER_RE.match(value) is None:
-        raise row.fail(f"{label} must be a number, 'N?', 'absent' or 'unknown', got {value!r}")
-    tflops, uncertain = row.number(label, value)
-    return Peak(status="known", flops_per_s=tflops * TERA, uncertain=uncertain)
-
-
-def _fp64(vector: Peak, tensor: Peak) -> Peak:
-    """FP64 headline: the tensor/matrix figure when known, else the vector figure, else absent/unknown."""
-    for candidate in (tensor, vector):
-        if candidate.status == "known":
-            return candidate
-    if vector.status == "absent" and tensor.status == "absent":
-        return Peak(status="absent")
-    return Peak(status="unknown")
-
-
-def _peaks(row: _Row) -> dict[str, Peak]:
-    table = row.table["peaks_tflops"]
-    missing = [k for k in PEAK_KEYS if k not in table]
-    if missing:
-        raise row.fail(f"peaks_tflops is missing {', '.join(missing)} (write 'unknown' when no source gives it)")
-    extra = sorted(set(table) - set(PEAK_KEYS))
-    if extra:
-        raise row.fail(f"peaks_tflops has unknown keys {', '.join(extra)}; allowed: {', '.join(PEAK_KEYS)}")
-    detail = {key: _peak(row, key, table[key]) for key in PEAK_KEYS}
-    peaks: dict[str, Peak] = {}
-    for precision in PRECISIONS:
-        peaks[precision] = _fp64(detail["fp64_vector"], detail["fp64_tensor"]) if precision == "fp64" else detail[precision]
-    peaks["fp64_vector"] = detail["fp64_vector"]
-    peaks["fp64_tensor"] = detail["fp64_tensor"]
-    return peaks
-
-
-def _memory_bytes(row: _Row, key: str, unit: str) -> int:
-    amount = row.field_number(key)
-    return round(amount * (GIB if unit == "GiB" else GB))
-
-
-def _price(row: _Row) -> tuple[tuple[Decimal, Decimal] | None, str]:
-    key = "indicative_price_usd_per_gpu_hour"
-    if key not in row.table:
-        if "indicative_price_observed" in row.table:
-            raise row.fail("indicative_price_observed is given without indicative_price_usd_per_gpu_hour")
-        return None, ""
-    value = row.table[key]
-    if not isinstance(value, list) or len(value) != 2 or not all(isinstance(v, str) for v in value):
-        raise row.fail(f"{key} must be a list of two strings [low, high] (exact decimals), got {value!r}")
-    amounts: list[Decimal] = []
-    for text in value:
-        stripped = text.strip()
-        if stripped.endswith("?"):
-            stripped = stripped[:-1].rstrip()
-            if key not in row.uncertain:
-                row.uncertain.append(key)
-        try:
-            amount = Decimal(stripped)
-        except InvalidOperation:
-            raise row.fail(f"{key} must hold decimal USD amounts, got {text!r}") from None
-        if not amount.is_finite() or amount <= 0:
-            raise row.fail(f"{key} must hold positive USD amounts, got {text!r}")
-        amounts.append(amount)
-    if amounts[0] > amounts[1]:
-        raise row.fail(f"{key} low {amounts[0]} is above high {amounts[1]}")
-    observed = row.text("indicative_price_observed") if "indicative_price_observed" in row.table else ""
-    return (amounts[0], amounts[1]), observed
-
-
-def _gpu(row: _Row, known_sources: frozenset[str]) -> GpuSpec:
-    table = row.table
-    for key, kinds in _REQUIRED.items():
-        if key not in table:
-            raise row.fail(f"missing required field {key!r}")
-        value = table[key]
-        numeric = kinds == (int, float) or kinds is int
-        if numeric and isinstance(value, bool):
-            raise row.fail(f"{key} must be a number, got {value!r}")
-        if not isinstance(value, kinds) and not (kinds == (int, float) and isinstance(value, str)):
-            # numbers may be written "N?" (uncertain); number() checks those strings
-            raise row.fail(f"{key} has the wrong type ({type(value).__name__}): {value!r}")
-    extra = sorted(set(table) - set(_REQUIRED) - _OPTIONAL)
-    if extra:
-        raise row.fail(f"unknown field(s) {', '.join(extra)}")
-
-    name = row.text("name")
-    if _NAME_RE.match(name) is None:
-        raise row.fail(f"name {name!r} must be lower-case letters and digits separated by single hyphens")
-    vendor = row.text("vendor")
-    if vendor not in ("NVIDIA", "AMD"):
-        raise row.fail(f"vendor must be 'NVIDIA' or 'AMD', got {vendor!r}")
-    unit = row.text("memory_unit")
-    if unit not in ("GB", "GiB"):
-        raise row.fail(f"memory_unit must be 'GB' or 'GiB', got {unit!r}")
-    usable_bytes = _memory_bytes(row, "memory_usable", unit)
-    physical_bytes = _memory_bytes(row, "memory_physical", unit)
-    if usable_bytes > physical_bytes:
-        raise row.fail("memory_usable is larger than memory_physical")
-
-    peaks = _peaks(row)
-    fp8_hardware = bool(table["fp8_hardware"])
-    fp4_hardware = bool(table["fp4_hardware"])
-    for precision, has in (("fp8", fp8_hardware), ("fp4", fp4_hardware)):
-        absent = peaks[precision].status == "absent"
-        if has and absent:
-            raise row.fail(f"{precision}_hardware is true but peaks_tflops.{precision} is 'absent'")
-        if not has and not absent:
-            raise row.fail(f"{precision}_hardware is false, so peaks_tflops.{precision} must be 'absent'")
-    fp4_formats = row.string_list("fp4_formats")
-    if fp4_hardware != bool(fp4_formats):
-        raise row.fail("fp4_formats must list the FP4 formats exactly when fp4_hardware is true")
-
-    compute_capability = row.optional_text("compute_capability")
-    rocm_gfx_target = row.optional_text("rocm_gfx_target")
-    if vendor == "NVIDIA" and (compute_capability is None or rocm_gfx_target is not None):
-        raise row.fail("an NVIDIA GPU needs compute_capability and no rocm_gfx_target")
-    if vendor == "AMD" and (rocm_gfx_target is None or compute_capability is not None):
-        raise row.fail("an AMD GPU needs rocm_gfx_target and no compute_capability")
-    if compute_capability is not None and re.fullmatch(r"\d+\.\d+", compute_capability) is None:
-        raise row.fail(f"compute_capability must look like '9.0', got {compute_capability!r}")
-    if rocm_gfx_target is not None and re.fullmatch(r"gfx[0-9a-f]+", rocm_gfx_target) is None:
-        raise row.fail(f"rocm_gfx_target must look like 'gfx942', got {rocm_gfx_target!r}")
-
-    sources = row.string_list("sources")
-    if not sources:
-        raise row.fail("sources must name at least one source")
-    unknown_sources = [s for s in sources if s not in known_sources]
-    if unknown_sources:
-        raise row.fail(f"unknown source key(s) {', '.join(unknown_sources)} (not in {SOURCES_FILE})")
-
-    tdp = row.optional_number("tdp_w")
-    if tdp is not None and tdp != int(tdp):
-        raise row.fail(f"tdp_w must be whole watts, got {tdp}")
-    interconnect_bw = row.optional_number("interconnect_bandwidth_gb_per_s")
-    pcie_bw = row.optional_number("pcie_bandwidth_gb_per_s")
-    scaleup = cast(int, table["scaleup_domain_gpus"])
-    if scaleup < 1:
-        raise row.fail(f"scaleup_domain_gpus must be at least 1, got {scaleup}")
-    price, observed = _price(row)
-    sm_count = row.optional_number("sm_count")
-    if sm_count is not None and sm_count != int(sm_count):
-        raise row.fail(f"sm_count must be a whole number, got {sm_count}")
-    bandwidth = row.field_number("memory_bandwidth_tb_per_s")
-
-    return GpuSpec(
-        name=name,
-        display_name=row.text("display_name"),
-        aliases=row.string_list("aliases"),
-        vendor=cast(Literal["NVIDIA", "AMD"], vendor),
-        architecture=row.text("architecture"),
-        form_factor=row.text("form_factor"),
-        memory_bytes=usable_bytes,
-        memory_physical_bytes=physical_bytes,
-        memory_headline=row.text("memory_headline"),
-        memory_unit=cast(Literal["GB", "GiB"], unit),
-        memory_type=row.text("memory_type"),
-        memory_bandwidth_bytes_per_s=bandwidth * TERA,
-        peaks=peaks,
-        fp8_hardware=fp8_hardware,
-        fp4_hardware=fp4_hardware,
-        fp4_formats=fp4_formats,
-        interconnect=row.text("interconnect"),
-        interconnect_bandwidth_bytes_per_s=None if interconnect_bw is None else interconnect_bw * GB,
-        scaleup_domain_gpus=scaleup,
-        pcie_gen=row.text("pcie_gen", allow_uncertain=True),
-        pcie_bandwidth_bytes_per_s=None if pcie_bw is None else pcie_bw * GB,
-        tdp_w=None if tdp is None else int(tdp),
-        compute_capability=compute_capability,
-        rocm_gfx_target=rocm_gfx_target,
-        partitioning=row.text("partitioning"),
-        sources=sources,
-        notes=str(table["notes"]).strip(),
-        uncertain_fields=tuple(row.uncertain),
-        indicative_price_usd_per_gpu_hour=price,
-        indicative_price_observed=observed,
-        sm_count=None if sm_count is None else int(sm_count),
-    )
 
 
 def _parse_toml(text: str, file: str, snapshot: str | None = None) -> dict[str, Any]:
@@ -400,8 +116,8 @@ def parse_gpus(
     gpus: list[GpuSpec] = []
     owner: dict[str, str] = {}
     for index, table in enumerate(rows, start=1):
-        row = _Row(file, index, table)
-        gpu = _gpu(row, known)
+        row = Row(file, index, table)
+        gpu = gpu_from_row(row, known)
         for label in (gpu.name, gpu.display_name, *gpu.aliases):
             key = normalize_name(label)
             if not key:

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import PrecisionPlan, Workload
+from anchorgpu.planner.layout_resolution import GPUS_PER_SERVER
 from anchorgpu.planner.result import ResolvedLayout
-from anchorgpu.planner.validate import GPUS_PER_SERVER
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 
 __all__ = ["BASE_CHECK", "layout_warnings", "precision_warnings"]

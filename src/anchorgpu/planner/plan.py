@@ -5,7 +5,8 @@ and :mod:`anchorgpu.planner.diffusion`, compares the per-GPU total with the GPU 
 serving engine's budget, vLLM profile-then-fill), and says what it assumed and what to check.
 It reads no files, clock or environment, and renders nothing.
 
-Its parts, by domain: :mod:`~anchorgpu.planner.validate` (inputs, weight format, layout),
+Its parts, by domain: :mod:`~anchorgpu.planner.validate` (inputs, weight format, layout; with
+:mod:`~anchorgpu.planner.workload_checks` and :mod:`~anchorgpu.planner.layout_resolution`),
 :mod:`~anchorgpu.planner.inference`, :mod:`~anchorgpu.planner.training` and
 :mod:`~anchorgpu.planner.diffusion_plan` (each task's memory terms), :mod:`~anchorgpu.planner.checks`
 (warnings) and :mod:`~anchorgpu.planner.suggest` (what would fit, the layout chosen for the user); the

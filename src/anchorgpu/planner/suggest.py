@@ -19,8 +19,8 @@ from anchorgpu.planner.inputs import (
     recompute_ladder,
     train_cp_sizes,
 )
+from anchorgpu.planner.layout_resolution import GPUS_PER_SERVER, tp_is_valid
 from anchorgpu.planner.result import Plan, ResolvedLayout, Suggestion
-from anchorgpu.planner.validate import GPUS_PER_SERVER, tp_is_valid
 
 if TYPE_CHECKING:  # the layout chooser imports the planner: a type only here
     from anchorgpu.planner.speed.layouts import Choice

@@ -6,7 +6,8 @@ constants come from the same scalar functions :func:`anchorgpu.planner.plan` use
 (:mod:`anchorgpu.planner.memory`, :mod:`anchorgpu.planner.formats`), computed once per distinct
 (format, TP, PP) and then broadcast over the grid; training memory, which depends only on the layout,
 comes from :func:`~anchorgpu.planner.plan` itself, once per distinct layout. Speed follows
-:mod:`anchorgpu.planner.speed` (serving written out in array form in :mod:`anchorgpu.planner.sweep_serving`).
+:mod:`anchorgpu.planner.speed` (serving written out in array form in :mod:`anchorgpu.planner.sweep_serving`, training
+in :mod:`anchorgpu.planner.sweep_training`; the layouts of the grid come from :mod:`anchorgpu.planner.sweep_grid`).
 ``tests/recommend`` checks both against the scalar functions on sampled configurations. The result's columns
 are a :class:`~anchorgpu.planner.grid_columns.GridColumns`: each kept on the grid's axes, flattened when read.
 
@@ -37,25 +38,19 @@ from anchorgpu.planner.inputs import (
     DEFAULT_OUTPUT_TOKENS,
     DEFAULT_PROMPT_TOKENS,
     KV_CACHE_DTYPES,
-    RECOMPUTES,
     Layout,
     Overheads,
     PrecisionPlan,
     Workload,
     default_seq_tokens,
     engine_refusal,
-    recompute_ladder,
-    train_cp_sizes,
-    train_ep_sizes,
 )
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.calibration import Overrides, calibration
-from anchorgpu.planner.speed.flops import Recompute, TrainKind
-from anchorgpu.planner.speed.links import compute_precision_for_training
-from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
 from anchorgpu.planner.sweep_attention_dp import with_attention_dp
+from anchorgpu.planner.sweep_grid import layout_grid, valid_tp
 from anchorgpu.planner.sweep_serving import serving_columns
-from anchorgpu.planner.validate import tp_is_valid
+from anchorgpu.planner.sweep_training import training_columns
 
 __all__ = [
     "BATCH_LADDER",
@@ -73,10 +68,7 @@ BATCH_LADDER: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 DEFAULT_INFERENCE_WEIGHTS: tuple[str, ...] = ("bf16", "fp8", "int4-awq")
 """Weight formats a serving sweep compares unless told otherwise (16-bit, 8-bit, 4-bit)."""
 DEFAULT_KV_CACHES: tuple[str, ...] = ("bf16", "fp8")
-POWERS_OF_TWO: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 Progress = Callable[[int, int], None]
 
 
@@ -155,155 +147,6 @@ class SweepResult:
         return None if value != value else value
 
 
-def valid_tp(model: ModelSpec, tp: int) -> bool:
-    """TP must divide the attention heads and divide, or be a multiple of, the KV heads (MLA: any divisor).
-
-    The same rule :func:`anchorgpu.planner.plan` enforces (``tp does not divide the heads`` otherwise).
-
-    >>> from anchorgpu.planner._examples import llama_3_1_70b
-    >>> [tp for tp in (1, 2, 3, 4, 8, 16) if valid_tp(llama_3_1_70b(), tp)]
-    [1, 2, 4, 8, 16]
-    """
-    return tp_is_valid(model, tp)
-
-
-# ------------------------------------------------------------------------------------------- layouts
-
-
-@dataclass(frozen=True, slots=True)
-class _Layouts:
-    shape: IntArray
-    servers: IntArray
-    gpus: IntArray
-    tp: IntArray
-    pp: IntArray
-    dp: IntArray
-    zero: IntArray
-    ep: IntArray  # expert parallelism: 1 but for training a mixture of experts
-    cp: IntArray  # context parallelism: 1 but for training long sequences (train_cp_sizes)
-
-    def __len__(self) -> int:
-        return int(self.shape.size)
-
-
-def _layouts(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: bool, max_pp: int,
-             zero_stages: Sequence[int], seq_tokens: int = 0) -> _Layouts:
-    tps = np.array([tp for tp in POWERS_OF_TWO if valid_tp(model, tp)], dtype=np.int64)
-    pps = np.array([pp for pp in POWERS_OF_TWO if pp <= max_pp and pp <= model.num_layers], dtype=np.int64)
-    zeros = np.array(sorted(set(zero_stages)) if training else [0], dtype=np.int64)
-    # training a mixture of experts: expert parallelism too, sizes that divide the experts (as plan()'s chooser)
-    eps = np.array(train_ep_sizes(model.moe.num_experts) if training and model.moe is not None else (1,),
-                   dtype=np.int64)
-    # training long sequences: context parallelism too, the sizes plan()'s chooser tries (train_cp_sizes)
-    cps = np.array(train_cp_sizes(seq_tokens) if training else (1,), dtype=np.int64)
-    per_server = np.array([sh.gpus_per_server for sh in shapes], dtype=np.int64)
-    most_servers = np.array([sh.max_servers for sh in shapes], dtype=np.int64)
-    fabric = np.array([sh.scale_out for sh in shapes], dtype=bool)
-    servers_axis = np.arange(1, int(most_servers.max()) + 1, dtype=np.int64)
-    # the whole candidate grid in loop order (shape, servers, tp, pp, zero, ep, cp), then the rules as masks
-    s_i, n, tp, pp, z, ep, cp = (a.ravel() for a in np.meshgrid(np.arange(len(shapes)), servers_axis, tps, pps,
-                                                                 zeros, eps, cps, indexing="ij"))
-    k = per_server[s_i]
-    gpus = n * k
-    ok = (n <= most_servers[s_i]) & (tp <= k) & (k % tp == 0) & (gpus % (tp * cp * pp) == 0)
-    ok &= fabric[s_i] | (tp * cp * pp <= k)  # pipeline stages and CP rings span servers only over a fabric
-    dp = np.where(ok, gpus // (tp * cp * pp), 0)
-    ok &= (z == 0) | (dp * cp > 1)  # ZeRO shards over the data-parallel and CP ranks: pointless with one
-    ok &= (tp * cp * dp) % ep == 0  # the experts split over GPUs of one stage (folded over TP, CP and DP)
-    if not ok.any():
-        raise InvalidWorkload(f"no valid tensor-parallel layout for {model.name} on the shapes given")
-    return _Layouts(s_i[ok], n[ok], gpus[ok], tp[ok], pp[ok], dp[ok], z[ok], ep[ok], cp[ok])
-
-
-# -------------------------------------------------------------------------------------- training
-
-
-def _training(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
-              weights: tuple[str, ...], progress: Progress | None) -> dict[str, npt.NDArray[Any]]:
-    """Training memory from :func:`plan` once per distinct layout and GPU group (vendor, low-precision units), with the least activation
-    recompute that fits (none, selective, full) unless the workload names one; speed per layout from
-    :func:`anchorgpu.planner.speed.training.training_step`."""
-    w = replace(spec.workload, micro_batch=spec.workload.micro_batch or 1)
-    n_l, n_w = len(lay), len(weights)
-    ladder: tuple[Recompute, ...] = (w.recompute,) if w.recompute else recompute_ladder(model.moe is not None)
-    # a layout's training memory depends on the GPU only through its vendor (the CUDA or ROCm context) and
-    # whether it computes in the training precision (plan() refuses FP8/FP4 training without the units): planned
-    # once per such group and recompute level, the fit then read against each GPU's memory as plan() reads it
-    mem_cache: dict[tuple[str, int, int, int, int, int, int, str, bool, str], tuple[int, int, int, int, str]] = {}
-    weights_lw = np.empty((n_l, n_w))
-    act_lw = np.empty((n_l, n_w))
-    total_lw = np.empty((n_l, n_w))
-    state_lw = np.empty((n_l, n_w))
-    recompute_lw = np.empty((n_l, n_w), dtype=object)
-    rows = zip(lay.gpus.tolist(), lay.tp.tolist(), lay.pp.tolist(), lay.dp.tolist(), lay.zero.tolist(),
-               lay.ep.tolist(), lay.cp.tolist(), lay.shape.tolist(), strict=True)
-    by_recompute = {rc: replace(w, recompute=rc) for rc in ladder}  # built once, not per layout
-    by_weights = {name: PrecisionPlan(weights=name) for name in weights}
-    for i, (gpus, tp, pp, dp, zero, ep, cp, s) in enumerate(rows):
-        for j, name in enumerate(weights):
-            gpu = shapes[s].gpu
-            group = (name, tp, pp, dp, zero, ep, cp, gpu.vendor, gpu.computes_in(w.train_precision))
-            for rc in ladder:  # the least recompute that fits this GPU, as plan(...).fits says
-                key = (*group, rc)
-                if key not in mem_cache:
-                    p = plan(model, by_recompute[rc], precision=by_weights[name], gpu=gpu, suggest=False,
-                             choose_layout=False, layout=Layout(gpus=gpus, tp=tp, pp=pp, dp=dp, zero=zero,
-                                                                ep=ep if ep > 1 else None, cp=cp),
-                             overheads=spec.overheads)
-                    b = p.per_gpu
-                    mem_cache[key] = (b.weights_bytes, b.activations_bytes, b.gradients_bytes + b.optimizer_bytes,
-                                      b.total_bytes, p.workload.recompute or "none")
-                if gpu.memory_bytes - mem_cache[key][3] >= 0:
-                    break
-            wb, ab, sb, tb, rc_used = mem_cache[key]
-            weights_lw[i, j], act_lw[i, j], state_lw[i, j], total_lw[i, j] = wb, ab, sb, tb
-            recompute_lw[i, j] = rc_used
-        if progress and i % 64 == 0:
-            progress(i * n_w, n_l * n_w)
-    budget_l = np.array([sh.gpu.memory_bytes for sh in shapes], dtype=np.float64)[lay.shape]
-    fits = total_lw <= budget_l[:, None]
-    seq = default_seq_tokens(w, model.max_context_tokens)
-    kind: TrainKind = "full" if w.task == "train" else "lora"
-    precision = compute_precision_for_training(w.train_precision)
-    speed_cache: dict[tuple[int, int, int, int, int, int, int, str], float] = {}
-    tps = np.empty((n_l, n_w))
-    micro = w.micro_batch or 1
-    for i in range(n_l):
-        s_i, gpus, tp, pp, zero, ep, cp = (int(lay.shape[i]), int(lay.gpus[i]), int(lay.tp[i]), int(lay.pp[i]),
-                                           int(lay.zero[i]), int(lay.ep[i]), int(lay.cp[i]))
-        dp = gpus // (tp * cp * pp)
-        for j in range(n_w):
-            rc_ij: Recompute = recompute_lw[i, j]
-            speed_key = (s_i, gpus, tp, pp, zero, ep, cp, str(rc_ij))
-            if speed_key not in speed_cache:
-                shape = shapes[s_i]
-                batch = max(spec.global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS, dp * micro * seq)
-                speed_cache[speed_key] = training_step(
-                    model, shape.gpu, TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, zero=zero, ep=ep), seq_tokens=seq,
-                    micro_batch=micro, global_batch_tokens=batch, recompute=rc_ij,
-                    kind=kind, precision=precision, gpus_per_server=shape.gpus_per_server,
-                    network_bytes_per_s=shape.network_bytes_per_s, train_stack=w.train_stack,
-                    offload_activation_layers=w.offload_activation_layers,
-                    optimizer_state=w.optimizer_state).tokens_per_s
-            tps[i, j] = speed_cache[speed_key]
-    shape2 = (n_l, n_w)
-    time_s = spec.train_tokens / tps if spec.train_tokens else np.full(shape2, np.nan)
-    nan2 = np.full(shape2, np.nan)
-    return {
-        "weights_bytes": weights_lw, "kv_cache_bytes": np.zeros(shape2), "activations_bytes": act_lw,
-        "other_bytes": total_lw - weights_lw - act_lw, "per_gpu_total_bytes": total_lw,
-        "budget_bytes": np.broadcast_to(budget_l[:, None], shape2), "fits": fits,
-        "concurrency": np.broadcast_to(np.full(n_l, micro)[:, None], shape2),
-        "prefill_s": nan2, "decode_tokens_per_s_per_user": nan2, "decode_tokens_per_s_total": nan2,
-        "train_tokens_per_s": tps, "train_time_s": time_s,
-        # the recompute level each configuration was sized and timed with, as its index in RECOMPUTES
-        "recompute": np.vectorize(RECOMPUTES.index, otypes=[np.int64])(recompute_lw),
-    }
-
-
-# ------------------------------------------------------------------------------------------ entry
-
-
 def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | None = None, *,
           progress: Progress | None = None, flatten: bool = True) -> SweepResult:
     """Evaluate every configuration of ``spec`` on ``shapes``; see the module docstring for the grid.
@@ -358,10 +201,10 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     # output tokens only: its sequence is shorter than prompt + output)
     if not training and not by_request and prompt + output > ctx:
         raise InvalidWorkload(f"prompt {prompt} + output {output} tokens exceed the {ctx}-token context")
-    lay = _layouts(model, shapes, training=training, max_pp=spec.max_pp, zero_stages=spec.zero_stages,
-                   seq_tokens=default_seq_tokens(w, model.max_context_tokens) if training else 0)
+    lay = layout_grid(model, shapes, training=training, max_pp=spec.max_pp, zero_stages=spec.zero_stages,
+                      seq_tokens=default_seq_tokens(w, model.max_context_tokens) if training else 0)
     if training:
-        cols = _training(model, shapes, spec, lay, weights, progress)
+        cols = training_columns(model, shapes, spec, lay, weights, progress)
         inner = len(weights)
     else:
         media = request_media(model, probe_w) if model.encoder is not None or model.image is not None else None

@@ -20,7 +20,8 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.inputs import Layout, PrecisionPlan, Workload
 
 if TYPE_CHECKING:
-    from anchorgpu.planner.sweep import HardwareShape, SweepSpec, _Layouts
+    from anchorgpu.planner.sweep import HardwareShape, SweepSpec
+    from anchorgpu.planner.sweep_grid import Layouts
 
 __all__ = ["attention_dp_columns", "attention_dp_rows", "with_attention_dp"]
 
@@ -41,7 +42,7 @@ def attention_dp_rows(model: ModelSpec, shapes: Sequence[HardwareShape],
             for k in (shape.gpus_per_server,) for tp in attention_dp_tp_sizes(model, k, engine)]
 
 
-def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
+def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                          weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...], asked: Workload,
                          ctx: int, prompt: int, output: int) -> dict[str, Array]:
     """The serving sweep's columns for the attention-DP layouts ``lay``, each ``(L, W, K, C)`` in the sweep's order,
@@ -96,9 +97,9 @@ def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec
     return out
 
 
-def with_attention_dp(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
+def with_attention_dp(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                       cols: dict[str, Array], weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...],
-                      asked: Workload, ctx: int, prompt: int, output: int) -> tuple[_Layouts, dict[str, Array]]:
+                      asked: Workload, ctx: int, prompt: int, output: int) -> tuple[Layouts, dict[str, Array]]:
     """The sweep's layouts and serving columns with the attention-DP layouts appended (the columns each widened to
     the whole grid for it), or both unchanged where there are none (a dense model)."""
     rows = attention_dp_rows(model, shapes, spec.workload.engine)

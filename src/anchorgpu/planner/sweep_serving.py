@@ -37,7 +37,8 @@ from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per
 from anchorgpu.planner.sweep_serving_memory import KvFactors, kv_factors, memory_terms, per_format
 
 if TYPE_CHECKING:
-    from anchorgpu.planner.sweep import HardwareShape, SweepSpec, _Layouts
+    from anchorgpu.planner.sweep import HardwareShape, SweepSpec
+    from anchorgpu.planner.sweep_grid import Layouts
 
 __all__ = ["serving_columns"]
 
@@ -47,7 +48,7 @@ Array = npt.NDArray[Any]
 Progress = Callable[[int, int], None]
 
 
-def _links(shapes: Sequence[HardwareShape], lay: _Layouts, ranks: IntArray | None = None,
+def _links(shapes: Sequence[HardwareShape], lay: Layouts, ranks: IntArray | None = None,
            network: bool = True) -> tuple[FloatArray, FloatArray]:
     """Per layout row: one-direction bandwidth and latency of the link a group of ``ranks`` adjacent GPUs
     crosses (default the TP group; one lookup per shape and group size)."""
@@ -94,7 +95,7 @@ def _peaks(shapes: Sequence[HardwareShape], precisions: Sequence[str]) -> FloatA
 class _Ticks:
     """speed.serving's pipeline tick and step over the grid, with every per-layout constant looked up once."""
 
-    def __init__(self, model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
+    def __init__(self, model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                  weights: tuple[str, ...], kv: KvFactors, weights_wl: FloatArray, prompt: int) -> None:
         cal = calibrated(spec.efficiencies)
         stacks = [cal.stack(sh.gpu) for sh in shapes]
@@ -279,7 +280,7 @@ def _in_grid_order(shape: tuple[int, int, int, int], dtype: type = np.float64) -
     return column, column.transpose(1, 2, 3, 0)
 
 
-def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
+def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                     weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...], ctx: int, prompt: int,
                     progress: Progress | None, media: MediaLoad | None = None) -> dict[str, Array]:
     """Every serving result column of the sweep on the axes (layout, weights, kv, concurrency): those that vary

@@ -24,7 +24,8 @@ from anchorgpu.planner.media import MediaLoad, cross_kv_bytes
 from anchorgpu.planner.terms import context_bytes
 
 if TYPE_CHECKING:
-    from anchorgpu.planner.sweep import HardwareShape, SweepSpec, _Layouts
+    from anchorgpu.planner.sweep import HardwareShape, SweepSpec
+    from anchorgpu.planner.sweep_grid import Layouts
 
 __all__ = ["KvFactors", "Memory", "kv_factors", "memory_terms", "per_format", "per_value"]
 
@@ -59,7 +60,7 @@ def per_format(values_lw: FloatArray) -> FloatArray:
     return np.ascontiguousarray(values_lw.T)[:, None, None, :]
 
 
-def weights_per_gpu(model: ModelSpec, lay: _Layouts, weights: tuple[str, ...]) -> FloatArray:
+def weights_per_gpu(model: ModelSpec, lay: Layouts, weights: tuple[str, ...]) -> FloatArray:
     """Weight bytes per GPU, ``(W, 1, 1, L)``: the scalar :func:`memory.shard_share` once per (format, TP, PP)."""
     try:
         parts = [weight_parts(model, name) for name in weights]
@@ -82,7 +83,7 @@ class Memory:
     budget: FloatArray  # (L,); TensorRT-LLM's, which follows the weights: (W, 1, 1, L)
 
 
-def memory_terms(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: _Layouts,
+def memory_terms(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
             weights: tuple[str, ...], kv: KvFactors, per_replica: IntArray) -> Memory:
     """Weights, KV cache, activations (the engine's profile run), non-torch and the budget, as plan() sizes them."""
     w, ov = spec.workload, spec.overheads
@@ -128,7 +129,7 @@ class KvFactors:
     media: MediaLoad | None = None  # the request's encoder input or images: their cross-attention K/V per sequence
 
 
-def kv_factors(model: ModelSpec, spec: SweepSpec, lay: _Layouts, kvs: tuple[str, ...], ctx: int,
+def kv_factors(model: ModelSpec, spec: SweepSpec, lay: Layouts, kvs: tuple[str, ...], ctx: int,
                 prompt: int, media: MediaLoad | None = None) -> KvFactors:
     values_l = per_value(lay.tp, lambda tp: mm.kv_values_per_token_per_gpu(model, tp=tp))
     bpv_k = np.array([KV_CACHE_DTYPES[k] for k in kvs], dtype=np.int64)[:, None, None]
@@ -141,7 +142,7 @@ def kv_factors(model: ModelSpec, spec: SweepSpec, lay: _Layouts, kvs: tuple[str,
                       kv_caches=kvs, media=media)
 
 
-def _cross_kv(model: ModelSpec, media: MediaLoad, lay: _Layouts, kvs: tuple[str, ...], per_replica: IntArray
+def _cross_kv(model: ModelSpec, media: MediaLoad, lay: Layouts, kvs: tuple[str, ...], per_replica: IntArray
               ) -> FloatArray:
     """Cross-attention K/V per GPU, ``(K, C, L)``: :func:`~anchorgpu.planner.media.cross_kv_bytes` itself, once per
     distinct (KV dtype, TP, PP, sequences a replica) of the grid."""

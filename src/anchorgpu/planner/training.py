@@ -30,8 +30,8 @@ from anchorgpu.planner.terms import (
     new_task_terms,
     weights_bytes,
 )
-from anchorgpu.planner.validate import check_activation_offload_layout
 from anchorgpu.planner.warnings import PlanWarning, make_warning
+from anchorgpu.planner.workload_checks import check_activation_offload_layout
 from anchorgpu.units import fmt_bytes
 
 __all__ = ["plan_training"]

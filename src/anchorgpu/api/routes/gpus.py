@@ -7,7 +7,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query
 from pydantic import Field
 
-from anchorgpu.api.schemas import GpuList, GpuOut, _Schema
+from anchorgpu.api.schemas import GpuList, GpuOut
+from anchorgpu.api.schemas_base import _Schema
 from anchorgpu.hardware import get_gpu, list_gpus
 
 router = APIRouter(prefix="/gpus", tags=["catalog"])

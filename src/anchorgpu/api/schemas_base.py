@@ -1,0 +1,90 @@
+"""What every schema of the HTTP API shares: the response and request bases, request text and choice rules, the
+money type, and the problem+json error with the ``responses=`` entries a route gives for it.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic_core import PydanticCustomError
+
+from anchorgpu.errors import InvalidInput
+from anchorgpu.validation import MONEY, MONEY_TEXT_PATTERN, usd_amount
+
+__all__ = ["TEXT_PATTERN", "Money", "Problem", "StrictChoice", "problems"]
+
+
+class _Schema(BaseModel):
+    """Responses: keys other areas add to their JSON later pass through (the JSON contract grows freely)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class _Request(BaseModel):
+    """Requests: unknown fields are refused (a typo in an option must not be silently ignored), and types are
+    strict: ``true`` or ``"3"`` is not a number, ``1`` is not a boolean (pydantic's strict mode; the page, whose
+    form values are all text, validates the same models with ``strict=False``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+TEXT_PATTERN = r"^[^\x00-\x1f\x7f]*$"
+"""Request text: no control characters (NUL included). Lengths are bounded field by field."""
+
+
+def _no_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("a boolean is not a number here")
+    return value
+
+
+StrictChoice = BeforeValidator(_no_bool)
+"""For ``Literal[0, 1, …]`` fields, where pydantic would otherwise take ``true`` as 1 even in strict mode."""
+
+
+def Money(field: str) -> Any:  # noqa: N802  (a type, as pydantic's constrained types are spelt)
+    """The type of a money field of a request: a JSON number or a plain decimal string, read exactly by the one
+    rule every face uses (:func:`anchorgpu.validation.usd_amount`, bounds in ``MONEY[field]``); anything else
+    (``" 100 "``, ``"1e3"``, ``"+5"``, ``"1,5"``, non-ASCII digits, a boolean) is a 422 naming the field."""
+    rule = MONEY[field]
+
+    def check(value: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            return usd_amount(value, field=field, flag="")
+        except InvalidInput as exc:
+            raise PydanticCustomError("money", "{reason}", {"reason": exc.message}) from None
+
+    number: dict[str, Any] = {"type": "number", "maximum": float(rule.high)}
+    number["exclusiveMinimum" if rule.low_exclusive else "minimum"] = float(rule.low)
+    text = {"type": "string", "maxLength": 31,
+            "pattern": MONEY_TEXT_PATTERN if rule.low < 0 else MONEY_TEXT_PATTERN.replace("^-?", "^")}
+    return Annotated[Decimal, BeforeValidator(check), WithJsonSchema({"anyOf": [number, text]})]
+
+
+class Problem(BaseModel):
+    """An error (RFC 9457 problem+json). ``code`` is stable; ``detail`` is one line for people."""
+
+    model_config = ConfigDict(extra="allow")
+    type: str = Field(description="URI reference naming the problem type")
+    title: str = Field(description="HTTP reason phrase")
+    status: int = Field(description="HTTP status code")
+    detail: str = Field(description="One-line reason, naming the offending field or value")
+    code: str = Field(description="Stable machine-readable code, e.g. 'unknown_gpu', 'idempotency_key_reused'")
+
+
+_PROBLEM_TEXT = {
+    400: "Malformed request (e.g. a missing or invalid Idempotency-Key header)",
+    401: "Missing or invalid API key",
+    404: "Not found (or not visible to this account)",
+    409: "Conflict with the current state (expired quote, no capacity, request in progress …)",
+    422: "Invalid input, or an idempotency key reused with a different request",
+}
+
+
+def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses=`` entries for the problem+json answers a route can give."""
+    return {s: {"model": Problem, "description": _PROBLEM_TEXT.get(s, "Error"), "content": {"application/problem+json": {}}} for s in statuses}

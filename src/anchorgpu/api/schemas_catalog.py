@@ -1,0 +1,140 @@
+"""Response schemas of the HTTP API's read-only catalog: health, GPUs, offerings and their prices and options,
+models.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from anchorgpu.api.schemas_base import _Schema
+
+__all__ = ["GpuList", "GpuOut", "Health", "ModelList", "ModelOut", "ModelSummary", "OfferingList", "OfferingOut",
+           "OptionOut", "PeakOut", "PricesOut", "Usd"]
+
+
+class Health(_Schema):
+    status: Literal["ok"] = Field(description="Always 'ok' when the service and its database answer")
+    version: str = Field(description="AnchorGPU version")
+    database: str = Field(description="Database dialect in use: 'sqlite' (embedded default) or 'postgresql'")
+
+
+class PeakOut(_Schema):
+    status: Literal["known", "absent", "unknown"] = Field(description="'known' with a figure; 'absent' = the hardware lacks this precision; 'unknown' = no published figure")
+    flops_per_s: float | None = Field(description="Dense peak throughput, FLOP/s (OP/s for int8); null unless status is 'known'")
+    uncertain: bool = Field(description="True when the source flags the figure as doubtful")
+
+
+class GpuOut(_Schema):
+    """One GPU, with the same keys as ``anchorgpu gpus --json`` (built by ``anchorgpu.hardware.gpu_to_json``)."""
+
+    name: str = Field(description="Canonical GPU id, e.g. 'h100-sxm'")
+    display_name: str = Field(description="Vendor name, e.g. 'NVIDIA H100 SXM 80GB'")
+    aliases: list[str] = Field(description="Other names accepted for this GPU (case-insensitive)")
+    vendor: str = Field(description="'NVIDIA' or 'AMD'")
+    architecture: str = Field(description="GPU architecture, e.g. 'Hopper'")
+    form_factor: str = Field(description="SXM, PCIe, OAM …")
+    memory_bytes: int = Field(description="Memory the planner budgets against, bytes")
+    memory_headline: str = Field(description="The vendor's memory figure as written, e.g. '80 GB'")
+    memory_type: str = Field(description="HBM3, HBM3e, GDDR7 …")
+    memory_bandwidth_bytes_per_s: float = Field(description="Peak memory bandwidth, bytes per second")
+    peaks: dict[str, PeakOut] = Field(description="Dense peak throughput per precision (fp64, fp32, tf32, bf16, fp8, int8, fp4)")
+    fp8_hardware: bool = Field(description="FP8 computed natively in hardware")
+    fp4_hardware: bool = Field(description="FP4 computed natively in hardware (Blackwell, MI355X)")
+    interconnect: str = Field(description="Scale-up link; 'none (PCIe only)' without one")
+    interconnect_bandwidth_bytes_per_s: float | None = Field(description="Scale-up bandwidth per GPU, bidirectional, bytes per second")
+    scaleup_domain_gpus: int = Field(description="GPUs reachable over the scale-up link (8 in an HGX server, 1 without)")
+    tdp_w: int | None = Field(description="Board power, watts")
+    software_stack: Literal["cuda", "rocm"] = Field(description="Software stack the GPU needs")
+    partitioning: str = Field(description="What the hardware could partition into; AnchorGPU always rents whole GPUs")
+    sources: list[str] = Field(description="Keys of the sources the figures come from (see source_details)")
+
+    @classmethod
+    def from_domain(cls, gpu: Any) -> GpuOut:
+        from anchorgpu.hardware import gpu_to_json
+
+        return cls.model_validate(gpu_to_json(gpu))
+
+
+class GpuList(_Schema):
+    data: list[GpuOut] = Field(description="GPUs AnchorGPU knows, in the hardware data's order")
+    count: int = Field(description="Number of GPUs in data")
+
+
+Usd = Annotated[str, Field(description="Exact amount in USD as a decimal string, e.g. '2190.00'", examples=["2190.00"])]
+
+
+class PricesOut(_Schema):
+    hour: str | None = Field(description="List price for one hour, USD (decimal string); null = unpriced")
+    week: str | None = Field(description="List price for one week (168 h), USD; null = unpriced")
+    month: str | None = Field(description="List price for one month (720 h), USD; null = unpriced")
+
+
+class OptionOut(_Schema):
+    id: str = Field(description="Option key used in a quote's `options`, e.g. 'nvme-tb'")
+    name: str = Field(description="Human name")
+    unit: str = Field(description="What one unit is, e.g. '1 TB local NVMe'")
+    kinds: list[str] = Field(description="Offering kinds it applies to ('vm', 'bare-metal')")
+    max_per_server: int = Field(description="Most units per server")
+    prices_usd: PricesOut = Field(description="Price per unit per server for each term unit, USD")
+    description: str = Field(description="What the option gives")
+
+
+class OfferingOut(_Schema):
+    id: str = Field(description="Offering id, e.g. '1x-h100-sxm'")
+    gpu: str = Field(description="Canonical GPU name (see /v1/gpus)")
+    gpus: int = Field(description="Whole GPUs per server")
+    kind: str = Field(description="'vm' (one GPU passed through to a dedicated VM) or 'bare-metal' (8-GPU server)")
+    region: str = Field(description="Region of this row (stock is per region)")
+    regions: list[str] = Field(description="Every region the offering is listed in")
+    prices_usd: PricesOut = Field(description="List prices per server per term unit, USD")
+    priced: bool = Field(description="False when no term has a list price (price on request)")
+    per_gpu_hour_usd: str | None = Field(description="Comparison rate: monthly price / GPUs / 730 h, USD per GPU-hour")
+    egress_tb_per_month: int = Field(description="Egress included per server, TB per month (fair use)")
+    ddos_protection: bool = Field(description="DDoS protection included on public IPs")
+    stock: int | None = Field(description="Servers in stock in this region (total, before bookings); null when unknown")
+    available_now: int | None = Field(default=None, description="Servers free right now in this region (stock minus booked)")
+    vcpus: int = Field(description="vCPUs per server")
+    ram_bytes: int = Field(description="RAM per server, bytes")
+    nvme_bytes: int = Field(description="Local NVMe per server, bytes")
+    network: str = Field(description="Public uplink and scale-out fabric")
+    network_gbps: int = Field(description="Public uplink per server, Gbit/s")
+    interconnect: str = Field(description="GPU-to-GPU link inside the server")
+    fabric: str = Field(description="Server-to-server network for multi-node jobs")
+    options: list[OptionOut] = Field(description="Options that can be added to a quote for this offering")
+    price_basis: str = Field(description="Where the list price comes from")
+    notes: str = Field(description="Anything else worth knowing")
+
+
+class OfferingList(_Schema):
+    data: list[OfferingOut] = Field(description="Matching offerings, one row per region, sorted as asked (cheapest first by default)")
+    count: int = Field(description="Number of rows in data")
+    catalog_version: str = Field(description="Version of the catalog data these prices come from")
+
+
+class ModelSummary(_Schema):
+    name: str = Field(description="Canonical registry name, e.g. 'llama-3.1-70b'")
+    kind: Literal["llm", "diffusion"] = Field(description="'llm' (language model) or 'diffusion' (image pipeline)")
+    display_name: str = Field(description="Human name")
+    family: str = Field(description="Model family")
+    hub_id: str = Field(description="Hugging Face repository the config was published in ('' if none)")
+    aliases: list[str] = Field(description="Other accepted names")
+
+
+class ModelList(_Schema):
+    data: list[ModelSummary] = Field(description="Built-in registry models; other Hub ids (org/name) only where the operator set ANCHORGPU_HUB_FETCH=1")
+    count: int = Field(description="Number of models in data")
+
+
+class ModelOut(_Schema):
+    """A model as the planner sees it (same core keys as ``anchorgpu model MODEL --json``)."""
+
+    name: str = Field(description="Model name")
+    kind: str = Field(description="'language' or 'diffusion'")
+    family: str = Field(description="Model family")
+    params_total: int = Field(description="Parameters in total (every expert of a MoE), exact count")
+    params_active: int | None = Field(description="Parameters one token passes through (MoE: active experts only); null for diffusion")
+    kv_bytes_per_token: int | None = Field(description="KV-cache bytes per token for the whole model at bf16, before sliding-window caps; attention layers only (a hybrid's Mamba/linear-attention layers cache none); null for diffusion")
+    state_bytes_per_sequence: int | None = Field(default=None, description="Recurrent (Mamba/SSM, linear-attention) state one sequence holds at any length, bytes (16-bit; a float32 SSM state where the model pins it); 0 for a transformer, null for diffusion")
+    max_context_tokens: int | None = Field(default=None, description="Longest context the config allows, tokens")

@@ -1,0 +1,140 @@
+"""Request and response schemas of the HTTP API's planner: the plan request (the options of ``anchorgpu plan``),
+the recommend request (those of ``anchorgpu recommend``) and their answers.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from anchorgpu.api.schemas_base import TEXT_PATTERN, Money, StrictChoice, _Request, _Schema
+from anchorgpu.planner.speed.calibration import MIN_EFFICIENCY
+from anchorgpu.validation import LIMITS
+
+__all__ = ["LoraTarget", "PlanOut", "PlanRequest", "RecommendOut", "RecommendRequest", "Task"]
+
+Task = Literal["inference", "train", "lora", "qlora", "diffusion"]
+
+LoraTarget = Literal["q", "k", "v", "o", "gate", "up", "down"]
+
+_ALL_LORA_TARGETS: tuple[LoraTarget, ...] = ("q", "k", "v", "o", "gate", "up", "down")
+
+
+class PlanRequest(_Request):
+    """The options of ``anchorgpu plan`` as JSON (same names without dashes, same defaults)."""
+
+    model: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, description="Registry name (see /v1/models) or the Hub id of one; other Hub ids only where the server fetches them (ANCHORGPU_HUB_FETCH=1)", examples=["llama-3.1-70b"])
+    task: Task = Field(default="inference", description="inference, train (full fine-tune / pretrain), lora, qlora or diffusion")
+    gpu: str | None = Field(default=None, max_length=100, pattern=TEXT_PATTERN, description="GPU name or alias; without one there is no fit verdict", examples=["h100"])
+    gpus: int | None = Field(default=None, ge=LIMITS["gpus"].low, le=LIMITS["gpus"].high, description="Whole GPUs in total (default, with a GPU named: the fewest that hold the job, with the layout chosen on them; tp × pp × dp when all three are given)")
+    tp: int | None = Field(default=None, ge=1, le=1024, description="Tensor-parallel ranks")
+    pp: int | None = Field(default=None, ge=1, le=1024, description="Pipeline-parallel stages")
+    dp: int | None = Field(default=None, ge=1, le=65_536, description="Data-parallel replicas (memories do not pool)")
+    ep: int | None = Field(default=None, ge=1, le=1024, description="Expert-parallel ranks (MoE)")
+    zero: Annotated[Literal[0, 1, 2, 3] | None, StrictChoice] = Field(default=None, description="ZeRO stage: 1 shards optimizer state, 2 also gradients, 3 also parameters (training: chosen with the layout when not given)")
+    cp: int | None = Field(default=None, ge=1, le=1024, description="Training: context-parallel ranks (ring attention)")
+    virtual_stages: int | None = Field(default=None, ge=1, le=1024, description="Training: interleaved pipeline chunks per GPU (chosen when not given)")
+    pipeline_layout: str | None = Field(default=None, min_length=1, max_length=1000, pattern=TEXT_PATTERN, description="Training, with pp: which layers each pipeline chunk holds, in Megatron-Core's --pipeline-model-parallel-layout syntax (E embedding, t layer, L loss, | chunk end, (...)*N repeat); virtual_stages follows from its chunks when not given", examples=["Et|(tt|)*30L"])
+    tp_overlap: bool = Field(default=False, description="Training: overlap tensor-parallel traffic with the products (Transformer Engine / AsyncTP)")
+    sequence_parallel: bool | None = Field(default=None, description="Training: Megatron's sequence parallelism, the norms, dropout and residual adds split over the TP ranks (null: on with tp > 1; true needs tp > 1)")
+    ep_overlap: bool = Field(default=False, description="Training a MoE under EP: overlap the all-to-alls with another micro-batch's computation (Megatron-Core --overlap-moe-expert-parallel-comm, DeepSeek's DualPipe)")
+    global_batch: int | None = Field(default=None, ge=LIMITS["global_batch"].low, le=LIMITS["global_batch"].high, description="Training: tokens per optimizer step (default 4,194,304); gradient accumulation follows")
+    fsdp: bool = Field(default=False, description="FSDP full shard (the memory of ZeRO-3)")
+    offload: Literal["none", "optimizer", "params"] = Field(default="none", description="Move optimizer state (or also parameters) to CPU RAM")
+    offload_activation_layers: int = Field(default=0, ge=0, le=100_000, description="Training: layers whose activations wait in host memory between the forward and backward pass (Megatron-Core's CPU activation offloading, --cpu-offloading-num-layers: full training, one pipeline stage, no recompute)")
+    weights: str | None = Field(default=None, max_length=40, pattern=TEXT_PATTERN, description="Weight format: bf16, fp16, fp8, int8, int4-gptq, int4-awq, nf4, nf4-dq, mxfp4, nvfp4, fp8-block128x128, gguf-q4_k_m, …, or shipped (default: the format the checkpoint ships in, per its quantization_config; bf16 for full training and LoRA; nf4-dq for qlora)")
+    kv_cache: Literal["bf16", "fp16", "fp8"] = Field(default="bf16", description="KV-cache precision")
+    recipe: Literal["vllm", "sglang", "trtllm", "torchrun-fsdp", "deepspeed", "accelerate", "skypilot", "k8s"] | None = Field(default=None, description="Also return the launch that realises the plan (command, files, assumptions, what it cannot set) under 'recipe'; one that cannot express the plan is a 422")
+    context: int | None = Field(default=None, ge=LIMITS["context"].low, le=LIMITS["context"].high, description="Tokens per sequence (prompt + output); default prompt + output when given, else the model's context length for one sequence and 1,024 + 256 tokens each for more")
+    concurrency: int | None = Field(default=None, ge=LIMITS["concurrency"].low, le=LIMITS["concurrency"].high, description="Sequences served at once; default: check one and report max_concurrency")
+    allow_long_context: bool = Field(default=False, description="Allow a context beyond the model's configured limit")
+    gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1, description="Fraction of GPU memory the serving engine may use (vLLM); with engine trtllm the fraction of the memory free after the weights and profiling that the KV cache takes")
+    engine: Literal["vllm", "trtllm"] | None = Field(default=None, description="Serving engine the memory and admission are sized for: 'vllm' (gpu_memory_utilization is the engine's share of each GPU; pages filled as tokens arrive) or 'trtllm' (trtllm-serve: gpu_memory_utilization is the share of the memory left free after the weights and its profiling pass that the KV cache takes; 8,192 tokens and 2,048 sequences by default; a request is admitted only when its prompt + output fit); default 'trtllm' with recipe 'trtllm', else 'vllm'")
+    micro_batch: int | None = Field(default=None, ge=LIMITS["micro_batch"].low, le=LIMITS["micro_batch"].high, description="Training: sequences per GPU step (chosen with the layout when not given)")
+    seq: int | None = Field(default=None, ge=LIMITS["seq"].low, le=LIMITS["seq"].high, description="Training: tokens per sequence")
+    recompute: Literal["none", "selective", "moe", "full"] | None = Field(default=None, description="Activation recomputation (default none for train, full for lora/qlora; selective: the attention core, or with train_stack pytorch torchtitan's op-level policy, every other product run again; moe: a mixture of experts' MoE blocks, Megatron-Core's --recompute-modules moe)")
+    optimizer: Literal["adamw", "adamw-8bit", "sgd", "lion", "adafactor"] = Field(default="adamw", description="Optimizer whose state is kept")
+    lora_rank: int = Field(default=16, ge=LIMITS["lora_rank"].low, le=LIMITS["lora_rank"].high, description="LoRA rank r")
+    lora_targets: list[LoraTarget] = Field(
+        default_factory=lambda: list(_ALL_LORA_TARGETS), min_length=1, max_length=7, description="Modules that get adapters"
+    )
+    resolution: str | None = Field(default=None, pattern=r"^[0-9]{2,5}x[0-9]{2,5}$", description="Diffusion: output WIDTHxHEIGHT in pixels", examples=["1024x1024"])
+    images: int = Field(default=1, ge=LIMITS["images"].low, le=LIMITS["images"].high, description="Diffusion: images per batch")
+    vae_tiling: bool = Field(default=False, description="Diffusion: decode the VAE in tiles (bounds the decode peak)")
+    images_per_request: int | None = Field(default=None, ge=0, le=1024, description="Serving a vision-language model: images in each request (default 1 for a model that takes images; refused for a text-only model)")
+    image_resolution: str | None = Field(default=None, pattern=r"^[0-9]{1,5}x[0-9]{1,5}$", description="Serving a vision-language model: image WIDTHxHEIGHT in pixels (default the model's native resolution)", examples=["1024x1024"])
+    train_precision: Literal["mixed", "bf16-true", "fp8", "fp4"] = Field(default="mixed", description="Training: 'mixed' keeps fp32 master weights and moments; 'bf16-true' keeps neither; 'fp8'/'fp4' compute the products in FP8/FP4 (Transformer Engine style) with mixed-precision state")
+    optimizer_state: Literal["fp32", "bf16-moments", "bf16"] = Field(default="fp32", description="Full training: AdamW's master weights and moments under mixed/fp8/fp4 precision: 'fp32' (12 bytes a parameter), 'bf16-moments' (fp32 master, bf16 moments, 8: Megatron-Core's precision-aware optimizer) or 'bf16' (bf16 master and moments, 6: Apex distributed_fused_adam with dtype bf16, NeMo's SFT); refused with train_precision 'bf16-true', another optimizer or task")
+    train_stack: Literal["megatron", "pytorch"] | None = Field(default=None, description="Training software the plan is for (its speed and what it holds: with pytorch, torchtitan-style selective recompute and an fp32 loss): 'megatron' (Megatron-Core with Transformer Engine, NeMo: fused kernels) or 'pytorch' (torchtitan, FSDP scripts, OLMo-core, llm-foundry: more memory traffic around the products, SDPA's FlashAttention-2 on Hopper); default 'pytorch' with task 'qlora' or recipe 'torchrun-fsdp', 'deepspeed' or 'accelerate', else 'megatron'")
+    cross_entropy: Literal["unfused", "native", "te", "eager"] | None = Field(default=None, description="Full training's loss, for its memory: 'unfused' (Megatron-Core's default, 6 bytes a logit), 'native' (its fused loss, 6), 'te' (Transformer Engine's fused kernel, 2) or 'eager' (PyTorch's fp32 cross_entropy, 12); default unfused with train_stack megatron, eager with pytorch")
+    max_num_batched_tokens: int | None = Field(default=None, ge=LIMITS["max_num_batched_tokens"].low, le=LIMITS["max_num_batched_tokens"].high, description="Serving engine's prefill budget, tokens (vLLM's max_num_batched_tokens)")
+    max_num_seqs: int | None = Field(default=None, ge=LIMITS["max_num_seqs"].low, le=LIMITS["max_num_seqs"].high, description="Serving engine's sequence cap, vLLM's max_num_seqs (default 1,024 on GPUs of 70 GiB or more but the A100, else 256): a replica runs at most this many at once")
+    prompt: int | None = Field(default=None, ge=LIMITS["prompt"].low, le=LIMITS["prompt"].high, description="Prompt tokens per request; without 'context' each sequence is sized at prompt + output")
+    output_tokens: int | None = Field(default=None, ge=LIMITS["output_tokens"].low, le=LIMITS["output_tokens"].high, description="Output tokens per request")
+    tokens: int | None = Field(default=None, ge=LIMITS["tokens"].low, le=LIMITS["tokens"].high, description="Performance: training tokens, for the training time")
+    mfu: float | None = Field(default=None, ge=MIN_EFFICIENCY, le=1, description=f"Performance: model FLOPs utilization ({MIN_EFFICIENCY:g}-1)")
+    mbu: float | None = Field(default=None, ge=MIN_EFFICIENCY, le=1, description=f"Performance: memory-bandwidth utilization for decode ({MIN_EFFICIENCY:g}-1)")
+    cuda_context_mib: int | None = Field(default=None, ge=0, le=65_536, description="Override the CUDA/ROCm context size, MiB")
+    fragmentation: float | None = Field(default=None, ge=0, le=0.5, description="Override the allocator fragmentation margin (0-0.5)")
+
+
+class PlanOut(_Schema):
+    """A plan with the keys of ``anchorgpu plan --json`` (DESIGN.md section 5)."""
+
+    model: dict[str, Any] = Field(description="The model: name, params_total, params_active, kv_bytes_per_token …")
+    gpu: dict[str, Any] | None = Field(description="{name, memory_bytes} of the GPU planned for; null without one")
+    gpus: int = Field(description="GPUs in total")
+    per_gpu: dict[str, int] = Field(description="Bytes per GPU: weights_bytes, kv_cache_bytes, activations_bytes, gradients_bytes, optimizer_bytes, overhead_bytes, total_bytes")
+    fits: bool | None = Field(description="Whether the per-GPU total fits the GPU's memory (serving: its engine budget); null without a GPU")
+    max_concurrency: int | None = Field(description="Inference: sequences of the context that fit at once; null otherwise")
+    warnings: list[dict[str, Any]] = Field(description="[{code, message, concept}]: what to watch; concept names a glossary entry")
+    assumptions: list[str] = Field(default_factory=list, description="Every default the planner chose")
+    checks: list[str] = Field(default_factory=list, description="What you must still check yourself")
+
+
+class RecommendRequest(_Request):
+    """The options of ``anchorgpu recommend`` as JSON: a workload, a term, and limits on price and speed."""
+
+    model: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, description="Registry name (see /v1/models) or the Hub id of one (other Hub ids only where ANCHORGPU_HUB_FETCH=1; language models and diffusion pipelines)", examples=["llama-3.1-8b"])
+    task: Literal["inference", "train", "lora", "qlora", "diffusion"] = Field(default="inference", description="inference, train, lora or qlora; a diffusion pipeline is always planned as diffusion")
+    term: str = Field(default="1month", min_length=2, max_length=20, pattern=TEXT_PATTERN, description="Rental term to price: 'Nh', 'Nw' (168 h) or 'Nmonth' (720 h)")
+    gpu: str | None = Field(default=None, max_length=100, pattern=TEXT_PATTERN, description="Only offerings of this GPU (name or alias)")
+    context: int | None = Field(default=None, ge=1, le=10_000_000, description="Tokens per sequence (prompt + output)")
+    prompt: int | None = Field(default=None, ge=LIMITS["prompt"].low, le=LIMITS["prompt"].high, description="Inference: prompt tokens per request; without 'context' each sequence is sized at prompt + output")
+    concurrency: int | None = Field(default=None, ge=LIMITS["concurrency"].low, le=LIMITS["concurrency"].high, description="Sequences served at once")
+    max_num_seqs: int | None = Field(default=None, ge=LIMITS["max_num_seqs"].low, le=LIMITS["max_num_seqs"].high, description="Serving engine's sequence cap, vLLM's max_num_seqs (default 1,024 on GPUs of 70 GiB or more but the A100, else 256): a replica runs at most this many at once")
+    engine: Literal["vllm", "trtllm"] | None = Field(default=None, description="Serving engine the memory and admission are sized for: 'vllm' (gpu_memory_utilization is the engine's share of each GPU; pages filled as tokens arrive) or 'trtllm' (trtllm-serve: gpu_memory_utilization is the share of the memory left free after the weights and its profiling pass that the KV cache takes; 8,192 tokens and 2,048 sequences by default; a request is admitted only when its prompt + output fit); default 'trtllm' with recipe 'trtllm', else 'vllm'")
+    weights: str | None = Field(default=None, max_length=120, pattern=TEXT_PATTERN, description="Weight format, or a comma list to compare ('bf16,fp8'); default: the plan's (the checkpoint's shipped format; training bf16). Rows below it carry lower_precision", examples=["bf16"])
+    kv_cache: Literal["bf16", "fp16", "fp8"] | None = Field(default=None, description="KV-cache precision; default bf16, as the plan")
+    lower_precision: bool = Field(default=False, description="Also consider fp8/int4-awq weights and an fp8 KV cache below the checkpoint's precision; such rows say outputs change and evaluations should be rerun")
+    recipe: Literal["vllm", "sglang", "trtllm", "torchrun-fsdp", "deepspeed", "accelerate", "skypilot", "k8s"] | None = Field(default=None, description="Also write each result's launch under its 'recipe' (null with 'recipe_refused' where it cannot express that result's plan)")
+    micro_batch: int = Field(default=1, ge=LIMITS["micro_batch"].low, le=LIMITS["micro_batch"].high, description="Training: sequences per GPU step")
+    seq: int | None = Field(default=None, ge=1, le=10_000_000, description="Training: tokens per sequence")
+    train_tokens: int | None = Field(default=None, ge=LIMITS["train_tokens"].low, le=LIMITS["train_tokens"].high, description="Training: tokens to train on (gives run time and run cost)")
+    train_precision: Literal["mixed", "bf16-true", "fp8", "fp4"] = Field(default="mixed", description="Training: 'mixed' keeps fp32 master weights and moments; 'bf16-true' keeps neither; 'fp8'/'fp4' compute the products in FP8/FP4 (Transformer Engine style): offerings whose GPU lacks those tensor cores are rejected")
+    optimizer_state: Literal["fp32", "bf16-moments", "bf16"] = Field(default="fp32", description="Full training: AdamW's master weights and moments under mixed/fp8/fp4 precision: 'fp32' (12 bytes a parameter), 'bf16-moments' (fp32 master, bf16 moments, 8) or 'bf16' (bf16 master and moments, 6)")
+    cross_entropy: Literal["unfused", "native", "te", "eager"] | None = Field(default=None, description="Full training's loss, for its memory: 'unfused' (Megatron-Core's default, 6 bytes a logit), 'native' (its fused loss, 6), 'te' (Transformer Engine's fused kernel, 2) or 'eager' (PyTorch's fp32 cross_entropy, 12); default unfused with train_stack megatron, eager with pytorch")
+    train_stack: Literal["megatron", "pytorch"] | None = Field(default=None, description="Training software the speeds and memory are for: 'megatron' (Megatron-Core with Transformer Engine, NeMo: fused kernels) or 'pytorch' (torchtitan, FSDP scripts, OLMo-core, llm-foundry); default 'pytorch' with task 'qlora' or recipe 'torchrun-fsdp', 'deepspeed' or 'accelerate', else 'megatron'")
+    output_tokens: int = Field(default=256, ge=LIMITS["output_tokens"].low, le=LIMITS["output_tokens"].high, description="Inference: tokens generated per request")
+    resolution: str | None = Field(default=None, pattern=r"^[0-9]{2,5}x[0-9]{2,5}$", description="Diffusion pipeline: output WIDTHxHEIGHT in pixels", examples=["1024x1024"])
+    images: int = Field(default=1, ge=LIMITS["images"].low, le=LIMITS["images"].high, description="Diffusion pipeline: images per batch")
+    vae_tiling: bool = Field(default=False, description="Diffusion pipeline: decode the VAE in tiles")
+    max_usd: Money("max_usd") | None = Field(  # type: ignore[valid-type]
+        default=None, strict=False,
+        description="At most this total for the term, USD (a JSON number or a plain decimal string such as \"20000.50\")")
+    min_tokens_per_s_per_user: float | None = Field(default=None, ge=LIMITS["min_tokens_per_s_per_user"].low, le=LIMITS["min_tokens_per_s_per_user"].high, allow_inf_nan=False, description="Inference: at least this decode speed per user, tokens/s")
+    top: int = Field(default=10, ge=1, le=100, description="How many results")
+    max_servers: int = Field(default=4, ge=1, le=16, description="Most servers of one offering to consider")
+
+
+class RecommendOut(_Schema):
+    """Recommendations with the keys of ``anchorgpu recommend --json``, cheapest first."""
+
+    model: Any = Field(description="The model planned")
+    term: str = Field(description="The term priced")
+    results: list[dict[str, Any]] = Field(description="Offerings that fit, cheapest first: offering, servers, gpus, layout, per_gpu bytes, speed (tokens/s), total_usd …")
+    pareto: list[dict[str, Any]] = Field(description="The cost/speed Pareto front among the results")
+    rejected: list[dict[str, Any]] = Field(description="Cheaper options that were rejected, with the reason")
+    assumptions: list[str] = Field(description="Every default chosen")
+    warnings: list[dict[str, Any]] = Field(description="[{code, message}]")

@@ -1,0 +1,244 @@
+"""``anchorgpu plan``'s terminal rendering: the verdict, the per-GPU memory table, capacity, speed with its band,
+what would fit, warnings, assumptions and what is still to check; and a recipe's launch.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from anchorgpu.cli._app import console
+
+if TYPE_CHECKING:
+    from anchorgpu.planner import Plan
+
+
+def _fmt(n: int | None) -> str:
+    from anchorgpu.units import fmt_bytes
+
+    return "-" if n is None else fmt_bytes(n)
+
+
+def _gib(n: int) -> str:
+    """Bytes as GiB with two decimals (one unit down the whole table, so rows compare at a glance)."""
+    from anchorgpu.units import GIB
+
+    return f"{n / GIB:,.2f}"
+
+
+def _duration(seconds: float) -> str:
+    """``1397981`` → ``'16.2 days'``: seconds in the largest unit that keeps the number readable."""
+    for unit, size in (("days", 86_400.0), ("h", 3_600.0), ("min", 60.0)):
+        if seconds >= size:
+            return f"{seconds / size:,.1f} {unit}"
+    return f"{seconds:.1f} s"
+
+
+def _bullets(out: Any, title: str, lines: list[str], *, marker: str = "-") -> None:
+    """A titled list whose wrapped lines stay indented under their text (not under the marker)."""
+    import textwrap
+
+    if not lines:
+        return
+    out.print(f"[bold]{title}[/bold]")
+    width = max(40, int(out.width))
+    for line in lines:
+        text = textwrap.fill(line, width=width, initial_indent=f"  {marker} ", subsequent_indent="    ",
+                             break_on_hyphens=False)
+        out.print(text, markup=False, soft_wrap=True)
+
+
+def _verdict(plan: Plan) -> str:
+    """One line that answers the question first: fits or not, needed vs available per GPU, and the margin."""
+    need = plan.per_gpu.total_bytes
+    if plan.fits is None or plan.gpu is None or plan.budget_bytes is None:
+        return (f"Verdict: [yellow]NOT CHECKED[/yellow] - needs {_fmt(need)} per GPU; "
+                "name a GPU with --gpu (see `anchorgpu gpus`) to get a verdict")
+    memory = plan.gpu.memory_bytes
+    available = f"{_fmt(plan.budget_bytes)} per GPU"
+    if plan.budget_bytes != memory:
+        available += (f" (TensorRT-LLM: the peak plus {plan.workload.gpu_memory_utilization:.0%} of the memory it "
+                      "leaves free)" if plan.workload.engine == "trtllm" else
+                      f" (serving engine budget: {plan.workload.gpu_memory_utilization:.0%} of {_fmt(memory)})")
+    headroom = plan.headroom_bytes or 0
+    if plan.fits:
+        return (f"Verdict: [green]FITS[/green] - needs {_fmt(need)} of {available}; "
+                f"headroom {_fmt(headroom)}")
+    return (f"Verdict: [red]DOES NOT FIT[/red] - needs {_fmt(need)} of {available}; short by {_fmt(-headroom)}"
+            + ("; see 'What would fit' below" if plan.suggestions else ""))
+
+
+def render_plan(plan: Plan) -> None:
+    """Verdict first, then the per-GPU breakdown (GiB, against the GPU's memory), capacity, speed, what
+    would fit, warnings, assumptions and what is still to check."""
+    from rich.table import Table
+
+    from anchorgpu.planner.speed.evidence import ENGINE_NAMES
+
+    out = console()
+    if not out.is_terminal:
+        out.width = 120
+    lay = plan.layout
+    w = plan.workload
+    where = (f"on {lay.gpus} × {plan.gpu.display_name} ({_fmt(plan.gpu.memory_bytes)} each)" if plan.gpu is not None
+             else f"on {lay.gpus} GPU{'s' if lay.gpus > 1 else ''} (no GPU model given)")
+    out.print(f"[bold]{plan.model.name}[/bold] · {w.task} {where}")
+    out.print(f"Layout TP {lay.tp} · PP {lay.pp}" + (f" (v {lay.virtual_stages})" if lay.virtual_stages > 1 else "")
+              + (f" · CP {lay.cp}" if lay.cp > 1 else "") + f" · DP {lay.dp}" + (f" · EP {lay.ep}" if lay.ep > 1 else "")
+              + (f" · ZeRO-{lay.zero}" if lay.zero and not lay.fsdp else "") + (" · FSDP" if lay.fsdp else "")
+              + (f" · offload {lay.offload}" if lay.offload != "none" else "")
+              + (f" · micro-batch {w.micro_batch} · recompute {w.recompute}" if w.task in ("train", "lora", "qlora")
+                 else "")
+              + f" · weights {plan.precision.weights}"
+              + (f" · KV cache {plan.precision.kv_cache} · engine {ENGINE_NAMES[w.engine]}" if w.task == "inference"
+                 else ""))
+    out.print(_verdict(plan))
+    if w.task == "inference" and plan.max_concurrency is not None:
+        reserve = plan.breakdown.get("kv_cache_capacity_bytes")
+        def seqs(n: int | None) -> str:  # None: one sequence, the default without --concurrency
+            return f"{1 if n is None else n:,} sequence" + ("" if n in (1, None) else "s")
+
+        out.print(f"Capacity: max concurrency {seqs(plan.max_concurrency)} of {w.context_tokens:,} tokens; "
+                  f"longest context at {seqs(w.concurrency)}: {plan.max_context_tokens:,} tokens")
+        if reserve:
+            out.print(f"          the engine reserves {_fmt(reserve)} per GPU for KV cache at start-up")
+        state = plan.breakdown.get("state_per_sequence_bytes")
+        if state is not None:  # hybrid and state-space models: a fixed state per sequence beside the KV
+            kv_one = plan.breakdown.get("kv_per_sequence_bytes", 0)
+            out.print(f"          per sequence: recurrent state {_fmt(state)} (any length) + KV {_fmt(kv_one)}")
+    vae = plan.breakdown.get("vae_decode_peak_bytes")
+    if w.task == "diffusion" and vae is not None:
+        denoise = plan.breakdown.get("denoiser_activation_bytes", 0)
+        peak = "VAE decode" if plan.breakdown.get("peak_phase_is_decode") else "denoising"
+        out.print(f"Phases: denoising activations {_fmt(denoise)} · VAE decode peak {_fmt(vae)}"
+                  f"{' (tiled)' if w.vae_tiling else ''}; the table shows the larger phase ({peak})")
+    table = Table(title="Memory per GPU", show_lines=False, title_justify="left")
+    table.add_column("term")
+    table.add_column("GiB", justify="right")
+    table.add_column("share", justify="right")
+    total = max(1, plan.per_gpu.total_bytes)
+    kv_label = "KV cache + state" if "state_per_sequence_bytes" in plan.breakdown else "KV cache"
+    rows = [("weights", plan.per_gpu.weights_bytes), (kv_label, plan.per_gpu.kv_cache_bytes),
+            ("activations", plan.per_gpu.activations_bytes), ("gradients", plan.per_gpu.gradients_bytes),
+            ("optimizer", plan.per_gpu.optimizer_bytes), ("overhead", plan.per_gpu.overhead_bytes)]
+    for name, value in rows:
+        if value:
+            table.add_row(name, _gib(value), f"{value / total:.0%}")
+    table.add_row("[bold]total[/bold]", f"[bold]{_gib(plan.per_gpu.total_bytes)}[/bold]", "100%", end_section=True)
+    if plan.gpu is not None:
+        if plan.budget_bytes is not None and plan.budget_bytes != plan.gpu.memory_bytes:
+            table.add_row("engine budget (TensorRT-LLM)" if w.engine == "trtllm" else
+                          f"engine budget ({w.gpu_memory_utilization:.0%})", _gib(plan.budget_bytes), "")
+        table.add_row("GPU memory", _gib(plan.gpu.memory_bytes), "")
+        if plan.headroom_bytes is not None:
+            label = "headroom" if plan.headroom_bytes >= 0 else "[red]short by[/red]"
+            table.add_row(label, _gib(abs(plan.headroom_bytes)), "")
+    out.print(table)
+    if plan.checkpoint_bytes is not None:
+        out.print(f"Checkpoint size: {_fmt(plan.checkpoint_bytes)}")
+    _render_performance(out, plan.extra.get("performance"))
+    if plan.suggestions:
+        sug = Table(title="What would fit", title_justify="left")
+        speeds = any(s.train_tokens_per_s for s in plan.suggestions)
+        for col, justify in (("change", "left"), ("what", "left"), ("GPUs", "right"), ("per GPU", "right"),
+                             ("headroom", "right"), *((("train tok/s", "right"),) if speeds else ())):
+            sug.add_column(col, justify=justify)
+        for s in plan.suggestions:
+            sug.add_row(s.change, s.description, str(s.gpus), _fmt(s.total_bytes), _fmt(s.headroom_bytes),
+                        *((f"{s.train_tokens_per_s:,.0f}" if s.train_tokens_per_s else "",) if speeds else ()))
+        out.print(sug)
+    _bullets(out, "Warnings", [f"{item.message} ({item.code})" for item in plan.warnings], marker="!")
+    _bullets(out, "Still to check", [*plan.checks, *_speed_caveats(plan.extra.get("performance"))])
+    _bullets(out, "Assumed", list(plan.assumptions))
+
+
+def _speed_caveats(section: Any) -> list[str]:
+    """The speed estimate's caveats a user must weigh before paying (a mixture of experts': how sure its speeds
+    are; what a time to first token leaves out), from the performance section's assumptions."""
+    from anchorgpu.planner.speed.estimate import SPEED_CAVEAT_LABELS
+
+    if not isinstance(section, dict):
+        return []
+    return [line for line in section.get("assumptions", [])
+            if isinstance(line, str) and line.startswith(tuple(label + ":" for label in SPEED_CAVEAT_LABELS))]
+
+
+def _band(section: dict[str, Any], key: str, fmt: str, scale: float = 1.0) -> str | None:
+    """``'1,234 tok/s (1,100-1,400; ceiling 2,000)'``: the prediction, its band and the ceiling."""
+    value = section.get(key)
+    if not isinstance(value, int | float):
+        return None
+    text = fmt.format(value * scale)
+    low, high = section.get(f"{key}_low"), section.get(f"{key}_high")
+    if section.get("efficiencies") == "user":  # the user's efficiencies: no band, the ceiling only
+        ceiling = section.get(f"{key}_ceiling")
+        return text + (f" (ceiling {fmt.format(ceiling * scale)})" if isinstance(ceiling, int | float) else "")
+    if isinstance(low, int | float) and isinstance(high, int | float):
+        text += f" ({fmt.format(low * scale)}-{fmt.format(high * scale)}"
+        ceiling = section.get(f"{key}_ceiling")
+        text += f"; ceiling {fmt.format(ceiling * scale)})" if isinstance(ceiling, int | float) else ")"
+    return text
+
+
+def _render_performance(out: Any, section: Any) -> None:
+    """Predicted speed with its band (what measured runs of the same kind fell within) and the ceiling."""
+    if not isinstance(section, dict):
+        return
+    serving = (("ttft_s", "time to first token", "{:,.3f} s", 1.0),
+               ("tpot_s", "time per output token", "{:,.1f} ms", 1e3),
+               ("decode_tokens_per_s_per_user", "per user", "{:,.1f} tok/s", 1.0),
+               ("output_tokens_per_s", "output", "{:,.0f} tok/s", 1.0),
+               ("max_output_tokens_per_s", "at saturation", "{:,.0f} tok/s", 1.0))
+    training = (("train_tokens_per_s", "training", "{:,.0f} tok/s", 1.0),
+                ("train_tflops_per_gpu", "per GPU", "{:,.0f} TFLOP/s", 1.0),
+                ("train_mfu", "MFU", "{:.1%}", 1.0))
+    lines = [f"{label} {text}" for key, label, fmt, scale in (*serving, *training)
+             if (text := _band(section, key, fmt, scale)) is not None]
+    if not lines:
+        for line in section.get("assumptions", [])[:1]:
+            out.print(f"Speed: not predicted - {line}")
+        return
+    if section.get("efficiencies") == "user":
+        out.print("[bold]Speed (with your efficiencies, no calibrated band; roofline ceiling)[/bold]")
+        for line in section.get("assumptions", [])[:1]:
+            out.print(f"  {line}", markup=False)
+    else:
+        out.print("[bold]Speed (calibrated prediction, band, roofline ceiling)[/bold]")
+    for line in lines:
+        out.print(f"  {line}", markup=False)
+    sat = section.get("saturation_concurrency")
+    if isinstance(sat, int) and "max_output_tokens_per_s" in section:
+        p_tok, o_tok = section.get("prompt_tokens"), section.get("output_tokens")
+        size = f" of {p_tok:,} prompt + {o_tok:,} output tokens" if isinstance(p_tok, int) and isinstance(o_tok, int) else ""
+        held = ("each with its prompt + output reserved up front (TensorRT-LLM's GUARANTEED_NO_EVICT)"
+                if section.get("kv_reservation") == "full" else "their KV cache at its average length (a paged engine fills "
+                "it as tokens arrive; the capacity line above holds each sequence at its full length)")
+        out.print(f"  saturation = {sat:,} sequences at once{size}, {held}", markup=False)
+    evidence = section.get("evidence")
+    if isinstance(evidence, dict) and isinstance(evidence.get("summary"), str):
+        out.print(f"  measured runs: {evidence['summary']}", markup=False)
+    train_s = section.get("train_time_s")
+    if isinstance(train_s, int | float):
+        hours = section.get("gpu_hours")
+        out.print(f"  training time {_duration(float(train_s))}"
+                  + (f" · {hours:,.0f} GPU-hours" if isinstance(hours, int | float) else "")
+                  + f" (band {_duration(float(section['train_time_s_low']))}-{_duration(float(section['train_time_s_high']))})",
+                  markup=False)
+    parts = section.get("step_time_breakdown_s")
+    if isinstance(parts, dict) and section.get("step_time_s"):
+        total = float(section["step_time_s"])
+        shown = [f"{name} {value:,.3g} s ({value / total:.0%})" for name, value in parts.items() if value > 0]
+        out.print(f"  step {total:,.3g} s = " + " + ".join(shown), markup=False)
+
+
+def render_recipe(recipe: Any) -> None:
+    """The launch: the command, each file in full, then what it assumed and what the plan could not set."""
+    out = console()
+    if not out.is_terminal:
+        out.width = 120
+    out.print(f"[bold]Launch ({recipe.kind}, {recipe.tool_version})[/bold]")
+    out.print(recipe.command, markup=False, highlight=False, soft_wrap=True)
+    for name, text in recipe.files:
+        out.print(f"[bold]{name}[/bold]")
+        out.print(text.rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
+    _bullets(out, "Launch assumed", list(recipe.assumptions))
+    _bullets(out, "The plan could not set", list(recipe.cannot_set))

@@ -1,0 +1,202 @@
+"""The layout of :func:`~anchorgpu.planner.plan.plan` resolved to whole counts (``gpus == tp · cp · pp · dp``):
+the layout's counts and flags checked, TP against the model's heads, the default layout chosen, EP, ZeRO,
+virtual stages and a stated pipeline layout. Pure.
+
+Each refusal is one :class:`~anchorgpu.errors.InvalidWorkload` line naming the value; each default used is
+appended to the caller's ``assumptions``.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+
+from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.planner._memo import memo_with_lines
+from anchorgpu.planner.inputs import OFFLOADS, Layout, Workload, default_seq_tokens
+from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout
+from anchorgpu.planner.result import ResolvedLayout
+from anchorgpu.planner.sequence_parallel import resolve_sequence_parallel
+from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
+from anchorgpu.planner.workload_checks import check_counts
+from anchorgpu.units import require_whole_gpus
+
+__all__ = ["GPUS_PER_SERVER", "check_layout_counts", "check_tp", "default_tp", "resolve_layout", "tp_is_valid"]
+
+GPUS_PER_SERVER = 8
+
+_LAYOUT_COUNTS = ("tp", "pp", "dp", "ep", "cp", "virtual_stages")
+
+_layout_counts = attrgetter(*_LAYOUT_COUNTS)
+
+
+def tp_is_valid(model: ModelSpec | DiffusionPipelineSpec, tp: int) -> bool:
+    if not isinstance(model, ModelSpec):
+        return tp == 1
+    if model.num_attention_heads % tp:
+        return False
+    if model.mla is not None:
+        return True
+    kv = model.num_kv_heads
+    return kv % tp == 0 or tp % kv == 0
+
+
+def check_tp(model: ModelSpec | DiffusionPipelineSpec, tp: int) -> None:
+    if isinstance(model, DiffusionPipelineSpec):
+        if tp > 1:
+            raise InvalidWorkload("tp > 1 for a diffusion pipeline: AnchorGPU plans diffusion replicas (use --gpus)")
+        return
+    if model.num_attention_heads % tp:
+        raise InvalidWorkload(f"tp={tp} does not divide the {model.num_attention_heads} attention heads of {model.name}")
+    if not tp_is_valid(model, tp):
+        raise InvalidWorkload(
+            f"tp={tp} with {model.num_kv_heads} KV heads: TP must divide the KV heads or be a multiple of them")
+
+
+def default_tp(model: ModelSpec | DiffusionPipelineSpec, gpus: int) -> int:
+    for tp in range(min(gpus, GPUS_PER_SERVER), 0, -1):
+        if gpus % tp == 0 and tp_is_valid(model, tp):
+            return tp
+    return 1
+
+
+def _split_names(cp: int) -> str:
+    return "tp·pp" + ("·cp" if cp > 1 else "")
+
+
+_LAYOUT_FIELDS = ("gpus", *_LAYOUT_COUNTS, "zero", "tp_overlap", "ep_overlap", "fsdp", "offload", "pipeline_layout",
+                  "sequence_parallel")
+
+_layout_fields = attrgetter(*_LAYOUT_FIELDS)
+
+_LAYOUTS: dict[tuple[object, ...], tuple[object, ResolvedLayout, tuple[str, ...]]] = {}
+
+
+def resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, layout: Layout,
+                   assumptions: list[str]) -> ResolvedLayout:
+    """The layout planned, whole counts resolved (:func:`_resolve_layout`), its assumption appended. It depends on the
+    (frozen) model, the task, the training sequence and the layout's fields only: memoised on them, by value and
+    type (``1``, ``1.0`` and ``True`` are different inputs), so each new :class:`Layout` of a question already
+    asked resolves in one lookup (a refusal is raised each time, never kept)."""
+    values = _layout_fields(layout)
+    key = (id(model), workload.task, workload.seq_tokens, values, tuple(map(type, values)))
+    resolved: ResolvedLayout = memo_with_lines(_LAYOUTS, key, model, assumptions,
+                                               lambda lines: _resolve_layout(model, workload, layout, lines),
+                                               checked=False)
+    return resolved
+
+
+def check_layout_counts(layout: Layout) -> int | None:
+    """Refuse a layout count that is not a whole number of at least 1 (TP, PP, DP, EP, CP, virtual stages, GPUs),
+    before anything is planned or chosen from it; the GPU count, made whole, is returned."""
+    check_counts(_LAYOUT_COUNTS, _layout_counts(layout))
+    gpus = layout.gpus
+    if gpus is not None and (type(gpus) is not int or gpus < 1):  # the usual case needs no further check
+        if not isinstance(gpus, bool) and gpus == 0:
+            raise InvalidWorkload("gpus=0: at least one GPU is needed")
+        gpus = require_whole_gpus(gpus)
+    return gpus
+
+
+def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, layout: Layout,
+                    assumptions: list[str]) -> ResolvedLayout:
+    gpus = check_layout_counts(layout)
+    if layout.zero not in (None, 0, 1, 2, 3):
+        raise InvalidWorkload(f"zero={layout.zero!r}: ZeRO stages are 0, 1, 2 and 3")
+    if layout.offload not in OFFLOADS:
+        raise InvalidWorkload(f"unknown offload {layout.offload!r}; valid: {', '.join(OFFLOADS)}")
+    training = workload.task in ("train", "lora", "qlora")
+    if not training and (layout.zero or layout.fsdp):
+        raise InvalidWorkload("--zero and --fsdp shard training state; they do not apply to inference or diffusion")
+    cp, v = layout.cp or 1, layout.virtual_stages or 1
+    if not training and (cp > 1 or v > 1):
+        raise InvalidWorkload("--cp and --virtual-stages split training work; they do not apply to inference or diffusion")
+    if layout.ep_overlap and (workload.task != "train" or not isinstance(model, ModelSpec) or model.moe is None):
+        raise InvalidWorkload("--ep-overlap overlaps a mixture of experts' all-to-alls in training (--task train of a "
+                              "MoE model)")
+    if workload.task == "inference" and layout.offload != "none":
+        raise InvalidWorkload("--offload applies to training and diffusion; serving engines size offload separately")
+    if workload.task == "diffusion" and layout.offload == "optimizer":
+        raise InvalidWorkload("--offload optimizer applies to training; for diffusion use --offload params")
+    if layout.tp is None and layout.pp is None and layout.dp is None:
+        gpus = gpus or cp
+        if gpus % cp:
+            raise InvalidWorkload(f"gpus={gpus} is not a multiple of cp = {cp}")
+        tp = default_tp(model, gpus) if workload.task == "inference" else 1
+        pp, dp = 1, gpus // (tp * cp)
+        how = ("inference shards by TP across the GPUs of one server" if workload.task == "inference"
+               else "training and diffusion replicate by data parallelism")
+        assumptions.append(f"Layout not given: {how} (TP {tp}, PP 1, DP {dp}).")
+    else:
+        tp, pp = layout.tp or 1, layout.pp or 1
+        split = tp * pp * cp
+        if layout.dp is None:
+            if gpus is None:
+                gpus = split
+            if gpus % split:
+                raise InvalidWorkload(f"gpus={gpus} is not a multiple of {_split_names(cp)} = {split}")
+            dp = gpus // split
+        else:
+            dp = layout.dp
+            if gpus is None:
+                gpus = split * dp
+            elif gpus != split * dp:
+                raise InvalidWorkload(f"gpus={gpus} but {_split_names(cp)}·dp = {split * dp}")
+    check_tp(model, tp)
+    if isinstance(model, ModelSpec) and pp > model.num_layers:
+        raise InvalidWorkload(f"pp={pp} exceeds the {model.num_layers} layers of {model.name}")
+    if isinstance(model, DiffusionPipelineSpec) and pp > 1:
+        raise InvalidWorkload("pp > 1 for a diffusion pipeline: AnchorGPU plans diffusion replicas (use --gpus)")
+    if workload.recompute == "moe" and not (isinstance(model, ModelSpec) and model.moe is not None):
+        raise InvalidWorkload(f"--recompute moe recomputes a mixture of experts' MoE blocks; {model.name} has none "
+                              "(use selective or full)")
+    ep = layout.ep or 1
+    if ep > 1:
+        if not isinstance(model, ModelSpec) or model.moe is None:
+            raise InvalidWorkload(f"ep={ep}: expert parallelism needs a mixture-of-experts model")
+        # EP folds over the TP, CP and DP ranks of a stage (Megatron-Core's MoE parallel folding: CP 8 and EP 8
+        # on 8 GPUs, not 64)
+        if model.moe.num_experts % ep or (tp * cp * dp) % ep:
+            raise InvalidWorkload(f"ep={ep} must divide the {model.moe.num_experts} experts and the "
+                                  f"tp·{'cp·' if cp > 1 else ''}dp = {tp * cp * dp} GPUs of a stage")
+    zero = 3 if layout.fsdp else (layout.zero or 0)
+    if training and layout.offload == "params" and zero < 3:
+        raise InvalidWorkload("--offload params needs parameter sharding: add --zero 3 or --fsdp (ZeRO-Infinity, FSDP CPU offload)")
+    stated = None
+    if layout.pipeline_layout is not None:
+        stated = _pipeline_layout(model, layout, pp, training)
+        v = stated.virtual_stages
+    if isinstance(model, ModelSpec) and v > 1:
+        if pp == 1:
+            raise InvalidWorkload(f"--virtual-stages {v} needs pipeline parallelism (--pp 2 or more)")
+        if stated is None and model.num_layers % (pp * v) and not counts_embedding_and_loss(model.num_layers, pp, v):
+            raise InvalidWorkload(f"--virtual-stages {v}: pp {pp} x {v} does not divide the {model.num_layers} layers "
+                                  f"of {model.name}, nor {model.num_layers + 2} with the embedding and the loss "
+                                  "counted as layers (Megatron-Core's --account-for-embedding-in-pipeline-split "
+                                  "--account-for-loss-in-pipeline-split)")
+    if training and isinstance(model, ModelSpec):
+        seq = default_seq_tokens(workload, model.max_context_tokens)
+        if seq % cp:
+            raise InvalidWorkload(f"--cp {cp} does not divide the sequence of {seq:,} tokens")
+    return ResolvedLayout(gpus=gpus, tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=layout.fsdp,
+                          offload=layout.offload, cp=cp, virtual_stages=v,
+                          sequence_parallel=resolve_sequence_parallel(
+                              layout.sequence_parallel, training=training, tp=tp,
+                              moe=isinstance(model, ModelSpec) and model.moe is not None),
+                          tp_overlap=layout.tp_overlap, ep_overlap=layout.ep_overlap, pipeline_layout=stated)
+
+
+def _pipeline_layout(model: ModelSpec | DiffusionPipelineSpec, layout: Layout, pp: int,
+                     training: bool) -> PipelineLayout:
+    """The user's ``--pipeline-layout`` parsed for the resolved ``pp`` (it needs ``--pp`` and a training task of a
+    language model); the virtual stages follow from its chunks, or must match them when given."""
+    text = layout.pipeline_layout
+    if not isinstance(text, str):
+        raise InvalidWorkload(f"pipeline-layout={text!r}: must be a layout string such as 'Et|(tt|)*30L'")
+    if not training or not isinstance(model, ModelSpec):
+        raise InvalidWorkload("--pipeline-layout splits a language model's layers for training; it does not apply to "
+                              "inference or diffusion")
+    if layout.pp is None:
+        raise InvalidWorkload(f"--pipeline-layout {text!r} needs --pp: the chunks are dealt over the pipeline ranks")
+    return parse_pipeline_layout(text, pp=pp, virtual_stages=layout.virtual_stages, num_layers=model.num_layers,
+                                 model_name=model.name)

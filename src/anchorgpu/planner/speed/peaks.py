@@ -1,0 +1,149 @@
+"""Peaks: the matrix-multiply precision a format or a training recipe runs at, the datasheet's dense peak for it on
+a GPU (a fallback, with its warning, where the GPU lacks the math), and the peaks under a power limit. Pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Literal
+
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner._frozen import fast_init
+
+__all__ = [
+    "ComputePrecision",
+    "PeakChoice",
+    "compute_precision_for_training",
+    "compute_precision_for_weights",
+    "hopper_or_newer",
+    "peak_for",
+    "power_capped",
+]
+
+ComputePrecision = Literal["bf16", "fp8", "fp4"]
+
+
+@fast_init
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PeakChoice:
+    """The dense peak the estimate divides by, the precision it belongs to, and why, if it fell back."""
+
+    flops_per_s: float
+    precision: str
+    requested: str
+    warning: tuple[str, str] | None = None
+
+
+@lru_cache(maxsize=64)
+def compute_precision_for_weights(weights_format: str) -> ComputePrecision:
+    """The matrix-multiply precision a weight format runs at.
+
+    FP8 weights run W8A8 at the FP8 rate; MXFP4/NVFP4 at the FP4 rate where hardware has it; every
+    other format (bf16/fp16, int8, GPTQ/AWQ int4, NF4, GGUF) is weight-only: dequantised to 16 bit and
+    multiplied at the BF16 rate.
+
+    >>> compute_precision_for_weights("nvfp4"), compute_precision_for_weights("int4-awq")
+    ('fp4', 'bf16')
+    """
+    fmt = weights_format.lower()
+    if fmt.startswith("fp8"):
+        return "fp8"
+    if fmt in ("mxfp4", "nvfp4"):
+        return "fp4"
+    return "bf16"
+
+
+def compute_precision_for_training(train_precision: str) -> ComputePrecision:
+    """The matrix-multiply precision of a ``--train-precision``: FP8/FP4 as named, BF16 for the others.
+
+    >>> compute_precision_for_training("fp8"), compute_precision_for_training("mixed")
+    ('fp8', 'bf16')
+    """
+    return "fp8" if train_precision == "fp8" else "fp4" if train_precision == "fp4" else "bf16"
+
+
+_PEAK_MEMO: dict[tuple[int, str], tuple[GpuSpec, PeakChoice]] = {}
+
+
+def peak_for(gpu: GpuSpec, precision: str) -> PeakChoice:
+    """:func:`_peak_for`, memoised per (GPU spec object, precision): both are immutable."""
+    key = (id(gpu), precision)
+    hit = _PEAK_MEMO.get(key)
+    if hit is not None and hit[0] is gpu:
+        return hit[1]
+    if len(_PEAK_MEMO) >= 1024:
+        _PEAK_MEMO.clear()
+    choice = _peak_for(gpu, precision)
+    _PEAK_MEMO[key] = (gpu, choice)
+    return choice
+
+
+def _peak_for(gpu: GpuSpec, precision: str) -> PeakChoice:
+    """Dense peak of ``precision`` (bf16/fp16, fp8 or fp4) on ``gpu``: FP8 only where ``gpu.fp8_hardware``,
+    FP4 only where ``gpu.fp4_hardware``, otherwise the BF16 peak with a warning whose code is in the
+    planner's registry.
+
+    >>> from anchorgpu.planner.speed._toys import toy_gpu
+    >>> peak_for(toy_gpu(), "fp4").warning[0]
+    'fp4_weight_only_emulation'
+    """
+    wanted = precision.lower()
+    if wanted in ("fp16", "bf16", "float16", "bfloat16"):
+        wanted = "bf16"
+    if wanted not in ("bf16", "fp8", "fp4"):
+        raise InvalidWorkload(f"compute precision {precision!r}: expected bf16, fp16, fp8 or fp4")
+    warning: tuple[str, str] | None = None
+    if wanted == "fp8" and not gpu.fp8_hardware:
+        warning = ("fp8_without_hardware", f"{gpu.name} has no FP8 tensor cores: speed estimated at the BF16 rate")
+    elif wanted == "fp4" and not gpu.fp4_hardware:
+        warning = ("fp4_weight_only_emulation",
+                   f"{gpu.name} has no FP4 math: FP4 weights are dequantized, speed at the BF16 rate")
+    if warning is None:
+        rate = gpu.peak_flops_per_s(wanted)
+        if rate is not None:
+            return PeakChoice(flops_per_s=rate, precision=wanted, requested=precision)
+        if wanted != "bf16":
+            warning = ("kernel_support_unchecked",
+                       f"{gpu.name}: no published dense {wanted.upper()} peak, speed estimated at the BF16 rate")
+    rate = gpu.peak_flops_per_s("bf16")
+    if rate is None:
+        raise InvalidWorkload(f"{gpu.name}: no published dense BF16 peak, so speed cannot be estimated")
+    return PeakChoice(flops_per_s=rate, precision="bf16", requested=precision, warning=warning)
+
+
+def power_capped(gpu: GpuSpec, power_limit_w: float) -> GpuSpec:
+    """``gpu`` run under a board power limit below its rated TDP: dense peaks scaled by the sustained clock.
+
+    Dynamic CMOS power is ``C * V^2 * f`` and, at the top of the voltage/frequency curve, the voltage rises
+    about in step with the clock, so power goes as ``f^3`` and a board held at ``P`` of its rated ``TDP``
+    sustains a clock of ``(P / TDP)^(1/3)`` of the one its peaks assume (500 W of 700 W: 0.894). Tensor
+    throughput follows the clock; memory bandwidth (HBM's own clock) and the links do not. A limit at or
+    above the TDP, or a GPU without a rated TDP, changes nothing.
+
+    >>> from anchorgpu.planner.speed._toys import toy_gpu
+    >>> round(power_capped(toy_gpu(), 500).peak_flops_per_s("bf16") / 1e12, 1)  # 989 x (500/700)^(1/3)
+    884.1
+    >>> power_capped(toy_gpu(), 800).peaks == toy_gpu().peaks  # at or above the 700 W TDP: unchanged
+    True
+    """
+    if power_limit_w <= 0:
+        raise InvalidWorkload(f"power limit {power_limit_w} W: must be positive")
+    if not gpu.tdp_w or power_limit_w >= gpu.tdp_w:
+        return gpu
+    clock = (power_limit_w / gpu.tdp_w) ** (1.0 / 3.0)
+    peaks = {name: replace(peak, flops_per_s=peak.flops_per_s * clock) if peak.flops_per_s else peak
+             for name, peak in gpu.peaks.items()}
+    return replace(gpu, peaks=peaks, tdp_w=int(power_limit_w))
+
+
+def hopper_or_newer(gpu: GpuSpec) -> bool:
+    """An NVIDIA GPU of compute capability 9.0 or later (where FlashAttention-2 reaches about a third of the peak).
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> hopper_or_newer(get_gpu("h100")), hopper_or_newer(get_gpu("a100")), hopper_or_newer(get_gpu("mi300x"))
+    (True, False, False)
+    """
+    major = (gpu.compute_capability or "").rstrip("?").split(".")[0]
+    return gpu.vendor == "NVIDIA" and major.isdigit() and int(major) >= 9

@@ -1,0 +1,83 @@
+"""The sweep's grid of layouts: every hardware shape x server count x TP x PP (x ZeRO, EP and CP when training)
+that the model's heads and the shapes allow, in the sweep's order, as parallel integer columns. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.planner.inputs import train_cp_sizes, train_ep_sizes
+from anchorgpu.planner.layout_resolution import tp_is_valid
+
+if TYPE_CHECKING:  # the sweep imports this module: a type only here
+    from anchorgpu.planner.sweep import HardwareShape
+
+__all__ = ["POWERS_OF_TWO", "Layouts", "layout_grid", "valid_tp"]
+
+POWERS_OF_TWO: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+
+IntArray = npt.NDArray[np.int64]
+
+
+def valid_tp(model: ModelSpec, tp: int) -> bool:
+    """TP must divide the attention heads and divide, or be a multiple of, the KV heads (MLA: any divisor).
+
+    The same rule :func:`anchorgpu.planner.plan` enforces (``tp does not divide the heads`` otherwise).
+
+    >>> from anchorgpu.planner._examples import llama_3_1_70b
+    >>> [tp for tp in (1, 2, 3, 4, 8, 16) if valid_tp(llama_3_1_70b(), tp)]
+    [1, 2, 4, 8, 16]
+    """
+    return tp_is_valid(model, tp)
+
+
+@dataclass(frozen=True, slots=True)
+class Layouts:
+    shape: IntArray
+    servers: IntArray
+    gpus: IntArray
+    tp: IntArray
+    pp: IntArray
+    dp: IntArray
+    zero: IntArray
+    ep: IntArray  # expert parallelism: 1 but for training a mixture of experts
+    cp: IntArray  # context parallelism: 1 but for training long sequences (train_cp_sizes)
+
+    def __len__(self) -> int:
+        return int(self.shape.size)
+
+
+def layout_grid(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: bool, max_pp: int,
+                zero_stages: Sequence[int], seq_tokens: int = 0) -> Layouts:
+    tps = np.array([tp for tp in POWERS_OF_TWO if valid_tp(model, tp)], dtype=np.int64)
+    pps = np.array([pp for pp in POWERS_OF_TWO if pp <= max_pp and pp <= model.num_layers], dtype=np.int64)
+    zeros = np.array(sorted(set(zero_stages)) if training else [0], dtype=np.int64)
+    # training a mixture of experts: expert parallelism too, sizes that divide the experts (as plan()'s chooser)
+    eps = np.array(train_ep_sizes(model.moe.num_experts) if training and model.moe is not None else (1,),
+                   dtype=np.int64)
+    # training long sequences: context parallelism too, the sizes plan()'s chooser tries (train_cp_sizes)
+    cps = np.array(train_cp_sizes(seq_tokens) if training else (1,), dtype=np.int64)
+    per_server = np.array([sh.gpus_per_server for sh in shapes], dtype=np.int64)
+    most_servers = np.array([sh.max_servers for sh in shapes], dtype=np.int64)
+    fabric = np.array([sh.scale_out for sh in shapes], dtype=bool)
+    servers_axis = np.arange(1, int(most_servers.max()) + 1, dtype=np.int64)
+    # the whole candidate grid in loop order (shape, servers, tp, pp, zero, ep, cp), then the rules as masks
+    s_i, n, tp, pp, z, ep, cp = (a.ravel() for a in np.meshgrid(np.arange(len(shapes)), servers_axis, tps, pps,
+                                                                 zeros, eps, cps, indexing="ij"))
+    k = per_server[s_i]
+    gpus = n * k
+    ok = (n <= most_servers[s_i]) & (tp <= k) & (k % tp == 0) & (gpus % (tp * cp * pp) == 0)
+    ok &= fabric[s_i] | (tp * cp * pp <= k)  # pipeline stages and CP rings span servers only over a fabric
+    dp = np.where(ok, gpus // (tp * cp * pp), 0)
+    ok &= (z == 0) | (dp * cp > 1)  # ZeRO shards over the data-parallel and CP ranks: pointless with one
+    ok &= (tp * cp * dp) % ep == 0  # the experts split over GPUs of one stage (folded over TP, CP and DP)
+    if not ok.any():
+        raise InvalidWorkload(f"no valid tensor-parallel layout for {model.name} on the shapes given")
+    return Layouts(s_i[ok], n[ok], gpus[ok], tp[ok], pp[ok], dp[ok], z[ok], ep[ok], cp[ok])

@@ -1,0 +1,146 @@
+"""The workload's fields checked for :func:`~anchorgpu.planner.plan.plan`: counts, task, engine, precision,
+optimizer and its state, activation offload, LoRA targets, media. Pure.
+
+Each refusal is one :class:`~anchorgpu.errors.InvalidWorkload` line naming the value.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.planner import memory as mm
+from anchorgpu.planner.inputs import (
+    ALL_LORA_TARGETS,
+    CROSS_ENTROPY_IMPLS,
+    ENGINES,
+    OPTIMIZER_STATES,
+    OPTIMIZERS,
+    RECOMPUTES,
+    TASKS,
+    TRAIN_PRECISIONS,
+    TRAIN_STACKS,
+    Workload,
+)
+from anchorgpu.planner.media import validate_media
+
+__all__ = ["check_activation_offload_layout", "check_counts", "check_positive", "validate_workload"]
+
+
+def check_positive(name: str, value: int | None) -> None:
+    """Refuse anything but a whole number >= 1; ``name`` is the field (micro_batch), shown as the flag (micro-batch)."""
+    if value is None or (type(value) is int and value >= 1):  # the usual case, decided without isinstance
+        return
+    if (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise InvalidWorkload(f"{name.replace('_', '-')}={value!r}: must be a whole number of at least 1")
+
+
+_WORKLOAD_COUNTS = ("context_tokens", "concurrency", "micro_batch", "seq_tokens", "lora_rank", "images",
+                    "max_num_batched_tokens", "max_num_seqs", "block_size_tokens", "global_batch_tokens",
+                    "prompt_tokens", "output_tokens")
+
+_workload_counts = attrgetter(*_WORKLOAD_COUNTS)
+
+_LORA_TARGETS = frozenset((*ALL_LORA_TARGETS, *mm.FUSED_LORA_TARGETS, *mm.RECURRENT_LORA_TARGETS))
+
+
+def check_counts(names: tuple[str, ...], values: tuple[int | None, ...]) -> None:
+    """:func:`check_positive` on each (name, value); the usual case (each None or an int >= 1) is decided by one
+    plain loop before any value is looked at by name."""
+    for value in values:
+        if value is not None and (type(value) is not int or value < 1):  # exactly int: a bool is refused
+            break
+    else:
+        return
+    for name, value in zip(names, values, strict=False):
+        check_positive(name, value)
+
+
+def validate_workload(workload: Workload) -> None:
+    if workload.task not in TASKS:
+        raise InvalidWorkload(f"unknown task {workload.task!r}; valid: {', '.join(TASKS)}")
+    check_counts(_WORKLOAD_COUNTS, _workload_counts(workload))
+    if not 0 < workload.gpu_memory_utilization <= 1:
+        raise InvalidWorkload(
+            f"gpu-memory-utilization={workload.gpu_memory_utilization}: must be above 0 and at most 1")
+    if workload.engine != "vllm":  # the default decided by one comparison
+        if workload.engine not in ENGINES:
+            raise InvalidWorkload(f"--engine {workload.engine!r}: choose {' or '.join(ENGINES)}")
+        if workload.task != "inference":
+            raise InvalidWorkload(f"--engine {workload.engine} sizes a serving engine (task inference), not task "
+                                  f"{workload.task}")
+    if workload.recompute is not None and workload.recompute not in RECOMPUTES:
+        raise InvalidWorkload(f"unknown recompute {workload.recompute!r}; valid: {', '.join(RECOMPUTES)}")
+    if workload.train_precision not in TRAIN_PRECISIONS:
+        raise InvalidWorkload(f"--train-precision {workload.train_precision!r}: choose {', '.join(TRAIN_PRECISIONS)}")
+    if workload.train_stack != "megatron" and workload.train_stack not in TRAIN_STACKS:
+        raise InvalidWorkload(f"--train-stack {workload.train_stack!r}: choose {' or '.join(TRAIN_STACKS)}")
+    if workload.cross_entropy is not None and (workload.cross_entropy not in CROSS_ENTROPY_IMPLS or workload.task != "train"):
+        raise InvalidWorkload(f"--cross-entropy {workload.cross_entropy!r}: one of {', '.join(CROSS_ENTROPY_IMPLS)}, and "
+                              f"for full training (--task train; fine-tuning keeps its measured loss terms)")
+    _check_activation_offload(workload)
+    if workload.optimizer not in OPTIMIZERS:
+        raise InvalidWorkload(f"unknown optimizer {workload.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
+    if workload.optimizer_state != "fp32":
+        _check_optimizer_state(workload)
+    targets = workload.lora_targets
+    if targets is not ALL_LORA_TARGETS and (not targets or not _LORA_TARGETS.issuperset(targets)):  # the default: valid
+        raise InvalidWorkload(
+            f"lora-targets {','.join(workload.lora_targets) or '(none)'}: choose from "
+            f"{','.join((*ALL_LORA_TARGETS, *mm.FUSED_LORA_TARGETS, *mm.RECURRENT_LORA_TARGETS))}")
+    if workload.resolution is not None and (len(workload.resolution) != 2 or min(workload.resolution) < 8):
+        raise InvalidWorkload(f"resolution {workload.resolution!r}: expected WIDTHxHEIGHT in pixels, each >= 8")
+    validate_media(None, workload)
+    if workload.task != "inference" and (workload.images_per_request or workload.image_resolution is not None):
+        raise InvalidWorkload("--images-per-request/--image-resolution size serving requests (task inference), "
+                              f"not task {workload.task}")
+
+
+def _check_optimizer_state(workload: Workload) -> None:
+    """Refuse an ``--optimizer-state`` other than fp32 where it names nothing the plan holds: an unknown value, a task
+    other than full training (LoRA's adapters keep the state the precision says), an optimizer other than AdamW (the
+    precision-aware optimizer and Apex's distributed Adam are Adam only), or bf16-true training, which keeps no master
+    copy and its moments in bf16 already."""
+    state = workload.optimizer_state
+    if state not in OPTIMIZER_STATES:
+        raise InvalidWorkload(f"--optimizer-state {state!r}: choose {', '.join(OPTIMIZER_STATES)}")
+    if workload.task != "train":
+        raise InvalidWorkload(f"--optimizer-state {state} sets full training's AdamW state (--task train), not task "
+                              f"{workload.task}")
+    if workload.optimizer != "adamw":
+        raise InvalidWorkload(f"--optimizer-state {state} is AdamW's state (Megatron-Core's precision-aware optimizer, "
+                              f"Apex's distributed Adam), not --optimizer {workload.optimizer}")
+    if workload.train_precision == "bf16-true":
+        raise InvalidWorkload(f"--optimizer-state {state} with --train-precision bf16-true: bf16-true already keeps "
+                              "no master copy and bf16 moments; use one or the other")
+
+
+def _check_activation_offload(workload: Workload) -> None:
+    """Refuse ``--offload-activations N`` where Megatron-Core refuses CPU activation offloading
+    (``TransformerConfig.__post_init__``: not with activation recompute; pipeline stages are checked with the layout,
+    :func:`check_activation_offload_layout`)."""
+    n = workload.offload_activation_layers
+    if n == 0:
+        return
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise InvalidWorkload(f"--offload-activations {n!r}: a whole number of layers, 0 or more")
+    if workload.task != "train":
+        raise InvalidWorkload(f"--offload-activations offloads full training's activations (--task train), not task "
+                              f"{workload.task}")
+    if workload.train_stack != "megatron":
+        raise InvalidWorkload("--offload-activations is Megatron-Core's CPU activation offloading; the PyTorch-native "
+                              "stack has none")
+    if workload.recompute not in (None, "none"):
+        raise InvalidWorkload(f"--offload-activations with --recompute {workload.recompute}: Megatron-Core offloads "
+                              "activations only when none are recomputed")
+
+
+def check_activation_offload_layout(layers: int, offload_layers: int, pp: int) -> None:
+    """Refuse an activation offload the layout cannot run: Megatron-Core has no CPU offloading with pipeline stages,
+    and it keeps at least one layer's activations on the GPU (``cpu_offloading_num_layers < num_layers``)."""
+    if offload_layers and pp > 1:
+        raise InvalidWorkload(f"--offload-activations with pp {pp}: Megatron-Core offloads activations only without "
+                              "pipeline stages (--pp 1)")
+    if offload_layers >= layers:
+        raise InvalidWorkload(f"--offload-activations {offload_layers}: at most {layers - 1} of the model's {layers} "
+                              "layers (one stays on the GPU)")
