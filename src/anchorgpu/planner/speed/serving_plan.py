@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
-from anchorgpu.planner.formats import format_for_model
 from anchorgpu.planner._frozen import builder, memo_on_frozen
+from anchorgpu.planner.formats import format_for_model
 from anchorgpu.planner.inputs import KV_CACHE_DTYPES, engine_limits, large_engine_defaults
 from anchorgpu.planner.speed.assumption_lines import (
     expert_parallel_line,
