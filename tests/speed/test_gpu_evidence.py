@@ -213,12 +213,22 @@ def test_the_evidence_says_how_far_it_widened_the_band() -> None:
 
 
 def test_a_widening_too_small_to_print_is_not_announced() -> None:
-    """H200's held-out MoE serving runs on vLLM, joined to the stack's MoE band, move its low end by a few thousandths
-    (0.574 to 0.570), which the two decimals of the sentence cannot show, so the evidence does not say "widened to
-    0.57x-1.36x (the CUDA stack's is 0.57x-1.36x)"; the band used is still the joined one."""
+    """Held-out MoE serving runs on vLLM at a median 1.002x, joined to the stack's MoE band (0.576x-1.37x), move its
+    high end by a few thousandths (1.370 to 1.373), which the two decimals of the sentence cannot show, so the
+    evidence does not say "widened to 0.58x-1.37x (the CUDA stack's is 0.58x-1.37x)"; the band used is still the
+    joined one. H200's own runs were such a case (0.574 to 0.570) until stop 45's refit: at their median 0.993x they
+    now move the low end to 0.571, which prints, and are announced; the median is set here on a copy."""
     from anchorgpu.planner.speed.figures import evidence_items, plan_band
 
-    cal, h200 = calibration(), get_gpu("h200")
+    h200 = get_gpu("h200")
+    shipped = calibration()
+    announced = dict(evidence_items(h200, shipped, "serve-moe", "vllm"))
+    assert f"{plan_band(h200, shipped, 'serve', 'moe', 'vllm').low:.2f}" != f"{shipped.band(h200, 'serve', 'moe').low:.2f}"
+    assert "band_low_ratio" in announced and "widened" in str(announced["summary"])
+
+    doc = copy.deepcopy(read_calibration_doc())
+    doc["evidence"]["h200"]["serve-moe@vllm"]["median"] = 1.002
+    cal = parse_calibration(doc)
     shown, stack = plan_band(h200, cal, "serve", "moe", "vllm"), cal.band(h200, "serve", "moe")
     assert shown != stack
     assert (f"{shown.low:.2f}", f"{shown.high:.2f}") == (f"{stack.low:.2f}", f"{stack.high:.2f}")

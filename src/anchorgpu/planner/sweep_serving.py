@@ -33,6 +33,7 @@ from anchorgpu.planner.speed.flops import (
 )
 from anchorgpu.planner.speed.launches import is_block_fp8, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, host_kind, peak_for, tp_link
+from anchorgpu.planner.speed.product_shares import quantized_product_shares
 from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
 from anchorgpu.planner.sweep_serving_memory import KvFactors, kv_factors, memory_terms, per_format
 
@@ -92,6 +93,13 @@ def _peaks(shapes: Sequence[HardwareShape], precisions: Sequence[str]) -> FloatA
     return np.array([peaks[sh.gpu.name] for sh in shapes])
 
 
+def _mixed(low: FloatArray, b16: FloatArray, share: FloatArray) -> FloatArray:
+    """``speed.product_shares.mixed_rate`` over (layout, format) arrays: ``low`` where the share is 1."""
+    with np.errstate(divide="ignore"):
+        mixed = 1.0 / (share / low + (1.0 - share) / b16)
+    return np.where(share >= 1.0, low, np.where(share <= 0.0, b16, mixed))
+
+
 class _Ticks:
     """speed.serving's pipeline tick and step over the grid, with every per-layout constant looked up once."""
 
@@ -117,6 +125,18 @@ class _Ticks:
         half_l = per_layout(lambda k: k.serve_matmul_half_width)
         mm_eff = per_format(mm_eff_sw[s] * (width_l / (width_l + half_l))[:, None])
         self.peak_eff = per_format(_peaks(shapes, precisions)[s]) * mm_eff  # the products' achieved peak
+        # a format that keeps some layers 16-bit runs their products at BF16's rate (speed.product_shares)
+        shares = [quantized_product_shares(model, format_for_model(model, name)) for name in weights]
+        self.expert_ratio: FloatArray | float = 1.0
+        if any(q < 1.0 or e < 1.0 for q, e in shares):
+            eff16 = np.array([cal.serve_precision_efficiency(sh.gpu, "bf16") for sh in shapes])[s]
+            b16 = (np.array([peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[s] * eff16
+                   * (width_l / (width_l + half_l)))[:, None]
+            low = _peaks(shapes, precisions)[s] * (mm_eff_sw[s] * (width_l / (width_l + half_l))[:, None])
+            mixed = _mixed(low, b16, np.array([q for q, _ in shares]))
+            self.peak_eff = per_format(mixed)
+            # the routed experts' products' rate over the whole products' (1.0 where they share one precision)
+            self.expert_ratio = per_format(mixed / _mixed(low, b16, np.array([e for _, e in shares])))
         # fixed cost per pipeline tick: the step's, and the launches of the stage's layers (speed.serving)
         # (a checkpoint FP8 in blocks launches a quantisation before each product: per format)
         ratio_w = np.array([launch_ratio(model, cal.launches, block_fp8=is_block_fp8(format_for_model(model, name).name))
@@ -168,7 +188,7 @@ class _Ticks:
         compute_s = tokens * self.p_matmul / self.split / self.peak_eff
         if self.expert_share:  # the rows of each expert the step touches
             rows = tokens * self.route_share / frac
-            compute_s *= np.where(rows > 0, 1.0 + self.expert_share * self.half_tokens / np.where(
+            compute_s *= np.where(rows > 0, 1.0 + self.expert_share * self.expert_ratio * self.half_tokens / np.where(
                 rows > 0, np.maximum(rows, self.moe_tile_rows), 1.0), 1.0)  # at least one tile's rows
         big = np.maximum(memory_s, compute_s)
         weights_s = _soft_roofline(big, np.minimum(memory_s, compute_s, out=compute_s), self.knee, self.inv_knee)

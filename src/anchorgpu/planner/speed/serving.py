@@ -168,7 +168,7 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
         extra = (c.expert_half_tokens * touched / (expert_tokens * c.route_share)
                  if expert_tokens * c.route_share >= c.expert_tile_rows * touched
                  else c.expert_half_tokens / c.expert_tile_rows)
-        matmul_s += c.expert_share * group * 2.0 * c.matmul_params / split / c.matmul_rate * extra
+        matmul_s += c.expert_share * group * 2.0 * c.matmul_params / split / c.expert_rate * extra
     work, weights_s, attention_s, weights_read_s, kv_s, attn_compute_s = _work(
         c, weights / mem_rate, matmul_s, kv_bytes / mem_rate, attn_flops_per_gpu, tokens)
     comm = 0.0

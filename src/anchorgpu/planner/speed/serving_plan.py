@@ -12,6 +12,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import builder, memo_on_frozen
+from anchorgpu.planner.formats import format_for_model
 from anchorgpu.planner.inputs import KV_CACHE_DTYPES, engine_limits, large_engine_defaults
 from anchorgpu.planner.speed.assumption_lines import (
     expert_parallel_line,
@@ -26,6 +27,7 @@ from anchorgpu.planner.speed.evidence import evidence_kind
 from anchorgpu.planner.speed.figures import evidence_items, plan_band, put_evidence, put_rate, put_time
 from anchorgpu.planner.speed.launches import is_block_fp8
 from anchorgpu.planner.speed.links import PeakChoice, compute_precision_for_weights, peak_for
+from anchorgpu.planner.speed.product_shares import quantized_product_shares
 from anchorgpu.planner.speed.serving import ServingSetup, ep_gather_bytes
 from anchorgpu.units import at_least, clamp
 
@@ -67,13 +69,15 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     if model.recurrent is not None:
         kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
     precision, block_fp8, gather_bytes = _weights_terms(plan.precision.weights, plan.workload.engine)
+    share, expert_share = (quantized_product_shares(model, format_for_model(model, plan.precision.weights))
+                           if plan.precision.weights else (1.0, 1.0))
     # the byte counts as floats, the type the step's arithmetic is in (exact: they are far below 2**53)
     return _new_setup(
         weights_bytes_per_gpu=float(plan.per_gpu.weights_bytes), kv_bytes_per_sequence_per_gpu=float(kv_seq),
         precision=precision, tp=lay.tp, pp=lay.pp, replicas=lay.dp,
         max_num_batched_tokens=(limits or _engine_limits(plan))[0], gpus_per_server=SERVER_GPUS,
         graph_batch_sizes=graph_batch_sizes, ep=lay.ep, block_fp8=block_fp8, host_overlap=host_overlap,
-        ep_gather_bytes=gather_bytes)
+        ep_gather_bytes=gather_bytes, quantized_share=share, expert_quantized_share=expert_share)
 
 
 class ServingContext(NamedTuple):

@@ -14,6 +14,7 @@ from anchorgpu.planner.speed.experts import moe_product_shares, routed_share_per
 from anchorgpu.planner.speed.flops import forward_matmul_params
 from anchorgpu.planner.speed.launches import launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, data_parallel_link, group_link, host_kind, peak_for
+from anchorgpu.planner.speed.product_shares import mixed_rate
 
 __all__ = ["ServingSetup", "serve_shape_factor"]
 
@@ -46,6 +47,9 @@ class ServingSetup:
     host_overlap: bool = True  # the engine's host work runs beside the GPU's (False: vLLM before async scheduling)
     ep_gather_bytes: float = 2.0  # EP wider than TP: bytes a value of the gathered tokens takes (16 bit, or the
     # FP8/NVFP4 inputs TensorRT-LLM quantises before its all-gather: :func:`ep_gather_bytes`)
+    quantized_share: float = 1.0  # share of a token's products whose weights are quantized (the rest run at BF16's
+    # rate: 16-bit attention beside MXFP4 experts, a checkpoint's exclusions, the LM head; product_shares)
+    expert_quantized_share: float = 1.0  # the same share of the routed experts' products
 
 
 def _link(gpu: GpuSpec, setup: ServingSetup) -> Link:
@@ -77,6 +81,7 @@ class _StepConstants:
     split: float  # tp x pp: the GPUs one replica's products are split over
     hidden_size: float
     expert_share: float  # MoE: the active routed experts' share of the products a token passes (0.0 dense)
+    expert_rate: float  # MoE: the rate the routed experts' products reach (matmul_rate where all share one precision)
     route_share: float  # MoE: k / E, the share of a step's tokens each routed expert gets
     expert_half_tokens: float  # MoE: the tokens per expert at which those products reach half their efficiency
     expert_tile_rows: float  # MoE: one tile of a grouped product; fewer rows per expert cost what a tile does
@@ -88,7 +93,7 @@ class _StepConstants:
     ep_latency_s: float
 
 
-_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float],
+_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float, float, float],
                  tuple[ModelSpec, GpuSpec, Calibration, tuple[_StepConstants, _StepConstants]]] = {}
 
 
@@ -102,7 +107,7 @@ def _pair(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration)
     model, GPU and calibration by identity, and the setup's precision, TP, PP and server size; any plan of that
     model on that GPU and split reuses them."""
     key = (id(model), id(gpu), setup.precision, setup.tp, setup.pp, setup.gpus_per_server, id(cal), setup.ep,
-           setup.ep_gather_bytes)
+           setup.ep_gather_bytes, setup.quantized_share, setup.expert_quantized_share)
     hit = _STEP_MEMO.get(key)
     if hit is not None and hit[0] is model and hit[1] is gpu and hit[2] is cal:
         return hit[3]
@@ -132,10 +137,13 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
     # memory-bound operators between the products (norms, activations, residuals, rotary): one forward
     # pass is a third of the training traffic per token, layer and hidden unit
     mbu = 1.0 if ideal else k.decode_mbu
-    mm_eff = 1.0 if ideal else (cal.serve_precision_efficiency(gpu, choice.precision)
-                                * serve_shape_factor(model.hidden_size / setup.tp, k.serve_matmul_half_width))
+    shape = serve_shape_factor(model.hidden_size / setup.tp, k.serve_matmul_half_width)
+    mm_eff = 1.0 if ideal else cal.serve_precision_efficiency(gpu, choice.precision) * shape
     att_eff = 1.0 if ideal else k.attention_efficiency
     bf16 = peak_for(gpu, "bf16").flops_per_s
+    # the products of 16-bit weights (a share below 1) at BF16's rate, the rest at the format's
+    low = choice.flops_per_s * mm_eff
+    b16 = bf16 * (1.0 if ideal else cal.serve_precision_efficiency(gpu, "bf16") * shape)
     link_eff = 1.0 if ideal else cal.link_efficiency
     expert_share, route_share = moe_product_shares(model)
     return _StepConstants(
@@ -146,7 +154,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         elementwise_s_per_token=(0.0 if ideal else model.num_layers / setup.pp * k.elementwise_bytes_per_hidden / 3.0
                                  * model.hidden_size / setup.tp / bw),
         knee=1e3 if ideal else k.roofline_exponent,
-        mem_rate=bw * mbu, matmul_rate=choice.flops_per_s * mm_eff, attention_rate=bf16 * att_eff,
+        mem_rate=bw * mbu, matmul_rate=mixed_rate(low, b16, setup.quantized_share), attention_rate=bf16 * att_eff,
         routed_share=routed_share_per_gpu(model, tp=setup.tp, ep=setup.ep) if moe is not None else None,
         miss_per_token=1.0 - moe.experts_per_token / moe.num_experts if moe is not None else 1.0,
         allreduce_share=2.0 * (setup.tp - 1) / setup.tp,
@@ -155,7 +163,8 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         allreduce_per_stage=2 * model.num_layers / setup.pp,
         p2p_rate=pp_link.bytes_per_s * link_eff if pp_link is not None else 1.0,
         split=float(setup.tp * setup.pp), hidden_size=float(model.hidden_size),
-        expert_share=expert_share, route_share=route_share,
+        expert_share=expert_share, expert_rate=mixed_rate(low, b16, setup.expert_quantized_share),
+        route_share=route_share,
         expert_half_tokens=0.0 if ideal else k.moe_expert_half_tokens,
         expert_tile_rows=cal.moe_tile_rows,
         expert_token_scale=setup.ep / setup.tp if wide_ep else 1.0,
