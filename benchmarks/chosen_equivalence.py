@@ -18,7 +18,6 @@ About a minute per 2,000 configurations (``--count``, default 2,000) on one core
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 from collections.abc import Iterator
@@ -75,23 +74,8 @@ def chosen_configurations(count: int, seed: int) -> Iterator[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    w = sub.add_parser("write", help="plan the sample with a tree and write JSON lines")
-    w.add_argument("out", type=Path)
-    w.add_argument("--tree", type=Path, default=equivalence.ROOT, help="a checkout or export with src/anchorgpu")
-    w.add_argument("--count", type=int, default=2000)
-    w.add_argument("--seed", type=int, default=41)
-    w.add_argument("--shuffle", type=int, default=None, metavar="SEED",
-                   help="plan the configurations in a shuffled order (same file expected): catches a memo keyed wrongly")
-    c = sub.add_parser("compare", help="compare two files written by 'write'")
-    c.add_argument("before", type=Path)
-    c.add_argument("after", type=Path)
-    args = parser.parse_args(argv)
-    if args.command == "write":
-        return equivalence.write(args.out, args.tree, args.count, args.seed, args.shuffle, sample=chosen_configurations,
-                                 sweeps=False)
-    return equivalence.compare(args.before, args.after)
+    return equivalence.main(argv, description=__doc__.split("\n\n")[0], count=2000, seed=41,
+                            sample=chosen_configurations, sweeps=False)
 
 
 if __name__ == "__main__":

@@ -353,14 +353,17 @@ def compare(before: Path, after: Path, limit: int = 20) -> int:
     return 0 if differing == 0 and len(lines_a) == len(lines_b) else 1
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None, *, description: str | None = None, count: int = 36_000, seed: int = 11,
+         **write_options: Any) -> int:
+    """``write`` / ``compare`` on the command line; ``count``, ``seed`` and ``write_options`` (``sample``,
+    ``sweeps``) let another sample (``chosen_equivalence.py``) reuse it."""
+    parser = argparse.ArgumentParser(description=description or __doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     w = sub.add_parser("write", help="plan the sample with a tree and write JSON lines")
     w.add_argument("out", type=Path)
     w.add_argument("--tree", type=Path, default=ROOT, help="a checkout or export with src/anchorgpu (default: this one)")
-    w.add_argument("--count", type=int, default=36_000)
-    w.add_argument("--seed", type=int, default=11)
+    w.add_argument("--count", type=int, default=count)
+    w.add_argument("--seed", type=int, default=seed)
     w.add_argument("--shuffle", type=int, default=None, metavar="SEED",
                    help="plan the configurations in a shuffled order (same file expected): catches a memo keyed wrongly")
     c = sub.add_parser("compare", help="compare two files written by 'write'")
@@ -368,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("after", type=Path)
     args = parser.parse_args(argv)
     if args.command == "write":
-        return write(args.out, args.tree, args.count, args.seed, args.shuffle)
+        return write(args.out, args.tree, args.count, args.seed, args.shuffle, **write_options)
     return compare(args.before, args.after)
 
 

@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from pathlib import Path
 from typing import Any
 
 import anchorgpu.planner.speed.runs as runs
 from anchorgpu.planner.speed.calibration import calibration
-from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
 from anchorgpu.planner.speed.flops import attention_flops_per_token
 from anchorgpu.planner.speed.rows_report import report_rows
 from anchorgpu.planner.speed.serving import _tick
 from anchorgpu.planner.speed.step_constants import _pair
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from moe_serving_misses import row_serving  # noqa: E402  (beside this file)
 
 GIB = 2**30
 
@@ -46,12 +49,7 @@ def implied(prefixes: list[str]) -> None:
         if run.phase != "serve" or run.metric != "max_output_tokens_per_s" or not run.id.startswith(tuple(prefixes)):
             continue
         r = run.row
-        p = runs._serve_plan(run.id)
-        perf = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average"),
-                                graph_batch_sizes=tuple(r.get("graph_batch_sizes", ())),
-                                host_overlap=bool(r.get("host_overlap", True)))
-        setup = serving_setup(p, prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"],
-                              host_overlap=bool(r.get("host_overlap", True)))
+        p, perf, setup = row_serving(run, cal)
         c, _ = _pair(p.model, p.gpu, setup, cal)
         planned = max(1, perf["saturation_concurrency"] // setup.replicas)
         prompt, output = r["prompt_tokens"], r["output_tokens"]

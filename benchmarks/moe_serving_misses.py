@@ -26,6 +26,19 @@ from anchorgpu.planner.speed.step_constants import _pair
 MOE_SETS = ("trtllm-pcie-moe", "trtllm-moe", "vllm-gpustack-moe", "trtllm-dsr1-adp")
 
 
+def row_serving(run, cal):  # type: ignore[no-untyped-def]
+    """A serving row's plan, its performance at the row's own settings and its serving setup (the three the
+    diagnostic scripts beside this one start from)."""
+    r = run.row
+    p = _serve_plan(run.id)
+    perf = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average"),
+                            graph_batch_sizes=tuple(r.get("graph_batch_sizes", ())),
+                            host_overlap=bool(r.get("host_overlap", True)))
+    setup = serving_setup(p, prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"],
+                          host_overlap=bool(r.get("host_overlap", True)))
+    return p, perf, setup
+
+
 def grouped() -> None:
     runs = {r.id: r for r in load_runs()}
     groups: dict[tuple[str, str, str, str], list[tuple[str, float]]] = defaultdict(list)
@@ -52,12 +65,7 @@ def parts(pattern: str) -> None:
         if run.phase != "serve" or pattern not in run.id or run.metric != "max_output_tokens_per_s":
             continue
         r = run.row
-        p = _serve_plan(run.id)
-        perf = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average"),
-                                graph_batch_sizes=tuple(r.get("graph_batch_sizes", ())),
-                                host_overlap=bool(r.get("host_overlap", True)))
-        setup = serving_setup(p, prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"],
-                              host_overlap=bool(r.get("host_overlap", True)))
+        p, perf, setup = row_serving(run, cal)
         c, _ = _pair(p.model, p.gpu, setup, cal)
         batch = max(1, perf["saturation_concurrency"] // setup.replicas)
         prompt, output = r["prompt_tokens"], r["output_tokens"]

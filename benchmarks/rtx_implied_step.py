@@ -11,11 +11,14 @@ Dev tooling; reads no constant it does not print.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from anchorgpu.planner.speed.calibration import calibration
-from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
 from anchorgpu.planner.speed.flops import forward_matmul_params
-from anchorgpu.planner.speed.runs import _serve_plan, load_runs
+from anchorgpu.planner.speed.runs import load_runs
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from moe_serving_misses import row_serving  # noqa: E402  (beside this file)
 
 
 def main(patterns: list[str]) -> None:
@@ -25,12 +28,7 @@ def main(patterns: list[str]) -> None:
         if run.phase != "serve" or run.metric != "max_output_tokens_per_s" or not any(p in run.id for p in patterns):
             continue
         r = run.row
-        p = _serve_plan(run.id)
-        perf = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average"),
-                                graph_batch_sizes=tuple(r.get("graph_batch_sizes", ())),
-                                host_overlap=bool(r.get("host_overlap", True)))
-        s = serving_setup(p, prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"],
-                          host_overlap=bool(r.get("host_overlap", True)))
+        p, perf, s = row_serving(run, cal)
         batch = perf["saturation_concurrency"] // s.replicas
         step = batch * s.replicas / run.value
         read = s.weights_bytes_per_gpu + batch * s.kv_bytes_per_sequence_per_gpu
