@@ -132,3 +132,26 @@ def test_recommend_keeps_the_shipped_fp8_kv_cache_where_the_gpu_has_fp8_and_bf16
         assert not option.lower_precision and "quantization_quality_unchecked" not in option.codes
     assert True in gpus
     assert "KV cache fp8 as the checkpoint ships it" in rec.assumptions[0]
+
+
+def _kv_flag(command: str) -> str | None:
+    parts = command.split()
+    return parts[parts.index("--kv-cache-dtype") + 1] if "--kv-cache-dtype" in parts else None
+
+
+def test_the_serving_recipes_name_the_kv_dtype_the_plan_sized() -> None:
+    from anchorgpu.errors import InvalidWorkload
+    from anchorgpu.recipes import build_recipe
+
+    default = plan(MODELOPT, WORK, gpu=get_gpu("h100"))
+    assert _kv_flag(build_recipe(default, "vllm").command) == "fp8"
+    assert "dtype: fp8" in dict(build_recipe(default, "trtllm").files)["trtllm_config.yaml"]
+    # a 16-bit cache must be named, or the engine's auto would run the checkpoint's FP8 one
+    for p in (plan(MODELOPT, WORK, precision=PrecisionPlan(kv_cache="bf16"), gpu=get_gpu("h100")),
+              plan(MODELOPT, WORK, gpu=get_gpu("a100"))):
+        assert _kv_flag(build_recipe(p, "vllm").command) == "bfloat16"
+        assert _kv_flag(build_recipe(p, "sglang").command) == "bfloat16"
+        with pytest.raises(InvalidWorkload, match="kv_cache_quant_algo unless kv_cache_config.dtype"):
+            build_recipe(p, "trtllm")
+    plain = plan(load_model("llama-3.1-8b"), WORK, gpu=get_gpu("h100"))
+    assert _kv_flag(build_recipe(plain, "vllm").command) is None
