@@ -13,7 +13,9 @@ Fixtures:
   (``modelopt/torch/export/convert_hf_config.py``) makes of that file: ``ignore`` = ``exclude_modules``,
   ``quant_method`` modelopt, ``config_groups`` describing the same NVFP4 scheme.
 * The FP8 block is that converter's docstring example (producer 0.19.0: FP8, FP8 KV cache, ``exclude_modules``
-  ``["lm_head"]``), put on the registry's Llama 3.1 8B config.
+  ``["lm_head"]``), put on the registry's Llama 3.1 8B config; its ``config.json`` form carries
+  ``kv_cache_quant_algo`` as ``kv_cache_scheme`` (NVIDIA/TensorRT-Model-Optimizer
+  ``modelopt/torch/export/convert_hf_config.py``). The real DeepSeek-R1 file above ships no KV dtype (null).
 """
 
 from __future__ import annotations
@@ -105,13 +107,39 @@ def test_a_checkpoint_folder_with_hf_quant_config_json_is_read_as_modelopt(tmp_p
     assert q is not None and q.method == "modelopt" and q.fraction("kv_b") == 0.0 and q.fraction("o") == 1.0
 
 
-def test_modelopt_fp8_with_the_head_excluded_and_its_kv_cache_noted() -> None:
+def test_modelopt_fp8_with_the_head_excluded_ships_its_fp8_kv_cache() -> None:
     cfg = _registry_config("llama-3.1-8b")
     cfg["quantization_config"] = modelopt_quantization_config(FP8_HF_QUANT, where="x")
     q = from_hf_config(cfg, name="llama-fp8", source="test").quantization
     assert q is not None and q.name == "fp8" and not q.head_quantized
     assert all(frac == 1.0 for _, frac in q.groups)
-    assert any("FP8 KV cache" in note for note in q.notes)
+    assert (q.kv_cache, q.kv_cache_field, q.notes) == ("fp8", "kv_cache_quant_algo FP8", ())
+
+
+def test_the_real_deepseek_r1_fixture_ships_no_kv_cache_dtype() -> None:
+    doc = json.loads(DSR1_HF_QUANT.read_text())  # "kv_cache_quant_algo": null
+    q = _dsr1_fp4(modelopt_quantization_config(doc, where="x")).quantization
+    assert q is not None and q.kv_cache is None
+
+
+@pytest.mark.parametrize("scheme", ["FP8", {"dynamic": False, "num_bits": 8, "type": "float"}])
+def test_the_config_json_form_of_an_fp8_kv_cache_reads_the_same(scheme: object) -> None:
+    # convert_hf_quant_config_format writes kv_cache_quant_algo as kv_cache_scheme: the string (ModelOpt 0.29's
+    # docstring example), or the compressed-tensors scheme vLLM's resolve_kv_cache_dtype_string also reads
+    cfg = _registry_config("llama-3.1-8b")
+    cfg["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "FP8", "ignore": ["lm_head"],
+                                  "kv_cache_scheme": scheme}
+    q = from_hf_config(cfg, name="x", source="test").quantization
+    assert q is not None and (q.kv_cache, q.kv_cache_field) == ("fp8", "kv_cache_scheme FP8")
+
+
+def test_an_nvfp4_kv_cache_the_planner_has_no_dtype_for_is_a_note() -> None:
+    cfg = _registry_config("llama-3.1-8b")
+    cfg["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16,
+                                  "kv_cache_quant_algo": "NVFP4"}
+    q = from_hf_config(cfg, name="x", source="test").quantization
+    assert q is not None and q.kv_cache is None
+    assert len(q.notes) == 1 and "NVFP4 KV cache" in q.notes[0] and "--kv-cache" in q.notes[0]
 
 
 def test_modelopt_quantizes_the_head_where_nothing_excludes_it() -> None:

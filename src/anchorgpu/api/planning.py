@@ -25,7 +25,7 @@ def _resolution(text: str | None) -> tuple[int, int] | None:
 def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
     """(Workload, PrecisionPlan, Layout) for the request; defaults left to the planner (it states them)."""
     from anchorgpu.planner import Layout, PrecisionPlan, Workload
-    from anchorgpu.planner.inputs import check_engine_caps, resolve_engine, resolve_train_stack
+    from anchorgpu.planner.inputs import KV_CACHE_AUTO, check_engine_caps, resolve_engine, resolve_train_stack
 
     engine = resolve_engine(request.engine, request.recipe)
     check_engine_caps(request.max_num_seqs, request.max_num_batched_tokens, engine)
@@ -43,7 +43,7 @@ def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
         global_batch_tokens=request.global_batch, prompt_tokens=request.prompt, output_tokens=request.output_tokens,
         images_per_request=request.images_per_request, image_resolution=_resolution(request.image_resolution),
     )
-    precision = PrecisionPlan(weights=request.weights, kv_cache=request.kv_cache)
+    precision = PrecisionPlan(weights=request.weights, kv_cache=request.kv_cache or KV_CACHE_AUTO)
     layout = Layout(gpus=request.gpus, tp=request.tp, pp=request.pp, dp=request.dp, ep=request.ep, zero=request.zero,
                     fsdp=request.fsdp, offload=request.offload, cp=request.cp, virtual_stages=request.virtual_stages,
                     tp_overlap=request.tp_overlap, ep_overlap=request.ep_overlap, pipeline_layout=request.pipeline_layout,

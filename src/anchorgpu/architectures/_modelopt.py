@@ -19,8 +19,14 @@ Storage per ``quant_algo`` (vLLM ``model_executor/layers/quantization/modelopt.p
 Every other ``quant_algo`` (``MIXED_PRECISION``, the AWQ and W4A8/W4A16 variants, ``MXFP8`` …) changes the
 bytes in ways not read here and is refused in one line. ``exclude_modules`` / ``ignore`` name what stays
 16-bit, as module names with ``*`` wildcards (``model.layers.*.self_attn*``, ``lm_head``); the LM head is
-quantized only where no pattern names it. ``kv_cache_quant_algo`` (``FP8``/``NVFP4``) is kept as a note:
-the KV cache is sized by the plan's ``--kv-cache``.
+quantized only where no pattern names it.
+
+``kv_cache_quant_algo`` (``config.json``'s ``kv_cache_scheme``: the string, or ``{"num_bits": 8, "type":
+"float"}``) ``FP8`` is the KV cache the checkpoint ships: its calibrated K/V scales, which vLLM
+(``vllm/utils/torch_utils.py`` ``resolve_kv_cache_dtype_string``: ``--kv-cache-dtype auto`` becomes ``fp8_e4m3``)
+and TensorRT-LLM (``tensorrt_llm/llmapi/llm_utils.py`` ``_apply_modelopt_quant_config``: the checkpoint's
+``kv_cache_quant_algo`` unless ``kv_cache_config.dtype`` names one) run by default, so the plan's default KV
+dtype. ``NVFP4`` and ``INT8`` KV caches, which the planner has no dtype for, are kept as a note.
 """
 
 from __future__ import annotations
@@ -63,19 +69,25 @@ def _patterns(q: Mapping[str, object], where: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def _kv_note(q: Mapping[str, object], where: str) -> tuple[str, ...]:
+def _kv_cache(q: Mapping[str, object], where: str) -> tuple[str | None, str, tuple[str, ...]]:
+    """The KV dtype the checkpoint ships (``"fp8"`` or None), the field that says so, and a note for one the
+    planner has no dtype for."""
     kv = q.get("kv_cache_quant_algo")
     scheme = q.get("kv_cache_scheme")
+    field = "kv_cache_quant_algo"
     if kv is None and isinstance(scheme, Mapping) and scheme.get("type") == "float" and scheme.get("num_bits") == 8:
-        kv = "FP8"
+        kv, field = "FP8", "kv_cache_scheme"
     elif kv is None and isinstance(scheme, str):
-        kv = scheme
+        kv, field = scheme, "kv_cache_scheme"
     if kv is None:
-        return ()
+        return None, "", ()
     if not isinstance(kv, str) or kv.upper() not in _KV_ALGOS:
         raise InvalidConfig(f"{where}: field 'quantization_config.kv_cache_quant_algo' must be one of "
                             f"{', '.join(_KV_ALGOS)} or null, got {kv!r}")
-    return (f"ModelOpt calibrated a {kv.upper()} KV cache (kv_cache_quant_algo); the plan sizes it by --kv-cache",)
+    if kv.upper() == "FP8":
+        return "fp8", f"{field} FP8", ()
+    return None, "", (f"ModelOpt calibrated a {kv.upper()} KV cache ({field}), which the planner has no dtype for; "
+                      "the plan sizes it by --kv-cache (default bf16)",)
 
 
 def read_modelopt(q: Mapping[str, object], model: ModelSpec, where: str) -> ShippedQuantization:
@@ -100,8 +112,9 @@ def read_modelopt(q: Mapping[str, object], model: ModelSpec, where: str) -> Ship
     # ModelOpt quantizes every nn.Linear it is not told to skip, the LM head included (vLLM: lm_head is
     # quantized unless excluded); "Linear" as the target reproduces that
     groups, head = membership(model, ignore, where=where, key="exclude_modules", targets=["Linear"])
+    kv, kv_field, notes = _kv_cache(q, where)
     return ShippedQuantization(method="modelopt", storage=storage, groups=groups, head_quantized=head, ignore=ignore,
-                               notes=_kv_note(q, where))
+                               notes=notes, kv_cache=kv, kv_cache_field=kv_field)
 
 
 def modelopt_quantization_config(doc: object, *, where: str) -> dict[str, object]:

@@ -18,7 +18,8 @@ Methods read (storage as the checkpoint holds it on disk and as vLLM/transformer
 * ``gptq``: ``bits``-bit values, per group an fp16 scale and a packed zero point (stored even when ``sym``),
   plus an int32 ``g_idx`` per input column; ``group_size`` -1 is one group per output row; ``lm_head``.
 * ``compressed-tensors`` (llm-compressor): every ``config_groups`` scheme (``num_bits``, ``type`` int/float,
-  ``strategy`` tensor/channel/group/block/tensor_group, ``symmetric``) on its ``targets``, minus ``ignore``.
+  ``strategy`` tensor/channel/group/block/tensor_group, ``symmetric``) on its ``targets``, minus ``ignore``;
+  a ``kv_cache_scheme`` of 8-bit floats is the FP8 KV cache it ships (``ShippedQuantization.kv_cache``).
 * ``modelopt`` (NVIDIA ModelOpt, also ``modelopt_fp4``; :mod:`._modelopt`): ``quant_algo`` NVFP4 (FP4 E2M1 values,
   an FP8 scale per 16 inputs, fp32 per-tensor scales), FP8 (per tensor), FP8 per channel, FP8 in 128 x 128 blocks,
   minus ``exclude_modules`` / ``ignore``; ``hf_quant_config.json`` beside a config is read as the same.
@@ -246,8 +247,22 @@ def _compressed_tensors(q: Mapping[str, object], model: ModelSpec, where: str) -
     ignore = _str_list(q, where, "ignore")
     groups, head = _membership(model, ignore, where=where, key="ignore", targets=targets)
     storage = next(iter(storages.values()))
+    kv = _ct_kv_cache(q.get("kv_cache_scheme"), where)
     return ShippedQuantization(method="compressed-tensors", storage=storage, groups=groups, head_quantized=head,
-                               ignore=ignore)
+                               ignore=ignore, kv_cache=kv, kv_cache_field="kv_cache_scheme 8-bit float" if kv else "")
+
+
+def _ct_kv_cache(scheme: object, where: str) -> str | None:
+    """A compressed-tensors ``kv_cache_scheme``: 8-bit float is the FP8 KV cache the checkpoint ships scales for
+    (vLLM runs it when ``--kv-cache-dtype`` is ``auto``: ``Attention.__init__``, ``layers/attention/attention.py``);
+    vLLM takes no other, so neither does the planner."""
+    if scheme is None:
+        return None
+    if isinstance(scheme, Mapping) and scheme.get("type") == "float" and scheme.get("num_bits") == 8:
+        return "fp8"
+    what = (f"{scheme.get('type', 'int')} {scheme.get('num_bits')}-bit" if isinstance(scheme, Mapping) else repr(scheme))
+    raise InvalidConfig(f"{where}: compressed-tensors kv_cache_scheme {what} is not supported (an 8-bit float KV "
+                        "cache is, the only one vLLM runs); its KV bytes would be a guess")
 
 
 _READERS = {

@@ -47,8 +47,9 @@ def shipped_weights(spec: ModelSpec | DiffusionPipelineSpec) -> str:
     return "bf16" if quantization is None else str(quantization.name)
 
 
-def model_to_json(spec: ModelSpec | DiffusionPipelineSpec, *, kv_cache: str = "bf16") -> dict[str, Any]:
-    """Plain JSON types for a model or a diffusion pipeline.
+def model_to_json(spec: ModelSpec | DiffusionPipelineSpec, *, kv_cache: str | None = None) -> dict[str, Any]:
+    """Plain JSON types for a model or a diffusion pipeline. ``kv_cache`` None: the KV dtype the checkpoint
+    ships (``shipped_quantization.kv_cache``), else bf16.
 
     >>> from anchorgpu.architectures import load_model
     >>> doc = model_to_json(load_model("llama-3.1-8b"))
@@ -57,6 +58,8 @@ def model_to_json(spec: ModelSpec | DiffusionPipelineSpec, *, kv_cache: str = "b
     """
     if isinstance(spec, DiffusionPipelineSpec):
         return _pipeline_to_json(spec)
+    if kv_cache is None:
+        kv_cache = (spec.quantization.kv_cache if spec.quantization is not None else None) or "bf16"
     per_value = kv_bytes_per_value(kv_cache)
     info = resolve(spec.name) if spec.source.startswith("registry:") else None  # a config file: no registry read
     windows = sorted({w for w in spec.layer_windows if w is not None})
@@ -137,6 +140,8 @@ def model_to_json(spec: ModelSpec | DiffusionPipelineSpec, *, kv_cache: str = "b
             "unquantized_groups": list(spec.quantization.kept_16bit),
             "head_quantized": spec.quantization.head_quantized,
             "ignore": list(spec.quantization.ignore),
+            # the KV-cache dtype it was calibrated for and engines run by default (fp8), or None
+            "kv_cache": spec.quantization.kv_cache,
         },
         # every tower's parameters (vision, projector, language_model; encoder/decoder), adding up to params_total
         "towers": dict(spec.towers) or {"language_model": spec.params_total},

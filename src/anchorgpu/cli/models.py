@@ -193,13 +193,15 @@ def _show_pipeline(doc: dict[str, Any]) -> None:
 def model_command(
     model: str = typer.Argument(..., help="Registry name or alias, path to config.json (or its folder), or Hub id."),
     json_out: bool = typer.Option(False, "--json", help="Print the JSON contract instead of tables."),
-    kv_cache: str = typer.Option("bf16", "--kv-cache", help="KV-cache precision for kv_bytes_per_token: bf16, fp16 or fp8."),
+    kv_cache: str | None = typer.Option(None, "--kv-cache", help="KV-cache precision for kv_bytes_per_token: bf16, "
+                                        "fp16 or fp8 (default: the checkpoint's, else bf16)."),
     offline: bool = typer.Option(False, "--offline", help="Never contact the Hugging Face Hub (also HF_HUB_OFFLINE=1)."),
 ) -> None:
     """Show a model's architecture, exact parameter counts and KV-cache bytes per token."""
     from anchorgpu.architectures import kv_bytes_per_value, load_model, model_to_json
 
-    kv_bytes_per_value(kv_cache)  # validate before any file or network access
+    if kv_cache is not None:
+        kv_bytes_per_value(kv_cache)  # validate before any file or network access
     spec: ModelSpec | DiffusionPipelineSpec = load_model(model, offline=offline)
     doc = model_to_json(spec, kv_cache=kv_cache)
     if json_out:

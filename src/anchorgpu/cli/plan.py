@@ -41,7 +41,7 @@ def plan_command(
     offload: str = typer.Option("none", "--offload", help="none | optimizer | params"),
     offload_activations: int = typer.Option(0, "--offload-activations", help="Layers whose activations wait in host memory between the forward and backward pass (full training on Megatron-Core with one pipeline stage and no recompute: --cpu-offloading-num-layers)."),
     weights: str | None = typer.Option(None, "--weights", help="Default: the format the checkpoint ships in (quantization_config). bf16 fp16 fp8 fp8-block128x128 int8 int4-gptq int4-awq nf4 nf4-dq mxfp4 nvfp4 gguf-q4_k_m gguf-q8_0 …"),
-    kv_cache: str = typer.Option("bf16", "--kv-cache", help="bf16 | fp16 | fp8"),
+    kv_cache: str | None = typer.Option(None, "--kv-cache", help="bf16 | fp16 | fp8 (default: the FP8 KV cache the checkpoint ships, on a GPU with FP8 hardware; else bf16)"),
     context: str | None = typer.Option(None, "--context", help="Tokens per sequence (inference), e.g. 8192 or 8k."),
     concurrency: int | None = typer.Option(None, "--concurrency", help="Sequences at once (inference)."),
     micro_batch: int | None = typer.Option(None, "--micro-batch", help="Sequences per GPU step (training; chosen with the layout when not given)."),
@@ -79,7 +79,7 @@ def plan_command(
     from anchorgpu.architectures import load_model
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan, plan_to_json
-    from anchorgpu.planner.inputs import check_engine_caps, resolve_engine, resolve_train_stack
+    from anchorgpu.planner.inputs import KV_CACHE_AUTO, check_engine_caps, resolve_engine, resolve_train_stack
     from anchorgpu.validation import bounded_int
 
     for value, field in ((concurrency, "concurrency"), (output_tokens, "output_tokens"), (micro_batch, "micro_batch"),
@@ -115,7 +115,7 @@ def plan_command(
     layout = Layout(gpus=parse_gpus(gpus), tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=fsdp, cp=cp,
                     virtual_stages=virtual_stages, tp_overlap=tp_overlap, ep_overlap=ep_overlap, offload=offload,  # type: ignore[arg-type]
                     pipeline_layout=pipeline_layout, sequence_parallel=sequence_parallel)
-    result = plan(spec, workload, precision=PrecisionPlan(weights=weights, kv_cache=kv_cache.lower()),
+    result = plan(spec, workload, precision=PrecisionPlan(weights=weights, kv_cache=kv_cache.lower() if kv_cache else KV_CACHE_AUTO),
                   layout=layout, gpu=gpu_spec, overheads=_overheads(context_mib, fragmentation))
     perf_options: dict[str, Any] = {"train_tokens": parse_count(tokens, field="tokens"), "mfu": mfu, "mbu": mbu}
     from anchorgpu.planner.speed.estimate import attach_performance

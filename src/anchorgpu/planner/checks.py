@@ -70,15 +70,18 @@ def _layout_warnings(training: bool, lay: ResolvedLayout, gpu: GpuSpec | None) -
 
 
 def precision_warnings(
-    fmt: WeightFormat, precision: PrecisionPlan, gpu: GpuSpec | None, *, shipped: bool = False
+    fmt: WeightFormat, precision: PrecisionPlan, gpu: GpuSpec | None, *, shipped: bool = False,
+    kv_shipped: bool = False,
 ) -> tuple[PlanWarning, ...]:
     """``shipped``: the weights are the format the checkpoint is published in, so their quality is the
-    model's own, not a conversion to check (engine kernels still are)."""
-    return _memo(("precision", id(fmt), precision.kv_cache, id(gpu), shipped), fmt, gpu,
-                 lambda: _precision_warnings(fmt, precision.kv_cache, gpu, shipped))
+    model's own, not a conversion to check (engine kernels still are); ``kv_shipped``: so is the KV cache (the
+    FP8 one the checkpoint was calibrated for)."""
+    return _memo(("precision", id(fmt), precision.kv_cache, id(gpu), shipped, kv_shipped), fmt, gpu,
+                 lambda: _precision_warnings(fmt, precision.kv_cache, gpu, shipped, kv_shipped))
 
 
-def _precision_warnings(fmt: WeightFormat, kv_cache: str, gpu: GpuSpec | None, shipped: bool) -> list[PlanWarning]:
+def _precision_warnings(fmt: WeightFormat, kv_cache: str, gpu: GpuSpec | None, shipped: bool,
+                        kv_shipped: bool = False) -> list[PlanWarning]:
     out: list[PlanWarning] = []
     fp8_used = fmt.native == "fp8" or kv_cache == "fp8"
     if gpu is not None and fp8_used and not gpu.fp8_hardware:
@@ -89,8 +92,10 @@ def _precision_warnings(fmt: WeightFormat, kv_cache: str, gpu: GpuSpec | None, s
     fp8_cache = kv_cache == "fp8"
     if fmt.quantized or fp8_cache:
         what = f"{fmt.name}, fp8 KV cache" if fmt.quantized and fp8_cache else fmt.name if fmt.quantized else "fp8 KV cache"
-        if not shipped or fp8_cache:
-            out.append(make_warning("quantization_quality_unchecked", f"{what}: quality depends on the model and the task"))
+        if (fmt.quantized and not shipped) or (fp8_cache and not kv_shipped):
+            unchecked = fmt.name if kv_shipped else what  # a shipped FP8 KV cache is calibrated, as shipped weights are
+            out.append(make_warning("quantization_quality_unchecked",
+                                    f"{unchecked}: quality depends on the model and the task"))
         out.append(make_warning("kernel_support_unchecked", f"{what}: needs engine kernels for this format"
                                 + (f" on {gpu.name}" if gpu is not None else "")))
     if gpu is not None and gpu.vendor == "AMD":

@@ -28,6 +28,7 @@ __all__ = [
     "engine_refusal",
     "resolve_engine",
     "resolve_train_stack",
+    "KV_CACHE_AUTO",
     "KV_CACHE_DTYPES",
     "OFFLOADS",
     "OPTIMIZERS",
@@ -103,6 +104,10 @@ CROSS_ENTROPY_IMPLS: tuple[CrossEntropy, ...] = ("unfused", "native", "te", "eag
 (``--cross-entropy-fusion-impl native``); te, Transformer Engine's fused kernel (``--cross-entropy-fusion-impl te``);
 eager, PyTorch's ``cross_entropy`` on the logits cast to fp32."""
 KV_CACHE_DTYPES: dict[str, float] = {"bf16": 2, "fp16": 2, "fp8": 1}
+KV_CACHE_AUTO = "auto"
+"""``PrecisionPlan.kv_cache`` when none is asked for: the KV dtype the checkpoint ships (an FP8 KV cache on a GPU
+with FP8 hardware), else bf16, as the engines' ``auto`` resolves it; ``plan()`` states which, and its
+``Plan.precision`` holds the dtype planned."""
 Engine = Literal["vllm", "trtllm"]
 ENGINES: tuple[Engine, ...] = ("vllm", "trtllm")
 """Serving engines whose memory sizing and admission the planner models: vLLM V1 (its ``gpu_memory_utilization``
@@ -174,10 +179,11 @@ class Workload:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PrecisionPlan:
     """Storage formats: ``weights`` (see :data:`anchorgpu.planner.formats.WEIGHT_FORMATS`; default bf16,
-    or nf4-dq for QLoRA) and the KV-cache dtype (bf16, fp16 or fp8)."""
+    or nf4-dq for QLoRA) and the KV-cache dtype (bf16, fp16 or fp8; default :data:`KV_CACHE_AUTO`, the
+    checkpoint's FP8 KV cache where it ships one and the GPU has FP8 hardware, else bf16)."""
 
     weights: str | None = None
-    kv_cache: str = "bf16"
+    kv_cache: str = KV_CACHE_AUTO
 
 
 @fast_init

@@ -32,7 +32,14 @@ from anchorgpu.planner.media import validate_media
 from anchorgpu.planner.result import MemoryBreakdown, Plan, ResolvedLayout, Suggestion, new_plan
 from anchorgpu.planner.suggest import choose_layout_plan, suggestions_for
 from anchorgpu.planner.training import plan_training
-from anchorgpu.planner.validate import check_layout_counts, resolve_format, resolve_layout, validate_workload
+from anchorgpu.planner.validate import (
+    check_layout_counts,
+    resolve_format,
+    resolve_kv_cache,
+    resolve_layout,
+    shipped_kv_cache,
+    validate_workload,
+)
 from anchorgpu.planner.warnings import NO_CHANGE_FITS_CHECK, WARNING_CODES, PlanWarning, make_warning
 from anchorgpu.units import fmt_bytes
 
@@ -63,10 +70,10 @@ def _checks_for(codes: tuple[str, ...]) -> tuple[str, ...]:
 
 
 @memo_on_frozen
-def _with_weights(precision: PrecisionPlan, weights: str) -> PrecisionPlan:
-    """``precision`` with the weight format planned, memoised on the (frozen) precision asked: the default one,
-    which every plan that names no format shares, and a layout search's, resolve once per format."""
-    return evolve(precision, weights=weights)
+def _with_weights(precision: PrecisionPlan, weights: str, kv_cache: str) -> PrecisionPlan:
+    """``precision`` with the weight format and KV dtype planned, memoised on the (frozen) precision asked: the
+    default one, which every plan that names no format shares, and a layout search's, resolve once per format."""
+    return evolve(precision, weights=weights, kv_cache=kv_cache)
 
 
 def plan(
@@ -85,7 +92,8 @@ def plan(
     Defaults (each stated in ``Plan.assumptions`` when used): one GPU; without a layout, inference shards by
     TP across the GPUs of one server (the largest valid TP <= 8 dividing the GPU count, the rest as
     replicas) and training replicates by DP, unless a layout is chosen for the user on a named GPU
-    (:mod:`anchorgpu.planner.speed.layouts`); weights bf16 (nf4-dq for QLoRA); inference checks one sequence
+    (:mod:`anchorgpu.planner.speed.layouts`); weights bf16 (nf4-dq for QLoRA), or as the checkpoint ships them; the KV
+    cache bf16, or the FP8 one the checkpoint ships (on a GPU with FP8 hardware); inference checks one sequence
     of the model's context length (many sequences of no given length: the default request each); a diffusion
     model plans the diffusion task.
 
@@ -123,8 +131,9 @@ def plan(
         if chosen is not None:
             return evolve(chosen, assumptions=(*assumptions, *chosen.assumptions))
     fmt = resolve_format(model, w, prec, assumptions)
-    if prec.weights != fmt.name:
-        prec = _with_weights(prec, fmt.name)
+    kv = resolve_kv_cache(model, w, prec, gpu, assumptions)
+    if prec.weights != fmt.name or prec.kv_cache != kv:
+        prec = _with_weights(prec, fmt.name, kv)
     lay = resolve_layout(model, w, lay_in, assumptions)
     warnings: list[PlanWarning] = []
     if isinstance(model, DiffusionPipelineSpec):
@@ -139,7 +148,8 @@ def plan(
                            + "; compute follows the active experts.")
     warnings += layout_warnings(terms.workload, lay, gpu)
     warnings += precision_warnings(
-        fmt, prec, gpu, shipped=isinstance(model, ModelSpec) and fmt.quantized and _is_shipped(fmt, model))
+        fmt, prec, gpu, shipped=isinstance(model, ModelSpec) and fmt.quantized and _is_shipped(fmt, model),
+        kv_shipped=kv == shipped_kv_cache(model))
     if terms.checkpoint_bytes is not None:
         warnings.append(make_warning("checkpoint_restore_unverified",
                                      f"a checkpoint takes {_size(terms.checkpoint_bytes)}: test restoring it"))

@@ -227,7 +227,8 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     columns = GridColumns(grid, grid_shape, flatten=flatten)
     if progress:
         progress(n, n)
-    assumptions = [a for a in probe.assumptions if not a.startswith("Layout not given")]
+    # the probe's layout and KV dtype are one of the grid's: the sweep states its own below
+    assumptions = [a for a in probe.assumptions if not a.startswith(("Layout not given", "KV cache: "))]
     assumptions.append(
         f"Swept {len(shapes)} hardware shape(s) x whole servers x TP/PP/DP"
         + (("/CP" if (lay.cp > 1).any() else "") + "/ZeRO" if training else "") + f" layouts x weights {','.join(weights)}"

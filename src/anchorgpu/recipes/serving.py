@@ -52,14 +52,28 @@ def _weights(plan: Plan, model: ModelSpec, kind: str, assumptions: list[str]) ->
     return online
 
 
-def _kv(plan: Plan, kind: str) -> bool:
-    """True when the plan puts the KV cache in FP8 (refused on a GPU without FP8 hardware)."""
-    if plan.precision.kv_cache != "fp8":
-        return False
-    if plan.gpu is not None and not plan.gpu.fp8_hardware:
-        raise not_expressible(kind, f"an FP8 KV cache on {plan.gpu.display_name}, which has no FP8 hardware "
+def _kv(plan: Plan, kind: str) -> str | None:
+    """The engine's KV-cache dtype for the plan's, or None where its default (``auto``) is the plan's. FP8 is refused
+    on a GPU without FP8 hardware. A 16-bit cache for a checkpoint that ships an FP8 one must be named, since the
+    engines' ``auto`` runs the checkpoint's (vLLM ``resolve_kv_cache_dtype_string``, TensorRT-LLM
+    ``_apply_modelopt_quant_config``); TensorRT-LLM cannot be told (only fp8/nvfp4 override the checkpoint's)."""
+    kv = plan.precision.kv_cache
+    if kv == "fp8":
+        if plan.gpu is not None and not plan.gpu.fp8_hardware:
+            raise not_expressible(kind, f"an FP8 KV cache on {plan.gpu.display_name}, which has no FP8 hardware "
+                                        "(plan with --kv-cache bf16)")
+        return {"vllm": "fp8", "sglang": "fp8_e4m3", "trtllm": "fp8"}[kind]
+    q = plan.model.quantization if isinstance(plan.model, ModelSpec) else None
+    if q is None or q.kv_cache is None:
+        return None
+    if kind == "trtllm":
+        raise not_expressible(kind, f"a {kv} KV cache for a checkpoint that ships an {q.kv_cache.upper()} one: "
+                                    "TensorRT-LLM runs the checkpoint's kv_cache_quant_algo unless kv_cache_config.dtype "
+                                    "names fp8 or nvfp4 (use --recipe vllm or sglang)")
+    if kind == "sglang" and kv != "bf16":
+        raise not_expressible(kind, f"a {kv} KV cache: SGLang's --kv-cache-dtype has bf16 but no fp16 "
                                     "(plan with --kv-cache bf16)")
-    return True
+    return {"bf16": "bfloat16", "fp16": "float16"}[kv]
 
 
 def _sglang_fraction(plan: Plan, assumptions: list[str]) -> str:
@@ -104,7 +118,7 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
     lay, w = plan.layout, plan.workload
     model = model_ref(plan, assumptions)
     quant = _weights(plan, spec, kind, assumptions)
-    fp8_kv = _kv(plan, kind)
+    kv_flag = _kv(plan, kind)
     dp, _separate = _replicas(plan, target, assumptions)
     adp = lay.attention_dp
     if adp and lay.gpus > target.gpus_per_node:
@@ -169,8 +183,8 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
         parts += ["--gpu-memory-utilization", f"{w.gpu_memory_utilization:g}", "--block-size", str(w.block_size_tokens)]
         if dtype and dtype != "bfloat16":
             parts += ["--dtype", dtype]
-        if fp8_kv:
-            parts += ["--kv-cache-dtype", "fp8"]
+        if kv_flag:
+            parts += ["--kv-cache-dtype", kv_flag]
         if quant:
             parts += ["--quantization", quant]
         if spec.image is not None:  # vLLM takes many images per prompt by default and profiles its encoder for them
@@ -203,8 +217,8 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
                   str(tokens), "--mem-fraction-static", _sglang_fraction(plan, assumptions)]
         if dtype and dtype != "bfloat16":
             parts += ["--dtype", dtype]
-        if fp8_kv:
-            parts += ["--kv-cache-dtype", "fp8_e4m3"]
+        if kv_flag:
+            parts += ["--kv-cache-dtype", kv_flag]
         if quant:
             parts += ["--quantization", quant]
         parts += ["--host", "0.0.0.0", "--port", "30000"]
@@ -223,7 +237,7 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
             parts += ["--ep_size", str(lay.ep)]
         parts += ["--max_seq_len", str(ctx), "--max_batch_size", str(seqs), "--max_num_tokens", str(tokens),
                   "--free_gpu_memory_fraction", f"{w.gpu_memory_utilization:g}", "--enable_chunked_prefill"]
-        kv_dtype = "fp8" if fp8_kv else "auto"
+        kv_dtype = kv_flag or "auto"
         config = ("kv_cache_config:\n"
                   f"  dtype: {kv_dtype}\n"
                   f"  free_gpu_memory_fraction: {w.gpu_memory_utilization:g}\n")

@@ -1,7 +1,8 @@
 """Which precisions a recommendation sweeps: the plan's own unless lower ones are listed or allowed.
 
 Recommendations answer the same question as ``anchorgpu plan`` priced over the catalog, so they keep its
-precision (the checkpoint's shipped weights, a bf16 KV cache). A cheaper row that only fits because the
+precision (the checkpoint's shipped weights; a bf16 KV cache, or the FP8 one the checkpoint ships where the GPU has
+FP8 hardware). A cheaper row that only fits because the
 weights or the cache were squeezed would change the model's outputs; it is shown only when the user asks
 for lower precisions, and then it says so.
 """
@@ -30,13 +31,18 @@ class PrecisionChoice:
     reference_weights: str | None  # inference: the checkpoint's shipped format
     reference_bits: float | None
     assumption: str
+    reference_kv: str = "bf16"  # the plan's KV dtype: the FP8 one the checkpoint ships, else bf16
+    # the checkpoint ships an FP8 KV cache and no KV dtype was listed: each GPU keeps the plan's own, fp8 where it
+    # has FP8 hardware and bf16 where not (rows with the other are not the plan's)
+    kv_per_gpu: bool = False
 
 
 def precision_choice(model: ModelSpec, spec: SweepSpec, *, lower_precision: bool = False) -> PrecisionChoice:
     """Which weight formats and KV-cache dtypes to sweep.
 
     Serving keeps the plan's precision, as ``anchorgpu plan`` would answer: the checkpoint's shipped format
-    (its ``quantization_config``, else bf16) and a bf16 KV cache. Lower precisions are swept only when the
+    (its ``quantization_config``, else bf16) and its KV cache (the FP8 one it ships on GPUs with FP8 hardware and
+    bf16 on the others, else bf16: both are swept and :attr:`PrecisionChoice.kv_per_gpu` says so). Lower precisions are swept only when the
     user lists them (``--weights``/``--kv-cache``) or allows them (``lower_precision``: the usual fp8 and
     int4-awq below the shipped format, and an fp8 KV cache). Training keeps the task's default (bf16;
     nf4-dq for QLoRA) unless formats are listed.
@@ -49,6 +55,7 @@ def precision_choice(model: ModelSpec, spec: SweepSpec, *, lower_precision: bool
     ('bf16', 'fp8', 'int4-awq')
     """
     from anchorgpu.planner.formats import format_for_model, shipped_format
+    from anchorgpu.planner.validate import shipped_kv_cache
 
     if spec.workload.task != "inference":
         return PrecisionChoice(weights=spec.weights, kv_caches=spec.kv_caches, reference_weights=None,
@@ -59,7 +66,11 @@ def precision_choice(model: ModelSpec, spec: SweepSpec, *, lower_precision: bool
     bits = shipped.linear_bits
     lower = tuple(n for n in DEFAULT_INFERENCE_WEIGHTS if format_for_model(model, n).linear_bits < bits)
     weights = spec.weights or ((shipped.name, *lower) if lower_precision else (shipped.name,))
-    kvs = spec.kv_caches or (("bf16", "fp8") if lower_precision else ("bf16",))
+    shipped_kv = shipped_kv_cache(model)
+    ref_kv = shipped_kv or "bf16"
+    kv_per_gpu = shipped_kv is not None and not spec.kv_caches
+    kvs = spec.kv_caches or ((shipped_kv, "bf16") if shipped_kv is not None
+                             else ("bf16", "fp8") if lower_precision else ("bf16",))
     if spec.weights or spec.kv_caches:
         how = "the formats listed"
     elif lower_precision:
@@ -67,21 +78,24 @@ def precision_choice(model: ModelSpec, spec: SweepSpec, *, lower_precision: bool
     else:
         how = ("no lower precision unless allowed (CLI --lower-precision or a --weights list, API lower_precision, "
                "the page's checkbox)")
-    text = (f"The plan's precision: weights {shipped.name} as the checkpoint ships them, KV cache bf16; "
+    kv_text = (f"KV cache {shipped_kv} as the checkpoint ships it (bf16 on GPUs without FP8 hardware)"
+               if shipped_kv is not None else "KV cache bf16")
+    text = (f"The plan's precision: weights {shipped.name} as the checkpoint ships them, {kv_text}; "
             f"{how}. Swept: weights {', '.join(weights)}; KV cache {', '.join(kvs)}."
             + (" Rows below the checkpoint's precision say so: their outputs change, rerun your evaluations."
-               if len(weights) > 1 or len(kvs) > 1 or weights[0] != shipped.name or kvs[0] != "bf16" else ""))
+               if weights != (shipped.name,) or (not kv_per_gpu and kvs != (ref_kv,)) else ""))
     return PrecisionChoice(weights=weights, kv_caches=kvs, reference_weights=shipped.name, reference_bits=bits,
-                           assumption=text)
+                           assumption=text, reference_kv=ref_kv, kv_per_gpu=kv_per_gpu)
 
 
 def lowered(model: ModelSpec, choice: PrecisionChoice, row: dict[str, Any]) -> bool:
-    """True when the row's weights have fewer bits than the plan's, or its KV cache is fp8 (the plan's is bf16)."""
+    """True when the row's weights have fewer bits than the plan's, or its KV cache is fp8 where the plan's is
+    bf16 (the checkpoint ships no FP8 KV cache)."""
     from anchorgpu.planner.formats import format_for_model
 
     if choice.reference_bits is None:
         return False
-    if row.get("kv_cache") == "fp8":
+    if row.get("kv_cache") == "fp8" and choice.reference_kv != "fp8":
         return True
     name = str(row["weights"])
     return name != choice.reference_weights and format_for_model(model, name).linear_bits < choice.reference_bits

@@ -74,7 +74,7 @@ def shapes_from_catalog(offerings: Sequence[Offering], *, max_servers: int = 4) 
 
 
 def _codes(result: SweepResult, row: dict[str, Any], offering: Offering, *, shipped: str | None = None,
-           lowered: bool = False) -> tuple[str, ...]:
+           lowered: bool = False, shipped_kv: str = "bf16") -> tuple[str, ...]:
     from anchorgpu.planner.formats import get_format
     from anchorgpu.planner.speed.links import compute_precision_for_weights, tp_link
 
@@ -83,7 +83,7 @@ def _codes(result: SweepResult, row: dict[str, Any], offering: Offering, *, ship
     if lowered:
         codes.append("precision_below_checkpoint")
     fmt = get_format(str(row["weights"]))
-    if (fmt.quantized and str(row["weights"]) != shipped) or row.get("kv_cache") == "fp8":
+    if (fmt.quantized and str(row["weights"]) != shipped) or (row.get("kv_cache") == "fp8" and shipped_kv != "fp8"):
         codes.append("quantization_quality_unchecked")
     wanted = compute_precision_for_weights(fmt.name)
     if (wanted == "fp8" or row.get("kv_cache") == "fp8") and not shape.gpu.fp8_hardware:
@@ -242,7 +242,11 @@ def recommend(
     chosen, unable = able_to_run(chosen, spec.workload, catalog, the_term, now)
     shapes = shapes_from_catalog(chosen, max_servers=max_servers)
     choice = precision_choice(model, spec, lower_precision=lower_precision)
-    spec = replace(spec, weights=choice.weights, kv_caches=choice.kv_caches)
+    kvs = choice.kv_caches
+    if choice.kv_per_gpu:  # the checkpoint's FP8 KV cache where the GPU has FP8 hardware, bf16 where not (as plan)
+        has = {sh.gpu.fp8_hardware for sh in shapes}
+        kvs = tuple(k for k in kvs if (k == choice.reference_kv) in has)
+    spec = replace(spec, weights=choice.weights, kv_caches=kvs)
     result = sweep(model, shapes, spec, progress=progress, flatten=False)  # reads a few columns and rows
     c = result.columns
     if result.task == "inference":  # a replica runs at most its engine's max_num_seqs at once; past it users queue
@@ -250,6 +254,10 @@ def recommend(
         # on the grid's axes (per layout and concurrency), then with the fit over the whole grid in one pass
         held = c.compact("concurrency") <= c.compact("dp") * caps[c.compact("shape")]
         usable = c.widen(np.logical_and(c.compact("fits"), held))
+        if choice.kv_per_gpu and len(result.kv_caches) > 1:
+            shipped_kv = np.array([k == choice.reference_kv for k in result.kv_caches])[c.compact("kv_cache")]
+            fp8_gpu = np.array([sh.gpu.fp8_hardware for sh in shapes])[c.compact("shape")]
+            usable &= c.widen(shipped_kv == fp8_gpu)
     else:
         usable = np.asarray(c["fits"], dtype=bool)
     if min_tokens_per_s_per_user is not None and result.task == "inference":
@@ -302,7 +310,8 @@ def recommend(
                 effective_per_gpu_hour_usd=c.quote.effective_per_gpu_hour_usd,
                 usd_per_million_output_tokens=c.per_million, run_hours=c.run_hours, run_usd=c.run_usd,
                 run_term=c.run_term,
-                codes=_codes(result, row, c.source, shipped=choice.reference_weights, lowered=is_lower),
+                codes=_codes(result, row, c.source, shipped=choice.reference_weights, lowered=is_lower,
+                             shipped_kv=choice.reference_kv),
                 lower_precision=is_lower)
         return built[id(c)]
 
