@@ -75,9 +75,12 @@ def validate_workload(workload: Workload) -> None:
         raise InvalidWorkload(f"--train-precision {workload.train_precision!r}: choose {', '.join(TRAIN_PRECISIONS)}")
     if workload.train_stack != "megatron" and workload.train_stack not in TRAIN_STACKS:
         raise InvalidWorkload(f"--train-stack {workload.train_stack!r}: choose {' or '.join(TRAIN_STACKS)}")
-    if workload.cross_entropy is not None and (workload.cross_entropy not in CROSS_ENTROPY_IMPLS or workload.task != "train"):
-        raise InvalidWorkload(f"--cross-entropy {workload.cross_entropy!r}: one of {', '.join(CROSS_ENTROPY_IMPLS)}, and "
-                              f"for full training (--task train; fine-tuning keeps its measured loss terms)")
+    if workload.cross_entropy is not None and workload.cross_entropy not in CROSS_ENTROPY_IMPLS:
+        raise InvalidWorkload(f"--cross-entropy {workload.cross_entropy!r}: choose {', '.join(CROSS_ENTROPY_IMPLS)}")
+    if workload.cross_entropy is not None and workload.task != "train":
+        raise InvalidWorkload(f"--cross-entropy {workload.cross_entropy} sets full training's loss (--task train), not "
+                              f"task {workload.task}" + ("; fine-tuning keeps its measured loss terms"
+                                                         if workload.task in ("lora", "qlora") else ""))
     _check_activation_offload(workload)
     if workload.optimizer not in OPTIMIZERS:
         raise InvalidWorkload(f"unknown optimizer {workload.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
