@@ -66,8 +66,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     loss_bytes = _loss_bytes_per_logit(w)
     if w.task == "train":
         assumptions.append(pytorch_memory_line() if pytorch else memory_line())
-        assumptions.append(loss_memory_line(w.cross_entropy or default_cross_entropy(w.train_stack),
-                                            stated=w.cross_entropy is not None))
+        assumptions.append(loss_memory_line(_cross_entropy_of(w), stated=w.cross_entropy is not None))
     mixed = w.train_precision != "bf16-true"
     stated = busiest_rank_layers(lay.pipeline_layout)
     if lay.pipeline_layout is not None:
@@ -292,7 +291,12 @@ def _loss_bytes_per_logit(w: Workload) -> int:
     add (planner/data/finetune_memory.json, measured with PEFT's loss)."""
     if w.task != "train":
         return mm.FP32_LOGITS_BYTES_PER_LOGIT
-    return loss_memory(w.cross_entropy or default_cross_entropy(w.train_stack)).bytes_per_logit
+    return loss_memory(_cross_entropy_of(w)).bytes_per_logit
+
+
+def _cross_entropy_of(w: Workload) -> str:
+    """The loss full training runs: the one stated, else its stack's default."""
+    return w.cross_entropy or default_cross_entropy(w.train_stack)
 
 
 FP8_ACTIVATIONS_LINE = (

@@ -244,7 +244,6 @@ def burst_makespan_s(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, req
         raise InvalidWorkload("requests, concurrency, prompt and output tokens must each be at least 1")
     cal = cal or calibration()
     c, _ = _pair(model, gpu, setup, cal)
-    prefill_flops = attention_flops_per_token(model, prompt_tokens, causal=True)
     decode_flops = decode_attention_flops_per_token(model, prompt_tokens + output_tokens // 2)
     per_replica, wave = math.ceil(requests / setup.replicas), max(1, concurrency // setup.replicas)
     if kv_tokens is not None and prompt_tokens + output_tokens <= kv_tokens:  # admitted while their prompts fit
@@ -256,10 +255,7 @@ def burst_makespan_s(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, req
         if kv_tokens is not None and prompt_tokens + output_tokens <= kv_tokens < batch * (prompt_tokens + output_tokens):
             total += _preempting_wave_s(model, setup, c, batch, prompt_tokens, output_tokens, kv_tokens)
             continue
-        steps = math.ceil(batch * prompt_tokens / setup.max_num_batched_tokens)
-        through = _step(setup, c, 0.0, batch * prompt_tokens / steps, 0.0, prefill_flops, one_chunk=True,
-                        first_token=True)[0]  # one chunk through every stage; over stages the chunks follow each other
-        total += (steps + setup.pp - 1) * through / setup.pp
+        total += _prefill_s(model, setup, c, float(batch * prompt_tokens), prompt_tokens)
         total += (output_tokens - 1) * _step(setup, c, float(batch), 0.0, decode_flops, 0.0)[0]
     return total
 

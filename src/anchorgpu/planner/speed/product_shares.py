@@ -10,12 +10,11 @@ The serving step divides the quantized share of the products by the format's rat
 from __future__ import annotations
 
 from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.speed.flops import forward_matmul_params
 
 __all__ = ["mixed_rate", "quantized_product_shares"]
-
-_MEMO: dict[tuple[int, int], tuple[ModelSpec, WeightFormat, tuple[float, float]]] = {}
 
 
 def _group_share(fmt: WeightFormat, name: str, is_moe: bool) -> float:
@@ -25,7 +24,7 @@ def _group_share(fmt: WeightFormat, name: str, is_moe: bool) -> float:
     return 1.0 if fmt.group_bits(name, is_moe=is_moe) < 16 else 0.0
 
 
-def quantized_product_shares(model: ModelSpec, fmt: WeightFormat) -> tuple[float, float]:
+def _quantized_product_shares(model: ModelSpec, fmt: WeightFormat) -> tuple[float, float]:
     """(share of a token's forward products whose weights are in ``fmt``'s quantized storage, the same share of the
     routed experts' products) by active parameters; (1.0, 1.0) where the format is not quantized or the model has no
     linear groups (then one precision, as before). The LM head counts as 16-bit unless the checkpoint quantizes it.
@@ -36,18 +35,6 @@ def quantized_product_shares(model: ModelSpec, fmt: WeightFormat) -> tuple[float
     >>> q, e = quantized_product_shares(m, format_for_model(m, None)); round(q, 3), e
     (0.698, 1.0)
     """
-    key = (id(model), id(fmt))
-    hit = _MEMO.get(key)
-    if hit is not None and hit[0] is model and hit[1] is fmt:
-        return hit[2]
-    shares = _shares(model, fmt)
-    if len(_MEMO) >= 512:
-        _MEMO.clear()
-    _MEMO[key] = (model, fmt, shares)
-    return shares
-
-
-def _shares(model: ModelSpec, fmt: WeightFormat) -> tuple[float, float]:
     if not fmt.quantized or fmt.native is None or not model.linear_groups:
         return 1.0, 1.0
     total = float(forward_matmul_params(model))
@@ -63,6 +50,10 @@ def _shares(model: ModelSpec, fmt: WeightFormat) -> tuple[float, float]:
         quantized += float(model.vocab_size * model.hidden_size)
     q = min(1.0, quantized / total) if total > 0 else 1.0
     return q, (expert_q / expert_all if expert_all > 0 else 1.0)
+
+
+quantized_product_shares = memo_on_frozen(_quantized_product_shares, frozen=2)
+"""The shares of one model in one format (:func:`_quantized_product_shares`), memoised on the two frozen specs."""
 
 
 def mixed_rate(low: float, bf16: float, share: float) -> float:
