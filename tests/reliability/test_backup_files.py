@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 
 from anchorgpu.cli import main
 from anchorgpu.errors import InvalidInput
-from anchorgpu.store import backup as backup_module
+from anchorgpu.store import backup_verify
 from anchorgpu.store.backup import BackupInvalid, backup, verify
 from anchorgpu.store.engine import make_engine
 from anchorgpu.store.tables import metadata
@@ -91,7 +91,7 @@ def test_a_line_nested_too_deeply_or_too_long_is_refused_in_one_line(tmp_path: P
     deep.write_text("[" * 100_000 + "]" * 100_000 + "\n")
     with pytest.raises(BackupInvalid, match="nested too deeply"):
         verify(deep)
-    monkeypatch.setattr(backup_module, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(backup_verify, "MAX_LINE_BYTES", 1000)
     long = tmp_path / "long.jsonl"
     long.write_bytes(b'{"format":"anchorgpu-backup","pad":"' + b"x" * 5000)  # no newline: read at most the cap
     with pytest.raises(BackupInvalid, match="line 1 is longer than 1,000 bytes"):

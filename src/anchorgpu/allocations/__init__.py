@@ -27,6 +27,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from anchorgpu.allocations.booking import buy_quote, extend, start, stop, terminate
     from anchorgpu.allocations.domain import STOP_NOTICE, Allocation, AllocationEvent, AllocationState
     from anchorgpu.allocations.errors import (
         AllocationExpired,
@@ -40,22 +41,9 @@ if TYPE_CHECKING:
         QuoteExpired,
     )
     from anchorgpu.allocations.idempotency import Outcome, purge_idempotency_keys, validate_idempotency_key
-    from anchorgpu.allocations.services import (
-        allocation_to_json,
-        buy_quote,
-        create_quote,
-        extend,
-        get_allocation,
-        get_quote,
-        list_allocations,
-        list_stock,
-        seed_stock,
-        set_stock,
-        start,
-        stop,
-        stop_notice,
-        terminate,
-    )
+    from anchorgpu.allocations.quoting import create_quote, get_quote
+    from anchorgpu.allocations.reads import allocation_to_json, get_allocation, list_allocations, stop_notice
+    from anchorgpu.allocations.stock import list_stock, seed_stock, set_stock
 
 _WHERE = {
     "STOP_NOTICE": "domain", "Allocation": "domain", "AllocationEvent": "domain", "AllocationState": "domain",
@@ -63,10 +51,10 @@ _WHERE = {
     "IdempotencyInProgress": "errors", "IdempotencyKeyReused": "errors", "InsufficientCapacity": "errors",
     "InvalidIdempotencyKey": "errors", "QuoteAlreadyUsed": "errors", "QuoteExpired": "errors",
     "Outcome": "idempotency", "purge_idempotency_keys": "idempotency", "validate_idempotency_key": "idempotency",
-    "allocation_to_json": "services", "buy_quote": "services", "create_quote": "services", "extend": "services",
-    "get_allocation": "services", "get_quote": "services", "list_allocations": "services", "list_stock": "services",
-    "seed_stock": "services", "set_stock": "services", "start": "services", "stop": "services", "stop_notice": "services",
-    "terminate": "services",
+    "allocation_to_json": "reads", "buy_quote": "booking", "create_quote": "quoting", "extend": "booking",
+    "get_allocation": "reads", "get_quote": "quoting", "list_allocations": "reads", "list_stock": "stock",
+    "seed_stock": "stock", "set_stock": "stock", "start": "booking", "stop": "booking", "stop_notice": "reads",
+    "terminate": "booking",
 }
 
 __all__ = [

@@ -1,6 +1,6 @@
 """The price of extending an allocation, before anything is charged.
 
-:func:`quote_extension` prices the added term exactly as :func:`anchorgpu.allocations.services.extend`
+:func:`quote_extension` prices the added term exactly as :func:`anchorgpu.allocations.booking.extend`
 would (a new quote at today's list prices, same offering, region, quantity and options), says when the
 allocation would end and what it would have cost in all, and whether the stock holds the servers for the
 added period. It reads only: no quote is stored, no capacity is booked, nothing is charged. The API
@@ -48,11 +48,12 @@ def check_expected_price(expected_usd: Decimal | None, total_usd: Decimal, term:
 def quote_extension(uow: AbstractUnitOfWork, *, account_id: str, allocation_id: str, term: Term | str, now: datetime,
                     catalog: Any | None = None) -> dict[str, Any]:
     """What extending by ``term`` would cost and change, read-only (see the module docstring)."""
-    from anchorgpu.allocations import services
+    from anchorgpu.allocations.inputs import _catalog, _require_id, _term
+    from anchorgpu.allocations.quoting import DEFAULT_QUOTE_VALIDITY_S, _price
 
-    added = services._term(term)
-    cat = services._catalog(catalog)
-    services._require_id("allocation", allocation_id)
+    added = _term(term)
+    cat = _catalog(catalog)
+    _require_id("allocation", allocation_id)
     with uow:
         allocation = uow.allocations.get(account_id, allocation_id)
         if allocation is None:
@@ -60,9 +61,9 @@ def quote_extension(uow: AbstractUnitOfWork, *, account_id: str, allocation_id: 
         current, _ = allocation._require_live(now, "extend")
         original = uow.quotes.get(account_id, allocation.quote_id)
         options = dict(original.options) if original is not None else {}
-        quote, body = services._price(cat, offering=allocation.offering_id, quantity=allocation.quantity, term=added,
-                                      options=options, now=now, region=allocation.region,
-                                      validity_s=services.DEFAULT_QUOTE_VALIDITY_S, quote_id="q_dry_run")
+        quote, body = _price(cat, offering=allocation.offering_id, quantity=allocation.quantity, term=added,
+                             options=options, now=now, region=allocation.region,
+                             validity_s=DEFAULT_QUOTE_VALIDITY_S, quote_id="q_dry_run")
         new_ends_at = bounded_end(current.ends_at, added.hours, now)
         stock = uow.stock.get(allocation.offering_id, allocation.region) or 0
         booked = peak_servers(uow.capacity.overlapping(allocation.offering_id, allocation.region, current.ends_at,

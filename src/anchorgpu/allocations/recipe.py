@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from anchorgpu.allocations.services import _catalog, get_allocation
+from anchorgpu.allocations.inputs import _catalog
+from anchorgpu.allocations.reads import get_allocation
 from anchorgpu.errors import InvalidWorkload
 
 __all__ = ["allocation_recipe"]

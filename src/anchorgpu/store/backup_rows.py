@@ -128,7 +128,7 @@ def _rules(table: str, row: dict[str, Any]) -> None:
     from anchorgpu.accounts import ACCOUNT_NAME_MAX, clean_name
     from anchorgpu.accounts.keys import KEY_NAME_MAX
     from anchorgpu.allocations.domain import AllocationState
-    from anchorgpu.allocations.services import MAX_STOCK_SERVERS
+    from anchorgpu.allocations.stock import MAX_STOCK_SERVERS
     from anchorgpu.api.deps import validate_idempotency_key
     from anchorgpu.api.schemas import AllocationCreate, QuoteCreate
 

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Depends, Form, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from anchorgpu.allocations import services
+from anchorgpu.allocations.inputs import _quantity, _term
 from anchorgpu.api.deps import ClockDep, SettingsDep, UowFactoryDep, validate_idempotency_key
 from anchorgpu.catalog import load_catalog
 from anchorgpu.errors import AnchorError
@@ -79,8 +80,8 @@ def preview_quote(form: Mapping[str, str | None], clock: Any, text: PageText | N
     try:
         options = {key.removeprefix("option:")[:100]: ascii_int(str(value)) for key, value in form.items()
                    if key.startswith("option:") and str(value or "").strip() not in ("", "0")}
-        quantity = services._quantity(ascii_int(str(form.get("quantity") or "1")))
-        term = services._term(str(form.get("term") or "")[:20])
+        quantity = _quantity(ascii_int(str(form.get("quantity") or "1")))
+        term = _term(str(form.get("term") or "")[:20])
         quote = price_quote(load_catalog(), str(form.get("offering") or "")[:100], quantity, term, options, clock(), 60,
                             region=str(form.get("region") or "") or None, quote_id="preview")
     except AnchorError as exc:

@@ -1,0 +1,70 @@
+"""What every allocation service checks before it works: the clock, ids, quantities, terms and the account,
+and the catalog it prices from (see :mod:`anchorgpu.allocations.services`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from anchorgpu.allocations.errors import InvalidQuantity
+from anchorgpu.errors import InvalidInput, InvalidTerm, UnknownEntity
+from anchorgpu.store.uow import AbstractUnitOfWork
+from anchorgpu.units import Term, parse_term, require_whole_gpus
+from anchorgpu.validation import is_valid_id
+
+__all__ = ["MAX_SERVERS_PER_QUOTE", "MAX_TERM_HOURS", "Clock"]
+
+Clock = Callable[[], datetime]
+
+
+def _now(clock: Clock) -> datetime:
+    now = clock()
+    if now.tzinfo is None:
+        raise InvalidInput("the clock must return timezone-aware datetimes (UTC)")
+    return now
+
+
+def _catalog(catalog: Any | None) -> Any:
+    if catalog is not None:
+        return catalog
+    from anchorgpu.catalog import load_catalog
+
+    return load_catalog()
+
+
+MAX_SERVERS_PER_QUOTE = 1_000
+"""Most servers one quote may ask for (far above any region's stock; keeps every count storable)."""
+MAX_TERM_HOURS = 10 * 8_760
+"""Longest term one quote or extension may ask for: 10 years of hours."""
+
+
+def _term(term: Term | str) -> Term:
+    parsed = term if isinstance(term, Term) else parse_term(term)
+    if parsed.hours > MAX_TERM_HOURS:
+        raise InvalidTerm(f"term {parsed}: at most {MAX_TERM_HOURS} hours (10 years) can be quoted at once")
+    return parsed
+
+
+def _require_id(kind: str, value: str) -> str:
+    """An id that could name a stored row, else "not found" before any query (a NUL byte, a control
+    character or a 5,000-character string never names one; PostgreSQL would refuse the NUL outright)."""
+    if not is_valid_id(value):
+        raise UnknownEntity(kind, value if len(value) <= 100 else value[:100] + "…")
+    return value
+
+
+def _quantity(quantity: object) -> int:
+    if isinstance(quantity, float) and not quantity.is_integer():
+        require_whole_gpus(quantity, field="quantity")  # raises: part of a server is never offered
+    if isinstance(quantity, bool) or not isinstance(quantity, int) or not 1 <= quantity <= MAX_SERVERS_PER_QUOTE:
+        if isinstance(quantity, float) and quantity.is_integer() and 1 <= quantity <= MAX_SERVERS_PER_QUOTE:
+            return int(quantity)
+        raise InvalidQuantity(f"quantity {quantity!r}: a whole number of servers from 1 to {MAX_SERVERS_PER_QUOTE}")
+    return quantity
+
+
+def _require_account(uow: AbstractUnitOfWork, account_id: str) -> None:
+    if uow.accounts.get(account_id) is None:
+        raise UnknownEntity("account", account_id)
