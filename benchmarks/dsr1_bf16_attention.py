@@ -3,7 +3,8 @@ keeps the attention's linear layers in BF16 (TensorRT-LLM tech blog 1, "Precisio
 bf16, MoE layers nvfp4), where the planner runs every product of an nvfp4 plan at the FP4 rate. Adds, to each tick
 of an fp4 DeepSeek plan, the attention products' time at the BF16 serving rate less their time at the FP4 rate
 (weights read and KV capacity left as planned) and prints each DeepSeek-R1 B200/attention-DP row before and after.
-Dev tooling; changes no constant and no row.
+Dev tooling; changes no constant and no row. Superseded (Stop 46): the TRT-DSR1-ADP-B200-* rows now name their
+checkpoint's hf_quant_config.json and are planned with its BF16 attention, so on them this adds the attention twice.
 
     PYTHONPATH=src .venv/bin/python benchmarks/dsr1_bf16_attention.py
 """

@@ -169,3 +169,50 @@ def test_what_changes_the_bytes_and_is_not_understood_is_refused_in_one_line(blo
 def test_an_hf_quant_config_without_its_quantization_object_is_refused() -> None:
     with pytest.raises(InvalidConfig, match="'quantization' object"):
         modelopt_quantization_config({"producer": {}}, where="hf_quant_config.json")
+
+
+# The shipped hf_quant_config.json of nvidia/DeepSeek-R1-0528-FP4 (architectures/data/quant_configs/, SOURCES.md there):
+# supermy/deepseek_fp4_plugin deepseek-r1-fp4/hf_quant_config.json at commit 460bd6ee9eeefbcc1e39799942891e698dff70d8,
+# beside that checkpoint's model card (ModelOpt v0.31.0): NVFP4, FP8 KV cache, exclude_modules lm_head, every layer's
+# self_attn* and the MTP layer model.layers.61*. The same repository's idea.md lists the layer-0 attention projections
+# (q_a, q_b, kv_a_proj_with_mqa, kv_b, o) as BF16 tensors without scales.
+DSR1_0528 = "nvidia-deepseek-r1-0528-fp4.hf_quant_config.json"
+
+
+def test_the_shipped_deepseek_r1_0528_fp4_file_is_the_published_one() -> None:
+    doc = json.loads(read_data_text(f"quant_configs/{DSR1_0528}"))
+    q = doc["quantization"]
+    assert doc["producer"] == {"name": "modelopt", "version": "0.31.0"}
+    assert (q["quant_algo"], q["kv_cache_quant_algo"], q["group_size"]) == ("NVFP4", "FP8", 16)
+    layers = sorted(str(i) for i in range(61))  # the file's own order: 0, 1, 10, 11, ... 9
+    assert q["exclude_modules"] == ["lm_head", *(f"model.layers.{i}.self_attn*" for i in layers), "model.layers.61*"]
+    assert len(read_data_text(f"quant_configs/{DSR1_0528}")) == 2918
+
+
+def test_nvidias_deepseek_r1_fp4_keeps_all_five_mla_projections_bf16() -> None:
+    from anchorgpu.architectures.loader import load_with_hf_quant_config
+
+    m = load_with_hf_quant_config("deepseek-r1", DSR1_0528)
+    q = m.quantization
+    assert q is not None and q.method == "modelopt" and q.name == "nvfp4" and not q.head_quantized
+    assert {g: f for g, f in q.groups if f == 0.0} == {"q_a": 0.0, "q_b": 0.0, "kv_a": 0.0, "kv_b": 0.0, "o": 0.0,
+                                                       "router": 0.0}
+    assert (q.kv_cache, q.kv_cache_field) == ("fp8", "kv_cache_quant_algo FP8")
+    # the attention's linear layers, 61 layers x 187M (Stop 44: 11.41B), all 16-bit: +16.4 GB over NVFP4 everywhere
+    per_layer = 7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 * 128 * 256 + 128 * 128 * 7168
+    shipped = model_weight_parts(m, shipped_format(m))
+    everywhere = model_weight_parts(m, get_format("nvfp4"))
+    assert sum(shipped.detail[g] for g in ("q_a", "q_b", "kv_a", "kv_b", "o")) == 61 * 2 * per_layer
+    assert 61 * per_layer == 11_413_422_080
+    assert shipped.experts == everywhere.experts
+    assert 16.3e9 < shipped.dense - everywhere.dense < 16.5e9
+
+
+def test_a_quant_config_needs_a_registry_language_model() -> None:
+    from anchorgpu.architectures.loader import load_with_hf_quant_config
+    from anchorgpu.errors import UnknownModel
+
+    with pytest.raises(UnknownModel):
+        load_with_hf_quant_config("deepseek-r9", DSR1_0528)
+    with pytest.raises(UnknownModel):
+        load_with_hf_quant_config("flux.1-dev", DSR1_0528)

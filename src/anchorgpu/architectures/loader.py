@@ -23,7 +23,8 @@ from anchorgpu.architectures.registry import REGISTRY_FILE, ModelInfo, list_mode
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.errors import DataFileError, HubUnavailable, InvalidConfig, UnknownModel, did_you_mean
 
-__all__ = ["HUB_ID", "Fetch", "load_config_file", "load_model", "load_registry_model"]
+__all__ = ["HUB_ID", "QUANT_CONFIGS_DIR", "Fetch", "load_config_file", "load_model", "load_registry_model",
+           "load_with_hf_quant_config"]
 
 # A Hub repository id: "org/name" with the characters the Hub allows.
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -110,6 +111,37 @@ def load_registry_model(info: ModelInfo) -> ModelSpec | DiffusionPipelineSpec:
     return replace(spec, family=info.family)
 
 
+QUANT_CONFIGS_DIR = "quant_configs"
+"""Published checkpoints' ModelOpt ``hf_quant_config.json`` files, kept under ``architectures/data/`` verbatim (each
+file's source is in ``quant_configs/SOURCES.md``)."""
+
+
+def _with_hf_quant_config(cfg: dict[str, object], doc_text: str, *, where: str) -> dict[str, object]:
+    """``cfg`` with the ModelOpt ``hf_quant_config.json`` ``doc_text`` as its ``quantization_config``."""
+    doc = parse_config_text(doc_text, where=where)
+    return {**cfg, "quantization_config": modelopt_quantization_config(doc, where=where)}
+
+
+def load_with_hf_quant_config(model: str, quant_config: str) -> ModelSpec:
+    """A registry model's architecture quantized as the shipped ModelOpt file ``quant_configs/<quant_config>``
+    says: a checkpoint NVIDIA re-exported from that model with an ``hf_quant_config.json`` beside its config (the
+    file replaces the config's own ``quantization_config``, as TensorRT-LLM reads ``hf_quant_config.json`` first).
+    Read through the same path as a checkpoint folder's sidecar (:func:`load_config_file`).
+
+    >>> m = load_with_hf_quant_config("deepseek-r1", "nvidia-deepseek-r1-0528-fp4.hf_quant_config.json")
+    >>> q = m.quantization; q.method, q.name, q.fraction("o"), q.fraction("expert_up"), q.kv_cache
+    ('modelopt', 'nvfp4', 0.0, 1.0, 'fp8')
+    """
+    info = resolve(model)
+    if info is None or info.kind != "llm":
+        raise UnknownModel(model, did_you_mean(model, list_models()))
+    relative = f"{QUANT_CONFIGS_DIR}/{quant_config}"
+    cfg = parse_config_text(read_data_text(info.file), where=f"architectures/data/{info.file}")
+    cfg = _with_hf_quant_config(cfg, read_data_text(relative), where=f"architectures/data/{relative}")
+    spec = from_hf_config(cfg, name=info.name, source=f"{info.source} + architectures/data/{relative}")
+    return replace(spec, family=info.family)
+
+
 def load_config_file(path: Path) -> ModelSpec:
     """A ``config.json`` file, or a folder that holds one."""
     file = path / "config.json" if path.is_dir() else path
@@ -124,10 +156,10 @@ def load_config_file(path: Path) -> ModelSpec:
     if "quantization_config" not in cfg and sidecar.is_file():
         # ModelOpt checkpoints exported before config.json carried it state the precision only there
         try:
-            doc = parse_config_text(sidecar.read_text(encoding="utf-8-sig"), where=str(sidecar))
+            doc_text = sidecar.read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
             raise InvalidConfig(f"{sidecar}: cannot be read ({type(exc).__name__}: {exc})") from None
-        cfg = {**cfg, "quantization_config": modelopt_quantization_config(doc, where=str(sidecar))}
+        cfg = _with_hf_quant_config(cfg, doc_text, where=str(sidecar))
     name = file.parent.name if file.name == "config.json" else file.stem
     return from_hf_config(cfg, name=name or file.stem, source=str(file))
 

@@ -20,6 +20,11 @@ A benchmark that sent ``burst_requests`` equal requests at once is timed as that
 (``burst_output_tokens_per_s``: :func:`~anchorgpu.planner.speed.batching.burst_makespan_s`). ``host_overlap: false``
 marks an engine whose host work ran between GPU steps rather than beside them (vLLM 0.11, whose async scheduling was
 opt-in: vllm-project/vllm PR #19970).
+A row's ``model`` is a registry name (``{"registry": ...}``), a config (``{"config": {...}}``), or a registry
+architecture with the ModelOpt ``hf_quant_config.json`` of the checkpoint that ran (``{"registry": ...,
+"hf_quant_config": FILE}``, FILE under ``architectures/data/quant_configs/``): its ``weights`` then name that file's
+algorithm (``nvfp4``), which plans the checkpoint's own layout, its excluded layers 16-bit in bytes and products
+(:func:`~anchorgpu.planner.formats.format_for_model`), not the format everywhere.
 """
 
 from __future__ import annotations
@@ -74,10 +79,14 @@ def _model_of(run_id: str) -> ModelSpec:
     """A row's model, read once (the fit predicts every row thousands of times)."""
     from anchorgpu.architectures import load_model
     from anchorgpu.architectures.hf import from_hf_config
+    from anchorgpu.architectures.loader import load_with_hf_quant_config
 
     row = next(run.row for run in load_runs() if run.id == run_id)
     ref = row["model"]
-    if "registry" in ref:
+    spec: object
+    if "hf_quant_config" in ref:  # the checkpoint that ran: the registry architecture, ModelOpt's file its layout
+        spec = load_with_hf_quant_config(ref["registry"], ref["hf_quant_config"])
+    elif "registry" in ref:
         spec = load_model(ref["registry"], offline=True)
     else:
         spec = from_hf_config(ref["config"], name=row["id"], source=row["source"])
