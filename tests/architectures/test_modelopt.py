@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from anchorgpu.architectures import from_hf_config
+from anchorgpu.architectures import ModelSpec, from_hf_config
 from anchorgpu.architectures._modelopt import modelopt_quantization_config
 from anchorgpu.architectures.loader import load_config_file
 from anchorgpu.architectures.quantization import describe_shipped
@@ -216,3 +216,99 @@ def test_a_quant_config_needs_a_registry_language_model() -> None:
         load_with_hf_quant_config("deepseek-r9", DSR1_0528)
     with pytest.raises(UnknownModel):
         load_with_hf_quant_config("flux.1-dev", DSR1_0528)
+
+
+def _fake_hub_download(tmp_path: Path, files: dict[str, str | Exception], calls: list[tuple[str, str, str | None]]):
+    """``huggingface_hub.hf_hub_download`` over ``files`` (name -> text, or the exception the Hub raises), writing
+    into one snapshot folder named by its commit, as the Hub's cache does."""
+    snapshot = tmp_path / "snapshots" / ("0123456789abcdef" * 3)[:40]
+
+    def download(repo_id: str, filename: str, revision: str | None = None) -> str:
+        calls.append((repo_id, filename, revision))
+        served = files[filename]
+        if isinstance(served, Exception):
+            raise served
+        snapshot.mkdir(parents=True, exist_ok=True)
+        (snapshot / filename).write_text(served)
+        return str(snapshot / filename)
+
+    return download
+
+
+def _not_found() -> Exception:
+    import httpx2
+    from huggingface_hub.errors import RemoteEntryNotFoundError
+
+    request = httpx2.Request("GET", "https://huggingface.co/someone/deepseek-r1-bf16/resolve/main/hf_quant_config.json")
+    return RemoteEntryNotFoundError("404 Client Error: Entry Not Found", response=httpx2.Response(404, request=request))
+
+
+def test_a_hub_checkpoint_states_its_modelopt_precision_in_hf_quant_config_json(tmp_path: Path,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """nvidia/DeepSeek-R1-0528-FP4 (ModelOpt 0.31.0) states its NVFP4 layout only in hf_quant_config.json beside a
+    config.json without a quantization_config (the stored file's source: quant_configs/SOURCES.md): fetched from the
+    Hub it must be planned as that layout, not 16-bit."""
+    import huggingface_hub
+
+    from anchorgpu.architectures import load_model
+
+    cfg = _registry_config("deepseek-r1")
+    cfg.pop("quantization_config")
+    calls: list[tuple[str, str, str | None]] = []
+    files: dict[str, str | Exception] = {"config.json": json.dumps(cfg),
+                                         "hf_quant_config.json": read_data_text(f"quant_configs/{DSR1_0528}")}
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", _fake_hub_download(tmp_path, files, calls))
+    m = load_model("nvidia/DeepSeek-R1-0528-FP4", environ={})
+    assert isinstance(m, ModelSpec) and m.quantization is not None
+    assert (m.quantization.method, m.quantization.name, m.quantization.fraction("q_a")) == ("modelopt", "nvfp4", 0.0)
+    assert [c[1] for c in calls] == ["config.json", "hf_quant_config.json"]
+    assert calls[1][2] == ("0123456789abcdef" * 3)[:40]  # the sidecar from config.json's own commit
+
+
+def test_a_hub_checkpoint_without_hf_quant_config_json_is_its_config_alone(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import huggingface_hub
+
+    from anchorgpu.architectures import load_model
+
+    cfg = _registry_config("deepseek-r1")
+    cfg.pop("quantization_config")
+    calls: list[tuple[str, str, str | None]] = []
+    files: dict[str, str | Exception] = {"config.json": json.dumps(cfg), "hf_quant_config.json": _not_found()}
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", _fake_hub_download(tmp_path, files, calls))
+    m = load_model("someone/deepseek-r1-bf16", environ={})
+    assert isinstance(m, ModelSpec) and m.quantization is None
+    assert [c[1] for c in calls] == ["config.json", "hf_quant_config.json"]
+
+
+def test_a_config_that_states_its_quantization_fetches_no_sidecar(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import huggingface_hub
+
+    from anchorgpu.architectures import load_model
+
+    calls: list[tuple[str, str, str | None]] = []
+    files: dict[str, str | Exception] = {"config.json": json.dumps(_registry_config("deepseek-r1"))}
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", _fake_hub_download(tmp_path, files, calls))
+    m = load_model("someone/deepseek-r1-fp8-copy", environ={})
+    assert isinstance(m, ModelSpec) and m.quantization is not None
+    assert [c[1] for c in calls] == ["config.json"]
+
+
+def test_a_sidecar_the_hub_cannot_serve_fails_the_fetch_in_one_line(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planned without its hf_quant_config.json a ModelOpt checkpoint would silently come out 16-bit."""
+    import huggingface_hub
+
+    from anchorgpu.architectures import load_model
+    from anchorgpu.errors import HubUnavailable
+
+    cfg = _registry_config("deepseek-r1")
+    cfg.pop("quantization_config")
+    calls: list[tuple[str, str, str | None]] = []
+    files: dict[str, str | Exception] = {"config.json": json.dumps(cfg),
+                                         "hf_quant_config.json": OSError("Name or service not known")}
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", _fake_hub_download(tmp_path, files, calls))
+    with pytest.raises(HubUnavailable, match=r"^nvidia/X: could not fetch config.json .*OSError") as err:
+        load_model("nvidia/X", environ={})
+    assert "\n" not in str(err.value)

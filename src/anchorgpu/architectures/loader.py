@@ -9,6 +9,7 @@ Offline (``offline=True``, ``ANCHORGPU_OFFLINE=1`` or ``HF_HUB_OFFLINE=1``) a Hu
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -151,17 +152,27 @@ def load_config_file(path: Path) -> ModelSpec:
         text = file.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidConfig(f"{file}: cannot be read ({type(exc).__name__}: {exc})") from None
-    cfg = parse_config_text(text, where=str(file))
-    sidecar = file.parent / "hf_quant_config.json"
-    if "quantization_config" not in cfg and sidecar.is_file():
-        # ModelOpt checkpoints exported before config.json carried it state the precision only there
-        try:
-            doc_text = sidecar.read_text(encoding="utf-8-sig")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InvalidConfig(f"{sidecar}: cannot be read ({type(exc).__name__}: {exc})") from None
-        cfg = _with_hf_quant_config(cfg, doc_text, where=str(sidecar))
+    cfg = _with_sidecar(parse_config_text(text, where=str(file)), file)
     name = file.parent.name if file.name == "config.json" else file.stem
     return from_hf_config(cfg, name=name or file.stem, source=str(file))
+
+
+SIDECAR = "hf_quant_config.json"
+"""ModelOpt's quantization file beside ``config.json``: checkpoints exported before config.json carried a
+``quantization_config`` (nvidia/DeepSeek-R1-0528-FP4, ModelOpt 0.31) state their precision only there."""
+
+
+def _with_sidecar(cfg: dict[str, object], file: Path) -> dict[str, object]:
+    """``cfg`` (read from ``file``) with the ``hf_quant_config.json`` beside it as its ``quantization_config``,
+    where the config states none and the file is there."""
+    sidecar = file.parent / SIDECAR
+    if "quantization_config" in cfg or not sidecar.is_file():
+        return cfg
+    try:
+        doc_text = sidecar.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidConfig(f"{sidecar}: cannot be read ({type(exc).__name__}: {exc})") from None
+    return _with_hf_quant_config(cfg, doc_text, where=str(sidecar))
 
 
 OFFLINE_VARIABLES = ("ANCHORGPU_OFFLINE", "HF_HUB_OFFLINE")
@@ -193,9 +204,30 @@ def _hub_download(repo_id: str) -> str:
     level = hub_logger.level
     hub_logger.setLevel(logging.ERROR)
     try:
-        return str(hf_hub_download(repo_id, "config.json"))
+        local = Path(hf_hub_download(repo_id, "config.json"))
+        _download_sidecar(repo_id, local, hf_hub_download)
+        return str(local)
     finally:
         hub_logger.setLevel(level)
+
+
+def _download_sidecar(repo_id: str, config: Path, download: Callable[..., str]) -> None:
+    """Fetch the repository's ``hf_quant_config.json`` into ``config``'s snapshot folder where ``config`` states no
+    ``quantization_config`` (a ModelOpt checkpoint says its precision there, else it would be planned 16-bit); a
+    repository without one is a plain checkpoint (the Hub answers 404); any other failure fails the fetch, so that
+    a quantized checkpoint is never planned 16-bit for want of its file."""
+    from huggingface_hub.errors import RemoteEntryNotFoundError
+
+    try:
+        if "quantization_config" in json.loads(config.read_text(encoding="utf-8-sig")):
+            return
+    except (OSError, UnicodeDecodeError, ValueError):
+        return  # the caller reads and refuses it in one line
+    try:
+        revision = config.parent.name if re.fullmatch(r"[0-9a-f]{40}", config.parent.name) else None
+        download(repo_id, SIDECAR, revision=revision)  # config.json's snapshot folder: the same commit
+    except RemoteEntryNotFoundError:
+        return
 
 
 def _load_from_hub(
@@ -217,5 +249,5 @@ def _load_from_hub(
         text = file.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise HubUnavailable(f"{repo_id}: downloaded config.json cannot be read ({type(exc).__name__})") from None
-    cfg = parse_config_text(text, where=f"{repo_id}/config.json")
+    cfg = _with_sidecar(parse_config_text(text, where=f"{repo_id}/config.json"), file)
     return from_hf_config(cfg, name=repo_id, source=f"hub:{repo_id}")
