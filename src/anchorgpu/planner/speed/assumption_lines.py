@@ -16,8 +16,8 @@ from anchorgpu.planner.speed.evidence import STACK_NAMES
 from anchorgpu.planner.speed.launches import LayerLaunches, launch_ratio, launches_per_layer
 from anchorgpu.planner.speed.links import host_kind
 
-__all__ = ["expert_launch_line", "expert_parallel_line", "larger_batch_line", "launches_line", "pytorch_stack_line",
-           "serving_constants_line", "serving_line", "step_line"]
+__all__ = ["expert_launch_line", "expert_parallel_line", "larger_batch_line", "launches_line", "pytorch_fsdp_line",
+           "pytorch_stack_line", "serving_constants_line", "serving_line", "step_line"]
 
 
 @memo_on_frozen
@@ -152,6 +152,23 @@ def larger_batch_line(batch_tokens: int, microbatches: int, idle_share: float, l
             f"{flag} this layout would run at {larger_tokens_per_s:,.0f} tok/s "
             f"({larger_tokens_per_s / tokens_per_s:.2f}x), and another layout may then be faster; the batch is a "
             "training choice the planner leaves to you")
+
+
+@lru_cache(maxsize=4)
+def pytorch_fsdp_line(pipelined: bool) -> str:
+    """When FSDP on the PyTorch-native stack reduces the gradients, as the step is timed
+    (:func:`~anchorgpu.planner.speed.data_parallel.scatters_each_micro_batch`); ``pipelined``: with pipeline stages."""
+    if pipelined:
+        return ("FSDP on the PyTorch-native stack with pipeline stages: PyTorch's pipelining schedule turns gradient "
+                "sync off between micro-batches (set_requires_gradient_sync(False)) and reduce-scatters once after "
+                "the last backward, so the step is timed as Megatron-Core's, one scatter a step (in dp_sync)")
+    return ("FSDP on the PyTorch-native stack reduce-scatters every micro-batch's gradients in that micro-batch's "
+            "backward, at the gradients' reduce precision (PyTorch FSDP2 and FSDP1 sync each backward unless told not "
+            "to, and torchtitan's, OLMo-core's and Composer's loops over micro-batches do not tell them): each "
+            "micro-batch's two parameter gathers and its scatter share the data-parallel link behind its computation, "
+            "what that cannot hide is in fsdp_comm, and only the last layer's scatter waits at the step's end "
+            "(dp_sync); Megatron-Core accumulates the gradients and scatters once a step. Gathers are timed in 16 bit "
+            "(torchao's FP8 all-gather is not assumed) and HSDP as FSDP over the whole data-parallel group")
 
 
 @lru_cache(maxsize=8)

@@ -1,6 +1,12 @@
 """Data parallelism in a training step: the parameters a GPU holds and reduces, the link its group's collectives
 cross, and what FSDP's parameter gathers and the gradient sync leave exposed. Pure; stdlib only.
 
+When FSDP reduces the gradients depends on the training software. Megatron-Core accumulates them over a step's
+micro-batches and reduce-scatters once, behind the last backward pass; PyTorch's own FSDP as torchtitan, OLMo-core and
+Composer (llm-foundry) run it reduce-scatters each micro-batch's gradients inside that micro-batch's backward
+(:func:`scatters_each_micro_batch`), so on the PyTorch-native stack a micro-batch carries its two gathers and its
+scatter (:func:`fsdp_micro_traffic_s`).
+
 Across servers a data-parallel (or FSDP) group leaves each server through every member GPU's own NIC
 (:func:`~anchorgpu.planner.speed.links.data_parallel_link`), and each ring collective also pays NCCL's latency for
 each of its steps (:func:`~anchorgpu.planner.speed.links.ring_latency_s`): FSDP gathers and scatters a layer at a
@@ -33,7 +39,8 @@ from anchorgpu.planner.speed.offload import parameter_fetch_s
 if TYPE_CHECKING:
     from anchorgpu.planner.speed.training import TrainSplit
 
-__all__ = ["BUCKET_MIN_PARAMS", "DataParallelTerms", "data_parallel_terms", "group_link_of", "held_params"]
+__all__ = ["BUCKET_MIN_PARAMS", "DataParallelTerms", "data_parallel_terms", "group_link_of", "held_params",
+           "scatters_each_micro_batch"]
 
 BUCKET_MIN_PARAMS = 40_000_000
 """Megatron-Core's default gradient bucket: ``max(40M, 1M x DP)`` parameters (DistributedDataParallelConfig's
@@ -42,7 +49,8 @@ BUCKET_MIN_PARAMS = 40_000_000
 
 @dataclass(frozen=True, slots=True)
 class DataParallelTerms:
-    fsdp_s: float  # a micro-batch's parameter gathers compute did not hide, their per-layer latency, host fetches
+    fsdp_s: float  # a micro-batch's parameter gathers (and on the PyTorch-native stack its gradient scatter) compute
+    # did not hide, their per-layer latency, host fetches
     sync_s: float  # a step's gradient sync the last backward pass did not hide
     local_params: float  # the parameters this GPU's optimizer updates
 
@@ -84,14 +92,51 @@ def group_link_of(gpu: GpuSpec, lay: TrainSplit, *, gpus_per_server: int | None,
                               network_bytes_per_s=network_bytes_per_s)
 
 
+def scatters_each_micro_batch(train_stack: str, lay: TrainSplit) -> bool:
+    """Whether FSDP reduce-scatters every micro-batch's gradients in that micro-batch's backward rather than once a
+    step: on the PyTorch-native stack (``train_stack="pytorch"``) under FSDP (ZeRO 3) without pipeline stages.
+
+    PyTorch's FSDP2 reduces a parameter group's gradients in its post-backward hook unless told not to
+    (``FSDPParamGroup.reduce_grads`` defaults to True; ``set_requires_gradient_sync(False)`` is what turns it off),
+    and neither OLMo-core's train module (``_train_microbatch_context`` sets only ``set_is_last_backward`` and, for
+    HSDP, ``set_requires_all_reduce``) nor torchtitan's ``train_step`` (a ``loss.backward()`` a micro-batch) turns it
+    off; Composer leaves FSDP1 to sync every backward too (its ``ddp_sync_context`` acts on DDP only). Megatron-Core
+    accumulates over the micro-batches and reduces once. With pipeline stages PyTorch's pipelining schedule does the
+    same (``PipelineStage`` sets ``set_requires_gradient_sync(False)`` and reduces once after the last backward), so
+    a pipelined layout keeps the once-a-step scatter.
+
+    >>> from anchorgpu.planner.speed.training import TrainLayout
+    >>> lay = TrainLayout(gpus=16, dp=16, zero=3)
+    >>> scatters_each_micro_batch("pytorch", lay), scatters_each_micro_batch("megatron", lay)
+    (True, False)
+    >>> scatters_each_micro_batch("pytorch", TrainLayout(gpus=16, pp=2, dp=8, zero=3))
+    False
+    """
+    return train_stack == "pytorch" and lay.zero >= 3 and lay.pp == 1
+
+
 def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: TrainSplit, *, stage_layers: float,
                         compute_s: float, trains_base: bool, gpus_per_server: int | None,
-                        network_bytes_per_s: float | None, grad_bytes_per_value: int) -> DataParallelTerms:
-    """FSDP's gathers (every micro-batch, hidden behind ``compute_s`` as far as they can be) and the gradient sync
-    (once a step, behind the last backward pass: an all-reduce for DDP, a reduce-scatter for FSDP with gradients
-    accumulated over the micro-batches, ZeRO-1/2's scatter and gather of the updated parameters an all-reduce's
-    volume). Under expert parallelism a GPU holds 1/ep of its stage's routed experts, and their gradients are
-    reduced over the GPUs holding the same experts (the expert data-parallel group, tp x dp x cp / ep)."""
+                        network_bytes_per_s: float | None, grad_bytes_per_value: int,
+                        train_stack: str = "megatron") -> DataParallelTerms:
+    """FSDP's gathers (every micro-batch, hidden behind ``compute_s`` as far as they can be) and the gradient sync.
+
+    Megatron-Core (and the PyTorch-native stack with pipeline stages): the sync once a step, behind the last backward
+    pass (two thirds of ``compute_s``): an all-reduce for DDP, a reduce-scatter for FSDP with gradients accumulated
+    over the micro-batches, ZeRO-1/2's scatter and gather of the updated parameters an all-reduce's volume.
+
+    The PyTorch-native stack under FSDP without pipeline stages (:func:`scatters_each_micro_batch`): every
+    micro-batch reduce-scatters its own gradients (at ``grad_bytes_per_value``: FSDP's ``reduce_dtype``), so its two
+    gathers and its scatter share the group's link behind that micro-batch's computation and what the computation
+    cannot hide is exposed every micro-batch (``fsdp_s``); at the step's end only the scatter of the layer whose
+    backward runs last is left to wait for (``sync_s``: the earlier layers' scatters run beside the later layers'
+    backward). The gathers move 16-bit values whatever the products' precision: torchao's FP8 all-gather
+    (``enable_fsdp_float8_all_gather``) is on in OLMo-core's Float8Config but off in torchtitan's shipped configs, so
+    it is not assumed. HSDP's cross-replica all-reduce is not modelled: the plan shards over the whole data-parallel
+    group (across servers each GPU's NIC carries about 1/8 of a server's share either way).
+
+    Under expert parallelism a GPU holds 1/ep of its stage's routed experts, and their gradients are reduced over the
+    GPUs holding the same experts (the expert data-parallel group, tp x dp x cp / ep)."""
     params_stage, expert_stage, expert_group = held_params(model, lay)
     shard_group = lay.dp * lay.cp
     dp_link = group_link_of(gpu, lay, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
@@ -108,24 +153,36 @@ def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: T
         expert_ring = ring_latency_s(expert_group, servers, inside)
     moe_layers = stage_layers * model.moe.num_moe_layers / model.num_layers if model.moe is not None else 0.0
     eff = cal.link_efficiency
+    each_micro = trains_base and scatters_each_micro_batch(train_stack, lay)
+    groups = ((params_stage, shard_group, dp_link, shard_ring, stage_layers),
+              (expert_stage, expert_group, expert_link, expert_ring, moe_layers))
+
+    def scatter_s(held: float, group: int, link: Link, ring: float, per_layer: float) -> float:
+        """One reduce-scatter of ``held`` parameters' gradients over ``group``, a layer at a time."""
+        return reduce_scatter_s(held * grad_bytes_per_value, group, link, efficiency=eff) + per_layer * ring
 
     fsdp_s = 0.0
-    if lay.zero >= 3 and shard_group > 1:
+    if lay.zero >= 3 and (shard_group > 1 or (each_micro and expert_stage and expert_group > 1)):
         gather = (2 * all_gather_s(params_stage * ACTIVATION_BYTES, shard_group, dp_link, efficiency=eff)
                   + 2 * stage_layers * shard_ring)
         if expert_stage and expert_group > 1:
             gather += (2 * all_gather_s(expert_stage * ACTIVATION_BYTES, expert_group, expert_link, efficiency=eff)
                        + 2 * moe_layers * expert_ring)
-        fsdp_s = max(0.0, gather - compute_s) + 2 * stage_layers * dp_link.latency_s
+        launches = 2.0
+        if each_micro:  # this micro-batch's own scatter, a layer at a time beside its gathers
+            gather += sum(scatter_s(*g) for g in groups if g[0] and g[1] > 1)
+            launches = 3.0
+        fsdp_s = max(0.0, gather - compute_s) + launches * stage_layers * dp_link.latency_s
     if lay.offload == "params":  # the parameter shard fetched from host memory forward and backward (ZeRO-Infinity)
         fsdp_s += parameter_fetch_s(gpu, cal, params_stage / max(1, shard_group) + expert_stage / max(1, expert_group))
 
     sync_s = 0.0
-    if trains_base and (shard_group > 1 or expert_group > 1):
+    if each_micro:  # the last layer's scatter of the last micro-batch: nothing left to run beside it
+        sync_s = sum(scatter_s(*g) / max(1.0, g[4]) for g in groups if g[0] and g[1] > 1)
+    elif trains_base and (shard_group > 1 or expert_group > 1):
         reduce = reduce_scatter_s if lay.zero >= 3 else allreduce_s
         full = 0.0
-        for held, group, link, ring, per_layer in ((params_stage, shard_group, dp_link, shard_ring, stage_layers),
-                                                   (expert_stage, expert_group, expert_link, expert_ring, moe_layers)):
+        for held, group, link, ring, per_layer in groups:
             if held and group > 1:
                 full += reduce(held * grad_bytes_per_value, group, link, efficiency=eff)
                 full += (per_layer * ring if lay.zero >= 3

@@ -141,6 +141,8 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
             warnings.append(ctx.tp_warning)
     if ctx.dp_line is not None:
         assumptions.append(ctx.dp_line)
+    if ctx.fsdp_line is not None:
+        assumptions.append(ctx.fsdp_line)
     if ctx.ep_line is not None:
         assumptions.append(ctx.ep_line)
     if lay.offload != "none":

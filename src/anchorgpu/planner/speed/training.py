@@ -299,10 +299,12 @@ def _compute_layout_terms(
     choice, stage_layers, act_bytes = micro.choice, micro.stage_layers, micro.act_bytes
     compute_s, tp_s, cp_s, ep_s, launch_s = micro.compute_s, micro.tp_s, micro.cp_s, micro.ep_s, micro.launch_s
 
-    # data parallelism: FSDP's gathers every micro-batch, the gradient sync once a step (data_parallel_terms)
+    # data parallelism: FSDP's gathers every micro-batch, the gradient sync once a step, or on the PyTorch-native
+    # stack the gradient scatter every micro-batch too (data_parallel_terms)
     dpt = data_parallel_terms(model, gpu, cal, lay, stage_layers=stage_layers, compute_s=compute_s,
                               trains_base=kind == "full", gpus_per_server=gpus_per_server,
-                              network_bytes_per_s=network_bytes_per_s, grad_bytes_per_value=grad_bytes_per_value)
+                              network_bytes_per_s=network_bytes_per_s, grad_bytes_per_value=grad_bytes_per_value,
+                              train_stack=train_stack)
     fsdp_s = dpt.fsdp_s
 
     # activations offloaded to the host (Megatron-Core's CPU offloading, one stage): the copies' exposed part

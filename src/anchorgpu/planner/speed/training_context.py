@@ -13,7 +13,11 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.eager_stack import speed_line
 from anchorgpu.planner.pipeline_layout import PipelineLayout
-from anchorgpu.planner.speed.assumption_lines import pytorch_stack_line, training_expert_parallel_line
+from anchorgpu.planner.speed.assumption_lines import (
+    pytorch_fsdp_line,
+    pytorch_stack_line,
+    training_expert_parallel_line,
+)
 from anchorgpu.planner.speed.calibration import Band, Calibration, StackConstants, band_kind_of
 from anchorgpu.planner.speed.caveats import training_caveats
 from anchorgpu.planner.speed.data_parallel import group_link_of
@@ -36,6 +40,7 @@ class TrainingContext(NamedTuple):
     tp_line: str | None  # tensor-parallel traffic, with its warning (code, message) where the link is slow
     tp_warning: tuple[str, str] | None
     dp_line: str | None  # data-parallel traffic across servers
+    fsdp_line: str | None  # when FSDP reduces the gradients on the PyTorch-native stack
     ep_line: str | None  # expert parallelism
     layers_line: str | None  # the embedding and the loss counted as layers of the pipeline split
     caveats: tuple[str, ...]
@@ -76,6 +81,9 @@ def training_context(gpu: GpuSpec, cal: Calibration, model: ModelSpec, gpus: int
             dp_line = (f"data-parallel traffic (gradient sync{', parameter gathers' if zero >= 3 else ''}) "
                        f"over the {link.description} (NCCL's rings leave a server through each member's "
                        "own NIC), each ring collective with NCCL's latency for each of its steps")
+    fsdp_line = None
+    if train_stack == "pytorch" and task == "train" and zero >= 3 and dp * cp > 1:
+        fsdp_line = pytorch_fsdp_line(pp > 1)
     ep_line = None
     if model.moe is not None and ep > 1:
         ep_line = training_expert_parallel_line(ep, tp, dp, cp, model.moe.experts_per_token, server_gpus,
@@ -96,5 +104,5 @@ def training_context(gpu: GpuSpec, cal: Calibration, model: ModelSpec, gpus: int
     evidence = None if cal.origin == "user" else evidence_items(gpu, cal, evidence_kind("train", run_kind))
     return TrainingContext(
         band=plan_band(gpu, cal, "train", run_kind, None), stack=k, stack_line=stack_line, tp_line=tp_line,
-        tp_warning=tp_warning, dp_line=dp_line, ep_line=ep_line, layers_line=layers_line,
+        tp_warning=tp_warning, dp_line=dp_line, fsdp_line=fsdp_line, ep_line=ep_line, layers_line=layers_line,
         caveats=tuple(training_caveats(cal.caveats, moe=model.moe is not None, cp=cp > 1)), evidence=evidence)
