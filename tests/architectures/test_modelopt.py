@@ -133,13 +133,26 @@ def test_the_config_json_form_of_an_fp8_kv_cache_reads_the_same(scheme: object) 
     assert q is not None and (q.kv_cache, q.kv_cache_field) == ("fp8", "kv_cache_scheme FP8")
 
 
-def test_an_nvfp4_kv_cache_the_planner_has_no_dtype_for_is_a_note() -> None:
+@pytest.mark.parametrize(("key", "value", "field"), [
+    ("kv_cache_quant_algo", "NVFP4", "kv_cache_quant_algo NVFP4"),
+    ("kv_cache_scheme", "NVFP4", "kv_cache_scheme NVFP4"),
+    # the compressed-tensors form vLLM 0.33.0's get_kv_cache_quant_algo_string reads as nvfp4
+    ("kv_cache_scheme", {"num_bits": 4, "type": "float"}, "kv_cache_scheme NVFP4"),
+])
+def test_an_nvfp4_kv_cache_is_the_kv_cache_the_checkpoint_ships(key: str, value: object, field: str) -> None:
+    cfg = _registry_config("llama-3.1-8b")
+    cfg["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16, key: value}
+    q = from_hf_config(cfg, name="x", source="test").quantization
+    assert q is not None and (q.kv_cache, q.kv_cache_field, q.notes) == ("nvfp4", field, ())
+
+
+def test_an_int8_kv_cache_the_planner_has_no_dtype_for_is_a_note() -> None:
     cfg = _registry_config("llama-3.1-8b")
     cfg["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16,
-                                  "kv_cache_quant_algo": "NVFP4"}
+                                  "kv_cache_quant_algo": "INT8"}
     q = from_hf_config(cfg, name="x", source="test").quantization
     assert q is not None and q.kv_cache is None
-    assert len(q.notes) == 1 and "NVFP4 KV cache" in q.notes[0] and "--kv-cache" in q.notes[0]
+    assert len(q.notes) == 1 and "INT8 KV cache" in q.notes[0] and "--kv-cache" in q.notes[0]
 
 
 def test_modelopt_quantizes_the_head_where_nothing_excludes_it() -> None:

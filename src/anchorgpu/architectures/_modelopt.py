@@ -22,11 +22,12 @@ bytes in ways not read here and is refused in one line. ``exclude_modules`` / ``
 quantized only where no pattern names it.
 
 ``kv_cache_quant_algo`` (``config.json``'s ``kv_cache_scheme``: the string, or ``{"num_bits": 8, "type":
-"float"}``) ``FP8`` is the KV cache the checkpoint ships: its calibrated K/V scales, which vLLM
-(``vllm/utils/torch_utils.py`` ``resolve_kv_cache_dtype_string``: ``--kv-cache-dtype auto`` becomes ``fp8_e4m3``)
-and TensorRT-LLM (``tensorrt_llm/llmapi/llm_utils.py`` ``_apply_modelopt_quant_config``: the checkpoint's
-``kv_cache_quant_algo`` unless ``kv_cache_config.dtype`` names one) run by default, so the plan's default KV
-dtype. ``NVFP4`` and ``INT8`` KV caches, which the planner has no dtype for, are kept as a note.
+"float"}``) ``FP8`` or ``NVFP4`` (``{"num_bits": 4, "type": "float"}``) is the KV cache the checkpoint ships: its
+calibrated K/V scales, which vLLM (``vllm/utils/torch_utils.py`` ``resolve_kv_cache_dtype_string`` and
+``MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP``, 0.33.0: ``--kv-cache-dtype auto`` becomes ``fp8_e4m3`` or ``nvfp4``) and
+TensorRT-LLM (``tensorrt_llm/llmapi/llm_utils.py`` ``_apply_modelopt_quant_config``: the checkpoint's
+``kv_cache_quant_algo`` unless ``kv_cache_config.dtype`` names fp8 or nvfp4) run by default, so the plan's default
+KV dtype (``fp8``, ``nvfp4``). An ``INT8`` KV cache, which the planner has no dtype for, is kept as a note.
 """
 
 from __future__ import annotations
@@ -70,13 +71,15 @@ def _patterns(q: Mapping[str, object], where: str) -> tuple[str, ...]:
 
 
 def _kv_cache(q: Mapping[str, object], where: str) -> tuple[str | None, str, tuple[str, ...]]:
-    """The KV dtype the checkpoint ships (``"fp8"`` or None), the field that says so, and a note for one the
-    planner has no dtype for."""
+    """The KV dtype the checkpoint ships (``"fp8"``, ``"nvfp4"`` or None), the field that says so, and a note for
+    one the planner has no dtype for."""
     kv = q.get("kv_cache_quant_algo")
     scheme = q.get("kv_cache_scheme")
     field = "kv_cache_quant_algo"
     if kv is None and isinstance(scheme, Mapping) and scheme.get("type") == "float" and scheme.get("num_bits") == 8:
         kv, field = "FP8", "kv_cache_scheme"
+    elif kv is None and isinstance(scheme, Mapping) and scheme.get("type") == "float" and scheme.get("num_bits") == 4:
+        kv, field = "NVFP4", "kv_cache_scheme"  # vLLM's get_kv_cache_quant_algo_string reads it as nvfp4
     elif kv is None and isinstance(scheme, str):
         kv, field = scheme, "kv_cache_scheme"
     if kv is None:
@@ -84,8 +87,8 @@ def _kv_cache(q: Mapping[str, object], where: str) -> tuple[str | None, str, tup
     if not isinstance(kv, str) or kv.upper() not in _KV_ALGOS:
         raise InvalidConfig(f"{where}: field 'quantization_config.kv_cache_quant_algo' must be one of "
                             f"{', '.join(_KV_ALGOS)} or null, got {kv!r}")
-    if kv.upper() == "FP8":
-        return "fp8", f"{field} FP8", ()
+    if kv.upper() in ("FP8", "NVFP4"):
+        return kv.lower(), f"{field} {kv.upper()}", ()
     return None, "", (f"ModelOpt calibrated a {kv.upper()} KV cache ({field}), which the planner has no dtype for; "
                       "the plan sizes it by --kv-cache (default bf16)",)
 

@@ -75,8 +75,8 @@ class ShippedQuantization:
     ``groups``: (linear-group name, fraction of its matrices quantized) for every linear group of the model;
     a fraction below 1 means the ignore list names some layers (DeepSeek AWQ keeps its first layers 16-bit).
     ``head_quantized``: the untied LM head is stored in the quantized format too.
-    ``kv_cache``: the KV-cache dtype the checkpoint was calibrated for and ships scales of (``"fp8"``), which
-    vLLM and TensorRT-LLM then run by default; None when it states none. ``kv_cache_field`` names where the
+    ``kv_cache``: the KV-cache dtype the checkpoint was calibrated for and ships scales of (``"fp8"``,
+    ``"nvfp4"``), which vLLM and TensorRT-LLM then run by default; None when it states none. ``kv_cache_field`` names where the
     config says so (``kv_cache_quant_algo FP8``), for the plan's assumption line.
     """
 

@@ -5,6 +5,7 @@ Keys are a contract (DESIGN.md section 5): keep them, add freely. Counts are int
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from anchorgpu.architectures.registry import resolve
@@ -13,8 +14,9 @@ from anchorgpu.errors import InvalidInput
 
 __all__ = ["KV_CACHE_BYTES", "kv_bytes_per_value", "model_to_json", "shipped_weights"]
 
-# Bytes per cached value for each KV-cache precision the CLI accepts.
-KV_CACHE_BYTES: dict[str, int] = {"bf16": 2, "fp16": 2, "fp8": 1}
+# Bytes per cached value for each KV-cache precision the CLI accepts (nvfp4: half a byte and an FP8 scale per 16
+# values, as anchorgpu.planner.inputs.KV_CACHE_DTYPES states with its sources).
+KV_CACHE_BYTES: dict[str, float] = {"bf16": 2, "fp16": 2, "fp8": 1, "nvfp4": 0.5625}
 
 BREAKDOWN_KEYS = (
     "embeddings", "position_embeddings", "attention", "mlp", "experts", "shared_experts", "router", "norms", "head",
@@ -22,11 +24,11 @@ BREAKDOWN_KEYS = (
 )
 
 
-def kv_bytes_per_value(kv_cache: str) -> int:
-    """Bytes per cached value for ``kv_cache`` (bf16/fp16 → 2, fp8 → 1).
+def kv_bytes_per_value(kv_cache: str) -> float:
+    """Bytes per cached value for ``kv_cache`` (bf16/fp16 → 2, fp8 → 1, nvfp4 → 0.5625).
 
-    >>> kv_bytes_per_value("fp8")
-    1
+    >>> kv_bytes_per_value("fp8"), kv_bytes_per_value("nvfp4")
+    (1, 0.5625)
     """
     try:
         return KV_CACHE_BYTES[kv_cache.lower()]
@@ -79,7 +81,7 @@ def model_to_json(spec: ModelSpec | DiffusionPipelineSpec, *, kv_cache: str | No
         "position_embedding_params": spec.params.position_embeddings,
         "kv_bytes_per_token": spec.kv_bytes_per_token(per_value),
         "kv_cache_dtype": kv_cache.lower(),
-        "kv_bytes_per_sequence_at_context": spec.kv_values_for_context(ctx) * per_value,
+        "kv_bytes_per_sequence_at_context": math.ceil(spec.kv_values_for_context(ctx) * per_value),
         # recurrent (Mamba/SSM, linear-attention) state one sequence holds at any length, 16-bit unless the
         # model pins its SSM state to float32; 0 for a transformer. KV above is on the attention layers only.
         "state_bytes_per_sequence": spec.state_bytes_per_sequence(2),

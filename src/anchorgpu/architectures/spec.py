@@ -9,6 +9,7 @@ and a diffusion pipeline's records in :mod:`~anchorgpu.architectures.diffusion_s
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -146,7 +147,7 @@ class ModelSpec:
 
     def kv_bytes_per_token(self, bytes_per_value: float = 2) -> int:
         """KV-cache bytes per token for all attention layers (bf16 unless told), ignoring window caps."""
-        return int(self.kv_values_per_token() * bytes_per_value)
+        return math.ceil(self.kv_values_per_token() * bytes_per_value)
 
     @property
     def sliding_window_layers(self) -> int:

@@ -1,6 +1,6 @@
 """``anchorgpu model`` and ``anchorgpu models``: one model's architecture, and the registry.
 
-    anchorgpu model MODEL [--json] [--kv-cache bf16|fp16|fp8]
+    anchorgpu model MODEL [--json] [--kv-cache bf16|fp16|fp8|nvfp4]
     anchorgpu models [--json] [--family NAME] [--by-family]
 
 MODEL is a registry name or alias (``llama-3.1-70b``), a path to a ``config.json`` or its folder, or a
@@ -194,7 +194,7 @@ def model_command(
     model: str = typer.Argument(..., help="Registry name or alias, path to config.json (or its folder), or Hub id."),
     json_out: bool = typer.Option(False, "--json", help="Print the JSON contract instead of tables."),
     kv_cache: str | None = typer.Option(None, "--kv-cache", help="KV-cache precision for kv_bytes_per_token: bf16, "
-                                        "fp16 or fp8 (default: the checkpoint's, else bf16)."),
+                                        "fp16, fp8 or nvfp4 (default: the checkpoint's, else bf16)."),
     offline: bool = typer.Option(False, "--offline", help="Never contact the Hugging Face Hub (also HF_HUB_OFFLINE=1)."),
 ) -> None:
     """Show a model's architecture, exact parameter counts and KV-cache bytes per token."""

@@ -103,11 +103,17 @@ CROSS_ENTROPY_IMPLS: tuple[CrossEntropy, ...] = ("unfused", "native", "te", "eag
 ``vocab_parallel_cross_entropy`` (``--cross-entropy-loss-fusion`` off); native, its fused version
 (``--cross-entropy-fusion-impl native``); te, Transformer Engine's fused kernel (``--cross-entropy-fusion-impl te``);
 eager, PyTorch's ``cross_entropy`` on the logits cast to fp32."""
-KV_CACHE_DTYPES: dict[str, float] = {"bf16": 2, "fp16": 2, "fp8": 1}
+KV_CACHE_DTYPES: dict[str, float] = {"bf16": 2, "fp16": 2, "fp8": 1, "nvfp4": 0.5625}
+"""Bytes per cached value of each KV-cache dtype. ``nvfp4``: FP4 E2M1 values (half a byte) and one FP8 E4M3 scale
+per 16 of them, 0.5 + 1/16 bytes, as all three engines store it: vLLM 0.33.0 ``nvfp4_kv_cache_full_dim`` (a head of
+``d`` values takes ``d // 2 + d // 16`` bytes), TensorRT-LLM ``KVCacheManager.get_cache_size_per_token`` ("1 bytes
+for 2 elements, and SFs (fp8) per 16 elements") and SGLang 0.5.23 ``MHATokenToKVPoolFP4`` (a ``n·d // 2`` buffer
+and a ``n·d // 16`` one-byte scale buffer a token). The fp32 scales per layer (K and V) are not counted."""
 KV_CACHE_AUTO = "auto"
 """``PrecisionPlan.kv_cache`` when none is asked for: the KV dtype the checkpoint ships (an FP8 KV cache on a GPU
-with FP8 hardware), else bf16, as the engines' ``auto`` resolves it; ``plan()`` states which, and its
-``Plan.precision`` holds the dtype planned."""
+with FP8 hardware, an NVFP4 one on a GPU with NVFP4 hardware, else the nearest the GPU runs:
+:func:`anchorgpu.planner.validate.default_kv_cache`), else bf16, as the engines' ``auto`` resolves it; ``plan()``
+states which, and its ``Plan.precision`` holds the dtype planned."""
 Engine = Literal["vllm", "trtllm"]
 ENGINES: tuple[Engine, ...] = ("vllm", "trtllm")
 """Serving engines whose memory sizing and admission the planner models: vLLM V1 (its ``gpu_memory_utilization``
@@ -179,8 +185,8 @@ class Workload:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PrecisionPlan:
     """Storage formats: ``weights`` (see :data:`anchorgpu.planner.formats.WEIGHT_FORMATS`; default bf16,
-    or nf4-dq for QLoRA) and the KV-cache dtype (bf16, fp16 or fp8; default :data:`KV_CACHE_AUTO`, the
-    checkpoint's FP8 KV cache where it ships one and the GPU has FP8 hardware, else bf16)."""
+    or nf4-dq for QLoRA) and the KV-cache dtype (bf16, fp16, fp8 or nvfp4; default :data:`KV_CACHE_AUTO`, the
+    checkpoint's quantized KV cache where it ships one and the GPU has the hardware for it, else bf16)."""
 
     weights: str | None = None
     kv_cache: str = KV_CACHE_AUTO

@@ -11,6 +11,7 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import (
+    KV_CACHE_DTYPES,
     RECOMPUTES,
     Layout,
     Overheads,
@@ -62,7 +63,7 @@ def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload,
         for name, above_bits in (("fp8", 8), ("int4-awq", 6)):
             if fmt.linear_bits > above_bits + 0.5:  # not when already in (a block-scaled variant of) it
                 out.append((f"--weights {name}", f"store weights as {name}", w, evolve(precision, weights=name), layout))
-        if precision.kv_cache != "fp8":
+        if KV_CACHE_DTYPES.get(precision.kv_cache, 2) > KV_CACHE_DTYPES["fp8"]:  # not from fp8 or nvfp4
             out.append(("--kv-cache fp8", "halve the KV cache with fp8", w, evolve(precision, kv_cache="fp8"), layout))
         if w.engine == "vllm" and (w.max_num_seqs or 0) > SMALL_SEQUENCE_CAP >= (w.concurrency or 1):
             # vLLM profiles its sampler over max_num_seqs sequences of the whole vocabulary at start-up (1,024 on

@@ -120,8 +120,9 @@ def memory_terms(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepS
 class KvFactors:
     """Per (KV dtype, layout): bytes per sequence of the whole context and of the cached tokens a decode reads."""
 
-    slot_bytes: IntArray  # (K, 1, L): context slots x values per token per GPU x bytes per value
-    read_bytes: IntArray  # (K, 1, L): the same for the tokens a decode step reads
+    # float: nvfp4's 0.5625 bytes a value; whole numbers (exact in float64) for the others, as before
+    slot_bytes: FloatArray  # (K, 1, L): context slots x values per token per GPU x bytes per value
+    read_bytes: FloatArray  # (K, 1, L): the same for the tokens a decode step reads
     stage_layers: IntArray  # (L,)
     n_layers: int
     state_per_sequence: int | float  # recurrent state (bytes, all layers), 0 without one
@@ -132,7 +133,7 @@ class KvFactors:
 def kv_factors(model: ModelSpec, spec: SweepSpec, lay: Layouts, kvs: tuple[str, ...], ctx: int,
                 prompt: int, media: MediaLoad | None = None) -> KvFactors:
     values_l = per_value(lay.tp, lambda tp: mm.kv_values_per_token_per_gpu(model, tp=tp))
-    bpv_k = np.array([KV_CACHE_DTYPES[k] for k in kvs], dtype=np.int64)[:, None, None]
+    bpv_k = np.array([KV_CACHE_DTYPES[k] for k in kvs], dtype=np.float64)[:, None, None]
     slots = token_slots(model, ctx, spec.workload.block_size_tokens)
     read_slots = token_slots(model, prompt + spec.output_tokens // 2, 1)
     return KvFactors(slot_bytes=(slots * values_l) * bpv_k, read_bytes=(read_slots * values_l) * bpv_k,

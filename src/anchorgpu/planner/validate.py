@@ -28,7 +28,8 @@ from anchorgpu.planner.workload_checks import check_activation_offload_layout, c
 
 __all__ = ["GPUS_PER_SERVER", "TRAIN_FORMATS", "check_activation_offload_layout", "check_layout_counts", "check_positive",
            "check_tp", "default_tp",
-           "resolve_format", "resolve_kv_cache", "shipped_kv_cache", "resolve_layout", "tp_is_valid", "validate_workload"]
+           "default_kv_cache", "kv_cache_refusal", "kv_cache_runs_on", "resolve_format", "resolve_kv_cache",
+           "shipped_kv_cache", "resolve_layout", "tp_is_valid", "validate_workload"]
 
 TRAIN_FORMATS = ("bf16", "fp16", "fp32")
 
@@ -91,32 +92,91 @@ def _resolve_format(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
 
 
 def shipped_kv_cache(model: ModelSpec | DiffusionPipelineSpec) -> str | None:
-    """The KV-cache dtype the checkpoint ships (its ``quantization_config``'s FP8 KV scheme: ``"fp8"``), or None."""
+    """The KV-cache dtype the checkpoint ships (its ``quantization_config``'s FP8 or NVFP4 KV scheme: ``"fp8"``,
+    ``"nvfp4"``), or None."""
     q = model.quantization if isinstance(model, ModelSpec) else None
     return None if q is None else q.kv_cache
+
+
+def kv_cache_runs_on(kv: str, gpu: GpuSpec) -> bool:
+    """Whether ``gpu`` has the hardware a KV-cache dtype is planned on: FP8 units for ``fp8``, NVFP4 among its FP4
+    formats for ``nvfp4`` (Blackwell; the MI355X's FP4 units take MXFP4, not NVFP4); 16-bit runs everywhere.
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> [kv_cache_runs_on("nvfp4", get_gpu(g)) for g in ("h100", "b200", "mi355x")]
+    [False, True, False]
+    """
+    if kv == "fp8":
+        return gpu.fp8_hardware
+    if kv == "nvfp4":
+        return "NVFP4" in gpu.fp4_formats
+    return True
+
+
+def default_kv_cache(shipped: str | None, gpu: GpuSpec | None) -> str:
+    """The KV-cache dtype planned when none is asked for: the checkpoint's (``shipped``) on a GPU that runs it (or
+    none named); where the GPU does not, an NVFP4 one falls back to FP8 on a GPU with FP8 hardware (the one other
+    quantized cache TensorRT-LLM can be told to run over the checkpoint's, ``kv_cache_config.dtype: fp8``, whose
+    FP8 and NVFP4 KV scales are both amax/448), else bf16; bf16 for a checkpoint that ships none.
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> [default_kv_cache("nvfp4", get_gpu(g)) for g in ("b200", "h100", "a100")]
+    ['nvfp4', 'fp8', 'bf16']
+    """
+    if shipped is None:
+        return "bf16"
+    if gpu is None:
+        return shipped
+    chain = (shipped, "fp8", "bf16") if shipped == "nvfp4" else (shipped, "bf16")
+    return next(k for k in chain if kv_cache_runs_on(k, gpu))
+
+
+def kv_cache_refusal(kv: str, gpu: GpuSpec) -> str | None:
+    """The one-line refusal of a KV-cache dtype asked for on a GPU without the hardware for it, or None: only
+    ``nvfp4`` is refused (an FP8 cache on a GPU without FP8 is planned with a warning, as before)."""
+    if kv != "nvfp4" or kv_cache_runs_on(kv, gpu):
+        return None
+    other = "fp8" if gpu.fp8_hardware else "bf16"
+    return (f"--kv-cache nvfp4: {gpu.name} has no NVFP4 hardware (the NVFP4 KV cache is planned on Blackwell GPUs "
+            f"only); use --kv-cache {other}")
 
 
 def resolve_kv_cache(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, precision: PrecisionPlan,
                      gpu: GpuSpec | None, assumptions: list[str]) -> str:
     """The KV-cache dtype planned, its assumption appended where the checkpoint ships one.
 
-    Not asked for (:data:`~anchorgpu.planner.inputs.KV_CACHE_AUTO`): the checkpoint's FP8 KV cache when it ships
-    one, as vLLM's and TensorRT-LLM's ``auto`` run it, on a GPU with FP8 hardware (or none named); on a GPU
-    without, bf16 (the FP8 cache needs the FP8 kernels; the serving recipes refuse it there as they refuse
-    ``--kv-cache fp8``), and bf16 for a checkpoint that ships none (and for training, which keeps no KV cache).
-    Asked for: that dtype, said to override the checkpoint's where it differs."""
+    Not asked for (:data:`~anchorgpu.planner.inputs.KV_CACHE_AUTO`): the checkpoint's quantized KV cache when it
+    ships one, as vLLM's and TensorRT-LLM's ``auto`` run it, on a GPU with the hardware for it (or none named); on a
+    GPU without, :func:`default_kv_cache`'s fallback (an FP8 cache needs the FP8 kernels; the serving recipes
+    refuse it there as they refuse ``--kv-cache fp8``), and bf16 for a checkpoint that ships none (and for
+    training, which keeps no KV cache). Asked for: that dtype, said to override the checkpoint's where it differs;
+    ``nvfp4`` on a GPU without NVFP4 hardware is refused (:func:`kv_cache_refusal`)."""
     kv = precision.kv_cache
+    if kv != KV_CACHE_AUTO and gpu is not None and workload.task == "inference":
+        refused = kv_cache_refusal(kv, gpu)
+        if refused:
+            raise InvalidWorkload(refused)
     shipped = shipped_kv_cache(model) if workload.task == "inference" else None
     if shipped is None:
         return "bf16" if kv == KV_CACHE_AUTO else kv
     assert isinstance(model, ModelSpec) and model.quantization is not None
     where = f"quantization_config {model.quantization.method} {model.quantization.kv_cache_field}"
     if kv == KV_CACHE_AUTO:
-        if gpu is not None and not gpu.computes_in(shipped):
-            assumptions.append(f"KV cache: bf16. The checkpoint ships an {shipped.upper()} KV cache ({where}), but "
-                               f"{gpu.name} has no {shipped.upper()} hardware: planned 16-bit (pass the engine a "
-                               f"16-bit KV-cache dtype; --kv-cache {shipped} sizes the checkpoint's).")
-            return "bf16"
+        chosen = default_kv_cache(shipped, gpu)
+        if chosen != shipped:
+            assert gpu is not None
+            if chosen == "fp8":
+                assumptions.append(
+                    f"KV cache: fp8. The checkpoint ships an {shipped.upper()} KV cache ({where}), but {gpu.name} has "
+                    f"no {shipped.upper()} hardware: planned as FP8, the cache TensorRT-LLM can be told to run "
+                    "instead (kv_cache_config.dtype fp8; its FP8 and NVFP4 KV scales are both amax/448), vLLM and "
+                    "SGLang with --kv-cache-dtype fp8 / fp8_e4m3; --kv-cache overrides.")
+            else:
+                assumptions.append(
+                    f"KV cache: bf16. The checkpoint ships an {shipped.upper()} KV cache ({where}), but {gpu.name} "
+                    f"has no {shipped.upper()} hardware: planned 16-bit (pass the engine a 16-bit KV-cache dtype"
+                    + (f"; --kv-cache {shipped} sizes the checkpoint's)." if shipped == "fp8" else ")."))
+            return chosen
         assumptions.append(f"KV cache: {shipped}, as the checkpoint ships it ({where}: calibrated scales, which "
                            "vLLM and TensorRT-LLM use by default); --kv-cache overrides.")
         return shipped

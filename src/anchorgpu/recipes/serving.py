@@ -54,15 +54,32 @@ def _weights(plan: Plan, model: ModelSpec, kind: str, assumptions: list[str]) ->
 
 def _kv(plan: Plan, kind: str) -> str | None:
     """The engine's KV-cache dtype for the plan's, or None where its default (``auto``) is the plan's. FP8 is refused
-    on a GPU without FP8 hardware. A 16-bit cache for a checkpoint that ships an FP8 one must be named, since the
-    engines' ``auto`` runs the checkpoint's (vLLM ``resolve_kv_cache_dtype_string``, TensorRT-LLM
-    ``_apply_modelopt_quant_config``); TensorRT-LLM cannot be told (only fp8/nvfp4 override the checkpoint's)."""
+    on a GPU without FP8 hardware, NVFP4 on one without NVFP4 hardware and, on vLLM, for a model with MLA. A 16-bit
+    cache for a checkpoint that ships a quantized one must be named, since the engines' ``auto`` runs the
+    checkpoint's (vLLM ``resolve_kv_cache_dtype_string``, TensorRT-LLM ``_apply_modelopt_quant_config``);
+    TensorRT-LLM cannot be told (only fp8/nvfp4 override the checkpoint's).
+
+    NVFP4 (FP4 E2M1 values, an FP8 scale per 16): vLLM 0.33.0 ``--kv-cache-dtype nvfp4`` (``CacheDType``), read by its
+    FlashInfer backend (``FlashInferBackend.supported_kv_cache_dtypes``) and by none of its MLA backends (their
+    ``nvfp4_ds_mla`` is DeepSeek V3.2's sparse layout, another size); SGLang 0.5.23 ``--kv-cache-dtype nvfp4``
+    (``kv_cache_hook.handle_kv4_compatibility``: Blackwell SM100 or SM120; its ``auto`` takes a checkpoint's FP8 KV
+    cache only, ``configure_kv_cache_dtype``, so the flag is always named); TensorRT-LLM ``kv_cache_config.dtype:
+    nvfp4`` (``_update_from_hf_quant_config``)."""
     kv = plan.precision.kv_cache
     if kv == "fp8":
         if plan.gpu is not None and not plan.gpu.fp8_hardware:
             raise not_expressible(kind, f"an FP8 KV cache on {plan.gpu.display_name}, which has no FP8 hardware "
                                         "(plan with --kv-cache bf16)")
         return {"vllm": "fp8", "sglang": "fp8_e4m3", "trtllm": "fp8"}[kind]
+    if kv == "nvfp4":
+        if plan.gpu is not None and "NVFP4" not in plan.gpu.fp4_formats:
+            raise not_expressible(kind, f"an NVFP4 KV cache on {plan.gpu.display_name}, which has no NVFP4 hardware "
+                                        "(plan with --kv-cache fp8 or bf16)")
+        if kind == "vllm" and isinstance(plan.model, ModelSpec) and plan.model.mla is not None:
+            raise not_expressible(kind, f"an NVFP4 KV cache for {plan.model.name}, whose attention is MLA: vLLM reads "
+                                        "--kv-cache-dtype nvfp4 with its FlashInfer backend only, which no MLA model "
+                                        "runs (plan with --kv-cache fp8, or use --recipe sglang or trtllm)")
+        return "nvfp4"
     q = plan.model.quantization if isinstance(plan.model, ModelSpec) else None
     if q is None or q.kv_cache is None:
         return None

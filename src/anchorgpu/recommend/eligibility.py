@@ -20,23 +20,31 @@ from anchorgpu.units import Term, fmt_bytes
 __all__ = ["able_to_run", "engine_cap", "miss_reason"]
 
 
-def _unable(gpu: GpuSpec, workload: Any) -> str | None:
+def _unable(gpu: GpuSpec, workload: Any, kv_caches: tuple[str, ...] = ()) -> str | None:
     """Why ``gpu`` cannot run the workload at all (``plan`` refuses it there too), or None: FP8 and FP4 training
-    need the GPU's FP8/FP4 tensor cores, and TensorRT-LLM runs on NVIDIA GPUs only."""
+    need the GPU's FP8/FP4 tensor cores, TensorRT-LLM runs on NVIDIA GPUs only, and an NVFP4 KV cache (every KV
+    dtype listed) needs NVFP4 hardware."""
+    from anchorgpu.planner.validate import kv_cache_refusal
+
     precision = workload.train_precision
     if workload.task in ("train", "lora", "qlora") and precision in ("fp8", "fp4") and not gpu.computes_in(precision):
         return f"--train-precision {precision}: {gpu.name} has no {precision.upper()} tensor cores"
-    return engine_refusal(workload.engine, (gpu,)) if workload.task == "inference" else None
+    if workload.task != "inference":
+        return None
+    refusals = [kv_cache_refusal(k, gpu) for k in kv_caches]
+    if refusals and all(refusals):
+        return refusals[0]
+    return engine_refusal(workload.engine, (gpu,))
 
 
 def able_to_run(offerings: tuple[Offering, ...], workload: Any, catalog: Catalog, term: Term,
-                 now: datetime) -> tuple[tuple[Offering, ...], list[Rejection]]:
-    """The offerings whose GPU can run the workload, and a rejection for each other one (:func:`_unable`). One line,
-    exit 2, when no offering can."""
+                 now: datetime, kv_caches: tuple[str, ...] = ()) -> tuple[tuple[Offering, ...], list[Rejection]]:
+    """The offerings whose GPU can run the workload (with one of the KV-cache dtypes listed), and a rejection for
+    each other one (:func:`_unable`). One line, exit 2, when no offering can."""
     able, rejected = [], []
     for offering in offerings:
         gpu = get_gpu(offering.gpu)
-        reason = _unable(gpu, workload)
+        reason = _unable(gpu, workload, kv_caches)
         if reason is None:
             able.append(offering)
             continue
@@ -46,6 +54,9 @@ def able_to_run(offerings: tuple[Offering, ...], workload: Any, catalog: Catalog
             total = None
         rejected.append(Rejection(offering=offering.id, servers=1, total_usd=total, reason=reason))
     if not able:
+        if workload.task == "inference" and kv_caches and all(k == "nvfp4" for k in kv_caches):
+            raise InvalidWorkload("--kv-cache nvfp4: no offering considered has a GPU with NVFP4 hardware (the NVFP4 "
+                                  "KV cache is planned on Blackwell GPUs only)")
         if workload.task == "inference":
             raise InvalidWorkload("--engine trtllm: no offering considered has an NVIDIA GPU (TensorRT-LLM runs on "
                                   "NVIDIA GPUs only)")

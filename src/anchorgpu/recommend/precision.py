@@ -31,9 +31,10 @@ class PrecisionChoice:
     reference_weights: str | None  # inference: the checkpoint's shipped format
     reference_bits: float | None
     assumption: str
-    reference_kv: str = "bf16"  # the plan's KV dtype: the FP8 one the checkpoint ships, else bf16
-    # the checkpoint ships an FP8 KV cache and no KV dtype was listed: each GPU keeps the plan's own, fp8 where it
-    # has FP8 hardware and bf16 where not (rows with the other are not the plan's)
+    reference_kv: str = "bf16"  # the plan's KV dtype: the FP8 or NVFP4 one the checkpoint ships, else bf16
+    # the checkpoint ships a quantized KV cache and no KV dtype was listed: each GPU keeps the plan's own
+    # (planner.validate.default_kv_cache: the checkpoint's where the GPU has the hardware for it, else fp8 or bf16;
+    # rows with another are not the plan's)
     kv_per_gpu: bool = False
 
 
@@ -69,7 +70,8 @@ def precision_choice(model: ModelSpec, spec: SweepSpec, *, lower_precision: bool
     shipped_kv = shipped_kv_cache(model)
     ref_kv = shipped_kv or "bf16"
     kv_per_gpu = shipped_kv is not None and not spec.kv_caches
-    kvs = spec.kv_caches or ((shipped_kv, "bf16") if shipped_kv is not None
+    kvs = spec.kv_caches or (("nvfp4", "fp8", "bf16") if shipped_kv == "nvfp4"
+                             else (shipped_kv, "bf16") if shipped_kv is not None
                              else ("bf16", "fp8") if lower_precision else ("bf16",))
     if spec.weights or spec.kv_caches:
         how = "the formats listed"
@@ -78,7 +80,9 @@ def precision_choice(model: ModelSpec, spec: SweepSpec, *, lower_precision: bool
     else:
         how = ("no lower precision unless allowed (CLI --lower-precision or a --weights list, API lower_precision, "
                "the page's checkbox)")
-    kv_text = (f"KV cache {shipped_kv} as the checkpoint ships it (bf16 on GPUs without FP8 hardware)"
+    kv_text = ("KV cache nvfp4 as the checkpoint ships it (fp8 on GPUs without NVFP4 hardware, bf16 on those without "
+               "FP8 either)" if shipped_kv == "nvfp4" else
+               f"KV cache {shipped_kv} as the checkpoint ships it (bf16 on GPUs without FP8 hardware)"
                if shipped_kv is not None else "KV cache bf16")
     text = (f"The plan's precision: weights {shipped.name} as the checkpoint ships them, {kv_text}; "
             f"{how}. Swept: weights {', '.join(weights)}; KV cache {', '.join(kvs)}."
@@ -89,13 +93,15 @@ def precision_choice(model: ModelSpec, spec: SweepSpec, *, lower_precision: bool
 
 
 def lowered(model: ModelSpec, choice: PrecisionChoice, row: dict[str, Any]) -> bool:
-    """True when the row's weights have fewer bits than the plan's, or its KV cache is fp8 where the plan's is
-    bf16 (the checkpoint ships no FP8 KV cache)."""
+    """True when the row's weights have fewer bits than the plan's, or its KV cache fewer bytes a value (fp8 where
+    the plan's is bf16, nvfp4 where it is fp8 or bf16)."""
     from anchorgpu.planner.formats import format_for_model
+    from anchorgpu.planner.inputs import KV_CACHE_DTYPES
 
     if choice.reference_bits is None:
         return False
-    if row.get("kv_cache") == "fp8" and choice.reference_kv != "fp8":
+    kv = row.get("kv_cache")
+    if kv in KV_CACHE_DTYPES and KV_CACHE_DTYPES[kv] < KV_CACHE_DTYPES[choice.reference_kv]:
         return True
     name = str(row["weights"])
     return name != choice.reference_weights and format_for_model(model, name).linear_bits < choice.reference_bits

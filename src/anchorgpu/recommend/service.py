@@ -26,6 +26,7 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.calibration import calibrated
 from anchorgpu.planner.speed.caveats import serving_caveats, training_caveats
 from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec, sweep
+from anchorgpu.planner.validate import default_kv_cache, kv_cache_runs_on
 from anchorgpu.quotes import UnpricedOffering, price_quote, run_term
 from anchorgpu.quotes.pricing import ServersPrice, servers_prices
 from anchorgpu.recommend.eligibility import able_to_run, engine_cap, miss_reason
@@ -83,7 +84,8 @@ def _codes(result: SweepResult, row: dict[str, Any], offering: Offering, *, ship
     if lowered:
         codes.append("precision_below_checkpoint")
     fmt = get_format(str(row["weights"]))
-    if (fmt.quantized and str(row["weights"]) != shipped) or (row.get("kv_cache") == "fp8" and shipped_kv != "fp8"):
+    kv = row.get("kv_cache")
+    if (fmt.quantized and str(row["weights"]) != shipped) or (kv in ("fp8", "nvfp4") and shipped_kv != kv):
         codes.append("quantization_quality_unchecked")
     wanted = compute_precision_for_weights(fmt.name)
     if (wanted == "fp8" or row.get("kv_cache") == "fp8") and not shape.gpu.fp8_hardware:
@@ -239,13 +241,13 @@ def recommend(
     if max_usd is not None and max_usd <= 0:
         raise InvalidWorkload(f"max-usd={max_usd}: must be positive")
     chosen = tuple(offerings if offerings is not None else catalog.offerings)
-    chosen, unable = able_to_run(chosen, spec.workload, catalog, the_term, now)
+    chosen, unable = able_to_run(chosen, spec.workload, catalog, the_term, now, spec.kv_caches)
     shapes = shapes_from_catalog(chosen, max_servers=max_servers)
     choice = precision_choice(model, spec, lower_precision=lower_precision)
     kvs = choice.kv_caches
-    if choice.kv_per_gpu:  # the checkpoint's FP8 KV cache where the GPU has FP8 hardware, bf16 where not (as plan)
-        has = {sh.gpu.fp8_hardware for sh in shapes}
-        kvs = tuple(k for k in kvs if (k == choice.reference_kv) in has)
+    if choice.kv_per_gpu:  # the checkpoint's KV cache where the GPU has the hardware for it, else fp8/bf16 (as plan)
+        defaults = {default_kv_cache(choice.reference_kv, sh.gpu) for sh in shapes}
+        kvs = tuple(k for k in kvs if k in defaults)
     spec = replace(spec, weights=choice.weights, kv_caches=kvs)
     result = sweep(model, shapes, spec, progress=progress, flatten=False)  # reads a few columns and rows
     c = result.columns
@@ -255,9 +257,13 @@ def recommend(
         held = c.compact("concurrency") <= c.compact("dp") * caps[c.compact("shape")]
         usable = c.widen(np.logical_and(c.compact("fits"), held))
         if choice.kv_per_gpu and len(result.kv_caches) > 1:
-            shipped_kv = np.array([k == choice.reference_kv for k in result.kv_caches])[c.compact("kv_cache")]
-            fp8_gpu = np.array([sh.gpu.fp8_hardware for sh in shapes])[c.compact("shape")]
-            usable &= c.widen(shipped_kv == fp8_gpu)
+            default = np.array([result.kv_caches.index(default_kv_cache(choice.reference_kv, sh.gpu))
+                                for sh in shapes])[c.compact("shape")]
+            usable &= c.widen(c.compact("kv_cache") == default)
+        if "nvfp4" in result.kv_caches:  # an NVFP4 KV cache only where the GPU has NVFP4 hardware (plan refuses it)
+            nvfp4 = np.array([k == "nvfp4" for k in result.kv_caches])[c.compact("kv_cache")]
+            nvfp4_gpu = np.array([kv_cache_runs_on("nvfp4", sh.gpu) for sh in shapes])[c.compact("shape")]
+            usable &= c.widen(~nvfp4 | nvfp4_gpu)
     else:
         usable = np.asarray(c["fits"], dtype=bool)
     if min_tokens_per_s_per_user is not None and result.task == "inference":

@@ -34,11 +34,18 @@ from anchorgpu.units import at_least, clamp
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
 
-__all__ = ["SERVER_GPUS", "KvReservation", "ServingContext", "context_of", "saturation_concurrency", "serving_band_kind",
+__all__ = ["NVFP4_KV_SPEED_LINE", "SERVER_GPUS", "KvReservation", "ServingContext", "context_of", "saturation_concurrency", "serving_band_kind",
            "serving_context", "serving_performance", "serving_setup"]
 
 SERVER_GPUS = 8
 """GPUs per server assumed by ``plan`` estimates: groups larger than this cross the network."""
+
+NVFP4_KV_SPEED_LINE = (
+    "NVFP4 KV cache: decode reads 0.5625 bytes a cached value (half a byte and an FP8 scale per 16) and the cache holds "
+    "that many more tokens; the attention kernels' unpacking of FP4 to 16 bit is not timed, and no measured run here "
+    "used an NVFP4 KV cache, so this speed rests on the 16-bit and FP8 runs (time a few steps before relying on it).")
+"""The assumption a serving estimate with an NVFP4 KV cache adds: its bytes are the plan's, its kernels' cost is not
+in the calibration (no measured row uses one)."""
 
 
 def _kv_bytes(plan: Plan, tokens: int) -> int:
@@ -195,4 +202,6 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
         assumptions.append(ctx.launches_line)
     if model.moe is not None and setup.ep > setup.tp:
         assumptions.append(expert_parallel_line(setup.ep, setup.tp, setup.ep_gather_bytes))
+    if plan.precision.kv_cache == "nvfp4":
+        assumptions.append(NVFP4_KV_SPEED_LINE)
     assumptions.extend(ctx.caveats)
