@@ -109,8 +109,9 @@ def test_a_block_fp8_checkpoint_quantises_each_products_input_first() -> None:
     """DeepSeek-R1-0528 ships FP8 in 128 x 128 blocks, and vLLM and SGLang quantise each product's input per
     128-value group in a kernel of its own before the block-scaled product (``apply_w8a8_block_fp8_linear``). Counted,
     InferenceMAX's held-out DeepSeek-R1 rows on MI300X, MI325X and MI355X (SGLang on ROCm 7.0, 4-64 requests in
-    flight, rows IM-DSR1-MI*) come closer, 5 of 8 within 25% (from 4); a per-tensor FP8 or 16-bit checkpoint is as
-    before."""
+    flight, rows IM-DSR1-MI*) come closer: 8 of 8 within 25% with the per-step dequantisation of the absorbed weights
+    SGLang's ROCm path adds (test_absorbed_dequant.py), 5 without the quantisation kernels (before that dequantisation
+    was timed: 5 of 8 counted, 4 not); a per-tensor FP8 or 16-bit checkpoint is as before."""
     from anchorgpu.architectures import load_model
     from anchorgpu.planner.speed.launches import launches_per_layer
 
@@ -124,6 +125,7 @@ def test_a_block_fp8_checkpoint_quantises_each_products_input_first() -> None:
     unquantised = replace(cal, launches=replace(cal.launches, block_fp8_quant=0))
     within = {name: sum(abs(predict(run, c) / run.value - 1) <= 0.25 for run in rows)
               for name, c in (("counted", cal), ("not", unquantised))}
-    assert within["counted"] >= 5 > within["not"]
-    for run in rows:  # every row ran slower than either prediction: counting the launches only narrows the gap
-        assert predict(run, unquantised) < predict(run, cal) < run.value
+    assert within["counted"] == 8 > within["not"]
+    for run in rows:  # counting the launches lengthens every row's step; the rows at 4 in flight ran slower still
+        assert predict(run, unquantised) < predict(run, cal)
+        assert predict(run, cal) < run.value or not run.id.endswith("-C4")

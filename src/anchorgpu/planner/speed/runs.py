@@ -19,7 +19,8 @@ A training row with ``kind: "lora"`` trained low-rank adapters on a frozen model
 A benchmark that sent ``burst_requests`` equal requests at once is timed as that burst
 (``burst_output_tokens_per_s``: :func:`~anchorgpu.planner.speed.batching.burst_makespan_s`). ``host_overlap: false``
 marks an engine whose host work ran between GPU steps rather than beside them (vLLM 0.11, whose async scheduling was
-opt-in: vllm-project/vllm PR #19970).
+opt-in: vllm-project/vllm PR #19970). ``absorbed_dequant: true`` marks an engine that kept an MLA model's absorbed
+latent weights in FP8 and dequantised them every step (SGLang on ROCm: ``launches.absorbed_dequant_bytes``).
 A row's ``model`` is a registry name (``{"registry": ...}``), a config (``{"config": {...}}``), or a registry
 architecture with the ModelOpt ``hf_quant_config.json`` of the checkpoint that ran (``{"registry": ...,
 "hf_quant_config": FILE}``, FILE under ``architectures/data/quant_configs/``): its ``weights`` then name that file's
@@ -252,10 +253,11 @@ def _serve(run: Run, cal: Calibration) -> float:
     p = _serve_plan(run.id)
     model, gpu = p.model, p.gpu
     overlap = bool(r.get("host_overlap", True))  # False: an engine scheduling between GPU steps (vLLM 0.11)
+    dequant = bool(r.get("absorbed_dequant", False))  # True: MLA's absorbed weights dequantised every step (SGLang ROCm)
     if run.metric == "max_output_tokens_per_s":
         value = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average"),
                                  graph_batch_sizes=tuple(r.get("graph_batch_sizes", ())),
-                                 host_overlap=overlap).get("max_output_tokens_per_s")
+                                 host_overlap=overlap, absorbed_dequant=dequant).get("max_output_tokens_per_s")
         return float(value) if value else float("nan")
     if run.metric == "burst_output_tokens_per_s":  # every request sent at once: output tokens over the makespan
         from anchorgpu.planner.speed.batching import burst_makespan_s
@@ -264,7 +266,7 @@ def _serve(run: Run, cal: Calibration) -> float:
         reservation = r.get("kv_reservation", "average")
         sat = plan_performance(p, cal=cal, kv_reservation=reservation)["saturation_concurrency"]
         setup = serving_setup(p, prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"],
-                              host_overlap=overlap)
+                              host_overlap=overlap, absorbed_dequant=dequant)
         n = int(r["burst_requests"])
         # vLLM admits a request when its prompt fits, up to its sequence cap, and preempts when the cache runs out:
         # what the cache holds, in tokens at the average length the plan sizes it by; TensorRT-LLM reserves a
@@ -281,9 +283,10 @@ def _serve(run: Run, cal: Calibration) -> float:
                                                           kv_tokens=kv_tokens)
     if run.metric == "tpot_s":  # a benchmark holding the row's concurrency of requests in flight
         value = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average"),
-                                 host_overlap=overlap).get(run.metric)
+                                 host_overlap=overlap, absorbed_dequant=dequant).get(run.metric)
         return float(value) if value else float("nan")
-    setup = serving_setup(p, prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"], host_overlap=overlap)
+    setup = serving_setup(p, prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"], host_overlap=overlap,
+                          absorbed_dequant=dequant)
     if run.metric == "decode_step_s":  # one sequence, no prompt sharing the step
         return decode_step(model, gpu, setup, batch=1, cached_tokens=r["prompt_tokens"], cal=cal).step_s
     if run.metric == "prefill_s":  # one prompt alone

@@ -12,7 +12,7 @@ from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.speed.calibration import Calibration
 from anchorgpu.planner.speed.experts import moe_product_shares, routed_share_per_gpu
 from anchorgpu.planner.speed.flops import forward_matmul_params
-from anchorgpu.planner.speed.launches import launch_ratio
+from anchorgpu.planner.speed.launches import absorbed_dequant_bytes, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, data_parallel_link, group_link, host_kind, peak_for
 from anchorgpu.planner.speed.product_shares import mixed_rate
 
@@ -50,6 +50,8 @@ class ServingSetup:
     quantized_share: float = 1.0  # share of a token's products whose weights are quantized (the rest run at BF16's
     # rate: 16-bit attention beside MXFP4 experts, a checkpoint's exclusions, the LM head; product_shares)
     expert_quantized_share: float = 1.0  # the same share of the routed experts' products
+    absorbed_dequant: bool = False  # MLA: the engine dequantises the absorbed latent weights from FP8 every step
+    # (SGLang on ROCm: launches.absorbed_dequant_bytes), kernels and bytes of a fixed cost
 
 
 def _link(gpu: GpuSpec, setup: ServingSetup) -> Link:
@@ -93,7 +95,7 @@ class _StepConstants:
     ep_latency_s: float
 
 
-_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float, float, float],
+_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float, float, float, bool],
                  tuple[ModelSpec, GpuSpec, Calibration, tuple[_StepConstants, _StepConstants]]] = {}
 
 
@@ -107,7 +109,7 @@ def _pair(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration)
     model, GPU and calibration by identity, and the setup's precision, TP, PP and server size; any plan of that
     model on that GPU and split reuses them."""
     key = (id(model), id(gpu), setup.precision, setup.tp, setup.pp, setup.gpus_per_server, id(cal), setup.ep,
-           setup.ep_gather_bytes, setup.quantized_share, setup.expert_quantized_share)
+           setup.ep_gather_bytes, setup.quantized_share, setup.expert_quantized_share, setup.absorbed_dequant)
     hit = _STEP_MEMO.get(key)
     if hit is not None and hit[0] is model and hit[1] is gpu and hit[2] is cal:
         return hit[3]
@@ -146,10 +148,15 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
     b16 = bf16 * (1.0 if ideal else cal.serve_precision_efficiency(gpu, "bf16") * shape)
     link_eff = 1.0 if ideal else cal.link_efficiency
     expert_share, route_share = moe_product_shares(model)
+    # an engine dequantising MLA's absorbed weights every step: a cast and a scale before each of the two products
+    # (their launches) and their traffic, the same at any batch (launches.absorbed_dequant_bytes)
+    dequant = setup.absorbed_dequant and model.mla is not None
+    dequant_s = absorbed_dequant_bytes(model, setup.tp) / setup.pp / (bw * mbu) if dequant and not ideal else 0.0
     return _StepConstants(
         matmul_params=float(forward_matmul_params(model)), link=link, pp_link=pp_link,
         fixed_s=0.0 if ideal else (k.per_step_s + model.num_layers / setup.pp * k.per_layer_step_s
-                                   * launch_ratio(model, cal.launches, block_fp8=setup.block_fp8)),
+                                   * launch_ratio(model, cal.launches, block_fp8=setup.block_fp8,
+                                                  absorbed_dequant=dequant) + dequant_s),
         host_s_per_sequence=0.0 if ideal else cal.host_s_per_sequence_step[host_kind(gpu)],
         elementwise_s_per_token=(0.0 if ideal else model.num_layers / setup.pp * k.elementwise_bytes_per_hidden / 3.0
                                  * model.hidden_size / setup.tp / bw),
