@@ -19,6 +19,7 @@ FP8 weights on the registry's Llama 3.1 8B for the byte arithmetic (a GQA model 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -106,29 +107,50 @@ def test_the_serving_speed_reads_the_nvfp4_bytes_and_says_the_kernels_are_not_ti
     assert long_nv["saturation_concurrency"] > long_fp8["saturation_concurrency"]
 
 
-def test_the_checkpoints_nvfp4_kv_cache_is_the_default_where_the_gpu_has_nvfp4() -> None:
-    for gpu in (None, get_gpu("b200"), get_gpu("rtx-pro-6000")):
-        p = plan(LLAMA, WORK, gpu=gpu)
-        assert p.precision.kv_cache == "nvfp4" and p.per_gpu.kv_cache_bytes == LLAMA_KV_VALUES * 9 // 16
-        assert _kv_lines(p) == ["KV cache: nvfp4, as the checkpoint ships it (quantization_config modelopt "
-                                "kv_cache_quant_algo NVFP4: calibrated scales, which vLLM and TensorRT-LLM use by "
-                                "default); --kv-cache overrides."]
-        codes = {w.code for w in p.warnings}
-        assert "quantization_quality_unchecked" not in codes and "kernel_support_unchecked" in codes
+def test_the_checkpoints_nvfp4_kv_cache_is_the_default_where_the_engine_runs_it() -> None:
+    # vLLM's auto maps ModelOpt's NVFP4 to nvfp4 on any GPU (get_kv_cache_quant_algo_string) and its FlashInfer
+    # backend runs it on Ampere, Ada and Hopper (FA2) as on Blackwell; TensorRT-LLM runs it on Blackwell only
+    for engine, gpus in (("vllm", (None, "b200", "rtx-pro-6000", "h100", "a100", "l40s")),
+                         ("trtllm", (None, "b200", "rtx-pro-6000"))):
+        for name in gpus:
+            p = plan(LLAMA, replace(WORK, engine=engine), gpu=get_gpu(name) if name else None)
+            assert p.precision.kv_cache == "nvfp4" and p.per_gpu.kv_cache_bytes == LLAMA_KV_VALUES * 9 // 16
+            (line,) = _kv_lines(p)
+            assert line.startswith("KV cache: nvfp4, as the checkpoint ships it (quantization_config modelopt "
+                                   "kv_cache_quant_algo NVFP4: calibrated scales; ")
+            assert ("get_kv_cache_quant_algo_string" in line) == (engine == "vllm")
+            assert "SGLang's auto would take 16 bit" in line
+            codes = {w.code for w in p.warnings}
+            assert "quantization_quality_unchecked" not in codes and "kernel_support_unchecked" in codes
 
 
-def test_without_nvfp4_hardware_it_falls_back_to_fp8_then_bf16_and_says_why() -> None:
+def test_the_plan_names_the_vllm_path_that_runs_it() -> None:
     h100 = plan(LLAMA, WORK, gpu=get_gpu("h100"))
+    (fa2,) = [a for a in h100.assumptions if a.startswith("NVFP4 KV cache on h100-sxm: ")]
+    assert "FlashInfer's FA2 kernels" in fa2 and "SGLang and TensorRT-LLM need Blackwell" in fa2
+    (gen,) = [a for a in plan(LLAMA, WORK, gpu=get_gpu("b200")).assumptions if a.startswith("NVFP4 KV cache on b200")]
+    assert "trtllm-gen" in gen
+    assert not [a for a in plan(LLAMA, replace(WORK, engine="trtllm"), gpu=get_gpu("b200")).assumptions
+                if a.startswith("NVFP4 KV cache on")]
+
+
+def test_where_the_engine_does_not_run_it_it_falls_back_to_fp8_then_bf16_and_says_why() -> None:
+    trt = replace(WORK, engine="trtllm")
+    h100 = plan(LLAMA, trt, gpu=get_gpu("h100"))
     assert h100.precision.kv_cache == "fp8" and h100.per_gpu.kv_cache_bytes == LLAMA_KV_VALUES
     (line,) = _kv_lines(h100)
     assert line.startswith("KV cache: fp8. The checkpoint ships an NVFP4 KV cache (quantization_config modelopt "
-                           "kv_cache_quant_algo NVFP4), but h100-sxm has no NVFP4 hardware")
+                           "kv_cache_quant_algo NVFP4), but TensorRT-LLM runs an NVFP4 KV cache on Blackwell GPUs only")
     assert "kv_cache_config.dtype fp8" in line
-    for name in ("a100", "mi355x"):  # no FP8 at all; FP4 units, but MXFP4 not NVFP4 (and FP8: falls back to fp8)
+    a100 = plan(LLAMA, trt, gpu=get_gpu("a100"))
+    assert a100.precision.kv_cache == "bf16" and _kv_lines(a100)[0].startswith("KV cache: bf16. The checkpoint ships")
+    for name in ("mi300x", "mi355x"):  # vLLM's ROCm backends take no nvfp4; FP8 hardware: fp8
         p = plan(LLAMA, WORK, gpu=get_gpu(name))
-        want = "fp8" if get_gpu(name).fp8_hardware else "bf16"
-        assert p.precision.kv_cache == want
-        assert _kv_lines(p)[0].startswith(f"KV cache: {want}. The checkpoint ships an NVFP4 KV cache")
+        assert p.precision.kv_cache == "fp8"
+        assert "none of vLLM's ROCm attention backends takes nvfp4" in _kv_lines(p)[0]
+    # an MLA model on a Hopper: vLLM refuses nvfp4 for MLA, SGLang and TensorRT-LLM need Blackwell
+    ds = plan(DEEPSEEK, WORK, layout=Layout(gpus=8), gpu=get_gpu("h200"))
+    assert ds.precision.kv_cache == "fp8" and "uses MLA" in _kv_lines(ds)[0]
 
 
 def test_the_flag_overrides_the_default() -> None:
@@ -140,20 +162,46 @@ def test_the_flag_overrides_the_default() -> None:
     assert same.precision.kv_cache == "nvfp4" and _kv_lines(same) == []
 
 
-@pytest.mark.parametrize("gpu", ["h100", "h200", "a100", "l40s", "mi300x", "mi355x"])
-def test_nvfp4_is_refused_in_one_line_on_a_gpu_without_nvfp4_hardware(gpu: str) -> None:
-    with pytest.raises(InvalidWorkload, match="--kv-cache nvfp4: .* has no NVFP4 hardware") as err:
+@pytest.mark.parametrize("gpu", ["h100", "h200", "a100", "l40s", "rtx-4090", "b200", "rtx-5090"])
+def test_vllm_plans_it_on_every_nvidia_gpu_tensorrt_llm_on_blackwell_only(gpu: str) -> None:
+    base = load_model("llama-3.1-8b")
+    p = plan(base, WORK, precision=PrecisionPlan(kv_cache="nvfp4"), gpu=get_gpu(gpu))
+    assert p.precision.kv_cache == "nvfp4" and p.per_gpu.kv_cache_bytes == LLAMA_KV_VALUES * 9 // 16
+    trt = replace(WORK, engine="trtllm")
+    if "NVFP4" in get_gpu(gpu).fp4_formats:
+        assert plan(base, trt, precision=PrecisionPlan(kv_cache="nvfp4"), gpu=get_gpu(gpu)).precision.kv_cache == "nvfp4"
+        return
+    with pytest.raises(InvalidWorkload, match="^--kv-cache nvfp4 with --engine trtllm: TensorRT-LLM runs an NVFP4 KV "
+                                              "cache on Blackwell GPUs only") as err:
+        plan(base, trt, precision=PrecisionPlan(kv_cache="nvfp4"), gpu=get_gpu(gpu))
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("gpu", ["mi300x", "mi355x"])
+def test_nvfp4_is_refused_in_one_line_on_amd(gpu: str) -> None:
+    with pytest.raises(InvalidWorkload, match="^--kv-cache nvfp4 with --engine vllm: .*ROCm") as err:
         plan(load_model("llama-3.1-8b"), WORK, precision=PrecisionPlan(kv_cache="nvfp4"), gpu=get_gpu(gpu))
     assert "\n" not in str(err.value)
-    with pytest.raises(InvalidWorkload, match="no NVFP4 hardware"):  # the checkpoint's own, asked for by name
-        plan(LLAMA, WORK, precision=PrecisionPlan(kv_cache="nvfp4"), gpu=get_gpu(gpu))
 
 
-def test_the_cli_refuses_it_with_exit_2_and_plans_it_on_blackwell(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--kv-cache", "nvfp4", "--json")
-    assert code == 2 and out == "" and "has no NVFP4 hardware" in err and err.strip().count("\n") == 0
-    doc = run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "b200", "--context", "8192", "--kv-cache", "nvfp4")
-    assert doc["precision"]["kv_cache"] == "nvfp4" and doc["per_gpu"]["kv_cache_bytes"] == LLAMA_KV_VALUES * 9 // 16
+def test_vllm_refuses_it_for_mla_and_64_wide_heads_off_blackwell() -> None:
+    with pytest.raises(InvalidWorkload, match="deepseek-r1-nvfp4-kv uses MLA, for which vLLM 0.33.0 refuses") as err:
+        plan(DEEPSEEK, WORK, precision=PrecisionPlan(kv_cache="nvfp4"), layout=Layout(gpus=8), gpu=get_gpu("h200"))
+    assert "\n" not in str(err.value) and "SGLang and TensorRT-LLM need Blackwell" in str(err.value)
+    with pytest.raises(InvalidWorkload, match="FA2 kernels, which misread gpt-oss-120b's 64-wide heads"):
+        plan(load_model("gpt-oss-120b"), WORK, precision=PrecisionPlan(kv_cache="nvfp4"), gpu=get_gpu("h200"))
+
+
+def test_the_cli_refuses_it_with_exit_2_for_tensorrt_llm_and_plans_it_for_vllm_on_an_h100(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--kv-cache", "nvfp4", "--engine", "trtllm",
+                         "--json")
+    assert code == 2 and out == "" and "--engine trtllm: TensorRT-LLM runs an NVFP4 KV cache" in err
+    assert err.strip().count("\n") == 0
+    for gpu in ("h100", "b200"):
+        doc = run_json(capsys, "plan", "llama-3.1-8b", "--gpu", gpu, "--context", "8192", "--kv-cache", "nvfp4")
+        assert doc["precision"]["kv_cache"] == "nvfp4"
+        assert doc["per_gpu"]["kv_cache_bytes"] == LLAMA_KV_VALUES * 9 // 16
     assert doc["model"]["kv_bytes_per_token"] == 36_864
     model = run_json(capsys, "model", "llama-3.1-8b", "--kv-cache", "nvfp4")
     assert model["kv_cache_dtype"] == "nvfp4" and model["kv_bytes_per_token"] == 36_864
@@ -165,7 +213,8 @@ def test_the_cli_plans_a_checkpoint_folder_with_its_nvfp4_kv_cache(tmp_path: Pat
     assert info is not None
     (tmp_path / "config.json").write_text(read_data_text(info.file))
     (tmp_path / "hf_quant_config.json").write_text(json.dumps(LLAMA_NVFP4_KV))
-    for gpu, flags, kv in (("b200", (), "nvfp4"), ("h100", (), "fp8"), ("b200", ("--kv-cache", "fp8"), "fp8")):
+    for gpu, flags, kv in (("b200", (), "nvfp4"), ("h100", (), "nvfp4"), ("h100", ("--engine", "trtllm"), "fp8"),
+                           ("h100", ("--recipe", "trtllm"), "fp8"), ("b200", ("--kv-cache", "fp8"), "fp8")):
         doc = run_json(capsys, "plan", str(tmp_path), "--gpu", gpu, "--context", "8192", "--offline", *flags)
         assert doc["precision"]["kv_cache"] == kv
 
@@ -183,48 +232,86 @@ def test_the_serving_recipes_name_nvfp4_where_the_engine_reads_it() -> None:
     assert "dtype: nvfp4" in dict(build_recipe(p, "trtllm").files)["trtllm_config.yaml"]
     for kind in ("vllm", "sglang"):  # a value the engine's own --kv-cache-dtype lists
         assert "nvfp4" in flag_data(f"{kind}_flags")["values"]["--kv-cache-dtype"]
-    # the FP8 fallback on an H100 is named to every engine, TensorRT-LLM's kv_cache_config.dtype included
+    # on an H100 vLLM's launch runs it (FlashInfer picks itself: no --attention-backend); SGLang's is refused
     h100 = plan(LLAMA, WORK, gpu=get_gpu("h100"))
-    assert _kv_flag(build_recipe(h100, "vllm").command) == "fp8"
-    assert _kv_flag(build_recipe(h100, "sglang").command) == "fp8_e4m3"
-    assert "dtype: fp8" in dict(build_recipe(h100, "trtllm").files)["trtllm_config.yaml"]
+    vllm = build_recipe(h100, "vllm").command
+    assert _kv_flag(vllm) == "nvfp4" and "--attention-backend" not in vllm
+    with pytest.raises(InvalidWorkload, match="^--recipe sglang: an NVFP4 KV cache on .*SGLang runs --kv-cache-dtype "
+                                              "nvfp4 on Blackwell SM100 or SM120 only") as err:
+        build_recipe(h100, "sglang")
+    assert "\n" not in str(err.value)
+    # TensorRT-LLM's sizing falls back to FP8 there, named in kv_cache_config.dtype
+    h100_trt = plan(LLAMA, replace(WORK, engine="trtllm"), gpu=get_gpu("h100"))
+    assert h100_trt.precision.kv_cache == "fp8"
+    assert "dtype: fp8" in dict(build_recipe(h100_trt, "trtllm").files)["trtllm_config.yaml"]
+    # asked for FP8 over the checkpoint's NVFP4, every engine is told
+    h100_fp8 = plan(LLAMA, WORK, precision=PrecisionPlan(kv_cache="fp8"), gpu=get_gpu("h100"))
+    assert _kv_flag(build_recipe(h100_fp8, "vllm").command) == "fp8"
+    assert _kv_flag(build_recipe(h100_fp8, "sglang").command) == "fp8_e4m3"
+    # a vLLM-sized NVFP4 plan on a Hopper cannot be launched by TensorRT-LLM
+    with pytest.raises(InvalidWorkload, match="^--recipe trtllm: an NVFP4 KV cache on .*Blackwell GPUs only"):
+        build_recipe(h100, "trtllm")
     # 16 bit must be named (the engines' auto runs the checkpoint's); TensorRT-LLM cannot be told
-    a100 = plan(LLAMA, WORK, gpu=get_gpu("a100"))
+    a100 = plan(LLAMA, WORK, precision=PrecisionPlan(kv_cache="bf16"), gpu=get_gpu("a100"))
     assert _kv_flag(build_recipe(a100, "vllm").command) == "bfloat16"
+    a100_trt = plan(LLAMA, replace(WORK, engine="trtllm"), gpu=get_gpu("a100"))
+    assert a100_trt.precision.kv_cache == "bf16"
     with pytest.raises(InvalidWorkload, match="names fp8 or nvfp4"):
-        build_recipe(a100, "trtllm")
+        build_recipe(a100_trt, "trtllm")
 
 
 def test_vllm_refuses_an_nvfp4_kv_cache_for_an_mla_model() -> None:
-
+    # on Blackwell the vLLM sizing keeps the checkpoint's NVFP4 cache (SGLang and TensorRT-LLM run it for MLA) and says
+    # vLLM's launch is refused
     p = plan(DEEPSEEK, WORK, layout=Layout(gpus=8), gpu=get_gpu("b200"))
     assert p.precision.kv_cache == "nvfp4"
-    with pytest.raises(InvalidWorkload, match="MLA: vLLM reads --kv-cache-dtype nvfp4 with its FlashInfer") as err:
+    (line,) = [a for a in p.assumptions if a.startswith("NVFP4 KV cache on b200: ")]
+    assert "uses MLA" in line and "the vLLM launch is refused" in line
+    with pytest.raises(InvalidWorkload, match="^--recipe vllm: an NVFP4 KV cache: deepseek-r1-nvfp4-kv uses MLA, for "
+                                              "which vLLM 0.33.0 refuses") as err:
         build_recipe(p, "vllm")
     assert "\n" not in str(err.value)
     assert _kv_flag(build_recipe(p, "sglang").command) == "nvfp4"
     assert "dtype: nvfp4" in dict(build_recipe(p, "trtllm").files)["trtllm_config.yaml"]
 
 
-def test_recommend_keeps_the_nvfp4_kv_cache_on_blackwell_and_fp8_or_bf16_elsewhere() -> None:
+def test_recommend_keeps_the_engines_default_per_gpu() -> None:
     now = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
-    rec = recommend(LLAMA, SweepSpec(workload=WORK), load_catalog(), "1month", now, top=60)
-    seen = set()
-    for option in rec.results:
-        gpu = get_gpu(option.config["gpu"])
-        want = "nvfp4" if "NVFP4" in gpu.fp4_formats else "fp8" if gpu.fp8_hardware else "bf16"
-        assert option.config["kv_cache"] == want
-        seen.add(want)
-        assert not option.lower_precision
-    assert {"nvfp4", "fp8"} <= seen
-    assert "KV cache nvfp4 as the checkpoint ships it" in rec.assumptions[0]
+    for engine in ("vllm", "trtllm"):
+        rec = recommend(LLAMA, SweepSpec(workload=replace(WORK, engine=engine)), load_catalog(), "1month", now, top=60)
+        seen = set()
+        for option in rec.results:
+            gpu = get_gpu(option.config["gpu"])
+            runs = gpu.vendor == "NVIDIA" if engine == "vllm" else "NVFP4" in gpu.fp4_formats
+            want = "nvfp4" if runs else "fp8" if gpu.fp8_hardware else "bf16"
+            assert option.config["kv_cache"] == want, (engine, gpu.name)
+            seen.add((want, gpu.vendor))
+            assert not option.lower_precision
+        assert ("nvfp4", "NVIDIA") in seen
+        assert "KV cache nvfp4 as the checkpoint ships it" in rec.assumptions[0]
+        if engine == "vllm":
+            assert any(v == "fp8" for v, vendor in seen if vendor == "AMD")
+            assert any(get_gpu(o.config["gpu"]).name.startswith("h") and o.config["kv_cache"] == "nvfp4"
+                       for o in rec.results)
+        else:
+            assert ("fp8", "NVIDIA") in seen
 
 
-def test_recommend_with_kv_cache_nvfp4_rejects_the_gpus_without_it() -> None:
+def test_recommend_with_kv_cache_nvfp4_rejects_the_gpus_where_the_engine_does_not_run_it() -> None:
     now = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
     base = load_model("llama-3.1-8b")
-    rec = recommend(base, SweepSpec(workload=WORK, kv_caches=("nvfp4",)), load_catalog(), "1month", now, top=40)
-    assert rec.results and all("NVFP4" in get_gpu(o.config["gpu"]).fp4_formats for o in rec.results)
-    assert all(o.lower_precision for o in rec.results)  # below the plan's 16-bit cache
-    reasons = [r.reason for r in rec.rejected if "NVFP4" in r.reason]
-    assert reasons and all(r.startswith("--kv-cache nvfp4: ") for r in reasons)
+    catalog = load_catalog()
+    for engine, runs in (("vllm", lambda g: g.vendor == "NVIDIA"), ("trtllm", lambda g: "NVFP4" in g.fp4_formats)):
+        spec = SweepSpec(workload=replace(WORK, engine=engine), kv_caches=("nvfp4",))
+        rec = recommend(base, spec, catalog, "1month", now, top=40)
+        assert rec.results and all(runs(get_gpu(o.config["gpu"])) for o in rec.results)
+        assert all(o.lower_precision for o in rec.results)  # below the plan's 16-bit cache
+        if engine == "vllm":  # Hopper offerings among the results; the AMD ones, dearer, are not shown as rejected
+            assert any(get_gpu(o.config["gpu"]).architecture.startswith("Hopper") for o in rec.results)
+            amd = tuple(o for o in catalog.offerings if get_gpu(o.gpu).vendor == "AMD")
+            with pytest.raises(InvalidWorkload, match="^--kv-cache nvfp4 with --engine vllm: no offering considered "
+                                                      "has a GPU where vLLM or SGLang runs it"):
+                recommend(base, spec, catalog, "1month", now, offerings=amd)
+            continue
+        reasons = [r.reason for r in rec.rejected if "nvfp4" in r.reason]
+        assert reasons and all(r.startswith("--kv-cache nvfp4 with --engine trtllm: ") for r in reasons)

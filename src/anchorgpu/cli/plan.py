@@ -41,7 +41,7 @@ def plan_command(
     offload: str = typer.Option("none", "--offload", help="none | optimizer | params"),
     offload_activations: int = typer.Option(0, "--offload-activations", help="Layers whose activations wait in host memory between the forward and backward pass (full training on Megatron-Core with one pipeline stage and no recompute: --cpu-offloading-num-layers)."),
     weights: str | None = typer.Option(None, "--weights", help="Default: the format the checkpoint ships in (quantization_config). bf16 fp16 fp8 fp8-block128x128 int8 int4-gptq int4-awq nf4 nf4-dq mxfp4 nvfp4 gguf-q4_k_m gguf-q8_0 …"),
-    kv_cache: str | None = typer.Option(None, "--kv-cache", help="bf16 | fp16 | fp8 | nvfp4 (default: the FP8 or NVFP4 KV cache the checkpoint ships, on a GPU with the hardware for it; an NVFP4 one falls back to fp8 on a GPU without NVFP4; else bf16). nvfp4 is refused on a GPU without NVFP4 hardware (Blackwell has it)"),
+    kv_cache: str | None = typer.Option(None, "--kv-cache", help="bf16 | fp16 | fp8 | nvfp4 (default: the FP8 or NVFP4 KV cache the checkpoint ships, where the GPU and --engine run it; an NVFP4 one falls back to fp8, else bf16). nvfp4 runs with vLLM on NVIDIA GPUs from Ampere on through FlashInfer (not for MLA models), with --engine trtllm on Blackwell only; refused elsewhere"),
     context: str | None = typer.Option(None, "--context", help="Tokens per sequence (inference), e.g. 8192 or 8k."),
     concurrency: int | None = typer.Option(None, "--concurrency", help="Sequences at once (inference)."),
     micro_batch: int | None = typer.Option(None, "--micro-batch", help="Sequences per GPU step (training; chosen with the layout when not given)."),

@@ -163,7 +163,7 @@ def recommend_command(
     gpu: str | None = typer.Option(None, "--gpu", help="Only offerings of this GPU (name or alias)."),
     max_servers: int = typer.Option(4, "--max-servers", help="Try 1..N whole servers of each offering."),
     weights: str | None = typer.Option(None, "--weights", help="Comma list of weight formats to compare (default: the plan's, i.e. the checkpoint's shipped format; training bf16). Lower ones are marked: outputs change."),
-    kv_cache: str | None = typer.Option(None, "--kv-cache", help="Comma list of KV-cache dtypes: bf16, fp16, fp8, nvfp4 (default: the plan's, the FP8 or NVFP4 one the checkpoint ships on GPUs with the hardware for it, else fp8 or bf16). nvfp4 only on GPUs with NVFP4 hardware."),
+    kv_cache: str | None = typer.Option(None, "--kv-cache", help="Comma list of KV-cache dtypes: bf16, fp16, fp8, nvfp4 (default: the plan's, the FP8 or NVFP4 one the checkpoint ships on GPUs with the hardware for it, else fp8 or bf16). nvfp4 only where the engine runs it (vLLM: NVIDIA GPUs from Ampere on, not for MLA; trtllm: Blackwell)."),
     lower_precision: bool = typer.Option(False, "--lower-precision", help="Also consider fp8/int4-awq weights and an fp8 KV cache below the checkpoint's precision (outputs change: rerun evaluations)."),
     context: str | None = typer.Option(None, "--context", help="Tokens per sequence (inference), e.g. 8192 or 8k."),
     concurrency: int | None = typer.Option(None, "--concurrency", help="Sequences at once; default: the most each offering serves."),

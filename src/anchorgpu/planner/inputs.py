@@ -111,7 +111,7 @@ for 2 elements, and SFs (fp8) per 16 elements") and SGLang 0.5.23 ``MHATokenToKV
 and a ``n·d // 16`` one-byte scale buffer a token). The fp32 scales per layer (K and V) are not counted."""
 KV_CACHE_AUTO = "auto"
 """``PrecisionPlan.kv_cache`` when none is asked for: the KV dtype the checkpoint ships (an FP8 KV cache on a GPU
-with FP8 hardware, an NVFP4 one on a GPU with NVFP4 hardware, else the nearest the GPU runs:
+with FP8 hardware, an NVFP4 one where the workload's engine runs it on the GPU, else the nearest the GPU runs:
 :func:`anchorgpu.planner.validate.default_kv_cache`), else bf16, as the engines' ``auto`` resolves it; ``plan()``
 states which, and its ``Plan.precision`` holds the dtype planned."""
 Engine = Literal["vllm", "trtllm"]

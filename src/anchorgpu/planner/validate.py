@@ -28,7 +28,8 @@ from anchorgpu.planner.workload_checks import check_activation_offload_layout, c
 
 __all__ = ["GPUS_PER_SERVER", "TRAIN_FORMATS", "check_activation_offload_layout", "check_layout_counts", "check_positive",
            "check_tp", "default_tp",
-           "default_kv_cache", "kv_cache_refusal", "kv_cache_runs_on", "resolve_format", "resolve_kv_cache",
+           "default_kv_cache", "kv_cache_refusal", "kv_cache_runs_on", "nvfp4_kv_line", "nvfp4_kv_refusal",
+           "resolve_format", "resolve_kv_cache", "vllm_nvfp4_refusal",
            "shipped_kv_cache", "resolve_layout", "tp_is_valid", "validate_workload"]
 
 TRAIN_FORMATS = ("bf16", "fp16", "fp32")
@@ -98,29 +99,105 @@ def shipped_kv_cache(model: ModelSpec | DiffusionPipelineSpec) -> str | None:
     return None if q is None else q.kv_cache
 
 
-def kv_cache_runs_on(kv: str, gpu: GpuSpec) -> bool:
-    """Whether ``gpu`` has the hardware a KV-cache dtype is planned on: FP8 units for ``fp8``, NVFP4 among its FP4
-    formats for ``nvfp4`` (Blackwell; the MI355X's FP4 units take MXFP4, not NVFP4); 16-bit runs everywhere.
+_FA2_FAMILIES = (8, 9, 12)
+"""CUDA major versions on which vLLM 0.33.0 reads an NVFP4 KV cache with FlashInfer's FA2 kernels
+(``vllm/v1/attention/backends/flashinfer.py`` ``_nvfp4_kv_on_fa2``: device families 80, 90 and 120: Ampere, Ada,
+Hopper and the SM120 Blackwells); on family 100 (B200, B300, GB200, GB300) it uses the trtllm-gen kernels."""
+
+
+def _cc_major(gpu: GpuSpec) -> int | None:
+    cc = gpu.compute_capability
+    return int(cc.split(".")[0]) if gpu.vendor == "NVIDIA" and cc else None
+
+
+def _vllm_nvfp4_path(gpu: GpuSpec) -> str | None:
+    """Which of vLLM 0.33.0's FlashInfer paths reads an NVFP4 KV cache on ``gpu``: ``"fa2"`` (families 80, 90, 120),
+    ``"trtllm-gen"`` (family 100), or None (ROCm, whose backends list no nvfp4; compute capabilities FlashInfer's
+    ``supports_compute_capability`` leaves out, below 8.0 or above 12.1)."""
+    major = _cc_major(gpu)
+    cc = tuple(int(part) for part in (gpu.compute_capability or "0.0").split("."))
+    if major is None or not (8, 0) <= cc <= (12, 1):
+        return None
+    return "fa2" if major in _FA2_FAMILIES else "trtllm-gen" if major == 10 else None
+
+
+def vllm_nvfp4_refusal(gpu: GpuSpec, model: ModelSpec | DiffusionPipelineSpec | None) -> str | None:
+    """Why vLLM 0.33.0 cannot run an NVFP4 KV cache for ``model`` on ``gpu``, or None: only its FlashInfer backend
+    lists ``nvfp4`` (``FlashInferBackend.supported_kv_cache_dtypes``; the CUDA backend selection takes it by itself,
+    FLASH_ATTN refusing the dtype), on NVIDIA GPUs of compute capability 8.0 to 12.1; none of its ROCm backends lists
+    it; ``VllmConfig.validate_nvfp4_kv_cache_with_mla`` refuses it for an MLA model; on the FA2 path (families 80, 90,
+    120) ``FlashInferBackend.supports_combination`` refuses head size 64 ("fa2 prefill misreads an NVFP4 KV cache")
+    and attention sinks (gpt-oss, whose heads are 64 wide).
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> [vllm_nvfp4_refusal(get_gpu(g), None) is None for g in ("a100", "h100", "l40s", "b200", "rtx-5090", "mi355x")]
+    [True, True, True, True, True, False]
+    """
+    path = _vllm_nvfp4_path(gpu)
+    if path is None:
+        where = (f"{gpu.name} is an AMD GPU and none of vLLM's ROCm attention backends takes nvfp4"
+                 if gpu.vendor != "NVIDIA" else
+                 f"{gpu.name} (compute capability {gpu.compute_capability}) is outside FlashInfer's 8.0-12.1")
+        return f"vLLM 0.33.0 reads an NVFP4 KV cache with its FlashInfer backend only, on NVIDIA GPUs; {where}"
+    if isinstance(model, ModelSpec) and model.mla is not None:
+        return (f"{model.name} uses MLA, for which vLLM 0.33.0 refuses an NVFP4 KV cache "
+                "(validate_nvfp4_kv_cache_with_mla: its nvfp4 layout is for the FlashInfer backend, no MLA backend)")
+    if path == "fa2" and isinstance(model, ModelSpec) and model.head_dim == 64:
+        return (f"on {gpu.name} vLLM 0.33.0 reads an NVFP4 KV cache with FlashInfer's FA2 kernels, which misread "
+                f"{model.name}'s 64-wide heads (FlashInferBackend.supports_combination)")
+    return None
+
+
+def kv_cache_runs_on(kv: str, gpu: GpuSpec, engine: str = "vllm",
+                     model: ModelSpec | DiffusionPipelineSpec | None = None) -> bool:
+    """Whether a KV-cache dtype is planned on ``gpu`` for ``engine``: FP8 units for ``fp8``; for ``nvfp4``, where
+    the serving engine runs it (:func:`nvfp4_kv_refusal`); 16-bit runs everywhere.
 
     >>> from anchorgpu.hardware import get_gpu
     >>> [kv_cache_runs_on("nvfp4", get_gpu(g)) for g in ("h100", "b200", "mi355x")]
+    [True, True, False]
+    >>> [kv_cache_runs_on("nvfp4", get_gpu(g), "trtllm") for g in ("h100", "b200", "mi355x")]
     [False, True, False]
     """
     if kv == "fp8":
         return gpu.fp8_hardware
     if kv == "nvfp4":
-        return "NVFP4" in gpu.fp4_formats
+        return nvfp4_kv_refusal(gpu, engine, model) is None
     return True
 
 
-def default_kv_cache(shipped: str | None, gpu: GpuSpec | None) -> str:
-    """The KV-cache dtype planned when none is asked for: the checkpoint's (``shipped``) on a GPU that runs it (or
-    none named); where the GPU does not, an NVFP4 one falls back to FP8 on a GPU with FP8 hardware (the one other
-    quantized cache TensorRT-LLM can be told to run over the checkpoint's, ``kv_cache_config.dtype: fp8``, whose
-    FP8 and NVFP4 KV scales are both amax/448), else bf16; bf16 for a checkpoint that ships none.
+def nvfp4_kv_refusal(gpu: GpuSpec, engine: str, model: ModelSpec | DiffusionPipelineSpec | None = None) -> str | None:
+    """Why an NVFP4 KV cache is not planned on ``gpu`` for ``engine``, or None.
+
+    ``trtllm``: Blackwell (NVFP4 among the GPU's FP4 formats) only. ``vllm``: where vLLM 0.33.0 runs it
+    (:func:`vllm_nvfp4_refusal`: FlashInfer's FA2 kernels on Ampere, Ada, Hopper and SM120, trtllm-gen on SM100; not
+    for MLA), and also on any Blackwell GPU (MLA models included), since the vLLM sizing is the one the SGLang launch
+    (``--recipe sglang``) uses and SGLang runs it on SM100 and SM120 (``kv_cache_hook.handle_kv4_compatibility``);
+    the vLLM launch then refuses what vLLM does not run."""
+    blackwell = "NVFP4" in gpu.fp4_formats
+    if engine == "trtllm":
+        return None if blackwell else (f"TensorRT-LLM runs an NVFP4 KV cache on Blackwell GPUs only (NVFP4 "
+                                       f"hardware); {gpu.name} has none")
+    vllm = vllm_nvfp4_refusal(gpu, model)
+    if vllm is None or blackwell:
+        return None
+    return f"{vllm}, and SGLang and TensorRT-LLM need Blackwell for it"
+
+
+def default_kv_cache(shipped: str | None, gpu: GpuSpec | None, engine: str = "vllm",
+                     model: ModelSpec | DiffusionPipelineSpec | None = None) -> str:
+    """The KV-cache dtype planned when none is asked for: the checkpoint's (``shipped``) where ``engine`` runs it on
+    ``gpu`` (or no GPU is named): vLLM's ``auto`` takes a ModelOpt NVFP4 KV cache on any GPU
+    (``get_kv_cache_quant_algo_string``, ``MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP``) and its FlashInfer backend runs it
+    off Blackwell too; TensorRT-LLM's runs the checkpoint's algorithm (Blackwell for NVFP4). Where the engine does not,
+    an NVFP4 one falls back to FP8 on a GPU with FP8 hardware (the one other quantized cache TensorRT-LLM can be told
+    to run over the checkpoint's, ``kv_cache_config.dtype: fp8``, whose FP8 and NVFP4 KV scales are both amax/448),
+    else bf16; bf16 for a checkpoint that ships none.
 
     >>> from anchorgpu.hardware import get_gpu
-    >>> [default_kv_cache("nvfp4", get_gpu(g)) for g in ("b200", "h100", "a100")]
+    >>> [default_kv_cache("nvfp4", get_gpu(g)) for g in ("b200", "h100", "a100", "mi300x")]
+    ['nvfp4', 'nvfp4', 'nvfp4', 'fp8']
+    >>> [default_kv_cache("nvfp4", get_gpu(g), "trtllm") for g in ("b200", "h100", "a100")]
     ['nvfp4', 'fp8', 'bf16']
     """
     if shipped is None:
@@ -128,57 +205,101 @@ def default_kv_cache(shipped: str | None, gpu: GpuSpec | None) -> str:
     if gpu is None:
         return shipped
     chain = (shipped, "fp8", "bf16") if shipped == "nvfp4" else (shipped, "bf16")
-    return next(k for k in chain if kv_cache_runs_on(k, gpu))
+    return next(k for k in chain if kv_cache_runs_on(k, gpu, engine, model))
 
 
-def kv_cache_refusal(kv: str, gpu: GpuSpec) -> str | None:
-    """The one-line refusal of a KV-cache dtype asked for on a GPU without the hardware for it, or None: only
+def kv_cache_refusal(kv: str, gpu: GpuSpec, engine: str = "vllm",
+                     model: ModelSpec | DiffusionPipelineSpec | None = None) -> str | None:
+    """The one-line refusal of a KV-cache dtype asked for on a GPU where ``engine`` does not run it, or None: only
     ``nvfp4`` is refused (an FP8 cache on a GPU without FP8 is planned with a warning, as before)."""
-    if kv != "nvfp4" or kv_cache_runs_on(kv, gpu):
+    if kv != "nvfp4":
+        return None
+    why = nvfp4_kv_refusal(gpu, engine, model)
+    if why is None:
         return None
     other = "fp8" if gpu.fp8_hardware else "bf16"
-    return (f"--kv-cache nvfp4: {gpu.name} has no NVFP4 hardware (the NVFP4 KV cache is planned on Blackwell GPUs "
-            f"only); use --kv-cache {other}")
+    return f"--kv-cache nvfp4 with --engine {engine}: {why}; use --kv-cache {other}"
+
+
+def nvfp4_kv_line(gpu: GpuSpec | None, engine: str, model: ModelSpec | DiffusionPipelineSpec | None) -> str | None:
+    """The assumption saying which engine path runs a planned NVFP4 KV cache, or None where there is nothing to add
+    (no GPU named; TensorRT-LLM on Blackwell)."""
+    if gpu is None or engine == "trtllm":
+        return None
+    vllm = vllm_nvfp4_refusal(gpu, model)
+    if vllm is not None:  # Blackwell, the model being MLA or vLLM's FA2 path refusing it
+        return (f"NVFP4 KV cache on {gpu.name}: {vllm}; planned as SGLang (--kv-cache-dtype nvfp4, SM100/SM120) "
+                "and TensorRT-LLM (--engine trtllm) run it, and the vLLM launch is refused.")
+    if _vllm_nvfp4_path(gpu) == "fa2":
+        sglang = ("SGLang runs it too (SM120)" if "NVFP4" in gpu.fp4_formats else
+                  "SGLang and TensorRT-LLM need Blackwell for it (--recipe sglang is refused here)")
+        return (f"NVFP4 KV cache on {gpu.name}: vLLM 0.33.0 runs it through FlashInfer's FA2 kernels (its FlashInfer "
+                "backend, the one CUDA backend taking --kv-cache-dtype nvfp4, chosen by itself), the pages "
+                f"dequantized to 16 bit inside attention; {sglang}.")
+    return (f"NVFP4 KV cache on {gpu.name}: vLLM 0.33.0 runs it through FlashInfer's trtllm-gen kernels (SM100); "
+            "SGLang and TensorRT-LLM run it too.")
 
 
 def resolve_kv_cache(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, precision: PrecisionPlan,
                      gpu: GpuSpec | None, assumptions: list[str]) -> str:
-    """The KV-cache dtype planned, its assumption appended where the checkpoint ships one.
+    """The KV-cache dtype planned, its assumption appended where the checkpoint ships one or the cache is NVFP4.
 
     Not asked for (:data:`~anchorgpu.planner.inputs.KV_CACHE_AUTO`): the checkpoint's quantized KV cache when it
-    ships one, as vLLM's and TensorRT-LLM's ``auto`` run it, on a GPU with the hardware for it (or none named); on a
-    GPU without, :func:`default_kv_cache`'s fallback (an FP8 cache needs the FP8 kernels; the serving recipes
-    refuse it there as they refuse ``--kv-cache fp8``), and bf16 for a checkpoint that ships none (and for
-    training, which keeps no KV cache). Asked for: that dtype, said to override the checkpoint's where it differs;
-    ``nvfp4`` on a GPU without NVFP4 hardware is refused (:func:`kv_cache_refusal`)."""
+    ships one, as the serving engine's ``auto`` runs it, where ``workload.engine`` runs it on the GPU (or none named;
+    :func:`default_kv_cache`: vLLM's NVFP4 path reaches Ampere, Ada and Hopper, TensorRT-LLM's needs Blackwell);
+    elsewhere :func:`default_kv_cache`'s fallback (an FP8 cache needs the FP8 kernels; the serving recipes refuse it
+    there as they refuse ``--kv-cache fp8``), and bf16 for a checkpoint that ships none (and for training, which keeps
+    no KV cache). Asked for: that dtype, said to override the checkpoint's where it differs; ``nvfp4`` where the
+    engine does not run it is refused (:func:`kv_cache_refusal`). A planned NVFP4 cache's engine path is stated
+    (:func:`nvfp4_kv_line`)."""
     kv = precision.kv_cache
+    engine = workload.engine
     if kv != KV_CACHE_AUTO and gpu is not None and workload.task == "inference":
-        refused = kv_cache_refusal(kv, gpu)
+        refused = kv_cache_refusal(kv, gpu, engine, model)
         if refused:
             raise InvalidWorkload(refused)
+    chosen = _resolve_kv_cache(model, workload, kv, gpu, assumptions)
+    if chosen == "nvfp4" and workload.task == "inference":
+        line = nvfp4_kv_line(gpu, engine, model)
+        if line is not None:
+            assumptions.append(line)
+    return chosen
+
+
+def _resolve_kv_cache(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, kv: str, gpu: GpuSpec | None,
+                      assumptions: list[str]) -> str:
     shipped = shipped_kv_cache(model) if workload.task == "inference" else None
     if shipped is None:
         return "bf16" if kv == KV_CACHE_AUTO else kv
     assert isinstance(model, ModelSpec) and model.quantization is not None
     where = f"quantization_config {model.quantization.method} {model.quantization.kv_cache_field}"
+    engine = workload.engine
     if kv == KV_CACHE_AUTO:
-        chosen = default_kv_cache(shipped, gpu)
+        chosen = default_kv_cache(shipped, gpu, engine, model)
         if chosen != shipped:
             assert gpu is not None
+            why = (f"{gpu.name} has no {shipped.upper()} hardware" if shipped != "nvfp4" else
+                   f"{nvfp4_kv_refusal(gpu, engine, model)} (--engine {engine})")
             if chosen == "fp8":
                 assumptions.append(
-                    f"KV cache: fp8. The checkpoint ships an {shipped.upper()} KV cache ({where}), but {gpu.name} has "
-                    f"no {shipped.upper()} hardware: planned as FP8, the cache TensorRT-LLM can be told to run "
+                    f"KV cache: fp8. The checkpoint ships an {shipped.upper()} KV cache ({where}), but {why}: "
+                    "planned as FP8, the cache TensorRT-LLM can be told to run "
                     "instead (kv_cache_config.dtype fp8; its FP8 and NVFP4 KV scales are both amax/448), vLLM and "
                     "SGLang with --kv-cache-dtype fp8 / fp8_e4m3; --kv-cache overrides.")
             else:
                 assumptions.append(
-                    f"KV cache: bf16. The checkpoint ships an {shipped.upper()} KV cache ({where}), but {gpu.name} "
-                    f"has no {shipped.upper()} hardware: planned 16-bit (pass the engine a 16-bit KV-cache dtype"
+                    f"KV cache: bf16. The checkpoint ships an {shipped.upper()} KV cache ({where}), but {why}: "
+                    "planned 16-bit (pass the engine a 16-bit KV-cache dtype"
                     + (f"; --kv-cache {shipped} sizes the checkpoint's)." if shipped == "fp8" else ")."))
             return chosen
-        assumptions.append(f"KV cache: {shipped}, as the checkpoint ships it ({where}: calibrated scales, which "
-                           "vLLM and TensorRT-LLM use by default); --kv-cache overrides.")
+        if shipped == "nvfp4":
+            runs = ("vLLM's auto maps ModelOpt's NVFP4 to --kv-cache-dtype nvfp4, get_kv_cache_quant_algo_string"
+                    if engine == "vllm" else "TensorRT-LLM runs the checkpoint's kv_cache_quant_algo")
+            assumptions.append(f"KV cache: nvfp4, as the checkpoint ships it ({where}: calibrated scales; {runs}; "
+                               "SGLang's auto would take 16 bit, its launch names nvfp4); --kv-cache overrides.")
+        else:
+            assumptions.append(f"KV cache: {shipped}, as the checkpoint ships it ({where}: calibrated scales, which "
+                               "vLLM and TensorRT-LLM use by default); --kv-cache overrides.")
         return shipped
     if kv != shipped:
         assumptions.append(f"KV cache: {kv} (override; the checkpoint ships an {shipped.upper()} KV cache, {where}).")

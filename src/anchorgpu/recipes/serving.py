@@ -14,6 +14,7 @@ import shlex
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.inference import DEFAULT_REQUEST_NOTE
 from anchorgpu.planner.plan import Plan
+from anchorgpu.planner.validate import vllm_nvfp4_refusal
 from anchorgpu.recipes._common import Recipe, Target, flag_data, model_ref, not_expressible, shell_join
 from anchorgpu.units import fmt_bytes
 
@@ -54,17 +55,20 @@ def _weights(plan: Plan, model: ModelSpec, kind: str, assumptions: list[str]) ->
 
 def _kv(plan: Plan, kind: str) -> str | None:
     """The engine's KV-cache dtype for the plan's, or None where its default (``auto``) is the plan's. FP8 is refused
-    on a GPU without FP8 hardware, NVFP4 on one without NVFP4 hardware and, on vLLM, for a model with MLA. A 16-bit
-    cache for a checkpoint that ships a quantized one must be named, since the engines' ``auto`` runs the
-    checkpoint's (vLLM ``resolve_kv_cache_dtype_string``, TensorRT-LLM ``_apply_modelopt_quant_config``);
-    TensorRT-LLM cannot be told (only fp8/nvfp4 override the checkpoint's).
+    on a GPU without FP8 hardware, NVFP4 where the engine does not run it. A 16-bit cache for a checkpoint that ships
+    a quantized one must be named, since the engines' ``auto`` runs the checkpoint's (vLLM
+    ``resolve_kv_cache_dtype_string``, TensorRT-LLM ``_apply_modelopt_quant_config``); TensorRT-LLM cannot be told
+    (only fp8/nvfp4 override the checkpoint's).
 
-    NVFP4 (FP4 E2M1 values, an FP8 scale per 16): vLLM 0.33.0 ``--kv-cache-dtype nvfp4`` (``CacheDType``), read by its
-    FlashInfer backend (``FlashInferBackend.supported_kv_cache_dtypes``) and by none of its MLA backends (their
-    ``nvfp4_ds_mla`` is DeepSeek V3.2's sparse layout, another size); SGLang 0.5.23 ``--kv-cache-dtype nvfp4``
-    (``kv_cache_hook.handle_kv4_compatibility``: Blackwell SM100 or SM120; its ``auto`` takes a checkpoint's FP8 KV
-    cache only, ``configure_kv_cache_dtype``, so the flag is always named); TensorRT-LLM ``kv_cache_config.dtype:
-    nvfp4`` (``_update_from_hf_quant_config``)."""
+    NVFP4 (FP4 E2M1 values, an FP8 scale per 16), always named: vLLM 0.33.0 ``--kv-cache-dtype nvfp4``
+    (``CacheDType``), read by its FlashInfer backend only (``FlashInferBackend.supported_kv_cache_dtypes``; the CUDA
+    backend selection picks it by itself, FLASH_ATTN not listing the dtype, so no ``--attention-backend`` is
+    needed): FA2 kernels on compute capability 8.x, 9.x and 12.x, trtllm-gen on 10.x, not for MLA
+    (``validate_nvfp4_kv_cache_with_mla``), not head size 64 on FA2 (:func:`~anchorgpu.planner.validate.
+    vllm_nvfp4_refusal`); SGLang ``--kv-cache-dtype nvfp4`` (``kv_cache_hook.handle_kv4_compatibility``: Blackwell
+    SM100 or SM120 on CUDA, MLA included; its ``auto`` takes a checkpoint's FP8 KV cache only,
+    ``configure_kv_cache_dtype``); TensorRT-LLM ``kv_cache_config.dtype: nvfp4`` (``_update_from_hf_quant_config``),
+    on Blackwell."""
     kv = plan.precision.kv_cache
     if kv == "fp8":
         if plan.gpu is not None and not plan.gpu.fp8_hardware:
@@ -72,13 +76,21 @@ def _kv(plan: Plan, kind: str) -> str | None:
                                         "(plan with --kv-cache bf16)")
         return {"vllm": "fp8", "sglang": "fp8_e4m3", "trtllm": "fp8"}[kind]
     if kv == "nvfp4":
-        if plan.gpu is not None and "NVFP4" not in plan.gpu.fp4_formats:
-            raise not_expressible(kind, f"an NVFP4 KV cache on {plan.gpu.display_name}, which has no NVFP4 hardware "
-                                        "(plan with --kv-cache fp8 or bf16)")
-        if kind == "vllm" and isinstance(plan.model, ModelSpec) and plan.model.mla is not None:
-            raise not_expressible(kind, f"an NVFP4 KV cache for {plan.model.name}, whose attention is MLA: vLLM reads "
-                                        "--kv-cache-dtype nvfp4 with its FlashInfer backend only, which no MLA model "
-                                        "runs (plan with --kv-cache fp8, or use --recipe sglang or trtllm)")
+        gpu = plan.gpu
+        if kind == "vllm":
+            mla = isinstance(plan.model, ModelSpec) and plan.model.mla is not None
+            why = vllm_nvfp4_refusal(gpu, plan.model) if gpu is not None else (
+                f"{plan.model.name} uses MLA, for which vLLM 0.33.0 refuses an NVFP4 KV cache "
+                "(validate_nvfp4_kv_cache_with_mla)" if mla else None)
+            if why is not None:
+                raise not_expressible(kind, f"an NVFP4 KV cache: {why} (plan with --kv-cache fp8"
+                                            + (", or use --recipe sglang or trtllm on Blackwell)" if mla else ")"))
+        elif gpu is not None and "NVFP4" not in gpu.fp4_formats:
+            engine = {"sglang": "SGLang runs --kv-cache-dtype nvfp4 on Blackwell SM100 or SM120 only "
+                                "(kv_cache_hook.handle_kv4_compatibility)",
+                      "trtllm": "TensorRT-LLM runs an NVFP4 KV cache on Blackwell GPUs only"}[kind]
+            raise not_expressible(kind, f"an NVFP4 KV cache on {gpu.display_name}: {engine} (plan with --kv-cache "
+                                        f"{'fp8' if gpu.fp8_hardware else 'bf16'}, or use --recipe vllm)")
         return "nvfp4"
     q = plan.model.quantization if isinstance(plan.model, ModelSpec) else None
     if q is None or q.kv_cache is None:

@@ -20,10 +20,10 @@ from anchorgpu.units import Term, fmt_bytes
 __all__ = ["able_to_run", "engine_cap", "miss_reason"]
 
 
-def _unable(gpu: GpuSpec, workload: Any, kv_caches: tuple[str, ...] = ()) -> str | None:
+def _unable(gpu: GpuSpec, workload: Any, kv_caches: tuple[str, ...] = (), model: Any = None) -> str | None:
     """Why ``gpu`` cannot run the workload at all (``plan`` refuses it there too), or None: FP8 and FP4 training
     need the GPU's FP8/FP4 tensor cores, TensorRT-LLM runs on NVIDIA GPUs only, and an NVFP4 KV cache (every KV
-    dtype listed) needs NVFP4 hardware."""
+    dtype listed) needs a GPU where the workload's engine runs it (``planner.validate.nvfp4_kv_refusal``)."""
     from anchorgpu.planner.validate import kv_cache_refusal
 
     precision = workload.train_precision
@@ -31,20 +31,21 @@ def _unable(gpu: GpuSpec, workload: Any, kv_caches: tuple[str, ...] = ()) -> str
         return f"--train-precision {precision}: {gpu.name} has no {precision.upper()} tensor cores"
     if workload.task != "inference":
         return None
-    refusals = [kv_cache_refusal(k, gpu) for k in kv_caches]
+    refusals = [kv_cache_refusal(k, gpu, workload.engine, model) for k in kv_caches]
     if refusals and all(refusals):
         return refusals[0]
     return engine_refusal(workload.engine, (gpu,))
 
 
 def able_to_run(offerings: tuple[Offering, ...], workload: Any, catalog: Catalog, term: Term,
-                 now: datetime, kv_caches: tuple[str, ...] = ()) -> tuple[tuple[Offering, ...], list[Rejection]]:
+                 now: datetime, kv_caches: tuple[str, ...] = (),
+                 model: Any = None) -> tuple[tuple[Offering, ...], list[Rejection]]:
     """The offerings whose GPU can run the workload (with one of the KV-cache dtypes listed), and a rejection for
     each other one (:func:`_unable`). One line, exit 2, when no offering can."""
     able, rejected = [], []
     for offering in offerings:
         gpu = get_gpu(offering.gpu)
-        reason = _unable(gpu, workload, kv_caches)
+        reason = _unable(gpu, workload, kv_caches, model)
         if reason is None:
             able.append(offering)
             continue
@@ -55,8 +56,11 @@ def able_to_run(offerings: tuple[Offering, ...], workload: Any, catalog: Catalog
         rejected.append(Rejection(offering=offering.id, servers=1, total_usd=total, reason=reason))
     if not able:
         if workload.task == "inference" and kv_caches and all(k == "nvfp4" for k in kv_caches):
-            raise InvalidWorkload("--kv-cache nvfp4: no offering considered has a GPU with NVFP4 hardware (the NVFP4 "
-                                  "KV cache is planned on Blackwell GPUs only)")
+            where = ("a GPU where vLLM or SGLang runs it (vLLM: NVIDIA compute capability 8.0-12.1, not for MLA; "
+                     "SGLang: Blackwell)" if workload.engine == "vllm" else
+                     "a GPU with NVFP4 hardware (TensorRT-LLM runs it on Blackwell GPUs only)")
+            raise InvalidWorkload(f"--kv-cache nvfp4 with --engine {workload.engine}: no offering considered has "
+                                  f"{where}")
         if workload.task == "inference":
             raise InvalidWorkload("--engine trtllm: no offering considered has an NVIDIA GPU (TensorRT-LLM runs on "
                                   "NVIDIA GPUs only)")

@@ -80,7 +80,9 @@ def precision_choice(model: ModelSpec, spec: SweepSpec, *, lower_precision: bool
     else:
         how = ("no lower precision unless allowed (CLI --lower-precision or a --weights list, API lower_precision, "
                "the page's checkbox)")
-    kv_text = ("KV cache nvfp4 as the checkpoint ships it (fp8 on GPUs without NVFP4 hardware, bf16 on those without "
+    nvfp4_where = ("on the GPUs where vLLM or SGLang runs it: vLLM's FlashInfer backend on NVIDIA compute capability "
+                   "8.0-12.1, not for MLA" if spec.workload.engine == "vllm" else "on Blackwell GPUs (TensorRT-LLM)")
+    kv_text = (f"KV cache nvfp4 as the checkpoint ships it {nvfp4_where} (fp8 on the others, bf16 on those without "
                "FP8 either)" if shipped_kv == "nvfp4" else
                f"KV cache {shipped_kv} as the checkpoint ships it (bf16 on GPUs without FP8 hardware)"
                if shipped_kv is not None else "KV cache bf16")

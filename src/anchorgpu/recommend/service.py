@@ -241,12 +241,13 @@ def recommend(
     if max_usd is not None and max_usd <= 0:
         raise InvalidWorkload(f"max-usd={max_usd}: must be positive")
     chosen = tuple(offerings if offerings is not None else catalog.offerings)
-    chosen, unable = able_to_run(chosen, spec.workload, catalog, the_term, now, spec.kv_caches)
+    chosen, unable = able_to_run(chosen, spec.workload, catalog, the_term, now, spec.kv_caches, model)
     shapes = shapes_from_catalog(chosen, max_servers=max_servers)
     choice = precision_choice(model, spec, lower_precision=lower_precision)
     kvs = choice.kv_caches
-    if choice.kv_per_gpu:  # the checkpoint's KV cache where the GPU has the hardware for it, else fp8/bf16 (as plan)
-        defaults = {default_kv_cache(choice.reference_kv, sh.gpu) for sh in shapes}
+    engine = spec.workload.engine
+    if choice.kv_per_gpu:  # the checkpoint's KV cache where the engine runs it on the GPU, else fp8/bf16 (as plan)
+        defaults = {default_kv_cache(choice.reference_kv, sh.gpu, engine, model) for sh in shapes}
         kvs = tuple(k for k in kvs if k in defaults)
     spec = replace(spec, weights=choice.weights, kv_caches=kvs)
     result = sweep(model, shapes, spec, progress=progress, flatten=False)  # reads a few columns and rows
@@ -257,12 +258,13 @@ def recommend(
         held = c.compact("concurrency") <= c.compact("dp") * caps[c.compact("shape")]
         usable = c.widen(np.logical_and(c.compact("fits"), held))
         if choice.kv_per_gpu and len(result.kv_caches) > 1:
-            default = np.array([result.kv_caches.index(default_kv_cache(choice.reference_kv, sh.gpu))
+            default = np.array([result.kv_caches.index(default_kv_cache(choice.reference_kv, sh.gpu, engine, model))
                                 for sh in shapes])[c.compact("shape")]
             usable &= c.widen(c.compact("kv_cache") == default)
-        if "nvfp4" in result.kv_caches:  # an NVFP4 KV cache only where the GPU has NVFP4 hardware (plan refuses it)
+        if "nvfp4" in result.kv_caches:  # an NVFP4 KV cache only where the engine runs it on the GPU (plan refuses it)
             nvfp4 = np.array([k == "nvfp4" for k in result.kv_caches])[c.compact("kv_cache")]
-            nvfp4_gpu = np.array([kv_cache_runs_on("nvfp4", sh.gpu) for sh in shapes])[c.compact("shape")]
+            nvfp4_gpu = np.array([kv_cache_runs_on("nvfp4", sh.gpu, engine, model)
+                                  for sh in shapes])[c.compact("shape")]
             usable &= c.widen(~nvfp4 | nvfp4_gpu)
     else:
         usable = np.asarray(c["fits"], dtype=bool)
