@@ -71,6 +71,14 @@ def test_model_by_hub_id_of_a_registry_model_works_offline(client: TestClient) -
     assert client.get("/v1/models/meta-llama/Llama-3.1-8B").json()["name"] == "llama-3.1-8b"
 
 
+def test_an_nvidia_modelopt_checkpoint_is_listed_and_read_by_its_hub_id_offline(client: TestClient) -> None:
+    rows = {m["name"]: m for m in client.get("/v1/models").json()["data"]}
+    assert rows["deepseek-r1-0528-fp4"]["hub_id"] == "nvidia/DeepSeek-R1-0528-FP4"
+    body = client.get("/v1/models/nvidia/DeepSeek-R1-0528-FP4").json()  # this test server fetches nothing
+    assert body["name"] == "deepseek-r1-0528-fp4" and body["shipped_weights"] == "nvfp4"
+    assert body["kv_cache_dtype"] == "fp8" and body["params_total"] == 671_026_404_352
+
+
 def test_model_refs_that_are_server_paths_are_refused(client: TestClient, problem: Any) -> None:
     for ref in ["..%2F..%2Fetc%2Fpasswd", "%2Fetc%2Fpasswd", "config.json"]:
         response = client.get(f"/v1/models/{ref}")

@@ -30,9 +30,10 @@ def test_a_family_row_groups_the_flat_rows(capsys: pytest.CaptureFixture[str]) -
 
 def test_families_show_the_format_their_checkpoints_ship_in(capsys: pytest.CaptureFixture[str]) -> None:
     families = {f["family"]: f for f in run_json(capsys, "models", "--by-family")}
-    # gpt-oss ships MXFP4 experts, DeepSeek-V3 block-scaled FP8 (their quantization_config), Qwen3 16-bit
+    # gpt-oss ships MXFP4 experts, DeepSeek-V3 block-scaled FP8 (their quantization_config) and, as NVIDIA's
+    # deepseek-r1-0528-fp4 (its hf_quant_config.json), NVFP4; Qwen3 16-bit
     assert families["gpt-oss"]["shipped_weights"] == ["mxfp4"]
-    assert families["DeepSeek-V3"]["shipped_weights"] == ["fp8-block128x128"]
+    assert families["DeepSeek-V3"]["shipped_weights"] == ["fp8-block128x128", "nvfp4"]
     assert families["Qwen3"]["shipped_weights"] == ["bf16"]
     assert families["Qwen3"]["models"][:2] == ["qwen3-0.6b", "qwen3-1.7b"]  # smallest first
 

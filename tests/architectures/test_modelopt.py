@@ -260,7 +260,8 @@ def test_a_hub_checkpoint_states_its_modelopt_precision_in_hf_quant_config_json(
                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """nvidia/DeepSeek-R1-0528-FP4 (ModelOpt 0.31.0) states its NVFP4 layout only in hf_quant_config.json beside a
     config.json without a quantization_config (the stored file's source: quant_configs/SOURCES.md): fetched from the
-    Hub it must be planned as that layout, not 16-bit."""
+    Hub it must be planned as that layout, not 16-bit. That id is now a registry row (read offline,
+    test_shipped_checkpoints.py); a copy of the checkpoint under another, unregistered id is what gets fetched."""
     import huggingface_hub
 
     from anchorgpu.architectures import load_model
@@ -271,7 +272,7 @@ def test_a_hub_checkpoint_states_its_modelopt_precision_in_hf_quant_config_json(
     files: dict[str, str | Exception] = {"config.json": json.dumps(cfg),
                                          "hf_quant_config.json": read_data_text(f"quant_configs/{DSR1_0528}")}
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", _fake_hub_download(tmp_path, files, calls))
-    m = load_model("nvidia/DeepSeek-R1-0528-FP4", environ={})
+    m = load_model("someone/DeepSeek-R1-0528-FP4-copy", environ={})  # a hypothetical re-upload, not in the registry
     assert isinstance(m, ModelSpec) and m.quantization is not None
     assert (m.quantization.method, m.quantization.name, m.quantization.fraction("q_a")) == ("modelopt", "nvfp4", 0.0)
     assert [c[1] for c in calls] == ["config.json", "hf_quant_config.json"]

@@ -99,6 +99,9 @@ def load_registry_model(info: ModelInfo) -> ModelSpec | DiffusionPipelineSpec:
 
         return parse_pipeline(text, name=info.name, family=info.family, file=f"architectures/data/{info.file}")
     cfg = parse_config_text(text, where=f"architectures/data/{info.file}")
+    if info.quant_config:  # a quantized checkpoint of its base row: the base's config, the shipped file's layout
+        where = f"architectures/data/{info.quant_config}"
+        cfg = _with_hf_quant_config(cfg, read_data_text(info.quant_config), where=where)
     spec = from_hf_config(cfg, name=info.name, source=info.source)
     if info.shipped_weights:
         where = f"{REGISTRY_FILE} [{info.name}]"
@@ -127,7 +130,8 @@ def load_with_hf_quant_config(model: str, quant_config: str) -> ModelSpec:
     """A registry model's architecture quantized as the shipped ModelOpt file ``quant_configs/<quant_config>``
     says: a checkpoint NVIDIA re-exported from that model with an ``hf_quant_config.json`` beside its config (the
     file replaces the config's own ``quantization_config``, as TensorRT-LLM reads ``hf_quant_config.json`` first).
-    Read through the same path as a checkpoint folder's sidecar (:func:`load_config_file`).
+    Read through the same path as a checkpoint folder's sidecar (:func:`load_config_file`). A registry row with
+    ``base`` and ``quant_config`` (``deepseek-r1-0528-fp4``) is this, under its own name and Hub id.
 
     >>> m = load_with_hf_quant_config("deepseek-r1", "nvidia-deepseek-r1-0528-fp4.hf_quant_config.json")
     >>> q = m.quantization; q.method, q.name, q.fraction("o"), q.fraction("expert_up"), q.kv_cache

@@ -1,14 +1,16 @@
 """The built-in model registry: ``data/registry.toml`` maps names and aliases to shipped files.
 
-Each ``[models.NAME]`` row points at a real Hugging Face ``config.json`` under ``data/models/``;
-each ``[pipelines.NAME]`` row at a diffusion pipeline description under ``data/diffusion/``.
-Rows carry only facts: display name, family, the Hub id the file was published under, aliases.
+Each ``[models.NAME]`` row points at a real Hugging Face ``config.json`` under ``data/models/``, or names another
+row as its ``base`` and a shipped ModelOpt quantization file as its ``quant_config`` (a checkpoint NVIDIA re-exported
+from that model: the base's architecture, the file's layout); each ``[pipelines.NAME]`` row at a diffusion pipeline
+description under ``data/diffusion/``. Rows carry only facts: display name, family, the Hub id the file was published
+under, aliases.
 Read with ``importlib.resources``; a bad row raises :class:`DataFileError` naming file and row.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Literal
 
@@ -37,11 +39,16 @@ class ModelInfo:
     # The weight format the checkpoint ships in, only where its config.json cannot say (no quantization_config);
     # "" = read it from the config (quantization_config, else 16-bit).
     shipped_weights: str = ""
+    # A quantized checkpoint of another row: that row's name (its config is ``file``) and the shipped ModelOpt
+    # ``hf_quant_config.json`` under ``architectures/data/`` that says the checkpoint's layout; "" for a plain row.
+    base: str = ""
+    quant_config: str = ""
 
     @property
     def source(self) -> str:
         origin = f" (as published in {self.hub_id})" if self.hub_id else ""
-        return f"registry:{self.name} [{self.file}]{origin}"
+        files = f"{self.file} + {self.quant_config}" if self.quant_config else self.file
+        return f"registry:{self.name} [{files}]{origin}"
 
 
 def read_data_text(relative: str) -> str:
@@ -74,19 +81,58 @@ def _parse(doc: dict[str, object]) -> tuple[ModelInfo, ...]:
             aliases = row.get("aliases", [])
             if not isinstance(aliases, list) or not all(isinstance(a, str) and a for a in aliases):
                 raise DataFileError(REGISTRY_FILE, name, "field 'aliases' must be a list of non-empty strings")
+            base, quant_config = _quantized_of(row, name, kind)
             infos.append(
                 ModelInfo(
                     name=name,
                     kind="llm" if kind == "llm" else "diffusion",
                     display_name=_str(row, "display_name", name),
                     family=_str(row, "family", name),
-                    file=_str(row, "file", name),
+                    file="" if base else _str(row, "file", name),  # a quantized checkpoint: its base's file, below
                     hub_id=_str(row, "hub_id", name, required=False),
                     aliases=tuple(aliases),
                     shipped_weights=_str(row, "shipped_weights", name, required=False),
+                    base=base,
+                    quant_config=quant_config,
                 )
             )
-    return tuple(infos)
+    return tuple(_with_base_files(infos))
+
+
+QUANT_CONFIG_PREFIX = "quant_configs/"
+
+
+def _quantized_of(row: dict[str, object], name: str, kind: str) -> tuple[str, str]:
+    """A row's ``base`` and ``quant_config`` (both, or neither)."""
+    base = _str(row, "base", name, required=False)
+    quant_config = _str(row, "quant_config", name, required=False)
+    if not base and not quant_config:
+        return "", ""
+    if kind != "llm" or not base or not quant_config:
+        raise DataFileError(REGISTRY_FILE, name, "fields 'base' and 'quant_config' go together, on a [models] row "
+                            "(a quantized checkpoint of another registry language model)")
+    if "file" in row or "shipped_weights" in row:
+        raise DataFileError(REGISTRY_FILE, name, "a row with 'base' reads that row's config: give no 'file' or "
+                            "'shipped_weights'")
+    if not quant_config.startswith(QUANT_CONFIG_PREFIX) or not quant_config.endswith(".json") or ".." in quant_config:
+        raise DataFileError(REGISTRY_FILE, name, f"field 'quant_config' must name a .json file under "
+                            f"{QUANT_CONFIG_PREFIX}, got {quant_config!r}")
+    return base.lower(), quant_config
+
+
+def _with_base_files(infos: list[ModelInfo]) -> list[ModelInfo]:
+    """Rows with a ``base`` given that base's config file; the base must be a plain language-model row."""
+    plain = {i.name: i for i in infos if not i.base}
+    out: list[ModelInfo] = []
+    for info in infos:
+        if info.base:
+            base = plain.get(info.base)
+            if base is None or base.kind != "llm":
+                raise DataFileError(REGISTRY_FILE, info.name, f"field 'base' must name a [models] row with its own "
+                                    f"'file', got {info.base!r}")
+            info = replace(info, file=base.file)
+        out.append(info)
+    return out
 
 
 @cache
