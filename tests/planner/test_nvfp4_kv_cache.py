@@ -261,9 +261,17 @@ def test_the_serving_recipes_name_nvfp4_where_the_engine_reads_it() -> None:
 
 
 def test_vllm_refuses_an_nvfp4_kv_cache_for_an_mla_model() -> None:
-    # on Blackwell the vLLM sizing keeps the checkpoint's NVFP4 cache (SGLang and TensorRT-LLM run it for MLA) and says
-    # vLLM's launch is refused
-    p = plan(DEEPSEEK, WORK, layout=Layout(gpus=8), gpu=get_gpu("b200"))
+    # vLLM's default is what vLLM runs: an MLA model's NVFP4 cache falls back to FP8 even on Blackwell
+    # (VllmConfig.validate_nvfp4_kv_cache_with_mla refuses it at start-up), saying why; TensorRT-LLM's keeps it
+    default = plan(DEEPSEEK, WORK, layout=Layout(gpus=8), gpu=get_gpu("b200"))
+    assert default.precision.kv_cache == "fp8"
+    assert any("uses MLA, for which vLLM 0.33.0 refuses an NVFP4 KV cache" in a and "(--engine vllm)" in a
+               for a in default.assumptions)
+    trt = plan(DEEPSEEK, replace(WORK, engine="trtllm"), layout=Layout(gpus=8), gpu=get_gpu("b200"))
+    assert trt.precision.kv_cache == "nvfp4"
+    # asked for, the vLLM sizing keeps it on Blackwell (SGLang and TensorRT-LLM run it for MLA) and says vLLM's launch
+    # is refused
+    p = plan(DEEPSEEK, WORK, layout=Layout(gpus=8), gpu=get_gpu("b200"), precision=PrecisionPlan(kv_cache="nvfp4"))
     assert p.precision.kv_cache == "nvfp4"
     (line,) = [a for a in p.assumptions if a.startswith("NVFP4 KV cache on b200: ")]
     assert "uses MLA" in line and "the vLLM launch is refused" in line

@@ -192,20 +192,33 @@ def default_kv_cache(shipped: str | None, gpu: GpuSpec | None, engine: str = "vl
     off Blackwell too; TensorRT-LLM's runs the checkpoint's algorithm (Blackwell for NVFP4). Where the engine does not,
     an NVFP4 one falls back to FP8 on a GPU with FP8 hardware (the one other quantized cache TensorRT-LLM can be told
     to run over the checkpoint's, ``kv_cache_config.dtype: fp8``, whose FP8 and NVFP4 KV scales are both amax/448),
-    else bf16; bf16 for a checkpoint that ships none.
+    else bf16; bf16 for a checkpoint that ships none. With vLLM the default is what vLLM itself runs
+    (:func:`vllm_nvfp4_refusal`): an MLA model's NVFP4 cache falls back to FP8 on Blackwell too, where vLLM refuses it
+    at start-up; ``--kv-cache nvfp4`` still plans it there for an SGLang or TensorRT-LLM launch.
 
     >>> from anchorgpu.hardware import get_gpu
+    >>> from anchorgpu.architectures import load_model
     >>> [default_kv_cache("nvfp4", get_gpu(g)) for g in ("b200", "h100", "a100", "mi300x")]
     ['nvfp4', 'nvfp4', 'nvfp4', 'fp8']
     >>> [default_kv_cache("nvfp4", get_gpu(g), "trtllm") for g in ("b200", "h100", "a100")]
     ['nvfp4', 'fp8', 'bf16']
+    >>> r1 = load_model("deepseek-r1")
+    >>> default_kv_cache("nvfp4", get_gpu("b200"), "vllm", r1), default_kv_cache("nvfp4", get_gpu("b200"), "trtllm", r1)
+    ('fp8', 'nvfp4')
     """
     if shipped is None:
         return "bf16"
     if gpu is None:
         return shipped
     chain = (shipped, "fp8", "bf16") if shipped == "nvfp4" else (shipped, "bf16")
-    return next(k for k in chain if kv_cache_runs_on(k, gpu, engine, model))
+    return next(k for k in chain if _default_runs(k, gpu, engine, model))
+
+
+def _default_runs(kv: str, gpu: GpuSpec, engine: str, model: ModelSpec | DiffusionPipelineSpec | None) -> bool:
+    """Whether ``engine``'s own default (its ``auto``) would run the KV-cache dtype ``kv`` on ``gpu``."""
+    if kv == "nvfp4" and engine == "vllm":
+        return vllm_nvfp4_refusal(gpu, model) is None
+    return kv_cache_runs_on(kv, gpu, engine, model)
 
 
 def kv_cache_refusal(kv: str, gpu: GpuSpec, engine: str = "vllm",
@@ -266,6 +279,11 @@ def resolve_kv_cache(model: ModelSpec | DiffusionPipelineSpec, workload: Workloa
     return chosen
 
 
+def _nvfp4_default_refusal(gpu: GpuSpec, engine: str, model: ModelSpec | DiffusionPipelineSpec | None) -> str | None:
+    """Why ``engine``'s default does not plan the checkpoint's NVFP4 KV cache on ``gpu``."""
+    return vllm_nvfp4_refusal(gpu, model) if engine == "vllm" else nvfp4_kv_refusal(gpu, engine, model)
+
+
 def _resolve_kv_cache(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, kv: str, gpu: GpuSpec | None,
                       assumptions: list[str]) -> str:
     shipped = shipped_kv_cache(model) if workload.task == "inference" else None
@@ -279,7 +297,7 @@ def _resolve_kv_cache(model: ModelSpec | DiffusionPipelineSpec, workload: Worklo
         if chosen != shipped:
             assert gpu is not None
             why = (f"{gpu.name} has no {shipped.upper()} hardware" if shipped != "nvfp4" else
-                   f"{nvfp4_kv_refusal(gpu, engine, model)} (--engine {engine})")
+                   f"{_nvfp4_default_refusal(gpu, engine, model)} (--engine {engine})")
             if chosen == "fp8":
                 assumptions.append(
                     f"KV cache: fp8. The checkpoint ships an {shipped.upper()} KV cache ({where}), but {why}: "
