@@ -26,6 +26,7 @@ def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
     """(Workload, PrecisionPlan, Layout) for the request; defaults left to the planner (it states them)."""
     from anchorgpu.planner import Layout, PrecisionPlan, Workload
     from anchorgpu.planner.inputs import KV_CACHE_AUTO, check_engine_caps, resolve_engine, resolve_train_stack
+    from anchorgpu.planner.validate import check_kv_cache_task
 
     engine = resolve_engine(request.engine, request.recipe)
     check_engine_caps(request.max_num_seqs, request.max_num_batched_tokens, engine)
@@ -43,6 +44,7 @@ def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
         global_batch_tokens=request.global_batch, prompt_tokens=request.prompt, output_tokens=request.output_tokens,
         images_per_request=request.images_per_request, image_resolution=_resolution(request.image_resolution),
     )
+    check_kv_cache_task(request.kv_cache, request.task)
     precision = PrecisionPlan(weights=request.weights, kv_cache=request.kv_cache or KV_CACHE_AUTO)
     layout = Layout(gpus=request.gpus, tp=request.tp, pp=request.pp, dp=request.dp, ep=request.ep, zero=request.zero,
                     fsdp=request.fsdp, offload=request.offload, cp=request.cp, virtual_stages=request.virtual_stages,
@@ -95,6 +97,7 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
     from anchorgpu.planner import Workload
     from anchorgpu.planner.inputs import resolve_engine, resolve_train_stack
     from anchorgpu.planner.sweep import SweepSpec
+    from anchorgpu.planner.validate import check_kv_cache_task
     from anchorgpu.recommend import recommend, recommendation_to_json
 
     model = load_public_model(request.model, offline=offline)
@@ -108,6 +111,7 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
         if request.engine not in (None, "vllm"):
             raise InvalidWorkload(f"engine {request.engine} sizes a language model's serving engine; {request.model} "
                                   "is a diffusion pipeline")
+        check_kv_cache_task(request.kv_cache, "diffusion")
         if request.recipe is not None:
             from anchorgpu.recipes import check_kind
 

@@ -80,8 +80,13 @@ def _kv_cache(q: Mapping[str, object], where: str) -> tuple[str | None, str, tup
         kv, field = "FP8", "kv_cache_scheme"
     elif kv is None and isinstance(scheme, Mapping) and scheme.get("type") == "float" and scheme.get("num_bits") == 4:
         kv, field = "NVFP4", "kv_cache_scheme"  # vLLM's get_kv_cache_quant_algo_string reads it as nvfp4
+    elif kv is None and isinstance(scheme, Mapping) and scheme.get("type") == "int" and scheme.get("num_bits") == 8:
+        kv, field = "INT8", "kv_cache_scheme"
     elif kv is None and isinstance(scheme, str):
         kv, field = scheme, "kv_cache_scheme"
+    elif kv is None and scheme is not None:  # any other scheme: its KV bytes would be a guess, never silently 16-bit
+        raise InvalidConfig(f"{where}: field 'quantization_config.kv_cache_scheme' must be an object with num_bits 8 "
+                            f"or 4 and type float (or num_bits 8 and type int), or a name such as FP8, got {scheme!r}")
     if kv is None:
         return None, "", ()
     if not isinstance(kv, str) or kv.upper() not in _KV_ALGOS:
@@ -103,6 +108,9 @@ def read_modelopt(q: Mapping[str, object], model: ModelSpec, where: str) -> Ship
     ('nvfp4', 1.0, False)
     """
     algo = q.get("quant_algo")
+    if algo is not None and not isinstance(algo, str):
+        raise InvalidConfig(f"{where}: field 'quantization_config.quant_algo' must be a name such as 'NVFP4' or "
+                            f"'FP8', got {algo!r}")
     if not isinstance(algo, str) or not algo:
         raise InvalidConfig(f"{where}: field 'quantization_config.quant_algo' is missing; a ModelOpt checkpoint "
                             "names its algorithm there (plan with --weights to choose one)")

@@ -286,6 +286,9 @@ def read_quantization(cfg: Mapping[str, object], model: ModelSpec, *, where: str
     if not isinstance(q, Mapping):
         raise InvalidConfig(f"{where}: field 'quantization_config' must be an object, got {q!r}")
     method = q.get("quant_method")
+    if method is not None and not isinstance(method, str):
+        raise InvalidConfig(f"{where}: field 'quantization_config.quant_method' must be a name such as 'fp8' or "
+                            f"'modelopt', got {method!r}")
     if not isinstance(method, str) or not method:
         raise InvalidConfig(f"{where}: field 'quantization_config.quant_method' is missing; the shipped precision "
                             "cannot be read (plan with --weights to choose one)")

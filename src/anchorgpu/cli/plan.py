@@ -80,6 +80,7 @@ def plan_command(
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan, plan_to_json
     from anchorgpu.planner.inputs import KV_CACHE_AUTO, check_engine_caps, resolve_engine, resolve_train_stack
+    from anchorgpu.planner.validate import check_kv_cache_task
     from anchorgpu.validation import bounded_int
 
     for value, field in ((concurrency, "concurrency"), (output_tokens, "output_tokens"), (micro_batch, "micro_batch"),
@@ -115,7 +116,9 @@ def plan_command(
     layout = Layout(gpus=parse_gpus(gpus), tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=fsdp, cp=cp,
                     virtual_stages=virtual_stages, tp_overlap=tp_overlap, ep_overlap=ep_overlap, offload=offload,  # type: ignore[arg-type]
                     pipeline_layout=pipeline_layout, sequence_parallel=sequence_parallel)
-    result = plan(spec, workload, precision=PrecisionPlan(weights=weights, kv_cache=kv_cache.lower() if kv_cache else KV_CACHE_AUTO),
+    kv = kv_cache.lower() if kv_cache is not None else KV_CACHE_AUTO  # '' is refused as an unknown dtype, not taken as auto
+    check_kv_cache_task(kv, task)
+    result = plan(spec, workload, precision=PrecisionPlan(weights=weights, kv_cache=kv),
                   layout=layout, gpu=gpu_spec, overheads=_overheads(context_mib, fragmentation))
     perf_options: dict[str, Any] = {"train_tokens": parse_count(tokens, field="tokens"), "mfu": mfu, "mbu": mbu}
     from anchorgpu.planner.speed.estimate import attach_performance

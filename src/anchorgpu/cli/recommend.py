@@ -241,10 +241,13 @@ def recommend_command(
                               "diffusion pipeline")
     if not isinstance(spec_model, ModelSpec):
         from anchorgpu.cli.plan_parse import parse_resolution
+        from anchorgpu.planner.validate import check_kv_cache_task
         from anchorgpu.recommend.diffusion import recommend_diffusion
 
         if task not in ("inference", "diffusion"):
             raise InvalidWorkload(f"{spec_model.name} is a diffusion pipeline: --task {task} does not apply")
+        for kv in _csv(kv_cache):
+            check_kv_cache_task(kv, "diffusion")
         bounded_int(images, field="images")
         diffusion = Workload(task="diffusion", images=images, resolution=parse_resolution(resolution))
         rec = recommend_diffusion(spec_model, diffusion, catalog, the_term, datetime.now(UTC), weights=weights,

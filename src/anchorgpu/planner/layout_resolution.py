@@ -87,9 +87,13 @@ def resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload,
 
 
 def check_layout_counts(layout: Layout) -> int | None:
-    """Refuse a layout count that is not a whole number of at least 1 (TP, PP, DP, EP, CP, virtual stages, GPUs),
-    before anything is planned or chosen from it; the GPU count, made whole, is returned."""
+    """Refuse a layout count that is not a whole number of at least 1 (TP, PP, DP, EP, CP, virtual stages, GPUs), and
+    a ZeRO stage other than 3 with FSDP, before anything is planned or chosen from it; the GPU count, made whole, is
+    returned."""
     check_counts(_LAYOUT_COUNTS, _layout_counts(layout))
+    if layout.fsdp and layout.zero in (0, 1, 2):  # FSDP is planned as ZeRO-3, whatever stage was asked
+        raise InvalidWorkload(f"--zero {layout.zero} with --fsdp: FSDP FULL_SHARD shards parameters, gradients and "
+                              "optimizer state as ZeRO-3 does; drop --zero or give --zero 3")
     gpus = layout.gpus
     if gpus is not None and (type(gpus) is not int or gpus < 1):  # the usual case needs no further check
         if not isinstance(gpus, bool) and gpus == 0:

@@ -33,6 +33,7 @@ from anchorgpu.planner.result import MemoryBreakdown, Plan, ResolvedLayout, Sugg
 from anchorgpu.planner.suggest import choose_layout_plan, suggestions_for
 from anchorgpu.planner.training import plan_training
 from anchorgpu.planner.validate import (
+    check_kv_cache_task,
     check_layout_counts,
     resolve_format,
     resolve_kv_cache,
@@ -117,6 +118,8 @@ def plan(
     if isinstance(model, ModelSpec) and w.task == "diffusion":
         raise InvalidWorkload(f"--task diffusion needs a diffusion pipeline; {model.name} is a language model")
     validate_workload(w)
+    if prec.kv_cache in ("fp8", "nvfp4"):  # never resolved for a task without a KV cache (its suggestions re-plan bf16)
+        check_kv_cache_task(prec.kv_cache, w.task)
     if isinstance(model, ModelSpec):
         validate_media(model, w)
     if gpu is not None and w.task in ("train", "lora", "qlora") and not gpu.computes_in(w.train_precision):

@@ -51,6 +51,7 @@ from anchorgpu.planner.sweep_attention_dp import with_attention_dp
 from anchorgpu.planner.sweep_grid import layout_grid, valid_tp
 from anchorgpu.planner.sweep_serving import serving_columns
 from anchorgpu.planner.sweep_training import training_columns
+from anchorgpu.planner.workload_checks import validate_workload
 
 __all__ = [
     "BATCH_LADDER",
@@ -163,6 +164,7 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         raise InvalidWorkload("nothing to sweep: no hardware shapes given")
     if w.task not in ("inference", "train", "lora", "qlora"):
         raise InvalidWorkload(f"the sweep covers inference and training tasks, not {w.task!r}")
+    validate_workload(w)  # first, as plan() checks it: trtllm for training is refused for the task, not for a GPU
     refused = engine_refusal(w.engine, (sh.gpu for sh in shapes))  # as plan() refuses it
     if refused:
         raise InvalidWorkload(refused)

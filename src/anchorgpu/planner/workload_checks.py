@@ -14,6 +14,7 @@ from anchorgpu.planner.inputs import (
     ALL_LORA_TARGETS,
     CROSS_ENTROPY_IMPLS,
     ENGINES,
+    KV_CACHE_AUTO,
     OPTIMIZER_STATES,
     OPTIMIZERS,
     RECOMPUTES,
@@ -24,7 +25,7 @@ from anchorgpu.planner.inputs import (
 )
 from anchorgpu.planner.media import validate_media
 
-__all__ = ["check_activation_offload_layout", "check_counts", "check_positive", "validate_workload"]
+__all__ = ["check_activation_offload_layout", "check_counts", "check_kv_cache_task", "check_positive", "validate_workload"]
 
 
 def check_positive(name: str, value: int | None) -> None:
@@ -97,6 +98,25 @@ def validate_workload(workload: Workload) -> None:
     if workload.task != "inference" and (workload.images_per_request or workload.image_resolution is not None):
         raise InvalidWorkload("--images-per-request/--image-resolution size serving requests (task inference), "
                               f"not task {workload.task}")
+
+
+def check_kv_cache_task(kv_cache: str | None, task: str) -> None:
+    """Refuse a KV-cache dtype asked for a task that keeps no KV cache (training, fine-tuning, diffusion): it would
+    change nothing but the plan's precision and its warnings (an NVFP4 or FP8 cache's kernel and quality checks). The
+    faces call it with the value as the user gave it (None or :data:`~anchorgpu.planner.inputs.KV_CACHE_AUTO`: not
+    asked); ``plan()`` refuses the quantized ones itself (it re-plans its own resolved precision, bf16 for training).
+
+    >>> check_kv_cache_task("fp8", "inference"), check_kv_cache_task(None, "train")
+    (None, None)
+    >>> check_kv_cache_task("nvfp4", "train")
+    Traceback (most recent call last):
+    ...
+    anchorgpu.errors.InvalidWorkload: --kv-cache nvfp4 sizes a serving engine's KV cache (task inference); task train keeps none
+    """
+    if kv_cache is None or kv_cache == KV_CACHE_AUTO or task == "inference" or task not in TASKS:
+        return  # an unknown task is refused by validate_workload, naming it
+    raise InvalidWorkload(f"--kv-cache {kv_cache} sizes a serving engine's KV cache (task inference); task {task} keeps "
+                          "none")
 
 
 def _check_optimizer_state(workload: Workload) -> None:

@@ -26,7 +26,7 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.calibration import calibrated
 from anchorgpu.planner.speed.caveats import serving_caveats, training_caveats
 from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec, sweep
-from anchorgpu.planner.validate import default_kv_cache, kv_cache_runs_on
+from anchorgpu.planner.validate import check_kv_cache_task, default_kv_cache, kv_cache_runs_on
 from anchorgpu.quotes import UnpricedOffering, price_quote, run_term
 from anchorgpu.quotes.pricing import ServersPrice, servers_prices
 from anchorgpu.recommend.eligibility import able_to_run, engine_cap, miss_reason
@@ -240,6 +240,8 @@ def recommend(
         raise InvalidWorkload(f"top={top}: at least one result")
     if max_usd is not None and max_usd <= 0:
         raise InvalidWorkload(f"max-usd={max_usd}: must be positive")
+    for kv in spec.kv_caches:  # a training sweep sizes no KV cache: one asked for would be silently dropped
+        check_kv_cache_task(kv, spec.workload.task)
     chosen = tuple(offerings if offerings is not None else catalog.offerings)
     chosen, unable = able_to_run(chosen, spec.workload, catalog, the_term, now, spec.kv_caches, model)
     shapes = shapes_from_catalog(chosen, max_servers=max_servers)
