@@ -155,6 +155,21 @@ def test_an_int8_kv_cache_the_planner_has_no_dtype_for_is_a_note() -> None:
     assert len(q.notes) == 1 and "INT8 KV cache" in q.notes[0] and "--kv-cache" in q.notes[0]
 
 
+def test_the_plan_says_it_sized_an_int8_kv_checkpoint_16_bit() -> None:
+    """A plan of that checkpoint states the note (it is sized bf16 by default, never silently)."""
+    from anchorgpu.hardware import get_gpu
+    from anchorgpu.planner import Workload, plan
+
+    cfg = _registry_config("llama-3.1-8b")
+    cfg["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "INT8"}
+    m = from_hf_config(cfg, name="x", source="test")
+    p = plan(m, Workload(task="inference", context_tokens=8192, concurrency=4), gpu=get_gpu("h100"))
+    assert p.precision.kv_cache == "bf16"
+    assert any("INT8 KV cache" in a and "--kv-cache" in a for a in p.assumptions)
+    train = plan(m, Workload(task="train", seq_tokens=4096), gpu=get_gpu("h100"))
+    assert not any("INT8 KV cache" in a for a in train.assumptions)
+
+
 def test_modelopt_quantizes_the_head_where_nothing_excludes_it() -> None:
     cfg = _registry_config("llama-3.1-8b")
     cfg["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16, "ignore": []}

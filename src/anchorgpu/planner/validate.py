@@ -294,6 +294,8 @@ def _resolve_kv_cache(model: ModelSpec | DiffusionPipelineSpec, workload: Worklo
                       assumptions: list[str]) -> str:
     shipped = shipped_kv_cache(model) if workload.task == "inference" else None
     if shipped is None:
+        if workload.task == "inference" and isinstance(model, ModelSpec) and model.quantization is not None:
+            assumptions.extend(model.quantization.notes)  # a KV cache it ships that the planner has no dtype for
         return "bf16" if kv == KV_CACHE_AUTO else kv
     assert isinstance(model, ModelSpec) and model.quantization is not None
     where = f"quantization_config {model.quantization.method} {model.quantization.kv_cache_field}"
