@@ -27,7 +27,14 @@ from anchorgpu.planner.inputs import (
     engine_limits,
     large_engine_defaults,
 )
-from anchorgpu.planner.media import MediaLoad, cross_kv_bytes, resolve_media, sequence_tokens, speed_prompt_tokens
+from anchorgpu.planner.media import (
+    NO_MEDIA,
+    MediaLoad,
+    cross_kv_bytes,
+    resolve_media,
+    sequence_tokens,
+    speed_prompt_tokens,
+)
 from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
 from anchorgpu.planner.terms import TaskTerms, context_bytes, new_task_terms, split_weights_bytes
 from anchorgpu.planner.warnings import PlanWarning, make_warning
@@ -208,8 +215,10 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     limit = model.max_context_tokens
     check_request_within_context(w, limit)
     ctx = _asked_context(model, w, assumptions)
-    media = resolve_media(model, w, assumptions, prompt_tokens=w.prompt_tokens or ctx)
-    ctx = sequence_tokens(media, w, ctx, assumptions, model)
+    media = NO_MEDIA  # a text-only model's request: nothing to resolve (plan() has refused images given to it)
+    if model.encoder is not None or model.image is not None:
+        media = resolve_media(model, w, assumptions, prompt_tokens=w.prompt_tokens or ctx)
+        ctx = sequence_tokens(media, w, ctx, assumptions, model)
     if ctx > limit:
         if not w.allow_long_context:
             raise InvalidWorkload(
@@ -230,11 +239,8 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     engine_terms = em.terms
     breakdown = dict(engine_terms)
     bytes_per_value, block = KV_CACHE_DTYPES[precision.kv_cache], w.block_size_tokens
-    kv_one = mm.kv_cache_bytes(model, context_tokens=ctx, sequences=1, bytes_per_value=bytes_per_value, tp=lay.tp,
-                               pp=lay.pp, block_size=block)
-    kv = kv_one if per_replica == 1 else mm.kv_cache_bytes(model, context_tokens=ctx, sequences=per_replica,
-                                                           bytes_per_value=bytes_per_value, tp=lay.tp, pp=lay.pp,
-                                                           block_size=block)
+    kv_one, kv = mm.kv_cache_bytes_one_and_all(model, context_tokens=ctx, sequences=per_replica,
+                                               bytes_per_value=bytes_per_value, tp=lay.tp, pp=lay.pp, block_size=block)
     breakdown["kv_per_sequence_bytes"] = kv_one
     state_one = state = cross_one = cross = 0  # a transformer keeps no recurrent state; text has no cross-attention
     if model.recurrent is not None:
@@ -300,5 +306,5 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                           max_context_tokens=max_ctx,
                           workload=_resolved(w, context_tokens=ctx, concurrency=concurrency,
                                              max_num_batched_tokens=tokens, max_num_seqs=seqs,
-                                             prompt_tokens=speed_prompt_tokens(media, model, w, ctx, assumptions)
-                                             or w.prompt_tokens))
+                                             prompt_tokens=(speed_prompt_tokens(media, model, w, ctx, assumptions)
+                                                            if media is not NO_MEDIA else None) or w.prompt_tokens))

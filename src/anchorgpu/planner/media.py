@@ -18,7 +18,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.inputs import Workload
 
-__all__ = ["MAX_IMAGE_SIDE", "MAX_IMAGES_PER_REQUEST", "MediaLoad", "cross_kv_bytes", "resolve_media",
+__all__ = ["MAX_IMAGE_SIDE", "MAX_IMAGES_PER_REQUEST", "NO_MEDIA", "MediaLoad", "cross_kv_bytes", "resolve_media",
            "validate_media"]
 
 MAX_IMAGE_SIDE = 16_384  # pixels; processors downscale far below this, a larger value is a typo
@@ -39,7 +39,10 @@ class MediaLoad:
     encoder_flops: float = 0.0  # forward FLOPs of the vision tower / encoder for the request
 
 
-_NO_MEDIA = MediaLoad()  # a text-only request (frozen: one value serves them all)
+NO_MEDIA = MediaLoad()
+"""A text-only request's media (frozen: one value serves them all): what :func:`resolve_media` gives a model that
+takes neither images nor an encoder input, and what :func:`sequence_tokens` and :func:`speed_prompt_tokens` leave
+as it is (the context unchanged, no speed prompt of their own)."""
 
 
 def validate_media(model: ModelSpec | None, w: Workload) -> None:
@@ -74,7 +77,7 @@ def resolve_media(model: ModelSpec, w: Workload, assumptions: list[str], *, prom
                          encoder_flops=2.0 * enc.params * tokens)
     rule = model.image
     if rule is None:
-        return _NO_MEDIA
+        return NO_MEDIA
     n = 1 if w.images_per_request is None else w.images_per_request
     width, height = w.image_resolution or rule.native_resolution
     if n == 0:

@@ -21,7 +21,7 @@ from operator import attrgetter
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
-from anchorgpu.planner._frozen import evolve, memo_on_frozen
+from anchorgpu.planner._frozen import evolve, evolver, memo_on_frozen
 from anchorgpu.planner.checks import BASE_CHECK, layout_warnings, precision_warnings
 from anchorgpu.planner.diffusion_plan import plan_diffusion
 from anchorgpu.planner.eager_stack import eager_headroom_warning
@@ -74,7 +74,10 @@ def _checks_for(codes: tuple[str, ...]) -> tuple[str, ...]:
 def _with_weights(precision: PrecisionPlan, weights: str, kv_cache: str) -> PrecisionPlan:
     """``precision`` with the weight format and KV dtype planned, memoised on the (frozen) precision asked: the
     default one, which every plan that names no format shares, and a layout search's, resolve once per format."""
-    return evolve(precision, weights=weights, kv_cache=kv_cache)
+    return _planned_formats(precision, weights=weights, kv_cache=kv_cache)
+
+
+_planned_formats = evolver(PrecisionPlan, "weights", "kv_cache")  # evolve of those two fields, made once
 
 
 def plan(

@@ -272,6 +272,8 @@ def resolve_kv_cache(model: ModelSpec | DiffusionPipelineSpec, workload: Workloa
     engine does not run it is refused (:func:`kv_cache_refusal`). A planned NVFP4 cache's engine path is stated
     (:func:`nvfp4_kv_line`)."""
     kv = precision.kv_cache
+    if kv == KV_CACHE_AUTO and getattr(model, "quantization", None) is None:  # the usual case: nothing asked for and
+        return "bf16"  # nothing shipped (what _resolve_kv_cache gives it, with no assumption)
     engine = workload.engine
     if kv != KV_CACHE_AUTO and gpu is not None and workload.task == "inference":
         refused = kv_cache_refusal(kv, gpu, engine, model)

@@ -28,6 +28,7 @@ from anchorgpu.planner.memory.activations import (
 from anchorgpu.planner.memory.kv import (
     STATE_BYTES_PER_VALUE,
     kv_cache_bytes,
+    kv_cache_bytes_one_and_all,
     kv_values_per_token_per_gpu,
     longest_kv_context,
     recurrent_state_bytes,
@@ -61,6 +62,7 @@ __all__ = [
     "inference_activation_bytes",
     "korthikanti_layer_activation_bytes",
     "kv_cache_bytes",
+    "kv_cache_bytes_one_and_all",
     "kv_values_per_token_per_gpu",
     "layer_activation_bytes",
     "logits_bytes",

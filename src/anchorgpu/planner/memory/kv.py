@@ -49,11 +49,35 @@ def kv_cache_bytes(
     1073741824
     """
     values, groups, stage, layers = _kv_shape(model, tp, pp)
+    token_slots = _token_slots(groups, context_tokens, block_size)
+    return math.ceil(token_slots * values * bytes_per_value * sequences * stage / layers)
+
+
+def kv_cache_bytes_one_and_all(
+    model: ModelSpec, *, context_tokens: int, sequences: int, bytes_per_value: float, tp: int, pp: int,
+    block_size: int = 16,
+) -> tuple[int, int]:
+    """(:func:`kv_cache_bytes` of one sequence, of ``sequences``): the same two values, the paged token slots
+    counted once for both (a serving plan sizes the cache per sequence and for the sequences of a replica).
+
+    >>> from anchorgpu.planner._examples import llama_3_1_8b
+    >>> kv_cache_bytes_one_and_all(llama_3_1_8b(), context_tokens=8192, sequences=4, bytes_per_value=2, tp=1, pp=1)
+    (1073741824, 4294967296)
+    """
+    values, groups, stage, layers = _kv_shape(model, tp, pp)
+    token_slots = _token_slots(groups, context_tokens, block_size)
+    one = math.ceil(token_slots * values * bytes_per_value * 1 * stage / layers)  # kv_cache_bytes at sequences=1
+    return one, math.ceil(token_slots * values * bytes_per_value * sequences * stage / layers)
+
+
+def _token_slots(groups: tuple[tuple[int | None, int], ...], context_tokens: int, block_size: int) -> int:
+    """Token slots a sequence of ``context_tokens`` takes over the layers by attention window: each layer's tokens
+    (a sliding-window layer's at most its window) in whole blocks."""
     token_slots = 0
     for window, count in groups:
         tokens = context_tokens if window is None else min(context_tokens, window)
         token_slots += -(-tokens // block_size) * block_size * count  # ceil_div(tokens, block_size)
-    return math.ceil(token_slots * values * bytes_per_value * sequences * stage / layers)
+    return token_slots
 
 
 def longest_kv_context(

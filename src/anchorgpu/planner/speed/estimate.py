@@ -249,7 +249,7 @@ def plan_performance(
         out["checkpoint_write_s"] = ckpt / storage_bytes_per_s
         assumptions.append(f"checkpoint written at {storage_bytes_per_s / 1e9:g} GB/s")
     out["assumptions"] = assumptions
-    out["warnings"] = [{"code": c, "message": m} for c, m in warnings]
+    out["warnings"] = [{"code": c, "message": m} for c, m in warnings] if warnings else []
     return out
 
 

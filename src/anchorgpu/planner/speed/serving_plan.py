@@ -67,6 +67,13 @@ def _weights_terms(weights: str | None, engine: str) -> tuple[str, bool, float]:
             ep_gather_bytes(engine, weights or "bf16"))
 
 
+@memo_on_frozen
+def _product_shares(model: ModelSpec, weights: str) -> tuple[float, float]:
+    """:func:`quantized_product_shares` of ``model`` in the weight format planned (its name), memoised on the (frozen)
+    model and the name: every plan of that model in that format asks the same."""
+    return quantized_product_shares(model, format_for_model(model, weights))
+
+
 def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits: tuple[int, int] | None = None,
                   graph_batch_sizes: tuple[int, ...] = (), host_overlap: bool = True,
                   absorbed_dequant: bool = False) -> ServingSetup:
@@ -77,8 +84,7 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     if model.recurrent is not None:
         kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
     precision, block_fp8, gather_bytes = _weights_terms(plan.precision.weights, plan.workload.engine)
-    share, expert_share = (quantized_product_shares(model, format_for_model(model, plan.precision.weights))
-                           if plan.precision.weights else (1.0, 1.0))
+    share, expert_share = _product_shares(model, plan.precision.weights) if plan.precision.weights else (1.0, 1.0)
     # the byte counts as floats, the type the step's arithmetic is in (exact: they are far below 2**53)
     return _new_setup(
         weights_bytes_per_gpu=float(plan.per_gpu.weights_bytes), kv_bytes_per_sequence_per_gpu=float(kv_seq),
