@@ -24,14 +24,17 @@ def test_what_the_engine_cannot_be_is_a_problem(client: Any) -> None:
     problem_of(unknown)
     training = client.post("/v1/plan", json={"model": "llama-3.1-8b", "gpu": "h100", "task": "train",
                                              "engine": "trtllm"})
-    assert training.status_code == 422 and "not task train" in problem_of(training)["detail"]
+    assert training.status_code == 422 and "task train serves no requests" in problem_of(training)["detail"]
     diffusion = client.post("/v1/recommend", json={"model": "sdxl-base-1.0", "engine": "trtllm"})
     assert diffusion.status_code == 422 and "diffusion pipeline" in problem_of(diffusion)["detail"]
     launch = client.post("/v1/recommend", json={"model": "llama-3.1-8b", "engine": "trtllm", "recipe": "vllm"})
     assert launch.status_code == 422 and "sized for TensorRT-LLM" in problem_of(launch)["detail"]
 
 
-def test_a_tensorrt_llm_launch_sizes_the_plan_for_it_unless_told_otherwise(client: Any) -> None:
+def test_a_tensorrt_llm_launch_sizes_the_plan_for_it_and_refuses_a_vllm_sized_one(client: Any) -> None:
+    """A TensorRT-LLM launch from a plan sized for vLLM carried vLLM's numbers (its gpu_memory_utilization as
+    trtllm-serve's free_gpu_memory_fraction, its sequence cap): refused, as a vLLM launch of a TensorRT-LLM plan is."""
     body = {"model": "llama-3.1-8b", "gpu": "h100", "recipe": "trtllm"}
     assert client.post("/v1/plan", json=body).json()["workload"]["engine"] == "trtllm"
-    assert client.post("/v1/plan", json={**body, "engine": "vllm"}).json()["workload"]["engine"] == "vllm"
+    refused = client.post("/v1/plan", json={**body, "engine": "vllm"})
+    assert refused.status_code == 422 and "sized for vLLM (--engine vllm)" in problem_of(refused)["detail"]

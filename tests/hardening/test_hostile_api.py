@@ -159,7 +159,7 @@ def test_strictness_keeps_what_is_right_decimal_strings_and_integral_floats_for_
 
 def test_the_page_still_reads_its_text_form_values(sqlite_served: Served) -> None:
     """The page validates the same models with strict=False: its query values are all text."""
-    response = sqlite_served.client.get("/plan", params={"model": "llama-3.1-8b", "gpu": "h100", "concurrency": "4", "zero": "1", "task": "train"})
+    response = sqlite_served.client.get("/plan", params={"model": "llama-3.1-8b", "gpu": "h100", "micro_batch": "4", "zero": "1", "task": "train"})
     assert response.status_code == 200, response.text[:300]
 
 

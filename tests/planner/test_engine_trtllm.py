@@ -89,7 +89,8 @@ def test_the_cli_refuses_an_unknown_engine_or_one_for_training(capsys: pytest.Ca
     code, out, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--engine", "sglang")
     assert code == 2 and not out and err.strip() == "error: --engine 'sglang': choose vllm or trtllm"
     code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--task", "train", "--engine", "trtllm")
-    assert code == 2 and "sizes a serving engine (task inference), not task train" in err and len(err.splitlines()) == 1
+    assert code == 2 and "--engine trtllm applies to serving a language model (task inference); task train serves no " \
+        "requests" in err and len(err.splitlines()) == 1
     code, _, err = run(capsys, "recommend", "sdxl-base-1.0", "--engine", "trtllm")
     assert code == 2 and "sdxl-base-1.0 is a diffusion pipeline" in err and len(err.splitlines()) == 1
 
@@ -98,11 +99,12 @@ def test_recipes_follow_the_planned_engine(capsys: pytest.CaptureFixture[str]) -
     code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--engine", "trtllm", "--recipe", "trtllm")
     assert code == 0 and "--free_gpu_memory_fraction 0.9" in out and "as planned (--engine trtllm)" in out
     assert "· KV cache bf16 · engine TensorRT-LLM" in out  # the layout line says which engine was planned
-    # asking for TensorRT-LLM's launch without an engine sizes for it; naming vLLM keeps vLLM's sizing
+    # asking for TensorRT-LLM's launch without an engine sizes for it; naming vLLM is refused, as naming TensorRT-LLM
+    # for a vLLM or SGLang launch is (the launch would carry vLLM's memory share as free_gpu_memory_fraction)
     implied = run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--recipe", "trtllm")
     assert implied["workload"]["engine"] == "trtllm" and "as planned (--engine trtllm)" in str(implied["recipe"])
-    named = run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--recipe", "trtllm", "--engine", "vllm")
-    assert named["workload"]["engine"] == "vllm" and "the plan sized vLLM's budget" in str(named["recipe"])
+    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--recipe", "trtllm", "--engine", "vllm")
+    assert code == 2 and "sized for vLLM (--engine vllm)" in err and len(err.splitlines()) == 1
     assert run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--recipe", "vllm")["workload"]["engine"] == "vllm"
     for kind in ("vllm", "sglang"):
         code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--engine", "trtllm", "--recipe", kind)

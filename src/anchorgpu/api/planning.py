@@ -22,21 +22,43 @@ def _resolution(text: str | None) -> tuple[int, int] | None:
     return int(width), int(height)
 
 
+def check_given(request: PlanRequest | RecommendRequest) -> None:
+    """Refuse an option the request's task has no use for (:func:`~anchorgpu.planner.validate.check_task_options`):
+    the request's fields default to null, so a field set is a field given."""
+    from anchorgpu.planner.validate import check_task_options
+    from anchorgpu.planner.workload_checks import LORA_OPTIONS, SERVING_OPTIONS, TRAINING_OPTIONS
+
+    fields = type(request).model_fields
+    check_task_options(request.task, {name: getattr(request, name) for name in
+                                      (*TRAINING_OPTIONS, *LORA_OPTIONS, *SERVING_OPTIONS, "kv_cache") if name in fields})
+
+
 def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
     """(Workload, PrecisionPlan, Layout) for the request; defaults left to the planner (it states them)."""
-    from anchorgpu.planner import Layout, PrecisionPlan, Workload
-    from anchorgpu.planner.inputs import KV_CACHE_AUTO, check_engine_caps, resolve_engine, resolve_train_stack
-    from anchorgpu.planner.validate import check_kv_cache_task
+    from anchorgpu.planner import Layout, PrecisionPlan
+    from anchorgpu.planner.inputs import (
+        KV_CACHE_AUTO,
+        check_engine_caps,
+        resolve_engine,
+        resolve_train_stack,
+        workload_of,
+    )
 
+    check_given(request)
+    if request.recipe is not None:  # a launch of another engine than the one given: refused before planning
+        from anchorgpu.recipes import check_kind
+
+        check_kind(request.recipe, engine=request.engine)
     engine = resolve_engine(request.engine, request.recipe)
     check_engine_caps(request.max_num_seqs, request.max_num_batched_tokens, engine)
-    workload = Workload(
+    workload = workload_of(  # a field left null takes the planner's default
         task=request.task, context_tokens=request.context, concurrency=request.concurrency,
         allow_long_context=request.allow_long_context, gpu_memory_utilization=request.gpu_memory_utilization,
         engine=engine, micro_batch=request.micro_batch, seq_tokens=request.seq, recompute=request.recompute, optimizer=request.optimizer,
         offload_activation_layers=request.offload_activation_layers,
         optimizer_state=request.optimizer_state,
-        lora_rank=request.lora_rank, lora_targets=tuple(dict.fromkeys(request.lora_targets)),
+        lora_rank=request.lora_rank,
+        lora_targets=None if request.lora_targets is None else tuple(dict.fromkeys(request.lora_targets)),
         resolution=_resolution(request.resolution), images=request.images, vae_tiling=request.vae_tiling,
         train_precision=request.train_precision, train_stack=resolve_train_stack(request.train_stack, request.recipe, request.task),
         cross_entropy=request.cross_entropy, max_num_batched_tokens=request.max_num_batched_tokens,
@@ -44,7 +66,6 @@ def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
         global_batch_tokens=request.global_batch, prompt_tokens=request.prompt, output_tokens=request.output_tokens,
         images_per_request=request.images_per_request, image_resolution=_resolution(request.image_resolution),
     )
-    check_kv_cache_task(request.kv_cache, request.task)
     precision = PrecisionPlan(weights=request.weights, kv_cache=request.kv_cache or KV_CACHE_AUTO)
     layout = Layout(gpus=request.gpus, tp=request.tp, pp=request.pp, dp=request.dp, ep=request.ep, zero=request.zero,
                     fsdp=request.fsdp, offload=request.offload, cp=request.cp, virtual_stages=request.virtual_stages,
@@ -95,12 +116,19 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
     from anchorgpu.catalog import find_offerings, load_catalog
     from anchorgpu.errors import InvalidWorkload
     from anchorgpu.planner import Workload
-    from anchorgpu.planner.inputs import resolve_engine, resolve_train_stack
+    from anchorgpu.planner.inputs import resolve_engine, resolve_train_stack, workload_of
     from anchorgpu.planner.sweep import SweepSpec
     from anchorgpu.planner.validate import check_kv_cache_task
     from anchorgpu.recommend import recommend, recommendation_to_json
 
+    check_given(request)
     model = load_public_model(request.model, offline=offline)
+    if request.recipe is not None and isinstance(model, ModelSpec):
+        from anchorgpu.recipes import check_kind
+
+        # up front, as the CLI and POST /v1/plan refuse it: a serving launch for training (or the reverse), or a serving
+        # launch of another engine than the one the memory is sized for, was returned as recipe_refused on every row
+        check_kind(request.recipe, engine=request.engine, task=request.task)
     catalog = load_catalog()
     offerings = find_offerings(catalog, gpu=request.gpu) if request.gpu else None
     if not isinstance(model, ModelSpec):
@@ -126,22 +154,19 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
     if request.images != 1 or request.resolution is not None or request.vae_tiling:
         raise InvalidWorkload(f"images, resolution and vae_tiling apply to diffusion pipelines; {request.model} is a "
                               "language model")
-    workload = Workload(task=request.task, context_tokens=request.context, concurrency=request.concurrency,
-                        micro_batch=request.micro_batch, seq_tokens=request.seq, train_precision=request.train_precision,
-                        optimizer_state=request.optimizer_state, cross_entropy=request.cross_entropy,
-                        train_stack=resolve_train_stack(request.train_stack, request.recipe, request.task),
-                        max_num_seqs=request.max_num_seqs, engine=resolve_engine(request.engine, request.recipe))
-    if request.recipe is not None:
-        from anchorgpu.recipes import check_kind
-
-        check_kind(request.recipe, engine=workload.engine)  # before the sweep, as the CLI refuses it
+    workload = workload_of(task=request.task, context_tokens=request.context, concurrency=request.concurrency,
+                           micro_batch=request.micro_batch or 1,  # the sweep's: one sequence per GPU step unless asked
+                           seq_tokens=request.seq, train_precision=request.train_precision,
+                           optimizer_state=request.optimizer_state, cross_entropy=request.cross_entropy,
+                           train_stack=resolve_train_stack(request.train_stack, request.recipe, request.task),
+                           max_num_seqs=request.max_num_seqs, engine=resolve_engine(request.engine, request.recipe))
+    sized: dict[str, Any] = {} if request.output_tokens is None else {"output_tokens": request.output_tokens}
     spec = SweepSpec(
         workload=workload,
         weights=tuple(dict.fromkeys(w.strip() for w in (request.weights or "").split(",") if w.strip())),
         kv_caches=(request.kv_cache,) if request.kv_cache else (),
         concurrencies=(request.concurrency,) if request.concurrency else (),
-        prompt_tokens=request.prompt, output_tokens=request.output_tokens,
-        train_tokens=request.train_tokens,
+        prompt_tokens=request.prompt, train_tokens=request.train_tokens, **sized,  # else the sweep's output tokens
     )
     result = recommend(model, spec, catalog, request.term, now, max_usd=request.max_usd,
                        min_tokens_per_s_per_user=request.min_tokens_per_s_per_user, top=request.top,
@@ -150,6 +175,6 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
     if request.recipe is not None:
         from anchorgpu.recipes.for_results import attach_recipes, request_sized
 
-        body = attach_recipes(body, model, request_sized(workload, request.prompt, request.output_tokens),
+        body = attach_recipes(body, model, request_sized(workload, spec.prompt_tokens, spec.output_tokens),
                               request.recipe)
     return body

@@ -14,7 +14,7 @@ from typing import Any
 import typer
 
 from anchorgpu.cli._app import app, emit_json
-from anchorgpu.cli.plan_parse import parse_batch, parse_count, parse_gpus, parse_resolution, parse_tokens
+from anchorgpu.cli.plan_parse import lower_choice, parse_batch, parse_count, parse_gpus, parse_resolution, parse_tokens
 from anchorgpu.cli.plan_render import render_plan, render_recipe
 from anchorgpu.errors import InvalidWorkload
 
@@ -22,7 +22,7 @@ from anchorgpu.errors import InvalidWorkload
 @app.command("plan")
 def plan_command(
     model: str = typer.Argument(..., help="Registry name, path to config.json (or its folder), or a Hub id."),
-    task: str = typer.Option("inference", "--task", help="inference | train | lora | qlora | diffusion"),
+    task: str = typer.Option("inference", "--task", help="inference | train | lora | qlora | diffusion. An option the task has no use for (--micro-batch for inference, --context for train) is refused, not ignored.", callback=lower_choice),
     gpu: str | None = typer.Option(None, "--gpu", help="GPU name or alias (see `anchorgpu gpus`)."),
     gpus: str | None = typer.Option(None, "--gpus", help="Whole GPUs in total (default, with --gpu: the fewest that hold the job; TP x PP x DP when all three are given)."),
     tp: int | None = typer.Option(None, "--tp", help="Tensor-parallel ranks."),
@@ -33,82 +33,97 @@ def plan_command(
     cp: int | None = typer.Option(None, "--cp", help="Context-parallel ranks (training, ring attention)."),
     virtual_stages: int | None = typer.Option(None, "--virtual-stages", help="Interleaved pipeline chunks per GPU (training; chosen when not given)."),
     pipeline_layout: str | None = typer.Option(None, "--pipeline-layout", help="Which layers each pipeline chunk holds, in Megatron-Core's --pipeline-model-parallel-layout syntax, e.g. 'Et|(tt|)*30L' (training, with --pp; the virtual stages follow from its chunks)."),
-    tp_overlap: bool = typer.Option(False, "--tp-overlap", help="Overlap tensor-parallel traffic with the products (training)."),
+    tp_overlap: bool = typer.Option(False, "--tp-overlap", help="Overlap tensor-parallel traffic with the products (training only)."),
     sequence_parallel: bool | None = typer.Option(None, "--sequence-parallel/--no-sequence-parallel", help="Megatron's sequence parallelism: norms, dropout and residual adds split over the TP ranks (training; default on with TP > 1)."),
     ep_overlap: bool = typer.Option(False, "--ep-overlap", help="Overlap a MoE's all-to-alls with another micro-batch's computation (training under EP; Megatron-Core --overlap-moe-expert-parallel-comm)."),
-    global_batch: str | None = typer.Option(None, "--global-batch", help="Tokens per optimizer step: 4M, 16M or an integer (training; default 4M)."),
+    global_batch: str | None = typer.Option(None, "--global-batch", help="Tokens per optimizer step: 4M, 16M or an integer (training only; default 4M)."),
     fsdp: bool = typer.Option(False, "--fsdp", help="FSDP FULL_SHARD (training; memory of ZeRO-3)."),
-    offload: str = typer.Option("none", "--offload", help="none | optimizer | params"),
+    offload: str = typer.Option("none", "--offload", help="none | optimizer | params", callback=lower_choice),
     offload_activations: int = typer.Option(0, "--offload-activations", help="Layers whose activations wait in host memory between the forward and backward pass (full training on Megatron-Core with one pipeline stage and no recompute: --cpu-offloading-num-layers)."),
     weights: str | None = typer.Option(None, "--weights", help="Default: the format the checkpoint ships in (quantization_config). bf16 fp16 fp8 fp8-block128x128 int8 int4-gptq int4-awq nf4 nf4-dq mxfp4 nvfp4 gguf-q4_k_m gguf-q8_0 …"),
-    kv_cache: str | None = typer.Option(None, "--kv-cache", help="bf16 | fp16 | fp8 | nvfp4 (default: the FP8 or NVFP4 KV cache the checkpoint ships, where the GPU and --engine run it; an NVFP4 one falls back to fp8, else bf16). nvfp4 runs with vLLM on NVIDIA GPUs from Ampere on through FlashInfer (not for MLA models), with --engine trtllm on Blackwell only; refused elsewhere"),
-    context: str | None = typer.Option(None, "--context", help="Tokens per sequence (inference), e.g. 8192 or 8k."),
-    concurrency: int | None = typer.Option(None, "--concurrency", help="Sequences at once (inference)."),
-    micro_batch: int | None = typer.Option(None, "--micro-batch", help="Sequences per GPU step (training; chosen with the layout when not given)."),
-    seq: str | None = typer.Option(None, "--seq", help="Training sequence length in tokens."),
-    recompute: str | None = typer.Option(None, "--recompute", help="none | selective (the attention core; with --train-stack pytorch, torchtitan's op-level policy: every other product run again) | moe (a mixture of experts' MoE blocks) | full"),
-    optimizer: str = typer.Option("adamw", "--optimizer", help="adamw | adamw-8bit | sgd | lion | adafactor"),
-    train_precision: str = typer.Option("mixed", "--train-precision", help="mixed (fp32 master+moments) | bf16-true | fp8 | fp4 (FP8/FP4 products, Transformer Engine style)"),
-    optimizer_state: str = typer.Option("fp32", "--optimizer-state", help="AdamW's state under mixed/fp8/fp4 training (--task train): fp32 (fp32 master + moments, 12 B a parameter) | bf16-moments (fp32 master, bf16 moments, 8 B: Megatron-Core's precision-aware optimizer) | bf16 (bf16 master + moments, 6 B: Apex distributed_fused_adam dtype bf16, NeMo SFT)."),
-    train_stack: str | None = typer.Option(None, "--train-stack", help="Training software the plan is for (speed and memory): megatron (Megatron-Core/NeMo, fused kernels) | pytorch (torchtitan, FSDP scripts, OLMo-core, llm-foundry); default pytorch with --task qlora or --recipe torchrun-fsdp, deepspeed or accelerate, else megatron."),
-    cross_entropy: str | None = typer.Option(None, "--cross-entropy", help="Full training's loss, for its memory: unfused (Megatron-Core's default) | native (--cross-entropy-fusion-impl native) | te (Transformer Engine's fused kernel, Megatron-Bridge's 2025-26 recipes) | eager (PyTorch's fp32 cross_entropy); default unfused on megatron, eager on pytorch."),
-    lora_rank: int = typer.Option(16, "--lora-rank", help="LoRA rank r."),
-    lora_targets: str = typer.Option("q,k,v,o,gate,up,down", "--lora-targets", help="Comma list of q,k,v,o,gate,up,down (qkv = q,k,v; gate_up = gate,up). On a fused module the adapter covers the named slices."),
+    kv_cache: str | None = typer.Option(None, "--kv-cache", callback=lower_choice, help="bf16 | fp16 | fp8 | nvfp4 (inference only; default: the FP8 or NVFP4 KV cache the checkpoint ships, where the GPU and --engine run it; an NVFP4 one falls back to fp8, else bf16). nvfp4 runs with vLLM on NVIDIA GPUs from Ampere on through FlashInfer (not for MLA models), with --engine trtllm on Blackwell only; refused elsewhere"),
+    context: str | None = typer.Option(None, "--context", help="Tokens per sequence (inference only; training's is --seq), e.g. 8192 or 8k."),
+    concurrency: int | None = typer.Option(None, "--concurrency", help="Sequences at once (inference only)."),
+    micro_batch: int | None = typer.Option(None, "--micro-batch", help="Sequences per GPU step (training only; chosen with the layout when not given)."),
+    seq: str | None = typer.Option(None, "--seq", help="Training sequence length in tokens (training only; serving's is --context; default 2,048 or the model's context if shorter)."),
+    recompute: str | None = typer.Option(None, "--recompute", callback=lower_choice, help="Training only: none | selective (the attention core; with --train-stack pytorch, torchtitan's op-level policy: every other product run again) | moe (a mixture of experts' MoE blocks) | full"),
+    optimizer: str | None = typer.Option(None, "--optimizer", callback=lower_choice, help="Training only: adamw | adamw-8bit | sgd | lion | adafactor (default adamw)"),
+    train_precision: str | None = typer.Option(None, "--train-precision", callback=lower_choice, help="Training only: mixed (fp32 master+moments; the default) | bf16-true | fp8 | fp4 (FP8/FP4 products, Transformer Engine style)"),
+    optimizer_state: str | None = typer.Option(None, "--optimizer-state", callback=lower_choice, help="AdamW's state under mixed/fp8/fp4 training (--task train): fp32 (fp32 master + moments, 12 B a parameter) | bf16-moments (fp32 master, bf16 moments, 8 B: Megatron-Core's precision-aware optimizer) | bf16 (bf16 master + moments, 6 B: Apex distributed_fused_adam dtype bf16, NeMo SFT); default fp32."),
+    train_stack: str | None = typer.Option(None, "--train-stack", callback=lower_choice, help="Training only: the training software the plan is for (speed and memory): megatron (Megatron-Core/NeMo, fused kernels) | pytorch (torchtitan, FSDP scripts, OLMo-core, llm-foundry); default pytorch with --task qlora or --recipe torchrun-fsdp, deepspeed or accelerate, else megatron."),
+    cross_entropy: str | None = typer.Option(None, "--cross-entropy", callback=lower_choice, help="Full training's loss, for its memory: unfused (Megatron-Core's default) | native (--cross-entropy-fusion-impl native) | te (Transformer Engine's fused kernel, Megatron-Bridge's 2025-26 recipes) | eager (PyTorch's fp32 cross_entropy); default unfused on megatron, eager on pytorch."),
+    lora_rank: int | None = typer.Option(None, "--lora-rank", help="LoRA rank r (task lora or qlora only; default 16)."),
+    lora_targets: str | None = typer.Option(None, "--lora-targets", callback=lower_choice, help="Task lora or qlora only: comma list of q,k,v,o,gate,up,down (default all; qkv = q,k,v; gate_up = gate,up). On a fused module the adapter covers the named slices."),
     resolution: str | None = typer.Option(None, "--resolution", help="Diffusion output WIDTHxHEIGHT."),
     images: int = typer.Option(1, "--images", help="Diffusion images per batch."),
     vae_tiling: bool = typer.Option(False, "--vae-tiling", help="Decode the VAE in tiles."),
     images_per_request: int | None = typer.Option(None, "--images-per-request", help="Images in each request to a vision-language model (default 1 there; refused for text-only models)."),
     image_resolution: str | None = typer.Option(None, "--image-resolution", help="Image WIDTHxHEIGHT in pixels (default: the model's native resolution)."),
-    gpu_memory_utilization: float = typer.Option(0.9, "--gpu-memory-utilization", help="Serving engine's share of GPU memory (vLLM); with --engine trtllm the share of the memory free after the weights and profiling that the KV cache takes (free_gpu_memory_fraction)."),
-    engine: str | None = typer.Option(None, "--engine", help="Serving engine the memory and admission are sized for: vllm | trtllm (trtllm-serve's KV sizing, 8,192 tokens and 2,048 sequences, requests admitted only when prompt + output fit); default trtllm with --recipe trtllm, else vllm."),
-    max_num_batched_tokens: int | None = typer.Option(None, "--max-num-batched-tokens", help="Engine prefill budget."),
-    max_num_seqs: int | None = typer.Option(None, "--max-num-seqs", help="Engine sequence cap, vLLM's max_num_seqs (default 1,024 on GPUs of 70 GiB or more but the A100, else 256): a serving replica runs at most this many at once."),
+    gpu_memory_utilization: float | None = typer.Option(None, "--gpu-memory-utilization", help="Inference only: the serving engine's share of GPU memory (vLLM; default 0.9); with --engine trtllm the share of the memory free after the weights and profiling that the KV cache takes (free_gpu_memory_fraction)."),
+    engine: str | None = typer.Option(None, "--engine", callback=lower_choice, help="Inference only: the serving engine the memory and admission are sized for: vllm | trtllm (trtllm-serve's KV sizing, 8,192 tokens and 2,048 sequences, requests admitted only when prompt + output fit); default trtllm with --recipe trtllm, else vllm. A serving --recipe must be the engine's own (trtllm with trtllm, vllm or sglang with vllm)."),
+    max_num_batched_tokens: int | None = typer.Option(None, "--max-num-batched-tokens", help="Engine prefill budget (inference only)."),
+    max_num_seqs: int | None = typer.Option(None, "--max-num-seqs", help="Inference only: engine sequence cap, vLLM's max_num_seqs (default 1,024 on GPUs of 70 GiB or more but the A100, else 256): a serving replica runs at most this many at once."),
     allow_long_context: bool = typer.Option(False, "--allow-long-context", help="Allow a context beyond the model's limit."),
-    prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens per request; without --context each sequence is prompt + output."),
-    output_tokens: int | None = typer.Option(None, "--output-tokens", help="Output tokens per request."),
-    tokens: str | None = typer.Option(None, "--tokens", help="Training tokens for the training time, e.g. 1e12, 300B or 15T (decimal; performance)."),
+    prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens per request (inference only); without --context each sequence is prompt + output."),
+    output_tokens: int | None = typer.Option(None, "--output-tokens", help="Output tokens per request (inference only)."),
+    tokens: str | None = typer.Option(None, "--tokens", help="Training only: training tokens for the training time, e.g. 1e12, 300B or 15T (decimal; performance)."),
     mfu: float | None = typer.Option(None, "--mfu", help="Model FLOPs utilization for speed estimates (0-1)."),
     mbu: float | None = typer.Option(None, "--mbu", help="Memory-bandwidth utilization for decode estimates (0-1)."),
     context_mib: int | None = typer.Option(None, "--cuda-context-mib", help="Override the CUDA/ROCm context size (MiB)."),
     fragmentation: float | None = typer.Option(None, "--fragmentation", help="Override the allocator margin (0-0.5)."),
     offline: bool = typer.Option(False, "--offline", help="Never fetch a Hub id."),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON contract."),
-    recipe: str | None = typer.Option(None, "--recipe", help="Also print the launch: vllm | sglang | trtllm | torchrun-fsdp | deepspeed | accelerate | skypilot | k8s."),
+    recipe: str | None = typer.Option(None, "--recipe", callback=lower_choice, help="Also print the launch: vllm | sglang | trtllm | torchrun-fsdp | deepspeed | accelerate | skypilot | k8s."),
 ) -> None:
     """Per-GPU memory breakdown, fit verdict, capacity, warnings and what to check for one workload."""
     from anchorgpu.architectures import load_model
     from anchorgpu.hardware import get_gpu
-    from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan, plan_to_json
-    from anchorgpu.planner.inputs import KV_CACHE_AUTO, check_engine_caps, resolve_engine, resolve_train_stack
-    from anchorgpu.planner.validate import check_kv_cache_task
+    from anchorgpu.planner import Layout, PrecisionPlan, plan, plan_to_json
+    from anchorgpu.planner.inputs import (
+        KV_CACHE_AUTO,
+        check_engine_caps,
+        resolve_engine,
+        resolve_train_stack,
+        workload_of,
+    )
+    from anchorgpu.planner.validate import check_task_options
     from anchorgpu.validation import bounded_int
 
     for value, field in ((concurrency, "concurrency"), (output_tokens, "output_tokens"), (micro_batch, "micro_batch"),
                          (lora_rank, "lora_rank"), (max_num_batched_tokens, "max_num_batched_tokens"), (max_num_seqs, "max_num_seqs"),
                          (images, "images")):
         bounded_int(value, field=field)  # the API's bounds (anchorgpu.validation.LIMITS), before any work
+    kv = kv_cache if kv_cache is not None else KV_CACHE_AUTO  # '' is refused as an unknown dtype, not taken as auto
+    check_task_options(task, {  # an option the task has no use for is refused, as every face refuses it
+        "train_precision": train_precision, "train_stack": train_stack, "recompute": recompute, "micro_batch": micro_batch,
+        "seq": seq, "global_batch": global_batch, "optimizer": optimizer, "optimizer_state": optimizer_state,
+        "tokens": tokens, "tp_overlap": tp_overlap, "lora_rank": lora_rank, "lora_targets": lora_targets,
+        "context": context, "concurrency": concurrency, "prompt": prompt, "output_tokens": output_tokens, "engine": engine,
+        "max_num_seqs": max_num_seqs, "max_num_batched_tokens": max_num_batched_tokens,
+        "gpu_memory_utilization": gpu_memory_utilization, "kv_cache": kv})
+    spec = load_model(model, offline=offline)
+    if recipe is not None:  # refused before anything is planned, as recommend refuses it
+        from anchorgpu.architectures import ModelSpec
+        from anchorgpu.recipes import check_kind
+
+        check_kind(recipe, diffusion=not isinstance(spec, ModelSpec), engine=engine, task=task)
     engine = resolve_engine(engine, recipe)
     check_engine_caps(max_num_seqs, max_num_batched_tokens, engine)
-    spec = load_model(model, offline=offline)
     gpu_spec = get_gpu(gpu) if gpu is not None else None
-    targets = tuple(t.strip() for t in lora_targets.split(",") if t.strip())
-    workload = Workload(
-        task=task,  # type: ignore[arg-type]  # validated by the planner with a one-line reason
-        context_tokens=parse_tokens(context, field="context"), concurrency=concurrency,
-        allow_long_context=allow_long_context, gpu_memory_utilization=gpu_memory_utilization,
-        engine=engine,
+    targets = None if lora_targets is None else tuple(t.strip() for t in lora_targets.split(",") if t.strip())
+    if train_precision is not None and train_precision not in ("mixed", "bf16-true", "fp8", "fp4"):
+        raise InvalidWorkload(f"--train-precision {train_precision!r}: choose mixed, bf16-true, fp8 or fp4")
+    if train_stack not in (None, "megatron", "pytorch"):
+        raise InvalidWorkload(f"--train-stack {train_stack!r}: choose megatron or pytorch")
+    workload = workload_of(  # the options not given (None) take the planner's defaults
+        task=task, context_tokens=parse_tokens(context, field="context"), concurrency=concurrency,
+        allow_long_context=allow_long_context, gpu_memory_utilization=gpu_memory_utilization, engine=engine,
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, micro_batch=micro_batch,
-        seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute,  # type: ignore[arg-type]
-        offload_activation_layers=offload_activations,
-        optimizer=optimizer,  # type: ignore[arg-type]
-        optimizer_state=optimizer_state,  # type: ignore[arg-type]  # validated by the planner with a one-line reason
-        train_precision=train_precision if train_precision in ("mixed", "bf16-true", "fp8", "fp4") else _bad(  # type: ignore[arg-type]
-            f"--train-precision {train_precision!r}: choose mixed, bf16-true, fp8 or fp4"),
-        train_stack=resolve_train_stack(train_stack if train_stack in (None, "megatron", "pytorch") else _bad(
-            f"--train-stack {train_stack!r}: choose megatron or pytorch"), recipe, task),
-        cross_entropy=cross_entropy,  # type: ignore[arg-type]  # validated by the planner with a one-line reason
-        global_batch_tokens=parse_batch(global_batch), prompt_tokens=parse_tokens(prompt, field="prompt"),
-        output_tokens=output_tokens,
+        seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute, offload_activation_layers=offload_activations,
+        optimizer=optimizer, optimizer_state=optimizer_state,  # validated by the planner with a one-line reason
+        train_precision=train_precision, train_stack=resolve_train_stack(train_stack, recipe, task),
+        cross_entropy=cross_entropy, global_batch_tokens=parse_batch(global_batch),
+        prompt_tokens=parse_tokens(prompt, field="prompt"), output_tokens=output_tokens,
         lora_rank=lora_rank, lora_targets=targets, resolution=parse_resolution(resolution), images=images,
         vae_tiling=vae_tiling, images_per_request=images_per_request,
         image_resolution=parse_resolution(image_resolution, flag="--image-resolution"),
@@ -116,8 +131,6 @@ def plan_command(
     layout = Layout(gpus=parse_gpus(gpus), tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=fsdp, cp=cp,
                     virtual_stages=virtual_stages, tp_overlap=tp_overlap, ep_overlap=ep_overlap, offload=offload,  # type: ignore[arg-type]
                     pipeline_layout=pipeline_layout, sequence_parallel=sequence_parallel)
-    kv = kv_cache.lower() if kv_cache is not None else KV_CACHE_AUTO  # '' is refused as an unknown dtype, not taken as auto
-    check_kv_cache_task(kv, task)
     result = plan(spec, workload, precision=PrecisionPlan(weights=weights, kv_cache=kv),
                   layout=layout, gpu=gpu_spec, overheads=_overheads(context_mib, fragmentation))
     perf_options: dict[str, Any] = {"train_tokens": parse_count(tokens, field="tokens"), "mfu": mfu, "mbu": mbu}
@@ -159,7 +172,3 @@ def _overheads(context_mib: int | None, fragmentation: float | None) -> Any:
             raise InvalidWorkload(f"--fragmentation {fragmentation}: expected a fraction between 0 and 0.5")
         ov = dataclasses.replace(ov, fragmentation_fraction=fragmentation)
     return ov
-
-
-def _bad(message: str) -> str:
-    raise InvalidWorkload(message)

@@ -10,6 +10,18 @@ import re
 from anchorgpu.errors import InvalidWorkload
 
 
+def lower_choice(value: str | None) -> str | None:
+    """A Typer callback for every option that names one of a set of values (``--task``, ``--engine``, ``--kv-cache``,
+    ``--recipe``, ``--optimizer`` ...): the value in lower case, as the API spells its choices, so ``--engine VLLM``
+    is ``--engine vllm`` (the API, a schema, takes the lower-case spelling only). Nothing else is changed: an unknown
+    value, ``''`` included, is still refused naming it.
+
+    >>> lower_choice("TRTLLM"), lower_choice(None), lower_choice("")
+    ('trtllm', None, '')
+    """
+    return None if value is None else value.lower()
+
+
 def parse_tokens(text: str | None, *, field: str) -> int | None:
     """``8192``, ``8k`` (= 8,192) or ``1m`` (= 1,048,576) tokens (bounds: :data:`anchorgpu.validation.LIMITS`)."""
     from anchorgpu.validation import BINARY_SUFFIXES, whole_number

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from anchorgpu.cli._app import app, console, emit_json
+from anchorgpu.cli.plan_parse import lower_choice
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.inputs import RECOMPUTES
 
@@ -156,42 +157,42 @@ class _Progress:
 @app.command("recommend")
 def recommend_command(
     model: str = typer.Argument(..., help="Registry name, path to config.json (or its folder), or a Hub id (language model or diffusion pipeline)."),
-    task: str = typer.Option("inference", "--task", help="inference | train | lora | qlora"),
+    task: str = typer.Option("inference", "--task", callback=lower_choice, help="inference | train | lora | qlora. An option the task has no use for (--micro-batch for inference, --context for train) is refused, not ignored."),
     term: str = typer.Option("1month", "--term", help="Rental term: N hours, weeks or months (1h, 2w, 1month)."),
     max_usd: str | None = typer.Option(None, "--max-usd", help="Drop options whose term total exceeds this."),
     top: int = typer.Option(10, "--top", help="How many offerings to list."),
     gpu: str | None = typer.Option(None, "--gpu", help="Only offerings of this GPU (name or alias)."),
     max_servers: int = typer.Option(4, "--max-servers", help="Try 1..N whole servers of each offering."),
     weights: str | None = typer.Option(None, "--weights", help="Comma list of weight formats to compare (default: the plan's, i.e. the checkpoint's shipped format; training bf16). Lower ones are marked: outputs change."),
-    kv_cache: str | None = typer.Option(None, "--kv-cache", help="Comma list of KV-cache dtypes: bf16, fp16, fp8, nvfp4 (default: the plan's, the FP8 or NVFP4 one the checkpoint ships on GPUs with the hardware for it, else fp8 or bf16). nvfp4 only where the engine runs it (vLLM: NVIDIA GPUs from Ampere on, not for MLA; trtllm: Blackwell)."),
-    lower_precision: bool = typer.Option(False, "--lower-precision", help="Also consider fp8/int4-awq weights and an fp8 KV cache below the checkpoint's precision (outputs change: rerun evaluations)."),
-    context: str | None = typer.Option(None, "--context", help="Tokens per sequence (inference), e.g. 8192 or 8k."),
-    concurrency: int | None = typer.Option(None, "--concurrency", help="Sequences at once; default: the most each offering serves."),
-    min_tokens_per_s: float | None = typer.Option(None, "--min-tokens-per-s", help="Serving: at least this many tokens/s per user."),
-    prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens (default: context - output)."),
-    output_tokens: int = typer.Option(256, "--output-tokens", help="Output tokens per request."),
-    micro_batch: int = typer.Option(1, "--micro-batch", help="Sequences per GPU step (training)."),
-    seq: str | None = typer.Option(None, "--seq", help="Training sequence length in tokens."),
-    recompute: str | None = typer.Option(None, "--recompute", help="none | selective (the attention core; with --train-stack pytorch, torchtitan's op-level policy) | moe (MoE blocks) | full (training)."),
-    optimizer: str = typer.Option("adamw", "--optimizer", help="adamw | adamw-8bit | sgd | lion | adafactor"),
-    lora_rank: int = typer.Option(16, "--lora-rank", help="LoRA rank r."),
-    train_tokens: str | None = typer.Option(None, "--tokens", help="Tokens to train on, e.g. 1e12, 300B or 15T (decimal): ranks by the price of the run."),
+    kv_cache: str | None = typer.Option(None, "--kv-cache", help="Inference only: comma list of KV-cache dtypes: bf16, fp16, fp8, nvfp4 (default: the plan's, the FP8 or NVFP4 one the checkpoint ships on GPUs with the hardware for it, else fp8 or bf16). nvfp4 only where the engine runs it (vLLM: NVIDIA GPUs from Ampere on, not for MLA; trtllm: Blackwell)."),
+    lower_precision: bool = typer.Option(False, "--lower-precision", help="Inference only: also consider fp8/int4-awq weights and an fp8 KV cache below the checkpoint's precision (outputs change: rerun evaluations)."),
+    context: str | None = typer.Option(None, "--context", help="Tokens per sequence (inference only; training's is --seq), e.g. 8192 or 8k."),
+    concurrency: int | None = typer.Option(None, "--concurrency", help="Sequences at once (inference only); default: the most each offering serves."),
+    min_tokens_per_s: float | None = typer.Option(None, "--min-tokens-per-s", help="Serving only: at least this many tokens/s per user."),
+    prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens (inference only; default: context - output)."),
+    output_tokens: int | None = typer.Option(None, "--output-tokens", help="Output tokens per request (inference only; default 256)."),
+    micro_batch: int | None = typer.Option(None, "--micro-batch", help="Sequences per GPU step (training only; default 1)."),
+    seq: str | None = typer.Option(None, "--seq", help="Training sequence length in tokens (training only; serving's is --context)."),
+    recompute: str | None = typer.Option(None, "--recompute", callback=lower_choice, help="none | selective (the attention core; with --train-stack pytorch, torchtitan's op-level policy) | moe (MoE blocks) | full (training)."),
+    optimizer: str | None = typer.Option(None, "--optimizer", callback=lower_choice, help="Training only: adamw | adamw-8bit | sgd | lion | adafactor (default adamw)"),
+    lora_rank: int | None = typer.Option(None, "--lora-rank", help="LoRA rank r (task lora or qlora only; default 16)."),
+    train_tokens: str | None = typer.Option(None, "--tokens", help="Training only: tokens to train on, e.g. 1e12, 300B or 15T (decimal): ranks by the price of the run."),
     global_batch: str | None = typer.Option(None, "--global-batch", help="Training: tokens per optimizer step, 4M, 16M or an integer (default 4M = 4,194,304)."),
-    train_precision: str = typer.Option("mixed", "--train-precision", help="Training: mixed | bf16-true | fp8 | fp4 (FP8/FP4 products: offerings whose GPU lacks those tensor cores are rejected)."),
-    optimizer_state: str = typer.Option("fp32", "--optimizer-state", help="Training: AdamW's state under mixed/fp8/fp4 (--task train): fp32 (fp32 master + moments, 12 B a parameter) | bf16-moments (fp32 master, bf16 moments, 8 B) | bf16 (bf16 master + moments, 6 B)."),
-    cross_entropy: str | None = typer.Option(None, "--cross-entropy", help="Training: the loss, for its memory: unfused (Megatron-Core's default, 6 B a logit) | native (6) | te (Transformer Engine's fused kernel, 2) | eager (PyTorch's fp32 cross_entropy, 12; default with --train-stack pytorch)."),
-    train_stack: str | None = typer.Option(None, "--train-stack", help="Training software the speeds and memory are for: megatron (Megatron-Core/NeMo, fused kernels) | pytorch (torchtitan, FSDP scripts, OLMo-core, llm-foundry); default pytorch with --task qlora or --recipe torchrun-fsdp, deepspeed or accelerate, else megatron."),
+    train_precision: str | None = typer.Option(None, "--train-precision", callback=lower_choice, help="Training only: mixed (default) | bf16-true | fp8 | fp4 (FP8/FP4 products: offerings whose GPU lacks those tensor cores are rejected)."),
+    optimizer_state: str | None = typer.Option(None, "--optimizer-state", callback=lower_choice, help="Training only: AdamW's state under mixed/fp8/fp4 (--task train): fp32 (fp32 master + moments, 12 B a parameter; the default) | bf16-moments (fp32 master, bf16 moments, 8 B) | bf16 (bf16 master + moments, 6 B)."),
+    cross_entropy: str | None = typer.Option(None, "--cross-entropy", callback=lower_choice, help="Training only: the loss, for its memory: unfused (Megatron-Core's default, 6 B a logit) | native (6) | te (Transformer Engine's fused kernel, 2) | eager (PyTorch's fp32 cross_entropy, 12; default with --train-stack pytorch)."),
+    train_stack: str | None = typer.Option(None, "--train-stack", callback=lower_choice, help="Training only: the training software the speeds and memory are for: megatron (Megatron-Core/NeMo, fused kernels) | pytorch (torchtitan, FSDP scripts, OLMo-core, llm-foundry); default pytorch with --task qlora or --recipe torchrun-fsdp, deepspeed or accelerate, else megatron."),
     mfu: float | None = typer.Option(None, "--mfu", help="Fraction of dense peak while computing (default 0.6)."),
     mbu: float | None = typer.Option(None, "--mbu", help="Fraction of memory bandwidth in decode (default 0.7)."),
-    gpu_memory_utilization: float = typer.Option(0.9, "--gpu-memory-utilization", help="Serving engine's share of GPU memory (vLLM); with --engine trtllm the share of the memory free after the weights and profiling that the KV cache takes (free_gpu_memory_fraction)."),
-    engine: str | None = typer.Option(None, "--engine", help="Serving engine the memory and admission are sized for: vllm | trtllm (trtllm-serve's KV sizing, 8,192 tokens and 2,048 sequences, requests admitted only when prompt + output fit); default trtllm with --recipe trtllm, else vllm."),
-    max_num_seqs: int | None = typer.Option(None, "--max-num-seqs", help="Engine sequence cap, vLLM's max_num_seqs (default 1,024 on GPUs of 70 GiB or more but the A100, else 256): a serving replica runs at most this many at once."),
+    gpu_memory_utilization: float | None = typer.Option(None, "--gpu-memory-utilization", help="Inference only: the serving engine's share of GPU memory (vLLM; default 0.9); with --engine trtllm the share of the memory free after the weights and profiling that the KV cache takes (free_gpu_memory_fraction)."),
+    engine: str | None = typer.Option(None, "--engine", callback=lower_choice, help="Inference only: the serving engine the memory and admission are sized for: vllm | trtllm (trtllm-serve's KV sizing, 8,192 tokens and 2,048 sequences, requests admitted only when prompt + output fit); default trtllm with --recipe trtllm, else vllm. A serving --recipe must be the engine's own (trtllm with trtllm, vllm or sglang with vllm)."),
+    max_num_seqs: int | None = typer.Option(None, "--max-num-seqs", help="Inference only: engine sequence cap, vLLM's max_num_seqs (default 1,024 on GPUs of 70 GiB or more but the A100, else 256): a serving replica runs at most this many at once."),
     allow_long_context: bool = typer.Option(False, "--allow-long-context", help="Allow a context beyond the model's limit."),
     images: int = typer.Option(1, "--images", help="Diffusion pipeline: images per batch per replica."),
     resolution: str | None = typer.Option(None, "--resolution", help="Diffusion pipeline: output WIDTHxHEIGHT, e.g. 1024x1024."),
     offline: bool = typer.Option(False, "--offline", help="Never fetch a Hub id."),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON contract."),
-    recipe: str | None = typer.Option(None, "--recipe", help="Also write each result's launch: vllm | sglang | trtllm | torchrun-fsdp | deepspeed | accelerate | skypilot | k8s (text: the first result's; --json: every result's)."),
+    recipe: str | None = typer.Option(None, "--recipe", callback=lower_choice, help="Also write each result's launch: vllm | sglang | trtllm | torchrun-fsdp | deepspeed | accelerate | skypilot | k8s (text: the first result's; --json: every result's)."),
 ) -> None:
     """The cheapest catalog offerings that fit a workload, with layout, speed and price for the term."""
     from datetime import UTC, datetime
@@ -217,16 +218,22 @@ def recommend_command(
         bounded_int(value, field=field)
     if not 1 <= max_servers <= 16:
         raise InvalidWorkload(f"--max-servers {max_servers}: choose 1 to 16")
-    from anchorgpu.planner.inputs import resolve_engine, resolve_train_stack
+    from anchorgpu.planner.inputs import resolve_engine, resolve_train_stack, workload_of
+    from anchorgpu.planner.validate import check_task_options
 
-    engine = resolve_engine(engine, recipe)
-    if recipe is not None:
+    check_task_options(task, {  # an option the task has no use for is refused, as every face refuses it
+        "train_precision": train_precision, "train_stack": train_stack, "recompute": recompute, "micro_batch": micro_batch,
+        "seq": seq, "global_batch": global_batch, "optimizer": optimizer, "optimizer_state": optimizer_state,
+        "tokens": train_tokens, "lora_rank": lora_rank, "context": context, "concurrency": concurrency, "prompt": prompt,
+        "output_tokens": output_tokens, "engine": engine, "max_num_seqs": max_num_seqs,
+        "gpu_memory_utilization": gpu_memory_utilization, "min_tokens_per_s": min_tokens_per_s,
+        "lower_precision": lower_precision})
+    spec_model = load_model(model, offline=offline)
+    if recipe is not None:  # up front, as plan and POST /v1/recommend refuse it, not as recipe_refused on every row
         from anchorgpu.recipes import check_kind
 
-        recipe = check_kind(recipe, engine=engine)
-    spec_model = load_model(model, offline=offline)
-    if recipe is not None and not isinstance(spec_model, ModelSpec):
-        check_kind(recipe, diffusion=True)  # refused as POST /v1/recommend refuses it (was silently ignored)
+        recipe = check_kind(recipe, diffusion=not isinstance(spec_model, ModelSpec), engine=engine, task=task)
+    engine = resolve_engine(engine, recipe)
     catalog = load_catalog()
     offerings = catalog.offerings
     if gpu is not None:
@@ -257,21 +264,18 @@ def recommend_command(
         else:
             render_recommendation(rec)
         return
-    workload = Workload(
-        task=task,  # type: ignore[arg-type]  # validated by the planner with a one-line reason
-        context_tokens=parse_tokens(context, field="context"), concurrency=concurrency,
-        gpu_memory_utilization=gpu_memory_utilization, allow_long_context=allow_long_context, micro_batch=micro_batch,
-        engine=engine,
-        max_num_seqs=max_num_seqs,
-        seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute,  # type: ignore[arg-type]
-        optimizer=optimizer, lora_rank=lora_rank, train_precision=train_precision,  # type: ignore[arg-type]
-        optimizer_state=optimizer_state,  # type: ignore[arg-type]  # validated by the planner with a one-line reason
-        cross_entropy=cross_entropy,  # type: ignore[arg-type]  # validated by the planner with a one-line reason
-        train_stack=resolve_train_stack(train_stack, recipe, task),  # validated by the planner with a one-line reason
+    workload = workload_of(  # the options not given (None) take the planner's defaults; validated by the planner
+        task=task, context_tokens=parse_tokens(context, field="context"), concurrency=concurrency,
+        gpu_memory_utilization=gpu_memory_utilization, allow_long_context=allow_long_context,
+        micro_batch=micro_batch or 1,  # the sweep's: one sequence per GPU step unless asked
+        engine=engine, max_num_seqs=max_num_seqs, seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute,
+        optimizer=optimizer, lora_rank=lora_rank, train_precision=train_precision, optimizer_state=optimizer_state,
+        cross_entropy=cross_entropy, train_stack=resolve_train_stack(train_stack, recipe, task),
     )
+    sized: dict[str, Any] = {"output_tokens": output_tokens} if output_tokens is not None else {}  # else the sweep's
     spec = SweepSpec(
         workload=workload, weights=_csv(weights), kv_caches=_csv(kv_cache),
-        prompt_tokens=parse_tokens(prompt, field="prompt"), output_tokens=output_tokens,
+        prompt_tokens=parse_tokens(prompt, field="prompt"), **sized,
         train_tokens=parse_count(train_tokens, field="tokens"),
         global_batch_tokens=parse_batch(global_batch),
         efficiencies=Overrides(mfu=mfu, mbu=mbu),

@@ -51,6 +51,7 @@ __all__ = [
     "TrainPrecision",
     "TrainStack",
     "Workload",
+    "workload_of",
     "default_seq_tokens",
     "DEFAULT_OUTPUT_TOKENS",
     "DEFAULT_PROMPT_TOKENS",
@@ -179,6 +180,17 @@ class Workload:
     # size in pixels, width × height (None: the model's native resolution). See ``planner.media``.
     images_per_request: int | None = None
     image_resolution: tuple[int, int] | None = None
+
+
+def workload_of(**options: object) -> Workload:
+    """The :class:`Workload` of the options a face was given: one left ``None`` (not given) takes the workload's
+    default, the one place those defaults live (the faces' options default to ``None`` so that an option given can be
+    told from one left alone: :func:`anchorgpu.planner.validate.check_task_options`).
+
+    >>> workload_of(task="train", optimizer=None, micro_batch=2).optimizer
+    'adamw'
+    """
+    return Workload(**{k: v for k, v in options.items() if v is not None})  # type: ignore[arg-type]  # validated by plan()
 
 
 @fast_init

@@ -25,7 +25,8 @@ from anchorgpu.planner.inputs import (
 )
 from anchorgpu.planner.media import validate_media
 
-__all__ = ["check_activation_offload_layout", "check_counts", "check_kv_cache_task", "check_positive", "validate_workload"]
+__all__ = ["LORA_OPTIONS", "SERVING_OPTIONS", "TRAINING_OPTIONS", "check_activation_offload_layout", "check_counts",
+           "check_kv_cache_task", "check_positive", "check_task_options", "validate_workload"]
 
 
 def check_positive(name: str, value: int | None) -> None:
@@ -117,6 +118,78 @@ def check_kv_cache_task(kv_cache: str | None, task: str) -> None:
         return  # an unknown task is refused by validate_workload, naming it
     raise InvalidWorkload(f"--kv-cache {kv_cache} sizes a serving engine's KV cache (task inference); task {task} keeps "
                           "none")
+
+
+TRAINING_OPTIONS: tuple[str, ...] = ("train_precision", "train_stack", "recompute", "micro_batch", "seq", "global_batch",
+                                    "optimizer", "optimizer_state", "tokens", "train_tokens", "tp_overlap")
+"""Options that size or time a training step (task train, lora or qlora) and mean nothing to serving or diffusion, by
+their field names (the API's; the CLI's flags are the same with dashes, ``train_tokens`` is ``--tokens``). ``seq`` is
+the training sequence: serving reads ``context`` instead. The layout's training options (``--zero``, ``--fsdp``,
+``--cp``, ``--virtual-stages``, ``--pipeline-layout``, ``--sequence-parallel``, ``--ep-overlap``, ``--offload``) and
+``--cross-entropy``, ``--offload-activations`` are refused for other tasks where they are resolved."""
+LORA_OPTIONS: tuple[str, ...] = ("lora_rank", "lora_targets")
+"""Options of LoRA's adapters (task lora or qlora): full training and serving have none."""
+SERVING_OPTIONS: tuple[str, ...] = ("context", "concurrency", "prompt", "output_tokens", "engine", "max_num_seqs",
+                                   "max_num_batched_tokens", "gpu_memory_utilization", "min_tokens_per_s",
+                                   "min_tokens_per_s_per_user", "lower_precision")
+"""Options of a language model's serving engine and its requests (task inference). ``--kv-cache`` and
+``--images-per-request``/``--image-resolution`` are refused for other tasks by their own checks. Shared by every task
+(not listed): the model, GPUs and layout counts, ``--weights``, ``--allow-long-context`` (the serving context or the
+training sequence), ``--mfu``/``--mbu`` (a training step's optimizer update reads memory at the MBU too), the
+overheads and ``--recipe`` (checked by :func:`anchorgpu.recipes.check_kind`)."""
+_FLAGS = {"tokens": "--tokens", "train_tokens": "--tokens", "min_tokens_per_s": "--min-tokens-per-s",
+          "min_tokens_per_s_per_user": "--min-tokens-per-s"}
+_TRAINING_TASKS = ("train", "lora", "qlora")
+
+
+def _shown(name: str, value: object) -> str:
+    """The option as the user gave it: ``--micro-batch 2``, ``--tp-overlap`` (a switch), ``--lora-targets q,v``."""
+    flag = _FLAGS.get(name) or "--" + name.replace("_", "-")
+    if value is True:
+        return flag
+    if isinstance(value, (list, tuple)):
+        value = ",".join(map(str, value))
+    return f"{flag} {value}"
+
+
+def check_task_options(task: str, options: dict[str, object]) -> None:
+    """Refuse an option the task has no use for, where it would be dropped in silence: training's options
+    (:data:`TRAINING_OPTIONS`) for serving or diffusion, LoRA's (:data:`LORA_OPTIONS`) for any other task, serving's
+    (:data:`SERVING_OPTIONS`) for training or diffusion; then a KV-cache dtype, as :func:`check_kv_cache_task`.
+    ``options`` maps field names to the values *as the user gave them*: ``None`` (or ``False`` for a switch) is not
+    given, so each face keeps its options' defaults out of it (the planner applies them: :class:`Workload`). Every
+    face calls it (CLI ``plan`` and ``recommend``, ``POST /v1/plan`` and ``/v1/recommend``, the planner pages);
+    names it does not know are ignored.
+
+    >>> check_task_options("train", {"micro_batch": 2, "context": None, "tp_overlap": False})
+    >>> check_task_options("inference", {"train_precision": "fp8"})
+    Traceback (most recent call last):
+    ...
+    anchorgpu.errors.InvalidWorkload: --train-precision fp8 applies to training (task train, lora or qlora); task inference has no training step
+    >>> check_task_options("lora", {"context": 8192})
+    Traceback (most recent call last):
+    ...
+    anchorgpu.errors.InvalidWorkload: --context 8192 applies to serving a language model (task inference); task lora serves no requests (its sequence is --seq)
+    """
+    if task not in TASKS:
+        return  # refused by validate_workload, naming it
+    for name, value in options.items():
+        if value is None or value is False:
+            continue
+        if name in TRAINING_OPTIONS and task not in _TRAINING_TASKS:
+            hint = " (the serving length is --context)" if name == "seq" and task == "inference" else ""
+            raise InvalidWorkload(f"{_shown(name, value)} applies to training (task train, lora or qlora); task {task} "
+                                  f"has no training step{hint}")
+        if name in LORA_OPTIONS and task not in ("lora", "qlora"):
+            raise InvalidWorkload(f"{_shown(name, value)} sets LoRA's adapters (task lora or qlora); task {task} has "
+                                  "none")
+        if name in SERVING_OPTIONS and task != "inference":
+            tail = (f"task {task} generates images (--images, --resolution)" if task == "diffusion"
+                    else f"task {task} serves no requests" + (" (its sequence is --seq)" if name == "context" else ""))
+            raise InvalidWorkload(f"{_shown(name, value)} applies to serving a language model (task inference); {tail}")
+    kv = options.get("kv_cache")
+    if isinstance(kv, str):
+        check_kv_cache_task(kv, task)
 
 
 def _check_optimizer_state(workload: Workload) -> None:

@@ -30,10 +30,24 @@ from anchorgpu.units import fmt_bytes
 __all__ = ["KINDS", "Recipe", "Target", "build_recipe", "check_fits", "check_kind", "flag_data", "recipe_to_json"]
 
 
-def check_kind(kind: str, *, diffusion: bool = False, engine: str = "vllm") -> str:
+def check_kind(kind: str, *, diffusion: bool = False, engine: str | None = None, task: str | None = None) -> str:
     """``kind`` in its canonical spelling, or the one-line refusal every face gives (CLI ``plan`` and ``recommend``,
-    ``POST /v1/plan`` and ``/v1/recommend``): an unknown kind, any kind for a diffusion pipeline, or another serving
-    engine's launch for a plan sized for TensorRT-LLM (``engine``)."""
+    ``POST /v1/plan`` and ``/v1/recommend``), before anything is planned: an unknown kind, any kind for a diffusion
+    pipeline, a serving engine's launch for a training ``task`` or a training launch for serving, and a serving launch
+    of another engine than the one the plan's memory is sized for (``engine``, as the user gave it; ``None``: not
+    given, the faces then size the plan for the launch's engine, :func:`~anchorgpu.planner.inputs.resolve_engine`).
+    vLLM's ``gpu_memory_utilization`` is its share of each GPU, TensorRT-LLM's ``free_gpu_memory_fraction`` the share
+    of the memory left after the weights and its profiling pass, and their sequence caps and admission differ: a launch
+    of one from the other's plan would carry the other's numbers. vLLM's plan sizes SGLang's launch too (both take a
+    share of the GPU).
+
+    >>> check_kind("TRTLLM", engine="trtllm"), check_kind("sglang", engine="vllm", task="inference")
+    ('trtllm', 'sglang')
+    >>> check_kind("trtllm", engine="vllm")
+    Traceback (most recent call last):
+    ...
+    anchorgpu.errors.InvalidWorkload: --recipe trtllm: the plan is sized for vLLM (--engine vllm), whose memory budget and admission differ; plan with --engine trtllm (or without --engine) for a trtllm launch
+    """
     key = kind.strip().lower()
     if key not in KINDS:
         raise InvalidWorkload(f"--recipe {kind!r}: unknown kind; choose one of {', '.join(KINDS)}",
@@ -41,9 +55,19 @@ def check_kind(kind: str, *, diffusion: bool = False, engine: str = "vllm") -> s
     if diffusion:
         raise InvalidWorkload(f"--recipe {key}: diffusion pipelines have no launch recipe yet",
                               code="recipe_not_expressible")
+    if task in ("train", "lora", "qlora") and key in SERVING_KINDS:
+        raise InvalidWorkload(f"--recipe {key}: a serving engine for a {task} plan (use torchrun-fsdp, deepspeed or "
+                              "accelerate)", code="recipe_not_expressible")
+    if task == "inference" and key in TRAINING_KINDS:
+        raise InvalidWorkload(f"--recipe {key}: a training recipe for an inference plan (use vllm, sglang or trtllm)",
+                              code="recipe_not_expressible")
     if engine == "trtllm" and key in SERVING_KINDS and key != "trtllm":
         raise InvalidWorkload(f"--recipe {key}: the plan is sized for TensorRT-LLM (--engine trtllm), whose KV cache and "
                               f"admission differ; plan with --engine vllm for a {key} launch",
+                              code="recipe_not_expressible")
+    if engine == "vllm" and key == "trtllm":
+        raise InvalidWorkload("--recipe trtllm: the plan is sized for vLLM (--engine vllm), whose memory budget and "
+                              "admission differ; plan with --engine trtllm (or without --engine) for a trtllm launch",
                               code="recipe_not_expressible")
     return key
 
@@ -76,7 +100,10 @@ def check_fits(plan: Plan, kind: str, *, where: str | None = None, fixed_gpus: b
 def build_recipe(plan: Plan, kind: str, *, target: Target | None = None) -> Recipe:
     """The recipe of ``kind`` for ``plan``; ``target`` (servers and GPUs per server) defaults to the plan's GPUs
     packed eight to a server."""
-    key = check_kind(kind, diffusion=plan.workload.task == "diffusion", engine=plan.workload.engine)
+    # a plan sized for TensorRT-LLM launches it only; a vLLM-sized one (the Workload's default, which a library caller
+    # may not have chosen) is told apart by the faces, which refuse --engine vllm --recipe trtllm up front
+    trtllm = plan.workload.task == "inference" and plan.workload.engine == "trtllm"
+    key = check_kind(kind, diffusion=plan.workload.task == "diffusion", engine="trtllm" if trtllm else None)
     check_fits(plan, key)
     where = target or default_target(plan)
     if where.nodes * where.gpus_per_node != plan.layout.gpus:

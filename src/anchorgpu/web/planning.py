@@ -75,6 +75,36 @@ def form_values(request: Request) -> dict[str, Any]:
     return values
 
 
+_SELECT_DEFAULTS = {"optimizer": "adamw", "train_precision": "mixed", "optimizer_state": "fp32", "engine": "vllm"}
+"""What the forms' selects send when left alone (blank text fields are dropped by :func:`form_values`)."""
+
+
+def for_the_task(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` without the other tasks' fields that the form sent at their defaults: a form sends every select
+    (``optimizer=adamw`` with an inference plan, ``engine=vllm`` with a training one), and the shared check refuses an
+    option the task has no use for (:func:`~anchorgpu.planner.validate.check_task_options`). A field the user changed
+    is kept, and refused naming it, as the API and the CLI refuse it.
+
+    >>> for_the_task({"task": "train", "engine": "vllm", "optimizer": "sgd"})
+    {'task': 'train', 'optimizer': 'sgd'}
+    >>> for_the_task({"engine": "vllm", "optimizer": "adamw", "train_precision": "fp8"})
+    {'engine': 'vllm', 'train_precision': 'fp8'}
+    """
+    from anchorgpu.errors import InvalidWorkload
+    from anchorgpu.planner.validate import check_task_options
+
+    task = str(values.get("task") or "inference")
+    kept = dict(values)
+    for name, default in _SELECT_DEFAULTS.items():
+        if str(values.get(name)) != default:
+            continue
+        try:
+            check_task_options(task, {name: default})
+        except InvalidWorkload:
+            del kept[name]
+    return kept
+
+
 def validation_message(exc: ValidationError, text: PageText | None = None) -> str:
     """One line naming the first bad field, in the page's language: 'context: must be at least 1' (ru 'context: не
     меньше 1'). Kinds of error the catalogue has no words for keep pydantic's English message."""
@@ -178,7 +208,7 @@ def _choices() -> dict[str, Any]:
 @router.get("/plan", response_class=HTMLResponse)
 def planner_page(request: Request, settings: SettingsDep) -> Response:
     """The planner form, and its answer when a model is given."""
-    values = form_values(request)
+    values = for_the_task(form_values(request))
     text = page_text(request)
     kind = values.pop("recipe", None)  # the launch is written beside the plan, its refusal shown there
     context: dict[str, Any] = {"form": values, **_choices(), "segments": SEGMENTS, "step_parts": step_parts(text)}
@@ -257,6 +287,7 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
         return render(request, "recommend.html", context)
     if values.get("task") not in (None, "inference", "train", "lora", "qlora", "diffusion"):
         values.pop("task")
+    values = for_the_task(values)
     try:
         result = run_recommend(RecommendRequest.model_validate(values, strict=False), offline=server_offline(settings), now=clock())
     except ValidationError as exc:
