@@ -69,10 +69,10 @@ def ours(picked: list[dict[str, object]], repeat: int = 5) -> dict[str, tuple[fl
     return out
 
 
-def theirs(picked: list[dict[str, object]]) -> dict[str, object] | None:
+def _run_worker(job: dict[str, object]) -> dict[str, object] | None:
+    """AIConfigurator's answers to ``job`` from ``_aiconfigurator_worker.py`` in its own venv (None without it)."""
     if not AIC_PY.exists():
         return None
-    job = {"rows": [{k: v for k, v in row.items() if k != "run"} for row in picked], "batches": BATCHES}
     worker = ROOT / "benchmarks" / "_aiconfigurator_worker.py"
     done = subprocess.run([str(AIC_PY), str(worker)], input=json.dumps(job), capture_output=True, text=True, cwd=ROOT)
     if done.returncode != 0:
@@ -80,6 +80,10 @@ def theirs(picked: list[dict[str, object]]) -> dict[str, object] | None:
         return None
     data: dict[str, object] = json.loads(done.stdout)
     return data
+
+
+def theirs(picked: list[dict[str, object]]) -> dict[str, object] | None:
+    return _run_worker({"rows": [{k: v for k, v in row.items() if k != "run"} for row in picked], "batches": BATCHES})
 
 
 def _err(pred: float | None, measured: float) -> str:
@@ -327,16 +331,7 @@ def moe_main() -> int:
 
 
 def _theirs_moe(job_rows: list[dict[str, object]], max_estimates: int) -> dict[str, object] | None:
-    if not AIC_PY.exists():
-        return None
-    job = {"rows": job_rows, "batches": MOE_BATCHES, "max_estimates": max_estimates}
-    worker = ROOT / "benchmarks" / "_aiconfigurator_worker.py"
-    done = subprocess.run([str(AIC_PY), str(worker)], input=json.dumps(job), capture_output=True, text=True, cwd=ROOT)
-    if done.returncode != 0:
-        print(f"  aiconfigurator worker failed (exit {done.returncode}): {done.stderr.strip().splitlines()[-1:]}")
-        return None
-    data: dict[str, object] = json.loads(done.stdout)
-    return data
+    return _run_worker({"rows": job_rows, "batches": MOE_BATCHES, "max_estimates": max_estimates})
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ Databases come from the root conftest (``db_url`` runs a test once per engine; `
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,8 +15,26 @@ from fastapi.testclient import TestClient
 from anchorgpu.api.app import create_app
 from anchorgpu.config import Settings
 from app_helpers import ServedApp
+from cli_runner import run
 
 Served = ServedApp  # the name this folder's tests import
+
+
+@pytest.fixture
+def local_db(sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI on this test's SQLite database, offline, with its own config folder and no API key."""
+    monkeypatch.setenv("ANCHORGPU_DATABASE_URL", sqlite_url)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("ANCHORGPU_OFFLINE", "1")
+    monkeypatch.delenv("ANCHORGPU_API_KEY", raising=False)
+
+
+def cli_refusal(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """The CLI's refusal of ``argv``: exit 2 and one line on stderr, which it returns."""
+    code, _, err = run(capsys, *argv)
+    assert code == 2, f"{argv!r}: exit {code}: {err[:300]}"
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    return err
 
 
 def serve(url: str, clock: Any, **settings: Any) -> Iterator[Served]:

@@ -7,7 +7,6 @@ built from what broke before: nan/inf, 1e309, 20-digit integers, non-ASCII digit
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,14 +40,6 @@ REPORTED = [
     ("plan", "granite-3.1-3b-a800m", "--gpu", "h100", "--task", "qlora", "--cp", "0"),
     ("plan", "llama-3.1-8b", "--gpu", "h100", "--task", "lora", "--virtual-stages", "-2"),
 ]
-
-
-@pytest.fixture
-def local_db(sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ANCHORGPU_DATABASE_URL", sqlite_url)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("ANCHORGPU_OFFLINE", "1")
-    monkeypatch.delenv("ANCHORGPU_API_KEY", raising=False)
 
 
 @pytest.mark.parametrize("argv", REPORTED, ids=lambda argv: " ".join(argv)[:60])

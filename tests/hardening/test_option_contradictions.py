@@ -13,41 +13,25 @@ value, on every face, instead of being planned as something else or silently dro
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from cli_runner import run
-from hardening.conftest import Served, problem_of
-
-
-@pytest.fixture
-def local_db(sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ANCHORGPU_DATABASE_URL", sqlite_url)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("ANCHORGPU_OFFLINE", "1")
-    monkeypatch.delenv("ANCHORGPU_API_KEY", raising=False)
-
-
-def _refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
-    code, _, err = run(capsys, *argv)
-    assert code == 2, f"{argv!r}: exit {code}: {err[:300]}"
-    assert err.startswith("error: ") and err.count("\n") == 1, err
-    return err
+from hardening.conftest import Served, cli_refusal, problem_of
 
 
 @pytest.mark.parametrize(("kv", "task"), [("nvfp4", "train"), ("fp8", "train"), ("bf16", "lora"), ("fp8", "qlora"),
                                           ("NVFP4", "train")])
 def test_a_kv_cache_for_a_task_without_one_is_refused_on_the_cli(local_db: None, capsys: pytest.CaptureFixture[str],
                                                                   kv: str, task: str) -> None:
-    err = _refused(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--task", task, "--kv-cache", kv, "--json")
+    err = cli_refusal(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--task", task, "--kv-cache", kv, "--json")
     assert f"--kv-cache {kv.lower()}" in err and f"task {task} keeps none" in err
 
 
 def test_a_quantized_kv_cache_for_a_diffusion_pipeline_is_refused(local_db: None, capsys: pytest.CaptureFixture[str]) -> None:
-    err = _refused(capsys, "plan", "flux.1-dev", "--gpu", "h100", "--kv-cache", "fp8")
+    err = cli_refusal(capsys, "plan", "flux.1-dev", "--gpu", "h100", "--kv-cache", "fp8")
     assert "--kv-cache fp8" in err and "task diffusion keeps none" in err
-    err = _refused(capsys, "recommend", "flux.1-dev", "--top", "1", "--max-servers", "1", "--kv-cache", "fp8")
+    err = cli_refusal(capsys, "recommend", "flux.1-dev", "--top", "1", "--max-servers", "1", "--kv-cache", "fp8")
     assert "task diffusion keeps none" in err
 
 
@@ -69,12 +53,12 @@ def test_the_default_kv_cache_still_plans_training(local_db: None, capsys: pytes
 
 
 def test_an_empty_kv_cache_is_an_unknown_dtype_not_the_default(local_db: None, capsys: pytest.CaptureFixture[str]) -> None:
-    err = _refused(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--kv-cache", "")
+    err = cli_refusal(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--kv-cache", "")
     assert "unknown kv-cache dtype ''" in err
 
 
 def test_recommend_refuses_a_kv_cache_for_training_instead_of_dropping_it(local_db: None, capsys: pytest.CaptureFixture[str]) -> None:
-    err = _refused(capsys, "recommend", "llama-3.2-1b", "--top", "1", "--max-servers", "1", "--task", "train",
+    err = cli_refusal(capsys, "recommend", "llama-3.2-1b", "--top", "1", "--max-servers", "1", "--task", "train",
                    "--kv-cache", "fp8")
     assert "--kv-cache fp8" in err and "task train keeps none" in err
 
@@ -94,9 +78,9 @@ def test_the_api_refuses_a_kv_cache_for_a_task_without_one(sqlite_served: Served
 
 @pytest.mark.parametrize("zero", ["0", "1", "2"])
 def test_a_zero_stage_other_than_3_with_fsdp_is_refused(local_db: None, capsys: pytest.CaptureFixture[str], zero: str) -> None:
-    err = _refused(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--task", "train", "--zero", zero, "--fsdp", "--json")
+    err = cli_refusal(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--task", "train", "--zero", zero, "--fsdp", "--json")
     assert f"--zero {zero} with --fsdp" in err
-    err = _refused(capsys, "plan", "llama-3.1-8b", "--task", "train", "--zero", zero, "--fsdp", "--gpus", "2")  # no GPU
+    err = cli_refusal(capsys, "plan", "llama-3.1-8b", "--task", "train", "--zero", zero, "--fsdp", "--gpus", "2")  # no GPU
     assert f"--zero {zero} with --fsdp" in err
 
 
@@ -135,7 +119,7 @@ def test_the_planner_form_leaves_zero_to_the_layout_choice(sqlite_served: Served
 
 def test_recommend_refuses_trtllm_for_training_for_the_task_not_for_amd_gpus(local_db: None, capsys: pytest.CaptureFixture[str],
                                                                              sqlite_served: Served) -> None:
-    err = _refused(capsys, "recommend", "llama-3.2-1b", "--top", "1", "--max-servers", "1", "--engine", "trtllm",
+    err = cli_refusal(capsys, "recommend", "llama-3.2-1b", "--top", "1", "--max-servers", "1", "--engine", "trtllm",
                    "--task", "train")
     assert "--engine trtllm applies to serving" in err and "task train serves no requests" in err and "mi300x" not in err
     response = sqlite_served.client.post("/v1/recommend", json={"model": "llama-3.2-1b", "engine": "trtllm", "task": "train",

@@ -11,30 +11,14 @@ for serving returned every row with ``recipe_refused``; ``--engine VLLM`` was re
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from cli_runner import run
-from hardening.conftest import Served, problem_of
+from hardening.conftest import Served, cli_refusal, problem_of
 
 PLAN = ("plan", "llama-3.1-8b", "--gpu", "h100", "--json")
 RECOMMEND = ("recommend", "llama-3.2-1b", "--top", "1", "--max-servers", "1", "--json")
-
-
-@pytest.fixture
-def local_db(sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ANCHORGPU_DATABASE_URL", sqlite_url)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("ANCHORGPU_OFFLINE", "1")
-    monkeypatch.delenv("ANCHORGPU_API_KEY", raising=False)
-
-
-def _refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
-    code, _, err = run(capsys, *argv)
-    assert code == 2, f"{argv!r}: exit {code}: {err[:300]}"
-    assert err.startswith("error: ") and err.count("\n") == 1, err
-    return err
 
 
 TRAINING_ONLY = [("--train-precision", "fp8"), ("--train-stack", "pytorch"), ("--recompute", "full"),
@@ -49,7 +33,7 @@ SERVING_ONLY = [("--context", "8k"), ("--concurrency", "4"), ("--prompt", "1000"
 def test_a_training_option_on_an_inference_plan_is_refused(local_db: None, capsys: pytest.CaptureFixture[str],
                                                            flag: str, value: str | None) -> None:
     given = (flag,) if value is None else (flag, value)
-    err = _refused(capsys, *PLAN, *given)
+    err = cli_refusal(capsys, *PLAN, *given)
     assert f"{' '.join(given)} applies to training (task train, lora or qlora); task inference has no training step" in err
 
 
@@ -57,15 +41,15 @@ def test_a_training_option_on_an_inference_plan_is_refused(local_db: None, capsy
 @pytest.mark.parametrize("task", ["train", "qlora"])
 def test_a_serving_option_on_a_training_plan_is_refused(local_db: None, capsys: pytest.CaptureFixture[str],
                                                         flag: str, value: str, task: str) -> None:
-    err = _refused(capsys, *PLAN, "--task", task, flag, value)
+    err = cli_refusal(capsys, *PLAN, "--task", task, flag, value)
     assert f"{flag} {value} applies to serving a language model (task inference); task {task} serves no requests" in err
 
 
 @pytest.mark.parametrize("task", ["inference", "train"])
 def test_lora_options_outside_lora_are_refused(local_db: None, capsys: pytest.CaptureFixture[str], task: str) -> None:
-    assert "--lora-rank 8 sets LoRA's adapters (task lora or qlora); task" in _refused(
+    assert "--lora-rank 8 sets LoRA's adapters (task lora or qlora); task" in cli_refusal(
         capsys, *PLAN, "--task", task, "--lora-rank", "8")
-    assert "--lora-targets q,v sets LoRA's adapters" in _refused(capsys, *PLAN, "--task", task, "--lora-targets", "q,v")
+    assert "--lora-targets q,v sets LoRA's adapters" in cli_refusal(capsys, *PLAN, "--task", task, "--lora-targets", "q,v")
 
 
 def test_the_options_a_task_uses_still_plan_and_defaults_are_unchanged(local_db: None,
@@ -85,12 +69,12 @@ def test_the_options_a_task_uses_still_plan_and_defaults_are_unchanged(local_db:
 
 
 def test_recommend_refuses_the_other_tasks_options(local_db: None, capsys: pytest.CaptureFixture[str]) -> None:
-    assert "--micro-batch 2 applies to training" in _refused(capsys, *RECOMMEND, "--micro-batch", "2")
-    assert "--tokens 1e9 applies to training" in _refused(capsys, *RECOMMEND, "--tokens", "1e9")
-    assert "--lower-precision applies to serving" in _refused(capsys, *RECOMMEND, "--task", "train", "--lower-precision")
-    assert "--min-tokens-per-s 5.0 applies to serving" in _refused(capsys, *RECOMMEND, "--task", "train",
+    assert "--micro-batch 2 applies to training" in cli_refusal(capsys, *RECOMMEND, "--micro-batch", "2")
+    assert "--tokens 1e9 applies to training" in cli_refusal(capsys, *RECOMMEND, "--tokens", "1e9")
+    assert "--lower-precision applies to serving" in cli_refusal(capsys, *RECOMMEND, "--task", "train", "--lower-precision")
+    assert "--min-tokens-per-s 5.0 applies to serving" in cli_refusal(capsys, *RECOMMEND, "--task", "train",
                                                                    "--min-tokens-per-s", "5")
-    assert "--output-tokens 64 applies to serving" in _refused(capsys, *RECOMMEND, "--task", "lora", "--output-tokens", "64")
+    assert "--output-tokens 64 applies to serving" in cli_refusal(capsys, *RECOMMEND, "--task", "lora", "--output-tokens", "64")
 
 
 @pytest.mark.parametrize(("path", "body", "named"), [
@@ -136,8 +120,8 @@ def test_the_openapi_schema_says_the_defaults_of_the_fields_given_as_null() -> N
 ])
 def test_a_serving_launch_is_the_engines_own_both_ways(local_db: None, capsys: pytest.CaptureFixture[str],
                                                        sqlite_served: Served, argv: tuple[str, ...], said: str) -> None:
-    assert said in _refused(capsys, *PLAN, *argv)
-    assert said in _refused(capsys, *RECOMMEND, *argv)
+    assert said in cli_refusal(capsys, *PLAN, *argv)
+    assert said in cli_refusal(capsys, *RECOMMEND, *argv)
     body = {"model": "llama-3.1-8b", "gpu": "h100", "engine": argv[1], "recipe": argv[3]}
     for path in ("/v1/plan", "/v1/recommend"):
         response = sqlite_served.client.post(path, json=body)
@@ -159,8 +143,8 @@ def test_without_an_engine_the_launch_sizes_the_plan(local_db: None, capsys: pyt
 def test_recommend_refuses_a_recipe_for_the_other_kind_of_task_up_front(
         local_db: None, capsys: pytest.CaptureFixture[str], sqlite_served: Served, task: str, recipe: str,
         said: str) -> None:
-    assert said in _refused(capsys, *RECOMMEND, "--task", task, "--recipe", recipe)
-    assert said in _refused(capsys, *PLAN, "--task", task, "--recipe", recipe)
+    assert said in cli_refusal(capsys, *RECOMMEND, "--task", task, "--recipe", recipe)
+    assert said in cli_refusal(capsys, *PLAN, "--task", task, "--recipe", recipe)
     response = sqlite_served.client.post("/v1/recommend", json={"model": "llama-3.2-1b", "task": task, "recipe": recipe,
                                                                 "top": 1, "max_servers": 1})
     assert response.status_code == 422 and said in problem_of(response)["detail"], response.text[:300]
@@ -191,7 +175,7 @@ def test_the_cli_takes_any_case_of_a_training_choice(local_db: None, capsys: pyt
 
 def test_an_unknown_value_is_still_refused_as_typed_and_the_api_stays_strict(
         local_db: None, capsys: pytest.CaptureFixture[str], sqlite_served: Served) -> None:
-    assert "--engine 'sglang'" in _refused(capsys, *PLAN, "--engine", "SGLang")
+    assert "--engine 'sglang'" in cli_refusal(capsys, *PLAN, "--engine", "SGLang")
     response = sqlite_served.client.post("/v1/plan", json={"model": "llama-3.1-8b", "engine": "VLLM"})
     assert response.status_code == 422
 
