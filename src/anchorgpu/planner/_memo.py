@@ -12,9 +12,10 @@ __all__ = ["memo_with_lines"]
 
 
 def memo_with_lines(table: dict[Any, tuple[Any, Any, tuple[str, ...]]], key: Any, model: object,
-                    assumptions: list[str], compute: Callable[[list[str]], Any], *, checked: bool = True) -> Any:
-    """``compute(lines)`` memoised in ``table`` on ``key`` for the frozen ``model`` (held by identity), with the
+                    assumptions: list[str], compute: Callable[..., Any], *args: Any, checked: bool = True) -> Any:
+    """``compute(*args, lines)`` memoised in ``table`` on ``key`` for the frozen ``model`` (held by identity), with the
     assumption lines it appended, which every later hit appends again; a refusal is raised each time, never kept.
+    ``compute`` and its arguments come apart, so a hit makes no closure.
     With ``checked=False`` the key may hold a value no dict can (a list given for a count): it is then computed
     (and refused) each time."""
     try:
@@ -27,7 +28,7 @@ def memo_with_lines(table: dict[Any, tuple[Any, Any, tuple[str, ...]]], key: Any
         assumptions += hit[2]
         return hit[1]
     lines: list[str] = []
-    value = compute(lines)
+    value = compute(*args, lines)
     if key is not None:
         if len(table) >= 1024:
             table.clear()

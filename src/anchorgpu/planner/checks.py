@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.formats import WeightFormat
@@ -21,14 +22,14 @@ _MEMO: dict[tuple[object, ...], tuple[object, object, tuple[PlanWarning, ...]]] 
 
 
 def _memo(key: tuple[object, ...], first: object, second: object,
-          make: Callable[[], list[PlanWarning]]) -> tuple[PlanWarning, ...]:
-    """``make()`` as a tuple, memoised on ``key``: plain values and the ``id`` of the frozen objects ``first`` and
+          make: Callable[..., list[PlanWarning]], *args: Any) -> tuple[PlanWarning, ...]:
+    """``make(*args)`` as a tuple (the two come apart, so a hit makes no closure), memoised on ``key``: plain values and the ``id`` of the frozen objects ``first`` and
     ``second`` (the GPU, the weight format), checked by identity. The warnings depend on nothing else, and every
     plan of that GPU, format or split in a sweep or a layout search asks for the same ones."""
     hit = _MEMO.get(key)
     if hit is not None and hit[0] is first and hit[1] is second:
         return hit[2]
-    out = tuple(make())
+    out = tuple(make(*args))
     if len(_MEMO) >= 2048:
         _MEMO.clear()
     _MEMO[key] = (first, second, out)
@@ -40,7 +41,7 @@ def layout_warnings(w: Workload, lay: ResolvedLayout, gpu: GpuSpec | None) -> tu
     TP/PP/EP needing engine support, TP across servers or over PCIe."""
     training = w.task in ("train", "lora", "qlora")
     return _memo(("layout", training, lay.dp, lay.cp, lay.zero, lay.tp, lay.pp, lay.ep, id(gpu)), gpu, None,
-                 lambda: _layout_warnings(training, lay, gpu))
+                 _layout_warnings, training, lay, gpu)
 
 
 def _layout_warnings(training: bool, lay: ResolvedLayout, gpu: GpuSpec | None) -> list[PlanWarning]:
@@ -77,7 +78,7 @@ def precision_warnings(
     model's own, not a conversion to check (engine kernels still are); ``kv_shipped``: so is the KV cache (the
     FP8 one the checkpoint was calibrated for)."""
     return _memo(("precision", id(fmt), precision.kv_cache, id(gpu), shipped, kv_shipped), fmt, gpu,
-                 lambda: _precision_warnings(fmt, precision.kv_cache, gpu, shipped, kv_shipped))
+                 _precision_warnings, fmt, precision.kv_cache, gpu, shipped, kv_shipped)
 
 
 def _precision_warnings(fmt: WeightFormat, kv_cache: str, gpu: GpuSpec | None, shipped: bool,

@@ -80,9 +80,8 @@ def resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload,
     asked resolves in one lookup (a refusal is raised each time, never kept)."""
     values = _layout_fields(layout)
     key = (id(model), workload.task, workload.seq_tokens, values, tuple(map(type, values)))
-    resolved: ResolvedLayout = memo_with_lines(_LAYOUTS, key, model, assumptions,
-                                               lambda lines: _resolve_layout(model, workload, layout, lines),
-                                               checked=False)
+    resolved: ResolvedLayout = memo_with_lines(_LAYOUTS, key, model, assumptions, _resolve_layout, model, workload,
+                                               layout, checked=False)
     return resolved
 
 

@@ -50,8 +50,7 @@ def resolve_format(model: ModelSpec | DiffusionPipelineSpec, workload: Workload,
     assumption appended. It depends on the (frozen) model, the task and the two dtypes only: memoised on them,
     so the plans of a sweep or a layout search resolve it once (a refusal is raised each time, never kept)."""
     key = (id(model), workload.task, precision.weights, precision.kv_cache)
-    fmt: WeightFormat = memo_with_lines(_FORMATS, key, model, assumptions,
-                                        lambda lines: _resolve_format(model, workload, precision, lines))
+    fmt: WeightFormat = memo_with_lines(_FORMATS, key, model, assumptions, _resolve_format, model, workload, precision)
     return fmt
 
 

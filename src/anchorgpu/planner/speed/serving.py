@@ -115,7 +115,7 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: f
 
 def _work(c: _StepConstants, weights_read_s: float, matmul_s: float, kv_s: float, attn_flops_per_gpu: float,
           tokens: float) -> tuple[float, float, float, float, float, float]:
-    """A tick's GPU work, shared by :func:`_tick` and :func:`_dense_step`: (work, weights' time, attention's time,
+    """A tick's GPU work (:func:`_dense_step` forms the same terms inline): (work, weights' time, attention's time,
     and the weight read, KV read and attention compute times the bound is read from)."""
     weights_s = soft_roofline(weights_read_s, matmul_s, c.knee)
     attn_compute_s = attn_flops_per_gpu / c.attention_rate
@@ -219,8 +219,10 @@ def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_to
     message = tokens * c.hidden_size * ACTIVATION_BYTES
     mem_rate = c.mem_rate
     matmul_s = matmul_flops / c.matmul_rate
-    work, weights_s, attention_s, weights_read_s, kv_s, attn_compute_s = _work(
-        c, weights / mem_rate, matmul_s, kv_bytes / mem_rate, attn_flops_per_gpu, tokens)
+    weights_read_s, kv_s = weights / mem_rate, kv_bytes / mem_rate
+    attn_compute_s = attn_flops_per_gpu / c.attention_rate  # _work's terms, inline
+    work = (soft_roofline(weights_read_s, matmul_s, c.knee) + (kv_s if kv_s >= attn_compute_s else attn_compute_s)
+            + tokens * c.elementwise_s_per_token)
     comm = 0.0
     if message > 0 and c.link is not None:
         comm = c.allreduce_per_stage * (c.allreduce_latency_s + c.allreduce_share * message / c.allreduce_rate)
