@@ -74,3 +74,20 @@ def test_a_quant_field_of_the_wrong_type_is_named_not_called_missing(tmp_path: P
     with pytest.raises(InvalidConfig) as caught:
         load_model(str(folder))
     assert says in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("quantization", "said"), [
+    ({"quant_algo": "BOGUS"}, "quant_algo 'BOGUS' is not supported"),
+    ({"quant_algo": "NVFP4", "exclude_modules": 5}, "exclude_modules' must be a list of module names, got 5"),
+])
+def test_a_broken_hf_quant_config_is_named_not_the_config_beside_it(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                   quantization: dict[str, Any], said: str) -> None:
+    """The refusal sends the user to the file that is wrong: ``hf_quant_config.json``, not ``config.json``."""
+    folder = _folder(tmp_path, sidecar={"producer": {"name": "modelopt", "version": "0.31.0"},
+                                        "quantization": quantization})
+    with pytest.raises(InvalidConfig) as caught:
+        load_model(str(folder))
+    message = str(caught.value)
+    assert message.startswith(f"{folder / 'hf_quant_config.json'}: ") and said in message and "\n" not in message
+    code, _, err = run(capsys, "plan", str(folder), "--gpu", "b200", "--offline")
+    assert code == 2 and "hf_quant_config.json: " in err and "config.json: " not in err.replace("hf_quant_config.json", "")

@@ -68,10 +68,13 @@ _BY_KEYS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def from_hf_config(cfg: Mapping[str, object], *, name: str, source: str = "") -> ModelSpec:
+def from_hf_config(cfg: Mapping[str, object], *, name: str, source: str = "",
+                   quantization_source: str | None = None) -> ModelSpec:
     """Build the exact :class:`ModelSpec` of a Hugging Face config mapping.
 
-    ``source`` names where the mapping came from; every error message starts with it.
+    ``source`` names where the mapping came from; every error message starts with it, except those about its
+    ``quantization_config`` where ``quantization_source`` names another file it came from (ModelOpt's
+    ``hf_quant_config.json`` beside the config).
 
     >>> spec = from_hf_config({"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12,
     ...                        "n_positions": 1024, "vocab_size": 50257}, name="gpt2")
@@ -108,7 +111,7 @@ def from_hf_config(cfg: Mapping[str, object], *, name: str, source: str = "") ->
         )
     if alias_note:
         spec = replace(spec, notes=(alias_note, *spec.notes))
-    spec = replace(spec, quantization=read_quantization(cfg, spec, where=where),  # the precision it ships in
+    spec = replace(spec, quantization=read_quantization(cfg, spec, where=quantization_source or where),  # as shipped
                    hidden_dropout=hidden_dropout(reader))
     return replace(spec, family=FAMILY_NAMES.get(spec.model_type, spec.model_type))
 

@@ -156,9 +156,9 @@ def load_config_file(path: Path) -> ModelSpec:
         text = file.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidConfig(f"{file}: cannot be read ({type(exc).__name__}: {exc})") from None
-    cfg = _with_sidecar(parse_config_text(text, where=str(file)), file)
+    cfg, quant_source = _with_sidecar(parse_config_text(text, where=str(file)), file)
     name = file.parent.name if file.name == "config.json" else file.stem
-    return from_hf_config(cfg, name=name or file.stem, source=str(file))
+    return from_hf_config(cfg, name=name or file.stem, source=str(file), quantization_source=quant_source)
 
 
 SIDECAR = "hf_quant_config.json"
@@ -166,17 +166,18 @@ SIDECAR = "hf_quant_config.json"
 ``quantization_config`` (nvidia/DeepSeek-R1-0528-FP4, ModelOpt 0.31) state their precision only there."""
 
 
-def _with_sidecar(cfg: dict[str, object], file: Path) -> dict[str, object]:
+def _with_sidecar(cfg: dict[str, object], file: Path) -> tuple[dict[str, object], str | None]:
     """``cfg`` (read from ``file``) with the ``hf_quant_config.json`` beside it as its ``quantization_config``,
-    where the config states none and the file is there."""
+    where the config states none and the file is there, and that file's path (None where it was not read), which
+    the quantization's refusals then name."""
     sidecar = file.parent / SIDECAR
     if "quantization_config" in cfg or not sidecar.is_file():
-        return cfg
+        return cfg, None
     try:
         doc_text = sidecar.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidConfig(f"{sidecar}: cannot be read ({type(exc).__name__}: {exc})") from None
-    return _with_hf_quant_config(cfg, doc_text, where=str(sidecar))
+    return _with_hf_quant_config(cfg, doc_text, where=str(sidecar)), str(sidecar)
 
 
 OFFLINE_VARIABLES = ("ANCHORGPU_OFFLINE", "HF_HUB_OFFLINE")
@@ -253,5 +254,6 @@ def _load_from_hub(
         text = file.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise HubUnavailable(f"{repo_id}: downloaded config.json cannot be read ({type(exc).__name__})") from None
-    cfg = _with_sidecar(parse_config_text(text, where=f"{repo_id}/config.json"), file)
-    return from_hf_config(cfg, name=repo_id, source=f"hub:{repo_id}")
+    cfg, quant_source = _with_sidecar(parse_config_text(text, where=f"{repo_id}/config.json"), file)
+    return from_hf_config(cfg, name=repo_id, source=f"hub:{repo_id}",
+                          quantization_source=quant_source and f"{repo_id}/{SIDECAR}")
