@@ -29,3 +29,14 @@ def test_same_as_replace(obj: object, changes: dict[str, object]) -> None:
 def test_unknown_field_refused_like_replace() -> None:
     with pytest.raises(TypeError):
         evolve(Workload(), context=8192)
+
+
+def test_planned_precision_is_its_two_formats_alone() -> None:
+    """``plan`` memoises the precision planned on the weight format and KV dtype alone: right while they are all of
+    a PrecisionPlan's fields (a new field would have to join that memo's key)."""
+    from anchorgpu.planner.plan import _with_weights
+
+    assert tuple(field.name for field in dataclasses.fields(PrecisionPlan)) == ("weights", "kv_cache")
+    asked = PrecisionPlan(weights="fp8")
+    planned = _with_weights("fp8", "bf16")
+    assert planned == dataclasses.replace(asked, weights="fp8", kv_cache="bf16") and planned is _with_weights("fp8", "bf16")

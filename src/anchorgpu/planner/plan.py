@@ -21,7 +21,7 @@ from operator import attrgetter
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
-from anchorgpu.planner._frozen import evolve, evolver, memo_on_frozen
+from anchorgpu.planner._frozen import evolve, evolver
 from anchorgpu.planner.checks import BASE_CHECK, layout_warnings, precision_warnings
 from anchorgpu.planner.diffusion_plan import plan_diffusion
 from anchorgpu.planner.eager_stack import eager_headroom_warning
@@ -70,11 +70,13 @@ def _checks_for(codes: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys([WARNING_CODES[code].check for code in codes] + [BASE_CHECK]))
 
 
-@memo_on_frozen
-def _with_weights(precision: PrecisionPlan, weights: str, kv_cache: str) -> PrecisionPlan:
-    """``precision`` with the weight format and KV dtype planned, memoised on the (frozen) precision asked: the
-    default one, which every plan that names no format shares, and a layout search's, resolve once per format."""
-    return _planned_formats(precision, weights=weights, kv_cache=kv_cache)
+@lru_cache(maxsize=256)
+def _with_weights(weights: str, kv_cache: str) -> PrecisionPlan:
+    """The precision planned: the weight format and KV dtype resolved. They are all of a :class:`PrecisionPlan`'s
+    fields (``tests/planner/test_evolve.py`` holds it), so whatever precision was asked the answer is theirs
+    alone: memoised on the two names, every plan of that format and KV dtype shares one (a memo on the asked
+    precision's identity missed for every precision built afresh)."""
+    return _planned_formats(_PRECISION, weights=weights, kv_cache=kv_cache)
 
 
 _planned_formats = evolver(PrecisionPlan, "weights", "kv_cache")  # evolve of those two fields, made once
@@ -139,7 +141,7 @@ def plan(
     fmt = resolve_format(model, w, prec, assumptions)
     kv = resolve_kv_cache(model, w, prec, gpu, assumptions)
     if prec.weights != fmt.name or prec.kv_cache != kv:
-        prec = _with_weights(prec, fmt.name, kv)
+        prec = _with_weights(fmt.name, kv)
     lay = resolve_layout(model, w, lay_in, assumptions)
     warnings: list[PlanWarning] = []
     if isinstance(model, DiffusionPipelineSpec):
