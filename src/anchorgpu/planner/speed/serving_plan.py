@@ -5,6 +5,7 @@ what it assumed. Pure; :mod:`.estimate` calls it for an inference plan."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -56,7 +57,9 @@ def _kv_bytes(plan: Plan, tokens: int) -> int:
                              bytes_per_value=KV_CACHE_DTYPES[plan.precision.kv_cache])
 
 
-_new_setup = builder(ServingSetup)  # ServingSetup(...) once per plan's estimate
+# ServingSetup(...) once per plan's estimate, its two byte counts by position: 17 keywords would make the call a
+# dictionary built and unpacked (builder's ``positional``)
+_new_setup: Callable[..., ServingSetup] = builder(ServingSetup, positional=2)
 
 
 @lru_cache(maxsize=256)
@@ -87,7 +90,7 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     share, expert_share = _product_shares(model, plan.precision.weights) if plan.precision.weights else (1.0, 1.0)
     # the byte counts as floats, the type the step's arithmetic is in (exact: they are far below 2**53)
     return _new_setup(
-        weights_bytes_per_gpu=float(plan.per_gpu.weights_bytes), kv_bytes_per_sequence_per_gpu=float(kv_seq),
+        float(plan.per_gpu.weights_bytes), float(kv_seq),  # weights_bytes_per_gpu, kv_bytes_per_sequence_per_gpu
         precision=precision, tp=lay.tp, pp=lay.pp, replicas=lay.dp,
         max_num_batched_tokens=(limits or _engine_limits(plan))[0], gpus_per_server=SERVER_GPUS,
         graph_batch_sizes=graph_batch_sizes, ep=lay.ep, block_fp8=block_fp8, host_overlap=host_overlap,
