@@ -109,7 +109,7 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
     if layout.offload not in OFFLOADS:
         raise InvalidWorkload(f"unknown offload {layout.offload!r}; valid: {', '.join(OFFLOADS)}")
     training = workload.task in ("train", "lora", "qlora")
-    if not training and (layout.zero or layout.fsdp):
+    if not training and (layout.zero is not None or layout.fsdp):  # --zero 0 too: inference shards nothing
         raise InvalidWorkload("--zero and --fsdp shard training state; they do not apply to inference or diffusion")
     cp, v = layout.cp or 1, layout.virtual_stages or 1
     if not training and (cp > 1 or v > 1):
