@@ -75,11 +75,12 @@ _LAYOUTS: dict[tuple[object, ...], tuple[object, ResolvedLayout, tuple[str, ...]
 def resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, layout: Layout,
                    assumptions: list[str]) -> ResolvedLayout:
     """The layout planned, whole counts resolved (:func:`_resolve_layout`), its assumption appended. It depends on the
-    (frozen) model, the task, the training sequence and the layout's fields only: memoised on them, by value and
-    type (``1``, ``1.0`` and ``True`` are different inputs), so each new :class:`Layout` of a question already
-    asked resolves in one lookup (a refusal is raised each time, never kept)."""
+    (frozen) model, the task, the training sequence, the recompute asked (``moe`` is refused for a dense model) and the
+    layout's fields only: memoised on them, by value and type (``1``, ``1.0`` and ``True`` are different inputs), so
+    each new :class:`Layout` of a question already asked resolves in one lookup (a refusal is raised each time, never
+    kept)."""
     values = _layout_fields(layout)
-    key = (id(model), workload.task, workload.seq_tokens, values, tuple(map(type, values)))
+    key = (id(model), workload.task, workload.seq_tokens, workload.recompute, values, tuple(map(type, values)))
     resolved: ResolvedLayout = memo_with_lines(_LAYOUTS, key, model, assumptions, _resolve_layout, model, workload,
                                                layout, checked=False)
     return resolved
