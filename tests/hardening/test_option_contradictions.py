@@ -139,3 +139,13 @@ def test_zero_0_for_a_task_without_training_state_is_refused_as_the_other_stages
     model = load_model("llama-3.1-8b" if task == "inference" else "sdxl-base-1.0", offline=True)
     with pytest.raises(InvalidWorkload, match="--zero and --fsdp shard training state"):
         plan(model, Workload(task=task), layout=Layout(zero=0))
+
+
+def test_images_per_request_0_for_training_is_refused_as_any_other_count() -> None:
+    # `--images-per-request 0` was dropped in silence on a training plan (a truth test on the count)
+    from anchorgpu.architectures import load_model
+    from anchorgpu.errors import InvalidWorkload
+    from anchorgpu.planner import Workload, plan
+
+    with pytest.raises(InvalidWorkload, match="--images-per-request/--image-resolution size serving requests"):
+        plan(load_model("qwen2.5-vl-7b", offline=True), Workload(task="train", images_per_request=0))
