@@ -127,3 +127,25 @@ def test_recommend_refuses_trtllm_for_training_for_the_task_not_for_amd_gpus(loc
     assert response.status_code == 422
     detail = problem_of(response)["detail"]
     assert "task train serves no requests" in detail and "mi300x" not in detail
+
+
+@pytest.mark.parametrize("task", ["inference", "diffusion"])
+def test_zero_0_for_a_task_without_training_state_is_refused_as_the_other_stages_are(task: str) -> None:
+    # `--zero 0` was dropped in silence where `--zero 1` is refused (a truth test on the stage)
+    from anchorgpu.architectures import load_model
+    from anchorgpu.errors import InvalidWorkload
+    from anchorgpu.planner import Layout, Workload, plan
+
+    model = load_model("llama-3.1-8b" if task == "inference" else "sdxl-base-1.0", offline=True)
+    with pytest.raises(InvalidWorkload, match="--zero and --fsdp shard training state"):
+        plan(model, Workload(task=task), layout=Layout(zero=0))
+
+
+def test_images_per_request_0_for_training_is_refused_as_any_other_count() -> None:
+    # `--images-per-request 0` was dropped in silence on a training plan (a truth test on the count)
+    from anchorgpu.architectures import load_model
+    from anchorgpu.errors import InvalidWorkload
+    from anchorgpu.planner import Workload, plan
+
+    with pytest.raises(InvalidWorkload, match="--images-per-request/--image-resolution size serving requests"):
+        plan(load_model("qwen2.5-vl-7b", offline=True), Workload(task="train", images_per_request=0))

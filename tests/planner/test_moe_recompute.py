@@ -71,3 +71,11 @@ def test_a_dense_model_has_no_moe_blocks_to_recompute(capsys: pytest.CaptureFixt
              layout=Layout(gpus=1))
     code, _, err = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--recompute", "moe")
     assert code == 2 and "has none" in err and len(err.strip().splitlines()) == 1
+
+
+def test_moe_recompute_for_a_dense_model_is_refused_after_the_same_layout_was_planned() -> None:
+    # the layout memo was keyed without the recompute: a hit from an earlier plan of that layout skipped the refusal
+    model, layout = load_model("llama-3.1-8b", offline=True), Layout(gpus=8, tp=1, pp=1, dp=8)
+    plan(model, Workload(task="train", recompute="full"), gpu=get_gpu("h100"), layout=layout)
+    with pytest.raises(InvalidWorkload, match="--recompute moe recomputes a mixture of experts' MoE blocks"):
+        plan(model, Workload(task="train", recompute="moe"), gpu=get_gpu("h100"), layout=layout)

@@ -155,3 +155,14 @@ def test_the_serving_recipes_name_the_kv_dtype_the_plan_sized() -> None:
             build_recipe(p, "trtllm")
     plain = plan(load_model("llama-3.1-8b"), WORK, gpu=get_gpu("h100"))
     assert _kv_flag(build_recipe(plain, "vllm").command) is None
+
+
+def test_an_fp8_kv_cache_asked_of_a_checkpoint_shipping_fp8_weights_names_the_cache_only_as_unchecked() -> None:
+    # DeepSeek-V3 ships its FP8 weights (calibrated) and no KV cache: the warning named the shipped weights too
+    from anchorgpu.hardware import get_gpu
+    from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
+
+    p = plan(load_model("deepseek-v3", offline=True), Workload(context_tokens=8192),
+             precision=PrecisionPlan(kv_cache="fp8"), gpu=get_gpu("h200"), layout=Layout(gpus=8))
+    unchecked = [w.message for w in p.warnings if w.code == "quantization_quality_unchecked"]
+    assert unchecked == ["fp8 KV cache: quality depends on the model and the task"]

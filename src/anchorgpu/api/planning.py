@@ -48,7 +48,7 @@ def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
     if request.recipe is not None:  # a launch of another engine than the one given: refused before planning
         from anchorgpu.recipes import check_kind
 
-        check_kind(request.recipe, engine=request.engine)
+        check_kind(request.recipe, engine=request.engine, task=request.task)
     engine = resolve_engine(request.engine, request.recipe)
     check_engine_caps(request.max_num_seqs, request.max_num_batched_tokens, engine)
     workload = workload_of(  # a field left null takes the planner's default

@@ -90,14 +90,16 @@ def _precision_warnings(fmt: WeightFormat, kv_cache: str, gpu: GpuSpec | None, s
     if gpu is not None and fmt.native == "fp4" and not gpu.fp4_hardware:
         out.append(make_warning("fp4_weight_only_emulation",
                                 f"{fmt.name} on {gpu.name}: FP4 weights are dequantized to 16 bit for the math"))
-    fp8_cache = kv_cache in ("fp8", "nvfp4")  # a quantized KV cache (nvfp4 only where the GPU has NVFP4 units)
+    fp8_cache = kv_cache in ("fp8", "nvfp4")  # a quantized KV cache (nvfp4 only where the engine runs it)
     if fmt.quantized or fp8_cache:
         cache = f"{kv_cache} KV cache"
         what = f"{fmt.name}, {cache}" if fmt.quantized and fp8_cache else fmt.name if fmt.quantized else cache
-        if (fmt.quantized and not shipped) or (fp8_cache and not kv_shipped):
-            unchecked = fmt.name if kv_shipped else what  # a shipped quantized KV cache is calibrated, as shipped weights are
+        # a shipped quantized KV cache is calibrated, as shipped weights are: only what was not shipped is unchecked
+        unchecked = [name for name, asked in ((fmt.name, fmt.quantized and not shipped),
+                                              (cache, fp8_cache and not kv_shipped)) if asked]
+        if unchecked:
             out.append(make_warning("quantization_quality_unchecked",
-                                    f"{unchecked}: quality depends on the model and the task"))
+                                    f"{', '.join(unchecked)}: quality depends on the model and the task"))
         out.append(make_warning("kernel_support_unchecked", f"{what}: needs engine kernels for this format"
                                 + (f" on {gpu.name}" if gpu is not None else "")))
     if gpu is not None and gpu.vendor == "AMD":

@@ -75,11 +75,12 @@ _LAYOUTS: dict[tuple[object, ...], tuple[object, ResolvedLayout, tuple[str, ...]
 def resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, layout: Layout,
                    assumptions: list[str]) -> ResolvedLayout:
     """The layout planned, whole counts resolved (:func:`_resolve_layout`), its assumption appended. It depends on the
-    (frozen) model, the task, the training sequence and the layout's fields only: memoised on them, by value and
-    type (``1``, ``1.0`` and ``True`` are different inputs), so each new :class:`Layout` of a question already
-    asked resolves in one lookup (a refusal is raised each time, never kept)."""
+    (frozen) model, the task, the training sequence, the recompute asked (``moe`` is refused for a dense model) and the
+    layout's fields only: memoised on them, by value and type (``1``, ``1.0`` and ``True`` are different inputs), so
+    each new :class:`Layout` of a question already asked resolves in one lookup (a refusal is raised each time, never
+    kept)."""
     values = _layout_fields(layout)
-    key = (id(model), workload.task, workload.seq_tokens, values, tuple(map(type, values)))
+    key = (id(model), workload.task, workload.seq_tokens, workload.recompute, values, tuple(map(type, values)))
     resolved: ResolvedLayout = memo_with_lines(_LAYOUTS, key, model, assumptions, _resolve_layout, model, workload,
                                                layout, checked=False)
     return resolved
@@ -109,7 +110,7 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
     if layout.offload not in OFFLOADS:
         raise InvalidWorkload(f"unknown offload {layout.offload!r}; valid: {', '.join(OFFLOADS)}")
     training = workload.task in ("train", "lora", "qlora")
-    if not training and (layout.zero or layout.fsdp):
+    if not training and (layout.zero is not None or layout.fsdp):  # --zero 0 too: inference shards nothing
         raise InvalidWorkload("--zero and --fsdp shard training state; they do not apply to inference or diffusion")
     cp, v = layout.cp or 1, layout.virtual_stages or 1
     if not training and (cp > 1 or v > 1):

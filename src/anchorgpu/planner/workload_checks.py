@@ -96,7 +96,7 @@ def validate_workload(workload: Workload) -> None:
     if workload.resolution is not None and (len(workload.resolution) != 2 or min(workload.resolution) < 8):
         raise InvalidWorkload(f"resolution {workload.resolution!r}: expected WIDTHxHEIGHT in pixels, each >= 8")
     validate_media(None, workload)
-    if workload.task != "inference" and (workload.images_per_request or workload.image_resolution is not None):
+    if workload.task != "inference" and (workload.images_per_request is not None or workload.image_resolution is not None):
         raise InvalidWorkload("--images-per-request/--image-resolution size serving requests (task inference), "
                               f"not task {workload.task}")
 
