@@ -36,13 +36,8 @@ def check_given(request: PlanRequest | RecommendRequest) -> None:
 def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
     """(Workload, PrecisionPlan, Layout) for the request; defaults left to the planner (it states them)."""
     from anchorgpu.planner import Layout, PrecisionPlan
-    from anchorgpu.planner.inputs import (
-        KV_CACHE_AUTO,
-        check_engine_caps,
-        resolve_engine,
-        resolve_train_stack,
-        workload_of,
-    )
+    from anchorgpu.planner.engine_choice import check_engine_caps, resolve_engine, resolve_train_stack
+    from anchorgpu.planner.inputs import KV_CACHE_AUTO, workload_of
 
     check_given(request)
     if request.recipe is not None:  # a launch of another engine than the one given: refused before planning
@@ -116,7 +111,8 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
     from anchorgpu.catalog import find_offerings, load_catalog
     from anchorgpu.errors import InvalidWorkload
     from anchorgpu.planner import Workload
-    from anchorgpu.planner.inputs import resolve_engine, resolve_train_stack, workload_of
+    from anchorgpu.planner.engine_choice import resolve_engine, resolve_train_stack
+    from anchorgpu.planner.inputs import workload_of
     from anchorgpu.planner.sweep import SweepSpec
     from anchorgpu.planner.validate import check_kv_cache_task
     from anchorgpu.recommend import recommend, recommendation_to_json

@@ -79,13 +79,8 @@ def plan_command(
     from anchorgpu.architectures import load_model
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Layout, PrecisionPlan, plan, plan_to_json
-    from anchorgpu.planner.inputs import (
-        KV_CACHE_AUTO,
-        check_engine_caps,
-        resolve_engine,
-        resolve_train_stack,
-        workload_of,
-    )
+    from anchorgpu.planner.engine_choice import check_engine_caps, resolve_engine, resolve_train_stack
+    from anchorgpu.planner.inputs import KV_CACHE_AUTO, workload_of
     from anchorgpu.planner.validate import check_task_options
     from anchorgpu.validation import bounded_int
 

@@ -218,7 +218,8 @@ def recommend_command(
         bounded_int(value, field=field)
     if not 1 <= max_servers <= 16:
         raise InvalidWorkload(f"--max-servers {max_servers}: choose 1 to 16")
-    from anchorgpu.planner.inputs import resolve_engine, resolve_train_stack, workload_of
+    from anchorgpu.planner.engine_choice import resolve_engine, resolve_train_stack
+    from anchorgpu.planner.inputs import workload_of
     from anchorgpu.planner.validate import check_task_options
 
     check_task_options(task, {  # an option the task has no use for is refused, as every face refuses it

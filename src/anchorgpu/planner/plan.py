@@ -25,9 +25,10 @@ from anchorgpu.planner._frozen import evolve, evolver
 from anchorgpu.planner.checks import BASE_CHECK, layout_warnings, precision_warnings
 from anchorgpu.planner.diffusion_plan import plan_diffusion
 from anchorgpu.planner.eager_stack import eager_headroom_warning
+from anchorgpu.planner.engine_choice import engine_refusal
 from anchorgpu.planner.formats import WeightFormat, shipped_format
 from anchorgpu.planner.inference import plan_inference
-from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload, engine_refusal
+from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload
 from anchorgpu.planner.media import validate_media
 from anchorgpu.planner.result import MemoryBreakdown, Plan, ResolvedLayout, Suggestion, new_plan
 from anchorgpu.planner.suggest import choose_layout_plan, suggestions_for

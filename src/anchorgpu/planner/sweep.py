@@ -31,6 +31,7 @@ import numpy.typing as npt
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner.engine_choice import engine_refusal
 from anchorgpu.planner.formats import format_for_model, shipped_format
 from anchorgpu.planner.grid_columns import GridColumns
 from anchorgpu.planner.inference import request_media
@@ -43,7 +44,6 @@ from anchorgpu.planner.inputs import (
     PrecisionPlan,
     Workload,
     default_seq_tokens,
-    engine_refusal,
 )
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.calibration import Overrides, calibration

@@ -35,7 +35,7 @@ def check_kind(kind: str, *, diffusion: bool = False, engine: str | None = None,
     ``POST /v1/plan`` and ``/v1/recommend``), before anything is planned: an unknown kind, any kind for a diffusion
     pipeline, a serving engine's launch for a training ``task`` or a training launch for serving, and a serving launch
     of another engine than the one the plan's memory is sized for (``engine``, as the user gave it; ``None``: not
-    given, the faces then size the plan for the launch's engine, :func:`~anchorgpu.planner.inputs.resolve_engine`).
+    given, the faces then size the plan for the launch's engine, :func:`~anchorgpu.planner.engine_choice.resolve_engine`).
     vLLM's ``gpu_memory_utilization`` is its share of each GPU, TensorRT-LLM's ``free_gpu_memory_fraction`` the share
     of the memory left after the weights and its profiling pass, and their sequence caps and admission differ: a launch
     of one from the other's plan would carry the other's numbers. vLLM's plan sizes SGLang's launch too (both take a

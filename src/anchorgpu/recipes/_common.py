@@ -15,7 +15,7 @@ from importlib import resources
 from typing import Any
 
 from anchorgpu.errors import InvalidWorkload
-from anchorgpu.planner.inputs import TRAINING_RECIPES
+from anchorgpu.planner.engine_choice import TRAINING_RECIPES
 from anchorgpu.planner.plan import Plan
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS
 

@@ -12,7 +12,8 @@ from anchorgpu.catalog import Catalog, Offering
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.hardware.spec import GpuSpec
-from anchorgpu.planner.inputs import Workload, engine_limits, engine_refusal, large_engine_defaults
+from anchorgpu.planner.engine_choice import engine_refusal
+from anchorgpu.planner.inputs import Workload, engine_limits, large_engine_defaults
 from anchorgpu.quotes import UnpricedOffering, price_quote
 from anchorgpu.recommend.records import Rejection
 from anchorgpu.units import Term, fmt_bytes

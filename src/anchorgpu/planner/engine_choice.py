@@ -1,0 +1,83 @@
+"""Which serving engine and training stack a request is sized and timed for, as every face resolves them, and the
+refusals that follow from them (an engine on GPUs it does not run on, a sequence cap its scheduler refuses). Pure;
+stdlib only beside the planner's inputs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.planner.inputs import Engine, TrainStack
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from anchorgpu.hardware.spec import GpuSpec
+
+__all__ = ["TRAINING_RECIPES", "check_engine_caps", "engine_refusal", "resolve_engine", "resolve_train_stack"]
+
+
+def engine_refusal(engine: str, gpus: Iterable[GpuSpec]) -> str | None:
+    """The one-line refusal of a serving engine on GPUs it does not run on, or None: TensorRT-LLM runs on NVIDIA
+    GPUs only (``plan``, the sweep and ``recommend``'s rejections all say it this way).
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> engine_refusal("trtllm", [get_gpu("h100"), get_gpu("mi300x")]), engine_refusal("vllm", [get_gpu("mi300x")])
+    ('--engine trtllm: TensorRT-LLM runs on NVIDIA GPUs only, not mi300x', None)
+    """
+    if engine != "trtllm":
+        return None
+    other = sorted({gpu.name for gpu in gpus if gpu.vendor != "NVIDIA"})
+    return f"--engine trtllm: TensorRT-LLM runs on NVIDIA GPUs only, not {', '.join(other)}" if other else None
+
+
+def resolve_engine(engine: str | None, recipe: str | None = None) -> Engine:
+    """The serving engine to size for: the one given (an unknown one is refused by the planner's validation with
+    one line), else TensorRT-LLM's when its launch (``--recipe trtllm``) was asked for, else vLLM's (every face
+    resolves it the same way).
+
+    >>> resolve_engine(None), resolve_engine(None, "trtllm"), resolve_engine("vllm", "trtllm"), resolve_engine(None, "sglang")
+    ('vllm', 'trtllm', 'vllm', 'vllm')
+    """
+    if engine is not None:
+        return cast(Engine, engine)
+    return "trtllm" if recipe is not None and recipe.strip().lower() == "trtllm" else "vllm"
+
+
+TRAINING_RECIPES: tuple[str, ...] = ("torchrun-fsdp", "deepspeed", "accelerate")
+"""The training launch recipes (``anchorgpu.recipes`` writes these kinds): each runs on a PyTorch-native stack (FSDP,
+DeepSpeed ZeRO, accelerate), so a plan that asks for one is timed as such (:func:`resolve_train_stack`)."""
+
+
+def resolve_train_stack(stack: str | None, recipe: str | None = None, task: str | None = None) -> TrainStack:
+    """The training stack to time: the one given (an unknown one is refused by the planner's validation with one
+    line), else PyTorch-native when the launch asked for is one (``--recipe torchrun-fsdp``, ``deepspeed`` or
+    ``accelerate``) or the task is QLoRA (its bitsandbytes 4-bit layers run in PyTorch, through PEFT), else
+    Megatron-Core, what the constants are fitted on (every face resolves it the same way).
+
+    >>> resolve_train_stack(None), resolve_train_stack(None, "torchrun-fsdp"), resolve_train_stack("megatron", "deepspeed")
+    ('megatron', 'pytorch', 'megatron')
+    >>> resolve_train_stack(None, task="qlora"), resolve_train_stack(None, task="lora")
+    ('pytorch', 'megatron')
+    """
+    if stack is not None:
+        return cast(TrainStack, stack)
+    pytorch = (recipe is not None and recipe.strip().lower() in TRAINING_RECIPES) or task == "qlora"
+    return "pytorch" if pytorch else "megatron"
+
+
+def check_engine_caps(max_num_seqs: int | None, max_num_batched_tokens: int | None, engine: str = "vllm") -> None:
+    """Refuse a sequence cap above the token budget a user gave with it: vLLM's scheduler refuses to start that way
+    (``SchedulerConfig._verify_args``). Without a budget, :func:`engine_limits` raises the default one to the cap.
+
+    >>> check_engine_caps(9000, 8192)
+    Traceback (most recent call last):
+    ...
+    anchorgpu.errors.InvalidWorkload: max-num-seqs 9,000 exceeds max-num-batched-tokens 8,192: vLLM refuses to start that way
+    """
+    if engine != "vllm":  # TensorRT-LLM's max_batch_size and max_num_tokens are independent
+        return
+    if max_num_seqs is not None and max_num_batched_tokens is not None and max_num_seqs > max_num_batched_tokens:
+        raise InvalidWorkload(f"max-num-seqs {max_num_seqs:,} exceeds max-num-batched-tokens "
+                              f"{max_num_batched_tokens:,}: vLLM refuses to start that way")
