@@ -338,6 +338,7 @@ def test_a_sidecar_the_hub_cannot_serve_fails_the_fetch_in_one_line(tmp_path: Pa
     files: dict[str, str | Exception] = {"config.json": json.dumps(cfg),
                                          "hf_quant_config.json": OSError("Name or service not known")}
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", _fake_hub_download(tmp_path, files, calls))
-    with pytest.raises(HubUnavailable, match=r"^nvidia/X: could not fetch config.json .*OSError") as err:
+    with pytest.raises(HubUnavailable, match=r"^nvidia/X: could not fetch hf_quant_config.json .*OSError: Name or "
+                                             r"service not known.*planned 16-bit") as err:
         load_model("nvidia/X", environ={})
     assert "\n" not in str(err.value)

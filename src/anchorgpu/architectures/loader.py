@@ -233,6 +233,11 @@ def _download_sidecar(repo_id: str, config: Path, download: Callable[..., str]) 
         download(repo_id, SIDECAR, revision=revision)  # config.json's snapshot folder: the same commit
     except RemoteEntryNotFoundError:
         return
+    except Exception as exc:  # the checkpoint's precision is in this file: its failure is said as its own
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        detail = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+        raise HubUnavailable(f"{repo_id}: could not fetch {SIDECAR} from the Hugging Face Hub ({detail}); without it "
+                             "this ModelOpt checkpoint would be planned 16-bit") from None
 
 
 def _load_from_hub(
@@ -245,6 +250,8 @@ def _load_from_hub(
     download = fetch or _hub_download
     try:
         local = download(repo_id)
+    except HubUnavailable:  # already one line, naming the file that failed
+        raise
     except Exception as exc:  # any failure of the download is one line for the user
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         detail = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
