@@ -26,7 +26,7 @@ def test_what_the_engine_cannot_be_is_a_problem(client: Any) -> None:
                                              "engine": "trtllm"})
     assert training.status_code == 422 and "task train serves no requests" in problem_of(training)["detail"]
     diffusion = client.post("/v1/recommend", json={"model": "sdxl-base-1.0", "engine": "trtllm"})
-    assert diffusion.status_code == 422 and "diffusion pipeline" in problem_of(diffusion)["detail"]
+    assert diffusion.status_code == 422 and "task diffusion generates images" in problem_of(diffusion)["detail"]
     launch = client.post("/v1/recommend", json={"model": "llama-3.1-8b", "engine": "trtllm", "recipe": "vllm"})
     assert launch.status_code == 422 and "sized for TensorRT-LLM" in problem_of(launch)["detail"]
 

@@ -205,3 +205,22 @@ def test_the_pages_engine_is_left_to_the_launch(sqlite_served: Served) -> None:
     assert page.status_code == 200 and "trtllm-serve" in page.text
     picked = client.get("/plan", params={"model": "llama-3.2-1b", "gpu": "h100", "engine": "vllm", "recipe": "trtllm"})
     assert picked.status_code == 200 and "sized for vLLM (--engine vllm)" in picked.text
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (("plan", "sdxl-base-1.0", "--gpu", "h100", "--context", "4096"), "--context 4096 applies to serving"),
+    (("plan", "sdxl-base-1.0", "--gpu", "h100", "--concurrency", "4"), "--concurrency 4 applies to serving"),
+    (("recommend", "sdxl-base-1.0", "--top", "1", "--context", "4096"), "--context 4096 applies to serving"),
+    (("recommend", "sdxl-base-1.0", "--top", "1", "--min-tokens-per-s", "5"), "--min-tokens-per-s 5"),
+])
+def test_a_diffusion_pipeline_with_the_default_task_refuses_serving_options(
+        local_db: None, capsys: pytest.CaptureFixture[str], sqlite_served: Served, argv: tuple[str, ...], said: str) -> None:
+    """A diffusion pipeline asked for without --task is planned as task diffusion (plan says so), so a serving option
+    has no use there and is refused as it is with --task diffusion; it was dropped in silence."""
+    err = cli_refusal(capsys, *argv, "--json")
+    assert said in err and "task diffusion" in err
+    body: dict[str, object] = {"model": "sdxl-base-1.0", "context": 4096}
+    for path in ("/v1/plan", "/v1/recommend"):
+        response = sqlite_served.client.post(path, json=body)
+        assert response.status_code == 422 and "task diffusion" in problem_of(response)["detail"], response.text[:300]
+    assert sqlite_served.client.post("/v1/plan", json={"model": "sdxl-base-1.0", "gpu": "h100"}).status_code == 200

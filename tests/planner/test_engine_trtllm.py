@@ -91,8 +91,9 @@ def test_the_cli_refuses_an_unknown_engine_or_one_for_training(capsys: pytest.Ca
     code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--task", "train", "--engine", "trtllm")
     assert code == 2 and "--engine trtllm applies to serving a language model (task inference); task train serves no " \
         "requests" in err and len(err.splitlines()) == 1
-    code, _, err = run(capsys, "recommend", "sdxl-base-1.0", "--engine", "trtllm")
-    assert code == 2 and "sdxl-base-1.0 is a diffusion pipeline" in err and len(err.splitlines()) == 1
+    code, _, err = run(capsys, "recommend", "sdxl-base-1.0", "--engine", "trtllm")  # planned as task diffusion
+    assert code == 2 and "--engine trtllm applies to serving a language model (task inference); task diffusion " \
+        "generates images" in err and len(err.splitlines()) == 1
 
 
 def test_recipes_follow_the_planned_engine(capsys: pytest.CaptureFixture[str]) -> None:

@@ -22,15 +22,17 @@ def _resolution(text: str | None) -> tuple[int, int] | None:
     return int(width), int(height)
 
 
-def check_given(request: PlanRequest | RecommendRequest) -> None:
+def check_given(request: PlanRequest | RecommendRequest, model: object = None) -> None:
     """Refuse an option the request's task has no use for (:func:`~anchorgpu.planner.validate.check_task_options`):
-    the request's fields default to null, so a field set is a field given."""
-    from anchorgpu.planner.validate import check_task_options
+    the request's fields default to null, so a field set is a field given. With the ``model`` loaded, a diffusion
+    pipeline asked for with the default task is checked as the diffusion plan it gets."""
+    from anchorgpu.planner.validate import check_task_options, planned_task
     from anchorgpu.planner.workload_checks import LORA_OPTIONS, SERVING_OPTIONS, TRAINING_OPTIONS
 
     fields = type(request).model_fields
-    check_task_options(request.task, {name: getattr(request, name) for name in
-                                      (*TRAINING_OPTIONS, *LORA_OPTIONS, *SERVING_OPTIONS, "kv_cache") if name in fields})
+    check_task_options(planned_task(request.task, model),
+                       {name: getattr(request, name) for name in
+                        (*TRAINING_OPTIONS, *LORA_OPTIONS, *SERVING_OPTIONS, "kv_cache") if name in fields})
 
 
 def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
@@ -94,6 +96,7 @@ def run_plan(request: PlanRequest, *, offline: bool) -> dict[str, Any]:
     model = load_public_model(request.model, offline=offline)
     gpu = get_gpu(request.gpu) if request.gpu else None
     workload, precision, layout = plan_inputs(request)
+    check_given(request, model)  # a diffusion pipeline's default task is diffusion
     result = plan(model, workload, precision=precision, layout=layout, gpu=gpu, overheads=overheads(request))
     options = {"train_tokens": request.tokens, "mfu": request.mfu, "mbu": request.mbu}
     result = attach_performance(result, **{k: v for k, v in options.items() if v is not None})
@@ -119,6 +122,7 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
 
     check_given(request)
     model = load_public_model(request.model, offline=offline)
+    check_given(request, model)  # a diffusion pipeline's default task is diffusion
     if request.recipe is not None and isinstance(model, ModelSpec):
         from anchorgpu.recipes import check_kind
 

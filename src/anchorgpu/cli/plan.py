@@ -81,7 +81,7 @@ def plan_command(
     from anchorgpu.planner import Layout, PrecisionPlan, plan, plan_to_json
     from anchorgpu.planner.engine_choice import check_engine_caps, resolve_engine, resolve_train_stack
     from anchorgpu.planner.inputs import KV_CACHE_AUTO, workload_of
-    from anchorgpu.planner.validate import check_task_options
+    from anchorgpu.planner.validate import check_task_options, planned_task
     from anchorgpu.validation import bounded_int
 
     for value, field in ((concurrency, "concurrency"), (output_tokens, "output_tokens"), (micro_batch, "micro_batch"),
@@ -89,14 +89,16 @@ def plan_command(
                          (images, "images")):
         bounded_int(value, field=field)  # the API's bounds (anchorgpu.validation.LIMITS), before any work
     kv = kv_cache if kv_cache is not None else KV_CACHE_AUTO  # '' is refused as an unknown dtype, not taken as auto
-    check_task_options(task, {  # an option the task has no use for is refused, as every face refuses it
+    given: dict[str, object] = {  # an option the task has no use for is refused, as every face refuses it
         "train_precision": train_precision, "train_stack": train_stack, "recompute": recompute, "micro_batch": micro_batch,
         "seq": seq, "global_batch": global_batch, "optimizer": optimizer, "optimizer_state": optimizer_state,
         "tokens": tokens, "tp_overlap": tp_overlap, "lora_rank": lora_rank, "lora_targets": lora_targets,
         "context": context, "concurrency": concurrency, "prompt": prompt, "output_tokens": output_tokens, "engine": engine,
         "max_num_seqs": max_num_seqs, "max_num_batched_tokens": max_num_batched_tokens,
-        "gpu_memory_utilization": gpu_memory_utilization, "kv_cache": kv})
+        "gpu_memory_utilization": gpu_memory_utilization, "kv_cache": kv}
+    check_task_options(task, given)
     spec = load_model(model, offline=offline)
+    check_task_options(planned_task(task, spec), given)  # a diffusion pipeline's default task is diffusion
     if recipe is not None:  # refused before anything is planned, as recommend refuses it
         from anchorgpu.architectures import ModelSpec
         from anchorgpu.recipes import check_kind

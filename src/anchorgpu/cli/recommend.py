@@ -220,16 +220,18 @@ def recommend_command(
         raise InvalidWorkload(f"--max-servers {max_servers}: choose 1 to 16")
     from anchorgpu.planner.engine_choice import resolve_engine, resolve_train_stack
     from anchorgpu.planner.inputs import workload_of
-    from anchorgpu.planner.validate import check_task_options
+    from anchorgpu.planner.validate import check_task_options, planned_task
 
-    check_task_options(task, {  # an option the task has no use for is refused, as every face refuses it
+    given: dict[str, object] = {  # an option the task has no use for is refused, as every face refuses it
         "train_precision": train_precision, "train_stack": train_stack, "recompute": recompute, "micro_batch": micro_batch,
         "seq": seq, "global_batch": global_batch, "optimizer": optimizer, "optimizer_state": optimizer_state,
         "tokens": train_tokens, "lora_rank": lora_rank, "context": context, "concurrency": concurrency, "prompt": prompt,
         "output_tokens": output_tokens, "engine": engine, "max_num_seqs": max_num_seqs,
         "gpu_memory_utilization": gpu_memory_utilization, "min_tokens_per_s": min_tokens_per_s,
-        "lower_precision": lower_precision})
+        "lower_precision": lower_precision}
+    check_task_options(task, given)
     spec_model = load_model(model, offline=offline)
+    check_task_options(planned_task(task, spec_model), given)  # a diffusion pipeline's default task is diffusion
     if recipe is not None:  # up front, as plan and POST /v1/recommend refuse it, not as recipe_refused on every row
         from anchorgpu.recipes import check_kind
 

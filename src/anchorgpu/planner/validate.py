@@ -29,11 +29,12 @@ from anchorgpu.planner.workload_checks import (
     check_kv_cache_task,
     check_positive,
     check_task_options,
+    planned_task,
     validate_workload,
 )
 
 __all__ = ["GPUS_PER_SERVER", "TRAIN_FORMATS", "check_activation_offload_layout", "check_kv_cache_task", "check_layout_counts",
-           "check_positive", "check_task_options",
+           "check_positive", "check_task_options", "planned_task",
            "check_tp", "default_tp",
            "default_kv_cache", "kv_cache_refusal", "kv_cache_runs_on", "nvfp4_kv_line", "nvfp4_kv_refusal",
            "resolve_format", "resolve_kv_cache", "vllm_nvfp4_refusal",

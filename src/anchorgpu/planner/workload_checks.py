@@ -26,7 +26,7 @@ from anchorgpu.planner.inputs import (
 from anchorgpu.planner.media import validate_media
 
 __all__ = ["LORA_OPTIONS", "SERVING_OPTIONS", "TRAINING_OPTIONS", "check_activation_offload_layout", "check_counts",
-           "check_kv_cache_task", "check_positive", "check_task_options", "validate_workload"]
+           "check_kv_cache_task", "check_positive", "check_task_options", "planned_task", "validate_workload"]
 
 
 def check_positive(name: str, value: int | None) -> None:
@@ -150,6 +150,20 @@ def _shown(name: str, value: object) -> str:
     if isinstance(value, (list, tuple)):
         value = ",".join(map(str, value))
     return f"{flag} {value}"
+
+
+def planned_task(task: str, model: object = None) -> str:
+    """The task a request is planned as: a diffusion pipeline asked for with the default task (inference) is planned
+    as task diffusion (``plan`` says so), so its options are checked as that task's; ``model`` None (not loaded yet):
+    the task as given.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> planned_task("inference", load_model("sdxl-base-1.0")), planned_task("inference", None)
+    ('diffusion', 'inference')
+    """
+    from anchorgpu.architectures.spec import DiffusionPipelineSpec
+
+    return "diffusion" if task == "inference" and isinstance(model, DiffusionPipelineSpec) else task
 
 
 def check_task_options(task: str, options: dict[str, object]) -> None:
