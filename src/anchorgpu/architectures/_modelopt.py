@@ -35,7 +35,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from anchorgpu.architectures._quant_layers import membership
-from anchorgpu.architectures._quant_storage import QuantStorage, ShippedQuantization, fixed_storage, fp8_block
+from anchorgpu.architectures._quant_storage import (
+    QuantStorage,
+    ShippedQuantization,
+    fixed_storage,
+    fp8_block,
+    required_name,
+)
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidConfig
 
@@ -107,14 +113,9 @@ def read_modelopt(q: Mapping[str, object], model: ModelSpec, where: str) -> Ship
     >>> s.name, s.fraction("q"), s.head_quantized
     ('nvfp4', 1.0, False)
     """
-    algo = q.get("quant_algo")
-    if algo is not None and not isinstance(algo, str):
-        raise InvalidConfig(f"{where}: field 'quantization_config.quant_algo' must be a name such as 'NVFP4' or "
-                            f"'FP8', got {algo!r}")
-    if not isinstance(algo, str) or not algo:
-        raise InvalidConfig(f"{where}: field 'quantization_config.quant_algo' is missing; a ModelOpt checkpoint "
-                            "names its algorithm there (plan with --weights to choose one)")
-    algo = algo.upper()
+    algo = required_name(q, where, "quant_algo", examples="'NVFP4' or 'FP8'",
+                         missing="a ModelOpt checkpoint names its algorithm there (plan with --weights to choose one)"
+                         ).upper()
     if algo not in MODELOPT_ALGOS:
         raise InvalidConfig(f"{where}: ModelOpt quant_algo {algo!r} is not supported (supported: "
                             f"{', '.join(MODELOPT_ALGOS)}); its weight bytes would be a guess")

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from anchorgpu.errors import InvalidConfig
+
 __all__ = ["NativeCompute", "QuantStorage", "ShippedQuantization", "fixed_storage", "fp8_block", "int_group",
-           "storage_for_name"]
+           "required_name", "storage_for_name"]
 
 NativeCompute = Literal["fp8", "fp4"]
 
@@ -185,3 +188,22 @@ _FIXED: dict[str, QuantStorage] = {
 def fixed_storage(name: str) -> QuantStorage:
     """One of the fixed-name storages (fp8, fp8-dynamic, fp8-channel, mxfp4, nvfp4, nf4, nf4-dq, bnb-fp4, int8 …)."""
     return _FIXED[name]
+
+
+def required_name(q: Mapping[str, object], where: str, key: str, *, examples: str, missing: str) -> str:
+    """The ``quantization_config`` field ``key`` as the non-empty name it must be, else refused in one line: a value of
+    another type named with ``examples`` of what it could be, an absent or empty one with ``missing`` (why it matters).
+
+    >>> required_name({"quant_method": "fp8"}, "x", "quant_method", examples="'fp8'", missing="?")
+    'fp8'
+    >>> required_name({"quant_method": 5}, "x", "quant_method", examples="'fp8'", missing="?")
+    Traceback (most recent call last):
+    ...
+    anchorgpu.errors.InvalidConfig: x: field 'quantization_config.quant_method' must be a name such as 'fp8', got 5
+    """
+    value = q.get(key)
+    if value is not None and not isinstance(value, str):
+        raise InvalidConfig(f"{where}: field 'quantization_config.{key}' must be a name such as {examples}, got {value!r}")
+    if not isinstance(value, str) or not value:
+        raise InvalidConfig(f"{where}: field 'quantization_config.{key}' is missing; {missing}")
+    return value

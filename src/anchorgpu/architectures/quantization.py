@@ -42,6 +42,7 @@ from anchorgpu.architectures._quant_storage import (
     fixed_storage,
     fp8_block,
     int_group,
+    required_name,
     storage_for_name,
 )
 from anchorgpu.architectures.spec import ModelSpec
@@ -285,13 +286,8 @@ def read_quantization(cfg: Mapping[str, object], model: ModelSpec, *, where: str
         return None
     if not isinstance(q, Mapping):
         raise InvalidConfig(f"{where}: field 'quantization_config' must be an object, got {q!r}")
-    method = q.get("quant_method")
-    if method is not None and not isinstance(method, str):
-        raise InvalidConfig(f"{where}: field 'quantization_config.quant_method' must be a name such as 'fp8' or "
-                            f"'modelopt', got {method!r}")
-    if not isinstance(method, str) or not method:
-        raise InvalidConfig(f"{where}: field 'quantization_config.quant_method' is missing; the shipped precision "
-                            "cannot be read (plan with --weights to choose one)")
+    method = required_name(q, where, "quant_method", examples="'fp8' or 'modelopt'",
+                           missing="the shipped precision cannot be read (plan with --weights to choose one)")
     reader = _READERS.get(method.lower())
     if reader is None:
         raise InvalidConfig(f"{where}: quantization_config.quant_method {method!r} is not supported "
