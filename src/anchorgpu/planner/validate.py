@@ -223,8 +223,8 @@ def default_kv_cache(shipped: str | None, gpu: GpuSpec | None, engine: str = "vl
 
 def _default_runs(kv: str, gpu: GpuSpec, engine: str, model: ModelSpec | DiffusionPipelineSpec | None) -> bool:
     """Whether ``engine``'s own default (its ``auto``) would run the KV-cache dtype ``kv`` on ``gpu``."""
-    if kv == "nvfp4" and engine == "vllm":
-        return vllm_nvfp4_refusal(gpu, model) is None
+    if kv == "nvfp4":
+        return _nvfp4_default_refusal(gpu, engine, model) is None
     return kv_cache_runs_on(kv, gpu, engine, model)
 
 
