@@ -29,6 +29,7 @@ __all__ = [
     "OPTIMIZER_STATES",
     "RECOMPUTES",
     "TASKS",
+    "TRAINING_TASKS",
     "DEFAULT_CONTEXT_CAP_TOKENS",
     "default_context_tokens",
     "TRAIN_PRECISIONS",
@@ -56,6 +57,8 @@ __all__ = [
 
 Task = Literal["inference", "train", "lora", "qlora", "diffusion"]
 TASKS: tuple[Task, ...] = ("inference", "train", "lora", "qlora", "diffusion")
+TRAINING_TASKS: tuple[Task, ...] = ("train", "lora", "qlora")
+"""The tasks that run a training step (full training and the two adapter methods)."""
 Recompute = Literal["none", "selective", "moe", "full"]
 RECOMPUTES: tuple[Recompute, ...] = ("none", "selective", "moe", "full")
 """Activation recompute, least to most memory saved: ``selective`` the attention core (Korthikanti et al. 2022; on

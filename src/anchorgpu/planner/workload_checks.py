@@ -21,6 +21,7 @@ from anchorgpu.planner.inputs import (
     TASKS,
     TRAIN_PRECISIONS,
     TRAIN_STACKS,
+    TRAINING_TASKS,
     Workload,
 )
 from anchorgpu.planner.media import validate_media
@@ -139,7 +140,6 @@ training sequence), ``--mfu``/``--mbu`` (a training step's optimizer update read
 overheads and ``--recipe`` (checked by :func:`anchorgpu.recipes.check_kind`)."""
 _FLAGS = {"tokens": "--tokens", "train_tokens": "--tokens", "min_tokens_per_s": "--min-tokens-per-s",
           "min_tokens_per_s_per_user": "--min-tokens-per-s"}
-_TRAINING_TASKS = ("train", "lora", "qlora")
 
 
 def _shown(name: str, value: object) -> str:
@@ -190,7 +190,7 @@ def check_task_options(task: str, options: dict[str, object]) -> None:
     for name, value in options.items():
         if value is None or value is False:
             continue
-        if name in TRAINING_OPTIONS and task not in _TRAINING_TASKS:
+        if name in TRAINING_OPTIONS and task not in TRAINING_TASKS:
             hint = " (the serving length is --context)" if name == "seq" and task == "inference" else ""
             raise InvalidWorkload(f"{_shown(name, value)} applies to training (task train, lora or qlora); task {task} "
                                   f"has no training step{hint}")

@@ -16,6 +16,7 @@ from typing import Any
 
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.engine_choice import TRAINING_RECIPES
+from anchorgpu.planner.inputs import TRAINING_TASKS
 from anchorgpu.planner.plan import Plan
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS
 
@@ -25,7 +26,6 @@ __all__ = ["KINDS", "SERVING_KINDS", "TRAINING_KINDS", "Recipe", "Target", "Trai
 SERVING_KINDS = ("vllm", "sglang", "trtllm")
 TRAINING_KINDS = TRAINING_RECIPES  # the planner times each as the PyTorch-native stack it launches
 KINDS = (*SERVING_KINDS, *TRAINING_KINDS, "skypilot", "k8s")
-TRAINING_TASKS = ("train", "lora", "qlora")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
