@@ -54,7 +54,7 @@ WITHIN = 0.25
 # Why a row is left out, in the order they are checked (a row is listed under every reason that applies).
 REASONS = {
     "moe": "mixture of experts: train() counts every layer's MLP as 16*b*s*h^2 FLOPs whatever moe_num_experts, "
-           "moe_top_k or the expert width, and ep_size enters only its activation memory",
+           "moe_top_k or the expert width; ep_size enters only its memory terms",
     "lora": "LoRA: its README models full fine-tuning only",
     "cp": "context parallelism: its ParallelismConfig has tp, pp, dp, ep and sp only",
     "fp8": "FP8: its dtype configs give bit widths only; 8 bits read the GPU config's INT8 peak (peak_i8_TFLOPS), "
@@ -258,10 +258,12 @@ def main() -> None:
 
     # ours, in process
     ours: dict[str, tuple[float, float]] = {}
+    ours_flops: dict[str, float] = {}  # our hardware FLOPs per token (recomputation counted), for the FLOPs column
     for run, _ in picked:
         value = predict(run, cal)
         tps = predict(replace(run, metric="tokens_per_s_per_gpu"), cal)
         ours[run.id] = (value, tps)
+        ours_flops[run.id] = predict(replace(run, metric="hw_tflops_per_gpu"), cal) * 1e12 / tps
 
     # llm-analysis: (a) defaults and (b) its README's values, then (c) the efficiency fitted on the fit rows
     rows = [row for _, row in picked]
@@ -288,26 +290,33 @@ def main() -> None:
     peer_c = run_peer(rows, [{"name": "c", "flops_efficiency": eff, "hbm_memory_efficiency": None}], args.passes)
     peer["c"] = peer_c["settings"]["c"]
     peer_values["c"] = values("c", peer["c"]["rows"])
-    # its time is FLOPs / (efficiency x peak): (c) must be (a) scaled by the efficiency, row by row
+    # its time is FLOPs / (efficiency x peak), the memory efficiency unread: (b) must be (a) at half the rate and
+    # (c) (a) scaled by the fitted efficiency, row by row
     for run, _ in picked:
-        a, c = peer_values["a"][run.id], peer_values["c"][run.id]
-        ratio = c / a if run.higher_is_better else a / c
-        assert abs(ratio - eff) < 1e-9 * eff, (run.id, ratio, eff)
+        for key, scale in (("b", 0.5), ("c", eff)):
+            a, other = peer_values["a"][run.id], peer_values[key][run.id]
+            ratio = other / a if run.higher_is_better else a / other
+            assert abs(ratio - scale) < 1e-9 * scale, (run.id, key, ratio, scale)
 
     def err(run: Run, value: float) -> float:
         return value / run.value - 1.0
 
     print(f"\n(c) flops_efficiency fitted on the {len(fit_errors)} expressed fit rows: {eff:.5f} "
           f"(hbm_memory_efficiency 1; its training time does not read it)")
-    head = (f"{'row':16s} {'role':7s} {'metric':20s} {'measured':>9s} {'ours':>9s} {'err':>7s}"
-            f" {'(a) eff 1':>9s} {'err':>7s} {'(b) eff .5':>10s} {'err':>7s} {f'(c) eff {eff:.3f}':>13s} {'err':>7s}")
+    head = (f"{'row':18s} {'role':7s} {'metric':20s} {'measured':>9s} {'ours':>9s} {'err':>7s}"
+            f" {'(a) eff 1':>9s} {'err':>7s} {'(b) eff .5':>10s} {'err':>7s} {f'(c) eff {eff:.3f}':>13s} {'err':>7s}"
+            f" {'FLOPs/tok':>9s}")
     print(head)
     print("-" * len(head))
-    for run, _ in picked:
+    print("(FLOPs/tok: llm-analysis's FLOPs a token, recomputation included, over ours; under 1 it counts less work)")
+    for run, row in picked:
         o = ours[run.id][0]
         cells = "".join(f" {peer_values[k][run.id]:{w}.4g} {err(run, peer_values[k][run.id]):+7.1%}"
                         for k, w in (("a", 9), ("b", 10), ("c", 13)))
-        print(f"{run.id:16s} {run.role:7s} {run.metric:20s} {run.value:9.4g} {o:9.4g} {err(run, o):+7.1%}{cells}")
+        res = peer["a"]["rows"][run.id]
+        peer_flops = res["num_flops_total_per_micro_batch"] / (res["batch_size_per_gpu"] * row["seq_len"])
+        print(f"{run.id:18s} {run.role:7s} {run.metric:20s} {run.value:9.4g} {o:9.4g} {err(run, o):+7.1%}{cells}"
+              f" {peer_flops / ours_flops[run.id]:9.2f}")
 
     print("\nSummary (error = predicted / measured - 1, in the row's metric):")
     for role in ("fit", "holdout"):
