@@ -112,14 +112,15 @@ def peer_gpu_config(run: Run) -> tuple[str, dict[str, Any] | None]:
     gpu = get_gpu(r["gpu"])
     bw = float(r.get("memory_bandwidth_tb_per_s") or gpu.memory_bandwidth_bytes_per_s / 1e12) * 1e12
     name = f"anchorgpu-{gpu.name}-{bw / 1e12:g}tbs"
-    peaks = gpu.peaks
+    bf16, int8 = gpu.peaks["bf16"].flops_per_s, gpu.peaks["int8"].flops_per_s
+    assert bf16 is not None, f"{gpu.name}: no BF16 peak in the catalog"
     return name, {
         "name": name, "mem_per_GPU_in_GB": gpu.memory_bytes / 1024**3, "hbm_bandwidth_in_GB_per_sec": bw / 1e9,
         # its configs give one direction of NVLink (H100 SXM: 450 of 900 GB/s)
         "intra_node_bandwidth_in_GB_per_sec": (gpu.interconnect_bandwidth_bytes_per_s or 0) / 2e9,
         "intra_node_min_message_latency": 8e-06,  # the figure its own NVIDIA configs carry
-        "peak_fp16_TFLOPS": peaks["bf16"].flops_per_s / 1e12,
-        "peak_i8_TFLOPS": (peaks["int8"].flops_per_s or 2 * peaks["bf16"].flops_per_s) / 1e12,
+        "peak_fp16_TFLOPS": bf16 / 1e12,
+        "peak_i8_TFLOPS": (int8 or 2 * bf16) / 1e12,
         "inter_node_bandwidth_in_GB_per_sec": r["network_gbit_per_s_per_gpu"] / 8,
     }
 
@@ -267,7 +268,7 @@ def main() -> None:
 
     # llm-analysis: (a) defaults and (b) its README's values, then (c) the efficiency fitted on the fit rows
     rows = [row for _, row in picked]
-    settings = [{"name": "a", "flops_efficiency": None, "hbm_memory_efficiency": None},
+    settings: list[dict[str, Any]] = [{"name": "a", "flops_efficiency": None, "hbm_memory_efficiency": None},
                 {"name": "b", "flops_efficiency": 0.5, "hbm_memory_efficiency": 0.9}]
     peer = run_peer(rows, settings, args.passes)["settings"]
 
