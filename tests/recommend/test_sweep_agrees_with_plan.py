@@ -45,6 +45,8 @@ INFERENCE_CASES = {
     "deepseek-v3-mla": ("deepseek-v3", dict(context_tokens=16384, concurrency=8)),
     # TensorRT-LLM's sizing: its KV cache a share of what the profiling pass leaves free, the budget per weight format
     "qwen3-32b-trtllm": ("qwen3-32b", dict(context_tokens=8192, concurrency=48, engine="trtllm")),
+    # a mixture of experts on TensorRT-LLM: its MoE kernel's per-routed-row cost (speed.step_constants), per GPU family
+    "qwen3-30b-moe-trtllm": ("qwen3-30b-a3b", dict(context_tokens=4096, concurrency=256, engine="trtllm")),
 }
 RESULTS = {name: _inference_sweep(model, **kw) for name, (model, kw) in INFERENCE_CASES.items()}
 

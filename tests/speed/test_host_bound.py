@@ -71,7 +71,7 @@ def test_the_same_gpu_with_a_grace_cpu_serves_a_small_moe_slower_as_measured() -
     moe_gb, moe_b = predict(runs["PQ30-GB200-128/2048"]), predict(runs["PQ30-B200-128/2048"])
     dense_gb, dense_b = predict(runs["P70-GB200-128/2048"]), predict(runs["P70-B200-128/2048"])
     assert runs["PQ30-GB200-128/2048"].value == 31311 and runs["PQ30-B200-128/2048"].value == 37844
-    assert moe_gb < 0.7 * moe_b
+    assert moe_gb < 0.85 * moe_b  # measured 0.83x; predicted 0.75x (0.57x before stop 51's TensorRT-LLM MoE row cost)
     assert dense_gb > 0.95 * dense_b
     assert moe_gb == pytest.approx(31311, rel=0.25)
 

@@ -165,6 +165,11 @@ class _Ticks:
         self.comm_layers = 2 * model.num_layers / lay.pp  # two all-reduces per layer of the stage
         ew_l = per_layout(lambda k: k.elementwise_bytes_per_hidden / 3.0)
         self.per_token_ew = model.num_layers / lay.pp * ew_l * model.hidden_size / lay.tp / self.bw_mem
+        if model.moe is not None and spec.workload.engine == "trtllm":  # speed.step_constants.trtllm_moe_s_per_token
+            row_s = np.array([cal.trtllm_moe_s_per_routed_row.get(sh.gpu.compute_capability or "", 0.0)
+                              for sh in shapes])[s]
+            self.per_token_ew = self.per_token_ew + (row_s * model.moe.experts_per_token * model.moe.num_moe_layers
+                                                     / lay.pp / lay.tp)
         self.routed = routed_share_per_gpu(model, tp=1, ep=1)  # every layout the sweep tries splits experts with TP
         # a MoE's routed-expert products slow down with few tokens per expert (speed.serving.expert_rows_factor)
         self.expert_share, self.route_share = moe_product_shares(model)

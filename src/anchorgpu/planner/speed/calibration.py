@@ -142,6 +142,9 @@ class Calibration:
     caveats: dict[str, str] = field(default_factory=dict)  # per stack: what its rows leave uncertain, said in plans
     launches: LayerLaunches = LayerLaunches()  # kernels a layer launches by block (scales per_layer_step_s)
     moe_tile_rows: float = 0.0  # a grouped product's smallest tile: fewer rows per expert cost no more (0: no floor)
+    # TensorRT-LLM's MoE kernel: seconds a GPU's routed row (a token's copy for one expert) costs beyond the roofline,
+    # by CUDA compute capability ("10.0": B200/GB200); a family absent costs none (step_constants.trtllm_moe_s_per_token)
+    trtllm_moe_s_per_routed_row: dict[str, float] = field(default_factory=dict)
     fa2_hopper_attention_efficiency: float = 0.0  # FlashAttention-2-class kernels on Hopper and newer (0: as flash)
     # bytes a routed token moves outside fused kernels for biased experts (per hidden value) and a clamped GLU (per
     # intermediate value), forward and backward and forward alone (empty: none charged)
@@ -271,6 +274,9 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         bands=bands, caveats={k: str(v) for k, v in doc.get("caveats", {}).items()},
         launches=_launches(stated), moe_tile_rows=_number(stated, "moe_tile_rows", "stated"),
         fa2_hopper_attention_efficiency=_number(stated, "fa2_hopper_attention_efficiency", "stated"),
+        trtllm_moe_s_per_routed_row={k: _number(stated["trtllm_moe_s_per_routed_row"]["value"], k,
+                                                "stated.trtllm_moe_s_per_routed_row")
+                                     for k in stated["trtllm_moe_s_per_routed_row"]["value"]},
         moe_unfused_expert_bytes={k: _number(stated["moe_unfused_expert_bytes"]["value"], k,
                                              "stated.moe_unfused_expert_bytes") for k in MOE_UNFUSED_BYTES},
         provenance={k: v for k, v in doc.items() if k not in ("stacks", "stated", "bands", "caveats", "evidence")},

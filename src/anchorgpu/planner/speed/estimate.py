@@ -185,7 +185,7 @@ def plan_performance(
     train_tokens: int | None = None, storage_bytes_per_s: float = DEFAULT_STORAGE_BYTES_PER_S,
     mfu: float | None = None, mbu: float | None = None, cal: Calibration | None = None,
     kv_reservation: KvReservation | None = None, graph_batch_sizes: tuple[int, ...] = (), host_overlap: bool = True,
-    absorbed_dequant: bool = False,
+    absorbed_dequant: bool = False, engine: str | None = None,
 ) -> dict[str, Any]:
     """Speed, time and checkpoint figures for a plan, as the ``performance`` JSON section.
 
@@ -195,7 +195,8 @@ def plan_performance(
     (none by default: vLLM captures every multiple of 8, so its padding is negligible); ``host_overlap`` False
     for an engine that schedules between GPU steps rather than beside them (vLLM before its async scheduling);
     ``absorbed_dequant`` True for an engine that dequantises MLA's absorbed latent weights from FP8 every step (SGLang
-    on ROCm; measured rows only: neither engine planned does). Training: ``train_tokens`` gives ``train_time_s`` and ``gpu_hours``. Without a GPU, or
+    on ROCm; measured rows only: neither engine planned does); ``engine`` the engine whose kernels ran where it is not
+    the workload's (measured rows only: ``serving_plan.serving_setup``). Training: ``train_tokens`` gives ``train_time_s`` and ``gpu_hours``. Without a GPU, or
     for a diffusion pipeline, the figures are null and ``assumptions`` says why.
 
     >>> from anchorgpu.planner import Workload, plan
@@ -239,7 +240,7 @@ def plan_performance(
         out["compute_precision"] = choice.precision
         reservation: KvReservation = kv_reservation or ("full" if w.engine == "trtllm" else "average")
         serving_performance(plan, model, prompt, output, out, assumptions, cal, reservation, graph_batch_sizes, host_overlap,
-                            context=serving, absorbed_dequant=absorbed_dequant)
+                            context=serving, absorbed_dequant=absorbed_dequant, engine=engine)
         out["checkpoint_bytes"] = plan.checkpoint_bytes or int(plan.breakdown.get("weights_whole_model_bytes", 0))
     else:
         out["compute_precision"] = compute_precision_for_training(w.train_precision)

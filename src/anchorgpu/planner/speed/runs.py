@@ -8,7 +8,8 @@ engine's ``max_num_seqs`` and ``max_num_batched_tokens`` where they differ from 
 keeps its small ones on an A100 of any size), and ``kv_free_fraction`` where the engine sizes its KV cache as
 TensorRT-LLM does, from the memory its profiling pass leaves free: planned with ``Workload.engine="trtllm"`` and
 that fraction, as a user planning for TensorRT-LLM is. ``engine`` names the serving engine a row ran on where its
-source says so (``rows_report.engine_of`` reads it, for evidence per engine); it does not change the row's plan.
+source says so (``rows_report.engine_of`` reads it, for evidence per engine, and for the kernels whose cost its steps
+take: TensorRT-LLM's MoE per-row cost, ``step_constants.trtllm_moe_s_per_token``); it does not change the row's plan.
 A static batch of ``batch`` equal requests prefilled together and then decoded together (TensorRT-LLM's 2023
 ``gptSessionBenchmark``) is timed as that batch: ``request_latency_s`` from the first prompt token to the last output,
 ``static_batch_output_tokens_per_s`` the batch's output tokens over that time.
@@ -247,6 +248,7 @@ def trtllm_bench_engine(model: ModelSpec, gpu_memory_bytes: float, r: dict[str, 
 
 def _serve(run: Run, cal: Calibration) -> float:
     from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
+    from anchorgpu.planner.speed.rows_report import engine_of
     from anchorgpu.planner.speed.serving import decode_step
 
     r = run.row
@@ -254,10 +256,11 @@ def _serve(run: Run, cal: Calibration) -> float:
     model, gpu = p.model, p.gpu
     overlap = bool(r.get("host_overlap", True))  # False: an engine scheduling between GPU steps (vLLM 0.11)
     dequant = bool(r.get("absorbed_dequant", False))  # True: MLA's absorbed weights dequantised every step (SGLang ROCm)
+    engine = engine_of(run)  # the engine whose kernels ran (its MoE cost), which the row's plan may not name
     if run.metric == "max_output_tokens_per_s":
         value = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average"),
                                  graph_batch_sizes=tuple(r.get("graph_batch_sizes", ())),
-                                 host_overlap=overlap, absorbed_dequant=dequant).get("max_output_tokens_per_s")
+                                 host_overlap=overlap, absorbed_dequant=dequant, engine=engine).get("max_output_tokens_per_s")
         return float(value) if value else float("nan")
     if run.metric == "burst_output_tokens_per_s":  # every request sent at once: output tokens over the makespan
         from anchorgpu.planner.speed.batching import burst_makespan_s
@@ -266,7 +269,7 @@ def _serve(run: Run, cal: Calibration) -> float:
         reservation = r.get("kv_reservation", "average")
         sat = plan_performance(p, cal=cal, kv_reservation=reservation)["saturation_concurrency"]
         setup = serving_setup(p, prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"],
-                              host_overlap=overlap, absorbed_dequant=dequant)
+                              host_overlap=overlap, absorbed_dequant=dequant, engine=engine)
         n = int(r["burst_requests"])
         # vLLM admits a request when its prompt fits, up to its sequence cap, and preempts when the cache runs out:
         # what the cache holds, in tokens at the average length the plan sizes it by; TensorRT-LLM reserves a
@@ -283,10 +286,10 @@ def _serve(run: Run, cal: Calibration) -> float:
                                                           kv_tokens=kv_tokens)
     if run.metric == "tpot_s":  # a benchmark holding the row's concurrency of requests in flight
         value = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average"),
-                                 host_overlap=overlap, absorbed_dequant=dequant).get(run.metric)
+                                 host_overlap=overlap, absorbed_dequant=dequant, engine=engine).get(run.metric)
         return float(value) if value else float("nan")
     setup = serving_setup(p, prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"], host_overlap=overlap,
-                          absorbed_dequant=dequant)
+                          absorbed_dequant=dequant, engine=engine)
     if run.metric == "decode_step_s":  # one sequence, no prompt sharing the step
         return decode_step(model, gpu, setup, batch=1, cached_tokens=r["prompt_tokens"], cal=cal).step_s
     if run.metric == "prefill_s":  # one prompt alone

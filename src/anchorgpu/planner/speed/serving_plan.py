@@ -79,7 +79,9 @@ def _product_shares(model: ModelSpec, weights: str) -> tuple[float, float]:
 
 def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits: tuple[int, int] | None = None,
                   graph_batch_sizes: tuple[int, ...] = (), host_overlap: bool = True,
-                  absorbed_dequant: bool = False) -> ServingSetup:
+                  absorbed_dequant: bool = False, engine: str | None = None) -> ServingSetup:
+    """One replica's :class:`ServingSetup` of an inference plan; ``engine`` names the engine whose kernels ran where
+    it is not the workload's (a measured row planned with vLLM's memory on TensorRT-LLM: ``rows_report.engine_of``)."""
     model, lay = plan.model, plan.layout
     assert isinstance(model, ModelSpec)
     kv_seq = _kv_bytes(plan, prompt_tokens + output_tokens // 2)
@@ -95,7 +97,7 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
         max_num_batched_tokens=(limits or _engine_limits(plan))[0], gpus_per_server=SERVER_GPUS,
         graph_batch_sizes=graph_batch_sizes, ep=lay.ep, block_fp8=block_fp8, host_overlap=host_overlap,
         ep_gather_bytes=gather_bytes, quantized_share=share, expert_quantized_share=expert_share,
-        absorbed_dequant=absorbed_dequant)
+        absorbed_dequant=absorbed_dequant, engine=engine or plan.workload.engine)
 
 
 class ServingContext(NamedTuple):
@@ -175,18 +177,20 @@ def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: i
 def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[str, Any],
                         assumptions: list[str], cal: Calibration, kv_reservation: KvReservation = "average",
                         graph_batch_sizes: tuple[int, ...] = (), host_overlap: bool = True,
-                        context: ServingContext | None = None, absorbed_dequant: bool = False) -> None:
+                        context: ServingContext | None = None, absorbed_dequant: bool = False,
+                        engine: str | None = None) -> None:
     """An inference plan's serving figures into ``out`` and what they assumed into ``assumptions``, for ``prompt``
     and ``output`` tokens a request (:func:`~anchorgpu.planner.speed.estimate.plan_performance` resolved them);
     ``context``: the plan's :func:`context_of`, where the caller has it; ``absorbed_dequant``: the engine dequantises
-    MLA's absorbed latent weights every step (:class:`~anchorgpu.planner.speed.serving.ServingSetup`)."""
+    MLA's absorbed latent weights every step (:class:`~anchorgpu.planner.speed.serving.ServingSetup`); ``engine``:
+    the engine whose kernels ran, where not the workload's (:func:`serving_setup`)."""
     assert plan.gpu is not None
     ctx = context or context_of(plan, cal)
     band = ctx.band
     limits = _engine_limits(plan)
     setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output, graph_batch_sizes=graph_batch_sizes,
                           host_overlap=host_overlap, absorbed_dequant=absorbed_dequant,
-                          limits=limits)
+                          limits=limits, engine=engine)
     conc = plan.workload.concurrency or 1
     full = kv_reservation == "full"
     sat = saturation_concurrency(plan, setup, reserve_tokens=prompt + output if full else None, limits=limits)

@@ -16,7 +16,7 @@ from anchorgpu.planner.speed.launches import absorbed_dequant_bytes, launch_rati
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, data_parallel_link, group_link, host_kind, peak_for
 from anchorgpu.planner.speed.product_shares import mixed_rate
 
-__all__ = ["ServingSetup", "serve_shape_factor"]
+__all__ = ["ServingSetup", "serve_shape_factor", "trtllm_moe_s_per_token"]
 
 
 def serve_shape_factor(width: float, half_width: float) -> float:
@@ -52,6 +52,7 @@ class ServingSetup:
     expert_quantized_share: float = 1.0  # the same share of the routed experts' products
     absorbed_dequant: bool = False  # MLA: the engine dequantises the absorbed latent weights from FP8 every step
     # (SGLang on ROCm: launches.absorbed_dequant_bytes), kernels and bytes of a fixed cost
+    engine: str = "vllm"  # the engine whose kernels run the steps ("trtllm": its MoE kernel's per-row cost)
 
 
 def _link(gpu: GpuSpec, setup: ServingSetup) -> Link:
@@ -95,7 +96,7 @@ class _StepConstants:
     ep_latency_s: float
 
 
-_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float, float, float, bool],
+_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float, float, float, bool, str],
                  tuple[ModelSpec, GpuSpec, Calibration, tuple[_StepConstants, _StepConstants]]] = {}
 
 
@@ -109,7 +110,8 @@ def _pair(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration)
     model, GPU and calibration by identity, and the setup's precision, TP, PP and server size; any plan of that
     model on that GPU and split reuses them."""
     key = (id(model), id(gpu), setup.precision, setup.tp, setup.pp, setup.gpus_per_server, id(cal), setup.ep,
-           setup.ep_gather_bytes, setup.quantized_share, setup.expert_quantized_share, setup.absorbed_dequant)
+           setup.ep_gather_bytes, setup.quantized_share, setup.expert_quantized_share, setup.absorbed_dequant,
+           setup.engine)
     hit = _STEP_MEMO.get(key)
     if hit is not None and hit[0] is model and hit[1] is gpu and hit[2] is cal:
         return hit[3]
@@ -159,7 +161,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
                                                   absorbed_dequant=dequant) + dequant_s),
         host_s_per_sequence=0.0 if ideal else cal.host_s_per_sequence_step[host_kind(gpu)],
         elementwise_s_per_token=(0.0 if ideal else model.num_layers / setup.pp * k.elementwise_bytes_per_hidden / 3.0
-                                 * model.hidden_size / setup.tp / bw),
+                                 * model.hidden_size / setup.tp / bw + trtllm_moe_s_per_token(model, gpu, setup, cal)),
         knee=1e3 if ideal else k.roofline_exponent,
         mem_rate=bw * mbu, matmul_rate=mixed_rate(low, b16, setup.quantized_share), attention_rate=bf16 * att_eff,
         routed_share=routed_share_per_gpu(model, tp=setup.tp, ep=setup.ep) if moe is not None else None,
@@ -181,6 +183,30 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         ep_token_bytes=(setup.ep_gather_bytes + ACTIVATION_BYTES) / (2.0 * ACTIVATION_BYTES) if wide_ep else 0.0,
         ep_rate=ep_link.bytes_per_s * link_eff if ep_link is not None else 1.0,
         ep_latency_s=ep_link.latency_s if ep_link is not None else 0.0)
+
+
+def trtllm_moe_s_per_token(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration) -> float:
+    """Seconds a replica's token adds to one GPU's step through TensorRT-LLM's MoE kernel beyond the roofline: the
+    stated cost a routed row (``cal.trtllm_moe_s_per_routed_row`` of the GPU's compute capability; none where the
+    family has no figure) times the rows the GPU runs for that token, ``k x MoE layers / pp / tp``. Zero for a dense
+    model or another engine (the figure is TensorRT-LLM's CUTLASS MoE measured; vLLM runs other kernels).
+
+    The rows divide by TP: experts split by EP N inside TP N (``--tp N --ep N``; the planner's TP reading gives the
+    same figures, Stop 48) leave each GPU 1/N of the rows; under attention DP (EP wider than TP) a GPU serves
+    ``ep / tp`` replicas' tokens and holds ``1 / ep`` of the experts, again ``k / tp`` rows a replica's token.
+    Prediction only: the roofline ceiling has no such term.
+
+    >>> from anchorgpu.planner.speed._toys import toy_gpu, toy_model
+    >>> from anchorgpu.planner.speed.calibration import calibration
+    >>> s = ServingSetup(weights_bytes_per_gpu=1e9, kv_bytes_per_sequence_per_gpu=1e6, engine="trtllm")
+    >>> trtllm_moe_s_per_token(toy_model(), toy_gpu(), s, calibration())  # dense
+    0.0
+    """
+    moe = model.moe
+    if moe is None or setup.engine != "trtllm" or gpu.compute_capability is None:
+        return 0.0
+    per_row_s = cal.trtllm_moe_s_per_routed_row.get(gpu.compute_capability, 0.0)
+    return per_row_s * moe.experts_per_token * moe.num_moe_layers / setup.pp / setup.tp
 
 
 def _ceiling_link(link: Link, ideal: bool) -> Link:
