@@ -176,3 +176,9 @@ def test_nemotron_nano_9b_v2_by_hand() -> None:
     # SSM 128 · 80 · 128 at 4 bytes (float32 by NemotronHConfig's default)
     assert spec.state_bytes_per_sequence() == 27 * (12_288 * 3 * 2 + 128 * 80 * 128 * 4) == 143_548_416
     assert spec.kv_bytes_per_token() == 4 * 2 * 8 * 128 * 2
+
+
+def test_qwen3_coder_next_has_its_published_window() -> None:
+    # 262,144 tokens (docker/model-runner ai/qwen3-coder-next-vllm.md); the fixture's config once left the key out and
+    # took transformers' Qwen3-Next default of 32,768, so a plan without --context was sized at an eighth of it.
+    assert _spec("qwen3-coder-next").max_context_tokens == 262_144

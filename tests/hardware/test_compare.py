@@ -141,3 +141,17 @@ def test_the_featured_seed_comparisons_explain_capacity_decode_and_compute(a: st
     data = comparison_to_json(c)
     assert data["a"]["name"] == a and data["b"]["name"] == b
     assert data["ratios"]["memory_bytes"] == pytest.approx(get_gpu(a).memory_bytes / get_gpu(b).memory_bytes)
+
+
+def test_the_batch_1_decode_ceiling_of_a_model_split_over_gpus_counts_all_their_bandwidth() -> None:
+    # Llama-3.1-70B at bf16 needs 2 H100: split by TP both read their half at once, so the ceiling is
+    # 2 x 3.35e12 / 141.1e9 ~ 47 tokens/s (H100 SXM datasheet bandwidth), not one GPU's 24; PP stages stay at 24.
+    weights = 70_553_706_496 * 2  # params as in the test above
+    w = Workload(name="llama-3.1-70b", task="inference", resident_bytes=weights, resident_label="weights at bf16",
+                 decode_bytes_per_token=weights)
+    text = " ".join(compare_gpus(get_gpu("h200"), get_gpu("h100"), workload=w).statements)
+    assert "near 47 tokens/s with the weights split by tensor parallelism over 2 GPUs (near 24 in pipeline stages" in text
+    assert "do not fit on one h100-sxm; they need at least 2 GPUs (tensor or pipeline parallel); batch-1 decode is " \
+           "capped near 24 tokens/s" not in text
+    assert "fit on one h200 (150.1 GB), leaving 9.0 GB for KV cache, activations and runtime; batch-1 decode is " \
+           "capped near 34 tokens/s" in text

@@ -49,3 +49,11 @@ def test_a_month_quote_shows_both_rates_and_what_is_included(cli: Any) -> None:
 def test_bad_requests_exit_with_one_line_reasons(cli: Any, argv: tuple[str, ...], code: int, message: str) -> None:
     _, err = cli(*argv, code=code)
     assert message in err and err.startswith("error: ") and err.count("\n") == 1
+
+
+def test_a_quote_for_several_servers_shows_the_unit_price_and_the_count(cli: Any) -> None:
+    # The line's amount covers both servers; it once printed as "... per server: $8,310.00", the price of two.
+    out, _ = cli("quote", "h100-sxm-8x-bm", "--term", "1week", "--quantity", "2")
+    text = " ".join(out.split())
+    assert "per server: 1 week x $4,155.00 x 2 = $8,310.00" in text
+    assert "per server: $8,310.00" not in text

@@ -113,6 +113,23 @@ def _money(amount: str) -> str:
     return f"${Decimal(amount):,.2f}"
 
 
+def _quote_line(line: dict[str, Any]) -> str:
+    """One priced line as the web page writes it: what, the billed term x the list price of one unit x how many
+    units = the line's amount, so a line for several servers never reads as the price of one.
+
+    >>> _quote_line({"description": "h100-sxm-8x-bm: 8 x h100-sxm (bare-metal) per server", "quantity": 2,
+    ...              "billed_unit": "week", "billed_count": 1, "unit_price_usd": "4155.00", "amount_usd": "8310.00"})
+    'h100-sxm-8x-bm: 8 x h100-sxm (bare-metal) per server: 1 week x $4,155.00 x 2 = $8,310.00'
+    """
+    head = f"{line.get('description', line.get('item'))}: "
+    unit, count, price = line.get("billed_unit"), line.get("billed_count"), line.get("unit_price_usd")
+    if not isinstance(unit, str) or not isinstance(count, int) or price is None:
+        return head + _money(line["amount_usd"])
+    quantity = line.get("quantity", 1)
+    times = f" x {quantity:,}" if isinstance(quantity, int) and quantity != 1 else ""
+    return f"{head}{_count(count, unit)} x {_money(price)}{times} = {_money(line['amount_usd'])}"
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
@@ -238,7 +255,7 @@ def quote_command(
     out.print(f"quote [bold]{body['id']}[/bold]: {body['quantity']} x {body['offering']} in {body['region']}, "
               f"{_count(body['term']['count'], body['term']['unit'])} = {body['term']['hours']} h, {_count(body['gpus'], 'GPU')}")
     for line in body["lines"]:
-        out.print(f"  {line.get('description', line.get('item'))}: {_money(line['amount_usd'])}")
+        out.print(f"  {_quote_line(line)}")
         if line.get("note"):  # the best-price cap of quotes/pricing.py: say how the term was billed
             out.print(f"    ({line['note']})")
     out.print(f"  total: [bold]{_money(body['total_usd'])}[/bold]  ({body['gpu_hours']:,} GPU-hours, "

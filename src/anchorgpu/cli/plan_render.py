@@ -135,7 +135,7 @@ def render_plan(plan: Plan) -> None:
     out.print(table)
     if plan.checkpoint_bytes is not None:
         out.print(f"Checkpoint size: {_fmt(plan.checkpoint_bytes)}")
-    _render_performance(out, plan.extra.get("performance"))
+    _render_performance(out, plan.extra.get("performance"), concurrency=w.concurrency, context_tokens=w.context_tokens)
     if plan.suggestions:
         sug = Table(title="What would fit", title_justify="left")
         speeds = any(s.train_tokens_per_s for s in plan.suggestions)
@@ -179,8 +179,10 @@ def _band(section: dict[str, Any], key: str, fmt: str, scale: float = 1.0) -> st
     return text
 
 
-def _render_performance(out: Any, section: Any) -> None:
-    """Predicted speed with its band (what measured runs of the same kind fell within) and the ceiling."""
+def _render_performance(out: Any, section: Any, *, concurrency: int | None = None,
+                        context_tokens: int | None = None) -> None:
+    """Predicted speed with its band (what measured runs of the same kind fell within) and the ceiling; a serving
+    estimate first names the requests it times, which need not be the sequences the memory is sized for."""
     if not isinstance(section, dict):
         return
     serving = (("ttft_s", "time to first token", "{:,.3f} s", 1.0),
@@ -203,6 +205,9 @@ def _render_performance(out: Any, section: Any) -> None:
             out.print(f"  {line}", markup=False)
     else:
         out.print("[bold]Speed (calibrated prediction, band, roofline ceiling)[/bold]")
+    timed = _timed_requests(section, concurrency, context_tokens)
+    if timed:
+        out.print(f"  {timed}", markup=False)
     for line in lines:
         out.print(f"  {line}", markup=False)
     sat = section.get("saturation_concurrency")
@@ -226,8 +231,40 @@ def _render_performance(out: Any, section: Any) -> None:
     parts = section.get("step_time_breakdown_s")
     if isinstance(parts, dict) and section.get("step_time_s"):
         total = float(section["step_time_s"])
-        shown = [f"{name} {value:,.3g} s ({value / total:.0%})" for name, value in parts.items() if value > 0]
-        out.print(f"  step {total:,.3g} s = " + " + ".join(shown), markup=False)
+        shown = [f"{name} {_seconds(value)} s ({value / total:.0%})" for name, value in parts.items() if value > 0]
+        out.print(f"  step {_seconds(total)} s = " + " + ".join(shown), markup=False)
+
+
+def _timed_requests(section: dict[str, Any], concurrency: int | None, context_tokens: int | None) -> str:
+    """The requests a serving estimate times, and the sequence length the memory is sized for where it differs (a
+    plan given only ``--context`` is sized at that length but timed at the default request).
+
+    >>> _timed_requests({"ttft_s": 0.1, "prompt_tokens": 1024, "output_tokens": 256}, 32, 8192)
+    'timed for 32 requests at once of 1,024 prompt + 256 output tokens (the memory above holds sequences of 8,192 tokens)'
+    >>> _timed_requests({"ttft_s": 0.1, "prompt_tokens": 1000, "output_tokens": 200}, 1, 1200)
+    'timed for 1 request at once of 1,000 prompt + 200 output tokens'
+    >>> _timed_requests({"train_tokens_per_s": 1.0}, 1, 2048)
+    ''
+    """
+    p_tok, o_tok = section.get("prompt_tokens"), section.get("output_tokens")
+    if "ttft_s" not in section or not isinstance(p_tok, int) or not isinstance(o_tok, int) or not concurrency:
+        return ""
+    text = (f"timed for {concurrency:,} request{'' if concurrency == 1 else 's'} at once of {p_tok:,} prompt + "
+            f"{o_tok:,} output tokens")
+    if context_tokens and context_tokens != p_tok + o_tok:
+        text += f" (the memory above holds sequences of {context_tokens:,} tokens)"
+    return text
+
+
+def _seconds(value: float) -> str:
+    """A step or one of its parts in seconds, three significant figures, never in exponent form.
+
+    >>> _seconds(1503.7), _seconds(43.62), _seconds(0.004261), _seconds(0.00002)
+    ('1,504', '43.6', '0.00426', '<0.001')
+    """
+    if value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}" if value >= 0.001 else "<0.001"
 
 
 def render_recipe(recipe: Any) -> None:

@@ -284,6 +284,20 @@ def workload_fit(gpu: GpuSpec, workload: Workload) -> WorkloadFit:
     )
 
 
+def _decode_ceiling(fit: WorkloadFit) -> str:
+    """The batch-1 decode ceiling clause. Weights one GPU holds are read at its bandwidth; weights split by tensor
+    parallelism over the ``min_gpus`` they need are read by all of them at once, so the ceiling is that many times
+    one GPU's, while pipeline stages read theirs in turn and stay at one GPU's."""
+    one = fit.decode_ceiling_tokens_per_s
+    if one is None:
+        return ""
+    if fit.fits_one_gpu or fit.min_gpus <= 1:
+        return f"; batch-1 decode is capped near {one:,.0f} tokens/s by memory bandwidth"
+    return (f"; batch-1 decode is capped by memory bandwidth near {one * fit.min_gpus:,.0f} tokens/s with the "
+            f"weights split by tensor parallelism over {fit.min_gpus} GPUs (near {one:,.0f} in pipeline stages, "
+            f"which read in turn)")
+
+
 def _workload_statements(workload: Workload, fits: tuple[WorkloadFit, WorkloadFit]) -> list[str]:
     size_gb = workload.resident_bytes / GB
     out = []
@@ -306,11 +320,7 @@ def _workload_statements(workload: Workload, fits: tuple[WorkloadFit, WorkloadFi
                 f"do not fit on one {fit.gpu}; fully sharded (ZeRO-3/FSDP) they need at least {fit.min_gpus} GPUs, "
                 f"and plain data parallelism never helps (each replica holds them all)"
             )
-        decode = (
-            f"; batch-1 decode is capped near {fit.decode_ceiling_tokens_per_s:,.0f} tokens/s by memory bandwidth"
-            if fit.decode_ceiling_tokens_per_s is not None
-            else ""
-        )
+        decode = _decode_ceiling(fit)
         out.append(f"{workload.name}: {workload.resident_label} take {size_gb:,.1f} GB and {where}{decode}.")
     if workload.task == "inference":
         out.append("Weights only: KV cache, activations and runtime overhead come on top; run 'anchorgpu plan' for the full per-GPU budget.")

@@ -1,0 +1,41 @@
+"""The plan's Speed section as text: it names the requests a serving estimate times, and prints step times in
+plain seconds, never in exponent form."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from cli_runner import run
+
+
+def _speed_section(out: str) -> str:
+    return out.split("Speed (calibrated prediction", 1)[1].split("Still to check", 1)[0]
+
+
+def test_a_plan_sized_by_context_says_its_speed_is_timed_at_the_default_request(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # Memory at 8,192 tokens a sequence, speed at the default 1,024 + 256 request: the text must say both.
+    code, out, _ = run(capsys, "plan", "llama-3.1-70b", "--gpu", "h100", "--context", "8k", "--concurrency", "32")
+    assert code == 0
+    speed = " ".join(_speed_section(out).split())
+    assert ("timed for 32 requests at once of 1,024 prompt + 256 output tokens "
+            "(the memory above holds sequences of 8,192 tokens)") in speed
+
+
+def test_a_plan_sized_by_its_request_names_that_request_only(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--prompt", "1000", "--output-tokens", "200",
+                       "--concurrency", "64")
+    assert code == 0
+    speed = " ".join(_speed_section(out).split())
+    assert "timed for 64 requests at once of 1,000 prompt + 200 output tokens time to first token" in speed
+
+
+def test_a_long_training_step_prints_in_plain_seconds(capsys: pytest.CaptureFixture[str]) -> None:
+    # LoRA of a 70B on 2 H100 at the default 4M-token batch: a step of about 1,500 s, once printed as "1.5e+03 s".
+    code, out, _ = run(capsys, "plan", "llama-3.1-70b", "--task", "lora", "--gpu", "h100")
+    assert code == 0
+    step = next(line for line in out.splitlines() if line.strip().startswith("step "))
+    assert "e+" not in step
+    assert re.match(r"\s*step \d{1,3}(,\d{3})+ s = compute \d{1,3}(,\d{3})+ s", step)
