@@ -38,7 +38,7 @@ def check_given(request: PlanRequest | RecommendRequest, model: object = None) -
 def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
     """(Workload, PrecisionPlan, Layout) for the request; defaults left to the planner (it states them)."""
     from anchorgpu.planner import Layout, PrecisionPlan
-    from anchorgpu.planner.engine_choice import check_engine_caps, resolve_engine, resolve_train_stack
+    from anchorgpu.planner.engine_choice import check_engine_caps, engine_source, resolve_engine, resolve_train_stack
     from anchorgpu.planner.inputs import KV_CACHE_AUTO, workload_of
 
     check_given(request)
@@ -51,7 +51,7 @@ def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
     workload = workload_of(  # a field left null takes the planner's default
         task=request.task, context_tokens=request.context, concurrency=request.concurrency,
         allow_long_context=request.allow_long_context, gpu_memory_utilization=request.gpu_memory_utilization,
-        engine=engine, micro_batch=request.micro_batch, seq_tokens=request.seq, recompute=request.recompute, optimizer=request.optimizer,
+        engine=engine, engine_source=engine_source(request.engine, request.recipe), micro_batch=request.micro_batch, seq_tokens=request.seq, recompute=request.recompute, optimizer=request.optimizer,
         offload_activation_layers=request.offload_activation_layers,
         optimizer_state=request.optimizer_state,
         lora_rank=request.lora_rank,
@@ -114,7 +114,7 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
     from anchorgpu.catalog import find_offerings, load_catalog
     from anchorgpu.errors import InvalidWorkload
     from anchorgpu.planner import Workload
-    from anchorgpu.planner.engine_choice import resolve_engine, resolve_train_stack
+    from anchorgpu.planner.engine_choice import engine_source, resolve_engine, resolve_train_stack
     from anchorgpu.planner.inputs import workload_of
     from anchorgpu.planner.speed.calibration import Overrides
     from anchorgpu.planner.sweep import SweepSpec
@@ -163,7 +163,8 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
                            recompute=request.recompute, optimizer=request.optimizer, lora_rank=request.lora_rank,
                            gpu_memory_utilization=request.gpu_memory_utilization,
                            allow_long_context=request.allow_long_context,
-                           max_num_seqs=request.max_num_seqs, engine=resolve_engine(request.engine, request.recipe))
+                           max_num_seqs=request.max_num_seqs, engine=resolve_engine(request.engine, request.recipe),
+                           engine_source=engine_source(request.engine, request.recipe))
     sized: dict[str, Any] = {} if request.output_tokens is None else {"output_tokens": request.output_tokens}
     spec = SweepSpec(
         workload=workload,
