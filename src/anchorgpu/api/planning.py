@@ -38,7 +38,7 @@ def check_given(request: PlanRequest | RecommendRequest, model: object = None) -
 def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
     """(Workload, PrecisionPlan, Layout) for the request; defaults left to the planner (it states them)."""
     from anchorgpu.planner import Layout, PrecisionPlan
-    from anchorgpu.planner.engine_choice import check_engine_caps, resolve_engine, resolve_train_stack
+    from anchorgpu.planner.engine_choice import check_engine_caps, engine_source, resolve_engine, resolve_train_stack
     from anchorgpu.planner.inputs import KV_CACHE_AUTO, workload_of
 
     check_given(request)
@@ -51,7 +51,7 @@ def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
     workload = workload_of(  # a field left null takes the planner's default
         task=request.task, context_tokens=request.context, concurrency=request.concurrency,
         allow_long_context=request.allow_long_context, gpu_memory_utilization=request.gpu_memory_utilization,
-        engine=engine, micro_batch=request.micro_batch, seq_tokens=request.seq, recompute=request.recompute, optimizer=request.optimizer,
+        engine=engine, engine_source=engine_source(request.engine, request.recipe), micro_batch=request.micro_batch, seq_tokens=request.seq, recompute=request.recompute, optimizer=request.optimizer,
         offload_activation_layers=request.offload_activation_layers,
         optimizer_state=request.optimizer_state,
         lora_rank=request.lora_rank,
@@ -114,8 +114,9 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
     from anchorgpu.catalog import find_offerings, load_catalog
     from anchorgpu.errors import InvalidWorkload
     from anchorgpu.planner import Workload
-    from anchorgpu.planner.engine_choice import resolve_engine, resolve_train_stack
+    from anchorgpu.planner.engine_choice import engine_source, resolve_engine, resolve_train_stack
     from anchorgpu.planner.inputs import workload_of
+    from anchorgpu.planner.speed.calibration import Overrides
     from anchorgpu.planner.sweep import SweepSpec
     from anchorgpu.planner.validate import check_kv_cache_task
     from anchorgpu.recommend import recommend, recommendation_to_json
@@ -159,7 +160,11 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
                            seq_tokens=request.seq, train_precision=request.train_precision,
                            optimizer_state=request.optimizer_state, cross_entropy=request.cross_entropy,
                            train_stack=resolve_train_stack(request.train_stack, request.recipe, request.task),
-                           max_num_seqs=request.max_num_seqs, engine=resolve_engine(request.engine, request.recipe))
+                           recompute=request.recompute, optimizer=request.optimizer, lora_rank=request.lora_rank,
+                           gpu_memory_utilization=request.gpu_memory_utilization,
+                           allow_long_context=request.allow_long_context,
+                           max_num_seqs=request.max_num_seqs, engine=resolve_engine(request.engine, request.recipe),
+                           engine_source=engine_source(request.engine, request.recipe))
     sized: dict[str, Any] = {} if request.output_tokens is None else {"output_tokens": request.output_tokens}
     spec = SweepSpec(
         workload=workload,
@@ -167,14 +172,18 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
         kv_caches=(request.kv_cache,) if request.kv_cache else (),
         concurrencies=(request.concurrency,) if request.concurrency else (),
         prompt_tokens=request.prompt, train_tokens=request.train_tokens, **sized,  # else the sweep's output tokens
+        global_batch_tokens=request.global_batch, efficiencies=Overrides(mfu=request.mfu, mbu=request.mbu),
     )
     result = recommend(model, spec, catalog, request.term, now, max_usd=request.max_usd,
                        min_tokens_per_s_per_user=request.min_tokens_per_s_per_user, top=request.top,
                        max_servers=request.max_servers, offerings=offerings, lower_precision=request.lower_precision)
     body: dict[str, Any] = recommendation_to_json(result)
     if request.recipe is not None:
+        from dataclasses import replace
+
         from anchorgpu.recipes.for_results import attach_recipes, request_sized
 
-        body = attach_recipes(body, model, request_sized(workload, spec.prompt_tokens, spec.output_tokens),
+        sized_workload = replace(workload, global_batch_tokens=spec.global_batch_tokens)  # the launch's batch too
+        body = attach_recipes(body, model, request_sized(sized_workload, spec.prompt_tokens, spec.output_tokens),
                               request.recipe)
     return body

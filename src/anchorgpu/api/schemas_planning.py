@@ -113,6 +113,10 @@ class RecommendRequest(_Request):
     recipe: Literal["vllm", "sglang", "trtllm", "torchrun-fsdp", "deepspeed", "accelerate", "skypilot", "k8s"] | None = Field(default=None, description="Also write each result's launch under its 'recipe' (null with 'recipe_refused' where it cannot express that result's plan)")
     micro_batch: int | None = Field(default=None, ge=LIMITS["micro_batch"].low, le=LIMITS["micro_batch"].high, description="Training only: sequences per GPU step (default 1)")
     seq: int | None = Field(default=None, ge=1, le=10_000_000, description="Training only: tokens per sequence (serving's is context; default 2,048 or the model's context if shorter)")
+    global_batch: int | None = Field(default=None, ge=LIMITS["global_batch"].low, le=LIMITS["global_batch"].high, description="Training only: tokens per optimizer step (default 4,194,304); gradient accumulation follows")
+    recompute: Literal["none", "selective", "moe", "full"] | None = Field(default=None, description="Training only: activation recomputation (default: the least that fits each offering, none, then selective, then full; moe: a mixture of experts' MoE blocks)")
+    optimizer: Literal["adamw", "adamw-8bit", "sgd", "lion", "adafactor"] | None = Field(default=None, description="Training only: the optimizer whose state is kept (default adamw)")
+    lora_rank: int | None = Field(default=None, ge=LIMITS["lora_rank"].low, le=LIMITS["lora_rank"].high, description="Task lora or qlora only: LoRA rank r (default 16)")
     train_tokens: int | None = Field(default=None, ge=LIMITS["train_tokens"].low, le=LIMITS["train_tokens"].high, description="Training only: tokens to train on (gives run time and run cost)")
     train_precision: Literal["mixed", "bf16-true", "fp8", "fp4"] | None = Field(default=None, description="Training only: 'mixed' (the default) keeps fp32 master weights and moments; 'bf16-true' keeps neither; 'fp8'/'fp4' compute the products in FP8/FP4 (Transformer Engine style): offerings whose GPU lacks those tensor cores are rejected")
     optimizer_state: Literal["fp32", "bf16-moments", "bf16"] | None = Field(default=None, description="Full training only: AdamW's master weights and moments under mixed/fp8/fp4 precision: 'fp32' (the default, 12 bytes a parameter), 'bf16-moments' (fp32 master, bf16 moments, 8) or 'bf16' (bf16 master and moments, 6)")
@@ -126,6 +130,10 @@ class RecommendRequest(_Request):
         default=None, strict=False,
         description="At most this total for the term, USD (a JSON number or a plain decimal string such as \"20000.50\")")
     min_tokens_per_s_per_user: float | None = Field(default=None, ge=LIMITS["min_tokens_per_s_per_user"].low, le=LIMITS["min_tokens_per_s_per_user"].high, allow_inf_nan=False, description="Inference only: at least this decode speed per user, tokens/s")
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1, description="Inference only: fraction of GPU memory the serving engine may use (vLLM; default 0.9); with engine trtllm the fraction of the memory free after the weights and profiling that the KV cache takes")
+    allow_long_context: bool = Field(default=False, description="Allow a context (or training sequence) beyond the model's configured limit")
+    mfu: float | None = Field(default=None, ge=MIN_EFFICIENCY, le=1, description=f"Performance: model FLOPs utilization ({MIN_EFFICIENCY:g}-1; default: the calibrated efficiencies)")
+    mbu: float | None = Field(default=None, ge=MIN_EFFICIENCY, le=1, description=f"Performance: memory-bandwidth utilization for decode ({MIN_EFFICIENCY:g}-1; default: the calibrated efficiencies)")
     top: int = Field(default=10, ge=1, le=100, description="How many results")
     max_servers: int = Field(default=4, ge=1, le=16, description="Most servers of one offering to consider")
 

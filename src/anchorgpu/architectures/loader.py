@@ -24,8 +24,8 @@ from anchorgpu.architectures.registry import REGISTRY_FILE, ModelInfo, list_mode
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.errors import DataFileError, HubUnavailable, InvalidConfig, UnknownModel, did_you_mean
 
-__all__ = ["HUB_ID", "QUANT_CONFIGS_DIR", "Fetch", "load_config_file", "load_model", "load_registry_model",
-           "load_with_hf_quant_config"]
+__all__ = ["HUB_ID", "MAX_CONFIG_BYTES", "QUANT_CONFIGS_DIR", "Fetch", "load_config_file", "load_model",
+           "load_registry_model", "load_with_hf_quant_config", "read_config_text"]
 
 # A Hub repository id: "org/name" with the characters the Hub allows.
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -147,15 +147,36 @@ def load_with_hf_quant_config(model: str, quant_config: str) -> ModelSpec:
     return replace(spec, family=info.family)
 
 
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+"""The most a model's ``config.json`` or its ``hf_quant_config.json`` may hold, 16 MiB: a published config is a few
+KiB, and a ModelOpt file listing every quantized module of a large mixture of experts a few MiB; a larger file is not
+a config, and is refused before it is read into memory."""
+
+
+def read_config_text(file: Path, *, where: str | None = None) -> str:
+    """The text of a local JSON config file, at most :data:`MAX_CONFIG_BYTES` of it; a larger file, or one that
+    cannot be read or decoded, is one line naming it (``where``, else the path)."""
+    name = where or str(file)
+    try:
+        with file.open("rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise InvalidConfig(f"{name}: cannot be read ({type(exc).__name__}: {exc})") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise InvalidConfig(f"{name}: larger than {MAX_CONFIG_BYTES // (1024 * 1024)} MiB, too large for a model's "
+                            "config file")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidConfig(f"{name}: cannot be read ({type(exc).__name__}: {exc})") from None
+
+
 def load_config_file(path: Path) -> ModelSpec:
     """A ``config.json`` file, or a folder that holds one."""
     file = path / "config.json" if path.is_dir() else path
     if not file.is_file():
         raise InvalidConfig(f"{path}: folder has no config.json")
-    try:
-        text = file.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidConfig(f"{file}: cannot be read ({type(exc).__name__}: {exc})") from None
+    text = read_config_text(file)
     cfg, quant_source = _with_sidecar(parse_config_text(text, where=str(file)), file)
     name = file.parent.name if file.name == "config.json" else file.stem
     return from_hf_config(cfg, name=name or file.stem, source=str(file), quantization_source=quant_source)
@@ -173,10 +194,7 @@ def _with_sidecar(cfg: dict[str, object], file: Path) -> tuple[dict[str, object]
     sidecar = file.parent / SIDECAR
     if "quantization_config" in cfg or not sidecar.is_file():
         return cfg, None
-    try:
-        doc_text = sidecar.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidConfig(f"{sidecar}: cannot be read ({type(exc).__name__}: {exc})") from None
+    doc_text = read_config_text(sidecar)
     return _with_hf_quant_config(cfg, doc_text, where=str(sidecar)), str(sidecar)
 
 
@@ -224,9 +242,9 @@ def _download_sidecar(repo_id: str, config: Path, download: Callable[..., str]) 
     from huggingface_hub.errors import RemoteEntryNotFoundError
 
     try:
-        if "quantization_config" in json.loads(config.read_text(encoding="utf-8-sig")):
+        if "quantization_config" in json.loads(read_config_text(config)):
             return
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (InvalidConfig, ValueError):
         return  # the caller reads and refuses it in one line
     try:
         revision = config.parent.name if re.fullmatch(r"[0-9a-f]{40}", config.parent.name) else None
@@ -257,10 +275,7 @@ def _load_from_hub(
         detail = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
         raise HubUnavailable(f"{repo_id}: could not fetch config.json from the Hugging Face Hub ({detail})") from None
     file = Path(local)
-    try:
-        text = file.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HubUnavailable(f"{repo_id}: downloaded config.json cannot be read ({type(exc).__name__})") from None
+    text = read_config_text(file, where=f"{repo_id}/config.json")  # the cap of a local file: the Hub serves anything
     cfg, quant_source = _with_sidecar(parse_config_text(text, where=f"{repo_id}/config.json"), file)
     return from_hf_config(cfg, name=repo_id, source=f"hub:{repo_id}",
                           quantization_source=quant_source and f"{repo_id}/{SIDECAR}")

@@ -79,7 +79,7 @@ def plan_command(
     from anchorgpu.architectures import load_model
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Layout, PrecisionPlan, plan, plan_to_json
-    from anchorgpu.planner.engine_choice import check_engine_caps, resolve_engine, resolve_train_stack
+    from anchorgpu.planner.engine_choice import check_engine_caps, engine_source, resolve_engine, resolve_train_stack
     from anchorgpu.planner.inputs import KV_CACHE_AUTO, workload_of
     from anchorgpu.planner.validate import check_task_options, planned_task
     from anchorgpu.validation import bounded_int
@@ -104,6 +104,7 @@ def plan_command(
         from anchorgpu.recipes import check_kind
 
         check_kind(recipe, diffusion=not isinstance(spec, ModelSpec), engine=engine, task=task)
+    chosen_by = engine_source(engine, recipe)
     engine = resolve_engine(engine, recipe)
     check_engine_caps(max_num_seqs, max_num_batched_tokens, engine)
     gpu_spec = get_gpu(gpu) if gpu is not None else None
@@ -115,6 +116,7 @@ def plan_command(
     workload = workload_of(  # the options not given (None) take the planner's defaults
         task=task, context_tokens=parse_tokens(context, field="context"), concurrency=concurrency,
         allow_long_context=allow_long_context, gpu_memory_utilization=gpu_memory_utilization, engine=engine,
+        engine_source=chosen_by,
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, micro_batch=micro_batch,
         seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute, offload_activation_layers=offload_activations,
         optimizer=optimizer, optimizer_state=optimizer_state,  # validated by the planner with a one-line reason

@@ -218,7 +218,7 @@ def recommend_command(
         bounded_int(value, field=field)
     if not 1 <= max_servers <= 16:
         raise InvalidWorkload(f"--max-servers {max_servers}: choose 1 to 16")
-    from anchorgpu.planner.engine_choice import resolve_engine, resolve_train_stack
+    from anchorgpu.planner.engine_choice import engine_source, resolve_engine, resolve_train_stack
     from anchorgpu.planner.inputs import workload_of
     from anchorgpu.planner.validate import check_task_options, planned_task
 
@@ -236,6 +236,7 @@ def recommend_command(
         from anchorgpu.recipes import check_kind
 
         recipe = check_kind(recipe, diffusion=not isinstance(spec_model, ModelSpec), engine=engine, task=task)
+    chosen_by = engine_source(engine, recipe)
     engine = resolve_engine(engine, recipe)
     catalog = load_catalog()
     offerings = catalog.offerings
@@ -271,7 +272,7 @@ def recommend_command(
         task=task, context_tokens=parse_tokens(context, field="context"), concurrency=concurrency,
         gpu_memory_utilization=gpu_memory_utilization, allow_long_context=allow_long_context,
         micro_batch=micro_batch or 1,  # the sweep's: one sequence per GPU step unless asked
-        engine=engine, max_num_seqs=max_num_seqs, seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute,
+        engine=engine, engine_source=chosen_by, max_num_seqs=max_num_seqs, seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute,
         optimizer=optimizer, lora_rank=lora_rank, train_precision=train_precision, optimizer_state=optimizer_state,
         cross_entropy=cross_entropy, train_stack=resolve_train_stack(train_stack, recipe, task),
     )

@@ -8,28 +8,33 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from anchorgpu.errors import InvalidWorkload
-from anchorgpu.planner.inputs import Engine, TrainStack
+from anchorgpu.planner.inputs import Engine, EngineSource, TrainStack
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from anchorgpu.hardware.spec import GpuSpec
 
-__all__ = ["TRAINING_RECIPES", "check_engine_caps", "engine_refusal", "resolve_engine", "resolve_train_stack"]
+__all__ = ["TRAINING_RECIPES", "check_engine_caps", "engine_refusal", "engine_source", "resolve_engine",
+           "resolve_train_stack"]
 
 
-def engine_refusal(engine: str, gpus: Iterable[GpuSpec]) -> str | None:
+def engine_refusal(engine: str, gpus: Iterable[GpuSpec], source: EngineSource = "given") -> str | None:
     """The one-line refusal of a serving engine on GPUs it does not run on, or None: TensorRT-LLM runs on NVIDIA
-    GPUs only (``plan``, the sweep and ``recommend``'s rejections all say it this way).
+    GPUs only (``plan``, the sweep and ``recommend``'s rejections all say it this way), named by the option that chose
+    it (``source``: ``--recipe trtllm`` where that launch chose the engine).
 
     >>> from anchorgpu.hardware import get_gpu
     >>> engine_refusal("trtllm", [get_gpu("h100"), get_gpu("mi300x")]), engine_refusal("vllm", [get_gpu("mi300x")])
     ('--engine trtllm: TensorRT-LLM runs on NVIDIA GPUs only, not mi300x', None)
+    >>> engine_refusal("trtllm", [get_gpu("mi300x")], "recipe")
+    '--recipe trtllm: TensorRT-LLM runs on NVIDIA GPUs only, not mi300x'
     """
     if engine != "trtllm":
         return None
     other = sorted({gpu.name for gpu in gpus if gpu.vendor != "NVIDIA"})
-    return f"--engine trtllm: TensorRT-LLM runs on NVIDIA GPUs only, not {', '.join(other)}" if other else None
+    option = "--recipe" if source == "recipe" else "--engine"
+    return f"{option} trtllm: TensorRT-LLM runs on NVIDIA GPUs only, not {', '.join(other)}" if other else None
 
 
 def resolve_engine(engine: str | None, recipe: str | None = None) -> Engine:
@@ -43,6 +48,17 @@ def resolve_engine(engine: str | None, recipe: str | None = None) -> Engine:
     if engine is not None:
         return cast(Engine, engine)
     return "trtllm" if recipe is not None and recipe.strip().lower() == "trtllm" else "vllm"
+
+
+def engine_source(engine: str | None, recipe: str | None = None) -> EngineSource:
+    """How :func:`resolve_engine` chose the engine for these options (the workload's ``engine_source``).
+
+    >>> engine_source("vllm"), engine_source(None), engine_source(None, "trtllm"), engine_source(None, "sglang")
+    ('given', 'default', 'recipe', 'default')
+    """
+    if engine is not None:
+        return "given"
+    return "recipe" if recipe is not None and recipe.strip().lower() == "trtllm" else "default"
 
 
 TRAINING_RECIPES: tuple[str, ...] = ("torchrun-fsdp", "deepspeed", "accelerate")

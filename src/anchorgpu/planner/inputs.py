@@ -113,6 +113,9 @@ with FP8 hardware, an NVFP4 one where the workload's engine runs it on the GPU, 
 states which, and its ``Plan.precision`` holds the dtype planned."""
 Engine = Literal["vllm", "trtllm"]
 ENGINES: tuple[Engine, ...] = ("vllm", "trtllm")
+EngineSource = Literal["given", "default", "recipe"]
+"""How the serving engine was chosen: named by the user (``--engine``), vLLM by default, or TensorRT-LLM because its
+launch was asked for (``--recipe trtllm``); a refusal says which, so it never names an ``--engine`` nobody gave."""
 """Serving engines whose memory sizing and admission the planner models: vLLM V1 (its ``gpu_memory_utilization``
 budget, paged admission) and TensorRT-LLM's PyTorch backend as ``trtllm-serve`` runs it (a fraction of the memory
 free after its profiling pass, GUARANTEED_NO_EVICT admission)."""
@@ -145,6 +148,7 @@ class Workload:
 
     task: Task = "inference"
     engine: Engine = "vllm"
+    engine_source: EngineSource = "given"  # the faces say "default" or "recipe" where they chose the engine
     context_tokens: int | None = None
     concurrency: int | None = None
     allow_long_context: bool = False

@@ -131,7 +131,7 @@ def plan(
     if gpu is not None and w.task in ("train", "lora", "qlora") and not gpu.computes_in(w.train_precision):
         raise InvalidWorkload(f"--train-precision {w.train_precision}: {gpu.name} has no "
                               f"{w.train_precision.upper()} tensor cores")
-    refused = engine_refusal(w.engine, (gpu,)) if gpu is not None else None
+    refused = engine_refusal(w.engine, (gpu,), w.engine_source) if gpu is not None else None
     if refused:
         raise InvalidWorkload(refused)
     if choose_layout and gpu is not None and isinstance(model, ModelSpec):

@@ -165,7 +165,7 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     if w.task not in ("inference", "train", "lora", "qlora"):
         raise InvalidWorkload(f"the sweep covers inference and training tasks, not {w.task!r}")
     validate_workload(w)  # first, as plan() checks it: trtllm for training is refused for the task, not for a GPU
-    refused = engine_refusal(w.engine, (sh.gpu for sh in shapes))  # as plan() refuses it
+    refused = engine_refusal(w.engine, (sh.gpu for sh in shapes), w.engine_source)  # as plan() refuses it
     if refused:
         raise InvalidWorkload(refused)
     training = w.task != "inference"

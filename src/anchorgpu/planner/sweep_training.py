@@ -15,6 +15,7 @@ import numpy.typing as npt
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.inputs import RECOMPUTES, Layout, PrecisionPlan, default_seq_tokens, recompute_ladder
 from anchorgpu.planner.plan import plan
+from anchorgpu.planner.speed.calibration import calibrated
 from anchorgpu.planner.speed.flops import Recompute, TrainKind
 from anchorgpu.planner.speed.links import compute_precision_for_training
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
@@ -74,6 +75,7 @@ def training_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sw
     kind: TrainKind = "full" if w.task == "train" else "lora"
     precision = compute_precision_for_training(w.train_precision)
     speed_cache: dict[tuple[int, int, int, int, int, int, int, str], float] = {}
+    cal = calibrated(spec.efficiencies)  # --mfu/--mbu time a training step here as they do in plan
     tps = np.empty((n_l, n_w))
     micro = w.micro_batch or 1
     for i in range(n_l):
@@ -92,7 +94,7 @@ def training_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sw
                     kind=kind, precision=precision, gpus_per_server=shape.gpus_per_server,
                     network_bytes_per_s=shape.network_bytes_per_s, train_stack=w.train_stack,
                     offload_activation_layers=w.offload_activation_layers,
-                    optimizer_state=w.optimizer_state).tokens_per_s
+                    optimizer_state=w.optimizer_state, cal=cal).tokens_per_s
             tps[i, j] = speed_cache[speed_key]
     shape2 = (n_l, n_w)
     time_s = spec.train_tokens / tps if spec.train_tokens else np.full(shape2, np.nan)

@@ -15,7 +15,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._memo import memo_with_lines
 from anchorgpu.planner.formats import WeightFormat, format_for_model, get_format, shipped_format
-from anchorgpu.planner.inputs import KV_CACHE_AUTO, KV_CACHE_DTYPES, PrecisionPlan, Workload
+from anchorgpu.planner.inputs import KV_CACHE_AUTO, KV_CACHE_DTYPES, EngineSource, PrecisionPlan, Workload
 from anchorgpu.planner.layout_resolution import (
     GPUS_PER_SERVER,
     check_layout_counts,
@@ -37,7 +37,7 @@ __all__ = ["GPUS_PER_SERVER", "TRAIN_FORMATS", "check_activation_offload_layout"
            "check_positive", "check_task_options", "planned_task",
            "check_tp", "default_tp",
            "default_kv_cache", "kv_cache_refusal", "kv_cache_runs_on", "nvfp4_kv_line", "nvfp4_kv_refusal",
-           "resolve_format", "resolve_kv_cache", "vllm_nvfp4_refusal",
+           "resolve_format", "resolve_kv_cache", "serving_engine_named", "vllm_nvfp4_refusal",
            "shipped_kv_cache", "resolve_layout", "tp_is_valid", "validate_workload"]
 
 TRAIN_FORMATS = ("bf16", "fp16", "fp32")
@@ -228,17 +228,41 @@ def _default_runs(kv: str, gpu: GpuSpec, engine: str, model: ModelSpec | Diffusi
     return kv_cache_runs_on(kv, gpu, engine, model)
 
 
+_ENGINE_NAMES = {"vllm": "vLLM", "trtllm": "TensorRT-LLM"}
+
+
+def serving_engine_named(engine: str, source: EngineSource = "given") -> str:
+    """The serving engine as a refusal names it: the option the user gave, or the engine and why it was chosen, so a
+    message never names an ``--engine`` nobody gave.
+
+    >>> serving_engine_named("vllm"), serving_engine_named("vllm", "default"), serving_engine_named("trtllm", "recipe")
+    ('--engine vllm', 'vLLM, the default engine', 'TensorRT-LLM, the engine of --recipe trtllm')
+    """
+    if source == "default":
+        return f"{_ENGINE_NAMES.get(engine, engine)}, the default engine"
+    if source == "recipe":
+        return f"{_ENGINE_NAMES.get(engine, engine)}, the engine of --recipe {engine}"
+    return f"--engine {engine}"
+
+
 def kv_cache_refusal(kv: str, gpu: GpuSpec, engine: str = "vllm",
-                     model: ModelSpec | DiffusionPipelineSpec | None = None) -> str | None:
+                     model: ModelSpec | DiffusionPipelineSpec | None = None,
+                     source: EngineSource = "given") -> str | None:
     """The one-line refusal of a KV-cache dtype asked for on a GPU where ``engine`` does not run it, or None: only
-    ``nvfp4`` is refused (an FP8 cache on a GPU without FP8 is planned with a warning, as before)."""
+    ``nvfp4`` is refused (an FP8 cache on a GPU without FP8 is planned with a warning, as before). ``source`` says
+    how the engine was chosen (:func:`serving_engine_named`); where vLLM runs the cache and TensorRT-LLM does not,
+    the way to size for vLLM is offered too (no other engine runs one where vLLM does not: they need Blackwell, where
+    vLLM's sizing plans it)."""
     if kv != "nvfp4":
         return None
     why = nvfp4_kv_refusal(gpu, engine, model)
     if why is None:
         return None
     other = "fp8" if gpu.fp8_hardware else "bf16"
-    return f"--kv-cache nvfp4 with --engine {engine}: {why}; use --kv-cache {other}"
+    switch = ""
+    if engine == "trtllm" and nvfp4_kv_refusal(gpu, "vllm", model) is None:
+        switch = f", or {'--recipe vllm' if source == 'recipe' else '--engine vllm'} (vLLM runs it on {gpu.name})"
+    return f"--kv-cache nvfp4 with {serving_engine_named(engine, source)}: {why}; use --kv-cache {other}{switch}"
 
 
 def nvfp4_kv_line(gpu: GpuSpec | None, engine: str, model: ModelSpec | DiffusionPipelineSpec | None) -> str | None:
@@ -277,7 +301,7 @@ def resolve_kv_cache(model: ModelSpec | DiffusionPipelineSpec, workload: Workloa
         return "bf16"  # nothing shipped (what _resolve_kv_cache gives it, with no assumption)
     engine = workload.engine
     if kv != KV_CACHE_AUTO and gpu is not None and workload.task == "inference":
-        refused = kv_cache_refusal(kv, gpu, engine, model)
+        refused = kv_cache_refusal(kv, gpu, engine, model, workload.engine_source)
         if refused:
             raise InvalidWorkload(refused)
     chosen = _resolve_kv_cache(model, workload, kv, gpu, assumptions)
@@ -308,7 +332,8 @@ def _resolve_kv_cache(model: ModelSpec | DiffusionPipelineSpec, workload: Worklo
         if chosen != shipped:
             assert gpu is not None
             why = (f"{gpu.name} has no {shipped.upper()} hardware" if shipped != "nvfp4" else
-                   f"{_nvfp4_default_refusal(gpu, engine, model)} (--engine {engine})")
+                   f"{_nvfp4_default_refusal(gpu, engine, model)} "
+                   f"({serving_engine_named(engine, workload.engine_source)})")
             if chosen == "fp8":
                 assumptions.append(
                     f"KV cache: fp8. The checkpoint ships an {shipped.upper()} KV cache ({where}), but {why}: "

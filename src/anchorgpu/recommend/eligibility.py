@@ -14,6 +14,7 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.engine_choice import engine_refusal
 from anchorgpu.planner.inputs import Workload, engine_limits, large_engine_defaults
+from anchorgpu.planner.validate import serving_engine_named
 from anchorgpu.quotes import UnpricedOffering, price_quote
 from anchorgpu.recommend.records import Rejection
 from anchorgpu.units import Term, fmt_bytes
@@ -32,10 +33,10 @@ def _unable(gpu: GpuSpec, workload: Any, kv_caches: tuple[str, ...] = (), model:
         return f"--train-precision {precision}: {gpu.name} has no {precision.upper()} tensor cores"
     if workload.task != "inference":
         return None
-    refusals = [kv_cache_refusal(k, gpu, workload.engine, model) for k in kv_caches]
+    refusals = [kv_cache_refusal(k, gpu, workload.engine, model, workload.engine_source) for k in kv_caches]
     if refusals and all(refusals):
         return refusals[0]
-    return engine_refusal(workload.engine, (gpu,))
+    return engine_refusal(workload.engine, (gpu,), workload.engine_source)
 
 
 def able_to_run(offerings: tuple[Offering, ...], workload: Any, catalog: Catalog, term: Term,
@@ -60,10 +61,11 @@ def able_to_run(offerings: tuple[Offering, ...], workload: Any, catalog: Catalog
             where = ("a GPU where vLLM or SGLang runs it (vLLM: NVIDIA compute capability 8.0-12.1, not for MLA; "
                      "SGLang: Blackwell)" if workload.engine == "vllm" else
                      "a GPU with NVFP4 hardware (TensorRT-LLM runs it on Blackwell GPUs only)")
-            raise InvalidWorkload(f"--kv-cache nvfp4 with --engine {workload.engine}: no offering considered has "
-                                  f"{where}")
+            engine = serving_engine_named(workload.engine, workload.engine_source)
+            raise InvalidWorkload(f"--kv-cache nvfp4 with {engine}: no offering considered has {where}")
         if workload.task == "inference":
-            raise InvalidWorkload("--engine trtllm: no offering considered has an NVIDIA GPU (TensorRT-LLM runs on "
+            option = "--recipe" if workload.engine_source == "recipe" else "--engine"
+            raise InvalidWorkload(f"{option} trtllm: no offering considered has an NVIDIA GPU (TensorRT-LLM runs on "
                                   "NVIDIA GPUs only)")
         raise InvalidWorkload(f"--train-precision {workload.train_precision}: no offering considered has a GPU with "
                               f"{workload.train_precision.upper()} tensor cores")

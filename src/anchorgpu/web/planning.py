@@ -75,18 +75,19 @@ def form_values(request: Request) -> dict[str, Any]:
     return values
 
 
-_SELECT_DEFAULTS = {"optimizer": "adamw", "train_precision": "mixed", "optimizer_state": "fp32", "engine": "vllm"}
-"""What the forms' selects send when left alone (blank text fields are dropped by :func:`form_values`)."""
+_SELECT_DEFAULTS = {"optimizer": "adamw", "train_precision": "mixed", "optimizer_state": "fp32"}
+"""What the forms' selects send when left alone (blank text fields are dropped by :func:`form_values`). The serving
+engine's select is left alone at its blank "default" option, so a vLLM or TensorRT-LLM sent with it was chosen."""
 
 
 def for_the_task(values: dict[str, Any]) -> dict[str, Any]:
     """``values`` without the other tasks' fields that the form sent at their defaults: a form sends every select
-    (``optimizer=adamw`` with an inference plan, ``engine=vllm`` with a training one), and the shared check refuses an
-    option the task has no use for (:func:`~anchorgpu.planner.validate.check_task_options`). A field the user changed
-    is kept, and refused naming it, as the API and the CLI refuse it.
+    (``optimizer=adamw`` with an inference plan), and the shared check refuses an option the task has no use for
+    (:func:`~anchorgpu.planner.validate.check_task_options`). A field the user changed is kept, and refused naming it,
+    as the API and the CLI refuse it: an engine chosen for a training plan, vLLM as much as TensorRT-LLM.
 
     >>> for_the_task({"task": "train", "engine": "vllm", "optimizer": "sgd"})
-    {'task': 'train', 'optimizer': 'sgd'}
+    {'task': 'train', 'engine': 'vllm', 'optimizer': 'sgd'}
     >>> for_the_task({"engine": "vllm", "optimizer": "adamw", "train_precision": "fp8"})
     {'engine': 'vllm', 'train_precision': 'fp8'}
     """
