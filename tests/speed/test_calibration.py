@@ -62,14 +62,17 @@ def test_every_row_within_25_percent_fitted_or_held_out_but_t37() -> None:
     launch default; FSDP/HSDP, no recompute): Llama 3 8B within 5% in BF16 and FP8, as T35/T36; the 13B 26% fast in
     BF16 and 41% in FP8, the 32B 54% fast in FP8: neither GPU count, micro-batch, batch nor network moves them more
     than a point (compute-bound), and the FP8 runs gained 1.20x over BF16 at 13B and 32B where the plan gives 1.34-1.39x
-    (1.30-1.32x measured and planned at 7B/8B)."""
+    (1.30-1.32x measured and planned at 7B/8B). Since FSDP2's copies on the compute stream are timed
+    (data_parallel.fsdp2_copies_s: every parameter copied out of the gather buffer forward and backward, every gradient
+    into the FP32 scatter buffer) the BF16 13B is within 25% (+16%), the FP8 13B 27% fast, the 32B 28% (FP8 48%), and
+    the 7B/8B rows within 1% (benchmarks/olmo_fsdp_findings.md, 2026-12-05)."""
     errors = {run.id: predict(run) / run.value - 1.0 for run in load_runs()
               if calibrate.set_of(run) in ("core", "trtllm-table")}
-    assert {k for k, e in errors.items() if abs(e) > 0.25} == {"T37", "T37-FP8", "OLMO-13B", "OLMO-13B-FP8"}, errors
-    assert 0.25 < errors["T37"] < 0.35
-    assert 0.45 < errors["T37-FP8"] < 0.60
-    assert 0.25 < errors["OLMO-13B"] < 0.30
-    assert 0.35 < errors["OLMO-13B-FP8"] < 0.45
+    assert {k for k, e in errors.items() if abs(e) > 0.25} == {"T37", "T37-FP8", "OLMO-13B-FP8"}, errors
+    assert 0.25 < errors["T37"] < 0.32
+    assert 0.42 < errors["T37-FP8"] < 0.52
+    assert 0.12 < errors["OLMO-13B"] < 0.20
+    assert 0.25 < errors["OLMO-13B-FP8"] < 0.30
 
 
 def test_the_further_cells_of_tensorrt_llms_table_are_predicted_as_well_as_the_calibration_rows() -> None:

@@ -25,6 +25,7 @@ from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.data_parallel import (
     DataParallelTerms,
     data_parallel_terms,
+    fsdp2_copies_s,
     group_link_of,
     scatters_each_micro_batch,
 )
@@ -39,10 +40,15 @@ MODEL = load_model("llama-3.1-70b")
 FSDP_64 = TrainLayout(gpus=64, tp=1, pp=1, dp=64, zero=3)
 
 
-def _terms(stack: str, lay: TrainLayout = FSDP_64, compute_s: float = 1.0) -> DataParallelTerms:
+def _terms(stack: str, lay: TrainLayout = FSDP_64, compute_s: float = 1.0, fsdp1: bool = False) -> DataParallelTerms:
     return data_parallel_terms(MODEL, H100, calibration(), lay, stage_layers=MODEL.num_layers / lay.pp,
                                compute_s=compute_s, trains_base=True, gpus_per_server=8,
-                               network_bytes_per_s=SLOW_NIC, grad_bytes_per_value=4, train_stack=stack)
+                               network_bytes_per_s=SLOW_NIC, grad_bytes_per_value=4, train_stack=stack, fsdp1=fsdp1)
+
+
+def _copies_s(lay: TrainLayout = FSDP_64, grad_bytes: int = 4) -> float:
+    """FSDP2's copies out of the gather buffer (forward and backward) and, with ``grad_bytes``, into the scatter's."""
+    return fsdp2_copies_s(H100, calibration(), MODEL.params_total / lay.pp, grad_bytes)
 
 
 def _scatter_s(lay: TrainLayout = FSDP_64) -> float:
@@ -61,11 +67,11 @@ def test_only_the_pytorch_stack_without_stages_scatters_every_micro_batch() -> N
 def test_a_micro_batch_carries_its_own_scatter_beside_its_gathers() -> None:
     """70B over 8 servers at 100 Gb/s a GPU, a 1 s micro-batch: the gathers outrun it on either stack, and on the
     PyTorch-native one the micro-batch also carries its FP32 scatter (and one more launch a layer) where Megatron-Core
-    carries none."""
+    carries none; FSDP2's copies around the collectives come on top, serial on the compute stream."""
     pt, mc = _terms("pytorch"), _terms("megatron")
     scatter = _scatter_s()
     assert scatter > 0.5 and mc.fsdp_s > 0.5  # communication-bound: nothing of the scatter hides
-    assert pt.fsdp_s - mc.fsdp_s == pytest.approx(scatter, rel=0.05)
+    assert pt.fsdp_s - mc.fsdp_s == pytest.approx(scatter + _copies_s(), rel=0.05)
 
 
 def test_the_step_end_waits_only_for_the_last_layers_scatter() -> None:
@@ -78,16 +84,20 @@ def test_the_step_end_waits_only_for_the_last_layers_scatter() -> None:
 
 
 def test_with_pipeline_stages_the_pytorch_stack_scatters_once_a_step_as_megatron_core() -> None:
+    """The same once-a-step sync; a micro-batch keeps FSDP2's copies out of the gather buffer only."""
     lay = TrainLayout(gpus=64, tp=1, pp=2, dp=32, zero=3)
-    assert _terms("pytorch", lay) == _terms("megatron", lay)
+    pt, mc = _terms("pytorch", lay), _terms("megatron", lay)
+    assert (pt.sync_s, pt.local_params) == (mc.sync_s, mc.local_params)
+    assert pt.fsdp_s - mc.fsdp_s == pytest.approx(_copies_s(lay, grad_bytes=0))
+    assert _terms("pytorch", lay, fsdp1=True) == mc
 
 
 def test_hidden_traffic_costs_the_pytorch_stack_next_to_nothing() -> None:
     """With a micro-batch long enough to hide gathers and scatter (20 s against about 4 s of traffic) neither stack
-    exposes bandwidth time; only the per-layer launches remain."""
+    exposes bandwidth time; only the per-layer launches and, on the PyTorch-native stack, FSDP2's copies remain."""
     pt, mc = _terms("pytorch", compute_s=20.0), _terms("megatron", compute_s=20.0)
     assert mc.sync_s == 0.0 and pt.sync_s < 0.05
-    assert pt.fsdp_s < 0.01 and mc.fsdp_s < 0.01
+    assert pt.fsdp_s - _copies_s() < 0.01 and mc.fsdp_s < 0.01
 
 
 def test_over_a_slow_network_the_pytorch_stack_pays_the_scatter_every_micro_batch() -> None:
@@ -123,3 +133,28 @@ def test_olmo_cores_32b_over_128_gpus_is_not_explained_by_the_scatter() -> None:
     run = next(r for r in load_runs() if r.id == "T37")
     assert run.value == 1500
     assert 0.25 < predict(run) / run.value - 1 < 0.40
+
+
+def test_fsdp2_copies_every_parameter_out_twice_and_every_gradient_in_once() -> None:
+    """FSDP2 copies each gathered 16-bit parameter out of the flat gather buffer forward and again backward (read 2 +
+    write 2 bytes each time: ``foreach_all_gather_copy_out``) and each 16-bit gradient into the scatter buffer at the
+    reduce width (``foreach_reduce_scatter_copy_in``: read 2, write 4 for FP32), on the compute stream, at the share of
+    the memory bandwidth the optimizer's update is timed at (pytorch/pytorch
+    torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py at 010ae4a)."""
+    cal = calibration()
+    bandwidth = H100.memory_bandwidth_bytes_per_s * cal.stack(H100).decode_mbu
+    assert fsdp2_copies_s(H100, cal, 1e9, 4) == pytest.approx(1e9 * 14 / bandwidth)
+    assert fsdp2_copies_s(H100, cal, 1e9, 2) == pytest.approx(1e9 * 12 / bandwidth)
+    assert fsdp2_copies_s(H100, cal, 1e9, 0) == pytest.approx(1e9 * 8 / bandwidth)
+
+
+def test_fsdp1_runs_and_megatron_core_carry_no_fsdp2_copies() -> None:
+    """PyTorch's first FSDP (Composer's, rows marked ``fsdp1``) makes the parameters views of the gathered flat
+    parameter and casts the gradient on its post-backward stream: no copies on the compute stream, as Megatron-Core,
+    while its scatter still runs every micro-batch."""
+    pt, pt1 = _terms("pytorch"), _terms("pytorch", fsdp1=True)
+    assert pt.fsdp_s - pt1.fsdp_s == pytest.approx(_copies_s())
+    assert pt.sync_s == pt1.sync_s
+    assert _terms("megatron", fsdp1=True) == _terms("megatron")
+    marked = {r.id for r in load_runs() if r.row.get("fsdp1")}
+    assert marked == {"T29", "T30", "T31"}

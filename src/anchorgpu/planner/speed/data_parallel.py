@@ -39,8 +39,8 @@ from anchorgpu.planner.speed.offload import parameter_fetch_s
 if TYPE_CHECKING:
     from anchorgpu.planner.speed.training import TrainSplit
 
-__all__ = ["BUCKET_MIN_PARAMS", "DataParallelTerms", "data_parallel_terms", "group_link_of", "held_params",
-           "scatters_each_micro_batch"]
+__all__ = ["BUCKET_MIN_PARAMS", "DataParallelTerms", "data_parallel_terms", "fsdp2_copies_s", "group_link_of",
+           "held_params", "scatters_each_micro_batch"]
 
 BUCKET_MIN_PARAMS = 40_000_000
 """Megatron-Core's default gradient bucket: ``max(40M, 1M x DP)`` parameters (DistributedDataParallelConfig's
@@ -50,7 +50,7 @@ BUCKET_MIN_PARAMS = 40_000_000
 @dataclass(frozen=True, slots=True)
 class DataParallelTerms:
     fsdp_s: float  # a micro-batch's parameter gathers (and on the PyTorch-native stack its gradient scatter) compute
-    # did not hide, their per-layer latency, host fetches
+    # did not hide, their per-layer latency, host fetches, and on the PyTorch-native stack FSDP2's copies around them
     sync_s: float  # a step's gradient sync the last backward pass did not hide
     local_params: float  # the parameters this GPU's optimizer updates
 
@@ -115,10 +115,41 @@ def scatters_each_micro_batch(train_stack: str, lay: TrainSplit) -> bool:
     return train_stack == "pytorch" and lay.zero >= 3 and lay.pp == 1
 
 
+def fsdp2_copies_s(gpu: GpuSpec, cal: Calibration, gathered_params: float, grad_bytes_per_value: int) -> float:
+    """The HBM copies PyTorch's FSDP2 runs on the compute stream in a micro-batch (seconds), for ``gathered_params``
+    parameters all-gathered forward and again backward, and, where ``grad_bytes_per_value`` is not 0, their
+    gradients reduce-scattered at that width in the same backward.
+
+    Read from pytorch/pytorch ``torch/distributed/fsdp/_fully_shard/`` (``_fsdp_collectives.py`` at 010ae4a,
+    ``_fsdp_param_group.py`` at 002a76f): the gather lands in one flat buffer, and ``wait_for_unshard`` calls
+    ``foreach_all_gather_copy_out`` on the current (compute) stream, whose ``split_with_sizes_copy`` reads the buffer
+    and writes each unsharded parameter: 2 + 2 bytes a 16-bit parameter, forward and again for the backward's
+    re-gather. Before the scatter, ``foreach_reduce``'s ``foreach_reduce_scatter_copy_in`` (``_chunk_cat``, which
+    widens BF16 to the FP32 ``reduce_dtype`` as it copies) reads each 16-bit gradient and writes it at the reduce
+    width: on the compute stream at that commit, and in earlier releases on the reduce-scatter stream with the compute
+    stream made to wait for it at once (``current_stream.wait_stream(reduce_scatter_stream)``), so serial either way.
+    The copy-in before the gather, the scatter's output and its accumulation into the sharded gradient touch a
+    1/N shard and run on the side streams: not counted. Memory-bound, at the share of the bandwidth the optimizer's
+    update is timed at (``decode_mbu``); nothing here hides behind the products. PyTorch's FSDP1 (Composer) gathers
+    into a flat parameter whose views are the parameters and casts the gradient on its post-backward stream, so it
+    has no such copies; the planner's PyTorch-native stack is timed as FSDP2 (torchtitan, OLMo-core).
+
+    >>> from anchorgpu.planner.speed._toys import toy_gpu
+    >>> from anchorgpu.planner.speed.calibration import calibration
+    >>> cal, gpu = calibration(), toy_gpu()
+    >>> round(fsdp2_copies_s(gpu, cal, 1e9, 4) / fsdp2_copies_s(gpu, cal, 1e9, 0), 3)  # (8 + 2 + 4) / 8 bytes
+    1.75
+    """
+    per_param = 2 * (ACTIVATION_BYTES + ACTIVATION_BYTES)  # two copy-outs: read the flat buffer, write the parameter
+    if grad_bytes_per_value:
+        per_param += ACTIVATION_BYTES + grad_bytes_per_value  # the scatter's copy-in: read 16 bits, write reduce width
+    return gathered_params * per_param / (gpu.memory_bandwidth_bytes_per_s * cal.stack(gpu).decode_mbu)
+
+
 def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: TrainSplit, *, stage_layers: float,
                         compute_s: float, trains_base: bool, gpus_per_server: int | None,
                         network_bytes_per_s: float | None, grad_bytes_per_value: int,
-                        train_stack: str = "megatron") -> DataParallelTerms:
+                        train_stack: str = "megatron", fsdp1: bool = False) -> DataParallelTerms:
     """FSDP's gathers (every micro-batch, hidden behind ``compute_s`` as far as they can be) and the gradient sync.
 
     Megatron-Core (and the PyTorch-native stack with pipeline stages): the sync once a step, behind the last backward
@@ -136,7 +167,12 @@ def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: T
     group (across servers each GPU's NIC carries about 1/8 of a server's share either way).
 
     Under expert parallelism a GPU holds 1/ep of its stage's routed experts, and their gradients are reduced over the
-    GPUs holding the same experts (the expert data-parallel group, tp x dp x cp / ep)."""
+    GPUs holding the same experts (the expert data-parallel group, tp x dp x cp / ep).
+
+    On the PyTorch-native stack FSDP2 also copies every gathered parameter out of the gather's flat buffer, forward
+    and backward, and every gradient into the scatter's, on the compute stream (:func:`fsdp2_copies_s`); ``fsdp1``
+    (a measured run on PyTorch's first FSDP, whose parameters are views of the gathered flat parameter) leaves them
+    out."""
     params_stage, expert_stage, expert_group = held_params(model, lay)
     shard_group = lay.dp * lay.cp
     dp_link = group_link_of(gpu, lay, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
@@ -173,6 +209,9 @@ def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: T
             gather += sum(scatter_s(*g) for g in groups if g[0] and g[1] > 1)
             launches = 3.0
         fsdp_s = max(0.0, gather - compute_s) + launches * stage_layers * dp_link.latency_s
+        if train_stack == "pytorch" and not fsdp1:  # FSDP2's copies in and out, serial on the compute stream
+            fsdp_s += fsdp2_copies_s(gpu, cal, params_stage * (shard_group > 1) + expert_stage * (expert_group > 1),
+                                     grad_bytes_per_value if each_micro else 0)
     if lay.offload == "params":  # the parameter shard fetched from host memory forward and backward (ZeRO-Infinity)
         fsdp_s += parameter_fetch_s(gpu, cal, params_stage / max(1, shard_group) + expert_stage / max(1, expert_group))
 

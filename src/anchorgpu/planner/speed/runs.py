@@ -15,6 +15,8 @@ A static batch of ``batch`` equal requests prefilled together and then decoded t
 ``static_batch_output_tokens_per_s`` the batch's output tokens over that time.
 A training row with ``kind: "lora"`` trained low-rank adapters on a frozen model (timed as ``--task lora`` is);
 ``grad_bytes_per_value: 4`` marks one whose gradients were reduced in FP32 (FSDP's ``reduce_dtype``), twice the bytes.
+``fsdp1: true`` marks a PyTorch-native run on PyTorch's first FSDP (Composer): its parameters are views of the gathered
+flat parameter, so FSDP2's copies out of the gather buffer and into the scatter buffer are not timed.
 ``cross_entropy`` names the loss's implementation where the run's recipe sets one other than its stack's default
 (``te``: Megatron-Bridge's recipes and performance scripts from r0.1.0, Transformer Engine's fused kernel).
 A benchmark that sent ``burst_requests`` equal requests at once is timed as that burst
@@ -127,7 +129,7 @@ def _train(run: Run, cal: Calibration) -> float:
                        grad_bytes_per_value=int(r.get("grad_bytes_per_value", 2)),
                        train_stack=r.get("train_stack", "megatron"),
                        offload_activation_layers=int(r.get("offload_activation_layers", 0)),
-                       optimizer_state=r.get("optimizer_state", "fp32"))
+                       optimizer_state=r.get("optimizer_state", "fp32"), fsdp1=bool(r.get("fsdp1", False)))
     metric = run.metric
     if metric == "tokens_per_s_per_gpu":
         return st.tokens_per_s / lay.gpus

@@ -32,7 +32,9 @@ micro-batches per data-parallel rank, each of ``b`` sequences of ``s`` tokens, t
   MoE training rows); recomputing the MoE blocks (``moe``) or whole layers runs their forward again, all-to-alls,
   products and launches included;
 * **FSDP / ZeRO-3**: parameters all-gathered forward and backward in every micro-batch, prefetched one
-  layer ahead: only what the compute does not cover is exposed; gradients reduce-scattered once per step;
+  layer ahead: only what the compute does not cover is exposed; gradients reduce-scattered once per step; on the
+  PyTorch-native stack every micro-batch, with FSDP2's copies out of the gather buffer and into the scatter buffer
+  on the compute stream (:func:`~anchorgpu.planner.speed.data_parallel.fsdp2_copies_s`; ``fsdp1``: none);
 * **activation offload** (``offload_activation_layers``, Megatron-Core's CPU offloading): the offloaded layers'
   activations to the host in the forward pass and back in the backward pass over the host link, exposed only where
   a copy outlasts its pass (:func:`~anchorgpu.planner.speed.offload.activation_offload_s`);
@@ -187,7 +189,7 @@ def training_step(
     kind: TrainKind = "full", precision: str = "bf16", gpus_per_server: int = 8,
     network_bytes_per_s: float | None = None, grad_bytes_per_value: int = 2, cal: Calibration | None = None,
     attention_kernel: AttentionKernel = "flash", train_stack: str = "megatron", offload_activation_layers: int = 0,
-    optimizer_state: str = "fp32",
+    optimizer_state: str = "fp32", fsdp1: bool = False,
 ) -> TrainingStep:
     """Step time and throughput of one training layout (see the module docstring for the parts).
 
@@ -201,7 +203,7 @@ def training_step(
                       lay.tp_overlap, lay.ep_overlap, seq_tokens, micro_batch, recompute, kind, precision,
                       gpus_per_server, network_bytes_per_s, grad_bytes_per_value, attention_kernel, lay.offload,
                       train_stack, offload_activation_layers, lay.pipeline_layout, optimizer_state,
-                      sequence_parallel_of(lay))
+                      sequence_parallel_of(lay), fsdp1)
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     breakdown = {
         "compute": m * b.compute_s, "tp_comm": m * b.tp_s, "pp_bubble": b.bubble_s,
@@ -285,7 +287,7 @@ def _compute_layout_terms(
     recompute: Recompute, kind: TrainKind, precision: str, gpus_per_server: int, network_bytes_per_s: float | None,
     grad_bytes_per_value: int, attention_kernel: AttentionKernel = "flash", offload: str = "none",
     train_stack: str = "megatron", offload_activation_layers: int = 0, pipeline_layout: PipelineLayout | None = None,
-    optimizer_state: str = "fp32", sequence_parallel: bool = True,
+    optimizer_state: str = "fp32", sequence_parallel: bool = True, fsdp1: bool = False,
 ) -> _LayoutTerms:
     lay = TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero, virtual_stages=virtual_stages,
                       tp_overlap=tp_overlap, ep_overlap=ep_overlap, offload=offload, pipeline_layout=pipeline_layout,
@@ -304,7 +306,7 @@ def _compute_layout_terms(
     dpt = data_parallel_terms(model, gpu, cal, lay, stage_layers=stage_layers, compute_s=compute_s,
                               trains_base=kind == "full", gpus_per_server=gpus_per_server,
                               network_bytes_per_s=network_bytes_per_s, grad_bytes_per_value=grad_bytes_per_value,
-                              train_stack=train_stack)
+                              train_stack=train_stack, fsdp1=fsdp1)
     fsdp_s = dpt.fsdp_s
 
     # activations offloaded to the host (Megatron-Core's CPU offloading, one stage): the copies' exposed part
