@@ -1,6 +1,7 @@
 """The sweep's training columns: memory from :func:`~anchorgpu.planner.plan.plan` once per distinct layout and GPU
 group, with the least activation recompute that fits, and speed per layout from
-:func:`~anchorgpu.planner.speed.training.training_step`. Pure.
+:func:`~anchorgpu.planner.speed.training.training_step`; ``splits_batch`` says whether a stated global batch gives each
+data-parallel rank one micro-batch or more (``plan`` refuses the layout otherwise, and it is not timed). Pure.
 """
 
 from __future__ import annotations
@@ -78,16 +79,24 @@ def training_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sw
     cal = calibrated(spec.efficiencies)  # --mfu/--mbu time a training step here as they do in plan
     tps = np.empty((n_l, n_w))
     micro = w.micro_batch or 1
+    # a stated global batch is kept: a layout with more data-parallel ranks than it has micro-batches does not run it
+    # (plan() refuses it: speed.pipeline.microbatches_for); without one, the default batch grows to one micro-batch
+    # per rank, as plan() times an explicit layout
+    stated = spec.global_batch_tokens
+    splits_l = np.ones(n_l, dtype=bool) if stated is None else lay.dp * micro * seq <= stated
     for i in range(n_l):
         s_i, gpus, tp, pp, zero, ep, cp = (int(lay.shape[i]), int(lay.gpus[i]), int(lay.tp[i]), int(lay.pp[i]),
                                            int(lay.zero[i]), int(lay.ep[i]), int(lay.cp[i]))
         dp = gpus // (tp * cp * pp)
+        if not splits_l[i]:
+            tps[i, :] = np.nan
+            continue
         for j in range(n_w):
             rc_ij: Recompute = recompute_lw[i, j]
             speed_key = (s_i, gpus, tp, pp, zero, ep, cp, str(rc_ij))
             if speed_key not in speed_cache:
                 shape = shapes[s_i]
-                batch = max(spec.global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS, dp * micro * seq)
+                batch = stated if stated is not None else max(DEFAULT_GLOBAL_BATCH_TOKENS, dp * micro * seq)
                 speed_cache[speed_key] = training_step(
                     model, shape.gpu, TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, zero=zero, ep=ep), seq_tokens=seq,
                     micro_batch=micro, global_batch_tokens=batch, recompute=rc_ij,
@@ -103,6 +112,7 @@ def training_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sw
         "weights_bytes": weights_lw, "kv_cache_bytes": np.zeros(shape2), "activations_bytes": act_lw,
         "other_bytes": total_lw - weights_lw - act_lw, "per_gpu_total_bytes": total_lw,
         "budget_bytes": np.broadcast_to(budget_l[:, None], shape2), "fits": fits,
+        "splits_batch": splits_l[:, None],  # per layout
         "concurrency": np.broadcast_to(np.full(n_l, micro)[:, None], shape2),
         "prefill_s": nan2, "decode_tokens_per_s_per_user": nan2, "decode_tokens_per_s_total": nan2,
         "train_tokens_per_s": tps, "train_time_s": time_s,

@@ -21,6 +21,7 @@ from anchorgpu.planner.memory.loss import default_cross_entropy, loss_memory, lo
 from anchorgpu.planner.pipeline_layout import PipelineLayout, busiest_rank_layers
 from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
 from anchorgpu.planner.sequence_parallel import memory_off_line
+from anchorgpu.planner.speed.pipeline import interleaving_refusal_line
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, microbatches_for
 from anchorgpu.planner.terms import (
     TaskTerms,
@@ -51,6 +52,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     microbatches = 1
     if w.global_batch_tokens is not None:  # one line when it is smaller than a micro-batch per DP rank
         microbatches = microbatches_for(w.global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq)
+    _check_interleaving(w, lay, micro_batch, seq)
     recompute: Recompute = w.recompute or ("full" if w.task == "qlora" else "none")
     if w.recompute is None:
         assumptions.append(f"Activation recompute: {recompute} (default for {w.task}"
@@ -274,6 +276,18 @@ def _activation_bytes(model: ModelSpec, s: int, b: int, tp: int, pp: int, sp: bo
     return mm.training_activation_bytes(model, s=s, b=b, tp=tp, pp=pp, sp=sp, recompute=recompute, op_sac=pytorch,
                                         loss_bytes_per_logit=loss_bytes_per_logit,
                                         fp8_linear_inputs=fp8_inputs, offloaded_layers=offloaded_layers, stated=stated)
+
+
+def _check_interleaving(w: Workload, lay: ResolvedLayout, micro_batch: int, seq: int) -> None:
+    """Refuse interleaved chunks the training stack would not run with the step's micro-batches, in one line naming
+    the batch (the default one, as the speed estimate times it, when none is given)."""
+    stated = w.global_batch_tokens
+    batch = stated if stated is not None else max(DEFAULT_GLOBAL_BATCH_TOKENS, lay.dp * micro_batch * seq)
+    line = interleaving_refusal_line(lay.pp, lay.virtual_stages, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq,
+                                     global_batch_tokens=batch, batch_given=stated is not None,
+                                     train_stack=w.train_stack)
+    if line is not None:
+        raise InvalidWorkload(line)
 
 
 def pipeline_layout_line(layout: PipelineLayout) -> str:

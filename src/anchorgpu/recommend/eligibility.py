@@ -79,14 +79,20 @@ def engine_cap(workload: Workload, gpu: GpuSpec) -> int:
 
 
 def miss_reason(row: Mapping[str, Any], min_tokens_per_s_per_user: float | None, training: bool,
-                 cap: int | None = None) -> str:
+                 cap: int | None = None, *, batch_tokens: int | None = None, seq_tokens: int | None = None) -> str:
     """Why an offering and server count is rejected, from its configuration closest to fitting (``cap``: the
-    sequences a serving replica's engine runs at once)."""
+    sequences a serving replica's engine runs at once; ``batch_tokens`` and ``seq_tokens``: a training sweep's stated
+    global batch and sequence, named when no layout splits the batch)."""
     if row["fits"] and cap is not None and row["concurrency"] > row["dp"] * cap:
         return (f"its engines run at most {cap:,} sequences a replica at once (vLLM's max_num_seqs, TensorRT-LLM's "
                 "max_batch_size): "
                 f"{row['dp']} replica{'s' if row['dp'] > 1 else ''} would queue {row['concurrency'] - row['dp'] * cap:,} "
                 f"of the {row['concurrency']:,} users")
+    if training and not row.get("splits_batch", True):
+        need = (f" = {row['dp'] * row['concurrency'] * seq_tokens:,} tokens" if seq_tokens else "")
+        return (f"--global-batch {batch_tokens or 0:,}: smaller than one micro-batch per data-parallel rank of every "
+                f"layout tried (the fewest ranks: TP {row['tp']}, PP {row['pp']}, DP {row['dp']} x micro-batch "
+                f"{row['concurrency']}" + (f" x {seq_tokens:,} tokens" if seq_tokens else "") + need + ")")
     if row["fits"] and min_tokens_per_s_per_user is not None:
         return (f"no configuration reaches {min_tokens_per_s_per_user:g} tokens/s per user "
                 f"(best fit: {row['decode_tokens_per_s_per_user']:.1f})")

@@ -77,8 +77,13 @@ def best_per_group(result: SweepResult, usable: np.ndarray, group: np.ndarray) -
 
 
 def closest_miss(result: SweepResult, group: np.ndarray) -> dict[tuple[int, int], int]:
-    """Per (shape, servers) with nothing that fits: the configuration closest to fitting (least overshoot)."""
+    """Per (shape, servers) with nothing that fits: the configuration closest to fitting (least overshoot). A training
+    sweep's layouts that split the stated global batch (``splits_batch``) come first; where none does, the one with
+    the fewest data-parallel ranks."""
     c = result.columns  # on the grid's axes: the budget is per layout
     over = (np.asarray(c.compact("per_gpu_total_bytes"), dtype=np.float64)
             - np.asarray(c.compact("budget_bytes"), dtype=np.float64))
-    return _first_best(group, (c.widen(over),))
+    if "splits_batch" not in c:
+        return _first_best(group, (c.widen(over),))
+    ranks_over = np.where(c.compact("splits_batch"), 0, c.compact("dp")).astype(np.float64)
+    return _first_best(group, (c.widen(ranks_over), c.widen(over)))

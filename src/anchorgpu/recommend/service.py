@@ -23,6 +23,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.catalog import Catalog, Offering
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
+from anchorgpu.planner.inputs import default_seq_tokens
 from anchorgpu.planner.speed.calibration import calibrated
 from anchorgpu.planner.speed.caveats import serving_caveats, training_caveats
 from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec, sweep
@@ -268,13 +269,14 @@ def recommend(
             nvfp4_gpu = np.array([kv_cache_runs_on("nvfp4", sh.gpu, engine, model)
                                   for sh in shapes])[c.compact("shape")]
             usable &= c.widen(~nvfp4 | nvfp4_gpu)
-    else:
-        usable = np.asarray(c["fits"], dtype=bool)
+    else:  # and splits the stated global batch: a micro-batch per data-parallel rank at least, as plan() requires
+        usable = np.asarray(c["fits"], dtype=bool) & np.asarray(c["splits_batch"], dtype=bool)
     if min_tokens_per_s_per_user is not None and result.task == "inference":
         usable = usable & (np.nan_to_num(c["decode_tokens_per_s_per_user"]) >= min_tokens_per_s_per_user)
     group = group_keys(result)
     best = best_per_group(result, usable, group)
     misses = closest_miss(result, group)
+    seq = default_seq_tokens(spec.workload, model.max_context_tokens)  # a training sweep's sequence, as it sizes it
     training = result.task != "inference"
     candidates: list[_Candidate] = []
     rejected: list[Rejection] = list(unable)
@@ -294,7 +296,9 @@ def recommend(
                     row = result.row(miss)
                     cap = None if training else engine_cap(spec.workload, get_gpu(row["gpu"]))
                     rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=quote.total_usd,
-                                              reason=miss_reason(row, min_tokens_per_s_per_user, training, cap)))
+                                              reason=miss_reason(row, min_tokens_per_s_per_user, training, cap,
+                                                                 batch_tokens=spec.global_batch_tokens,
+                                                                 seq_tokens=seq if training else None)))
                 continue
             if max_usd is not None and quote.total_usd > max_usd:
                 rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=quote.total_usd,

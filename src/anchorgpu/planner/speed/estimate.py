@@ -37,6 +37,7 @@ from anchorgpu.planner.speed.links import (
     compute_precision_for_training,
     host_kind,
 )
+from anchorgpu.planner.speed.pipeline import bubble_line
 from anchorgpu.planner.speed.serving_plan import (
     SERVER_GPUS,
     KvReservation,
@@ -161,8 +162,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
             model.moe.num_experts / lay.ep, expert_gemms_per_layer(kind, w.recompute or "none"),
             k.moe_host_s_per_expert_gemm, launch_s / st.microbatches))
     if lay.pp > 1:
-        assumptions.append(f"pipeline bubble (p-1)/v = {lay.pp - 1}/{lay.virtual_stages} micro-batch times per step "
-                           f"({st.bubble_fraction:.1%} of it)")
+        assumptions.append(bubble_line(lay.pp, lay.virtual_stages, st.microbatches, st.bubble_fraction))
         if ctx.layers_line is not None:
             assumptions.append(ctx.layers_line)
     idle_s = st.breakdown_s.get("pp_bubble", 0.0) + st.breakdown_s.get("dp_sync", 0.0)

@@ -37,6 +37,7 @@ from anchorgpu.planner.pipeline_layout import parse_pipeline_layout
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import compute_precision_for_training
+from anchorgpu.planner.speed.pipeline import interleaving_refusal_line
 from anchorgpu.planner.speed.training import (
     DEFAULT_GLOBAL_BATCH_TOKENS,
     TrainLayout,
@@ -74,10 +75,12 @@ def _divisors(n: int, limit: int) -> list[int]:
     return [d for d in range(1, min(n, limit) + 1) if n % d == 0]
 
 
-def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: int, batch: int
-                ) -> tuple[list[tuple[TrainLayout, int]], tuple[Recompute, ...]]:
+def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: int, batch: int,
+                refused: list[str] | None = None) -> tuple[list[tuple[TrainLayout, int]], tuple[Recompute, ...]]:
     """The layouts and micro-batches a search tries, each at every recompute level of the second (the same for all,
-    least first): candidate ``g * len(levels) + j`` is pair ``g`` at level ``j``."""
+    least first): candidate ``g * len(levels) + j`` is pair ``g`` at level ``j``. Interleaved chunks only where the
+    training stack runs them with the step's micro-batches (:func:`~.pipeline.interleaving_refusal`); the line
+    refusing each such layout is added to ``refused`` when given."""
     # any explicit layout flag keeps the rest of the split as before (TP, PP, CP 1; DP the rest)
     explicit = any(x is not None for x in (given.tp, given.pp, given.dp, given.cp, given.zero)) or given.fsdp
     tps = [given.tp or 1] if explicit or given.tp else [  # sequence parallelism stated on needs TP
@@ -132,8 +135,16 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                                             sequence_parallel=given.sequence_parallel)
                                 for ep in eps if (tp * cp * dp) % ep == 0]
                         for mb in mbs:
-                            if dp * mb * seq <= batch:
+                            if dp * mb * seq > batch:
+                                continue  # fewer sequences than one micro-batch per DP rank
+                            line = interleaving_refusal_line(pp, v, dp=dp, micro_batch=mb, seq_tokens=seq,
+                                                             global_batch_tokens=batch,
+                                                             batch_given=w.global_batch_tokens is not None,
+                                                             train_stack=w.train_stack)
+                            if line is None:
                                 out += [(lay, mb) for lay in lays]
+                            elif refused is not None:
+                                refused.append(line)
     return out, rcs
 
 
@@ -148,7 +159,12 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     cal = calibration()
     kind: TrainKind = "full" if w.task == "train" else "lora"
     prec = compute_precision_for_training(w.train_precision)
-    pairs, levels = _candidates(model, w, given, gpus, seq, max(batch, 1))
+    refused: list[str] = []
+    pairs, levels = _candidates(model, w, given, gpus, seq, max(batch, 1), refused)
+    if not pairs and refused and given.pp is None:
+        # only the stated --virtual-stages left nothing: say why (with --pp stated, plan() refuses the layout itself)
+        raise InvalidWorkload(f"--virtual-stages {given.virtual_stages}: no layout of the {gpus} GPUs interleaves "
+                              f"with this batch; the first tried: {refused[0]}")
 
     def speed(lay: TrainLayout, mb: int, rc: Recompute) -> float:
         return training_step(model, gpu, lay, seq_tokens=seq, micro_batch=mb,

@@ -8,21 +8,95 @@ import math
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.memory.model_states import stage_layers
 
-__all__ = ["counts_embedding_and_loss", "microbatches_for", "pipeline_bubble_fraction", "slowest_stage_layers"]
+__all__ = [
+    "bubble_line",
+    "counts_embedding_and_loss",
+    "interleaving_refusal",
+    "interleaving_refusal_line",
+    "microbatches_for",
+    "pipeline_bubble_fraction",
+    "pipeline_bubble_stage_times",
+    "slowest_stage_layers",
+]
 
 
-def pipeline_bubble_fraction(pp: int, microbatches: int, virtual_stages: int = 1) -> float:
-    """Idle fraction of a pipeline step: ``(p-1) / (v*m + p - 1)``.
+def pipeline_bubble_stage_times(pp: int, microbatches: int, virtual_stages: int = 1) -> float:
+    """Idle time of a pipeline step, in stage times (one micro-batch's forward and backward through the ``v`` chunks
+    of one rank): ``(p-1)/v + (p - min(m, p)) * (v-1)/v``.
 
-    Source: Narayanan et al. 2021 (arXiv 2104.04473), section 2.2: the 1F1B bubble is ``(p-1)/m`` of the
-    ideal time, i.e. ``(p-1)/(m+p-1)`` of the whole step; interleaving ``v`` stages per GPU divides it by v.
+    With ``m >= p`` micro-batches and ``v`` chunks a rank this is Narayanan et al. 2021's ``(p-1)/v`` (arXiv
+    2104.04473, section 2.2): the first micro-batch reaches the last rank, and the last one leaves the first, after
+    ``p - 1`` chunk passes. Megatron-Core's interleaved schedule keeps that bubble only when every group of
+    micro-batches it runs through a chunk at a time holds at least ``p`` of them (schedules.py,
+    ``forward_backward_pipelining_with_interleaving``; :func:`interleaving_refusal`): a rank then has work for the ``p``
+    chunk passes a micro-batch takes to come back to it. With ``m < p`` it has ``m`` passes of work and waits
+    ``p - m`` at each of the ``v - 1`` returns to it forward and again backward, ``(p-m)(v-1)/v`` stage times more;
+    at ``m = 1`` the step is the one micro-batch through all ``p * v`` chunks in turn, ``p`` stage times whatever
+    ``v`` is. Without interleaving (``v = 1``) it is 1F1B's ``p - 1`` for any ``m``. Timing each rank's order of
+    operations as Megatron-Core's ``get_schedule_table`` and ``get_pp_rank_microbatches`` lay them out (warm-up
+    forwards, one-forward-one-backward pairs, cool-down backwards), each waiting for its input from the neighbouring
+    chunk, gives this for every ``p``, ``v``, ``m`` and forward-to-backward ratio where the groups hold ``p`` or more
+    micro-batches, and with one group of ``m < p``.
 
-    >>> pipeline_bubble_fraction(1, 1), pipeline_bubble_fraction(4, 13)
-    (0.0, 0.1875)
+    >>> pipeline_bubble_stage_times(8, 64, 4), pipeline_bubble_stage_times(8, 8, 4), pipeline_bubble_stage_times(8, 3)
+    (1.75, 1.75, 7.0)
+    >>> pipeline_bubble_stage_times(8, 1, 4), pipeline_bubble_stage_times(8, 2, 4), pipeline_bubble_stage_times(1, 1, 1)
+    (7.0, 6.25, 0.0)
     """
     if pp < 1 or microbatches < 1 or virtual_stages < 1:
         raise InvalidWorkload("pipeline stages, micro-batches and virtual stages must be at least 1")
-    return (pp - 1) / (virtual_stages * microbatches + pp - 1)
+    return (pp - 1) / virtual_stages + (pp - min(microbatches, pp)) * (virtual_stages - 1) / virtual_stages
+
+
+def pipeline_bubble_fraction(pp: int, microbatches: int, virtual_stages: int = 1) -> float:
+    """Idle fraction of a pipeline step: the bubble (:func:`pipeline_bubble_stage_times`) over the ``m`` stage times
+    of work plus the bubble; ``(p-1) / (v*m + p - 1)`` once ``m >= p`` (Narayanan et al. 2021, section 2.2), and
+    ``(p-1)/p`` at ``m = 1`` whatever ``v`` is.
+
+    >>> pipeline_bubble_fraction(1, 1), pipeline_bubble_fraction(4, 13), pipeline_bubble_fraction(8, 1, 4)
+    (0.0, 0.1875, 0.875)
+    >>> pipeline_bubble_fraction(8, 64, 4) == 7 / (4 * 64 + 7)
+    True
+    """
+    bubble = pipeline_bubble_stage_times(pp, microbatches, virtual_stages)
+    return bubble / (microbatches + bubble)
+
+
+def interleaving_refusal(pp: int, virtual_stages: int, microbatches: int, train_stack: str) -> str | None:
+    """Why the training stack refuses ``v`` interleaved chunks a rank with ``m`` micro-batches a step, or ``None``
+    where it runs them (always without interleaving). The clause says what is wrong; the caller names the inputs.
+
+    * ``megatron``: Megatron-Core runs the micro-batches through each chunk in groups of
+      ``--microbatch-group-size-per-virtual-pipeline-stage``, by default the pipeline size ``p``
+      (model_parallel_config.py, ``microbatch_group_size_per_vp_stage``). Its interleaved schedule raises when that
+      group is outside ``[p, m]`` (so ``m < p`` always fails) or when ``m`` leaves a last group of more than none and
+      fewer than ``p``: by default, unless ``m`` is a multiple of ``p``
+      (NVIDIA/Megatron-LM@00611e6e megatron/core/pipeline_parallel/schedules.py,
+      ``forward_backward_pipelining_with_interleaving``). The planner assumes the default group.
+    * ``pytorch``: PyTorch's ``ScheduleInterleaved1F1B`` (torchtitan's) runs ``max(1, m // p)`` rounds and raises
+      unless they divide ``m`` (pytorch/pytorch@1fd7abc2 torch/distributed/pipelining/schedules.py); it runs
+      ``m < p`` as one round, with the bubble of :func:`pipeline_bubble_stage_times`.
+
+    >>> interleaving_refusal(8, 4, 1, "megatron")
+    'Megatron-Core interleaves only when the micro-batches a step are a multiple of the 8 pipeline stages'
+    >>> interleaving_refusal(8, 4, 12, "megatron") is not None, interleaving_refusal(8, 4, 16, "megatron")
+    (True, None)
+    >>> interleaving_refusal(8, 4, 1, "pytorch"), interleaving_refusal(4, 2, 9, "pytorch")
+    (None, "PyTorch's interleaved 1F1B needs its 2 rounds (micro-batches // pipeline stages) to divide the micro-batches")
+    >>> interleaving_refusal(8, 1, 3, "megatron") is None
+    True
+    """
+    if virtual_stages <= 1 or pp <= 1:
+        return None
+    if train_stack == "pytorch":
+        rounds = max(1, microbatches // pp)
+        if microbatches % rounds:
+            return (f"PyTorch's interleaved 1F1B needs its {rounds} rounds (micro-batches // pipeline stages) to divide "
+                    "the micro-batches")
+        return None
+    if microbatches < pp or microbatches % pp:
+        return f"Megatron-Core interleaves only when the micro-batches a step are a multiple of the {pp} pipeline stages"
+    return None
 
 
 def microbatches_for(global_batch_tokens: int, *, dp: int, micro_batch: int, seq_tokens: int) -> int:
@@ -70,3 +144,42 @@ def counts_embedding_and_loss(layers: int, pp: int, virtual_stages: int) -> bool
     """
     chunks = pp * virtual_stages
     return bool(layers % chunks) and (layers + 2) % chunks == 0
+
+
+def interleaving_refusal_line(pp: int, virtual_stages: int, *, dp: int, micro_batch: int, seq_tokens: int,
+                              global_batch_tokens: int, batch_given: bool, train_stack: str) -> str | None:
+    """:func:`interleaving_refusal` as the one line a plan refuses with, naming the layout and the batch (``batch_given``:
+    the user's ``--global-batch``, else the default one the plan times); ``None`` where the stack runs it.
+
+    >>> interleaving_refusal_line(8, 4, dp=1, micro_batch=1, seq_tokens=4096, global_batch_tokens=4096,
+    ...                           batch_given=True, train_stack="megatron")  # doctest: +ELLIPSIS
+    '--virtual-stages 4 with --pp 8: Megatron-Core interleaves only when ... makes 1; use --virtual-stages 1 or a global batch of a multiple of 32,768 tokens'
+    """
+    if virtual_stages <= 1 or pp <= 1:
+        return None
+    m = microbatches_for(global_batch_tokens, dp=dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
+    refusal = interleaving_refusal(pp, virtual_stages, m, train_stack)
+    if refusal is None:
+        return None
+    return (f"--virtual-stages {virtual_stages} with --pp {pp}: {refusal}, and "
+            + ("--global-batch" if batch_given else "the default global batch of")
+            + f" {global_batch_tokens:,} tokens over DP {dp} x micro-batch {micro_batch} x {seq_tokens:,} tokens makes "
+            f"{m}; use --virtual-stages 1 or a global batch of a multiple of {pp * dp * micro_batch * seq_tokens:,} tokens")
+
+
+def bubble_line(pp: int, virtual_stages: int, microbatches: int, fraction_of_step: float) -> str:
+    """The assumption line of a step's pipeline bubble (:func:`pipeline_bubble_stage_times`); ``fraction_of_step``:
+    the bubble's share of the whole step as timed.
+
+    >>> bubble_line(8, 4, 64, 0.02)
+    'pipeline bubble (p-1)/v = 7/4 micro-batch times per step (2.0% of it)'
+    >>> bubble_line(8, 2, 2, 0.7)
+    'pipeline bubble (p-1)/v + (p-m)(v-1)/v = 7/2 + 6/2 = 6.5 micro-batch times per step: 2 micro-batches, fewer than the 8 stages, leave each GPU waiting for them to come round its 2 chunks (70.0% of it)'
+    """
+    p, v, m = pp, virtual_stages, microbatches
+    if v == 1 or m >= p:
+        return f"pipeline bubble (p-1)/v = {p - 1}/{v} micro-batch times per step ({fraction_of_step:.1%} of it)"
+    return (f"pipeline bubble (p-1)/v + (p-m)(v-1)/v = {p - 1}/{v} + {(p - m) * (v - 1)}/{v} = "
+            f"{pipeline_bubble_stage_times(p, m, v):g} micro-batch times per step: {m} micro-batch"
+            f"{'es' if m != 1 else ''}, fewer than the {p} stages, leave each GPU waiting for "
+            f"{'them' if m != 1 else 'it'} to come round its {v} chunks ({fraction_of_step:.1%} of it)")

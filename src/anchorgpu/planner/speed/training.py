@@ -39,7 +39,8 @@ micro-batches per data-parallel rank, each of ``b`` sequences of ``s`` tokens, t
   activations to the host in the forward pass and back in the backward pass over the host link, exposed only where
   a copy outlasts its pass (:func:`~anchorgpu.planner.speed.offload.activation_offload_s`);
 
-and per step: the **pipeline bubble** ``(p-1)/v`` micro-batch times (Narayanan et al. 2021, section 2.2),
+and per step: the **pipeline bubble**, ``(p-1)/v`` micro-batch times once a step has ``m >= p`` micro-batches
+(Narayanan et al. 2021, section 2.2) and up to ``p - 1`` with fewer (:func:`~.pipeline.pipeline_bubble_stage_times`),
 **point-to-point** transfers between stages, the **data-parallel gradient sync** not hidden behind the
 last backward pass, and the memory-bound **optimizer** update. The data-parallel terms, with the links and ring
 latencies of a group across servers, are :mod:`~anchorgpu.planner.speed.data_parallel`'s.
@@ -62,7 +63,13 @@ from anchorgpu.planner.speed.flops import Recompute, TrainKind
 from anchorgpu.planner.speed.links import PeakChoice, group_link, p2p_s
 from anchorgpu.planner.speed.micro_step import micro_step
 from anchorgpu.planner.speed.offload import activation_offload_s, host_optimizer_s, optimizer_traffic_bytes_per_param
-from anchorgpu.planner.speed.pipeline import microbatches_for, pipeline_bubble_fraction, slowest_stage_layers
+from anchorgpu.planner.speed.pipeline import (
+    interleaving_refusal,
+    microbatches_for,
+    pipeline_bubble_fraction,
+    pipeline_bubble_stage_times,
+    slowest_stage_layers,
+)
 
 __all__ = [
     "AttentionKernel",
@@ -73,6 +80,7 @@ __all__ = [
     "TrainingStep",
     "microbatches_for",
     "pipeline_bubble_fraction",
+    "pipeline_bubble_stage_times",
     "sequence_parallel_of",
     "slowest_stage_layers",
     "tokens_per_s_bound",
@@ -183,6 +191,14 @@ def _check(model: ModelSpec, lay: TrainSplit, seq_tokens: int) -> None:
             f"{model.num_layers} layers of {model.name}")
 
 
+def _check_interleaving(lay: TrainSplit, microbatches: int, train_stack: str) -> None:
+    """Refuse interleaved chunks the training stack would not run with this step's micro-batches (one line)."""
+    refusal = interleaving_refusal(lay.pp, lay.virtual_stages, microbatches, train_stack)
+    if refusal is not None:
+        raise InvalidWorkload(f"--virtual-stages {lay.virtual_stages} with PP {lay.pp} and {microbatches} "
+                              f"micro-batch{'es' if microbatches != 1 else ''} a step: {refusal}")
+
+
 def training_step(
     model: ModelSpec, gpu: GpuSpec, lay: TrainSplit, *, seq_tokens: int, micro_batch: int = 1,
     global_batch_tokens: int = DEFAULT_GLOBAL_BATCH_TOKENS, recompute: Recompute = "none",
@@ -205,8 +221,10 @@ def training_step(
                       train_stack, offload_activation_layers, lay.pipeline_layout, optimizer_state,
                       sequence_parallel_of(lay), fsdp1)
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
+    _check_interleaving(lay, m, train_stack)
+    bubble_s = pipeline_bubble_stage_times(lay.pp, m, lay.virtual_stages) * b.stage_s
     breakdown = {
-        "compute": m * b.compute_s, "tp_comm": m * b.tp_s, "pp_bubble": b.bubble_s,
+        "compute": m * b.compute_s, "tp_comm": m * b.tp_s, "pp_bubble": bubble_s,
         "pp_p2p": m * 2 * b.p2p_s if lay.pp > 1 else 0.0, "cp_comm": m * b.cp_s, "dp_sync": b.sync_s,
         "fsdp_comm": m * b.fsdp_s, "ep_alltoall": m * b.ep_s, "moe_launch": m * b.launch_s,
         "activation_offload": m * b.offload_s, "optimizer": b.optimizer_s,
@@ -221,7 +239,7 @@ def training_step(
         tflops_per_gpu=tokens_per_s * model_f / lay.gpus / 1e12,
         mfu=tokens_per_s * model_f / (lay.gpus * peak), peak_flops_per_s=peak,
         precision=b.choice.precision, ceiling_tokens_per_s=b.ceiling_tokens_per_s,
-        bubble_fraction=b.bubble_s / step_s,
+        bubble_fraction=bubble_s / step_s,
     )
 
 
@@ -254,8 +272,9 @@ def tokens_per_s_bound(
                    seq_tokens, micro_batch, recompute, kind, precision, gpus_per_server, network_bytes_per_s,
                    attention_kernel, train_stack, lay.pipeline_layout, sequence_parallel_of(lay))
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
+    _check_interleaving(lay, m, train_stack)
     per_micro = b.compute_s + b.tp_s + b.cp_s + b.ep_s + b.launch_s
-    step_s = m * per_micro + ((lay.pp - 1) / lay.virtual_stages * per_micro if lay.pp > 1 else 0.0)
+    step_s = (m + pipeline_bubble_stage_times(lay.pp, m, lay.virtual_stages)) * per_micro
     return m * lay.dp * micro_batch * seq_tokens / step_s * (1.0 + BOUND_SLACK)
 
 
@@ -275,8 +294,8 @@ class _LayoutTerms:
     fsdp_s: float
     offload_s: float  # the activation offload's copies the computation does not hide
     p2p_s: float  # one stage-to-stage transfer (0.0 without pipeline stages)
-    bubble_s: float  # per step, as the ones below
-    sync_s: float
+    stage_s: float  # one micro-batch's forward and backward on one rank: the unit of the pipeline bubble
+    sync_s: float  # per step, as the one below
     optimizer_s: float
     ceiling_tokens_per_s: float
 
@@ -320,9 +339,9 @@ def _compute_layout_terms(
 
     per_micro = compute_s + tp_s + cp_s + ep_s + launch_s + fsdp_s + offload_s
 
-    # pipeline: bubble, and stage-to-stage transfers: one forward and one backward per micro-batch on the
-    # critical path (interleaved chunks overlap their other transfers with compute, as Megatron-LM does)
-    bubble_s = (lay.pp - 1) / lay.virtual_stages * per_micro if lay.pp > 1 else 0.0
+    # pipeline: the bubble, in stage times of per_micro once the step's micro-batches are known (training_step), and
+    # stage-to-stage transfers: one forward and one backward per micro-batch on the critical path (interleaved chunks
+    # overlap their other transfers with compute, as Megatron-LM does)
     p2p_one = 0.0
     if lay.pp > 1:
         pp_link = group_link(gpu, lay.gpus, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
@@ -341,7 +360,7 @@ def _compute_layout_terms(
     return _LayoutTerms(
         choice=choice, model_flops_per_token=micro.model_flops_per_token,
         hardware_flops_per_token=micro.hardware_flops_per_token, compute_s=compute_s, tp_s=tp_s,
-        cp_s=cp_s, ep_s=ep_s, launch_s=launch_s, fsdp_s=fsdp_s, offload_s=offload_s, p2p_s=p2p_one, bubble_s=bubble_s, sync_s=dpt.sync_s, optimizer_s=opt_s,
+        cp_s=cp_s, ep_s=ep_s, launch_s=launch_s, fsdp_s=fsdp_s, offload_s=offload_s, p2p_s=p2p_one, stage_s=per_micro, sync_s=dpt.sync_s, optimizer_s=opt_s,
         ceiling_tokens_per_s=lay.gpus * choice.flops_per_s / micro.model_flops_per_token)
 
 
