@@ -32,7 +32,8 @@ def test_a_context_parallel_result_is_what_plan_gives_for_its_layout(capsys: pyt
     lay = best["layout"]
     w = Workload(task="train", seq_tokens=131072, micro_batch=1, recompute=best["recompute"], allow_long_context=True)
     p = plan(load_model("llama-3.1-8b"), w, gpu=get_gpu("h100-sxm"), suggest=False, choose_layout=False,
-             layout=Layout(gpus=best["gpus"], tp=lay["tp"], pp=lay["pp"], cp=lay["cp"], dp=lay["dp"], zero=lay["zero"]))
+             layout=Layout(gpus=best["gpus"], tp=lay["tp"], pp=lay["pp"], cp=lay["cp"], dp=lay["dp"], zero=lay["zero"],
+                           virtual_stages=lay["virtual_stages"]))
     assert p.fits
     assert best["per_gpu_total_bytes"] == p.per_gpu.total_bytes
     assert best["train_tokens_per_s"] == pytest.approx(plan_performance(p)["train_tokens_per_s"], rel=1e-3)

@@ -162,7 +162,7 @@ def test_cli_json_has_the_contract_keys(capsys) -> None:
                 "per_gpu_total_bytes", "fits", "decode_tokens_per_s_total", "decode_tokens_per_s_per_user",
                 "prefill_s", "total_usd", "per_gpu_hour_usd", "usd_per_million_output_tokens"):
         assert key in first
-    assert set(first["layout"]) == {"tp", "pp", "dp", "zero", "ep", "cp"}
+    assert set(first["layout"]) == {"tp", "pp", "dp", "zero", "ep", "cp", "virtual_stages"}
     assert first["layout"]["ep"] == 1  # a dense model: no expert parallelism
     assert isinstance(first["total_usd"], str)  # exact decimal money
 

@@ -73,3 +73,27 @@ def test_without_a_stated_batch_every_layout_runs_the_default_one() -> None:
     shapes = shapes_from_catalog([load_catalog().offering("h100-sxm-8x-bm")], max_servers=1)
     result = sweep(load_model("llama-3.1-8b"), shapes, SweepSpec(workload=Workload(task="train", seq_tokens=SEQ)))
     assert all(bool(result.value("splits_batch", i)) for i in range(result.evaluated))
+
+
+def test_the_sweep_interleaves_only_where_megatron_runs_it_with_the_stated_batch(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A stated batch of 24 sequences gives a TP 2 x PP 4 x DP 4 layout of 32 H100 six micro-batches a step, which
+    Megatron-Core's interleaved schedule refuses (not a multiple of the 4 stages): the sweep asked ``plan`` for the
+    interleaved memory of every pipelined layout and stopped on that refusal ("--virtual-stages 10 with --pp 4: ...",
+    exit 2 from ``recommend``); a pipelined layout now interleaves only where its micro-batches allow it."""
+    batch = 24 * SEQ
+    code, _, err = run(capsys, "recommend", "llama-3.1-70b", "--task", "train", "--gpu", "h100", "--global-batch",
+                       str(batch), "--seq", str(SEQ))
+    assert code == 0, err
+    shapes = shapes_from_catalog([load_catalog().offering("h100-sxm-8x-bm")], max_servers=4)
+    result = sweep(load_model("llama-3.1-70b"), shapes,
+                   SweepSpec(workload=Workload(task="train", seq_tokens=SEQ), global_batch_tokens=batch))
+    seen = set()
+    for i in range(result.evaluated):
+        row = result.row(i)
+        if row["pp"] < 2 or not row["splits_batch"]:
+            continue
+        m = -(-batch // (row["dp"] * SEQ))  # micro-batches a step, as speed.pipeline.microbatches_for counts them
+        seen.add((m % row["pp"] == 0, int(row["virtual_stages"]) > 1))
+        assert int(row["virtual_stages"]) == 1 or m % row["pp"] == 0, row
+    assert (False, False) in seen  # a pipelined layout Megatron-Core would not interleave at this batch was swept

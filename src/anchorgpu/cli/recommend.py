@@ -71,7 +71,8 @@ def render_recommendation(rec: Recommendation) -> None:
         table.add_column(name, justify="left" if name in left else "right", no_wrap=name in left)
     for i, o in enumerate(rec.results, 1):
         c = o.config
-        layout = (f"TP{c['tp']} PP{c['pp']}" + (f" CP{c['cp']}" if c.get("cp", 1) > 1 else "") + f" DP{c['dp']}"
+        layout = (f"TP{c['tp']} PP{c['pp']}" + (f" v{c['virtual_stages']}" if c.get("virtual_stages", 1) > 1 else "")
+                  + (f" CP{c['cp']}" if c.get("cp", 1) > 1 else "") + f" DP{c['dp']}"
                   + (f" EP{c['ep']}" if c.get("ep", 1) > 1 else "")
                   + (f" Z{c['zero']}" if c["zero"] else "")
                   + (f" rc:{RECOMPUTES[int(c['recompute'])]}" if c.get("recompute") else ""))

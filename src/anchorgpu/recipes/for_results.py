@@ -40,7 +40,8 @@ def attach_recipes(body: dict[str, Any], model: ModelSpec, workload: Workload, k
         for row in body.get(section, []):
             lay = row["layout"]
             key = (row["offering"], row["servers"], row["weights"], row.get("kv_cache"), row.get("concurrency"),
-                   lay["tp"], lay["pp"], lay["dp"], lay.get("zero"), lay.get("ep"), lay.get("cp"))
+                   lay["tp"], lay["pp"], lay["dp"], lay.get("zero"), lay.get("ep"), lay.get("cp"),
+                   lay.get("virtual_stages"))
             if key not in cache:
                 cache[key] = _one(row, model, workload, kind, training)
             row.update(cache[key])
@@ -57,7 +58,8 @@ def _one(row: dict[str, Any], model: ModelSpec, workload: Workload, kind: str, t
         precision = PrecisionPlan(weights=row["weights"], kv_cache=row.get("kv_cache") or "bf16")
         ep = lay.get("ep") or 1  # a mixture of experts: the sweep's EP (training, or attention DP in serving)
         layout = Layout(gpus=row["gpus"], tp=lay["tp"], pp=lay["pp"], dp=lay["dp"], ep=ep if ep > 1 else None,
-                        zero=lay.get("zero") if training else None, cp=lay.get("cp") or 1)
+                        zero=lay.get("zero") if training else None, cp=lay.get("cp") or 1,
+                        virtual_stages=lay["virtual_stages"] if training and lay.get("virtual_stages", 1) > 1 else None)
         if training:
             # as the sweep sized the row: micro-batch 1 unless asked, the least recompute that fits unless asked
             # (the row fits; planned at no recompute it may not, and its launch was refused as not fitting)

@@ -48,10 +48,13 @@ from anchorgpu.planner.speed.training import (
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
 
-__all__ = ["SERVER_GPUS", "Choice", "choose_training_layout", "tp_ok"]
+__all__ = ["SERVER_GPUS", "Choice", "choose_training_layout", "deepest_interleave", "tp_ok"]
 
 SERVER_GPUS = 8
 MICRO_BATCHES: tuple[int, ...] = (1, 2, 4)
+# what the search leaves out of the ZeRO stages, as the chosen layout's sentence says (when the stage was left open)
+_ZERO_RULE = ("; ZeRO tried: 1, and FSDP (3) without pipeline stages - not ZeRO-2: it shards the gradients only by "
+              "reducing them every micro-batch, which the step time does not count (--zero 2 plans it)")
 _with_knobs = evolver(Workload, "micro_batch", "recompute", "seq_tokens")  # a candidate's workload, as replace() makes it
 
 
@@ -69,6 +72,19 @@ def tp_ok(model: ModelSpec, tp: int) -> bool:
     if model.num_attention_heads % tp:
         return False
     return model.mla is not None or model.num_kv_heads % tp == 0 or tp % model.num_kv_heads == 0
+
+
+def deepest_interleave(model: ModelSpec, pp: int) -> int:
+    """The most interleaved chunks a GPU of ``pp`` even stages holds (virtual stages; 1: plain 1F1B), as the chooser
+    tries them beside 1: more chunks only shrink the bubble (their transfers overlap), so the most that divide a
+    stage's layers. The sweep behind ``recommend`` times a pipelined layout at this depth too.
+
+    >>> from anchorgpu.planner._examples import llama_3_1_70b
+    >>> [deepest_interleave(llama_3_1_70b(), pp) for pp in (1, 2, 4, 8, 16)]  # 80 layers
+    [1, 10, 10, 10, 5]
+    """
+    per_stage = model.num_layers // pp if model.num_layers % pp == 0 else 0
+    return max((v for v in (2, 4, 5, 8, 10) if pp > 1 and per_stage and per_stage % v == 0), default=1)
 
 
 def _divisors(n: int, limit: int) -> list[int]:
@@ -110,10 +126,7 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                 if given.dp and given.dp != dp:
                     continue
                 zeros = [fixed_zero] if fixed_zero is not None else ([1, 3] if dp * cp > 1 else [0])
-                per_stage = model.num_layers // pp if model.num_layers % pp == 0 else 0
-                # more chunks only shrink the bubble (their transfers overlap): the most that divide, or none
-                deepest = max((v for v in (2, 4, 5, 8, 10) if pp > 1 and per_stage and per_stage % v == 0), default=1)
-                vs = [given.virtual_stages] if given.virtual_stages else sorted({1, deepest})
+                vs = [given.virtual_stages] if given.virtual_stages else sorted({1, deepest_interleave(model, pp)})
                 stated = None
                 if given.pipeline_layout is not None:  # the user's layout fixes the chunks; plan() refuses a bad one
                     try:
@@ -159,6 +172,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     cal = calibration()
     kind: TrainKind = "full" if w.task == "train" else "lora"
     prec = compute_precision_for_training(w.train_precision)
+    fixed_zero = 3 if given.fsdp else given.zero
     refused: list[str] = []
     pairs, levels = _candidates(model, w, given, gpus, seq, max(batch, 1), refused)
     if not pairs and refused and given.pp is None:
@@ -215,6 +229,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                                           ("recompute", w.recompute)) if value is not None]
         reason = (f"Layout chosen: {', '.join(parts)} - the fastest of {len(pairs) * len(levels)} candidates that fits "
                   f"{gpu.name}" + (f" (kept as given: {', '.join('--' + f for f in fixed)})" if fixed else "")
+                  + (_ZERO_RULE if fixed_zero is None and lay.dp * lay.cp > 1 else "")
                   + "; tensor parallelism stays inside one server.")
         return Choice(layout=layout, workload=work, reason=reason), p
     return None
