@@ -23,16 +23,17 @@ from anchorgpu.planner.speed.flops import Recompute
 __all__ = ["fastest_fitting"]
 
 P = TypeVar("P")  # a pair: an interleaving and a micro-batch (the caller's own type)
-_PAIR, _NEXT, _FITS, _UNSURE = range(4)  # what a search entry is (fastest_fitting)
+_PAIR, _NEXT, _FITS, _UNSURE, _LATER = range(5)  # what a search entry is (fastest_fitting), in the order they sort
 
 
 def fastest_fitting(pairs: Sequence[P], levels: tuple[Recompute, ...], speed: Callable[[P, Recompute], float],
-                    bound: Callable[[P], float], wanted: Callable[[P, Recompute], bool],
+                    bound: Callable[[P], float], wanted: Callable[[P, Recompute], bool], hair: bool = True,
                     ) -> tuple[float, P, Recompute] | None:
     """The fastest candidate (each pair at each level) that is ``wanted`` (it fits, and no faster candidate that
     fits outruns it for certain), its speed in tokens/s, ties to the earlier candidate (pairs in order, each at its
     levels least first); ``None`` when none is. ``bound(pair)`` is at least the pair's speed at every level; ``speed``
-    may refuse a pair (``InvalidWorkload``): then it is not a candidate.
+    may refuse a pair (``InvalidWorkload``): then it is not a candidate. ``hair=False`` where no level can beat the one
+    before it: the next level is then not timed before one is taken.
 
     >>> times = {("a", "none"): 90.0, ("a", "full"): 70.0, ("b", "none"): 95.0, ("b", "full"): 80.0}
     >>> fastest_fitting(["a", "b"], ("none", "full"), lambda p, rc: times[p, rc], lambda p: 100.0,
@@ -43,7 +44,9 @@ def fastest_fitting(pairs: Sequence[P], levels: tuple[Recompute, ...], speed: Ca
     # an entry: (minus a speed or a bound, candidate index, kind, pair, level); the kinds, in the order they sort on a
     # tie: a pair's bound (its first level that fits is timed when it reaches the front), the bound a level's time
     # puts on the levels after it (the next is timed then, fitting or not: most are slower and need no plan), a
-    # candidate known to fit, one whose fit is asked only if it reaches the front
+    # candidate known to fit, one whose fit is asked only if it reaches the front, and that bound again where no level
+    # can beat the one before it (after the level it follows: it is taken first)
+    after = _NEXT if hair else _LATER
     heap = [(-bound(p), g * n, _PAIR, g, 0) for g, p in enumerate(pairs)]
     heapq.heapify(heap)
     while heap:
@@ -62,5 +65,5 @@ def fastest_fitting(pairs: Sequence[P], levels: tuple[Recompute, ...], speed: Ca
             continue  # a pair refused at one level is refused at all (the checks do not read the recompute)
         heapq.heappush(heap, (-value, g * n + j, _FITS if kind == _PAIR else _UNSURE, g, j))
         if j + 1 < n:  # the levels after it: no faster than it (a hair at most), the next timed when that is the front
-            heapq.heappush(heap, (-value, g * n + j, _NEXT, g, j + 1))
+            heapq.heappush(heap, (-value, g * n + j, after, g, j + 1))
     return None

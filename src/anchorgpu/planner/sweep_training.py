@@ -200,7 +200,14 @@ class _Search:
             held = self.w.task != "train" or _states_bytes(known.memory(self.least)) <= budget
             found = None
             if held and runs:
-                found = fastest_fitting(pairs, self.ladder, speed, lambda pair: self.steps.bound(shape, *pair), wanted)
+                # more recompute only slows a step down, but where FSDP's gathers (or offloaded activations' copies)
+                # hide behind each micro-batch's computation it can hide a hair more of them, and on the PyTorch stack
+                # a mixture of experts' op-level selective recompute can cost more than recomputing the MoE blocks:
+                # there the search times the next level before it takes one (tests/recommend/test_sweep_micro_batch.py)
+                hair = (base.zero == 3 or self.w.offload_activation_layers > 0
+                        or (self.w.train_stack != "megatron" and self.model.moe is not None))
+                found = fastest_fitting(pairs, self.ladder, speed, lambda pair: self.steps.bound(shape, *pair), wanted,
+                                        hair)
             elif held:  # not timed, but sized at the least recompute that fits, for the reason it is rejected
                 found = next(((np.nan, (base, self.mbs[0]), rc) for rc in self.ladder
                               if known.fits((self.mbs[0], rc, 1), budget)), None)
