@@ -169,9 +169,6 @@ class _Search:
     def row(self, shape: HardwareShape, base: TrainLayout, weights: tuple[str, ...]) -> list[Chosen]:
         """One layout on one shape, per weight format: the fastest configuration that fits, else its least memory."""
         runs = bool(self.splits(base.dp, self.mbs[0]))  # else it is not timed: plan() refuses the stated batch
-        pairs = _pairs(base, self.deepest[base.pp], self.mbs, self.seq, self.stated, self.splits,
-                       self.steps.batch_tokens, self.w.train_stack) if runs else []
-        interleaved = {mb for t, mb in pairs if t.virtual_stages > 1}
         timed: dict[tuple[int, int, Recompute], float] = {}  # kept for the next weight format
         budget = shape.gpu.memory_bytes
 
@@ -181,33 +178,19 @@ class _Search:
                 timed[key] = self.steps.speed(shape, pair[0], pair[1], rc)
             return timed[key]
 
+        pairs: list[Pair] | None = None
         out = []
         for name in weights:
             known = self.memories(name, shape, base, runs)
-
-            def wanted(pair: Pair, rc: Recompute, known: _Memories = known) -> bool:
-                # plain 1F1B is slower than the interleaved schedule at the same micro-batch and recompute (more
-                # chunks only shrink the bubble: tests/recommend/test_sweep_micro_batch.py): wanted only where that
-                # does not fit
-                lay_v, mb = pair
-                if lay_v.virtual_stages == 1 and mb in interleaved and known.fits(
-                        (mb, rc, self.deepest[base.pp]), budget):
-                    return False
-                return known.fits((mb, rc, lay_v.virtual_stages), budget)
-
             # a full-training layout whose model states alone outgrow the GPU fits in no configuration (they read
             # none of the micro-batch, recompute or interleaving: tests/speed/test_chooser_order.py), and is not timed
             held = self.w.task != "train" or _states_bytes(known.memory(self.least)) <= budget
             found = None
             if held and runs:
-                # more recompute only slows a step down, but where FSDP's gathers (or offloaded activations' copies)
-                # hide behind each micro-batch's computation it can hide a hair more of them, and on the PyTorch stack
-                # a mixture of experts' op-level selective recompute can cost more than recomputing the MoE blocks:
-                # there the search times the next level before it takes one (tests/recommend/test_sweep_micro_batch.py)
-                hair = (base.zero == 3 or self.w.offload_activation_layers > 0
-                        or (self.w.train_stack != "megatron" and self.model.moe is not None))
-                found = fastest_fitting(pairs, self.ladder, speed, lambda pair: self.steps.bound(shape, *pair), wanted,
-                                        hair)
+                pairs = pairs if pairs is not None else _pairs(base, self.deepest[base.pp], self.mbs, self.seq,
+                                                               self.stated, self.splits, self.steps.batch_tokens,
+                                                               self.w.train_stack)
+                found = self.fastest(shape, base, known, pairs, speed)
             elif held:  # not timed, but sized at the least recompute that fits, for the reason it is rejected
                 found = next(((np.nan, (base, self.mbs[0]), rc) for rc in self.ladder
                               if known.fits((self.mbs[0], rc, 1), budget)), None)
@@ -218,6 +201,28 @@ class _Search:
             config = (mb, rc, lay_v.virtual_stages)
             out.append((tokens_per_s, config, known.memory(config)))
         return out
+
+    def fastest(self, shape: HardwareShape, base: TrainLayout, known: _Memories, pairs: list[Pair],
+                speed: Callable[[Pair, Recompute], float]) -> tuple[float, Pair, Recompute] | None:
+        """The fastest of ``pairs`` at a recompute level that fits ``shape``'s GPU, or ``None``."""
+        budget, deepest = shape.gpu.memory_bytes, self.deepest[base.pp]
+        interleaved = {mb for t, mb in pairs if t.virtual_stages > 1}
+
+        def wanted(pair: Pair, rc: Recompute) -> bool:
+            # plain 1F1B is slower than the interleaved schedule at the same micro-batch and recompute (more chunks
+            # only shrink the bubble: tests/recommend/test_sweep_micro_batch.py): wanted only where that does not fit
+            lay_v, mb = pair
+            if lay_v.virtual_stages == 1 and mb in interleaved and known.fits((mb, rc, deepest), budget):
+                return False
+            return known.fits((mb, rc, lay_v.virtual_stages), budget)
+
+        # more recompute only slows a step down, but where FSDP's gathers (or offloaded activations' copies) hide
+        # behind each micro-batch's computation it can hide a hair more of them, and on the PyTorch stack a mixture
+        # of experts' op-level selective recompute can cost more than recomputing the MoE blocks: there the search
+        # times the next level before it takes one (tests/recommend/test_sweep_micro_batch.py)
+        hair = (base.zero == 3 or self.w.offload_activation_layers > 0
+                or (self.w.train_stack != "megatron" and self.model.moe is not None))
+        return fastest_fitting(pairs, self.ladder, speed, lambda pair: self.steps.bound(shape, *pair), wanted, hair)
 
 
 def training_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
