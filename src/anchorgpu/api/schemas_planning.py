@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, JsonValue
 
 from anchorgpu.api.schemas_base import TEXT_PATTERN, Money, StrictChoice, _Request, _Schema
 from anchorgpu.planner.speed.calibration import MIN_EFFICIENCY
@@ -23,7 +23,7 @@ _ALL_LORA_TARGETS: tuple[LoraTarget, ...] = ("q", "k", "v", "o", "gate", "up", "
 
 _BANDED = "prediction; with _low, _high and _ceiling beside it"
 
-PERFORMANCE_KEYS: dict[str, dict[str, str]] = {
+PERFORMANCE_KEYS: dict[str, JsonValue] = {
     "ttft_s": {"description": f"Serving: time to first token, seconds ({_BANDED})"},
     "tpot_s": {"description": f"Serving: time per output token, seconds ({_BANDED})"},
     "output_tokens_per_s": {"description": f"Serving: output tokens/s of all users at the concurrency ({_BANDED})"},
