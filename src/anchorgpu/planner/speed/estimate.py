@@ -64,6 +64,7 @@ __all__ = [
     "TTFT_CAVEAT_LABEL",
     "KvReservation",
     "attach_performance",
+    "check_tokens_cover_a_step",
     "evidence_items",
     "plan_performance",
     "saturation_concurrency",
@@ -180,6 +181,22 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     put_evidence(ctx.evidence, out, assumptions)
 
 
+def check_tokens_cover_a_step(train_tokens: int, global_batch_tokens: int | None) -> None:
+    """Refuse a run shorter than one optimizer step: its time would be a fraction of a step that never completes.
+
+    >>> check_tokens_cover_a_step(10**9, None)
+    >>> check_tokens_cover_a_step(10**9, 10**12)
+    Traceback (most recent call last):
+    ...
+    anchorgpu.errors.InvalidWorkload: --tokens 1,000,000,000 is less than one optimizer step of --global-batch 1,000,000,000,000 tokens: the run would not finish a step; lower --global-batch or raise --tokens
+    """
+    batch = global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS
+    if train_tokens < batch:
+        given = f"--global-batch {batch:,} tokens" if global_batch_tokens else f"{batch:,} tokens (the default --global-batch)"
+        raise InvalidWorkload(f"--tokens {train_tokens:,} is less than one optimizer step of {given}: the run would "
+                              "not finish a step; lower --global-batch or raise --tokens")
+
+
 def plan_performance(
     plan: Plan, *, prompt_tokens: int | None = None, output_tokens: int | None = None,
     train_tokens: int | None = None, storage_bytes_per_s: float = DEFAULT_STORAGE_BYTES_PER_S,
@@ -211,6 +228,8 @@ def plan_performance(
             if value is not None and value < 1:
                 raise InvalidWorkload(f"--{name} {value}: must be at least 1")
     model, gpu, w = plan.model, plan.gpu, plan.workload
+    if train_tokens is not None and w.task in ("train", "lora", "qlora"):
+        check_tokens_cover_a_step(train_tokens, w.global_batch_tokens)
     assumptions: list[str] = []
     warnings: list[tuple[str, str]] = []
     cal = cal or (calibration() if mfu is None and mbu is None else calibrated(Overrides(mfu=mfu, mbu=mbu)))
