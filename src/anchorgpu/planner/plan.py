@@ -27,8 +27,9 @@ from anchorgpu.planner.diffusion_plan import plan_diffusion
 from anchorgpu.planner.eager_stack import eager_headroom_warning
 from anchorgpu.planner.engine_choice import engine_refusal
 from anchorgpu.planner.formats import WeightFormat, shipped_format
+from anchorgpu.planner.global_batch import check_whole_sequences
 from anchorgpu.planner.inference import plan_inference
-from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload
+from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload, default_seq_tokens
 from anchorgpu.planner.media import validate_media
 from anchorgpu.planner.result import MemoryBreakdown, Plan, ResolvedLayout, Suggestion, new_plan
 from anchorgpu.planner.suggest import choose_layout_plan, suggestions_for
@@ -128,6 +129,8 @@ def plan(
         check_kv_cache_task(prec.kv_cache, w.task)
     if isinstance(model, ModelSpec):
         validate_media(model, w)
+        if w.task in ("train", "lora", "qlora"):  # before any layout is chosen around it: whole sequences, or refused
+            check_whole_sequences(w.global_batch_tokens, default_seq_tokens(w, model.max_context_tokens))
     if gpu is not None and w.task in ("train", "lora", "qlora") and not gpu.computes_in(w.train_precision):
         raise InvalidWorkload(f"--train-precision {w.train_precision}: {gpu.name} has no "
                               f"{w.train_precision.upper()} tensor cores")
