@@ -129,14 +129,14 @@ def plan(
         check_kv_cache_task(prec.kv_cache, w.task)
     if isinstance(model, ModelSpec):
         validate_media(model, w)
-        if w.task in ("train", "lora", "qlora"):  # before any layout is chosen around it: whole sequences, or refused
-            check_whole_sequences(w.global_batch_tokens, default_seq_tokens(w, model.max_context_tokens))
     if gpu is not None and w.task in ("train", "lora", "qlora") and not gpu.computes_in(w.train_precision):
         raise InvalidWorkload(f"--train-precision {w.train_precision}: {gpu.name} has no "
                               f"{w.train_precision.upper()} tensor cores")
     refused = engine_refusal(w.engine, (gpu,), w.engine_source) if gpu is not None else None
     if refused:
         raise InvalidWorkload(refused)
+    if isinstance(model, ModelSpec) and w.task in ("train", "lora", "qlora"):  # whole sequences, before any layout is
+        check_whole_sequences(w.global_batch_tokens, default_seq_tokens(w, model.max_context_tokens))  # chosen for it
     if choose_layout and gpu is not None and isinstance(model, ModelSpec):
         check_layout_counts(lay_in)  # a count below 1 is refused before any layout is chosen around it
         chosen = choose_layout_plan(model, w, prec, lay_in, gpu, ov)
