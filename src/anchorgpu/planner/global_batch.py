@@ -31,7 +31,7 @@ BATCH_TIMED_LABEL = "global batch timed"
 """How the assumption that says which global batch a training step is timed with begins (:func:`batch_timed_line`)."""
 
 __all__ = ["BATCH_TIMED_LABEL", "batch_timed_line", "check_split", "check_whole_sequences", "split_refusal", "splits",
-           "unsplit_by_any_refusal", "whole_sequences_refusal"]
+           "unfit_fallback_refusal", "unsplit_by_any_refusal", "whole_sequences_refusal"]
 
 
 def whole_sequences_refusal(batch_tokens: int, seq_tokens: int) -> str | None:
@@ -137,6 +137,18 @@ def unsplit_by_any_refusal(batch_tokens: int, tried: list[tuple[int, int]], seq_
     return (f"{_stated(batch_tokens, seq_tokens)} splits into whole micro-batches for no layout of the {gpus} GPUs: DP x micro-batch tried "
             + ", ".join(f"{d} x {m}" for d, m in pairs)
             + f"; over DP {dp} x micro-batch {mb} {_nearest(batch_tokens, dp * mb * seq_tokens)}")
+
+
+def unfit_fallback_refusal(batch_tokens: int, *, dp: int, micro_batch: int, seq_tokens: int, gpu_name: str) -> str:
+    """The line refusing a stated batch where no layout chosen for the user that splits it fits the GPU, and the plain
+    data-parallel layout a plan then shows in its place (to say what would fit) does not split it either.
+
+    >>> unfit_fallback_refusal(12 * 4096, dp=8, micro_batch=1, seq_tokens=4096, gpu_name="l40s")
+    '--global-batch 49,152 tokens (12 sequences of 4,096): no layout tried that splits it into whole micro-batches fits l40s, and the plain DP 8 x micro-batch 1 a plan shows in its place does not split it; the nearest batches that do are 32,768 and 65,536 tokens'
+    """
+    return (f"{_stated(batch_tokens, seq_tokens)}: no layout tried that splits it into whole micro-batches fits "
+            f"{gpu_name}, and the plain DP {dp} x micro-batch {micro_batch} a plan shows in its place does not split "
+            f"it; {_nearest(batch_tokens, dp * micro_batch * seq_tokens)}")
 
 
 def batch_timed_line(timed_tokens: int, *, stated: bool, default_tokens: int, microbatches: int, dp: int,
