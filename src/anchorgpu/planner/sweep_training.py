@@ -54,11 +54,11 @@ def training_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sw
     deepest = {pp: deepest_interleave(model, pp) for pp in set(lay.pp.tolist())}
     seq = default_seq_tokens(w, model.max_context_tokens)
     micro = w.micro_batch or 1
-    # a stated global batch is kept: a layout with more data-parallel ranks than it has micro-batches does not run it
-    # (plan() refuses it: speed.pipeline.microbatches_for); without one, the default batch grows to one micro-batch
+    # a stated global batch is kept: a layout it does not give whole micro-batches per data-parallel rank does not run
+    # it (plan() refuses it: planner.global_batch.split_refusal); without one, the default batch grows to one micro-batch
     # per rank, as plan() times an explicit layout
     stated = spec.global_batch_tokens
-    splits_l = np.ones(n_l, dtype=bool) if stated is None else lay.dp * micro * seq <= stated
+    splits_l = np.ones(n_l, dtype=bool) if stated is None else stated % (lay.dp * micro * seq) == 0
     rows = zip(lay.gpus.tolist(), lay.tp.tolist(), lay.pp.tolist(), lay.dp.tolist(), lay.zero.tolist(),
                lay.ep.tolist(), lay.cp.tolist(), lay.shape.tolist(), strict=True)
     by_weights = {name: PrecisionPlan(weights=name) for name in weights}

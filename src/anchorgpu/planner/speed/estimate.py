@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
+from anchorgpu.planner.global_batch import batch_timed_line
 from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS
 from anchorgpu.planner.memory.activations import sequence_parallel_share
 from anchorgpu.planner.sequence_parallel import speed_off_line
@@ -126,9 +127,10 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     else:
         out["train_time_s"] = None
         out["gpu_hours"] = None
-    if batch != st.tokens_per_step:
-        assumptions.append(f"global batch {batch:,} tokens rounded up to whole micro-batches: {st.tokens_per_step:,} "
-                           f"tokens per step")
+    # which batch the step is timed with: a stated one as given (plan() refused it unless it splits), else the default
+    assumptions.append(batch_timed_line(st.tokens_per_step, stated=w.global_batch_tokens is not None,
+                                        default_tokens=DEFAULT_GLOBAL_BATCH_TOKENS, microbatches=st.microbatches,
+                                        dp=lay.dp, micro_batch=w.micro_batch or 1, seq_tokens=seq))
     k = ctx.stack
     assumptions.append(step_line(st.microbatches, w.micro_batch or 1, seq, st.tokens_per_step, precision,
                                   k.fp8_matmul_efficiency if precision != "bf16" else k.train_matmul_efficiency,
