@@ -181,11 +181,12 @@ def test_an_unknown_value_is_still_refused_as_typed_and_the_api_stays_strict(
 
 
 def test_the_planner_pages_default_forms_still_plan_every_task(sqlite_served: Served) -> None:
-    """The forms send every select (optimizer=adamw, train_precision=mixed, optimizer_state=fp32, engine): the page
-    drops the other task's at their defaults, and refuses one the user changed, as the API does."""
+    """The forms send every select (optimizer=adamw, train_precision=mixed, optimizer_state=fp32, and the engine's
+    blank default): the page drops the other task's at their defaults, and refuses one the user changed, as the API
+    does."""
     client = sqlite_served.client
     form = {"gpu": "h100", "optimizer": "adamw", "train_precision": "mixed", "optimizer_state": "fp32",
-            "engine": "vllm", "offload": "none", "zero": "", "context": "", "micro_batch": ""}
+            "engine": "", "offload": "none", "zero": "", "context": "", "micro_batch": ""}
     for task in ("inference", "train", "lora", "qlora"):
         page = client.get("/plan", params={**form, "model": "llama-3.2-1b", "task": task})
         assert page.status_code == 200, (task, page.text[-600:])

@@ -50,7 +50,8 @@ def test_a_server_count_with_no_layout_that_splits_the_batch_is_rejected_for_it(
     result = sweep(load_model("llama-3.1-8b"), shapes, spec)
     two = [i for i in range(result.evaluated) if result.value("servers", i) == 2]
     assert two and not any(bool(result.value("splits_batch", i)) for i in two)
-    with pytest.raises(InvalidWorkload, match="--global-batch 4,096: smaller than one micro-batch per data-parallel"):
+    with pytest.raises(InvalidWorkload, match=r"--global-batch 4,096 tokens \(1 sequence of 4,096\) is smaller than one "
+                                              "micro-batch per data-parallel rank: DP 2 x micro-batch 1"):
         plan(load_model("llama-3.1-8b"), Workload(task="train", seq_tokens=SEQ, global_batch_tokens=SEQ),
              layout=Layout(gpus=2, tp=1, pp=1, dp=2), gpu=get_gpu("a100-80gb-sxm"), choose_layout=False)
     miss = closest_miss(result, group_keys(result))[(0, 2)]
@@ -64,8 +65,8 @@ def test_a_batch_smaller_than_one_sequence_is_refused_as_plan_refuses_it(capsys:
     code, _, err = run(capsys, "recommend", "llama-3.1-8b", "--task", "train", "--global-batch", "2048", "--seq",
                        str(SEQ))
     assert code == 2
-    assert "--global-batch 2,048: smaller than one micro-batch per data-parallel rank (1 x 1 x 4,096 = 4,096 tokens)" \
-        in err
+    assert ("--global-batch 2,048 tokens is less than one sequence of 4,096 tokens; the smallest whole batch is 4,096 "
+            "tokens") in err
 
 
 def test_without_a_stated_batch_every_layout_runs_the_default_one() -> None:

@@ -18,9 +18,9 @@ BODY: dict[str, Any] = {"model": "llama-3.2-1b", "task": "train", "gpu": "h100-s
 
 
 def _rates(html: str) -> list[str]:
-    """The train tokens/s of each row (the sixth cell)."""
+    """The train tokens/s of each row (the sixth cell, above its band)."""
     rows = re.findall(r'<tr id="rec-\d+">(.*?)</tr>', html, re.S)
-    return [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)[5].strip() for row in rows]
+    return [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)[5].split("<br>")[0].strip() for row in rows]
 
 
 def _api_rates(client: TestClient, **fields: Any) -> list[str]:

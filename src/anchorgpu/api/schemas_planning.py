@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, JsonValue
 
 from anchorgpu.api.schemas_base import TEXT_PATTERN, Money, StrictChoice, _Request, _Schema
 from anchorgpu.planner.speed.calibration import MIN_EFFICIENCY
@@ -19,6 +19,37 @@ Task = Literal["inference", "train", "lora", "qlora", "diffusion"]
 LoraTarget = Literal["q", "k", "v", "o", "gate", "up", "down"]
 
 _ALL_LORA_TARGETS: tuple[LoraTarget, ...] = ("q", "k", "v", "o", "gate", "up", "down")
+
+
+_BANDED = "prediction; with _low, _high and _ceiling beside it"
+
+PERFORMANCE_KEYS: dict[str, JsonValue] = {
+    "ttft_s": {"description": f"Serving: time to first token, seconds ({_BANDED})"},
+    "tpot_s": {"description": f"Serving: time per output token, seconds ({_BANDED})"},
+    "output_tokens_per_s": {"description": f"Serving: output tokens/s of all users at the concurrency ({_BANDED})"},
+    "decode_tokens_per_s_per_user": {"description": f"Serving: output tokens/s one user sees ({_BANDED})"},
+    "max_output_tokens_per_s": {"description": f"Serving: output tokens/s at saturation ({_BANDED})"},
+    "saturation_concurrency": {"description": "Serving: the sequences running at once at saturation"},
+    "prompt_tokens": {"description": "Serving: prompt tokens of the requests timed"},
+    "output_tokens": {"description": "Serving: output tokens of the requests timed"},
+    "train_tokens_per_s": {"description": f"Training: tokens/s of the whole job ({_BANDED})"},
+    "train_tflops_per_gpu": {"description": f"Training: model TFLOP/s per GPU ({_BANDED}: the dense peak)"},
+    "train_mfu": {"description": f"Training: model FLOPs utilization, 0-1 ({_BANDED})"},
+    "train_time_s": {"description": f"Training with tokens: seconds to train on them ({_BANDED}); null without tokens"},
+    "gpu_hours": {"description": f"Training with tokens: GPUs x hours ({_BANDED}); null without tokens"},
+    "step_time_s": {"description": "Training: seconds per optimizer step (the prediction)"},
+    "step_time_breakdown_s": {"description": "Training: the step's parts in seconds: compute, tp_comm, pp_bubble, pp_p2p, cp_comm, dp_sync, fsdp_comm, ep_alltoall, moe_launch, activation_offload, optimizer"},
+    "global_batch_tokens": {"description": "Training: tokens per optimizer step (the global batch, rounded up to whole micro-batches)"},
+    "microbatches": {"description": "Training: micro-batches per data-parallel rank in a step"},
+    "pipeline_bubble_fraction": {"description": "Training: share of the step the pipeline bubble takes"},
+    "compute_precision": {"description": "Precision of the products timed (bf16, fp8, fp4)"},
+    "evidence": {"description": "How this GPU's own measured runs of the kind fell around the prediction: gpu, kind, rows, held_out, basis, median_ratio, low_ratio, high_ratio, summary"},
+    "checkpoint_bytes": {"description": "Checkpoint size, bytes"},
+    "checkpoint_write_s": {"description": "Training: seconds to write a checkpoint at the stated storage speed"},
+    "assumptions": {"description": "What the speed estimate assumed"},
+    "warnings": {"description": "[{code, message}] about the speed"},
+}
+"""The documented keys of a plan's ``performance`` section (descriptions only: its values are the estimator's)."""
 
 
 class PlanRequest(_Request):
@@ -40,7 +71,7 @@ class PlanRequest(_Request):
     tp_overlap: bool = Field(default=False, description="Training only: overlap tensor-parallel traffic with the products (Transformer Engine / AsyncTP)")
     sequence_parallel: bool | None = Field(default=None, description="Training: Megatron's sequence parallelism, the norms, dropout and residual adds split over the TP ranks (null: on with tp > 1; true needs tp > 1)")
     ep_overlap: bool = Field(default=False, description="Training a MoE under EP: overlap the all-to-alls with another micro-batch's computation (Megatron-Core --overlap-moe-expert-parallel-comm, DeepSeek's DualPipe)")
-    global_batch: int | None = Field(default=None, ge=LIMITS["global_batch"].low, le=LIMITS["global_batch"].high, description="Training only: tokens per optimizer step (default 4,194,304); gradient accumulation follows")
+    global_batch: int | None = Field(default=None, ge=LIMITS["global_batch"].low, le=LIMITS["global_batch"].high, description="Training only: tokens per optimizer step (default 4,194,304); gradient accumulation follows. Whole sequences that split into whole micro-batches per data-parallel rank; never rounded (refused otherwise)")
     fsdp: bool = Field(default=False, description="FSDP full shard (the memory of ZeRO-3)")
     offload: Literal["none", "optimizer", "params"] = Field(default="none", description="Move optimizer state (or also parameters) to CPU RAM")
     offload_activation_layers: int = Field(default=0, ge=0, le=100_000, description="Training: layers whose activations wait in host memory between the forward and backward pass (Megatron-Core's CPU activation offloading, --cpu-offloading-num-layers: full training, one pipeline stage, no recompute)")
@@ -92,6 +123,14 @@ class PlanOut(_Schema):
     warnings: list[dict[str, Any]] = Field(description="[{code, message, concept}]: what to watch; concept names a glossary entry")
     assumptions: list[str] = Field(default_factory=list, description="Every default the planner chose")
     checks: list[str] = Field(default_factory=list, description="What you must still check yourself")
+    headroom_bytes: int | None = Field(default=None, description="GPU memory (serving: the engine's budget) left per GPU; negative when it does not fit")
+    layout: dict[str, Any] | None = Field(default=None, description="The layout planned (given or chosen): gpus, tp, pp, dp, ep, cp, virtual_stages, zero, fsdp, offload, sequence_parallel, tp_overlap, ep_overlap")
+    performance: dict[str, Any] | None = Field(
+        default=None, json_schema_extra={"properties": PERFORMANCE_KEYS},
+        description="Speed: calibrated predictions, each with its band (*_low, *_high: where measured runs of the "
+                    "same kind fell, 10th-90th percentile) and the datasheet roofline beside it (*_ceiling, never the "
+                    "answer); units in the key names (_s seconds, _per_s per second). Null figures when there is no GPU, "
+                    "the plan does not fit, or for a diffusion pipeline (assumptions say why)")
 
 
 class RecommendRequest(_Request):
@@ -113,7 +152,7 @@ class RecommendRequest(_Request):
     recipe: Literal["vllm", "sglang", "trtllm", "torchrun-fsdp", "deepspeed", "accelerate", "skypilot", "k8s"] | None = Field(default=None, description="Also write each result's launch under its 'recipe' (null with 'recipe_refused' where it cannot express that result's plan)")
     micro_batch: int | None = Field(default=None, ge=LIMITS["micro_batch"].low, le=LIMITS["micro_batch"].high, description="Training only: sequences per GPU step (chosen per layout when not given: 1, 2 or 4, the fastest that fits, as plan chooses)")
     seq: int | None = Field(default=None, ge=1, le=10_000_000, description="Training only: tokens per sequence (serving's is context; default 2,048 or the model's context if shorter)")
-    global_batch: int | None = Field(default=None, ge=LIMITS["global_batch"].low, le=LIMITS["global_batch"].high, description="Training only: tokens per optimizer step (default 4,194,304); gradient accumulation follows")
+    global_batch: int | None = Field(default=None, ge=LIMITS["global_batch"].low, le=LIMITS["global_batch"].high, description="Training only: tokens per optimizer step (default 4,194,304); gradient accumulation follows. Whole sequences that split into whole micro-batches per data-parallel rank; never rounded (refused otherwise)")
     recompute: Literal["none", "selective", "moe", "full"] | None = Field(default=None, description="Training only: activation recomputation (default: the least that fits each offering, none, then selective, then full; moe: a mixture of experts' MoE blocks)")
     optimizer: Literal["adamw", "adamw-8bit", "sgd", "lion", "adafactor"] | None = Field(default=None, description="Training only: the optimizer whose state is kept (default adamw)")
     lora_rank: int | None = Field(default=None, ge=LIMITS["lora_rank"].low, le=LIMITS["lora_rank"].high, description="Task lora or qlora only: LoRA rank r (default 16)")
@@ -143,7 +182,7 @@ class RecommendOut(_Schema):
 
     model: Any = Field(description="The model planned")
     term: str = Field(description="The term priced")
-    results: list[dict[str, Any]] = Field(description="Offerings that fit, cheapest first: offering, servers, gpus, layout, per_gpu bytes, speed (tokens/s), total_usd …")
+    results: list[dict[str, Any]] = Field(description="Offerings that fit, cheapest first: offering, servers, gpus, layout, per_gpu bytes, the speed predictions (decode_tokens_per_s_total, decode_tokens_per_s_per_user, prefill_s; train_tokens_per_s, train_time_s) each with its band (*_low, *_high), total_usd …")
     pareto: list[dict[str, Any]] = Field(description="The cost/speed Pareto front among the results")
     rejected: list[dict[str, Any]] = Field(description="Cheaper options that were rejected, with the reason")
     assumptions: list[str] = Field(description="Every default chosen")

@@ -233,6 +233,11 @@ def _render_performance(out: Any, section: Any, *, concurrency: int | None = Non
         total = float(section["step_time_s"])
         shown = [f"{name} {_seconds(value)} s ({value / total:.0%})" for name, value in parts.items() if value > 0]
         out.print(f"  step {_seconds(total)} s = " + " + ".join(shown), markup=False)
+    from anchorgpu.planner.global_batch import BATCH_TIMED_LABEL
+
+    for line in section.get("assumptions", []):  # the batch a training step is timed with, as given or the default's
+        if isinstance(line, str) and line.startswith(BATCH_TIMED_LABEL + ":"):
+            out.print(f"  {line}", markup=False)
 
 
 def _timed_requests(section: dict[str, Any], concurrency: int | None, context_tokens: int | None) -> str:

@@ -27,11 +27,12 @@ from anchorgpu.planner.diffusion_plan import plan_diffusion
 from anchorgpu.planner.eager_stack import eager_headroom_warning
 from anchorgpu.planner.engine_choice import engine_refusal
 from anchorgpu.planner.formats import WeightFormat, shipped_format
+from anchorgpu.planner.global_batch import check_whole_sequences, splits, unfit_fallback_refusal
 from anchorgpu.planner.inference import plan_inference
-from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload
+from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload, default_seq_tokens
 from anchorgpu.planner.media import validate_media
 from anchorgpu.planner.result import MemoryBreakdown, Plan, ResolvedLayout, Suggestion, new_plan
-from anchorgpu.planner.suggest import choose_layout_plan, suggestions_for
+from anchorgpu.planner.suggest import choose_layout_plan, suggestions_for, training_layout_open
 from anchorgpu.planner.training import plan_training
 from anchorgpu.planner.validate import (
     check_kv_cache_task,
@@ -52,6 +53,17 @@ _size = lru_cache(maxsize=1024)(fmt_bytes)  # a model's checkpoint size recurs a
 # the defaults of the frozen inputs, built once
 _WORKLOAD, _PRECISION, _LAYOUT, _OVERHEADS = Workload(), PrecisionPlan(), Layout(), Overheads()
 _BASE_CHECKS = (BASE_CHECK,)  # what to check when nothing was warned about
+
+
+def _check_fallback_batch(model: ModelSpec, w: Workload, lay: ResolvedLayout, gpu: GpuSpec) -> None:
+    """Where a layout was open for the user but none that splits a stated batch fits ``gpu``, and the layout planned in
+    its place does not split it either: say that, rather than refuse a layout the user never gave."""
+    if w.task not in ("train", "lora", "qlora") or w.global_batch_tokens is None:
+        return
+    seq, mb = default_seq_tokens(w, model.max_context_tokens), w.micro_batch or 1
+    if not splits(w.global_batch_tokens, dp=lay.dp, micro_batch=mb, seq_tokens=seq):
+        raise InvalidWorkload(unfit_fallback_refusal(w.global_batch_tokens, dp=lay.dp, micro_batch=mb, seq_tokens=seq,
+                                                     gpu_name=gpu.name))
 
 
 def _is_shipped(fmt: WeightFormat, model: ModelSpec) -> bool:
@@ -116,6 +128,7 @@ def plan(
     lay_in = layout or _LAYOUT
     ov = overheads or _OVERHEADS
     assumptions: list[str] = []
+    fallback: GpuSpec | None = None
     if isinstance(model, DiffusionPipelineSpec) and w.task != "diffusion":
         if w.task != "inference":
             raise InvalidWorkload(f"{model.name} is a diffusion pipeline: use --task diffusion (not {w.task})")
@@ -134,16 +147,22 @@ def plan(
     refused = engine_refusal(w.engine, (gpu,), w.engine_source) if gpu is not None else None
     if refused:
         raise InvalidWorkload(refused)
+    if isinstance(model, ModelSpec) and w.task in ("train", "lora", "qlora"):  # whole sequences, before any layout is
+        check_whole_sequences(w.global_batch_tokens, default_seq_tokens(w, model.max_context_tokens))  # chosen for it
     if choose_layout and gpu is not None and isinstance(model, ModelSpec):
         check_layout_counts(lay_in)  # a count below 1 is refused before any layout is chosen around it
         chosen = choose_layout_plan(model, w, prec, lay_in, gpu, ov)
         if chosen is not None:
             return evolve(chosen, assumptions=(*assumptions, *chosen.assumptions))
+        if w.task in ("train", "lora", "qlora") and training_layout_open(lay_in, w):
+            fallback = gpu  # a layout was open but none chosen fits: plain DP, or the rest as given, is planned
     fmt = resolve_format(model, w, prec, assumptions)
     kv = resolve_kv_cache(model, w, prec, gpu, assumptions)
     if prec.weights != fmt.name or prec.kv_cache != kv:
         prec = _with_weights(fmt.name, kv)
     lay = resolve_layout(model, w, lay_in, assumptions)
+    if fallback is not None and isinstance(model, ModelSpec):
+        _check_fallback_batch(model, w, lay, fallback)
     warnings: list[PlanWarning] = []
     if isinstance(model, DiffusionPipelineSpec):
         terms = plan_diffusion(model, gpu, w, fmt, lay, ov, assumptions)

@@ -26,7 +26,7 @@ from anchorgpu.planner.result import Plan, ResolvedLayout, Suggestion
 if TYPE_CHECKING:  # the layout chooser imports the planner: a type only here
     from anchorgpu.planner.speed.layouts import Choice
 
-__all__ = ["TRAINING_GPU_COUNTS", "choose_layout_plan", "suggestions_for"]
+__all__ = ["TRAINING_GPU_COUNTS", "choose_layout_plan", "suggestions_for", "training_layout_open"]
 
 SMALL_SEQUENCE_CAP = 256
 """The ``--max-num-seqs`` "What would fit" offers a vLLM plan that does not fit: vLLM's own default on GPUs under
@@ -237,21 +237,27 @@ def _train_speed(alt: Plan) -> float | None:
     return float(value) if value else None
 
 
+def training_layout_open(lay_in: Layout, w: Workload) -> bool:
+    """Whether a training plan leaves something of its layout to choose (:func:`choose_layout_plan` searches then)."""
+    open_knobs = (lay_in.tp is None or lay_in.pp is None or lay_in.dp is None or lay_in.cp is None
+                  or (lay_in.zero is None and not lay_in.fsdp) or w.micro_batch is None or w.recompute is None
+                  or (lay_in.virtual_stages is None and lay_in.pipeline_layout is None and (lay_in.pp or 1) > 1))
+    if not open_knobs:
+        return False
+    explicit = (lay_in.tp is not None or lay_in.pp is not None or lay_in.dp is not None or lay_in.cp is not None
+                or lay_in.zero is not None or lay_in.fsdp)
+    # DP and CP follow from what is given: one candidate, nothing to choose
+    return not (explicit and (lay_in.zero is not None or lay_in.fsdp) and w.micro_batch is not None
+                and w.recompute is not None and (lay_in.virtual_stages is not None or lay_in.pipeline_layout is not None
+                                                 or (lay_in.pp or 1) == 1))
+
+
 def choose_layout_plan(model: ModelSpec, w: Workload, prec: PrecisionPlan, lay_in: Layout, gpu: GpuSpec,
                        ov: Overheads) -> Plan | None:
     """The plan of the layout chosen for the user, or None when nothing is open or nothing fits."""
     if w.task in ("train", "lora", "qlora"):
-        open_knobs = (lay_in.tp is None or lay_in.pp is None or lay_in.dp is None or lay_in.cp is None
-                      or (lay_in.zero is None and not lay_in.fsdp) or w.micro_batch is None or w.recompute is None
-                      or (lay_in.virtual_stages is None and lay_in.pipeline_layout is None and (lay_in.pp or 1) > 1))
-        if not open_knobs:
+        if not training_layout_open(lay_in, w):
             return None
-        explicit = (lay_in.tp is not None or lay_in.pp is not None or lay_in.dp is not None or lay_in.cp is not None
-                    or lay_in.zero is not None or lay_in.fsdp)
-        if explicit and (lay_in.zero is not None or lay_in.fsdp) and w.micro_batch is not None \
-                and w.recompute is not None and (lay_in.virtual_stages is not None or lay_in.pipeline_layout is not None
-                                                 or (lay_in.pp or 1) == 1):
-            return None  # DP and CP follow from what is given: one candidate, nothing to choose
         from anchorgpu.planner.speed import layouts  # it plans each candidate: imported where it is needed
 
         if lay_in.gpus is None and None in (lay_in.tp, lay_in.pp, lay_in.dp):

@@ -33,6 +33,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.engine_choice import engine_refusal
 from anchorgpu.planner.formats import format_for_model, shipped_format
+from anchorgpu.planner.global_batch import check_split
 from anchorgpu.planner.grid_columns import GridColumns
 from anchorgpu.planner.inference import request_media
 from anchorgpu.planner.inputs import (
@@ -48,7 +49,6 @@ from anchorgpu.planner.inputs import (
 )
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.calibration import Overrides, calibration
-from anchorgpu.planner.speed.pipeline import microbatches_for
 from anchorgpu.planner.sweep_attention_dp import with_attention_dp
 from anchorgpu.planner.sweep_grid import layout_grid, valid_tp
 from anchorgpu.planner.sweep_serving import serving_columns
@@ -206,8 +206,8 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     if not training and not by_request and prompt + output > ctx:
         raise InvalidWorkload(f"prompt {prompt} + output {output} tokens exceed the {ctx}-token context")
     if training and spec.global_batch_tokens is not None:  # one line, as plan() says it, when no layout could split it
-        microbatches_for(spec.global_batch_tokens, dp=1, micro_batch=w.micro_batch or 1,
-                         seq_tokens=default_seq_tokens(w, model.max_context_tokens))
+        check_split(spec.global_batch_tokens, dp=1, micro_batch=w.micro_batch or 1,
+                    seq_tokens=default_seq_tokens(w, model.max_context_tokens))
     lay = layout_grid(model, shapes, training=training, max_pp=spec.max_pp, zero_stages=spec.zero_stages,
                       seq_tokens=default_seq_tokens(w, model.max_context_tokens) if training else 0)
     if training:

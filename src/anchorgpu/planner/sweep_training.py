@@ -150,11 +150,11 @@ class _Search:
         self.groups: dict[tuple[Any, ...], _Memories] = {}
 
     def splits(self, dp: Any, micro: Any) -> Any:
-        """Whether a stated global batch gives each data-parallel rank a micro-batch or more (arrays too)."""
-        # a stated global batch is kept: a layout with more data-parallel ranks than it has micro-batches does not run
-        # it (plan() refuses it: speed.pipeline.microbatches_for); without one, the default batch grows to one
+        """Whether a stated global batch is whole micro-batches for each data-parallel rank (arrays too)."""
+        # a stated global batch is kept: a layout it does not give whole micro-batches per data-parallel rank does not
+        # run it (plan() refuses it: planner.global_batch.split_refusal); without one, the default batch grows to one
         # micro-batch per rank, as plan() times an explicit layout
-        return True if self.stated is None else dp * micro * self.seq <= self.stated
+        return True if self.stated is None else self.stated % (dp * micro * self.seq) == 0
 
     def memories(self, weights: str, shape: HardwareShape, base: TrainLayout, runs: bool) -> _Memories:
         w, gpu = self.w, shape.gpu
@@ -270,9 +270,9 @@ def _pairs(base: TrainLayout, deepest: int, mbs: tuple[int, ...], seq: int, stat
            splits: Callable[[int, int], bool], batch_tokens: Callable[[int, int], int],
            train_stack: str) -> list[Pair]:
     """The layout's interleavings and micro-batches the chooser tries, in its order (plain 1F1B first; the
-    micro-batches ascending): a micro-batch past the first only where the batch holds one per data-parallel rank
-    (a stated batch, else the default), interleaved chunks only where the stack runs them with the step's
-    micro-batches (:func:`~anchorgpu.planner.speed.pipeline.interleaving_refusal`)."""
+    micro-batches ascending): a micro-batch past the first only where a stated batch is whole micro-batches for each
+    data-parallel rank, or the default batch holds one per rank; interleaved chunks only where the stack runs them
+    with the step's micro-batches (:func:`~anchorgpu.planner.speed.pipeline.interleaving_refusal`)."""
     dp, out = base.dp, []
     for v in sorted({1, deepest}):
         lay_v = base if v == 1 else TrainLayout(gpus=base.gpus, tp=base.tp, pp=base.pp, cp=base.cp, dp=dp, ep=base.ep,

@@ -15,6 +15,7 @@ from anchorgpu.planner._frozen import evolve, memo_on_frozen
 from anchorgpu.planner.eager_stack import memory_line, pytorch_memory_line
 from anchorgpu.planner.finetune import finetune_terms
 from anchorgpu.planner.formats import WeightFormat, model_param_parts
+from anchorgpu.planner.global_batch import check_split
 from anchorgpu.planner.inputs import ALL_LORA_TARGETS, Overheads, Recompute, Workload, default_seq_tokens
 from anchorgpu.planner.memory.activations import keeps_fp8_input_copies
 from anchorgpu.planner.memory.loss import default_cross_entropy, loss_memory, loss_memory_line
@@ -22,7 +23,7 @@ from anchorgpu.planner.pipeline_layout import PipelineLayout, busiest_rank_layer
 from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
 from anchorgpu.planner.sequence_parallel import memory_off_line
 from anchorgpu.planner.speed.pipeline import interleaving_refusal_line
-from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, microbatches_for
+from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS
 from anchorgpu.planner.terms import (
     TaskTerms,
     context_bytes,
@@ -49,9 +50,8 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     micro_batch = w.micro_batch or 1
     if w.micro_batch is None:
         assumptions.append("Micro-batch not given: 1 sequence per GPU step.")
-    microbatches = 1
-    if w.global_batch_tokens is not None:  # one line when it is smaller than a micro-batch per DP rank
-        microbatches = microbatches_for(w.global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq)
+    # a stated batch splits into whole micro-batches per DP rank (CP ranks share a sequence), else one line refuses it
+    microbatches = check_split(w.global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq, cp=lay.cp)
     _check_interleaving(w, lay, micro_batch, seq)
     recompute: Recompute = w.recompute or ("full" if w.task == "qlora" else "none")
     if w.recompute is None:

@@ -89,8 +89,12 @@ def miss_reason(row: Mapping[str, Any], min_tokens_per_s_per_user: float | None,
                 f"{row['dp']} replica{'s' if row['dp'] > 1 else ''} would queue {row['concurrency'] - row['dp'] * cap:,} "
                 f"of the {row['concurrency']:,} users")
     if training and not row.get("splits_batch", True):
-        need = (f" = {row['dp'] * row['concurrency'] * seq_tokens:,} tokens" if seq_tokens else "")
-        return (f"--global-batch {batch_tokens or 0:,}: smaller than one micro-batch per data-parallel rank of every "
+        round_tokens = row['dp'] * row['concurrency'] * seq_tokens if seq_tokens else None
+        need = f" = {round_tokens:,} tokens" if round_tokens else ""
+        # a batch of at least one micro-batch per rank that is not a whole number of them (planner.global_batch)
+        what = ("does not split into whole micro-batches per data-parallel rank for any" if round_tokens
+                and (batch_tokens or 0) >= round_tokens else "smaller than one micro-batch per data-parallel rank of every")
+        return (f"--global-batch {batch_tokens or 0:,}: {what} "
                 f"layout tried (the fewest ranks: TP {row['tp']}, PP {row['pp']}, DP {row['dp']} x micro-batch "
                 f"{row['concurrency']}" + (f" x {seq_tokens:,} tokens" if seq_tokens else "") + need + ")")
     if row["fits"] and min_tokens_per_s_per_user is not None:

@@ -129,7 +129,10 @@ def validation_message(exc: ValidationError, text: PageText | None = None) -> st
     elif kind == "string_too_long":
         reason = text.ngettext("at most %(num)d character", "at most %(num)d characters", int(ctx.get("max_length") or 0))
     elif kind == "literal_error":
-        reason = text.gettext("must be one of %(choices)s", choices=ctx.get("expected", ""))
+        expected = str(ctx.get("expected", ""))  # pydantic's English "'a', 'b' or 'c'": the last "or" in the page's words
+        first, sep, last = expected.rpartition(" or ")
+        choices = text.gettext("%(first)s or %(last)s", first=first, last=last) if sep else expected
+        reason = text.gettext("must be one of %(choices)s", choices=choices)
     else:
         reason = str(err.get("msg", "invalid"))
     return f"{field}: {reason}"
@@ -162,7 +165,9 @@ def step_parts(text: PageText) -> dict[str, str]:
             "pp_bubble": text.gettext("PP bubble"), "pp_p2p": text.gettext("PP transfers"),
             "cp_comm": text.gettext("CP communication"), "dp_sync": text.gettext("DP gradient sync"),
             "fsdp_comm": text.gettext("FSDP gathers"), "ep_alltoall": text.gettext("EP all-to-all"),
-            "moe_launch": text.gettext("MoE expert launches"), "optimizer": text.gettext("optimizer step")}
+            "moe_launch": text.gettext("MoE expert launches"),
+            "activation_offload": text.gettext("activation offload to host memory"),
+            "optimizer": text.gettext("optimizer step")}
 
 
 def apply_change(values: dict[str, Any], change: str) -> str | None:

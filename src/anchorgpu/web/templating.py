@@ -136,15 +136,26 @@ def plain_decimal(locale: str) -> Any:
 
 
 def significant(locale: str) -> Any:
-    """A number to 3 significant figures (a step time: en '0.123', '1.23e+03' as Python's ``{:,.3g}``; ru '0,123')."""
+    """A number to 3 significant figures, never in exponent form, as the CLI writes a step and its parts: from 100
+    up whole ('1,504'; ru '1\xa0504'), below it three figures ('43.6', '0.0603'; ru '0,0603'), below 0.001 '<0.001'.
+
+    >>> en, ru = significant("en"), significant("ru")
+    >>> en(3957.2), en(43.62), en(0.060274), en(0.00002), ru(0.060274)
+    ('3,957', '43.6', '0.0603', '<0.001', '0,0603')
+    """
+    from math import floor, log10
+
     from babel.numbers import format_decimal
 
     def formatted(value: float | None) -> str:
         if value is None:
             return "–"
-        if locale == "en":
-            return f"{value:,.3g}"
-        return str(format_decimal(float(f"{value:.3g}"), format="#,##0.###", locale=locale))
+        if 0 < abs(value) < 0.001:
+            return "<" + str(format_decimal(0.001, format="0.###", locale=locale))
+        rounded = float(f"{value:.3g}")
+        decimals = 0 if abs(value) >= 100 or value == 0 else max(0, 2 - floor(log10(abs(rounded))))
+        return str(format_decimal(round(value, decimals), format="#,##0." + "#" * decimals if decimals else "#,##0",
+                                  locale=locale))
 
     return formatted
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
+from anchorgpu.planner.global_batch import batch_timed_line
 from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS
 from anchorgpu.planner.memory.activations import sequence_parallel_share
 from anchorgpu.planner.sequence_parallel import speed_off_line
@@ -64,6 +65,7 @@ __all__ = [
     "TTFT_CAVEAT_LABEL",
     "KvReservation",
     "attach_performance",
+    "check_tokens_cover_a_step",
     "evidence_items",
     "plan_performance",
     "saturation_concurrency",
@@ -125,9 +127,10 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     else:
         out["train_time_s"] = None
         out["gpu_hours"] = None
-    if batch != st.tokens_per_step:
-        assumptions.append(f"global batch {batch:,} tokens rounded up to whole micro-batches: {st.tokens_per_step:,} "
-                           f"tokens per step")
+    # which batch the step is timed with: a stated one as given (plan() refused it unless it splits), else the default
+    assumptions.append(batch_timed_line(st.tokens_per_step, stated=w.global_batch_tokens is not None,
+                                        default_tokens=DEFAULT_GLOBAL_BATCH_TOKENS, microbatches=st.microbatches,
+                                        dp=lay.dp, micro_batch=w.micro_batch or 1, seq_tokens=seq))
     k = ctx.stack
     assumptions.append(step_line(st.microbatches, w.micro_batch or 1, seq, st.tokens_per_step, precision,
                                   k.fp8_matmul_efficiency if precision != "bf16" else k.train_matmul_efficiency,
@@ -180,6 +183,22 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     put_evidence(ctx.evidence, out, assumptions)
 
 
+def check_tokens_cover_a_step(train_tokens: int, global_batch_tokens: int | None) -> None:
+    """Refuse a run shorter than one optimizer step: its time would be a fraction of a step that never completes.
+
+    >>> check_tokens_cover_a_step(10**9, None)
+    >>> check_tokens_cover_a_step(10**9, 10**12)
+    Traceback (most recent call last):
+    ...
+    anchorgpu.errors.InvalidWorkload: --tokens 1,000,000,000 is less than one optimizer step of --global-batch 1,000,000,000,000 tokens: the run would not finish a step; lower --global-batch or raise --tokens
+    """
+    batch = global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS
+    if train_tokens < batch:
+        given = f"--global-batch {batch:,} tokens" if global_batch_tokens else f"{batch:,} tokens (the default --global-batch)"
+        raise InvalidWorkload(f"--tokens {train_tokens:,} is less than one optimizer step of {given}: the run would "
+                              "not finish a step; lower --global-batch or raise --tokens")
+
+
 def plan_performance(
     plan: Plan, *, prompt_tokens: int | None = None, output_tokens: int | None = None,
     train_tokens: int | None = None, storage_bytes_per_s: float = DEFAULT_STORAGE_BYTES_PER_S,
@@ -211,6 +230,8 @@ def plan_performance(
             if value is not None and value < 1:
                 raise InvalidWorkload(f"--{name} {value}: must be at least 1")
     model, gpu, w = plan.model, plan.gpu, plan.workload
+    if train_tokens is not None and w.task in ("train", "lora", "qlora"):
+        check_tokens_cover_a_step(train_tokens, w.global_batch_tokens)
     assumptions: list[str] = []
     warnings: list[tuple[str, str]] = []
     cal = cal or (calibration() if mfu is None and mbu is None else calibrated(Overrides(mfu=mfu, mbu=mbu)))

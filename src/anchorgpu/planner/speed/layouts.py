@@ -22,6 +22,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import evolver
+from anchorgpu.planner.global_batch import splits, unsplit_by_any_refusal
 from anchorgpu.planner.inputs import (
     Layout,
     Overheads,
@@ -99,11 +100,14 @@ def _divisors(n: int, limit: int) -> list[int]:
 
 
 def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: int, batch: int,
-                refused: list[str] | None = None) -> tuple[list[tuple[TrainLayout, int]], tuple[Recompute, ...]]:
+                refused: list[str] | None = None, unsplit: list[tuple[int, int]] | None = None,
+                ) -> tuple[list[tuple[TrainLayout, int]], tuple[Recompute, ...]]:
     """The layouts and micro-batches a search tries, each at every recompute level of the second (the same for all,
     least first): candidate ``g * len(levels) + j`` is pair ``g`` at level ``j``. Interleaved chunks only where the
     training stack runs them with the step's micro-batches (:func:`~.pipeline.interleaving_refusal`); the line
-    refusing each such layout is added to ``refused`` when given."""
+    refusing each such layout is added to ``refused`` when given. A stated global batch is kept as given: only the
+    DP x micro-batch pairs that split it into whole micro-batches are tried (:func:`~anchorgpu.planner.global_batch.splits`),
+    the others added to ``unsplit`` when given; the default batch needs one micro-batch per rank."""
     # any explicit layout flag keeps the rest of the split as before (TP, PP, CP 1; DP the rest)
     explicit = any(x is not None for x in (given.tp, given.pp, given.dp, given.cp, given.zero)) or given.fsdp
     tps = [given.tp or 1] if explicit or given.tp else [  # sequence parallelism stated on needs TP
@@ -155,6 +159,11 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                                             sequence_parallel=given.sequence_parallel)
                                 for ep in eps if (tp * cp * dp) % ep == 0]
                         for mb in mbs:
+                            if w.global_batch_tokens is not None and not splits(batch, dp=dp, micro_batch=mb,
+                                                                                 seq_tokens=seq):
+                                if unsplit is not None:
+                                    unsplit.append((dp, mb))
+                                continue  # the stated batch is not whole micro-batches for each DP rank
                             if dp * mb * seq > batch:
                                 continue  # fewer sequences than one micro-batch per DP rank
                             line = interleaving_refusal_line(pp, v, dp=dp, micro_batch=mb, seq_tokens=seq,
@@ -181,11 +190,14 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     prec = compute_precision_for_training(w.train_precision)
     fixed_zero = 3 if given.fsdp else given.zero
     refused: list[str] = []
-    pairs, levels = _candidates(model, w, given, gpus, seq, max(batch, 1), refused)
+    unsplit: list[tuple[int, int]] = []
+    pairs, levels = _candidates(model, w, given, gpus, seq, max(batch, 1), refused, unsplit)
     if not pairs and refused and given.pp is None:
         # only the stated --virtual-stages left nothing: say why (with --pp stated, plan() refuses the layout itself)
         raise InvalidWorkload(f"--virtual-stages {given.virtual_stages}: no layout of the {gpus} GPUs interleaves "
                               f"with this batch; the first tried: {refused[0]}")
+    if not pairs and unsplit and not refused:  # the stated batch splits over none of the layouts: never rounded
+        raise InvalidWorkload(unsplit_by_any_refusal(batch, unsplit, seq, gpus))
 
     def speed(lay: TrainLayout, mb: int, rc: Recompute) -> float:
         return training_step(model, gpu, lay, seq_tokens=seq, micro_batch=mb,

@@ -100,7 +100,11 @@ def interleaving_refusal(pp: int, virtual_stages: int, microbatches: int, train_
 
 
 def microbatches_for(global_batch_tokens: int, *, dp: int, micro_batch: int, seq_tokens: int) -> int:
-    """Micro-batches per data-parallel rank in one step (gradient accumulation), rounded up.
+    """Micro-batches per data-parallel rank in one step (gradient accumulation), rounded up. Only the planner's own
+    default batch is ever rounded here, and the plan says so (:func:`~anchorgpu.planner.global_batch.batch_timed_line`):
+    ``plan()`` refuses a stated batch that is not whole micro-batches for each rank
+    (:func:`~anchorgpu.planner.global_batch.check_split`), the layout chooser and the sweep keep only the layouts it
+    splits, and every measured run's batch splits exactly.
 
     >>> microbatches_for(4 * 2**20, dp=4, micro_batch=1, seq_tokens=4096)
     256

@@ -1,0 +1,45 @@
+"""The recommendation table shows each speed with its band, as the plan page does, and the training run time the
+API and the CLI give (the predicted hours, not the whole hours the run price bills)."""
+
+from __future__ import annotations
+
+import re
+
+from fastapi.testclient import TestClient
+
+TRAIN = {"model": "llama-3.1-70b", "task": "train", "train_tokens": 10**10, "gpu": "h100", "top": 2}
+SERVE = {"model": "llama-3.1-70b", "concurrency": 32, "context": 8192, "top": 2}
+
+
+def _row(html: str, rank: int) -> str:
+    match = re.search(rf'<tr id="rec-{rank}">(.*?)</tr>', html, re.S)
+    assert match, f"no row {rank}"
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", match.group(1)))
+
+
+def test_training_rows_show_the_band_and_the_predicted_run_time(client: TestClient) -> None:
+    api = client.post("/v1/recommend", json=TRAIN).json()["results"][0]
+    page = client.get("/recommend?model=llama-3.1-70b&task=train&tokens=1e10&gpu=h100&top=2&lang=en")
+    assert page.status_code == 200
+    row = _row(page.text, 1)
+    rate = f"{api['train_tokens_per_s']:,.0f} {api['train_tokens_per_s_low']:,.0f}–{api['train_tokens_per_s_high']:,.0f}"
+    assert rate in row
+    hours = f"{api['train_time_s'] / 3600:,.1f} h"
+    band = f"{api['train_time_s_low'] / 3600:,.1f}–{api['train_time_s_high'] / 3600:,.1f} h"
+    assert f"{hours} {band}" in row
+    assert api["run_hours"] != round(api["train_time_s"] / 3600, 1)  # the billed whole hours are not the run time
+    assert 'id="band-note"' in page.text
+
+
+def test_serving_rows_show_the_band_of_both_speeds_in_russian_too(client: TestClient) -> None:
+    api = client.post("/v1/recommend", json=SERVE).json()["results"][0]
+    en = _row(client.get("/recommend?model=llama-3.1-70b&concurrency=32&context=8192&top=2&lang=en").text, 1)
+    total = (f"{api['decode_tokens_per_s_total']:,.0f} {api['decode_tokens_per_s_total_low']:,.0f}–"
+             f"{api['decode_tokens_per_s_total_high']:,.0f}")
+    user = (f"{api['decode_tokens_per_s_per_user']:,.1f} {api['decode_tokens_per_s_per_user_low']:,.1f}–"
+            f"{api['decode_tokens_per_s_per_user_high']:,.1f}")
+    assert total in en and user in en
+    ru = client.get("/recommend?model=llama-3.1-70b&concurrency=32&context=8192&top=2&lang=ru").text
+    assert user.replace(".", ",") in _row(ru, 1)
+    note = re.search(r'id="band-note">(.*?)</p>', ru, re.S)
+    assert note and "прогноз" in note.group(1)
