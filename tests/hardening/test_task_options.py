@@ -109,7 +109,7 @@ def test_the_openapi_schema_says_the_defaults_of_the_fields_given_as_null() -> N
     plan, recommend = PlanRequest.model_json_schema()["properties"], RecommendRequest.model_json_schema()["properties"]
     for props, name, default in ((plan, "optimizer", "default adamw"), (plan, "train_precision", "(the default)"),
                                  (plan, "gpu_memory_utilization", "default 0.9"), (plan, "lora_rank", "default 16"),
-                                 (recommend, "micro_batch", "default 1"), (recommend, "output_tokens", "default 256")):
+                                 (recommend, "micro_batch", "chosen per layout when not given"), (recommend, "output_tokens", "default 256")):
         assert props[name].get("default") is None and default in props[name]["description"], name
 
 

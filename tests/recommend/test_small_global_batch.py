@@ -94,7 +94,8 @@ def test_the_sweep_interleaves_only_where_megatron_runs_it_with_the_stated_batch
         row = result.row(i)
         if row["pp"] < 2 or not row["splits_batch"]:
             continue
-        m = -(-batch // (row["dp"] * SEQ))  # micro-batches a step, as speed.pipeline.microbatches_for counts them
+        # micro-batches a step at the row's micro-batch, as speed.pipeline.microbatches_for counts them
+        m = -(-batch // (row["dp"] * row["concurrency"] * SEQ))
         seen.add((m % row["pp"] == 0, int(row["virtual_stages"]) > 1))
         assert int(row["virtual_stages"]) == 1 or m % row["pp"] == 0, row
     assert (False, False) in seen  # a pipelined layout Megatron-Core would not interleave at this batch was swept

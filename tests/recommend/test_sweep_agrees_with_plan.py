@@ -18,6 +18,7 @@ from anchorgpu.architectures import load_model
 from anchorgpu.catalog import load_catalog
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
+from anchorgpu.planner.inputs import RECOMPUTES
 from anchorgpu.planner.speed.batching import serving_estimate
 from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
 from anchorgpu.planner.speed.serving import decode_step
@@ -233,3 +234,81 @@ def test_pipeline_stage_rows_match_the_scalar_planner_exactly() -> None:
     assert staged, "the sweep evaluated no pipeline layout"
     for i in random.Random(7).sample(staged, min(15, len(staged))):
         _check_inference_row(result, model, i)
+
+
+def _h100_rows(model_name: str, servers: int, **workload: object) -> list[dict]:  # type: ignore[type-arg]
+    """The training sweep's rows of ``servers`` 8-GPU H100 servers (the shape plan's speed assumes: 8 GPUs a server
+    and the default fabric), the configurations that fit and run the batch."""
+    shapes = tuple(s for s in shapes_from_catalog(load_catalog().offerings, max_servers=servers)
+                   if s.id == "h100-sxm-8x-bm")
+    result = sweep(load_model(model_name), shapes, SweepSpec(workload=Workload(task="train", **workload)))  # type: ignore[arg-type]
+    rows = [result.row(i) for i in range(result.evaluated)]
+    return [r for r in rows if r["gpus"] == 8 * servers and r["fits"] and r["splits_batch"]]
+
+
+def _given_row(row: dict) -> Layout:  # type: ignore[type-arg]
+    return Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"], zero=row["zero"],
+                  ep=row["ep"] if row["ep"] > 1 else None, cp=row["cp"])
+
+
+def _assert_row_is_plans_choice(row: dict, model, gpu) -> None:  # type: ignore[no-untyped-def,type-arg]
+    """``plan`` given the row's layout chooses the row's micro-batch, recompute and interleaving, and its memory and
+    speed are the row's; so is ``plan`` given all of them. (FSDP with pipeline stages, which the sweep prices and the
+    chooser does not search, only the latter.)"""
+    fixed = plan(model, Workload(task="train", micro_batch=row["concurrency"], recompute=RECOMPUTES[row["recompute"]]),
+                 gpu=gpu, suggest=False, choose_layout=False,
+                 layout=replace(_given_row(row), virtual_stages=row["virtual_stages"] if row["virtual_stages"] > 1
+                                else None))
+    plans = [fixed]
+    if not (row["zero"] == 3 and row["pp"] > 1):
+        chosen = plan(model, Workload(task="train"), gpu=gpu, layout=_given_row(row))
+        config = (chosen.workload.micro_batch, chosen.workload.recompute, chosen.layout.virtual_stages)
+        assert config == (row["concurrency"], RECOMPUTES[row["recompute"]], row["virtual_stages"]), row
+        plans.append(chosen)
+    for p in plans:
+        assert row["per_gpu_total_bytes"] == p.per_gpu.total_bytes
+        assert row["train_tokens_per_s"] == pytest.approx(plan_performance(p)["train_tokens_per_s"], rel=1e-9)
+
+
+def test_a_mixture_of_experts_row_runs_the_micro_batch_plan_chooses() -> None:
+    """Qwen3-30B-A3B on 8 H100: ``plan`` chooses EP 8, ZeRO-1, micro-batch 4 with full recompute at 60,472 tok/s,
+    while the sweep, fixed at micro-batch 1, rated its best row (EP 8, least recompute that fits) at 36,635 - recommend
+    40% below plan. A row now runs the fastest micro-batch that fits, as the chooser does: the best row is plan's."""
+    model, gpu = load_model("qwen3-30b-a3b"), get_gpu("h100")
+    rows = _h100_rows("qwen3-30b-a3b", 1)
+    best = max(rows, key=lambda r: r["train_tokens_per_s"])
+    p = plan(model, Workload(task="train"), gpu=gpu, layout=Layout(gpus=8))
+    assert (p.layout.ep, p.workload.micro_batch, p.workload.recompute) == (8, 4, "full")
+    assert (best["ep"], best["concurrency"], RECOMPUTES[best["recompute"]]) == (8, 4, "full")
+    assert round(best["train_tokens_per_s"]) == round(plan_performance(p)["train_tokens_per_s"]) == 60_472
+    for row in rows:
+        _assert_row_is_plans_choice(row, model, gpu)
+
+
+def test_a_dense_row_on_64_gpus_runs_micro_batch_two_as_plan_does() -> None:
+    """Llama 3.1 8B on 64 H100 (8 servers): ``plan`` chooses DP 64 ZeRO-1 at micro-batch 2, 768,900 tok/s; the sweep
+    rated the same layout at micro-batch 1, 760,531 (1% below). The row now runs micro-batch 2."""
+    model, gpu = load_model("llama-3.1-8b"), get_gpu("h100")
+    rows = _h100_rows("llama-3.1-8b", 8)
+    best = max(rows, key=lambda r: r["train_tokens_per_s"])
+    p = plan(model, Workload(task="train"), gpu=gpu, layout=Layout(gpus=64))
+    assert (p.layout.dp, p.layout.zero, p.workload.micro_batch) == (64, 1, 2)
+    assert (best["dp"], best["zero"], best["concurrency"]) == (64, 1, 2)
+    assert round(best["train_tokens_per_s"]) == round(plan_performance(p)["train_tokens_per_s"]) == 768_900
+    _assert_row_is_plans_choice(best, model, gpu)
+
+
+@pytest.mark.parametrize(("model_name", "servers"), [("llama-3.1-70b", 4), ("mixtral-8x7b-v0.1", 2),
+                                                      ("llama-3.1-8b", 2)])
+def test_sampled_training_rows_run_what_plan_chooses_for_their_layout(model_name: str, servers: int) -> None:
+    """Every sampled row that fits: ``plan`` given its layout (TP, PP, DP, ZeRO, EP, CP) chooses its micro-batch,
+    recompute level and interleaving, with the same memory and speed."""
+    model, gpu = load_model(model_name), get_gpu("h100")
+    rows = _h100_rows(model_name, servers)
+    for row in random.Random(11).sample(rows, min(12, len(rows))):
+        _assert_row_is_plans_choice(row, model, gpu)
+
+
+def test_a_stated_micro_batch_stays_fixed() -> None:
+    rows = _h100_rows("qwen3-30b-a3b", 1, micro_batch=2)
+    assert rows and {r["concurrency"] for r in rows} == {2}

@@ -156,7 +156,7 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
         raise InvalidWorkload(f"images, resolution and vae_tiling apply to diffusion pipelines; {request.model} is a "
                               "language model")
     workload = workload_of(task=request.task, context_tokens=request.context, concurrency=request.concurrency,
-                           micro_batch=request.micro_batch or 1,  # the sweep's: one sequence per GPU step unless asked
+                           micro_batch=request.micro_batch,  # not given: the sweep picks 1, 2 or 4 per layout, as plan does
                            seq_tokens=request.seq, train_precision=request.train_precision,
                            optimizer_state=request.optimizer_state, cross_entropy=request.cross_entropy,
                            train_stack=resolve_train_stack(request.train_stack, request.recipe, request.task),

@@ -75,7 +75,8 @@ def render_recommendation(rec: Recommendation) -> None:
                   + (f" CP{c['cp']}" if c.get("cp", 1) > 1 else "") + f" DP{c['dp']}"
                   + (f" EP{c['ep']}" if c.get("ep", 1) > 1 else "")
                   + (f" Z{c['zero']}" if c["zero"] else "")
-                  + (f" rc:{RECOMPUTES[int(c['recompute'])]}" if c.get("recompute") else ""))
+                  + (f" rc:{RECOMPUTES[int(c['recompute'])]}" if c.get("recompute") else "")
+                  + (f" mb{c['concurrency']}" if training else ""))  # the micro-batch a training row runs
         mem = f"{c['per_gpu_total_bytes'] / GIB:.1f}/{c['budget_bytes'] / GIB:.1f}"
         precision = c["weights"] if training or diffusion else f"{c['weights']}/{c['kv_cache']}"
         row = [str(i), o.offering, f"{o.servers}×{o.gpus // o.servers}", str(c["dp"]) if diffusion else layout,
@@ -172,7 +173,7 @@ def recommend_command(
     min_tokens_per_s: float | None = typer.Option(None, "--min-tokens-per-s", help="Serving only: at least this many tokens/s per user."),
     prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens (inference only; default: context - output)."),
     output_tokens: int | None = typer.Option(None, "--output-tokens", help="Output tokens per request (inference only; default 256)."),
-    micro_batch: int | None = typer.Option(None, "--micro-batch", help="Sequences per GPU step (training only; default 1)."),
+    micro_batch: int | None = typer.Option(None, "--micro-batch", help="Sequences per GPU step (training only; chosen per layout when not given: 1, 2 or 4, the fastest that fits)."),
     seq: str | None = typer.Option(None, "--seq", help="Training sequence length in tokens (training only; serving's is --context)."),
     recompute: str | None = typer.Option(None, "--recompute", callback=lower_choice, help="none | selective (the attention core; with --train-stack pytorch, torchtitan's op-level policy) | moe (MoE blocks) | full (training)."),
     optimizer: str | None = typer.Option(None, "--optimizer", callback=lower_choice, help="Training only: adamw | adamw-8bit | sgd | lion | adafactor (default adamw)"),
@@ -272,7 +273,7 @@ def recommend_command(
     workload = workload_of(  # the options not given (None) take the planner's defaults; validated by the planner
         task=task, context_tokens=parse_tokens(context, field="context"), concurrency=concurrency,
         gpu_memory_utilization=gpu_memory_utilization, allow_long_context=allow_long_context,
-        micro_batch=micro_batch or 1,  # the sweep's: one sequence per GPU step unless asked
+        micro_batch=micro_batch,  # not given: the sweep picks 1, 2 or 4 per layout, as plan does
         engine=engine, engine_source=chosen_by, max_num_seqs=max_num_seqs, seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute,
         optimizer=optimizer, lora_rank=lora_rank, train_precision=train_precision, optimizer_state=optimizer_state,
         cross_entropy=cross_entropy, train_stack=resolve_train_stack(train_stack, recipe, task),

@@ -45,6 +45,7 @@ from anchorgpu.planner.inputs import (
     PrecisionPlan,
     Workload,
     default_seq_tokens,
+    recompute_ladder,
 )
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.calibration import Overrides, calibration
@@ -234,11 +235,15 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     if progress:
         progress(n, n)
     # the probe's layout and KV dtype are one of the grid's: the sweep states its own below
-    assumptions = [a for a in probe.assumptions if not a.startswith(("Layout not given", "KV cache: "))]
+    # (and a training sweep chooses each layout's micro-batch and recompute level: it states that below)
+    own = ("Layout not given", "KV cache: ") + (("Micro-batch not given", "Activation recompute: ") if training else ())
+    assumptions = [a for a in probe.assumptions if not a.startswith(own)]
     assumptions.append(
         f"Swept {len(shapes)} hardware shape(s) x whole servers x TP/PP/DP"
         + (("/CP" if (lay.cp > 1).any() else "") + "/ZeRO" if training else "") + f" layouts x weights {','.join(weights)}"
         + ("" if training else f" x KV cache {','.join(kvs)} x concurrency {','.join(map(str, concs))}") + ".")
+    if training:
+        assumptions.append(_chosen_per_layout_line(w, model.moe is not None))
     if model.moe is not None and training:
         assumptions.append(f"Expert parallelism swept too: EP {', '.join(map(str, np.unique(lay.ep).tolist()))} (sizes that divide "
                            f"the {model.moe.num_experts} experts and the GPUs of a pipeline stage).")
@@ -266,3 +271,11 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         context_tokens=ctx, prompt_tokens=prompt, output_tokens=output, columns=columns,
         assumptions=tuple(assumptions), warnings=warnings,
     )
+
+
+def _chosen_per_layout_line(w: Workload, moe: bool) -> str:
+    """What a training sweep chooses per layout, as ``plan``'s chooser does, and what the workload fixed."""
+    mbs = f"micro-batch {w.micro_batch} as given" if w.micro_batch else "micro-batch 1, 2 or 4"
+    rcs = f"recompute {w.recompute} as given" if w.recompute else "recompute " + ", ".join(recompute_ladder(moe))
+    return (f"Each layout runs the fastest configuration that fits, as plan chooses it for that layout: {mbs}, {rcs}, "
+            "pipeline stages interleaved where the training stack runs it.")

@@ -1,14 +1,18 @@
-"""The sweep's training columns: memory from :func:`~anchorgpu.planner.plan.plan` once per distinct layout and GPU
-group, with the least activation recompute that fits, and speed per layout from
-:func:`~anchorgpu.planner.speed.training.training_step`; ``splits_batch`` says whether a stated global batch gives each
-data-parallel rank one micro-batch or more (``plan`` refuses the layout otherwise, and it is not timed). A pipelined
-layout runs the interleaved schedule ``plan``'s chooser would give it
-(:func:`~anchorgpu.planner.speed.layouts.deepest_interleave`; plain 1F1B where only that fits). Pure.
+"""The sweep's training columns: each layout (and weight format) runs the fastest micro-batch, activation recompute
+and pipeline interleaving that fits, as ``plan``'s chooser picks them for that layout
+(:func:`~anchorgpu.planner.speed.layouts.choose_training_layout`): micro-batches 1, 2 and 4 unless the workload
+states one (:func:`~anchorgpu.planner.speed.layouts.micro_batches`), the recompute levels unless it states one,
+plain 1F1B and the deepest interleave (:func:`~anchorgpu.planner.speed.layouts.deepest_interleave`) where the
+training stack runs it. Speed from :func:`~anchorgpu.planner.speed.training.training_step`, memory from
+:func:`~anchorgpu.planner.plan.plan` (once per distinct layout, GPU group and configuration), searched by
+:func:`~anchorgpu.planner.sweep_search.fastest_fitting`. A layout that fits in no configuration shows its least memory
+(the first micro-batch, the most recompute, 1F1B). ``splits_batch`` says whether a stated global batch gives each
+data-parallel rank one micro-batch or more (``plan`` refuses the layout otherwise, and it is not timed). Pure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -16,127 +20,267 @@ import numpy as np
 import numpy.typing as npt
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.planner.inputs import RECOMPUTES, Layout, PrecisionPlan, default_seq_tokens, recompute_ladder
+from anchorgpu.planner._frozen import evolver
+from anchorgpu.planner.inputs import RECOMPUTES, Layout, PrecisionPlan, Workload, default_seq_tokens, recompute_ladder
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.calibration import calibrated
 from anchorgpu.planner.speed.flops import Recompute, TrainKind
-from anchorgpu.planner.speed.layouts import deepest_interleave
+from anchorgpu.planner.speed.layouts import deepest_interleave, micro_batches
 from anchorgpu.planner.speed.links import compute_precision_for_training
 from anchorgpu.planner.speed.pipeline import interleaving_refusal, microbatches_for
-from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
+from anchorgpu.planner.speed.training import (
+    DEFAULT_GLOBAL_BATCH_TOKENS,
+    TrainLayout,
+    tokens_per_s_bound,
+    training_step,
+)
 from anchorgpu.planner.sweep_grid import Layouts
+from anchorgpu.planner.sweep_search import fastest_fitting
 
 if TYPE_CHECKING:  # the sweep imports this module: types only here
+    from anchorgpu.hardware.spec import GpuSpec
+    from anchorgpu.planner.inputs import Overheads
     from anchorgpu.planner.sweep import HardwareShape, Progress, SweepSpec
 
 __all__ = ["training_columns"]
 
+Config = tuple[int, Recompute, int]  # micro-batch (sequences), recompute level, interleaved chunks a GPU (1: 1F1B)
+Memory = tuple[int, int, int, int]  # per GPU: weights, activations, gradients + optimizer state, total (bytes)
+Pair = tuple[TrainLayout, int]  # a layout at one interleaving, and a micro-batch
+
+_with_knobs = evolver(Workload, "micro_batch", "recompute")  # a candidate's workload, as replace() makes it
+
+
+class _Memories:
+    """The per-GPU memory of one layout's configurations with one weight format on one GPU group (vendor,
+    low-precision units) and batch, each from :func:`plan` once, and whether one fits a GPU's memory."""
+
+    def __init__(self, model: ModelSpec, overheads: Overheads, w: Workload, weights: str, gpu: GpuSpec,
+                 lay: TrainLayout) -> None:
+        self.model, self.overheads, self.w, self.gpu, self.lay = model, overheads, w, gpu, lay
+        self.precision = PrecisionPlan(weights=weights)
+        self.planned: dict[Config, Memory] = {}
+
+    def memory(self, config: Config) -> Memory:
+        found = self.planned.get(config)
+        if found is None:
+            mb, rc, v = config
+            lay = self.lay
+            p = plan(self.model, _with_knobs(self.w, micro_batch=mb, recompute=rc), precision=self.precision,
+                     gpu=self.gpu, suggest=False, choose_layout=False, overheads=self.overheads,
+                     layout=Layout(gpus=lay.gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, zero=lay.zero,
+                                   ep=lay.ep if lay.ep > 1 else None, cp=lay.cp, virtual_stages=v if v > 1 else None))
+            b = p.per_gpu
+            found = self.planned[config] = (b.weights_bytes, b.activations_bytes,
+                                            b.gradients_bytes + b.optimizer_bytes, b.total_bytes)
+        return found
+
+    def fits(self, config: Config, budget_bytes: int) -> bool:
+        """Whether ``config`` fits ``budget_bytes``. At one recompute level the memory never shrinks with a larger
+        micro-batch or with interleaving (tests/recommend/test_sweep_micro_batch.py holds the premise), so a
+        configuration planned already may answer: one no larger that does not fit, or one no smaller that fits."""
+        found = self.planned.get(config)
+        if found is None:
+            mb, rc, v = config
+            for (mb_k, rc_k, v_k), mem in self.planned.items():
+                if rc_k != rc:
+                    continue
+                if mem[3] > budget_bytes and mb_k <= mb and v_k in (1, v):
+                    return False
+                if mem[3] <= budget_bytes and mb_k >= mb and (v == 1 or v_k == v):
+                    return True
+            found = self.memory(config)
+        return found[3] <= budget_bytes
+
+
+class _Steps:
+    """Training steps of the layouts of one hardware shape, timed as ``plan`` times them (its calibration, the
+    batch the step runs), and the cheaper bound on each pair's speed (the same for every ZeRO stage)."""
+
+    def __init__(self, model: ModelSpec, w: Workload, spec: SweepSpec, seq_tokens: int) -> None:
+        self.model, self.w, self.seq, self.stated = model, w, seq_tokens, spec.global_batch_tokens
+        self.kind: TrainKind = "full" if w.task == "train" else "lora"
+        self.precision = compute_precision_for_training(w.train_precision)
+        self.cal = calibrated(spec.efficiencies)  # --mfu/--mbu time a training step here as they do in plan
+        self.bounds: dict[tuple[Any, ...], float] = {}
+
+    def batch_tokens(self, dp: int, micro_batch: int) -> int:
+        """The global batch a step is timed with: the stated one, else the default grown to a micro-batch a rank."""
+        return self.stated if self.stated is not None else max(DEFAULT_GLOBAL_BATCH_TOKENS, dp * micro_batch * self.seq)
+
+    def speed(self, shape: HardwareShape, lay: TrainLayout, micro_batch: int, recompute: Recompute) -> float:
+        w = self.w
+        return training_step(
+            self.model, shape.gpu, lay, seq_tokens=self.seq, micro_batch=micro_batch,
+            global_batch_tokens=self.batch_tokens(lay.dp, micro_batch), recompute=recompute, kind=self.kind,
+            precision=self.precision, gpus_per_server=shape.gpus_per_server,
+            network_bytes_per_s=shape.network_bytes_per_s, train_stack=w.train_stack,
+            offload_activation_layers=w.offload_activation_layers, optimizer_state=w.optimizer_state,
+            cal=self.cal).tokens_per_s
+
+    def bound(self, shape: HardwareShape, lay: TrainLayout, micro_batch: int) -> float:
+        key = (shape.gpu.name, shape.gpus_per_server, shape.network_bytes_per_s, lay.gpus, lay.tp, lay.cp, lay.pp,
+               lay.virtual_stages, lay.ep, micro_batch)
+        found = self.bounds.get(key)
+        if found is None:
+            found = self.bounds[key] = tokens_per_s_bound(
+                self.model, shape.gpu, lay, seq_tokens=self.seq, micro_batch=micro_batch,
+                global_batch_tokens=self.batch_tokens(lay.dp, micro_batch), kind=self.kind, precision=self.precision,
+                gpus_per_server=shape.gpus_per_server, network_bytes_per_s=shape.network_bytes_per_s, cal=self.cal,
+                train_stack=self.w.train_stack)
+        return found
+
+
+Chosen = tuple[float, Config, Memory]  # a configuration's speed (tokens/s; NaN where not timed) and memory
+
+
+class _Search:
+    """What every layout of one training sweep searches with: its candidates' micro-batches and recompute levels,
+    the steps timed, the memory planned (per layout, GPU group and weight format), the stated batch."""
+
+    def __init__(self, model: ModelSpec, spec: SweepSpec, pps: set[int]) -> None:
+        w = self.w = spec.workload
+        self.model, self.overheads, self.stated = model, spec.overheads, spec.global_batch_tokens
+        self.mbs = micro_batches(w)
+        self.ladder: tuple[Recompute, ...] = (w.recompute,) if w.recompute else recompute_ladder(model.moe is not None)
+        self.least: Config = (self.mbs[0], self.ladder[-1], 1)  # what a layout that fits in no configuration shows
+        self.seq = default_seq_tokens(w, model.max_context_tokens)
+        self.steps = _Steps(model, w, spec, self.seq)
+        self.deepest = {pp: deepest_interleave(model, pp) for pp in pps}
+        self.groups: dict[tuple[Any, ...], _Memories] = {}
+
+    def splits(self, dp: Any, micro: Any) -> Any:
+        """Whether a stated global batch is whole micro-batches for each data-parallel rank (arrays too)."""
+        # a stated global batch is kept: a layout it does not give whole micro-batches per data-parallel rank does not
+        # run it (plan() refuses it: planner.global_batch.split_refusal); without one, the default batch grows to one
+        # micro-batch per rank, as plan() times an explicit layout
+        return True if self.stated is None else self.stated % (dp * micro * self.seq) == 0
+
+    def memories(self, weights: str, shape: HardwareShape, base: TrainLayout, runs: bool) -> _Memories:
+        w, gpu = self.w, shape.gpu
+        sized = replace(w, global_batch_tokens=self.stated) if self.stated is not None and runs else w
+        group = (weights, base.gpus, base.tp, base.pp, base.dp, base.zero, base.ep, base.cp, gpu.vendor,
+                 gpu.computes_in(w.train_precision), sized.global_batch_tokens or 0)
+        found = self.groups.get(group)
+        if found is None:
+            found = self.groups[group] = _Memories(self.model, self.overheads, sized, weights, gpu, base)
+        return found
+
+    def row(self, shape: HardwareShape, base: TrainLayout, weights: tuple[str, ...]) -> list[Chosen]:
+        """One layout on one shape, per weight format: the fastest configuration that fits, else its least memory."""
+        runs = bool(self.splits(base.dp, self.mbs[0]))  # else it is not timed: plan() refuses the stated batch
+        timed: dict[tuple[int, int, Recompute], float] = {}  # kept for the next weight format
+        budget = shape.gpu.memory_bytes
+
+        def speed(pair: Pair, rc: Recompute) -> float:
+            key = (pair[0].virtual_stages, pair[1], rc)
+            if key not in timed:
+                timed[key] = self.steps.speed(shape, pair[0], pair[1], rc)
+            return timed[key]
+
+        pairs: list[Pair] | None = None
+        out = []
+        for name in weights:
+            known = self.memories(name, shape, base, runs)
+            # a full-training layout whose model states alone outgrow the GPU fits in no configuration (they read
+            # none of the micro-batch, recompute or interleaving: tests/speed/test_chooser_order.py), and is not timed
+            held = self.w.task != "train" or _states_bytes(known.memory(self.least)) <= budget
+            found = None
+            if held and runs:
+                pairs = pairs if pairs is not None else _pairs(base, self.deepest[base.pp], self.mbs, self.seq,
+                                                               self.stated, self.splits, self.steps.batch_tokens,
+                                                               self.w.train_stack)
+                found = self.fastest(shape, base, known, pairs, speed)
+            elif held:  # not timed, but sized at the least recompute that fits, for the reason it is rejected
+                found = next(((np.nan, (base, self.mbs[0]), rc) for rc in self.ladder
+                              if known.fits((self.mbs[0], rc, 1), budget)), None)
+            if found is None:
+                found = (speed((base, self.mbs[0]), self.least[1]) if runs else np.nan, (base, self.mbs[0]),
+                         self.least[1])
+            tokens_per_s, (lay_v, mb), rc = found
+            config = (mb, rc, lay_v.virtual_stages)
+            out.append((tokens_per_s, config, known.memory(config)))
+        return out
+
+    def fastest(self, shape: HardwareShape, base: TrainLayout, known: _Memories, pairs: list[Pair],
+                speed: Callable[[Pair, Recompute], float]) -> tuple[float, Pair, Recompute] | None:
+        """The fastest of ``pairs`` at a recompute level that fits ``shape``'s GPU, or ``None``."""
+        budget, deepest = shape.gpu.memory_bytes, self.deepest[base.pp]
+        interleaved = {mb for t, mb in pairs if t.virtual_stages > 1}
+
+        def wanted(pair: Pair, rc: Recompute) -> bool:
+            # plain 1F1B is slower than the interleaved schedule at the same micro-batch and recompute (more chunks
+            # only shrink the bubble: tests/recommend/test_sweep_micro_batch.py): wanted only where that does not fit
+            lay_v, mb = pair
+            if lay_v.virtual_stages == 1 and mb in interleaved and known.fits((mb, rc, deepest), budget):
+                return False
+            return known.fits((mb, rc, lay_v.virtual_stages), budget)
+
+        # more recompute only slows a step down, but where FSDP's gathers (or offloaded activations' copies) hide
+        # behind each micro-batch's computation it can hide a hair more of them, and on the PyTorch stack a mixture
+        # of experts' op-level selective recompute can cost more than recomputing the MoE blocks: there the search
+        # times the next level before it takes one (tests/recommend/test_sweep_micro_batch.py)
+        hair = (base.zero == 3 or self.w.offload_activation_layers > 0
+                or (self.w.train_stack != "megatron" and self.model.moe is not None))
+        return fastest_fitting(pairs, self.ladder, speed, lambda pair: self.steps.bound(shape, *pair), wanted, hair)
+
 
 def training_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                      weights: tuple[str, ...], progress: Progress | None) -> dict[str, npt.NDArray[Any]]:
-    """Training memory from :func:`plan` once per distinct layout and GPU group (vendor, low-precision units), with the least activation
-    recompute that fits (none, selective, full) unless the workload names one; speed per layout from
+    """Per layout and weight format: the fastest micro-batch, recompute and interleaving that fits (the module
+    docstring), its memory from :func:`plan` and its speed from
     :func:`anchorgpu.planner.speed.training.training_step`."""
-    w = replace(spec.workload, micro_batch=spec.workload.micro_batch or 1)
     n_l, n_w = len(lay), len(weights)
-    ladder: tuple[Recompute, ...] = (w.recompute,) if w.recompute else recompute_ladder(model.moe is not None)
-    # a layout's training memory depends on the GPU only through its vendor (the CUDA or ROCm context) and
-    # whether it computes in the training precision (plan() refuses FP8/FP4 training without the units): planned
-    # once per such group and recompute level, the fit then read against each GPU's memory as plan() reads it
-    mem_cache: dict[tuple[str, int, int, int, int, int, int, str, bool, str, int, int],
-                    tuple[int, int, int, int, str]] = {}
-    weights_lw = np.empty((n_l, n_w))
-    act_lw = np.empty((n_l, n_w))
-    total_lw = np.empty((n_l, n_w))
-    state_lw = np.empty((n_l, n_w))
-    recompute_lw = np.empty((n_l, n_w), dtype=object)
-    virtual_lw = np.ones((n_l, n_w), dtype=np.int64)
-    deepest = {pp: deepest_interleave(model, pp) for pp in set(lay.pp.tolist())}
-    seq = default_seq_tokens(w, model.max_context_tokens)
-    micro = w.micro_batch or 1
-    # a stated global batch is kept: a layout it does not give whole micro-batches per data-parallel rank does not run
-    # it (plan() refuses it: planner.global_batch.split_refusal); without one, the default batch grows to one micro-batch
-    # per rank, as plan() times an explicit layout
-    stated = spec.global_batch_tokens
-    splits_l = np.ones(n_l, dtype=bool) if stated is None else stated % (lay.dp * micro * seq) == 0
+    search = _Search(model, spec, set(lay.pp.tolist()))
+    weights_lw, act_lw, state_lw, total_lw, tps = (np.empty((n_l, n_w)) for _ in range(5))
+    recompute_lw, virtual_lw, micro_lw = (np.empty((n_l, n_w), dtype=np.int64) for _ in range(3))
     rows = zip(lay.gpus.tolist(), lay.tp.tolist(), lay.pp.tolist(), lay.dp.tolist(), lay.zero.tolist(),
                lay.ep.tolist(), lay.cp.tolist(), lay.shape.tolist(), strict=True)
-    by_weights = {name: PrecisionPlan(weights=name) for name in weights}
     for i, (gpus, tp, pp, dp, zero, ep, cp, s) in enumerate(rows):
-        # interleaved only where the training stack runs it with the step's micro-batches, as the chooser tries it
-        # (speed.pipeline.interleaving_refusal); the memory plan sees the batch the step is timed with
-        sized = replace(w, global_batch_tokens=stated) if stated is not None and splits_l[i] else w
-        batch = stated if stated is not None else max(DEFAULT_GLOBAL_BATCH_TOKENS, dp * micro * seq)
-        v_deep = deepest[pp]
-        if v_deep > 1 and (not splits_l[i] or interleaving_refusal(
-                pp, v_deep, microbatches_for(batch, dp=dp, micro_batch=micro, seq_tokens=seq), w.train_stack)):
-            v_deep = 1
-        for j, name in enumerate(weights):
-            gpu = shapes[s].gpu
-            group = (name, tp, pp, dp, zero, ep, cp, gpu.vendor, gpu.computes_in(w.train_precision))
-            # the least recompute that fits this GPU, as plan(...).fits says, interleaved where that fits too (the
-            # chooser's order: the interleaved schedule is the faster at a level, a level less the faster still)
-            tries = [(rc, v) for rc in ladder for v in dict.fromkeys((v_deep, 1))]
-            for rc, v in tries:
-                key = (*group, rc, v, sized.global_batch_tokens or 0)
-                if key not in mem_cache:
-                    p = plan(model, replace(sized, recompute=rc), precision=by_weights[name], gpu=gpu, suggest=False,
-                             choose_layout=False, layout=Layout(gpus=gpus, tp=tp, pp=pp, dp=dp, zero=zero,
-                                                                ep=ep if ep > 1 else None, cp=cp,
-                                                                virtual_stages=v if v > 1 else None),
-                             overheads=spec.overheads)
-                    b = p.per_gpu
-                    mem_cache[key] = (b.weights_bytes, b.activations_bytes, b.gradients_bytes + b.optimizer_bytes,
-                                      b.total_bytes, p.workload.recompute or "none")
-                if gpu.memory_bytes - mem_cache[key][3] >= 0:
-                    break
-            wb, ab, sb, tb, rc_used = mem_cache[key]
-            weights_lw[i, j], act_lw[i, j], state_lw[i, j], total_lw[i, j] = wb, ab, sb, tb
-            recompute_lw[i, j], virtual_lw[i, j] = rc_used, v
+        base = TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, zero=zero, ep=ep)
+        for j, (tokens_per_s, (mb, rc, v), mem) in enumerate(search.row(shapes[s], base, weights)):
+            tps[i, j], micro_lw[i, j], recompute_lw[i, j], virtual_lw[i, j] = tokens_per_s, mb, RECOMPUTES.index(rc), v
+            weights_lw[i, j], act_lw[i, j], state_lw[i, j], total_lw[i, j] = mem
         if progress and i % 64 == 0:
             progress(i * n_w, n_l * n_w)
     budget_l = np.array([sh.gpu.memory_bytes for sh in shapes], dtype=np.float64)[lay.shape]
-    fits = total_lw <= budget_l[:, None]
-    kind: TrainKind = "full" if w.task == "train" else "lora"
-    precision = compute_precision_for_training(w.train_precision)
-    speed_cache: dict[tuple[int, int, int, int, int, int, int, str, int], float] = {}
-    cal = calibrated(spec.efficiencies)  # --mfu/--mbu time a training step here as they do in plan
-    tps = np.empty((n_l, n_w))
-    for i in range(n_l):
-        s_i, gpus, tp, pp, zero, ep, cp = (int(lay.shape[i]), int(lay.gpus[i]), int(lay.tp[i]), int(lay.pp[i]),
-                                           int(lay.zero[i]), int(lay.ep[i]), int(lay.cp[i]))
-        dp = gpus // (tp * cp * pp)
-        if not splits_l[i]:
-            tps[i, :] = np.nan
-            continue
-        for j in range(n_w):
-            rc_ij: Recompute = recompute_lw[i, j]
-            v_ij = int(virtual_lw[i, j])
-            speed_key = (s_i, gpus, tp, pp, zero, ep, cp, str(rc_ij), v_ij)
-            if speed_key not in speed_cache:
-                shape = shapes[s_i]
-                batch = stated if stated is not None else max(DEFAULT_GLOBAL_BATCH_TOKENS, dp * micro * seq)
-                speed_cache[speed_key] = training_step(
-                    model, shape.gpu, TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, zero=zero, ep=ep,
-                                                  virtual_stages=v_ij), seq_tokens=seq,
-                    micro_batch=micro, global_batch_tokens=batch, recompute=rc_ij,
-                    kind=kind, precision=precision, gpus_per_server=shape.gpus_per_server,
-                    network_bytes_per_s=shape.network_bytes_per_s, train_stack=w.train_stack,
-                    offload_activation_layers=w.offload_activation_layers,
-                    optimizer_state=w.optimizer_state, cal=cal).tokens_per_s
-            tps[i, j] = speed_cache[speed_key]
     shape2 = (n_l, n_w)
     time_s = spec.train_tokens / tps if spec.train_tokens else np.full(shape2, np.nan)
     nan2 = np.full(shape2, np.nan)
     return {
         "weights_bytes": weights_lw, "kv_cache_bytes": np.zeros(shape2), "activations_bytes": act_lw,
         "other_bytes": total_lw - weights_lw - act_lw, "per_gpu_total_bytes": total_lw,
-        "budget_bytes": np.broadcast_to(budget_l[:, None], shape2), "fits": fits,
-        "splits_batch": splits_l[:, None],  # per layout
-        "concurrency": np.broadcast_to(np.full(n_l, micro)[:, None], shape2),
+        "budget_bytes": np.broadcast_to(budget_l[:, None], shape2), "fits": total_lw <= budget_l[:, None],
+        "splits_batch": np.broadcast_to(search.splits(lay.dp[:, None], micro_lw), shape2),  # at each one's micro-batch
+        "concurrency": micro_lw,  # the micro-batch each configuration runs (sequences a GPU step)
         "prefill_s": nan2, "decode_tokens_per_s_per_user": nan2, "decode_tokens_per_s_total": nan2,
         "train_tokens_per_s": tps, "train_time_s": time_s,
         # the recompute level each configuration was sized and timed with, as its index in RECOMPUTES
-        "recompute": np.vectorize(RECOMPUTES.index, otypes=[np.int64])(recompute_lw),
+        "recompute": recompute_lw,
         "virtual_stages": virtual_lw,  # interleaved chunks a GPU of each configuration runs (1: plain 1F1B)
     }
+
+
+def _states_bytes(mem: Memory) -> int:
+    """The model states of a memory plan: weights, gradients and optimizer state per GPU."""
+    return mem[0] + mem[2]
+
+
+def _pairs(base: TrainLayout, deepest: int, mbs: tuple[int, ...], seq: int, stated: int | None,
+           splits: Callable[[int, int], bool], batch_tokens: Callable[[int, int], int],
+           train_stack: str) -> list[Pair]:
+    """The layout's interleavings and micro-batches the chooser tries, in its order (plain 1F1B first; the
+    micro-batches ascending): a micro-batch past the first only where a stated batch is whole micro-batches for each
+    data-parallel rank, or the default batch holds one per rank; interleaved chunks only where the stack runs them
+    with the step's micro-batches (:func:`~anchorgpu.planner.speed.pipeline.interleaving_refusal`)."""
+    dp, out = base.dp, []
+    for v in sorted({1, deepest}):
+        lay_v = base if v == 1 else TrainLayout(gpus=base.gpus, tp=base.tp, pp=base.pp, cp=base.cp, dp=dp, ep=base.ep,
+                                                zero=base.zero, virtual_stages=v)
+        for mb in mbs:
+            if mb != mbs[0] and not (splits(dp, mb) and dp * mb * seq <= (stated or DEFAULT_GLOBAL_BATCH_TOKENS)):
+                continue
+            m = microbatches_for(batch_tokens(dp, mb), dp=dp, micro_batch=mb, seq_tokens=seq)
+            if v == 1 or interleaving_refusal(base.pp, v, m, train_stack) is None:
+                out.append((lay_v, mb))
+    return out

@@ -14,7 +14,7 @@ from typing import Any
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidInput
 from anchorgpu.hardware import get_gpu
-from anchorgpu.planner.inputs import Layout, PrecisionPlan, Workload, recompute_ladder
+from anchorgpu.planner.inputs import Layout, PrecisionPlan, Workload
 from anchorgpu.planner.plan import plan
 from anchorgpu.recipes import Target, build_recipe, check_kind, recipe_to_json
 
@@ -40,7 +40,7 @@ def attach_recipes(body: dict[str, Any], model: ModelSpec, workload: Workload, k
         for row in body.get(section, []):
             lay = row["layout"]
             key = (row["offering"], row["servers"], row["weights"], row.get("kv_cache"), row.get("concurrency"),
-                   lay["tp"], lay["pp"], lay["dp"], lay.get("zero"), lay.get("ep"), lay.get("cp"),
+                   row.get("recompute"), lay["tp"], lay["pp"], lay["dp"], lay.get("zero"), lay.get("ep"), lay.get("cp"),
                    lay.get("virtual_stages"))
             if key not in cache:
                 cache[key] = _one(row, model, workload, kind, training)
@@ -61,14 +61,12 @@ def _one(row: dict[str, Any], model: ModelSpec, workload: Workload, kind: str, t
                         zero=lay.get("zero") if training else None, cp=lay.get("cp") or 1,
                         virtual_stages=lay["virtual_stages"] if training and lay.get("virtual_stages", 1) > 1 else None)
         if training:
-            # as the sweep sized the row: micro-batch 1 unless asked, the least recompute that fits unless asked
-            # (the row fits; planned at no recompute it may not, and its launch was refused as not fitting)
-            w = replace(w, micro_batch=w.micro_batch or 1)
-            for recompute in (w.recompute,) if w.recompute else recompute_ladder(model.moe is not None):
-                p = plan(model, replace(w, recompute=recompute), precision=precision, layout=layout,
-                         gpu=get_gpu(row["gpu"]), suggest=False, choose_layout=False)
-                if p.fits:
-                    break
+            # as the sweep sized and timed the row: its micro-batch and recompute level (planned at micro-batch 1 or
+            # no recompute, a row the sweep ran at 4 with full recompute launched another job, or was refused)
+            w = replace(w, micro_batch=row.get("concurrency") or w.micro_batch or 1,
+                        recompute=row.get("recompute") or w.recompute)
+            p = plan(model, w, precision=precision, layout=layout, gpu=get_gpu(row["gpu"]), suggest=False,
+                     choose_layout=False)
         else:
             p = plan(model, w, precision=precision, layout=layout, gpu=get_gpu(row["gpu"]), suggest=False)
         recipe = build_recipe(p, kind, target=Target(nodes=servers, gpus_per_node=int(row["gpus"]) // servers))

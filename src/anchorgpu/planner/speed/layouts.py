@@ -49,7 +49,8 @@ from anchorgpu.planner.speed.training import (
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
 
-__all__ = ["SERVER_GPUS", "Choice", "choose_training_layout", "deepest_interleave", "tp_ok"]
+__all__ = ["MICRO_BATCHES", "SERVER_GPUS", "Choice", "choose_training_layout", "deepest_interleave", "micro_batches",
+           "tp_ok"]
 
 SERVER_GPUS = 8
 MICRO_BATCHES: tuple[int, ...] = (1, 2, 4)
@@ -88,6 +89,12 @@ def deepest_interleave(model: ModelSpec, pp: int) -> int:
     return max((v for v in (2, 4, 5, 8, 10) if pp > 1 and per_stage and per_stage % v == 0), default=1)
 
 
+def micro_batches(w: Workload) -> tuple[int, ...]:
+    """The micro-batches a training search tries: the one the workload states, else :data:`MICRO_BATCHES` (a larger
+    one where it fits and is faster; the sweep behind ``recommend`` tries the same)."""
+    return (w.micro_batch,) if w.micro_batch else MICRO_BATCHES
+
+
 def _divisors(n: int, limit: int) -> list[int]:
     return [d for d in range(1, min(n, limit) + 1) if n % d == 0]
 
@@ -112,7 +119,7 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
     # a mixture of experts: expert parallelism too, over GPUs of one stage (tp x dp) that divide the experts
     eps = [given.ep or 1] if explicit or given.ep or moe is None else list(train_ep_sizes(moe.num_experts))
     out: list[tuple[TrainLayout, int]] = []
-    mbs = [w.micro_batch] if w.micro_batch else list(MICRO_BATCHES)
+    mbs = micro_batches(w)
     rcs: tuple[Recompute, ...] = (w.recompute,) if w.recompute else recompute_ladder(moe is not None)
     if w.offload_activation_layers:  # Megatron-Core offloads activations with one stage and no recompute only
         rcs = ("none",)
