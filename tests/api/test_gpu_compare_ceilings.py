@@ -38,7 +38,7 @@ def test_the_api_gives_the_ceiling_per_side(client: TestClient) -> None:
 def test_the_saturated_workload_says_what_saturation_is() -> None:
     serving = next(ref for ref in REFERENCE_WORKLOADS if ref.metric == "serve_8b_output_tokens_per_s")
     assert "engine full" not in serving.workload
-    assert "at saturation (as many requests at once as the KV cache" in serving.workload
+    assert "at saturation (as many requests at once as the GPU's memory" in serving.workload
 
 
 def test_the_cli_table_shows_each_ceiling(capsys: pytest.CaptureFixture[str]) -> None:

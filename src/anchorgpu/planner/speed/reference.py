@@ -6,8 +6,8 @@ So ``gpus compare`` plans the same reference workloads on both GPUs, with the sa
 as ``anchorgpu plan``, and compares the predictions:
 
 - ``serve_8b_output_tokens_per_s``: Llama-3.1-8B, BF16 weights, one GPU, 1,000 prompt + 1,000 output
-  tokens per request, output tokens/s at saturation: as many requests at once as the KV cache and the engine's
-  sequence cap hold (``max_output_tokens_per_s``: what offline benchmarks such as TensorRT-LLM's and vLLM's
+  tokens per request, output tokens/s at saturation: as many requests at once as the GPU's memory (their KV cache)
+  and the engine's sequence cap hold (``max_output_tokens_per_s``: what offline benchmarks such as TensorRT-LLM's and vLLM's
   measure);
 - ``serve_8b_tokens_per_s_per_user``: the same, one request at a time (decode tokens/s a user sees);
 - ``train_8b_tokens_per_s_per_gpu``: Llama-3.1-8B training on 8 GPUs, 4,096-token sequences, BF16, the
@@ -46,7 +46,7 @@ class ReferenceWorkload:
 REFERENCE_WORKLOADS: tuple[ReferenceWorkload, ...] = (
     ReferenceWorkload(
         metric="serve_8b_output_tokens_per_s", label="serving throughput",
-        workload="Llama-3.1-8B, BF16, 1 GPU, 1,000 in / 1,000 out tokens, at saturation (as many requests at once as the KV cache and the engine's sequence cap hold)", unit="output tokens/s",
+        workload="Llama-3.1-8B, BF16, 1 GPU, 1,000 in / 1,000 out tokens, at saturation (as many requests at once as the GPU's memory and the engine's sequence cap hold)", unit="output tokens/s",
         datasheet_metric="memory_bandwidth_bytes_per_s", model="llama-3.1-8b", task="inference", gpus=1),
     ReferenceWorkload(
         metric="serve_8b_tokens_per_s_per_user", label="decode speed per user",
