@@ -66,7 +66,7 @@ def test_diffusion_plan_with_resolution_images_and_tiling(capsys: pytest.Capture
         (("--task", "pretrain"), "unknown task"),
         (("--resolution", "big"), "WIDTHxHEIGHT"),
         (("--zero", "5", "--task", "train"), "ZeRO stages"),
-        (("--gpus", "8", "--tp", "2", "--pp", "2", "--dp", "3"), "tp·pp·dp"),
+        (("--gpus", "8", "--tp", "2", "--pp", "2", "--dp", "3"), "--tp 2 x --pp 2 x --dp 3 = 12"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], fragment: str) -> None:

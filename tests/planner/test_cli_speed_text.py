@@ -38,4 +38,6 @@ def test_a_long_training_step_prints_in_plain_seconds(capsys: pytest.CaptureFixt
     assert code == 0
     step = next(line for line in out.splitlines() if line.strip().startswith("step "))
     assert "e+" not in step
-    assert re.match(r"\s*step \d{1,3}(,\d{3})+ s = compute \d{1,3}(,\d{3})+ s", step)
+    # the step, its band and its ceiling each whole seconds with separators, then its parts
+    assert re.match(r"\s*step \d{1,3}(,\d{3})+ s \(\d{1,3}(,\d{3})+ s-\d{1,3}(,\d{3})+ s; ceiling \d{1,3}(,\d{3})* s\) "
+                    r"= compute \d{1,3}(,\d{3})+ s", step), step

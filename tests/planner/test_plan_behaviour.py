@@ -347,7 +347,7 @@ def test_training_suggestions_include_sharding_or_recompute() -> None:
     [
         (dict(layout=Layout(gpus=0)), "at least one GPU"),
         (dict(layout=Layout(tp=3)), "does not divide the 32 attention heads"),
-        (dict(layout=Layout(gpus=8, tp=2, pp=2, dp=4)), "tp·pp·dp"),
+        (dict(layout=Layout(gpus=8, tp=2, pp=2, dp=4)), "--tp 2 x --pp 2 x --dp 4 = 16"),
         (dict(layout=Layout(gpus=6, tp=4)), "not a multiple"),
         (dict(precision=PrecisionPlan(weights="int3")), "valid: fp32, bf16"),
         (dict(precision=PrecisionPlan(kv_cache="int2")), "kv-cache"),

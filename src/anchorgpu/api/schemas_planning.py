@@ -37,8 +37,8 @@ PERFORMANCE_KEYS: dict[str, JsonValue] = {
     "train_mfu": {"description": f"Training: model FLOPs utilization, 0-1 ({_BANDED})"},
     "train_time_s": {"description": f"Training with tokens: seconds to train on them ({_BANDED}); null without tokens"},
     "gpu_hours": {"description": f"Training with tokens: GPUs x hours ({_BANDED}); null without tokens"},
-    "step_time_s": {"description": "Training: seconds per optimizer step (the prediction)"},
-    "step_time_breakdown_s": {"description": "Training: the step's parts in seconds: compute, tp_comm, pp_bubble, pp_p2p, cp_comm, dp_sync, fsdp_comm, ep_alltoall, moe_launch, activation_offload, optimizer"},
+    "step_time_s": {"description": f"Training: seconds per optimizer step ({_BANDED}: the step's tokens at the rate's band and ceiling)"},
+    "step_time_breakdown_s": {"description": "Training: the step's parts in seconds, predictions without a band: compute, tp_comm, pp_bubble, pp_p2p, cp_comm, dp_sync, fsdp_comm, ep_alltoall, moe_launch, activation_offload, optimizer"},
     "global_batch_tokens": {"description": "Training: tokens per optimizer step (the global batch, rounded up to whole micro-batches)"},
     "microbatches": {"description": "Training: micro-batches per data-parallel rank in a step"},
     "pipeline_bubble_fraction": {"description": "Training: share of the step the pipeline bubble takes"},
@@ -182,7 +182,7 @@ class RecommendOut(_Schema):
 
     model: Any = Field(description="The model planned")
     term: str = Field(description="The term priced")
-    results: list[dict[str, Any]] = Field(description="Offerings that fit, cheapest first: offering, servers, gpus, layout, per_gpu bytes, the speed predictions (decode_tokens_per_s_total, decode_tokens_per_s_per_user, prefill_s; train_tokens_per_s, train_time_s) each with its band (*_low, *_high), total_usd …")
+    results: list[dict[str, Any]] = Field(description="Offerings that fit, cheapest first: offering, servers, gpus, layout, per_gpu bytes, the speed predictions (decode_tokens_per_s_total, decode_tokens_per_s_per_user, prefill_s, and the same as plan names them: output_tokens_per_s, ttft_s; train_tokens_per_s, train_time_s) each with its band (*_low, *_high) and roofline ceiling (*_ceiling, a bound, never the prediction), total_usd …")
     pareto: list[dict[str, Any]] = Field(description="The cost/speed Pareto front among the results")
     rejected: list[dict[str, Any]] = Field(description="Cheaper options that were rejected, with the reason")
     assumptions: list[str] = Field(description="Every default chosen")

@@ -225,19 +225,27 @@ def _predicted(a: GpuSpec, b: GpuSpec) -> tuple[Any, ...]:
     return predicted_speeds(a, b)
 
 
-def _figure_text(value: float | None, low: float | None, high: float | None, note: str) -> str:
+def _figure_text(value: float | None, low: float | None, high: float | None, note: str,
+                 ceiling: float | None = None) -> str:
+    """``'12,345 (11,000-13,500; ceiling 20,000)'``: the prediction, its likely range and the roofline ceiling.
+
+    >>> _figure_text(12345.0, 11000.0, 13500.0, "", 20000.0), _figure_text(None, None, None, "does not fit")
+    ('12,345 (11,000-13,500; ceiling 20,000)', 'does not fit')
+    """
     if value is None:
         return note or "-"
+    top = f"ceiling {ceiling:,.0f}" if ceiling is not None else ""
     if low is None or high is None:
-        return f"{value:,.0f}"
-    return f"{value:,.0f} ({low:,.0f}-{high:,.0f})"
+        return f"{value:,.0f}" + (f" ({top})" if top else "")
+    return f"{value:,.0f} ({low:,.0f}-{high:,.0f}" + (f"; {top})" if top else ")")
 
 
 def _predicted_table(comparison: Any) -> Any:
     from rich.table import Table
 
     a, b = comparison.a, comparison.b
-    table = Table(title="Predicted on reference workloads (calibrated model; likely range in brackets; workloads below)")
+    table = Table(title="Predicted on reference workloads (calibrated model; likely range and roofline ceiling in brackets; "
+                        "workloads below)")
     table.add_column("reference workload")
     table.add_column(a.name, justify="right")
     table.add_column(b.name, justify="right")
@@ -248,8 +256,9 @@ def _predicted_table(comparison: Any) -> Any:
         sheet = _ratio_text(row.datasheet_ratio)
         if row.datasheet_ratio is not None:
             sheet += " " + {"memory_bandwidth_bytes_per_s": "bandwidth", "bf16_flops_per_s": "BF16"}.get(row.datasheet_metric, "")
-        table.add_row(f"{row.label} ({row.unit})", _figure_text(row.a.value, row.a.low, row.a.high, row.a.note),
-                      _figure_text(row.b.value, row.b.low, row.b.high, row.b.note), ratio, sheet.strip())
+        table.add_row(f"{row.label} ({row.unit})",
+                      *(_figure_text(f.value, f.low, f.high, f.note, f.ceiling) for f in (row.a, row.b)),
+                      ratio, sheet.strip())
     return table
 
 

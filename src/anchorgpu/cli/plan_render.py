@@ -4,6 +4,7 @@ what would fit, warnings, assumptions and what is still to check; and a recipe's
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from anchorgpu.cli._app import console
@@ -167,16 +168,23 @@ def _band(section: dict[str, Any], key: str, fmt: str, scale: float = 1.0) -> st
     value = section.get(key)
     if not isinstance(value, int | float):
         return None
-    text = fmt.format(value * scale)
-    low, high = section.get(f"{key}_low"), section.get(f"{key}_high")
-    if section.get("efficiencies") == "user":  # the user's efficiencies: no band, the ceiling only
-        ceiling = section.get(f"{key}_ceiling")
-        return text + (f" (ceiling {fmt.format(ceiling * scale)})" if isinstance(ceiling, int | float) else "")
-    if isinstance(low, int | float) and isinstance(high, int | float):
-        text += f" ({fmt.format(low * scale)}-{fmt.format(high * scale)}"
-        ceiling = section.get(f"{key}_ceiling")
-        text += f"; ceiling {fmt.format(ceiling * scale)})" if isinstance(ceiling, int | float) else ")"
-    return text
+    return fmt.format(value * scale) + _band_note(section, key, lambda v: fmt.format(v * scale))
+
+
+def _band_note(section: dict[str, Any], key: str, show: Callable[[float], str]) -> str:
+    """``' (1,100-1,400; ceiling 2,000)'``: the band of ``key`` and its ceiling, each written by ``show``; the
+    ceiling alone where the user's efficiencies replace the calibrated ones (no band), nothing where neither is given.
+
+    >>> _band_note({"t": 9.0, "t_low": 8.0, "t_high": 11.0, "t_ceiling": 5.0}, "t", "{:.1f} s".format)
+    ' (8.0 s-11.0 s; ceiling 5.0 s)'
+    >>> _band_note({"t": 9.0, "t_low": 8.0, "t_high": 11.0, "t_ceiling": 5.0, "efficiencies": "user"}, "t", str)
+    ' (ceiling 5.0)'
+    """
+    low, high, ceiling = section.get(f"{key}_low"), section.get(f"{key}_high"), section.get(f"{key}_ceiling")
+    top = f"ceiling {show(ceiling)}" if isinstance(ceiling, int | float) else ""
+    if section.get("efficiencies") == "user" or not (isinstance(low, int | float) and isinstance(high, int | float)):
+        return f" ({top})" if top else ""
+    return f" ({show(low)}-{show(high)}" + (f"; {top})" if top else ")")
 
 
 def _render_performance(out: Any, section: Any, *, concurrency: int | None = None,
@@ -224,15 +232,16 @@ def _render_performance(out: Any, section: Any, *, concurrency: int | None = Non
     train_s = section.get("train_time_s")
     if isinstance(train_s, int | float):
         hours = section.get("gpu_hours")
-        out.print(f"  training time {_duration(float(train_s))}"
-                  + (f" · {hours:,.0f} GPU-hours" if isinstance(hours, int | float) else "")
-                  + f" (band {_duration(float(section['train_time_s_low']))}-{_duration(float(section['train_time_s_high']))})",
+        out.print(f"  training time {_duration(float(train_s))}{_band_note(section, 'train_time_s', _duration)}"
+                  + (f" · {hours:,.0f} GPU-hours{_band_note(section, 'gpu_hours', '{:,.0f}'.format)}"
+                     if isinstance(hours, int | float) else ""),
                   markup=False)
     parts = section.get("step_time_breakdown_s")
     if isinstance(parts, dict) and section.get("step_time_s"):
         total = float(section["step_time_s"])
         shown = [f"{name} {_seconds(value)} s ({value / total:.0%})" for name, value in parts.items() if value > 0]
-        out.print(f"  step {_seconds(total)} s = " + " + ".join(shown), markup=False)
+        band = _band_note(section, "step_time_s", lambda v: f"{_seconds(v)} s")
+        out.print(f"  step {_seconds(total)} s{band} = " + " + ".join(shown), markup=False)
     from anchorgpu.planner.global_batch import BATCH_TIMED_LABEL
 
     for line in section.get("assumptions", []):  # the batch a training step is timed with, as given or the default's

@@ -26,6 +26,8 @@ class SpeedFigure:
     value: float | None  # None: the workload does not fit this GPU (``note`` says why)
     low: float | None = None
     high: float | None = None
+    ceiling: float | None = None  # the roofline ceiling of the same layout (datasheet peaks, no efficiency): a bound,
+    # never the prediction
     layout: str = ""  # e.g. "1 GPU", "TP 2, PP 16, DP 2, ZeRO-1, recompute none, micro-batch 1"
     note: str = ""
     evidence: str = ""  # how this GPU's own measured runs of the kind fell around the model (the plan's summary)

@@ -60,8 +60,15 @@ def default_tp(model: ModelSpec | DiffusionPipelineSpec, gpus: int) -> int:
     return 1
 
 
-def _split_names(cp: int) -> str:
-    return "tp·pp" + ("·cp" if cp > 1 else "")
+def _split_text(tp: int, pp: int, cp: int, dp: int | None = None) -> str:
+    """The split as the flags give it: ``--tp 4 x --pp 1 x --dp 3 = 12`` (``--cp`` where it is more than 1).
+
+    >>> _split_text(4, 1, 1, 3), _split_text(2, 2, 2)
+    ('--tp 4 x --pp 1 x --dp 3 = 12', '--tp 2 x --pp 2 x --cp 2 = 8')
+    """
+    parts = [("tp", tp), ("pp", pp), *((("cp", cp),) if cp > 1 else ()), *((("dp", dp),) if dp is not None else ())]
+    total = tp * pp * cp * (dp or 1)
+    return " x ".join(f"--{name} {value}" for name, value in parts) + f" = {total}"
 
 
 _LAYOUT_FIELDS = ("gpus", *_LAYOUT_COUNTS, "zero", "tp_overlap", "ep_overlap", "fsdp", "offload", "pipeline_layout",
@@ -125,7 +132,7 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
     if layout.tp is None and layout.pp is None and layout.dp is None:
         gpus = gpus or cp
         if gpus % cp:
-            raise InvalidWorkload(f"gpus={gpus} is not a multiple of cp = {cp}")
+            raise InvalidWorkload(f"--gpus {gpus} is not a multiple of --cp {cp}: give a multiple of it")
         tp = default_tp(model, gpus) if workload.task == "inference" else 1
         pp, dp = 1, gpus // (tp * cp)
         how = ("inference shards by TP across the GPUs of one server" if workload.task == "inference"
@@ -138,14 +145,16 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
             if gpus is None:
                 gpus = split
             if gpus % split:
-                raise InvalidWorkload(f"gpus={gpus} is not a multiple of {_split_names(cp)} = {split}")
+                raise InvalidWorkload(f"--gpus {gpus} is not a multiple of {_split_text(tp, pp, cp)}: give --gpus as "
+                                      f"a multiple of {split}")
             dp = gpus // split
         else:
             dp = layout.dp
             if gpus is None:
                 gpus = split * dp
             elif gpus != split * dp:
-                raise InvalidWorkload(f"gpus={gpus} but {_split_names(cp)}·dp = {split * dp}")
+                raise InvalidWorkload(f"--gpus {gpus} but {_split_text(tp, pp, cp, dp)} GPUs: give --gpus "
+                                      f"{split * dp}, or leave it out (the split sets it), or change the split")
     check_tp(model, tp)
     if isinstance(model, ModelSpec) and pp > model.num_layers:
         raise InvalidWorkload(f"pp={pp} exceeds the {model.num_layers} layers of {model.name}")

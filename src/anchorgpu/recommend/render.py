@@ -58,14 +58,16 @@ def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Override
 
 def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False,
            efficiencies: Overrides | None = None, engine: str = "vllm") -> dict[str, Any]:
-    """The calibrated band of each prediction (``*_low``/``*_high``), as ``plan`` gives them, and the names of
-    the issue's contract (``ttft_s``, ``output_tokens_per_s``) beside the sweep's own; the evidence of a serving
+    """The calibrated band of each prediction (``*_low``/``*_high``) and its roofline ceiling (``*_ceiling``, where
+    :mod:`~anchorgpu.recommend.ceilings` put it in the row), as ``plan`` writes them (:func:`put_rate`,
+    :func:`put_time`: a band's fast end never past the ceiling), each rounded as its figure; and the names of plan's
+    contract (``ttft_s``, ``output_tokens_per_s``) beside the sweep's own, the same figures. The evidence of a serving
     result is its ``engine``'s where it has enough, as a plan's is."""
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner.speed.calibration import band_kind_of, calibrated
     from anchorgpu.planner.speed.estimate import evidence_items
     from anchorgpu.planner.speed.evidence import evidence_kind
-    from anchorgpu.planner.speed.figures import plan_band
+    from anchorgpu.planner.speed.figures import plan_band, put_rate, put_time
 
     training = c.get("train_tokens_per_s") is not None and c.get("decode_tokens_per_s_total") is None
     kind = band_kind_of(moe=moe, phase="train" if training else "serve", pp=int(c.get("pp") or 1),
@@ -76,20 +78,30 @@ def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False,
     if cal.origin != "user":  # how this GPU's own measured runs of the kind fell around the model, as in a plan
         ekind = evidence_kind("train" if training else "serve", kind)
         out["evidence"] = dict(evidence_items(gpu, cal, ekind, None if training else engine))
-    rates = ("train_tokens_per_s",) if training else ("decode_tokens_per_s_per_user", "decode_tokens_per_s_total")
-    for name in rates:
+    figures = _TRAINING_FIGURES if training else _SERVING_FIGURES
+    for name, digits, rate in figures:
         value = c.get(name)
-        if value is not None:
-            out[f"{name}_low"], out[f"{name}_high"] = round(value * band.low, 2), round(value * band.high, 2)
-    times = ("train_time_s",) if training else ("prefill_s",)
-    for name in times:
-        value = c.get(name)
-        if value is not None:
-            out[f"{name}_low"], out[f"{name}_high"] = round(value / band.high, 4), round(value / band.low, 4)
-    if not training:
-        out["ttft_s"] = c.get("prefill_s")
-        out["output_tokens_per_s"] = c.get("decode_tokens_per_s_total")
+        if value is None:
+            continue
+        ceiling = c.get(f"{name}_ceiling")
+        keys: dict[str, Any] = {}
+        (put_rate if rate else put_time)(keys, name, float(value), ceiling, band)
+        out.update({key: round(figure, digits) for key, figure in keys.items() if key != name})
+    if not training:  # the names of plan's contract, each the same figure as the sweep's own, banded the same way
+        for contract, own in (("ttft_s", "prefill_s"), ("output_tokens_per_s", "decode_tokens_per_s_total")):
+            digits = next(d for name, d, _ in _SERVING_FIGURES if name == own)
+            value = c.get(own)
+            out[contract] = None if value is None else round(float(value), digits)
+            for end in ("_low", "_high", "_ceiling"):
+                if own + end in out:
+                    out[contract + end] = out[own + end]
     return out
+
+
+_SERVING_FIGURES = (("prefill_s", 4, False), ("decode_tokens_per_s_per_user", 2, True),
+                    ("decode_tokens_per_s_total", 1, True))
+"""A serving result's figures: (name, decimals it is written with, whether it is a rate: higher is better)."""
+_TRAINING_FIGURES = (("train_tokens_per_s", 1, True), ("train_time_s", 1, False))
 
 
 def _engine(rec: Recommendation) -> str:

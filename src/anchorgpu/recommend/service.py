@@ -30,6 +30,7 @@ from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec, sweep
 from anchorgpu.planner.validate import check_kv_cache_task, default_kv_cache, kv_cache_runs_on
 from anchorgpu.quotes import UnpricedOffering, price_quote, run_term
 from anchorgpu.quotes.pricing import ServersPrice, servers_prices
+from anchorgpu.recommend.ceilings import row_ceilings
 from anchorgpu.recommend.eligibility import able_to_run, engine_cap, miss_reason
 from anchorgpu.recommend.precision import lowered, precision_choice
 from anchorgpu.recommend.records import Recommendation, RecommendedOption, Rejection
@@ -316,6 +317,7 @@ def recommend(
     def option(c: _Candidate) -> RecommendedOption:
         if id(c) not in built:
             row = result.row(c.index)
+            row.update(row_ceilings(model, spec, result, row))  # the roofline beside each figure, as plan gives it
             is_lower = lowered(model, choice, row)
             built[id(c)] = RecommendedOption(
                 offering=c.offering, gpu=c.source.gpu, kind=c.source.kind, region=c.quote.region,

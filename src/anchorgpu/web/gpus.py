@@ -79,8 +79,8 @@ class ComparisonWords:
                       "tokens/s per GPU": t.gettext("tokens/s per GPU")}
         # the reference workloads in words, each kept only while its English text is the one translated here
         self.workloads = {
-            "Llama-3.1-8B, BF16, 1 GPU, 1,000 in / 1,000 out tokens, engine full":
-                t.gettext("Llama-3.1-8B, BF16, 1 GPU, 1,000 in / 1,000 out tokens, engine full"),
+            "Llama-3.1-8B, BF16, 1 GPU, 1,000 in / 1,000 out tokens, at saturation (as many requests at once as the GPU's memory and the engine's sequence cap hold)":
+                t.gettext("Llama-3.1-8B, BF16, 1 GPU, 1,000 in / 1,000 out tokens, at saturation (as many requests at once as the GPU's memory and the engine's sequence cap hold)"),
             "Llama-3.1-8B, BF16, 1 GPU, one request": t.gettext("Llama-3.1-8B, BF16, 1 GPU, one request"),
             "Llama-3.1-8B, 8 GPUs, 4k sequences, BF16, 4M-token batch, chosen layout":
                 t.gettext("Llama-3.1-8B, 8 GPUs, 4k sequences, BF16, 4M-token batch, chosen layout"),

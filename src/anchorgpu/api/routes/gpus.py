@@ -25,6 +25,7 @@ class SpeedFigureOut(_Schema):
     value: float | None = Field(description="Predicted figure on this GPU; null when the workload does not fit (see note)")
     low: float | None = Field(description="Low end of the likely range (calibration residuals of the GPU's stack)")
     high: float | None = Field(description="High end of the likely range")
+    ceiling: float | None = Field(default=None, description="Roofline ceiling of the same layout (the datasheet's peaks with no efficiency): a bound the prediction stays under, never the prediction itself")
     layout: str = Field(description="Layout the prediction assumed (chosen for the user for training)")
     note: str = Field(description="Why there is no figure, when value is null")
     evidence: str = Field(default="", description="How this GPU's own measured runs of this kind fell around the model, or that it has none")

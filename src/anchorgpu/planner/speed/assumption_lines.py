@@ -134,7 +134,8 @@ def serving_constants_line(gpu: GpuSpec, cal: Calibration, precision: str) -> st
 def step_line(microbatches: int, micro_batch: int, seq: int, tokens: int, precision: str, efficiency: float,
                width: int) -> str:
     """The training-step assumption, memoised on its values (they recur across the layouts of a search)."""
-    return (f"step = {microbatches} micro-batch(es) of {micro_batch} x {seq:,} tokens per data-parallel rank"
+    return (f"step = {microbatches:,} micro-batch{'es' if microbatches != 1 else ''} of {micro_batch:,} x {seq:,} "
+            "tokens per data-parallel rank"
             f" ({tokens:,} tokens); {precision.upper()} products at a calibrated {efficiency:.0%}"
             f" of the dense peak for large shapes (less for h/tp = {width:,}); MFU counts 6·N·D plus "
             "attention, as the Llama 3 paper does")
@@ -147,7 +148,7 @@ def larger_batch_line(batch_tokens: int, microbatches: int, idle_share: float, l
     batch (the batch is a training choice, stated rather than made for the user)."""
     flag = f"{larger_tokens // 2**20}M" if larger_tokens % 2**20 == 0 else str(larger_tokens)  # as --global-batch reads it
     return (f"{GLOBAL_BATCH_CAVEAT_LABEL}: not given, so the default {batch_tokens:,} tokens: each data-parallel rank runs "
-            f"{microbatches} micro-batch{'es' if microbatches != 1 else ''} a step, and the pipeline bubble and the "
+            f"{microbatches:,} micro-batch{'es' if microbatches != 1 else ''} a step, and the pipeline bubble and the "
             f"gradient sync the last one cannot hide take {idle_share:.0%} of the step. At --global-batch "
             f"{flag} this layout would run at {larger_tokens_per_s:,.0f} tok/s "
             f"({larger_tokens_per_s / tokens_per_s:.2f}x), and another layout may then be faster; the batch is a "

@@ -3,8 +3,9 @@
 Pure. Reads a :class:`~anchorgpu.planner.plan.Plan` (its layout, per-GPU weights, KV-cache geometry and
 workload) and returns the JSON-ready section: serving (``ttft_s``, ``tpot_s``, ``output_tokens_per_s``,
 ``max_output_tokens_per_s``, ``decode_tokens_per_s_per_user``) or training (``train_tokens_per_s``,
-``train_tflops_per_gpu``, ``train_mfu``, ``train_time_s``, ``gpu_hours``, ``step_time_breakdown_s``), each
-prediction with ``_low``/``_high`` from the calibration residuals and ``_ceiling`` from the datasheet.
+``train_tflops_per_gpu``, ``train_mfu``, ``step_time_s``, ``train_time_s``, ``gpu_hours``), each prediction with
+``_low``/``_high`` from the calibration residuals and ``_ceiling`` from the datasheet; a training step's parts
+(``step_time_breakdown_s``) are given without a band.
 """
 
 from __future__ import annotations
@@ -113,7 +114,8 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     put_rate(out, "train_tokens_per_s", st.tokens_per_s, st.ceiling_tokens_per_s, band)
     put_rate(out, "train_tflops_per_gpu", st.tflops_per_gpu, st.peak_flops_per_s / 1e12, band)
     put_rate(out, "train_mfu", st.mfu, 1.0, band)
-    out["step_time_s"] = st.step_s
+    # the step's band and ceiling follow from the throughput's: the step's tokens over the rate (as train_time_s)
+    put_time(out, "step_time_s", st.step_s, st.tokens_per_step / st.ceiling_tokens_per_s, band)
     out["step_time_breakdown_s"] = dict(st.breakdown_s)
     out["microbatches"] = st.microbatches
     out["global_batch_tokens"] = st.tokens_per_step

@@ -6,14 +6,16 @@ So ``gpus compare`` plans the same reference workloads on both GPUs, with the sa
 as ``anchorgpu plan``, and compares the predictions:
 
 - ``serve_8b_output_tokens_per_s``: Llama-3.1-8B, BF16 weights, one GPU, 1,000 prompt + 1,000 output
-  tokens per request, output tokens/s with the engine full (``max_output_tokens_per_s``: what offline
-  benchmarks such as TensorRT-LLM's and vLLM's measure);
+  tokens per request, output tokens/s at saturation: as many requests at once as the GPU's memory (their KV cache)
+  and the engine's sequence cap hold (``max_output_tokens_per_s``: what offline benchmarks such as TensorRT-LLM's and vLLM's
+  measure);
 - ``serve_8b_tokens_per_s_per_user``: the same, one request at a time (decode tokens/s a user sees);
 - ``train_8b_tokens_per_s_per_gpu``: Llama-3.1-8B training on 8 GPUs, 4,096-token sequences, BF16, the
   default 4M-token global batch, the layout chosen for the user (the fastest that fits);
 - ``train_70b_tokens_per_s_per_gpu``: Llama-3.1-70B, the same on 64 GPUs (eight 8-GPU servers).
 
-Each GPU's figures are computed once per process (they are pure functions of the GPU data and the
+Each figure has the roofline ceiling of its layout beside it (``ceiling``: the datasheet's peaks with no
+efficiency, a bound rather than a prediction). Each GPU's figures are computed once per process (they are pure functions of the GPU data and the
 calibration) and cached by GPU name.
 """
 
@@ -44,7 +46,7 @@ class ReferenceWorkload:
 REFERENCE_WORKLOADS: tuple[ReferenceWorkload, ...] = (
     ReferenceWorkload(
         metric="serve_8b_output_tokens_per_s", label="serving throughput",
-        workload="Llama-3.1-8B, BF16, 1 GPU, 1,000 in / 1,000 out tokens, engine full", unit="output tokens/s",
+        workload="Llama-3.1-8B, BF16, 1 GPU, 1,000 in / 1,000 out tokens, at saturation (as many requests at once as the GPU's memory and the engine's sequence cap hold)", unit="output tokens/s",
         datasheet_metric="memory_bandwidth_bytes_per_s", model="llama-3.1-8b", task="inference", gpus=1),
     ReferenceWorkload(
         metric="serve_8b_tokens_per_s_per_user", label="decode speed per user",
@@ -90,7 +92,8 @@ def _figures(gpu: GpuSpec) -> dict[str, SpeedFigure]:
     for key, name in (("serve_8b_output_tokens_per_s", "max_output_tokens_per_s"),
                       ("serve_8b_tokens_per_s_per_user", "decode_tokens_per_s_per_user")):
         if perf.get(name):
-            out[key] = SpeedFigure(value=perf[name], low=perf[f"{name}_low"], high=perf[f"{name}_high"], layout="1 GPU",
+            out[key] = SpeedFigure(value=perf[name], low=perf[f"{name}_low"], high=perf[f"{name}_high"],
+                                   ceiling=perf.get(f"{name}_ceiling"), layout="1 GPU",
                                    evidence=perf.get("evidence", {}).get("summary", ""))
         else:
             out[key] = SpeedFigure(value=None, note="does not fit one GPU")
@@ -109,7 +112,8 @@ def _figures(gpu: GpuSpec) -> dict[str, SpeedFigure]:
         t = plan_performance(trained)
         n = trained.layout.gpus
         out[ref.metric] = SpeedFigure(value=t["train_tokens_per_s"] / n, low=t["train_tokens_per_s_low"] / n,
-                                      high=t["train_tokens_per_s_high"] / n, layout=_layout_text(trained.layout),
+                                      high=t["train_tokens_per_s_high"] / n,
+                                      ceiling=t["train_tokens_per_s_ceiling"] / n, layout=_layout_text(trained.layout),
                                       evidence=t.get("evidence", {}).get("summary", ""))
     return out
 

@@ -1,0 +1,85 @@
+"""The roofline ceiling beside each speed figure of a recommended configuration, as ``plan`` gives it: the same
+step on the datasheet's peaks and bandwidths with no efficiency, launch or host cost (the constants
+:mod:`~anchorgpu.planner.speed.step_constants` forms for the ceiling). The sweep times every configuration but carries
+no ceiling; the few shown are planned again here, one by one, by the scalar planner whose figures the sweep is held
+equal to (``tests/recommend/test_sweep_agrees_with_plan.py``). Pure."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.errors import InvalidWorkload
+
+if TYPE_CHECKING:
+    from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec
+
+__all__ = ["row_ceilings", "serving_ceilings", "training_ceilings"]
+
+
+def row_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row: dict[str, Any]) -> dict[str, float]:
+    """The ceilings of one row of the sweep, by its task (:func:`serving_ceilings`, :func:`training_ceilings`)."""
+    if result.task != "inference":
+        return training_ceilings(model, spec, row)
+    shape = next(sh for sh in result.shapes if sh.id == row["shape"])
+    return serving_ceilings(model, spec, result, row, shape)
+
+
+def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row: dict[str, Any],
+                     shape: HardwareShape) -> dict[str, float]:
+    """``prefill_s_ceiling``, ``decode_tokens_per_s_per_user_ceiling`` and ``decode_tokens_per_s_total_ceiling`` of
+    one serving row of the sweep, each the ceiling of the figure the row gives: the row planned with its layout,
+    formats and concurrency, timed as the sweep times it (every sequence at the busiest replica's pace; an
+    attention-DP row as ``plan`` times it, which is how the sweep planned it). Empty where the row cannot be planned
+    again (none the sweep lets fit)."""
+    from anchorgpu.planner import Layout, PrecisionPlan, plan
+    from anchorgpu.planner.speed.batching import serving_estimate
+    from anchorgpu.planner.speed.calibration import calibrated
+    from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
+
+    conc = int(row["concurrency"])
+    media = model.encoder is not None or model.image is not None  # planned at the workload asked (sweep_attention_dp)
+    workload = (replace(spec.workload, concurrency=conc) if media
+                else replace(spec.workload, concurrency=conc, context_tokens=result.context_tokens))
+    prompt, output = result.prompt_tokens, result.output_tokens
+    try:
+        p = plan(model, workload, precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
+                 layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"], ep=row["ep"]),
+                 gpu=shape.gpu, overheads=spec.overheads, suggest=False, choose_layout=False)
+        if not p.fits:
+            return {}
+        if row["ep"] > row["tp"]:  # attention data parallelism: the sweep took plan_performance's figures
+            perf = plan_performance(p, prompt_tokens=prompt, output_tokens=output, mfu=spec.efficiencies.mfu,
+                                    mbu=spec.efficiencies.mbu)
+            return {"prefill_s_ceiling": perf["ttft_s_ceiling"],
+                    "decode_tokens_per_s_per_user_ceiling": perf["decode_tokens_per_s_per_user_ceiling"],
+                    "decode_tokens_per_s_total_ceiling": perf["output_tokens_per_s_ceiling"]}
+        setup = replace(serving_setup(p, prompt_tokens=prompt, output_tokens=output),
+                        gpus_per_server=shape.gpus_per_server)
+        est = serving_estimate(model, shape.gpu, setup, prompt_tokens=prompt, output_tokens=output, concurrency=conc,
+                               saturation_concurrency=conc, cal=calibrated(spec.efficiencies))
+    except InvalidWorkload:
+        return {}
+    return {"prefill_s_ceiling": est.ttft_s_ceiling, "decode_tokens_per_s_per_user_ceiling": 1.0 / est.tpot_s_ceiling,
+            "decode_tokens_per_s_total_ceiling": conc / est.tpot_s_ceiling}
+
+
+def training_ceilings(model: ModelSpec, spec: SweepSpec, row: dict[str, Any]) -> dict[str, float]:
+    """``train_tokens_per_s_ceiling`` (and ``train_time_s_ceiling`` with the tokens to train on) of one training row:
+    every GPU of the layout at the dense peak of the training precision with each token's model FLOPs, as
+    :func:`~anchorgpu.planner.speed.training.training_step` puts its ceiling (recompute runs no model FLOPs)."""
+    from anchorgpu.hardware import get_gpu
+    from anchorgpu.planner.inputs import default_seq_tokens
+    from anchorgpu.planner.speed.flops import training_flops_per_token
+    from anchorgpu.planner.speed.links import compute_precision_for_training, peak_for
+
+    w = spec.workload
+    peak = peak_for(get_gpu(row["gpu"]), compute_precision_for_training(w.train_precision)).flops_per_s
+    seq = default_seq_tokens(w, model.max_context_tokens)
+    model_flops, _ = training_flops_per_token(model, seq, kind="full" if w.task == "train" else "lora")
+    top = int(row["gpus"]) * peak / model_flops
+    out = {"train_tokens_per_s_ceiling": top}
+    if spec.train_tokens:
+        out["train_time_s_ceiling"] = spec.train_tokens / top
+    return out

@@ -1,0 +1,74 @@
+"""Every speed figure of a recommended configuration carries its band and its roofline ceiling, as a plan of the same
+configuration writes them: a serving result's time to first token and tokens/s (the sweep's names and plan's, the
+same figures rounded alike), a training result's tokens/s and run time."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from anchorgpu.architectures import load_model
+from anchorgpu.catalog import load_catalog
+from anchorgpu.hardware import get_gpu
+from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
+from anchorgpu.planner.speed.estimate import plan_performance
+from anchorgpu.planner.sweep import SweepSpec
+from anchorgpu.recommend import recommend, recommendation_to_json
+
+CATALOG = load_catalog()
+NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
+MODEL = load_model("llama-3.1-8b")
+SERVING_FIGURES = (("prefill_s", 4, "time"), ("ttft_s", 4, "time"), ("decode_tokens_per_s_per_user", 2, "rate"),
+                   ("decode_tokens_per_s_total", 1, "rate"), ("output_tokens_per_s", 1, "rate"))
+
+
+@pytest.fixture(scope="module")
+def serving() -> dict:
+    spec = SweepSpec(workload=Workload(task="inference", context_tokens=8192, concurrency=32))
+    return recommendation_to_json(recommend(MODEL, spec, CATALOG, "1month", NOW, top=5))
+
+
+def test_every_serving_figure_has_its_band_and_ceiling_rounded_as_it_is(serving: dict) -> None:
+    for r in serving["results"] + serving["pareto"]:
+        for name, digits, kind in SERVING_FIGURES:
+            value, low, high, top = (r[name + end] for end in ("", "_low", "_high", "_ceiling"))
+            for figure in (value, low, high, top):
+                assert figure == round(figure, digits), (name, figure)
+            assert low <= value <= high
+            if kind == "rate":
+                assert value <= top and high <= top
+            else:
+                assert top <= value and top <= low
+        for contract, own in (("ttft_s", "prefill_s"), ("output_tokens_per_s", "decode_tokens_per_s_total")):
+            assert [r[contract + end] for end in ("", "_low", "_high", "_ceiling")] == \
+                [r[own + end] for end in ("", "_low", "_high", "_ceiling")]
+
+
+def test_a_serving_results_ceilings_are_those_plan_gives_the_same_configuration(serving: dict) -> None:
+    r = next(r for r in serving["results"] if r["layout"]["dp"] == 1)  # every sequence on one replica: one pace
+    p = plan(MODEL, Workload(task="inference", context_tokens=8192, concurrency=32),
+             precision=PrecisionPlan(weights=r["weights"], kv_cache=r["kv_cache"]),
+             layout=Layout(gpus=r["gpus"], tp=r["layout"]["tp"], pp=r["layout"]["pp"], dp=1), gpu=get_gpu(r["gpu"]),
+             suggest=False, choose_layout=False)
+    perf = plan_performance(p)
+    assert r["ttft_s_ceiling"] == pytest.approx(perf["ttft_s_ceiling"], abs=1e-4)
+    assert r["output_tokens_per_s_ceiling"] == pytest.approx(perf["output_tokens_per_s_ceiling"], abs=0.1)
+    assert r["decode_tokens_per_s_per_user_ceiling"] == pytest.approx(perf["decode_tokens_per_s_per_user_ceiling"],
+                                                                      abs=0.01)
+
+
+def test_a_training_results_ceilings_are_those_plan_gives_the_same_layout() -> None:
+    spec = SweepSpec(workload=Workload(task="train"), train_tokens=10**10)
+    rec = recommendation_to_json(recommend(MODEL, spec, CATALOG, "1w", NOW, top=3))
+    for r in rec["results"]:
+        lay = r["layout"]
+        p = plan(MODEL, Workload(task="train", recompute=r["recompute"]), gpu=get_gpu(r["gpu"]),
+                 layout=Layout(gpus=r["gpus"], tp=lay["tp"], pp=lay["pp"], dp=lay["dp"], zero=lay["zero"],
+                               cp=lay["cp"], virtual_stages=lay["virtual_stages"]),
+                 suggest=False, choose_layout=False)
+        perf = plan_performance(p, train_tokens=10**10)
+        assert r["train_tokens_per_s_ceiling"] == pytest.approx(perf["train_tokens_per_s_ceiling"], abs=0.1)
+        assert r["train_time_s_ceiling"] == pytest.approx(perf["train_time_s_ceiling"], abs=0.1)
+        assert r["train_tokens_per_s"] <= r["train_tokens_per_s_high"] <= r["train_tokens_per_s_ceiling"]
+        assert r["train_time_s_ceiling"] <= r["train_time_s_low"] <= r["train_time_s"]
