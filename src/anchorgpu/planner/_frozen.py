@@ -6,8 +6,10 @@ A frozen dataclass refuses ``self.x = v`` (its ``__setattr__`` raises), so its g
 argument tuple and a lookup by name per field, about three times what a mutable class pays. Here each such
 class gets a *filler* (:func:`_filler`): a plain class with the same slots, hence the same layout, whose fields
 the interpreter stores in a few instructions; an instance is filled as a filler and then takes its own class by
-``__class__`` assignment, once. From then on it is an ordinary instance of the frozen class (equality, hash,
-``replace``, pickling, ``FrozenInstanceError`` on assignment are untouched). Pure.
+``__class__`` assignment, once (a new one is made by calling the filler, a class with no ``__init__`` or
+``__new__`` of its own: cheaper than ``object.__new__(filler)``, which checks the class it is given). From then on
+it is an ordinary instance of the frozen class (equality, hash, ``replace``, pickling, ``FrozenInstanceError`` on
+assignment are untouched). Pure.
 
 * :func:`fast_init` gives the class such an ``__init__`` (same signature, defaults and default factories);
 * :func:`builder` makes a keyword-only function that returns ``cls(**fields)`` without the class call itself,
@@ -157,9 +159,9 @@ def builder(cls: Callable[P, T], *, positional: int = 0) -> Callable[P, T]:
     filler = _filler(cls)
     if filler is None or not all(f.kw_only for f in dataclasses.fields(cls)):
         return cls
-    namespace: dict[str, Any] = {"_new": object.__new__}
+    namespace: dict[str, Any] = {}
     params, body = _keyword_source(cls, filler, namespace, positional)
-    build = _compile("\n".join([f"def build({params}):", "    new = _new(_filler)", *body, "    return new"]),
+    build = _compile("\n".join([f"def build({params}):", "    new = _filler()", *body, "    return new"]),
                      namespace, "build")
     build.__qualname__ = build.__name__ = f"new_{cls.__name__}"
     build.__module__ = cls.__module__
@@ -180,9 +182,9 @@ def _copier(cls: type, changed: tuple[str, ...], *, by_name: bool = False) -> Ca
     given = changed if by_name else tuple(f"v{j}" for j in range(len(changed)))
     body = [f"    new.{name} = " + (given[changed.index(name)] if name in changed else f"obj.{name}") for name in names]
     params = (", *, " + ", ".join(changed)) if by_name and changed else "".join(f", {v}" for v in given)
-    return _compile("\n".join([f"def copy(obj{params}):", "    new = _new(_filler)", *body,
+    return _compile("\n".join([f"def copy(obj{params}):", "    new = _filler()", *body,
                                "    new.__class__ = _cls", "    return new"]),
-                    {"_new": object.__new__, "_cls": cls, "_filler": filler}, "copy")
+                    {"_cls": cls, "_filler": filler}, "copy")
 
 
 def evolver(cls: type[T], *names: str) -> Callable[..., T]:
