@@ -24,7 +24,7 @@ from anchorgpu.planner.memory.loss import default_cross_entropy, loss_memory, lo
 from anchorgpu.planner.pipeline_layout import busiest_rank_layers
 from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
 from anchorgpu.planner.sequence_parallel import memory_off_line
-from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS
+from anchorgpu.planner.speed.pipeline import step_microbatches
 from anchorgpu.planner.terms import TaskTerms, context_bytes, nccl_bytes, new_task_terms, weights_bytes
 from anchorgpu.planner.training_pipeline import (
     FSDP_PIPELINE_LINE,
@@ -60,7 +60,9 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     if w.micro_batch is None:
         assumptions.append("Micro-batch not given: 1 sequence per GPU step.")
     # a stated batch splits into whole micro-batches per DP rank (CP ranks share a sequence), else one line refuses it
-    microbatches = check_split(w.global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq, cp=lay.cp)
+    check_split(w.global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq, cp=lay.cp)
+    # the micro-batches a step runs: the count the speed estimate times and the plan's batch line states
+    microbatches = step_microbatches(w.global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq)
     check_interleaving(w, lay, micro_batch, seq)
     recompute: Recompute = w.recompute or ("full" if w.task == "qlora" else "none")
     if w.recompute is None:
@@ -145,9 +147,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     if pytorch and recompute == "selective":
         assumptions.append(PYTORCH_SAC_LINE)
     if lay.virtual_stages > 1 and lay.pp > 1:
-        m = microbatches if w.global_batch_tokens is not None else max(
-            1, DEFAULT_GLOBAL_BATCH_TOKENS // (lay.dp * micro_batch * seq))
-        act = interleaved_activation_bytes(act, lay.pp, m)
+        act = interleaved_activation_bytes(act, lay.pp, microbatches)
         assumptions.append(interleaved_activation_line(lay.virtual_stages))
     if lay.cp > 1:
         assumptions.append(f"Context parallelism {lay.cp}: each GPU keeps the activations of {seq // lay.cp:,} of the "
