@@ -176,7 +176,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
                                                 bytes_per_logit=loss_bytes)
     if w.task in ("lora", "qlora"):
         act += finetune_activation_terms(model, fmt, w, seq // lay.cp, micro_batch, lay, recompute, breakdown, assumptions)
-    if pytorch and lay.pp == 1 and w.global_batch_tokens is not None and microbatches == 1:
+    if pytorch and lay.pp == 1 and microbatches == 1:
         # PyTorch frees the gradients after each optimizer step (zero_grad(set_to_none=True)): with one micro-batch a
         # step, the forward pass's activations (the loss's included) and the gradients are never held at once
         apart = min(act, grads)
