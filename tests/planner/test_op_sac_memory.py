@@ -18,6 +18,7 @@ from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner.memory.loss import loss_memory
 from anchorgpu.planner.memory.op_sac import op_sac_layer
+from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.flops import training_flops_per_token
 from anchorgpu.planner.speed.runs import load_runs, training_plan_of
 from anchorgpu.planner.speed.training import TrainLayout, training_step
@@ -136,6 +137,22 @@ def test_one_micro_batch_a_step_never_holds_the_gradients_beside_the_activations
     accumulating = result(2, 4)
     assert "activations_not_beside_gradients_bytes" not in accumulating.breakdown
     assert accumulating.per_gpu.total_bytes > two.per_gpu.total_bytes
+
+
+def test_default_batch_of_one_micro_batch_a_step_plans_as_the_same_batch_stated() -> None:
+    """The default global batch (4,194,304 tokens) over 1,024 data-parallel ranks of one 4,096-token sequence is one
+    micro-batch a step, as the speed estimate times it and the batch line says: the gradients are apart from the
+    activations as with the same batch stated (before, the default batch was planned with both held, 15 MiB more)."""
+    def result(batch_tokens: int | None):  # type: ignore[no-untyped-def]
+        return plan(load_model("llama-3.1-8b"),
+                    Workload(task="train", seq_tokens=4096, recompute="full", train_stack="pytorch",
+                             global_batch_tokens=batch_tokens),
+                    layout=Layout(gpus=1024, fsdp=True), gpu=get_gpu("h100-sxm"), suggest=False, choose_layout=False)
+
+    default, stated = result(None), result(1024 * 4096)
+    assert plan_performance(default)["microbatches"] == 1
+    assert default.breakdown["activations_not_beside_gradients_bytes"] > 0
+    assert default.per_gpu == stated.per_gpu
 
 
 def test_a_pytorch_plan_states_and_warns_with_the_peaks_measured_against_such_plans() -> None:

@@ -1,11 +1,13 @@
 """Memory of training (full, LoRA, QLoRA) per GPU: weights, gradients, master weights and optimizer
 moments under the ZeRO stage and offload, activations for the layout, recompute and pipeline schedule,
-fine-tuning terms and runtime overhead. Pure."""
+fine-tuning terms and runtime overhead. Pure. Full training's model states are counted in
+:mod:`~anchorgpu.planner.training_states`, what the pipeline schedule adds in
+:mod:`~anchorgpu.planner.training_pipeline`."""
 
 from __future__ import annotations
 
 import math
-from functools import lru_cache, partial
+from functools import lru_cache
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
@@ -14,23 +16,30 @@ from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import evolve, memo_on_frozen
 from anchorgpu.planner.eager_stack import memory_line, pytorch_memory_line
 from anchorgpu.planner.finetune import finetune_terms
-from anchorgpu.planner.formats import WeightFormat, model_param_parts
+from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.global_batch import check_split
 from anchorgpu.planner.inputs import ALL_LORA_TARGETS, Overheads, Recompute, Workload, default_seq_tokens
 from anchorgpu.planner.memory.activations import keeps_fp8_input_copies
 from anchorgpu.planner.memory.loss import default_cross_entropy, loss_memory, loss_memory_line
-from anchorgpu.planner.pipeline_layout import PipelineLayout, busiest_rank_layers
+from anchorgpu.planner.pipeline_layout import busiest_rank_layers
 from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
 from anchorgpu.planner.sequence_parallel import memory_off_line
-from anchorgpu.planner.speed.pipeline import interleaving_refusal_line
-from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS
-from anchorgpu.planner.terms import (
-    TaskTerms,
-    context_bytes,
-    layout_weights_bytes,
-    nccl_bytes,
-    new_task_terms,
-    weights_bytes,
+from anchorgpu.planner.speed.pipeline import step_microbatches
+from anchorgpu.planner.terms import TaskTerms, context_bytes, nccl_bytes, new_task_terms, weights_bytes
+from anchorgpu.planner.training_pipeline import (
+    FSDP_PIPELINE_LINE,
+    check_interleaving,
+    fsdp_pipeline_held_bytes,
+    interleaved_activation_bytes,
+    interleaved_activation_line,
+    pipeline_layout_line,
+)
+from anchorgpu.planner.training_states import (
+    BF16_TRUE_LINE,
+    OPTIMIZER_STATE_LINES,
+    STATE_WORDS,
+    full_training_states,
+    params_per_gpu,
 )
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 from anchorgpu.planner.workload_checks import check_activation_offload_layout
@@ -51,8 +60,10 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     if w.micro_batch is None:
         assumptions.append("Micro-batch not given: 1 sequence per GPU step.")
     # a stated batch splits into whole micro-batches per DP rank (CP ranks share a sequence), else one line refuses it
-    microbatches = check_split(w.global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq, cp=lay.cp)
-    _check_interleaving(w, lay, micro_batch, seq)
+    check_split(w.global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq, cp=lay.cp)
+    # the micro-batches a step runs: the count the speed estimate times and the plan's batch line states
+    microbatches = step_microbatches(w.global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq)
+    check_interleaving(w, lay, micro_batch, seq)
     recompute: Recompute = w.recompute or ("full" if w.task == "qlora" else "none")
     if w.recompute is None:
         assumptions.append(f"Activation recompute: {recompute} (default for {w.task}"
@@ -75,14 +86,14 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         assumptions.append(pipeline_layout_line(lay.pipeline_layout))
     breakdown: dict[str, int] = {}
     if w.task == "train":
-        states = _full_training_states(model, fmt, lay.tp, lay.pp, lay.ep, lay.dp, lay.cp, lay.zero, lay.offload,
-                                       w.optimizer, mixed, w.grad_bytes_per_value, stated, w.optimizer_state)
+        states = full_training_states(model, fmt, lay.tp, lay.pp, lay.ep, lay.dp, lay.cp, lay.zero, lay.offload,
+                                      w.optimizer, mixed, w.grad_bytes_per_value, stated, w.optimizer_state)
         weights, weight_terms, grads, master, moments, checkpoint, rest_gpu, expert_gpu, shards, expert_dp = states
         breakdown.update(weight_terms)
-        assumptions.append(_BF16_TRUE_LINE if not mixed else OPTIMIZER_STATE_LINES[w.optimizer_state])
+        assumptions.append(BF16_TRUE_LINE if not mixed else OPTIMIZER_STATE_LINES[w.optimizer_state])
     else:
         weights = weights_bytes(model, fmt, lay, breakdown)
-        params_gpu = _params_per_gpu(model, lay.tp, lay.pp, lay.ep, stated)
+        params_gpu = params_per_gpu(model, lay.tp, lay.pp, lay.ep, stated)
         share = params_gpu / max(1, model.params_total)
         shards = lay.shard_group
         moment_scale = 1.0 if mixed or w.optimizer == "adamw-8bit" else 0.5
@@ -136,11 +147,8 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     if pytorch and recompute == "selective":
         assumptions.append(PYTORCH_SAC_LINE)
     if lay.virtual_stages > 1 and lay.pp > 1:
-        m = microbatches if w.global_batch_tokens is not None else max(
-            1, DEFAULT_GLOBAL_BATCH_TOKENS // (lay.dp * micro_batch * seq))
-        act = math.ceil(act * (1 + (lay.pp - 1) / (lay.pp * m)))  # Korthikanti et al. 2022, section 4.2.3
-        assumptions.append(f"Interleaved pipeline ({lay.virtual_stages} chunks per GPU): the first stage holds "
-                           "(1 + (p-1)/(p·m)) times the activations of 1F1B.")
+        act = interleaved_activation_bytes(act, lay.pp, microbatches)
+        assumptions.append(interleaved_activation_line(lay.virtual_stages))
     if lay.cp > 1:
         assumptions.append(f"Context parallelism {lay.cp}: each GPU keeps the activations of {seq // lay.cp:,} of the "
                            f"{seq:,} tokens (ring attention).")
@@ -151,14 +159,14 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         assumptions.append("FP8 training as Megatron-Core runs it with FP8 parameters (--fp8-param-gather, set by NeMo's "
                            "and Megatron-Bridge's FP8 recipes): the weights held in FP8 with their transposes for the "
                            "backward pass (2 bytes a parameter, in place of the 16-bit weights), "
-                           + _STATE_WORDS[w.optimizer_state] + " in the optimizer as in mixed precision. A stack that keeps 16-bit weights "
+                           + STATE_WORDS[w.optimizer_state] + " in the optimizer as in mixed precision. A stack that keeps 16-bit weights "
                            "and caches FP8 copies beside them holds 2 bytes a parameter more.")
     elif w.train_precision == "fp4" and w.task == "train":
         low = math.ceil(rest_gpu / (shards if lay.zero == 3 else 1) + expert_gpu / (expert_dp if lay.zero == 3 else 1))
         breakdown["low_precision_weight_copies_bytes"] = low
         weights += low
         assumptions.append("FP4 training as Transformer Engine runs it: 16-bit weights and "
-                           + _STATE_WORDS[w.optimizer_state].replace(" weights and ", "/") + " as in "
+                           + STATE_WORDS[w.optimizer_state].replace(" weights and ", "/") + " as in "
                            "mixed precision, plus FP4 copies of the weights for the matrix products.")
     if fp8_inputs:
         assumptions.append(FP8_ACTIVATIONS_LINE)
@@ -168,7 +176,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
                                                 bytes_per_logit=loss_bytes)
     if w.task in ("lora", "qlora"):
         act += finetune_activation_terms(model, fmt, w, seq // lay.cp, micro_batch, lay, recompute, breakdown, assumptions)
-    if pytorch and lay.pp == 1 and w.global_batch_tokens is not None and microbatches == 1:
+    if pytorch and lay.pp == 1 and microbatches == 1:
         # PyTorch frees the gradients after each optimizer step (zero_grad(set_to_none=True)): with one micro-batch a
         # step, the forward pass's activations (the loss's included) and the gradients are never held at once
         apart = min(act, grads)
@@ -191,77 +199,6 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
                           else evolve(w, seq_tokens=seq, recompute=recompute, micro_batch=micro_batch))
 
 
-OPTIMIZER_STATE_LINES: dict[str, str] = {
-    "fp32": ("Mixed precision: 16-bit weights and gradients, fp32 master weights and optimizer moments "
-             "(ZeRO's 2 + 2 + 12 bytes per parameter with AdamW)."),
-    "bf16-moments": ("Mixed precision with bf16 optimizer moments (--optimizer-state bf16-moments: Megatron-Core's "
-                     "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16, DeepSeek-V3): "
-                     "16-bit weights and gradients, fp32 master weights, AdamW's two moments in bf16 "
-                     "(2 + 2 + 4 + 4 bytes per parameter)."),
-    "bf16": ("Mixed precision with the optimizer state in bf16 (--optimizer-state bf16: Apex's distributed_fused_adam "
-             "with dtype bf16, as NeMo's SFT configs run it): 16-bit weights and gradients, a bf16 master copy and "
-             "AdamW's two moments in bf16 (2 + 2 + 2 + 4 bytes per parameter)."),
-}
-"""The assumption line for a mixed-precision (mixed, FP8, FP4) run's optimizer state, by ``--optimizer-state``."""
-_STATE_WORDS = {"fp32": "fp32 master weights and moments", "bf16-moments": "fp32 master weights and bf16 moments",
-                "bf16": "bf16 master weights and moments"}
-_BF16_TRUE_LINE = "bf16-true training: no fp32 master copy; optimizer moments kept in bf16."
-
-
-@partial(memo_on_frozen, frozen=2)
-def _full_training_states(model: ModelSpec, fmt: WeightFormat, tp: int, pp: int, ep: int, dp: int, cp: int, zero: int,
-                          offload: str, optimizer: str, mixed: bool, grad_bytes_per_value: int,
-                          stated: int | None = None, optimizer_state: str = "fp32",
-                          ) -> tuple[int, dict[str, int], int, int, int, int, float, float, int, int]:
-    """Full training's model states on one GPU of a layout (weights, the breakdown's weight terms, gradients, master
-    weights, optimizer moments) and the checkpoint's bytes, then the parameters they are counted from (the rest's and
-    the routed experts' on the GPU, and the GPUs each is sharded over); ``stated`` is the busiest rank's layers of an
-    explicit pipeline layout (None: ceil(L/p)); ``optimizer_state`` the precision of a mixed-precision run's master
-    weights and moments (:data:`~anchorgpu.planner.memory.OPTIMIZER_STATE_BYTES`). They depend on the (frozen) model and weight
-    format, the layout's counts and the optimizer's settings only: memoised on them, so every plan of that layout (a
-    sweep over batch sizes, a layout search) reuses them. The terms are shared: read them, never change them."""
-    weights, terms = layout_weights_bytes(model, fmt, tp, pp, ep, dp, cp, zero, offload, stated)
-    params_gpu = _params_per_gpu(model, tp, pp, ep, stated)
-    params_total = model.params_total  # a sum over the breakdown: read once
-    # under EP a GPU's routed experts are held by only tp x cp x dp / ep GPUs of its stage: ZeRO shards their states
-    # over that group, the rest over the data-parallel ranks
-    expert_gpu = _expert_params_per_gpu(model, tp, pp, ep, stated) if ep > 1 else 0.0
-    expert_dp = mm.expert_data_parallel(tp=tp, dp=dp, cp=cp, ep=ep)
-    shards = dp * cp  # the rest's ZeRO states split over DP x CP (context-parallel ranks hold the same weights)
-    rest_gpu = params_gpu - expert_gpu
-    master_bytes, moment_scale = mm.OPTIMIZER_STATE_BYTES[optimizer_state]
-    if not mixed and optimizer != "adamw-8bit":  # bf16-true: moments in the parameters' bf16
-        moment_scale = 0.5
-    shapes: list[tuple[int, int, int]] = []  # only Adafactor reads them: it factors every 2-D tensor
-    if optimizer == "adafactor":
-        shapes = [(g.count, g.d_in, g.d_out) for g in model.linear_groups]
-        shapes += [(1, model.vocab_size, model.hidden_size)] * ((model.params.embeddings > 0) + (model.params.head > 0))
-    grads = (mm.gradient_bytes(rest_gpu, bytes_per_value=grad_bytes_per_value, zero=zero, dp=shards)
-             + mm.gradient_bytes(expert_gpu, bytes_per_value=grad_bytes_per_value, zero=zero, dp=expert_dp))
-    master = (mm.master_weight_bytes(rest_gpu, mixed_precision=mixed, zero=zero, dp=shards, bytes_per_value=master_bytes)
-              + mm.master_weight_bytes(expert_gpu, mixed_precision=mixed, zero=zero, dp=expert_dp,
-                                       bytes_per_value=master_bytes))
-    moments = math.ceil(sum(
-        held / max(1, params_total) * mm.optimizer_moment_bytes(
-            params_total, optimizer=optimizer, zero=zero, dp=group, moment_scale=moment_scale, matrix_shapes=shapes)
-        for held, group in ((rest_gpu, shards), (expert_gpu, expert_dp)) if held))
-    checkpoint = params_total * 2 + (master_bytes * params_total if mixed else 0) + mm.optimizer_moment_bytes(
-        params_total, optimizer=optimizer, zero=0, dp=1, moment_scale=moment_scale, matrix_shapes=shapes)
-    return weights, terms, grads, master, moments, checkpoint, rest_gpu, expert_gpu, shards, expert_dp
-
-
-@memo_on_frozen
-def _params_per_gpu(model: ModelSpec, tp: int, pp: int, ep: int, stated: int | None = None) -> int:
-    """The parameters one GPU holds (most-loaded stage), memoised on the (frozen) model and the split."""
-    return mm.shard_share(model_param_parts(model), tp=tp, pp=pp, ep=ep, stated=stated)
-
-
-@memo_on_frozen
-def _expert_params_per_gpu(model: ModelSpec, tp: int, pp: int, ep: int, stated: int | None = None) -> float:
-    """The routed experts' parameters among :func:`_params_per_gpu`'s, memoised alike."""
-    return mm.routed_expert_share(model_param_parts(model), tp=tp, pp=pp, ep=ep, stated=stated)
-
-
 @memo_on_frozen
 def _activation_bytes(model: ModelSpec, s: int, b: int, tp: int, pp: int, sp: bool, recompute: Recompute,
                       pytorch: bool = False, fp8_inputs: bool = False, offloaded_layers: int = 0,
@@ -276,27 +213,6 @@ def _activation_bytes(model: ModelSpec, s: int, b: int, tp: int, pp: int, sp: bo
     return mm.training_activation_bytes(model, s=s, b=b, tp=tp, pp=pp, sp=sp, recompute=recompute, op_sac=pytorch,
                                         loss_bytes_per_logit=loss_bytes_per_logit,
                                         fp8_linear_inputs=fp8_inputs, offloaded_layers=offloaded_layers, stated=stated)
-
-
-def _check_interleaving(w: Workload, lay: ResolvedLayout, micro_batch: int, seq: int) -> None:
-    """Refuse interleaved chunks the training stack would not run with the step's micro-batches, in one line naming
-    the batch (the default one, as the speed estimate times it, when none is given)."""
-    stated = w.global_batch_tokens
-    batch = stated if stated is not None else max(DEFAULT_GLOBAL_BATCH_TOKENS, lay.dp * micro_batch * seq)
-    line = interleaving_refusal_line(lay.pp, lay.virtual_stages, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq,
-                                     global_batch_tokens=batch, batch_given=stated is not None,
-                                     train_stack=w.train_stack)
-    if line is not None:
-        raise InvalidWorkload(line)
-
-
-def pipeline_layout_line(layout: PipelineLayout) -> str:
-    """What a plan with an explicit pipeline layout assumes of it: one line."""
-    ranks = layout.rank_layers
-    return (f"Pipeline layout {layout.text} as given (Megatron-Core's --pipeline-model-parallel-layout): "
-            f"{len(layout.chunk_layers)} chunks, chunk i on rank i mod {layout.pp}, {min(ranks)} to {max(ranks)} "
-            f"layers a rank; memory planned for the busiest rank's {max(ranks)}, the embedding on the first rank "
-            "and the output layer on the last.")
 
 
 def _loss_bytes_per_logit(w: Workload) -> int:
@@ -328,26 +244,6 @@ def offload_activations_line(offloaded: int, layers: int, host_bytes: int) -> st
             f"{fmt_bytes(host_bytes)} of host memory a GPU; one offloaded layer's activations stay on the GPU while "
             "they are copied out and back. The copies run beside the computation; the part they outlast is timed.")
 
-
-FSDP_PIPELINE_LINE = (
-    "FSDP with pipeline stages as PyTorch runs them (torchtitan, torch.distributed.pipelining): the stage's 16-bit "
-    "weights stay gathered between micro-batches (no reshard after forward) and its gradients accumulate unsharded "
-    "in fp32 until the last micro-batch's backward pass reduce-scatters them, 6 bytes a parameter of the stage.")
-
-
-def fsdp_pipeline_held_bytes(stage_params: int, gather_buffer_bytes: int) -> dict[str, int]:
-    """What FSDP2 under a PyTorch pipeline schedule holds beyond its shards, per GPU: the stage's weights gathered in
-    16 bit (torchtitan's ``reshard_after_forward = not pp_enabled``; the one-layer gather buffer is part of them) and
-    the gradients accumulated unsharded in the fp32 reduce type until the last micro-batch (the pipeline stage turns
-    gradient sync off for the others, ``PipelineStage.backward_maybe_with_nosync``; FSDP2 upcasts an accumulated
-    gradient to its reduce type). With them torchtitan's Llama 3.1 405B on 512 H100 (TP 8 x PP 8 x FSDP 8,
-    interleaved) plans at 72 GiB against 72.7 measured (tests/planner/test_op_sac_memory.py).
-
-    >>> fsdp_pipeline_held_bytes(1000, 100)
-    {'gathered_stage_weights_bytes': 1900, 'accumulated_gradients_bytes': 4000}
-    """
-    return {"gathered_stage_weights_bytes": max(0, 2 * stage_params - gather_buffer_bytes),
-            "accumulated_gradients_bytes": 4 * stage_params}
 
 
 def gradients_apart_line(apart_bytes: int) -> str:

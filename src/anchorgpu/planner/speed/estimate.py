@@ -39,7 +39,7 @@ from anchorgpu.planner.speed.links import (
     compute_precision_for_training,
     host_kind,
 )
-from anchorgpu.planner.speed.pipeline import bubble_line
+from anchorgpu.planner.speed.pipeline import bubble_line, timed_batch_tokens
 from anchorgpu.planner.speed.serving_plan import (
     SERVER_GPUS,
     KvReservation,
@@ -103,10 +103,11 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     band = ctx.band
     precision = compute_precision_for_training(w.train_precision)  # plan() refused it where the GPU lacks it
     seq = w.seq_tokens or 2048
-    batch = w.global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS
     kind: TrainKind = "full" if w.task == "train" else "lora"
+    # the batch of speed.pipeline.step_microbatches: the memory's interleaved activations count the same micro-batches
     st = training_step(model, plan.gpu, lay, seq_tokens=seq, micro_batch=w.micro_batch or 1,
-                       global_batch_tokens=max(batch, lay.dp * (w.micro_batch or 1) * seq),
+                       global_batch_tokens=timed_batch_tokens(w.global_batch_tokens, dp=lay.dp,
+                                                              micro_batch=w.micro_batch or 1, seq_tokens=seq),
                        recompute=w.recompute or "none", kind=kind, precision=precision,
                        gpus_per_server=SERVER_GPUS, grad_bytes_per_value=w.grad_bytes_per_value, cal=cal,
                        train_stack=w.train_stack, offload_activation_layers=w.offload_activation_layers,

@@ -1,5 +1,6 @@
-"""A pipeline's share of a training step: the micro-batches a step accumulates, the bubble of a 1F1B or interleaved
-schedule and the layers of its busiest rank. Pure; stdlib only."""
+"""A pipeline's share of a training step: the micro-batches a step accumulates (the one count a plan's speed, its
+batch line and its memory read: :func:`step_microbatches`), the bubble of a 1F1B or interleaved schedule and the
+layers of its busiest rank. Pure."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.memory.model_states import stage_layers
 
 __all__ = [
+    "DEFAULT_GLOBAL_BATCH_TOKENS",
     "bubble_line",
     "counts_embedding_and_loss",
     "interleaving_refusal",
@@ -17,7 +19,13 @@ __all__ = [
     "pipeline_bubble_fraction",
     "pipeline_bubble_stage_times",
     "slowest_stage_layers",
+    "step_microbatches",
+    "timed_batch_tokens",
 ]
+
+DEFAULT_GLOBAL_BATCH_TOKENS = 4 * 2**20
+"""Tokens per optimizer step when none is given: 4M (4,194,304), as Llama 2 and most 7-70B runs used
+(Touvron et al. 2023, section 2.2; GPT-3 used 0.5-3.2M, Brown et al. 2020 Table 2.1)."""
 
 
 def pipeline_bubble_stage_times(pp: int, microbatches: int, virtual_stages: int = 1) -> float:
@@ -115,6 +123,36 @@ def microbatches_for(global_batch_tokens: int, *, dp: int, micro_batch: int, seq
             f"--global-batch {global_batch_tokens:,}: smaller than one micro-batch per data-parallel rank "
             f"({dp} x {micro_batch} x {seq_tokens:,} = {per_micro:,} tokens)")
     return math.ceil(global_batch_tokens / per_micro)
+
+
+def timed_batch_tokens(stated_tokens: int | None, *, dp: int, micro_batch: int, seq_tokens: int) -> int:
+    """The global batch a training step is timed with, before :func:`microbatches_for` counts it: a stated batch as
+    given (``plan()`` has refused one that is not whole micro-batches for each rank), else
+    :data:`DEFAULT_GLOBAL_BATCH_TOKENS`, raised to one micro-batch per data-parallel rank where a layout's round of
+    ``dp x micro_batch x seq_tokens`` tokens is larger.
+
+    >>> timed_batch_tokens(None, dp=3, micro_batch=1, seq_tokens=4096), timed_batch_tokens(None, dp=2048, micro_batch=1, seq_tokens=4096)
+    (4194304, 8388608)
+    >>> timed_batch_tokens(131_072, dp=8, micro_batch=1, seq_tokens=4096)
+    131072
+    """
+    if stated_tokens is not None:
+        return stated_tokens
+    return max(DEFAULT_GLOBAL_BATCH_TOKENS, dp * micro_batch * seq_tokens)
+
+
+def step_microbatches(stated_tokens: int | None, *, dp: int, micro_batch: int, seq_tokens: int) -> int:
+    """The micro-batches each data-parallel rank runs in one training step: :func:`microbatches_for` of
+    :func:`timed_batch_tokens`. A plan reads this one count everywhere: the speed estimate times it and its batch line
+    states it (:func:`~anchorgpu.planner.global_batch.batch_timed_line`), the interleaving check refuses with it and
+    the memory's interleaved activation factor divides by it. A default batch that is not whole micro-batches for the
+    layout is rounded up (4,194,304 tokens over DP 3 of 4,096-token sequences: 342, not 341).
+
+    >>> step_microbatches(None, dp=3, micro_batch=1, seq_tokens=4096), step_microbatches(131_072, dp=8, micro_batch=1, seq_tokens=4096)
+    (342, 4)
+    """
+    return microbatches_for(timed_batch_tokens(stated_tokens, dp=dp, micro_batch=micro_batch, seq_tokens=seq_tokens),
+                            dp=dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
 
 
 def slowest_stage_layers(layers: int, pp: int, virtual_stages: int = 1, stated: int | None = None) -> int:

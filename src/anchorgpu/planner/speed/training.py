@@ -64,6 +64,7 @@ from anchorgpu.planner.speed.links import PeakChoice, group_link, p2p_s
 from anchorgpu.planner.speed.micro_step import micro_step
 from anchorgpu.planner.speed.offload import activation_offload_s, host_optimizer_s, optimizer_traffic_bytes_per_param
 from anchorgpu.planner.speed.pipeline import (
+    DEFAULT_GLOBAL_BATCH_TOKENS,
     interleaving_refusal,
     microbatches_for,
     pipeline_bubble_fraction,
@@ -86,10 +87,6 @@ __all__ = [
     "tokens_per_s_bound",
     "training_step",
 ]
-
-DEFAULT_GLOBAL_BATCH_TOKENS = 4 * 2**20
-"""Tokens per optimizer step when none is given: 4M (4,194,304), as Llama 2 and most 7-70B runs used
-(Touvron et al. 2023, section 2.2; GPT-3 used 0.5-3.2M, Brown et al. 2020 Table 2.1)."""
 
 BREAKDOWN_KEYS = ("compute", "tp_comm", "pp_bubble", "pp_p2p", "cp_comm", "dp_sync", "fsdp_comm", "ep_alltoall",
                   "moe_launch", "activation_offload", "optimizer")

@@ -1,0 +1,75 @@
+"""What a pipeline schedule adds to a training plan's memory: the refusal of interleaved chunks the training stack
+would not run with the step's micro-batches, the first stage's extra activations under interleaving (Korthikanti et
+al. 2022), the assumption naming an explicit pipeline layout, and what FSDP holds beyond its shards under a PyTorch
+pipeline schedule. Pure."""
+
+from __future__ import annotations
+
+import math
+
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.planner.inputs import Workload
+from anchorgpu.planner.pipeline_layout import PipelineLayout
+from anchorgpu.planner.result import ResolvedLayout
+from anchorgpu.planner.speed.pipeline import interleaving_refusal_line, timed_batch_tokens
+
+__all__ = ["FSDP_PIPELINE_LINE", "check_interleaving", "fsdp_pipeline_held_bytes", "interleaved_activation_bytes",
+           "interleaved_activation_line", "pipeline_layout_line"]
+
+
+def check_interleaving(w: Workload, lay: ResolvedLayout, micro_batch: int, seq: int) -> None:
+    """Refuse interleaved chunks the training stack would not run with the step's micro-batches, in one line naming
+    the batch (the default one, as the speed estimate times it, when none is given)."""
+    stated = w.global_batch_tokens
+    batch = timed_batch_tokens(stated, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq)
+    line = interleaving_refusal_line(lay.pp, lay.virtual_stages, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq,
+                                     global_batch_tokens=batch, batch_given=stated is not None,
+                                     train_stack=w.train_stack)
+    if line is not None:
+        raise InvalidWorkload(line)
+
+
+def pipeline_layout_line(layout: PipelineLayout) -> str:
+    """What a plan with an explicit pipeline layout assumes of it: one line."""
+    ranks = layout.rank_layers
+    return (f"Pipeline layout {layout.text} as given (Megatron-Core's --pipeline-model-parallel-layout): "
+            f"{len(layout.chunk_layers)} chunks, chunk i on rank i mod {layout.pp}, {min(ranks)} to {max(ranks)} "
+            f"layers a rank; memory planned for the busiest rank's {max(ranks)}, the embedding on the first rank "
+            "and the output layer on the last.")
+
+
+FSDP_PIPELINE_LINE = (
+    "FSDP with pipeline stages as PyTorch runs them (torchtitan, torch.distributed.pipelining): the stage's 16-bit "
+    "weights stay gathered between micro-batches (no reshard after forward) and its gradients accumulate unsharded "
+    "in fp32 until the last micro-batch's backward pass reduce-scatters them, 6 bytes a parameter of the stage.")
+
+
+def fsdp_pipeline_held_bytes(stage_params: int, gather_buffer_bytes: int) -> dict[str, int]:
+    """What FSDP2 under a PyTorch pipeline schedule holds beyond its shards, per GPU: the stage's weights gathered in
+    16 bit (torchtitan's ``reshard_after_forward = not pp_enabled``; the one-layer gather buffer is part of them) and
+    the gradients accumulated unsharded in the fp32 reduce type until the last micro-batch (the pipeline stage turns
+    gradient sync off for the others, ``PipelineStage.backward_maybe_with_nosync``; FSDP2 upcasts an accumulated
+    gradient to its reduce type). With them torchtitan's Llama 3.1 405B on 512 H100 (TP 8 x PP 8 x FSDP 8,
+    interleaved) plans at 72 GiB against 72.7 measured (tests/planner/test_op_sac_memory.py).
+
+    >>> fsdp_pipeline_held_bytes(1000, 100)
+    {'gathered_stage_weights_bytes': 1900, 'accumulated_gradients_bytes': 4000}
+    """
+    return {"gathered_stage_weights_bytes": max(0, 2 * stage_params - gather_buffer_bytes),
+            "accumulated_gradients_bytes": 4 * stage_params}
+
+
+def interleaved_activation_bytes(one_f_one_b_bytes: int, pp: int, microbatches: int) -> int:
+    """The activations the first pipeline rank holds under an interleaved schedule: ``(1 + (p-1)/(p·m))`` times those
+    of 1F1B with ``m`` micro-batches a step (Korthikanti et al. 2022, section 4.2.3).
+
+    >>> interleaved_activation_bytes(1000, 8, 16)
+    1055
+    """
+    return math.ceil(one_f_one_b_bytes * (1 + (pp - 1) / (pp * microbatches)))
+
+
+def interleaved_activation_line(virtual_stages: int) -> str:
+    """The assumption of :func:`interleaved_activation_bytes`: one line."""
+    return (f"Interleaved pipeline ({virtual_stages} chunks per GPU): the first stage holds "
+            "(1 + (p-1)/(p·m)) times the activations of 1F1B.")

@@ -1,0 +1,89 @@
+"""Full training's model states on one GPU: the weights, gradients, fp32 (or bf16) master weights and optimizer
+moments a layout leaves each GPU under its ZeRO stage, counted from the parameters the GPU holds (the routed experts'
+sharded over their own data-parallel group), the checkpoint's size, and the assumption lines naming the optimizer
+state's precision. Memoised on the frozen model and format and the layout's counts. Pure."""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.planner import memory as mm
+from anchorgpu.planner._frozen import memo_on_frozen
+from anchorgpu.planner.formats import WeightFormat, model_param_parts
+from anchorgpu.planner.terms import layout_weights_bytes
+
+__all__ = ["BF16_TRUE_LINE", "OPTIMIZER_STATE_LINES", "STATE_WORDS", "expert_params_per_gpu", "full_training_states",
+           "params_per_gpu"]
+
+
+OPTIMIZER_STATE_LINES: dict[str, str] = {
+    "fp32": ("Mixed precision: 16-bit weights and gradients, fp32 master weights and optimizer moments "
+             "(ZeRO's 2 + 2 + 12 bytes per parameter with AdamW)."),
+    "bf16-moments": ("Mixed precision with bf16 optimizer moments (--optimizer-state bf16-moments: Megatron-Core's "
+                     "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16, DeepSeek-V3): "
+                     "16-bit weights and gradients, fp32 master weights, AdamW's two moments in bf16 "
+                     "(2 + 2 + 4 + 4 bytes per parameter)."),
+    "bf16": ("Mixed precision with the optimizer state in bf16 (--optimizer-state bf16: Apex's distributed_fused_adam "
+             "with dtype bf16, as NeMo's SFT configs run it): 16-bit weights and gradients, a bf16 master copy and "
+             "AdamW's two moments in bf16 (2 + 2 + 2 + 4 bytes per parameter)."),
+}
+"""The assumption line for a mixed-precision (mixed, FP8, FP4) run's optimizer state, by ``--optimizer-state``."""
+STATE_WORDS = {"fp32": "fp32 master weights and moments", "bf16-moments": "fp32 master weights and bf16 moments",
+                "bf16": "bf16 master weights and moments"}
+BF16_TRUE_LINE = "bf16-true training: no fp32 master copy; optimizer moments kept in bf16."
+
+
+@partial(memo_on_frozen, frozen=2)
+def full_training_states(model: ModelSpec, fmt: WeightFormat, tp: int, pp: int, ep: int, dp: int, cp: int, zero: int,
+                         offload: str, optimizer: str, mixed: bool, grad_bytes_per_value: int,
+                         stated: int | None = None, optimizer_state: str = "fp32",
+                         ) -> tuple[int, dict[str, int], int, int, int, int, float, float, int, int]:
+    """Full training's model states on one GPU of a layout (weights, the breakdown's weight terms, gradients, master
+    weights, optimizer moments) and the checkpoint's bytes, then the parameters they are counted from (the rest's and
+    the routed experts' on the GPU, and the GPUs each is sharded over); ``stated`` is the busiest rank's layers of an
+    explicit pipeline layout (None: ceil(L/p)); ``optimizer_state`` the precision of a mixed-precision run's master
+    weights and moments (:data:`~anchorgpu.planner.memory.OPTIMIZER_STATE_BYTES`). They depend on the (frozen) model and weight
+    format, the layout's counts and the optimizer's settings only: memoised on them, so every plan of that layout (a
+    sweep over batch sizes, a layout search) reuses them. The terms are shared: read them, never change them."""
+    weights, terms = layout_weights_bytes(model, fmt, tp, pp, ep, dp, cp, zero, offload, stated)
+    params_gpu = params_per_gpu(model, tp, pp, ep, stated)
+    params_total = model.params_total  # a sum over the breakdown: read once
+    # under EP a GPU's routed experts are held by only tp x cp x dp / ep GPUs of its stage: ZeRO shards their states
+    # over that group, the rest over the data-parallel ranks
+    expert_gpu = expert_params_per_gpu(model, tp, pp, ep, stated) if ep > 1 else 0.0
+    expert_dp = mm.expert_data_parallel(tp=tp, dp=dp, cp=cp, ep=ep)
+    shards = dp * cp  # the rest's ZeRO states split over DP x CP (context-parallel ranks hold the same weights)
+    rest_gpu = params_gpu - expert_gpu
+    master_bytes, moment_scale = mm.OPTIMIZER_STATE_BYTES[optimizer_state]
+    if not mixed and optimizer != "adamw-8bit":  # bf16-true: moments in the parameters' bf16
+        moment_scale = 0.5
+    shapes: list[tuple[int, int, int]] = []  # only Adafactor reads them: it factors every 2-D tensor
+    if optimizer == "adafactor":
+        shapes = [(g.count, g.d_in, g.d_out) for g in model.linear_groups]
+        shapes += [(1, model.vocab_size, model.hidden_size)] * ((model.params.embeddings > 0) + (model.params.head > 0))
+    grads = (mm.gradient_bytes(rest_gpu, bytes_per_value=grad_bytes_per_value, zero=zero, dp=shards)
+             + mm.gradient_bytes(expert_gpu, bytes_per_value=grad_bytes_per_value, zero=zero, dp=expert_dp))
+    master = (mm.master_weight_bytes(rest_gpu, mixed_precision=mixed, zero=zero, dp=shards, bytes_per_value=master_bytes)
+              + mm.master_weight_bytes(expert_gpu, mixed_precision=mixed, zero=zero, dp=expert_dp,
+                                       bytes_per_value=master_bytes))
+    moments = math.ceil(sum(
+        held / max(1, params_total) * mm.optimizer_moment_bytes(
+            params_total, optimizer=optimizer, zero=zero, dp=group, moment_scale=moment_scale, matrix_shapes=shapes)
+        for held, group in ((rest_gpu, shards), (expert_gpu, expert_dp)) if held))
+    checkpoint = params_total * 2 + (master_bytes * params_total if mixed else 0) + mm.optimizer_moment_bytes(
+        params_total, optimizer=optimizer, zero=0, dp=1, moment_scale=moment_scale, matrix_shapes=shapes)
+    return weights, terms, grads, master, moments, checkpoint, rest_gpu, expert_gpu, shards, expert_dp
+
+
+@memo_on_frozen
+def params_per_gpu(model: ModelSpec, tp: int, pp: int, ep: int, stated: int | None = None) -> int:
+    """The parameters one GPU holds (most-loaded stage), memoised on the (frozen) model and the split."""
+    return mm.shard_share(model_param_parts(model), tp=tp, pp=pp, ep=ep, stated=stated)
+
+
+@memo_on_frozen
+def expert_params_per_gpu(model: ModelSpec, tp: int, pp: int, ep: int, stated: int | None = None) -> float:
+    """The routed experts' parameters among :func:`params_per_gpu`'s, memoised alike."""
+    return mm.routed_expert_share(model_param_parts(model), tp=tp, pp=pp, ep=ep, stated=stated)
