@@ -39,7 +39,7 @@ PERFORMANCE_KEYS: dict[str, JsonValue] = {
     "gpu_hours": {"description": f"Training with tokens: GPUs x hours ({_BANDED}); null without tokens"},
     "step_time_s": {"description": f"Training: seconds per optimizer step ({_BANDED}: the step's tokens at the rate's band and ceiling)"},
     "step_time_breakdown_s": {"description": "Training: the step's parts in seconds, predictions without a band: compute, tp_comm, pp_bubble, pp_p2p, cp_comm, dp_sync, fsdp_comm, ep_alltoall, moe_launch, activation_offload, optimizer"},
-    "global_batch_tokens": {"description": "Training: tokens per optimizer step (the global batch, rounded up to whole micro-batches)"},
+    "global_batch_tokens": {"description": "Training: tokens per optimizer step (a stated global batch exactly; the default one rounded up to whole micro-batches)"},
     "microbatches": {"description": "Training: micro-batches per data-parallel rank in a step"},
     "pipeline_bubble_fraction": {"description": "Training: share of the step the pipeline bubble takes"},
     "compute_precision": {"description": "Precision of the products timed (bf16, fp8, fp4)"},
