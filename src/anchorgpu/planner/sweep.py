@@ -49,6 +49,7 @@ from anchorgpu.planner.inputs import (
 )
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.calibration import Overrides, calibration
+from anchorgpu.planner.speed.zero2 import zero2_pipeline_refusal
 from anchorgpu.planner.sweep_attention_dp import with_attention_dp
 from anchorgpu.planner.sweep_grid import layout_grid, valid_tp
 from anchorgpu.planner.sweep_serving import serving_columns
@@ -209,7 +210,8 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         check_split(spec.global_batch_tokens, dp=1, micro_batch=w.micro_batch or 1,
                     seq_tokens=default_seq_tokens(w, model.max_context_tokens))
     lay = layout_grid(model, shapes, training=training, max_pp=spec.max_pp, zero_stages=spec.zero_stages,
-                      seq_tokens=default_seq_tokens(w, model.max_context_tokens) if training else 0)
+                      seq_tokens=default_seq_tokens(w, model.max_context_tokens) if training else 0,
+                      zero2_with_stages=zero2_pipeline_refusal(w.train_stack, 2) is None)
     if training:
         cols = training_columns(model, shapes, spec, lay, weights, progress)
         inner = len(weights)

@@ -55,7 +55,7 @@ class Layouts:
 
 
 def layout_grid(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: bool, max_pp: int,
-                zero_stages: Sequence[int], seq_tokens: int = 0) -> Layouts:
+                zero_stages: Sequence[int], seq_tokens: int = 0, zero2_with_stages: bool = True) -> Layouts:
     tps = np.array([tp for tp in POWERS_OF_TWO if valid_tp(model, tp)], dtype=np.int64)
     pps = np.array([pp for pp in POWERS_OF_TWO if pp <= max_pp and pp <= model.num_layers], dtype=np.int64)
     zeros = np.array(sorted(set(zero_stages)) if training else [0], dtype=np.int64)
@@ -77,6 +77,8 @@ def layout_grid(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: 
     ok &= fabric[s_i] | (tp * cp * pp <= k)  # pipeline stages and CP rings span servers only over a fabric
     dp = np.where(ok, gpus // (tp * cp * pp), 0)
     ok &= (z == 0) | (dp * cp > 1)  # ZeRO shards over the data-parallel and CP ranks: pointless with one
+    if not zero2_with_stages:  # the training stack refuses ZeRO-2 with pipeline stages (speed.zero2)
+        ok &= (z != 2) | (pp == 1)
     ok &= (tp * cp * dp) % ep == 0  # the experts split over GPUs of one stage (folded over TP, CP and DP)
     if not ok.any():
         raise InvalidWorkload(f"no valid tensor-parallel layout for {model.name} on the shapes given")

@@ -11,6 +11,10 @@ Across servers a data-parallel (or FSDP) group leaves each server through every 
 (:func:`~anchorgpu.planner.speed.links.data_parallel_link`), and each ring collective also pays NCCL's latency for
 each of its steps (:func:`~anchorgpu.planner.speed.links.ring_latency_s`): FSDP gathers and scatters a layer at a
 time, DDP and ZeRO-1/2 reduce a bucket at a time.
+
+ZeRO-2 keeps only its 1/DP shard of the gradients, so it reduces every micro-batch's gradients in that micro-batch's
+backward, on either stack (:func:`~anchorgpu.planner.speed.zero2.zero2_sync_terms`); with pipeline stages it runs
+on Megatron-Core only (:func:`~anchorgpu.planner.speed.zero2.zero2_pipeline_refusal`).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from anchorgpu.planner.speed.links import (
     server_gpus,
 )
 from anchorgpu.planner.speed.offload import parameter_fetch_s
+from anchorgpu.planner.speed.zero2 import BUCKET_MIN_PARAMS, zero2_sync_terms
 
 if TYPE_CHECKING:
     from anchorgpu.planner.speed.training import TrainSplit
@@ -42,17 +47,13 @@ if TYPE_CHECKING:
 __all__ = ["BUCKET_MIN_PARAMS", "DataParallelTerms", "data_parallel_terms", "fsdp2_copies_s", "group_link_of",
            "held_params", "scatters_each_micro_batch"]
 
-BUCKET_MIN_PARAMS = 40_000_000
-"""Megatron-Core's default gradient bucket: ``max(40M, 1M x DP)`` parameters (DistributedDataParallelConfig's
-``bucket_size``: larger DP sizes take larger buckets so that the collectives are not latency-bound)."""
-
-
 @dataclass(frozen=True, slots=True)
 class DataParallelTerms:
     fsdp_s: float  # a micro-batch's parameter gathers (and on the PyTorch-native stack its gradient scatter) compute
     # did not hide, their per-layer latency, host fetches, and on the PyTorch-native stack FSDP2's copies around them
     sync_s: float  # a step's gradient sync the last backward pass did not hide
     local_params: float  # the parameters this GPU's optimizer updates
+    micro_sync_s: float = 0.0  # ZeRO-2: each micro-batch's own gradient reduce its backward did not hide
 
 
 def held_params(model: ModelSpec, lay: TrainSplit) -> tuple[float, float, int]:
@@ -154,7 +155,9 @@ def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: T
 
     Megatron-Core (and the PyTorch-native stack with pipeline stages): the sync once a step, behind the last backward
     pass (two thirds of ``compute_s``): an all-reduce for DDP, a reduce-scatter for FSDP with gradients accumulated
-    over the micro-batches, ZeRO-1/2's scatter and gather of the updated parameters an all-reduce's volume.
+    over the micro-batches, ZeRO-1's scatter and gather of the updated parameters an all-reduce's volume. ZeRO-2
+    reduces every micro-batch's gradients in its backward instead (``micro_sync_s``,
+    :func:`~anchorgpu.planner.speed.zero2.zero2_sync_terms`).
 
     The PyTorch-native stack under FSDP without pipeline stages (:func:`scatters_each_micro_batch`): every
     micro-batch reduce-scatters its own gradients (at ``grad_bytes_per_value``: FSDP's ``reduce_dtype``), so its two
@@ -215,8 +218,11 @@ def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: T
     if lay.offload == "params":  # the parameter shard fetched from host memory forward and backward (ZeRO-Infinity)
         fsdp_s += parameter_fetch_s(gpu, cal, params_stage / max(1, shard_group) + expert_stage / max(1, expert_group))
 
-    sync_s = 0.0
-    if each_micro:  # the last layer's scatter of the last micro-batch: nothing left to run beside it
+    sync_s = micro_sync_s = 0.0
+    if lay.zero == 2 and trains_base and (shard_group > 1 or expert_group > 1):  # every backward reduces its own
+        micro_sync_s, sync_s = zero2_sync_terms(groups, train_stack=train_stack, compute_s=compute_s,
+                                                grad_bytes_per_value=grad_bytes_per_value, efficiency=eff)
+    elif each_micro:  # the last layer's scatter of the last micro-batch: nothing left to run beside it
         sync_s = sum(scatter_s(*g) / max(1.0, g[4]) for g in groups if g[0] and g[1] > 1)
     elif trains_base and (shard_group > 1 or expert_group > 1):
         reduce = reduce_scatter_s if lay.zero >= 3 else allreduce_s
@@ -232,4 +238,4 @@ def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: T
     if trains_base:  # the optimizer updates the (sharded) parameters a GPU holds
         local = (params_stage / (shard_group if lay.zero >= 1 else 1)
                  + expert_stage / (expert_group if lay.zero >= 1 else 1))
-    return DataParallelTerms(fsdp_s=fsdp_s, sync_s=sync_s, local_params=local)
+    return DataParallelTerms(fsdp_s=fsdp_s, sync_s=sync_s, local_params=local, micro_sync_s=micro_sync_s)

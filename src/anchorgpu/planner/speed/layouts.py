@@ -2,7 +2,7 @@
 layout, is :mod:`~anchorgpu.planner.speed.serving_layouts`, which shares :class:`Choice` and :func:`tp_ok`). Pure.
 
 Training: every combination of tensor parallelism inside one server, context parallelism (long sequences
-only), pipeline stages, data parallelism, ZeRO stage (1: distributed optimizer; 3: FSDP), interleaved
+only), pipeline stages, data parallelism, ZeRO stage (1: distributed optimizer; 2: gradients sharded too; 3: FSDP), interleaved
 chunks, activation recompute and micro-batch is ranked by the predicted step time of
 :func:`~anchorgpu.planner.speed.training.training_step`; the memory planner then checks them fastest first
 and the first that fits is the answer. Whatever the user fixed is kept. The ranking times only what that order
@@ -45,6 +45,7 @@ from anchorgpu.planner.speed.training import (
     tokens_per_s_bound,
     training_step,
 )
+from anchorgpu.planner.speed.zero2 import zero2_pipeline_refusal
 
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
@@ -55,8 +56,10 @@ __all__ = ["MICRO_BATCHES", "SERVER_GPUS", "Choice", "choose_training_layout", "
 SERVER_GPUS = 8
 MICRO_BATCHES: tuple[int, ...] = (1, 2, 4)
 # what the search leaves out of the ZeRO stages, as the chosen layout's sentence says (when the stage was left open)
-_ZERO_RULE = ("; ZeRO tried: 1, and FSDP (3) without pipeline stages - not ZeRO-2: it shards the gradients only by "
-              "reducing them every micro-batch, which the step time does not count (--zero 2 plans it)")
+_ZERO_RULE = ("; ZeRO tried: 1, 2 (timed reducing every micro-batch's gradients, as it must to keep a shard of "
+              "them) and FSDP (3) without pipeline stages")
+_ZERO_RULE_PYTORCH = ("; ZeRO tried: 1, 2 without pipeline stages (DeepSpeed's pipeline engine refuses it; timed "
+                      "reducing every micro-batch's gradients) and FSDP (3) without pipeline stages")
 _with_knobs = evolver(Workload, "micro_batch", "recompute", "seq_tokens")  # a candidate's workload, as replace() makes it
 
 
@@ -136,7 +139,7 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                 dp = rest // pp
                 if given.dp and given.dp != dp:
                     continue
-                zeros = [fixed_zero] if fixed_zero is not None else ([1, 3] if dp * cp > 1 else [0])
+                zeros = [fixed_zero] if fixed_zero is not None else ([1, 2, 3] if dp * cp > 1 else [0])
                 vs = [given.virtual_stages] if given.virtual_stages else sorted({1, deepest_interleave(model, pp)})
                 stated = None
                 if given.pipeline_layout is not None:  # the user's layout fixes the chunks; plan() refuses a bad one
@@ -149,6 +152,8 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                 for zero in zeros:
                     if zero == 3 and pp > 1:
                         continue  # FSDP with pipelining is rare and not what an engineer reaches for first
+                    if zero == 2 and zero2_pipeline_refusal(w.train_stack, pp) is not None:
+                        continue  # the stack will not run ZeRO-2 with pipeline stages
                     for v in vs:
                         if v > 1 and pp == 1:
                             continue
@@ -248,7 +253,8 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                                           ("recompute", w.recompute)) if value is not None]
         reason = (f"Layout chosen: {', '.join(parts)} - the fastest of {len(pairs) * len(levels)} candidates that fits "
                   f"{gpu.name}" + (f" (kept as given: {', '.join('--' + f for f in fixed)})" if fixed else "")
-                  + (_ZERO_RULE if fixed_zero is None and lay.dp * lay.cp > 1 else "")
+                  + ((_ZERO_RULE_PYTORCH if w.train_stack == "pytorch" else _ZERO_RULE)
+                     if fixed_zero is None and lay.dp * lay.cp > 1 else "")
                   + "; tensor parallelism stays inside one server.")
         return Choice(layout=layout, workload=work, reason=reason), p
     return None

@@ -42,7 +42,7 @@ micro-batches per data-parallel rank, each of ``b`` sequences of ``s`` tokens, t
 and per step: the **pipeline bubble**, ``(p-1)/v`` micro-batch times once a step has ``m >= p`` micro-batches
 (Narayanan et al. 2021, section 2.2) and up to ``p - 1`` with fewer (:func:`~.pipeline.pipeline_bubble_stage_times`),
 **point-to-point** transfers between stages, the **data-parallel gradient sync** not hidden behind the
-last backward pass, and the memory-bound **optimizer** update. The data-parallel terms, with the links and ring
+last backward pass (under ZeRO-2 every micro-batch's own reduce too, :mod:`~anchorgpu.planner.speed.zero2`), and the memory-bound **optimizer** update. The data-parallel terms, with the links and ring
 latencies of a group across servers, are :mod:`~anchorgpu.planner.speed.data_parallel`'s.
 """
 
@@ -71,6 +71,7 @@ from anchorgpu.planner.speed.pipeline import (
     pipeline_bubble_stage_times,
     slowest_stage_layers,
 )
+from anchorgpu.planner.speed.zero2 import zero2_pipeline_refusal
 
 __all__ = [
     "AttentionKernel",
@@ -196,6 +197,14 @@ def _check_interleaving(lay: TrainSplit, microbatches: int, train_stack: str) ->
                               f"micro-batch{'es' if microbatches != 1 else ''} a step: {refusal}")
 
 
+def _check_zero2(lay: TrainSplit, train_stack: str) -> None:
+    """Refuse ZeRO-2 with pipeline stages where the training stack will not run it (one line)."""
+    if lay.zero == 2:
+        refusal = zero2_pipeline_refusal(train_stack, lay.pp)
+        if refusal is not None:
+            raise InvalidWorkload(refusal)
+
+
 def training_step(
     model: ModelSpec, gpu: GpuSpec, lay: TrainSplit, *, seq_tokens: int, micro_batch: int = 1,
     global_batch_tokens: int = DEFAULT_GLOBAL_BATCH_TOKENS, recompute: Recompute = "none",
@@ -219,10 +228,12 @@ def training_step(
                       sequence_parallel_of(lay), fsdp1)
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     _check_interleaving(lay, m, train_stack)
+    _check_zero2(lay, train_stack)
     bubble_s = pipeline_bubble_stage_times(lay.pp, m, lay.virtual_stages) * b.stage_s
     breakdown = {
         "compute": m * b.compute_s, "tp_comm": m * b.tp_s, "pp_bubble": bubble_s,
-        "pp_p2p": m * 2 * b.p2p_s if lay.pp > 1 else 0.0, "cp_comm": m * b.cp_s, "dp_sync": b.sync_s,
+        "pp_p2p": m * 2 * b.p2p_s if lay.pp > 1 else 0.0, "cp_comm": m * b.cp_s,
+        "dp_sync": b.sync_s + m * b.micro_sync_s,
         "fsdp_comm": m * b.fsdp_s, "ep_alltoall": m * b.ep_s, "moe_launch": m * b.launch_s,
         "activation_offload": m * b.offload_s, "optimizer": b.optimizer_s,
     }
@@ -270,6 +281,7 @@ def tokens_per_s_bound(
                    attention_kernel, train_stack, lay.pipeline_layout, sequence_parallel_of(lay))
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     _check_interleaving(lay, m, train_stack)
+    _check_zero2(lay, train_stack)
     per_micro = b.compute_s + b.tp_s + b.cp_s + b.ep_s + b.launch_s
     step_s = (m + pipeline_bubble_stage_times(lay.pp, m, lay.virtual_stages)) * per_micro
     return m * lay.dp * micro_batch * seq_tokens / step_s * (1.0 + BOUND_SLACK)
@@ -289,6 +301,7 @@ class _LayoutTerms:
     ep_s: float
     launch_s: float
     fsdp_s: float
+    micro_sync_s: float  # ZeRO-2's own gradient reduce a micro-batch's backward did not hide
     offload_s: float  # the activation offload's copies the computation does not hide
     p2p_s: float  # one stage-to-stage transfer (0.0 without pipeline stages)
     stage_s: float  # one micro-batch's forward and backward on one rank: the unit of the pipeline bubble
@@ -334,7 +347,7 @@ def _compute_layout_terms(
         offload_s = activation_offload_s(gpu, cal, offloaded_bytes=offload_activation_layers * layer_bytes,
                                          compute_s=compute_s)
 
-    per_micro = compute_s + tp_s + cp_s + ep_s + launch_s + fsdp_s + offload_s
+    per_micro = compute_s + tp_s + cp_s + ep_s + launch_s + fsdp_s + dpt.micro_sync_s + offload_s
 
     # pipeline: the bubble, in stage times of per_micro once the step's micro-batches are known (training_step), and
     # stage-to-stage transfers: one forward and one backward per micro-batch on the critical path (interleaved chunks
@@ -357,7 +370,8 @@ def _compute_layout_terms(
     return _LayoutTerms(
         choice=choice, model_flops_per_token=micro.model_flops_per_token,
         hardware_flops_per_token=micro.hardware_flops_per_token, compute_s=compute_s, tp_s=tp_s,
-        cp_s=cp_s, ep_s=ep_s, launch_s=launch_s, fsdp_s=fsdp_s, offload_s=offload_s, p2p_s=p2p_one, stage_s=per_micro, sync_s=dpt.sync_s, optimizer_s=opt_s,
+        cp_s=cp_s, ep_s=ep_s, launch_s=launch_s, fsdp_s=fsdp_s,
+        micro_sync_s=dpt.micro_sync_s, offload_s=offload_s, p2p_s=p2p_one, stage_s=per_micro, sync_s=dpt.sync_s, optimizer_s=opt_s,
         ceiling_tokens_per_s=lay.gpus * choice.flops_per_s / micro.model_flops_per_token)
 
 

@@ -1,0 +1,58 @@
+"""ZeRO-2 keeps a 1/DP shard of the gradients, so every micro-batch's backward reduces its own gradients
+(:mod:`anchorgpu.planner.speed.zero2`): DeepSpeed's stage 2 all-reduces each bucket in every backward and waits for the
+last one (microsoft/DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py at 022f223, ``reduce_ready_partitions_and_remove_
+grads`` and ``average_tensor``), Megatron-FSDP's ``optim_grads`` reduce-scatters into its distributed gradient buffer.
+Before, the step time counted ZeRO-2's sync once a step, exactly as ZeRO-1's. DeepSpeed's pipeline engine refuses
+stage 2 (deepspeed/runtime/pipe/engine.py at 0050fda), so the PyTorch-native stack refuses --zero 2 with --pp > 1."""
+
+from __future__ import annotations
+
+import pytest
+
+from anchorgpu.architectures import load_model
+from anchorgpu.cli import main
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.hardware import get_gpu
+from anchorgpu.planner.speed.training import TrainLayout, training_step
+
+MODEL, H100 = load_model("llama-3.1-70b"), get_gpu("h100")
+SLOW_NIC = 100e9 / 8  # 100 Gb/s a GPU: the gradients' traffic outruns a micro-batch's backward
+
+
+def _step(zero: int, stack: str, gpus: int = 64, pp: int = 1, batch: int = 4 * 2**20):  # type: ignore[no-untyped-def]
+    lay = TrainLayout(gpus=gpus, tp=8, pp=pp, dp=gpus // (8 * pp), zero=zero)
+    return training_step(MODEL, H100, lay, seq_tokens=8192, global_batch_tokens=batch, train_stack=stack,
+                         network_bytes_per_s=SLOW_NIC)
+
+
+@pytest.mark.parametrize("stack", ["megatron", "pytorch"])
+def test_zero_2_pays_a_reduce_every_micro_batch_and_zero_1_once_a_step(stack: str) -> None:
+    one, two = _step(1, stack), _step(2, stack)
+    assert two.microbatches == one.microbatches == 64
+    assert two.breakdown_s["dp_sync"] > 5 * one.breakdown_s["dp_sync"]  # was equal: once a step both
+    assert two.tokens_per_s < one.tokens_per_s
+    assert two.breakdown_s["fsdp_comm"] == 0.0  # no parameter gathers
+
+
+def test_the_per_micro_batch_reduce_grows_with_the_micro_batches() -> None:
+    few, many = _step(2, "megatron", batch=2**20), _step(2, "megatron", batch=4 * 2**20)
+    assert many.microbatches == 4 * few.microbatches
+    assert many.breakdown_s["dp_sync"] > 3 * few.breakdown_s["dp_sync"]
+
+
+def test_deepspeed_all_reduces_where_megatron_fsdp_reduce_scatters() -> None:
+    assert _step(2, "pytorch").breakdown_s["dp_sync"] > _step(2, "megatron").breakdown_s["dp_sync"]
+
+
+def test_pytorch_stack_refuses_zero_2_with_pipeline_stages_megatron_times_it() -> None:
+    with pytest.raises(InvalidWorkload, match=r"--zero 2 with --pp 2: DeepSpeed's pipeline engine refuses ZeRO-2"):
+        _step(2, "pytorch", gpus=128, pp=2)
+    assert _step(2, "megatron", gpus=128, pp=2).tokens_per_s > 0
+
+
+def test_the_cli_refuses_it_in_one_line_with_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["plan", "llama-3.1-8b", "--task", "train", "--gpus", "16", "--pp", "2", "--zero", "2",
+                 "--train-stack", "pytorch", "--gpu", "h100"])
+    out = capsys.readouterr()
+    assert code == 2
+    assert "--zero 2 with --pp 2: DeepSpeed's pipeline engine refuses ZeRO-2" in out.out + out.err
