@@ -80,7 +80,7 @@ def test_inference_without_a_gpu_count_takes_the_fewest_gpus_that_hold_the_load(
 
 @pytest.mark.parametrize(("argv", "needle"), [
     (["--global-batch", "1000"], "--global-batch 1,000"),
-    (["--gpus", "10", "--tp", "4"], "gpus=10 is not a multiple"),
+    (["--gpus", "10", "--tp", "4"], "--gpus 10 is not a multiple"),
     (["--cp", "3", "--gpus", "3"], "--cp 3 does not divide"),
     (["--pp", "4", "--virtual-stages", "3", "--gpus", "4"], "--virtual-stages 3"),
     (["--gpu", "a100", "--train-precision", "fp8"], "--train-precision fp8"),
