@@ -216,11 +216,12 @@ class _Search:
                 return False
             return known.fits((mb, rc, lay_v.virtual_stages), budget)
 
-        # more recompute only slows a step down, but where FSDP's gathers (or offloaded activations' copies) hide
-        # behind each micro-batch's computation it can hide a hair more of them, and on the PyTorch stack a mixture
-        # of experts' op-level selective recompute can cost more than recomputing the MoE blocks: there the search
-        # times the next level before it takes one (tests/recommend/test_sweep_micro_batch.py)
-        hair = (base.zero == 3 or self.w.offload_activation_layers > 0
+        # more recompute only slows a step down, but where FSDP's gathers, ZeRO-2's per-micro-batch gradient
+        # reduction (speed.zero2) or offloaded activations' copies hide behind each micro-batch's computation it can
+        # hide a hair more of them, and on the PyTorch stack a mixture of experts' op-level selective recompute can
+        # cost more than recomputing the MoE blocks: there the search times the next level before it takes one
+        # (tests/recommend/test_sweep_micro_batch.py)
+        hair = (base.zero >= 2 or self.w.offload_activation_layers > 0
                 or (self.w.train_stack != "megatron" and self.model.moe is not None))
         return fastest_fitting(pairs, self.ladder, speed, lambda pair: self.steps.bound(shape, *pair), wanted, hair)
 
