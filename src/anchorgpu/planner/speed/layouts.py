@@ -223,7 +223,8 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
         return found
 
     outgrown: set[int] = set()  # the layouts (by id: the pairs share them) whose model states alone outgrow the GPU
-    for _, _, lay, mb, rc in _fastest_first(pairs, levels, speed, bound):
+    twins = _zero1_twins(pairs) if w.train_stack == "megatron" else None
+    for _, _, lay, mb, rc in _fastest_first(pairs, levels, speed, bound, twins):
         if id(lay) in outgrown:
             continue  # no micro-batch or recompute level of it fits (_states_outgrow)
         layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep if lay.ep > 1 else given.ep, cp=lay.cp,
@@ -273,6 +274,7 @@ def _states_outgrow(p: Plan) -> bool:
 def _fastest_first(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute, ...],
                    speed: Callable[[TrainLayout, int, Recompute], float],
                    bound: Callable[[TrainLayout, int], float] | None = None,
+                   twins: dict[int, int] | None = None,
                    ) -> Iterator[tuple[float, int, TrainLayout, int, Recompute]]:
     """The candidates (each pair at each level, :func:`_candidates`) that can be timed, fastest first (ties in
     candidate order), timing as few as that order needs.
@@ -287,36 +289,79 @@ def _fastest_first(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute
     ``bound`` (a layout and micro-batch's speed without recompute or more, cheaper to find: ``tokens_per_s_bound``)
     puts off even that first timing until the bound reaches the front: what comes out, and in what order, is the
     same, since a bound never sorts after its layout's time (a bound that ties its time sorts first).
+
+    ``twins`` (pair ``g`` -> an earlier pair at least as fast at every level, :func:`_zero1_twins`) stands the twin's
+    time in for ``g``'s in the same way: ``g``'s layout time waits behind its twin's, and each of its levels behind
+    the twin's same level. The twin's candidate comes first in a tie, so it is yielded (and planned) before ``g`` is
+    timed there, and a search that stops at the twin never times ``g`` at that level. The order is the same again:
+    each stand-in sorts before the time it stands for.
     """
     n = len(levels)
-    # an entry: (minus a speed, candidate index, -1 for a bound / 0 for a layout's time / 1 for a level's, pair)
+    twins = twins or {}
+    # an entry: (minus a speed, candidate index, its kind, pair); a kind sorts its stand-ins before its times
     heap: list[tuple[float, int, int, int]] = []
+    layout_speed: dict[int, float] = {}  # pair -> its time without recompute, once timed (a twin's stand-in)
+    level_speed: dict[int, float] = {}  # candidate -> its time, once timed
     for g, (lay, mb) in enumerate(pairs):
         try:
             if levels[0] != "none":
-                heap.append((-math.inf, g * n, 0, g))
+                heap.append((-math.inf, g * n, _LAYOUT, g))
             elif bound is not None:
-                heap.append((-bound(lay, mb), g * n, -1, g))
+                heap.append((-bound(lay, mb), g * n, _BOUND, g))
             else:
-                heap.append((-speed(lay, mb, "none"), g * n, 0, g))
+                heap.append((-speed(lay, mb, "none"), g * n, _LAYOUT, g))
         except InvalidWorkload:
             continue  # a layout refused at one level is refused at all (the checks do not read the recompute)
     heapq.heapify(heap)
     while heap:
-        neg, i, exact, g = heapq.heappop(heap)
+        neg, i, kind, g = heapq.heappop(heap)
         lay, mb = pairs[g]
-        if exact < 0:  # a bound reached the front: time the layout
-            try:
-                heapq.heappush(heap, (-speed(lay, mb, "none"), i, 0, g))
-            except InvalidWorkload:
-                pass
-            continue
-        if exact:
+        if kind == _LEVEL:
             yield -neg, i, lay, mb, levels[i - g * n]
             continue
-        for j, rc in enumerate(levels):  # the bound reached the front: time every level of this layout
+        if kind == _BOUND and g in twins and twins[g] in layout_speed:  # wait behind the twin's time
+            heapq.heappush(heap, (-layout_speed[twins[g]], i, _TWIN_LAYOUT, g))
+            continue
+        if kind in (_BOUND, _TWIN_LAYOUT):  # a stand-in reached the front: time the layout
+            try:
+                layout_speed[g] = value = speed(lay, mb, "none")
+            except InvalidWorkload:
+                continue
+            heapq.heappush(heap, (-value, i, _LAYOUT, g))
+            continue
+        if kind == _TWIN_LEVEL:  # the twin's level went by unfitted: time this one
+            try:
+                level_speed[i] = value = speed(lay, mb, levels[i - g * n])
+            except InvalidWorkload:
+                continue
+            heapq.heappush(heap, (-value, i, _LEVEL, g))
+            continue
+        twin = twins.get(g)
+        for j, rc in enumerate(levels):  # the layout's time reached the front: time (or stand in for) every level
+            if twin is not None and twin * n + j in level_speed and not (rc == "none" and not math.isinf(neg)):
+                heapq.heappush(heap, (-level_speed[twin * n + j], g * n + j, _TWIN_LEVEL, g))
+                continue
             try:
                 value = -neg if rc == "none" and not math.isinf(neg) else speed(lay, mb, rc)
             except InvalidWorkload:
                 continue
-            heapq.heappush(heap, (-value, g * n + j, 1, g))
+            level_speed[g * n + j] = value
+            heapq.heappush(heap, (-value, g * n + j, _LEVEL, g))
+
+
+# the kinds of a heap entry of _fastest_first, stand-ins first where the speed and candidate tie
+_TWIN_LEVEL, _TWIN_LAYOUT, _BOUND, _LAYOUT, _LEVEL = -3, -2, -1, 0, 1
+
+
+def _zero1_twins(pairs: list[tuple[TrainLayout, int]]) -> dict[int, int]:
+    """Each ZeRO-2 pair's ZeRO-1 twin (the same layout and micro-batch), by index into ``pairs``: on Megatron's stack
+    a twin is at least as fast at every recompute level (ZeRO-2 adds a gradient reduce each micro-batch and the last
+    bucket, :func:`~anchorgpu.planner.speed.zero2.zero2_sync_terms`; tests/speed/test_chooser_zero2_twins.py checks
+    it over a sample), and comes first in the candidates' order. Not on the PyTorch-native stack: DeepSpeed's larger
+    buckets pay fewer latencies than ZeRO-1's, so there ZeRO-2 can be a little faster."""
+    def key(lay: TrainLayout, mb: int) -> tuple[int, ...]:  # what else a candidate holds is the same for all
+        return lay.tp, lay.cp, lay.pp, lay.dp, lay.ep, lay.virtual_stages, mb
+
+    zero1 = {key(lay, mb): g for g, (lay, mb) in enumerate(pairs) if lay.zero == 1}
+    return {g: zero1[key(lay, mb)] for g, (lay, mb) in enumerate(pairs)
+            if lay.zero == 2 and key(lay, mb) in zero1}
