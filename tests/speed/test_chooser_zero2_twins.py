@@ -91,3 +91,22 @@ def test_twins_keep_the_order_and_time_a_zero2_level_only_after_its_twin(name: s
             break
     assert found == plain
     assert zero2_timed <= zero2_plain
+
+
+def test_a_skipped_zero2_layout_is_not_timed_at_its_twins_levels_and_the_rest_keep_their_order() -> None:
+    pairs, levels, speed, bound, timed = _search("llama-3.1-70b", 512, "h100", 4096, "train")
+    twins = layouts._zero1_twins(pairs)
+    plain = list(itertools.islice(layouts._fastest_first(pairs, levels, speed, bound, twins), 100))
+    skipped_lay = next(lay for _, _, lay, _, _ in plain if lay.zero == 2)  # a ZeRO-2 layout the search meets
+    skipped: set[int] = set()
+    found = []
+    for entry in layouts._fastest_first(pairs, levels, speed, bound, twins, skipped):
+        if entry[2] is skipped_lay:
+            skipped.add(id(skipped_lay))  # as the chooser does once a layout's states outgrow the GPU
+        timed.clear()
+        found.append(entry)
+        if len(found) == len(plain):
+            break
+        assert all(lay is not skipped_lay or rc == "none" for lay, _, rc in timed)
+    kept = [e[1] for e in plain if e[2] is not skipped_lay]
+    assert [e[1] for e in found if e[2] is not skipped_lay][:len(kept)] == kept

@@ -224,7 +224,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
 
     outgrown: set[int] = set()  # the layouts (by id: the pairs share them) whose model states alone outgrow the GPU
     twins = _zero1_twins(pairs) if w.train_stack == "megatron" else None
-    for _, _, lay, mb, rc in _fastest_first(pairs, levels, speed, bound, twins):
+    for _, _, lay, mb, rc in _fastest_first(pairs, levels, speed, bound, twins, outgrown):
         if id(lay) in outgrown:
             continue  # no micro-batch or recompute level of it fits (_states_outgrow)
         layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep if lay.ep > 1 else given.ep, cp=lay.cp,
@@ -274,7 +274,7 @@ def _states_outgrow(p: Plan) -> bool:
 def _fastest_first(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute, ...],
                    speed: Callable[[TrainLayout, int, Recompute], float],
                    bound: Callable[[TrainLayout, int], float] | None = None,
-                   twins: dict[int, int] | None = None,
+                   twins: dict[int, int] | None = None, skipped: set[int] | None = None,
                    ) -> Iterator[tuple[float, int, TrainLayout, int, Recompute]]:
     """The candidates (each pair at each level, :func:`_candidates`) that can be timed, fastest first (ties in
     candidate order), timing as few as that order needs.
@@ -294,10 +294,12 @@ def _fastest_first(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute
     time in for ``g``'s in the same way: ``g``'s layout time waits behind its twin's, and each of its levels behind
     the twin's same level. The twin's candidate comes first in a tie, so it is yielded (and planned) before ``g`` is
     timed there, and a search that stops at the twin never times ``g`` at that level. The order is the same again:
-    each stand-in sorts before the time it stands for.
+    each stand-in sorts before the time it stands for. A stand-in whose layout (by id) the caller has put in
+    ``skipped`` meanwhile (no level of it can be chosen) is dropped untimed: the others come out as before.
     """
     n = len(levels)
     twins = twins or {}
+    skipped = skipped if skipped is not None else set()
     # an entry: (minus a speed, candidate index, its kind, pair); a kind sorts its stand-ins before its times
     heap: list[tuple[float, int, int, int]] = []
     layout_speed: dict[int, float] = {}  # pair -> its time without recompute, once timed (a twin's stand-in)
@@ -330,6 +332,8 @@ def _fastest_first(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute
             heapq.heappush(heap, (-value, i, _LAYOUT, g))
             continue
         if kind == _TWIN_LEVEL:  # the twin's level went by unfitted: time this one
+            if id(lay) in skipped:
+                continue
             try:
                 level_speed[i] = value = speed(lay, mb, levels[i - g * n])
             except InvalidWorkload:
