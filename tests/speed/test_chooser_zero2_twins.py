@@ -26,7 +26,10 @@ CASES = [("llama-3.1-70b", 512, "h100", 4096, "train"), ("llama-3.1-8b", 16, "a1
 def _search(name: str, gpus: int, gpu: str, seq: int, task: str):  # type: ignore[no-untyped-def]
     model, device = load_model(name), get_gpu(gpu)
     w = Workload(task=task, seq_tokens=seq)  # Megatron's stack, the default
-    pairs, levels = layouts._candidates(model, w, Layout(gpus=gpus), gpus, seq, BATCH_TOKENS)
+    blocks: list[tuple[int, int, int]] = []
+    pairs, levels = layouts._candidates(model, w, Layout(gpus=gpus), gpus, seq, BATCH_TOKENS, zero2_blocks=blocks)
+    twin_of = layouts._zero1_twins(blocks)
+    twins = {g: t for g in range(len(pairs)) if (t := twin_of(g)) is not None}
     kind = "full" if task == "train" else "lora"
     timed: list[tuple[TrainLayout, int, str]] = []
 
@@ -39,12 +42,11 @@ def _search(name: str, gpus: int, gpu: str, seq: int, task: str):  # type: ignor
         return tokens_per_s_bound(model, device, lay, seq_tokens=seq, micro_batch=mb, kind=kind,
                                   global_batch_tokens=max(BATCH_TOKENS, lay.dp * mb * seq))
 
-    return pairs, levels, speed, bound, timed
+    return pairs, levels, speed, bound, timed, twins
 
 
 def test_each_zero2_pair_has_its_zero1_twin_first() -> None:
-    pairs, _, _, _, _ = _search("llama-3.1-70b", 64, "h100", 4096, "train")
-    twins = layouts._zero1_twins(pairs)
+    pairs, _, _, _, _, twins = _search("llama-3.1-70b", 64, "h100", 4096, "train")
     assert twins and len(twins) == sum(lay.zero == 2 for lay, _ in pairs)
     for g, t in twins.items():
         (lay, mb), (twin, twin_mb) = pairs[g], pairs[t]
@@ -55,8 +57,8 @@ def test_each_zero2_pair_has_its_zero1_twin_first() -> None:
 
 @pytest.mark.parametrize(("name", "gpus", "gpu", "seq", "task"), CASES)
 def test_a_zero1_twin_is_never_slower_on_megatron(name: str, gpus: int, gpu: str, seq: int, task: str) -> None:
-    pairs, levels, speed, _, _ = _search(name, gpus, gpu, seq, task)
-    for g, t in layouts._zero1_twins(pairs).items():
+    pairs, levels, speed, _, _, twins = _search(name, gpus, gpu, seq, task)
+    for g, t in twins.items():
         for rc in levels:
             try:
                 zero2 = speed(*pairs[g], rc)
@@ -68,17 +70,16 @@ def test_a_zero1_twin_is_never_slower_on_megatron(name: str, gpus: int, gpu: str
 @pytest.mark.parametrize(("name", "gpus", "gpu", "seq", "task"), CASES)
 def test_twins_keep_the_order_and_time_a_zero2_level_only_after_its_twin(name: str, gpus: int, gpu: str, seq: int,
                                                                         task: str) -> None:
-    pairs, levels, speed, bound, timed = _search(name, gpus, gpu, seq, task)
+    pairs, levels, speed, bound, timed, twins = _search(name, gpus, gpu, seq, task)
     n = len(levels)
     plain = [i for _, i, *_ in itertools.islice(layouts._fastest_first(pairs, levels, speed, bound), 200)]
     zero2_plain = sum(lay.zero == 2 for lay, _, _ in timed)
     timed.clear()
-    twins = layouts._zero1_twins(pairs)
     index = {(id(lay), mb): g for g, (lay, mb) in enumerate(pairs)}
     met: set[int] = set()
     found = []
     zero2_timed = 0
-    for _, i, *_ in layouts._fastest_first(pairs, levels, speed, bound, twins):
+    for _, i, *_ in layouts._fastest_first(pairs, levels, speed, bound, twins.get):
         for lay, mb, rc in timed:  # a ZeRO-2 level timed: its twin's level was met first (planned, and did not fit)
             g = index[(id(lay), mb)]
             if g in twins:
@@ -94,13 +95,12 @@ def test_twins_keep_the_order_and_time_a_zero2_level_only_after_its_twin(name: s
 
 
 def test_a_skipped_zero2_layout_is_not_timed_at_its_twins_levels_and_the_rest_keep_their_order() -> None:
-    pairs, levels, speed, bound, timed = _search("llama-3.1-70b", 512, "h100", 4096, "train")
-    twins = layouts._zero1_twins(pairs)
-    plain = list(itertools.islice(layouts._fastest_first(pairs, levels, speed, bound, twins), 100))
+    pairs, levels, speed, bound, timed, twins = _search("llama-3.1-70b", 512, "h100", 4096, "train")
+    plain = list(itertools.islice(layouts._fastest_first(pairs, levels, speed, bound, twins.get), 100))
     skipped_lay = next(lay for _, _, lay, _, _ in plain if lay.zero == 2)  # a ZeRO-2 layout the search meets
     skipped: set[int] = set()
     found = []
-    for entry in layouts._fastest_first(pairs, levels, speed, bound, twins, skipped):
+    for entry in layouts._fastest_first(pairs, levels, speed, bound, twins.get, skipped):
         if entry[2] is skipped_lay:
             skipped.add(id(skipped_lay))  # as the chooser does once a layout's states outgrow the GPU
         timed.clear()
