@@ -12,6 +12,7 @@ once a cheaper bound on its speed (:func:`~anchorgpu.planner.speed.training.toke
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections.abc import Callable, Iterator
@@ -104,13 +105,16 @@ def _divisors(n: int, limit: int) -> list[int]:
 
 def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: int, batch: int,
                 refused: list[str] | None = None, unsplit: list[tuple[int, int]] | None = None,
+                zero2_blocks: list[tuple[int, int, int]] | None = None,
                 ) -> tuple[list[tuple[TrainLayout, int]], tuple[Recompute, ...]]:
     """The layouts and micro-batches a search tries, each at every recompute level of the second (the same for all,
     least first): candidate ``g * len(levels) + j`` is pair ``g`` at level ``j``. Interleaved chunks only where the
     training stack runs them with the step's micro-batches (:func:`~.pipeline.interleaving_refusal`); the line
     refusing each such layout is added to ``refused`` when given. A stated global batch is kept as given: only the
     DP x micro-batch pairs that split it into whole micro-batches are tried (:func:`~anchorgpu.planner.global_batch.splits`),
-    the others added to ``unsplit`` when given; the default batch needs one micro-batch per rank."""
+    the others added to ``unsplit`` when given; the default batch needs one micro-batch per rank. Each run of ZeRO-2
+    pairs that repeats the ZeRO-1 run before it but for the stage is added to ``zero2_blocks`` when given, as (its
+    first pair, one past its last, how far back its ZeRO-1 run starts): :func:`_zero1_twins`."""
     # any explicit layout flag keeps the rest of the split as before (TP, PP, CP 1; DP the rest)
     explicit = any(x is not None for x in (given.tp, given.pp, given.dp, given.cp, given.zero)) or given.fsdp
     tps = [given.tp or 1] if explicit or given.tp else [  # sequence parallelism stated on needs TP
@@ -149,7 +153,11 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                     except InvalidWorkload:
                         continue
                     vs = [stated.virtual_stages]
+                starts: dict[int, int] = {}
                 for zero in zeros:
+                    if zero2_blocks is not None and zero == 3 and 1 in starts and 2 in starts:  # ZeRO-2's run ends
+                        _add_zero2_block(zero2_blocks, starts[1], starts[2], len(out))
+                    starts[zero] = len(out)
                     if zero == 3 and pp > 1:
                         continue  # FSDP with pipelining is rare and not what an engineer reaches for first
                     if zero == 2 and zero2_pipeline_refusal(w.train_stack, pp) is not None:
@@ -196,7 +204,9 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     fixed_zero = 3 if given.fsdp else given.zero
     refused: list[str] = []
     unsplit: list[tuple[int, int]] = []
-    pairs, levels = _candidates(model, w, given, gpus, seq, max(batch, 1), refused, unsplit)
+    blocks: list[tuple[int, int, int]] = []
+    pairs, levels = _candidates(model, w, given, gpus, seq, max(batch, 1), refused, unsplit, blocks)
+    twins = _zero1_twins(blocks) if w.train_stack == "megatron" else None
     if not pairs and refused and given.pp is None:
         # only the stated --virtual-stages left nothing: say why (with --pp stated, plan() refuses the layout itself)
         raise InvalidWorkload(f"--virtual-stages {given.virtual_stages}: no layout of the {gpus} GPUs interleaves "
@@ -223,7 +233,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
         return found
 
     outgrown: set[int] = set()  # the layouts (by id: the pairs share them) whose model states alone outgrow the GPU
-    for _, _, lay, mb, rc in _fastest_first(pairs, levels, speed, bound):
+    for _, _, lay, mb, rc in _fastest_first(pairs, levels, speed, bound, twins, outgrown):
         if id(lay) in outgrown:
             continue  # no micro-batch or recompute level of it fits (_states_outgrow)
         layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep if lay.ep > 1 else given.ep, cp=lay.cp,
@@ -273,6 +283,7 @@ def _states_outgrow(p: Plan) -> bool:
 def _fastest_first(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute, ...],
                    speed: Callable[[TrainLayout, int, Recompute], float],
                    bound: Callable[[TrainLayout, int], float] | None = None,
+                   twins: Callable[[int], int | None] | None = None, skipped: set[int] | None = None,
                    ) -> Iterator[tuple[float, int, TrainLayout, int, Recompute]]:
     """The candidates (each pair at each level, :func:`_candidates`) that can be timed, fastest first (ties in
     candidate order), timing as few as that order needs.
@@ -287,36 +298,94 @@ def _fastest_first(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute
     ``bound`` (a layout and micro-batch's speed without recompute or more, cheaper to find: ``tokens_per_s_bound``)
     puts off even that first timing until the bound reaches the front: what comes out, and in what order, is the
     same, since a bound never sorts after its layout's time (a bound that ties its time sorts first).
+
+    ``twins`` (pair ``g`` -> an earlier pair at least as fast at every level, :func:`_zero1_twins`) stands the twin's
+    time in for ``g``'s in the same way: ``g``'s layout time waits behind its twin's, and each of its levels behind
+    the twin's same level. The twin's candidate comes first in a tie, so it is yielded (and planned) before ``g`` is
+    timed there, and a search that stops at the twin never times ``g`` at that level. The order is the same again:
+    each stand-in sorts before the time it stands for. A stand-in whose layout (by id) the caller has put in
+    ``skipped`` meanwhile (no level of it can be chosen) is dropped untimed: the others come out as before.
     """
     n = len(levels)
-    # an entry: (minus a speed, candidate index, -1 for a bound / 0 for a layout's time / 1 for a level's, pair)
+    twin_of = twins or (lambda g: None)
+    skipped = skipped if skipped is not None else set()
+    # an entry: (minus a speed, candidate index, its kind, pair); a kind sorts its stand-ins before its times
     heap: list[tuple[float, int, int, int]] = []
+    layout_speed: dict[int, float] = {}  # pair -> its time without recompute, once timed (a twin's stand-in)
+    level_speed: dict[int, float] = {}  # candidate -> its time, once timed
     for g, (lay, mb) in enumerate(pairs):
         try:
             if levels[0] != "none":
-                heap.append((-math.inf, g * n, 0, g))
+                heap.append((-math.inf, g * n, _LAYOUT, g))
             elif bound is not None:
-                heap.append((-bound(lay, mb), g * n, -1, g))
+                heap.append((-bound(lay, mb), g * n, _BOUND, g))
             else:
-                heap.append((-speed(lay, mb, "none"), g * n, 0, g))
+                heap.append((-speed(lay, mb, "none"), g * n, _LAYOUT, g))
         except InvalidWorkload:
             continue  # a layout refused at one level is refused at all (the checks do not read the recompute)
     heapq.heapify(heap)
     while heap:
-        neg, i, exact, g = heapq.heappop(heap)
+        neg, i, kind, g = heapq.heappop(heap)
         lay, mb = pairs[g]
-        if exact < 0:  # a bound reached the front: time the layout
-            try:
-                heapq.heappush(heap, (-speed(lay, mb, "none"), i, 0, g))
-            except InvalidWorkload:
-                pass
-            continue
-        if exact:
+        if kind == _LEVEL:
             yield -neg, i, lay, mb, levels[i - g * n]
             continue
-        for j, rc in enumerate(levels):  # the bound reached the front: time every level of this layout
+        if kind == _BOUND and (t := twin_of(g)) is not None and t in layout_speed:  # wait behind the twin's time
+            heapq.heappush(heap, (-layout_speed[t], i, _TWIN_LAYOUT, g))
+            continue
+        if kind in (_BOUND, _TWIN_LAYOUT):  # a stand-in reached the front: time the layout
+            try:
+                layout_speed[g] = value = speed(lay, mb, "none")
+            except InvalidWorkload:
+                continue
+            heapq.heappush(heap, (-value, i, _LAYOUT, g))
+            continue
+        if kind == _TWIN_LEVEL:  # the twin's level went by unfitted: time this one
+            if id(lay) in skipped:
+                continue
+            try:
+                level_speed[i] = value = speed(lay, mb, levels[i - g * n])
+            except InvalidWorkload:
+                continue
+            heapq.heappush(heap, (-value, i, _LEVEL, g))
+            continue
+        twin = twin_of(g)
+        for j, rc in enumerate(levels):  # the layout's time reached the front: time (or stand in for) every level
+            if twin is not None and twin * n + j in level_speed and not (rc == "none" and not math.isinf(neg)):
+                heapq.heappush(heap, (-level_speed[twin * n + j], g * n + j, _TWIN_LEVEL, g))
+                continue
             try:
                 value = -neg if rc == "none" and not math.isinf(neg) else speed(lay, mb, rc)
             except InvalidWorkload:
                 continue
-            heapq.heappush(heap, (-value, g * n + j, 1, g))
+            level_speed[g * n + j] = value
+            heapq.heappush(heap, (-value, g * n + j, _LEVEL, g))
+
+
+# the kinds of a heap entry of _fastest_first, stand-ins first where the speed and candidate tie
+_TWIN_LEVEL, _TWIN_LAYOUT, _BOUND, _LAYOUT, _LEVEL = -3, -2, -1, 0, 1
+
+
+def _add_zero2_block(blocks: list[tuple[int, int, int]], zero1_start: int, zero2_start: int, zero2_end: int) -> None:
+    """Record the ZeRO-2 run ``zero2_start:zero2_end`` when the ZeRO-1 run before it holds the same pairs."""
+    if zero2_end > zero2_start and zero2_start - zero1_start == zero2_end - zero2_start:
+        blocks.append((zero2_start, zero2_end, zero2_start - zero1_start))
+
+
+def _zero1_twins(blocks: list[tuple[int, int, int]]) -> Callable[[int], int | None]:
+    """Each ZeRO-2 pair's ZeRO-1 twin (the same layout and micro-batch), by index into the candidates, from
+    :func:`_candidates`' ``zero2_blocks``: on Megatron's stack a twin is at least as fast at every recompute level
+    (ZeRO-2 adds a gradient reduce each micro-batch and the last bucket,
+    :func:`~anchorgpu.planner.speed.zero2.zero2_sync_terms`; tests/speed/test_chooser_zero2_twins.py checks it over a
+    sample), and comes first in the candidates' order. Not on the PyTorch-native stack: DeepSpeed's larger buckets pay
+    fewer latencies than ZeRO-1's, so there ZeRO-2 can be a little faster. Looked up only for the few pairs a search
+    reaches, so nothing is built per candidate."""
+    starts = [start for start, _, _ in blocks]
+
+    def twin_of(g: int) -> int | None:
+        k = bisect.bisect_right(starts, g) - 1
+        if k < 0 or g >= blocks[k][1]:
+            return None
+        return g - blocks[k][2]
+
+    return twin_of
