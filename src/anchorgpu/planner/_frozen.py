@@ -16,7 +16,10 @@ assignment are untouched). Pure.
   whose keyword arguments the interpreter packs into a dictionary for ``__init__`` and unpacks again (as
   much again as filling the slots): for the values a hot path builds on every call (a plan, a speed estimate);
 * :func:`evolve` is ``dataclasses.replace`` for them: the slots copied, the changed ones given (:func:`evolver`
-  makes the copy of a fixed set of changed fields once).
+  makes the copy of a fixed set of changed fields once);
+* :func:`field_getter` reads a fixed set of fields into a tuple (with their types, for a memo key that tells ``1``,
+  ``1.0`` and ``True`` apart) as plain attribute reads, which the interpreter specialises for slots, rather than
+  ``operator.attrgetter``'s lookups by name.
 
 A class with a ``__post_init__``, an ``InitVar``, a field outside ``__init__`` or a base class keeps the
 dataclass machinery (and ``evolve`` of it goes through ``dataclasses.replace``, which also refuses a name that
@@ -29,7 +32,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
-__all__ = ["builder", "evolve", "evolver", "fast_init", "memo_on_frozen"]
+__all__ = ["builder", "evolve", "evolver", "fast_init", "field_getter", "memo_on_frozen"]
 
 T = TypeVar("T")
 C = TypeVar("C", bound=type)
@@ -221,6 +224,25 @@ def evolve(obj: T, **changes: Any) -> T:
         return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
     new: T = copy(obj, *changes.values())
     return new
+
+
+def field_getter(*names: str, typed: bool = False) -> Callable[[Any], tuple[Any, ...]]:
+    """``get(obj)``: the tuple of ``obj``'s fields ``names``, in that order (``operator.attrgetter(*names)``, for two
+    names or more); ``typed``: followed by each one's type, so that a memo keyed on it tells values that are equal but
+    of different types apart (``1``, ``1.0`` and ``True``, which compare and hash alike).
+
+    >>> from anchorgpu.planner.inputs import Layout
+    >>> field_getter("tp", "fsdp")(Layout(tp=2)), field_getter("tp", "fsdp", typed=True)(Layout(tp=2))
+    ((2, False), (2, False, <class 'int'>, <class 'bool'>))
+    """
+    if not names or not all(name.isidentifier() and name != "obj" for name in names):
+        raise ValueError(f"field names expected, not {names!r}")
+    lines = [f"    {name} = obj.{name}" for name in names]
+    values = [*names, *(f"type({name})" for name in names)] if typed else list(names)
+    get: Callable[[Any], tuple[Any, ...]] = _compile(
+        "\n".join(["def get(obj):", *lines, f"    return ({', '.join(values)},)"]), {}, "get")
+    get.__qualname__ = get.__name__ = "get_" + "_".join(names) if len(names) <= 3 else "get_fields"
+    return get
 
 
 def memo_on_frozen(fn: Callable[..., R], *, frozen: int = 1) -> Callable[..., R]:
