@@ -25,7 +25,15 @@ from anchorgpu.planner.speed.batching import serving_estimate
 from anchorgpu.planner.speed.calibration import Band, Calibration, band_kind_of
 from anchorgpu.planner.speed.caveats import serving_caveats
 from anchorgpu.planner.speed.evidence import evidence_kind
-from anchorgpu.planner.speed.figures import evidence_items, plan_band, put_evidence, put_rate, put_time
+from anchorgpu.planner.speed.figures import (
+    Evidence,
+    evidence_items,
+    evidence_of,
+    plan_band,
+    put_evidence,
+    put_rate,
+    put_time,
+)
 from anchorgpu.planner.speed.launches import is_block_fp8
 from anchorgpu.planner.speed.links import PeakChoice, compute_precision_for_weights, peak_for
 from anchorgpu.planner.speed.product_shares import quantized_product_shares
@@ -107,7 +115,7 @@ class ServingContext(NamedTuple):
     choice: PeakChoice  # the peak the weights' products run at, with its warning (None where the GPU has it)
     band: Band
     constants_line: str  # serving_constants_line
-    evidence: tuple[tuple[str, object], ...] | None  # evidence_items, summary last; None with the user's efficiencies
+    evidence: Evidence | None  # evidence_of the GPU's runs; None with the user's efficiencies
     launches_line: str  # launches_line ("" for a Llama-style layer)
     caveats: tuple[str, ...]  # serving_caveats
 
@@ -120,7 +128,8 @@ def serving_context(gpu: GpuSpec, cal: Calibration, model: ModelSpec, weights: s
     than TP (memoised on the frozen three by identity and the plain values after them)."""
     precision, block_fp8, _ = _weights_terms(weights, engine)
     kind = serving_band_kind(model, pp)
-    evidence = None if cal.origin == "user" else evidence_items(gpu, cal, evidence_kind("serve", kind), engine)
+    evidence = None if cal.origin == "user" else evidence_of(evidence_items(gpu, cal, evidence_kind("serve", kind),
+                                                                              engine))
     return ServingContext(
         choice=peak_for(gpu, precision), band=plan_band(gpu, cal, "serve", kind, engine),
         constants_line=serving_constants_line(gpu, cal, precision), evidence=evidence,
