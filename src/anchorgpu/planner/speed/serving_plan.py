@@ -65,9 +65,9 @@ def _kv_bytes(plan: Plan, tokens: int) -> int:
                              bytes_per_value=KV_CACHE_DTYPES[plan.precision.kv_cache])
 
 
-# ServingSetup(...) once per plan's estimate, its two byte counts by position: 17 keywords would make the call a
-# dictionary built and unpacked (builder's ``positional``)
-_new_setup: Callable[..., ServingSetup] = builder(ServingSetup, positional=2)
+# ServingSetup(...) once per plan's estimate, its first five fields by position: with 15 keywords (two of its 17 by
+# position) the call would be a dictionary built and unpacked (builder's ``positional``)
+_new_setup: Callable[..., ServingSetup] = builder(ServingSetup, positional=5)
 
 
 @lru_cache(maxsize=256)
@@ -99,9 +99,8 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     precision, block_fp8, gather_bytes = _weights_terms(plan.precision.weights, plan.workload.engine)
     share, expert_share = _product_shares(model, plan.precision.weights) if plan.precision.weights else (1.0, 1.0)
     # the byte counts as floats, the type the step's arithmetic is in (exact: they are far below 2**53)
-    return _new_setup(
-        float(plan.per_gpu.weights_bytes), float(kv_seq),  # weights_bytes_per_gpu, kv_bytes_per_sequence_per_gpu
-        precision=precision, tp=lay.tp, pp=lay.pp, replicas=lay.dp,
+    return _new_setup(  # weights_bytes_per_gpu, kv_bytes_per_sequence_per_gpu, precision, tp, pp by position
+        float(plan.per_gpu.weights_bytes), float(kv_seq), precision, lay.tp, lay.pp, replicas=lay.dp,
         max_num_batched_tokens=(limits or _engine_limits(plan))[0], gpus_per_server=SERVER_GPUS,
         graph_batch_sizes=graph_batch_sizes, ep=lay.ep, block_fp8=block_fp8, host_overlap=host_overlap,
         ep_gather_bytes=gather_bytes, quantized_share=share, expert_quantized_share=expert_share,
