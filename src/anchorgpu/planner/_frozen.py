@@ -29,6 +29,7 @@ is not a field).
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
@@ -265,47 +266,53 @@ def memo_on_frozen(fn: Callable[..., R], *, frozen: int = 1) -> Callable[..., R]
     >>> both(spec, calls, 4), both(spec, calls, 4), both(spec, object(), 4), calls[-2:]
     (4, 4, 4, [4, 4])
     """
-    memoised = _memo_one(fn) if frozen == 1 else _memo_held(fn, frozen)
+    memoised = _memo_held(fn, frozen)
     memoised.__doc__, memoised.__name__, memoised.__qualname__ = fn.__doc__, fn.__name__, fn.__qualname__
     memoised.__module__ = fn.__module__  # so doctest finds its examples where the function is defined
     memoised.__wrapped__ = fn  # type: ignore[attr-defined]
     return memoised
 
 
-def _memo_one(fn: Callable[..., R]) -> Callable[..., R]:
-    """:func:`memo_on_frozen` of one spec (the usual case: one identity check, no tuple of specs)."""
-    cache: dict[tuple[Any, ...], tuple[object, R]] = {}
-
-    def memoised(first: object, *values: Any) -> R:
-        key = (id(first), *values)
-        hit = cache.get(key)
-        if hit is not None and hit[0] is first:
-            return hit[1]
-        answer = fn(first, *values)
-        if len(cache) >= 1024:
-            cache.clear()
-        cache[key] = (first, answer)
-        return answer
-
-    return memoised
+def _value_parameters(fn: Callable[..., Any], frozen: int) -> list[str] | None:
+    """The parameters after ``fn``'s first ``frozen``, as the generated memo declares them (``v0``, ``v1=<default>``,
+    ...), where every parameter of ``fn`` can be given by position and there are at least ``frozen``; else None
+    (``*args``, keyword-only parameters, a callable without a signature)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if len(params) < frozen or any(p.kind not in positional for p in params):
+        return None
+    return [f"v{i}" if p.default is p.empty else f"v{i}=_default_{i}" for i, p in enumerate(params[frozen:])]
 
 
 def _memo_held(fn: Callable[..., R], frozen: int) -> Callable[..., R]:
     """:func:`memo_on_frozen` of the first ``frozen`` arguments, each held and checked by identity: generated for that
-    many specs (named parameters, their ids written into the key), without a slice, a ``map`` and a tuple comparison
-    a call."""
-    specs = ", ".join(f"spec{i}" for i in range(frozen))
+    many specs (named parameters, their ids written into the key) and, where :func:`_value_parameters` gives them,
+    for ``fn``'s own number of values (with its defaults), so that a call packs no ``*values`` and builds its key as
+    one tuple display; else for ``*values``."""
+    specs = [f"spec{i}" for i in range(frozen)]
+    namespace: dict[str, Any] = {"cache": {}, "fn": fn}
+    declared = _value_parameters(fn, frozen)
+    if declared is None:
+        params, values = [*specs, "*values"], ["*values"]
+    else:
+        params, values = [*specs, *declared, "/"], [f"v{i}" for i in range(len(declared))]
+        defaults = list(inspect.signature(fn).parameters.values())[frozen:]
+        namespace.update({f"_default_{i}": p.default for i, p in enumerate(defaults) if p.default is not p.empty})
+    args = ", ".join([*specs, *values])
     source = "\n".join([
-        f"def memoised({specs}, *values):",
-        "    key = (" + "".join(f"id(spec{i}), " for i in range(frozen)) + "*values)",
+        f"def memoised({', '.join(params)}):",
+        f"    key = ({', '.join([*(f'id({spec})' for spec in specs), *values])},)",
         "    hit = cache.get(key)",
         "    if hit is not None and " + " and ".join(f"hit[{i}] is spec{i}" for i in range(frozen)) + ":",
         f"        return hit[{frozen}]  # the same objects (the memo holds them: their ids are not reused)",
-        f"    answer = fn({specs}, *values)",
+        f"    answer = fn({args})",
         "    if len(cache) >= 1024:",
         "        cache.clear()",
-        f"    cache[key] = ({specs}, answer)",
+        f"    cache[key] = ({', '.join(specs)}, answer)",
         "    return answer",
     ])
-    memoised: Callable[..., R] = _compile(source, {"cache": {}, "fn": fn}, "memoised")
+    memoised: Callable[..., R] = _compile(source, namespace, "memoised")
     return memoised
