@@ -16,7 +16,10 @@ assignment are untouched). Pure.
   whose keyword arguments the interpreter packs into a dictionary for ``__init__`` and unpacks again (as
   much again as filling the slots): for the values a hot path builds on every call (a plan, a speed estimate);
 * :func:`evolve` is ``dataclasses.replace`` for them: the slots copied, the changed ones given (:func:`evolver`
-  makes the copy of a fixed set of changed fields once).
+  makes the copy of a fixed set of changed fields once);
+* :func:`field_getter` reads a fixed set of fields into a tuple (with their types, for a memo key that tells ``1``,
+  ``1.0`` and ``True`` apart) as plain attribute reads, which the interpreter specialises for slots, rather than
+  ``operator.attrgetter``'s lookups by name.
 
 A class with a ``__post_init__``, an ``InitVar``, a field outside ``__init__`` or a base class keeps the
 dataclass machinery (and ``evolve`` of it goes through ``dataclasses.replace``, which also refuses a name that
@@ -26,10 +29,11 @@ is not a field).
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
-__all__ = ["builder", "evolve", "evolver", "fast_init", "memo_on_frozen"]
+__all__ = ["builder", "evolve", "evolver", "fast_init", "field_getter", "memo_on_frozen"]
 
 T = TypeVar("T")
 C = TypeVar("C", bound=type)
@@ -139,9 +143,10 @@ def builder(cls: Callable[P, T], *, positional: int = 0) -> Callable[P, T]:
     keyword dictionary a class call packs and unpacks.
 
     ``positional``: the first that many fields are taken by position too, for a class of many fields. CPython 3.11
-    compiles a call of more than 30 stack slots (each keyword takes two: ``STACK_USE_GUIDELINE``, 16 keywords or
-    more) as a dictionary built and unpacked (``CALL_FUNCTION_EX``), several times a plain call's cost; passing the
-    leading fields by position keeps such a call under it.
+    compiles a call of more than 30 stack slots (an argument by position takes one, a keyword two:
+    ``STACK_USE_GUIDELINE``; 2 by position and 15 keywords are over it) as a dictionary built and unpacked
+    (``CALL_FUNCTION_EX``), several times a plain call's cost; passing the leading fields by position keeps such a
+    call under it (``tests/planner/test_hot_calls.py`` holds the hot ones to it).
 
     >>> @fast_init
     ... @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -223,6 +228,25 @@ def evolve(obj: T, **changes: Any) -> T:
     return new
 
 
+def field_getter(*names: str, typed: bool = False) -> Callable[[Any], tuple[Any, ...]]:
+    """``get(obj)``: the tuple of ``obj``'s fields ``names``, in that order (``operator.attrgetter(*names)``, for two
+    names or more); ``typed``: followed by each one's type, so that a memo keyed on it tells values that are equal but
+    of different types apart (``1``, ``1.0`` and ``True``, which compare and hash alike).
+
+    >>> from anchorgpu.planner.inputs import Layout
+    >>> field_getter("tp", "fsdp")(Layout(tp=2)), field_getter("tp", "fsdp", typed=True)(Layout(tp=2))
+    ((2, False), (2, False, <class 'int'>, <class 'bool'>))
+    """
+    if not names or not all(name.isidentifier() and name != "obj" for name in names):
+        raise ValueError(f"field names expected, not {names!r}")
+    lines = [f"    {name} = obj.{name}" for name in names]
+    values = [*names, *(f"type({name})" for name in names)] if typed else list(names)
+    get: Callable[[Any], tuple[Any, ...]] = _compile(
+        "\n".join(["def get(obj):", *lines, f"    return ({', '.join(values)},)"]), {}, "get")
+    get.__qualname__ = get.__name__ = "get_" + "_".join(names) if len(names) <= 3 else "get_fields"
+    return get
+
+
 def memo_on_frozen(fn: Callable[..., R], *, frozen: int = 1) -> Callable[..., R]:
     """``fn(spec, *values)`` memoised on the identity of its first argument (a frozen spec: a model, a GPU, a
     weight format, held by the memo so its id cannot be reused) and the plain, hashable values after it, passed by
@@ -242,47 +266,53 @@ def memo_on_frozen(fn: Callable[..., R], *, frozen: int = 1) -> Callable[..., R]
     >>> both(spec, calls, 4), both(spec, calls, 4), both(spec, object(), 4), calls[-2:]
     (4, 4, 4, [4, 4])
     """
-    memoised = _memo_one(fn) if frozen == 1 else _memo_held(fn, frozen)
+    memoised = _memo_held(fn, frozen)
     memoised.__doc__, memoised.__name__, memoised.__qualname__ = fn.__doc__, fn.__name__, fn.__qualname__
     memoised.__module__ = fn.__module__  # so doctest finds its examples where the function is defined
     memoised.__wrapped__ = fn  # type: ignore[attr-defined]
     return memoised
 
 
-def _memo_one(fn: Callable[..., R]) -> Callable[..., R]:
-    """:func:`memo_on_frozen` of one spec (the usual case: one identity check, no tuple of specs)."""
-    cache: dict[tuple[Any, ...], tuple[object, R]] = {}
-
-    def memoised(first: object, *values: Any) -> R:
-        key = (id(first), *values)
-        hit = cache.get(key)
-        if hit is not None and hit[0] is first:
-            return hit[1]
-        answer = fn(first, *values)
-        if len(cache) >= 1024:
-            cache.clear()
-        cache[key] = (first, answer)
-        return answer
-
-    return memoised
+def _value_parameters(fn: Callable[..., Any], frozen: int) -> list[str] | None:
+    """The parameters after ``fn``'s first ``frozen``, as the generated memo declares them (``v0``, ``v1=<default>``,
+    ...), where every parameter of ``fn`` can be given by position and there are at least ``frozen``; else None
+    (``*args``, keyword-only parameters, a callable without a signature)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if len(params) < frozen or any(p.kind not in positional for p in params):
+        return None
+    return [f"v{i}" if p.default is p.empty else f"v{i}=_default_{i}" for i, p in enumerate(params[frozen:])]
 
 
 def _memo_held(fn: Callable[..., R], frozen: int) -> Callable[..., R]:
     """:func:`memo_on_frozen` of the first ``frozen`` arguments, each held and checked by identity: generated for that
-    many specs (named parameters, their ids written into the key), without a slice, a ``map`` and a tuple comparison
-    a call."""
-    specs = ", ".join(f"spec{i}" for i in range(frozen))
+    many specs (named parameters, their ids written into the key) and, where :func:`_value_parameters` gives them,
+    for ``fn``'s own number of values (with its defaults), so that a call packs no ``*values`` and builds its key as
+    one tuple display; else for ``*values``."""
+    specs = [f"spec{i}" for i in range(frozen)]
+    namespace: dict[str, Any] = {"cache": {}, "fn": fn}
+    declared = _value_parameters(fn, frozen)
+    if declared is None:
+        params, values = [*specs, "*values"], ["*values"]
+    else:
+        params, values = [*specs, *declared, "/"], [f"v{i}" for i in range(len(declared))]
+        defaults = list(inspect.signature(fn).parameters.values())[frozen:]
+        namespace.update({f"_default_{i}": p.default for i, p in enumerate(defaults) if p.default is not p.empty})
+    args = ", ".join([*specs, *values])
     source = "\n".join([
-        f"def memoised({specs}, *values):",
-        "    key = (" + "".join(f"id(spec{i}), " for i in range(frozen)) + "*values)",
+        f"def memoised({', '.join(params)}):",
+        f"    key = ({', '.join([*(f'id({spec})' for spec in specs), *values])},)",
         "    hit = cache.get(key)",
         "    if hit is not None and " + " and ".join(f"hit[{i}] is spec{i}" for i in range(frozen)) + ":",
         f"        return hit[{frozen}]  # the same objects (the memo holds them: their ids are not reused)",
-        f"    answer = fn({specs}, *values)",
+        f"    answer = fn({args})",
         "    if len(cache) >= 1024:",
         "        cache.clear()",
-        f"    cache[key] = ({specs}, answer)",
+        f"    cache[key] = ({', '.join(specs)}, answer)",
         "    return answer",
     ])
-    memoised: Callable[..., R] = _compile(source, {"cache": {}, "fn": fn}, "memoised")
+    memoised: Callable[..., R] = _compile(source, namespace, "memoised")
     return memoised

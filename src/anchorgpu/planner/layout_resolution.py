@@ -8,10 +8,9 @@ appended to the caller's ``assumptions``.
 
 from __future__ import annotations
 
-from operator import attrgetter
-
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.errors import InvalidWorkload
+from anchorgpu.planner._frozen import field_getter
 from anchorgpu.planner._memo import memo_with_lines
 from anchorgpu.planner.inputs import OFFLOADS, Layout, Workload, default_seq_tokens
 from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout
@@ -27,7 +26,7 @@ GPUS_PER_SERVER = 8
 
 _LAYOUT_COUNTS = ("tp", "pp", "dp", "ep", "cp", "virtual_stages")
 
-_layout_counts = attrgetter(*_LAYOUT_COUNTS)
+_layout_counts = field_getter(*_LAYOUT_COUNTS)
 
 
 def tp_is_valid(model: ModelSpec | DiffusionPipelineSpec, tp: int) -> bool:
@@ -74,7 +73,7 @@ def _split_text(tp: int, pp: int, cp: int, dp: int | None = None) -> str:
 _LAYOUT_FIELDS = ("gpus", *_LAYOUT_COUNTS, "zero", "tp_overlap", "ep_overlap", "fsdp", "offload", "pipeline_layout",
                   "sequence_parallel")
 
-_layout_fields = attrgetter(*_LAYOUT_FIELDS)
+_typed_layout_fields = field_getter(*_LAYOUT_FIELDS, typed=True)  # the values, then their types
 
 _LAYOUTS: dict[tuple[object, ...], tuple[object, ResolvedLayout, tuple[str, ...]]] = {}
 
@@ -86,8 +85,7 @@ def resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload,
     layout's fields only: memoised on them, by value and type (``1``, ``1.0`` and ``True`` are different inputs), so
     each new :class:`Layout` of a question already asked resolves in one lookup (a refusal is raised each time, never
     kept)."""
-    values = _layout_fields(layout)
-    key = (id(model), workload.task, workload.seq_tokens, workload.recompute, values, tuple(map(type, values)))
+    key = (id(model), workload.task, workload.seq_tokens, workload.recompute, _typed_layout_fields(layout))
     resolved: ResolvedLayout = memo_with_lines(_LAYOUTS, key, model, assumptions, _resolve_layout, model, workload,
                                                layout, checked=False)
     return resolved

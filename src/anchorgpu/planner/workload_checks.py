@@ -6,10 +6,9 @@ Each refusal is one :class:`~anchorgpu.errors.InvalidWorkload` line naming the v
 
 from __future__ import annotations
 
-from operator import attrgetter
-
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner import memory as mm
+from anchorgpu.planner._frozen import field_getter
 from anchorgpu.planner.inputs import (
     ALL_LORA_TARGETS,
     CROSS_ENTROPY_IMPLS,
@@ -42,7 +41,7 @@ _WORKLOAD_COUNTS = ("context_tokens", "concurrency", "micro_batch", "seq_tokens"
                     "max_num_batched_tokens", "max_num_seqs", "block_size_tokens", "global_batch_tokens",
                     "prompt_tokens", "output_tokens")
 
-_workload_counts = attrgetter(*_WORKLOAD_COUNTS)
+_workload_counts = field_getter(*_WORKLOAD_COUNTS)
 
 _LORA_TARGETS = frozenset((*ALL_LORA_TARGETS, *mm.FUSED_LORA_TARGETS, *mm.RECURRENT_LORA_TARGETS))
 

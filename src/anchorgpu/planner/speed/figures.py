@@ -4,14 +4,15 @@ its roofline ceiling beside it, and the evidence of the GPU's own measured runs.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.speed.calibration import Band, Calibration, stack_of
 from anchorgpu.planner.speed.evidence import STACK_NAMES, evidence_section, phase_and_band_kind
 
-__all__ = ["evidence_items", "plan_band", "put_evidence", "put_rate", "put_time"]
+__all__ = ["Evidence", "evidence_items", "evidence_of", "plan_band", "put_evidence", "put_rate", "put_time"]
 
 
 class _BandKeys(dict[str, tuple[str, str, str]]):
@@ -54,14 +55,28 @@ def put_time(out: dict[str, Any], key: str, value: float, ceiling: float | None,
         out[top] = ceiling
 
 
-def put_evidence(items: tuple[tuple[str, object], ...] | None, out: dict[str, Any], assumptions: list[str]) -> None:
-    """How the GPU's own measured runs of this kind fell around the model (:func:`evidence_items`, ``summary`` last),
-    in the JSON and as an assumption; nothing where there are none (``None``: the user's efficiencies replace the
-    calibrated ones, and the runs say nothing of those)."""
-    if items is None:
+class Evidence(NamedTuple):
+    """A GPU's evidence section (:func:`evidence_items`) as every plan of its context writes it, formed once: each
+    plan's ``performance.evidence`` is a copy of ``section`` (a dictionary's copy, rather than one built again from
+    the items), and ``summary`` its assumption."""
+
+    section: MappingProxyType[str, object]  # read-only: the context holding it is shared
+    summary: str
+
+
+def evidence_of(items: tuple[tuple[str, object], ...]) -> Evidence:
+    """The :class:`Evidence` of :func:`evidence_items`'s items (``summary`` last)."""
+    return Evidence(MappingProxyType(dict(items)), str(items[-1][1]))
+
+
+def put_evidence(evidence: Evidence | None, out: dict[str, Any], assumptions: list[str]) -> None:
+    """How the GPU's own measured runs of this kind fell around the model (:func:`evidence_of`), in the JSON and as
+    an assumption; nothing where there are none (``None``: the user's efficiencies replace the calibrated ones, and
+    the runs say nothing of those)."""
+    if evidence is None:
         return
-    out["evidence"] = dict(items)
-    assumptions.append(str(items[-1][1]))
+    out["evidence"] = evidence.section.copy()
+    assumptions.append(evidence.summary)
 
 
 @partial(memo_on_frozen, frozen=2)

@@ -25,7 +25,15 @@ from anchorgpu.planner.speed.batching import serving_estimate
 from anchorgpu.planner.speed.calibration import Band, Calibration, band_kind_of
 from anchorgpu.planner.speed.caveats import serving_caveats
 from anchorgpu.planner.speed.evidence import evidence_kind
-from anchorgpu.planner.speed.figures import evidence_items, plan_band, put_evidence, put_rate, put_time
+from anchorgpu.planner.speed.figures import (
+    Evidence,
+    evidence_items,
+    evidence_of,
+    plan_band,
+    put_evidence,
+    put_rate,
+    put_time,
+)
 from anchorgpu.planner.speed.launches import is_block_fp8
 from anchorgpu.planner.speed.links import PeakChoice, compute_precision_for_weights, peak_for
 from anchorgpu.planner.speed.product_shares import quantized_product_shares
@@ -57,9 +65,9 @@ def _kv_bytes(plan: Plan, tokens: int) -> int:
                              bytes_per_value=KV_CACHE_DTYPES[plan.precision.kv_cache])
 
 
-# ServingSetup(...) once per plan's estimate, its two byte counts by position: 17 keywords would make the call a
-# dictionary built and unpacked (builder's ``positional``)
-_new_setup: Callable[..., ServingSetup] = builder(ServingSetup, positional=2)
+# ServingSetup(...) once per plan's estimate, its first five fields by position: with 15 keywords (two of its 17 by
+# position) the call would be a dictionary built and unpacked (builder's ``positional``)
+_new_setup: Callable[..., ServingSetup] = builder(ServingSetup, positional=5)
 
 
 @lru_cache(maxsize=256)
@@ -91,9 +99,8 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     precision, block_fp8, gather_bytes = _weights_terms(plan.precision.weights, plan.workload.engine)
     share, expert_share = _product_shares(model, plan.precision.weights) if plan.precision.weights else (1.0, 1.0)
     # the byte counts as floats, the type the step's arithmetic is in (exact: they are far below 2**53)
-    return _new_setup(
-        float(plan.per_gpu.weights_bytes), float(kv_seq),  # weights_bytes_per_gpu, kv_bytes_per_sequence_per_gpu
-        precision=precision, tp=lay.tp, pp=lay.pp, replicas=lay.dp,
+    return _new_setup(  # weights_bytes_per_gpu, kv_bytes_per_sequence_per_gpu, precision, tp, pp by position
+        float(plan.per_gpu.weights_bytes), float(kv_seq), precision, lay.tp, lay.pp, replicas=lay.dp,
         max_num_batched_tokens=(limits or _engine_limits(plan))[0], gpus_per_server=SERVER_GPUS,
         graph_batch_sizes=graph_batch_sizes, ep=lay.ep, block_fp8=block_fp8, host_overlap=host_overlap,
         ep_gather_bytes=gather_bytes, quantized_share=share, expert_quantized_share=expert_share,
@@ -107,7 +114,7 @@ class ServingContext(NamedTuple):
     choice: PeakChoice  # the peak the weights' products run at, with its warning (None where the GPU has it)
     band: Band
     constants_line: str  # serving_constants_line
-    evidence: tuple[tuple[str, object], ...] | None  # evidence_items, summary last; None with the user's efficiencies
+    evidence: Evidence | None  # evidence_of the GPU's runs; None with the user's efficiencies
     launches_line: str  # launches_line ("" for a Llama-style layer)
     caveats: tuple[str, ...]  # serving_caveats
 
@@ -120,7 +127,8 @@ def serving_context(gpu: GpuSpec, cal: Calibration, model: ModelSpec, weights: s
     than TP (memoised on the frozen three by identity and the plain values after them)."""
     precision, block_fp8, _ = _weights_terms(weights, engine)
     kind = serving_band_kind(model, pp)
-    evidence = None if cal.origin == "user" else evidence_items(gpu, cal, evidence_kind("serve", kind), engine)
+    evidence = None if cal.origin == "user" else evidence_of(evidence_items(gpu, cal, evidence_kind("serve", kind),
+                                                                              engine))
     return ServingContext(
         choice=peak_for(gpu, precision), band=plan_band(gpu, cal, "serve", kind, engine),
         constants_line=serving_constants_line(gpu, cal, precision), evidence=evidence,

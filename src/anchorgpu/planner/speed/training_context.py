@@ -22,7 +22,7 @@ from anchorgpu.planner.speed.calibration import Band, Calibration, StackConstant
 from anchorgpu.planner.speed.caveats import training_caveats
 from anchorgpu.planner.speed.data_parallel import group_link_of
 from anchorgpu.planner.speed.evidence import evidence_kind
-from anchorgpu.planner.speed.figures import evidence_items, plan_band
+from anchorgpu.planner.speed.figures import Evidence, evidence_items, evidence_of, plan_band
 from anchorgpu.planner.speed.links import group_link
 from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
 from anchorgpu.planner.speed.training import TrainLayout
@@ -44,7 +44,7 @@ class TrainingContext(NamedTuple):
     ep_line: str | None  # expert parallelism
     layers_line: str | None  # the embedding and the loss counted as layers of the pipeline split
     caveats: tuple[str, ...]
-    evidence: tuple[tuple[str, object], ...] | None  # evidence_items, summary last; None with the user's efficiencies
+    evidence: Evidence | None  # evidence_of the GPU's runs; None with the user's efficiencies
 
 
 @partial(memo_on_frozen, frozen=3)
@@ -101,7 +101,7 @@ def training_context(gpu: GpuSpec, cal: Calibration, model: ModelSpec, gpus: int
             f"{model.num_layers + 2} / {chunks} = {(model.num_layers + 2) // chunks} a chunk (Megatron-Core's "
             "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split); the busiest rank's "
             f"{math.ceil(model.num_layers / pp)} layers set the pace, and its memory is planned for them")
-    evidence = None if cal.origin == "user" else evidence_items(gpu, cal, evidence_kind("train", run_kind))
+    evidence = None if cal.origin == "user" else evidence_of(evidence_items(gpu, cal, evidence_kind("train", run_kind)))
     return TrainingContext(
         band=plan_band(gpu, cal, "train", run_kind, None), stack=k, stack_line=stack_line, tp_line=tp_line,
         tp_warning=tp_warning, dp_line=dp_line, fsdp_line=fsdp_line, ep_line=ep_line, layers_line=layers_line,

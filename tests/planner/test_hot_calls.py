@@ -1,0 +1,26 @@
+"""The functions every plan and speed estimate runs make no call that CPython 3.11 compiles as a dictionary of
+keyword arguments built and unpacked (``CALL_FUNCTION_EX``: more than 30 stack slots, a keyword taking two), which
+costs several times a plain call (``planner._frozen.builder``'s ``positional``)."""
+
+from __future__ import annotations
+
+import dis
+import sys
+
+import pytest
+
+from anchorgpu.planner import inference
+from anchorgpu.planner.plan import plan
+from anchorgpu.planner.speed import batching, estimate, figures, serving, serving_plan
+
+HOT = [plan, inference.plan_inference, estimate.plan_performance, serving_plan.serving_setup,
+       serving_plan.serving_performance, serving_plan.saturation_concurrency, batching.serving_estimate,
+       batching._steady, batching._ttft, serving._dense_step, figures.put_rate, figures.put_time]
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="the compiler's threshold as CPython 3.11 has it")
+@pytest.mark.parametrize("fn", HOT, ids=lambda fn: fn.__qualname__)
+def test_no_keyword_dictionary_is_built_for_a_call(fn: object) -> None:
+    code = getattr(fn, "__wrapped__", fn).__code__  # type: ignore[attr-defined]
+    unpacked = [ins.positions.lineno for ins in dis.get_instructions(code) if ins.opname == "CALL_FUNCTION_EX"]
+    assert not unpacked, f"{code.co_name}: a call compiled with its keywords in a dictionary at line(s) {unpacked}"
