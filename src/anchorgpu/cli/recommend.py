@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+import anchorgpu.cli._help as OPTION_HELP
 from anchorgpu.cli._app import app, console, emit_json
 from anchorgpu.cli.plan_parse import lower_choice
 from anchorgpu.errors import InvalidWorkload
@@ -168,7 +169,7 @@ def recommend_command(
     weights: str | None = typer.Option(None, "--weights", help="Comma list of weight formats to compare (default: the plan's, i.e. the checkpoint's shipped format; training bf16). Lower ones are marked: outputs change."),
     kv_cache: str | None = typer.Option(None, "--kv-cache", help="Inference only: comma list of KV-cache dtypes: bf16, fp16, fp8, nvfp4 (default: the plan's, the FP8 or NVFP4 one the checkpoint ships on GPUs with the hardware for it, else fp8 or bf16). nvfp4 only where the engine runs it (vLLM: NVIDIA GPUs from Ampere on, not for MLA; trtllm: Blackwell)."),
     lower_precision: bool = typer.Option(False, "--lower-precision", help="Inference only: also consider fp8/int4-awq weights and an fp8 KV cache below the checkpoint's precision (outputs change: rerun evaluations)."),
-    context: str | None = typer.Option(None, "--context", help="Tokens per sequence (inference only; training's is --seq), e.g. 8192 or 8k."),
+    context: str | None = typer.Option(None, "--context", help=OPTION_HELP.CONTEXT),
     concurrency: int | None = typer.Option(None, "--concurrency", help="Sequences at once (inference only); default: the most each offering serves."),
     min_tokens_per_s: float | None = typer.Option(None, "--min-tokens-per-s", help="Serving only: at least this many tokens/s per user."),
     prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens (inference only; default: context - output)."),
@@ -176,23 +177,23 @@ def recommend_command(
     micro_batch: int | None = typer.Option(None, "--micro-batch", help="Sequences per GPU step (training only; chosen per layout when not given: 1, 2 or 4, the fastest that fits)."),
     seq: str | None = typer.Option(None, "--seq", help="Training sequence length in tokens (training only; serving's is --context)."),
     recompute: str | None = typer.Option(None, "--recompute", callback=lower_choice, help="none | selective (the attention core; with --train-stack pytorch, torchtitan's op-level policy) | moe (MoE blocks) | full (training)."),
-    optimizer: str | None = typer.Option(None, "--optimizer", callback=lower_choice, help="Training only: adamw | adamw-8bit | sgd | lion | adafactor (default adamw)"),
-    lora_rank: int | None = typer.Option(None, "--lora-rank", help="LoRA rank r (task lora or qlora only; default 16)."),
+    optimizer: str | None = typer.Option(None, "--optimizer", callback=lower_choice, help=OPTION_HELP.OPTIMIZER),
+    lora_rank: int | None = typer.Option(None, "--lora-rank", help=OPTION_HELP.LORA_RANK),
     train_tokens: str | None = typer.Option(None, "--tokens", help="Training only: tokens to train on, e.g. 1e12, 300B or 15T (decimal): ranks by the price of the run."),
     global_batch: str | None = typer.Option(None, "--global-batch", help="Training: tokens per optimizer step, 4M, 16M or an integer (default 4M = 4,194,304); whole sequences, never rounded: only layouts it splits into whole micro-batches are offered."),
     train_precision: str | None = typer.Option(None, "--train-precision", callback=lower_choice, help="Training only: mixed (default) | bf16-true | fp8 | fp4 (FP8/FP4 products: offerings whose GPU lacks those tensor cores are rejected)."),
     optimizer_state: str | None = typer.Option(None, "--optimizer-state", callback=lower_choice, help="Training only: AdamW's state under mixed/fp8/fp4 (--task train): fp32 (fp32 master + moments, 12 B a parameter; the default) | bf16-moments (fp32 master, bf16 moments, 8 B) | bf16 (bf16 master + moments, 6 B)."),
     cross_entropy: str | None = typer.Option(None, "--cross-entropy", callback=lower_choice, help="Training only: the loss, for its memory: unfused (Megatron-Core's default, 6 B a logit) | native (6) | te (Transformer Engine's fused kernel, 2) | eager (PyTorch's fp32 cross_entropy, 12; default with --train-stack pytorch)."),
-    train_stack: str | None = typer.Option(None, "--train-stack", callback=lower_choice, help="Training only: the training software the speeds and memory are for: megatron (Megatron-Core/NeMo, fused kernels) | pytorch (torchtitan, FSDP scripts, OLMo-core, llm-foundry); default pytorch with --task qlora or --recipe torchrun-fsdp, deepspeed or accelerate, else megatron."),
-    mfu: float | None = typer.Option(None, "--mfu", help="Fraction of dense peak while computing (default 0.6)."),
-    mbu: float | None = typer.Option(None, "--mbu", help="Fraction of memory bandwidth in decode (default 0.7)."),
-    gpu_memory_utilization: float | None = typer.Option(None, "--gpu-memory-utilization", help="Inference only: the serving engine's share of GPU memory (vLLM; default 0.9); with --engine trtllm the share of the memory free after the weights and profiling that the KV cache takes (free_gpu_memory_fraction)."),
-    engine: str | None = typer.Option(None, "--engine", callback=lower_choice, help="Inference only: the serving engine the memory and admission are sized for: vllm | trtllm (trtllm-serve's KV sizing, 8,192 tokens and 2,048 sequences, requests admitted only when prompt + output fit); default trtllm with --recipe trtllm, else vllm. A serving --recipe must be the engine's own (trtllm with trtllm, vllm or sglang with vllm)."),
-    max_num_seqs: int | None = typer.Option(None, "--max-num-seqs", help="Inference only: engine sequence cap, vLLM's max_num_seqs (default 1,024 on GPUs of 70 GiB or more but the A100, else 256): a serving replica runs at most this many at once."),
-    allow_long_context: bool = typer.Option(False, "--allow-long-context", help="Allow a context beyond the model's limit."),
+    train_stack: str | None = typer.Option(None, "--train-stack", callback=lower_choice, help=OPTION_HELP.TRAIN_STACK),
+    mfu: float | None = typer.Option(None, "--mfu", help=OPTION_HELP.MFU),
+    mbu: float | None = typer.Option(None, "--mbu", help=OPTION_HELP.MBU),
+    gpu_memory_utilization: float | None = typer.Option(None, "--gpu-memory-utilization", help=OPTION_HELP.GPU_MEMORY_UTILIZATION),
+    engine: str | None = typer.Option(None, "--engine", callback=lower_choice, help=OPTION_HELP.ENGINE),
+    max_num_seqs: int | None = typer.Option(None, "--max-num-seqs", help=OPTION_HELP.MAX_NUM_SEQS),
+    allow_long_context: bool = typer.Option(False, "--allow-long-context", help=OPTION_HELP.ALLOW_LONG_CONTEXT),
     images: int = typer.Option(1, "--images", help="Diffusion pipeline: images per batch per replica."),
     resolution: str | None = typer.Option(None, "--resolution", help="Diffusion pipeline: output WIDTHxHEIGHT, e.g. 1024x1024."),
-    offline: bool = typer.Option(False, "--offline", help="Never fetch a Hub id."),
+    offline: bool = typer.Option(False, "--offline", help=OPTION_HELP.OFFLINE),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON contract."),
     recipe: str | None = typer.Option(None, "--recipe", callback=lower_choice, help="Also write each result's launch: vllm | sglang | trtllm | torchrun-fsdp | deepspeed | accelerate | skypilot | k8s (text: the first result's; --json: every result's)."),
 ) -> None:

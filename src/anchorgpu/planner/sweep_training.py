@@ -27,7 +27,7 @@ from anchorgpu.planner.speed.calibration import calibrated
 from anchorgpu.planner.speed.flops import Recompute, TrainKind
 from anchorgpu.planner.speed.layouts import deepest_interleave, micro_batches
 from anchorgpu.planner.speed.links import compute_precision_for_training
-from anchorgpu.planner.speed.pipeline import interleaving_refusal, microbatches_for
+from anchorgpu.planner.speed.pipeline import interleaving_refusal, microbatches_for, timed_batch_tokens
 from anchorgpu.planner.speed.training import (
     DEFAULT_GLOBAL_BATCH_TOKENS,
     TrainLayout,
@@ -105,8 +105,8 @@ class _Steps:
         self.bounds: dict[tuple[Any, ...], float] = {}
 
     def batch_tokens(self, dp: int, micro_batch: int) -> int:
-        """The global batch a step is timed with: the stated one, else the default grown to a micro-batch a rank."""
-        return self.stated if self.stated is not None else max(DEFAULT_GLOBAL_BATCH_TOKENS, dp * micro_batch * self.seq)
+        """The global batch a step is timed with, as plan times it (speed.pipeline.timed_batch_tokens)."""
+        return timed_batch_tokens(self.stated, dp=dp, micro_batch=micro_batch, seq_tokens=self.seq)
 
     def speed(self, shape: HardwareShape, lay: TrainLayout, micro_batch: int, recompute: Recompute) -> float:
         w = self.w
