@@ -20,7 +20,8 @@ CATALOG = load_catalog()
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
 MODEL = load_model("llama-3.1-8b")
 SERVING_FIGURES = (("prefill_s", 4, "time"), ("ttft_s", 4, "time"), ("decode_tokens_per_s_per_user", 2, "rate"),
-                   ("decode_tokens_per_s_total", 1, "rate"), ("output_tokens_per_s", 1, "rate"))
+                   ("decode_tokens_per_s_total", 1, "rate"), ("output_tokens_per_s", 1, "rate"),
+                   ("max_output_tokens_per_s", 1, "rate"))
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +57,22 @@ def test_a_serving_results_ceilings_are_those_plan_gives_the_same_configuration(
     assert r["output_tokens_per_s_ceiling"] == pytest.approx(perf["output_tokens_per_s_ceiling"], abs=0.1)
     assert r["decode_tokens_per_s_per_user_ceiling"] == pytest.approx(perf["decode_tokens_per_s_per_user_ceiling"],
                                                                       abs=0.01)
+
+
+def test_each_serving_result_has_plans_rate_at_the_largest_concurrency_that_fits(serving: dict) -> None:
+    """``max_output_tokens_per_s`` (with its band and ceiling): what ``plan`` reports for the result's configuration,
+    the rate at its saturation (the most sequences its KV cache and the engine's cap hold), never below the rate at
+    the result's own concurrency."""
+    for r in serving["results"]:
+        lay = r["layout"]
+        p = plan(MODEL, Workload(task="inference", context_tokens=8192, concurrency=32),
+                 precision=PrecisionPlan(weights=r["weights"], kv_cache=r["kv_cache"]),
+                 layout=Layout(gpus=r["gpus"], tp=lay["tp"], pp=lay["pp"], dp=lay["dp"]), gpu=get_gpu(r["gpu"]),
+                 suggest=False, choose_layout=False)
+        perf = plan_performance(p)
+        for end in ("", "_low", "_high", "_ceiling"):
+            assert r["max_output_tokens_per_s" + end] == pytest.approx(perf["max_output_tokens_per_s" + end], abs=0.1)
+        assert r["max_output_tokens_per_s"] >= r["output_tokens_per_s"] * 0.999
 
 
 def test_a_training_results_ceilings_are_those_plan_gives_the_same_layout() -> None:

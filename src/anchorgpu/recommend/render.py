@@ -46,6 +46,7 @@ def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Override
         "prefill_s": num("prefill_s", 4),
         "decode_tokens_per_s_per_user": num("decode_tokens_per_s_per_user", 2),
         "decode_tokens_per_s_total": num("decode_tokens_per_s_total", 1),
+        "max_output_tokens_per_s": num("max_output_tokens_per_s", 1),
         "train_tokens_per_s": num("train_tokens_per_s", 1), "train_time_s": num("train_time_s", 1),
         "total_usd": str(o.total_usd), "per_gpu_hour_usd": _money(o.per_gpu_hour_usd),
         "effective_per_gpu_hour_usd": str(o.effective_per_gpu_hour_usd),
@@ -99,7 +100,7 @@ def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False,
 
 
 _SERVING_FIGURES = (("prefill_s", 4, False), ("decode_tokens_per_s_per_user", 2, True),
-                    ("decode_tokens_per_s_total", 1, True))
+                    ("decode_tokens_per_s_total", 1, True), ("max_output_tokens_per_s", 1, True))
 """A serving result's figures: (name, decimals it is written with, whether it is a rate: higher is better)."""
 _TRAINING_FIGURES = (("train_tokens_per_s", 1, True), ("train_time_s", 1, False))
 
