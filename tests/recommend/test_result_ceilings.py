@@ -89,3 +89,18 @@ def test_a_training_results_ceilings_are_those_plan_gives_the_same_layout() -> N
         assert r["train_time_s_ceiling"] == pytest.approx(perf["train_time_s_ceiling"], abs=0.1)
         assert r["train_tokens_per_s"] <= r["train_tokens_per_s_high"] <= r["train_tokens_per_s_ceiling"]
         assert r["train_time_s_ceiling"] <= r["train_time_s_low"] <= r["train_time_s"]
+
+
+def test_the_cli_table_shows_each_band_with_its_ceiling_beside_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """Under the table: each result's headline speed band and its roofline ceiling, as the JSON gives them (the
+    prediction stays the table's answer)."""
+    from cli_runner import run, run_json
+
+    argv = ("recommend", "llama-3.1-8b", "--context", "8192", "--concurrency", "32", "--top", "2")
+    results = run_json(capsys, *argv)["results"]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0
+    line = " ".join(next(x for x in out.split("\n\n")[0].splitlines() if "roofline ceiling" in x).split())
+    for i, r in enumerate(results, 1):
+        low, high, top = (r["decode_tokens_per_s_total" + end] for end in ("_low", "_high", "_ceiling"))
+        assert f"#{i} {low:,.0f}–{high:,.0f}, ceiling {top:,.0f}" in line

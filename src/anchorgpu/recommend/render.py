@@ -14,7 +14,7 @@ from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE
 if TYPE_CHECKING:
     from anchorgpu.recommend.records import Recommendation, RecommendedOption
 
-__all__ = ["evidence_lines", "recommendation_to_json"]
+__all__ = ["evidence_lines", "headline_band", "recommendation_to_json"]
 
 
 def _money(usd: Decimal | None) -> str | None:
@@ -119,6 +119,16 @@ def evidence_lines(rec: Recommendation) -> list[str]:
         if section is not None and section["summary"] not in out:
             out.append(section["summary"])
     return out
+
+
+def headline_band(rec: Recommendation, o: RecommendedOption) -> tuple[float | None, float | None, float | None]:
+    """The band (low, high) and roofline ceiling of an option's headline speed (training tokens/s, else total output
+    tokens/s), as its JSON gives them; ``None`` where it has none (``--mfu``/``--mbu`` given: no band)."""
+    training = rec.task not in ("inference", "diffusion")
+    name = "train_tokens_per_s" if training else "decode_tokens_per_s_total"
+    keys = _bands(o, o.config, rec.moe, rec.efficiencies, _engine(rec))
+    low, high, top = (keys.get(name + end) for end in ("_low", "_high", "_ceiling"))
+    return low, high, top
 
 
 _LEAVES = frozenset((str, int, float, bool, type(None)))  # exactly these types: kept as they are
