@@ -20,7 +20,8 @@ CATALOG = load_catalog()
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
 MODEL = load_model("llama-3.1-8b")
 SERVING_FIGURES = (("prefill_s", 4, "time"), ("ttft_s", 4, "time"), ("decode_tokens_per_s_per_user", 2, "rate"),
-                   ("decode_tokens_per_s_total", 1, "rate"), ("output_tokens_per_s", 1, "rate"))
+                   ("decode_tokens_per_s_total", 1, "rate"), ("output_tokens_per_s", 1, "rate"),
+                   ("max_output_tokens_per_s", 1, "rate"))
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +59,22 @@ def test_a_serving_results_ceilings_are_those_plan_gives_the_same_configuration(
                                                                       abs=0.01)
 
 
+def test_each_serving_result_has_plans_rate_at_the_largest_concurrency_that_fits(serving: dict) -> None:
+    """``max_output_tokens_per_s`` (with its band and ceiling): what ``plan`` reports for the result's configuration,
+    the rate at its saturation (the most sequences its KV cache and the engine's cap hold), never below the rate at
+    the result's own concurrency."""
+    for r in serving["results"]:
+        lay = r["layout"]
+        p = plan(MODEL, Workload(task="inference", context_tokens=8192, concurrency=32),
+                 precision=PrecisionPlan(weights=r["weights"], kv_cache=r["kv_cache"]),
+                 layout=Layout(gpus=r["gpus"], tp=lay["tp"], pp=lay["pp"], dp=lay["dp"]), gpu=get_gpu(r["gpu"]),
+                 suggest=False, choose_layout=False)
+        perf = plan_performance(p)
+        for end in ("", "_low", "_high", "_ceiling"):
+            assert r["max_output_tokens_per_s" + end] == pytest.approx(perf["max_output_tokens_per_s" + end], abs=0.1)
+        assert r["max_output_tokens_per_s"] >= r["output_tokens_per_s"] * 0.999
+
+
 def test_a_training_results_ceilings_are_those_plan_gives_the_same_layout() -> None:
     spec = SweepSpec(workload=Workload(task="train"), train_tokens=10**10)
     rec = recommendation_to_json(recommend(MODEL, spec, CATALOG, "1w", NOW, top=3))
@@ -72,3 +89,18 @@ def test_a_training_results_ceilings_are_those_plan_gives_the_same_layout() -> N
         assert r["train_time_s_ceiling"] == pytest.approx(perf["train_time_s_ceiling"], abs=0.1)
         assert r["train_tokens_per_s"] <= r["train_tokens_per_s_high"] <= r["train_tokens_per_s_ceiling"]
         assert r["train_time_s_ceiling"] <= r["train_time_s_low"] <= r["train_time_s"]
+
+
+def test_the_cli_table_shows_each_band_with_its_ceiling_beside_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """Under the table: each result's headline speed band and its roofline ceiling, as the JSON gives them (the
+    prediction stays the table's answer)."""
+    from cli_runner import run, run_json
+
+    argv = ("recommend", "llama-3.1-8b", "--context", "8192", "--concurrency", "32", "--top", "2")
+    results = run_json(capsys, *argv)["results"]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0
+    line = " ".join(next(x for x in out.split("\n\n")[0].splitlines() if "roofline ceiling" in x).split())
+    for i, r in enumerate(results, 1):
+        low, high, top = (r["decode_tokens_per_s_total" + end] for end in ("_low", "_high", "_ceiling"))
+        assert f"#{i} {low:,.0f}–{high:,.0f}, ceiling {top:,.0f}" in line

@@ -253,19 +253,16 @@ def _given_row(row: dict) -> Layout:  # type: ignore[type-arg]
 
 def _assert_row_is_plans_choice(row: dict, model, gpu) -> None:  # type: ignore[no-untyped-def,type-arg]
     """``plan`` given the row's layout chooses the row's micro-batch, recompute and interleaving, and its memory and
-    speed are the row's; so is ``plan`` given all of them. (FSDP with pipeline stages, which the sweep prices and the
-    chooser does not search, only the latter.)"""
+    speed are the row's; so is ``plan`` given all of them. (The sweep tries a ZeRO stage with pipeline stages only
+    where the chooser does: speed.layouts.sharded_with_stages.)"""
     fixed = plan(model, Workload(task="train", micro_batch=row["concurrency"], recompute=RECOMPUTES[row["recompute"]]),
                  gpu=gpu, suggest=False, choose_layout=False,
                  layout=replace(_given_row(row), virtual_stages=row["virtual_stages"] if row["virtual_stages"] > 1
                                 else None))
-    plans = [fixed]
-    if not (row["zero"] == 3 and row["pp"] > 1):
-        chosen = plan(model, Workload(task="train"), gpu=gpu, layout=_given_row(row))
-        config = (chosen.workload.micro_batch, chosen.workload.recompute, chosen.layout.virtual_stages)
-        assert config == (row["concurrency"], RECOMPUTES[row["recompute"]], row["virtual_stages"]), row
-        plans.append(chosen)
-    for p in plans:
+    chosen = plan(model, Workload(task="train"), gpu=gpu, layout=_given_row(row))
+    config = (chosen.workload.micro_batch, chosen.workload.recompute, chosen.layout.virtual_stages)
+    assert config == (row["concurrency"], RECOMPUTES[row["recompute"]], row["virtual_stages"]), row
+    for p in (fixed, chosen):
         assert row["per_gpu_total_bytes"] == p.per_gpu.total_bytes
         assert row["train_tokens_per_s"] == pytest.approx(plan_performance(p)["train_tokens_per_s"], rel=1e-9)
 

@@ -1,5 +1,6 @@
-"""The training chooser tries ZeRO-1, ZeRO-2 and FSDP (FSDP without pipeline stages; ZeRO-2 without them on the
-PyTorch-native stack, whose DeepSpeed pipeline engine refuses it), and the sentence of the layout it chose says so.
+"""The training chooser tries ZeRO-1, ZeRO-2 and FSDP (on Megatron FSDP without pipeline stages, which Megatron-FSDP
+does not run; on the PyTorch-native stack ZeRO-2 without them, DeepSpeed's pipeline engine refusing it, and FSDP with
+them too, as torchtitan runs FSDP2 under its pipeline schedules), and the sentence of the layout it chose says so.
 ZeRO-2 is searched now that its step time counts what keeping a shard of the gradients costs: every micro-batch's
 backward reduces its own gradients (:mod:`anchorgpu.planner.speed.zero2`), so it no longer wins ZeRO-1's layouts at
 ZeRO-1's speed with less memory."""
@@ -23,12 +24,12 @@ def test_the_chooser_tries_zero_2_and_fsdp_only_without_pipeline_stages() -> Non
     assert stages == {(1, False), (1, True), (2, False), (2, True), (3, False)}
 
 
-def test_on_the_pytorch_stack_zero_2_is_tried_without_pipeline_stages_only() -> None:
+def test_on_the_pytorch_stack_zero_2_is_tried_without_pipeline_stages_only_and_fsdp_with_them() -> None:
     model = load_model("llama-3.1-70b")
     pairs, _ = layouts._candidates(model, Workload(task="train", train_stack="pytorch"), Layout(gpus=32), 32, 2048,
                                    4 * 2**20)
     assert {(lay.zero, lay.pp > 1) for lay, _ in pairs if lay.dp > 1} == {(1, False), (1, True), (2, False),
-                                                                         (3, False)}
+                                                                         (3, False), (3, True)}
 
 
 def test_the_chosen_layouts_sentence_states_the_zero_rule() -> None:

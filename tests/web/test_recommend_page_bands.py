@@ -43,3 +43,16 @@ def test_serving_rows_show_the_band_of_both_speeds_in_russian_too(client: TestCl
     assert user.replace(".", ",") in _row(ru, 1)
     note = re.search(r'id="band-note">(.*?)</p>', ru, re.S)
     assert note and "прогноз" in note.group(1)
+
+
+def test_each_speed_shows_its_roofline_ceiling_beside_the_band_in_both_languages(client: TestClient) -> None:
+    """The JSON's ``*_ceiling`` beside each band on the page (a bound, never the answer), English and Russian."""
+    api = client.post("/v1/recommend", json=TRAIN).json()["results"][0]
+    en = client.get("/recommend?model=llama-3.1-70b&task=train&tokens=1e10&gpu=h100&top=2&lang=en").text
+    top = f"{api['train_tokens_per_s_ceiling']:,.0f}"
+    assert f"roofline ceiling {top}" in _row(en, 1)
+    assert "never the answer" in re.search(r'id="band-note">(.*?)</p>', en, re.S).group(1)  # type: ignore[union-attr]
+    serve = client.post("/v1/recommend", json=SERVE).json()["results"][0]
+    ru = _row(client.get("/recommend?model=llama-3.1-70b&concurrency=32&context=8192&top=2&lang=ru").text, 1)
+    user = f"{serve['decode_tokens_per_s_per_user_ceiling']:,.1f}".replace(".", ",")
+    assert f"потолок roofline {user}" in ru

@@ -94,6 +94,8 @@ def render_recommendation(rec: Recommendation) -> None:
         row += [_money(o.total_usd), _money(o.per_gpu_hour_usd)]
         table.add_row(*row)
     out.print(table)
+    if rec.results and not diffusion:
+        _print_bands(out, rec, "train tok/s" if training else "tok/s")
     lowered = [str(i) for i, o in enumerate(rec.results, 1) if o.lower_precision]
     if lowered:
         from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE
@@ -130,6 +132,23 @@ def render_recommendation(rec: Recommendation) -> None:
     out.print("[bold]Assumed[/bold]")
     for line in rec.assumptions:
         out.print(f"  - {line}", markup=False)
+
+
+def _print_bands(out: Any, rec: Recommendation, unit: str) -> None:
+    """One line under the table: each result's speed band and, beside it, its roofline ceiling (a bound, never the
+    answer), as the JSON's ``*_low``/``*_high``/``*_ceiling`` give them."""
+    from anchorgpu.recommend.render import headline_band
+
+    parts = []
+    for i, o in enumerate(rec.results, 1):
+        low, high, top = headline_band(rec, o)
+        band = "" if low is None or high is None else f"{_rate(low)}–{_rate(high)}"
+        ceiling = "" if top is None else f"ceiling {_rate(top)}"
+        if band or ceiling:
+            parts.append(f"#{i} " + ", ".join(x for x in (band, ceiling) if x))
+    if parts:
+        out.print(f"{unit}: band (where measured runs fell) and roofline ceiling (a bound, never the answer): "
+                  + " · ".join(parts), markup=False)
 
 
 class _Progress:

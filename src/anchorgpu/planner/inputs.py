@@ -24,6 +24,7 @@ __all__ = [
     "Engine",
     "KV_CACHE_AUTO",
     "KV_CACHE_DTYPES",
+    "MAX_TRAIN_PP",
     "OFFLOADS",
     "OPTIMIZERS",
     "OPTIMIZER_STATES",
@@ -51,6 +52,7 @@ __all__ = [
     "DEFAULT_PROMPT_TOKENS",
     "train_cp_sizes",
     "train_ep_sizes",
+    "train_pp_sizes",
     "engine_limits",
     "recompute_ladder",
 ]
@@ -280,6 +282,22 @@ def train_ep_sizes(num_experts: int) -> tuple[int, ...]:
     ((1, 2, 4, 8, 16, 32, 64), (1, 2, 4, 8))
     """
     return tuple(e for e in (1, 2, 4, 8, 16, 32, 64) if num_experts % e == 0)
+
+
+MAX_TRAIN_PP = 64
+"""The deepest pipeline a training search tries (:func:`train_pp_sizes`)."""
+
+
+def train_pp_sizes(num_layers: int, gpus: int | None = None) -> tuple[int, ...]:
+    """The pipeline depths a layout chosen for training, and the recommend sweep of them, try: 1 and the powers of two
+    up to :data:`MAX_TRAIN_PP` that are no more than the model's layers and, where ``gpus`` is given (the GPUs left
+    after TP and CP), divide them. Each search keeps the depths that divide its own GPUs.
+
+    >>> train_pp_sizes(126), train_pp_sizes(126, gpus=48), train_pp_sizes(32, gpus=128)
+    ((1, 2, 4, 8, 16, 32, 64), (1, 2, 4, 8, 16), (1, 2, 4, 8, 16, 32))
+    """
+    return tuple(p for p in (1 << k for k in range(MAX_TRAIN_PP.bit_length()))
+                 if p <= MAX_TRAIN_PP and (p == 1 or p <= num_layers) and (gpus is None or gpus % p == 0))
 
 
 DEFAULT_PROMPT_TOKENS = 1024

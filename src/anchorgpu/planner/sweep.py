@@ -13,7 +13,8 @@ are a :class:`~anchorgpu.planner.grid_columns.GridColumns`: each kept on the gri
 
 Grid (in this order, which is also the order of the result columns; the sweep is deterministic):
 shape -> servers (1..max_servers whole servers) -> TP (powers of two up to the GPUs of one server,
-valid for the model's heads) -> PP (powers of two; across servers only where a fabric joins them)
+valid for the model's heads) -> PP (powers of two: training the depths plan()'s chooser tries,
+:func:`~anchorgpu.planner.inputs.train_pp_sizes`, serving up to ``max_pp``; across servers only where a fabric joins them)
 -> DP (the rest of the GPUs) -> ZeRO stage (training) -> EP (training a mixture of experts) -> CP (training
 sequences of 16,384 tokens or more: :func:`~anchorgpu.planner.inputs.train_cp_sizes`, as plan()'s chooser) -> weight
 format -> KV-cache dtype -> concurrency.
@@ -49,11 +50,11 @@ from anchorgpu.planner.inputs import (
 )
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.calibration import Overrides, calibration
-from anchorgpu.planner.speed.zero2 import zero2_pipeline_refusal
 from anchorgpu.planner.sweep_attention_dp import with_attention_dp
 from anchorgpu.planner.sweep_grid import layout_grid, valid_tp
 from anchorgpu.planner.sweep_serving import serving_columns
 from anchorgpu.planner.sweep_training import training_columns
+from anchorgpu.planner.terms import overhead_rule_line
 from anchorgpu.planner.workload_checks import validate_workload
 
 __all__ = [
@@ -107,7 +108,7 @@ class SweepSpec:
     global_batch_tokens: int | None = None  # training: tokens per optimizer step (default performance's 2M)
     efficiencies: Overrides = field(default_factory=Overrides)  # --mfu / --mbu replace calibrated constants
     overheads: Overheads = field(default_factory=Overheads)
-    max_pp: int = 8
+    max_pp: int = 8  # serving's deepest pipeline; training tries plan()'s depths (inputs.train_pp_sizes)
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
 
 
@@ -211,7 +212,7 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
                     seq_tokens=default_seq_tokens(w, model.max_context_tokens))
     lay = layout_grid(model, shapes, training=training, max_pp=spec.max_pp, zero_stages=spec.zero_stages,
                       seq_tokens=default_seq_tokens(w, model.max_context_tokens) if training else 0,
-                      zero2_with_stages=zero2_pipeline_refusal(w.train_stack, 2) is None)
+                      train_stack=w.train_stack)
     if training:
         cols = training_columns(model, shapes, spec, lay, weights, progress)
         inner = len(weights)
@@ -238,8 +239,12 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         progress(n, n)
     # the probe's layout and KV dtype are one of the grid's: the sweep states its own below
     # (and a training sweep chooses each layout's micro-batch and recompute level: it states that below)
-    own = ("Layout not given", "KV cache: ") + (("Micro-batch not given", "Activation recompute: ") if training else ())
+    # (and its runtime overhead is one GPU's, no NCCL: a training sweep states the rule each layout's follows)
+    own = ("Layout not given", "KV cache: ") + (("Micro-batch not given", "Activation recompute: ", "Runtime overhead")
+                                                 if training else ())
     assumptions = [a for a in probe.assumptions if not a.startswith(own)]
+    if training:
+        assumptions.append(overhead_rule_line(spec.overheads))
     assumptions.append(
         f"Swept {len(shapes)} hardware shape(s) x whole servers x TP/PP/DP"
         + (("/CP" if (lay.cp > 1).any() else "") + "/ZeRO" if training else "") + f" layouts x weights {','.join(weights)}"

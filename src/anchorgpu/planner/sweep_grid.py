@@ -13,8 +13,9 @@ import numpy.typing as npt
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
-from anchorgpu.planner.inputs import train_cp_sizes, train_ep_sizes
+from anchorgpu.planner.inputs import train_cp_sizes, train_ep_sizes, train_pp_sizes
 from anchorgpu.planner.layout_resolution import tp_is_valid
+from anchorgpu.planner.speed.layouts import sharded_with_stages
 
 if TYPE_CHECKING:  # the sweep imports this module: a type only here
     from anchorgpu.planner.sweep import HardwareShape
@@ -55,9 +56,13 @@ class Layouts:
 
 
 def layout_grid(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: bool, max_pp: int,
-                zero_stages: Sequence[int], seq_tokens: int = 0, zero2_with_stages: bool = True) -> Layouts:
+                zero_stages: Sequence[int], seq_tokens: int = 0, train_stack: str = "megatron") -> Layouts:
+    """The layouts of the grid. Training tries the pipeline depths plan()'s chooser tries
+    (:func:`~anchorgpu.planner.inputs.train_pp_sizes`) and each ZeRO stage with pipeline stages only where the chooser
+    does (:func:`~anchorgpu.planner.speed.layouts.sharded_with_stages`); serving, the depths up to ``max_pp``."""
     tps = np.array([tp for tp in POWERS_OF_TWO if valid_tp(model, tp)], dtype=np.int64)
-    pps = np.array([pp for pp in POWERS_OF_TWO if pp <= max_pp and pp <= model.num_layers], dtype=np.int64)
+    pps = np.array(train_pp_sizes(model.num_layers) if training else
+                   [pp for pp in POWERS_OF_TWO if pp <= max_pp and pp <= model.num_layers], dtype=np.int64)
     zeros = np.array(sorted(set(zero_stages)) if training else [0], dtype=np.int64)
     # training a mixture of experts: expert parallelism too, sizes that divide the experts (as plan()'s chooser)
     eps = np.array(train_ep_sizes(model.moe.num_experts) if training and model.moe is not None else (1,),
@@ -77,8 +82,9 @@ def layout_grid(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: 
     ok &= fabric[s_i] | (tp * cp * pp <= k)  # pipeline stages and CP rings span servers only over a fabric
     dp = np.where(ok, gpus // (tp * cp * pp), 0)
     ok &= (z == 0) | (dp * cp > 1)  # ZeRO shards over the data-parallel and CP ranks: pointless with one
-    if not zero2_with_stages:  # the training stack refuses ZeRO-2 with pipeline stages (speed.zero2)
-        ok &= (z != 2) | (pp == 1)
+    for stage in np.unique(zeros).tolist():  # a ZeRO stage the stack does not run with pipeline stages (as plan())
+        if not sharded_with_stages(stage, train_stack):
+            ok &= (z != stage) | (pp == 1)
     ok &= (tp * cp * dp) % ep == 0  # the experts split over GPUs of one stage (folded over TP, CP and DP)
     if not ok.any():
         raise InvalidWorkload(f"no valid tensor-parallel layout for {model.name} on the shapes given")

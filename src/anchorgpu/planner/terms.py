@@ -15,7 +15,8 @@ from anchorgpu.planner.inputs import Overheads, Workload
 from anchorgpu.planner.pipeline_layout import busiest_rank_layers
 from anchorgpu.planner.result import MemoryBreakdown, ResolvedLayout
 
-__all__ = ["TaskTerms", "context_bytes", "layout_weights_bytes", "nccl_bytes", "split_weights_bytes", "weights_bytes"]
+__all__ = ["TaskTerms", "context_bytes", "layout_weights_bytes", "nccl_bytes", "overhead_rule_line", "split_weights_bytes",
+           "weights_bytes"]
 
 
 @fast_init
@@ -88,6 +89,22 @@ def nccl_bytes(lay: ResolvedLayout, ov: Overheads) -> int:
         return 0
     peers = (lay.tp - 1) + (lay.ep - 1) + (1 if lay.dp > 1 else 0) + (1 if lay.pp > 1 else 0)
     return ov.nccl_base_bytes + ov.nccl_per_peer_bytes * peers
+
+
+def overhead_rule_line(ov: Overheads) -> str:
+    """The runtime overhead of many layouts at once (the recommend sweep's), as the rule each one's memory follows
+    (:func:`context_bytes`, :func:`nccl_bytes`): one line, where a plan of one layout states its own figures.
+
+    >>> overhead_rule_line(Overheads())[:97]
+    'Runtime overhead, each layout its own: context 512.00 MiB (768.00 MiB on ROCm), library workspace'
+    """
+    from anchorgpu.units import fmt_bytes
+
+    return (f"Runtime overhead, each layout its own: context {fmt_bytes(ov.cuda_context_bytes)} "
+            f"({fmt_bytes(ov.rocm_context_bytes)} on ROCm), library workspace {fmt_bytes(ov.cublas_workspace_bytes)}, "
+            f"NCCL {fmt_bytes(ov.nccl_base_bytes)} plus {fmt_bytes(ov.nccl_per_peer_bytes)} a peer (TP - 1, EP - 1, "
+            "one for DP and one for PP) on more than one GPU, none on one; allocator fragmentation "
+            f"{ov.fragmentation_fraction:.0%} of tensors.")
 
 
 def context_bytes(gpu: GpuSpec | None, ov: Overheads) -> int:

@@ -2,7 +2,8 @@
 step on the datasheet's peaks and bandwidths with no efficiency, launch or host cost (the constants
 :mod:`~anchorgpu.planner.speed.step_constants` forms for the ceiling). The sweep times every configuration but carries
 no ceiling; the few shown are planned again here, one by one, by the scalar planner whose figures the sweep is held
-equal to (``tests/recommend/test_sweep_agrees_with_plan.py``). Pure."""
+equal to (``tests/recommend/test_sweep_agrees_with_plan.py``). A serving row gets, from the same plan, the rate
+``plan`` reports at the largest concurrency that fits (``max_output_tokens_per_s``, with its ceiling). Pure."""
 
 from __future__ import annotations
 
@@ -31,8 +32,10 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
     """``prefill_s_ceiling``, ``decode_tokens_per_s_per_user_ceiling`` and ``decode_tokens_per_s_total_ceiling`` of
     one serving row of the sweep, each the ceiling of the figure the row gives: the row planned with its layout,
     formats and concurrency, timed as the sweep times it (every sequence at the busiest replica's pace; an
-    attention-DP row as ``plan`` times it, which is how the sweep planned it). Empty where the row cannot be planned
-    again (none the sweep lets fit)."""
+    attention-DP row as ``plan`` times it, which is how the sweep planned it); and ``max_output_tokens_per_s`` with
+    its ``_ceiling``, the rate that plan gives at the largest concurrency that fits (its saturation: the engine's
+    KV cache and sequence cap), as ``plan`` reports it. Empty where the row cannot be planned again (none the sweep
+    lets fit)."""
     from anchorgpu.planner import Layout, PrecisionPlan, plan
     from anchorgpu.planner.speed.batching import serving_estimate
     from anchorgpu.planner.speed.calibration import calibrated
@@ -49,12 +52,15 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
                  gpu=shape.gpu, overheads=spec.overheads, suggest=False, choose_layout=False)
         if not p.fits:
             return {}
+        perf = plan_performance(p, prompt_tokens=prompt, output_tokens=output, mfu=spec.efficiencies.mfu,
+                                mbu=spec.efficiencies.mbu)
+        saturated = ({"max_output_tokens_per_s": perf["max_output_tokens_per_s"],
+                      "max_output_tokens_per_s_ceiling": perf["max_output_tokens_per_s_ceiling"]}
+                     if perf.get("max_output_tokens_per_s") is not None else {})
         if row["ep"] > row["tp"]:  # attention data parallelism: the sweep took plan_performance's figures
-            perf = plan_performance(p, prompt_tokens=prompt, output_tokens=output, mfu=spec.efficiencies.mfu,
-                                    mbu=spec.efficiencies.mbu)
             return {"prefill_s_ceiling": perf["ttft_s_ceiling"],
                     "decode_tokens_per_s_per_user_ceiling": perf["decode_tokens_per_s_per_user_ceiling"],
-                    "decode_tokens_per_s_total_ceiling": perf["output_tokens_per_s_ceiling"]}
+                    "decode_tokens_per_s_total_ceiling": perf["output_tokens_per_s_ceiling"], **saturated}
         setup = replace(serving_setup(p, prompt_tokens=prompt, output_tokens=output),
                         gpus_per_server=shape.gpus_per_server)
         est = serving_estimate(model, shape.gpu, setup, prompt_tokens=prompt, output_tokens=output, concurrency=conc,
@@ -62,7 +68,7 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
     except InvalidWorkload:
         return {}
     return {"prefill_s_ceiling": est.ttft_s_ceiling, "decode_tokens_per_s_per_user_ceiling": 1.0 / est.tpot_s_ceiling,
-            "decode_tokens_per_s_total_ceiling": conc / est.tpot_s_ceiling}
+            "decode_tokens_per_s_total_ceiling": conc / est.tpot_s_ceiling, **saturated}
 
 
 def training_ceilings(model: ModelSpec, spec: SweepSpec, row: dict[str, Any]) -> dict[str, float]:

@@ -14,7 +14,7 @@ from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE
 if TYPE_CHECKING:
     from anchorgpu.recommend.records import Recommendation, RecommendedOption
 
-__all__ = ["evidence_lines", "recommendation_to_json"]
+__all__ = ["evidence_lines", "headline_band", "recommendation_to_json"]
 
 
 def _money(usd: Decimal | None) -> str | None:
@@ -46,6 +46,7 @@ def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Override
         "prefill_s": num("prefill_s", 4),
         "decode_tokens_per_s_per_user": num("decode_tokens_per_s_per_user", 2),
         "decode_tokens_per_s_total": num("decode_tokens_per_s_total", 1),
+        "max_output_tokens_per_s": num("max_output_tokens_per_s", 1),
         "train_tokens_per_s": num("train_tokens_per_s", 1), "train_time_s": num("train_time_s", 1),
         "total_usd": str(o.total_usd), "per_gpu_hour_usd": _money(o.per_gpu_hour_usd),
         "effective_per_gpu_hour_usd": str(o.effective_per_gpu_hour_usd),
@@ -99,7 +100,7 @@ def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False,
 
 
 _SERVING_FIGURES = (("prefill_s", 4, False), ("decode_tokens_per_s_per_user", 2, True),
-                    ("decode_tokens_per_s_total", 1, True))
+                    ("decode_tokens_per_s_total", 1, True), ("max_output_tokens_per_s", 1, True))
 """A serving result's figures: (name, decimals it is written with, whether it is a rate: higher is better)."""
 _TRAINING_FIGURES = (("train_tokens_per_s", 1, True), ("train_time_s", 1, False))
 
@@ -118,6 +119,16 @@ def evidence_lines(rec: Recommendation) -> list[str]:
         if section is not None and section["summary"] not in out:
             out.append(section["summary"])
     return out
+
+
+def headline_band(rec: Recommendation, o: RecommendedOption) -> tuple[float | None, float | None, float | None]:
+    """The band (low, high) and roofline ceiling of an option's headline speed (training tokens/s, else total output
+    tokens/s), as its JSON gives them; ``None`` where it has none (``--mfu``/``--mbu`` given: no band)."""
+    training = rec.task not in ("inference", "diffusion")
+    name = "train_tokens_per_s" if training else "decode_tokens_per_s_total"
+    keys = _bands(o, o.config, rec.moe, rec.efficiencies, _engine(rec))
+    low, high, top = (keys.get(name + end) for end in ("_low", "_high", "_ceiling"))
+    return low, high, top
 
 
 _LEAVES = frozenset((str, int, float, bool, type(None)))  # exactly these types: kept as they are

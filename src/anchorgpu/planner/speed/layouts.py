@@ -34,6 +34,7 @@ from anchorgpu.planner.inputs import (
     recompute_ladder,
     train_cp_sizes,
     train_ep_sizes,
+    train_pp_sizes,
 )
 from anchorgpu.planner.pipeline_layout import parse_pipeline_layout
 from anchorgpu.planner.speed.calibration import calibration
@@ -52,15 +53,16 @@ if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
 
 __all__ = ["MICRO_BATCHES", "SERVER_GPUS", "Choice", "choose_training_layout", "deepest_interleave", "micro_batches",
-           "tp_ok"]
+           "sharded_with_stages", "tp_ok"]
 
 SERVER_GPUS = 8
 MICRO_BATCHES: tuple[int, ...] = (1, 2, 4)
 # what the search leaves out of the ZeRO stages, as the chosen layout's sentence says (when the stage was left open)
 _ZERO_RULE = ("; ZeRO tried: 1, 2 (timed reducing every micro-batch's gradients, as it must to keep a shard of "
-              "them) and FSDP (3) without pipeline stages")
+              "them) and FSDP (3) without pipeline stages (Megatron-FSDP runs none)")
 _ZERO_RULE_PYTORCH = ("; ZeRO tried: 1, 2 without pipeline stages (DeepSpeed's pipeline engine refuses it; timed "
-                      "reducing every micro-batch's gradients) and FSDP (3) without pipeline stages")
+                      "reducing every micro-batch's gradients) and FSDP (3), with pipeline stages as torchtitan runs "
+                      "FSDP2 under them")
 _with_knobs = evolver(Workload, "micro_batch", "recompute", "seq_tokens")  # a candidate's workload, as replace() makes it
 
 
@@ -99,8 +101,22 @@ def micro_batches(w: Workload) -> tuple[int, ...]:
     return (w.micro_batch,) if w.micro_batch else MICRO_BATCHES
 
 
-def _divisors(n: int, limit: int) -> list[int]:
-    return [d for d in range(1, min(n, limit) + 1) if n % d == 0]
+def sharded_with_stages(zero: int, train_stack: str) -> bool:
+    """Whether a training search (this chooser and the sweep behind ``recommend``) tries ZeRO stage ``zero`` with
+    pipeline stages on ``train_stack``. ZeRO-1 (Megatron-Core's distributed optimizer, DeepSpeed's stage 1) runs with
+    them on both stacks. ZeRO-2: not where the stack refuses it (:func:`~.zero2.zero2_pipeline_refusal`). FSDP (3): on
+    the PyTorch stack only, where FSDP2 runs under ``torch.distributed.pipelining`` (torchtitan's Llama 3.1 405B on
+    512 H100, FSDP 8 x TP 8 x PP 8: pytorch/torchtitan ``benchmarks/llama3_h100_202412_torchtitan.md`` at 31a17bf,
+    row T28 of perf_measured.md); Megatron-FSDP runs no pipeline stages (NVIDIA/Megatron-LM issue #1455 open, its
+    roadmap #4003 lists "PP support" as future work, PR #6486 "Enable Pipeline Parallelism Support for M-FSDP v2"
+    open; its user guide's example scripts set no --pipeline-model-parallel-size).
+
+    >>> [sharded_with_stages(z, "megatron") for z in (1, 2, 3)], [sharded_with_stages(z, "pytorch") for z in (1, 2, 3)]
+    ([True, True, False], [True, False, True])
+    """
+    if zero == 2:
+        return zero2_pipeline_refusal(train_stack, 2) is None
+    return zero != 3 or train_stack == "pytorch"
 
 
 def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: int, batch: int,
@@ -135,8 +151,8 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
             if gpus % (tp * cp):
                 continue
             rest = gpus // (tp * cp)
-            pps = [given.pp or 1] if explicit or given.pp or w.offload_activation_layers else [
-                p for p in _divisors(rest, 64) if p <= model.num_layers and (p == 1 or p & (p - 1) == 0)]
+            pps = ([given.pp or 1] if explicit or given.pp or w.offload_activation_layers
+                   else train_pp_sizes(model.num_layers, rest))
             for pp in pps:
                 if rest % pp:
                     continue
@@ -158,10 +174,8 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                     if zero2_blocks is not None and zero == 3 and 1 in starts and 2 in starts:  # ZeRO-2's run ends
                         _add_zero2_block(zero2_blocks, starts[1], starts[2], len(out))
                     starts[zero] = len(out)
-                    if zero == 3 and pp > 1:
-                        continue  # FSDP with pipelining is rare and not what an engineer reaches for first
-                    if zero == 2 and zero2_pipeline_refusal(w.train_stack, pp) is not None:
-                        continue  # the stack will not run ZeRO-2 with pipeline stages
+                    if pp > 1 and not sharded_with_stages(zero, w.train_stack):
+                        continue  # the stack will not run this stage with pipeline stages
                     for v in vs:
                         if v > 1 and pp == 1:
                             continue
