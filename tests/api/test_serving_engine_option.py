@@ -19,7 +19,7 @@ def test_a_plan_sized_for_tensorrt_llm(client: Any) -> None:
 
 
 def test_what_the_engine_cannot_be_is_a_problem(client: Any) -> None:
-    unknown = client.post("/v1/plan", json={"model": "llama-3.1-8b", "gpu": "h100", "engine": "sglang"})
+    unknown = client.post("/v1/plan", json={"model": "llama-3.1-8b", "gpu": "h100", "engine": "lmdeploy"})
     assert unknown.status_code == 422
     problem_of(unknown)
     training = client.post("/v1/plan", json={"model": "llama-3.1-8b", "gpu": "h100", "task": "train",

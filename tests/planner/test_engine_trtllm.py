@@ -86,8 +86,8 @@ def test_a_user_planning_for_tensorrt_llm_plans_what_the_held_out_rows_are_plann
 
 
 def test_the_cli_refuses_an_unknown_engine_or_one_for_training(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--engine", "sglang")
-    assert code == 2 and not out and err.strip() == "error: --engine 'sglang': choose vllm or trtllm"
+    code, out, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--engine", "lmdeploy")
+    assert code == 2 and not out and err.strip() == "error: --engine 'lmdeploy': choose vllm, trtllm or sglang"
     code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--task", "train", "--engine", "trtllm")
     assert code == 2 and "--engine trtllm applies to serving a language model (task inference); task train serves no " \
         "requests" in err and len(err.splitlines()) == 1

@@ -27,10 +27,11 @@ def allocation_recipe(uow: Any, *, account_id: str, allocation_id: str, clock: A
     from anchorgpu.planner.report import plan_to_json
     from anchorgpu.recipes import Target, build_recipe, check_fits, check_kind, recipe_to_json
 
-    if workload.task == "inference" and check_kind(kind) == "trtllm" and workload.engine != "trtllm":
+    launched = check_kind(kind)
+    if workload.task == "inference" and launched in ("trtllm", "sglang") and workload.engine != launched:
         from dataclasses import replace
 
-        workload = replace(workload, engine="trtllm")  # a TensorRT-LLM launch is planned with its engine's memory sizing
+        workload = replace(workload, engine=launched)  # its launch is planned with that engine's memory sizing
     body = get_allocation(uow, account_id=account_id, allocation_id=allocation_id, clock=clock)
     if body["state"] in ("terminated", "expired"):
         raise InvalidWorkload(f"allocation {allocation_id} is {body['state']}: its servers are released",

@@ -17,9 +17,10 @@ GPU_MEMORY_UTILIZATION = ("Inference only: the serving engine's share of GPU mem
                           "trtllm the share of the memory free after the weights and profiling that the KV cache "
                           "takes (free_gpu_memory_fraction).")
 ENGINE = ("Inference only: the serving engine the memory and admission are sized for: vllm | trtllm (trtllm-serve's KV "
-          "sizing, 8,192 tokens and 2,048 sequences, requests admitted only when prompt + output fit); default trtllm "
-          "with --recipe trtllm, else vllm. A serving --recipe must be the engine's own (trtllm with trtllm, vllm or "
-          "sglang with vllm).")
+          "sizing, 8,192 tokens and 2,048 sequences, requests admitted only when prompt + output fit) | sglang (its "
+          "mem_fraction_static, derived from the GPU's memory and the layout unless --gpu-memory-utilization gives it, "
+          "holds the weights and a one-token-slot KV pool; chunked prefill and CUDA graphs by GPU memory); default "
+          "the engine of --recipe trtllm or sglang, else vllm. A serving --recipe must be the engine's own.")
 MAX_NUM_SEQS = ("Inference only: engine sequence cap, vLLM's max_num_seqs (default 1,024 on GPUs of 70 GiB or more but "
                 "the A100, else 256): a serving replica runs at most this many at once.")
 ALLOW_LONG_CONTEXT = "Allow a context beyond the model's limit."

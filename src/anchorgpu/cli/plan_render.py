@@ -57,9 +57,12 @@ def _verdict(plan: Plan) -> str:
     memory = plan.gpu.memory_bytes
     available = f"{_fmt(plan.budget_bytes)} per GPU"
     if plan.budget_bytes != memory:
-        available += (f" (TensorRT-LLM: the peak plus {plan.workload.gpu_memory_utilization:.0%} of the memory it "
-                      "leaves free)" if plan.workload.engine == "trtllm" else
-                      f" (serving engine budget: {plan.workload.gpu_memory_utilization:.0%} of {_fmt(memory)})")
+        fraction = plan.workload.gpu_memory_utilization or 0.0  # an inference plan's workload holds it resolved
+        available += (f" (TensorRT-LLM: the peak plus {fraction:.0%} of the memory it leaves free)"
+                      if plan.workload.engine == "trtllm" else
+                      f" (SGLang: the activations plus mem_fraction_static {fraction:g} of the memory free at start)"
+                      if plan.workload.engine == "sglang" else
+                      f" (serving engine budget: {fraction:.0%} of {_fmt(memory)})")
     headroom = plan.headroom_bytes or 0
     if plan.fits:
         return (f"Verdict: [green]FITS[/green] - needs {_fmt(need)} of {available}; "
@@ -128,6 +131,7 @@ def render_plan(plan: Plan) -> None:
     if plan.gpu is not None:
         if plan.budget_bytes is not None and plan.budget_bytes != plan.gpu.memory_bytes:
             table.add_row("engine budget (TensorRT-LLM)" if w.engine == "trtllm" else
+                          f"engine budget (SGLang, {w.gpu_memory_utilization:g})" if w.engine == "sglang" else
                           f"engine budget ({w.gpu_memory_utilization:.0%})", _gib(plan.budget_bytes), "")
         table.add_row("GPU memory", _gib(plan.gpu.memory_bytes), "")
         if plan.headroom_bytes is not None:

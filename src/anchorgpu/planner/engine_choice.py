@@ -21,44 +21,55 @@ __all__ = ["TRAINING_RECIPES", "check_engine_caps", "engine_refusal", "engine_so
 
 def engine_refusal(engine: str, gpus: Iterable[GpuSpec], source: EngineSource = "given") -> str | None:
     """The one-line refusal of a serving engine on GPUs it does not run on, or None: TensorRT-LLM runs on NVIDIA
-    GPUs only (``plan``, the sweep and ``recommend``'s rejections all say it this way), named by the option that chose
-    it (``source``: ``--recipe trtllm`` where that launch chose the engine).
+    GPUs only, SGLang on NVIDIA GPUs and AMD's with ROCm (its platforms: CUDA and HIP; Intel's, Ascend's and Apple's
+    backends are not GPUs of the catalog's vendors) (``plan``, the sweep and ``recommend``'s rejections all say it this
+    way), named by the option that chose it (``source``: ``--recipe trtllm`` where that launch chose the engine).
 
     >>> from anchorgpu.hardware import get_gpu
     >>> engine_refusal("trtllm", [get_gpu("h100"), get_gpu("mi300x")]), engine_refusal("vllm", [get_gpu("mi300x")])
     ('--engine trtllm: TensorRT-LLM runs on NVIDIA GPUs only, not mi300x', None)
     >>> engine_refusal("trtllm", [get_gpu("mi300x")], "recipe")
     '--recipe trtllm: TensorRT-LLM runs on NVIDIA GPUs only, not mi300x'
+    >>> engine_refusal("sglang", [get_gpu("h100"), get_gpu("mi300x")]) is None  # CUDA and ROCm: every catalog GPU
+    True
     """
-    if engine != "trtllm":
+    runs_on = {"trtllm": ("NVIDIA",), "sglang": ("NVIDIA", "AMD")}.get(engine)
+    if runs_on is None:
         return None
-    other = sorted({gpu.name for gpu in gpus if gpu.vendor != "NVIDIA"})
+    other = sorted({gpu.name for gpu in gpus if gpu.vendor not in runs_on})
     option = "--recipe" if source == "recipe" else "--engine"
-    return f"{option} trtllm: TensorRT-LLM runs on NVIDIA GPUs only, not {', '.join(other)}" if other else None
+    named, vendors = ("TensorRT-LLM", "NVIDIA GPUs") if engine == "trtllm" else ("SGLang", "NVIDIA and AMD GPUs")
+    return f"{option} {engine}: {named} runs on {vendors} only, not {', '.join(other)}" if other else None
 
 
 def resolve_engine(engine: str | None, recipe: str | None = None) -> Engine:
     """The serving engine to size for: the one given (an unknown one is refused by the planner's validation with
-    one line), else TensorRT-LLM's when its launch (``--recipe trtllm``) was asked for, else vLLM's (every face
-    resolves it the same way).
+    one line), else the engine of the launch asked for (``--recipe trtllm``, ``--recipe sglang``), else vLLM's (every
+    face resolves it the same way).
 
     >>> resolve_engine(None), resolve_engine(None, "trtllm"), resolve_engine("vllm", "trtllm"), resolve_engine(None, "sglang")
-    ('vllm', 'trtllm', 'vllm', 'vllm')
+    ('vllm', 'trtllm', 'vllm', 'sglang')
     """
     if engine is not None:
         return cast(Engine, engine)
-    return "trtllm" if recipe is not None and recipe.strip().lower() == "trtllm" else "vllm"
+    return _recipe_engine(recipe) or "vllm"
+
+
+def _recipe_engine(recipe: str | None) -> Engine | None:
+    """The serving engine a launch recipe runs (``trtllm``, ``sglang``), None for the others (vLLM's is the default)."""
+    key = recipe.strip().lower() if recipe is not None else None
+    return "trtllm" if key == "trtllm" else "sglang" if key == "sglang" else None
 
 
 def engine_source(engine: str | None, recipe: str | None = None) -> EngineSource:
     """How :func:`resolve_engine` chose the engine for these options (the workload's ``engine_source``).
 
     >>> engine_source("vllm"), engine_source(None), engine_source(None, "trtllm"), engine_source(None, "sglang")
-    ('given', 'default', 'recipe', 'default')
+    ('given', 'default', 'recipe', 'recipe')
     """
     if engine is not None:
         return "given"
-    return "recipe" if recipe is not None and recipe.strip().lower() == "trtllm" else "default"
+    return "recipe" if _recipe_engine(recipe) is not None else "default"
 
 
 TRAINING_RECIPES: tuple[str, ...] = ("torchrun-fsdp", "deepspeed", "accelerate")
@@ -92,8 +103,8 @@ def check_engine_caps(max_num_seqs: int | None, max_num_batched_tokens: int | No
     ...
     anchorgpu.errors.InvalidWorkload: max-num-seqs 9,000 exceeds max-num-batched-tokens 8,192: vLLM refuses to start that way
     """
-    if engine != "vllm":  # TensorRT-LLM's max_batch_size and max_num_tokens are independent
-        return
+    if engine != "vllm":  # TensorRT-LLM's max_batch_size and max_num_tokens, SGLang's max_running_requests and
+        return  # chunked_prefill_size, are independent
     if max_num_seqs is not None and max_num_batched_tokens is not None and max_num_seqs > max_num_batched_tokens:
         raise InvalidWorkload(f"max-num-seqs {max_num_seqs:,} exceeds max-num-batched-tokens "
                               f"{max_num_batched_tokens:,}: vLLM refuses to start that way")

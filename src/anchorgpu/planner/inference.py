@@ -1,7 +1,8 @@
-"""Memory of a serving engine (task inference), sized like vLLM V1 (or TensorRT-LLM with ``engine="trtllm"``):
-weights, the engine's activation peak and non-torch memory, the KV cache and recurrent state of the requested
-sequences, and the capacity left (most sequences, longest context) under ``gpu_memory_utilization`` (TensorRT-LLM:
-that fraction of the memory free after its profiling pass). Pure."""
+"""Memory of a serving engine (task inference), sized like vLLM V1 (or TensorRT-LLM with ``engine="trtllm"``, SGLang
+with ``engine="sglang"``): weights, the engine's activation peak and non-torch memory, the KV cache and recurrent state
+of the requested sequences, and the capacity left (most sequences, longest context) under ``gpu_memory_utilization``
+(TensorRT-LLM: that fraction of the memory free after its profiling pass; SGLang: ``mem_fraction_static`` of the
+memory free at start holds the weights and the KV pool). Pure."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import evolver, memo_on_frozen
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import (
+    DEFAULT_GPU_MEMORY_UTILIZATION,
     DEFAULT_OUTPUT_TOKENS,
     DEFAULT_PROMPT_TOKENS,
     KV_CACHE_DTYPES,
@@ -23,6 +25,7 @@ from anchorgpu.planner.inputs import (
     Overheads,
     PrecisionPlan,
     Workload,
+    block_size_of,
     default_context_tokens,
     engine_limits,
     large_engine_defaults,
@@ -36,6 +39,7 @@ from anchorgpu.planner.media import (
     speed_prompt_tokens,
 )
 from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
+from anchorgpu.planner.sglang import SglangSettings, max_running_requests, sglang_settings
 from anchorgpu.planner.terms import TaskTerms, context_bytes, new_task_terms, split_weights_bytes
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 from anchorgpu.units import at_least, fmt_bytes
@@ -47,9 +51,11 @@ def engine_defaults(gpu: GpuSpec | None, workload: Workload, assumptions: list[s
     """vLLM V1 defaults for the OpenAI server: 8,192 batched tokens and 1,024 sequences on GPUs with at
     least 70 GiB but the A100 (:func:`~anchorgpu.planner.inputs.large_engine_defaults`), else 2,048 and 256 (vLLM
     ``arg_utils._set_default_args``)."""
-    tokens, seqs = engine_limits(workload, large_gpu=large_engine_defaults(gpu))
-    assumptions.append(_engine_line(workload.engine, tokens, seqs, workload.gpu_memory_utilization,
-                                    workload.block_size_tokens))
+    tokens, seqs = engine_limits(workload, large_gpu=large_engine_defaults(gpu),
+                                 gpu_memory_bytes=gpu.memory_bytes if gpu is not None else None)
+    assumptions.append(_engine_line(workload.engine, tokens, seqs,
+                                    workload.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION,
+                                    block_size_of(workload)))
     return tokens, seqs
 
 
@@ -66,6 +72,19 @@ def _engine_line(engine: str, tokens: int, seqs: int, utilization: float, block:
             f"gpu_memory_utilization {utilization}, KV block {block} tokens.")
 
 
+@lru_cache(maxsize=256)
+def _sglang_line(s: SglangSettings, given_seqs: bool) -> str:
+    """The serving-engine assumption under SGLang: its settings, derived or given."""
+    fraction = (f"mem_fraction_static {s.mem_fraction_static:g} (SGLang's default for this GPU and layout: 1 - a "
+                f"{s.reserve_mib:,.0f} MiB reserve for activations and CUDA graphs over the GPU's memory)" if s.derived
+                else f"mem_fraction_static {s.mem_fraction_static:g} (given)")
+    seqs = "max_running_requests as given" if given_seqs else ("max_running_requests its default: half the KV pool's "
+                                                                "tokens, at most its request pool")
+    return (f"Serving engine sized like SGLang: {fraction} of the memory free at start holds the weights and the KV "
+            f"pool; chunked_prefill_size {s.chunked_prefill_size}, cuda_graph_max_bs {s.cuda_graph_max_bs}, "
+            f"{seqs}; KV pool in one-token slots (page_size 1).")
+
+
 def _engine_footprint(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov: Overheads, tp: int, pp: int,
                       ep: int, tokens: int, seqs: int, engine: str = "vllm") -> tuple[int, int, int, int, dict[str, int]]:
     """What the engine holds on one GPU before any request: (weights, the prefill activation peak, the sampler's
@@ -74,10 +93,11 @@ def _engine_footprint(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, 
     on them (through :func:`engine_memory`), so every request shape served by that engine shares it. The terms are
     shared: copy them.
     TensorRT-LLM's profiling pass runs context requests only (no sampler warm-up over a full batch), so its
-    sampler term is 0."""
+    sampler term is 0; SGLang profiles no step at all (its reserve is a rule), so its is 0 too."""
     weights, weight_terms = split_weights_bytes(model, fmt, tp, pp, ep)
     prefill = mm.prefill_activation_bytes(model, tokens=tokens, tp=tp)
-    sampler = 0 if engine == "trtllm" else mm.sampler_activation_bytes(sequences=min(tokens, seqs), vocab=model.vocab_size)
+    sampler = (0 if engine != "vllm" else  # SGLang profiles no sampler: its reserve covers the step's logits
+               mm.sampler_activation_bytes(sequences=min(tokens, seqs), vocab=model.vocab_size))
     non_torch = ov.serving_non_torch_tp1_bytes if tp * pp == 1 else ov.serving_non_torch_multi_bytes
     terms = {**weight_terms, "prefill_activation_bytes": prefill, "sampler_logits_bytes": sampler,
              "non_torch_bytes": non_torch, "cuda_context_outside_budget_bytes": context_bytes(gpu, ov)}
@@ -89,8 +109,8 @@ class EngineMemory(NamedTuple):
     serving plan's memory that depends on the (frozen) model, weight format, GPU and overheads, the split and the
     engine's settings only (:func:`engine_memory`), never on the request's sizes."""
 
-    tokens: int  # max_num_batched_tokens (TensorRT-LLM: max_num_tokens) as planned: the setting, else the default
-    seqs: int  # max_num_seqs (max_batch_size)
+    tokens: int  # max_num_batched_tokens (TensorRT-LLM: max_num_tokens; SGLang: chunked_prefill_size) as planned
+    seqs: int  # max_num_seqs (max_batch_size; SGLang: max_running_requests given, else its request pool's most)
     line: str  # the serving-engine assumption
     weights: int
     prefill: int  # the profiled prefill activation peak
@@ -99,16 +119,26 @@ class EngineMemory(NamedTuple):
     terms: dict[str, int]  # their terms of the breakdown in order, the CUDA context's last (shared: copy them)
     budget: int | None  # the engine's budget and the KV cache's capacity in it; None without a GPU
     capacity: int | None
+    utilization: float  # gpu_memory_utilization as planned (SGLang: mem_fraction_static, given or derived)
+    sglang: SglangSettings | None  # SGLang's start-up settings; None for the other engines
 
 
 @partial(memo_on_frozen, frozen=4)
 def engine_memory(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov: Overheads, tp: int, pp: int, ep: int,
-                  engine: Engine, max_tokens: int | None, max_seqs: int | None, utilization: float,
-                  utilization_type: type, block: int) -> EngineMemory:
+                  engine: Engine, max_tokens: int | None, max_seqs: int | None, utilization: float | None,
+                  utilization_type: type, block: int, dp_attention: int = 0) -> EngineMemory:
     """The :class:`EngineMemory` of a layout: the engine's limits (:func:`engine_defaults`) and footprint
     (:func:`_engine_footprint`), its budget under ``gpu_memory_utilization`` and the capacity left for the KV cache.
     Memoised on the frozen four by identity and the plain values after them (``utilization_type``: 1 and 1.0 print
-    differently in the assumption), so every request served by that engine on that layout shares it."""
+    differently in the assumption), so every request served by that engine on that layout shares it.
+    ``utilization`` None takes the engine's default: 0.9, or SGLang's derived ``mem_fraction_static``
+    (:func:`~anchorgpu.planner.sglang.sglang_settings`, ``dp_attention`` its dp_size under attention data parallelism).
+    Under SGLang the budget is the weights, activations and non-torch memory plus the KV pool: ``mem_fraction_static``
+    of the memory free at start (the CUDA context and non-torch memory taken) less the weights
+    (``profile_max_num_token``); the activations and CUDA graphs live in the rest."""
+    if engine == "sglang":
+        return _sglang_memory(model, fmt, gpu, ov, tp, pp, ep, max_tokens, max_seqs, utilization, block, dp_attention)
+    utilization = utilization or DEFAULT_GPU_MEMORY_UTILIZATION
     probe = Workload(engine=engine, max_num_batched_tokens=max_tokens, max_num_seqs=max_seqs,
                      gpu_memory_utilization=utilization, block_size_tokens=block)
     line: list[str] = []
@@ -124,7 +154,28 @@ def engine_memory(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov: 
         else:
             budget = math.ceil(gpu.memory_bytes * utilization)
             capacity = budget - used
-    return EngineMemory(tokens, seqs, line[0], weights, prefill, sampler, non_torch, terms, budget, capacity)
+    return EngineMemory(tokens, seqs, line[0], weights, prefill, sampler, non_torch, terms, budget, capacity,
+                        utilization, None)
+
+
+def _sglang_memory(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov: Overheads, tp: int, pp: int, ep: int,
+                   max_tokens: int | None, max_seqs: int | None, utilization: float | None, block: int,
+                   dp_attention: int) -> EngineMemory:
+    """:func:`engine_memory` under SGLang (its sequence cap before the KV pool is sized: the request pool's most)."""
+    s = sglang_settings(gpu.memory_bytes if gpu is not None else None, tp=tp * dp_attention if dp_attention else tp,
+                        pp=pp, chunked_prefill_size=max_tokens, mla=model.mla is not None, dp_attention=dp_attention,
+                        mem_fraction_static=utilization)
+    _, seqs = engine_limits(Workload(engine="sglang", max_num_seqs=max_seqs), large_gpu=True)
+    weights, prefill, sampler, non_torch, terms = _engine_footprint(model, fmt, gpu, ov, tp, pp, ep,
+                                                                    s.chunked_prefill_size, seqs, "sglang")
+    budget = capacity = None
+    if gpu is not None:
+        used = weights + prefill + sampler + non_torch
+        start_free = gpu.memory_bytes - terms["cuda_context_outside_budget_bytes"] - non_torch
+        capacity = int(s.mem_fraction_static * start_free) - weights
+        budget = used + max(0, capacity)
+    return EngineMemory(s.chunked_prefill_size, seqs, _sglang_line(s, max_seqs is not None), weights, prefill,
+                        sampler, non_torch, terms, budget, capacity, s.mem_fraction_static, s)
 
 
 @memo_on_frozen
@@ -172,7 +223,8 @@ DEFAULT_REQUEST_NOTE = "Context not given: each of the"
 (a recipe then lets the engine accept longer ones, as it would by default)."""
 
 # the workload as planned: its context, concurrency, engine limits and speed prompt resolved (evolve, made once)
-_resolved = evolver(Workload, "context_tokens", "concurrency", "max_num_batched_tokens", "max_num_seqs", "prompt_tokens")
+_resolved = evolver(Workload, "context_tokens", "concurrency", "max_num_batched_tokens", "max_num_seqs", "prompt_tokens",
+                    "gpu_memory_utilization", "block_size_tokens")
 
 
 def _asked_context(model: ModelSpec, w: Workload, assumptions: list[str]) -> int:
@@ -232,13 +284,13 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         assumptions.append(f"{lay.dp} replicas share the {concurrency} sequences: {per_replica} per replica.")
     utilization = w.gpu_memory_utilization
     em = engine_memory(model, fmt, gpu, ov, lay.tp, lay.pp, lay.ep, w.engine, w.max_num_batched_tokens, w.max_num_seqs,
-                       utilization, type(utilization), w.block_size_tokens)
+                       utilization, type(utilization), block_size_of(w), lay.dp if lay.attention_dp else 0)
     tokens, seqs, weights, prefill, sampler, non_torch = em.tokens, em.seqs, em.weights, em.prefill, em.sampler, \
         em.non_torch
     assumptions.append(em.line)
     engine_terms = em.terms
     breakdown = dict(engine_terms)
-    bytes_per_value, block = KV_CACHE_DTYPES[precision.kv_cache], w.block_size_tokens
+    bytes_per_value, block = KV_CACHE_DTYPES[precision.kv_cache], block_size_of(w)
     kv_one, kv = mm.kv_cache_bytes_one_and_all(model, context_tokens=ctx, sequences=per_replica,
                                                bytes_per_value=bytes_per_value, tp=lay.tp, pp=lay.pp, block_size=block)
     breakdown["kv_per_sequence_bytes"] = kv_one
@@ -263,7 +315,13 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     assumptions.append(
         "KV cache shown is what the requested sequences need; the serving engine reserves all the KV cache its "
         "memory setting allows at start-up (kv_cache_capacity_bytes in the breakdown).")
-    if w.engine == "trtllm":
+    if w.engine == "sglang":
+        assumptions.append(
+            "SGLang sizes its KV pool as mem_fraction_static of the memory free at start (after the CUDA context and "
+            "NCCL) less the weights (model_runner profile_max_num_token); the prefill activations and CUDA graphs "
+            "live in the rest (sglang_reserve_bytes), so engine_budget_bytes is the weights, activations and "
+            "non-torch memory plus that pool.")
+    elif w.engine == "trtllm":
         assumptions.append(
             "The profiling pass's peak holds the weights, a step of max_num_tokens prompt tokens, non-torch memory "
             "and the CUDA context; the KV cache is free_gpu_memory_fraction of what is left (TensorRT-LLM "
@@ -284,13 +342,15 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         breakdown["engine_budget_bytes"] = budget
         free = at_least(capacity, 0)
         breakdown["kv_cache_capacity_bytes"] = free
+        if em.sglang is not None:
+            seqs = _sglang_admission(model, w, em, breakdown, warnings, free, bytes_per_value, lay, gpu.memory_bytes)
         max_conc = free // at_least(kv_one + state_one, 1) * lay.dp
         cap_limit = limit if not w.allow_long_context else max(limit, ctx) * 16
         room = capacity - state  # the recurrent state of the sequences does not grow with the context
         # the largest context (at most cap_limit) whose KV for per_replica sequences fits the room
         max_ctx = (_longest_kv_context(model, room, per_replica, bytes_per_value, lay.tp, lay.pp, block, cap_limit)
                    if room >= 0 else 0)
-        if capacity <= 0 and w.engine == "trtllm":
+        if capacity <= 0 and w.engine in ("trtllm", "sglang"):
             warnings.append(make_warning(
                 "weights_exceed_engine_budget",
                 f"weights, activations, non-torch memory and the CUDA context take "
@@ -306,5 +366,31 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                           max_context_tokens=max_ctx,
                           workload=_resolved(w, context_tokens=ctx, concurrency=concurrency,
                                              max_num_batched_tokens=tokens, max_num_seqs=seqs,
+                                             gpu_memory_utilization=em.utilization, block_size_tokens=block,
                                              prompt_tokens=(speed_prompt_tokens(media, model, w, ctx, assumptions)
                                                             if media is not NO_MEDIA else None) or w.prompt_tokens))
+
+
+def _sglang_admission(model: ModelSpec, w: Workload, em: EngineMemory, breakdown: dict[str, int],
+                      warnings: list[PlanWarning], capacity: int, bytes_per_value: float, lay: ResolvedLayout,
+                      memory_bytes: int) -> int:
+    """SGLang's KV pool in token slots (``max_total_num_tokens``), its ``max_running_requests`` (the one given, else
+    its default from that pool: :func:`~anchorgpu.planner.sglang.max_running_requests`) and the reserve it leaves
+    for activations and CUDA graphs, into the breakdown; a warning where the prefill activation peak exceeds that
+    reserve (SGLang would run out of memory on a full prefill chunk)."""
+    cell = mm.kv_cache_bytes_one_and_all(model, context_tokens=1, sequences=1, bytes_per_value=bytes_per_value,
+                                         tp=lay.tp, pp=lay.pp, block_size=1)[0]
+    kv_tokens = capacity // at_least(cell, 1)
+    breakdown["kv_pool_tokens"] = kv_tokens
+    start_free = memory_bytes - em.terms["cuda_context_outside_budget_bytes"] - em.non_torch
+    reserve = start_free - int(em.utilization * start_free)
+    breakdown["sglang_reserve_bytes"] = reserve
+    if em.prefill > reserve:
+        warnings.append(make_warning(
+            "activations_exceed_engine_reserve",
+            f"the prefill activation peak of a {em.tokens:,}-token chunk, {fmt_bytes(em.prefill)}, exceeds the "
+            f"{fmt_bytes(reserve)} SGLang leaves outside mem_fraction_static {em.utilization:g}: lower "
+            "--gpu-memory-utilization or --max-num-batched-tokens"))
+    if w.max_num_seqs is not None:
+        return w.max_num_seqs
+    return max(1, max_running_requests(kv_tokens, model.max_context_tokens))

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from anchorgpu.planner._frozen import fast_init
+from anchorgpu.planner.sglang import SGLANG_MAX_REQUESTS, page_size_tokens, sglang_settings
 from anchorgpu.units import GIB, MIB
 
 if TYPE_CHECKING:
@@ -20,6 +21,8 @@ __all__ = [
     "ALL_LORA_TARGETS",
     "CROSS_ENTROPY_IMPLS",
     "CrossEntropy",
+    "DEFAULT_BLOCK_SIZE_TOKENS",
+    "DEFAULT_GPU_MEMORY_UTILIZATION",
     "ENGINES",
     "Engine",
     "KV_CACHE_AUTO",
@@ -113,14 +116,22 @@ KV_CACHE_AUTO = "auto"
 with FP8 hardware, an NVFP4 one where the workload's engine runs it on the GPU, else the nearest the GPU runs:
 :func:`anchorgpu.planner.validate.default_kv_cache`), else bf16, as the engines' ``auto`` resolves it; ``plan()``
 states which, and its ``Plan.precision`` holds the dtype planned."""
-Engine = Literal["vllm", "trtllm"]
-ENGINES: tuple[Engine, ...] = ("vllm", "trtllm")
-EngineSource = Literal["given", "default", "recipe"]
-"""How the serving engine was chosen: named by the user (``--engine``), vLLM by default, or TensorRT-LLM because its
-launch was asked for (``--recipe trtllm``); a refusal says which, so it never names an ``--engine`` nobody gave."""
+Engine = Literal["vllm", "trtllm", "sglang"]
+ENGINES: tuple[Engine, ...] = ("vllm", "trtllm", "sglang")
 """Serving engines whose memory sizing and admission the planner models: vLLM V1 (its ``gpu_memory_utilization``
-budget, paged admission) and TensorRT-LLM's PyTorch backend as ``trtllm-serve`` runs it (a fraction of the memory
-free after its profiling pass, GUARANTEED_NO_EVICT admission)."""
+budget, paged admission), TensorRT-LLM's PyTorch backend as ``trtllm-serve`` runs it (a fraction of the memory
+free after its profiling pass, GUARANTEED_NO_EVICT admission) and SGLang (``mem_fraction_static`` of the memory free
+at start for the weights and a token-granular KV pool, its default derived from the GPU's memory and the layout:
+:mod:`anchorgpu.planner.sglang`)."""
+EngineSource = Literal["given", "default", "recipe"]
+"""How the serving engine was chosen: named by the user (``--engine``), vLLM by default, or the engine of the launch
+asked for (``--recipe trtllm``, ``--recipe sglang``); a refusal says which, so it never names an ``--engine`` nobody
+gave."""
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+"""vLLM's ``gpu_memory_utilization`` and TensorRT-LLM's ``free_gpu_memory_fraction`` as the planner sizes them when
+none is given (SGLang derives its own ``mem_fraction_static``: :func:`anchorgpu.planner.sglang.sglang_settings`)."""
+DEFAULT_BLOCK_SIZE_TOKENS = 16
+"""The KV-cache page of vLLM (its default on CUDA) and TensorRT-LLM as planned; SGLang's is one token."""
 TRTLLM_MAX_NUM_TOKENS = 8192
 TRTLLM_MAX_BATCH_SIZE = 2048
 """``trtllm-serve``'s defaults when neither is given (``tensorrt_llm/commands/serve.py`` ``get_llm_args``, from
@@ -145,7 +156,10 @@ class Workload:
     Diffusion: ``resolution`` (width, height) in pixels, ``images`` per batch, ``vae_tiling``.
     Serving ``engine``: ``vllm`` (``gpu_memory_utilization`` is the share of each GPU's memory the engine may take)
     or ``trtllm`` (it is the share of the memory left free after the weights and the profiling pass that the KV
-    cache takes, TensorRT-LLM's ``free_gpu_memory_fraction``); see :data:`ENGINES`.
+    cache takes, TensorRT-LLM's ``free_gpu_memory_fraction``) or ``sglang`` (it is ``mem_fraction_static``, the share
+    of the memory free at start for the weights and the KV pool); see :data:`ENGINES`. ``gpu_memory_utilization`` and
+    ``block_size_tokens`` left ``None`` take the engine's defaults (:data:`DEFAULT_GPU_MEMORY_UTILIZATION`, SGLang's
+    derived fraction; :func:`block_size_of`); a plan's workload holds them resolved.
     """
 
     task: Task = "inference"
@@ -154,10 +168,10 @@ class Workload:
     context_tokens: int | None = None
     concurrency: int | None = None
     allow_long_context: bool = False
-    gpu_memory_utilization: float = 0.9
-    max_num_batched_tokens: int | None = None  # vLLM's prefill chunk budget; default by GPU size
-    max_num_seqs: int | None = None  # vLLM's sequence cap (sampler profiling); default by GPU size
-    block_size_tokens: int = 16  # KV-cache page size (vLLM default on CUDA)
+    gpu_memory_utilization: float | None = None  # None: the engine's default (a plan's workload holds it resolved)
+    max_num_batched_tokens: int | None = None  # vLLM's prefill chunk budget (SGLang's chunked_prefill_size); default by GPU size
+    max_num_seqs: int | None = None  # vLLM's sequence cap (SGLang's max_running_requests); default by GPU size
+    block_size_tokens: int | None = None  # KV-cache page size; None: the engine's (block_size_of)
     micro_batch: int | None = None
     global_batch_tokens: int | None = None
     prompt_tokens: int | None = None
@@ -319,7 +333,19 @@ def large_engine_defaults(gpu: GpuSpec | None) -> bool:
     return gpu is None or (gpu.memory_bytes >= 70 * GIB and "a100" not in gpu.name.lower())
 
 
-def engine_limits(workload: Workload, *, large_gpu: bool) -> tuple[int, int]:
+def block_size_of(workload: Workload) -> int:
+    """The KV-cache page the workload is planned with: its own, else the engine's (vLLM's 16 tokens on CUDA, as
+    TensorRT-LLM is planned; SGLang's one-token slots, ``--page-size`` 1).
+
+    >>> block_size_of(Workload()), block_size_of(Workload(engine="sglang")), block_size_of(Workload(block_size_tokens=32))
+    (16, 1, 32)
+    """
+    if workload.block_size_tokens is not None:
+        return workload.block_size_tokens
+    return page_size_tokens() if workload.engine == "sglang" else DEFAULT_BLOCK_SIZE_TOKENS
+
+
+def engine_limits(workload: Workload, *, large_gpu: bool, gpu_memory_bytes: int | None = None) -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs): the workload's, else vLLM V1's defaults for the OpenAI server,
     8,192 tokens and 1,024 sequences where :func:`large_engine_defaults` (GPUs of at least 70 GiB but the A100),
     2,048 and 256 elsewhere (vLLM ``arg_utils._set_default_args``); with TensorRT-LLM, ``trtllm-serve``'s 8,192 and
@@ -334,7 +360,16 @@ def engine_limits(workload: Workload, *, large_gpu: bool) -> tuple[int, int]:
     (4096, 4096)
     >>> engine_limits(Workload(engine="trtllm"), large_gpu=False)  # trtllm-serve's, whatever the GPU
     (8192, 2048)
+
+    With SGLang, its ``chunked_prefill_size`` by the GPU's memory (``gpu_memory_bytes``) and, before its KV pool is
+    sized, its request pool's most, 4,096 sequences (a plan resolves ``max_running_requests`` from the pool):
+
+    >>> engine_limits(Workload(engine="sglang"), large_gpu=True, gpu_memory_bytes=192 * 1024**3)
+    (16384, 4096)
     """
+    if workload.engine == "sglang":
+        settings = sglang_settings(gpu_memory_bytes, tp=1, pp=1, chunked_prefill_size=workload.max_num_batched_tokens)
+        return settings.chunked_prefill_size, workload.max_num_seqs or SGLANG_MAX_REQUESTS
     if workload.engine == "trtllm":
         return (workload.max_num_batched_tokens or TRTLLM_MAX_NUM_TOKENS,
                 workload.max_num_seqs or TRTLLM_MAX_BATCH_SIZE)

@@ -11,6 +11,7 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import (
+    DEFAULT_GPU_MEMORY_UTILIZATION,
     KV_CACHE_DTYPES,
     RECOMPUTES,
     Layout,
@@ -50,7 +51,8 @@ def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload,
             out.append((f"--tp 1 --dp {lay.gpus} --ep {lay.gpus}",
                         "attention data parallelism: each GPU keeps its own sequences' KV cache, experts split over "
                         f"all {lay.gpus}", w, precision, Layout(gpus=lay.gpus, tp=1, pp=1, dp=lay.gpus, ep=lay.gpus)))
-        if w.gpu_memory_utilization < 0.95:
+        # not SGLang's: its mem_fraction_static already leaves only the reserve its activations and CUDA graphs take
+        if w.engine != "sglang" and (w.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION) < 0.95:
             out.append(("--gpu-memory-utilization 0.95", "let the engine use 95 % of GPU memory",
                         evolve(w, gpu_memory_utilization=0.95), precision, layout))
         for gpus in (2, 4, 8, 16, 32):

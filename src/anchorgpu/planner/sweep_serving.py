@@ -326,7 +326,7 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     if progress:
         progress(math.prod(grid) // 2, math.prod(grid))
     ticks = _Ticks(model, shapes, spec, lay, weights, kv, mem.weights, prompt)
-    budget_tokens = np.array([engine_limits(w, large_gpu=large_engine_defaults(sh.gpu))[0]
+    budget_tokens = np.array([engine_limits(w, large_gpu=large_engine_defaults(sh.gpu), gpu_memory_bytes=sh.gpu.memory_bytes)[0]
                               for sh in shapes])[lay.shape]
     batch = per_replica.astype(np.float64)
     step = _steady_step(ticks, batch, prompt, spec.output_tokens if spec.output_tokens else 256, budget_tokens)

@@ -19,8 +19,15 @@ import numpy.typing as npt
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner.formats import ModelParts, format_for_model, model_weight_parts
-from anchorgpu.planner.inputs import KV_CACHE_DTYPES, engine_limits, large_engine_defaults
+from anchorgpu.planner.inputs import (
+    DEFAULT_GPU_MEMORY_UTILIZATION,
+    KV_CACHE_DTYPES,
+    block_size_of,
+    engine_limits,
+    large_engine_defaults,
+)
 from anchorgpu.planner.media import MediaLoad, cross_kv_bytes
+from anchorgpu.planner.sglang import sglang_settings
 from anchorgpu.planner.terms import context_bytes
 
 if TYPE_CHECKING:
@@ -80,7 +87,7 @@ class Memory:
     kv_cache: FloatArray  # (K, C, L)
     activations: FloatArray  # (L,)
     other: Array  # (L,) non-torch (as the overheads give it)
-    budget: FloatArray  # (L,); TensorRT-LLM's, which follows the weights: (W, 1, 1, L)
+    budget: FloatArray  # (L,); TensorRT-LLM's and SGLang's, which follow the weights: (W, 1, 1, L)
 
 
 def memory_terms(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
@@ -88,6 +95,8 @@ def memory_terms(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepS
     """Weights, KV cache, activations (the engine's profile run), non-torch and the budget, as plan() sizes them."""
     w, ov = spec.workload, spec.overheads
     trtllm = w.engine == "trtllm"
+    if w.engine == "sglang":
+        return _sglang_terms(model, shapes, spec, lay, weights, kv, per_replica)
     large = np.array([large_engine_defaults(sh.gpu) for sh in shapes], dtype=np.int64)[lay.shape]
 
     def activation(key: int) -> int:  # the engine's defaults (vLLM's by GPU size), as plan() resolves them
@@ -103,17 +112,47 @@ def memory_terms(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepS
     if trtllm:  # the KV cache is a share of what the profiling pass (the CUDA context counted) leaves free
         used = weights_w11l + act_l + non_torch_l
         context_l = np.array([context_bytes(sh.gpu, ov) for sh in shapes], dtype=np.float64)[lay.shape]
-        free = np.trunc(w.gpu_memory_utilization * (mem_s[lay.shape] - used - context_l))
+        free = np.trunc((w.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION)
+                        * (mem_s[lay.shape] - used - context_l))
         budget = used + np.maximum(0.0, free)
     else:
-        budget = np.ceil(mem_s[lay.shape] * w.gpu_memory_utilization)
+        budget = np.ceil(mem_s[lay.shape] * (w.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION))
+    return Memory(weights=weights_w11l, kv_cache=_kv_cache(model, lay, kv, per_replica), activations=act_l,
+                  other=non_torch_l, budget=budget)
+
+
+def _sglang_terms(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
+                  weights: tuple[str, ...], kv: KvFactors, per_replica: IntArray) -> Memory:
+    """:func:`memory_terms` under SGLang: the prefill chunk and ``mem_fraction_static`` per (GPU, TP, PP) as
+    :func:`anchorgpu.planner.sglang.sglang_settings` derives them (no attention DP here: the sweep plans those
+    layouts one by one), the KV pool that fraction of the memory free at start less the weights, as plan() sizes it."""
+    w, ov = spec.workload, spec.overheads
+    keys, inverse = np.unique((lay.shape * 4096 + lay.tp) * 4096 + lay.pp, return_inverse=True)
+    settings = [sglang_settings(shapes[k // 4096 // 4096].gpu.memory_bytes, tp=k // 4096 % 4096, pp=k % 4096,
+                                chunked_prefill_size=w.max_num_batched_tokens, mla=model.mla is not None,
+                                mem_fraction_static=w.gpu_memory_utilization) for k in keys.tolist()]
+    act_l = np.array([mm.prefill_activation_bytes(model, tokens=s.chunked_prefill_size, tp=k // 4096 % 4096)
+                      for s, k in zip(settings, keys.tolist(), strict=True)], dtype=np.float64)[inverse]
+    fraction_l = np.array([s.mem_fraction_static for s in settings], dtype=np.float64)[inverse]
+    non_torch_l = np.where(lay.tp * lay.pp == 1, ov.serving_non_torch_tp1_bytes, ov.serving_non_torch_multi_bytes)
+    mem_l = np.array([sh.gpu.memory_bytes for sh in shapes], dtype=np.float64)[lay.shape]
+    context_l = np.array([context_bytes(sh.gpu, ov) for sh in shapes], dtype=np.float64)[lay.shape]
+    weights_w11l = weights_per_gpu(model, lay, weights)
+    free = np.trunc(fraction_l * (mem_l - context_l - non_torch_l)) - weights_w11l
+    budget = weights_w11l + act_l + non_torch_l + np.maximum(0.0, free)
+    return Memory(weights=weights_w11l, kv_cache=_kv_cache(model, lay, kv, per_replica), activations=act_l,
+                  other=non_torch_l, budget=budget)
+
+
+def _kv_cache(model: ModelSpec, lay: Layouts, kv: KvFactors, per_replica: IntArray) -> FloatArray:
+    """The KV cache and recurrent state of ``per_replica`` sequences, ``(K, C, L)``."""
     # the exact form of memory.kv_cache_bytes, then the recurrent state (memory.recurrent_state_bytes)
     kv_kcl = np.ceil(kv.slot_bytes * per_replica * kv.stage_layers / kv.n_layers)
     if kv.state_per_sequence:
         kv_kcl = kv_kcl + np.ceil(kv.state_per_sequence * per_replica * kv.stage_layers / (lay.tp * kv.n_layers))
     if kv.media is not None and kv.media.cross_tokens:  # an encoder's or the images' cross-attention K/V
         kv_kcl = kv_kcl + _cross_kv(model, kv.media, lay, kv.kv_caches, per_replica)
-    return Memory(weights=weights_w11l, kv_cache=kv_kcl, activations=act_l, other=non_torch_l, budget=budget)
+    return kv_kcl
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +173,7 @@ def kv_factors(model: ModelSpec, spec: SweepSpec, lay: Layouts, kvs: tuple[str, 
                 prompt: int, media: MediaLoad | None = None) -> KvFactors:
     values_l = per_value(lay.tp, lambda tp: mm.kv_values_per_token_per_gpu(model, tp=tp))
     bpv_k = np.array([KV_CACHE_DTYPES[k] for k in kvs], dtype=np.float64)[:, None, None]
-    slots = token_slots(model, ctx, spec.workload.block_size_tokens)
+    slots = token_slots(model, ctx, block_size_of(spec.workload))
     read_slots = token_slots(model, prompt + spec.output_tokens // 2, 1)
     return KvFactors(slot_bytes=(slots * values_l) * bpv_k, read_bytes=(read_slots * values_l) * bpv_k,
                       stage_layers=per_value(lay.pp, lambda pp: mm.stage_layers(model.num_layers, pp)),

@@ -165,6 +165,8 @@ def kv_cache_runs_on(kv: str, gpu: GpuSpec, engine: str = "vllm",
     [True, True, False]
     >>> [kv_cache_runs_on("nvfp4", get_gpu(g), "trtllm") for g in ("h100", "b200", "mi355x")]
     [False, True, False]
+    >>> [kv_cache_runs_on("nvfp4", get_gpu(g), "sglang") for g in ("h100", "b200", "mi355x")]
+    [False, True, False]
     """
     if kv == "fp8":
         return gpu.fp8_hardware
@@ -185,6 +187,9 @@ def nvfp4_kv_refusal(gpu: GpuSpec, engine: str, model: ModelSpec | DiffusionPipe
     if engine == "trtllm":
         return None if blackwell else (f"TensorRT-LLM runs an NVFP4 KV cache on Blackwell GPUs only (NVFP4 "
                                        f"hardware); {gpu.name} has none")
+    if engine == "sglang":
+        return None if blackwell else (f"SGLang runs an NVFP4 KV cache on Blackwell SM100 or SM120 only "
+                                       f"(kv_cache_hook.handle_kv4_compatibility); {gpu.name} is neither")
     vllm = vllm_nvfp4_refusal(gpu, model)
     if vllm is None or blackwell:
         return None
@@ -228,7 +233,7 @@ def _default_runs(kv: str, gpu: GpuSpec, engine: str, model: ModelSpec | Diffusi
     return kv_cache_runs_on(kv, gpu, engine, model)
 
 
-_ENGINE_NAMES = {"vllm": "vLLM", "trtllm": "TensorRT-LLM"}
+_ENGINE_NAMES = {"vllm": "vLLM", "trtllm": "TensorRT-LLM", "sglang": "SGLang"}
 
 
 def serving_engine_named(engine: str, source: EngineSource = "given") -> str:
@@ -260,7 +265,7 @@ def kv_cache_refusal(kv: str, gpu: GpuSpec, engine: str = "vllm",
         return None
     other = "fp8" if gpu.fp8_hardware else "bf16"
     switch = ""
-    if engine == "trtllm" and nvfp4_kv_refusal(gpu, "vllm", model) is None:
+    if engine in ("trtllm", "sglang") and nvfp4_kv_refusal(gpu, "vllm", model) is None:
         switch = f", or {'--recipe vllm' if source == 'recipe' else '--engine vllm'} (vLLM runs it on {gpu.name})"
     return f"--kv-cache nvfp4 with {serving_engine_named(engine, source)}: {why}; use --kv-cache {other}{switch}"
 
@@ -268,7 +273,7 @@ def kv_cache_refusal(kv: str, gpu: GpuSpec, engine: str = "vllm",
 def nvfp4_kv_line(gpu: GpuSpec | None, engine: str, model: ModelSpec | DiffusionPipelineSpec | None) -> str | None:
     """The assumption saying which engine path runs a planned NVFP4 KV cache, or None where there is nothing to add
     (no GPU named; TensorRT-LLM on Blackwell)."""
-    if gpu is None or engine == "trtllm":
+    if gpu is None or engine in ("trtllm", "sglang"):  # planned only where they run it (Blackwell)
         return None
     vllm = vllm_nvfp4_refusal(gpu, model)
     if vllm is not None:  # Blackwell, the model being MLA or vLLM's FA2 path refusing it

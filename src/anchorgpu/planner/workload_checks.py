@@ -62,12 +62,12 @@ def validate_workload(workload: Workload) -> None:
     if workload.task not in TASKS:
         raise InvalidWorkload(f"unknown task {workload.task!r}; valid: {', '.join(TASKS)}")
     check_counts(_WORKLOAD_COUNTS, _workload_counts(workload))
-    if not 0 < workload.gpu_memory_utilization <= 1:
+    if workload.gpu_memory_utilization is not None and not 0 < workload.gpu_memory_utilization <= 1:
         raise InvalidWorkload(
             f"gpu-memory-utilization={workload.gpu_memory_utilization}: must be above 0 and at most 1")
     if workload.engine != "vllm":  # the default decided by one comparison
         if workload.engine not in ENGINES:
-            raise InvalidWorkload(f"--engine {workload.engine!r}: choose {' or '.join(ENGINES)}")
+            raise InvalidWorkload(f"--engine {workload.engine!r}: choose {', '.join(ENGINES[:-1])} or {ENGINES[-1]}")
         if workload.task != "inference":
             raise InvalidWorkload(f"--engine {workload.engine} sizes a serving engine (task inference), not task "
                                   f"{workload.task}")

@@ -37,12 +37,17 @@ def check_kind(kind: str, *, diffusion: bool = False, engine: str | None = None,
     of another engine than the one the plan's memory is sized for (``engine``, as the user gave it; ``None``: not
     given, the faces then size the plan for the launch's engine, :func:`~anchorgpu.planner.engine_choice.resolve_engine`).
     vLLM's ``gpu_memory_utilization`` is its share of each GPU, TensorRT-LLM's ``free_gpu_memory_fraction`` the share
-    of the memory left after the weights and its profiling pass, and their sequence caps and admission differ: a launch
-    of one from the other's plan would carry the other's numbers. vLLM's plan sizes SGLang's launch too (both take a
-    share of the GPU).
+    of the memory left after the weights and its profiling pass, SGLang's ``mem_fraction_static`` the share of the
+    memory free at start for the weights and KV pool, and their sequence caps and admission differ: a launch of one
+    from another's plan would carry the other's numbers. (A library plan left at the Workload's default vLLM still
+    gives an SGLang launch, its fraction converted: :func:`build_recipe`.)
 
-    >>> check_kind("TRTLLM", engine="trtllm"), check_kind("sglang", engine="vllm", task="inference")
+    >>> check_kind("TRTLLM", engine="trtllm"), check_kind("sglang", engine="sglang", task="inference")
     ('trtllm', 'sglang')
+    >>> check_kind("sglang", engine="vllm")
+    Traceback (most recent call last):
+    ...
+    anchorgpu.errors.InvalidWorkload: --recipe sglang: the plan is sized for vLLM (--engine vllm), whose memory budget and admission differ; plan with --engine sglang (or without --engine) for a sglang launch
     >>> check_kind("trtllm", engine="vllm")
     Traceback (most recent call last):
     ...
@@ -65,9 +70,10 @@ def check_kind(kind: str, *, diffusion: bool = False, engine: str | None = None,
         raise InvalidWorkload(f"--recipe {key}: the plan is sized for TensorRT-LLM (--engine trtllm), whose KV cache and "
                               f"admission differ; plan with --engine vllm for a {key} launch",
                               code="recipe_not_expressible")
-    if engine == "vllm" and key == "trtllm":
-        raise InvalidWorkload("--recipe trtllm: the plan is sized for vLLM (--engine vllm), whose memory budget and "
-                              "admission differ; plan with --engine trtllm (or without --engine) for a trtllm launch",
+    if engine in ("vllm", "sglang") and key in SERVING_KINDS and key != engine:
+        named = {"vllm": "vLLM", "sglang": "SGLang"}[engine]
+        raise InvalidWorkload(f"--recipe {key}: the plan is sized for {named} (--engine {engine}), whose memory budget "
+                              f"and admission differ; plan with --engine {key} (or without --engine) for a {key} launch",
                               code="recipe_not_expressible")
     return key
 
@@ -100,10 +106,10 @@ def check_fits(plan: Plan, kind: str, *, where: str | None = None, fixed_gpus: b
 def build_recipe(plan: Plan, kind: str, *, target: Target | None = None) -> Recipe:
     """The recipe of ``kind`` for ``plan``; ``target`` (servers and GPUs per server) defaults to the plan's GPUs
     packed eight to a server."""
-    # a plan sized for TensorRT-LLM launches it only; a vLLM-sized one (the Workload's default, which a library caller
-    # may not have chosen) is told apart by the faces, which refuse --engine vllm --recipe trtllm up front
-    trtllm = plan.workload.task == "inference" and plan.workload.engine == "trtllm"
-    key = check_kind(kind, diffusion=plan.workload.task == "diffusion", engine="trtllm" if trtllm else None)
+    # a plan sized for TensorRT-LLM or SGLang launches that engine only; a vLLM-sized one (the Workload's default, which
+    # a library caller may not have chosen) is told apart by the faces, which refuse --engine vllm --recipe trtllm up front
+    own = plan.workload.task == "inference" and plan.workload.engine in ("trtllm", "sglang")
+    key = check_kind(kind, diffusion=plan.workload.task == "diffusion", engine=plan.workload.engine if own else None)
     check_fits(plan, key)
     where = target or default_target(plan)
     if where.nodes * where.gpus_per_node != plan.layout.gpus:

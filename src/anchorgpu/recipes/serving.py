@@ -110,6 +110,13 @@ def _sglang_fraction(plan: Plan, assumptions: list[str]) -> str:
     CUDA graphs live outside it), so the plan's whole-engine budget less its activation peak and non-torch memory.
     Passing the vLLM-style cap (0.9) there gave the activations the room on top of it, beyond the plan."""
     w = plan.workload
+    if w.engine == "sglang":  # the plan is SGLang's own: its mem_fraction_static, its pool and reserve
+        derived = any(a.startswith("Serving engine sized like SGLang: mem_fraction_static") and "(given)" not in a
+                      for a in plan.assumptions)
+        assumptions.append(f"--mem-fraction-static {w.gpu_memory_utilization:g} as planned (--engine sglang"
+                           + (", SGLang's own default for this GPU and layout, written out" if derived else "")
+                           + "): the weights and the KV pool take that share of the memory free at start.")
+        return f"{w.gpu_memory_utilization:g}"
     budget = plan.breakdown.get("engine_budget_bytes")
     if plan.gpu is None or not budget:
         assumptions.append(f"SGLang's --mem-fraction-static covers weights and KV cache only; without a GPU the plan's "

@@ -9,7 +9,10 @@ keeps its small ones on an A100 of any size), and ``kv_free_fraction`` where the
 TensorRT-LLM does, from the memory its profiling pass leaves free: planned with ``Workload.engine="trtllm"`` and
 that fraction, as a user planning for TensorRT-LLM is. ``engine`` names the serving engine a row ran on where its
 source says so (``rows_report.engine_of`` reads it, for evidence per engine, and for the kernels whose cost its steps
-take: TensorRT-LLM's MoE per-row cost, ``step_constants.trtllm_moe_s_per_token``); it does not change the row's plan.
+take: TensorRT-LLM's MoE per-row cost, ``step_constants.trtllm_moe_s_per_token``); a row of ``engine: "sglang"`` is
+planned as a user planning for SGLang is (``Workload.engine="sglang"``: its own ``mem_fraction_static``, KV pool,
+admission, decode graphs and, on ROCm, the absorbed weights' dequantisation), its ``gpu_memory_utilization`` (vLLM's
+setting) not read.
 A static batch of ``batch`` equal requests prefilled together and then decoded together (TensorRT-LLM's 2023
 ``gptSessionBenchmark``) is timed as that batch: ``request_latency_s`` from the first prompt token to the last output,
 ``static_batch_output_tokens_per_s`` the batch's output tokens over that time.
@@ -229,9 +232,12 @@ def serve_plan_of(r: dict[str, Any]) -> Any:
     if r.get("engine_limits") == "trtllm-bench":  # the benchmark sized its engine itself: a batch per micro-batch
         max_seqs, max_tokens = trtllm_bench_engine(model, gpu.memory_bytes, r)
     trtllm = "kv_free_fraction" in r  # TensorRT-LLM's KV sizing: a fraction of the memory its profiling leaves free
+    sglang = r.get("engine") == "sglang"  # SGLang's own sizing: its derived mem_fraction_static unless the row gives one
+    utilization = (float(r["kv_free_fraction"]) if trtllm else r.get("mem_fraction_static") if sglang
+                   else r["gpu_memory_utilization"])
     w = Workload(prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"], concurrency=int(r.get("concurrency", 1)),
-                 gpu_memory_utilization=float(r["kv_free_fraction"]) if trtllm else r["gpu_memory_utilization"],
-                 max_num_seqs=max_seqs, max_num_batched_tokens=max_tokens, engine="trtllm" if trtllm else "vllm",
+                 gpu_memory_utilization=utilization, max_num_seqs=max_seqs, max_num_batched_tokens=max_tokens,
+                 engine="trtllm" if trtllm else "sglang" if sglang else "vllm",
                  images_per_request=int(r.get("images_per_request", 0)))
     return plan(model, w, precision=PrecisionPlan(weights=r["weights"], kv_cache=r["kv_cache"]),
                 layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=pp, dp=r["gpus"] // (r["tp"] * pp), ep=int(r.get("ep", 1))),

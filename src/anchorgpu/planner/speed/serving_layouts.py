@@ -164,7 +164,8 @@ def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPla
     many at once (vLLM's ``max_num_seqs``, 1,024 by default on large GPUs): past the cap the rest would wait in the
     engine's queue."""
     want = w.concurrency or 1
-    cap = engine_limits(w, large_gpu=large_engine_defaults(gpu))[1]  # sequences one replica's engine runs at once
+    # sequences one replica's engine runs at once
+    cap = engine_limits(w, large_gpu=large_engine_defaults(gpu), gpu_memory_bytes=gpu.memory_bytes)[1]
     fewer: Layout | None = None  # the closest miss of the last GPU count (most headroom), for the hint
     for gpus in SERVING_GPU_COUNTS:
         held, closest = _held(model, w, precision, gpus, gpu, overheads, want, cap)
@@ -199,7 +200,7 @@ def choose_serving_layout_on(model: ModelSpec, w: Workload, precision: Precision
         return None
     if gpus == 1:
         return (None, default) if default.fits else None
-    cap = engine_limits(w, large_gpu=large_engine_defaults(gpu))[1]
+    cap = engine_limits(w, large_gpu=large_engine_defaults(gpu), gpu_memory_bytes=gpu.memory_bytes)[1]
     lay = default.layout
     others, _ = _held(model, w, precision, gpus, gpu, overheads, want, cap, skip=Layout(tp=lay.tp, pp=lay.pp,
                                                                                            dp=lay.dp, ep=lay.ep))

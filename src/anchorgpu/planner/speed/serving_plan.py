@@ -15,6 +15,7 @@ from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import builder, memo_on_frozen
 from anchorgpu.planner.formats import format_for_model
 from anchorgpu.planner.inputs import KV_CACHE_DTYPES, engine_limits, large_engine_defaults
+from anchorgpu.planner.sglang import decode_graph_batch_sizes, sglang_settings
 from anchorgpu.planner.speed.assumption_lines import (
     expert_parallel_line,
     launches_line,
@@ -89,9 +90,14 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
                   graph_batch_sizes: tuple[int, ...] = (), host_overlap: bool = True,
                   absorbed_dequant: bool = False, engine: str | None = None) -> ServingSetup:
     """One replica's :class:`ServingSetup` of an inference plan; ``engine`` names the engine whose kernels ran where
-    it is not the workload's (a measured row planned with vLLM's memory on TensorRT-LLM: ``rows_report.engine_of``)."""
+    it is not the workload's (a measured row planned with vLLM's memory on TensorRT-LLM: ``rows_report.engine_of``).
+    A plan for SGLang pads its decode-only steps to the graphs SGLang captures and, on AMD GPUs, dequantises an FP8
+    MLA model's absorbed weights every step (:func:`sglang_step_terms`)."""
     model, lay = plan.model, plan.layout
     assert isinstance(model, ModelSpec)
+    if plan.workload.engine == "sglang":
+        graphs, dequant = sglang_step_terms(plan)
+        graph_batch_sizes, absorbed_dequant = graph_batch_sizes or graphs, absorbed_dequant or dequant
     kv_seq = _kv_bytes(plan, prompt_tokens + output_tokens // 2)
     # a recurrent layer reads (and rewrites) its fixed-size state every step instead of a growing KV cache
     if model.recurrent is not None:
@@ -105,6 +111,33 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
         graph_batch_sizes=graph_batch_sizes, ep=lay.ep, block_fp8=block_fp8, host_overlap=host_overlap,
         ep_gather_bytes=gather_bytes, quantized_share=share, expert_quantized_share=expert_share,
         absorbed_dequant=absorbed_dequant, engine=engine or plan.workload.engine)
+
+
+def sglang_step_terms(plan: Plan) -> tuple[tuple[int, ...], bool]:
+    """What SGLang's own kernels and graphs add to a plan's steps: (the decode batch sizes it captures CUDA graphs
+    for up to its ``cuda_graph_max_bs`` for this GPU and layout, a decode-only step padded to the first that holds it
+    and run eagerly above: :func:`~anchorgpu.planner.sglang.decode_graph_batch_sizes`; whether it dequantises an MLA
+    model's absorbed FP8 weights every step, as it does on ROCm: ``launches.absorbed_dequant_bytes``).
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
+    >>> from anchorgpu.architectures import load_model
+    >>> r1 = load_model("deepseek-r1")
+    >>> p = plan(r1, Workload(engine="sglang", concurrency=4), precision=PrecisionPlan(weights="fp8-block128x128"),
+    ...          layout=Layout(gpus=8, tp=8), gpu=get_gpu("mi300x"), suggest=False)
+    >>> graphs, dequant = sglang_step_terms(p)
+    >>> graphs[:6], graphs[-1], dequant
+    ((1, 2, 4, 8, 12, 16), 512, True)
+    """
+    lay, gpu, model = plan.layout, plan.gpu, plan.model
+    dp_attention = lay.dp if lay.attention_dp else 0
+    settings = sglang_settings(gpu.memory_bytes if gpu is not None else None,
+                               tp=lay.tp * dp_attention if dp_attention else lay.tp, pp=lay.pp,
+                               chunked_prefill_size=plan.workload.max_num_batched_tokens, dp_attention=dp_attention)
+    fp8 = (plan.precision.weights or "").startswith("fp8")
+    dequant = (gpu is not None and gpu.vendor == "AMD" and isinstance(model, ModelSpec) and model.mla is not None
+               and fp8)
+    return decode_graph_batch_sizes(settings.cuda_graph_max_bs), dequant
 
 
 class ServingContext(NamedTuple):
@@ -150,7 +183,8 @@ def _engine_limits(plan: Plan) -> tuple[int, int]:
     w = plan.workload
     if w.max_num_batched_tokens and w.max_num_seqs:
         return w.max_num_batched_tokens, w.max_num_seqs
-    return engine_limits(w, large_gpu=large_engine_defaults(plan.gpu))
+    return engine_limits(w, large_gpu=large_engine_defaults(plan.gpu),
+                         gpu_memory_bytes=plan.gpu.memory_bytes if plan.gpu is not None else None)
 
 
 def serving_band_kind(model: ModelSpec, pp: int) -> str | None:

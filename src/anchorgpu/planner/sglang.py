@@ -1,0 +1,140 @@
+"""SGLang's own start-up sizing, as its server derives it when a launch leaves it unset (``data/sglang.json``, read
+from sgl-project/sglang's code, with its source): the prefill chunk and the decode CUDA graphs' largest batch by the
+GPU's memory and tensor-parallel size, ``mem_fraction_static`` from the reserve it keeps for activations and CUDA
+graphs, and the most requests it runs from the KV pool it sizes. Pure; stdlib only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+__all__ = ["SGLANG_MAX_REQUESTS", "SglangSettings", "decode_graph_batch_sizes", "max_running_requests", "page_size_tokens",
+           "prefill_graph_sizes", "sglang_settings"]
+
+MIB = 1 << 20
+
+
+@cache
+def _data() -> dict[str, Any]:
+    return dict(json.loads(resources.files("anchorgpu.planner").joinpath("data/sglang.json").read_text("utf-8")))
+
+
+SGLANG_MAX_REQUESTS: int = int(_data()["request_pool"]["max"])
+"""The most requests SGLang's request pool holds (4,096), whatever the KV pool."""
+
+
+def page_size_tokens() -> int:
+    """SGLang's KV page: one token slot (``--page-size`` 1 by default).
+
+    >>> page_size_tokens()
+    1
+    """
+    return int(_data()["page_size_tokens"])
+
+
+def decode_graph_batch_sizes(max_bs: int) -> tuple[int, ...]:
+    """The decode batch sizes SGLang captures a CUDA graph for (``_generate_decode_cuda_graph_batch_sizes``, no
+    speculative decoding): 1, 2, 4, 8, 12, then every 8 to 256, every 16 to 512, every 32 beyond, up to ``max_bs``
+    (always included); a decode batch runs the smallest that holds it, one above ``max_bs`` runs eagerly.
+
+    >>> decode_graph_batch_sizes(32), len(decode_graph_batch_sizes(512)), decode_graph_batch_sizes(512)[-3:]
+    ((1, 2, 4, 8, 12, 16, 24, 32), 52, (480, 496, 512))
+    """
+    sizes = [1, 2, 4, 8, 12, *range(16, 257, 8), *range(272, 512, 16), *range(512, max_bs + 1, 32)]
+    out = [bs for bs in sizes if bs <= max_bs]
+    return tuple(out if max_bs in out else [*out, max_bs])
+
+
+def prefill_graph_sizes(max_tokens: int) -> tuple[int, ...]:
+    """The prefill token counts SGLang captures a graph for (``_generate_prefill_cuda_graph_batch_sizes``).
+
+    >>> len(prefill_graph_sizes(8192)), prefill_graph_sizes(8192)[-1], len(prefill_graph_sizes(2048))
+    (58, 8192, 42)
+    """
+    sizes = [*range(4, 33, 4), *range(48, 257, 16), *range(288, 513, 32), *range(576, 1025, 64),
+             *range(1280, 4097, 256), *range(4608, max_tokens + 1, 512)]
+    return tuple(s for s in sizes if s <= max_tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class SglangSettings:
+    """What SGLang sets at start-up on one GPU of a launch: the prefill chunk (tokens a step), the largest decode
+    CUDA graph (sequences), the reserve it leaves for activations and graphs (MiB, its estimate) and
+    ``mem_fraction_static`` (the given one, else derived from that reserve)."""
+
+    chunked_prefill_size: int
+    cuda_graph_max_bs: int
+    reserve_mib: float
+    mem_fraction_static: float
+    derived: bool  # True where mem_fraction_static is SGLang's default, False where the launch gave it
+
+
+def _tier(gpu_mib: float | None, tp: int) -> tuple[int, int]:
+    if gpu_mib is None:
+        return 4096, 160  # SGLang's fallback where it cannot read the device's memory
+    for tier in _data()["gpu_tiers"]:
+        if tier["below_mib"] is None or gpu_mib < tier["below_mib"]:
+            return int(tier["chunked_prefill_size"]), int(tier["cuda_graph_max_bs" if tp < 4 else "cuda_graph_max_bs_tp4"])
+    raise AssertionError("the last tier has no bound")
+
+
+def sglang_settings(gpu_memory_bytes: int | None, *, tp: int, pp: int, chunked_prefill_size: int | None = None,
+                    mla: bool = False, dp_attention: int = 0, mem_fraction_static: float | None = None) -> SglangSettings:
+    """SGLang's ``_handle_gpu_memory_settings`` for a GPU of ``gpu_memory_bytes`` (its memory in MiB as the device
+    reports it), ``tp`` and ``pp`` (SGLang's tp_size: every GPU of a replica, the attention-DP ranks included),
+    ``mla`` (an MLA model: prefill graphs capped at 2,048 tokens, 1.5 GiB reserved for them) and ``dp_attention``
+    (its dp_size where attention data parallelism is on, else 0). The reserve is 512 MiB + 1.5 MiB per token of the
+    prefill chunk (at least 2,048) + 1 GiB per 8 GPUs of tp x pp + 2 MiB per decode graph sequence (+ attention DP's
+    padding) + the prefill graphs (8 MiB a captured size), at least 10 GiB on a GPU above 60 GiB; the fraction is
+    ``round((memory - reserve) / memory, 3)``.
+
+    >>> s = sglang_settings(80 * 1024**3, tp=8, pp=1)  # an H100: 8k chunk, 512 graphs, 58 prefill graph sizes
+    >>> s.chunked_prefill_size, s.cuda_graph_max_bs, s.reserve_mib, s.mem_fraction_static
+    (8192, 512, 15312.0, 0.813)
+    >>> sglang_settings(80 * 1024**3, tp=1, pp=1).mem_fraction_static
+    0.83
+    >>> sglang_settings(80 * 1024**3, tp=1, pp=1, chunked_prefill_size=2048).reserve_mib  # 4,560 MiB, floored
+    10240.0
+    >>> sglang_settings(24 * 1024**3, tp=1, pp=1).mem_fraction_static  # an L4: no floor below 60 GiB
+    0.833
+    >>> sglang_settings(None, tp=1, pp=1).mem_fraction_static, sglang_settings(80 * 1024**3, tp=1, pp=1, mem_fraction_static=0.7).derived
+    (0.88, False)
+    """
+    gpu_mib = None if gpu_memory_bytes is None else gpu_memory_bytes / MIB
+    default_chunk, max_bs = _tier(gpu_mib, tp)
+    chunk = chunked_prefill_size or default_chunk
+    r = _data()["reserve_mib"]
+    reserve = float(r["base"]) + max(chunk, r["min_activation_tokens"]) * r["per_activation_token"]
+    reserve += tp * pp / 8 * r["per_8_gpus_of_tp_x_pp"]
+    reserve += max_bs * r["per_decode_graph_bs"]
+    if dp_attention:
+        reserve += max_bs * dp_attention * r["dp_attention_per_graph_bs_per_dp"]
+        if max_bs > r["dp_attention_large_bs_above"]:
+            reserve += max_bs * dp_attention * r["dp_attention_large_per_graph_bs_per_dp"]
+    if mla:
+        reserve += r["mla_prefill_graphs"]
+    else:
+        reserve += len(prefill_graph_sizes(chunk)) * r["per_prefill_graph_size"]
+    if gpu_mib is not None and gpu_mib > r["floor_above_gpu_mib"]:
+        reserve = max(reserve, float(r["floor"]))
+    if mem_fraction_static is not None:
+        return SglangSettings(chunk, max_bs, reserve, mem_fraction_static, derived=False)
+    fraction = round((gpu_mib - reserve) / gpu_mib, int(_data()["fraction_digits"])) if gpu_mib else 0.88
+    return SglangSettings(chunk, max_bs, reserve, fraction, derived=True)
+
+
+def max_running_requests(kv_tokens: int, context_len: int) -> int:
+    """SGLang's default ``max_running_requests`` for a KV pool of ``kv_tokens`` token slots: half the pool's tokens,
+    at most the request pool, ``min(max(kv_tokens / context_len x 512, 2,048), 4,096)`` slots for a model of
+    ``context_len`` tokens (``ModelRunner.init_memory`` and the worker's ``max_running_requests``).
+
+    >>> max_running_requests(1_000_000, 131072), max_running_requests(3000, 131072), max_running_requests(10**8, 4096)
+    (3906, 1500, 4096)
+    """
+    pool = _data()["request_pool"]
+    slots = min(max(int(kv_tokens / context_len * pool["per_context"]), pool["min"]), pool["max"])
+    return max(0, min(int(kv_tokens * _data()["running_requests_per_token"]), int(slots)))

@@ -1,0 +1,103 @@
+"""``--engine sglang``: memory and admission sized the way SGLang sizes itself, its figures held to SGLang's own rule
+(sgl-project/sglang@001067fffe33427bee0ed2f007fb7551a1d76b44 python/sglang/srt/server_args.py
+``_handle_gpu_memory_settings``: reserve = 512 MiB + 1.5 MiB x max(chunked_prefill_size, 2048) + 1 GiB x tp x pp / 8
++ 2 MiB x cuda_graph_max_bs + the prefill graphs (8 MiB a captured size, 1.5 GiB for MLA), at least 10 GiB above
+60 GiB; mem_fraction_static = round((memory - reserve) / memory, 3); and
+sgl-project/sglang@001ccef0072a4537d4ec6bdd50a73e6feb2c907d model_runner_kv_cache_mixin.py for the KV pool and
+request pool), every face naming it."""
+
+from __future__ import annotations
+
+import math
+import shlex
+
+import pytest
+
+from anchorgpu.architectures import load_model
+from anchorgpu.hardware import get_gpu
+from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
+from anchorgpu.planner.engine_choice import resolve_engine
+from anchorgpu.planner.sglang import sglang_settings
+from cli_runner import run, run_json
+
+GIB = 1024**3
+
+
+@pytest.mark.parametrize(("gpu", "tp", "mla", "chunk", "max_bs", "reserve_mib", "fraction"), [
+    # H100 80 GB, TP 8: 512 + 12,288 + 1,024 + 1,024 + 58 prefill graph sizes x 8 = 15,312 MiB of 81,920
+    ("h100", 8, False, 8192, 512, 15312, 0.813),
+    # the same on TP 1: 512 + 12,288 + 128 + 512 + 464 = 13,904 MiB
+    ("h100", 1, False, 8192, 256, 13904, 0.830),
+    # H200 (the catalog's 143,155 MiB), an MLA model on TP 8: 512 + 12,288 + 1,024 + 1,024 + 1,536 = 16,384 MiB
+    ("h200", 8, True, 8192, 512, 16384, 0.886),
+    # B200, 184,320 MiB: the 16k chunk, 74 prefill graph sizes: 512 + 24,576 + 1,024 + 1,024 + 592 = 27,728 MiB
+    ("b200", 8, False, 16384, 512, 27728, 0.850),
+    # L4, 24 GiB, below the 60 GiB floor: 512 + 3,072 + 128 + 48 + 42 x 8 = 4,096 MiB
+    ("l4", 1, False, 2048, 24, 4096, 0.833),
+])
+def test_the_memory_fraction_is_sglangs_rule(gpu: str, tp: int, mla: bool, chunk: int, max_bs: int,
+                                             reserve_mib: int, fraction: float) -> None:
+    s = sglang_settings(get_gpu(gpu).memory_bytes, tp=tp, pp=1, mla=mla)
+    assert (s.chunked_prefill_size, s.cuda_graph_max_bs, s.reserve_mib, s.mem_fraction_static, s.derived) == (
+        chunk, max_bs, reserve_mib, fraction, True)
+
+
+def test_the_ten_gib_floor_and_a_given_fraction() -> None:
+    # a 2,048-token chunk on an H100 reserves 4,560 MiB by the sum, 10 GiB by the floor (memory above 60 GiB)
+    assert sglang_settings(80 * GIB, tp=1, pp=1, chunked_prefill_size=2048).mem_fraction_static == round(
+        (81920 - 10240) / 81920, 3)
+    given = sglang_settings(80 * GIB, tp=8, pp=1, mem_fraction_static=0.7)
+    assert (given.mem_fraction_static, given.derived) == (0.7, False)
+
+
+def test_the_kv_pool_and_admission_are_sglangs() -> None:
+    model, gpu = load_model("llama-3.1-70b"), get_gpu("h100")
+    p = plan(model, Workload(engine="sglang", prompt_tokens=1000, output_tokens=200, concurrency=64),
+             layout=Layout(gpus=8, tp=8), gpu=gpu, suggest=False)
+    w, b = p.workload, p.breakdown
+    assert (w.gpu_memory_utilization, w.max_num_batched_tokens, w.block_size_tokens) == (0.813, 8192, 1)
+    # profile_max_num_token: mem_fraction_static of the memory free at start (CUDA context, NCCL taken) less weights
+    start_free = gpu.memory_bytes - b["cuda_context_outside_budget_bytes"] - b["non_torch_bytes"]
+    assert b["kv_cache_capacity_bytes"] == int(0.813 * start_free) - p.per_gpu.weights_bytes
+    assert b["sglang_reserve_bytes"] == start_free - int(0.813 * start_free)
+    # one token slot: 80 layers x 8 KV heads / TP 8 x 128 x (K, V) x 2 bytes = 40,960 bytes a token a GPU
+    assert b["kv_pool_tokens"] == b["kv_cache_capacity_bytes"] // 40960
+    # max_running_requests: half the pool's tokens, at most min(max(tokens / 131,072 x 512, 2,048), 4,096)
+    pool = min(max(int(b["kv_pool_tokens"] / 131072 * 512), 2048), 4096)
+    assert w.max_num_seqs == min(b["kv_pool_tokens"] // 2, pool)
+    assert b["sampler_logits_bytes"] == 0 and p.fits
+    line = next(a for a in p.assumptions if a.startswith("Serving engine sized like SGLang"))
+    assert "mem_fraction_static 0.813" in line and "15,312 MiB" in line
+
+
+def test_an_fp8_mla_model_on_rocm_dequantises_its_absorbed_weights() -> None:
+    from anchorgpu.planner.speed.serving_plan import sglang_step_terms
+
+    r1 = load_model("deepseek-r1")
+    for gpu, expected in (("mi300x", True), ("h200", False)):
+        p = plan(r1, Workload(engine="sglang", concurrency=4), precision=PrecisionPlan(weights="fp8-block128x128"),
+                 layout=Layout(gpus=8, tp=8), gpu=get_gpu(gpu), suggest=False)
+        graphs, dequant = sglang_step_terms(p)
+        assert dequant is expected and graphs[-1] == 512 and 12 in graphs
+
+
+def test_the_recipe_launches_the_engine_with_the_plans_own_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    assert resolve_engine(None, "sglang") == "sglang"
+    out = run_json(capsys, "plan", "llama-3.1-70b", "--gpu", "h100", "--gpus", "8", "--recipe", "sglang",
+                   "--prompt", "1000", "--output-tokens", "200", "--concurrency", "64")
+    w = out["workload"]
+    assert w["engine"] == "sglang"
+    words = shlex.split(out["recipe"]["command"].replace("\\\n", " "))
+    flag = {name: words[words.index(name) + 1] for name in ("--mem-fraction-static", "--max-running-requests",
+                                                              "--chunked-prefill-size")}
+    assert math.isclose(float(flag["--mem-fraction-static"]), w["gpu_memory_utilization"])
+    assert int(flag["--max-running-requests"]) == w["max_num_seqs"]
+    assert int(flag["--chunked-prefill-size"]) == w["max_num_batched_tokens"]
+
+
+def test_the_cli_refuses_another_engines_launch(capsys: pytest.CaptureFixture[str]) -> None:
+    for engine, recipe in (("vllm", "sglang"), ("sglang", "vllm"), ("sglang", "trtllm")):
+        code, out, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--engine", engine, "--recipe", recipe)
+        assert code == 2 and not out and len(err.strip().splitlines()) == 1, (engine, recipe)
+        assert f"--recipe {recipe}: the plan is sized for" in err
+
