@@ -64,10 +64,11 @@ def flag_data(name: str) -> dict[str, Any]:
 
 
 def model_ref(plan: Plan, assumptions: list[str]) -> str:
-    """The checkpoint to launch: the Hub repository the registry row was published in, the Hub id asked for,
-    or the local folder the config came from."""
+    """The checkpoint to launch: another checkpoint of the row's architecture asked for by its Hub id or repository
+    name (an instruct model planned as its base's row), else the Hub repository the registry row was published in,
+    the Hub id asked for, or the local folder the config came from."""
     source = plan.model.source
-    match = re.search(r"\(as published in ([^)\s]+)\)", source)
+    match = re.search(r"; checkpoint (\S+) \(as asked", source) or re.search(r"\(as published in ([^)\s]+)\)", source)
     if match:
         return match.group(1)
     if source.startswith("hub:"):
