@@ -33,8 +33,8 @@ def test_a_plan_sized_by_its_request_names_that_request_only(capsys: pytest.Capt
 
 
 def test_a_long_training_step_prints_in_plain_seconds(capsys: pytest.CaptureFixture[str]) -> None:
-    # LoRA of a 70B on 2 H100 at the default 4M-token batch: a step of about 1,500 s, once printed as "1.5e+03 s".
-    code, out, _ = run(capsys, "plan", "llama-3.1-70b", "--task", "lora", "--gpu", "h100")
+    # LoRA of a 70B on 2 H100 at a 4M-token batch: a step of about 1,500 s, once printed as "1.5e+03 s".
+    code, out, _ = run(capsys, "plan", "llama-3.1-70b", "--task", "lora", "--gpu", "h100", "--global-batch", "4M")
     assert code == 0
     step = next(line for line in out.splitlines() if line.strip().startswith("step "))
     assert "e+" not in step

@@ -21,8 +21,9 @@ from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.inputs import RECOMPUTES
 from anchorgpu.planner.speed.batching import serving_estimate
 from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
+from anchorgpu.planner.speed.pipeline import default_batch_tokens
 from anchorgpu.planner.speed.serving import decode_step
-from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
+from anchorgpu.planner.speed.training import TrainLayout, training_step
 from anchorgpu.planner.sweep import SweepResult, SweepSpec, sweep
 from anchorgpu.recommend import shapes_from_catalog
 
@@ -145,7 +146,7 @@ def test_sampled_training_configurations_match_the_scalar_planner(task: str, mod
         lay = TrainLayout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"], zero=row["zero"],
                           virtual_stages=row["virtual_stages"])
         step = training_step(model, shape.gpu, lay, seq_tokens=2048, micro_batch=2,
-                             global_batch_tokens=max(DEFAULT_GLOBAL_BATCH_TOKENS, row["dp"] * 2 * 2048),
+                             global_batch_tokens=max(default_batch_tokens(task, 2048), row["dp"] * 2 * 2048),
                              recompute=p.workload.recompute or "none", kind="full" if task == "train" else "lora",
                              gpus_per_server=shape.gpus_per_server, network_bytes_per_s=shape.network_bytes_per_s)
         assert row["train_tokens_per_s"] == pytest.approx(step.tokens_per_s, rel=1e-9)

@@ -20,7 +20,14 @@ from typing import NoReturn
 from anchorgpu.architectures._modelopt import modelopt_quantization_config
 from anchorgpu.architectures.hf import from_hf_config, parse_config_text
 from anchorgpu.architectures.quantization import shipped_from_name
-from anchorgpu.architectures.registry import REGISTRY_FILE, ModelInfo, list_models, read_data_text, resolve
+from anchorgpu.architectures.registry import (
+    REGISTRY_FILE,
+    ModelInfo,
+    asked_checkpoint,
+    list_models,
+    read_data_text,
+    resolve,
+)
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.errors import DataFileError, HubUnavailable, InvalidConfig, UnknownModel, did_you_mean
 
@@ -58,7 +65,13 @@ def load_model(
         return load_config_file(Path(text).expanduser())
     info = resolve(text)
     if info is not None:
-        return load_registry_model(info)
+        spec = load_registry_model(info)
+        checkpoint = asked_checkpoint(text, info)
+        if checkpoint is None or not isinstance(spec, ModelSpec):
+            return spec
+        # another checkpoint of the row's architecture, named by its Hub id or repository name: planned as the row,
+        # served as asked (recipes.model_ref reads this clause)
+        return replace(spec, source=f"{spec.source}; checkpoint {checkpoint} (as asked, same architecture)")
     path = Path(text).expanduser()
     if _exists(path):
         return load_config_file(path)

@@ -17,7 +17,8 @@ from typing import Literal
 from anchorgpu import _snapshot
 from anchorgpu.errors import DataFileError, UnknownModel, did_you_mean
 
-__all__ = ["REGISTRY_FILE", "ModelInfo", "list_models", "model_info", "model_infos", "read_data_text", "resolve"]
+__all__ = ["REGISTRY_FILE", "ModelInfo", "asked_checkpoint", "list_models", "model_info", "model_infos", "read_data_text",
+           "resolve"]
 
 REGISTRY_FILE = "architectures/data/registry.toml"
 _DATA = "anchorgpu.architectures"
@@ -169,6 +170,26 @@ def _lookup() -> dict[str, ModelInfo]:
 def resolve(ref: str) -> ModelInfo | None:
     """The registry row for a name, alias or Hub id (case-insensitive), or ``None``."""
     return _lookup().get(ref.strip().lower())
+
+
+def asked_checkpoint(ref: str, info: ModelInfo) -> str | None:
+    """The Hub id of another checkpoint of ``info``'s architecture that ``ref`` names, as the row's aliases spell it:
+    a Hub-id alias asked for (``meta-llama/Llama-3.1-8B-Instruct`` of the ``llama-3.1-8b`` row, published from
+    ``meta-llama/Llama-3.1-8B``), or a short alias that is such an alias's repository name (``llama-3.1-8b-instruct``);
+    ``None`` where ``ref`` is the row itself (its name, its Hub id, an alias naming no other repository). A launch
+    recipe serves this checkpoint: the same shapes, other weights (an instruct model, not its base).
+
+    >>> info = resolve("llama-3.1-8b")
+    >>> asked_checkpoint("llama-3.1-8b-instruct", info), asked_checkpoint("META-LLAMA/llama-3.1-8b-instruct", info)
+    ('meta-llama/Llama-3.1-8B-Instruct', 'meta-llama/Llama-3.1-8B-Instruct')
+    >>> asked_checkpoint("llama-3.1-8b", info), asked_checkpoint("meta-llama/Llama-3.1-8B", info), asked_checkpoint("llama3.1-8b", info)
+    (None, None, None)
+    """
+    key = ref.strip().lower()
+    for alias in info.aliases:
+        if "/" in alias and alias.lower() != info.hub_id.lower() and key in (alias.lower(), alias.split("/")[1].lower()):
+            return alias
+    return None
 
 
 def model_info(ref: str) -> ModelInfo:

@@ -37,7 +37,7 @@ def plan_command(
     tp_overlap: bool = typer.Option(False, "--tp-overlap", help="Overlap tensor-parallel traffic with the products (training only)."),
     sequence_parallel: bool | None = typer.Option(None, "--sequence-parallel/--no-sequence-parallel", help="Megatron's sequence parallelism: norms, dropout and residual adds split over the TP ranks (training; default on with TP > 1)."),
     ep_overlap: bool = typer.Option(False, "--ep-overlap", help="Overlap a MoE's all-to-alls with another micro-batch's computation (training under EP; Megatron-Core --overlap-moe-expert-parallel-comm)."),
-    global_batch: str | None = typer.Option(None, "--global-batch", help="Tokens per optimizer step: 4M, 16M or an integer (training only; default 4M); whole sequences that split into whole micro-batches per data-parallel rank, never rounded."),
+    global_batch: str | None = typer.Option(None, "--global-batch", help="Tokens per optimizer step: 4M, 16M or an integer (training only; default 4M, for LoRA/QLoRA 32 sequences); whole sequences that split into whole micro-batches per data-parallel rank, never rounded."),
     fsdp: bool = typer.Option(False, "--fsdp", help="FSDP FULL_SHARD (training; memory of ZeRO-3)."),
     offload: str = typer.Option("none", "--offload", help="none | optimizer | params", callback=lower_choice),
     offload_activations: int = typer.Option(0, "--offload-activations", help="Layers whose activations wait in host memory between the forward and backward pass (full training on Megatron-Core with one pipeline stage and no recompute: --cpu-offloading-num-layers)."),

@@ -152,17 +152,24 @@ def unfit_fallback_refusal(batch_tokens: int, *, dp: int, micro_batch: int, seq_
 
 
 def batch_timed_line(timed_tokens: int, *, stated: bool, default_tokens: int, microbatches: int, dp: int,
-                     micro_batch: int, seq_tokens: int) -> str:
+                     micro_batch: int, seq_tokens: int, finetune_sequences: int | None = None) -> str:
     """The assumption saying which global batch a training step is timed with: the stated one as given, else the
     planner's default, raised to whole micro-batches for the layout where it is not a whole number of them.
+    ``finetune_sequences``: the default is the fine-tuning one of that many sequences (LoRA, QLoRA), named so.
 
     >>> batch_timed_line(131_072, stated=True, default_tokens=4 * 2**20, microbatches=4, dp=8, micro_batch=1, seq_tokens=4096)
     'global batch timed: 131,072 tokens, as --global-batch gives it = 4 micro-batches x DP 8 x micro-batch 1 x 4,096 tokens'
     >>> batch_timed_line(4_202_496, stated=False, default_tokens=4 * 2**20, microbatches=342, dp=3, micro_batch=1, seq_tokens=4096)
     'global batch timed: 4,202,496 tokens, the default 4,194,304 (--global-batch not given) rounded up to whole micro-batches for this layout = 342 micro-batches x DP 3 x micro-batch 1 x 4,096 tokens'
+    >>> batch_timed_line(65_536, stated=False, default_tokens=65_536, microbatches=32, dp=1, micro_batch=1, seq_tokens=2048, finetune_sequences=32)
+    'global batch timed: 65,536 tokens, the default for fine-tuning, 32 sequences (--global-batch not given) = 32 micro-batches x DP 1 x micro-batch 1 x 2,048 tokens'
     """
     if stated:
         source = "as --global-batch gives it"
+    elif finetune_sequences is not None:
+        source = f"the default for fine-tuning, {finetune_sequences} sequences (--global-batch not given)"
+        if timed_tokens != default_tokens:
+            source += " rounded up to whole micro-batches for this layout"
     elif timed_tokens == default_tokens:
         source = "the default (--global-batch not given)"
     else:

@@ -3,7 +3,9 @@
 Stable keys: ``model``, ``gpu``, ``gpus``, ``per_gpu``, ``fits``, ``max_concurrency``, ``warnings``;
 added: ``headroom_bytes``, ``budget_bytes``, ``max_context_tokens``, ``checkpoint_bytes``, ``layout``,
 ``workload``, ``precision``, ``assumptions``, ``checks``, ``suggestions``, ``breakdown``, and whatever
-other planner modules attach through ``Plan.extra`` (e.g. ``performance``).
+other planner modules attach through ``Plan.extra`` (e.g. ``performance``). ``workload`` keeps every field of
+:class:`~anchorgpu.planner.inputs.Workload` as a key, ``null`` where the plan's task has no use for it (an inference
+plan names no optimizer or LoRA rank, a training plan no serving engine).
 """
 
 from __future__ import annotations
@@ -17,6 +19,18 @@ from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.planner.plan import Plan
 
 __all__ = ["model_to_json", "plan_to_json"]
+
+_TRAINING = ("train", "lora", "qlora")
+_FIELD_TASKS: dict[str, tuple[str, ...]] = {  # the Workload fields one kind of task reads; the rest read by every task
+    **dict.fromkeys(("engine", "engine_source", "context_tokens", "concurrency", "gpu_memory_utilization",
+                     "max_num_batched_tokens", "max_num_seqs", "block_size_tokens", "prompt_tokens", "output_tokens",
+                     "images_per_request", "image_resolution"), ("inference",)),
+    **dict.fromkeys(("micro_batch", "global_batch_tokens", "seq_tokens", "recompute", "offload_activation_layers",
+                     "optimizer", "train_stack", "cross_entropy", "train_precision", "optimizer_state",
+                     "grad_bytes_per_value"), _TRAINING),
+    **dict.fromkeys(("lora_rank", "lora_targets"), ("lora", "qlora")),
+    **dict.fromkeys(("resolution", "images", "vae_tiling"), ("diffusion",)),
+}
 
 
 def model_to_json(model: ModelSpec | DiffusionPipelineSpec, *, kv_cache: str = "bf16") -> dict[str, Any]:
@@ -47,7 +61,9 @@ def plan_to_json(plan: Plan, *, model_json: Mapping[str, Any] | None = None) -> 
     stated = layout.pop("pipeline_layout")
     if stated is not None:  # an explicit pipeline layout: its string, as given (absent when the split is even)
         layout["pipeline_layout"] = stated.text
-    workload = {f.name: _plain(getattr(plan.workload, f.name)) for f in dataclasses.fields(plan.workload)}
+    task = plan.workload.task
+    workload = {f.name: _plain(getattr(plan.workload, f.name)) if task in _FIELD_TASKS.get(f.name, (task,)) else None
+                for f in dataclasses.fields(plan.workload)}
     out: dict[str, Any] = {
         "model": dict(model_json) if model_json is not None else model_to_json(plan.model,
                                                                                kv_cache=plan.precision.kv_cache),

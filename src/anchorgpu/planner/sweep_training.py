@@ -27,9 +27,13 @@ from anchorgpu.planner.speed.calibration import calibrated
 from anchorgpu.planner.speed.flops import Recompute, TrainKind
 from anchorgpu.planner.speed.layouts import deepest_interleave, micro_batches
 from anchorgpu.planner.speed.links import compute_precision_for_training
-from anchorgpu.planner.speed.pipeline import interleaving_refusal, microbatches_for, timed_batch_tokens
+from anchorgpu.planner.speed.pipeline import (
+    default_batch_tokens,
+    interleaving_refusal,
+    microbatches_for,
+    timed_batch_tokens,
+)
 from anchorgpu.planner.speed.training import (
-    DEFAULT_GLOBAL_BATCH_TOKENS,
     TrainLayout,
     tokens_per_s_bound,
     training_step,
@@ -99,6 +103,7 @@ class _Steps:
 
     def __init__(self, model: ModelSpec, w: Workload, spec: SweepSpec, seq_tokens: int) -> None:
         self.model, self.w, self.seq, self.stated = model, w, seq_tokens, spec.global_batch_tokens
+        self.default_tokens = default_batch_tokens(w.task, seq_tokens)  # the batch plan times when none is stated
         self.kind: TrainKind = "full" if w.task == "train" else "lora"
         self.precision = compute_precision_for_training(w.train_precision)
         self.cal = calibrated(spec.efficiencies)  # --mfu/--mbu time a training step here as they do in plan
@@ -106,7 +111,8 @@ class _Steps:
 
     def batch_tokens(self, dp: int, micro_batch: int) -> int:
         """The global batch a step is timed with, as plan times it (speed.pipeline.timed_batch_tokens)."""
-        return timed_batch_tokens(self.stated, dp=dp, micro_batch=micro_batch, seq_tokens=self.seq)
+        return timed_batch_tokens(self.stated, dp=dp, micro_batch=micro_batch, seq_tokens=self.seq,
+                                  default_tokens=self.default_tokens)
 
     def speed(self, shape: HardwareShape, lay: TrainLayout, micro_batch: int, recompute: Recompute) -> float:
         w = self.w
@@ -188,7 +194,8 @@ class _Search:
             found = None
             if held and runs:
                 pairs = pairs if pairs is not None else _pairs(base, self.deepest[base.pp], self.mbs, self.seq,
-                                                               self.stated, self.splits, self.steps.batch_tokens,
+                                                               self.stated or self.steps.default_tokens, self.splits,
+                                                               self.steps.batch_tokens,
                                                                self.w.train_stack)
                 found = self.fastest(shape, base, known, pairs, speed)
             elif held:  # not timed, but sized at the least recompute that fits, for the reason it is rejected
@@ -267,19 +274,20 @@ def _states_bytes(mem: Memory) -> int:
     return mem[0] + mem[2]
 
 
-def _pairs(base: TrainLayout, deepest: int, mbs: tuple[int, ...], seq: int, stated: int | None,
+def _pairs(base: TrainLayout, deepest: int, mbs: tuple[int, ...], seq: int, batch: int,
            splits: Callable[[int, int], bool], batch_tokens: Callable[[int, int], int],
            train_stack: str) -> list[Pair]:
     """The layout's interleavings and micro-batches the chooser tries, in its order (plain 1F1B first; the
-    micro-batches ascending): a micro-batch past the first only where a stated batch is whole micro-batches for each
-    data-parallel rank, or the default batch holds one per rank; interleaved chunks only where the stack runs them
+    micro-batches ascending): a micro-batch past the first only where ``batch`` (the stated one, else the task's
+    default) is whole micro-batches for each data-parallel rank (``splits``: always, for the default) and holds one per
+    rank; interleaved chunks only where the stack runs them
     with the step's micro-batches (:func:`~anchorgpu.planner.speed.pipeline.interleaving_refusal`)."""
     dp, out = base.dp, []
     for v in sorted({1, deepest}):
         lay_v = base if v == 1 else TrainLayout(gpus=base.gpus, tp=base.tp, pp=base.pp, cp=base.cp, dp=dp, ep=base.ep,
                                                 zero=base.zero, virtual_stages=v)
         for mb in mbs:
-            if mb != mbs[0] and not (splits(dp, mb) and dp * mb * seq <= (stated or DEFAULT_GLOBAL_BATCH_TOKENS)):
+            if mb != mbs[0] and not (splits(dp, mb) and dp * mb * seq <= batch):
                 continue
             m = microbatches_for(batch_tokens(dp, mb), dp=dp, micro_batch=mb, seq_tokens=seq)
             if v == 1 or interleaving_refusal(base.pp, v, m, train_stack) is None:

@@ -24,7 +24,7 @@ from anchorgpu.planner.memory.loss import default_cross_entropy, loss_memory, lo
 from anchorgpu.planner.pipeline_layout import busiest_rank_layers
 from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
 from anchorgpu.planner.sequence_parallel import memory_off_line
-from anchorgpu.planner.speed.pipeline import step_microbatches
+from anchorgpu.planner.speed.pipeline import default_batch_tokens, step_microbatches
 from anchorgpu.planner.terms import TaskTerms, context_bytes, nccl_bytes, new_task_terms, weights_bytes
 from anchorgpu.planner.training_pipeline import (
     FSDP_PIPELINE_LINE,
@@ -62,7 +62,8 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     # a stated batch splits into whole micro-batches per DP rank (CP ranks share a sequence), else one line refuses it
     check_split(w.global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq, cp=lay.cp)
     # the micro-batches a step runs: the count the speed estimate times and the plan's batch line states
-    microbatches = step_microbatches(w.global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq)
+    microbatches = step_microbatches(w.global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq,
+                                     default_tokens=default_batch_tokens(w.task, seq))
     check_interleaving(w, lay, micro_batch, seq)
     recompute: Recompute = w.recompute or ("full" if w.task == "qlora" else "none")
     if w.recompute is None:

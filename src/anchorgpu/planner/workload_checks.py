@@ -75,6 +75,14 @@ def validate_workload(workload: Workload) -> None:
         raise InvalidWorkload(f"unknown recompute {workload.recompute!r}; valid: {', '.join(RECOMPUTES)}")
     if workload.train_precision not in TRAIN_PRECISIONS:
         raise InvalidWorkload(f"--train-precision {workload.train_precision!r}: choose {', '.join(TRAIN_PRECISIONS)}")
+    if workload.task == "qlora" and workload.train_precision in ("fp8", "fp4"):
+        # bitsandbytes' Linear4bit casts its input to the compute dtype and runs bnb.matmul_4bit, which dequantizes the
+        # NF4 weights to that 16/32-bit dtype (bitsandbytes-foundation/bitsandbytes@005a63c2 bitsandbytes/nn/modules.py,
+        # Linear4bit.forward): no FP8 or FP4 matmul of a QLoRA base exists to plan
+        raise InvalidWorkload(f"--train-precision {workload.train_precision} with --task qlora: QLoRA's 4-bit base "
+                              "weights are dequantized to 16-bit for every matmul (bitsandbytes Linear4bit), so nothing "
+                              "runs them in " + workload.train_precision.upper() + "; use mixed or bf16-true, or "
+                              "--task lora for FP8")
     if workload.train_stack != "megatron" and workload.train_stack not in TRAIN_STACKS:
         raise InvalidWorkload(f"--train-stack {workload.train_stack!r}: choose {' or '.join(TRAIN_STACKS)}")
     if workload.cross_entropy is not None and workload.cross_entropy not in CROSS_ENTROPY_IMPLS:

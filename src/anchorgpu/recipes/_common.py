@@ -18,7 +18,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.engine_choice import TRAINING_RECIPES
 from anchorgpu.planner.inputs import TRAINING_TASKS
 from anchorgpu.planner.plan import Plan
-from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS
+from anchorgpu.planner.speed.pipeline import default_batch_tokens
 
 __all__ = ["KINDS", "SERVING_KINDS", "TRAINING_KINDS", "Recipe", "Target", "TrainSteps", "default_target", "flag_data",
            "is_training", "model_ref", "not_expressible", "shell_join", "train_steps"]
@@ -64,10 +64,11 @@ def flag_data(name: str) -> dict[str, Any]:
 
 
 def model_ref(plan: Plan, assumptions: list[str]) -> str:
-    """The checkpoint to launch: the Hub repository the registry row was published in, the Hub id asked for,
-    or the local folder the config came from."""
+    """The checkpoint to launch: another checkpoint of the row's architecture asked for by its Hub id or repository
+    name (an instruct model planned as its base's row), else the Hub repository the registry row was published in,
+    the Hub id asked for, or the local folder the config came from."""
     source = plan.model.source
-    match = re.search(r"\(as published in ([^)\s]+)\)", source)
+    match = re.search(r"; checkpoint (\S+) \(as asked", source) or re.search(r"\(as published in ([^)\s]+)\)", source)
     if match:
         return match.group(1)
     if source.startswith("hub:"):
@@ -91,14 +92,16 @@ class TrainSteps:
 
 
 def train_steps(plan: Plan, assumptions: list[str]) -> TrainSteps:
-    """Micro-batch and gradient accumulation from the global batch (the plan's, else 4M tokens)."""
+    """Micro-batch and gradient accumulation from the global batch (the plan's, else the task's default: 4M tokens for
+    pretraining, 32 sequences for LoRA and QLoRA, as plan times it)."""
     w, lay = plan.workload, plan.layout
     micro = w.micro_batch or 1
     seq = w.seq_tokens or 2048
     tokens = w.global_batch_tokens
     if tokens is None:
-        tokens = DEFAULT_GLOBAL_BATCH_TOKENS
-        assumptions.append(f"Global batch not given: {tokens:,} tokens per optimizer step (the planner's default).")
+        tokens = default_batch_tokens(w.task, seq)
+        assumptions.append(f"Global batch not given: {tokens:,} tokens per optimizer step (the planner's default for "
+                           f"{'fine-tuning' if w.task in ('lora', 'qlora') else 'pretraining'}).")
     accumulation = max(1, math.ceil(tokens / (lay.dp * micro * seq)))
     sequences = micro * accumulation * lay.dp
     if sequences * seq != tokens:

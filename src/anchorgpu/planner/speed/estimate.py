@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.global_batch import batch_timed_line
-from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS
+from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, default_seq_tokens
 from anchorgpu.planner.memory.activations import sequence_parallel_share
 from anchorgpu.planner.sequence_parallel import speed_off_line
 from anchorgpu.planner.speed.assumption_lines import (
@@ -39,7 +39,12 @@ from anchorgpu.planner.speed.links import (
     compute_precision_for_training,
     host_kind,
 )
-from anchorgpu.planner.speed.pipeline import bubble_line, timed_batch_tokens
+from anchorgpu.planner.speed.pipeline import (
+    FINETUNE_GLOBAL_BATCH_SEQUENCES,
+    bubble_line,
+    default_batch_tokens,
+    timed_batch_tokens,
+)
 from anchorgpu.planner.speed.serving_plan import (
     SERVER_GPUS,
     KvReservation,
@@ -102,12 +107,14 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
                            lay.pipeline_layout)
     band = ctx.band
     precision = compute_precision_for_training(w.train_precision)  # plan() refused it where the GPU lacks it
-    seq = w.seq_tokens or 2048
+    seq = default_seq_tokens(w, model.max_context_tokens)  # the sequence plan() sized the memory for
+    default_tokens = default_batch_tokens(w.task, seq)
     kind: TrainKind = "full" if w.task == "train" else "lora"
     # the batch of speed.pipeline.step_microbatches: the memory's interleaved activations count the same micro-batches
     st = training_step(model, plan.gpu, lay, seq_tokens=seq, micro_batch=w.micro_batch or 1,
                        global_batch_tokens=timed_batch_tokens(w.global_batch_tokens, dp=lay.dp,
-                                                              micro_batch=w.micro_batch or 1, seq_tokens=seq),
+                                                              micro_batch=w.micro_batch or 1, seq_tokens=seq,
+                                                              default_tokens=default_tokens),
                        recompute=w.recompute or "none", kind=kind, precision=precision,
                        gpus_per_server=SERVER_GPUS, grad_bytes_per_value=w.grad_bytes_per_value, cal=cal,
                        train_stack=w.train_stack, offload_activation_layers=w.offload_activation_layers,
@@ -132,8 +139,9 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
         out["gpu_hours"] = None
     # which batch the step is timed with: a stated one as given (plan() refused it unless it splits), else the default
     assumptions.append(batch_timed_line(st.tokens_per_step, stated=w.global_batch_tokens is not None,
-                                        default_tokens=DEFAULT_GLOBAL_BATCH_TOKENS, microbatches=st.microbatches,
-                                        dp=lay.dp, micro_batch=w.micro_batch or 1, seq_tokens=seq))
+                                        default_tokens=default_tokens, microbatches=st.microbatches,
+                                        dp=lay.dp, micro_batch=w.micro_batch or 1, seq_tokens=seq,
+                                        finetune_sequences=FINETUNE_GLOBAL_BATCH_SEQUENCES if kind == "lora" else None))
     k = ctx.stack
     assumptions.append(step_line(st.microbatches, w.micro_batch or 1, seq, st.tokens_per_step, precision,
                                   k.fp8_matmul_efficiency if precision != "bf16" else k.train_matmul_efficiency,
@@ -186,7 +194,8 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     put_evidence(ctx.evidence, out, assumptions)
 
 
-def check_tokens_cover_a_step(train_tokens: int, global_batch_tokens: int | None) -> None:
+def check_tokens_cover_a_step(train_tokens: int, global_batch_tokens: int | None,
+                              default_tokens: int = DEFAULT_GLOBAL_BATCH_TOKENS) -> None:
     """Refuse a run shorter than one optimizer step: its time would be a fraction of a step that never completes.
 
     >>> check_tokens_cover_a_step(10**9, None)
@@ -195,7 +204,7 @@ def check_tokens_cover_a_step(train_tokens: int, global_batch_tokens: int | None
     ...
     anchorgpu.errors.InvalidWorkload: --tokens 1,000,000,000 is less than one optimizer step of --global-batch 1,000,000,000,000 tokens: the run would not finish a step; lower --global-batch or raise --tokens
     """
-    batch = global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS
+    batch = global_batch_tokens or default_tokens
     if train_tokens < batch:
         given = f"--global-batch {batch:,} tokens" if global_batch_tokens else f"{batch:,} tokens (the default --global-batch)"
         raise InvalidWorkload(f"--tokens {train_tokens:,} is less than one optimizer step of {given}: the run would "
@@ -233,8 +242,9 @@ def plan_performance(
             if value is not None and value < 1:
                 raise InvalidWorkload(f"--{name} {value}: must be at least 1")
     model, gpu, w = plan.model, plan.gpu, plan.workload
-    if train_tokens is not None and w.task in ("train", "lora", "qlora"):
-        check_tokens_cover_a_step(train_tokens, w.global_batch_tokens)
+    if train_tokens is not None and w.task in ("train", "lora", "qlora") and isinstance(model, ModelSpec):
+        check_tokens_cover_a_step(train_tokens, w.global_batch_tokens,
+                                  default_batch_tokens(w.task, default_seq_tokens(w, model.max_context_tokens)))
     assumptions: list[str] = []
     warnings: list[tuple[str, str]] = []
     cal = cal or (calibration() if mfu is None and mbu is None else calibrated(Overrides(mfu=mfu, mbu=mbu)))

@@ -40,9 +40,8 @@ from anchorgpu.planner.pipeline_layout import parse_pipeline_layout
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import compute_precision_for_training
-from anchorgpu.planner.speed.pipeline import interleaving_refusal_line
+from anchorgpu.planner.speed.pipeline import default_batch_tokens, interleaving_refusal_line
 from anchorgpu.planner.speed.training import (
-    DEFAULT_GLOBAL_BATCH_TOKENS,
     TrainLayout,
     tokens_per_s_bound,
     training_step,
@@ -211,7 +210,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
 
     gpus = given.gpus or 1
     seq = default_seq_tokens(w, model.max_context_tokens)
-    batch = w.global_batch_tokens or DEFAULT_GLOBAL_BATCH_TOKENS
+    batch = w.global_batch_tokens or default_batch_tokens(w.task, seq)
     cal = calibration()
     kind: TrainKind = "full" if w.task == "train" else "lora"
     prec = compute_precision_for_training(w.train_precision)

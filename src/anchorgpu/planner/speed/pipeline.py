@@ -11,7 +11,9 @@ from anchorgpu.planner.memory.model_states import stage_layers
 
 __all__ = [
     "DEFAULT_GLOBAL_BATCH_TOKENS",
+    "FINETUNE_GLOBAL_BATCH_SEQUENCES",
     "bubble_line",
+    "default_batch_tokens",
     "counts_embedding_and_loss",
     "interleaving_refusal",
     "interleaving_refusal_line",
@@ -25,7 +27,28 @@ __all__ = [
 
 DEFAULT_GLOBAL_BATCH_TOKENS = 4 * 2**20
 """Tokens per optimizer step when none is given: 4M (4,194,304), as Llama 2 and most 7-70B runs used
-(Touvron et al. 2023, section 2.2; GPT-3 used 0.5-3.2M, Brown et al. 2020 Table 2.1)."""
+(Touvron et al. 2023, section 2.2; GPT-3 used 0.5-3.2M, Brown et al. 2020 Table 2.1). The default for pretraining
+(``--task train``); fine-tuning takes :data:`FINETUNE_GLOBAL_BATCH_SEQUENCES`."""
+
+FINETUNE_GLOBAL_BATCH_SEQUENCES = 32
+"""Sequences per optimizer step when a LoRA or QLoRA run gives no global batch: 32, what the fine-tuning recipes run
+with: torchtune's single-GPU Llama 3.1 8B QLoRA recipe takes ``batch_size: 2`` x ``gradient_accumulation_steps: 16``
+(pytorch/torchtune@0b3e04ad recipes/configs/llama3_1/8B_qlora_single_device.yaml), and NeMo's LoRA benchmarks ran at
+a global batch of 32 sequences (NVIDIA/NeMo@070a0bb1 docs/source/performance/performance_summary.md, fine-tuning
+table; the N24-*-LORA rows of data/measured_runs.json). 4M tokens, the pretraining default, is 2,048 sequences of
+2,048 tokens: minutes a step on one GPU, a batch no fine-tuning recipe uses."""
+
+
+def default_batch_tokens(task: str, seq_tokens: int) -> int:
+    """The global batch a training step is planned with when none is given: :data:`FINETUNE_GLOBAL_BATCH_SEQUENCES`
+    sequences of ``seq_tokens`` for LoRA and QLoRA, else (pretraining) :data:`DEFAULT_GLOBAL_BATCH_TOKENS`.
+
+    >>> default_batch_tokens("lora", 2048), default_batch_tokens("qlora", 4096), default_batch_tokens("train", 2048)
+    (65536, 131072, 4194304)
+    """
+    if task in ("lora", "qlora"):
+        return FINETUNE_GLOBAL_BATCH_SEQUENCES * seq_tokens
+    return DEFAULT_GLOBAL_BATCH_TOKENS
 
 
 def pipeline_bubble_stage_times(pp: int, microbatches: int, virtual_stages: int = 1) -> float:
@@ -125,23 +148,27 @@ def microbatches_for(global_batch_tokens: int, *, dp: int, micro_batch: int, seq
     return math.ceil(global_batch_tokens / per_micro)
 
 
-def timed_batch_tokens(stated_tokens: int | None, *, dp: int, micro_batch: int, seq_tokens: int) -> int:
+def timed_batch_tokens(stated_tokens: int | None, *, dp: int, micro_batch: int, seq_tokens: int,
+                       default_tokens: int = DEFAULT_GLOBAL_BATCH_TOKENS) -> int:
     """The global batch a training step is timed with, before :func:`microbatches_for` counts it: a stated batch as
-    given (``plan()`` has refused one that is not whole micro-batches for each rank), else
-    :data:`DEFAULT_GLOBAL_BATCH_TOKENS`, raised to one micro-batch per data-parallel rank where a layout's round of
+    given (``plan()`` has refused one that is not whole micro-batches for each rank), else ``default_tokens`` (the
+    task's :func:`default_batch_tokens`), raised to one micro-batch per data-parallel rank where a layout's round of
     ``dp x micro_batch x seq_tokens`` tokens is larger.
 
     >>> timed_batch_tokens(None, dp=3, micro_batch=1, seq_tokens=4096), timed_batch_tokens(None, dp=2048, micro_batch=1, seq_tokens=4096)
     (4194304, 8388608)
     >>> timed_batch_tokens(131_072, dp=8, micro_batch=1, seq_tokens=4096)
     131072
+    >>> timed_batch_tokens(None, dp=64, micro_batch=1, seq_tokens=2048, default_tokens=default_batch_tokens("lora", 2048))
+    131072
     """
     if stated_tokens is not None:
         return stated_tokens
-    return max(DEFAULT_GLOBAL_BATCH_TOKENS, dp * micro_batch * seq_tokens)
+    return max(default_tokens, dp * micro_batch * seq_tokens)
 
 
-def step_microbatches(stated_tokens: int | None, *, dp: int, micro_batch: int, seq_tokens: int) -> int:
+def step_microbatches(stated_tokens: int | None, *, dp: int, micro_batch: int, seq_tokens: int,
+                      default_tokens: int = DEFAULT_GLOBAL_BATCH_TOKENS) -> int:
     """The micro-batches each data-parallel rank runs in one training step: :func:`microbatches_for` of
     :func:`timed_batch_tokens`. A plan reads this one count everywhere: the speed estimate times it and its batch line
     states it (:func:`~anchorgpu.planner.global_batch.batch_timed_line`), the interleaving check refuses with it and
@@ -151,8 +178,9 @@ def step_microbatches(stated_tokens: int | None, *, dp: int, micro_batch: int, s
     >>> step_microbatches(None, dp=3, micro_batch=1, seq_tokens=4096), step_microbatches(131_072, dp=8, micro_batch=1, seq_tokens=4096)
     (342, 4)
     """
-    return microbatches_for(timed_batch_tokens(stated_tokens, dp=dp, micro_batch=micro_batch, seq_tokens=seq_tokens),
-                            dp=dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
+    batch = timed_batch_tokens(stated_tokens, dp=dp, micro_batch=micro_batch, seq_tokens=seq_tokens,
+                               default_tokens=default_tokens)
+    return microbatches_for(batch, dp=dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
 
 
 def slowest_stage_layers(layers: int, pp: int, virtual_stages: int = 1, stated: int | None = None) -> int:
