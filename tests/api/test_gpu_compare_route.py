@@ -14,7 +14,8 @@ def test_compare_route_returns_ratios_and_predicted_rows(client: TestClient) -> 
     assert response.status_code == 200
     data = response.json()
     assert data["ratio_is"] == "a / b"
-    assert data["ratios"]["memory_bytes"] == pytest.approx(192 / 80)  # usable GiB: MI300X 192, H100 80 (gpu_specs.csv)
+    # as the runtimes report them (gpus.toml memory_runtime_sources): MI300X 196,592 MiB (HIP), H100 85,017,624,576 B
+    assert data["ratios"]["memory_bytes"] == pytest.approx(196_592 * 2**20 / 85_017_624_576)
     expected = predicted_speeds(get_gpu("mi300x"), get_gpu("h100"))
     assert [row["metric"] for row in data["predicted"]] == [ref.metric for ref in REFERENCE_WORKLOADS]
     for got, want in zip(data["predicted"], expected, strict=True):

@@ -136,7 +136,8 @@ def test_compare_prints_a_side_by_side_table_with_ratios_and_meaning(capsys: pyt
     code, out, _ = run(capsys, "gpus", "compare", "h200", "h100")
     assert code == 0
     assert "h200 / h100-sxm" in out
-    assert "1.75x" in out and "1.43x" in out  # 139.8 GiB (measured, benchmarks/device) / 80; 4.8 / 3.35 TB/s and "1.00x" in out
+    # 139.80 GiB (measured, benchmarks/device) / 79.18 GiB (CUDA's H100 total, gpus.toml); 4.8 / 3.35 TB/s
+    assert "1.77x" in out and "1.43x" in out and "1.00x" in out
     assert "What it means:" in out
     assert "Decode:" in out
 
@@ -147,7 +148,8 @@ def test_compare_json_has_ratios_a_over_b(capsys: pytest.CaptureFixture[str]) ->
     assert data["a"]["name"] == "h200" and data["b"]["name"] == "h100-sxm"
     assert GPU_KEYS <= set(data["a"])
     ratios = data["ratios"]
-    assert ratios["memory_bytes"] == pytest.approx(139.8 / 80)  # measured H200 (benchmarks/device) vs S2
+    # CUDA's totals: measured H200 (benchmarks/device) vs the H100's from prime-rl's baselines (gpus.toml)
+    assert ratios["memory_bytes"] == pytest.approx(150_109_880_320 / 85_017_624_576)
     assert ratios["memory_bandwidth_bytes_per_s"] == pytest.approx(4.8 / 3.35)
     assert ratios["bf16_flops_per_s"] == 1.0
     assert ratios["fp4_flops_per_s"] is None

@@ -14,15 +14,17 @@ from anchorgpu.units import GB
 def test_h200_vs_h100_has_the_published_memory_and_bandwidth_ratios_and_the_same_compute() -> None:
     # gpu_specs.csv (S2, S4): H200 141 GB at 4.8 TB/s; H100 SXM 80 GB at 3.35 TB/s; both 989 TFLOP/s dense BF16
     c = compare_gpus(get_gpu("h200"), get_gpu("h100"))
-    # the H200's 141 GB is 139.8 GiB to CUDA (measured on one: benchmarks/device/h200_2026-12-04.json)
-    assert c.metric("memory_bytes").ratio == pytest.approx(139.8 / 80)
+    # memory as CUDA reports it: the H200's 141 GB is 150,109,880,320 bytes (139.80 GiB, measured on one:
+    # benchmarks/device/h200_2026-12-04.json), the H100's 80 GB 85,017,624,576 bytes (79.18 GiB: prime-rl's H100
+    # baselines, gpus.toml memory_runtime_sources)
+    assert c.metric("memory_bytes").ratio == pytest.approx(150_109_880_320 / 85_017_624_576)
     assert c.metric("memory_bandwidth_bytes_per_s").ratio == pytest.approx(4.8 / 3.35)
     assert c.metric("bf16_flops_per_s").ratio == 1.0
     assert c.metric("fp8_flops_per_s").ratio == 1.0
     assert c.metric("interconnect_bandwidth_bytes_per_s").ratio == 1.0
     assert c.metric("tdp_w").ratio == 1.0
     text = " ".join(c.statements)
-    assert "1.75x the memory" in text
+    assert "1.77x the memory" in text  # 139.80 / 79.18 GiB, CUDA's totals (above)
     assert "1.43x the tokens/s" in text
     assert "same dense BF16 throughput" in text
 
@@ -114,7 +116,9 @@ def test_workload_fit_refuses_an_empty_workload() -> None:
 
 def test_memory_ratio_uses_usable_not_headline_memory() -> None:
     c = compare_gpus(get_gpu("b300"), get_gpu("b200"))
-    assert c.metric("memory_bytes").ratio == pytest.approx(270 / 180)  # S5: 270 GB vs 180 GB on the platform
+    # S5: 270 GB on the B300's platform; the B200's 180 GB platform figure is 191,503,138,816 bytes (178.35 GiB)
+    # to CUDA (prime-rl's B200 baseline, gpus.toml memory_runtime_sources); headlines 288 and 192 GB are not used
+    assert c.metric("memory_bytes").ratio == pytest.approx(270 * 2**30 / 191_503_138_816)
     assert get_gpu("b300").memory_bytes / GB > 270  # GiB, so slightly more than 270 decimal GB
 
 

@@ -181,3 +181,29 @@ def test_any_positive_figure_round_trips_with_its_unit_and_uncertainty(tflops: f
     assert gpu.peaks["bf16"].uncertain is uncertain
     assert gpu.memory_bandwidth_bytes_per_s == pytest.approx(bandwidth * 1e12)
     assert gpu.memory_bytes == memory * GIB
+
+
+RUNTIME = 'memory_usable = 76\nmemory_runtime_bytes = 81000000000\nmemory_runtime_sources = ["a run"]'
+
+
+def test_a_runtime_total_becomes_the_budget_and_the_usable_figure_stays_nominal() -> None:
+    (gpu,) = parse_gpus(broken("memory_usable = 76", RUNTIME), file="t.toml", sources=SOURCES)
+    assert gpu.memory_bytes == 81_000_000_000 and gpu.memory_nominal_bytes == 76 * GIB
+    assert gpu.memory_is_runtime and gpu.memory_runtime_sources == ("a run",)
+    (plain,) = parse_gpus(good_file(), file="t.toml", sources=SOURCES)
+    assert not plain.memory_is_runtime and plain.memory_nominal_bytes is None and plain.memory_bytes == 76 * GIB
+
+
+@pytest.mark.parametrize(
+    ("new", "reason"),
+    [
+        ('memory_usable = 76\nmemory_runtime_bytes = 81000000000', "go together"),
+        ('memory_usable = 76\nmemory_runtime_sources = ["a run"]', "go together"),
+        (RUNTIME.replace("81000000000", "82000000000.5"), "whole number of bytes"),
+        (RUNTIME.replace("81000000000", "90000000000"), "larger than memory_usable"),
+        (RUNTIME.replace('["a run"]', "[]"), "must name where"),
+    ],
+)
+def test_a_runtime_total_is_refused_with_the_reason(new: str, reason: str) -> None:
+    with pytest.raises(DataFileError, match=reason):
+        parse_gpus(broken("memory_usable = 76", new), file="t.toml", sources=SOURCES)

@@ -49,10 +49,16 @@ BEYOND_REFERENCE: dict[str, dict[str, str]] = {
     # MI325X gets the MI300X's 7 x 128 = 896? GB/s (same arithmetic, same uncertainty) instead of PCIe.
     "mi325x": {"scaleup_bw_per_gpu_GBps_bidir": "896?", "sources": "S14;S15;S16;S23;S24"},
 }
-# Measured on the GPU itself, where it refines a reference cell (never by more than 2%): what CUDA reports
-# (torch.cuda.get_device_properties(0).total_memory) is what a program can budget against.
-MEASURED_OVER_REFERENCE: dict[str, dict[str, str]] = {
-    "h200": {"memory_gb_platform_or_usable": "139.8"},  # 150,109,880,320 bytes: benchmarks/device/h200_2026-12-04.json
+# The totals the CUDA/ROCm runtime reports (gpus.toml memory_runtime_bytes), which the planner budgets against
+# in place of the reference table's usable figure; each with where it was reported (gpus.toml names repo@commit
+# and path). The lowest report that names the GPU model is taken.
+RUNTIME_TOTALS: dict[str, int] = {
+    "h100-sxm": 85_017_624_576,  # 79.18 GiB: prime-rl's 1- and 8-GPU H100 80GB HBM3 baselines (79.21 in a deviceQuery)
+    "a100-80gb-sxm": 85_100_068_864,  # 79.26 GiB: deviceQuery on A100-SXM4-80GB (thamada/nvidia-smi)
+    "h200": 150_109_880_320,  # 139.80 GiB: our run, benchmarks/device/h200_2026-12-04.json
+    "b200": 191_503_138_816,  # 178.35 GiB: prime-rl's 8 x B200 baseline
+    "l40s": 47_803_596_800,  # 44.52 GiB: deviceQuery on an L40S, ECC on (thamada/nvidia-smi)
+    "mi300x": 206_141_652_992,  # 196,592 MiB: HIP device properties of an MI300X (thamada/nvidia-smi)
 }
 DEVICE_RUNS = Path(__file__).resolve().parents[2] / "benchmarks" / "device"
 CSV_PEAK_COLUMNS = {
@@ -108,15 +114,19 @@ def test_the_cells_we_fill_beyond_the_reference_are_empty_there() -> None:
                 assert ours.split(";")[: len(theirs.split(";"))] == theirs.split(";")  # and only add sources
 
 
-def test_a_measured_figure_refines_its_reference_cell_and_is_what_the_device_run_recorded() -> None:
-    rows = {CSV_ROWS[row["gpu"]]: row for row in reference_rows()}
+def test_a_runtime_total_is_what_its_report_says_and_a_little_under_the_vendors_figure() -> None:
     measured = json.loads((DEVICE_RUNS / "h200_2026-12-04.json").read_text())["meta"]
-    assert measured["gpu"] == "NVIDIA H200"
-    assert round(measured["memory_bytes"] / GIB, 1) == float(MEASURED_OVER_REFERENCE["h200"]["memory_gb_platform_or_usable"])
-    for name, cells in MEASURED_OVER_REFERENCE.items():
-        for column, ours in cells.items():
-            theirs = cell(rows[name][column])[0]
-            assert theirs is not None and abs(float(ours) / theirs - 1) <= 0.02, (name, column, theirs, ours)
+    assert measured["gpu"] == "NVIDIA H200" and measured["memory_bytes"] == RUNTIME_TOTALS["h200"]
+    assert {g.name for g in list_gpus() if g.memory_is_runtime} == set(RUNTIME_TOTALS)
+    for name, total in RUNTIME_TOTALS.items():
+        gpu = get_gpu(name)
+        assert gpu.memory_bytes == total and gpu.memory_runtime_sources, name
+        assert gpu.memory_nominal_bytes is not None
+        # the driver keeps back about 1 % (HBM) and up to 7 % with ECC on GDDR6 (L40S 44.52 of 48)
+        assert 0.9 * gpu.memory_nominal_bytes < total < gpu.memory_nominal_bytes, name
+    for gpu in list_gpus():
+        if not gpu.memory_is_runtime:  # no sourced runtime total: the vendor's usable figure, as before
+            assert gpu.memory_nominal_bytes is None and not gpu.memory_runtime_sources
 
 
 def test_every_reference_row_is_shipped_under_a_known_name() -> None:
@@ -128,10 +138,13 @@ def test_every_reference_row_is_shipped_under_a_known_name() -> None:
 @pytest.mark.parametrize("row", reference_rows(), ids=lambda row: CSV_ROWS[row["gpu"]])
 def test_every_figure_matches_the_reference_table_cell_by_cell(row: dict[str, str]) -> None:
     gpu = get_gpu(CSV_ROWS[row["gpu"]])
-    row = {**row, **BEYOND_REFERENCE.get(gpu.name, {}), **MEASURED_OVER_REFERENCE.get(gpu.name, {})}
-    # memory: headline (physical) and platform/usable figures, read as GiB
+    row = {**row, **BEYOND_REFERENCE.get(gpu.name, {})}
+    # memory: headline (physical) and platform/usable figures, read as GiB; the planner's budget is the runtime's
+    # total where one is sourced (RUNTIME_TOTALS), the usable figure elsewhere
     assert gpu.memory_physical_bytes == cell(row["memory_gb_headline"])[0] * GIB  # type: ignore[operator]
-    assert gpu.memory_bytes == round(cell(row["memory_gb_platform_or_usable"])[0] * GIB)  # type: ignore[operator]
+    usable = round(cell(row["memory_gb_platform_or_usable"])[0] * GIB)  # type: ignore[operator]
+    assert (gpu.memory_nominal_bytes or gpu.memory_bytes) == usable
+    assert gpu.memory_bytes == RUNTIME_TOTALS.get(gpu.name, usable)
     assert gpu.memory_headline == f"{row['memory_gb_headline']} GB"
     assert gpu.memory_type == row["memory_type"]
     assert gpu.memory_bandwidth_bytes_per_s == pytest.approx(float(row["mem_bw_TBps"]) * 1e12)
@@ -212,20 +225,23 @@ def test_anchor_bandwidths_match_their_published_sources(name: str, tb_per_s: fl
 
 
 @pytest.mark.parametrize(
-    ("name", "usable_gib", "headline"),
+    ("name", "budget_gib", "usable_gib", "headline"),
     [
-        ("mi300x", 192, "192 GB"),  # S14/S15: AMD 192 GB; ROCm table 192 GiB
-        ("mi325x", 256, "256 GB"),  # S15: 256 GiB (a public catalog's 288 is wrong)
-        ("h100-sxm", 80, "80 GB"),  # S2
-        ("h200", 139.8, "141 GB"),  # S4's 141 GB is 139.8 GiB to CUDA (measured: benchmarks/device/h200_2026-12-04.json)
-        ("b200", 180, "192 GB"),  # S5/S6: 180 GB on the platform, up to 192 GB physical
-        ("b300", 270, "288 GB"),  # S5: 270 GB in the HGX column, 288 GB physical
-        ("gb200", 186, "192 GB"),  # S7/S11: 186 GB per GPU
+        ("mi300x", 191.98, 192, "192 GB"),  # S14/S15: AMD 192 GB, ROCm table 192 GiB; HIP reports 196,592 MiB
+        ("mi325x", 256, 256, "256 GB"),  # S15: 256 GiB (a public catalog's 288 is wrong); no runtime total sourced
+        ("h100-sxm", 79.18, 80, "80 GB"),  # S2: 80 GB; CUDA reports 79.18 GiB (prime-rl's H100 baselines)
+        ("h200", 139.80, 141, "141 GB"),  # S4: 141 GB; CUDA 139.80 GiB (measured: benchmarks/device/h200_2026-12-04.json)
+        ("b200", 178.35, 180, "192 GB"),  # S5/S6: 180 GB on the platform, 192 physical; CUDA 178.35 (prime-rl)
+        ("b300", 270, 270, "288 GB"),  # S5: 270 GB in the HGX column, 288 GB physical; no runtime total sourced
+        ("gb200", 186, 186, "192 GB"),  # S7/S11: 186 GB per GPU; no runtime total sourced
     ],
 )
-def test_memory_budgets_on_the_usable_figure_and_keeps_the_headline(name: str, usable_gib: float, headline: str) -> None:
+def test_memory_budgets_on_the_runtime_total_and_keeps_the_usable_figure_and_headline(
+    name: str, budget_gib: float, usable_gib: float, headline: str
+) -> None:
     gpu = get_gpu(name)
-    assert gpu.memory_bytes == round(usable_gib * GIB)
+    assert gpu.memory_bytes / GIB == pytest.approx(budget_gib, abs=0.005)
+    assert (gpu.memory_nominal_bytes or gpu.memory_bytes) == round(usable_gib * GIB)
     assert gpu.memory_headline == headline
     assert gpu.memory_unit == "GiB"
     assert gpu.memory_physical_bytes is not None and gpu.memory_physical_bytes >= gpu.memory_bytes

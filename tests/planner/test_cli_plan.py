@@ -149,10 +149,13 @@ def test_readable_output_gives_the_verdict_first_in_gib_against_the_gpu_memory(
     assert code == 0
     assert out.index("Verdict: FITS") < out.index("Memory per GPU") < out.index("Warnings")
     verdict = next(line for line in out.splitlines() if line.startswith("Verdict"))
-    # needed vs available, both in GiB, with the serving engine's share of the 80 GiB H100 named
-    assert "needs" in verdict and "of 72.00 GiB per GPU" in verdict and "90% of 80.00 GiB" in verdict
+    # needed vs available, both in GiB, with the serving engine's share named of the H100's memory as CUDA reports
+    # it: 85,017,624,576 bytes = 79.18 GiB (prime-rl's H100 80GB HBM3 baselines; gpus.toml memory_runtime_sources),
+    # and 0.9 x 79.18 = 71.26 GiB, vLLM's total_gpu_memory x gpu_memory_utilization
+    assert "needs" in verdict and "of 71.26 GiB per GPU" in verdict and "90% of 79.18 GiB" in verdict
     assert "headroom" in verdict
-    for row in ("GPU memory", "engine budget (90%)", "headroom"):
+    assert "× NVIDIA H100 SXM 80GB (79.18 GiB usable of 80 GB each)" in out  # the product's 80 GB kept beside it
+    for row in ("GPU memory (CUDA total)", "engine budget (90%)", "headroom"):
         assert row in out
     assert "the engine reserves" in out
 
@@ -165,7 +168,8 @@ def test_readable_training_time_is_in_days_and_a_short_plan_says_by_how_much(
     assert code == 0
     assert "training time" in out and " days" in out
     code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--zero", "0")
-    assert "DOES NOT FIT - needs 136.96 GiB of 80.00 GiB per GPU; short by" in out
+    # against the H100's 79.18 GiB as CUDA reports it (gpus.toml memory_runtime_sources), not the 80 GB headline
+    assert "DOES NOT FIT - needs 136.96 GiB of 79.18 GiB per GPU; short by" in out
     # the first suggestion keeps the job (a layout change), not a switch to QLoRA
     table = out[out.index("What would fit"):]
     assert table.index("--zero 3") < table.index("--task qlora")

@@ -35,7 +35,12 @@ class GpuOut(_Schema):
     vendor: str = Field(description="'NVIDIA' or 'AMD'")
     architecture: str = Field(description="GPU architecture, e.g. 'Hopper'")
     form_factor: str = Field(description="SXM, PCIe, OAM …")
-    memory_bytes: int = Field(description="Memory the planner budgets against, bytes")
+    memory_bytes: int = Field(description="Memory the planner budgets against, bytes: the total the CUDA/ROCm runtime "
+                              "reports where memory_runtime_sources names a report of it, else the vendor's usable figure")
+    memory_nominal_bytes: int | None = Field(default=None, description="The vendor's usable/platform figure (80 GiB for "
+                                             "an '80 GB' H100) when memory_bytes is the runtime total; null otherwise")
+    memory_runtime_sources: list[str] = Field(default_factory=list, description="Where the runtime total in "
+                                              "memory_bytes was reported (repo@commit path, or our device run)")
     memory_headline: str = Field(description="The vendor's memory figure as written, e.g. '80 GB'")
     memory_type: str = Field(description="HBM3, HBM3e, GDDR7 …")
     memory_bandwidth_bytes_per_s: float = Field(description="Peak memory bandwidth, bytes per second")

@@ -77,8 +77,10 @@ def _select(gpus: tuple[GpuSpec, ...], *, vendor: str | None, fp8: bool, fp4: bo
         if (vendor is None or g.vendor.lower() == vendor.lower())
         and (not fp8 or g.fp8_hardware)
         and (not fp4 or g.fp4_hardware)
-        # the vendor's "GB" is read in the unit it means (GiB for every shipped GPU), on the usable figure
-        and (min_memory_gb is None or g.memory_bytes / (GIB if g.memory_unit == "GiB" else GB) >= min_memory_gb)
+        # the vendor's "GB" is read in the unit it means (GiB for every shipped GPU), on the vendor's usable figure
+        # (a B200 is a 180 GB part though CUDA reports 178.35 GiB of it)
+        and (min_memory_gb is None
+             or (g.memory_nominal_bytes or g.memory_bytes) / (GIB if g.memory_unit == "GiB" else GB) >= min_memory_gb)
     ]
     if sort is not None:
         chosen.sort(key=lambda g: _sort_value(g, sort))
@@ -166,6 +168,8 @@ def _show(gpu: GpuSpec, *, as_json: bool) -> None:
             f"budget {gpu.memory_bytes:,} bytes",
         ),
     ]
+    for source in gpu.memory_runtime_sources:
+        rows.append(("memory (runtime total)", source))
     if gpu.memory_physical_bytes and gpu.memory_physical_bytes != gpu.memory_bytes:
         rows.append(("memory (physical)", f"{gpu.memory_physical_bytes / GIB:,.0f} GiB"))
     rows.append(("memory bandwidth", fmt_bandwidth(gpu.memory_bandwidth_bytes_per_s)))

@@ -76,6 +76,7 @@ def render_plan(plan: Plan) -> None:
     would fit, warnings, assumptions and what is still to check."""
     from rich.table import Table
 
+    from anchorgpu.hardware.display import fmt_budget_memory
     from anchorgpu.planner.speed.evidence import ENGINE_NAMES
 
     out = console()
@@ -83,7 +84,7 @@ def render_plan(plan: Plan) -> None:
         out.width = 120
     lay = plan.layout
     w = plan.workload
-    where = (f"on {lay.gpus} × {plan.gpu.display_name} ({_fmt(plan.gpu.memory_bytes)} each)" if plan.gpu is not None
+    where = (f"on {lay.gpus} × {plan.gpu.display_name} ({fmt_budget_memory(plan.gpu)} each)" if plan.gpu is not None
              else f"on {lay.gpus} GPU{'s' if lay.gpus > 1 else ''} (no GPU model given)")
     out.print(f"[bold]{plan.model.name}[/bold] · {w.task} {where}")
     out.print(f"Layout TP {lay.tp} · PP {lay.pp}" + (f" (v {lay.virtual_stages})" if lay.virtual_stages > 1 else "")
@@ -133,7 +134,8 @@ def render_plan(plan: Plan) -> None:
             table.add_row("engine budget (TensorRT-LLM)" if w.engine == "trtllm" else
                           f"engine budget (SGLang, {w.gpu_memory_utilization:g})" if w.engine == "sglang" else
                           f"engine budget ({w.gpu_memory_utilization:.0%})", _gib(plan.budget_bytes), "")
-        table.add_row("GPU memory", _gib(plan.gpu.memory_bytes), "")
+        runtime = ("ROCm" if plan.gpu.software_stack == "rocm" else "CUDA") if plan.gpu.memory_is_runtime else None
+        table.add_row("GPU memory" + (f" ({runtime} total)" if runtime else ""), _gib(plan.gpu.memory_bytes), "")
         if plan.headroom_bytes is not None:
             label = "headroom" if plan.headroom_bytes >= 0 else "[red]short by[/red]"
             table.add_row(label, _gib(abs(plan.headroom_bytes)), "")

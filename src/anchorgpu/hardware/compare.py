@@ -1,7 +1,7 @@
 """Side-by-side comparison of two GPUs, with ratios and what the difference means. Pure; stdlib only.
 
-Ratios are ``a / b`` (``compare_gpus(h200, h100)`` gives memory 139.8/80 = 1.7475). A ratio is None when
-either side is absent, unknown or zero, and the row says why. Prices are passed in (the hardware core
+Ratios are ``a / b`` (``compare_gpus(h200, h100)`` gives memory 139.80/79.18 GiB = 1.7656, both as CUDA reports
+them). A ratio is None when either side is absent, unknown or zero, and the row says why. Prices are passed in (the hardware core
 does not read the catalog); a workload is described by plain numbers (its weights bytes), never by a
 model object, so this module stays free of the planner and the catalog.
 
@@ -348,7 +348,7 @@ def compare_gpus(
     >>> from anchorgpu.hardware import get_gpu
     >>> c = compare_gpus(get_gpu("h200"), get_gpu("h100"))
     >>> round(c.metric("memory_bytes").ratio or 0, 4), round(c.metric("memory_bandwidth_bytes_per_s").ratio or 0, 4)
-    (1.7475, 1.4328)
+    (1.7656, 1.4328)
     >>> c.metric("bf16_flops_per_s").ratio
     1.0
     """

@@ -9,7 +9,7 @@ from __future__ import annotations
 from anchorgpu.hardware.spec import GpuSpec, Peak
 from anchorgpu.units import GIB
 
-__all__ = ["fmt_bandwidth", "fmt_link", "fmt_link_short", "fmt_memory", "fmt_number", "fmt_peak", "fmt_stack"]
+__all__ = ["fmt_bandwidth", "fmt_budget_memory", "fmt_link", "fmt_link_short", "fmt_memory", "fmt_number", "fmt_peak", "fmt_stack"]
 
 TERA = 1e12
 
@@ -48,20 +48,50 @@ def fmt_peak(peak: Peak, *, short: bool = False) -> str:
 
 
 def fmt_memory(gpu: GpuSpec, *, short: bool = False) -> str:
-    """Usable memory with the vendor's headline when they differ.
+    """Usable memory with the vendor's headline when they differ; where the catalog has the total the runtime
+    reports (``memory_is_runtime``), that total, to two decimals, of the vendor's figure.
 
     >>> from anchorgpu.hardware import get_gpu
+    >>> fmt_memory(get_gpu("b300"))
+    '270 GiB usable (headline 288 GB)'
+    >>> fmt_memory(get_gpu("h100")), fmt_memory(get_gpu("h100"), short=True)
+    ('79.18 GiB usable of 80 GB (the total CUDA reports)', '79.18/80 GiB')
     >>> fmt_memory(get_gpu("b200"))
-    '180 GiB usable (headline 192 GB)'
-    >>> fmt_memory(get_gpu("h100"), short=True)
+    '178.35 GiB usable of 180 GiB on the platform (the total CUDA reports; headline 192 GB)'
+    >>> fmt_memory(get_gpu("h100-pcie"), short=True)
     '80 GiB'
     """
+    headline_number = gpu.memory_headline.split()[0]
+    if gpu.memory_nominal_bytes is not None:
+        usable = f"{gpu.memory_bytes / GIB:,.2f}"
+        if short:
+            return f"{usable}/{headline_number} GiB"
+        runtime = f"the total {'ROCm' if gpu.software_stack == 'rocm' else 'CUDA'} reports"
+        nominal = fmt_number(gpu.memory_nominal_bytes / GIB)
+        if nominal == headline_number:
+            return f"{usable} GiB usable of {gpu.memory_headline} ({runtime})"
+        return f"{usable} GiB usable of {nominal} GiB on the platform ({runtime}; headline {gpu.memory_headline})"
     usable = fmt_number(gpu.memory_bytes / GIB)
     text = f"{usable} GiB"
-    headline_number = gpu.memory_headline.split()[0]
     if headline_number != usable:
         text = f"{usable} GiB usable (headline {gpu.memory_headline})" if not short else f"{usable}/{headline_number} GiB"
     return text
+
+
+def fmt_budget_memory(gpu: GpuSpec) -> str:
+    """The memory a plan budgets per GPU, for one line of text: ``79.18 GiB usable of 80 GB`` where the runtime's
+    total is sourced (``memory_is_runtime``), else the figure alone (``80.00 GiB``).
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> fmt_budget_memory(get_gpu("h100")), fmt_budget_memory(get_gpu("h100-pcie"))
+    ('79.18 GiB usable of 80 GB', '80.00 GiB')
+    """
+    text = f"{gpu.memory_bytes / GIB:,.2f} GiB"
+    if gpu.memory_nominal_bytes is None:
+        return text
+    nominal = fmt_number(gpu.memory_nominal_bytes / GIB)
+    headline_number = gpu.memory_headline.split()[0]
+    return f"{text} usable of " + (gpu.memory_headline if nominal == headline_number else f"{nominal} GiB")
 
 
 def fmt_bandwidth(bytes_per_s: float | None, *, unit: str = "TB/s") -> str:

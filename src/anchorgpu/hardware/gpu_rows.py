@@ -58,6 +58,8 @@ _OPTIONAL = frozenset(
         "indicative_price_usd_per_gpu_hour",
         "indicative_price_observed",
         "sm_count",
+        "memory_runtime_bytes",
+        "memory_runtime_sources",
     }
 )
 
@@ -168,6 +170,25 @@ def _memory_bytes(row: Row, key: str, unit: str) -> int:
     return round(amount * (GIB if unit == "GiB" else GB))
 
 
+def _runtime_memory(row: Row, usable_bytes: int) -> tuple[int | None, tuple[str, ...]]:
+    """``memory_runtime_bytes``: the total the CUDA/ROCm runtime reports (a whole number of bytes, at most the usable
+    figure), and ``memory_runtime_sources``, where it was reported; both or neither."""
+    table = row.table
+    if ("memory_runtime_bytes" in table) != ("memory_runtime_sources" in table):
+        raise row.fail("memory_runtime_bytes and memory_runtime_sources go together")
+    if "memory_runtime_bytes" not in table:
+        return None, ()
+    value = table["memory_runtime_bytes"]
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise row.fail(f"memory_runtime_bytes must be a positive whole number of bytes, got {value!r}")
+    if value > usable_bytes:
+        raise row.fail("memory_runtime_bytes is larger than memory_usable")
+    sources = row.string_list("memory_runtime_sources")
+    if not sources:
+        raise row.fail("memory_runtime_sources must name where the runtime total was reported")
+    return value, sources
+
+
 def _price(row: Row) -> tuple[tuple[Decimal, Decimal] | None, str]:
     key = "indicative_price_usd_per_gpu_hour"
     if key not in row.table:
@@ -226,6 +247,7 @@ def gpu_from_row(row: Row, known_sources: frozenset[str]) -> GpuSpec:
     physical_bytes = _memory_bytes(row, "memory_physical", unit)
     if usable_bytes > physical_bytes:
         raise row.fail("memory_usable is larger than memory_physical")
+    runtime_bytes, runtime_sources = _runtime_memory(row, usable_bytes)
 
     peaks = _peaks(row)
     fp8_hardware = bool(table["fp8_hardware"])
@@ -279,7 +301,9 @@ def gpu_from_row(row: Row, known_sources: frozenset[str]) -> GpuSpec:
         vendor=cast(Literal["NVIDIA", "AMD"], vendor),
         architecture=row.text("architecture"),
         form_factor=row.text("form_factor"),
-        memory_bytes=usable_bytes,
+        memory_bytes=usable_bytes if runtime_bytes is None else runtime_bytes,
+        memory_nominal_bytes=None if runtime_bytes is None else usable_bytes,
+        memory_runtime_sources=runtime_sources,
         memory_physical_bytes=physical_bytes,
         memory_headline=row.text("memory_headline"),
         memory_unit=cast(Literal["GB", "GiB"], unit),

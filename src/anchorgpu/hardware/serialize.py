@@ -45,6 +45,8 @@ def gpu_to_json(gpu: GpuSpec) -> dict[str, Any]:
         "form_factor": gpu.form_factor,
         "memory_bytes": gpu.memory_bytes,
         "memory_physical_bytes": gpu.memory_physical_bytes,
+        "memory_nominal_bytes": gpu.memory_nominal_bytes,
+        "memory_runtime_sources": list(gpu.memory_runtime_sources),
         "memory_headline": gpu.memory_headline,
         "memory_unit": gpu.memory_unit,
         "memory_type": gpu.memory_type,
@@ -92,7 +94,7 @@ def comparison_to_json(comparison: GpuComparison, *, price_notes: tuple[str, str
     >>> from anchorgpu.hardware import compare_gpus, get_gpu
     >>> data = comparison_to_json(compare_gpus(get_gpu("h200"), get_gpu("h100")))
     >>> data["ratio_is"], round(data["ratios"]["memory_bytes"], 4), data["ratios"]["bf16_flops_per_s"]
-    ('a / b', 1.7475, 1.0)
+    ('a / b', 1.7656, 1.0)
     """
     return {
         "a": gpu_to_json(comparison.a),

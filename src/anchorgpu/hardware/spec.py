@@ -38,7 +38,7 @@ class GpuSpec:
     vendor: Literal["NVIDIA", "AMD"]
     architecture: str
     form_factor: str
-    memory_bytes: int  # what the planner budgets against (usable/platform figure)
+    memory_bytes: int  # what the planner budgets against: the runtime total where sourced, else the usable figure
     memory_headline: str  # the vendor's figure as written, e.g. "80 GB", "192 GiB"
     memory_unit: Literal["GB", "GiB"]  # which unit the vendor's headline means
     memory_type: str
@@ -64,6 +64,16 @@ class GpuSpec:
     indicative_price_usd_per_gpu_hour: tuple[Decimal, Decimal] | None = None  # market (low, high); NOT our price
     indicative_price_observed: str = ""  # when those market prices were seen
     sm_count: int | None = None  # SMs (NVIDIA) / compute units (AMD) enabled; None: not in the catalog
+    # The vendor's usable/platform figure (80 GiB for an "80 GB" H100) when ``memory_bytes`` is the runtime total
+    # instead (what CUDA/ROCm report: torch.cuda.get_device_properties(0).total_memory, vLLM's total_gpu_memory);
+    # None where no runtime figure is sourced and ``memory_bytes`` is that figure itself.
+    memory_nominal_bytes: int | None = None
+    memory_runtime_sources: tuple[str, ...] = ()  # where the runtime total was reported (repo@commit path, runs)
+
+    @property
+    def memory_is_runtime(self) -> bool:
+        """Whether ``memory_bytes`` is the total the CUDA/ROCm runtime reports (sourced), not the vendor's figure."""
+        return self.memory_nominal_bytes is not None
 
     @property
     def is_uncertain(self) -> bool:
