@@ -27,7 +27,9 @@ def test_the_api_plans_it_for_vllm_on_an_h100_and_refuses_it_for_tensorrt_llm(cl
     amd = client.post("/v1/plan", json={**body, "gpu": "mi300x"})
     assert amd.status_code == 422 and "ROCm" in problem_of(amd)["detail"]
     sglang = client.post("/v1/plan", json={**body, "recipe": "sglang"})
-    assert sglang.status_code == 422 and "SGLang runs --kv-cache-dtype nvfp4 on Blackwell" in problem_of(sglang)["detail"]
+    # --recipe sglang sizes for SGLang (the sglang merge), whose own rule refuses it off Blackwell
+    assert sglang.status_code == 422 and ("--kv-cache nvfp4 with SGLang, the engine of --recipe sglang: SGLang runs an "
+                                          "NVFP4 KV cache on Blackwell SM100 or SM120 only") in problem_of(sglang)["detail"]
 
 
 def test_recommend_with_an_nvfp4_kv_cache_only_on_gpus_where_the_engine_lacks_it_is_a_problem(client: Any) -> None:

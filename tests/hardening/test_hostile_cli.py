@@ -49,17 +49,17 @@ def test_the_reported_cli_crashes_are_one_line_exit_2(local_db: None, capsys: py
     assert err.startswith("error: ") and err.count("\n") == 1, err
 
 
-HOSTILE = ["nan", "NaN", "inf", "-inf", "Infinity", "1e309", "-1e309", "1e-400", "-1", "0", "-0", "0.5", "1e18",
+HOSTILE = ["sglang", "SGLang", "lora", "qlora", "pytorch", "nvfp4", "nan", "NaN", "inf", "-inf", "Infinity", "1e309", "-1e309", "1e-400", "-1", "0", "-0", "0.5", "1e18",
            "99999999999999999999", "4294967297", "١", "١٢٨", "１２", "٣h", "\x00", "1\x00", "9" * 5000, "a" * 300, "",
            " ", "1,5", "0x10", "1_000", "1e3k", "∞", "8k", "1month", "h100", "$5", "--json"]
 PLAN_OPTIONS = ["--gpus", "--context", "--seq", "--prompt", "--tokens", "--global-batch", "--mfu", "--mbu", "--fragmentation",
                 "--cuda-context-mib", "--gpu-memory-utilization", "--concurrency", "--micro-batch", "--tp", "--pp", "--dp",
                 "--ep", "--cp", "--virtual-stages", "--zero", "--lora-rank", "--lora-targets", "--images", "--resolution",
                 "--output-tokens", "--max-num-batched-tokens", "--weights", "--kv-cache", "--gpu", "--task", "--offload",
-                "--recompute", "--optimizer", "--train-precision"]
+                "--recompute", "--optimizer", "--train-precision", "--engine", "--recipe", "--train-stack"]
 RECOMMEND_OPTIONS = ["--term", "--max-usd", "--min-tokens-per-s", "--tokens", "--context", "--prompt", "--output-tokens", "--top",
                      "--max-servers", "--global-batch", "--mfu", "--mbu", "--concurrency", "--seq", "--weights", "--kv-cache",
-                     "--gpu", "--micro-batch", "--lora-rank", "--gpu-memory-utilization", "--task"]
+                     "--gpu", "--micro-batch", "--lora-rank", "--gpu-memory-utilization", "--task", "--engine", "--train-stack"]
 QUOTE_OPTIONS = ["--term", "--quantity", "--option", "--region"]
 values = st.one_of(st.sampled_from(HOSTILE), st.text(max_size=12), st.from_regex(r"-?[0-9]{1,30}(\.[0-9]{1,5})?(e-?[0-9]{1,4})?", fullmatch=True))
 

@@ -175,7 +175,8 @@ def test_the_cli_takes_any_case_of_a_training_choice(local_db: None, capsys: pyt
 
 def test_an_unknown_value_is_still_refused_as_typed_and_the_api_stays_strict(
         local_db: None, capsys: pytest.CaptureFixture[str], sqlite_served: Served) -> None:
-    assert "--engine 'sglang'" in cli_refusal(capsys, *PLAN, "--engine", "SGLang")
+    assert "--engine 'sgl'" in cli_refusal(capsys, *PLAN, "--engine", "SGL")  # SGLang is an engine now (sglang merge)
+    assert run(capsys, *PLAN, "--engine", "SGLang")[0] == 0  # and any case of it plans
     response = sqlite_served.client.post("/v1/plan", json={"model": "llama-3.1-8b", "engine": "VLLM"})
     assert response.status_code == 422
 

@@ -22,16 +22,18 @@ def allocation_recipe(uow: Any, *, account_id: str, allocation_id: str, clock: A
                       workload: Any, precision: Any = None, catalog: Any | None = None) -> dict[str, Any]:
     """``{allocation_id, offering, gpu, servers, gpus_per_server, plan{fits, headroom_bytes, total_bytes, layout},
     recipe}`` for ``model`` (a loaded spec) running ``workload`` on the allocation."""
+    from anchorgpu.architectures.spec import DiffusionPipelineSpec
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Layout, plan
     from anchorgpu.planner.report import plan_to_json
     from anchorgpu.recipes import Target, build_recipe, check_fits, check_kind, recipe_to_json
 
-    launched = check_kind(kind)
+    launched = check_kind(kind, diffusion=isinstance(model, DiffusionPipelineSpec))  # as plan --recipe refuses it
     if workload.task == "inference" and launched in ("trtllm", "sglang") and workload.engine != launched:
         from dataclasses import replace
 
-        workload = replace(workload, engine=launched)  # its launch is planned with that engine's memory sizing
+        # its launch is planned with that engine's memory sizing, and a refusal names --recipe, not an --engine not given
+        workload = replace(workload, engine=launched, engine_source="recipe")
     body = get_allocation(uow, account_id=account_id, allocation_id=allocation_id, clock=clock)
     if body["state"] in ("terminated", "expired"):
         raise InvalidWorkload(f"allocation {allocation_id} is {body['state']}: its servers are released",

@@ -68,8 +68,9 @@ def validate_workload(workload: Workload) -> None:
     if workload.engine != "vllm":  # the default decided by one comparison
         if workload.engine not in ENGINES:
             raise InvalidWorkload(f"--engine {workload.engine!r}: choose {', '.join(ENGINES[:-1])} or {ENGINES[-1]}")
-        if workload.task != "inference":
-            raise InvalidWorkload(f"--engine {workload.engine} sizes a serving engine (task inference), not task "
+        if workload.task != "inference":  # named by the option that chose it (--recipe sglang on an allocation)
+            option = "--recipe" if workload.engine_source == "recipe" else "--engine"
+            raise InvalidWorkload(f"{option} {workload.engine} sizes a serving engine (task inference), not task "
                                   f"{workload.task}")
     if workload.recompute is not None and workload.recompute not in RECOMPUTES:
         raise InvalidWorkload(f"unknown recompute {workload.recompute!r}; valid: {', '.join(RECOMPUTES)}")
@@ -82,7 +83,7 @@ def validate_workload(workload: Workload) -> None:
         raise InvalidWorkload(f"--train-precision {workload.train_precision} with --task qlora: QLoRA's 4-bit base "
                               "weights are dequantized to 16-bit for every matmul (bitsandbytes Linear4bit), so nothing "
                               "runs them in " + workload.train_precision.upper() + "; use mixed or bf16-true, or "
-                              "--task lora for FP8")
+                              "--task lora for " + workload.train_precision.upper())
     if workload.train_stack != "megatron" and workload.train_stack not in TRAIN_STACKS:
         raise InvalidWorkload(f"--train-stack {workload.train_stack!r}: choose {' or '.join(TRAIN_STACKS)}")
     if workload.cross_entropy is not None and workload.cross_entropy not in CROSS_ENTROPY_IMPLS:

@@ -68,7 +68,7 @@ def check_kind(kind: str, *, diffusion: bool = False, engine: str | None = None,
                               code="recipe_not_expressible")
     if engine == "trtllm" and key in SERVING_KINDS and key != "trtllm":
         raise InvalidWorkload(f"--recipe {key}: the plan is sized for TensorRT-LLM (--engine trtllm), whose KV cache and "
-                              f"admission differ; plan with --engine vllm for a {key} launch",
+                              f"admission differ; plan with --engine {key} (or without --engine) for a {key} launch",
                               code="recipe_not_expressible")
     if engine in ("vllm", "sglang") and key in SERVING_KINDS and key != engine:
         named = {"vllm": "vLLM", "sglang": "SGLang"}[engine]

@@ -58,9 +58,10 @@ def able_to_run(offerings: tuple[Offering, ...], workload: Any, catalog: Catalog
         rejected.append(Rejection(offering=offering.id, servers=1, total_usd=total, reason=reason))
     if not able:
         if workload.task == "inference" and kv_caches and all(k == "nvfp4" for k in kv_caches):
-            where = ("a GPU where vLLM or SGLang runs it (vLLM: NVIDIA compute capability 8.0-12.1, not for MLA; "
-                     "SGLang: Blackwell)" if workload.engine == "vllm" else
-                     "a GPU with NVFP4 hardware (TensorRT-LLM runs it on Blackwell GPUs only)")
+            where = {"vllm": "a GPU where vLLM or SGLang runs it (vLLM: NVIDIA compute capability 8.0-12.1, not "
+                              "for MLA; SGLang: Blackwell)",
+                     "sglang": "a Blackwell GPU (SGLang runs it on SM100 or SM120 only)"}.get(
+                workload.engine, "a GPU with NVFP4 hardware (TensorRT-LLM runs it on Blackwell GPUs only)")
             engine = serving_engine_named(workload.engine, workload.engine_source)
             raise InvalidWorkload(f"--kv-cache nvfp4 with {engine}: no offering considered has {where}")
         if workload.task == "inference":
