@@ -15,6 +15,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import evolver, memo_on_frozen
+from anchorgpu.planner.engine_startup import startup_refusal
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
@@ -283,6 +284,8 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     if lay.dp > 1:
         assumptions.append(f"{lay.dp} replicas share the {concurrency} sequences: {per_replica} per replica.")
     utilization = w.gpu_memory_utilization
+    if (refusal := startup_refusal(w.engine, gpu, utilization, ov)) is not None:
+        raise InvalidWorkload(refusal)
     em = engine_memory(model, fmt, gpu, ov, lay.tp, lay.pp, lay.ep, w.engine, w.max_num_batched_tokens, w.max_num_seqs,
                        utilization, type(utilization), block_size_of(w), lay.dp if lay.attention_dp else 0)
     tokens, seqs, weights, prefill, sampler, non_torch = em.tokens, em.seqs, em.weights, em.prefill, em.sampler, \

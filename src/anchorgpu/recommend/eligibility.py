@@ -13,7 +13,8 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.engine_choice import engine_refusal
-from anchorgpu.planner.inputs import Workload, engine_limits, large_engine_defaults
+from anchorgpu.planner.engine_startup import startup_refusal
+from anchorgpu.planner.inputs import Overheads, Workload, engine_limits, large_engine_defaults
 from anchorgpu.planner.validate import serving_engine_named
 from anchorgpu.quotes import UnpricedOffering, price_quote
 from anchorgpu.recommend.records import Rejection
@@ -36,7 +37,8 @@ def _unable(gpu: GpuSpec, workload: Any, kv_caches: tuple[str, ...] = (), model:
     refusals = [kv_cache_refusal(k, gpu, workload.engine, model, workload.engine_source) for k in kv_caches]
     if refusals and all(refusals):
         return refusals[0]
-    return engine_refusal(workload.engine, (gpu,), workload.engine_source)
+    return (engine_refusal(workload.engine, (gpu,), workload.engine_source)
+            or startup_refusal(workload.engine, gpu, workload.gpu_memory_utilization, Overheads()))
 
 
 def able_to_run(offerings: tuple[Offering, ...], workload: Any, catalog: Catalog, term: Term,
@@ -64,6 +66,8 @@ def able_to_run(offerings: tuple[Offering, ...], workload: Any, catalog: Catalog
                 workload.engine, "a GPU with NVFP4 hardware (TensorRT-LLM runs it on Blackwell GPUs only)")
             engine = serving_engine_named(workload.engine, workload.engine_source)
             raise InvalidWorkload(f"--kv-cache nvfp4 with {engine}: no offering considered has {where}")
+        if workload.task == "inference" and workload.engine != "trtllm":  # vLLM would not start on any of them
+            raise InvalidWorkload(f"no offering considered can run it: {rejected[0].reason} (and on every other GPU)")
         if workload.task == "inference":
             option = "--recipe" if workload.engine_source == "recipe" else "--engine"
             raise InvalidWorkload(f"{option} trtllm: no offering considered has an NVIDIA GPU (TensorRT-LLM runs on "

@@ -1,0 +1,49 @@
+"""What a serving engine checks before it loads anything: vLLM asks for ``gpu_memory_utilization`` of the GPU's total
+memory to be free at start-up and refuses to start otherwise, so a memory fraction that leaves no room for the
+runtime's own context can never run, whatever the model. Pure; the planner's inputs and units only.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from anchorgpu.planner.inputs import DEFAULT_GPU_MEMORY_UTILIZATION, Overheads
+from anchorgpu.units import fmt_bytes
+
+if TYPE_CHECKING:
+    from anchorgpu.hardware.spec import GpuSpec
+
+__all__ = ["startup_refusal"]
+
+
+def startup_refusal(engine: str, gpu: GpuSpec | None, utilization: float | None, ov: Overheads) -> str | None:
+    """The one-line refusal of a vLLM memory fraction the engine would refuse at start-up on ``gpu``, else None.
+
+    vLLM V1's worker takes a snapshot of the free memory once the CUDA (or ROCm) context exists and raises "Free
+    memory on device (free/total GiB) on startup is less than desired GPU memory utilization (u, u x total GiB)"
+    when ``free < u x total`` (``vllm/v1/worker/gpu_worker.py`` ``init_device``; the message as users met it on an
+    H100: "Free memory on device (5.31/79.18 GiB) on startup is less than desired GPU memory utilization (0.9,
+    71.26 GiB)", vllm-project/vllm issue "[Usage]: How to run model - RedHatAI/Mixtral-8x7B-Instruct-v0.1-FP8",
+    vLLM 0.9.1). On an otherwise empty GPU the free memory is the total less the runtime context, so a fraction above
+    ``1 - context / total`` never starts. SGLang and TensorRT-LLM take their fractions of what is free after the
+    weights and so have no such check (their plans say what the fraction leaves for activations instead).
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> startup_refusal("vllm", get_gpu("h100"), 0.9, Overheads()) is None, startup_refusal("sglang", get_gpu("h100"), 1.0, Overheads())
+    (True, None)
+    >>> print(startup_refusal("vllm", get_gpu("h100"), 1.0, Overheads()))
+    --gpu-memory-utilization 1: vLLM asks for 79.18 GiB free at start-up on h100-sxm, where its CUDA context leaves 78.68 GiB, and refuses to start ("Free memory on device ... is less than desired GPU memory utilization"); at most 0.993 here
+    """
+    if engine != "vllm" or gpu is None:
+        return None
+    util = utilization or DEFAULT_GPU_MEMORY_UTILIZATION
+    runtime = "ROCm" if gpu.vendor == "AMD" else "CUDA"
+    context = ov.rocm_context_bytes if gpu.vendor == "AMD" else ov.cuda_context_bytes
+    free = gpu.memory_bytes - context
+    if util * gpu.memory_bytes <= free:
+        return None
+    most = math.floor(free / gpu.memory_bytes * 1000) / 1000
+    return (f"--gpu-memory-utilization {util:g}: vLLM asks for {fmt_bytes(util * gpu.memory_bytes)} free at start-up "
+            f"on {gpu.name}, where its {runtime} context leaves {fmt_bytes(free)}, and refuses to start (\"Free memory "
+            f"on device ... is less than desired GPU memory utilization\"); at most {most:g} here")
