@@ -75,9 +75,9 @@ def test_weights_above_the_fraction_leave_a_budget_below_the_gpu_short_by_their_
     mem_fraction_static of the memory free at start (profile_max_num_token), so the plan is short by the weights and
     KV cache over that share. A pool clamped at 0 once left the budget at the weights' own 133 GiB (above the GPU's
     79.18) and the shortfall at the KV cache alone (80.00 GiB); the sweep sizes the budget the same way."""
+    from anchorgpu.catalog import load_catalog
     from anchorgpu.planner.sweep import SweepSpec, sweep
     from anchorgpu.recommend import shapes_from_catalog
-    from anchorgpu.catalog import load_catalog
 
     model, gpu = load_model("llama-3.1-70b"), get_gpu("h100")
     w = Workload(engine="sglang", context_tokens=8192, concurrency=32)
