@@ -62,9 +62,13 @@ def test_the_kv_pool_and_admission_are_sglangs() -> None:
     assert b["sglang_reserve_bytes"] == start_free - int(0.813 * start_free)
     # one token slot: 80 layers x 8 KV heads / TP 8 x 128 x (K, V) x 2 bytes = 40,960 bytes a token a GPU
     assert b["kv_pool_tokens"] == b["kv_cache_capacity_bytes"] // 40960
-    # max_running_requests: half the pool's tokens, at most min(max(tokens / 131,072 x 512, 2,048), 4,096)
-    pool = min(max(int(b["kv_pool_tokens"] / 131072 * 512), 2048), 4096)
-    assert w.max_num_seqs == min(b["kv_pool_tokens"] // 2, pool)
+    # max_running_requests: half the pool's tokens, at most min(max(tokens / context_len x 512, 2,048), 4,096), where
+    # context_len is the launch's --context-length, the plan's 1,200 tokens (sgl-project/sglang@001adf5
+    # python/sglang/srt/configs/model_config.py: ModelConfig.from_server_args passes server_args.context_length),
+    # not the model's 131,072 (which would give 2,048)
+    pool = min(max(int(b["kv_pool_tokens"] / 1200 * 512), 2048), 4096)
+    assert w.context_tokens == 1200 and pool == 4096
+    assert w.max_num_seqs == min(b["kv_pool_tokens"] // 2, pool) == 4096
     assert b["sampler_logits_bytes"] == 0 and p.fits
     line = next(a for a in p.assumptions if a.startswith("Serving engine sized like SGLang"))
     assert "mem_fraction_static 0.813" in line and "15,312 MiB" in line

@@ -15,14 +15,20 @@ import numpy as np
 import numpy.typing as npt
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.planner.sglang import cuda_graph_max_bs, decode_graph_batch_sizes, dequantises_absorbed_weights
+from anchorgpu.planner.inputs import Workload
+from anchorgpu.planner.sglang import (
+    cuda_graph_max_bs,
+    decode_graph_batch_sizes,
+    dequantises_absorbed_weights,
+    sglang_settings,
+)
 from anchorgpu.planner.speed.launches import LayerLaunches, absorbed_dequant_bytes, launch_ratio
 
 if TYPE_CHECKING:
     from anchorgpu.planner.sweep import HardwareShape
     from anchorgpu.planner.sweep_grid import Layouts
 
-__all__ = ["absorbed_dequant_terms", "graph_max_batch", "padded_rows"]
+__all__ = ["absorbed_dequant_terms", "graph_max_batch", "padded_rows", "sglang_sweep_line"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -68,3 +74,41 @@ def absorbed_dequant_terms(model: ModelSpec, shapes: Sequence[HardwareShape], la
     bytes_l = np.array([absorbed_dequant_bytes(model, int(tp)) for tp in tps.tolist()])[tp_row]
     seconds = np.where(applies, (bytes_l / lay.pp / bw_mbu)[:, None], 0.0)
     return ratio, seconds
+
+
+def sglang_sweep_line(shapes: Sequence[HardwareShape], lay: Layouts, workload: Workload, mla: bool) -> str:
+    """The serving-engine assumption of a sweep for SGLang: its settings differ by GPU and layout (its memory and TP
+    set the prefill chunk, the largest decode graph and the reserve ``mem_fraction_static`` leaves), so the line
+    states the rule and the range its layouts span (plan's line names one GPU's values).
+
+    >>> from anchorgpu.planner.sweep import HardwareShape
+    >>> from anchorgpu.planner.sweep_grid import layout_grid
+    >>> from anchorgpu.hardware import get_gpu
+    >>> from anchorgpu.architectures import load_model
+    >>> shapes = [HardwareShape(id="h100-8x", gpu=get_gpu("h100"), gpus_per_server=8, max_servers=1)]
+    >>> line = sglang_sweep_line(shapes, layout_grid(load_model("llama-3.1-8b"), shapes, training=False, max_pp=1,
+    ...                          zero_stages=(0,)), Workload(engine="sglang"), mla=False)
+    >>> "(0.813 to 0.83 here)" in line, "chunked_prefill_size 8192 and cuda_graph_max_bs 256 to 512" in line
+    (True, True)
+    """
+    plain = lay.ep == 1  # the attention-DP layouts (EP over the server) are planned whole, each by plan
+    keys = np.unique((lay.shape[plain] * 4096 + lay.tp[plain]) * 4096 + lay.pp[plain]).tolist()
+    given = workload.gpu_memory_utilization
+    settings = [sglang_settings(shapes[k // 4096 // 4096].gpu.memory_bytes, tp=k // 4096 % 4096, pp=k % 4096,
+                                chunked_prefill_size=workload.max_num_batched_tokens, mla=mla,
+                                mem_fraction_static=given) for k in keys]
+
+    def span(values: Sequence[float]) -> str:
+        low, high = min(values), max(values)
+        return f"{low:g}" if low == high else f"{low:g} to {high:g}"
+
+    fraction = (f"mem_fraction_static {given:g} (given)" if given is not None else
+                "mem_fraction_static SGLang's default for each GPU and layout, 1 - its reserve for activations and "
+                f"CUDA graphs over the GPU's memory ({span([s.mem_fraction_static for s in settings])} here)")
+    seqs = ("max_running_requests as given" if workload.max_num_seqs is not None else
+            "max_running_requests its default: half the KV pool's tokens, at most its request pool")
+    return (f"Serving engine sized like SGLang on each GPU and layout, as plan sizes it: {fraction} of the memory free "
+            f"at start holds the weights and the KV pool; chunked_prefill_size "
+            f"{span([s.chunked_prefill_size for s in settings])} and cuda_graph_max_bs "
+            f"{span([s.cuda_graph_max_bs for s in settings])} by the GPU's memory and TP; {seqs}; KV pool in one-token "
+            "slots (page_size 1).")
