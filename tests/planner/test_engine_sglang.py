@@ -17,7 +17,7 @@ from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.engine_choice import resolve_engine
-from anchorgpu.planner.sglang import sglang_settings
+from anchorgpu.planner.sglang import max_running_requests, sglang_settings
 from cli_runner import run, run_json
 
 GIB = 1024**3
@@ -99,6 +99,25 @@ def test_the_recipe_launches_the_engine_with_the_plans_own_figures(capsys: pytes
     assert math.isclose(float(flag["--mem-fraction-static"]), w["gpu_memory_utilization"])
     assert int(flag["--max-running-requests"]) == w["max_num_seqs"]
     assert int(flag["--chunked-prefill-size"]) == w["max_num_batched_tokens"]
+    # the cap is SGLang's own default under the launch's --context-length (its request pool is sized by it)
+    assert int(words[words.index("--context-length") + 1]) == w["context_tokens"] == 1200
+    b = out["breakdown"]
+    assert w["max_num_seqs"] == max_running_requests(b["kv_pool_tokens"], 1200)
+
+
+def test_the_verdict_names_what_the_budget_holds(capsys: pytest.CaptureFixture[str]) -> None:
+    """The budget is the activations, non-torch memory and mem_fraction_static of the memory free at start (its KV
+    pool a share of it after the weights), as the verdict says: it once left the non-torch memory out."""
+    p = plan(load_model("llama-3.1-70b"), Workload(engine="sglang", prompt_tokens=1000, output_tokens=200,
+                                                   concurrency=64), layout=Layout(gpus=4, tp=4), gpu=get_gpu("h100"),
+             suggest=False)
+    b = p.breakdown
+    start_free = p.gpu.memory_bytes - b["cuda_context_outside_budget_bytes"] - b["non_torch_bytes"]
+    assert p.budget_bytes == (b["prefill_activation_bytes"] + b["non_torch_bytes"]
+                              + int(p.workload.gpu_memory_utilization * start_free))
+    code, text, _ = run(capsys, "plan", "llama-3.1-70b", "--gpu", "h100", "--gpus", "4", "--engine", "sglang",
+                        "--prompt", "1000", "--output-tokens", "200", "--concurrency", "64")
+    assert code == 0 and "(SGLang: the activations and non-torch memory plus mem_fraction_static" in " ".join(text.split())
 
 
 def test_the_cli_refuses_another_engines_launch(capsys: pytest.CaptureFixture[str]) -> None:
