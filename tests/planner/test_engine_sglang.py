@@ -17,21 +17,23 @@ from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.engine_choice import resolve_engine
-from anchorgpu.planner.sglang import sglang_settings
+from anchorgpu.planner.sglang import max_running_requests, sglang_settings
 from cli_runner import run, run_json
 
 GIB = 1024**3
 
 
 @pytest.mark.parametrize(("gpu", "tp", "mla", "chunk", "max_bs", "reserve_mib", "fraction"), [
-    # H100 80 GB, TP 8: 512 + 12,288 + 1,024 + 1,024 + 58 prefill graph sizes x 8 = 15,312 MiB of 81,920
-    ("h100", 8, False, 8192, 512, 15312, 0.813),
+    # H100 80 GB, TP 8: 512 + 12,288 + 1,024 + 1,024 + 58 prefill graph sizes x 8 = 15,312 MiB of the 81,079 MiB the
+    # CUDA runtime reports (79.18 GiB, hardware/data/gpus.toml: SGLang reads the device's total)
+    ("h100", 8, False, 8192, 512, 15312, 0.811),
     # the same on TP 1: 512 + 12,288 + 128 + 512 + 464 = 13,904 MiB
-    ("h100", 1, False, 8192, 256, 13904, 0.830),
+    ("h100", 1, False, 8192, 256, 13904, 0.829),
     # H200 (the catalog's 143,155 MiB), an MLA model on TP 8: 512 + 12,288 + 1,024 + 1,024 + 1,536 = 16,384 MiB
     ("h200", 8, True, 8192, 512, 16384, 0.886),
-    # B200, 184,320 MiB: the 16k chunk, 74 prefill graph sizes: 512 + 24,576 + 1,024 + 1,024 + 592 = 27,728 MiB
-    ("b200", 8, False, 16384, 512, 27728, 0.850),
+    # B200, 182,632 MiB as its runtime reports it: the 16k chunk, 74 prefill graph sizes: 512 + 24,576 + 1,024 + 1,024
+    # + 592 = 27,728 MiB
+    ("b200", 8, False, 16384, 512, 27728, 0.848),
     # L4, 24 GiB, below the 60 GiB floor: 512 + 3,072 + 128 + 48 + 42 x 8 = 4,096 MiB
     ("l4", 1, False, 2048, 24, 4096, 0.833),
 ])
@@ -55,19 +57,23 @@ def test_the_kv_pool_and_admission_are_sglangs() -> None:
     p = plan(model, Workload(engine="sglang", prompt_tokens=1000, output_tokens=200, concurrency=64),
              layout=Layout(gpus=8, tp=8), gpu=gpu, suggest=False)
     w, b = p.workload, p.breakdown
-    assert (w.gpu_memory_utilization, w.max_num_batched_tokens, w.block_size_tokens) == (0.813, 8192, 1)
+    assert (w.gpu_memory_utilization, w.max_num_batched_tokens, w.block_size_tokens) == (0.811, 8192, 1)
     # profile_max_num_token: mem_fraction_static of the memory free at start (CUDA context, NCCL taken) less weights
     start_free = gpu.memory_bytes - b["cuda_context_outside_budget_bytes"] - b["non_torch_bytes"]
-    assert b["kv_cache_capacity_bytes"] == int(0.813 * start_free) - p.per_gpu.weights_bytes
-    assert b["sglang_reserve_bytes"] == start_free - int(0.813 * start_free)
+    assert b["kv_cache_capacity_bytes"] == int(0.811 * start_free) - p.per_gpu.weights_bytes
+    assert b["sglang_reserve_bytes"] == start_free - int(0.811 * start_free)
     # one token slot: 80 layers x 8 KV heads / TP 8 x 128 x (K, V) x 2 bytes = 40,960 bytes a token a GPU
     assert b["kv_pool_tokens"] == b["kv_cache_capacity_bytes"] // 40960
-    # max_running_requests: half the pool's tokens, at most min(max(tokens / 131,072 x 512, 2,048), 4,096)
-    pool = min(max(int(b["kv_pool_tokens"] / 131072 * 512), 2048), 4096)
-    assert w.max_num_seqs == min(b["kv_pool_tokens"] // 2, pool)
+    # max_running_requests: half the pool's tokens, at most min(max(tokens / context_len x 512, 2,048), 4,096), where
+    # context_len is the launch's --context-length, the plan's 1,200 tokens (sgl-project/sglang@001adf5
+    # python/sglang/srt/configs/model_config.py: ModelConfig.from_server_args passes server_args.context_length),
+    # not the model's 131,072 (which would give 2,048)
+    pool = min(max(int(b["kv_pool_tokens"] / 1200 * 512), 2048), 4096)
+    assert w.context_tokens == 1200 and pool == 4096
+    assert w.max_num_seqs == min(b["kv_pool_tokens"] // 2, pool) == 4096
     assert b["sampler_logits_bytes"] == 0 and p.fits
     line = next(a for a in p.assumptions if a.startswith("Serving engine sized like SGLang"))
-    assert "mem_fraction_static 0.813" in line and "15,312 MiB" in line
+    assert "mem_fraction_static 0.811" in line and "15,312 MiB" in line
 
 
 def test_weights_above_the_fraction_leave_a_budget_below_the_gpu_short_by_their_excess() -> None:
@@ -116,6 +122,25 @@ def test_the_recipe_launches_the_engine_with_the_plans_own_figures(capsys: pytes
     assert math.isclose(float(flag["--mem-fraction-static"]), w["gpu_memory_utilization"])
     assert int(flag["--max-running-requests"]) == w["max_num_seqs"]
     assert int(flag["--chunked-prefill-size"]) == w["max_num_batched_tokens"]
+    # the cap is SGLang's own default under the launch's --context-length (its request pool is sized by it)
+    assert int(words[words.index("--context-length") + 1]) == w["context_tokens"] == 1200
+    b = out["breakdown"]
+    assert w["max_num_seqs"] == max_running_requests(b["kv_pool_tokens"], 1200)
+
+
+def test_the_verdict_names_what_the_budget_holds(capsys: pytest.CaptureFixture[str]) -> None:
+    """The budget is the activations, non-torch memory and mem_fraction_static of the memory free at start (its KV
+    pool a share of it after the weights), as the verdict says: it once left the non-torch memory out."""
+    p = plan(load_model("llama-3.1-70b"), Workload(engine="sglang", prompt_tokens=1000, output_tokens=200,
+                                                   concurrency=64), layout=Layout(gpus=4, tp=4), gpu=get_gpu("h100"),
+             suggest=False)
+    b = p.breakdown
+    start_free = p.gpu.memory_bytes - b["cuda_context_outside_budget_bytes"] - b["non_torch_bytes"]
+    assert p.budget_bytes == (b["prefill_activation_bytes"] + b["non_torch_bytes"]
+                              + int(p.workload.gpu_memory_utilization * start_free))
+    code, text, _ = run(capsys, "plan", "llama-3.1-70b", "--gpu", "h100", "--gpus", "4", "--engine", "sglang",
+                        "--prompt", "1000", "--output-tokens", "200", "--concurrency", "64")
+    assert code == 0 and "(SGLang: the activations and non-torch memory plus mem_fraction_static" in " ".join(text.split())
 
 
 def test_the_cli_refuses_another_engines_launch(capsys: pytest.CaptureFixture[str]) -> None:

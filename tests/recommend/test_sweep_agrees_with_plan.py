@@ -19,6 +19,7 @@ from anchorgpu.catalog import load_catalog
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.inputs import RECOMPUTES
+from anchorgpu.planner.sglang import decode_graph_batch_sizes
 from anchorgpu.planner.speed.batching import serving_estimate
 from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
 from anchorgpu.planner.speed.pipeline import default_batch_tokens
@@ -50,6 +51,12 @@ INFERENCE_CASES = {
     "qwen3-32b-trtllm": ("qwen3-32b", dict(context_tokens=8192, concurrency=48, engine="trtllm")),
     # a mixture of experts on TensorRT-LLM: its MoE kernel's per-routed-row cost (speed.step_constants), per GPU family
     "qwen3-30b-moe-trtllm": ("qwen3-30b-a3b", dict(context_tokens=4096, concurrency=256, engine="trtllm")),
+    # SGLang: its KV pool and budget, and its steps' terms (speed.serving_plan.sglang_step_terms): decode-only steps
+    # padded to the CUDA graph that holds the batch (eager above cuda_graph_max_bs), over the batch ladder
+    "qwen3-32b-sglang-ladder": ("qwen3-32b", dict(context_tokens=8192, engine="sglang")),
+    "qwen3-30b-moe-sglang": ("qwen3-30b-a3b", dict(context_tokens=4096, concurrency=100, engine="sglang")),
+    # and on AMD GPUs an FP8 MLA model's absorbed weights dequantised every step
+    "deepseek-v3-mla-sglang": ("deepseek-v3", dict(context_tokens=16384, concurrency=8, engine="sglang")),
 }
 RESULTS = {name: _inference_sweep(model, **kw) for name, (model, kw) in INFERENCE_CASES.items()}
 
@@ -310,3 +317,31 @@ def test_sampled_training_rows_run_what_plan_chooses_for_their_layout(model_name
 def test_a_stated_micro_batch_stays_fixed() -> None:
     rows = _h100_rows("qwen3-30b-a3b", 1, micro_batch=2)
     assert rows and {r["concurrency"] for r in rows} == {2}
+
+
+def test_sglang_rows_whose_decode_steps_run_a_larger_captured_graph_match_plan() -> None:
+    """SGLang pads a decode-only step to the smallest CUDA graph it captured that holds the batch (1, 2, 4, 8, 12,
+    then every 8 to 256...: ``sglang.decode_graph_batch_sizes``, read from its ``server_args.py``): the padding rows
+    multiply the weights but read no KV cache. recommend's sweep left them out, so its TPOT differed from plan's on
+    the same layout (Qwen3-32B: 59.39 vs 59.15 tok/s a user). Rows whose replica's batch is not a captured size are
+    the ones it touches; each is plan's."""
+    result, model = RESULTS["qwen3-32b-sglang-ladder"]
+    captured = set(decode_graph_batch_sizes(512))
+    padded = [i for i in range(result.evaluated)
+              if math.ceil(result.row(i)["concurrency"] / result.row(i)["dp"]) not in captured and result.row(i)["fits"]]
+    assert len(padded) > 100
+    for i in random.Random(3).sample(padded, 20):
+        _check_inference_row(result, model, i, "sglang")
+
+
+def test_sglang_rows_of_an_fp8_mla_model_on_amd_gpus_match_plan() -> None:
+    """SGLang on ROCm dequantises DeepSeek's absorbed latent weights from FP8 every step (two kernels more before each
+    absorbed product and their bytes: ``speed.launches.absorbed_dequant_bytes``); the sweep's fixed cost carries
+    them where plan's does, and only there (an NVIDIA GPU or 16-bit weights: none)."""
+    result, model = RESULTS["deepseek-v3-mla-sglang"]
+    rows = [i for i in range(result.evaluated)
+            if result.row(i)["weights"].startswith("fp8") and result.row(i)["ep"] == 1 and result.row(i)["fits"]]
+    amd = [i for i in rows if result.shapes[int(result.columns["shape"][i])].gpu.vendor == "AMD"]
+    assert amd and len(rows) > len(amd)
+    for i in random.Random(5).sample(amd, min(10, len(amd))) + random.Random(5).sample(rows, 5):
+        _check_inference_row(result, model, i, "sglang")

@@ -83,3 +83,48 @@ def test_the_tensorrt_llm_caveat_states_what_its_rows_show() -> None:
     assert f"ShareGPT runs at {_speed('TGA-Q32-SG'):.2f}x and {_speed('TGA-Q14-SG'):.2f}x of it" in caveat
     assert max(abs(1 / _speed(key) - 1) for key in TRTLLM if not key.endswith("-SG")) <= 0.15
     assert "random-prompt runs came within 15% of the prediction" in caveat
+
+
+SGLANG = {key: run for key, run in RUNS.items() if run.row.get("engine") == "sglang"}
+
+
+def test_the_sglang_caveat_states_what_its_rows_show() -> None:
+    """A plan sized for SGLang (``--engine sglang``) carries SGLang's caveat, not vLLM's: which runs back it
+    (InferenceMAX's DeepSeek-R1 rows on SGLang, set ``inferencemax``) and how they came out, its figures the rows'
+    own, per stack (the ROCm rows run the absorbed weights' dequantisation)."""
+    from anchorgpu.planner.speed.rows_report import speed_ratio, stack_of_row
+
+    caveat = calibration().caveats["engine_sglang"]
+    assert caveat != calibration().caveats["engine"] and "vLLM's defaults" not in caveat
+    assert {run.row["set"] for run in SGLANG.values()} == {"inferencemax"}
+    assert {run.row["model"]["registry"] for run in SGLANG.values()} == {"deepseek-r1"}
+    assert {(run.row["gpus"], run.row["tp"], run.metric) for run in SGLANG.values()} == {(8, 8, "tpot_s")}
+    speeds = {key: speed_ratio(run, predict(run)) for key, run in SGLANG.items()}
+    within = sum(abs(1 / s - 1) <= 0.25 for s in speeds.values())
+    ordered = sorted(speeds.values())
+    assert (f"InferenceMAX's {len(SGLANG)} of DeepSeek-R1-0528" in caveat and
+            f"median {statistics.median(ordered):.2f}x of the predicted speed ({ordered[0]:.2f}x to {ordered[-1]:.2f}x; "
+            f"{within} of {len(SGLANG)} within 25%)" in caveat)
+    cuda = [key for key, run in SGLANG.items() if stack_of_row(run) == "cuda"]
+    rocm = [key for key, run in SGLANG.items() if stack_of_row(run) == "rocm"]
+    fitted = [key for key in cuda if SGLANG[key].role == "fit"]
+    assert all(SGLANG[key].role == "holdout" for key in rocm)
+    assert (f"{statistics.median(speeds[k] for k in cuda):.2f}x on H200 and B200 ({len(cuda)} runs; {len(fitted)} of "
+            f"them among the fitted rows)") in caveat
+    assert f"{statistics.median(speeds[k] for k in rocm):.2f}x on MI300X, MI325X and MI355X ({len(rocm)}, held out" in caveat
+    at_4 = sorted(speeds[k] for k in rocm if SGLANG[k].row["concurrency"] == 4)
+    assert f"slowest at 4 requests in flight, {at_4[0]:.2f}x to {at_4[-1]:.2f}x" in caveat
+    assert at_4[-1] < min(speeds[k] for k in rocm if SGLANG[k].row["concurrency"] > 4)
+
+
+def test_an_sglang_plan_carries_sglangs_engine_caveat() -> None:
+    from anchorgpu.architectures import load_model
+    from anchorgpu.hardware import get_gpu
+    from anchorgpu.planner import Layout, Workload, plan
+    from anchorgpu.planner.speed.estimate import plan_performance
+
+    p = plan(load_model("llama-3.1-8b"), Workload(engine="sglang", concurrency=8), gpu=get_gpu("h100"),
+             layout=Layout(gpus=1), suggest=False)
+    lines = plan_performance(p)["assumptions"]
+    assert f"Serving engine: {calibration().caveats['engine_sglang']}." in lines
+    assert not any(calibration().caveats["engine"] in line for line in lines)

@@ -60,7 +60,8 @@ def _verdict(plan: Plan) -> str:
         fraction = plan.workload.gpu_memory_utilization or 0.0  # an inference plan's workload holds it resolved
         available += (f" (TensorRT-LLM: the peak plus {fraction:.0%} of the memory it leaves free)"
                       if plan.workload.engine == "trtllm" else
-                      f" (SGLang: the activations plus mem_fraction_static {fraction:g} of the memory free at start)"
+                      f" (SGLang: the activations and non-torch memory plus mem_fraction_static {fraction:g} of "
+                      "the memory free at start)"
                       if plan.workload.engine == "sglang" else
                       f" (serving engine budget: {fraction:.0%} of {_fmt(memory)})")
     headroom = plan.headroom_bytes or 0

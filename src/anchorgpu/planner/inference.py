@@ -346,7 +346,7 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         free = at_least(capacity, 0)
         breakdown["kv_cache_capacity_bytes"] = free
         if em.sglang is not None:
-            seqs = _sglang_admission(model, w, em, breakdown, warnings, free, bytes_per_value, lay, gpu.memory_bytes)
+            seqs = _sglang_admission(w, em, breakdown, warnings, free, (model, bytes_per_value, ctx), lay, gpu.memory_bytes)
         max_conc = free // at_least(kv_one + state_one, 1) * lay.dp
         cap_limit = limit if not w.allow_long_context else max(limit, ctx) * 16
         room = capacity - state  # the recurrent state of the sequences does not grow with the context
@@ -374,13 +374,13 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                                                             if media is not NO_MEDIA else None) or w.prompt_tokens))
 
 
-def _sglang_admission(model: ModelSpec, w: Workload, em: EngineMemory, breakdown: dict[str, int],
-                      warnings: list[PlanWarning], capacity: int, bytes_per_value: float, lay: ResolvedLayout,
-                      memory_bytes: int) -> int:
+def _sglang_admission(w: Workload, em: EngineMemory, breakdown: dict[str, int], warnings: list[PlanWarning],
+                      capacity: int, sized: tuple[ModelSpec, float, int], lay: ResolvedLayout, memory_bytes: int) -> int:
     """SGLang's KV pool in token slots (``max_total_num_tokens``), its ``max_running_requests`` (the one given, else
-    its default from that pool: :func:`~anchorgpu.planner.sglang.max_running_requests`) and the reserve it leaves
-    for activations and CUDA graphs, into the breakdown; a warning where the prefill activation peak exceeds that
-    reserve (SGLang would run out of memory on a full prefill chunk)."""
+    its default from that pool and ``sized``'s context, the launch's ``--context-length``: max_running_requests) and
+    the reserve it leaves for activations and graphs, into the breakdown; a warning where the prefill activation peak
+    exceeds that reserve. ``sized``: (model, KV bytes a value, the plan's context in tokens)."""
+    model, bytes_per_value, context_tokens = sized
     cell = mm.kv_cache_bytes_one_and_all(model, context_tokens=1, sequences=1, bytes_per_value=bytes_per_value,
                                          tp=lay.tp, pp=lay.pp, block_size=1)[0]
     kv_tokens = capacity // at_least(cell, 1)
@@ -396,4 +396,4 @@ def _sglang_admission(model: ModelSpec, w: Workload, em: EngineMemory, breakdown
             "--gpu-memory-utilization or --max-num-batched-tokens"))
     if w.max_num_seqs is not None:
         return w.max_num_seqs
-    return max(1, max_running_requests(kv_tokens, model.max_context_tokens))
+    return max(1, max_running_requests(kv_tokens, context_tokens))

@@ -12,8 +12,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-__all__ = ["SGLANG_MAX_REQUESTS", "SglangSettings", "decode_graph_batch_sizes", "max_running_requests", "page_size_tokens",
-           "prefill_graph_sizes", "sglang_settings"]
+__all__ = ["SGLANG_MAX_REQUESTS", "SglangSettings", "cuda_graph_max_bs", "decode_graph_batch_sizes", "dequantises_absorbed_weights",
+           "max_running_requests", "page_size_tokens", "prefill_graph_sizes", "sglang_settings"]
 
 MIB = 1 << 20
 
@@ -49,6 +49,20 @@ def decode_graph_batch_sizes(max_bs: int) -> tuple[int, ...]:
     return tuple(out if max_bs in out else [*out, max_bs])
 
 
+def dequantises_absorbed_weights(vendor: str | None, mla: bool, weights: str | None) -> bool:
+    """Whether SGLang dequantises an MLA model's absorbed latent weights from FP8 every decode step: on AMD GPUs
+    (ROCm has no ``bmm_fp8``; ``speed.launches.absorbed_dequant_bytes`` cites the code), for an MLA model planned in
+    an FP8 format (``weights``: its name; None is 16 bit).
+
+    >>> dequantises_absorbed_weights("AMD", True, "fp8-block128x128"), dequantises_absorbed_weights("NVIDIA", True, "fp8")
+    (True, False)
+    >>> dequantises_absorbed_weights("AMD", False, "fp8"), dequantises_absorbed_weights("AMD", True, "bf16")
+    (False, False)
+    """
+    return vendor == "AMD" and mla and (weights or "").startswith("fp8")
+
+
+@cache
 def prefill_graph_sizes(max_tokens: int) -> tuple[int, ...]:
     """The prefill token counts SGLang captures a graph for (``_generate_prefill_cuda_graph_batch_sizes``).
 
@@ -71,6 +85,16 @@ class SglangSettings:
     reserve_mib: float
     mem_fraction_static: float
     derived: bool  # True where mem_fraction_static is SGLang's default, False where the launch gave it
+
+
+def cuda_graph_max_bs(gpu_memory_bytes: int | None, tp: int) -> int:
+    """The largest decode batch SGLang captures a CUDA graph for when the launch leaves ``--cuda-graph-max-bs``
+    unset, by the GPU's memory and SGLang's tp_size (:func:`sglang_settings`'s, alone).
+
+    >>> cuda_graph_max_bs(80 * 1024**3, 1), cuda_graph_max_bs(80 * 1024**3, 4), cuda_graph_max_bs(None, 1)
+    (256, 512, 160)
+    """
+    return _tier(None if gpu_memory_bytes is None else gpu_memory_bytes / MIB, tp)[1]
 
 
 def _tier(gpu_mib: float | None, tp: int) -> tuple[int, int]:

@@ -53,6 +53,7 @@ from anchorgpu.planner.speed.calibration import Overrides, calibration
 from anchorgpu.planner.sweep_attention_dp import with_attention_dp
 from anchorgpu.planner.sweep_grid import layout_grid, valid_tp
 from anchorgpu.planner.sweep_serving import serving_columns
+from anchorgpu.planner.sweep_sglang import sglang_sweep_line
 from anchorgpu.planner.sweep_training import training_columns
 from anchorgpu.planner.terms import overhead_rule_line
 from anchorgpu.planner.workload_checks import validate_workload
@@ -242,7 +243,11 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     # (and its runtime overhead is one GPU's, no NCCL: a training sweep states the rule each layout's follows)
     own = ("Layout not given", "KV cache: ") + (("Micro-batch not given", "Activation recompute: ", "Runtime overhead")
                                                  if training else ())
-    assumptions = [a for a in probe.assumptions if not a.startswith(own)]
+    # (and SGLang's settings follow each GPU and layout: the probe, planned without a GPU, names its fallback's)
+    sglang = not training and w.engine == "sglang"
+    assumptions = [a if not (sglang and a.startswith("Serving engine sized like SGLang")) else
+                   sglang_sweep_line(shapes, lay, w, model.mla is not None)
+                   for a in probe.assumptions if not a.startswith(own)]
     if training:
         assumptions.append(overhead_rule_line(spec.overheads))
     assumptions.append(

@@ -36,6 +36,7 @@ from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_fo
 from anchorgpu.planner.speed.product_shares import quantized_product_shares
 from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
 from anchorgpu.planner.sweep_serving_memory import KvFactors, kv_factors, memory_terms, per_format
+from anchorgpu.planner.sweep_sglang import absorbed_dequant_terms, graph_max_batch, padded_rows
 
 if TYPE_CHECKING:
     from anchorgpu.planner.sweep import HardwareShape, SweepSpec
@@ -139,10 +140,17 @@ class _Ticks:
             self.expert_ratio = per_format(mixed / _mixed(low, b16, np.array([e for _, e in shares])))
         # fixed cost per pipeline tick: the step's, and the launches of the stage's layers (speed.serving)
         # (a checkpoint FP8 in blocks launches a quantisation before each product: per format)
-        ratio_w = np.array([launch_ratio(model, cal.launches, block_fp8=is_block_fp8(format_for_model(model, name).name))
-                            for name in weights])
+        block_fp8 = [is_block_fp8(format_for_model(model, name).name) for name in weights]
+        ratio_w = np.array([launch_ratio(model, cal.launches, block_fp8=b) for b in block_fp8])
+        per_layer = model.num_layers / lay.pp * per_layout(lambda k: k.per_layer_step_s)
+        sglang = spec.workload.engine == "sglang"
+        # SGLang on AMD GPUs dequantises an FP8 MLA model's absorbed weights every step: more launches, and bytes
+        dequant = absorbed_dequant_terms(model, shapes, lay, weights, cal.launches, block_fp8,
+                                         per_layout(lambda k: k.decode_mbu) * self.bw_mem) if sglang else None
         self.fixed = per_layout(lambda k: k.per_step_s) + per_format(
-            (model.num_layers / lay.pp * per_layout(lambda k: k.per_layer_step_s))[:, None] * ratio_w[None, :])
+            per_layer[:, None] * ratio_w[None, :] if dequant is None else per_layer[:, None] * dequant[0] + dequant[1])
+        # SGLang's decode-only steps run the captured CUDA graph that holds the batch (None: no padding)
+        self.graph_max_bs = graph_max_batch(shapes, lay) if sglang else None
         bf16 = np.array([peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[s]
         self.attention_rate = bf16 * per_layout(lambda k: k.attention_efficiency)
         kv_read = kv.read_bytes * kv.stage_layers / kv.n_layers
@@ -180,11 +188,12 @@ class _Ticks:
         pp_bw, self.pp_lat = _links(shapes, lay, lay.tp * lay.pp, network=False)
         self.pp_rate = pp_bw * cal.link_efficiency
 
-    def tick(self, decode: FloatArray, prefill: FloatArray | float) -> FloatArray:
+    def tick(self, decode: FloatArray, prefill: FloatArray | float, rows: FloatArray | None = None) -> FloatArray:
         """speed.serving._tick: one micro-batch of ``decode`` sequences and ``prefill`` prompt tokens (``(C, L)``)
-        through one pipeline stage, ``(W, K, C, L)``: a new array (the terms on their own axes, summed in place)."""
+        through one pipeline stage, ``(W, K, C, L)``: a new array (the terms on their own axes, summed in place).
+        ``rows``: the decode rows the products multiply where a captured graph pads them (default ``decode``)."""
         model = self.model
-        tokens = decode + prefill
+        tokens = (decode if rows is None else rows) + prefill
         memory_s = self.memory_s
         frac: FloatArray | float = 1.0
         if model.moe is not None and model.params_total:
@@ -230,6 +239,18 @@ class _Ticks:
         step *= self.pp
         return self.hosted(step, decode)
 
+    def decode_only_step(self, decode: FloatArray, light: FloatArray) -> FloatArray:
+        """speed.serving._step of ``decode`` sequences and no prompt tokens, from ``light`` (a tick of its
+        micro-batches, written over) or, where the engine pads the step to a captured graph (SGLang), the padded tick
+        (speed.batching._steady's ``padded``)."""
+        if self.graph_max_bs is not None:
+            rows = padded_rows(decode, self.graph_max_bs)
+            if bool((rows > decode).any()):
+                groups = self.groups(decode)
+                light = self.tick(decode / groups, 0.0, np.maximum(decode / groups, rows / groups))
+        light *= self.pp
+        return self.hosted(light, decode)
+
     def chunk_ticks(self, decode: FloatArray, prefill: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
         """(micro-batches, the tick that carries one prompt's chunk, a tick without it): ``prefill`` is one prompt's
         chunk, in one micro-batch."""
@@ -269,8 +290,7 @@ def _steady_step(ticks: _Ticks, batch: FloatArray, prompt: int, out_tokens: int,
     mixed = ticks.chunk_step(groups, heavy, light, batch, chunks=np.maximum(share, 1.0))
     weight = np.minimum(share, 1.0)
     mixed *= weight
-    light *= ticks.pp  # a step without a chunk
-    ticks.hosted(light, batch)
+    light = ticks.decode_only_step(batch, light)  # a step without a chunk
     light *= 1.0 - weight
     mixed += light
     used = np.flatnonzero(spread.any(axis=1))  # the concurrencies where some layout spreads its prompts

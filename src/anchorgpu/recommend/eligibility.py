@@ -89,8 +89,8 @@ def miss_reason(row: Mapping[str, Any], min_tokens_per_s_per_user: float | None,
     sequences a serving replica's engine runs at once; ``batch_tokens`` and ``seq_tokens``: a training sweep's stated
     global batch and sequence, named when no layout splits the batch)."""
     if row["fits"] and cap is not None and row["concurrency"] > row["dp"] * cap:
-        return (f"its engines run at most {cap:,} sequences a replica at once (vLLM's max_num_seqs, TensorRT-LLM's "
-                "max_batch_size): "
+        return (f"its engines run at most {cap:,} sequences a replica at once (vLLM's max_num_seqs, SGLang's "
+                "max_running_requests, TensorRT-LLM's max_batch_size): "
                 f"{row['dp']} replica{'s' if row['dp'] > 1 else ''} would queue {row['concurrency'] - row['dp'] * cap:,} "
                 f"of the {row['concurrency']:,} users")
     if training and not row.get("splits_batch", True):
@@ -106,6 +106,14 @@ def miss_reason(row: Mapping[str, Any], min_tokens_per_s_per_user: float | None,
         return (f"no configuration reaches {min_tokens_per_s_per_user:g} tokens/s per user "
                 f"(best fit: {row['decode_tokens_per_s_per_user']:.1f})")
     cp = f"CP {row['cp']}, " if row.get("cp", 1) > 1 else ""
-    return (f"does not fit: the closest configuration (TP {row['tp']}, PP {row['pp']}, {cp}DP {row['dp']}, "
-            f"{row['weights']} weights" + (f", {row['kv_cache']} KV" if not training else "")
-            + f") needs {fmt_bytes(row['per_gpu_total_bytes'])} per GPU of {fmt_bytes(row['budget_bytes'])} usable")
+    closest = (f"does not fit: the closest configuration (TP {row['tp']}, PP {row['pp']}, {cp}DP {row['dp']}, "
+               f"{row['weights']} weights" + (f", {row['kv_cache']} KV" if not training else "")
+               + f") needs {fmt_bytes(row['per_gpu_total_bytes'])} per GPU")
+    held = row.get("weights_bytes", 0) + row.get("activations_bytes", 0) + row.get("other_bytes", 0)
+    if not training and row["budget_bytes"] <= held:
+        # TensorRT-LLM's and SGLang's budgets follow the weights (their KV cache a share of what the weights leave):
+        # where nothing is left the budget is just what the engine holds, and "of X usable" would read as room
+        return (f"{closest}: its weights, activations and non-torch memory alone take {fmt_bytes(held)}"
+                + (f" of {fmt_bytes(row['budget_bytes'])} usable" if row["budget_bytes"] < held else "")
+                + ", no room for the KV cache")
+    return f"{closest} of {fmt_bytes(row['budget_bytes'])} usable"

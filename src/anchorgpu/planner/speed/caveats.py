@@ -30,16 +30,18 @@ SPEED_CAVEAT_LABELS = (MOE_CAVEAT_LABEL, MOE_TRAIN_CAVEAT_LABEL, CP_TRAIN_CAVEAT
 
 def serving_caveats(caveats: Mapping[str, str], *, moe: bool, engine: str, wide_ep: bool = False) -> list[str]:
     """The caveat lines of a serving estimate: the MoE one for a mixture of experts, the time to first token's, the
-    planned engine's (TensorRT-LLM's own, else vLLM's), and with ``wide_ep`` (expert parallelism wider than TP:
-    attention data parallelism) what backs that timing.
+    planned engine's (TensorRT-LLM's or SGLang's own, ``engine_trtllm`` / ``engine_sglang``, else vLLM's), and with
+    ``wide_ep`` (expert parallelism wider than TP: attention data parallelism) what backs that timing.
 
     >>> serving_caveats({"moe": "m", "ttft": "t", "engine": "v", "engine_trtllm": "x"}, moe=False, engine="trtllm")
     ['Time to first token: t.', 'Serving engine: x.']
+    >>> serving_caveats({"engine": "v", "engine_sglang": "s"}, moe=False, engine="sglang")
+    ['Serving engine: s.']
     >>> serving_caveats({"attention_dp": "a"}, moe=True, engine="vllm", wide_ep=True)
     ['Attention data parallelism: a.']
     """
     found = (("moe", MOE_CAVEAT_LABEL) if moe else None, ("ttft", TTFT_CAVEAT_LABEL),
-             ("engine_trtllm" if engine == "trtllm" else "engine", ENGINE_CAVEAT_LABEL),
+             (f"engine_{engine}" if engine in ("trtllm", "sglang") else "engine", ENGINE_CAVEAT_LABEL),
              ("attention_dp", ATTENTION_DP_CAVEAT_LABEL) if wide_ep else None)
     return [f"{label}: {caveats[key]}." for key, label in filter(None, found) if caveats.get(key)]
 

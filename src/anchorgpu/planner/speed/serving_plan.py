@@ -15,7 +15,7 @@ from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import builder, memo_on_frozen
 from anchorgpu.planner.formats import format_for_model
 from anchorgpu.planner.inputs import KV_CACHE_DTYPES, engine_limits, large_engine_defaults
-from anchorgpu.planner.sglang import decode_graph_batch_sizes, sglang_settings
+from anchorgpu.planner.sglang import decode_graph_batch_sizes, dequantises_absorbed_weights, sglang_settings
 from anchorgpu.planner.speed.assumption_lines import (
     expert_parallel_line,
     launches_line,
@@ -134,9 +134,8 @@ def sglang_step_terms(plan: Plan) -> tuple[tuple[int, ...], bool]:
     settings = sglang_settings(gpu.memory_bytes if gpu is not None else None,
                                tp=lay.tp * dp_attention if dp_attention else lay.tp, pp=lay.pp,
                                chunked_prefill_size=plan.workload.max_num_batched_tokens, dp_attention=dp_attention)
-    fp8 = (plan.precision.weights or "").startswith("fp8")
-    dequant = (gpu is not None and gpu.vendor == "AMD" and isinstance(model, ModelSpec) and model.mla is not None
-               and fp8)
+    dequant = dequantises_absorbed_weights(gpu.vendor if gpu is not None else None,
+                                           isinstance(model, ModelSpec) and model.mla is not None, plan.precision.weights)
     return decode_graph_batch_sizes(settings.cuda_graph_max_bs), dequant
 
 
