@@ -76,6 +76,29 @@ def test_the_kv_pool_and_admission_are_sglangs() -> None:
     assert "mem_fraction_static 0.811" in line and "15,312 MiB" in line
 
 
+def test_weights_above_the_fraction_leave_a_budget_below_the_gpu_short_by_their_excess() -> None:
+    """Llama 3.1 70B in BF16 on one H100 at 32 x 8,192 tokens: SGLang's weights and KV pool must fit in
+    mem_fraction_static of the memory free at start (profile_max_num_token), so the plan is short by the weights and
+    KV cache over that share. A pool clamped at 0 once left the budget at the weights' own 133 GiB (above the GPU's
+    79.18) and the shortfall at the KV cache alone (80.00 GiB); the sweep sizes the budget the same way."""
+    from anchorgpu.catalog import load_catalog
+    from anchorgpu.planner.sweep import SweepSpec, sweep
+    from anchorgpu.recommend import shapes_from_catalog
+
+    model, gpu = load_model("llama-3.1-70b"), get_gpu("h100")
+    w = Workload(engine="sglang", context_tokens=8192, concurrency=32)
+    p = plan(model, w, layout=Layout(gpus=1), gpu=gpu, suggest=False)
+    b, share = p.breakdown, p.workload.gpu_memory_utilization
+    start_free = gpu.memory_bytes - b["cuda_context_outside_budget_bytes"] - b["non_torch_bytes"]
+    assert not p.fits and p.budget_bytes is not None and p.budget_bytes < gpu.memory_bytes
+    assert -p.headroom_bytes == p.per_gpu.weights_bytes + p.per_gpu.kv_cache_bytes - int(share * start_free)
+    assert round(-p.headroom_bytes / GIB, 2) == 146.32  # 131.42 + 80.00 - 0.829 x 78.53 GiB
+    shapes = tuple(s for s in shapes_from_catalog(load_catalog().offerings, max_servers=1) if s.gpu.name == gpu.name)
+    rows = sweep(model, shapes, SweepSpec(workload=w, weights=("bf16",)))
+    one = next(i for i in range(rows.evaluated) if rows.row(i)["gpus"] == 1)
+    assert rows.row(one)["budget_bytes"] == p.budget_bytes and rows.row(one)["fits"] is False
+
+
 def test_an_fp8_mla_model_on_rocm_dequantises_its_absorbed_weights() -> None:
     from anchorgpu.planner.speed.serving_plan import sglang_step_terms
 

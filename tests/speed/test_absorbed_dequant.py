@@ -5,10 +5,13 @@ sgl-project/sglang ``python/sglang/srt/models/deepseek_v2.py`` (commits 00114aef
 ``kv_b_proj`` in FP8 with one scale off CUDA (``block_quant_to_tensor_quant``), and under ``_is_hip`` the absorbed
 products run ``torch.bmm(x.to(torch.bfloat16), self.w_kc.to(torch.bfloat16) * self.w_scale)`` (and ``w_vc``): a cast
 and a scale before each product, every step. InferenceMAX's DeepSeek-R1 rows on MI300X/MI325X/MI355X (SGLang v0.5.2,
-ROCm 7.0, SGLANG_USE_AITER=1; ``IM-DSR1-MI*``) are timed with them (``absorbed_dequant``); nothing a user plans is.
+ROCm 7.0, SGLANG_USE_AITER=1; ``IM-DSR1-MI*``) are timed with them (``absorbed_dequant``), and so is every plan for
+SGLang of an FP8 MLA model on an AMD GPU (``serving_plan.sglang_step_terms``); a vLLM plan is not.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 
@@ -22,7 +25,7 @@ from anchorgpu.planner.speed.launches import (
     absorbed_dequant_bytes,
     launches_per_layer,
 )
-from anchorgpu.planner.speed.runs import _serve_plan, load_runs, predict
+from anchorgpu.planner.speed.runs import _serve_plan, load_runs, predict, serve_plan_of
 from anchorgpu.planner.speed.serving import decode_step
 from anchorgpu.planner.speed.serving_plan import serving_setup
 
@@ -50,9 +53,10 @@ def test_the_bytes_are_the_absorbed_weights_at_eight_bytes_more_a_value() -> Non
 
 def test_a_fixed_cost_the_same_at_every_batch() -> None:
     """Kernels and bytes that do not depend on the batch: the step grows by the same time at 1 and at 64."""
-    p = _serve_plan("IM-DSR1-MI300X-1k-1k-C4")
-    plain = serving_setup(p, prompt_tokens=1024, output_tokens=1024)
-    dq = serving_setup(p, prompt_tokens=1024, output_tokens=1024, absorbed_dequant=True)
+    p = _serve_plan("IM-DSR1-MI300X-1k-1k-C4")  # SGLang on MI300X: its setup dequantises by itself
+    dq = serving_setup(p, prompt_tokens=1024, output_tokens=1024)
+    assert dq.absorbed_dequant
+    plain = replace(dq, absorbed_dequant=False)
     gaps = [decode_step(p.model, p.gpu, dq, batch=b, cached_tokens=1536).step_s
             - decode_step(p.model, p.gpu, plain, batch=b, cached_tokens=1536).step_s for b in (1, 4, 64)]
     assert gaps[0] == pytest.approx(gaps[1]) == pytest.approx(gaps[2])
@@ -74,8 +78,20 @@ def test_only_the_sglang_rocm_deepseek_rows_carry_it_and_each_comes_within_25_pe
         assert abs(predict(runs[i]) / runs[i].value - 1) <= 0.25, i  # -29.1% at MI300X C4 without it
 
 
-def test_plans_are_unchanged() -> None:
-    """Neither engine the planner sizes for (vLLM, TensorRT-LLM) dequantises every step: the default is off."""
+def test_sglang_plans_on_amd_pay_it_once_and_vllm_plans_only_when_told() -> None:
+    """An SGLang plan of an FP8 MLA model on an AMD GPU dequantises every step by default (the engine's ``_is_hip``
+    branch), and the measured row's explicit flag adds nothing to it (never charged twice); the same row planned for
+    vLLM, whose MLA keeps no FP8 absorbed weights to dequantise, pays it only when the flag asks."""
     p = _serve_plan("IM-DSR1-MI300X-1k-1k-C4")
-    assert plan_performance(p)["tpot_s"] == plan_performance(p, absorbed_dequant=False)["tpot_s"]
-    assert plan_performance(p, absorbed_dequant=True)["tpot_s"] > plan_performance(p)["tpot_s"]
+    assert p.workload.engine == "sglang"
+    sglang = plan_performance(p)["tpot_s"]
+    assert plan_performance(p, absorbed_dequant=True)["tpot_s"] == sglang
+    row = next(r.row for r in load_runs() if r.id == "IM-DSR1-MI300X-1k-1k-C4")
+    v = serve_plan_of({**row, "engine": "vllm"})
+    assert v.workload.engine == "vllm" and not serving_setup(v, prompt_tokens=1024, output_tokens=1024).absorbed_dequant
+    assert plan_performance(v)["tpot_s"] == plan_performance(v, absorbed_dequant=False)["tpot_s"]
+    assert plan_performance(v, absorbed_dequant=True)["tpot_s"] > plan_performance(v)["tpot_s"]
+    # an SGLang plan on an NVIDIA GPU keeps CUDA's path: no dequantisation (the H200 twin of the row)
+    h200 = serve_plan_of({**row, "gpu": "h200"})
+    assert h200.workload.engine == "sglang"
+    assert not serving_setup(h200, prompt_tokens=1024, output_tokens=1024).absorbed_dequant

@@ -3,6 +3,7 @@ API and the CLI give (the predicted hours, not the whole hours the run price bil
 
 from __future__ import annotations
 
+import html
 import re
 
 from fastapi.testclient import TestClient
@@ -46,11 +47,18 @@ def test_serving_rows_show_the_band_of_both_speeds_in_russian_too(client: TestCl
 
 
 def test_each_speed_shows_its_roofline_ceiling_beside_the_band_in_both_languages(client: TestClient) -> None:
-    """The JSON's ``*_ceiling`` beside each band on the page (a bound, never the answer), English and Russian."""
+    """The JSON's ``*_ceiling`` beside each band on the page (a bound, never the answer), English and Russian:
+    compact, as "≤ figure" under a rate's band ("≥" under a time's), its words in the tooltip and for screen readers,
+    so the table keeps every column on a laptop screen (tests/browser/test_journeys.py)."""
     api = client.post("/v1/recommend", json=TRAIN).json()["results"][0]
     en = client.get("/recommend?model=llama-3.1-70b&task=train&tokens=1e10&gpu=h100&top=2&lang=en").text
     top = f"{api['train_tokens_per_s_ceiling']:,.0f}"
     assert f"roofline ceiling {top}" in _row(en, 1)
+    shown = dict(reversed(re.findall(r'data-key="(\w+)" title="[^"]*"><span aria-hidden="true">([^<]*)</span>',
+                                     en)))  # the first row's of each key
+    assert html.unescape(shown["train_tokens_per_s"]) == f"≤\u00a0{top}"
+    assert html.unescape(shown["train_time_s"]) == f"≥\u00a0{api['train_time_s_ceiling'] / 3600:,.1f} h"
+    assert f'title="roofline ceiling {top}: the datasheet roofline' in en
     assert "never the answer" in re.search(r'id="band-note">(.*?)</p>', en, re.S).group(1)  # type: ignore[union-attr]
     serve = client.post("/v1/recommend", json=SERVE).json()["results"][0]
     ru = _row(client.get("/recommend?model=llama-3.1-70b&concurrency=32&context=8192&top=2&lang=ru").text, 1)

@@ -174,7 +174,7 @@ def _sglang_memory(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov:
         used = weights + prefill + sampler + non_torch
         start_free = gpu.memory_bytes - terms["cuda_context_outside_budget_bytes"] - non_torch
         capacity = int(s.mem_fraction_static * start_free) - weights
-        budget = used + max(0, capacity)
+        budget = used + capacity  # weights above the fraction's share leave a budget below them: short by the excess
     return EngineMemory(s.chunked_prefill_size, seqs, _sglang_line(s, max_seqs is not None), weights, prefill,
                         sampler, non_torch, terms, budget, capacity, s.mem_fraction_static, s)
 

@@ -139,7 +139,7 @@ def _sglang_terms(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
     context_l = np.array([context_bytes(sh.gpu, ov) for sh in shapes], dtype=np.float64)[lay.shape]
     weights_w11l = weights_per_gpu(model, lay, weights)
     free = np.trunc(fraction_l * (mem_l - context_l - non_torch_l)) - weights_w11l
-    budget = weights_w11l + act_l + non_torch_l + np.maximum(0.0, free)
+    budget = weights_w11l + act_l + non_torch_l + free  # as plan(): never clamped, short by the weights' excess too
     return Memory(weights=weights_w11l, kv_cache=_kv_cache(model, lay, kv, per_replica), activations=act_l,
                   other=non_torch_l, budget=budget)
 

@@ -111,8 +111,9 @@ def miss_reason(row: Mapping[str, Any], min_tokens_per_s_per_user: float | None,
                + f") needs {fmt_bytes(row['per_gpu_total_bytes'])} per GPU")
     held = row.get("weights_bytes", 0) + row.get("activations_bytes", 0) + row.get("other_bytes", 0)
     if not training and row["budget_bytes"] <= held:
-        # TensorRT-LLM's and SGLang's budgets follow the weights (their KV cache a share of what the weights leave):
-        # where nothing is left the budget is just what the engine holds, and "of X usable" would read as room
+        # TensorRT-LLM's budget follows the weights (its KV cache a share of what they leave): where nothing is left
+        # it is just what the engine holds, and "of X usable" would read as room; SGLang's stays at its share (the
+        # activations, non-torch memory and mem_fraction_static of the free memory), below what weights overflowing it hold
         return (f"{closest}: its weights, activations and non-torch memory alone take {fmt_bytes(held)}"
                 + (f" of {fmt_bytes(row['budget_bytes'])} usable" if row["budget_bytes"] < held else "")
                 + ", no room for the KV cache")

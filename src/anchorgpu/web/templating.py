@@ -104,10 +104,13 @@ def _localized_when(locale: str) -> Any:
 
 def number(locale: str) -> Any:
     """A number with ``digits`` decimals in the locale's format: en '1,234.5' (as Python's ``{:,.1f}``), ru '1 234,5'.
-    ``None`` shows as '–'.
+    Rounded once, as Python rounds it, in every language (Babel alone rounds the float's shortest decimal half-even:
+    16.95, stored as 16.9499..., read 16.9 in English and 17,0 in Russian). ``None`` shows as '–'.
 
     >>> number("en")(1234.5, 1), number("ru")(1234.5, 1), number("ru")(None)
     ('1,234.5', '1\xa0234,5', '–')
+    >>> number("en")(16.95, 1), number("ru")(16.95, 1), number("ru")(2.5), number("en")(2.5)
+    ('16.9', '16,9', '2', '2')
     """
     from babel.numbers import format_decimal
 
@@ -116,7 +119,8 @@ def number(locale: str) -> Any:
             return "–"
         if locale == "en":
             return f"{value:,.{digits}f}"
-        return str(format_decimal(value, format="#,##0" + ("." + "0" * digits if digits else ""), locale=locale))
+        rounded = Decimal(f"{value:.{digits}f}")
+        return str(format_decimal(rounded, format="#,##0" + ("." + "0" * digits if digits else ""), locale=locale))
 
     return formatted
 

@@ -226,7 +226,7 @@ def plan_performance(
     (none by default: vLLM captures every multiple of 8, so its padding is negligible); ``host_overlap`` False
     for an engine that schedules between GPU steps rather than beside them (vLLM before its async scheduling);
     ``absorbed_dequant`` True for an engine that dequantises MLA's absorbed latent weights from FP8 every step (SGLang
-    on ROCm; measured rows only: neither engine planned does); ``engine`` the engine whose kernels ran where it is not
+    on ROCm: an SGLang plan on an AMD GPU sets it itself, ``serving_plan.sglang_step_terms``; True only adds it); ``engine`` the engine whose kernels ran where it is not
     the workload's (measured rows only: ``serving_plan.serving_setup``). Training: ``train_tokens`` gives ``train_time_s`` and ``gpu_hours``. Without a GPU, or
     for a diffusion pipeline, the figures are null and ``assumptions`` says why.
 
