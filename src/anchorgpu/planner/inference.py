@@ -151,7 +151,7 @@ def engine_memory(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov: 
         used = weights + prefill + sampler + non_torch
         if engine == "trtllm":  # a share of what its profiling pass leaves free, the CUDA context counted
             capacity = int(utilization * (gpu.memory_bytes - used - terms["cuda_context_outside_budget_bytes"]))
-            budget = used + max(0, capacity)
+            budget = used + capacity  # weights past the free memory leave a budget below them (as SGLang's): short by the excess
         else:
             budget = math.ceil(gpu.memory_bytes * utilization)
             capacity = budget - used
