@@ -10,7 +10,7 @@ import pytest
 from anchorgpu.architectures import load_model
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
-from anchorgpu.planner import plan
+from anchorgpu.planner import Layout, plan
 from anchorgpu.planner.inputs import Workload
 from cli_runner import run
 from hardening.conftest import Served, cli_refusal, problem_of
@@ -49,3 +49,14 @@ def test_the_api_and_recommend_refuse_it_too(local_db: None, sqlite_served: Serv
     rejected = json.loads(out)["rejected"]
     # a 24 GB L4's context takes a larger share: 0.99 leaves it less than vLLM asks for, while the H100 runs it
     assert any("l4" in r["offering"] and "refuses to start" in r["reason"] for r in rejected), rejected[:3]
+
+
+@pytest.mark.parametrize("engine", ["vllm", "trtllm", "sglang"])
+def test_no_engine_budget_is_larger_than_the_gpu(engine: str) -> None:
+    """A 70B in BF16 on one H100 does not fit under any engine; TensorRT-LLM's budget (the profiled peak plus a share
+    of what it leaves free) was clamped at the peak and said "needs 213.38 GiB of 133.38 GiB", more than the GPU."""
+    gpu = get_gpu("h100")
+    p = plan(load_model("llama-3.1-70b"), Workload(task="inference", engine=engine, context_tokens=8192,
+                                                   concurrency=32), gpu=gpu, layout=Layout(gpus=1))
+    assert p.fits is False and p.budget_bytes is not None
+    assert p.budget_bytes <= gpu.memory_bytes, (engine, p.budget_bytes / 2**30)

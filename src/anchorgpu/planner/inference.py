@@ -150,8 +150,9 @@ def engine_memory(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov: 
     if gpu is not None:
         used = weights + prefill + sampler + non_torch
         if engine == "trtllm":  # a share of what its profiling pass leaves free, the CUDA context counted
-            capacity = int(utilization * (gpu.memory_bytes - used - terms["cuda_context_outside_budget_bytes"]))
-            budget = used + capacity  # weights past the free memory leave a budget below them (as SGLang's): short by the excess
+            free = gpu.memory_bytes - terms["cuda_context_outside_budget_bytes"]
+            capacity = int(utilization * (free - used))
+            budget = min(used + capacity, free)  # never past the memory free at start (a peak past it: short by that)
         else:
             budget = math.ceil(gpu.memory_bytes * utilization)
             capacity = budget - used

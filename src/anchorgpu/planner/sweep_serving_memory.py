@@ -114,7 +114,7 @@ def memory_terms(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepS
         context_l = np.array([context_bytes(sh.gpu, ov) for sh in shapes], dtype=np.float64)[lay.shape]
         free = np.trunc((w.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION)
                         * (mem_s[lay.shape] - used - context_l))
-        budget = used + free  # as plan(): never clamped
+        budget = np.minimum(used + free, mem_s[lay.shape] - context_l)  # as plan(): never past the memory free
     else:
         budget = np.ceil(mem_s[lay.shape] * (w.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION))
     return Memory(weights=weights_w11l, kv_cache=_kv_cache(model, lay, kv, per_replica), activations=act_l,
