@@ -209,7 +209,9 @@ def test_the_sequence_cap_is_explained_against_the_concurrency_asked_for() -> No
     asked = build_recipe(_serve("llama-3.1-70b", "h100", 8, context_tokens=8192, concurrency=32), "vllm")
     assert _value(asked.command, "--max-num-seqs") == "1024"  # what the memory was sized with (vLLM's default)
     note = next(a for a in asked.assumptions if a.startswith("Sequence cap 1,024"))
-    assert "holds 160 sequences of 8,192 tokens" in note and "set the cap to 32" in note
+    # 49.29 GiB of KV cache a GPU (0.9 x the H100's 79.18 GiB CUDA total, gpus.toml, less an eighth of the weights and
+    # the profile) / 0.3125 GiB an 8,192-token sequence's eighth = 157.7: the plan's max_concurrency
+    assert "holds 157 sequences of 8,192 tokens" in note and "set the cap to 32" in note
     unasked = build_recipe(_serve("llama-3.1-70b", "h100", 8, context_tokens=8192), "vllm")
     assert not any(a.startswith("Sequence cap") for a in unasked.assumptions)
 

@@ -207,8 +207,9 @@ def test_another_accounts_allocation_page_is_404(client: TestClient, signed_in: 
 
 def test_gpu_comparison_page_shows_ratios_first_over_second(client: TestClient) -> None:
     html = client.get("/gpus/compare?a=h200&b=h100").text
-    # 139.8 GiB (an H200 as CUDA reports it, measured: benchmarks/device/h200_2026-12-04.json) vs 80 GiB: 1.75x
-    assert "1.75×" in html
+    # 139.80 GiB (an H200 as CUDA reports it, measured: benchmarks/device/h200_2026-12-04.json) vs 79.18 GiB (an H100
+    # as CUDA reports it: prime-rl's H100 baselines, gpus.toml): 1.77x
+    assert "1.77×" in html
     assert client.get("/gpus/compare?a=h2000&b=h100").status_code == 404
 
 

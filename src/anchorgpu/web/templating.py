@@ -58,11 +58,12 @@ def when(value: str | datetime | None) -> str:
 
 
 def _localized_gib(locale: str) -> Any:
-    """``_gib`` with the locale's digit grouping and decimal sign (ru: '36,3 GiB', '1 234,6 GiB')."""
-    from babel.numbers import format_decimal
+    """``_gib`` with the locale's digit grouping and decimal sign (ru: '36,3 GiB', '1 234,6 GiB'), rounded as ``_gib``
+    rounds (:func:`number`)."""
+    localized = number(locale)
 
     def gib(value: int | float | None) -> str:
-        return "–" if value is None else f"{format_decimal(value / 2**30, format='#,##0.0', locale=locale)} GiB"
+        return "–" if value is None else f"{localized(value / 2**30, 1)} GiB"
 
     return gib
 
@@ -104,13 +105,14 @@ def _localized_when(locale: str) -> Any:
 
 def number(locale: str) -> Any:
     """A number with ``digits`` decimals in the locale's format: en '1,234.5' (as Python's ``{:,.1f}``), ru '1 234,5'.
-    Rounded once, as Python rounds it, in every language (Babel alone rounds the float's shortest decimal half-even:
-    16.95, stored as 16.9499..., read 16.9 in English and 17,0 in Russian). ``None`` shows as '–'.
+    ``None`` shows as '–'. Every locale rounds as Python's format does (the float's own value, so the JSON's 16.95,
+    the binary 16.9499…, is '16.9' in each, as the API's ``:.1f`` writes it); Babel only writes the digits (its own
+    rounding, half-even on the float's shortest decimal, gave ru '17,0').
 
     >>> number("en")(1234.5, 1), number("ru")(1234.5, 1), number("ru")(None)
     ('1,234.5', '1\xa0234,5', '–')
-    >>> number("en")(16.95, 1), number("ru")(16.95, 1), number("ru")(2.5), number("en")(2.5)
-    ('16.9', '16,9', '2', '2')
+    >>> number("en")(16.95, 1), number("ru")(16.95, 1), number("ru")(2.5), number("ru")(Decimal("0.125"), 2)
+    ('16.9', '16,9', '2', '0,12')
     """
     from babel.numbers import format_decimal
 
@@ -119,7 +121,7 @@ def number(locale: str) -> Any:
             return "–"
         if locale == "en":
             return f"{value:,.{digits}f}"
-        rounded = Decimal(f"{value:.{digits}f}")
+        rounded = Decimal(f"{value:.{digits}f}")  # Python's rounding, as the en branch; Babel only localizes
         return str(format_decimal(rounded, format="#,##0" + ("." + "0" * digits if digits else ""), locale=locale))
 
     return formatted
@@ -165,7 +167,12 @@ def significant(locale: str) -> Any:
 
 
 def percent(locale: str) -> Any:
-    """A fraction as a percentage with one decimal: en '45.3%', ru '45,3\xa0%'."""
+    """A fraction as a percentage with one decimal: en '45.3%', ru '45,3%', rounded in each as Python's ``{:.1%}``
+    (as :func:`number`; Babel's own half-even rounding gave ru '1,0%' for en's '1.1%').
+
+    >>> percent("en")(0.453), percent("ru")(0.453), percent("en")(0.0105), percent("ru")(0.0105)
+    ('45.3%', '45,3%', '1.1%', '1,1%')
+    """
     from babel.numbers import format_percent
 
     def formatted(value: float | None) -> str:
@@ -173,7 +180,8 @@ def percent(locale: str) -> Any:
             return "–"
         if locale == "en":
             return f"{value:.1%}"
-        return str(format_percent(value, format="#,##0.0%", locale=locale))
+        rounded = Decimal(f"{value:.1%}"[:-1]) / 100  # Python's rounding, as the en branch; Babel only localizes
+        return str(format_percent(rounded, format="#,##0.0%", locale=locale))
 
     return formatted
 
