@@ -228,7 +228,8 @@ def _render_performance(out: Any, section: Any, *, concurrency: int | None = Non
     sat = section.get("saturation_concurrency")
     if isinstance(sat, int) and "max_output_tokens_per_s" in section:
         p_tok, o_tok = section.get("prompt_tokens"), section.get("output_tokens")
-        size = f" of {p_tok:,} prompt + {o_tok:,} output tokens" if isinstance(p_tok, int) and isinstance(o_tok, int) else ""
+        size = (f" of {_request_size(section, p_tok, o_tok)}" if isinstance(p_tok, int) and isinstance(o_tok, int)
+                else "")
         held = ("each with its prompt + output reserved up front (TensorRT-LLM's GUARANTEED_NO_EVICT)"
                 if section.get("kv_reservation") == "full" else "their KV cache at its average length (a paged engine fills "
                 "it as tokens arrive; the capacity line above holds each sequence at its full length)")
@@ -270,11 +271,22 @@ def _timed_requests(section: dict[str, Any], concurrency: int | None, context_to
     p_tok, o_tok = section.get("prompt_tokens"), section.get("output_tokens")
     if "ttft_s" not in section or not isinstance(p_tok, int) or not isinstance(o_tok, int) or not concurrency:
         return ""
-    text = (f"timed for {concurrency:,} request{'' if concurrency == 1 else 's'} at once of {p_tok:,} prompt + "
-            f"{o_tok:,} output tokens")
+    text = (f"timed for {concurrency:,} request{'' if concurrency == 1 else 's'} at once of "
+            + _request_size(section, p_tok, o_tok))
     if context_tokens and context_tokens != p_tok + o_tok:
         text += f" (the memory above holds sequences of {context_tokens:,} tokens)"
     return text
+
+
+def _request_size(section: dict[str, Any], prompt: int, output: int) -> str:
+    """A timed request's tokens; an encoder-decoder's encoder input before its decoder's prompt and output.
+
+    >>> _request_size({"encoder_input_tokens": 1500}, 4, 256), _request_size({}, 1024, 256)
+    ('1,500 encoder input + 4 decoder prompt + 256 output tokens', '1,024 prompt + 256 output tokens')
+    """
+    enc = section.get("encoder_input_tokens")
+    head = f"{enc:,} encoder input + {prompt:,} decoder prompt" if isinstance(enc, int) else f"{prompt:,} prompt"
+    return f"{head} + {output:,} output tokens"
 
 
 def _seconds(value: float) -> str:

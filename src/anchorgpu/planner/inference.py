@@ -7,6 +7,7 @@ memory free at start holds the weights and the KV pool). Pure."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import lru_cache, partial
 from typing import NamedTuple
 
@@ -35,6 +36,9 @@ from anchorgpu.planner.media import (
     NO_MEDIA,
     MediaLoad,
     cross_kv_bytes,
+    encdec_request,
+    encdec_speed_line,
+    encoder_equivalent_tokens,
     resolve_media,
     sequence_tokens,
     speed_prompt_tokens,
@@ -203,11 +207,21 @@ def state_assumption(model: ModelSpec, per_sequence_bytes: int) -> str:
             f"allocates both from one pool.")
 
 
-def check_request_within_context(w: Workload, limit: int) -> None:
+def check_request_within_context(w: Workload, limit: int, model: ModelSpec | None = None) -> None:
     """Refuse a request whose given prompt and output tokens (at least one output token) do not fit in its
     sequence: the ``--context`` when given, else the model's limit unless a longer context is allowed. The memory
-    would be planned for the shorter sequence while the speed timed the longer request."""
+    would be planned for the shorter sequence while the speed timed the longer request. A text encoder-decoder
+    (T5) reads the prompt in its encoder: each part is held to its own limit (encoder length, decoder window)."""
     if w.prompt_tokens is None and w.output_tokens is None:
+        return
+    enc = None if model is None else model.encoder
+    if model is not None and enc is not None and not enc.fixed_tokens and w.context_tokens is None \
+            and not w.allow_long_context:
+        for what, value, cap, where in (("prompt", w.prompt_tokens, enc.max_tokens, "encoder input"),
+                                        ("output", w.output_tokens, limit, "decoder window")):
+            if value is not None and value > cap:
+                raise InvalidWorkload(f"{what} {value:,} tokens exceed {model.name}'s {where} of {cap:,} tokens "
+                                      "(add --allow-long-context to plan anyway)")
         return
     prompt, output = w.prompt_tokens or 0, w.output_tokens or 1
     request = " + ".join(([f"prompt {prompt:,}"] if prompt else [])
@@ -226,7 +240,7 @@ DEFAULT_REQUEST_NOTE = "Context not given: each of the"
 
 # the workload as planned: its context, concurrency, engine limits and speed prompt resolved (evolve, made once)
 _resolved = evolver(Workload, "context_tokens", "concurrency", "max_num_batched_tokens", "max_num_seqs", "prompt_tokens",
-                    "gpu_memory_utilization", "block_size_tokens")
+                    "gpu_memory_utilization", "block_size_tokens", "output_tokens")
 
 
 def _asked_context(model: ModelSpec, w: Workload, assumptions: list[str]) -> int:
@@ -237,6 +251,8 @@ def _asked_context(model: ModelSpec, w: Workload, assumptions: list[str]) -> int
         prompt = w.prompt_tokens if w.prompt_tokens is not None else 1024
         output = w.output_tokens if w.output_tokens is not None else 256
         ctx = min(prompt + output, limit) if not w.allow_long_context else prompt + output
+        if model.encoder is not None and not model.encoder.fixed_tokens and w.prompt_tokens is not None:
+            return ctx  # the prompt goes to a text encoder: sequence_tokens states what the decoder holds
         assumptions.append(f"Context not given: each sequence sized at prompt + output = {prompt:,} + {output:,} = "
                            f"{prompt + output:,} tokens" + (f", capped at the model's {limit:,}" if ctx < prompt + output
                                                             else "") + ".")
@@ -267,7 +283,7 @@ def request_media(model: ModelSpec, w: Workload) -> MediaLoad:
 def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: PrecisionPlan, fmt: WeightFormat,
                lay: ResolvedLayout, ov: Overheads, assumptions: list[str], warnings: list[PlanWarning]) -> TaskTerms:
     limit = model.max_context_tokens
-    check_request_within_context(w, limit)
+    check_request_within_context(w, limit, model)
     ctx = _asked_context(model, w, assumptions)
     media = NO_MEDIA  # a text-only model's request: nothing to resolve (plan() has refused images given to it)
     if model.encoder is not None or model.image is not None:
@@ -315,6 +331,12 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         breakdown["image_tokens_per_request"] = media.images * media.tokens_per_image
     if cross_one:
         breakdown["cross_attention_kv_per_sequence_bytes"] = cross_one
+    output_tokens = w.output_tokens
+    if (req := encdec_request(model, w, ctx)) is not None:  # timed within the encoder's and the decoder's limits
+        equivalent = encoder_equivalent_tokens(media, model)
+        breakdown["encoder_input_tokens"], breakdown["encoder_prefill_equivalent_tokens"] = media.cross_tokens, equivalent
+        output_tokens = req.output_tokens
+        assumptions.append(encdec_speed_line(model, replace(req, encoder_tokens=media.cross_tokens), equivalent, ctx))
     state_one, state = state_one + cross_one, state + cross
     assumptions.append(
         "KV cache shown is what the requested sequences need; the serving engine reserves all the KV cache its "
@@ -372,7 +394,8 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                                              max_num_batched_tokens=tokens, max_num_seqs=seqs,
                                              gpu_memory_utilization=em.utilization, block_size_tokens=block,
                                              prompt_tokens=(speed_prompt_tokens(media, model, w, ctx, assumptions)
-                                                            if media is not NO_MEDIA else None) or w.prompt_tokens))
+                                                            if media is not NO_MEDIA else None) or w.prompt_tokens,
+                                             output_tokens=output_tokens))
 
 
 def _sglang_admission(w: Workload, em: EngineMemory, breakdown: dict[str, int], warnings: list[PlanWarning],

@@ -16,10 +16,30 @@ from anchorgpu.architectures.images import image_tokens, patches_per_image
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner._frozen import fast_init
-from anchorgpu.planner.inputs import Workload
+from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, Workload
 
-__all__ = ["MAX_IMAGE_SIDE", "MAX_IMAGES_PER_REQUEST", "NO_MEDIA", "MediaLoad", "cross_kv_bytes", "resolve_media",
-           "validate_media"]
+__all__ = ["MAX_IMAGE_SIDE", "MAX_IMAGES_PER_REQUEST", "NO_MEDIA", "EncDecRequest", "MediaLoad", "cross_kv_bytes",
+           "encdec_request", "resolve_media", "validate_media"]
+
+WHISPER_DECODER_PROMPT_TOKENS = 4
+"""A Whisper transcription's decoder prompt, ``<|startoftranscript|><|lang|><|task|><|notimestamps|>``: what vLLM's
+``WhisperForConditionalGeneration.get_generation_prompt`` sends the decoder (the audio goes to the encoder, padded to
+``max_source_positions`` = 1,500 frames, ``get_num_audio_tokens``; vllm-project/vllm@00a23257
+vllm/model_executor/models/whisper.py)."""
+T5_DECODER_PROMPT_TOKENS = 1
+"""A text encoder-decoder's decoder starts from its one ``decoder_start_token_id`` (T5: the pad token); the prompt is
+the encoder's input."""
+
+
+@fast_init
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EncDecRequest:
+    """The request an encoder-decoder serves, each part within its own limit: the encoder's input (Whisper's fixed
+    frames, T5's prompt up to its ``n_positions``) and the decoder's prompt and output within its window."""
+
+    encoder_tokens: int
+    decoder_prompt_tokens: int
+    output_tokens: int
 
 MAX_IMAGE_SIDE = 16_384  # pixels; processors downscale far below this, a larger value is a typo
 MAX_IMAGES_PER_REQUEST = 1_024
@@ -70,7 +90,7 @@ def resolve_media(model: ModelSpec, w: Workload, assumptions: list[str], *, prom
     validate_media(model, w)
     if model.encoder is not None:
         enc = model.encoder
-        tokens = enc.fixed_tokens or min(prompt_tokens, enc.max_tokens)
+        tokens = enc.fixed_tokens or (prompt_tokens if w.allow_long_context else min(prompt_tokens, enc.max_tokens))
         what = (f"{tokens:,} encoder frames (30 s of audio)" if enc.fixed_tokens else
                 f"an encoder input as long as the prompt, {tokens:,} tokens")
         assumptions.append(f"Encoder-decoder: the {enc.num_layers}-layer encoder reads {what}; every decoder layer keeps "
@@ -100,6 +120,33 @@ def resolve_media(model: ModelSpec, w: Workload, assumptions: list[str], *, prom
     return MediaLoad(images=n, resolution=(width, height), tokens_per_image=per_image, context_tokens=n,
                      cross_tokens=n * per_image, cross_values_per_token=rule.cross_kv_values_per_token,
                      encoder_flops=flops)
+
+
+def encdec_request(model: ModelSpec, w: Workload, window_tokens: int) -> EncDecRequest | None:
+    """The request an encoder-decoder model is timed with (None for any other model): the given prompt and output
+    where given, else the defaults within the model's limits: Whisper reads 30 s of audio (its fixed encoder frames)
+    and decodes from its 4-token task prompt; T5 reads the prompt (the default 1,024 tokens, at most its encoder
+    length) in its encoder and decodes from one start token; the output is the default 256 tokens, at most what the
+    decoder's ``window_tokens`` (the sequence the memory plan holds) leaves after its prompt.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> encdec_request(load_model("whisper-large-v3"), Workload(), 448)
+    EncDecRequest(encoder_tokens=1500, decoder_prompt_tokens=4, output_tokens=256)
+    >>> encdec_request(load_model("t5-base"), Workload(prompt_tokens=300, output_tokens=100), 100)
+    EncDecRequest(encoder_tokens=300, decoder_prompt_tokens=1, output_tokens=100)
+    """
+    enc = model.encoder
+    if enc is None:
+        return None
+    if enc.fixed_tokens:  # audio: the given prompt is the decoder's own, in its window
+        encoder, prompt = enc.fixed_tokens, w.prompt_tokens or WHISPER_DECODER_PROMPT_TOKENS
+        room = window_tokens - prompt
+    else:  # the prompt is the encoder's; the decoder's window holds its output
+        encoder = w.prompt_tokens or DEFAULT_PROMPT_TOKENS
+        encoder = encoder if w.allow_long_context and w.prompt_tokens else min(encoder, enc.max_tokens)
+        prompt, room = T5_DECODER_PROMPT_TOKENS, window_tokens
+    output = w.output_tokens or max(1, min(DEFAULT_OUTPUT_TOKENS, room))
+    return EncDecRequest(encoder_tokens=encoder, decoder_prompt_tokens=prompt, output_tokens=output)
 
 
 def cross_kv_bytes(model: ModelSpec, media: MediaLoad, *, sequences: int, bytes_per_value: float, tp: int,
@@ -158,13 +205,34 @@ def speed_prompt_tokens(media: MediaLoad, model: ModelSpec, w: Workload, ctx: in
     extra = media.context_tokens if media.cross_tokens == 0 else 0
     if extra == 0 and media.encoder_flops == 0:
         return None
+    if (req := encdec_request(model, w, ctx)) is not None:
+        return req.decoder_prompt_tokens + encoder_equivalent_tokens(media, model)
     text_ctx = max(1, ctx - extra)
     output = w.output_tokens or min(256, max(1, text_ctx // 2))
     prompt = w.prompt_tokens or max(1, min(1024, text_ctx - output))
-    per_token = 2.0 * max(1, model.params_active_matmul)
-    encoder_tokens = math.ceil(media.encoder_flops / per_token)
+    encoder_tokens = encoder_equivalent_tokens(media, model)
     if assumptions is not None and encoder_tokens:
         assumptions.append(f"Speed: prefill reads {prompt:,} text + {extra:,} image tokens, and the encoder's work as "
                            f"{encoder_tokens:,} more tokens of the same cost (their KV is not in the memory plan; the "
                            "speed model's per-sequence KV reads count them, a small overstatement).")
     return prompt + extra + encoder_tokens
+
+
+def encoder_equivalent_tokens(media: MediaLoad, model: ModelSpec) -> int:
+    """The encoder's (or vision tower's) FLOPs as the language-model tokens that cost as much in prefill
+    (2 · active matmul parameters per token)."""
+    return math.ceil(media.encoder_flops / (2.0 * max(1, model.params_active_matmul)))
+
+
+def encdec_speed_line(model: ModelSpec, req: EncDecRequest, encoder_equivalent: int, window_tokens: int) -> str:
+    """The assumption naming the encoder-decoder request the speed figures time."""
+    enc = model.encoder
+    assert enc is not None
+    source = (f"{req.encoder_tokens:,} encoder frames (30 s of audio)" if enc.fixed_tokens
+              else f"a {req.encoder_tokens:,}-token prompt in the encoder (its length {enc.max_tokens:,}"
+              + (", passed with --allow-long-context)" if req.encoder_tokens > enc.max_tokens else ")"))
+    return (f"Speed: each request is {source}, then {req.decoder_prompt_tokens:,} decoder prompt + "
+            f"{req.output_tokens:,} output tokens within the decoder's {window_tokens:,}-token window; prefill counts "
+            f"the encoder's work as {encoder_equivalent:,} more prompt tokens of the same cost, and every decode step "
+            f"reads the decoder's own K/V and the cross-attention K/V over the {req.encoder_tokens:,} encoder "
+            "positions.")

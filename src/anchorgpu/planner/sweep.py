@@ -53,7 +53,7 @@ from anchorgpu.planner.speed.calibration import Overrides, calibration
 from anchorgpu.planner.sweep_attention_dp import with_attention_dp
 from anchorgpu.planner.sweep_grid import layout_grid, valid_tp
 from anchorgpu.planner.sweep_serving import serving_columns
-from anchorgpu.planner.sweep_sglang import sglang_sweep_line
+from anchorgpu.planner.sweep_sglang import sglang_sweep_line, vllm_sweep_line
 from anchorgpu.planner.sweep_training import training_columns
 from anchorgpu.planner.terms import overhead_rule_line
 from anchorgpu.planner.workload_checks import validate_workload
@@ -245,8 +245,11 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
                                                  if training else ())
     # (and SGLang's settings follow each GPU and layout: the probe, planned without a GPU, names its fallback's)
     sglang = not training and w.engine == "sglang"
-    assumptions = [a if not (sglang and a.startswith("Serving engine sized like SGLang")) else
-                   sglang_sweep_line(shapes, lay, w, model.mla is not None)
+    # (and vLLM's scheduler defaults follow each GPU's size: the probe's line names one GPU's where they differ)
+    vllm = None if training or w.engine != "vllm" else vllm_sweep_line(shapes, w)
+    assumptions = [sglang_sweep_line(shapes, lay, w, model.mla is not None)
+                   if sglang and a.startswith("Serving engine sized like SGLang") else
+                   vllm if vllm and a.startswith("Serving engine sized like vLLM:") else a
                    for a in probe.assumptions if not a.startswith(own)]
     if training:
         assumptions.append(overhead_rule_line(spec.overheads))

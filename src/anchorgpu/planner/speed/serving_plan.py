@@ -58,6 +58,16 @@ NVFP4_KV_SPEED_LINE = (
 in the calibration (no measured row uses one)."""
 
 
+def _encoder_terms(plan: Plan) -> tuple[int, int]:
+    """An encoder-decoder plan's (prompt tokens that stand for the encoder's prefill work, cross-attention K/V bytes
+    per sequence per GPU): the first hold no K/V of the decoder; the second are read at every decode step and held
+    for the request's life (``plan_inference`` puts both in the breakdown). (0, 0) for any other model."""
+    b = plan.breakdown
+    if "encoder_input_tokens" not in b:
+        return 0, 0
+    return int(b.get("encoder_prefill_equivalent_tokens", 0)), int(b.get("cross_attention_kv_per_sequence_bytes", 0))
+
+
 def _kv_bytes(plan: Plan, tokens: int) -> int:
     """KV-cache bytes one sequence of ``tokens`` holds on one GPU of the plan's layout."""
     model, lay = plan.model, plan.layout
@@ -98,7 +108,8 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     if plan.workload.engine == "sglang":
         graphs, dequant = sglang_step_terms(plan)
         graph_batch_sizes, absorbed_dequant = graph_batch_sizes or graphs, absorbed_dequant or dequant
-    kv_seq = _kv_bytes(plan, prompt_tokens + output_tokens // 2)
+    equivalent, cross = _encoder_terms(plan)
+    kv_seq = _kv_bytes(plan, prompt_tokens - equivalent + output_tokens // 2) + cross
     # a recurrent layer reads (and rewrites) its fixed-size state every step instead of a growing KV cache
     if model.recurrent is not None:
         kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
@@ -210,7 +221,8 @@ def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: i
     if reserve_tokens is not None:
         assert isinstance(plan.model, ModelSpec)
         state = mm.recurrent_state_bytes(plan.model, sequences=1, tp=plan.layout.tp, pp=plan.layout.pp)
-        per_seq = max(1.0, float(_kv_bytes(plan, reserve_tokens) + state))
+        equivalent, cross = _encoder_terms(plan)
+        per_seq = max(1.0, float(_kv_bytes(plan, reserve_tokens - equivalent) + state + cross))
     cap = (limits or _engine_limits(plan))[1]
     return clamp(int(capacity // per_seq), 0, cap) * setup.replicas
 
@@ -248,6 +260,11 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     out["saturation_concurrency"] = sat
     out["kv_reservation"] = kv_reservation
     out["prompt_tokens"], out["output_tokens"] = prompt, output
+    if "encoder_input_tokens" in plan.breakdown:  # the decoder's own prompt, the encoder's input beside it
+        equivalent = _encoder_terms(plan)[0]
+        out["prompt_tokens"] = prompt - equivalent
+        out["encoder_input_tokens"] = int(plan.breakdown["encoder_input_tokens"])
+        out["encoder_prefill_equivalent_tokens"] = equivalent
     out["decode_bound"] = est.bound
     # names kept from the first contract
     out["prefill_s"] = est.ttft_s

@@ -1,0 +1,73 @@
+"""The request an encoder-decoder (Whisper, T5) is timed with stays within the model's own limits.
+
+Figures: Whisper large-v3's config (max_source_positions 1,500 encoder frames, max_target_positions 448 decoder
+tokens); its 4-token decoder prompt and 1,500 padded frames are what vLLM sends (vllm-project/vllm@00a23257
+vllm/model_executor/models/whisper.py get_generation_prompt, get_num_audio_tokens). T5-base: n_positions absent, a
+512-token encoder length and decoder window (registry note); the decoder starts from one start token.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cli_runner import run, run_json
+
+ENGINES = ("vllm", "sglang", "trtllm")
+
+
+def _perf(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
+    return run_json(capsys, "plan", *argv, "--gpu", "h100")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_whisper_default_request_fits_its_decoder_window(capsys: pytest.CaptureFixture[str], engine: str) -> None:
+    doc = _perf(capsys, "whisper-large-v3", "--engine", engine)
+    perf = doc["performance"]
+    # 30 s of audio in the encoder; the decoder's 4-token prompt + the default 256-token answer within its 448
+    assert perf["encoder_input_tokens"] == 1500
+    assert (perf["prompt_tokens"], perf["output_tokens"]) == (4, 256)
+    assert perf["prompt_tokens"] + perf["output_tokens"] <= 448
+    assert any("1,500 encoder frames" in a and "448-token window" in a for a in doc["assumptions"])
+
+
+@pytest.mark.parametrize("model", ["t5-base", "flan-t5-xl"])
+def test_t5_default_request_reads_its_encoder_length(capsys: pytest.CaptureFixture[str], model: str) -> None:
+    perf = _perf(capsys, model)["performance"]
+    assert perf["encoder_input_tokens"] == 512  # the default 1,024-token prompt, at most the encoder's 512
+    assert (perf["prompt_tokens"], perf["output_tokens"]) == (1, 256)
+
+
+def test_decode_reads_the_cross_attention_cache(capsys: pytest.CaptureFixture[str]) -> None:
+    # saturation holds sequences at their average length: the decoder's own 4 + 128 tokens AND the 1,500 encoder
+    # positions' cross K/V (245,760,000 B, test_images), each 163,840 B per position (2 · 32 layers · 1,280 · 2 B)
+    doc = _perf(capsys, "whisper-large-v3")
+    per_seq = 245_760_000 + (4 + 128) * 163_840
+    assert doc["performance"]["saturation_concurrency"] == min(1024, doc["breakdown"]["kv_cache_capacity_bytes"]
+                                                               // per_seq)
+
+
+def test_t5_prompt_and_output_are_held_to_their_own_limits(capsys: pytest.CaptureFixture[str]) -> None:
+    # 400 in the encoder (of 512) and 400 out of the decoder (of 512): each fits, though their sum passes 512
+    perf = _perf(capsys, "t5-base", "--prompt", "400", "--output-tokens", "400")["performance"]
+    assert (perf["encoder_input_tokens"], perf["output_tokens"]) == (400, 400)
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (("whisper-large-v3", "--prompt", "500"), "limit of 448 tokens"),
+    (("whisper-large-v3", "--prompt", "100", "--output-tokens", "400"), "limit of 448 tokens"),
+    (("t5-base", "--prompt", "1000"), "encoder input of 512 tokens"),
+    (("t5-base", "--output-tokens", "600"), "decoder window of 512 tokens"),
+])
+def test_requests_past_the_limits_are_one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: tuple[str, ...],
+                                                      needle: str) -> None:
+    code, out, err = run(capsys, "plan", *argv, "--gpu", "h100")
+    assert code == 2 and out == ""
+    assert needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_cli_names_the_encoder_input(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "whisper-large-v3", "--gpu", "h100")
+    assert code == 0
+    assert "1,500 encoder input + 4 decoder prompt + 256 output tokens" in " ".join(out.split())
