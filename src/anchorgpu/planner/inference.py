@@ -20,21 +20,17 @@ from anchorgpu.planner.engine_startup import startup_refusal
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
-    DEFAULT_OUTPUT_TOKENS,
-    DEFAULT_PROMPT_TOKENS,
     KV_CACHE_DTYPES,
     Engine,
     Overheads,
     PrecisionPlan,
     Workload,
     block_size_of,
-    default_context_tokens,
     engine_limits,
     large_engine_defaults,
 )
 from anchorgpu.planner.media import (
     NO_MEDIA,
-    MediaLoad,
     cross_kv_bytes,
     encdec_request,
     encdec_speed_line,
@@ -44,6 +40,12 @@ from anchorgpu.planner.media import (
     speed_prompt_tokens,
 )
 from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
+from anchorgpu.planner.serving_request import (
+    DEFAULT_REQUEST_NOTE,
+    asked_context,
+    check_request_within_context,
+    request_media,
+)
 from anchorgpu.planner.sglang import SglangSettings, max_running_requests, sglang_settings
 from anchorgpu.planner.terms import TaskTerms, context_bytes, new_task_terms, split_weights_bytes
 from anchorgpu.planner.warnings import PlanWarning, make_warning
@@ -207,84 +209,16 @@ def state_assumption(model: ModelSpec, per_sequence_bytes: int) -> str:
             f"allocates both from one pool.")
 
 
-def check_request_within_context(w: Workload, limit: int, model: ModelSpec | None = None) -> None:
-    """Refuse a request whose given prompt and output tokens (at least one output token) do not fit in its
-    sequence: the ``--context`` when given, else the model's limit unless a longer context is allowed. The memory
-    would be planned for the shorter sequence while the speed timed the longer request. A text encoder-decoder
-    (T5) reads the prompt in its encoder: each part is held to its own limit (encoder length, decoder window)."""
-    if w.prompt_tokens is None and w.output_tokens is None:
-        return
-    enc = None if model is None else model.encoder
-    if model is not None and enc is not None and not enc.fixed_tokens and w.context_tokens is None \
-            and not w.allow_long_context:
-        for what, value, cap, where in (("prompt", w.prompt_tokens, enc.max_tokens, "encoder input"),
-                                        ("output", w.output_tokens, limit, "decoder window")):
-            if value is not None and value > cap:
-                raise InvalidWorkload(f"{what} {value:,} tokens exceed {model.name}'s {where} of {cap:,} tokens "
-                                      "(add --allow-long-context to plan anyway)")
-        return
-    prompt, output = w.prompt_tokens or 0, w.output_tokens or 1
-    request = " + ".join(([f"prompt {prompt:,}"] if prompt else [])
-                         + [f"output {output:,}" if w.output_tokens else "at least 1 output"]) + " tokens"
-    if w.context_tokens is not None and prompt + output > w.context_tokens:
-        raise InvalidWorkload(f"{request} exceed the context of {w.context_tokens:,} tokens (raise --context or "
-                              "shorten the request)")
-    if w.context_tokens is None and prompt + output > limit and not w.allow_long_context:
-        raise InvalidWorkload(f"{request} exceed the model's limit of {limit:,} tokens (add --allow-long-context to "
-                              "plan anyway)")
-
-
-DEFAULT_REQUEST_NOTE = "Context not given: each of the"
-"""How the assumption opens when many sequences and no length were given and each is sized at the default request
-(a recipe then lets the engine accept longer ones, as it would by default)."""
-
 # the workload as planned: its context, concurrency, engine limits and speed prompt resolved (evolve, made once)
 _resolved = evolver(Workload, "context_tokens", "concurrency", "max_num_batched_tokens", "max_num_seqs", "prompt_tokens",
                     "gpu_memory_utilization", "block_size_tokens", "output_tokens")
-
-
-def _asked_context(model: ModelSpec, w: Workload, assumptions: list[str]) -> int:
-    """The tokens a sequence is sized at before the request's images or encoder input: the context given, else
-    prompt + output, else the default request for many users, else the default context (each stated)."""
-    limit = model.max_context_tokens
-    if w.context_tokens is None and (w.prompt_tokens is not None or w.output_tokens is not None):
-        prompt = w.prompt_tokens if w.prompt_tokens is not None else 1024
-        output = w.output_tokens if w.output_tokens is not None else 256
-        ctx = min(prompt + output, limit) if not w.allow_long_context else prompt + output
-        if model.encoder is not None and not model.encoder.fixed_tokens and w.prompt_tokens is not None:
-            return ctx  # the prompt goes to a text encoder: sequence_tokens states what the decoder holds
-        assumptions.append(f"Context not given: each sequence sized at prompt + output = {prompt:,} + {output:,} = "
-                           f"{prompt + output:,} tokens" + (f", capped at the model's {limit:,}" if ctx < prompt + output
-                                                            else "") + ".")
-    elif w.context_tokens is None and (w.concurrency or 1) > 1:  # many users, no length: the request timed below
-        ctx = min(DEFAULT_PROMPT_TOKENS + DEFAULT_OUTPUT_TOKENS, limit)
-        assumptions.append(
-            f"{DEFAULT_REQUEST_NOTE} {w.concurrency:,} sequences sized at the request the speed figures time, "
-            f"{DEFAULT_PROMPT_TOKENS:,} prompt + {DEFAULT_OUTPUT_TOKENS:,} output = {ctx:,} tokens, not the model's "
-            f"whole {limit:,}-token window each (that many full windows at once is not how such models are served); "
-            "set --context, or --prompt and --output-tokens, to plan your own.")
-    else:
-        ctx = w.context_tokens or default_context_tokens(limit)
-        if w.context_tokens is None and ctx < limit:
-            assumptions.append(
-                f"Context not given: {ctx:,} tokens per sequence, not the model's whole {limit:,}-token window "
-                "(a cache sized for that one sequence is not how such models are served); set --context to plan longer.")
-        elif w.context_tokens is None:
-            assumptions.append(f"Context not given: the model's context length, {ctx} tokens per sequence.")
-    return ctx
-
-
-def request_media(model: ModelSpec, w: Workload) -> MediaLoad:
-    """The request's images or encoder input as :func:`plan_inference` resolves them (the catalog sweep sizes the
-    cross-attention K/V of an encoder-decoder or cross-attention model with it, as the plan does)."""
-    return resolve_media(model, w, [], prompt_tokens=w.prompt_tokens or _asked_context(model, w, []))
 
 
 def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision: PrecisionPlan, fmt: WeightFormat,
                lay: ResolvedLayout, ov: Overheads, assumptions: list[str], warnings: list[PlanWarning]) -> TaskTerms:
     limit = model.max_context_tokens
     check_request_within_context(w, limit, model)
-    ctx = _asked_context(model, w, assumptions)
+    ctx = asked_context(model, w, assumptions)
     media = NO_MEDIA  # a text-only model's request: nothing to resolve (plan() has refused images given to it)
     if model.encoder is not None or model.image is not None:
         media = resolve_media(model, w, assumptions, prompt_tokens=w.prompt_tokens or ctx)
