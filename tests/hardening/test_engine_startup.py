@@ -60,3 +60,12 @@ def test_no_engine_budget_is_larger_than_the_gpu(engine: str) -> None:
                                                    concurrency=32), gpu=gpu, layout=Layout(gpus=1))
     assert p.fits is False and p.budget_bytes is not None
     assert p.budget_bytes <= gpu.memory_bytes, (engine, p.budget_bytes / 2**30)
+
+
+def test_recommend_for_a_gpu_the_catalog_does_not_offer_is_refused_in_one_line(sqlite_served: Served) -> None:
+    """POST /v1/recommend with a known GPU no offering has (a100-40gb-sxm) answered 500 after the start-up check came
+    in (an empty list of rejections); before it, a TensorRT-LLM refusal nobody asked for. It says what the CLI says."""
+    response = sqlite_served.client.post("/v1/recommend", json={"model": "llama-3.1-8b", "gpu": "a100-40gb-sxm",
+                                                                "top": 1, "max_servers": 1})
+    assert response.status_code == 422
+    assert problem_of(response)["detail"] == "gpu a100-40gb-sxm: the catalog has no offering of a100-40gb-sxm"

@@ -59,6 +59,9 @@ def able_to_run(offerings: tuple[Offering, ...], workload: Any, catalog: Catalog
             total = None
         rejected.append(Rejection(offering=offering.id, servers=1, total_usd=total, reason=reason))
     if not able:
+        if not rejected:  # nothing to consider at all (the API's filters matched no offering)
+            raise InvalidWorkload("no offering in the catalog matches the filters given (gpu, region, provider, "
+                                  "servers)")
         if workload.task == "inference" and kv_caches and all(k == "nvfp4" for k in kv_caches):
             where = {"vllm": "a GPU where vLLM or SGLang runs it (vLLM: NVIDIA compute capability 8.0-12.1, not "
                               "for MLA; SGLang: Blackwell)",
