@@ -132,7 +132,7 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
         check_kind(request.recipe, engine=request.engine, task=request.task)
     catalog = load_catalog()
     offerings = find_offerings(catalog, gpu=request.gpu) if request.gpu else None
-    if offerings is not None and not offerings:  # as the CLI's --gpu says it
+    if request.gpu and offerings is not None and not offerings:  # as the CLI's --gpu says it
         from anchorgpu.hardware import get_gpu
 
         raise InvalidWorkload(f"gpu {request.gpu}: the catalog has no offering of {get_gpu(request.gpu).name}")
