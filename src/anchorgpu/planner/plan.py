@@ -22,7 +22,7 @@ from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import evolve, evolver
-from anchorgpu.planner.checks import BASE_CHECK, layout_warnings, precision_warnings
+from anchorgpu.planner.checks import BASE_CHECK, plan_warnings
 from anchorgpu.planner.diffusion_plan import plan_diffusion
 from anchorgpu.planner.eager_stack import eager_headroom_warning
 from anchorgpu.planner.engine_choice import engine_refusal
@@ -175,9 +175,8 @@ def plan(
         assumptions.append(f"MoE: all {lm.moe.num_experts} experts per layer resident"
                            + (f", split over EP {lay.ep}" if lay.ep > 1 else ", split with TP")
                            + "; compute follows the active experts.")
-    warnings += layout_warnings(terms.workload, lay, gpu)
-    warnings += precision_warnings(
-        fmt, prec, gpu, shipped=lm is not None and fmt.quantized and _is_shipped(fmt, lm),
+    warnings += plan_warnings(  # the layout's, then the precision's
+        terms.workload, lay, fmt, prec, gpu, shipped=lm is not None and fmt.quantized and _is_shipped(fmt, lm),
         kv_shipped=kv == shipped_kv_cache(model))
     if terms.checkpoint_bytes is not None:
         warnings.append(make_warning("checkpoint_restore_unverified",
