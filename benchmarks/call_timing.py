@@ -6,10 +6,20 @@
     PYTHONPATH=/tmp/base/src .venv/bin/python benchmarks/call_timing.py   # another
 
 Each call builds its inputs afresh, as in run.py; 200 calls warm up, then 3,000 are timed (``time.process_time``).
+``--instructions`` counts instructions a call instead, which load does not move: each of the two calls run ``N`` and
+``2N`` times (after two unmeasured ones) under ``valgrind --tool=cachegrind``, the difference over ``N`` (the
+interpreter's start-up and first calls cancel out):
+
+    .venv/bin/python benchmarks/call_timing.py --instructions                 # this tree
+    PYTHONPATH=/tmp/base/src .venv/bin/python benchmarks/call_timing.py --instructions
 """
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -41,5 +51,35 @@ def cpu_us(fn: Callable[[], None], warm: int = 200, n: int = 3000) -> float:
     return (time.process_time() - start) / n * 1e6
 
 
+def _child(name: str, calls: int) -> None:
+    fn = {"serve": serve, "train": train}[name]
+    fn()
+    fn()
+    for _ in range(calls):
+        fn()
+
+
+def instructions(name: str, calls: int = 1000) -> float:
+    """Instructions a call of ``serve`` or ``train`` under cachegrind (this process's ``sys.path`` and interpreter)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "PYTHONHASHSEED": "0"}
+
+    def count(n: int) -> int:
+        out = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                              sys.executable, __file__, "--child", name, str(n)],
+                             env=env, capture_output=True, text=True, check=True)
+        found = re.search(r"I\s+refs:\s+([\d,]+)", out.stderr)
+        if found is None:
+            raise SystemExit(out.stderr[-2000:])
+        return int(found.group(1).replace(",", ""))
+
+    return (count(2 * calls) - count(calls)) / calls
+
+
 if __name__ == "__main__":
-    print(f"serving plan + estimate: {cpu_us(serve):.1f} us CPU a call; training: {cpu_us(train):.1f} us")
+    if sys.argv[1:2] == ["--child"]:
+        _child(sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1:2] == ["--instructions"]:
+        print(f"serving plan + estimate: {instructions('serve') / 1e3:.1f}k instructions a call; "
+              f"training: {instructions('train') / 1e3:.1f}k")
+    else:
+        print(f"serving plan + estimate: {cpu_us(serve):.1f} us CPU a call; training: {cpu_us(train):.1f} us")

@@ -40,3 +40,36 @@ def test_planned_precision_is_its_two_formats_alone() -> None:
     asked = PrecisionPlan(weights="fp8")
     planned = _with_weights("fp8", "bf16")
     assert planned == dataclasses.replace(asked, weights="fp8", kv_cache="bf16") and planned is _with_weights("fp8", "bf16")
+
+
+@pytest.mark.parametrize("cls", [Workload, Layout, PrecisionPlan, Overheads])
+def test_all_default_value_built_by_its_new_as_the_dataclass_builds_it(cls: type) -> None:
+    """A class whose every field has a default is built by ``_frozen``'s ``__new__`` (fields declared by position
+    after a guard): the same value as the dataclass's own ``__init__`` gives, a value by position refused as that
+    keyword-only ``__init__`` refuses it, and ``copy``/``pickle`` (``cls.__new__(cls)``, then the fields) intact."""
+    import copy
+    import inspect
+    import pickle
+
+    assert "__new__" in vars(cls) and "__init__" not in vars(cls)
+    fields = dataclasses.fields(cls)
+    changed = {fields[-1].name: None, fields[0].name: None}
+    made = cls(**changed)
+    ref = object.__new__(cls)
+    for field in fields:  # what the generated __init__ stores: the given value, else the default
+        object.__setattr__(ref, field.name, changed.get(field.name, field.default))
+    assert type(made) is cls and made == ref and hash(made) == hash(ref)
+    assert copy.copy(made) == made and copy.deepcopy(made) == made and pickle.loads(pickle.dumps(made)) == made
+    assert all(p.kind is p.KEYWORD_ONLY for p in inspect.signature(cls).parameters.values())
+    with pytest.raises(TypeError, match="keyword arguments only"):
+        cls(None)
+    with pytest.raises(TypeError):
+        cls(no_such_field=1)
+
+
+def test_subclass_of_an_all_default_value_filled_by_the_generated_init() -> None:
+    class Wider(Layout):
+        __slots__ = ("note",)
+
+    wide = Wider(tp=2)
+    assert type(wide) is Wider and wide.tp == 2 and wide.gpus is None

@@ -63,10 +63,10 @@ _FILLERS: dict[type, type | None] = {}
 def _filler(cls: type) -> type | None:
     """The plain class with ``cls``'s slots (the same layout, so that its instance can become a ``cls`` by
     ``__class__`` assignment), made once per class; None for a class :func:`_simple` refuses or with a field named
-    like a local of the generated code (``new``, ``obj``)."""
+    like a local of the generated code (``new``, ``obj``, ``of``, ``_by_position``)."""
     if cls not in _FILLERS:
         filler = None
-        if _simple(cls) and not {"new", "obj"} & set(cls.__dataclass_fields__):  # type: ignore[attr-defined]
+        if _simple(cls) and not {"new", "obj", "of", "_by_position"} & set(cls.__dataclass_fields__):  # type: ignore[attr-defined]
             filler = type(f"{cls.__name__}Filler", (), {"__slots__": cls.__dict__["__slots__"],
                                                         "__module__": cls.__module__})
             probe: Any = object.__new__(filler)
@@ -110,6 +110,11 @@ def fast_init(cls: C) -> C:
     class's filler (see the module's docstring). Same parameters, defaults and default factories as the generated
     one; a class it cannot handle is returned unchanged, and a subclass's instance goes through the generated one.
 
+    A class whose every field has a default is built by a ``__new__`` instead (:func:`_defaults_new`), its
+    ``__init__`` left to ``object``'s: the new value is made as a filler and takes its class once (the ``__init__``
+    route changes the class of the instance ``object.__new__`` made twice), and a field not given takes its default
+    from the function's tuple of defaults rather than by name from its dictionary of keyword-only defaults.
+
     >>> @fast_init
     ... @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
     ... class Pair:
@@ -122,6 +127,9 @@ def fast_init(cls: C) -> C:
     if filler is None or not all(f.kw_only for f in dataclasses.fields(cls)):
         return cls
     generated = cls.__dict__["__init__"]
+    if all(f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+           for f in dataclasses.fields(cls)):
+        return _defaults_new(cls, filler, generated)
     namespace: dict[str, Any] = {"_generated": generated, "_set_class": _SET_CLASS}
     params, body = _keyword_source(cls, filler, namespace)
     given = ", ".join(f"{f.name}={f.name}" for f in dataclasses.fields(cls))
@@ -134,6 +142,40 @@ def fast_init(cls: C) -> C:
     init.__annotations__ = dict(generated.__annotations__)
     init.__doc__ = generated.__doc__
     type.__setattr__(cls, "__init__", init)
+    return cls
+
+
+def _refuse_positional(cls: type, *given: Any) -> Any:
+    raise TypeError(f"{cls.__qualname__}() takes keyword arguments only")
+
+
+def _defaults_new(cls: C, filler: type, generated: Callable[..., None]) -> C:
+    """:func:`fast_init` of a class whose every field has a default: ``__new__(cls, *, fields)`` fills a filler and
+    gives it the class, once; ``__init__`` is ``object``'s (which accepts the arguments ``__new__`` took, as the
+    class defines ``__new__``). The fields are declared by position after a guard, so that CPython fills the ones
+    not given from the defaults' tuple; a value passed by position lands on the guard and is refused, as the
+    generated keyword-only ``__init__`` refuses it. A subclass's instance is made by ``object.__new__`` and filled
+    by the generated ``__init__`` (a subclass takes the same fields). ``__new__`` called with the class alone (as
+    ``copy`` and ``pickle`` do, before they restore the fields) gives the default value."""
+    namespace: dict[str, Any] = {"_generated": generated, "_object_new": object.__new__,
+                                 "_refuse": _refuse_positional}
+    params, body = _keyword_source(cls, filler, namespace)
+    params = params.replace("*, ", "_by_position=_NO_VALUE, ", 1)
+    given = ", ".join(f"{f.name}={f.name}" for f in dataclasses.fields(cls))
+    source = "\n".join([f"def __new__(of, {params}):",
+                        "    if _by_position is not _NO_VALUE:",
+                        "        return _refuse(of, _by_position)",
+                        "    if of is not _cls:  # a subclass, of another layout",
+                        "        obj = _object_new(of)",
+                        f"        _generated(obj, {given})",
+                        "        return obj",
+                        "    new = _filler()", *body, "    return new"])
+    new = _compile(source, namespace, "__new__")
+    new.__qualname__, new.__module__ = f"{cls.__qualname__}.__new__", cls.__module__
+    new.__doc__ = generated.__doc__
+    new.__signature__ = inspect.signature(generated)  # type: ignore[attr-defined]  # what inspect.signature(cls) shows
+    type.__setattr__(cls, "__new__", staticmethod(new))
+    type.__delattr__(cls, "__init__")  # object's: type() calls it after __new__, and it checks nothing here
     return cls
 
 

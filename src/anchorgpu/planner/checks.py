@@ -12,7 +12,7 @@ from anchorgpu.planner.layout_resolution import GPUS_PER_SERVER
 from anchorgpu.planner.result import ResolvedLayout
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 
-__all__ = ["BASE_CHECK", "layout_warnings", "precision_warnings"]
+__all__ = ["BASE_CHECK", "layout_warnings", "plan_warnings", "precision_warnings"]
 
 BASE_CHECK = ("Confirm with a short run on the real engine and GPU: framework, kernel and allocator versions move "
               "the measured peak by several percent.")
@@ -107,3 +107,18 @@ def _precision_warnings(fmt: WeightFormat, kv_cache: str, gpu: GpuSpec | None, s
                                 f"{gpu.name} runs ROCm: check every dependency has a ROCm build"
                                 + (f" ({fmt.name} kernels especially)" if fmt.quantized else "")))
     return out
+
+
+def plan_warnings(w: Workload, lay: ResolvedLayout, fmt: WeightFormat, precision: PrecisionPlan,
+                  gpu: GpuSpec | None, *, shipped: bool = False, kv_shipped: bool = False) -> tuple[PlanWarning, ...]:
+    """:func:`layout_warnings` followed by :func:`precision_warnings`, the two a plan carries, in one memo lookup
+    (their keys together: every plan asks for both)."""
+    training = w.task in ("train", "lora", "qlora")
+    kv_cache = precision.kv_cache
+    return _memo(("plan", training, lay.dp, lay.cp, lay.zero, lay.tp, lay.pp, lay.ep, id(gpu), id(fmt), kv_cache,
+                  shipped, kv_shipped), gpu, fmt, _plan_warnings, training, lay, gpu, fmt, kv_cache, shipped, kv_shipped)
+
+
+def _plan_warnings(training: bool, lay: ResolvedLayout, gpu: GpuSpec | None, fmt: WeightFormat, kv_cache: str,
+                   shipped: bool, kv_shipped: bool) -> list[PlanWarning]:
+    return [*_layout_warnings(training, lay, gpu), *_precision_warnings(fmt, kv_cache, gpu, shipped, kv_shipped)]

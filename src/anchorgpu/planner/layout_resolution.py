@@ -17,7 +17,7 @@ from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_lay
 from anchorgpu.planner.result import ResolvedLayout
 from anchorgpu.planner.sequence_parallel import resolve_sequence_parallel
 from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
-from anchorgpu.planner.workload_checks import check_counts
+from anchorgpu.planner.workload_checks import check_counts, counts_checker
 from anchorgpu.units import require_whole_gpus
 
 __all__ = ["GPUS_PER_SERVER", "check_layout_counts", "check_tp", "default_tp", "resolve_layout", "tp_is_valid"]
@@ -27,6 +27,7 @@ GPUS_PER_SERVER = 8
 _LAYOUT_COUNTS = ("tp", "pp", "dp", "ep", "cp", "virtual_stages")
 
 _layout_counts = field_getter(*_LAYOUT_COUNTS)
+_layout_counts_ok = counts_checker(*_LAYOUT_COUNTS)
 
 
 def tp_is_valid(model: ModelSpec | DiffusionPipelineSpec, tp: int) -> bool:
@@ -95,7 +96,8 @@ def check_layout_counts(layout: Layout) -> int | None:
     """Refuse a layout count that is not a whole number of at least 1 (TP, PP, DP, EP, CP, virtual stages, GPUs), and
     a ZeRO stage other than 3 with FSDP, before anything is planned or chosen from it; the GPU count, made whole, is
     returned."""
-    check_counts(_LAYOUT_COUNTS, _layout_counts(layout))
+    if not _layout_counts_ok(layout):  # the usual case passes without a tuple of the values
+        check_counts(_LAYOUT_COUNTS, _layout_counts(layout))
     if layout.fsdp and layout.zero in (0, 1, 2):  # FSDP is planned as ZeRO-3, whatever stage was asked
         raise InvalidWorkload(f"--zero {layout.zero} with --fsdp: FSDP FULL_SHARD shards parameters, gradients and "
                               "optimizer state as ZeRO-3 does; drop --zero or give --zero 3")

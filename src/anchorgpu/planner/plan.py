@@ -22,7 +22,7 @@ from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import evolve, evolver
-from anchorgpu.planner.checks import BASE_CHECK, layout_warnings, precision_warnings
+from anchorgpu.planner.checks import BASE_CHECK, plan_warnings
 from anchorgpu.planner.diffusion_plan import plan_diffusion
 from anchorgpu.planner.eager_stack import eager_headroom_warning
 from anchorgpu.planner.engine_choice import engine_refusal
@@ -129,29 +129,30 @@ def plan(
     ov = overheads or _OVERHEADS
     assumptions: list[str] = []
     fallback: GpuSpec | None = None
+    lm = model if isinstance(model, ModelSpec) else None  # a language model (None: a diffusion pipeline), asked once
     if isinstance(model, DiffusionPipelineSpec) and w.task != "diffusion":
         if w.task != "inference":
             raise InvalidWorkload(f"{model.name} is a diffusion pipeline: use --task diffusion (not {w.task})")
         w = evolve(w, task="diffusion")
         assumptions.append("A diffusion pipeline: planned as task diffusion (image generation).")
-    if isinstance(model, ModelSpec) and w.task == "diffusion":
-        raise InvalidWorkload(f"--task diffusion needs a diffusion pipeline; {model.name} is a language model")
+    if lm is not None and w.task == "diffusion":
+        raise InvalidWorkload(f"--task diffusion needs a diffusion pipeline; {lm.name} is a language model")
     validate_workload(w)
     if prec.kv_cache in ("fp8", "nvfp4"):  # never resolved for a task without a KV cache (its suggestions re-plan bf16)
         check_kv_cache_task(prec.kv_cache, w.task)
-    if isinstance(model, ModelSpec):
-        validate_media(model, w)
+    if lm is not None:
+        validate_media(lm, w)
     if gpu is not None and w.task in ("train", "lora", "qlora") and not gpu.computes_in(w.train_precision):
         raise InvalidWorkload(f"--train-precision {w.train_precision}: {gpu.name} has no "
                               f"{w.train_precision.upper()} tensor cores")
     refused = engine_refusal(w.engine, (gpu,), w.engine_source) if gpu is not None else None
     if refused:
         raise InvalidWorkload(refused)
-    if isinstance(model, ModelSpec) and w.task in ("train", "lora", "qlora"):  # whole sequences, before any layout is
-        check_whole_sequences(w.global_batch_tokens, default_seq_tokens(w, model.max_context_tokens))  # chosen for it
-    if choose_layout and gpu is not None and isinstance(model, ModelSpec):
+    if lm is not None and w.task in ("train", "lora", "qlora"):  # whole sequences, before any layout is chosen
+        check_whole_sequences(w.global_batch_tokens, default_seq_tokens(w, lm.max_context_tokens))  # for it
+    if choose_layout and gpu is not None and lm is not None:
         check_layout_counts(lay_in)  # a count below 1 is refused before any layout is chosen around it
-        chosen = choose_layout_plan(model, w, prec, lay_in, gpu, ov)
+        chosen = choose_layout_plan(lm, w, prec, lay_in, gpu, ov)
         if chosen is not None:
             return evolve(chosen, assumptions=(*assumptions, *chosen.assumptions))
         if w.task in ("train", "lora", "qlora") and training_layout_open(lay_in, w):
@@ -161,8 +162,8 @@ def plan(
     if prec.weights != fmt.name or prec.kv_cache != kv:
         prec = _with_weights(fmt.name, kv)
     lay = resolve_layout(model, w, lay_in, assumptions)
-    if fallback is not None and isinstance(model, ModelSpec):
-        _check_fallback_batch(model, w, lay, fallback)
+    if fallback is not None and lm is not None:
+        _check_fallback_batch(lm, w, lay, fallback)
     warnings: list[PlanWarning] = []
     if isinstance(model, DiffusionPipelineSpec):
         terms = plan_diffusion(model, gpu, w, fmt, lay, ov, assumptions)
@@ -170,13 +171,12 @@ def plan(
         terms = plan_inference(model, gpu, w, prec, fmt, lay, ov, assumptions, warnings)
     else:
         terms = plan_training(model, gpu, w, fmt, lay, ov, assumptions, warnings)
-    if isinstance(model, ModelSpec) and model.moe is not None:
-        assumptions.append(f"MoE: all {model.moe.num_experts} experts per layer resident"
+    if lm is not None and lm.moe is not None:
+        assumptions.append(f"MoE: all {lm.moe.num_experts} experts per layer resident"
                            + (f", split over EP {lay.ep}" if lay.ep > 1 else ", split with TP")
                            + "; compute follows the active experts.")
-    warnings += layout_warnings(terms.workload, lay, gpu)
-    warnings += precision_warnings(
-        fmt, prec, gpu, shipped=isinstance(model, ModelSpec) and fmt.quantized and _is_shipped(fmt, model),
+    warnings += plan_warnings(  # the layout's, then the precision's
+        terms.workload, lay, fmt, prec, gpu, shipped=lm is not None and fmt.quantized and _is_shipped(fmt, lm),
         kv_shipped=kv == shipped_kv_cache(model))
     if terms.checkpoint_bytes is not None:
         warnings.append(make_warning("checkpoint_restore_unverified",
@@ -188,7 +188,7 @@ def plan(
         fits = headroom >= 0
         eager = (eager_headroom_warning(terms.per_gpu.activations_bytes, terms.workload.recompute or "none", headroom,
                                         total_bytes=total, train_stack=w.train_stack)
-                 if fits and w.task == "train" and isinstance(model, ModelSpec) else None)
+                 if fits and w.task == "train" and lm is not None else None)
         if eager is not None:
             warnings.append(eager)
         if not fits:

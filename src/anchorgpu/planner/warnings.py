@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from anchorgpu.planner._frozen import fast_init
+from anchorgpu.planner._frozen import builder, fast_init
 
 __all__ = ["NO_CHANGE_FITS_CHECK", "WARNING_CODES", "PlanWarning", "WarningCode", "make_warning"]
 
@@ -35,6 +35,9 @@ class PlanWarning:
     @property
     def concept(self) -> str:
         return WARNING_CODES[self.code].concept
+
+
+_new_warning = builder(PlanWarning)  # PlanWarning(...) without the class call (a plan makes one or more)
 
 
 def _registry(*entries: WarningCode) -> dict[str, WarningCode]:
@@ -155,4 +158,4 @@ def make_warning(code: str, message: str) -> PlanWarning:
     """
     if code not in WARNING_CODES:
         raise KeyError(f"unregistered planner warning code {code!r}")
-    return PlanWarning(code=code, message=" ".join(message.split()))
+    return _new_warning(code=code, message=" ".join(message.split()))

@@ -6,6 +6,8 @@ Each refusal is one :class:`~anchorgpu.errors.InvalidWorkload` line naming the v
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import field_getter
@@ -26,6 +28,7 @@ from anchorgpu.planner.inputs import (
 from anchorgpu.planner.media import validate_media
 
 __all__ = ["LORA_OPTIONS", "SERVING_OPTIONS", "TRAINING_OPTIONS", "check_activation_offload_layout", "check_counts",
+           "counts_checker",
            "check_kv_cache_task", "check_positive", "check_task_options", "planned_task", "validate_workload"]
 
 
@@ -42,6 +45,30 @@ _WORKLOAD_COUNTS = ("context_tokens", "concurrency", "micro_batch", "seq_tokens"
                     "prompt_tokens", "output_tokens")
 
 _workload_counts = field_getter(*_WORKLOAD_COUNTS)
+
+
+def counts_checker(*names: str) -> Callable[[object], bool]:
+    """``ok(obj)``: whether each field ``names`` of ``obj`` is None or a whole number of at least 1 (exactly an int: a
+    bool is not), :func:`check_counts`'s usual case, as straight-line attribute reads and tests (no tuple of the
+    values, no loop); where it says False, :func:`check_counts` finds and names the value to refuse.
+
+    >>> from anchorgpu.planner.inputs import Layout
+    >>> ok = counts_checker("tp", "pp")
+    >>> ok(Layout(tp=2)), ok(Layout(tp=0)), ok(Layout(pp=True)), ok(Layout(tp=2.0))
+    (True, False, False, False)
+    """
+    if not names or not all(name.isidentifier() and name not in ("obj", "v") for name in names):
+        raise ValueError(f"field names expected, not {names!r}")
+    lines = ["def ok(obj):"]
+    for name in names:
+        lines += [f"    v = obj.{name}", "    if v is not None and (type(v) is not int or v < 1):", "        return False"]
+    namespace: dict[str, object] = {}
+    exec("\n".join([*lines, "    return True"]), namespace)  # generated code, as field_getter's
+    ok: Callable[[object], bool] = namespace["ok"]  # type: ignore[assignment]
+    return ok
+
+
+_workload_counts_ok = counts_checker(*_WORKLOAD_COUNTS)
 
 _LORA_TARGETS = frozenset((*ALL_LORA_TARGETS, *mm.FUSED_LORA_TARGETS, *mm.RECURRENT_LORA_TARGETS))
 
@@ -61,7 +88,8 @@ def check_counts(names: tuple[str, ...], values: tuple[int | None, ...]) -> None
 def validate_workload(workload: Workload) -> None:
     if workload.task not in TASKS:
         raise InvalidWorkload(f"unknown task {workload.task!r}; valid: {', '.join(TASKS)}")
-    check_counts(_WORKLOAD_COUNTS, _workload_counts(workload))
+    if not _workload_counts_ok(workload):  # the usual case passes without a tuple of the values
+        check_counts(_WORKLOAD_COUNTS, _workload_counts(workload))
     if workload.gpu_memory_utilization is not None and not 0 < workload.gpu_memory_utilization <= 1:
         raise InvalidWorkload(
             f"gpu-memory-utilization={workload.gpu_memory_utilization}: must be above 0 and at most 1")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import cast
 
@@ -62,6 +62,7 @@ def loss_memory(name: str) -> LossMemory:
     return _table()[name]
 
 
+@lru_cache(maxsize=16)  # a handful of stacks (a name not in the table raises, never kept), asked by every full-training plan
 def default_cross_entropy(train_stack: str) -> CrossEntropy:
     """The implementation a stack runs unless told otherwise (the data file's ``default_for_stack``).
 

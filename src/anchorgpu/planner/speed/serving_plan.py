@@ -96,13 +96,27 @@ def _product_shares(model: ModelSpec, weights: str) -> tuple[float, float]:
     return quantized_product_shares(model, format_for_model(model, weights))
 
 
+SetupTerms = tuple[str, bool, float, float, float]
+"""What a :class:`ServingSetup` takes from the plan's model, weight format and engine alone: the compute precision,
+FP8 in blocks, the bytes a gathered value takes under attention DP (:func:`_weights_terms`) and the quantized shares
+of the products and of the routed experts' (:func:`_product_shares`)."""
+
+
+def setup_terms(model: ModelSpec, weights: str | None, engine: str) -> SetupTerms:
+    """The :data:`SetupTerms` of ``model`` in the weight format planned (None: 16 bit) on ``engine``."""
+    share, expert_share = _product_shares(model, weights) if weights else (1.0, 1.0)
+    return (*_weights_terms(weights, engine), share, expert_share)
+
+
 def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits: tuple[int, int] | None = None,
                   graph_batch_sizes: tuple[int, ...] = (), host_overlap: bool = True,
-                  absorbed_dequant: bool = False, engine: str | None = None) -> ServingSetup:
+                  absorbed_dequant: bool = False, engine: str | None = None,
+                  terms: SetupTerms | None = None) -> ServingSetup:
     """One replica's :class:`ServingSetup` of an inference plan; ``engine`` names the engine whose kernels ran where
-    it is not the workload's (a measured row planned with vLLM's memory on TensorRT-LLM: ``rows_report.engine_of``).
-    A plan for SGLang pads its decode-only steps to the graphs SGLang captures and, on AMD GPUs, dequantises an FP8
-    MLA model's absorbed weights every step (:func:`sglang_step_terms`)."""
+    it is not the workload's (a measured row planned with vLLM's memory on TensorRT-LLM: ``rows_report.engine_of``);
+    ``terms``: the plan's :func:`setup_terms`, where the caller has them (its :class:`ServingContext`'s). A plan for
+    SGLang pads its decode-only steps to the graphs SGLang captures and, on AMD GPUs, dequantises an FP8 MLA model's
+    absorbed weights every step (:func:`sglang_step_terms`)."""
     model, lay = plan.model, plan.layout
     assert isinstance(model, ModelSpec)
     if plan.workload.engine == "sglang":
@@ -113,8 +127,8 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     # a recurrent layer reads (and rewrites) its fixed-size state every step instead of a growing KV cache
     if model.recurrent is not None:
         kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
-    precision, block_fp8, gather_bytes = _weights_terms(plan.precision.weights, plan.workload.engine)
-    share, expert_share = _product_shares(model, plan.precision.weights) if plan.precision.weights else (1.0, 1.0)
+    precision, block_fp8, gather_bytes, share, expert_share = (
+        terms or setup_terms(model, plan.precision.weights, plan.workload.engine))
     # the byte counts as floats, the type the step's arithmetic is in (exact: they are far below 2**53)
     return _new_setup(  # weights_bytes_per_gpu, kv_bytes_per_sequence_per_gpu, precision, tp, pp by position
         float(plan.per_gpu.weights_bytes), float(kv_seq), precision, lay.tp, lay.pp, replicas=lay.dp,
@@ -160,6 +174,7 @@ class ServingContext(NamedTuple):
     evidence: Evidence | None  # evidence_of the GPU's runs; None with the user's efficiencies
     launches_line: str  # launches_line ("" for a Llama-style layer)
     caveats: tuple[str, ...]  # serving_caveats
+    setup_terms: SetupTerms  # what the plan's ServingSetup takes from the model, weight format and engine
 
 
 @partial(memo_on_frozen, frozen=3)
@@ -176,7 +191,8 @@ def serving_context(gpu: GpuSpec, cal: Calibration, model: ModelSpec, weights: s
         choice=peak_for(gpu, precision), band=plan_band(gpu, cal, "serve", kind, engine),
         constants_line=serving_constants_line(gpu, cal, precision), evidence=evidence,
         launches_line=launches_line(model, cal.launches, block_fp8),
-        caveats=tuple(serving_caveats(cal.caveats, moe=model.moe is not None, engine=engine, wide_ep=wide_ep)))
+        caveats=tuple(serving_caveats(cal.caveats, moe=model.moe is not None, engine=engine, wide_ep=wide_ep)),
+        setup_terms=setup_terms(model, weights, engine))
 
 
 def context_of(plan: Plan, cal: Calibration) -> ServingContext:
@@ -243,7 +259,7 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     limits = _engine_limits(plan)
     setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output, graph_batch_sizes=graph_batch_sizes,
                           host_overlap=host_overlap, absorbed_dequant=absorbed_dequant,
-                          limits=limits, engine=engine)
+                          limits=limits, engine=engine, terms=ctx.setup_terms)
     conc = plan.workload.concurrency or 1
     full = kv_reservation == "full"
     sat = saturation_concurrency(plan, setup, reserve_tokens=prompt + output if full else None, limits=limits)

@@ -54,7 +54,7 @@ from typing import Literal, Protocol
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
-from anchorgpu.planner._frozen import fast_init, memo_on_frozen
+from anchorgpu.planner._frozen import builder, fast_init, memo_on_frozen
 from anchorgpu.planner.memory.activations import keeps_fp8_input_copies, layer_activation_bytes
 from anchorgpu.planner.pipeline_layout import PipelineLayout
 from anchorgpu.planner.speed.calibration import Calibration, calibration
@@ -176,6 +176,9 @@ class TrainingStep:
     bubble_fraction: float
 
 
+_new_step = builder(TrainingStep)  # TrainingStep(...) without the class call (once per step timed)
+
+
 def _check(model: ModelSpec, lay: TrainSplit, seq_tokens: int) -> None:
     if lay.tp * lay.pp * lay.cp * lay.dp != lay.gpus:
         raise InvalidWorkload(
@@ -241,7 +244,7 @@ def training_step(
     tokens_step = m * lay.dp * micro_batch * seq_tokens
     tokens_per_s = tokens_step / step_s
     model_f, peak = b.model_flops_per_token, b.choice.flops_per_s
-    return TrainingStep(
+    return _new_step(
         step_s=step_s, breakdown_s=breakdown, tokens_per_step=tokens_step, microbatches=m,
         tokens_per_s=tokens_per_s, model_flops_per_token=model_f, hardware_flops_per_token=b.hardware_flops_per_token,
         tflops_per_gpu=tokens_per_s * model_f / lay.gpus / 1e12,
