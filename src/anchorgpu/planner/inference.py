@@ -46,7 +46,7 @@ from anchorgpu.planner.serving_request import (
     check_request_within_context,
     request_media,
 )
-from anchorgpu.planner.sglang import SglangSettings, max_running_requests, sglang_settings
+from anchorgpu.planner.sglang import SglangSettings, max_running_requests, sglang_gpu_memory_bytes, sglang_settings
 from anchorgpu.planner.terms import TaskTerms, context_bytes, new_task_terms, split_weights_bytes
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 from anchorgpu.units import at_least, fmt_bytes
@@ -80,16 +80,31 @@ def _engine_line(engine: str, tokens: int, seqs: int, utilization: float, block:
 
 
 @lru_cache(maxsize=256)
-def _sglang_line(s: SglangSettings, given_seqs: bool) -> str:
-    """The serving-engine assumption under SGLang: its settings, derived or given."""
+def _sglang_line(s: SglangSettings, given_seqs: bool, reads: str = "the GPU's memory") -> str:
+    """The serving-engine assumption under SGLang: its settings, derived or given (``reads``: the GPU memory its
+    tiers and fraction divide by, :func:`_sglang_reads`)."""
     fraction = (f"mem_fraction_static {s.mem_fraction_static:g} (SGLang's default for this GPU and layout: 1 - a "
-                f"{s.reserve_mib:,.0f} MiB reserve for activations and CUDA graphs over the GPU's memory)" if s.derived
+                f"{s.reserve_mib:,.0f} MiB reserve for activations and CUDA graphs over {reads})" if s.derived
                 else f"mem_fraction_static {s.mem_fraction_static:g} (given)")
     seqs = "max_running_requests as given" if given_seqs else ("max_running_requests its default: half the KV pool's "
                                                                 "tokens, at most its request pool")
     return (f"Serving engine sized like SGLang: {fraction} of the memory free at start holds the weights and the KV "
             f"pool; chunked_prefill_size {s.chunked_prefill_size}, cuda_graph_max_bs {s.cuda_graph_max_bs}, "
             f"{seqs}; KV pool in one-token slots (page_size 1).")
+
+
+def _sglang_reads(gpu: GpuSpec | None) -> str:
+    """The GPU memory SGLang's tiers and ``mem_fraction_static`` divide by, in words: nvidia-smi's total where the
+    catalog sources it (rocminfo's on AMD), else the runtime total the plan budgets against, said so."""
+    if gpu is None:
+        return "the GPU's memory"
+    if gpu.memory_smi_mib is not None:
+        tool = "rocminfo" if gpu.vendor == "AMD" else "nvidia-smi"
+        return f"the {gpu.memory_smi_mib:,} MiB {tool} reports"
+    mib = f"{gpu.memory_bytes / 2**20:,.0f} MiB"
+    total = (f"the {mib} the {'ROCm' if gpu.vendor == 'AMD' else 'CUDA'} runtime reports" if gpu.memory_is_runtime
+             else f"the vendor's {mib}")
+    return f"{total} (no {'rocminfo' if gpu.vendor == 'AMD' else 'nvidia-smi'} total sourced for {gpu.name})"
 
 
 def _engine_footprint(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov: Overheads, tp: int, pp: int,
@@ -170,7 +185,7 @@ def _sglang_memory(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov:
                    max_tokens: int | None, max_seqs: int | None, utilization: float | None, block: int,
                    dp_attention: int) -> EngineMemory:
     """:func:`engine_memory` under SGLang (its sequence cap before the KV pool is sized: the request pool's most)."""
-    s = sglang_settings(gpu.memory_bytes if gpu is not None else None, tp=tp * dp_attention if dp_attention else tp,
+    s = sglang_settings(sglang_gpu_memory_bytes(gpu), tp=tp * dp_attention if dp_attention else tp,
                         pp=pp, chunked_prefill_size=max_tokens, mla=model.mla is not None, dp_attention=dp_attention,
                         mem_fraction_static=utilization)
     _, seqs = engine_limits(Workload(engine="sglang", max_num_seqs=max_seqs), large_gpu=True)
@@ -182,8 +197,8 @@ def _sglang_memory(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov:
         start_free = gpu.memory_bytes - terms["cuda_context_outside_budget_bytes"] - non_torch
         capacity = int(s.mem_fraction_static * start_free) - weights
         budget = used + capacity  # weights above the fraction's share leave a budget below them: short by the excess
-    return EngineMemory(s.chunked_prefill_size, seqs, _sglang_line(s, max_seqs is not None), weights, prefill,
-                        sampler, non_torch, terms, budget, capacity, s.mem_fraction_static, s)
+    return EngineMemory(s.chunked_prefill_size, seqs, _sglang_line(s, max_seqs is not None, _sglang_reads(gpu)),
+                        weights, prefill, sampler, non_torch, terms, budget, capacity, s.mem_fraction_static, s)
 
 
 @memo_on_frozen

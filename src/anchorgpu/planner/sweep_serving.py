@@ -25,6 +25,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.formats import format_for_model
 from anchorgpu.planner.inputs import Workload, engine_limits, large_engine_defaults
 from anchorgpu.planner.media import MediaLoad
+from anchorgpu.planner.sglang import sglang_gpu_memory_bytes
 from anchorgpu.planner.speed.calibration import StackConstants, calibrated
 from anchorgpu.planner.speed.flops import (
     attention_flops_per_token,
@@ -346,7 +347,8 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     if progress:
         progress(math.prod(grid) // 2, math.prod(grid))
     ticks = _Ticks(model, shapes, spec, lay, weights, kv, mem.weights, prompt)
-    budget_tokens = np.array([engine_limits(w, large_gpu=large_engine_defaults(sh.gpu), gpu_memory_bytes=sh.gpu.memory_bytes)[0]
+    budget_tokens = np.array([engine_limits(w, large_gpu=large_engine_defaults(sh.gpu),
+                                            gpu_memory_bytes=sglang_gpu_memory_bytes(sh.gpu))[0]
                               for sh in shapes])[lay.shape]
     batch = per_replica.astype(np.float64)
     step = _steady_step(ticks, batch, prompt, spec.output_tokens if spec.output_tokens else 256, budget_tokens)

@@ -27,7 +27,7 @@ from anchorgpu.planner.inputs import (
     large_engine_defaults,
 )
 from anchorgpu.planner.media import MediaLoad, cross_kv_bytes
-from anchorgpu.planner.sglang import sglang_settings
+from anchorgpu.planner.sglang import sglang_gpu_memory_bytes, sglang_settings
 from anchorgpu.planner.terms import context_bytes
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ def _sglang_terms(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
     layouts one by one), the KV pool that fraction of the memory free at start less the weights, as plan() sizes it."""
     w, ov = spec.workload, spec.overheads
     keys, inverse = np.unique((lay.shape * 4096 + lay.tp) * 4096 + lay.pp, return_inverse=True)
-    settings = [sglang_settings(shapes[k // 4096 // 4096].gpu.memory_bytes, tp=k // 4096 % 4096, pp=k % 4096,
+    settings = [sglang_settings(sglang_gpu_memory_bytes(shapes[k // 4096 // 4096].gpu), tp=k // 4096 % 4096, pp=k % 4096,
                                 chunked_prefill_size=w.max_num_batched_tokens, mla=model.mla is not None,
                                 mem_fraction_static=w.gpu_memory_utilization) for k in keys.tolist()]
     act_l = np.array([mm.prefill_activation_bytes(model, tokens=s.chunked_prefill_size, tp=k // 4096 % 4096)
