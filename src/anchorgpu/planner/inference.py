@@ -16,7 +16,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import evolver, memo_on_frozen
-from anchorgpu.planner.engine_startup import startup_refusal
+from anchorgpu.planner.engine_startup import sglang_reserve_refusal, startup_refusal
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
@@ -201,6 +201,12 @@ def _sglang_memory(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov:
                         weights, prefill, sampler, non_torch, terms, budget, capacity, s.mem_fraction_static, s)
 
 
+def _sglang_start_free(em: EngineMemory, gpu: GpuSpec) -> int:
+    """The memory free at SGLang's start on ``gpu``: its total less the CUDA context and non-torch memory (NCCL), of
+    which ``mem_fraction_static`` holds the weights and the KV pool."""
+    return gpu.memory_bytes - em.terms["cuda_context_outside_budget_bytes"] - em.non_torch
+
+
 @memo_on_frozen
 def _longest_kv_context(model: ModelSpec, capacity: int, seqs: int, bytes_per_value: float, tp: int, pp: int,
                         block: int, limit: int) -> int:
@@ -256,6 +262,9 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                        utilization, type(utilization), block_size_of(w), lay.dp if lay.attention_dp else 0)
     tokens, seqs, weights, prefill, sampler, non_torch = em.tokens, em.seqs, em.weights, em.prefill, em.sampler, \
         em.non_torch
+    if em.sglang is not None and gpu is not None and (refusal := sglang_reserve_refusal(
+            em.utilization, em.sglang.derived, _sglang_start_free(em, gpu), prefill, tokens)) is not None:
+        raise InvalidWorkload(refusal)
     assumptions.append(em.line)
     engine_terms = em.terms
     breakdown = dict(engine_terms)
@@ -318,7 +327,7 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         free = at_least(capacity, 0)
         breakdown["kv_cache_capacity_bytes"] = free
         if em.sglang is not None:
-            seqs = _sglang_admission(w, em, breakdown, warnings, free, (model, bytes_per_value, ctx), lay, gpu.memory_bytes)
+            seqs = _sglang_admission(w, em, breakdown, free, (model, bytes_per_value, ctx), lay, gpu)
         max_conc = free // at_least(kv_one + state_one, 1) * lay.dp
         cap_limit = limit if not w.allow_long_context else max(limit, ctx) * 16
         room = capacity - state  # the recurrent state of the sequences does not grow with the context
@@ -347,26 +356,20 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                                              output_tokens=output_tokens))
 
 
-def _sglang_admission(w: Workload, em: EngineMemory, breakdown: dict[str, int], warnings: list[PlanWarning],
-                      capacity: int, sized: tuple[ModelSpec, float, int], lay: ResolvedLayout, memory_bytes: int) -> int:
+def _sglang_admission(w: Workload, em: EngineMemory, breakdown: dict[str, int], capacity: int,
+                      sized: tuple[ModelSpec, float, int], lay: ResolvedLayout, gpu: GpuSpec) -> int:
     """SGLang's KV pool in token slots (``max_total_num_tokens``), its ``max_running_requests`` (the one given, else
     its default from that pool and ``sized``'s context, the launch's ``--context-length``: max_running_requests) and
-    the reserve it leaves for activations and graphs, into the breakdown; a warning where the prefill activation peak
-    exceeds that reserve. ``sized``: (model, KV bytes a value, the plan's context in tokens)."""
+    the reserve it leaves for activations and graphs, into the breakdown (a reserve below the prefill activation peak
+    was refused before: :func:`~anchorgpu.planner.engine_startup.sglang_reserve_refusal`).
+    ``sized``: (model, KV bytes a value, the plan's context in tokens)."""
     model, bytes_per_value, context_tokens = sized
     cell = mm.kv_cache_bytes_one_and_all(model, context_tokens=1, sequences=1, bytes_per_value=bytes_per_value,
                                          tp=lay.tp, pp=lay.pp, block_size=1)[0]
     kv_tokens = capacity // at_least(cell, 1)
     breakdown["kv_pool_tokens"] = kv_tokens
-    start_free = memory_bytes - em.terms["cuda_context_outside_budget_bytes"] - em.non_torch
-    reserve = start_free - int(em.utilization * start_free)
-    breakdown["sglang_reserve_bytes"] = reserve
-    if em.prefill > reserve:
-        warnings.append(make_warning(
-            "activations_exceed_engine_reserve",
-            f"the prefill activation peak of a {em.tokens:,}-token chunk, {fmt_bytes(em.prefill)}, exceeds the "
-            f"{fmt_bytes(reserve)} SGLang leaves outside mem_fraction_static {em.utilization:g}: lower "
-            "--gpu-memory-utilization or --max-num-batched-tokens"))
+    start_free = _sglang_start_free(em, gpu)
+    breakdown["sglang_reserve_bytes"] = start_free - int(em.utilization * start_free)
     if w.max_num_seqs is not None:
         return w.max_num_seqs
     return max(1, max_running_requests(kv_tokens, context_tokens))
