@@ -344,6 +344,8 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     total_view += mem.activations + mem.other
     fits, fits_view = _in_grid_order(grid, bool)
     np.less_equal(total_view, mem.budget, out=fits_view)
+    if mem.reserve is not None:  # SGLang: a prefill peak above its reserve would run out of memory (plan refuses it)
+        fits_view &= mem.activations <= mem.reserve
     if progress:
         progress(math.prod(grid) // 2, math.prod(grid))
     ticks = _Ticks(model, shapes, spec, lay, weights, kv, mem.weights, prompt)
@@ -363,6 +365,7 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
         "weights_bytes": _grid_order(mem.weights), "kv_cache_bytes": _grid_order(mem.kv_cache),
         "activations_bytes": _grid_order(mem.activations), "other_bytes": _grid_order(mem.other),
         "per_gpu_total_bytes": total_b, "budget_bytes": _grid_order(mem.budget), "fits": fits,
+        "engine_reserve_bytes": _grid_order(mem.reserve if mem.reserve is not None else np.full(1, np.nan)),
         "concurrency": _grid_order(conc), "prefill_s": ttft, "decode_tokens_per_s_per_user": per_user,
         "decode_tokens_per_s_total": total_tps, "train_tokens_per_s": _grid_order(nan),
         "train_time_s": _grid_order(nan),
