@@ -94,9 +94,9 @@ def test_a_plan_that_does_not_fit_gets_a_422_not_a_launch(client: TestClient, pr
     body = problem(answer)
     assert body["code"] == "recipe_not_expressible"
     # --recipe sglang sizes SGLang: the weights (131.42 GiB) and the KV cache (32 x 8,192 tokens, 80.00 GiB) must fit
-    # in mem_fraction_static 0.829 of the memory free at start (79.18 GiB less the CUDA context and non-torch memory,
-    # 78.53 GiB): short by their excess over 65.10 GiB, not by the KV cache alone (SGLang profile_max_num_token)
-    assert body["detail"] == ("--recipe sglang: the plan does not fit on 1 x h100-sxm (short by 146.32 GiB per GPU); "
+    # in mem_fraction_static 0.83 of the memory free at start (79.18 GiB less the CUDA context and non-torch memory,
+    # 78.53 GiB): short by their excess over 65.18 GiB, not by the KV cache alone (SGLang profile_max_num_token)
+    assert body["detail"] == ("--recipe sglang: the plan does not fit on 1 x h100-sxm (short by 146.24 GiB per GPU); "
                               "plan with --gpus 4 --tp 4 first")
 
 

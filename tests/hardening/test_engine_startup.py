@@ -29,9 +29,42 @@ def test_the_limit_follows_the_runtime_context() -> None:
     plan(load_model("llama-3.1-8b"), w, gpu=get_gpu("h100"))  # 0.99 x 79.18 GiB < 79.18 GiB - 512 MiB
     with pytest.raises(InvalidWorkload, match="ROCm context"):
         plan(load_model("llama-3.1-8b"), Workload(task="inference", gpu_memory_utilization=1.0), gpu=get_gpu("mi300x"))
-    # SGLang's fraction is of the memory free after the context and the weights: no start-up check of this kind
-    plan(load_model("llama-3.1-8b"), Workload(task="inference", engine="sglang", gpu_memory_utilization=0.99),
-         gpu=get_gpu("h100"))
+    # SGLang's fraction is of the memory free after the context: no start-up check of vLLM's kind (its own check, of
+    # the reserve left for the prefill, is below); at 0.98 one H100 keeps 1.57 GiB for a 0.91 GiB prefill peak
+    plan(load_model("llama-3.1-8b"), Workload(task="inference", engine="sglang", gpu_memory_utilization=0.98),
+         gpu=get_gpu("h100"), layout=Layout(gpus=1))
+
+
+def test_sglang_refuses_a_share_that_leaves_less_than_a_prefill_chunk(local_db: None, sqlite_served: Served,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """``plan llama-3.1-8b --gpu h100 --engine sglang --gpu-memory-utilization 1.0`` said FITS with a warning and
+    "needs 32.01 GiB of 79.59 GiB" on a 79.18 GiB GPU: SGLang allocates its whole KV pool at start-up
+    (mem_fraction_static of the memory free at start less the weights, model_runner_kv_cache_mixin.py
+    profile_max_num_token), so nothing is left for the first full prefill chunk. Now one line, exit 2 / 422."""
+    err = cli_refusal(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--engine", "sglang",
+                      "--gpu-memory-utilization", "1.0")
+    # 928 MiB: Llama 3.1 8B's prefill activation peak for SGLang's 8,192-token chunk on an H100 (the plan's
+    # prefill_activation_bytes); 0.988: 1 - 928 MiB over the ~78.5 GiB free at start, rounded down
+    assert ("--gpu-memory-utilization 1: SGLang's KV pool would leave 0 B outside mem_fraction_static for the 928.00 MiB "
+            "prefill peak of an 8,192-token chunk") in err and "at most 0.988 here" in err, err
+    code, out, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--engine", "sglang",
+                         "--gpu-memory-utilization", "0.988")
+    assert code == 0 and "FITS" in out, err
+    with pytest.raises(InvalidWorkload, match="at most 0.988 here"):  # 0.989 leaves 0.87 GiB, under the 0.91 GiB peak
+        plan(load_model("llama-3.1-8b"), Workload(task="inference", engine="sglang", gpu_memory_utilization=0.989),
+             gpu=get_gpu("h100"), layout=Layout(gpus=1))
+    response = sqlite_served.client.post("/v1/plan", json={"model": "llama-3.1-8b", "gpu": "h100", "gpus": 1,
+                                                           "engine": "sglang", "gpu_memory_utilization": 1.0})
+    assert response.status_code == 422 and "prefill peak" in problem_of(response)["detail"]
+    # recommend offers no layout SGLang would run out of memory on, and says why
+    code, out, err = run(capsys, "recommend", "llama-3.1-8b", "--task", "inference", "--engine", "sglang",
+                         "--gpu-memory-utilization", "1", "--context", "8192", "--json")
+    import json
+
+    answer = json.loads(out)
+    assert code == 0 and answer["results"] == [] and answer["rejected"], err
+    assert all("SGLang's KV pool would leave 0 B outside mem_fraction_static" in r["reason"]
+               for r in answer["rejected"]), answer["rejected"][:2]
 
 
 def test_the_api_and_recommend_refuse_it_too(local_db: None, sqlite_served: Served,
@@ -60,6 +93,25 @@ def test_no_engine_budget_is_larger_than_the_gpu(engine: str) -> None:
                                                    concurrency=32), gpu=gpu, layout=Layout(gpus=1))
     assert p.fits is False and p.budget_bytes is not None
     assert p.budget_bytes <= gpu.memory_bytes, (engine, p.budget_bytes / 2**30)
+
+
+@pytest.mark.parametrize("gpu_name", ["h100", "l4", "mi300x"])
+@pytest.mark.parametrize("utilization", [None, 0.9, 0.95, 0.98, 0.99, 0.995, 1.0])
+def test_no_sglang_budget_is_larger_than_the_gpu_at_any_fraction(gpu_name: str, utilization: float | None) -> None:
+    """SGLang's budget is the activations and non-torch memory plus mem_fraction_static of the memory free at start;
+    at 1.0 it was the whole of that plus the activations ("needs 32.01 GiB of 79.59 GiB" on a 79.18 GiB H100). A
+    fraction whose reserve is below the prefill peak is now refused, so every plan left has a budget within the GPU."""
+    gpu = get_gpu(gpu_name)
+    for tp in (1, 2):
+        try:
+            p = plan(load_model("llama-3.1-8b"), Workload(task="inference", engine="sglang", context_tokens=8192,
+                                                          gpu_memory_utilization=utilization),
+                     gpu=gpu, layout=Layout(gpus=tp, tp=tp))
+        except InvalidWorkload as refused:
+            assert utilization is not None and "prefill peak" in str(refused)
+            continue
+        assert p.budget_bytes is not None and p.budget_bytes <= gpu.memory_bytes, (tp, p.budget_bytes / 2**30)
+        assert p.breakdown["sglang_reserve_bytes"] >= p.breakdown["prefill_activation_bytes"]
 
 
 def test_recommend_for_a_gpu_the_catalog_does_not_offer_is_refused_in_one_line(sqlite_served: Served) -> None:

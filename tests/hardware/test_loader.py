@@ -207,3 +207,31 @@ def test_a_runtime_total_becomes_the_budget_and_the_usable_figure_stays_nominal(
 def test_a_runtime_total_is_refused_with_the_reason(new: str, reason: str) -> None:
     with pytest.raises(DataFileError, match=reason):
         parse_gpus(broken("memory_usable = 76", new), file="t.toml", sources=SOURCES)
+
+
+SMI = RUNTIME + '\nmemory_smi_mib = 77500\nmemory_smi_sources = ["nvidia-smi"]'
+
+
+def test_a_tool_total_is_kept_in_mib_with_its_sources_and_is_optional() -> None:
+    (gpu,) = parse_gpus(broken("memory_usable = 76", SMI), file="t.toml", sources=SOURCES)
+    assert gpu.memory_smi_mib == 77_500 and gpu.memory_smi_sources == ("nvidia-smi",)
+    assert gpu.memory_bytes == 81_000_000_000  # the runtime total stays the budget
+    (plain,) = parse_gpus(good_file(), file="t.toml", sources=SOURCES)
+    assert plain.memory_smi_mib is None and plain.memory_smi_sources == ()
+
+
+@pytest.mark.parametrize(
+    ("new", "reason"),
+    [
+        (RUNTIME + "\nmemory_smi_mib = 77500", "go together"),
+        (RUNTIME + '\nmemory_smi_sources = ["nvidia-smi"]', "go together"),
+        (SMI.replace("77500", "77500.5"), "whole number of MiB"),
+        (SMI.replace("= 77500", "= 0"), "whole number of MiB"),
+        (SMI.replace("77500", "90000"), "larger than memory_physical"),  # 87.9 GiB > the 80 GiB physical
+        (SMI.replace("77500", "77000"), "smaller than memory_runtime_bytes"),  # 80,740 MB < 81,000 MB
+        (SMI.replace('["nvidia-smi"]', "[]"), "must name where"),
+    ],
+)
+def test_a_tool_total_is_refused_with_the_reason(new: str, reason: str) -> None:
+    with pytest.raises(DataFileError, match=reason):
+        parse_gpus(broken("memory_usable = 76", new), file="t.toml", sources=SOURCES)

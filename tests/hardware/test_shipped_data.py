@@ -129,6 +129,29 @@ def test_a_runtime_total_is_what_its_report_says_and_a_little_under_the_vendors_
             assert gpu.memory_nominal_bytes is None and not gpu.memory_runtime_sources
 
 
+# The totals nvidia-smi --query-gpu=memory.total reports (rocminfo's GPU pool on AMD), MiB: what SGLang sizes its
+# tiers and mem_fraction_static by (gpus.toml memory_smi_sources names each report)
+SMI_TOTALS_MIB: dict[str, int] = {
+    "h100-sxm": 81_559,  # nvidia-smi on 8 x H100 80GB HBM3 (thamada/nvidia-smi nvsim/H100SXMx8_smi.py)
+    "a100-80gb-sxm": 81_920,  # 4 x A100-SXM4-80GB (thamada/nvidia-smi gls/A100SXMx4_smi.py)
+    "h200": 143_771,  # our run, benchmarks/device/h200_2026-12-04.json
+    "b200": 183_359,  # 8 x B200 (modal-labs/gpu-glossary nvidia-smi.md)
+    "l40s": 46_068,  # one L40S (thamada/nvidia-smi nvsim/L40S_smi.py)
+    "mi300x": 196_592,  # rocminfo Pool 1, 201,310,208 KB (thamada/nvidia-smi nvsim/MI300X_x4_rocminfo.py)
+}
+
+
+def test_a_tool_total_is_what_its_report_says_and_at_least_the_runtime_total() -> None:
+    measured = json.loads((DEVICE_RUNS / "h200_2026-12-04.json").read_text())["meta"]
+    assert f"{SMI_TOTALS_MIB['h200']} MiB" in measured["nvidia_smi"]
+    assert {g.name for g in list_gpus() if g.memory_smi_mib is not None} == set(SMI_TOTALS_MIB)
+    for name, mib in SMI_TOTALS_MIB.items():
+        gpu = get_gpu(name)
+        assert gpu.memory_smi_mib == mib and gpu.memory_smi_sources, name
+        # nvidia-smi counts what the driver keeps back from CUDA (H100: 81,559 MiB vs 81,079); ROCm reports the pool
+        assert gpu.memory_bytes <= mib * 2**20 <= gpu.memory_bytes * 1.02, name
+
+
 def test_every_reference_row_is_shipped_under_a_known_name() -> None:
     labels = {row["gpu"] for row in reference_rows()}
     assert labels == set(CSV_ROWS)

@@ -17,31 +17,55 @@ from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.engine_choice import resolve_engine
-from anchorgpu.planner.sglang import max_running_requests, sglang_settings
+from anchorgpu.planner.sglang import max_running_requests, sglang_gpu_memory_bytes, sglang_settings
 from cli_runner import run, run_json
 
 GIB = 1024**3
 
 
 @pytest.mark.parametrize(("gpu", "tp", "mla", "chunk", "max_bs", "reserve_mib", "fraction"), [
-    # H100 80 GB, TP 8: 512 + 12,288 + 1,024 + 1,024 + 58 prefill graph sizes x 8 = 15,312 MiB of the 81,079 MiB the
-    # CUDA runtime reports (79.18 GiB, hardware/data/gpus.toml: SGLang reads the device's total)
-    ("h100", 8, False, 8192, 512, 15312, 0.811),
-    # the same on TP 1: 512 + 12,288 + 128 + 512 + 464 = 13,904 MiB
-    ("h100", 1, False, 8192, 256, 13904, 0.829),
-    # H200 (the catalog's 143,155 MiB), an MLA model on TP 8: 512 + 12,288 + 1,024 + 1,024 + 1,536 = 16,384 MiB
+    # SGLang divides by the memory nvidia-smi --query-gpu=memory.total reports (get_nvgpu_memory_capacity,
+    # sgl-project/sglang@004f0c7a8d398a9c4b6844c1d8071502fa88e78c python/sglang/srt/utils/common.py; rocminfo's GPU
+    # pool on AMD), gpus.toml memory_smi_mib, not CUDA's total: these moved from 0.811, 0.829, 0.848 when the
+    # planner divided by the CUDA total (81,079 MiB on an H100)
+    # H100 80GB HBM3, TP 8: 512 + 12,288 + 1,024 + 1,024 + 58 prefill graph sizes x 8 = 15,312 MiB of nvidia-smi's
+    # 81,559 MiB: round(66,247 / 81,559, 3) = 0.812
+    ("h100", 8, False, 8192, 512, 15312, 0.812),
+    # the same on TP 1: 512 + 12,288 + 128 + 512 + 464 = 13,904 MiB: round(67,655 / 81,559, 3) = 0.830
+    ("h100", 1, False, 8192, 256, 13904, 0.830),
+    # H200 (nvidia-smi 143,771 MiB), an MLA model on TP 8: 512 + 12,288 + 1,024 + 1,024 + 1,536 = 16,384 MiB:
+    # round(127,387 / 143,771, 3) = 0.886
     ("h200", 8, True, 8192, 512, 16384, 0.886),
-    # B200, 182,632 MiB as its runtime reports it: the 16k chunk, 74 prefill graph sizes: 512 + 24,576 + 1,024 + 1,024
-    # + 592 = 27,728 MiB
-    ("b200", 8, False, 16384, 512, 27728, 0.848),
-    # L4, 24 GiB, below the 60 GiB floor: 512 + 3,072 + 128 + 48 + 42 x 8 = 4,096 MiB
+    # B200, nvidia-smi 183,359 MiB: the 16k chunk, 74 prefill graph sizes: 512 + 24,576 + 1,024 + 1,024 + 592 =
+    # 27,728 MiB: round(155,631 / 183,359, 3) = 0.849
+    ("b200", 8, False, 16384, 512, 27728, 0.849),
+    # L40S, nvidia-smi 46,068 MiB, below the floor: 512 + 6,144 + 128 + 64 + 50 x 8 = 7,248: round(38,820 / 46,068) 0.843
+    ("l40s", 1, False, 4096, 32, 7248, 0.843),
+    # MI300X, rocminfo's 201,310,208 KB = 196,592 MiB (the ROCm runtime's total too): round(168,864 / 196,592) 0.859
+    ("mi300x", 8, False, 16384, 512, 27728, 0.859),
+    # L4, no sourced nvidia-smi figure: the catalog's 24 GiB, below the 60 GiB floor: 512 + 3,072 + 128 + 48 + 42 x 8 =
+    # 4,096 MiB
     ("l4", 1, False, 2048, 24, 4096, 0.833),
 ])
 def test_the_memory_fraction_is_sglangs_rule(gpu: str, tp: int, mla: bool, chunk: int, max_bs: int,
                                              reserve_mib: int, fraction: float) -> None:
-    s = sglang_settings(get_gpu(gpu).memory_bytes, tp=tp, pp=1, mla=mla)
+    s = sglang_settings(sglang_gpu_memory_bytes(get_gpu(gpu)), tp=tp, pp=1, mla=mla)
     assert (s.chunked_prefill_size, s.cuda_graph_max_bs, s.reserve_mib, s.mem_fraction_static, s.derived) == (
         chunk, max_bs, reserve_mib, fraction, True)
+    smi_mib = get_gpu(gpu).memory_smi_mib or get_gpu(gpu).memory_bytes / 2**20
+    assert fraction == round((smi_mib - reserve_mib) / smi_mib, 3)  # SGLang's formula on the figure it reads
+
+
+def test_a_plan_divides_by_nvidia_smis_total_and_sizes_the_pool_from_cudas() -> None:
+    """On an H100 the fraction is 0.83 of nvidia-smi's 81,559 MiB (0.829 of CUDA's 81,079 would be SGLang on a GPU
+    it does not run on), while the KV pool is that share of the memory free at start, from CUDA's total."""
+    gpu = get_gpu("h100")
+    p = plan(load_model("llama-3.1-8b"), Workload(engine="sglang", context_tokens=8192), layout=Layout(gpus=1),
+             gpu=gpu, suggest=False)
+    b = p.breakdown
+    assert p.workload.gpu_memory_utilization == 0.83 != sglang_settings(gpu.memory_bytes, tp=1, pp=1).mem_fraction_static
+    start_free = gpu.memory_bytes - b["cuda_context_outside_budget_bytes"] - b["non_torch_bytes"]
+    assert b["kv_cache_capacity_bytes"] == int(0.83 * start_free) - p.per_gpu.weights_bytes
 
 
 def test_the_ten_gib_floor_and_a_given_fraction() -> None:
@@ -57,11 +81,11 @@ def test_the_kv_pool_and_admission_are_sglangs() -> None:
     p = plan(model, Workload(engine="sglang", prompt_tokens=1000, output_tokens=200, concurrency=64),
              layout=Layout(gpus=8, tp=8), gpu=gpu, suggest=False)
     w, b = p.workload, p.breakdown
-    assert (w.gpu_memory_utilization, w.max_num_batched_tokens, w.block_size_tokens) == (0.811, 8192, 1)
+    assert (w.gpu_memory_utilization, w.max_num_batched_tokens, w.block_size_tokens) == (0.812, 8192, 1)
     # profile_max_num_token: mem_fraction_static of the memory free at start (CUDA context, NCCL taken) less weights
     start_free = gpu.memory_bytes - b["cuda_context_outside_budget_bytes"] - b["non_torch_bytes"]
-    assert b["kv_cache_capacity_bytes"] == int(0.811 * start_free) - p.per_gpu.weights_bytes
-    assert b["sglang_reserve_bytes"] == start_free - int(0.811 * start_free)
+    assert b["kv_cache_capacity_bytes"] == int(0.812 * start_free) - p.per_gpu.weights_bytes
+    assert b["sglang_reserve_bytes"] == start_free - int(0.812 * start_free)
     # one token slot: 80 layers x 8 KV heads / TP 8 x 128 x (K, V) x 2 bytes = 40,960 bytes a token a GPU
     assert b["kv_pool_tokens"] == b["kv_cache_capacity_bytes"] // 40960
     # max_running_requests: half the pool's tokens, at most min(max(tokens / context_len x 512, 2,048), 4,096), where
@@ -73,7 +97,7 @@ def test_the_kv_pool_and_admission_are_sglangs() -> None:
     assert w.max_num_seqs == min(b["kv_pool_tokens"] // 2, pool) == 4096
     assert b["sampler_logits_bytes"] == 0 and p.fits
     line = next(a for a in p.assumptions if a.startswith("Serving engine sized like SGLang"))
-    assert "mem_fraction_static 0.811" in line and "15,312 MiB" in line
+    assert "mem_fraction_static 0.812" in line and "15,312 MiB" in line
 
 
 def test_weights_above_the_fraction_leave_a_budget_below_the_gpu_short_by_their_excess() -> None:
@@ -92,7 +116,7 @@ def test_weights_above_the_fraction_leave_a_budget_below_the_gpu_short_by_their_
     start_free = gpu.memory_bytes - b["cuda_context_outside_budget_bytes"] - b["non_torch_bytes"]
     assert not p.fits and p.budget_bytes is not None and p.budget_bytes < gpu.memory_bytes
     assert -p.headroom_bytes == p.per_gpu.weights_bytes + p.per_gpu.kv_cache_bytes - int(share * start_free)
-    assert round(-p.headroom_bytes / GIB, 2) == 146.32  # 131.42 + 80.00 - 0.829 x 78.53 GiB
+    assert round(-p.headroom_bytes / GIB, 2) == 146.24  # 131.42 + 80.00 - 0.83 x 78.53 GiB
     shapes = tuple(s for s in shapes_from_catalog(load_catalog().offerings, max_servers=1) if s.gpu.name == gpu.name)
     rows = sweep(model, shapes, SweepSpec(workload=w, weights=("bf16",)))
     one = next(i for i in range(rows.evaluated) if rows.row(i)["gpus"] == 1)

@@ -345,3 +345,37 @@ def test_sglang_rows_of_an_fp8_mla_model_on_amd_gpus_match_plan() -> None:
     assert amd and len(rows) > len(amd)
     for i in random.Random(5).sample(amd, min(10, len(amd))) + random.Random(5).sample(rows, 5):
         _check_inference_row(result, model, i, "sglang")
+
+
+def test_sglang_rows_whose_reserve_is_below_the_prefill_peak_are_refused_by_plan_and_do_not_fit() -> None:
+    """At --gpu-memory-utilization 0.99 SGLang leaves about 0.8 GiB of an H100 outside mem_fraction_static, below Llama
+    3.1 8B's 0.91 GiB prefill peak on TP 1 (above it from TP 2): plan refuses those layouts
+    (engine_startup.sglang_reserve_refusal), so the sweep must not offer them; the others agree with plan as before."""
+    from anchorgpu.errors import InvalidWorkload
+    from anchorgpu.recommend.eligibility import miss_reason
+
+    model = load_model("llama-3.1-8b")
+    workload = Workload(task="inference", engine="sglang", context_tokens=8192, concurrency=4,
+                        gpu_memory_utilization=0.99)
+    result = sweep(model, SMALL_SHAPES, SweepSpec(workload=workload, weights=("bf16", "fp8")))
+    refused = planned = 0
+    for i in range(result.evaluated):
+        row = result.row(i)
+        shape = next(s for s in result.shapes if s.id == row["shape"])
+        try:
+            p = plan(model, workload, precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
+                     layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"],
+                                   ep=row["ep"] if row["ep"] > 1 else None),
+                     gpu=shape.gpu, suggest=False, choose_layout=False)
+        except InvalidWorkload as exc:
+            assert "prefill peak" in str(exc) and row["fits"] is False, (row, str(exc))
+            if row["ep"] == 1:  # an attention-DP layout plan refuses is never the closest miss (sweep_attention_dp)
+                assert row["activations_bytes"] > row["engine_reserve_bytes"]
+                assert "SGLang's KV pool would leave" in miss_reason(row, None, False)
+            refused += 1
+            continue
+        assert (row["per_gpu_total_bytes"], row["budget_bytes"], row["fits"]) == (p.per_gpu.total_bytes,
+                                                                                  p.budget_bytes, p.fits)
+        assert row["engine_reserve_bytes"] == p.breakdown["sglang_reserve_bytes"]
+        planned += 1
+    assert refused and planned, (refused, planned)

@@ -41,6 +41,10 @@ class GpuOut(_Schema):
                                              "an '80 GB' H100) when memory_bytes is the runtime total; null otherwise")
     memory_runtime_sources: list[str] = Field(default_factory=list, description="Where the runtime total in "
                                               "memory_bytes was reported (repo@commit path, or our device run)")
+    memory_smi_mib: int | None = Field(default=None, description="The total the management tool reports, MiB "
+                                       "(nvidia-smi memory.total; rocminfo on AMD): what SGLang sizes "
+                                       "mem_fraction_static by; null where no report is sourced")
+    memory_smi_sources: list[str] = Field(default_factory=list, description="Where memory_smi_mib was reported")
     memory_headline: str = Field(description="The vendor's memory figure as written, e.g. '80 GB'")
     memory_type: str = Field(description="HBM3, HBM3e, GDDR7 …")
     memory_bandwidth_bytes_per_s: float = Field(description="Peak memory bandwidth, bytes per second")

@@ -14,7 +14,7 @@ from typing import Any, Literal, cast
 
 from anchorgpu.errors import DataFileError
 from anchorgpu.hardware.spec import PRECISIONS, GpuSpec, Peak
-from anchorgpu.units import GB, GIB
+from anchorgpu.units import GB, GIB, MIB
 
 __all__ = ["PEAK_KEYS", "SOURCES_FILE", "TERA", "Row", "gpu_from_row"]
 
@@ -60,6 +60,8 @@ _OPTIONAL = frozenset(
         "sm_count",
         "memory_runtime_bytes",
         "memory_runtime_sources",
+        "memory_smi_mib",
+        "memory_smi_sources",
     }
 )
 
@@ -189,6 +191,29 @@ def _runtime_memory(row: Row, usable_bytes: int) -> tuple[int | None, tuple[str,
     return value, sources
 
 
+def _smi_memory(row: Row, physical_bytes: int, runtime_bytes: int | None) -> tuple[int | None, tuple[str, ...]]:
+    """``memory_smi_mib``: the total the vendor's management tool reports, in MiB (``nvidia-smi --query-gpu=memory.total``;
+    on AMD rocminfo's GPU memory pool), a whole number of MiB between the runtime total (where given) and the physical
+    memory, and ``memory_smi_sources``, where it was reported; both or neither."""
+    table = row.table
+    if ("memory_smi_mib" in table) != ("memory_smi_sources" in table):
+        raise row.fail("memory_smi_mib and memory_smi_sources go together")
+    if "memory_smi_mib" not in table:
+        return None, ()
+    value = table["memory_smi_mib"]
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise row.fail(f"memory_smi_mib must be a positive whole number of MiB, got {value!r}")
+    if value * MIB > physical_bytes:
+        raise row.fail("memory_smi_mib is larger than memory_physical")
+    if runtime_bytes is not None and value * MIB < runtime_bytes:
+        raise row.fail("memory_smi_mib is smaller than memory_runtime_bytes (the tool's total includes what the runtime "
+                       "keeps back)")
+    sources = row.string_list("memory_smi_sources")
+    if not sources:
+        raise row.fail("memory_smi_sources must name where the tool's total was reported")
+    return value, sources
+
+
 def _price(row: Row) -> tuple[tuple[Decimal, Decimal] | None, str]:
     key = "indicative_price_usd_per_gpu_hour"
     if key not in row.table:
@@ -248,6 +273,7 @@ def gpu_from_row(row: Row, known_sources: frozenset[str]) -> GpuSpec:
     if usable_bytes > physical_bytes:
         raise row.fail("memory_usable is larger than memory_physical")
     runtime_bytes, runtime_sources = _runtime_memory(row, usable_bytes)
+    smi_mib, smi_sources = _smi_memory(row, physical_bytes, runtime_bytes)
 
     peaks = _peaks(row)
     fp8_hardware = bool(table["fp8_hardware"])
@@ -304,6 +330,8 @@ def gpu_from_row(row: Row, known_sources: frozenset[str]) -> GpuSpec:
         memory_bytes=usable_bytes if runtime_bytes is None else runtime_bytes,
         memory_nominal_bytes=None if runtime_bytes is None else usable_bytes,
         memory_runtime_sources=runtime_sources,
+        memory_smi_mib=smi_mib,
+        memory_smi_sources=smi_sources,
         memory_physical_bytes=physical_bytes,
         memory_headline=row.text("memory_headline"),
         memory_unit=cast(Literal["GB", "GiB"], unit),

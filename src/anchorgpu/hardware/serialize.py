@@ -47,6 +47,8 @@ def gpu_to_json(gpu: GpuSpec) -> dict[str, Any]:
         "memory_physical_bytes": gpu.memory_physical_bytes,
         "memory_nominal_bytes": gpu.memory_nominal_bytes,
         "memory_runtime_sources": list(gpu.memory_runtime_sources),
+        "memory_smi_mib": gpu.memory_smi_mib,
+        "memory_smi_sources": list(gpu.memory_smi_sources),
         "memory_headline": gpu.memory_headline,
         "memory_unit": gpu.memory_unit,
         "memory_type": gpu.memory_type,

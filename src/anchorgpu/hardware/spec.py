@@ -69,6 +69,11 @@ class GpuSpec:
     # None where no runtime figure is sourced and ``memory_bytes`` is that figure itself.
     memory_nominal_bytes: int | None = None
     memory_runtime_sources: tuple[str, ...] = ()  # where the runtime total was reported (repo@commit path, runs)
+    # The total the vendor's management tool reports, MiB: ``nvidia-smi --query-gpu=memory.total`` (81,559 on an H100
+    # 80GB HBM3, above CUDA's 79.18 GiB), on AMD rocminfo's GPU pool; what SGLang sizes its tiers and
+    # mem_fraction_static by. None where no report is sourced.
+    memory_smi_mib: int | None = None
+    memory_smi_sources: tuple[str, ...] = ()  # where that total was reported (repo@commit path, runs)
 
     @property
     def memory_is_runtime(self) -> bool:

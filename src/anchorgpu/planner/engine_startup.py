@@ -1,6 +1,8 @@
 """What a serving engine checks before it loads anything: vLLM asks for ``gpu_memory_utilization`` of the GPU's total
 memory to be free at start-up and refuses to start otherwise, so a memory fraction that leaves no room for the
-runtime's own context can never run, whatever the model. Pure; the planner's inputs and units only.
+runtime's own context can never run, whatever the model. SGLang starts, but allocates its whole KV pool first, so a
+``mem_fraction_static`` that leaves less outside it than one prefill chunk's activations runs out of memory on the
+first full chunk. Pure; the planner's inputs and units only.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from anchorgpu.units import fmt_bytes
 if TYPE_CHECKING:
     from anchorgpu.hardware.spec import GpuSpec
 
-__all__ = ["startup_refusal"]
+__all__ = ["sglang_most_fraction", "sglang_reserve_refusal", "startup_refusal"]
 
 
 def startup_refusal(engine: str, gpu: GpuSpec | None, utilization: float | None, ov: Overheads) -> str | None:
@@ -47,3 +49,38 @@ def startup_refusal(engine: str, gpu: GpuSpec | None, utilization: float | None,
     return (f"--gpu-memory-utilization {util:g}: vLLM asks for {fmt_bytes(util * gpu.memory_bytes)} free at start-up "
             f"on {gpu.name}, where its {runtime} context leaves {fmt_bytes(free)}, and refuses to start (\"Free memory "
             f"on device ... is less than desired GPU memory utilization\"); at most {most:g} here")
+
+
+def sglang_most_fraction(start_free_bytes: int, prefill_bytes: int) -> float:
+    """The largest ``mem_fraction_static`` (3 decimals, rounded down) whose reserve, the memory free at start less
+    ``int(fraction x free)`` (``profile_max_num_token``), holds a prefill peak of ``prefill_bytes``.
+
+    >>> sglang_most_fraction(100 * 2**30, 2**30), sglang_most_fraction(10**9, 0)
+    (0.99, 1.0)
+    """
+    return max(0.0, math.floor((1 - prefill_bytes / start_free_bytes) * 1000) / 1000)
+
+
+def sglang_reserve_refusal(fraction: float, derived: bool, start_free_bytes: int, prefill_bytes: int,
+                           chunk_tokens: int) -> str | None:
+    """The one-line refusal of a SGLang ``mem_fraction_static`` whose reserve is smaller than the prefill activation
+    peak of one ``chunk_tokens`` chunk, else None. SGLang sizes its KV pool as ``fraction`` of the memory free at start
+    less the weights and allocates it at start-up (``ModelRunner.init_memory``, sgl-project/sglang@001ccef0
+    model_runner_kv_cache_mixin.py ``profile_max_num_token``); the activations and CUDA graphs live in what is left,
+    so a full prefill chunk runs out of memory where that is less than its peak. SGLang's own default leaves at
+    least 10 GiB on GPUs above 60 GiB (its reserve rule), so in practice only a given fraction is refused.
+
+    >>> print(sglang_reserve_refusal(1.0, False, 78 * 2**30, 928 * 2**20, 8192))
+    --gpu-memory-utilization 1: SGLang's KV pool would leave 0 B outside mem_fraction_static for the 928.00 MiB prefill peak of an 8,192-token chunk, and the first full chunk would run out of memory; at most 0.988 here (or lower --max-num-batched-tokens)
+    >>> sglang_reserve_refusal(0.98, False, 78 * 2**30, 928 * 2**20, 8192) is None
+    True
+    """
+    reserve = start_free_bytes - int(fraction * start_free_bytes)
+    if prefill_bytes <= reserve:
+        return None
+    given = (f"mem_fraction_static {fraction:g} (SGLang's default here)" if derived
+             else f"--gpu-memory-utilization {fraction:g}")
+    return (f"{given}: SGLang's KV pool would leave {fmt_bytes(reserve)} outside mem_fraction_static for the "
+            f"{fmt_bytes(prefill_bytes)} prefill peak of an {chunk_tokens:,}-token chunk, and the first full chunk would "
+            f"run out of memory; at most {sglang_most_fraction(start_free_bytes, prefill_bytes):g} here (or lower "
+            "--max-num-batched-tokens)")

@@ -16,7 +16,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import evolver, memo_on_frozen
-from anchorgpu.planner.engine_startup import startup_refusal
+from anchorgpu.planner.engine_startup import sglang_reserve_refusal, startup_refusal
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
@@ -46,7 +46,7 @@ from anchorgpu.planner.serving_request import (
     check_request_within_context,
     request_media,
 )
-from anchorgpu.planner.sglang import SglangSettings, max_running_requests, sglang_settings
+from anchorgpu.planner.sglang import SglangSettings, max_running_requests, sglang_gpu_memory_bytes, sglang_settings
 from anchorgpu.planner.terms import TaskTerms, context_bytes, new_task_terms, split_weights_bytes
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 from anchorgpu.units import at_least, fmt_bytes
@@ -80,16 +80,31 @@ def _engine_line(engine: str, tokens: int, seqs: int, utilization: float, block:
 
 
 @lru_cache(maxsize=256)
-def _sglang_line(s: SglangSettings, given_seqs: bool) -> str:
-    """The serving-engine assumption under SGLang: its settings, derived or given."""
+def _sglang_line(s: SglangSettings, given_seqs: bool, reads: str = "the GPU's memory") -> str:
+    """The serving-engine assumption under SGLang: its settings, derived or given (``reads``: the GPU memory its
+    tiers and fraction divide by, :func:`_sglang_reads`)."""
     fraction = (f"mem_fraction_static {s.mem_fraction_static:g} (SGLang's default for this GPU and layout: 1 - a "
-                f"{s.reserve_mib:,.0f} MiB reserve for activations and CUDA graphs over the GPU's memory)" if s.derived
+                f"{s.reserve_mib:,.0f} MiB reserve for activations and CUDA graphs over {reads})" if s.derived
                 else f"mem_fraction_static {s.mem_fraction_static:g} (given)")
     seqs = "max_running_requests as given" if given_seqs else ("max_running_requests its default: half the KV pool's "
                                                                 "tokens, at most its request pool")
     return (f"Serving engine sized like SGLang: {fraction} of the memory free at start holds the weights and the KV "
             f"pool; chunked_prefill_size {s.chunked_prefill_size}, cuda_graph_max_bs {s.cuda_graph_max_bs}, "
             f"{seqs}; KV pool in one-token slots (page_size 1).")
+
+
+def _sglang_reads(gpu: GpuSpec | None) -> str:
+    """The GPU memory SGLang's tiers and ``mem_fraction_static`` divide by, in words: nvidia-smi's total where the
+    catalog sources it (rocminfo's on AMD), else the runtime total the plan budgets against, said so."""
+    if gpu is None:
+        return "the GPU's memory"
+    if gpu.memory_smi_mib is not None:
+        tool = "rocminfo" if gpu.vendor == "AMD" else "nvidia-smi"
+        return f"the {gpu.memory_smi_mib:,} MiB {tool} reports"
+    mib = f"{gpu.memory_bytes / 2**20:,.0f} MiB"
+    total = (f"the {mib} the {'ROCm' if gpu.vendor == 'AMD' else 'CUDA'} runtime reports" if gpu.memory_is_runtime
+             else f"the vendor's {mib}")
+    return f"{total} (no {'rocminfo' if gpu.vendor == 'AMD' else 'nvidia-smi'} total sourced for {gpu.name})"
 
 
 def _engine_footprint(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov: Overheads, tp: int, pp: int,
@@ -170,7 +185,7 @@ def _sglang_memory(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov:
                    max_tokens: int | None, max_seqs: int | None, utilization: float | None, block: int,
                    dp_attention: int) -> EngineMemory:
     """:func:`engine_memory` under SGLang (its sequence cap before the KV pool is sized: the request pool's most)."""
-    s = sglang_settings(gpu.memory_bytes if gpu is not None else None, tp=tp * dp_attention if dp_attention else tp,
+    s = sglang_settings(sglang_gpu_memory_bytes(gpu), tp=tp * dp_attention if dp_attention else tp,
                         pp=pp, chunked_prefill_size=max_tokens, mla=model.mla is not None, dp_attention=dp_attention,
                         mem_fraction_static=utilization)
     _, seqs = engine_limits(Workload(engine="sglang", max_num_seqs=max_seqs), large_gpu=True)
@@ -182,8 +197,14 @@ def _sglang_memory(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov:
         start_free = gpu.memory_bytes - terms["cuda_context_outside_budget_bytes"] - non_torch
         capacity = int(s.mem_fraction_static * start_free) - weights
         budget = used + capacity  # weights above the fraction's share leave a budget below them: short by the excess
-    return EngineMemory(s.chunked_prefill_size, seqs, _sglang_line(s, max_seqs is not None), weights, prefill,
-                        sampler, non_torch, terms, budget, capacity, s.mem_fraction_static, s)
+    return EngineMemory(s.chunked_prefill_size, seqs, _sglang_line(s, max_seqs is not None, _sglang_reads(gpu)),
+                        weights, prefill, sampler, non_torch, terms, budget, capacity, s.mem_fraction_static, s)
+
+
+def _sglang_start_free(em: EngineMemory, gpu: GpuSpec) -> int:
+    """The memory free at SGLang's start on ``gpu``: its total less the CUDA context and non-torch memory (NCCL), of
+    which ``mem_fraction_static`` holds the weights and the KV pool."""
+    return gpu.memory_bytes - em.terms["cuda_context_outside_budget_bytes"] - em.non_torch
 
 
 @memo_on_frozen
@@ -241,6 +262,9 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                        utilization, type(utilization), block_size_of(w), lay.dp if lay.attention_dp else 0)
     tokens, seqs, weights, prefill, sampler, non_torch = em.tokens, em.seqs, em.weights, em.prefill, em.sampler, \
         em.non_torch
+    if em.sglang is not None and gpu is not None and (refusal := sglang_reserve_refusal(
+            em.utilization, em.sglang.derived, _sglang_start_free(em, gpu), prefill, tokens)) is not None:
+        raise InvalidWorkload(refusal)
     assumptions.append(em.line)
     engine_terms = em.terms
     breakdown = dict(engine_terms)
@@ -303,7 +327,7 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         free = at_least(capacity, 0)
         breakdown["kv_cache_capacity_bytes"] = free
         if em.sglang is not None:
-            seqs = _sglang_admission(w, em, breakdown, warnings, free, (model, bytes_per_value, ctx), lay, gpu.memory_bytes)
+            seqs = _sglang_admission(w, em, breakdown, free, (model, bytes_per_value, ctx), lay, gpu)
         max_conc = free // at_least(kv_one + state_one, 1) * lay.dp
         cap_limit = limit if not w.allow_long_context else max(limit, ctx) * 16
         room = capacity - state  # the recurrent state of the sequences does not grow with the context
@@ -332,26 +356,20 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                                              output_tokens=output_tokens))
 
 
-def _sglang_admission(w: Workload, em: EngineMemory, breakdown: dict[str, int], warnings: list[PlanWarning],
-                      capacity: int, sized: tuple[ModelSpec, float, int], lay: ResolvedLayout, memory_bytes: int) -> int:
+def _sglang_admission(w: Workload, em: EngineMemory, breakdown: dict[str, int], capacity: int,
+                      sized: tuple[ModelSpec, float, int], lay: ResolvedLayout, gpu: GpuSpec) -> int:
     """SGLang's KV pool in token slots (``max_total_num_tokens``), its ``max_running_requests`` (the one given, else
     its default from that pool and ``sized``'s context, the launch's ``--context-length``: max_running_requests) and
-    the reserve it leaves for activations and graphs, into the breakdown; a warning where the prefill activation peak
-    exceeds that reserve. ``sized``: (model, KV bytes a value, the plan's context in tokens)."""
+    the reserve it leaves for activations and graphs, into the breakdown (a reserve below the prefill activation peak
+    was refused before: :func:`~anchorgpu.planner.engine_startup.sglang_reserve_refusal`).
+    ``sized``: (model, KV bytes a value, the plan's context in tokens)."""
     model, bytes_per_value, context_tokens = sized
     cell = mm.kv_cache_bytes_one_and_all(model, context_tokens=1, sequences=1, bytes_per_value=bytes_per_value,
                                          tp=lay.tp, pp=lay.pp, block_size=1)[0]
     kv_tokens = capacity // at_least(cell, 1)
     breakdown["kv_pool_tokens"] = kv_tokens
-    start_free = memory_bytes - em.terms["cuda_context_outside_budget_bytes"] - em.non_torch
-    reserve = start_free - int(em.utilization * start_free)
-    breakdown["sglang_reserve_bytes"] = reserve
-    if em.prefill > reserve:
-        warnings.append(make_warning(
-            "activations_exceed_engine_reserve",
-            f"the prefill activation peak of a {em.tokens:,}-token chunk, {fmt_bytes(em.prefill)}, exceeds the "
-            f"{fmt_bytes(reserve)} SGLang leaves outside mem_fraction_static {em.utilization:g}: lower "
-            "--gpu-memory-utilization or --max-num-batched-tokens"))
+    start_free = _sglang_start_free(em, gpu)
+    breakdown["sglang_reserve_bytes"] = start_free - int(em.utilization * start_free)
     if w.max_num_seqs is not None:
         return w.max_num_seqs
     return max(1, max_running_requests(kv_tokens, context_tokens))

@@ -10,10 +10,13 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from anchorgpu.hardware.spec import GpuSpec
 
 __all__ = ["SGLANG_MAX_REQUESTS", "SglangSettings", "cuda_graph_max_bs", "decode_graph_batch_sizes", "dequantises_absorbed_weights",
-           "max_running_requests", "page_size_tokens", "prefill_graph_sizes", "sglang_settings"]
+           "max_running_requests", "page_size_tokens", "prefill_graph_sizes", "sglang_gpu_memory_bytes", "sglang_settings"]
 
 MIB = 1 << 20
 
@@ -25,6 +28,25 @@ def _data() -> dict[str, Any]:
 
 SGLANG_MAX_REQUESTS: int = int(_data()["request_pool"]["max"])
 """The most requests SGLang's request pool holds (4,096), whatever the KV pool."""
+
+
+def sglang_gpu_memory_bytes(gpu: GpuSpec | None) -> int | None:
+    """The GPU memory SGLang sizes its tiers and ``mem_fraction_static`` by, in bytes: what ``get_device_memory_capacity``
+    reads, ``nvidia-smi --query-gpu=memory.total`` on NVIDIA (torch's total only where nvidia-smi answers nothing, as
+    under MIG) and rocminfo's GPU pool on AMD, in MiB (sgl-project/sglang@004f0c7a8d398a9c4b6844c1d8071502fa88e78c
+    python/sglang/srt/utils/common.py ``get_nvgpu_memory_capacity``, ``get_amdgpu_memory_capacity``): the catalog's
+    ``memory_smi_mib`` where sourced, else the runtime total the planner budgets against. Its KV pool is a share of the
+    memory free at start (torch's), not of this figure.
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> sglang_gpu_memory_bytes(get_gpu("h100")) // MIB, get_gpu("h100").memory_bytes // MIB  # nvidia-smi 81,559
+    (81559, 81079)
+    >>> sglang_gpu_memory_bytes(get_gpu("l4")) == get_gpu("l4").memory_bytes, sglang_gpu_memory_bytes(None)
+    (True, None)
+    """
+    if gpu is None:
+        return None
+    return gpu.memory_smi_mib * MIB if gpu.memory_smi_mib is not None else gpu.memory_bytes
 
 
 def page_size_tokens() -> int:

@@ -120,7 +120,8 @@ class SweepResult:
     Index columns: ``shape`` (into ``shapes``), ``servers``, ``gpus``, ``tp``, ``pp``, ``dp``, ``zero``, ``ep``, ``cp``,
     ``weights`` (into ``weights``), ``kv_cache`` (into ``kv_caches``), ``concurrency``. Memory columns
     (bytes per GPU): ``weights_bytes``, ``kv_cache_bytes``, ``activations_bytes``, ``other_bytes``,
-    ``per_gpu_total_bytes``, ``budget_bytes``, ``fits``. Speed columns: ``prefill_s``,
+    ``per_gpu_total_bytes``, ``budget_bytes``, ``fits``; serving: ``engine_reserve_bytes`` (SGLang's memory outside
+    mem_fraction_static, NaN under the other engines: a row whose activations exceed it does not fit). Speed columns: ``prefill_s``,
     ``decode_tokens_per_s_per_user``, ``decode_tokens_per_s_total``, ``train_tokens_per_s``,
     ``train_time_s`` (NaN where the task has no such phase).
     """

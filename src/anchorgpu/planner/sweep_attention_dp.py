@@ -28,7 +28,8 @@ __all__ = ["attention_dp_columns", "attention_dp_rows", "with_attention_dp"]
 Array = npt.NDArray[Any]
 
 _FLOAT_COLUMNS = ("weights_bytes", "kv_cache_bytes", "activations_bytes", "other_bytes", "per_gpu_total_bytes",
-                  "budget_bytes", "prefill_s", "decode_tokens_per_s_per_user", "decode_tokens_per_s_total")
+                  "budget_bytes", "engine_reserve_bytes", "prefill_s", "decode_tokens_per_s_per_user",
+                  "decode_tokens_per_s_total")
 
 
 def attention_dp_rows(model: ModelSpec, shapes: Sequence[HardwareShape],
@@ -83,6 +84,7 @@ def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec
                     cols["activations_bytes"][at], cols["other_bytes"][at] = b.activations_bytes, b.overhead_bytes
                     cols["per_gpu_total_bytes"][at] = b.total_bytes
                     cols["budget_bytes"][at] = p.budget_bytes if p.budget_bytes is not None else np.nan
+                    cols["engine_reserve_bytes"][at] = p.breakdown.get("sglang_reserve_bytes", np.nan)
                     fits[at] = bool(p.fits)
                     if p.fits:
                         perf = plan_performance(p, prompt_tokens=prompt, output_tokens=output, mfu=mfu, mbu=mbu)

@@ -25,6 +25,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.formats import format_for_model
 from anchorgpu.planner.inputs import Workload, engine_limits, large_engine_defaults
 from anchorgpu.planner.media import MediaLoad
+from anchorgpu.planner.sglang import sglang_gpu_memory_bytes
 from anchorgpu.planner.speed.calibration import StackConstants, calibrated
 from anchorgpu.planner.speed.flops import (
     attention_flops_per_token,
@@ -343,10 +344,13 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     total_view += mem.activations + mem.other
     fits, fits_view = _in_grid_order(grid, bool)
     np.less_equal(total_view, mem.budget, out=fits_view)
+    if mem.reserve is not None:  # SGLang: a prefill peak above its reserve would run out of memory (plan refuses it)
+        fits_view &= mem.activations <= mem.reserve
     if progress:
         progress(math.prod(grid) // 2, math.prod(grid))
     ticks = _Ticks(model, shapes, spec, lay, weights, kv, mem.weights, prompt)
-    budget_tokens = np.array([engine_limits(w, large_gpu=large_engine_defaults(sh.gpu), gpu_memory_bytes=sh.gpu.memory_bytes)[0]
+    budget_tokens = np.array([engine_limits(w, large_gpu=large_engine_defaults(sh.gpu),
+                                            gpu_memory_bytes=sglang_gpu_memory_bytes(sh.gpu))[0]
                               for sh in shapes])[lay.shape]
     batch = per_replica.astype(np.float64)
     step = _steady_step(ticks, batch, prompt, spec.output_tokens if spec.output_tokens else 256, budget_tokens)
@@ -361,6 +365,7 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
         "weights_bytes": _grid_order(mem.weights), "kv_cache_bytes": _grid_order(mem.kv_cache),
         "activations_bytes": _grid_order(mem.activations), "other_bytes": _grid_order(mem.other),
         "per_gpu_total_bytes": total_b, "budget_bytes": _grid_order(mem.budget), "fits": fits,
+        "engine_reserve_bytes": _grid_order(mem.reserve if mem.reserve is not None else np.full(1, np.nan)),
         "concurrency": _grid_order(conc), "prefill_s": ttft, "decode_tokens_per_s_per_user": per_user,
         "decode_tokens_per_s_total": total_tps, "train_tokens_per_s": _grid_order(nan),
         "train_time_s": _grid_order(nan),

@@ -27,7 +27,7 @@ from anchorgpu.planner.inputs import (
     large_engine_defaults,
 )
 from anchorgpu.planner.media import MediaLoad, cross_kv_bytes
-from anchorgpu.planner.sglang import sglang_settings
+from anchorgpu.planner.sglang import sglang_gpu_memory_bytes, sglang_settings
 from anchorgpu.planner.terms import context_bytes
 
 if TYPE_CHECKING:
@@ -88,6 +88,7 @@ class Memory:
     activations: FloatArray  # (L,)
     other: Array  # (L,) non-torch (as the overheads give it)
     budget: FloatArray  # (L,); TensorRT-LLM's and SGLang's, which follow the weights: (W, 1, 1, L)
+    reserve: FloatArray | None = None  # (L,) SGLang's: the memory free at start outside mem_fraction_static; else None
 
 
 def memory_terms(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
@@ -128,7 +129,7 @@ def _sglang_terms(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
     layouts one by one), the KV pool that fraction of the memory free at start less the weights, as plan() sizes it."""
     w, ov = spec.workload, spec.overheads
     keys, inverse = np.unique((lay.shape * 4096 + lay.tp) * 4096 + lay.pp, return_inverse=True)
-    settings = [sglang_settings(shapes[k // 4096 // 4096].gpu.memory_bytes, tp=k // 4096 % 4096, pp=k % 4096,
+    settings = [sglang_settings(sglang_gpu_memory_bytes(shapes[k // 4096 // 4096].gpu), tp=k // 4096 % 4096, pp=k % 4096,
                                 chunked_prefill_size=w.max_num_batched_tokens, mla=model.mla is not None,
                                 mem_fraction_static=w.gpu_memory_utilization) for k in keys.tolist()]
     act_l = np.array([mm.prefill_activation_bytes(model, tokens=s.chunked_prefill_size, tp=k // 4096 % 4096)
@@ -138,10 +139,14 @@ def _sglang_terms(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
     mem_l = np.array([sh.gpu.memory_bytes for sh in shapes], dtype=np.float64)[lay.shape]
     context_l = np.array([context_bytes(sh.gpu, ov) for sh in shapes], dtype=np.float64)[lay.shape]
     weights_w11l = weights_per_gpu(model, lay, weights)
-    free = np.trunc(fraction_l * (mem_l - context_l - non_torch_l)) - weights_w11l
+    start_free = mem_l - context_l - non_torch_l
+    share = np.trunc(fraction_l * start_free)
+    free = share - weights_w11l
     budget = weights_w11l + act_l + non_torch_l + free  # as plan(): never clamped, short by the weights' excess too
+    # what mem_fraction_static leaves for the activations: a layout whose prefill peak exceeds it plan() refuses
+    # (engine_startup.sglang_reserve_refusal); the sweep marks it as not fitting (sweep_serving.serving_columns)
     return Memory(weights=weights_w11l, kv_cache=_kv_cache(model, lay, kv, per_replica), activations=act_l,
-                  other=non_torch_l, budget=budget)
+                  other=non_torch_l, budget=budget, reserve=start_free - share)
 
 
 def _kv_cache(model: ModelSpec, lay: Layouts, kv: KvFactors, per_replica: IntArray) -> FloatArray:

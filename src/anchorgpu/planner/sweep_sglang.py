@@ -26,6 +26,7 @@ from anchorgpu.planner.sglang import (
     cuda_graph_max_bs,
     decode_graph_batch_sizes,
     dequantises_absorbed_weights,
+    sglang_gpu_memory_bytes,
     sglang_settings,
 )
 from anchorgpu.planner.speed.launches import LayerLaunches, absorbed_dequant_bytes, launch_ratio
@@ -43,7 +44,7 @@ def graph_max_batch(shapes: Sequence[HardwareShape], lay: Layouts) -> FloatArray
     """SGLang's ``cuda_graph_max_bs`` per layout ``(L,)``: :func:`~anchorgpu.planner.sglang.cuda_graph_max_bs` once
     per distinct (GPU shape, TP) (the sweep's layouts have no attention DP: it plans those one by one)."""
     keys, inverse = np.unique(lay.shape * 4096 + lay.tp, return_inverse=True)
-    max_bs = [cuda_graph_max_bs(shapes[k // 4096].gpu.memory_bytes, k % 4096) for k in keys.tolist()]
+    max_bs = [cuda_graph_max_bs(sglang_gpu_memory_bytes(shapes[k // 4096].gpu), k % 4096) for k in keys.tolist()]
     return np.array(max_bs, dtype=np.float64)[inverse]
 
 
@@ -94,13 +95,13 @@ def sglang_sweep_line(shapes: Sequence[HardwareShape], lay: Layouts, workload: W
     >>> shapes = [HardwareShape(id="h100-8x", gpu=get_gpu("h100"), gpus_per_server=8, max_servers=1)]
     >>> line = sglang_sweep_line(shapes, layout_grid(load_model("llama-3.1-8b"), shapes, training=False, max_pp=1,
     ...                          zero_stages=(0,)), Workload(engine="sglang"), mla=False)
-    >>> "(0.811 to 0.829 here)" in line, "chunked_prefill_size 8192 and cuda_graph_max_bs 256 to 512" in line
+    >>> "(0.812 to 0.83 here)" in line, "chunked_prefill_size 8192 and cuda_graph_max_bs 256 to 512" in line
     (True, True)
     """
     plain = lay.ep == 1  # the attention-DP layouts (EP over the server) are planned whole, each by plan
     keys = np.unique((lay.shape[plain] * 4096 + lay.tp[plain]) * 4096 + lay.pp[plain]).tolist()
     given = workload.gpu_memory_utilization
-    settings = [sglang_settings(shapes[k // 4096 // 4096].gpu.memory_bytes, tp=k // 4096 % 4096, pp=k % 4096,
+    settings = [sglang_settings(sglang_gpu_memory_bytes(shapes[k // 4096 // 4096].gpu), tp=k // 4096 % 4096, pp=k % 4096,
                                 chunked_prefill_size=workload.max_num_batched_tokens, mla=mla,
                                 mem_fraction_static=given) for k in keys]
 
@@ -110,7 +111,8 @@ def sglang_sweep_line(shapes: Sequence[HardwareShape], lay: Layouts, workload: W
 
     fraction = (f"mem_fraction_static {given:g} (given)" if given is not None else
                 "mem_fraction_static SGLang's default for each GPU and layout, 1 - its reserve for activations and "
-                f"CUDA graphs over the GPU's memory ({span([s.mem_fraction_static for s in settings])} here)")
+                f"CUDA graphs over the GPU's memory as nvidia-smi reports it, the runtime total where no such figure is "
+                f"sourced ({span([s.mem_fraction_static for s in settings])} here)")
     seqs = ("max_running_requests as given" if workload.max_num_seqs is not None else
             "max_running_requests its default: half the KV pool's tokens, at most its request pool")
     return (f"Serving engine sized like SGLang on each GPU and layout, as plan sizes it: {fraction} of the memory free "

@@ -122,11 +122,6 @@ WARNING_CODES: dict[str, WarningCode] = _registry(
         check="Weights and activations leave no room for the KV cache inside the engine's memory budget.",
     ),
     WarningCode(
-        code="activations_exceed_engine_reserve", concept="kv-cache",
-        check="The prefill activation peak exceeds the memory SGLang leaves outside mem_fraction_static: a full "
-              "prefill chunk may run out of memory.",
-    ),
-    WarningCode(
         code="context_beyond_model_limit", concept="context-window",
         check="The context exceeds the model's trained length: quality beyond it is not guaranteed.",
     ),

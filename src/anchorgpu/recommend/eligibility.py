@@ -109,6 +109,14 @@ def miss_reason(row: Mapping[str, Any], min_tokens_per_s_per_user: float | None,
         return (f"no configuration reaches {min_tokens_per_s_per_user:g} tokens/s per user "
                 f"(best fit: {row['decode_tokens_per_s_per_user']:.1f})")
     cp = f"CP {row['cp']}, " if row.get("cp", 1) > 1 else ""
+    reserve = row.get("engine_reserve_bytes")  # SGLang's memory outside mem_fraction_static (None elsewhere)
+    if not training and reserve is not None and row["activations_bytes"] > reserve:
+        # plan refuses it (planner.engine_startup.sglang_reserve_refusal): the pool is allocated at start-up, so the
+        # first full prefill chunk would run out of memory
+        return (f"the closest configuration (TP {row['tp']}, PP {row['pp']}, {cp}DP {row['dp']}, {row['weights']} "
+                f"weights): SGLang's KV pool would leave {fmt_bytes(reserve)} outside mem_fraction_static for the "
+                f"{fmt_bytes(row['activations_bytes'])} prefill peak of a full chunk, and that chunk would run out of "
+                "memory: lower --gpu-memory-utilization or --max-num-batched-tokens")
     closest = (f"does not fit: the closest configuration (TP {row['tp']}, PP {row['pp']}, {cp}DP {row['dp']}, "
                f"{row['weights']} weights" + (f", {row['kv_cache']} KV" if not training else "")
                + f") needs {fmt_bytes(row['per_gpu_total_bytes'])} per GPU")

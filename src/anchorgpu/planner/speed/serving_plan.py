@@ -15,7 +15,12 @@ from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import builder, memo_on_frozen
 from anchorgpu.planner.formats import format_for_model
 from anchorgpu.planner.inputs import KV_CACHE_DTYPES, engine_limits, large_engine_defaults
-from anchorgpu.planner.sglang import decode_graph_batch_sizes, dequantises_absorbed_weights, sglang_settings
+from anchorgpu.planner.sglang import (
+    decode_graph_batch_sizes,
+    dequantises_absorbed_weights,
+    sglang_gpu_memory_bytes,
+    sglang_settings,
+)
 from anchorgpu.planner.speed.assumption_lines import (
     expert_parallel_line,
     launches_line,
@@ -156,7 +161,7 @@ def sglang_step_terms(plan: Plan) -> tuple[tuple[int, ...], bool]:
     """
     lay, gpu, model = plan.layout, plan.gpu, plan.model
     dp_attention = lay.dp if lay.attention_dp else 0
-    settings = sglang_settings(gpu.memory_bytes if gpu is not None else None,
+    settings = sglang_settings(sglang_gpu_memory_bytes(gpu),
                                tp=lay.tp * dp_attention if dp_attention else lay.tp, pp=lay.pp,
                                chunked_prefill_size=plan.workload.max_num_batched_tokens, dp_attention=dp_attention)
     dequant = dequantises_absorbed_weights(gpu.vendor if gpu is not None else None,
