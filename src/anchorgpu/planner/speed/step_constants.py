@@ -96,7 +96,7 @@ class _StepConstants:
     ep_latency_s: float
 
 
-_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float, float, float, bool, str],
+_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float, float, float, bool, bool, str],
                  tuple[ModelSpec, GpuSpec, Calibration, tuple[_StepConstants, _StepConstants]]] = {}
 
 
