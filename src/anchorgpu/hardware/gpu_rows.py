@@ -172,22 +172,29 @@ def _memory_bytes(row: Row, key: str, unit: str) -> int:
     return round(amount * (GIB if unit == "GiB" else GB))
 
 
+def _sourced_count(row: Row, key: str, sources_key: str, unit: str, where: str) -> tuple[int | None, tuple[str, ...]]:
+    """A positive whole number ``key`` (in ``unit``) and the places ``sources_key`` names it was reported: both or
+    neither; (None, ()) when neither is given."""
+    table = row.table
+    if (key in table) != (sources_key in table):
+        raise row.fail(f"{key} and {sources_key} go together")
+    if key not in table:
+        return None, ()
+    value = table[key]
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise row.fail(f"{key} must be a positive whole number of {unit}, got {value!r}")
+    sources = row.string_list(sources_key)
+    if not sources:
+        raise row.fail(f"{sources_key} must name where {where} was reported")
+    return value, sources
+
+
 def _runtime_memory(row: Row, usable_bytes: int) -> tuple[int | None, tuple[str, ...]]:
     """``memory_runtime_bytes``: the total the CUDA/ROCm runtime reports (a whole number of bytes, at most the usable
     figure), and ``memory_runtime_sources``, where it was reported; both or neither."""
-    table = row.table
-    if ("memory_runtime_bytes" in table) != ("memory_runtime_sources" in table):
-        raise row.fail("memory_runtime_bytes and memory_runtime_sources go together")
-    if "memory_runtime_bytes" not in table:
-        return None, ()
-    value = table["memory_runtime_bytes"]
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise row.fail(f"memory_runtime_bytes must be a positive whole number of bytes, got {value!r}")
-    if value > usable_bytes:
+    value, sources = _sourced_count(row, "memory_runtime_bytes", "memory_runtime_sources", "bytes", "the runtime total")
+    if value is not None and value > usable_bytes:
         raise row.fail("memory_runtime_bytes is larger than memory_usable")
-    sources = row.string_list("memory_runtime_sources")
-    if not sources:
-        raise row.fail("memory_runtime_sources must name where the runtime total was reported")
     return value, sources
 
 
@@ -195,22 +202,12 @@ def _smi_memory(row: Row, physical_bytes: int, runtime_bytes: int | None) -> tup
     """``memory_smi_mib``: the total the vendor's management tool reports, in MiB (``nvidia-smi --query-gpu=memory.total``;
     on AMD rocminfo's GPU memory pool), a whole number of MiB between the runtime total (where given) and the physical
     memory, and ``memory_smi_sources``, where it was reported; both or neither."""
-    table = row.table
-    if ("memory_smi_mib" in table) != ("memory_smi_sources" in table):
-        raise row.fail("memory_smi_mib and memory_smi_sources go together")
-    if "memory_smi_mib" not in table:
-        return None, ()
-    value = table["memory_smi_mib"]
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise row.fail(f"memory_smi_mib must be a positive whole number of MiB, got {value!r}")
-    if value * MIB > physical_bytes:
+    value, sources = _sourced_count(row, "memory_smi_mib", "memory_smi_sources", "MiB", "the tool's total")
+    if value is not None and value * MIB > physical_bytes:
         raise row.fail("memory_smi_mib is larger than memory_physical")
-    if runtime_bytes is not None and value * MIB < runtime_bytes:
+    if value is not None and runtime_bytes is not None and value * MIB < runtime_bytes:
         raise row.fail("memory_smi_mib is smaller than memory_runtime_bytes (the tool's total includes what the runtime "
                        "keeps back)")
-    sources = row.string_list("memory_smi_sources")
-    if not sources:
-        raise row.fail("memory_smi_sources must name where the tool's total was reported")
     return value, sources
 
 
