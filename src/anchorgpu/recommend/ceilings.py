@@ -40,6 +40,7 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
     from anchorgpu.planner.speed.batching import serving_estimate
     from anchorgpu.planner.speed.calibration import calibrated
     from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
+    from anchorgpu.planner.speed.serving_plan import SERVER_GPUS
 
     conc = int(row["concurrency"])
     media = model.encoder is not None or model.image is not None  # planned at the workload asked (sweep_attention_dp)
@@ -61,14 +62,20 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
             return {"prefill_s_ceiling": perf["ttft_s_ceiling"],
                     "decode_tokens_per_s_per_user_ceiling": perf["decode_tokens_per_s_per_user_ceiling"],
                     "decode_tokens_per_s_total_ceiling": perf["output_tokens_per_s_ceiling"], **saturated}
-        setup = replace(serving_setup(p, prompt_tokens=prompt, output_tokens=output),
-                        gpus_per_server=shape.gpus_per_server)
-        est = serving_estimate(model, shape.gpu, setup, prompt_tokens=prompt, output_tokens=output, concurrency=conc,
-                               saturation_concurrency=conc, cal=calibrated(spec.efficiencies))
+        if shape.gpus_per_server == SERVER_GPUS and conc <= max(perf["saturation_concurrency"], 1):
+            # the plan timed the row on the same setup at its concurrency, none of it queued: the same ceilings
+            # (serving_estimate's TTFT and TPOT read the saturation only to queue what is past it)
+            ttft_top, tpot_top = perf["ttft_s_ceiling"], perf["tpot_s_ceiling"]
+        else:
+            setup = replace(serving_setup(p, prompt_tokens=prompt, output_tokens=output),
+                            gpus_per_server=shape.gpus_per_server)
+            est = serving_estimate(model, shape.gpu, setup, prompt_tokens=prompt, output_tokens=output,
+                                   concurrency=conc, saturation_concurrency=conc, cal=calibrated(spec.efficiencies))
+            ttft_top, tpot_top = est.ttft_s_ceiling, est.tpot_s_ceiling
     except InvalidWorkload:
         return {}
-    return {"prefill_s_ceiling": est.ttft_s_ceiling, "decode_tokens_per_s_per_user_ceiling": 1.0 / est.tpot_s_ceiling,
-            "decode_tokens_per_s_total_ceiling": conc / est.tpot_s_ceiling, **saturated}
+    return {"prefill_s_ceiling": ttft_top, "decode_tokens_per_s_per_user_ceiling": 1.0 / tpot_top,
+            "decode_tokens_per_s_total_ceiling": conc / tpot_top, **saturated}
 
 
 def training_ceilings(model: ModelSpec, spec: SweepSpec, row: dict[str, Any]) -> dict[str, float]:
