@@ -7,11 +7,11 @@ equal to (``tests/recommend/test_sweep_agrees_with_plan.py``). A serving row get
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
+from anchorgpu.planner._frozen import evolve
 
 if TYPE_CHECKING:
     from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec
@@ -44,8 +44,9 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
 
     conc = int(row["concurrency"])
     media = model.encoder is not None or model.image is not None  # planned at the workload asked (sweep_attention_dp)
-    workload = (replace(spec.workload, concurrency=conc) if media
-                else replace(spec.workload, concurrency=conc, context_tokens=result.context_tokens))
+    # evolve: dataclasses.replace's copy without its per-field cost (the same values)
+    workload = (evolve(spec.workload, concurrency=conc) if media
+                else evolve(spec.workload, concurrency=conc, context_tokens=result.context_tokens))
     prompt, output = result.prompt_tokens, result.output_tokens
     try:
         p = plan(model, workload, precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
@@ -67,7 +68,7 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
             # (serving_estimate's TTFT and TPOT read the saturation only to queue what is past it)
             ttft_top, tpot_top = perf["ttft_s_ceiling"], perf["tpot_s_ceiling"]
         else:
-            setup = replace(serving_setup(p, prompt_tokens=prompt, output_tokens=output),
+            setup = evolve(serving_setup(p, prompt_tokens=prompt, output_tokens=output),
                             gpus_per_server=shape.gpus_per_server)
             est = serving_estimate(model, shape.gpu, setup, prompt_tokens=prompt, output_tokens=output,
                                    concurrency=conc, saturation_concurrency=conc, cal=calibrated(spec.efficiencies))

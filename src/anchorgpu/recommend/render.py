@@ -23,8 +23,10 @@ def _money(usd: Decimal | None) -> str | None:
 
 
 def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Overrides | None = None,
-                 engine: str = "vllm") -> dict[str, Any]:
-    """One option as plain JSON values (what :func:`_jsonable` would make of it: money already as strings)."""
+                 engine: str = "vllm", contexts: dict[tuple[Any, ...], tuple[Any, Any]] | None = None,
+                 ) -> dict[str, Any]:
+    """One option as plain JSON values (what :func:`_jsonable` would make of it: money already as strings);
+    ``contexts`` as :func:`_bands` takes it."""
     c = o.config
 
     def num(name: str, digits: int = 3) -> float | None:
@@ -53,56 +55,90 @@ def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Override
         "usd_per_million_output_tokens": _money(o.usd_per_million_output_tokens),
         "run_hours": o.run_hours, "run_usd": _money(o.run_usd), "run_term": o.run_term, "warnings": list(o.codes),
         "lower_precision": o.lower_precision, "precision_note": LOWER_PRECISION_NOTE if o.lower_precision else None,
-        **_bands(o, c, moe, efficiencies, engine),
+        **_bands(o, c, moe, efficiencies, engine, contexts),
     }
 
 
 def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False,
-           efficiencies: Overrides | None = None, engine: str = "vllm") -> dict[str, Any]:
+           efficiencies: Overrides | None = None, engine: str = "vllm",
+           contexts: dict[tuple[Any, ...], tuple[Any, Any]] | None = None) -> dict[str, Any]:
     """The calibrated band of each prediction (``*_low``/``*_high``) and its roofline ceiling (``*_ceiling``, where
     :mod:`~anchorgpu.recommend.ceilings` put it in the row), as ``plan`` writes them (:func:`put_rate`,
     :func:`put_time`: a band's fast end never past the ceiling), each rounded as its figure; and the names of plan's
     contract (``ttft_s``, ``output_tokens_per_s``) beside the sweep's own, the same figures. The evidence of a serving
-    result is its ``engine``'s where it has enough, as a plan's is."""
+    result is its ``engine``'s where it has enough, as a plan's is. ``contexts`` (one per recommendation: the same
+    ``efficiencies`` and ``engine``) keeps each GPU and kind's band and evidence for the next option of the same."""
+    from anchorgpu.planner.speed.figures import put_rate, put_time
+
+    training = c.get("train_tokens_per_s") is not None and c.get("decode_tokens_per_s_total") is None
+    pp, cp = int(c.get("pp") or 1), int(c.get("cp") or 1)
+    key = (o.gpu, training, moe, pp, cp)
+    context = None if contexts is None else contexts.get(key)
+    if context is None:
+        context = _band_context(o.gpu, training, moe, pp, cp, efficiencies, engine)
+        if contexts is not None:
+            contexts[key] = context
+    band, evidence = context
+    out: dict[str, Any] = {} if evidence is None else {"evidence": dict(evidence)}
+    scratch: dict[str, Any] = {}
+    for name, digits, rate in _TRAINING_FIGURES if training else _SERVING_FIGURES:
+        value = c.get(name)
+        if value is None:
+            continue
+        low, high, top = _BAND_KEYS[name]
+        ceiling = c.get(top)
+        (put_rate if rate else put_time)(scratch, name, float(value), ceiling, band)
+        out[low] = round(scratch[low], digits)
+        out[high] = round(scratch[high], digits)
+        if ceiling is not None:
+            out[top] = round(scratch[top], digits)
+    if not training:  # the names of plan's contract, each the same figure as the sweep's own, banded the same way
+        for contract, own, digits in _CONTRACT_NAMES:
+            value = c.get(own)
+            out[contract] = None if value is None else round(float(value), digits)
+            for own_key, contract_key in zip(_BAND_KEYS[own], _BAND_KEYS[contract], strict=True):
+                if own_key in out:
+                    out[contract_key] = out[own_key]
+    return out
+
+
+def _band_context(gpu_name: str, training: bool, moe: bool, pp: int, cp: int, efficiencies: Overrides | None,
+                  engine: str) -> tuple[Any, tuple[tuple[str, object], ...] | None]:
+    """The band of an option's figures (:func:`plan_band`) and its evidence items (None where the user's
+    efficiencies replace the calibrated ones), by its GPU and kind."""
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner.speed.calibration import band_kind_of, calibrated
     from anchorgpu.planner.speed.estimate import evidence_items
     from anchorgpu.planner.speed.evidence import evidence_kind
-    from anchorgpu.planner.speed.figures import plan_band, put_rate, put_time
+    from anchorgpu.planner.speed.figures import plan_band
 
-    training = c.get("train_tokens_per_s") is not None and c.get("decode_tokens_per_s_total") is None
-    kind = band_kind_of(moe=moe, phase="train" if training else "serve", pp=int(c.get("pp") or 1),
-                        cp=int(c.get("cp") or 1))
-    cal, gpu = calibrated(efficiencies), get_gpu(o.gpu)
+    kind = band_kind_of(moe=moe, phase="train" if training else "serve", pp=pp, cp=cp)
+    cal, gpu = calibrated(efficiencies), get_gpu(gpu_name)
     band = plan_band(gpu, cal, "train" if training else "serve", kind, None if training else engine)
-    out: dict[str, Any] = {}
-    if cal.origin != "user":  # how this GPU's own measured runs of the kind fell around the model, as in a plan
-        ekind = evidence_kind("train" if training else "serve", kind)
-        out["evidence"] = dict(evidence_items(gpu, cal, ekind, None if training else engine))
-    figures = _TRAINING_FIGURES if training else _SERVING_FIGURES
-    for name, digits, rate in figures:
-        value = c.get(name)
-        if value is None:
-            continue
-        ceiling = c.get(f"{name}_ceiling")
-        keys: dict[str, Any] = {}
-        (put_rate if rate else put_time)(keys, name, float(value), ceiling, band)
-        out.update({key: round(figure, digits) for key, figure in keys.items() if key != name})
-    if not training:  # the names of plan's contract, each the same figure as the sweep's own, banded the same way
-        for contract, own in (("ttft_s", "prefill_s"), ("output_tokens_per_s", "decode_tokens_per_s_total")):
-            digits = next(d for name, d, _ in _SERVING_FIGURES if name == own)
-            value = c.get(own)
-            out[contract] = None if value is None else round(float(value), digits)
-            for end in ("_low", "_high", "_ceiling"):
-                if own + end in out:
-                    out[contract + end] = out[own + end]
-    return out
+    if cal.origin == "user":  # how this GPU's own measured runs of the kind fell around the model, as in a plan
+        return band, None
+    ekind = evidence_kind("train" if training else "serve", kind)
+    return band, evidence_items(gpu, cal, ekind, None if training else engine)
 
 
 _SERVING_FIGURES = (("prefill_s", 4, False), ("decode_tokens_per_s_per_user", 2, True),
                     ("decode_tokens_per_s_total", 1, True), ("max_output_tokens_per_s", 1, True))
 """A serving result's figures: (name, decimals it is written with, whether it is a rate: higher is better)."""
 _TRAINING_FIGURES = (("train_tokens_per_s", 1, True), ("train_time_s", 1, False))
+_CONTRACT_NAMES = tuple((contract, own, next(d for name, d, _ in _SERVING_FIGURES if name == own))
+                        for contract, own in (("ttft_s", "prefill_s"), ("output_tokens_per_s", "decode_tokens_per_s_total")))
+"""plan's contract's names of a serving result's figures: (plan's name, the sweep's, decimals)."""
+
+
+class _BandKeys(dict[str, tuple[str, str, str]]):
+    """``name_low``, ``name_high``, ``name_ceiling`` by figure name, each spelled once."""
+
+    def __missing__(self, key: str) -> tuple[str, str, str]:
+        keys = self[key] = (f"{key}_low", f"{key}_high", f"{key}_ceiling")
+        return keys
+
+
+_BAND_KEYS = _BandKeys()
 
 
 def _engine(rec: Recommendation) -> str:
@@ -147,13 +183,31 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def _copy(option: dict[str, Any]) -> dict[str, Any]:
+    """An option's JSON and each dictionary and list in it, one level down (its layout, memory, evidence and
+    warnings), copied: a caller that adds to a row (a recipe) or a section of it changes only that one."""
+    return {key: value.copy() if type(value) in (dict, list) else value for key, value in option.items()}
+
+
 def recommendation_to_json(rec: Recommendation) -> dict[str, Any]:
-    """The ``anchorgpu recommend --json`` contract (money as exact decimal strings)."""
+    """The ``anchorgpu recommend --json`` contract (money as exact decimal strings). An option both among the
+    results and on the Pareto front is rendered once; the front gets its own copy (:func:`_copy`)."""
+    moe, efficiencies, engine = rec.moe, rec.efficiencies, _engine(rec)
+    contexts: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+    rendered: dict[int, dict[str, Any]] = {}
+
+    def option(o: RecommendedOption) -> dict[str, Any]:
+        done = rendered.get(id(o))
+        if done is not None:
+            return _copy(done)
+        done = rendered[id(o)] = _option_json(o, moe, efficiencies, engine, contexts)
+        return done
+
     return {
         "model": rec.model, "workload": _jsonable(rec.workload), "term": str(rec.term), "term_hours": rec.term.hours,
         "evaluated": rec.evaluated,
-        "results": [_option_json(o, rec.moe, rec.efficiencies, _engine(rec)) for o in rec.results],
-        "pareto": [_option_json(o, rec.moe, rec.efficiencies, _engine(rec)) for o in rec.pareto],
+        "results": [option(o) for o in rec.results],
+        "pareto": [option(o) for o in rec.pareto],
         "rejected": [{"offering": r.offering, "servers": r.servers, "total_usd": _money(r.total_usd), "reason": r.reason}
                      for r in rec.rejected],
         "assumptions": list(rec.assumptions),

@@ -123,7 +123,7 @@ class _Candidate:
     index: int
     quote: ServersPrice
     speed: float  # as RecommendedOption.speed reads it from the row
-    per_million: Decimal | None
+    decode: float | None  # serving: total output tokens/s, priced per million tokens when shown (_per_million)
     run_hours: int | None
     run_usd: Decimal | None
     run_term: str | None  # training: the term a quote for the run asks for (hours, or the shortest priced unit)
@@ -135,17 +135,13 @@ class _Candidate:
 
 def _candidate(result: SweepResult, i: int, offering: Offering, servers: int, quote: ServersPrice, term: Term,
                catalog: Catalog, now: datetime) -> _Candidate:
-    """Configuration ``i`` on ``servers`` of ``offering``: its speed, and its cost per million output tokens
-    (serving) or the hours and price of its run (training)."""
+    """Configuration ``i`` on ``servers`` of ``offering``: its speed, and the hours and price of its run
+    (training; serving's cost per million output tokens is :func:`_per_million`'s, when shown)."""
     decode = result.value("decode_tokens_per_s_total", i)
-    per_million: Decimal | None = None
     run_hours: int | None = None
     run_usd: Decimal | None = None
     run_term_text: str | None = None
-    if result.task == "inference":
-        tokens_m = decode * term.hours * 3600 / 1e6
-        per_million = round_usd(quote.total_usd / Decimal(f"{tokens_m:.6f}")) if tokens_m > 0 else None
-    else:
+    if result.task != "inference":
         train_time_s = result.value("train_time_s", i)
         if train_time_s:
             run_hours = max(1, math.ceil(train_time_s / 3600))
@@ -157,8 +153,18 @@ def _candidate(result: SweepResult, i: int, offering: Offering, servers: int, qu
                 except UnpricedOffering:
                     run_usd = None
     return _Candidate(offering=offering.id, source=offering, servers=servers, index=i, quote=quote,
-                      speed=float(decode or result.value("train_tokens_per_s", i) or 0.0), per_million=per_million,
+                      speed=float(decode or result.value("train_tokens_per_s", i) or 0.0),
+                      decode=decode if result.task == "inference" else None,
                       run_hours=run_hours, run_usd=run_usd, run_term=run_term_text)
+
+
+def _per_million(c: _Candidate, term: Term) -> Decimal | None:
+    """A serving candidate's cost per million output tokens: its price for the term over the tokens it decodes in
+    it at full use."""
+    if c.decode is None:
+        return None
+    tokens_m = c.decode * term.hours * 3600 / 1e6
+    return round_usd(c.quote.total_usd / Decimal(f"{tokens_m:.6f}")) if tokens_m > 0 else None
 
 
 _Ranked = TypeVar("_Ranked", RecommendedOption, _Candidate)
@@ -324,7 +330,7 @@ def recommend(
                 servers=c.servers, gpus=c.quote.gpus, config=row, total_usd=c.total_usd,
                 per_gpu_hour_usd=c.quote.per_gpu_hour_usd,
                 effective_per_gpu_hour_usd=c.quote.effective_per_gpu_hour_usd,
-                usd_per_million_output_tokens=c.per_million, run_hours=c.run_hours, run_usd=c.run_usd,
+                usd_per_million_output_tokens=_per_million(c, the_term), run_hours=c.run_hours, run_usd=c.run_usd,
                 run_term=c.run_term,
                 codes=_codes(result, row, c.source, shipped=choice.reference_weights, lowered=is_lower,
                              shipped_kv=choice.reference_kv),
