@@ -46,7 +46,7 @@ def test_sglang_refuses_a_share_that_leaves_less_than_a_prefill_chunk(local_db: 
     # 928 MiB: Llama 3.1 8B's prefill activation peak for SGLang's 8,192-token chunk on an H100 (the plan's
     # prefill_activation_bytes); 0.988: 1 - 928 MiB over the ~78.5 GiB free at start, rounded down
     assert ("--gpu-memory-utilization 1: SGLang's KV pool would leave 0 B outside mem_fraction_static for the 928.00 MiB "
-            "prefill peak of an 8,192-token chunk") in err and "at most 0.988 here" in err, err
+            "prefill peak of a chunk of 8,192 tokens") in err and "at most 0.988 here" in err, err
     code, out, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--engine", "sglang",
                          "--gpu-memory-utilization", "0.988")
     assert code == 0 and "FITS" in out, err

@@ -11,6 +11,7 @@ import math
 from typing import TYPE_CHECKING
 
 from anchorgpu.planner.inputs import DEFAULT_GPU_MEMORY_UTILIZATION, Overheads
+from anchorgpu.planner.terms import context_bytes
 from anchorgpu.units import fmt_bytes
 
 if TYPE_CHECKING:
@@ -41,8 +42,7 @@ def startup_refusal(engine: str, gpu: GpuSpec | None, utilization: float | None,
         return None
     util = utilization or DEFAULT_GPU_MEMORY_UTILIZATION
     runtime = "ROCm" if gpu.vendor == "AMD" else "CUDA"
-    context = ov.rocm_context_bytes if gpu.vendor == "AMD" else ov.cuda_context_bytes
-    free = gpu.memory_bytes - context
+    free = gpu.memory_bytes - context_bytes(gpu, ov)
     if util * gpu.memory_bytes <= free:
         return None
     most = math.floor(free / gpu.memory_bytes * 1000) / 1000
@@ -71,7 +71,7 @@ def sglang_reserve_refusal(fraction: float, derived: bool, start_free_bytes: int
     least 10 GiB on GPUs above 60 GiB (its reserve rule), so in practice only a given fraction is refused.
 
     >>> print(sglang_reserve_refusal(1.0, False, 78 * 2**30, 928 * 2**20, 8192))
-    --gpu-memory-utilization 1: SGLang's KV pool would leave 0 B outside mem_fraction_static for the 928.00 MiB prefill peak of an 8,192-token chunk, and the first full chunk would run out of memory; at most 0.988 here (or lower --max-num-batched-tokens)
+    --gpu-memory-utilization 1: SGLang's KV pool would leave 0 B outside mem_fraction_static for the 928.00 MiB prefill peak of a chunk of 8,192 tokens, and the first full chunk would run out of memory; at most 0.988 here (or lower --max-num-batched-tokens)
     >>> sglang_reserve_refusal(0.98, False, 78 * 2**30, 928 * 2**20, 8192) is None
     True
     """
@@ -81,6 +81,6 @@ def sglang_reserve_refusal(fraction: float, derived: bool, start_free_bytes: int
     given = (f"mem_fraction_static {fraction:g} (SGLang's default here)" if derived
              else f"--gpu-memory-utilization {fraction:g}")
     return (f"{given}: SGLang's KV pool would leave {fmt_bytes(reserve)} outside mem_fraction_static for the "
-            f"{fmt_bytes(prefill_bytes)} prefill peak of an {chunk_tokens:,}-token chunk, and the first full chunk would "
+            f"{fmt_bytes(prefill_bytes)} prefill peak of a chunk of {chunk_tokens:,} tokens, and the first full chunk would "
             f"run out of memory; at most {sglang_most_fraction(start_free_bytes, prefill_bytes):g} here (or lower "
             "--max-num-batched-tokens)")

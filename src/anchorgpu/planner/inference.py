@@ -334,7 +334,15 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         # the largest context (at most cap_limit) whose KV for per_replica sequences fits the room
         max_ctx = (_longest_kv_context(model, room, per_replica, bytes_per_value, lay.tp, lay.pp, block, cap_limit)
                    if room >= 0 else 0)
-        if capacity <= 0 and w.engine in ("trtllm", "sglang"):
+        if capacity <= 0 and w.engine == "sglang":
+            start_free = _sglang_start_free(em, gpu)
+            warnings.append(make_warning(
+                "weights_exceed_engine_budget",
+                f"weights of {fmt_bytes(weights)} take more than mem_fraction_static {em.utilization:g} of the "
+                f"{fmt_bytes(start_free)} free at SGLang's start "
+                f"({fmt_bytes(int(em.utilization * start_free))}): no room for the KV pool; raise "
+                "--gpu-memory-utilization or spread the weights over more GPUs"))
+        elif capacity <= 0 and w.engine == "trtllm":
             warnings.append(make_warning(
                 "weights_exceed_engine_budget",
                 f"weights, activations, non-torch memory and the CUDA context take "

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from anchorgpu.planner.sweep import HardwareShape
     from anchorgpu.planner.sweep_grid import Layouts
 
-__all__ = ["absorbed_dequant_terms", "graph_max_batch", "padded_rows", "sglang_sweep_line"]
+__all__ = ["absorbed_dequant_terms", "graph_max_batch", "padded_rows", "sglang_sweep_line", "vllm_sweep_line"]
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -69,8 +69,9 @@ def able_to_run(offerings: tuple[Offering, ...], workload: Any, catalog: Catalog
                 workload.engine, "a GPU with NVFP4 hardware (TensorRT-LLM runs it on Blackwell GPUs only)")
             engine = serving_engine_named(workload.engine, workload.engine_source)
             raise InvalidWorkload(f"--kv-cache nvfp4 with {engine}: no offering considered has {where}")
-        if workload.task == "inference" and workload.engine != "trtllm":  # vLLM would not start on any of them
-            raise InvalidWorkload(f"no offering considered can run it: {rejected[0].reason} (and on every other GPU)")
+        if workload.task == "inference" and workload.engine != "trtllm":  # the engine would not start on any of them
+            raise InvalidWorkload(f"no offering considered can run it: on {rejected[0].offering}, {rejected[0].reason} "
+                                  f"(each of the {len(rejected)} offerings is refused for its own figures)")
         if workload.task == "inference":
             option = "--recipe" if workload.engine_source == "recipe" else "--engine"
             raise InvalidWorkload(f"{option} trtllm: no offering considered has an NVIDIA GPU (TensorRT-LLM runs on "
