@@ -17,7 +17,7 @@ from anchorgpu.units import fmt_bytes
 if TYPE_CHECKING:
     from anchorgpu.hardware.spec import GpuSpec
 
-__all__ = ["sglang_most_fraction", "sglang_reserve_refusal", "startup_refusal"]
+__all__ = ["sglang_most_fraction", "sglang_reserve_bytes", "sglang_reserve_refusal", "startup_refusal"]
 
 
 def startup_refusal(engine: str, gpu: GpuSpec | None, utilization: float | None, ov: Overheads) -> str | None:
@@ -51,6 +51,17 @@ def startup_refusal(engine: str, gpu: GpuSpec | None, utilization: float | None,
             f"on device ... is less than desired GPU memory utilization\"); at most {most:g} here")
 
 
+def sglang_reserve_bytes(fraction: float, start_free_bytes: int) -> int:
+    """What SGLang leaves outside ``mem_fraction_static`` for activations and CUDA graphs: the memory free at start
+    less ``int(fraction x free)``, the share its weights and KV pool take (``profile_max_num_token``); the sweep's
+    numpy form is in :func:`~anchorgpu.planner.sweep_serving_memory.memory_terms`.
+
+    >>> sglang_reserve_bytes(0.9, 1000), sglang_reserve_bytes(1.0, 1000)
+    (100, 0)
+    """
+    return start_free_bytes - int(fraction * start_free_bytes)
+
+
 def sglang_most_fraction(start_free_bytes: int, prefill_bytes: int) -> float:
     """The largest ``mem_fraction_static`` (3 decimals, rounded down) whose reserve, the memory free at start less
     ``int(fraction x free)`` (``profile_max_num_token``), holds a prefill peak of ``prefill_bytes``.
@@ -75,7 +86,7 @@ def sglang_reserve_refusal(fraction: float, derived: bool, start_free_bytes: int
     >>> sglang_reserve_refusal(0.98, False, 78 * 2**30, 928 * 2**20, 8192) is None
     True
     """
-    reserve = start_free_bytes - int(fraction * start_free_bytes)
+    reserve = sglang_reserve_bytes(fraction, start_free_bytes)
     if prefill_bytes <= reserve:
         return None
     given = (f"mem_fraction_static {fraction:g} (SGLang's default here)" if derived

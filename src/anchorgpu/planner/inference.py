@@ -16,7 +16,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import evolver, memo_on_frozen
-from anchorgpu.planner.engine_startup import sglang_reserve_refusal, startup_refusal
+from anchorgpu.planner.engine_startup import sglang_reserve_bytes, sglang_reserve_refusal, startup_refusal
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
@@ -194,17 +194,22 @@ def _sglang_memory(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov:
     budget = capacity = None
     if gpu is not None:
         used = weights + prefill + sampler + non_torch
-        start_free = gpu.memory_bytes - terms["cuda_context_outside_budget_bytes"] - non_torch
+        start_free = _start_free(gpu, terms["cuda_context_outside_budget_bytes"], non_torch)
         capacity = int(s.mem_fraction_static * start_free) - weights
         budget = used + capacity  # weights above the fraction's share leave a budget below them: short by the excess
     return EngineMemory(s.chunked_prefill_size, seqs, _sglang_line(s, max_seqs is not None, _sglang_reads(gpu)),
                         weights, prefill, sampler, non_torch, terms, budget, capacity, s.mem_fraction_static, s)
 
 
-def _sglang_start_free(em: EngineMemory, gpu: GpuSpec) -> int:
+def _start_free(gpu: GpuSpec, context_bytes: int, non_torch_bytes: int) -> int:
     """The memory free at SGLang's start on ``gpu``: its total less the CUDA context and non-torch memory (NCCL), of
     which ``mem_fraction_static`` holds the weights and the KV pool."""
-    return gpu.memory_bytes - em.terms["cuda_context_outside_budget_bytes"] - em.non_torch
+    return gpu.memory_bytes - context_bytes - non_torch_bytes
+
+
+def _sglang_start_free(em: EngineMemory, gpu: GpuSpec) -> int:
+    """:func:`_start_free` of a plan's engine memory."""
+    return _start_free(gpu, em.terms["cuda_context_outside_budget_bytes"], em.non_torch)
 
 
 @memo_on_frozen
@@ -377,7 +382,7 @@ def _sglang_admission(w: Workload, em: EngineMemory, breakdown: dict[str, int], 
     kv_tokens = capacity // at_least(cell, 1)
     breakdown["kv_pool_tokens"] = kv_tokens
     start_free = _sglang_start_free(em, gpu)
-    breakdown["sglang_reserve_bytes"] = start_free - int(em.utilization * start_free)
+    breakdown["sglang_reserve_bytes"] = sglang_reserve_bytes(em.utilization, start_free)
     if w.max_num_seqs is not None:
         return w.max_num_seqs
     return max(1, max_running_requests(kv_tokens, context_tokens))
