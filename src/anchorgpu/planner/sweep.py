@@ -53,8 +53,9 @@ from anchorgpu.planner.speed.calibration import Overrides, calibration
 from anchorgpu.planner.sweep_attention_dp import with_attention_dp
 from anchorgpu.planner.sweep_grid import layout_grid, valid_tp
 from anchorgpu.planner.sweep_serving import serving_columns
-from anchorgpu.planner.sweep_sglang import sglang_sweep_line, vllm_sweep_line
+from anchorgpu.planner.sweep_sglang import sglang_sweep_line
 from anchorgpu.planner.sweep_training import training_columns
+from anchorgpu.planner.sweep_vllm import vllm_sweep_line
 from anchorgpu.planner.terms import overhead_rule_line
 from anchorgpu.planner.workload_checks import validate_workload
 

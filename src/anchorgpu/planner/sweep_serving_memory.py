@@ -27,7 +27,7 @@ from anchorgpu.planner.inputs import (
     large_engine_defaults,
 )
 from anchorgpu.planner.media import MediaLoad, cross_kv_bytes
-from anchorgpu.planner.sglang import sglang_gpu_memory_bytes, sglang_settings
+from anchorgpu.planner.sweep_sglang import settings_by_layout
 from anchorgpu.planner.terms import context_bytes
 
 if TYPE_CHECKING:
@@ -128,13 +128,10 @@ def _sglang_terms(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
     :func:`anchorgpu.planner.sglang.sglang_settings` derives them (no attention DP here: the sweep plans those
     layouts one by one), the KV pool that fraction of the memory free at start less the weights, as plan() sizes it."""
     w, ov = spec.workload, spec.overheads
-    keys, inverse = np.unique((lay.shape * 4096 + lay.tp) * 4096 + lay.pp, return_inverse=True)
-    settings = [sglang_settings(sglang_gpu_memory_bytes(shapes[k // 4096 // 4096].gpu), tp=k // 4096 % 4096, pp=k % 4096,
-                                chunked_prefill_size=w.max_num_batched_tokens, mla=model.mla is not None,
-                                mem_fraction_static=w.gpu_memory_utilization) for k in keys.tolist()]
-    act_l = np.array([mm.prefill_activation_bytes(model, tokens=s.chunked_prefill_size, tp=k // 4096 % 4096)
-                      for s, k in zip(settings, keys.tolist(), strict=True)], dtype=np.float64)[inverse]
-    fraction_l = np.array([s.mem_fraction_static for s in settings], dtype=np.float64)[inverse]
+    settings, inverse = settings_by_layout(shapes, lay.shape, lay.tp, lay.pp, w, model.mla is not None)
+    act_l = np.array([mm.prefill_activation_bytes(model, tokens=s.chunked_prefill_size, tp=tp) for tp, s in settings],
+                     dtype=np.float64)[inverse]
+    fraction_l = np.array([s.mem_fraction_static for _, s in settings], dtype=np.float64)[inverse]
     non_torch_l = np.where(lay.tp * lay.pp == 1, ov.serving_non_torch_tp1_bytes, ov.serving_non_torch_multi_bytes)
     mem_l = np.array([sh.gpu.memory_bytes for sh in shapes], dtype=np.float64)[lay.shape]
     context_l = np.array([context_bytes(sh.gpu, ov) for sh in shapes], dtype=np.float64)[lay.shape]

@@ -16,13 +16,10 @@ import numpy.typing as npt
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.inputs import (
-    DEFAULT_GPU_MEMORY_UTILIZATION,
     Workload,
-    block_size_of,
-    engine_limits,
-    large_engine_defaults,
 )
 from anchorgpu.planner.sglang import (
+    SglangSettings,
     cuda_graph_max_bs,
     decode_graph_batch_sizes,
     dequantises_absorbed_weights,
@@ -35,7 +32,7 @@ if TYPE_CHECKING:
     from anchorgpu.planner.sweep import HardwareShape
     from anchorgpu.planner.sweep_grid import Layouts
 
-__all__ = ["absorbed_dequant_terms", "graph_max_batch", "padded_rows", "sglang_sweep_line", "vllm_sweep_line"]
+__all__ = ["absorbed_dequant_terms", "graph_max_batch", "padded_rows", "settings_by_layout", "sglang_sweep_line"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -83,6 +80,21 @@ def absorbed_dequant_terms(model: ModelSpec, shapes: Sequence[HardwareShape], la
     return ratio, seconds
 
 
+def settings_by_layout(shapes: Sequence[HardwareShape], shape: npt.NDArray[np.int64], tp: npt.NDArray[np.int64],
+                       pp: npt.NDArray[np.int64], workload: Workload,
+                       mla: bool) -> tuple[list[tuple[int, SglangSettings]], npt.NDArray[np.intp]]:
+    """SGLang's settings (:func:`~anchorgpu.planner.sglang.sglang_settings`) once per distinct (GPU shape, TP, PP)
+    of the layouts given, each with its TP, and the index of each layout's entry: its memory as SGLang reads it and
+    the workload's chunk and fraction (given, or SGLang's default)."""
+    keys, inverse = np.unique((shape * 4096 + tp) * 4096 + pp, return_inverse=True)
+    settings = [(k // 4096 % 4096, sglang_settings(sglang_gpu_memory_bytes(shapes[k // 4096 // 4096].gpu),
+                                                   tp=k // 4096 % 4096, pp=k % 4096,
+                                                   chunked_prefill_size=workload.max_num_batched_tokens, mla=mla,
+                                                   mem_fraction_static=workload.gpu_memory_utilization))
+                for k in keys.tolist()]
+    return settings, inverse
+
+
 def sglang_sweep_line(shapes: Sequence[HardwareShape], lay: Layouts, workload: Workload, mla: bool) -> str:
     """The serving-engine assumption of a sweep for SGLang: its settings differ by GPU and layout (its memory and TP
     set the prefill chunk, the largest decode graph and the reserve ``mem_fraction_static`` leaves), so the line
@@ -99,11 +111,9 @@ def sglang_sweep_line(shapes: Sequence[HardwareShape], lay: Layouts, workload: W
     (True, True)
     """
     plain = lay.ep == 1  # the attention-DP layouts (EP over the server) are planned whole, each by plan
-    keys = np.unique((lay.shape[plain] * 4096 + lay.tp[plain]) * 4096 + lay.pp[plain]).tolist()
     given = workload.gpu_memory_utilization
-    settings = [sglang_settings(sglang_gpu_memory_bytes(shapes[k // 4096 // 4096].gpu), tp=k // 4096 % 4096, pp=k % 4096,
-                                chunked_prefill_size=workload.max_num_batched_tokens, mla=mla,
-                                mem_fraction_static=given) for k in keys]
+    settings = [s for _, s in settings_by_layout(shapes, lay.shape[plain], lay.tp[plain], lay.pp[plain], workload,
+                                                 mla)[0]]
 
     def span(values: Sequence[float]) -> str:
         low, high = min(values), max(values)
@@ -120,34 +130,3 @@ def sglang_sweep_line(shapes: Sequence[HardwareShape], lay: Layouts, workload: W
             f"{span([s.chunked_prefill_size for s in settings])} and cuda_graph_max_bs "
             f"{span([s.cuda_graph_max_bs for s in settings])} by the GPU's memory and TP; {seqs}; KV pool in one-token "
             "slots (page_size 1).")
-
-
-def vllm_sweep_line(shapes: Sequence[HardwareShape], workload: Workload) -> str | None:
-    """The serving-engine assumption of a sweep for vLLM where its scheduler defaults differ across the GPUs swept
-    (:func:`~anchorgpu.planner.inputs.large_engine_defaults`: 8,192 tokens and 1,024 sequences on GPUs of at least
-    70 GiB but the A100, 2,048 and 256 elsewhere): the rule and the values the swept GPUs got; None where one set of
-    values holds them all (plan's line is right as it is).
-
-    >>> from anchorgpu.planner.sweep import HardwareShape
-    >>> from anchorgpu.hardware import get_gpu
-    >>> shapes = [HardwareShape(id=g, gpu=get_gpu(g), gpus_per_server=1, max_servers=1) for g in ("h100", "l40s")]
-    >>> vllm_sweep_line(shapes, Workload()).split("swept ")[1]
-    '8,192 and 1,024 on h100-sxm; 2,048 and 256 on l40s; gpu_memory_utilization 0.9, KV block 16 tokens.'
-    >>> vllm_sweep_line(shapes[:1], Workload()) is None, vllm_sweep_line(shapes, Workload(max_num_batched_tokens=4096,
-    ...                                                                   max_num_seqs=128)) is None
-    (True, True)
-    """
-    limits: dict[tuple[int, int], list[str]] = {}
-    for sh in shapes:
-        names = limits.setdefault(engine_limits(workload, large_gpu=large_engine_defaults(sh.gpu)), [])
-        if sh.gpu.name not in names:
-            names.append(sh.gpu.name)
-    if len(limits) < 2:
-        return None
-    got = "; ".join(f"{tokens:,} and {seqs:,} on {', '.join(names)}" for (tokens, seqs), names in sorted(limits.items(),
-                                                                                                    reverse=True))
-    utilization = workload.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION
-    return ("Serving engine sized like vLLM on each GPU, as plan sizes it: max_num_batched_tokens and max_num_seqs "
-            "vLLM's defaults by the GPU (8,192 and 1,024 on GPUs of at least 70 GiB but the A100, 2,048 and 256 "
-            f"elsewhere; arg_utils _set_default_args), among the GPUs swept {got}; gpu_memory_utilization {utilization}, KV block "
-            f"{block_size_of(workload)} tokens.")
