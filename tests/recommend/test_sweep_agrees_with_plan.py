@@ -380,3 +380,27 @@ def test_sglang_rows_whose_reserve_is_below_the_prefill_peak_are_refused_by_plan
         assert row["engine_reserve_bytes"] == p.breakdown["sglang_reserve_bytes"]
         planned += 1
     assert refused and planned, (refused, planned)
+
+
+@pytest.mark.parametrize("case", [c for c, (_, kw) in INFERENCE_CASES.items() if kw.get("engine") == "sglang"])
+def test_sglang_rows_that_fit_run_every_request_under_sglangs_admission(case: str) -> None:
+    """The sweep times every requested sequence running (no saturation), which plan does where SGLang's admission
+    (``sglang.admission_tokens``: the average cached length plus new_token_ratio's charge, room for the next
+    request) starts them all. A row fits only if its KV pool holds every sequence at the full context, and the
+    admission never charges a request more than its prompt + output, so it does: checked on the fitting rows whose
+    pool is fullest, where it binds first (with room to spare here: these requests are well inside the context)."""
+    result, model = RESULTS[case]
+    rows = [result.row(i) for i in range(result.evaluated)]
+    fitting = sorted((r for r in rows if r["fits"] and r["ep"] == 1),
+                     key=lambda r: (r["budget_bytes"] - r["per_gpu_total_bytes"]) / r["budget_bytes"])
+    assert fitting
+    for row in fitting[:8]:
+        shape = next(s for s in result.shapes if s.id == row["shape"])
+        p = plan(model, Workload(task="inference", context_tokens=result.context_tokens,
+                                 concurrency=row["concurrency"], engine="sglang"),
+                 precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
+                 layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu,
+                 suggest=False, choose_layout=False)
+        perf = plan_performance(p, prompt_tokens=result.prompt_tokens, output_tokens=result.output_tokens)
+        assert perf["kv_reservation"] == "ratio"
+        assert perf["saturation_concurrency"] >= row["concurrency"]

@@ -230,8 +230,11 @@ def _render_performance(out: Any, section: Any, *, concurrency: int | None = Non
         p_tok, o_tok = section.get("prompt_tokens"), section.get("output_tokens")
         size = (f" of {_request_size(section, p_tok, o_tok)}" if isinstance(p_tok, int) and isinstance(o_tok, int)
                 else "")
+        reservation = section.get("kv_reservation")
         held = ("each with its prompt + output reserved up front (TensorRT-LLM's GUARANTEED_NO_EVICT)"
-                if section.get("kv_reservation") == "full" else "their KV cache at its average length (a paged engine fills "
+                if reservation == "full" else "their KV cache at its average length plus SGLang's new_token_ratio "
+                "share of the output each may still write, leaving room for the next request's prompt + output"
+                if reservation == "ratio" else "their KV cache at its average length (a paged engine fills "
                 "it as tokens arrive; the capacity line above holds each sequence at its full length)")
         out.print(f"  saturation = {sat:,} sequences at once{size}, {held}", markup=False)
     evidence = section.get("evidence")

@@ -7,6 +7,7 @@ graphs, and the most requests it runs from the KV pool it sizes. Pure; stdlib on
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -15,8 +16,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from anchorgpu.hardware.spec import GpuSpec
 
-__all__ = ["SGLANG_MAX_REQUESTS", "SglangSettings", "cuda_graph_max_bs", "decode_graph_batch_sizes", "dequantises_absorbed_weights",
-           "max_running_requests", "page_size_tokens", "prefill_graph_sizes", "sglang_gpu_memory_bytes", "sglang_settings"]
+__all__ = ["CLIP_MAX_NEW_TOKENS", "RATIO_DECAY_STEPS", "SGLANG_MAX_REQUESTS", "SglangSettings", "admission_tokens", "admitted_requests", "cuda_graph_max_bs",
+           "decode_graph_batch_sizes", "dequantises_absorbed_weights", "initial_new_token_ratio", "max_running_requests",
+           "new_token_ratio_floor",
+           "page_size_tokens", "prefill_graph_sizes", "sglang_gpu_memory_bytes", "sglang_settings"]
 
 MIB = 1 << 20
 
@@ -28,6 +31,13 @@ def _data() -> dict[str, Any]:
 
 SGLANG_MAX_REQUESTS: int = int(_data()["request_pool"]["max"])
 """The most requests SGLang's request pool holds (4,096), whatever the KV pool."""
+
+CLIP_MAX_NEW_TOKENS: int = int(_data()["admission"]["clip_max_new_tokens"])
+"""The most output tokens SGLang's admission counts for a request (``SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION``, 4,096);
+a request may still write more."""
+
+RATIO_DECAY_STEPS: int = int(_data()["admission"]["new_token_ratio_decay_steps"])
+"""Decode steps over which SGLang's ``new_token_ratio`` falls from its initial value to its floor (600)."""
 
 
 def sglang_gpu_memory_bytes(gpu: GpuSpec | None) -> int | None:
@@ -184,3 +194,73 @@ def max_running_requests(kv_tokens: int, context_len: int) -> int:
     pool = _data()["request_pool"]
     slots = min(max(int(kv_tokens / context_len * pool["per_context"]), pool["min"]), pool["max"])
     return max(0, min(int(kv_tokens * _data()["running_requests_per_token"]), int(slots)))
+
+
+def initial_new_token_ratio() -> float:
+    """SGLang's ``new_token_ratio`` at start and after an idle spell, at its default ``schedule_conservativeness``
+    of 1: 0.7.
+
+    >>> initial_new_token_ratio()
+    0.7
+    """
+    return min(float(_data()["admission"]["init_new_token_ratio"]), 1.0)
+
+
+def new_token_ratio_floor() -> float:
+    """The lowest ``new_token_ratio`` SGLang's scheduler decays to, at its default ``schedule_conservativeness`` of 1:
+    ``init x min_new_token_ratio_factor`` = 0.7 x 0.14 (``data/sglang.json`` ``admission``, with its source).
+
+    >>> round(new_token_ratio_floor(), 9)
+    0.098
+    """
+    return min(initial_new_token_ratio() * float(_data()["admission"]["min_new_token_ratio_factor"]), 1.0)
+
+
+def admission_tokens(prompt_tokens: int, output_tokens: int) -> tuple[float, int]:
+    """What SGLang's admission holds back, in tokens, in the steady state of a throughput benchmark of requests of
+    ``prompt_tokens`` + ``output_tokens``: (what it charges a running request beyond the tokens it holds, on average
+    over the running requests; the room the next request must find).
+
+    Its scheduler (``PrefillAdder.add_one_req``, the default path with the radix cache on) starts a waiting request
+    only if the pool's free and evictable slots, less ``new_token_ratio x min(max_new_tokens - generated, 4,096)``
+    for every running request, exceed the newcomer's prompt + ``min(max_new_tokens, 4,096)``. In the steady state
+    the running requests' progress ``g`` is spread evenly over the output (the spread vLLM's rule assumes too): one
+    holds ``prompt + output / 2`` slots on average and is charged ``r x m`` more, ``m`` the mean of
+    ``min(output - g, 4,096)``: ``output / 2``, or ``4,096 - 4,096^2 / (2 x output)`` above 4,096 tokens.
+
+    The ratio ``r`` starts at 0.7 and falls by (0.7 - 0.098) / 600 after every decode step that finds a slot for
+    each running request, to 0.098 after 600 such steps; only a step that finds fewer slots than requests
+    (retraction) raises it again. With the progress spread, admission stops with about ``n x r x m`` slots free
+    (what the charge keeps back beyond the slots held), and a decode step needs ``n``, so it runs short only where
+    ``r x m < 1``: at 0.098, an output below 21 tokens. A steady benchmark therefore runs at the floor,
+    :func:`new_token_ratio_floor`, and admits ``n`` requests while
+    ``n x (prompt + output / 2 + 0.098 x m) + prompt + min(output, 4,096)`` stays below the pool
+    (:func:`admitted_requests`): vLLM's rule less about 0.049 x output a request (capped near 400 tokens) and one
+    request's prompt + output.
+
+    Not modelled: requests that start together and share one length stay in step; admitted at ratio ``r``, they run
+    out of slots once they have written about ``r`` of their output, are retracted and put the ratio back near their
+    progress, so such a benchmark runs fewer requests than this.
+
+    >>> admission_tokens(1024, 1024)[1], round(admission_tokens(1024, 1024)[0], 3)  # 0.098 x 512
+    (2048, 50.176)
+    >>> admission_tokens(1024, 8192)[1], round(admission_tokens(1024, 8192)[0], 3)  # 0.098 x (4,096 - 1,024)
+    (5120, 301.056)
+    """
+    clip = CLIP_MAX_NEW_TOKENS
+    mean_left = output_tokens / 2 if output_tokens <= clip else clip - clip * clip / (2 * output_tokens)
+    return new_token_ratio_floor() * mean_left, prompt_tokens + min(output_tokens, clip)
+
+
+def admitted_requests(capacity: float, per_running: float, next_request: float) -> int:
+    """The requests running once SGLang's admission stops: it starts one more while ``per_running`` for each running
+    one and ``next_request`` for the newcomer stay below ``capacity`` (``add_one_req`` refuses at
+    ``total_tokens >= rem_total_tokens``), so as many as there are ``n >= 0`` with
+    ``n x per_running + next_request < capacity``: ``ceil((capacity - next_request) / per_running)``, none where the
+    newcomer alone does not fit. The three in one unit (tokens, or bytes a GPU).
+
+    >>> admitted_requests(100, 10, 31), admitted_requests(100, 10, 30), admitted_requests(30, 10, 31)
+    (7, 7, 0)
+    """
+    room = capacity - next_request
+    return math.ceil(room / per_running) if room > 0 else 0

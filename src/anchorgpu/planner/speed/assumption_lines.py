@@ -10,6 +10,13 @@ from functools import lru_cache
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import memo_on_frozen
+from anchorgpu.planner.sglang import (
+    CLIP_MAX_NEW_TOKENS,
+    RATIO_DECAY_STEPS,
+    admission_tokens,
+    initial_new_token_ratio,
+    new_token_ratio_floor,
+)
 from anchorgpu.planner.speed.calibration import Calibration, stack_of
 from anchorgpu.planner.speed.caveats import GLOBAL_BATCH_CAVEAT_LABEL
 from anchorgpu.planner.speed.evidence import STACK_NAMES
@@ -88,16 +95,28 @@ def expert_launch_line(local_experts: float, gemms: int, host_s_per_gemm: float,
 
 
 @lru_cache(maxsize=1024)
-def serving_line(conc: int, prompt: int, output: int, sat: int, full: bool, cap: int) -> str:
+def serving_line(conc: int, prompt: int, output: int, sat: int, reservation: str, cap: int) -> str:
     """The serving assumption: a handful of request sizes and capacities recur across the plans of a sweep or a
-    layout search (memoised on them, like the serving-engine line of the memory plan)."""
+    layout search (memoised on them, like the serving-engine line of the memory plan); ``reservation`` the
+    engine's admission (``serving_plan.KvReservation``)."""
+    held = {"full": "prompt + output tokens each, reserved up front",
+            "ratio": _sglang_admission(output)}.get(reservation, "the average cached length")
     return (f"serving at {conc} concurrent request(s) of {prompt:,} prompt + {output:,} output tokens with continuous "
             f"batching and chunked prefill (each step carries prompt/output = {prompt / output:.2g} prefill tokens per "
-            f"output token); saturation at {sat:,} sequences (KV capacity at "
-            + ("prompt + output tokens each, reserved up front" if full else "the average cached length")
-            + f", engine cap {cap:,})"
+            f"output token); saturation at {sat:,} sequences (KV capacity at {held}, engine cap {cap:,})"
             + (f"; the {conc - sat:,} request(s) beyond saturation wait in the engine's queue: the figures are those "
                f"of the {sat:,} running, and the wait is not in TTFT" if 1 <= sat < conc else ""))
+
+
+def _sglang_admission(output: int) -> str:
+    """SGLang's admission in the serving line's words (``sglang.admission_tokens``)."""
+    charge, _ = admission_tokens(1, output)
+    return (f"the average cached length plus SGLang's charge for the output each running request may still write, "
+            f"new_token_ratio x what is left (counted up to {CLIP_MAX_NEW_TOKENS:,} tokens): {charge:.3g} tokens a "
+            f"request at the ratio's floor of {new_token_ratio_floor():g}, where a steady benchmark holds it (it falls "
+            f"from {initial_new_token_ratio():g} over {RATIO_DECAY_STEPS} decode steps; requests started together "
+            "at one length keep running out of slots, retract and run fewer), with room for the next request's "
+            "prompt + output")
 
 
 _CONSTANTS_LINES: dict[tuple[int, int, str], tuple[GpuSpec, Calibration, str]] = {}

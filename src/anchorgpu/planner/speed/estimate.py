@@ -46,6 +46,7 @@ from anchorgpu.planner.speed.pipeline import (
     timed_batch_tokens,
 )
 from anchorgpu.planner.speed.serving_plan import (
+    ENGINE_RESERVATION,
     SERVER_GPUS,
     KvReservation,
     context_of,
@@ -222,7 +223,7 @@ def plan_performance(
 
     Serving: ``prompt_tokens``/``output_tokens`` default to the workload's, else 1,024 and 256 (within
     the context); ``kv_reservation`` says how the engine admits requests (see :data:`KvReservation`; by default
-    the workload's engine's: vLLM's ``average``, TensorRT-LLM's ``full``); ``graph_batch_sizes`` the captured decode graphs an engine pads a batch up to
+    the workload's engine's: vLLM's ``average``, TensorRT-LLM's ``full``, SGLang's ``ratio``); ``graph_batch_sizes`` the captured decode graphs an engine pads a batch up to
     (none by default: vLLM captures every multiple of 8, so its padding is negligible); ``host_overlap`` False
     for an engine that schedules between GPU steps rather than beside them (vLLM before its async scheduling);
     ``absorbed_dequant`` True for an engine that dequantises MLA's absorbed latent weights from FP8 every step (SGLang
@@ -272,7 +273,7 @@ def plan_performance(
         if choice.warning:
             warnings.append(choice.warning)
         out["compute_precision"] = choice.precision
-        reservation: KvReservation = kv_reservation or ("full" if w.engine == "trtllm" else "average")
+        reservation: KvReservation = kv_reservation or ENGINE_RESERVATION.get(w.engine, "average")
         serving_performance(plan, model, prompt, output, out, assumptions, cal, reservation, graph_batch_sizes, host_overlap,
                             context=serving, absorbed_dequant=absorbed_dequant, engine=engine)
         out["checkpoint_bytes"] = plan.checkpoint_bytes or int(plan.breakdown.get("weights_whole_model_bytes", 0))

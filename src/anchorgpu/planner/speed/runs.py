@@ -41,7 +41,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout
@@ -49,6 +49,7 @@ from anchorgpu.planner.speed.calibration import Calibration, calibration
 
 if TYPE_CHECKING:
     from anchorgpu.planner.inputs import TrainPrecision
+    from anchorgpu.planner.speed.serving_plan import KvReservation
 
 __all__ = ["Run", "load_runs", "predict", "training_plan_of"]
 
@@ -254,6 +255,12 @@ def trtllm_bench_engine(model: ModelSpec, gpu_memory_bytes: float, r: dict[str, 
     return per_micro * pp, max_tokens
 
 
+def _reservation(r: dict[str, Any]) -> KvReservation:
+    """The admission a serving row is planned with: the one it states, else SGLang's own for a run on SGLang
+    (``serving_plan.ENGINE_RESERVATION``), else vLLM's ``average`` (a TensorRT-LLM row states ``full``)."""
+    return cast("KvReservation", r.get("kv_reservation", "ratio" if r.get("engine") == "sglang" else "average"))
+
+
 def _serve(run: Run, cal: Calibration) -> float:
     from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
     from anchorgpu.planner.speed.rows_report import engine_of
@@ -266,7 +273,7 @@ def _serve(run: Run, cal: Calibration) -> float:
     dequant = bool(r.get("absorbed_dequant", False))  # True: MLA's absorbed weights dequantised every step (SGLang ROCm)
     engine = engine_of(run)  # the engine whose kernels ran (its MoE cost), which the row's plan may not name
     if run.metric == "max_output_tokens_per_s":
-        value = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average"),
+        value = plan_performance(p, cal=cal, kv_reservation=_reservation(r),
                                  graph_batch_sizes=tuple(r.get("graph_batch_sizes", ())),
                                  host_overlap=overlap, absorbed_dequant=dequant, engine=engine).get("max_output_tokens_per_s")
         return float(value) if value else float("nan")
@@ -274,7 +281,7 @@ def _serve(run: Run, cal: Calibration) -> float:
         from anchorgpu.planner.speed.batching import burst_makespan_s
         from anchorgpu.planner.speed.serving_plan import _engine_limits
 
-        reservation = r.get("kv_reservation", "average")
+        reservation = _reservation(r)
         sat = plan_performance(p, cal=cal, kv_reservation=reservation)["saturation_concurrency"]
         setup = serving_setup(p, prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"],
                               host_overlap=overlap, absorbed_dequant=dequant, engine=engine)
@@ -293,7 +300,7 @@ def _serve(run: Run, cal: Calibration) -> float:
                                                           output_tokens=r["output_tokens"], cal=cal,
                                                           kv_tokens=kv_tokens)
     if run.metric == "tpot_s":  # a benchmark holding the row's concurrency of requests in flight
-        value = plan_performance(p, cal=cal, kv_reservation=r.get("kv_reservation", "average"),
+        value = plan_performance(p, cal=cal, kv_reservation=_reservation(r),
                                  host_overlap=overlap, absorbed_dequant=dequant, engine=engine).get(run.metric)
         return float(value) if value else float("nan")
     setup = serving_setup(p, prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"], host_overlap=overlap,

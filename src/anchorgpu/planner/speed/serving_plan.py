@@ -16,6 +16,8 @@ from anchorgpu.planner._frozen import builder, memo_on_frozen
 from anchorgpu.planner.formats import format_for_model
 from anchorgpu.planner.inputs import KV_CACHE_DTYPES, engine_limits, large_engine_defaults
 from anchorgpu.planner.sglang import (
+    admission_tokens,
+    admitted_requests,
     decode_graph_batch_sizes,
     dequantises_absorbed_weights,
     sglang_gpu_memory_bytes,
@@ -49,7 +51,7 @@ from anchorgpu.units import at_least, clamp
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
 
-__all__ = ["NVFP4_KV_SPEED_LINE", "SERVER_GPUS", "KvReservation", "ServingContext", "context_of", "saturation_concurrency", "serving_band_kind",
+__all__ = ["ENGINE_RESERVATION", "NVFP4_KV_SPEED_LINE", "SERVER_GPUS", "KvReservation", "ServingContext", "context_of", "saturation_concurrency", "serving_band_kind",
            "serving_context", "serving_performance", "serving_setup"]
 
 SERVER_GPUS = 8
@@ -223,28 +225,42 @@ def serving_band_kind(model: ModelSpec, pp: int) -> str | None:
     return band_kind_of(moe=model.moe is not None, phase="serve", pp=pp)
 
 
-KvReservation = Literal["average", "full"]
+KvReservation = Literal["average", "full", "ratio"]
 """How an engine admits requests against its KV cache: ``average`` (vLLM: pages fill as tokens arrive and a
-running request is preempted when they run out, so the cache holds sequences at their average cached length)
-or ``full`` (TensorRT-LLM's default capacity policy, GUARANTEED_NO_EVICT: a request starts only when the cache
+running request is preempted when they run out, so the cache holds sequences at their average cached length),
+``full`` (TensorRT-LLM's default capacity policy, GUARANTEED_NO_EVICT: a request starts only when the cache
 for its prompt plus its maximum output fits; TensorRT-LLM docs, performance tuning guide, "Useful Runtime
-Options")."""
+Options") or ``ratio`` (SGLang: the average cached length, plus its ``new_token_ratio`` of what each running
+request may still write, with room left for the next request's prompt and output:
+:func:`~anchorgpu.planner.sglang.admission_tokens`)."""
+
+
+ENGINE_RESERVATION: dict[str, KvReservation] = {"vllm": "average", "trtllm": "full", "sglang": "ratio"}
+"""Each engine's own admission, the :data:`KvReservation` a plan for it takes unless told another."""
 
 
 def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: int | None = None,
-                           limits: tuple[int, int] | None = None) -> int:
+                           limits: tuple[int, int] | None = None, ratio_request: tuple[int, int] | None = None) -> int:
     """Sequences the engine keeps running at once when requests never stop coming (offline benchmarks):
     the KV capacity over the average cached length (paged caches fill as tokens arrive), or over
-    ``reserve_tokens`` per sequence where the engine reserves them up front, at most the engine's sequence
-    cap, per replica."""
+    ``reserve_tokens`` per sequence where the engine reserves them up front, or, for SGLang's admission of
+    requests of ``ratio_request`` (prompt, output) tokens, :func:`~anchorgpu.planner.sglang.admitted_requests` of
+    the average length plus its ratio's charge, leaving the next request's room; at most the engine's sequence cap,
+    per replica."""
     capacity = int(plan.breakdown.get("kv_cache_capacity_bytes", 0))
     per_seq = at_least(setup.kv_bytes_per_sequence_per_gpu, 1.0)
-    if reserve_tokens is not None:
+    cap = (limits or _engine_limits(plan))[1]
+    if reserve_tokens is not None or ratio_request is not None:
         assert isinstance(plan.model, ModelSpec)
         state = mm.recurrent_state_bytes(plan.model, sequences=1, tp=plan.layout.tp, pp=plan.layout.pp)
         equivalent, cross = _encoder_terms(plan)
+    if ratio_request is not None:  # in bytes a GPU: the ratio's tokens each cost one token's KV
+        charge_tokens, next_tokens = admission_tokens(ratio_request[0], ratio_request[1])
+        per_run = per_seq + charge_tokens * float(_kv_bytes(plan, 1))
+        newcomer = float(_kv_bytes(plan, next_tokens - equivalent) + state + cross)
+        return clamp(admitted_requests(capacity, per_run, newcomer), 0, cap) * setup.replicas
+    if reserve_tokens is not None:
         per_seq = max(1.0, float(_kv_bytes(plan, reserve_tokens - equivalent) + state + cross))
-    cap = (limits or _engine_limits(plan))[1]
     return clamp(int(capacity // per_seq), 0, cap) * setup.replicas
 
 
@@ -267,7 +283,8 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
                           limits=limits, engine=engine, terms=ctx.setup_terms)
     conc = plan.workload.concurrency or 1
     full = kv_reservation == "full"
-    sat = saturation_concurrency(plan, setup, reserve_tokens=prompt + output if full else None, limits=limits)
+    sat = saturation_concurrency(plan, setup, reserve_tokens=prompt + output if full else None, limits=limits,
+                                 ratio_request=(prompt, output) if kv_reservation == "ratio" else None)
     est = serving_estimate(model, plan.gpu, setup, prompt_tokens=prompt, output_tokens=output, concurrency=conc,
                            saturation_concurrency=at_least(sat, 1), cal=cal)
     put_time(out, "ttft_s", est.ttft_s, est.ttft_s_ceiling, band)
@@ -290,7 +307,7 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     # names kept from the first contract
     out["prefill_s"] = est.ttft_s
     out["decode_tokens_per_s_total"] = est.output_tokens_per_s
-    assumptions.append(serving_line(conc, prompt, output, sat, full, limits[1]))
+    assumptions.append(serving_line(conc, prompt, output, sat, kv_reservation, limits[1]))
     assumptions.append(ctx.constants_line)
     put_evidence(ctx.evidence, out, assumptions)
     if ctx.launches_line:
