@@ -49,4 +49,4 @@ def test_the_cli_names_the_image_tokens_beside_the_text(capsys: pytest.CaptureFi
     assert code == 0
     text = " ".join(out.split())
     assert "1,601 encoder input + 1,024 decoder prompt + 256 output tokens" in text
-    assert "1 image placeholder tokens of each request" in text
+    assert "The 1 image placeholder token of each request sits within" in text

@@ -183,8 +183,9 @@ def sequence_tokens(media: MediaLoad, w: Workload, ctx: int, assumptions: list[s
     sized = w.context_tokens is not None or w.prompt_tokens is not None or w.output_tokens is not None
     what = "image placeholder" if media.cross_tokens else "image"  # mllama: one token in the text per image
     if not sized:
-        assumptions.append(f"The {media.context_tokens:,} {what} tokens of each request sit within the {ctx:,}-token "
-                           "context.")
+        one = media.context_tokens == 1
+        assumptions.append(f"The {media.context_tokens:,} {what} token{'' if one else 's'} of each request "
+                           f"sit{'s' if one else ''} within the {ctx:,}-token context.")
         return ctx
     assumptions.append(f"Each sequence holds {ctx:,} text + {media.context_tokens:,} {what} tokens = "
                        f"{ctx + media.context_tokens:,} tokens of KV cache.")
