@@ -42,14 +42,32 @@ def test_the_smallest_fraction_that_fits_is_offered_with_what_it_leaves() -> Non
     assert fmt_bytes(outside) in s.description and fmt_bytes(left) in s.description and "0.993" in s.description
 
 
+def test_the_most_vllm_starts_with_is_offered_where_no_two_decimal_fraction_below_it_fits() -> None:
+    # 128 users: 0.99 holds too few; 0.993, the most vLLM starts with on an H100, holds them
+    p = plan(MODEL, Workload(task="inference", concurrency=128), gpu=H100, layout=ONE_GPU, choose_layout=False)
+    assert not _fits(0.99, concurrency=128) and _fits(0.993, concurrency=128)
+    assert [s.change for s in _fraction_suggestions(p)] == ["--gpu-memory-utilization 0.993"]
+
+
 def test_no_fraction_is_offered_where_none_fits_and_the_plan_says_so() -> None:
-    # a 32,768-token context for each of 64 users: past one H100 even at the most vLLM starts with
-    w = dict(concurrency=64, context_tokens=32768)
+    # 132 users: short even at 0.993, though by less than the memory vLLM's 0.9 leaves out (a larger fraction looks
+    # like the remedy, so the plan says it is not)
+    w = dict(concurrency=132)
     p = plan(MODEL, Workload(task="inference", **w), gpu=H100, layout=ONE_GPU, choose_layout=False)
     assert p.fits is False and not _fits(0.993, **w)
+    assert p.headroom_bytes is not None and -p.headroom_bytes <= 0.1 * H100.memory_bytes
     assert _fraction_suggestions(p) == []
     [line] = [a for a in p.assumptions if a.startswith("No --gpu-memory-utilization makes this fit")]
-    assert "0.993" in line and "h100-sxm" in line
+    assert "at 0.993, the most vLLM starts with on h100-sxm" in line
+
+
+def test_no_line_where_not_even_the_whole_gpu_would_hold_it() -> None:
+    # a 32,768-token context for each of 64 users: short by more than all the memory the fraction leaves out
+    w = dict(concurrency=64, context_tokens=32768)
+    p = plan(MODEL, Workload(task="inference", **w), gpu=H100, layout=ONE_GPU, choose_layout=False)
+    assert p.fits is False and p.headroom_bytes is not None and -p.headroom_bytes > 0.1 * H100.memory_bytes
+    assert _fraction_suggestions(p) == []
+    assert not any(a.startswith("No --gpu-memory-utilization") for a in p.assumptions)
 
 
 def test_sglang_is_offered_no_fraction() -> None:

@@ -200,7 +200,7 @@ def plan(
     suggestions: tuple[Suggestion, ...] = ()
     if suggest and fits is False and gpu is not None:
         suggestions = suggestions_for(model, terms.workload, prec, lay_in, lay, fmt, gpu, ov, asked=w,
-                                      notes=assumptions)
+                                      notes=assumptions, short_bytes=-(headroom or 0))
         if not suggestions:  # the check would point at suggestions that are not there
             listed = WARNING_CODES["does_not_fit"].check
             checks = tuple(NO_CHANGE_FITS_CHECK if check == listed else check for check in checks)

@@ -156,11 +156,12 @@ def _attention_dp_tp_sizes(model: ModelSpec, gpus: int, engine: str) -> tuple[in
 def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, precision: PrecisionPlan, layout: Layout,
                  lay: ResolvedLayout, fmt: WeightFormat, gpu: GpuSpec, overheads: Overheads,
                  asked: Workload | None = None, more_gpus: bool = True,
-                 notes: list[str] | None = None) -> tuple[Suggestion, ...]:
+                 notes: list[str] | None = None, short_bytes: int = 0) -> tuple[Suggestion, ...]:
     """What would fit: each change planned again. ``w`` is the plan's workload (its defaults resolved), ``asked`` the
     one the user gave: the layout chosen on more GPUs chooses what the user left open, as ``plan --gpus N`` does
     (``more_gpus=False`` leaves that search out). ``notes`` takes the line saying no memory fraction the engine
-    starts with makes a serving plan fit, where none does."""
+    starts with makes a serving plan fit, where none does though the plan is ``short_bytes`` short by less than the
+    memory its fraction leaves out."""
     from anchorgpu.planner.plan import plan  # plan() asks for suggestions; each one is planned again
 
     found: list[Suggestion] = []
@@ -170,7 +171,7 @@ def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, preci
         if chosen is not None:
             found.append(chosen)
     if isinstance(model, ModelSpec) and w.task == "inference":
-        fraction, none_fits = memory_fraction_suggestion(model, w, precision, layout, gpu, overheads)
+        fraction, none_fits = memory_fraction_suggestion(model, w, precision, layout, gpu, overheads, short_bytes)
         if fraction is not None:
             change, description, alt = fraction
             assert alt.headroom_bytes is not None

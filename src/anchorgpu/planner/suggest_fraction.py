@@ -57,21 +57,26 @@ def fraction_grid(now: float, most: float) -> tuple[float, ...]:
 
 
 def memory_fraction_suggestion(model: ModelSpec, w: Workload, precision: PrecisionPlan, layout: Layout,
-                               gpu: GpuSpec, overheads: Overheads) -> tuple[tuple[str, str, Plan] | None, str | None]:
+                               gpu: GpuSpec, overheads: Overheads, short_bytes: int
+                               ) -> tuple[tuple[str, str, Plan] | None, str | None]:
     """(change, description, the plan at that fraction) for the smallest fraction of :func:`fraction_grid` that
     fits, found by bisection (a larger fraction only widens the engine's budget: the weights, activations and the
-    requested sequences' KV cache do not move with it), else None; and, where none up to the most fits, the line
-    that says so (None otherwise). vLLM's and TensorRT-LLM's fractions only: SGLang's mem_fraction_static already
-    leaves only the reserve its activations and CUDA graphs take."""
+    requested sequences' KV cache do not move with it), else None; and, where none up to the most fits although
+    the plan falls ``short_bytes`` short of its budget by less than the memory its fraction leaves out (so a larger
+    fraction looks like the remedy), the line that says so (None otherwise: past that, not even the whole GPU
+    would hold it, as the plan's does_not_fit warning already says). vLLM's and TensorRT-LLM's fractions only:
+    SGLang's mem_fraction_static already leaves only the reserve its activations and CUDA graphs take."""
     from anchorgpu.planner.plan import plan  # plan() asks for suggestions; each one is planned again
 
     if w.engine not in ("vllm", "trtllm"):
         return None, None
     vllm = w.engine == "vllm"
     most = vllm_most_fraction(gpu, overheads) if vllm else TRTLLM_MOST_FRACTION
-    grid = fraction_grid(w.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION, most)
+    now = w.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION
+    grid = fraction_grid(now, most)
     if not grid:
         return None, None
+    within_reach = vllm and short_bytes <= (1.0 - now) * gpu.memory_bytes
 
     def planned(u: float) -> Plan | None:
         try:
@@ -82,11 +87,10 @@ def memory_fraction_suggestion(model: ModelSpec, w: Workload, precision: Precisi
 
     top = planned(grid[-1])
     if top is None or not top.fits or top.headroom_bytes is None:
-        if top is None or top.headroom_bytes is None:
+        if top is None or top.headroom_bytes is None or not within_reach:
             return None, None
-        what = (f"the most vLLM starts with on {gpu.name}" if vllm else
-                "the most this planner offers for TensorRT-LLM's free_gpu_memory_fraction")
-        return None, (f"No --gpu-memory-utilization makes this fit: at {grid[-1]:g}, {what}, it needs "
+        return None, (f"No --gpu-memory-utilization makes this fit: at {grid[-1]:g}, the most vLLM starts with on "
+                      f"{gpu.name}, it needs "
                       f"{fmt_bytes(top.per_gpu.total_bytes)} per GPU, {fmt_bytes(-top.headroom_bytes)} more than the "
                       f"{fmt_bytes(top.per_gpu.total_bytes + top.headroom_bytes)} available.")
     lo, hi, best = 0, len(grid) - 1, top  # grid[hi] fits; bisect for the first that does
