@@ -38,6 +38,7 @@ from anchorgpu.planner.media import (
     resolve_media,
     sequence_tokens,
     speed_prompt_tokens,
+    text_request,
 )
 from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
 from anchorgpu.planner.serving_request import (
@@ -300,6 +301,10 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         breakdown["encoder_input_tokens"], breakdown["encoder_prefill_equivalent_tokens"] = media.cross_tokens, equivalent
         output_tokens = req.output_tokens
         assumptions.append(encdec_speed_line(model, replace(req, encoder_tokens=media.cross_tokens), equivalent, ctx))
+    elif media.cross_tokens:  # images read through cross-attention (mllama): the encoder's input, as vLLM serves it
+        breakdown["encoder_input_tokens"] = media.cross_tokens
+        breakdown["encoder_prefill_equivalent_tokens"] = encoder_equivalent_tokens(media, model)
+        output_tokens = text_request(w, ctx)[1]  # the vision tower's work takes no room in the text's sequence
     state_one, state = state_one + cross_one, state + cross
     assumptions.append(
         "KV cache shown is what the requested sequences need; the serving engine reserves all the KV cache its "

@@ -18,8 +18,8 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, Workload
 
-__all__ = ["MAX_IMAGE_SIDE", "MAX_IMAGES_PER_REQUEST", "NO_MEDIA", "EncDecRequest", "MediaLoad", "cross_kv_bytes",
-           "encdec_request", "resolve_media", "validate_media"]
+__all__ = ["MAX_IMAGE_SIDE", "MAX_IMAGES_PER_REQUEST", "NO_MEDIA", "EncDecRequest", "MediaLoad", "cross_image_speed_line",
+           "cross_kv_bytes", "encdec_request", "resolve_media", "text_request", "validate_media"]
 
 WHISPER_DECODER_PROMPT_TOKENS = 4
 """A Whisper transcription's decoder prompt, ``<|startoftranscript|><|lang|><|task|><|notimestamps|>``: what vLLM's
@@ -181,11 +181,13 @@ def sequence_tokens(media: MediaLoad, w: Workload, ctx: int, assumptions: list[s
     if media.context_tokens == 0:
         return ctx
     sized = w.context_tokens is not None or w.prompt_tokens is not None or w.output_tokens is not None
+    what = "image placeholder" if media.cross_tokens else "image"  # mllama: one token in the text per image
     if not sized:
-        assumptions.append(f"The {media.context_tokens:,} image tokens of each request sit within the {ctx:,}-token "
-                           "context.")
+        one = media.context_tokens == 1
+        assumptions.append(f"The {media.context_tokens:,} {what} token{'' if one else 's'} of each request "
+                           f"sit{'s' if one else ''} within the {ctx:,}-token context.")
         return ctx
-    assumptions.append(f"Each sequence holds {ctx:,} text + {media.context_tokens:,} image tokens = "
+    assumptions.append(f"Each sequence holds {ctx:,} text + {media.context_tokens:,} {what} tokens = "
                        f"{ctx + media.context_tokens:,} tokens of KV cache.")
     return ctx + media.context_tokens
 
@@ -207,15 +209,36 @@ def speed_prompt_tokens(media: MediaLoad, model: ModelSpec, w: Workload, ctx: in
         return None
     if (req := encdec_request(model, w, ctx)) is not None:
         return req.decoder_prompt_tokens + encoder_equivalent_tokens(media, model)
-    text_ctx = max(1, ctx - extra)
-    output = w.output_tokens or min(256, max(1, text_ctx // 2))
-    prompt = w.prompt_tokens or max(1, min(1024, text_ctx - output))
+    prompt, _ = text_request(w, max(1, ctx - extra))
     encoder_tokens = encoder_equivalent_tokens(media, model)
-    if assumptions is not None and encoder_tokens:
+    if assumptions is not None and media.cross_tokens:  # mllama: the images are read through cross-attention
+        assumptions.append(cross_image_speed_line(prompt, encoder_tokens, media))
+    elif assumptions is not None and encoder_tokens:
         assumptions.append(f"Speed: prefill reads {prompt:,} text + {extra:,} image tokens, and the encoder's work as "
                            f"{encoder_tokens:,} more tokens of the same cost (their KV is not in the memory plan; the "
                            "speed model's per-sequence KV reads count them, a small overstatement).")
     return prompt + extra + encoder_tokens
+
+
+def text_request(w: Workload, text_tokens: int) -> tuple[int, int]:
+    """(prompt, output) text tokens of the request timed within a sequence of ``text_tokens`` text tokens: the ones
+    given, else 256 output tokens (at most half the sequence) and a prompt of at most 1,024 in the rest.
+
+    >>> text_request(Workload(), 1280), text_request(Workload(output_tokens=100), 300)
+    ((1024, 256), (200, 100))
+    """
+    output = w.output_tokens or min(DEFAULT_OUTPUT_TOKENS, max(1, text_tokens // 2))
+    return w.prompt_tokens or max(1, min(DEFAULT_PROMPT_TOKENS, text_tokens - output)), output
+
+
+def cross_image_speed_line(prompt: int, encoder_tokens: int, media: MediaLoad) -> str:
+    """The speed assumption of a model that reads its images through cross-attention layers (mllama)."""
+    return (f"Speed: prefill reads {prompt:,} text tokens ({media.images} image placeholder"
+            f"{'' if media.images == 1 else 's'} among them) and the vision tower's work as {encoder_tokens:,} more "
+            "tokens of the same cost, which keep no K/V; every decode step reads the text tokens' self-attention K/V "
+            f"and the cross-attention layers' K/V over the {media.cross_tokens:,} image positions, held for the "
+            "request's life (vLLM serves mllama as an encoder-decoder whose encoder input is the image tiles' tokens: "
+            "vllm-project/vllm@6f0b37b8 vllm/model_executor/models/mllama.py).")
 
 
 def encoder_equivalent_tokens(media: MediaLoad, model: ModelSpec) -> int:

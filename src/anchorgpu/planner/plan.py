@@ -199,7 +199,8 @@ def plan(
     checks = _checks_for(tuple(map(_code_of, warnings))) if warnings else _BASE_CHECKS
     suggestions: tuple[Suggestion, ...] = ()
     if suggest and fits is False and gpu is not None:
-        suggestions = suggestions_for(model, terms.workload, prec, lay_in, lay, fmt, gpu, ov, asked=w)
+        suggestions = suggestions_for(model, terms.workload, prec, lay_in, lay, fmt, gpu, ov, asked=w,
+                                      notes=assumptions, short_bytes=-(headroom or 0))
         if not suggestions:  # the check would point at suggestions that are not there
             listed = WARNING_CODES["does_not_fit"].check
             checks = tuple(NO_CHANGE_FITS_CHECK if check == listed else check for check in checks)

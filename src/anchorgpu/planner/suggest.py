@@ -11,7 +11,6 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import (
-    DEFAULT_GPU_MEMORY_UTILIZATION,
     KV_CACHE_DTYPES,
     RECOMPUTES,
     Layout,
@@ -23,6 +22,7 @@ from anchorgpu.planner.inputs import (
 )
 from anchorgpu.planner.layout_resolution import GPUS_PER_SERVER, tp_is_valid
 from anchorgpu.planner.result import Plan, ResolvedLayout, Suggestion
+from anchorgpu.planner.suggest_fraction import memory_fraction_suggestion
 
 if TYPE_CHECKING:  # the layout chooser imports the planner: a type only here
     from anchorgpu.planner.speed.layouts import Choice
@@ -51,10 +51,7 @@ def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload,
             out.append((f"--tp 1 --dp {lay.gpus} --ep {lay.gpus}",
                         "attention data parallelism: each GPU keeps its own sequences' KV cache, experts split over "
                         f"all {lay.gpus}", w, precision, Layout(gpus=lay.gpus, tp=1, pp=1, dp=lay.gpus, ep=lay.gpus)))
-        # not SGLang's: its mem_fraction_static already leaves only the reserve its activations and CUDA graphs take
-        if w.engine != "sglang" and (w.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION) < 0.95:
-            out.append(("--gpu-memory-utilization 0.95", "let the engine use 95 % of GPU memory",
-                        evolve(w, gpu_memory_utilization=0.95), precision, layout))
+        # a larger memory fraction: searched, not listed (suggest_fraction.memory_fraction_suggestion)
         for gpus in (2, 4, 8, 16, 32):
             if gpus > lay.gpus:
                 tp = min(gpus, GPUS_PER_SERVER)
@@ -158,10 +155,13 @@ def _attention_dp_tp_sizes(model: ModelSpec, gpus: int, engine: str) -> tuple[in
 
 def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, precision: PrecisionPlan, layout: Layout,
                  lay: ResolvedLayout, fmt: WeightFormat, gpu: GpuSpec, overheads: Overheads,
-                 asked: Workload | None = None, more_gpus: bool = True) -> tuple[Suggestion, ...]:
+                 asked: Workload | None = None, more_gpus: bool = True,
+                 notes: list[str] | None = None, short_bytes: int = 0) -> tuple[Suggestion, ...]:
     """What would fit: each change planned again. ``w`` is the plan's workload (its defaults resolved), ``asked`` the
     one the user gave: the layout chosen on more GPUs chooses what the user left open, as ``plan --gpus N`` does
-    (``more_gpus=False`` leaves that search out)."""
+    (``more_gpus=False`` leaves that search out). ``notes`` takes the line saying no memory fraction the engine
+    starts with makes a serving plan fit, where none does though the plan is ``short_bytes`` short by less than the
+    memory its fraction leaves out."""
     from anchorgpu.planner.plan import plan  # plan() asks for suggestions; each one is planned again
 
     found: list[Suggestion] = []
@@ -170,6 +170,15 @@ def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, preci
         chosen = _more_gpus_chosen(model, asked or w, precision, layout, lay.gpus, gpu, overheads)
         if chosen is not None:
             found.append(chosen)
+    if isinstance(model, ModelSpec) and w.task == "inference":
+        fraction, none_fits = memory_fraction_suggestion(model, w, precision, layout, gpu, overheads, short_bytes)
+        if fraction is not None:
+            change, description, alt = fraction
+            assert alt.headroom_bytes is not None
+            found.append(Suggestion(change=change, description=description, gpus=alt.layout.gpus,
+                                    total_bytes=alt.per_gpu.total_bytes, headroom_bytes=alt.headroom_bytes))
+        if none_fits is not None and notes is not None:
+            notes.append(none_fits)
     for change, description, w2, p2, l2 in suggestion_candidates(model, w, precision, layout, lay, fmt, gpu.vendor):
         if more_gpus_found and change.startswith("--gpus"):
             continue  # the smallest GPU count that fits is the useful one

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner._frozen import evolve
+from anchorgpu.units import at_least
 
 if TYPE_CHECKING:
     from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec
@@ -34,7 +35,9 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
     formats and concurrency, timed as the sweep times it (every sequence at the busiest replica's pace; an
     attention-DP row as ``plan`` times it, which is how the sweep planned it); and ``max_output_tokens_per_s`` with
     its ``_ceiling``, the rate that plan gives at the largest concurrency that fits (its saturation: the engine's
-    KV cache and sequence cap), as ``plan`` reports it. Empty where the row cannot be planned again (none the sweep
+    KV cache and sequence cap), as ``plan`` reports it, timed, as the row's other figures, on the shape's own servers
+    (``plan`` assumes 8-GPU servers; on the catalog's 4-GPU GB200 trays, inside one 72-GPU NVLink domain, the two
+    agree). Empty where the row cannot be planned again (none the sweep
     lets fit)."""
     from anchorgpu.planner import Layout, PrecisionPlan, plan
     from anchorgpu.planner.speed.batching import serving_estimate
@@ -70,9 +73,18 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
         else:
             setup = evolve(serving_setup(p, prompt_tokens=prompt, output_tokens=output),
                             gpus_per_server=shape.gpus_per_server)
+            cal = calibrated(spec.efficiencies)
             est = serving_estimate(model, shape.gpu, setup, prompt_tokens=prompt, output_tokens=output,
-                                   concurrency=conc, saturation_concurrency=conc, cal=calibrated(spec.efficiencies))
+                                   concurrency=conc, saturation_concurrency=conc, cal=cal)
             ttft_top, tpot_top = est.ttft_s_ceiling, est.tpot_s_ceiling
+            if saturated and shape.gpus_per_server != SERVER_GPUS:
+                # the rate at saturation on the shape's own servers, as the row's other figures (plan times its
+                # steps on SERVER_GPUS-GPU servers: a group past the shape's server crosses other links)
+                sat = at_least(int(perf["saturation_concurrency"]), 1)
+                top = serving_estimate(model, shape.gpu, setup, prompt_tokens=prompt, output_tokens=output,
+                                       concurrency=conc, saturation_concurrency=sat, cal=cal)
+                saturated = {"max_output_tokens_per_s": top.max_output_tokens_per_s,
+                             "max_output_tokens_per_s_ceiling": top.max_output_tokens_per_s_ceiling}
     except InvalidWorkload:
         return {}
     return {"prefill_s_ceiling": ttft_top, "decode_tokens_per_s_per_user_ceiling": 1.0 / tpot_top,
