@@ -288,6 +288,13 @@ def test_compare_refuses_a_context_beyond_the_models_limit(capsys: pytest.Captur
     assert err.count("\n") == 1
 
 
+def test_compare_takes_plans_spelling_of_training(capsys: pytest.CaptureFixture[str]) -> None:
+    # `anchorgpu plan --task train` is how plan names it; compare answered "--task must be one of inference, training"
+    train = run_json(capsys, "gpus", "compare", "h100", "h200", "--model", "llama-3.1-8b", "--task", "train")
+    training = run_json(capsys, "gpus", "compare", "h100", "h200", "--model", "llama-3.1-8b", "--task", "training")
+    assert train["plan"]["task"] == "training" and train == training
+
+
 def test_compare_with_a_diffusion_pipeline_plans_it_whole_on_each_gpu(capsys: pytest.CaptureFixture[str]) -> None:
     data = run_json(capsys, "gpus", "compare", "l40s", "rtx-4090", "--model", "flux.1-dev")
     assert data["workload"]["task"] == "diffusion" and data["workload"]["decode_bytes_per_token"] is None
