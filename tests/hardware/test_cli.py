@@ -277,6 +277,24 @@ def test_compare_refuses_a_non_positive_context(capsys: pytest.CaptureFixture[st
     assert code == 2 and err == "error: --context must be a positive number of tokens, got 0\n"
 
 
+@pytest.mark.parametrize("task", ["inference", "training"])
+def test_compare_refuses_a_context_beyond_the_models_limit(capsys: pytest.CaptureFixture[str], task: str) -> None:
+    # Llama 3.1 8B's limit is 131,072 tokens (its config's max_position_embeddings): plan refuses a longer one in one
+    # line, and so does compare (was: "on h100-sxm no tried layout fits", pointing at a plan command that exits 2)
+    code, out, err = run(capsys, "gpus", "compare", "h100", "l4", "--model", "llama-3.1-8b", "--task", task,
+                         "--context", "200000")
+    assert code == 2 and out == ""
+    assert err.startswith("error: --context 200,000 exceeds llama-3.1-8b's limit of 131,072 tokens")
+    assert err.count("\n") == 1
+
+
+def test_compare_takes_plans_spelling_of_training(capsys: pytest.CaptureFixture[str]) -> None:
+    # `anchorgpu plan --task train` is how plan names it; compare answered "--task must be one of inference, training"
+    train = run_json(capsys, "gpus", "compare", "h100", "h200", "--model", "llama-3.1-8b", "--task", "train")
+    training = run_json(capsys, "gpus", "compare", "h100", "h200", "--model", "llama-3.1-8b", "--task", "training")
+    assert train["plan"]["task"] == "training" and train == training
+
+
 def test_compare_with_a_diffusion_pipeline_plans_it_whole_on_each_gpu(capsys: pytest.CaptureFixture[str]) -> None:
     data = run_json(capsys, "gpus", "compare", "l40s", "rtx-4090", "--model", "flux.1-dev")
     assert data["workload"]["task"] == "diffusion" and data["workload"]["decode_bytes_per_token"] is None

@@ -157,5 +157,8 @@ def test_the_batch_1_decode_ceiling_of_a_model_split_over_gpus_counts_all_their_
     assert "near 47 tokens/s with the weights split by tensor parallelism over 2 GPUs (near 24 in pipeline stages" in text
     assert "do not fit on one h100-sxm; they need at least 2 GPUs (tensor or pipeline parallel); batch-1 decode is " \
            "capped near 24 tokens/s" not in text
-    assert "fit on one h200 (150.1 GB), leaving 9.0 GB for KV cache, activations and runtime; batch-1 decode is " \
+    # in GiB, as the table gives the memory: 139.80 GiB (the H200's CUDA total, gpus.toml) less 131.42 GiB of weights;
+    # was "150.1 GB", more than the 141 GB on the H200's datasheet
+    assert "fit on one h200 (139.8 GiB), leaving 8.4 GiB for KV cache, activations and runtime; batch-1 decode is " \
            "capped near 34 tokens/s" in text
+    assert "take 131.4 GiB and" in text

@@ -98,3 +98,32 @@ def test_t5_reads_the_prompt_in_its_encoder(capsys: pytest.CaptureFixture[str]) 
     assert doc["breakdown"]["cross_attention_kv_per_sequence_bytes"] == 400 * 2 * 12 * 768 * 2 == 14_745_600
     assert doc["breakdown"]["kv_per_sequence_bytes"] == 112 * 2 * 12 * 768 * 2
     assert any("goes to the encoder" in a for a in doc["assumptions"])
+
+
+def test_default_request_of_many_users_keeps_its_text_and_output(capsys: pytest.CaptureFixture[str]) -> None:
+    # Many users and no length: each is the default request of 1,024 prompt + 256 output text tokens
+    # (inputs.DEFAULT_PROMPT_TOKENS, DEFAULT_OUTPUT_TOKENS), and the image comes on top of it, as it does for a
+    # request the user sized. Qwen2.5-VL's native image is 1,369 tokens (test_multimodal.py), more than the whole
+    # 1,280-token default request: it cannot "sit within" it. Was: 1,280 tokens held, timed as 1 text prompt token
+    # + 1 output token; Gemma 3 timed with 192 output tokens (256 less its vision tower's 64 equivalent tokens).
+    qwen = _plan(capsys, "qwen2.5-vl-7b", "--gpu", "l40s", "--concurrency", "16")
+    assert qwen["workload"]["context_tokens"] == 1024 + 256 + 1369
+    assert qwen["performance"]["output_tokens"] == 256
+    assert qwen["performance"]["prompt_tokens"] > 1024 + 1369  # plus the vision tower's equivalent tokens
+    gemma = _plan(capsys, "gemma-3-27b", "--gpu", "h100", "--gpus", "2", "--concurrency", "32")
+    assert gemma["workload"]["context_tokens"] == 1024 + 256 + 256
+    assert gemma["performance"]["output_tokens"] == 256
+    # a prompt given without an output: the default 256 output tokens are timed, not what the image left of them
+    given = _plan(capsys, "gemma-3-27b", "--gpu", "h100", "--gpus", "2", "--concurrency", "32", "--prompt", "500")
+    assert given["workload"]["context_tokens"] == 500 + 256 + 256
+    assert given["performance"]["output_tokens"] == 256
+
+
+def test_a_prompt_given_with_images_is_timed_with_the_default_output(capsys: pytest.CaptureFixture[str]) -> None:
+    # Mistral Small 3.1 at its native 1540x1540: 3,080 image tokens (the equivalence sample's row); a 128-token prompt
+    # without --output-tokens is sized at 128 + 256 text tokens (asked_context) and must be timed with those 256
+    # output tokens. Was: 39 (the sequence less the prompt, the images and the vision tower's equivalent tokens).
+    doc = _plan(capsys, "mistral-small-3.1-24b", "--gpu", "h100", "--gpus", "2", "--prompt", "128")
+    assert doc["breakdown"]["image_tokens_per_request"] == 3080
+    assert doc["workload"]["context_tokens"] == 128 + 256 + 3080
+    assert doc["performance"]["output_tokens"] == 256

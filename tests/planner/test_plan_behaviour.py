@@ -446,6 +446,22 @@ def test_replicas_that_do_not_fit_are_offered_pipeline_stages_instead() -> None:
     assert any(s.change == "--tp 8 --pp 2" and s.gpus == 16 for s in result.suggestions)
 
 
+@pytest.mark.parametrize(("model", "gpus", "split"), [
+    # Llama 3.1 70B on 3 H100: TP 3 divides none of its 64 heads or 8 KV heads, so the default is 3 replicas, each
+    # short of the 131.42 GiB of weights; 3 pipeline stages hold 43.8 GiB of weights a GPU (its own "What would fit"
+    # offered --tp 1 --pp 3). On 6: TP 2 x PP 3 rather than 3 replicas of TP 2.
+    ("llama-3.1-70b", 3, (1, 3, 1)),
+    ("llama-3.1-70b", 6, (2, 3, 1)),
+    # Llama 3.1 405B in 16-bit (756 GiB of weights) on 3 servers: 3 replicas of TP 8 hold nothing; TP 8 x PP 3 does
+    ("llama-3.1-405b", 24, (8, 3, 1)),
+])
+def test_a_gpu_count_that_is_not_a_power_of_two_gets_pipeline_stages_that_fit(model: str, gpus: int,
+                                                                               split: tuple[int, int, int]) -> None:
+    result = plan(load_model(model), Workload(), layout=Layout(gpus=gpus), gpu=get_gpu("h100"))
+    assert (result.layout.tp, result.layout.pp, result.layout.dp) == split and result.fits
+    assert any(a.startswith(f"Layout chosen on the {gpus} GPUs asked") for a in result.assumptions)
+
+
 def test_a_gpu_count_whose_default_split_does_not_fit_gets_one_that_does() -> None:
     """``--gpus 16`` alone: the default (TP 8 inside a server, two replicas) cannot hold a 405B in 16-bit, so the
     16 GPUs are laid out as one replica of TP 8 x PP 2, and the plan says why."""

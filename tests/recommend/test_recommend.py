@@ -128,7 +128,11 @@ def test_bigger_batches_raise_total_tokens_per_s_in_the_recommendation() -> None
     spec = SweepSpec(workload=Workload(task="inference", context_tokens=4096), weights=("bf16",), kv_caches=("bf16",),
                      concurrencies=(1, 8, 64))
     rec = recommend(load_model("llama-3.1-8b"), spec, CATALOG, "1h", NOW, top=100)
-    assert all(o.config["concurrency"] >= 8 for o in rec.results)  # the fastest fitting batch is kept
+    for o in rec.results:  # the fastest fitting batch is kept: 1 only where 8 sequences' KV cache alone overflows
+        c = o.config
+        assert c["concurrency"] >= 8 or c["per_gpu_total_bytes"] + 7 * c["kv_cache_bytes"] > c["budget_bytes"], c
+    # one L4 (21.95 GiB as CUDA reports it, gpus.toml) holds a single 4,096-token sequence beside the 8B's weights
+    assert any(o.config["concurrency"] >= 8 for o in rec.results)
 
 
 @settings(max_examples=12, deadline=None)

@@ -17,6 +17,7 @@ __all__ = ["compare"]
 
 
 TASKS = ("inference", "training")
+TASK_ALIASES = {"train": "training"}  # plan's own spelling (`plan --task train`) names the same comparison
 # Bytes per parameter of the weights at each precision (no quantization scales: a lower bound for fp4/int8).
 WEIGHT_BYTES_PER_PARAM: dict[str, float] = {"bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp4": 0.5}
 # Mixed-precision Adam: 2 B bf16 weights + 2 B grads + 12 B fp32 master, momentum, variance (ZeRO paper, SC'20, Fig. 1).
@@ -107,6 +108,11 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
 
     spec = load_model(model)
     diffusion = isinstance(spec, DiffusionPipelineSpec)
+    if not diffusion and context_tokens > spec.max_context_tokens:  # as plan refuses it: not "no layout fits"
+        flag = "--seq" if task == "training" else "--context"
+        raise InvalidInput(f"--context {context_tokens:,} exceeds {spec.name}'s limit of {spec.max_context_tokens:,} "
+                           f"tokens (plan a longer one with 'anchorgpu plan {spec.name} {flag} {context_tokens} "
+                           "--allow-long-context')")
     if diffusion:
         task = "diffusion"
         workload = PlanWorkload(task="diffusion")
@@ -270,6 +276,7 @@ def compare(a_name: str, b_name: str, *, as_json: bool, model: str | None, task:
 
     if context_tokens < 1:
         raise InvalidInput(f"--context must be a positive number of tokens, got {context_tokens}")
+    task = TASK_ALIASES.get(task, task)
     a, b = get_gpu(a_name), get_gpu(b_name)
     workload = _workload(model, task, precision) if model is not None else None
     price_a, note_a = price_per_gpu_hour(a.name)

@@ -223,7 +223,7 @@ def gpus_command(
     min_memory_gb: float | None = typer.Option(None, "--min-memory-gb", help="List only GPUs with at least this much usable memory (vendor GB)."),
     sort: str | None = typer.Option(None, "--sort", help=f"Sort the list by {', '.join(SORT_KEYS)} (largest first)."),
     model: str | None = typer.Option(None, "--model", help="compare: say what fits of this model (registry name, config.json or Hub id)."),
-    task: str = typer.Option("inference", "--task", help="compare with --model: inference or training."),
+    task: str = typer.Option("inference", "--task", help="compare with --model: inference or training (train, as plan spells it)."),
     precision: str | None = typer.Option(None, "--precision", help="compare with --model, inference: weight precision (bf16, fp16, fp8, int8, fp4; default: the checkpoint's shipped format, as plan)."),
     context_tokens: int = typer.Option(8192, "--context", help="compare with --model: tokens per sequence for the full plan."),
 ) -> None:

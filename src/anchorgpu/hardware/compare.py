@@ -22,7 +22,7 @@ from decimal import Decimal
 
 from anchorgpu.hardware.predicted import PredictedSpeed, predicted_statements
 from anchorgpu.hardware.spec import GpuSpec, Peak
-from anchorgpu.units import GB, GIB
+from anchorgpu.units import GIB
 
 __all__ = ["FEATURED_COMPARISONS", "GpuComparison", "MetricComparison", "Workload", "WorkloadFit", "compare_gpus", "workload_fit"]
 
@@ -299,13 +299,15 @@ def _decode_ceiling(fit: WorkloadFit) -> str:
 
 
 def _workload_statements(workload: Workload, fits: tuple[WorkloadFit, WorkloadFit]) -> list[str]:
-    size_gb = workload.resident_bytes / GB
+    # GiB, as the table above (and the GPU's driver) gives its memory: an H100's 79.18 GiB written as decimal GB
+    # (85.0 GB) read as more than its 80 GB
+    size_gib = workload.resident_bytes / GIB
     out = []
     for fit in fits:
         if fit.fits_one_gpu:
             where = (
-                f"by themselves fit on one {fit.gpu} ({fit.memory_bytes / GB:,.1f} GB), leaving "
-                f"{(fit.memory_bytes - fit.resident_bytes) / GB:,.1f} GB for "
+                f"by themselves fit on one {fit.gpu} ({fit.memory_bytes / GIB:,.1f} GiB), leaving "
+                f"{(fit.memory_bytes - fit.resident_bytes) / GIB:,.1f} GiB for "
                 + ("KV cache, activations and runtime" if workload.task == "inference" else "activations and runtime")
             )
         elif workload.task == "inference":
@@ -321,7 +323,7 @@ def _workload_statements(workload: Workload, fits: tuple[WorkloadFit, WorkloadFi
                 f"and plain data parallelism never helps (each replica holds them all)"
             )
         decode = _decode_ceiling(fit)
-        out.append(f"{workload.name}: {workload.resident_label} take {size_gb:,.1f} GB and {where}{decode}.")
+        out.append(f"{workload.name}: {workload.resident_label} take {size_gib:,.1f} GiB and {where}{decode}.")
     if workload.task == "inference":
         out.append("Weights only: KV cache, activations and runtime overhead come on top; run 'anchorgpu plan' for the full per-GPU budget.")
     elif workload.task == "diffusion":

@@ -37,7 +37,7 @@ from anchorgpu.planner.media import (
     encoder_equivalent_tokens,
     resolve_media,
     sequence_tokens,
-    speed_prompt_tokens,
+    speed_request,
     text_request,
 )
 from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
@@ -364,14 +364,14 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                 f"weights, activations and non-torch memory take {fmt_bytes(budget - capacity)}, "
                 + ("the whole" if capacity == 0 else f"{fmt_bytes(-capacity)} more than the")
                 + f" {fmt_bytes(budget)} engine budget: no room for the KV cache"))
+    timed = speed_request(media, model, w, ctx, assumptions) if media is not NO_MEDIA else None
     return new_task_terms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, max_concurrency=max_conc,
                           max_context_tokens=max_ctx,
                           workload=_resolved(w, context_tokens=ctx, concurrency=concurrency,
                                              max_num_batched_tokens=tokens, max_num_seqs=seqs,
                                              gpu_memory_utilization=em.utilization, block_size_tokens=block,
-                                             prompt_tokens=(speed_prompt_tokens(media, model, w, ctx, assumptions)
-                                                            if media is not NO_MEDIA else None) or w.prompt_tokens,
-                                             output_tokens=output_tokens))
+                                             prompt_tokens=timed[0] if timed else w.prompt_tokens,
+                                             output_tokens=timed[1] if timed else output_tokens))
 
 
 def _sglang_admission(w: Workload, em: EngineMemory, breakdown: dict[str, int], capacity: int,

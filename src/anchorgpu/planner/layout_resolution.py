@@ -135,8 +135,9 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
             raise InvalidWorkload(f"--gpus {gpus} is not a multiple of --cp {cp}: give a multiple of it")
         tp = default_tp(model, gpus) if workload.task == "inference" else 1
         pp, dp = 1, gpus // (tp * cp)
-        how = ("inference shards by TP across the GPUs of one server" if workload.task == "inference"
-               else "training and diffusion replicate by data parallelism")
+        how = ("inference shards by TP across the GPUs of one server"
+               + (", as far as the model's heads divide them, and runs the rest as replicas" if dp > 1 else "")
+               if workload.task == "inference" else "training and diffusion replicate by data parallelism")
         assumptions.append(f"Layout not given: {how} (TP {tp}, PP 1, DP {dp}).")
     else:
         tp, pp = layout.tp or 1, layout.pp or 1

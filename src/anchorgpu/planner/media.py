@@ -61,7 +61,7 @@ class MediaLoad:
 
 NO_MEDIA = MediaLoad()
 """A text-only request's media (frozen: one value serves them all): what :func:`resolve_media` gives a model that
-takes neither images nor an encoder input, and what :func:`sequence_tokens` and :func:`speed_prompt_tokens` leave
+takes neither images nor an encoder input, and what :func:`sequence_tokens` and :func:`speed_request` leave
 as it is (the context unchanged, no speed prompt of their own)."""
 
 
@@ -168,8 +168,9 @@ def cross_kv_bytes(model: ModelSpec, media: MediaLoad, *, sequences: int, bytes_
 
 def sequence_tokens(media: MediaLoad, w: Workload, ctx: int, assumptions: list[str],
                     model: ModelSpec | None = None) -> int:
-    """The sequence a request occupies: a context the user sized (--context, --prompt/--output-tokens) gets the
-    image tokens on top; the default context (the model's length) already has room for them. A text
+    """The sequence a request occupies: a context the user sized (--context, --prompt/--output-tokens), or the
+    default request of many users (1,024 prompt + 256 output text tokens), gets the image tokens on top; the default
+    context of one sequence (the model's length) already has room for them. A text
     encoder-decoder (T5) sized by --prompt/--output-tokens reads the prompt in its encoder: the decoder's own
     cache holds the output tokens only."""
     enc = None if model is None else model.encoder
@@ -180,7 +181,10 @@ def sequence_tokens(media: MediaLoad, w: Workload, ctx: int, assumptions: list[s
         return out
     if media.context_tokens == 0:
         return ctx
-    sized = w.context_tokens is not None or w.prompt_tokens is not None or w.output_tokens is not None
+    # the default request of many users is text and the images come on top; mllama's one placeholder an image is
+    # part of its text prompt (its images are the cross-attention layers' input)
+    sized = (w.context_tokens is not None or w.prompt_tokens is not None or w.output_tokens is not None
+             or ((w.concurrency or 1) > 1 and not media.cross_tokens))
     what = "image placeholder" if media.cross_tokens else "image"  # mllama: one token in the text per image
     if not sized:
         one = media.context_tokens == 1
@@ -192,24 +196,29 @@ def sequence_tokens(media: MediaLoad, w: Workload, ctx: int, assumptions: list[s
     return ctx + media.context_tokens
 
 
-def speed_prompt_tokens(media: MediaLoad, model: ModelSpec, w: Workload, ctx: int,
-                        assumptions: list[str] | None = None) -> int | None:
-    """The prompt the speed model reads in prefill: text + image tokens + the vision tower's (or encoder's)
-    FLOPs as the language-model tokens that cost as much (2 · active matmul parameters per token); None when
-    the request carries nothing but text (the speed model's own default stays).
+def speed_request(media: MediaLoad, model: ModelSpec, w: Workload, ctx: int,
+                  assumptions: list[str] | None = None) -> tuple[int, int] | None:
+    """The prompt the speed model reads in prefill and the output it decodes: text + image tokens + the vision
+    tower's (or encoder's) FLOPs as the language-model tokens that cost as much (2 · active matmul parameters per
+    token), and the text's own output (the given one, else the default 256 within the text context; the image and
+    encoder tokens added to the prompt take none of it); None when the request carries nothing but text (the speed
+    model's own default stays).
 
     >>> from anchorgpu.planner._examples import llama_3_1_8b
     >>> m = llama_3_1_8b()
-    >>> speed_prompt_tokens(MediaLoad(context_tokens=576, encoder_flops=2.0 * m.params_active_matmul * 100), m,
-    ...                     Workload(prompt_tokens=1000), 1776)
-    1676
+    >>> speed_request(MediaLoad(context_tokens=576, encoder_flops=2.0 * m.params_active_matmul * 100), m,
+    ...               Workload(prompt_tokens=1000, output_tokens=200), 1776)
+    (1676, 200)
+    >>> speed_request(MediaLoad(context_tokens=256, encoder_flops=2.0 * m.params_active_matmul * 64), m,
+    ...               Workload(concurrency=32), 1536)
+    (1344, 256)
     """
     extra = media.context_tokens if media.cross_tokens == 0 else 0
     if extra == 0 and media.encoder_flops == 0:
         return None
     if (req := encdec_request(model, w, ctx)) is not None:
-        return req.decoder_prompt_tokens + encoder_equivalent_tokens(media, model)
-    prompt, _ = text_request(w, max(1, ctx - extra))
+        return req.decoder_prompt_tokens + encoder_equivalent_tokens(media, model), req.output_tokens
+    prompt, output = text_request(w, max(1, ctx - extra))
     encoder_tokens = encoder_equivalent_tokens(media, model)
     if assumptions is not None and media.cross_tokens:  # mllama: the images are read through cross-attention
         assumptions.append(cross_image_speed_line(prompt, encoder_tokens, media))
@@ -217,17 +226,21 @@ def speed_prompt_tokens(media: MediaLoad, model: ModelSpec, w: Workload, ctx: in
         assumptions.append(f"Speed: prefill reads {prompt:,} text + {extra:,} image tokens, and the encoder's work as "
                            f"{encoder_tokens:,} more tokens of the same cost (their KV is not in the memory plan; the "
                            "speed model's per-sequence KV reads count them, a small overstatement).")
-    return prompt + extra + encoder_tokens
+    return prompt + extra + encoder_tokens, output
 
 
 def text_request(w: Workload, text_tokens: int) -> tuple[int, int]:
-    """(prompt, output) text tokens of the request timed within a sequence of ``text_tokens`` text tokens: the ones
-    given, else 256 output tokens (at most half the sequence) and a prompt of at most 1,024 in the rest.
+    """(prompt, output) text tokens of the request timed within a sequence of ``text_tokens`` text tokens, as the
+    speed model picks a request within a text context: the ones given; else 256 output tokens, at most what a given
+    prompt leaves (half the sequence without one), and a prompt of at most 1,024 in the rest.
 
     >>> text_request(Workload(), 1280), text_request(Workload(output_tokens=100), 300)
     ((1024, 256), (200, 100))
+    >>> text_request(Workload(prompt_tokens=1100), 1280)
+    (1100, 180)
     """
-    output = w.output_tokens or min(DEFAULT_OUTPUT_TOKENS, max(1, text_tokens // 2))
+    room = text_tokens - w.prompt_tokens if w.prompt_tokens else text_tokens // 2
+    output = w.output_tokens or max(1, min(DEFAULT_OUTPUT_TOKENS, room))
     return w.prompt_tokens or max(1, min(DEFAULT_PROMPT_TOKENS, text_tokens - output)), output
 
 

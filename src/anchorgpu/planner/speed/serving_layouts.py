@@ -35,14 +35,16 @@ def _serving_layouts(model: ModelSpec, gpus: int, engine: str = "vllm") -> Itera
     TensorRT-LLM's ``enable_attention_dp``, SGLang's ``--enable-dp-attention``). Each replica keeps only its own
     sequences' KV cache, which matters most where a TP split cannot divide it (MLA's one latent per token, or fewer
     KV heads than GPUs), at the cost of the all-gathers of every MoE layer."""
-    for unit in (1, 2, 4, 8, 16, 32, 64):  # GPUs one replica spans
+    # GPUs one replica spans: powers of two, then the other divisors of a count such as 3, 6 or 24 (a replica of 3
+    # pipeline stages is what 3 GPUs hold a 70B with, where TP 3 divides no head count and 3 replicas hold nothing)
+    odd = [unit for unit in range(3, min(gpus, 64) + 1) if gpus % unit == 0 and unit & (unit - 1)]
+    for unit in (1, 2, 4, 8, 16, 32, 64, *odd):
         if unit > gpus or gpus % unit:
             continue
-        tp = min(unit, SERVER_GPUS)
-        while tp > 1 and not tp_ok(model, tp):
-            tp //= 2
+        # the widest TP inside one server that divides the replica and the model's heads; the rest pipeline stages
+        tp = next(t for t in range(min(unit, SERVER_GPUS), 0, -1) if unit % t == 0 and (t == 1 or tp_ok(model, t)))
         pp = unit // tp
-        if pp > model.num_layers or tp * pp != unit:
+        if pp > model.num_layers:
             continue
         yield Layout(gpus=gpus, tp=tp, pp=pp, dp=gpus // unit)
     for tp in attention_dp_tp_sizes(model, gpus, engine):
