@@ -215,3 +215,27 @@ def test_training_tokens_take_decimal_suffixes_and_recommend_reads_the_batch_as_
                    "--top", "1")
     assert doc["results"] and doc["workload"]["global_batch_tokens"] == 4 * 2**20
     assert doc["workload"]["train_tokens"] == 300 * 10**9
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    # vLLM's default max_num_seqs on an H100 is 1,024 (the workload JSON's max_num_seqs); 2 replicas run 2,048
+    (("--prompt", "100", "--output-tokens", "10", "--concurrency", "2000"),
+     "the engine runs 2,048 at once (max_num_seqs 1,024 x 2 replicas); more wait in its queue"),
+    (("--max-num-seqs", "1", "--concurrency", "100"),
+     "the engine runs 104 at once (max_num_seqs 1 x 104 replicas); more wait in its queue"),
+])
+def test_capacity_line_says_when_the_engine_cap_runs_fewer_than_the_memory_holds(
+        capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], line: str) -> None:
+    """QA (harden46): "max concurrency 36,712 sequences" counts the KV memory only; with a sequence cap below it the
+    capacity lines say how many the engine runs at once (the saturation line already applies the cap)."""
+    code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", *argv)
+    doc = run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", *argv)
+    assert code == 0 and line in " ".join(out.split())
+    cap = doc["workload"]["max_num_seqs"] * doc["layout"]["dp"]
+    assert cap < doc["max_concurrency"] and f"runs {cap:,} at once" in out
+
+
+def test_capacity_line_is_silent_when_the_memory_is_the_limit(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "llama-3.1-70b", "--gpu", "h100", "--gpus", "8", "--context", "8k",
+                       "--concurrency", "32")
+    assert code == 0 and "at once (max_num_seqs" not in out

@@ -105,6 +105,11 @@ def render_plan(plan: Plan) -> None:
 
         out.print(f"Capacity: max concurrency {seqs(plan.max_concurrency)} of {w.context_tokens:,} tokens; "
                   f"longest context at {seqs(w.concurrency)}: {plan.max_context_tokens:,} tokens")
+        cap = (w.max_num_seqs or 0) * lay.dp
+        if 0 < cap < plan.max_concurrency:  # the memory holds more than the engine's sequence cap lets run
+            name = {"trtllm": "max_batch_size", "sglang": "max_running_requests"}.get(w.engine, "max_num_seqs")
+            out.print(f"          the engine runs {cap:,} at once ({name} {w.max_num_seqs:,} x {lay.dp} "
+                      f"replica{'' if lay.dp == 1 else 's'}); more wait in its queue")
         if reserve:
             out.print(f"          the engine reserves {_fmt(reserve)} per GPU for KV cache at start-up")
         state = plan.breakdown.get("state_per_sequence_bytes")
