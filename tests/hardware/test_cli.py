@@ -272,9 +272,14 @@ def test_compare_for_serving_says_what_plan_answers_without_a_gpu_count(capsys: 
     assert data["plan"]["per_gpu"]["h100-sxm"]["gpus_needed"] == 16
 
 
-def test_compare_refuses_a_non_positive_context(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "gpus", "compare", "h200", "h100", "--model", "llama-3.1-8b", "--context", "0")
-    assert code == 2 and err == "error: --context must be a positive number of tokens, got 0\n"
+@pytest.mark.parametrize("context", ["0", "99999999999"])
+def test_compare_refuses_a_context_outside_plans_bounds(capsys: pytest.CaptureFixture[str], context: str) -> None:
+    # plan's bounds (validation.LIMITS["context"]): 99,999,999,999 was refused as beyond the model's limit with a
+    # suggested `plan ... --allow-long-context` that plan itself refuses
+    code, _, err = run(capsys, "gpus", "compare", "h200", "h100", "--model", "llama-3.1-8b", "--context", context)
+    assert code == 2 and err == f"error: --context {context}: expected a whole number from 1 to 10,000,000\n"
+    code, _, plan_err = run(capsys, "plan", "llama-3.1-8b", "--context", context)
+    assert code == 2 and "expected a whole number from 1 to 10,000,000" in plan_err
 
 
 @pytest.mark.parametrize("task", ["inference", "training"])

@@ -525,3 +525,15 @@ def test_parameter_offload_for_training_needs_zero3_and_then_keeps_only_gather_b
     result = plan(model, Workload(task="train"), layout=Layout(gpus=8, zero=3, offload="params"))
     assert result.per_gpu.weights_bytes == result.breakdown["gather_buffer_bytes"]
     assert result.per_gpu.optimizer_bytes == 0
+
+
+@pytest.mark.parametrize(("concurrency", "line"), [
+    (None, "3 replicas for 1 sequence: 2 of them idle."),
+    (2, "3 replicas for 2 sequences: 1 of them idle."),
+    (64, "3 replicas share the 64 sequences: at most 22 per replica."),
+])
+def test_replica_line_counts_the_sequences_it_shares(concurrency: int | None, line: str) -> None:
+    """QA (harden46): '3 replicas share the 1 sequences: 1 per replica' (plural for one, and two replicas idle)."""
+    result = plan(load_model("llama-3.1-70b"), Workload(concurrency=concurrency), gpu=get_gpu("h100"),
+                  layout=Layout(gpus=24))
+    assert result.layout.dp == 3 and line in result.assumptions

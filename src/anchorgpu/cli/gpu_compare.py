@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from anchorgpu.cli._app import emit_json
 from anchorgpu.cli.hardware import price_per_gpu_hour, wide_console
 from anchorgpu.errors import AnchorError, InvalidInput
+from anchorgpu.validation import bounded_int
 
 if TYPE_CHECKING:
     from anchorgpu.hardware import GpuSpec, Workload
@@ -274,8 +275,7 @@ def compare(a_name: str, b_name: str, *, as_json: bool, model: str | None, task:
 
     from anchorgpu.hardware import compare_gpus, comparison_to_json, get_gpu
 
-    if context_tokens < 1:
-        raise InvalidInput(f"--context must be a positive number of tokens, got {context_tokens}")
+    bounded_int(context_tokens, field="context")  # plan's bounds, before the model's limit is checked
     task = TASK_ALIASES.get(task, task)
     a, b = get_gpu(a_name), get_gpu(b_name)
     workload = _workload(model, task, precision) if model is not None else None

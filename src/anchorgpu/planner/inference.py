@@ -260,7 +260,10 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         assumptions.append("Concurrency not given: checked for one sequence; max_concurrency reports the most.")
     per_replica = math.ceil(concurrency / lay.dp)
     if lay.dp > 1:
-        assumptions.append(f"{lay.dp} replicas share the {concurrency} sequences: {per_replica} per replica.")
+        assumptions.append(f"{lay.dp} replicas share the {concurrency:,} sequences: at most {per_replica:,} per replica."
+                           if concurrency >= lay.dp else
+                           f"{lay.dp} replicas for {concurrency:,} sequence{'' if concurrency == 1 else 's'}: "
+                           f"{lay.dp - concurrency:,} of them idle.")
     utilization = w.gpu_memory_utilization
     if (refusal := startup_refusal(w.engine, gpu, utilization, ov)) is not None:
         raise InvalidWorkload(refusal)
