@@ -35,7 +35,7 @@ from anchorgpu.recommend.eligibility import able_to_run, engine_cap, miss_reason
 from anchorgpu.recommend.precision import lowered, precision_choice
 from anchorgpu.recommend.records import Recommendation, RecommendedOption, Rejection
 from anchorgpu.recommend.render import recommendation_to_json
-from anchorgpu.recommend.selection import best_per_group, closest_miss, group_keys
+from anchorgpu.recommend.selection import best_per_group, closest_miss
 from anchorgpu.units import Term, parse_term, round_usd
 
 __all__ = [
@@ -280,9 +280,8 @@ def recommend(
         usable = np.asarray(c["fits"], dtype=bool) & np.asarray(c["splits_batch"], dtype=bool)
     if min_tokens_per_s_per_user is not None and result.task == "inference":
         usable = usable & (np.nan_to_num(c["decode_tokens_per_s_per_user"]) >= min_tokens_per_s_per_user)
-    group = group_keys(result)
-    best = best_per_group(result, usable, group)
-    misses = closest_miss(result, group)
+    best = best_per_group(result, usable)
+    misses = closest_miss(result, skip=best)  # only the groups with no configuration kept are read
     seq = default_seq_tokens(spec.workload, model.max_context_tokens)  # a training sweep's sequence, as it sizes it
     training = result.task != "inference"
     candidates: list[_Candidate] = []
