@@ -12,6 +12,12 @@ from typing import TYPE_CHECKING, Any
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner._frozen import evolve
+from anchorgpu.planner.inputs import Layout, PrecisionPlan
+from anchorgpu.planner.plan import plan
+from anchorgpu.planner.speed.batching import serving_estimate
+from anchorgpu.planner.speed.calibration import calibrated
+from anchorgpu.planner.speed.estimate import engine_reservation, performance_calibration, request_tokens
+from anchorgpu.planner.speed.serving_plan import SERVER_GPUS, serving_core
 
 if TYPE_CHECKING:
     from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec
@@ -35,43 +41,38 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
     attention-DP row as ``plan`` times it, which is how the sweep planned it); and ``max_output_tokens_per_s`` with
     its ``_ceiling``, the rate that plan gives at the largest concurrency that fits (its saturation: the engine's
     KV cache and sequence cap), as ``plan`` reports it. Empty where the row cannot be planned again (none the sweep
-    lets fit)."""
-    from anchorgpu.planner import Layout, PrecisionPlan, plan
-    from anchorgpu.planner.speed.batching import serving_estimate
-    from anchorgpu.planner.speed.calibration import calibrated
-    from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
-    from anchorgpu.planner.speed.serving_plan import SERVER_GPUS
-
+    lets fit). The figures are read from what ``plan_performance`` computes them from
+    (:func:`~anchorgpu.planner.speed.serving_plan.serving_core`), without the rest of its section (bands, evidence,
+    assumptions), which no ceiling reads."""
     conc = int(row["concurrency"])
     media = model.encoder is not None or model.image is not None  # planned at the workload asked (sweep_attention_dp)
     # evolve: dataclasses.replace's copy without its per-field cost (the same values)
     workload = (evolve(spec.workload, concurrency=conc) if media
                 else evolve(spec.workload, concurrency=conc, context_tokens=result.context_tokens))
-    prompt, output = result.prompt_tokens, result.output_tokens
     try:
         p = plan(model, workload, precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
                  layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"], ep=row["ep"]),
                  gpu=shape.gpu, overheads=spec.overheads, suggest=False, choose_layout=False)
         if not p.fits:
             return {}
-        perf = plan_performance(p, prompt_tokens=prompt, output_tokens=output, mfu=spec.efficiencies.mfu,
-                                mbu=spec.efficiencies.mbu)
-        saturated = ({"max_output_tokens_per_s": perf["max_output_tokens_per_s"],
-                      "max_output_tokens_per_s_ceiling": perf["max_output_tokens_per_s_ceiling"]}
-                     if perf.get("max_output_tokens_per_s") is not None else {})
+        # as plan_performance(p, prompt_tokens=..., output_tokens=..., mfu=..., mbu=...) times it
+        prompt, output = request_tokens(p, result.prompt_tokens, result.output_tokens)
+        cal = performance_calibration(None, spec.efficiencies.mfu, spec.efficiencies.mbu)
+        setup, _, sat, est = serving_core(p, model, prompt, output, cal, engine_reservation(p.workload.engine))
+        saturated = ({"max_output_tokens_per_s": est.max_output_tokens_per_s,
+                      "max_output_tokens_per_s_ceiling": est.max_output_tokens_per_s_ceiling} if sat >= 1 else {})
         if row["ep"] > row["tp"]:  # attention data parallelism: the sweep took plan_performance's figures
-            return {"prefill_s_ceiling": perf["ttft_s_ceiling"],
-                    "decode_tokens_per_s_per_user_ceiling": perf["decode_tokens_per_s_per_user_ceiling"],
-                    "decode_tokens_per_s_total_ceiling": perf["output_tokens_per_s_ceiling"], **saturated}
-        if shape.gpus_per_server == SERVER_GPUS and conc <= max(perf["saturation_concurrency"], 1):
+            return {"prefill_s_ceiling": est.ttft_s_ceiling,
+                    "decode_tokens_per_s_per_user_ceiling": 1.0 / est.tpot_s_ceiling,
+                    "decode_tokens_per_s_total_ceiling": est.output_tokens_per_s_ceiling, **saturated}
+        if shape.gpus_per_server == SERVER_GPUS and conc <= max(sat, 1):
             # the plan timed the row on the same setup at its concurrency, none of it queued: the same ceilings
             # (serving_estimate's TTFT and TPOT read the saturation only to queue what is past it)
-            ttft_top, tpot_top = perf["ttft_s_ceiling"], perf["tpot_s_ceiling"]
-        else:
-            setup = evolve(serving_setup(p, prompt_tokens=prompt, output_tokens=output),
-                            gpus_per_server=shape.gpus_per_server)
-            est = serving_estimate(model, shape.gpu, setup, prompt_tokens=prompt, output_tokens=output,
-                                   concurrency=conc, saturation_concurrency=conc, cal=calibrated(spec.efficiencies))
+            ttft_top, tpot_top = est.ttft_s_ceiling, est.tpot_s_ceiling
+        else:  # the plan's setup (serving_setup of the plan, as serving_core formed it) on the shape's servers
+            est = serving_estimate(model, shape.gpu, evolve(setup, gpus_per_server=shape.gpus_per_server),
+                                   prompt_tokens=prompt, output_tokens=output, concurrency=conc,
+                                   saturation_concurrency=conc, cal=calibrated(spec.efficiencies))
             ttft_top, tpot_top = est.ttft_s_ceiling, est.tpot_s_ceiling
     except InvalidWorkload:
         return {}
