@@ -14,10 +14,11 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.inputs import Layout, PrecisionPlan
 from anchorgpu.planner.plan import plan
-from anchorgpu.planner.speed.batching import serving_estimate
+from anchorgpu.planner.speed.batching import saturated_rates, serving_estimate
 from anchorgpu.planner.speed.calibration import calibrated
 from anchorgpu.planner.speed.estimate import engine_reservation, performance_calibration, request_tokens
-from anchorgpu.planner.speed.serving_plan import SERVER_GPUS, serving_core
+from anchorgpu.planner.speed.serving_plan import SERVER_GPUS, serving_saturation
+from anchorgpu.units import at_least
 
 if TYPE_CHECKING:
     from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec
@@ -25,11 +26,14 @@ if TYPE_CHECKING:
 __all__ = ["row_ceilings", "serving_ceilings", "training_ceilings"]
 
 
-def row_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row: dict[str, Any]) -> dict[str, float]:
-    """The ceilings of one row of the sweep, by its task (:func:`serving_ceilings`, :func:`training_ceilings`)."""
+def row_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row: dict[str, Any], *,
+                 shape: HardwareShape | None = None) -> dict[str, float]:
+    """The ceilings of one row of the sweep, by its task (:func:`serving_ceilings`, :func:`training_ceilings`);
+    ``shape``: the row's hardware shape, where the caller has it."""
     if result.task != "inference":
         return training_ceilings(model, spec, row)
-    shape = next(sh for sh in result.shapes if sh.id == row["shape"])
+    if shape is None:
+        shape = next(sh for sh in result.shapes if sh.id == row["shape"])
     return serving_ceilings(model, spec, result, row, shape)
 
 
@@ -43,7 +47,8 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
     KV cache and sequence cap), as ``plan`` reports it. Empty where the row cannot be planned again (none the sweep
     lets fit). The figures are read from what ``plan_performance`` computes them from
     (:func:`~anchorgpu.planner.speed.serving_plan.serving_core`), without the rest of its section (bands, evidence,
-    assumptions), which no ceiling reads."""
+    assumptions), which no ceiling reads; a row timed again on its shape's servers takes only the rate at saturation
+    of that estimate (:func:`~anchorgpu.planner.speed.batching.saturated_rates`)."""
     conc = int(row["concurrency"])
     media = model.encoder is not None or model.image is not None  # planned at the workload asked (sweep_attention_dp)
     # evolve: dataclasses.replace's copy without its per-field cost (the same values)
@@ -58,18 +63,28 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
         # as plan_performance(p, prompt_tokens=..., output_tokens=..., mfu=..., mbu=...) times it
         prompt, output = request_tokens(p, result.prompt_tokens, result.output_tokens)
         cal = performance_calibration(None, spec.efficiencies.mfu, spec.efficiencies.mbu)
-        setup, _, sat, est = serving_core(p, model, prompt, output, cal, engine_reservation(p.workload.engine))
-        saturated = ({"max_output_tokens_per_s": est.max_output_tokens_per_s,
-                      "max_output_tokens_per_s_ceiling": est.max_output_tokens_per_s_ceiling} if sat >= 1 else {})
-        if row["ep"] > row["tp"]:  # attention data parallelism: the sweep took plan_performance's figures
+        setup, _, sat = serving_saturation(p, prompt, output, cal, engine_reservation(p.workload.engine))
+        attention_dp = row["ep"] > row["tp"]  # the sweep took plan_performance's figures
+        # the plan timed the row on the same setup at its concurrency, none of it queued: the same ceilings
+        # (serving_estimate's TTFT and TPOT read the saturation only to queue what is past it)
+        same = shape.gpus_per_server == SERVER_GPUS and conc <= max(sat, 1)
+        if attention_dp or same:  # plan_performance's estimate (serving_core's)
+            est = serving_estimate(model, shape.gpu, setup, prompt_tokens=prompt, output_tokens=output,
+                                   concurrency=p.workload.concurrency or 1, saturation_concurrency=at_least(sat, 1),
+                                   cal=cal)
+            top, top_ceiling = est.max_output_tokens_per_s, est.max_output_tokens_per_s_ceiling
+        else:  # of plan_performance's estimate, only its rate at saturation (the same figures) is read
+            top, top_ceiling = saturated_rates(model, shape.gpu, setup, prompt_tokens=prompt, output_tokens=output,
+                                               saturation_concurrency=at_least(sat, 1), cal=cal)
+        saturated = ({"max_output_tokens_per_s": top, "max_output_tokens_per_s_ceiling": top_ceiling}
+                     if sat >= 1 else {})
+        if attention_dp:
             return {"prefill_s_ceiling": est.ttft_s_ceiling,
                     "decode_tokens_per_s_per_user_ceiling": 1.0 / est.tpot_s_ceiling,
                     "decode_tokens_per_s_total_ceiling": est.output_tokens_per_s_ceiling, **saturated}
-        if shape.gpus_per_server == SERVER_GPUS and conc <= max(sat, 1):
-            # the plan timed the row on the same setup at its concurrency, none of it queued: the same ceilings
-            # (serving_estimate's TTFT and TPOT read the saturation only to queue what is past it)
+        if same:
             ttft_top, tpot_top = est.ttft_s_ceiling, est.tpot_s_ceiling
-        else:  # the plan's setup (serving_setup of the plan, as serving_core formed it) on the shape's servers
+        else:  # the plan's setup (serving_setup of the plan, as serving_saturation formed it) on the shape's servers
             est = serving_estimate(model, shape.gpu, evolve(setup, gpus_per_server=shape.gpus_per_server),
                                    prompt_tokens=prompt, output_tokens=output, concurrency=conc,
                                    saturation_concurrency=conc, cal=calibrated(spec.efficiencies))

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = ["NVFP4_KV_SPEED_LINE", "SERVER_GPUS", "KvReservation", "ServingContext", "ServingCore", "context_of",
            "saturation_concurrency", "serving_band_kind", "serving_context", "serving_core", "serving_performance",
+           "serving_saturation",
            "serving_setup"]
 
 SERVER_GPUS = 8
@@ -266,6 +267,20 @@ def serving_core(plan: Plan, model: ModelSpec, prompt: int, output: int, cal: Ca
                  engine: str | None = None) -> ServingCore:
     """The :class:`ServingCore` of an inference plan on a GPU, as :func:`serving_performance` reads its figures
     from it (the arguments are that function's)."""
+    setup, limits, sat = serving_saturation(plan, prompt, output, cal, kv_reservation, graph_batch_sizes,
+                                            host_overlap, context, absorbed_dequant, engine)
+    assert plan.gpu is not None
+    est = serving_estimate(model, plan.gpu, setup, prompt_tokens=prompt, output_tokens=output,
+                           concurrency=plan.workload.concurrency or 1, saturation_concurrency=at_least(sat, 1),
+                           cal=cal)
+    return ServingCore(setup, limits, sat, est)
+
+
+def serving_saturation(plan: Plan, prompt: int, output: int, cal: Calibration,
+                       kv_reservation: KvReservation = "average", graph_batch_sizes: tuple[int, ...] = (),
+                       host_overlap: bool = True, context: ServingContext | None = None, absorbed_dequant: bool = False,
+                       engine: str | None = None) -> tuple[ServingSetup, tuple[int, int], int]:
+    """The first three of :func:`serving_core` (setup, limits, saturation), before its estimate."""
     ctx = context or context_of(plan, cal)
     limits = _engine_limits(plan)
     setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output, graph_batch_sizes=graph_batch_sizes,
@@ -273,11 +288,7 @@ def serving_core(plan: Plan, model: ModelSpec, prompt: int, output: int, cal: Ca
                           limits=limits, engine=engine, terms=ctx.setup_terms)
     full = kv_reservation == "full"
     sat = saturation_concurrency(plan, setup, reserve_tokens=prompt + output if full else None, limits=limits)
-    assert plan.gpu is not None
-    est = serving_estimate(model, plan.gpu, setup, prompt_tokens=prompt, output_tokens=output,
-                           concurrency=plan.workload.concurrency or 1, saturation_concurrency=at_least(sat, 1),
-                           cal=cal)
-    return ServingCore(setup, limits, sat, est)
+    return setup, limits, sat
 
 
 def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[str, Any],
