@@ -1,4 +1,5 @@
-"""CPU time of one plan + speed estimate, the two calls benchmarks/run.py section (c) times against llm-analysis
+"""CPU time of one plan + speed estimate, the two calls benchmarks/run.py section (c) times against llm-analysis,
+and of one ``recommend`` over batch 1..512 with its JSON, the row of (a) timed per configuration against it
 (a dev script, not a test). Run it with one tree, then another, each in its own process, to compare them side by side:
 
     .venv/bin/python benchmarks/call_timing.py                       # this tree
@@ -12,6 +13,10 @@ interpreter's start-up and first calls cancel out):
 
     .venv/bin/python benchmarks/call_timing.py --instructions                 # this tree
     PYTHONPATH=/tmp/base/src .venv/bin/python benchmarks/call_timing.py --instructions
+
+Name calls after the flag to time only those (``serve``, ``train``, ``recommend``; default all three):
+
+    .venv/bin/python benchmarks/call_timing.py --instructions recommend
 """
 
 from __future__ import annotations
@@ -22,13 +27,17 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 from anchorgpu.architectures import load_model
+from anchorgpu.catalog import load_catalog
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.speed.estimate import plan_performance
+from anchorgpu.planner.sweep import SweepSpec
+from anchorgpu.recommend import recommend, recommendation_to_json
 
-MODEL, GPU = load_model("llama-3.1-70b"), get_gpu("h100")
+MODEL, GPU, CATALOG = load_model("llama-3.1-70b"), get_gpu("h100"), load_catalog()
 
 
 def serve() -> None:
@@ -42,6 +51,18 @@ def train() -> None:
                           layout=Layout(gpus=64, tp=8, pp=4, zero=1, virtual_stages=5), gpu=GPU))
 
 
+_NOW = datetime(2026, 12, 1, tzinfo=UTC)
+_LADDER = SweepSpec(workload=Workload(task="inference", context_tokens=8192))  # batch 1..512, as run.py's row
+
+
+def recommend_json() -> None:
+    recommendation_to_json(recommend(MODEL, _LADDER, CATALOG, "1month", _NOW, lower_precision=True))
+
+
+CALLS: dict[str, tuple[Callable[[], None], int]] = {  # the call, and how many a count of instructions makes
+    "serve": (serve, 1000), "train": (train, 1000), "recommend": (recommend_json, 10)}
+
+
 def cpu_us(fn: Callable[[], None], warm: int = 200, n: int = 3000) -> float:
     for _ in range(warm):
         fn()
@@ -52,15 +73,17 @@ def cpu_us(fn: Callable[[], None], warm: int = 200, n: int = 3000) -> float:
 
 
 def _child(name: str, calls: int) -> None:
-    fn = {"serve": serve, "train": train}[name]
+    fn = CALLS[name][0]
     fn()
     fn()
     for _ in range(calls):
         fn()
 
 
-def instructions(name: str, calls: int = 1000) -> float:
-    """Instructions a call of ``serve`` or ``train`` under cachegrind (this process's ``sys.path`` and interpreter)."""
+def instructions(name: str) -> float:
+    """Instructions a call of ``name`` (:data:`CALLS`) under cachegrind (this process's ``sys.path`` and
+    interpreter)."""
+    calls = CALLS[name][1]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "PYTHONHASHSEED": "0"}
 
     def count(n: int) -> int:
@@ -79,7 +102,9 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--child"]:
         _child(sys.argv[2], int(sys.argv[3]))
     elif sys.argv[1:2] == ["--instructions"]:
-        print(f"serving plan + estimate: {instructions('serve') / 1e3:.1f}k instructions a call; "
-              f"training: {instructions('train') / 1e3:.1f}k")
+        for name in sys.argv[2:] or list(CALLS):
+            print(f"{name}: {instructions(name) / 1e3:,.1f}k instructions a call")
     else:
-        print(f"serving plan + estimate: {cpu_us(serve):.1f} us CPU a call; training: {cpu_us(train):.1f} us")
+        for name in sys.argv[1:] or list(CALLS):
+            fn, calls = CALLS[name]
+            print(f"{name}: {cpu_us(fn, warm=max(2, calls // 5), n=3 * calls):,.1f} us CPU a call")

@@ -50,6 +50,11 @@ class GridColumns(Mapping[str, Array]):
     def __len__(self) -> int:
         return len(self._compact)
 
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The grid's shape (its first axis: the layouts)."""
+        return self._shape
+
     def compact(self, name: str) -> Array:
         """Column ``name`` on the grid's axes, of length 1 along those it does not vary on (not a copy)."""
         return self._compact[name]

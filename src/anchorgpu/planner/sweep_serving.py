@@ -125,16 +125,18 @@ class _Ticks:
                               for sh in shapes])
         width_l = model.hidden_size / lay.tp
         half_l = per_layout(lambda k: k.serve_matmul_half_width)
-        mm_eff = per_format(mm_eff_sw[s] * (width_l / (width_l + half_l))[:, None])
-        self.peak_eff = per_format(_peaks(shapes, precisions)[s]) * mm_eff  # the products' achieved peak
+        width_share = width_l / (width_l + half_l)
+        scaled_eff = mm_eff_sw[s] * width_share[:, None]
+        peaks = _peaks(shapes, precisions)[s]
         # a format that keeps some layers 16-bit runs their products at BF16's rate (speed.product_shares)
         shares = [quantized_product_shares(model, format_for_model(model, name)) for name in weights]
         self.expert_ratio: FloatArray | float = 1.0
-        if any(q < 1.0 or e < 1.0 for q, e in shares):
+        if not any(q < 1.0 or e < 1.0 for q, e in shares):
+            self.peak_eff = per_format(peaks) * per_format(scaled_eff)  # the products' achieved peak
+        else:
             eff16 = np.array([cal.serve_precision_efficiency(sh.gpu, "bf16") for sh in shapes])[s]
-            b16 = (np.array([peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[s] * eff16
-                   * (width_l / (width_l + half_l)))[:, None]
-            low = _peaks(shapes, precisions)[s] * (mm_eff_sw[s] * (width_l / (width_l + half_l))[:, None])
+            b16 = (np.array([peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[s] * eff16 * width_share)[:, None]
+            low = peaks * scaled_eff
             mixed = _mixed(low, b16, np.array([q for q, _ in shares]))
             self.peak_eff = per_format(mixed)
             # the routed experts' products' rate over the whole products' (1.0 where they share one precision)
@@ -359,7 +361,7 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     per_user, per_user_view = _in_grid_order(grid)
     np.divide(1.0, step, out=per_user_view)
     total_tps, total_tps_view = _in_grid_order(grid)
-    np.divide(conc, step, out=total_tps_view)
+    np.divide(conc.astype(np.float64), step, out=total_tps_view)  # as numpy divides an integer by a float, uncast
     nan = np.full(1, np.nan)
     return {
         "weights_bytes": _grid_order(mem.weights), "kv_cache_bytes": _grid_order(mem.kv_cache),

@@ -12,6 +12,12 @@ from typing import TYPE_CHECKING, Any
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner._frozen import evolve
+from anchorgpu.planner.inputs import Layout, PrecisionPlan
+from anchorgpu.planner.plan import plan
+from anchorgpu.planner.speed.batching import saturated_rates, serving_estimate
+from anchorgpu.planner.speed.calibration import calibrated
+from anchorgpu.planner.speed.estimate import engine_reservation, performance_calibration, request_tokens
+from anchorgpu.planner.speed.serving_plan import SERVER_GPUS, serving_saturation
 from anchorgpu.units import at_least
 
 if TYPE_CHECKING:
@@ -20,11 +26,14 @@ if TYPE_CHECKING:
 __all__ = ["row_ceilings", "serving_ceilings", "training_ceilings"]
 
 
-def row_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row: dict[str, Any]) -> dict[str, float]:
-    """The ceilings of one row of the sweep, by its task (:func:`serving_ceilings`, :func:`training_ceilings`)."""
+def row_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row: dict[str, Any], *,
+                 shape: HardwareShape | None = None) -> dict[str, float]:
+    """The ceilings of one row of the sweep, by its task (:func:`serving_ceilings`, :func:`training_ceilings`);
+    ``shape``: the row's hardware shape, where the caller has it."""
     if result.task != "inference":
         return training_ceilings(model, spec, row)
-    shape = next(sh for sh in result.shapes if sh.id == row["shape"])
+    if shape is None:
+        shape = next(sh for sh in result.shapes if sh.id == row["shape"])
     return serving_ceilings(model, spec, result, row, shape)
 
 
@@ -38,53 +47,54 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
     KV cache and sequence cap), as ``plan`` reports it, timed, as the row's other figures, on the shape's own servers
     (``plan`` assumes 8-GPU servers; on the catalog's 4-GPU GB200 trays, inside one 72-GPU NVLink domain, the two
     agree). Empty where the row cannot be planned again (none the sweep
-    lets fit)."""
-    from anchorgpu.planner import Layout, PrecisionPlan, plan
-    from anchorgpu.planner.speed.batching import serving_estimate
-    from anchorgpu.planner.speed.calibration import calibrated
-    from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
-    from anchorgpu.planner.speed.serving_plan import SERVER_GPUS
-
+    lets fit). The figures are read from what ``plan_performance`` computes them from
+    (:func:`~anchorgpu.planner.speed.serving_plan.serving_core`), without the rest of its section (bands, evidence,
+    assumptions), which no ceiling reads; a row timed again on its shape's servers takes only the rate at saturation
+    of that estimate (:func:`~anchorgpu.planner.speed.batching.saturated_rates`)."""
     conc = int(row["concurrency"])
     media = model.encoder is not None or model.image is not None  # planned at the workload asked (sweep_attention_dp)
     # evolve: dataclasses.replace's copy without its per-field cost (the same values)
     workload = (evolve(spec.workload, concurrency=conc) if media
                 else evolve(spec.workload, concurrency=conc, context_tokens=result.context_tokens))
-    prompt, output = result.prompt_tokens, result.output_tokens
     try:
         p = plan(model, workload, precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
                  layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"], ep=row["ep"]),
                  gpu=shape.gpu, overheads=spec.overheads, suggest=False, choose_layout=False)
         if not p.fits:
             return {}
-        perf = plan_performance(p, prompt_tokens=prompt, output_tokens=output, mfu=spec.efficiencies.mfu,
-                                mbu=spec.efficiencies.mbu)
-        saturated = ({"max_output_tokens_per_s": perf["max_output_tokens_per_s"],
-                      "max_output_tokens_per_s_ceiling": perf["max_output_tokens_per_s_ceiling"]}
-                     if perf.get("max_output_tokens_per_s") is not None else {})
-        if row["ep"] > row["tp"]:  # attention data parallelism: the sweep took plan_performance's figures
-            return {"prefill_s_ceiling": perf["ttft_s_ceiling"],
-                    "decode_tokens_per_s_per_user_ceiling": perf["decode_tokens_per_s_per_user_ceiling"],
-                    "decode_tokens_per_s_total_ceiling": perf["output_tokens_per_s_ceiling"], **saturated}
-        if shape.gpus_per_server == SERVER_GPUS and conc <= max(perf["saturation_concurrency"], 1):
-            # the plan timed the row on the same setup at its concurrency, none of it queued: the same ceilings
-            # (serving_estimate's TTFT and TPOT read the saturation only to queue what is past it)
-            ttft_top, tpot_top = perf["ttft_s_ceiling"], perf["tpot_s_ceiling"]
-        else:
-            setup = evolve(serving_setup(p, prompt_tokens=prompt, output_tokens=output),
-                            gpus_per_server=shape.gpus_per_server)
-            cal = calibrated(spec.efficiencies)
+        # as plan_performance(p, prompt_tokens=..., output_tokens=..., mfu=..., mbu=...) times it
+        prompt, output = request_tokens(p, result.prompt_tokens, result.output_tokens)
+        cal = performance_calibration(None, spec.efficiencies.mfu, spec.efficiencies.mbu)
+        setup, _, sat = serving_saturation(p, prompt, output, cal, engine_reservation(p.workload.engine))
+        attention_dp = row["ep"] > row["tp"]  # the sweep took plan_performance's figures
+        # the plan timed the row on the same setup at its concurrency, none of it queued: the same ceilings
+        # (serving_estimate's TTFT and TPOT read the saturation only to queue what is past it)
+        same = shape.gpus_per_server == SERVER_GPUS and conc <= max(sat, 1)
+        if attention_dp or same:  # plan_performance's estimate (serving_core's)
             est = serving_estimate(model, shape.gpu, setup, prompt_tokens=prompt, output_tokens=output,
-                                   concurrency=conc, saturation_concurrency=conc, cal=cal)
+                                   concurrency=p.workload.concurrency or 1, saturation_concurrency=at_least(sat, 1),
+                                   cal=cal)
+            top, top_ceiling = est.max_output_tokens_per_s, est.max_output_tokens_per_s_ceiling
+        else:  # of plan_performance's estimate, only its rate at saturation (the same figures) is read, timed on the
+            # shape's own servers as the row's other figures (plan times its steps on SERVER_GPUS-GPU servers: a group
+            # past the shape's server crosses other links)
+            on_servers = (setup if shape.gpus_per_server == SERVER_GPUS
+                          else evolve(setup, gpus_per_server=shape.gpus_per_server))
+            top, top_ceiling = saturated_rates(model, shape.gpu, on_servers, prompt_tokens=prompt,
+                                               output_tokens=output, saturation_concurrency=at_least(sat, 1), cal=cal)
+        saturated = ({"max_output_tokens_per_s": top, "max_output_tokens_per_s_ceiling": top_ceiling}
+                     if sat >= 1 else {})
+        if attention_dp:
+            return {"prefill_s_ceiling": est.ttft_s_ceiling,
+                    "decode_tokens_per_s_per_user_ceiling": 1.0 / est.tpot_s_ceiling,
+                    "decode_tokens_per_s_total_ceiling": est.output_tokens_per_s_ceiling, **saturated}
+        if same:
             ttft_top, tpot_top = est.ttft_s_ceiling, est.tpot_s_ceiling
-            if saturated and shape.gpus_per_server != SERVER_GPUS:
-                # the rate at saturation on the shape's own servers, as the row's other figures (plan times its
-                # steps on SERVER_GPUS-GPU servers: a group past the shape's server crosses other links)
-                sat = at_least(int(perf["saturation_concurrency"]), 1)
-                top = serving_estimate(model, shape.gpu, setup, prompt_tokens=prompt, output_tokens=output,
-                                       concurrency=conc, saturation_concurrency=sat, cal=cal)
-                saturated = {"max_output_tokens_per_s": top.max_output_tokens_per_s,
-                             "max_output_tokens_per_s_ceiling": top.max_output_tokens_per_s_ceiling}
+        else:  # the plan's setup (serving_setup of the plan, as serving_saturation formed it) on the shape's servers
+            est = serving_estimate(model, shape.gpu, evolve(setup, gpus_per_server=shape.gpus_per_server),
+                                   prompt_tokens=prompt, output_tokens=output, concurrency=conc,
+                                   saturation_concurrency=conc, cal=calibrated(spec.efficiencies))
+            ttft_top, tpot_top = est.ttft_s_ceiling, est.tpot_s_ceiling
     except InvalidWorkload:
         return {}
     return {"prefill_s_ceiling": ttft_top, "decode_tokens_per_s_per_user_ceiling": 1.0 / tpot_top,

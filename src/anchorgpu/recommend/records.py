@@ -6,12 +6,14 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.speed.calibration import Overrides
 from anchorgpu.units import Term
 
 __all__ = ["Recommendation", "RecommendedOption", "Rejection"]
 
 
+@fast_init  # built for every option shown
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecommendedOption:
     """One offering and server count with the fastest configuration that fits it, priced for the term."""
@@ -39,6 +41,7 @@ class RecommendedOption:
         return float(value)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Rejection:
     offering: str

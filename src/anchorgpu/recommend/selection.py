@@ -1,6 +1,9 @@
 """Which configuration of a sweep each offering and server count keeps: the fastest that fits (ties: less memory,
 then grid order) and, where none fits, the one closest to fitting. Linear passes over the grid's (shape, servers)
-runs, held to a full lexicographic sort by ``tests/recommend/test_group_selection.py``."""
+runs, held to a full lexicographic sort by ``tests/recommend/test_group_selection.py``. A (shape, servers) group is a
+run of whole layouts (the grid's first axis), so the first key is reduced per layout, then per group, and only the
+few layouts that hold a group's least value are read entry by entry (:func:`_first_best_rows`, held equal to
+:func:`_first_best` by the same tests)."""
 
 from __future__ import annotations
 
@@ -9,6 +12,8 @@ import numpy as np
 from anchorgpu.planner.sweep import SweepResult
 
 __all__ = ["best_per_group", "closest_miss", "group_keys"]
+
+Groups = dict[tuple[int, int], int]
 
 
 _LARGEST = float(np.finfo(np.float64).max)
@@ -34,8 +39,7 @@ def group_keys(result: SweepResult) -> np.ndarray:
     return c.widen(c.compact("shape") * 1024 + c.compact("servers"))
 
 
-def _first_best(group: np.ndarray, keys: tuple[np.ndarray, ...],
-                among: np.ndarray | None = None) -> dict[tuple[int, int], int]:
+def _first_best(group: np.ndarray, keys: tuple[np.ndarray, ...], among: np.ndarray | None = None) -> Groups:
     """Per (shape, servers) group: the position of the first entry with the least ``keys[0]``, ties by the least
     ``keys[1]`` and so on (NaN counts as infinite), counting only the entries ``among`` (default all; a group
     with none is left out): the first entry of each group in ``np.lexsort((position, *reversed(keys), group))``
@@ -54,36 +58,147 @@ def _first_best(group: np.ndarray, keys: tuple[np.ndarray, ...],
     tied = masked == np.repeat(np.minimum.reduceat(masked, starts), np.diff(np.append(starts, group.size)))
     positions = np.flatnonzero(tied if among is None else tied & among)
     runs = np.searchsorted(starts, positions, side="right") - 1
-    for key in keys[1:]:
-        values = _finite(key[positions], np.inf)
-        least = np.full(starts.size, np.inf)
-        np.minimum.at(least, runs, values)
-        keep = values == least[runs]
-        positions, runs = positions[keep], runs[keep]
-    first = np.empty(runs.size, dtype=bool)  # the first entry of each run still tied
-    first[:1] = True
-    np.not_equal(runs[1:], runs[:-1], out=first[1:])
-    positions, runs = positions[first], runs[first]
+    picked, runs = _rest_of_keys(tuple(key[positions] for key in keys[1:]), runs, starts.size)
+    positions = positions[picked]
     chosen = positions if order is None else order[positions]
     # as Python ints (tolist), read in one pass rather than one numpy scalar at a time
     return {(g // 1024, g % 1024): p for g, p in zip(group[starts[runs]].tolist(), chosen.tolist(), strict=True)}
 
 
-def best_per_group(result: SweepResult, usable: np.ndarray, group: np.ndarray) -> dict[tuple[int, int], int]:
-    """Index of the fastest usable configuration per (shape, servers); ties: less memory, then grid order."""
-    mem = np.asarray(result.columns["per_gpu_total_bytes"], dtype=np.float64)
+def _rest_of_keys(keys: tuple[np.ndarray, ...], runs: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Among entries tied on the first key (each key's values at them, in grid order; ``runs``: each one's group of
+    ``groups``): which to keep, the least of each further key (NaN as infinite) and then the first of each group,
+    with their groups."""
+    picked = np.arange(runs.size)
+    for key in keys:
+        values = _finite(key[picked], np.inf)
+        least = np.full(groups, np.inf)
+        np.minimum.at(least, runs, values)
+        keep = values == least[runs]
+        picked, runs = picked[keep], runs[keep]
+    first = np.empty(runs.size, dtype=bool)  # the first entry of each run still tied
+    first[:1] = True
+    np.not_equal(runs[1:], runs[:-1], out=first[1:])
+    return picked[first], runs[first]
+
+
+def _first_best_rows(row_group: np.ndarray, keys: tuple[np.ndarray, ...], among: np.ndarray | None = None,
+                     row_ids: np.ndarray | None = None) -> Groups | None:
+    """:func:`_first_best` of a grid whose groups are made of whole rows (layouts): ``row_group`` the group of each
+    row, ``keys`` and ``among`` of shape (rows, entries a row); entry ``j`` of row ``r`` is configuration
+    ``row_ids[r] * entries + j`` (``row_ids`` default: ``r``, in increasing order). The first key is reduced per row
+    and then per group, and only the rows holding their group's least value are compared entry by entry (rows out of
+    group order, as the attention-DP layouts come last, are put in order by a stable sort of the rows alone). None
+    (the caller takes :func:`_first_best`) where that could differ: a row whose least first key among its entries is
+    NaN, infinite or +-the largest float (where :func:`_finite`'s mapping could tie or part entries)."""
+    rows, entries = keys[0].shape
+    if rows == 0 or entries == 0:
+        return None
+    first_key = keys[0] if among is None else np.where(among, keys[0], np.inf)
+    # per row, over the flat entries (reduceat: a few times quicker than a reduction along a short last axis);
+    # NaN wins a row (np.minimum propagates it): refused below
+    row_starts = np.arange(0, rows * entries, entries)
+    row_least = np.minimum.reduceat(first_key.reshape(-1), row_starts)
+    present = None if among is None else np.logical_or.reduceat(among.reshape(-1), row_starts)  # an entry to count
+    plain = np.abs(row_least if present is None else row_least[present]) < _LARGEST
+    if not bool(plain.all()):
+        return None
+    order = None  # rows in group order, each group's in grid order
+    if rows > 1 and bool((row_group[1:] < row_group[:-1]).any()):
+        order = np.argsort(row_group, kind="stable")
+        row_group, row_least = row_group[order], row_least[order]
+        present = None if present is None else present[order]
+    starts = np.flatnonzero(np.concatenate(([True], row_group[1:] != row_group[:-1])))
+    row_runs = np.repeat(np.arange(starts.size), np.diff(np.append(starts, rows)))
+    least = np.minimum.reduceat(row_least, starts)  # a group with no entry to count: inf, left out below
+    held = row_least == least[row_runs]
+    candidates = np.flatnonzero(held if present is None else held & present)
+    source = candidates if order is None else order[candidates]  # the same rows in the arrays given
+    tied = first_key[source] == row_least[candidates, None]
+    if among is not None:
+        tied &= among[source]
+    at, columns = np.nonzero(tied)  # row by row, each in order: grid order within each group
+    in_rows = source[at]
+    picked, runs = _rest_of_keys(tuple(key[in_rows, columns] for key in keys[1:]), row_runs[candidates[at]],
+                                 starts.size)
+    ids = in_rows[picked] if row_ids is None else row_ids[in_rows[picked]]
+    chosen = ids * entries + columns[picked]
+    return {(g // 1024, g % 1024): p
+            for g, p in zip(row_group[starts[runs]].tolist(), chosen.tolist(), strict=True)}
+
+
+def _by_row(result: SweepResult, values: np.ndarray) -> np.ndarray:
+    """``values`` (broadcastable to the grid) with one row per layout (the grid's first axis); a view where it can be."""
+    shape = result.columns.shape
+    return np.broadcast_to(values, shape).reshape(shape[0], -1)
+
+
+def _layout_groups(result: SweepResult) -> np.ndarray | None:
+    """(shape, servers) of each layout as one integer, as :func:`group_keys` gives it per configuration; None where
+    they vary on another axis than the layouts'."""
+    c = result.columns
+    group = c.compact("shape") * 1024 + c.compact("servers")
+    if group.ndim == 0 or group.size != group.shape[0] or group.shape[0] != c.shape[0]:
+        return None
+    return group.reshape(-1)
+
+
+def best_per_group(result: SweepResult, usable: np.ndarray, group: np.ndarray | None = None) -> Groups:
+    """Index of the fastest usable configuration per (shape, servers); ties: less memory, then grid order.
+    ``group``: :func:`group_keys` of the result, where the caller has it."""
+    c = result.columns
+    name = "decode_tokens_per_s_total" if result.task == "inference" else "train_tokens_per_s"
+    layouts = _layout_groups(result)
+    if layouts is not None:
+        speed = np.negative(_by_row(result, np.asarray(c.compact(name), dtype=np.float64)))
+        mem = _by_row(result, np.asarray(c.compact("per_gpu_total_bytes"), dtype=np.float64))
+        found = _first_best_rows(layouts, (speed, mem), among=usable.reshape(c.shape[0], -1))
+        if found is not None:
+            return found
+    mem = np.asarray(c["per_gpu_total_bytes"], dtype=np.float64)
     speed = _speed_column(result)
-    return _first_best(group, (np.negative(speed, out=speed), mem), among=usable)
+    return _first_best(group_keys(result) if group is None else group, (np.negative(speed, out=speed), mem),
+                       among=usable)
 
 
-def closest_miss(result: SweepResult, group: np.ndarray) -> dict[tuple[int, int], int]:
+def closest_miss(result: SweepResult, group: np.ndarray | None = None, *,
+                 skip: Groups | None = None) -> Groups:
     """Per (shape, servers) with nothing that fits: the configuration closest to fitting (least overshoot). A training
     sweep's layouts that split the stated global batch (``splits_batch``) come first; where none does, the one with
-    the fewest data-parallel ranks."""
+    the fewest data-parallel ranks. ``skip``: groups whose answer is not wanted (those with a configuration kept);
+    they may be left out. ``group``: :func:`group_keys` of the result, where the caller has it."""
     c = result.columns  # on the grid's axes: the budget is per layout
-    over = (np.asarray(c.compact("per_gpu_total_bytes"), dtype=np.float64)
-            - np.asarray(c.compact("budget_bytes"), dtype=np.float64))
+    layouts = _layout_groups(result)
+    if layouts is not None:
+        rows = None
+        if skip:
+            codes = np.sort(np.array([s * 1024 + servers for s, servers in skip], dtype=layouts.dtype))
+            at = np.minimum(np.searchsorted(codes, layouts), codes.size - 1)
+            rows = np.flatnonzero(codes[at] != layouts)  # the layouts of the groups not skipped
+            if rows.size == 0:
+                return {}
+        found = _first_best_rows(layouts if rows is None else layouts[rows], _miss_keys(result, rows), row_ids=rows)
+        if found is not None:
+            return found
+    keys = tuple(c.widen(key) for key in _miss_keys(result, None, grid=True))
+    return _first_best(group_keys(result) if group is None else group, keys)
+
+
+def _miss_keys(result: SweepResult, rows: np.ndarray | None, *, grid: bool = False) -> tuple[np.ndarray, ...]:
+    """The keys of :func:`closest_miss`: the memory over the budget, after the data-parallel ranks where a training
+    sweep's layout does not split the global batch; one row per layout (``rows`` of them, default all), or on the
+    grid's axes (``grid``)."""
+    c = result.columns
+
+    def column(name: str) -> np.ndarray:
+        values = c.compact(name)
+        if grid:
+            return values
+        by_row = _by_row(result, values)
+        return by_row if rows is None else by_row[rows]
+
+    over = (np.asarray(column("per_gpu_total_bytes"), dtype=np.float64)
+            - np.asarray(column("budget_bytes"), dtype=np.float64))
     if "splits_batch" not in c:
-        return _first_best(group, (c.widen(over),))
-    ranks_over = np.where(c.compact("splits_batch"), 0, c.compact("dp")).astype(np.float64)
-    return _first_best(group, (c.widen(ranks_over), c.widen(over)))
+        return (over,)
+    return (np.where(column("splits_batch"), 0, column("dp")).astype(np.float64), over)

@@ -23,9 +23,12 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.catalog import Catalog, Offering
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
+from anchorgpu.planner._frozen import fast_init
+from anchorgpu.planner.formats import get_format
 from anchorgpu.planner.inputs import default_seq_tokens
 from anchorgpu.planner.speed.calibration import calibrated
 from anchorgpu.planner.speed.caveats import serving_caveats, training_caveats
+from anchorgpu.planner.speed.links import compute_precision_for_weights, tp_link
 from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec, sweep
 from anchorgpu.planner.validate import check_kv_cache_task, default_kv_cache, kv_cache_runs_on
 from anchorgpu.quotes import UnpricedOffering, price_quote, run_term
@@ -35,7 +38,7 @@ from anchorgpu.recommend.eligibility import able_to_run, engine_cap, miss_reason
 from anchorgpu.recommend.precision import lowered, precision_choice
 from anchorgpu.recommend.records import Recommendation, RecommendedOption, Rejection
 from anchorgpu.recommend.render import recommendation_to_json
-from anchorgpu.recommend.selection import best_per_group, closest_miss, group_keys
+from anchorgpu.recommend.selection import best_per_group, closest_miss
 from anchorgpu.units import Term, parse_term, round_usd
 
 __all__ = [
@@ -77,11 +80,11 @@ def shapes_from_catalog(offerings: Sequence[Offering], *, max_servers: int = 4) 
 
 
 def _codes(result: SweepResult, row: dict[str, Any], offering: Offering, *, shipped: str | None = None,
-           lowered: bool = False, shipped_kv: str = "bf16") -> tuple[str, ...]:
-    from anchorgpu.planner.formats import get_format
-    from anchorgpu.planner.speed.links import compute_precision_for_weights, tp_link
-
-    shape = next(s for s in result.shapes if s.id == offering.id)
+           lowered: bool = False, shipped_kv: str = "bf16", shape: HardwareShape | None = None) -> tuple[str, ...]:
+    """The warning codes of a row on ``offering`` (``shape``: its hardware shape in ``result``, where the caller has
+    it)."""
+    if shape is None:
+        shape = next(s for s in result.shapes if s.id == offering.id)
     codes: list[str] = []
     if lowered:
         codes.append("precision_below_checkpoint")
@@ -112,6 +115,7 @@ def _speed_figures_uncertain(gpu_name: str) -> bool:
     return peaks or any(f.startswith(("memory_bandwidth", "interconnect_bandwidth")) for f in gpu.uncertain_fields)
 
 
+@fast_init  # one per offering and server count kept
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Candidate:
     """An offering and server count with its fastest usable configuration (``index``), priced: what ranking needs;
@@ -119,6 +123,7 @@ class _Candidate:
 
     offering: str
     source: Offering
+    shape: int  # the offering's index in the sweep's shapes
     servers: int
     index: int
     quote: ServersPrice
@@ -133,8 +138,8 @@ class _Candidate:
         return self.quote.total_usd
 
 
-def _candidate(result: SweepResult, i: int, offering: Offering, servers: int, quote: ServersPrice, term: Term,
-               catalog: Catalog, now: datetime) -> _Candidate:
+def _candidate(result: SweepResult, i: int, offering: Offering, shape: int, servers: int, quote: ServersPrice,
+               term: Term, catalog: Catalog, now: datetime) -> _Candidate:
     """Configuration ``i`` on ``servers`` of ``offering``: its speed, and the hours and price of its run
     (training; serving's cost per million output tokens is :func:`_per_million`'s, when shown)."""
     decode = result.value("decode_tokens_per_s_total", i)
@@ -152,7 +157,7 @@ def _candidate(result: SweepResult, i: int, offering: Offering, servers: int, qu
                     run_term_text = str(covering)
                 except UnpricedOffering:
                     run_usd = None
-    return _Candidate(offering=offering.id, source=offering, servers=servers, index=i, quote=quote,
+    return _Candidate(offering=offering.id, source=offering, shape=shape, servers=servers, index=i, quote=quote,
                       speed=float(decode or result.value("train_tokens_per_s", i) or 0.0),
                       decode=decode if result.task == "inference" else None,
                       run_hours=run_hours, run_usd=run_usd, run_term=run_term_text)
@@ -280,9 +285,8 @@ def recommend(
         usable = np.asarray(c["fits"], dtype=bool) & np.asarray(c["splits_batch"], dtype=bool)
     if min_tokens_per_s_per_user is not None and result.task == "inference":
         usable = usable & (np.nan_to_num(c["decode_tokens_per_s_per_user"]) >= min_tokens_per_s_per_user)
-    group = group_keys(result)
-    best = best_per_group(result, usable, group)
-    misses = closest_miss(result, group)
+    best = best_per_group(result, usable)
+    misses = closest_miss(result, skip=best)  # only the groups with no configuration kept are read
     seq = default_seq_tokens(spec.workload, model.max_context_tokens)  # a training sweep's sequence, as it sizes it
     training = result.task != "inference"
     candidates: list[_Candidate] = []
@@ -311,7 +315,7 @@ def recommend(
                 rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=quote.total_usd,
                                           reason=f"over the budget: {quote.total_usd} USD > {max_usd} USD"))
                 continue
-            candidates.append(_candidate(result, best[key], offering, servers, quote, the_term, catalog, now))
+            candidates.append(_candidate(result, best[key], offering, s, servers, quote, the_term, catalog, now))
 
     # a training run with a token count is ranked by the price of the whole run; one whose run has no price comes
     # after every priced run (its term's price is not the run's)
@@ -323,7 +327,9 @@ def recommend(
     def option(c: _Candidate) -> RecommendedOption:
         if id(c) not in built:
             row = result.row(c.index)
-            row.update(row_ceilings(model, spec, result, row))  # the roofline beside each figure, as plan gives it
+            shape = result.shapes[c.shape]
+            # the roofline beside each figure, as plan gives it
+            row.update(row_ceilings(model, spec, result, row, shape=shape))
             is_lower = lowered(model, choice, row)
             built[id(c)] = RecommendedOption(
                 offering=c.offering, gpu=c.source.gpu, kind=c.source.kind, region=c.quote.region,
@@ -333,7 +339,7 @@ def recommend(
                 usd_per_million_output_tokens=_per_million(c, the_term), run_hours=c.run_hours, run_usd=c.run_usd,
                 run_term=c.run_term,
                 codes=_codes(result, row, c.source, shipped=choice.reference_weights, lowered=is_lower,
-                             shipped_kv=choice.reference_kv),
+                             shipped_kv=choice.reference_kv, shape=shape),
                 lower_precision=is_lower)
         return built[id(c)]
 

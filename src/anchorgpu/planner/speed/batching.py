@@ -17,7 +17,7 @@ from anchorgpu.planner.speed.serving import _dense_step, _step
 from anchorgpu.planner.speed.step_constants import ServingSetup, _pair, _StepConstants
 from anchorgpu.units import at_least, clamp
 
-__all__ = ["ServingEstimate", "burst_makespan_s", "prefill_chunk_share", "serving_estimate"]
+__all__ = ["ServingEstimate", "burst_makespan_s", "prefill_chunk_share", "saturated_rates", "serving_estimate"]
 
 
 @fast_init
@@ -190,7 +190,10 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
         mean = float(sat_replica) if queued else concurrency / setup.replicas
         others = mean + min(mean * prompt_tokens / output_tokens, max(0.0, setup.max_num_batched_tokens - mean))
     tpot, bound, tpot_top = _steady(setup, c, ci, per_replica, prompt_tokens, output_tokens, attn, even)
-    sat, _, sat_top = _steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn)
+    if sat_replica == per_replica and even == 1.0:  # the same steady state (queued, or at saturation): not again
+        sat, sat_top = tpot, tpot_top
+    else:
+        sat, _, sat_top = _steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn)
     ttft, ttft_top = _ttft(setup, c, ci, per_replica - 1, prompt_tokens, attn, others)
     # tokens/s over the replicas: ``busy`` of them run per_replica sequences at the TPOT above, the rest one fewer
     # at their own (faster) pace, or at the busy ones' where the replicas of an EP group step together (expert
@@ -205,13 +208,35 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
         else:  # an EP group's passes take the busiest replica's time: the lighter ones emit what theirs hold
             rate += light * per_replica * lighter / tpot
             rate_top += light * per_replica * lighter / tpot_top
+    top, top_ceiling = _saturated_rates(setup.replicas * sat_replica, sat, sat_top)
     return _new_estimate(
         concurrency=concurrency, per_replica=per_replica, ttft_s=ttft, tpot_s=tpot,
         output_tokens_per_s=rate, decode_tokens_per_s_per_user=1.0 / tpot,
-        saturation_concurrency=setup.replicas * sat_replica, max_output_tokens_per_s=setup.replicas * sat_replica / sat,
+        saturation_concurrency=setup.replicas * sat_replica, max_output_tokens_per_s=top,
         bound=bound, ttft_s_ceiling=ttft_top, tpot_s_ceiling=tpot_top, output_tokens_per_s_ceiling=rate_top,
-        max_output_tokens_per_s_ceiling=setup.replicas * sat_replica / sat_top,
+        max_output_tokens_per_s_ceiling=top_ceiling,
     )
+
+
+def _saturated_rates(running: int, step_s: float, step_s_ceiling: float) -> tuple[float, float]:
+    """Output tokens/s of ``running`` sequences over the replicas at the steady step of saturation, and its
+    ceiling (what :class:`ServingEstimate` gives as ``max_output_tokens_per_s`` and its ``_ceiling``)."""
+    return running / step_s, running / step_s_ceiling
+
+
+def saturated_rates(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, prompt_tokens: int, output_tokens: int,
+                    saturation_concurrency: int, cal: Calibration | None = None) -> tuple[float, float]:
+    """``max_output_tokens_per_s`` of :func:`serving_estimate` and its ceiling, alone (the same figures: the steady
+    state of each replica's share of ``saturation_concurrency``), for a caller that needs nothing else of it."""
+    if prompt_tokens < 1 or output_tokens < 1:
+        raise InvalidWorkload("prompt, output tokens and concurrency must each be at least 1")
+    cal = cal or calibration()
+    sat_replica = at_least(saturation_concurrency // setup.replicas, 1)
+    attn = (decode_attention_flops_per_token(model, prompt_tokens + output_tokens // 2),
+            attention_flops_per_token(model, prompt_tokens, causal=True))
+    c, ci = _pair(model, gpu, setup, cal)
+    sat, _, sat_top = _steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn)
+    return _saturated_rates(setup.replicas * sat_replica, sat, sat_top)
 
 
 def burst_makespan_s(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, requests: int, concurrency: int,

@@ -73,8 +73,11 @@ __all__ = [
     "KvReservation",
     "attach_performance",
     "check_tokens_cover_a_step",
+    "engine_reservation",
     "evidence_items",
+    "performance_calibration",
     "plan_performance",
+    "request_tokens",
     "saturation_concurrency",
     "serving_band_kind",
     "serving_setup",
@@ -248,7 +251,7 @@ def plan_performance(
                                   default_batch_tokens(w.task, default_seq_tokens(w, model.max_context_tokens)))
     assumptions: list[str] = []
     warnings: list[tuple[str, str]] = []
-    cal = cal or (calibration() if mfu is None and mbu is None else calibrated(Overrides(mfu=mfu, mbu=mbu)))
+    cal = performance_calibration(cal, mfu, mbu)
     out: dict[str, Any] = {"calibration_version": cal.version}
     if cal.origin == "user":
         assumptions.append("efficiencies given by the user replace the calibrated ones: "
@@ -263,17 +266,13 @@ def plan_performance(
     elif plan.fits is False:
         assumptions.append("the plan does not fit: no speed is predicted for a configuration that cannot run")
     elif w.task == "inference":
-        ctx = w.context_tokens or model.max_context_tokens
-        given_prompt = prompt_tokens or w.prompt_tokens or 0  # a given prompt leaves the rest of the context
-        room = ctx - given_prompt if given_prompt else ctx // 2
-        output = output_tokens or w.output_tokens or clamp(room, 1, DEFAULT_OUTPUT_TOKENS)
-        prompt = prompt_tokens or w.prompt_tokens or clamp(ctx - output, 1, DEFAULT_PROMPT_TOKENS)
+        prompt, output = request_tokens(plan, prompt_tokens, output_tokens)
         serving = context_of(plan, cal)  # the peak of the weights' precision among what the GPU, model and format give
         choice = serving.choice
         if choice.warning:
             warnings.append(choice.warning)
         out["compute_precision"] = choice.precision
-        reservation: KvReservation = kv_reservation or ENGINE_RESERVATION.get(w.engine, "average")
+        reservation: KvReservation = kv_reservation or engine_reservation(w.engine)
         serving_performance(plan, model, prompt, output, out, assumptions, cal, reservation, graph_batch_sizes, host_overlap,
                             context=serving, absorbed_dequant=absorbed_dequant, engine=engine)
         out["checkpoint_bytes"] = plan.checkpoint_bytes or int(plan.breakdown.get("weights_whole_model_bytes", 0))
@@ -287,6 +286,33 @@ def plan_performance(
     out["assumptions"] = assumptions
     out["warnings"] = [{"code": c, "message": m} for c, m in warnings] if warnings else []
     return out
+
+
+def performance_calibration(cal: Calibration | None, mfu: float | None, mbu: float | None) -> Calibration:
+    """The calibration :func:`plan_performance` times with: ``cal``, else the calibrated one, ``mfu``/``mbu`` in
+    place of its efficiencies where given."""
+    return cal or (calibration() if mfu is None and mbu is None else calibrated(Overrides(mfu=mfu, mbu=mbu)))
+
+
+def request_tokens(plan: Plan, prompt_tokens: int | None, output_tokens: int | None) -> tuple[int, int]:
+    """(prompt, output) tokens a request of a serving plan (of a language model) as :func:`plan_performance` times
+    it: those given, else the workload's, else 1,024 and 256 within the context (a given prompt leaves the rest of
+    the context to the output)."""
+    model, w = plan.model, plan.workload
+    assert isinstance(model, ModelSpec)
+    ctx = w.context_tokens or model.max_context_tokens
+    given_prompt = prompt_tokens or w.prompt_tokens or 0  # a given prompt leaves the rest of the context
+    room = ctx - given_prompt if given_prompt else ctx // 2
+    output = output_tokens or w.output_tokens or clamp(room, 1, DEFAULT_OUTPUT_TOKENS)
+    prompt = prompt_tokens or w.prompt_tokens or clamp(ctx - output, 1, DEFAULT_PROMPT_TOKENS)
+    return prompt, output
+
+
+def engine_reservation(engine: str) -> KvReservation:
+    """How ``engine`` admits requests against its KV cache by default (:data:`KvReservation`,
+    ``serving_plan.ENGINE_RESERVATION``): TensorRT-LLM reserves each request's whole length, vLLM fills pages as
+    tokens come, SGLang charges its new-token ratio of what each may still write."""
+    return ENGINE_RESERVATION.get(engine, "average")
 
 
 def attach_performance(plan: Plan, **options: Any) -> Plan:

@@ -29,7 +29,7 @@ from anchorgpu.planner.speed.assumption_lines import (
     serving_constants_line,
     serving_line,
 )
-from anchorgpu.planner.speed.batching import serving_estimate
+from anchorgpu.planner.speed.batching import ServingEstimate, serving_estimate
 from anchorgpu.planner.speed.calibration import Band, Calibration, band_kind_of
 from anchorgpu.planner.speed.caveats import serving_caveats
 from anchorgpu.planner.speed.evidence import evidence_kind
@@ -51,8 +51,9 @@ from anchorgpu.units import at_least, clamp
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
 
-__all__ = ["ENGINE_RESERVATION", "NVFP4_KV_SPEED_LINE", "SERVER_GPUS", "KvReservation", "ServingContext", "context_of", "saturation_concurrency", "serving_band_kind",
-           "serving_context", "serving_performance", "serving_setup"]
+__all__ = ["ENGINE_RESERVATION", "NVFP4_KV_SPEED_LINE", "SERVER_GPUS", "KvReservation", "ServingContext", "ServingCore",
+           "context_of", "saturation_concurrency", "serving_band_kind", "serving_context", "serving_core",
+           "serving_performance", "serving_saturation", "serving_setup"]
 
 SERVER_GPUS = 8
 """GPUs per server assumed by ``plan`` estimates: groups larger than this cross the network."""
@@ -264,6 +265,48 @@ def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: i
     return clamp(int(capacity // per_seq), 0, cap) * setup.replicas
 
 
+class ServingCore(NamedTuple):
+    """What a serving plan's figures are computed from (:func:`serving_core`): the replica's setup, the engine's
+    limits (tokens a step, sequences), the saturation (sequences running at once over the replicas) and the
+    estimate at the plan's concurrency."""
+
+    setup: ServingSetup
+    limits: tuple[int, int]
+    saturation: int
+    estimate: ServingEstimate
+
+
+def serving_core(plan: Plan, model: ModelSpec, prompt: int, output: int, cal: Calibration,
+                 kv_reservation: KvReservation = "average", graph_batch_sizes: tuple[int, ...] = (),
+                 host_overlap: bool = True, context: ServingContext | None = None, absorbed_dequant: bool = False,
+                 engine: str | None = None) -> ServingCore:
+    """The :class:`ServingCore` of an inference plan on a GPU, as :func:`serving_performance` reads its figures
+    from it (the arguments are that function's)."""
+    setup, limits, sat = serving_saturation(plan, prompt, output, cal, kv_reservation, graph_batch_sizes,
+                                            host_overlap, context, absorbed_dequant, engine)
+    assert plan.gpu is not None
+    est = serving_estimate(model, plan.gpu, setup, prompt_tokens=prompt, output_tokens=output,
+                           concurrency=plan.workload.concurrency or 1, saturation_concurrency=at_least(sat, 1),
+                           cal=cal)
+    return ServingCore(setup, limits, sat, est)
+
+
+def serving_saturation(plan: Plan, prompt: int, output: int, cal: Calibration,
+                       kv_reservation: KvReservation = "average", graph_batch_sizes: tuple[int, ...] = (),
+                       host_overlap: bool = True, context: ServingContext | None = None, absorbed_dequant: bool = False,
+                       engine: str | None = None) -> tuple[ServingSetup, tuple[int, int], int]:
+    """The first three of :func:`serving_core` (setup, limits, saturation), before its estimate."""
+    ctx = context or context_of(plan, cal)
+    limits = _engine_limits(plan)
+    setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output, graph_batch_sizes=graph_batch_sizes,
+                          host_overlap=host_overlap, absorbed_dequant=absorbed_dequant,
+                          limits=limits, engine=engine, terms=ctx.setup_terms)
+    full = kv_reservation == "full"
+    sat = saturation_concurrency(plan, setup, reserve_tokens=prompt + output if full else None, limits=limits,
+                                 ratio_request=(prompt, output) if kv_reservation == "ratio" else None)
+    return setup, limits, sat
+
+
 def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, out: dict[str, Any],
                         assumptions: list[str], cal: Calibration, kv_reservation: KvReservation = "average",
                         graph_batch_sizes: tuple[int, ...] = (), host_overlap: bool = True,
@@ -277,16 +320,9 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     assert plan.gpu is not None
     ctx = context or context_of(plan, cal)
     band = ctx.band
-    limits = _engine_limits(plan)
-    setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output, graph_batch_sizes=graph_batch_sizes,
-                          host_overlap=host_overlap, absorbed_dequant=absorbed_dequant,
-                          limits=limits, engine=engine, terms=ctx.setup_terms)
+    setup, limits, sat, est = serving_core(plan, model, prompt, output, cal, kv_reservation, graph_batch_sizes,
+                                           host_overlap, ctx, absorbed_dequant, engine)
     conc = plan.workload.concurrency or 1
-    full = kv_reservation == "full"
-    sat = saturation_concurrency(plan, setup, reserve_tokens=prompt + output if full else None, limits=limits,
-                                 ratio_request=(prompt, output) if kv_reservation == "ratio" else None)
-    est = serving_estimate(model, plan.gpu, setup, prompt_tokens=prompt, output_tokens=output, concurrency=conc,
-                           saturation_concurrency=at_least(sat, 1), cal=cal)
     put_time(out, "ttft_s", est.ttft_s, est.ttft_s_ceiling, band)
     put_time(out, "tpot_s", est.tpot_s, est.tpot_s_ceiling, band)
     put_rate(out, "output_tokens_per_s", est.output_tokens_per_s, est.output_tokens_per_s_ceiling, band)

@@ -1,0 +1,89 @@
+"""The ``anchorgpu recommend --json`` answers of a fixed set of commands, written one file each, to hold a change that
+must not move them byte-identical (a dev script, not a test). Serving and training, dense and MoE, vLLM, TensorRT-LLM
+and SGLang, with and without ``--gpu``, at several concurrencies, with recipes; the clock is fixed, so two trees'
+answers can be compared byte for byte:
+
+    PYTHONPATH=/tmp/base/src .venv/bin/python benchmarks/recommend_dump.py /tmp/before
+    .venv/bin/python benchmarks/recommend_dump.py /tmp/after
+    diff -r /tmp/before /tmp/after && echo IDENTICAL
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import anchorgpu.cli.recommend as cli_recommend
+from anchorgpu.cli import main
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+class _FixedClock(datetime):
+    @classmethod
+    def now(cls, tz=None):  # type: ignore[no-untyped-def, override]
+        return NOW
+
+
+CMDS = [
+    "llama-3.1-70b --task inference --context 8192 --concurrency 32 --term 1month",
+    "llama-3.1-70b --task inference --context 8192 --concurrency 32 --term 1month --lower-precision",
+    "llama-3.1-70b --task inference --context 8192 --term 1month --lower-precision",
+    "llama-3.1-70b --task inference --context 8192 --term 2w",
+    "llama-3.1-8b --context 4096 --concurrency 1 --term 1h",
+    "llama-3.1-8b --context 4096 --concurrency 256 --gpu h100 --term 1month",
+    "llama-3.1-8b --context 4096 --concurrency 8 --gpu l40s --engine trtllm",
+    "llama-3.1-70b --context 8192 --concurrency 64 --engine trtllm",
+    "llama-3.1-70b --context 8192 --concurrency 16 --engine sglang",
+    "llama-3.1-70b --context 8192 --engine sglang --gpu h200",
+    "llama-3.1-405b --context 8192 --concurrency 32",
+    "llama-3.1-405b --context 8192 --concurrency 32 --lower-precision --gpu mi300x",
+    "qwen3-30b-a3b --context 8192 --concurrency 64",
+    "qwen3-235b-a22b --context 8192 --concurrency 128 --engine sglang",
+    "qwen3-235b-a22b --context 8192 --concurrency 32 --engine trtllm",
+    "deepseek-v3 --context 8192 --concurrency 64",
+    "deepseek-v3 --context 8192 --concurrency 256 --engine sglang --gpu h200",
+    "deepseek-v3 --context 4096 --engine trtllm --gpu b200",
+    "mixtral-8x7b-v0.1 --context 8192 --concurrency 16 --min-tokens-per-s 30",
+    "qwen2.5-7b --context 8192 --concurrency 32 --kv-cache fp8,bf16 --weights bf16,fp8",
+    "llama-3.1-70b --context 8192 --concurrency 32 --max-usd 20000 --top 5",
+    "gemma-3-27b --context 8192 --concurrency 8",
+    "llama-3.1-70b --task inference --context 8192 --concurrency 32 --gpu rtx-4090",
+    "llama-3.1-70b --task train --term 1month",
+    "llama-3.1-70b --task train --tokens 1e11 --term 1month",
+    "llama-3.1-8b --task lora --term 1w",
+    "llama-3.1-8b --task qlora --gpu l40s",
+    "qwen3-235b-a22b --task train --tokens 3e11",
+    "qwen3-30b-a3b --task train --gpu h100 --seq 8k",
+    "deepseek-v3 --task train --term 1month",
+    "llama-3.1-405b --task train --train-precision fp8 --tokens 1e12",
+    "llama-3.1-70b --context 8192 --concurrency 32 --recipe vllm",
+    "qwen3-235b-a22b --context 8192 --concurrency 64 --engine sglang --recipe sglang --max-servers 8",
+    "llama-3.1-70b --task train --recipe torchrun-fsdp --max-servers 2",
+    "llama-3.1-8b --context 32k --concurrency 4 --gpu mi300x --mbu 0.6",
+]
+
+
+def run(argv: list[str]) -> tuple[object, str, str]:
+    """Exit code, stdout and stderr of ``anchorgpu ARGV`` in this process, at the fixed clock."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code: object = main(argv)
+        except SystemExit as exc:
+            code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+if __name__ == "__main__":
+    folder = Path(sys.argv[1])
+    folder.mkdir(parents=True, exist_ok=True)
+    cli_recommend.datetime = _FixedClock  # type: ignore[attr-defined, misc]
+    for i, cmd in enumerate(CMDS):
+        code, out, err = run(["recommend", *cmd.split(), "--json"])
+        (folder / f"{i:02d}.json").write_text(f"# {cmd}\n# exit {code}\n{out}\n# stderr\n{err}", encoding="utf-8")
+        print(i, code, len(out), hashlib.sha1(out.encode()).hexdigest()[:10], cmd)
