@@ -109,7 +109,7 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
 
     spec = load_model(model)
     diffusion = isinstance(spec, DiffusionPipelineSpec)
-    if not diffusion and context_tokens > spec.max_context_tokens:  # as plan refuses it: not "no layout fits"
+    if isinstance(spec, ModelSpec) and context_tokens > spec.max_context_tokens:  # as plan refuses it: not "no layout fits"
         flag = "--seq" if task == "training" else "--context"
         raise InvalidInput(f"--context {context_tokens:,} exceeds {spec.name}'s limit of {spec.max_context_tokens:,} "
                            f"tokens (plan a longer one with 'anchorgpu plan {spec.name} {flag} {context_tokens} "
