@@ -304,7 +304,7 @@ class _LayoutTerms:
     ep_s: float
     launch_s: float
     fsdp_s: float
-    micro_sync_s: float  # ZeRO-2's own gradient reduce a micro-batch's backward did not hide
+    micro_sync_s: float  # ZeRO-2's and FSDP's own gradient reduce a micro-batch's backward did not hide
     offload_s: float  # the activation offload's copies the computation does not hide
     p2p_s: float  # one stage-to-stage transfer (0.0 without pipeline stages)
     stage_s: float  # one micro-batch's forward and backward on one rank: the unit of the pipeline bubble
@@ -333,8 +333,8 @@ def _compute_layout_terms(
     choice, stage_layers, act_bytes = micro.choice, micro.stage_layers, micro.act_bytes
     compute_s, tp_s, cp_s, ep_s, launch_s = micro.compute_s, micro.tp_s, micro.cp_s, micro.ep_s, micro.launch_s
 
-    # data parallelism: FSDP's gathers every micro-batch, the gradient sync once a step, or on the PyTorch-native
-    # stack the gradient scatter every micro-batch too (data_parallel_terms)
+    # data parallelism: FSDP's gathers every micro-batch, each beside its own pass, and its gradient scatter beside
+    # the backward's gather; DDP's and ZeRO-1's sync once a step, ZeRO-2's every micro-batch (data_parallel_terms)
     dpt = data_parallel_terms(model, gpu, cal, lay, stage_layers=stage_layers, compute_s=compute_s,
                               trains_base=kind == "full", gpus_per_server=gpus_per_server,
                               network_bytes_per_s=network_bytes_per_s, grad_bytes_per_value=grad_bytes_per_value,
