@@ -93,3 +93,22 @@ def test_a_gather_beyond_its_pass_is_exposed_even_where_two_fit_the_micro_batch(
     assert t.sync_s == t.micro_sync_s == 0.0
     ring_s = MODEL.num_layers * ring_latency_s(GPUS, GPUS // 8, "scale-up")
     assert t.fsdp_s == pytest.approx(0.2 * one + ring_s, abs=0.02)
+
+
+@pytest.mark.parametrize("gpus", [8, GPUS])
+def test_the_nics_hide_traffic_beside_in_server_collectives_only_across_servers(gpus: int) -> None:
+    """Across servers the data-parallel traffic rides the NICs, free beside the products and the collectives that stay
+    on NVLink (``network_window_s``); inside one server it shares NVLink with them, so only the products hide it."""
+    layout = TrainLayout(gpus=gpus, tp=1, pp=1, dp=gpus, zero=3)
+    compute_s = 0.25 * _pass_s(50e9)  # far too short to hide a gather: the window decides the exposure
+
+    def exposed(window_s: float | None) -> float:
+        t = data_parallel_terms(MODEL, H100, calibration(), layout, stage_layers=MODEL.num_layers,
+                                compute_s=compute_s, trains_base=True, gpus_per_server=8, network_bytes_per_s=50e9,
+                                grad_bytes_per_value=2, train_stack="megatron", network_window_s=window_s)
+        return t.fsdp_s + t.micro_sync_s + t.sync_s
+
+    if gpus == 8:
+        assert exposed(4 * compute_s) == exposed(None) > 0
+    else:
+        assert 0 < exposed(4 * compute_s) < exposed(None)

@@ -160,8 +160,14 @@ def fsdp2_copies_s(gpu: GpuSpec, cal: Calibration, gathered_params: float, grad_
 def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: TrainSplit, *, stage_layers: float,
                         compute_s: float, trains_base: bool, gpus_per_server: int | None,
                         network_bytes_per_s: float | None, grad_bytes_per_value: int,
-                        train_stack: str = "megatron", fsdp1: bool = False) -> DataParallelTerms:
+                        train_stack: str = "megatron", fsdp1: bool = False,
+                        network_window_s: float | None = None) -> DataParallelTerms:
     """FSDP's gathers (every micro-batch, each beside its own pass of ``compute_s``) and the gradient sync.
+
+    Where the data-parallel group crosses servers its traffic rides the NICs, which are free beside more than the
+    products: ``network_window_s`` (the products, the host's launches and the collectives that stay inside a server
+    over NVLink) then takes the place of ``compute_s`` as the time it hides behind. Inside one server the group shares
+    NVLink with the tensor- and expert-parallel collectives, so only ``compute_s`` hides it.
 
     DDP and ZeRO-1 (Megatron-Core's distributed optimizer, DeepSpeed's stage 1) sync once a step, behind the last
     backward pass (:data:`~anchorgpu.planner.speed.zero2.BACKWARD_SHARE` of ``compute_s``): an all-reduce for DDP,
@@ -202,6 +208,8 @@ def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: T
         inside = group_link(gpu, min(stage_gpus, server), gpus_per_server=gpus_per_server).kind
         shard_ring = ring_latency_s(shard_group, servers, inside)
         expert_ring = ring_latency_s(expert_group, servers, inside)
+        if network_window_s is not None:
+            compute_s = network_window_s
     moe_layers = stage_layers * model.moe.num_moe_layers / model.num_layers if model.moe is not None else 0.0
     eff = cal.link_efficiency
     each_micro = trains_base and scatters_each_micro_batch(train_stack, lay)

@@ -335,12 +335,13 @@ def _compute_layout_terms(
 
     # data parallelism: FSDP's gathers every micro-batch, each beside its own pass, and its gradient scatter beside
     # the backward's gather; DDP's and ZeRO-1's sync once a step, ZeRO-2's every micro-batch (data_parallel_terms)
-    # the data-parallel link (the NICs) is free beside the products, the host's launches and the collectives that stay
-    # inside a server (TP, CP, EP over NVLink), so its traffic hides behind all of them
+    # across servers the data-parallel link (the NICs) is free beside the products, the host's launches and the
+    # collectives that stay inside a server (TP, CP, EP over NVLink), so its traffic hides behind all of them
     server = server_gpus(gpu, gpus_per_server)
     nic_free_s = (compute_s + launch_s + (tp_s if tp * cp <= server else 0.0) + (cp_s if tp * cp <= server else 0.0)
                   + (ep_s if ep <= server else 0.0))
-    dpt = data_parallel_terms(model, gpu, cal, lay, stage_layers=stage_layers, compute_s=nic_free_s,
+    dpt = data_parallel_terms(model, gpu, cal, lay, stage_layers=stage_layers, compute_s=compute_s,
+                              network_window_s=nic_free_s,
                               trains_base=kind == "full", gpus_per_server=gpus_per_server,
                               network_bytes_per_s=network_bytes_per_s, grad_bytes_per_value=grad_bytes_per_value,
                               train_stack=train_stack, fsdp1=fsdp1)
