@@ -1,5 +1,7 @@
-"""FSDP on the PyTorch-native stack reduce-scatters every micro-batch's gradients in that micro-batch's backward
-(``data_parallel.scatters_each_micro_batch``), where Megatron-Core accumulates them and scatters once a step.
+"""FSDP reduce-scatters every micro-batch's gradients in that micro-batch's backward
+(``data_parallel.scatters_each_micro_batch``), on the PyTorch-native stack as on Megatron-Core's (Megatron-FSDP
+reduces whenever its gradients are sharded: ``grad_reduce_every_bprop`` in NVIDIA/Megatron-LM
+megatron/core/distributed/fsdp/src/megatron_fsdp/megatron_fsdp.py at 00caa53).
 
 Read from the code: PyTorch's FSDP2 reduces a parameter group's gradients in its post-backward hook unless
 ``set_requires_gradient_sync(False)`` turned ``reduce_grads`` off (pytorch/pytorch
@@ -10,8 +12,7 @@ train_module/transformer.py at 0355f5c enters ``no_sync`` for DDP alone); torcht
 ``loss.backward()`` a micro-batch with no sync switch (pytorch/torchtitan torchtitan/train.py at 000204a); Composer's
 ``ddp_sync_context`` returns at once for a model that is not DDP, as its FSDP1-wrapped models are (mosaicml/composer
 composer/trainer/dist_strategy.py at 029483a). With pipeline stages PyTorch's ``PipelineStage`` turns the sync off and
-reduces once after the last backward (pytorch/pytorch torch/distributed/pipelining/stage.py at 0138610), as
-Megatron-Core does.
+reduces once after the last backward (pytorch/pytorch torch/distributed/pipelining/stage.py at 0138610).
 """
 
 from __future__ import annotations
@@ -57,60 +58,65 @@ def _scatter_s(lay: TrainLayout = FSDP_64) -> float:
     return reduce_scatter_s(MODEL.params_total / lay.pp * 4, lay.dp, link, efficiency=calibration().link_efficiency)
 
 
-def test_only_the_pytorch_stack_without_stages_scatters_every_micro_batch() -> None:
+def test_fsdp_scatters_every_micro_batch_but_under_pytorch_pipelining() -> None:
+    """Megatron-FSDP (``optim_grads_params``) reduces in every backward, as FSDP2 does; only PyTorch's pipelining
+    schedule holds the scatter to once a step; ZeRO-2 has its own path (speed.zero2)."""
     assert scatters_each_micro_batch("pytorch", FSDP_64)
-    assert not scatters_each_micro_batch("megatron", FSDP_64)
+    assert scatters_each_micro_batch("megatron", FSDP_64)
+    assert scatters_each_micro_batch("megatron", TrainLayout(gpus=64, tp=1, pp=2, dp=32, zero=3))
     assert not scatters_each_micro_batch("pytorch", TrainLayout(gpus=64, tp=1, pp=1, dp=64, zero=2))
     assert not scatters_each_micro_batch("pytorch", TrainLayout(gpus=64, tp=1, pp=2, dp=32, zero=3))
 
 
-def test_a_micro_batch_carries_its_own_scatter_beside_its_gathers() -> None:
-    """70B over 8 servers at 100 Gb/s a GPU, a 1 s micro-batch: the gathers outrun it on either stack, and on the
-    PyTorch-native one the micro-batch also carries its FP32 scatter (and one more launch a layer) where Megatron-Core
-    carries none; FSDP2's copies around the collectives come on top, serial on the compute stream."""
+def test_a_micro_batch_carries_its_own_scatter_beside_its_backward_gather() -> None:
+    """70B over 8 servers at 100 Gb/s a GPU, a 1 s micro-batch: each gather outruns its pass, so every byte of the
+    FP32 scatter is exposed in every micro-batch, on either stack (plus one launch a layer); the PyTorch-native stack
+    adds FSDP2's copies around the collectives, serial on the compute stream."""
     pt, mc = _terms("pytorch"), _terms("megatron")
     scatter = _scatter_s()
     assert scatter > 0.5 and mc.fsdp_s > 0.5  # communication-bound: nothing of the scatter hides
-    assert pt.fsdp_s - mc.fsdp_s == pytest.approx(scatter + _copies_s(), rel=0.05)
+    assert pt.fsdp_s - mc.fsdp_s == pytest.approx(_copies_s())
+    assert pt.micro_sync_s == mc.micro_sync_s == pytest.approx(scatter, rel=0.05)
 
 
 def test_the_step_end_waits_only_for_the_last_layers_scatter() -> None:
-    """Megatron-Core's once-a-step scatter is exposed past two thirds of the last micro-batch; the PyTorch-native
-    stack's step end waits for one layer's share of a micro-batch's scatter, the rest having run beside the backward."""
-    pt, mc = _terms("pytorch"), _terms("megatron")
-    scatter = _scatter_s()
-    assert mc.sync_s == pytest.approx(scatter - 2.0 / 3.0, rel=0.05)
-    assert pt.sync_s == pytest.approx(scatter / MODEL.num_layers, rel=0.1)
+    """At the step's end each stack waits for one layer's share of a micro-batch's scatter, the rest having run
+    beside the backward."""
+    for terms in (_terms("pytorch"), _terms("megatron")):
+        assert terms.sync_s == pytest.approx(_scatter_s() / MODEL.num_layers, rel=0.1)
 
 
-def test_with_pipeline_stages_the_pytorch_stack_scatters_once_a_step_as_megatron_core() -> None:
-    """The same once-a-step sync; a micro-batch keeps FSDP2's copies out of the gather buffer only."""
+def test_with_pipeline_stages_the_pytorch_stack_scatters_once_a_step() -> None:
+    """PyTorch's pipelining schedule: the scatter rides the last micro-batch's backward once a step (what Megatron-FSDP
+    pays in every micro-batch, but its launches); a micro-batch keeps FSDP2's copies out of the gather buffer only."""
     lay = TrainLayout(gpus=64, tp=1, pp=2, dp=32, zero=3)
     pt, mc = _terms("pytorch", lay), _terms("megatron", lay)
-    assert (pt.sync_s, pt.local_params) == (mc.sync_s, mc.local_params)
+    link = group_link_of(H100, lay, gpus_per_server=8, network_bytes_per_s=SLOW_NIC)
+    assert pt.micro_sync_s == 0.0 and mc.micro_sync_s > 1.0
+    assert pt.sync_s == pytest.approx(mc.micro_sync_s - MODEL.num_layers / lay.pp * link.latency_s)
     assert pt.fsdp_s - mc.fsdp_s == pytest.approx(_copies_s(lay, grad_bytes=0))
-    assert _terms("pytorch", lay, fsdp1=True) == mc
+    fsdp1 = _terms("pytorch", lay, fsdp1=True)
+    assert (fsdp1.fsdp_s, fsdp1.local_params) == (mc.fsdp_s, mc.local_params)
 
 
-def test_hidden_traffic_costs_the_pytorch_stack_next_to_nothing() -> None:
+def test_hidden_traffic_costs_next_to_nothing() -> None:
     """With a micro-batch long enough to hide gathers and scatter (20 s against about 4 s of traffic) neither stack
-    exposes bandwidth time; only the per-layer launches and, on the PyTorch-native stack, FSDP2's copies remain."""
+    exposes bandwidth time; only the per-layer launches, the last layer's scatter and, on the PyTorch-native stack,
+    FSDP2's copies remain."""
     pt, mc = _terms("pytorch", compute_s=20.0), _terms("megatron", compute_s=20.0)
-    assert mc.sync_s == 0.0 and pt.sync_s < 0.05
+    assert pt.sync_s == mc.sync_s < 0.05
+    assert pt.micro_sync_s == mc.micro_sync_s < 0.01
     assert pt.fsdp_s - _copies_s() < 0.01 and mc.fsdp_s < 0.01
 
 
-def test_over_a_slow_network_the_pytorch_stack_pays_the_scatter_every_micro_batch() -> None:
-    """The whole step, 8 micro-batches of 4,096 tokens a GPU at 100 Gb/s: the PyTorch-native stack's FSDP time grows
-    by about a scatter per micro-batch, less the once-a-step scatter Megatron-Core pays; its products are slower too
-    (more elementwise traffic), which hides a little more of the traffic."""
-    steps = {stack: training_step(MODEL, H100, FSDP_64, seq_tokens=4096, micro_batch=1,
-                                  global_batch_tokens=64 * 8 * 4096, recompute="full", network_bytes_per_s=SLOW_NIC,
-                                  grad_bytes_per_value=4, train_stack=stack) for stack in ("megatron", "pytorch")}
-    dp = {stack: st.breakdown_s["fsdp_comm"] + st.breakdown_s["dp_sync"] for stack, st in steps.items()}
-    assert steps["pytorch"].microbatches == 8
-    extra = dp["pytorch"] - dp["megatron"]
-    assert 4 * _scatter_s() < extra < 8 * _scatter_s()
+def test_over_a_slow_network_fsdp_pays_the_scatter_every_micro_batch() -> None:
+    """The whole step, 8 micro-batches of 4,096 tokens a GPU at 100 Gb/s: the gradient sync grows by up to a
+    scatter per micro-batch on either stack, less what the backward's window has left beside its gather."""
+    for stack in ("megatron", "pytorch"):
+        st = training_step(MODEL, H100, FSDP_64, seq_tokens=4096, micro_batch=1, global_batch_tokens=64 * 8 * 4096,
+                           recompute="full", network_bytes_per_s=SLOW_NIC, grad_bytes_per_value=4, train_stack=stack)
+        assert st.microbatches == 8
+        assert 4 * _scatter_s() < st.breakdown_s["dp_sync"] < 8 * _scatter_s() + 0.1
 
 
 def test_a_pytorch_fsdp_plan_says_when_it_scatters() -> None:
@@ -122,6 +128,10 @@ def test_a_pytorch_fsdp_plan_says_when_it_scatters() -> None:
     assert "reduce-scatters every micro-batch's gradients" in lines("pytorch")[0]
     assert "once after the last backward" in lines("pytorch", pp=2)[0]
     assert lines("megatron") == []
+    megatron = [a for a in plan_performance(plan(load_model("llama-3.1-8b"), Workload(task="train", recompute="full"),
+                                                 gpu=H100, layout=Layout(gpus=16, tp=1, pp=1, zero=3)))["assumptions"]
+                if a.startswith("FSDP on Megatron-Core")]
+    assert "every micro-batch's gradients" in megatron[0] and "fsdp_comm" in megatron[0]
 
 
 def test_olmo_cores_32b_over_128_gpus_is_not_explained_by_the_scatter() -> None:
@@ -154,7 +164,7 @@ def test_fsdp1_runs_and_megatron_core_carry_no_fsdp2_copies() -> None:
     while its scatter still runs every micro-batch."""
     pt, pt1 = _terms("pytorch"), _terms("pytorch", fsdp1=True)
     assert pt.fsdp_s - pt1.fsdp_s == pytest.approx(_copies_s())
-    assert pt.sync_s == pt1.sync_s
+    assert (pt.sync_s, pt.micro_sync_s) == (pt1.sync_s, pt1.micro_sync_s)
     assert _terms("megatron", fsdp1=True) == _terms("megatron")
     marked = {r.id for r in load_runs() if r.row.get("fsdp1")}
     assert marked == {"T29", "T30", "T31"}

@@ -23,8 +23,8 @@ from anchorgpu.planner.speed.evidence import STACK_NAMES
 from anchorgpu.planner.speed.launches import LayerLaunches, launch_ratio, launches_per_layer
 from anchorgpu.planner.speed.links import host_kind
 
-__all__ = ["expert_launch_line", "expert_parallel_line", "larger_batch_line", "launches_line", "pytorch_fsdp_line",
-           "pytorch_stack_line", "serving_constants_line", "serving_line", "step_line"]
+__all__ = ["expert_launch_line", "expert_parallel_line", "larger_batch_line", "launches_line", "megatron_fsdp_line",
+           "pytorch_fsdp_line", "pytorch_stack_line", "serving_constants_line", "serving_line", "step_line"]
 
 
 @memo_on_frozen
@@ -174,6 +174,11 @@ def larger_batch_line(batch_tokens: int, microbatches: int, idle_share: float, l
             "training choice the planner leaves to you")
 
 
+_FSDP_WINDOWS = ("a micro-batch's forward gather runs beside its forward pass (a third of its computation) and its "
+                 "backward gather and its gradient scatter share the link beside its backward pass (the other two "
+                 "thirds); what the gathers cannot hide is in fsdp_comm, what the scatter adds is in dp_sync")
+
+
 @lru_cache(maxsize=4)
 def pytorch_fsdp_line(pipelined: bool) -> str:
     """When FSDP on the PyTorch-native stack reduces the gradients, as the step is timed
@@ -181,14 +186,22 @@ def pytorch_fsdp_line(pipelined: bool) -> str:
     if pipelined:
         return ("FSDP on the PyTorch-native stack with pipeline stages: PyTorch's pipelining schedule turns gradient "
                 "sync off between micro-batches (set_requires_gradient_sync(False)) and reduce-scatters once after "
-                "the last backward, so the step is timed as Megatron-Core's, one scatter a step (in dp_sync)")
+                "the last backward, so the scatter shares only the last micro-batch's backward with its gather; "
+                + _FSDP_WINDOWS)
     return ("FSDP on the PyTorch-native stack reduce-scatters every micro-batch's gradients in that micro-batch's "
             "backward, at the gradients' reduce precision (PyTorch FSDP2 and FSDP1 sync each backward unless told not "
-            "to, and torchtitan's, OLMo-core's and Composer's loops over micro-batches do not tell them): each "
-            "micro-batch's two parameter gathers and its scatter share the data-parallel link behind its computation, "
-            "what that cannot hide is in fsdp_comm, and only the last layer's scatter waits at the step's end "
-            "(dp_sync); Megatron-Core accumulates the gradients and scatters once a step. Gathers are timed in 16 bit "
-            "(torchao's FP8 all-gather is not assumed) and HSDP as FSDP over the whole data-parallel group")
+            "to, and torchtitan's, OLMo-core's and Composer's loops over micro-batches do not tell them): "
+            + _FSDP_WINDOWS + ", and only the last layer's scatter waits at the step's end. Gathers are timed in 16 "
+            "bit (torchao's FP8 all-gather is not assumed) and HSDP as FSDP over the whole data-parallel group")
+
+
+@lru_cache(maxsize=1)
+def megatron_fsdp_line() -> str:
+    """When FSDP on Megatron-Core (Megatron-FSDP) reduces the gradients, as the step is timed."""
+    return ("FSDP on Megatron-Core runs as Megatron-FSDP (data_parallel_sharding_strategy optim_grads_params), which "
+            "reduce-scatters every micro-batch's gradients in that micro-batch's backward (its gradient buffer is "
+            "sharded, so it cannot accumulate them whole): " + _FSDP_WINDOWS
+            + ", and only the last layer's scatter waits at the step's end")
 
 
 @lru_cache(maxsize=8)

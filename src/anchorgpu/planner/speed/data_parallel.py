@@ -1,11 +1,12 @@
 """Data parallelism in a training step: the parameters a GPU holds and reduces, the link its group's collectives
 cross, and what FSDP's parameter gathers and the gradient sync leave exposed. Pure; stdlib only.
 
-When FSDP reduces the gradients depends on the training software. Megatron-Core accumulates them over a step's
-micro-batches and reduce-scatters once, behind the last backward pass; PyTorch's own FSDP as torchtitan, OLMo-core and
-Composer (llm-foundry) run it reduce-scatters each micro-batch's gradients inside that micro-batch's backward
-(:func:`scatters_each_micro_batch`), so on the PyTorch-native stack a micro-batch carries its two gathers and its
-scatter (:func:`fsdp_micro_traffic_s`).
+FSDP (ZeRO-3) reduce-scatters every micro-batch's gradients inside that micro-batch's backward on both stacks
+(:func:`scatters_each_micro_batch`): Megatron-Core runs it as Megatron-FSDP, PyTorch's own FSDP as torchtitan,
+OLMo-core and Composer (llm-foundry) run it; only PyTorch's pipelining schedule holds the scatter to once a step.
+The parameter gathers and the scatter share one link: a micro-batch's forward gather runs beside its forward pass (a
+third of its computation), its backward gather and its scatter beside its backward pass (the other two thirds), and
+what a pass cannot hide is exposed; a window one collective leaves idle is not lent to the other pass.
 
 Across servers a data-parallel (or FSDP) group leaves each server through every member GPU's own NIC
 (:func:`~anchorgpu.planner.speed.links.data_parallel_link`), and each ring collective also pays NCCL's latency for
@@ -39,7 +40,7 @@ from anchorgpu.planner.speed.links import (
     server_gpus,
 )
 from anchorgpu.planner.speed.offload import parameter_fetch_s
-from anchorgpu.planner.speed.zero2 import BUCKET_MIN_PARAMS, zero2_sync_terms
+from anchorgpu.planner.speed.zero2 import BACKWARD_SHARE, BUCKET_MIN_PARAMS, zero2_sync_terms
 
 if TYPE_CHECKING:
     from anchorgpu.planner.speed.training import TrainSplit
@@ -49,11 +50,11 @@ __all__ = ["BUCKET_MIN_PARAMS", "DataParallelTerms", "data_parallel_terms", "fsd
 
 @dataclass(frozen=True, slots=True)
 class DataParallelTerms:
-    fsdp_s: float  # a micro-batch's parameter gathers (and on the PyTorch-native stack its gradient scatter) compute
-    # did not hide, their per-layer latency, host fetches, and on the PyTorch-native stack FSDP2's copies around them
+    fsdp_s: float  # a micro-batch's parameter gathers its forward and backward passes did not hide, their per-layer
+    # latency, host fetches, and on the PyTorch-native stack FSDP2's copies around them
     sync_s: float  # a step's gradient sync the last backward pass did not hide
     local_params: float  # the parameters this GPU's optimizer updates
-    micro_sync_s: float = 0.0  # ZeRO-2: each micro-batch's own gradient reduce its backward did not hide
+    micro_sync_s: float = 0.0  # ZeRO-2 and FSDP: each micro-batch's own gradient reduce its backward did not hide
 
 
 def held_params(model: ModelSpec, lay: TrainSplit) -> tuple[float, float, int]:
@@ -95,25 +96,34 @@ def group_link_of(gpu: GpuSpec, lay: TrainSplit, *, gpus_per_server: int | None,
 
 def scatters_each_micro_batch(train_stack: str, lay: TrainSplit) -> bool:
     """Whether FSDP reduce-scatters every micro-batch's gradients in that micro-batch's backward rather than once a
-    step: on the PyTorch-native stack (``train_stack="pytorch"``) under FSDP (ZeRO 3) without pipeline stages.
+    step: under FSDP (ZeRO 3) on either stack, except the PyTorch-native stack with pipeline stages.
 
     PyTorch's FSDP2 reduces a parameter group's gradients in its post-backward hook unless told not to
     (``FSDPParamGroup.reduce_grads`` defaults to True; ``set_requires_gradient_sync(False)`` is what turns it off),
     and neither OLMo-core's train module (``_train_microbatch_context`` sets only ``set_is_last_backward`` and, for
     HSDP, ``set_requires_all_reduce``) nor torchtitan's ``train_step`` (a ``loss.backward()`` a micro-batch) turns it
-    off; Composer leaves FSDP1 to sync every backward too (its ``ddp_sync_context`` acts on DDP only). Megatron-Core
-    accumulates over the micro-batches and reduces once. With pipeline stages PyTorch's pipelining schedule does the
-    same (``PipelineStage`` sets ``set_requires_gradient_sync(False)`` and reduces once after the last backward), so
-    a pipelined layout keeps the once-a-step scatter.
+    off; Composer leaves FSDP1 to sync every backward too (its ``ddp_sync_context`` acts on DDP only); DeepSpeed's
+    ZeRO-3 reduces in every backward and synchronizes its reduce stream at the end of each (microsoft/DeepSpeed
+    ``deepspeed/runtime/zero/stage3.py`` at 0003660: ``independent_gradient_partition_epilogue``, "called after
+    every backward"). Megatron-Core's FSDP is Megatron-FSDP with ``data_parallel_sharding_strategy=
+    "optim_grads_params"``, whose post-backward hook reduces whenever the gradients are sharded
+    (``grad_reduce_every_bprop`` for ``optim_grads`` and ``optim_grads_params``; only ``no_shard`` and ``optim``
+    wait for ``is_last_microbatch``), in NVIDIA/Megatron-LM
+    ``megatron/core/distributed/fsdp/src/megatron_fsdp/megatron_fsdp.py`` at 00caa53 and the earlier
+    ``custom_fsdp`` alike. With pipeline stages PyTorch's pipelining schedule turns the sync off
+    (``PipelineStage`` sets ``set_requires_gradient_sync(False)`` and reduces once after the last backward), so a
+    pipelined layout there keeps the once-a-step scatter.
 
     >>> from anchorgpu.planner.speed.training import TrainLayout
     >>> lay = TrainLayout(gpus=16, dp=16, zero=3)
     >>> scatters_each_micro_batch("pytorch", lay), scatters_each_micro_batch("megatron", lay)
-    (True, False)
+    (True, True)
     >>> scatters_each_micro_batch("pytorch", TrainLayout(gpus=16, pp=2, dp=8, zero=3))
     False
+    >>> scatters_each_micro_batch("megatron", TrainLayout(gpus=16, dp=16, zero=1))
+    False
     """
-    return train_stack == "pytorch" and lay.zero >= 3 and lay.pp == 1
+    return lay.zero >= 3 and (train_stack != "pytorch" or lay.pp == 1)
 
 
 def fsdp2_copies_s(gpu: GpuSpec, cal: Calibration, gathered_params: float, grad_bytes_per_value: int) -> float:
@@ -150,21 +160,29 @@ def fsdp2_copies_s(gpu: GpuSpec, cal: Calibration, gathered_params: float, grad_
 def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: TrainSplit, *, stage_layers: float,
                         compute_s: float, trains_base: bool, gpus_per_server: int | None,
                         network_bytes_per_s: float | None, grad_bytes_per_value: int,
-                        train_stack: str = "megatron", fsdp1: bool = False) -> DataParallelTerms:
-    """FSDP's gathers (every micro-batch, hidden behind ``compute_s`` as far as they can be) and the gradient sync.
+                        train_stack: str = "megatron", fsdp1: bool = False,
+                        network_window_s: float | None = None) -> DataParallelTerms:
+    """FSDP's gathers (every micro-batch, each beside its own pass of ``compute_s``) and the gradient sync.
 
-    Megatron-Core (and the PyTorch-native stack with pipeline stages): the sync once a step, behind the last backward
-    pass (two thirds of ``compute_s``): an all-reduce for DDP, a reduce-scatter for FSDP with gradients accumulated
-    over the micro-batches, ZeRO-1's scatter and gather of the updated parameters an all-reduce's volume. ZeRO-2
-    reduces every micro-batch's gradients in its backward instead (``micro_sync_s``,
+    Where the data-parallel group crosses servers its traffic rides the NICs, which are free beside more than the
+    products: ``network_window_s`` (the products, the host's launches and the collectives that stay inside a server
+    over NVLink) then takes the place of ``compute_s`` as the time it hides behind. Inside one server the group shares
+    NVLink with the tensor- and expert-parallel collectives, so only ``compute_s`` hides it.
+
+    DDP and ZeRO-1 (Megatron-Core's distributed optimizer, DeepSpeed's stage 1) sync once a step, behind the last
+    backward pass (:data:`~anchorgpu.planner.speed.zero2.BACKWARD_SHARE` of ``compute_s``): an all-reduce for DDP,
+    ZeRO-1's scatter and gather of the updated parameters an all-reduce's volume; nothing else uses the group's link
+    in that window. ZeRO-2 reduces every micro-batch's gradients in its backward instead (``micro_sync_s``,
     :func:`~anchorgpu.planner.speed.zero2.zero2_sync_terms`).
 
-    The PyTorch-native stack under FSDP without pipeline stages (:func:`scatters_each_micro_batch`): every
-    micro-batch reduce-scatters its own gradients (at ``grad_bytes_per_value``: FSDP's ``reduce_dtype``), so its two
-    gathers and its scatter share the group's link behind that micro-batch's computation and what the computation
-    cannot hide is exposed every micro-batch (``fsdp_s``); at the step's end only the scatter of the layer whose
-    backward runs last is left to wait for (``sync_s``: the earlier layers' scatters run beside the later layers'
-    backward). The gathers move 16-bit values whatever the products' precision: torchao's FP8 all-gather
+    FSDP (ZeRO-3) gathers a micro-batch's parameters twice, each time a layer ahead: the forward gather runs beside
+    the forward pass (the third of ``compute_s`` the backward share leaves) and the backward gather beside the backward
+    pass, and what either cannot hide is exposed (``fsdp_s``). The gradient reduce-scatter (at
+    ``grad_bytes_per_value``: the reduce precision) shares the backward's window with that backward's gather, on the
+    same link, so it adds what the two together leave exposed beyond the gather alone: in every micro-batch where
+    :func:`scatters_each_micro_batch` (``micro_sync_s``; at the step's end only the scatter of the layer whose backward
+    runs last is left to wait for, ``sync_s``), else once a step in the last micro-batch's backward (``sync_s``). The
+    gathers move 16-bit values whatever the products' precision: torchao's FP8 all-gather
     (``enable_fsdp_float8_all_gather``) is on in OLMo-core's Float8Config but off in torchtitan's shipped configs, so
     it is not assumed. HSDP's cross-replica all-reduce is not modelled: the plan shards over the whole data-parallel
     group (across servers each GPU's NIC carries about 1/8 of a server's share either way).
@@ -190,6 +208,8 @@ def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: T
         inside = group_link(gpu, min(stage_gpus, server), gpus_per_server=gpus_per_server).kind
         shard_ring = ring_latency_s(shard_group, servers, inside)
         expert_ring = ring_latency_s(expert_group, servers, inside)
+        if network_window_s is not None:
+            compute_s = network_window_s
     moe_layers = stage_layers * model.moe.num_moe_layers / model.num_layers if model.moe is not None else 0.0
     eff = cal.link_efficiency
     each_micro = trains_base and scatters_each_micro_batch(train_stack, lay)
@@ -200,18 +220,18 @@ def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: T
         """One reduce-scatter of ``held`` parameters' gradients over ``group``, a layer at a time."""
         return reduce_scatter_s(held * grad_bytes_per_value, group, link, efficiency=eff) + per_layer * ring
 
-    fsdp_s = 0.0
+    backward_s = compute_s * BACKWARD_SHARE
+    forward_s = compute_s - backward_s
+    fsdp_s = gather = 0.0
     if lay.zero >= 3 and (shard_group > 1 or (each_micro and expert_stage and expert_group > 1)):
-        gather = (2 * all_gather_s(params_stage * ACTIVATION_BYTES, shard_group, dp_link, efficiency=eff)
-                  + 2 * stage_layers * shard_ring)
+        gather = (all_gather_s(params_stage * ACTIVATION_BYTES, shard_group, dp_link, efficiency=eff)
+                  + stage_layers * shard_ring)
         if expert_stage and expert_group > 1:
-            gather += (2 * all_gather_s(expert_stage * ACTIVATION_BYTES, expert_group, expert_link, efficiency=eff)
-                       + 2 * moe_layers * expert_ring)
-        launches = 2.0
-        if each_micro:  # this micro-batch's own scatter, a layer at a time beside its gathers
-            gather += sum(scatter_s(*g) for g in groups if g[0] and g[1] > 1)
-            launches = 3.0
-        fsdp_s = max(0.0, gather - compute_s) + launches * stage_layers * dp_link.latency_s
+            gather += (all_gather_s(expert_stage * ACTIVATION_BYTES, expert_group, expert_link, efficiency=eff)
+                       + moe_layers * expert_ring)
+        # one gather a pass: the forward's beside the forward, the backward's beside the backward
+        fsdp_s = (max(0.0, gather - forward_s) + max(0.0, gather - backward_s)
+                  + 2.0 * stage_layers * dp_link.latency_s)
         if train_stack == "pytorch" and not fsdp1:  # FSDP2's copies in and out, serial on the compute stream
             fsdp_s += fsdp2_copies_s(gpu, cal, params_stage * (shard_group > 1) + expert_stage * (expert_group > 1),
                                      grad_bytes_per_value if each_micro else 0)
@@ -222,17 +242,23 @@ def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: T
     if lay.zero == 2 and trains_base and (shard_group > 1 or expert_group > 1):  # every backward reduces its own
         micro_sync_s, sync_s = zero2_sync_terms(groups, train_stack=train_stack, compute_s=compute_s,
                                                 grad_bytes_per_value=grad_bytes_per_value, efficiency=eff)
-    elif each_micro:  # the last layer's scatter of the last micro-batch: nothing left to run beside it
-        sync_s = sum(scatter_s(*g) / max(1.0, g[4]) for g in groups if g[0] and g[1] > 1)
-    elif trains_base and (shard_group > 1 or expert_group > 1):
-        reduce = reduce_scatter_s if lay.zero >= 3 else allreduce_s
+    elif lay.zero >= 3 and trains_base and (shard_group > 1 or expert_group > 1):
+        # the scatter shares the backward's link with that backward's gather: it adds what the two leave exposed
+        # beyond the gather alone (fsdp_s counted that)
+        scatter = sum(scatter_s(*g) for g in groups if g[0] and g[1] > 1)
+        added = max(0.0, gather + scatter - backward_s) - max(0.0, gather - backward_s)
+        if each_micro:  # every backward; only the last layer's scatter of the last one waits at the step's end
+            micro_sync_s = added + stage_layers * dp_link.latency_s
+            sync_s = sum(scatter_s(*g) / max(1.0, g[4]) for g in groups if g[0] and g[1] > 1)
+        else:  # once a step, in the last micro-batch's backward
+            sync_s = added
+    elif trains_base and (shard_group > 1 or expert_group > 1):  # DDP's all-reduce, ZeRO-1's scatter and gather
         full = 0.0
-        for held, group, link, ring, per_layer in groups:
+        for held, group, link, ring, _per_layer in groups:
             if held and group > 1:
-                full += reduce(held * grad_bytes_per_value, group, link, efficiency=eff)
-                full += (per_layer * ring if lay.zero >= 3
-                         else 2.0 * ring * math.ceil(held / max(BUCKET_MIN_PARAMS, 1_000_000 * group)))
-        sync_s = max(0.0, full - compute_s * 2.0 / 3.0)
+                full += allreduce_s(held * grad_bytes_per_value, group, link, efficiency=eff)
+                full += 2.0 * ring * math.ceil(held / max(BUCKET_MIN_PARAMS, 1_000_000 * group))
+        sync_s = max(0.0, full - backward_s)
 
     local = 0.0
     if trains_base:  # the optimizer updates the (sharded) parameters a GPU holds

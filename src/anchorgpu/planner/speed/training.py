@@ -60,7 +60,7 @@ from anchorgpu.planner.pipeline_layout import PipelineLayout
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.data_parallel import data_parallel_terms
 from anchorgpu.planner.speed.flops import Recompute, TrainKind
-from anchorgpu.planner.speed.links import PeakChoice, group_link, p2p_s
+from anchorgpu.planner.speed.links import PeakChoice, group_link, p2p_s, server_gpus
 from anchorgpu.planner.speed.micro_step import micro_step
 from anchorgpu.planner.speed.offload import activation_offload_s, host_optimizer_s, optimizer_traffic_bytes_per_param
 from anchorgpu.planner.speed.pipeline import (
@@ -304,7 +304,7 @@ class _LayoutTerms:
     ep_s: float
     launch_s: float
     fsdp_s: float
-    micro_sync_s: float  # ZeRO-2's own gradient reduce a micro-batch's backward did not hide
+    micro_sync_s: float  # ZeRO-2's and FSDP's own gradient reduce a micro-batch's backward did not hide
     offload_s: float  # the activation offload's copies the computation does not hide
     p2p_s: float  # one stage-to-stage transfer (0.0 without pipeline stages)
     stage_s: float  # one micro-batch's forward and backward on one rank: the unit of the pipeline bubble
@@ -333,9 +333,15 @@ def _compute_layout_terms(
     choice, stage_layers, act_bytes = micro.choice, micro.stage_layers, micro.act_bytes
     compute_s, tp_s, cp_s, ep_s, launch_s = micro.compute_s, micro.tp_s, micro.cp_s, micro.ep_s, micro.launch_s
 
-    # data parallelism: FSDP's gathers every micro-batch, the gradient sync once a step, or on the PyTorch-native
-    # stack the gradient scatter every micro-batch too (data_parallel_terms)
+    # data parallelism: FSDP's gathers every micro-batch, each beside its own pass, and its gradient scatter beside
+    # the backward's gather; DDP's and ZeRO-1's sync once a step, ZeRO-2's every micro-batch (data_parallel_terms)
+    # across servers the data-parallel link (the NICs) is free beside the products, the host's launches and the
+    # collectives that stay inside a server (TP, CP, EP over NVLink), so its traffic hides behind all of them
+    server = server_gpus(gpu, gpus_per_server)
+    nic_free_s = (compute_s + launch_s + (tp_s if tp * cp <= server else 0.0) + (cp_s if tp * cp <= server else 0.0)
+                  + (ep_s if ep <= server else 0.0))
     dpt = data_parallel_terms(model, gpu, cal, lay, stage_layers=stage_layers, compute_s=compute_s,
+                              network_window_s=nic_free_s,
                               trains_base=kind == "full", gpus_per_server=gpus_per_server,
                               network_bytes_per_s=network_bytes_per_s, grad_bytes_per_value=grad_bytes_per_value,
                               train_stack=train_stack, fsdp1=fsdp1)

@@ -14,6 +14,7 @@ from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.eager_stack import speed_line
 from anchorgpu.planner.pipeline_layout import PipelineLayout
 from anchorgpu.planner.speed.assumption_lines import (
+    megatron_fsdp_line,
     pytorch_fsdp_line,
     pytorch_stack_line,
     training_expert_parallel_line,
@@ -40,7 +41,7 @@ class TrainingContext(NamedTuple):
     tp_line: str | None  # tensor-parallel traffic, with its warning (code, message) where the link is slow
     tp_warning: tuple[str, str] | None
     dp_line: str | None  # data-parallel traffic across servers
-    fsdp_line: str | None  # when FSDP reduces the gradients on the PyTorch-native stack
+    fsdp_line: str | None  # when FSDP reduces the gradients, and where its exposed traffic is counted
     ep_line: str | None  # expert parallelism
     layers_line: str | None  # the embedding and the loss counted as layers of the pipeline split
     caveats: tuple[str, ...]
@@ -82,8 +83,8 @@ def training_context(gpu: GpuSpec, cal: Calibration, model: ModelSpec, gpus: int
                        f"over the {link.description} (NCCL's rings leave a server through each member's "
                        "own NIC), each ring collective with NCCL's latency for each of its steps")
     fsdp_line = None
-    if train_stack == "pytorch" and task == "train" and zero >= 3 and dp * cp > 1:
-        fsdp_line = pytorch_fsdp_line(pp > 1)
+    if task == "train" and zero >= 3 and dp * cp > 1:
+        fsdp_line = pytorch_fsdp_line(pp > 1) if train_stack == "pytorch" else megatron_fsdp_line()
     ep_line = None
     if model.moe is not None and ep > 1:
         ep_line = training_expert_parallel_line(ep, tp, dp, cp, model.moe.experts_per_token, server_gpus,
