@@ -50,6 +50,10 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
     # evolve: dataclasses.replace's copy without its per-field cost (the same values)
     workload = (evolve(spec.workload, concurrency=conc) if media
                 else evolve(spec.workload, concurrency=conc, context_tokens=result.context_tokens))
+    if media and spec.workload.context_tokens is None and spec.prompt_tokens is not None:
+        # a request given by its prompt, planned as the sweep's probe planned it: a T5 prompt fills the encoder, its
+        # cross-attention K/V and prefill work that prompt's (not the default request's)
+        workload = evolve(workload, prompt_tokens=spec.prompt_tokens, output_tokens=spec.output_tokens)
     prompt, output = result.prompt_tokens, result.output_tokens
     try:
         p = plan(model, workload, precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
