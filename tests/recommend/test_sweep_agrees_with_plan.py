@@ -416,6 +416,8 @@ CROSS_CASES = {
     "whisper-ladder": ("whisper-large-v3", Workload(task="inference"), None, 256),
     "flan-t5-xl-16": ("flan-t5-xl", Workload(task="inference", concurrency=16), None, 256),
     "flan-t5-xl-by-request": ("flan-t5-xl", Workload(task="inference", concurrency=8), 300, 100),
+    # a prompt given with a context: the prompt fills T5's encoder (its cross-attention K/V and prefill work), as in plan
+    "flan-t5-xl-context-prompt": ("flan-t5-xl", Workload(task="inference", context_tokens=400, concurrency=8), 300, 100),
     "llama-3.2-vision-ladder": ("llama-3.2-11b-vision", Workload(task="inference", context_tokens=4096), None, 256),
 }
 CROSS_SHAPES = tuple(s for s in shapes_from_catalog(load_catalog().offerings, max_servers=2)

@@ -52,7 +52,7 @@ from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.calibration import Overrides, calibration
 from anchorgpu.planner.sweep_attention_dp import with_attention_dp
 from anchorgpu.planner.sweep_grid import layout_grid, valid_tp
-from anchorgpu.planner.sweep_request import cross_request, cross_speed_line
+from anchorgpu.planner.sweep_request import cross_request, cross_speed_line, reads_across
 from anchorgpu.planner.sweep_serving import serving_columns
 from anchorgpu.planner.sweep_sglang import sglang_sweep_line
 from anchorgpu.planner.sweep_training import training_columns
@@ -205,6 +205,9 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     probe_w = replace(w, concurrency=concs[0] if w.concurrency is None else w.concurrency)
     if by_request:
         probe_w = replace(probe_w, prompt_tokens=spec.prompt_tokens, output_tokens=spec.output_tokens)
+    elif not training and spec.prompt_tokens is not None and reads_across(model):
+        # a prompt given with a context: plan times it (a T5 prompt fills the encoder, Whisper's is the decoder's own)
+        probe_w = replace(probe_w, prompt_tokens=spec.prompt_tokens)
     # validate once with the scalar planner (context limit, task rules, formats allowed for the task)
     probe = plan(model, probe_w, precision=PrecisionPlan(weights=weights[0], kv_cache=kvs[0]),
                  layout=Layout(gpus=1, tp=1, pp=1, dp=1), suggest=False, choose_layout=False)
@@ -217,12 +220,12 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     # an encoder-decoder, or images read through cross-attention: timed with the request plan times (sweep_request)
     cross = cross_request(model, probe_w, media, ctx, output, spec.output_tokens, by_request) \
         if media is not None and media.cross_tokens else None
-    if cross is not None:
-        prompt, output = cross.prompt_tokens, cross.output_tokens
     # a request given without a context was checked by the probe's plan (an encoder-decoder's decoder cache holds the
     # output tokens only: its sequence is shorter than prompt + output)
-    if not training and not by_request and cross is None and prompt + output > ctx:
+    if not training and not by_request and prompt + output > ctx:
         raise InvalidWorkload(f"prompt {prompt} + output {output} tokens exceed the {ctx}-token context")
+    if cross is not None:
+        prompt, output = cross.prompt_tokens, cross.output_tokens
     if training and spec.global_batch_tokens is not None:  # one line, as plan() says it, when no layout could split it
         check_split(spec.global_batch_tokens, dp=1, micro_batch=w.micro_batch or 1,
                     seq_tokens=default_seq_tokens(w, model.max_context_tokens))

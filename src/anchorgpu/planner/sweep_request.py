@@ -14,7 +14,13 @@ from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, Workload
 from anchorgpu.planner.media import MediaLoad, encdec_request, encoder_equivalent_tokens, speed_prompt_tokens
 from anchorgpu.planner.sweep_serving_memory import CrossRequest
 
-__all__ = ["cross_request", "cross_speed_line"]
+__all__ = ["cross_request", "cross_speed_line", "reads_across"]
+
+
+def reads_across(model: ModelSpec) -> bool:
+    """Whether ``model``'s decoder reads another input through cross-attention: an encoder's output or the images of
+    a vision model that keeps them out of its context (mllama)."""
+    return model.encoder is not None or (model.image is not None and not model.image.in_context)
 
 
 def cross_request(model: ModelSpec, asked: Workload, media: MediaLoad, ctx: int, output: int, given_output: int,

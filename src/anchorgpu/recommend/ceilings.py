@@ -44,6 +44,7 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
     from anchorgpu.planner.speed.calibration import calibrated
     from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
     from anchorgpu.planner.speed.serving_plan import SERVER_GPUS
+    from anchorgpu.planner.sweep_request import reads_across
 
     conc = int(row["concurrency"])
     media = model.encoder is not None or model.image is not None  # planned at the workload asked (sweep_attention_dp)
@@ -54,6 +55,8 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
         # a request given by its prompt, planned as the sweep's probe planned it: a T5 prompt fills the encoder, its
         # cross-attention K/V and prefill work that prompt's (not the default request's)
         workload = evolve(workload, prompt_tokens=spec.prompt_tokens, output_tokens=spec.output_tokens)
+    elif media and spec.prompt_tokens is not None and reads_across(model):  # with a context: the prompt, as the sweep
+        workload = evolve(workload, prompt_tokens=spec.prompt_tokens)
     prompt, output = result.prompt_tokens, result.output_tokens
     try:
         p = plan(model, workload, precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
