@@ -404,3 +404,71 @@ def test_sglang_rows_that_fit_run_every_request_under_sglangs_admission(case: st
         perf = plan_performance(p, prompt_tokens=result.prompt_tokens, output_tokens=result.output_tokens)
         assert perf["kv_reservation"] == "ratio"
         assert perf["saturation_concurrency"] >= row["concurrency"]
+
+
+# Encoder-decoders and a model that reads its images through cross-attention: plan times their requests with the
+# encoder's (or vision tower's) prefill work as prompt tokens that keep no decoder K/V, and every decode step reads the
+# decoder's own K/V and the cross-attention K/V over the encoder's output or the images
+# (speed.serving_plan.serving_setup). The sweep timed them as text models: Whisper at a 224-token prompt and 224 output
+# tokens with no cross-attention reads, where plan times 4 decoder prompt + 1,055 encoder-equivalent tokens, 256
+# output tokens and 240 MB of cross-attention K/V read a step (one H100, TP 1).
+CROSS_CASES = {
+    "whisper-ladder": ("whisper-large-v3", Workload(task="inference"), None, 256),
+    "flan-t5-xl-16": ("flan-t5-xl", Workload(task="inference", concurrency=16), None, 256),
+    "flan-t5-xl-by-request": ("flan-t5-xl", Workload(task="inference", concurrency=8), 300, 100),
+    # a prompt given with a context: the prompt fills T5's encoder (its cross-attention K/V and prefill work), as in plan
+    "flan-t5-xl-context-prompt": ("flan-t5-xl", Workload(task="inference", context_tokens=400, concurrency=8), 300, 100),
+    "llama-3.2-vision-ladder": ("llama-3.2-11b-vision", Workload(task="inference", context_tokens=4096), None, 256),
+}
+CROSS_SHAPES = tuple(s for s in shapes_from_catalog(load_catalog().offerings, max_servers=2)
+                     if s.id in ("h100-sxm-8x-bm", "l40s-1x-vm", "mi300x-8x-bm", "h100-nvl-8x-bm", "a100-80gb-sxm-8x-bm"))
+
+
+def _cross_sweep(case: str) -> tuple[SweepResult, object, Workload]:
+    name, asked, prompt, output = CROSS_CASES[case]
+    model = load_model(name)
+    result = sweep(model, CROSS_SHAPES, SweepSpec(workload=asked, prompt_tokens=prompt, output_tokens=output,
+                                                  weights=("bf16", "fp8")))
+    # the workload plan is given for the same request: the prompt and output where the request was given by them
+    planned = replace(asked, prompt_tokens=prompt, output_tokens=output) if prompt is not None else asked
+    return result, model, planned
+
+
+@pytest.mark.parametrize("case", list(CROSS_CASES))
+def test_cross_attention_rows_are_timed_as_plan_times_them(case: str) -> None:
+    result, model, planned = _cross_sweep(case)
+    rows = [i for i in range(result.evaluated) if result.row(i)["fits"]]
+    assert len(rows) > 20
+    checked_whole = 0
+    for i in random.Random(20261206).sample(rows, 20):
+        row = result.row(i)
+        shape = next(s for s in result.shapes if s.id == row["shape"])
+        p = plan(model, replace(planned, concurrency=row["concurrency"]),
+                 precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
+                 layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu,
+                 suggest=False, choose_layout=False)
+        assert p.fits and row["per_gpu_total_bytes"] == p.per_gpu.total_bytes
+        # plan's own request (no prompt or output passed): the sweep's is the same, its speed prompt with the
+        # encoder's work in it
+        perf = plan_performance(p)
+        if shape.gpus_per_server == 8 and row["concurrency"] <= perf["saturation_concurrency"]:
+            # plan's figures themselves: its servers are the shape's, and every sequence runs
+            assert row["decode_tokens_per_s_per_user"] == pytest.approx(perf["decode_tokens_per_s_per_user"],
+                                                                        rel=1e-9)
+            assert row["decode_tokens_per_s_total"] == pytest.approx(perf["output_tokens_per_s"], rel=1e-9)
+            assert row["prefill_s"] == pytest.approx(perf["ttft_s"], rel=1e-9)
+            checked_whole += 1
+        equivalent = result.encoder_prefill_equivalent_tokens
+        assert equivalent == perf["encoder_prefill_equivalent_tokens"] > 0
+        assert result.encoder_input_tokens == perf["encoder_input_tokens"]
+        assert (result.prompt_tokens - equivalent, result.output_tokens) == (perf["prompt_tokens"],
+                                                                             perf["output_tokens"])
+        # the same step on the shape's own servers with every sequence running (as recommend's ceilings time it)
+        setup = replace(serving_setup(p, prompt_tokens=result.prompt_tokens, output_tokens=result.output_tokens),
+                        gpus_per_server=shape.gpus_per_server)
+        est = serving_estimate(model, shape.gpu, setup, prompt_tokens=result.prompt_tokens,
+                               output_tokens=result.output_tokens, concurrency=row["concurrency"],
+                               saturation_concurrency=row["concurrency"])
+        assert row["decode_tokens_per_s_per_user"] == pytest.approx(1 / est.tpot_s, rel=1e-9)
+        assert row["prefill_s"] == pytest.approx(est.ttft_s, rel=1e-9)
+    assert checked_whole

@@ -42,7 +42,7 @@ def test_first_token_needs_no_tick_without_the_chunk(name: str, prompt: int) -> 
     per_replica = -(-np.array(BATCH_LADDER, dtype=np.int64)[:, None] // lay.dp)
     kv = kv_factors(model, spec, lay, kvs, 32768, prompt, None)
     mem = memory_terms(model, shapes, spec, lay, weights, kv, per_replica)
-    ticks = _Ticks(model, shapes, spec, lay, weights, kv, mem.weights, prompt)
+    ticks = _Ticks(model, shapes, spec, lay, weights, kv, mem.weights, prompt, spec.output_tokens)
     budget = np.array([engine_limits(spec.workload, large_gpu=large_engine_defaults(sh.gpu))[0]
                        for sh in shapes])[lay.shape]
     batch = per_replica.astype(np.float64)

@@ -52,6 +52,7 @@ from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.calibration import Overrides, calibration
 from anchorgpu.planner.sweep_attention_dp import with_attention_dp
 from anchorgpu.planner.sweep_grid import layout_grid, valid_tp
+from anchorgpu.planner.sweep_request import cross_request, cross_speed_line, reads_across
 from anchorgpu.planner.sweep_serving import serving_columns
 from anchorgpu.planner.sweep_sglang import sglang_sweep_line
 from anchorgpu.planner.sweep_training import training_columns
@@ -138,6 +139,11 @@ class SweepResult:
     columns: GridColumns  # a Mapping of name -> column (numpy, one entry per configuration)
     assumptions: tuple[str, ...]
     warnings: tuple[tuple[str, str], ...]
+    # an encoder-decoder or cross-attention model (else 0): ``prompt_tokens`` is the speed prompt plan times, the
+    # decoder's own prompt plus these tokens that stand for the encoder's prefill work (as ``plan_performance`` takes
+    # it); the positions its cross-attention K/V holds
+    encoder_prefill_equivalent_tokens: int = 0
+    encoder_input_tokens: int = 0
 
     def row(self, i: int) -> dict[str, Any]:
         """Configuration ``i`` as plain Python values (names resolved, NaN as None)."""
@@ -199,6 +205,9 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     probe_w = replace(w, concurrency=concs[0] if w.concurrency is None else w.concurrency)
     if by_request:
         probe_w = replace(probe_w, prompt_tokens=spec.prompt_tokens, output_tokens=spec.output_tokens)
+    elif not training and spec.prompt_tokens is not None and reads_across(model):
+        # a prompt given with a context: plan times it (a T5 prompt fills the encoder, Whisper's is the decoder's own)
+        probe_w = replace(probe_w, prompt_tokens=spec.prompt_tokens)
     # validate once with the scalar planner (context limit, task rules, formats allowed for the task)
     probe = plan(model, probe_w, precision=PrecisionPlan(weights=weights[0], kv_cache=kvs[0]),
                  layout=Layout(gpus=1, tp=1, pp=1, dp=1), suggest=False, choose_layout=False)
@@ -206,10 +215,17 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     output = spec.output_tokens if by_request else min(spec.output_tokens, max(1, ctx // 2))
     # the request shape plan() estimates with when none is given: a 1,024-token prompt within the context
     prompt = spec.prompt_tokens if spec.prompt_tokens is not None else max(1, min(DEFAULT_PROMPT_TOKENS, ctx - output))
+    media = (request_media(model, probe_w) if not training and (model.encoder is not None or model.image is not None)
+             else None)
+    # an encoder-decoder, or images read through cross-attention: timed with the request plan times (sweep_request)
+    cross = cross_request(model, probe_w, media, ctx, output, spec.output_tokens, by_request) \
+        if media is not None and media.cross_tokens else None
     # a request given without a context was checked by the probe's plan (an encoder-decoder's decoder cache holds the
     # output tokens only: its sequence is shorter than prompt + output)
     if not training and not by_request and prompt + output > ctx:
         raise InvalidWorkload(f"prompt {prompt} + output {output} tokens exceed the {ctx}-token context")
+    if cross is not None:
+        prompt, output = cross.prompt_tokens, cross.output_tokens
     if training and spec.global_batch_tokens is not None:  # one line, as plan() says it, when no layout could split it
         check_split(spec.global_batch_tokens, dp=1, micro_batch=w.micro_batch or 1,
                     seq_tokens=default_seq_tokens(w, model.max_context_tokens))
@@ -220,8 +236,7 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         cols = training_columns(model, shapes, spec, lay, weights, progress)
         inner = len(weights)
     else:
-        media = request_media(model, probe_w) if model.encoder is not None or model.image is not None else None
-        cols = serving_columns(model, shapes, spec, lay, weights, kvs, concs, ctx, prompt, progress, media)
+        cols = serving_columns(model, shapes, spec, lay, weights, kvs, concs, ctx, prompt, progress, media, cross)
         inner = len(weights) * len(kvs) * len(concs)
         # a mixture of experts: attention data parallelism on one server, planned whole
         lay, cols = with_attention_dp(model, shapes, spec, lay, cols, weights, kvs, concs, probe_w, ctx, prompt,
@@ -276,7 +291,9 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
             "step together, every MoE layer gathers their tokens); the other layouts split the experts with TP.")
     elif model.moe is not None:
         assumptions.append("Expert parallelism is not swept: experts are split with TP (EP 1).")
-    if not training:
+    if cross is not None and media is not None:
+        assumptions.append(cross_speed_line(model, cross, media))
+    elif not training:
         assumptions.append(
             f"Decode speed at {prompt + output // 2} cached tokens per sequence (prompt {prompt} + half of "
             f"{output} output tokens); prefill of one {prompt}-token prompt.")
@@ -287,6 +304,8 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         task=w.task, evaluated=n, shapes=tuple(shapes), weights=tuple(weights), kv_caches=kvs,
         context_tokens=ctx, prompt_tokens=prompt, output_tokens=output, columns=columns,
         assumptions=tuple(assumptions), warnings=warnings,
+        encoder_prefill_equivalent_tokens=cross.equivalent_tokens if cross is not None else 0,
+        encoder_input_tokens=media.cross_tokens if cross is not None and media is not None else 0,
     )
 
 

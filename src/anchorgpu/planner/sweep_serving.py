@@ -36,7 +36,7 @@ from anchorgpu.planner.speed.launches import is_block_fp8, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, host_kind, peak_for, tp_link
 from anchorgpu.planner.speed.product_shares import quantized_product_shares
 from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
-from anchorgpu.planner.sweep_serving_memory import KvFactors, kv_factors, memory_terms, per_format
+from anchorgpu.planner.sweep_serving_memory import CrossRequest, KvFactors, kv_factors, memory_terms, per_format
 from anchorgpu.planner.sweep_sglang import absorbed_dequant_terms, graph_max_batch, padded_rows
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ class _Ticks:
     """speed.serving's pipeline tick and step over the grid, with every per-layout constant looked up once."""
 
     def __init__(self, model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
-                 weights: tuple[str, ...], kv: KvFactors, weights_wl: FloatArray, prompt: int) -> None:
+                 weights: tuple[str, ...], kv: KvFactors, weights_wl: FloatArray, prompt: int, output: int) -> None:
         cal = calibrated(spec.efficiencies)
         stacks = [cal.stack(sh.gpu) for sh in shapes]
         s = lay.shape
@@ -159,13 +159,15 @@ class _Ticks:
         kv_read = kv.read_bytes * kv.stage_layers / kv.n_layers
         if kv.state_per_sequence:
             kv_read = kv_read + np.ceil(kv.state_per_sequence * 1 * kv.stage_layers / (lay.tp * kv.n_layers))
+        if kv.cross_read is not None:  # an encoder's output or the images, read through cross-attention every step
+            kv_read = kv_read + kv.cross_read
         self.kv_read = kv_read
         self.tp, self.pp = lay.tp, lay.pp
         self.split = (lay.tp * lay.pp).astype(np.float64)
         self.p_matmul = 2.0 * forward_matmul_params(model)
         self.knee = per_layout(lambda k: k.roofline_exponent)
         self.inv_knee = 1.0 / self.knee
-        cached = prompt + spec.output_tokens // 2
+        cached = prompt + output // 2
         self.attn_dec = decode_attention_flops_per_token(model, cached)
         self.attn_pre = attention_flops_per_token(model, prompt, causal=True)
         # the TP all-reduces of a tick (speed.links.allreduce_s): latency + 2 (n - 1) / n x message / bandwidth
@@ -330,16 +332,23 @@ def _in_grid_order(shape: tuple[int, int, int, int], dtype: type = np.float64) -
 
 def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                     weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...], ctx: int, prompt: int,
-                    progress: Progress | None, media: MediaLoad | None = None) -> dict[str, Array]:
+                    progress: Progress | None, media: MediaLoad | None = None,
+                    cross: CrossRequest | None = None) -> dict[str, Array]:
     """Every serving result column of the sweep on the axes (layout, weights, kv, concurrency): those that vary
-    along every axis as whole arrays in that order, the others of length 1 along the axes they do not vary on."""
+    along every axis as whole arrays in that order, the others of length 1 along the axes they do not vary on.
+    ``cross``: the request an encoder-decoder or cross-attention model is timed with, as plan times it (its speed
+    prompt, with the encoder's prefill work, and its output; every decode step reads the cross-attention K/V);
+    None for any other model (the prompt given, ``spec.output_tokens``)."""
     w: Workload = spec.workload
+    output = spec.output_tokens
+    if cross is not None:
+        prompt, output = cross.prompt_tokens, cross.output_tokens
     grid = (len(lay), len(weights), len(kvs), len(concs))
     if progress:
         progress(math.prod(grid) // 4, math.prod(grid))
     conc = np.array(concs, dtype=np.int64)[:, None]
     per_replica = -(-conc // lay.dp)  # (C, L)
-    kv = kv_factors(model, spec, lay, kvs, ctx, prompt, media)
+    kv = kv_factors(model, spec, lay, kvs, ctx, prompt, media, cross)
     mem = memory_terms(model, shapes, spec, lay, weights, kv, per_replica)
     total_b, total_view = _in_grid_order(grid)
     np.add(mem.weights, mem.kv_cache, out=total_view)
@@ -350,12 +359,12 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
         fits_view &= mem.activations <= mem.reserve
     if progress:
         progress(math.prod(grid) // 2, math.prod(grid))
-    ticks = _Ticks(model, shapes, spec, lay, weights, kv, mem.weights, prompt)
+    ticks = _Ticks(model, shapes, spec, lay, weights, kv, mem.weights, prompt, output)
     budget_tokens = np.array([engine_limits(w, large_gpu=large_engine_defaults(sh.gpu),
                                             gpu_memory_bytes=sglang_gpu_memory_bytes(sh.gpu))[0]
                               for sh in shapes])[lay.shape]
     batch = per_replica.astype(np.float64)
-    step = _steady_step(ticks, batch, prompt, spec.output_tokens if spec.output_tokens else 256, budget_tokens)
+    step = _steady_step(ticks, batch, prompt, output if output else 256, budget_tokens)
     ttft, ttft_view = _in_grid_order(grid)
     _time_to_first_token(ticks, budget_tokens, batch, prompt, ttft_view)
     per_user, per_user_view = _in_grid_order(grid)

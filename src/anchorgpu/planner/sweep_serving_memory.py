@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from anchorgpu.planner.sweep import HardwareShape, SweepSpec
     from anchorgpu.planner.sweep_grid import Layouts
 
-__all__ = ["KvFactors", "Memory", "kv_factors", "memory_terms", "per_format", "per_value"]
+__all__ = ["CrossRequest", "KvFactors", "Memory", "kv_factors", "memory_terms", "per_format", "per_value"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -169,19 +169,42 @@ class KvFactors:
     state_per_sequence: int | float  # recurrent state (bytes, all layers), 0 without one
     kv_caches: tuple[str, ...] = ()  # the KV dtypes of the K axis
     media: MediaLoad | None = None  # the request's encoder input or images: their cross-attention K/V per sequence
+    cross_read: FloatArray | None = None  # (K, 1, L): the cross-attention K/V a decode step reads a sequence; None: none
+
+
+@dataclass(frozen=True, slots=True)
+class CrossRequest:
+    """The request ``plan`` times for an encoder-decoder (Whisper, T5) or a model that reads its images through
+    cross-attention (mllama), as its probe plan resolved it: ``prompt_tokens`` the speed prompt (the decoder's own
+    prompt plus ``equivalent_tokens``, the encoder's or vision tower's prefill work as tokens of the same cost, which
+    keep no decoder K/V), ``output_tokens`` the output it decodes (``speed.serving_plan.serving_setup``)."""
+
+    prompt_tokens: int
+    output_tokens: int
+    equivalent_tokens: int
 
 
 def kv_factors(model: ModelSpec, spec: SweepSpec, lay: Layouts, kvs: tuple[str, ...], ctx: int,
-                prompt: int, media: MediaLoad | None = None) -> KvFactors:
+                prompt: int, media: MediaLoad | None = None, cross: CrossRequest | None = None) -> KvFactors:
+    """Per (KV dtype, layout) bytes of a sequence's cache and of what a decode step reads of it. With ``cross``
+    (an encoder-decoder, or images read through cross-attention) a decode step reads, as plan times it, the decoder's
+    own K/V at the request's decoder prompt plus half its output, and the cross-attention K/V over the encoder's
+    output or the images (:func:`~anchorgpu.planner.media.cross_kv_bytes` of one sequence)."""
     values_l = per_value(lay.tp, lambda tp: mm.kv_values_per_token_per_gpu(model, tp=tp))
     bpv_k = np.array([KV_CACHE_DTYPES[k] for k in kvs], dtype=np.float64)[:, None, None]
     slots = token_slots(model, ctx, block_size_of(spec.workload))
-    read_slots = token_slots(model, prompt + spec.output_tokens // 2, 1)
+    cross_read = None
+    if cross is None:
+        read_slots = token_slots(model, prompt + spec.output_tokens // 2, 1)
+    else:
+        read_slots = token_slots(model, cross.prompt_tokens - cross.equivalent_tokens + cross.output_tokens // 2, 1)
+        if media is not None and media.cross_tokens:
+            cross_read = _cross_kv(model, media, lay, kvs, np.ones((1, len(lay)), dtype=np.int64))
     return KvFactors(slot_bytes=(slots * values_l) * bpv_k, read_bytes=(read_slots * values_l) * bpv_k,
                       stage_layers=per_value(lay.pp, lambda pp: mm.stage_layers(model.num_layers, pp)),
                       n_layers=max(1, model.num_layers),
                       state_per_sequence=model.state_bytes_per_sequence(mm.STATE_BYTES_PER_VALUE),
-                      kv_caches=kvs, media=media)
+                      kv_caches=kvs, media=media, cross_read=cross_read)
 
 
 def _cross_kv(model: ModelSpec, media: MediaLoad, lay: Layouts, kvs: tuple[str, ...], per_replica: IntArray

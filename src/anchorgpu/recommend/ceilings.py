@@ -18,6 +18,7 @@ from anchorgpu.planner.speed.batching import saturated_rates, serving_estimate
 from anchorgpu.planner.speed.calibration import calibrated
 from anchorgpu.planner.speed.estimate import engine_reservation, performance_calibration, request_tokens
 from anchorgpu.planner.speed.serving_plan import SERVER_GPUS, serving_saturation
+from anchorgpu.planner.sweep_request import reads_across
 from anchorgpu.units import at_least
 
 if TYPE_CHECKING:
@@ -56,6 +57,12 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
     # evolve: dataclasses.replace's copy without its per-field cost (the same values)
     workload = (evolve(spec.workload, concurrency=conc) if media
                 else evolve(spec.workload, concurrency=conc, context_tokens=result.context_tokens))
+    if media and spec.workload.context_tokens is None and spec.prompt_tokens is not None:
+        # a request given by its prompt, planned as the sweep's probe planned it: a T5 prompt fills the encoder, its
+        # cross-attention K/V and prefill work that prompt's (not the default request's)
+        workload = evolve(workload, prompt_tokens=spec.prompt_tokens, output_tokens=spec.output_tokens)
+    elif media and spec.prompt_tokens is not None and reads_across(model):  # with a context: the prompt, as the sweep
+        workload = evolve(workload, prompt_tokens=spec.prompt_tokens)
     try:
         p = plan(model, workload, precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
                  layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"], ep=row["ep"]),

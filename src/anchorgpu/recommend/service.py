@@ -362,6 +362,10 @@ def recommend(
         "weights": list(result.weights), "kv_caches": list(result.kv_caches),
         "mfu": spec.efficiencies.mfu, "mbu": spec.efficiencies.mbu,
     }
+    if result.encoder_input_tokens:  # the decoder's own prompt, the encoder's input beside it (as plan's performance)
+        workload["prompt_tokens"] = result.prompt_tokens - result.encoder_prefill_equivalent_tokens
+        workload["encoder_input_tokens"] = result.encoder_input_tokens
+        workload["encoder_prefill_equivalent_tokens"] = result.encoder_prefill_equivalent_tokens
     assumptions = [choice.assumption, *result.assumptions]
     assumptions.append(
         f"Prices are list prices for a {the_term} term ({the_term.hours} h), whole servers, no options, priced "
