@@ -116,10 +116,12 @@ def test_workload_fit_refuses_an_empty_workload() -> None:
 
 def test_memory_ratio_uses_usable_not_headline_memory() -> None:
     c = compare_gpus(get_gpu("b300"), get_gpu("b200"))
-    # S5: 270 GB on the B300's platform; the B200's 180 GB platform figure is 191,503,138,816 bytes (178.35 GiB)
-    # to CUDA (prime-rl's B200 baseline, gpus.toml memory_runtime_sources); headlines 288 and 192 GB are not used
-    assert c.metric("memory_bytes").ratio == pytest.approx(270 * 2**30 / 191_503_138_816)
-    assert get_gpu("b300").memory_bytes / GB > 270  # GiB, so slightly more than 270 decimal GB
+    # Both as CUDA reports them (gpus.toml memory_runtime_sources): the B300's 270 GB platform figure is 267.7 GiB to
+    # torch (sgl-project/sglang#25225; 287,386,370,048 bytes, the lower edge of that rounding), the B200's 180 GB is
+    # 191,503,138,816 bytes (prime-rl's B200 baseline); headlines 288 and 192 GB are not used
+    assert c.metric("memory_bytes").ratio == pytest.approx(287_386_370_048 / 191_503_138_816)
+    assert get_gpu("b300").memory_nominal_bytes == 270 * 2**30  # S5: the platform figure, read as GiB
+    assert get_gpu("b300").memory_bytes / GB > 270  # 267.65 GiB is still more than 270 decimal GB
 
 
 def test_b300_vs_b200_points_out_the_cut_in_fp64_and_int8() -> None:
@@ -162,3 +164,13 @@ def test_the_batch_1_decode_ceiling_of_a_model_split_over_gpus_counts_all_their_
     assert "fit on one h200 (139.8 GiB), leaving 8.4 GiB for KV cache, activations and runtime; batch-1 decode is " \
            "capped near 34 tokens/s" in text
     assert "take 131.4 GiB and" in text
+
+
+def test_a_runtime_total_beside_a_vendor_figure_is_said_to_be_of_another_kind() -> None:
+    # B300: 267.7 GiB as torch reports it (sgl-project/sglang#25225); GB200: NVIDIA's 186 GB, no runtime report sourced
+    mixed = " ".join(compare_gpus(get_gpu("b300"), get_gpu("gb200")).statements)
+    assert "b300 has 1.44x the memory of gb200 (268 GiB vs 186 GiB)" in mixed
+    assert ("b300's memory is the total CUDA reports, gb200's the vendor's usable figure (no runtime report is "
+            "sourced; its runtime would report somewhat less).") in mixed
+    # both as CUDA reports them (H100 79.18 GiB, H200 139.80 GiB; gpus.toml memory_runtime_sources): nothing to say
+    assert "the vendor's usable figure" not in " ".join(compare_gpus(get_gpu("h200"), get_gpu("h100")).statements)

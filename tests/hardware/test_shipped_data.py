@@ -62,6 +62,8 @@ RUNTIME_TOTALS: dict[str, int] = {
     "l4": 23_570_219_008,  # 21.95 GiB: deviceQuery on an L4, ECC on (thamada/nvidia-smi gls/L4_deviceQuery.py)
     "h100-nvl": 99_861_594_112,  # 93.00 GiB: deviceQuery on 2 x H100 NVL (thamada/nvidia-smi gls/H100NVLx2_deviceQuery.py)
     "rtx-4090": 25_386_352_640,  # 23.64 GiB: deviceQuery on 8 x RTX 4090 (thamada/nvidia-smi gls/RTX4090_deviceQuery.py)
+    "rtx-5090": 33_677_115_392,  # 32,117 MiB, the lower edge of vLLM's rounded '31.37GiB' (vllm-project/vllm#14452)
+    "b300": 287_386_370_048,  # 274,073 MiB, the lower edge of torch's rounded '267.7 GiB' (sgl-project/sglang#25225)
 }
 DEVICE_RUNS = Path(__file__).resolve().parents[2] / "benchmarks" / "device"
 CSV_PEAK_COLUMNS = {
@@ -125,7 +127,7 @@ def test_a_runtime_total_is_what_its_report_says_and_a_little_under_the_vendors_
         gpu = get_gpu(name)
         assert gpu.memory_bytes == total and gpu.memory_runtime_sources, name
         assert gpu.memory_nominal_bytes is not None
-        # the driver keeps back about 1 % (HBM) and up to 7 % with ECC on GDDR6 (L40S 44.52 of 48)
+        # the driver keeps back about 1 % (HBM) and up to 9 % with ECC on GDDR6 (L40S 44.52 of 48, L4 21.95 of 24)
         assert 0.9 * gpu.memory_nominal_bytes < total < gpu.memory_nominal_bytes, name
     for gpu in list_gpus():
         if not gpu.memory_is_runtime:  # no sourced runtime total: the vendor's usable figure, as before
@@ -144,6 +146,7 @@ SMI_TOTALS_MIB: dict[str, int] = {
     "l4": 23_034,  # one L4 (thamada/nvidia-smi gls/L4_smi.py)
     "h100-nvl": 95_830,  # 2 x H100 NVL (thamada/nvidia-smi nvsim/H100NVLx2_smi.py)
     "rtx-4090": 24_564,  # 8 x RTX 4090 (thamada/nvidia-smi package/RTX4090_smi.py)
+    "rtx-5090": 32_607,  # one RTX 5090, driver 610.88 (nibor1896/Crow#105)
 }
 
 
@@ -157,6 +160,22 @@ def test_a_tool_total_is_what_its_report_says_and_at_least_the_runtime_total() -
         # nvidia-smi counts what the driver keeps back from CUDA (H100: 81,559 MiB vs 81,079; L4 with ECC on: 23,034
         # vs 22,478, its 'Reserved 556 MiB' in the same report); ROCm reports the pool
         assert gpu.memory_bytes <= mib * 2**20 <= gpu.memory_bytes * 1.03, name
+
+
+def test_no_sourced_total_is_above_the_vendor_figure_and_no_tool_total_is_below_the_runtime_total() -> None:
+    # Every shipped GPU, not only the tables above: a runtime total is what the driver leaves of the vendor's usable
+    # figure, so it is at most that figure (and the physical memory); nvidia-smi / rocminfo count what the driver
+    # keeps back, so their total is at least the runtime total and at most the physical memory.
+    runtime_gpus = [gpu for gpu in list_gpus() if gpu.memory_is_runtime]
+    assert len(runtime_gpus) >= 11  # the six of stop 45, L4, H100 NVL, RTX 4090, RTX 5090, B300
+    for gpu in runtime_gpus:
+        assert gpu.memory_nominal_bytes is not None, gpu.name
+        assert gpu.memory_bytes <= gpu.memory_nominal_bytes <= gpu.memory_physical_bytes, gpu.name
+    for gpu in list_gpus():
+        if gpu.memory_smi_mib is None:
+            continue
+        assert gpu.memory_is_runtime, f"{gpu.name}: an nvidia-smi total without the runtime total it sits above"
+        assert gpu.memory_bytes <= gpu.memory_smi_mib * 2**20 <= gpu.memory_physical_bytes, gpu.name
 
 
 def test_every_reference_row_is_shipped_under_a_known_name() -> None:
@@ -262,7 +281,7 @@ def test_anchor_bandwidths_match_their_published_sources(name: str, tb_per_s: fl
         ("h100-sxm", 79.18, 80, "80 GB"),  # S2: 80 GB; CUDA reports 79.18 GiB (prime-rl's H100 baselines)
         ("h200", 139.80, 141, "141 GB"),  # S4: 141 GB; CUDA 139.80 GiB (measured: benchmarks/device/h200_2026-12-04.json)
         ("b200", 178.35, 180, "192 GB"),  # S5/S6: 180 GB on the platform, 192 physical; CUDA 178.35 (prime-rl)
-        ("b300", 270, 270, "288 GB"),  # S5: 270 GB in the HGX column, 288 GB physical; no runtime total sourced
+        ("b300", 267.65, 270, "288 GB"),  # S5: 270 GB HGX, 288 physical; torch 267.7 GiB (sgl-project/sglang#25225)
         ("gb200", 186, 186, "192 GB"),  # S7/S11: 186 GB per GPU; no runtime total sourced
     ],
 )

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
+from anchorgpu.hardware.display import memory_kinds_note
 from anchorgpu.hardware.predicted import PredictedSpeed, predicted_statements
 from anchorgpu.hardware.spec import GpuSpec, Peak
 from anchorgpu.units import GIB
@@ -180,6 +181,8 @@ def _statements(a: GpuSpec, b: GpuSpec, rows: dict[str, MetricComparison]) -> li
                 f"({_gib(big.memory_bytes)} vs {_gib(small.memory_bytes)}): bigger models, longer contexts "
                 f"and more concurrent users fit on each GPU, or the same model needs fewer GPUs."
             )
+        if kinds := memory_kinds_note(a, b):
+            out[-1] += " " + kinds
     bw = rows["memory_bandwidth_bytes_per_s"].ratio
     if bw is not None:
         if abs(bw - 1) < 0.005:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from anchorgpu.hardware.spec import GpuSpec, Peak
 from anchorgpu.units import GIB
 
-__all__ = ["fmt_bandwidth", "fmt_budget_memory", "fmt_link", "fmt_link_short", "fmt_memory", "fmt_number", "fmt_peak", "fmt_stack"]
+__all__ = ["fmt_bandwidth", "fmt_budget_memory", "fmt_link", "fmt_link_short", "fmt_memory", "fmt_number", "fmt_peak", "fmt_stack",
+           "memory_kinds_note"]
 
 TERA = 1e12
 
@@ -52,8 +53,8 @@ def fmt_memory(gpu: GpuSpec, *, short: bool = False) -> str:
     reports (``memory_is_runtime``), that total, to two decimals, of the vendor's figure.
 
     >>> from anchorgpu.hardware import get_gpu
-    >>> fmt_memory(get_gpu("b300"))
-    '270 GiB usable (headline 288 GB)'
+    >>> fmt_memory(get_gpu("gb200"))
+    '186 GiB usable (headline 192 GB)'
     >>> fmt_memory(get_gpu("h100")), fmt_memory(get_gpu("h100"), short=True)
     ('79.18 GiB usable of 80 GB (the total CUDA reports)', '79.18/80 GiB')
     >>> fmt_memory(get_gpu("b200"))
@@ -76,6 +77,24 @@ def fmt_memory(gpu: GpuSpec, *, short: bool = False) -> str:
     if headline_number != usable:
         text = f"{usable} GiB usable (headline {gpu.memory_headline})" if not short else f"{usable}/{headline_number} GiB"
     return text
+
+
+def memory_kinds_note(a: GpuSpec, b: GpuSpec) -> str:
+    """Where one GPU's memory is the total its runtime reports and the other's the vendor's usable figure (no runtime
+    report sourced), a sentence that says so; ``""`` when both are of one kind.
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> memory_kinds_note(get_gpu("h100"), get_gpu("h200"))
+    ''
+    >>> memory_kinds_note(get_gpu("b300"), get_gpu("gb200"))
+    "b300's memory is the total CUDA reports, gb200's the vendor's usable figure (no runtime report is sourced; its runtime would report somewhat less)."
+    """
+    if a.memory_is_runtime == b.memory_is_runtime:
+        return ""
+    runtime, vendor = (a, b) if a.memory_is_runtime else (b, a)
+    stack = "ROCm" if runtime.software_stack == "rocm" else "CUDA"
+    return (f"{runtime.name}'s memory is the total {stack} reports, {vendor.name}'s the vendor's usable figure "
+            "(no runtime report is sourced; its runtime would report somewhat less).")
 
 
 def fmt_budget_memory(gpu: GpuSpec) -> str:

@@ -51,7 +51,9 @@ def sglang_gpu_memory_bytes(gpu: GpuSpec | None) -> int | None:
     >>> from anchorgpu.hardware import get_gpu
     >>> sglang_gpu_memory_bytes(get_gpu("h100")) // MIB, get_gpu("h100").memory_bytes // MIB  # nvidia-smi 81,559
     (81559, 81079)
-    >>> sglang_gpu_memory_bytes(get_gpu("l4")) == get_gpu("l4").memory_bytes, sglang_gpu_memory_bytes(None)
+    >>> sglang_gpu_memory_bytes(get_gpu("b300")) == get_gpu("b300").memory_bytes  # no nvidia-smi figure sourced
+    True
+    >>> sglang_gpu_memory_bytes(get_gpu("h100-pcie")) == get_gpu("h100-pcie").memory_bytes, sglang_gpu_memory_bytes(None)
     (True, None)
     """
     if gpu is None:
