@@ -491,6 +491,9 @@ IN_CONTEXT_CASES = {
                                     None, None),
     "qwen2.5-vl-7b-context-prompt": ("qwen2.5-vl-7b", Workload(task="inference", context_tokens=400, concurrency=16),
                                      300, None),
+    # two smaller images a request (the planner's workload takes them): 2 x 391 image tokens
+    "qwen2.5-vl-7b-two-images": ("qwen2.5-vl-7b", Workload(task="inference", concurrency=16, images_per_request=2,
+                                                           image_resolution=(640, 480)), None, None),
     # sliding-window layers: a decode step reads at most each window of the prompt's K/V
     "gemma-3-27b-context-ladder": ("gemma-3-27b", Workload(task="inference", context_tokens=8192), None, None),
 }
