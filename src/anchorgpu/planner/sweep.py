@@ -52,7 +52,13 @@ from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.calibration import Overrides, calibration
 from anchorgpu.planner.sweep_attention_dp import with_attention_dp
 from anchorgpu.planner.sweep_grid import layout_grid, valid_tp
-from anchorgpu.planner.sweep_request import cross_request, cross_speed_line, reads_across
+from anchorgpu.planner.sweep_request import (
+    context_speed_line,
+    cross_speed_line,
+    images_in_context,
+    reads_across,
+    timed_request,
+)
 from anchorgpu.planner.sweep_serving import serving_columns
 from anchorgpu.planner.sweep_sglang import sglang_sweep_line
 from anchorgpu.planner.sweep_training import training_columns
@@ -141,7 +147,9 @@ class SweepResult:
     warnings: tuple[tuple[str, str], ...]
     # an encoder-decoder or cross-attention model (else 0): ``prompt_tokens`` is the speed prompt plan times, the
     # decoder's own prompt plus these tokens that stand for the encoder's prefill work (as ``plan_performance`` takes
-    # it); the positions its cross-attention K/V holds
+    # it); the positions its cross-attention K/V holds. A model with its image tokens in the context has 0 of each:
+    # its ``prompt_tokens`` is plan's speed prompt too (text, image tokens and the vision tower's work), all of it read
+    # by every decode step as plan reads it
     encoder_prefill_equivalent_tokens: int = 0
     encoder_input_tokens: int = 0
 
@@ -208,6 +216,11 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     elif not training and spec.prompt_tokens is not None and reads_across(model):
         # a prompt given with a context: plan times it (a T5 prompt fills the encoder, Whisper's is the decoder's own)
         probe_w = replace(probe_w, prompt_tokens=spec.prompt_tokens)
+    elif not training and w.context_tokens is not None and images_in_context(model, w):
+        # a request given within a context of text (the image tokens come on top): plan times it, and refuses a prompt
+        # or an output the text context cannot hold (the output given where it is not the default)
+        probe_w = replace(probe_w, prompt_tokens=spec.prompt_tokens, output_tokens=(
+            None if spec.output_tokens == DEFAULT_OUTPUT_TOKENS else spec.output_tokens))
     # validate once with the scalar planner (context limit, task rules, formats allowed for the task)
     probe = plan(model, probe_w, precision=PrecisionPlan(weights=weights[0], kv_cache=kvs[0]),
                  layout=Layout(gpus=1, tp=1, pp=1, dp=1), suggest=False, choose_layout=False)
@@ -217,9 +230,9 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     prompt = spec.prompt_tokens if spec.prompt_tokens is not None else max(1, min(DEFAULT_PROMPT_TOKENS, ctx - output))
     media = (request_media(model, probe_w) if not training and (model.encoder is not None or model.image is not None)
              else None)
-    # an encoder-decoder, or images read through cross-attention: timed with the request plan times (sweep_request)
-    cross = cross_request(model, probe_w, media, ctx, output, spec.output_tokens, by_request) \
-        if media is not None and media.cross_tokens else None
+    # an encoder-decoder, images read through cross-attention or images in the context: timed with the request plan
+    # times (sweep_request)
+    cross = timed_request(model, probe_w, media, ctx, output, spec.output_tokens, by_request)
     # a request given without a context was checked by the probe's plan (an encoder-decoder's decoder cache holds the
     # output tokens only: its sequence is shorter than prompt + output)
     if not training and not by_request and prompt + output > ctx:
@@ -292,7 +305,8 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     elif model.moe is not None:
         assumptions.append("Expert parallelism is not swept: experts are split with TP (EP 1).")
     if cross is not None and media is not None:
-        assumptions.append(cross_speed_line(model, cross, media))
+        assumptions.append(cross_speed_line(model, cross, media) if media.cross_tokens
+                           else context_speed_line(model, cross, media))
     elif not training:
         assumptions.append(
             f"Decode speed at {prompt + output // 2} cached tokens per sequence (prompt {prompt} + half of "

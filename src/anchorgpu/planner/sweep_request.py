@@ -1,9 +1,13 @@
-"""The request the serving sweep (:mod:`anchorgpu.planner.sweep`) times for a model whose decoder reads another
-input through cross-attention: an encoder-decoder (Whisper's audio frames, T5's prompt in its encoder) or a vision
-model that reads its images that way (mllama). ``plan`` times such a request with the encoder's (or vision tower's)
-prefill work as prompt tokens of the same cost, which keep no decoder K/V, and a decode step that reads the
-decoder's own K/V and the cross-attention K/V (:func:`~anchorgpu.planner.speed.serving_plan.serving_setup`); the
-sweep resolves the same request with the same functions of :mod:`anchorgpu.planner.media`. Pure."""
+"""The request the serving sweep (:mod:`anchorgpu.planner.sweep`) times for a model whose request carries more than
+text. A model whose decoder reads another input through cross-attention: an encoder-decoder (Whisper's audio frames,
+T5's prompt in its encoder) or a vision model that reads its images that way (mllama). ``plan`` times such a request
+with the encoder's (or vision tower's) prefill work as prompt tokens of the same cost, which keep no decoder K/V, and a
+decode step that reads the decoder's own K/V and the cross-attention K/V
+(:func:`~anchorgpu.planner.speed.serving_plan.serving_setup`). A vision model that puts its image tokens in the
+decoder's context (Qwen2.5-VL, LLaVA, Gemma 3): ``plan`` times a prompt of its text, its image tokens and the vision
+tower's work as tokens of the same cost, and a decode step that reads that whole prompt's K/V (the image tokens are
+cached like text). The sweep resolves the same request with the same functions of :mod:`anchorgpu.planner.media`.
+Pure."""
 
 from __future__ import annotations
 
@@ -14,13 +18,60 @@ from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, Workload
 from anchorgpu.planner.media import MediaLoad, encdec_request, encoder_equivalent_tokens, speed_request
 from anchorgpu.planner.sweep_serving_memory import CrossRequest
 
-__all__ = ["cross_request", "cross_speed_line", "reads_across"]
+__all__ = ["context_request", "context_speed_line", "cross_request", "cross_speed_line", "images_in_context",
+           "reads_across", "timed_request"]
 
 
 def reads_across(model: ModelSpec) -> bool:
     """Whether ``model``'s decoder reads another input through cross-attention: an encoder's output or the images of
     a vision model that keeps them out of its context (mllama)."""
     return model.encoder is not None or (model.image is not None and not model.image.in_context)
+
+
+def images_in_context(model: ModelSpec, w: Workload) -> bool:
+    """Whether ``model`` keeps the image tokens of a request of ``w`` in its decoder's context (a vision model that
+    does, asked for images: one by default; ``--images-per-request 0`` asks for text alone)."""
+    return (model.encoder is None and model.image is not None and model.image.in_context
+            and w.images_per_request != 0)
+
+
+def timed_request(model: ModelSpec, asked: Workload, media: MediaLoad | None, ctx: int, output: int,
+                  given_output: int, by_request: bool) -> CrossRequest | None:
+    """The request ``plan`` times where it is not the sweep's text request (None where it is: a text model, or a
+    request without images): :func:`cross_request` for a model that reads its images or encoder output through
+    cross-attention, :func:`context_request` for one that keeps its image tokens in its context."""
+    if media is None:
+        return None
+    if media.cross_tokens:
+        return cross_request(model, asked, media, ctx, output, given_output, by_request)
+    if media.context_tokens:
+        return context_request(model, asked, media, ctx, given_output, by_request)
+    return None
+
+
+def context_request(model: ModelSpec, asked: Workload, media: MediaLoad, ctx: int, given_output: int,
+                    by_request: bool) -> CrossRequest:
+    """The request ``plan`` times for a vision model that keeps its image tokens in its context, planned at ``asked``
+    (the sweep's probe workload) within a sequence of ``ctx`` tokens (text and image tokens): the output given
+    (``given_output``, the sweep's ``output_tokens``; the default stands for none given, which ``plan`` resolves
+    within the text part of the sequence: half of a short ``--context``), the text prompt within the rest, and as
+    the speed prompt the text, the image tokens and the vision tower's work as tokens of the same cost
+    (:func:`~anchorgpu.planner.media.speed_request`). Plan's decode step reads that whole prompt's K/V
+    (``equivalent_tokens`` 0: no part of it left out, the vision tower's stand-in tokens included, as
+    :func:`~anchorgpu.planner.speed.serving_plan.serving_setup` counts them).
+
+    >>> from anchorgpu.architectures import load_model
+    >>> from anchorgpu.planner.inference import request_media
+    >>> qwen, asked = load_model("qwen2.5-vl-7b"), Workload(task="inference", concurrency=16)
+    >>> context_request(qwen, asked, request_media(qwen, asked), 2649, 256, False)
+    CrossRequest(prompt_tokens=2917, output_tokens=256, equivalent_tokens=0)
+    >>> context_request(qwen, replace(asked, context_tokens=400), request_media(qwen, asked), 1769, 256, False)
+    CrossRequest(prompt_tokens=2093, output_tokens=200, equivalent_tokens=0)
+    """
+    output = None if given_output == DEFAULT_OUTPUT_TOKENS and not by_request else given_output
+    request = speed_request(media, model, replace(asked, output_tokens=output), ctx)
+    assert request is not None  # the image tokens are part of the prompt
+    return CrossRequest(prompt_tokens=request[0], output_tokens=request[1], equivalent_tokens=0)
 
 
 def cross_request(model: ModelSpec, asked: Workload, media: MediaLoad, ctx: int, output: int, given_output: int,
@@ -48,6 +99,17 @@ def cross_request(model: ModelSpec, asked: Workload, media: MediaLoad, ctx: int,
     assert request is not None  # cross-attention positions: the encoder's or vision tower's work is prefill's
     prompt = request[0]
     return CrossRequest(prompt_tokens=prompt, output_tokens=output, equivalent_tokens=equivalent)
+
+
+def context_speed_line(model: ModelSpec, timed: CrossRequest, media: MediaLoad) -> str:
+    """The sweep's speed assumption for a request whose image tokens sit in the context (what a decode step reads,
+    what prefill reads)."""
+    vision = encoder_equivalent_tokens(media, model)
+    text = timed.prompt_tokens - media.context_tokens - vision
+    return (f"Decode speed at {timed.prompt_tokens + timed.output_tokens // 2} cached tokens per sequence (prompt "
+            f"{timed.prompt_tokens}: {text} text + {media.context_tokens:,} image tokens + the vision tower's work as "
+            f"{vision:,} tokens of the same cost, + half of {timed.output_tokens} output tokens); prefill of one "
+            f"{timed.prompt_tokens}-token prompt, as plan times it.")
 
 
 def cross_speed_line(model: ModelSpec, cross: CrossRequest, media: MediaLoad) -> str:
