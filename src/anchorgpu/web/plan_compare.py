@@ -33,9 +33,10 @@ class FormatRow:
     weights: str
     current: bool
     total_bytes: int | None = None
+    gpus: int | None = None  # the plan's own count: without one given, each format gets the fewest that hold it
     fits: bool | None = None
     max_concurrency: int | None = None
-    tokens_per_s_per_user: float | None = None  # only for a plan that fits
+    tokens_per_s_per_user: float | None = None  # only for a plan that fits (training: the job's tokens/s)
     refused: str | None = None
     link: str = ""
 
@@ -86,7 +87,8 @@ def formats_side_by_side(values: Mapping[str, Any], current: str, *, offline: bo
             continue
         fits = result.get("fits")
         rows.append(FormatRow(
-            weights=name, current=name == current, total_bytes=int(result["per_gpu"]["total_bytes"]), fits=fits,
+            weights=name, current=name == current, total_bytes=int(result["per_gpu"]["total_bytes"]),
+            gpus=int(result["layout"]["gpus"]), fits=fits,
             max_concurrency=result.get("max_concurrency") if fits else None,
             tokens_per_s_per_user=_speed(result) if fits else None, link=link,
         ))
