@@ -104,3 +104,11 @@ def test_a_training_plan_lists_each_format_on_its_own_gpu_count_and_the_job_spee
     assert current[1] == str(api["layout"]["gpus"])  # 128, as the verdict's plan
     assert current[4] == f"{api['performance']['train_tokens_per_s']:,.0f} tokens/s"
 
+
+def test_a_gpu_that_holds_nothing_says_how_many_were_tried(client: TestClient) -> None:
+    """The planner tries up to 1,024 GPUs without a count (serving_layouts.SERVING_GPU_COUNTS); the row said 'not on
+    16 or fewer'."""
+    page = client.get("/plan?model=llama-3.1-8b&concurrency=100000&context=131072&allow_long_context=on").text
+    assert "not on 16 or fewer" not in page and "not on 1,024 or fewer" in page
+    russian = client.get("/plan?model=llama-3.1-8b&concurrency=100000&context=131072&allow_long_context=on&lang=ru").text
+    assert "не помещается на 1\u00a0024 и менее" in russian or "не помещается на 1 024 и менее" in russian

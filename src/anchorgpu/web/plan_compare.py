@@ -21,7 +21,7 @@ from anchorgpu.api.planning import run_plan
 from anchorgpu.api.schemas import PlanRequest
 from anchorgpu.errors import AnchorError
 
-__all__ = ["FitRow", "FormatRow", "formats_side_by_side", "gpus_that_fit"]
+__all__ = ["FitRow", "FormatRow", "formats_side_by_side", "gpus_that_fit", "most_gpus_tried"]
 
 _LAYOUT_FIELDS = ("gpus", "tp", "pp", "dp", "ep")
 SWEEP_BUDGET_S = 1.5
@@ -93,6 +93,19 @@ def formats_side_by_side(values: Mapping[str, Any], current: str, *, offline: bo
             tokens_per_s_per_user=_speed(result) if fits else None, link=link,
         ))
     return rows
+
+
+def most_gpus_tried(task: str) -> int:
+    """The most GPUs the planner tries for ``task`` without a GPU count: a :func:`gpus_that_fit` row with no count
+    does not fit on that many or fewer.
+
+    >>> most_gpus_tried("inference"), most_gpus_tried("train")
+    (1024, 1024)
+    """
+    from anchorgpu.planner.speed.serving_layouts import SERVING_GPU_COUNTS
+    from anchorgpu.planner.suggest import TRAINING_GPU_COUNTS
+
+    return (SERVING_GPU_COUNTS if task == "inference" else TRAINING_GPU_COUNTS)[-1]
 
 
 def gpus_that_fit(values: Mapping[str, Any], *, offline: bool, budget_s: float = SWEEP_BUDGET_S) -> list[FitRow]:

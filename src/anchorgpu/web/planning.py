@@ -253,13 +253,14 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
     context["suggestion_speeds"] = any(s.get("train_tokens_per_s") for s in suggestions)
     keeps = [i for i, lowers in enumerate(context["precision_changes"]) if not lowers]
     context["example_suggestion"] = keeps[0] if keeps else 0  # "what would be needed": precision kept when it can be
-    from anchorgpu.web.plan_compare import formats_side_by_side, gpus_that_fit
+    from anchorgpu.web.plan_compare import formats_side_by_side, gpus_that_fit, most_gpus_tried
 
     offline = server_offline(settings)
     if gpu.get("name") and result.get("workload", {}).get("task") != "diffusion":
         context["format_rows"] = formats_side_by_side(values, (result.get("precision") or {}).get("weights", ""), offline=offline)
     elif not gpu.get("name"):
         context["fit_rows"] = gpus_that_fit(values, offline=offline)
+        context["most_gpus_tried"] = most_gpus_tried(str(result.get("workload", {}).get("task") or "inference"))
     return render(request, "plan.html", context)
 
 
