@@ -55,3 +55,16 @@ def test_the_cli_refuses_them_and_a_diffusion_pipeline_keeps_them(capsys: pytest
     assert code == 2 and "--images-per-request, --image-resolution" in err
     code, out, _ = run(capsys, "plan", "sdxl-base-1.0", "--gpu", "l40s", "--images", "4", "--json")
     assert code == 0 and '"images": 4' in out
+
+
+@pytest.mark.parametrize(("lang", "reason"), [("en", "expected WIDTHxHEIGHT in pixels, e.g. 1024x1024"),
+                                              ("ru", "ожидается ШИРИНАxВЫСОТА в пикселях, например 1024x1024")])
+def test_a_malformed_image_size_is_refused_in_words_not_a_regular_expression(client: TestClient, lang: str,
+                                                                             reason: str) -> None:
+    """The refusal showed pydantic's "String should match pattern '^[0-9]{1,5}x[0-9]{1,5}$'" on the page (in English
+    on the Russian one) and in the API's problem detail."""
+    response = client.get(f"/plan?{VISION}&image_resolution=big&lang={lang}")
+    assert response.status_code == 422 and f"image_resolution: {reason}" in response.text
+    assert "should match pattern" not in response.text
+    api = client.post("/v1/plan", json={"model": "qwen2.5-vl-7b", "image_resolution": "big"})
+    assert api.status_code == 422 and api.json()["detail"] == "body.image_resolution: expected WIDTHxHEIGHT in pixels, e.g. 1024x1024"

@@ -18,6 +18,7 @@ from anchorgpu.api.models_ref import server_offline
 from anchorgpu.api.planning import run_plan
 from anchorgpu.api.schemas import PlanRequest
 from anchorgpu.errors import AnchorError
+from anchorgpu.validation import pattern_reason
 from anchorgpu.web.charts import SEGMENTS, memory_bar, scatter
 from anchorgpu.web.i18n import English, PageText, page_text
 from anchorgpu.web.templating import render
@@ -128,6 +129,8 @@ def validation_message(exc: ValidationError, text: PageText | None = None) -> st
         reason = text.gettext("must be a number")
     elif kind == "string_too_long":
         reason = text.ngettext("at most %(num)d character", "at most %(num)d characters", int(ctx.get("max_length") or 0))
+    elif kind == "string_pattern_mismatch" and pattern_reason(ctx.get("pattern")):
+        reason = text.gettext("expected WIDTHxHEIGHT in pixels, e.g. 1024x1024")
     elif kind == "literal_error":
         expected = str(ctx.get("expected", ""))  # pydantic's English "'a', 'b' or 'c'": the last "or" in the page's words
         first, sep, last = expected.rpartition(" or ")
