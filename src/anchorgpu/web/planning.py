@@ -295,8 +295,6 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
     context: dict[str, Any] = {"form": values, **_choices(), "plan_query": request.url.query}
     if "model" not in values:
         return render(request, "recommend.html", context)
-    if values.get("task") not in (None, "inference", "train", "lora", "qlora", "diffusion"):
-        values.pop("task")
     values = for_the_task(values)
     try:
         result = run_recommend(RecommendRequest.model_validate(values, strict=False), offline=server_offline(settings), now=clock())
