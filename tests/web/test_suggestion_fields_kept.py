@@ -43,3 +43,11 @@ def test_the_engine_fields_are_in_both_languages(client: TestClient) -> None:
 def test_the_section_stays_closed_when_none_of_its_fields_is_set(client: TestClient) -> None:
     page = client.get("/plan?model=llama-3.1-8b&gpu=h100-sxm").text
     assert re.search(r'<details class="more"\s*>', page)
+
+
+def test_a_context_parallel_split_is_a_form_field(client: TestClient) -> None:
+    """A "What would fit" change can be ``--cp N`` (planner.suggest: from 16,384-token training sequences); the form
+    had TP, PP, DP and EP but no CP, so a plan opened with cp=2 lost it at the next edit."""
+    page = client.get("/plan?model=llama-3.1-8b&task=train&gpu=h100-sxm&gpus=8&tp=1&seq=32768&cp=2&zero=1").text
+    assert re.search(r'<input name="cp"[^>]* value="2"', page)
+    assert "cp=2" in page  # the plan's layout line: the split was planned
