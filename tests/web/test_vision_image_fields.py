@@ -23,6 +23,9 @@ def test_the_planner_form_has_the_vision_fields_in_both_languages(client: TestCl
         assert 'name="images_per_request"' in page and 'name="image_resolution"' in page
     assert "Vision model: images per request" in english and "Diffusion: images per batch" in english
     assert "Модель со зрением: изображений в запросе" in russian and "Диффузия: изображений в батче" in russian
+    # the section that holds them says so (it was "Parallelism, training and diffusion options")
+    assert "More options: parallelism, serving engine, images, training, diffusion" in english
+    assert "Ещё: параллелизм, движок инференса, изображения, обучение, диффузия" in russian
 
 
 def test_the_page_plans_the_images_as_the_api_does(client: TestClient) -> None:
