@@ -45,10 +45,25 @@ __all__ = [
     "bounded_int",
     "finite_number",
     "iso_instant",
+    "pattern_reason",
     "usd_amount",
     "is_valid_id",
     "whole_number",
 ]
+
+PIXEL_SIZE_REASON = "expected WIDTHxHEIGHT in pixels, e.g. 1024x1024"
+_PIXEL_SIZE_PATTERN = re.compile(r"\^\[0-9\]\{\d+,\d+\}x\[0-9\]\{\d+,\d+\}\$")
+
+
+def pattern_reason(pattern: object) -> str | None:
+    """What a schema field's ``pattern`` asks for, in words, where pydantic's refusal would show the regular
+    expression itself ("String should match pattern '^[0-9]{1,5}x[0-9]{1,5}$'"); None for a pattern without words.
+
+    >>> pattern_reason("^[0-9]{1,5}x[0-9]{1,5}$"), pattern_reason("^[a-z]+$")
+    ('expected WIDTHxHEIGHT in pixels, e.g. 1024x1024', None)
+    """
+    return PIXEL_SIZE_REASON if isinstance(pattern, str) and _PIXEL_SIZE_PATTERN.fullmatch(pattern) else None
+
 
 ID_MAX_LENGTH = 100
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$"

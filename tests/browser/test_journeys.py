@@ -130,8 +130,13 @@ def test_the_api_docs_say_where_to_read_when_swagger_ui_cannot_load(page: Any, s
 
 
 def test_recommendation_and_catalog_tables_show_every_column_on_a_laptop_screen(page: Any, server: str) -> None:
-    # found by QA: at 1280 px the recommendations hid Layout, Weights (int4-awq!) and memory ~500 px to the right
-    for path in ("/recommend?model=llama-3.1-70b&task=inference&gpu=h100-sxm&context=8192&concurrency=32", "/catalog"):
+    # found by QA: at 1280 px the recommendations hid Layout, Weights (int4-awq!) and memory ~500 px to the right;
+    # then the Russian pages (longer headings: the catalog 146 px too wide, the recommendations 96 px), DeepSeek-R1's
+    # fp8-block128x128 rows (236 px in Russian) and a training recommendation (20 px in English)
+    for path in ("/recommend?model=llama-3.1-70b&task=inference&gpu=h100-sxm&context=8192&concurrency=32", "/catalog",
+                 "/catalog?lang=ru", "/recommend?model=llama-3.1-70b&context=8192&concurrency=32&term=1month&lang=ru",
+                 "/recommend?model=deepseek-r1&prompt=1000&output_tokens=1000&concurrency=512&term=1month&lang=ru",
+                 "/recommend?model=llama-3.1-8b&task=train&seq=4096&tokens=1e11&term=1w&lang=en"):
         page.goto(f"{server}{path}")
         client_px, scroll_px = page.eval_on_selector(".table-wrap", "e => [e.clientWidth, e.scrollWidth]")
         assert scroll_px <= client_px, f"{path}: table is {scroll_px} px wide in {client_px} px"

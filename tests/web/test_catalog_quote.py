@@ -178,3 +178,16 @@ def test_the_gpu_count_filter_takes_ascii_digits_only(client: TestClient) -> Non
     for written in ("８", "١٢"):
         html = client.get("/catalog", params={"min_gpus": written}).text
         assert "Min GPUs must be a whole number of at least 1." in html
+
+
+@pytest.mark.parametrize("sort", ["offering", "-offering", "region", "memory", "gpus", "month", "-per_gpu_hour", "free"])
+def test_every_catalog_column_sorts(client: TestClient, sort: str) -> None:
+    """Each heading's link sorts the table; "Offering" (``?sort=offering``) answered 500: the ids were read as amounts."""
+    from anchorgpu.web.catalog import SORT_KEYS
+
+    assert sort.removeprefix("-") in SORT_KEYS
+    page = client.get(f"/catalog?sort={sort}")
+    assert page.status_code == 200
+    if sort.endswith("offering"):
+        ids = re.findall(r'<tr>\s*<td class="breakable">([a-z0-9-]+) <span', page.text)
+        assert len(ids) > 10 and ids == sorted(ids, reverse=sort.startswith("-"))

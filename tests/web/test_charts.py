@@ -79,7 +79,7 @@ def _recommend(client: TestClient) -> str:
 
 def test_every_scatter_point_is_a_focusable_link_naming_its_offering_and_its_row(client: TestClient) -> None:
     html = _recommend(client)
-    rows = re.findall(r'<tr id="rec-(\d+)">\s*<td>\d+</td>\s*<td>(\d+) × ([\w.-]+)', html)
+    rows = re.findall(r'<tr id="rec-(\d+)">\s*<td>\d+</td>\s*<td[^>]*>(\d+) × ([\w.-]+)', html)
     points = re.findall(r'<a class="pt[^"]*" href="#rec-(\d+)" aria-label="#(\d+) (\d+)× ([\w.-]+): \$[\d,.]+, [\d,]+ tokens/s', html)
     assert len(points) == len(rows) >= 5
     by_row = {r[0]: (r[1], r[2]) for r in rows}

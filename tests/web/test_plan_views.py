@@ -32,16 +32,17 @@ def test_every_weights_format_side_by_side_and_each_row_opens_that_plan(client: 
     assert [cells[0].split()[0] for _, cells in rows] == list(WEIGHT_FORMATS)
     current = [cells for _, cells in rows if "this plan" in cells[0]]
     assert len(current) == 1 and current[0][0].startswith("bf16")
-    assert current[0][1] in _verdict(page)  # the plan's own row shows the verdict's memory per GPU
+    assert current[0][1] == "4"  # the GPUs each row's plan is on
+    assert current[0][2] in _verdict(page)  # the plan's own row shows the verdict's memory per GPU
     by_name = {cells[0].split()[0]: (link, cells) for link, cells in rows}
     # fp32 weights of a 70B model (~280 GB) cannot fit 4 x 80 GB: no concurrency, no speed
     fp32 = by_name["fp32"][1]
-    assert fp32[2] == "does not fit" and fp32[3] == "–" and fp32[4] == "–"
+    assert fp32[3] == "does not fit" and fp32[4] == "–" and fp32[5] == "–"
     # fp8 fits with more room than bf16: higher max concurrency, and its link opens the fp8 plan with the same numbers
     link, fp8 = by_name["fp8"]
-    assert fp8[2] == "fits" and int(fp8[3]) > int(current[0][3]) and fp8[4].endswith("tokens/s")
+    assert fp8[3] == "fits" and int(fp8[4]) > int(current[0][4]) and fp8[5].endswith("tokens/s")
     opened = client.get(link).text
-    assert "weights=fp8" in link and fp8[1] in _verdict(opened)
+    assert "weights=fp8" in link and fp8[2] in _verdict(opened)
 
 
 def test_with_no_gpu_chosen_the_page_lists_the_fewest_gpus_of_each_kind(client: TestClient) -> None:
@@ -86,3 +87,28 @@ def test_the_gpu_sweep_of_a_training_job_takes_the_planners_fewest_gpus() -> Non
     assert rows["h100-sxm"].gpus == 16 and "gpus=16" in rows["h100-sxm"].link
     big = {r.gpu: r for r in gpus_that_fit({"model": "llama-3.1-405b", "task": "train"}, offline=True, budget_s=30.0)}
     assert big["h100-sxm"].gpus == 128
+
+
+def test_a_training_plan_lists_each_format_on_its_own_gpu_count_and_the_job_speed(client: TestClient) -> None:
+    """Without a GPU count each format is planned on the fewest GPUs that hold it, so a row says how many; a training
+    row's speed is the job's tokens/s (``performance.train_tokens_per_s``), not a user's, and it has no concurrency.
+    The table showed "Speed per user" and "Max concurrency" over Llama-3.1-405B training rows, and no GPU count."""
+    query = "model=llama-3.1-405b&task=train&gpu=h100-sxm&seq=8192"
+    page = client.get(f"/plan?{query}").text
+    header = re.search(r'<table class="compact" id="formats-table">.*?<thead>(.*?)</thead>', page, re.S)
+    assert header is not None
+    assert "Training tokens/s" in header.group(1) and "Speed per user" not in header.group(1)
+    assert "Max concurrency" not in header.group(1)
+    api = client.post("/v1/plan", json={"model": "llama-3.1-405b", "task": "train", "gpu": "h100-sxm", "seq": 8192}).json()
+    current = next(cells for _, cells in _table(page, "formats-table") if "this plan" in cells[0])
+    assert current[1] == str(api["layout"]["gpus"])  # 128, as the verdict's plan
+    assert current[4] == f"{api['performance']['train_tokens_per_s']:,.0f} tokens/s"
+
+
+def test_a_gpu_that_holds_nothing_says_how_many_were_tried(client: TestClient) -> None:
+    """The planner tries up to 1,024 GPUs without a count (serving_layouts.SERVING_GPU_COUNTS); the row said 'not on
+    16 or fewer'."""
+    page = client.get("/plan?model=llama-3.1-8b&concurrency=100000&context=131072&allow_long_context=on").text
+    assert "not on 16 or fewer" not in page and "not on 1,024 or fewer" in page
+    russian = client.get("/plan?model=llama-3.1-8b&concurrency=100000&context=131072&allow_long_context=on&lang=ru").text
+    assert "не помещается на 1\u00a0024 и менее" in russian or "не помещается на 1 024 и менее" in russian

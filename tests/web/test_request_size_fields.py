@@ -43,3 +43,12 @@ def test_both_forms_plan_for_the_serving_engine_chosen(client: TestClient, path:
         # (then how far those runs widened the band: a median 0.93x, so its low end moves)
         assert re.search(r'<dd id="evidence">10 held-out runs: median [0-9.]+× [^<]* · TensorRT-LLM( · band widened [^<]*)?</dd>',
                          page)
+
+
+@pytest.mark.parametrize("lang", ["en", "ru"])
+def test_the_recommend_page_refuses_an_unknown_task_as_the_planner_does(client: TestClient, lang: str) -> None:
+    """``task=pretrain`` was dropped in silence and the page recommended offerings for serving; the planner page and
+    ``POST /v1/recommend`` refuse it."""
+    page = client.get(f"/recommend?model=llama-3.1-8b&task=pretrain&top=1&lang={lang}")
+    assert page.status_code == 422 and "task: " in page.text and 'id="recommend-error"' in page.text
+    assert client.get("/plan?model=llama-3.1-8b&task=pretrain").status_code == 422

@@ -25,6 +25,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from anchorgpu.errors import AnchorError
+from anchorgpu.validation import pattern_reason
 
 __all__ = [
     "PROBLEM_JSON",
@@ -99,7 +100,8 @@ def _field_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
     out = []
     for err in exc.errors():
         loc = [str(part) for part in err.get("loc", ())]
-        out.append({"field": ".".join(loc), "message": str(err.get("msg", "invalid"))})
+        words = pattern_reason((err.get("ctx") or {}).get("pattern")) if err.get("type") == "string_pattern_mismatch" else None
+        out.append({"field": ".".join(loc), "message": words or str(err.get("msg", "invalid"))})
     return out
 
 

@@ -92,11 +92,14 @@ def run_plan(request: PlanRequest, *, offline: bool) -> dict[str, Any]:
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import plan, plan_to_json
     from anchorgpu.planner.speed.estimate import attach_performance
+    from anchorgpu.planner.workload_checks import check_diffusion_options
 
     model = load_public_model(request.model, offline=offline)
     gpu = get_gpu(request.gpu) if request.gpu else None
     workload, precision, layout = plan_inputs(request)
     check_given(request, model)  # a diffusion pipeline's default task is diffusion
+    check_diffusion_options(model, images=request.images, resolution=request.resolution, vae_tiling=request.vae_tiling,
+                            flags=False)
     result = plan(model, workload, precision=precision, layout=layout, gpu=gpu, overheads=overheads(request))
     options = {"train_tokens": request.tokens, "mfu": request.mfu, "mbu": request.mbu}
     result = attach_performance(result, **{k: v for k, v in options.items() if v is not None})

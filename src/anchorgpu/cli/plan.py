@@ -83,6 +83,7 @@ def plan_command(
     from anchorgpu.planner.engine_choice import check_engine_caps, engine_source, resolve_engine, resolve_train_stack
     from anchorgpu.planner.inputs import KV_CACHE_AUTO, workload_of
     from anchorgpu.planner.validate import check_task_options, planned_task
+    from anchorgpu.planner.workload_checks import check_diffusion_options
     from anchorgpu.validation import bounded_int
 
     for value, field in ((concurrency, "concurrency"), (output_tokens, "output_tokens"), (micro_batch, "micro_batch"),
@@ -128,6 +129,7 @@ def plan_command(
         vae_tiling=vae_tiling, images_per_request=images_per_request,
         image_resolution=parse_resolution(image_resolution, flag="--image-resolution"),
     )
+    check_diffusion_options(spec, images=images, resolution=resolution, vae_tiling=vae_tiling, flags=True)  # well formed
     layout = Layout(gpus=parse_gpus(gpus), tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=fsdp, cp=cp,
                     virtual_stages=virtual_stages, tp_overlap=tp_overlap, ep_overlap=ep_overlap, offload=offload,  # type: ignore[arg-type]
                     pipeline_layout=pipeline_layout, sequence_parallel=sequence_parallel)

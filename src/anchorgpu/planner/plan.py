@@ -152,6 +152,8 @@ def plan(
         check_whole_sequences(w.global_batch_tokens, default_seq_tokens(w, lm.max_context_tokens))  # for it
     if choose_layout and gpu is not None and lm is not None:
         check_layout_counts(lay_in)  # a count below 1 is refused before any layout is chosen around it
+        # a format the task cannot use is refused before the search (each of its thousands of candidates would refuse it)
+        resolve_format(model, w, prec, [])
         chosen = choose_layout_plan(lm, w, prec, lay_in, gpu, ov)
         if chosen is not None:
             return evolve(chosen, assumptions=(*assumptions, *chosen.assumptions))

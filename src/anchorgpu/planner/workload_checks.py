@@ -28,7 +28,7 @@ from anchorgpu.planner.inputs import (
 from anchorgpu.planner.media import validate_media
 
 __all__ = ["LORA_OPTIONS", "SERVING_OPTIONS", "TRAINING_OPTIONS", "check_activation_offload_layout", "check_counts",
-           "counts_checker",
+           "check_diffusion_options", "counts_checker",
            "check_kv_cache_task", "check_positive", "check_task_options", "planned_task", "validate_workload"]
 
 
@@ -240,6 +240,30 @@ def check_task_options(task: str, options: dict[str, object]) -> None:
     kv = options.get("kv_cache")
     if isinstance(kv, str):
         check_kv_cache_task(kv, task)
+
+
+def check_diffusion_options(model: object, *, images: int | None, resolution: object, vae_tiling: bool | None,
+                            flags: bool) -> None:
+    """Refuse a diffusion pipeline's options (images per batch, output resolution, VAE tiling) given for a language
+    model, where ``plan`` dropped them in silence (``recommend`` refused them): a vision model's images are sized by
+    ``images_per_request``/``image_resolution``. ``images`` is given when it is not its default, 1; ``flags``: name
+    them as the CLI's flags (else as the API's fields). ``model`` is the loaded model; a diffusion pipeline passes.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> check_diffusion_options(load_model("sdxl-base-1.0"), images=4, resolution=None, vae_tiling=False, flags=True)
+    >>> check_diffusion_options(load_model("qwen2.5-vl-7b"), images=2, resolution=None, vae_tiling=False, flags=True)
+    Traceback (most recent call last):
+    ...
+    anchorgpu.errors.InvalidWorkload: --images/--resolution/--vae-tiling apply to diffusion pipelines; qwen2.5-vl-7b is a language model (a vision model's images: --images-per-request, --image-resolution)
+    """
+    from anchorgpu.architectures.spec import ModelSpec
+
+    if not isinstance(model, ModelSpec) or ((images is None or images == 1) and resolution is None and not vae_tiling):
+        return
+    given, vision = (("--images/--resolution/--vae-tiling", "--images-per-request, --image-resolution") if flags
+                     else ("images, resolution and vae_tiling", "images_per_request, image_resolution"))
+    raise InvalidWorkload(f"{given} apply to diffusion pipelines; {model.name} is a language model (a vision model's "
+                          f"images: {vision})")
 
 
 def _check_optimizer_state(workload: Workload) -> None:

@@ -129,7 +129,8 @@ def _sort_value(row: Any, key: str) -> tuple[int, Any]:
         value = row.available_now
     if value is None:
         return 1, 0
-    return 0, Decimal(value) if isinstance(value, str) else value
+    money = key in ("month", "per_gpu_hour")  # amounts come as decimal strings; an offering id is text, compared as text
+    return 0, Decimal(value) if money and isinstance(value, str) else value
 
 
 def sort_rows(rows: Sequence[Any], key: str, descending: bool) -> list[Any]:

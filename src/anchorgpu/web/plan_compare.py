@@ -21,7 +21,7 @@ from anchorgpu.api.planning import run_plan
 from anchorgpu.api.schemas import PlanRequest
 from anchorgpu.errors import AnchorError
 
-__all__ = ["FitRow", "FormatRow", "formats_side_by_side", "gpus_that_fit"]
+__all__ = ["FitRow", "FormatRow", "formats_side_by_side", "gpus_that_fit", "most_gpus_tried"]
 
 _LAYOUT_FIELDS = ("gpus", "tp", "pp", "dp", "ep")
 SWEEP_BUDGET_S = 1.5
@@ -33,9 +33,10 @@ class FormatRow:
     weights: str
     current: bool
     total_bytes: int | None = None
+    gpus: int | None = None  # the plan's own count: without one given, each format gets the fewest that hold it
     fits: bool | None = None
     max_concurrency: int | None = None
-    tokens_per_s_per_user: float | None = None  # only for a plan that fits
+    tokens_per_s_per_user: float | None = None  # only for a plan that fits (training: the job's tokens/s)
     refused: str | None = None
     link: str = ""
 
@@ -86,11 +87,25 @@ def formats_side_by_side(values: Mapping[str, Any], current: str, *, offline: bo
             continue
         fits = result.get("fits")
         rows.append(FormatRow(
-            weights=name, current=name == current, total_bytes=int(result["per_gpu"]["total_bytes"]), fits=fits,
+            weights=name, current=name == current, total_bytes=int(result["per_gpu"]["total_bytes"]),
+            gpus=int(result["layout"]["gpus"]), fits=fits,
             max_concurrency=result.get("max_concurrency") if fits else None,
             tokens_per_s_per_user=_speed(result) if fits else None, link=link,
         ))
     return rows
+
+
+def most_gpus_tried(task: str) -> int:
+    """The most GPUs the planner tries for ``task`` without a GPU count: a :func:`gpus_that_fit` row with no count
+    does not fit on that many or fewer.
+
+    >>> most_gpus_tried("inference"), most_gpus_tried("train")
+    (1024, 1024)
+    """
+    from anchorgpu.planner.speed.serving_layouts import SERVING_GPU_COUNTS
+    from anchorgpu.planner.suggest import TRAINING_GPU_COUNTS
+
+    return (SERVING_GPU_COUNTS if task == "inference" else TRAINING_GPU_COUNTS)[-1]
 
 
 def gpus_that_fit(values: Mapping[str, Any], *, offline: bool, budget_s: float = SWEEP_BUDGET_S) -> list[FitRow]:

@@ -18,6 +18,7 @@ from anchorgpu.api.models_ref import server_offline
 from anchorgpu.api.planning import run_plan
 from anchorgpu.api.schemas import PlanRequest
 from anchorgpu.errors import AnchorError
+from anchorgpu.validation import pattern_reason
 from anchorgpu.web.charts import SEGMENTS, memory_bar, scatter
 from anchorgpu.web.i18n import English, PageText, page_text
 from anchorgpu.web.templating import render
@@ -128,6 +129,8 @@ def validation_message(exc: ValidationError, text: PageText | None = None) -> st
         reason = text.gettext("must be a number")
     elif kind == "string_too_long":
         reason = text.ngettext("at most %(num)d character", "at most %(num)d characters", int(ctx.get("max_length") or 0))
+    elif kind == "string_pattern_mismatch" and pattern_reason(ctx.get("pattern")):
+        reason = text.gettext("expected WIDTHxHEIGHT in pixels, e.g. 1024x1024")
     elif kind == "literal_error":
         expected = str(ctx.get("expected", ""))  # pydantic's English "'a', 'b' or 'c'": the last "or" in the page's words
         first, sep, last = expected.rpartition(" or ")
@@ -253,13 +256,14 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
     context["suggestion_speeds"] = any(s.get("train_tokens_per_s") for s in suggestions)
     keeps = [i for i, lowers in enumerate(context["precision_changes"]) if not lowers]
     context["example_suggestion"] = keeps[0] if keeps else 0  # "what would be needed": precision kept when it can be
-    from anchorgpu.web.plan_compare import formats_side_by_side, gpus_that_fit
+    from anchorgpu.web.plan_compare import formats_side_by_side, gpus_that_fit, most_gpus_tried
 
     offline = server_offline(settings)
     if gpu.get("name") and result.get("workload", {}).get("task") != "diffusion":
         context["format_rows"] = formats_side_by_side(values, (result.get("precision") or {}).get("weights", ""), offline=offline)
     elif not gpu.get("name"):
         context["fit_rows"] = gpus_that_fit(values, offline=offline)
+        context["most_gpus_tried"] = most_gpus_tried(str(result.get("workload", {}).get("task") or "inference"))
     return render(request, "plan.html", context)
 
 
@@ -291,8 +295,6 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
     context: dict[str, Any] = {"form": values, **_choices(), "plan_query": request.url.query}
     if "model" not in values:
         return render(request, "recommend.html", context)
-    if values.get("task") not in (None, "inference", "train", "lora", "qlora", "diffusion"):
-        values.pop("task")
     values = for_the_task(values)
     try:
         result = run_recommend(RecommendRequest.model_validate(values, strict=False), offline=server_offline(settings), now=clock())

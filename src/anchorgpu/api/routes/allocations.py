@@ -117,7 +117,8 @@ def allocation_recipe(
     kind: RecipeKind = Query(description="The launch to write"),
     model: str = Query(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$",
                        description="Registry name or Hub id of the model to run"),
-    task: Literal["inference", "train", "lora", "qlora"] = Query(default="inference"),
+    task: Literal["inference", "train", "lora", "qlora"] = Query(
+        default="inference", description="What to launch: serving (inference), full training, LoRA or QLoRA"),
     context: int | None = Query(default=None, ge=1, le=10_000_000,
                                 description="Tokens per sequence (inference) or the training sequence"),
     concurrency: int | None = Query(default=None, ge=1, le=1_000_000, description="Sequences at once (inference)"),
