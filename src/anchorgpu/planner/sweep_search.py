@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.speed.flops import Recompute
+from anchorgpu.planner.speed.ranking import speed_rank
 
 __all__ = ["fastest_fitting"]
 
@@ -33,7 +34,9 @@ def fastest_fitting(pairs: Sequence[P], levels: tuple[Recompute, ...], speed: Ca
     fits outruns it for certain), its speed in tokens/s, ties to the earlier candidate (pairs in order, each at its
     levels least first); ``None`` when none is. ``bound(pair)`` is at least the pair's speed at every level; ``speed``
     may refuse a pair (``InvalidWorkload``): then it is not a candidate. ``hair=False`` where no level can beat the one
-    before it: the next level is then not timed before one is taken.
+    before it: the next level is then not timed before one is taken. Speeds are compared at
+    :func:`~anchorgpu.planner.speed.ranking.speed_rank` (as ``plan``'s chooser compares them); the speed returned is
+    the candidate's own.
 
     >>> times = {("a", "none"): 90.0, ("a", "full"): 70.0, ("b", "none"): 95.0, ("b", "full"): 80.0}
     >>> fastest_fitting(["a", "b"], ("none", "full"), lambda p, rc: times[p, rc], lambda p: 100.0,
@@ -47,12 +50,12 @@ def fastest_fitting(pairs: Sequence[P], levels: tuple[Recompute, ...], speed: Ca
     # candidate known to fit, one whose fit is asked only if it reaches the front, and that bound again where no level
     # can beat the one before it (after the level it follows: it is taken first)
     after = _NEXT if hair else _LATER
-    heap = [(-bound(p), g * n, _PAIR, g, 0) for g, p in enumerate(pairs)]
+    heap = [(-speed_rank(bound(p)), g * n, _PAIR, g, 0, 0.0) for g, p in enumerate(pairs)]
     heapq.heapify(heap)
     while heap:
-        neg, i, kind, g, j = heapq.heappop(heap)
+        _, i, kind, g, j, timed = heapq.heappop(heap)
         if kind == _FITS or (kind == _UNSURE and wanted(pairs[g], levels[j])):
-            return -neg, pairs[g], levels[j]
+            return timed, pairs[g], levels[j]
         if kind == _UNSURE:
             continue
         if kind == _PAIR:
@@ -63,7 +66,8 @@ def fastest_fitting(pairs: Sequence[P], levels: tuple[Recompute, ...], speed: Ca
             value = speed(pairs[g], levels[j])
         except InvalidWorkload:
             continue  # a pair refused at one level is refused at all (the checks do not read the recompute)
-        heapq.heappush(heap, (-value, g * n + j, _FITS if kind == _PAIR else _UNSURE, g, j))
+        rank = -speed_rank(value)
+        heapq.heappush(heap, (rank, g * n + j, _FITS if kind == _PAIR else _UNSURE, g, j, value))
         if j + 1 < n:  # the levels after it: no faster than it (a hair at most), the next timed when that is the front
-            heapq.heappush(heap, (-value, g * n + j, after, g, j + 1))
+            heapq.heappush(heap, (rank, g * n + j, after, g, j + 1, value))
     return None

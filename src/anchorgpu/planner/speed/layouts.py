@@ -41,6 +41,7 @@ from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import compute_precision_for_training
 from anchorgpu.planner.speed.pipeline import default_batch_tokens, interleaving_refusal_line
+from anchorgpu.planner.speed.ranking import speed_rank
 from anchorgpu.planner.speed.training import (
     TrainLayout,
     tokens_per_s_bound,
@@ -299,7 +300,8 @@ def _fastest_first(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute
                    twins: Callable[[int], int | None] | None = None, skipped: set[int] | None = None,
                    ) -> Iterator[tuple[float, int, TrainLayout, int, Recompute]]:
     """The candidates (each pair at each level, :func:`_candidates`) that can be timed, fastest first (ties in
-    candidate order), timing as few as that order needs.
+    candidate order; speeds compared at :func:`~anchorgpu.planner.speed.ranking.speed_rank`, as the sweep's search
+    compares them), timing as few as that order needs.
 
     A layout and micro-batch run fastest without recompute (each level only adds work), so that time bounds all of
     its levels: every layout is timed at its first level first, and its other levels only when that bound reaches
@@ -322,6 +324,10 @@ def _fastest_first(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute
     n = len(levels)
     twin_of = twins or (lambda g: None)
     skipped = skipped if skipped is not None else set()
+
+    def ranked(lay: TrainLayout, mb: int, rc: Recompute) -> float:  # compared at speed_rank, as the sweep compares them
+        return speed_rank(speed(lay, mb, rc))
+
     # an entry: (minus a speed, candidate index, its kind, pair); a kind sorts its stand-ins before its times
     heap: list[tuple[float, int, int, int]] = []
     layout_speed: dict[int, float] = {}  # pair -> its time without recompute, once timed (a twin's stand-in)
@@ -331,9 +337,9 @@ def _fastest_first(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute
             if levels[0] != "none":
                 heap.append((-math.inf, g * n, _LAYOUT, g))
             elif bound is not None:
-                heap.append((-bound(lay, mb), g * n, _BOUND, g))
+                heap.append((-speed_rank(bound(lay, mb)), g * n, _BOUND, g))
             else:
-                heap.append((-speed(lay, mb, "none"), g * n, _LAYOUT, g))
+                heap.append((-ranked(lay, mb, "none"), g * n, _LAYOUT, g))
         except InvalidWorkload:
             continue  # a layout refused at one level is refused at all (the checks do not read the recompute)
     heapq.heapify(heap)
@@ -348,7 +354,7 @@ def _fastest_first(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute
             continue
         if kind in (_BOUND, _TWIN_LAYOUT):  # a stand-in reached the front: time the layout
             try:
-                layout_speed[g] = value = speed(lay, mb, "none")
+                layout_speed[g] = value = ranked(lay, mb, "none")
             except InvalidWorkload:
                 continue
             heapq.heappush(heap, (-value, i, _LAYOUT, g))
@@ -357,7 +363,7 @@ def _fastest_first(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute
             if id(lay) in skipped:
                 continue
             try:
-                level_speed[i] = value = speed(lay, mb, levels[i - g * n])
+                level_speed[i] = value = ranked(lay, mb, levels[i - g * n])
             except InvalidWorkload:
                 continue
             heapq.heappush(heap, (-value, i, _LEVEL, g))
@@ -368,7 +374,7 @@ def _fastest_first(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute
                 heapq.heappush(heap, (-level_speed[twin * n + j], g * n + j, _TWIN_LEVEL, g))
                 continue
             try:
-                value = -neg if rc == "none" and not math.isinf(neg) else speed(lay, mb, rc)
+                value = -neg if rc == "none" and not math.isinf(neg) else ranked(lay, mb, rc)
             except InvalidWorkload:
                 continue
             level_speed[g * n + j] = value
