@@ -37,7 +37,6 @@ from anchorgpu.planner.formats import format_for_model, shipped_format
 from anchorgpu.planner.global_batch import check_split
 from anchorgpu.planner.grid_columns import GridColumns
 from anchorgpu.planner.inference import request_media
-from anchorgpu.planner.media import text_request
 from anchorgpu.planner.inputs import (
     KV_CACHE_DTYPES,
     Layout,
@@ -47,6 +46,7 @@ from anchorgpu.planner.inputs import (
     default_seq_tokens,
     recompute_ladder,
 )
+from anchorgpu.planner.media import text_request
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.calibration import Overrides, calibration
 from anchorgpu.planner.sweep_attention_dp import with_attention_dp
