@@ -412,13 +412,13 @@ def test_sglang_rows_that_fit_run_every_request_under_sglangs_admission(case: st
 # (speed.serving_plan.serving_setup). The sweep timed them as text models: Whisper at a 224-token prompt and 224 output
 # tokens with no cross-attention reads, where plan times 4 decoder prompt + 1,055 encoder-equivalent tokens, 256
 # output tokens and 240 MB of cross-attention K/V read a step (one H100, TP 1).
-CROSS_CASES = {
-    "whisper-ladder": ("whisper-large-v3", Workload(task="inference"), None, 256),
-    "flan-t5-xl-16": ("flan-t5-xl", Workload(task="inference", concurrency=16), None, 256),
+CROSS_CASES = {  # the model, the workload, the --prompt and the --output-tokens given (None: not given)
+    "whisper-ladder": ("whisper-large-v3", Workload(task="inference"), None, None),
+    "flan-t5-xl-16": ("flan-t5-xl", Workload(task="inference", concurrency=16), None, None),
     "flan-t5-xl-by-request": ("flan-t5-xl", Workload(task="inference", concurrency=8), 300, 100),
     # a prompt given with a context: the prompt fills T5's encoder (its cross-attention K/V and prefill work), as in plan
     "flan-t5-xl-context-prompt": ("flan-t5-xl", Workload(task="inference", context_tokens=400, concurrency=8), 300, 100),
-    "llama-3.2-vision-ladder": ("llama-3.2-11b-vision", Workload(task="inference", context_tokens=4096), None, 256),
+    "llama-3.2-vision-ladder": ("llama-3.2-11b-vision", Workload(task="inference", context_tokens=4096), None, None),
 }
 CROSS_SHAPES = tuple(s for s in shapes_from_catalog(load_catalog().offerings, max_servers=2)
                      if s.id in ("h100-sxm-8x-bm", "l40s-1x-vm", "mi300x-8x-bm", "h100-nvl-8x-bm", "a100-80gb-sxm-8x-bm"))
@@ -429,8 +429,8 @@ def _cross_sweep(case: str) -> tuple[SweepResult, object, Workload]:
     model = load_model(name)
     result = sweep(model, CROSS_SHAPES, SweepSpec(workload=asked, prompt_tokens=prompt, output_tokens=output,
                                                   weights=("bf16", "fp8")))
-    # the workload plan is given for the same request: the prompt and output where the request was given by them
-    planned = replace(asked, prompt_tokens=prompt, output_tokens=output) if prompt is not None else asked
+    # the workload plan is given for the same request: the prompt and output where given
+    planned = replace(asked, prompt_tokens=prompt, output_tokens=output)
     return result, model, planned
 
 
@@ -480,7 +480,7 @@ def test_cross_attention_rows_are_timed_as_plan_times_them(case: str) -> None:
 # qwen2.5-vl-7b for 16 users on one L40S at a 1,024-token prompt, 586.8 tok/s and 69 ms to the first token, where plan
 # times 1,024 text + 1,369 image + 524 vision-tower tokens at 445.0 tok/s and 259 ms (`anchorgpu plan qwen2.5-vl-7b
 # --gpu l40s --concurrency 16`). Each case: the model, the workload, the --prompt and the --output-tokens given (None:
-# not given; the sweep's own default output, 256, stands for it).
+# not given).
 IN_CONTEXT_CASES = {
     "qwen2.5-vl-7b-16": ("qwen2.5-vl-7b", Workload(task="inference", concurrency=16), None, None),
     "gemma-3-4b-by-request": ("gemma-3-4b", Workload(task="inference", concurrency=16), 300, 100),
@@ -509,7 +509,7 @@ REL = 1e-8
 def test_image_in_context_rows_are_timed_as_plan_times_them(case: str) -> None:
     name, asked, prompt, output = IN_CONTEXT_CASES[case]
     model = load_model(name)
-    result = sweep(model, CROSS_SHAPES, SweepSpec(workload=asked, prompt_tokens=prompt, output_tokens=output or 256,
+    result = sweep(model, CROSS_SHAPES, SweepSpec(workload=asked, prompt_tokens=prompt, output_tokens=output,
                                                   weights=("bf16", "fp8")))
     planned = replace(asked, prompt_tokens=prompt, output_tokens=output)
     rows = [i for i in range(result.evaluated) if result.row(i)["fits"]]
@@ -542,3 +542,80 @@ def test_image_in_context_rows_are_timed_as_plan_times_them(case: str) -> None:
         assert row["decode_tokens_per_s_per_user"] == pytest.approx(1 / est.tpot_s, rel=REL)
         assert row["prefill_s"] == pytest.approx(est.ttft_s, rel=REL)
     assert checked_whole
+
+
+# Text requests that are not the default one: plan times the prompt and output given, else 256 output tokens (at most
+# half a short context, or what a given prompt leaves) and a prompt of at most 1,024 in the rest
+# (media.text_request), and sizes a sequence given by its output alone at 1,024 + that output. The sweep had its own
+# rule: llama-3.1-8b for 16 users on one L40S at --context 400 reported 200 + 200 tokens but timed the decode at 256
+# output tokens (669.7 tok/s where `anchorgpu plan llama-3.1-8b --gpu l40s --context 400 --concurrency 16` gives
+# 668.7); with --output-tokens 300 it timed 200 + 200 where plan times 100 + 300 (669.6 against 683.2); --output-tokens
+# 100 alone sized each sequence at 1,024 + 256 tokens where plan sizes it at 1,024 + 100 (2.50 GiB of KV cache against
+# 2.22); and --prompt 300 within --context 400 was refused ("prompt 300 + output 200 tokens exceed the 400-token
+# context") where plan times 300 + 100. Each case: the workload, the --prompt and the --output-tokens given (None: not
+# given).
+TEXT_CASES = {
+    "short-context": (Workload(task="inference", context_tokens=400, concurrency=16), None, None),
+    "short-context-long-output": (Workload(task="inference", context_tokens=400, concurrency=16), None, 300),
+    "output-alone": (Workload(task="inference", concurrency=16), None, 100),
+    "output-alone-ladder": (Workload(task="inference"), None, 100),
+    "short-context-prompt": (Workload(task="inference", context_tokens=400), 300, None),
+}
+
+
+@pytest.mark.parametrize("case", list(TEXT_CASES))
+def test_text_request_rows_are_timed_and_sized_as_plan_does(case: str) -> None:
+    asked, prompt, output = TEXT_CASES[case]
+    model = load_model("llama-3.1-8b")
+    given = {} if output is None else {"output_tokens": output}  # not given: left out, as the faces leave it
+    result = sweep(model, CROSS_SHAPES, SweepSpec(workload=asked, prompt_tokens=prompt, weights=("bf16", "fp8"),
+                                                  **given))
+    planned = replace(asked, prompt_tokens=prompt, output_tokens=output)
+    rows = [i for i in range(result.evaluated) if result.row(i)["fits"]]
+    assert len(rows) > 20
+    checked_whole = 0
+    for i in random.Random(20261206).sample(rows, 20):
+        row = result.row(i)
+        shape = next(s for s in result.shapes if s.id == row["shape"])
+        p = plan(model, replace(planned, concurrency=row["concurrency"]),
+                 precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
+                 layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu,
+                 suggest=False, choose_layout=False)
+        assert p.fits and result.context_tokens == p.workload.context_tokens
+        assert (row["per_gpu_total_bytes"], row["kv_cache_bytes"]) == (p.per_gpu.total_bytes, p.per_gpu.kv_cache_bytes)
+        perf = plan_performance(p)  # plan's own request
+        assert (result.prompt_tokens, result.output_tokens) == (perf["prompt_tokens"], perf["output_tokens"])
+        if shape.gpus_per_server == 8 and row["concurrency"] <= perf["saturation_concurrency"]:
+            assert row["decode_tokens_per_s_per_user"] == pytest.approx(perf["decode_tokens_per_s_per_user"],
+                                                                        rel=REL)
+            assert row["decode_tokens_per_s_total"] == pytest.approx(perf["output_tokens_per_s"], rel=REL)
+            assert row["prefill_s"] == pytest.approx(perf["ttft_s"], rel=REL)
+            checked_whole += 1
+        # the same step on the shape's own servers with every sequence running (as recommend's ceilings time it)
+        setup = replace(serving_setup(p, prompt_tokens=result.prompt_tokens, output_tokens=result.output_tokens),
+                        gpus_per_server=shape.gpus_per_server)
+        est = serving_estimate(model, shape.gpu, setup, prompt_tokens=result.prompt_tokens,
+                               output_tokens=result.output_tokens, concurrency=row["concurrency"],
+                               saturation_concurrency=row["concurrency"])
+        assert row["decode_tokens_per_s_per_user"] == pytest.approx(1 / est.tpot_s, rel=REL)
+        assert row["prefill_s"] == pytest.approx(est.ttft_s, rel=REL)
+    assert checked_whole
+
+
+@pytest.mark.parametrize("args", [("--context", "400"), ("--context", "400", "--output-tokens", "300"),
+                                  ("--output-tokens", "100"), ("--context", "400", "--prompt", "300")])
+def test_recommend_gives_plans_figures_for_a_text_request(capsys: pytest.CaptureFixture[str], args: tuple) -> None:
+    """The faces: the figures quoted above, ``recommend`` against ``plan`` on one L40S for 16 users."""
+    from cli_runner import run_json
+
+    common = ("llama-3.1-8b", "--gpu", "l40s", "--concurrency", "16", *args)
+    planned = run_json(capsys, "plan", *common)
+    body = run_json(capsys, "recommend", *common, "--max-servers", "1", "--top", "1")
+    row, perf = body["results"][0], planned["performance"]
+    assert (row["offering"], row["layout"]["tp"], row["weights"], row["kv_cache"]) == (
+        "l40s-1x-vm", 1, planned["precision"]["weights"], planned["precision"]["kv_cache"])
+    assert body["workload"]["context_tokens"] == planned["workload"]["context_tokens"]
+    assert (body["workload"]["prompt_tokens"], body["workload"]["output_tokens"]) == (perf["prompt_tokens"],
+                                                                                      perf["output_tokens"])
+    assert row["per_gpu"]["kv_cache_bytes"] == planned["per_gpu"]["kv_cache_bytes"]
+    assert row["decode_tokens_per_s_total"] == pytest.approx(perf["output_tokens_per_s"], abs=0.05)  # JSON: 0.1 tok/s

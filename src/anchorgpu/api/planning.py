@@ -140,6 +140,7 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
 
         raise InvalidWorkload(f"gpu {request.gpu}: the catalog has no offering of {get_gpu(request.gpu).name}")
     if not isinstance(model, ModelSpec):
+        from anchorgpu.planner.workload_checks import validate_workload
         from anchorgpu.recommend.diffusion import recommend_diffusion
 
         if request.task not in ("inference", "diffusion"):
@@ -153,7 +154,9 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
 
             check_kind(request.recipe, diffusion=True)
         diffusion = Workload(task="diffusion", images=request.images, resolution=_resolution(request.resolution),
-                             vae_tiling=request.vae_tiling)
+                             vae_tiling=request.vae_tiling, images_per_request=request.images_per_request,
+                             image_resolution=_resolution(request.image_resolution))
+        validate_workload(diffusion)  # images of a serving request: refused for the task, as plan refuses them
         return recommendation_to_json(recommend_diffusion(
             model, diffusion, catalog, request.term, now, weights=request.weights, max_usd=request.max_usd,
             top=request.top, offerings=offerings))
@@ -171,14 +174,15 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
                            gpu_memory_utilization=request.gpu_memory_utilization,
                            allow_long_context=request.allow_long_context,
                            max_num_seqs=request.max_num_seqs, engine=resolve_engine(request.engine, request.recipe),
-                           engine_source=engine_source(request.engine, request.recipe))
-    sized: dict[str, Any] = {} if request.output_tokens is None else {"output_tokens": request.output_tokens}
-    spec = SweepSpec(
+                           engine_source=engine_source(request.engine, request.recipe),
+                           images_per_request=request.images_per_request,
+                           image_resolution=_resolution(request.image_resolution))
+    spec = SweepSpec(  # the request as given (null: plan's defaults, which the sweep resolves as plan does)
         workload=workload,
         weights=tuple(dict.fromkeys(w.strip() for w in (request.weights or "").split(",") if w.strip())),
         kv_caches=(request.kv_cache,) if request.kv_cache else (),
         concurrencies=(request.concurrency,) if request.concurrency else (),
-        prompt_tokens=request.prompt, train_tokens=request.train_tokens, **sized,  # else the sweep's output tokens
+        prompt_tokens=request.prompt, output_tokens=request.output_tokens, train_tokens=request.train_tokens,
         global_batch_tokens=request.global_batch, efficiencies=Overrides(mfu=request.mfu, mbu=request.mbu),
     )
     result = recommend(model, spec, catalog, request.term, now, max_usd=request.max_usd,

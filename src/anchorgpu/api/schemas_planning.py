@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, JsonValue
 
 from anchorgpu.api.schemas_base import TEXT_PATTERN, Money, StrictChoice, _Request, _Schema
+from anchorgpu.planner.media import MAX_IMAGES_PER_REQUEST
 from anchorgpu.planner.speed.calibration import MIN_EFFICIENCY
 from anchorgpu.validation import LIMITS
 
@@ -19,6 +20,11 @@ Task = Literal["inference", "train", "lora", "qlora", "diffusion"]
 LoraTarget = Literal["q", "k", "v", "o", "gate", "up", "down"]
 
 _ALL_LORA_TARGETS: tuple[LoraTarget, ...] = ("q", "k", "v", "o", "gate", "up", "down")
+
+# the images of a serving request, the same field in the plan and the recommend request (the planner's bounds:
+# planner.media.validate_media)
+ImagesPerRequest = Annotated[int | None, Field(ge=0, le=MAX_IMAGES_PER_REQUEST, description="Serving a vision-language model: images in each request (default 1 for a model that takes images; refused for a text-only model)")]
+ImageResolution = Annotated[str | None, Field(pattern=r"^[0-9]{1,5}x[0-9]{1,5}$", description="Serving a vision-language model: image WIDTHxHEIGHT in pixels (default the model's native resolution)", examples=["1024x1024"])]
 
 
 _BANDED = "prediction; with _low, _high and _ceiling beside it"
@@ -94,8 +100,8 @@ class PlanRequest(_Request):
     resolution: str | None = Field(default=None, pattern=r"^[0-9]{2,5}x[0-9]{2,5}$", description="Diffusion: output WIDTHxHEIGHT in pixels", examples=["1024x1024"])
     images: int = Field(default=1, ge=LIMITS["images"].low, le=LIMITS["images"].high, description="Diffusion: images per batch")
     vae_tiling: bool = Field(default=False, description="Diffusion: decode the VAE in tiles (bounds the decode peak)")
-    images_per_request: int | None = Field(default=None, ge=0, le=1024, description="Serving a vision-language model: images in each request (default 1 for a model that takes images; refused for a text-only model)")
-    image_resolution: str | None = Field(default=None, pattern=r"^[0-9]{1,5}x[0-9]{1,5}$", description="Serving a vision-language model: image WIDTHxHEIGHT in pixels (default the model's native resolution)", examples=["1024x1024"])
+    images_per_request: ImagesPerRequest = None
+    image_resolution: ImageResolution = None
     train_precision: Literal["mixed", "bf16-true", "fp8", "fp4"] | None = Field(default=None, description="Training only: 'mixed' (the default) keeps fp32 master weights and moments; 'bf16-true' keeps neither; 'fp8'/'fp4' compute the products in FP8/FP4 (Transformer Engine style) with mixed-precision state")
     optimizer_state: Literal["fp32", "bf16-moments", "bf16"] | None = Field(default=None, description="Full training only: AdamW's master weights and moments under mixed/fp8/fp4 precision: 'fp32' (12 bytes a parameter), 'bf16-moments' (fp32 master, bf16 moments, 8: Megatron-Core's precision-aware optimizer) or 'bf16' (bf16 master and moments, 6: Apex distributed_fused_adam with dtype bf16, NeMo's SFT); refused with train_precision 'bf16-true', another optimizer or task")
     train_stack: Literal["megatron", "pytorch"] | None = Field(default=None, description="Training only: the training software the plan is for (its speed and what it holds: with pytorch, torchtitan-style selective recompute and an fp32 loss): 'megatron' (Megatron-Core with Transformer Engine, NeMo: fused kernels) or 'pytorch' (torchtitan, FSDP scripts, OLMo-core, llm-foundry: more memory traffic around the products, SDPA's FlashAttention-2 on Hopper); default 'pytorch' with task 'qlora' or recipe 'torchrun-fsdp', 'deepspeed' or 'accelerate', else 'megatron'")
@@ -162,6 +168,8 @@ class RecommendRequest(_Request):
     cross_entropy: Literal["unfused", "native", "te", "eager"] | None = Field(default=None, description="Full training only: the loss, for its memory: 'unfused' (Megatron-Core's default, 6 bytes a logit), 'native' (its fused loss, 6), 'te' (Transformer Engine's fused kernel, 2) or 'eager' (PyTorch's fp32 cross_entropy, 12); default unfused with train_stack megatron, eager with pytorch")
     train_stack: Literal["megatron", "pytorch"] | None = Field(default=None, description="Training only: the training software the speeds and memory are for: 'megatron' (Megatron-Core with Transformer Engine, NeMo: fused kernels) or 'pytorch' (torchtitan, FSDP scripts, OLMo-core, llm-foundry); default 'pytorch' with task 'qlora' or recipe 'torchrun-fsdp', 'deepspeed' or 'accelerate', else 'megatron'")
     output_tokens: int | None = Field(default=None, ge=LIMITS["output_tokens"].low, le=LIMITS["output_tokens"].high, description="Inference only: tokens generated per request (default 256)")
+    images_per_request: ImagesPerRequest = None
+    image_resolution: ImageResolution = None
     resolution: str | None = Field(default=None, pattern=r"^[0-9]{2,5}x[0-9]{2,5}$", description="Diffusion pipeline: output WIDTHxHEIGHT in pixels", examples=["1024x1024"])
     images: int = Field(default=1, ge=LIMITS["images"].low, le=LIMITS["images"].high, description="Diffusion pipeline: images per batch")
     vae_tiling: bool = Field(default=False, description="Diffusion pipeline: decode the VAE in tiles")

@@ -25,3 +25,5 @@ MAX_NUM_SEQS = ("Inference only: engine sequence cap, vLLM's max_num_seqs (defau
                 "the A100, else 256): a serving replica runs at most this many at once.")
 ALLOW_LONG_CONTEXT = "Allow a context beyond the model's limit."
 OFFLINE = "Never fetch a Hub id."
+IMAGES_PER_REQUEST = "Images in each request to a vision-language model (default 1 there; refused for text-only models)."
+IMAGE_RESOLUTION = "Image WIDTHxHEIGHT in pixels (default: the model's native resolution)."

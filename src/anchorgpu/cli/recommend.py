@@ -193,6 +193,8 @@ def recommend_command(
     min_tokens_per_s: float | None = typer.Option(None, "--min-tokens-per-s", help="Serving only: at least this many tokens/s per user."),
     prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens (inference only; default: context - output)."),
     output_tokens: int | None = typer.Option(None, "--output-tokens", help="Output tokens per request (inference only; default 256)."),
+    images_per_request: int | None = typer.Option(None, "--images-per-request", help=OPTION_HELP.IMAGES_PER_REQUEST),
+    image_resolution: str | None = typer.Option(None, "--image-resolution", help=OPTION_HELP.IMAGE_RESOLUTION),
     micro_batch: int | None = typer.Option(None, "--micro-batch", help="Sequences per GPU step (training only; chosen per layout when not given: 1, 2 or 4, the fastest that fits)."),
     seq: str | None = typer.Option(None, "--seq", help="Training sequence length in tokens (training only; serving's is --context)."),
     recompute: str | None = typer.Option(None, "--recompute", callback=lower_choice, help="none | selective (the attention core; with --train-stack pytorch, torchtitan's op-level policy) | moe (MoE blocks) | full (training)."),
@@ -222,7 +224,7 @@ def recommend_command(
 
     from anchorgpu.architectures import ModelSpec, load_model
     from anchorgpu.catalog import load_catalog
-    from anchorgpu.cli.plan_parse import parse_batch, parse_count, parse_tokens
+    from anchorgpu.cli.plan_parse import parse_batch, parse_count, parse_resolution, parse_tokens
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Workload
     from anchorgpu.planner.speed.calibration import Overrides
@@ -272,9 +274,10 @@ def recommend_command(
     if not isinstance(spec_model, ModelSpec) and engine != "vllm":
         raise InvalidWorkload(f"--engine {engine} sizes a language model's serving engine; {spec_model.name} is a "
                               "diffusion pipeline")
+    asked_images = parse_resolution(image_resolution, flag="--image-resolution")
     if not isinstance(spec_model, ModelSpec):
-        from anchorgpu.cli.plan_parse import parse_resolution
         from anchorgpu.planner.validate import check_kv_cache_task
+        from anchorgpu.planner.workload_checks import validate_workload
         from anchorgpu.recommend.diffusion import recommend_diffusion
 
         if task not in ("inference", "diffusion"):
@@ -282,7 +285,9 @@ def recommend_command(
         for kv in _csv(kv_cache):
             check_kv_cache_task(kv, "diffusion")
         bounded_int(images, field="images")
-        diffusion = Workload(task="diffusion", images=images, resolution=parse_resolution(resolution))
+        diffusion = Workload(task="diffusion", images=images, resolution=parse_resolution(resolution),
+                             images_per_request=images_per_request, image_resolution=asked_images)
+        validate_workload(diffusion)  # images of a serving request: refused for the task, as plan refuses them
         rec = recommend_diffusion(spec_model, diffusion, catalog, the_term, datetime.now(UTC), weights=weights,
                                   max_usd=budget, top=top, offerings=offerings)
         if as_json:
@@ -297,11 +302,11 @@ def recommend_command(
         engine=engine, engine_source=chosen_by, max_num_seqs=max_num_seqs, seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute,
         optimizer=optimizer, lora_rank=lora_rank, train_precision=train_precision, optimizer_state=optimizer_state,
         cross_entropy=cross_entropy, train_stack=resolve_train_stack(train_stack, recipe, task),
+        images_per_request=images_per_request, image_resolution=asked_images,
     )
-    sized: dict[str, Any] = {"output_tokens": output_tokens} if output_tokens is not None else {}  # else the sweep's
-    spec = SweepSpec(
+    spec = SweepSpec(  # the request as given (None: plan's defaults, which the sweep resolves as plan does)
         workload=workload, weights=_csv(weights), kv_caches=_csv(kv_cache),
-        prompt_tokens=parse_tokens(prompt, field="prompt"), **sized,
+        prompt_tokens=parse_tokens(prompt, field="prompt"), output_tokens=output_tokens,
         train_tokens=parse_count(train_tokens, field="tokens"),
         global_batch_tokens=parse_batch(global_batch),
         efficiencies=Overrides(mfu=mfu, mbu=mbu),

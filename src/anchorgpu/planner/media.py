@@ -17,9 +17,10 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, Workload
+from anchorgpu.units import clamp
 
 __all__ = ["MAX_IMAGE_SIDE", "MAX_IMAGES_PER_REQUEST", "NO_MEDIA", "EncDecRequest", "MediaLoad", "cross_image_speed_line",
-           "cross_kv_bytes", "encdec_request", "resolve_media", "text_request", "validate_media"]
+           "cross_kv_bytes", "encdec_request", "request_within", "resolve_media", "text_request", "validate_media"]
 
 WHISPER_DECODER_PROMPT_TOKENS = 4
 """A Whisper transcription's decoder prompt, ``<|startoftranscript|><|lang|><|task|><|notimestamps|>``: what vLLM's
@@ -239,9 +240,20 @@ def text_request(w: Workload, text_tokens: int) -> tuple[int, int]:
     >>> text_request(Workload(prompt_tokens=1100), 1280)
     (1100, 180)
     """
-    room = text_tokens - w.prompt_tokens if w.prompt_tokens else text_tokens // 2
-    output = w.output_tokens or max(1, min(DEFAULT_OUTPUT_TOKENS, room))
-    return w.prompt_tokens or max(1, min(DEFAULT_PROMPT_TOKENS, text_tokens - output)), output
+    return request_within(w.prompt_tokens, w.output_tokens, text_tokens)
+
+
+def request_within(prompt_tokens: int | None, output_tokens: int | None, text_tokens: int) -> tuple[int, int]:
+    """(prompt, output) text tokens of a request of ``prompt_tokens`` and ``output_tokens`` (None or 0: not given)
+    timed within a sequence of ``text_tokens`` text tokens: the rule :func:`text_request` and
+    :func:`~anchorgpu.planner.speed.estimate.request_tokens` (and so the catalog sweep) time a text request by.
+
+    >>> request_within(None, None, 400), request_within(None, 300, 400), request_within(300, None, 400)
+    ((200, 200), (100, 300), (300, 100))
+    """
+    room = text_tokens - prompt_tokens if prompt_tokens else text_tokens // 2
+    output = output_tokens or clamp(room, 1, DEFAULT_OUTPUT_TOKENS)
+    return prompt_tokens or clamp(text_tokens - output, 1, DEFAULT_PROMPT_TOKENS), output
 
 
 def cross_image_speed_line(prompt: int, encoder_tokens: int, media: MediaLoad) -> str:

@@ -38,8 +38,6 @@ from anchorgpu.planner.global_batch import check_split
 from anchorgpu.planner.grid_columns import GridColumns
 from anchorgpu.planner.inference import request_media
 from anchorgpu.planner.inputs import (
-    DEFAULT_OUTPUT_TOKENS,
-    DEFAULT_PROMPT_TOKENS,
     KV_CACHE_DTYPES,
     Layout,
     Overheads,
@@ -48,17 +46,12 @@ from anchorgpu.planner.inputs import (
     default_seq_tokens,
     recompute_ladder,
 )
+from anchorgpu.planner.media import text_request
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.calibration import Overrides, calibration
 from anchorgpu.planner.sweep_attention_dp import with_attention_dp
 from anchorgpu.planner.sweep_grid import layout_grid, valid_tp
-from anchorgpu.planner.sweep_request import (
-    context_speed_line,
-    cross_speed_line,
-    images_in_context,
-    reads_across,
-    timed_request,
-)
+from anchorgpu.planner.sweep_request import context_speed_line, cross_speed_line, timed_request
 from anchorgpu.planner.sweep_serving import serving_columns
 from anchorgpu.planner.sweep_sglang import sglang_sweep_line
 from anchorgpu.planner.sweep_training import training_columns
@@ -111,8 +104,10 @@ class SweepSpec:
     weights: tuple[str, ...] = ()
     kv_caches: tuple[str, ...] = ()
     concurrencies: tuple[int, ...] = ()
-    prompt_tokens: int | None = None  # default: plan's, 1,024 within the context (inputs.DEFAULT_PROMPT_TOKENS)
-    output_tokens: int = DEFAULT_OUTPUT_TOKENS
+    # the request: None where not given, plan's defaults (inputs.DEFAULT_PROMPT_TOKENS, DEFAULT_OUTPUT_TOKENS within
+    # the context: media.text_request); without a context, each sequence is sized at prompt + output as plan sizes it
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
     train_tokens: int | None = None
     global_batch_tokens: int | None = None  # training: tokens per optimizer step (default performance's 2M)
     efficiencies: Overrides = field(default_factory=Overrides)  # --mfu / --mbu replace calibrated constants
@@ -208,35 +203,24 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     for k in kvs:
         if k not in KV_CACHE_DTYPES:
             raise InvalidWorkload(f"unknown kv-cache dtype {k!r}; valid: {', '.join(KV_CACHE_DTYPES)}")
-    # a request's prompt given without a context: each sequence is sized at prompt + output, as plan() sizes it
-    by_request = not training and w.context_tokens is None and spec.prompt_tokens is not None
     probe_w = replace(w, concurrency=concs[0] if w.concurrency is None else w.concurrency)
-    if by_request:
+    if not training and (spec.prompt_tokens is not None or spec.output_tokens is not None):
+        # the request as plan is given it: its prompt and output where given (None: plan's defaults within the
+        # sequence); without a context each sequence is sized at prompt + output, and a request its context cannot
+        # hold is refused, as plan() does both
         probe_w = replace(probe_w, prompt_tokens=spec.prompt_tokens, output_tokens=spec.output_tokens)
-    elif not training and spec.prompt_tokens is not None and reads_across(model):
-        # a prompt given with a context: plan times it (a T5 prompt fills the encoder, Whisper's is the decoder's own)
-        probe_w = replace(probe_w, prompt_tokens=spec.prompt_tokens)
-    elif not training and w.context_tokens is not None and images_in_context(model, w):
-        # a request given within a context of text (the image tokens come on top): plan times it, and refuses a prompt
-        # or an output the text context cannot hold (the output given where it is not the default)
-        probe_w = replace(probe_w, prompt_tokens=spec.prompt_tokens, output_tokens=(
-            None if spec.output_tokens == DEFAULT_OUTPUT_TOKENS else spec.output_tokens))
     # validate once with the scalar planner (context limit, task rules, formats allowed for the task)
     probe = plan(model, probe_w, precision=PrecisionPlan(weights=weights[0], kv_cache=kvs[0]),
                  layout=Layout(gpus=1, tp=1, pp=1, dp=1), suggest=False, choose_layout=False)
     ctx = probe.workload.context_tokens or model.max_context_tokens
-    output = spec.output_tokens if by_request else min(spec.output_tokens, max(1, ctx // 2))
-    # the request shape plan() estimates with when none is given: a 1,024-token prompt within the context
-    prompt = spec.prompt_tokens if spec.prompt_tokens is not None else max(1, min(DEFAULT_PROMPT_TOKENS, ctx - output))
+    # the request plan times within that sequence: a text request by plan's rule (the ones given, else 256 output
+    # tokens and a 1,024-token prompt within it)
+    prompt, output = text_request(probe_w, ctx)
     media = (request_media(model, probe_w) if not training and (model.encoder is not None or model.image is not None)
              else None)
     # an encoder-decoder, images read through cross-attention or images in the context: timed with the request plan
     # times (sweep_request)
-    cross = timed_request(model, probe_w, media, ctx, output, spec.output_tokens, by_request)
-    # a request given without a context was checked by the probe's plan (an encoder-decoder's decoder cache holds the
-    # output tokens only: its sequence is shorter than prompt + output)
-    if not training and not by_request and prompt + output > ctx:
-        raise InvalidWorkload(f"prompt {prompt} + output {output} tokens exceed the {ctx}-token context")
+    cross = timed_request(model, probe_w, media, ctx)
     if cross is not None:
         prompt, output = cross.prompt_tokens, cross.output_tokens
     if training and spec.global_batch_tokens is not None:  # one line, as plan() says it, when no layout could split it
@@ -249,7 +233,8 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         cols = training_columns(model, shapes, spec, lay, weights, progress)
         inner = len(weights)
     else:
-        cols = serving_columns(model, shapes, spec, lay, weights, kvs, concs, ctx, prompt, progress, media, cross)
+        cols = serving_columns(model, shapes, spec, lay, weights, kvs, concs, ctx, prompt, output, progress, media,
+                               cross)
         inner = len(weights) * len(kvs) * len(concs)
         # a mixture of experts: attention data parallelism on one server, planned whole
         lay, cols = with_attention_dp(model, shapes, spec, lay, cols, weights, kvs, concs, probe_w, ctx, prompt,

@@ -6,16 +6,14 @@ decode step that reads the decoder's own K/V and the cross-attention K/V
 (:func:`~anchorgpu.planner.speed.serving_plan.serving_setup`). A vision model that puts its image tokens in the
 decoder's context (Qwen2.5-VL, LLaVA, Gemma 3): ``plan`` times a prompt of its text, its image tokens and the vision
 tower's work as tokens of the same cost, and a decode step that reads that whole prompt's K/V (the image tokens are
-cached like text). The sweep resolves the same request with the same functions of :mod:`anchorgpu.planner.media`.
-Pure."""
+cached like text). The sweep resolves the same request with the same functions of :mod:`anchorgpu.planner.media`
+(a text request too: :func:`~anchorgpu.planner.media.text_request`), from the request as plan is given it. Pure."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, Workload
-from anchorgpu.planner.media import MediaLoad, encdec_request, encoder_equivalent_tokens, speed_request
+from anchorgpu.planner.inputs import Workload
+from anchorgpu.planner.media import MediaLoad, encoder_equivalent_tokens, speed_request
 from anchorgpu.planner.sweep_serving_memory import CrossRequest
 
 __all__ = ["context_request", "context_speed_line", "cross_request", "cross_speed_line", "images_in_context",
@@ -35,70 +33,62 @@ def images_in_context(model: ModelSpec, w: Workload) -> bool:
             and w.images_per_request != 0)
 
 
-def timed_request(model: ModelSpec, asked: Workload, media: MediaLoad | None, ctx: int, output: int,
-                  given_output: int, by_request: bool) -> CrossRequest | None:
-    """The request ``plan`` times where it is not the sweep's text request (None where it is: a text model, or a
-    request without images): :func:`cross_request` for a model that reads its images or encoder output through
-    cross-attention, :func:`context_request` for one that keeps its image tokens in its context."""
+def timed_request(model: ModelSpec, asked: Workload, media: MediaLoad | None, ctx: int) -> CrossRequest | None:
+    """The request ``plan`` times where it is not a text request (None where it is: a text model, or a request
+    without images, which :func:`~anchorgpu.planner.media.text_request` resolves): :func:`cross_request` for a model that reads its
+    images or encoder output through cross-attention, :func:`context_request` for one that keeps its image tokens in
+    its context. ``asked``: the sweep's probe workload, the request as ``plan`` is given it (the prompt and output
+    where given, else None), planned within a sequence of ``ctx`` tokens."""
     if media is None:
         return None
     if media.cross_tokens:
-        return cross_request(model, asked, media, ctx, output, given_output, by_request)
+        return cross_request(model, asked, media, ctx)
     if media.context_tokens:
-        return context_request(model, asked, media, ctx, given_output, by_request)
+        return context_request(model, asked, media, ctx)
     return None
 
 
-def context_request(model: ModelSpec, asked: Workload, media: MediaLoad, ctx: int, given_output: int,
-                    by_request: bool) -> CrossRequest:
+def context_request(model: ModelSpec, asked: Workload, media: MediaLoad, ctx: int) -> CrossRequest:
     """The request ``plan`` times for a vision model that keeps its image tokens in its context, planned at ``asked``
-    (the sweep's probe workload) within a sequence of ``ctx`` tokens (text and image tokens): the output given
-    (``given_output``, the sweep's ``output_tokens``; the default stands for none given, which ``plan`` resolves
-    within the text part of the sequence: half of a short ``--context``), the text prompt within the rest, and as
-    the speed prompt the text, the image tokens and the vision tower's work as tokens of the same cost
-    (:func:`~anchorgpu.planner.media.speed_request`). Plan's decode step reads that whole prompt's K/V
-    (``equivalent_tokens`` 0: no part of it left out, the vision tower's stand-in tokens included, as
-    :func:`~anchorgpu.planner.speed.serving_plan.serving_setup` counts them).
+    (the sweep's probe workload: the prompt and output where given) within a sequence of ``ctx`` tokens (text and
+    image tokens): the output given, else ``plan``'s default within the text part of the sequence (half of a short
+    ``--context``), the text prompt within the rest, and as the speed prompt the text, the image tokens and the vision
+    tower's work as tokens of the same cost (:func:`~anchorgpu.planner.media.speed_request`). Plan's decode step reads
+    that whole prompt's K/V (``equivalent_tokens`` 0: no part of it left out, the vision tower's stand-in tokens
+    included, as :func:`~anchorgpu.planner.speed.serving_plan.serving_setup` counts them).
 
+    >>> from dataclasses import replace
     >>> from anchorgpu.architectures import load_model
     >>> from anchorgpu.planner.inference import request_media
     >>> qwen, asked = load_model("qwen2.5-vl-7b"), Workload(task="inference", concurrency=16)
-    >>> context_request(qwen, asked, request_media(qwen, asked), 2649, 256, False)
+    >>> context_request(qwen, asked, request_media(qwen, asked), 2649)
     CrossRequest(prompt_tokens=2917, output_tokens=256, equivalent_tokens=0)
-    >>> context_request(qwen, replace(asked, context_tokens=400), request_media(qwen, asked), 1769, 256, False)
+    >>> context_request(qwen, replace(asked, context_tokens=400), request_media(qwen, asked), 1769)
     CrossRequest(prompt_tokens=2093, output_tokens=200, equivalent_tokens=0)
     """
-    output = None if given_output == DEFAULT_OUTPUT_TOKENS and not by_request else given_output
-    request = speed_request(media, model, replace(asked, output_tokens=output), ctx)
+    request = speed_request(media, model, asked, ctx)
     assert request is not None  # the image tokens are part of the prompt
     return CrossRequest(prompt_tokens=request[0], output_tokens=request[1], equivalent_tokens=0)
 
 
-def cross_request(model: ModelSpec, asked: Workload, media: MediaLoad, ctx: int, output: int, given_output: int,
-                  by_request: bool) -> CrossRequest:
+def cross_request(model: ModelSpec, asked: Workload, media: MediaLoad, ctx: int) -> CrossRequest:
     """The request ``plan`` times for ``model`` (with an encoder, or images held by cross-attention layers) planned at
-    ``asked`` (the sweep's probe workload) within a sequence of ``ctx`` tokens: the output ``output`` the sweep
-    resolved (``given_output`` the sweep's ``output_tokens``; a request given by its prompt keeps it), except that an
-    encoder-decoder's decoder window holds only its own prompt and the output, so its default output is plan's
-    (:func:`~anchorgpu.planner.media.encdec_request`: 256 tokens within the window, not half of it); the speed prompt
-    as plan resolves it for that output (:func:`~anchorgpu.planner.media.speed_request`).
+    ``asked`` (the sweep's probe workload: the prompt and output where given) within a sequence of ``ctx`` tokens, as
+    plan resolves it (:func:`~anchorgpu.planner.media.speed_request`): an encoder-decoder's decoder window holds only
+    its own prompt and the output, so its default output is 256 tokens within the window, not half of it
+    (:func:`~anchorgpu.planner.media.encdec_request`); mllama's is the text's (half of a short context); the speed
+    prompt is the decoder's own with the encoder's or vision tower's work as ``equivalent_tokens`` of the same cost.
 
     >>> from anchorgpu.architectures import load_model
     >>> from anchorgpu.planner.inference import request_media
     >>> whisper, asked = load_model("whisper-large-v3"), Workload(task="inference", concurrency=16)
-    >>> cross_request(whisper, asked, request_media(whisper, asked), 448, 224, 256, False)
+    >>> cross_request(whisper, asked, request_media(whisper, asked), 448)
     CrossRequest(prompt_tokens=1059, output_tokens=256, equivalent_tokens=1055)
     """
-    if model.encoder is not None and not by_request:
-        window = encdec_request(model, replace(asked, output_tokens=None), ctx)
-        assert window is not None  # the model has an encoder
-        output = window.output_tokens if given_output == DEFAULT_OUTPUT_TOKENS else max(1, min(given_output, ctx))
-    timed = replace(asked, output_tokens=output)
-    request = speed_request(media, model, timed, ctx)
-    equivalent = encoder_equivalent_tokens(media, model)
+    request = speed_request(media, model, asked, ctx)
     assert request is not None  # cross-attention positions: the encoder's or vision tower's work is prefill's
-    prompt = request[0]
-    return CrossRequest(prompt_tokens=prompt, output_tokens=output, equivalent_tokens=equivalent)
+    return CrossRequest(prompt_tokens=request[0], output_tokens=request[1],
+                        equivalent_tokens=encoder_equivalent_tokens(media, model))
 
 
 def context_speed_line(model: ModelSpec, timed: CrossRequest, media: MediaLoad) -> str:

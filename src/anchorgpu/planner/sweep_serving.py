@@ -332,15 +332,14 @@ def _in_grid_order(shape: tuple[int, int, int, int], dtype: type = np.float64) -
 
 def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                     weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...], ctx: int, prompt: int,
-                    progress: Progress | None, media: MediaLoad | None = None,
+                    output: int, progress: Progress | None, media: MediaLoad | None = None,
                     cross: CrossRequest | None = None) -> dict[str, Array]:
     """Every serving result column of the sweep on the axes (layout, weights, kv, concurrency): those that vary
     along every axis as whole arrays in that order, the others of length 1 along the axes they do not vary on.
-    ``cross``: the request an encoder-decoder or cross-attention model is timed with, as plan times it (its speed
-    prompt, with the encoder's prefill work, and its output; every decode step reads the cross-attention K/V);
-    None for any other model (the prompt given, ``spec.output_tokens``)."""
+    ``prompt`` and ``output``: the request timed, as plan times it (the sweep resolves it); ``cross``: the request an
+    encoder-decoder or cross-attention model is timed with, as plan times it (its speed prompt, with the encoder's
+    prefill work, and its output; every decode step reads the cross-attention K/V); None for any other model."""
     w: Workload = spec.workload
-    output = spec.output_tokens
     if cross is not None:
         prompt, output = cross.prompt_tokens, cross.output_tokens
     grid = (len(lay), len(weights), len(kvs), len(concs))
@@ -348,7 +347,7 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
         progress(math.prod(grid) // 4, math.prod(grid))
     conc = np.array(concs, dtype=np.int64)[:, None]
     per_replica = -(-conc // lay.dp)  # (C, L)
-    kv = kv_factors(model, spec, lay, kvs, ctx, prompt, media, cross)
+    kv = kv_factors(model, spec, lay, kvs, ctx, prompt, output, media, cross)
     mem = memory_terms(model, shapes, spec, lay, weights, kv, per_replica)
     total_b, total_view = _in_grid_order(grid)
     np.add(mem.weights, mem.kv_cache, out=total_view)
@@ -364,7 +363,7 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
                                             gpu_memory_bytes=sglang_gpu_memory_bytes(sh.gpu))[0]
                               for sh in shapes])[lay.shape]
     batch = per_replica.astype(np.float64)
-    step = _steady_step(ticks, batch, prompt, output if output else 256, budget_tokens)
+    step = _steady_step(ticks, batch, prompt, output, budget_tokens)
     ttft, ttft_view = _in_grid_order(grid)
     _time_to_first_token(ticks, budget_tokens, batch, prompt, ttft_view)
     per_user, per_user_view = _in_grid_order(grid)

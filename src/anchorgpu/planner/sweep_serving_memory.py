@@ -185,8 +185,10 @@ class CrossRequest:
 
 
 def kv_factors(model: ModelSpec, spec: SweepSpec, lay: Layouts, kvs: tuple[str, ...], ctx: int,
-                prompt: int, media: MediaLoad | None = None, cross: CrossRequest | None = None) -> KvFactors:
-    """Per (KV dtype, layout) bytes of a sequence's cache and of what a decode step reads of it. With ``cross``
+                prompt: int, output: int, media: MediaLoad | None = None, cross: CrossRequest | None = None
+                ) -> KvFactors:
+    """Per (KV dtype, layout) bytes of a sequence's cache and of what a decode step reads of it: the K/V at the
+    request's ``prompt`` plus half its ``output`` (as plan times the request). With ``cross``
     (an encoder-decoder, or images read through cross-attention) a decode step reads, as plan times it, the decoder's
     own K/V at the request's decoder prompt plus half its output, and the cross-attention K/V over the encoder's
     output or the images (:func:`~anchorgpu.planner.media.cross_kv_bytes` of one sequence)."""
@@ -195,7 +197,7 @@ def kv_factors(model: ModelSpec, spec: SweepSpec, lay: Layouts, kvs: tuple[str, 
     slots = token_slots(model, ctx, block_size_of(spec.workload))
     cross_read = None
     if cross is None:
-        read_slots = token_slots(model, prompt + spec.output_tokens // 2, 1)
+        read_slots = token_slots(model, prompt + output // 2, 1)
     else:
         read_slots = token_slots(model, cross.prompt_tokens - cross.equivalent_tokens + cross.output_tokens // 2, 1)
         if media is not None and media.cross_tokens:

@@ -23,10 +23,12 @@ __all__ = ["attach_recipes", "request_sized"]
 
 def request_sized(workload: Workload, prompt_tokens: int | None, output_tokens: int | None) -> Workload:
     """``workload`` with the request a result's launch is planned with, as the sweep sized the result: a serving workload
-    with a prompt and no context holds each sequence at prompt + output (``plan --prompt``); else it is unchanged
-    (the workload's own context). Without them a recommended row was planned again at the default context and could
-    be refused as not fitting (a vision model's 1,000-token request on one GPU, planned at its window)."""
-    if workload.task != "inference" or workload.context_tokens is not None or prompt_tokens is None:
+    with a prompt or an output and no context holds each sequence at prompt + output (``plan --prompt``,
+    ``--output-tokens``; None: plan's default for that part); else it is unchanged (the workload's own context).
+    Without them a recommended row was planned again at the default context and could be refused as not fitting (a
+    vision model's 1,000-token request on one GPU, planned at its window)."""
+    if (workload.task != "inference" or workload.context_tokens is not None
+            or (prompt_tokens is None and output_tokens is None)):
         return workload
     return replace(workload, prompt_tokens=prompt_tokens, output_tokens=output_tokens)
 

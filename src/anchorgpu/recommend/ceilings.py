@@ -12,13 +12,12 @@ from typing import TYPE_CHECKING, Any
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner._frozen import evolve
-from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, Layout, PrecisionPlan
+from anchorgpu.planner.inputs import Layout, PrecisionPlan
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.batching import saturated_rates, serving_estimate
 from anchorgpu.planner.speed.calibration import calibrated
 from anchorgpu.planner.speed.estimate import engine_reservation, performance_calibration, request_tokens
 from anchorgpu.planner.speed.serving_plan import SERVER_GPUS, serving_saturation
-from anchorgpu.planner.sweep_request import images_in_context, reads_across
 from anchorgpu.units import at_least
 
 if TYPE_CHECKING:
@@ -57,17 +56,11 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
     # evolve: dataclasses.replace's copy without its per-field cost (the same values)
     workload = (evolve(spec.workload, concurrency=conc) if media
                 else evolve(spec.workload, concurrency=conc, context_tokens=result.context_tokens))
-    if media and spec.workload.context_tokens is None and spec.prompt_tokens is not None:
-        # a request given by its prompt, planned as the sweep's probe planned it: a T5 prompt fills the encoder, its
-        # cross-attention K/V and prefill work that prompt's (not the default request's)
+    if spec.prompt_tokens is not None or spec.output_tokens is not None:
+        # the request as the sweep's probe was given it (sweep.sweep): a T5 prompt fills the encoder, its
+        # cross-attention K/V and prefill work that prompt's; a vision model's speed prompt is its text, image tokens
+        # and the vision tower's work (a text model's request is the sweep's own, timed below)
         workload = evolve(workload, prompt_tokens=spec.prompt_tokens, output_tokens=spec.output_tokens)
-    elif media and spec.prompt_tokens is not None and reads_across(model):  # with a context: the prompt, as the sweep
-        workload = evolve(workload, prompt_tokens=spec.prompt_tokens)
-    elif spec.workload.context_tokens is not None and images_in_context(model, spec.workload):
-        # image tokens in the context, a request within a given context: planned as the sweep's probe planned it (the
-        # request timed is the sweep's, plan's speed prompt of text, image tokens and the vision tower's work)
-        workload = evolve(workload, prompt_tokens=spec.prompt_tokens, output_tokens=(
-            None if spec.output_tokens == DEFAULT_OUTPUT_TOKENS else spec.output_tokens))
     try:
         p = plan(model, workload, precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
                  layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"], ep=row["ep"]),

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.global_batch import batch_timed_line
-from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, default_seq_tokens
+from anchorgpu.planner.inputs import default_seq_tokens
+from anchorgpu.planner.media import request_within
 from anchorgpu.planner.memory.activations import sequence_parallel_share
 from anchorgpu.planner.sequence_parallel import speed_off_line
 from anchorgpu.planner.speed.assumption_lines import (
@@ -57,7 +58,6 @@ from anchorgpu.planner.speed.serving_plan import (
 )
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
 from anchorgpu.planner.speed.training_context import training_context
-from anchorgpu.units import clamp
 
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
@@ -297,15 +297,12 @@ def performance_calibration(cal: Calibration | None, mfu: float | None, mbu: flo
 def request_tokens(plan: Plan, prompt_tokens: int | None, output_tokens: int | None) -> tuple[int, int]:
     """(prompt, output) tokens a request of a serving plan (of a language model) as :func:`plan_performance` times
     it: those given, else the workload's, else 1,024 and 256 within the context (a given prompt leaves the rest of
-    the context to the output)."""
+    the context to the output): :func:`~anchorgpu.planner.media.request_within`, the rule the catalog sweep times a
+    text request by too."""
     model, w = plan.model, plan.workload
     assert isinstance(model, ModelSpec)
-    ctx = w.context_tokens or model.max_context_tokens
-    given_prompt = prompt_tokens or w.prompt_tokens or 0  # a given prompt leaves the rest of the context
-    room = ctx - given_prompt if given_prompt else ctx // 2
-    output = output_tokens or w.output_tokens or clamp(room, 1, DEFAULT_OUTPUT_TOKENS)
-    prompt = prompt_tokens or w.prompt_tokens or clamp(ctx - output, 1, DEFAULT_PROMPT_TOKENS)
-    return prompt, output
+    return request_within(prompt_tokens or w.prompt_tokens, output_tokens or w.output_tokens,
+                          w.context_tokens or model.max_context_tokens)
 
 
 def engine_reservation(engine: str) -> KvReservation:
