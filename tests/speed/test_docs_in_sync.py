@@ -6,6 +6,7 @@ regenerated (``python -m anchorgpu.planner.speed.calibrate --markdown [--all]``)
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,45 @@ def test_readme_recommend_example_is_the_cli_output(capsys: pytest.CaptureFixtur
         assert cells[9] == f"{r['prefill_s']:,.2f}"
         assert cells[10] == f"${float(r['usd_per_million_output_tokens']):,.2f}"
         assert cells[11] == f"${float(r['total_usd']):,.2f}"
+
+
+def _readme_journey(command: str) -> str:
+    """The README's `plan` journey for COMMAND: the line that runs it and the `#` comment lines under it."""
+    lines = ROOT.joinpath("README.md").read_text("utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"anchorgpu {command}"))
+    block = [lines[start]]
+    for line in lines[start + 1:]:
+        if not line.startswith("#  ") and not line.startswith("#    "):
+            break
+        block.append(line)
+    return "\n".join(block)
+
+
+def test_readme_training_journeys_are_the_cli_output(capsys: pytest.CaptureFixture[str]) -> None:
+    """The layouts and figures the README's training journeys state are what `plan` gives today (the planner picks
+    the 512-H100 layout, so a change to the speed model can move it: this fails until the README follows)."""
+    args = "plan llama-3.1-70b --task train --gpu h100 --gpus 512 --tokens 1e12"
+    shown = _readme_journey(args)
+    d = run_json(capsys, *args.split())
+    layout, performance = d["layout"], d["performance"]
+    assert (layout["tp"], layout["pp"], layout["virtual_stages"], layout["dp"], layout["zero"], layout["fsdp"]) == (
+        1, 8, 10, 64, 2, False)
+    assert "PP 8 interleaved over 10 virtual stages x DP 64 with ZeRO-2, micro-batch 1" in shown
+    assert f"FITS ({d['per_gpu']['total_bytes'] / 2**30:.2f} GiB per GPU)" in shown
+    assert f"~{performance['train_tokens_per_s'] / 1e3:.0f}k tok/s" in shown
+    assert f"{performance['gpu_hours']:,.0f} GPU-hours" in shown
+    fsdp = run_json(capsys, *args.split(), "--fsdp")
+    assert f"fits in {fsdp['per_gpu']['total_bytes'] / 2**30:.2f} GiB but runs ~{fsdp['performance']['train_tokens_per_s'] / 1e3:.0f}k" in shown
+
+    args = "plan llama-2-7b --task train --gpu h200 --gpus 64 --zero 1 --tokens 1e12"
+    assert f"{run_json(capsys, *args.split())['performance']['gpu_hours']:,.0f} GPU-hours" in _readme_journey(args)
+
+
+def test_readme_replicas_example_is_the_cli_output(capsys: pytest.CaptureFixture[str]) -> None:
+    """`plan llama-3.1-8b --gpu h100 --gpus 8 --concurrency 1000`: the README's two predicted figures, the replicas'
+    and TP 8's, are the ones the plan's "Layout chosen" assumption gives."""
+    d = run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--concurrency", "1000")
+    chosen = next(a for a in d["assumptions"] if a.startswith("Layout chosen on the 8 GPUs asked"))
+    replicas, tp8 = (m.replace(",", "") for m in re.findall(r"\(([\d,]+) output tok/s\).*?at ([\d,]+);", chosen)[0])
+    readme = ROOT.joinpath("README.md").read_text("utf-8")
+    assert f"(predicted {int(replicas):,} tok/s against TP 8's {int(tp8):,})" in readme
