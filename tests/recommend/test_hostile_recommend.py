@@ -33,3 +33,11 @@ def test_the_cli_refuses_a_memory_share_past_1_in_one_line(capsys: pytest.Captur
     code, _, err = run(capsys, "recommend", "llama-3.1-8b", "--offline", "--gpu-memory-utilization", "1.5")
     assert code == 2 and err.count("\n") == 1
     assert "must be above 0 and at most 1" in err and "no offering" not in err
+
+
+def test_the_cli_bounds_max_num_seqs_as_plan_and_the_api_do(capsys: pytest.CaptureFixture[str]) -> None:
+    # LIMITS["max_num_seqs"] (anchorgpu.validation) bounds plan's --max-num-seqs and POST /v1/recommend's field; the
+    # recommend command took 100,000,000 and answered with offerings
+    code, out, err = run(capsys, "recommend", "llama-3.1-8b", "--offline", "--max-num-seqs", "100000000", "--top", "1")
+    assert code == 2 and not out and err.count("\n") == 1
+    assert "--max-num-seqs 100000000: expected a whole number from 1 to 1,000,000" in err
