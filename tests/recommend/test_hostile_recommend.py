@@ -41,3 +41,15 @@ def test_the_cli_bounds_max_num_seqs_as_plan_and_the_api_do(capsys: pytest.Captu
     code, out, err = run(capsys, "recommend", "llama-3.1-8b", "--offline", "--max-num-seqs", "100000000", "--top", "1")
     assert code == 2 and not out and err.count("\n") == 1
     assert "--max-num-seqs 100000000: expected a whole number from 1 to 1,000,000" in err
+
+
+def test_a_format_listed_twice_is_swept_once() -> None:
+    # `recommend --weights bf16,bf16` swept the grid twice (evaluated 11,840 for 5,920 configurations) and reported
+    # weights ['bf16', 'bf16'], where the API's answer to the same request said ['bf16']
+    model, catalog = load_model("llama-3.1-8b"), load_catalog()
+    once, twice = (recommend(model, SweepSpec(workload=Workload(task="inference"), weights=weights,
+                                              kv_caches=kvs), catalog, "1month", NOW, top=3)
+                   for weights, kvs in ((("bf16",), ("fp8",)), (("bf16", "bf16"), ("fp8", "fp8"))))
+    assert twice.workload["weights"] == ["bf16"] and twice.workload["kv_caches"] == ["fp8"]
+    assert twice.evaluated == once.evaluated
+    assert [(o.offering, o.servers) for o in twice.results] == [(o.offering, o.servers) for o in once.results]

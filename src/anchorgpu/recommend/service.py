@@ -257,6 +257,8 @@ def recommend(
     # the workload's own bounds first, as plan() and the sweep check them: the per-GPU eligibility pass below reads
     # gpu_memory_utilization too, and a value past 1 (or NaN) came back from it as every offering unable to start vLLM
     validate_workload(spec.workload)
+    # a format listed twice is swept once (POST /v1/recommend already dropped repeats; the CLI's list doubled the grid)
+    spec = replace(spec, weights=tuple(dict.fromkeys(spec.weights)), kv_caches=tuple(dict.fromkeys(spec.kv_caches)))
     for kv in spec.kv_caches:  # a training sweep sizes no KV cache: one asked for would be silently dropped
         check_kv_cache_task(kv, spec.workload.task)
     chosen = tuple(offerings if offerings is not None else catalog.offerings)
