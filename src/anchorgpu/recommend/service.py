@@ -31,6 +31,7 @@ from anchorgpu.planner.speed.caveats import serving_caveats, training_caveats
 from anchorgpu.planner.speed.links import compute_precision_for_weights, tp_link
 from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec, sweep
 from anchorgpu.planner.validate import check_kv_cache_task, default_kv_cache, kv_cache_runs_on
+from anchorgpu.planner.workload_checks import validate_workload
 from anchorgpu.quotes import UnpricedOffering, price_quote, run_term
 from anchorgpu.quotes.pricing import ServersPrice, servers_prices
 from anchorgpu.recommend.ceilings import row_ceilings
@@ -253,6 +254,11 @@ def recommend(
         raise InvalidWorkload(f"top={top}: at least one result")
     if max_usd is not None and max_usd <= 0:
         raise InvalidWorkload(f"max-usd={max_usd}: must be positive")
+    # the workload's own bounds first, as plan() and the sweep check them: the per-GPU eligibility pass below reads
+    # gpu_memory_utilization too, and a value past 1 (or NaN) came back from it as every offering unable to start vLLM
+    validate_workload(spec.workload)
+    # a format listed twice is swept once (POST /v1/recommend already dropped repeats; the CLI's list doubled the grid)
+    spec = replace(spec, weights=tuple(dict.fromkeys(spec.weights)), kv_caches=tuple(dict.fromkeys(spec.kv_caches)))
     for kv in spec.kv_caches:  # a training sweep sizes no KV cache: one asked for would be silently dropped
         check_kv_cache_task(kv, spec.workload.task)
     chosen = tuple(offerings if offerings is not None else catalog.offerings)
