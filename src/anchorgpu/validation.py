@@ -123,6 +123,7 @@ LIMITS: dict[str, Limit] = {
     "max_num_batched_tokens": Limit(1, 10_000_000),
     "max_num_seqs": Limit(1, 1_000_000),
     "images": Limit(1, 10_000),
+    "top": Limit(1, 100),
 }
 """Bounds of the numbers the CLI parses from text and the API receives as JSON (same names, no dashes)."""
 

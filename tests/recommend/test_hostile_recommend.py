@@ -53,3 +53,10 @@ def test_a_format_listed_twice_is_swept_once() -> None:
     assert twice.workload["weights"] == ["bf16"] and twice.workload["kv_caches"] == ["fp8"]
     assert twice.evaluated == once.evaluated
     assert [(o.offering, o.servers) for o in twice.results] == [(o.offering, o.servers) for o in once.results]
+
+
+@pytest.mark.parametrize("top", ["0", "101", "100000"])
+def test_top_has_the_apis_bounds_on_the_cli(capsys: pytest.CaptureFixture[str], top: str) -> None:
+    """hardrec: `recommend --top 100000` answered (exit 0) where POST /v1/recommend refuses top above 100 (422)."""
+    code, out, err = run(capsys, "recommend", "llama-3.1-8b", "--top", top)
+    assert code == 2 and out == "" and err == f"error: --top {top}: expected a whole number from 1 to 100\n"

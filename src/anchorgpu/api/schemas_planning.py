@@ -181,7 +181,7 @@ class RecommendRequest(_Request):
     allow_long_context: bool = Field(default=False, description="Allow a context (or training sequence) beyond the model's configured limit")
     mfu: float | None = Field(default=None, ge=MIN_EFFICIENCY, le=1, description=f"Performance: model FLOPs utilization ({MIN_EFFICIENCY:g}-1; default: the calibrated efficiencies)")
     mbu: float | None = Field(default=None, ge=MIN_EFFICIENCY, le=1, description=f"Performance: memory-bandwidth utilization for decode ({MIN_EFFICIENCY:g}-1; default: the calibrated efficiencies)")
-    top: int = Field(default=10, ge=1, le=100, description="How many results")
+    top: int = Field(default=10, ge=LIMITS["top"].low, le=LIMITS["top"].high, description="How many results")
     max_servers: int = Field(default=4, ge=1, le=16, description="Most servers of one offering to consider")
 
 

@@ -238,7 +238,7 @@ def recommend_command(
     if min_tokens_per_s is not None:
         finite_number(min_tokens_per_s, field="min_tokens_per_s_per_user", flag="--min-tokens-per-s")
     for value, field in ((concurrency, "concurrency"), (output_tokens, "output_tokens"), (micro_batch, "micro_batch"),
-                         (lora_rank, "lora_rank"), (max_num_seqs, "max_num_seqs")):  # plan's and the API's bounds
+                         (lora_rank, "lora_rank"), (max_num_seqs, "max_num_seqs"), (top, "top")):  # plan's and the API's bounds
         bounded_int(value, field=field)
     if not 1 <= max_servers <= 16:
         raise InvalidWorkload(f"--max-servers {max_servers}: choose 1 to 16")
