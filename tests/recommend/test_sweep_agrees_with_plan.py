@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anchorgpu.architectures import load_model
+from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.catalog import load_catalog
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
@@ -505,13 +506,9 @@ IN_CONTEXT_CASES = {
 REL = 1e-8
 
 
-@pytest.mark.parametrize("case", list(IN_CONTEXT_CASES))
-def test_image_in_context_rows_are_timed_as_plan_times_them(case: str) -> None:
-    name, asked, prompt, output = IN_CONTEXT_CASES[case]
-    model = load_model(name)
-    result = sweep(model, CROSS_SHAPES, SweepSpec(workload=asked, prompt_tokens=prompt, output_tokens=output,
-                                                  weights=("bf16", "fp8")))
-    planned = replace(asked, prompt_tokens=prompt, output_tokens=output)
+def _rows_are_plans(model: ModelSpec, result: SweepResult, planned: Workload, *, text_only: bool) -> None:
+    """20 sampled fitting rows of ``result``: memory, request and speed as ``plan`` gives them for the row's layout
+    (``planned`` at the row's concurrency), and the step on the shape's own servers as recommend's ceilings time it."""
     rows = [i for i in range(result.evaluated) if result.row(i)["fits"]]
     assert len(rows) > 20
     checked_whole = 0
@@ -522,9 +519,11 @@ def test_image_in_context_rows_are_timed_as_plan_times_them(case: str) -> None:
                  precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
                  layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu,
                  suggest=False, choose_layout=False)
-        assert p.fits and row["per_gpu_total_bytes"] == p.per_gpu.total_bytes
-        assert row["kv_cache_bytes"] == p.per_gpu.kv_cache_bytes
-        perf = plan_performance(p)  # plan's own request: text + image tokens + the vision tower's work as the prompt
+        assert p.fits and (row["per_gpu_total_bytes"], row["kv_cache_bytes"]) == (p.per_gpu.total_bytes,
+                                                                                 p.per_gpu.kv_cache_bytes)
+        if text_only:
+            assert result.context_tokens == p.workload.context_tokens
+        perf = plan_performance(p)  # plan's own request (with images: text + image tokens + the tower's work)
         assert (result.prompt_tokens, result.output_tokens) == (perf["prompt_tokens"], perf["output_tokens"])
         assert result.encoder_prefill_equivalent_tokens == result.encoder_input_tokens == 0
         if shape.gpus_per_server == 8 and row["concurrency"] <= perf["saturation_concurrency"]:
@@ -542,6 +541,15 @@ def test_image_in_context_rows_are_timed_as_plan_times_them(case: str) -> None:
         assert row["decode_tokens_per_s_per_user"] == pytest.approx(1 / est.tpot_s, rel=REL)
         assert row["prefill_s"] == pytest.approx(est.ttft_s, rel=REL)
     assert checked_whole
+
+
+@pytest.mark.parametrize("case", list(IN_CONTEXT_CASES))
+def test_image_in_context_rows_are_timed_as_plan_times_them(case: str) -> None:
+    name, asked, prompt, output = IN_CONTEXT_CASES[case]
+    model = load_model(name)
+    result = sweep(model, CROSS_SHAPES, SweepSpec(workload=asked, prompt_tokens=prompt, output_tokens=output,
+                                                  weights=("bf16", "fp8")))
+    _rows_are_plans(model, result, replace(asked, prompt_tokens=prompt, output_tokens=output), text_only=False)
 
 
 # Text requests that are not the default one: plan times the prompt and output given, else 256 output tokens (at most
@@ -570,36 +578,7 @@ def test_text_request_rows_are_timed_and_sized_as_plan_does(case: str) -> None:
     given = {} if output is None else {"output_tokens": output}  # not given: left out, as the faces leave it
     result = sweep(model, CROSS_SHAPES, SweepSpec(workload=asked, prompt_tokens=prompt, weights=("bf16", "fp8"),
                                                   **given))
-    planned = replace(asked, prompt_tokens=prompt, output_tokens=output)
-    rows = [i for i in range(result.evaluated) if result.row(i)["fits"]]
-    assert len(rows) > 20
-    checked_whole = 0
-    for i in random.Random(20261206).sample(rows, 20):
-        row = result.row(i)
-        shape = next(s for s in result.shapes if s.id == row["shape"])
-        p = plan(model, replace(planned, concurrency=row["concurrency"]),
-                 precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
-                 layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu,
-                 suggest=False, choose_layout=False)
-        assert p.fits and result.context_tokens == p.workload.context_tokens
-        assert (row["per_gpu_total_bytes"], row["kv_cache_bytes"]) == (p.per_gpu.total_bytes, p.per_gpu.kv_cache_bytes)
-        perf = plan_performance(p)  # plan's own request
-        assert (result.prompt_tokens, result.output_tokens) == (perf["prompt_tokens"], perf["output_tokens"])
-        if shape.gpus_per_server == 8 and row["concurrency"] <= perf["saturation_concurrency"]:
-            assert row["decode_tokens_per_s_per_user"] == pytest.approx(perf["decode_tokens_per_s_per_user"],
-                                                                        rel=REL)
-            assert row["decode_tokens_per_s_total"] == pytest.approx(perf["output_tokens_per_s"], rel=REL)
-            assert row["prefill_s"] == pytest.approx(perf["ttft_s"], rel=REL)
-            checked_whole += 1
-        # the same step on the shape's own servers with every sequence running (as recommend's ceilings time it)
-        setup = replace(serving_setup(p, prompt_tokens=result.prompt_tokens, output_tokens=result.output_tokens),
-                        gpus_per_server=shape.gpus_per_server)
-        est = serving_estimate(model, shape.gpu, setup, prompt_tokens=result.prompt_tokens,
-                               output_tokens=result.output_tokens, concurrency=row["concurrency"],
-                               saturation_concurrency=row["concurrency"])
-        assert row["decode_tokens_per_s_per_user"] == pytest.approx(1 / est.tpot_s, rel=REL)
-        assert row["prefill_s"] == pytest.approx(est.ttft_s, rel=REL)
-    assert checked_whole
+    _rows_are_plans(model, result, replace(asked, prompt_tokens=prompt, output_tokens=output), text_only=True)
 
 
 @pytest.mark.parametrize("args", [("--context", "400"), ("--context", "400", "--output-tokens", "300"),
