@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -36,12 +37,12 @@ from anchorgpu.planner.speed.launches import is_block_fp8, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, host_kind, peak_for, tp_link
 from anchorgpu.planner.speed.product_shares import quantized_product_shares
 from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
+from anchorgpu.planner.sweep_grid import Layouts, tick_pairs
 from anchorgpu.planner.sweep_serving_memory import KvFactors, kv_factors, memory_terms, per_format
 from anchorgpu.planner.sweep_sglang import absorbed_dequant_terms, graph_max_batch, padded_rows
 
 if TYPE_CHECKING:
     from anchorgpu.planner.sweep import HardwareShape, SweepSpec
-    from anchorgpu.planner.sweep_grid import Layouts
 
 __all__ = ["serving_columns"]
 
@@ -190,6 +191,14 @@ class _Ticks:
         self.host = np.array([cal.host_s_per_sequence_step[host_kind(sh.gpu)] for sh in shapes])[s]
         pp_bw, self.pp_lat = _links(shapes, lay, lay.tp * lay.pp, network=False)
         self.pp_rate = pp_bw * cal.link_efficiency
+
+    def expanded(self, rows: IntArray) -> _Ticks:
+        """These ticks with every per-layout term (each array, on its last axis) taken at ``rows``: the ticks of
+        layouts that share all a tick reads (:func:`~anchorgpu.planner.sweep_grid.tick_pairs`), the same values."""
+        for name, value in vars(self).items():
+            if isinstance(value, np.ndarray):
+                setattr(self, name, np.take(value, rows, axis=-1))
+        return self
 
     def tick(self, decode: FloatArray, prefill: FloatArray | float, rows: FloatArray | None = None) -> FloatArray:
         """speed.serving._tick: one micro-batch of ``decode`` sequences and ``prefill`` prompt tokens (``(C, L)``)
@@ -350,18 +359,27 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
         fits_view &= mem.activations <= mem.reserve
     if progress:
         progress(math.prod(grid) // 2, math.prod(grid))
-    ticks = _Ticks(model, shapes, spec, lay, weights, kv, mem.weights, prompt)
+    # the ticks once per distinct (shape, TP, PP, sequences a replica), on one axis of those pairs ``(1, P)``, then
+    # taken onto the grid: the same operations per element, on fewer elements
+    pairs = tick_pairs(lay, conc, per_replica)
+    rows = pairs.groups
+    kv_rows = replace(kv, slot_bytes=kv.slot_bytes[..., rows], read_bytes=kv.read_bytes[..., rows],
+                      stage_layers=kv.stage_layers[rows])
+    ticks = _Ticks(model, shapes, spec, lay.take(rows), weights, kv_rows, mem.weights[..., rows],
+                   prompt).expanded(pairs.group)
     budget_tokens = np.array([engine_limits(w, large_gpu=large_engine_defaults(sh.gpu),
                                             gpu_memory_bytes=sglang_gpu_memory_bytes(sh.gpu))[0]
-                              for sh in shapes])[lay.shape]
-    batch = per_replica.astype(np.float64)
+                              for sh in shapes])[lay.shape[rows][pairs.group]]
+    batch = pairs.batch.astype(np.float64)[None, :]
+    # where each configuration's figures lie among the pairs' ``(W, K, P)``, in the sweep's order ``(L, W, K, C)``
+    n_wk = len(weights) * len(kvs)
+    at = np.arange(0, n_wk * batch.size, batch.size).reshape(1, *grid[1:3], 1) + pairs.inverse.T[:, None, None, :]
     step = _steady_step(ticks, batch, prompt, spec.output_tokens if spec.output_tokens else 256, budget_tokens)
-    ttft, ttft_view = _in_grid_order(grid)
-    _time_to_first_token(ticks, budget_tokens, batch, prompt, ttft_view)
-    per_user, per_user_view = _in_grid_order(grid)
-    np.divide(1.0, step, out=per_user_view)
-    total_tps, total_tps_view = _in_grid_order(grid)
-    np.divide(conc.astype(np.float64), step, out=total_tps_view)  # as numpy divides an integer by a float, uncast
+    step = np.take(step.ravel(), at)
+    ttft = np.take(_time_to_first_token(ticks, budget_tokens, batch, prompt, np.empty((*grid[1:3], 1, batch.size))
+                                        ).ravel(), at)
+    per_user = np.divide(1.0, step)
+    total_tps = np.divide(conc.astype(np.float64).ravel(), step)  # as numpy divides an integer by a float, uncast
     nan = np.full(1, np.nan)
     return {
         "weights_bytes": _grid_order(mem.weights), "kv_cache_bytes": _grid_order(mem.kv_cache),
