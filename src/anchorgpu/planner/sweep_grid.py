@@ -64,8 +64,8 @@ class TickPairs:
     """The distinct (hardware shape, TP, PP, sequences a replica) of a serving grid ``(C, L)``: a pipeline tick and
     step depend on nothing else of a layout (its DP and servers only through the sequences a replica runs), so
     layouts that differ only there share every figure. ``groups``: one layout of each distinct (shape, TP, PP),
-    ``(G,)``; per pair ``(P,)``: its group (``group``) and sequences a replica (``batch``); ``inverse`` ``(C, L)``:
-    the pair of each (concurrency, layout)."""
+    ``(G,)``; per pair ``(P,)``, in order of the sequences a replica runs: its group (``group``) and sequences a
+    replica (``batch``); ``inverse`` ``(C, L)``: the pair of each (concurrency, layout)."""
 
     groups: IntArray
     group: IntArray
@@ -83,19 +83,19 @@ def tick_pairs(lay: Layouts, conc: IntArray, per_replica: IntArray) -> TickPairs
     >>> conc = np.array([[1], [2], [4]])  # layouts 0 and 1 share (shape, TP, PP); 2 has TP 4, listed first
     >>> p = tick_pairs(lay, conc, -(-conc // lay.dp))
     >>> p.groups.tolist(), p.group.tolist(), p.batch.tolist(), p.inverse.tolist()
-    ([2, 0], [0, 0, 1, 1, 1], [1, 2, 1, 2, 4], [[2, 2, 0], [3, 2, 0], [4, 3, 1]])
+    ([2, 0], [0, 1, 0, 1, 1], [1, 1, 2, 2, 4], [[1, 1, 0], [3, 1, 0], [4, 3, 2]])
     """
     _, groups, group_l = np.unique((lay.shape * 65536 + lay.tp) * 65536 + lay.pp, return_index=True,
                                    return_inverse=True)
     dps = np.unique(lay.dp)
     values = np.unique(-(-np.unique(conc)[:, None] // dps[None, :]))  # every value per_replica can take
-    key = group_l * values.size + np.searchsorted(values, per_replica)  # (C, L), below G x V
-    present = np.zeros(groups.size * values.size, dtype=bool)
+    key = np.searchsorted(values, per_replica) * groups.size + group_l  # (C, L), below V x G
+    present = np.zeros(values.size * groups.size, dtype=bool)
     present[key] = True
     ids = np.flatnonzero(present)
     pair = np.empty(present.size, dtype=np.int64)
     pair[ids] = np.arange(ids.size)
-    return TickPairs(groups=groups, group=ids // values.size, batch=values[ids % values.size], inverse=pair[key])
+    return TickPairs(groups=groups, group=ids % groups.size, batch=values[ids // groups.size], inverse=pair[key])
 
 
 def layout_grid(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: bool, max_pp: int,

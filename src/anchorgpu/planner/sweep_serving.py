@@ -14,6 +14,7 @@ returned are views in the sweep's order (layout, weights, kv, concurrency).
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -23,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.formats import format_for_model
 from anchorgpu.planner.inputs import Workload, engine_limits, large_engine_defaults
 from anchorgpu.planner.media import MediaLoad
@@ -85,15 +87,24 @@ def _soft_roofline(big: FloatArray, small: FloatArray, knee: FloatArray, inv_kne
     return out
 
 
-def _peaks(shapes: Sequence[HardwareShape], precisions: Sequence[str]) -> FloatArray:
-    """Per (shape, format): the compute peak of the format's precision; one lookup per GPU and precision."""
-    distinct = sorted(set(precisions))
-    peaks: dict[str, list[float]] = {}  # shapes share GPUs
+def _distinct_gpus(shapes: Sequence[HardwareShape], lay: Layouts) -> tuple[list[GpuSpec], IntArray]:
+    """The shapes' GPUs, each once (by identity), and the one of each layout ``(L,)``."""
+    first: dict[int, int] = {}
+    gpus: list[GpuSpec] = []
     for sh in shapes:
-        if sh.gpu.name not in peaks:
-            by_precision = {p: peak_for(sh.gpu, p).flops_per_s for p in distinct}
-            peaks[sh.gpu.name] = [by_precision[p] for p in precisions]
-    return np.array([peaks[sh.gpu.name] for sh in shapes])
+        if first.setdefault(id(sh.gpu), len(gpus)) == len(gpus):
+            gpus.append(sh.gpu)
+    return gpus, np.array([first[id(sh.gpu)] for sh in shapes])[lay.shape]
+
+
+def _peaks(gpus: Sequence[GpuSpec], precisions: Sequence[str]) -> FloatArray:
+    """Per (GPU, format): the compute peak of the format's precision; one lookup per GPU and precision."""
+    distinct = sorted(set(precisions))
+    out = []
+    for gpu in gpus:
+        by_precision = {p: peak_for(gpu, p).flops_per_s for p in distinct}
+        out.append([by_precision[p] for p in precisions])
+    return np.array(out)
 
 
 def _mixed(low: FloatArray, b16: FloatArray, share: FloatArray) -> FloatArray:
@@ -109,8 +120,9 @@ class _Ticks:
     def __init__(self, model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                  weights: tuple[str, ...], kv: KvFactors, weights_wl: FloatArray, prompt: int) -> None:
         cal = calibrated(spec.efficiencies)
-        stacks = [cal.stack(sh.gpu) for sh in shapes]
-        s = lay.shape
+        # each GPU's figures looked up once (shapes share GPUs), then per layout by its shape's GPU (``s``)
+        gpus, s = _distinct_gpus(shapes, lay)
+        stacks = [cal.stack(gpu) for gpu in gpus]
 
         def per_layout(field: Callable[[StackConstants], float]) -> FloatArray:
             return np.array([field(k) for k in stacks])[s]
@@ -118,25 +130,25 @@ class _Ticks:
         precisions = [compute_precision_for_weights(name) for name in weights]
         self.model = model
         self.weights = weights_wl
-        self.bw_mem = np.array([sh.gpu.memory_bandwidth_bytes_per_s for sh in shapes])[s]
+        self.bw_mem = np.array([gpu.memory_bandwidth_bytes_per_s for gpu in gpus])[s]
         self.bw_mbu = self.bw_mem * per_layout(lambda k: k.decode_mbu)  # the bandwidth a decode step reaches
         self.memory_s = weights_wl / self.bw_mbu  # reading the weights (a MoE: the experts a step touches, per tick)
         # per (shape, format): the serving efficiency scaled for FP8/FP4 products, as speed.serving does
-        mm_eff_sw = np.array([[cal.serve_precision_efficiency(sh.gpu, peak_for(sh.gpu, p).precision) for p in precisions]
-                              for sh in shapes])
+        mm_eff_gw = np.array([[cal.serve_precision_efficiency(gpu, peak_for(gpu, p).precision) for p in precisions]
+                              for gpu in gpus])
         width_l = model.hidden_size / lay.tp
         half_l = per_layout(lambda k: k.serve_matmul_half_width)
         width_share = width_l / (width_l + half_l)
-        scaled_eff = mm_eff_sw[s] * width_share[:, None]
-        peaks = _peaks(shapes, precisions)[s]
+        scaled_eff = mm_eff_gw[s] * width_share[:, None]
+        peaks = _peaks(gpus, precisions)[s]
         # a format that keeps some layers 16-bit runs their products at BF16's rate (speed.product_shares)
         shares = [quantized_product_shares(model, format_for_model(model, name)) for name in weights]
         self.expert_ratio: FloatArray | float = 1.0
         if not any(q < 1.0 or e < 1.0 for q, e in shares):
             self.peak_eff = per_format(peaks) * per_format(scaled_eff)  # the products' achieved peak
         else:
-            eff16 = np.array([cal.serve_precision_efficiency(sh.gpu, "bf16") for sh in shapes])[s]
-            b16 = (np.array([peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[s] * eff16 * width_share)[:, None]
+            eff16 = np.array([cal.serve_precision_efficiency(gpu, "bf16") for gpu in gpus])[s]
+            b16 = (np.array([peak_for(gpu, "bf16").flops_per_s for gpu in gpus])[s] * eff16 * width_share)[:, None]
             low = peaks * scaled_eff
             mixed = _mixed(low, b16, np.array([q for q, _ in shares]))
             self.peak_eff = per_format(mixed)
@@ -155,7 +167,7 @@ class _Ticks:
             per_layer[:, None] * ratio_w[None, :] if dequant is None else per_layer[:, None] * dequant[0] + dequant[1])
         # SGLang's decode-only steps run the captured CUDA graph that holds the batch (None: no padding)
         self.graph_max_bs = graph_max_batch(shapes, lay) if sglang else None
-        bf16 = np.array([peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[s]
+        bf16 = np.array([peak_for(gpu, "bf16").flops_per_s for gpu in gpus])[s]
         self.attention_rate = bf16 * per_layout(lambda k: k.attention_efficiency)
         kv_read = kv.read_bytes * kv.stage_layers / kv.n_layers
         if kv.state_per_sequence:
@@ -178,8 +190,8 @@ class _Ticks:
         ew_l = per_layout(lambda k: k.elementwise_bytes_per_hidden / 3.0)
         self.per_token_ew = model.num_layers / lay.pp * ew_l * model.hidden_size / lay.tp / self.bw_mem
         if model.moe is not None and spec.workload.engine == "trtllm":  # speed.step_constants.trtllm_moe_s_per_token
-            row_s = np.array([cal.trtllm_moe_s_per_routed_row.get(sh.gpu.compute_capability or "", 0.0)
-                              for sh in shapes])[s]
+            row_s = np.array([cal.trtllm_moe_s_per_routed_row.get(gpu.compute_capability or "", 0.0)
+                              for gpu in gpus])[s]
             self.per_token_ew = self.per_token_ew + (row_s * model.moe.experts_per_token * model.moe.num_moe_layers
                                                      / lay.pp / lay.tp)
         self.routed = routed_share_per_gpu(model, tp=1, ep=1)  # every layout the sweep tries splits experts with TP
@@ -188,7 +200,7 @@ class _Ticks:
         self.half_tokens = per_layout(lambda k: k.moe_expert_half_tokens)
         self.moe_tile_rows = cal.moe_tile_rows
         # the engine's CPU work per running sequence a step, overlapped with the GPU's (speed.serving's host term)
-        self.host = np.array([cal.host_s_per_sequence_step[host_kind(sh.gpu)] for sh in shapes])[s]
+        self.host = np.array([cal.host_s_per_sequence_step[host_kind(gpu)] for gpu in gpus])[s]
         pp_bw, self.pp_lat = _links(shapes, lay, lay.tp * lay.pp, network=False)
         self.pp_rate = pp_bw * cal.link_efficiency
 
@@ -199,6 +211,14 @@ class _Ticks:
             if isinstance(value, np.ndarray):
                 setattr(self, name, np.take(value, rows, axis=-1))
         return self
+
+    def part(self, at: slice) -> _Ticks:
+        """These ticks of the pairs ``at`` only (views of every per-pair term)."""
+        part = copy.copy(self)
+        for name, value in vars(self).items():
+            if isinstance(value, np.ndarray):
+                setattr(part, name, value[..., at])
+        return part
 
     def tick(self, decode: FloatArray, prefill: FloatArray | float, rows: FloatArray | None = None) -> FloatArray:
         """speed.serving._tick: one micro-batch of ``decode`` sequences and ``prefill`` prompt tokens (``(C, L)``)
@@ -288,28 +308,40 @@ class _Ticks:
 
 def _steady_step(ticks: _Ticks, batch: FloatArray, prompt: int, out_tokens: int,
                  budget_tokens: FloatArray) -> FloatArray:
-    """Seconds per step at the steady state (speed.serving._steady), ``(W, K, C, L)``: B*I/O prompt tokens a step,
-    spread over every step when they fill a chunk, else whole chunks (up to the step's token budget) in that share
-    of the steps, a step without a chunk being the chunk step's light tick. Each form computed only if it is used."""
+    """Seconds per step at the steady state (speed.serving._steady) of the pairs ``(1, P)`` (:func:`tick_pairs`, in
+    order of their sequences a replica), ``(W, K, 1, P)``: B*I/O prompt tokens a step, spread over every step when
+    they fill a chunk, else whole chunks (up to the step's token budget) in that share of the steps, a step without
+    a chunk being the chunk step's light tick. Each form computed only over the pairs from the first that takes it
+    to the last (those that spread their prompts run the most sequences: a few, at the end)."""
     prefill_avg = batch * prompt / out_tokens
     chunk = np.maximum(1.0, np.minimum(float(prompt), budget_tokens - np.floor(batch)))
     share = prefill_avg / chunk
     # over pipeline stages, between one chunk a cycle and one a micro-batch: ``share`` micro-batches carry a chunk
-    spread = (share >= 1.0) & ((ticks.pp <= 1) | (share >= ticks.groups(batch)))
-    if spread.all():
+    spread = ((share >= 1.0) & ((ticks.pp <= 1) | (share >= ticks.groups(batch))))[0]
+    spread_at = np.flatnonzero(spread)
+    if spread_at.size == spread.size:
         return ticks.step(batch, prefill_avg)
-    groups, heavy, light = ticks.chunk_ticks(batch, chunk)
-    mixed = ticks.chunk_step(groups, heavy, light, batch, chunks=np.maximum(share, 1.0))
-    weight = np.minimum(share, 1.0)
+    at = _span(np.flatnonzero(~spread))
+    part, batch_at, share_at = ticks.part(at), batch[:, at], share[:, at]
+    groups, heavy, light = part.chunk_ticks(batch_at, chunk[:, at])
+    mixed = part.chunk_step(groups, heavy, light, batch_at, chunks=np.maximum(share_at, 1.0))
+    weight = np.minimum(share_at, 1.0)
     mixed *= weight
-    light = ticks.decode_only_step(batch, light)  # a step without a chunk
+    light = part.decode_only_step(batch_at, light)  # a step without a chunk
     light *= 1.0 - weight
     mixed += light
-    used = np.flatnonzero(spread.any(axis=1))  # the concurrencies where some layout spreads its prompts
-    if used.size:
-        some = slice(used[0], used[-1] + 1)
-        np.copyto(mixed[:, :, some], ticks.step(batch[some], prefill_avg[some]), where=spread[some])
-    return mixed
+    if not spread_at.size:
+        return mixed
+    out = np.empty((*mixed.shape[:-1], spread.size))
+    out[..., at] = mixed
+    at = _span(spread_at)
+    np.copyto(out[..., at], ticks.part(at).step(batch[:, at], prefill_avg[:, at]), where=spread[at])
+    return out
+
+
+def _span(positions: IntArray) -> slice:
+    """The slice from the first of ``positions`` (sorted, not empty) to the last."""
+    return slice(int(positions[0]), int(positions[-1]) + 1)
 
 
 def _time_to_first_token(ticks: _Ticks, budget_tokens: FloatArray, batch: FloatArray, prompt: int,
