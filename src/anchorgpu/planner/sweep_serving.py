@@ -362,6 +362,18 @@ def _time_to_first_token(ticks: _Ticks, budget_tokens: FloatArray, batch: FloatA
     return np.multiply(ticks.hosted(through, others), chunks, out=out)
 
 
+def _on_grid(values: FloatArray, inverse: IntArray, grid: tuple[int, int, int, int]) -> FloatArray:
+    """Figures of the pairs ``(W, K, 1, P)`` as a new column in the sweep's order (layout, weights, kv, concurrency):
+    each configuration's, its pair's (``inverse`` ``(C, L)``), one (weights, kv) at a time (no index over the grid)."""
+    column = np.empty(grid)
+    by_pair = values.reshape(*grid[1:3], -1)
+    at = inverse.T
+    for w in range(grid[1]):
+        for k in range(grid[2]):
+            column[:, w, k, :] = by_pair[w, k][at]
+    return column
+
+
 def _in_grid_order(shape: tuple[int, int, int, int], dtype: type = np.float64) -> tuple[Array, Array]:
     """A new column in the sweep's order (layout, weights, kv, concurrency), and the same memory as a view on the
     axes computed here (weights, kv, concurrency, layout): results written into the view need no reordering."""
@@ -382,15 +394,6 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     per_replica = -(-conc // lay.dp)  # (C, L)
     kv = kv_factors(model, spec, lay, kvs, ctx, prompt, media)
     mem = memory_terms(model, shapes, spec, lay, weights, kv, per_replica)
-    total_b, total_view = _in_grid_order(grid)
-    np.add(mem.weights, mem.kv_cache, out=total_view)
-    total_view += mem.activations + mem.other
-    fits, fits_view = _in_grid_order(grid, bool)
-    np.less_equal(total_view, mem.budget, out=fits_view)
-    if mem.reserve is not None:  # SGLang: a prefill peak above its reserve would run out of memory (plan refuses it)
-        fits_view &= mem.activations <= mem.reserve
-    if progress:
-        progress(math.prod(grid) // 2, math.prod(grid))
     # the ticks once per distinct (shape, TP, PP, sequences a replica), on one axis of those pairs ``(1, P)``, then
     # taken onto the grid: the same operations per element, on fewer elements
     pairs = tick_pairs(lay, conc, per_replica)
@@ -403,15 +406,22 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
                                             gpu_memory_bytes=sglang_gpu_memory_bytes(sh.gpu))[0]
                               for sh in shapes])[lay.shape[rows][pairs.group]]
     batch = pairs.batch.astype(np.float64)[None, :]
-    # where each configuration's figures lie among the pairs' ``(W, K, P)``, in the sweep's order ``(L, W, K, C)``
-    n_wk = len(weights) * len(kvs)
-    at = np.arange(0, n_wk * batch.size, batch.size).reshape(1, *grid[1:3], 1) + pairs.inverse.T[:, None, None, :]
     step = _steady_step(ticks, batch, prompt, spec.output_tokens if spec.output_tokens else 256, budget_tokens)
-    step = np.take(step.ravel(), at)
-    ttft = np.take(_time_to_first_token(ticks, budget_tokens, batch, prompt, np.empty((*grid[1:3], 1, batch.size))
-                                        ).ravel(), at)
-    per_user = np.divide(1.0, step)
-    total_tps = np.divide(conc.astype(np.float64).ravel(), step)  # as numpy divides an integer by a float, uncast
+    ttft = _time_to_first_token(ticks, budget_tokens, batch, prompt, np.empty((*grid[1:3], 1, batch.size)))
+    del ticks  # its terms per pair, before the grid's columns are formed
+    total_b, total_view = _in_grid_order(grid)
+    np.add(mem.weights, mem.kv_cache, out=total_view)
+    total_view += mem.activations + mem.other
+    fits, fits_view = _in_grid_order(grid, bool)
+    np.less_equal(total_view, mem.budget, out=fits_view)
+    if mem.reserve is not None:  # SGLang: a prefill peak above its reserve would run out of memory (plan refuses it)
+        fits_view &= mem.activations <= mem.reserve
+    if progress:
+        progress(math.prod(grid) // 2, math.prod(grid))
+    ttft = _on_grid(ttft, pairs.inverse, grid)
+    total_tps = _on_grid(step, pairs.inverse, grid)
+    per_user = _on_grid(np.divide(1.0, step, out=step), pairs.inverse, grid)  # 1 / step of each pair, as of each
+    np.divide(conc.astype(np.float64).ravel(), total_tps, out=total_tps)  # as numpy divides an integer by a float
     nan = np.full(1, np.nan)
     return {
         "weights_bytes": _grid_order(mem.weights), "kv_cache_bytes": _grid_order(mem.kv_cache),
