@@ -362,14 +362,14 @@ def _time_to_first_token(ticks: _Ticks, budget_tokens: FloatArray, batch: FloatA
     return np.multiply(ticks.hosted(through, others), chunks, out=out)
 
 
-def _on_grid(values: FloatArray, inverse: IntArray, grid: tuple[int, int, int, int]) -> FloatArray:
-    """Figures of the pairs ``(W, K, 1, P)`` as a new column in the sweep's order (layout, weights, kv, concurrency):
-    each configuration's, its pair's (``inverse`` ``(C, L)``), one (weights, kv) at a time (no index over the grid)."""
-    column = np.empty(grid)
-    by_pair = values.reshape(*grid[1:3], -1)
+def _on_grid(values: FloatArray, inverse: IntArray, column: FloatArray) -> FloatArray:
+    """Figures of the pairs ``(W, K, 1, P)`` written into ``column``, in the sweep's order (layout, weights, kv,
+    concurrency): each configuration's, its pair's (``inverse`` ``(C, L)``), one (weights, kv) at a time (no index
+    over the grid)."""
+    by_pair = values.reshape(*column.shape[1:3], -1)
     at = inverse.T
-    for w in range(grid[1]):
-        for k in range(grid[2]):
+    for w in range(column.shape[1]):
+        for k in range(column.shape[2]):
             column[:, w, k, :] = by_pair[w, k][at]
     return column
 
@@ -409,7 +409,9 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     step = _steady_step(ticks, batch, prompt, spec.output_tokens if spec.output_tokens else 256, budget_tokens)
     ttft = _time_to_first_token(ticks, budget_tokens, batch, prompt, np.empty((*grid[1:3], 1, batch.size)))
     del ticks  # its terms per pair, before the grid's columns are formed
-    total_b, total_view = _in_grid_order(grid)
+    # the four columns that vary along every axis, in the sweep's order, in one block: one allocation, not four
+    total_b, ttft_column, total_tps, per_user = np.empty((4, *grid))
+    total_view = total_b.transpose(1, 2, 3, 0)
     np.add(mem.weights, mem.kv_cache, out=total_view)
     total_view += mem.activations + mem.other
     fits, fits_view = _in_grid_order(grid, bool)
@@ -418,9 +420,9 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
         fits_view &= mem.activations <= mem.reserve
     if progress:
         progress(math.prod(grid) // 2, math.prod(grid))
-    ttft = _on_grid(ttft, pairs.inverse, grid)
-    total_tps = _on_grid(step, pairs.inverse, grid)
-    per_user = _on_grid(np.divide(1.0, step, out=step), pairs.inverse, grid)  # 1 / step of each pair, as of each
+    ttft = _on_grid(ttft, pairs.inverse, ttft_column)
+    _on_grid(step, pairs.inverse, total_tps)
+    _on_grid(np.divide(1.0, step, out=step), pairs.inverse, per_user)  # 1 / step of each pair, as of each
     np.divide(conc.astype(np.float64).ravel(), total_tps, out=total_tps)  # as numpy divides an integer by a float
     nan = np.full(1, np.nan)
     return {
