@@ -8,8 +8,10 @@ array form; ``tests/recommend`` holds both to the scalar functions.
 Inside, the grid's axes run (weights, kv, concurrency, layout): the layouts, by far the longest axis, last, so
 numpy's inner loops run along them. Each term lives on the axes it depends on (per layout ``(L,)``, per
 concurrency and layout ``(C, L)``, per KV dtype ``(K, 1, L)``, per weight format ``(W, 1, 1, L)``) and numpy
-broadcasts the rest: the same operations per element as on the full grid, on fewer elements. The columns
-returned are views in the sweep's order (layout, weights, kv, concurrency).
+broadcasts the rest: the same operations per element as on the full grid, on fewer elements. The speed is formed
+once per distinct (shape, TP, PP, sequences a replica) (:func:`~anchorgpu.planner.sweep_grid.tick_pairs`), those
+pairs standing on the last axis ``(1, P)`` in the place of the (concurrency, layout) ``(C, L)``, and taken onto the
+grid. The columns returned are views in the sweep's order (layout, weights, kv, concurrency).
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ import numpy as np
 import numpy.typing as npt
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.formats import format_for_model
 from anchorgpu.planner.inputs import Workload, engine_limits, large_engine_defaults
 from anchorgpu.planner.media import MediaLoad
@@ -36,10 +37,12 @@ from anchorgpu.planner.speed.flops import (
     forward_matmul_params,
 )
 from anchorgpu.planner.speed.launches import is_block_fp8, launch_ratio
-from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, host_kind, peak_for, tp_link
+from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, host_kind, peak_for
 from anchorgpu.planner.speed.product_shares import quantized_product_shares
 from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
 from anchorgpu.planner.sweep_grid import Layouts, tick_pairs
+from anchorgpu.planner.sweep_serving_lookups import distinct_gpus, links, mixed_rates
+from anchorgpu.planner.sweep_serving_lookups import peaks as peaks_of
 from anchorgpu.planner.sweep_serving_memory import KvFactors, kv_factors, memory_terms, per_format
 from anchorgpu.planner.sweep_sglang import absorbed_dequant_terms, graph_max_batch, padded_rows
 
@@ -52,23 +55,6 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 Array = npt.NDArray[Any]
 Progress = Callable[[int, int], None]
-
-
-def _links(shapes: Sequence[HardwareShape], lay: Layouts, ranks: IntArray | None = None,
-           network: bool = True) -> tuple[FloatArray, FloatArray]:
-    """Per layout row: one-direction bandwidth and latency of the link a group of ``ranks`` adjacent GPUs
-    crosses (default the TP group; one lookup per shape and group size)."""
-    group = lay.tp if ranks is None else ranks
-    key = lay.shape * 65536 + group
-    unique, inverse = np.unique(key, return_inverse=True)
-    bw = np.empty(unique.size)
-    lat = np.empty(unique.size)
-    for i, k in enumerate(unique.tolist()):
-        shape = shapes[k // 65536]
-        link = tp_link(shape.gpu, k % 65536, gpus_per_server=shape.gpus_per_server,
-                       network_bytes_per_s=shape.network_bytes_per_s if network else None)
-        bw[i], lat[i] = link.bytes_per_s, link.latency_s
-    return bw[inverse], lat[inverse]
 
 
 def _soft_roofline(big: FloatArray, small: FloatArray, knee: FloatArray, inv_knee: FloatArray) -> FloatArray:
@@ -87,33 +73,6 @@ def _soft_roofline(big: FloatArray, small: FloatArray, knee: FloatArray, inv_kne
     return out
 
 
-def _distinct_gpus(shapes: Sequence[HardwareShape], lay: Layouts) -> tuple[list[GpuSpec], IntArray]:
-    """The shapes' GPUs, each once (by identity), and the one of each layout ``(L,)``."""
-    first: dict[int, int] = {}
-    gpus: list[GpuSpec] = []
-    for sh in shapes:
-        if first.setdefault(id(sh.gpu), len(gpus)) == len(gpus):
-            gpus.append(sh.gpu)
-    return gpus, np.array([first[id(sh.gpu)] for sh in shapes])[lay.shape]
-
-
-def _peaks(gpus: Sequence[GpuSpec], precisions: Sequence[str]) -> FloatArray:
-    """Per (GPU, format): the compute peak of the format's precision; one lookup per GPU and precision."""
-    distinct = sorted(set(precisions))
-    out = []
-    for gpu in gpus:
-        by_precision = {p: peak_for(gpu, p).flops_per_s for p in distinct}
-        out.append([by_precision[p] for p in precisions])
-    return np.array(out)
-
-
-def _mixed(low: FloatArray, b16: FloatArray, share: FloatArray) -> FloatArray:
-    """``speed.product_shares.mixed_rate`` over (layout, format) arrays: ``low`` where the share is 1."""
-    with np.errstate(divide="ignore"):
-        mixed = 1.0 / (share / low + (1.0 - share) / b16)
-    return np.where(share >= 1.0, low, np.where(share <= 0.0, b16, mixed))
-
-
 class _Ticks:
     """speed.serving's pipeline tick and step over the grid, with every per-layout constant looked up once."""
 
@@ -121,7 +80,7 @@ class _Ticks:
                  weights: tuple[str, ...], kv: KvFactors, weights_wl: FloatArray, prompt: int) -> None:
         cal = calibrated(spec.efficiencies)
         # each GPU's figures looked up once (shapes share GPUs), then per layout by its shape's GPU (``s``)
-        gpus, s = _distinct_gpus(shapes, lay)
+        gpus, s = distinct_gpus(shapes, lay)
         stacks = [cal.stack(gpu) for gpu in gpus]
 
         def per_layout(field: Callable[[StackConstants], float]) -> FloatArray:
@@ -140,7 +99,7 @@ class _Ticks:
         half_l = per_layout(lambda k: k.serve_matmul_half_width)
         width_share = width_l / (width_l + half_l)
         scaled_eff = mm_eff_gw[s] * width_share[:, None]
-        peaks = _peaks(gpus, precisions)[s]
+        peaks = peaks_of(gpus, precisions)[s]
         # a format that keeps some layers 16-bit runs their products at BF16's rate (speed.product_shares)
         shares = [quantized_product_shares(model, format_for_model(model, name)) for name in weights]
         self.expert_ratio: FloatArray | float = 1.0
@@ -150,10 +109,10 @@ class _Ticks:
             eff16 = np.array([cal.serve_precision_efficiency(gpu, "bf16") for gpu in gpus])[s]
             b16 = (np.array([peak_for(gpu, "bf16").flops_per_s for gpu in gpus])[s] * eff16 * width_share)[:, None]
             low = peaks * scaled_eff
-            mixed = _mixed(low, b16, np.array([q for q, _ in shares]))
+            mixed = mixed_rates(low, b16, np.array([q for q, _ in shares]))
             self.peak_eff = per_format(mixed)
             # the routed experts' products' rate over the whole products' (1.0 where they share one precision)
-            self.expert_ratio = per_format(mixed / _mixed(low, b16, np.array([e for _, e in shares])))
+            self.expert_ratio = per_format(mixed / mixed_rates(low, b16, np.array([e for _, e in shares])))
         # fixed cost per pipeline tick: the step's, and the launches of the stage's layers (speed.serving)
         # (a checkpoint FP8 in blocks launches a quantisation before each product: per format)
         block_fp8 = [is_block_fp8(format_for_model(model, name).name) for name in weights]
@@ -182,7 +141,7 @@ class _Ticks:
         self.attn_dec = decode_attention_flops_per_token(model, cached)
         self.attn_pre = attention_flops_per_token(model, prompt, causal=True)
         # the TP all-reduces of a tick (speed.links.allreduce_s): latency + 2 (n - 1) / n x message / bandwidth
-        bw, self.lat = _links(shapes, lay)
+        bw, self.lat = links(shapes, lay)
         ranks = lay.tp.astype(np.float64)
         self.ring_share = 2.0 * (ranks - 1) / ranks
         self.ring_rate = bw * cal.link_efficiency
@@ -201,7 +160,7 @@ class _Ticks:
         self.moe_tile_rows = cal.moe_tile_rows
         # the engine's CPU work per running sequence a step, overlapped with the GPU's (speed.serving's host term)
         self.host = np.array([cal.host_s_per_sequence_step[host_kind(gpu)] for gpu in gpus])[s]
-        pp_bw, self.pp_lat = _links(shapes, lay, lay.tp * lay.pp, network=False)
+        pp_bw, self.pp_lat = links(shapes, lay, lay.tp * lay.pp, network=False)
         self.pp_rate = pp_bw * cal.link_efficiency
 
     def expanded(self, rows: IntArray) -> _Ticks:
@@ -221,8 +180,9 @@ class _Ticks:
         return part
 
     def tick(self, decode: FloatArray, prefill: FloatArray | float, rows: FloatArray | None = None) -> FloatArray:
-        """speed.serving._tick: one micro-batch of ``decode`` sequences and ``prefill`` prompt tokens (``(C, L)``)
-        through one pipeline stage, ``(W, K, C, L)``: a new array (the terms on their own axes, summed in place).
+        """speed.serving._tick: one micro-batch of ``decode`` sequences and ``prefill`` prompt tokens (``(C, L)``, or
+        ``(1, P)`` over the pairs the terms were taken at) through one pipeline stage, ``(W, K, C, L)`` (or
+        ``(W, K, 1, P)``): a new array (the terms on their own axes, summed in place).
         ``rows``: the decode rows the products multiply where a captured graph pads them (default ``decode``)."""
         model = self.model
         tokens = (decode if rows is None else rows) + prefill
