@@ -267,9 +267,9 @@ class _Ticks:
 
 
 def _steady_step(ticks: _Ticks, batch: FloatArray, prompt: int, out_tokens: int,
-                 budget_tokens: FloatArray) -> FloatArray:
+                 budget_tokens: FloatArray, out: FloatArray) -> FloatArray:
     """Seconds per step at the steady state (speed.serving._steady) of the pairs ``(1, P)`` (:func:`tick_pairs`, in
-    order of their sequences a replica), ``(W, K, 1, P)``: B*I/O prompt tokens a step, spread over every step when
+    order of their sequences a replica), written into ``out`` ``(W, K, 1, P)``: B*I/O prompt tokens a step, spread over every step when
     they fill a chunk, else whole chunks (up to the step's token budget) in that share of the steps, a step without
     a chunk being the chunk step's light tick. Each form computed only over the pairs from the first that takes it
     to the last (those that spread their prompts run the most sequences: a few, at the end)."""
@@ -280,7 +280,8 @@ def _steady_step(ticks: _Ticks, batch: FloatArray, prompt: int, out_tokens: int,
     spread = ((share >= 1.0) & ((ticks.pp <= 1) | (share >= ticks.groups(batch))))[0]
     spread_at = np.flatnonzero(spread)
     if spread_at.size == spread.size:
-        return ticks.step(batch, prefill_avg)
+        np.copyto(out, ticks.step(batch, prefill_avg))
+        return out
     at = _span(np.flatnonzero(~spread))
     part, batch_at, share_at = ticks.part(at), batch[:, at], share[:, at]
     groups, heavy, light = part.chunk_ticks(batch_at, chunk[:, at])
@@ -290,12 +291,10 @@ def _steady_step(ticks: _Ticks, batch: FloatArray, prompt: int, out_tokens: int,
     light = part.decode_only_step(batch_at, light)  # a step without a chunk
     light *= 1.0 - weight
     mixed += light
-    if not spread_at.size:
-        return mixed
-    out = np.empty((*mixed.shape[:-1], spread.size))
     out[..., at] = mixed
-    at = _span(spread_at)
-    np.copyto(out[..., at], ticks.part(at).step(batch[:, at], prefill_avg[:, at]), where=spread[at])
+    if spread_at.size:
+        at = _span(spread_at)
+        np.copyto(out[..., at], ticks.part(at).step(batch[:, at], prefill_avg[:, at]), where=spread[at])
     return out
 
 
@@ -360,14 +359,16 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     rows = pairs.groups
     kv_rows = replace(kv, slot_bytes=kv.slot_bytes[..., rows], read_bytes=kv.read_bytes[..., rows],
                       stage_layers=kv.stage_layers[rows])
-    ticks = _Ticks(model, shapes, spec, lay.take(rows), weights, kv_rows, mem.weights[..., rows],
-                   prompt).expanded(pairs.group)
     budget_tokens = np.array([engine_limits(w, large_gpu=large_engine_defaults(sh.gpu),
                                             gpu_memory_bytes=sglang_gpu_memory_bytes(sh.gpu))[0]
                               for sh in shapes])[lay.shape[rows][pairs.group]]
     batch = pairs.batch.astype(np.float64)[None, :]
-    step = _steady_step(ticks, batch, prompt, spec.output_tokens if spec.output_tokens else 256, budget_tokens)
-    ttft = _time_to_first_token(ticks, budget_tokens, batch, prompt, np.empty((*grid[1:3], 1, batch.size)))
+    # what outlives the ticks made before them, so that the ticks' memory, freed, is left in one piece
+    step, ttft = np.empty((2, *grid[1:3], 1, batch.size))
+    ticks = _Ticks(model, shapes, spec, lay.take(rows), weights, kv_rows, mem.weights[..., rows],
+                   prompt).expanded(pairs.group)
+    _steady_step(ticks, batch, prompt, spec.output_tokens if spec.output_tokens else 256, budget_tokens, step)
+    _time_to_first_token(ticks, budget_tokens, batch, prompt, ttft)
     del ticks  # its terms per pair, before the grid's columns are formed
     # the four columns that vary along every axis, in the sweep's order, in one block: one allocation, not four
     total_b, ttft_column, total_tps, per_user = np.empty((4, *grid))
