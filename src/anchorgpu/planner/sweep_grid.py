@@ -65,7 +65,9 @@ class TickPairs:
     step depend on nothing else of a layout (its DP and servers only through the sequences a replica runs), so
     layouts that differ only there share every figure. ``groups``: one layout of each distinct (shape, TP, PP),
     ``(G,)``; per pair ``(P,)``, in order of the sequences a replica runs: its group (``group``) and sequences a
-    replica (``batch``); ``inverse`` ``(C, L)``: the pair of each (concurrency, layout)."""
+    replica (``batch``); ``inverse`` ``(C, L)``: the pair of each (concurrency, layout). Where sharing would save
+    little (over a quarter of the grid's), every (concurrency, layout) is a pair of its own, in the grid's order, each
+    layout its own group."""
 
     groups: IntArray
     group: IntArray
@@ -85,6 +87,8 @@ def tick_pairs(lay: Layouts, conc: IntArray, per_replica: IntArray) -> TickPairs
     >>> p.groups.tolist(), p.group.tolist(), p.batch.tolist(), p.inverse.tolist()
     ([2, 0], [0, 1, 0, 1, 1], [1, 1, 2, 2, 4], [[1, 1, 0], [3, 1, 0], [4, 3, 2]])
     """
+    if per_replica.shape[0] == 1:  # one concurrency: a group's layouts differ in DP, so in sequences a replica
+        return _each_its_own(per_replica)
     _, groups, group_l = np.unique((lay.shape * 65536 + lay.tp) * 65536 + lay.pp, return_index=True,
                                    return_inverse=True)
     dps = np.unique(lay.dp)
@@ -93,9 +97,18 @@ def tick_pairs(lay: Layouts, conc: IntArray, per_replica: IntArray) -> TickPairs
     present = np.zeros(values.size * groups.size, dtype=bool)
     present[key] = True
     ids = np.flatnonzero(present)
+    if 4 * ids.size > 3 * per_replica.size:  # layouts share few pairs: each (concurrency, layout) its own
+        return _each_its_own(per_replica)
     pair = np.empty(present.size, dtype=np.int64)
     pair[ids] = np.arange(ids.size)
     return TickPairs(groups=groups, group=ids % groups.size, batch=values[ids // groups.size], inverse=pair[key])
+
+
+def _each_its_own(per_replica: IntArray) -> TickPairs:
+    """Every (concurrency, layout) a pair of its own, in the grid's order, each layout its own group."""
+    layouts = np.arange(per_replica.shape[1])
+    return TickPairs(groups=layouts, group=np.tile(layouts, per_replica.shape[0]), batch=per_replica.ravel(),
+                     inverse=np.arange(per_replica.size).reshape(per_replica.shape))
 
 
 def layout_grid(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: bool, max_pp: int,

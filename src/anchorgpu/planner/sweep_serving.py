@@ -172,7 +172,9 @@ class _Ticks:
         return self
 
     def part(self, at: slice) -> _Ticks:
-        """These ticks of the pairs ``at`` only (views of every per-pair term)."""
+        """These ticks of the pairs ``at`` only (views of every per-pair term; these ticks where ``at`` is all)."""
+        if at.start == 0 and at.stop == self.knee.shape[-1]:
+            return self
         part = copy.copy(self)
         for name, value in vars(self).items():
             if isinstance(value, np.ndarray):
@@ -365,8 +367,9 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     batch = pairs.batch.astype(np.float64)[None, :]
     # what outlives the ticks made before them, so that the ticks' memory, freed, is left in one piece
     step, ttft = np.empty((2, *grid[1:3], 1, batch.size))
-    ticks = _Ticks(model, shapes, spec, lay.take(rows), weights, kv_rows, mem.weights[..., rows],
-                   prompt).expanded(pairs.group)
+    ticks = _Ticks(model, shapes, spec, lay.take(rows), weights, kv_rows, mem.weights[..., rows], prompt)
+    if pairs.group.size != rows.size or (pairs.group != np.arange(rows.size)).any():  # else: a pair a layout
+        ticks = ticks.expanded(pairs.group)
     _steady_step(ticks, batch, prompt, spec.output_tokens if spec.output_tokens else 256, budget_tokens, step)
     _time_to_first_token(ticks, budget_tokens, batch, prompt, ttft)
     del ticks  # its terms per pair, before the grid's columns are formed
