@@ -328,6 +328,9 @@ def _on_grid(values: FloatArray, inverse: IntArray, column: FloatArray) -> Float
     concurrency): each configuration's, its pair's (``inverse`` ``(C, L)``), one (weights, kv) at a time (no index
     over the grid)."""
     by_pair = values.reshape(*column.shape[1:3], -1)
+    if by_pair.shape[-1] == inverse.size and (inverse.ravel() == np.arange(inverse.size)).all():  # in grid order
+        np.copyto(column, by_pair.reshape(*column.shape[1:3], *inverse.shape).transpose(3, 0, 1, 2))
+        return column
     at = inverse.T
     for w in range(column.shape[1]):
         for k in range(column.shape[2]):
