@@ -20,7 +20,7 @@ from anchorgpu.planner.speed.layouts import sharded_with_stages
 if TYPE_CHECKING:  # the sweep imports this module: a type only here
     from anchorgpu.planner.sweep import HardwareShape
 
-__all__ = ["POWERS_OF_TWO", "Layouts", "layout_grid", "valid_tp"]
+__all__ = ["POWERS_OF_TWO", "Layouts", "TickPairs", "layout_grid", "tick_pairs", "valid_tp"]
 
 POWERS_OF_TWO: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 
@@ -53,6 +53,62 @@ class Layouts:
 
     def __len__(self) -> int:
         return int(self.shape.size)
+
+    def take(self, rows: IntArray) -> Layouts:
+        """The layouts at ``rows``, in that order."""
+        return Layouts(*(getattr(self, name)[rows] for name in self.__slots__))
+
+
+@dataclass(frozen=True, slots=True)
+class TickPairs:
+    """The distinct (hardware shape, TP, PP, sequences a replica) of a serving grid ``(C, L)``: a pipeline tick and
+    step depend on nothing else of a layout (its DP and servers only through the sequences a replica runs), so
+    layouts that differ only there share every figure. ``groups``: one layout of each distinct (shape, TP, PP),
+    ``(G,)``; per pair ``(P,)``, in order of the sequences a replica runs: its group (``group``) and sequences a
+    replica (``batch``); ``inverse`` ``(C, L)``: the pair of each (concurrency, layout). Where sharing would save
+    little (over a quarter of the grid's), every (concurrency, layout) is a pair of its own, in the grid's order, each
+    layout its own group."""
+
+    groups: IntArray
+    group: IntArray
+    batch: IntArray
+    inverse: IntArray
+
+
+def tick_pairs(lay: Layouts, conc: IntArray, per_replica: IntArray) -> TickPairs:
+    """The distinct (shape, TP, PP, ``per_replica``) of the grid (``per_replica`` ``(C, L)``: ``conc`` ``(C, 1)``
+    over each layout's DP, rounded up), found without sorting the grid: the sequences a replica runs take at most
+    (distinct concurrencies x distinct DPs) values, so each pair has a small dense key.
+
+    >>> lay = Layouts(*(np.array(v) for v in ([0, 0, 0], [1, 2, 1], [8, 16, 8], [8, 8, 4], [1, 1, 1], [1, 2, 2],
+    ...                                       [0, 0, 0], [1, 1, 1], [1, 1, 1])))
+    >>> conc = np.array([[1], [2], [4]])  # layouts 0 and 1 share (shape, TP, PP); 2 has TP 4, listed first
+    >>> p = tick_pairs(lay, conc, -(-conc // lay.dp))
+    >>> p.groups.tolist(), p.group.tolist(), p.batch.tolist(), p.inverse.tolist()
+    ([2, 0], [0, 1, 0, 1, 1], [1, 1, 2, 2, 4], [[1, 1, 0], [3, 1, 0], [4, 3, 2]])
+    """
+    if per_replica.shape[0] == 1:  # one concurrency: a group's layouts differ in DP, so in sequences a replica
+        return _each_its_own(per_replica)
+    _, groups, group_l = np.unique((lay.shape * 65536 + lay.tp) * 65536 + lay.pp, return_index=True,
+                                   return_inverse=True)
+    dps = np.unique(lay.dp)
+    values = np.unique(-(-np.unique(conc)[:, None] // dps[None, :]))  # every value per_replica can take
+    key = np.searchsorted(values, per_replica) * groups.size + group_l  # (C, L), below V x G
+    present = np.zeros(values.size * groups.size, dtype=bool)
+    present[key] = True
+    ids = np.flatnonzero(present)
+    if 4 * ids.size > 3 * per_replica.size:  # layouts share few pairs: each (concurrency, layout) its own
+        return _each_its_own(per_replica)
+    pair = np.empty(present.size, dtype=np.int64)
+    pair[ids] = np.arange(ids.size)
+    return TickPairs(groups=groups, group=ids % groups.size, batch=values[ids // groups.size], inverse=pair[key])
+
+
+def _each_its_own(per_replica: IntArray) -> TickPairs:
+    """Every (concurrency, layout) a pair of its own, in the grid's order, each layout its own group."""
+    layouts = np.arange(per_replica.shape[1])
+    return TickPairs(groups=layouts, group=np.tile(layouts, per_replica.shape[0]), batch=per_replica.ravel(),
+                     inverse=np.arange(per_replica.size).reshape(per_replica.shape))
 
 
 def layout_grid(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: bool, max_pp: int,

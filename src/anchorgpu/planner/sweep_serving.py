@@ -8,14 +8,18 @@ array form; ``tests/recommend`` holds both to the scalar functions.
 Inside, the grid's axes run (weights, kv, concurrency, layout): the layouts, by far the longest axis, last, so
 numpy's inner loops run along them. Each term lives on the axes it depends on (per layout ``(L,)``, per
 concurrency and layout ``(C, L)``, per KV dtype ``(K, 1, L)``, per weight format ``(W, 1, 1, L)``) and numpy
-broadcasts the rest: the same operations per element as on the full grid, on fewer elements. The columns
-returned are views in the sweep's order (layout, weights, kv, concurrency).
+broadcasts the rest: the same operations per element as on the full grid, on fewer elements. The speed is formed
+once per distinct (shape, TP, PP, sequences a replica) (:func:`~anchorgpu.planner.sweep_grid.tick_pairs`), those
+pairs standing on the last axis ``(1, P)`` in the place of the (concurrency, layout) ``(C, L)``, and taken onto the
+grid. The columns returned are views in the sweep's order (layout, weights, kv, concurrency).
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,15 +37,17 @@ from anchorgpu.planner.speed.flops import (
     forward_matmul_params,
 )
 from anchorgpu.planner.speed.launches import is_block_fp8, launch_ratio
-from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, host_kind, peak_for, tp_link
+from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, host_kind, peak_for
 from anchorgpu.planner.speed.product_shares import quantized_product_shares
 from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
+from anchorgpu.planner.sweep_grid import Layouts, tick_pairs
+from anchorgpu.planner.sweep_serving_lookups import distinct_gpus, links, mixed_rates
+from anchorgpu.planner.sweep_serving_lookups import peaks as peaks_of
 from anchorgpu.planner.sweep_serving_memory import CrossRequest, KvFactors, kv_factors, memory_terms, per_format
 from anchorgpu.planner.sweep_sglang import absorbed_dequant_terms, graph_max_batch, padded_rows
 
 if TYPE_CHECKING:
     from anchorgpu.planner.sweep import HardwareShape, SweepSpec
-    from anchorgpu.planner.sweep_grid import Layouts
 
 __all__ = ["serving_columns"]
 
@@ -49,23 +55,6 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 Array = npt.NDArray[Any]
 Progress = Callable[[int, int], None]
-
-
-def _links(shapes: Sequence[HardwareShape], lay: Layouts, ranks: IntArray | None = None,
-           network: bool = True) -> tuple[FloatArray, FloatArray]:
-    """Per layout row: one-direction bandwidth and latency of the link a group of ``ranks`` adjacent GPUs
-    crosses (default the TP group; one lookup per shape and group size)."""
-    group = lay.tp if ranks is None else ranks
-    key = lay.shape * 65536 + group
-    unique, inverse = np.unique(key, return_inverse=True)
-    bw = np.empty(unique.size)
-    lat = np.empty(unique.size)
-    for i, k in enumerate(unique.tolist()):
-        shape = shapes[k // 65536]
-        link = tp_link(shape.gpu, k % 65536, gpus_per_server=shape.gpus_per_server,
-                       network_bytes_per_s=shape.network_bytes_per_s if network else None)
-        bw[i], lat[i] = link.bytes_per_s, link.latency_s
-    return bw[inverse], lat[inverse]
 
 
 def _soft_roofline(big: FloatArray, small: FloatArray, knee: FloatArray, inv_knee: FloatArray) -> FloatArray:
@@ -84,32 +73,15 @@ def _soft_roofline(big: FloatArray, small: FloatArray, knee: FloatArray, inv_kne
     return out
 
 
-def _peaks(shapes: Sequence[HardwareShape], precisions: Sequence[str]) -> FloatArray:
-    """Per (shape, format): the compute peak of the format's precision; one lookup per GPU and precision."""
-    distinct = sorted(set(precisions))
-    peaks: dict[str, list[float]] = {}  # shapes share GPUs
-    for sh in shapes:
-        if sh.gpu.name not in peaks:
-            by_precision = {p: peak_for(sh.gpu, p).flops_per_s for p in distinct}
-            peaks[sh.gpu.name] = [by_precision[p] for p in precisions]
-    return np.array([peaks[sh.gpu.name] for sh in shapes])
-
-
-def _mixed(low: FloatArray, b16: FloatArray, share: FloatArray) -> FloatArray:
-    """``speed.product_shares.mixed_rate`` over (layout, format) arrays: ``low`` where the share is 1."""
-    with np.errstate(divide="ignore"):
-        mixed = 1.0 / (share / low + (1.0 - share) / b16)
-    return np.where(share >= 1.0, low, np.where(share <= 0.0, b16, mixed))
-
-
 class _Ticks:
     """speed.serving's pipeline tick and step over the grid, with every per-layout constant looked up once."""
 
     def __init__(self, model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                  weights: tuple[str, ...], kv: KvFactors, weights_wl: FloatArray, prompt: int, output: int) -> None:
         cal = calibrated(spec.efficiencies)
-        stacks = [cal.stack(sh.gpu) for sh in shapes]
-        s = lay.shape
+        # each GPU's figures looked up once (shapes share GPUs), then per layout by its shape's GPU (``s``)
+        gpus, s = distinct_gpus(shapes, lay)
+        stacks = [cal.stack(gpu) for gpu in gpus]
 
         def per_layout(field: Callable[[StackConstants], float]) -> FloatArray:
             return np.array([field(k) for k in stacks])[s]
@@ -117,30 +89,30 @@ class _Ticks:
         precisions = [compute_precision_for_weights(name) for name in weights]
         self.model = model
         self.weights = weights_wl
-        self.bw_mem = np.array([sh.gpu.memory_bandwidth_bytes_per_s for sh in shapes])[s]
+        self.bw_mem = np.array([gpu.memory_bandwidth_bytes_per_s for gpu in gpus])[s]
         self.bw_mbu = self.bw_mem * per_layout(lambda k: k.decode_mbu)  # the bandwidth a decode step reaches
         self.memory_s = weights_wl / self.bw_mbu  # reading the weights (a MoE: the experts a step touches, per tick)
         # per (shape, format): the serving efficiency scaled for FP8/FP4 products, as speed.serving does
-        mm_eff_sw = np.array([[cal.serve_precision_efficiency(sh.gpu, peak_for(sh.gpu, p).precision) for p in precisions]
-                              for sh in shapes])
+        mm_eff_gw = np.array([[cal.serve_precision_efficiency(gpu, peak_for(gpu, p).precision) for p in precisions]
+                              for gpu in gpus])
         width_l = model.hidden_size / lay.tp
         half_l = per_layout(lambda k: k.serve_matmul_half_width)
         width_share = width_l / (width_l + half_l)
-        scaled_eff = mm_eff_sw[s] * width_share[:, None]
-        peaks = _peaks(shapes, precisions)[s]
+        scaled_eff = mm_eff_gw[s] * width_share[:, None]
+        peaks = peaks_of(gpus, precisions)[s]
         # a format that keeps some layers 16-bit runs their products at BF16's rate (speed.product_shares)
         shares = [quantized_product_shares(model, format_for_model(model, name)) for name in weights]
         self.expert_ratio: FloatArray | float = 1.0
         if not any(q < 1.0 or e < 1.0 for q, e in shares):
             self.peak_eff = per_format(peaks) * per_format(scaled_eff)  # the products' achieved peak
         else:
-            eff16 = np.array([cal.serve_precision_efficiency(sh.gpu, "bf16") for sh in shapes])[s]
-            b16 = (np.array([peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[s] * eff16 * width_share)[:, None]
+            eff16 = np.array([cal.serve_precision_efficiency(gpu, "bf16") for gpu in gpus])[s]
+            b16 = (np.array([peak_for(gpu, "bf16").flops_per_s for gpu in gpus])[s] * eff16 * width_share)[:, None]
             low = peaks * scaled_eff
-            mixed = _mixed(low, b16, np.array([q for q, _ in shares]))
+            mixed = mixed_rates(low, b16, np.array([q for q, _ in shares]))
             self.peak_eff = per_format(mixed)
             # the routed experts' products' rate over the whole products' (1.0 where they share one precision)
-            self.expert_ratio = per_format(mixed / _mixed(low, b16, np.array([e for _, e in shares])))
+            self.expert_ratio = per_format(mixed / mixed_rates(low, b16, np.array([e for _, e in shares])))
         # fixed cost per pipeline tick: the step's, and the launches of the stage's layers (speed.serving)
         # (a checkpoint FP8 in blocks launches a quantisation before each product: per format)
         block_fp8 = [is_block_fp8(format_for_model(model, name).name) for name in weights]
@@ -154,7 +126,7 @@ class _Ticks:
             per_layer[:, None] * ratio_w[None, :] if dequant is None else per_layer[:, None] * dequant[0] + dequant[1])
         # SGLang's decode-only steps run the captured CUDA graph that holds the batch (None: no padding)
         self.graph_max_bs = graph_max_batch(shapes, lay) if sglang else None
-        bf16 = np.array([peak_for(sh.gpu, "bf16").flops_per_s for sh in shapes])[s]
+        bf16 = np.array([peak_for(gpu, "bf16").flops_per_s for gpu in gpus])[s]
         self.attention_rate = bf16 * per_layout(lambda k: k.attention_efficiency)
         kv_read = kv.read_bytes * kv.stage_layers / kv.n_layers
         if kv.state_per_sequence:
@@ -171,7 +143,7 @@ class _Ticks:
         self.attn_dec = decode_attention_flops_per_token(model, cached)
         self.attn_pre = attention_flops_per_token(model, prompt, causal=True)
         # the TP all-reduces of a tick (speed.links.allreduce_s): latency + 2 (n - 1) / n x message / bandwidth
-        bw, self.lat = _links(shapes, lay)
+        bw, self.lat = links(shapes, lay)
         ranks = lay.tp.astype(np.float64)
         self.ring_share = 2.0 * (ranks - 1) / ranks
         self.ring_rate = bw * cal.link_efficiency
@@ -179,8 +151,8 @@ class _Ticks:
         ew_l = per_layout(lambda k: k.elementwise_bytes_per_hidden / 3.0)
         self.per_token_ew = model.num_layers / lay.pp * ew_l * model.hidden_size / lay.tp / self.bw_mem
         if model.moe is not None and spec.workload.engine == "trtllm":  # speed.step_constants.trtllm_moe_s_per_token
-            row_s = np.array([cal.trtllm_moe_s_per_routed_row.get(sh.gpu.compute_capability or "", 0.0)
-                              for sh in shapes])[s]
+            row_s = np.array([cal.trtllm_moe_s_per_routed_row.get(gpu.compute_capability or "", 0.0)
+                              for gpu in gpus])[s]
             self.per_token_ew = self.per_token_ew + (row_s * model.moe.experts_per_token * model.moe.num_moe_layers
                                                      / lay.pp / lay.tp)
         self.routed = routed_share_per_gpu(model, tp=1, ep=1)  # every layout the sweep tries splits experts with TP
@@ -189,13 +161,32 @@ class _Ticks:
         self.half_tokens = per_layout(lambda k: k.moe_expert_half_tokens)
         self.moe_tile_rows = cal.moe_tile_rows
         # the engine's CPU work per running sequence a step, overlapped with the GPU's (speed.serving's host term)
-        self.host = np.array([cal.host_s_per_sequence_step[host_kind(sh.gpu)] for sh in shapes])[s]
-        pp_bw, self.pp_lat = _links(shapes, lay, lay.tp * lay.pp, network=False)
+        self.host = np.array([cal.host_s_per_sequence_step[host_kind(gpu)] for gpu in gpus])[s]
+        pp_bw, self.pp_lat = links(shapes, lay, lay.tp * lay.pp, network=False)
         self.pp_rate = pp_bw * cal.link_efficiency
 
+    def expanded(self, rows: IntArray) -> _Ticks:
+        """These ticks with every per-layout term (each array, on its last axis) taken at ``rows``: the ticks of
+        layouts that share all a tick reads (:func:`~anchorgpu.planner.sweep_grid.tick_pairs`), the same values."""
+        for name, value in vars(self).items():
+            if isinstance(value, np.ndarray):
+                setattr(self, name, np.take(value, rows, axis=-1))
+        return self
+
+    def part(self, at: slice) -> _Ticks:
+        """These ticks of the pairs ``at`` only (views of every per-pair term; these ticks where ``at`` is all)."""
+        if at.start == 0 and at.stop == self.knee.shape[-1]:
+            return self
+        part = copy.copy(self)
+        for name, value in vars(self).items():
+            if isinstance(value, np.ndarray):
+                setattr(part, name, value[..., at])
+        return part
+
     def tick(self, decode: FloatArray, prefill: FloatArray | float, rows: FloatArray | None = None) -> FloatArray:
-        """speed.serving._tick: one micro-batch of ``decode`` sequences and ``prefill`` prompt tokens (``(C, L)``)
-        through one pipeline stage, ``(W, K, C, L)``: a new array (the terms on their own axes, summed in place).
+        """speed.serving._tick: one micro-batch of ``decode`` sequences and ``prefill`` prompt tokens (``(C, L)``, or
+        ``(1, P)`` over the pairs the terms were taken at) through one pipeline stage, ``(W, K, C, L)`` (or
+        ``(W, K, 1, P)``): a new array (the terms on their own axes, summed in place).
         ``rows``: the decode rows the products multiply where a captured graph pads them (default ``decode``)."""
         model = self.model
         tokens = (decode if rows is None else rows) + prefill
@@ -280,29 +271,40 @@ class _Ticks:
 
 
 def _steady_step(ticks: _Ticks, batch: FloatArray, prompt: int, out_tokens: int,
-                 budget_tokens: FloatArray) -> FloatArray:
-    """Seconds per step at the steady state (speed.serving._steady), ``(W, K, C, L)``: B*I/O prompt tokens a step,
-    spread over every step when they fill a chunk, else whole chunks (up to the step's token budget) in that share
-    of the steps, a step without a chunk being the chunk step's light tick. Each form computed only if it is used."""
+                 budget_tokens: FloatArray, out: FloatArray) -> FloatArray:
+    """Seconds per step at the steady state (speed.serving._steady) of the pairs ``(1, P)`` (:func:`tick_pairs`, in
+    order of their sequences a replica), written into ``out`` ``(W, K, 1, P)``: B*I/O prompt tokens a step, spread over every step when
+    they fill a chunk, else whole chunks (up to the step's token budget) in that share of the steps, a step without
+    a chunk being the chunk step's light tick. Each form computed only over the pairs from the first that takes it
+    to the last (those that spread their prompts run the most sequences: a few, at the end)."""
     prefill_avg = batch * prompt / out_tokens
     chunk = np.maximum(1.0, np.minimum(float(prompt), budget_tokens - np.floor(batch)))
     share = prefill_avg / chunk
     # over pipeline stages, between one chunk a cycle and one a micro-batch: ``share`` micro-batches carry a chunk
-    spread = (share >= 1.0) & ((ticks.pp <= 1) | (share >= ticks.groups(batch)))
-    if spread.all():
-        return ticks.step(batch, prefill_avg)
-    groups, heavy, light = ticks.chunk_ticks(batch, chunk)
-    mixed = ticks.chunk_step(groups, heavy, light, batch, chunks=np.maximum(share, 1.0))
-    weight = np.minimum(share, 1.0)
+    spread = ((share >= 1.0) & ((ticks.pp <= 1) | (share >= ticks.groups(batch))))[0]
+    spread_at = np.flatnonzero(spread)
+    if spread_at.size == spread.size:
+        np.copyto(out, ticks.step(batch, prefill_avg))
+        return out
+    at = _span(np.flatnonzero(~spread))
+    part, batch_at, share_at = ticks.part(at), batch[:, at], share[:, at]
+    groups, heavy, light = part.chunk_ticks(batch_at, chunk[:, at])
+    mixed = part.chunk_step(groups, heavy, light, batch_at, chunks=np.maximum(share_at, 1.0))
+    weight = np.minimum(share_at, 1.0)
     mixed *= weight
-    light = ticks.decode_only_step(batch, light)  # a step without a chunk
+    light = part.decode_only_step(batch_at, light)  # a step without a chunk
     light *= 1.0 - weight
     mixed += light
-    used = np.flatnonzero(spread.any(axis=1))  # the concurrencies where some layout spreads its prompts
-    if used.size:
-        some = slice(used[0], used[-1] + 1)
-        np.copyto(mixed[:, :, some], ticks.step(batch[some], prefill_avg[some]), where=spread[some])
-    return mixed
+    out[..., at] = mixed
+    if spread_at.size:
+        at = _span(spread_at)
+        np.copyto(out[..., at], ticks.part(at).step(batch[:, at], prefill_avg[:, at]), where=spread[at])
+    return out
+
+
+def _span(positions: IntArray) -> slice:
+    """The slice from the first of ``positions`` (sorted, not empty) to the last."""
+    return slice(int(positions[0]), int(positions[-1]) + 1)
 
 
 def _time_to_first_token(ticks: _Ticks, budget_tokens: FloatArray, batch: FloatArray, prompt: int,
@@ -321,6 +323,21 @@ def _time_to_first_token(ticks: _Ticks, budget_tokens: FloatArray, batch: FloatA
     through = ticks.tick(others / ticks.groups(others), first_chunk)
     through *= ticks.pp
     return np.multiply(ticks.hosted(through, others), chunks, out=out)
+
+
+def _on_grid(values: FloatArray, inverse: IntArray, column: FloatArray) -> FloatArray:
+    """Figures of the pairs ``(W, K, 1, P)`` written into ``column``, in the sweep's order (layout, weights, kv,
+    concurrency): each configuration's, its pair's (``inverse`` ``(C, L)``), one (weights, kv) at a time (no index
+    over the grid)."""
+    by_pair = values.reshape(*column.shape[1:3], -1)
+    if by_pair.shape[-1] == inverse.size and (inverse.ravel() == np.arange(inverse.size)).all():  # in grid order
+        np.copyto(column, by_pair.reshape(*column.shape[1:3], *inverse.shape).transpose(3, 0, 1, 2))
+        return column
+    at = inverse.T
+    for w in range(column.shape[1]):
+        for k in range(column.shape[2]):
+            column[:, w, k, :] = by_pair[w, k][at]
+    return column
 
 
 def _in_grid_order(shape: tuple[int, int, int, int], dtype: type = np.float64) -> tuple[Array, Array]:
@@ -349,7 +366,28 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     per_replica = -(-conc // lay.dp)  # (C, L)
     kv = kv_factors(model, spec, lay, kvs, ctx, prompt, output, media, cross)
     mem = memory_terms(model, shapes, spec, lay, weights, kv, per_replica)
-    total_b, total_view = _in_grid_order(grid)
+    # the ticks once per distinct (shape, TP, PP, sequences a replica), on one axis of those pairs ``(1, P)``, then
+    # taken onto the grid: the same operations per element, on fewer elements
+    pairs = tick_pairs(lay, conc, per_replica)
+    rows = pairs.groups
+    kv_rows = replace(kv, slot_bytes=kv.slot_bytes[..., rows], read_bytes=kv.read_bytes[..., rows],
+                      stage_layers=kv.stage_layers[rows],
+                      cross_read=None if kv.cross_read is None else kv.cross_read[..., rows])
+    budget_tokens = np.array([engine_limits(w, large_gpu=large_engine_defaults(sh.gpu),
+                                            gpu_memory_bytes=sglang_gpu_memory_bytes(sh.gpu))[0]
+                              for sh in shapes])[lay.shape[rows][pairs.group]]
+    batch = pairs.batch.astype(np.float64)[None, :]
+    # what outlives the ticks made before them, so that the ticks' memory, freed, is left in one piece
+    step, ttft = np.empty((2, *grid[1:3], 1, batch.size))
+    ticks = _Ticks(model, shapes, spec, lay.take(rows), weights, kv_rows, mem.weights[..., rows], prompt, output)
+    if pairs.group.size != rows.size or (pairs.group != np.arange(rows.size)).any():  # else: a pair a layout
+        ticks = ticks.expanded(pairs.group)
+    _steady_step(ticks, batch, prompt, output, budget_tokens, step)
+    _time_to_first_token(ticks, budget_tokens, batch, prompt, ttft)
+    del ticks  # its terms per pair, before the grid's columns are formed
+    # the four columns that vary along every axis, in the sweep's order, in one block: one allocation, not four
+    total_b, ttft_column, total_tps, per_user = np.empty((4, *grid))
+    total_view = total_b.transpose(1, 2, 3, 0)
     np.add(mem.weights, mem.kv_cache, out=total_view)
     total_view += mem.activations + mem.other
     fits, fits_view = _in_grid_order(grid, bool)
@@ -358,18 +396,10 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
         fits_view &= mem.activations <= mem.reserve
     if progress:
         progress(math.prod(grid) // 2, math.prod(grid))
-    ticks = _Ticks(model, shapes, spec, lay, weights, kv, mem.weights, prompt, output)
-    budget_tokens = np.array([engine_limits(w, large_gpu=large_engine_defaults(sh.gpu),
-                                            gpu_memory_bytes=sglang_gpu_memory_bytes(sh.gpu))[0]
-                              for sh in shapes])[lay.shape]
-    batch = per_replica.astype(np.float64)
-    step = _steady_step(ticks, batch, prompt, output, budget_tokens)
-    ttft, ttft_view = _in_grid_order(grid)
-    _time_to_first_token(ticks, budget_tokens, batch, prompt, ttft_view)
-    per_user, per_user_view = _in_grid_order(grid)
-    np.divide(1.0, step, out=per_user_view)
-    total_tps, total_tps_view = _in_grid_order(grid)
-    np.divide(conc.astype(np.float64), step, out=total_tps_view)  # as numpy divides an integer by a float, uncast
+    ttft = _on_grid(ttft, pairs.inverse, ttft_column)
+    _on_grid(step, pairs.inverse, total_tps)
+    _on_grid(np.divide(1.0, step, out=step), pairs.inverse, per_user)  # 1 / step of each pair, as of each
+    np.divide(conc.astype(np.float64).ravel(), total_tps, out=total_tps)  # as numpy divides an integer by a float
     nan = np.full(1, np.nan)
     return {
         "weights_bytes": _grid_order(mem.weights), "kv_cache_bytes": _grid_order(mem.kv_cache),

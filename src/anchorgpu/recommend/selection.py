@@ -83,18 +83,25 @@ def _rest_of_keys(keys: tuple[np.ndarray, ...], runs: np.ndarray, groups: int) -
 
 
 def _first_best_rows(row_group: np.ndarray, keys: tuple[np.ndarray, ...], among: np.ndarray | None = None,
-                     row_ids: np.ndarray | None = None) -> Groups | None:
+                     row_ids: np.ndarray | None = None, *, own_first: bool = False) -> Groups | None:
     """:func:`_first_best` of a grid whose groups are made of whole rows (layouts): ``row_group`` the group of each
     row, ``keys`` and ``among`` of shape (rows, entries a row); entry ``j`` of row ``r`` is configuration
     ``row_ids[r] * entries + j`` (``row_ids`` default: ``r``, in increasing order). The first key is reduced per row
     and then per group, and only the rows holding their group's least value are compared entry by entry (rows out of
     group order, as the attention-DP layouts come last, are put in order by a stable sort of the rows alone). None
     (the caller takes :func:`_first_best`) where that could differ: a row whose least first key among its entries is
-    NaN, infinite or +-the largest float (where :func:`_finite`'s mapping could tie or part entries)."""
+    NaN, infinite or +-the largest float (where :func:`_finite`'s mapping could tie or part entries). ``own_first``:
+    ``keys[0]`` is the caller's scratch, written over (the entries not ``among`` as infinite) rather than copied."""
     rows, entries = keys[0].shape
     if rows == 0 or entries == 0:
         return None
-    first_key = keys[0] if among is None else np.where(among, keys[0], np.inf)
+    if among is None:
+        first_key = keys[0]
+    elif own_first:
+        first_key = keys[0]
+        np.copyto(first_key, np.inf, where=~among)
+    else:
+        first_key = np.where(among, keys[0], np.inf)
     # per row, over the flat entries (reduceat: a few times quicker than a reduction along a short last axis);
     # NaN wins a row (np.minimum propagates it): refused below
     row_starts = np.arange(0, rows * entries, entries)
@@ -152,7 +159,7 @@ def best_per_group(result: SweepResult, usable: np.ndarray, group: np.ndarray | 
     if layouts is not None:
         speed = np.negative(_by_row(result, np.asarray(c.compact(name), dtype=np.float64)))
         mem = _by_row(result, np.asarray(c.compact("per_gpu_total_bytes"), dtype=np.float64))
-        found = _first_best_rows(layouts, (speed, mem), among=usable.reshape(c.shape[0], -1))
+        found = _first_best_rows(layouts, (speed, mem), among=usable.reshape(c.shape[0], -1), own_first=True)
         if found is not None:
             return found
     mem = np.asarray(c["per_gpu_total_bytes"], dtype=np.float64)
