@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -438,41 +439,16 @@ def _cross_sweep(case: str) -> tuple[SweepResult, object, Workload]:
 @pytest.mark.parametrize("case", list(CROSS_CASES))
 def test_cross_attention_rows_are_timed_as_plan_times_them(case: str) -> None:
     result, model, planned = _cross_sweep(case)
-    rows = [i for i in range(result.evaluated) if result.row(i)["fits"]]
-    assert len(rows) > 20
-    checked_whole = 0
-    for i in random.Random(20261206).sample(rows, 20):
-        row = result.row(i)
-        shape = next(s for s in result.shapes if s.id == row["shape"])
-        p = plan(model, replace(planned, concurrency=row["concurrency"]),
-                 precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
-                 layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu,
-                 suggest=False, choose_layout=False)
-        assert p.fits and row["per_gpu_total_bytes"] == p.per_gpu.total_bytes
-        # plan's own request (no prompt or output passed): the sweep's is the same, its speed prompt with the
-        # encoder's work in it
-        perf = plan_performance(p)
-        if shape.gpus_per_server == 8 and row["concurrency"] <= perf["saturation_concurrency"]:
-            # plan's figures themselves: its servers are the shape's, and every sequence runs
-            assert row["decode_tokens_per_s_per_user"] == pytest.approx(perf["decode_tokens_per_s_per_user"],
-                                                                        rel=1e-9)
-            assert row["decode_tokens_per_s_total"] == pytest.approx(perf["output_tokens_per_s"], rel=1e-9)
-            assert row["prefill_s"] == pytest.approx(perf["ttft_s"], rel=1e-9)
-            checked_whole += 1
+
+    def same_request(perf: dict) -> None:  # type: ignore[type-arg]
+        # plan's own request: the sweep's is the same, its speed prompt with the encoder's work in it
         equivalent = result.encoder_prefill_equivalent_tokens
         assert equivalent == perf["encoder_prefill_equivalent_tokens"] > 0
         assert result.encoder_input_tokens == perf["encoder_input_tokens"]
         assert (result.prompt_tokens - equivalent, result.output_tokens) == (perf["prompt_tokens"],
                                                                              perf["output_tokens"])
-        # the same step on the shape's own servers with every sequence running (as recommend's ceilings time it)
-        setup = replace(serving_setup(p, prompt_tokens=result.prompt_tokens, output_tokens=result.output_tokens),
-                        gpus_per_server=shape.gpus_per_server)
-        est = serving_estimate(model, shape.gpu, setup, prompt_tokens=result.prompt_tokens,
-                               output_tokens=result.output_tokens, concurrency=row["concurrency"],
-                               saturation_concurrency=row["concurrency"])
-        assert row["decode_tokens_per_s_per_user"] == pytest.approx(1 / est.tpot_s, rel=1e-9)
-        assert row["prefill_s"] == pytest.approx(est.ttft_s, rel=1e-9)
-    assert checked_whole
+
+    _rows_are_plans(model, result, planned, same_request=same_request, rel=1e-9)
 
 
 # Vision models that keep their image tokens in the decoder's context (Qwen2.5-VL, Gemma 3, LLaVA): plan times a prompt
@@ -506,9 +482,12 @@ IN_CONTEXT_CASES = {
 REL = 1e-8
 
 
-def _rows_are_plans(model: ModelSpec, result: SweepResult, planned: Workload, *, text_only: bool) -> None:
-    """20 sampled fitting rows of ``result``: memory, request and speed as ``plan`` gives them for the row's layout
-    (``planned`` at the row's concurrency), and the step on the shape's own servers as recommend's ceilings time it."""
+def _rows_are_plans(model: ModelSpec, result: SweepResult, planned: Workload, *,
+                    same_request: Callable[[dict], None], rel: float = REL,  # type: ignore[type-arg]
+                    same_context: bool = False) -> None:
+    """20 sampled fitting rows of ``result``: memory, request (``same_request`` given plan's performance section) and
+    speed as ``plan`` gives them for the row's layout (``planned`` at the row's concurrency), within ``rel``, and the
+    step on the shape's own servers as recommend's ceilings time it."""
     rows = [i for i in range(result.evaluated) if result.row(i)["fits"]]
     assert len(rows) > 20
     checked_whole = 0
@@ -521,16 +500,15 @@ def _rows_are_plans(model: ModelSpec, result: SweepResult, planned: Workload, *,
                  suggest=False, choose_layout=False)
         assert p.fits and (row["per_gpu_total_bytes"], row["kv_cache_bytes"]) == (p.per_gpu.total_bytes,
                                                                                  p.per_gpu.kv_cache_bytes)
-        if text_only:
+        if same_context:
             assert result.context_tokens == p.workload.context_tokens
-        perf = plan_performance(p)  # plan's own request (with images: text + image tokens + the tower's work)
-        assert (result.prompt_tokens, result.output_tokens) == (perf["prompt_tokens"], perf["output_tokens"])
-        assert result.encoder_prefill_equivalent_tokens == result.encoder_input_tokens == 0
+        perf = plan_performance(p)
+        same_request(perf)
         if shape.gpus_per_server == 8 and row["concurrency"] <= perf["saturation_concurrency"]:
             assert row["decode_tokens_per_s_per_user"] == pytest.approx(perf["decode_tokens_per_s_per_user"],
-                                                                        rel=REL)
-            assert row["decode_tokens_per_s_total"] == pytest.approx(perf["output_tokens_per_s"], rel=REL)
-            assert row["prefill_s"] == pytest.approx(perf["ttft_s"], rel=REL)
+                                                                        rel=rel)
+            assert row["decode_tokens_per_s_total"] == pytest.approx(perf["output_tokens_per_s"], rel=rel)
+            assert row["prefill_s"] == pytest.approx(perf["ttft_s"], rel=rel)
             checked_whole += 1
         # the same step on the shape's own servers with every sequence running (as recommend's ceilings time it)
         setup = replace(serving_setup(p, prompt_tokens=result.prompt_tokens, output_tokens=result.output_tokens),
@@ -538,9 +516,18 @@ def _rows_are_plans(model: ModelSpec, result: SweepResult, planned: Workload, *,
         est = serving_estimate(model, shape.gpu, setup, prompt_tokens=result.prompt_tokens,
                                output_tokens=result.output_tokens, concurrency=row["concurrency"],
                                saturation_concurrency=row["concurrency"])
-        assert row["decode_tokens_per_s_per_user"] == pytest.approx(1 / est.tpot_s, rel=REL)
-        assert row["prefill_s"] == pytest.approx(est.ttft_s, rel=REL)
+        assert row["decode_tokens_per_s_per_user"] == pytest.approx(1 / est.tpot_s, rel=rel)
+        assert row["prefill_s"] == pytest.approx(est.ttft_s, rel=rel)
     assert checked_whole
+
+
+def _plans_own_request(result: SweepResult) -> Callable[[dict], None]:  # type: ignore[type-arg]
+    """The check of a text or in-context-image row's request: plan's own (with images: text + image tokens + the
+    tower's work as the prompt), and no encoder."""
+    def check(perf: dict) -> None:  # type: ignore[type-arg]
+        assert (result.prompt_tokens, result.output_tokens) == (perf["prompt_tokens"], perf["output_tokens"])
+        assert result.encoder_prefill_equivalent_tokens == result.encoder_input_tokens == 0
+    return check
 
 
 @pytest.mark.parametrize("case", list(IN_CONTEXT_CASES))
@@ -549,7 +536,8 @@ def test_image_in_context_rows_are_timed_as_plan_times_them(case: str) -> None:
     model = load_model(name)
     result = sweep(model, CROSS_SHAPES, SweepSpec(workload=asked, prompt_tokens=prompt, output_tokens=output,
                                                   weights=("bf16", "fp8")))
-    _rows_are_plans(model, result, replace(asked, prompt_tokens=prompt, output_tokens=output), text_only=False)
+    _rows_are_plans(model, result, replace(asked, prompt_tokens=prompt, output_tokens=output),
+                    same_request=_plans_own_request(result), same_context=False)
 
 
 # Text requests that are not the default one: plan times the prompt and output given, else 256 output tokens (at most
@@ -578,7 +566,8 @@ def test_text_request_rows_are_timed_and_sized_as_plan_does(case: str) -> None:
     given = {} if output is None else {"output_tokens": output}  # not given: left out, as the faces leave it
     result = sweep(model, CROSS_SHAPES, SweepSpec(workload=asked, prompt_tokens=prompt, weights=("bf16", "fp8"),
                                                   **given))
-    _rows_are_plans(model, result, replace(asked, prompt_tokens=prompt, output_tokens=output), text_only=True)
+    _rows_are_plans(model, result, replace(asked, prompt_tokens=prompt, output_tokens=output),
+                    same_request=_plans_own_request(result), same_context=True)
 
 
 @pytest.mark.parametrize("args", [("--context", "400"), ("--context", "400", "--output-tokens", "300"),
