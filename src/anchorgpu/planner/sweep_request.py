@@ -16,79 +16,41 @@ from anchorgpu.planner.inputs import Workload
 from anchorgpu.planner.media import MediaLoad, encoder_equivalent_tokens, speed_request
 from anchorgpu.planner.sweep_serving_memory import CrossRequest
 
-__all__ = ["context_request", "context_speed_line", "cross_request", "cross_speed_line", "images_in_context",
-           "reads_across", "timed_request"]
-
-
-def reads_across(model: ModelSpec) -> bool:
-    """Whether ``model``'s decoder reads another input through cross-attention: an encoder's output or the images of
-    a vision model that keeps them out of its context (mllama)."""
-    return model.encoder is not None or (model.image is not None and not model.image.in_context)
-
-
-def images_in_context(model: ModelSpec, w: Workload) -> bool:
-    """Whether ``model`` keeps the image tokens of a request of ``w`` in its decoder's context (a vision model that
-    does, asked for images: one by default; ``--images-per-request 0`` asks for text alone)."""
-    return (model.encoder is None and model.image is not None and model.image.in_context
-            and w.images_per_request != 0)
+__all__ = ["context_speed_line", "cross_speed_line", "timed_request"]
 
 
 def timed_request(model: ModelSpec, asked: Workload, media: MediaLoad | None, ctx: int) -> CrossRequest | None:
     """The request ``plan`` times where it is not a text request (None where it is: a text model, or a request
-    without images, which :func:`~anchorgpu.planner.media.text_request` resolves): :func:`cross_request` for a model that reads its
-    images or encoder output through cross-attention, :func:`context_request` for one that keeps its image tokens in
-    its context. ``asked``: the sweep's probe workload, the request as ``plan`` is given it (the prompt and output
-    where given, else None), planned within a sequence of ``ctx`` tokens."""
-    if media is None:
-        return None
-    if media.cross_tokens:
-        return cross_request(model, asked, media, ctx)
-    if media.context_tokens:
-        return context_request(model, asked, media, ctx)
-    return None
+    without images, which :func:`~anchorgpu.planner.media.text_request` resolves), as plan resolves it
+    (:func:`~anchorgpu.planner.media.speed_request`): ``asked`` the sweep's probe workload, the request as ``plan`` is
+    given it (the prompt and output where given, else None), planned within a sequence of ``ctx`` tokens.
 
-
-def context_request(model: ModelSpec, asked: Workload, media: MediaLoad, ctx: int) -> CrossRequest:
-    """The request ``plan`` times for a vision model that keeps its image tokens in its context, planned at ``asked``
-    (the sweep's probe workload: the prompt and output where given) within a sequence of ``ctx`` tokens (text and
-    image tokens): the output given, else ``plan``'s default within the text part of the sequence (half of a short
-    ``--context``), the text prompt within the rest, and as the speed prompt the text, the image tokens and the vision
-    tower's work as tokens of the same cost (:func:`~anchorgpu.planner.media.speed_request`). Plan's decode step reads
-    that whole prompt's K/V (``equivalent_tokens`` 0: no part of it left out, the vision tower's stand-in tokens
-    included, as :func:`~anchorgpu.planner.speed.serving_plan.serving_setup` counts them).
+    A model that reads its images or encoder output through cross-attention: an encoder-decoder's decoder window
+    holds only its own prompt and the output, so its default output is 256 tokens within the window, not half of it
+    (:func:`~anchorgpu.planner.media.encdec_request`); mllama's is the text's; the speed prompt is the decoder's own
+    with the encoder's or vision tower's work as ``equivalent_tokens`` of the same cost, which keep no decoder K/V.
+    A model that keeps its image tokens in its context: the speed prompt is the text, the image tokens and the vision
+    tower's work as tokens of the same cost, all of it read by plan's decode step (``equivalent_tokens`` 0, as
+    :func:`~anchorgpu.planner.speed.serving_plan.serving_setup` counts them).
 
     >>> from dataclasses import replace
     >>> from anchorgpu.architectures import load_model
     >>> from anchorgpu.planner.inference import request_media
-    >>> qwen, asked = load_model("qwen2.5-vl-7b"), Workload(task="inference", concurrency=16)
-    >>> context_request(qwen, asked, request_media(qwen, asked), 2649)
+    >>> whisper, asked = load_model("whisper-large-v3"), Workload(task="inference", concurrency=16)
+    >>> timed_request(whisper, asked, request_media(whisper, asked), 448)
+    CrossRequest(prompt_tokens=1059, output_tokens=256, equivalent_tokens=1055)
+    >>> qwen = load_model("qwen2.5-vl-7b")
+    >>> timed_request(qwen, asked, request_media(qwen, asked), 2649)
     CrossRequest(prompt_tokens=2917, output_tokens=256, equivalent_tokens=0)
-    >>> context_request(qwen, replace(asked, context_tokens=400), request_media(qwen, asked), 1769)
+    >>> timed_request(qwen, replace(asked, context_tokens=400), request_media(qwen, asked), 1769)
     CrossRequest(prompt_tokens=2093, output_tokens=200, equivalent_tokens=0)
     """
+    if media is None or not (media.cross_tokens or media.context_tokens):
+        return None
     request = speed_request(media, model, asked, ctx)
-    assert request is not None  # the image tokens are part of the prompt
-    return CrossRequest(prompt_tokens=request[0], output_tokens=request[1], equivalent_tokens=0)
-
-
-def cross_request(model: ModelSpec, asked: Workload, media: MediaLoad, ctx: int) -> CrossRequest:
-    """The request ``plan`` times for ``model`` (with an encoder, or images held by cross-attention layers) planned at
-    ``asked`` (the sweep's probe workload: the prompt and output where given) within a sequence of ``ctx`` tokens, as
-    plan resolves it (:func:`~anchorgpu.planner.media.speed_request`): an encoder-decoder's decoder window holds only
-    its own prompt and the output, so its default output is 256 tokens within the window, not half of it
-    (:func:`~anchorgpu.planner.media.encdec_request`); mllama's is the text's (half of a short context); the speed
-    prompt is the decoder's own with the encoder's or vision tower's work as ``equivalent_tokens`` of the same cost.
-
-    >>> from anchorgpu.architectures import load_model
-    >>> from anchorgpu.planner.inference import request_media
-    >>> whisper, asked = load_model("whisper-large-v3"), Workload(task="inference", concurrency=16)
-    >>> cross_request(whisper, asked, request_media(whisper, asked), 448)
-    CrossRequest(prompt_tokens=1059, output_tokens=256, equivalent_tokens=1055)
-    """
-    request = speed_request(media, model, asked, ctx)
-    assert request is not None  # cross-attention positions: the encoder's or vision tower's work is prefill's
+    assert request is not None  # the image tokens or the encoder's work are part of the prompt
     return CrossRequest(prompt_tokens=request[0], output_tokens=request[1],
-                        equivalent_tokens=encoder_equivalent_tokens(media, model))
+                        equivalent_tokens=encoder_equivalent_tokens(media, model) if media.cross_tokens else 0)
 
 
 def context_speed_line(model: ModelSpec, timed: CrossRequest, media: MediaLoad) -> str:

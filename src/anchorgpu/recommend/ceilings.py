@@ -15,7 +15,6 @@ from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.inputs import Layout, PrecisionPlan
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.batching import saturated_rates, serving_estimate
-from anchorgpu.planner.speed.calibration import calibrated
 from anchorgpu.planner.speed.estimate import engine_reservation, performance_calibration, request_tokens
 from anchorgpu.planner.speed.serving_plan import SERVER_GPUS, serving_saturation
 from anchorgpu.units import at_least
@@ -98,7 +97,7 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
         else:  # the plan's setup (serving_setup of the plan, as serving_saturation formed it) on the shape's servers
             est = serving_estimate(model, shape.gpu, evolve(setup, gpus_per_server=shape.gpus_per_server),
                                    prompt_tokens=prompt, output_tokens=output, concurrency=conc,
-                                   saturation_concurrency=conc, cal=calibrated(spec.efficiencies))
+                                   saturation_concurrency=conc, cal=cal)
             ttft_top, tpot_top = est.ttft_s_ceiling, est.tpot_s_ceiling
     except InvalidWorkload:
         return {}
