@@ -44,9 +44,6 @@ __all__ = [
 ]
 
 CALIBRATION_FILE = "calibration.json"
-TILE_ROWS = 128
-"""Rows and columns of one output tile of a serving product (:meth:`Calibration.serve_product_efficiency`): the
-128 x 128 CTA tile of the CUTLASS / cuBLAS GEMMs the engines run on Hopper and Blackwell."""
 Stack = Literal["cuda", "rocm"]
 
 
@@ -97,7 +94,6 @@ class StackConstants:
     moe_expert_half_tokens: float = 0.0
     moe_host_s_per_expert_gemm: float = 0.0
     pytorch_elementwise_bytes_per_hidden: float = 0.0  # 0: as elementwise_bytes_per_hidden
-    serve_tile_s: float = 0.0  # fixed time per output tile of a serving product (0: precision ratios instead)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -207,28 +203,6 @@ class Calibration:
             return k.fp4_matmul_efficiency
         return k.serve_matmul_efficiency * self.low_precision_ratio(gpu, precision)
 
-    def serve_product_efficiency(self, gpu: GpuSpec, precision: str, width: float,
-                                 reduction: float | None = None) -> float:
-        """A serving product's share of the ``precision`` peak at per-GPU width ``width`` (``h/tp``).
-
-        Without a tile cost (``serve_tile_s`` 0): :meth:`serve_precision_efficiency` times the shape factor
-        ``w / (w + serve_matmul_half_width)``. With one, every precision reaches ``serve_matmul_efficiency`` times the
-        shape factor, less a fixed time per output tile: a 128 x 128 tile over a reduction of ``K`` (``reduction``,
-        else ``width``) is ``2 x 128 x 128 x K`` FLOPs, ``K / R`` seconds per FLOP/s of one SM's rate ``R`` (the dense
-        ``precision`` peak over ``gpu.sm_count``), plus ``serve_tile_s``; its share ``K / (K + serve_tile_s x R /
-        (2 x 128 x 128))`` is smaller on an SM that finishes a tile's math sooner (FP4 on B200's ``tcgen05`` against
-        GB202's ``mma.sync``). It replaces the FP8/FP4 ratios; a GPU with no SM count gets no tile cost."""
-        k = self.stack(gpu)
-        shape = width / (width + k.serve_matmul_half_width)
-        if k.serve_tile_s <= 0.0:
-            return self.serve_precision_efficiency(gpu, precision) * shape
-        peak = gpu.peak_flops_per_s(precision)
-        if not (gpu.sm_count and peak):
-            return k.serve_matmul_efficiency * shape
-        depth = width if reduction is None else reduction
-        return k.serve_matmul_efficiency * shape * depth / (
-            depth + k.serve_tile_s * peak / gpu.sm_count / (2.0 * TILE_ROWS * TILE_ROWS))
-
     def low_precision_ratio(self, gpu: GpuSpec, precision: str) -> float:
         """How much less of its peak an FP8/FP4 product reaches than a BF16 one (1 for BF16)."""
         k = self.stack(gpu)
@@ -279,8 +253,7 @@ MOE_UNFUSED_BYTES = ("fc2_bias_per_hidden", "fc2_bias_forward_per_hidden", "glu_
 def parse_calibration(doc: dict[str, Any]) -> Calibration:
     """Frozen constants from the parsed JSON (each stated constant may be ``{"value": x, "source": ...}``)."""
     names = [f.name for f in fields(StackConstants)]
-    stacks = {name: StackConstants(**{k: _number(body, k, f"stacks.{name}") for k in names
-                                      if k != "serve_tile_s" or k in body})
+    stacks = {name: StackConstants(**{k: _number(body, k, f"stacks.{name}") for k in names})
               for name, body in doc["stacks"].items()}
     stated = doc["stated"]
     bands = {phase: Band(low=_number(b, "low", f"bands.{phase}"), high=_number(b, "high", f"bands.{phase}"))

@@ -19,9 +19,6 @@ from anchorgpu.planner.speed.product_shares import mixed_rate
 __all__ = ["ServingSetup", "serve_shape_factor", "trtllm_moe_s_per_token"]
 
 
-TILE_REDUCTION_HIDDEN = False  # experiment switch (benchmarks/tile_fit.py)
-
-
 def serve_shape_factor(width: float, half_width: float) -> float:
     """Share of the serving efficiency a product of per-GPU width ``h/tp`` reaches: ``w / (w + w0)``.
 
@@ -145,15 +142,13 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
     # memory-bound operators between the products (norms, activations, residuals, rotary): one forward
     # pass is a third of the training traffic per token, layer and hidden unit
     mbu = 1.0 if ideal else k.decode_mbu
-    width = model.hidden_size / setup.tp
-    # the tile cost's reduction length: the full hidden size (column-parallel products) or the per-GPU width
-    depth = float(model.hidden_size) if TILE_REDUCTION_HIDDEN else None
-    mm_eff = 1.0 if ideal else cal.serve_product_efficiency(gpu, choice.precision, width, depth)
+    shape = serve_shape_factor(model.hidden_size / setup.tp, k.serve_matmul_half_width)
+    mm_eff = 1.0 if ideal else cal.serve_precision_efficiency(gpu, choice.precision) * shape
     att_eff = 1.0 if ideal else k.attention_efficiency
     bf16 = peak_for(gpu, "bf16").flops_per_s
     # the products of 16-bit weights (a share below 1) at BF16's rate, the rest at the format's
     low = choice.flops_per_s * mm_eff
-    b16 = bf16 * (1.0 if ideal else cal.serve_product_efficiency(gpu, "bf16", width, depth))
+    b16 = bf16 * (1.0 if ideal else cal.serve_precision_efficiency(gpu, "bf16") * shape)
     link_eff = 1.0 if ideal else cal.link_efficiency
     expert_share, route_share = moe_product_shares(model)
     # an engine dequantising MLA's absorbed weights every step: a cast and a scale before each of the two products
