@@ -54,7 +54,9 @@ def render_recommendation(rec: Recommendation) -> None:
     if diffusion:
         head += f" · {wl['images']} image(s) per batch per replica"
     elif not training:
-        head += (f" · context {wl['context_tokens']:,} · concurrency "
+        one = wl.get("one_sequence_context_tokens")
+        head += (f" · context {wl['context_tokens']:,}" + (f" ({one:,} at concurrency 1)" if one else "")
+                 + " · concurrency "
                  f"{wl['concurrency'] if wl['concurrency'] else 'best per offering'}")
     out.print(head)
     if not rec.results:

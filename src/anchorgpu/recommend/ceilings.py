@@ -54,7 +54,7 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
     media = model.encoder is not None or model.image is not None  # planned at the workload asked (sweep_attention_dp)
     # evolve: dataclasses.replace's copy without its per-field cost (the same values)
     workload = (evolve(spec.workload, concurrency=conc) if media
-                else evolve(spec.workload, concurrency=conc, context_tokens=result.context_tokens))
+                else evolve(spec.workload, concurrency=conc, context_tokens=result.context_at(conc)))
     if spec.prompt_tokens is not None or spec.output_tokens is not None:
         # the request as the sweep's probe was given it (sweep.sweep): a T5 prompt fills the encoder, its
         # cross-attention K/V and prefill work that prompt's; a vision model's speed prompt is its text, image tokens
