@@ -89,6 +89,26 @@ def test_a_gpu_whose_cache_holds_no_whole_window_launches_at_the_length_plan_giv
     assert row["recipe"]["command"] == expected.command
     length = int(expected.command.split("--max-model-len ")[1].split()[0])
     assert REQUEST < length < WINDOW
+    assert row["max_model_len_tokens"] == length  # the row says it without --recipe too
+
+
+def test_the_maximum_length_is_said_only_where_the_cache_holds_no_whole_window(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """An L40S's KV cache holds a whole 131,072-token sequence (its launch keeps the window); an RTX 4090's does not,
+    and the text answer names the length, as the JSON does. With --context the rows carry no such figure."""
+    rows = [r for gpu in ("l40s", "rtx-4090")
+            for r in run_json(capsys, "recommend", "llama-3.1-8b", "--gpu", gpu, "--top", "3")["results"]]
+    assert {r["gpu"] for r in rows} == {"l40s", "rtx-4090"}
+    for r in rows:
+        assert ("max_model_len_tokens" in r) == (r["gpu"] == "rtx-4090"), r["offering"]
+    given = run_json(capsys, "recommend", "llama-3.1-8b", "--gpu", "rtx-4090", "--context", "4096", "--top", "1")
+    assert "max_model_len_tokens" not in given["results"][0]
+    from cli_runner import run
+
+    _, out, _ = run(capsys, "recommend", "llama-3.1-8b", "--gpu", "rtx-4090", "--top", "1")
+    text = " ".join(out.split())
+    first = next(r for r in rows if r["gpu"] == "rtx-4090")
+    assert f"#1 rtx-4090-1x-vm {first['max_model_len_tokens']:,} tokens" in text and "vLLM refuses to start" in text
 
 
 def test_a_context_or_a_concurrency_still_sizes_every_concurrency_alike() -> None:
@@ -116,3 +136,32 @@ def test_the_readme_states_what_recommend_answers(capsys: pytest.CaptureFixture[
     assert (f"`--context {WINDOW}`, the sweep's old default) starts at `{whole['offering']}` with "
             f"{whole['concurrency']} user, {whole['decode_tokens_per_s_total']:,.0f} tok/s and "
             f"${whole['usd_per_million_output_tokens']} a million tokens") in readme
+
+
+def test_every_model_times_the_same_request_alone_as_with_others() -> None:
+    """The sweep sizes each concurrency's sequence apart but times the ladder with one request and one set of images
+    or encoder input (its probe's, at the ladder's first concurrency): exact only while plan times the same request
+    for one sequence at the window as for many at the default request. It does for every registry model."""
+    from anchorgpu.architectures import list_models
+    from anchorgpu.architectures.spec import ModelSpec
+    from anchorgpu.planner.inference import request_media
+    from anchorgpu.planner.media import text_request
+    from anchorgpu.planner.sweep_request import timed_request
+
+    checked = 0
+    for name in list_models():
+        model = load_model(name)
+        if not isinstance(model, ModelSpec):
+            continue
+        timed = []
+        for conc in (1, 2):
+            w = Workload(task="inference", concurrency=conc)
+            p = plan(model, w, precision=PrecisionPlan(weights="bf16", kv_cache="bf16"), layout=Layout(gpus=1),
+                     suggest=False, choose_layout=False)
+            ctx = p.workload.context_tokens or model.max_context_tokens
+            media = request_media(model, w) if model.encoder is not None or model.image is not None else None
+            cross = timed_request(model, w, media, ctx)
+            timed.append((cross or text_request(w, ctx), media))
+        assert timed[0] == timed[1], model.name
+        checked += 1
+    assert checked > 100

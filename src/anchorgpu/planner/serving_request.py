@@ -85,7 +85,7 @@ def ladder_context_note(limit: int, contexts: dict[int, int]) -> str:
     models's max seq len ..."); plan's launch lowers it to what the cache holds (recipes.serving).
 
     >>> print(ladder_context_note(131_072, {1: 131_072, 2: 1_280, 4: 1_280}))
-    Context not given: each sequence sized as plan --concurrency N sizes it: 1 sequence at 131,072 tokens (the model's whole window), 2 to 4 sequences at 1,280 tokens each, the request the speed figures time (not the model's whole 131,072-token window each); an engine started at its default maximum length (the window) needs one whole-window sequence in its KV cache, and where a row's cache holds less its launch (--recipe) sets the maximum length to the longest sequence the cache holds, as plan's does; set --context, or --prompt and --output-tokens, to plan your own.
+    Context not given: each sequence sized as plan --concurrency N sizes it: 1 sequence at 131,072 tokens (the model's whole window), 2 to 4 sequences at 1,280 tokens each, the request the speed figures time (not the model's whole 131,072-token window each); an engine started at its default maximum length (the window) needs one whole-window sequence in its KV cache; where a row's cache holds less, the row gives the longest sequence it holds as the maximum length to start with (max_model_len_tokens), as plan's launch (--recipe) sets it; set --context, or --prompt and --output-tokens, to plan your own.
     """
     by_tokens: dict[int, list[int]] = {}
     for conc, tokens in sorted(contexts.items()):
@@ -100,9 +100,9 @@ def ladder_context_note(limit: int, contexts: dict[int, int]) -> str:
                      f"{limit:,}-token window each)"))
     return ("Context not given: each sequence sized as plan --concurrency N sizes it: " + ", ".join(parts)
             + "; an engine started at its default maximum length (the window) needs one whole-window sequence in its "
-            "KV cache, and where a row's cache holds less its launch (--recipe) sets the maximum length to the longest "
-            "sequence the cache holds, as plan's does; set --context, or --prompt and --output-tokens, to plan your "
-            "own.")
+            "KV cache; where a row's cache holds less, the row gives the longest sequence it holds as the maximum "
+            "length to start with (max_model_len_tokens), as plan's launch (--recipe) sets it; set --context, or "
+            "--prompt and --output-tokens, to plan your own.")
 
 
 def request_media(model: ModelSpec, w: Workload) -> MediaLoad:
