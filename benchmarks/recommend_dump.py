@@ -65,6 +65,23 @@ CMDS = [
     "qwen3-235b-a22b --context 8192 --concurrency 64 --engine sglang --recipe sglang --max-servers 8",
     "llama-3.1-70b --task train --recipe torchrun-fsdp --max-servers 2",
     "llama-3.1-8b --context 32k --concurrency 4 --gpu mi300x --mbu 0.6",
+    # no --context: the ladder's sequences sized as plan --concurrency N sizes them (concurrency 1: the model's window;
+    # more: the default request, or prompt + output where given)
+    "llama-3.1-8b --top 3",
+    "llama-3.1-8b --gpu rtx-4090",
+    "llama-3.1-8b --top 3 --recipe vllm",
+    "llama-3.1-70b --term 1month",
+    "llama-3.1-70b --engine trtllm",
+    "llama-3.1-70b --engine sglang --gpu h200",
+    "qwen3-30b-a3b",
+    "deepseek-v3 --gpu h200",
+    "qwen2.5-vl-7b",
+    "whisper-large-v3",
+    "t5-base",
+    "llama-3.1-8b --concurrency 64",
+    "llama-3.1-8b --concurrency 1 --gpu l40s",
+    "llama-3.1-8b --prompt 1000 --output-tokens 200",
+    "llama-3.1-8b --prompt 1000 --output-tokens 200 --concurrency 32",
 ]
 
 

@@ -48,6 +48,10 @@ def _inference_sweep(model_name: str, **workload) -> tuple[SweepResult, object]:
 INFERENCE_CASES = {
     "llama-70b-8k-32": ("llama-3.1-70b", dict(context_tokens=8192, concurrency=32)),
     "llama-8b-ladder": ("llama-3.1-8b", dict(context_tokens=32768)),
+    # no context: each concurrency sized as plan --concurrency N sizes it (one sequence at the model's window, more at
+    # the request timed); a mixture of experts too, whose attention-DP layouts are planned whole
+    "llama-8b-no-context-ladder": ("llama-3.1-8b", dict()),
+    "qwen3-30b-moe-no-context-ladder": ("qwen3-30b-a3b", dict()),
     "mixtral-4k-ladder": ("mixtral-8x7b-v0.1", dict(context_tokens=4096)),
     "deepseek-v3-mla": ("deepseek-v3", dict(context_tokens=16384, concurrency=8)),
     # TensorRT-LLM's sizing: its KV cache a share of what the profiling pass leaves free, the budget per weight format
@@ -64,20 +68,27 @@ INFERENCE_CASES = {
 RESULTS = {name: _inference_sweep(model, **kw) for name, (model, kw) in INFERENCE_CASES.items()}
 
 
+def _given_context(result: SweepResult, concurrency: int) -> int | None:
+    """The context to plan a row with: the sweep's where one was given (every concurrency sized alike), else None, so
+    that plan sizes the sequences itself (as ``plan --concurrency N`` does with no length) and the row must match."""
+    return None if len(set(dict(result.concurrency_contexts).values())) > 1 else result.context_at(concurrency)
+
+
 def _check_inference_row(result: SweepResult, model, i: int, engine: str = "vllm") -> None:
     row = result.row(i)
     shape = next(s for s in result.shapes if s.id == row["shape"])
     if row["ep"] > 1:  # attention data parallelism: planned whole (tests/recommend/test_attention_dp_sweep.py)
         _check_attention_dp_row(result, model, row, shape, engine)
         return
-    p = plan(model, Workload(task="inference", context_tokens=result.context_tokens, concurrency=row["concurrency"],
-                             engine=engine),
+    p = plan(model, Workload(task="inference", context_tokens=_given_context(result, row["concurrency"]),
+                             concurrency=row["concurrency"], engine=engine),
              precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
              layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu, suggest=False,
              choose_layout=False)
     assert row["per_gpu_total_bytes"] == p.per_gpu.total_bytes
     assert row["weights_bytes"] == p.per_gpu.weights_bytes
     assert row["kv_cache_bytes"] == p.per_gpu.kv_cache_bytes
+    assert p.workload.context_tokens == result.context_at(row["concurrency"])
     assert row["budget_bytes"] == p.budget_bytes
     assert row["fits"] == p.fits
     # speed: the scalar serving model for the same configuration (steady state, then time to first token)
@@ -102,8 +113,10 @@ def _check_inference_row(result: SweepResult, model, i: int, engine: str = "vllm
 
 def _check_attention_dp_row(result: SweepResult, model, row: dict, shape, engine: str) -> None:  # type: ignore[type-arg]
     assert row["pp"] == 1 and row["servers"] == 1 and row["ep"] == row["gpus"] == row["tp"] * row["dp"] > row["tp"]
-    p = plan(model, Workload(task="inference", context_tokens=result.context_tokens, concurrency=row["concurrency"],
-                             prompt_tokens=result.prompt_tokens, output_tokens=result.output_tokens, engine=engine),
+    given = _given_context(result, row["concurrency"])
+    request = {} if given is None else {"prompt_tokens": result.prompt_tokens, "output_tokens": result.output_tokens}
+    p = plan(model, Workload(task="inference", context_tokens=given, concurrency=row["concurrency"], engine=engine,
+                             **request),
              precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
              layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=1, dp=row["dp"], ep=row["ep"]), gpu=shape.gpu,
              suggest=False, choose_layout=False)

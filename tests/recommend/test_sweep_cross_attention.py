@@ -22,6 +22,8 @@ ASKED = {
     "many users, no length": (Workload(task="inference", concurrency=64), None),
     "a request by --prompt": (Workload(task="inference", concurrency=8), 300),
     "a context": (Workload(task="inference", context_tokens=400, concurrency=16), None),
+    # recommend's default: the concurrency ladder, each concurrency sized as plan --concurrency N sizes it
+    "no length, no concurrency": (Workload(task="inference"), None),
 }
 
 

@@ -40,7 +40,7 @@ def test_first_token_needs_no_tick_without_the_chunk(name: str, prompt: int) -> 
     lay = layout_grid(model, shapes, training=False, max_pp=spec.max_pp, zero_stages=(0,))
     assert (lay.pp > 1).any() and (lay.pp == 1).any()
     per_replica = -(-np.array(BATCH_LADDER, dtype=np.int64)[:, None] // lay.dp)
-    kv = kv_factors(model, spec, lay, kvs, 32768, prompt, 256)
+    kv = kv_factors(model, spec, lay, kvs, (32768,), prompt, 256)
     mem = memory_terms(model, shapes, spec, lay, weights, kv, per_replica)
     ticks = _Ticks(model, shapes, spec, lay, weights, kv, mem.weights, prompt, 256)
     budget = np.array([engine_limits(spec.workload, large_gpu=large_engine_defaults(sh.gpu))[0]

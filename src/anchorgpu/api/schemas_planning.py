@@ -147,7 +147,7 @@ class RecommendRequest(_Request):
     task: Literal["inference", "train", "lora", "qlora", "diffusion"] = Field(default="inference", description="inference, train, lora or qlora; a diffusion pipeline is always planned as diffusion")
     term: str = Field(default="1month", min_length=2, max_length=20, pattern=TEXT_PATTERN, description="Rental term to price: 'Nh', 'Nw' (168 h) or 'Nmonth' (720 h)")
     gpu: str | None = Field(default=None, max_length=100, pattern=TEXT_PATTERN, description="Only offerings of this GPU (name or alias)")
-    context: int | None = Field(default=None, ge=1, le=10_000_000, description="Inference only: tokens per sequence (prompt + output; training's is seq)")
+    context: int | None = Field(default=None, ge=1, le=10_000_000, description="Inference only: tokens per sequence (prompt + output; training's is seq); default prompt + output when given, else each concurrency as plan sizes it: the model's context length for one sequence, 1,024 + 256 tokens each for more")
     prompt: int | None = Field(default=None, ge=LIMITS["prompt"].low, le=LIMITS["prompt"].high, description="Inference only: prompt tokens per request; without 'context' each sequence is sized at prompt + output")
     concurrency: int | None = Field(default=None, ge=LIMITS["concurrency"].low, le=LIMITS["concurrency"].high, description="Inference only: sequences served at once")
     max_num_seqs: int | None = Field(default=None, ge=LIMITS["max_num_seqs"].low, le=LIMITS["max_num_seqs"].high, description="Inference only: the serving engine's sequence cap, vLLM's max_num_seqs (default 1,024 on GPUs of 70 GiB or more but the A100, else 256): a replica runs at most this many at once")

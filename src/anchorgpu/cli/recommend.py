@@ -54,7 +54,9 @@ def render_recommendation(rec: Recommendation) -> None:
     if diffusion:
         head += f" · {wl['images']} image(s) per batch per replica"
     elif not training:
-        head += (f" · context {wl['context_tokens']:,} · concurrency "
+        one = wl.get("one_sequence_context_tokens")
+        head += (f" · context {wl['context_tokens']:,}" + (f" ({one:,} at concurrency 1)" if one else "")
+                 + " · concurrency "
                  f"{wl['concurrency'] if wl['concurrency'] else 'best per offering'}")
     out.print(head)
     if not rec.results:
@@ -96,6 +98,12 @@ def render_recommendation(rec: Recommendation) -> None:
     out.print(table)
     if rec.results and not diffusion:
         _print_bands(out, rec, "train tok/s" if training else "tok/s")
+    short = [f"#{i} {o.offering} {int(o.config['max_model_len_tokens']):,}" for i, o in enumerate(rec.results, 1)
+             if o.config.get("max_model_len_tokens")]
+    if short:  # sized at the default request, the KV cache short of one whole-window sequence (engine_startup)
+        refuses = "; at its default, the window, vLLM refuses to start" if rec.workload.get("engine") == "vllm" else ""
+        out.print(f"Maximum length to start the engine with (its KV cache holds no whole-window sequence{refuses}; "
+                  "--recipe writes it): " + " · ".join(short) + " tokens", markup=False)
     lowered = [str(i) for i, o in enumerate(rec.results, 1) if o.lower_precision]
     if lowered:
         from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE

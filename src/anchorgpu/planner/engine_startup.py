@@ -2,7 +2,12 @@
 memory to be free at start-up and refuses to start otherwise, so a memory fraction that leaves no room for the
 runtime's own context can never run, whatever the model. SGLang starts, but allocates its whole KV pool first, so a
 ``mem_fraction_static`` that leaves less outside it than one prefill chunk's activations runs out of memory on the
-first full chunk. Pure; the planner's inputs and units only.
+first full chunk. And an engine left at its default maximum length (the model's window) needs one sequence of it
+to fit its KV cache: vLLM refuses to start otherwise ("To serve at least one request with the models's max seq len
+(N), (X GiB KV cache is needed, which is larger than the available KV cache memory (Y GiB). Based on the available
+memory, the estimated maximum model length is M ...", ``check_enough_kv_cache_memory``), so a plan sized at the
+default request gives the launch the longest sequence its cache holds (:func:`short_launch_length`). Pure; the
+planner's inputs and units only.
 """
 
 from __future__ import annotations
@@ -16,8 +21,10 @@ from anchorgpu.units import fmt_bytes
 
 if TYPE_CHECKING:
     from anchorgpu.hardware.spec import GpuSpec
+    from anchorgpu.planner.plan import Plan
 
-__all__ = ["sglang_most_fraction", "sglang_reserve_bytes", "sglang_reserve_refusal", "startup_refusal"]
+__all__ = ["longest_one_sequence", "short_launch_length", "sglang_most_fraction", "sglang_reserve_bytes",
+           "sglang_reserve_refusal", "startup_refusal"]
 
 
 def startup_refusal(engine: str, gpu: GpuSpec | None, utilization: float | None, ov: Overheads) -> str | None:
@@ -95,3 +102,31 @@ def sglang_reserve_refusal(fraction: float, derived: bool, start_free_bytes: int
             f"{fmt_bytes(prefill_bytes)} prefill peak of a chunk of {chunk_tokens:,} tokens, and the first full chunk would "
             f"run out of memory; at most {sglang_most_fraction(start_free_bytes, prefill_bytes):g} here (or lower "
             "--max-num-batched-tokens)")
+
+
+def longest_one_sequence(plan: Plan, planned_ctx: int) -> int:
+    """The longest context one sequence can have in the KV cache the engine reserves (at the planned tokens' bytes per
+    token, so a sliding-window model's is an underestimate), at most the model's window; 0 when the plan does not say.
+    The launch recipes give it as the maximum length where no length was asked for (recipes.serving)."""
+    from anchorgpu.architectures.spec import ModelSpec
+
+    capacity, per_sequence = plan.breakdown.get("kv_cache_capacity_bytes"), plan.breakdown.get("kv_per_sequence_bytes")
+    if not capacity or not per_sequence or not isinstance(plan.model, ModelSpec):
+        return 0
+    tokens = int(capacity * planned_ctx // per_sequence)
+    return min(plan.model.max_context_tokens, tokens - tokens % 16)
+
+
+def short_launch_length(plan: Plan) -> int | None:
+    """Where ``plan`` sized its sequences at the default request (no length given, more than one sequence) and its
+    engine's KV cache holds no whole-window sequence: the maximum length its launch sets
+    (:func:`longest_one_sequence`, as the recipes write it), which the engine needs to start; else None."""
+    from anchorgpu.architectures.spec import ModelSpec
+    from anchorgpu.planner.serving_request import DEFAULT_REQUEST_NOTE
+
+    if not isinstance(plan.model, ModelSpec) or not plan.workload.context_tokens:
+        return None
+    if not any(a.startswith(DEFAULT_REQUEST_NOTE) for a in plan.assumptions):
+        return None
+    length = max(longest_one_sequence(plan, plan.workload.context_tokens), plan.workload.context_tokens)
+    return length if length < plan.model.max_context_tokens else None

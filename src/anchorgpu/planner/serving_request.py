@@ -10,7 +10,8 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, Workload, default_context_tokens
 from anchorgpu.planner.media import MediaLoad, resolve_media
 
-__all__ = ["DEFAULT_REQUEST_NOTE", "asked_context", "check_request_within_context", "request_media"]
+__all__ = ["DEFAULT_REQUEST_NOTE", "asked_context", "check_request_within_context", "ladder_context_note",
+           "request_media"]
 
 
 def check_request_within_context(w: Workload, limit: int, model: ModelSpec | None = None) -> None:
@@ -73,6 +74,35 @@ def asked_context(model: ModelSpec, w: Workload, assumptions: list[str]) -> int:
         elif w.context_tokens is None:
             assumptions.append(f"Context not given: the model's context length, {ctx} tokens per sequence.")
     return ctx
+
+
+def ladder_context_note(limit: int, contexts: dict[int, int]) -> str:
+    """The sweep's context assumption where no length was given and its concurrencies are sized at different
+    contexts (``contexts``: concurrency -> tokens a sequence, as ``plan --concurrency N`` sizes each): one sequence
+    alone at the default context (the model's window), more at the request the speed figures time (with a vision
+    model's image tokens). An engine started at its default maximum length needs one sequence of it to fit its KV
+    cache (vLLM refuses to start otherwise: ``check_enough_kv_cache_memory``, "To serve at least one request with the
+    models's max seq len ..."); plan's launch lowers it to what the cache holds (recipes.serving).
+
+    >>> print(ladder_context_note(131_072, {1: 131_072, 2: 1_280, 4: 1_280}))
+    Context not given: each sequence sized as plan --concurrency N sizes it: 1 sequence at 131,072 tokens (the model's whole window), 2 to 4 sequences at 1,280 tokens each, the request the speed figures time (not the model's whole 131,072-token window each); an engine started at its default maximum length (the window) needs one whole-window sequence in its KV cache; where a row's cache holds less, the row gives the longest sequence it holds as the maximum length to start with (max_model_len_tokens), as plan's launch (--recipe) sets it; set --context, or --prompt and --output-tokens, to plan your own.
+    """
+    by_tokens: dict[int, list[int]] = {}
+    for conc, tokens in sorted(contexts.items()):
+        by_tokens.setdefault(tokens, []).append(conc)
+    parts = []
+    for tokens, concs in by_tokens.items():
+        lo, hi = concs[0], concs[-1]
+        many = f"{lo:,} sequence{'s' if hi > 1 else ''}" if lo == hi else f"{lo:,} to {hi:,} sequences"
+        whole = tokens >= default_context_tokens(limit)
+        parts.append(f"{many} at {tokens:,} tokens" + (" (the model's whole window)" if whole else
+                     " each, the request the speed figures time (not the model's whole "
+                     f"{limit:,}-token window each)"))
+    return ("Context not given: each sequence sized as plan --concurrency N sizes it: " + ", ".join(parts)
+            + "; an engine started at its default maximum length (the window) needs one whole-window sequence in its "
+            "KV cache; where a row's cache holds less, the row gives the longest sequence it holds as the maximum "
+            "length to start with (max_model_len_tokens), as plan's launch (--recipe) sets it; set --context, or "
+            "--prompt and --output-tokens, to plan your own.")
 
 
 def request_media(model: ModelSpec, w: Workload) -> MediaLoad:

@@ -48,6 +48,7 @@ from anchorgpu.planner.inputs import (
 )
 from anchorgpu.planner.media import text_request
 from anchorgpu.planner.plan import plan
+from anchorgpu.planner.serving_request import asked_context, ladder_context_note
 from anchorgpu.planner.speed.calibration import Overrides, calibration
 from anchorgpu.planner.sweep_attention_dp import with_attention_dp
 from anchorgpu.planner.sweep_grid import layout_grid, valid_tp
@@ -147,6 +148,15 @@ class SweepResult:
     # by every decode step as plan reads it
     encoder_prefill_equivalent_tokens: int = 0
     encoder_input_tokens: int = 0
+    # serving: (concurrency, tokens a sequence is sized at) of each concurrency swept, as plan --concurrency N sizes
+    # it; ``context_tokens`` is the first's (with no length given one sequence holds the model's window, more the
+    # request timed)
+    concurrency_contexts: tuple[tuple[int, int], ...] = ()
+
+    def context_at(self, concurrency: int) -> int:
+        """The tokens each sequence is sized at when ``concurrency`` run at once (``context_tokens`` where the sweep
+        has no such concurrency, or is a training sweep)."""
+        return dict(self.concurrency_contexts).get(concurrency, self.context_tokens)
 
     def row(self, i: int) -> dict[str, Any]:
         """Configuration ``i`` as plain Python values (names resolved, NaN as None)."""
@@ -213,6 +223,9 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     probe = plan(model, probe_w, precision=PrecisionPlan(weights=weights[0], kv_cache=kvs[0]),
                  layout=Layout(gpus=1, tp=1, pp=1, dp=1), suggest=False, choose_layout=False)
     ctx = probe.workload.context_tokens or model.max_context_tokens
+    # each concurrency's sequence as plan --concurrency N sizes it (no length given: one sequence at the model's
+    # window, more at the request timed), in the order of ``concs``
+    contexts = () if training else _contexts(model, w, probe_w, concs, ctx, weights[0], kvs[0])
     # the request plan times within that sequence: a text request by plan's rule (the ones given, else 256 output
     # tokens and a 1,024-token prompt within it)
     prompt, output = text_request(probe_w, ctx)
@@ -233,11 +246,11 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         cols = training_columns(model, shapes, spec, lay, weights, progress)
         inner = len(weights)
     else:
-        cols = serving_columns(model, shapes, spec, lay, weights, kvs, concs, ctx, prompt, output, progress, media,
-                               cross)
+        cols = serving_columns(model, shapes, spec, lay, weights, kvs, concs, contexts, prompt, output, progress,
+                               media, cross)
         inner = len(weights) * len(kvs) * len(concs)
         # a mixture of experts: attention data parallelism on one server, planned whole
-        lay, cols = with_attention_dp(model, shapes, spec, lay, cols, weights, kvs, concs, probe_w, ctx, prompt,
+        lay, cols = with_attention_dp(model, shapes, spec, lay, cols, weights, kvs, concs, probe_w, contexts, prompt,
                                       output)
     n = len(lay) * inner
     grid_shape = (len(lay), len(weights)) if training else (len(lay), len(weights), len(kvs), len(concs))
@@ -262,7 +275,10 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     sglang = not training and w.engine == "sglang"
     # (and vLLM's scheduler defaults follow each GPU's size: the probe's line names one GPU's where they differ)
     vllm = None if training or w.engine != "vllm" else vllm_sweep_line(shapes, w)
-    assumptions = [sglang_sweep_line(shapes, lay, w, model.mla is not None)
+    sized = dict(zip(concs, contexts, strict=True)) if contexts else {}
+    ladder = ladder_context_note(model.max_context_tokens, sized) if len(set(contexts)) > 1 else None
+    assumptions = [ladder if ladder and a.startswith("Context not given") else
+                   sglang_sweep_line(shapes, lay, w, model.mla is not None)
                    if sglang and a.startswith("Serving engine sized like SGLang") else
                    vllm if vllm and a.startswith("Serving engine sized like vLLM:") else a
                    for a in probe.assumptions if not a.startswith(own)]
@@ -302,10 +318,30 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     return SweepResult(
         task=w.task, evaluated=n, shapes=tuple(shapes), weights=tuple(weights), kv_caches=kvs,
         context_tokens=ctx, prompt_tokens=prompt, output_tokens=output, columns=columns,
+        concurrency_contexts=tuple(sized.items()),
         assumptions=tuple(assumptions), warnings=warnings,
         encoder_prefill_equivalent_tokens=cross.equivalent_tokens if cross is not None else 0,
         encoder_input_tokens=media.cross_tokens if cross is not None and media is not None else 0,
     )
+
+
+def _contexts(model: ModelSpec, w: Workload, probe_w: Workload, concs: tuple[int, ...], ctx: int, weights: str,
+              kv: str) -> tuple[int, ...]:
+    """The tokens a sequence is sized at for each of ``concs``, as plan sizes it at that concurrency: the probe's
+    ``ctx`` where the workload names its concurrency or a length (or each of ``concs`` asks the same as the probe),
+    else one probe plan per distinct request (:func:`~anchorgpu.planner.serving_request.asked_context`: with no length
+    given, one sequence at the model's window and more at the request the speed figures time), whose sequence (a
+    vision model's image tokens added) is the one plan holds."""
+    if w.concurrency is not None:
+        return (ctx,) * len(concs)
+    asked = {c: asked_context(model, replace(probe_w, concurrency=c), []) for c in dict.fromkeys(concs)}
+    held = {asked[probe_w.concurrency or concs[0]]: ctx}
+    for c, tokens in asked.items():
+        if tokens not in held:
+            other = plan(model, replace(probe_w, concurrency=c), precision=PrecisionPlan(weights=weights, kv_cache=kv),
+                         layout=Layout(gpus=1, tp=1, pp=1, dp=1), suggest=False, choose_layout=False)
+            held[tokens] = other.workload.context_tokens or model.max_context_tokens
+    return tuple(held[asked[c]] for c in concs)
 
 
 def _chosen_per_layout_line(w: Workload, moe: bool) -> str:

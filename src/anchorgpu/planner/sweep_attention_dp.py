@@ -45,14 +45,14 @@ def attention_dp_rows(model: ModelSpec, shapes: Sequence[HardwareShape],
 
 def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                          weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...], asked: Workload,
-                         ctx: int, prompt: int, output: int) -> dict[str, Array]:
+                         contexts: tuple[int, ...], prompt: int, output: int) -> dict[str, Array]:
     """The serving sweep's columns for the attention-DP layouts ``lay``, each ``(L, W, K, C)`` in the sweep's order,
     from :func:`~anchorgpu.planner.plan` and :func:`~anchorgpu.planner.speed.estimate.plan_performance` (memory as
     the plan sizes it; speed where the plan fits, NaN where it does not, as the plan gives none). A text model's
-    sequences are planned at the sweep's context ``ctx`` at every concurrency, as the other layouts are; a model
-    with images or an encoder at ``asked``, the workload as the sweep's probe planned it, so the plan adds their
-    tokens once (over a concurrency ladder with no context given, each concurrency then takes the plan's own default
-    context where the other layouts keep the ladder's first)."""
+    sequences are planned at the sweep's context of each concurrency (``contexts``, one per concurrency), as the
+    other layouts are; a model with images or an encoder at ``asked``, the workload as the sweep's probe planned it,
+    at each concurrency, so the plan adds their tokens once (over a concurrency ladder with no context given, each
+    concurrency then takes the plan's own default context, as the other layouts do)."""
     from anchorgpu.planner.plan import plan
     from anchorgpu.planner.speed.estimate import plan_performance
 
@@ -61,7 +61,7 @@ def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec
     fits = np.zeros(grid, dtype=bool)
     media = model.encoder is not None or model.image is not None
     by_conc = [replace(asked, concurrency=c) if media else replace(asked, concurrency=c, context_tokens=ctx)
-               for c in concs]
+               for c, ctx in zip(concs, contexts, strict=True)]
     mfu, mbu = spec.efficiencies.mfu, spec.efficiencies.mbu
     rows = zip(lay.shape.tolist(), lay.gpus.tolist(), lay.tp.tolist(), lay.dp.tolist(), lay.ep.tolist(), strict=True)
     for i, (s, gpus, tp, dp, ep) in enumerate(rows):
@@ -101,7 +101,8 @@ def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec
 
 def with_attention_dp(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                       cols: dict[str, Array], weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...],
-                      asked: Workload, ctx: int, prompt: int, output: int) -> tuple[Layouts, dict[str, Array]]:
+                      asked: Workload, contexts: tuple[int, ...], prompt: int, output: int
+                      ) -> tuple[Layouts, dict[str, Array]]:
     """The sweep's layouts and serving columns with the attention-DP layouts appended (the columns each widened to
     the whole grid for it), or both unchanged where there are none (a dense model)."""
     rows = attention_dp_rows(model, shapes, spec.workload.engine)
@@ -109,7 +110,7 @@ def with_attention_dp(model: ModelSpec, shapes: Sequence[HardwareShape], spec: S
         return lay, cols
     layouts = type(lay)
     adp = layouts(*(np.array(column, dtype=np.int64) for column in zip(*rows, strict=True)))
-    extra = attention_dp_columns(model, shapes, spec, adp, weights, kvs, concs, asked, ctx, prompt, output)
+    extra = attention_dp_columns(model, shapes, spec, adp, weights, kvs, concs, asked, contexts, prompt, output)
     full = (len(lay), len(weights), len(kvs), len(concs))
     joined = {name: np.concatenate((np.broadcast_to(values.reshape((1,) * (4 - values.ndim) + values.shape), full),
                                     extra[name])) for name, values in cols.items()}

@@ -348,12 +348,13 @@ def _in_grid_order(shape: tuple[int, int, int, int], dtype: type = np.float64) -
 
 
 def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
-                    weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...], ctx: int, prompt: int,
-                    output: int, progress: Progress | None, media: MediaLoad | None = None,
-                    cross: CrossRequest | None = None) -> dict[str, Array]:
+                    weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...],
+                    contexts: tuple[int, ...], prompt: int, output: int, progress: Progress | None,
+                    media: MediaLoad | None = None, cross: CrossRequest | None = None) -> dict[str, Array]:
     """Every serving result column of the sweep on the axes (layout, weights, kv, concurrency): those that vary
     along every axis as whole arrays in that order, the others of length 1 along the axes they do not vary on.
-    ``prompt`` and ``output``: the request timed, as plan times it (the sweep resolves it); ``cross``: the request an
+    ``contexts``: the tokens a sequence is sized at, one per concurrency of ``concs`` (as plan sizes it at that
+    concurrency). ``prompt`` and ``output``: the request timed, as plan times it (the sweep resolves it); ``cross``: the request an
     encoder-decoder or cross-attention model is timed with, as plan times it (its speed prompt, with the encoder's
     prefill work, and its output; every decode step reads the cross-attention K/V); None for any other model."""
     w: Workload = spec.workload
@@ -364,7 +365,7 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
         progress(math.prod(grid) // 4, math.prod(grid))
     conc = np.array(concs, dtype=np.int64)[:, None]
     per_replica = -(-conc // lay.dp)  # (C, L)
-    kv = kv_factors(model, spec, lay, kvs, ctx, prompt, output, media, cross)
+    kv = kv_factors(model, spec, lay, kvs, contexts, prompt, output, media, cross)
     mem = memory_terms(model, shapes, spec, lay, weights, kv, per_replica)
     # the ticks once per distinct (shape, TP, PP, sequences a replica), on one axis of those pairs ``(1, P)``, then
     # taken onto the grid: the same operations per element, on fewer elements

@@ -162,7 +162,8 @@ class KvFactors:
     """Per (KV dtype, layout): bytes per sequence of the whole context and of the cached tokens a decode reads."""
 
     # float: nvfp4's 0.5625 bytes a value; whole numbers (exact in float64) for the others, as before
-    slot_bytes: FloatArray  # (K, 1, L): context slots x values per token per GPU x bytes per value
+    slot_bytes: FloatArray  # (K, 1, L), (K, C, L) where the concurrencies' contexts differ: context slots x values
+    # per token per GPU x bytes per value
     read_bytes: FloatArray  # (K, 1, L): the same for the tokens a decode step reads
     stage_layers: IntArray  # (L,)
     n_layers: int
@@ -184,17 +185,22 @@ class CrossRequest:
     equivalent_tokens: int
 
 
-def kv_factors(model: ModelSpec, spec: SweepSpec, lay: Layouts, kvs: tuple[str, ...], ctx: int,
-                prompt: int, output: int, media: MediaLoad | None = None, cross: CrossRequest | None = None
-                ) -> KvFactors:
-    """Per (KV dtype, layout) bytes of a sequence's cache and of what a decode step reads of it: the K/V at the
+def kv_factors(model: ModelSpec, spec: SweepSpec, lay: Layouts, kvs: tuple[str, ...], contexts: tuple[int, ...],
+               prompt: int, output: int, media: MediaLoad | None = None, cross: CrossRequest | None = None
+               ) -> KvFactors:
+    """Per (KV dtype, layout) bytes of a sequence's cache, ``contexts`` tokens (one per concurrency: per (KV dtype,
+    concurrency, layout) where they differ), and of what a decode step reads of it: the K/V at the
     request's ``prompt`` plus half its ``output`` (as plan times the request). With ``cross``
     (an encoder-decoder, or images read through cross-attention) a decode step reads, as plan times it, the decoder's
     own K/V at the request's decoder prompt plus half its output, and the cross-attention K/V over the encoder's
     output or the images (:func:`~anchorgpu.planner.media.cross_kv_bytes` of one sequence)."""
     values_l = per_value(lay.tp, lambda tp: mm.kv_values_per_token_per_gpu(model, tp=tp))
     bpv_k = np.array([KV_CACHE_DTYPES[k] for k in kvs], dtype=np.float64)[:, None, None]
-    slots = token_slots(model, ctx, block_size_of(spec.workload))
+    block = block_size_of(spec.workload)
+    slots: int | IntArray = token_slots(model, contexts[0], block)
+    if len(set(contexts)) > 1:  # one sequence at the window, more at the request (no length given): per concurrency
+        by_tokens = {tokens: token_slots(model, tokens, block) for tokens in set(contexts)}
+        slots = np.array([by_tokens[tokens] for tokens in contexts], dtype=np.int64)[:, None]
     cross_read = None
     if cross is None:
         read_slots = token_slots(model, prompt + output // 2, 1)

@@ -12,6 +12,7 @@ import math
 import shlex
 
 from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.planner.engine_startup import longest_one_sequence
 from anchorgpu.planner.inference import DEFAULT_REQUEST_NOTE
 from anchorgpu.planner.plan import Plan
 from anchorgpu.planner.validate import vllm_nvfp4_refusal
@@ -181,7 +182,7 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
                                f"{replica_nodes - 1}, MASTER_ADDR the address of the one with NODE_RANK 0.")
             cannot.append("NODE_RANK and MASTER_ADDR on each server of the replica.")
     planned_ctx = ctx = w.context_tokens or spec.max_context_tokens
-    longest = _longest_one_sequence(plan, planned_ctx)
+    longest = longest_one_sequence(plan, planned_ctx)
     if longest > planned_ctx and any(a.startswith(DEFAULT_REQUEST_NOTE) for a in plan.assumptions):
         ctx = longest  # no length was asked for: accept long requests, as the engine's own default would
         assumptions.append(f"Context limit {ctx:,} tokens: no length was given, so the plan sized its "
@@ -299,13 +300,3 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
     cannot.append("Sampling defaults, chat template, API keys and TLS: not part of the plan.")
     return Recipe(kind=kind, command=shell_join(parts), files=files, assumptions=tuple(assumptions),
                   cannot_set=tuple(cannot), tool_version=f"{data['tool']} {data['version']}")
-
-
-def _longest_one_sequence(plan: Plan, planned_ctx: int) -> int:
-    """The longest context one sequence can have in the KV cache the engine reserves (at the planned tokens' bytes per
-    token, so a sliding-window model's is an underestimate), at most the model's window; 0 when the plan does not say."""
-    capacity, per_sequence = plan.breakdown.get("kv_cache_capacity_bytes"), plan.breakdown.get("kv_per_sequence_bytes")
-    if not capacity or not per_sequence or not isinstance(plan.model, ModelSpec):
-        return 0
-    tokens = int(capacity * planned_ctx // per_sequence)
-    return min(plan.model.max_context_tokens, tokens - tokens % 16)

@@ -3,7 +3,10 @@ step on the datasheet's peaks and bandwidths with no efficiency, launch or host 
 :mod:`~anchorgpu.planner.speed.step_constants` forms for the ceiling). The sweep times every configuration but carries
 no ceiling; the few shown are planned again here, one by one, by the scalar planner whose figures the sweep is held
 equal to (``tests/recommend/test_sweep_agrees_with_plan.py``). A serving row gets, from the same plan, the rate
-``plan`` reports at the largest concurrency that fits (``max_output_tokens_per_s``, with its ceiling). Pure."""
+``plan`` reports at the largest concurrency that fits (``max_output_tokens_per_s``, with its ceiling), and where its
+sequences were sized at the default request and its KV cache holds no whole-window sequence, the maximum length plan's
+launch starts the engine with (``max_model_len_tokens``: :func:`~anchorgpu.planner.engine_startup.short_launch_length`).
+Pure."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner._frozen import evolve
+from anchorgpu.planner.engine_startup import short_launch_length
 from anchorgpu.planner.inputs import Layout, PrecisionPlan
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.batching import saturated_rates, serving_estimate
@@ -51,10 +55,11 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
     assumptions), which no ceiling reads; a row timed again on its shape's servers takes only the rate at saturation
     of that estimate (:func:`~anchorgpu.planner.speed.batching.saturated_rates`)."""
     conc = int(row["concurrency"])
-    media = model.encoder is not None or model.image is not None  # planned at the workload asked (sweep_attention_dp)
-    # evolve: dataclasses.replace's copy without its per-field cost (the same values)
-    workload = (evolve(spec.workload, concurrency=conc) if media
-                else evolve(spec.workload, concurrency=conc, context_tokens=result.context_tokens))
+    # the workload asked at the row's concurrency: plan sizes its sequences as the sweep sized that concurrency's
+    # (sweep._contexts: no length given, one sequence at the window and more at the request timed; a vision model's
+    # image tokens added once), and says where the launch needs a shorter maximum length (short_launch_length)
+    # (evolve: dataclasses.replace's copy without its per-field cost, the same values)
+    workload = evolve(spec.workload, concurrency=conc)
     if spec.prompt_tokens is not None or spec.output_tokens is not None:
         # the request as the sweep's probe was given it (sweep.sweep): a T5 prompt fills the encoder, its
         # cross-attention K/V and prefill work that prompt's; a vision model's speed prompt is its text, image tokens
@@ -86,8 +91,11 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
                           else evolve(setup, gpus_per_server=shape.gpus_per_server))
             top, top_ceiling = saturated_rates(model, shape.gpu, on_servers, prompt_tokens=prompt,
                                                output_tokens=output, saturation_concurrency=at_least(sat, 1), cal=cal)
-        saturated = ({"max_output_tokens_per_s": top, "max_output_tokens_per_s_ceiling": top_ceiling}
-                     if sat >= 1 else {})
+        saturated: dict[str, float] = ({"max_output_tokens_per_s": top, "max_output_tokens_per_s_ceiling": top_ceiling}
+                                       if sat >= 1 else {})
+        length = short_launch_length(p)  # from the same plan: the maximum length its launch needs to start
+        if length is not None:
+            saturated["max_model_len_tokens"] = length
         if attention_dp:
             return {"prefill_s_ceiling": est.ttft_s_ceiling,
                     "decode_tokens_per_s_per_user_ceiling": 1.0 / est.tpot_s_ceiling,

@@ -55,6 +55,8 @@ def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Override
         "usd_per_million_output_tokens": _money(o.usd_per_million_output_tokens),
         "run_hours": o.run_hours, "run_usd": _money(o.run_usd), "run_term": o.run_term, "warnings": list(o.codes),
         "lower_precision": o.lower_precision, "precision_note": LOWER_PRECISION_NOTE if o.lower_precision else None,
+        # sized at the default request, its KV cache short of one whole-window sequence: the launch's maximum length
+        **({"max_model_len_tokens": int(c["max_model_len_tokens"])} if c.get("max_model_len_tokens") else {}),
         **_bands(o, c, moe, efficiencies, engine, contexts),
     }
 

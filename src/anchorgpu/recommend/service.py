@@ -357,8 +357,11 @@ def recommend(
     shown_rejected = _one_per_offering(
         [r for r in rejected if r.total_usd is None or cheapest is None or r.total_usd <= cheapest])
     w = spec.workload
+    # no length given: more than one sequence is sized at the request, one alone at the model's window (as plan)
+    contexts = dict(result.concurrency_contexts)
+    many = max(contexts) if contexts else None
     workload = {
-        "task": result.task, "context_tokens": result.context_tokens,
+        "task": result.task, "context_tokens": result.context_tokens if many is None else contexts[many],
         "concurrency": w.concurrency, "prompt_tokens": result.prompt_tokens if not training else None,
         "output_tokens": result.output_tokens if not training else None,
         "seq_tokens": w.seq_tokens if training else None, "train_tokens": spec.train_tokens,
@@ -368,6 +371,8 @@ def recommend(
         "weights": list(result.weights), "kv_caches": list(result.kv_caches),
         "mfu": spec.efficiencies.mfu, "mbu": spec.efficiencies.mbu,
     }
+    if many is not None and contexts.get(1, contexts[many]) != contexts[many]:
+        workload["one_sequence_context_tokens"] = contexts[1]
     if result.encoder_input_tokens:  # the decoder's own prompt, the encoder's input beside it (as plan's performance)
         workload["prompt_tokens"] = result.prompt_tokens - result.encoder_prefill_equivalent_tokens
         workload["encoder_input_tokens"] = result.encoder_input_tokens
