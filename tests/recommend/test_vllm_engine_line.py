@@ -37,3 +37,18 @@ def test_the_engine_line_states_each_gpus_vllm_defaults(gpu: str) -> None:
 def test_given_limits_keep_the_one_line() -> None:
     line = _line(Workload(task="inference", concurrency=4, max_num_batched_tokens=4096, max_num_seqs=128))
     assert line.startswith("Serving engine sized like vLLM: max_num_batched_tokens 4096, max_num_seqs 128")
+
+
+@pytest.mark.parametrize(("gpu", "expected"), [("l40s", (2048, 256)), ("h100-sxm", (8192, 1024))])
+def test_one_gpu_kind_states_that_gpus_defaults(gpu: str, expected: tuple[int, int]) -> None:
+    """With offerings of one GPU kind (``recommend --gpu l40s``) the line is plan's one-GPU line with that GPU's
+    defaults; it gave the probe plan's 8,192 and 1,024 on an L40S, whose vLLM runs 2,048 and 256
+    (vLLM ``arg_utils._set_default_args``)."""
+    catalog = load_catalog()
+    offerings = tuple(o for o in catalog.offerings if o.gpu == get_gpu(gpu).name)
+    spec = SweepSpec(workload=Workload(task="inference", concurrency=4), prompt_tokens=1000, output_tokens=200)
+    answer = recommendation_to_json(recommend(load_model("llama-3.1-8b"), spec, catalog, "1month", NOW, top=3,
+                                              offerings=offerings))
+    line = next(a for a in answer["assumptions"] if a.startswith("Serving engine sized like vLLM"))
+    tokens, seqs = expected
+    assert line.startswith(f"Serving engine sized like vLLM: max_num_batched_tokens {tokens}, max_num_seqs {seqs},")

@@ -52,7 +52,7 @@ from anchorgpu.planner.terms import TaskTerms, context_bytes, new_task_terms, sp
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 from anchorgpu.units import at_least, fmt_bytes
 
-__all__ = ["DEFAULT_REQUEST_NOTE", "EngineMemory", "engine_defaults", "engine_memory", "plan_inference", "request_media"]
+__all__ = ["DEFAULT_REQUEST_NOTE", "EngineMemory", "engine_defaults", "engine_line", "engine_memory", "plan_inference", "request_media"]
 
 
 def engine_defaults(gpu: GpuSpec | None, workload: Workload, assumptions: list[str]) -> tuple[int, int]:
@@ -61,14 +61,14 @@ def engine_defaults(gpu: GpuSpec | None, workload: Workload, assumptions: list[s
     ``arg_utils._set_default_args``)."""
     tokens, seqs = engine_limits(workload, large_gpu=large_engine_defaults(gpu),
                                  gpu_memory_bytes=gpu.memory_bytes if gpu is not None else None)
-    assumptions.append(_engine_line(workload.engine, tokens, seqs,
+    assumptions.append(engine_line(workload.engine, tokens, seqs,
                                     workload.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION,
                                     block_size_of(workload)))
     return tokens, seqs
 
 
 @lru_cache(maxsize=256, typed=True)  # typed: 1 and 1.0 print differently
-def _engine_line(engine: str, tokens: int, seqs: int, utilization: float, block: int) -> str:
+def engine_line(engine: str, tokens: int, seqs: int, utilization: float, block: int) -> str:
     """The serving-engine assumption: the engine's settings, nearly always its defaults, so a few lines recur
     across every model, GPU and request size (memoised, like the runtime-overhead line of training)."""
     if engine == "trtllm":
