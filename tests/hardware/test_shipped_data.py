@@ -64,6 +64,14 @@ RUNTIME_TOTALS: dict[str, int] = {
     "rtx-4090": 25_386_352_640,  # 23.64 GiB: deviceQuery on 8 x RTX 4090 (thamada/nvidia-smi gls/RTX4090_deviceQuery.py)
     "rtx-5090": 33_677_115_392,  # 32,117 MiB, the lower edge of vLLM's rounded '31.37GiB' (vllm-project/vllm#14452)
     "b300": 287_386_370_048,  # 274,073 MiB, the lower edge of torch's rounded '267.7 GiB' (sgl-project/sglang#25225)
+    "a100-40gb-sxm": 42_298_834_944,  # 39.39 GiB: deviceQuery on 8 x A100-SXM4-40GB (bottlerocket-os/bottlerocket#3873)
+    "h100-pcie": 84_942_979_072,  # 79.11 GiB: XLA's H100 PCIe device description (openxla/xla specs/h100_pcie.txtpb)
+    "gb200": 197_897_748_480,  # 184.31 GiB: XLA's GB200 device description (openxla/xla specs/gb200.txtpb)
+    "gb300": 297_021_079_552,  # 276.62 GiB: XLA's GB300 device description (openxla/xla specs/gb300.txtpb)
+    "rtx-pro-6000": 101_967_724_544,  # 97,244 MiB, the lower edge of ds4's rounded 'total=94.97 GiB' (antirez/ds4#431)
+    "mi325x": 274_861_129_728,  # 262,128 MiB: rocminfo GPU pool on MI325X (ROCm/rocm-systems#8263)
+    "mi355x": 309_220_868_096,  # 294,896 MiB: rocminfo GPU pool on MI355X (ROCm/rocm-libraries#9055)
+    "a10g": 23_605_542_912,  # 22,512 MiB, the lower edge of torch's rounded '21.99 GiB' on 8 x A10G (philschmid/...#49)
 }
 DEVICE_RUNS = Path(__file__).resolve().parents[2] / "benchmarks" / "device"
 CSV_PEAK_COLUMNS = {
@@ -147,6 +155,11 @@ SMI_TOTALS_MIB: dict[str, int] = {
     "h100-nvl": 95_830,  # 2 x H100 NVL (thamada/nvidia-smi nvsim/H100NVLx2_smi.py)
     "rtx-4090": 24_564,  # 8 x RTX 4090 (thamada/nvidia-smi package/RTX4090_smi.py)
     "rtx-5090": 32_607,  # one RTX 5090, driver 610.88 (nibor1896/Crow#105)
+    "a100-40gb-sxm": 40_960,  # A100-SXM4-40GB, driver 580.126.09 (bottlerocket-os/bottlerocket-core-kit#834)
+    "rtx-pro-6000": 97_887,  # '93128MiB on my 97887MiB' (antirez/ds4#431)
+    "mi325x": 262_128,  # rocminfo GPU pool 268,419,072 KB (ROCm/rocm-systems#8263)
+    "mi355x": 294_896,  # rocminfo GPU pool 301,973,504 KB (ROCm/rocm-libraries#9055)
+    "a10g": 23_028,  # NVIDIA A10G, driver 535.247.01 (NVIDIA/DCGM#232)
 }
 
 
@@ -167,7 +180,10 @@ def test_no_sourced_total_is_above_the_vendor_figure_and_no_tool_total_is_below_
     # figure, so it is at most that figure (and the physical memory); nvidia-smi / rocminfo count what the driver
     # keeps back, so their total is at least the runtime total and at most the physical memory.
     runtime_gpus = [gpu for gpu in list_gpus() if gpu.memory_is_runtime]
-    assert len(runtime_gpus) >= 11  # the six of stop 45, L4, H100 NVL, RTX 4090, RTX 5090, B300
+    # the six of stop 45, L4, H100 NVL, RTX 4090, RTX 5090, B300, then A100 40GB, H100 PCIe, GB200, GB300, RTX PRO 6000,
+    # MI325X, MI355X, A10G; only H800, H20 and MI250X keep the vendor's figure
+    assert len(runtime_gpus) >= 19
+    assert {gpu.name for gpu in list_gpus() if not gpu.memory_is_runtime} <= {"h800", "h20", "mi250x"}
     for gpu in runtime_gpus:
         assert gpu.memory_nominal_bytes is not None, gpu.name
         assert gpu.memory_bytes <= gpu.memory_nominal_bytes <= gpu.memory_physical_bytes, gpu.name
@@ -277,12 +293,13 @@ def test_anchor_bandwidths_match_their_published_sources(name: str, tb_per_s: fl
     ("name", "budget_gib", "usable_gib", "headline"),
     [
         ("mi300x", 191.98, 192, "192 GB"),  # S14/S15: AMD 192 GB, ROCm table 192 GiB; HIP reports 196,592 MiB
-        ("mi325x", 256, 256, "256 GB"),  # S15: 256 GiB (a public catalog's 288 is wrong); no runtime total sourced
+        ("mi325x", 255.98, 256, "256 GB"),  # S15: 256 GiB (a catalog's 288 is wrong); rocminfo 262,128 MiB (rocm-systems#8263)
         ("h100-sxm", 79.18, 80, "80 GB"),  # S2: 80 GB; CUDA reports 79.18 GiB (prime-rl's H100 baselines)
         ("h200", 139.80, 141, "141 GB"),  # S4: 141 GB; CUDA 139.80 GiB (measured: benchmarks/device/h200_2026-12-04.json)
         ("b200", 178.35, 180, "192 GB"),  # S5/S6: 180 GB on the platform, 192 physical; CUDA 178.35 (prime-rl)
         ("b300", 267.65, 270, "288 GB"),  # S5: 270 GB HGX, 288 physical; torch 267.7 GiB (sgl-project/sglang#25225)
-        ("gb200", 186, 186, "192 GB"),  # S7/S11: 186 GB per GPU; no runtime total sourced
+        ("gb200", 184.31, 186, "192 GB"),  # S7/S11: 186 GB per GPU; CUDA 184.31 GiB (XLA's gb200.txtpb)
+        ("h800", 80, 80, "80 GB"),  # S25: 80 GB; no runtime total sourced, so the budget is the vendor's figure
     ],
 )
 def test_memory_budgets_on_the_runtime_total_and_keeps_the_usable_figure_and_headline(
