@@ -186,25 +186,6 @@ def test_trtllm_rows_run_at_the_batch_trtllm_bench_gives_its_engine() -> None:
     assert ROWS["S14"].row["engine_limits"] == "trtllm-bench"
     assert predict(ROWS["S14"]) == pytest.approx(28312, rel=0.10)
 
-
-def test_trtllm_bench_fits_a_whole_prompt_in_a_step_without_chunked_prefill() -> None:
-    """tensorrt_llm/bench/benchmark/utils/general.py get_settings (NVIDIA/TensorRT-LLM@0171265 and @c0b2ee6): with
-    chunked prefill off, trtllm-bench raises max_num_tokens to the longest prompt plus the per-micro-batch batch.
-    Llama-3.1-8B FP8 on one H100 at 20,000 in / 2,000 out: tuning.py's cache estimate holds about 51 requests
-    ((80 GiB - 8.03 GB) x 0.95 / (65,536 B x 22,000)), rounded up to 64, and 51 x (1 + 10) = 563 tokens, floored
-    at 2,048; the raise makes the budget 20,000 + 64."""
-    from anchorgpu.architectures import load_model
-    from anchorgpu.hardware import get_gpu
-    from anchorgpu.planner.speed.runs import trtllm_bench_engine, trtllm_bench_limits
-
-    model, gpu = load_model("llama-3.1-8b"), get_gpu("h100-sxm")
-    row = {"tp": 1, "pp": 1, "weights": "fp8", "kv_cache": "fp8", "prompt_tokens": 20000, "output_tokens": 2000}
-    per_micro, tuned = trtllm_bench_limits(model, gpu.memory_bytes, tp=1, pp=1, weights="fp8", kv_cache="fp8",
-                                           prompt_tokens=20000, output_tokens=2000)
-    assert (per_micro, tuned) == (64, 2048)
-    assert trtllm_bench_engine(model, gpu.memory_bytes, row) == (64, 20064)
-    assert trtllm_bench_engine(model, gpu.memory_bytes, {**row, "chunked_prefill": True}) == (64, 2048)
-
 def test_text_benchmarks_of_a_vision_model_are_planned_without_images() -> None:
     """trtllm-bench's synthetic requests are text only (the perf-overview cells of Llama 4 Scout and Maverick): a
     row is planned with no image in each request unless it says otherwise, so each sequence holds prompt + output

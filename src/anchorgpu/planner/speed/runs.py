@@ -247,17 +247,11 @@ def serve_plan_of(r: dict[str, Any]) -> Any:
 
 def trtllm_bench_engine(model: ModelSpec, gpu_memory_bytes: float, r: dict[str, Any]) -> tuple[int, int]:
     """(sequences a rank runs, tokens a step) of a row whose engine ``trtllm-bench`` sized from its ``--tp`` and
-    ``--pp`` (:func:`trtllm_bench_limits`: a batch per micro-batch, so ``pp`` of them in flight). Without chunked
-    prefill (trtllm-bench's default; a row whose options turn it on says ``chunked_prefill: true``) the benchmark
-    then raises the token budget to the longest prompt plus that batch, so a whole prompt fits one step
-    (``tensorrt_llm/bench/benchmark/utils/general.py`` ``get_settings``, NVIDIA/TensorRT-LLM@0171265 and @c0b2ee6;
-    it reads ``enable_chunked_prefill`` from the options file only, so ``--enable_chunked_context`` does not stop it)."""
+    ``--pp`` (:func:`trtllm_bench_limits`: a batch per micro-batch, so ``pp`` of them in flight)."""
     pp = int(r.get("pp", 1))
     per_micro, max_tokens = trtllm_bench_limits(
         model, gpu_memory_bytes, tp=r["tp"], pp=pp, weights=r["weights"], kv_cache=r["kv_cache"],
         prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"])
-    if not r.get("chunked_prefill", False):
-        max_tokens = max(max_tokens, int(r["prompt_tokens"]) + per_micro)
     return per_micro * pp, max_tokens
 
 
