@@ -52,7 +52,8 @@ def test_every_row_within_25_percent_fitted_or_held_out_but_t37() -> None:
     """Issue 11's targets: no calibration row beyond 25%, and rows kept out of the fit within 25%, on both stacks
     (the rows of the reference files, and the further dense cells of TensorRT-LLM's table). One held-out row misses
     since stop 38: T37, OLMo-core's 32B (1,500 tok/s a GPU), restated as the script its README names runs (FSDP over
-    128 H100, full recompute), came out a third fast once its FSDP traffic left each server through every NIC, and
+    128 H100, full recompute; 1,024 H100 since the public copy of the script ties its settings to that count: it
+    moves by under a point), came out a third fast once its FSDP traffic left each server through every NIC, and
     26% fast since stop 39 planned the PyTorch-native runs as such (--train-stack pytorch: its fitted elementwise
     traffic brought OLMo-core's one-server rows T35 and T36 from 12-18% fast to within 2%), and 32% fast since stop
     40's training fit, started from three points, left the narrow-product falloff off its floor (a lower loss on the

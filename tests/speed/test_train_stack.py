@@ -28,7 +28,7 @@ def test_the_pytorch_native_rows_are_marked_and_mostly_held_out() -> None:
 
 def test_held_out_pytorch_native_runs_are_predicted_as_such() -> None:
     """Without context parallelism (whose torchtitan runs at CP 2-8 have their own band and caveat) every held-out
-    PyTorch-native run comes within 25% but OLMo-core's 32B (T37, over 128 GPUs, +28%; FP8 +48%) and 13B in FP8
+    PyTorch-native run comes within 25% but OLMo-core's 32B (T37, over 1,024 GPUs, +28%; FP8 +47%) and 13B in FP8
     (+27%; BF16 +16% since FSDP2's copies are timed), the larger models of its README table, with a median error under
     10%."""
     held = {r.id: predict(r) / r.value - 1 for r in PYTORCH if r.role == "holdout" and r.row["cp"] == 1}

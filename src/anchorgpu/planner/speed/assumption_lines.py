@@ -156,7 +156,9 @@ def step_line(microbatches: int, micro_batch: int, seq: int, tokens: int, precis
     return (f"step = {microbatches:,} micro-batch{'es' if microbatches != 1 else ''} of {micro_batch:,} x {seq:,} "
             "tokens per data-parallel rank"
             f" ({tokens:,} tokens); {precision.upper()} products at a calibrated {efficiency:.0%}"
-            f" of the dense peak for large shapes (less for h/tp = {width:,}); MFU counts 6·N·D plus "
+            f" of the dense peak for large shapes (less for h/tp = {width:,})"
+            + ("; the LM head stays at BF16, as the FP8/FP4 recipes leave it" if precision.lower() != "bf16" else "")
+            + "; MFU counts 6·N·D plus "
             "attention, as the Llama 3 paper does")
 
 

@@ -83,6 +83,7 @@ class _StepShape(NamedTuple):
     passes: float  # of the elementwise operators
     unfused_bytes: float  # a routed token's bytes outside the fused kernels (0.0 without a mixture of experts)
     volumes: float  # TP all-reduce volumes per layer
+    head_f: float  # the LM head's share of matmul_f: it stays at 16 bits when the blocks' products run in FP8/FP4
 
 
 @partial(memo_on_frozen, frozen=3)
@@ -119,8 +120,14 @@ def _step_shape(model: ModelSpec, gpu: GpuSpec, cal: Calibration, seq_tokens: in
     volumes = 6.0 if recompute == "full" else 4.0
     if recompute == "moe" and model.moe is not None:
         volumes += model.moe.num_moe_layers / model.num_layers
+    # the output layer is left out of the low-precision recipes: torchao's convert_to_float8_training under
+    # torchtitan's filter of "output" and OLMo-core's modules_to_ignore {"lm_head.w_out"}; Megatron-Core's
+    # output_layer is a ColumnParallelLinear, not a Transformer Engine module, so fp8_autocast leaves it at BF16
+    head_f = 0.0
+    if choice.precision != "bf16":  # forward and backward (LoRA: the input gradient only) of its V x h product
+        head_f = (3.0 if kind == "full" else 2.0) * 2.0 * model.vocab_size * model.hidden_size
     return _StepShape(k, pytorch, ew_bytes, choice, model_f, hw_f, attn_passes, matmul_f, attn_run_f, att_rate,
-                      mm_peak_eff, expert_share, route_share, passes, unfused, volumes)
+                      mm_peak_eff, expert_share, route_share, passes, unfused, volumes, head_f)
 
 
 def _compute_micro_step(
@@ -148,6 +155,10 @@ def _compute_micro_step(
         matmul_f *= 1.0 + shape.expert_share * (factor - 1.0)
     compute_s = imbalance * (matmul_f * tokens_rank / split / (choice.flops_per_s * mm_eff)
                              + attn_run_f * tokens_rank / split / att_rate)
+    if shape.head_f:  # the LM head at the BF16 rate, not the FP8/FP4 one (_step_shape)
+        bf16_eff = k.train_matmul_efficiency * width / (width + k.train_matmul_half_width)
+        compute_s += imbalance * shape.head_f * tokens_rank / split * (
+            1.0 / (peak_for(gpu, "bf16").flops_per_s * bf16_eff) - 1.0 / (choice.flops_per_s * mm_eff))
     elementwise_s = (tokens_rank * stage_layers * shape.ew_bytes * h / tp * shape.passes
                      / gpu.memory_bandwidth_bytes_per_s)
     if not sequence_parallel and tp > 1:
