@@ -11,6 +11,11 @@ from anchorgpu.web.i18n import English
 
 RECIPE_KINDS = KINDS
 
+# the option each serving engine's launch sets its maximum sequence length with, as anchorgpu.recipes.serving writes
+# it (vLLM --max-model-len, SGLang --context-length, TensorRT-LLM --max_seq_len): the recommendations page names it
+# beside a row whose KV cache holds no whole window (max_model_len_tokens)
+LENGTH_FLAGS = {"vllm": "--max-model-len", "sglang": "--context-length", "trtllm": "--max_seq_len"}
+
 
 def launch_for_plan(plan_request: Any, kind: str, settings: Any) -> tuple[dict[str, Any] | None, str | None]:
     """(recipe JSON, None) or (None, the reason in one line) for the planner page's request."""

@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, Response
 from pydantic import ValidationError
 
 from anchorgpu.api.deps import ClockDep, SettingsDep
-from anchorgpu.api.models_ref import server_offline
+from anchorgpu.api.models_ref import load_public_model, server_offline
 from anchorgpu.api.planning import run_plan
 from anchorgpu.api.schemas import PlanRequest
 from anchorgpu.errors import AnchorError
@@ -319,6 +319,15 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
     context["recipe_kinds"] = RECIPE_KINDS
     context["launch_query"] = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "recipe"])
     context["launch_kind"] = values.get("recipe")
+    if any(r.get("max_model_len_tokens") for r in result["results"]):
+        # a row whose KV cache holds no whole window gives the maximum length to start the engine with: the page
+        # names the window (the model's, which short_launch_length compares with) and the engine's option
+        from anchorgpu.web.launch import LENGTH_FLAGS
+
+        engine = result["workload"]["engine"]
+        context["engine"] = engine
+        context["length_flag"] = LENGTH_FLAGS[engine]
+        context["window_tokens"] = load_public_model(values["model"], offline=server_offline(settings)).max_context_tokens
     context["chart"] = scatter(points, x_label=f"Total for {result['term']}, USD", x_prefix="$", ranks=[c[0] for c in charted],
                                decimal_sign=_decimal_sign(text),
                                y_label="Training tokens/s" if training else "Output tokens/s (all users)") if points else None
