@@ -234,9 +234,12 @@ def recommend(
         "weights": list(result.weights), "kv_caches": list(result.kv_caches),
         "mfu": spec.efficiencies.mfu, "mbu": spec.efficiencies.mbu,
     }
-    if result.encoder_input_tokens:  # the decoder's own prompt, the encoder's input beside it (as plan's performance)
+    if result.encoder_input_tokens or result.encoder_prefill_equivalent_tokens:
+        # the prompt the sequence holds; beside it the encoder's input (an encoder-decoder, cross-attention images)
+        # and the encoder's or vision tower's work as prompt tokens of the same cost (as plan's performance)
         workload["prompt_tokens"] = result.prompt_tokens - result.encoder_prefill_equivalent_tokens
-        workload["encoder_input_tokens"] = result.encoder_input_tokens
+        if result.encoder_input_tokens:
+            workload["encoder_input_tokens"] = result.encoder_input_tokens
         workload["encoder_prefill_equivalent_tokens"] = result.encoder_prefill_equivalent_tokens
     assumptions = [choice.assumption, *result.assumptions]
     assumptions.append(
