@@ -19,7 +19,8 @@ PLAN_ARGV = ["plan", "llama-3.1-8b", "--gpu", "h100", "--json"]
 # Heavy libraries and unrelated areas the plan command must not load.
 NOT_ON_THE_PLAN_PATH = (
     "rich", "pydantic", "numpy", "huggingface_hub", "sqlalchemy", "fastapi", "jinja2", "tomllib",
-    "anchorgpu.hardware.compare", "anchorgpu.architectures.diffusion", "anchorgpu.planner.sweep",
+    "anchorgpu.hardware.compare", "anchorgpu.hardware.resident_fit", "anchorgpu.architectures.diffusion",
+    "anchorgpu.planner.sweep",
     "anchorgpu.cli.booking", "anchorgpu.cli.commerce", "anchorgpu.cli.db", "anchorgpu.cli.glossary", "anchorgpu.cli.hardware",
     "anchorgpu.cli.models", "anchorgpu.cli.recommend", "anchorgpu.cli.serve", "anchorgpu.catalog",
     "anchorgpu.store", "anchorgpu.config",

@@ -535,11 +535,13 @@ def _rows_are_plans(model: ModelSpec, result: SweepResult, planned: Workload, *,
 
 
 def _plans_own_request(result: SweepResult) -> Callable[[dict], None]:  # type: ignore[type-arg]
-    """The check of a text or in-context-image row's request: plan's own (with images: text + image tokens + the
-    tower's work as the prompt), and no encoder."""
+    """The check of a text or in-context-image row's request: plan's own (with images: the speed prompt is text +
+    image tokens, the prompt plan reports, + the tower's work, which it reports beside it), and no encoder input."""
     def check(perf: dict) -> None:  # type: ignore[type-arg]
-        assert (result.prompt_tokens, result.output_tokens) == (perf["prompt_tokens"], perf["output_tokens"])
-        assert result.encoder_prefill_equivalent_tokens == result.encoder_input_tokens == 0
+        tower = result.encoder_prefill_equivalent_tokens
+        assert (result.prompt_tokens - tower, result.output_tokens) == (perf["prompt_tokens"], perf["output_tokens"])
+        assert tower == perf.get("encoder_prefill_equivalent_tokens", 0)
+        assert result.encoder_input_tokens == 0
     return check
 
 

@@ -14,12 +14,13 @@ from anchorgpu.planner import Workload
 from anchorgpu.planner.inputs import engine_limits, large_engine_defaults
 from anchorgpu.planner.sweep import BATCH_LADDER, SweepSpec
 from anchorgpu.planner.sweep_grid import layout_grid
-from anchorgpu.planner.sweep_serving import _Ticks, _time_to_first_token
+from anchorgpu.planner.sweep_serving import _time_to_first_token
 from anchorgpu.planner.sweep_serving_memory import kv_factors, memory_terms
+from anchorgpu.planner.sweep_serving_ticks import Ticks
 from anchorgpu.recommend import shapes_from_catalog
 
 
-def _larger_of_two(ticks: _Ticks, budget_tokens: np.ndarray, batch: np.ndarray, prompt: int) -> np.ndarray:
+def _larger_of_two(ticks: Ticks, budget_tokens: np.ndarray, batch: np.ndarray, prompt: int) -> np.ndarray:
     """The first chunk's step as the scalar model writes it: the larger of a stage's work on every micro-batch and
     the chunk's way through every stage (one stage: the chunk's tick)."""
     others = batch - 1.0
@@ -42,7 +43,7 @@ def test_first_token_needs_no_tick_without_the_chunk(name: str, prompt: int) -> 
     per_replica = -(-np.array(BATCH_LADDER, dtype=np.int64)[:, None] // lay.dp)
     kv = kv_factors(model, spec, lay, kvs, (32768,), prompt, 256)
     mem = memory_terms(model, shapes, spec, lay, weights, kv, per_replica)
-    ticks = _Ticks(model, shapes, spec, lay, weights, kv, mem.weights, prompt, 256)
+    ticks = Ticks(model, shapes, spec, lay, weights, kv, mem.weights, prompt, 256)
     budget = np.array([engine_limits(spec.workload, large_gpu=large_engine_defaults(sh.gpu))[0]
                        for sh in shapes])[lay.shape]
     batch = per_replica.astype(np.float64)

@@ -1,5 +1,5 @@
 """The training chooser times a layout's recompute levels only when its fastest level reaches the front of the
-search (``layouts._fastest_first``): the same order as timing every candidate and sorting, for a fraction of the
+search (``chooser_order.fastest_first``): the same order as timing every candidate and sorting, for a fraction of the
 timing (Qwen3-235B-A22B on 256 H100: about 2,800 candidates, a few hundred timed). With a bound on each layout's
 speed (``training.tokens_per_s_bound``) it times the layout itself only when the bound reaches the front: the same
 candidates in the same order, a few dozen timed."""
@@ -12,7 +12,7 @@ from anchorgpu.architectures import load_model
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload
-from anchorgpu.planner.speed import layouts
+from anchorgpu.planner.speed import chooser_order, layouts
 from anchorgpu.planner.speed.training import tokens_per_s_bound, training_step
 
 
@@ -39,7 +39,7 @@ def test_the_search_meets_the_candidates_in_the_order_of_a_full_sort(name: str, 
             continue
     full.sort()
     timed.clear()
-    search = layouts._fastest_first(pairs, levels, speed)
+    search = chooser_order.fastest_first(pairs, levels, speed)
     first = [next(search)[1] for _ in range(20)]
     assert first == [i for _, i in full[:20]]
     assert len(timed) < len(full) / 2  # far fewer timed than candidates
@@ -78,13 +78,13 @@ def test_the_bound_is_never_below_the_speed_and_keeps_the_order(name: str, gpus:
             continue
         if rc == "none":
             assert bound(lay, mb) >= exact
-    assert list(layouts._fastest_first(pairs, levels, speed, bound)) == list(layouts._fastest_first(pairs, levels, speed))
+    assert list(chooser_order.fastest_first(pairs, levels, speed, bound)) == list(chooser_order.fastest_first(pairs, levels, speed))
     timed.clear()
-    search = layouts._fastest_first(pairs, levels, speed)
+    search = chooser_order.fastest_first(pairs, levels, speed)
     first = [next(search, None) for _ in range(20)]
     without = len(timed)
     timed.clear()
-    search = layouts._fastest_first(pairs, levels, speed, bound)
+    search = chooser_order.fastest_first(pairs, levels, speed, bound)
     assert [next(search, None) for _ in range(20)] == first
     assert len(timed) <= without
 

@@ -1,8 +1,8 @@
 """The training chooser times a ZeRO-2 candidate only once its ZeRO-1 twin (the same layout, micro-batch and
-recompute) has gone by without fitting (``layouts._zero1_twins``, ``layouts._fastest_first``'s ``twins``). That keeps
-the search's order only because on Megatron's stack a twin is never slower at any level: the premise is checked here
-over a sample, and so is the order (the same candidates in the same order as the search without twins), with far
-fewer ZeRO-2 timings."""
+recompute) has gone by without fitting (``chooser_order.zero1_twins``, ``chooser_order.fastest_first``'s ``twins``).
+That keeps the search's order only because on Megatron's stack a twin is never slower at any level: the premise is
+checked here over a sample, and so is the order (the same candidates in the same order as the search without twins),
+with far fewer ZeRO-2 timings."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from anchorgpu.architectures import load_model
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload
-from anchorgpu.planner.speed import layouts
+from anchorgpu.planner.speed import chooser_order, layouts
 from anchorgpu.planner.speed.training import TrainLayout, tokens_per_s_bound, training_step
 
 BATCH_TOKENS = 4 * 2**20
@@ -28,7 +28,7 @@ def _search(name: str, gpus: int, gpu: str, seq: int, task: str):  # type: ignor
     w = Workload(task=task, seq_tokens=seq)  # Megatron's stack, the default
     blocks: list[tuple[int, int, int]] = []
     pairs, levels = layouts._candidates(model, w, Layout(gpus=gpus), gpus, seq, BATCH_TOKENS, zero2_blocks=blocks)
-    twin_of = layouts._zero1_twins(blocks)
+    twin_of = chooser_order.zero1_twins(blocks)
     twins = {g: t for g in range(len(pairs)) if (t := twin_of(g)) is not None}
     kind = "full" if task == "train" else "lora"
     timed: list[tuple[TrainLayout, int, str]] = []
@@ -72,14 +72,14 @@ def test_twins_keep_the_order_and_time_a_zero2_level_only_after_its_twin(name: s
                                                                         task: str) -> None:
     pairs, levels, speed, bound, timed, twins = _search(name, gpus, gpu, seq, task)
     n = len(levels)
-    plain = [i for _, i, *_ in itertools.islice(layouts._fastest_first(pairs, levels, speed, bound), 200)]
+    plain = [i for _, i, *_ in itertools.islice(chooser_order.fastest_first(pairs, levels, speed, bound), 200)]
     zero2_plain = sum(lay.zero == 2 for lay, _, _ in timed)
     timed.clear()
     index = {(id(lay), mb): g for g, (lay, mb) in enumerate(pairs)}
     met: set[int] = set()
     found = []
     zero2_timed = 0
-    for _, i, *_ in layouts._fastest_first(pairs, levels, speed, bound, twins.get):
+    for _, i, *_ in chooser_order.fastest_first(pairs, levels, speed, bound, twins.get):
         for lay, mb, rc in timed:  # a ZeRO-2 level timed: its twin's level was met first (planned, and did not fit)
             g = index[(id(lay), mb)]
             if g in twins:
@@ -96,11 +96,11 @@ def test_twins_keep_the_order_and_time_a_zero2_level_only_after_its_twin(name: s
 
 def test_a_skipped_zero2_layout_is_not_timed_at_its_twins_levels_and_the_rest_keep_their_order() -> None:
     pairs, levels, speed, bound, timed, twins = _search("llama-3.1-70b", 512, "h100", 4096, "train")
-    plain = list(itertools.islice(layouts._fastest_first(pairs, levels, speed, bound, twins.get), 100))
+    plain = list(itertools.islice(chooser_order.fastest_first(pairs, levels, speed, bound, twins.get), 100))
     skipped_lay = next(lay for _, _, lay, _, _ in plain if lay.zero == 2)  # a ZeRO-2 layout the search meets
     skipped: set[int] = set()
     found = []
-    for entry in layouts._fastest_first(pairs, levels, speed, bound, twins.get, skipped):
+    for entry in chooser_order.fastest_first(pairs, levels, speed, bound, twins.get, skipped):
         if entry[2] is skipped_lay:
             skipped.add(id(skipped_lay))  # as the chooser does once a layout's states outgrow the GPU
         timed.clear()

@@ -287,13 +287,18 @@ def _timed_requests(section: dict[str, Any], concurrency: int | None, context_to
 
 
 def _request_size(section: dict[str, Any], prompt: int, output: int) -> str:
-    """A timed request's tokens; an encoder-decoder's encoder input before its decoder's prompt and output.
+    """A timed request's tokens; an encoder-decoder's encoder input before its decoder's prompt and output; a vision
+    model's prompt of text and image tokens (its vision tower's work is not part of it).
 
     >>> _request_size({"encoder_input_tokens": 1500}, 4, 256), _request_size({}, 1024, 256)
     ('1,500 encoder input + 4 decoder prompt + 256 output tokens', '1,024 prompt + 256 output tokens')
+    >>> _request_size({"encoder_prefill_equivalent_tokens": 1048}, 3762, 256)
+    '3,762 prompt (text and image tokens) + 256 output tokens'
     """
     enc = section.get("encoder_input_tokens")
-    head = f"{enc:,} encoder input + {prompt:,} decoder prompt" if isinstance(enc, int) else f"{prompt:,} prompt"
+    head = (f"{enc:,} encoder input + {prompt:,} decoder prompt" if isinstance(enc, int)
+            else f"{prompt:,} prompt (text and image tokens)" if "encoder_prefill_equivalent_tokens" in section
+            else f"{prompt:,} prompt")
     return f"{head} + {output:,} output tokens"
 
 

@@ -25,34 +25,19 @@ from typing import TYPE_CHECKING, Any
 from anchorgpu.hardware.spec import PRECISIONS, GpuSpec, Peak, PeakStatus, Precision
 
 if TYPE_CHECKING:
-    from anchorgpu.hardware.compare import (
-        FEATURED_COMPARISONS,
-        GpuComparison,
-        MetricComparison,
-        Workload,
-        WorkloadFit,
-        compare_gpus,
-        workload_fit,
-    )
+    from anchorgpu.hardware.compare import FEATURED_COMPARISONS, GpuComparison, MetricComparison, compare_gpus
     from anchorgpu.hardware.loader import normalize_name, parse_gpus, parse_sources
     from anchorgpu.hardware.registry import GpuIndex, get_gpu, list_gpus, source_descriptions
+    from anchorgpu.hardware.resident_fit import Workload, WorkloadFit, workload_fit
     from anchorgpu.hardware.serialize import comparison_to_json, gpu_to_json
 
 # Public name -> the submodule that defines it, imported on first use (PEP 562) so that importing the
 # package (or one of its submodules) does not load the rest: ``anchorgpu plan`` must start fast.
 _LAZY: dict[str, str] = {
     **dict.fromkeys(
-        (
-            "FEATURED_COMPARISONS",
-            "GpuComparison",
-            "MetricComparison",
-            "Workload",
-            "WorkloadFit",
-            "compare_gpus",
-            "workload_fit",
-        ),
-        "anchorgpu.hardware.compare",
+        ("FEATURED_COMPARISONS", "GpuComparison", "MetricComparison", "compare_gpus"), "anchorgpu.hardware.compare"
     ),
+    **dict.fromkeys(("Workload", "WorkloadFit", "workload_fit"), "anchorgpu.hardware.resident_fit"),
     **dict.fromkeys(("normalize_name", "parse_gpus", "parse_sources"), "anchorgpu.hardware.loader"),
     **dict.fromkeys(("GpuIndex", "get_gpu", "list_gpus", "source_descriptions"), "anchorgpu.hardware.registry"),
     **dict.fromkeys(("comparison_to_json", "gpu_to_json"), "anchorgpu.hardware.serialize"),

@@ -308,6 +308,9 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         breakdown["encoder_input_tokens"] = media.cross_tokens
         breakdown["encoder_prefill_equivalent_tokens"] = encoder_equivalent_tokens(media, model)
         output_tokens = text_request(w, ctx)[1]  # the vision tower's work takes no room in the text's sequence
+    elif media.context_tokens and (tower := encoder_equivalent_tokens(media, model)):
+        # image tokens in the context: the vision tower's work, timed as prompt tokens the sequence does not hold
+        breakdown["encoder_prefill_equivalent_tokens"] = tower
     state_one, state = state_one + cross_one, state + cross
     assumptions.append(
         "KV cache shown is what the requested sequences need; the serving engine reserves all the KV cache its "

@@ -46,7 +46,7 @@ from anchorgpu.planner.inputs import (
     default_seq_tokens,
     recompute_ladder,
 )
-from anchorgpu.planner.media import text_request
+from anchorgpu.planner.media import encoder_equivalent_tokens, text_request
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.serving_request import asked_context, ladder_context_note
 from anchorgpu.planner.speed.calibration import Overrides, calibration
@@ -141,11 +141,11 @@ class SweepResult:
     columns: GridColumns  # a Mapping of name -> column (numpy, one entry per configuration)
     assumptions: tuple[str, ...]
     warnings: tuple[tuple[str, str], ...]
-    # an encoder-decoder or cross-attention model (else 0): ``prompt_tokens`` is the speed prompt plan times, the
-    # decoder's own prompt plus these tokens that stand for the encoder's prefill work (as ``plan_performance`` takes
-    # it); the positions its cross-attention K/V holds. A model with its image tokens in the context has 0 of each:
-    # its ``prompt_tokens`` is plan's speed prompt too (text, image tokens and the vision tower's work), all of it read
-    # by every decode step as plan reads it
+    # a model with an encoder or a vision tower (else 0): ``prompt_tokens`` is the speed prompt plan times, the prompt
+    # the sequence holds (an encoder-decoder's decoder prompt; text and image tokens) plus these tokens that stand for
+    # the encoder's or tower's prefill work (as ``plan_performance`` takes it); then the positions the cross-attention
+    # K/V holds, for an encoder-decoder or cross-attention model (0 where the image tokens are in the context: there
+    # every decode step reads the whole speed prompt's K/V, as plan reads it)
     encoder_prefill_equivalent_tokens: int = 0
     encoder_input_tokens: int = 0
     # serving: (concurrency, tokens a sequence is sized at) of each concurrency swept, as plan --concurrency N sizes
@@ -320,7 +320,8 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         context_tokens=ctx, prompt_tokens=prompt, output_tokens=output, columns=columns,
         concurrency_contexts=tuple(sized.items()),
         assumptions=tuple(assumptions), warnings=warnings,
-        encoder_prefill_equivalent_tokens=cross.equivalent_tokens if cross is not None else 0,
+        encoder_prefill_equivalent_tokens=(encoder_equivalent_tokens(media, model)
+                                           if cross is not None and media is not None else 0),
         encoder_input_tokens=media.cross_tokens if cross is not None and media is not None else 0,
     )
 

@@ -10,15 +10,8 @@ Public API:
 - :func:`shapes_from_catalog` — catalog offerings as the planner's hardware shapes.
 """
 
-from anchorgpu.recommend.service import (
-    Recommendation,
-    RecommendedOption,
-    Rejection,
-    network_bytes_per_s_per_gpu,
-    recommend,
-    recommendation_to_json,
-    shapes_from_catalog,
-)
+from anchorgpu.recommend.service import Recommendation, RecommendedOption, Rejection, recommend, recommendation_to_json
+from anchorgpu.recommend.shapes import network_bytes_per_s_per_gpu, shapes_from_catalog
 
 __all__ = [
     "Recommendation",

@@ -1,21 +1,21 @@
 """Recommend offerings: join the planner's sweep with the catalog's prices for a term.
 
 The planner sweeps configurations without prices (:mod:`anchorgpu.planner.sweep`); this service turns
-each catalog offering into a hardware shape, keeps the fastest configuration that fits per offering and
-server count, prices it as :func:`anchorgpu.quotes.price_quote` does (:func:`~anchorgpu.quotes.pricing.servers_prices`,
-held equal to it by a test, so a recommendation and a quote for the same servers and term always agree), and ranks by the total for the term. It also finds the Pareto front
-of cost against speed and says why the cheaper options were rejected. ``now`` is passed in.
+each catalog offering into a hardware shape (:mod:`~anchorgpu.recommend.shapes`), keeps the fastest configuration that
+fits per offering and server count (:mod:`~anchorgpu.recommend.candidates`), prices it as
+:func:`anchorgpu.quotes.price_quote` does (:func:`~anchorgpu.quotes.pricing.servers_prices`, held equal to it by a
+test, so a recommendation and a quote for the same servers and term always agree), and ranks by the total for the
+term. It also finds the Pareto front of cost against speed and says why the cheaper options were rejected. ``now`` is
+passed in.
 """
 
 from __future__ import annotations
 
-import math
-import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +23,6 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.catalog import Catalog, Offering
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
-from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.formats import get_format
 from anchorgpu.planner.inputs import default_seq_tokens
 from anchorgpu.planner.speed.calibration import calibrated
@@ -32,52 +31,32 @@ from anchorgpu.planner.speed.links import compute_precision_for_weights, tp_link
 from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec, sweep
 from anchorgpu.planner.validate import check_kv_cache_task, default_kv_cache, kv_cache_runs_on
 from anchorgpu.planner.workload_checks import validate_workload
-from anchorgpu.quotes import UnpricedOffering, price_quote, run_term
-from anchorgpu.quotes.pricing import ServersPrice, servers_prices
+from anchorgpu.quotes import UnpricedOffering
+from anchorgpu.quotes.pricing import servers_prices
+from anchorgpu.recommend.candidates import (
+    Candidate,
+    candidate,
+    longer_than_the_term,
+    one_per_offering,
+    pareto,
+    per_million,
+)
 from anchorgpu.recommend.ceilings import row_ceilings
 from anchorgpu.recommend.eligibility import able_to_run, engine_cap, miss_reason
 from anchorgpu.recommend.precision import lowered, precision_choice
 from anchorgpu.recommend.records import Recommendation, RecommendedOption, Rejection
 from anchorgpu.recommend.render import recommendation_to_json
 from anchorgpu.recommend.selection import best_per_group, closest_miss
-from anchorgpu.units import Term, parse_term, round_usd
+from anchorgpu.recommend.shapes import shapes_from_catalog
+from anchorgpu.units import Term, parse_term
 
 __all__ = [
     "Recommendation",
     "RecommendedOption",
     "Rejection",
-    "network_bytes_per_s_per_gpu",
     "recommend",
     "recommendation_to_json",
-    "shapes_from_catalog",
 ]
-
-_FABRIC_RE = re.compile(r"(\d+)\s*x\s*(\d+)\s*Gb/s", re.IGNORECASE)
-
-
-def network_bytes_per_s_per_gpu(offering: Offering) -> float:
-    """Server-to-server bandwidth per GPU, one direction, from the offering's fabric (``8x400 Gb/s ...``),
-    else its public uplink shared by its GPUs.
-
-    >>> from anchorgpu.catalog import load_catalog
-    >>> network_bytes_per_s_per_gpu(load_catalog().offering("h100-sxm-8x-bm")) / 1e9  # 8 x 400 Gb/s / 8 GPUs
-    50.0
-    """
-    match = _FABRIC_RE.search(offering.fabric)
-    if match:
-        links, gbps = int(match.group(1)), int(match.group(2))
-        return links * gbps * 1e9 / 8 / offering.gpus
-    return offering.network_gbps * 1e9 / 8 / offering.gpus
-
-
-def shapes_from_catalog(offerings: Sequence[Offering], *, max_servers: int = 4) -> tuple[HardwareShape, ...]:
-    """One hardware shape per offering, 1..``max_servers`` whole servers; pipeline stages may span servers
-    only where a fabric joins them (``fabric != "none"``), else extra servers are data-parallel replicas."""
-    return tuple(
-        HardwareShape(id=o.id, gpu=get_gpu(o.gpu), gpus_per_server=o.gpus, max_servers=max_servers,
-                      network_bytes_per_s=network_bytes_per_s_per_gpu(o), scale_out=o.fabric.strip() != "none")
-        for o in offerings
-    )
 
 
 def _codes(result: SweepResult, row: dict[str, Any], offering: Offering, *, shipped: str | None = None,
@@ -114,119 +93,6 @@ def _speed_figures_uncertain(gpu_name: str) -> bool:
     gpu = get_gpu(gpu_name)
     peaks = any(gpu.peaks[p].uncertain for p in ("bf16", "fp8", "fp4") if p in gpu.peaks)
     return peaks or any(f.startswith(("memory_bandwidth", "interconnect_bandwidth")) for f in gpu.uncertain_fields)
-
-
-@fast_init  # one per offering and server count kept
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Candidate:
-    """An offering and server count with its fastest usable configuration (``index``), priced: what ranking needs;
-    the :class:`RecommendedOption` (the configuration's row, its warnings) is built only for those shown."""
-
-    offering: str
-    source: Offering
-    shape: int  # the offering's index in the sweep's shapes
-    servers: int
-    index: int
-    quote: ServersPrice
-    speed: float  # as RecommendedOption.speed reads it from the row
-    decode: float | None  # serving: total output tokens/s, priced per million tokens when shown (_per_million)
-    run_hours: int | None
-    run_usd: Decimal | None
-    run_term: str | None  # training: the term a quote for the run asks for (hours, or the shortest priced unit)
-
-    @property
-    def total_usd(self) -> Decimal:
-        return self.quote.total_usd
-
-
-def _candidate(result: SweepResult, i: int, offering: Offering, shape: int, servers: int, quote: ServersPrice,
-               term: Term, catalog: Catalog, now: datetime) -> _Candidate:
-    """Configuration ``i`` on ``servers`` of ``offering``: its speed, and the hours and price of its run
-    (training; serving's cost per million output tokens is :func:`_per_million`'s, when shown)."""
-    decode = result.value("decode_tokens_per_s_total", i)
-    run_hours: int | None = None
-    run_usd: Decimal | None = None
-    run_term_text: str | None = None
-    if result.task != "inference":
-        train_time_s = result.value("train_time_s", i)
-        if train_time_s:
-            run_hours = max(1, math.ceil(train_time_s / 3600))
-            covering = run_term(offering, run_hours)  # an offering sold by the month rents the run by the month
-            if covering is not None:
-                try:
-                    run_usd = price_quote(catalog, offering.id, servers, covering, None, now).total_usd
-                    run_term_text = str(covering)
-                except UnpricedOffering:
-                    run_usd = None
-    return _Candidate(offering=offering.id, source=offering, shape=shape, servers=servers, index=i, quote=quote,
-                      speed=float(decode or result.value("train_tokens_per_s", i) or 0.0),
-                      decode=decode if result.task == "inference" else None,
-                      run_hours=run_hours, run_usd=run_usd, run_term=run_term_text)
-
-
-def _per_million(c: _Candidate, term: Term) -> Decimal | None:
-    """A serving candidate's cost per million output tokens: its price for the term over the tokens it decodes in
-    it at full use."""
-    if c.decode is None:
-        return None
-    tokens_m = c.decode * term.hours * 3600 / 1e6
-    return round_usd(c.quote.total_usd / Decimal(f"{tokens_m:.6f}")) if tokens_m > 0 else None
-
-
-_Ranked = TypeVar("_Ranked", RecommendedOption, _Candidate)
-
-
-def _pareto(options: Sequence[_Ranked], cost: Callable[[_Ranked], Any] = lambda o: o.total_usd,
-            ) -> tuple[_Ranked, ...]:
-    """Options no other option beats on both cost (lower: the term's price unless ``cost`` says otherwise, e.g. a
-    training run's) and speed (higher); cheapest first."""
-    front: list[_Ranked] = []
-    best_speed = -math.inf
-    for opt in sorted(options, key=lambda o: (cost(o), -o.speed, o.offering, o.servers)):
-        if opt.speed > best_speed:
-            front.append(opt)
-            best_speed = opt.speed
-    return tuple(front)
-
-
-def _longer_than_the_term(candidates: Sequence[_Candidate], term: Term, max_servers: int, model: str) -> str | None:
-    """A line for a training run whose fastest option still takes longer than the term: how many servers of that
-    offering would finish it within the term at the same tokens a second per GPU (more GPUs rarely scale better),
-    which is past what this answer tries. None when the fastest run fits the term."""
-    timed = [c for c in candidates if c.run_hours]
-    if not timed:
-        return None
-    fastest = max(timed, key=lambda c: (c.speed, -c.servers))
-    hours = fastest.run_hours or 0
-    if hours <= term.hours:
-        return None
-    gpus_per_server = fastest.quote.gpus // fastest.servers
-    needed = math.ceil(hours * fastest.servers / term.hours)
-    servers = 1 << (needed - 1).bit_length()  # a power of two: what data parallelism splits a global batch into
-    return (f"The fastest run here takes {hours:,} h on {fastest.servers} x {fastest.offering} (servers tried: 1 to "
-            f"{max_servers}), longer than the {term} term ({term.hours} h); at the same tokens a second per GPU, "
-            f"finishing within it needs about {needed} servers - plan {servers} with `anchorgpu plan {model} --task "
-            f"train --gpu {fastest.source.gpu} --gpus {servers * gpus_per_server}`; the GPU-hours, and so the price, "
-            "stay about the same.")
-
-
-def _one_per_offering(rejected: Sequence[Rejection]) -> list[Rejection]:
-    """The cheapest rejection of each offering (input sorted cheapest first), noting the other server counts."""
-    counts: dict[str, list[int]] = {}
-    for r in rejected:
-        counts.setdefault(r.offering, []).append(r.servers)
-    out: list[Rejection] = []
-    seen: set[str] = set()
-    for r in rejected:
-        if r.offering in seen:
-            continue
-        seen.add(r.offering)
-        others = sorted(set(counts[r.offering]) - {r.servers})
-        if others:
-            r = Rejection(offering=r.offering, servers=r.servers, total_usd=r.total_usd,
-                          reason=f"{r.reason} (also rejected with {', '.join(map(str, others))} servers)")
-        out.append(r)
-    return out
 
 
 def recommend(
@@ -295,7 +161,7 @@ def recommend(
     misses = closest_miss(result, skip=best)  # only the groups with no configuration kept are read
     seq = default_seq_tokens(spec.workload, model.max_context_tokens)  # a training sweep's sequence, as it sizes it
     training = result.task != "inference"
-    candidates: list[_Candidate] = []
+    candidates: list[Candidate] = []
     rejected: list[Rejection] = list(unable)
     for s, offering in enumerate(chosen):
         try:
@@ -321,7 +187,7 @@ def recommend(
                 rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=quote.total_usd,
                                           reason=f"over the budget: {quote.total_usd} USD > {max_usd} USD"))
                 continue
-            candidates.append(_candidate(result, best[key], offering, s, servers, quote, the_term, catalog, now))
+            candidates.append(candidate(result, best[key], offering, s, servers, quote, the_term, catalog, now))
 
     # a training run with a token count is ranked by the price of the whole run; one whose run has no price comes
     # after every priced run (its term's price is not the run's)
@@ -330,7 +196,7 @@ def recommend(
                                    o.offering, o.servers))
     built: dict[int, RecommendedOption] = {}  # an option is built once, when shown (in the results or the front)
 
-    def option(c: _Candidate) -> RecommendedOption:
+    def option(c: Candidate) -> RecommendedOption:
         if id(c) not in built:
             row = result.row(c.index)
             shape = result.shapes[c.shape]
@@ -342,7 +208,7 @@ def recommend(
                 servers=c.servers, gpus=c.quote.gpus, config=row, total_usd=c.total_usd,
                 per_gpu_hour_usd=c.quote.per_gpu_hour_usd,
                 effective_per_gpu_hour_usd=c.quote.effective_per_gpu_hour_usd,
-                usd_per_million_output_tokens=_per_million(c, the_term), run_hours=c.run_hours, run_usd=c.run_usd,
+                usd_per_million_output_tokens=per_million(c, the_term), run_hours=c.run_hours, run_usd=c.run_usd,
                 run_term=c.run_term,
                 codes=_codes(result, row, c.source, shipped=choice.reference_weights, lowered=is_lower,
                              shipped_kv=choice.reference_kv, shape=shape),
@@ -351,10 +217,10 @@ def recommend(
 
     shown = [option(c) for c in candidates[:top]]
     runs = [c for c in candidates if c.run_usd is not None] if training else []
-    front = tuple(option(c) for c in (_pareto(runs, cost=lambda c: c.run_usd) if runs else _pareto(candidates)))
+    front = tuple(option(c) for c in (pareto(runs, cost=lambda c: c.run_usd) if runs else pareto(candidates)))
     cheapest = candidates[0].total_usd if candidates else None
     rejected.sort(key=lambda r: (r.total_usd is None, r.total_usd or Decimal(0), r.offering, r.servers))
-    shown_rejected = _one_per_offering(
+    shown_rejected = one_per_offering(
         [r for r in rejected if r.total_usd is None or cheapest is None or r.total_usd <= cheapest])
     w = spec.workload
     # no length given: more than one sequence is sized at the request, one alone at the model's window (as plan)
@@ -373,9 +239,12 @@ def recommend(
     }
     if many is not None and contexts.get(1, contexts[many]) != contexts[many]:
         workload["one_sequence_context_tokens"] = contexts[1]
-    if result.encoder_input_tokens:  # the decoder's own prompt, the encoder's input beside it (as plan's performance)
+    if result.encoder_input_tokens or result.encoder_prefill_equivalent_tokens:
+        # the prompt the sequence holds; beside it the encoder's input (an encoder-decoder, cross-attention images)
+        # and the encoder's or vision tower's work as prompt tokens of the same cost (as plan's performance)
         workload["prompt_tokens"] = result.prompt_tokens - result.encoder_prefill_equivalent_tokens
-        workload["encoder_input_tokens"] = result.encoder_input_tokens
+        if result.encoder_input_tokens:
+            workload["encoder_input_tokens"] = result.encoder_input_tokens
         workload["encoder_prefill_equivalent_tokens"] = result.encoder_prefill_equivalent_tokens
     assumptions = [choice.assumption, *result.assumptions]
     assumptions.append(
@@ -394,7 +263,7 @@ def recommend(
     else:
         assumptions.append("A training run costs the whole hours it needs, billed by the quote rules "
                            "(a longer unit when cheaper).")
-        long_run = _longer_than_the_term(candidates, the_term, max_servers, model.name)
+        long_run = longer_than_the_term(candidates, the_term, max_servers, model.name)
         if long_run:
             assumptions.append(long_run)
         assumptions.extend(training_caveats(calibrated(spec.efficiencies).caveats, moe=model.moe is not None))

@@ -340,6 +340,11 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
         out["prompt_tokens"] = prompt - equivalent
         out["encoder_input_tokens"] = int(plan.breakdown["encoder_input_tokens"])
         out["encoder_prefill_equivalent_tokens"] = equivalent
+    elif "encoder_prefill_equivalent_tokens" in plan.breakdown:
+        # image tokens in the context: the prompt the sequence holds (text and image tokens), the tower's work beside
+        equivalent = int(plan.breakdown["encoder_prefill_equivalent_tokens"])
+        out["prompt_tokens"] = prompt - equivalent
+        out["encoder_prefill_equivalent_tokens"] = equivalent
     out["decode_bound"] = est.bound
     # names kept from the first contract
     out["prefill_s"] = est.ttft_s

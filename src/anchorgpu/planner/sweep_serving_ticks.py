@@ -1,0 +1,253 @@
+"""The serving sweep's pipeline tick and step over the grid (:mod:`anchorgpu.planner.sweep_serving`):
+:mod:`anchorgpu.planner.speed.serving`'s ``_tick`` and ``_step`` in array form, every per-layout constant looked up
+once. The terms live on the axes they depend on (per layout ``(L,)``, per concurrency and layout ``(C, L)``, or per
+pair ``(1, P)``; per KV dtype ``(K, 1, L)``; per weight format ``(W, 1, 1, L)``) and numpy broadcasts the rest.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.planner.formats import format_for_model
+from anchorgpu.planner.speed.calibration import StackConstants, calibrated
+from anchorgpu.planner.speed.flops import (
+    attention_flops_per_token,
+    decode_attention_flops_per_token,
+    forward_matmul_params,
+)
+from anchorgpu.planner.speed.launches import is_block_fp8, launch_ratio
+from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, host_kind, peak_for
+from anchorgpu.planner.speed.product_shares import quantized_product_shares
+from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
+from anchorgpu.planner.sweep_grid import Layouts
+from anchorgpu.planner.sweep_serving_lookups import distinct_gpus, links, mixed_rates
+from anchorgpu.planner.sweep_serving_lookups import peaks as peaks_of
+from anchorgpu.planner.sweep_serving_memory import KvFactors, per_format
+from anchorgpu.planner.sweep_sglang import absorbed_dequant_terms, graph_max_batch, padded_rows
+
+if TYPE_CHECKING:
+    from anchorgpu.planner.sweep import HardwareShape, SweepSpec
+
+__all__ = ["Ticks"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+def _soft_roofline(big: FloatArray, small: FloatArray, knee: FloatArray, inv_knee: FloatArray) -> FloatArray:
+    """``speed.serving.soft_roofline`` over arrays, written over ``small``: ``big * (1 + (small / big) ** knee) **
+    (1 / knee)``, ``big`` where ``small`` is not positive (``big`` counted as 1 where it is 0). The masks are
+    skipped when every ``small`` is positive (then so is every ``big``), the usual case."""
+    positive = small > 0
+    every = bool(positive.all())
+    out = np.divide(small, big if every else np.where(big > 0, big, 1.0), out=small)
+    np.power(out, knee, out=out)
+    out += 1.0
+    np.power(out, inv_knee, out=out)
+    out *= big
+    if not every:
+        np.copyto(out, big, where=~positive)
+    return out
+
+
+class Ticks:
+    """speed.serving's pipeline tick and step over the grid, with every per-layout constant looked up once."""
+
+    def __init__(self, model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
+                 weights: tuple[str, ...], kv: KvFactors, weights_wl: FloatArray, prompt: int, output: int) -> None:
+        cal = calibrated(spec.efficiencies)
+        # each GPU's figures looked up once (shapes share GPUs), then per layout by its shape's GPU (``s``)
+        gpus, s = distinct_gpus(shapes, lay)
+        stacks = [cal.stack(gpu) for gpu in gpus]
+
+        def per_layout(field: Callable[[StackConstants], float]) -> FloatArray:
+            return np.array([field(k) for k in stacks])[s]
+
+        precisions = [compute_precision_for_weights(name) for name in weights]
+        self.model = model
+        self.weights = weights_wl
+        self.bw_mem = np.array([gpu.memory_bandwidth_bytes_per_s for gpu in gpus])[s]
+        self.bw_mbu = self.bw_mem * per_layout(lambda k: k.decode_mbu)  # the bandwidth a decode step reaches
+        self.memory_s = weights_wl / self.bw_mbu  # reading the weights (a MoE: the experts a step touches, per tick)
+        # per (shape, format): the serving efficiency scaled for FP8/FP4 products, as speed.serving does
+        mm_eff_gw = np.array([[cal.serve_precision_efficiency(gpu, peak_for(gpu, p).precision) for p in precisions]
+                              for gpu in gpus])
+        width_l = model.hidden_size / lay.tp
+        half_l = per_layout(lambda k: k.serve_matmul_half_width)
+        width_share = width_l / (width_l + half_l)
+        scaled_eff = mm_eff_gw[s] * width_share[:, None]
+        peaks = peaks_of(gpus, precisions)[s]
+        # a format that keeps some layers 16-bit runs their products at BF16's rate (speed.product_shares)
+        shares = [quantized_product_shares(model, format_for_model(model, name)) for name in weights]
+        self.expert_ratio: FloatArray | float = 1.0
+        if not any(q < 1.0 or e < 1.0 for q, e in shares):
+            self.peak_eff = per_format(peaks) * per_format(scaled_eff)  # the products' achieved peak
+        else:
+            eff16 = np.array([cal.serve_precision_efficiency(gpu, "bf16") for gpu in gpus])[s]
+            b16 = (np.array([peak_for(gpu, "bf16").flops_per_s for gpu in gpus])[s] * eff16 * width_share)[:, None]
+            low = peaks * scaled_eff
+            mixed = mixed_rates(low, b16, np.array([q for q, _ in shares]))
+            self.peak_eff = per_format(mixed)
+            # the routed experts' products' rate over the whole products' (1.0 where they share one precision)
+            self.expert_ratio = per_format(mixed / mixed_rates(low, b16, np.array([e for _, e in shares])))
+        # fixed cost per pipeline tick: the step's, and the launches of the stage's layers (speed.serving)
+        # (a checkpoint FP8 in blocks launches a quantisation before each product: per format)
+        block_fp8 = [is_block_fp8(format_for_model(model, name).name) for name in weights]
+        ratio_w = np.array([launch_ratio(model, cal.launches, block_fp8=b) for b in block_fp8])
+        per_layer = model.num_layers / lay.pp * per_layout(lambda k: k.per_layer_step_s)
+        sglang = spec.workload.engine == "sglang"
+        # SGLang on AMD GPUs dequantises an FP8 MLA model's absorbed weights every step: more launches, and bytes
+        dequant = absorbed_dequant_terms(model, shapes, lay, weights, cal.launches, block_fp8,
+                                         per_layout(lambda k: k.decode_mbu) * self.bw_mem) if sglang else None
+        self.fixed = per_layout(lambda k: k.per_step_s) + per_format(
+            per_layer[:, None] * ratio_w[None, :] if dequant is None else per_layer[:, None] * dequant[0] + dequant[1])
+        # SGLang's decode-only steps run the captured CUDA graph that holds the batch (None: no padding)
+        self.graph_max_bs = graph_max_batch(shapes, lay) if sglang else None
+        bf16 = np.array([peak_for(gpu, "bf16").flops_per_s for gpu in gpus])[s]
+        self.attention_rate = bf16 * per_layout(lambda k: k.attention_efficiency)
+        kv_read = kv.read_bytes * kv.stage_layers / kv.n_layers
+        if kv.state_per_sequence:
+            kv_read = kv_read + np.ceil(kv.state_per_sequence * 1 * kv.stage_layers / (lay.tp * kv.n_layers))
+        if kv.cross_read is not None:  # an encoder's output or the images, read through cross-attention every step
+            kv_read = kv_read + kv.cross_read
+        self.kv_read = kv_read
+        self.tp, self.pp = lay.tp, lay.pp
+        self.split = (lay.tp * lay.pp).astype(np.float64)
+        self.p_matmul = 2.0 * forward_matmul_params(model)
+        self.knee = per_layout(lambda k: k.roofline_exponent)
+        self.inv_knee = 1.0 / self.knee
+        cached = prompt + output // 2
+        self.attn_dec = decode_attention_flops_per_token(model, cached)
+        self.attn_pre = attention_flops_per_token(model, prompt, causal=True)
+        # the TP all-reduces of a tick (speed.links.allreduce_s): latency + 2 (n - 1) / n x message / bandwidth
+        bw, self.lat = links(shapes, lay)
+        ranks = lay.tp.astype(np.float64)
+        self.ring_share = 2.0 * (ranks - 1) / ranks
+        self.ring_rate = bw * cal.link_efficiency
+        self.comm_layers = 2 * model.num_layers / lay.pp  # two all-reduces per layer of the stage
+        ew_l = per_layout(lambda k: k.elementwise_bytes_per_hidden / 3.0)
+        self.per_token_ew = model.num_layers / lay.pp * ew_l * model.hidden_size / lay.tp / self.bw_mem
+        if model.moe is not None and spec.workload.engine == "trtllm":  # speed.step_constants.trtllm_moe_s_per_token
+            row_s = np.array([cal.trtllm_moe_s_per_routed_row.get(gpu.compute_capability or "", 0.0)
+                              for gpu in gpus])[s]
+            self.per_token_ew = self.per_token_ew + (row_s * model.moe.experts_per_token * model.moe.num_moe_layers
+                                                     / lay.pp / lay.tp)
+        self.routed = routed_share_per_gpu(model, tp=1, ep=1)  # every layout the sweep tries splits experts with TP
+        # a MoE's routed-expert products slow down with few tokens per expert (speed.serving.expert_rows_factor)
+        self.expert_share, self.route_share = moe_product_shares(model)
+        self.half_tokens = per_layout(lambda k: k.moe_expert_half_tokens)
+        self.moe_tile_rows = cal.moe_tile_rows
+        # the engine's CPU work per running sequence a step, overlapped with the GPU's (speed.serving's host term)
+        self.host = np.array([cal.host_s_per_sequence_step[host_kind(gpu)] for gpu in gpus])[s]
+        pp_bw, self.pp_lat = links(shapes, lay, lay.tp * lay.pp, network=False)
+        self.pp_rate = pp_bw * cal.link_efficiency
+
+    def expanded(self, rows: IntArray) -> Ticks:
+        """These ticks with every per-layout term (each array, on its last axis) taken at ``rows``: the ticks of
+        layouts that share all a tick reads (:func:`~anchorgpu.planner.sweep_grid.tick_pairs`), the same values."""
+        for name, value in vars(self).items():
+            if isinstance(value, np.ndarray):
+                setattr(self, name, np.take(value, rows, axis=-1))
+        return self
+
+    def part(self, at: slice) -> Ticks:
+        """These ticks of the pairs ``at`` only (views of every per-pair term; these ticks where ``at`` is all)."""
+        if at.start == 0 and at.stop == self.knee.shape[-1]:
+            return self
+        part = copy.copy(self)
+        for name, value in vars(self).items():
+            if isinstance(value, np.ndarray):
+                setattr(part, name, value[..., at])
+        return part
+
+    def tick(self, decode: FloatArray, prefill: FloatArray | float, rows: FloatArray | None = None) -> FloatArray:
+        """speed.serving._tick: one micro-batch of ``decode`` sequences and ``prefill`` prompt tokens (``(C, L)``, or
+        ``(1, P)`` over the pairs the terms were taken at) through one pipeline stage, ``(W, K, C, L)`` (or
+        ``(W, K, 1, P)``): a new array (the terms on their own axes, summed in place).
+        ``rows``: the decode rows the products multiply where a captured graph pads them (default ``decode``)."""
+        model = self.model
+        tokens = (decode if rows is None else rows) + prefill
+        memory_s = self.memory_s
+        frac: FloatArray | float = 1.0
+        if model.moe is not None and model.params_total:
+            frac = 1.0 - (1.0 - model.moe.experts_per_token / model.moe.num_experts) ** np.maximum(tokens, 1.0)
+            memory_s = self.weights * (1 - self.routed + self.routed * frac) / self.bw_mbu
+        compute_s = tokens * self.p_matmul / self.split / self.peak_eff
+        if self.expert_share:  # the rows of each expert the step touches
+            rows = tokens * self.route_share / frac
+            compute_s *= np.where(rows > 0, 1.0 + self.expert_share * self.expert_ratio * self.half_tokens / np.where(
+                rows > 0, np.maximum(rows, self.moe_tile_rows), 1.0), 1.0)  # at least one tile's rows
+        big = np.maximum(memory_s, compute_s)
+        weights_s = _soft_roofline(big, np.minimum(memory_s, compute_s, out=compute_s), self.knee, self.inv_knee)
+        weights_s += self.fixed
+        attention_s = decode * self.kv_read
+        attention_s /= self.bw_mbu
+        np.maximum(attention_s, (decode * self.attn_dec + prefill * self.attn_pre) / self.split / self.attention_rate,
+                   out=attention_s)
+        message = tokens * model.hidden_size * ACTIVATION_BYTES
+        sent = message > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            comm = self.comm_layers * np.where((self.tp > 1) & sent, self.lat + self.ring_share * message / self.ring_rate,
+                                               0.0)
+        comm += np.where((self.pp > 1) & sent, self.pp_lat + message / self.pp_rate, 0.0)
+        # the terms that vary only with the concurrency and layout ``(C, L)`` summed first, then onto the KV axis,
+        # so the whole grid ``(W, K, C, L)`` is formed by one addition
+        comm += tokens * self.per_token_ew
+        attention_s += comm
+        return np.add(weights_s, attention_s)
+
+    def groups(self, decode: FloatArray) -> FloatArray:
+        """Micro-batches a step's ``decode`` sequences are split into: up to ``pp``, one per stage each tick."""
+        return np.where(self.pp > 1, np.minimum(self.pp, np.maximum(1.0, decode)), 1.0)
+
+    def hosted(self, step: FloatArray, decode: FloatArray) -> FloatArray:
+        """``step`` (written over) no shorter than the engine's CPU work for its ``decode`` sequences."""
+        np.maximum(step, decode * self.host, out=step)
+        return step
+
+    def step(self, decode: FloatArray, prefill: FloatArray | float) -> FloatArray:
+        """speed.serving._step with the prompt tokens spread over the micro-batches."""
+        groups = self.groups(decode)
+        step = self.tick(decode / groups, prefill / groups)
+        step *= self.pp
+        return self.hosted(step, decode)
+
+    def decode_only_step(self, decode: FloatArray, light: FloatArray) -> FloatArray:
+        """speed.serving._step of ``decode`` sequences and no prompt tokens, from ``light`` (a tick of its
+        micro-batches, written over) or, where the engine pads the step to a captured graph (SGLang), the padded tick
+        (speed.batching._steady's ``padded``)."""
+        if self.graph_max_bs is not None:
+            rows = padded_rows(decode, self.graph_max_bs)
+            if bool((rows > decode).any()):
+                groups = self.groups(decode)
+                light = self.tick(decode / groups, 0.0, np.maximum(decode / groups, rows / groups))
+        light *= self.pp
+        return self.hosted(light, decode)
+
+    def chunk_ticks(self, decode: FloatArray, prefill: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """(micro-batches, the tick that carries one prompt's chunk, a tick without it): ``prefill`` is one prompt's
+        chunk, in one micro-batch."""
+        groups = self.groups(decode)
+        each = decode / groups
+        return groups, self.tick(each, prefill), self.tick(each, 0.0)
+
+    def chunk_step(self, groups: FloatArray, heavy: FloatArray, light: FloatArray, decode: FloatArray,
+                   chunks: FloatArray | float = 1.0) -> FloatArray:
+        """speed.serving._step with one prompt's chunk beside ``decode`` sequences (in ``chunks`` of the micro-batches
+        a cycle), written over ``heavy``: a cycle is the larger of a stage's work on all the micro-batches and one
+        micro-batch's way through every stage (with more than one stage), and no shorter than the engine's CPU work
+        for the sequences."""
+        through = heavy - light
+        through *= chunks
+        through += light * self.pp
+        staged = (groups - chunks) * light
+        staged += chunks * heavy
+        np.maximum(staged, through, out=staged)
+        np.copyto(heavy, staged, where=self.pp > 1)
+        return self.hosted(heavy, decode)

@@ -1,0 +1,136 @@
+"""The offerings a recommendation ranks (:func:`~anchorgpu.recommend.service.recommend`): each offering and server
+count's fastest usable configuration, priced (:class:`Candidate`), the cost/speed Pareto front, and the lines that
+sum up what was left out (a training run longer than the term, one rejection per offering).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, TypeVar
+
+from anchorgpu.catalog import Catalog, Offering
+from anchorgpu.planner._frozen import fast_init
+from anchorgpu.planner.sweep import SweepResult
+from anchorgpu.quotes import UnpricedOffering, price_quote, run_term
+from anchorgpu.quotes.pricing import ServersPrice
+from anchorgpu.recommend.records import RecommendedOption, Rejection
+from anchorgpu.units import Term, round_usd
+
+__all__ = ["Candidate", "candidate", "longer_than_the_term", "one_per_offering", "pareto", "per_million"]
+
+
+@fast_init  # one per offering and server count kept
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Candidate:
+    """An offering and server count with its fastest usable configuration (``index``), priced: what ranking needs;
+    the :class:`RecommendedOption` (the configuration's row, its warnings) is built only for those shown."""
+
+    offering: str
+    source: Offering
+    shape: int  # the offering's index in the sweep's shapes
+    servers: int
+    index: int
+    quote: ServersPrice
+    speed: float  # as RecommendedOption.speed reads it from the row
+    decode: float | None  # serving: total output tokens/s, priced per million tokens when shown (per_million)
+    run_hours: int | None
+    run_usd: Decimal | None
+    run_term: str | None  # training: the term a quote for the run asks for (hours, or the shortest priced unit)
+
+    @property
+    def total_usd(self) -> Decimal:
+        return self.quote.total_usd
+
+
+def candidate(result: SweepResult, i: int, offering: Offering, shape: int, servers: int, quote: ServersPrice,
+              term: Term, catalog: Catalog, now: datetime) -> Candidate:
+    """Configuration ``i`` on ``servers`` of ``offering``: its speed, and the hours and price of its run
+    (training; serving's cost per million output tokens is :func:`per_million`'s, when shown)."""
+    decode = result.value("decode_tokens_per_s_total", i)
+    run_hours: int | None = None
+    run_usd: Decimal | None = None
+    run_term_text: str | None = None
+    if result.task != "inference":
+        train_time_s = result.value("train_time_s", i)
+        if train_time_s:
+            run_hours = max(1, math.ceil(train_time_s / 3600))
+            covering = run_term(offering, run_hours)  # an offering sold by the month rents the run by the month
+            if covering is not None:
+                try:
+                    run_usd = price_quote(catalog, offering.id, servers, covering, None, now).total_usd
+                    run_term_text = str(covering)
+                except UnpricedOffering:
+                    run_usd = None
+    return Candidate(offering=offering.id, source=offering, shape=shape, servers=servers, index=i, quote=quote,
+                     speed=float(decode or result.value("train_tokens_per_s", i) or 0.0),
+                     decode=decode if result.task == "inference" else None,
+                     run_hours=run_hours, run_usd=run_usd, run_term=run_term_text)
+
+
+def per_million(c: Candidate, term: Term) -> Decimal | None:
+    """A serving candidate's cost per million output tokens: its price for the term over the tokens it decodes in
+    it at full use."""
+    if c.decode is None:
+        return None
+    tokens_m = c.decode * term.hours * 3600 / 1e6
+    return round_usd(c.quote.total_usd / Decimal(f"{tokens_m:.6f}")) if tokens_m > 0 else None
+
+
+_Ranked = TypeVar("_Ranked", RecommendedOption, Candidate)
+
+
+def pareto(options: Sequence[_Ranked], cost: Callable[[_Ranked], Any] = lambda o: o.total_usd,
+           ) -> tuple[_Ranked, ...]:
+    """Options no other option beats on both cost (lower: the term's price unless ``cost`` says otherwise, e.g. a
+    training run's) and speed (higher); cheapest first."""
+    front: list[_Ranked] = []
+    best_speed = -math.inf
+    for opt in sorted(options, key=lambda o: (cost(o), -o.speed, o.offering, o.servers)):
+        if opt.speed > best_speed:
+            front.append(opt)
+            best_speed = opt.speed
+    return tuple(front)
+
+
+def longer_than_the_term(candidates: Sequence[Candidate], term: Term, max_servers: int, model: str) -> str | None:
+    """A line for a training run whose fastest option still takes longer than the term: how many servers of that
+    offering would finish it within the term at the same tokens a second per GPU (more GPUs rarely scale better),
+    which is past what this answer tries. None when the fastest run fits the term."""
+    timed = [c for c in candidates if c.run_hours]
+    if not timed:
+        return None
+    fastest = max(timed, key=lambda c: (c.speed, -c.servers))
+    hours = fastest.run_hours or 0
+    if hours <= term.hours:
+        return None
+    gpus_per_server = fastest.quote.gpus // fastest.servers
+    needed = math.ceil(hours * fastest.servers / term.hours)
+    servers = 1 << (needed - 1).bit_length()  # a power of two: what data parallelism splits a global batch into
+    return (f"The fastest run here takes {hours:,} h on {fastest.servers} x {fastest.offering} (servers tried: 1 to "
+            f"{max_servers}), longer than the {term} term ({term.hours} h); at the same tokens a second per GPU, "
+            f"finishing within it needs about {needed} servers - plan {servers} with `anchorgpu plan {model} --task "
+            f"train --gpu {fastest.source.gpu} --gpus {servers * gpus_per_server}`; the GPU-hours, and so the price, "
+            "stay about the same.")
+
+
+def one_per_offering(rejected: Sequence[Rejection]) -> list[Rejection]:
+    """The cheapest rejection of each offering (input sorted cheapest first), noting the other server counts."""
+    counts: dict[str, list[int]] = {}
+    for r in rejected:
+        counts.setdefault(r.offering, []).append(r.servers)
+    out: list[Rejection] = []
+    seen: set[str] = set()
+    for r in rejected:
+        if r.offering in seen:
+            continue
+        seen.add(r.offering)
+        others = sorted(set(counts[r.offering]) - {r.servers})
+        if others:
+            r = Rejection(offering=r.offering, servers=r.servers, total_usd=r.total_usd,
+                          reason=f"{r.reason} (also rejected with {', '.join(map(str, others))} servers)")
+        out.append(r)
+    return out
