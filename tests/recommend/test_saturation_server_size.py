@@ -53,8 +53,9 @@ def test_a_gb200_row_spanning_trays_agrees_with_plan(model_name: str) -> None:
         for end in ("", "_low", "_high", "_ceiling"):
             assert r["max_output_tokens_per_s" + end] == pytest.approx(perf["max_output_tokens_per_s" + end], abs=0.1)
         if 64 % r["layout"]["dp"] == 0:  # replicas of equal load: the sweep's pace is plan's (else its busiest's)
-            for name in ("output_tokens_per_s", "ttft_s"):
-                assert r[name] == pytest.approx(perf[name], rel=1e-3), name
+            # recommend's JSON keeps TTFT to a tenth of a millisecond (0.0415 for plan's 0.041545)
+            assert r["output_tokens_per_s"] == pytest.approx(perf["output_tokens_per_s"], rel=1e-3)
+            assert r["ttft_s"] == pytest.approx(perf["ttft_s"], rel=1e-3, abs=5e-5)
 
 
 def test_the_rate_at_saturation_is_timed_on_the_shapes_own_servers() -> None:

@@ -347,18 +347,23 @@ def test_the_plan_page_says_how_the_model_did_on_this_gpu_in_both_languages(clie
     00f3768) with their median, and a GPU without any measured run saying so."""
     query = "/plan?model=llama-3.1-8b&gpu={gpu}&prompt=1000&output_tokens=200&concurrency=16&lang={lang}"
     en = client.get(query.format(gpu="rtx-pro-6000", lang="en")).text
-    assert "Measured on this GPU" in en and "held-out runs: median 1.38× the predicted speed" in en
-    ru = client.get(query.format(gpu="rtx-pro-6000", lang="ru")).text
-    assert "Измерено на этом GPU" in ru and "прогонов вне подгонки: медиана 1,38×" in ru
-    none = client.get(query.format(gpu="l4", lang="en")).text
-    assert "no run in the calibration set: the band rests on other GPUs" in none
-    # the band those runs widened (Band.holding: CUDA's band around their median 1.38x too), said in both
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner.speed.calibration import calibration
 
+    evidence, _ = calibration().serving_evidence(get_gpu("rtx-pro-6000"), "serve", "vllm")
+    assert evidence is not None
+    median = evidence.median  # 1.31 at stop 47's refit (1.38 before the card's runtime memory total)
+    assert median > 1.2  # the table's runs are faster than predicted on this card
+    assert "Measured on this GPU" in en and f"held-out runs: median {median:.2f}× the predicted speed" in en
+    ru = client.get(query.format(gpu="rtx-pro-6000", lang="ru")).text
+    assert "Измерено на этом GPU" in ru and f"прогонов вне подгонки: медиана {median:.2f}×".replace(".", ",") in ru
+    none = client.get(query.format(gpu="l4", lang="en")).text
+    assert "no run in the calibration set: the band rests on other GPUs" in none
+    # the band those runs widened (Band.holding: CUDA's band around their median too), said in both
+
     cal, rtx = calibration(), get_gpu("rtx-pro-6000")
     wide, stack = cal.band_for(rtx, "serve", None, "vllm"), cal.band(rtx, "serve")
-    assert wide.high > 1.6 > stack.high
+    assert wide.high > 1.5 > stack.high
     assert (f"band widened to {wide.low:.2f}×–{wide.high:.2f}× of the prediction to hold them (the stack's: "
             f"{stack.low:.2f}×–{stack.high:.2f}×)") in en
     assert f"полоса расширена до {wide.low:.2f}×–{wide.high:.2f}× от прогноза".replace(".", ",") in ru
