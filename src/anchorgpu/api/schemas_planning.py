@@ -192,7 +192,7 @@ class RecommendOut(_Schema):
 
     model: Any = Field(description="The model planned")
     term: str = Field(description="The term priced")
-    results: list[dict[str, Any]] = Field(description="Offerings that fit, cheapest first: offering, servers, gpus, layout, per_gpu bytes, the speed predictions (decode_tokens_per_s_total, decode_tokens_per_s_per_user, prefill_s, and the same as plan names them: output_tokens_per_s, ttft_s; max_output_tokens_per_s, plan's rate at the largest concurrency that fits; train_tokens_per_s, train_time_s) each with its band (*_low, *_high) and roofline ceiling (*_ceiling, a bound, never the prediction), total_usd …")
+    results: list[dict[str, Any]] = Field(description="Offerings that fit, cheapest first: offering, servers, gpus, layout, per_gpu bytes, the speed predictions (decode_tokens_per_s_total, decode_tokens_per_s_per_user, prefill_s, and the same as plan names them: output_tokens_per_s, ttft_s; max_output_tokens_per_s, plan's rate at the largest concurrency that fits; train_tokens_per_s, train_time_s) each with its band (*_low, *_high) and roofline ceiling (*_ceiling, a bound, never the prediction), total_usd; max_model_len_tokens where no context was given and the row's KV cache holds no whole-window sequence (the maximum length to start its engine with, as plan's launch sets it) …")
     pareto: list[dict[str, Any]] = Field(description="The cost/speed Pareto front among the results")
     rejected: list[dict[str, Any]] = Field(description="Cheaper options that were rejected, with the reason")
     assumptions: list[str] = Field(description="Every default chosen")
