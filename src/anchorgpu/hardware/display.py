@@ -54,12 +54,12 @@ def fmt_memory(gpu: GpuSpec, *, short: bool = False) -> str:
 
     >>> from anchorgpu.hardware import get_gpu
     >>> fmt_memory(get_gpu("gb200"))
-    '186 GiB usable (headline 192 GB)'
+    '184.31 GiB usable of 186 GiB on the platform (the total CUDA reports; headline 192 GB)'
     >>> fmt_memory(get_gpu("h100")), fmt_memory(get_gpu("h100"), short=True)
     ('79.18 GiB usable of 80 GB (the total CUDA reports)', '79.18/80 GiB')
     >>> fmt_memory(get_gpu("b200"))
     '178.35 GiB usable of 180 GiB on the platform (the total CUDA reports; headline 192 GB)'
-    >>> fmt_memory(get_gpu("h100-pcie"), short=True)
+    >>> fmt_memory(get_gpu("h800"), short=True)  # no runtime total sourced: the vendor's figure
     '80 GiB'
     """
     headline_number = gpu.memory_headline.split()[0]
@@ -86,8 +86,8 @@ def memory_kinds_note(a: GpuSpec, b: GpuSpec) -> str:
     >>> from anchorgpu.hardware import get_gpu
     >>> memory_kinds_note(get_gpu("h100"), get_gpu("h200"))
     ''
-    >>> memory_kinds_note(get_gpu("b300"), get_gpu("gb200"))
-    "b300's memory is the total CUDA reports, gb200's the vendor's usable figure (no runtime report is sourced; its runtime would report somewhat less)."
+    >>> memory_kinds_note(get_gpu("b300"), get_gpu("h20"))
+    "b300's memory is the total CUDA reports, h20's the vendor's usable figure (no runtime report is sourced; its runtime would report somewhat less)."
     """
     if a.memory_is_runtime == b.memory_is_runtime:
         return ""
@@ -102,7 +102,7 @@ def fmt_budget_memory(gpu: GpuSpec) -> str:
     total is sourced (``memory_is_runtime``), else the figure alone (``80.00 GiB``).
 
     >>> from anchorgpu.hardware import get_gpu
-    >>> fmt_budget_memory(get_gpu("h100")), fmt_budget_memory(get_gpu("h100-pcie"))
+    >>> fmt_budget_memory(get_gpu("h100")), fmt_budget_memory(get_gpu("h800"))
     ('79.18 GiB usable of 80 GB', '80.00 GiB')
     """
     text = f"{gpu.memory_bytes / GIB:,.2f} GiB"
