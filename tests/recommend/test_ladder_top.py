@@ -6,10 +6,13 @@ at 512, `recommend deepseek-v3 --gpu h200` showed 1, 2 and 3 servers of 8 H200 a
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 import pytest
 
 from anchorgpu.architectures import load_model
+from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.catalog import load_catalog
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
@@ -21,7 +24,14 @@ from anchorgpu.planner.sweep_ladder import most_sequences
 from anchorgpu.recommend import shapes_from_catalog
 from cli_runner import run_json
 
-DEEPSEEK_V3 = load_model("deepseek-v3")
+
+def _text_model(name: str) -> ModelSpec:
+    model = load_model(name)
+    assert isinstance(model, ModelSpec)
+    return model
+
+
+DEEPSEEK_V3 = _text_model("deepseek-v3")
 
 
 def _swept_ladder(doc: dict) -> list[int]:  # type: ignore[type-arg]
@@ -64,10 +74,11 @@ def test_three_servers_of_h200_run_deepseek_v3_past_512_users_as_plan_gives_them
 
 @pytest.mark.parametrize(("model", "gpu", "engine"), [("deepseek-v3", "h200", "vllm"), ("llama-3.1-70b", "h200", "sglang"),
                                                       ("llama-3.1-8b", "l40s", "vllm"), ("qwen3-30b-a3b", "h100", "trtllm")])
-def test_no_configuration_past_the_bound_fits_and_runs_within_its_cap(model: str, gpu: str, engine: str) -> None:
+def test_no_configuration_past_the_bound_fits_and_runs_within_its_cap(model: str, gpu: str,
+                                                                     engine: Literal["vllm", "trtllm", "sglang"]) -> None:
     """The ladder stops at the largest power of two within most_sequences; swept further by hand, no configuration
     past that bound both fits its memory and runs within its engines' caps (what recommend counts as usable)."""
-    spec_model = load_model(model)
+    spec_model = _text_model(model)
     shapes = [s for s in shapes_from_catalog(load_catalog().offerings) if s.gpu.name == get_gpu(gpu).name]
     w = Workload(task="inference", engine=engine)
     lay = layout_grid(spec_model, shapes, training=False, max_pp=8, zero_stages=(0,))
@@ -75,7 +86,7 @@ def test_no_configuration_past_the_bound_fits_and_runs_within_its_cap(model: str
     weights, kvs = auto.weights, auto.kv_caches
     bound = most_sequences(spec_model, shapes, w, lay, weights, kvs, auto.context_at(2))
     ladder = [c for c, _ in auto.concurrency_contexts]
-    assert ladder[:len(BATCH_LADDER)] == list(BATCH_LADDER) and all(b == 2 * a for a, b in zip(ladder, ladder[1:]))
+    assert ladder[:len(BATCH_LADDER)] == list(BATCH_LADDER) and all(b == 2 * a for a, b in zip(ladder[:-1], ladder[1:], strict=True))
     assert ladder[-1] <= max(bound, 512) < 2 * ladder[-1]
     beyond = sweep(spec_model, shapes, SweepSpec(workload=w, weights=weights, kv_caches=kvs,
                                                  concurrencies=(ladder[-1] * 2, ladder[-1] * 4)))
@@ -86,7 +97,7 @@ def test_no_configuration_past_the_bound_fits_and_runs_within_its_cap(model: str
 
 
 def test_a_concurrency_given_or_small_gpus_keep_the_old_ladder() -> None:
-    llama = load_model("llama-3.1-8b")
+    llama = _text_model("llama-3.1-8b")
     shapes = [s for s in shapes_from_catalog(load_catalog().offerings, max_servers=1) if s.id == "l4-1x-vm"]
     # an L4's vLLM runs at most 256 sequences (its small defaults) and holds fewer: nothing past 512
     small = sweep(llama, shapes, SweepSpec(workload=Workload(task="inference")))
@@ -97,3 +108,14 @@ def test_a_concurrency_given_or_small_gpus_keep_the_old_ladder() -> None:
     assert [c for c, _ in given.concurrency_contexts] == [64]
     listed = sweep(llama, big, SweepSpec(workload=Workload(task="inference"), concurrencies=(1, 8)))
     assert [c for c, _ in listed.concurrency_contexts] == [1, 8]
+
+
+def test_the_readme_states_the_three_server_row(capsys: pytest.CaptureFixture[str]) -> None:
+    """README.md's recommend section: the 3 x 8 H200 row of `recommend deepseek-v3 --gpu h200 --top 3`."""
+    from pathlib import Path
+
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8").split())
+    doc = run_json(capsys, "recommend", "deepseek-v3", "--gpu", "h200", "--top", "3")
+    row = next(r for r in doc["results"] if r["offering"] == "h200-8x-bm" and r["servers"] == 3)
+    assert (f"puts three 8 x H200 servers at {row['concurrency']:,} users, {row['decode_tokens_per_s_total']:,.0f} tok/s "
+            f"and ${row['usd_per_million_output_tokens']} a million tokens") in readme
