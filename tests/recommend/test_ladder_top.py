@@ -73,7 +73,8 @@ def test_three_servers_of_h200_run_deepseek_v3_past_512_users_as_plan_gives_them
 
 
 @pytest.mark.parametrize(("model", "gpu", "engine"), [("deepseek-v3", "h200", "vllm"), ("llama-3.1-70b", "h200", "sglang"),
-                                                      ("llama-3.1-8b", "l40s", "vllm"), ("qwen3-30b-a3b", "h100", "trtllm")])
+                                                      ("llama-3.1-8b", "l40s", "vllm"), ("qwen3-30b-a3b", "h100", "trtllm"),
+                                                      ("qwen2.5-vl-7b", "h100", "vllm"), ("whisper-large-v3", "l4", "vllm")])
 def test_no_configuration_past_the_bound_fits_and_runs_within_its_cap(model: str, gpu: str,
                                                                      engine: Literal["vllm", "trtllm", "sglang"]) -> None:
     """The ladder stops at the largest power of two within most_sequences; swept further by hand, no configuration
