@@ -52,6 +52,7 @@ from anchorgpu.planner.serving_request import asked_context, ladder_context_note
 from anchorgpu.planner.speed.calibration import Overrides, calibration
 from anchorgpu.planner.sweep_attention_dp import with_attention_dp
 from anchorgpu.planner.sweep_grid import layout_grid, valid_tp
+from anchorgpu.planner.sweep_ladder import BATCH_LADDER, concurrency_ladder
 from anchorgpu.planner.sweep_request import context_speed_line, cross_speed_line, timed_request
 from anchorgpu.planner.sweep_serving import serving_columns
 from anchorgpu.planner.sweep_sglang import sglang_sweep_line
@@ -71,8 +72,6 @@ __all__ = [
     "valid_tp",
 ]
 
-BATCH_LADDER: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
-"""Concurrencies tried when the workload names none."""
 DEFAULT_INFERENCE_WEIGHTS: tuple[str, ...] = ("bf16", "fp8", "int4-awq")
 """Weight formats a serving sweep compares unless told otherwise (16-bit, 8-bit, 4-bit)."""
 DEFAULT_KV_CACHES: tuple[str, ...] = ("bf16", "fp8")
@@ -223,9 +222,6 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     probe = plan(model, probe_w, precision=PrecisionPlan(weights=weights[0], kv_cache=kvs[0]),
                  layout=Layout(gpus=1, tp=1, pp=1, dp=1), suggest=False, choose_layout=False)
     ctx = probe.workload.context_tokens or model.max_context_tokens
-    # each concurrency's sequence as plan --concurrency N sizes it (no length given: one sequence at the model's
-    # window, more at the request timed), in the order of ``concs``
-    contexts = () if training else _contexts(model, w, probe_w, concs, ctx, weights[0], kvs[0])
     # the request plan times within that sequence: a text request by plan's rule (the ones given, else 256 output
     # tokens and a 1,024-token prompt within it)
     prompt, output = text_request(probe_w, ctx)
@@ -242,6 +238,16 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     lay = layout_grid(model, shapes, training=training, max_pp=spec.max_pp, zero_stages=spec.zero_stages,
                       seq_tokens=default_seq_tokens(w, model.max_context_tokens) if training else 0,
                       train_stack=w.train_stack)
+    doubled = False  # the ladder run on past BATCH_LADDER
+    if not training and not spec.concurrencies and w.concurrency is None:
+        # no concurrency named: the ladder doubles on past 512 while a layout swept could run that many users (its
+        # engines' sequence cap x its replicas, within its memory), a sequence sized as plan sizes many at once
+        ladder_tokens = asked_context(model, replace(probe_w, concurrency=BATCH_LADDER[-1]), [])
+        concs = concurrency_ladder(model, shapes, w, lay, weights, kvs, ladder_tokens)
+        doubled = len(concs) > len(BATCH_LADDER)
+    # each concurrency's sequence as plan --concurrency N sizes it (no length given: one sequence at the model's
+    # window, more at the request timed), in the order of ``concs``
+    contexts = () if training else _contexts(model, w, probe_w, concs, ctx, weights[0], kvs[0])
     if training:
         cols = training_columns(model, shapes, spec, lay, weights, progress)
         inner = len(weights)
@@ -287,7 +293,12 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     assumptions.append(
         f"Swept {len(shapes)} hardware shape(s) x whole servers x TP/PP/DP"
         + (("/CP" if (lay.cp > 1).any() else "") + "/ZeRO" if training else "") + f" layouts x weights {','.join(weights)}"
-        + ("" if training else f" x KV cache {','.join(kvs)} x concurrency {','.join(map(str, concs))}") + ".")
+        + ("" if training else f" x KV cache {','.join(kvs)} x concurrency {','.join(map(str, concs))}")
+        + (f" (doubling past {BATCH_LADDER[-1]} while a layout swept could run that many users at once: its engine's "
+           "sequence cap a replica, vLLM's max_num_seqs, SGLang's max_running_requests or TensorRT-LLM's "
+           "max_batch_size, x its data-parallel replicas, within what its GPUs' memory holds)"
+           if doubled else "")
+        + ".")
     if training:
         assumptions.append(_chosen_per_layout_line(w, model.moe is not None))
     if model.moe is not None and training:
