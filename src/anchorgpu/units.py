@@ -21,6 +21,7 @@ __all__ = [
     "HOURS_PER_COMPARISON_MONTH",
     "HOURS_PER_RENTAL_MONTH",
     "HOURS_PER_WEEK",
+    "MAX_TERM_HOURS",
     "KIB",
     "MB",
     "MIB",
@@ -33,6 +34,7 @@ __all__ = [
     "fmt_bytes",
     "fmt_usd",
     "parse_term",
+    "quotable_term",
     "require_whole_gpus",
     "round_usd",
     "usd",
@@ -176,6 +178,26 @@ def parse_term(text: str) -> Term:
     if match.group(2) in _DAY_ALIASES:
         return _days_term(text, count)
     return Term(unit=_TERM_ALIASES[match.group(2)], count=count)
+
+
+MAX_TERM_HOURS = 10 * 8_760
+"""Longest term one quote, extension or recommendation prices at once: 10 years of hours."""
+
+
+def quotable_term(term: Term | str) -> Term:
+    """``term`` parsed, refusing one longer than :data:`MAX_TERM_HOURS` (what every face prices must be quotable).
+
+    >>> quotable_term("1month").hours
+    720
+    >>> quotable_term("99999months")
+    Traceback (most recent call last):
+    ...
+    anchorgpu.errors.InvalidTerm: term 99999month: at most 87600 hours (10 years) can be quoted at once
+    """
+    parsed = term if isinstance(term, Term) else parse_term(term)
+    if parsed.hours > MAX_TERM_HOURS:
+        raise InvalidTerm(f"term {parsed}: at most {MAX_TERM_HOURS} hours (10 years) can be quoted at once")
+    return parsed
 
 
 def require_whole_gpus(gpus: float | int, *, field: str = "gpus") -> int:

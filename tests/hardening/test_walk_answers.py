@@ -3,6 +3,8 @@ gpus compare with odd inputs): each defect it found is pinned here, and each tes
 
 * ``recommend --task train --tokens 1`` priced a "run" of a fraction of one optimizer step (0.0 h) that ``plan``
   refuses;
+* ``recommend --term 99999months`` priced a term of 71,999,280 hours that ``quote`` refuses (at most 10 years), and
+  told the user to quote it next;
 """
 
 from __future__ import annotations
@@ -28,3 +30,17 @@ def test_the_api_recommend_refuses_a_run_shorter_than_one_step(sqlite_served: Se
                                                                 "train_tokens": 1000, "global_batch": 2048, "top": 1})
     assert response.status_code == 422
     assert "--tokens 1,000 is less than one optimizer step of --global-batch 2,048 tokens" in problem_of(response)["detail"]
+
+
+@pytest.mark.parametrize("argv", [("recommend", "llama-3.1-8b"), ("recommend", "flux.1-dev"),
+                                  ("quote", "h100-sxm-1x-vm")])
+def test_every_face_that_prices_a_term_refuses_one_quote_refuses(local_db: None, capsys: pytest.CaptureFixture[str],
+                                                                argv: tuple[str, ...]) -> None:
+    """10 years are 87,600 hours (allocations' limit): 87,601 h is refused by quote, so by recommend too."""
+    err = cli_refusal(capsys, *argv, "--term", "87601h")
+    assert "term 87601h: at most 87600 hours (10 years) can be quoted at once" in err
+
+
+def test_the_api_recommend_refuses_a_term_quote_refuses(sqlite_served: Served) -> None:
+    response = sqlite_served.client.post("/v1/recommend", json={"model": "llama-3.1-8b", "term": "99999months", "top": 1})
+    assert response.status_code == 422 and "at most 87600 hours" in problem_of(response)["detail"]

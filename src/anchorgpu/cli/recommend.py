@@ -230,10 +230,10 @@ def recommend_command(
     from anchorgpu.planner.speed.calibration import Overrides
     from anchorgpu.planner.sweep import SweepSpec
     from anchorgpu.recommend import recommend, recommendation_to_json
-    from anchorgpu.units import parse_term
+    from anchorgpu.units import quotable_term
     from anchorgpu.validation import bounded_int, finite_number, usd_amount
 
-    the_term = parse_term(term)
+    the_term = quotable_term(term)
     budget: Decimal | None = usd_amount(max_usd) if max_usd is not None else None
     if min_tokens_per_s is not None:
         finite_number(min_tokens_per_s, field="min_tokens_per_s_per_user", flag="--min-tokens-per-s")

@@ -40,7 +40,7 @@ from anchorgpu.recommend.precision import lowered, precision_choice
 from anchorgpu.recommend.records import Recommendation, RecommendedOption, Rejection
 from anchorgpu.recommend.render import recommendation_to_json
 from anchorgpu.recommend.selection import best_per_group, closest_miss
-from anchorgpu.units import Term, parse_term, round_usd
+from anchorgpu.units import Term, quotable_term, round_usd
 
 __all__ = [
     "Recommendation",
@@ -249,7 +249,7 @@ def recommend(
 
     Precision is the plan's unless lower ones are listed in ``spec`` or allowed (``lower_precision``); see
     :func:`precision_choice`. Each row below the plan's precision carries ``lower_precision``."""
-    the_term = term if isinstance(term, Term) else parse_term(term)
+    the_term = quotable_term(term)  # priced as `quote` prices it: no longer than it quotes
     if top < 1:
         raise InvalidWorkload(f"top={top}: at least one result")
     if max_usd is not None and max_usd <= 0:
