@@ -37,6 +37,7 @@ __all__ = [
     "quotable_term",
     "require_whole_gpus",
     "round_usd",
+    "round_usd_rate",
     "usd",
 ]
 
@@ -113,6 +114,23 @@ def round_usd(amount: Decimal) -> Decimal:
     Decimal('0.12')
     """
     return amount.quantize(CENT, rounding=ROUND_HALF_EVEN)
+
+
+RATE_SIGNIFICANT_DIGITS = 4
+"""Significant digits a price per unit (USD a million tokens) keeps: rounded to the cent, $0.0065 would read $0.01."""
+
+
+def round_usd_rate(amount: Decimal) -> Decimal:
+    """A price per unit (not an amount charged): to :data:`RATE_SIGNIFICANT_DIGITS` significant digits, never
+    coarser than the cent, half to even. Amounts charged keep :func:`round_usd`.
+
+    >>> round_usd_rate(Decimal("0.0065271")), round_usd_rate(Decimal("0.21519")), round_usd_rate(Decimal("1234.567"))
+    (Decimal('0.006527'), Decimal('0.2152'), Decimal('1234.57'))
+    """
+    if not amount:
+        return amount.quantize(CENT)
+    places = max(2, RATE_SIGNIFICANT_DIGITS - 1 - amount.adjusted())
+    return amount.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_EVEN)
 
 
 TermUnit = Literal["hour", "week", "month"]

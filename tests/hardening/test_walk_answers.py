@@ -5,12 +5,19 @@ gpus compare with odd inputs): each defect it found is pinned here, and each tes
   refuses;
 * ``recommend --term 99999months`` priced a term of 71,999,280 hours that ``quote`` refuses (at most 10 years), and
   told the user to quote it next;
+* ``recommend``'s cost per million output tokens was rounded to the cent: a 1B model for 1,000 users costs
+  $0.0065 a million tokens on one offering and $0.0091 on the next, and both read $0.01 (the CLI, the JSON and the
+  page);
 """
 
 from __future__ import annotations
 
+import json
+from decimal import Decimal
+
 import pytest
 
+from cli_runner import run
 from hardening.conftest import Served, cli_refusal, problem_of
 
 
@@ -44,3 +51,23 @@ def test_every_face_that_prices_a_term_refuses_one_quote_refuses(local_db: None,
 def test_the_api_recommend_refuses_a_term_quote_refuses(sqlite_served: Served) -> None:
     response = sqlite_served.client.post("/v1/recommend", json={"model": "llama-3.1-8b", "term": "99999months", "top": 1})
     assert response.status_code == 422 and "at most 87600 hours" in problem_of(response)["detail"]
+
+
+def test_the_cost_per_million_tokens_agrees_with_the_price_and_the_speed(local_db: None,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """$/M = total for the term / (tokens a second x the term's seconds / 10^6), to 4 significant digits."""
+    code, out, err = run(capsys, "recommend", "llama-3.2-1b", "--concurrency", "1000", "--prompt", "10",
+                         "--output-tokens", "10", "--top", "5", "--json")
+    assert code == 0, err
+    answer = json.loads(out)
+    for r in answer["results"]:
+        seconds = answer["term_hours"] * 3600
+        expected = float(Decimal(r["total_usd"])) / (r["decode_tokens_per_s_total"] * seconds / 1e6)
+        assert float(r["usd_per_million_output_tokens"]) == pytest.approx(expected, rel=1e-3), r["offering"]
+
+
+def test_the_page_shows_a_rate_below_a_cent_with_its_digits() -> None:
+    from anchorgpu.web.templating import environment
+
+    assert environment("en").filters["usd_rate"]("0.006527") == "$0.006527"
+    assert environment("ru").filters["usd_rate"]("0.006527").startswith("0,006527")

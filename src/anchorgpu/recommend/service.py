@@ -40,7 +40,7 @@ from anchorgpu.recommend.precision import lowered, precision_choice
 from anchorgpu.recommend.records import Recommendation, RecommendedOption, Rejection
 from anchorgpu.recommend.render import recommendation_to_json
 from anchorgpu.recommend.selection import best_per_group, closest_miss
-from anchorgpu.units import Term, quotable_term, round_usd
+from anchorgpu.units import Term, quotable_term, round_usd_rate
 
 __all__ = [
     "Recommendation",
@@ -166,11 +166,11 @@ def _candidate(result: SweepResult, i: int, offering: Offering, shape: int, serv
 
 def _per_million(c: _Candidate, term: Term) -> Decimal | None:
     """A serving candidate's cost per million output tokens: its price for the term over the tokens it decodes in
-    it at full use."""
+    it at full use, a rate kept to four significant digits (to the cent, $0.0065 read as $0.01)."""
     if c.decode is None:
         return None
     tokens_m = c.decode * term.hours * 3600 / 1e6
-    return round_usd(c.quote.total_usd / Decimal(f"{tokens_m:.6f}")) if tokens_m > 0 else None
+    return round_usd_rate(c.quote.total_usd / Decimal(f"{tokens_m:.6f}")) if tokens_m > 0 else None
 
 
 _Ranked = TypeVar("_Ranked", RecommendedOption, _Candidate)
