@@ -124,6 +124,7 @@ LIMITS: dict[str, Limit] = {
     "max_num_seqs": Limit(1, 1_000_000),
     "images": Limit(1, 10_000),
     "top": Limit(1, 100),
+    "min_memory_gb": Limit(0, 1_000_000),
 }
 """Bounds of the numbers the CLI parses from text and the API receives as JSON (same names, no dashes)."""
 

@@ -8,6 +8,10 @@ gpus compare with odd inputs): each defect it found is pinned here, and each tes
 * ``recommend``'s cost per million output tokens was rounded to the cent: a 1B model for 1,000 users costs
   $0.0065 a million tokens on one offering and $0.0091 on the next, and both read $0.01 (the CLI, the JSON and the
   page);
+* ``gpus compare A B --model whisper-large-v3`` was refused for a context of 8,192 tokens the user never typed (the
+  default, past Whisper's 448), ``--context 8k`` was "not a valid integer" there while plan takes it, and ``--context``
+  or ``--precision`` without ``--model`` were ignored;
+* ``gpus --min-memory-gb inf`` listed nothing where ``nan`` was refused;
 """
 
 from __future__ import annotations
@@ -71,3 +75,28 @@ def test_the_page_shows_a_rate_below_a_cent_with_its_digits() -> None:
 
     assert environment("en").filters["usd_rate"]("0.006527") == "$0.006527"
     assert environment("ru").filters["usd_rate"]("0.006527").startswith("0,006527")
+
+
+def test_gpus_compare_sizes_its_default_sequence_within_the_models_limit(local_db: None,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Whisper large-v3's decoder holds 448 positions (its config's max_target_positions)."""
+    code, out, err = run(capsys, "gpus", "compare", "h100", "a100", "--model", "whisper-large-v3", "--json")
+    assert code == 0, err
+    assert json.loads(out)["plan"]["context_tokens"] == 448
+    code, out, err = run(capsys, "gpus", "compare", "h100", "b200", "--model", "llama-3.1-70b", "--context", "8k", "--json")
+    assert code == 0, err
+    assert json.loads(out)["plan"]["context_tokens"] == 8192
+
+
+@pytest.mark.parametrize("option", [("--context", "8k"), ("--precision", "fp8")])
+def test_gpus_compare_refuses_what_only_a_models_plan_reads_without_one(local_db: None,
+                                                                       capsys: pytest.CaptureFixture[str],
+                                                                       option: tuple[str, str]) -> None:
+    err = cli_refusal(capsys, "gpus", "compare", "h100", "b200", *option)
+    assert f"{option[0]} applies to 'gpus compare A B --model M' only" in err
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-1"])
+def test_gpus_refuses_a_memory_floor_that_is_not_a_finite_number(local_db: None, capsys: pytest.CaptureFixture[str],
+                                                                 value: str) -> None:
+    assert "expected a finite number" in cli_refusal(capsys, "gpus", "--min-memory-gb", value)
