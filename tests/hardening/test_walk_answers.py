@@ -12,6 +12,8 @@ gpus compare with odd inputs): each defect it found is pinned here, and each tes
   default, past Whisper's 448), ``--context 8k`` was "not a valid integer" there while plan takes it, and ``--context``
   or ``--precision`` without ``--model`` were ignored;
 * ``gpus --min-memory-gb inf`` listed nothing where ``nan`` was refused;
+* an empty or blank model or GPU name was "not found" (exit 3, HTTP 404 for a blank model) where the API's schema
+  refuses "" as bad input, and an unknown 5,000-character name was repeated whole in its one-line reason;
 """
 
 from __future__ import annotations
@@ -100,3 +102,21 @@ def test_gpus_compare_refuses_what_only_a_models_plan_reads_without_one(local_db
 def test_gpus_refuses_a_memory_floor_that_is_not_a_finite_number(local_db: None, capsys: pytest.CaptureFixture[str],
                                                                  value: str) -> None:
     assert "expected a finite number" in cli_refusal(capsys, "gpus", "--min-memory-gb", value)
+
+
+@pytest.mark.parametrize("argv", [("plan", "", "--gpu", "h100"), ("plan", " ", "--gpu", "h100"), ("recommend", "", "--top", "1"),
+                                  ("plan", "llama-3.1-8b", "--gpu", ""), ("gpus", "compare", " ", "h100")])
+def test_an_empty_name_is_bad_input_not_an_unknown_one(local_db: None, capsys: pytest.CaptureFixture[str],
+                                                      argv: tuple[str, ...]) -> None:
+    assert "the name is empty" in cli_refusal(capsys, *argv)
+
+
+@pytest.mark.parametrize("body", [{"model": " ", "gpu": "h100"}, {"model": "llama-3.1-8b", "gpu": " "}])
+def test_the_api_refuses_a_blank_name_as_bad_input(sqlite_served: Served, body: dict[str, str]) -> None:
+    response = sqlite_served.client.post("/v1/plan", json=body)
+    assert response.status_code == 422 and "the name is empty" in problem_of(response)["detail"]
+
+
+def test_an_unknown_long_name_is_not_repeated_whole(local_db: None, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h" * 5000)
+    assert code == 3 and len(err) < 300 and "(5,000 characters)" in err
