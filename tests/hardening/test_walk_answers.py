@@ -14,6 +14,8 @@ gpus compare with odd inputs): each defect it found is pinned here, and each tes
 * ``gpus --min-memory-gb inf`` listed nothing where ``nan`` was refused;
 * an empty or blank model or GPU name was "not found" (exit 3, HTTP 404 for a blank model) where the API's schema
   refuses "" as bad input, and an unknown 5,000-character name was repeated whole in its one-line reason;
+* ``plan qwen2.5-vl-7b --context 128000 --images-per-request 2`` was refused as "context 130738 exceeds ... 128000",
+  a sum the user never typed, without saying that the images' 2,738 tokens made it;
 """
 
 from __future__ import annotations
@@ -120,3 +122,16 @@ def test_the_api_refuses_a_blank_name_as_bad_input(sqlite_served: Served, body: 
 def test_an_unknown_long_name_is_not_repeated_whole(local_db: None, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h" * 5000)
     assert code == 3 and len(err) < 300 and "(5,000 characters)" in err
+
+
+@pytest.mark.parametrize("command", ["plan", "recommend"])
+def test_a_context_the_images_push_past_the_window_says_so(local_db: None, capsys: pytest.CaptureFixture[str],
+                                                           command: str) -> None:
+    """Qwen2.5-VL-7B: 128,000 positions; a 1024x1024 image is 1,369 tokens (README's vision journey), two 2,738."""
+    extra = ("--gpu", "l40s") if command == "plan" else ("--top", "1")
+    err = cli_refusal(capsys, command, "qwen2.5-vl-7b", *extra, "--context", "128000", "--images-per-request", "2",
+                      "--image-resolution", "1024x1024")
+    assert "128,000 text + 2,738 image tokens = 130,738 exceeds qwen2.5-vl-7b's limit of 128,000 tokens" in err
+    # the image a vision request has by default is named with the way to drop it
+    err = cli_refusal(capsys, "plan", "gemma-3-4b", "--gpu", "l4", "--context", "131072")
+    assert "--images-per-request 0 for text only" in err

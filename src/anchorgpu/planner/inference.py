@@ -247,13 +247,20 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     check_request_within_context(w, limit, model)
     ctx = asked_context(model, w, assumptions)
     media = NO_MEDIA  # a text-only model's request: nothing to resolve (plan() has refused images given to it)
+    text_ctx = ctx
     if model.encoder is not None or model.image is not None:
         media = resolve_media(model, w, assumptions, prompt_tokens=w.prompt_tokens or ctx)
         ctx = sequence_tokens(media, w, ctx, assumptions, model)
     if ctx > limit:
         if not w.allow_long_context:
-            raise InvalidWorkload(
-                f"context {ctx} exceeds {model.name}'s limit of {limit} tokens (add --allow-long-context to plan anyway)")
+            # the image tokens a sized request carries on top of its text are named, as the user typed neither sum
+            images = ctx - text_ctx
+            kind = "image placeholder" if media.cross_tokens else "image"  # mllama: one text token an image
+            what = f"{text_ctx:,} text + {images:,} {kind} tokens = {ctx:,}" if images > 0 else f"context {ctx:,}"
+            fewer = ("" if images <= 0 else ", or fewer or smaller images" if w.images_per_request is not None
+                     else ", or --images-per-request 0 for text only: a vision model's request has 1 image by default")
+            raise InvalidWorkload(f"{what} exceeds {model.name}'s limit of {limit:,} tokens (add --allow-long-context "
+                                  f"to plan anyway{fewer})")
         warnings.append(make_warning("context_beyond_model_limit", f"context {ctx} > model limit {limit}"))
     concurrency = w.concurrency or 1
     if w.concurrency is None:
