@@ -16,6 +16,8 @@ gpus compare with odd inputs): each defect it found is pinned here, and each tes
   refuses "" as bad input, and an unknown 5,000-character name was repeated whole in its one-line reason;
 * ``plan qwen2.5-vl-7b --context 128000 --images-per-request 2`` was refused as "context 130738 exceeds ... 128000",
   a sum the user never typed, without saying that the images' 2,738 tokens made it;
+* the plan's verdict showed the engine's memory share to whole percents: ``--gpu-memory-utilization 0.955`` read
+  "96%" and TensorRT-LLM's 0.001 "0%";
 """
 
 from __future__ import annotations
@@ -135,3 +137,13 @@ def test_a_context_the_images_push_past_the_window_says_so(local_db: None, capsy
     # the image a vision request has by default is named with the way to drop it
     err = cli_refusal(capsys, "plan", "gemma-3-4b", "--gpu", "l4", "--context", "131072")
     assert "--images-per-request 0 for text only" in err
+
+
+@pytest.mark.parametrize(("argv", "shown"), [(("--gpu-memory-utilization", "0.955"), "serving engine budget: 95.5% of"),
+                                             (("--engine", "trtllm", "--gpu-memory-utilization", "0.001",
+                                               "--concurrency", "5"), "the peak plus 0.1% of the memory")])
+def test_the_verdict_shows_the_memory_share_as_given(local_db: None, capsys: pytest.CaptureFixture[str],
+                                                     argv: tuple[str, ...], shown: str) -> None:
+    code, out, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", *argv)
+    assert code == 0, err
+    assert shown in " ".join(out.split())

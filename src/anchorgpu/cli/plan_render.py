@@ -48,6 +48,12 @@ def _bullets(out: Any, title: str, lines: list[str], *, marker: str = "-") -> No
         out.print(text, markup=False, soft_wrap=True)
 
 
+def _share(fraction: float) -> str:
+    """A memory share the user may have typed, as a percentage without rounding it away: 0.9 -> '90%', 0.955 ->
+    '95.5%', 0.001 -> '0.1%' (``:.0%`` showed 96% and 0%)."""
+    return f"{fraction * 100:.4g}%"
+
+
 def _verdict(plan: Plan) -> str:
     """One line that answers the question first: fits or not, needed vs available per GPU, and the margin."""
     need = plan.per_gpu.total_bytes
@@ -58,12 +64,12 @@ def _verdict(plan: Plan) -> str:
     available = f"{_fmt(plan.budget_bytes)} per GPU"
     if plan.budget_bytes != memory:
         fraction = plan.workload.gpu_memory_utilization or 0.0  # an inference plan's workload holds it resolved
-        available += (f" (TensorRT-LLM: the peak plus {fraction:.0%} of the memory it leaves free)"
+        available += (f" (TensorRT-LLM: the peak plus {_share(fraction)} of the memory it leaves free)"
                       if plan.workload.engine == "trtllm" else
                       f" (SGLang: the activations and non-torch memory plus mem_fraction_static {fraction:g} of "
                       "the memory free at start)"
                       if plan.workload.engine == "sglang" else
-                      f" (serving engine budget: {fraction:.0%} of {_fmt(memory)})")
+                      f" (serving engine budget: {_share(fraction)} of {_fmt(memory)})")
     headroom = plan.headroom_bytes or 0
     if plan.fits:
         return (f"Verdict: [green]FITS[/green] - needs {_fmt(need)} of {available}; "
@@ -139,7 +145,7 @@ def render_plan(plan: Plan) -> None:
         if plan.budget_bytes is not None and plan.budget_bytes != plan.gpu.memory_bytes:
             table.add_row("engine budget (TensorRT-LLM)" if w.engine == "trtllm" else
                           f"engine budget (SGLang, {w.gpu_memory_utilization:g})" if w.engine == "sglang" else
-                          f"engine budget ({w.gpu_memory_utilization:.0%})", _gib(plan.budget_bytes), "")
+                          f"engine budget ({_share(w.gpu_memory_utilization)})", _gib(plan.budget_bytes), "")
         runtime = ("ROCm" if plan.gpu.software_stack == "rocm" else "CUDA") if plan.gpu.memory_is_runtime else None
         table.add_row("GPU memory" + (f" ({runtime} total)" if runtime else ""), _gib(plan.gpu.memory_bytes), "")
         if plan.headroom_bytes is not None:
