@@ -18,6 +18,8 @@ gpus compare with odd inputs): each defect it found is pinned here, and each tes
   a sum the user never typed, without saying that the images' 2,738 tokens made it;
 * the plan's verdict showed the engine's memory share to whole percents: ``--gpu-memory-utilization 0.955`` read
   "96%" and TensorRT-LLM's 0.001 "0%";
+* ``recommend --weights ','`` or ``--kv-cache ''`` (and ``"weights": ""`` in the API) was swept as the default, where
+  ``plan --weights ''`` is refused;
 """
 
 from __future__ import annotations
@@ -147,3 +149,15 @@ def test_the_verdict_shows_the_memory_share_as_given(local_db: None, capsys: pyt
     code, out, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", *argv)
     assert code == 0, err
     assert shown in " ".join(out.split())
+
+
+@pytest.mark.parametrize("option", [("--weights", ","), ("--kv-cache", ""), ("--weights", " , ")])
+def test_recommend_refuses_a_comma_list_with_nothing_in_it(local_db: None, capsys: pytest.CaptureFixture[str],
+                                                           option: tuple[str, str]) -> None:
+    err = cli_refusal(capsys, "recommend", "llama-3.1-8b", "--top", "1", *option)
+    assert f"{option[0]} {option[1]!r}: no entry listed" in err
+
+
+def test_the_api_recommend_refuses_an_empty_weights_list(sqlite_served: Served) -> None:
+    response = sqlite_served.client.post("/v1/recommend", json={"model": "llama-3.1-8b", "weights": ",", "top": 1})
+    assert response.status_code == 422 and "no entry listed" in problem_of(response)["detail"]

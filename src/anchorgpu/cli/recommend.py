@@ -24,10 +24,6 @@ PROGRESS_THRESHOLD = 100_000
 """Configurations above which the sweep shows a progress bar (on stderr, never with --json)."""
 
 
-def _csv(text: str | None) -> tuple[str, ...]:
-    return tuple(x.strip().lower() for x in (text or "").split(",") if x.strip())
-
-
 def _money(value: Any) -> str:
     return "-" if value is None else f"${value:,}"
 
@@ -231,7 +227,7 @@ def recommend_command(
     from anchorgpu.planner.sweep import SweepSpec
     from anchorgpu.recommend import recommend, recommendation_to_json
     from anchorgpu.units import quotable_term
-    from anchorgpu.validation import bounded_int, finite_number, usd_amount
+    from anchorgpu.validation import bounded_int, comma_list, finite_number, usd_amount
 
     the_term = quotable_term(term)
     budget: Decimal | None = usd_amount(max_usd) if max_usd is not None else None
@@ -282,7 +278,7 @@ def recommend_command(
 
         if task not in ("inference", "diffusion"):
             raise InvalidWorkload(f"{spec_model.name} is a diffusion pipeline: --task {task} does not apply")
-        for kv in _csv(kv_cache):
+        for kv in comma_list(kv_cache, flag="--kv-cache"):
             check_kv_cache_task(kv, "diffusion")
         bounded_int(images, field="images")
         diffusion = Workload(task="diffusion", images=images, resolution=parse_resolution(resolution),
@@ -305,7 +301,7 @@ def recommend_command(
         images_per_request=images_per_request, image_resolution=asked_images,
     )
     spec = SweepSpec(  # the request as given (None: plan's defaults, which the sweep resolves as plan does)
-        workload=workload, weights=_csv(weights), kv_caches=_csv(kv_cache),
+        workload=workload, weights=comma_list(weights, flag="--weights"), kv_caches=comma_list(kv_cache, flag="--kv-cache"),
         prompt_tokens=parse_tokens(prompt, field="prompt"), output_tokens=output_tokens,
         train_tokens=parse_count(train_tokens, field="tokens"),
         global_batch_tokens=parse_batch(global_batch),
