@@ -20,6 +20,8 @@ gpus compare with odd inputs): each defect it found is pinned here, and each tes
   "96%" and TensorRT-LLM's 0.001 "0%";
 * ``recommend --weights ','`` or ``--kv-cache ''`` (and ``"weights": ""`` in the API) was swept as the default, where
   ``plan --weights ''`` is refused;
+* ``plan qwen3-30b-a3b --gpu l4 --engine sglang --max-num-batched-tokens 100000`` answered with a mem_fraction_static
+  of -5.624 and an engine budget of -111.64 GiB (SGLang's reserve, 1.5 MiB a prefill-chunk token, past the GPU);
 """
 
 from __future__ import annotations
@@ -161,3 +163,12 @@ def test_recommend_refuses_a_comma_list_with_nothing_in_it(local_db: None, capsy
 def test_the_api_recommend_refuses_an_empty_weights_list(sqlite_served: Served) -> None:
     response = sqlite_served.client.post("/v1/recommend", json={"model": "llama-3.1-8b", "weights": ",", "top": 1})
     assert response.status_code == 422 and "no entry listed" in problem_of(response)["detail"]
+
+
+@pytest.mark.parametrize("gpu", ["l4", "h100"])
+def test_a_prefill_chunk_whose_sglang_reserve_takes_the_gpu_is_refused(local_db: None,
+                                                                        capsys: pytest.CaptureFixture[str],
+                                                                        gpu: str) -> None:
+    err = cli_refusal(capsys, "plan", "llama-3.1-8b", "--gpu", gpu, "--engine", "sglang",
+                      "--max-num-batched-tokens", "100000", "--json")
+    assert "--max-num-batched-tokens 100,000: SGLang reserves" in err and "mem_fraction_static would be -" in err

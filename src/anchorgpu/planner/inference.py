@@ -16,7 +16,12 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import evolver, memo_on_frozen
-from anchorgpu.planner.engine_startup import sglang_reserve_bytes, sglang_reserve_refusal, startup_refusal
+from anchorgpu.planner.engine_startup import (
+    sglang_derived_fraction_refusal,
+    sglang_reserve_bytes,
+    sglang_reserve_refusal,
+    startup_refusal,
+)
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
@@ -278,6 +283,10 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                        utilization, type(utilization), block_size_of(w), lay.dp if lay.attention_dp else 0)
     tokens, seqs, weights, prefill, sampler, non_torch = em.tokens, em.seqs, em.weights, em.prefill, em.sampler, \
         em.non_torch
+    if em.sglang is not None and gpu is not None and (refusal := sglang_derived_fraction_refusal(
+            em.utilization, em.sglang.derived, em.sglang.reserve_mib, (sglang_gpu_memory_bytes(gpu) or 0) / 2**20,
+            tokens)) is not None:
+        raise InvalidWorkload(refusal)
     if em.sglang is not None and gpu is not None and (refusal := sglang_reserve_refusal(
             em.utilization, em.sglang.derived, _sglang_start_free(em, gpu), prefill, tokens)) is not None:
         raise InvalidWorkload(refusal)
