@@ -22,6 +22,8 @@ gpus compare with odd inputs): each defect it found is pinned here, and each tes
   ``plan --weights ''`` is refused;
 * ``plan qwen3-30b-a3b --gpu l4 --engine sglang --max-num-batched-tokens 100000`` answered with a mem_fraction_static
   of -5.624 and an engine budget of -111.64 GiB (SGLang's reserve, 1.5 MiB a prefill-chunk token, past the GPU);
+* ``recommend --task train --json`` gave the model's window (131,072) as the workload's context and a bf16 KV cache,
+  and no sequence, where it trained on 2,048-token sequences with none;
 """
 
 from __future__ import annotations
@@ -172,3 +174,11 @@ def test_a_prefill_chunk_whose_sglang_reserve_takes_the_gpu_is_refused(local_db:
     err = cli_refusal(capsys, "plan", "llama-3.1-8b", "--gpu", gpu, "--engine", "sglang",
                       "--max-num-batched-tokens", "100000", "--json")
     assert "--max-num-batched-tokens 100,000: SGLang reserves" in err and "mem_fraction_static would be -" in err
+
+
+def test_recommend_training_states_the_sequence_it_trained_on(local_db: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """2,048 tokens is the default training sequence (README: "default 2,048 or the model's context if shorter")."""
+    code, out, err = run(capsys, "recommend", "llama-3.1-8b", "--task", "train", "--tokens", "1e11", "--top", "1", "--json")
+    assert code == 0, err
+    workload = json.loads(out)["workload"]
+    assert workload["seq_tokens"] == 2048 and workload["context_tokens"] is None and workload["kv_caches"] == []

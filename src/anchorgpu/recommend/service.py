@@ -358,14 +358,16 @@ def recommend(
         [r for r in rejected if r.total_usd is None or cheapest is None or r.total_usd <= cheapest])
     w = spec.workload
     workload = {
-        "task": result.task, "context_tokens": result.context_tokens,
+        # a training sweep serves no sequence and keeps no KV cache: its sequence is the one it trained on (given or
+        # the default, as plan states it), not the model's window that was shown as its context
+        "task": result.task, "context_tokens": result.context_tokens if not training else None,
         "concurrency": w.concurrency, "prompt_tokens": result.prompt_tokens if not training else None,
         "output_tokens": result.output_tokens if not training else None,
-        "seq_tokens": w.seq_tokens if training else None, "train_tokens": spec.train_tokens,
+        "seq_tokens": seq if training else None, "train_tokens": spec.train_tokens,
         "global_batch_tokens": spec.global_batch_tokens if training else None,
         "train_precision": w.train_precision if training else None,
         "train_stack": w.train_stack if training else None, "engine": w.engine if not training else None,
-        "weights": list(result.weights), "kv_caches": list(result.kv_caches),
+        "weights": list(result.weights), "kv_caches": list(result.kv_caches) if not training else [],
         "mfu": spec.efficiencies.mfu, "mbu": spec.efficiencies.mbu,
     }
     if result.encoder_input_tokens:  # the decoder's own prompt, the encoder's input beside it (as plan's performance)
