@@ -24,6 +24,7 @@ gpus compare with odd inputs): each defect it found is pinned here, and each tes
   of -5.624 and an engine budget of -111.64 GiB (SGLang's reserve, 1.5 MiB a prefill-chunk token, past the GPU);
 * ``recommend --task train --json`` gave the model's window (131,072) as the workload's context and a bf16 KV cache,
   and no sequence, where it trained on 2,048-token sequences with none;
+* ``--images-per-request 0 --image-resolution 1024x1024`` planned text only and dropped the resolution silently;
 """
 
 from __future__ import annotations
@@ -182,3 +183,10 @@ def test_recommend_training_states_the_sequence_it_trained_on(local_db: None, ca
     assert code == 0, err
     workload = json.loads(out)["workload"]
     assert workload["seq_tokens"] == 2048 and workload["context_tokens"] is None and workload["kv_caches"] == []
+
+
+@pytest.mark.parametrize("command", [("plan", "qwen2.5-vl-7b", "--gpu", "l40s"), ("recommend", "qwen2.5-vl-7b", "--top", "1")])
+def test_a_resolution_for_no_image_is_refused(local_db: None, capsys: pytest.CaptureFixture[str],
+                                              command: tuple[str, ...]) -> None:
+    err = cli_refusal(capsys, *command, "--images-per-request", "0", "--image-resolution", "1024x1024")
+    assert "--image-resolution 1024x1024 with --images-per-request 0: there is no image to size" in err
