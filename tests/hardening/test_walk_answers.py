@@ -25,6 +25,8 @@ gpus compare with odd inputs): each defect it found is pinned here, and each tes
 * ``recommend --task train --json`` gave the model's window (131,072) as the workload's context and a bf16 KV cache,
   and no sequence, where it trained on 2,048-token sequences with none;
 * ``--images-per-request 0 --image-resolution 1024x1024`` planned text only and dropped the resolution silently;
+* 100 users on 3 replicas (34, 33, 33) read "per user 85.0 tok/s" beside "output 8,575 tok/s", more than 85.0 x 100:
+  the per-user figure is the busiest replica's and now says so;
 """
 
 from __future__ import annotations
@@ -190,3 +192,13 @@ def test_a_resolution_for_no_image_is_refused(local_db: None, capsys: pytest.Cap
                                               command: tuple[str, ...]) -> None:
     err = cli_refusal(capsys, *command, "--images-per-request", "0", "--image-resolution", "1024x1024")
     assert "--image-resolution 1024x1024 with --images-per-request 0: there is no image to size" in err
+
+
+def test_per_user_figures_of_unequal_replicas_name_the_busiest(local_db: None, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--gpus", "3", "--prompt", "1000",
+                         "--output-tokens", "200", "--concurrency", "100")
+    assert code == 0, err
+    assert "per user (busiest replica)" in out
+    code, out, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--gpus", "4", "--prompt", "1000",
+                         "--output-tokens", "200", "--concurrency", "100")  # 25 each: every user at one pace
+    assert code == 0 and "per user " in out and "busiest" not in out

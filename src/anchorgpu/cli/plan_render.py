@@ -154,7 +154,9 @@ def render_plan(plan: Plan) -> None:
     out.print(table)
     if plan.checkpoint_bytes is not None:
         out.print(f"Checkpoint size: {_fmt(plan.checkpoint_bytes)}")
-    _render_performance(out, plan.extra.get("performance"), concurrency=w.concurrency, context_tokens=w.context_tokens)
+    replicas = plan.layout.dp if plan.layout is not None else 1
+    _render_performance(out, plan.extra.get("performance"), concurrency=w.concurrency, context_tokens=w.context_tokens,
+                        uneven=bool(w.concurrency and replicas > 1 and w.concurrency % replicas))
     if plan.suggestions:
         sug = Table(title="What would fit", title_justify="left")
         speeds = any(s.train_tokens_per_s for s in plan.suggestions)
@@ -206,14 +208,17 @@ def _band_note(section: dict[str, Any], key: str, show: Callable[[float], str]) 
 
 
 def _render_performance(out: Any, section: Any, *, concurrency: int | None = None,
-                        context_tokens: int | None = None) -> None:
+                        context_tokens: int | None = None, uneven: bool = False) -> None:
     """Predicted speed with its band (what measured runs of the same kind fell within) and the ceiling; a serving
-    estimate first names the requests it times, which need not be the sequences the memory is sized for."""
+    estimate first names the requests it times, which need not be the sequences the memory is sized for. ``uneven``:
+    replicas hold unequal shares of the users, so the per-user figures are the busiest replica's (its users are the
+    slowest) while the output sums every replica's, more than per user x users."""
     if not isinstance(section, dict):
         return
+    busiest = " (busiest replica)" if uneven else ""
     serving = (("ttft_s", "time to first token", "{:,.3f} s", 1.0),
-               ("tpot_s", "time per output token", "{:,.1f} ms", 1e3),
-               ("decode_tokens_per_s_per_user", "per user", "{:,.1f} tok/s", 1.0),
+               ("tpot_s", f"time per output token{busiest}", "{:,.1f} ms", 1e3),
+               ("decode_tokens_per_s_per_user", f"per user{busiest}", "{:,.1f} tok/s", 1.0),
                ("output_tokens_per_s", "output", "{:,.0f} tok/s", 1.0),
                ("max_output_tokens_per_s", "at saturation", "{:,.0f} tok/s", 1.0))
     training = (("train_tokens_per_s", "training", "{:,.0f} tok/s", 1.0),
