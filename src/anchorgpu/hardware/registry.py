@@ -115,7 +115,7 @@ def get_gpu(name: str) -> GpuSpec:
     '141 GB'
     """
     if isinstance(name, str) and not name.strip():  # bad input, not a name that was looked up
-        raise InvalidInput(f"GPU {name!r}: the name is empty; give one `anchorgpu gpus` lists, e.g. h100")
+        raise InvalidInput(f"GPU {name!r}: the name is empty; give a GPU name or alias, e.g. h100 (`anchorgpu gpus`, /v1/gpus)")
     return gpu_index().get(name)
 
 
