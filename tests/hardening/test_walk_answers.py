@@ -27,6 +27,9 @@ gpus compare with odd inputs): each defect it found is pinned here, and each tes
 * ``--images-per-request 0 --image-resolution 1024x1024`` planned text only and dropped the resolution silently;
 * 100 users on 3 replicas (34, 33, 33) read "per user 85.0 tok/s" beside "output 8,575 tok/s", more than 85.0 x 100:
   the per-user figure is the busiest replica's and now says so;
+* ``--output-tokens 131072`` on a 131,072-token model (and ``--context 1``) was planned, its memory for the window while
+  the speed timed 1 prompt + 131,072 output tokens; Whisper's ``--output-tokens 447`` timed its 4-token task prompt
+  + 447 in a 448-token window;
 """
 
 from __future__ import annotations
@@ -202,3 +205,15 @@ def test_per_user_figures_of_unequal_replicas_name_the_busiest(local_db: None, c
     code, out, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--gpus", "4", "--prompt", "1000",
                          "--output-tokens", "200", "--concurrency", "100")  # 25 each: every user at one pace
     assert code == 0 and "per user " in out and "busiest" not in out
+
+
+@pytest.mark.parametrize(("argv", "reason"), [
+    (("llama-3.1-8b", "--output-tokens", "131072"), "at least 1 prompt + output 131,072 tokens exceed the model's limit"),
+    (("llama-3.1-8b", "--context", "1000", "--output-tokens", "1000"), "exceed the context of 1,000 tokens"),
+    (("llama-3.1-8b", "--context", "1", "--concurrency", "5"), "--context 1: a request needs at least 1 prompt and 1"),
+    # Whisper's decoder holds 448 positions and starts from <|startoftranscript|><|lang|><|task|><|notimestamps|>
+    (("whisper-large-v3", "--output-tokens", "445"), "the 4-token decoder prompt + output 445 tokens exceed"),
+])
+def test_a_request_needs_room_for_its_prompt_as_well_as_its_output(local_db: None, capsys: pytest.CaptureFixture[str],
+                                                                   argv: tuple[str, ...], reason: str) -> None:
+    assert reason in cli_refusal(capsys, "plan", *argv, "--gpu", "h100")
