@@ -30,6 +30,8 @@ gpus compare with odd inputs): each defect it found is pinned here, and each tes
 * ``--output-tokens 131072`` on a 131,072-token model (and ``--context 1``) was planned, its memory for the window while
   the speed timed 1 prompt + 131,072 output tokens; Whisper's ``--output-tokens 447`` timed its 4-token task prompt
   + 447 in a 448-token window;
+* ``plan --cuda-context-mib 65536`` was refused as "--gpu-memory-utilization 0.9: ..." though the user gave neither that
+  fraction nor saw the context override named;
 """
 
 from __future__ import annotations
@@ -217,3 +219,9 @@ def test_per_user_figures_of_unequal_replicas_name_the_busiest(local_db: None, c
 def test_a_request_needs_room_for_its_prompt_as_well_as_its_output(local_db: None, capsys: pytest.CaptureFixture[str],
                                                                    argv: tuple[str, ...], reason: str) -> None:
     assert reason in cli_refusal(capsys, "plan", *argv, "--gpu", "h100")
+
+
+def test_vllms_start_up_refusal_names_the_default_fraction_and_the_context_override(
+        local_db: None, capsys: pytest.CaptureFixture[str]) -> None:
+    err = cli_refusal(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--cuda-context-mib", "65536")
+    assert "--gpu-memory-utilization 0.9 (vLLM's default)" in err and "--cuda-context-mib 65,536" in err

@@ -47,9 +47,13 @@ def startup_refusal(engine: str, gpu: GpuSpec | None, utilization: float | None,
     if util * gpu.memory_bytes <= free:
         return None
     most = math.floor(free / gpu.memory_bytes * 1000) / 1000
-    return (f"--gpu-memory-utilization {util:g}: vLLM asks for {fmt_bytes(util * gpu.memory_bytes)} free at start-up "
-            f"on {gpu.name}, where its {runtime} context leaves {fmt_bytes(free)}, and refuses to start (\"Free memory "
-            f"on device ... is less than desired GPU memory utilization\"); at most {most:g} here")
+    given = f"--gpu-memory-utilization {util:g}" + (" (vLLM's default)" if utilization is None else "")
+    own = context_bytes(gpu, ov)
+    context = (f"its {runtime} context" if own == context_bytes(gpu, Overheads())
+               else f"the {runtime} context of --cuda-context-mib {own // 2**20:,}")
+    return (f"{given}: vLLM asks for {fmt_bytes(util * gpu.memory_bytes)} free at start-up on {gpu.name}, where "
+            f"{context} leaves {fmt_bytes(free)}, and refuses to start (\"Free memory on device ... is less than desired "
+            f"GPU memory utilization\"); at most {most:g} here")
 
 
 def sglang_derived_fraction_refusal(fraction: float, derived: bool, reserve_mib: float, gpu_mib: float,
