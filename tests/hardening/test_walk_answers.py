@@ -32,6 +32,8 @@ gpus compare with odd inputs): each defect it found is pinned here, and each tes
   + 447 in a 448-token window;
 * ``plan --cuda-context-mib 65536`` was refused as "--gpu-memory-utilization 0.9: ..." though the user gave neither that
   fraction nor saw the context override named;
+* ``recommend llama-3.1-70b --task train --tokens 1e15`` suggested ``anchorgpu quote ... --term 5404078h`` next, a run
+  of 616 years that quote refuses (at most 10 years);
 """
 
 from __future__ import annotations
@@ -225,3 +227,11 @@ def test_vllms_start_up_refusal_names_the_default_fraction_and_the_context_overr
         local_db: None, capsys: pytest.CaptureFixture[str]) -> None:
     err = cli_refusal(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--cuda-context-mib", "65536")
     assert "--gpu-memory-utilization 0.9 (vLLM's default)" in err and "--cuda-context-mib 65,536" in err
+
+
+def test_recommend_suggests_a_quote_that_quote_accepts(local_db: None, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "recommend", "llama-3.1-70b", "--task", "train", "--tokens", "1e15", "--top", "1")
+    assert code == 0, err
+    command = " ".join(out.split()).split("Next: anchorgpu ", 1)[1].split(" prices it", 1)[0].split()
+    code, _, err = run(capsys, *command)
+    assert code == 0, f"{command}: {err}"
