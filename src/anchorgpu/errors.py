@@ -117,9 +117,14 @@ def did_you_mean(name: str, candidates: Iterable[str], *, n: int = 3) -> list[st
     return [pool[m] for m in get_close_matches(name.lower(), list(pool), n=n, cutoff=0.5)]
 
 
+ECHO_MAX_CHARACTERS = 100
+"""Most characters of an unknown name a message repeats (a 5,000-character name was echoed whole)."""
+
+
 def _with_suggestions(kind: str, name: str, suggestions: Sequence[str]) -> str:
     hint = f"; did you mean {', '.join(repr(s) for s in suggestions)}?" if suggestions else ""
-    return f"unknown {kind} {name!r}{hint}"
+    shown = repr(name) if len(name) <= ECHO_MAX_CHARACTERS else f"{name[:ECHO_MAX_CHARACTERS]!r}… ({len(name):,} characters)"
+    return f"unknown {kind} {shown}{hint}"
 
 
 class UnknownGpu(NotFound):

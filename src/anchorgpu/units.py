@@ -21,6 +21,7 @@ __all__ = [
     "HOURS_PER_COMPARISON_MONTH",
     "HOURS_PER_RENTAL_MONTH",
     "HOURS_PER_WEEK",
+    "MAX_TERM_HOURS",
     "KIB",
     "MB",
     "MIB",
@@ -33,8 +34,10 @@ __all__ = [
     "fmt_bytes",
     "fmt_usd",
     "parse_term",
+    "quotable_term",
     "require_whole_gpus",
     "round_usd",
+    "round_usd_rate",
     "usd",
 ]
 
@@ -113,6 +116,23 @@ def round_usd(amount: Decimal) -> Decimal:
     return amount.quantize(CENT, rounding=ROUND_HALF_EVEN)
 
 
+RATE_SIGNIFICANT_DIGITS = 4
+"""Significant digits a price per unit (USD a million tokens) keeps: rounded to the cent, $0.0065 would read $0.01."""
+
+
+def round_usd_rate(amount: Decimal) -> Decimal:
+    """A price per unit (not an amount charged): to :data:`RATE_SIGNIFICANT_DIGITS` significant digits, never
+    coarser than the cent, half to even. Amounts charged keep :func:`round_usd`.
+
+    >>> round_usd_rate(Decimal("0.0065271")), round_usd_rate(Decimal("0.21519")), round_usd_rate(Decimal("1234.567"))
+    (Decimal('0.006527'), Decimal('0.2152'), Decimal('1234.57'))
+    """
+    if not amount:
+        return amount.quantize(CENT)
+    places = max(2, RATE_SIGNIFICANT_DIGITS - 1 - amount.adjusted())
+    return amount.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_EVEN)
+
+
 TermUnit = Literal["hour", "week", "month"]
 _TERM_HOURS: dict[str, int] = {"hour": 1, "week": HOURS_PER_WEEK, "month": HOURS_PER_RENTAL_MONTH}
 _TERM_ALIASES: dict[str, TermUnit] = {
@@ -176,6 +196,26 @@ def parse_term(text: str) -> Term:
     if match.group(2) in _DAY_ALIASES:
         return _days_term(text, count)
     return Term(unit=_TERM_ALIASES[match.group(2)], count=count)
+
+
+MAX_TERM_HOURS = 10 * 8_760
+"""Longest term one quote, extension or recommendation prices at once: 10 years of hours."""
+
+
+def quotable_term(term: Term | str) -> Term:
+    """``term`` parsed, refusing one longer than :data:`MAX_TERM_HOURS` (what every face prices must be quotable).
+
+    >>> quotable_term("1month").hours
+    720
+    >>> quotable_term("99999months")
+    Traceback (most recent call last):
+    ...
+    anchorgpu.errors.InvalidTerm: term 99999month: at most 87600 hours (10 years) can be quoted at once
+    """
+    parsed = term if isinstance(term, Term) else parse_term(term)
+    if parsed.hours > MAX_TERM_HOURS:
+        raise InvalidTerm(f"term {parsed}: at most {MAX_TERM_HOURS} hours (10 years) can be quoted at once")
+    return parsed
 
 
 def require_whole_gpus(gpus: float | int, *, field: str = "gpus") -> int:

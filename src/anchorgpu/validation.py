@@ -40,6 +40,7 @@ __all__ = [
     "MONEY_TEXT_PATTERN",
     "MoneyRule",
     "check_text",
+    "comma_list",
     "control_character",
     "ascii_int",
     "bounded_int",
@@ -98,6 +99,23 @@ def check_text(value: str, *, field: str, max_length: int, min_length: int = 0) 
     return value
 
 
+def comma_list(text: str | None, *, flag: str) -> tuple[str, ...]:
+    """The entries of a comma list such as ``bf16,fp8`` (trimmed, lower-case, each once, in order); () for None (the
+    default). A list given with no entry (``''``, ``','``) is refused: plan refuses ``--weights ''``, and taking it
+    as the default answered a question the user did not ask.
+
+    >>> comma_list(" BF16, fp8,bf16 ", flag="--weights"), comma_list(None, flag="--weights")
+    (('bf16', 'fp8'), ())
+    """
+    if text is None:
+        return ()
+    entries = tuple(dict.fromkeys(x.strip().lower() for x in text.split(",") if x.strip()))
+    if not entries:
+        raise InvalidInput(f"{flag} {text!r}: no entry listed; give one or more, comma-separated (e.g. bf16,fp8), "
+                           "or leave the option out for the default")
+    return entries
+
+
 @dataclass(frozen=True, slots=True)
 class Limit:
     """Inclusive bounds of one number every face accepts."""
@@ -124,6 +142,7 @@ LIMITS: dict[str, Limit] = {
     "max_num_seqs": Limit(1, 1_000_000),
     "images": Limit(1, 10_000),
     "top": Limit(1, 100),
+    "min_memory_gb": Limit(0, 1_000_000),
 }
 """Bounds of the numbers the CLI parses from text and the API receives as JSON (same names, no dashes)."""
 

@@ -11,7 +11,7 @@ import pytest
 from anchorgpu.architectures import DiffusionPipelineSpec, ModelSpec, list_models, load_model, model_infos
 from anchorgpu.architectures import loader as loader_module
 from anchorgpu.cli import main
-from anchorgpu.errors import HubUnavailable, InvalidConfig, UnknownModel
+from anchorgpu.errors import HubUnavailable, InvalidConfig, InvalidInput, UnknownModel
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "src" / "anchorgpu" / "architectures" / "data" / "models"
 ONLINE: dict[str, str] = {}  # environ without HF_HUB_OFFLINE
@@ -127,9 +127,11 @@ def test_an_unknown_plain_name_is_not_sent_to_the_hub() -> None:
     assert "mixtral-8x7b-v0.1" in info.value.suggestions
 
 
-def test_an_empty_name_is_unknown() -> None:
-    with pytest.raises(UnknownModel):
+def test_an_empty_name_is_bad_input_not_unknown() -> None:
+    # exit 2 / HTTP 422 as the API's schema refuses "", not "not found" (no name was looked up)
+    with pytest.raises(InvalidInput, match="the name is empty") as info:
         load_model("   ")
+    assert not isinstance(info.value, UnknownModel)
 
 
 def test_a_path_object_loads_the_file_it_names(tmp_path: Path) -> None:

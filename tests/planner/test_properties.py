@@ -42,7 +42,7 @@ formats = st.sampled_from(FORMATS)
 
 
 @PROFILE
-@given(name=models, fmt=formats, ctx=st.integers(1, 32768), extra=st.integers(1, 32768), conc=st.integers(1, 64),
+@given(name=models, fmt=formats, ctx=st.integers(2, 32768), extra=st.integers(1, 32768), conc=st.integers(1, 64),  # 1 prompt + 1 output at least
        kv=st.sampled_from(("bf16", "fp8")))
 def test_inference_memory_never_decreases_with_context(name: str, fmt: str, ctx: int, extra: int, conc: int,
                                                         kv: str) -> None:
@@ -56,7 +56,7 @@ def test_inference_memory_never_decreases_with_context(name: str, fmt: str, ctx:
 
 
 @PROFILE
-@given(name=models, ctx=st.integers(1, 8192), conc=st.integers(1, 128), more=st.integers(1, 128),
+@given(name=models, ctx=st.integers(2, 8192), conc=st.integers(1, 128), more=st.integers(1, 128),
        gpus=st.sampled_from((1, 2, 4, 8)))
 def test_inference_memory_never_decreases_with_concurrency(name: str, ctx: int, conc: int, more: int, gpus: int) -> None:
     model = _model(name)

@@ -9,9 +9,9 @@ from datetime import datetime
 from typing import Any
 
 from anchorgpu.allocations.errors import InvalidQuantity
-from anchorgpu.errors import InvalidInput, InvalidTerm, UnknownEntity
+from anchorgpu.errors import InvalidInput, UnknownEntity
 from anchorgpu.store.uow import AbstractUnitOfWork
-from anchorgpu.units import Term, parse_term, require_whole_gpus
+from anchorgpu.units import MAX_TERM_HOURS, Term, quotable_term, require_whole_gpus
 from anchorgpu.validation import is_valid_id
 
 __all__ = ["MAX_SERVERS_PER_QUOTE", "MAX_TERM_HOURS", "Clock"]
@@ -36,15 +36,8 @@ def _catalog(catalog: Any | None) -> Any:
 
 MAX_SERVERS_PER_QUOTE = 1_000
 """Most servers one quote may ask for (far above any region's stock; keeps every count storable)."""
-MAX_TERM_HOURS = 10 * 8_760
-"""Longest term one quote or extension may ask for: 10 years of hours."""
-
-
 def _term(term: Term | str) -> Term:
-    parsed = term if isinstance(term, Term) else parse_term(term)
-    if parsed.hours > MAX_TERM_HOURS:
-        raise InvalidTerm(f"term {parsed}: at most {MAX_TERM_HOURS} hours (10 years) can be quoted at once")
-    return parsed
+    return quotable_term(term)
 
 
 def _require_id(kind: str, value: str) -> str:

@@ -97,6 +97,8 @@ def load_public_model(ref: str, *, offline: bool, download: Any | None = None) -
     from anchorgpu.architectures.registry import resolve
 
     text = ref.strip()
+    if not text:  # bad input, as load_model and the schema (for "") refuse it, not an unknown name
+        raise InvalidInput(f"model {ref!r}: the name is empty; give a registry name (see /v1/models) or a Hub id 'org/name'")
     if resolve(text) is not None:
         return load_model(text, offline=True)  # registry models never need the network
     if HUB_ID.match(text) and not text.endswith(".json"):

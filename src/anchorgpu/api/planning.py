@@ -11,6 +11,7 @@ from typing import Any
 
 from anchorgpu.api.models_ref import load_public_model
 from anchorgpu.api.schemas import PlanRequest, RecommendRequest
+from anchorgpu.validation import comma_list
 
 __all__ = ["plan_inputs", "run_plan", "run_recommend"]
 
@@ -179,7 +180,7 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
                            image_resolution=_resolution(request.image_resolution))
     spec = SweepSpec(  # the request as given (null: plan's defaults, which the sweep resolves as plan does)
         workload=workload,
-        weights=tuple(dict.fromkeys(w.strip() for w in (request.weights or "").split(",") if w.strip())),
+        weights=comma_list(request.weights, flag="weights"),
         kv_caches=(request.kv_cache,) if request.kv_cache else (),
         concurrencies=(request.concurrency,) if request.concurrency else (),
         prompt_tokens=request.prompt, output_tokens=request.output_tokens, train_tokens=request.train_tokens,

@@ -33,7 +33,7 @@ PERFORMANCE_KEYS: dict[str, JsonValue] = {
     "ttft_s": {"description": f"Serving: time to first token, seconds ({_BANDED})"},
     "tpot_s": {"description": f"Serving: time per output token, seconds ({_BANDED})"},
     "output_tokens_per_s": {"description": f"Serving: output tokens/s of all users at the concurrency ({_BANDED})"},
-    "decode_tokens_per_s_per_user": {"description": f"Serving: output tokens/s one user sees ({_BANDED})"},
+    "decode_tokens_per_s_per_user": {"description": f"Serving: output tokens/s one user sees; where replicas hold unequal shares of the users, the busiest replica's (its users are the slowest; output_tokens_per_s sums every replica's) ({_BANDED})"},
     "max_output_tokens_per_s": {"description": f"Serving: output tokens/s at saturation ({_BANDED})"},
     "saturation_concurrency": {"description": "Serving: the sequences running at once at saturation"},
     "prompt_tokens": {"description": "Serving: prompt tokens of the requests timed, as each sequence holds them (a vision model's text and image tokens; an encoder-decoder's decoder prompt)"},

@@ -29,7 +29,7 @@ from anchorgpu.architectures.registry import (
     resolve,
 )
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
-from anchorgpu.errors import DataFileError, HubUnavailable, InvalidConfig, UnknownModel, did_you_mean
+from anchorgpu.errors import DataFileError, HubUnavailable, InvalidConfig, InvalidInput, UnknownModel, did_you_mean
 
 __all__ = ["HUB_ID", "MAX_CONFIG_BYTES", "QUANT_CONFIGS_DIR", "Fetch", "load_config_file", "load_model",
            "load_registry_model", "load_with_hf_quant_config", "read_config_text"]
@@ -59,8 +59,9 @@ def load_model(
     if not isinstance(ref, str):  # a Path: always a file or folder
         return load_config_file(Path(ref)) if _exists(Path(ref)) else _missing(str(ref))
     text = _strip_hub_url(ref.strip())
-    if not text:
-        raise UnknownModel(ref, ())
+    if not text:  # bad input, not a name that was looked up (the API's schema refuses "" the same way)
+        raise InvalidInput(f"model {ref!r}: the name is empty; give a registry name (see `anchorgpu models`), a Hub id "
+                           "or a config.json path")
     if text.endswith(".json") and _exists(Path(text).expanduser()):  # no registry key ends in .json: skip the registry
         return load_config_file(Path(text).expanduser())
     info = resolve(text)

@@ -19,6 +19,8 @@ __all__ = ["compare"]
 
 TASKS = ("inference", "training")
 TASK_ALIASES = {"train": "training"}  # plan's own spelling (`plan --task train`) names the same comparison
+DEFAULT_CONTEXT_TOKENS = 8192
+"""Tokens a sequence of the full plan holds without --context (capped at the model's own limit)."""
 # Bytes per parameter of the weights at each precision (no quantization scales: a lower bound for fp4/int8).
 WEIGHT_BYTES_PER_PARAM: dict[str, float] = {"bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp4": 0.5}
 # Mixed-precision Adam: 2 B bf16 weights + 2 B grads + 12 B fp32 master, momentum, variance (ZeRO paper, SC'20, Fig. 1).
@@ -93,7 +95,7 @@ def _shipped_weights(spec: Any) -> tuple[str, int] | None:
 
 
 def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str | None,
-             context_tokens: int) -> dict[str, Any] | None:
+             context_tokens: int | None) -> dict[str, Any] | None:
     """Full per-GPU plans from ``anchorgpu.planner`` (when it is there): one GPU, and the fewest GPUs that fit:
     what ``anchorgpu plan`` answers without ``--gpus`` (serving: the fewest that hold the sequences, TP inside a
     server, then PP; training: the fewest that hold the job, with the layout chosen on them). A diffusion pipeline
@@ -109,7 +111,13 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
 
     spec = load_model(model)
     diffusion = isinstance(spec, DiffusionPipelineSpec)
-    if isinstance(spec, ModelSpec) and context_tokens > spec.max_context_tokens:  # as plan refuses it: not "no layout fits"
+    if diffusion and context_tokens is not None:
+        raise InvalidInput(f"--context applies to a language model; {spec.name} is a diffusion pipeline (planned at "
+                           "its own resolution)")
+    if context_tokens is None:  # the default never asks for more than the model holds (Whisper's decoder: 448)
+        context_tokens = min(DEFAULT_CONTEXT_TOKENS, spec.max_context_tokens) if isinstance(spec, ModelSpec) \
+            else DEFAULT_CONTEXT_TOKENS
+    elif isinstance(spec, ModelSpec) and context_tokens > spec.max_context_tokens:  # as plan refuses it: not "no layout fits"
         flag = "--seq" if task == "training" else "--context"
         raise InvalidInput(f"--context {context_tokens:,} exceeds {spec.name}'s limit of {spec.max_context_tokens:,} "
                            f"tokens (plan a longer one with 'anchorgpu plan {spec.name} {flag} {context_tokens} "
@@ -270,12 +278,17 @@ def _predicted_table(comparison: Any) -> Any:
 
 
 def compare(a_name: str, b_name: str, *, as_json: bool, model: str | None, task: str, precision: str | None,
-            context_tokens: int) -> None:
+            context_tokens: int | None) -> None:
+    """``context_tokens`` None: :data:`DEFAULT_CONTEXT_TOKENS`, or the model's own limit where shorter."""
     from dataclasses import replace
 
     from anchorgpu.hardware import compare_gpus, comparison_to_json, get_gpu
 
     bounded_int(context_tokens, field="context")  # plan's bounds, before the model's limit is checked
+    if model is None:  # what only the model's plan reads is refused without one, not ignored
+        for flag, value in (("--context", context_tokens), ("--precision", precision)):
+            if value is not None:
+                raise InvalidInput(f"{flag} applies to 'gpus compare A B --model M' only (it sizes that model's plan)")
     task = TASK_ALIASES.get(task, task)
     a, b = get_gpu(a_name), get_gpu(b_name)
     workload = _workload(model, task, precision) if model is not None else None

@@ -19,6 +19,7 @@ import typer
 
 from anchorgpu.cli._app import app, console, emit_json
 from anchorgpu.errors import AnchorError, InvalidInput
+from anchorgpu.validation import finite_number
 
 if TYPE_CHECKING:
     from anchorgpu.hardware import GpuSpec
@@ -67,8 +68,8 @@ def _select(gpus: tuple[GpuSpec, ...], *, vendor: str | None, fp8: bool, fp4: bo
 
     if vendor is not None and vendor.lower() not in ("nvidia", "amd"):
         raise InvalidInput(f"--vendor must be nvidia or amd, got {vendor!r}")
-    if min_memory_gb is not None and not min_memory_gb >= 0:
-        raise InvalidInput(f"--min-memory-gb must be a non-negative number, got {min_memory_gb}")
+    if min_memory_gb is not None:  # finite and inside LIMITS: inf listed nothing where nan was refused
+        finite_number(min_memory_gb, field="min_memory_gb")
     if sort is not None and sort not in SORT_KEYS:
         raise InvalidInput(f"--sort must be one of {', '.join(SORT_KEYS)}, got {sort!r}")
     chosen = [
@@ -225,7 +226,7 @@ def gpus_command(
     model: str | None = typer.Option(None, "--model", help="compare: say what fits of this model (registry name, config.json or Hub id)."),
     task: str = typer.Option("inference", "--task", help="compare with --model: inference or training (train, as plan spells it)."),
     precision: str | None = typer.Option(None, "--precision", help="compare with --model, inference: weight precision (bf16, fp16, fp8, int8, fp4; default: the checkpoint's shipped format, as plan)."),
-    context_tokens: int = typer.Option(8192, "--context", help="compare with --model: tokens per sequence for the full plan."),
+    context: str | None = typer.Option(None, "--context", help="compare with --model: tokens per sequence for the full plan, e.g. 8192 or 8k (default 8,192, or the model's own limit where shorter)."),
 ) -> None:
     """List GPUs, show one (NAME), or compare two (compare A B): memory, bandwidth, dense peaks, links, stack."""
     from anchorgpu.hardware import get_gpu, list_gpus
@@ -235,8 +236,10 @@ def gpus_command(
         if len(words) != 3:
             raise InvalidInput(f"'gpus compare' takes exactly two GPU names, got {len(words) - 1}")
         from anchorgpu.cli.gpu_compare import compare
+        from anchorgpu.cli.plan_parse import parse_tokens
 
-        compare(words[1], words[2], as_json=as_json, model=model, task=task, precision=precision, context_tokens=context_tokens)
+        compare(words[1], words[2], as_json=as_json, model=model, task=task, precision=precision,
+                context_tokens=parse_tokens(context, field="context"))
         return
     if model is not None:
         raise InvalidInput("--model applies to 'gpus compare A B' only")

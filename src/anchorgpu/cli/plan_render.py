@@ -48,6 +48,12 @@ def _bullets(out: Any, title: str, lines: list[str], *, marker: str = "-") -> No
         out.print(text, markup=False, soft_wrap=True)
 
 
+def _share(fraction: float) -> str:
+    """A memory share the user may have typed, as a percentage without rounding it away: 0.9 -> '90%', 0.955 ->
+    '95.5%', 0.001 -> '0.1%' (``:.0%`` showed 96% and 0%)."""
+    return f"{fraction * 100:.4g}%"
+
+
 def _verdict(plan: Plan) -> str:
     """One line that answers the question first: fits or not, needed vs available per GPU, and the margin."""
     need = plan.per_gpu.total_bytes
@@ -58,12 +64,12 @@ def _verdict(plan: Plan) -> str:
     available = f"{_fmt(plan.budget_bytes)} per GPU"
     if plan.budget_bytes != memory:
         fraction = plan.workload.gpu_memory_utilization or 0.0  # an inference plan's workload holds it resolved
-        available += (f" (TensorRT-LLM: the peak plus {fraction:.0%} of the memory it leaves free)"
+        available += (f" (TensorRT-LLM: the peak plus {_share(fraction)} of the memory it leaves free)"
                       if plan.workload.engine == "trtllm" else
                       f" (SGLang: the activations and non-torch memory plus mem_fraction_static {fraction:g} of "
                       "the memory free at start)"
                       if plan.workload.engine == "sglang" else
-                      f" (serving engine budget: {fraction:.0%} of {_fmt(memory)})")
+                      f" (serving engine budget: {_share(fraction)} of {_fmt(memory)})")
     headroom = plan.headroom_bytes or 0
     if plan.fits:
         return (f"Verdict: [green]FITS[/green] - needs {_fmt(need)} of {available}; "
@@ -139,7 +145,7 @@ def render_plan(plan: Plan) -> None:
         if plan.budget_bytes is not None and plan.budget_bytes != plan.gpu.memory_bytes:
             table.add_row("engine budget (TensorRT-LLM)" if w.engine == "trtllm" else
                           f"engine budget (SGLang, {w.gpu_memory_utilization:g})" if w.engine == "sglang" else
-                          f"engine budget ({w.gpu_memory_utilization:.0%})", _gib(plan.budget_bytes), "")
+                          f"engine budget ({_share(w.gpu_memory_utilization or 0.0)})", _gib(plan.budget_bytes), "")
         runtime = ("ROCm" if plan.gpu.software_stack == "rocm" else "CUDA") if plan.gpu.memory_is_runtime else None
         table.add_row("GPU memory" + (f" ({runtime} total)" if runtime else ""), _gib(plan.gpu.memory_bytes), "")
         if plan.headroom_bytes is not None:
@@ -148,7 +154,9 @@ def render_plan(plan: Plan) -> None:
     out.print(table)
     if plan.checkpoint_bytes is not None:
         out.print(f"Checkpoint size: {_fmt(plan.checkpoint_bytes)}")
-    _render_performance(out, plan.extra.get("performance"), concurrency=w.concurrency, context_tokens=w.context_tokens)
+    replicas = plan.layout.dp if plan.layout is not None else 1
+    _render_performance(out, plan.extra.get("performance"), concurrency=w.concurrency, context_tokens=w.context_tokens,
+                        uneven=bool(w.concurrency and replicas > 1 and w.concurrency % replicas))
     if plan.suggestions:
         sug = Table(title="What would fit", title_justify="left")
         speeds = any(s.train_tokens_per_s for s in plan.suggestions)
@@ -200,14 +208,17 @@ def _band_note(section: dict[str, Any], key: str, show: Callable[[float], str]) 
 
 
 def _render_performance(out: Any, section: Any, *, concurrency: int | None = None,
-                        context_tokens: int | None = None) -> None:
+                        context_tokens: int | None = None, uneven: bool = False) -> None:
     """Predicted speed with its band (what measured runs of the same kind fell within) and the ceiling; a serving
-    estimate first names the requests it times, which need not be the sequences the memory is sized for."""
+    estimate first names the requests it times, which need not be the sequences the memory is sized for. ``uneven``:
+    replicas hold unequal shares of the users, so the per-user figures are the busiest replica's (its users are the
+    slowest) while the output sums every replica's, more than per user x users."""
     if not isinstance(section, dict):
         return
+    busiest = " (busiest replica)" if uneven else ""
     serving = (("ttft_s", "time to first token", "{:,.3f} s", 1.0),
-               ("tpot_s", "time per output token", "{:,.1f} ms", 1e3),
-               ("decode_tokens_per_s_per_user", "per user", "{:,.1f} tok/s", 1.0),
+               ("tpot_s", f"time per output token{busiest}", "{:,.1f} ms", 1e3),
+               ("decode_tokens_per_s_per_user", f"per user{busiest}", "{:,.1f} tok/s", 1.0),
                ("output_tokens_per_s", "output", "{:,.0f} tok/s", 1.0),
                ("max_output_tokens_per_s", "at saturation", "{:,.0f} tok/s", 1.0))
     training = (("train_tokens_per_s", "training", "{:,.0f} tok/s", 1.0),

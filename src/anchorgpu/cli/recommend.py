@@ -24,10 +24,6 @@ PROGRESS_THRESHOLD = 100_000
 """Configurations above which the sweep shows a progress bar (on stderr, never with --json)."""
 
 
-def _csv(text: str | None) -> tuple[str, ...]:
-    return tuple(x.strip().lower() for x in (text or "").split(",") if x.strip())
-
-
 def _money(value: Any) -> str:
     return "-" if value is None else f"${value:,}"
 
@@ -41,7 +37,7 @@ def render_recommendation(rec: Recommendation) -> None:
     from rich.table import Table
 
     from anchorgpu.recommend.render import evidence_lines
-    from anchorgpu.units import GIB
+    from anchorgpu.units import GIB, MAX_TERM_HOURS
 
     out = console()
     if not out.is_terminal:
@@ -111,7 +107,9 @@ def render_recommendation(rec: Recommendation) -> None:
         out.print(f"[yellow]↓ Row{'s' if len(lowered) > 1 else ''} {', '.join(lowered)}: {LOWER_PRECISION_NOTE}.[/yellow]")
     if rec.results:
         best = rec.results[0]
-        term_text = best.run_term if training and best.run_term else str(rec.term)
+        # the run's own term where quote can price it (at most 10 years), else the term asked: a command that works
+        quotable = training and best.run_term and best.run_hours is not None and best.run_hours <= MAX_TERM_HOURS
+        term_text = best.run_term if quotable else str(rec.term)
         out.print(f"Next: [bold]anchorgpu quote {best.offering} --term {term_text} --quantity {best.servers}[/bold] "
                   "prices it exactly (then `anchorgpu book QUOTE_ID`).")
     if rec.pareto:
@@ -238,10 +236,10 @@ def recommend_command(
     from anchorgpu.planner.speed.calibration import Overrides
     from anchorgpu.planner.sweep import SweepSpec
     from anchorgpu.recommend import recommend, recommendation_to_json
-    from anchorgpu.units import parse_term
-    from anchorgpu.validation import bounded_int, finite_number, usd_amount
+    from anchorgpu.units import quotable_term
+    from anchorgpu.validation import bounded_int, comma_list, finite_number, usd_amount
 
-    the_term = parse_term(term)
+    the_term = quotable_term(term)
     budget: Decimal | None = usd_amount(max_usd) if max_usd is not None else None
     if min_tokens_per_s is not None:
         finite_number(min_tokens_per_s, field="min_tokens_per_s_per_user", flag="--min-tokens-per-s")
@@ -290,7 +288,7 @@ def recommend_command(
 
         if task not in ("inference", "diffusion"):
             raise InvalidWorkload(f"{spec_model.name} is a diffusion pipeline: --task {task} does not apply")
-        for kv in _csv(kv_cache):
+        for kv in comma_list(kv_cache, flag="--kv-cache"):
             check_kv_cache_task(kv, "diffusion")
         bounded_int(images, field="images")
         diffusion = Workload(task="diffusion", images=images, resolution=parse_resolution(resolution),
@@ -313,7 +311,7 @@ def recommend_command(
         images_per_request=images_per_request, image_resolution=asked_images,
     )
     spec = SweepSpec(  # the request as given (None: plan's defaults, which the sweep resolves as plan does)
-        workload=workload, weights=_csv(weights), kv_caches=_csv(kv_cache),
+        workload=workload, weights=comma_list(weights, flag="--weights"), kv_caches=comma_list(kv_cache, flag="--kv-cache"),
         prompt_tokens=parse_tokens(prompt, field="prompt"), output_tokens=output_tokens,
         train_tokens=parse_count(train_tokens, field="tokens"),
         global_batch_tokens=parse_batch(global_batch),

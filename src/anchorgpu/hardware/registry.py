@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from functools import cache
 
-from anchorgpu.errors import PartialGpuRequested, UnknownGpu, did_you_mean
+from anchorgpu.errors import InvalidInput, PartialGpuRequested, UnknownGpu, did_you_mean
 from anchorgpu.hardware.loader import load_shipped_gpus, load_shipped_sources, normalize_name, strip_vendor
 from anchorgpu.hardware.spec import GpuSpec
 
@@ -114,6 +114,8 @@ def get_gpu(name: str) -> GpuSpec:
     >>> get_gpu("NVIDIA H200 SXM 141GB").memory_headline
     '141 GB'
     """
+    if isinstance(name, str) and not name.strip():  # bad input, not a name that was looked up
+        raise InvalidInput(f"GPU {name!r}: the name is empty; give a GPU name or alias, e.g. h100 (`anchorgpu gpus`, /v1/gpus)")
     return gpu_index().get(name)
 
 

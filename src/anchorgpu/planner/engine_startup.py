@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from anchorgpu.hardware.spec import GpuSpec
     from anchorgpu.planner.plan import Plan
 
-__all__ = ["longest_one_sequence", "short_launch_length", "sglang_most_fraction", "sglang_reserve_bytes",
-           "sglang_reserve_refusal", "startup_refusal"]
+__all__ = ["longest_one_sequence", "sglang_derived_fraction_refusal", "short_launch_length", "sglang_most_fraction",
+           "sglang_reserve_bytes", "sglang_reserve_refusal", "startup_refusal"]
 
 
 def startup_refusal(engine: str, gpu: GpuSpec | None, utilization: float | None, ov: Overheads) -> str | None:
@@ -53,9 +53,32 @@ def startup_refusal(engine: str, gpu: GpuSpec | None, utilization: float | None,
     if util * gpu.memory_bytes <= free:
         return None
     most = math.floor(free / gpu.memory_bytes * 1000) / 1000
-    return (f"--gpu-memory-utilization {util:g}: vLLM asks for {fmt_bytes(util * gpu.memory_bytes)} free at start-up "
-            f"on {gpu.name}, where its {runtime} context leaves {fmt_bytes(free)}, and refuses to start (\"Free memory "
-            f"on device ... is less than desired GPU memory utilization\"); at most {most:g} here")
+    given = f"--gpu-memory-utilization {util:g}" + (" (vLLM's default)" if utilization is None else "")
+    own = context_bytes(gpu, ov)
+    context = (f"its {runtime} context" if own == context_bytes(gpu, Overheads())
+               else f"the {runtime} context of --cuda-context-mib {own // 2**20:,}")
+    return (f"{given}: vLLM asks for {fmt_bytes(util * gpu.memory_bytes)} free at start-up on {gpu.name}, where "
+            f"{context} leaves {fmt_bytes(free)}, and refuses to start (\"Free memory on device ... is less than desired "
+            f"GPU memory utilization\"); at most {most:g} here")
+
+
+def sglang_derived_fraction_refusal(fraction: float, derived: bool, reserve_mib: float, gpu_mib: float,
+                                    chunk_tokens: int) -> str | None:
+    """The one-line refusal of a SGLang launch whose own ``mem_fraction_static`` (derived, none given) is not above 0,
+    else None: its reserve, which grows by 1.5 MiB a token of the prefill chunk, then takes the GPU's whole memory
+    (``--max-num-batched-tokens 100000`` on an L4: 147 GiB of 22.5), and no weight or KV pool fits in what is left.
+    A plan of it showed a negative fraction and a negative budget.
+
+    >>> print(sglang_derived_fraction_refusal(-5.624, True, 150_700.0, 23_034.0, 100_000))
+    --max-num-batched-tokens 100,000: SGLang reserves 147.17 GiB for a prefill chunk of 100,000 tokens and its CUDA graphs, more than the GPU's 22.49 GiB, so its mem_fraction_static would be -5.624 and nothing else fits; lower --max-num-batched-tokens
+    >>> sglang_derived_fraction_refusal(0.83, True, 13_800.0, 81_559.0, 16_384) is None
+    True
+    """
+    if not derived or fraction > 0:
+        return None
+    return (f"--max-num-batched-tokens {chunk_tokens:,}: SGLang reserves {fmt_bytes(reserve_mib * 2**20)} for a prefill "
+            f"chunk of {chunk_tokens:,} tokens and its CUDA graphs, more than the GPU's {fmt_bytes(gpu_mib * 2**20)}, so "
+            f"its mem_fraction_static would be {fraction:g} and nothing else fits; lower --max-num-batched-tokens")
 
 
 def sglang_reserve_bytes(fraction: float, start_free_bytes: int) -> int:

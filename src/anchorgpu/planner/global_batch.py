@@ -53,7 +53,7 @@ def whole_sequences_refusal(batch_tokens: int, seq_tokens: int) -> str | None:
                 f"smallest whole batch is {seq_tokens:,} tokens")
     return (f"--global-batch {batch_tokens:,} tokens is not a whole number of {seq_tokens:,}-token sequences "
             f"({batch_tokens / seq_tokens:.2f} of them); the nearest whole batches are {below * seq_tokens:,} tokens "
-            f"({below} sequences) and {(below + 1) * seq_tokens:,} tokens ({below + 1})")
+            f"({below} sequence{'' if below == 1 else 's'}) and {(below + 1) * seq_tokens:,} tokens ({below + 1})")
 
 
 def check_whole_sequences(batch_tokens: int | None, seq_tokens: int) -> None:

@@ -16,7 +16,12 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import evolver, memo_on_frozen
-from anchorgpu.planner.engine_startup import sglang_reserve_bytes, sglang_reserve_refusal, startup_refusal
+from anchorgpu.planner.engine_startup import (
+    sglang_derived_fraction_refusal,
+    sglang_reserve_bytes,
+    sglang_reserve_refusal,
+    startup_refusal,
+)
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
@@ -247,13 +252,20 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     check_request_within_context(w, limit, model)
     ctx = asked_context(model, w, assumptions)
     media = NO_MEDIA  # a text-only model's request: nothing to resolve (plan() has refused images given to it)
+    text_ctx = ctx
     if model.encoder is not None or model.image is not None:
         media = resolve_media(model, w, assumptions, prompt_tokens=w.prompt_tokens or ctx)
         ctx = sequence_tokens(media, w, ctx, assumptions, model)
     if ctx > limit:
         if not w.allow_long_context:
-            raise InvalidWorkload(
-                f"context {ctx} exceeds {model.name}'s limit of {limit} tokens (add --allow-long-context to plan anyway)")
+            # the image tokens a sized request carries on top of its text are named, as the user typed neither sum
+            images = ctx - text_ctx
+            kind = "image placeholder" if media.cross_tokens else "image"  # mllama: one text token an image
+            what = f"{text_ctx:,} text + {images:,} {kind} tokens = {ctx:,}" if images > 0 else f"context {ctx:,}"
+            fewer = ("" if images <= 0 else ", or fewer or smaller images" if w.images_per_request is not None
+                     else ", or --images-per-request 0 for text only: a vision model's request has 1 image by default")
+            raise InvalidWorkload(f"{what} exceeds {model.name}'s limit of {limit:,} tokens (add --allow-long-context "
+                                  f"to plan anyway{fewer})")
         warnings.append(make_warning("context_beyond_model_limit", f"context {ctx} > model limit {limit}"))
     concurrency = w.concurrency or 1
     if w.concurrency is None:
@@ -271,6 +283,10 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                        utilization, type(utilization), block_size_of(w), lay.dp if lay.attention_dp else 0)
     tokens, seqs, weights, prefill, sampler, non_torch = em.tokens, em.seqs, em.weights, em.prefill, em.sampler, \
         em.non_torch
+    if em.sglang is not None and gpu is not None and (refusal := sglang_derived_fraction_refusal(
+            em.utilization, em.sglang.derived, em.sglang.reserve_mib, (sglang_gpu_memory_bytes(gpu) or 0) / 2**20,
+            tokens)) is not None:
+        raise InvalidWorkload(refusal)
     if em.sglang is not None and gpu is not None and (refusal := sglang_reserve_refusal(
             em.utilization, em.sglang.derived, _sglang_start_free(em, gpu), prefill, tokens)) is not None:
         raise InvalidWorkload(refusal)

@@ -78,6 +78,9 @@ def validate_media(model: ModelSpec | None, w: Workload) -> None:
         shown = "x".join(str(v) for v in res) if isinstance(res, tuple) else repr(res)
         raise InvalidWorkload(f"image-resolution {shown}: expected WIDTHxHEIGHT in pixels, each from 1 to "
                               f"{MAX_IMAGE_SIDE:,}")
+    if n == 0 and res is not None:  # the size of no image: it would be dropped, not planned
+        raise InvalidWorkload(f"--image-resolution {'x'.join(str(v) for v in res)} with --images-per-request 0: there is "
+                              "no image to size; drop one of them")
     if model is None or model.image is not None:
         return
     if (n or 0) > 0 or res is not None:

@@ -8,18 +8,21 @@ from __future__ import annotations
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, Workload, default_context_tokens
-from anchorgpu.planner.media import MediaLoad, resolve_media
+from anchorgpu.planner.media import WHISPER_DECODER_PROMPT_TOKENS, MediaLoad, resolve_media
 
 __all__ = ["DEFAULT_REQUEST_NOTE", "asked_context", "check_request_within_context", "ladder_context_note",
            "request_media"]
 
 
 def check_request_within_context(w: Workload, limit: int, model: ModelSpec | None = None) -> None:
-    """Refuse a request whose given prompt and output tokens (at least one output token) do not fit in its
+    """Refuse a request whose given prompt and output tokens (at least one of each) do not fit in its
     sequence: the ``--context`` when given, else the model's limit unless a longer context is allowed. The memory
     would be planned for the shorter sequence while the speed timed the longer request. A text encoder-decoder
     (T5) reads the prompt in its encoder: each part is held to its own limit (encoder length, decoder window)."""
     if w.prompt_tokens is None and w.output_tokens is None:
+        if w.context_tokens is not None and w.context_tokens < 2:  # the request timed is 1 prompt + 1 output at least
+            raise InvalidWorkload(f"--context {w.context_tokens:,}: a request needs at least 1 prompt and 1 output "
+                                  "token, 2 tokens")
         return
     enc = None if model is None else model.encoder
     if model is not None and enc is not None and not enc.fixed_tokens and w.context_tokens is None \
@@ -30,9 +33,14 @@ def check_request_within_context(w: Workload, limit: int, model: ModelSpec | Non
                 raise InvalidWorkload(f"{what} {value:,} tokens exceed {model.name}'s {where} of {cap:,} tokens "
                                       "(add --allow-long-context to plan anyway)")
         return
-    prompt, output = w.prompt_tokens or 0, w.output_tokens or 1
-    request = " + ".join(([f"prompt {prompt:,}"] if prompt else [])
-                         + [f"output {output:,}" if w.output_tokens else "at least 1 output"]) + " tokens"
+    # a request has at least one prompt token and one output token: an output as long as the context left no room for
+    # the prompt, and the speed timed 1 + output tokens in a sequence planned one shorter
+    # (Whisper's decoder starts from its 4-token task prompt when none is given: media.encdec_request)
+    least = WHISPER_DECODER_PROMPT_TOKENS if enc is not None and enc.fixed_tokens else 1
+    prompt, output = w.prompt_tokens or least, w.output_tokens or 1
+    unstated = f"the {least}-token decoder prompt" if least > 1 else "at least 1 prompt"
+    request = (f"{f'prompt {prompt:,}' if w.prompt_tokens else unstated} + "
+               f"{f'output {output:,}' if w.output_tokens else 'at least 1 output'} tokens")
     if w.context_tokens is not None and prompt + output > w.context_tokens:
         raise InvalidWorkload(f"{request} exceed the context of {w.context_tokens:,} tokens (raise --context or "
                               "shorten the request)")

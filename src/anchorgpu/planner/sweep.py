@@ -50,6 +50,8 @@ from anchorgpu.planner.media import encoder_equivalent_tokens, text_request
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.serving_request import asked_context, ladder_context_note
 from anchorgpu.planner.speed.calibration import Overrides, calibration
+from anchorgpu.planner.speed.estimate import check_tokens_cover_a_step
+from anchorgpu.planner.speed.pipeline import default_batch_tokens
 from anchorgpu.planner.sweep_attention_dp import with_attention_dp
 from anchorgpu.planner.sweep_grid import layout_grid, valid_tp
 from anchorgpu.planner.sweep_ladder import BATCH_LADDER, concurrency_ladder
@@ -235,6 +237,9 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     if training and spec.global_batch_tokens is not None:  # one line, as plan() says it, when no layout could split it
         check_split(spec.global_batch_tokens, dp=1, micro_batch=w.micro_batch or 1,
                     seq_tokens=default_seq_tokens(w, model.max_context_tokens))
+    if training and spec.train_tokens is not None:  # a run shorter than one step is refused, as plan() refuses it
+        check_tokens_cover_a_step(spec.train_tokens, spec.global_batch_tokens,
+                                  default_batch_tokens(w.task, default_seq_tokens(w, model.max_context_tokens)))
     lay = layout_grid(model, shapes, training=training, max_pp=spec.max_pp, zero_stages=spec.zero_stages,
                       seq_tokens=default_seq_tokens(w, model.max_context_tokens) if training else 0,
                       train_stack=w.train_stack)

@@ -18,7 +18,7 @@ from anchorgpu.planner.sweep import SweepResult
 from anchorgpu.quotes import UnpricedOffering, price_quote, run_term
 from anchorgpu.quotes.pricing import ServersPrice
 from anchorgpu.recommend.records import RecommendedOption, Rejection
-from anchorgpu.units import Term, round_usd
+from anchorgpu.units import Term, round_usd_rate
 
 __all__ = ["Candidate", "candidate", "longer_than_the_term", "one_per_offering", "pareto", "per_million"]
 
@@ -73,11 +73,11 @@ def candidate(result: SweepResult, i: int, offering: Offering, shape: int, serve
 
 def per_million(c: Candidate, term: Term) -> Decimal | None:
     """A serving candidate's cost per million output tokens: its price for the term over the tokens it decodes in
-    it at full use."""
+    it at full use, a rate kept to four significant digits (to the cent, $0.0065 read as $0.01)."""
     if c.decode is None:
         return None
     tokens_m = c.decode * term.hours * 3600 / 1e6
-    return round_usd(c.quote.total_usd / Decimal(f"{tokens_m:.6f}")) if tokens_m > 0 else None
+    return round_usd_rate(c.quote.total_usd / Decimal(f"{tokens_m:.6f}")) if tokens_m > 0 else None
 
 
 _Ranked = TypeVar("_Ranked", RecommendedOption, Candidate)

@@ -20,7 +20,7 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.quotes import UnpricedOffering, price_quote
 from anchorgpu.recommend.records import Recommendation, RecommendedOption, Rejection
-from anchorgpu.units import Term, fmt_bytes, parse_term
+from anchorgpu.units import Term, fmt_bytes, quotable_term
 
 __all__ = ["recommend_diffusion"]
 
@@ -38,7 +38,7 @@ def recommend_diffusion(
     offerings: Sequence[Offering] | None = None,
 ) -> Recommendation:
     """One server of each offering whose GPU holds ``pipe`` for ``workload`` (task diffusion), cheapest first."""
-    the_term = term if isinstance(term, Term) else parse_term(term)
+    the_term = quotable_term(term)  # priced as `quote` prices it: no longer than it quotes
     if top < 1:
         raise InvalidWorkload(f"top={top}: at least one result")
     chosen = tuple(offerings if offerings is not None else catalog.offerings)

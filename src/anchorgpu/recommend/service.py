@@ -48,7 +48,7 @@ from anchorgpu.recommend.records import Recommendation, RecommendedOption, Rejec
 from anchorgpu.recommend.render import recommendation_to_json
 from anchorgpu.recommend.selection import best_per_group, closest_miss
 from anchorgpu.recommend.shapes import shapes_from_catalog
-from anchorgpu.units import Term, parse_term
+from anchorgpu.units import Term, quotable_term
 
 __all__ = [
     "Recommendation",
@@ -115,7 +115,7 @@ def recommend(
 
     Precision is the plan's unless lower ones are listed in ``spec`` or allowed (``lower_precision``); see
     :func:`precision_choice`. Each row below the plan's precision carries ``lower_precision``."""
-    the_term = term if isinstance(term, Term) else parse_term(term)
+    the_term = quotable_term(term)  # priced as `quote` prices it: no longer than it quotes
     if top < 1:
         raise InvalidWorkload(f"top={top}: at least one result")
     if max_usd is not None and max_usd <= 0:
@@ -227,14 +227,17 @@ def recommend(
     contexts = dict(result.concurrency_contexts)
     many = max(contexts) if contexts else None
     workload = {
-        "task": result.task, "context_tokens": result.context_tokens if many is None else contexts[many],
+        # a training sweep serves no sequence and keeps no KV cache: its sequence is the one it trained on (given or
+        # the default, as plan states it), not the model's window that was shown as its context
+        "task": result.task,
+        "context_tokens": None if training else result.context_tokens if many is None else contexts[many],
         "concurrency": w.concurrency, "prompt_tokens": result.prompt_tokens if not training else None,
         "output_tokens": result.output_tokens if not training else None,
-        "seq_tokens": w.seq_tokens if training else None, "train_tokens": spec.train_tokens,
+        "seq_tokens": seq if training else None, "train_tokens": spec.train_tokens,
         "global_batch_tokens": spec.global_batch_tokens if training else None,
         "train_precision": w.train_precision if training else None,
         "train_stack": w.train_stack if training else None, "engine": w.engine if not training else None,
-        "weights": list(result.weights), "kv_caches": list(result.kv_caches),
+        "weights": list(result.weights), "kv_caches": list(result.kv_caches) if not training else [],
         "mfu": spec.efficiencies.mfu, "mbu": spec.efficiencies.mbu,
     }
     if many is not None and contexts.get(1, contexts[many]) != contexts[many]:

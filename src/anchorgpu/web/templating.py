@@ -43,6 +43,20 @@ def money(value: Decimal | str | float | None) -> str:
     return f"${Decimal(str(value)):,.2f}"
 
 
+def usd_rate(value: Decimal | str | float | None) -> str:
+    """A price per unit (USD a million tokens) with every digit it carries, at least cents: Decimal('0.006527') ->
+    '$0.006527' (``money`` would show $0.01).
+
+    >>> usd_rate("0.006527"), usd_rate("0.2"), usd_rate(None)
+    ('$0.006527', '$0.20', 'unpriced')
+    """
+    if value is None or value == "":
+        return "unpriced"
+    amount = Decimal(str(value))
+    exponent = amount.as_tuple().exponent
+    return money(amount) if not isinstance(exponent, int) or exponent >= -2 else f"${amount:,f}"
+
+
 def when(value: str | datetime | None) -> str:
     """An instant for display, in UTC to the minute.
 
@@ -80,6 +94,22 @@ def _localized_money(locale: str) -> Any:
         if value is None or value == "":
             return unpriced
         return str(format_currency(Decimal(str(value)), "USD", locale=locale))
+
+    return localized
+
+
+def _localized_usd_rate(locale: str) -> Any:
+    """``usd_rate`` in the locale's currency format, every digit kept (ru: '0,006527 $')."""
+    from babel.numbers import format_currency
+
+    from anchorgpu.web.i18n import PageText
+
+    unpriced = PageText(locale).gettext("unpriced")
+
+    def localized(value: Decimal | str | float | None) -> str:
+        if value is None or value == "":
+            return unpriced
+        return str(format_currency(Decimal(str(value)), "USD", locale=locale, decimal_quantization=False))
 
     return localized
 
@@ -204,6 +234,7 @@ def environment(locale: str = "en") -> Environment:
     env.install_gettext_translations(translations(locale), newstyle=True)  # type: ignore[attr-defined]
     env.filters["gib"] = _gib if locale == "en" else _localized_gib(locale)
     env.filters["money"] = money if locale == "en" else _localized_money(locale)
+    env.filters["usd_rate"] = usd_rate if locale == "en" else _localized_usd_rate(locale)
     env.filters["when"] = when if locale == "en" else _localized_when(locale)
     env.filters["num"] = number(locale)
     env.filters["dec"] = plain_decimal(locale)
