@@ -104,7 +104,9 @@ def _check_inference_row(result: SweepResult, model, i: int, engine: str = "vllm
     # and the steady step is the scalar decode step where every step carries prompt tokens, spread over the
     # micro-batches (over pipeline stages, only once every micro-batch's share fills a chunk: fewer chunks than
     # micro-batches ride whole in some of them)
-    share = per_replica * prompt / output / min(prompt, setup.max_num_batched_tokens - per_replica)
+    # (a chunk at least one token, as speed.batching.prefill_chunk_share clamps it: the ladder past 512 reaches a
+    # batch as large as the token budget)
+    share = per_replica * prompt / output / max(1, min(prompt, setup.max_num_batched_tokens - per_replica))
     if share >= 1 and (setup.pp == 1 or share >= min(setup.pp, per_replica)):
         step = decode_step(model, shape.gpu, setup, batch=per_replica, prefill_tokens=per_replica * prompt / output,
                            prompt_tokens=prompt, cached_tokens=prompt + output // 2)
