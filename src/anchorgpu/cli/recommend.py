@@ -84,7 +84,8 @@ def render_recommendation(rec: Recommendation) -> None:
             pass
         elif training:
             hours = None if c.get("train_time_s") is None else c["train_time_s"] / 3600
-            row += [_rate(c["train_tokens_per_s"]), "-" if hours is None else f"{hours:,.1f} h", _money(o.run_usd)]
+            price = "over 10 y" if o.run_refused else _money(o.run_usd)  # no quote prices such a run (units.MAX_TERM_HOURS)
+            row += [_rate(c["train_tokens_per_s"]), "-" if hours is None else f"{hours:,.1f} h", price]
         else:
             row += [str(c["concurrency"]), _rate(c["decode_tokens_per_s_total"]),
                     _rate(c["decode_tokens_per_s_per_user"], 1), _rate(c["prefill_s"], 2),
@@ -100,6 +101,10 @@ def render_recommendation(rec: Recommendation) -> None:
         refuses = "; at its default, the window, vLLM refuses to start" if rec.workload.get("engine") == "vllm" else ""
         out.print(f"Maximum length to start the engine with (its KV cache holds no whole-window sequence{refuses}; "
                   "--recipe writes it): " + " · ".join(short) + " tokens", markup=False)
+    unquotable = [f"#{i}" for i, o in enumerate(rec.results, 1) if o.run_refused]
+    if unquotable:  # the reason is the same for every such row but its hours; the first one's is shown
+        first = next(o for o in rec.results if o.run_refused)
+        out.print(f"No run price for {', '.join(unquotable)}: {first.run_refused}.", markup=False)
     lowered = [str(i) for i, o in enumerate(rec.results, 1) if o.lower_precision]
     if lowered:
         from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE
