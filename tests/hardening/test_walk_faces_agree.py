@@ -1,0 +1,46 @@
+"""What a second adversarial walk found where the CLI and the API accepted or refused different things, or refused
+in the wrong words (each test failed before its fix):
+
+* ``--output-tokens 1e3`` (and ``--max-num-batched-tokens 8k``) was click's "not a valid integer" while ``--prompt``
+  and ``--context`` take ``1e3`` and ``8k``, and the page reads all of them as token counts;
+* ``"zero": 1.0`` passed the API's schema (a ``Literal`` matches by equality) while ``"context": 1000.0`` is refused;
+* ``"gpu": ""`` in POST /v1/recommend and /v1/plan was read as no GPU while the CLI refuses ``--gpu ''``;
+* ``anchorgpu book ''`` printed a new idempotency key before its refusal, and ``--idempotency-key ''`` was replaced
+  by a new key without a word;
+* a NaN ``gpu_memory_utilization`` (or ``mfu``, ``fragmentation``) in the API was "should be less than or equal to 1".
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cli_runner import run, run_json
+from hardening.conftest import cli_refusal
+
+
+@pytest.mark.parametrize("command", ["plan", "recommend"])
+def test_output_tokens_are_read_as_prompt_tokens_are(local_db: None, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    base = (("plan", "llama-3.1-8b", "--gpu", "h100") if command == "plan" else ("recommend", "llama-3.1-8b", "--top", "1"))
+    plain = run_json(capsys, *base, "--prompt", "1000", "--output-tokens", "1000")
+    spelled = run_json(capsys, *base, "--prompt", "1e3", "--output-tokens", "1e3")
+    assert plain == spelled
+    binary = run_json(capsys, *base, "--prompt", "1k", "--output-tokens", "1k")
+    assert binary == run_json(capsys, *base, "--prompt", "1024", "--output-tokens", "1024")
+    for bad, reason in (("1.5", "expected a token count"), ("nan", "expected a token count"), ("0", "from 1 to"),
+                        ("1e8", "from 1 to 10,000,000")):
+        assert reason in cli_refusal(capsys, *base, "--output-tokens", bad)
+
+
+def test_the_engines_prefill_budget_is_a_token_count_too(local_db: None, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ("plan", "llama-3.1-8b", "--gpu", "h100")
+    assert (run_json(capsys, *base, "--max-num-batched-tokens", "8k")
+            == run_json(capsys, *base, "--max-num-batched-tokens", "8192"))
+
+
+@pytest.mark.parametrize("argv", [("plan", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "1e3"),
+                                  ("recommend", "llama-3.1-8b", "--concurrency", "1e3"),
+                                  ("quote", "h100-sxm-1x-vm", "--term", "1w", "--quantity", "1e3")])
+def test_counts_of_things_stay_plain_integers(local_db: None, capsys: pytest.CaptureFixture[str], argv: tuple[str, ...]) -> None:
+    """Sequences and servers are counted, not measured: 1e3 is refused in one line, as the API's strict int is."""
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and "not a valid integer" in err
