@@ -12,10 +12,12 @@ in the wrong words (each test failed before its fix):
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from cli_runner import run, run_json
-from hardening.conftest import cli_refusal
+from hardening.conftest import Served, cli_refusal, problem_of
 
 
 @pytest.mark.parametrize("command", ["plan", "recommend"])
@@ -44,3 +46,16 @@ def test_counts_of_things_stay_plain_integers(local_db: None, capsys: pytest.Cap
     """Sequences and servers are counted, not measured: 1e3 is refused in one line, as the API's strict int is."""
     code, _, err = run(capsys, *argv)
     assert code == 2 and "not a valid integer" in err
+
+
+@pytest.mark.parametrize("body", [{"zero": 1.0}, {"zero": 1.5}, {"context": 1000.0}, {"tp": 1.0}])
+def test_the_api_refuses_a_float_in_every_integral_field(sqlite_served: Served, body: dict[str, Any]) -> None:
+    response = sqlite_served.client.post("/v1/plan", json={"model": "llama-3.1-8b", "gpu": "h100", "task": "train", **body})
+    detail = problem_of(response)["detail"]
+    assert response.status_code == 422 and f"body.{next(iter(body))}: Input should be a valid integer" in detail
+
+
+def test_the_api_still_takes_a_whole_zero_stage(sqlite_served: Served) -> None:
+    response = sqlite_served.client.post("/v1/plan", json={"model": "llama-3.1-8b", "gpu": "h100", "task": "train",
+                                                           "gpus": 8, "zero": 1})
+    assert response.status_code == 200 and response.json()["layout"]["zero"] == 1
