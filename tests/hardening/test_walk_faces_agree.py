@@ -59,3 +59,18 @@ def test_the_api_still_takes_a_whole_zero_stage(sqlite_served: Served) -> None:
     response = sqlite_served.client.post("/v1/plan", json={"model": "llama-3.1-8b", "gpu": "h100", "task": "train",
                                                            "gpus": 8, "zero": 1})
     assert response.status_code == 200 and response.json()["layout"]["zero"] == 1
+
+
+@pytest.mark.parametrize("path", ["/v1/recommend", "/v1/plan"])
+@pytest.mark.parametrize("gpu", ["", " "])
+def test_the_api_refuses_a_blank_gpu_as_the_cli_does(sqlite_served: Served, local_db: None,
+                                                     capsys: pytest.CaptureFixture[str], path: str, gpu: str) -> None:
+    response = sqlite_served.client.post(path, json={"model": "llama-3.1-8b", "gpu": gpu, "top": 1}
+                                         if path == "/v1/recommend" else {"model": "llama-3.1-8b", "gpu": gpu})
+    assert response.status_code == 422 and "the name is empty" in problem_of(response)["detail"]
+    assert "the name is empty" in cli_refusal(capsys, path.rsplit("/", 1)[1], "llama-3.1-8b", "--gpu", gpu)
+
+
+def test_the_page_still_takes_an_empty_gpu_field_as_no_filter(sqlite_served: Served) -> None:
+    page = sqlite_served.client.get("/recommend?model=llama-3.1-8b&gpu=&top=1&lang=en")
+    assert page.status_code == 200 and 'id="rec-1"' in page.text
