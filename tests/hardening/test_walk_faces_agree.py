@@ -74,3 +74,15 @@ def test_the_api_refuses_a_blank_gpu_as_the_cli_does(sqlite_served: Served, loca
 def test_the_page_still_takes_an_empty_gpu_field_as_no_filter(sqlite_served: Served) -> None:
     page = sqlite_served.client.get("/recommend?model=llama-3.1-8b&gpu=&top=1&lang=en")
     assert page.status_code == 200 and 'id="rec-1"' in page.text
+
+
+@pytest.mark.parametrize("argv", [("book", ""), ("book", " "), ("stop", ""), ("terminate", " "),
+                                  ("extend", "", "--term", "1w")])
+def test_a_blank_id_is_refused_first_and_alone(local_db: None, capsys: pytest.CaptureFixture[str], argv: tuple[str, ...]) -> None:
+    err = cli_refusal(capsys, *argv)  # one line: no idempotency key printed before it
+    assert "the id is empty" in err and "idempotency key" not in err
+
+
+def test_an_empty_idempotency_key_is_refused_not_replaced(local_db: None, capsys: pytest.CaptureFixture[str]) -> None:
+    err = cli_refusal(capsys, "book", "q_0123abcd", "--idempotency-key", "")
+    assert "--idempotency-key '': expected 1-255 printable ASCII characters" in err
