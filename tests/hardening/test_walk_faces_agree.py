@@ -86,3 +86,19 @@ def test_a_blank_id_is_refused_first_and_alone(local_db: None, capsys: pytest.Ca
 def test_an_empty_idempotency_key_is_refused_not_replaced(local_db: None, capsys: pytest.CaptureFixture[str]) -> None:
     err = cli_refusal(capsys, "book", "q_0123abcd", "--idempotency-key", "")
     assert "--idempotency-key '': expected 1-255 printable ASCII characters" in err
+
+
+@pytest.mark.parametrize(("path", "field"), [("/v1/plan", "gpu_memory_utilization"), ("/v1/recommend", "gpu_memory_utilization"),
+                                             ("/v1/plan", "mfu"), ("/v1/recommend", "mbu"), ("/v1/plan", "fragmentation")])
+@pytest.mark.parametrize("value", ["NaN", "Infinity"])
+def test_the_api_says_a_nan_fraction_is_not_a_finite_number(sqlite_served: Served, path: str, field: str, value: str) -> None:
+    body = f'{{"model": "llama-3.1-8b", "{field}": {value}}}'
+    response = sqlite_served.client.post(path, content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 422
+    assert f"body.{field}: Input should be a finite number" in problem_of(response)["detail"]
+
+
+def test_the_cli_says_a_nan_memory_share_is_not_a_finite_number(local_db: None, capsys: pytest.CaptureFixture[str]) -> None:
+    for command in (("plan", "llama-3.1-8b", "--gpu", "h100"), ("recommend", "llama-3.1-8b", "--top", "1")):
+        err = cli_refusal(capsys, *command, "--gpu-memory-utilization", "nan")
+        assert "--gpu-memory-utilization nan: expected a finite number above 0 and at most 1" in err
