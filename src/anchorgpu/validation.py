@@ -49,6 +49,7 @@ __all__ = [
     "pattern_reason",
     "usd_amount",
     "is_valid_id",
+    "is_valid_idempotency_key",
     "whole_number",
 ]
 
@@ -75,6 +76,16 @@ _ID_RE = re.compile(ID_PATTERN, re.ASCII)
 def is_valid_id(text: object) -> bool:
     """Whether ``text`` can be the id of a stored quote or allocation (no query needed to say no)."""
     return isinstance(text, str) and _ID_RE.fullmatch(text) is not None
+
+
+def is_valid_idempotency_key(text: object) -> bool:
+    """Whether ``text`` can be an idempotency key: 1-255 printable ASCII characters (the API's header, the CLI's
+    ``--idempotency-key``).
+
+    >>> is_valid_idempotency_key("order-42"), is_valid_idempotency_key(""), is_valid_idempotency_key("a\\x00b")
+    (True, False, False)
+    """
+    return isinstance(text, str) and 1 <= len(text) <= 255 and all(" " <= ch <= "~" for ch in text)
 
 
 def control_character(text: str) -> str | None:

@@ -25,14 +25,15 @@ def test_a_memory_share_outside_0_to_1_is_refused_as_plan_refuses_it(share: floa
     # "no offering considered can run it: ... vLLM asks for nan PiB free at start-up" (sglang and trtllm were refused
     # by the sweep's own check)
     spec = SweepSpec(workload=Workload(task="inference", gpu_memory_utilization=share))
-    with pytest.raises(InvalidWorkload, match=r"gpu-memory-utilization=.*: must be above 0 and at most 1"):
+    what = "a fraction" if math.isfinite(share) else "a finite number"  # NaN is said to be no number, as the API says
+    with pytest.raises(InvalidWorkload, match=rf"--gpu-memory-utilization .*: expected {what} above 0 and at most 1"):
         recommend(load_model("llama-3.1-8b"), spec, load_catalog(), "1month", NOW, top=1)
 
 
 def test_the_cli_refuses_a_memory_share_past_1_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "recommend", "llama-3.1-8b", "--offline", "--gpu-memory-utilization", "1.5")
     assert code == 2 and err.count("\n") == 1
-    assert "must be above 0 and at most 1" in err and "no offering" not in err
+    assert "--gpu-memory-utilization 1.5: expected a fraction above 0 and at most 1" in err and "no offering" not in err
 
 
 def test_the_cli_bounds_max_num_seqs_as_plan_and_the_api_do(capsys: pytest.CaptureFixture[str]) -> None:

@@ -70,14 +70,17 @@ def test_an_offering_sold_by_the_month_prices_a_run_by_the_months_that_cover_it(
         assert option.run_usd == price_quote(CATALOG, option.offering, option.servers, option.run_term, None, NOW).total_usd
         assert option.run_usd > option.total_usd  # the whole run, not the one-month term
     runs = [o.run_usd for o in run_70b.results]
-    assert None not in runs and runs == sorted(runs)
+    priced = [r for r in runs if r is not None]
+    assert priced and priced == sorted(priced) and runs[:len(priced)] == priced  # a run no quote prices comes last
+    assert all(o.run_refused for o in run_70b.results if o.run_usd is None)  # only those longer than 10 years
 
 
 def test_the_run_front_is_priced_by_whole_runs(run_70b) -> None:
     front = run_70b.pareto
     assert front and all(p.run_usd is not None for p in front)
     for p in front:
-        assert not any(o.run_usd <= p.run_usd and o.speed > p.speed for o in run_70b.results if o is not p)
+        assert not any(o.run_usd is not None and o.run_usd <= p.run_usd and o.speed > p.speed
+                       for o in run_70b.results if o is not p)
 
 
 def test_the_next_step_quotes_the_run_and_that_quote_exists(capsys: pytest.CaptureFixture[str]) -> None:
@@ -283,3 +286,28 @@ def test_a_run_longer_than_the_term_says_how_many_servers_would_finish_it_within
     short = recommend(load_model("llama-3.1-8b"), SweepSpec(workload=Workload(task="train"), train_tokens=10**9),
                       CATALOG, "1month", NOW)
     assert not any(a.startswith("The fastest run here takes") for a in short.assumptions)
+
+
+def test_a_run_longer_than_any_quotable_term_has_no_run_price_and_says_why(capsys) -> None:
+    """Llama 3.1 70B on 10^15 tokens runs for centuries on 1-4 servers: quote refuses terms over 10 years
+    (units.MAX_TERM_HOURS), so no row may show a price for the run (it showed about $523M), and each says why,
+    in the record, the JSON and the CLI's text, with the way to shorten it (more GPUs)."""
+    from anchorgpu.units import MAX_TERM_HOURS
+
+    spec = SweepSpec(workload=Workload(task="train"), train_tokens=10**15)
+    rec = recommend(LLAMA_70B, spec, CATALOG, "1month", NOW, top=5)
+    assert rec.results
+    for option in rec.results:
+        assert option.run_hours is not None and option.run_hours > MAX_TERM_HOURS
+        assert option.run_usd is None and option.run_term is None
+        assert option.run_refused is not None and "longer than the longest term a quote prices" in option.run_refused
+        assert "more GPUs" in option.run_refused
+    body = recommendation_to_json(rec)
+    assert all(r["run_usd"] is None and r["run_refused"] == o.run_refused for r, o in zip(body["results"], rec.results, strict=True))
+    short = recommend(LLAMA_70B, SweepSpec(workload=Workload(task="train"), train_tokens=10**9), CATALOG, "1month", NOW)
+    assert all(o.run_refused is None and o.run_usd is not None for o in short.results)
+    code = main(["recommend", "llama-3.1-70b", "--task", "train", "--tokens", "1e15", "--top", "2"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "over 10 y" in out and "longer than the longest term a quote prices" in out
+    assert not re.search(r"\$[0-9]{3},[0-9]{3},[0-9]{3}\.", out)  # no nine-figure run price

@@ -64,3 +64,16 @@ def test_each_speed_shows_its_roofline_ceiling_beside_the_band_in_both_languages
     ru = _row(client.get("/recommend?model=llama-3.1-70b&concurrency=32&context=8192&top=2&lang=ru").text, 1)
     user = f"{serve['decode_tokens_per_s_per_user_ceiling']:,.1f}".replace(".", ",")
     assert f"потолок roofline {user}" in ru
+
+
+def test_a_run_longer_than_any_quotable_term_shows_no_run_price_on_the_page(client: TestClient) -> None:
+    """10^15 tokens on Llama 3.1 70B runs for centuries: the API gives no run price and says why (run_refused), and
+    the page's run-price cell says the same instead of a nine-figure price no quote can be made for."""
+    api = client.post("/v1/recommend", json={**TRAIN, "train_tokens": 10**15})
+    assert api.status_code == 200
+    first = api.json()["results"][0]
+    assert first["run_usd"] is None and first["run_term"] is None and first["run_refused"]
+    page = client.get("/recommend?model=llama-3.1-70b&task=train&tokens=1e15&gpu=h100&top=2&lang=en")
+    assert page.status_code == 200
+    row = _row(page.text, 1)
+    assert "over 10 years: no quote prices it" in row and not re.search(r"\$[0-9]{3},[0-9]{3},[0-9]{3}", row)

@@ -18,6 +18,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from anchorgpu.api.errors import AuthenticationRequired, IdempotencyKeyInvalid, IdempotencyKeyMissing
 from anchorgpu.config import Settings
+from anchorgpu.validation import is_valid_idempotency_key
 
 __all__ = [
     "AccountDep",
@@ -156,7 +157,7 @@ def validate_idempotency_key(value: str | None) -> str:
     """
     if value is None:
         raise IdempotencyKeyMissing("this request needs an 'Idempotency-Key' header (1-255 printable characters) so a retry cannot book twice")
-    if not 1 <= len(value) <= 255 or not all(" " <= ch <= "~" for ch in value):
+    if not is_valid_idempotency_key(value):
         raise IdempotencyKeyInvalid("the 'Idempotency-Key' header must be 1-255 printable ASCII characters")
     return value
 

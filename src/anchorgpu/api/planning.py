@@ -96,7 +96,7 @@ def run_plan(request: PlanRequest, *, offline: bool) -> dict[str, Any]:
     from anchorgpu.planner.workload_checks import check_diffusion_options
 
     model = load_public_model(request.model, offline=offline)
-    gpu = get_gpu(request.gpu) if request.gpu else None
+    gpu = get_gpu(request.gpu) if request.gpu is not None else None  # "" is refused, as the CLI's --gpu ''; the page drops a blank field
     workload, precision, layout = plan_inputs(request)
     check_given(request, model)  # a diffusion pipeline's default task is diffusion
     check_diffusion_options(model, images=request.images, resolution=request.resolution, vae_tiling=request.vae_tiling,
@@ -135,8 +135,10 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
         # launch of another engine than the one the memory is sized for, was returned as recipe_refused on every row
         check_kind(request.recipe, engine=request.engine, task=request.task)
     catalog = load_catalog()
-    offerings = find_offerings(catalog, gpu=request.gpu) if request.gpu else None
-    if request.gpu and offerings is not None and not offerings:  # as the CLI's --gpu says it
+    # a blank name is refused ("the name is empty"), as the CLI's --gpu '' is, not read as no filter (the page drops
+    # a blank form field before it builds the request)
+    offerings = find_offerings(catalog, gpu=request.gpu) if request.gpu is not None else None
+    if request.gpu is not None and not offerings:  # as the CLI's --gpu says it
         from anchorgpu.hardware import get_gpu
 
         raise InvalidWorkload(f"gpu {request.gpu}: the catalog has no offering of {get_gpu(request.gpu).name}")

@@ -34,14 +34,17 @@ TEXT_PATTERN = r"^[^\x00-\x1f\x7f]*$"
 """Request text: no control characters (NUL included). Lengths are bounded field by field."""
 
 
-def _no_bool(value: Any) -> Any:
+def _whole_choice(value: Any) -> Any:
     if isinstance(value, bool):
         raise ValueError("a boolean is not a number here")
+    if isinstance(value, float):  # as every strict int field refuses it ("context": 1000.0)
+        raise PydanticCustomError("int_type", "Input should be a valid integer")
     return value
 
 
-StrictChoice = BeforeValidator(_no_bool)
-"""For ``Literal[0, 1, …]`` fields, where pydantic would otherwise take ``true`` as 1 even in strict mode."""
+StrictChoice = BeforeValidator(_whole_choice)
+"""For ``Literal[0, 1, …]`` fields, where pydantic would otherwise take ``true`` or ``1.0`` as 1 even in strict mode
+(a literal matches by equality): they refuse a boolean and a float, as the strict ``int`` fields beside them do."""
 
 
 def Money(field: str) -> Any:  # noqa: N802  (a type, as pydantic's constrained types are spelt)

@@ -89,7 +89,7 @@ class PlanRequest(_Request):
     context: int | None = Field(default=None, ge=LIMITS["context"].low, le=LIMITS["context"].high, description="Inference only: tokens per sequence (prompt + output; training's is seq); default prompt + output when given, else the model's context length for one sequence and 1,024 + 256 tokens each for more")
     concurrency: int | None = Field(default=None, ge=LIMITS["concurrency"].low, le=LIMITS["concurrency"].high, description="Inference only: sequences served at once; default: check one and report max_concurrency")
     allow_long_context: bool = Field(default=False, description="Allow a context beyond the model's configured limit")
-    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1, description="Inference only: fraction of GPU memory the serving engine may use (vLLM; default 0.9); with engine trtllm the fraction of the memory free after the weights and profiling that the KV cache takes; with engine sglang its mem_fraction_static (default: SGLang's own for the GPU and layout)")
+    gpu_memory_utilization: float | None = Field(default=None, allow_inf_nan=False, gt=0, le=1, description="Inference only: fraction of GPU memory the serving engine may use (vLLM; default 0.9); with engine trtllm the fraction of the memory free after the weights and profiling that the KV cache takes; with engine sglang its mem_fraction_static (default: SGLang's own for the GPU and layout)")
     engine: Literal["vllm", "trtllm", "sglang"] | None = Field(default=None, description="Inference only: the serving engine the memory and admission are sized for: 'vllm' (gpu_memory_utilization is the engine's share of each GPU; pages filled as tokens arrive) or 'trtllm' (trtllm-serve: gpu_memory_utilization is the share of the memory left free after the weights and its profiling pass that the KV cache takes; 8,192 tokens and 2,048 sequences by default; a request is admitted only when its prompt + output fit) or 'sglang' (gpu_memory_utilization is SGLang's mem_fraction_static, the share of the memory free at start for the weights and its one-token-slot KV pool, by default derived from the GPU's memory and the layout as SGLang derives it); default the engine of recipe 'trtllm' or 'sglang', else 'vllm'")
     micro_batch: int | None = Field(default=None, ge=LIMITS["micro_batch"].low, le=LIMITS["micro_batch"].high, description="Training only: sequences per GPU step (chosen with the layout when not given)")
     seq: int | None = Field(default=None, ge=LIMITS["seq"].low, le=LIMITS["seq"].high, description="Training only: tokens per sequence (serving's is context; default 2,048 or the model's context if shorter)")
@@ -113,10 +113,10 @@ class PlanRequest(_Request):
     prompt: int | None = Field(default=None, ge=LIMITS["prompt"].low, le=LIMITS["prompt"].high, description="Inference only: prompt tokens per request; without 'context' each sequence is sized at prompt + output")
     output_tokens: int | None = Field(default=None, ge=LIMITS["output_tokens"].low, le=LIMITS["output_tokens"].high, description="Inference only: output tokens per request")
     tokens: int | None = Field(default=None, ge=LIMITS["tokens"].low, le=LIMITS["tokens"].high, description="Training only (performance): training tokens, for the training time")
-    mfu: float | None = Field(default=None, ge=MIN_EFFICIENCY, le=1, description=f"Performance: model FLOPs utilization ({MIN_EFFICIENCY:g}-1)")
-    mbu: float | None = Field(default=None, ge=MIN_EFFICIENCY, le=1, description=f"Performance: memory-bandwidth utilization for decode ({MIN_EFFICIENCY:g}-1)")
+    mfu: float | None = Field(default=None, allow_inf_nan=False, ge=MIN_EFFICIENCY, le=1, description=f"Performance: model FLOPs utilization ({MIN_EFFICIENCY:g}-1)")
+    mbu: float | None = Field(default=None, allow_inf_nan=False, ge=MIN_EFFICIENCY, le=1, description=f"Performance: memory-bandwidth utilization for decode ({MIN_EFFICIENCY:g}-1)")
     cuda_context_mib: int | None = Field(default=None, ge=0, le=65_536, description="Override the CUDA/ROCm context size, MiB")
-    fragmentation: float | None = Field(default=None, ge=0, le=0.5, description="Override the allocator fragmentation margin (0-0.5)")
+    fragmentation: float | None = Field(default=None, allow_inf_nan=False, ge=0, le=0.5, description="Override the allocator fragmentation margin (0-0.5)")
 
 
 class PlanOut(_Schema):
@@ -179,10 +179,10 @@ class RecommendRequest(_Request):
         default=None, strict=False,
         description="At most this total for the term, USD (a JSON number or a plain decimal string such as \"20000.50\")")
     min_tokens_per_s_per_user: float | None = Field(default=None, ge=LIMITS["min_tokens_per_s_per_user"].low, le=LIMITS["min_tokens_per_s_per_user"].high, allow_inf_nan=False, description="Inference only: at least this decode speed per user, tokens/s")
-    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1, description="Inference only: fraction of GPU memory the serving engine may use (vLLM; default 0.9); with engine trtllm the fraction of the memory free after the weights and profiling that the KV cache takes; with engine sglang its mem_fraction_static (default: SGLang's own for the GPU and layout)")
+    gpu_memory_utilization: float | None = Field(default=None, allow_inf_nan=False, gt=0, le=1, description="Inference only: fraction of GPU memory the serving engine may use (vLLM; default 0.9); with engine trtllm the fraction of the memory free after the weights and profiling that the KV cache takes; with engine sglang its mem_fraction_static (default: SGLang's own for the GPU and layout)")
     allow_long_context: bool = Field(default=False, description="Allow a context (or training sequence) beyond the model's configured limit")
-    mfu: float | None = Field(default=None, ge=MIN_EFFICIENCY, le=1, description=f"Performance: model FLOPs utilization ({MIN_EFFICIENCY:g}-1; default: the calibrated efficiencies)")
-    mbu: float | None = Field(default=None, ge=MIN_EFFICIENCY, le=1, description=f"Performance: memory-bandwidth utilization for decode ({MIN_EFFICIENCY:g}-1; default: the calibrated efficiencies)")
+    mfu: float | None = Field(default=None, allow_inf_nan=False, ge=MIN_EFFICIENCY, le=1, description=f"Performance: model FLOPs utilization ({MIN_EFFICIENCY:g}-1; default: the calibrated efficiencies)")
+    mbu: float | None = Field(default=None, allow_inf_nan=False, ge=MIN_EFFICIENCY, le=1, description=f"Performance: memory-bandwidth utilization for decode ({MIN_EFFICIENCY:g}-1; default: the calibrated efficiencies)")
     top: int = Field(default=10, ge=LIMITS["top"].low, le=LIMITS["top"].high, description="How many results")
     max_servers: int = Field(default=4, ge=1, le=16, description="Most servers of one offering to consider")
 
@@ -192,7 +192,7 @@ class RecommendOut(_Schema):
 
     model: Any = Field(description="The model planned")
     term: str = Field(description="The term priced")
-    results: list[dict[str, Any]] = Field(description="Offerings that fit, cheapest first: offering, servers, gpus, layout, per_gpu bytes, the speed predictions (decode_tokens_per_s_total, decode_tokens_per_s_per_user, prefill_s, and the same as plan names them: output_tokens_per_s, ttft_s; max_output_tokens_per_s, plan's rate at the largest concurrency that fits; train_tokens_per_s, train_time_s) each with its band (*_low, *_high) and roofline ceiling (*_ceiling, a bound, never the prediction), total_usd; max_model_len_tokens where no context was given and the row's KV cache holds no whole-window sequence (the maximum length to start its engine with, as plan's launch sets it) …")
+    results: list[dict[str, Any]] = Field(description="Offerings that fit, cheapest first: offering, servers, gpus, layout, per_gpu bytes, the speed predictions (decode_tokens_per_s_total, decode_tokens_per_s_per_user, prefill_s, and the same as plan names them: output_tokens_per_s, ttft_s; max_output_tokens_per_s, plan's rate at the largest concurrency that fits; train_tokens_per_s, train_time_s) each with its band (*_low, *_high) and roofline ceiling (*_ceiling, a bound, never the prediction), total_usd; run_hours, run_usd and run_term for a training run with train_tokens (run_usd null, with run_refused saying why, where the run is longer than any term a quote prices); max_model_len_tokens where no context was given and the row's KV cache holds no whole-window sequence (the maximum length to start its engine with, as plan's launch sets it) …")
     pareto: list[dict[str, Any]] = Field(description="The cost/speed Pareto front among the results")
     rejected: list[dict[str, Any]] = Field(description="Cheaper options that were rejected, with the reason")
     assumptions: list[str] = Field(description="Every default chosen")

@@ -22,6 +22,19 @@ if TYPE_CHECKING:
     from anchorgpu.allocations.idempotency import Outcome
 
 
+def _checked_id(kind: str, value: str) -> str:
+    """``value`` when it could name a stored ``kind``, checked before anything is printed or read (the idempotency
+    key's line came before the refusal of ``book ''``): a blank id is bad input (exit 2, as the API's 422 for a blank
+    ``quote_id``), any other that names no row is unknown (exit 3, the services' rule)."""
+    from anchorgpu.allocations.inputs import _require_id
+    from anchorgpu.errors import InvalidInput
+
+    if not value.strip():
+        where = "`anchorgpu quote`" if kind == "quote" else "`anchorgpu allocations`"
+        raise InvalidInput(f"{kind} id {value!r}: the id is empty; give the id {where} printed")
+    return _require_id(kind, value)
+
+
 def _print_outcome(outcome: Outcome, as_json: bool, verb: str) -> None:
     if outcome.replayed:
         sys.stderr.write("replayed: this key was already used for this request; showing the first answer (nothing done again)\n")
@@ -54,6 +67,7 @@ def book_command(
     """Buy a quote: one allocation, exactly once per idempotency key."""
     from anchorgpu.allocations.services import buy_quote
 
+    _checked_id("quote", quote_id)
     store = _store()
     account_id = _account(store, api_key)
     key = _key(idempotency_key)
@@ -114,6 +128,7 @@ def _action(name: str, allocation_id: str, idempotency_key: str | None, api_key:
             **extra: Any) -> None:
     from anchorgpu.allocations import services
 
+    _checked_id("allocation", allocation_id)
     store = _store()
     account_id = _account(store, api_key)
     key = _key(idempotency_key)

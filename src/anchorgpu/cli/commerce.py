@@ -101,6 +101,14 @@ def _account(store: Store, api_key: str | None) -> str:
 
 
 def _key(given: str | None) -> str:
+    """The idempotency key given (refused in one line when it could not be one: ``''`` was replaced by a new key
+    without a word), else a new one; printed on stderr so that a retry can reuse it."""
+    from anchorgpu.validation import is_valid_idempotency_key
+
+    if given is not None and not is_valid_idempotency_key(given):
+        shown = repr(given[:40] + ("…" if len(given) > 40 else ""))
+        raise InvalidInput(f"--idempotency-key {shown}: expected 1-255 printable ASCII characters, as the API's "
+                           "Idempotency-Key header")
     key = given or f"cli-{secrets.token_hex(12)}"
     sys.stderr.write(f"idempotency key: {key}  (retry safely with --idempotency-key {key})\n")
     return key

@@ -62,11 +62,11 @@ def plan_command(
     image_resolution: str | None = typer.Option(None, "--image-resolution", help=OPTION_HELP.IMAGE_RESOLUTION),
     gpu_memory_utilization: float | None = typer.Option(None, "--gpu-memory-utilization", help=OPTION_HELP.GPU_MEMORY_UTILIZATION),
     engine: str | None = typer.Option(None, "--engine", callback=lower_choice, help=OPTION_HELP.ENGINE),
-    max_num_batched_tokens: int | None = typer.Option(None, "--max-num-batched-tokens", help="Engine prefill budget (inference only)."),
+    max_num_batched_tokens: str | None = typer.Option(None, "--max-num-batched-tokens", help="Engine prefill budget in tokens, e.g. 8192 or 8k (inference only)."),
     max_num_seqs: int | None = typer.Option(None, "--max-num-seqs", help=OPTION_HELP.MAX_NUM_SEQS),
     allow_long_context: bool = typer.Option(False, "--allow-long-context", help=OPTION_HELP.ALLOW_LONG_CONTEXT),
     prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens per request (inference only); without --context each sequence is prompt + output."),
-    output_tokens: int | None = typer.Option(None, "--output-tokens", help="Output tokens per request (inference only)."),
+    output_tokens: str | None = typer.Option(None, "--output-tokens", help="Output tokens per request, e.g. 256, 1e3 or 1k (inference only)."),
     tokens: str | None = typer.Option(None, "--tokens", help="Training only: training tokens for the training time, e.g. 1e12, 300B or 15T (decimal; performance)."),
     mfu: float | None = typer.Option(None, "--mfu", help=OPTION_HELP.MFU),
     mbu: float | None = typer.Option(None, "--mbu", help=OPTION_HELP.MBU),
@@ -86,17 +86,19 @@ def plan_command(
     from anchorgpu.planner.workload_checks import check_diffusion_options
     from anchorgpu.validation import bounded_int
 
-    for value, field in ((concurrency, "concurrency"), (output_tokens, "output_tokens"), (micro_batch, "micro_batch"),
-                         (lora_rank, "lora_rank"), (max_num_batched_tokens, "max_num_batched_tokens"), (max_num_seqs, "max_num_seqs"),
-                         (images, "images")):
+    # token counts are read as --prompt and --context are (8k, 1e3: one parser); counts of things stay plain integers
+    output_tokens_n = parse_tokens(output_tokens, field="output_tokens")
+    batched_tokens_n = parse_tokens(max_num_batched_tokens, field="max_num_batched_tokens")
+    for value, field in ((concurrency, "concurrency"), (micro_batch, "micro_batch"),
+                         (lora_rank, "lora_rank"), (max_num_seqs, "max_num_seqs"), (images, "images")):
         bounded_int(value, field=field)  # the API's bounds (anchorgpu.validation.LIMITS), before any work
     kv = kv_cache if kv_cache is not None else KV_CACHE_AUTO  # '' is refused as an unknown dtype, not taken as auto
     given: dict[str, object] = {  # an option the task has no use for is refused, as every face refuses it
         "train_precision": train_precision, "train_stack": train_stack, "recompute": recompute, "micro_batch": micro_batch,
         "seq": seq, "global_batch": global_batch, "optimizer": optimizer, "optimizer_state": optimizer_state,
         "tokens": tokens, "tp_overlap": tp_overlap, "lora_rank": lora_rank, "lora_targets": lora_targets,
-        "context": context, "concurrency": concurrency, "prompt": prompt, "output_tokens": output_tokens, "engine": engine,
-        "max_num_seqs": max_num_seqs, "max_num_batched_tokens": max_num_batched_tokens,
+        "context": context, "concurrency": concurrency, "prompt": prompt, "output_tokens": output_tokens_n, "engine": engine,
+        "max_num_seqs": max_num_seqs, "max_num_batched_tokens": batched_tokens_n,
         "gpu_memory_utilization": gpu_memory_utilization, "kv_cache": kv}
     check_task_options(task, given)
     spec = load_model(model, offline=offline)
@@ -108,7 +110,7 @@ def plan_command(
         check_kind(recipe, diffusion=not isinstance(spec, ModelSpec), engine=engine, task=task)
     chosen_by = engine_source(engine, recipe)
     engine = resolve_engine(engine, recipe)
-    check_engine_caps(max_num_seqs, max_num_batched_tokens, engine)
+    check_engine_caps(max_num_seqs, batched_tokens_n, engine)
     gpu_spec = get_gpu(gpu) if gpu is not None else None
     targets = None if lora_targets is None else tuple(t.strip() for t in lora_targets.split(",") if t.strip())
     if train_precision is not None and train_precision not in ("mixed", "bf16-true", "fp8", "fp4"):
@@ -119,12 +121,12 @@ def plan_command(
         task=task, context_tokens=parse_tokens(context, field="context"), concurrency=concurrency,
         allow_long_context=allow_long_context, gpu_memory_utilization=gpu_memory_utilization, engine=engine,
         engine_source=chosen_by,
-        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, micro_batch=micro_batch,
+        max_num_batched_tokens=batched_tokens_n, max_num_seqs=max_num_seqs, micro_batch=micro_batch,
         seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute, offload_activation_layers=offload_activations,
         optimizer=optimizer, optimizer_state=optimizer_state,  # validated by the planner with a one-line reason
         train_precision=train_precision, train_stack=resolve_train_stack(train_stack, recipe, task),
         cross_entropy=cross_entropy, global_batch_tokens=parse_batch(global_batch),
-        prompt_tokens=parse_tokens(prompt, field="prompt"), output_tokens=output_tokens,
+        prompt_tokens=parse_tokens(prompt, field="prompt"), output_tokens=output_tokens_n,
         lora_rank=lora_rank, lora_targets=targets, resolution=parse_resolution(resolution), images=images,
         vae_tiling=vae_tiling, images_per_request=images_per_request,
         image_resolution=parse_resolution(image_resolution, flag="--image-resolution"),

@@ -84,7 +84,8 @@ def render_recommendation(rec: Recommendation) -> None:
             pass
         elif training:
             hours = None if c.get("train_time_s") is None else c["train_time_s"] / 3600
-            row += [_rate(c["train_tokens_per_s"]), "-" if hours is None else f"{hours:,.1f} h", _money(o.run_usd)]
+            price = "over 10 y" if o.run_refused else _money(o.run_usd)  # no quote prices such a run (units.MAX_TERM_HOURS)
+            row += [_rate(c["train_tokens_per_s"]), "-" if hours is None else f"{hours:,.1f} h", price]
         else:
             row += [str(c["concurrency"]), _rate(c["decode_tokens_per_s_total"]),
                     _rate(c["decode_tokens_per_s_per_user"], 1), _rate(c["prefill_s"], 2),
@@ -100,6 +101,10 @@ def render_recommendation(rec: Recommendation) -> None:
         refuses = "; at its default, the window, vLLM refuses to start" if rec.workload.get("engine") == "vllm" else ""
         out.print(f"Maximum length to start the engine with (its KV cache holds no whole-window sequence{refuses}; "
                   "--recipe writes it): " + " · ".join(short) + " tokens", markup=False)
+    unquotable = [f"#{i}" for i, o in enumerate(rec.results, 1) if o.run_refused]
+    if unquotable:  # the reason is the same for every such row but its hours; the first one's is shown
+        first = next(o for o in rec.results if o.run_refused)
+        out.print(f"No run price for {', '.join(unquotable)}: {first.run_refused}.", markup=False)
     lowered = [str(i) for i, o in enumerate(rec.results, 1) if o.lower_precision]
     if lowered:
         from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE
@@ -198,7 +203,7 @@ def recommend_command(
     concurrency: int | None = typer.Option(None, "--concurrency", help="Sequences at once (inference only); default: the most each offering serves."),
     min_tokens_per_s: float | None = typer.Option(None, "--min-tokens-per-s", help="Serving only: at least this many tokens/s per user."),
     prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens (inference only; default: context - output)."),
-    output_tokens: int | None = typer.Option(None, "--output-tokens", help="Output tokens per request (inference only; default 256)."),
+    output_tokens: str | None = typer.Option(None, "--output-tokens", help="Output tokens per request, e.g. 256, 1e3 or 1k (inference only; default 256)."),
     images_per_request: int | None = typer.Option(None, "--images-per-request", help=OPTION_HELP.IMAGES_PER_REQUEST),
     image_resolution: str | None = typer.Option(None, "--image-resolution", help=OPTION_HELP.IMAGE_RESOLUTION),
     micro_batch: int | None = typer.Option(None, "--micro-batch", help="Sequences per GPU step (training only; chosen per layout when not given: 1, 2 or 4, the fastest that fits)."),
@@ -243,7 +248,9 @@ def recommend_command(
     budget: Decimal | None = usd_amount(max_usd) if max_usd is not None else None
     if min_tokens_per_s is not None:
         finite_number(min_tokens_per_s, field="min_tokens_per_s_per_user", flag="--min-tokens-per-s")
-    for value, field in ((concurrency, "concurrency"), (output_tokens, "output_tokens"), (micro_batch, "micro_batch"),
+    # token counts are read as --prompt and --context are (8k, 1e3: one parser); counts of things stay plain integers
+    output_tokens_n = parse_tokens(output_tokens, field="output_tokens")
+    for value, field in ((concurrency, "concurrency"), (micro_batch, "micro_batch"),
                          (lora_rank, "lora_rank"), (max_num_seqs, "max_num_seqs"), (top, "top")):  # plan's and the API's bounds
         bounded_int(value, field=field)
     if not 1 <= max_servers <= 16:
@@ -256,7 +263,7 @@ def recommend_command(
         "train_precision": train_precision, "train_stack": train_stack, "recompute": recompute, "micro_batch": micro_batch,
         "seq": seq, "global_batch": global_batch, "optimizer": optimizer, "optimizer_state": optimizer_state,
         "tokens": train_tokens, "lora_rank": lora_rank, "context": context, "concurrency": concurrency, "prompt": prompt,
-        "output_tokens": output_tokens, "engine": engine, "max_num_seqs": max_num_seqs,
+        "output_tokens": output_tokens_n, "engine": engine, "max_num_seqs": max_num_seqs,
         "gpu_memory_utilization": gpu_memory_utilization, "min_tokens_per_s": min_tokens_per_s,
         "lower_precision": lower_precision}
     check_task_options(task, given)
@@ -312,7 +319,7 @@ def recommend_command(
     )
     spec = SweepSpec(  # the request as given (None: plan's defaults, which the sweep resolves as plan does)
         workload=workload, weights=comma_list(weights, flag="--weights"), kv_caches=comma_list(kv_cache, flag="--kv-cache"),
-        prompt_tokens=parse_tokens(prompt, field="prompt"), output_tokens=output_tokens,
+        prompt_tokens=parse_tokens(prompt, field="prompt"), output_tokens=output_tokens_n,
         train_tokens=parse_count(train_tokens, field="tokens"),
         global_batch_tokens=parse_batch(global_batch),
         efficiencies=Overrides(mfu=mfu, mbu=mbu),

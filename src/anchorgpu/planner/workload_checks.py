@@ -6,6 +6,7 @@ Each refusal is one :class:`~anchorgpu.errors.InvalidWorkload` line naming the v
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from anchorgpu.errors import InvalidWorkload
@@ -91,8 +92,9 @@ def validate_workload(workload: Workload) -> None:
     if not _workload_counts_ok(workload):  # the usual case passes without a tuple of the values
         check_counts(_WORKLOAD_COUNTS, _workload_counts(workload))
     if workload.gpu_memory_utilization is not None and not 0 < workload.gpu_memory_utilization <= 1:
-        raise InvalidWorkload(
-            f"gpu-memory-utilization={workload.gpu_memory_utilization}: must be above 0 and at most 1")
+        fraction = workload.gpu_memory_utilization
+        what = "a fraction above 0 and at most 1" if math.isfinite(fraction) else "a finite number above 0 and at most 1"
+        raise InvalidWorkload(f"--gpu-memory-utilization {fraction!r}: expected {what}")
     if workload.engine != "vllm":  # the default decided by one comparison
         if workload.engine not in ENGINES:
             raise InvalidWorkload(f"--engine {workload.engine!r}: choose {', '.join(ENGINES[:-1])} or {ENGINES[-1]}")

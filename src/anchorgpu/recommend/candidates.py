@@ -18,9 +18,9 @@ from anchorgpu.planner.sweep import SweepResult
 from anchorgpu.quotes import UnpricedOffering, price_quote, run_term
 from anchorgpu.quotes.pricing import ServersPrice
 from anchorgpu.recommend.records import RecommendedOption, Rejection
-from anchorgpu.units import Term, round_usd_rate
+from anchorgpu.units import MAX_TERM_HOURS, Term, round_usd_rate
 
-__all__ = ["Candidate", "candidate", "longer_than_the_term", "one_per_offering", "pareto", "per_million"]
+__all__ = ["Candidate", "candidate", "longer_than_the_term", "one_per_offering", "pareto", "per_million", "run_refusal"]
 
 
 @fast_init  # one per offering and server count kept
@@ -40,10 +40,24 @@ class Candidate:
     run_hours: int | None
     run_usd: Decimal | None
     run_term: str | None  # training: the term a quote for the run asks for (hours, or the shortest priced unit)
+    run_refused: str | None = None  # training: why the run has no price (longer than any quotable term)
 
     @property
     def total_usd(self) -> Decimal:
         return self.quote.total_usd
+
+
+def run_refusal(run_hours: int | None) -> str | None:
+    """Why a training run of ``run_hours`` gets no price, or None: one longer than :data:`MAX_TERM_HOURS` cannot be
+    quoted or booked (quote refuses the term), so pricing it would show a figure no one can pay.
+
+    >>> run_refusal(3000) is None, run_refusal(MAX_TERM_HOURS + 1)[:33]
+    (True, 'the run takes 87,601 h, longer th')
+    """
+    if run_hours is None or run_hours <= MAX_TERM_HOURS:
+        return None
+    return (f"the run takes {run_hours:,} h, longer than the longest term a quote prices ({MAX_TERM_HOURS:,} h, "
+            "10 years): it cannot be booked; more GPUs (more servers, or an offering with more GPUs) shorten it")
 
 
 def candidate(result: SweepResult, i: int, offering: Offering, shape: int, servers: int, quote: ServersPrice,
@@ -58,7 +72,8 @@ def candidate(result: SweepResult, i: int, offering: Offering, shape: int, serve
         train_time_s = result.value("train_time_s", i)
         if train_time_s:
             run_hours = max(1, math.ceil(train_time_s / 3600))
-            covering = run_term(offering, run_hours)  # an offering sold by the month rents the run by the month
+            # a run no quote can price has no price (as an unpriced offering's run), not a figure no one can pay
+            covering = run_term(offering, run_hours) if run_refusal(run_hours) is None else None  # an offering sold by the month rents the run by the month
             if covering is not None:
                 try:
                     run_usd = price_quote(catalog, offering.id, servers, covering, None, now).total_usd
@@ -68,7 +83,7 @@ def candidate(result: SweepResult, i: int, offering: Offering, shape: int, serve
     return Candidate(offering=offering.id, source=offering, shape=shape, servers=servers, index=i, quote=quote,
                      speed=float(decode or result.value("train_tokens_per_s", i) or 0.0),
                      decode=decode if result.task == "inference" else None,
-                     run_hours=run_hours, run_usd=run_usd, run_term=run_term_text)
+                     run_hours=run_hours, run_usd=run_usd, run_term=run_term_text, run_refused=run_refusal(run_hours))
 
 
 def per_million(c: Candidate, term: Term) -> Decimal | None:

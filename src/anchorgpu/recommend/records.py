@@ -32,6 +32,7 @@ class RecommendedOption:
     run_hours: int | None = None  # training with --tokens: whole hours the run needs
     run_usd: Decimal | None = None  # training: price of renting those hours (best-price rule of quotes)
     run_term: str | None = None  # training: the term that quote asks for (``3000h``, or ``5month`` sold by the month)
+    run_refused: str | None = None  # training: why the run has no price (longer than any term a quote prices)
     codes: tuple[str, ...] = ()  # warning codes that apply to this option
     lower_precision: bool = False  # weights or KV cache below the plan's precision (outputs change)
 

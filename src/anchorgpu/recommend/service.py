@@ -209,7 +209,7 @@ def recommend(
                 per_gpu_hour_usd=c.quote.per_gpu_hour_usd,
                 effective_per_gpu_hour_usd=c.quote.effective_per_gpu_hour_usd,
                 usd_per_million_output_tokens=per_million(c, the_term), run_hours=c.run_hours, run_usd=c.run_usd,
-                run_term=c.run_term,
+                run_term=c.run_term, run_refused=c.run_refused,
                 codes=_codes(result, row, c.source, shipped=choice.reference_weights, lowered=is_lower,
                              shipped_kv=choice.reference_kv, shape=shape),
                 lower_precision=is_lower)
