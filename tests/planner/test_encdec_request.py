@@ -71,3 +71,17 @@ def test_the_cli_names_the_encoder_input(capsys: pytest.CaptureFixture[str]) -> 
     code, out, _ = run(capsys, "plan", "whisper-large-v3", "--gpu", "h100")
     assert code == 0
     assert "1,500 encoder input + 4 decoder prompt + 256 output tokens" in " ".join(out.split())
+
+
+def test_t5_decoder_window_holds_its_start_token_and_the_output(capsys: pytest.CaptureFixture[str]) -> None:
+    """The decoder's window (t5-base: 512, registry) holds its one start token before the output, as Whisper's holds
+    its 4-token prompt: --context 256 timed 1 + 256 decoder tokens against sequences of 256, and --output-tokens 512
+    1 + 512 against the 512 window, while --context 256 --output-tokens 256 was refused."""
+    perf = _perf(capsys, "t5-base", "--context", "256")["performance"]
+    assert perf["prompt_tokens"] + perf["output_tokens"] == 256  # 1 + 255, was 1 + 256
+    rec = run_json(capsys, "recommend", "t5-base", "--context", "256", "--top", "1")["workload"]
+    assert rec["prompt_tokens"] + rec["output_tokens"] == 256
+    for cmd in ("plan", "recommend"):
+        code, out, err = run(capsys, cmd, "t5-base", "--output-tokens", "512", "--gpu", "h100")
+        assert code == 2 and out == "" and "1-token decoder start + output 512 tokens" in err
+    assert _perf(capsys, "t5-base", "--output-tokens", "511")["performance"]["output_tokens"] == 511

@@ -136,8 +136,10 @@ def encdec_request(model: ModelSpec, w: Workload, window_tokens: int) -> EncDecR
     >>> from anchorgpu.architectures import load_model
     >>> encdec_request(load_model("whisper-large-v3"), Workload(), 448)
     EncDecRequest(encoder_tokens=1500, decoder_prompt_tokens=4, output_tokens=256)
-    >>> encdec_request(load_model("t5-base"), Workload(prompt_tokens=300, output_tokens=100), 100)
+    >>> encdec_request(load_model("t5-base"), Workload(prompt_tokens=300, output_tokens=100), 101)
     EncDecRequest(encoder_tokens=300, decoder_prompt_tokens=1, output_tokens=100)
+    >>> encdec_request(load_model("t5-base"), Workload(), 256)  # the start token and 255 output tokens fill the 256
+    EncDecRequest(encoder_tokens=512, decoder_prompt_tokens=1, output_tokens=255)
     """
     enc = model.encoder
     if enc is None:
@@ -148,7 +150,8 @@ def encdec_request(model: ModelSpec, w: Workload, window_tokens: int) -> EncDecR
     else:  # the prompt is the encoder's; the decoder's window holds its output
         encoder = w.prompt_tokens or DEFAULT_PROMPT_TOKENS
         encoder = encoder if w.allow_long_context and w.prompt_tokens else min(encoder, enc.max_tokens)
-        prompt, room = T5_DECODER_PROMPT_TOKENS, window_tokens
+        prompt = T5_DECODER_PROMPT_TOKENS
+        room = window_tokens - prompt  # the start token is the decoder's first position, as Whisper's prompt is
     output = w.output_tokens or max(1, min(DEFAULT_OUTPUT_TOKENS, room))
     return EncDecRequest(encoder_tokens=encoder, decoder_prompt_tokens=prompt, output_tokens=output)
 

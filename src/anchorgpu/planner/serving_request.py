@@ -8,7 +8,7 @@ from __future__ import annotations
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, Workload, default_context_tokens
-from anchorgpu.planner.media import WHISPER_DECODER_PROMPT_TOKENS, MediaLoad, resolve_media
+from anchorgpu.planner.media import T5_DECODER_PROMPT_TOKENS, WHISPER_DECODER_PROMPT_TOKENS, MediaLoad, resolve_media
 
 __all__ = ["DEFAULT_REQUEST_NOTE", "asked_context", "check_request_within_context", "ladder_context_note",
            "request_media"]
@@ -27,11 +27,14 @@ def check_request_within_context(w: Workload, limit: int, model: ModelSpec | Non
     enc = None if model is None else model.encoder
     if model is not None and enc is not None and not enc.fixed_tokens and w.context_tokens is None \
             and not w.allow_long_context:
-        for what, value, cap, where in (("prompt", w.prompt_tokens, enc.max_tokens, "encoder input"),
-                                        ("output", w.output_tokens, limit, "decoder window")):
-            if value is not None and value > cap:
-                raise InvalidWorkload(f"{what} {value:,} tokens exceed {model.name}'s {where} of {cap:,} tokens "
-                                      "(add --allow-long-context to plan anyway)")
+        if w.prompt_tokens is not None and w.prompt_tokens > enc.max_tokens:
+            raise InvalidWorkload(f"prompt {w.prompt_tokens:,} tokens exceed {model.name}'s encoder input of "
+                                  f"{enc.max_tokens:,} tokens (add --allow-long-context to plan anyway)")
+        # the decoder's window holds its start token before the output (media.encdec_request times both)
+        if w.output_tokens is not None and T5_DECODER_PROMPT_TOKENS + w.output_tokens > limit:
+            raise InvalidWorkload(f"the {T5_DECODER_PROMPT_TOKENS}-token decoder start + output {w.output_tokens:,} "
+                                  f"tokens exceed {model.name}'s decoder window of {limit:,} tokens (add "
+                                  "--allow-long-context to plan anyway)")
         return
     # a request has at least one prompt token and one output token: an output as long as the context left no room for
     # the prompt, and the speed timed 1 + output tokens in a sequence planned one shorter
