@@ -96,7 +96,8 @@ def run_plan(request: PlanRequest, *, offline: bool) -> dict[str, Any]:
     from anchorgpu.planner.workload_checks import check_diffusion_options
 
     model = load_public_model(request.model, offline=offline)
-    gpu = get_gpu(request.gpu) if request.gpu else None
+    # an empty name is refused as the CLI's --gpu '' is (get_gpu: 'the name is empty'), not read as no GPU
+    gpu = get_gpu(request.gpu) if request.gpu is not None else None
     workload, precision, layout = plan_inputs(request)
     check_given(request, model)  # a diffusion pipeline's default task is diffusion
     check_diffusion_options(model, images=request.images, resolution=request.resolution, vae_tiling=request.vae_tiling,
@@ -135,7 +136,7 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
         # launch of another engine than the one the memory is sized for, was returned as recipe_refused on every row
         check_kind(request.recipe, engine=request.engine, task=request.task)
     catalog = load_catalog()
-    offerings = find_offerings(catalog, gpu=request.gpu) if request.gpu else None
+    offerings = find_offerings(catalog, gpu=request.gpu) if request.gpu is not None else None  # '' refused as ' '
     if request.gpu and offerings is not None and not offerings:  # as the CLI's --gpu says it
         from anchorgpu.hardware import get_gpu
 
