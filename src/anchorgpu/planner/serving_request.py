@@ -8,7 +8,13 @@ from __future__ import annotations
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, Workload, default_context_tokens
-from anchorgpu.planner.media import T5_DECODER_PROMPT_TOKENS, WHISPER_DECODER_PROMPT_TOKENS, MediaLoad, resolve_media
+from anchorgpu.planner.media import (
+    T5_DECODER_PROMPT_TOKENS,
+    WHISPER_DECODER_PROMPT_TOKENS,
+    MediaLoad,
+    request_within,
+    resolve_media,
+)
 
 __all__ = ["DEFAULT_REQUEST_NOTE", "asked_context", "check_request_within_context", "ladder_context_note",
            "request_media"]
@@ -66,9 +72,16 @@ def asked_context(model: ModelSpec, w: Workload, assumptions: list[str]) -> int:
         ctx = min(prompt + output, limit) if not w.allow_long_context else prompt + output
         if model.encoder is not None and not model.encoder.fixed_tokens and w.prompt_tokens is not None:
             return ctx  # the prompt goes to a text encoder: sequence_tokens states what the decoder holds
+        shortened = ""
+        if ctx < prompt + output and model.encoder is None:  # the part left at its default gives way (request_within)
+            timed_prompt, timed_output = request_within(w.prompt_tokens, w.output_tokens, ctx)
+            if w.prompt_tokens is None:
+                shortened = f"; the default {prompt:,}-token prompt shortened to {timed_prompt:,} tokens to fit"
+            elif w.output_tokens is None:
+                shortened = f"; the default {output:,}-token output shortened to {timed_output:,} tokens to fit"
         assumptions.append(f"Context not given: each sequence sized at prompt + output = {prompt:,} + {output:,} = "
                            f"{prompt + output:,} tokens" + (f", capped at the model's {limit:,}" if ctx < prompt + output
-                                                            else "") + ".")
+                                                            else "") + shortened + ".")
     elif w.context_tokens is None and (w.concurrency or 1) > 1:  # many users, no length: the request timed below
         ctx = min(DEFAULT_PROMPT_TOKENS + DEFAULT_OUTPUT_TOKENS, limit)
         assumptions.append(
