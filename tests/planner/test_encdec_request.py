@@ -85,3 +85,17 @@ def test_t5_decoder_window_holds_its_start_token_and_the_output(capsys: pytest.C
         code, out, err = run(capsys, cmd, "t5-base", "--output-tokens", "512", "--gpu", "h100")
         assert code == 2 and out == "" and "1-token decoder start + output 512 tokens" in err
     assert _perf(capsys, "t5-base", "--output-tokens", "511")["performance"]["output_tokens"] == 511
+
+
+def test_whisper_sized_by_its_output_holds_its_decoder_prompt_not_a_text_prompt(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """--output-tokens 300 alone: the decoder holds its 4-token task prompt + 300 = 304 tokens. The sizing took the
+    text default, 1,024 + 300 = 1,324 capped at the 448-token window, and said so, while the speed timed 4 + 300."""
+    doc = _perf(capsys, "whisper-large-v3", "--output-tokens", "300")
+    perf = doc["performance"]
+    assert (perf["prompt_tokens"], perf["output_tokens"]) == (4, 300)
+    assert doc["workload"]["context_tokens"] == 304
+    assert any(a.startswith("Context not given") and "4 + 300 = 304 tokens" in a for a in doc["assumptions"])
+    assert not any("1,024 + 300" in a for a in doc["assumptions"])
+    rec = run_json(capsys, "recommend", "whisper-large-v3", "--output-tokens", "300", "--top", "1")["workload"]
+    assert (rec["context_tokens"], rec["prompt_tokens"], rec["output_tokens"]) == (304, 4, 300)

@@ -67,7 +67,10 @@ def asked_context(model: ModelSpec, w: Workload, assumptions: list[str]) -> int:
     prompt + output, else the default request for many users, else the default context (each stated)."""
     limit = model.max_context_tokens
     if w.context_tokens is None and (w.prompt_tokens is not None or w.output_tokens is not None):
-        prompt = w.prompt_tokens if w.prompt_tokens is not None else 1024
+        # Whisper's decoder holds its own 4-token task prompt, not a text prompt (the audio is the encoder's)
+        audio = model.encoder is not None and bool(model.encoder.fixed_tokens)
+        default_prompt = WHISPER_DECODER_PROMPT_TOKENS if audio else DEFAULT_PROMPT_TOKENS
+        prompt = w.prompt_tokens if w.prompt_tokens is not None else default_prompt
         output = w.output_tokens if w.output_tokens is not None else 256
         ctx = min(prompt + output, limit) if not w.allow_long_context else prompt + output
         if model.encoder is not None and not model.encoder.fixed_tokens and w.prompt_tokens is not None:
