@@ -99,3 +99,18 @@ def test_whisper_sized_by_its_output_holds_its_decoder_prompt_not_a_text_prompt(
     assert not any("1,024 + 300" in a for a in doc["assumptions"])
     rec = run_json(capsys, "recommend", "whisper-large-v3", "--output-tokens", "300", "--top", "1")["workload"]
     assert (rec["context_tokens"], rec["prompt_tokens"], rec["output_tokens"]) == (304, 4, 300)
+
+
+def test_t5_sized_by_its_prompt_holds_the_decoder_start_token_too(capsys: pytest.CaptureFixture[str]) -> None:
+    """--prompt 300 --output-tokens 100: the encoder reads 300 tokens; the decoder holds its start token and the 100
+    output tokens, 101. The memory and the launch held 100 ("the memory above holds sequences of 100 tokens",
+    --max-model-len 100) while the speed timed 1 + 100, and vLLM refuses a request whose decoder prompt and
+    max_tokens pass max_model_len."""
+    doc = run_json(capsys, "plan", "t5-base", "--prompt", "300", "--output-tokens", "100", "--gpu", "h100",
+                   "--recipe", "vllm")
+    perf = doc["performance"]
+    assert (perf["encoder_input_tokens"], perf["prompt_tokens"], perf["output_tokens"]) == (300, 1, 100)
+    assert doc["workload"]["context_tokens"] == perf["prompt_tokens"] + perf["output_tokens"] == 101
+    assert "--max-model-len 101" in doc["recipe"]["command"]
+    rec = run_json(capsys, "recommend", "t5-base", "--prompt", "300", "--output-tokens", "100", "--top", "1")
+    assert rec["workload"]["context_tokens"] == 101

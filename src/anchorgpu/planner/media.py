@@ -179,13 +179,15 @@ def sequence_tokens(media: MediaLoad, w: Workload, ctx: int, assumptions: list[s
     default request of many users (1,024 prompt + 256 output text tokens), gets the image tokens on top; the default
     context of one sequence (the model's length) already has room for them. A text
     encoder-decoder (T5) sized by --prompt/--output-tokens reads the prompt in its encoder: the decoder's own
-    cache holds the output tokens only."""
+    cache holds its start token and the output tokens."""
     enc = None if model is None else model.encoder
     if enc is not None and not enc.fixed_tokens and w.context_tokens is None and w.prompt_tokens is not None:
         out = w.output_tokens or 256
+        # the decoder's start token is its first position, before the output (encdec_request times both)
         assumptions.append(f"Encoder-decoder: the {w.prompt_tokens:,}-token prompt goes to the encoder; the decoder "
-                           f"caches the {out:,} output tokens.")
-        return out
+                           f"caches its {T5_DECODER_PROMPT_TOKENS}-token start and the {out:,} output tokens, "
+                           f"{T5_DECODER_PROMPT_TOKENS + out:,} tokens.")
+        return T5_DECODER_PROMPT_TOKENS + out
     if media.context_tokens == 0:
         return ctx
     # the default request of many users is text and the images come on top; mllama's one placeholder an image is
