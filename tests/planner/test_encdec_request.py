@@ -111,6 +111,21 @@ def test_t5_sized_by_its_prompt_holds_the_decoder_start_token_too(capsys: pytest
     perf = doc["performance"]
     assert (perf["encoder_input_tokens"], perf["prompt_tokens"], perf["output_tokens"]) == (300, 1, 100)
     assert doc["workload"]["context_tokens"] == perf["prompt_tokens"] + perf["output_tokens"] == 101
-    assert "--max-model-len 101" in doc["recipe"]["command"]
     rec = run_json(capsys, "recommend", "t5-base", "--prompt", "300", "--output-tokens", "100", "--top", "1")
     assert rec["workload"]["context_tokens"] == 101
+
+
+@pytest.mark.parametrize(("argv", "decoder", "encoder"), [(("--prompt", "300", "--output-tokens", "100"), 101, 300),
+                                                          (("--output-tokens", "300"), 301, 512),
+                                                          (("--prompt", "50", "--output-tokens", "100"), 101, 50)])
+def test_t5_launch_admits_the_encoder_prompt_as_well_as_the_decoder(
+        capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], decoder: int, encoder: int) -> None:
+    """vLLM holds a text encoder-decoder's encoder prompt to --max-model-len too (vllm-project/vllm
+    vllm/engine/llm_engine.py _validate_model_input: only Whisper's padded audio prompt is let through): the launch
+    gave --max-model-len 100 for 300-token prompts, which vLLM refuses. The memory still holds the decoder's own."""
+    doc = run_json(capsys, "plan", "t5-base", *argv, "--gpu", "h100", "--recipe", "vllm")
+    assert doc["workload"]["context_tokens"] == decoder
+    assert doc["performance"]["encoder_input_tokens"] == encoder
+    assert f"--max-model-len {max(decoder, encoder)} " in doc["recipe"]["command"]
+    rec = run_json(capsys, "recommend", "t5-base", *argv, "--top", "1", "--recipe", "vllm")["results"][0]
+    assert f"--max-model-len {max(decoder, encoder)} " in rec["recipe"]["command"]

@@ -178,13 +178,16 @@ def sequence_tokens(media: MediaLoad, w: Workload, ctx: int, assumptions: list[s
     """The sequence a request occupies: a context the user sized (--context, --prompt/--output-tokens), or the
     default request of many users (1,024 prompt + 256 output text tokens), gets the image tokens on top; the default
     context of one sequence (the model's length) already has room for them. A text
-    encoder-decoder (T5) sized by --prompt/--output-tokens reads the prompt in its encoder: the decoder's own
+    encoder-decoder (T5) sized by --prompt or --output-tokens reads the prompt in its encoder: the decoder's own
     cache holds its start token and the output tokens."""
     enc = None if model is None else model.encoder
-    if enc is not None and not enc.fixed_tokens and w.context_tokens is None and w.prompt_tokens is not None:
+    if enc is not None and not enc.fixed_tokens and w.context_tokens is None \
+            and (w.prompt_tokens is not None or w.output_tokens is not None):
         out = w.output_tokens or 256
+        prompt = (f"the {w.prompt_tokens:,}-token prompt" if w.prompt_tokens is not None
+                  else f"the default {DEFAULT_PROMPT_TOKENS:,}-token prompt")
         # the decoder's start token is its first position, before the output (encdec_request times both)
-        assumptions.append(f"Encoder-decoder: the {w.prompt_tokens:,}-token prompt goes to the encoder; the decoder "
+        assumptions.append(f"Encoder-decoder: {prompt} goes to the encoder; the decoder "
                            f"caches its {T5_DECODER_PROMPT_TOKENS}-token start and the {out:,} output tokens, "
                            f"{T5_DECODER_PROMPT_TOKENS + out:,} tokens.")
         return T5_DECODER_PROMPT_TOKENS + out

@@ -73,8 +73,8 @@ def asked_context(model: ModelSpec, w: Workload, assumptions: list[str]) -> int:
         prompt = w.prompt_tokens if w.prompt_tokens is not None else default_prompt
         output = w.output_tokens if w.output_tokens is not None else 256
         ctx = min(prompt + output, limit) if not w.allow_long_context else prompt + output
-        if model.encoder is not None and not model.encoder.fixed_tokens and w.prompt_tokens is not None:
-            return ctx  # the prompt goes to a text encoder: sequence_tokens states what the decoder holds
+        if model.encoder is not None and not model.encoder.fixed_tokens:
+            return ctx  # the prompt (given or the default) goes to a text encoder: sequence_tokens states the decoder's
         shortened = ""
         if ctx < prompt + output and model.encoder is None:  # the part left at its default gives way (request_within)
             timed_prompt, timed_output = request_within(w.prompt_tokens, w.output_tokens, ctx)
