@@ -129,3 +129,22 @@ def test_t5_launch_admits_the_encoder_prompt_as_well_as_the_decoder(
     assert f"--max-model-len {max(decoder, encoder)} " in doc["recipe"]["command"]
     rec = run_json(capsys, "recommend", "t5-base", *argv, "--top", "1", "--recipe", "vllm")["results"][0]
     assert f"--max-model-len {max(decoder, encoder)} " in rec["recipe"]["command"]
+
+
+@pytest.mark.parametrize(("model", "decoder_prompt", "window", "encoder"), [("whisper-large-v3", 4, 448, 1500),
+                                                                           ("t5-base", 1, 512, 512)])
+def test_many_users_of_an_encoder_decoder_are_sized_at_its_decoders_request(
+        capsys: pytest.CaptureFixture[str], model: str, decoder_prompt: int, window: int, encoder: int) -> None:
+    """--concurrency 64, no length: the decoder of each sequence holds its own prompt (Whisper's 4 task tokens,
+    T5's start token) + the default 256-token answer. The line read "1,024 prompt + 256 output = 448 tokens, not the
+    model's whole 448-token window" (a sum that is not one, and the window itself) and the cache held the window."""
+    doc = _perf(capsys, model, "--concurrency", "64")
+    perf = doc["performance"]
+    assert doc["workload"]["context_tokens"] == decoder_prompt + 256 < window
+    assert (perf["prompt_tokens"], perf["output_tokens"], perf["encoder_input_tokens"]) == (decoder_prompt, 256,
+                                                                                          encoder)
+    line = next(a for a in doc["assumptions"] if a.startswith("Context not given"))
+    assert f"the decoder's {decoder_prompt}-token prompt + 256 output = {decoder_prompt + 256} tokens" in line
+    assert "1,024 prompt" not in line
+    rec = run_json(capsys, "recommend", model, "--top", "1")["workload"]
+    assert (rec["context_tokens"], rec.get("one_sequence_context_tokens")) == (decoder_prompt + 256, window)

@@ -16,7 +16,7 @@ from anchorgpu.planner.media import (
     resolve_media,
 )
 
-__all__ = ["DEFAULT_REQUEST_NOTE", "asked_context", "check_request_within_context", "ladder_context_note",
+__all__ = ["DEFAULT_REQUEST_NOTE", "asked_context", "check_request_within_context", "encoder_prompt_tokens", "ladder_context_note",
            "request_media"]
 
 
@@ -58,6 +58,12 @@ def check_request_within_context(w: Workload, limit: int, model: ModelSpec | Non
                               "plan anyway)")
 
 
+def encoder_prompt_tokens(w: Workload) -> int:
+    """The prompt a text encoder reads (before its own length caps it): the given prompt, else the given context,
+    else the default request's 1,024 tokens; never the decoder's sequence, which holds the output only."""
+    return w.prompt_tokens or w.context_tokens or DEFAULT_PROMPT_TOKENS
+
+
 DEFAULT_REQUEST_NOTE = "Context not given: each of the"
 """How the assumption opens when many sequences and no length were given and each is sized at the default request
 (a recipe then lets the engine accept longer ones, as it would by default)."""
@@ -76,7 +82,7 @@ def asked_context(model: ModelSpec, w: Workload, assumptions: list[str]) -> int:
         if model.encoder is not None and not model.encoder.fixed_tokens:
             return ctx  # the prompt (given or the default) goes to a text encoder: sequence_tokens states the decoder's
         shortened = ""
-        if ctx < prompt + output and model.encoder is None:  # the part left at its default gives way (request_within)
+        if ctx < prompt + output and (model.encoder is None or audio):  # the default part gives way (request_within)
             timed_prompt, timed_output = request_within(w.prompt_tokens, w.output_tokens, ctx)
             if w.prompt_tokens is None:
                 shortened = f"; the default {prompt:,}-token prompt shortened to {timed_prompt:,} tokens to fit"
@@ -86,12 +92,19 @@ def asked_context(model: ModelSpec, w: Workload, assumptions: list[str]) -> int:
                            f"{prompt + output:,} tokens" + (f", capped at the model's {limit:,}" if ctx < prompt + output
                                                             else "") + shortened + ".")
     elif w.context_tokens is None and (w.concurrency or 1) > 1:  # many users, no length: the request timed below
-        ctx = min(DEFAULT_PROMPT_TOKENS + DEFAULT_OUTPUT_TOKENS, limit)
+        enc = model.encoder
+        if enc is not None:  # the decoder holds its own prompt (Whisper's task tokens, T5's start token) + output
+            decoder_prompt = WHISPER_DECODER_PROMPT_TOKENS if enc.fixed_tokens else T5_DECODER_PROMPT_TOKENS
+            ctx = min(decoder_prompt + DEFAULT_OUTPUT_TOKENS, limit)
+            request = (f"the decoder's {decoder_prompt:,}-token prompt + {DEFAULT_OUTPUT_TOKENS:,} output = {ctx:,} "
+                       f"tokens (the {'audio' if enc.fixed_tokens else 'prompt'} goes to the encoder)")
+        else:
+            ctx = min(DEFAULT_PROMPT_TOKENS + DEFAULT_OUTPUT_TOKENS, limit)
+            request = f"{DEFAULT_PROMPT_TOKENS:,} prompt + {DEFAULT_OUTPUT_TOKENS:,} output = {ctx:,} tokens"
         assumptions.append(
             f"{DEFAULT_REQUEST_NOTE} {w.concurrency:,} sequences sized at the request the speed figures time, "
-            f"{DEFAULT_PROMPT_TOKENS:,} prompt + {DEFAULT_OUTPUT_TOKENS:,} output = {ctx:,} tokens, not the model's "
-            f"whole {limit:,}-token window each (that many full windows at once is not how such models are served); "
-            "set --context, or --prompt and --output-tokens, to plan your own.")
+            f"{request}, not the model's whole {limit:,}-token window each (that many full windows at once is not how "
+            "such models are served); set --context, or --prompt and --output-tokens, to plan your own.")
     else:
         ctx = w.context_tokens or default_context_tokens(limit)
         if w.context_tokens is None and ctx < limit:
@@ -135,4 +148,4 @@ def ladder_context_note(limit: int, contexts: dict[int, int]) -> str:
 def request_media(model: ModelSpec, w: Workload) -> MediaLoad:
     """The request's images or encoder input as :func:`plan_inference` resolves them (the catalog sweep sizes the
     cross-attention K/V of an encoder-decoder or cross-attention model with it, as the plan does)."""
-    return resolve_media(model, w, [], prompt_tokens=w.prompt_tokens or asked_context(model, w, []))
+    return resolve_media(model, w, [], prompt_tokens=encoder_prompt_tokens(w))
