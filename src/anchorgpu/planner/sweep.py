@@ -248,7 +248,7 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         # no concurrency named: the ladder doubles on past 512 while a layout swept could run that many users (its
         # engines' sequence cap x its replicas, within its memory), a sequence sized as plan sizes many at once
         ladder_tokens = asked_context(model, replace(probe_w, concurrency=BATCH_LADDER[-1]), [])
-        concs = concurrency_ladder(model, shapes, w, lay, weights, kvs, ladder_tokens)
+        concs = concurrency_ladder(model, shapes, w, lay, weights, kvs, ladder_tokens, media)
         doubled = len(concs) > len(BATCH_LADDER)
     # each concurrency's sequence as plan --concurrency N sizes it (no length given: one sequence at the model's
     # window, more at the request timed), in the order of ``concs``
