@@ -137,3 +137,20 @@ def test_the_ladder_of_an_encoder_decoder_counts_its_cross_attention_cache(
     held = gpus * get_gpu("h100").memory_bytes // 245_760_000
     ladder = _swept_ladder(run_json(capsys, "recommend", "whisper-large-v3", "--gpu", "h100", "--top", "1"))
     assert ladder[-1] <= held < 2 * ladder[-1] or ladder[-1] == BATCH_LADDER[-1]
+
+
+def test_the_ladder_of_a_vision_model_counts_the_image_tokens_its_sequences_hold(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Qwen2.5-VL-7B's sequences hold 1,280 text + 1,369 image tokens (README's vision journey: a 1024x1024 image is
+    1,369 tokens); the bound sized them at the text alone, so on H100s the ladder ran to 16,384 users where the
+    memory holds fewer than 16,384 sequences of 2,649 tokens on any layout swept."""
+    model = _text_model("qwen2.5-vl-7b")
+    doc = run_json(capsys, "recommend", "qwen2.5-vl-7b", "--gpu", "h100", "--top", "1")
+    held = doc["workload"]["context_tokens"]
+    assert held == 1280 + 1369
+    shapes = [s for s in shapes_from_catalog(load_catalog().offerings) if s.gpu.name == get_gpu("h100").name]
+    w = Workload(task="inference")
+    lay = layout_grid(model, shapes, training=False, max_pp=8, zero_stages=(0,))
+    bound = most_sequences(model, shapes, w, lay, ("bf16",), ("bf16",), held)
+    ladder = _swept_ladder(doc)
+    assert ladder[-1] <= max(bound, BATCH_LADDER[-1]) < 2 * ladder[-1]
