@@ -137,6 +137,15 @@ def test_the_api_refuses_a_blank_name_as_bad_input(sqlite_served: Served, body: 
     assert response.status_code == 422 and "the name is empty" in problem_of(response)["detail"]
 
 
+@pytest.mark.parametrize("route", ["/v1/plan", "/v1/recommend"])
+def test_the_api_refuses_an_empty_gpu_name_as_the_cli_does(sqlite_served: Served, route: str) -> None:
+    """``"gpu": ""`` planned with no GPU (/v1/plan) or swept every GPU (/v1/recommend), where ``" "`` and the CLI's
+    ``--gpu ''`` are refused; the page drops a blank field before it asks (web.planning.form_values)."""
+    body = {"model": "llama-3.1-8b", "gpu": "", **({"top": 1} if route.endswith("recommend") else {})}
+    response = sqlite_served.client.post(route, json=body)
+    assert response.status_code == 422 and "the name is empty" in problem_of(response)["detail"]
+
+
 def test_an_unknown_long_name_is_not_repeated_whole(local_db: None, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h" * 5000)
     assert code == 3 and len(err) < 300 and "(5,000 characters)" in err

@@ -313,3 +313,13 @@ def test_compare_with_a_diffusion_pipeline_plans_it_whole_on_each_gpu(capsys: py
 def test_training_a_diffusion_pipeline_is_refused_with_a_reason(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "gpus", "compare", "l40s", "h100", "--model", "flux.1-dev", "--task", "training")
     assert code == 2 and err == "error: flux.1-dev is a diffusion pipeline: compare it for image generation (--task inference)\n"
+
+
+def test_compare_counts_thousands_of_sequences_with_separators(capsys: pytest.CaptureFixture[str]) -> None:
+    """T5-base's 512-token sequences: an H100 holds about two thousand at once; the sentence printed '1976', where
+    every other count of the answer has its thousands separated."""
+    doc = run_json(capsys, "gpus", "compare", "h100", "l40s", "--model", "t5-base")
+    most = doc["plan"]["per_gpu"]["h100-sxm"]["one_gpu"]["max_concurrency"]
+    assert most >= 1000
+    code, out, _ = run(capsys, "gpus", "compare", "h100", "l40s", "--model", "t5-base")
+    assert code == 0 and f"up to {most:,} sequences at once" in " ".join(out.split())

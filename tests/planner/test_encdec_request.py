@@ -71,3 +71,80 @@ def test_the_cli_names_the_encoder_input(capsys: pytest.CaptureFixture[str]) -> 
     code, out, _ = run(capsys, "plan", "whisper-large-v3", "--gpu", "h100")
     assert code == 0
     assert "1,500 encoder input + 4 decoder prompt + 256 output tokens" in " ".join(out.split())
+
+
+def test_t5_decoder_window_holds_its_start_token_and_the_output(capsys: pytest.CaptureFixture[str]) -> None:
+    """The decoder's window (t5-base: 512, registry) holds its one start token before the output, as Whisper's holds
+    its 4-token prompt: --context 256 timed 1 + 256 decoder tokens against sequences of 256, and --output-tokens 512
+    1 + 512 against the 512 window, while --context 256 --output-tokens 256 was refused."""
+    perf = _perf(capsys, "t5-base", "--context", "256")["performance"]
+    assert perf["prompt_tokens"] + perf["output_tokens"] == 256  # 1 + 255, was 1 + 256
+    rec = run_json(capsys, "recommend", "t5-base", "--context", "256", "--top", "1")["workload"]
+    assert rec["prompt_tokens"] + rec["output_tokens"] == 256
+    for cmd in ("plan", "recommend"):
+        code, out, err = run(capsys, cmd, "t5-base", "--output-tokens", "512", "--gpu", "h100")
+        assert code == 2 and out == "" and "1-token decoder start + output 512 tokens" in err
+    assert _perf(capsys, "t5-base", "--output-tokens", "511")["performance"]["output_tokens"] == 511
+
+
+def test_whisper_sized_by_its_output_holds_its_decoder_prompt_not_a_text_prompt(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """--output-tokens 300 alone: the decoder holds its 4-token task prompt + 300 = 304 tokens. The sizing took the
+    text default, 1,024 + 300 = 1,324 capped at the 448-token window, and said so, while the speed timed 4 + 300."""
+    doc = _perf(capsys, "whisper-large-v3", "--output-tokens", "300")
+    perf = doc["performance"]
+    assert (perf["prompt_tokens"], perf["output_tokens"]) == (4, 300)
+    assert doc["workload"]["context_tokens"] == 304
+    assert any(a.startswith("Context not given") and "4 + 300 = 304 tokens" in a for a in doc["assumptions"])
+    assert not any("1,024 + 300" in a for a in doc["assumptions"])
+    rec = run_json(capsys, "recommend", "whisper-large-v3", "--output-tokens", "300", "--top", "1")["workload"]
+    assert (rec["context_tokens"], rec["prompt_tokens"], rec["output_tokens"]) == (304, 4, 300)
+
+
+def test_t5_sized_by_its_prompt_holds_the_decoder_start_token_too(capsys: pytest.CaptureFixture[str]) -> None:
+    """--prompt 300 --output-tokens 100: the encoder reads 300 tokens; the decoder holds its start token and the 100
+    output tokens, 101. The memory and the launch held 100 ("the memory above holds sequences of 100 tokens",
+    --max-model-len 100) while the speed timed 1 + 100, and vLLM refuses a request whose decoder prompt and
+    max_tokens pass max_model_len."""
+    doc = run_json(capsys, "plan", "t5-base", "--prompt", "300", "--output-tokens", "100", "--gpu", "h100",
+                   "--recipe", "vllm")
+    perf = doc["performance"]
+    assert (perf["encoder_input_tokens"], perf["prompt_tokens"], perf["output_tokens"]) == (300, 1, 100)
+    assert doc["workload"]["context_tokens"] == perf["prompt_tokens"] + perf["output_tokens"] == 101
+    rec = run_json(capsys, "recommend", "t5-base", "--prompt", "300", "--output-tokens", "100", "--top", "1")
+    assert rec["workload"]["context_tokens"] == 101
+
+
+@pytest.mark.parametrize(("argv", "decoder", "encoder"), [(("--prompt", "300", "--output-tokens", "100"), 101, 300),
+                                                          (("--output-tokens", "300"), 301, 512),
+                                                          (("--prompt", "50", "--output-tokens", "100"), 101, 50)])
+def test_t5_launch_admits_the_encoder_prompt_as_well_as_the_decoder(
+        capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], decoder: int, encoder: int) -> None:
+    """vLLM holds a text encoder-decoder's encoder prompt to --max-model-len too (vllm-project/vllm
+    vllm/engine/llm_engine.py _validate_model_input: only Whisper's padded audio prompt is let through): the launch
+    gave --max-model-len 100 for 300-token prompts, which vLLM refuses. The memory still holds the decoder's own."""
+    doc = run_json(capsys, "plan", "t5-base", *argv, "--gpu", "h100", "--recipe", "vllm")
+    assert doc["workload"]["context_tokens"] == decoder
+    assert doc["performance"]["encoder_input_tokens"] == encoder
+    assert f"--max-model-len {max(decoder, encoder)} " in doc["recipe"]["command"]
+    rec = run_json(capsys, "recommend", "t5-base", *argv, "--top", "1", "--recipe", "vllm")["results"][0]
+    assert f"--max-model-len {max(decoder, encoder)} " in rec["recipe"]["command"]
+
+
+@pytest.mark.parametrize(("model", "decoder_prompt", "window", "encoder"), [("whisper-large-v3", 4, 448, 1500),
+                                                                           ("t5-base", 1, 512, 512)])
+def test_many_users_of_an_encoder_decoder_are_sized_at_its_decoders_request(
+        capsys: pytest.CaptureFixture[str], model: str, decoder_prompt: int, window: int, encoder: int) -> None:
+    """--concurrency 64, no length: the decoder of each sequence holds its own prompt (Whisper's 4 task tokens,
+    T5's start token) + the default 256-token answer. The line read "1,024 prompt + 256 output = 448 tokens, not the
+    model's whole 448-token window" (a sum that is not one, and the window itself) and the cache held the window."""
+    doc = _perf(capsys, model, "--concurrency", "64")
+    perf = doc["performance"]
+    assert doc["workload"]["context_tokens"] == decoder_prompt + 256 < window
+    assert (perf["prompt_tokens"], perf["output_tokens"], perf["encoder_input_tokens"]) == (decoder_prompt, 256,
+                                                                                          encoder)
+    line = next(a for a in doc["assumptions"] if a.startswith("Context not given"))
+    assert f"the decoder's {decoder_prompt}-token prompt + 256 output = {decoder_prompt + 256} tokens" in line
+    assert "1,024 prompt" not in line
+    rec = run_json(capsys, "recommend", model, "--top", "1")["workload"]
+    assert (rec["context_tokens"], rec.get("one_sequence_context_tokens")) == (decoder_prompt + 256, window)

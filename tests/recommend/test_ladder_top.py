@@ -6,6 +6,7 @@ at 512, `recommend deepseek-v3 --gpu h200` showed 1, 2 and 3 servers of 8 H200 a
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal
 
 import numpy as np
@@ -17,6 +18,7 @@ from anchorgpu.catalog import load_catalog
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.inputs import engine_limits, large_engine_defaults
+from anchorgpu.planner.serving_request import request_media
 from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.sweep import BATCH_LADDER, SweepSpec, sweep
 from anchorgpu.planner.sweep_grid import layout_grid
@@ -85,7 +87,9 @@ def test_no_configuration_past_the_bound_fits_and_runs_within_its_cap(model: str
     lay = layout_grid(spec_model, shapes, training=False, max_pp=8, zero_stages=(0,))
     auto = sweep(spec_model, shapes, SweepSpec(workload=w))
     weights, kvs = auto.weights, auto.kv_caches
-    bound = most_sequences(spec_model, shapes, w, lay, weights, kvs, auto.context_at(2))
+    # the request's cross-attention K/V (Whisper's frames) counted as the sweep counts it
+    media = request_media(spec_model, replace(w, concurrency=BATCH_LADDER[-1]))
+    bound = most_sequences(spec_model, shapes, w, lay, weights, kvs, auto.context_at(2), media)
     ladder = [c for c, _ in auto.concurrency_contexts]
     assert ladder[:len(BATCH_LADDER)] == list(BATCH_LADDER) and all(b == 2 * a for a, b in zip(ladder[:-1], ladder[1:], strict=True))
     assert ladder[-1] <= max(bound, 512) < 2 * ladder[-1]
@@ -120,3 +124,33 @@ def test_the_readme_states_the_three_server_row(capsys: pytest.CaptureFixture[st
     row = next(r for r in doc["results"] if r["offering"] == "h200-8x-bm" and r["servers"] == 3)
     assert (f"puts three 8 x H200 servers at {row['concurrency']:,} users, {row['decode_tokens_per_s_total']:,.0f} tok/s "
             f"and ${row['usd_per_million_output_tokens']} a million tokens") in readme
+
+
+def test_the_ladder_of_an_encoder_decoder_counts_its_cross_attention_cache(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Whisper large-v3 keeps 245,760,000 B of cross-attention K/V a sequence in bf16 (README: its 1,500 frames),
+    far more than its 260 decoder tokens: four servers of eight H100s hold at most 32 x 85.5 GB / 245.76 MB, about
+    11,000 sequences, whatever their engines' caps. The bound left that cache out and the 'Swept' line claimed a
+    layout could run 32,768 users at once."""
+    offerings = [o for o in load_catalog().offerings if get_gpu(o.gpu).name == "h100-sxm"]
+    gpus = 4 * max(o.gpus for o in offerings)  # --max-servers 4, the default (cli.recommend)
+    held = gpus * get_gpu("h100").memory_bytes // 245_760_000
+    ladder = _swept_ladder(run_json(capsys, "recommend", "whisper-large-v3", "--gpu", "h100", "--top", "1"))
+    assert ladder[-1] <= held < 2 * ladder[-1] or ladder[-1] == BATCH_LADDER[-1]
+
+
+def test_the_ladder_of_a_vision_model_counts_the_image_tokens_its_sequences_hold(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Qwen2.5-VL-7B's sequences hold 1,280 text + 1,369 image tokens (README's vision journey: a 1024x1024 image is
+    1,369 tokens); the bound sized them at the text alone, so on H100s the ladder ran to 16,384 users where the
+    memory holds fewer than 16,384 sequences of 2,649 tokens on any layout swept."""
+    model = _text_model("qwen2.5-vl-7b")
+    doc = run_json(capsys, "recommend", "qwen2.5-vl-7b", "--gpu", "h100", "--top", "1")
+    held = doc["workload"]["context_tokens"]
+    assert held == 1280 + 1369
+    shapes = [s for s in shapes_from_catalog(load_catalog().offerings) if s.gpu.name == get_gpu("h100").name]
+    w = Workload(task="inference")
+    lay = layout_grid(model, shapes, training=False, max_pp=8, zero_stages=(0,))
+    bound = most_sequences(model, shapes, w, lay, ("bf16",), ("bf16",), held)
+    ladder = _swept_ladder(doc)
+    assert ladder[-1] <= max(bound, BATCH_LADDER[-1]) < 2 * ladder[-1]

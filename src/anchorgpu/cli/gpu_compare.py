@@ -184,7 +184,7 @@ def _plan_statements(planned: dict[str, Any]) -> list[str]:
         one = entry["one_gpu"]
         needed = entry["gpus_needed"]
         if one is not None and one["fits"]:
-            extra = f", up to {one['max_concurrency']} sequences at once" if one.get("max_concurrency") else ""
+            extra = f", up to {one['max_concurrency']:,} sequences at once" if one.get("max_concurrency") else ""
             text = f"on one {name} it fits with {one['headroom_bytes'] / GIB:,.1f} GiB to spare{extra}"
         elif one is not None:
             short = -one["headroom_bytes"] / GIB if one["headroom_bytes"] is not None else 0.0

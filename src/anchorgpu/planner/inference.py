@@ -50,6 +50,7 @@ from anchorgpu.planner.serving_request import (
     DEFAULT_REQUEST_NOTE,
     asked_context,
     check_request_within_context,
+    encoder_prompt_tokens,
     request_media,
 )
 from anchorgpu.planner.sglang import SglangSettings, max_running_requests, sglang_gpu_memory_bytes, sglang_settings
@@ -254,7 +255,7 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     media = NO_MEDIA  # a text-only model's request: nothing to resolve (plan() has refused images given to it)
     text_ctx = ctx
     if model.encoder is not None or model.image is not None:
-        media = resolve_media(model, w, assumptions, prompt_tokens=w.prompt_tokens or ctx)
+        media = resolve_media(model, w, assumptions, prompt_tokens=encoder_prompt_tokens(w))
         ctx = sequence_tokens(media, w, ctx, assumptions, model)
     if ctx > limit:
         if not w.allow_long_context:

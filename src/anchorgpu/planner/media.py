@@ -136,8 +136,10 @@ def encdec_request(model: ModelSpec, w: Workload, window_tokens: int) -> EncDecR
     >>> from anchorgpu.architectures import load_model
     >>> encdec_request(load_model("whisper-large-v3"), Workload(), 448)
     EncDecRequest(encoder_tokens=1500, decoder_prompt_tokens=4, output_tokens=256)
-    >>> encdec_request(load_model("t5-base"), Workload(prompt_tokens=300, output_tokens=100), 100)
+    >>> encdec_request(load_model("t5-base"), Workload(prompt_tokens=300, output_tokens=100), 101)
     EncDecRequest(encoder_tokens=300, decoder_prompt_tokens=1, output_tokens=100)
+    >>> encdec_request(load_model("t5-base"), Workload(), 256)  # the start token and 255 output tokens fill the 256
+    EncDecRequest(encoder_tokens=512, decoder_prompt_tokens=1, output_tokens=255)
     """
     enc = model.encoder
     if enc is None:
@@ -148,7 +150,8 @@ def encdec_request(model: ModelSpec, w: Workload, window_tokens: int) -> EncDecR
     else:  # the prompt is the encoder's; the decoder's window holds its output
         encoder = w.prompt_tokens or DEFAULT_PROMPT_TOKENS
         encoder = encoder if w.allow_long_context and w.prompt_tokens else min(encoder, enc.max_tokens)
-        prompt, room = T5_DECODER_PROMPT_TOKENS, window_tokens
+        prompt = T5_DECODER_PROMPT_TOKENS
+        room = window_tokens - prompt  # the start token is the decoder's first position, as Whisper's prompt is
     output = w.output_tokens or max(1, min(DEFAULT_OUTPUT_TOKENS, room))
     return EncDecRequest(encoder_tokens=encoder, decoder_prompt_tokens=prompt, output_tokens=output)
 
@@ -175,14 +178,19 @@ def sequence_tokens(media: MediaLoad, w: Workload, ctx: int, assumptions: list[s
     """The sequence a request occupies: a context the user sized (--context, --prompt/--output-tokens), or the
     default request of many users (1,024 prompt + 256 output text tokens), gets the image tokens on top; the default
     context of one sequence (the model's length) already has room for them. A text
-    encoder-decoder (T5) sized by --prompt/--output-tokens reads the prompt in its encoder: the decoder's own
-    cache holds the output tokens only."""
+    encoder-decoder (T5) sized by --prompt or --output-tokens reads the prompt in its encoder: the decoder's own
+    cache holds its start token and the output tokens."""
     enc = None if model is None else model.encoder
-    if enc is not None and not enc.fixed_tokens and w.context_tokens is None and w.prompt_tokens is not None:
+    if enc is not None and not enc.fixed_tokens and w.context_tokens is None \
+            and (w.prompt_tokens is not None or w.output_tokens is not None):
         out = w.output_tokens or 256
-        assumptions.append(f"Encoder-decoder: the {w.prompt_tokens:,}-token prompt goes to the encoder; the decoder "
-                           f"caches the {out:,} output tokens.")
-        return out
+        prompt = (f"the {w.prompt_tokens:,}-token prompt" if w.prompt_tokens is not None
+                  else f"the default {DEFAULT_PROMPT_TOKENS:,}-token prompt")
+        # the decoder's start token is its first position, before the output (encdec_request times both)
+        assumptions.append(f"Encoder-decoder: {prompt} goes to the encoder; the decoder "
+                           f"caches its {T5_DECODER_PROMPT_TOKENS}-token start and the {out:,} output tokens, "
+                           f"{T5_DECODER_PROMPT_TOKENS + out:,} tokens.")
+        return T5_DECODER_PROMPT_TOKENS + out
     if media.context_tokens == 0:
         return ctx
     # the default request of many users is text and the images come on top; mllama's one placeholder an image is

@@ -8,9 +8,15 @@ from __future__ import annotations
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, Workload, default_context_tokens
-from anchorgpu.planner.media import WHISPER_DECODER_PROMPT_TOKENS, MediaLoad, resolve_media
+from anchorgpu.planner.media import (
+    T5_DECODER_PROMPT_TOKENS,
+    WHISPER_DECODER_PROMPT_TOKENS,
+    MediaLoad,
+    request_within,
+    resolve_media,
+)
 
-__all__ = ["DEFAULT_REQUEST_NOTE", "asked_context", "check_request_within_context", "ladder_context_note",
+__all__ = ["DEFAULT_REQUEST_NOTE", "asked_context", "check_request_within_context", "encoder_prompt_tokens", "ladder_context_note",
            "request_media"]
 
 
@@ -27,11 +33,14 @@ def check_request_within_context(w: Workload, limit: int, model: ModelSpec | Non
     enc = None if model is None else model.encoder
     if model is not None and enc is not None and not enc.fixed_tokens and w.context_tokens is None \
             and not w.allow_long_context:
-        for what, value, cap, where in (("prompt", w.prompt_tokens, enc.max_tokens, "encoder input"),
-                                        ("output", w.output_tokens, limit, "decoder window")):
-            if value is not None and value > cap:
-                raise InvalidWorkload(f"{what} {value:,} tokens exceed {model.name}'s {where} of {cap:,} tokens "
-                                      "(add --allow-long-context to plan anyway)")
+        if w.prompt_tokens is not None and w.prompt_tokens > enc.max_tokens:
+            raise InvalidWorkload(f"prompt {w.prompt_tokens:,} tokens exceed {model.name}'s encoder input of "
+                                  f"{enc.max_tokens:,} tokens (add --allow-long-context to plan anyway)")
+        # the decoder's window holds its start token before the output (media.encdec_request times both)
+        if w.output_tokens is not None and T5_DECODER_PROMPT_TOKENS + w.output_tokens > limit:
+            raise InvalidWorkload(f"the {T5_DECODER_PROMPT_TOKENS}-token decoder start + output {w.output_tokens:,} "
+                                  f"tokens exceed {model.name}'s decoder window of {limit:,} tokens (add "
+                                  "--allow-long-context to plan anyway)")
         return
     # a request has at least one prompt token and one output token: an output as long as the context left no room for
     # the prompt, and the speed timed 1 + output tokens in a sequence planned one shorter
@@ -49,6 +58,12 @@ def check_request_within_context(w: Workload, limit: int, model: ModelSpec | Non
                               "plan anyway)")
 
 
+def encoder_prompt_tokens(w: Workload) -> int:
+    """The prompt a text encoder reads (before its own length caps it): the given prompt, else the given context,
+    else the default request's 1,024 tokens; never the decoder's sequence, which holds the output only."""
+    return w.prompt_tokens or w.context_tokens or DEFAULT_PROMPT_TOKENS
+
+
 DEFAULT_REQUEST_NOTE = "Context not given: each of the"
 """How the assumption opens when many sequences and no length were given and each is sized at the default request
 (a recipe then lets the engine accept longer ones, as it would by default)."""
@@ -58,21 +73,38 @@ def asked_context(model: ModelSpec, w: Workload, assumptions: list[str]) -> int:
     prompt + output, else the default request for many users, else the default context (each stated)."""
     limit = model.max_context_tokens
     if w.context_tokens is None and (w.prompt_tokens is not None or w.output_tokens is not None):
-        prompt = w.prompt_tokens if w.prompt_tokens is not None else 1024
+        # Whisper's decoder holds its own 4-token task prompt, not a text prompt (the audio is the encoder's)
+        audio = model.encoder is not None and bool(model.encoder.fixed_tokens)
+        default_prompt = WHISPER_DECODER_PROMPT_TOKENS if audio else DEFAULT_PROMPT_TOKENS
+        prompt = w.prompt_tokens if w.prompt_tokens is not None else default_prompt
         output = w.output_tokens if w.output_tokens is not None else 256
         ctx = min(prompt + output, limit) if not w.allow_long_context else prompt + output
-        if model.encoder is not None and not model.encoder.fixed_tokens and w.prompt_tokens is not None:
-            return ctx  # the prompt goes to a text encoder: sequence_tokens states what the decoder holds
+        if model.encoder is not None and not model.encoder.fixed_tokens:
+            return ctx  # the prompt (given or the default) goes to a text encoder: sequence_tokens states the decoder's
+        shortened = ""
+        if ctx < prompt + output and (model.encoder is None or audio):  # the default part gives way (request_within)
+            timed_prompt, timed_output = request_within(w.prompt_tokens, w.output_tokens, ctx)
+            if w.prompt_tokens is None:
+                shortened = f"; the default {prompt:,}-token prompt shortened to {timed_prompt:,} tokens to fit"
+            elif w.output_tokens is None:
+                shortened = f"; the default {output:,}-token output shortened to {timed_output:,} tokens to fit"
         assumptions.append(f"Context not given: each sequence sized at prompt + output = {prompt:,} + {output:,} = "
                            f"{prompt + output:,} tokens" + (f", capped at the model's {limit:,}" if ctx < prompt + output
-                                                            else "") + ".")
+                                                            else "") + shortened + ".")
     elif w.context_tokens is None and (w.concurrency or 1) > 1:  # many users, no length: the request timed below
-        ctx = min(DEFAULT_PROMPT_TOKENS + DEFAULT_OUTPUT_TOKENS, limit)
+        enc = model.encoder
+        if enc is not None:  # the decoder holds its own prompt (Whisper's task tokens, T5's start token) + output
+            decoder_prompt = WHISPER_DECODER_PROMPT_TOKENS if enc.fixed_tokens else T5_DECODER_PROMPT_TOKENS
+            ctx = min(decoder_prompt + DEFAULT_OUTPUT_TOKENS, limit)
+            request = (f"the decoder's {decoder_prompt:,}-token prompt + {DEFAULT_OUTPUT_TOKENS:,} output = {ctx:,} "
+                       f"tokens (the {'audio' if enc.fixed_tokens else 'prompt'} goes to the encoder)")
+        else:
+            ctx = min(DEFAULT_PROMPT_TOKENS + DEFAULT_OUTPUT_TOKENS, limit)
+            request = f"{DEFAULT_PROMPT_TOKENS:,} prompt + {DEFAULT_OUTPUT_TOKENS:,} output = {ctx:,} tokens"
         assumptions.append(
             f"{DEFAULT_REQUEST_NOTE} {w.concurrency:,} sequences sized at the request the speed figures time, "
-            f"{DEFAULT_PROMPT_TOKENS:,} prompt + {DEFAULT_OUTPUT_TOKENS:,} output = {ctx:,} tokens, not the model's "
-            f"whole {limit:,}-token window each (that many full windows at once is not how such models are served); "
-            "set --context, or --prompt and --output-tokens, to plan your own.")
+            f"{request}, not the model's whole {limit:,}-token window each (that many full windows at once is not how "
+            "such models are served); set --context, or --prompt and --output-tokens, to plan your own.")
     else:
         ctx = w.context_tokens or default_context_tokens(limit)
         if w.context_tokens is None and ctx < limit:
@@ -116,4 +148,4 @@ def ladder_context_note(limit: int, contexts: dict[int, int]) -> str:
 def request_media(model: ModelSpec, w: Workload) -> MediaLoad:
     """The request's images or encoder input as :func:`plan_inference` resolves them (the catalog sweep sizes the
     cross-attention K/V of an encoder-decoder or cross-attention model with it, as the plan does)."""
-    return resolve_media(model, w, [], prompt_tokens=w.prompt_tokens or asked_context(model, w, []))
+    return resolve_media(model, w, [], prompt_tokens=encoder_prompt_tokens(w))

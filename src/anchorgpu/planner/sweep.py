@@ -46,7 +46,7 @@ from anchorgpu.planner.inputs import (
     default_seq_tokens,
     recompute_ladder,
 )
-from anchorgpu.planner.media import encoder_equivalent_tokens, text_request
+from anchorgpu.planner.media import encoder_equivalent_tokens, sequence_tokens, text_request
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.serving_request import asked_context, ladder_context_note
 from anchorgpu.planner.speed.calibration import Overrides, calibration
@@ -247,8 +247,11 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     if not training and not spec.concurrencies and w.concurrency is None:
         # no concurrency named: the ladder doubles on past 512 while a layout swept could run that many users (its
         # engines' sequence cap x its replicas, within its memory), a sequence sized as plan sizes many at once
-        ladder_tokens = asked_context(model, replace(probe_w, concurrency=BATCH_LADDER[-1]), [])
-        concs = concurrency_ladder(model, shapes, w, lay, weights, kvs, ladder_tokens)
+        many = replace(probe_w, concurrency=BATCH_LADDER[-1])
+        ladder_tokens = asked_context(model, many, [])
+        if media is not None:  # the sequence plan holds: a vision model's image tokens on top of the text
+            ladder_tokens = sequence_tokens(media, many, ladder_tokens, [], model)
+        concs = concurrency_ladder(model, shapes, w, lay, weights, kvs, ladder_tokens, media)
         doubled = len(concs) > len(BATCH_LADDER)
     # each concurrency's sequence as plan --concurrency N sizes it (no length given: one sequence at the model's
     # window, more at the request timed), in the order of ``concs``

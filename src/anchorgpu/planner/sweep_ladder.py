@@ -15,6 +15,7 @@ import numpy as np
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner.inputs import KV_CACHE_DTYPES, Workload, block_size_of, engine_limits, large_engine_defaults
+from anchorgpu.planner.media import MediaLoad, cross_kv_bytes
 from anchorgpu.planner.sweep_attention_dp import attention_dp_rows
 from anchorgpu.planner.sweep_serving_memory import token_slots, weight_parts
 
@@ -29,13 +30,16 @@ BATCH_LADDER: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
 
 def most_sequences(model: ModelSpec, shapes: Sequence[HardwareShape], w: Workload, lay: Layouts,
-                   weights: tuple[str, ...], kvs: tuple[str, ...], context_tokens: int) -> int:
+                   weights: tuple[str, ...], kvs: tuple[str, ...], context_tokens: int,
+                   media: MediaLoad | None = None) -> int:
     """An upper bound on the users any serving layout swept runs at once: over the layouts ``lay`` and the
     attention-DP layouts the sweep adds (:func:`~anchorgpu.planner.sweep_attention_dp.attention_dp_rows`), the most of
     DP x the sequences a replica runs, each the smaller of its engine's cap and what a GPU's whole memory holds after
     its lightest weights (the smallest of ``weights``), a sequence of ``context_tokens`` at the smallest of ``kvs``
-    per value on the most-loaded pipeline stage, as the sweep sizes it (no activations, no runtime overhead, no
-    memory-utilization margin: a bound no configuration that fits can pass)."""
+    per value on the most-loaded pipeline stage, as the sweep sizes it, with the cross-attention K/V a sequence of an
+    encoder-decoder or mllama keeps (``media``: Whisper's 1,500 frames are 245,760,000 B a sequence, far more than
+    its 448 decoder tokens) (no activations, no runtime overhead, no memory-utilization margin: a bound no
+    configuration that fits can pass)."""
     adp = np.array([(s, tp, pp, dp, ep) for s, _, _, tp, pp, dp, _, ep, _ in attention_dp_rows(model, shapes, w.engine)],
                    dtype=np.int64).reshape(-1, 5)
     plain = np.stack((lay.shape, lay.tp, lay.pp, lay.dp, lay.ep), axis=1).astype(np.int64)
@@ -51,8 +55,11 @@ def most_sequences(model: ModelSpec, shapes: Sequence[HardwareShape], w: Workloa
     def per_split(key: int) -> tuple[float, float]:  # (weight bytes a GPU, bytes of a sequence a GPU) of a TP, PP, EP
         t, p, e = key // 2**24, key // 2**12 % 2**12, key % 2**12
         share = mm.stage_layers(model.num_layers, p) / n_layers
+        # the cross K/V as the sweep charges it (sweep_serving_memory._cross_kv), a byte under its rounded-up one
+        cross = (max(0, cross_kv_bytes(model, media, sequences=1, bytes_per_value=value_bytes, tp=t, pp=p) - 1)
+                 if media is not None and media.cross_tokens else 0)
         return (min(mm.shard_share(part, tp=t, pp=p, ep=e) for part in parts),
-                (slots * mm.kv_values_per_token_per_gpu(model, tp=t) * value_bytes + state / t) * share)
+                (slots * mm.kv_values_per_token_per_gpu(model, tp=t) * value_bytes + state / t) * share + cross)
 
     keys, inverse = np.unique((tp * 2**12 + pp) * 2**12 + ep, return_inverse=True)
     weights_u, sequence_u = np.array([per_split(int(k)) for k in keys.tolist()], dtype=np.float64).reshape(-1, 2).T
@@ -63,7 +70,8 @@ def most_sequences(model: ModelSpec, shapes: Sequence[HardwareShape], w: Workloa
 
 
 def concurrency_ladder(model: ModelSpec, shapes: Sequence[HardwareShape], w: Workload, lay: Layouts,
-                       weights: tuple[str, ...], kvs: tuple[str, ...], context_tokens: int) -> tuple[int, ...]:
+                       weights: tuple[str, ...], kvs: tuple[str, ...], context_tokens: int,
+                       media: MediaLoad | None = None) -> tuple[int, ...]:
     """:data:`BATCH_LADDER`, then 1,024, 2,048, ... while at most :func:`most_sequences`: a power of two past it no
     layout swept can run, one at or below it some layout might, each rung twice the last as below 512 (so an offering
     is shown within a factor of two of the most users it runs, as it always was below 512).
@@ -78,7 +86,7 @@ def concurrency_ladder(model: ModelSpec, shapes: Sequence[HardwareShape], w: Wor
     >>> concurrency_ladder(model, shapes, Workload(task="inference"), lay, ("fp8-block128x128",), ("bf16",), 1280)[-4:]
     (512, 1024, 2048, 4096)
     """
-    most = most_sequences(model, shapes, w, lay, weights, kvs, context_tokens)
+    most = most_sequences(model, shapes, w, lay, weights, kvs, context_tokens, media)
     rungs = list(BATCH_LADDER)
     while rungs[-1] * 2 <= most:
         rungs.append(rungs[-1] * 2)

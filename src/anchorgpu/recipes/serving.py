@@ -189,6 +189,15 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
                            f"{w.concurrency or 1:,} sequences at {planned_ctx:,} tokens each; the engine still accepts a "
                            f"request up to {ctx:,} (the model's window, or one sequence in the KV cache the engine "
                            "reserves if that is shorter), fewer of them at once when they are long.")
+    encoder_tokens = int(plan.breakdown.get("encoder_input_tokens") or 0)
+    if kind == "vllm" and spec.encoder is not None and not spec.encoder.fixed_tokens and encoder_tokens > ctx:
+        # vLLM holds a text encoder-decoder's encoder prompt to --max-model-len as well as its decoder's (only
+        # Whisper's padded audio prompt is let through): vllm-project/vllm vllm/engine/llm_engine.py
+        # _validate_model_input, "The encoder prompt (length N) is longer than the maximum model length"
+        assumptions.append(f"Context limit {encoder_tokens:,} tokens: the decoder holds {ctx:,}, but vLLM refuses an "
+                           f"encoder prompt longer than --max-model-len, and {spec.name}'s encoder reads "
+                           f"{encoder_tokens:,} tokens a request.")
+        ctx = encoder_tokens
     env: list[str] = []
     if ctx > spec.max_context_tokens:  # planned with --allow-long-context: engines refuse it unless told
         env = {"vllm": ["VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"], "sglang": ["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"],
