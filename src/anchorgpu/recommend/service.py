@@ -88,6 +88,28 @@ def _codes(result: SweepResult, row: dict[str, Any], offering: Offering, *, ship
     return tuple(codes)
 
 
+def _uneven_replicas_line(shown: Sequence[RecommendedOption]) -> str | None:
+    """Where a shown serving row splits its users unevenly over engine replicas, what its speed assumes: every user at
+    the busiest replica's pace (its ``ceil(users / replicas)`` sequences), a little below the sum of each replica's own
+    rate that ``plan --concurrency N`` gives; None where every row splits them evenly.
+
+    >>> from types import SimpleNamespace as R
+    >>> print(_uneven_replicas_line([R(config={"concurrency": 64, "dp": 3, "ep": 1, "tp": 1})]))
+    Users split unevenly over replicas (#1: 64 over 3): every user is timed at the busiest replica's pace (22 sequences), a little below the sum of each replica's own rate that plan --concurrency N gives for the same layout.
+    >>> _uneven_replicas_line([R(config={"concurrency": 64, "dp": 4, "ep": 1, "tp": 1})]) is None
+    True
+    """
+    rows = [(i, o.config) for i, o in enumerate(shown, 1)
+            if o.config["dp"] > 1 and o.config["ep"] <= o.config["tp"] and o.config["concurrency"] % o.config["dp"]]
+    if not rows:
+        return None
+    parts = ", ".join(f"#{i}: {c['concurrency']:,} over {c['dp']}" for i, c in rows)
+    busiest = sorted({-(-c["concurrency"] // c["dp"]) for _, c in rows})
+    return (f"Users split unevenly over replicas ({parts}): every user is timed at the busiest replica's pace "
+            f"({', '.join(f'{b:,}' for b in busiest)} sequences), a little below the sum of each replica's own rate "
+            "that plan --concurrency N gives for the same layout.")
+
+
 def _speed_figures_uncertain(gpu_name: str) -> bool:
     """True when a figure the speed estimate uses (BF16/FP8/FP4 peak, memory or link bandwidth) is marked '?'."""
     gpu = get_gpu(gpu_name)
@@ -261,6 +283,9 @@ def recommend(
         assumptions.append("Cost per million output tokens assumes the servers decode at the estimated total "
                            "tokens/s for the whole term.")
         wide_ep = any(o.config["ep"] > o.config["tp"] for o in (*shown, *front))  # attention DP shown
+        uneven = _uneven_replicas_line(shown)
+        if uneven:
+            assumptions.append(uneven)
         assumptions.extend(serving_caveats(calibrated(spec.efficiencies).caveats, moe=model.moe is not None,
                                            engine=spec.workload.engine, wide_ep=wide_ep))
     else:
