@@ -144,6 +144,6 @@ def test_the_readme_quotes_these_figures() -> None:
     best = next(r for r in rec.results if r.servers == 1)
     c = best.config
     assert (f"TP {c['tp']} x DP {c['dp']} x EP {c['ep']}, {c['decode_tokens_per_s_total']:,.0f} tok/s and "
-            f"${best.usd_per_million_output_tokens:.2f} a million tokens") in readme
+            f"${best.usd_per_million_output_tokens:,} a million tokens") in readme
     split = plan(R1, REQUEST, layout=Layout(gpus=8, tp=4, pp=2), gpu=H200)
     assert f"{plan_performance(split)['output_tokens_per_s']:,.0f} tok/s" in readme
