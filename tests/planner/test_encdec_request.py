@@ -32,6 +32,14 @@ def test_whisper_default_request_fits_its_decoder_window(capsys: pytest.CaptureF
     assert any("1,500 encoder frames" in a and "448-token window" in a for a in doc["assumptions"])
 
 
+def test_many_whisper_users_hold_a_sequence_shorter_than_the_window(capsys: pytest.CaptureFixture[str]) -> None:
+    """With users and no length each holds the decoder's request (4 + 256 = 260 tokens); the speed line called that
+    the decoder's "260-token window" where the window is 448."""
+    doc = _perf(capsys, "whisper-large-v3", "--concurrency", "16")
+    line = next(a for a in doc["assumptions"] if a.startswith("Speed: each request is 1,500 encoder frames"))
+    assert "within a 260-token decoder sequence (its window 448)" in line and "260-token window" not in line
+
+
 @pytest.mark.parametrize("model", ["t5-base", "flan-t5-xl"])
 def test_t5_default_request_reads_its_encoder_length(capsys: pytest.CaptureFixture[str], model: str) -> None:
     perf = _perf(capsys, model)["performance"]

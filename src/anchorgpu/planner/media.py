@@ -290,8 +290,11 @@ def encdec_speed_line(model: ModelSpec, req: EncDecRequest, encoder_equivalent: 
     source = (f"{req.encoder_tokens:,} encoder frames (30 s of audio)" if enc.fixed_tokens
               else f"a {req.encoder_tokens:,}-token prompt in the encoder (its length {enc.max_tokens:,}"
               + (", passed with --allow-long-context)" if req.encoder_tokens > enc.max_tokens else ")"))
+    # the sequence each user holds: the decoder's whole window, or less where many users hold the request alone
+    held = (f"the decoder's {window_tokens:,}-token window" if window_tokens >= model.max_context_tokens else
+            f"a {window_tokens:,}-token decoder sequence (its window {model.max_context_tokens:,})")
     return (f"Speed: each request is {source}, then {req.decoder_prompt_tokens:,} decoder prompt + "
-            f"{req.output_tokens:,} output tokens within the decoder's {window_tokens:,}-token window; prefill counts "
+            f"{req.output_tokens:,} output tokens within {held}; prefill counts "
             f"the encoder's work as {encoder_equivalent:,} more prompt tokens of the same cost, and every decode step "
             f"reads the decoder's own K/V and the cross-attention K/V over the {req.encoder_tokens:,} encoder "
             "positions.")
