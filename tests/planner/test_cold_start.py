@@ -41,6 +41,16 @@ def test_plan_json_loads_no_heavy_library_and_no_other_command() -> None:
     assert offenders == []
 
 
+@pytest.mark.parametrize("argv", [["recommend", "llama-3.1-70b", "--task", "train", "--json"],
+                                  ["recommend", "llama-3.1-8b", "--json"]])
+def test_recommend_json_loads_no_masked_arrays_and_no_rich(argv: list[str]) -> None:
+    # np.unique without return_index/return_inverse imports numpy.ma (~17 ms) for its masked-array check; the sweep
+    # takes distinct values another way (planner.sweep_grid.distinct), and --json renders no table
+    loaded, output = _modules_after(f"from anchorgpu.cli import main\nassert main({argv!r}) == 0")
+    assert json.loads(output)["results"]
+    assert sorted(m for m in loaded if m.split(".")[0] == "rich" or m == "numpy.ma" or m.startswith("numpy.ma.")) == []
+
+
 def test_a_model_is_built_from_its_one_config_file_only() -> None:
     # The registry index resolves the name; only that model's config.json is read and parsed.
     loaded, _ = _modules_after("from anchorgpu.architectures import load_model\nload_model('llama-3.1-8b')")

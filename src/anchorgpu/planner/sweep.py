@@ -310,10 +310,10 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     if training:
         assumptions.append(_chosen_per_layout_line(w, model.moe is not None))
     if model.moe is not None and training:
-        assumptions.append(f"Expert parallelism swept too: EP {', '.join(map(str, np.unique(lay.ep).tolist()))} (sizes that divide "
+        assumptions.append(f"Expert parallelism swept too: EP {', '.join(map(str, sorted(set(lay.ep.tolist()))))} (sizes that divide "
                            f"the {model.moe.num_experts} experts and the GPUs of a pipeline stage).")
     elif model.moe is not None and (lay.ep > 1).any():
-        sizes = [str(tp) for tp in np.unique(lay.tp[lay.ep > lay.tp]).tolist()]  # serving_layouts.attention_dp_tp_sizes'
+        sizes = [str(tp) for tp in sorted(set(lay.tp[lay.ep > lay.tp].tolist()))]  # serving_layouts.attention_dp_tp_sizes'
         tps = " or ".join((", ".join(sizes[:-1]), sizes[-1])) if len(sizes) > 1 else sizes[0]
         assumptions.append(
             "Expert parallelism swept as attention data parallelism on one server (at most 8 GPUs): replicas of the "
