@@ -51,6 +51,26 @@ def test_recommend_json_loads_no_masked_arrays_and_no_rich(argv: list[str]) -> N
     assert sorted(m for m in loaded if m.split(".")[0] == "rich" or m == "numpy.ma" or m.startswith("numpy.ma.")) == []
 
 
+def test_a_training_recommend_loads_no_serving_sweep_module() -> None:
+    # the serving columns, the ladder, SGLang's and attention DP's sweep modules are imported where the serving
+    # sweep runs (planner.sweep): a training recommend never reads them
+    loaded, _ = _modules_after("from anchorgpu.cli import main\n"
+                               "assert main(['recommend', 'llama-3.1-70b', '--task', 'train', '--json']) == 0")
+    serving = {"anchorgpu.planner.sweep_serving", "anchorgpu.planner.sweep_ladder", "anchorgpu.planner.sweep_sglang",
+               "anchorgpu.planner.sweep_attention_dp", "anchorgpu.planner.sweep_serving_memory",
+               "anchorgpu.planner.sweep_serving_ticks", "anchorgpu.planner.sweep_serving_lookups"}
+    assert "anchorgpu.planner.sweep_training" in loaded
+    assert sorted(loaded & serving) == []
+
+
+def test_the_sweep_still_gives_its_batch_ladder() -> None:
+    from anchorgpu.planner import sweep, sweep_ladder
+
+    assert sweep.BATCH_LADDER == sweep_ladder.BATCH_LADDER
+    with pytest.raises(AttributeError, match="no attribute"):
+        sweep.no_such_name  # noqa: B018
+
+
 def test_a_model_is_built_from_its_one_config_file_only() -> None:
     # The registry index resolves the name; only that model's config.json is read and parsed.
     loaded, _ = _modules_after("from anchorgpu.architectures import load_model\nload_model('llama-3.1-8b')")
