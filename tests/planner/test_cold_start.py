@@ -23,7 +23,7 @@ NOT_ON_THE_PLAN_PATH = (
     "anchorgpu.planner.sweep",
     "anchorgpu.cli.booking", "anchorgpu.cli.commerce", "anchorgpu.cli.db", "anchorgpu.cli.glossary", "anchorgpu.cli.hardware",
     "anchorgpu.cli.models", "anchorgpu.cli.recommend", "anchorgpu.cli.serve", "anchorgpu.catalog",
-    "anchorgpu.store", "anchorgpu.config",
+    "anchorgpu.store", "anchorgpu.config", "statistics",
 )
 
 
@@ -43,12 +43,14 @@ def test_plan_json_loads_no_heavy_library_and_no_other_command() -> None:
 
 @pytest.mark.parametrize("argv", [["recommend", "llama-3.1-70b", "--task", "train", "--json"],
                                   ["recommend", "llama-3.1-8b", "--json"]])
-def test_recommend_json_loads_no_masked_arrays_and_no_rich(argv: list[str]) -> None:
+def test_recommend_json_loads_no_masked_arrays_no_statistics_and_no_rich(argv: list[str]) -> None:
     # np.unique without return_index/return_inverse imports numpy.ma (~17 ms) for its masked-array check; the sweep
-    # takes distinct values another way (planner.sweep_grid.distinct), and --json renders no table
+    # takes distinct values another way (planner.sweep_grid.distinct); statistics is the calibration report's
+    # (speed.evidence imports it where it takes a median); --json renders no table
     loaded, output = _modules_after(f"from anchorgpu.cli import main\nassert main({argv!r}) == 0")
     assert json.loads(output)["results"]
-    assert sorted(m for m in loaded if m.split(".")[0] == "rich" or m == "numpy.ma" or m.startswith("numpy.ma.")) == []
+    assert sorted(m for m in loaded if m.split(".")[0] in ("rich", "statistics") or m == "numpy.ma"
+                  or m.startswith("numpy.ma.")) == []
 
 
 def test_a_training_recommend_loads_no_serving_sweep_module() -> None:
@@ -99,3 +101,4 @@ def test_the_cli_still_lists_every_command_in_its_help() -> None:
                           capture_output=True, text=True, timeout=60)
     for command in ("plan", "model", "gpus", "recommend", "offerings", "quote", "book", "glossary", "serve"):
         assert f" {command} " in done.stdout, command
+
