@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 
@@ -102,3 +103,14 @@ def test_the_cli_still_lists_every_command_in_its_help() -> None:
     for command in ("plan", "model", "gpus", "recommend", "offerings", "quote", "book", "glossary", "serve"):
         assert f" {command} " in done.stdout, command
 
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "1"), ("4", "4")])
+def test_the_console_script_runs_one_blas_thread_unless_told(given: str | None, expected: str) -> None:
+    # numpy's OpenBLAS starts a thread pool at import (~70 ms of CPU on 2 CPUs) that the planner never uses
+    code = ("import os, sys\nsys.argv = ['anchorgpu', 'version']\nfrom anchorgpu.cli import entry\n"
+            "try:\n    entry()\nexcept SystemExit:\n    pass\nprint(os.environ.get('OPENBLAS_NUM_THREADS'))\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60, env=env)
+    assert done.stdout.strip().splitlines()[-1] == expected
