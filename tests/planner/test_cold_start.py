@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 
@@ -23,7 +24,7 @@ NOT_ON_THE_PLAN_PATH = (
     "anchorgpu.planner.sweep",
     "anchorgpu.cli.booking", "anchorgpu.cli.commerce", "anchorgpu.cli.db", "anchorgpu.cli.glossary", "anchorgpu.cli.hardware",
     "anchorgpu.cli.models", "anchorgpu.cli.recommend", "anchorgpu.cli.serve", "anchorgpu.catalog",
-    "anchorgpu.store", "anchorgpu.config",
+    "anchorgpu.store", "anchorgpu.config", "statistics",
 )
 
 
@@ -39,6 +40,38 @@ def test_plan_json_loads_no_heavy_library_and_no_other_command() -> None:
     assert json.loads(output)["fits"] is True
     offenders = sorted(m for m in loaded if any(m == bad or m.startswith(bad + ".") for bad in NOT_ON_THE_PLAN_PATH))
     assert offenders == []
+
+
+@pytest.mark.parametrize("argv", [["recommend", "llama-3.1-70b", "--task", "train", "--json"],
+                                  ["recommend", "llama-3.1-8b", "--json"]])
+def test_recommend_json_loads_no_masked_arrays_no_statistics_and_no_rich(argv: list[str]) -> None:
+    # np.unique without return_index/return_inverse imports numpy.ma (~17 ms) for its masked-array check; the sweep
+    # takes distinct values another way (planner.sweep_grid.distinct); statistics is the calibration report's
+    # (speed.evidence imports it where it takes a median); --json renders no table
+    loaded, output = _modules_after(f"from anchorgpu.cli import main\nassert main({argv!r}) == 0")
+    assert json.loads(output)["results"]
+    assert sorted(m for m in loaded if m.split(".")[0] in ("rich", "statistics") or m == "numpy.ma"
+                  or m.startswith("numpy.ma.")) == []
+
+
+def test_a_training_recommend_loads_no_serving_sweep_module() -> None:
+    # the serving columns, the ladder, SGLang's and attention DP's sweep modules are imported where the serving
+    # sweep runs (planner.sweep): a training recommend never reads them
+    loaded, _ = _modules_after("from anchorgpu.cli import main\n"
+                               "assert main(['recommend', 'llama-3.1-70b', '--task', 'train', '--json']) == 0")
+    serving = {"anchorgpu.planner.sweep_serving", "anchorgpu.planner.sweep_ladder", "anchorgpu.planner.sweep_sglang",
+               "anchorgpu.planner.sweep_attention_dp", "anchorgpu.planner.sweep_serving_memory",
+               "anchorgpu.planner.sweep_serving_ticks", "anchorgpu.planner.sweep_serving_lookups"}
+    assert "anchorgpu.planner.sweep_training" in loaded
+    assert sorted(loaded & serving) == []
+
+
+def test_the_sweep_still_gives_its_batch_ladder() -> None:
+    from anchorgpu.planner import sweep, sweep_ladder
+
+    assert sweep.BATCH_LADDER == sweep_ladder.BATCH_LADDER
+    with pytest.raises(AttributeError, match="no attribute"):
+        sweep.no_such_name  # noqa: B018
 
 
 def test_a_model_is_built_from_its_one_config_file_only() -> None:
@@ -69,3 +102,15 @@ def test_the_cli_still_lists_every_command_in_its_help() -> None:
                           capture_output=True, text=True, timeout=60)
     for command in ("plan", "model", "gpus", "recommend", "offerings", "quote", "book", "glossary", "serve"):
         assert f" {command} " in done.stdout, command
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "1"), ("4", "4")])
+def test_the_console_script_runs_one_blas_thread_unless_told(given: str | None, expected: str) -> None:
+    # numpy's OpenBLAS starts a thread pool at import (~70 ms of CPU on 2 CPUs) that the planner never uses
+    code = ("import os, sys\nsys.argv = ['anchorgpu', 'version']\nfrom anchorgpu.cli import entry\n"
+            "try:\n    entry()\nexcept SystemExit:\n    pass\nprint(os.environ.get('OPENBLAS_NUM_THREADS'))\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60, env=env)
+    assert done.stdout.strip().splitlines()[-1] == expected

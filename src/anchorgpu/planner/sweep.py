@@ -52,19 +52,15 @@ from anchorgpu.planner.serving_request import asked_context, ladder_context_note
 from anchorgpu.planner.speed.calibration import Overrides, calibration
 from anchorgpu.planner.speed.estimate import check_tokens_cover_a_step
 from anchorgpu.planner.speed.pipeline import default_batch_tokens
-from anchorgpu.planner.sweep_attention_dp import with_attention_dp
 from anchorgpu.planner.sweep_grid import layout_grid, valid_tp
-from anchorgpu.planner.sweep_ladder import BATCH_LADDER, concurrency_ladder
 from anchorgpu.planner.sweep_request import context_speed_line, cross_speed_line, timed_request
-from anchorgpu.planner.sweep_serving import serving_columns
-from anchorgpu.planner.sweep_sglang import sglang_sweep_line
 from anchorgpu.planner.sweep_training import training_columns
 from anchorgpu.planner.sweep_vllm import vllm_sweep_line
 from anchorgpu.planner.terms import overhead_rule_line
 from anchorgpu.planner.workload_checks import validate_workload
 
 __all__ = [
-    "BATCH_LADDER",
+    "BATCH_LADDER",  # noqa: F822  (served by __getattr__ below, from sweep_ladder)
     "DEFAULT_INFERENCE_WEIGHTS",
     "DEFAULT_KV_CACHES",
     "HardwareShape",
@@ -73,6 +69,17 @@ __all__ = [
     "sweep",
     "valid_tp",
 ]
+
+
+def __getattr__(name: str) -> tuple[int, ...]:
+    """``BATCH_LADDER`` from :mod:`~anchorgpu.planner.sweep_ladder`, loaded when asked: a training sweep never loads
+    the serving modules."""
+    if name == "BATCH_LADDER":
+        from anchorgpu.planner.sweep_ladder import BATCH_LADDER
+
+        return BATCH_LADDER
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 DEFAULT_INFERENCE_WEIGHTS: tuple[str, ...] = ("bf16", "fp8", "int4-awq")
 """Weight formats a serving sweep compares unless told otherwise (16-bit, 8-bit, 4-bit)."""
@@ -203,6 +210,7 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         kvs: tuple[str, ...] = ("bf16",)
         concs: tuple[int, ...] = (w.micro_batch or 1,)
     else:
+        from anchorgpu.planner.sweep_ladder import BATCH_LADDER  # serving only: not loaded by a training sweep
         shipped = shipped_format(model).name  # the checkpoint's own format first, then the usual three
         weights = spec.weights or tuple(dict.fromkeys((shipped, *DEFAULT_INFERENCE_WEIGHTS)))
         kvs = spec.kv_caches or DEFAULT_KV_CACHES
@@ -245,6 +253,7 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
                       train_stack=w.train_stack)
     doubled = False  # the ladder run on past BATCH_LADDER
     if not training and not spec.concurrencies and w.concurrency is None:
+        from anchorgpu.planner.sweep_ladder import concurrency_ladder
         # no concurrency named: the ladder doubles on past 512 while a layout swept could run that many users (its
         # engines' sequence cap x its replicas, within its memory), a sequence sized as plan sizes many at once
         many = replace(probe_w, concurrency=BATCH_LADDER[-1])
@@ -260,6 +269,11 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         cols = training_columns(model, shapes, spec, lay, weights, progress)
         inner = len(weights)
     else:
+        # the serving columns' modules (and the ladder's, SGLang's, attention DP's), loaded only by a serving sweep:
+        # a training recommend's cold start does without them (tests/planner/test_cold_start.py)
+        from anchorgpu.planner.sweep_attention_dp import with_attention_dp
+        from anchorgpu.planner.sweep_serving import serving_columns
+
         cols = serving_columns(model, shapes, spec, lay, weights, kvs, concs, contexts, prompt, output, progress,
                                media, cross)
         inner = len(weights) * len(kvs) * len(concs)
@@ -291,6 +305,8 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     vllm = None if training or w.engine != "vllm" else vllm_sweep_line(shapes, w)
     sized = dict(zip(concs, contexts, strict=True)) if contexts else {}
     ladder = ladder_context_note(model.max_context_tokens, sized) if len(set(contexts)) > 1 else None
+    if sglang:
+        from anchorgpu.planner.sweep_sglang import sglang_sweep_line
     assumptions = [ladder if ladder and a.startswith("Context not given") else
                    sglang_sweep_line(shapes, lay, w, model.mla is not None)
                    if sglang and a.startswith("Serving engine sized like SGLang") else
@@ -310,10 +326,10 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     if training:
         assumptions.append(_chosen_per_layout_line(w, model.moe is not None))
     if model.moe is not None and training:
-        assumptions.append(f"Expert parallelism swept too: EP {', '.join(map(str, np.unique(lay.ep).tolist()))} (sizes that divide "
+        assumptions.append(f"Expert parallelism swept too: EP {', '.join(map(str, sorted(set(lay.ep.tolist()))))} (sizes that divide "
                            f"the {model.moe.num_experts} experts and the GPUs of a pipeline stage).")
     elif model.moe is not None and (lay.ep > 1).any():
-        sizes = [str(tp) for tp in np.unique(lay.tp[lay.ep > lay.tp]).tolist()]  # serving_layouts.attention_dp_tp_sizes'
+        sizes = [str(tp) for tp in sorted(set(lay.tp[lay.ep > lay.tp].tolist()))]  # serving_layouts.attention_dp_tp_sizes'
         tps = " or ".join((", ".join(sizes[:-1]), sizes[-1])) if len(sizes) > 1 else sizes[0]
         assumptions.append(
             "Expert parallelism swept as attention data parallelism on one server (at most 8 GPUs): replicas of the "

@@ -11,10 +11,14 @@ cached like text). The sweep resolves the same request with the same functions o
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.inputs import Workload
 from anchorgpu.planner.media import MediaLoad, encoder_equivalent_tokens, speed_request
-from anchorgpu.planner.sweep_serving_memory import CrossRequest
+
+if TYPE_CHECKING:  # loaded where a request carries more than text: a training sweep never loads the serving modules
+    from anchorgpu.planner.sweep_serving_memory import CrossRequest
 
 __all__ = ["context_speed_line", "cross_speed_line", "timed_request"]
 
@@ -47,6 +51,8 @@ def timed_request(model: ModelSpec, asked: Workload, media: MediaLoad | None, ct
     """
     if media is None or not (media.cross_tokens or media.context_tokens):
         return None
+    from anchorgpu.planner.sweep_serving_memory import CrossRequest
+
     request = speed_request(media, model, asked, ctx)
     assert request is not None  # the image tokens or the encoder's work are part of the prompt
     return CrossRequest(prompt_tokens=request[0], output_tokens=request[1],

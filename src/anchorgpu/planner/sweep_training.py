@@ -154,6 +154,7 @@ class _Search:
         self.steps = _Steps(model, w, spec, self.seq)
         self.deepest = {pp: deepest_interleave(model, pp) for pp in pps}
         self.groups: dict[tuple[Any, ...], _Memories] = {}
+        self.pair_lists: dict[TrainLayout, list[Pair]] = {}
 
     def splits(self, dp: Any, micro: Any) -> Any:
         """Whether a stated global batch is whole micro-batches for each data-parallel rank (arrays too)."""
@@ -170,6 +171,16 @@ class _Search:
         found = self.groups.get(group)
         if found is None:
             found = self.groups[group] = _Memories(self.model, self.overheads, sized, weights, gpu, base)
+        return found
+
+    def pairs(self, base: TrainLayout) -> list[Pair]:
+        """The layout's interleavings and micro-batches (:func:`_pairs`), once per layout: they read no GPU, and the
+        grid repeats each layout on every hardware shape that holds it."""
+        found = self.pair_lists.get(base)
+        if found is None:
+            found = self.pair_lists[base] = _pairs(base, self.deepest[base.pp], self.mbs, self.seq,
+                                                   self.stated or self.steps.default_tokens, self.splits,
+                                                   self.steps.batch_tokens, self.w.train_stack)
         return found
 
     def row(self, shape: HardwareShape, base: TrainLayout, weights: tuple[str, ...]) -> list[Chosen]:
@@ -193,10 +204,7 @@ class _Search:
             held = self.w.task != "train" or _states_bytes(known.memory(self.least)) <= budget
             found = None
             if held and runs:
-                pairs = pairs if pairs is not None else _pairs(base, self.deepest[base.pp], self.mbs, self.seq,
-                                                               self.stated or self.steps.default_tokens, self.splits,
-                                                               self.steps.batch_tokens,
-                                                               self.w.train_stack)
+                pairs = pairs if pairs is not None else self.pairs(base)
                 found = self.fastest(shape, base, known, pairs, speed)
             elif held:  # not timed, but sized at the least recompute that fits, for the reason it is rejected
                 found = next(((np.nan, (base, self.mbs[0]), rc) for rc in self.ladder

@@ -10,7 +10,6 @@ band: the user sees whether the figure on *their* GPU was ever checked, and whic
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -96,6 +95,8 @@ def summarise(fitted: list[float], held_out: list[float]) -> GpuEvidence:
     >>> summarise([0.9, 1.0], [1.5]).basis
     'all'
     """
+    import statistics  # ~3 ms with fractions: loaded by the calibration report, not by a plan or a recommend
+
     basis, ratios = ("held-out", held_out) if len(held_out) >= MIN_HELD_OUT else ("all", fitted + held_out)
     return GpuEvidence(rows=len(fitted) + len(held_out), held_out=len(held_out), basis=basis,
                        median=round(statistics.median(ratios), 3), low=round(min(ratios), 3),
