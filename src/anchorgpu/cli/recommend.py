@@ -37,7 +37,7 @@ def render_recommendation(rec: Recommendation) -> None:
     from rich.table import Table
 
     from anchorgpu.recommend.render import evidence_lines
-    from anchorgpu.units import GIB, MAX_TERM_HOURS
+    from anchorgpu.units import GIB
 
     out = console()
     if not out.is_terminal:
@@ -112,9 +112,9 @@ def render_recommendation(rec: Recommendation) -> None:
         out.print(f"[yellow]↓ Row{'s' if len(lowered) > 1 else ''} {', '.join(lowered)}: {LOWER_PRECISION_NOTE}.[/yellow]")
     if rec.results:
         best = rec.results[0]
-        # the run's own term where quote can price it (at most 10 years), else the term asked: a command that works
-        quotable = training and best.run_term and best.run_hours is not None and best.run_hours <= MAX_TERM_HOURS
-        term_text = best.run_term if quotable else str(rec.term)
+        # the run's own term where quote can price it (a run past 10 years has none: candidates.run_refusal), else
+        # the term asked: a command that works
+        term_text = best.run_term if training and best.run_term else str(rec.term)
         out.print(f"Next: [bold]anchorgpu quote {best.offering} --term {term_text} --quantity {best.servers}[/bold] "
                   "prices it exactly (then `anchorgpu book QUOTE_ID`).")
     if rec.pareto:

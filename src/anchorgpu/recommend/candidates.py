@@ -68,12 +68,15 @@ def candidate(result: SweepResult, i: int, offering: Offering, shape: int, serve
     run_hours: int | None = None
     run_usd: Decimal | None = None
     run_term_text: str | None = None
+    refused: str | None = None
     if result.task != "inference":
         train_time_s = result.value("train_time_s", i)
         if train_time_s:
             run_hours = max(1, math.ceil(train_time_s / 3600))
-            # a run no quote can price has no price (as an unpriced offering's run), not a figure no one can pay
-            covering = run_term(offering, run_hours) if run_refusal(run_hours) is None else None  # an offering sold by the month rents the run by the month
+            # a run no quote can price has no price (as an unpriced offering's run), not a figure no one can pay;
+            # an offering sold by the month rents the run by the month
+            refused = run_refusal(run_hours)
+            covering = run_term(offering, run_hours) if refused is None else None
             if covering is not None:
                 try:
                     run_usd = price_quote(catalog, offering.id, servers, covering, None, now).total_usd
@@ -83,7 +86,7 @@ def candidate(result: SweepResult, i: int, offering: Offering, shape: int, serve
     return Candidate(offering=offering.id, source=offering, shape=shape, servers=servers, index=i, quote=quote,
                      speed=float(decode or result.value("train_tokens_per_s", i) or 0.0),
                      decode=decode if result.task == "inference" else None,
-                     run_hours=run_hours, run_usd=run_usd, run_term=run_term_text, run_refused=run_refusal(run_hours))
+                     run_hours=run_hours, run_usd=run_usd, run_term=run_term_text, run_refused=refused)
 
 
 def per_million(c: Candidate, term: Term) -> Decimal | None:
