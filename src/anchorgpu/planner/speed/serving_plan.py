@@ -76,6 +76,16 @@ def _encoder_terms(plan: Plan) -> tuple[int, int]:
     return int(b.get("encoder_prefill_equivalent_tokens", 0)), int(b.get("cross_attention_kv_per_sequence_bytes", 0))
 
 
+def _uncached_tokens(plan: Plan) -> int:
+    """Prompt tokens of the request timed that stand for an encoder's or vision tower's prefill work and hold no
+    K/V: an encoder-decoder's or cross-attention model's (:func:`_encoder_terms`), or a vision tower's whose image
+    tokens sit in the context (the image tokens are cached; the tower's work as tokens of the same cost is not)."""
+    b = plan.breakdown
+    if "encoder_input_tokens" in b:
+        return _encoder_terms(plan)[0]
+    return int(b.get("encoder_prefill_equivalent_tokens", 0))
+
+
 def _kv_bytes(plan: Plan, tokens: int) -> int:
     """KV-cache bytes one sequence of ``tokens`` holds on one GPU of the plan's layout."""
     model, lay = plan.model, plan.layout
@@ -242,20 +252,27 @@ ENGINE_RESERVATION: dict[str, KvReservation] = {"vllm": "average", "trtllm": "fu
 
 
 def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: int | None = None,
-                           limits: tuple[int, int] | None = None, ratio_request: tuple[int, int] | None = None) -> int:
+                           limits: tuple[int, int] | None = None, ratio_request: tuple[int, int] | None = None,
+                           average_tokens: int | None = None) -> int:
     """Sequences the engine keeps running at once when requests never stop coming (offline benchmarks):
     the KV capacity over the average cached length (paged caches fill as tokens arrive), or over
     ``reserve_tokens`` per sequence where the engine reserves them up front, or, for SGLang's admission of
     requests of ``ratio_request`` (prompt, output) tokens, :func:`~anchorgpu.planner.sglang.admitted_requests` of
     the average length plus its ratio's charge, leaving the next request's room; at most the engine's sequence cap,
-    per replica."""
+    per replica. ``average_tokens``: the timed prompt plus half the output, where the prompt holds a vision tower's
+    work as tokens (:func:`_uncached_tokens`), which the decode step is timed reading but the cache never holds."""
     capacity = int(plan.breakdown.get("kv_cache_capacity_bytes", 0))
     per_seq = at_least(setup.kv_bytes_per_sequence_per_gpu, 1.0)
     cap = (limits or _engine_limits(plan))[1]
+    uncached = _uncached_tokens(plan)
+    if average_tokens is not None and uncached and "encoder_input_tokens" not in plan.breakdown:
+        held = setup.kv_bytes_per_sequence_per_gpu - _kv_bytes(plan, average_tokens) + _kv_bytes(
+            plan, average_tokens - uncached)
+        per_seq = at_least(held, 1.0)
     if reserve_tokens is not None or ratio_request is not None:
         assert isinstance(plan.model, ModelSpec)
         state = mm.recurrent_state_bytes(plan.model, sequences=1, tp=plan.layout.tp, pp=plan.layout.pp)
-        equivalent, cross = _encoder_terms(plan)
+        equivalent, cross = uncached, _encoder_terms(plan)[1]
     if ratio_request is not None:  # in bytes a GPU: the ratio's tokens each cost one token's KV
         charge_tokens, next_tokens = admission_tokens(ratio_request[0], ratio_request[1])
         per_run = per_seq + charge_tokens * float(_kv_bytes(plan, 1))
@@ -304,7 +321,8 @@ def serving_saturation(plan: Plan, prompt: int, output: int, cal: Calibration,
                           limits=limits, engine=engine, terms=ctx.setup_terms)
     full = kv_reservation == "full"
     sat = saturation_concurrency(plan, setup, reserve_tokens=prompt + output if full else None, limits=limits,
-                                 ratio_request=(prompt, output) if kv_reservation == "ratio" else None)
+                                 ratio_request=(prompt, output) if kv_reservation == "ratio" else None,
+                                 average_tokens=prompt + output // 2)
     return setup, limits, sat
 
 
