@@ -167,10 +167,11 @@ def test_the_batch_1_decode_ceiling_of_a_model_split_over_gpus_counts_all_their_
 
 
 def test_a_runtime_total_beside_a_vendor_figure_is_said_to_be_of_another_kind() -> None:
-    # B300: 267.7 GiB as torch reports it (sgl-project/sglang#25225); H20: the 96 GB of S25/S26, no runtime report sourced
-    mixed = " ".join(compare_gpus(get_gpu("b300"), get_gpu("h20")).statements)
-    assert "b300 has 2.79x the memory of h20 (268 GiB vs 96 GiB)" in mixed
-    assert ("b300's memory is the total CUDA reports, h20's the vendor's usable figure (no runtime report is "
+    # B300: 267.7 GiB as torch reports it (sgl-project/sglang#25225); H800: the 80 GB of S25, no runtime report sourced
+    # (the H20 was this example until its CUDA total was sourced)
+    mixed = " ".join(compare_gpus(get_gpu("b300"), get_gpu("h800")).statements)
+    assert "b300 has 3.35x the memory of h800 (268 GiB vs 80 GiB)" in mixed
+    assert ("b300's memory is the total CUDA reports, h800's the vendor's usable figure (no runtime report is "
             "sourced; its runtime would report somewhat less).") in mixed
     # GB200 now has one too (184.31 GiB, XLA's gb200.txtpb device description): both runtime totals, nothing to say
     both = " ".join(compare_gpus(get_gpu("b300"), get_gpu("gb200")).statements)

@@ -107,7 +107,7 @@ def test_new_gpus_carry_their_published_memory_links_and_power(
     name: str, memory_gib: int, physical_gib: int, tb_per_s: float, link_gb_per_s: int, domain: int, tdp_w: int
 ) -> None:
     gpu = get_gpu(name)
-    # the vendor's figure; where a runtime total is sourced (A100 40GB, GB300) the budget is that, a little under it
+    # the vendor's figure; where a runtime total is sourced (A100 40GB, GB300, H20) the budget is that, a little under it
     assert (gpu.memory_nominal_bytes or gpu.memory_bytes) == memory_gib * GIB
     assert gpu.memory_bytes <= memory_gib * GIB
     assert gpu.memory_physical_bytes == physical_gib * GIB

@@ -3,7 +3,10 @@ The vision tower's work, which prefill times as prompt tokens of the same cost, 
 encoder-decoder's encoder work uses (``encoder_prefill_equivalent_tokens``). Before, ``performance.prompt_tokens``
 counted the tower's work as prompt: qwen2.5-vl-7b with two 1024x1024 images and ``--context 1280`` on an L40S read
 4,810 prompt tokens (1,024 text + 2,738 image + 1,048 for the tower) against a 4,018-token sequence
-(1,280 text + 2,738 image), while Whisper's was its decoder's own 4-token prompt. The speed is the same."""
+(1,280 text + 2,738 image), while Whisper's was its decoder's own 4-token prompt. The speed is the same.
+The plan JSON's ``workload.prompt_tokens`` is that held prompt too; before, it kept the timed one (4,810 in the example;
+Whisper's 1,059: 4 + 1,055 for its encoder), while ``Plan.workload`` itself still holds the prompt the speed model
+times."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import pytest
 
 from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
-from anchorgpu.planner import Workload, plan
+from anchorgpu.planner import Workload, plan, plan_to_json
 from anchorgpu.planner.inference import request_media
 from anchorgpu.planner.media import encoder_equivalent_tokens
 from anchorgpu.planner.speed.estimate import plan_performance
@@ -60,6 +63,36 @@ def test_an_encoder_decoders_prompt_is_unchanged() -> None:
     perf = plan_performance(p)
     assert (perf["prompt_tokens"], perf["encoder_input_tokens"], perf["encoder_prefill_equivalent_tokens"]) == (
         4, 1500, 1055)
+
+
+JSON_CASES = {
+    **CASES,
+    "whisper-large-v3 default": ("whisper-large-v3", Workload(task="inference")),
+    "t5-base by request": ("t5-base", Workload(task="inference", prompt_tokens=500, output_tokens=100)),
+    "llama-3.2-11b-vision (cross-attention images)": ("llama-3.2-11b-vision", Workload(task="inference")),
+}
+
+
+@pytest.mark.parametrize("case", list(JSON_CASES))
+def test_the_plan_jsons_workload_holds_the_prompt_performance_reports(case: str) -> None:
+    name, w = JSON_CASES[case]
+    p = plan(load_model(name), w, gpu=get_gpu("l40s"))
+    perf = plan_performance(p)
+    body = plan_to_json(p)
+    stand_in = body["breakdown"]["encoder_prefill_equivalent_tokens"]
+    assert stand_in == perf["encoder_prefill_equivalent_tokens"] > 0
+    assert (body["workload"]["prompt_tokens"], body["workload"]["output_tokens"]) == (perf["prompt_tokens"],
+                                                                                      perf["output_tokens"])
+    assert body["workload"]["prompt_tokens"] + stand_in == p.workload.prompt_tokens  # the prompt plan times
+
+
+def test_the_plan_json_of_the_example() -> None:
+    """`anchorgpu plan qwen2.5-vl-7b --gpu l40s --images-per-request 2 --context 1280 --json`: workload.prompt_tokens
+    3,762 (1,024 text + 2,738 image tokens), the tower's 1,048 under breakdown, not 4,810."""
+    p = plan(load_model("qwen2.5-vl-7b"), Workload(task="inference", context_tokens=1280, images_per_request=2),
+             gpu=get_gpu("l40s"))
+    body = plan_to_json(p)
+    assert (body["workload"]["prompt_tokens"], body["breakdown"]["encoder_prefill_equivalent_tokens"]) == (3762, 1048)
 
 
 def test_a_text_plan_has_no_encoder_key() -> None:

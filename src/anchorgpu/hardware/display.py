@@ -86,8 +86,8 @@ def memory_kinds_note(a: GpuSpec, b: GpuSpec) -> str:
     >>> from anchorgpu.hardware import get_gpu
     >>> memory_kinds_note(get_gpu("h100"), get_gpu("h200"))
     ''
-    >>> memory_kinds_note(get_gpu("b300"), get_gpu("h20"))
-    "b300's memory is the total CUDA reports, h20's the vendor's usable figure (no runtime report is sourced; its runtime would report somewhat less)."
+    >>> memory_kinds_note(get_gpu("b300"), get_gpu("h800"))
+    "b300's memory is the total CUDA reports, h800's the vendor's usable figure (no runtime report is sourced; its runtime would report somewhat less)."
     """
     if a.memory_is_runtime == b.memory_is_runtime:
         return ""

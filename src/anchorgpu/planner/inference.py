@@ -1,15 +1,13 @@
 """Memory of a serving engine (task inference), sized like vLLM V1 (or TensorRT-LLM with ``engine="trtllm"``, SGLang
-with ``engine="sglang"``): weights, the engine's activation peak and non-torch memory, the KV cache and recurrent state
-of the requested sequences, and the capacity left (most sequences, longest context) under ``gpu_memory_utilization``
-(TensorRT-LLM: that fraction of the memory free after its profiling pass; SGLang: ``mem_fraction_static`` of the
-memory free at start holds the weights and the KV pool). Pure."""
+with ``engine="sglang"``): on the engine's footprint and budget (:mod:`~anchorgpu.planner.serving_engine`), the KV
+cache and recurrent state of the requested sequences, and the capacity left (most sequences, longest context) under
+``gpu_memory_utilization`` (TensorRT-LLM: that fraction of the memory free after its profiling pass; SGLang:
+``mem_fraction_static`` of the memory free at start holds the weights and the KV pool). Pure."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import replace
-from functools import lru_cache, partial
-from typing import NamedTuple
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
@@ -23,17 +21,7 @@ from anchorgpu.planner.engine_startup import (
     startup_refusal,
 )
 from anchorgpu.planner.formats import WeightFormat
-from anchorgpu.planner.inputs import (
-    DEFAULT_GPU_MEMORY_UTILIZATION,
-    KV_CACHE_DTYPES,
-    Engine,
-    Overheads,
-    PrecisionPlan,
-    Workload,
-    block_size_of,
-    engine_limits,
-    large_engine_defaults,
-)
+from anchorgpu.planner.inputs import KV_CACHE_DTYPES, Overheads, PrecisionPlan, Workload, block_size_of
 from anchorgpu.planner.media import (
     NO_MEDIA,
     cross_kv_bytes,
@@ -46,6 +34,13 @@ from anchorgpu.planner.media import (
     text_request,
 )
 from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
+from anchorgpu.planner.serving_engine import (
+    EngineMemory,
+    engine_defaults,
+    engine_line,
+    engine_memory,
+    sglang_start_free,
+)
 from anchorgpu.planner.serving_request import (
     DEFAULT_REQUEST_NOTE,
     asked_context,
@@ -53,170 +48,12 @@ from anchorgpu.planner.serving_request import (
     encoder_prompt_tokens,
     request_media,
 )
-from anchorgpu.planner.sglang import SglangSettings, max_running_requests, sglang_gpu_memory_bytes, sglang_settings
-from anchorgpu.planner.terms import TaskTerms, context_bytes, new_task_terms, split_weights_bytes
+from anchorgpu.planner.sglang import max_running_requests, sglang_gpu_memory_bytes
+from anchorgpu.planner.terms import TaskTerms, new_task_terms
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 from anchorgpu.units import at_least, fmt_bytes
 
 __all__ = ["DEFAULT_REQUEST_NOTE", "EngineMemory", "engine_defaults", "engine_line", "engine_memory", "plan_inference", "request_media"]
-
-
-def engine_defaults(gpu: GpuSpec | None, workload: Workload, assumptions: list[str]) -> tuple[int, int]:
-    """vLLM V1 defaults for the OpenAI server: 8,192 batched tokens and 1,024 sequences on GPUs with at
-    least 70 GiB but the A100 (:func:`~anchorgpu.planner.inputs.large_engine_defaults`), else 2,048 and 256 (vLLM
-    ``arg_utils._set_default_args``)."""
-    tokens, seqs = engine_limits(workload, large_gpu=large_engine_defaults(gpu),
-                                 gpu_memory_bytes=gpu.memory_bytes if gpu is not None else None)
-    assumptions.append(engine_line(workload.engine, tokens, seqs,
-                                    workload.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION,
-                                    block_size_of(workload)))
-    return tokens, seqs
-
-
-@lru_cache(maxsize=256, typed=True)  # typed: 1 and 1.0 print differently
-def engine_line(engine: str, tokens: int, seqs: int, utilization: float, block: int) -> str:
-    """The serving-engine assumption: the engine's settings, nearly always its defaults, so a few lines recur
-    across every model, GPU and request size (memoised, like the runtime-overhead line of training)."""
-    if engine == "trtllm":
-        return (f"Serving engine sized like TensorRT-LLM (trtllm-serve, PyTorch backend): max_num_tokens {tokens}, "
-                f"max_batch_size {seqs}, free_gpu_memory_fraction {utilization}: the KV cache takes that share of the "
-                "memory left free once the weights and its profiling pass's peak (a step of max_num_tokens prompt "
-                "tokens) are in place; GUARANTEED_NO_EVICT admits a request only when its prompt and output fit.")
-    return (f"Serving engine sized like vLLM: max_num_batched_tokens {tokens}, max_num_seqs {seqs}, "
-            f"gpu_memory_utilization {utilization}, KV block {block} tokens.")
-
-
-@lru_cache(maxsize=256)
-def _sglang_line(s: SglangSettings, given_seqs: bool, reads: str = "the GPU's memory") -> str:
-    """The serving-engine assumption under SGLang: its settings, derived or given (``reads``: the GPU memory its
-    tiers and fraction divide by, :func:`_sglang_reads`)."""
-    fraction = (f"mem_fraction_static {s.mem_fraction_static:g} (SGLang's default for this GPU and layout: 1 - a "
-                f"{s.reserve_mib:,.0f} MiB reserve for activations and CUDA graphs over {reads})" if s.derived
-                else f"mem_fraction_static {s.mem_fraction_static:g} (given)")
-    seqs = "max_running_requests as given" if given_seqs else ("max_running_requests its default: half the KV pool's "
-                                                                "tokens, at most its request pool")
-    return (f"Serving engine sized like SGLang: {fraction} of the memory free at start holds the weights and the KV "
-            f"pool; chunked_prefill_size {s.chunked_prefill_size}, cuda_graph_max_bs {s.cuda_graph_max_bs}, "
-            f"{seqs}; KV pool in one-token slots (page_size 1).")
-
-
-def _sglang_reads(gpu: GpuSpec | None) -> str:
-    """The GPU memory SGLang's tiers and ``mem_fraction_static`` divide by, in words: nvidia-smi's total where the
-    catalog sources it (rocminfo's on AMD), else the runtime total the plan budgets against, said so."""
-    if gpu is None:
-        return "the GPU's memory"
-    if gpu.memory_smi_mib is not None:
-        tool = "rocminfo" if gpu.vendor == "AMD" else "nvidia-smi"
-        return f"the {gpu.memory_smi_mib:,} MiB {tool} reports"
-    mib = f"{gpu.memory_bytes / 2**20:,.0f} MiB"
-    total = (f"the {mib} the {'ROCm' if gpu.vendor == 'AMD' else 'CUDA'} runtime reports" if gpu.memory_is_runtime
-             else f"the vendor's {mib}")
-    return f"{total} (no {'rocminfo' if gpu.vendor == 'AMD' else 'nvidia-smi'} total sourced for {gpu.name})"
-
-
-def _engine_footprint(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov: Overheads, tp: int, pp: int,
-                      ep: int, tokens: int, seqs: int, engine: str = "vllm") -> tuple[int, int, int, int, dict[str, int]]:
-    """What the engine holds on one GPU before any request: (weights, the prefill activation peak, the sampler's
-    logits, non-torch memory, and their terms of the breakdown in order, the CUDA context's last). It depends on
-    the (frozen) model, weight format, GPU and overheads, the split and the engine's batch limits only: memoised
-    on them (through :func:`engine_memory`), so every request shape served by that engine shares it. The terms are
-    shared: copy them.
-    TensorRT-LLM's profiling pass runs context requests only (no sampler warm-up over a full batch), so its
-    sampler term is 0; SGLang profiles no step at all (its reserve is a rule), so its is 0 too."""
-    weights, weight_terms = split_weights_bytes(model, fmt, tp, pp, ep)
-    prefill = mm.prefill_activation_bytes(model, tokens=tokens, tp=tp)
-    sampler = (0 if engine != "vllm" else  # SGLang profiles no sampler: its reserve covers the step's logits
-               mm.sampler_activation_bytes(sequences=min(tokens, seqs), vocab=model.vocab_size))
-    non_torch = ov.serving_non_torch_tp1_bytes if tp * pp == 1 else ov.serving_non_torch_multi_bytes
-    terms = {**weight_terms, "prefill_activation_bytes": prefill, "sampler_logits_bytes": sampler,
-             "non_torch_bytes": non_torch, "cuda_context_outside_budget_bytes": context_bytes(gpu, ov)}
-    return weights, prefill, sampler, non_torch, terms
-
-
-class EngineMemory(NamedTuple):
-    """What a serving engine holds on one GPU before any request, and what it leaves for the KV cache: the part of a
-    serving plan's memory that depends on the (frozen) model, weight format, GPU and overheads, the split and the
-    engine's settings only (:func:`engine_memory`), never on the request's sizes."""
-
-    tokens: int  # max_num_batched_tokens (TensorRT-LLM: max_num_tokens; SGLang: chunked_prefill_size) as planned
-    seqs: int  # max_num_seqs (max_batch_size; SGLang: max_running_requests given, else its request pool's most)
-    line: str  # the serving-engine assumption
-    weights: int
-    prefill: int  # the profiled prefill activation peak
-    sampler: int  # the sampler's logits (0 under TensorRT-LLM)
-    non_torch: int
-    terms: dict[str, int]  # their terms of the breakdown in order, the CUDA context's last (shared: copy them)
-    budget: int | None  # the engine's budget and the KV cache's capacity in it; None without a GPU
-    capacity: int | None
-    utilization: float  # gpu_memory_utilization as planned (SGLang: mem_fraction_static, given or derived)
-    sglang: SglangSettings | None  # SGLang's start-up settings; None for the other engines
-
-
-@partial(memo_on_frozen, frozen=4)
-def engine_memory(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov: Overheads, tp: int, pp: int, ep: int,
-                  engine: Engine, max_tokens: int | None, max_seqs: int | None, utilization: float | None,
-                  utilization_type: type, block: int, dp_attention: int = 0) -> EngineMemory:
-    """The :class:`EngineMemory` of a layout: the engine's limits (:func:`engine_defaults`) and footprint
-    (:func:`_engine_footprint`), its budget under ``gpu_memory_utilization`` and the capacity left for the KV cache.
-    Memoised on the frozen four by identity and the plain values after them (``utilization_type``: 1 and 1.0 print
-    differently in the assumption), so every request served by that engine on that layout shares it.
-    ``utilization`` None takes the engine's default: 0.9, or SGLang's derived ``mem_fraction_static``
-    (:func:`~anchorgpu.planner.sglang.sglang_settings`, ``dp_attention`` its dp_size under attention data parallelism).
-    Under SGLang the budget is the weights, activations and non-torch memory plus the KV pool: ``mem_fraction_static``
-    of the memory free at start (the CUDA context and non-torch memory taken) less the weights
-    (``profile_max_num_token``); the activations and CUDA graphs live in the rest."""
-    if engine == "sglang":
-        return _sglang_memory(model, fmt, gpu, ov, tp, pp, ep, max_tokens, max_seqs, utilization, block, dp_attention)
-    utilization = utilization or DEFAULT_GPU_MEMORY_UTILIZATION
-    probe = Workload(engine=engine, max_num_batched_tokens=max_tokens, max_num_seqs=max_seqs,
-                     gpu_memory_utilization=utilization, block_size_tokens=block)
-    line: list[str] = []
-    tokens, seqs = engine_defaults(gpu, probe, line)
-    weights, prefill, sampler, non_torch, terms = _engine_footprint(model, fmt, gpu, ov, tp, pp, ep, tokens, seqs,
-                                                                    engine)
-    budget = capacity = None
-    if gpu is not None:
-        used = weights + prefill + sampler + non_torch
-        if engine == "trtllm":  # a share of what its profiling pass leaves free, the CUDA context counted
-            free = gpu.memory_bytes - terms["cuda_context_outside_budget_bytes"]
-            capacity = int(utilization * (free - used))
-            budget = min(used + capacity, free)  # never past the memory free at start (a peak past it: short by that)
-        else:
-            budget = math.ceil(gpu.memory_bytes * utilization)
-            capacity = budget - used
-    return EngineMemory(tokens, seqs, line[0], weights, prefill, sampler, non_torch, terms, budget, capacity,
-                        utilization, None)
-
-
-def _sglang_memory(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, ov: Overheads, tp: int, pp: int, ep: int,
-                   max_tokens: int | None, max_seqs: int | None, utilization: float | None, block: int,
-                   dp_attention: int) -> EngineMemory:
-    """:func:`engine_memory` under SGLang (its sequence cap before the KV pool is sized: the request pool's most)."""
-    s = sglang_settings(sglang_gpu_memory_bytes(gpu), tp=tp * dp_attention if dp_attention else tp,
-                        pp=pp, chunked_prefill_size=max_tokens, mla=model.mla is not None, dp_attention=dp_attention,
-                        mem_fraction_static=utilization)
-    _, seqs = engine_limits(Workload(engine="sglang", max_num_seqs=max_seqs), large_gpu=True)
-    weights, prefill, sampler, non_torch, terms = _engine_footprint(model, fmt, gpu, ov, tp, pp, ep,
-                                                                    s.chunked_prefill_size, seqs, "sglang")
-    budget = capacity = None
-    if gpu is not None:
-        used = weights + prefill + sampler + non_torch
-        start_free = _start_free(gpu, terms["cuda_context_outside_budget_bytes"], non_torch)
-        capacity = int(s.mem_fraction_static * start_free) - weights
-        budget = used + capacity  # weights above the fraction's share leave a budget below them: short by the excess
-    return EngineMemory(s.chunked_prefill_size, seqs, _sglang_line(s, max_seqs is not None, _sglang_reads(gpu)),
-                        weights, prefill, sampler, non_torch, terms, budget, capacity, s.mem_fraction_static, s)
-
-
-def _start_free(gpu: GpuSpec, context_bytes: int, non_torch_bytes: int) -> int:
-    """The memory free at SGLang's start on ``gpu``: its total less the CUDA context and non-torch memory (NCCL), of
-    which ``mem_fraction_static`` holds the weights and the KV pool."""
-    return gpu.memory_bytes - context_bytes - non_torch_bytes
-
-
-def _sglang_start_free(em: EngineMemory, gpu: GpuSpec) -> int:
-    """:func:`_start_free` of a plan's engine memory."""
-    return _start_free(gpu, em.terms["cuda_context_outside_budget_bytes"], em.non_torch)
 
 
 @memo_on_frozen
@@ -289,7 +126,7 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
             tokens)) is not None:
         raise InvalidWorkload(refusal)
     if em.sglang is not None and gpu is not None and (refusal := sglang_reserve_refusal(
-            em.utilization, em.sglang.derived, _sglang_start_free(em, gpu), prefill, tokens)) is not None:
+            em.utilization, em.sglang.derived, sglang_start_free(em, gpu), prefill, tokens)) is not None:
         raise InvalidWorkload(refusal)
     assumptions.append(em.line)
     engine_terms = em.terms
@@ -368,7 +205,7 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         max_ctx = (_longest_kv_context(model, room, per_replica, bytes_per_value, lay.tp, lay.pp, block, cap_limit)
                    if room >= 0 else 0)
         if capacity <= 0 and w.engine == "sglang":
-            start_free = _sglang_start_free(em, gpu)
+            start_free = sglang_start_free(em, gpu)
             warnings.append(make_warning(
                 "weights_exceed_engine_budget",
                 f"weights of {fmt_bytes(weights)} take more than mem_fraction_static {em.utilization:g} of the "
@@ -409,7 +246,7 @@ def _sglang_admission(w: Workload, em: EngineMemory, breakdown: dict[str, int], 
                                          tp=lay.tp, pp=lay.pp, block_size=1)[0]
     kv_tokens = capacity // at_least(cell, 1)
     breakdown["kv_pool_tokens"] = kv_tokens
-    start_free = _sglang_start_free(em, gpu)
+    start_free = sglang_start_free(em, gpu)
     breakdown["sglang_reserve_bytes"] = sglang_reserve_bytes(em.utilization, start_free)
     if w.max_num_seqs is not None:
         return w.max_num_seqs

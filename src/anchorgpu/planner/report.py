@@ -5,7 +5,10 @@ added: ``headroom_bytes``, ``budget_bytes``, ``max_context_tokens``, ``checkpoin
 ``workload``, ``precision``, ``assumptions``, ``checks``, ``suggestions``, ``breakdown``, and whatever
 other planner modules attach through ``Plan.extra`` (e.g. ``performance``). ``workload`` keeps every field of
 :class:`~anchorgpu.planner.inputs.Workload` as a key, ``null`` where the plan's task has no use for it (an inference
-plan names no optimizer or LoRA rank, a training plan no serving engine).
+plan names no optimizer or LoRA rank, a training plan no serving engine). A serving plan's ``prompt_tokens`` is the
+prompt a request holds (a vision model's text and image tokens, an encoder-decoder's decoder prompt), as
+``performance.prompt_tokens``: the vision tower's or encoder's work the plan times as prompt tokens of the same cost is
+``breakdown.encoder_prefill_equivalent_tokens``, not part of it.
 """
 
 from __future__ import annotations
@@ -64,6 +67,11 @@ def plan_to_json(plan: Plan, *, model_json: Mapping[str, Any] | None = None) -> 
     task = plan.workload.task
     workload = {f.name: _plain(getattr(plan.workload, f.name)) if task in _FIELD_TASKS.get(f.name, (task,)) else None
                 for f in dataclasses.fields(plan.workload)}
+    stand_in = plan.breakdown.get("encoder_prefill_equivalent_tokens") if task == "inference" else None
+    if stand_in and workload["prompt_tokens"] is not None:
+        # the plan times the vision tower's or encoder's work as prompt tokens the sequence never holds; the JSON
+        # gives the prompt the request holds (as ``performance`` does), the stand-in stays under its breakdown key
+        workload["prompt_tokens"] -= int(stand_in)
     out: dict[str, Any] = {
         "model": dict(model_json) if model_json is not None else model_to_json(plan.model,
                                                                                kv_cache=plan.precision.kv_cache),

@@ -17,7 +17,7 @@ from anchorgpu.planner import memory as mm
 from anchorgpu.planner.inputs import KV_CACHE_DTYPES, Workload, block_size_of, engine_limits, large_engine_defaults
 from anchorgpu.planner.media import MediaLoad, cross_kv_bytes
 from anchorgpu.planner.sweep_attention_dp import attention_dp_rows
-from anchorgpu.planner.sweep_serving_memory import token_slots, weight_parts
+from anchorgpu.planner.sweep_serving_memory import weight_parts
 
 if TYPE_CHECKING:
     from anchorgpu.planner.sweep import HardwareShape
@@ -46,20 +46,22 @@ def most_sequences(model: ModelSpec, shapes: Sequence[HardwareShape], w: Workloa
     shape, tp, pp, dp, ep = np.concatenate((plain, adp)).T
     cap_s = np.array([engine_limits(w, large_gpu=large_engine_defaults(sh.gpu))[1] for sh in shapes], dtype=np.float64)
     memory_s = np.array([sh.gpu.memory_bytes for sh in shapes], dtype=np.float64)
-    slots = token_slots(model, context_tokens, block_size_of(w))  # a sequence's, summed over the layers
+    block = block_size_of(w)
     value_bytes = min(KV_CACHE_DTYPES[k] for k in kvs)
-    state = model.state_bytes_per_sequence(mm.STATE_BYTES_PER_VALUE)
     parts = [weight_parts(model, name) for name in weights]
-    n_layers = max(1, model.num_layers)
 
     def per_split(key: int) -> tuple[float, float]:  # (weight bytes a GPU, bytes of a sequence a GPU) of a TP, PP, EP
         t, p, e = key // 2**24, key // 2**12 % 2**12, key % 2**12
-        share = mm.stage_layers(model.num_layers, p) / n_layers
-        # the cross K/V as the sweep charges it (sweep_serving_memory._cross_kv), a byte under its rounded-up one
-        cross = (max(0, cross_kv_bytes(model, media, sequences=1, bytes_per_value=value_bytes, tp=t, pp=p) - 1)
-                 if media is not None and media.cross_tokens else 0)
+        # one sequence's KV cache, recurrent state and cross K/V as plan() and the sweep charge them (memory.kv_cache_bytes,
+        # memory.recurrent_state_bytes, media.cross_kv_bytes), each a byte under its rounded-up figure: n sequences are
+        # charged at least n times that, so no configuration that fits holds more than the bound
+        charged = (mm.kv_cache_bytes(model, context_tokens=context_tokens, sequences=1, bytes_per_value=value_bytes,
+                                     tp=t, pp=p, block_size=block),
+                   mm.recurrent_state_bytes(model, sequences=1, tp=t, pp=p),
+                   cross_kv_bytes(model, media, sequences=1, bytes_per_value=value_bytes, tp=t, pp=p)
+                   if media is not None and media.cross_tokens else 0)
         return (min(mm.shard_share(part, tp=t, pp=p, ep=e) for part in parts),
-                (slots * mm.kv_values_per_token_per_gpu(model, tp=t) * value_bytes + state / t) * share + cross)
+                float(sum(max(0, b - 1) for b in charged)))
 
     keys, inverse = np.unique((tp * 2**12 + pp) * 2**12 + ep, return_inverse=True)
     weights_u, sequence_u = np.array([per_split(int(k)) for k in keys.tolist()], dtype=np.float64).reshape(-1, 2).T

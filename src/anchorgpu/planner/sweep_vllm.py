@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from anchorgpu.planner.inference import engine_line
 from anchorgpu.planner.inputs import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
     Workload,
@@ -14,6 +13,7 @@ from anchorgpu.planner.inputs import (
     engine_limits,
     large_engine_defaults,
 )
+from anchorgpu.planner.serving_engine import engine_line
 
 if TYPE_CHECKING:
     from anchorgpu.planner.sweep import HardwareShape
