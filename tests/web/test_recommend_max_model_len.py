@@ -49,8 +49,8 @@ def test_the_rtx_4090_row_shows_the_length_to_start_the_engine_with_in_english(c
     shown = re.search(r'class="muted small max-model-len" title="([^"]*)"><span aria-hidden="true">(.*?)</span><span',
                       _row(page, rank))
     assert shown, "the row gives no maximum length"
-    assert _text(shown.group(2)) == f"--max-model-len {tokens:,}"
-    assert html.unescape(shown.group(1)) == (f"start the engine with --max-model-len {tokens:,}: its KV cache holds no "
+    assert _text(shown.group(2)) == f"--max-model-len {tokens}"  # as the engine takes it: no grouping
+    assert html.unescape(shown.group(1)) == (f"start the engine with --max-model-len {tokens}: its KV cache holds no "
                                              "whole window of the model (131,072 tokens)")  # Llama 3.1's window
     note = _note(page)
     assert f"#{rank}\u00a0{tokens:,}" in note and "(131,072 tokens)" in note and "--max-model-len" in note
@@ -62,8 +62,8 @@ def test_the_rtx_4090_row_shows_the_length_in_russian(client: TestClient) -> Non
     page = client.get("/recommend?model=llama-3.1-8b&top=3&lang=ru").text
     russian = f"{tokens:,}".replace(",", "\u00a0")  # the Russian grouping (babel: a no-break space)
     row = _text(_row(page, rank))
-    assert f"--max-model-len {russian} запускайте" in row  # the figure, then its words for screen readers
-    assert f"запускайте движок с --max-model-len {russian}: его KV-кэш не вмещает целого окна модели" in row
+    assert f"--max-model-len {tokens} запускайте" in row  # the figure, then its words for screen readers
+    assert f"запускайте движок с --max-model-len {tokens}: его KV-кэш не вмещает целого окна модели" in row
     note = _note(page)
     assert note.startswith("Максимальная длина для запуска движка") and "«Раскладка»" in note
     assert f"#{rank}\u00a0{russian}" in note and "vLLM не запустится" in note
@@ -85,5 +85,5 @@ def test_the_option_named_is_the_one_the_engines_launch_sets(client: TestClient,
     flag, tokens = LENGTH_FLAGS[engine], row["max_model_len_tokens"]
     assert tokens and re.search(rf"{flag}[\s=\"',\\]+{tokens}\b", str(row["recipe"])), (engine, tokens)
     page = client.get(f"/recommend?model=llama-3.1-8b&top=1&engine={engine}&lang=en").text
-    assert f'<span class="flag">{flag}</span> {tokens:,}</span>' in _row(page, 1)
+    assert f'<span class="flag">{flag}</span> {tokens}</span>' in _row(page, 1)
     assert ("vLLM refuses to start" in _note(page)) is (engine == "vllm")
