@@ -134,6 +134,13 @@ WARNING_CODES: dict[str, WarningCode] = _registry(
         check="CPU offload moves state over PCIe every step: expect slower steps and check host RAM.",
     ),
     WarningCode(
+        code="memory_total_unsourced", concept="vram",
+        check="No total reported by the CUDA or ROCm runtime is sourced for this GPU, so it is planned on the vendor's "
+              "figure; where the runtime's total is sourced it reports less than that figure (the driver keeps "
+              "part of it): read the total on your GPU (torch.cuda.mem_get_info) and keep that much "
+              "headroom.",
+    ),
+    WarningCode(
         code="no_gpu_given", concept="vram",
         check="No GPU was named, so fit, headroom and the KV-cache budget were not evaluated.",
     ),
