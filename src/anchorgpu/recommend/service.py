@@ -43,6 +43,7 @@ from anchorgpu.recommend.candidates import (
 )
 from anchorgpu.recommend.ceilings import row_ceilings
 from anchorgpu.recommend.eligibility import able_to_run, engine_cap, miss_reason
+from anchorgpu.recommend.interactive import slow_users_line
 from anchorgpu.recommend.precision import lowered, precision_choice
 from anchorgpu.recommend.records import Recommendation, RecommendedOption, Rejection
 from anchorgpu.recommend.render import recommendation_to_json
@@ -286,6 +287,10 @@ def recommend(
         uneven = _uneven_replicas_line(shown)
         if uneven:
             assumptions.append(uneven)
+        slow = (slow_users_line([o.config for o in shown])  # the ladder chose each row for total tokens/s
+                if spec.workload.concurrency is None and min_tokens_per_s_per_user is None else None)
+        if slow:
+            assumptions.append(slow)
         assumptions.extend(serving_caveats(calibrated(spec.efficiencies).caveats, moe=model.moe is not None,
                                            engine=spec.workload.engine, wide_ep=wide_ep))
     else:
