@@ -66,14 +66,15 @@ def test_every_row_within_25_percent_fitted_or_held_out_but_t37() -> None:
     (1.30-1.32x measured and planned at 7B/8B). Since FSDP2's copies on the compute stream are timed
     (data_parallel.fsdp2_copies_s: every parameter copied out of the gather buffer forward and backward, every gradient
     into the FP32 scatter buffer) the BF16 13B is within 25% (+16%), the FP8 13B 27% fast, the 32B 28% (FP8 48%), and
-    the 7B/8B rows within 1% (benchmarks/olmo_fsdp_findings.md, 2026-12-05)."""
+    the 7B/8B rows within 1% (benchmarks/olmo_fsdp_findings.md, 2026-12-05). Since a flash kernel's backward is timed
+    at 2.5 forwards (stated.fused_attention_backward_ratio) the FP8 13B is within 25% (+24.8%)."""
     errors = {run.id: predict(run) / run.value - 1.0 for run in load_runs()
               if calibrate.set_of(run) in ("core", "trtllm-table")}
-    assert {k for k, e in errors.items() if abs(e) > 0.25} == {"T37", "T37-FP8", "OLMO-13B-FP8"}, errors
+    assert {k for k, e in errors.items() if abs(e) > 0.25} == {"T37", "T37-FP8"}, errors
     assert 0.25 < errors["T37"] < 0.32
     assert 0.42 < errors["T37-FP8"] < 0.52
     assert 0.12 < errors["OLMO-13B"] < 0.20
-    assert 0.25 < errors["OLMO-13B-FP8"] < 0.30
+    assert 0.20 < errors["OLMO-13B-FP8"] <= 0.25
 
 
 def test_the_further_cells_of_tensorrt_llms_table_are_predicted_as_well_as_the_calibration_rows() -> None:

@@ -146,6 +146,8 @@ class Calibration:
     # by CUDA compute capability ("10.0": B200/GB200); a family absent costs none (step_constants.trtllm_moe_s_per_token)
     trtllm_moe_s_per_routed_row: dict[str, float] = field(default_factory=dict)
     fa2_hopper_attention_efficiency: float = 0.0  # FlashAttention-2-class kernels on Hopper and newer (0: as flash)
+    # a fused (flash) attention kernel's backward over its forward in matrix-product FLOPs (2.0: the FLOP count's)
+    fused_attention_backward_ratio: float = 2.0
     # bytes a routed token moves outside fused kernels for biased experts (per hidden value) and a clamped GLU (per
     # intermediate value), forward and backward and forward alone (empty: none charged)
     moe_unfused_expert_bytes: dict[str, float] = field(default_factory=dict)
@@ -274,6 +276,7 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         bands=bands, caveats={k: str(v) for k, v in doc.get("caveats", {}).items()},
         launches=_launches(stated), moe_tile_rows=_number(stated, "moe_tile_rows", "stated"),
         fa2_hopper_attention_efficiency=_number(stated, "fa2_hopper_attention_efficiency", "stated"),
+        fused_attention_backward_ratio=_number(stated, "fused_attention_backward_ratio", "stated"),
         trtllm_moe_s_per_routed_row={k: _number(stated["trtllm_moe_s_per_routed_row"]["value"], k,
                                                 "stated.trtllm_moe_s_per_routed_row")
                                      for k in stated["trtllm_moe_s_per_routed_row"]["value"]},

@@ -11,10 +11,11 @@ __all__ = ["context_parallel_s", "pytorch_cp_exposed_s"]
 
 
 def context_parallel_s(model: ModelSpec, tp: int, pp: int, cp: int, link: Link, efficiency: float, tokens_rank: float,
-                       attention_s: float, attn_passes: float, kind: str, stage_layers: float, *,
+                       attention_s: float, attn_passes: float, bwd_passes: float, stage_layers: float, *,
                        pytorch: bool = False) -> float:
     """The exposed context-parallel time of one micro-batch on the busiest stage. ``attention_s`` is the stage's
-    attention time for the micro-batch (all its passes), ``attn_passes`` how many forward-times of attention it holds.
+    attention time for the micro-batch (all its passes), ``attn_passes`` how many forward-times of attention it holds,
+    ``bwd_passes`` how many of them are the backward's.
 
     Megatron-Core (Transformer Engine's ring attention): each rank passes its K/V chunk (the KV heads) around the
     ring ``cp - 1`` times forward and twice that backward, hidden behind the attention blocks as far as they last.
@@ -23,7 +24,6 @@ def context_parallel_s(model: ModelSpec, tp: int, pp: int, cp: int, link: Link, 
     if pytorch:
         d_v = model.mla.v_head_dim if model.mla else model.head_dim
         kv_values = tokens_rank * max(1, model.num_attention_heads // tp) * (d_qk + d_v)
-        bwd_passes = 2.0 if kind == "full" else 1.0
         layer_fwd = attention_s / attn_passes / (model.num_layers / pp)  # one forward of one layer's attention
         return stage_layers * pytorch_cp_exposed_s(kv_values, cp, link, efficiency, layer_fwd,
                                                    attn_passes - bwd_passes, bwd_passes)

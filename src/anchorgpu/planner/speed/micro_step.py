@@ -73,7 +73,9 @@ class _StepShape(NamedTuple):
     choice: PeakChoice
     model_f: float
     hw_f: float
-    attn_passes: float
+    attn_passes: float  # forward-times of attention in the FLOP count (the backward twice the forward)
+    attn_run_passes: float  # forward-times the kernels run (a fused kernel's backward recomputes the scores)
+    attn_bwd_passes: float  # of attn_run_passes, the backward's
     matmul_f: float  # before the routed experts' rows factor
     attn_run_f: float
     att_rate: float
@@ -106,8 +108,13 @@ def _step_shape(model: ModelSpec, gpu: GpuSpec, cal: Calibration, seq_tokens: in
                                                                            "full": 1.0}[recompute])
     attn_f = attn_passes * attn
     matmul_f = hw_f - attn_f
-    # the time: what the kernel computes (a causal flash kernel skips the masked half the MFU count above includes)
-    attn_run_f = attn_f if attention_kernel == "unfused" else attn_passes * attention_flops_per_token(
+    # the time: what the kernel computes (a causal flash kernel skips the masked half the MFU count above includes).
+    # The FLOP count gives the backward twice the forward's products; a fused (flash) kernel's backward runs
+    # fused_attention_backward_ratio of them, as it computes the score matrix again instead of reading it
+    bwd_count = 2.0 if kind == "full" else 1.0
+    bwd_run = bwd_count if attention_kernel == "unfused" else bwd_count * cal.fused_attention_backward_ratio / 2.0
+    attn_run_passes = attn_passes - bwd_count + bwd_run
+    attn_run_f = attn_f if attention_kernel == "unfused" else attn_run_passes * attention_flops_per_token(
         model, seq_tokens, causal=True)
     fa2 = attention_kernel == "fa2" and cal.fa2_hopper_attention_efficiency and hopper_or_newer(gpu)
     att_rate = bf16 * (cal.fa2_hopper_attention_efficiency if fa2 else k.attention_efficiency)
@@ -126,8 +133,8 @@ def _step_shape(model: ModelSpec, gpu: GpuSpec, cal: Calibration, seq_tokens: in
     head_f = 0.0
     if choice.precision != "bf16":  # forward and backward (LoRA: the input gradient only) of its V x h product
         head_f = (3.0 if kind == "full" else 2.0) * 2.0 * model.vocab_size * model.hidden_size
-    return _StepShape(k, pytorch, ew_bytes, choice, model_f, hw_f, attn_passes, matmul_f, attn_run_f, att_rate,
-                      mm_peak_eff, expert_share, route_share, passes, unfused, volumes, head_f)
+    return _StepShape(k, pytorch, ew_bytes, choice, model_f, hw_f, attn_passes, attn_run_passes, bwd_run, matmul_f,
+                      attn_run_f, att_rate, mm_peak_eff, expert_share, route_share, passes, unfused, volumes, head_f)
 
 
 def _compute_micro_step(
@@ -186,8 +193,8 @@ def _compute_micro_step(
     if cp > 1:
         cp_link = group_link(gpu, tp * cp, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
         cp_s = context_parallel_s(model, tp, pp, cp, cp_link, cal.link_efficiency, tokens_rank,
-                                  attn_run_f * tokens_rank / split / att_rate, shape.attn_passes, kind, stage_layers,
-                                  pytorch=pytorch)
+                                  attn_run_f * tokens_rank / split / att_rate, shape.attn_run_passes,
+                                  shape.attn_bwd_passes, stage_layers, pytorch=pytorch)
 
     # expert parallelism: dispatch + combine, forward and backward, per MoE layer
     ep_s = 0.0

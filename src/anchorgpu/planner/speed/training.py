@@ -8,7 +8,8 @@ micro-batches per data-parallel rank, each of ``b`` sequences of ``s`` tokens, t
   (``e * w / (w + w0)`` with ``w = h / tp``), attention at the BF16 peak times the flash-attention
   efficiency on the score pairs the kernel computes (a causal flash kernel skips the masked half; ``attention_kernel``
   ``unfused`` computes them all, as Megatron-LM did before flash attention; ``fa2`` is FlashAttention-2 class, slower
-  on Hopper and newer), and the memory-bound operators (norms, activations, casts) at memory bandwidth. A mixture of
+  on Hopper and newer; a fused kernel's backward forms the scores again, ``fused_attention_backward_ratio`` forwards
+  where the FLOP count says 2), and the memory-bound operators (norms, activations, casts) at memory bandwidth. A mixture of
   experts' routed products take longer when each expert gets few rows (``tokens * ep * k / E`` a micro-batch: the
   EP group's tokens meet at its experts), at the falloff fitted on MoE serving rows (``expert_rows_factor``);
 * **tensor parallelism**: four all-reduce volumes of ``b*s/cp*h`` 16-bit values per layer (two forward,
