@@ -59,11 +59,14 @@ def test_the_planned_shapes_count_the_tables_flops(run_id: str) -> None:
 
 def test_fine_tuning_attends_within_packed_examples_so_the_table_counts_fewer_flops() -> None:
     """NeMo packs SQuAD's short examples into 4,096-token rows and attends within each: its count is 7-16% below the
-    planner's, which times attention over the whole row (a reason those rows ran faster than predicted)."""
+    planner's for full fine-tuning, which times attention over the whole row (a reason those rows ran faster than
+    predicted), and 11-24% for LoRA, whose count is 4 x the parameters beside the attention's three passes (the
+    attention core has no weight, so its backward runs whole under LoRA too) over a smaller total."""
     for run_id in TABLE:
         if "SFT" in run_id or "LORA" in run_id:
             tokens, tflops = TABLE[run_id]
-            assert 1.05 <= _flops_per_token(run_id) / (tflops * 1e12 / tokens) <= 1.17, run_id
+            top = 1.17 if "SFT" in run_id else 1.24
+            assert 1.05 <= _flops_per_token(run_id) / (tflops * 1e12 / tokens) <= top, run_id
 
 
 def test_lora_runs_are_predicted_within_15_percent() -> None:

@@ -141,7 +141,8 @@ def training_flops_per_token(
     Model FLOPs = ``6*P_matmul`` + ``3 *`` forward attention over the whole sequence: the ``6*P*D`` rule
     (Kaplan et al. 2020; Brown et al. 2020 Table D.1) with the attention term of Narayanan et al. 2021 /
     PaLM appendix B, which is how published MFU figures are counted. LoRA trains no base weight, so its
-    backward pass computes activation gradients only: ``4*P`` instead of ``6*P``. Hardware FLOPs add one
+    backward pass computes activation gradients only: ``4*P`` instead of ``6*P``; the attention core, which has no
+    weight, runs its whole backward either way (``3 *`` its forward). Hardware FLOPs add one
     more forward pass with full recompute and the attention forward under selective recompute
     (Korthikanti et al. 2022, section 5). ``op_sac`` with selective recompute: PyTorch's op-level policy runs every
     other matrix product of a block again and keeps the attention output (:func:`~anchorgpu.planner.memory.op_sac.op_sac_layer`).
@@ -153,11 +154,15 @@ def training_flops_per_token(
     True
     >>> hw_f - model_f == 2 * p + attention_flops_per_token(m, 100, causal=False)
     True
+    >>> lora_f, _ = training_flops_per_token(m, 100, kind="lora")
+    >>> lora_f == 4 * p + 3 * attention_flops_per_token(m, 100, causal=False)
+    True
     """
     matmul = float(forward_matmul_params(model))
     attn = attention_flops_per_token(model, seq_tokens, causal=False)
     passes = 3.0 if kind == "full" else 2.0
-    model_flops = passes * (2.0 * matmul + attn)
+    # the attention core has no weights: its backward computes dQ, dK and dV whether the weights train or not
+    model_flops = passes * 2.0 * matmul + 3.0 * attn
     if op_sac and recompute == "selective":
         extra = 2.0 * op_sac_layer(model).recomputed_params * model.num_layers
     else:

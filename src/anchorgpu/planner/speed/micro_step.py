@@ -104,14 +104,14 @@ def _step_shape(model: ModelSpec, gpu: GpuSpec, cal: Calibration, seq_tokens: in
     op_sac = pytorch and recompute == "selective"
     model_f, hw_f = training_flops_per_token(model, seq_tokens, recompute=recompute, kind=kind, op_sac=op_sac)
     attn = attention_flops_per_token(model, seq_tokens, causal=False)
-    attn_passes = (3.0 if kind == "full" else 2.0) + (0.0 if op_sac else {"none": 0.0, "selective": 1.0, "moe": 0.0,
-                                                                           "full": 1.0}[recompute])
+    # the attention core has no weight: its backward (dQ, dK, dV) runs whole under LoRA too
+    attn_passes = 3.0 + (0.0 if op_sac else {"none": 0.0, "selective": 1.0, "moe": 0.0, "full": 1.0}[recompute])
     attn_f = attn_passes * attn
     matmul_f = hw_f - attn_f
     # the time: what the kernel computes (a causal flash kernel skips the masked half the MFU count above includes).
     # The FLOP count gives the backward twice the forward's products; a fused (flash) kernel's backward runs
     # fused_attention_backward_ratio of them, as it computes the score matrix again instead of reading it
-    bwd_count = 2.0 if kind == "full" else 1.0
+    bwd_count = 2.0
     bwd_run = bwd_count if attention_kernel == "unfused" else bwd_count * cal.fused_attention_backward_ratio / 2.0
     attn_run_passes = attn_passes - bwd_count + bwd_run
     attn_run_f = attn_f if attention_kernel == "unfused" else attn_run_passes * attention_flops_per_token(
