@@ -30,7 +30,7 @@ DENSE = [run for run in ROWS if calibrate.band_kind(run) in (None, "cp")]  # the
 
 def test_the_set_is_registered_held_out_and_sourced() -> None:
     assert "megatron-bridge" in calibrate.SETS
-    assert len(ROWS) == 25 and len(MOE) == 14 and len(DENSE) == 11
+    assert len(ROWS) == 26 and len(MOE) == 15 and len(DENSE) == 11
     fitted = {run.id for run in MOE[::3]}  # every third MoE row in file order, chosen by position, not by error
     assert len(fitted) == 5
     for run in ROWS:
