@@ -279,7 +279,7 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                            f"{lay.dp} replicas for {concurrency:,} sequence{'' if concurrency == 1 else 's'}: "
                            f"{lay.dp - concurrency:,} of them idle.")
     if (groups := lay.attention_dp_groups) > 1:  # copies of one engine's EP group, each on its own GPUs
-        assumptions.append(attention_dp_groups_line(groups, lay.tp, lay.attention_dp_ranks, lay.ep))
+        assumptions.append(attention_dp_groups_line(groups, lay.tp, lay.attention_dp_ranks, lay.ep, lay.gpus))
     utilization = w.gpu_memory_utilization
     if (refusal := startup_refusal(w.engine, gpu, utilization, ov)) is not None:
         raise InvalidWorkload(refusal)

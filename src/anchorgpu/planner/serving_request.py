@@ -145,18 +145,18 @@ def ladder_context_note(limit: int, contexts: dict[int, int]) -> str:
             "--prompt and --output-tokens, to plan your own.")
 
 
-def attention_dp_groups_line(groups: int, tp: int, ranks: int, ep: int) -> str:
-    """How the users of an attention-DP layout in ``groups`` independent EP groups are served: each group its own
-    engine (``ranks`` replicas of TP ``tp``, the experts over its ``ep`` GPUs), the one a server runs under attention
-    data parallelism, started once per group, the users split evenly between them.
+def attention_dp_groups_line(groups: int, tp: int, ranks: int, ep: int, gpus: int) -> str:
+    """How the users of an attention-DP layout of ``gpus`` GPUs in ``groups`` independent EP groups are served: each
+    group its own engine (``ranks`` replicas of TP ``tp``, the experts over its ``ep`` GPUs a stage), the layout one
+    group's GPUs run alone, started once per group, the users split evenly between them.
 
-    >>> print(attention_dp_groups_line(2, 4, 2, 8))
-    Attention data parallelism in 2 independent engines, each 2 replicas of TP 4 with the routed experts split over its own 8 GPUs (EP 8): each engine is the 8-GPU attention-DP layout alone (one server's launch), started 2 times, a load balancer splitting the users evenly between them; a MoE layer gathers only its own engine's tokens.
+    >>> print(attention_dp_groups_line(2, 4, 2, 8, 16))
+    Attention data parallelism in 2 independent engines, each 2 replicas of TP 4 with the routed experts split over its own 8 GPUs (EP 8): each engine is the 8-GPU attention-DP layout alone, started 2 times, a load balancer splitting the users evenly between them; a MoE layer gathers only its own engine's tokens.
     """
     return (f"Attention data parallelism in {groups} independent engines, each {ranks} replica{'s' if ranks > 1 else ''}"
             f" of TP {tp} with the routed experts split over its own {ep} GPUs (EP {ep}): each engine is the "
-            f"{ep}-GPU attention-DP layout alone (one server's launch), started {groups} times, a load balancer "
-            "splitting the users evenly between them; a MoE layer gathers only its own engine's tokens.")
+            f"{gpus // groups}-GPU attention-DP layout alone, started {groups} times, a load balancer splitting the "
+            "users evenly between them; a MoE layer gathers only its own engine's tokens.")
 
 
 def request_media(model: ModelSpec, w: Workload) -> MediaLoad:

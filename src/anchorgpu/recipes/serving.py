@@ -138,9 +138,10 @@ def _replicas(plan: Plan, target: Target, assumptions: list[str]) -> tuple[int, 
     per_replica = lay.tp * lay.pp
     if lay.attention_dp_groups > 1:  # copies of one EP group's engine, each on its own GPUs (one a server)
         groups, ranks = lay.attention_dp_groups, lay.attention_dp_ranks
-        assumptions.append(f"{groups} independent attention-DP engines of {lay.ep} GPUs ({ranks} replicas of TP "
+        each = lay.gpus // groups
+        assumptions.append(f"{groups} independent attention-DP engines of {each} GPUs ({ranks} replicas of TP "
                            f"{lay.tp}, the experts over EP {lay.ep} each): run this command on each of the {groups} "
-                           + ("servers" if lay.ep == target.gpus_per_node else f"sets of {lay.ep} GPUs")
+                           + ("servers" if each == target.gpus_per_node else f"sets of {each} GPUs")
                            + " and put a load balancer in front, splitting the users evenly (the command is one "
                            "engine).")
         return ranks, True
