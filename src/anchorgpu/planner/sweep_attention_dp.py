@@ -4,7 +4,9 @@ GPUs (EP ``k``), the layout :func:`~anchorgpu.planner.speed.serving_layouts.choo
 TP/PP split holds. Each replica keeps only its own sequences' KV cache, which a TP split cannot divide where the
 model has one latent per token (MLA) or fewer KV heads than GPUs. These few layouts (one per shape and TP size) are
 planned whole, by :func:`~anchorgpu.planner.plan` and the scalar serving model, whose EP-group timing (the
-replicas stepping together, the all-gathers of every MoE layer) the vectorized ticks do not carry. Pure."""
+replicas stepping together, the all-gathers of every MoE layer) the vectorized ticks do not carry. On 2 or more
+servers the same engine runs on each (independent engines, the users split between them): over a concurrency ladder
+at that many times each rung, its figures the one-server layout's; at a concurrency named, planned whole. Pure."""
 
 from __future__ import annotations
 
