@@ -114,7 +114,11 @@ def _check_inference_row(result: SweepResult, model, i: int, engine: str = "vllm
 
 
 def _check_attention_dp_row(result: SweepResult, model, row: dict, shape, engine: str) -> None:  # type: ignore[type-arg]
-    assert row["pp"] == 1 and row["servers"] == 1 and row["ep"] == row["gpus"] == row["tp"] * row["dp"] > row["tp"]
+    # one server's engine, on each of the row's servers (tests/recommend/test_attention_dp_servers.py)
+    assert row["pp"] == 1 and row["ep"] * row["servers"] == row["gpus"] == row["tp"] * row["dp"] and row["ep"] > row["tp"]
+    if row["per_gpu_total_bytes"] == math.inf:  # over a ladder, a concurrency of several servers sized otherwise
+        assert row["servers"] > 1 and not row["fits"]
+        return
     given = _given_context(result, row["concurrency"])
     request = {} if given is None else {"prompt_tokens": result.prompt_tokens, "output_tokens": result.output_tokens}
     p = plan(model, Workload(task="inference", context_tokens=given, concurrency=row["concurrency"], engine=engine,

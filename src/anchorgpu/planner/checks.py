@@ -49,7 +49,10 @@ def _layout_warnings(training: bool, lay: ResolvedLayout, gpu: GpuSpec | None) -
     if lay.dp > 1 and not training and lay.attention_dp:  # the experts are split over the replicas
         out.append(make_warning("attention_dp_replicas",
                                 f"{lay.dp} attention replicas: each holds the attention and dense layers and its own "
-                                f"sequences' KV cache; the routed experts are split over EP {lay.ep}"))
+                                f"sequences' KV cache; the routed experts are split over EP {lay.ep}"
+                                + (f", {lay.attention_dp_groups} independent engines of "
+                                   f"{lay.gpus // lay.attention_dp_groups} GPUs"
+                                   if lay.attention_dp_groups > 1 else "")))
     elif lay.dp > 1 and (not training or lay.zero == 0):
         out.append(make_warning("ddp_no_memory_pooling",
                                 f"{lay.dp} data-parallel replicas: each GPU holds its own full share; memory does not pool"))

@@ -44,6 +44,7 @@ from anchorgpu.planner.serving_engine import (
 from anchorgpu.planner.serving_request import (
     DEFAULT_REQUEST_NOTE,
     asked_context,
+    attention_dp_groups_line,
     check_request_within_context,
     encoder_prompt_tokens,
     request_media,
@@ -114,11 +115,13 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                            if concurrency >= lay.dp else
                            f"{lay.dp} replicas for {concurrency:,} sequence{'' if concurrency == 1 else 's'}: "
                            f"{lay.dp - concurrency:,} of them idle.")
+    if (groups := lay.attention_dp_groups) > 1:  # copies of one engine's EP group, each on its own GPUs
+        assumptions.append(attention_dp_groups_line(groups, lay.tp, lay.attention_dp_ranks, lay.ep, lay.gpus))
     utilization = w.gpu_memory_utilization
     if (refusal := startup_refusal(w.engine, gpu, utilization, ov)) is not None:
         raise InvalidWorkload(refusal)
     em = engine_memory(model, fmt, gpu, ov, lay.tp, lay.pp, lay.ep, w.engine, w.max_num_batched_tokens, w.max_num_seqs,
-                       utilization, type(utilization), block_size_of(w), lay.dp if lay.attention_dp else 0)
+                       utilization, type(utilization), block_size_of(w), lay.attention_dp_ranks)
     tokens, seqs, weights, prefill, sampler, non_torch = em.tokens, em.seqs, em.weights, em.prefill, em.sampler, \
         em.non_torch
     if em.sglang is not None and gpu is not None and (refusal := sglang_derived_fraction_refusal(

@@ -72,6 +72,22 @@ class ResolvedLayout:
         TP (EP wider than TP), so the replicas are one engine whose MoE layers gather every replica's tokens."""
         return self.ep > self.tp
 
+    @property
+    def attention_dp_groups(self) -> int:
+        """Under attention data parallelism, the independent EP groups the replicas form: ``tp · dp / ep``, each its
+        own engine of ``ep / tp`` replicas with a whole copy of the experts (``--tp 1 --dp 16 --ep 8``: two engines of
+        8 GPUs, one a server, the users split between them); 1 where EP spans every replica, or without attention
+        DP."""
+        if not self.attention_dp or self.ep % self.tp or (self.tp * self.dp) % self.ep:
+            return 1
+        return self.tp * self.dp // self.ep
+
+    @property
+    def attention_dp_ranks(self) -> int:
+        """Under attention data parallelism, the replicas one engine runs together (the EP group's, ``ep / tp``; all
+        ``dp`` where the EP group is every replica); 0 without attention DP."""
+        return self.dp // self.attention_dp_groups if self.attention_dp else 0
+
 
 @fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -16,8 +16,8 @@ from anchorgpu.planner.media import (
     resolve_media,
 )
 
-__all__ = ["DEFAULT_REQUEST_NOTE", "asked_context", "check_request_within_context", "encoder_prompt_tokens", "ladder_context_note",
-           "request_media"]
+__all__ = ["DEFAULT_REQUEST_NOTE", "asked_context", "attention_dp_groups_line", "check_request_within_context",
+           "encoder_prompt_tokens", "ladder_context_note", "request_media"]
 
 
 def check_request_within_context(w: Workload, limit: int, model: ModelSpec | None = None) -> None:
@@ -143,6 +143,20 @@ def ladder_context_note(limit: int, contexts: dict[int, int]) -> str:
             "KV cache; where a row's cache holds less, the row gives the longest sequence it holds as the maximum "
             "length to start with (max_model_len_tokens), as plan's launch (--recipe) sets it; set --context, or "
             "--prompt and --output-tokens, to plan your own.")
+
+
+def attention_dp_groups_line(groups: int, tp: int, ranks: int, ep: int, gpus: int) -> str:
+    """How the users of an attention-DP layout of ``gpus`` GPUs in ``groups`` independent EP groups are served: each
+    group its own engine (``ranks`` replicas of TP ``tp``, the experts over its ``ep`` GPUs a stage), the layout one
+    group's GPUs run alone, started once per group, the users split evenly between them.
+
+    >>> print(attention_dp_groups_line(2, 4, 2, 8, 16))
+    Attention data parallelism in 2 independent engines, each 2 replicas of TP 4 with the routed experts split over its own 8 GPUs (EP 8): each engine is the 8-GPU attention-DP layout alone, started 2 times, a load balancer splitting the users evenly between them; a MoE layer gathers only its own engine's tokens.
+    """
+    return (f"Attention data parallelism in {groups} independent engines, each {ranks} replica{'s' if ranks > 1 else ''}"
+            f" of TP {tp} with the routed experts split over its own {ep} GPUs (EP {ep}): each engine is the "
+            f"{gpus // groups}-GPU attention-DP layout alone, started {groups} times, a load balancer splitting the "
+            "users evenly between them; a MoE layer gathers only its own engine's tokens.")
 
 
 def request_media(model: ModelSpec, w: Workload) -> MediaLoad:

@@ -336,8 +336,13 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
             f"attention and dense layers of TP {tps}"
             + (" (TensorRT-LLM's enable_attention_dp)" if w.engine == "trtllm" else "")
             + ", each with its own sequences' KV cache, "
-            "the routed experts split over all the server's GPUs; each such configuration planned whole (the replicas "
-            "step together, every MoE layer gathers their tokens); the other layouts split the experts with TP.")
+            "the routed experts split over all the server's GPUs"
+            + ("; on 2 or more servers, that engine on each server (independent engines, the users split evenly "
+               "between them" + (", at the server count times each concurrency swept, each engine as the one-server one"
+                                  if not spec.concurrencies and w.concurrency is None else "")
+               + ")" if ((lay.ep > lay.tp) & (lay.servers > 1)).any() else "")
+            + "; each such configuration planned whole (the replicas step together, every MoE layer "
+            "gathers their tokens); the other layouts split the experts with TP.")
     elif model.moe is not None:
         assumptions.append("Expert parallelism is not swept: experts are split with TP (EP 1).")
     if cross is not None and media is not None:

@@ -4,7 +4,9 @@ GPUs (EP ``k``), the layout :func:`~anchorgpu.planner.speed.serving_layouts.choo
 TP/PP split holds. Each replica keeps only its own sequences' KV cache, which a TP split cannot divide where the
 model has one latent per token (MLA) or fewer KV heads than GPUs. These few layouts (one per shape and TP size) are
 planned whole, by :func:`~anchorgpu.planner.plan` and the scalar serving model, whose EP-group timing (the
-replicas stepping together, the all-gathers of every MoE layer) the vectorized ticks do not carry. Pure."""
+replicas stepping together, the all-gathers of every MoE layer) the vectorized ticks do not carry. On 2 or more
+servers the same engine runs on each (independent engines, the users split between them): over a concurrency ladder
+at that many times each rung, its figures the one-server layout's; at a concurrency named, planned whole. Pure."""
 
 from __future__ import annotations
 
@@ -32,27 +34,35 @@ _FLOAT_COLUMNS = ("weights_bytes", "kv_cache_bytes", "activations_bytes", "other
                   "decode_tokens_per_s_total")
 
 
-def attention_dp_rows(model: ModelSpec, shapes: Sequence[HardwareShape],
-                      engine: str = "vllm") -> list[tuple[int, int, int, int, int, int, int, int, int]]:
+def attention_dp_rows(model: ModelSpec, shapes: Sequence[HardwareShape], engine: str = "vllm", *,
+                      several_servers: bool = True) -> list[tuple[int, int, int, int, int, int, int, int, int]]:
     """(shape, servers, gpus, tp, pp, dp, zero, ep, cp) of every attention-DP layout swept: one whole server of each
     shape, with the TP sizes the chooser tries on it
-    (:func:`~anchorgpu.planner.speed.serving_layouts.attention_dp_tp_sizes`)."""
+    (:func:`~anchorgpu.planner.speed.serving_layouts.attention_dp_tp_sizes`); then (``several_servers``), after all
+    of those, each of them on 2 to ``max_servers`` servers, one such engine a server (EP one server's GPUs,
+    ``servers`` independent engines with the users split between them: no fabric needed, as for any replicas)."""
     from anchorgpu.planner.speed.serving_layouts import attention_dp_tp_sizes
 
-    return [(s, 1, k, tp, 1, k // tp, 0, k, 1) for s, shape in enumerate(shapes) if shape.max_servers >= 1
-            for k in (shape.gpus_per_server,) for tp in attention_dp_tp_sizes(model, k, engine)]
+    one = [(s, 1, k, tp, 1, k // tp, 0, k, 1) for s, shape in enumerate(shapes) if shape.max_servers >= 1
+           for k in (shape.gpus_per_server,) for tp in attention_dp_tp_sizes(model, k, engine)]
+    if not several_servers:
+        return one
+    return one + [(s, n, n * k, tp, 1, n * k // tp, 0, k, 1) for s, _, k, tp, *_ in one
+                  for n in range(2, shapes[s].max_servers + 1)]
 
 
 def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                          weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...], asked: Workload,
-                         contexts: tuple[int, ...], prompt: int, output: int) -> dict[str, Array]:
+                         contexts: tuple[int, ...], prompt: int, output: int,
+                         scaled: bool = False) -> dict[str, Array]:
     """The serving sweep's columns for the attention-DP layouts ``lay``, each ``(L, W, K, C)`` in the sweep's order,
     from :func:`~anchorgpu.planner.plan` and :func:`~anchorgpu.planner.speed.estimate.plan_performance` (memory as
     the plan sizes it; speed where the plan fits, NaN where it does not, as the plan gives none). A text model's
     sequences are planned at the sweep's context of each concurrency (``contexts``, one per concurrency), as the
     other layouts are; a model with images or an encoder at ``asked``, the workload as the sweep's probe planned it,
     at each concurrency, so the plan adds their tokens once (over a concurrency ladder with no context given, each
-    concurrency then takes the plan's own default context, as the other layouts do)."""
+    concurrency then takes the plan's own default context, as the other layouts do). With the concurrency of each
+    entry (the sweep's, or with ``scaled`` :func:`_scaled_columns`'s on several servers)."""
     from anchorgpu.planner.plan import plan
     from anchorgpu.planner.speed.estimate import plan_performance
 
@@ -63,8 +73,17 @@ def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec
     by_conc = [replace(asked, concurrency=c) if media else replace(asked, concurrency=c, context_tokens=ctx)
                for c, ctx in zip(concs, contexts, strict=True)]
     mfu, mbu = spec.efficiencies.mfu, spec.efficiencies.mbu
-    rows = zip(lay.shape.tolist(), lay.gpus.tolist(), lay.tp.tolist(), lay.dp.tolist(), lay.ep.tolist(), strict=True)
-    for i, (s, gpus, tp, dp, ep) in enumerate(rows):
+    concurrency = np.broadcast_to(np.array(concs, dtype=np.int64)[None, None, None, :], grid).copy()
+    one_server: dict[tuple[int, int], int] = {}  # (shape, TP) -> its one-server row
+    several: list[tuple[int, int, int]] = []  # (row, its one-server row, servers) of the rows scaled from another
+    rows = zip(lay.shape.tolist(), lay.servers.tolist(), lay.gpus.tolist(), lay.tp.tolist(), lay.dp.tolist(),
+               lay.ep.tolist(), strict=True)
+    for i, (s, servers, gpus, tp, dp, ep) in enumerate(rows):
+        if servers == 1:
+            one_server[(s, tp)] = i
+        elif scaled:
+            several.append((i, one_server[(s, tp)], servers))
+            continue
         gpu = shapes[s].gpu
         layout = Layout(gpus=gpus, tp=tp, pp=1, dp=dp, ep=ep)
         for j, name in enumerate(weights):
@@ -91,12 +110,48 @@ def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec
                         cols["prefill_s"][at] = perf["ttft_s"]
                         cols["decode_tokens_per_s_per_user"][at] = perf["decode_tokens_per_s_per_user"]
                         cols["decode_tokens_per_s_total"][at] = perf["output_tokens_per_s"]
+    if several:
+        _scaled_columns(model, asked, concs, cols, fits, concurrency, several)
     out: dict[str, Array] = dict(cols)
     out["fits"] = fits
-    out["concurrency"] = np.broadcast_to(np.array(concs, dtype=np.int64)[None, None, None, :], grid)
+    out["concurrency"] = concurrency
     out["train_tokens_per_s"] = np.full(grid, np.nan)
     out["train_time_s"] = np.full(grid, np.nan)
     return out
+
+
+def _scaled_columns(model: ModelSpec, asked: Workload, concs: tuple[int, ...], cols: dict[str, Array], fits: Array,
+                    concurrency: Array, several: list[tuple[int, int, int]]) -> None:
+    """The entries of each row of ``several`` (row, its one-server row, servers: a one-server attention-DP engine on
+    each of that many servers) over a concurrency ladder: at ``servers`` times each concurrency swept, each engine
+    serving what its one-server row serves at that concurrency. ``plan`` gives such a layout the same per-GPU memory
+    (each replica holds as many sequences, ``ceil(servers * c / (servers * r)) = ceil(c / r)``, and every per-GPU
+    term reads TP, EP and whether there are replicas, not how many) and the same step (the replicas of an EP group
+    step together over the EP group's link, the queue past saturation counted per replica), so its figures are the
+    one-server row's, the users' total ``servers`` times (``tests/recommend/test_attention_dp_servers.py`` holds
+    them to ``plan``). An entry whose concurrency ``plan`` sizes at another context (one sequence alone at the
+    model's window, ``servers`` of them at the request) is left out: not planned, never fitting, never the closest
+    miss (the one-server row's own entry stands for it)."""
+    from anchorgpu.planner.serving_request import asked_context
+
+    sized: dict[int, int] = {}
+
+    def tokens(c: int) -> int:  # the context plan sizes a sequence at when c run at once
+        if c not in sized:
+            sized[c] = asked_context(model, replace(asked, concurrency=c), [])
+        return sized[c]
+
+    at, one, servers = (np.array(column, dtype=np.int64) for column in zip(*several, strict=True))
+    same = {n: [tokens(n * c) == tokens(c) for c in concs] for n in set(servers.tolist())}
+    kept = np.array([same[n] for n in servers.tolist()], dtype=bool)[:, None, None, :]  # (R, 1, 1, C)
+    n = servers[:, None, None, None]
+    concurrency[at] = n * np.array(concs, dtype=np.int64)
+    for name in _FLOAT_COLUMNS:
+        cols[name][at] = np.where(kept, cols[name][one], np.nan)
+    cols["decode_tokens_per_s_total"][at] *= n
+    cols["per_gpu_total_bytes"][at] = np.where(kept, cols["per_gpu_total_bytes"][at], np.inf)
+    cols["budget_bytes"][at] = cols["budget_bytes"][one]
+    fits[at] = fits[one] & kept
 
 
 def with_attention_dp(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
@@ -104,13 +159,17 @@ def with_attention_dp(model: ModelSpec, shapes: Sequence[HardwareShape], spec: S
                       asked: Workload, contexts: tuple[int, ...], prompt: int, output: int
                       ) -> tuple[Layouts, dict[str, Array]]:
     """The sweep's layouts and serving columns with the attention-DP layouts appended (the columns each widened to
-    the whole grid for it), or both unchanged where there are none (a dense model)."""
+    the whole grid for it), or both unchanged where there are none (a dense model). Over a concurrency ladder (no
+    concurrency named) a layout of several servers runs that many times each concurrency swept
+    (:func:`_scaled_columns`); at the concurrencies named it is planned whole at each, as the others are."""
     rows = attention_dp_rows(model, shapes, spec.workload.engine)
     if not rows:
         return lay, cols
     layouts = type(lay)
     adp = layouts(*(np.array(column, dtype=np.int64) for column in zip(*rows, strict=True)))
-    extra = attention_dp_columns(model, shapes, spec, adp, weights, kvs, concs, asked, contexts, prompt, output)
+    scaled = not spec.concurrencies and spec.workload.concurrency is None
+    extra = attention_dp_columns(model, shapes, spec, adp, weights, kvs, concs, asked, contexts, prompt, output,
+                                 scaled)
     full = (len(lay), len(weights), len(kvs), len(concs))
     joined = {name: np.concatenate((np.broadcast_to(values.reshape((1,) * (4 - values.ndim) + values.shape), full),
                                     extra[name])) for name, values in cols.items()}

@@ -33,14 +33,16 @@ def most_sequences(model: ModelSpec, shapes: Sequence[HardwareShape], w: Workloa
                    weights: tuple[str, ...], kvs: tuple[str, ...], context_tokens: int,
                    media: MediaLoad | None = None) -> int:
     """An upper bound on the users any serving layout swept runs at once: over the layouts ``lay`` and the
-    attention-DP layouts the sweep adds (:func:`~anchorgpu.planner.sweep_attention_dp.attention_dp_rows`), the most of
+    one-server attention-DP layouts the sweep adds (:func:`~anchorgpu.planner.sweep_attention_dp.attention_dp_rows`), the most of
     DP x the sequences a replica runs, each the smaller of its engine's cap and what a GPU's whole memory holds after
     its lightest weights (the smallest of ``weights``), a sequence of ``context_tokens`` at the smallest of ``kvs``
     per value on the most-loaded pipeline stage, as the sweep sizes it, with the cross-attention K/V a sequence of an
     encoder-decoder or mllama keeps (``media``: Whisper's 1,500 frames are 245,760,000 B a sequence, far more than
     its 448 decoder tokens) (no activations, no runtime overhead, no memory-utilization margin: a bound no
     configuration that fits can pass)."""
-    adp = np.array([(s, tp, pp, dp, ep) for s, _, _, tp, pp, dp, _, ep, _ in attention_dp_rows(model, shapes, w.engine)],
+    # (one server's: over the ladder a layout of several runs that many times each rung, sweep_attention_dp)
+    one_server = attention_dp_rows(model, shapes, w.engine, several_servers=False)
+    adp = np.array([(s, tp, pp, dp, ep) for s, _, _, tp, pp, dp, _, ep, _ in one_server],
                    dtype=np.int64).reshape(-1, 5)
     plain = np.stack((lay.shape, lay.tp, lay.pp, lay.dp, lay.ep), axis=1).astype(np.int64)
     shape, tp, pp, dp, ep = np.concatenate((plain, adp)).T

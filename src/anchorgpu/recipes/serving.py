@@ -136,6 +136,15 @@ def _replicas(plan: Plan, target: Target, assumptions: list[str]) -> tuple[int, 
     """(data-parallel ranks in one engine, whether each replica is a separate server)."""
     lay = plan.layout
     per_replica = lay.tp * lay.pp
+    if lay.attention_dp_groups > 1:  # copies of one EP group's engine, each on its own GPUs (one a server)
+        groups, ranks = lay.attention_dp_groups, lay.attention_dp_ranks
+        each = lay.gpus // groups
+        assumptions.append(f"{groups} independent attention-DP engines of {each} GPUs ({ranks} replicas of TP "
+                           f"{lay.tp}, the experts over EP {lay.ep} each): run this command on each of the {groups} "
+                           + ("servers" if each == target.gpus_per_node else f"sets of {each} GPUs")
+                           + " and put a load balancer in front, splitting the users evenly (the command is one "
+                           "engine).")
+        return ranks, True
     if lay.attention_dp:  # the replicas share the experts: one engine over all of them
         return lay.dp, False
     if lay.dp > 1 and per_replica * lay.dp > target.gpus_per_node:
@@ -158,10 +167,11 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
     kv_flag = _kv(plan, kind)
     dp, _separate = _replicas(plan, target, assumptions)
     adp = lay.attention_dp
-    if adp and lay.gpus > target.gpus_per_node:
+    if adp and lay.gpus // lay.attention_dp_groups > target.gpus_per_node:
         raise not_expressible(kind, f"attention data parallelism with EP {lay.ep} spans {lay.gpus} GPUs over servers of "
                                     f"{target.gpus_per_node}: this recipe writes one server's launch; plan it on one "
-                                    "server or give --tp and --dp")
+                                    f"server (or several, --ep {target.gpus_per_node} an engine each) or give --tp "
+                                    "and --dp")
     if adp and kind == "trtllm" and lay.tp > 1:
         raise not_expressible(kind, f"attention data parallelism with TP {lay.tp} a replica: TensorRT-LLM's "
                                     "enable_attention_dp runs each GPU's attention alone (TP 1); plan --tp 1")

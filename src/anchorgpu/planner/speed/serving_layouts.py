@@ -1,6 +1,7 @@
 """The serving layout chosen for the user: without a GPU count, the fewest GPUs that hold the requested concurrency,
 and on them, of the layouts that hold it (replicas of a TP split inside a server, pipeline stages across servers, and
-for a mixture of experts attention data parallelism with EP over a server), the planner's first unless another serves
+for a mixture of experts attention data parallelism with EP over a server, on more servers one such engine on
+each), the planner's first unless another serves
 those users clearly faster; with a GPU count, the same on that many GPUs, the planner's default (TP across one server)
 first. Split from :mod:`~anchorgpu.planner.speed.layouts` (the training chooser). Pure.
 """
@@ -32,9 +33,10 @@ def _serving_layouts(model: ModelSpec, gpus: int, engine: str = "vllm") -> Itera
     split TP inside one server, then PP across servers; then, for a mixture of experts, attention data parallelism:
     ``gpus / tp`` replicas of the attention and dense layers (TP 1 first) with every GPU's share of the routed
     experts, EP over all the GPUs of one server (vLLM's ``--data-parallel-size --enable-expert-parallel`` makes EP that wide;
-    TensorRT-LLM's ``enable_attention_dp``, SGLang's ``--enable-dp-attention``). Each replica keeps only its own
-    sequences' KV cache, which matters most where a TP split cannot divide it (MLA's one latent per token, or fewer
-    KV heads than GPUs), at the cost of the all-gathers of every MoE layer."""
+    TensorRT-LLM's ``enable_attention_dp``, SGLang's ``--enable-dp-attention``), and over several whole servers the
+    same one-server engine on each (EP one server's GPUs, ``gpus / 8`` independent engines, the users split between
+    them). Each replica keeps only its own sequences' KV cache, which matters most where a TP split cannot divide it
+    (MLA's one latent per token, or fewer KV heads than GPUs), at the cost of the all-gathers of every MoE layer."""
     # GPUs one replica spans: powers of two, then the other divisors of a count such as 3, 6 or 24 (a replica of 3
     # pipeline stages is what 3 GPUs hold a 70B with, where TP 3 divides no head count and 3 replicas hold nothing)
     odd = [unit for unit in range(3, min(gpus, 64) + 1) if gpus % unit == 0 and unit & (unit - 1)]
@@ -49,6 +51,9 @@ def _serving_layouts(model: ModelSpec, gpus: int, engine: str = "vllm") -> Itera
         yield Layout(gpus=gpus, tp=tp, pp=pp, dp=gpus // unit)
     for tp in attention_dp_tp_sizes(model, gpus, engine):
         yield Layout(gpus=gpus, tp=tp, pp=1, dp=gpus // tp, ep=gpus)
+    if gpus > SERVER_GPUS and gpus % SERVER_GPUS == 0:  # one server's attention-DP engine on each server
+        for tp in attention_dp_tp_sizes(model, SERVER_GPUS, engine):
+            yield Layout(gpus=gpus, tp=tp, pp=1, dp=gpus // tp, ep=SERVER_GPUS)
 
 
 def attention_dp_tp_sizes(model: ModelSpec, gpus: int, engine: str) -> tuple[int, ...]:
@@ -81,8 +86,12 @@ def _split(layout: Layout) -> str:
 def _split_words(layout: Layout) -> str:
     """:func:`_split` and what its parts are: ``TP 1, PP 1, DP 8: 8 replicas`` or, under attention data
     parallelism, what each part holds."""
-    dp, ep = layout.dp or 1, layout.ep or 1
-    if ep > (layout.tp or 1):
+    tp, dp, ep = layout.tp or 1, layout.dp or 1, layout.ep or 1
+    if ep > tp and tp * dp > ep:  # copies of one server's engine
+        return (f"{_split(layout)}: attention data parallelism in {tp * dp // ep} independent engines of {ep} GPUs, "
+                f"each {ep // tp} replicas of the attention and dense layers with their own sequences' KV cache and "
+                f"the routed experts split over its {ep} GPUs, the users split evenly between the engines")
+    if ep > tp:
         return (f"{_split(layout)}: attention data parallelism, {dp} replicas of the attention and dense layers, each "
                 f"with its own sequences' KV cache, the routed experts split over all {ep} GPUs")
     return _split(layout) + (f": {dp} replicas" if dp > 1 else "")

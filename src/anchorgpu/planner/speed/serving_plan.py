@@ -173,7 +173,7 @@ def sglang_step_terms(plan: Plan) -> tuple[tuple[int, ...], bool]:
     ((1, 2, 4, 8, 12, 16), 512, True)
     """
     lay, gpu, model = plan.layout, plan.gpu, plan.model
-    dp_attention = lay.dp if lay.attention_dp else 0
+    dp_attention = lay.attention_dp_ranks  # one engine's replicas (its EP group's)
     settings = sglang_settings(sglang_gpu_memory_bytes(gpu),
                                tp=lay.tp * dp_attention if dp_attention else lay.tp, pp=lay.pp,
                                chunked_prefill_size=plan.workload.max_num_batched_tokens, dp_attention=dp_attention)
