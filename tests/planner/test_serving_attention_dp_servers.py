@@ -82,3 +82,12 @@ def test_each_server_runs_the_one_server_launch() -> None:
                layout=Layout(gpus=16, tp=1, dp=16, ep=8), gpu=H200)
     words = _words(build_recipe(trt, "trtllm").command)
     assert words[words.index("--tp_size") + 1] == "8" and words[words.index("--ep_size") + 1] == "8"
+
+
+def test_what_would_fit_offers_one_servers_engine_on_each_server() -> None:
+    """TP 8 x DP 2 on 16 H200 does not hold 4,096 users (each TP 8 rank keeps the whole MLA cache); the suggestion is
+    the several-server attention-DP layout, which the chooser also picks for them, and it fits as suggested."""
+    p = plan(V3, Workload(concurrency=4096), precision=FP8, layout=Layout(gpus=16, tp=8, dp=2), gpu=H200)
+    assert not p.fits
+    hit = next(s for s in p.suggestions if s.change == "--tp 1 --dp 16 --ep 8")
+    assert hit.headroom_bytes > 0 and hit.gpus == 16

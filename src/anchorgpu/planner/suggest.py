@@ -51,6 +51,14 @@ def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload,
             out.append((f"--tp 1 --dp {lay.gpus} --ep {lay.gpus}",
                         "attention data parallelism: each GPU keeps its own sequences' KV cache, experts split over "
                         f"all {lay.gpus}", w, precision, Layout(gpus=lay.gpus, tp=1, pp=1, dp=lay.gpus, ep=lay.gpus)))
+        elif (isinstance(model, ModelSpec) and not lay.attention_dp and lay.gpus > GPUS_PER_SERVER
+              and lay.gpus % GPUS_PER_SERVER == 0 and 1 in _attention_dp_tp_sizes(model, GPUS_PER_SERVER, w.engine)):
+            # several servers: one server's attention-DP engine on each (the experts split within a server)
+            out.append((f"--tp 1 --dp {lay.gpus} --ep {GPUS_PER_SERVER}",
+                        f"attention data parallelism, one server's engine on each of {lay.gpus // GPUS_PER_SERVER}: "
+                        f"each GPU keeps its own sequences' KV cache, experts split over each server's "
+                        f"{GPUS_PER_SERVER}", w, precision,
+                        Layout(gpus=lay.gpus, tp=1, pp=1, dp=lay.gpus, ep=GPUS_PER_SERVER)))
         # a larger memory fraction: searched, not listed (suggest_fraction.memory_fraction_suggestion)
         for gpus in (2, 4, 8, 16, 32):
             if gpus > lay.gpus:
