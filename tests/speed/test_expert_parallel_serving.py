@@ -203,16 +203,17 @@ def test_the_replicas_of_an_ep_group_step_together_so_any_ones_prompt_chunk_hold
     assert chunks == pytest.approx(1.06, abs=0.01)
     ratio = (16 + chunks * chunk / 8) / (16 + chunk)  # the group's tokens per replica over the chunk carrier's
     assert 8 * (16 + chunk) * ratio == pytest.approx(128 + chunks * 1000)
-    mixed = _step(setup, c, 16, chunk, attn[0], attn[1], one_chunk=True, group_ratio=ratio)[0]
-    assert mixed < _step(setup, c, 16, chunk, attn[0], attn[1], one_chunk=True)[0]  # 8 chunks' expert work
-    plain = _step(setup, c, 16, 0.0, attn[0], 0.0)[0]
+    skip = 1 - 1 / 1000  # the LM head at each 1,000-token prompt's last token only (flops.unsampled_prompt_share)
+    mixed = _step(setup, c, 16, chunk, attn[0], attn[1], one_chunk=True, group_ratio=ratio, head_skip=skip)[0]
+    assert mixed < _step(setup, c, 16, chunk, attn[0], attn[1], one_chunk=True, head_skip=skip)[0]  # 8 chunks' work
+    plain = _step(setup, c, 16, 0.0, attn[0], 0.0, head_skip=0.0)[0]
     step = _steady(setup, c, ci, 16, 1000, 1000, attn)[0]
     assert step == pytest.approx(group * mixed + (1 - group) * plain, rel=1e-12)
     # a replica on its own (no EP group) keeps its own share
     alone = _setup(tp=1, ep=1, replicas=8)
     ca, cia = _pair(MODEL, H200, alone, cal)
-    mixed_a = _step(alone, ca, 16, chunk, attn[0], attn[1], one_chunk=True)[0]
-    plain_a = _step(alone, ca, 16, 0.0, attn[0], 0.0)[0]
+    mixed_a = _step(alone, ca, 16, chunk, attn[0], attn[1], one_chunk=True, head_skip=skip)[0]
+    plain_a = _step(alone, ca, 16, 0.0, attn[0], 0.0, head_skip=0.0)[0]
     assert _steady(alone, ca, cia, 16, 1000, 1000, attn)[0] == pytest.approx(
         share * mixed_a + (1 - share) * plain_a, rel=1e-12)
 

@@ -29,19 +29,20 @@ def _setup(tp: int, pp: int) -> sv.ServingSetup:
 @pytest.mark.parametrize("gpu_name", GPUS)
 @pytest.mark.parametrize(("tp", "pp"), [(1, 1), (4, 1), (2, 2), (1, 4)])
 @settings(max_examples=25, deadline=None)
-@given(batch=st.integers(0, 512), prefill=st.sampled_from([0.0, 1.0, 37.5, 2048.0]), padded=st.integers(0, 512))
+@given(batch=st.integers(0, 512), prefill=st.sampled_from([0.0, 1.0, 37.5, 2048.0]), padded=st.integers(0, 512),
+       skip=st.sampled_from([0.0, 0.999]))
 def test_tick_matches_the_helpers_it_restates(model_name: str, gpu_name: str, tp: int, pp: int, batch: int,
-                                              prefill: float, padded: int) -> None:
+                                              prefill: float, padded: int, skip: float) -> None:
     model, gpu, cal = load_model(model_name), get_gpu(gpu_name), calibration()
     setup = _setup(tp, pp)
     c = sv._constants(model, gpu, setup, cal, False)
     ci = sv._constants(model, gpu, setup, cal, True)
     dec, pre = 2e9, 1e9
-    t = sv._tick(setup, c, float(batch), prefill, dec, pre, float(padded), ci)
+    t = sv._tick(setup, c, float(batch), prefill, dec, pre, float(padded), ci, head_skip=skip)
     tokens = max(float(batch), float(padded)) + prefill
     message = tokens * model.hidden_size * ACTIVATION_BYTES
     for k, ideal, time_s in ((c, False, t[0]), (ci, True, t[7])):
-        alone = sv._tick(setup, k, float(batch), prefill, dec, pre, float(padded))
+        alone = sv._tick(setup, k, float(batch), prefill, dec, pre, float(padded), head_skip=skip)
         assert alone[0] == time_s  # the ceiling timed beside the prediction is the ceiling timed alone
         efficiency = 1.0 if ideal else cal.link_efficiency
         comm = 0.0
@@ -56,6 +57,8 @@ def test_tick_matches_the_helpers_it_restates(model_name: str, gpu_name: str, tp
         matmul_s = tokens * 2.0 * k.matmul_params / (tp * pp) / k.matmul_rate
         matmul_s *= 1.0 + k.expert_share * (sv.expert_rows_factor(tokens, k.route_share, k.expert_half_tokens,
                                                                    k.expert_tile_rows) - 1.0)
+        # the prompt tokens the LM head never reaches (speed.flops.unsampled_prompt_share) skip its product
+        matmul_s -= prefill * skip * 2.0 * model.vocab_size * model.hidden_size / (tp * pp) / k.head_rate
         assert alone[2] == pytest.approx(sv.soft_roofline(weights / k.mem_rate, matmul_s, k.knee), rel=1e-12)
         assert math.isfinite(alone[0]) and alone[0] >= alone[1] >= 0.0
 
@@ -76,13 +79,14 @@ def test_decode_step_reads_the_same_tick() -> None:
 @pytest.mark.parametrize("host_overlap", (True, False))
 @settings(max_examples=25, deadline=None)
 @given(batch=st.one_of(st.integers(0, 1024), st.floats(0.0, 1024.0)), prefill=st.sampled_from([0, 0.0, 1.0, 37.5, 2048]),
-       padded=st.integers(0, 512), pre=st.sampled_from([0.0, 1e9]))
+       padded=st.integers(0, 512), pre=st.sampled_from([0.0, 1e9]), skip=st.sampled_from([0.0, 0.999]))
 def test_dense_step_is_the_general_step(model_name: str, gpu_name: str, tp: int, host_overlap: bool,
-                                        batch: float, prefill: float, padded: int, pre: float) -> None:
+                                        batch: float, prefill: float, padded: int, pre: float, skip: float) -> None:
     """The lean step of a dense model on one stage gives exactly what the general step gives: time, bound, ceiling."""
     model, gpu, cal = load_model(model_name), get_gpu(gpu_name), calibration()
     setup = sv.ServingSetup(weights_bytes_per_gpu=20e9, kv_bytes_per_sequence_per_gpu=3e8, precision="fp8", tp=tp,
                             max_num_batched_tokens=8192, gpus_per_server=8, host_overlap=host_overlap)
     c, ci = sv._constants(model, gpu, setup, cal, False), sv._constants(model, gpu, setup, cal, True)
-    general = sv._step(setup, c, batch, prefill, 2e9, pre, padded_batch=padded, ceiling=ci)
-    assert sv._dense_step(setup, c, batch, prefill, 2e9, pre, padded, ci) == (general[0], general[5], general[6])
+    general = sv._step(setup, c, batch, prefill, 2e9, pre, padded_batch=padded, ceiling=ci, head_skip=skip)
+    assert sv._dense_step(setup, c, batch, prefill, 2e9, pre, padded, ci, head_skip=skip) == (
+        general[0], general[5], general[6])

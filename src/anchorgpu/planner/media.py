@@ -211,17 +211,18 @@ def sequence_tokens(media: MediaLoad, w: Workload, ctx: int, assumptions: list[s
 def speed_request(media: MediaLoad, model: ModelSpec, w: Workload, ctx: int,
                   assumptions: list[str] | None = None) -> tuple[int, int] | None:
     """The prompt the speed model reads in prefill and the output it decodes: text + image tokens + the vision
-    tower's (or encoder's) FLOPs as the language-model tokens that cost as much (2 · active matmul parameters per
-    token), and the text's own output (the given one, else the default 256 within the text context; the image and
+    tower's (or encoder's) FLOPs as the language-model tokens that cost as much (:func:`encoder_equivalent_tokens`),
+    and the text's own output (the given one, else the default 256 within the text context; the image and
     encoder tokens added to the prompt take none of it); None when the request carries nothing but text (the speed
     model's own default stays).
 
     >>> from anchorgpu.planner._examples import llama_3_1_8b
     >>> m = llama_3_1_8b()
-    >>> speed_request(MediaLoad(context_tokens=576, encoder_flops=2.0 * m.params_active_matmul * 100), m,
+    >>> body = m.params_active_matmul - m.vocab_size * m.hidden_size  # a prompt token's products (no LM head)
+    >>> speed_request(MediaLoad(context_tokens=576, encoder_flops=2.0 * body * 100), m,
     ...               Workload(prompt_tokens=1000, output_tokens=200), 1776)
     (1676, 200)
-    >>> speed_request(MediaLoad(context_tokens=256, encoder_flops=2.0 * m.params_active_matmul * 64), m,
+    >>> speed_request(MediaLoad(context_tokens=256, encoder_flops=2.0 * body * 64), m,
     ...               Workload(concurrency=32), 1536)
     (1344, 256)
     """
@@ -278,9 +279,11 @@ def cross_image_speed_line(prompt: int, encoder_tokens: int, media: MediaLoad) -
 
 
 def encoder_equivalent_tokens(media: MediaLoad, model: ModelSpec) -> int:
-    """The encoder's (or vision tower's) FLOPs as the language-model tokens that cost as much in prefill
-    (2 · active matmul parameters per token)."""
-    return math.ceil(media.encoder_flops / (2.0 * max(1, model.params_active_matmul)))
+    """The encoder's (or vision tower's) FLOPs as the language-model tokens that cost as much in prefill: 2 · the
+    active matmul parameters but the LM head's ``V x h`` per token, since a served prompt token never reaches the head
+    (the engine computes logits at the prompt's last token only: ``speed.flops.unsampled_prompt_share``)."""
+    body = model.params_active_matmul - model.vocab_size * model.hidden_size
+    return math.ceil(media.encoder_flops / (2.0 * max(1, body)))
 
 
 def encdec_speed_line(model: ModelSpec, req: EncDecRequest, encoder_equivalent: int, window_tokens: int) -> str:

@@ -42,12 +42,12 @@ def timed_request(model: ModelSpec, asked: Workload, media: MediaLoad | None, ct
     >>> from anchorgpu.planner.inference import request_media
     >>> whisper, asked = load_model("whisper-large-v3"), Workload(task="inference", concurrency=16)
     >>> timed_request(whisper, asked, request_media(whisper, asked), 448)
-    CrossRequest(prompt_tokens=1059, output_tokens=256, equivalent_tokens=1055)
+    CrossRequest(prompt_tokens=1143, output_tokens=256, equivalent_tokens=1139)
     >>> qwen = load_model("qwen2.5-vl-7b")
     >>> timed_request(qwen, asked, request_media(qwen, asked), 2649)
-    CrossRequest(prompt_tokens=2917, output_tokens=256, equivalent_tokens=0)
+    CrossRequest(prompt_tokens=2961, output_tokens=256, equivalent_tokens=0)
     >>> timed_request(qwen, replace(asked, context_tokens=400), request_media(qwen, asked), 1769)
-    CrossRequest(prompt_tokens=2093, output_tokens=200, equivalent_tokens=0)
+    CrossRequest(prompt_tokens=2137, output_tokens=200, equivalent_tokens=0)
     """
     if media is None or not (media.cross_tokens or media.context_tokens):
         return None

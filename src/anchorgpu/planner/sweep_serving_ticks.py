@@ -20,10 +20,12 @@ from anchorgpu.planner.speed.flops import (
     attention_flops_per_token,
     decode_attention_flops_per_token,
     forward_matmul_params,
+    lm_head_params,
+    unsampled_prompt_share,
 )
 from anchorgpu.planner.speed.launches import is_block_fp8, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, host_kind, peak_for
-from anchorgpu.planner.speed.product_shares import quantized_product_shares
+from anchorgpu.planner.speed.product_shares import head_quantized_share, quantized_product_shares
 from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
 from anchorgpu.planner.sweep_grid import Layouts
 from anchorgpu.planner.sweep_serving_lookups import distinct_gpus, links, mixed_rates
@@ -85,9 +87,11 @@ class Ticks:
         peaks = peaks_of(gpus, precisions)[s]
         # a format that keeps some layers 16-bit runs their products at BF16's rate (speed.product_shares)
         shares = [quantized_product_shares(model, format_for_model(model, name)) for name in weights]
+        heads = np.array([head_quantized_share(model, format_for_model(model, name)) for name in weights])
         self.expert_ratio: FloatArray | float = 1.0
         if not any(q < 1.0 or e < 1.0 for q, e in shares):
             self.peak_eff = per_format(peaks) * per_format(scaled_eff)  # the products' achieved peak
+            self.head_peak_eff = self.peak_eff  # every product, the LM head's too, at one precision
         else:
             eff16 = np.array([cal.serve_precision_efficiency(gpu, "bf16") for gpu in gpus])[s]
             b16 = (np.array([peak_for(gpu, "bf16").flops_per_s for gpu in gpus])[s] * eff16 * width_share)[:, None]
@@ -96,6 +100,7 @@ class Ticks:
             self.peak_eff = per_format(mixed)
             # the routed experts' products' rate over the whole products' (1.0 where they share one precision)
             self.expert_ratio = per_format(mixed / mixed_rates(low, b16, np.array([e for _, e in shares])))
+            self.head_peak_eff = per_format(mixed_rates(low, b16, heads))  # the LM head's rate (16-bit: BF16's)
         # fixed cost per pipeline tick: the step's, and the launches of the stage's layers (speed.serving)
         # (a checkpoint FP8 in blocks launches a quantisation before each product: per format)
         block_fp8 = [is_block_fp8(format_for_model(model, name).name) for name in weights]
@@ -120,6 +125,9 @@ class Ticks:
         self.tp, self.pp = lay.tp, lay.pp
         self.split = (lay.tp * lay.pp).astype(np.float64)
         self.p_matmul = 2.0 * forward_matmul_params(model)
+        # the LM head runs at the last token of each prompt only (speed.flops.unsampled_prompt_share)
+        self.p_head = 2.0 * lm_head_params(model)
+        self.head_skip = unsampled_prompt_share(prompt)
         self.knee = per_layout(lambda k: k.roofline_exponent)
         self.inv_knee = 1.0 / self.knee
         cached = prompt + output // 2
@@ -183,6 +191,8 @@ class Ticks:
             rows = tokens * self.route_share / frac
             compute_s *= np.where(rows > 0, 1.0 + self.expert_share * self.expert_ratio * self.half_tokens / np.where(
                 rows > 0, np.maximum(rows, self.moe_tile_rows), 1.0), 1.0)  # at least one tile's rows
+        if self.head_skip and np.any(prefill):  # the prompt tokens' products without the LM head's (speed.serving)
+            compute_s -= prefill * self.head_skip * self.p_head / self.split / self.head_peak_eff
         big = np.maximum(memory_s, compute_s)
         weights_s = _soft_roofline(big, np.minimum(memory_s, compute_s, out=compute_s), self.knee, self.inv_knee)
         weights_s += self.fixed

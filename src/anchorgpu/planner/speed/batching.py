@@ -12,7 +12,11 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import builder, fast_init
 from anchorgpu.planner.speed.calibration import Calibration, calibration
-from anchorgpu.planner.speed.flops import attention_flops_per_token, decode_attention_flops_per_token
+from anchorgpu.planner.speed.flops import (
+    attention_flops_per_token,
+    decode_attention_flops_per_token,
+    unsampled_prompt_share,
+)
 from anchorgpu.planner.speed.serving import _dense_step, _step
 from anchorgpu.planner.speed.step_constants import ServingSetup, _pair, _StepConstants
 from anchorgpu.units import at_least, clamp
@@ -73,26 +77,30 @@ def _steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: i
     all, ``s`` a replica's own share at the group's mean load. ``even``: what a replica of the group brings to a
     step, on average, over this (the busiest) one's (1.0 where they run alike; :func:`_pass_outputs_ratio`): the
     group's tokens, which its experts serve and its GPUs gather, are the replicas' own, not the busiest one's
-    ``ep / tp`` times (:func:`~anchorgpu.planner.speed.serving._tick`'s ``group_ratio``)."""
+    ``ep / tp`` times (:func:`~anchorgpu.planner.speed.serving._tick`'s ``group_ratio``). The LM head runs at the
+    last token of each prompt only (``B / O`` prompts end a step: :func:`~anchorgpu.planner.speed.flops.
+    unsampled_prompt_share`) and at every decoded token."""
     prefill = batch * prompt / output
+    skip = unsampled_prompt_share(prompt)
     chunk, share = prefill_chunk_share(batch, prompt, output, setup.max_num_batched_tokens)
     if setup.pp == 1 and c.routed_share is None:  # a dense model on one stage: the lean step, the same values
         if share >= 1.0 or not prefill:
-            return _dense_step(setup, c, batch, prefill, attn[0], attn[1] if prefill and prompt else 0.0, 0.0, ci)
+            return _dense_step(setup, c, batch, prefill, attn[0], attn[1] if prefill and prompt else 0.0, 0.0, ci,
+                               head_skip=skip)
         sizes = setup.graph_batch_sizes
-        chunked = _dense_step(setup, c, batch, chunk, attn[0], attn[1], 0.0, ci)
+        chunked = _dense_step(setup, c, batch, chunk, attn[0], attn[1], 0.0, ci, head_skip=skip)
         decodes = _dense_step(setup, c, batch, 0.0, attn[0], 0.0,
-                              next((size for size in sizes if size >= batch), 0) if sizes else 0, ci)
+                              next((size for size in sizes if size >= batch), 0) if sizes else 0, ci, head_skip=0.0)
         return (share * chunked[0] + (1.0 - share) * decodes[0], chunked[1] if share >= 0.5 else decodes[1],
                 share * chunked[2] + (1.0 - share) * decodes[2])
     ranks = c.expert_token_scale
     if share >= 1.0 and prefill and setup.pp > 1 and share < min(float(setup.pp), max(1.0, batch)):
         s = _step(setup, c, batch, chunk, attn[0], attn[1], one_chunk=True, ceiling=ci, chunks=share,
-                  group_ratio=even)
+                  group_ratio=even, head_skip=skip)
         return s[0], s[5], s[6]
     if share >= 1.0 or not prefill:
         s = _step(setup, c, batch, prefill, attn[0], attn[1] if prefill and prompt else 0.0, ceiling=ci,
-                  group_ratio=even)
+                  group_ratio=even, head_skip=skip)
         return s[0], s[5], s[6]
     # expert parallelism wider than TP: the replicas of an EP group run their forward passes aligned (every MoE layer
     # gathers all of them), so a step carries a prompt chunk whenever any of them has one; this replica's chunk
@@ -106,8 +114,10 @@ def _steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: i
         share = group_share
     sizes = setup.graph_batch_sizes  # decode-only steps run the first captured graph that holds the batch
     padded = next((size for size in sizes if size >= batch), 0) if sizes else 0
-    mixed = _step(setup, c, batch, chunk, attn[0], attn[1], one_chunk=True, ceiling=ci, group_ratio=mixed_ratio)
-    plain = _step(setup, c, batch, 0.0, attn[0], 0.0, padded_batch=padded, ceiling=ci, group_ratio=even)
+    mixed = _step(setup, c, batch, chunk, attn[0], attn[1], one_chunk=True, ceiling=ci, group_ratio=mixed_ratio,
+                  head_skip=skip)
+    plain = _step(setup, c, batch, 0.0, attn[0], 0.0, padded_batch=padded, ceiling=ci, group_ratio=even,
+                  head_skip=0.0)
     return (share * mixed[0] + (1.0 - share) * plain[0], mixed[5] if share >= 0.5 else plain[5],
             share * mixed[6] + (1.0 - share) * plain[6])
 
@@ -135,8 +145,11 @@ def _ttft(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, others: in
           attn: tuple[float, float], group_tokens: float = 0.0) -> tuple[float, float]:
     """Time to first token and its ceiling: the prompt's chunks, each sharing a step with the ``others``.
     ``group_tokens``: under expert parallelism wider than TP, what each other replica of the EP group brings to the
-    step on average (its decodes and its share of a chunk; 0: as much as this one)."""
+    step on average (its decodes and its share of a chunk; 0: as much as this one). The LM head runs at the prompt's
+    last token only, a ``1 / prompt`` share of each chunk's (:func:`~anchorgpu.planner.speed.flops.
+    unsampled_prompt_share`), and at the others' decoded tokens."""
     budget = at_least(setup.max_num_batched_tokens - others, 1)
+    skip = unsampled_prompt_share(prompt)
     chunks = math.ceil(prompt / budget)
     chunk = clamp(budget, 1, prompt)  # min(prompt, budget): both whole, budget >= 1
     ratio = 1.0
@@ -144,10 +157,11 @@ def _ttft(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, others: in
         ranks = c.expert_token_scale
         ratio = (others + chunk + (ranks - 1.0) * group_tokens) / (ranks * (others + chunk))
     if setup.pp == 1 and c.routed_share is None:  # a dense model on one stage: the lean step, the same values
-        one = _dense_step(setup, c, others, chunk, attn[0], attn[1] if chunk and prompt else 0.0, 0.0, ci)
+        one = _dense_step(setup, c, others, chunk, attn[0], attn[1] if chunk and prompt else 0.0, 0.0, ci,
+                          head_skip=skip)
         return chunks * one[0], chunks * one[2]
     s = _step(setup, c, others, chunk, attn[0], attn[1] if chunk and prompt else 0.0, one_chunk=True,
-              first_token=True, ceiling=ci, group_ratio=ratio)
+              first_token=True, ceiling=ci, group_ratio=ratio, head_skip=skip)
     return chunks * s[0], chunks * s[6]
 
 
@@ -281,16 +295,17 @@ def burst_makespan_s(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, req
             total += _preempting_wave_s(model, setup, c, batch, prompt_tokens, output_tokens, kv_tokens)
             continue
         total += _prefill_s(model, setup, c, float(batch * prompt_tokens), prompt_tokens)
-        total += (output_tokens - 1) * _step(setup, c, float(batch), 0.0, decode_flops, 0.0)[0]
+        total += (output_tokens - 1) * _step(setup, c, float(batch), 0.0, decode_flops, 0.0, head_skip=0.0)[0]
     return total
 
 
 def _prefill_s(model: ModelSpec, setup: ServingSetup, c: _StepConstants, tokens: float, length: int) -> float:
     """Prompt tokens (or a preempted request's prompt and outputs, computed again) of sequences ``length`` long,
-    in steps of the token budget; over pipeline stages the chunks follow each other through the stages."""
+    in steps of the token budget; over pipeline stages the chunks follow each other through the stages. The LM head
+    runs at the last token of each sequence only (:func:`~anchorgpu.planner.speed.flops.unsampled_prompt_share`)."""
     steps = math.ceil(tokens / setup.max_num_batched_tokens)
     through = _step(setup, c, 0.0, tokens / steps, 0.0, attention_flops_per_token(model, length, causal=True),
-                    one_chunk=True, first_token=True)[0]
+                    one_chunk=True, first_token=True, head_skip=unsampled_prompt_share(length))[0]
     return (steps + setup.pp - 1) * through / setup.pp
 
 
@@ -352,6 +367,6 @@ def _preempting_wave_s(model: ModelSpec, setup: ServingSetup, c: _StepConstants,
         steps = max(1, min(min(output - g for _, g in running), int((kv_tokens - used) // b)))
         mean = used / b + (steps - 1) / 2
         total += steps * _step(setup, c, float(b), 0.0,
-                               decode_attention_flops_per_token(model, round(mean)), 0.0)[0]
+                               decode_attention_flops_per_token(model, round(mean)), 0.0, head_skip=0.0)[0]
         running = [[n, g + steps] for n, g in running]
     return total

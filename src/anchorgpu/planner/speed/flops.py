@@ -21,8 +21,10 @@ __all__ = [
     "attention_flops_per_token",
     "decode_attention_flops_per_token",
     "forward_matmul_params",
+    "lm_head_params",
     "prefill_flops",
     "training_flops_per_token",
+    "unsampled_prompt_share",
 ]
 
 MOE_FORWARD_AGAIN: tuple[Recompute, ...] = ("moe", "full")
@@ -39,6 +41,37 @@ def forward_matmul_params(model: ModelSpec) -> int:
     """
     tied_head = model.vocab_size * model.hidden_size if model.params.head == 0 else 0
     return model.params_active - model.params.embeddings - model.params.position_embeddings + tied_head
+
+
+def lm_head_params(model: ModelSpec) -> int:
+    """Parameters of the LM head's ``V x h`` product (tied or not): the share of :func:`forward_matmul_params` a
+    serving engine multiplies only at the positions it samples (:func:`unsampled_prompt_share`).
+
+    >>> from anchorgpu.architectures import load_model
+    >>> lm_head_params(load_model("llama-3.2-1b"))  # 128,256 x 2,048, tied to the embeddings
+    262668288
+    """
+    return model.vocab_size * model.hidden_size
+
+
+def unsampled_prompt_share(prompt_tokens: float) -> float:
+    """Share of a prompt's tokens whose hidden state never reaches the LM head when it is served: ``1 - 1/I``.
+
+    Serving engines compute logits only at the positions they sample, the last token of each request's prompt (then
+    one per decoded token): vLLM's model runner takes ``sample_hidden_states = hidden_states[logits_indices]``, with
+    ``logits_indices = query_start_loc[1:] - 1`` (one per scheduled request) before ``compute_logits``
+    (vllm-project/vllm ``vllm/v1/worker/gpu_model_runner.py``); SGLang's ``LogitsProcessor`` keeps
+    ``hidden_states[last_index]``, ``last_index = cumsum(extend_seq_lens) - 1``, unless input logprobs are asked
+    (sgl-project/sglang ``python/sglang/srt/layers/logits_processor.py``); TensorRT-LLM's keeps the last token of
+    each sequence unless ``return_context_logits`` (NVIDIA/TensorRT-LLM ``tensorrt_llm/_torch/modules/
+    logits_processor.py``; ``gather_context_logits`` off by default in its engine builds). vLLM also samples (and
+    drops) the last token of a chunk that does not end its prompt; one row a chunk beside thousands of prompt tokens,
+    left out. 0.0 without a prompt. Training is unlike this: its loss reads every position.
+
+    >>> unsampled_prompt_share(1000), unsampled_prompt_share(1), unsampled_prompt_share(0)
+    (0.999, 0.0, 0.0)
+    """
+    return 1.0 - 1.0 / prompt_tokens if prompt_tokens >= 1 else 0.0
 
 
 def _attention_dims(model: ModelSpec) -> tuple[int, int]:
@@ -120,17 +153,20 @@ def decode_attention_flops_per_token(model: ModelSpec, cached_tokens: int) -> fl
 
 
 def prefill_flops(model: ModelSpec, prompt_tokens: int, batch: int = 1) -> float:
-    """Forward FLOPs to read ``batch`` prompts of ``prompt_tokens``: ``2*P_matmul*tokens`` + causal attention.
+    """Forward FLOPs to serve ``batch`` prompts of ``prompt_tokens``: ``2*P_matmul*tokens`` + causal attention, less
+    the LM head's ``2*V*h`` at every prompt token but the last of each prompt (:func:`unsampled_prompt_share`).
 
     Source: formulas.md item 9 (``2*P_active*tokens`` plus an attention term, halved by causal kernels).
 
     >>> from anchorgpu.planner.speed._toys import toy_model
-    >>> prefill_flops(toy_model(), 10) == 2 * forward_matmul_params(toy_model()) * 10 + 10 * 2 * 4 * 64 * 5
+    >>> m = toy_model()
+    >>> prefill_flops(m, 10) == 2 * (forward_matmul_params(m) * 10 - lm_head_params(m) * 9) + 10 * 2 * 4 * 64 * 5
     True
     """
     tokens = prompt_tokens * batch
-    return 2.0 * forward_matmul_params(model) * tokens + tokens * attention_flops_per_token(
-        model, prompt_tokens, causal=True)
+    return (2.0 * forward_matmul_params(model) * tokens
+            - 2.0 * lm_head_params(model) * tokens * unsampled_prompt_share(prompt_tokens)
+            + tokens * attention_flops_per_token(model, prompt_tokens, causal=True))
 
 
 def training_flops_per_token(

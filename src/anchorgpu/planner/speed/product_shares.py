@@ -14,7 +14,7 @@ from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.speed.flops import forward_matmul_params
 
-__all__ = ["mixed_rate", "quantized_product_shares"]
+__all__ = ["head_quantized_share", "mixed_rate", "quantized_product_shares"]
 
 
 def _group_share(fmt: WeightFormat, name: str, is_moe: bool) -> float:
@@ -54,6 +54,23 @@ def _quantized_product_shares(model: ModelSpec, fmt: WeightFormat) -> tuple[floa
 
 quantized_product_shares = memo_on_frozen(_quantized_product_shares, frozen=2)
 """The shares of one model in one format (:func:`_quantized_product_shares`), memoised on the two frozen specs."""
+
+
+def head_quantized_share(model: ModelSpec, fmt: WeightFormat) -> float:
+    """Share of the LM head's product that runs at the format's rate, as :func:`quantized_product_shares` counts it:
+    1.0 where every product runs at one precision (a 16-bit format, a model without linear groups, or a quantized
+    share counted whole) or the checkpoint quantizes its head; 0.0 where the head stays 16-bit. A serving step reads
+    it to take the head's product off the prompt tokens it never reaches at the rate that product runs at.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> from anchorgpu.planner.formats import format_for_model
+    >>> m = load_model("gpt-oss-120b")
+    >>> head_quantized_share(m, format_for_model(m, None)), head_quantized_share(m, format_for_model(m, "bf16"))
+    (0.0, 1.0)
+    """
+    if quantized_product_shares(model, fmt)[0] >= 1.0:  # one rate for every product (the clamped share included)
+        return 1.0
+    return 1.0 if fmt.shipped is not None and fmt.shipped.head_quantized else 0.0
 
 
 def mixed_rate(low: float, bf16: float, share: float) -> float:

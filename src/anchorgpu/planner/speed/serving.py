@@ -50,7 +50,11 @@ from anchorgpu.planner.speed.experts import (
     moe_product_shares,
     routed_share_per_gpu,
 )
-from anchorgpu.planner.speed.flops import attention_flops_per_token, decode_attention_flops_per_token
+from anchorgpu.planner.speed.flops import (
+    attention_flops_per_token,
+    decode_attention_flops_per_token,
+    unsampled_prompt_share,
+)
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES
 from anchorgpu.planner.speed.step_constants import (  # the per-step constants; ServingSetup re-exported
     ServingSetup,
@@ -96,7 +100,8 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: f
                 ideal: bool = False) -> DecodeStep:
     """A step of ``batch`` decoding sequences plus ``prefill_tokens`` prompt tokens on one replica.
 
-    ``ideal`` gives the roofline ceiling: datasheet peaks and bandwidth, no fixed cost, no latency.
+    ``ideal`` gives the roofline ceiling: datasheet peaks and bandwidth, no fixed cost, no latency. The prompt tokens
+    are of prompts ``prompt_tokens`` long, the LM head run at the last of each (without a length, at every one).
 
     >>> from anchorgpu.planner.speed._toys import toy_gpu, toy_model
     >>> s = ServingSetup(weights_bytes_per_gpu=1e9, kv_bytes_per_sequence_per_gpu=1e6)
@@ -108,7 +113,8 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: f
     step, fixed, weights_s, attention_s, comm, bound, _ = _step(
         setup, _constants(model, gpu, setup, cal, ideal), batch, prefill_tokens,
         decode_attention_flops_per_token(model, cached_tokens),
-        attention_flops_per_token(model, prompt_tokens, causal=True) if prefill_tokens and prompt_tokens else 0.0)
+        attention_flops_per_token(model, prompt_tokens, causal=True) if prefill_tokens and prompt_tokens else 0.0,
+        head_skip=unsampled_prompt_share(prompt_tokens))
     return DecodeStep(step_s=step, fixed_s=fixed, weights_s=weights_s, attention_s=attention_s,
                       communication_s=comm, bound=bound)
 
@@ -126,7 +132,7 @@ def _work(c: _StepConstants, weights_read_s: float, matmul_s: float, kv_s: float
 
 def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: float, decode_attn_flops: float,
           prefill_attn_flops: float, padded_batch: float, ceiling: _StepConstants | None = None,
-          group_ratio: float = 1.0) -> tuple[float, ...]:
+          group_ratio: float = 1.0, *, head_skip: float) -> tuple[float, ...]:
     """One micro-batch through one pipeline stage (the whole replica when ``pp`` is 1): its time, then its fixed,
     weights, attention and communication parts, and the memory and compute parts that say the bound; last, the
     same tick's time under the ``ceiling`` constants (the roofline: ``_constants(..., ideal=True)``), from the
@@ -135,7 +141,11 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     ``group_ratio``: under expert parallelism wider than TP, the tokens each replica of the EP group brings to the
     MoE layers, on average, over this replica's (1.0 when they all carry the same). The group's tokens are what
     this GPU's experts serve (their share of the products, the experts they touch) and what it gathers from the
-    other replicas; the replica's own tokens are what its attention and dense products take."""
+    other replicas; the replica's own tokens are what its attention and dense products take.
+
+    ``head_skip``: the share of the prompt tokens the LM head never multiplies (the engine computes logits only at
+    the positions it samples: :func:`~anchorgpu.planner.speed.flops.unsampled_prompt_share`); their products are the
+    rest of a token's, the head's taken off at the rate it runs at. Decoded tokens (and padded rows) pass it."""
     tokens = (batch if batch >= padded_batch else padded_batch) + prefill_tokens
     weights = setup.weights_bytes_per_gpu
     routed = c.routed_share
@@ -169,6 +179,9 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
                  if expert_tokens * c.route_share >= c.expert_tile_rows * touched
                  else c.expert_half_tokens / c.expert_tile_rows)
         matmul_s += c.expert_share * group * 2.0 * c.matmul_params / split / c.expert_rate * extra
+    skipped = prefill_tokens * head_skip  # prompt tokens whose logits are never computed
+    if skipped:
+        matmul_s -= skipped * 2.0 * c.head_params / split / c.head_rate
     work, weights_s, attention_s, weights_read_s, kv_s, attn_compute_s = _work(
         c, weights / mem_rate, matmul_s, kv_bytes / mem_rate, attn_flops_per_gpu, tokens)
     comm = 0.0
@@ -185,6 +198,8 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
         k = ceiling
         kv_top, attn_top = kv_bytes / k.mem_rate, attn_flops_per_gpu / k.attention_rate
         read_top, product_top = weights / k.mem_rate, matmul_flops / k.matmul_rate
+        if skipped:
+            product_top -= skipped * 2.0 * k.head_params / split / k.head_rate
         top = soft_roofline(read_top, product_top, k.knee)
         top += kv_top if kv_top >= attn_top else attn_top
         if message > 0:
@@ -201,7 +216,8 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
 
 
 def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: float, decode_attn_flops: float,
-                prefill_attn_flops: float, padded_batch: float, ceiling: _StepConstants) -> tuple[float, str, float]:
+                prefill_attn_flops: float, padded_batch: float, ceiling: _StepConstants, *,
+                head_skip: float) -> tuple[float, str, float]:
     """:func:`_step`'s (time, bound, ceiling's time) for a dense model on one pipeline stage, the case a plan asks
     most: :func:`_tick` without the mixture of experts' terms (no routed experts, no expert-parallel group, no
     stage-to-stage link) and :func:`_step`'s single-stage tail, in one call. The same operations in the same order
@@ -219,6 +235,9 @@ def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_to
     message = tokens * c.hidden_size * ACTIVATION_BYTES
     mem_rate = c.mem_rate
     matmul_s = matmul_flops / c.matmul_rate
+    skipped = prefill_tokens * head_skip
+    if skipped:
+        matmul_s -= skipped * 2.0 * c.head_params / split / c.head_rate
     weights_read_s, kv_s = weights / mem_rate, kv_bytes / mem_rate
     attn_compute_s = attn_flops_per_gpu / c.attention_rate  # _work's terms, inline
     work = (soft_roofline(weights_read_s, matmul_s, c.knee) + (kv_s if kv_s >= attn_compute_s else attn_compute_s)
@@ -229,6 +248,8 @@ def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_to
     k = ceiling
     kv_top, attn_top = kv_bytes / k.mem_rate, attn_flops_per_gpu / k.attention_rate
     read_top, product_top = weights / k.mem_rate, matmul_flops / k.matmul_rate
+    if skipped:
+        product_top -= skipped * 2.0 * k.head_params / split / k.head_rate
     top = soft_roofline(read_top, product_top, k.knee)
     top += kv_top if kv_top >= attn_top else attn_top
     if message > 0 and k.link is not None:
@@ -248,7 +269,7 @@ def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_to
 def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: float, decode_attn_flops: float,
           prefill_attn_flops: float, padded_batch: float = 0.0, one_chunk: bool = False,
           first_token: bool = False, ceiling: _StepConstants | None = None, chunks: float = 1.0,
-          group_ratio: float = 1.0) -> tuple[float, float, float, float, float, str, float]:
+          group_ratio: float = 1.0, *, head_skip: float) -> tuple[float, float, float, float, float, str, float]:
     """:func:`decode_step`'s fields in order, once its constants and the attention FLOPs per token (decoding at
     the cached length, prefill at the prompt's; 0 without prefill) are known. ``padded_batch``: the rows a
     captured graph multiplies when it is larger than the batch (the padding rows read no KV cache).
@@ -264,12 +285,13 @@ def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     own token budget; splitting a chunk over them would shrink every product, a MoE's expert rows most).
 
     Last, the same step's time under the ``ceiling`` constants (0.0 without them): one stage times both in one
-    tick (:func:`_tick`). ``group_ratio``: the EP group's tokens per replica over this replica's (:func:`_tick`)."""
+    tick (:func:`_tick`). ``group_ratio``: the EP group's tokens per replica over this replica's (:func:`_tick`).
+    ``head_skip``: the share of the prompt tokens the LM head never multiplies (:func:`_tick`)."""
     pp = setup.pp
     if pp == 1:  # one stage: the tick is the step (pp * x and x / 1.0 below leave every value as it is)
         step, fixed, weights_s, attention_s, comm, memory_s, compute_s, top = _tick(
             setup, c, batch / 1.0, prefill_tokens / 1.0, decode_attn_flops, prefill_attn_flops, padded_batch / 1.0,
-            ceiling, group_ratio)
+            ceiling, group_ratio, head_skip=head_skip)
         # the bound: the fixed costs when they outweigh the GPUs' work, else the larger of memory and compute
         bound = "fixed" if fixed > step - fixed - comm else ("memory" if memory_s >= compute_s else "compute")
         host = c.host_s_per_sequence * batch  # the engine's CPU, overlapped: the step waits for the larger
@@ -282,12 +304,12 @@ def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     each, padded_each = batch / groups, padded_batch / groups
     if not one_chunk or not prefill_tokens:
         t = _tick(setup, c, each, prefill_tokens / groups, decode_attn_flops, prefill_attn_flops,
-                  padded_each, None, group_ratio)
+                  padded_each, None, group_ratio, head_skip=head_skip)
         parts, bound_of = tuple(pp * x for x in t[:5]), t
     else:
         heavy = _tick(setup, c, each, prefill_tokens, decode_attn_flops, prefill_attn_flops,
-                      padded_each, None, group_ratio)
-        light = _tick(setup, c, each, 0.0, decode_attn_flops, 0.0, padded_each, None, group_ratio)
+                      padded_each, None, group_ratio, head_skip=head_skip)
+        light = _tick(setup, c, each, 0.0, decode_attn_flops, 0.0, padded_each, None, group_ratio, head_skip=0.0)
         n = chunks
         stage_load = [(groups - n) * a + n * b for a, b in zip(light[:5], heavy[:5], strict=True)]
         if first_token:  # the chunk's micro-batch goes through every stage in turn
@@ -305,5 +327,5 @@ def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
         step, bound = host, "host"
     top = 0.0 if ceiling is None else _step(setup, ceiling, batch, prefill_tokens, decode_attn_flops,
                                              prefill_attn_flops, padded_batch, one_chunk, first_token,
-                                             chunks=chunks, group_ratio=group_ratio)[0]
+                                             chunks=chunks, group_ratio=group_ratio, head_skip=head_skip)[0]
     return step, fixed, weights_s, attention_s, comm, bound, top

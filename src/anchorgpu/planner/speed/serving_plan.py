@@ -44,7 +44,7 @@ from anchorgpu.planner.speed.figures import (
 )
 from anchorgpu.planner.speed.launches import is_block_fp8
 from anchorgpu.planner.speed.links import PeakChoice, compute_precision_for_weights, peak_for
-from anchorgpu.planner.speed.product_shares import quantized_product_shares
+from anchorgpu.planner.speed.product_shares import head_quantized_share, quantized_product_shares
 from anchorgpu.planner.speed.serving import ServingSetup, ep_gather_bytes
 from anchorgpu.units import at_least, clamp
 
@@ -94,9 +94,9 @@ def _kv_bytes(plan: Plan, tokens: int) -> int:
                              bytes_per_value=KV_CACHE_DTYPES[plan.precision.kv_cache])
 
 
-# ServingSetup(...) once per plan's estimate, its first five fields by position: with 15 keywords (two of its 17 by
-# position) the call would be a dictionary built and unpacked (builder's ``positional``)
-_new_setup: Callable[..., ServingSetup] = builder(ServingSetup, positional=5)
+# ServingSetup(...) once per plan's estimate, its first six fields by position: with five, its other 13 as keywords
+# would take the call past CPython 3.11's 30 stack slots, a dictionary built and unpacked (builder's ``positional``)
+_new_setup: Callable[..., ServingSetup] = builder(ServingSetup, positional=6)
 
 
 @lru_cache(maxsize=256)
@@ -108,22 +108,23 @@ def _weights_terms(weights: str | None, engine: str) -> tuple[str, bool, float]:
 
 
 @memo_on_frozen
-def _product_shares(model: ModelSpec, weights: str) -> tuple[float, float]:
-    """:func:`quantized_product_shares` of ``model`` in the weight format planned (its name), memoised on the (frozen)
-    model and the name: every plan of that model in that format asks the same."""
-    return quantized_product_shares(model, format_for_model(model, weights))
+def _product_shares(model: ModelSpec, weights: str) -> tuple[float, float, float]:
+    """:func:`quantized_product_shares` and :func:`head_quantized_share` of ``model`` in the weight format planned (its
+    name), memoised on the (frozen) model and the name: every plan of that model in that format asks the same."""
+    fmt = format_for_model(model, weights)
+    return (*quantized_product_shares(model, fmt), head_quantized_share(model, fmt))
 
 
-SetupTerms = tuple[str, bool, float, float, float]
+SetupTerms = tuple[str, bool, float, float, float, float]
 """What a :class:`ServingSetup` takes from the plan's model, weight format and engine alone: the compute precision,
 FP8 in blocks, the bytes a gathered value takes under attention DP (:func:`_weights_terms`) and the quantized shares
-of the products and of the routed experts' (:func:`_product_shares`)."""
+of the products, of the routed experts' and of the LM head's (:func:`_product_shares`)."""
 
 
 def setup_terms(model: ModelSpec, weights: str | None, engine: str) -> SetupTerms:
     """The :data:`SetupTerms` of ``model`` in the weight format planned (None: 16 bit) on ``engine``."""
-    share, expert_share = _product_shares(model, weights) if weights else (1.0, 1.0)
-    return (*_weights_terms(weights, engine), share, expert_share)
+    share, expert_share, head_share = _product_shares(model, weights) if weights else (1.0, 1.0, 1.0)
+    return (*_weights_terms(weights, engine), share, expert_share, head_share)
 
 
 def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits: tuple[int, int] | None = None,
@@ -145,15 +146,15 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     # a recurrent layer reads (and rewrites) its fixed-size state every step instead of a growing KV cache
     if model.recurrent is not None:
         kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
-    precision, block_fp8, gather_bytes, share, expert_share = (
+    precision, block_fp8, gather_bytes, share, expert_share, head_share = (
         terms or setup_terms(model, plan.precision.weights, plan.workload.engine))
     # the byte counts as floats, the type the step's arithmetic is in (exact: they are far below 2**53)
-    return _new_setup(  # weights_bytes_per_gpu, kv_bytes_per_sequence_per_gpu, precision, tp, pp by position
-        float(plan.per_gpu.weights_bytes), float(kv_seq), precision, lay.tp, lay.pp, replicas=lay.dp,
+    return _new_setup(  # weights_bytes_per_gpu, kv_bytes_per_sequence_per_gpu, precision, tp, pp, replicas by position
+        float(plan.per_gpu.weights_bytes), float(kv_seq), precision, lay.tp, lay.pp, lay.dp,
         max_num_batched_tokens=(limits or _engine_limits(plan))[0], gpus_per_server=SERVER_GPUS,
         graph_batch_sizes=graph_batch_sizes, ep=lay.ep, block_fp8=block_fp8, host_overlap=host_overlap,
         ep_gather_bytes=gather_bytes, quantized_share=share, expert_quantized_share=expert_share,
-        absorbed_dequant=absorbed_dequant, engine=engine or plan.workload.engine)
+        head_quantized_share=head_share, absorbed_dequant=absorbed_dequant, engine=engine or plan.workload.engine)
 
 
 def sglang_step_terms(plan: Plan) -> tuple[tuple[int, ...], bool]:

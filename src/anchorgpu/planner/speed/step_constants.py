@@ -11,7 +11,7 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.speed.calibration import Calibration
 from anchorgpu.planner.speed.experts import moe_product_shares, routed_share_per_gpu
-from anchorgpu.planner.speed.flops import forward_matmul_params
+from anchorgpu.planner.speed.flops import forward_matmul_params, lm_head_params
 from anchorgpu.planner.speed.launches import absorbed_dequant_bytes, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, data_parallel_link, group_link, host_kind, peak_for
 from anchorgpu.planner.speed.product_shares import mixed_rate
@@ -50,6 +50,8 @@ class ServingSetup:
     quantized_share: float = 1.0  # share of a token's products whose weights are quantized (the rest run at BF16's
     # rate: 16-bit attention beside MXFP4 experts, a checkpoint's exclusions, the LM head; product_shares)
     expert_quantized_share: float = 1.0  # the same share of the routed experts' products
+    head_quantized_share: float = 1.0  # the same share of the LM head's product (0.0: kept 16-bit beside a quantized
+    # format; product_shares.head_quantized_share): the rate the head's product a prompt token skips runs at
     absorbed_dequant: bool = False  # MLA: the engine dequantises the absorbed latent weights from FP8 every step
     # (SGLang on ROCm: launches.absorbed_dequant_bytes), kernels and bytes of a fixed cost
     engine: str = "vllm"  # the engine whose kernels run the steps ("trtllm": its MoE kernel's per-row cost)
@@ -73,6 +75,8 @@ class _StepConstants:
     # each rate the step formula divides by, formed once in the same order
     mem_rate: float  # bw * mbu
     matmul_rate: float  # peak * mm_eff
+    head_params: float  # the LM head's V x h, which serving multiplies only at the positions it samples
+    head_rate: float  # the rate the LM head's product reaches (matmul_rate's 16-bit part where the format keeps it so)
     attention_rate: float  # bf16 * att_eff
     routed_share: float | None  # MoE: routed-expert share of the parameters; None for a dense model
     miss_per_token: float  # MoE: 1 - k/E, the chance one token skips a given expert
@@ -96,7 +100,7 @@ class _StepConstants:
     ep_latency_s: float
 
 
-_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float, float, float, bool, bool, str],
+_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float, float, float, float, bool, bool, str],
                  tuple[ModelSpec, GpuSpec, Calibration, tuple[_StepConstants, _StepConstants]]] = {}
 
 
@@ -111,7 +115,8 @@ def _pair(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration)
     blocks, TP, PP, EP and server size, the quantized shares, the engine); any plan of that model on that GPU and split
     reuses them."""
     key = (id(model), id(gpu), setup.precision, setup.tp, setup.pp, setup.gpus_per_server, id(cal), setup.ep,
-           setup.ep_gather_bytes, setup.quantized_share, setup.expert_quantized_share, setup.absorbed_dequant,
+           setup.ep_gather_bytes, setup.quantized_share, setup.expert_quantized_share, setup.head_quantized_share,
+           setup.absorbed_dequant,
            setup.block_fp8, setup.engine)
     hit = _STEP_MEMO.get(key)
     if hit is not None and hit[0] is model and hit[1] is gpu and hit[2] is cal:
@@ -165,6 +170,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
                                  * model.hidden_size / setup.tp / bw + trtllm_moe_s_per_token(model, gpu, setup, cal)),
         knee=1e3 if ideal else k.roofline_exponent,
         mem_rate=bw * mbu, matmul_rate=mixed_rate(low, b16, setup.quantized_share), attention_rate=bf16 * att_eff,
+        head_params=float(lm_head_params(model)), head_rate=mixed_rate(low, b16, setup.head_quantized_share),
         routed_share=routed_share_per_gpu(model, tp=setup.tp, ep=setup.ep) if moe is not None else None,
         miss_per_token=1.0 - moe.experts_per_token / moe.num_experts if moe is not None else 1.0,
         allreduce_share=2.0 * (setup.tp - 1) / setup.tp,
