@@ -49,11 +49,11 @@ def test_a_vision_plans_prompt_is_what_its_sequence_holds(case: str) -> None:
 
 def test_the_figures_of_the_example() -> None:
     """The plan of the docstring's example (`anchorgpu plan qwen2.5-vl-7b --gpu l40s --images-per-request 2 --context
-    1280 --json`): 1,024 text + 2,738 image tokens, the tower's work as 1,048 tokens, within 4,018."""
+    1280 --json`): 1,024 text + 2,738 image tokens, the tower's work as 1,136 tokens (its products without the LM head, which runs at sampled positions only), within 4,018."""
     p = plan(load_model("qwen2.5-vl-7b"), Workload(task="inference", context_tokens=1280, images_per_request=2),
              gpu=get_gpu("l40s"))
     perf = plan_performance(p)
-    assert (perf["prompt_tokens"], perf["encoder_prefill_equivalent_tokens"], perf["output_tokens"]) == (3762, 1048, 256)
+    assert (perf["prompt_tokens"], perf["encoder_prefill_equivalent_tokens"], perf["output_tokens"]) == (3762, 1136, 256)
     assert p.workload.context_tokens == 4018
 
 
@@ -62,7 +62,7 @@ def test_an_encoder_decoders_prompt_is_unchanged() -> None:
     p = plan(load_model("whisper-large-v3"), Workload(task="inference"), gpu=get_gpu("l40s"))
     perf = plan_performance(p)
     assert (perf["prompt_tokens"], perf["encoder_input_tokens"], perf["encoder_prefill_equivalent_tokens"]) == (
-        4, 1500, 1055)
+        4, 1500, 1139)
 
 
 JSON_CASES = {
@@ -88,11 +88,11 @@ def test_the_plan_jsons_workload_holds_the_prompt_performance_reports(case: str)
 
 def test_the_plan_json_of_the_example() -> None:
     """`anchorgpu plan qwen2.5-vl-7b --gpu l40s --images-per-request 2 --context 1280 --json`: workload.prompt_tokens
-    3,762 (1,024 text + 2,738 image tokens), the tower's 1,048 under breakdown, not 4,810."""
+    3,762 (1,024 text + 2,738 image tokens), the tower's 1,136 under breakdown, not 4,810."""
     p = plan(load_model("qwen2.5-vl-7b"), Workload(task="inference", context_tokens=1280, images_per_request=2),
              gpu=get_gpu("l40s"))
     body = plan_to_json(p)
-    assert (body["workload"]["prompt_tokens"], body["breakdown"]["encoder_prefill_equivalent_tokens"]) == (3762, 1048)
+    assert (body["workload"]["prompt_tokens"], body["breakdown"]["encoder_prefill_equivalent_tokens"]) == (3762, 1136)
 
 
 def test_a_text_plan_has_no_encoder_key() -> None:
@@ -108,5 +108,5 @@ def test_recommend_reports_the_same_prompt(capsys) -> None:  # type: ignore[no-u
     body = run_json(capsys, "recommend", "qwen2.5-vl-7b", "--context", "1280", "--images-per-request", "2", "--gpu",
                     "l40s", "--term", "1month", "--top", "1")
     w = body["workload"]
-    assert (w["prompt_tokens"], w["encoder_prefill_equivalent_tokens"], w["context_tokens"]) == (3762, 1048, 4018)
+    assert (w["prompt_tokens"], w["encoder_prefill_equivalent_tokens"], w["context_tokens"]) == (3762, 1136, 4018)
     assert "encoder_input_tokens" not in w
