@@ -63,6 +63,7 @@ def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
         max_num_seqs=request.max_num_seqs,
         global_batch_tokens=request.global_batch, prompt_tokens=request.prompt, output_tokens=request.output_tokens,
         images_per_request=request.images_per_request, image_resolution=_resolution(request.image_resolution),
+        network_gbit_per_s_per_gpu=request.network_gbit_per_gpu,
     )
     precision = PrecisionPlan(weights=request.weights, kv_cache=request.kv_cache or KV_CACHE_AUTO)
     layout = Layout(gpus=request.gpus, tp=request.tp, pp=request.pp, dp=request.dp, ep=request.ep, zero=request.zero,

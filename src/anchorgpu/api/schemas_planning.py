@@ -11,6 +11,7 @@ from pydantic import Field, JsonValue
 from anchorgpu.api.schemas_base import TEXT_PATTERN, Money, StrictChoice, _Request, _Schema
 from anchorgpu.planner.media import MAX_IMAGES_PER_REQUEST
 from anchorgpu.planner.speed.calibration import MIN_EFFICIENCY
+from anchorgpu.planner.workload_checks import MAX_NETWORK_GBIT_PER_S_PER_GPU
 from anchorgpu.validation import LIMITS
 
 __all__ = ["LoraTarget", "PlanOut", "PlanRequest", "RecommendOut", "RecommendRequest", "Task"]
@@ -115,6 +116,7 @@ class PlanRequest(_Request):
     tokens: int | None = Field(default=None, ge=LIMITS["tokens"].low, le=LIMITS["tokens"].high, description="Training only (performance): training tokens, for the training time")
     mfu: float | None = Field(default=None, allow_inf_nan=False, ge=MIN_EFFICIENCY, le=1, description=f"Performance: model FLOPs utilization ({MIN_EFFICIENCY:g}-1)")
     mbu: float | None = Field(default=None, allow_inf_nan=False, ge=MIN_EFFICIENCY, le=1, description=f"Performance: memory-bandwidth utilization for decode ({MIN_EFFICIENCY:g}-1)")
+    network_gbit_per_gpu: float | None = Field(default=None, allow_inf_nan=False, gt=0, le=MAX_NETWORK_GBIT_PER_S_PER_GPU, description="Training only (performance): server-to-server bandwidth each GPU has, Gb/s one direction, that a layout spanning servers is timed at (default: the calibration's 400; the answer's workload.network_gbit_per_s_per_gpu is null then, and performance.network_gbit_per_s_per_gpu gives the figure used where the layout spans servers)")
     cuda_context_mib: int | None = Field(default=None, ge=0, le=65_536, description="Override the CUDA/ROCm context size, MiB")
     fragmentation: float | None = Field(default=None, allow_inf_nan=False, ge=0, le=0.5, description="Override the allocator fragmentation margin (0-0.5)")
 

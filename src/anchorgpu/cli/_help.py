@@ -27,3 +27,7 @@ ALLOW_LONG_CONTEXT = "Allow a context beyond the model's limit."
 OFFLINE = "Never fetch a Hub id."
 IMAGES_PER_REQUEST = "Images in each request to a vision-language model (default 1 there; refused for text-only models)."
 IMAGE_RESOLUTION = "Image WIDTHxHEIGHT in pixels (default: the model's native resolution)."
+NETWORK_GBIT_PER_GPU = ("Training only: server-to-server bandwidth each GPU has, in Gb/s (gigabits a second), one "
+                        "direction, that a layout spanning servers is timed at (e.g. 8 NICs of 400 Gb/s for 8 GPUs: "
+                        "400; 100 Gb/s shared by 8 GPUs: 12.5); default the calibration's 400. recommend times a "
+                        "multi-server row at its offering's own and says which.")

@@ -68,6 +68,7 @@ def plan_command(
     prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens per request (inference only); without --context each sequence is prompt + output."),
     output_tokens: str | None = typer.Option(None, "--output-tokens", help="Output tokens per request, e.g. 256, 1e3 or 1k (inference only)."),
     tokens: str | None = typer.Option(None, "--tokens", help="Training only: training tokens for the training time, e.g. 1e12, 300B or 15T (decimal; performance)."),
+    network_gbit_per_gpu: float | None = typer.Option(None, "--network-gbit-per-gpu", help=OPTION_HELP.NETWORK_GBIT_PER_GPU),
     mfu: float | None = typer.Option(None, "--mfu", help=OPTION_HELP.MFU),
     mbu: float | None = typer.Option(None, "--mbu", help=OPTION_HELP.MBU),
     context_mib: int | None = typer.Option(None, "--cuda-context-mib", help="Override the CUDA/ROCm context size (MiB)."),
@@ -99,7 +100,7 @@ def plan_command(
         "tokens": tokens, "tp_overlap": tp_overlap, "lora_rank": lora_rank, "lora_targets": lora_targets,
         "context": context, "concurrency": concurrency, "prompt": prompt, "output_tokens": output_tokens_n, "engine": engine,
         "max_num_seqs": max_num_seqs, "max_num_batched_tokens": batched_tokens_n,
-        "gpu_memory_utilization": gpu_memory_utilization, "kv_cache": kv}
+        "gpu_memory_utilization": gpu_memory_utilization, "kv_cache": kv, "network_gbit_per_gpu": network_gbit_per_gpu}
     check_task_options(task, given)
     spec = load_model(model, offline=offline)
     check_task_options(planned_task(task, spec), given)  # a diffusion pipeline's default task is diffusion
@@ -130,6 +131,7 @@ def plan_command(
         lora_rank=lora_rank, lora_targets=targets, resolution=parse_resolution(resolution), images=images,
         vae_tiling=vae_tiling, images_per_request=images_per_request,
         image_resolution=parse_resolution(image_resolution, flag="--image-resolution"),
+        network_gbit_per_s_per_gpu=network_gbit_per_gpu,  # validated by the planner with a one-line reason
     )
     check_diffusion_options(spec, images=images, resolution=resolution, vae_tiling=vae_tiling, flags=True)  # well formed
     layout = Layout(gpus=parse_gpus(gpus), tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=fsdp, cp=cp,

@@ -270,9 +270,11 @@ def _render_performance(out: Any, section: Any, *, concurrency: int | None = Non
         band = _band_note(section, "step_time_s", lambda v: f"{_seconds(v)} s")
         out.print(f"  step {_seconds(total)} s{band} = " + " + ".join(shown), markup=False)
     from anchorgpu.planner.global_batch import BATCH_TIMED_LABEL
+    from anchorgpu.planner.speed.assumption_lines import NETWORK_LABEL
 
-    for line in section.get("assumptions", []):  # the batch a training step is timed with, as given or the default's
-        if isinstance(line, str) and line.startswith(BATCH_TIMED_LABEL + ":"):
+    # the batch a training step is timed with, as given or the default's; the network between servers it is timed at
+    for line in section.get("assumptions", []):
+        if isinstance(line, str) and line.startswith((BATCH_TIMED_LABEL + ":", NETWORK_LABEL + ":")):
             out.print(f"  {line}", markup=False)
 
 

@@ -153,6 +153,8 @@ class Workload:
     ``train_precision``: ``mixed`` (BF16 compute, fp32 master and moments), ``bf16-true``, ``fp8`` (FP8
     matrix products as Transformer Engine runs them, with its FP8 weight copies) or ``fp4``; ``optimizer_state``: the
     precision of their AdamW master weights and moments (:data:`OPTIMIZER_STATES`, full training only).
+    ``network_gbit_per_s_per_gpu``: each GPU's bandwidth to other servers, one direction, that a training step whose
+    layout spans servers is timed at (``None``: the calibration's stated ``Calibration.network_bytes_per_s``).
     Diffusion: ``resolution`` (width, height) in pixels, ``images`` per batch, ``vae_tiling``.
     Serving ``engine``: ``vllm`` (``gpu_memory_utilization`` is the share of each GPU's memory the engine may take)
     or ``trtllm`` (it is the share of the memory left free after the weights and the profiling pass that the KV
@@ -187,6 +189,9 @@ class Workload:
     train_precision: TrainPrecision = "mixed"  # mixed: fp32 master + fp32 moments; bf16-true: none of that
     optimizer_state: OptimizerState = "fp32"  # AdamW's master and moments under mixed/fp8/fp4 (OPTIMIZER_STATES)
     grad_bytes_per_value: int = 2  # 2 as in ZeRO's accounting; 4 for Megatron's fp32 gradient buffers
+    # server-to-server bandwidth a GPU has, one direction, in Gb/s, for a training layout that spans servers (None:
+    # the calibration's stated default, calibration.json network_gbit_per_s_per_gpu)
+    network_gbit_per_s_per_gpu: float | None = None
     lora_rank: int = 16
     lora_targets: tuple[str, ...] = ALL_LORA_TARGETS
     resolution: tuple[int, int] | None = None

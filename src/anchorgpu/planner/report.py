@@ -30,7 +30,7 @@ _FIELD_TASKS: dict[str, tuple[str, ...]] = {  # the Workload fields one kind of 
                      "images_per_request", "image_resolution"), ("inference",)),
     **dict.fromkeys(("micro_batch", "global_batch_tokens", "seq_tokens", "recompute", "offload_activation_layers",
                      "optimizer", "train_stack", "cross_entropy", "train_precision", "optimizer_state",
-                     "grad_bytes_per_value"), _TRAINING),
+                     "grad_bytes_per_value", "network_gbit_per_s_per_gpu"), _TRAINING),
     **dict.fromkeys(("lora_rank", "lora_targets"), ("lora", "qlora")),
     **dict.fromkeys(("resolution", "images", "vae_tiling"), ("diffusion",)),
 }

@@ -28,9 +28,10 @@ from anchorgpu.planner.inputs import (
 )
 from anchorgpu.planner.media import validate_media
 
-__all__ = ["LORA_OPTIONS", "SERVING_OPTIONS", "TRAINING_OPTIONS", "check_activation_offload_layout", "check_counts",
-           "check_diffusion_options", "counts_checker",
-           "check_kv_cache_task", "check_positive", "check_task_options", "planned_task", "validate_workload"]
+__all__ = ["LORA_OPTIONS", "MAX_NETWORK_GBIT_PER_S_PER_GPU", "SERVING_OPTIONS", "TRAINING_OPTIONS",
+           "check_activation_offload_layout", "check_counts", "check_diffusion_options", "counts_checker",
+           "check_kv_cache_task", "check_network", "check_positive", "check_task_options", "planned_task",
+           "validate_workload"]
 
 
 def check_positive(name: str, value: int | None) -> None:
@@ -86,6 +87,31 @@ def check_counts(names: tuple[str, ...], values: tuple[int | None, ...]) -> None
         check_positive(name, value)
 
 
+MAX_NETWORK_GBIT_PER_S_PER_GPU = 100_000.0
+"""The most server-to-server bandwidth a GPU may be stated to have (``--network-gbit-per-gpu``), Gb/s one direction:
+a bound on what is typed, not a figure of any network (one GPU's NIC carries 400-800 Gb/s in 2025-26 clusters)."""
+
+
+def check_network(gbit_per_s: object, task: str) -> None:
+    """Refuse a stated server-to-server bandwidth (``--network-gbit-per-gpu``, Gb/s a GPU, one direction) that is not
+    a finite number above 0 and at most :data:`MAX_NETWORK_GBIT_PER_S_PER_GPU`, or that is given for a task without a
+    training step (serving and diffusion are timed at the calibration's network).
+
+    >>> check_network(12.5, "train")
+    >>> check_network(0.0, "train")
+    Traceback (most recent call last):
+    ...
+    anchorgpu.errors.InvalidWorkload: --network-gbit-per-gpu 0.0: expected a finite number of Gb/s above 0 and at most 100,000
+    """
+    if isinstance(gbit_per_s, bool) or not isinstance(gbit_per_s, int | float) or not math.isfinite(gbit_per_s) \
+            or not 0 < gbit_per_s <= MAX_NETWORK_GBIT_PER_S_PER_GPU:
+        raise InvalidWorkload(f"--network-gbit-per-gpu {gbit_per_s!r}: expected a finite number of Gb/s above 0 and at "
+                              f"most {MAX_NETWORK_GBIT_PER_S_PER_GPU:,.0f}")
+    if task not in TRAINING_TASKS:
+        raise InvalidWorkload(f"--network-gbit-per-gpu {gbit_per_s!r} times a training step across servers (task "
+                              f"train, lora or qlora); task {task} has no training step")
+
+
 def validate_workload(workload: Workload) -> None:
     if workload.task not in TASKS:
         raise InvalidWorkload(f"unknown task {workload.task!r}; valid: {', '.join(TASKS)}")
@@ -95,6 +121,8 @@ def validate_workload(workload: Workload) -> None:
         fraction = workload.gpu_memory_utilization
         what = "a fraction above 0 and at most 1" if math.isfinite(fraction) else "a finite number above 0 and at most 1"
         raise InvalidWorkload(f"--gpu-memory-utilization {fraction!r}: expected {what}")
+    if workload.network_gbit_per_s_per_gpu is not None:
+        check_network(workload.network_gbit_per_s_per_gpu, workload.task)
     if workload.engine != "vllm":  # the default decided by one comparison
         if workload.engine not in ENGINES:
             raise InvalidWorkload(f"--engine {workload.engine!r}: choose {', '.join(ENGINES[:-1])} or {ENGINES[-1]}")
@@ -160,7 +188,8 @@ def check_kv_cache_task(kv_cache: str | None, task: str) -> None:
 
 
 TRAINING_OPTIONS: tuple[str, ...] = ("train_precision", "train_stack", "recompute", "micro_batch", "seq", "global_batch",
-                                    "optimizer", "optimizer_state", "tokens", "train_tokens", "tp_overlap")
+                                    "optimizer", "optimizer_state", "tokens", "train_tokens", "tp_overlap",
+                                    "network_gbit_per_gpu")
 """Options that size or time a training step (task train, lora or qlora) and mean nothing to serving or diffusion, by
 their field names (the API's; the CLI's flags are the same with dashes, ``train_tokens`` is ``--tokens``). ``seq`` is
 the training sequence: serving reads ``context`` instead. The layout's training options (``--zero``, ``--fsdp``,

@@ -48,7 +48,7 @@ from anchorgpu.recommend.precision import lowered, precision_choice
 from anchorgpu.recommend.records import Recommendation, RecommendedOption, Rejection
 from anchorgpu.recommend.render import recommendation_to_json
 from anchorgpu.recommend.selection import best_per_group, closest_miss
-from anchorgpu.recommend.shapes import shapes_from_catalog
+from anchorgpu.recommend.shapes import multi_server_network_line, shapes_from_catalog
 from anchorgpu.units import Term, quotable_term
 
 __all__ = [
@@ -296,6 +296,9 @@ def recommend(
     else:
         assumptions.append("A training run costs the whole hours it needs, billed by the quote rules "
                            "(a longer unit when cheaper).")
+        network = multi_server_network_line(((o.offering, o.servers) for o in (*shown, *front)), catalog)
+        if network:
+            assumptions.append(network)
         long_run = longer_than_the_term(candidates, the_term, max_servers, model.name)
         if long_run:
             assumptions.append(long_run)

@@ -5,13 +5,14 @@ bandwidth each GPU gets from its offering's fabric.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
-from anchorgpu.catalog import Offering
+from anchorgpu.catalog import Catalog, Offering
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.sweep import HardwareShape
 
-__all__ = ["network_bytes_per_s_per_gpu", "shapes_from_catalog"]
+__all__ = ["multi_server_network_line", "network_bytes_per_s_per_gpu", "network_gbit_per_s_per_gpu",
+           "shapes_from_catalog"]
 
 _FABRIC_RE = re.compile(r"(\d+)\s*x\s*(\d+)\s*Gb/s", re.IGNORECASE)
 
@@ -39,3 +40,32 @@ def shapes_from_catalog(offerings: Sequence[Offering], *, max_servers: int = 4) 
                       network_bytes_per_s=network_bytes_per_s_per_gpu(o), scale_out=o.fabric.strip() != "none")
         for o in offerings
     )
+
+
+def network_gbit_per_s_per_gpu(offering: Offering) -> float:
+    """:func:`network_bytes_per_s_per_gpu` in Gb/s, as ``plan --network-gbit-per-gpu`` takes it (the same bytes a
+    second once converted back: ``tests/recommend/test_row_network.py`` checks every offering).
+
+    >>> from anchorgpu.catalog import load_catalog
+    >>> network_gbit_per_s_per_gpu(load_catalog().offering("rtx-pro-6000-8x-bm"))  # 100 Gb/s uplink / 8 GPUs
+    12.5
+    """
+    return network_bytes_per_s_per_gpu(offering) * 8 / 1e9
+
+
+def multi_server_network_line(rows: Iterable[tuple[str, int]], catalog: Catalog) -> str | None:
+    """For a training answer: the network each offering shown on more than one server (``rows``: offering id and
+    servers) was timed over, a GPU's share, and the ``plan`` option that times a layout the same way; None when no
+    row spans servers."""
+    ids = sorted({offering for offering, servers in rows if servers > 1})
+    if not ids:
+        return None
+    parts = []
+    for offering_id in ids:
+        o = catalog.offering(offering_id)
+        how = (o.fabric if _FABRIC_RE.search(o.fabric) else f"no fabric: its {o.network_gbps:g} Gb/s uplink"
+               + (f" shared by {o.gpus} GPUs" if o.gpus > 1 else ""))
+        parts.append(f"{offering_id} {network_gbit_per_s_per_gpu(o):g} Gb/s ({how})")
+    return ("Rows on more than one server are timed over their offering's network between servers, each GPU's share "
+            "one way: " + "; ".join(parts) + ". `anchorgpu plan` times the row's layout alike with "
+            "`--network-gbit-per-gpu` at that figure (without it, at the calibration's 400 Gb/s).")

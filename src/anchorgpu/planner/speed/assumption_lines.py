@@ -23,8 +23,9 @@ from anchorgpu.planner.speed.evidence import STACK_NAMES
 from anchorgpu.planner.speed.launches import LayerLaunches, launch_ratio, launches_per_layer
 from anchorgpu.planner.speed.links import host_kind
 
-__all__ = ["expert_launch_line", "expert_parallel_line", "larger_batch_line", "launches_line", "megatron_fsdp_line",
-           "pytorch_fsdp_line", "pytorch_stack_line", "serving_constants_line", "serving_line", "step_line"]
+__all__ = ["NETWORK_LABEL", "expert_launch_line", "expert_parallel_line", "larger_batch_line", "launches_line",
+           "megatron_fsdp_line", "network_line", "pytorch_fsdp_line", "pytorch_stack_line", "serving_constants_line",
+           "serving_line", "step_line"]
 
 
 @memo_on_frozen
@@ -83,6 +84,24 @@ def training_expert_parallel_line(ep: int, tp: int, dp: int, cp: int, k: int, se
                "--overlap-moe-expert-parallel-comm or DeepSeek's DualPipe)")
             + f"; expert gradients are reduced over the {group} GPU{'s' if group > 1 else ''} holding the same "
             "experts; even routing assumed (a skewed router makes the busiest GPU the step's pace)")
+
+
+NETWORK_LABEL = "network between servers"
+"""The label of :func:`network_line`, by which the CLI's table finds it among a plan's speed assumptions."""
+
+
+def network_line(gpus: int, server_gpus: int, gbit_per_s: float, stated: bool) -> str:
+    """Which server-to-server bandwidth a training layout of ``gpus`` GPUs that spans servers (or scale-up domains) of
+    ``server_gpus`` was timed at: the user's (``stated``) or the calibration's default.
+
+    >>> network_line(16, 8, 12.5, True)
+    'network between servers: 12.5 Gb/s a GPU each way, as stated (--network-gbit-per-gpu); the 16 GPUs span servers of 8'
+    """
+    where = "servers" if server_gpus <= 8 else "scale-up domains"
+    source = ("as stated (--network-gbit-per-gpu)" if stated else
+              "the calibration's default (calibration.json network_gbit_per_s_per_gpu: one 400 Gb/s InfiniBand NDR or "
+              "400 GbE port a GPU, as HGX clusters have; --network-gbit-per-gpu states your cluster's)")
+    return f"{NETWORK_LABEL}: {gbit_per_s:g} Gb/s a GPU each way, {source}; the {gpus} GPUs span {where} of {server_gpus}"
 
 
 @lru_cache(maxsize=256)

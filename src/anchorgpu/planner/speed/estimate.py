@@ -23,6 +23,7 @@ from anchorgpu.planner.sequence_parallel import speed_off_line
 from anchorgpu.planner.speed.assumption_lines import (
     expert_launch_line,
     larger_batch_line,
+    network_line,
     step_line,
 )
 from anchorgpu.planner.speed.calibration import Calibration, Overrides, calibrated, calibration
@@ -56,6 +57,7 @@ from anchorgpu.planner.speed.serving_plan import (
     serving_performance,
     serving_setup,
 )
+from anchorgpu.planner.speed.topology import network_bytes_per_s_of, server_gpus
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
 from anchorgpu.planner.speed.training_context import training_context
 
@@ -106,9 +108,10 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     assert plan.gpu is not None
     w = plan.workload
     lay = plan.layout  # what train_layout(plan) copies, read in place
+    network = network_bytes_per_s_of(w.network_gbit_per_s_per_gpu)  # None: the calibration's
     ctx = training_context(plan.gpu, cal, model, lay.gpus, lay.tp, lay.pp, lay.cp, lay.dp, lay.ep, lay.zero,
                            lay.virtual_stages, lay.tp_overlap, lay.ep_overlap, w.task, w.train_stack, SERVER_GPUS,
-                           lay.pipeline_layout)
+                           lay.pipeline_layout, network)
     band = ctx.band
     precision = compute_precision_for_training(w.train_precision)  # plan() refused it where the GPU lacks it
     seq = default_seq_tokens(w, model.max_context_tokens)  # the sequence plan() sized the memory for
@@ -120,7 +123,8 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
                                                               micro_batch=w.micro_batch or 1, seq_tokens=seq,
                                                               default_tokens=default_tokens),
                        recompute=w.recompute or "none", kind=kind, precision=precision,
-                       gpus_per_server=SERVER_GPUS, grad_bytes_per_value=w.grad_bytes_per_value, cal=cal,
+                       gpus_per_server=SERVER_GPUS, network_bytes_per_s=network,
+                       grad_bytes_per_value=w.grad_bytes_per_value, cal=cal,
                        train_stack=w.train_stack, offload_activation_layers=w.offload_activation_layers,
                        optimizer_state=w.optimizer_state)
     put_rate(out, "train_tokens_per_s", st.tokens_per_s, st.ceiling_tokens_per_s, band)
@@ -160,6 +164,12 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
             warnings.append(ctx.tp_warning)
     if ctx.dp_line is not None:
         assumptions.append(ctx.dp_line)
+    server = server_gpus(plan.gpu, SERVER_GPUS)
+    if lay.gpus > server:  # the layout spans servers: which network its traffic between them was timed at
+        stated = w.network_gbit_per_s_per_gpu
+        gbit = stated if stated is not None else cal.network_bytes_per_s * 8 / 1e9
+        out["network_gbit_per_s_per_gpu"] = gbit
+        assumptions.append(network_line(lay.gpus, server, gbit, stated=stated is not None))
     if ctx.fsdp_line is not None:
         assumptions.append(ctx.fsdp_line)
     if ctx.ep_line is not None:
@@ -188,7 +198,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
         larger = LARGER_BATCH_FACTOR * st.tokens_per_step
         wide = training_step(model, plan.gpu, lay, seq_tokens=seq, micro_batch=w.micro_batch or 1,
                              global_batch_tokens=larger, recompute=w.recompute or "none", kind=kind,
-                             precision=precision, gpus_per_server=SERVER_GPUS,
+                             precision=precision, gpus_per_server=SERVER_GPUS, network_bytes_per_s=network,
                              grad_bytes_per_value=w.grad_bytes_per_value, cal=cal, train_stack=w.train_stack,
                              offload_activation_layers=w.offload_activation_layers,
                              optimizer_state=w.optimizer_state)

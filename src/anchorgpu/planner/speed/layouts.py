@@ -39,6 +39,7 @@ from anchorgpu.planner.speed.chooser_order import add_zero2_block, fastest_first
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import compute_precision_for_training
 from anchorgpu.planner.speed.pipeline import default_batch_tokens, interleaving_refusal_line
+from anchorgpu.planner.speed.topology import network_bytes_per_s_of
 from anchorgpu.planner.speed.training import (
     TrainLayout,
     tokens_per_s_bound,
@@ -212,6 +213,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     cal = calibration()
     kind: TrainKind = "full" if w.task == "train" else "lora"
     prec = compute_precision_for_training(w.train_precision)
+    network = network_bytes_per_s_of(w.network_gbit_per_s_per_gpu)  # None: the calibration's
     fixed_zero = 3 if given.fsdp else given.zero
     refused: list[str] = []
     unsplit: list[tuple[int, int]] = []
@@ -228,7 +230,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     def speed(lay: TrainLayout, mb: int, rc: Recompute) -> float:
         return training_step(model, gpu, lay, seq_tokens=seq, micro_batch=mb,
                              global_batch_tokens=max(batch, lay.dp * mb * seq), recompute=rc, kind=kind,
-                             precision=prec, cal=cal, train_stack=w.train_stack,
+                             precision=prec, cal=cal, train_stack=w.train_stack, network_bytes_per_s=network,
                              offload_activation_layers=w.offload_activation_layers,
                              optimizer_state=w.optimizer_state).tokens_per_s
 
@@ -240,7 +242,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
         if found is None:
             found = bounds[key] = tokens_per_s_bound(
                 model, gpu, lay, seq_tokens=seq, micro_batch=mb, global_batch_tokens=max(batch, lay.dp * mb * seq),
-                kind=kind, precision=prec, cal=cal, train_stack=w.train_stack)
+                kind=kind, precision=prec, cal=cal, train_stack=w.train_stack, network_bytes_per_s=network)
         return found
 
     outgrown: set[int] = set()  # the layouts (by id: the pairs share them) whose model states alone outgrow the GPU

@@ -23,6 +23,7 @@ __all__ = [
     "host_kind",
     "host_link_bytes_per_s",
     "is_superchip",
+    "network_bytes_per_s_of",
     "server_gpus",
     "tp_link",
 ]
@@ -79,6 +80,16 @@ class Link:
     bytes_per_s: float  # one direction
     latency_s: float
     description: str
+
+
+def network_bytes_per_s_of(gbit_per_s: float | None) -> float | None:
+    """Bytes a second of a bandwidth stated in Gb/s (``Workload.network_gbit_per_s_per_gpu``, as calibration.json and
+    the measured runs state theirs), ``None`` kept: the calibration's default.
+
+    >>> network_bytes_per_s_of(12.5), network_bytes_per_s_of(None)
+    (1562500000.0, None)
+    """
+    return None if gbit_per_s is None else gbit_per_s * 1e9 / 8
 
 
 def _network(network_bytes_per_s: float | None) -> Link:

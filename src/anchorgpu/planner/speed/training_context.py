@@ -51,11 +51,12 @@ class TrainingContext(NamedTuple):
 @partial(memo_on_frozen, frozen=3)
 def training_context(gpu: GpuSpec, cal: Calibration, model: ModelSpec, gpus: int, tp: int, pp: int, cp: int, dp: int,
                      ep: int, zero: int, virtual_stages: int, tp_overlap: bool, ep_overlap: bool, task: str,
-                     train_stack: str, server_gpus: int, pipeline_layout: PipelineLayout | None = None
-                     ) -> TrainingContext:
+                     train_stack: str, server_gpus: int, pipeline_layout: PipelineLayout | None = None,
+                     network_bytes_per_s: float | None = None) -> TrainingContext:
     """The :class:`TrainingContext` of a training (``task``) layout of ``model`` on ``gpu`` under ``cal``, with
-    ``server_gpus`` GPUs a server, memoised on the frozen three by identity and the plain values after them; an
-    explicit ``pipeline_layout`` is said in place of the even split's line."""
+    ``server_gpus`` GPUs a server and ``network_bytes_per_s`` a GPU between servers (``None``: the calibration's),
+    memoised on the frozen three by identity and the plain values after them; an explicit ``pipeline_layout`` is said
+    in place of the even split's line."""
     lay = TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero, virtual_stages=virtual_stages,
                       tp_overlap=tp_overlap, ep_overlap=ep_overlap)
     run_kind = band_kind_of(moe=model.moe is not None, phase="train", pp=pp, cp=cp)
@@ -68,7 +69,7 @@ def training_context(gpu: GpuSpec, cal: Calibration, model: ModelSpec, gpus: int
         stack_line = speed_line()
     tp_line = tp_warning = None
     if tp > 1:
-        link = group_link(gpu, tp, gpus_per_server=server_gpus)
+        link = group_link(gpu, tp, gpus_per_server=server_gpus, network_bytes_per_s=network_bytes_per_s)
         tp_line = (f"tensor-parallel traffic over {link.description}"
                    + (", overlapped with the products" if tp_overlap else ", not overlapped"))
         if link.kind == "pcie":
@@ -77,7 +78,7 @@ def training_context(gpu: GpuSpec, cal: Calibration, model: ModelSpec, gpus: int
             tp_warning = ("tp_across_nodes", f"TP={tp} spans servers: collectives cross the network")
     dp_line = None
     if dp * cp > 1:
-        link = group_link_of(gpu, lay, gpus_per_server=server_gpus)
+        link = group_link_of(gpu, lay, gpus_per_server=server_gpus, network_bytes_per_s=network_bytes_per_s)
         if link.kind == "network":  # the data-parallel group crosses servers
             dp_line = (f"data-parallel traffic (gradient sync{', parameter gathers' if zero >= 3 else ''}) "
                        f"over the {link.description} (NCCL's rings leave a server through each member's "
