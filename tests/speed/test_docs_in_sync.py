@@ -75,7 +75,7 @@ def test_readme_recommend_example_is_the_cli_output(capsys: pytest.CaptureFixtur
         user = r["decode_tokens_per_s_per_user"]  # kept to a hundredth in the JSON: the same either-neighbour rule
         assert cells[8] in {f"{user - 0.005:,.1f}", f"{user:,.1f}", f"{user + 0.0049:,.1f}"}
         assert cells[9] == f"{r['prefill_s']:,.2f}"
-        # a rate per million tokens is kept to four significant digits, as the table prints it ($4.747, not $4.75)
+        # a rate per million tokens is kept to four significant digits, as the table prints it ($4.739, not $4.74)
         assert cells[10] == f"${Decimal(r['usd_per_million_output_tokens']):,}"
         assert cells[11] == f"${float(r['total_usd']):,.2f}"
 
