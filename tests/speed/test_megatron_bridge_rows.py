@@ -86,15 +86,23 @@ def test_the_caveat_says_how_far_unfused_attention_would_go_for_gpt_oss() -> Non
     """gpt-oss-120b's rows (Megatron-Bridge performance-summary.md, commit 00b7660: 15,876 to 18,347 tokens/s a GPU on
     GB200 and GB300, 8,213 on B200) ran slower than predicted. The caveat says that timing their attention as unfused
     (every score computed, as Transformer Engine falls back to without cuDNN's sink attention) leaves them still too
-    fast, by the range it gives; that range must be what the model answers."""
+    fast, by the range it gives; that range must be what the model answers. The same table's H100 row (5,630 tokens/s
+    a GPU on 64 H100 in BF16, planned with --recompute moe) comes within 25%, and the caveat says so."""
     from dataclasses import replace
 
     rows = [run for run in ROWS if run.row["model"]["registry"] == "gpt-oss-120b"]
-    assert len(rows) == 3
-    ratios = [predict(replace(run, row={**run.row, "attention_kernel": "unfused"})) / run.value for run in rows]
+    assert len(rows) == 4
+    blackwell = [run for run in rows if run.row["gpu"] != "h100-sxm"]
+    assert len(blackwell) == 3
     caveat = calibration().caveats["moe_train"]
+    speeds = [run.value / predict(run) for run in blackwell]
+    assert f"still ran slower than predicted ({min(speeds):.2f}-{max(speeds):.2f}x," in caveat
+    ratios = [predict(replace(run, row={**run.row, "attention_kernel": "unfused"})) / run.value for run in blackwell]
     assert f"still come out {min(ratios):.2f}-{max(ratios):.2f}x too fast" in caveat
     assert min(ratios) > 1.25  # not the explanation: each row stays beyond the 25% target
+    (h100,) = [run for run in rows if run.row["gpu"] == "h100-sxm"]
+    speed = h100.value / predict(h100)
+    assert abs(1 / speed - 1) <= 0.25 and f"came within 25% at {speed:.2f}x" in caveat
 
 
 def test_an_ep_group_is_ep_consecutive_gpus_not_ep_times_tp() -> None:
