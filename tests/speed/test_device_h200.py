@@ -8,7 +8,7 @@ mechanisms, not calibration rows: nothing here is fitted on them.
   products of the same batch: within 10%.
 - A streaming read reached 89% of the datasheet bandwidth; the fitted ``decode_mbu`` may not exceed what the
   hardware gave by more than 3 points.
-- Prefill of 1,024, 4,096 and 8,192 tokens compiled by torch.compile took 0.92-1.04x the planner's time: within 10%.
+- Prefill of 1,024, 4,096 and 8,192 tokens compiled by torch.compile took 0.94-1.06x the planner's time: within 10%.
 - Whole mixtures of experts (the sixth run, ``--only moe``: Qwen3-30B-A3B and Mixtral 8x7B in BF16, every layer
   routed on the device): what more sequences add to a decode step is the planner's within 25% (the MoE term is
   fitted on engine rows, not on torch's kernel), a compiled prefill of 8,192 tokens within 10%, and a compiled decode
