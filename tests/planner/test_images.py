@@ -129,3 +129,20 @@ def test_a_prompt_given_with_images_is_timed_with_the_default_output(capsys: pyt
     assert doc["breakdown"]["image_tokens_per_request"] == 3080
     assert doc["workload"]["context_tokens"] == 128 + 256 + 3080
     assert doc["performance"]["output_tokens"] == 256
+
+
+def test_images_that_fill_the_window_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """The adversarial walk's ``plan qwen2.5-vl-7b --gpu l4 --images-per-request 200``: 200 x 1,369 = 273,800 image
+    tokens (1024x1024 by the grid rule, test_multimodal) in a request sized at the model's 128,000-token window was
+    planned FITS, said the images "sit within the 128,000-token context" and timed a 273,801-token prompt with one
+    output token. 93 images (127,317 tokens) still leave room for text and output; 94 (128,686) do not."""
+    code, out, err = run(capsys, "plan", "qwen2.5-vl-7b", "--gpu", "l4", "--images-per-request", "200")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "273,800 image tokens" in err and "128,000-token context" in err
+    assert run(capsys, "plan", "qwen2.5-vl-7b", "--gpu", "l4", "--images-per-request", "94")[0] == 2
+    fits = _plan(capsys, "qwen2.5-vl-7b", "--gpu", "l4", "--images-per-request", "93")
+    assert fits["breakdown"]["image_tokens_per_request"] == 127_317
+    assert fits["performance"]["prompt_tokens"] + fits["performance"]["output_tokens"] <= 128_000
+    anyway = _plan(capsys, "qwen2.5-vl-7b", "--gpu", "l4", "--images-per-request", "200", "--allow-long-context")
+    assert anyway["workload"]["context_tokens"] > 128_000  # planned past the limit, as asked, and warned
+    assert "context_beyond_model_limit" in {w["code"] for w in anyway["warnings"]}

@@ -81,3 +81,27 @@ def test_the_figure_stated_converts_back_to_the_bytes_timed_for_every_offering()
     for o in load_catalog().offerings:
         gbit = network_gbit_per_s_per_gpu(o)
         assert float(f"{gbit:g}") * 1e9 / 8 == network_bytes_per_s_per_gpu(o), o.id
+
+
+def test_one_gpu_servers_are_not_promised_to_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    """The adversarial walk's ``recommend llama-3.1-8b --task train``: a100-80gb-sxm-1x-vm on 2 servers (DP 2,
+    ZeRO-2, full recompute, micro-batch 2) at 2,223 tok/s over each VM's 25 Gb/s uplink (offerings.csv), where plan
+    at that layout gave 5,905 tok/s with or without ``--network-gbit-per-gpu 25``: plan takes 8 GPUs a server, so
+    its 2 GPUs never cross the network. The line names the offering apart and makes no such promise for it, and
+    a GB200 answer of 2-4 servers (inside one NVL72 domain, no network crossed) gets no line at all."""
+    answer = run_json(capsys, "recommend", "llama-3.1-8b", "--task", "train")
+    row = next(r for r in answer["results"] if r["offering"].endswith("-1x-vm") and r["servers"] > 1)
+    line = next(a for a in answer["assumptions"] if a.startswith("Rows on more than one server"))
+    promise, _, apart = line.partition("`anchorgpu plan` takes a server to hold 8 GPUs")
+    assert row["offering"] in apart and "no plan option gives those rows' speed" in apart
+    assert row["offering"] not in promise.partition("`anchorgpu plan` times")[2]
+    gbit = network_gbit_per_s_per_gpu(load_catalog().offering(row["offering"]))
+    argv = ["plan", "llama-3.1-8b", "--task", "train", "--gpu", row["gpu"], "--gpus", str(row["gpus"]),
+            "--tp", str(row["layout"]["tp"]), "--pp", str(row["layout"]["pp"]), "--dp", str(row["layout"]["dp"]),
+            "--zero", str(row["layout"]["zero"]), "--recompute", row["recompute"],
+            "--micro-batch", str(row["concurrency"]), "--network-gbit-per-gpu", f"{gbit:g}"]
+    planned = run_json(capsys, *argv)["performance"]
+    assert planned["train_tokens_per_s"] > 1.5 * row["train_tokens_per_s"]  # the speed the line no longer promises
+    gb200 = run_json(capsys, "recommend", "llama-3.1-70b", "--task", "train", "--gpu", "gb200")
+    assert any(r["servers"] > 1 for r in gb200["results"])
+    assert not any(a.startswith("Rows on more than one server") for a in gb200["assumptions"])

@@ -198,6 +198,13 @@ def sequence_tokens(media: MediaLoad, w: Workload, ctx: int, assumptions: list[s
     sized = (w.context_tokens is not None or w.prompt_tokens is not None or w.output_tokens is not None
              or ((w.concurrency or 1) > 1 and not media.cross_tokens))
     what = "image placeholder" if media.cross_tokens else "image"  # mllama: one token in the text per image
+    if not sized and media.context_tokens + 2 > ctx:  # the images fill the window: no text token, no output token
+        if not w.allow_long_context:
+            raise InvalidWorkload(f"{media.context_tokens:,} {what} tokens a request leave no room for a text prompt "
+                                  f"and an output token in {'the' if model is None else model.name + chr(39) + 's'} "
+                                  f"{ctx:,}-token context (fewer or smaller images, or add --allow-long-context to "
+                                  "plan anyway)")
+        sized = True  # planned anyway: the images on top of the window, past the model's limit
     if not sized:
         one = media.context_tokens == 1
         assumptions.append(f"The {media.context_tokens:,} {what} token{'' if one else 's'} of each request "

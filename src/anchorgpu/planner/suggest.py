@@ -190,6 +190,12 @@ def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, preci
     for change, description, w2, p2, l2 in suggestion_candidates(model, w, precision, layout, lay, fmt, gpu.vendor):
         if more_gpus_found and change.startswith("--gpus"):
             continue  # the smallest GPU count that fits is the useful one
+        if asked is not None and asked.gpu_memory_utilization is None \
+                and w2.gpu_memory_utilization == w.gpu_memory_utilization:
+            # a memory share the user did not give is the engine's default for the change, as the command pasted
+            # gets it: SGLang derives its mem_fraction_static from the layout (0.886 at TP 8, 0.758 at TP 1 x DP 8
+            # for DeepSeek-V3 on H200), so the plan's own figure does not carry over to another layout
+            w2 = evolve(w2, gpu_memory_utilization=None)
         try:
             alt = plan(model, w2, precision=p2, layout=l2, gpu=gpu, overheads=overheads, suggest=False,
                        choose_layout=False)
@@ -382,6 +388,6 @@ def _fewer_training_gpus_with(model: ModelSpec, w: Workload, prec: PrecisionPlan
     except InvalidWorkload:
         return cannot
     # the changes that keep this count (the search for more GPUs, already done by the caller, is left out)
-    kept = suggestions_for(model, p.workload, p.precision, layout, p.layout, fmt, gpu, ov, more_gpus=False)
+    kept = suggestions_for(model, p.workload, p.precision, layout, p.layout, fmt, gpu, ov, asked=w, more_gpus=False)
     same = [s.change for s in kept if s.gpus == fewer and not s.change.startswith("--task")]
     return f"; {fewer} would hold it with {' or '.join(same[:3])}" if same else cannot

@@ -9,6 +9,8 @@ from collections.abc import Iterable, Sequence
 
 from anchorgpu.catalog import Catalog, Offering
 from anchorgpu.hardware import get_gpu
+from anchorgpu.planner.speed.serving_plan import SERVER_GPUS
+from anchorgpu.planner.speed.topology import server_gpus
 from anchorgpu.planner.sweep import HardwareShape
 
 __all__ = ["multi_server_network_line", "network_bytes_per_s_per_gpu", "network_gbit_per_s_per_gpu",
@@ -56,16 +58,34 @@ def network_gbit_per_s_per_gpu(offering: Offering) -> float:
 def multi_server_network_line(rows: Iterable[tuple[str, int]], catalog: Catalog) -> str | None:
     """For a training answer: the network each offering shown on more than one server (``rows``: offering id and
     servers) was timed over, a GPU's share, and the ``plan`` option that times a layout the same way; None when no
-    row spans servers."""
-    ids = sorted({offering for offering, servers in rows if servers > 1})
-    if not ids:
+    row's GPUs cross a network (a GB200 row of a few 4-GPU servers stays within its NVL72 domain).
+
+    ``plan`` takes a server to hold 8 GPUs (``SERVER_GPUS``): an offering whose servers hold fewer (a 1-GPU VM)
+    has its rows on several servers timed across the network by recommend, and as servers of 8 by plan, so
+    the line names those apart instead of claiming the flag reproduces them."""
+    crossing: set[str] = set()
+    for offering_id, servers in rows:
+        o = catalog.offering(offering_id)
+        if servers > 1 and servers * o.gpus > server_gpus(get_gpu(o.gpu), o.gpus):
+            crossing.add(offering_id)
+    if not crossing:
         return None
-    parts = []
-    for offering_id in ids:
+    alike: list[str] = []
+    apart: list[str] = []
+    for offering_id in sorted(crossing):
         o = catalog.offering(offering_id)
         how = (o.fabric if _FABRIC_RE.search(o.fabric) else f"no fabric: its {o.network_gbps:g} Gb/s uplink"
                + (f" shared by {o.gpus} GPUs" if o.gpus > 1 else ""))
-        parts.append(f"{offering_id} {network_gbit_per_s_per_gpu(o):g} Gb/s ({how})")
-    return ("Rows on more than one server are timed over their offering's network between servers, each GPU's share "
-            "one way: " + "; ".join(parts) + ". `anchorgpu plan` times the row's layout alike with "
-            "`--network-gbit-per-gpu` at that figure (without it, at the calibration's 400 Gb/s).")
+        part = f"{offering_id} {network_gbit_per_s_per_gpu(o):g} Gb/s ({how})"
+        gpu = get_gpu(o.gpu)
+        (alike if server_gpus(gpu, o.gpus) == server_gpus(gpu, SERVER_GPUS) else apart).append(part)
+    line = ("Rows on more than one server are timed over their offering's network between servers, each GPU's share "
+            "one way: " + "; ".join(alike + apart) + ".")
+    if alike:
+        line += (" `anchorgpu plan` times the row's layout alike with `--network-gbit-per-gpu` at that figure (without "
+                 f"it, at the calibration's 400 Gb/s){' for ' + ', '.join(p.split(' ')[0] for p in alike) if apart else ''}.")
+    if apart:
+        names = ", ".join(p.split(" ")[0] for p in apart)
+        line += (f" `anchorgpu plan` takes a server to hold {SERVER_GPUS} GPUs, so it times the GPUs of {names} rows "
+                 f"as servers of {SERVER_GPUS}, linked within each, and no plan option gives those rows' speed.")
+    return line
