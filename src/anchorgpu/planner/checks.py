@@ -71,7 +71,7 @@ def _layout_warnings(training: bool, lay: ResolvedLayout, gpu: GpuSpec | None) -
         out.append(make_warning("memory_total_unsourced",
                                 f"{gpu.display_name} is planned on the vendor's {gpu.memory_headline} "
                                 f"({gpu.memory_bytes / 2**30:.2f} GiB): no total from the {runtime} runtime is "
-                                "sourced for it, and the runtime reports less"))
+                                "sourced for it (on the GPUs where it is, the runtime reports less than the vendor's figure)"))
     if gpu is not None and lay.tp > 1:
         link = gpu.interconnect.lower()
         if link.startswith("none") or ("bridge" in link and lay.tp > 2):
