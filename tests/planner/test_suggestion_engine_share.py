@@ -18,7 +18,21 @@ BASE = ("plan", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--json")
 @pytest.mark.parametrize("argv", [("--gpus", "8", "--tp", "8", "--concurrency", "2048"),
                                   ("--gpus", "16", "--tp", "8", "--dp", "2", "--concurrency", "4096")])
 def test_every_change_offered_fits_when_pasted(capsys: pytest.CaptureFixture[str], argv: tuple[str, ...]) -> None:
-    answer = run_json(capsys, *BASE, *argv)
+    _pasted_changes_fit(capsys, BASE, argv)
+
+
+def test_a_change_to_pipeline_stages_drops_a_given_ep(capsys: pytest.CaptureFixture[str]) -> None:
+    """Qwen3-235B-A22B as 16 attention replicas over EP 4 does not fit on 16 H200 (a hostile walk): the change to
+    16 pipeline stages says --ep 1 too, so pasted beside the user's --ep 4 it plans instead of being refused."""
+    base = ("plan", "qwen3-235b-a22b", "--gpu", "h200", "--json")
+    argv = ("--gpus", "16", "--tp", "1", "--dp", "16", "--ep", "4", "--concurrency", "512")
+    answer = run_json(capsys, *base, *argv)
+    assert any(s["change"] == "--tp 1 --pp 16 --ep 1" for s in answer["suggestions"])
+    _pasted_changes_fit(capsys, base, argv)
+
+
+def _pasted_changes_fit(capsys: pytest.CaptureFixture[str], base: tuple[str, ...], argv: tuple[str, ...]) -> None:
+    answer = run_json(capsys, *base, *argv)
     assert not answer["fits"] and answer["suggestions"]
     for s in answer["suggestions"]:
         change = s["change"].split()
@@ -27,6 +41,6 @@ def test_every_change_offered_fits_when_pasted(capsys: pytest.CaptureFixture[str
         for i in range(0, len(argv), 2):  # the user's options the change does not replace (a layout change sets
             if argv[i] not in keys and not (argv[i] == "--dp" and {"--tp", "--pp"} & keys):  # its own DP)
                 kept += argv[i:i + 2]
-        pasted = run_json(capsys, *BASE, *kept, *change)
+        pasted = run_json(capsys, *base, *kept, *change)
         assert pasted["fits"], s["change"]
         assert pasted["headroom_bytes"] == s["headroom_bytes"], s["change"]

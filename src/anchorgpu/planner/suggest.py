@@ -45,7 +45,9 @@ def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload,
     out: list[tuple[str, str, Workload, PrecisionPlan, Layout]] = []
     if w.task == "inference":
         if lay.dp > 1 and isinstance(model, ModelSpec) and lay.pp * lay.dp <= model.num_layers:
-            out.append((f"--tp {lay.tp} --pp {lay.pp * lay.dp}", "pipeline stages instead of replicas", w, precision,
+            # the stages split every layer, experts too: a given EP would outlive the replicas it split over
+            out.append((f"--tp {lay.tp} --pp {lay.pp * lay.dp}" + (" --ep 1" if lay.ep > 1 else ""),
+                        "pipeline stages instead of replicas", w, precision,
                         Layout(gpus=lay.gpus, tp=lay.tp, pp=lay.pp * lay.dp, dp=1)))
         if isinstance(model, ModelSpec) and not lay.attention_dp and 1 in _attention_dp_tp_sizes(model, lay.gpus, w.engine):
             out.append((f"--tp 1 --dp {lay.gpus} --ep {lay.gpus}",
@@ -65,8 +67,8 @@ def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload,
                 tp = min(gpus, GPUS_PER_SERVER)
                 if tp_is_valid(model, tp):
                     new = Layout(gpus=gpus, tp=tp, pp=gpus // tp, dp=1)
-                    out.append((f"--gpus {gpus} --tp {tp}" + (f" --pp {gpus // tp}" if gpus > tp else ""),
-                                f"shard over {gpus} GPUs", w, precision, new))
+                    out.append((f"--gpus {gpus} --tp {tp}" + (f" --pp {gpus // tp}" if gpus > tp else "")
+                                + (" --ep 1" if lay.ep > 1 else ""), f"shard over {gpus} GPUs", w, precision, new))
         for name, above_bits in (("fp8", 8), ("int4-awq", 6)):
             if fmt.linear_bits > above_bits + 0.5:  # not when already in (a block-scaled variant of) it
                 out.append((f"--weights {name}", f"store weights as {name}", w, evolve(precision, weights=name), layout))
