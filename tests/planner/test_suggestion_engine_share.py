@@ -23,11 +23,13 @@ def test_every_change_offered_fits_when_pasted(capsys: pytest.CaptureFixture[str
 
 def test_a_change_to_pipeline_stages_drops_a_given_ep(capsys: pytest.CaptureFixture[str]) -> None:
     """Qwen3-235B-A22B as 16 attention replicas over EP 4 does not fit on 16 H200 (a hostile walk): the change to
-    16 pipeline stages says --ep 1 too, so pasted beside the user's --ep 4 it plans instead of being refused."""
+    16 pipeline stages says --ep 1 too, so pasted beside the user's --ep 4 it plans instead of being refused; and EP
+    over each whole server is offered (it fits: each GPU holds half the experts EP 4 gives it)."""
     base = ("plan", "qwen3-235b-a22b", "--gpu", "h200", "--json")
     argv = ("--gpus", "16", "--tp", "1", "--dp", "16", "--ep", "4", "--concurrency", "512")
     answer = run_json(capsys, *base, *argv)
     assert any(s["change"] == "--tp 1 --pp 16 --ep 1" for s in answer["suggestions"])
+    assert any(s["change"] == "--ep 8" for s in answer["suggestions"])  # its experts over each whole server
     _pasted_changes_fit(capsys, base, argv)
 
 

@@ -61,6 +61,11 @@ def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload,
                         f"each GPU keeps its own sequences' KV cache, experts split over each server's "
                         f"{GPUS_PER_SERVER}", w, precision,
                         Layout(gpus=lay.gpus, tp=1, pp=1, dp=lay.gpus, ep=GPUS_PER_SERVER)))
+        elif (isinstance(model, ModelSpec) and lay.attention_dp and lay.pp == 1 and lay.ep < GPUS_PER_SERVER
+              and lay.gpus % GPUS_PER_SERVER == 0 and lay.tp in _attention_dp_tp_sizes(model, GPUS_PER_SERVER, w.engine)):
+            # attention DP with its experts over part of a server: over all of it, each GPU holds fewer of them
+            out.append((f"--ep {GPUS_PER_SERVER}", f"experts split over each server's {GPUS_PER_SERVER} GPUs, not "
+                        f"{lay.ep}", w, precision, Layout(gpus=lay.gpus, tp=lay.tp, pp=1, dp=lay.dp, ep=GPUS_PER_SERVER)))
         # a larger memory fraction: searched, not listed (suggest_fraction.memory_fraction_suggestion)
         for gpus in (2, 4, 8, 16, 32):
             if gpus > lay.gpus:
