@@ -29,10 +29,12 @@ __all__ = [
     "TIB",
     "Term",
     "at_least",
+    "bytes_per_s_to_gbit_per_s",
     "ceil_div",
     "clamp",
     "fmt_bytes",
     "fmt_usd",
+    "gbit_per_s_to_bytes_per_s",
     "parse_term",
     "quotable_term",
     "require_whole_gpus",
@@ -248,3 +250,21 @@ def fmt_bytes(n_bytes: int | float, *, binary: bool = True) -> str:
             return f"{value:.2f} {name}" if name != "B" else f"{int(value)} B"
         value /= step
     raise AssertionError("unreachable")
+
+
+def gbit_per_s_to_bytes_per_s(gbit_per_s: float) -> float:
+    """Bytes a second of a link stated in Gb/s (decimal gigabits, as NICs and fabrics are sold).
+
+    >>> gbit_per_s_to_bytes_per_s(400)
+    50000000000.0
+    """
+    return gbit_per_s * 1e9 / 8
+
+
+def bytes_per_s_to_gbit_per_s(bytes_per_s: float) -> float:
+    """Gb/s of a link carrying ``bytes_per_s`` (the inverse of :func:`gbit_per_s_to_bytes_per_s`).
+
+    >>> bytes_per_s_to_gbit_per_s(50e9)
+    400.0
+    """
+    return bytes_per_s * 8 / 1e9

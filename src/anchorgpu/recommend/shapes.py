@@ -12,6 +12,7 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.serving_plan import SERVER_GPUS
 from anchorgpu.planner.speed.topology import server_gpus
 from anchorgpu.planner.sweep import HardwareShape
+from anchorgpu.units import bytes_per_s_to_gbit_per_s, gbit_per_s_to_bytes_per_s
 
 __all__ = ["multi_server_network_line", "network_bytes_per_s_per_gpu", "network_gbit_per_s_per_gpu",
            "shapes_from_catalog"]
@@ -30,8 +31,8 @@ def network_bytes_per_s_per_gpu(offering: Offering) -> float:
     match = _FABRIC_RE.search(offering.fabric)
     if match:
         links, gbps = int(match.group(1)), int(match.group(2))
-        return links * gbps * 1e9 / 8 / offering.gpus
-    return offering.network_gbps * 1e9 / 8 / offering.gpus
+        return gbit_per_s_to_bytes_per_s(links * gbps) / offering.gpus
+    return gbit_per_s_to_bytes_per_s(offering.network_gbps) / offering.gpus
 
 
 def shapes_from_catalog(offerings: Sequence[Offering], *, max_servers: int = 4) -> tuple[HardwareShape, ...]:
@@ -52,7 +53,7 @@ def network_gbit_per_s_per_gpu(offering: Offering) -> float:
     >>> network_gbit_per_s_per_gpu(load_catalog().offering("rtx-pro-6000-8x-bm"))  # 100 Gb/s uplink / 8 GPUs
     12.5
     """
-    return network_bytes_per_s_per_gpu(offering) * 8 / 1e9
+    return bytes_per_s_to_gbit_per_s(network_bytes_per_s_per_gpu(offering))
 
 
 def multi_server_network_line(rows: Iterable[tuple[str, int]], catalog: Catalog) -> str | None:
@@ -70,22 +71,22 @@ def multi_server_network_line(rows: Iterable[tuple[str, int]], catalog: Catalog)
             crossing.add(offering_id)
     if not crossing:
         return None
-    alike: list[str] = []
-    apart: list[str] = []
+    alike: list[tuple[str, str]] = []  # (offering, its network in words), plan times them alike ...
+    apart: list[tuple[str, str]] = []  # ... or not (servers of fewer GPUs than plan's)
     for offering_id in sorted(crossing):
         o = catalog.offering(offering_id)
         how = (o.fabric if _FABRIC_RE.search(o.fabric) else f"no fabric: its {o.network_gbps:g} Gb/s uplink"
                + (f" shared by {o.gpus} GPUs" if o.gpus > 1 else ""))
-        part = f"{offering_id} {network_gbit_per_s_per_gpu(o):g} Gb/s ({how})"
         gpu = get_gpu(o.gpu)
-        (alike if server_gpus(gpu, o.gpus) == server_gpus(gpu, SERVER_GPUS) else apart).append(part)
+        (alike if server_gpus(gpu, o.gpus) == server_gpus(gpu, SERVER_GPUS) else apart).append(
+            (offering_id, f"{offering_id} {network_gbit_per_s_per_gpu(o):g} Gb/s ({how})"))
     line = ("Rows on more than one server are timed over their offering's network between servers, each GPU's share "
-            "one way: " + "; ".join(alike + apart) + ".")
+            "one way: " + "; ".join(words for _, words in alike + apart) + ".")
     if alike:
         line += (" `anchorgpu plan` times the row's layout alike with `--network-gbit-per-gpu` at that figure (without "
-                 f"it, at the calibration's 400 Gb/s){' for ' + ', '.join(p.split(' ')[0] for p in alike) if apart else ''}.")
+                 f"it, at the calibration's 400 Gb/s){' for ' + ', '.join(i for i, _ in alike) if apart else ''}.")
     if apart:
-        names = ", ".join(p.split(" ")[0] for p in apart)
+        names = ", ".join(i for i, _ in apart)
         line += (f" `anchorgpu plan` takes a server to hold {SERVER_GPUS} GPUs, so it times the GPUs of {names} rows "
                  f"as servers of {SERVER_GPUS}, linked within each, and no plan option gives those rows' speed.")
     return line

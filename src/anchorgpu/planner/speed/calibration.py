@@ -28,6 +28,7 @@ from anchorgpu.planner.speed.evidence import (
     split_kind,
 )
 from anchorgpu.planner.speed.launches import LayerLaunches
+from anchorgpu.units import gbit_per_s_to_bytes_per_s
 
 __all__ = [
     "CALIBRATION_FILE",
@@ -272,7 +273,7 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
                                             "stated.host_memory_gb_per_s_per_gpu") * 1e9 for k in ("x86", "superchip")},
         host_s_per_sequence_step={k: _number(stated["host_s_per_sequence_step"]["value"], k,
                                              "stated.host_s_per_sequence_step") for k in ("x86", "superchip")},
-        network_bytes_per_s=_number(stated, "network_gbit_per_s_per_gpu", "stated") * 1e9 / 8,
+        network_bytes_per_s=gbit_per_s_to_bytes_per_s(_number(stated, "network_gbit_per_s_per_gpu", "stated")),
         bands=bands, caveats={k: str(v) for k, v in doc.get("caveats", {}).items()},
         launches=_launches(stated), moe_tile_rows=_number(stated, "moe_tile_rows", "stated"),
         fa2_hopper_attention_efficiency=_number(stated, "fa2_hopper_attention_efficiency", "stated"),

@@ -60,6 +60,7 @@ from anchorgpu.planner.speed.serving_plan import (
 from anchorgpu.planner.speed.topology import network_bytes_per_s_of, server_gpus
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
 from anchorgpu.planner.speed.training_context import training_context
+from anchorgpu.units import bytes_per_s_to_gbit_per_s
 
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
@@ -167,7 +168,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     server = server_gpus(plan.gpu, SERVER_GPUS)
     if lay.gpus > server:  # the layout spans servers: which network its traffic between them was timed at
         stated = w.network_gbit_per_s_per_gpu
-        gbit = stated if stated is not None else cal.network_bytes_per_s * 8 / 1e9
+        gbit = stated if stated is not None else bytes_per_s_to_gbit_per_s(cal.network_bytes_per_s)
         out["network_gbit_per_s_per_gpu"] = gbit
         assumptions.append(network_line(lay.gpus, server, gbit, stated=stated is not None))
     if ctx.fsdp_line is not None:

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, cast
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout
 from anchorgpu.planner.speed.calibration import Calibration, calibration
+from anchorgpu.units import gbit_per_s_to_bytes_per_s
 
 if TYPE_CHECKING:
     from anchorgpu.planner.inputs import TrainPrecision
@@ -128,7 +129,7 @@ def _train(run: Run, cal: Calibration) -> float:
                       ep_overlap=r.get("ep_overlap", False), pipeline_layout=_pipeline_layout_of(r, model))
     st = training_step(model, gpu, lay, seq_tokens=r["seq_tokens"], micro_batch=r["micro_batch"],
                        global_batch_tokens=r["global_batch_tokens"], recompute=r["recompute"],
-                       precision=r["precision"], network_bytes_per_s=r["network_gbit_per_s_per_gpu"] * 1e9 / 8,
+                       precision=r["precision"], network_bytes_per_s=gbit_per_s_to_bytes_per_s(r["network_gbit_per_s_per_gpu"]),
                        cal=cal, attention_kernel=r.get("attention_kernel", "flash"), kind=r.get("kind", "full"),
                        grad_bytes_per_value=int(r.get("grad_bytes_per_value", 2)),
                        train_stack=r.get("train_stack", "megatron"),

@@ -14,6 +14,7 @@ from typing import Literal
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.speed.calibration import calibration
+from anchorgpu.units import bytes_per_s_to_gbit_per_s, gbit_per_s_to_bytes_per_s
 
 __all__ = [
     "ACTIVATION_BYTES",
@@ -89,14 +90,14 @@ def network_bytes_per_s_of(gbit_per_s: float | None) -> float | None:
     >>> network_bytes_per_s_of(12.5), network_bytes_per_s_of(None)
     (1562500000.0, None)
     """
-    return None if gbit_per_s is None else gbit_per_s * 1e9 / 8
+    return None if gbit_per_s is None else gbit_per_s_to_bytes_per_s(gbit_per_s)
 
 
 def _network(network_bytes_per_s: float | None) -> Link:
     cal = calibration()
     bw = network_bytes_per_s if network_bytes_per_s is not None else cal.network_bytes_per_s
     return Link(kind="network", bytes_per_s=bw, latency_s=cal.latency_s["network"],
-                description=f"network between servers, {bw * 8 / 1e9:.0f} Gb/s per GPU")
+                description=f"network between servers, {bytes_per_s_to_gbit_per_s(bw):.0f} Gb/s per GPU")
 
 
 _LINK_MEMO: dict[tuple[int, int, int | None, float | None, int, int], tuple[GpuSpec, object, Link]] = {}
