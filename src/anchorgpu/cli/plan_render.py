@@ -146,7 +146,7 @@ def render_plan(plan: Plan) -> None:
             table.add_row("engine budget (TensorRT-LLM)" if w.engine == "trtllm" else
                           f"engine budget (SGLang, {w.gpu_memory_utilization:g})" if w.engine == "sglang" else
                           f"engine budget ({_share(w.gpu_memory_utilization or 0.0)})", _gib(plan.budget_bytes), "")
-        runtime = ("ROCm" if plan.gpu.software_stack == "rocm" else "CUDA") if plan.gpu.memory_is_runtime else None
+        runtime = plan.gpu.runtime_name if plan.gpu.memory_is_runtime else None
         table.add_row("GPU memory" + (f" ({runtime} total)" if runtime else ""), _gib(plan.gpu.memory_bytes), "")
         if plan.headroom_bytes is not None:
             label = "headroom" if plan.headroom_bytes >= 0 else "[red]short by[/red]"

@@ -67,7 +67,7 @@ def fmt_memory(gpu: GpuSpec, *, short: bool = False) -> str:
         usable = f"{gpu.memory_bytes / GIB:,.2f}"
         if short:
             return f"{usable}/{headline_number} GiB"
-        runtime = f"the total {'ROCm' if gpu.software_stack == 'rocm' else 'CUDA'} reports"
+        runtime = f"the total {gpu.runtime_name} reports"
         nominal = fmt_number(gpu.memory_nominal_bytes / GIB)
         if nominal == headline_number:
             return f"{usable} GiB usable of {gpu.memory_headline} ({runtime})"
@@ -92,7 +92,7 @@ def memory_kinds_note(a: GpuSpec, b: GpuSpec) -> str:
     if a.memory_is_runtime == b.memory_is_runtime:
         return ""
     runtime, vendor = (a, b) if a.memory_is_runtime else (b, a)
-    stack = "ROCm" if runtime.software_stack == "rocm" else "CUDA"
+    stack = runtime.runtime_name
     return (f"{runtime.name}'s memory is the total {stack} reports, {vendor.name}'s the vendor's usable figure "
             "(no runtime report is sourced; its runtime would report somewhat less).")
 

@@ -89,6 +89,11 @@ class GpuSpec:
     def software_stack(self) -> Literal["cuda", "rocm"]:
         return "rocm" if self.vendor == "AMD" else "cuda"
 
+    @property
+    def runtime_name(self) -> Literal["CUDA", "ROCm"]:
+        """The runtime's name as written in sentences (the memory total it reports, its stack)."""
+        return "ROCm" if self.vendor == "AMD" else "CUDA"
+
     def computes_in(self, precision: str) -> bool:
         """Whether the tensor cores compute in ``precision``: FP8 and FP4 need their own units
         (``fp8_hardware``/``fp4_hardware``); any other precision runs everywhere.

@@ -67,10 +67,9 @@ def _layout_warnings(training: bool, lay: ResolvedLayout, gpu: GpuSpec | None) -
     if lay.tp > GPUS_PER_SERVER:
         out.append(make_warning("tp_across_nodes", f"TP {lay.tp} spans more than one {GPUS_PER_SERVER}-GPU server"))
     if gpu is not None and not gpu.memory_is_runtime:
-        runtime = "ROCm" if gpu.vendor == "AMD" else "CUDA"
         out.append(make_warning("memory_total_unsourced",
                                 f"{gpu.display_name} is planned on the vendor's {gpu.memory_headline} "
-                                f"({gpu.memory_bytes / 2**30:.2f} GiB): no total from the {runtime} runtime is "
+                                f"({gpu.memory_bytes / 2**30:.2f} GiB): no total from the {gpu.runtime_name} runtime is "
                                 "sourced for it (on the GPUs where it is, the runtime reports less than the vendor's figure)"))
     if gpu is not None and lay.tp > 1:
         link = gpu.interconnect.lower()

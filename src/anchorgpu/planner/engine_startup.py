@@ -48,7 +48,7 @@ def startup_refusal(engine: str, gpu: GpuSpec | None, utilization: float | None,
     if engine != "vllm" or gpu is None:
         return None
     util = utilization or DEFAULT_GPU_MEMORY_UTILIZATION
-    runtime = "ROCm" if gpu.vendor == "AMD" else "CUDA"
+    runtime = gpu.runtime_name
     free = gpu.memory_bytes - context_bytes(gpu, ov)
     if util * gpu.memory_bytes <= free:
         return None

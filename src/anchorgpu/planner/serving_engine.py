@@ -80,7 +80,7 @@ def _sglang_reads(gpu: GpuSpec | None) -> str:
         tool = "rocminfo" if gpu.vendor == "AMD" else "nvidia-smi"
         return f"the {gpu.memory_smi_mib:,} MiB {tool} reports"
     mib = f"{gpu.memory_bytes / 2**20:,.0f} MiB"
-    total = (f"the {mib} the {'ROCm' if gpu.vendor == 'AMD' else 'CUDA'} runtime reports" if gpu.memory_is_runtime
+    total = (f"the {mib} the {gpu.runtime_name} runtime reports" if gpu.memory_is_runtime
              else f"the vendor's {mib}")
     return f"{total} (no {'rocminfo' if gpu.vendor == 'AMD' else 'nvidia-smi'} total sourced for {gpu.name})"
 

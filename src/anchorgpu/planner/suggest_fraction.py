@@ -105,7 +105,7 @@ def memory_fraction_suggestion(model: ModelSpec, w: Workload, precision: Precisi
     if vllm:
         outside = gpu.memory_bytes - int(u * gpu.memory_bytes)
         left = max(0, outside - context_bytes(gpu, overheads))
-        runtime = "ROCm" if gpu.vendor == "AMD" else "CUDA"
+        runtime = gpu.runtime_name
         description = (f"let vLLM use {round(u * 100, 1):g} % of GPU memory, the least that fits (at "
                        f"most {most:g} starts on {gpu.name}); it leaves {fmt_bytes(outside)} outside vLLM's budget, "
                        f"{fmt_bytes(left)} of it for other processes after vLLM's {runtime} context")
