@@ -17,6 +17,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, Workload
+from anchorgpu.planner.speed.flops import lm_head_params
 from anchorgpu.units import clamp
 
 __all__ = ["MAX_IMAGE_SIDE", "MAX_IMAGES_PER_REQUEST", "NO_MEDIA", "EncDecRequest", "MediaLoad", "cross_image_speed_line",
@@ -289,7 +290,7 @@ def encoder_equivalent_tokens(media: MediaLoad, model: ModelSpec) -> int:
     """The encoder's (or vision tower's) FLOPs as the language-model tokens that cost as much in prefill: 2 · the
     active matmul parameters but the LM head's ``V x h`` per token, since a served prompt token never reaches the head
     (the engine computes logits at the prompt's last token only: ``speed.flops.unsampled_prompt_share``)."""
-    body = model.params_active_matmul - model.vocab_size * model.hidden_size
+    body = model.params_active_matmul - lm_head_params(model)
     return math.ceil(media.encoder_flops / (2.0 * max(1, body)))
 
 

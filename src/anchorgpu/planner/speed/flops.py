@@ -39,7 +39,7 @@ def forward_matmul_params(model: ModelSpec) -> int:
     ``params_active - embeddings - position_embeddings + (V*h if the head is tied)``: embedding lookups
     are gathers, not matrix products; the LM head is a product whether or not it is tied.
     """
-    tied_head = model.vocab_size * model.hidden_size if model.params.head == 0 else 0
+    tied_head = lm_head_params(model) if model.params.head == 0 else 0
     return model.params_active - model.params.embeddings - model.params.position_embeddings + tied_head
 
 

@@ -32,6 +32,7 @@ from anchorgpu.planner.speed.flops import (
     Recompute,
     TrainKind,
     attention_flops_per_token,
+    lm_head_params,
     training_flops_per_token,
 )
 from anchorgpu.planner.speed.links import (
@@ -132,7 +133,7 @@ def _step_shape(model: ModelSpec, gpu: GpuSpec, cal: Calibration, seq_tokens: in
     # output_layer is a ColumnParallelLinear, not a Transformer Engine module, so fp8_autocast leaves it at BF16
     head_f = 0.0
     if choice.precision != "bf16":  # forward and backward (LoRA: the input gradient only) of its V x h product
-        head_f = (3.0 if kind == "full" else 2.0) * 2.0 * model.vocab_size * model.hidden_size
+        head_f = (3.0 if kind == "full" else 2.0) * 2.0 * lm_head_params(model)
     return _StepShape(k, pytorch, ew_bytes, choice, model_f, hw_f, attn_passes, attn_run_passes, bwd_run, matmul_f,
                       attn_run_f, att_rate, mm_peak_eff, expert_share, route_share, passes, unfused, volumes, head_f)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.formats import WeightFormat
-from anchorgpu.planner.speed.flops import forward_matmul_params
+from anchorgpu.planner.speed.flops import forward_matmul_params, lm_head_params
 
 __all__ = ["head_quantized_share", "mixed_rate", "quantized_product_shares"]
 
@@ -47,7 +47,7 @@ def _quantized_product_shares(model: ModelSpec, fmt: WeightFormat) -> tuple[floa
             expert_all += active
             expert_q += active * share
     if fmt.shipped is not None and fmt.shipped.head_quantized:
-        quantized += float(model.vocab_size * model.hidden_size)
+        quantized += float(lm_head_params(model))
     q = min(1.0, quantized / total) if total > 0 else 1.0
     return q, (expert_q / expert_all if expert_all > 0 else 1.0)
 
