@@ -106,9 +106,10 @@ def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec
                 if saturation:
                     at = (i, j, k, len(concs) + j * len(kvs) + k)
                     cols["budget_bytes"][at] = float(gpu.memory_bytes)
-                    concurrency[i, :, :, at[3]], p = _saturation_plan(model, by_conc[-1], precision, layout, gpu, spec)
-                    if p is not None:
-                        _put(cols, fits, at, p, spec, prompt, output)
+                    concurrency[i, :, :, at[3]], most = _saturation_plan(model, by_conc[-1], precision, layout, gpu,
+                                                                          spec)
+                    if most is not None:
+                        _put(cols, fits, at, most, spec, prompt, output)
     if several:
         _scaled_columns(model, asked, cols, fits, concurrency, several)
     out: dict[str, Array] = dict(cols)
@@ -151,23 +152,24 @@ def _saturation_plan(model: ModelSpec, many: Workload, precision: PrecisionPlan,
         return plan(model, replace(many, concurrency=sequences), precision=precision, layout=layout, gpu=gpu,
                     overheads=spec.overheads, suggest=False, choose_layout=False)
 
-    first = max(layout.dp, 2)
+    dp = layout.dp or 1
+    first = max(dp, 2)
     try:
         p = planned(first)
     except InvalidWorkload:
         return first, None
-    each = -(-first // layout.dp)
+    each = -(-first // dp)
     per_sequence = p.per_gpu.kv_cache_bytes / each
     free = (p.budget_bytes or 0) - (p.per_gpu.total_bytes - p.per_gpu.kv_cache_bytes)
     cap = engine_limits(many, large_gpu=large_engine_defaults(gpu))[1]
     held = max(1, min(cap, int(free // per_sequence)) if per_sequence > 0 else cap)
-    while max(held * layout.dp, 2) != first:
+    while max(held * dp, 2) != first:
         try:
-            at_held = planned(held * layout.dp)
+            at_held = planned(held * dp)
         except InvalidWorkload:
-            return held * layout.dp, None
+            return held * dp, None
         if at_held.fits:
-            return held * layout.dp, at_held
+            return held * dp, at_held
         held -= 1
     return first, p
 

@@ -51,7 +51,8 @@ def saturation_rungs(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sw
     caps = np.array([engine_limits(spec.workload, large_gpu=large_engine_defaults(sh.gpu))[1] for sh in shapes],
                     dtype=np.float64)[lay.shape]
     rungs = lay.dp * np.clip(held, 0.0, caps)
-    return np.maximum(rungs, 2.0).astype(np.int64).reshape(len(weights) * len(kvs), len(lay))
+    out: IntArray = np.maximum(rungs, 2.0).astype(np.int64).reshape(len(weights) * len(kvs), len(lay))
+    return out
 
 
 def _cache_bytes(kv: KvFactors, lay: Layouts, sequences: FloatArray | float, *, rounded: bool) -> FloatArray:
