@@ -164,7 +164,11 @@ class SweepResult:
     def context_at(self, concurrency: int) -> int:
         """The tokens each sequence is sized at when ``concurrency`` run at once (``context_tokens`` where the sweep
         has no such concurrency, or is a training sweep)."""
-        return dict(self.concurrency_contexts).get(concurrency, self.context_tokens)
+        contexts = dict(self.concurrency_contexts)
+        if concurrency in contexts or not contexts:
+            return contexts.get(concurrency, self.context_tokens)
+        # a layout's own saturation rung (sweep_saturation): sized as the ladder's top (at least 2 sequences)
+        return contexts[max(contexts)]
 
     def row(self, i: int) -> dict[str, Any]:
         """Configuration ``i`` as plain Python values (names resolved, NaN as None)."""
@@ -252,7 +256,8 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
                       seq_tokens=default_seq_tokens(w, model.max_context_tokens) if training else 0,
                       train_stack=w.train_stack)
     doubled = False  # the ladder run on past BATCH_LADDER
-    if not training and not spec.concurrencies and w.concurrency is None:
+    ladder_swept = not training and not spec.concurrencies and w.concurrency is None
+    if ladder_swept:
         from anchorgpu.planner.sweep_ladder import concurrency_ladder
         # no concurrency named: the ladder doubles on past 512 while a layout swept could run that many users (its
         # engines' sequence cap x its replicas, within its memory), a sequence sized as plan sizes many at once
@@ -274,14 +279,17 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         from anchorgpu.planner.sweep_attention_dp import with_attention_dp
         from anchorgpu.planner.sweep_serving import serving_columns
 
+        # over the ladder, each layout also at the most sequences it runs (sweep_saturation): one rung a precision
+        saturated = len(weights) * len(kvs) if ladder_swept else 0
         cols = serving_columns(model, shapes, spec, lay, weights, kvs, concs, contexts, prompt, output, progress,
-                               media, cross)
-        inner = len(weights) * len(kvs) * len(concs)
+                               media, cross, saturation=bool(saturated))
+        inner = len(weights) * len(kvs) * (len(concs) + saturated)
         # a mixture of experts: attention data parallelism on one server, planned whole
         lay, cols = with_attention_dp(model, shapes, spec, lay, cols, weights, kvs, concs, probe_w, contexts, prompt,
-                                      output)
+                                      output, saturated=bool(saturated))
     n = len(lay) * inner
-    grid_shape = (len(lay), len(weights)) if training else (len(lay), len(weights), len(kvs), len(concs))
+    grid_shape = ((len(lay), len(weights)) if training
+                  else (len(lay), len(weights), len(kvs), len(concs) + saturated))
     axes = (1,) * (len(grid_shape) - 2)  # per layout (L, 1, ...), per weight format (1, W, ...)
     grid: dict[str, npt.NDArray[Any]] = {
         name: values.reshape(-1, 1, *axes) for name, values in (
@@ -322,6 +330,9 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
            "sequence cap a replica, vLLM's max_num_seqs, SGLang's max_running_requests or TensorRT-LLM's "
            "max_batch_size, x its data-parallel replicas, within what its GPUs' memory holds)"
            if doubled else "")
+        + (", and each layout at its own saturation at each precision (the most sequences it holds at once at the "
+           f"{contexts[-1]:,} tokens each of the ladder's top, at most its engine's sequence cap x its replicas)"
+           if ladder_swept else "")
         + ".")
     if training:
         assumptions.append(_chosen_per_layout_line(w, model.moe is not None))

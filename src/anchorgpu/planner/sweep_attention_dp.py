@@ -19,9 +19,11 @@ import numpy.typing as npt
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
-from anchorgpu.planner.inputs import Layout, PrecisionPlan, Workload
+from anchorgpu.planner.inputs import Layout, PrecisionPlan, Workload, engine_limits, large_engine_defaults
 
 if TYPE_CHECKING:
+    from anchorgpu.hardware.spec import GpuSpec
+    from anchorgpu.planner.result import Plan
     from anchorgpu.planner.sweep import HardwareShape, SweepSpec
     from anchorgpu.planner.sweep_grid import Layouts
 
@@ -54,7 +56,7 @@ def attention_dp_rows(model: ModelSpec, shapes: Sequence[HardwareShape], engine:
 def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                          weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...], asked: Workload,
                          contexts: tuple[int, ...], prompt: int, output: int,
-                         scaled: bool = False) -> dict[str, Array]:
+                         scaled: bool = False, saturated: bool = False) -> dict[str, Array]:
     """The serving sweep's columns for the attention-DP layouts ``lay``, each ``(L, W, K, C)`` in the sweep's order,
     from :func:`~anchorgpu.planner.plan` and :func:`~anchorgpu.planner.speed.estimate.plan_performance` (memory as
     the plan sizes it; speed where the plan fits, NaN where it does not, as the plan gives none). A text model's
@@ -62,18 +64,21 @@ def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec
     other layouts are; a model with images or an encoder at ``asked``, the workload as the sweep's probe planned it,
     at each concurrency, so the plan adds their tokens once (over a concurrency ladder with no context given, each
     concurrency then takes the plan's own default context, as the other layouts do). With the concurrency of each
-    entry (the sweep's, or with ``scaled`` :func:`_scaled_columns`'s on several servers)."""
+    entry (the sweep's, or with ``scaled`` :func:`_scaled_columns`'s on several servers). With ``saturated``, after
+    ``concs`` one entry more per (weights, KV dtype), at the most sequences the layout runs at that precision
+    (:func:`_saturation_plan`), planned at that precision only (the others left out: never fitting)."""
     from anchorgpu.planner.plan import plan
-    from anchorgpu.planner.speed.estimate import plan_performance
 
-    grid = (len(lay), len(weights), len(kvs), len(concs))
+    saturation = len(weights) * len(kvs) if saturated else 0
+    grid = (len(lay), len(weights), len(kvs), len(concs) + saturation)
     cols = {name: np.full(grid, np.nan) for name in _FLOAT_COLUMNS}
     fits = np.zeros(grid, dtype=bool)
     media = model.encoder is not None or model.image is not None
     by_conc = [replace(asked, concurrency=c) if media else replace(asked, concurrency=c, context_tokens=ctx)
                for c, ctx in zip(concs, contexts, strict=True)]
-    mfu, mbu = spec.efficiencies.mfu, spec.efficiencies.mbu
-    concurrency = np.broadcast_to(np.array(concs, dtype=np.int64)[None, None, None, :], grid).copy()
+    concurrency = np.zeros(grid, dtype=np.int64)
+    concurrency[..., :len(concs)] = np.array(concs, dtype=np.int64)
+    cols["per_gpu_total_bytes"][..., len(concs):] = np.inf  # a saturation entry planned at its own precision only
     one_server: dict[tuple[int, int], int] = {}  # (shape, TP) -> its one-server row
     several: list[tuple[int, int, int]] = []  # (row, its one-server row, servers) of the rows scaled from another
     rows = zip(lay.shape.tolist(), lay.servers.tolist(), lay.gpus.tolist(), lay.tp.tolist(), lay.dp.tolist(),
@@ -97,21 +102,16 @@ def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec
                         cols["per_gpu_total_bytes"][i, j, k, c] = np.inf
                         cols["budget_bytes"][i, j, k, c] = float(gpu.memory_bytes)
                         continue
-                    b = p.per_gpu
-                    at = (i, j, k, c)
-                    cols["weights_bytes"][at], cols["kv_cache_bytes"][at] = b.weights_bytes, b.kv_cache_bytes
-                    cols["activations_bytes"][at], cols["other_bytes"][at] = b.activations_bytes, b.overhead_bytes
-                    cols["per_gpu_total_bytes"][at] = b.total_bytes
-                    cols["budget_bytes"][at] = p.budget_bytes if p.budget_bytes is not None else np.nan
-                    cols["engine_reserve_bytes"][at] = p.breakdown.get("sglang_reserve_bytes", np.nan)
-                    fits[at] = bool(p.fits)
-                    if p.fits:
-                        perf = plan_performance(p, prompt_tokens=prompt, output_tokens=output, mfu=mfu, mbu=mbu)
-                        cols["prefill_s"][at] = perf["ttft_s"]
-                        cols["decode_tokens_per_s_per_user"][at] = perf["decode_tokens_per_s_per_user"]
-                        cols["decode_tokens_per_s_total"][at] = perf["output_tokens_per_s"]
+                    _put(cols, fits, (i, j, k, c), p, spec, prompt, output)
+                if saturation:
+                    at = (i, j, k, len(concs) + j * len(kvs) + k)
+                    cols["budget_bytes"][at] = float(gpu.memory_bytes)
+                    concurrency[i, :, :, at[3]], most = _saturation_plan(model, by_conc[-1], precision, layout, gpu,
+                                                                          spec)
+                    if most is not None:
+                        _put(cols, fits, at, most, spec, prompt, output)
     if several:
-        _scaled_columns(model, asked, concs, cols, fits, concurrency, several)
+        _scaled_columns(model, asked, cols, fits, concurrency, several)
     out: dict[str, Array] = dict(cols)
     out["fits"] = fits
     out["concurrency"] = concurrency
@@ -120,8 +120,62 @@ def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec
     return out
 
 
-def _scaled_columns(model: ModelSpec, asked: Workload, concs: tuple[int, ...], cols: dict[str, Array], fits: Array,
-                    concurrency: Array, several: list[tuple[int, int, int]]) -> None:
+def _put(cols: dict[str, Array], fits: Array, at: tuple[int, int, int, int], p: Plan, spec: SweepSpec, prompt: int,
+         output: int) -> None:
+    """Entry ``at`` of the columns from plan ``p``: its memory, and its speed where it fits."""
+    from anchorgpu.planner.speed.estimate import plan_performance
+
+    b = p.per_gpu
+    cols["weights_bytes"][at], cols["kv_cache_bytes"][at] = b.weights_bytes, b.kv_cache_bytes
+    cols["activations_bytes"][at], cols["other_bytes"][at] = b.activations_bytes, b.overhead_bytes
+    cols["per_gpu_total_bytes"][at] = b.total_bytes
+    cols["budget_bytes"][at] = p.budget_bytes if p.budget_bytes is not None else np.nan
+    cols["engine_reserve_bytes"][at] = p.breakdown.get("sglang_reserve_bytes", np.nan)
+    fits[at] = bool(p.fits)
+    if p.fits:
+        perf = plan_performance(p, prompt_tokens=prompt, output_tokens=output, mfu=spec.efficiencies.mfu,
+                                mbu=spec.efficiencies.mbu)
+        cols["prefill_s"][at] = perf["ttft_s"]
+        cols["decode_tokens_per_s_per_user"][at] = perf["decode_tokens_per_s_per_user"]
+        cols["decode_tokens_per_s_total"][at] = perf["output_tokens_per_s"]
+
+
+def _saturation_plan(model: ModelSpec, many: Workload, precision: PrecisionPlan, layout: Layout, gpu: GpuSpec,
+                     spec: SweepSpec) -> tuple[int, Plan | None]:
+    """The most sequences an attention-DP layout runs at once at ``precision`` (DP x a replica's, at most its
+    engine's sequence cap, at least 2) as ``plan --concurrency N`` sizes them (``many``: the workload at the ladder's
+    top), and the plan at that many (None where it cannot be planned): from a plan of one sequence a replica, the
+    sequences its budget holds after everything else, one fewer a replica until the plan fits (the cache rounds up)."""
+    from anchorgpu.planner.plan import plan
+
+    def planned(sequences: int) -> Plan:
+        return plan(model, replace(many, concurrency=sequences), precision=precision, layout=layout, gpu=gpu,
+                    overheads=spec.overheads, suggest=False, choose_layout=False)
+
+    dp = layout.dp or 1
+    first = max(dp, 2)
+    try:
+        p = planned(first)
+    except InvalidWorkload:
+        return first, None
+    each = -(-first // dp)
+    per_sequence = p.per_gpu.kv_cache_bytes / each
+    free = (p.budget_bytes or 0) - (p.per_gpu.total_bytes - p.per_gpu.kv_cache_bytes)
+    cap = engine_limits(many, large_gpu=large_engine_defaults(gpu))[1]
+    held = max(1, min(cap, int(free // per_sequence)) if per_sequence > 0 else cap)
+    while max(held * dp, 2) != first:
+        try:
+            at_held = planned(held * dp)
+        except InvalidWorkload:
+            return held * dp, None
+        if at_held.fits:
+            return held * dp, at_held
+        held -= 1
+    return first, p
+
+
+def _scaled_columns(model: ModelSpec, asked: Workload, cols: dict[str, Array], fits: Array, concurrency: Array,
+                    several: list[tuple[int, int, int]]) -> None:
     """The entries of each row of ``several`` (row, its one-server row, servers: a one-server attention-DP engine on
     each of that many servers) over a concurrency ladder: at ``servers`` times each concurrency swept, each engine
     serving what its one-server row serves at that concurrency. ``plan`` gives such a layout the same per-GPU memory
@@ -142,10 +196,12 @@ def _scaled_columns(model: ModelSpec, asked: Workload, concs: tuple[int, ...], c
         return sized[c]
 
     at, one, servers = (np.array(column, dtype=np.int64) for column in zip(*several, strict=True))
-    same = {n: [tokens(n * c) == tokens(c) for c in concs] for n in set(servers.tolist())}
-    kept = np.array([same[n] for n in servers.tolist()], dtype=bool)[:, None, None, :]  # (R, 1, 1, C)
     n = servers[:, None, None, None]
-    concurrency[at] = n * np.array(concs, dtype=np.int64)
+    # each entry's concurrency, its one-server row's (the ladder's, or that row's own saturation)
+    same = {(m, c): tokens(m * c) == tokens(c) for m in set(servers.tolist())
+            for c in set(concurrency[one].ravel().tolist())}
+    kept = np.vectorize(lambda m, c: same[(m, c)], otypes=[bool])(n, concurrency[one])  # (R, W, K, C)
+    concurrency[at] = n * concurrency[one]
     for name in _FLOAT_COLUMNS:
         cols[name][at] = np.where(kept, cols[name][one], np.nan)
     cols["decode_tokens_per_s_total"][at] *= n
@@ -156,8 +212,8 @@ def _scaled_columns(model: ModelSpec, asked: Workload, concs: tuple[int, ...], c
 
 def with_attention_dp(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                       cols: dict[str, Array], weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...],
-                      asked: Workload, contexts: tuple[int, ...], prompt: int, output: int
-                      ) -> tuple[Layouts, dict[str, Array]]:
+                      asked: Workload, contexts: tuple[int, ...], prompt: int, output: int, *,
+                      saturated: bool = False) -> tuple[Layouts, dict[str, Array]]:
     """The sweep's layouts and serving columns with the attention-DP layouts appended (the columns each widened to
     the whole grid for it), or both unchanged where there are none (a dense model). Over a concurrency ladder (no
     concurrency named) a layout of several servers runs that many times each concurrency swept
@@ -169,8 +225,8 @@ def with_attention_dp(model: ModelSpec, shapes: Sequence[HardwareShape], spec: S
     adp = layouts(*(np.array(column, dtype=np.int64) for column in zip(*rows, strict=True)))
     scaled = not spec.concurrencies and spec.workload.concurrency is None
     extra = attention_dp_columns(model, shapes, spec, adp, weights, kvs, concs, asked, contexts, prompt, output,
-                                 scaled)
-    full = (len(lay), len(weights), len(kvs), len(concs))
+                                 scaled, saturated and scaled)
+    full = (len(lay), *extra["fits"].shape[1:])
     joined = {name: np.concatenate((np.broadcast_to(values.reshape((1,) * (4 - values.ndim) + values.shape), full),
                                     extra[name])) for name, values in cols.items()}
     return layouts(*(np.concatenate((getattr(lay, f.name), getattr(adp, f.name))) for f in fields(lay))), joined

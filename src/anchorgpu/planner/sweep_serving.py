@@ -124,20 +124,30 @@ def _in_grid_order(shape: tuple[int, int, int, int], dtype: type = np.float64) -
 def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                     weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...],
                     contexts: tuple[int, ...], prompt: int, output: int, progress: Progress | None,
-                    media: MediaLoad | None = None, cross: CrossRequest | None = None) -> dict[str, Array]:
+                    media: MediaLoad | None = None, cross: CrossRequest | None = None,
+                    saturation: bool = False) -> dict[str, Array]:
     """Every serving result column of the sweep on the axes (layout, weights, kv, concurrency): those that vary
     along every axis as whole arrays in that order, the others of length 1 along the axes they do not vary on.
     ``contexts``: the tokens a sequence is sized at, one per concurrency of ``concs`` (as plan sizes it at that
     concurrency). ``prompt`` and ``output``: the request timed, as plan times it (the sweep resolves it); ``cross``: the request an
     encoder-decoder or cross-attention model is timed with, as plan times it (its speed prompt, with the encoder's
-    prefill work, and its output; every decode step reads the cross-attention K/V); None for any other model."""
+    prefill work, and its output; every decode step reads the cross-attention K/V); None for any other model.
+    ``saturation``: after ``concs``, one concurrency more per (weights, KV dtype), each layout's own: the most
+    sequences it runs at once at that precision (:func:`~anchorgpu.planner.sweep_saturation.saturation_rungs`),
+    sized at the last of ``contexts``; each is evaluated at every precision, as any concurrency is."""
     w: Workload = spec.workload
     if cross is not None:
         prompt, output = cross.prompt_tokens, cross.output_tokens
-    grid = (len(lay), len(weights), len(kvs), len(concs))
+    conc = np.array(concs, dtype=np.int64)[:, None]  # (C, 1); with each layout's saturation, (C + W x K, L)
+    if saturation:
+        from anchorgpu.planner.sweep_saturation import saturation_rungs
+
+        rungs = saturation_rungs(model, shapes, spec, lay, weights, kvs, contexts[-1], prompt, output, media, cross)
+        conc = np.concatenate((np.broadcast_to(conc, (len(concs), len(lay))), rungs))
+        contexts = (*contexts, *(contexts[-1],) * len(rungs))
+    grid = (len(lay), len(weights), len(kvs), conc.shape[0])
     if progress:
         progress(math.prod(grid) // 4, math.prod(grid))
-    conc = np.array(concs, dtype=np.int64)[:, None]
     per_replica = -(-conc // lay.dp)  # (C, L)
     kv = kv_factors(model, spec, lay, kvs, contexts, prompt, output, media, cross)
     mem = memory_terms(model, shapes, spec, lay, weights, kv, per_replica)
@@ -174,7 +184,7 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     ttft = _on_grid(ttft, pairs.inverse, ttft_column)
     _on_grid(step, pairs.inverse, total_tps)
     _on_grid(np.divide(1.0, step, out=step), pairs.inverse, per_user)  # 1 / step of each pair, as of each
-    np.divide(conc.astype(np.float64).ravel(), total_tps, out=total_tps)  # as numpy divides an integer by a float
+    np.divide(_grid_order(conc.astype(np.float64)), total_tps, out=total_tps)  # as numpy divides an integer by a float
     nan = np.full(1, np.nan)
     return {
         "weights_bytes": _grid_order(mem.weights), "kv_cache_bytes": _grid_order(mem.kv_cache),
