@@ -23,7 +23,9 @@ def test_the_target_is_the_peers_default() -> None:
 
 
 def test_the_rows_below_the_target_are_named_and_only_they(capsys: pytest.CaptureFixture[str]) -> None:
-    doc = run_json(capsys, "recommend", "llama-3.1-8b", "--top", "3")
+    # long prompts keep some offerings' best concurrency small (each offering's saturation rung puts the others far
+    # below the target), so the shipped catalog's rows fall on both sides
+    doc = run_json(capsys, "recommend", "llama-3.1-8b", "--prompt", "16000", "--output-tokens", "1000", "--top", "6")
     speeds = [r["decode_tokens_per_s_per_user"] for r in doc["results"]]
     slow = {i for i, s in enumerate(speeds, 1) if s < 1000 / 30}
     assert slow and len(slow) < len(speeds)  # the shipped catalog's rows fall on both sides

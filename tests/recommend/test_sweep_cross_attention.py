@@ -7,6 +7,7 @@ where plan() accepts it."""
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -38,6 +39,13 @@ def test_the_sweeps_cache_is_the_plans(name: str, asked: str) -> None:
     rng = random.Random(20261205)
     for i in rng.sample(range(result.evaluated), 30):
         row = result.row(i)
+        rungs = len(result.concurrency_contexts)
+        if rungs and i % (rungs + len(result.weights) * len(result.kv_caches)) >= rungs \
+                and row["per_gpu_total_bytes"] == math.inf:
+            # an attention-DP layout's saturation at another precision: left out, never fitting
+            # (sweep_attention_dp._saturation_plan)
+            assert not row["fits"] and row["ep"] > 1
+            continue
         shape = next(s for s in result.shapes if s.id == row["shape"])
         p = plan(model, Workload(task="inference", context_tokens=w.context_tokens, concurrency=row["concurrency"],
                                  prompt_tokens=prompt, output_tokens=output),
