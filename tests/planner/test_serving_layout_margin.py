@@ -84,6 +84,17 @@ def test_mixtral_on_24_h200_runs_three_attention_dp_engines() -> None:
     assert f"the default, TP 8 with 3 replicas, serves them at {_speed(default):,.0f}" in reason
 
 
+def test_deepseek_v3_on_16_h200_runs_two_tp4_attention_dp_engines() -> None:
+    """The issue's second case: 1,024 users on 16 H200s, two one-server engines of TP 4 attention replicas are
+    predicted about 21% faster than TP 8 x PP 2 (the first that holds them, kept before), beyond the margin."""
+    model, gpu = load_model("deepseek-v3"), get_gpu("h200")
+    users = Workload(task="inference", concurrency=1024)
+    chosen = plan(model, users, layout=Layout(gpus=16), gpu=gpu)
+    assert _split(chosen.layout) == (4, 1, 4, 8)
+    staged = plan(model, users, layout=Layout(gpus=16, tp=8, pp=2), gpu=gpu)
+    assert _speed(chosen) > _speed(staged) * (1 + calibration().layout_margin)
+
+
 @pytest.mark.parametrize(("model", "gpu"), [("mixtral-8x22b", "h200"), ("deepseek-v3", "h200"),
                                             ("llama-3.1-70b", "h100"), ("qwen3-235b-a22b", "h100")])
 def test_plan_on_recommends_rows_lands_on_its_layout(capsys: pytest.CaptureFixture[str], model: str,
