@@ -33,6 +33,7 @@ from anchorgpu.planner.speed.calibration import (
     read_calibration_doc,
 )
 from anchorgpu.planner.speed.evidence import engine_kind, evidence_kind, summarise
+from anchorgpu.planner.speed.layout_margin import LayoutSpread, layout_spread
 from anchorgpu.planner.speed.rows_report import (
     SETS,
     band_kind,
@@ -281,6 +282,30 @@ def _evidence(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> dict[str, di
     return out
 
 
+def _layout_margin_line(spread: LayoutSpread) -> str:
+    """The report's line of the serving chooser's margin, e.g. ``layout margin: 16.3% (median over 105 pairs ...)``."""
+    sets = ", ".join(f"{name} {margin:.1%} ({pairs})" for name, (pairs, margin) in spread.by_set.items())
+    return (f"layout margin: {spread.margin:.1%} (median |log(ratio a / ratio b)| over {spread.pairs} pairs of "
+            f"held-out serving rows that differ only in layout, {spread.groups} groups; by set: {sets})")
+
+
+def _layout_margin_entry(spread: LayoutSpread) -> dict[str, Any]:
+    """``layout_margin`` of ``data/calibration.json``: the value, how many pairs and groups it comes from, per set."""
+    return {"value": spread.margin, "pairs": spread.pairs, "groups": spread.groups,
+            "by_set": {name: {"pairs": pairs, "value": margin} for name, (pairs, margin) in spread.by_set.items()},
+            "source": LAYOUT_MARGIN_SOURCE}
+
+
+LAYOUT_MARGIN_SOURCE = (
+    "computed by `python -m anchorgpu.planner.speed.calibrate` (its 'layout margin' line; written here by --write) "
+    "with the constants of this file: the held-out serving rows of data/measured_runs.json grouped by model, GPU, "
+    "engine and workload (prompt and output tokens, metric, weights, KV cache, requests in flight), only the groups "
+    "with at least two layouts (GPUs, TP, PP, EP); for each pair of rows in a group, |log of the ratio of their two "
+    "measured/predicted speed ratios|; the value is exp(median over all pairs) - 1, rounded up to a thousandth "
+    "(anchorgpu.planner.speed.layout_margin.layout_spread). The serving chooser keeps the planner's first layout "
+    "unless another is predicted faster than it by more than this fraction")
+
+
 FEW_HELD_OUT = 10
 """Below this many held-out rows, a stack's own percentiles say little: its band is widened to its phase's."""
 
@@ -305,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         bands = _bands(rows, runs)
         doc["bands"] = {k: {"low": b.low, "high": b.high} for k, b in bands.items()}
         doc["evidence"] = _evidence(rows, runs)
+        doc["layout_margin"] = _layout_margin_entry(layout_spread(rows, runs))
         doc["fit_report"] = [{k: (round(v, 6) if isinstance(v, float) else v) for k, v in r.items() if k != "source"}
                              for r in rows]
         path = Path(str(resources.files("anchorgpu.planner.speed").joinpath("data", "calibration.json")))
@@ -317,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         print(markdown(rows, runs, tuple(SETS) if args.all else ("core",)))
     else:
         print(summary(rows, runs))
+        print(_layout_margin_line(layout_spread(rows, runs)))
     return 0
 
 

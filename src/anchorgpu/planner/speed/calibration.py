@@ -154,6 +154,9 @@ class Calibration:
     moe_unfused_expert_bytes: dict[str, float] = field(default_factory=dict)
     origin: Literal["calibrated", "user"] = "calibrated"  # "user": the user's --mfu/--mbu replace fitted efficiencies
     evidence: dict[str, dict[str, GpuEvidence]] = field(default_factory=dict)  # per GPU name, per kind of run
+    # how much faster (a fraction) a serving layout must be predicted than the planner's first to be chosen over it:
+    # the median disagreement of the model between two layouts of one workload (layout_margin.layout_spread)
+    layout_margin: float = 0.0
 
     def evidence_for(self, gpu: GpuSpec, kind: str) -> GpuEvidence | None:
         """How ``gpu``'s own measured runs of ``kind`` (:data:`~anchorgpu.planner.speed.evidence.EVIDENCE_KINDS`,
@@ -283,8 +286,9 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
                                      for k in stated["trtllm_moe_s_per_routed_row"]["value"]},
         moe_unfused_expert_bytes={k: _number(stated["moe_unfused_expert_bytes"]["value"], k,
                                              "stated.moe_unfused_expert_bytes") for k in MOE_UNFUSED_BYTES},
-        provenance={k: v for k, v in doc.items() if k not in ("stacks", "stated", "bands", "caveats", "evidence")},
-        evidence=_evidence(doc.get("evidence", {})),
+        provenance={k: v for k, v in doc.items()
+                    if k not in ("stacks", "stated", "bands", "caveats", "evidence", "layout_margin")},
+        evidence=_evidence(doc.get("evidence", {})), layout_margin=_number(doc, "layout_margin", "layout_margin"),
     )
 
 

@@ -1,9 +1,9 @@
 """The serving layout chosen for the user: without a GPU count, the fewest GPUs that hold the requested concurrency,
 and on them, of the layouts that hold it (replicas of a TP split inside a server, pipeline stages across servers, and
 for a mixture of experts attention data parallelism with EP over a server, on more servers one such engine on
-each), the planner's first unless another serves
-those users clearly faster; with a GPU count, the same on that many GPUs, the planner's default (TP across one server)
-first. Split from :mod:`~anchorgpu.planner.speed.layouts` (the training chooser). Pure.
+each), the fastest, but the planner's first unless another is predicted faster by more than the calibration's margin
+between layouts; with a GPU count, the same on that many GPUs, the planner's default (TP across one server) first.
+Split from :mod:`~anchorgpu.planner.speed.layouts` (the training chooser). Pure.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload, engine_limits, large_engine_defaults
+from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.layouts import SERVER_GPUS, Choice, tp_ok
 from anchorgpu.units import fmt_bytes
 
@@ -114,25 +115,37 @@ def _holds(model: ModelSpec, w: Workload, precision: PrecisionPlan, layout: Layo
     return (p if p.fits and (p.max_concurrency or 0) >= want else None), headroom
 
 
-def _serving_speed(p: Plan) -> tuple[float, float]:
-    """Output tokens/s of a serving plan at its requested concurrency (the calibrated prediction) and the low end of
-    its band."""
+def _serving_speed(p: Plan) -> float:
+    """Output tokens/s of a serving plan at its requested concurrency (the calibrated prediction)."""
     from anchorgpu.planner.speed.estimate import plan_performance
 
-    perf = plan_performance(p)
-    return float(perf.get("output_tokens_per_s") or 0.0), float(perf.get("output_tokens_per_s_low") or 0.0)
+    return float(plan_performance(p).get("output_tokens_per_s") or 0.0)
 
 
 def _fastest(held: list[tuple[Layout, Plan]]) -> tuple[int, list[float]]:
     """Of the layouts that hold the users, in the planner's order (the default or replicas of the smallest split
-    first), the first unless another serves them clearly faster: the fastest one (output tokens/s at their
-    concurrency, the same as the shortest time per output token for them) when even the low end of its band is above
-    the first's prediction. A difference inside the band is not one the calibration resolves, and the usual layout
-    is kept (gpt-oss-120b for one user on 8 H100s: 8 replicas predicted 1% faster than TP 8 stay TP 8). Answers
-    the index picked and every layout's predicted output tokens/s."""
+    first): the fastest (output tokens/s at their concurrency, the same as the shortest time per output token for
+    them), unless it is predicted faster than the first by no more than the calibration's layout margin
+    (:func:`pick_over_first`). Answers the index picked and every layout's predicted output tokens/s."""
     speeds = [_serving_speed(p) for _, p in held]
-    best = max(range(len(held)), key=lambda i: (speeds[i][0], -i))
-    return (best if speeds[best][1] > speeds[0][0] else 0), [pred for pred, _ in speeds]
+    return pick_over_first(speeds), speeds
+
+
+def pick_over_first(speeds: list[float], margin: float | None = None) -> int:
+    """Index of the fastest of ``speeds`` (the first of equals), or 0 (the planner's first, the conventional layout)
+    where the fastest beats ``speeds[0]`` by no more than ``margin`` (a fraction; default the calibration's
+    ``layout_margin``, 16.3%: the median disagreement of the model between two layouts of one measured workload, so a
+    smaller predicted advantage is not one the calibration resolves). gpt-oss-120b for 64 users of 8,192 tokens on
+    8 H100s: attention data parallelism, predicted 5% faster than TP 8, leaves TP 8; Mixtral 8x22B for 6,144 users
+    on 24 H200s: three one-server attention-DP engines, predicted 49% faster, replace TP 8 x 3.
+
+    >>> pick_over_first([100.0, 110.0], margin=0.163), pick_over_first([100.0, 120.0, 117.0], margin=0.163)
+    (0, 1)
+    """
+    if margin is None:
+        margin = calibration().layout_margin
+    best = max(range(len(speeds)), key=lambda i: (speeds[i], -i))
+    return best if speeds[best] > speeds[0] * (1.0 + margin) else 0
 
 
 def _held(model: ModelSpec, w: Workload, precision: PrecisionPlan, gpus: int, gpu: GpuSpec, overheads: Overheads,
@@ -157,9 +170,13 @@ def _which(held: list[tuple[Layout, Plan]], pick: int, speed: float, users: str 
     """What the chosen layout is among those that hold the users (``users``: how many, else "that do")."""
     if len(held) == 1:
         return f"the only layout on them that holds {users}"
-    which = "the planner's first, none of the others clearly faster" if pick == 0 else "the clearly fastest"
-    return (f"of the {len(held)} layouts on them that {'do' if users is None else 'hold ' + users}, {which} "
-            f"({speed:,.0f} output tok/s)")
+    margin = calibration().layout_margin
+    which = (f"the planner's first ({speed:,.0f} output tok/s), no other predicted more than {margin:.1%} faster"
+             if pick == 0 else
+             f"the fastest ({speed:,.0f} output tok/s), predicted more than {margin:.1%} faster than the planner's "
+             "first")
+    return (f"of the {len(held)} layouts on them that {'do' if users is None else 'hold ' + users}, {which} (a "
+            "smaller advantage is within the model's usual error between two layouts of one measured workload)")
 
 
 def _users(want: int) -> str:
@@ -170,10 +187,10 @@ def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPla
                           overheads: Overheads) -> tuple[Choice, Plan] | None:
     """The fewest GPUs that hold the requested concurrency; on that many, of the layouts that hold it
     (:func:`_serving_layouts`: replicas of a TP split inside one server, PP across servers, and for a mixture of
-    experts attention data parallelism with EP over a server), the first in that order unless another serves the
-    users clearly faster (:func:`_fastest`). A replica holds its share when its memory does and its engine runs that
-    many at once (vLLM's ``max_num_seqs``, 1,024 by default on large GPUs): past the cap the rest would wait in the
-    engine's queue."""
+    experts attention data parallelism with EP over a server), the fastest, but the first in that order unless
+    another is predicted faster by more than the calibration's layout margin (:func:`_fastest`). A replica holds its
+    share when its memory does and its engine runs that many at once (vLLM's ``max_num_seqs``, 1,024 by default on
+    large GPUs): past the cap the rest would wait in the engine's queue."""
     want = w.concurrency or 1
     # sequences one replica's engine runs at once
     cap = engine_limits(w, large_gpu=large_engine_defaults(gpu), gpu_memory_bytes=gpu.memory_bytes)[1]
@@ -197,9 +214,9 @@ def choose_serving_layout_on(model: ModelSpec, w: Workload, precision: Precision
                              overheads: Overheads) -> tuple[Choice | None, Plan] | None:
     """On the ``given.gpus`` GPUs asked (no TP, PP or DP given): of the layouts on them that hold the requested
     concurrency (the planner's default, TP across one server and the rest replicas, then :func:`_serving_layouts`),
-    the first unless another serves the users clearly faster (:func:`_fastest`): ``(None, its plan)`` when that is
-    the default, else with the sentence that says why; None when none holds them (the plan then shows the default
-    and what would fit)."""
+    the fastest, but the first unless another is predicted faster by more than the calibration's layout margin
+    (:func:`_fastest`): ``(None, its plan)`` when that is the default, else with the sentence that says why; None
+    when none holds them (the plan then shows the default and what would fit)."""
     from anchorgpu.planner.plan import plan
 
     gpus = given.gpus or 1

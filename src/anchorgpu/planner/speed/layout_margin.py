@@ -1,0 +1,93 @@
+"""How far apart the calibration can tell two serving layouts of one model on one GPU: the margin the serving
+chooser (:mod:`~anchorgpu.planner.speed.serving_layouts`) keeps the planner's first layout within.
+
+Measured serving rows that differ only in layout (the same model, GPU, engine and workload at TP 1, 2, 4 and 8, or
+over 1 to 8 pipeline stages) each fall some way from the model; the model ranks two of them wrongly when their two
+measured/predicted ratios differ by more than the predicted gap between them. :func:`layout_spread` pairs every two
+held-out rows of such a group (rows the fit never saw, as the bands are read from) and takes the median of
+``|log(ratio_a) - log(ratio_b)|`` over all the pairs: a predicted advantage larger than ``exp(that) - 1`` is larger
+than the usual error of the model's comparison between two layouts. Computed by
+``python -m anchorgpu.planner.speed.calibrate`` (printed, and written to ``data/calibration.json`` with ``--write``).
+Dev tooling beside the fit. Pure.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from anchorgpu.planner.speed.rows_report import engine_of, set_of, speed_ratio
+from anchorgpu.planner.speed.runs import Run
+
+__all__ = ["LayoutSpread", "layout_groups", "layout_spread"]
+
+_WORKLOAD_KEYS = ("gpu", "metric", "weights", "kv_cache", "prompt_tokens", "output_tokens", "concurrency", "batch",
+                  "burst_requests", "absorbed_dequant")
+"""What a serving row's workload is: rows equal on all of these (and model and engine) differ only in layout."""
+
+_LAYOUT_KEYS = ("gpus", "tp", "pp", "ep")
+
+
+@dataclass(frozen=True, slots=True)
+class LayoutSpread:
+    """The median of ``|log(ratio_a / ratio_b)|`` over ``pairs`` pairs of rows in ``groups`` groups, as a fraction
+    (``exp(median) - 1``, rounded up to a thousandth); ``by_set``: the same per set of rows (pairs, fraction)."""
+
+    margin: float
+    groups: int
+    pairs: int
+    by_set: dict[str, tuple[int, float]]
+
+
+def _key(run: Run) -> tuple[Any, ...]:
+    r = run.row
+    return (repr(sorted(r["model"].items())), engine_of(run), *(repr(r.get(k)) for k in _WORKLOAD_KEYS))
+
+
+def _layout(run: Run) -> tuple[int, ...]:
+    return tuple(int(run.row.get(k, 1)) for k in _LAYOUT_KEYS)
+
+
+def layout_groups(runs: tuple[Run, ...]) -> list[list[Run]]:
+    """The held-out serving rows grouped by model, engine and workload, only the groups with at least two layouts
+    (one row a layout: the first)."""
+    groups: dict[tuple[Any, ...], dict[tuple[int, ...], Run]] = {}
+    for run in runs:
+        if run.phase == "serve" and run.role == "holdout":
+            groups.setdefault(_key(run), {}).setdefault(_layout(run), run)
+    return [list(by_layout.values()) for by_layout in groups.values() if len(by_layout) >= 2]
+
+
+def _fraction(logs: list[float]) -> float:
+    return math.ceil((math.exp(statistics.median(logs)) - 1.0) * 1000 - 1e-9) / 1000
+
+
+def layout_spread(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> LayoutSpread:
+    """:class:`LayoutSpread` of the report rows (``report_rows``: each run's prediction) over :func:`layout_groups`.
+
+    >>> from anchorgpu.planner.speed.runs import Run
+    >>> def run(i, tp, value):
+    ...     return Run(id=i, role="holdout", phase="serve", metric="tpot_s", value=value, source="", note="",
+    ...                row={"model": {"registry": "m"}, "gpu": "h100", "tp": tp, "gpus": tp, "engine": "vllm"})
+    >>> runs = (run("a", 1, 1.0), run("b", 2, 1.0), run("c", 4, 1.0))
+    >>> rows = [{"id": "a", "predicted": 1.0}, {"id": "b", "predicted": 1.1}, {"id": "c", "predicted": 1.21}]
+    >>> s = layout_spread(rows, runs)
+    >>> (s.groups, s.pairs, s.margin)
+    (1, 3, 0.1)
+    """
+    predicted = {r["id"]: float(r["predicted"]) for r in rows}
+    logs: list[float] = []
+    per_set: dict[str, list[float]] = {}
+    groups = layout_groups(runs)
+    for group in groups:
+        ratios = [math.log(speed_ratio(run, predicted[run.id])) for run in group]
+        for i, a in enumerate(ratios):
+            for b in ratios[i + 1:]:
+                logs.append(abs(a - b))
+                per_set.setdefault(set_of(group[0]), []).append(abs(a - b))
+    if not logs:
+        return LayoutSpread(margin=0.0, groups=0, pairs=0, by_set={})
+    return LayoutSpread(margin=_fraction(logs), groups=len(groups), pairs=len(logs),
+                        by_set={name: (len(v), _fraction(v)) for name, v in sorted(per_set.items())})
