@@ -27,6 +27,9 @@ A benchmark that sent ``burst_requests`` equal requests at once is timed as that
 marks an engine whose host work ran between GPU steps rather than beside them (vLLM 0.11, whose async scheduling was
 opt-in: vllm-project/vllm PR #19970). ``absorbed_dequant: true`` marks an engine that kept an MLA model's absorbed
 latent weights in FP8 and dequantised them every step (SGLang on ROCm: ``launches.absorbed_dequant_bytes``).
+``attention_dp_weights: true`` marks a TensorRT-LLM row that ran attention data parallelism over its TP GPUs (the
+perf-overview page's MoE command) but is timed as TP of every layer: its KV cache gets the memory left once each GPU
+holds what attention DP keeps whole (:func:`attention_dp_extra_weights_bytes`).
 A row's ``model`` is a registry name (``{"registry": ...}``), a config (``{"config": {...}}``), or a registry
 architecture with the ModelOpt ``hf_quant_config.json`` of the checkpoint that ran (``{"registry": ...,
 "hf_quant_config": FILE}``, FILE under ``architectures/data/quant_configs/``): its ``weights`` then name that file's
@@ -38,7 +41,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, cast
@@ -106,8 +109,6 @@ def _model_of(run_id: str) -> ModelSpec:
 def _as_measured(gpu: Any, row: dict[str, Any]) -> Any:
     """The GPU as the source describes it, where that differs from the catalog's part: a stated memory
     bandwidth (torchtitan's H100s are the 96 GB HBM2e variant, 2.4 TB/s, not the SXM part's 3.35)."""
-    from dataclasses import replace
-
     if row.get("memory_bandwidth_tb_per_s"):
         return replace(gpu, memory_bandwidth_bytes_per_s=float(row["memory_bandwidth_tb_per_s"]) * 1e12)
     return gpu
@@ -237,6 +238,14 @@ def serve_plan_of(r: dict[str, Any]) -> Any:
     sglang = r.get("engine") == "sglang"  # SGLang's own sizing: its derived mem_fraction_static unless the row gives one
     utilization = (float(r["kv_free_fraction"]) if trtllm else r.get("mem_fraction_static") if sglang
                    else r["gpu_memory_utilization"])
+    if r.get("attention_dp_weights"):  # timed as TP, but each GPU held what attention DP keeps whole
+        if sglang:
+            raise ValueError(f"{r['id']}: attention_dp_weights is read under vLLM's or TensorRT-LLM's sizing only")
+        extra = attention_dp_extra_weights_bytes(model, r["weights"], tp=r["tp"], pp=pp, ep=int(r.get("ep", 1)))
+        if trtllm:  # a share of the memory free after the weights: the GPU as the KV sizing sees it
+            gpu = replace(gpu, memory_bytes=gpu.memory_bytes - extra)
+        else:  # a share of the whole memory holds the weights: that share less the extra weights
+            utilization = float(r["gpu_memory_utilization"]) - extra / gpu.memory_bytes
     w = Workload(prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"], concurrency=int(r.get("concurrency", 1)),
                  gpu_memory_utilization=utilization, max_num_seqs=max_seqs, max_num_batched_tokens=max_tokens,
                  engine="trtllm" if trtllm else "sglang" if sglang else "vllm",
@@ -254,6 +263,28 @@ def trtllm_bench_engine(model: ModelSpec, gpu_memory_bytes: float, r: dict[str, 
         model, gpu_memory_bytes, tp=r["tp"], pp=pp, weights=r["weights"], kv_cache=r["kv_cache"],
         prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"])
     return per_micro * pp, max_tokens
+
+
+def attention_dp_extra_weights_bytes(model: ModelSpec, weights: str, *, tp: int, pp: int, ep: int) -> int:
+    """Weight bytes one GPU holds beyond its share under TP of every layer when TensorRT-LLM ran attention data
+    parallelism over the ``tp`` GPUs instead (``enable_attention_dp``): the routed experts are still split over them,
+    but the rest is whole on each: attention (``tensorrt_llm/_torch/modules/attention.py``: ``tp_size = 1`` under
+    attention DP), the LM head (``models/modeling_utils.py``: an unsplit ``LMHead``), and in Llama 4 the dense MLP
+    layers and the shared expert (``models/modeling_llama.py``: ``overridden_tp_size=1``). That is the layout
+    ``--tp 1 --ep tp*ep`` holds (:func:`~anchorgpu.planner.terms.split_weights_bytes`), less the TP layout's share.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> round(attention_dp_extra_weights_bytes(load_model("llama-4-maverick-17b-128e-fp8"), "fp8", tp=8, pp=1,
+    ...                                        ep=1) / 2**30, 1)
+    13.2
+    """
+    from anchorgpu.planner.formats import format_for_model
+    from anchorgpu.planner.terms import split_weights_bytes
+
+    fmt = format_for_model(model, weights)
+    held, _ = split_weights_bytes(model, fmt, 1, pp, tp * ep)
+    share, _ = split_weights_bytes(model, fmt, tp, pp, ep)
+    return held - share
 
 
 def _reservation(r: dict[str, Any]) -> KvReservation:
