@@ -41,13 +41,13 @@ def test_tp_across_the_server_cannot_hold_the_users() -> None:
 
 def test_on_the_8_gpus_asked_attention_data_parallelism_is_chosen() -> None:
     chosen = plan(R1, REQUEST, layout=Layout(gpus=8), gpu=H200)
-    # of the three attention-DP layouts that hold the users (TP 1, 2 and 4 replicas), the first: TP 2 is predicted
+    # of the six layouts that hold the users (attention DP of TP 1, 2 and 4 replicas, then PP splits), the first: TP 2 is predicted
     # 3% faster, inside the calibration's layout margin (16.3%), so the first is kept
     assert _split(chosen) == (8, 1, 1, 8, 8) and chosen.fits
     tp8 = plan(R1, REQUEST, layout=Layout(gpus=8, tp=8), gpu=H200)
     assert chosen.per_gpu.kv_cache_bytes * 8 <= tp8.per_gpu.kv_cache_bytes * 1.01  # each GPU: an eighth of the users
     reason = next(a for a in chosen.assumptions if a.startswith("Layout chosen on the 8 GPUs asked"))
-    assert "attention data parallelism" in reason and "of the 3 layouts on them that hold 512 sequences" in reason
+    assert "attention data parallelism" in reason and "of the 6 layouts on them that hold 512 sequences" in reason
     assert "the default, TP 8, does not hold them" in reason
     codes = {w.code for w in chosen.warnings}  # the replicas pool the experts, not nothing
     assert "attention_dp_replicas" in codes and "ddp_no_memory_pooling" not in codes
@@ -60,7 +60,7 @@ def test_without_a_gpu_count_one_server_is_enough() -> None:
     chosen = plan(R1, REQUEST, gpu=H200)
     assert _split(chosen) == (8, 1, 1, 8, 8) and chosen.fits
     reason = next(a for a in chosen.assumptions if a.startswith("Layout chosen: 8 GPUs"))
-    assert "the fewest h200 that hold 512 sequences; of the 3 layouts on them that do, the planner's first" in reason
+    assert "the fewest h200 that hold 512 sequences; of the 6 layouts on them that do, the planner's first" in reason
 
 
 @pytest.mark.parametrize(("model", "workload"), [

@@ -57,11 +57,13 @@ def test_two_engines_are_one_engine_twice() -> None:
 
 
 def test_on_16_gpus_asked_the_engines_are_among_the_layouts_tried() -> None:
-    """--gpus 16 at 1,024 users: TP 8 x PP 2 (9,361 tok/s) holds them and stays, the two TP 4 engines (11,461) being
-    inside its band; at 4,096 users only the engines of attention replicas hold them and are chosen."""
+    """--gpus 16 at 1,024 users: of the 10 layouts that hold them (TP 8 x PP 2 first, its narrower splits last), the
+    two engines of TP 4 attention replicas (11,237 tok/s) are predicted more than the layout margin faster than
+    TP 8 x PP 2 (9,279) and chosen; at 4,096 users only the engines of TP 1 attention replicas hold them."""
     few = plan(V3, Workload(task="inference", concurrency=1024), layout=Layout(gpus=16), gpu=H200)
     reason = next(a for a in few.assumptions if a.startswith("Layout chosen on the 16 GPUs asked"))
-    assert "of the 4 layouts on them that hold 1,024 sequences" in reason
+    assert "of the 10 layouts on them that hold 1,024 sequences, the fastest" in reason
+    assert _split(few) == (16, 4, 1, 4, 8)
     many = plan(V3, Workload(task="inference", concurrency=4096), layout=Layout(gpus=16), gpu=H200)
     assert _split(many) == (16, 1, 1, 16, 8) and many.fits
 
