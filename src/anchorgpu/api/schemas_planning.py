@@ -37,6 +37,7 @@ PERFORMANCE_KEYS: dict[str, JsonValue] = {
     "decode_tokens_per_s_per_user": {"description": f"Serving: output tokens/s one user sees; where replicas hold unequal shares of the users, the busiest replica's (its users are the slowest; output_tokens_per_s sums every replica's) ({_BANDED})"},
     "max_output_tokens_per_s": {"description": f"Serving: output tokens/s at saturation ({_BANDED})"},
     "saturation_concurrency": {"description": "Serving: the sequences running at once at saturation"},
+    "saturation_full_length_concurrency": {"description": "Serving on a paged KV cache (vLLM): the most sequences that fit at their full prompt + output length, the most a plan at a named concurrency holds (saturation_concurrency counts their average length)"},
     "prompt_tokens": {"description": "Serving: prompt tokens of the requests timed, as each sequence holds them (a vision model's text and image tokens; an encoder-decoder's decoder prompt)"},
     "encoder_input_tokens": {"description": "Serving an encoder-decoder, or a model that reads its images through cross-attention: the positions of the encoder's input (its output's cross-attention K/V is held per sequence)"},
     "encoder_prefill_equivalent_tokens": {"description": "Serving a model with an encoder or a vision tower: its prefill work as prompt tokens of the same cost (2 x active matmul parameters each), timed on top of prompt_tokens and held by no sequence"},

@@ -251,7 +251,10 @@ def _render_performance(out: Any, section: Any, *, concurrency: int | None = Non
                 if reservation == "full" else "their KV cache at its average length plus SGLang's new_token_ratio "
                 "share of the output each may still write, leaving room for the next request's prompt + output"
                 if reservation == "ratio" else "their KV cache at its average length (a paged engine fills "
-                "it as tokens arrive; the capacity line above holds each sequence at its full length)")
+                "it as tokens arrive"
+                + (f"; {full:,} hold their full length, the most --concurrency N plans)"
+                   if isinstance(full := section.get("saturation_full_length_concurrency"), int) and full < sat
+                   else ")"))
         out.print(f"  saturation = {sat:,} sequences at once{size}, {held}", markup=False)
     evidence = section.get("evidence")
     if isinstance(evidence, dict) and isinstance(evidence.get("summary"), str):

@@ -14,7 +14,7 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import builder, memo_on_frozen
 from anchorgpu.planner.formats import format_for_model
-from anchorgpu.planner.inputs import KV_CACHE_DTYPES, engine_limits, large_engine_defaults
+from anchorgpu.planner.inputs import KV_CACHE_DTYPES, block_size_of, engine_limits, large_engine_defaults
 from anchorgpu.planner.sglang import (
     admission_tokens,
     admitted_requests,
@@ -284,6 +284,21 @@ def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: i
     return clamp(int(capacity // per_seq), 0, cap) * setup.replicas
 
 
+def full_length_concurrency(plan: Plan, setup: ServingSetup, tokens: int, limits: tuple[int, int]) -> int:
+    """The most sequences of ``tokens`` (prompt + output, as ``plan --concurrency N`` sizes each) the KV capacity
+    holds at their full length, each rounded up to the engine's blocks as the plan's cache is (plus a hybrid's
+    recurrent state and an encoder's cross-attention K/V), at most the engine's sequence cap, over the replicas."""
+    model, lay = plan.model, plan.layout
+    assert isinstance(model, ModelSpec)
+    capacity = int(plan.breakdown.get("kv_cache_capacity_bytes", 0))
+    state = mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp) if model.recurrent is not None else 0
+    kv = mm.kv_cache_bytes(model, context_tokens=tokens - _uncached_tokens(plan), sequences=1, tp=lay.tp, pp=lay.pp,
+                           block_size=block_size_of(plan.workload),
+                           bytes_per_value=KV_CACHE_DTYPES[plan.precision.kv_cache])
+    per_seq = at_least(float(kv + state + _encoder_terms(plan)[1]), 1.0)
+    return clamp(int(capacity // per_seq), 0, limits[1]) * setup.replicas
+
+
 class ServingCore(NamedTuple):
     """What a serving plan's figures are computed from (:func:`serving_core`): the replica's setup, the engine's
     limits (tokens a step, sequences), the saturation (sequences running at once over the replicas) and the
@@ -352,6 +367,11 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     else:
         out["max_output_tokens_per_s"] = None
     out["saturation_concurrency"] = sat
+    if kv_reservation == "average" and sat >= 1:
+        # a paged cache's sequences sit at their average length; at their full prompt + output each, what
+        # plan --concurrency N sizes them at, fewer fit: the most that call plans
+        out["saturation_full_length_concurrency"] = min(sat, full_length_concurrency(plan, setup, prompt + output,
+                                                                                      limits))
     out["kv_reservation"] = kv_reservation
     out["prompt_tokens"], out["output_tokens"] = prompt, output
     if "encoder_input_tokens" in plan.breakdown:  # the decoder's own prompt, the encoder's input beside it
