@@ -59,12 +59,12 @@ __all__ = ["DEFAULT_REQUEST_NOTE", "EngineMemory", "engine_defaults", "engine_li
 
 @memo_on_frozen
 def _longest_kv_context(model: ModelSpec, capacity: int, seqs: int, bytes_per_value: float, tp: int, pp: int,
-                        block: int, limit: int) -> int:
+                        block: int, limit: int, attention_dp: bool = False) -> int:
     """:func:`~anchorgpu.planner.memory.longest_kv_context` (a search over block counts), memoised on the (frozen)
     model and its counts: the capacity is the layout's, so every plan of a layout at that many sequences per
     replica asks the same."""
     return mm.longest_kv_context(model, capacity=capacity, sequences=seqs, bytes_per_value=bytes_per_value, tp=tp,
-                                 pp=pp, block_size=block, limit=limit)
+                                 pp=pp, block_size=block, limit=limit, attention_dp=attention_dp)
 
 
 def state_assumption(model: ModelSpec, per_sequence_bytes: int) -> str:
@@ -136,7 +136,8 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     breakdown = dict(engine_terms)
     bytes_per_value, block = KV_CACHE_DTYPES[precision.kv_cache], block_size_of(w)
     kv_one, kv = mm.kv_cache_bytes_one_and_all(model, context_tokens=ctx, sequences=per_replica,
-                                               bytes_per_value=bytes_per_value, tp=lay.tp, pp=lay.pp, block_size=block)
+                                               bytes_per_value=bytes_per_value, tp=lay.tp, pp=lay.pp, block_size=block,
+                                               attention_dp=w.attention_dp_kv)
     breakdown["kv_per_sequence_bytes"] = kv_one
     state_one = state = cross_one = cross = 0  # a transformer keeps no recurrent state; text has no cross-attention
     if model.recurrent is not None:
@@ -205,7 +206,8 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         cap_limit = limit if not w.allow_long_context else max(limit, ctx) * 16
         room = capacity - state  # the recurrent state of the sequences does not grow with the context
         # the largest context (at most cap_limit) whose KV for per_replica sequences fits the room
-        max_ctx = (_longest_kv_context(model, room, per_replica, bytes_per_value, lay.tp, lay.pp, block, cap_limit)
+        max_ctx = (_longest_kv_context(model, room, per_replica, bytes_per_value, lay.tp, lay.pp, block, cap_limit,
+                                       w.attention_dp_kv)
                    if room >= 0 else 0)
         if capacity <= 0 and w.engine == "sglang":
             start_free = sglang_start_free(em, gpu)
@@ -246,7 +248,7 @@ def _sglang_admission(w: Workload, em: EngineMemory, breakdown: dict[str, int], 
     ``sized``: (model, KV bytes a value, the plan's context in tokens)."""
     model, bytes_per_value, context_tokens = sized
     cell = mm.kv_cache_bytes_one_and_all(model, context_tokens=1, sequences=1, bytes_per_value=bytes_per_value,
-                                         tp=lay.tp, pp=lay.pp, block_size=1)[0]
+                                         tp=lay.tp, pp=lay.pp, block_size=1, attention_dp=w.attention_dp_kv)[0]
     kv_tokens = capacity // at_least(cell, 1)
     breakdown["kv_pool_tokens"] = kv_tokens
     start_free = sglang_start_free(em, gpu)

@@ -174,6 +174,10 @@ class Workload:
     max_num_batched_tokens: int | None = None  # vLLM's prefill chunk budget (SGLang's chunked_prefill_size); default by GPU size
     max_num_seqs: int | None = None  # vLLM's sequence cap (SGLang's max_running_requests); default by GPU size
     block_size_tokens: int | None = None  # KV-cache page size; None: the engine's (block_size_of)
+    # the TP ranks run attention data-parallel (TensorRT-LLM's enable_attention_dp) while the layout is timed as TP:
+    # each rank keeps its own sequences' KV cache with every KV head, none replicated (memory.kv_values_per_token_per_gpu);
+    # set by measured rows (speed/runs.py attention_dp_weights), a user's attention-DP plan being --tp 1 --ep N
+    attention_dp_kv: bool = False
     micro_batch: int | None = None
     global_batch_tokens: int | None = None
     prompt_tokens: int | None = None

@@ -15,17 +15,28 @@ from anchorgpu.units import ceil_div
 # KV cache
 # --------------------------------------------------------------------------------------------------
 
-def kv_values_per_token_per_gpu(model: ModelSpec, *, tp: int) -> int:
+def kv_values_per_token_per_gpu(model: ModelSpec, *, tp: int, attention_dp: bool = False) -> float:
     """Cached values per token per layer on one TP rank.
 
     MHA/GQA/MQA: 2 · max(1, kv/t) · d (heads replicated when t > kv; vLLM ``kv_heads_per_rank``).
     MLA: kv_lora_rank + qk_rope_head_dim, no factor 2, and the latent is whole on every TP rank
     (vLLM replicates it). Source: formulas.md section 5 item 3.
 
+    ``attention_dp``: the ``tp`` ranks run attention data-parallel (TensorRT-LLM's ``enable_attention_dp``), each
+    holding its own sequences' cache with every KV head (``KVCacheManager`` takes ``tp_size = 1`` under attention DP:
+    NVIDIA/TensorRT-LLM ``tensorrt_llm/_torch/pyexecutor/resource_manager.py``, 001541b), so nothing is replicated and
+    a GPU holds, on average over its group, 1/t of every sequence's cache: 2 · kv · d / t (the latent / t for MLA).
+
     >>> from anchorgpu.planner._examples import llama_3_1_70b
     >>> kv_values_per_token_per_gpu(llama_3_1_70b(), tp=8), kv_values_per_token_per_gpu(llama_3_1_70b(), tp=16)
     (256, 256)
+    >>> kv_values_per_token_per_gpu(llama_3_1_70b(), tp=16, attention_dp=True)  # 8 KV heads whole, 1/16 of the sequences
+    128.0
     """
+    if attention_dp:
+        whole = (model.mla.cache_values_per_token_per_layer if model.mla is not None
+                 else 2 * model.num_kv_heads * model.head_dim)
+        return whole / tp
     if model.mla is not None:
         return model.mla.cache_values_per_token_per_layer
     return 2 * max(1, model.num_kv_heads // tp) * model.head_dim
@@ -33,14 +44,15 @@ def kv_values_per_token_per_gpu(model: ModelSpec, *, tp: int) -> int:
 
 def kv_cache_bytes(
     model: ModelSpec, *, context_tokens: int, sequences: int, bytes_per_value: float, tp: int, pp: int,
-    block_size: int = 16,
+    block_size: int = 16, attention_dp: bool = False,
 ) -> int:
     """KV cache per GPU for ``sequences`` of ``context_tokens`` each, most-loaded pipeline stage.
 
     Per layer: ceil(min(context, window) / block) · block tokens (paged; sliding-window layers keep only
     their window) × :func:`kv_values_per_token_per_gpu` × bytes per value; summed over layers, times
     ceil(L/p)/L for the pipeline stage. Sources: vLLM ``kv_cache_interface.py`` page size
-    ``2 · block · kv_heads_per_rank · d · dtype``; formulas.md section 5.
+    ``2 · block · kv_heads_per_rank · d · dtype``; formulas.md section 5. ``attention_dp``: the ranks hold their own
+    sequences' caches whole, a GPU's average share (:func:`kv_values_per_token_per_gpu`).
 
     Llama-3.1-8B, one sequence of 8,192 tokens, bf16, TP 1: 32 · 2 · 8 · 128 · 2 · 8192 = 1 GiB.
 
@@ -48,14 +60,14 @@ def kv_cache_bytes(
     >>> kv_cache_bytes(llama_3_1_8b(), context_tokens=8192, sequences=1, bytes_per_value=2, tp=1, pp=1)
     1073741824
     """
-    values, groups, stage, layers = _kv_shape(model, tp, pp)
+    values, groups, stage, layers = _kv_shape(model, tp, pp, attention_dp)
     token_slots = _token_slots(groups, context_tokens, block_size)
     return math.ceil(token_slots * values * bytes_per_value * sequences * stage / layers)
 
 
 def kv_cache_bytes_one_and_all(
     model: ModelSpec, *, context_tokens: int, sequences: int, bytes_per_value: float, tp: int, pp: int,
-    block_size: int = 16,
+    block_size: int = 16, attention_dp: bool = False,
 ) -> tuple[int, int]:
     """(:func:`kv_cache_bytes` of one sequence, of ``sequences``): the same two values, the paged token slots
     counted once for both (a serving plan sizes the cache per sequence and for the sequences of a replica).
@@ -64,7 +76,7 @@ def kv_cache_bytes_one_and_all(
     >>> kv_cache_bytes_one_and_all(llama_3_1_8b(), context_tokens=8192, sequences=4, bytes_per_value=2, tp=1, pp=1)
     (1073741824, 4294967296)
     """
-    values, groups, stage, layers = _kv_shape(model, tp, pp)
+    values, groups, stage, layers = _kv_shape(model, tp, pp, attention_dp)
     token_slots = _token_slots(groups, context_tokens, block_size)
     one = math.ceil(token_slots * values * bytes_per_value * 1 * stage / layers)  # kv_cache_bytes at sequences=1
     return one, math.ceil(token_slots * values * bytes_per_value * sequences * stage / layers)
@@ -82,7 +94,7 @@ def _token_slots(groups: tuple[tuple[int | None, int], ...], context_tokens: int
 
 def longest_kv_context(
     model: ModelSpec, *, capacity: int, sequences: int, bytes_per_value: float, tp: int, pp: int, block_size: int,
-    limit: int,
+    limit: int, attention_dp: bool = False,
 ) -> int:
     """Longest context, at most ``limit`` tokens, whose :func:`kv_cache_bytes` for ``sequences`` fits ``capacity``.
 
@@ -98,7 +110,7 @@ def longest_kv_context(
     """
     if capacity < 0:
         return 0
-    values, groups, stage, layers = _kv_shape(model, tp, pp)
+    values, groups, stage, layers = _kv_shape(model, tp, pp, attention_dp)
 
     def fits(blocks: int) -> bool:  # kv_cache_bytes at blocks · block_size tokens, the same operations in order
         token_slots = 0
@@ -167,19 +179,19 @@ def recurrent_state_bytes(
     return math.ceil(per_sequence * sequences * stage / (tp * max(1, model.num_layers)))
 
 
-_KvShape = tuple[int, tuple[tuple[int | None, int], ...], int, int]
-_KV_SHAPES: dict[tuple[int, int, int], tuple[ModelSpec, _KvShape]] = {}
+_KvShape = tuple[float, tuple[tuple[int | None, int], ...], int, int]
+_KV_SHAPES: dict[tuple[int, int, int, bool], tuple[ModelSpec, _KvShape]] = {}
 
 
-def _kv_shape(model: ModelSpec, tp: int, pp: int) -> _KvShape:
+def _kv_shape(model: ModelSpec, tp: int, pp: int, attention_dp: bool = False) -> _KvShape:
     """(values per token per layer on one GPU, layers by attention window, layers of the most-loaded stage,
     max(1, layers)): the part of a KV-cache size that depends on the model and the split only, memoised per
     (frozen) model object and split; a plan asks for it several times, and every plan of that split reuses it."""
-    key = (id(model), tp, pp)
+    key = (id(model), tp, pp, attention_dp)
     hit = _KV_SHAPES.get(key)
     if hit is not None and hit[0] is model:
         return hit[1]
-    shape = (kv_values_per_token_per_gpu(model, tp=tp), _window_groups(model.attention_windows),
+    shape = (kv_values_per_token_per_gpu(model, tp=tp, attention_dp=attention_dp), _window_groups(model.attention_windows),
              stage_layers(model.num_layers, pp), max(1, model.num_layers))
     if len(_KV_SHAPES) >= 1024:
         _KV_SHAPES.clear()

@@ -29,7 +29,9 @@ opt-in: vllm-project/vllm PR #19970). ``absorbed_dequant: true`` marks an engine
 latent weights in FP8 and dequantised them every step (SGLang on ROCm: ``launches.absorbed_dequant_bytes``).
 ``attention_dp_weights: true`` marks a TensorRT-LLM row that ran attention data parallelism over its TP GPUs (the
 perf-overview page's MoE command) but is timed as TP of every layer: its KV cache gets the memory left once each GPU
-holds what attention DP keeps whole (:func:`attention_dp_extra_weights_bytes`).
+holds what attention DP keeps whole (:func:`attention_dp_extra_weights_bytes`), and is sized as attention DP keeps it
+(``Workload.attention_dp_kv``): each rank holds its own sequences' caches with every KV head, so a model with fewer KV
+heads than the TP size has none replicated, and a GPU holds and each decode step reads 1/TP of the group's cache.
 A row's ``model`` is a registry name (``{"registry": ...}``), a config (``{"config": {...}}``), or a registry
 architecture with the ModelOpt ``hf_quant_config.json`` of the checkpoint that ran (``{"registry": ...,
 "hf_quant_config": FILE}``, FILE under ``architectures/data/quant_configs/``): its ``weights`` then name that file's
@@ -249,7 +251,8 @@ def serve_plan_of(r: dict[str, Any]) -> Any:
     w = Workload(prompt_tokens=r["prompt_tokens"], output_tokens=r["output_tokens"], concurrency=int(r.get("concurrency", 1)),
                  gpu_memory_utilization=utilization, max_num_seqs=max_seqs, max_num_batched_tokens=max_tokens,
                  engine="trtllm" if trtllm else "sglang" if sglang else "vllm",
-                 images_per_request=int(r.get("images_per_request", 0)))
+                 images_per_request=int(r.get("images_per_request", 0)),
+                 attention_dp_kv=bool(r.get("attention_dp_weights", False)))
     return plan(model, w, precision=PrecisionPlan(weights=r["weights"], kv_cache=r["kv_cache"]),
                 layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=pp, dp=r["gpus"] // (r["tp"] * pp), ep=int(r.get("ep", 1))),
                 gpu=gpu, suggest=False, choose_layout=False)

@@ -87,11 +87,13 @@ def _uncached_tokens(plan: Plan) -> int:
 
 
 def _kv_bytes(plan: Plan, tokens: int) -> int:
-    """KV-cache bytes one sequence of ``tokens`` holds on one GPU of the plan's layout."""
+    """KV-cache bytes one sequence of ``tokens`` holds on one GPU of the plan's layout (under the workload's
+    ``attention_dp_kv``, a GPU's average share: each rank holds its own sequences' caches whole)."""
     model, lay = plan.model, plan.layout
     assert isinstance(model, ModelSpec)
     return mm.kv_cache_bytes(model, context_tokens=tokens, sequences=1, tp=lay.tp, pp=lay.pp, block_size=1,
-                             bytes_per_value=KV_CACHE_DTYPES[plan.precision.kv_cache])
+                             bytes_per_value=KV_CACHE_DTYPES[plan.precision.kv_cache],
+                             attention_dp=plan.workload.attention_dp_kv)
 
 
 # ServingSetup(...) once per plan's estimate, its first six fields by position: with five, its other 13 as keywords
