@@ -147,3 +147,12 @@ def test_the_readme_quotes_these_figures() -> None:
             f"${best.usd_per_million_output_tokens:,} a million tokens") in readme
     split = plan(R1, REQUEST, layout=Layout(gpus=8, tp=4, pp=2), gpu=H200)
     assert f"{plan_performance(split)['output_tokens_per_s']:,.0f} tok/s" in readme
+    # the serving bullet: recommend's row beside the layout plan keeps within the margin, and the line naming it
+    kept = plan_performance(chosen)["output_tokens_per_s"]
+    row = plan_performance(plan(R1, REQUEST, layout=Layout(gpus=8, tp=c["tp"], dp=c["dp"], ep=c["ep"]),
+                                gpu=H200))["output_tokens_per_s"]
+    assert (f"its row is TP {c['tp']} x DP {c['dp']} x EP {c['ep']} ({row:,.0f} tok/s) where `plan` keeps TP 1 x DP 8 "
+            f"x EP 8 ({kept:,.0f} tok/s)") in readme
+    line = next(a for a in chosen.assumptions if a.startswith("Layout chosen on the 8 GPUs asked"))
+    assert f"(the fastest, TP {c['tp']}, DP {c['dp']}, EP {c['ep']}, by {row / kept - 1:.1%} at {row:,.0f};" in line
+    assert f"faster layout and by how much ({row / kept - 1:.1%})" in readme

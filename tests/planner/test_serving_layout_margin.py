@@ -6,6 +6,8 @@ within that margin of it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from anchorgpu.architectures import load_model
@@ -55,8 +57,8 @@ def test_pick_over_first() -> None:
 
 def test_a_difference_inside_the_margin_keeps_the_first() -> None:
     """gpt-oss-120b for 64 users of 8,192 tokens on 8 H100s: attention data parallelism (TP 1, DP 8, EP 8) is
-    predicted about 5% faster than TP 8 (the default), less than the margin, so TP 8 stays and no "Layout chosen"
-    sentence is written."""
+    predicted about 5% faster than TP 8 (the default), less than the margin, so TP 8 stays, with no "Layout chosen"
+    sentence but a "Layout kept" one naming the faster layout (recommend, ranking with no margin, may show it)."""
     model, gpu = load_model("gpt-oss-120b"), get_gpu("h100")
     users = Workload(task="inference", concurrency=64, context_tokens=8192)
     kept = plan(model, users, layout=Layout(gpus=8), gpu=gpu)
@@ -66,6 +68,18 @@ def test_a_difference_inside_the_margin_keeps_the_first() -> None:
     assert attention_dp.fits
     faster = _speed(attention_dp) / _speed(kept) - 1.0
     assert 0.0 < faster <= calibration().layout_margin
+    # the plan says it kept TP 8 over that faster layout, which recommend, ranking with no margin, may show
+    kept_line = next(a for a in kept.assumptions if a.startswith("Layout kept on the 8 GPUs asked: the default, TP 8"))
+    assert f"(the fastest, TP 1, DP 8, EP 8, by {faster:.1%} at {_speed(attention_dp):,.0f};" in kept_line
+
+
+def test_a_default_that_is_the_fastest_says_nothing_more() -> None:
+    """Llama 3.1 70B for 32 users of 8,192 tokens on 8 H100s (the README's first journey): TP 8 is the fastest layout
+    that holds them, so the plan keeps its one "Layout not given" line."""
+    p = plan(load_model("llama-3.1-70b"), Workload(task="inference", concurrency=32, context_tokens=8192),
+             layout=Layout(gpus=8), gpu=get_gpu("h100"))
+    assert _split(p.layout) == (8, 1, 1, 1)
+    assert not any(a.startswith(("Layout kept", "Layout chosen")) for a in p.assumptions)
 
 
 def test_mixtral_on_24_h200_runs_three_attention_dp_engines() -> None:
@@ -82,6 +96,10 @@ def test_mixtral_on_24_h200_runs_three_attention_dp_engines() -> None:
     assert f"the fastest ({_speed(chosen):,.0f} output tok/s), predicted more than {margin} faster than the " \
            "planner's first" in reason
     assert f"the default, TP 8 with 3 replicas, serves them at {_speed(default):,.0f}" in reason
+    # README.md's serving bullet quotes both, and the most sequences the layout holds (recommend's row runs that many)
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8").split())
+    assert f"({_speed(chosen):,.0f} tok/s against TP 8 x 3's {_speed(default):,.0f})" in readme
+    assert f"the plan's max concurrency of {chosen.max_concurrency:,})" in readme
 
 
 def test_deepseek_v3_on_16_h200_runs_two_tp4_attention_dp_engines() -> None:

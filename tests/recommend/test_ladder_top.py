@@ -130,6 +130,10 @@ def test_the_readme_states_the_three_server_row(capsys: pytest.CaptureFixture[st
     row = next(r for r in doc["results"] if r["offering"] == "h200-8x-bm" and r["servers"] == 3)
     assert (f"puts three 8 x H200 servers at {row['concurrency']:,} users, {row['decode_tokens_per_s_total']:,.0f} tok/s "
             f"and ${row['usd_per_million_output_tokens']} a million tokens") in readme
+    # the interactive-target paragraph: one server at its best concurrency, a few tokens a second per user
+    one = next(r for r in doc["results"] if r["offering"] == "h200-8x-bm" and r["servers"] == 1)
+    assert (f"(DeepSeek-V3 on 8 x H200: {one['concurrency']:,} users at {one['decode_tokens_per_s_per_user']:.1f} tok/s "
+            "each)") in readme
 
 
 def test_the_ladder_of_an_encoder_decoder_counts_its_cross_attention_cache(

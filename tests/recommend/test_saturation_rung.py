@@ -99,6 +99,8 @@ def test_the_swept_line_names_the_saturation_rung() -> None:
     result = sweep(model, tuple(s for s in SHAPES if s.id == "h100-sxm-1x-vm"), LADDER)
     line = next(a for a in result.assumptions if a.startswith("Swept"))
     assert "each layout at its own saturation" in line
+    assert ("(the most sequences of 1,280 tokens each, the ladder's top's length, that plan --concurrency N lets it "
+            "hold, at most its engine's sequence cap x its replicas)") in line
     named = sweep(model, tuple(s for s in SHAPES if s.id == "h100-sxm-1x-vm"),
                   SweepSpec(workload=Workload(task="inference", concurrency=8)))
     assert not any("own saturation" in a for a in named.assumptions)

@@ -120,3 +120,7 @@ def test_readme_replicas_example_is_the_cli_output(capsys: pytest.CaptureFixture
     replicas, tp8 = (m.replace(",", "") for m in re.findall(r"\(([\d,]+) output tok/s\).*?at ([\d,]+);", chosen)[0])
     readme = ROOT.joinpath("README.md").read_text("utf-8")
     assert f"(predicted {int(replicas):,} tok/s against TP 8's {int(tp8):,})" in readme
+    # the serving keys' example: saturation at the sequences' average length, and how many hold their full length
+    perf = d["performance"]
+    assert (f"{perf['saturation_concurrency']:,} and {perf['saturation_full_length_concurrency']:,} for `plan "
+            "llama-3.1-8b --gpu h100 --gpus 8 --concurrency 1000`") in " ".join(readme.split())

@@ -330,8 +330,9 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
            "sequence cap a replica, vLLM's max_num_seqs, SGLang's max_running_requests or TensorRT-LLM's "
            "max_batch_size, x its data-parallel replicas, within what its GPUs' memory holds)"
            if doubled else "")
-        + (", and each layout at its own saturation at each precision (the most sequences it holds at once at the "
-           f"{contexts[-1]:,} tokens each of the ladder's top, at most its engine's sequence cap x its replicas)"
+        + (", and each layout at its own saturation at each precision (the most sequences of "
+           f"{contexts[-1]:,} tokens each, the ladder's top's length, that plan --concurrency N lets it hold, at most "
+           "its engine's sequence cap x its replicas)"
            if ladder_swept else "")
         + ".")
     if training:
