@@ -283,7 +283,7 @@ def _evidence(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> dict[str, di
 
 
 def _layout_margin_line(spread: LayoutSpread) -> str:
-    """The report's line of the serving chooser's margin, e.g. ``layout margin: 16.3% (median over 105 pairs ...)``."""
+    """The report's line of the serving chooser's margin, e.g. ``layout margin: 14.1% (median over 105 pairs ...)``."""
     sets = ", ".join(f"{name} {margin:.1%} ({pairs})" for name, (pairs, margin) in spread.by_set.items())
     return (f"layout margin: {spread.margin:.1%} (median |log(ratio a / ratio b)| over {spread.pairs} pairs of "
             f"held-out serving rows that differ only in layout, {spread.groups} groups; by set: {sets})")

@@ -141,7 +141,7 @@ def _fastest(held: list[tuple[Layout, Plan]]) -> tuple[int, list[float]]:
 def pick_over_first(speeds: list[float], margin: float | None = None) -> int:
     """Index of the fastest of ``speeds`` (the first of equals), or 0 (the planner's first, the conventional layout)
     where the fastest beats ``speeds[0]`` by no more than ``margin`` (a fraction; default the calibration's
-    ``layout_margin``, 16.3%: the median disagreement of the model between two layouts of one measured workload, so a
+    ``layout_margin``, 14.1%: the median disagreement of the model between two layouts of one measured workload, so a
     smaller predicted advantage is not one the calibration resolves). gpt-oss-120b for 64 users of 8,192 tokens on
     8 H100s: attention data parallelism, predicted 5% faster than TP 8, leaves TP 8; Mixtral 8x22B for 6,144 users
     on 24 H200s: three one-server attention-DP engines, predicted 49% faster, replace TP 8 x 3.
