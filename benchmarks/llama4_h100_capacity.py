@@ -23,7 +23,7 @@ from typing import Any
 
 import anchorgpu.planner.speed.runs as runs
 from anchorgpu.planner.speed.calibration import calibration
-from anchorgpu.planner.speed.flops import attention_flops_per_token
+from anchorgpu.planner.speed.flops import attention_flops_per_token, unsampled_prompt_share
 from anchorgpu.planner.speed.rows_report import report_rows
 from anchorgpu.planner.speed.serving import _tick
 from anchorgpu.planner.speed.step_constants import _pair
@@ -37,7 +37,9 @@ GIB = 2**30
 def _step(setup: Any, c: Any, model: Any, batch: float, prompt: int, output: int) -> float:
     attn = (attention_flops_per_token(model, 2 * (prompt + output // 2), causal=True),
             attention_flops_per_token(model, prompt, causal=True))
-    return float(_tick(setup, c, batch, batch * prompt / output, attn[0], attn[1], 0.0)[0])
+    # the LM head at each prompt's last token only, as speed.batching times a step
+    return float(_tick(setup, c, batch, batch * prompt / output, attn[0], attn[1], 0.0,
+                       head_skip=unsampled_prompt_share(prompt))[0])
 
 
 def implied(prefixes: list[str]) -> None:
