@@ -29,8 +29,8 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.inputs import Workload, engine_limits, large_engine_defaults
 from anchorgpu.planner.media import MediaLoad
 from anchorgpu.planner.sglang import sglang_gpu_memory_bytes
-from anchorgpu.planner.sweep_grid import Layouts, tick_pairs
-from anchorgpu.planner.sweep_serving_memory import CrossRequest, kv_factors, memory_terms
+from anchorgpu.planner.sweep_grid import Layouts, TickPairs, tick_pairs
+from anchorgpu.planner.sweep_serving_memory import CrossRequest, KvFactors, kv_factors, memory_terms
 from anchorgpu.planner.sweep_serving_ticks import Ticks
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
                     weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...],
                     contexts: tuple[int, ...], prompt: int, output: int, progress: Progress | None,
                     media: MediaLoad | None = None, cross: CrossRequest | None = None,
-                    saturation: bool = False) -> dict[str, Array]:
+                    saturation: bool = False, floor_tokens_per_s: float | None = None) -> dict[str, Array]:
     """Every serving result column of the sweep on the axes (layout, weights, kv, concurrency): those that vary
     along every axis as whole arrays in that order, the others of length 1 along the axes they do not vary on.
     ``contexts``: the tokens a sequence is sized at, one per concurrency of ``concs`` (as plan sizes it at that
@@ -134,7 +134,10 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     prefill work, and its output; every decode step reads the cross-attention K/V); None for any other model.
     ``saturation``: after ``concs``, one concurrency more per (weights, KV dtype), each layout's own: the most
     sequences it runs at once at that precision (:func:`~anchorgpu.planner.sweep_saturation.saturation_rungs`),
-    sized at the last of ``contexts``; each is evaluated at every precision, as any concurrency is."""
+    sized at the last of ``contexts``; each is evaluated at every precision, as any concurrency is. With a
+    ``floor_tokens_per_s`` too, after those one more per (weights, KV dtype): the most sequences each layout runs at
+    that precision, within its saturation, while each user decodes at least that fast
+    (:func:`~anchorgpu.planner.sweep_floor.floor_rungs`), sized as the saturation rungs are."""
     w: Workload = spec.workload
     if cross is not None:
         prompt, output = cross.prompt_tokens, cross.output_tokens
@@ -143,6 +146,11 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
         from anchorgpu.planner.sweep_saturation import saturation_rungs
 
         rungs = saturation_rungs(model, shapes, spec, lay, weights, kvs, contexts[-1], prompt, output, media, cross)
+        if floor_tokens_per_s is not None:
+            from anchorgpu.planner.sweep_floor import floor_rungs
+
+            speed = _per_user_speed(model, shapes, spec, lay, weights, kvs, contexts[-1], prompt, output, media, cross)
+            rungs = np.concatenate((rungs, floor_rungs(speed, lay.dp, rungs, floor_tokens_per_s)))
         conc = np.concatenate((np.broadcast_to(conc, (len(concs), len(lay))), rungs))
         contexts = (*contexts, *(contexts[-1],) * len(rungs))
     grid = (len(lay), len(weights), len(kvs), conc.shape[0])
@@ -154,19 +162,11 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     # the ticks once per distinct (shape, TP, PP, sequences a replica), on one axis of those pairs ``(1, P)``, then
     # taken onto the grid: the same operations per element, on fewer elements
     pairs = tick_pairs(lay, conc, per_replica)
-    rows = pairs.groups
-    kv_rows = replace(kv, slot_bytes=kv.slot_bytes[..., rows], read_bytes=kv.read_bytes[..., rows],
-                      stage_layers=kv.stage_layers[rows],
-                      cross_read=None if kv.cross_read is None else kv.cross_read[..., rows])
-    budget_tokens = np.array([engine_limits(w, large_gpu=large_engine_defaults(sh.gpu),
-                                            gpu_memory_bytes=sglang_gpu_memory_bytes(sh.gpu))[0]
-                              for sh in shapes])[lay.shape[rows][pairs.group]]
+    budget_tokens = _budget_tokens(shapes, w, lay, pairs)
     batch = pairs.batch.astype(np.float64)[None, :]
     # what outlives the ticks made before them, so that the ticks' memory, freed, is left in one piece
     step, ttft = np.empty((2, *grid[1:3], 1, batch.size))
-    ticks = Ticks(model, shapes, spec, lay.take(rows), weights, kv_rows, mem.weights[..., rows], prompt, output)
-    if pairs.group.size != rows.size or (pairs.group != np.arange(rows.size)).any():  # else: a pair a layout
-        ticks = ticks.expanded(pairs.group)
+    ticks = _ticks(model, shapes, spec, lay, weights, kv, mem.weights, pairs, prompt, output)
     _steady_step(ticks, batch, prompt, output, budget_tokens, step)
     _time_to_first_token(ticks, budget_tokens, batch, prompt, ttft)
     del ticks  # its terms per pair, before the grid's columns are formed
@@ -195,6 +195,52 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
         "decode_tokens_per_s_total": total_tps, "train_tokens_per_s": _grid_order(nan),
         "train_time_s": _grid_order(nan),
     }
+
+
+def _budget_tokens(shapes: Sequence[HardwareShape], w: Workload, lay: Layouts, pairs: TickPairs) -> Array:
+    """The engine's token budget a step of each pair ``(P,)``, by its GPU (as plan resolves the engine's defaults)."""
+    rows = pairs.groups
+    budget: Array = np.array([engine_limits(w, large_gpu=large_engine_defaults(sh.gpu),
+                                            gpu_memory_bytes=sglang_gpu_memory_bytes(sh.gpu))[0]
+                              for sh in shapes])[lay.shape[rows][pairs.group]]
+    return budget
+
+
+def _ticks(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
+           weights: tuple[str, ...], kv: KvFactors, weights_bytes: FloatArray, pairs: TickPairs, prompt: int,
+           output: int) -> Ticks:
+    """The ticks of each pair of ``pairs`` (a representative layout a (shape, TP, PP), then one entry a pair)."""
+    rows = pairs.groups
+    kv_rows = replace(kv, slot_bytes=kv.slot_bytes[..., rows], read_bytes=kv.read_bytes[..., rows],
+                      stage_layers=kv.stage_layers[rows],
+                      cross_read=None if kv.cross_read is None else kv.cross_read[..., rows])
+    ticks = Ticks(model, shapes, spec, lay.take(rows), weights, kv_rows, weights_bytes[..., rows], prompt, output)
+    if pairs.group.size != rows.size or (pairs.group != np.arange(rows.size)).any():  # else: a pair a layout
+        ticks = ticks.expanded(pairs.group)
+    return ticks
+
+
+def _per_user_speed(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
+                    weights: tuple[str, ...], kvs: tuple[str, ...], context_tokens: int, prompt: int, output: int,
+                    media: MediaLoad | None, cross: CrossRequest | None) -> Callable[[IntArray], FloatArray]:
+    """A function of concurrencies ``(W x K, L)``, one row a (weights, KV dtype) (weights first), to each one's
+    decode tokens/s a user at its own precision: the steady step :func:`serving_columns` times, the same figure (the
+    ticks of a pair do not read the other pairs; a sequence's length only sizes the memory, not the step)."""
+    kv = kv_factors(model, spec, lay, kvs, (context_tokens,), prompt, output, media, cross)
+    weights_bytes = memory_terms(model, shapes, spec, lay, weights, kv, np.ones((1, len(lay)), dtype=np.int64)).weights
+    own = np.arange(len(weights) * len(kvs))
+    w_of, k_of = (own // len(kvs))[:, None], (own % len(kvs))[:, None]
+
+    def per_user(conc: IntArray) -> FloatArray:
+        pairs = tick_pairs(lay, conc, -(-conc // lay.dp))
+        batch = pairs.batch.astype(np.float64)[None, :]
+        step = np.empty((len(weights), len(kvs), 1, batch.size))
+        ticks = _ticks(model, shapes, spec, lay, weights, kv, weights_bytes, pairs, prompt, output)
+        _steady_step(ticks, batch, prompt, output, _budget_tokens(shapes, spec.workload, lay, pairs), step)
+        speed: FloatArray = 1.0 / step[w_of, k_of, 0, pairs.inverse]
+        return speed
+
+    return per_user
 
 
 def _grid_order(values: Array) -> Array:
