@@ -18,8 +18,13 @@ IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
 PerUser = Callable[[IntArray], FloatArray]
-"""Decode tokens/s a user at each concurrency of a ``(R, L)`` array, as the sweep times it, each row at its own
-precision (rows in the order of the saturation rungs: weights first, then KV dtype)."""
+"""Decode tokens/s a user at each concurrency of an ``(M, R, L)`` array, as the sweep times it, each of the ``R``
+rows at its own precision (in the order of the saturation rungs: weights first, then KV dtype)."""
+
+WAYS = 4
+"""The parts each bracket is cut into a round: ``WAYS - 1`` concurrencies a layout timed in one call. Measured on
+``recommend llama-3.1-70b --lower-precision --min-tokens-per-s 33.3`` over the whole catalog (median CPU of the
+search): halving (2) 21 ms, 4 ways 17 ms, 8 ways 20 ms, 16 ways 31 ms; a call's fixed cost against its width."""
 
 
 def rung_of(dp: IntArray, per_replica: IntArray) -> IntArray:
@@ -33,26 +38,35 @@ def rung_of(dp: IntArray, per_replica: IntArray) -> IntArray:
     return rung
 
 
-def floor_rungs(per_user: PerUser, dp: IntArray, saturation: IntArray, floor_tokens_per_s: float) -> IntArray:
+def floor_rungs(per_user: PerUser, dp: IntArray, saturation: IntArray, floor_tokens_per_s: float,
+                ways: int = WAYS) -> IntArray:
     """``(R, L)``: each layout's largest concurrency, in whole sequences a replica (:func:`rung_of`), at most its
     ``saturation`` rung, whose per-user speed is at least ``floor_tokens_per_s``; where even one sequence a replica
-    is slower, that one (never meeting the floor: the sweep marks it too slow, as any rung). Bisection between one
-    sequence a replica (meets the floor) and the saturation's (does not), which keeps the answer a rung that meets
-    the floor with one more sequence a replica below it.
+    is slower, that one (never meeting the floor: the sweep marks it too slow, as any rung). A search between one
+    sequence a replica (meets the floor) and the saturation's (does not), each bracket cut into ``ways`` parts a
+    round and narrowed to the part where the speed first falls below the floor: the answer meets the floor with one
+    more sequence a replica below it, whether or not the speed falls steadily.
 
     >>> speed = lambda conc: 100.0 / np.asarray(conc, dtype=np.float64)  # a user's tokens/s falls as 1 / users
     >>> floor_rungs(speed, np.array([1, 4]), np.array([[64, 64]]), 33.3).tolist()  # 100/3 >= 33.3 > 100/4
     [[3, 4]]
     """
     top = np.maximum(saturation // dp, 1)  # sequences a replica at saturation
-    lo = np.ones_like(top)
-    meets_lo = per_user(rung_of(dp, lo)) >= floor_tokens_per_s
-    meets_top = per_user(rung_of(dp, top)) >= floor_tokens_per_s
-    lo = np.where(meets_top, top, lo)
+    ends = np.stack((np.ones_like(top), top))
+    meets_lo, meets_top = per_user(rung_of(dp, ends)) >= floor_tokens_per_s
+    lo = np.where(meets_top, top, 1)
     hi = np.where(meets_top | ~meets_lo, lo, top)  # a bracket (lo meets, hi does not) where hi > lo + 1
+    parts = np.arange(1, ways)[:, None, None]
     while (open_ := hi - lo > 1).any():
-        mid = np.where(open_, (lo + hi) // 2, lo)
-        meets = per_user(rung_of(dp, mid)) >= floor_tokens_per_s
-        lo = np.where(open_ & meets, mid, lo)
-        hi = np.where(open_ & ~meets, mid, hi)
+        cut = np.clip(lo + -(-(hi - lo) * parts // ways), lo + 1, hi - 1)  # (ways - 1, R, L), ascending
+        cut = np.where(open_, cut, lo)
+        meets = per_user(rung_of(dp, cut)) >= floor_tokens_per_s
+        slow = ~meets
+        first = np.argmax(slow, axis=0)  # the first cut too slow (0 where none is)
+        any_slow = slow.any(axis=0)
+        below = np.take_along_axis(cut, np.maximum(first - 1, 0)[None], axis=0)[0]
+        at = np.take_along_axis(cut, first[None], axis=0)[0]
+        new_lo = np.where(any_slow, np.where(first > 0, below, lo), cut[-1])
+        new_hi = np.where(any_slow, at, hi)
+        lo, hi = np.where(open_, new_lo, lo), np.where(open_, new_hi, hi)
     return np.minimum(rung_of(dp, lo), np.maximum(saturation, 2))

@@ -17,6 +17,7 @@ grid. The columns returned are views in the sweep's order (layout, weights, kv, 
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -223,21 +224,29 @@ def _ticks(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, l
 def _per_user_speed(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                     weights: tuple[str, ...], kvs: tuple[str, ...], context_tokens: int, prompt: int, output: int,
                     media: MediaLoad | None, cross: CrossRequest | None) -> Callable[[IntArray], FloatArray]:
-    """A function of concurrencies ``(W x K, L)``, one row a (weights, KV dtype) (weights first), to each one's
-    decode tokens/s a user at its own precision: the steady step :func:`serving_columns` times, the same figure (the
-    ticks of a pair do not read the other pairs; a sequence's length only sizes the memory, not the step)."""
+    """A function of concurrencies ``(M, W x K, L)``, one row a (weights, KV dtype) (weights first), to each one's
+    decode tokens/s a user at its own precision: the steady step :func:`serving_columns` times, the same figure (a
+    pair's ticks read only its own (shape, TP, PP) and sequences a replica; a sequence's length sizes the memory, not
+    the step). The ticks' terms are formed once a (shape, TP, PP) and taken at each call's pairs."""
     kv = kv_factors(model, spec, lay, kvs, (context_tokens,), prompt, output, media, cross)
     weights_bytes = memory_terms(model, shapes, spec, lay, weights, kv, np.ones((1, len(lay)), dtype=np.int64)).weights
+    _, firsts, group_l = np.unique((lay.shape * 65536 + lay.tp) * 65536 + lay.pp, return_index=True,
+                                   return_inverse=True)
+    one_each = TickPairs(groups=firsts, group=np.arange(firsts.size), batch=np.ones(firsts.size, dtype=np.int64),
+                         inverse=np.zeros((1, 1), dtype=np.int64))
+    base = _ticks(model, shapes, spec, lay, weights, kv, weights_bytes, one_each, prompt, output)
+    budget = _budget_tokens(shapes, spec.workload, lay, one_each)
     own = np.arange(len(weights) * len(kvs))
     w_of, k_of = (own // len(kvs))[:, None], (own % len(kvs))[:, None]
 
     def per_user(conc: IntArray) -> FloatArray:
-        pairs = tick_pairs(lay, conc, -(-conc // lay.dp))
-        batch = pairs.batch.astype(np.float64)[None, :]
+        key = -(-conc // lay.dp) * firsts.size + group_l  # (M, R, L): sequences a replica, then (shape, TP, PP)
+        pair, inverse = np.unique(key, return_inverse=True)  # ascending: in order of the sequences a replica
+        group = pair % firsts.size
+        batch = (pair // firsts.size).astype(np.float64)[None, :]
         step = np.empty((len(weights), len(kvs), 1, batch.size))
-        ticks = _ticks(model, shapes, spec, lay, weights, kv, weights_bytes, pairs, prompt, output)
-        _steady_step(ticks, batch, prompt, output, _budget_tokens(shapes, spec.workload, lay, pairs), step)
-        speed: FloatArray = 1.0 / step[w_of, k_of, 0, pairs.inverse]
+        _steady_step(copy.copy(base).expanded(group), batch, prompt, output, budget[group], step)
+        speed: FloatArray = 1.0 / step[w_of, k_of, 0, inverse.reshape(conc.shape)]
         return speed
 
     return per_user
