@@ -138,3 +138,51 @@ def test_the_interactive_lines_flag_works_end_to_end(capsys: pytest.CaptureFixtu
     assert any(row["concurrency"] & (row["concurrency"] - 1) for row in floored["results"])  # not a power of two
     swept = next(a for a in floored["assumptions"] if a.startswith("Swept"))
     assert f"{float(flag[2]):g} tokens/s or faster" in swept
+
+
+def test_every_layouts_floor_rung_in_the_sweep() -> None:
+    """Over every plain layout and precision of a sweep (3 weight formats x 2 KV dtypes): the floor rung's per-user
+    speed, as the sweep's grid gives it, meets the floor, or the rung is one sequence a replica (none does); one more
+    sequence a replica, timed as the sweep times it, is too slow or past the layout's saturation rung."""
+    from anchorgpu.planner.sweep_serving import _per_user_speed
+
+    model = load_model("llama-3.1-70b")
+    shapes = tuple(s for s in shapes_from_catalog(CATALOG.offerings, max_servers=2)
+                   if s.id in ("h100-sxm-8x-bm", "a100-80gb-sxm-8x-bm"))
+    assert len(shapes) == 2
+    spec = SweepSpec(workload=SERVING, weights=("bf16", "fp8", "int4-awq"), kv_caches=("bf16", "fp8"),
+                     min_tokens_per_s_per_user=33.3)
+    result = sweep(model, shapes, spec)
+    precisions = 6
+    grid = (-1, 3, 2, len(result.concurrency_contexts) + 2 * precisions)
+
+    def on_grid(name: str) -> np.ndarray:  # type: ignore[type-arg]
+        return np.asarray(result.columns[name]).reshape(grid)
+
+    conc, speed, dp = on_grid("concurrency"), on_grid("decode_tokens_per_s_per_user"), on_grid("dp")[:, 0, 0, 0]
+    at = np.arange(precisions)
+    # the saturation rungs, then the floor rungs, each (layout, precision) at its own: (L, W x K)
+    saturation = conc[..., -2 * precisions:-precisions].reshape(-1, precisions, precisions)[:, at, at]
+    rung = conc[..., -precisions:].reshape(-1, precisions, precisions)[:, at, at]
+    rung_speed = speed[..., -precisions:].reshape(-1, precisions, precisions)[:, at, at]
+    one_each = rung <= np.maximum(dp, 2)[:, None]
+    assert ((rung_speed >= 33.3) | one_each).all()
+    assert (rung <= saturation).all()
+    ctx = result.context_at(int(conc.max()))
+    per_user = _per_user_speed(model, shapes, spec, _plain_layouts(result, len(dp)), spec.weights, spec.kv_caches,
+                               ctx, result.prompt_tokens, result.output_tokens, None, None)
+    # the search's own timing is the grid's, to the bit
+    assert np.array_equal(per_user(rung.T[None])[0].T, rung_speed)
+    more = (rung // dp[:, None] + 1) * dp[:, None]
+    slower = per_user(more.T[None])[0].T < 33.3
+    assert (slower | (more > saturation) | ~(rung_speed >= 33.3)).all()
+    assert (rung > 64).any() and (rung & (rung - 1)).any()  # rungs the ladder did not have
+
+
+def _plain_layouts(result, n: int):  # type: ignore[no-untyped-def]
+    """The sweep's layouts (one row a layout on its grid), as the serving columns took them."""
+    from anchorgpu.planner.sweep_grid import Layouts
+
+    cols = ("shape", "servers", "gpus", "tp", "pp", "dp", "zero", "ep", "cp")
+    per = result.evaluated // n  # configurations a layout
+    return Layouts(*(np.asarray(result.columns[name])[::per].astype(np.int64) for name in cols))

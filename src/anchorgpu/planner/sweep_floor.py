@@ -24,7 +24,8 @@ rows at its own precision (in the order of the saturation rungs: weights first, 
 WAYS = 4
 """The parts each bracket is cut into a round: ``WAYS - 1`` concurrencies a layout timed in one call. Measured on
 ``recommend llama-3.1-70b --lower-precision --min-tokens-per-s 33.3`` over the whole catalog (median CPU of the
-search): halving (2) 21 ms, 4 ways 17 ms, 8 ways 20 ms, 16 ways 31 ms; a call's fixed cost against its width."""
+search, 2 shared CPUs): halving (2) 12.5 ms, 4 ways 10.1 ms, 8 ways 19.4 ms; a call's fixed cost against its
+width."""
 
 
 def rung_of(dp: IntArray, per_replica: IntArray) -> IntArray:

@@ -226,30 +226,50 @@ def _per_user_speed(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
                     media: MediaLoad | None, cross: CrossRequest | None) -> Callable[[IntArray], FloatArray]:
     """A function of concurrencies ``(M, W x K, L)``, one row a (weights, KV dtype) (weights first), to each one's
     decode tokens/s a user at its own precision: the steady step :func:`serving_columns` times, the same figure (a
-    pair's ticks read only its own (shape, TP, PP) and sequences a replica; a sequence's length sizes the memory, not
-    the step). The ticks' terms are formed once a (shape, TP, PP) and taken at each call's pairs."""
+    pair's ticks read only its own (shape, TP, PP), precision and sequences a replica; a sequence's length sizes the
+    memory, not the step). The ticks' terms are formed once a (shape, TP, PP), each precision's put on the pair
+    axis (:func:`_precisions_on_pairs`), and taken at each call's (precision, shape, TP, PP, sequences a replica)."""
     kv = kv_factors(model, spec, lay, kvs, (context_tokens,), prompt, output, media, cross)
     weights_bytes = memory_terms(model, shapes, spec, lay, weights, kv, np.ones((1, len(lay)), dtype=np.int64)).weights
     _, firsts, group_l = np.unique((lay.shape * 65536 + lay.tp) * 65536 + lay.pp, return_index=True,
                                    return_inverse=True)
-    one_each = TickPairs(groups=firsts, group=np.arange(firsts.size), batch=np.ones(firsts.size, dtype=np.int64),
+    groups, rows = firsts.size, len(weights) * len(kvs)
+    one_each = TickPairs(groups=firsts, group=np.arange(groups), batch=np.ones(groups, dtype=np.int64),
                          inverse=np.zeros((1, 1), dtype=np.int64))
-    base = _ticks(model, shapes, spec, lay, weights, kv, weights_bytes, one_each, prompt, output)
-    budget = _budget_tokens(shapes, spec.workload, lay, one_each)
-    own = np.arange(len(weights) * len(kvs))
-    w_of, k_of = (own // len(kvs))[:, None], (own % len(kvs))[:, None]
+    base = _precisions_on_pairs(_ticks(model, shapes, spec, lay, weights, kv, weights_bytes, one_each, prompt, output),
+                                len(weights), len(kvs))
+    budget = np.tile(_budget_tokens(shapes, spec.workload, lay, one_each), rows)
+    row_of = np.arange(rows)[:, None]
 
     def per_user(conc: IntArray) -> FloatArray:
-        key = -(-conc // lay.dp) * firsts.size + group_l  # (M, R, L): sequences a replica, then (shape, TP, PP)
-        pair, inverse = np.unique(key, return_inverse=True)  # ascending: in order of the sequences a replica
-        group = pair % firsts.size
-        batch = (pair // firsts.size).astype(np.float64)[None, :]
-        step = np.empty((len(weights), len(kvs), 1, batch.size))
-        _steady_step(copy.copy(base).expanded(group), batch, prompt, output, budget[group], step)
-        speed: FloatArray = 1.0 / step[w_of, k_of, 0, inverse.reshape(conc.shape)]
+        # (M, R, L): sequences a replica, then precision, then (shape, TP, PP): ascending, in order of the first
+        key = (-(-conc // lay.dp) * rows + row_of) * groups + group_l
+        pair, inverse = np.unique(key, return_inverse=True)
+        at = pair % (rows * groups)  # precision r's (shape, TP, PP) g at r x G + g
+        batch = (pair // (rows * groups)).astype(np.float64)[None, :]
+        step = np.empty((1, 1, 1, batch.size))
+        _steady_step(copy.copy(base).expanded(at), batch, prompt, output, budget[at], step)
+        speed: FloatArray = 1.0 / step[0, 0, 0, inverse.reshape(conc.shape)]
         return speed
 
     return per_user
+
+
+def _precisions_on_pairs(ticks: Ticks, weights: int, kvs: int) -> Ticks:
+    """A copy of ``ticks`` (one pair a (shape, TP, PP), ``G``) with the W x K precisions on the pair axis:
+    precision ``r``'s terms of pair ``g`` at ``r x G + g``. A term on the axes (weights, KV dtype, 1, pair), right
+    aligned as numpy broadcasts it, is spread over both and flattened; one with neither axis repeated W x K times.
+    Each figure is the one it was (the same elementwise operations), with no precision timed but the pair's own."""
+    out = copy.copy(ticks)
+    for name, value in vars(ticks).items():
+        if not isinstance(value, np.ndarray):
+            continue
+        if value.ndim <= 2:  # (G,) or (1, G): the same for every precision
+            setattr(out, name, np.tile(value, weights * kvs))
+        else:  # (K, 1, G) or (W, K, 1, G), either of W and K possibly 1
+            aligned = value.reshape((1,) * (4 - value.ndim) + value.shape)
+            setattr(out, name, np.broadcast_to(aligned, (weights, kvs, *aligned.shape[2:])).reshape(1, 1, 1, -1))
+    return out
 
 
 def _grid_order(values: Array) -> Array:
