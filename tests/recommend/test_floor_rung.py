@@ -186,3 +186,31 @@ def _plain_layouts(result, n: int):  # type: ignore[no-untyped-def]
     cols = ("shape", "servers", "gpus", "tp", "pp", "dp", "zero", "ep", "cp")
     per = result.evaluated // n  # configurations a layout
     return Layouts(*(np.asarray(result.columns[name])[::per].astype(np.int64) for name in cols))
+
+
+def test_the_readme_states_the_three_server_floor_row(capsys: pytest.CaptureFixture[str]) -> None:
+    """README.md's recommend section: the 3 x 8 H200 row of `recommend deepseek-v3 --gpu h200 --top 3
+    --min-tokens-per-s 33.3`, and the ladder's rung it replaced (the same layout's best power of two that met the
+    floor, priced at the same servers' term total)."""
+    from pathlib import Path
+
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8").split())
+    doc = run_json(capsys, "recommend", "deepseek-v3", "--gpu", "h200", "--top", "3", "--min-tokens-per-s", "33.3")
+    row = next(r for r in doc["results"] if r["offering"] == "h200-8x-bm" and r["servers"] == 3)
+    assert (row["layout"]["tp"], row["layout"]["pp"], row["layout"]["dp"]) == (8, 1, 3)
+    assert (f"puts 3 x 8 H200 as TP 8 x DP 3 at {row['concurrency']:,} users, {row['decode_tokens_per_s_total']:,.0f} "
+            f"tok/s and ${row['usd_per_million_output_tokens']} a million tokens") in readme
+    model = load_model("deepseek-v3")
+    shapes = tuple(s for s in shapes_from_catalog(CATALOG.offerings, max_servers=3) if s.id == "h200-8x-bm")
+    result = sweep(model, shapes, SweepSpec(workload=SERVING, weights=(row["weights"],), kv_caches=(row["kv_cache"],)))
+    c = result.columns
+    conc = np.asarray(c["concurrency"])
+    at = (np.asarray(c["servers"]) == 3) & (np.asarray(c["tp"]) == 8) & (np.asarray(c["dp"]) == 3)
+    at &= np.asarray(c["fits"], dtype=bool) & ((conc & (conc - 1)) == 0)
+    at &= np.nan_to_num(np.asarray(c["decode_tokens_per_s_per_user"], dtype=np.float64)) >= 33.3
+    total = np.nan_to_num(np.asarray(c["decode_tokens_per_s_total"], dtype=np.float64))
+    ladder = int(np.argmax(np.where(at, total, -1.0)))
+    # the servers' term total over the tokens they decode in the term's 720 hours, as recommend prices a row
+    usd = float(row["total_usd"]) / (total[ladder] * 720 * 3600 / 1e6)
+    assert (f"where the ladder's rung below the floor, {conc[ladder]:,} users, gave {total[ladder]:,.0f} tok/s and "
+            f"${usd:.3f}") in readme

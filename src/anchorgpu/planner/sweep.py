@@ -340,8 +340,8 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
            f"{contexts[-1]:,} tokens each, the ladder's top's length, that plan --concurrency N lets it hold, at most "
            "its engine's sequence cap x its replicas)"
            if ladder_swept else "")
-        + (f", and each layout at its own floor at each precision (the most sequences a replica, within that "
-           f"saturation, at which each user still decodes {spec.min_tokens_per_s_per_user:g} tokens/s or faster)"
+        + (f", and each layout at its own floor at each precision (the most users, the same number on each replica, "
+           f"within that saturation, that each still decode {spec.min_tokens_per_s_per_user:g} tokens/s or faster)"
            if ladder_swept and spec.min_tokens_per_s_per_user is not None else "")
         + ".")
     if training:
