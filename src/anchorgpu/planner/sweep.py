@@ -170,7 +170,7 @@ class SweepResult:
         contexts = dict(self.concurrency_contexts)
         if concurrency in contexts or not contexts:
             return contexts.get(concurrency, self.context_tokens)
-        # a layout's own saturation rung (sweep_saturation): sized as the ladder's top (at least 2 sequences)
+        # a layout's own saturation or floor rung (sweep_saturation, sweep_floor): sized as the ladder's top (at least 2)
         return contexts[max(contexts)]
 
     def row(self, i: int) -> dict[str, Any]:
