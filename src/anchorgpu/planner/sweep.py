@@ -121,6 +121,9 @@ class SweepSpec:
     global_batch_tokens: int | None = None  # training: tokens per optimizer step (default performance's 2M)
     efficiencies: Overrides = field(default_factory=Overrides)  # --mfu / --mbu replace calibrated constants
     overheads: Overheads = field(default_factory=Overheads)
+    # serving over the ladder: each layout also at the most users it runs each at least this many decode tokens/s
+    # (sweep_floor; recommend --min-tokens-per-s)
+    min_tokens_per_s_per_user: float | None = None
     max_pp: int = 8  # serving's deepest pipeline; training tries plan()'s depths (inputs.train_pp_sizes)
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
 
@@ -167,7 +170,7 @@ class SweepResult:
         contexts = dict(self.concurrency_contexts)
         if concurrency in contexts or not contexts:
             return contexts.get(concurrency, self.context_tokens)
-        # a layout's own saturation rung (sweep_saturation): sized as the ladder's top (at least 2 sequences)
+        # a layout's own saturation or floor rung (sweep_saturation, sweep_floor): sized as the ladder's top (at least 2)
         return contexts[max(contexts)]
 
     def row(self, i: int) -> dict[str, Any]:
@@ -280,13 +283,16 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         from anchorgpu.planner.sweep_serving import serving_columns
 
         # over the ladder, each layout also at the most sequences it runs (sweep_saturation): one rung a precision
-        saturated = len(weights) * len(kvs) if ladder_swept else 0
+        saturated = len(weights) * len(kvs) if ladder_swept else 0  # entries on the concurrency axis
+        # and with a per-user speed floor, at the most users it runs that fast (sweep_floor): one rung a precision
+        floor = spec.min_tokens_per_s_per_user if ladder_swept else None
+        saturated *= 1 if floor is None else 2
         cols = serving_columns(model, shapes, spec, lay, weights, kvs, concs, contexts, prompt, output, progress,
-                               media, cross, saturation=bool(saturated))
+                               media, cross, saturation=bool(saturated), floor_tokens_per_s=floor)
         inner = len(weights) * len(kvs) * (len(concs) + saturated)
         # a mixture of experts: attention data parallelism on one server, planned whole
         lay, cols = with_attention_dp(model, shapes, spec, lay, cols, weights, kvs, concs, probe_w, contexts, prompt,
-                                      output, saturated=bool(saturated))
+                                      output, saturated=bool(saturated), floor_tokens_per_s=floor)
     n = len(lay) * inner
     grid_shape = ((len(lay), len(weights)) if training
                   else (len(lay), len(weights), len(kvs), len(concs) + saturated))
@@ -334,6 +340,9 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
            f"{contexts[-1]:,} tokens each, the ladder's top's length, that plan --concurrency N lets it hold, at most "
            "its engine's sequence cap x its replicas)"
            if ladder_swept else "")
+        + (f", and each layout at its own floor at each precision (the most users, the same number on each replica, "
+           f"within that saturation, that each still decode {spec.min_tokens_per_s_per_user:g} tokens/s or faster)"
+           if ladder_swept and spec.min_tokens_per_s_per_user is not None else "")
         + ".")
     if training:
         assumptions.append(_chosen_per_layout_line(w, model.moe is not None))

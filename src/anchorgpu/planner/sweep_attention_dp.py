@@ -56,7 +56,8 @@ def attention_dp_rows(model: ModelSpec, shapes: Sequence[HardwareShape], engine:
 def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                          weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...], asked: Workload,
                          contexts: tuple[int, ...], prompt: int, output: int,
-                         scaled: bool = False, saturated: bool = False) -> dict[str, Array]:
+                         scaled: bool = False, saturated: bool = False,
+                         floor_tokens_per_s: float | None = None) -> dict[str, Array]:
     """The serving sweep's columns for the attention-DP layouts ``lay``, each ``(L, W, K, C)`` in the sweep's order,
     from :func:`~anchorgpu.planner.plan` and :func:`~anchorgpu.planner.speed.estimate.plan_performance` (memory as
     the plan sizes it; speed where the plan fits, NaN where it does not, as the plan gives none). A text model's
@@ -66,10 +67,14 @@ def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec
     concurrency then takes the plan's own default context, as the other layouts do). With the concurrency of each
     entry (the sweep's, or with ``scaled`` :func:`_scaled_columns`'s on several servers). With ``saturated``, after
     ``concs`` one entry more per (weights, KV dtype), at the most sequences the layout runs at that precision
-    (:func:`_saturation_plan`), planned at that precision only (the others left out: never fitting)."""
+    (:func:`_saturation_plan`), planned at that precision only (the others left out: never fitting); with a
+    ``floor_tokens_per_s`` too, after those one more per (weights, KV dtype), at the most sequences it runs at that
+    precision while each user decodes that fast (:func:`_floor_plan`)."""
     from anchorgpu.planner.plan import plan
 
-    saturation = len(weights) * len(kvs) if saturated else 0
+    precisions = len(weights) * len(kvs)
+    floor = floor_tokens_per_s if saturated else None
+    saturation = precisions * (1 if floor is None else 2) if saturated else 0
     grid = (len(lay), len(weights), len(kvs), len(concs) + saturation)
     cols = {name: np.full(grid, np.nan) for name in _FLOAT_COLUMNS}
     fits = np.zeros(grid, dtype=bool)
@@ -110,6 +115,17 @@ def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec
                                                                           spec)
                     if most is not None:
                         _put(cols, fits, at, most, spec, prompt, output)
+                    if floor is not None:
+                        ladder = [(c, float(speed)) for c, speed, fit in zip(
+                            concs, cols["decode_tokens_per_s_per_user"][i, j, k, :len(concs)].tolist(),
+                            fits[i, j, k, :len(concs)].tolist(), strict=True) if fit]
+                        rung = (i, j, k, at[3] + precisions)
+                        cols["budget_bytes"][rung] = float(gpu.memory_bytes)
+                        concurrency[i, :, :, rung[3]], fast = _floor_plan(
+                            model, by_conc[-1], precision, layout, gpu, spec, (prompt, output), floor,
+                            (int(concurrency[at]), most), ladder)
+                        if fast is not None:
+                            _put(cols, fits, rung, fast, spec, prompt, output)
     if several:
         _scaled_columns(model, asked, cols, fits, concurrency, several)
     out: dict[str, Array] = dict(cols)
@@ -174,6 +190,54 @@ def _saturation_plan(model: ModelSpec, many: Workload, precision: PrecisionPlan,
     return first, p
 
 
+def _floor_plan(model: ModelSpec, many: Workload, precision: PrecisionPlan, layout: Layout, gpu: GpuSpec,
+                spec: SweepSpec, request: tuple[int, int], floor_tokens_per_s: float,
+                saturation: tuple[int, Plan | None], ladder: list[tuple[int, float]]) -> tuple[int, Plan | None]:
+    """The most sequences an attention-DP layout runs at once at ``precision`` (DP x a replica's, at least 2) while
+    each user decodes at least ``floor_tokens_per_s``, within its ``saturation`` (its concurrency and plan), as
+    ``plan --concurrency N`` gives it, and that plan (None where no such rung above the ladder's was found). A
+    bisection over the sequences a replica runs, one plan each: from the ladder's largest rung that fits and meets
+    the floor (``ladder``: each rung that fits and its decode tokens/s a user) to the next rung above it, or the
+    saturation; a plan that does not fit counts as too slow."""
+    from anchorgpu.planner.plan import plan
+    from anchorgpu.planner.speed.estimate import plan_performance
+
+    dp = layout.dp or 1
+    prompt, output = request
+
+    def meets(p: Plan) -> bool:
+        if not p.fits:
+            return False
+        perf = plan_performance(p, prompt_tokens=prompt, output_tokens=output, mfu=spec.efficiencies.mfu,
+                                mbu=spec.efficiencies.mbu)
+        return bool(perf["decode_tokens_per_s_per_user"] >= floor_tokens_per_s)
+
+    def fast(sequences: int) -> Plan | None:  # the plan at that many per replica where it fits and meets the floor
+        try:
+            p = plan(model, replace(many, concurrency=max(dp * sequences, 2)), precision=precision, layout=layout,
+                     gpu=gpu, overheads=spec.overheads, suggest=False, choose_layout=False)
+        except InvalidWorkload:
+            return None
+        return p if meets(p) else None
+
+    most_sequences, most = saturation
+    if most is not None and meets(most):
+        return most_sequences, most
+    top = max(most_sequences // dp, 1)
+    met = [c for c, speed in ladder if speed >= floor_tokens_per_s and c <= most_sequences]
+    lo = max(max(met, default=dp) // dp, 1)
+    above = [c for c, _ in ladder if c > dp * lo]
+    hi = min(top, -(-min(above) // dp)) if above else top
+    best = fast(lo)
+    if best is None:
+        return max(dp * lo, 2), None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        at_mid = fast(mid)
+        lo, hi, best = (mid, hi, at_mid) if at_mid is not None else (lo, mid, best)
+    return max(dp * lo, 2), best
+
+
 def _scaled_columns(model: ModelSpec, asked: Workload, cols: dict[str, Array], fits: Array, concurrency: Array,
                     several: list[tuple[int, int, int]]) -> None:
     """The entries of each row of ``several`` (row, its one-server row, servers: a one-server attention-DP engine on
@@ -213,7 +277,8 @@ def _scaled_columns(model: ModelSpec, asked: Workload, cols: dict[str, Array], f
 def with_attention_dp(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                       cols: dict[str, Array], weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...],
                       asked: Workload, contexts: tuple[int, ...], prompt: int, output: int, *,
-                      saturated: bool = False) -> tuple[Layouts, dict[str, Array]]:
+                      saturated: bool = False, floor_tokens_per_s: float | None = None
+                      ) -> tuple[Layouts, dict[str, Array]]:
     """The sweep's layouts and serving columns with the attention-DP layouts appended (the columns each widened to
     the whole grid for it), or both unchanged where there are none (a dense model). Over a concurrency ladder (no
     concurrency named) a layout of several servers runs that many times each concurrency swept
@@ -225,7 +290,7 @@ def with_attention_dp(model: ModelSpec, shapes: Sequence[HardwareShape], spec: S
     adp = layouts(*(np.array(column, dtype=np.int64) for column in zip(*rows, strict=True)))
     scaled = not spec.concurrencies and spec.workload.concurrency is None
     extra = attention_dp_columns(model, shapes, spec, adp, weights, kvs, concs, asked, contexts, prompt, output,
-                                 scaled, saturated and scaled)
+                                 scaled, saturated and scaled, floor_tokens_per_s)
     full = (len(lay), *extra["fits"].shape[1:])
     joined = {name: np.concatenate((np.broadcast_to(values.reshape((1,) * (4 - values.ndim) + values.shape), full),
                                     extra[name])) for name, values in cols.items()}

@@ -17,6 +17,7 @@ grid. The columns returned are views in the sweep's order (layout, weights, kv, 
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -29,8 +30,8 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.inputs import Workload, engine_limits, large_engine_defaults
 from anchorgpu.planner.media import MediaLoad
 from anchorgpu.planner.sglang import sglang_gpu_memory_bytes
-from anchorgpu.planner.sweep_grid import Layouts, tick_pairs
-from anchorgpu.planner.sweep_serving_memory import CrossRequest, kv_factors, memory_terms
+from anchorgpu.planner.sweep_grid import Layouts, TickPairs, tick_pairs
+from anchorgpu.planner.sweep_serving_memory import CrossRequest, KvFactors, kv_factors, memory_terms
 from anchorgpu.planner.sweep_serving_ticks import Ticks
 
 if TYPE_CHECKING:
@@ -125,7 +126,7 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
                     weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...],
                     contexts: tuple[int, ...], prompt: int, output: int, progress: Progress | None,
                     media: MediaLoad | None = None, cross: CrossRequest | None = None,
-                    saturation: bool = False) -> dict[str, Array]:
+                    saturation: bool = False, floor_tokens_per_s: float | None = None) -> dict[str, Array]:
     """Every serving result column of the sweep on the axes (layout, weights, kv, concurrency): those that vary
     along every axis as whole arrays in that order, the others of length 1 along the axes they do not vary on.
     ``contexts``: the tokens a sequence is sized at, one per concurrency of ``concs`` (as plan sizes it at that
@@ -134,7 +135,10 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     prefill work, and its output; every decode step reads the cross-attention K/V); None for any other model.
     ``saturation``: after ``concs``, one concurrency more per (weights, KV dtype), each layout's own: the most
     sequences it runs at once at that precision (:func:`~anchorgpu.planner.sweep_saturation.saturation_rungs`),
-    sized at the last of ``contexts``; each is evaluated at every precision, as any concurrency is."""
+    sized at the last of ``contexts``; each is evaluated at every precision, as any concurrency is. With a
+    ``floor_tokens_per_s`` too, after those one more per (weights, KV dtype): the most sequences each layout runs at
+    that precision, within its saturation, while each user decodes at least that fast
+    (:func:`~anchorgpu.planner.sweep_floor.floor_rungs`), sized as the saturation rungs are."""
     w: Workload = spec.workload
     if cross is not None:
         prompt, output = cross.prompt_tokens, cross.output_tokens
@@ -143,6 +147,11 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
         from anchorgpu.planner.sweep_saturation import saturation_rungs
 
         rungs = saturation_rungs(model, shapes, spec, lay, weights, kvs, contexts[-1], prompt, output, media, cross)
+        if floor_tokens_per_s is not None:
+            from anchorgpu.planner.sweep_floor import floor_rungs
+
+            speed = _per_user_speed(model, shapes, spec, lay, weights, kvs, contexts[-1], prompt, output, media, cross)
+            rungs = np.concatenate((rungs, floor_rungs(speed, lay.dp, rungs, floor_tokens_per_s)))
         conc = np.concatenate((np.broadcast_to(conc, (len(concs), len(lay))), rungs))
         contexts = (*contexts, *(contexts[-1],) * len(rungs))
     grid = (len(lay), len(weights), len(kvs), conc.shape[0])
@@ -154,19 +163,11 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     # the ticks once per distinct (shape, TP, PP, sequences a replica), on one axis of those pairs ``(1, P)``, then
     # taken onto the grid: the same operations per element, on fewer elements
     pairs = tick_pairs(lay, conc, per_replica)
-    rows = pairs.groups
-    kv_rows = replace(kv, slot_bytes=kv.slot_bytes[..., rows], read_bytes=kv.read_bytes[..., rows],
-                      stage_layers=kv.stage_layers[rows],
-                      cross_read=None if kv.cross_read is None else kv.cross_read[..., rows])
-    budget_tokens = np.array([engine_limits(w, large_gpu=large_engine_defaults(sh.gpu),
-                                            gpu_memory_bytes=sglang_gpu_memory_bytes(sh.gpu))[0]
-                              for sh in shapes])[lay.shape[rows][pairs.group]]
+    budget_tokens = _budget_tokens(shapes, w, lay, pairs)
     batch = pairs.batch.astype(np.float64)[None, :]
     # what outlives the ticks made before them, so that the ticks' memory, freed, is left in one piece
     step, ttft = np.empty((2, *grid[1:3], 1, batch.size))
-    ticks = Ticks(model, shapes, spec, lay.take(rows), weights, kv_rows, mem.weights[..., rows], prompt, output)
-    if pairs.group.size != rows.size or (pairs.group != np.arange(rows.size)).any():  # else: a pair a layout
-        ticks = ticks.expanded(pairs.group)
+    ticks = _ticks(model, shapes, spec, lay, weights, kv, mem.weights, pairs, prompt, output)
     _steady_step(ticks, batch, prompt, output, budget_tokens, step)
     _time_to_first_token(ticks, budget_tokens, batch, prompt, ttft)
     del ticks  # its terms per pair, before the grid's columns are formed
@@ -195,6 +196,80 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
         "decode_tokens_per_s_total": total_tps, "train_tokens_per_s": _grid_order(nan),
         "train_time_s": _grid_order(nan),
     }
+
+
+def _budget_tokens(shapes: Sequence[HardwareShape], w: Workload, lay: Layouts, pairs: TickPairs) -> Array:
+    """The engine's token budget a step of each pair ``(P,)``, by its GPU (as plan resolves the engine's defaults)."""
+    rows = pairs.groups
+    budget: Array = np.array([engine_limits(w, large_gpu=large_engine_defaults(sh.gpu),
+                                            gpu_memory_bytes=sglang_gpu_memory_bytes(sh.gpu))[0]
+                              for sh in shapes])[lay.shape[rows][pairs.group]]
+    return budget
+
+
+def _ticks(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
+           weights: tuple[str, ...], kv: KvFactors, weights_bytes: FloatArray, pairs: TickPairs, prompt: int,
+           output: int) -> Ticks:
+    """The ticks of each pair of ``pairs`` (a representative layout a (shape, TP, PP), then one entry a pair)."""
+    rows = pairs.groups
+    kv_rows = replace(kv, slot_bytes=kv.slot_bytes[..., rows], read_bytes=kv.read_bytes[..., rows],
+                      stage_layers=kv.stage_layers[rows],
+                      cross_read=None if kv.cross_read is None else kv.cross_read[..., rows])
+    ticks = Ticks(model, shapes, spec, lay.take(rows), weights, kv_rows, weights_bytes[..., rows], prompt, output)
+    if pairs.group.size != rows.size or (pairs.group != np.arange(rows.size)).any():  # else: a pair a layout
+        ticks = ticks.expanded(pairs.group)
+    return ticks
+
+
+def _per_user_speed(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
+                    weights: tuple[str, ...], kvs: tuple[str, ...], context_tokens: int, prompt: int, output: int,
+                    media: MediaLoad | None, cross: CrossRequest | None) -> Callable[[IntArray], FloatArray]:
+    """A function of concurrencies ``(M, W x K, L)``, one row a (weights, KV dtype) (weights first), to each one's
+    decode tokens/s a user at its own precision: the steady step :func:`serving_columns` times, the same figure (a
+    pair's ticks read only its own (shape, TP, PP), precision and sequences a replica; a sequence's length sizes the
+    memory, not the step). The ticks' terms are formed once a (shape, TP, PP), each precision's put on the pair
+    axis (:func:`_precisions_on_pairs`), and taken at each call's (precision, shape, TP, PP, sequences a replica)."""
+    kv = kv_factors(model, spec, lay, kvs, (context_tokens,), prompt, output, media, cross)
+    weights_bytes = memory_terms(model, shapes, spec, lay, weights, kv, np.ones((1, len(lay)), dtype=np.int64)).weights
+    _, firsts, group_l = np.unique((lay.shape * 65536 + lay.tp) * 65536 + lay.pp, return_index=True,
+                                   return_inverse=True)
+    groups, rows = firsts.size, len(weights) * len(kvs)
+    one_each = TickPairs(groups=firsts, group=np.arange(groups), batch=np.ones(groups, dtype=np.int64),
+                         inverse=np.zeros((1, 1), dtype=np.int64))
+    base = _precisions_on_pairs(_ticks(model, shapes, spec, lay, weights, kv, weights_bytes, one_each, prompt, output),
+                                len(weights), len(kvs))
+    budget = np.tile(_budget_tokens(shapes, spec.workload, lay, one_each), rows)
+    row_of = np.arange(rows)[:, None]
+
+    def per_user(conc: IntArray) -> FloatArray:
+        # (M, R, L): sequences a replica, then precision, then (shape, TP, PP): ascending, in order of the first
+        key = (-(-conc // lay.dp) * rows + row_of) * groups + group_l
+        pair, inverse = np.unique(key, return_inverse=True)
+        at = pair % (rows * groups)  # precision r's (shape, TP, PP) g at r x G + g
+        batch = (pair // (rows * groups)).astype(np.float64)[None, :]
+        step = np.empty((1, 1, 1, batch.size))
+        _steady_step(copy.copy(base).expanded(at), batch, prompt, output, budget[at], step)
+        speed: FloatArray = 1.0 / step[0, 0, 0, inverse.reshape(conc.shape)]
+        return speed
+
+    return per_user
+
+
+def _precisions_on_pairs(ticks: Ticks, weights: int, kvs: int) -> Ticks:
+    """A copy of ``ticks`` (one pair a (shape, TP, PP), ``G``) with the W x K precisions on the pair axis:
+    precision ``r``'s terms of pair ``g`` at ``r x G + g``. A term on the axes (weights, KV dtype, 1, pair), right
+    aligned as numpy broadcasts it, is spread over both and flattened; one with neither axis repeated W x K times.
+    Each figure is the one it was (the same elementwise operations), with no precision timed but the pair's own."""
+    out = copy.copy(ticks)
+    for name, value in vars(ticks).items():
+        if not isinstance(value, np.ndarray):
+            continue
+        if value.ndim <= 2:  # (G,) or (1, G): the same for every precision
+            setattr(out, name, np.tile(value, weights * kvs))
+        else:  # (K, 1, G) or (W, K, 1, G), either of W and K possibly 1
+            aligned = value.reshape((1,) * (4 - value.ndim) + value.shape)
+            setattr(out, name, np.broadcast_to(aligned, (weights, kvs, *aligned.shape[2:])).reshape(1, 1, 1, -1))
+    return out
 
 
 def _grid_order(values: Array) -> Array:

@@ -159,7 +159,8 @@ def recommend(
     if choice.kv_per_gpu:  # the checkpoint's KV cache where the engine runs it on the GPU, else fp8/bf16 (as plan)
         defaults = {default_kv_cache(choice.reference_kv, sh.gpu, engine, model) for sh in shapes}
         kvs = tuple(k for k in kvs if k in defaults)
-    spec = replace(spec, weights=choice.weights, kv_caches=kvs)
+    spec = replace(spec, weights=choice.weights, kv_caches=kvs,
+                   min_tokens_per_s_per_user=min_tokens_per_s_per_user if spec.workload.task == "inference" else None)
     result = sweep(model, shapes, spec, progress=progress, flatten=False)  # reads a few columns and rows
     c = result.columns
     if result.task == "inference":  # a replica runs at most its engine's max_num_seqs at once; past it users queue

@@ -1,0 +1,73 @@
+"""Each layout's floor rung in a serving sweep with a per-user speed floor (``recommend --min-tokens-per-s X``): the
+most sequences it runs at once while each user still decodes at least ``X`` tokens a second, within its saturation
+(:mod:`anchorgpu.planner.sweep_saturation`). The ladder's powers of two price a layout whose floor falls between two
+rungs at the rung below it: DeepSeek-V3 as TP 8 x DP 3 on 24 H200 was shown at 64 users under 33.3 tok/s a user,
+the next rung, 128, being too slow. Per-user speed falls as a replica runs more sequences, so a bisection over the
+sequences a replica runs finds it, for every layout and precision at once. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["floor_rungs", "rung_of"]
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+PerUser = Callable[[IntArray], FloatArray]
+"""Decode tokens/s a user at each concurrency of an ``(M, R, L)`` array, as the sweep times it, each of the ``R``
+rows at its own precision (in the order of the saturation rungs: weights first, then KV dtype)."""
+
+WAYS = 4
+"""The parts each bracket is cut into a round: ``WAYS - 1`` concurrencies a layout timed in one call. Measured on
+``recommend llama-3.1-70b --lower-precision --min-tokens-per-s 33.3`` over the whole catalog (median CPU of the
+search, 2 shared CPUs): halving (2) 12.5 ms, 4 ways 10.1 ms, 8 ways 19.4 ms; a call's fixed cost against its
+width."""
+
+
+def rung_of(dp: IntArray, per_replica: IntArray) -> IntArray:
+    """The concurrency of ``per_replica`` sequences on each of ``dp`` replicas, at least 2 (the fewest sequences
+    ``plan`` sizes at the request, as a saturation rung is; one sequence alone is the ladder's first rung).
+
+    >>> rung_of(np.array([1, 3]), np.array([[1, 5]])).tolist()
+    [[2, 15]]
+    """
+    rung: IntArray = np.maximum(dp * per_replica, 2)
+    return rung
+
+
+def floor_rungs(per_user: PerUser, dp: IntArray, saturation: IntArray, floor_tokens_per_s: float,
+                ways: int = WAYS) -> IntArray:
+    """``(R, L)``: each layout's largest concurrency, in whole sequences a replica (:func:`rung_of`), at most its
+    ``saturation`` rung, whose per-user speed is at least ``floor_tokens_per_s``; where even one sequence a replica
+    is slower, that one (never meeting the floor: the sweep marks it too slow, as any rung). A search between one
+    sequence a replica (meets the floor) and the saturation's (does not), each bracket cut into ``ways`` parts a
+    round and narrowed to the part where the speed first falls below the floor: the answer meets the floor with one
+    more sequence a replica below it, whether or not the speed falls steadily.
+
+    >>> speed = lambda conc: 100.0 / np.asarray(conc, dtype=np.float64)  # a user's tokens/s falls as 1 / users
+    >>> floor_rungs(speed, np.array([1, 4]), np.array([[64, 64]]), 33.3).tolist()  # 100/3 >= 33.3 > 100/4
+    [[3, 4]]
+    """
+    top = np.maximum(saturation // dp, 1)  # sequences a replica at saturation
+    ends = np.stack((np.ones_like(top), top))
+    meets_lo, meets_top = per_user(rung_of(dp, ends)) >= floor_tokens_per_s
+    lo = np.where(meets_top, top, 1)
+    hi = np.where(meets_top | ~meets_lo, lo, top)  # a bracket (lo meets, hi does not) where hi > lo + 1
+    parts = np.arange(1, ways)[:, None, None]
+    while (open_ := hi - lo > 1).any():
+        cut = np.clip(lo + -(-(hi - lo) * parts // ways), lo + 1, hi - 1)  # (ways - 1, R, L), ascending
+        cut = np.where(open_, cut, lo)
+        meets = per_user(rung_of(dp, cut)) >= floor_tokens_per_s
+        slow = ~meets
+        first = np.argmax(slow, axis=0)  # the first cut too slow (0 where none is)
+        any_slow = slow.any(axis=0)
+        below = np.take_along_axis(cut, np.maximum(first - 1, 0)[None], axis=0)[0]
+        at = np.take_along_axis(cut, first[None], axis=0)[0]
+        new_lo = np.where(any_slow, np.where(first > 0, below, lo), cut[-1])
+        new_hi = np.where(any_slow, at, hi)
+        lo, hi = np.where(open_, new_lo, lo), np.where(open_, new_hi, hi)
+    return np.minimum(rung_of(dp, lo), np.maximum(saturation, 2))
