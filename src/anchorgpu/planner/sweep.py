@@ -44,7 +44,6 @@ from anchorgpu.planner.inputs import (
     PrecisionPlan,
     Workload,
     default_seq_tokens,
-    recompute_ladder,
 )
 from anchorgpu.planner.media import encoder_equivalent_tokens, sequence_tokens, text_request
 from anchorgpu.planner.plan import plan
@@ -53,6 +52,7 @@ from anchorgpu.planner.speed.calibration import Overrides, calibration
 from anchorgpu.planner.speed.estimate import check_tokens_cover_a_step
 from anchorgpu.planner.speed.pipeline import default_batch_tokens
 from anchorgpu.planner.sweep_grid import layout_grid, valid_tp
+from anchorgpu.planner.sweep_lines import chosen_per_layout_line, expert_parallel_line, swept_line
 from anchorgpu.planner.sweep_request import context_speed_line, cross_speed_line, timed_request
 from anchorgpu.planner.sweep_training import training_columns
 from anchorgpu.planner.sweep_vllm import vllm_sweep_line
@@ -328,44 +328,14 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
                    for a in probe.assumptions if not a.startswith(own)]
     if training:
         assumptions.append(overhead_rule_line(spec.overheads))
-    assumptions.append(
-        f"Swept {len(shapes)} hardware shape(s) x whole servers x TP/PP/DP"
-        + (("/CP" if (lay.cp > 1).any() else "") + "/ZeRO" if training else "") + f" layouts x weights {','.join(weights)}"
-        + ("" if training else f" x KV cache {','.join(kvs)} x concurrency {','.join(map(str, concs))}")
-        + (f" (doubling past {BATCH_LADDER[-1]} while a layout swept could run that many users at once: its engine's "
-           "sequence cap a replica, vLLM's max_num_seqs, SGLang's max_running_requests or TensorRT-LLM's "
-           "max_batch_size, x its data-parallel replicas, within what its GPUs' memory holds)"
-           if doubled else "")
-        + (", and each layout at its own saturation at each precision (the most sequences of "
-           f"{contexts[-1]:,} tokens each, the ladder's top's length, that plan --concurrency N lets it hold, at most "
-           "its engine's sequence cap x its replicas)"
-           if ladder_swept else "")
-        + (f", and each layout at its own floor at each precision (the most users, the same number on each replica, "
-           f"within that saturation, that each still decode {spec.min_tokens_per_s_per_user:g} tokens/s or faster)"
-           if ladder_swept and spec.min_tokens_per_s_per_user is not None else "")
-        + ".")
+    assumptions.append(swept_line(len(shapes), lay, weights, kvs, concs, contexts, training=training,
+                                  doubled=doubled, ladder_swept=ladder_swept,
+                                  floor=spec.min_tokens_per_s_per_user if ladder_swept else None))
     if training:
-        assumptions.append(_chosen_per_layout_line(w, model.moe is not None))
-    if model.moe is not None and training:
-        assumptions.append(f"Expert parallelism swept too: EP {', '.join(map(str, sorted(set(lay.ep.tolist()))))} (sizes that divide "
-                           f"the {model.moe.num_experts} experts and the GPUs of a pipeline stage).")
-    elif model.moe is not None and (lay.ep > 1).any():
-        sizes = [str(tp) for tp in sorted(set(lay.tp[lay.ep > lay.tp].tolist()))]  # serving_layouts.attention_dp_tp_sizes'
-        tps = " or ".join((", ".join(sizes[:-1]), sizes[-1])) if len(sizes) > 1 else sizes[0]
-        assumptions.append(
-            "Expert parallelism swept as attention data parallelism on one server (at most 8 GPUs): replicas of the "
-            f"attention and dense layers of TP {tps}"
-            + (" (TensorRT-LLM's enable_attention_dp)" if w.engine == "trtllm" else "")
-            + ", each with its own sequences' KV cache, "
-            "the routed experts split over all the server's GPUs"
-            + ("; on 2 or more servers, that engine on each server (independent engines, the users split evenly "
-               "between them" + (", at the server count times each concurrency swept, each engine as the one-server one"
-                                  if not spec.concurrencies and w.concurrency is None else "")
-               + ")" if ((lay.ep > lay.tp) & (lay.servers > 1)).any() else "")
-            + "; each such configuration planned whole (the replicas step together, every MoE layer "
-            "gathers their tokens); the other layouts split the experts with TP.")
-    elif model.moe is not None:
-        assumptions.append("Expert parallelism is not swept: experts are split with TP (EP 1).")
+        assumptions.append(chosen_per_layout_line(w, model.moe is not None))
+    if model.moe is not None:
+        assumptions.append(expert_parallel_line(model, lay, w, training=training,
+                                                scaled=not spec.concurrencies and w.concurrency is None))
     if cross is not None and media is not None:
         assumptions.append(cross_speed_line(model, cross, media) if media.cross_tokens
                            else context_speed_line(model, cross, media))
@@ -405,10 +375,3 @@ def _contexts(model: ModelSpec, w: Workload, probe_w: Workload, concs: tuple[int
             held[tokens] = other.workload.context_tokens or model.max_context_tokens
     return tuple(held[asked[c]] for c in concs)
 
-
-def _chosen_per_layout_line(w: Workload, moe: bool) -> str:
-    """What a training sweep chooses per layout, as ``plan``'s chooser does, and what the workload fixed."""
-    mbs = f"micro-batch {w.micro_batch} as given" if w.micro_batch else "micro-batch 1, 2 or 4"
-    rcs = f"recompute {w.recompute} as given" if w.recompute else "recompute " + ", ".join(recompute_ladder(moe))
-    return (f"Each layout runs the fastest configuration that fits, as plan chooses it for that layout: {mbs}, {rcs}, "
-            "pipeline stages interleaved where the training stack runs it.")

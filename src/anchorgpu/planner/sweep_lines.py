@@ -1,0 +1,77 @@
+"""The sentences a sweep states about itself: what it swept (layouts, formats, the concurrency ladder and each
+layout's own saturation and floor rungs), what a training sweep chooses per layout, and how a mixture of experts'
+experts were split. Split from :mod:`~anchorgpu.planner.sweep`. Pure."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.planner.inputs import Workload, recompute_ladder
+
+if TYPE_CHECKING:
+    from anchorgpu.planner.sweep_grid import Layouts
+
+__all__ = ["chosen_per_layout_line", "expert_parallel_line", "swept_line"]
+
+
+def swept_line(shapes: int, lay: Layouts, weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...],
+               contexts: tuple[int, ...], *, training: bool, doubled: bool, ladder_swept: bool,
+               floor: float | None) -> str:
+    """``Swept ...``: the hardware shapes, layouts, formats and concurrencies evaluated; over a concurrency ladder
+    (``ladder_swept``), how far it doubled (``doubled``: past its last power of two) and each layout's own rungs: its
+    saturation, and under a per-user ``floor`` the most users that still meet it."""
+    doubling = ""
+    if doubled:
+        from anchorgpu.planner.sweep_ladder import BATCH_LADDER
+
+        doubling = (f" (doubling past {BATCH_LADDER[-1]} while a layout swept could run that many users at once: its "
+                    "engine's sequence cap a replica, vLLM's max_num_seqs, SGLang's max_running_requests or "
+                    "TensorRT-LLM's max_batch_size, x its data-parallel replicas, within what its GPUs' memory holds)")
+    return (
+        f"Swept {shapes} hardware shape(s) x whole servers x TP/PP/DP"
+        + (("/CP" if (lay.cp > 1).any() else "") + "/ZeRO" if training else "") + f" layouts x weights {','.join(weights)}"
+        + ("" if training else f" x KV cache {','.join(kvs)} x concurrency {','.join(map(str, concs))}")
+        + doubling
+        + (", and each layout at its own saturation at each precision (the most sequences of "
+           f"{contexts[-1]:,} tokens each, the ladder's top's length, that plan --concurrency N lets it hold, at most "
+           "its engine's sequence cap x its replicas)"
+           if ladder_swept else "")
+        + (f", and each layout at its own floor at each precision (the most users, the same number on each replica, "
+           f"within that saturation, that each still decode {floor:g} tokens/s or faster)"
+           if ladder_swept and floor is not None else "")
+        + ".")
+
+
+def chosen_per_layout_line(w: Workload, moe: bool) -> str:
+    """What a training sweep chooses per layout, as ``plan``'s chooser does, and what the workload fixed."""
+    mbs = f"micro-batch {w.micro_batch} as given" if w.micro_batch else "micro-batch 1, 2 or 4"
+    rcs = f"recompute {w.recompute} as given" if w.recompute else "recompute " + ", ".join(recompute_ladder(moe))
+    return (f"Each layout runs the fastest configuration that fits, as plan chooses it for that layout: {mbs}, {rcs}, "
+            "pipeline stages interleaved where the training stack runs it.")
+
+
+def expert_parallel_line(model: ModelSpec, lay: Layouts, w: Workload, *, training: bool, scaled: bool) -> str:
+    """How a mixture of experts' experts were split in the sweep: the EP sizes a training sweep tried; for serving,
+    attention data parallelism on one server (and that engine on each of several servers; ``scaled``: over a
+    concurrency ladder, at the server count times each concurrency) where swept, else TP alone."""
+    assert model.moe is not None
+    if training:
+        return (f"Expert parallelism swept too: EP {', '.join(map(str, sorted(set(lay.ep.tolist()))))} (sizes that "
+                f"divide the {model.moe.num_experts} experts and the GPUs of a pipeline stage).")
+    if not (lay.ep > 1).any():
+        return "Expert parallelism is not swept: experts are split with TP (EP 1)."
+    sizes = [str(tp) for tp in sorted(set(lay.tp[lay.ep > lay.tp].tolist()))]  # serving_layouts.attention_dp_tp_sizes'
+    tps = " or ".join((", ".join(sizes[:-1]), sizes[-1])) if len(sizes) > 1 else sizes[0]
+    return (
+        "Expert parallelism swept as attention data parallelism on one server (at most 8 GPUs): replicas of the "
+        f"attention and dense layers of TP {tps}"
+        + (" (TensorRT-LLM's enable_attention_dp)" if w.engine == "trtllm" else "")
+        + ", each with its own sequences' KV cache, "
+        "the routed experts split over all the server's GPUs"
+        + ("; on 2 or more servers, that engine on each server (independent engines, the users split evenly "
+           "between them" + (", at the server count times each concurrency swept, each engine as the one-server one"
+                              if scaled else "")
+           + ")" if ((lay.ep > lay.tp) & (lay.servers > 1)).any() else "")
+        + "; each such configuration planned whole (the replicas step together, every MoE layer "
+        "gathers their tokens); the other layouts split the experts with TP.")
