@@ -39,7 +39,7 @@ def _serving_layouts(model: ModelSpec, gpus: int, engine: str = "vllm") -> Itera
     them). Each replica keeps only its own sequences' KV cache, which matters most where a TP split cannot divide it
     (MLA's one latent per token, or fewer KV heads than GPUs), at the cost of the all-gathers of every MoE layer.
     Last, each replica's narrower TP splits with more pipeline stages (TP 2 x PP 4 of an 8-GPU replica), which
-    recommend's sweep times too: Llama 3.1 70B for 989 users on 8 H100 is predicted 1.47x faster so than TP 8."""
+    recommend's sweep times too: Llama 3.1 70B for 989 users on 8 H100 is predicted 1.47x faster as TP 2 x PP 4 than as TP 8."""
     # GPUs one replica spans: powers of two, then the other divisors of a count such as 3, 6 or 24 (a replica of 3
     # pipeline stages is what 3 GPUs hold a 70B with, where TP 3 divides no head count and 3 replicas hold nothing)
     odd = [unit for unit in range(3, min(gpus, 64) + 1) if gpus % unit == 0 and unit & (unit - 1)]
@@ -151,8 +151,13 @@ def pick_over_first(speeds: list[float], margin: float | None = None) -> int:
     """
     if margin is None:
         margin = calibration().layout_margin
-    best = max(range(len(speeds)), key=lambda i: (speeds[i], -i))
+    best = _fastest_index(speeds)
     return best if speeds[best] > speeds[0] * (1.0 + margin) else 0
+
+
+def _fastest_index(speeds: list[float]) -> int:
+    """Index of the fastest of ``speeds``, the first of equals."""
+    return max(range(len(speeds)), key=lambda i: (speeds[i], -i))
 
 
 def _held(model: ModelSpec, w: Workload, precision: PrecisionPlan, gpus: int, gpu: GpuSpec, overheads: Overheads,
@@ -191,7 +196,7 @@ def _which(held: list[tuple[Layout, Plan]], pick: int, speeds: list[float], user
 
 def _fastest_kept_over(held: list[tuple[Layout, Plan]], pick: int, speeds: list[float]) -> str:
     """``the fastest, TP 2, DP 4, EP 8, by 3.7% at 7,190; `` where the layout picked is not the fastest, else empty."""
-    best = max(range(len(speeds)), key=lambda i: (speeds[i], -i))
+    best = _fastest_index(speeds)
     if best == pick or speeds[pick] <= 0:
         return ""
     return (f"the fastest, {_split(held[best][0])}, by {speeds[best] / speeds[pick] - 1.0:.1%} at "

@@ -86,12 +86,13 @@ def _uncached_tokens(plan: Plan) -> int:
     return int(b.get("encoder_prefill_equivalent_tokens", 0))
 
 
-def _kv_bytes(plan: Plan, tokens: int) -> int:
+def _kv_bytes(plan: Plan, tokens: int, block_size: int = 1) -> int:
     """KV-cache bytes one sequence of ``tokens`` holds on one GPU of the plan's layout (under the workload's
-    ``attention_dp_kv``, a GPU's average share: each rank holds its own sequences' caches whole)."""
+    ``attention_dp_kv``, a GPU's average share: each rank holds its own sequences' caches whole), in pages of
+    ``block_size`` tokens (1: unrounded)."""
     model, lay = plan.model, plan.layout
     assert isinstance(model, ModelSpec)
-    return mm.kv_cache_bytes(model, context_tokens=tokens, sequences=1, tp=lay.tp, pp=lay.pp, block_size=1,
+    return mm.kv_cache_bytes(model, context_tokens=tokens, sequences=1, tp=lay.tp, pp=lay.pp, block_size=block_size,
                              bytes_per_value=KV_CACHE_DTYPES[plan.precision.kv_cache],
                              attention_dp=plan.workload.attention_dp_kv)
 
@@ -290,13 +291,10 @@ def full_length_concurrency(plan: Plan, setup: ServingSetup, tokens: int, limits
     """The most sequences of ``tokens`` (prompt + output, as ``plan --concurrency N`` sizes each) the KV capacity
     holds at their full length, each rounded up to the engine's blocks as the plan's cache is (plus a hybrid's
     recurrent state and an encoder's cross-attention K/V), at most the engine's sequence cap, over the replicas."""
-    model, lay = plan.model, plan.layout
-    assert isinstance(model, ModelSpec)
+    assert isinstance(plan.model, ModelSpec)
     capacity = int(plan.breakdown.get("kv_cache_capacity_bytes", 0))
-    state = mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp) if model.recurrent is not None else 0
-    kv = mm.kv_cache_bytes(model, context_tokens=tokens - _uncached_tokens(plan), sequences=1, tp=lay.tp, pp=lay.pp,
-                           block_size=block_size_of(plan.workload),
-                           bytes_per_value=KV_CACHE_DTYPES[plan.precision.kv_cache])
+    state = mm.recurrent_state_bytes(plan.model, sequences=1, tp=plan.layout.tp, pp=plan.layout.pp)
+    kv = _kv_bytes(plan, tokens - _uncached_tokens(plan), block_size_of(plan.workload))
     per_seq = at_least(float(kv + state + _encoder_terms(plan)[1]), 1.0)
     return clamp(int(capacity // per_seq), 0, limits[1]) * setup.replicas
 
