@@ -1,0 +1,43 @@
+"""Stop 50, the adversarial walk of issue 11's speed and layout answers (benchmarks/hardening/stop50_qa.md): what it
+found wrong in the answers' lines, each pinned here."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from cli_runner import run, run_json
+
+# one 200,000-token prompt for one output token: prefill-bound, a small fraction of a token a second
+SLOW_PLAN = ("plan", "llama-3.1-8b", "--gpu", "h100", "--prompt", "200000", "--output-tokens", "1",
+             "--allow-long-context")
+SLOW_RECOMMEND = ("recommend", "llama-3.1-8b", "--prompt", "131071", "--output-tokens", "1", "--top", "3")
+
+
+def test_a_rate_below_one_token_a_second_is_not_written_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    """It read ``per user 0.0 tok/s`` and ``output 0 tok/s (0 tok/s-0 tok/s; ceiling 0 tok/s)``."""
+    code, out, err = run(capsys, *SLOW_PLAN)
+    assert code == 0, err
+    for label in ("per user", "output", "at saturation"):
+        shown = re.search(rf"^  {label} ([0-9.,]+) tok/s \(([0-9.,]+) tok/s-([0-9.,]+) tok/s; ceiling ([0-9.,]+) tok/s\)",
+                          out, re.M)
+        assert shown, (label, out)
+        assert all(float(v.replace(",", "")) > 0 for v in shown.groups()), shown.group(0)
+
+
+def test_recommend_keeps_a_slow_rows_rate_and_its_band(local_db: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """Rounded to one decimal, the JSON's total output tok/s was 0.0 beside a per-user 0.03 (one user), the table's
+    ``tok/s`` column, the band line and the Pareto front ``0``, while $/M tok was priced on the unrounded rate."""
+    doc = run_json(capsys, *SLOW_RECOMMEND)
+    assert doc["results"]
+    for row in doc["results"]:
+        for name in ("decode_tokens_per_s_total", "decode_tokens_per_s_per_user", "output_tokens_per_s"):
+            for key in (name, f"{name}_low", f"{name}_high", f"{name}_ceiling"):
+                assert row[key] > 0, (row["offering"], key, row[key])
+        # one user's rate is the total's share: never above the total
+        assert row["decode_tokens_per_s_per_user"] <= row["decode_tokens_per_s_total"] * 1.001, row
+    code, out, err = run(capsys, *SLOW_RECOMMEND)
+    assert code == 0, err
+    assert not re.search(r"#1 0–0, ceiling 0\b", out), out
+    assert not re.search(r"→ 0 tok/s total", out), out
