@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from anchorgpu.planner.warnings import NO_CHANGE_FITS_CHECK, NO_COUNT_FITS_CHECK
 from cli_runner import run, run_json
 
 # one 200,000-token prompt for one output token: prefill-bound, a small fraction of a token a second
@@ -41,3 +42,32 @@ def test_recommend_keeps_a_slow_rows_rate_and_its_band(local_db: None, capsys: p
     assert code == 0, err
     assert not re.search(r"#1 0–0, ceiling 0\b", out), out
     assert not re.search(r"→ 0 tok/s total", out), out
+
+
+def test_no_gpu_count_up_to_the_largest_tried_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --gpus, a million users of Llama-3.1-8B fit on no count the planner tries (up to 1,024 H100): the plan
+    showed one GPU, said the layout was the default of one server, and told the user to drop layout flags they had not
+    given."""
+    doc = run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "1000000")
+    assert doc["fits"] is False and doc["gpus"] == 1
+    assert any(a.startswith("GPU count not given: no count of h100-sxm up to 1,024 holds 1,000,000 sequences")
+               for a in doc["assumptions"]), doc["assumptions"]
+    assert NO_COUNT_FITS_CHECK in doc["checks"] and NO_CHANGE_FITS_CHECK not in doc["checks"]
+    # with --gpus past the search, the same users are held
+    assert run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "1000000",
+                    "--gpus", "4096")["fits"] is True
+
+
+def test_a_flag_given_keeps_the_check_that_says_to_drop_it(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = run_json(capsys, "plan", "deepseek-v3", "--task", "train", "--gpu", "l4", "--seq", "131072", "--zero", "0")
+    assert doc["fits"] is False
+    assert any(a.startswith("GPU count not given: no count of l4 up to 1,024 holds this job as asked")
+               for a in doc["assumptions"]), doc["assumptions"]
+    assert NO_CHANGE_FITS_CHECK in doc["checks"]
+
+
+def test_the_note_stays_off_a_plan_whose_count_was_given_or_that_fits(capsys: pytest.CaptureFixture[str]) -> None:
+    given = run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "1000000", "--gpus", "8")
+    fits = run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "64")
+    for doc in (given, fits):
+        assert not any("no count of" in a for a in doc["assumptions"]), doc["assumptions"]
