@@ -9,6 +9,7 @@ import pytest
 
 from anchorgpu.planner.warnings import NO_CHANGE_FITS_CHECK, NO_COUNT_FITS_CHECK
 from cli_runner import run, run_json
+from hardening.conftest import cli_refusal
 
 # one 200,000-token prompt for one output token: prefill-bound, a small fraction of a token a second
 SLOW_PLAN = ("plan", "llama-3.1-8b", "--gpu", "h100", "--prompt", "200000", "--output-tokens", "1",
@@ -71,3 +72,16 @@ def test_the_note_stays_off_a_plan_whose_count_was_given_or_that_fits(capsys: py
     fits = run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "64")
     for doc in (given, fits):
         assert not any("no count of" in a for a in doc["assumptions"]), doc["assumptions"]
+
+
+def test_a_batch_a_token_past_whole_sequences_does_not_read_whole(capsys: pytest.CaptureFixture[str]) -> None:
+    """2,049 tokens of 2,048-token sequences read "(1.00 of them)"."""
+    err = cli_refusal(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8",
+                      "--global-batch", "2049")
+    assert "(1.0005 of them)" in err, err
+
+
+def test_a_number_out_of_range_names_its_limits_as_written(local_db: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """``expected a finite number from 0 to 1e+07`` where the other options write ``1,000,000``."""
+    err = cli_refusal(capsys, "recommend", "llama-3.1-8b", "--min-tokens-per-s", "1e9")
+    assert err.endswith("expected a finite number from 0 to 10,000,000\n"), err
