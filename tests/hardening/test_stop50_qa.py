@@ -85,3 +85,15 @@ def test_a_number_out_of_range_names_its_limits_as_written(local_db: None, capsy
     """``expected a finite number from 0 to 1e+07`` where the other options write ``1,000,000``."""
     err = cli_refusal(capsys, "recommend", "llama-3.1-8b", "--min-tokens-per-s", "1e9")
     assert err.endswith("expected a finite number from 0 to 10,000,000\n"), err
+
+
+def test_recommend_writes_a_floor_and_a_users_count_with_separators(local_db: None,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """``no configuration reaches 5000 tokens/s per user`` and a header's ``concurrency 1000000``, where every other
+    count of the answer has its thousands separated."""
+    code, out, err = run(capsys, "recommend", "llama-3.1-8b", "--min-tokens-per-s", "5000")
+    assert code == 0, err
+    assert "no configuration reaches 5,000 tokens/s per user" in out, out
+    code, out, err = run(capsys, "recommend", "llama-3.1-8b", "--concurrency", "1000000")
+    assert code == 0, err
+    assert "· concurrency 1,000,000" in out.splitlines()[0], out.splitlines()[0]

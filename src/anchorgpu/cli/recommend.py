@@ -54,7 +54,7 @@ def render_recommendation(rec: Recommendation) -> None:
         one = wl.get("one_sequence_context_tokens")
         head += (f" · context {wl['context_tokens']:,}" + (f" ({one:,} at concurrency 1)" if one else "")
                  + " · concurrency "
-                 f"{wl['concurrency'] if wl['concurrency'] else 'best per offering'}")
+                 f"{format(wl['concurrency'], ',') if wl['concurrency'] else 'best per offering'}")
     out.print(head)
     if not rec.results:
         out.print("[red]Nothing in the catalog fits this workload[/red] within the limits given.")
