@@ -97,3 +97,32 @@ def test_recommend_writes_a_floor_and_a_users_count_with_separators(local_db: No
     code, out, err = run(capsys, "recommend", "llama-3.1-8b", "--concurrency", "1000000")
     assert code == 0, err
     assert "· concurrency 1,000,000" in out.splitlines()[0], out.splitlines()[0]
+
+
+def _readme() -> str:
+    from pathlib import Path
+
+    return " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8").split())
+
+
+def test_the_readmes_deepseek_r1_row_is_the_first_of_its_command(local_db: None,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """README's attention-DP paragraph: its command's answer "puts one 8 x H200 server at TP 2 x DP 4 x EP 8", but
+    without ``--gpu h200`` the first row was an MI300X server and the H200 one third."""
+    readme = _readme()
+    found = re.search(r"`anchorgpu (recommend deepseek-r1 [^`]+)` puts one 8 x H200 server at TP 2 x DP 4 x EP 8, "
+                      r"([0-9,]+) tok/s and \$([0-9.]+) a million tokens", readme)
+    assert found, "the paragraph moved"
+    first = run_json(capsys, *found.group(1).split())["results"][0]
+    assert (first["offering"], first["servers"], first["layout"]["tp"], first["layout"]["dp"]) == ("h200-8x-bm", 1, 2, 4)
+    assert f"{first['decode_tokens_per_s_total']:,.0f}" == found.group(2)
+    assert first["usd_per_million_output_tokens"] == found.group(3)
+
+
+def test_the_readmes_qwen3_moe_training_figures_are_plans(capsys: pytest.CaptureFixture[str]) -> None:
+    """README's recommend section quoted 60,843 and 37,354 tok/s, the figures before the stop-49 refit."""
+    at = ("plan", "qwen3-30b-a3b", "--task", "train", "--gpu", "h100", "--gpus", "8")
+    best = run_json(capsys, *at)["performance"]["train_tokens_per_s"]
+    one = run_json(capsys, *at, "--micro-batch", "1")["performance"]["train_tokens_per_s"]
+    assert (f"EP 8 at micro-batch 4 with full recompute, {best:,.0f} tok/s, where micro-batch 1 at the least recompute "
+            f"that fits runs {one:,.0f}.") in _readme()
