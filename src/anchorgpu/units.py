@@ -33,11 +33,14 @@ __all__ = [
     "ceil_div",
     "clamp",
     "fmt_bytes",
+    "figure_places",
+    "fmt_figure",
     "fmt_usd",
     "gbit_per_s_to_bytes_per_s",
     "parse_term",
     "quotable_term",
     "require_whole_gpus",
+    "round_figure",
     "round_usd",
     "round_usd_rate",
     "usd",
@@ -268,3 +271,35 @@ def bytes_per_s_to_gbit_per_s(bytes_per_s: float) -> float:
     400.0
     """
     return bytes_per_s * 8 / 1e9
+
+
+def figure_places(value: float, places: int) -> int:
+    """The decimal places that write ``value`` with at least two significant digits where ``places`` would show fewer:
+    ``places`` for 12.5 at 0 places, 1 for 5.37, 3 for 0.0393 (a rate of 0.04 tok/s is not ``0``), ``places`` for 0
+    and for what is not finite.
+
+    >>> figure_places(12.5, 0), figure_places(5.37, 0), figure_places(0.0393, 1), figure_places(0.0, 1)
+    (0, 1, 3, 1)
+    """
+    if not math.isfinite(value) or value == 0 or abs(value) >= 10.0 ** (1 - places):
+        return places
+    return max(places, 1 - math.floor(math.log10(abs(value))))
+
+
+def round_figure(value: float, places: int) -> float:
+    """``value`` rounded to ``places`` decimals, or to two significant digits where that would keep fewer.
+
+    >>> round_figure(1234.56, 1), round_figure(0.0393, 1), round_figure(0.123, 2)
+    (1234.6, 0.039, 0.12)
+    """
+    return round(value, figure_places(value, places))
+
+
+def fmt_figure(value: float, places: int) -> str:
+    """``value`` with thousands separators and ``places`` decimals, or two significant digits where that would show
+    fewer.
+
+    >>> fmt_figure(42422.4, 0), fmt_figure(0.0393, 0), fmt_figure(5.37, 0)
+    ('42,422', '0.039', '5.4')
+    """
+    return f"{value:,.{figure_places(value, places)}f}"

@@ -134,6 +134,10 @@ def test_the_readme_states_the_three_server_row(capsys: pytest.CaptureFixture[st
     one = next(r for r in doc["results"] if r["offering"] == "h200-8x-bm" and r["servers"] == 1)
     assert (f"(DeepSeek-V3 on 8 x H200: {one['concurrency']:,} users at {one['decode_tokens_per_s_per_user']:.1f} tok/s "
             "each)") in readme
+    # the three-server row is one server's engine on each: the README's one-server figure (it read 11,715 beside a
+    # three-server total of 3 x 11,827)
+    assert (f"EP 8, {one['concurrency']:,} users at {one['decode_tokens_per_s_total']:,.0f} tok/s) on each of the "
+            "three") in readme
 
 
 def test_the_ladder_of_an_encoder_decoder_counts_its_cross_attention_cache(

@@ -4,10 +4,12 @@ what would fit, warnings, assumptions and what is still to check; and a recipe's
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from anchorgpu.cli._app import console
+from anchorgpu.units import figure_places
 
 if TYPE_CHECKING:
     from anchorgpu.planner import Plan
@@ -188,7 +190,24 @@ def _band(section: dict[str, Any], key: str, fmt: str, scale: float = 1.0) -> st
     value = section.get(key)
     if not isinstance(value, int | float):
         return None
-    return fmt.format(value * scale) + _band_note(section, key, lambda v: fmt.format(v * scale))
+    return _figure(fmt, value * scale) + _band_note(section, key, lambda v: _figure(fmt, v * scale))
+
+
+def _figure(fmt: str, value: float) -> str:
+    """``fmt`` (``'{:,.0f} tok/s'``) applied to ``value``, with the decimals that keep two significant digits where
+    its own would keep fewer: a rate of 0.039 tok/s is not written ``0 tok/s``.
+
+    >>> _figure("{:,.0f} tok/s", 1818.4), _figure("{:,.0f} tok/s", 0.0393), _figure("{:.1%}", 0.4)
+    ('1,818 tok/s', '0.039 tok/s', '40.0%')
+    """
+    places = _PLACES.search(fmt)
+    if places is None:
+        return fmt.format(value)
+    wanted = figure_places(value, int(places.group(1)))
+    return fmt.replace(places.group(0), f".{wanted}f").format(value)
+
+
+_PLACES = re.compile(r"\.(\d)f")
 
 
 def _band_note(section: dict[str, Any], key: str, show: Callable[[float], str]) -> str:

@@ -16,6 +16,7 @@ from anchorgpu.cli._app import app, console, emit_json
 from anchorgpu.cli.plan_parse import lower_choice
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.inputs import RECOMPUTES
+from anchorgpu.units import fmt_figure
 
 if TYPE_CHECKING:
     from anchorgpu.recommend import Recommendation
@@ -29,7 +30,7 @@ def _money(value: Any) -> str:
 
 
 def _rate(value: float | None, digits: int = 0) -> str:
-    return "-" if value is None else f"{value:,.{digits}f}"
+    return "-" if value is None else fmt_figure(value, digits)
 
 
 def render_recommendation(rec: Recommendation) -> None:
@@ -53,7 +54,7 @@ def render_recommendation(rec: Recommendation) -> None:
         one = wl.get("one_sequence_context_tokens")
         head += (f" · context {wl['context_tokens']:,}" + (f" ({one:,} at concurrency 1)" if one else "")
                  + " · concurrency "
-                 f"{wl['concurrency'] if wl['concurrency'] else 'best per offering'}")
+                 f"{format(wl['concurrency'], ',') if wl['concurrency'] else 'best per offering'}")
     out.print(head)
     if not rec.results:
         out.print("[red]Nothing in the catalog fits this workload[/red] within the limits given.")
@@ -122,7 +123,7 @@ def render_recommendation(rec: Recommendation) -> None:
         runs = training and all(o.run_usd is not None for o in rec.pareto)  # the front of whole runs' prices
         out.print(f"[bold]{'Run price' if runs else 'Cost'} vs speed (Pareto front)[/bold]: "
                   + " · ".join(f"{o.offering} x{o.servers} {_money(o.run_usd if runs else o.total_usd)} → "
-                               f"{o.speed:,.0f} {speed}" for o in rec.pareto[:8]))
+                               f"{fmt_figure(o.speed, 0)} {speed}" for o in rec.pareto[:8]))
     if rec.rejected:
         out.print("[bold]Cheaper options rejected[/bold]")
         for r in rec.rejected:

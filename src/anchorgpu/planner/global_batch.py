@@ -52,8 +52,20 @@ def whole_sequences_refusal(batch_tokens: int, seq_tokens: int) -> str | None:
         return (f"--global-batch {batch_tokens:,} tokens is less than one sequence of {seq_tokens:,} tokens; the "
                 f"smallest whole batch is {seq_tokens:,} tokens")
     return (f"--global-batch {batch_tokens:,} tokens is not a whole number of {seq_tokens:,}-token sequences "
-            f"({batch_tokens / seq_tokens:.2f} of them); the nearest whole batches are {below * seq_tokens:,} tokens "
+            f"({_fraction(batch_tokens, seq_tokens)} of them); the nearest whole batches are {below * seq_tokens:,} tokens "
             f"({below} sequence{'' if below == 1 else 's'}) and {(below + 1) * seq_tokens:,} tokens ({below + 1})")
+
+
+def _fraction(batch_tokens: int, seq_tokens: int) -> str:
+    """``batch_tokens / seq_tokens``, not whole, with two decimals or the more it takes not to read as whole.
+
+    >>> _fraction(100_000, 4096), _fraction(2049, 2048), _fraction(4095, 2048)
+    ('24.41', '1.0005', '1.9995')
+    """
+    ratio, places = batch_tokens / seq_tokens, 2
+    while places < 12 and float(f"{ratio:.{places}f}").is_integer():
+        places += 1
+    return f"{ratio:.{places}f}"
 
 
 def check_whole_sequences(batch_tokens: int | None, seq_tokens: int) -> None:

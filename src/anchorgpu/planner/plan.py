@@ -32,7 +32,7 @@ from anchorgpu.planner.inference import plan_inference
 from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload, default_seq_tokens
 from anchorgpu.planner.media import validate_media
 from anchorgpu.planner.result import MemoryBreakdown, Plan, ResolvedLayout, Suggestion, new_plan
-from anchorgpu.planner.suggest import choose_layout_plan, suggestions_for, training_layout_open
+from anchorgpu.planner.suggest import TRAINING_GPU_COUNTS, choose_layout_plan, suggestions_for, training_layout_open
 from anchorgpu.planner.training import plan_training
 from anchorgpu.planner.validate import (
     check_kv_cache_task,
@@ -43,7 +43,13 @@ from anchorgpu.planner.validate import (
     shipped_kv_cache,
     validate_workload,
 )
-from anchorgpu.planner.warnings import NO_CHANGE_FITS_CHECK, WARNING_CODES, PlanWarning, make_warning
+from anchorgpu.planner.warnings import (
+    NO_CHANGE_FITS_CHECK,
+    NO_COUNT_FITS_CHECK,
+    WARNING_CODES,
+    PlanWarning,
+    make_warning,
+)
 from anchorgpu.units import fmt_bytes
 
 __all__ = ["Layout", "MemoryBreakdown", "Overheads", "Plan", "PrecisionPlan", "ResolvedLayout", "Suggestion", "Workload",
@@ -129,6 +135,7 @@ def plan(
     ov = overheads or _OVERHEADS
     assumptions: list[str] = []
     fallback: GpuSpec | None = None
+    counted: str | None = None
     lm = model if isinstance(model, ModelSpec) else None  # a language model (None: a diffusion pipeline), asked once
     if isinstance(model, DiffusionPipelineSpec) and w.task != "diffusion":
         if w.task != "inference":
@@ -157,6 +164,7 @@ def plan(
         chosen = choose_layout_plan(lm, w, prec, lay_in, gpu, ov)
         if chosen is not None:
             return evolve(chosen, assumptions=(*assumptions, *chosen.assumptions))
+        counted = _counted_search(w, lay_in, gpu)  # the GPU count was left open: none tried held the job if it misses
         if w.task in ("train", "lora", "qlora") and training_layout_open(lay_in, w):
             fallback = gpu  # a layout was open but none chosen fits: plain DP, or the rest as given, is planned
     fmt = resolve_format(model, w, prec, assumptions)
@@ -164,6 +172,7 @@ def plan(
     if prec.weights != fmt.name or prec.kv_cache != kv:
         prec = _with_weights(fmt.name, kv)
     lay = resolve_layout(model, w, lay_in, assumptions)
+    counted_note = len(assumptions)  # where the counted search's sentence goes, should the plan not fit
     if fallback is not None and lm is not None:
         _check_fallback_batch(lm, w, lay, fallback)
     warnings: list[PlanWarning] = []
@@ -205,7 +214,11 @@ def plan(
                                       notes=assumptions, short_bytes=-(headroom or 0))
         if not suggestions:  # the check would point at suggestions that are not there
             listed = WARNING_CODES["does_not_fit"].check
-            checks = tuple(NO_CHANGE_FITS_CHECK if check == listed else check for check in checks)
+            # no layout flag to drop where the planner chose the count and found none that holds the job
+            instead = NO_COUNT_FITS_CHECK if counted and evolve(lay_in, gpus=None) == _LAYOUT else NO_CHANGE_FITS_CHECK
+            checks = tuple(instead if check == listed else check for check in checks)
+    if fits is False and counted:
+        assumptions.insert(counted_note, counted)
     if lay.gpus > 1 and w.task in ("train", "lora", "qlora") and lay.zero == 0 and lay_in.zero is None \
             and not lay_in.fsdp:
         assumptions.append(f"Layout not chosen for the user: {'none of the layouts fits' if gpu is not None else 'no GPU named'};"
@@ -217,3 +230,23 @@ def plan(
         checkpoint_bytes=terms.checkpoint_bytes, assumptions=tuple(assumptions), warnings=tuple(warnings),
         checks=checks, suggestions=suggestions,
     )
+
+
+def _counted_search(w: Workload, lay_in: Layout, gpu: GpuSpec) -> str | None:
+    """The sentence a plan that does not fit carries where the planner chose the GPU count (none given) and no count
+    it tries held the job (the plan then shows one GPU): which counts were tried and what to do; None where the count
+    was not the planner's to choose."""
+    if w.task in ("train", "lora", "qlora"):
+        if lay_in.gpus is not None or None not in (lay_in.tp, lay_in.pp, lay_in.dp) or not training_layout_open(lay_in, w):
+            return None
+        top, held = TRAINING_GPU_COUNTS[-1], "this job as asked"
+    elif w.task == "inference" and lay_in.gpus is None and lay_in.tp is None and lay_in.pp is None \
+            and lay_in.dp is None:
+        from anchorgpu.planner.speed.serving_layouts import SERVING_GPU_COUNTS
+
+        top, users = SERVING_GPU_COUNTS[-1], w.concurrency or 1
+        held = f"{users:,} sequence{'s' if users > 1 else ''} as asked"
+    else:
+        return None
+    return (f"GPU count not given: no count of {gpu.name} up to {top:,} holds {held}, so one GPU is planned to show "
+            "what it needs; pass --gpus for more, or take GPUs with more memory.")

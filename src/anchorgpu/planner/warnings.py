@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from anchorgpu.planner._frozen import builder, fast_init
 
-__all__ = ["NO_CHANGE_FITS_CHECK", "WARNING_CODES", "PlanWarning", "WarningCode", "make_warning"]
+__all__ = ["NO_CHANGE_FITS_CHECK", "NO_COUNT_FITS_CHECK", "WARNING_CODES", "PlanWarning", "WarningCode", "make_warning"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -150,6 +150,11 @@ NO_CHANGE_FITS_CHECK = ("The per-GPU total exceeds the GPU's memory and no singl
                         "TP, CP, more GPUs, offload, a shorter sequence) makes it fit: drop the layout flags to have "
                         "one chosen, or take GPUs with more memory.")
 """The does_not_fit check where "What would fit" has nothing to offer (the registered one points at suggestions)."""
+
+NO_COUNT_FITS_CHECK = ("The per-GPU total exceeds the GPU's memory on every GPU count the planner tries without --gpus "
+                       "and no single change tried makes it fit: pass --gpus for more GPUs, or take GPUs with more "
+                       "memory.")
+""":data:`NO_CHANGE_FITS_CHECK` where no layout flag was given and the planner chose the GPU count: no flag to drop."""
 
 
 def make_warning(code: str, message: str) -> PlanWarning:

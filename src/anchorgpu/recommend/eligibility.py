@@ -18,7 +18,7 @@ from anchorgpu.planner.inputs import Overheads, Workload, engine_limits, large_e
 from anchorgpu.planner.validate import serving_engine_named
 from anchorgpu.quotes import UnpricedOffering, price_quote
 from anchorgpu.recommend.records import Rejection
-from anchorgpu.units import Term, fmt_bytes
+from anchorgpu.units import Term, fmt_bytes, fmt_figure
 
 __all__ = ["able_to_run", "engine_cap", "miss_reason"]
 
@@ -107,8 +107,8 @@ def miss_reason(row: Mapping[str, Any], min_tokens_per_s_per_user: float | None,
                 f"layout tried (the fewest ranks: TP {row['tp']}, PP {row['pp']}, DP {row['dp']} x micro-batch "
                 f"{row['concurrency']}" + (f" x {seq_tokens:,} tokens" if seq_tokens else "") + need + ")")
     if row["fits"] and min_tokens_per_s_per_user is not None:
-        return (f"no configuration reaches {min_tokens_per_s_per_user:g} tokens/s per user "
-                f"(best fit: {row['decode_tokens_per_s_per_user']:.1f})")
+        return (f"no configuration reaches {min_tokens_per_s_per_user:,g} tokens/s per user "
+                f"(best fit: {fmt_figure(row['decode_tokens_per_s_per_user'], 1)})")
     cp = f"CP {row['cp']}, " if row.get("cp", 1) > 1 else ""
     reserve = row.get("engine_reserve_bytes")  # SGLang's memory outside mem_fraction_static (None elsewhere)
     if not training and reserve is not None and row["activations_bytes"] > reserve:

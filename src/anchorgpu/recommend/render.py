@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from anchorgpu.planner.inputs import RECOMPUTES
 from anchorgpu.planner.speed.calibration import Overrides
 from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE
+from anchorgpu.units import round_figure
 
 if TYPE_CHECKING:
     from anchorgpu.recommend.records import Recommendation, RecommendedOption
@@ -31,7 +32,7 @@ def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Override
 
     def num(name: str, digits: int = 3) -> float | None:
         value = c.get(name)
-        return None if value is None else round(float(value), digits)
+        return None if value is None else round_figure(float(value), digits)
 
     return {
         "offering": o.offering, "gpu": o.gpu, "kind": o.kind, "region": o.region, "gpus": o.gpus,
@@ -91,14 +92,14 @@ def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False,
         low, high, top = _BAND_KEYS[name]
         ceiling = c.get(top)
         (put_rate if rate else put_time)(scratch, name, float(value), ceiling, band)
-        out[low] = round(scratch[low], digits)
-        out[high] = round(scratch[high], digits)
+        out[low] = round_figure(scratch[low], digits)
+        out[high] = round_figure(scratch[high], digits)
         if ceiling is not None:
-            out[top] = round(scratch[top], digits)
+            out[top] = round_figure(scratch[top], digits)
     if not training:  # the names of plan's contract, each the same figure as the sweep's own, banded the same way
         for contract, own, digits in _CONTRACT_NAMES:
             value = c.get(own)
-            out[contract] = None if value is None else round(float(value), digits)
+            out[contract] = None if value is None else round_figure(float(value), digits)
             for own_key, contract_key in zip(_BAND_KEYS[own], _BAND_KEYS[contract], strict=True):
                 if own_key in out:
                     out[contract_key] = out[own_key]
