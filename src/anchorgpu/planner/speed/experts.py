@@ -5,12 +5,18 @@ local expert's products, and the bytes an attention-DP all-gather moves a value.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.speed.flops import MOE_FORWARD_AGAIN, Recompute, TrainKind, forward_matmul_params
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES
 
-__all__ = ["ep_gather_bytes", "expert_gemms_per_layer", "expert_launch_s", "expert_rows_factor",
-           "moe_expert_fraction_read", "moe_product_shares", "routed_share_per_gpu", "unfused_expert_bytes"]
+if TYPE_CHECKING:
+    from anchorgpu.planner.formats import WeightFormat
+
+__all__ = ["dense_layers", "ep_gather_bytes", "expert_gemms_per_layer", "expert_launch_s", "expert_rows_factor",
+           "moe_expert_fraction_read", "moe_product_shares", "routed_share_per_gpu", "unfused_expert_bytes",
+           "whole_dense_layers_extra_bytes"]
 
 
 def moe_expert_fraction_read(model: ModelSpec, batch_tokens: float) -> float:
@@ -177,3 +183,40 @@ def ep_gather_bytes(engine: str, weights_format: str) -> float:
         if fmt == "fp8":
             return 1.0
     return float(ACTIVATION_BYTES)
+
+
+def dense_layers(model: ModelSpec) -> int:
+    """A mixture of experts' layers without routed experts (Llama 4 Maverick's every other layer, DeepSeek-V3's first
+    three); 0 for a dense model, whose layers have no experts to tell them apart.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> dense_layers(load_model("llama-4-maverick-17b-128e-fp8")), dense_layers(load_model("qwen3-30b-a3b"))
+    (24, 0)
+    """
+    return model.num_layers - model.moe.num_moe_layers if model.moe is not None else 0
+
+
+def whole_dense_layers_extra_bytes(model: ModelSpec, fmt: WeightFormat, *, tp: int, pp: int) -> float:
+    """Weight bytes one GPU reads a step beyond its TP share when attention data parallelism keeps a mixture of
+    experts' dense layers whole on every GPU: their attention (TensorRT-LLM ``modules/attention.py``: ``tp_size = 1``
+    under ``enable_attention_dp``) and their dense MLP (``models/modeling_llama.py``: ``Llama4DecoderLayer`` builds its
+    ``GatedMLP`` with ``overridden_tp_size=1`` under attention DP), ``1 - 1/tp`` of them beyond the share, a stage's
+    ``1/pp``; the linear products only, at the format's bits (0.0 without dense layers or TP).
+
+    >>> from anchorgpu.architectures import load_model
+    >>> from anchorgpu.planner.formats import format_for_model
+    >>> m = load_model("llama-4-maverick-17b-128e-fp8")  # 24 dense layers: 7.55 B weights, FP8
+    >>> round(whole_dense_layers_extra_bytes(m, format_for_model(m, "fp8"), tp=8, pp=1) / 1e9, 2)
+    6.61
+    """
+    dense = dense_layers(model)
+    if not dense or tp <= 1:
+        return 0.0
+    is_moe = model.moe is not None
+    total = 0.0
+    for g in model.linear_groups:
+        if g.component == "attention":
+            total += g.d_in * g.d_out * g.count * dense / model.num_layers * fmt.group_bits(g.name, is_moe=is_moe) / 8
+        elif g.component == "mlp":  # the dense MLP is only in the dense layers
+            total += g.d_in * g.d_out * g.count * fmt.group_bits(g.name, is_moe=is_moe) / 8
+    return total * (1.0 - 1.0 / tp) / pp

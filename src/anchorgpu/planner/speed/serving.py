@@ -155,6 +155,8 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     if routed is not None:  # the experts the step's tokens touch (moe_expert_fraction_read)
         touched = float(1.0 - c.miss_per_token ** (expert_tokens if expert_tokens >= 1.0 else 1.0))
         weights *= 1 - routed + routed * touched
+        if setup.whole_dense_extra_bytes:  # dense layers attention DP keeps whole: each GPU reads all of them
+            weights += setup.whole_dense_extra_bytes
     split = c.split
     matmul_flops = tokens * 2.0 * c.matmul_params / split
     if group_ratio != 1.0:  # the routed experts' share of the products follows the group's tokens (1/ep a GPU)

@@ -33,6 +33,7 @@ from anchorgpu.planner.speed.batching import ServingEstimate, serving_estimate
 from anchorgpu.planner.speed.calibration import Band, Calibration, band_kind_of
 from anchorgpu.planner.speed.caveats import serving_caveats
 from anchorgpu.planner.speed.evidence import evidence_kind
+from anchorgpu.planner.speed.experts import whole_dense_layers_extra_bytes
 from anchorgpu.planner.speed.figures import (
     Evidence,
     evidence_items,
@@ -157,7 +158,10 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
         max_num_batched_tokens=(limits or _engine_limits(plan))[0], gpus_per_server=SERVER_GPUS,
         graph_batch_sizes=graph_batch_sizes, ep=lay.ep, block_fp8=block_fp8, host_overlap=host_overlap,
         ep_gather_bytes=gather_bytes, quantized_share=share, expert_quantized_share=expert_share,
-        head_quantized_share=head_share, absorbed_dequant=absorbed_dequant, engine=engine or plan.workload.engine)
+        head_quantized_share=head_share, absorbed_dequant=absorbed_dequant, engine=engine or plan.workload.engine,
+        whole_dense_layers=plan.workload.attention_dp_kv, whole_dense_extra_bytes=(whole_dense_layers_extra_bytes(
+            model, format_for_model(model, plan.precision.weights), tp=lay.tp, pp=lay.pp)
+            if plan.workload.attention_dp_kv else 0.0))
 
 
 def sglang_step_terms(plan: Plan) -> tuple[tuple[int, ...], bool]:

@@ -10,7 +10,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.speed.calibration import Calibration
-from anchorgpu.planner.speed.experts import moe_product_shares, routed_share_per_gpu
+from anchorgpu.planner.speed.experts import dense_layers, moe_product_shares, routed_share_per_gpu
 from anchorgpu.planner.speed.flops import forward_matmul_params, lm_head_params
 from anchorgpu.planner.speed.launches import absorbed_dequant_bytes, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, data_parallel_link, group_link, host_kind, peak_for
@@ -55,6 +55,10 @@ class ServingSetup:
     absorbed_dequant: bool = False  # MLA: the engine dequantises the absorbed latent weights from FP8 every step
     # (SGLang on ROCm: launches.absorbed_dequant_bytes), kernels and bytes of a fixed cost
     engine: str = "vllm"  # the engine whose kernels run the steps ("trtllm": its MoE kernel's per-row cost)
+    whole_dense_layers: bool = False  # the TP ranks ran attention data-parallel (a measured row's attention_dp_weights):
+    # a mixture of experts' dense layers are whole on every GPU, so they exchange nothing (no TP all-reduce)
+    whole_dense_extra_bytes: float = 0.0  # and each GPU reads their whole weights a step, this much beyond its TP share
+    # (experts.whole_dense_layers_extra_bytes)
 
 
 def _link(gpu: GpuSpec, setup: ServingSetup) -> Link:
@@ -100,7 +104,7 @@ class _StepConstants:
     ep_latency_s: float
 
 
-_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float, float, float, float, bool, bool, str],
+_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float, float, float, float, bool, bool, str, bool],
                  tuple[ModelSpec, GpuSpec, Calibration, tuple[_StepConstants, _StepConstants]]] = {}
 
 
@@ -117,7 +121,7 @@ def _pair(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration)
     key = (id(model), id(gpu), setup.precision, setup.tp, setup.pp, setup.gpus_per_server, id(cal), setup.ep,
            setup.ep_gather_bytes, setup.quantized_share, setup.expert_quantized_share, setup.head_quantized_share,
            setup.absorbed_dequant,
-           setup.block_fp8, setup.engine)
+           setup.block_fp8, setup.engine, setup.whole_dense_layers)
     hit = _STEP_MEMO.get(key)
     if hit is not None and hit[0] is model and hit[1] is gpu and hit[2] is cal:
         return hit[3]
@@ -176,7 +180,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         allreduce_share=2.0 * (setup.tp - 1) / setup.tp,
         allreduce_rate=link.bytes_per_s * link_eff if link is not None else 1.0,
         allreduce_latency_s=link.latency_s if link is not None else 0.0,
-        allreduce_per_stage=2 * model.num_layers / setup.pp,
+        allreduce_per_stage=2 * (model.num_layers - (dense_layers(model) if setup.whole_dense_layers else 0)) / setup.pp,
         p2p_rate=pp_link.bytes_per_s * link_eff if pp_link is not None else 1.0,
         split=float(setup.tp * setup.pp), hidden_size=float(model.hidden_size),
         expert_share=expert_share, expert_rate=mixed_rate(low, b16, setup.expert_quantized_share),
