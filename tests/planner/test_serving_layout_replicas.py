@@ -91,7 +91,7 @@ def test_a_raised_engine_cap_lets_each_replica_run_more(capsys) -> None:  # type
 
 def test_on_the_gpus_asked_the_layout_that_serves_the_users_fastest() -> None:
     """``--gpus 8`` alone: the default (TP 8) unless another layout on those GPUs that holds the users serves them
-    faster by more than the calibration's layout margin (14.1%). Llama 3.1 8B for 1,000 users on 8 H100s
+    faster by more than the calibration's layout margin (5.1% between layouts on NVLink). Llama 3.1 8B for 1,000 users on 8 H100s
     is 8 replicas (TP 8 emits less: every GPU all-reduces for all 1,000); for one user TP 8 stays."""
     model = load_model("llama-3.1-8b")
     many = Workload(task="inference", concurrency=1000)
@@ -99,7 +99,7 @@ def test_on_the_gpus_asked_the_layout_that_serves_the_users_fastest() -> None:
     assert (chosen.layout.tp, chosen.layout.dp) == (1, 8) and chosen.fits
     tp8 = plan(model, many, layout=Layout(gpus=8, tp=8), gpu=H100)
     fast, slow = (plan_performance(p)["output_tokens_per_s"] for p in (chosen, tp8))
-    assert fast > slow * (1 + calibration().layout_margin)
+    assert fast > slow * (1 + calibration().layout_margin_of("scale-up"))
     assert f"the default, TP 8, serves them at {slow:,.0f}" in _reason(chosen)
     one = plan(model, Workload(task="inference"), layout=Layout(gpus=8), gpu=H100)
     assert (one.layout.tp, one.layout.dp) == (8, 1)

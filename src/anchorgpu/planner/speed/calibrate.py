@@ -33,7 +33,7 @@ from anchorgpu.planner.speed.calibration import (
     read_calibration_doc,
 )
 from anchorgpu.planner.speed.evidence import engine_kind, evidence_kind, summarise
-from anchorgpu.planner.speed.layout_margin import LayoutSpread, layout_spread
+from anchorgpu.planner.speed.layout_margin import MIN_CLASS_PAIRS, LayoutSpread, layout_spread
 from anchorgpu.planner.speed.rows_report import (
     SETS,
     band_kind,
@@ -285,13 +285,19 @@ def _evidence(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> dict[str, di
 def _layout_margin_line(spread: LayoutSpread) -> str:
     """The report's line of the serving chooser's margin, e.g. ``layout margin: 14.1% (median over 105 pairs ...)``."""
     sets = ", ".join(f"{name} {margin:.1%} ({pairs})" for name, (pairs, margin) in spread.by_set.items())
+    links = ", ".join(f"{name} {margin:.1%} ({pairs}{'' if pairs >= MIN_CLASS_PAIRS else ', pooled'})"
+                      for name, (pairs, margin) in spread.by_link.items())
     return (f"layout margin: {spread.margin:.1%} (median |log(ratio a / ratio b)| over {spread.pairs} pairs of "
-            f"held-out serving rows that differ only in layout, {spread.groups} groups; by set: {sets})")
+            f"held-out serving rows that differ only in layout, {spread.groups} groups; by link: {links}; "
+            f"by set: {sets})")
 
 
 def _layout_margin_entry(spread: LayoutSpread) -> dict[str, Any]:
-    """``layout_margin`` of ``data/calibration.json``: the value, how many pairs and groups it comes from, per set."""
+    """``layout_margin`` of ``data/calibration.json``: the value, how many pairs and groups it comes from, per class
+    of link (the value in force) and per set."""
     return {"value": spread.margin, "pairs": spread.pairs, "groups": spread.groups,
+            "min_class_pairs": MIN_CLASS_PAIRS,
+            "by_link": {name: {"pairs": pairs, "value": margin} for name, (pairs, margin) in spread.by_link.items()},
             "by_set": {name: {"pairs": pairs, "value": margin} for name, (pairs, margin) in spread.by_set.items()},
             "source": LAYOUT_MARGIN_SOURCE}
 
@@ -302,8 +308,12 @@ LAYOUT_MARGIN_SOURCE = (
     "engine and workload (prompt and output tokens, metric, weights, KV cache, requests in flight), only the groups "
     "with at least two layouts (GPUs, TP, PP, EP); for each pair of rows in a group, |log of the ratio of their two "
     "measured/predicted speed ratios|; the value is exp(median over all pairs) - 1, rounded up to a thousandth "
-    "(anchorgpu.planner.speed.layout_margin.layout_spread). The serving chooser keeps the planner's first layout "
-    "unless another is predicted faster than it by more than this fraction")
+    "(anchorgpu.planner.speed.layout_margin.layout_spread). 'by_link': the same median over the pairs of each class "
+    "of the worse link the pair's two layouts' tensor-, pipeline- and expert-parallel traffic crosses "
+    "(anchorgpu.planner.speed.topology.layout_margin_class: 'scale-up' where neither leaves NVLink/xGMI/NVSwitch, "
+    "'pcie-or-network' where one crosses PCIe or the network), the pooled value where a class has fewer than "
+    "'min_class_pairs' pairs. The serving chooser keeps the planner's first layout unless another is predicted "
+    "faster than it by more than the fraction of the two layouts' class")
 
 
 FEW_HELD_OUT = 10

@@ -157,6 +157,14 @@ class Calibration:
     # how much faster (a fraction) a serving layout must be predicted than the planner's first to be chosen over it:
     # the median disagreement of the model between two layouts of one workload (layout_margin.layout_spread)
     layout_margin: float = 0.0
+    # the same per class of the worse link the two layouts cross ("scale-up", "pcie-or-network":
+    # topology.layout_margin_class); a class absent: layout_margin
+    layout_margins: dict[str, float] = field(default_factory=dict)
+
+    def layout_margin_of(self, margin_class: str) -> float:
+        """The serving chooser's margin between two layouts of ``margin_class`` (:attr:`layout_margins`; the pooled
+        :attr:`layout_margin` for a class the calibration has no value of)."""
+        return self.layout_margins.get(margin_class, self.layout_margin)
 
     def evidence_for(self, gpu: GpuSpec, kind: str) -> GpuEvidence | None:
         """How ``gpu``'s own measured runs of ``kind`` (:data:`~anchorgpu.planner.speed.evidence.EVIDENCE_KINDS`,
@@ -289,7 +297,15 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         provenance={k: v for k, v in doc.items()
                     if k not in ("stacks", "stated", "bands", "caveats", "evidence", "layout_margin")},
         evidence=_evidence(doc.get("evidence", {})), layout_margin=_number(doc, "layout_margin", "layout_margin"),
+        layout_margins=_layout_margins(doc.get("layout_margin")),
     )
+
+
+def _layout_margins(entry: Any) -> dict[str, float]:
+    """``layout_margin.by_link``: the margin in force per class of link (written by calibrate, a class with too few
+    pairs already at the pooled value); empty where the entry has none."""
+    by_link = entry.get("by_link", {}) if isinstance(entry, dict) else {}
+    return {k: _number(v, "value", f"layout_margin.by_link.{k}") for k, v in by_link.items()}
 
 
 def _evidence(doc: dict[str, Any]) -> dict[str, dict[str, GpuEvidence]]:

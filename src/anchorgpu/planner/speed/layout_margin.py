@@ -6,7 +6,12 @@ over 1 to 8 pipeline stages) each fall some way from the model; the model ranks 
 measured/predicted ratios differ by more than the predicted gap between them. :func:`layout_spread` pairs every two
 held-out rows of such a group (rows the fit never saw, as the bands are read from) and takes the median of
 ``|log(ratio_a) - log(ratio_b)|`` over all the pairs: a predicted advantage larger than ``exp(that) - 1`` is larger
-than the usual error of the model's comparison between two layouts. Computed by
+than the usual error of the model's comparison between two layouts. The same median is also taken per class of the
+worse link the pair's two layouts cross (:func:`~anchorgpu.planner.speed.topology.layout_margin_class`: ``scale-up``
+where neither layout's tensor-, pipeline- or expert-parallel traffic leaves NVLink/xGMI/NVSwitch, ``pcie-or-network``
+where one crosses PCIe or the network): the model separates layouts on a scale-up fabric much better than over PCIe,
+so one pooled value set mostly by PCIe pairs would keep slower layouts on NVLink servers. A class with fewer than
+:data:`MIN_CLASS_PAIRS` pairs takes the pooled value. Computed by
 ``python -m anchorgpu.planner.speed.calibrate`` (printed, and written to ``data/calibration.json`` with ``--write``).
 Dev tooling beside the fit. Pure.
 """
@@ -15,13 +20,22 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.rows_report import engine_of, set_of, speed_ratio
 from anchorgpu.planner.speed.runs import Run
+from anchorgpu.planner.speed.topology import layout_margin_class, serving_link_kind
 
-__all__ = ["LayoutSpread", "layout_groups", "layout_spread"]
+__all__ = ["LINK_CLASSES", "MIN_CLASS_PAIRS", "LayoutSpread", "layout_groups", "layout_spread"]
+
+LINK_CLASSES = ("scale-up", "pcie-or-network")
+"""The classes of :func:`~anchorgpu.planner.speed.topology.layout_margin_class`, each given a margin."""
+
+MIN_CLASS_PAIRS = 8
+"""Fewer pairs than this in a class of link and its median says little (a few groups of one model and GPU): the class
+takes the pooled margin instead. 8: the scale-up class's 10 pairs (three GPUs' TP sweeps) are the least counted on."""
 
 _WORKLOAD_KEYS = ("gpu", "metric", "weights", "kv_cache", "prompt_tokens", "output_tokens", "concurrency", "batch",
                   "burst_requests", "absorbed_dequant")
@@ -33,12 +47,22 @@ _LAYOUT_KEYS = ("gpus", "tp", "pp", "ep")
 @dataclass(frozen=True, slots=True)
 class LayoutSpread:
     """The median of ``|log(ratio_a / ratio_b)|`` over ``pairs`` pairs of rows in ``groups`` groups, as a fraction
-    (``exp(median) - 1``, rounded up to a thousandth); ``by_set``: the same per set of rows (pairs, fraction)."""
+    (``exp(median) - 1``, rounded up to a thousandth); ``by_set``: the same per set of rows (pairs, fraction);
+    ``by_link``: per class of :data:`LINK_CLASSES` (pairs, the fraction in force: the class's own from
+    :data:`MIN_CLASS_PAIRS` pairs, else ``margin``)."""
 
     margin: float
     groups: int
     pairs: int
     by_set: dict[str, tuple[int, float]]
+    by_link: dict[str, tuple[int, float]] = field(default_factory=dict)
+
+
+def _link_kind(run: Run) -> str:
+    """The slowest link a measured serving row's layout crosses (:func:`serving_link_kind`, 8 GPUs a server as the
+    speed model times it)."""
+    r = run.row
+    return serving_link_kind(get_gpu(r["gpu"]), int(r["tp"]), int(r.get("pp", 1)), int(r.get("ep", 1)))
 
 
 def _key(run: Run) -> tuple[Any, ...]:
@@ -76,18 +100,25 @@ def layout_spread(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> LayoutSp
     >>> s = layout_spread(rows, runs)
     >>> (s.groups, s.pairs, s.margin)
     (1, 3, 0.1)
+    >>> s.by_link  # H100 TP 2 and 4 on NVLink: a scale-up class of 3 pairs, too few, at the pooled value
+    {'scale-up': (3, 0.1), 'pcie-or-network': (0, 0.1)}
     """
     predicted = {r["id"]: float(r["predicted"]) for r in rows}
     logs: list[float] = []
     per_set: dict[str, list[float]] = {}
+    per_link: dict[str, list[float]] = {name: [] for name in LINK_CLASSES}
     groups = layout_groups(runs)
     for group in groups:
-        ratios = [math.log(speed_ratio(run, predicted[run.id])) for run in group]
-        for i, a in enumerate(ratios):
-            for b in ratios[i + 1:]:
+        ratios = [(math.log(speed_ratio(run, predicted[run.id])), _link_kind(run)) for run in group]
+        for i, (a, link_a) in enumerate(ratios):
+            for b, link_b in ratios[i + 1:]:
                 logs.append(abs(a - b))
                 per_set.setdefault(set_of(group[0]), []).append(abs(a - b))
+                per_link[layout_margin_class(link_a, link_b)].append(abs(a - b))
     if not logs:
         return LayoutSpread(margin=0.0, groups=0, pairs=0, by_set={})
-    return LayoutSpread(margin=_fraction(logs), groups=len(groups), pairs=len(logs),
-                        by_set={name: (len(v), _fraction(v)) for name, v in sorted(per_set.items())})
+    pooled = _fraction(logs)
+    return LayoutSpread(margin=pooled, groups=len(groups), pairs=len(logs),
+                        by_set={name: (len(v), _fraction(v)) for name, v in sorted(per_set.items())},
+                        by_link={name: (len(v), _fraction(v) if len(v) >= MIN_CLASS_PAIRS else pooled)
+                                 for name, v in per_link.items()})

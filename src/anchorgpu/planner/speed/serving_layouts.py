@@ -18,12 +18,15 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload, engine_limits, large_engine_defaults
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.layouts import SERVER_GPUS, Choice, tp_ok
+from anchorgpu.planner.speed.topology import layout_margin_class, serving_link_kind
 from anchorgpu.units import fmt_bytes
 
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
+    from anchorgpu.planner.result import ResolvedLayout
 
-__all__ = ["SERVING_GPU_COUNTS", "attention_dp_tp_sizes", "choose_serving_layout", "choose_serving_layout_on"]
+__all__ = ["SERVING_GPU_COUNTS", "attention_dp_tp_sizes", "choose_serving_layout", "choose_serving_layout_on",
+           "pair_margin", "pick_over_first"]
 
 SERVING_GPU_COUNTS = (1, 2, 4, *range(8, 1025, 8))
 """The GPU counts the serving chooser tries, fewest first: 1, 2 or 4, then whole 8-GPU servers up to 128 of them."""
@@ -129,30 +132,59 @@ def _serving_speed(p: Plan) -> float:
     return float(plan_performance(p).get("output_tokens_per_s") or 0.0)
 
 
-def _fastest(held: list[tuple[Layout, Plan]]) -> tuple[int, list[float]]:
+def _fastest(held: list[tuple[Layout, Plan]], gpu: GpuSpec) -> tuple[int, list[float], list[str]]:
     """Of the layouts that hold the users, in the planner's order (the default or replicas of the smallest split
     first): the fastest (output tokens/s at their concurrency, the same as the shortest time per output token for
-    them), unless it is predicted faster than the first by no more than the calibration's layout margin
-    (:func:`pick_over_first`). Answers the index picked and every layout's predicted output tokens/s."""
+    them) of those predicted faster than the first by more than the calibration's layout margin between the two
+    (:func:`pair_margin`, :func:`pick_over_first`). Answers the index picked, every layout's predicted output tokens/s
+    and the class of its margin against the first (:func:`pair_class`)."""
     speeds = [_serving_speed(p) for _, p in held]
-    return pick_over_first(speeds), speeds
+    # the plans' layouts: the first of choose_serving_layout_on is the layout given, only its GPU count set
+    classes = [pair_class(gpu, held[0][1].layout, p.layout) for _, p in held]
+    return pick_over_first(speeds, [calibration().layout_margin_of(c) for c in classes]), speeds, classes
 
 
-def pick_over_first(speeds: list[float], margin: float | None = None) -> int:
-    """Index of the fastest of ``speeds`` (the first of equals), or 0 (the planner's first, the conventional layout)
-    where the fastest beats ``speeds[0]`` by no more than ``margin`` (a fraction; default the calibration's
-    ``layout_margin``, 14.1%: the median disagreement of the model between two layouts of one measured workload, so a
-    smaller predicted advantage is not one the calibration resolves). gpt-oss-120b for 64 users of 8,192 tokens on
-    8 H100s: attention data parallelism, predicted 5% faster than TP 8, leaves TP 8; Mixtral 8x22B for 6,144 users
-    on 24 H200s: three one-server attention-DP engines, predicted 49% faster, replace TP 8 x 3.
+def pair_class(gpu: GpuSpec, a: Layout | ResolvedLayout, b: Layout | ResolvedLayout) -> str:
+    """The class of the worse link serving layouts ``a`` and ``b`` on ``gpu`` cross with their tensor-, pipeline- and
+    expert-parallel traffic (:func:`~anchorgpu.planner.speed.topology.layout_margin_class`)."""
+    return layout_margin_class(*(serving_link_kind(gpu, lay.tp or 1, lay.pp or 1, lay.ep or 1,
+                                                   gpus_per_server=SERVER_GPUS) for lay in (a, b)))
+
+
+def pair_margin(gpu: GpuSpec, a: Layout, b: Layout) -> float:
+    """The calibration's margin between serving layouts ``a`` and ``b`` on ``gpu``: its ``layout_margin`` of the
+    class of the worse link their tensor-, pipeline- and expert-parallel traffic crosses
+    (:func:`~anchorgpu.planner.speed.topology.layout_margin_class`): 5.1% where both stay on NVLink, xGMI or
+    NVSwitch, 15.9% where one crosses PCIe or the network (the median disagreement of the model between two
+    held-out measured layouts of one workload, per class).
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> tp8, dp8, staged = Layout(gpus=8, tp=8), Layout(gpus=8, tp=1, dp=8), Layout(gpus=16, tp=8, pp=2)
+    >>> pair_margin(get_gpu("h200"), tp8, dp8), pair_margin(get_gpu("h200"), tp8, staged)
+    (0.051, 0.159)
+    >>> pair_margin(get_gpu("rtx-pro-6000"), tp8, dp8)
+    0.159
+    """
+    return calibration().layout_margin_of(pair_class(gpu, a, b))
+
+
+def pick_over_first(speeds: list[float], margin: float | list[float]) -> int:
+    """Index of the fastest of ``speeds`` (the first of equals) of those faster than ``speeds[0]`` (the planner's
+    first, the conventional layout) by more than their ``margin`` (a fraction, one for all or one a layout:
+    :func:`pair_margin`, the median disagreement of the model between two layouts of one measured workload whose
+    links are of that class, so a smaller predicted advantage is not one the calibration resolves), else 0.
+    gpt-oss-120b for 64 users of 8,192 tokens on 8 H100s: attention data parallelism, predicted 4% faster than TP 8,
+    within NVLink's 5.1%, leaves TP 8; Mixtral 8x22B for 6,144 users on 24 H200s: three one-server attention-DP
+    engines, predicted 49% faster, replace TP 8 x 3.
 
     >>> pick_over_first([100.0, 110.0], margin=0.163), pick_over_first([100.0, 120.0, 117.0], margin=0.163)
     (0, 1)
+    >>> pick_over_first([100.0, 112.0, 108.0], margin=[0.0, 0.159, 0.051])  # the fastest within its margin
+    2
     """
-    if margin is None:
-        margin = calibration().layout_margin
-    best = _fastest_index(speeds)
-    return best if speeds[best] > speeds[0] * (1.0 + margin) else 0
+    margins = margin if isinstance(margin, list) else [margin] * len(speeds)
+    beyond = [i for i in range(1, len(speeds)) if speeds[i] > speeds[0] * (1.0 + margins[i])]
+    return max(beyond, key=lambda i: (speeds[i], -i)) if beyond else 0
 
 
 def _fastest_index(speeds: list[float]) -> int:
@@ -178,20 +210,31 @@ def _held(model: ModelSpec, w: Workload, precision: PrecisionPlan, gpus: int, gp
     return held, (closest[1] if closest is not None else None)
 
 
-def _which(held: list[tuple[Layout, Plan]], pick: int, speeds: list[float], users: str | None) -> str:
+def _which(held: list[tuple[Layout, Plan]], pick: int, speeds: list[float], classes: list[str],
+           users: str | None) -> str:
     """What the chosen layout is among those that hold the users (``users``: how many, else "that do"); where the
     planner's first is kept though another is predicted faster (within the margin), which one and by how much, the
-    layout recommend's sweep, which ranks with no margin, may show on the same GPUs."""
+    layout recommend's sweep, which ranks with no margin, may show on the same GPUs. The margin quoted is the one
+    between the first and the layout named (of its class of link, ``classes``: :func:`pair_class`)."""
     if len(held) == 1:
         return f"the only layout on them that holds {users}"
-    margin = calibration().layout_margin
+    best = _fastest_index(speeds)
+    named = classes[best if pick == 0 else pick]
+    margin = calibration().layout_margin_of(named)
     which = (f"the planner's first ({speeds[0]:,.0f} output tok/s), no other predicted more than {margin:.1%} faster"
              if pick == 0 else
-             f"the fastest ({speeds[pick]:,.0f} output tok/s), predicted more than {margin:.1%} faster than the "
-             "planner's first")
+             f"the {'fastest' if pick == best else 'fastest beyond its margin'} ({speeds[pick]:,.0f} output tok/s), "
+             f"predicted more than {margin:.1%} faster than the planner's first")
+    others = "".join(f"; {calibration().layout_margin_of(c):.1%} {_CLASS_WORDS[c]}"
+                     for c in _CLASS_WORDS if c != named and c in classes[1:])
     return (f"of the {len(held)} layouts on them that {'do' if users is None else 'hold ' + users}, {which} ("
             + _fastest_kept_over(held, pick, speeds) + "a smaller advantage is within the model's usual error between "
-            "two layouts of one measured workload)")
+            f"two layouts of one measured workload {_CLASS_WORDS[named]}{others})")
+
+
+_CLASS_WORDS = {"scale-up": "whose traffic stays on the scale-up link (NVLink, xGMI)",
+                "pcie-or-network": "where one's traffic crosses PCIe or the network"}
+"""How the assumptions name each class of :func:`pair_class`."""
 
 
 def _fastest_kept_over(held: list[tuple[Layout, Plan]], pick: int, speeds: list[float]) -> str:
@@ -222,12 +265,12 @@ def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPla
     for gpus in SERVING_GPU_COUNTS:
         held, closest = _held(model, w, precision, gpus, gpu, overheads, want, cap)
         if held:
-            pick, speeds = _fastest(held)
+            pick, speeds, classes = _fastest(held, gpu)
             layout, p = held[pick]
             reason = (f"Layout chosen: {gpus} GPU{'s' if gpus > 1 else ''} ({_split_words(layout)}) - the fewest "
                       f"{gpu.name} that hold {_users(want)}"
                       + (f" (at most {cap:,} a replica, the engine's max_num_seqs)" if want > cap else "")
-                      + ("" if len(held) == 1 else "; " + _which(held, pick, speeds, None))
+                      + ("" if len(held) == 1 else "; " + _which(held, pick, speeds, classes, None))
                       + "; pass --gpus to choose" + _fewer_gpus_with(model, w, precision, fewer, gpu, overheads))
             return Choice(layout=layout, workload=w, reason=reason), p
         fewer = closest or fewer
@@ -261,21 +304,21 @@ def choose_serving_layout_on(model: ModelSpec, w: Workload, precision: Precision
     held = [(given, default), *others] if default.fits else others
     if not held:
         return None
-    pick, speeds = _fastest(held)
+    pick, speeds, classes = _fastest(held, gpu)
     layout, p = held[pick]
     if p is default:
         if max(speeds) <= speeds[0]:
             return None, default
         # kept though another is predicted faster (within the margin): say which, as recommend may show it
         kept = (f"Layout kept on the {gpus} GPUs asked: the default, TP {lay.tp}"
-                + (f" with {lay.dp} replicas" if lay.dp > 1 else "") + f" - {_which(held, 0, speeds, _users(want))}; "
+                + (f" with {lay.dp} replicas" if lay.dp > 1 else "") + f" - {_which(held, 0, speeds, classes, _users(want))}; "
                 "pass --tp, --pp and --dp to choose")
         return Choice(layout=given, workload=w, reason=kept), default
     why = (f"the default, TP {lay.tp}" + (f" with {lay.dp} replicas" if lay.dp > 1 else "")
            + (f", serves them at {speeds[0]:,.0f}" if default.fits else
               f", does not hold them (it needs {fmt_bytes(default.per_gpu.total_bytes)} a GPU)"))
     reason = (f"Layout chosen on the {gpus} GPUs asked: {_split_words(layout)} - "
-              f"{_which(held, pick, speeds, _users(want))}; {why}; pass --tp, --pp and --dp to choose")
+              f"{_which(held, pick, speeds, classes, _users(want))}; {why}; pass --tp, --pp and --dp to choose")
     return Choice(layout=layout, workload=w, reason=reason), p
 
 

@@ -24,8 +24,10 @@ __all__ = [
     "host_kind",
     "host_link_bytes_per_s",
     "is_superchip",
+    "layout_margin_class",
     "network_bytes_per_s_of",
     "server_gpus",
+    "serving_link_kind",
     "tp_link",
 ]
 
@@ -200,3 +202,39 @@ def tp_link(gpu: GpuSpec, tp: int, *, gpus_per_server: int | None = None,
     return group_link(gpu, tp, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
 
 
+
+
+_SLOWER = ("none", "scale-up", "pcie", "network")
+"""Link kinds, fastest first."""
+
+
+def serving_link_kind(gpu: GpuSpec, tp: int, pp: int = 1, ep: int = 1, *, gpus_per_server: int = 8) -> str:
+    """The slowest link a serving replica's tensor-, pipeline- and expert-parallel traffic crosses (the links the
+    serving step is timed over: :mod:`~anchorgpu.planner.speed.step_constants`): ``none`` for one GPU a replica.
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> [serving_link_kind(get_gpu("h200"), tp, pp) for tp, pp in ((1, 1), (8, 1), (8, 2))]
+    ['none', 'scale-up', 'network']
+    >>> serving_link_kind(get_gpu("rtx-pro-6000"), 2)
+    'pcie'
+    """
+    kinds = ["none"]
+    if tp > 1:
+        kinds.append(group_link(gpu, tp, gpus_per_server=gpus_per_server).kind)
+    if pp > 1:
+        kinds.append(group_link(gpu, tp * pp, gpus_per_server=gpus_per_server).kind)
+    if ep > tp:  # attention data parallelism: the experts' all-gathers over the EP group
+        kinds.append(data_parallel_link(gpu, ep, min(ep, gpus_per_server), gpus_per_server=gpus_per_server).kind)
+    return max(kinds, key=_SLOWER.index)
+
+
+def layout_margin_class(*kinds: str) -> str:
+    """The class of the serving chooser's margin between layouts whose slowest links are ``kinds``
+    (:func:`serving_link_kind`): ``scale-up`` where none crosses more than the scale-up fabric (NVLink, xGMI,
+    NVSwitch) or no link at all, else ``pcie-or-network`` (the worse link of the two decides).
+
+    >>> layout_margin_class("none", "scale-up"), layout_margin_class("scale-up", "pcie")
+    ('scale-up', 'pcie-or-network')
+    """
+    worst = max(kinds, key=_SLOWER.index)
+    return "scale-up" if _SLOWER.index(worst) <= _SLOWER.index("scale-up") else "pcie-or-network"
