@@ -157,7 +157,8 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
         max_num_batched_tokens=(limits or _engine_limits(plan))[0], gpus_per_server=SERVER_GPUS,
         graph_batch_sizes=graph_batch_sizes, ep=lay.ep, block_fp8=block_fp8, host_overlap=host_overlap,
         ep_gather_bytes=gather_bytes, quantized_share=share, expert_quantized_share=expert_share,
-        head_quantized_share=head_share, absorbed_dequant=absorbed_dequant, engine=engine or plan.workload.engine)
+        head_quantized_share=head_share, absorbed_dequant=absorbed_dequant, engine=engine or plan.workload.engine,
+        kv_fp8=plan.precision.kv_cache == "fp8")
 
 
 def sglang_step_terms(plan: Plan) -> tuple[tuple[int, ...], bool]:
