@@ -73,7 +73,7 @@ def parts(pattern: str) -> None:
         attn = (decode_attention_flops_per_token(p.model, prompt + output // 2),
                 attention_flops_per_token(p.model, prompt, causal=True))
         _, share = prefill_chunk_share(batch, prompt, output, setup.max_num_batched_tokens)
-        t = _tick(setup, c, batch, prefill, attn[0], attn[1], 0.0)  # the prompts spread over every step
+        t = _tick(setup, c, batch, prefill, attn[0], attn[1], 0.0, head_skip=0.0)  # the prompts spread over every step
         implied = batch * setup.replicas / run.value
         tokens = batch + prefill
         print(f"{run.id:26s} {run.role:7s} B={batch:5d} prompt tok/step={prefill:7.0f} share={share:5.2f} "

@@ -122,6 +122,15 @@ class Ticks:
         if kv.cross_read is not None:  # an encoder's output or the images, read through cross-attention every step
             kv_read = kv_read + kv.cross_read
         self.kv_read = kv_read
+        # the rate the KV cache is read: decode_mbu's, or a MoE's FP8 cache on TensorRT-LLM at its decode attention's
+        # measured share of the bandwidth (speed.step_constants.trtllm_kv_read_fraction), per KV dtype ``(K, 1, L)``
+        self.kv_rate: FloatArray = self.bw_mbu
+        if (spec.workload.engine == "trtllm" and model.moe is not None and model.mla is None and model.recurrent is None
+                and len(kv.kv_caches) == kv.read_bytes.shape[0]):
+            share = np.array([cal.trtllm_decode_attention_kv_fraction.get(gpu.name, 0.0) for gpu in gpus])[s]
+            fp8 = np.array([name == "fp8" for name in kv.kv_caches])[:, None, None]
+            if np.any(share > 0) and np.any(fp8):
+                self.kv_rate = np.where(fp8 & (share > 0), self.bw_mem * share, self.bw_mbu)
         self.tp, self.pp = lay.tp, lay.pp
         self.split = (lay.tp * lay.pp).astype(np.float64)
         self.p_matmul = 2.0 * forward_matmul_params(model)
@@ -197,7 +206,7 @@ class Ticks:
         weights_s = _soft_roofline(big, np.minimum(memory_s, compute_s, out=compute_s), self.knee, self.inv_knee)
         weights_s += self.fixed
         attention_s = decode * self.kv_read
-        attention_s /= self.bw_mbu
+        attention_s /= self.kv_rate
         np.maximum(attention_s, (decode * self.attn_dec + prefill * self.attn_pre) / self.split / self.attention_rate,
                    out=attention_s)
         message = tokens * model.hidden_size * ACTIVATION_BYTES

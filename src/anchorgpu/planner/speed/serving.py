@@ -13,7 +13,9 @@ A decode step for ``B`` running sequences (and the prefill tokens that share it)
   (a share that grows with the per-GPU width ``h/tp`` of the products; a MoE's routed-expert products also with
   the rows each expert the step touches gets, ``tokens * k / E`` once every expert runs: :func:`expert_rows_factor`);
 * **attention**: the larger of reading every sequence's KV cache (MLA latents and sliding windows as the
-  cache holds them) and the attention arithmetic;
+  cache holds them; a MoE's FP8 cache on TensorRT-LLM at the share of the bandwidth its decode attention kernels
+  are measured to reach, :func:`~anchorgpu.planner.speed.step_constants.trtllm_kv_read_fraction`) and the attention
+  arithmetic;
 * **tensor parallelism**: two all-reduces per layer of the step's tokens, each with its latency;
 * **expert parallelism** wider than TP (attention data parallelism: ``--tp 1 --dp 8 --ep 8``): each GPU's experts
   serve the tokens of the ``ep / tp`` replicas of its EP group (the rows per expert and the experts touched follow),
@@ -185,7 +187,7 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     if skipped:
         matmul_s -= skipped * 2.0 * c.head_params / split / c.head_rate
     work, weights_s, attention_s, weights_read_s, kv_s, attn_compute_s = _work(
-        c, weights / mem_rate, matmul_s, kv_bytes / mem_rate, attn_flops_per_gpu, tokens)
+        c, weights / mem_rate, matmul_s, kv_bytes / c.kv_rate, attn_flops_per_gpu, tokens)
     comm = 0.0
     if message > 0:
         if c.link is not None:  # two all-reduces per layer of the stage (allreduce_s, inline)
@@ -240,7 +242,7 @@ def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_to
     skipped = prefill_tokens * head_skip
     if skipped:
         matmul_s -= skipped * 2.0 * c.head_params / split / c.head_rate
-    weights_read_s, kv_s = weights / mem_rate, kv_bytes / mem_rate
+    weights_read_s, kv_s = weights / mem_rate, kv_bytes / c.kv_rate
     attn_compute_s = attn_flops_per_gpu / c.attention_rate  # _work's terms, inline
     work = (soft_roofline(weights_read_s, matmul_s, c.knee) + (kv_s if kv_s >= attn_compute_s else attn_compute_s)
             + tokens * c.elementwise_s_per_token)

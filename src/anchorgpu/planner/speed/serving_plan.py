@@ -161,7 +161,7 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
         head_quantized_share=head_share, absorbed_dequant=absorbed_dequant, engine=engine or plan.workload.engine,
         whole_dense_layers=plan.workload.attention_dp_kv, whole_dense_extra_bytes=(whole_dense_layers_extra_bytes(
             model, format_for_model(model, plan.precision.weights), tp=lay.tp, pp=lay.pp)
-            if plan.workload.attention_dp_kv else 0.0))
+            if plan.workload.attention_dp_kv else 0.0), kv_fp8=plan.precision.kv_cache == "fp8")
 
 
 def sglang_step_terms(plan: Plan) -> tuple[tuple[int, ...], bool]:

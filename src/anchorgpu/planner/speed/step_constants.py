@@ -54,11 +54,13 @@ class ServingSetup:
     # format; product_shares.head_quantized_share): the rate the head's product a prompt token skips runs at
     absorbed_dequant: bool = False  # MLA: the engine dequantises the absorbed latent weights from FP8 every step
     # (SGLang on ROCm: launches.absorbed_dequant_bytes), kernels and bytes of a fixed cost
-    engine: str = "vllm"  # the engine whose kernels run the steps ("trtllm": its MoE kernel's per-row cost)
+    engine: str = "vllm"  # the engine whose kernels run the steps ("trtllm": its MoE kernel's per-row cost, its
+    # decode attention's KV read)
     whole_dense_layers: bool = False  # the TP ranks ran attention data-parallel (a measured row's attention_dp_weights):
     # a mixture of experts' dense layers are whole on every GPU, so they exchange nothing (no TP all-reduce)
     whole_dense_extra_bytes: float = 0.0  # and each GPU reads their whole weights a step, this much beyond its TP share
     # (experts.whole_dense_layers_extra_bytes)
+    kv_fp8: bool = False  # the KV cache is FP8 (TensorRT-LLM's decode attention reads it at its own measured rate)
 
 
 def _link(gpu: GpuSpec, setup: ServingSetup) -> Link:
@@ -102,6 +104,7 @@ class _StepConstants:
     # gathered values' bytes and the 16-bit outputs' (1.0 when both are 16 bit)
     ep_rate: float  # the EP group's link bandwidth x efficiency
     ep_latency_s: float
+    kv_rate: float  # the rate a decode step reads the KV cache: mem_rate, or the engine's attention kernel's measured
 
 
 _STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float, float, float, float, bool, bool, str, bool],
@@ -121,7 +124,7 @@ def _pair(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration)
     key = (id(model), id(gpu), setup.precision, setup.tp, setup.pp, setup.gpus_per_server, id(cal), setup.ep,
            setup.ep_gather_bytes, setup.quantized_share, setup.expert_quantized_share, setup.head_quantized_share,
            setup.absorbed_dequant,
-           setup.block_fp8, setup.engine, setup.whole_dense_layers)
+           setup.block_fp8, setup.engine, setup.whole_dense_layers, setup.kv_fp8)
     hit = _STEP_MEMO.get(key)
     if hit is not None and hit[0] is model and hit[1] is gpu and hit[2] is cal:
         return hit[3]
@@ -164,6 +167,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
     # (their launches) and their traffic, the same at any batch (launches.absorbed_dequant_bytes)
     dequant = setup.absorbed_dequant and model.mla is not None
     dequant_s = absorbed_dequant_bytes(model, setup.tp) / setup.pp / (bw * mbu) if dequant and not ideal else 0.0
+    kv_fraction = 0.0 if ideal else trtllm_kv_read_fraction(model, gpu, setup, cal)
     return _StepConstants(
         matmul_params=float(forward_matmul_params(model)), link=link, pp_link=pp_link,
         fixed_s=0.0 if ideal else (k.per_step_s + model.num_layers / setup.pp * k.per_layer_step_s
@@ -193,7 +197,29 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         # per collective, on average, (ep_gather_bytes + 2) / 4 of a 16-bit token set each
         ep_token_bytes=(setup.ep_gather_bytes + ACTIVATION_BYTES) / (2.0 * ACTIVATION_BYTES) if wide_ep else 0.0,
         ep_rate=ep_link.bytes_per_s * link_eff if ep_link is not None else 1.0,
-        ep_latency_s=ep_link.latency_s if ep_link is not None else 0.0)
+        ep_latency_s=ep_link.latency_s if ep_link is not None else 0.0,
+        kv_rate=bw * kv_fraction if kv_fraction else bw * mbu)
+
+
+def trtllm_kv_read_fraction(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration) -> float:
+    """The share of ``gpu``'s memory bandwidth TensorRT-LLM's decode attention reaches reading an FP8 KV cache of
+    many sequences (``cal.trtllm_decode_attention_kv_fraction`` of the GPU, measured on its kernels), for a mixture of
+    experts, or 0.0 where that figure does not apply and the KV read goes at the step's fitted ``decode_mbu``: another
+    engine, a 16-bit cache, a GPU without a figure, MLA (another kernel), a recurrent model's state, or a dense model.
+    Dense models run the same kernel, but their fitted ``decode_mbu`` already carries their KV read: timed this way
+    too, the refit moves the dense serving constants and MoE fit rows drop out (benchmarks/moe_small_batch_findings.md,
+    Stop 55). Prediction only (the ceiling reads at the datasheet's bandwidth).
+
+    >>> from anchorgpu.planner.speed._toys import toy_gpu, toy_model
+    >>> from anchorgpu.planner.speed.calibration import calibration
+    >>> s = ServingSetup(weights_bytes_per_gpu=1e9, kv_bytes_per_sequence_per_gpu=1e6, engine="vllm", kv_fp8=True)
+    >>> trtllm_kv_read_fraction(toy_model(), toy_gpu(), s, calibration())  # not TensorRT-LLM
+    0.0
+    """
+    if (setup.engine != "trtllm" or not setup.kv_fp8 or model.moe is None or model.mla is not None
+            or model.recurrent is not None):
+        return 0.0
+    return cal.trtllm_decode_attention_kv_fraction.get(gpu.name, 0.0)
 
 
 def trtllm_moe_s_per_token(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration) -> float:
