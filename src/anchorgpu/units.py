@@ -306,7 +306,7 @@ def fmt_figure(value: float, places: int) -> str:
     return f"{value:,.{figure_places(value, places)}f}"
 
 
-def fmt_given(value: float) -> str:
+def fmt_given(value: object) -> str:
     """A number the user gave, as a refusal names it: a whole value without ``.0`` and with thousands separators (a
     flag typed ``1e9`` or ``10`` arrives as the float ``1e9`` or ``10.0``), any other as Python writes it shortest.
 

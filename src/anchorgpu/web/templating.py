@@ -169,7 +169,7 @@ def figure(locale: str) -> Any:
     shown = number(locale)
 
     def formatted(value: int | float | None, digits: int = 0) -> str:
-        return shown(value, digits if value is None else figure_places(float(value), digits))
+        return str(shown(value, digits if value is None else figure_places(float(value), digits)))
 
     return formatted
 
