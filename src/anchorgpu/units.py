@@ -35,6 +35,7 @@ __all__ = [
     "fmt_bytes",
     "figure_places",
     "fmt_figure",
+    "fmt_given",
     "fmt_usd",
     "gbit_per_s_to_bytes_per_s",
     "parse_term",
@@ -303,3 +304,17 @@ def fmt_figure(value: float, places: int) -> str:
     ('42,422', '0.039', '5.4')
     """
     return f"{value:,.{figure_places(value, places)}f}"
+
+
+def fmt_given(value: object) -> str:
+    """A number the user gave, as a refusal names it: a whole value without ``.0`` and with thousands separators (a
+    flag typed ``1e9`` or ``10`` arrives as the float ``1e9`` or ``10.0``), any other as Python writes it shortest.
+
+    >>> fmt_given(1e9), fmt_given(10.0), fmt_given(-5.0), fmt_given(33.3), fmt_given(1e-05), fmt_given(float("nan"))
+    ('1,000,000,000', '10', '-5', '33.3', '1e-05', 'nan')
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, int) or (math.isfinite(value) and float(value).is_integer() and abs(value) < 1e21):
+        return f"{int(value):,}"
+    return f"{value:,}" if abs(value) >= 1000 and math.isfinite(value) else repr(value)

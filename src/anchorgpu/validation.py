@@ -29,6 +29,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from anchorgpu.errors import InvalidInput
+from anchorgpu.units import fmt_given
 
 __all__ = [
     "BINARY_SUFFIXES",
@@ -303,7 +304,7 @@ def finite_number(value: float, *, field: str, low: float | None = None, high: f
     lo = low if low is not None else (limit.low if limit else -math.inf)
     hi = high if high is not None else (limit.high if limit else math.inf)
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or not lo <= value <= hi:
-        raise InvalidInput(f"{flag or '--' + field.replace('_', '-')} {value!r}: expected a finite number from "
+        raise InvalidInput(f"{flag or '--' + field.replace('_', '-')} {fmt_given(value)}: expected a finite number from "
                            f"{_bound(lo)} to {_bound(hi)}")
     return float(value)
 

@@ -72,7 +72,7 @@ def test_recommend_refuses_the_other_tasks_options(local_db: None, capsys: pytes
     assert "--micro-batch 2 applies to training" in cli_refusal(capsys, *RECOMMEND, "--micro-batch", "2")
     assert "--tokens 1e9 applies to training" in cli_refusal(capsys, *RECOMMEND, "--tokens", "1e9")
     assert "--lower-precision applies to serving" in cli_refusal(capsys, *RECOMMEND, "--task", "train", "--lower-precision")
-    assert "--min-tokens-per-s 5.0 applies to serving" in cli_refusal(capsys, *RECOMMEND, "--task", "train",
+    assert "--min-tokens-per-s 5 applies to serving" in cli_refusal(capsys, *RECOMMEND, "--task", "train",
                                                                    "--min-tokens-per-s", "5")
     assert "--output-tokens 64 applies to serving" in cli_refusal(capsys, *RECOMMEND, "--task", "lora", "--output-tokens", "64")
 

@@ -73,7 +73,7 @@ def test_sort_orders_largest_first_and_puts_unknowns_last(capsys: pytest.Capture
     [
         (("gpus", "--vendor", "intel"), "error: --vendor must be nvidia or amd, got 'intel'"),
         (("gpus", "--sort", "speed"), "error: --sort must be one of name, memory, bandwidth, bf16, fp8, fp4, tdp, got 'speed'"),
-        (("gpus", "--min-memory-gb", "-1"), "error: --min-memory-gb -1.0: expected a finite number from 0 to 1,000,000"),
+        (("gpus", "--min-memory-gb", "-1"), "error: --min-memory-gb -1: expected a finite number from 0 to 1,000,000"),
         (("gpus", "h100", "h200"), "error: 'gpus' takes at most one GPU name, got 2; to compare two, use 'anchorgpu gpus compare A B'"),
         (("gpus", "compare", "h100"), "error: 'gpus compare' takes exactly two GPU names, got 1"),
         (("gpus", "h100", "--model", "llama-3.1-8b"), "error: --model applies to 'gpus compare A B' only"),

@@ -32,7 +32,7 @@ _BANDED = "prediction; with _low, _high and _ceiling beside it"
 
 PERFORMANCE_KEYS: dict[str, JsonValue] = {
     "ttft_s": {"description": f"Serving: time to first token, seconds ({_BANDED})"},
-    "tpot_s": {"description": f"Serving: time per output token, seconds ({_BANDED})"},
+    "tpot_s": {"description": f"Serving: time per output token, seconds ({_BANDED}): the steady state's time between one user's tokens, other requests' prefills interleaved (1 / decode_tokens_per_s_per_user). With output_tokens 1 no time passes between tokens: the value is then the seconds per request, and the CLI and the page say TPOT does not apply"},
     "output_tokens_per_s": {"description": f"Serving: output tokens/s of all users at the concurrency ({_BANDED})"},
     "decode_tokens_per_s_per_user": {"description": f"Serving: output tokens/s one user sees; where replicas hold unequal shares of the users, the busiest replica's (its users are the slowest; output_tokens_per_s sums every replica's) ({_BANDED})"},
     "max_output_tokens_per_s": {"description": f"Serving: output tokens/s at saturation ({_BANDED})"},

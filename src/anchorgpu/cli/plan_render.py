@@ -226,6 +226,14 @@ def _band_note(section: dict[str, Any], key: str, show: Callable[[float], str]) 
     return f" ({show(low)}-{show(high)}" + (f"; {top})" if top else ")")
 
 
+NO_TPOT_LINE = ("time per output token: does not apply (1 output token a request: no time between tokens; the token "
+                "comes at the time to first token)")
+"""The TPOT line of a serving plan timed with one output token a request. TPOT is the time between a request's
+tokens, its first excluded (vLLM's serving benchmark: "Time per Output Token (excl. 1st token)"), so a one-token
+answer has none; the JSON keeps ``tpot_s`` (its contract), there the steady state's seconds per request, 1 / the
+per-user tokens/s."""
+
+
 def _render_performance(out: Any, section: Any, *, concurrency: int | None = None,
                         context_tokens: int | None = None, uneven: bool = False) -> None:
     """Predicted speed with its band (what measured runs of the same kind fell within) and the ceiling; a serving
@@ -245,6 +253,8 @@ def _render_performance(out: Any, section: Any, *, concurrency: int | None = Non
                 ("train_mfu", "MFU", "{:.1%}", 1.0))
     lines = [f"{label} {text}" for key, label, fmt, scale in (*serving, *training)
              if (text := _band(section, key, fmt, scale)) is not None]
+    if section.get("output_tokens") == 1 and "tpot_s" in section:  # a one-token answer has no inter-token time
+        lines = [NO_TPOT_LINE if line.startswith("time per output token") else line for line in lines]
     if not lines:
         for line in section.get("assumptions", [])[:1]:
             out.print(f"Speed: not predicted - {line}")

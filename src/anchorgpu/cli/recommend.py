@@ -47,7 +47,7 @@ def render_recommendation(rec: Recommendation) -> None:
     training = rec.task not in ("inference", "diffusion")
     wl = rec.workload
     head = (f"[bold]{rec.model}[/bold] · {rec.task} · term {rec.term} ({rec.term.hours} h) · "
-            f"{rec.evaluated:,} configurations evaluated")
+            f"{rec.evaluated:,} configuration{'' if rec.evaluated == 1 else 's'} evaluated")
     if diffusion:
         head += f" · {wl['images']} image(s) per batch per replica"
     elif not training:
@@ -56,8 +56,10 @@ def render_recommendation(rec: Recommendation) -> None:
                  + " · concurrency "
                  f"{format(wl['concurrency'], ',') if wl['concurrency'] else 'best per offering'}")
     out.print(head)
-    if not rec.results:
-        out.print("[red]Nothing in the catalog fits this workload[/red] within the limits given.")
+    if not rec.results:  # one line, not an empty table: what was tried and what to change
+        from anchorgpu.recommend.nothing_fits import nothing_fits_line
+
+        out.print(nothing_fits_line(rec.task, rec.evaluated, wl, rec.rejected), style="red", markup=False)
     table = Table(title="Cheapest offerings that fit, cheapest first", pad_edge=False)
     columns = ["#", "offering", "srv×GPU", "layout", "weights" if training else "weights/KV", "GiB/GPU used/usable"]
     if diffusion:
@@ -93,7 +95,8 @@ def render_recommendation(rec: Recommendation) -> None:
                     _money(o.usd_per_million_output_tokens)]
         row += [_money(o.total_usd), _money(o.per_gpu_hour_usd)]
         table.add_row(*row)
-    out.print(table)
+    if rec.results:
+        out.print(table)
     if rec.results and not diffusion:
         _print_bands(out, rec, "train tok/s" if training else "tok/s")
     short = [f"#{i} {o.offering} {int(o.config['max_model_len_tokens']):,}" for i, o in enumerate(rec.results, 1)

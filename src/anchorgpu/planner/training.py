@@ -52,10 +52,10 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
               ov: Overheads, assumptions: list[str], warnings: list[PlanWarning]) -> TaskTerms:
     seq = default_seq_tokens(w, model.max_context_tokens)
     if w.seq_tokens is None:
-        assumptions.append(f"Sequence length not given: {seq} tokens.")
+        assumptions.append(f"Sequence length not given: {seq:,} tokens.")
     if seq > model.max_context_tokens and not w.allow_long_context:
         raise InvalidWorkload(
-            f"seq {seq} exceeds {model.name}'s limit of {model.max_context_tokens} tokens (add --allow-long-context)")
+            f"seq {seq:,} exceeds {model.name}'s limit of {model.max_context_tokens:,} tokens (add --allow-long-context)")
     micro_batch = w.micro_batch or 1
     if w.micro_batch is None:
         assumptions.append("Micro-batch not given: 1 sequence per GPU step.")

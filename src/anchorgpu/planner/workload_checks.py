@@ -27,6 +27,7 @@ from anchorgpu.planner.inputs import (
     Workload,
 )
 from anchorgpu.planner.media import validate_media
+from anchorgpu.units import fmt_given
 
 __all__ = ["LORA_OPTIONS", "MAX_NETWORK_GBIT_PER_S_PER_GPU", "SERVING_OPTIONS", "TRAINING_OPTIONS",
            "check_activation_offload_layout", "check_counts", "check_diffusion_options", "counts_checker",
@@ -101,14 +102,14 @@ def check_network(gbit_per_s: object, task: str) -> None:
     >>> check_network(0.0, "train")
     Traceback (most recent call last):
     ...
-    anchorgpu.errors.InvalidWorkload: --network-gbit-per-gpu 0.0: expected a finite number of Gb/s above 0 and at most 100,000
+    anchorgpu.errors.InvalidWorkload: --network-gbit-per-gpu 0: expected a finite number of Gb/s above 0 and at most 100,000
     """
     if isinstance(gbit_per_s, bool) or not isinstance(gbit_per_s, int | float) or not math.isfinite(gbit_per_s) \
             or not 0 < gbit_per_s <= MAX_NETWORK_GBIT_PER_S_PER_GPU:
-        raise InvalidWorkload(f"--network-gbit-per-gpu {gbit_per_s!r}: expected a finite number of Gb/s above 0 and at "
+        raise InvalidWorkload(f"--network-gbit-per-gpu {fmt_given(gbit_per_s)}: expected a finite number of Gb/s above 0 and at "
                               f"most {MAX_NETWORK_GBIT_PER_S_PER_GPU:,.0f}")
     if task not in TRAINING_TASKS:
-        raise InvalidWorkload(f"--network-gbit-per-gpu {gbit_per_s!r} times a training step across servers (task "
+        raise InvalidWorkload(f"--network-gbit-per-gpu {fmt_given(gbit_per_s)} times a training step across servers (task "
                               f"train, lora or qlora); task {task} has no training step")
 
 
@@ -216,7 +217,7 @@ def _shown(name: str, value: object) -> str:
         return flag
     if isinstance(value, (list, tuple)):
         value = ",".join(map(str, value))
-    return f"{flag} {value}"
+    return f"{flag} {fmt_given(value) if isinstance(value, float) else value}"
 
 
 def planned_task(task: str, model: object = None) -> str:

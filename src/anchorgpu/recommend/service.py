@@ -288,8 +288,10 @@ def recommend(
         uneven = _uneven_replicas_line(shown)
         if uneven:
             assumptions.append(uneven)
-        slow = (slow_users_line([o.config for o in shown])  # the ladder chose each row for total tokens/s
-                if spec.workload.concurrency is None and min_tokens_per_s_per_user is None else None)
+        # the ladder chose each row for total tokens/s; a one-token answer streams nothing to read at a latency target
+        slow = (slow_users_line([o.config for o in shown])
+                if spec.workload.concurrency is None and min_tokens_per_s_per_user is None
+                and result.output_tokens != 1 else None)
         if slow:
             assumptions.append(slow)
         assumptions.extend(serving_caveats(calibrated(spec.efficiencies).caveats, moe=model.moe is not None,

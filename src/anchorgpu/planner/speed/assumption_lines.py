@@ -120,8 +120,10 @@ def serving_line(conc: int, prompt: int, output: int, sat: int, reservation: str
     engine's admission (``serving_plan.KvReservation``)."""
     held = {"full": "prompt + output tokens each, reserved up front",
             "ratio": _sglang_admission(output)}.get(reservation, "the average cached length")
-    return (f"serving at {conc} concurrent request(s) of {prompt:,} prompt + {output:,} output tokens with continuous "
-            f"batching and chunked prefill (each step carries prompt/output = {prompt / output:.2g} prefill tokens per "
+    ratio = prompt / output  # 4 or 0.5 as such, 200,000 not 2e+05
+    return (f"serving at {conc:,} concurrent request(s) of {prompt:,} prompt + {output:,} output tokens with continuous "
+            f"batching and chunked prefill (each step carries prompt/output = "
+            f"{f'{ratio:,.0f}' if ratio >= 10 else f'{ratio:.2g}'} prefill tokens per "
             f"output token); saturation at {sat:,} sequences (KV capacity at {held}, engine cap {cap:,})"
             + (f"; the {conc - sat:,} request(s) beyond saturation wait in the engine's queue: the figures are those "
                f"of the {sat:,} running, and the wait is not in TTFT" if 1 <= sat < conc else ""))
