@@ -87,6 +87,14 @@ def test_a_number_out_of_range_names_its_limits_as_written(local_db: None, capsy
     assert err.endswith("expected a finite number from 0 to 10,000,000\n"), err
 
 
+@pytest.mark.parametrize(("flag", "typed", "named"), [("--mbu", "0", "--mbu 0:"), ("--mfu", "0.001", "--mfu 0.001:")])
+def test_an_efficiency_out_of_range_is_named_as_typed(capsys: pytest.CaptureFixture[str], flag: str, typed: str,
+                                                      named: str) -> None:
+    """``--mbu 0`` was refused as ``--mbu 0.0``."""
+    err = cli_refusal(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", flag, typed)
+    assert err.startswith(f"error: {named} an efficiency is a fraction from 0.01 to 1"), err
+
+
 def test_recommend_writes_a_floor_and_a_users_count_with_separators(local_db: None,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """``no configuration reaches 5000 tokens/s per user`` and a header's ``concurrency 1000000``, where every other

@@ -28,7 +28,7 @@ from anchorgpu.planner.speed.evidence import (
     split_kind,
 )
 from anchorgpu.planner.speed.launches import LayerLaunches
-from anchorgpu.units import gbit_per_s_to_bytes_per_s
+from anchorgpu.units import fmt_given, gbit_per_s_to_bytes_per_s
 
 __all__ = [
     "CALIBRATION_FILE",
@@ -381,7 +381,7 @@ class Overrides:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
                                       or not MIN_EFFICIENCY <= value <= 1.0):
-                raise InvalidWorkload(f"--{name} {value!r}: an efficiency is a fraction from {MIN_EFFICIENCY:g} to 1 "
+                raise InvalidWorkload(f"--{name} {fmt_given(value)}: an efficiency is a fraction from {MIN_EFFICIENCY:g} to 1 "
                                       "(below 1% is not a real efficiency: the speed would print as 0 tok/s)")
 
 
