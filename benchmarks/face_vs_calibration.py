@@ -23,17 +23,20 @@ to a temporary ``config.json`` that the command names; a quantized checkpoint's 
 image a request unless told none, the benchmarks sent text).
 
 Result at this commit. The 25 rows: every difference over 1% (T26 +19.0%, TT-8B-8-CP2 +14.0%, P70-H200-128/2048
-+19.7%, PL4M-H200-1000/1000 +9.7%, VGM-Q235-H100-SG +11.1%) is 0.0% from the calibration of what the flags say:
++19.7%, PL4M-H200-1000/1000 +5.9%, VGM-Q235-H100-SG +11.4%) is 0.0% from the calibration of what the flags say:
 all of it is a setting no flag states (torchtitan's 500 W cap, 2.4 TB/s H100s and FlashAttention-2; TensorRT-LLM's
-whole-request admission under vLLM's memory sizing and its captured graph batch sizes; vLLM 0.11's host work between
-steps). ``--all`` (487 rows with a figure the CLI gives): the same holds for 470; the other 17 are 16 TensorRT-LLM
+whole-request admission under vLLM's memory sizing, its captured graph batch sizes and, for the MoE rows, the weights
+and KV cache of attention DP under a TP timing, ``attention_dp_weights``; vLLM 0.11's host work between steps). ``--all`` (487 rows with a figure the CLI gives): the same holds for 470; the other 17 are 16 TensorRT-LLM
 rows on pipeline stages whose ``trtllm-bench`` limits (more sequences than tokens a step) the CLI refuses under
 ``--engine vllm``, the engine the calibration plans them for (it accepts them under ``--engine trtllm``), and
 DSV3-H800-PRETRAIN, whose layout does not fit in the planner's memory (no speed is given for a plan that does not
 fit; the calibration times it anyway). Over the 333 TensorRT-LLM rows planned with vLLM's sizing, ``--engine
-trtllm`` answers a median 2.9% and at most 40.6% (P405-H200-128/4096) above the calibrated figure, mostly the
-captured graphs the CLI cannot state (the row's 637 sequences padded to a 1,024 graph). No row showed the CLI taking
-another default or path than the calibration for inputs its flags state.
+trtllm`` answers a median 1.9% above the calibrated figure (from -25.6% to +257.4%): the largest are the Llama 4
+Maverick H100 rows (+37% to +257%), whose ``attention_dp_weights`` and vLLM sampler term leave the calibration's
+plan 2.6-9.2 GiB of KV cache a GPU where TensorRT-LLM's own rule on the TP layout the flags state leaves about 28
+(moe_small_batch_findings.md, Stop 56). No row showed the CLI taking another default or path than the calibration for
+inputs its flags state. (Until Stop 56 the said-only figure reused the row's cached plan, so a setting the plan reads,
+``attention_dp_weights``, was not taken out of it: 92 rows differed then.)
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from anchorgpu.planner.speed.rows_report import engine_of
 from anchorgpu.planner.speed.runs import (
     TRAIN_PRECISION_OF,
     Run,
+    _serve_plan,
     load_runs,
     predict,
     trtllm_bench_engine,
@@ -172,6 +176,8 @@ def _serve_flags(run: Run, row: dict[str, Any]) -> tuple[list[str], list[str]]:
         unsaid.append("host_overlap=false")
     if row.get("absorbed_dequant") and not (engine == "sglang" and row["gpu"] in AMD_GPUS):
         unsaid.append("absorbed_dequant")
+    if row.get("attention_dp_weights"):  # timed as TP, memory held as attention DP holds it: no layout says both
+        unsaid.append("attention_dp_weights")
     kernels = engine_of(run)
     if kernels is not None and kernels != engine:
         unsaid.append(f"kernels of {kernels}")
@@ -193,12 +199,28 @@ def said_only(run: Run) -> Run:
             row.pop(key, None)
     else:
         engine = _serve_engine(row)
-        for key in ("graph_batch_sizes", "host_overlap"):
+        for key in ("graph_batch_sizes", "host_overlap", "attention_dp_weights"):
             row.pop(key, None)
         if not (engine == "sglang" and row["gpu"] in AMD_GPUS):
             row.pop("absorbed_dequant", None)
         row["kv_reservation"], row["engine"] = ENGINE_RESERVATION[engine], engine
     return replace(run, row=row)
+
+
+def predict_said(run: Run) -> float:
+    """The calibration's figure for :func:`said_only` of ``run``, its plan rebuilt from that row: the calibration
+    caches a serving row's plan by id (``runs._serve_plan``), so a setting the plan reads (``attention_dp_weights``)
+    is swapped into the loaded row for the call and back."""
+    said, saved = said_only(run).row, dict(run.row)
+    run.row.clear()
+    run.row.update(said)
+    _serve_plan.cache_clear()
+    try:
+        return predict(run)
+    finally:
+        run.row.clear()
+        run.row.update(saved)
+        _serve_plan.cache_clear()
 
 
 def cli_command(run: Run, folder: Path) -> tuple[list[str], list[str]]:
@@ -248,7 +270,7 @@ def compare(ids: tuple[str, ...] = ROWS) -> list[dict[str, Any]]:
                 face = cli_figure(run, argv)
             except RuntimeError as exc:  # the CLI refuses the command: say why
                 face, refused = float("nan"), str(exc)
-            said = predict(said_only(run)) if unsaid else calibrated
+            said = predict_said(run) if unsaid else calibrated
             named = as_engine_named(run, argv)
             named_figure = cli_figure(run, named) if named else None
             records.append({"id": run_id, "metric": run.metric, "command": "anchorgpu " + shlex.join(argv),
