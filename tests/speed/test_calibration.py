@@ -234,7 +234,7 @@ def test_mixture_of_experts_and_pipeline_serving_say_how_far_off_they_fell() -> 
     cal = calibration()
     gpu = __import__("anchorgpu.hardware", fromlist=["get_gpu"]).get_gpu("b200")
     dense, moe, staged = cal.band(gpu, "serve"), cal.band(gpu, "serve", "moe"), cal.band(gpu, "serve", "pp")
-    assert moe.low < 0.7 < dense.low and moe.high > 1.25 > dense.high and staged.low < 0.8 < dense.low
+    assert moe.low < 0.75 < dense.low and moe.high > dense.high and staged.low < 0.8 < dense.low
     assert serving_band_kind(load_model("qwen3-30b-a3b"), 1) == "moe"
     assert serving_band_kind(load_model("llama-3.3-70b"), 4) == "pp" and serving_band_kind(load_model("llama-3.3-70b"), 1) is None
 
@@ -270,7 +270,9 @@ def test_the_moe_expert_term_predicts_the_moe_rows_it_was_not_fitted_on() -> Non
     way, and the term moves them further (16.6% -> 24.3%): over all 109, 22.7% -> 14.9% (57 -> 74 within 25%).
     Since each GPU's KV cache is sized with the weights attention DP kept whole (``attention_dp_weights``), the rows
     the term used to pull toward the measurement partly for that reason (Maverick on 8 H100) no longer need it: with
-    the shipped term the 109 go from 20.1% to 15.1%, a smaller share (0.75x) than before."""
+    the shipped term the 109 go from 20.1% to 15.1%, a smaller share (0.75x) than before. After stop 50's refit
+    (Maverick's dense layers whole under attention DP, TensorRT-LLM's FP8 KV read) from 19.4% to 10.7% (72 -> 90 within
+    25%): rows the term is not needed for now come within 25% without it, so the count is compared, not bounded."""
     from dataclasses import replace
 
     cal = calibration()
@@ -280,6 +282,7 @@ def test_the_moe_expert_term_predicts_the_moe_rows_it_was_not_fitted_on() -> Non
     with_term = [abs(predict(run, cal) / run.value - 1) for run in held]
     without = [abs(predict(run, off) / run.value - 1) for run in held]
     assert statistics.median(with_term) < 0.8 * statistics.median(without)
-    assert sum(e <= 0.25 for e in with_term) >= 0.65 * len(held) > sum(e <= 0.25 for e in without)
+    inside = sum(e <= 0.25 for e in with_term)
+    assert inside >= 0.65 * len(held) and inside > sum(e <= 0.25 for e in without)
     dense = [run for run in load_runs() if run.phase == "serve" and calibrate.serving_kind(run) is None][:20]
     assert [predict(run, cal) for run in dense] == [predict(run, off) for run in dense]

@@ -283,7 +283,7 @@ def _evidence(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> dict[str, di
 
 
 def _layout_margin_line(spread: LayoutSpread) -> str:
-    """The report's line of the serving chooser's margin, e.g. ``layout margin: 14.1% (median over 105 pairs ...)``."""
+    """The report's line of the serving chooser's margin, e.g. ``layout margin: 13.8% (median over 105 pairs ...)``."""
     sets = ", ".join(f"{name} {margin:.1%} ({pairs})" for name, (pairs, margin) in spread.by_set.items())
     links = ", ".join(f"{name} {margin:.1%} ({pairs}{'' if pairs >= MIN_CLASS_PAIRS else ', pooled'})"
                       for name, (pairs, margin) in spread.by_link.items())

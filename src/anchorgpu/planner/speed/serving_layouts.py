@@ -155,7 +155,7 @@ def pair_margin(gpu: GpuSpec, a: Layout, b: Layout) -> float:
     """The calibration's margin between serving layouts ``a`` and ``b`` on ``gpu``: its ``layout_margin`` of the
     class of the worse link their tensor-, pipeline- and expert-parallel traffic crosses
     (:func:`~anchorgpu.planner.speed.topology.layout_margin_class`): 5.1% where both stay on NVLink, xGMI or
-    NVSwitch, 15.9% where one crosses PCIe or the network (the median disagreement of the model between two
+    NVSwitch, 17.0% where one crosses PCIe or the network (the median disagreement of the model between two
     held-out measured layouts of one workload, per class).
 
     >>> from anchorgpu.hardware import get_gpu

@@ -98,9 +98,9 @@ def _kv_bytes(plan: Plan, tokens: int, block_size: int = 1) -> int:
                              attention_dp=plan.workload.attention_dp_kv)
 
 
-# ServingSetup(...) once per plan's estimate, its first six fields by position: with five, its other 13 as keywords
+# ServingSetup(...) once per plan's estimate, its first 16 fields by position: with fewer, its other fields as keywords
 # would take the call past CPython 3.11's 30 stack slots, a dictionary built and unpacked (builder's ``positional``)
-_new_setup: Callable[..., ServingSetup] = builder(ServingSetup, positional=6)
+_new_setup: Callable[..., ServingSetup] = builder(ServingSetup, positional=16)
 
 
 @lru_cache(maxsize=256)
@@ -153,13 +153,15 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     precision, block_fp8, gather_bytes, share, expert_share, head_share = (
         terms or setup_terms(model, plan.precision.weights, plan.workload.engine))
     # the byte counts as floats, the type the step's arithmetic is in (exact: they are far below 2**53)
-    return _new_setup(  # weights_bytes_per_gpu, kv_bytes_per_sequence_per_gpu, precision, tp, pp, replicas by position
+    # by position: weights_bytes_per_gpu, kv_bytes_per_sequence_per_gpu, precision, tp, pp, replicas,
+    # max_num_batched_tokens, gpus_per_server, graph_batch_sizes, ep, block_fp8, host_overlap, ep_gather_bytes and the
+    # three quantized shares (ServingSetup's field order)
+    return _new_setup(
         float(plan.per_gpu.weights_bytes), float(kv_seq), precision, lay.tp, lay.pp, lay.dp,
-        max_num_batched_tokens=(limits or _engine_limits(plan))[0], gpus_per_server=SERVER_GPUS,
-        graph_batch_sizes=graph_batch_sizes, ep=lay.ep, block_fp8=block_fp8, host_overlap=host_overlap,
-        ep_gather_bytes=gather_bytes, quantized_share=share, expert_quantized_share=expert_share,
-        head_quantized_share=head_share, absorbed_dequant=absorbed_dequant, engine=engine or plan.workload.engine,
-        whole_dense_layers=plan.workload.attention_dp_kv, whole_dense_extra_bytes=(whole_dense_layers_extra_bytes(
+        (limits or _engine_limits(plan))[0], SERVER_GPUS, graph_batch_sizes, lay.ep, block_fp8, host_overlap,
+        gather_bytes, share, expert_share, head_share, absorbed_dequant=absorbed_dequant,
+        engine=engine or plan.workload.engine, whole_dense_layers=plan.workload.attention_dp_kv,
+        whole_dense_extra_bytes=(whole_dense_layers_extra_bytes(
             model, format_for_model(model, plan.precision.weights), tp=lay.tp, pp=lay.pp)
             if plan.workload.attention_dp_kv else 0.0), kv_fp8=plan.precision.kv_cache == "fp8")
 
