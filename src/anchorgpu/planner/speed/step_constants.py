@@ -107,7 +107,7 @@ class _StepConstants:
     kv_rate: float  # the rate a decode step reads the KV cache: mem_rate, or the engine's attention kernel's measured
 
 
-_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float, float, float, float, bool, bool, str, bool],
+_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float, float, float, float, bool, bool, str, bool, bool],
                  tuple[ModelSpec, GpuSpec, Calibration, tuple[_StepConstants, _StepConstants]]] = {}
 
 
