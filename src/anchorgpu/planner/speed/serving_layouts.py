@@ -161,9 +161,9 @@ def pair_margin(gpu: GpuSpec, a: Layout, b: Layout) -> float:
     >>> from anchorgpu.hardware import get_gpu
     >>> tp8, dp8, staged = Layout(gpus=8, tp=8), Layout(gpus=8, tp=1, dp=8), Layout(gpus=16, tp=8, pp=2)
     >>> pair_margin(get_gpu("h200"), tp8, dp8), pair_margin(get_gpu("h200"), tp8, staged)
-    (0.051, 0.159)
+    (0.051, 0.17)
     >>> pair_margin(get_gpu("rtx-pro-6000"), tp8, dp8)
-    0.159
+    0.17
     """
     return calibration().layout_margin_of(pair_class(gpu, a, b))
 
