@@ -75,14 +75,26 @@ def test_per_family_hopper_less_rtx_pro_6000_none_unknown_none() -> None:
 
 
 def test_a_gpu_runs_its_share_of_the_rows() -> None:
-    """TP 8 (read as the source's --tp 8 --ep 8) leaves each GPU an eighth of the rows; so does attention DP over
-    EP 8 (each GPU serves eight replicas' tokens with an eighth of the experts)."""
+    """TP 8 with EP 8 (the source's attention DP splits the experts by EP over its 8 GPUs) leaves each GPU an eighth
+    of the rows; so does attention DP over EP 8 (each GPU serves eight replicas' tokens with an eighth of the
+    experts)."""
     cal = calibration()
     p, trt = _setup("PQ235-B200-2048/128", "trtllm")
     assert trt.tp == 8
     assert trtllm_moe_s_per_token(p.model, p.gpu, trt, cal) == pytest.approx(12e-9 * 8 * 94 / 8)
+    assert trt.ep == 8  # the row's attention DP split the experts by EP over its 8 GPUs
     adp = replace(trt, tp=1, ep=8)
     assert trtllm_moe_s_per_token(p.model, p.gpu, adp, cal) == pytest.approx(12e-9 * 8 * 94)
+
+
+def test_sliced_experts_run_every_row_on_every_gpu() -> None:
+    """MoE TP (EP 1): each GPU runs all k rows of every token on its 1/tp slice of each expert, so the per-row cost
+    does not divide by TP (AIConfigurator's Qwen3-235B tables, MoE TP 1 -> 8: Stop 57); EP 2 inside TP 8 halves it."""
+    cal = calibration()
+    p, trt = _setup("PQ235-B200-2048/128", "trtllm")
+    sliced = replace(trt, ep=1)
+    assert trtllm_moe_s_per_token(p.model, p.gpu, sliced, cal) == pytest.approx(12e-9 * 8 * 94)
+    assert trtllm_moe_s_per_token(p.model, p.gpu, replace(trt, ep=2), cal) == pytest.approx(12e-9 * 8 * 94 / 2)
 
 
 def test_the_measured_rows_carry_their_engine_and_the_b200_row_comes_within_25_percent() -> None:

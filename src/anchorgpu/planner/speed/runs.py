@@ -253,8 +253,11 @@ def serve_plan_of(r: dict[str, Any]) -> Any:
                  engine="trtllm" if trtllm else "sglang" if sglang else "vllm",
                  images_per_request=int(r.get("images_per_request", 0)),
                  attention_dp_kv=bool(r.get("attention_dp_weights", False)))
+    ep = int(r.get("ep", 1))
+    if r.get("attention_dp_weights") and "ep" not in r:  # attention DP's MoE splits the experts by EP over the TP
+        ep = int(r["tp"])  # GPUs (whole experts a GPU, not TP slices): timed as EP inside TP (Stop 57)
     return plan(model, w, precision=PrecisionPlan(weights=r["weights"], kv_cache=r["kv_cache"]),
-                layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=pp, dp=r["gpus"] // (r["tp"] * pp), ep=int(r.get("ep", 1))),
+                layout=Layout(gpus=r["gpus"], tp=r["tp"], pp=pp, dp=r["gpus"] // (r["tp"] * pp), ep=ep),
                 gpu=gpu, suggest=False, choose_layout=False)
 
 

@@ -16,7 +16,7 @@ from anchorgpu.planner.speed.launches import absorbed_dequant_bytes, launch_rati
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, data_parallel_link, group_link, host_kind, peak_for
 from anchorgpu.planner.speed.product_shares import mixed_rate
 
-__all__ = ["ServingSetup", "serve_shape_factor", "trtllm_moe_s_per_token"]
+__all__ = ["ServingSetup", "routed_rows_per_token_share", "serve_shape_factor", "trtllm_moe_s_per_token"]
 
 
 def serve_shape_factor(width: float, half_width: float) -> float:
@@ -225,13 +225,15 @@ def trtllm_kv_read_fraction(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup,
 def trtllm_moe_s_per_token(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration) -> float:
     """Seconds a replica's token adds to one GPU's step through TensorRT-LLM's MoE kernel beyond the roofline: the
     stated cost a routed row (``cal.trtllm_moe_s_per_routed_row`` of the GPU's compute capability; none where the
-    family has no figure) times the rows the GPU runs for that token, ``k x MoE layers / pp / tp``. Zero for a dense
-    model or another engine (the figure is TensorRT-LLM's CUTLASS MoE measured; vLLM runs other kernels).
+    family has no figure) times the rows the GPU runs for that token, ``k x MoE layers / pp`` x
+    :func:`routed_rows_per_token_share`. Zero for a dense model or another engine (the figure is TensorRT-LLM's
+    CUTLASS MoE measured; vLLM runs other kernels). Prediction only: the roofline ceiling has no such term.
 
-    The rows divide by TP: experts split by EP N inside TP N (``--tp N --ep N``; the planner's TP reading gives the
-    same figures, Stop 48) leave each GPU 1/N of the rows; under attention DP (EP wider than TP) a GPU serves
-    ``ep / tp`` replicas' tokens and holds ``1 / ep`` of the experts, again ``k / tp`` rows a replica's token.
-    Prediction only: the roofline ceiling has no such term.
+    The rows divide by EP, not by MoE TP: sliced experts (EP 1, TensorRT-LLM's default mapping under ``--tp N``) run
+    every routed row on every GPU, each a ``1 / tp`` slice of the expert's width, and AIConfigurator's MoE tables
+    charge each GPU the per-row cost of all of them (Qwen3-235B's layer from MoE TP 1 to 8: the latency a token
+    falls only from 0.198 to 0.109 us on B200 NVFP4, 0.283 to 0.117 on H200 FP8; benchmarks/
+    moe_small_batch_findings.md, Stop 57).
 
     >>> from anchorgpu.planner.speed._toys import toy_gpu, toy_model
     >>> from anchorgpu.planner.speed.calibration import calibration
@@ -243,7 +245,26 @@ def trtllm_moe_s_per_token(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, 
     if moe is None or setup.engine != "trtllm" or gpu.compute_capability is None:
         return 0.0
     per_row_s = cal.trtllm_moe_s_per_routed_row.get(gpu.compute_capability, 0.0)
-    return per_row_s * moe.experts_per_token * moe.num_moe_layers / setup.pp / setup.tp
+    return per_row_s * moe.experts_per_token * moe.num_moe_layers / setup.pp * routed_rows_per_token_share(setup.tp,
+                                                                                                          setup.ep)
+
+
+def routed_rows_per_token_share(tp: int, ep: int) -> float:
+    """The share of a replica's token's ``k`` routed rows one GPU runs in a MoE layer: all of them with the experts
+    sliced by TP (EP 1: each GPU runs every row on its slice); ``1 / ep`` of them with the experts split by EP inside
+    TP (``ep <= tp``: MoE TP ``tp / ep`` x EP ``ep``, balanced routing); under attention DP (EP wider than TP) a GPU
+    serves ``ep / tp`` replicas' tokens and holds ``1 / ep`` of the experts, ``1 / tp`` a replica's token.
+
+    >>> routed_rows_per_token_share(8, 1), routed_rows_per_token_share(8, 8), routed_rows_per_token_share(8, 2)
+    (1.0, 0.125, 0.5)
+    >>> routed_rows_per_token_share(1, 8), routed_rows_per_token_share(2, 8)
+    (1.0, 0.5)
+    """
+    if ep <= 1:
+        return 1.0
+    if ep <= tp:
+        return 1.0 / ep
+    return 1.0 / tp
 
 
 def _ceiling_link(link: Link, ideal: bool) -> Link:
