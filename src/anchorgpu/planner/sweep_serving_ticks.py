@@ -153,8 +153,10 @@ class Ticks:
         if model.moe is not None and spec.workload.engine == "trtllm":  # speed.step_constants.trtllm_moe_s_per_token
             row_s = np.array([cal.trtllm_moe_s_per_routed_row.get(gpu.compute_capability or "", 0.0)
                               for gpu in gpus])[s]
+            # every GPU runs each routed row on its slice: the sweep's layouts split experts with TP (EP 1), so
+            # step_constants.routed_rows_per_token_share is 1
             self.per_token_ew = self.per_token_ew + (row_s * model.moe.experts_per_token * model.moe.num_moe_layers
-                                                     / lay.pp / lay.tp)
+                                                     / lay.pp)
         self.routed = routed_share_per_gpu(model, tp=1, ep=1)  # every layout the sweep tries splits experts with TP
         # a MoE's routed-expert products slow down with few tokens per expert (speed.serving.expert_rows_factor)
         self.expert_share, self.route_share = moe_product_shares(model)
