@@ -305,17 +305,8 @@ def finite_number(value: float, *, field: str, low: float | None = None, high: f
     hi = high if high is not None else (limit.high if limit else math.inf)
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or not lo <= value <= hi:
         raise InvalidInput(f"{flag or '--' + field.replace('_', '-')} {fmt_given(value)}: expected a finite number from "
-                           f"{_bound(lo)} to {_bound(hi)}")
+                           f"{fmt_given(lo)} to {fmt_given(hi)}")
     return float(value)
-
-
-def _bound(limit: float) -> str:
-    """A limit as an error names it: ``10,000,000`` rather than ``1e+07``, ``0.5`` as it is.
-
-    >>> _bound(1e7), _bound(0.5), _bound(0)
-    ('10,000,000', '0.5', '0')
-    """
-    return f"{int(limit):,}" if math.isfinite(limit) and float(limit).is_integer() else f"{limit:g}"
 
 
 _INSTANT_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:.,]+(Z|[+-][0-9]{2}:?[0-9]{2})?$", re.ASCII)

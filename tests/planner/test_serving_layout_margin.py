@@ -13,7 +13,7 @@ import pytest
 
 from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
-from anchorgpu.planner import Layout, Workload, plan
+from anchorgpu.planner import Layout, Plan, Workload, plan
 from anchorgpu.planner.speed.calibrate import _layout_margin_line
 from anchorgpu.planner.speed.calibration import calibration, read_calibration_doc
 from anchorgpu.planner.speed.estimate import plan_performance
@@ -30,6 +30,13 @@ def _split(layout: Layout) -> tuple[int, int, int, int]:
 
 def _speed(p: object) -> float:
     return float(plan_performance(p)["output_tokens_per_s"])  # type: ignore[arg-type]
+
+
+def _chosen_and_other(model_name: str, gpu_name: str, users: int, other: Layout) -> tuple[Plan, Plan]:
+    """The plan the chooser makes for ``users`` on ``other.gpus`` GPUs of ``gpu_name``, and the plan of ``other``."""
+    model, gpu = load_model(model_name), get_gpu(gpu_name)
+    w = Workload(task="inference", concurrency=users)
+    return plan(model, w, layout=Layout(gpus=other.gpus), gpu=gpu), plan(model, w, layout=other, gpu=gpu)
 
 
 def test_the_margin_is_what_the_calibration_computes() -> None:
@@ -172,11 +179,8 @@ def test_on_nvlink_a_layout_11_percent_faster_is_chosen() -> None:
     """DeepSeek-V3 for 512 users on 16 H200s: two one-server engines of TP 4 attention replicas are predicted about
     11% faster than TP 8 x 2, both on NVLink: beyond the scale-up class's margin (5.1%), so chosen, where the pooled
     13.8% (set mostly by PCIe pairs) kept TP 8 x 2."""
-    model, gpu = load_model("deepseek-v3"), get_gpu("h200")
-    users = Workload(task="inference", concurrency=512)
-    chosen = plan(model, users, layout=Layout(gpus=16), gpu=gpu)
+    chosen, default = _chosen_and_other("deepseek-v3", "h200", 512, Layout(gpus=16, tp=8, dp=2))
     assert _split(chosen.layout) == (4, 1, 4, 8)
-    default = plan(model, users, layout=Layout(gpus=16, tp=8, dp=2), gpu=gpu)
     faster = _speed(chosen) / _speed(default) - 1.0
     assert calibration().layout_margin_of("scale-up") < faster <= calibration().layout_margin
     reason = next(a for a in chosen.assumptions if a.startswith("Layout chosen on the 16 GPUs asked"))
@@ -187,11 +191,8 @@ def test_over_pcie_a_layout_10_percent_faster_leaves_the_first() -> None:
     """Llama 3.1 70B for 64 users on 8 RTX PRO 6000s (PCIe only): TP 4 x DP 2 is predicted about 10% faster than TP 8,
     within the PCIe class's margin (17.0%), so TP 8 stays, the "Layout kept" line quoting that margin; at NVLink's
     5.1% it would have moved."""
-    model, gpu = load_model("llama-3.1-70b"), get_gpu("rtx-pro-6000")
-    users = Workload(task="inference", concurrency=64)
-    kept = plan(model, users, layout=Layout(gpus=8), gpu=gpu)
+    kept, other = _chosen_and_other("llama-3.1-70b", "rtx-pro-6000", 64, Layout(gpus=8, tp=4, dp=2))
     assert _split(kept.layout) == (8, 1, 1, 1)
-    other = plan(model, users, layout=Layout(gpus=8, tp=4, dp=2), gpu=gpu)
     faster = _speed(other) / _speed(kept) - 1.0
     assert calibration().layout_margin_of("scale-up") < faster <= calibration().layout_margin_of("pcie-or-network")
     line = next(a for a in kept.assumptions if a.startswith("Layout kept on the 8 GPUs asked: the default, TP 8"))

@@ -20,6 +20,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from anchorgpu.planner.speed.evidence import ENGINE_NAMES
+from anchorgpu.units import figure_places
 from anchorgpu.web.session import WebSession
 
 __all__ = ["environment", "money", "render", "web_session", "when"]
@@ -164,8 +165,6 @@ def figure(locale: str) -> Any:
     >>> figure("en")(1818.4), figure("en")(0.0393, 1), figure("ru")(0.0393), figure("en")(None)
     ('1,818', '0.039', '0,039', '–')
     """
-    from anchorgpu.units import figure_places
-
     shown = number(locale)
 
     def formatted(value: int | float | None, digits: int = 0) -> str:

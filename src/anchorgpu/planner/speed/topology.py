@@ -202,8 +202,6 @@ def tp_link(gpu: GpuSpec, tp: int, *, gpus_per_server: int | None = None,
     return group_link(gpu, tp, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
 
 
-
-
 _SLOWER = ("none", "scale-up", "pcie", "network")
 """Link kinds, fastest first."""
 
