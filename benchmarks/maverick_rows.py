@@ -25,7 +25,7 @@ from anchorgpu.planner.speed.flops import (
 from anchorgpu.planner.speed.rows_report import engine_of
 from anchorgpu.planner.speed.runs import _reservation, _serve_plan, load_runs
 from anchorgpu.planner.speed.serving import _tick
-from anchorgpu.planner.speed.serving_plan import _engine_limits
+from anchorgpu.planner.speed.serving_capacity import engine_limits_of
 from anchorgpu.planner.speed.step_constants import _pair
 
 GIB = 2**30
@@ -53,7 +53,7 @@ def main(prefixes: tuple[str, ...]) -> None:
         flat = _tick(setup, replace(c, expert_half_tokens=0.0), batch, tokens, *attn, 0.0, None, 1.0, head_skip=skip)
         b = p.breakdown
         print(f"{run.id:26s} {run.role:7s} {100 * (pred / run.value - 1):+6.1f}%  batch {sat:5d} (caps "
-              f"{_engine_limits(p)[1]} seqs, {_engine_limits(p)[0]} tokens)  KV {b['kv_cache_capacity_bytes'] / GIB:5.1f} "
+              f"{engine_limits_of(p)[1]} seqs, {engine_limits_of(p)[0]} tokens)  KV {b['kv_cache_capacity_bytes'] / GIB:5.1f} "
               f"sampler {b.get('sampler_logits_bytes', 0) / GIB:4.1f} GiB | step with {tokens:6.0f} prompt tokens "
               f"{t[0] * 1e3:6.1f} ms (fixed {t[1] * 1e3:.1f} weights {t[2] * 1e3:.1f} attention {t[3] * 1e3:.1f} "
               f"comm {t[4] * 1e3:.1f}), no falloff {flat[0] * 1e3:6.1f} | implied step {sat / run.value * 1e3:6.1f} "

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from anchorgpu.api.app import create_app
 from anchorgpu.config import Settings
 from anchorgpu.errors import InvalidWorkload
-from anchorgpu.planner.speed.calibration import MIN_EFFICIENCY, Overrides
+from anchorgpu.planner.speed.overrides import MIN_EFFICIENCY, Overrides
 from cli_runner import run
 
 

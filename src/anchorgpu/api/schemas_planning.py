@@ -10,7 +10,7 @@ from pydantic import Field, JsonValue
 
 from anchorgpu.api.schemas_base import TEXT_PATTERN, Money, StrictChoice, _Request, _Schema
 from anchorgpu.planner.media import MAX_IMAGES_PER_REQUEST
-from anchorgpu.planner.speed.calibration import MIN_EFFICIENCY
+from anchorgpu.planner.speed.overrides import MIN_EFFICIENCY
 from anchorgpu.planner.workload_checks import MAX_NETWORK_GBIT_PER_S_PER_GPU
 from anchorgpu.validation import LIMITS
 

@@ -242,7 +242,7 @@ def recommend_command(
     from anchorgpu.cli.plan_parse import parse_batch, parse_count, parse_resolution, parse_tokens
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Workload
-    from anchorgpu.planner.speed.calibration import Overrides
+    from anchorgpu.planner.speed.overrides import Overrides
     from anchorgpu.planner.sweep import SweepSpec
     from anchorgpu.recommend import recommend, recommendation_to_json
     from anchorgpu.units import quotable_term

@@ -48,8 +48,9 @@ from anchorgpu.planner.inputs import (
 from anchorgpu.planner.media import encoder_equivalent_tokens, sequence_tokens, text_request
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.serving_request import asked_context, ladder_context_note
-from anchorgpu.planner.speed.calibration import Overrides, calibration
+from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.estimate import check_tokens_cover_a_step
+from anchorgpu.planner.speed.overrides import Overrides
 from anchorgpu.planner.speed.pipeline import default_batch_tokens
 from anchorgpu.planner.sweep_grid import layout_grid, valid_tp
 from anchorgpu.planner.sweep_lines import chosen_per_layout_line, expert_parallel_line, swept_line

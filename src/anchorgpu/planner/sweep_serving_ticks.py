@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.formats import format_for_model
-from anchorgpu.planner.speed.calibration import StackConstants, calibrated
+from anchorgpu.planner.speed.calibration import StackConstants
 from anchorgpu.planner.speed.flops import (
     attention_flops_per_token,
     decode_attention_flops_per_token,
@@ -25,6 +25,7 @@ from anchorgpu.planner.speed.flops import (
 )
 from anchorgpu.planner.speed.launches import is_block_fp8, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, host_kind, peak_for
+from anchorgpu.planner.speed.overrides import calibrated
 from anchorgpu.planner.speed.product_shares import head_quantized_share, quantized_product_shares
 from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
 from anchorgpu.planner.sweep_grid import Layouts

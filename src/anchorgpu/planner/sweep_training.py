@@ -23,10 +23,10 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner._frozen import evolver
 from anchorgpu.planner.inputs import RECOMPUTES, Layout, PrecisionPlan, Workload, default_seq_tokens, recompute_ladder
 from anchorgpu.planner.plan import plan
-from anchorgpu.planner.speed.calibration import calibrated
 from anchorgpu.planner.speed.flops import Recompute, TrainKind
 from anchorgpu.planner.speed.layouts import deepest_interleave, micro_batches
 from anchorgpu.planner.speed.links import compute_precision_for_training
+from anchorgpu.planner.speed.overrides import calibrated
 from anchorgpu.planner.speed.pipeline import (
     default_batch_tokens,
     interleaving_refusal,

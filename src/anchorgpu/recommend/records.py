@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from anchorgpu.planner._frozen import fast_init
-from anchorgpu.planner.speed.calibration import Overrides
+from anchorgpu.planner.speed.overrides import Overrides
 from anchorgpu.units import Term
 
 __all__ = ["Recommendation", "RecommendedOption", "Rejection"]

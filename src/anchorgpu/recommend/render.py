@@ -8,7 +8,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from anchorgpu.planner.inputs import RECOMPUTES
-from anchorgpu.planner.speed.calibration import Overrides
+from anchorgpu.planner.speed.overrides import Overrides
 from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE
 from anchorgpu.units import round_figure
 
@@ -111,10 +111,11 @@ def _band_context(gpu_name: str, training: bool, moe: bool, pp: int, cp: int, ef
     """The band of an option's figures (:func:`plan_band`) and its evidence items (None where the user's
     efficiencies replace the calibrated ones), by its GPU and kind."""
     from anchorgpu.hardware import get_gpu
-    from anchorgpu.planner.speed.calibration import band_kind_of, calibrated
+    from anchorgpu.planner.speed.calibration import band_kind_of
     from anchorgpu.planner.speed.estimate import evidence_items
     from anchorgpu.planner.speed.evidence import evidence_kind
     from anchorgpu.planner.speed.figures import plan_band
+    from anchorgpu.planner.speed.overrides import calibrated
 
     kind = band_kind_of(moe=moe, phase="train" if training else "serve", pp=pp, cp=cp)
     cal, gpu = calibrated(efficiencies), get_gpu(gpu_name)

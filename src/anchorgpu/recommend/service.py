@@ -25,9 +25,9 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.formats import get_format
 from anchorgpu.planner.inputs import default_seq_tokens
-from anchorgpu.planner.speed.calibration import calibrated
 from anchorgpu.planner.speed.caveats import serving_caveats, training_caveats
 from anchorgpu.planner.speed.links import compute_precision_for_weights, tp_link
+from anchorgpu.planner.speed.overrides import calibrated
 from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec, sweep
 from anchorgpu.planner.validate import check_kv_cache_task, default_kv_cache, kv_cache_runs_on
 from anchorgpu.planner.workload_checks import validate_workload

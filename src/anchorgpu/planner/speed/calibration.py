@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Literal
 
-from anchorgpu.errors import DataFileError, InvalidWorkload
+from anchorgpu.errors import DataFileError
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.speed.evidence import (
     ENGINE_NAMES,
@@ -28,18 +28,15 @@ from anchorgpu.planner.speed.evidence import (
     split_kind,
 )
 from anchorgpu.planner.speed.launches import LayerLaunches
-from anchorgpu.units import fmt_given, gbit_per_s_to_bytes_per_s
+from anchorgpu.units import gbit_per_s_to_bytes_per_s
 
 __all__ = [
     "CALIBRATION_FILE",
     "Band",
     "Calibration",
-    "MIN_EFFICIENCY",
-    "Overrides",
     "Stack",
     "StackConstants",
     "band_kind_of",
-    "calibrated",
     "calibration",
     "stack_of",
 ]
@@ -363,46 +360,3 @@ def calibration() -> Calibration:
         return parse_calibration(read_calibration_doc())
     except (KeyError, TypeError, ValueError) as exc:
         raise DataFileError(f"speed/data/{CALIBRATION_FILE}", "-", f"malformed ({type(exc).__name__}: {exc})") from None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Overrides:
-    """A user's own efficiencies in place of the calibrated ones (``--mfu``, ``--mbu``); ``None`` keeps them.
-
-    ``mfu`` replaces every matrix-product efficiency (training BF16/FP8 and serving) and drops the shape
-    term; ``mbu`` replaces the memory-bandwidth efficiency of weight and KV reads.
-    """
-
-    mfu: float | None = None
-    mbu: float | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("mfu", "mbu"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
-                                      or not MIN_EFFICIENCY <= value <= 1.0):
-                raise InvalidWorkload(f"--{name} {fmt_given(value)}: an efficiency is a fraction from {MIN_EFFICIENCY:g} to 1 "
-                                      "(below 1% is not a real efficiency: the speed would print as 0 tok/s)")
-
-
-MIN_EFFICIENCY = 0.01
-"""The smallest ``--mfu`` / ``--mbu`` taken (the API's bound too): ``5e-324`` printed 0.0 tok/s, not a real efficiency."""
-
-
-def calibrated(overrides: Overrides | None = None) -> Calibration:
-    """The shipped calibration with the user's overrides applied (the same object when there are none)."""
-    cal = calibration()
-    if overrides is None or (overrides.mfu is None and overrides.mbu is None):
-        return cal
-    stacks = {}
-    for name, k in cal.stacks.items():
-        if overrides.mfu is not None:
-            k = replace(k, train_matmul_efficiency=overrides.mfu, fp8_matmul_efficiency=overrides.mfu,
-                        fp4_matmul_efficiency=overrides.mfu,
-                        serve_matmul_efficiency=overrides.mfu, train_matmul_half_width=0.0, serve_matmul_half_width=0.0)
-        if overrides.mbu is not None:
-            k = replace(k, decode_mbu=overrides.mbu)
-        stacks[name] = k
-    # the bands are where measured runs fell around the calibrated model; nothing says where they fall around
-    # the user's own efficiencies, so a prediction made with them has no band (low = high = the prediction)
-    return replace(cal, stacks=stacks, bands={name: Band(low=1.0, high=1.0) for name in cal.bands}, origin="user")

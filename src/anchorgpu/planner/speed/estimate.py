@@ -26,7 +26,7 @@ from anchorgpu.planner.speed.assumption_lines import (
     network_line,
     step_line,
 )
-from anchorgpu.planner.speed.calibration import Calibration, Overrides, calibrated, calibration
+from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.caveats import (
     ENGINE_CAVEAT_LABEL,
     MOE_CAVEAT_LABEL,
@@ -41,6 +41,7 @@ from anchorgpu.planner.speed.links import (
     compute_precision_for_training,
     host_kind,
 )
+from anchorgpu.planner.speed.overrides import Overrides, calibrated
 from anchorgpu.planner.speed.pipeline import (
     FINETUNE_GLOBAL_BATCH_SEQUENCES,
     bubble_line,

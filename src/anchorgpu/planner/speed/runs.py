@@ -317,7 +317,7 @@ def _serve(run: Run, cal: Calibration) -> float:
         return float(value) if value else float("nan")
     if run.metric == "burst_output_tokens_per_s":  # every request sent at once: output tokens over the makespan
         from anchorgpu.planner.speed.batching import burst_makespan_s
-        from anchorgpu.planner.speed.serving_plan import _engine_limits
+        from anchorgpu.planner.speed.serving_capacity import engine_limits_of
 
         reservation = _reservation(r)
         sat = plan_performance(p, cal=cal, kv_reservation=reservation)["saturation_concurrency"]
@@ -332,7 +332,7 @@ def _serve(run: Run, cal: Calibration) -> float:
             held = (float(p.breakdown["kv_cache_capacity_bytes"]) / setup.kv_bytes_per_sequence_per_gpu
                     * (r["prompt_tokens"] + r["output_tokens"] // 2))
             if held >= r["prompt_tokens"] + r["output_tokens"]:  # else not one request at full length: as sized
-                kv_tokens, sat = held, setup.replicas * _engine_limits(p)[1]
+                kv_tokens, sat = held, setup.replicas * engine_limits_of(p)[1]
         return float(n * r["output_tokens"]) / burst_makespan_s(model, gpu, setup, requests=n, concurrency=max(1, sat),
                                                           prompt_tokens=r["prompt_tokens"],
                                                           output_tokens=r["output_tokens"], cal=cal,

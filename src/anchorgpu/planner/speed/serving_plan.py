@@ -7,17 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache, partial
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import builder, memo_on_frozen
 from anchorgpu.planner.formats import format_for_model
-from anchorgpu.planner.inputs import KV_CACHE_DTYPES, block_size_of, engine_limits, large_engine_defaults
 from anchorgpu.planner.sglang import (
-    admission_tokens,
-    admitted_requests,
     decode_graph_batch_sizes,
     dequantises_absorbed_weights,
     sglang_gpu_memory_bytes,
@@ -47,7 +44,16 @@ from anchorgpu.planner.speed.launches import is_block_fp8
 from anchorgpu.planner.speed.links import PeakChoice, compute_precision_for_weights, peak_for
 from anchorgpu.planner.speed.product_shares import head_quantized_share, quantized_product_shares
 from anchorgpu.planner.speed.serving import ServingSetup, ep_gather_bytes
-from anchorgpu.units import at_least, clamp
+from anchorgpu.planner.speed.serving_capacity import (
+    ENGINE_RESERVATION,
+    KvReservation,
+    encoder_terms,
+    engine_limits_of,
+    full_length_concurrency,
+    kv_bytes_per_gpu,
+    saturation_concurrency,
+)
+from anchorgpu.units import at_least
 
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
@@ -65,37 +71,6 @@ NVFP4_KV_SPEED_LINE = (
     "used an NVFP4 KV cache, so this speed rests on the 16-bit and FP8 runs (time a few steps before relying on it).")
 """The assumption a serving estimate with an NVFP4 KV cache adds: its bytes are the plan's, its kernels' cost is not
 in the calibration (no measured row uses one)."""
-
-
-def _encoder_terms(plan: Plan) -> tuple[int, int]:
-    """An encoder-decoder plan's (prompt tokens that stand for the encoder's prefill work, cross-attention K/V bytes
-    per sequence per GPU): the first hold no K/V of the decoder; the second are read at every decode step and held
-    for the request's life (``plan_inference`` puts both in the breakdown). (0, 0) for any other model."""
-    b = plan.breakdown
-    if "encoder_input_tokens" not in b:
-        return 0, 0
-    return int(b.get("encoder_prefill_equivalent_tokens", 0)), int(b.get("cross_attention_kv_per_sequence_bytes", 0))
-
-
-def _uncached_tokens(plan: Plan) -> int:
-    """Prompt tokens of the request timed that stand for an encoder's or vision tower's prefill work and hold no
-    K/V: an encoder-decoder's or cross-attention model's (:func:`_encoder_terms`), or a vision tower's whose image
-    tokens sit in the context (the image tokens are cached; the tower's work as tokens of the same cost is not)."""
-    b = plan.breakdown
-    if "encoder_input_tokens" in b:
-        return _encoder_terms(plan)[0]
-    return int(b.get("encoder_prefill_equivalent_tokens", 0))
-
-
-def _kv_bytes(plan: Plan, tokens: int, block_size: int = 1) -> int:
-    """KV-cache bytes one sequence of ``tokens`` holds on one GPU of the plan's layout (under the workload's
-    ``attention_dp_kv``, a GPU's average share: each rank holds its own sequences' caches whole), in pages of
-    ``block_size`` tokens (1: unrounded)."""
-    model, lay = plan.model, plan.layout
-    assert isinstance(model, ModelSpec)
-    return mm.kv_cache_bytes(model, context_tokens=tokens, sequences=1, tp=lay.tp, pp=lay.pp, block_size=block_size,
-                             bytes_per_value=KV_CACHE_DTYPES[plan.precision.kv_cache],
-                             attention_dp=plan.workload.attention_dp_kv)
 
 
 # ServingSetup(...) once per plan's estimate, its first 16 fields by position: with fewer, its other fields as keywords
@@ -145,8 +120,8 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     if plan.workload.engine == "sglang":
         graphs, dequant = sglang_step_terms(plan)
         graph_batch_sizes, absorbed_dequant = graph_batch_sizes or graphs, absorbed_dequant or dequant
-    equivalent, cross = _encoder_terms(plan)
-    kv_seq = _kv_bytes(plan, prompt_tokens - equivalent + output_tokens // 2) + cross
+    equivalent, cross = encoder_terms(plan)
+    kv_seq = kv_bytes_per_gpu(plan, prompt_tokens - equivalent + output_tokens // 2) + cross
     # a recurrent layer reads (and rewrites) its fixed-size state every step instead of a growing KV cache
     if model.recurrent is not None:
         kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
@@ -158,7 +133,7 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     # three quantized shares (ServingSetup's field order)
     return _new_setup(
         float(plan.per_gpu.weights_bytes), float(kv_seq), precision, lay.tp, lay.pp, lay.dp,
-        (limits or _engine_limits(plan))[0], SERVER_GPUS, graph_batch_sizes, lay.ep, block_fp8, host_overlap,
+        (limits or engine_limits_of(plan))[0], SERVER_GPUS, graph_batch_sizes, lay.ep, block_fp8, host_overlap,
         gather_bytes, share, expert_share, head_share, absorbed_dequant=absorbed_dequant,
         engine=engine or plan.workload.engine, whole_dense_layers=plan.workload.attention_dp_kv,
         whole_dense_extra_bytes=(whole_dense_layers_extra_bytes(
@@ -232,77 +207,9 @@ def context_of(plan: Plan, cal: Calibration) -> ServingContext:
                            model.moe is not None and lay.ep > lay.tp)
 
 
-def _engine_limits(plan: Plan) -> tuple[int, int]:
-    """(tokens per step, sequences): the workload's, else vLLM's defaults for the plan's GPU, as memory sized them
-    (an inference plan's workload holds both, resolved by ``plan``: :func:`engine_limits` returns them as they are)."""
-    w = plan.workload
-    if w.max_num_batched_tokens and w.max_num_seqs:
-        return w.max_num_batched_tokens, w.max_num_seqs
-    return engine_limits(w, large_gpu=large_engine_defaults(plan.gpu),
-                         gpu_memory_bytes=plan.gpu.memory_bytes if plan.gpu is not None else None)
-
-
 def serving_band_kind(model: ModelSpec, pp: int) -> str | None:
     """Which serving band a plan takes (:meth:`Calibration.band`): ``moe``, ``pp`` or the rest's."""
     return band_kind_of(moe=model.moe is not None, phase="serve", pp=pp)
-
-
-KvReservation = Literal["average", "full", "ratio"]
-"""How an engine admits requests against its KV cache: ``average`` (vLLM: pages fill as tokens arrive and a
-running request is preempted when they run out, so the cache holds sequences at their average cached length),
-``full`` (TensorRT-LLM's default capacity policy, GUARANTEED_NO_EVICT: a request starts only when the cache
-for its prompt plus its maximum output fits; TensorRT-LLM docs, performance tuning guide, "Useful Runtime
-Options") or ``ratio`` (SGLang: the average cached length, plus its ``new_token_ratio`` of what each running
-request may still write, with room left for the next request's prompt and output:
-:func:`~anchorgpu.planner.sglang.admission_tokens`)."""
-
-
-ENGINE_RESERVATION: dict[str, KvReservation] = {"vllm": "average", "trtllm": "full", "sglang": "ratio"}
-"""Each engine's own admission, the :data:`KvReservation` a plan for it takes unless told another."""
-
-
-def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: int | None = None,
-                           limits: tuple[int, int] | None = None, ratio_request: tuple[int, int] | None = None,
-                           average_tokens: int | None = None) -> int:
-    """Sequences the engine keeps running at once when requests never stop coming (offline benchmarks):
-    the KV capacity over the average cached length (paged caches fill as tokens arrive), or over
-    ``reserve_tokens`` per sequence where the engine reserves them up front, or, for SGLang's admission of
-    requests of ``ratio_request`` (prompt, output) tokens, :func:`~anchorgpu.planner.sglang.admitted_requests` of
-    the average length plus its ratio's charge, leaving the next request's room; at most the engine's sequence cap,
-    per replica. ``average_tokens``: the timed prompt plus half the output, where the prompt holds a vision tower's
-    work as tokens (:func:`_uncached_tokens`), which the decode step is timed reading but the cache never holds."""
-    capacity = int(plan.breakdown.get("kv_cache_capacity_bytes", 0))
-    per_seq = at_least(setup.kv_bytes_per_sequence_per_gpu, 1.0)
-    cap = (limits or _engine_limits(plan))[1]
-    uncached = _uncached_tokens(plan)
-    if average_tokens is not None and uncached and "encoder_input_tokens" not in plan.breakdown:
-        held = setup.kv_bytes_per_sequence_per_gpu - _kv_bytes(plan, average_tokens) + _kv_bytes(
-            plan, average_tokens - uncached)
-        per_seq = at_least(held, 1.0)
-    if reserve_tokens is not None or ratio_request is not None:
-        assert isinstance(plan.model, ModelSpec)
-        state = mm.recurrent_state_bytes(plan.model, sequences=1, tp=plan.layout.tp, pp=plan.layout.pp)
-        equivalent, cross = uncached, _encoder_terms(plan)[1]
-    if ratio_request is not None:  # in bytes a GPU: the ratio's tokens each cost one token's KV
-        charge_tokens, next_tokens = admission_tokens(ratio_request[0], ratio_request[1])
-        per_run = per_seq + charge_tokens * float(_kv_bytes(plan, 1))
-        newcomer = float(_kv_bytes(plan, next_tokens - equivalent) + state + cross)
-        return clamp(admitted_requests(capacity, per_run, newcomer), 0, cap) * setup.replicas
-    if reserve_tokens is not None:
-        per_seq = max(1.0, float(_kv_bytes(plan, reserve_tokens - equivalent) + state + cross))
-    return clamp(int(capacity // per_seq), 0, cap) * setup.replicas
-
-
-def full_length_concurrency(plan: Plan, setup: ServingSetup, tokens: int, limits: tuple[int, int]) -> int:
-    """The most sequences of ``tokens`` (prompt + output, as ``plan --concurrency N`` sizes each) the KV capacity
-    holds at their full length, each rounded up to the engine's blocks as the plan's cache is (plus a hybrid's
-    recurrent state and an encoder's cross-attention K/V), at most the engine's sequence cap, over the replicas."""
-    assert isinstance(plan.model, ModelSpec)
-    capacity = int(plan.breakdown.get("kv_cache_capacity_bytes", 0))
-    state = mm.recurrent_state_bytes(plan.model, sequences=1, tp=plan.layout.tp, pp=plan.layout.pp)
-    kv = _kv_bytes(plan, tokens - _uncached_tokens(plan), block_size_of(plan.workload))
-    per_seq = at_least(float(kv + state + _encoder_terms(plan)[1]), 1.0)
-    return clamp(int(capacity // per_seq), 0, limits[1]) * setup.replicas
 
 
 class ServingCore(NamedTuple):
@@ -337,7 +244,7 @@ def serving_saturation(plan: Plan, prompt: int, output: int, cal: Calibration,
                        engine: str | None = None) -> tuple[ServingSetup, tuple[int, int], int]:
     """The first three of :func:`serving_core` (setup, limits, saturation), before its estimate."""
     ctx = context or context_of(plan, cal)
-    limits = _engine_limits(plan)
+    limits = engine_limits_of(plan)
     setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output, graph_batch_sizes=graph_batch_sizes,
                           host_overlap=host_overlap, absorbed_dequant=absorbed_dequant,
                           limits=limits, engine=engine, terms=ctx.setup_terms)
@@ -381,7 +288,7 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     out["kv_reservation"] = kv_reservation
     out["prompt_tokens"], out["output_tokens"] = prompt, output
     if "encoder_input_tokens" in plan.breakdown:  # the decoder's own prompt, the encoder's input beside it
-        equivalent = _encoder_terms(plan)[0]
+        equivalent = encoder_terms(plan)[0]
         out["prompt_tokens"] = prompt - equivalent
         out["encoder_input_tokens"] = int(plan.breakdown["encoder_input_tokens"])
         out["encoder_prefill_equivalent_tokens"] = equivalent
