@@ -91,7 +91,7 @@ def test_a_raised_engine_cap_lets_each_replica_run_more(capsys) -> None:  # type
 
 def test_on_the_gpus_asked_the_layout_that_serves_the_users_fastest() -> None:
     """``--gpus 8`` alone: the default (TP 8) unless another layout on those GPUs that holds the users serves them
-    faster by more than the calibration's layout margin (5.1% between layouts on NVLink). Llama 3.1 8B for 1,000 users on 8 H100s
+    faster by more than the calibration's layout margin (its scale-up class's between layouts on NVLink). Llama 3.1 8B for 1,000 users on 8 H100s
     is 8 replicas (TP 8 emits less: every GPU all-reduces for all 1,000); for one user TP 8 stays."""
     model = load_model("llama-3.1-8b")
     many = Workload(task="inference", concurrency=1000)

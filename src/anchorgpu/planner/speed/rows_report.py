@@ -60,6 +60,9 @@ SETS: dict[str, str] = {
     "inferencemax": "InferenceMAX's runs with 4 to 64 requests in flight (time per output token of gpt-oss-120b on vLLM, "
                     "DeepSeek-R1 on SGLang and TensorRT-LLM on H200, B200 and MI300X-MI355X, Llama 3.3 70B as a dense "
                     "control), held out",
+    "inferencemax-trt-moe": "InferenceMAX's TensorRT-LLM 1.2.0rc2 sweep of gpt-oss-120b on B200 (one workflow run): the "
+                            "same workloads under TP 1-8 and attention DP with EP over 2 and 4 GPUs, 4 to 128 requests "
+                            "in flight (time per output token), held out",
 }
 """The sets of rows the summaries report apart, by where the rows come from (``set_of``)."""
 

@@ -146,24 +146,30 @@ def _fastest(held: list[tuple[Layout, Plan]], gpu: GpuSpec) -> tuple[int, list[f
 
 def pair_class(gpu: GpuSpec, a: Layout | ResolvedLayout, b: Layout | ResolvedLayout) -> str:
     """The class of the worse link serving layouts ``a`` and ``b`` on ``gpu`` cross with their tensor-, pipeline- and
-    expert-parallel traffic (:func:`~anchorgpu.planner.speed.topology.layout_margin_class`)."""
+    expert-parallel traffic, and whether one splits the experts over GPUs
+    (:func:`~anchorgpu.planner.speed.topology.layout_margin_class`)."""
     return layout_margin_class(*(serving_link_kind(gpu, lay.tp or 1, lay.pp or 1, lay.ep or 1,
-                                                   gpus_per_server=SERVER_GPUS) for lay in (a, b)))
+                                                   gpus_per_server=SERVER_GPUS) for lay in (a, b)),
+                               experts_split=max(a.ep or 1, b.ep or 1) > 1)
 
 
 def pair_margin(gpu: GpuSpec, a: Layout, b: Layout) -> float:
     """The calibration's margin between serving layouts ``a`` and ``b`` on ``gpu``: its ``layout_margin`` of the
     class of the worse link their tensor-, pipeline- and expert-parallel traffic crosses
-    (:func:`~anchorgpu.planner.speed.topology.layout_margin_class`): 5.1% where both stay on NVLink, xGMI or
-    NVSwitch, 17.0% where one crosses PCIe or the network (the median disagreement of the model between two
-    held-out measured layouts of one workload, per class).
+    (:func:`~anchorgpu.planner.speed.topology.layout_margin_class`): ``scale-up`` where both stay on NVLink, xGMI or
+    NVSwitch, ``scale-up-ep`` there where one splits the experts over GPUs (attention data parallelism or EP: the
+    pooled margin until the calibration has enough such pairs of its own), ``pcie-or-network`` where one crosses PCIe
+    or the network (the median disagreement of the model between two held-out measured layouts of one workload, per
+    class).
 
     >>> from anchorgpu.hardware import get_gpu
+    >>> h200, rtx = get_gpu("h200"), get_gpu("rtx-pro-6000")
     >>> tp8, dp8, staged = Layout(gpus=8, tp=8), Layout(gpus=8, tp=1, dp=8), Layout(gpus=16, tp=8, pp=2)
-    >>> pair_margin(get_gpu("h200"), tp8, dp8), pair_margin(get_gpu("h200"), tp8, staged)
-    (0.051, 0.17)
-    >>> pair_margin(get_gpu("rtx-pro-6000"), tp8, dp8)
-    0.17
+    >>> adp = Layout(gpus=8, tp=1, dp=8, ep=8)
+    >>> [pair_class(h200, tp8, b) for b in (dp8, adp, staged)], pair_class(rtx, tp8, dp8)
+    (['scale-up', 'scale-up-ep', 'pcie-or-network'], 'pcie-or-network')
+    >>> pair_margin(h200, tp8, adp) == calibration().layout_margin_of("scale-up-ep")
+    True
     """
     return calibration().layout_margin_of(pair_class(gpu, a, b))
 
@@ -174,7 +180,7 @@ def pick_over_first(speeds: list[float], margin: float | list[float]) -> int:
     :func:`pair_margin`, the median disagreement of the model between two layouts of one measured workload whose
     links are of that class, so a smaller predicted advantage is not one the calibration resolves), else 0.
     gpt-oss-120b for 64 users of 8,192 tokens on 8 H100s: attention data parallelism, predicted 4% faster than TP 8,
-    within NVLink's 5.1%, leaves TP 8; Mixtral 8x22B for 6,144 users on 24 H200s: three one-server attention-DP
+    within NVLink's margin for a layout that splits the experts, leaves TP 8; Mixtral 8x22B for 6,144 users on 24 H200s: three one-server attention-DP
     engines, predicted 49% faster, replace TP 8 x 3.
 
     >>> pick_over_first([100.0, 110.0], margin=0.163), pick_over_first([100.0, 120.0, 117.0], margin=0.163)
@@ -233,6 +239,7 @@ def _which(held: list[tuple[Layout, Plan]], pick: int, speeds: list[float], clas
 
 
 _CLASS_WORDS = {"scale-up": "whose traffic stays on the scale-up link (NVLink, xGMI)",
+                "scale-up-ep": "whose traffic stays on the scale-up link and one splits the experts over GPUs (EP)",
                 "pcie-or-network": "where one's traffic crosses PCIe or the network"}
 """How the assumptions name each class of :func:`pair_class`."""
 

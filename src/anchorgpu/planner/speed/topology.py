@@ -226,13 +226,21 @@ def serving_link_kind(gpu: GpuSpec, tp: int, pp: int = 1, ep: int = 1, *, gpus_p
     return max(kinds, key=_SLOWER.index)
 
 
-def layout_margin_class(*kinds: str) -> str:
+def layout_margin_class(*kinds: str, experts_split: bool = False) -> str:
     """The class of the serving chooser's margin between layouts whose slowest links are ``kinds``
     (:func:`serving_link_kind`): ``scale-up`` where none crosses more than the scale-up fabric (NVLink, xGMI,
-    NVSwitch) or no link at all, else ``pcie-or-network`` (the worse link of the two decides).
+    NVSwitch) or no link at all, ``scale-up-ep`` the same where one of the layouts splits a mixture of experts'
+    experts over GPUs (``experts_split``: EP > 1, attention data parallelism or EP inside TP), else
+    ``pcie-or-network`` (the worse link of the two decides). The model ranks TP splits and replicas on one server
+    far better than layouts that route tokens to experts on other GPUs (InferenceMAX's gpt-oss-120b sweep on B200:
+    ``benchmarks/layout_margin_findings.md``), so the two scale-up cases are measured apart.
 
     >>> layout_margin_class("none", "scale-up"), layout_margin_class("scale-up", "pcie")
     ('scale-up', 'pcie-or-network')
+    >>> layout_margin_class("none", "scale-up", experts_split=True)
+    'scale-up-ep'
     """
     worst = max(kinds, key=_SLOWER.index)
-    return "scale-up" if _SLOWER.index(worst) <= _SLOWER.index("scale-up") else "pcie-or-network"
+    if _SLOWER.index(worst) > _SLOWER.index("scale-up"):
+        return "pcie-or-network"
+    return "scale-up-ep" if experts_split else "scale-up"
