@@ -77,14 +77,15 @@ def _given_context(result: SweepResult, concurrency: int) -> int | None:
 def _check_inference_row(result: SweepResult, model, i: int, engine: str = "vllm") -> None:
     row = result.row(i)
     shape = next(s for s in result.shapes if s.id == row["shape"])
-    if row["ep"] > 1:  # attention data parallelism: planned whole (tests/recommend/test_attention_dp_sweep.py)
+    if row["ep"] > row["tp"]:  # attention data parallelism: planned whole (tests/recommend/test_attention_dp_sweep.py)
         _check_attention_dp_row(result, model, row, shape, engine, i)
         return
     p = plan(model, Workload(task="inference", context_tokens=_given_context(result, row["concurrency"]),
                              concurrency=row["concurrency"], engine=engine),
              precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
-             layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu, suggest=False,
-             choose_layout=False)
+             layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"],
+                           ep=row["ep"] if row["ep"] > 1 else None),  # EP inside TP: the experts whole over TP
+             gpu=shape.gpu, suggest=False, choose_layout=False)
     assert row["per_gpu_total_bytes"] == p.per_gpu.total_bytes
     assert row["weights_bytes"] == p.per_gpu.weights_bytes
     assert row["kv_cache_bytes"] == p.per_gpu.kv_cache_bytes
