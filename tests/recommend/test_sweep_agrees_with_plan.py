@@ -149,6 +149,19 @@ def test_sampled_inference_configurations_match_the_scalar_planner_exactly(case:
         _check_inference_row(result, model, i, INFERENCE_CASES[case][1].get("engine", "vllm"))
 
 
+@pytest.mark.parametrize("case", [name for name, (model, _) in INFERENCE_CASES.items()
+                                  if load_model(model).moe is not None])
+def test_rows_with_the_experts_whole_over_tp_match_the_scalar_planner(case: str) -> None:
+    """A mixture of experts' layouts with EP inside TP (the routed experts whole over each TP group, as the serving
+    chooser tries them: serving_layouts.ep_inside_tp_sizes), swept in numpy, are plan()'s with ``--ep`` = TP."""
+    result, model = RESULTS[case]
+    ep, tp = np.asarray(result.columns["ep"]), np.asarray(result.columns["tp"])
+    inside = np.flatnonzero((ep > 1) & (ep == tp))
+    assert inside.size
+    for i in random.Random(20261206).sample(inside.tolist(), min(10, inside.size)):
+        _check_inference_row(result, model, i, INFERENCE_CASES[case][1].get("engine", "vllm"))
+
+
 @settings(max_examples=40, deadline=None)
 @given(case=st.sampled_from(list(INFERENCE_CASES)), fraction=st.floats(0, 1, exclude_max=True))
 def test_any_inference_configuration_matches_the_scalar_planner(case: str, fraction: float) -> None:
