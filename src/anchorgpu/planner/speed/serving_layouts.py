@@ -344,13 +344,13 @@ def choose_serving_layout_on(model: ModelSpec, w: Workload, precision: Precision
         # kept though another is predicted faster (within the margin): say which, as recommend may show it
         kept = (f"Layout kept on the {gpus} GPUs asked: the default, TP {lay.tp}"
                 + (f" with {lay.dp} replicas" if lay.dp > 1 else "") + f" - {_which(held, 0, speeds, classes, _users(want))}; "
-                "pass --tp, --pp and --dp to choose")
+                "pass --tp, --pp, --dp and --ep to choose")
         return Choice(layout=given, workload=w, reason=kept), default
     why = (f"the default, TP {lay.tp}" + (f" with {lay.dp} replicas" if lay.dp > 1 else "")
            + (f", serves them at {speeds[0]:,.0f}" if default.fits else
               f", does not hold them (it needs {fmt_bytes(default.per_gpu.total_bytes)} a GPU)"))
     reason = (f"Layout chosen on the {gpus} GPUs asked: {_split_words(layout)} - "
-              f"{_which(held, pick, speeds, classes, _users(want))}; {why}; pass --tp, --pp and --dp to choose")
+              f"{_which(held, pick, speeds, classes, _users(want))}; {why}; pass --tp, --pp, --dp and --ep to choose")
     return Choice(layout=layout, workload=w, reason=reason), p
 
 
