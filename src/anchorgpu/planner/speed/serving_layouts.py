@@ -99,8 +99,8 @@ def ep_inside_tp_sizes(model: ModelSpec, gpus: int) -> tuple[int, ...]:
     ``--tensor-parallel-size T --enable-expert-parallel`` (EP = TP x DP, so one engine a replica:
     vllm-project/vllm vllm/model_executor/layers/fused_moe/config.py ``FusedMoEParallelConfig.make``, commit 00c1c6a),
     TensorRT-LLM's ``--tp_size T --ep_size T`` (``moe_tp_size x moe_ep_size = tp_size``: NVIDIA/TensorRT-LLM
-    docs/source/advanced/expert-parallelism.md, commit a7e572f), SGLang's ``--tp-size T --ep-size T``
-    (sgl-project/sglang python/sglang/srt/server_args.py, commit 469c63e).
+    docs/source/advanced/expert-parallelism.md, commit a7e572f), SGLang's ``--tp-size T --ep-size T`` (its
+    ``--ep-size``, recipes/data/sglang_flags.json from SGLang 0.5.23, splits the experts over the TP group's GPUs).
 
     >>> from anchorgpu.architectures import load_model
     >>> ep_inside_tp_sizes(load_model("qwen3-235b-a22b"), 8), ep_inside_tp_sizes(load_model("llama-3.1-8b"), 8)
