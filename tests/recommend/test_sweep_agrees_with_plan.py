@@ -77,14 +77,15 @@ def _given_context(result: SweepResult, concurrency: int) -> int | None:
 def _check_inference_row(result: SweepResult, model, i: int, engine: str = "vllm") -> None:
     row = result.row(i)
     shape = next(s for s in result.shapes if s.id == row["shape"])
-    if row["ep"] > 1:  # attention data parallelism: planned whole (tests/recommend/test_attention_dp_sweep.py)
+    if row["ep"] > row["tp"]:  # attention data parallelism: planned whole (tests/recommend/test_attention_dp_sweep.py)
         _check_attention_dp_row(result, model, row, shape, engine, i)
         return
     p = plan(model, Workload(task="inference", context_tokens=_given_context(result, row["concurrency"]),
                              concurrency=row["concurrency"], engine=engine),
              precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
-             layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu, suggest=False,
-             choose_layout=False)
+             layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"],
+                           ep=row["ep"] if row["ep"] > 1 else None),  # EP inside TP: the experts whole over TP
+             gpu=shape.gpu, suggest=False, choose_layout=False)
     assert row["per_gpu_total_bytes"] == p.per_gpu.total_bytes
     assert row["weights_bytes"] == p.per_gpu.weights_bytes
     assert row["kv_cache_bytes"] == p.per_gpu.kv_cache_bytes
@@ -145,6 +146,19 @@ def test_sampled_inference_configurations_match_the_scalar_planner_exactly(case:
     result, model = RESULTS[case]
     rng = random.Random(20261129)
     for i in rng.sample(range(result.evaluated), 25):
+        _check_inference_row(result, model, i, INFERENCE_CASES[case][1].get("engine", "vllm"))
+
+
+@pytest.mark.parametrize("case", [name for name, (model, _) in INFERENCE_CASES.items()
+                                  if load_model(model).moe is not None])
+def test_rows_with_the_experts_whole_over_tp_match_the_scalar_planner(case: str) -> None:
+    """A mixture of experts' layouts with EP inside TP (the routed experts whole over each TP group, as the serving
+    chooser tries them: serving_layouts.ep_inside_tp_sizes), swept in numpy, are plan()'s with ``--ep`` = TP."""
+    result, model = RESULTS[case]
+    ep, tp = np.asarray(result.columns["ep"]), np.asarray(result.columns["tp"])
+    inside = np.flatnonzero((ep > 1) & (ep == tp))
+    assert inside.size
+    for i in random.Random(20261206).sample(inside.tolist(), min(10, inside.size)):
         _check_inference_row(result, model, i, INFERENCE_CASES[case][1].get("engine", "vllm"))
 
 

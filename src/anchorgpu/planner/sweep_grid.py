@@ -48,7 +48,7 @@ class Layouts:
     pp: IntArray
     dp: IntArray
     zero: IntArray
-    ep: IntArray  # expert parallelism: 1 but for training a mixture of experts
+    ep: IntArray  # expert parallelism: 1 but for a mixture of experts (training; serving: TP's size, or attention DP)
     cp: IntArray  # context parallelism: 1 but for training long sequences (train_cp_sizes)
 
     def __len__(self) -> int:
@@ -89,8 +89,9 @@ def tick_pairs(lay: Layouts, conc: IntArray, per_replica: IntArray) -> TickPairs
     """
     if per_replica.shape[0] == 1:  # one concurrency: a group's layouts differ in DP, so in sequences a replica
         return _each_its_own(per_replica)
-    _, groups, group_l = np.unique((lay.shape * 65536 + lay.tp) * 65536 + lay.pp, return_index=True,
-                                   return_inverse=True)
+    # (EP too: a TensorRT-LLM tick with the experts whole over the TP group charges 1 / EP of the routed rows)
+    _, groups, group_l = np.unique(((lay.shape * 65536 + lay.tp) * 65536 + lay.pp) * 1024 + lay.ep,
+                                   return_index=True, return_inverse=True)
     dps = distinct(lay.dp)
     values = distinct(-(-distinct(conc)[:, None] // dps[None, :]))  # every value per_replica can take
     key = np.searchsorted(values, per_replica) * groups.size + group_l  # (C, L), below V x G
@@ -155,4 +156,18 @@ def layout_grid(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: 
     ok &= (tp * cp * dp) % ep == 0  # the experts split over GPUs of one stage (folded over TP, CP and DP)
     if not ok.any():
         raise InvalidWorkload(f"no valid tensor-parallel layout for {model.name} on the shapes given")
-    return Layouts(s_i[ok], n[ok], gpus[ok], tp[ok], pp[ok], dp[ok], z[ok], ep[ok], cp[ok])
+    columns = [s_i[ok], n[ok], gpus[ok], tp[ok], pp[ok], dp[ok], z[ok], ep[ok], cp[ok]]
+    if not training and model.moe is not None:  # serving a mixture of experts: after every layout above, each
+        # single-stage one again with the routed experts whole over its TP group (EP = TP), as plan()'s chooser
+        # tries it (serving_layouts.ep_inside_tp_sizes), listed last so that a tie keeps the TP-sliced one
+        from anchorgpu.planner.speed.serving_layouts import ep_inside_tp_sizes
+
+        sizes = [set(ep_inside_tp_sizes(model, int(k_s))) for k_s in per_server.tolist()]
+        inside = np.array([t in sizes[sh] and p == 1 for sh, t, p in zip(columns[0].tolist(), columns[3].tolist(),
+                                                                          columns[4].tolist(), strict=True)],
+                          dtype=bool)
+        if inside.any():
+            extra = [c[inside] for c in columns]
+            extra[7] = extra[3].copy()  # ep = tp
+            columns = [np.concatenate((c, e)) for c, e in zip(columns, extra, strict=True)]
+    return Layouts(*columns)

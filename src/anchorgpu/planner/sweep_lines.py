@@ -61,8 +61,12 @@ def expert_parallel_line(model: ModelSpec, lay: Layouts, w: Workload, *, trainin
                 f"divide the {model.moe.num_experts} experts and the GPUs of a pipeline stage).")
     if not (lay.ep > 1).any():
         return "Expert parallelism is not swept: experts are split with TP (EP 1)."
-    sizes = [str(tp) for tp in sorted(set(lay.tp[lay.ep > lay.tp].tolist()))]  # serving_layouts.attention_dp_tp_sizes'
-    tps = " or ".join((", ".join(sizes[:-1]), sizes[-1])) if len(sizes) > 1 else sizes[0]
+    inside = sorted(set(lay.tp[(lay.ep > 1) & (lay.ep == lay.tp)].tolist()))  # serving_layouts.ep_inside_tp_sizes'
+    within = ("" if not inside else "; replicas of TP " + _either(inside) + " also with the routed experts split whole "
+              "over each replica's TP group (EP inside TP, the attention split by TP)")
+    if not (lay.ep > lay.tp).any():
+        return "Expert parallelism swept inside TP" + within[1:] + "; the other layouts split the experts with TP."
+    tps = _either(sorted(set(lay.tp[lay.ep > lay.tp].tolist())))  # serving_layouts.attention_dp_tp_sizes'
     return (
         "Expert parallelism swept as attention data parallelism on one server (at most 8 GPUs): replicas of the "
         f"attention and dense layers of TP {tps}"
@@ -74,4 +78,10 @@ def expert_parallel_line(model: ModelSpec, lay: Layouts, w: Workload, *, trainin
                               if scaled else "")
            + ")" if ((lay.ep > lay.tp) & (lay.servers > 1)).any() else "")
         + "; each such configuration planned whole (the replicas step together, every MoE layer "
-        "gathers their tokens); the other layouts split the experts with TP.")
+        "gathers their tokens)" + within + "; the other layouts split the experts with TP.")
+
+
+def _either(sizes: list[int]) -> str:
+    """``2, 4 or 8``."""
+    words = [str(size) for size in sizes]
+    return " or ".join((", ".join(words[:-1]), words[-1])) if len(words) > 1 else words[0]

@@ -154,11 +154,13 @@ class Ticks:
         if model.moe is not None and spec.workload.engine == "trtllm":  # speed.step_constants.trtllm_moe_s_per_token
             row_s = np.array([cal.trtllm_moe_s_per_routed_row.get(gpu.compute_capability or "", 0.0)
                               for gpu in gpus])[s]
-            # every GPU runs each routed row on its slice: the sweep's layouts split experts with TP (EP 1), so
-            # step_constants.routed_rows_per_token_share is 1
+            # every GPU runs each routed row on its slice where the experts are split with TP (EP 1), 1 / EP of them
+            # where they are whole over the TP group (step_constants.routed_rows_per_token_share)
+            share = np.where((lay.ep > 1) & (lay.ep <= lay.tp), 1.0 / lay.ep, 1.0)
             self.per_token_ew = self.per_token_ew + (row_s * model.moe.experts_per_token * model.moe.num_moe_layers
-                                                     / lay.pp)
-        self.routed = routed_share_per_gpu(model, tp=1, ep=1)  # every layout the sweep tries splits experts with TP
+                                                     / lay.pp * share)
+        # the routed experts' share of a GPU's weights: alike with the experts split by TP or whole over the TP group
+        self.routed = routed_share_per_gpu(model, tp=1, ep=1)
         # a MoE's routed-expert products slow down with few tokens per expert (speed.serving.expert_rows_factor)
         self.expert_share, self.route_share = moe_product_shares(model)
         self.half_tokens = per_layout(lambda k: k.moe_expert_half_tokens)

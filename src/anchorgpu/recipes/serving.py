@@ -132,7 +132,7 @@ def _sglang_fraction(plan: Plan, assumptions: list[str]) -> str:
     return f"{fraction:g}"
 
 
-def _replicas(plan: Plan, target: Target, assumptions: list[str]) -> tuple[int, bool]:
+def _replicas(plan: Plan, target: Target, assumptions: list[str], kind: str) -> tuple[int, bool]:
     """(data-parallel ranks in one engine, whether each replica is a separate server)."""
     lay = plan.layout
     per_replica = lay.tp * lay.pp
@@ -147,6 +147,14 @@ def _replicas(plan: Plan, target: Target, assumptions: list[str]) -> tuple[int, 
         return ranks, True
     if lay.attention_dp:  # the replicas share the experts: one engine over all of them
         return lay.dp, False
+    if kind == "vllm" and lay.ep > 1 and lay.dp > 1:  # EP inside each replica's TP group: vLLM's EP is TP x DP
+        # (vllm/model_executor/layers/fused_moe/config.py FusedMoEParallelConfig.make, commit 00c1c6a), so one
+        # engine a replica
+        assumptions.append(f"{lay.dp} replicas of TP {lay.tp} with the experts over EP {lay.ep} each: vLLM's "
+                           "--data-parallel-size with --enable-expert-parallel would split the experts over every "
+                           "replica's GPUs, so run one engine per replica (CUDA_VISIBLE_DEVICES its own "
+                           f"{per_replica} GPU(s), its own port) behind a load balancer (the command is one replica).")
+        return 1, True
     if lay.dp > 1 and per_replica * lay.dp > target.gpus_per_node:
         assumptions.append(f"{lay.dp} replicas of {per_replica} GPU(s) do not share one server: run one engine per "
                            "replica behind a load balancer (the command is one replica).")
@@ -165,7 +173,7 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
     model = model_ref(plan, assumptions)
     quant = _weights(plan, spec, kind, assumptions)
     kv_flag = _kv(plan, kind)
-    dp, _separate = _replicas(plan, target, assumptions)
+    dp, _separate = _replicas(plan, target, assumptions, kind)
     adp = lay.attention_dp
     if adp and lay.gpus // lay.attention_dp_groups > target.gpus_per_node:
         raise not_expressible(kind, f"attention data parallelism with EP {lay.ep} spans {lay.gpus} GPUs over servers of "

@@ -82,6 +82,10 @@ def _codes(result: SweepResult, row: dict[str, Any], offering: Offering, *, ship
         codes.append("tp_over_pcie")
     if row["ep"] > row["tp"] and result.task == "inference":  # attention data parallelism: the experts are split
         codes += ["attention_dp_replicas", "ep_requires_engine_support"]
+    elif row["ep"] > 1 and result.task == "inference":  # EP inside TP: the experts whole over each TP group
+        codes.append("ep_requires_engine_support")
+        if row["dp"] > 1:
+            codes.append("ddp_no_memory_pooling")
     elif row["dp"] > 1 and result.task == "inference":
         codes.append("ddp_no_memory_pooling")
     if shape.gpu.vendor == "AMD":

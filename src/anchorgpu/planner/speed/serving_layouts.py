@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from anchorgpu.planner.result import ResolvedLayout
 
 __all__ = ["SERVING_GPU_COUNTS", "attention_dp_tp_sizes", "choose_serving_layout", "choose_serving_layout_on",
-           "pair_margin", "pick_over_first"]
+           "ep_inside_tp_sizes", "pair_margin", "pick_over_first"]
 
 SERVING_GPU_COUNTS = (1, 2, 4, *range(8, 1025, 8))
 """The GPU counts the serving chooser tries, fewest first: 1, 2 or 4, then whole 8-GPU servers up to 128 of them."""
@@ -41,8 +41,10 @@ def _serving_layouts(model: ModelSpec, gpus: int, engine: str = "vllm") -> Itera
     same one-server engine on each (EP one server's GPUs, ``gpus / 8`` independent engines, the users split between
     them). Each replica keeps only its own sequences' KV cache, which matters most where a TP split cannot divide it
     (MLA's one latent per token, or fewer KV heads than GPUs), at the cost of the all-gathers of every MoE layer.
-    Last, each replica's narrower TP splits with more pipeline stages (TP 2 x PP 4 of an 8-GPU replica), which
-    recommend's sweep times too: Llama 3.1 70B for 989 users on 8 H100 is predicted 1.47x faster as TP 2 x PP 4 than as TP 8."""
+    Then, for a mixture of experts, each replica's TP group with the routed experts split whole over it instead of
+    sliced (EP inside TP, :func:`ep_inside_tp_sizes`: ``--tp 8 --ep 8``), the attention still TP. Last, each
+    replica's narrower TP splits with more pipeline stages (TP 2 x PP 4 of an 8-GPU replica), which recommend's sweep
+    times too: Llama 3.1 70B for 989 users on 8 H100 is predicted 1.47x faster as TP 2 x PP 4 than as TP 8."""
     # GPUs one replica spans: powers of two, then the other divisors of a count such as 3, 6 or 24 (a replica of 3
     # pipeline stages is what 3 GPUs hold a 70B with, where TP 3 divides no head count and 3 replicas hold nothing)
     odd = [unit for unit in range(3, min(gpus, 64) + 1) if gpus % unit == 0 and unit & (unit - 1)]
@@ -64,6 +66,8 @@ def _serving_layouts(model: ModelSpec, gpus: int, engine: str = "vllm") -> Itera
     if gpus > SERVER_GPUS and gpus % SERVER_GPUS == 0:  # one server's attention-DP engine on each server
         for tp in attention_dp_tp_sizes(model, SERVER_GPUS, engine):
             yield Layout(gpus=gpus, tp=tp, pp=1, dp=gpus // tp, ep=SERVER_GPUS)
+    for tp in ep_inside_tp_sizes(model, gpus):  # the experts whole over each replica's TP group
+        yield Layout(gpus=gpus, tp=tp, pp=1, dp=gpus // tp, ep=tp)
     yield from narrower  # last: the usual layouts stay the first that holds the users
 
 
@@ -86,12 +90,36 @@ def attention_dp_tp_sizes(model: ModelSpec, gpus: int, engine: str) -> tuple[int
                  if tp < gpus and gpus % tp == 0 and tp_ok(model, tp))
 
 
+def ep_inside_tp_sizes(model: ModelSpec, gpus: int) -> tuple[int, ...]:
+    """The TP sizes whose replicas (``gpus / tp`` of them) the serving chooser and the catalog sweep also try with a
+    mixture of experts' routed experts split whole over the replica's TP group (EP = TP: each GPU holds ``1 / tp``
+    of the experts and runs ``1 / tp`` of a token's routed rows, :func:`~anchorgpu.planner.speed.step_constants.routed_rows_per_token_share`),
+    the attention and dense layers split by TP as usual, smallest first; none for a dense model. One pipeline stage
+    inside one server, where the experts divide evenly. Every engine planned runs it: vLLM's
+    ``--tensor-parallel-size T --enable-expert-parallel`` (EP = TP x DP, so one engine a replica:
+    vllm-project/vllm vllm/model_executor/layers/fused_moe/config.py ``FusedMoEParallelConfig.make``, commit 00c1c6a),
+    TensorRT-LLM's ``--tp_size T --ep_size T`` (``moe_tp_size x moe_ep_size = tp_size``: NVIDIA/TensorRT-LLM
+    docs/source/advanced/expert-parallelism.md, commit a7e572f), SGLang's ``--tp-size T --ep-size T`` (its
+    ``--ep-size``, recipes/data/sglang_flags.json from SGLang 0.5.23, splits the experts over the TP group's GPUs).
+
+    >>> from anchorgpu.architectures import load_model
+    >>> ep_inside_tp_sizes(load_model("qwen3-235b-a22b"), 8), ep_inside_tp_sizes(load_model("llama-3.1-8b"), 8)
+    ((2, 4, 8), ())
+    """
+    moe = model.moe
+    if moe is None:
+        return ()
+    return tuple(tp for tp in range(2, min(gpus, SERVER_GPUS) + 1)
+                 if gpus % tp == 0 and moe.num_experts % tp == 0 and tp_ok(model, tp))
+
+
 def _split(layout: Layout) -> str:
-    """``TP 1, PP 1, DP 8`` or, under attention data parallelism, ``TP 1, DP 8, EP 8``."""
+    """``TP 1, PP 1, DP 8``; under attention data parallelism ``TP 1, DP 8, EP 8``; with the experts whole over
+    the TP group ``TP 8, PP 1, EP 8``."""
     tp, pp, dp, ep = layout.tp or 1, layout.pp or 1, layout.dp or 1, layout.ep or 1
     if ep > tp:
         return f"TP {tp}, DP {dp}, EP {ep}"
-    return f"TP {tp}, PP {pp}" + (f", DP {dp}" if dp > 1 else "")
+    return f"TP {tp}, PP {pp}" + (f", DP {dp}" if dp > 1 else "") + (f", EP {ep}" if ep > 1 else "")
 
 
 def _split_words(layout: Layout) -> str:
@@ -105,6 +133,10 @@ def _split_words(layout: Layout) -> str:
     if ep > tp:
         return (f"{_split(layout)}: attention data parallelism, {dp} replicas of the attention and dense layers, each "
                 f"with its own sequences' KV cache, the routed experts split over all {ep} GPUs")
+    if ep > 1:
+        return (f"{_split(layout)}: " + (f"{dp} replicas, each " if dp > 1 else "")
+                + f"the attention and dense layers split by TP {tp}, the routed experts split whole over "
+                + ("its" if dp > 1 else "the") + f" {ep} GPUs (EP inside TP)")
     return _split(layout) + (f": {dp} replicas" if dp > 1 else "")
 
 
@@ -319,13 +351,13 @@ def choose_serving_layout_on(model: ModelSpec, w: Workload, precision: Precision
         # kept though another is predicted faster (within the margin): say which, as recommend may show it
         kept = (f"Layout kept on the {gpus} GPUs asked: the default, TP {lay.tp}"
                 + (f" with {lay.dp} replicas" if lay.dp > 1 else "") + f" - {_which(held, 0, speeds, classes, _users(want))}; "
-                "pass --tp, --pp and --dp to choose")
+                "pass --tp, --pp, --dp and --ep to choose")
         return Choice(layout=given, workload=w, reason=kept), default
     why = (f"the default, TP {lay.tp}" + (f" with {lay.dp} replicas" if lay.dp > 1 else "")
            + (f", serves them at {speeds[0]:,.0f}" if default.fits else
               f", does not hold them (it needs {fmt_bytes(default.per_gpu.total_bytes)} a GPU)"))
     reason = (f"Layout chosen on the {gpus} GPUs asked: {_split_words(layout)} - "
-              f"{_which(held, pick, speeds, classes, _users(want))}; {why}; pass --tp, --pp and --dp to choose")
+              f"{_which(held, pick, speeds, classes, _users(want))}; {why}; pass --tp, --pp, --dp and --ep to choose")
     return Choice(layout=layout, workload=w, reason=reason), p
 
 
