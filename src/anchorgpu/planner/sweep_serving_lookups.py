@@ -4,14 +4,14 @@ scalar lookup is made once per distinct key, then taken per layout. Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from anchorgpu.hardware.spec import GpuSpec
-from anchorgpu.planner.speed.links import peak_for, tp_link
+from anchorgpu.planner.speed.links import Link, peak_for, tp_link
 from anchorgpu.planner.sweep_grid import Layouts
 
 if TYPE_CHECKING:
@@ -24,9 +24,11 @@ IntArray = npt.NDArray[np.int64]
 
 
 def links(shapes: Sequence[HardwareShape], lay: Layouts, ranks: IntArray | None = None,
-          network: bool = True) -> tuple[FloatArray, FloatArray]:
+          network: bool = True, *, allreduce_latency: Callable[[GpuSpec, Link], float] | None = None,
+          ) -> tuple[FloatArray, FloatArray]:
     """Per layout row: one-direction bandwidth and latency of the link a group of ``ranks`` adjacent GPUs
-    crosses (default the TP group; one lookup per shape and group size)."""
+    crosses (default the TP group; one lookup per shape and group size); ``allreduce_latency``: the latency of an
+    all-reduce over that link where the engine's own differs from the link's (speed.step_constants)."""
     group = lay.tp if ranks is None else ranks
     key = lay.shape * 65536 + group
     unique, inverse = np.unique(key, return_inverse=True)
@@ -36,7 +38,8 @@ def links(shapes: Sequence[HardwareShape], lay: Layouts, ranks: IntArray | None 
         shape = shapes[k // 65536]
         link = tp_link(shape.gpu, k % 65536, gpus_per_server=shape.gpus_per_server,
                        network_bytes_per_s=shape.network_bytes_per_s if network else None)
-        bw[i], lat[i] = link.bytes_per_s, link.latency_s
+        bw[i] = link.bytes_per_s
+        lat[i] = link.latency_s if allreduce_latency is None else allreduce_latency(shape.gpu, link)
     return bw[inverse], lat[inverse]
 
 

@@ -23,11 +23,12 @@ from anchorgpu.planner.speed.flops import (
     lm_head_params,
     unsampled_prompt_share,
 )
-from anchorgpu.planner.speed.launches import is_block_fp8, launch_ratio
+from anchorgpu.planner.speed.launches import fuses_norms_into_allreduce, is_block_fp8, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, host_kind, peak_for
 from anchorgpu.planner.speed.overrides import calibrated
 from anchorgpu.planner.speed.product_shares import head_quantized_share, quantized_product_shares
 from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
+from anchorgpu.planner.speed.step_constants import allreduce_latency_s
 from anchorgpu.planner.sweep_grid import Layouts
 from anchorgpu.planner.sweep_serving_lookups import distinct_gpus, links, mixed_rates
 from anchorgpu.planner.sweep_serving_lookups import peaks as peaks_of
@@ -106,13 +107,20 @@ class Ticks:
         # (a checkpoint FP8 in blocks launches a quantisation before each product: per format)
         block_fp8 = [is_block_fp8(format_for_model(model, name).name) for name in weights]
         ratio_w = np.array([launch_ratio(model, cal.launches, block_fp8=b) for b in block_fp8])
+        trtllm = spec.workload.engine == "trtllm"
+        if fuses_norms_into_allreduce(model, spec.workload.engine, 2):  # TP > 1: norms inside the all-reduces
+            fused_w = np.array([launch_ratio(model, cal.launches, block_fp8=b, norms_in_allreduce=True)
+                                for b in block_fp8])
+            ratio_lw = np.where((lay.tp > 1)[:, None], fused_w[None, :], ratio_w[None, :])
+        else:
+            ratio_lw = np.broadcast_to(ratio_w[None, :], (lay.tp.size, ratio_w.size))
         per_layer = model.num_layers / lay.pp * per_layout(lambda k: k.per_layer_step_s)
         sglang = spec.workload.engine == "sglang"
         # SGLang on AMD GPUs dequantises an FP8 MLA model's absorbed weights every step: more launches, and bytes
         dequant = absorbed_dequant_terms(model, shapes, lay, weights, cal.launches, block_fp8,
                                          per_layout(lambda k: k.decode_mbu) * self.bw_mem) if sglang else None
         self.fixed = per_layout(lambda k: k.per_step_s) + per_format(
-            per_layer[:, None] * ratio_w[None, :] if dequant is None else per_layer[:, None] * dequant[0] + dequant[1])
+            per_layer[:, None] * ratio_lw if dequant is None else per_layer[:, None] * dequant[0] + dequant[1])
         # SGLang's decode-only steps run the captured CUDA graph that holds the batch (None: no padding)
         self.graph_max_bs = graph_max_batch(shapes, lay) if sglang else None
         bf16 = np.array([peak_for(gpu, "bf16").flops_per_s for gpu in gpus])[s]
@@ -144,7 +152,8 @@ class Ticks:
         self.attn_dec = decode_attention_flops_per_token(model, cached)
         self.attn_pre = attention_flops_per_token(model, prompt, causal=True)
         # the TP all-reduces of a tick (speed.links.allreduce_s): latency + 2 (n - 1) / n x message / bandwidth
-        bw, self.lat = links(shapes, lay)
+        bw, self.lat = links(shapes, lay, allreduce_latency=(
+            (lambda gpu, link: allreduce_latency_s(gpu, link, "trtllm", cal)) if trtllm else None))
         ranks = lay.tp.astype(np.float64)
         self.ring_share = 2.0 * (ranks - 1) / ranks
         self.ring_rate = bw * cal.link_efficiency

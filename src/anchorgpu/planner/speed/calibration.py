@@ -146,6 +146,9 @@ class Calibration:
     # TensorRT-LLM's decode attention: the share of a GPU's memory bandwidth it reaches reading an FP8 KV cache, by GPU
     # name; a GPU absent (or a dense model) reads at decode_mbu (step_constants.trtllm_kv_read_fraction)
     trtllm_decode_attention_kv_fraction: dict[str, float] = field(default_factory=dict)
+    # TensorRT-LLM's own TP all-reduce inside an NVLink server: its fixed cost, by GPU name; a GPU absent takes
+    # latency_s["scale-up"] (step_constants.allreduce_latency_s)
+    trtllm_allreduce_latency_s: dict[str, float] = field(default_factory=dict)
     fa2_hopper_attention_efficiency: float = 0.0  # FlashAttention-2-class kernels on Hopper and newer (0: as flash)
     # a fused (flash) attention kernel's backward over its forward in matrix-product FLOPs (2.0: the FLOP count's)
     fused_attention_backward_ratio: float = 2.0
@@ -296,6 +299,9 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
             k: _number(stated["trtllm_decode_attention_kv_fraction"]["value"], k,
                        "stated.trtllm_decode_attention_kv_fraction")
             for k in stated["trtllm_decode_attention_kv_fraction"]["value"]},
+        trtllm_allreduce_latency_s={k: _number(stated["trtllm_allreduce_latency_s"]["value"], k,
+                                               "stated.trtllm_allreduce_latency_s")
+                                    for k in stated["trtllm_allreduce_latency_s"]["value"]},
         moe_unfused_expert_bytes={k: _number(stated["moe_unfused_expert_bytes"]["value"], k,
                                              "stated.moe_unfused_expert_bytes") for k in MOE_UNFUSED_BYTES},
         provenance={k: v for k, v in doc.items()

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from anchorgpu.architectures.spec import ModelSpec
 
-__all__ = ["DEQUANT_BYTES_PER_VALUE", "LayerLaunches", "absorbed_dequant_bytes", "is_block_fp8", "launch_ratio",
-           "launches_per_layer"]
+__all__ = ["DEQUANT_BYTES_PER_VALUE", "LayerLaunches", "absorbed_dequant_bytes", "fuses_norms_into_allreduce",
+           "is_block_fp8", "launch_ratio", "launches_per_layer"]
 
 DEQUANT_BYTES_PER_VALUE = 2 + 2 + 2 + 2
 """Bytes a weight of an absorbed latent product moves beyond its one FP8 byte when the engine dequantises it every
@@ -48,6 +48,8 @@ class LayerLaunches:
     block_fp8_quant: int = 1  # per_token_group_quant_fp8 before each product
     mla_absorbed_dequant: int = 4  # FP8 absorbed weights dequantised every step: a cast and a scale before each of
     # the two absorbed latent products (SGLang on ROCm)
+    allreduce_fused_norms: int = 2  # norms an engine that fuses residual add + RMSNorm into a layer's two TP
+    # all-reduces no longer launches (TensorRT-LLM: AllReduceFusionOp.RESIDUAL_RMS_NORM), the attention's and the MLP's
 
     @property
     def reference(self) -> int:
@@ -56,10 +58,12 @@ class LayerLaunches:
 
 
 def launches_per_layer(model: ModelSpec, launches: LayerLaunches, *, block_fp8: bool = False,
-                       absorbed_dequant: bool = False) -> float:
+                       absorbed_dequant: bool = False, norms_in_allreduce: bool = False) -> float:
     """The kernels an average layer of ``model`` launches in a decode step; ``block_fp8``: its weights are FP8 in
     blocks, so each product's input is quantised by a kernel of its own first; ``absorbed_dequant``: the engine
-    dequantises MLA's absorbed latent weights every step (no effect on a model without MLA).
+    dequantises MLA's absorbed latent weights every step (no effect on a model without MLA); ``norms_in_allreduce``:
+    the engine runs each block's RMSNorm inside the TP all-reduce before it (:func:`fuses_norms_into_allreduce`), so
+    a layer launches ``allreduce_fused_norms`` kernels fewer.
 
     >>> from anchorgpu.architectures import load_model
     >>> counts = LayerLaunches()
@@ -70,6 +74,8 @@ def launches_per_layer(model: ModelSpec, launches: LayerLaunches, *, block_fp8: 
     (20.66, 27.56)
     >>> round(launches_per_layer(r1, counts, block_fp8=True, absorbed_dequant=True), 2)
     31.56
+    >>> launches_per_layer(load_model("gpt-oss-120b"), counts, norms_in_allreduce=True)  # 5 + 8 - 2
+    11.0
     """
     mla = model.mla is not None
     moe = model.moe
@@ -84,6 +90,8 @@ def launches_per_layer(model: ModelSpec, launches: LayerLaunches, *, block_fp8: 
         attention += quant * (launches.mla_attention_products if mla else launches.attention_products)
         mlp += quant * launches.mlp_products
         moe_block += quant * (launches.moe_products + (launches.shared_experts_products if shared else 0))
+    if norms_in_allreduce:  # every layer's two all-reduces each carry the norm after them
+        attention -= launches.allreduce_fused_norms
     if moe is None:
         return float(attention + mlp)
     dense_layers = model.num_layers - moe.num_moe_layers
@@ -91,7 +99,7 @@ def launches_per_layer(model: ModelSpec, launches: LayerLaunches, *, block_fp8: 
 
 
 def launch_ratio(model: ModelSpec, launches: LayerLaunches, *, block_fp8: bool = False,
-                 absorbed_dequant: bool = False) -> float:
+                 absorbed_dequant: bool = False, norms_in_allreduce: bool = False) -> float:
     """How many times a Llama layer's fixed cost one layer of ``model`` costs: 1.0 for a Llama-style dense model in
     16-bit or per-tensor FP8 (what ``per_layer_step_s`` is fitted on).
 
@@ -100,7 +108,8 @@ def launch_ratio(model: ModelSpec, launches: LayerLaunches, *, block_fp8: bool =
     ...                                                                                 LayerLaunches()), 3)
     (1.0, 1.444)
     """
-    return launches_per_layer(model, launches, block_fp8=block_fp8, absorbed_dequant=absorbed_dequant) / launches.reference
+    return launches_per_layer(model, launches, block_fp8=block_fp8, absorbed_dequant=absorbed_dequant,
+                              norms_in_allreduce=norms_in_allreduce) / launches.reference
 
 
 def absorbed_dequant_bytes(model: ModelSpec, tp: int) -> float:
@@ -135,3 +144,23 @@ def is_block_fp8(weights: str | None) -> bool:
     (True, False, False)
     """
     return bool(weights) and str(weights).startswith("fp8-block")
+
+
+def fuses_norms_into_allreduce(model: ModelSpec, engine: str, tp: int, *, attention_dp: bool = False) -> bool:
+    """Whether ``engine`` runs a layer's two RMSNorms inside its TP all-reduces (residual add + norm in the
+    all-reduce kernel): TensorRT-LLM's PyTorch backend under TP without attention data parallelism, read for
+    gpt-oss (NVIDIA/TensorRT-LLM ``tensorrt_llm/_torch/models/modeling_gpt_oss.py`` @ 050b6cb:
+    ``TransformerBlock.forward_tp`` calls ``AllReduce`` with ``AllReduceFusionOp.RESIDUAL_RMS_NORM`` carrying
+    ``post_attention_layernorm`` and then ``next_layer_layernorm``; ``forward_normal``, under TP 1 or attention DP,
+    runs both norms apart) and Llama (``modeling_llama.py``: ``PRE_MLP_FUSION``/``POST_MLP_FUSION`` on
+    ``mapping.has_tp() and not enable_attention_dp``). Not for MLA (DeepSeek's layers fuse only for some formats)
+    nor another engine, whose counts :class:`LayerLaunches` states.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> oss = load_model("gpt-oss-120b")
+    >>> fuses_norms_into_allreduce(oss, "trtllm", 8), fuses_norms_into_allreduce(oss, "trtllm", 1)
+    (True, False)
+    >>> fuses_norms_into_allreduce(oss, "vllm", 8), fuses_norms_into_allreduce(oss, "trtllm", 2, attention_dp=True)
+    (False, False)
+    """
+    return engine == "trtllm" and tp > 1 and not attention_dp and model.mla is None

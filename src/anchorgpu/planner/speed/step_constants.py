@@ -12,11 +12,12 @@ from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.speed.calibration import Calibration
 from anchorgpu.planner.speed.experts import dense_layers, moe_product_shares, routed_share_per_gpu
 from anchorgpu.planner.speed.flops import forward_matmul_params, lm_head_params
-from anchorgpu.planner.speed.launches import absorbed_dequant_bytes, launch_ratio
+from anchorgpu.planner.speed.launches import absorbed_dequant_bytes, fuses_norms_into_allreduce, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, data_parallel_link, group_link, host_kind, peak_for
 from anchorgpu.planner.speed.product_shares import mixed_rate
 
-__all__ = ["ServingSetup", "routed_rows_per_token_share", "serve_shape_factor", "trtllm_moe_s_per_token"]
+__all__ = ["ServingSetup", "allreduce_latency_s", "routed_rows_per_token_share", "serve_shape_factor",
+           "trtllm_moe_s_per_token"]
 
 
 def serve_shape_factor(width: float, half_width: float) -> float:
@@ -168,11 +169,13 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
     dequant = setup.absorbed_dequant and model.mla is not None
     dequant_s = absorbed_dequant_bytes(model, setup.tp) / setup.pp / (bw * mbu) if dequant and not ideal else 0.0
     kv_fraction = 0.0 if ideal else trtllm_kv_read_fraction(model, gpu, setup, cal)
+    fused_norms = fuses_norms_into_allreduce(model, setup.engine, setup.tp, attention_dp=setup.whole_dense_layers)
     return _StepConstants(
         matmul_params=float(forward_matmul_params(model)), link=link, pp_link=pp_link,
         fixed_s=0.0 if ideal else (k.per_step_s + model.num_layers / setup.pp * k.per_layer_step_s
                                    * launch_ratio(model, cal.launches, block_fp8=setup.block_fp8,
-                                                  absorbed_dequant=dequant) + dequant_s),
+                                                  absorbed_dequant=dequant, norms_in_allreduce=fused_norms)
+                                   + dequant_s),
         host_s_per_sequence=0.0 if ideal else cal.host_s_per_sequence_step[host_kind(gpu)],
         elementwise_s_per_token=(0.0 if ideal else model.num_layers / setup.pp * k.elementwise_bytes_per_hidden / 3.0
                                  * model.hidden_size / setup.tp / bw + trtllm_moe_s_per_token(model, gpu, setup, cal)),
@@ -183,7 +186,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         miss_per_token=1.0 - moe.experts_per_token / moe.num_experts if moe is not None else 1.0,
         allreduce_share=2.0 * (setup.tp - 1) / setup.tp,
         allreduce_rate=link.bytes_per_s * link_eff if link is not None else 1.0,
-        allreduce_latency_s=link.latency_s if link is not None else 0.0,
+        allreduce_latency_s=allreduce_latency_s(gpu, link, setup.engine, cal) if link is not None else 0.0,
         allreduce_per_stage=2 * (model.num_layers - (dense_layers(model) if setup.whole_dense_layers else 0)) / setup.pp,
         p2p_rate=pp_link.bytes_per_s * link_eff if pp_link is not None else 1.0,
         split=float(setup.tp * setup.pp), hidden_size=float(model.hidden_size),
@@ -199,6 +202,22 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         ep_rate=ep_link.bytes_per_s * link_eff if ep_link is not None else 1.0,
         ep_latency_s=ep_link.latency_s if ep_link is not None else 0.0,
         kv_rate=bw * kv_fraction if kv_fraction else bw * mbu)
+
+
+def allreduce_latency_s(gpu: GpuSpec, link: Link, engine: str, cal: Calibration) -> float:
+    """The fixed cost of one TP all-reduce over ``link``: the link's (NCCL's, ``latency_s``), or inside an NVLink
+    server on TensorRT-LLM its own all-reduce kernels' measured figure for the GPU (``cal.trtllm_allreduce_latency_s``;
+    a GPU without one keeps the link's). The ceiling's links have none (0.0 stays 0.0).
+
+    >>> from anchorgpu.planner.speed._toys import toy_gpu
+    >>> from anchorgpu.planner.speed.calibration import calibration
+    >>> nvlink = Link(kind="scale-up", bytes_per_s=9e11, latency_s=1.5e-5, description="")
+    >>> allreduce_latency_s(toy_gpu(), nvlink, "vllm", calibration())  # NCCL's
+    1.5e-05
+    """
+    if engine != "trtllm" or link.kind != "scale-up" or link.latency_s == 0.0:
+        return link.latency_s
+    return cal.trtllm_allreduce_latency_s.get(gpu.name, link.latency_s)
 
 
 def trtllm_kv_read_fraction(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration) -> float:
