@@ -85,7 +85,9 @@ def test_the_tensorrt_llm_caveat_states_what_its_rows_show() -> None:
     assert "random-prompt runs came within 15% of the prediction" in caveat
 
 
-SGLANG = {key: run for key, run in RUNS.items() if run.row.get("engine") == "sglang"}
+SGLANG = {key: run for key, run in RUNS.items()
+          if run.row.get("engine") == "sglang" and run.row.get("set") == "inferencemax"}
+SGLANG_LAYOUTS = {key: run for key, run in RUNS.items() if run.row.get("set") == "inferencemax-sglang-moe"}
 
 
 def test_the_sglang_caveat_states_what_its_rows_show() -> None:
@@ -96,7 +98,8 @@ def test_the_sglang_caveat_states_what_its_rows_show() -> None:
 
     caveat = calibration().caveats["engine_sglang"]
     assert caveat != calibration().caveats["engine"] and "vLLM's defaults" not in caveat
-    assert {run.row["set"] for run in SGLANG.values()} == {"inferencemax"}
+    assert {run.row.get("set") for run in RUNS.values() if run.row.get("engine") == "sglang"} == {
+        "inferencemax", "inferencemax-sglang-moe"}
     assert {run.row["model"]["registry"] for run in SGLANG.values()} == {"deepseek-r1"}
     assert {(run.row["gpus"], run.row["tp"], run.metric) for run in SGLANG.values()} == {(8, 8, "tpot_s")}
     speeds = {key: speed_ratio(run, predict(run)) for key, run in SGLANG.items()}
@@ -116,6 +119,27 @@ def test_the_sglang_caveat_states_what_its_rows_show() -> None:
     assert f"slowest at 4 requests in flight, {at_4[0]:.2f}x to {at_4[-1]:.2f}x" in caveat
     assert at_4[-1] < min(speeds[k] for k in rocm if SGLANG[k].row["concurrency"] > 4)
 
+
+def test_the_sglang_caveat_states_how_its_layout_pairs_came_out() -> None:
+    """The SGLang runs of other layouts (InferenceMAX's DeepSeek-R1-0528 on SGLang 0.5.6, set
+    ``inferencemax-sglang-moe``: each workload under two layouts in one run, all held out) and how they came out, per
+    stack, and that every pair of them is ranked as measured; its figures the rows' own."""
+    from anchorgpu.planner.speed.layout_margin import layout_groups
+    from anchorgpu.planner.speed.rows_report import speed_ratio, stack_of_row
+
+    caveat = calibration().caveats["engine_sglang"]
+    assert all(run.row["engine"] == "sglang" and run.role == "holdout" for run in SGLANG_LAYOUTS.values())
+    predicted = {key: predict(run) for key, run in SGLANG_LAYOUTS.items()}
+    for stack, words in (("cuda", "on B200 ran at a median"), ("rocm", "on MI355X at")):
+        speeds = sorted(speed_ratio(run, predicted[key]) for key, run in SGLANG_LAYOUTS.items()
+                        if stack_of_row(run) == stack)
+        assert (f"{words} {statistics.median(speeds):.2f}x{' of the predicted speed' if stack == 'cuda' else ''} "
+                f"({speeds[0]:.2f}x to {speeds[-1]:.2f}x; {len(speeds)}") in caveat
+    groups = [g for g in layout_groups(tuple(SGLANG_LAYOUTS.values()))]
+    pairs = [(a, b) for g in groups for i, a in enumerate(g) for b in g[i + 1:]]
+    assert f"every one of their {len(pairs)} pairs was ranked as measured" in caveat
+    assert all((a.value < b.value) == (predicted[a.id] < predicted[b.id]) for a, b in pairs)
+    assert "other layout" not in caveat
 
 def test_an_sglang_plan_carries_sglangs_engine_caveat() -> None:
     from anchorgpu.architectures import load_model

@@ -63,6 +63,10 @@ SETS: dict[str, str] = {
     "inferencemax-trt-moe": "InferenceMAX's TensorRT-LLM 1.2.0rc2 sweep of gpt-oss-120b on B200 (one workflow run): the "
                             "same workloads under TP 1-8 and attention DP with EP over 2 and 4 GPUs, 4 to 128 requests "
                             "in flight (time per output token), held out",
+    "inferencemax-sglang-moe": "InferenceMAX's SGLang v0.5.6 sweeps of DeepSeek-R1-0528 (three workflow runs, pairs "
+                               "only within a run): NVFP4 on B200 at TP 4 EP 4 and TP 8 EP 8, 4 to 128 requests in "
+                               "flight; FP8 on B200 at TP 4 and TP 8, 4 in flight; MXFP4 on MI355X at TP 4 and TP 8, "
+                               "4 to 64 in flight (time per output token), held out",
 }
 """The sets of rows the summaries report apart, by where the rows come from (``set_of``)."""
 
