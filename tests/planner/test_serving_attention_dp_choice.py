@@ -43,7 +43,7 @@ def test_on_the_8_gpus_asked_attention_data_parallelism_is_chosen() -> None:
     chosen = plan(R1, REQUEST, layout=Layout(gpus=8), gpu=H200)
     # of the six layouts that hold the users (attention DP of TP 1, 2 and 4 replicas, then PP splits), the first: TP 2 is predicted
     # 4% faster, inside the calibration's layout margin between layouts on NVLink that split the experts
-    # (scale-up-ep), so the first is kept
+    # (scale-up-adp), so the first is kept
     assert _split(chosen) == (8, 1, 1, 8, 8) and chosen.fits
     tp8 = plan(R1, REQUEST, layout=Layout(gpus=8, tp=8), gpu=H200)
     assert chosen.per_gpu.kv_cache_bytes * 8 <= tp8.per_gpu.kv_cache_bytes * 1.01  # each GPU: an eighth of the users

@@ -1,8 +1,8 @@
 """The serving chooser's one rule: the fastest layout on the GPUs, the planner's first kept only where the other is
 predicted faster by no more than the calibration's layout margin (``layout_margin`` in ``speed/data/calibration.json``,
 the median disagreement of the model between two held-out measured rows of one workload at different layouts, per
-class of the worse link the two layouts cross: ``by_link``, on NVLink, on NVLink where one of the two splits the
-experts (``scale-up-ep``), and over PCIe or the network). So
+class of the worse link the two layouts cross: ``by_link``, on NVLink, on NVLink where one of the two runs EP inside
+TP (``scale-up-ep``) or attention data parallelism (``scale-up-adp``), and over PCIe or the network). So
 ``plan`` on the GPUs and at the concurrency of one of ``recommend``'s rows lands on recommend's layout, or on one
 within that margin of it."""
 
@@ -78,7 +78,7 @@ def test_pick_over_first() -> None:
 
 
 def test_the_margin_is_the_one_of_the_worse_link() -> None:
-    """Two layouts on an NVLink server compare at the scale-up class's margin, or the scale-up-ep class's where one
+    """Two layouts on an NVLink server compare at the scale-up class's margin, or the scale-up-adp class's where one
     splits the experts (attention data parallelism with EP); a pipeline across servers, or any split of PCIe-only GPUs
     (RTX PRO 6000), at the PCIe-or-network class's."""
     h200, rtx = get_gpu("h200"), get_gpu("rtx-pro-6000")
@@ -86,8 +86,10 @@ def test_the_margin_is_the_one_of_the_worse_link() -> None:
     staged, adp = Layout(gpus=16, tp=8, pp=2, dp=1), Layout(gpus=8, tp=1, pp=1, dp=8, ep=8)
     up, down = calibration().layout_margin_of("scale-up"), calibration().layout_margin_of("pcie-or-network")
     assert pair_margin(h200, tp8, dp8) == up
-    assert pair_class(h200, tp8, adp) == pair_class(h200, Layout(gpus=8, tp=4, dp=2, ep=8), adp) == "scale-up-ep"
-    assert pair_margin(h200, tp8, adp) == calibration().layout_margin_of("scale-up-ep")
+    assert pair_class(h200, tp8, adp) == pair_class(h200, Layout(gpus=8, tp=4, dp=2, ep=8), adp) == "scale-up-adp"
+    assert pair_class(h200, tp8, Layout(gpus=8, tp=8, ep=8)) == "scale-up-ep"  # EP inside TP
+    assert pair_class(h200, Layout(gpus=8, tp=8, ep=8), adp) == "scale-up-adp"  # the more apart split decides
+    assert pair_margin(h200, tp8, adp) == calibration().layout_margin_of("scale-up-adp")
     assert pair_margin(h200, staged, Layout(gpus=16, tp=8, pp=1, dp=2)) == down
     assert pair_margin(rtx, dp8, Layout(gpus=8, tp=2, pp=1, dp=4)) == pair_margin(rtx, tp8, adp) == down
     assert pair_margin(rtx, Layout(gpus=1, tp=1), Layout(gpus=2, tp=1, dp=2)) == up  # no link at all
@@ -96,7 +98,7 @@ def test_the_margin_is_the_one_of_the_worse_link() -> None:
 def test_a_difference_inside_the_margin_keeps_the_first() -> None:
     """gpt-oss-120b for 64 users of 8,192 tokens on 8 H100s: attention data parallelism (TP 1, DP 8, EP 8) is
     predicted about 4% faster than TP 8 (the default), less than NVLink's margin for a layout that splits the experts
-    (scale-up-ep), so TP 8 stays, with no "Layout chosen"
+    (scale-up-adp), so TP 8 stays, with no "Layout chosen"
     sentence but a "Layout kept" one naming the faster layout (recommend, ranking with no margin, may show it)."""
     model, gpu = load_model("gpt-oss-120b"), get_gpu("h100")
     users = Workload(task="inference", concurrency=64, context_tokens=8192)
@@ -106,7 +108,7 @@ def test_a_difference_inside_the_margin_keeps_the_first() -> None:
     attention_dp = plan(model, users, layout=Layout(gpus=8, tp=1, dp=8, ep=8), gpu=gpu)
     assert attention_dp.fits
     faster = _speed(attention_dp) / _speed(kept) - 1.0
-    assert 0.0 < faster <= calibration().layout_margin_of("scale-up-ep")
+    assert 0.0 < faster <= calibration().layout_margin_of("scale-up-adp")
     # the plan says it kept TP 8 over that faster layout, which recommend, ranking with no margin, may show
     kept_line = next(a for a in kept.assumptions if a.startswith("Layout kept on the 8 GPUs asked: the default, TP 8"))
     assert f"(the fastest, TP 1, DP 8, EP 8, by {faster:.1%} at {_speed(attention_dp):,.0f};" in kept_line
@@ -129,9 +131,9 @@ def test_mixtral_on_24_h200_runs_three_attention_dp_engines() -> None:
     assert _split(chosen.layout) == (1, 1, 24, 8)
     default = plan(load_model("mixtral-8x22b"), Workload(task="inference", concurrency=6144),
                    layout=Layout(gpus=24, tp=8, dp=3), gpu=get_gpu("h200"))
-    assert _speed(chosen) > _speed(default) * (1 + calibration().layout_margin_of("scale-up-ep"))
+    assert _speed(chosen) > _speed(default) * (1 + calibration().layout_margin_of("scale-up-adp"))
     reason = next(a for a in chosen.assumptions if a.startswith("Layout chosen on the 24 GPUs asked"))
-    margin = f"{calibration().layout_margin_of('scale-up-ep'):.1%}"  # on NVLink, and the chosen one splits experts
+    margin = f"{calibration().layout_margin_of('scale-up-adp'):.1%}"  # on NVLink, and the chosen one splits experts
     assert f"the fastest ({_speed(chosen):,.0f} output tok/s), predicted more than {margin} faster than the " \
            "planner's first" in reason
     assert "two layouts of one measured workload whose traffic stays on the scale-up link" in reason
@@ -184,12 +186,12 @@ def test_plan_on_recommends_rows_lands_on_its_layout(capsys: pytest.CaptureFixtu
 def test_on_nvlink_an_attention_dp_layout_is_held_to_the_ep_class_margin() -> None:
     """DeepSeek-V3 for 512 users on 16 H200s: two one-server engines of TP 4 attention replicas with EP 8 are
     predicted about 11% faster than TP 8 x 2, both on NVLink; one splits the experts, so the pair is of the
-    scale-up-ep class, whose margin (wider than the TP-only class's: the model ranks attention-DP/EP layouts worse,
+    scale-up-adp class, whose margin (wider than the TP-only class's: the model ranks attention-DP/EP layouts worse,
     InferenceMAX's gpt-oss-120b sweep on B200) decides: chosen beyond it, kept within it, the line quoting it."""
     chosen, default = _chosen_and_other("deepseek-v3", "h200", 512, Layout(gpus=16, tp=8, dp=2))
     adp = plan(load_model("deepseek-v3"), Workload(task="inference", concurrency=512),
                layout=Layout(gpus=16, tp=4, dp=4, ep=8), gpu=get_gpu("h200"))
-    margin = calibration().layout_margin_of("scale-up-ep")
+    margin = calibration().layout_margin_of("scale-up-adp")
     assert margin > calibration().layout_margin_of("scale-up")
     faster = _speed(adp) / _speed(default) - 1.0
     assert 0.05 < faster < 0.2

@@ -311,7 +311,8 @@ LAYOUT_MARGIN_SOURCE = (
     "(anchorgpu.planner.speed.layout_margin.layout_spread). 'by_link': the same median over the pairs of each class "
     "of the worse link the pair's two layouts' tensor-, pipeline- and expert-parallel traffic crosses "
     "(anchorgpu.planner.speed.topology.layout_margin_class: 'scale-up' where neither leaves NVLink/xGMI/NVSwitch, "
-    "'scale-up-ep' the same where one of the two splits the experts over GPUs (EP > 1), 'pcie-or-network' where one "
+    "'scale-up-ep' the same where one of the two runs EP inside TP, 'scale-up-adp' where one runs attention data "
+    "parallelism (EP wider than TP), 'pcie-or-network' where one "
     "crosses PCIe or the network), the pooled value where a class has fewer than "
     "'min_class_pairs' pairs. The serving chooser keeps the planner's first layout unless another is predicted "
     "faster than it by more than the fraction of the two layouts' class")

@@ -9,10 +9,11 @@ held-out rows of such a group (rows the fit never saw, as the bands are read fro
 than the usual error of the model's comparison between two layouts. The same median is also taken per class of the
 worse link the pair's two layouts cross (:func:`~anchorgpu.planner.speed.topology.layout_margin_class`: ``scale-up``
 where neither layout's tensor-, pipeline- or expert-parallel traffic leaves NVLink/xGMI/NVSwitch, ``scale-up-ep`` the
-same where one of the two splits the experts over GPUs (EP > 1), ``pcie-or-network`` where one crosses PCIe or the
-network): the model separates TP splits and replicas on a scale-up fabric much better than over PCIe, so one pooled
-value set mostly by PCIe pairs would keep slower layouts on NVLink servers; and much better than it separates layouts
-that route tokens to experts on other GPUs (attention data parallelism with EP), so those are measured apart. A class with fewer than
+same where one of the two runs EP inside TP, ``scale-up-adp`` where one runs attention data parallelism (EP wider than
+TP), ``pcie-or-network`` where one crosses PCIe or the network): the model separates TP splits and replicas on a
+scale-up fabric much better than over PCIe, so one pooled value set mostly by PCIe pairs would keep slower layouts on
+NVLink servers; and much better than it separates layouts whose attention replicas route tokens to experts on other
+GPUs, so those are measured apart, as is EP inside TP. A class with fewer than
 :data:`MIN_CLASS_PAIRS` pairs takes the pooled value. Computed by
 ``python -m anchorgpu.planner.speed.calibrate`` (printed, and written to ``data/calibration.json`` with ``--write``).
 Dev tooling beside the fit. Pure.
@@ -28,11 +29,11 @@ from typing import Any
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.rows_report import engine_of, set_of, speed_ratio
 from anchorgpu.planner.speed.runs import Run
-from anchorgpu.planner.speed.topology import layout_margin_class, serving_link_kind
+from anchorgpu.planner.speed.topology import EXPERT_SPLITS, expert_split, layout_margin_class, serving_link_kind
 
 __all__ = ["LINK_CLASSES", "MIN_CLASS_PAIRS", "LayoutSpread", "layout_groups", "layout_spread"]
 
-LINK_CLASSES = ("scale-up", "scale-up-ep", "pcie-or-network")
+LINK_CLASSES = ("scale-up", "scale-up-ep", "scale-up-adp", "pcie-or-network")
 """The classes of :func:`~anchorgpu.planner.speed.topology.layout_margin_class`, each given a margin."""
 
 MIN_CLASS_PAIRS = 8
@@ -103,7 +104,7 @@ def layout_spread(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> LayoutSp
     >>> (s.groups, s.pairs, s.margin)
     (1, 3, 0.1)
     >>> s.by_link  # H100 TP 2 and 4 on NVLink: a scale-up class of 3 pairs, too few, at the pooled value
-    {'scale-up': (3, 0.1), 'scale-up-ep': (0, 0.1), 'pcie-or-network': (0, 0.1)}
+    {'scale-up': (3, 0.1), 'scale-up-ep': (0, 0.1), 'scale-up-adp': (0, 0.1), 'pcie-or-network': (0, 0.1)}
     """
     predicted = {r["id"]: float(r["predicted"]) for r in rows}
     logs: list[float] = []
@@ -111,13 +112,14 @@ def layout_spread(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> LayoutSp
     per_link: dict[str, list[float]] = {name: [] for name in LINK_CLASSES}
     groups = layout_groups(runs)
     for group in groups:
-        ratios = [(math.log(speed_ratio(run, predicted[run.id])), _link_kind(run), int(run.row.get("ep", 1)) > 1)
-                  for run in group]
+        ratios = [(math.log(speed_ratio(run, predicted[run.id])), _link_kind(run),
+                   expert_split(int(run.row.get("tp", 1)), int(run.row.get("ep", 1)))) for run in group]
         for i, (a, link_a, ep_a) in enumerate(ratios):
             for b, link_b, ep_b in ratios[i + 1:]:
                 logs.append(abs(a - b))
                 per_set.setdefault(set_of(group[0]), []).append(abs(a - b))
-                per_link[layout_margin_class(link_a, link_b, experts_split=ep_a or ep_b)].append(abs(a - b))
+                per_link[layout_margin_class(link_a, link_b, experts=max(ep_a, ep_b, key=EXPERT_SPLITS.index))].append(
+                    abs(a - b))
     if not logs:
         return LayoutSpread(margin=0.0, groups=0, pairs=0, by_set={})
     pooled = _fraction(logs)

@@ -18,7 +18,7 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload, engine_limits, large_engine_defaults
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.layouts import SERVER_GPUS, Choice, tp_ok
-from anchorgpu.planner.speed.topology import layout_margin_class, serving_link_kind
+from anchorgpu.planner.speed.topology import EXPERT_SPLITS, expert_split, layout_margin_class, serving_link_kind
 from anchorgpu.units import fmt_bytes
 
 if TYPE_CHECKING:
@@ -182,25 +182,27 @@ def pair_class(gpu: GpuSpec, a: Layout | ResolvedLayout, b: Layout | ResolvedLay
     (:func:`~anchorgpu.planner.speed.topology.layout_margin_class`)."""
     return layout_margin_class(*(serving_link_kind(gpu, lay.tp or 1, lay.pp or 1, lay.ep or 1,
                                                    gpus_per_server=SERVER_GPUS) for lay in (a, b)),
-                               experts_split=max(a.ep or 1, b.ep or 1) > 1)
+                               experts=max((expert_split(lay.tp or 1, lay.ep or 1) for lay in (a, b)),
+                                           key=EXPERT_SPLITS.index))
 
 
 def pair_margin(gpu: GpuSpec, a: Layout, b: Layout) -> float:
     """The calibration's margin between serving layouts ``a`` and ``b`` on ``gpu``: its ``layout_margin`` of the
     class of the worse link their tensor-, pipeline- and expert-parallel traffic crosses
     (:func:`~anchorgpu.planner.speed.topology.layout_margin_class`): ``scale-up`` where both stay on NVLink, xGMI or
-    NVSwitch, ``scale-up-ep`` there where one splits the experts over GPUs (attention data parallelism or EP: the
-    pooled margin until the calibration has enough such pairs of its own), ``pcie-or-network`` where one crosses PCIe
-    or the network (the median disagreement of the model between two held-out measured layouts of one workload, per
+    NVSwitch, ``scale-up-ep`` there where one runs EP inside TP, ``scale-up-adp`` where one runs attention data
+    parallelism with EP (each the pooled margin until the calibration has enough such pairs of its own),
+    ``pcie-or-network`` where one crosses PCIe or the network (the median disagreement of the model between two held-out measured layouts of one workload, per
     class).
 
     >>> from anchorgpu.hardware import get_gpu
     >>> h200, rtx = get_gpu("h200"), get_gpu("rtx-pro-6000")
     >>> tp8, dp8, staged = Layout(gpus=8, tp=8), Layout(gpus=8, tp=1, dp=8), Layout(gpus=16, tp=8, pp=2)
     >>> adp = Layout(gpus=8, tp=1, dp=8, ep=8)
-    >>> [pair_class(h200, tp8, b) for b in (dp8, adp, staged)], pair_class(rtx, tp8, dp8)
-    (['scale-up', 'scale-up-ep', 'pcie-or-network'], 'pcie-or-network')
-    >>> pair_margin(h200, tp8, adp) == calibration().layout_margin_of("scale-up-ep")
+    >>> inside = Layout(gpus=8, tp=8, ep=8)
+    >>> [pair_class(h200, tp8, b) for b in (dp8, inside, adp, staged)], pair_class(rtx, tp8, dp8)
+    (['scale-up', 'scale-up-ep', 'scale-up-adp', 'pcie-or-network'], 'pcie-or-network')
+    >>> pair_margin(h200, tp8, adp) == calibration().layout_margin_of("scale-up-adp")
     True
     """
     return calibration().layout_margin_of(pair_class(gpu, a, b))
@@ -271,7 +273,10 @@ def _which(held: list[tuple[Layout, Plan]], pick: int, speeds: list[float], clas
 
 
 _CLASS_WORDS = {"scale-up": "whose traffic stays on the scale-up link (NVLink, xGMI)",
-                "scale-up-ep": "whose traffic stays on the scale-up link and one splits the experts over GPUs (EP)",
+                "scale-up-ep": "whose traffic stays on the scale-up link and one splits the experts whole over its TP "
+                               "group (EP inside TP)",
+                "scale-up-adp": "whose traffic stays on the scale-up link and one runs attention data parallelism "
+                                "with EP",
                 "pcie-or-network": "where one's traffic crosses PCIe or the network"}
 """How the assumptions name each class of :func:`pair_class`."""
 

@@ -226,21 +226,32 @@ def serving_link_kind(gpu: GpuSpec, tp: int, pp: int = 1, ep: int = 1, *, gpus_p
     return max(kinds, key=_SLOWER.index)
 
 
-def layout_margin_class(*kinds: str, experts_split: bool = False) -> str:
+EXPERT_SPLITS = ("none", "ep", "adp")
+"""How a serving layout splits a mixture of experts' experts, least to most apart from TP (:func:`expert_split`)."""
+
+
+def expert_split(tp: int, ep: int) -> str:
+    """``adp`` where EP is wider than TP (attention data parallelism: replicas of the attention route their tokens to
+    experts on other GPUs), ``ep`` where the experts are whole over the TP group (EP inside TP), else ``none``."""
+    return "adp" if ep > tp else "ep" if ep > 1 else "none"
+
+
+def layout_margin_class(*kinds: str, experts: str = "none") -> str:
     """The class of the serving chooser's margin between layouts whose slowest links are ``kinds``
-    (:func:`serving_link_kind`): ``scale-up`` where none crosses more than the scale-up fabric (NVLink, xGMI,
-    NVSwitch) or no link at all, ``scale-up-ep`` the same where one of the layouts splits a mixture of experts'
-    experts over GPUs (``experts_split``: EP > 1, attention data parallelism or EP inside TP), else
-    ``pcie-or-network`` (the worse link of the two decides). The model ranks TP splits and replicas on one server
-    far better than layouts that route tokens to experts on other GPUs (InferenceMAX's gpt-oss-120b sweep on B200:
-    ``benchmarks/layout_margin_findings.md``), so the two scale-up cases are measured apart.
+    (:func:`serving_link_kind`) and whose most apart split of the experts is ``experts`` (:func:`expert_split`):
+    ``scale-up`` where none crosses more than the scale-up fabric (NVLink, xGMI, NVSwitch) or no link at all and
+    neither splits the experts, ``scale-up-ep`` the same where one runs EP inside TP, ``scale-up-adp`` where one runs
+    attention data parallelism, else ``pcie-or-network`` (the worse link of the two decides). The model ranks TP
+    splits and replicas on one server far better than attention-DP layouts (InferenceMAX's gpt-oss-120b sweep on
+    B200), and EP inside TP at two sizes about as well as TP splits (InferenceMAX's DeepSeek-R1 on SGLang,
+    ``benchmarks/layout_margin_findings.md``), so the three scale-up cases are measured apart.
 
     >>> layout_margin_class("none", "scale-up"), layout_margin_class("scale-up", "pcie")
     ('scale-up', 'pcie-or-network')
-    >>> layout_margin_class("none", "scale-up", experts_split=True)
-    'scale-up-ep'
+    >>> layout_margin_class("none", "scale-up", experts="ep"), layout_margin_class("scale-up", experts="adp")
+    ('scale-up-ep', 'scale-up-adp')
     """
     worst = max(kinds, key=_SLOWER.index)
     if _SLOWER.index(worst) > _SLOWER.index("scale-up"):
         return "pcie-or-network"
-    return "scale-up-ep" if experts_split else "scale-up"
+    return {"none": "scale-up", "ep": "scale-up-ep", "adp": "scale-up-adp"}[experts]
