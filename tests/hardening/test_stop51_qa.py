@@ -90,3 +90,12 @@ def test_readme_lists_every_step_time_breakdown_key(capsys: pytest.CaptureFixtur
     assert tuple(k.strip() for k in listed.group(1).split(",")) == BREAKDOWN_KEYS
     doc = run_json(capsys, *TRAIN_8B, "--pp", "2")
     assert tuple(doc["performance"]["step_time_breakdown_s"]) == BREAKDOWN_KEYS
+
+
+def test_gpus_list_and_show_are_the_verbs_a_new_user_types(capsys: pytest.CaptureFixture[str]) -> None:
+    """``anchorgpu gpus list`` answered "unknown GPU 'list'; did you mean 'l40s'?" (exit 3) and ``gpus show h100``
+    "'gpus' takes at most one GPU name, got 2": both now do what they say, as ``gpus`` and ``gpus h100``."""
+    assert run_json(capsys, "gpus", "list") == run_json(capsys, "gpus")
+    assert run_json(capsys, "gpus", "show", "h100") == run_json(capsys, "gpus", "h100")
+    err = cli_refusal(capsys, "gpus", "show", "h100", "h200")
+    assert "gpus compare A B" in err, err
