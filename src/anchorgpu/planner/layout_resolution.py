@@ -123,7 +123,9 @@ def _flags_given(layout: Layout) -> str:
 def zero3_pipeline_refusal(train_stack: str, pp: int, *, fsdp: bool = False) -> str | None:
     """The one-line refusal of ZeRO-3 (FSDP) with pipeline stages on a training stack that does not run them, else
     None. Megatron-Core's ZeRO-3 is Megatron-FSDP, which runs no pipeline stages (NVIDIA/Megatron-LM issue #1455, open;
-    the layout chooser never tries it: :func:`~anchorgpu.planner.speed.layouts.sharded_with_stages`); the PyTorch
+    NVIDIA-NeMo/Automodel ``nemo_automodel/components/distributed/config_factory.py`` at a4f5e42 refuses it: "megatron_fsdp
+    does not support pipeline parallelism"; the layout chooser never tries it:
+    :func:`~anchorgpu.planner.speed.layouts.sharded_with_stages`); the PyTorch
     stack runs FSDP2 under ``torch.distributed.pipelining`` (torchtitan, row T28 of perf_measured.md).
 
     >>> zero3_pipeline_refusal("megatron", 2)
