@@ -88,7 +88,7 @@ def _offload(n: int, **kw):  # type: ignore[no-untyped-def]
                  global_batch_tokens=2**21, train_precision="fp8", offload_activation_layers=n,
                  cross_entropy="te")  # the recipe's fused loss (Megatron-Bridge's performance overrides)
     return plan(load_model("llama-3.1-70b"), w, gpu=get_gpu(kw.pop("gpu", "gb200")),
-                layout=Layout(gpus=64, fsdp=True, **kw), suggest=False, choose_layout=False)
+                layout=Layout(gpus=64, fsdp=kw.pop("fsdp", True), **kw), suggest=False, choose_layout=False)
 
 
 def test_offloaded_layers_leave_the_gpu_but_one() -> None:
@@ -102,7 +102,8 @@ def test_offloaded_layers_leave_the_gpu_but_one() -> None:
 
 
 @pytest.mark.parametrize(("n", "kw", "message"), [
-    (40, {"pp": 2, "dp": 32}, "only without pipeline stages"),
+    # ZeRO-1 with the stages: FSDP with them is refused first (Megatron-FSDP runs no pipeline stages)
+    (40, {"pp": 2, "dp": 32, "fsdp": False, "zero": 1}, "only without pipeline stages"),
     (80, {}, "at most 79 of the model's 80 layers"),
     (40, {"recompute": "full"}, "only when none are recomputed"),
 ])

@@ -216,7 +216,7 @@ def _show(gpu: GpuSpec, *, as_json: bool) -> None:
 
 @app.command("gpus")
 def gpus_command(
-    words: list[str] = typer.Argument(None, metavar="[NAME | compare A B]", help="No word lists GPUs; NAME shows one; 'compare A B' compares two."),
+    words: list[str] = typer.Argument(None, metavar="[NAME | compare A B]", help="No word (or 'list') lists GPUs; NAME (or 'show NAME') shows one; 'compare A B' compares two."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON (stable keys) instead of a table."),
     vendor: str | None = typer.Option(None, "--vendor", help="List only this vendor's GPUs: nvidia or amd."),
     fp8: bool = typer.Option(False, "--fp8", help="List only GPUs with FP8 hardware."),
@@ -232,6 +232,8 @@ def gpus_command(
     from anchorgpu.hardware import get_gpu, list_gpus
 
     words = list(words or [])
+    if words and words[0].lower() in ("list", "show"):  # the verbs a user types by habit: 'gpus list', 'gpus show H100'
+        words = words[1:]
     if words and words[0].lower() == "compare":
         if len(words) != 3:
             raise InvalidInput(f"'gpus compare' takes exactly two GPU names, got {len(words) - 1}")

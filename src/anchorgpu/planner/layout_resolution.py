@@ -20,7 +20,7 @@ from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
 from anchorgpu.planner.workload_checks import check_counts, counts_checker
 from anchorgpu.units import require_whole_gpus
 
-__all__ = ["GPUS_PER_SERVER", "check_layout_counts", "check_tp", "default_tp", "resolve_layout", "tp_is_valid"]
+__all__ = ["GPUS_PER_SERVER", "check_layout_counts", "check_tp", "default_tp", "resolve_layout", "tp_is_valid", "zero3_pipeline_refusal"]
 
 GPUS_PER_SERVER = 8
 
@@ -109,6 +109,37 @@ def check_layout_counts(layout: Layout) -> int | None:
     return gpus
 
 
+def _flags_given(layout: Layout) -> str:
+    """The layout flags a user gave that leave TP, PP and DP open, as typed ("--zero 1 --cp 2"); "" for none.
+
+    >>> _flags_given(Layout(zero=1, cp=2)), _flags_given(Layout(fsdp=True, ep=8)), _flags_given(Layout(gpus=8))
+    ('--zero 1 --cp 2', '--fsdp --ep 8', '')
+    """
+    return " ".join(flag for flag, given in (
+        (f"--zero {layout.zero}", layout.zero is not None), ("--fsdp", layout.fsdp), (f"--cp {layout.cp}", layout.cp),
+        (f"--ep {layout.ep}", layout.ep), (f"--virtual-stages {layout.virtual_stages}", layout.virtual_stages)) if given)
+
+
+def zero3_pipeline_refusal(train_stack: str, pp: int, *, fsdp: bool = False) -> str | None:
+    """The one-line refusal of ZeRO-3 (FSDP) with pipeline stages on a training stack that does not run them, else
+    None. Megatron-Core's ZeRO-3 is Megatron-FSDP, which runs no pipeline stages (NVIDIA/Megatron-LM issue #1455, open;
+    NVIDIA-NeMo/Automodel ``nemo_automodel/components/distributed/config_factory.py`` at a4f5e42 refuses it: "megatron_fsdp
+    does not support pipeline parallelism"; the layout chooser never tries it:
+    :func:`~anchorgpu.planner.speed.layouts.sharded_with_stages`); the PyTorch
+    stack runs FSDP2 under ``torch.distributed.pipelining`` (torchtitan, row T28 of perf_measured.md).
+
+    >>> zero3_pipeline_refusal("megatron", 2)
+    '--zero 3 with --pp 2: Megatron-FSDP runs no pipeline stages; give --train-stack pytorch (FSDP2 under torch.distributed.pipelining, as torchtitan runs it), --zero 1 with the stages, or --pp 1'
+    >>> zero3_pipeline_refusal("pytorch", 2), zero3_pipeline_refusal("megatron", 1)
+    (None, None)
+    """
+    if pp <= 1 or train_stack == "pytorch":
+        return None
+    return (f"{'--fsdp' if fsdp else '--zero 3'} with --pp {pp}: Megatron-FSDP runs no pipeline stages; give "
+            "--train-stack pytorch (FSDP2 under torch.distributed.pipelining, as torchtitan runs it), --zero 1 with "
+            "the stages, or --pp 1")
+
+
 def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, layout: Layout,
                     assumptions: list[str]) -> ResolvedLayout:
     gpus = check_layout_counts(layout)
@@ -138,7 +169,10 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
         how = ("inference shards by TP across the GPUs of one server"
                + (", as far as the model's heads divide them, and runs the rest as replicas" if dp > 1 else "")
                if workload.task == "inference" else "training and diffusion replicate by data parallelism")
-        assumptions.append(f"Layout not given: {how} (TP {tp}, PP 1, DP {dp}).")
+        flags = _flags_given(layout)  # the layout flags given without TP, PP or DP: the line names them
+        kept = "; with a layout flag given, TP and PP stay 1 unless --tp or --pp sets them" if flags and training else ""
+        assumptions.append(f"Layout not given{' beyond ' + flags if flags else ''}: {how} "
+                           f"(TP {tp}, PP 1{f', CP {cp}' if cp > 1 else ''}, DP {dp}){kept}.")
     else:
         tp, pp = layout.tp or 1, layout.pp or 1
         split = tp * pp * cp
@@ -174,6 +208,10 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
             raise InvalidWorkload(f"ep={ep} must divide the {model.moe.num_experts} experts and the "
                                   f"tp·{'cp·' if cp > 1 else ''}dp = {tp * cp * dp} GPUs of a stage")
     zero = 3 if layout.fsdp else (layout.zero or 0)
+    if training:
+        refusal = zero3_pipeline_refusal(workload.train_stack, pp, fsdp=layout.fsdp) if zero == 3 else None
+        if refusal is not None:
+            raise InvalidWorkload(refusal)
     if training and layout.offload == "params" and zero < 3:
         raise InvalidWorkload("--offload params needs parameter sharding: add --zero 3 or --fsdp (ZeRO-Infinity, FSDP CPU offload)")
     stated = None

@@ -112,7 +112,7 @@ def asked_context(model: ModelSpec, w: Workload, assumptions: list[str]) -> int:
                 f"Context not given: {ctx:,} tokens per sequence, not the model's whole {limit:,}-token window "
                 "(a cache sized for that one sequence is not how such models are served); set --context to plan longer.")
         elif w.context_tokens is None:
-            assumptions.append(f"Context not given: the model's context length, {ctx} tokens per sequence.")
+            assumptions.append(f"Context not given: the model's context length, {ctx:,} tokens per sequence.")
     return ctx
 
 
