@@ -8,6 +8,7 @@ cannot drift from the model."""
 from __future__ import annotations
 
 import importlib.util
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,7 @@ def test_the_caveat_gives_both_readings_of_the_tables() -> None:
 def test_the_caveat_gives_the_measured_attention_dp_runs() -> None:
     """TensorRT-LLM's DeepSeek-R1 guide ran attention data parallelism with every setting stated (rows TRT-DSR1-ADP-*
     of measured_runs.json, held out): measured over predicted output, as the caveat gives it."""
+    from anchorgpu.planner.speed.rows_report import speed_ratio
     from anchorgpu.planner.speed.runs import load_runs, predict
 
     runs = {run.id: run for run in load_runs() if run.id.startswith("TRT-DSR1-ADP-")}
@@ -54,6 +56,14 @@ def test_the_caveat_gives_the_measured_attention_dp_runs() -> None:
                                   for run in runs.values())
     speed = {key: run.value / predict(run) for key, run in runs.items()}
     caveat = calibration().caveats["attention_dp"]
+    # InferenceMAX's gpt-oss-120b on TensorRT-LLM 1.2 under attention DP (run 20764588467, set inferencemax-trt-moe)
+    dep = {run.id: run for run in load_runs() if run.id.startswith("IMT-OSS-") and "-DEP" in run.id}
+    assert len(dep) == 7 and all(run.role == "holdout" and run.row["ep"] > run.row["tp"] == 1 for run in dep.values())
+    assert "ten measured runs" in caveat and len(runs) + len(dep) == 10
+    s = sorted(speed_ratio(run, predict(run)) for run in dep.values())
+    within = sum(abs(1 / x - 1) <= 0.25 for x in s)
+    assert (f"at a median {statistics.median(s):.2f}x of this timing's speed ({s[0]:.2f}x to {s[-1]:.2f}x; {within} of "
+            f"{len(s)} within 25%)") in caveat
     assert (f"measured {speed['TRT-DSR1-ADP-H200']:.2f}x of this timing's output on 8 H200 (FP8) but "
             f"{speed['TRT-DSR1-ADP-B200-FP8KV']:.2f}x and {speed['TRT-DSR1-ADP-B200-BF16KV']:.2f}x on 8 B200") in caveat
 
@@ -62,6 +72,6 @@ def test_an_attention_dp_plan_says_so_and_a_tp_plan_does_not(capsys: pytest.Capt
     code, out, _ = run(capsys, *MAVERICK, "--tp", "1", "--dp", "8", "--ep", "8")
     assert code == 0
     still = " ".join(out.split("Still to check", 1)[1].split("Assumed", 1)[0].split())
-    assert f"- {ATTENTION_DP_CAVEAT_LABEL}: three measured runs serve a mixture of experts this way" in still
+    assert f"- {ATTENTION_DP_CAVEAT_LABEL}: ten measured runs serve a mixture of experts this way" in still
     tp = run_json(capsys, *MAVERICK, "--tp", "8", "--json")["performance"]["assumptions"]
     assert not any(line.startswith(ATTENTION_DP_CAVEAT_LABEL) for line in tp)
