@@ -40,20 +40,22 @@ def test_each_moe_layer_gathers_the_groups_tokens_and_scatters_the_outputs_back(
     message = batch * MODEL.hidden_size * ACTIVATION_BYTES
     rate = link.bytes_per_s * calibration().link_efficiency
     step = decode_step(MODEL, H200, _setup(tp=1, ep=8, replicas=8), batch=batch, cached_tokens=1000)
-    assert step.communication_s == pytest.approx(2 * moe.num_moe_layers * (link.latency_s + 7 * message / rate),
+    # each collective's fixed cost: NCCL's all-gather / reduce-scatter over 8 H200s (stated.ep_exchange_latency_s)
+    latency = calibration().ep_exchange_latency_s["h200"][8]
+    assert step.communication_s == pytest.approx(2 * moe.num_moe_layers * (latency + 7 * message / rate),
                                                  rel=1e-9)
     # top-1 (Llama 4 Maverick): the same 7 token sets, not 7/8 of one routed copy
     maverick = load_model("llama-4-maverick-17b-128e-fp8")
     assert maverick.moe is not None and maverick.moe.experts_per_token == 1
     wide = decode_step(maverick, H200, _setup(tp=1, ep=8, replicas=8), batch=batch, cached_tokens=1000)
     big = batch * maverick.hidden_size * ACTIVATION_BYTES
-    assert wide.communication_s == pytest.approx(2 * maverick.moe.num_moe_layers * (link.latency_s + 7 * big / rate),
+    assert wide.communication_s == pytest.approx(2 * maverick.moe.num_moe_layers * (latency + 7 * big / rate),
                                                  rel=1e-9)
     # two replicas of TP 4 (EP 8): each GPU receives the other replica's tokens once
     half = decode_step(MODEL, H200, _setup(tp=4, ep=8, replicas=2), batch=batch, cached_tokens=1000)
     tp_only = decode_step(MODEL, H200, _setup(tp=4, ep=1, replicas=2), batch=batch, cached_tokens=1000)
     assert half.communication_s - tp_only.communication_s == pytest.approx(
-        2 * moe.num_moe_layers * (link.latency_s + 1 * message / rate), rel=1e-9)
+        2 * moe.num_moe_layers * (latency + 1 * message / rate), rel=1e-9)
     # EP inside one TP group needs no all-to-all: the TP group already holds every token
     inside = decode_step(MODEL, H200, _setup(tp=8, ep=8, replicas=1), batch=batch, cached_tokens=1000)
     plain_tp = decode_step(MODEL, H200, _setup(tp=8, ep=1, replicas=1), batch=batch, cached_tokens=1000)
@@ -163,7 +165,8 @@ def test_tensorrt_llm_gathers_fp8_and_nvfp4_inputs_quantised() -> None:
                          replicas=8, ep=8, ep_gather_bytes=1.0)
     step = decode_step(MODEL, H200, setup, batch=batch, cached_tokens=1000)
     assert step.communication_s == pytest.approx(
-        2 * moe.num_moe_layers * (link.latency_s + 7 * 0.75 * message / rate), rel=1e-9)
+        2 * moe.num_moe_layers * (calibration().ep_exchange_latency_s["h200"][8] + 7 * 0.75 * message / rate),
+        rel=1e-9)
 
 
 def test_a_tensorrt_llm_plan_with_attention_dp_times_its_quantised_gather(capsys: pytest.CaptureFixture[str]) -> None:

@@ -149,6 +149,10 @@ class Calibration:
     # TensorRT-LLM's own TP all-reduce inside an NVLink server: its fixed cost, by GPU name; a GPU absent takes
     # latency_s["scale-up"] (step_constants.allreduce_latency_s)
     trtllm_allreduce_latency_s: dict[str, float] = field(default_factory=dict)
+    # NCCL's all-gather / reduce-scatter inside an NVLink server: the fixed cost of each of the two collectives of an
+    # expert-parallel exchange wider than TP (attention DP), by GPU name and group size; a GPU or size absent takes
+    # the link's latency (step_constants.ep_exchange_latency_s)
+    ep_exchange_latency_s: dict[str, dict[int, float]] = field(default_factory=dict)
     fa2_hopper_attention_efficiency: float = 0.0  # FlashAttention-2-class kernels on Hopper and newer (0: as flash)
     # a fused (flash) attention kernel's backward over its forward in matrix-product FLOPs (2.0: the FLOP count's)
     fused_attention_backward_ratio: float = 2.0
@@ -302,6 +306,8 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         trtllm_allreduce_latency_s={k: _number(stated["trtllm_allreduce_latency_s"]["value"], k,
                                                "stated.trtllm_allreduce_latency_s")
                                     for k in stated["trtllm_allreduce_latency_s"]["value"]},
+        ep_exchange_latency_s={gpu: {int(n): _number(by_size, n, f"stated.ep_exchange_latency_s.{gpu}") for n in by_size}
+                               for gpu, by_size in stated["ep_exchange_latency_s"]["value"].items()},
         moe_unfused_expert_bytes={k: _number(stated["moe_unfused_expert_bytes"]["value"], k,
                                              "stated.moe_unfused_expert_bytes") for k in MOE_UNFUSED_BYTES},
         provenance={k: v for k, v in doc.items()

@@ -16,7 +16,7 @@ from anchorgpu.planner.speed.launches import absorbed_dequant_bytes, fuses_norms
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, data_parallel_link, group_link, host_kind, peak_for
 from anchorgpu.planner.speed.product_shares import mixed_rate
 
-__all__ = ["ServingSetup", "allreduce_latency_s", "routed_rows_per_token_share", "serve_shape_factor",
+__all__ = ["ServingSetup", "allreduce_latency_s", "ep_exchange_latency_s", "routed_rows_per_token_share", "serve_shape_factor",
            "trtllm_moe_s_per_token"]
 
 
@@ -200,7 +200,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         # per collective, on average, (ep_gather_bytes + 2) / 4 of a 16-bit token set each
         ep_token_bytes=(setup.ep_gather_bytes + ACTIVATION_BYTES) / (2.0 * ACTIVATION_BYTES) if wide_ep else 0.0,
         ep_rate=ep_link.bytes_per_s * link_eff if ep_link is not None else 1.0,
-        ep_latency_s=ep_link.latency_s if ep_link is not None else 0.0,
+        ep_latency_s=ep_exchange_latency_s(gpu, ep_link, setup.ep, cal) if ep_link is not None else 0.0,
         kv_rate=bw * kv_fraction if kv_fraction else bw * mbu)
 
 
@@ -218,6 +218,26 @@ def allreduce_latency_s(gpu: GpuSpec, link: Link, engine: str, cal: Calibration)
     if engine != "trtllm" or link.kind != "scale-up" or link.latency_s == 0.0:
         return link.latency_s
     return cal.trtllm_allreduce_latency_s.get(gpu.name, link.latency_s)
+
+
+def ep_exchange_latency_s(gpu: GpuSpec, link: Link, ep: int, cal: Calibration) -> float:
+    """The fixed cost of each collective of an expert-parallel exchange wider than TP (all-gather, reduce-scatter)
+    over ``link`` among ``ep`` GPUs: inside an NVLink server NCCL's measured all-gather / reduce-scatter latency for
+    the GPU at the smallest group size given that holds ``ep`` (``cal.ep_exchange_latency_s``); the link's own
+    (``latency_s``: NCCL's all-reduce) for a GPU or a group size without a figure, or a link off the scale-up fabric.
+    The ceiling's links have none (0.0 stays 0.0).
+
+    >>> from anchorgpu.planner.speed._toys import toy_gpu
+    >>> from anchorgpu.planner.speed.calibration import calibration
+    >>> nvlink = Link(kind="scale-up", bytes_per_s=9e11, latency_s=1.5e-5, description="")
+    >>> ep_exchange_latency_s(toy_gpu(), nvlink, 2, calibration())  # a GPU without a figure: the link's
+    1.5e-05
+    """
+    if link.kind != "scale-up" or link.latency_s == 0.0:
+        return link.latency_s
+    sizes = cal.ep_exchange_latency_s.get(gpu.name, {})
+    held = [n for n in sizes if n >= ep]
+    return sizes[min(held)] if held else link.latency_s
 
 
 def trtllm_kv_read_fraction(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration) -> float:
