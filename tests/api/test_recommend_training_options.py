@@ -70,7 +70,7 @@ def test_a_long_context_is_allowed_only_when_asked(client: TestClient, problem: 
 
 
 @pytest.mark.parametrize(("fields", "named"), [
-    ({"global_batch": 4_194_304}, "--global-batch 4194304 applies to training"),
+    ({"global_batch": 4_194_304}, "--global-batch 4,194,304 applies to training"),
     ({"recompute": "full"}, "--recompute full applies to training"),
     ({"optimizer": "sgd"}, "--optimizer sgd applies to training"),
     ({"task": "train", "lora_rank": 8}, "--lora-rank 8 sets LoRA's adapters"),

@@ -27,6 +27,9 @@ TRAINING_ONLY = [("--train-precision", "fp8"), ("--train-stack", "pytorch"), ("-
 SERVING_ONLY = [("--context", "8k"), ("--concurrency", "4"), ("--prompt", "1000"), ("--output-tokens", "100"),
                 ("--engine", "vllm"), ("--engine", "trtllm"), ("--max-num-seqs", "8"),
                 ("--max-num-batched-tokens", "4096"), ("--gpu-memory-utilization", "0.8")]
+# an option the CLI parses as a whole number is named as a refusal names every number given (units.fmt_given, as the
+# API's are): with thousands separators; the others as typed
+AS_WRITTEN = {("--max-num-batched-tokens", "4096"): "4,096"}
 
 
 @pytest.mark.parametrize(("flag", "value"), TRAINING_ONLY)
@@ -42,7 +45,8 @@ def test_a_training_option_on_an_inference_plan_is_refused(local_db: None, capsy
 def test_a_serving_option_on_a_training_plan_is_refused(local_db: None, capsys: pytest.CaptureFixture[str],
                                                         flag: str, value: str, task: str) -> None:
     err = cli_refusal(capsys, *PLAN, "--task", task, flag, value)
-    assert f"{flag} {value} applies to serving a language model (task inference); task {task} serves no requests" in err
+    shown = AS_WRITTEN.get((flag, value), value)
+    assert f"{flag} {shown} applies to serving a language model (task inference); task {task} serves no requests" in err
 
 
 @pytest.mark.parametrize("task", ["inference", "train"])
@@ -81,7 +85,7 @@ def test_recommend_refuses_the_other_tasks_options(local_db: None, capsys: pytes
     ("/v1/plan", {"model": "llama-3.1-8b", "gpu": "h100", "train_precision": "fp8"}, "--train-precision fp8"),
     ("/v1/plan", {"model": "llama-3.1-8b", "gpu": "h100", "optimizer": "adamw"}, "--optimizer adamw"),
     ("/v1/plan", {"model": "llama-3.1-8b", "gpu": "h100", "lora_targets": ["q", "v"]}, "--lora-targets q,v"),
-    ("/v1/plan", {"model": "llama-3.1-8b", "gpu": "h100", "task": "train", "context": 8192}, "--context 8192"),
+    ("/v1/plan", {"model": "llama-3.1-8b", "gpu": "h100", "task": "train", "context": 8192}, "--context 8,192"),
     ("/v1/plan", {"model": "llama-3.1-8b", "gpu": "h100", "task": "train", "gpu_memory_utilization": 0.9},
      "--gpu-memory-utilization 0.9"),
     ("/v1/recommend", {"model": "llama-3.2-1b", "micro_batch": 1, "top": 1, "max_servers": 1}, "--micro-batch 1"),

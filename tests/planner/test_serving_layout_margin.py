@@ -203,7 +203,7 @@ def test_on_nvlink_an_attention_dp_layout_is_held_to_the_ep_class_margin() -> No
         assert _split(chosen.layout) == (8, 1, 2, 1)
         line = next(a for a in chosen.assumptions if a.startswith("Layout kept on the 16 GPUs asked"))
         assert f"no other predicted more than {margin:.1%} faster" in line
-    assert "one splits the experts over GPUs (EP)" in line
+    assert "one runs attention data parallelism with EP" in line  # the class's words (serving_layouts._CLASS_WORDS)
 
 
 def test_over_pcie_a_layout_10_percent_faster_leaves_the_first() -> None:

@@ -17,8 +17,11 @@ if TYPE_CHECKING:
 __all__ = ["compare"]
 
 
-TASKS = ("inference", "training")
+TASKS = ("inference", "training", "lora", "qlora")
 TASK_ALIASES = {"train": "training"}  # plan's own spelling (`plan --task train`) names the same comparison
+TRAINING_LIKE = ("training", "lora", "qlora")  # a training step: model states held, --seq the sequence
+FINE_TUNE_WEIGHTS = {"lora": "bf16", "qlora": "nf4-dq"}
+"""The frozen base's format of each fine-tuning task, as ``anchorgpu plan --task lora|qlora`` holds it by default."""
 DEFAULT_CONTEXT_TOKENS = 8192
 """Tokens a sequence of the full plan holds without --context (capped at the model's own limit)."""
 # Bytes per parameter of the weights at each precision (no quantization scales: a lower bound for fp4/int8).
@@ -37,6 +40,8 @@ def _workload(model: str, task: str, precision: str | None) -> Workload:
         raise InvalidInput(f"--precision must be one of {', '.join(WEIGHT_BYTES_PER_PARAM)}, got {precision!r}")
     spec = load_model(model)
     total = spec.params_total
+    if task in FINE_TUNE_WEIGHTS and not isinstance(spec, DiffusionPipelineSpec):
+        return _fine_tune_workload(spec, task)
     if precision is None and not isinstance(spec, DiffusionPipelineSpec) and task != "training":
         shipped = _shipped_weights(spec)
         if shipped is not None:  # a quantized checkpoint: its own bytes, as the planner counts them
@@ -79,6 +84,26 @@ def _workload(model: str, task: str, precision: str | None) -> Workload:
     )
 
 
+def _fine_tune_workload(spec: Any, task: str) -> Workload:
+    """LoRA or QLoRA: the frozen base weights in the format ``plan`` holds them (bf16; QLoRA's nf4-dq with its
+    scales, as :func:`~anchorgpu.planner.terms.split_weights_bytes` counts them), the adapters' small states not
+    counted (``plan`` gives them)."""
+    from anchorgpu.hardware import Workload
+    from anchorgpu.planner.formats import get_format
+    from anchorgpu.planner.terms import split_weights_bytes
+
+    name = FINE_TUNE_WEIGHTS[task]
+    weight_bytes = split_weights_bytes(spec, get_format(name), 1, 1, 1)[0]
+    return Workload(
+        name=spec.name,
+        task=task,
+        resident_bytes=weight_bytes,
+        resident_label=f"frozen base weights for {'QLoRA' if task == 'qlora' else 'LoRA'} in {name} "
+                       f"({weight_bytes / spec.params_total:.2f} bytes a parameter; the adapters and their optimizer "
+                       "states not counted)",
+    )
+
+
 PLANNER_FORMAT = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "int8": "int8", "fp4": "mxfp4"}
 
 
@@ -118,7 +143,7 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
         context_tokens = min(DEFAULT_CONTEXT_TOKENS, spec.max_context_tokens) if isinstance(spec, ModelSpec) \
             else DEFAULT_CONTEXT_TOKENS
     elif isinstance(spec, ModelSpec) and context_tokens > spec.max_context_tokens:  # as plan refuses it: not "no layout fits"
-        flag = "--seq" if task == "training" else "--context"
+        flag = "--seq" if task in TRAINING_LIKE else "--context"
         raise InvalidInput(f"--context {context_tokens:,} exceeds {spec.name}'s limit of {spec.max_context_tokens:,} "
                            f"tokens (plan a longer one with 'anchorgpu plan {spec.name} {flag} {context_tokens} "
                            "--allow-long-context')")
@@ -126,8 +151,8 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
         task = "diffusion"
         workload = PlanWorkload(task="diffusion")
         precision_plan = PrecisionPlan(weights=PLANNER_FORMAT[precision or "bf16"])
-    elif task == "training":
-        workload = PlanWorkload(task="train", seq_tokens=context_tokens)
+    elif task in TRAINING_LIKE:  # the frozen base of LoRA and QLoRA as plan holds it by default
+        workload = PlanWorkload(task="train" if task == "training" else task, seq_tokens=context_tokens)  # type: ignore[arg-type]
         precision_plan = PrecisionPlan()
     else:
         workload = PlanWorkload(task="inference", context_tokens=context_tokens)
@@ -137,7 +162,7 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
     from anchorgpu.planner.suggest import TRAINING_GPU_COUNTS
 
     # the counts the planner tries on its own (a diffusion pipeline: whole on one GPU)
-    counts = (1,) if diffusion else TRAINING_GPU_COUNTS if task == "training" else SERVING_GPU_COUNTS
+    counts = (1,) if diffusion else TRAINING_GPU_COUNTS if task in TRAINING_LIKE else SERVING_GPU_COUNTS
     result: dict[str, Any] = {}
     for gpu in gpus:
         one: dict[str, Any] | None = None
@@ -164,11 +189,12 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
         "model": spec.name,
         "context_tokens": context_tokens,
         "task": task,
-        "weights_format": precision_plan.weights or (
+        "weights_format": precision_plan.weights or FINE_TUNE_WEIGHTS.get(task) or (
             f"{shipped_format(spec).name}, as the checkpoint ships it" if isinstance(spec, ModelSpec)
             and task != "training" else "bf16"),
         "layout": {
-            "training": "chosen for the user on the fewest GPUs that hold the job (as plan without --gpus)",
+            **dict.fromkeys(TRAINING_LIKE, "chosen for the user on the fewest GPUs that hold the job (as plan without "
+                                           "--gpus)"),
             "diffusion": "one whole pipeline per GPU",
         }.get(task, "chosen for the user: the fewest GPUs that hold the sequences (as plan without --gpus)"),
         "tried_gpu_counts": list(counts),
@@ -201,8 +227,9 @@ def _plan_statements(planned: dict[str, Any]) -> list[str]:
     else:
         what = f"{planned['task']}, context {planned['context_tokens']:,} tokens, weights {planned['weights_format']}"
     first = next(iter(planned["per_gpu"]))
-    asked = {"training": f" --task train --seq {planned['context_tokens']}",
-             "diffusion": ""}.get(planned["task"], f" --context {planned['context_tokens']}")
+    task = "train" if planned["task"] == "training" else planned["task"]
+    asked = "" if task == "diffusion" else (f" --task {task} --seq {planned['context_tokens']}" if task != "inference"
+                                            else f" --context {planned['context_tokens']}")
     hint = f"'anchorgpu plan {planned['model']}{asked} --gpu {first}'"
     return [f"Full plan ({what}): " + "; ".join(out) + f". Details: {hint}."]
 
@@ -290,6 +317,9 @@ def compare(a_name: str, b_name: str, *, as_json: bool, model: str | None, task:
             if value is not None:
                 raise InvalidInput(f"{flag} applies to 'gpus compare A B --model M' only (it sizes that model's plan)")
     task = TASK_ALIASES.get(task, task)
+    if precision is not None and task in TRAINING_LIKE:  # not dropped in silence: training sets its own formats
+        raise InvalidInput(f"--precision sets a served model's weights (--task inference); task {task} holds them as "
+                           "plan does (training bf16, LoRA a bf16 frozen base, QLoRA an nf4-dq one)")
     a, b = get_gpu(a_name), get_gpu(b_name)
     workload = _workload(model, task, precision) if model is not None else None
     price_a, note_a = price_per_gpu_hour(a.name)

@@ -2,7 +2,7 @@
 
     anchorgpu gpus [--json] [--vendor nvidia|amd] [--fp8] [--fp4] [--min-memory-gb N] [--sort KEY]
     anchorgpu gpus NAME [--json]
-    anchorgpu gpus compare A B [--json] [--model M [--task inference|training] [--precision bf16|fp8|int8|fp4]
+    anchorgpu gpus compare A B [--json] [--model M [--task inference|training|lora|qlora] [--precision bf16|fp8|int8|fp4]
                                                 [--context TOKENS]]
 
 ``gpus`` is one command whose words decide what it does: none lists, one name shows, ``compare A B``
@@ -224,7 +224,7 @@ def gpus_command(
     min_memory_gb: float | None = typer.Option(None, "--min-memory-gb", help="List only GPUs with at least this much usable memory (vendor GB)."),
     sort: str | None = typer.Option(None, "--sort", help=f"Sort the list by {', '.join(SORT_KEYS)} (largest first)."),
     model: str | None = typer.Option(None, "--model", help="compare: say what fits of this model (registry name, config.json or Hub id)."),
-    task: str = typer.Option("inference", "--task", help="compare with --model: inference or training (train, as plan spells it)."),
+    task: str = typer.Option("inference", "--task", help="compare with --model: inference, training (train, as plan spells it), lora or qlora."),
     precision: str | None = typer.Option(None, "--precision", help="compare with --model, inference: weight precision (bf16, fp16, fp8, int8, fp4; default: the checkpoint's shipped format, as plan)."),
     context: str | None = typer.Option(None, "--context", help="compare with --model: tokens per sequence for the full plan, e.g. 8192 or 8k (default 8,192, or the model's own limit where shorter)."),
 ) -> None:

@@ -56,6 +56,14 @@ def _share(fraction: float) -> str:
     return f"{fraction * 100:.4g}%"
 
 
+def _cache_words(plan: Plan) -> str:
+    """What a serving layout keeps per sequence: ``KV cache fp8``; a model with no attention layer (Mamba) keeps
+    no KV cache, whatever ``--kv-cache`` says, only its recurrent state (a hybrid such as Jamba keeps both)."""
+    if getattr(plan.model, "attention_layers", 1) == 0:
+        return "recurrent state, no KV cache"
+    return f"KV cache {plan.precision.kv_cache}"
+
+
 def _verdict(plan: Plan) -> str:
     """One line that answers the question first: fits or not, needed vs available per GPU, and the margin."""
     need = plan.per_gpu.total_bytes
@@ -93,7 +101,7 @@ def render_plan(plan: Plan) -> None:
         out.width = 120
     lay = plan.layout
     w = plan.workload
-    where = (f"on {lay.gpus} × {plan.gpu.display_name} ({fmt_budget_memory(plan.gpu)} each)" if plan.gpu is not None
+    where = (f"on {lay.gpus:,} × {plan.gpu.display_name} ({fmt_budget_memory(plan.gpu)} each)" if plan.gpu is not None
              else f"on {lay.gpus} GPU{'s' if lay.gpus > 1 else ''} (no GPU model given)")
     out.print(f"[bold]{plan.model.name}[/bold] · {w.task} {where}")
     out.print(f"Layout TP {lay.tp} · PP {lay.pp}" + (f" (v {lay.virtual_stages})" if lay.virtual_stages > 1 else "")
@@ -103,8 +111,7 @@ def render_plan(plan: Plan) -> None:
               + (f" · micro-batch {w.micro_batch} · recompute {w.recompute}" if w.task in ("train", "lora", "qlora")
                  else "")
               + f" · weights {plan.precision.weights}"
-              + (f" · KV cache {plan.precision.kv_cache} · engine {ENGINE_NAMES[w.engine]}" if w.task == "inference"
-                 else ""))
+              + (f" · {_cache_words(plan)} · engine {ENGINE_NAMES[w.engine]}" if w.task == "inference" else ""))
     out.print(_verdict(plan))
     if w.task == "inference" and plan.max_concurrency is not None:
         reserve = plan.breakdown.get("kv_cache_capacity_bytes")

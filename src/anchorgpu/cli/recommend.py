@@ -99,6 +99,9 @@ def render_recommendation(rec: Recommendation) -> None:
         out.print(table)
     if rec.results and not diffusion:
         _print_bands(out, rec, "train tok/s" if training else "tok/s")
+    apart = _public_network_line(rec)
+    if apart:
+        out.print(apart, markup=False)
     short = [f"#{i} {o.offering} {int(o.config['max_model_len_tokens']):,}" for i, o in enumerate(rec.results, 1)
              if o.config.get("max_model_len_tokens")]
     if short:  # sized at the default request, the KV cache short of one whole-window sequence (engine_startup)
@@ -147,6 +150,24 @@ def render_recommendation(rec: Recommendation) -> None:
     out.print("[bold]Assumed[/bold]")
     for line in rec.assumptions:
         out.print(f"  - {line}", markup=False)
+
+
+def _public_network_line(rec: Recommendation) -> str | None:
+    """One line under a training table whose rows spread GPUs over servers joined only by their public uplink
+    (several 1-GPU VMs; warning ``training_over_public_network``): the link each was timed over, and that ``plan``
+    on as many GPUs plans one server instead; None where no row does."""
+    rows: dict[tuple[str, float], list[str]] = {}
+    first = None
+    for i, o in enumerate(rec.results, 1):
+        if "training_over_public_network" in o.codes and o.network_gbit_per_s_per_gpu is not None:
+            rows.setdefault((o.offering, o.network_gbit_per_s_per_gpu), []).append(f"#{i}")
+            first = first or o
+    if first is None:
+        return None
+    links = "; ".join(f"{', '.join(at)} {offering} {gbit:g} Gb/s a GPU" for (offering, gbit), at in rows.items())
+    return (f"Separate servers, not one machine: {links} -- each server's public uplink (no fabric) carries every "
+            f"training step's gradients. `anchorgpu plan {rec.model} --task {rec.task} --gpu {first.gpu} --gpus "
+            f"{first.gpus}` plans one server of {first.gpus} GPUs linked inside it, a different machine.")
 
 
 def _print_bands(out: Any, rec: Recommendation, unit: str) -> None:

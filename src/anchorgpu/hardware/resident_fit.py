@@ -23,7 +23,7 @@ class Workload:
     """
 
     name: str  # e.g. "llama-3.1-70b"
-    task: str  # "inference" | "training" | "diffusion" (image generation with a diffusion pipeline)
+    task: str  # "inference" | "training" | "lora" | "qlora" (a frozen base) | "diffusion" (a diffusion pipeline)
     resident_bytes: int
     resident_label: str  # e.g. "weights at bf16 (2 bytes/parameter)"
     decode_bytes_per_token: int | None = None
@@ -108,6 +108,8 @@ def workload_statements(workload: Workload, fits: tuple[WorkloadFit, WorkloadFit
         out.append("Weights only: KV cache, activations and runtime overhead come on top; run 'anchorgpu plan' for the full per-GPU budget.")
     elif workload.task == "diffusion":
         out.append("Weights only: denoiser activations, the VAE decode peak and runtime overhead come on top; run 'anchorgpu plan' for the full per-GPU budget.")
+    elif workload.task in ("lora", "qlora"):
+        out.append("Frozen base weights only: the adapters and their optimizer states, activations, buffers and runtime overhead come on top; run 'anchorgpu plan' for the full per-GPU budget.")
     else:
         out.append("Model states only: activations, buffers and runtime overhead come on top; run 'anchorgpu plan' for the full per-GPU budget.")
     return out

@@ -118,11 +118,13 @@ def _precision_warnings(fmt: WeightFormat, kv_cache: str, gpu: GpuSpec | None, s
 
 
 def plan_warnings(w: Workload, lay: ResolvedLayout, fmt: WeightFormat, precision: PrecisionPlan,
-                  gpu: GpuSpec | None, *, shipped: bool = False, kv_shipped: bool = False) -> tuple[PlanWarning, ...]:
+                  gpu: GpuSpec | None, *, shipped: bool = False, kv_shipped: bool = False,
+                  keeps_kv_cache: bool = True) -> tuple[PlanWarning, ...]:
     """:func:`layout_warnings` followed by :func:`precision_warnings`, the two a plan carries, in one memo lookup
-    (their keys together: every plan asks for both)."""
+    (their keys together: every plan asks for both). ``keeps_kv_cache`` False (a model with no attention layer:
+    Mamba): the KV-cache dtype asked for applies to nothing, so it raises no warning of a quantized cache."""
     training = w.task in ("train", "lora", "qlora")
-    kv_cache = precision.kv_cache
+    kv_cache = precision.kv_cache if keeps_kv_cache else "none"
     return _memo(("plan", training, lay.dp, lay.cp, lay.zero, lay.tp, lay.pp, lay.ep, id(gpu), id(fmt), kv_cache,
                   shipped, kv_shipped), gpu, fmt, _plan_warnings, training, lay, gpu, fmt, kv_cache, shipped, kv_shipped)
 

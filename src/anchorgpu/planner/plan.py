@@ -188,7 +188,7 @@ def plan(
                            + "; compute follows the active experts.")
     warnings += plan_warnings(  # the layout's, then the precision's
         terms.workload, lay, fmt, prec, gpu, shipped=lm is not None and fmt.quantized and _is_shipped(fmt, lm),
-        kv_shipped=kv == shipped_kv_cache(model))
+        kv_shipped=kv == shipped_kv_cache(model), keeps_kv_cache=lm is None or lm.attention_layers > 0)
     if terms.checkpoint_bytes is not None:
         warnings.append(make_warning("checkpoint_restore_unverified",
                                      f"a checkpoint takes {_size(terms.checkpoint_bytes)}: test restoring it"))

@@ -73,6 +73,14 @@ WARNING_CODES: dict[str, WarningCode] = _registry(
         check="Tensor parallelism over PCIe-only GPUs is slow: every layer all-reduces over PCIe.",
     ),
     WarningCode(
+        code="training_over_public_network", concept="data-parallelism",
+        check="Its GPUs sit in separate servers (single-GPU VMs, or servers without a fabric) joined only by each "
+              "server's public uplink: every step's gradient and parameter traffic crosses that link, timed at the "
+              "uplink the row names. It is not one server of as many GPUs "
+              "(`anchorgpu plan --gpus N` plans that: GPUs linked inside one machine): run a short job across "
+              "these servers before relying on its speed.",
+    ),
+    WarningCode(
         code="tp_across_nodes", concept="tensor-parallelism",
         check="Tensor parallelism beyond one 8-GPU server crosses the network: prefer PP or DP across nodes.",
     ),

@@ -217,7 +217,7 @@ def _shown(name: str, value: object) -> str:
         return flag
     if isinstance(value, (list, tuple)):
         value = ",".join(map(str, value))
-    return f"{flag} {fmt_given(value) if isinstance(value, float) else value}"
+    return f"{flag} {fmt_given(value) if isinstance(value, int | float) else value}"  # 1e9, 4096: with separators
 
 
 def planned_task(task: str, model: object = None) -> str:
@@ -251,7 +251,7 @@ def check_task_options(task: str, options: dict[str, object]) -> None:
     >>> check_task_options("lora", {"context": 8192})
     Traceback (most recent call last):
     ...
-    anchorgpu.errors.InvalidWorkload: --context 8192 applies to serving a language model (task inference); task lora serves no requests (its sequence is --seq)
+    anchorgpu.errors.InvalidWorkload: --context 8,192 applies to serving a language model (task inference); task lora serves no requests (its sequence is --seq)
     """
     if task not in TASKS:
         return  # refused by validate_workload, naming it

@@ -33,6 +33,8 @@ class RecommendedOption:
     run_usd: Decimal | None = None  # training: price of renting those hours (best-price rule of quotes)
     run_term: str | None = None  # training: the term that quote asks for (``3000h``, or ``5month`` sold by the month)
     run_refused: str | None = None  # training: why the run has no price (longer than any term a quote prices)
+    # training on GPUs across a network between servers: each GPU's share of it, one way, in Gb/s (None: no network)
+    network_gbit_per_s_per_gpu: float | None = None
     codes: tuple[str, ...] = ()  # warning codes that apply to this option
     lower_precision: bool = False  # weights or KV cache below the plan's precision (outputs change)
 

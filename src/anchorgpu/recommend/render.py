@@ -55,7 +55,8 @@ def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Override
         "effective_per_gpu_hour_usd": str(o.effective_per_gpu_hour_usd),
         "usd_per_million_output_tokens": _money(o.usd_per_million_output_tokens),
         "run_hours": o.run_hours, "run_usd": _money(o.run_usd), "run_term": o.run_term,
-        "run_refused": o.run_refused, "warnings": list(o.codes),
+        "run_refused": o.run_refused, "network_gbit_per_s_per_gpu": o.network_gbit_per_s_per_gpu,
+        "warnings": list(o.codes),
         "lower_precision": o.lower_precision, "precision_note": LOWER_PRECISION_NOTE if o.lower_precision else None,
         # sized at the default request, its KV cache short of one whole-window sequence: the launch's maximum length
         **({"max_model_len_tokens": int(c["max_model_len_tokens"])} if c.get("max_model_len_tokens") else {}),

@@ -48,7 +48,13 @@ from anchorgpu.recommend.precision import lowered, precision_choice
 from anchorgpu.recommend.records import Recommendation, RecommendedOption, Rejection
 from anchorgpu.recommend.render import recommendation_to_json
 from anchorgpu.recommend.selection import best_per_group, closest_miss
-from anchorgpu.recommend.shapes import multi_server_network_line, shapes_from_catalog
+from anchorgpu.recommend.shapes import (
+    crosses_network,
+    multi_server_network_line,
+    network_gbit_per_s_per_gpu,
+    public_network_only,
+    shapes_from_catalog,
+)
 from anchorgpu.units import Term, quotable_term
 
 __all__ = [
@@ -88,6 +94,8 @@ def _codes(result: SweepResult, row: dict[str, Any], offering: Offering, *, ship
             codes.append("ddp_no_memory_pooling")
     elif row["dp"] > 1 and result.task == "inference":
         codes.append("ddp_no_memory_pooling")
+    if result.task != "inference" and public_network_only(offering) and crosses_network(offering, int(row["servers"])):
+        codes.append("training_over_public_network")  # several VMs, not one server: plan --gpus N is that
     if shape.gpu.vendor == "AMD":
         codes.append("rocm_cuda_only_dependency")
     return tuple(codes)
@@ -238,6 +246,8 @@ def recommend(
                 effective_per_gpu_hour_usd=c.quote.effective_per_gpu_hour_usd,
                 usd_per_million_output_tokens=per_million(c, the_term), run_hours=c.run_hours, run_usd=c.run_usd,
                 run_term=c.run_term, run_refused=c.run_refused,
+                network_gbit_per_s_per_gpu=(network_gbit_per_s_per_gpu(c.source)
+                                            if training and crosses_network(c.source, c.servers) else None),
                 codes=_codes(result, row, c.source, shipped=choice.reference_weights, lowered=is_lower,
                              shipped_kv=choice.reference_kv, shape=shape),
                 lower_precision=is_lower)

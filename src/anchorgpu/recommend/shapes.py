@@ -14,8 +14,8 @@ from anchorgpu.planner.speed.topology import server_gpus
 from anchorgpu.planner.sweep import HardwareShape
 from anchorgpu.units import bytes_per_s_to_gbit_per_s, gbit_per_s_to_bytes_per_s
 
-__all__ = ["multi_server_network_line", "network_bytes_per_s_per_gpu", "network_gbit_per_s_per_gpu",
-           "shapes_from_catalog"]
+__all__ = ["crosses_network", "multi_server_network_line", "network_bytes_per_s_per_gpu", "network_gbit_per_s_per_gpu",
+           "public_network_only", "shapes_from_catalog"]
 
 _FABRIC_RE = re.compile(r"(\d+)\s*x\s*(\d+)\s*Gb/s", re.IGNORECASE)
 
@@ -40,7 +40,7 @@ def shapes_from_catalog(offerings: Sequence[Offering], *, max_servers: int = 4) 
     only where a fabric joins them (``fabric != "none"``), else extra servers are data-parallel replicas."""
     return tuple(
         HardwareShape(id=o.id, gpu=get_gpu(o.gpu), gpus_per_server=o.gpus, max_servers=max_servers,
-                      network_bytes_per_s=network_bytes_per_s_per_gpu(o), scale_out=o.fabric.strip() != "none")
+                      network_bytes_per_s=network_bytes_per_s_per_gpu(o), scale_out=not public_network_only(o))
         for o in offerings
     )
 
@@ -56,6 +56,24 @@ def network_gbit_per_s_per_gpu(offering: Offering) -> float:
     return bytes_per_s_to_gbit_per_s(network_bytes_per_s_per_gpu(offering))
 
 
+def crosses_network(offering: Offering, servers: int) -> bool:
+    """Whether ``servers`` of ``offering`` put a training row's GPUs on both sides of a network: more than one server
+    and more GPUs than one scale-up domain holds (a GB200 row of a few 4-GPU trays stays inside its NVL72 domain).
+
+    >>> from anchorgpu.catalog import load_catalog
+    >>> catalog = load_catalog()
+    >>> crosses_network(catalog.offering("rtx-4090-1x-vm"), 3), crosses_network(catalog.offering("gb200-4x-bm"), 2)
+    (True, False)
+    """
+    return servers > 1 and servers * offering.gpus > server_gpus(get_gpu(offering.gpu), offering.gpus)
+
+
+def public_network_only(offering: Offering) -> bool:
+    """Whether the offering's servers have no server-to-server fabric (``fabric == "none"``): several of them are
+    joined only by each server's public uplink (``network_gbps``), a 10-25 Gb/s link on a 1-GPU VM."""
+    return offering.fabric.strip() == "none"
+
+
 def multi_server_network_line(rows: Iterable[tuple[str, int]], catalog: Catalog) -> str | None:
     """For a training answer: the network each offering shown on more than one server (``rows``: offering id and
     servers) was timed over, a GPU's share, and the ``plan`` option that times a layout the same way; None when no
@@ -64,11 +82,7 @@ def multi_server_network_line(rows: Iterable[tuple[str, int]], catalog: Catalog)
     ``plan`` takes a server to hold 8 GPUs (``SERVER_GPUS``): an offering whose servers hold fewer (a 1-GPU VM)
     has its rows on several servers timed across the network by recommend, and as servers of 8 by plan, so
     the line names those apart instead of claiming the flag reproduces them."""
-    crossing: set[str] = set()
-    for offering_id, servers in rows:
-        o = catalog.offering(offering_id)
-        if servers > 1 and servers * o.gpus > server_gpus(get_gpu(o.gpu), o.gpus):
-            crossing.add(offering_id)
+    crossing = {offering_id for offering_id, servers in rows if crosses_network(catalog.offering(offering_id), servers)}
     if not crossing:
         return None
     alike: list[tuple[str, str]] = []  # (offering, its network in words), plan times them alike ...

@@ -127,17 +127,17 @@ def _split_words(layout: Layout) -> str:
     parallelism, what each part holds."""
     tp, dp, ep = layout.tp or 1, layout.dp or 1, layout.ep or 1
     if ep > tp and tp * dp > ep:  # copies of one server's engine
-        return (f"{_split(layout)}: attention data parallelism in {tp * dp // ep} independent engines of {ep} GPUs, "
+        return (f"{_split(layout)}: attention data parallelism in {tp * dp // ep:,} independent engines of {ep:,} GPUs, "
                 f"each {ep // tp} replicas of the attention and dense layers with their own sequences' KV cache and "
-                f"the routed experts split over its {ep} GPUs, the users split evenly between the engines")
+                f"the routed experts split over its {ep:,} GPUs, the users split evenly between the engines")
     if ep > tp:
-        return (f"{_split(layout)}: attention data parallelism, {dp} replicas of the attention and dense layers, each "
-                f"with its own sequences' KV cache, the routed experts split over all {ep} GPUs")
+        return (f"{_split(layout)}: attention data parallelism, {dp:,} replicas of the attention and dense layers, each "
+                f"with its own sequences' KV cache, the routed experts split over all {ep:,} GPUs")
     if ep > 1:
-        return (f"{_split(layout)}: " + (f"{dp} replicas, each " if dp > 1 else "")
+        return (f"{_split(layout)}: " + (f"{dp:,} replicas, each " if dp > 1 else "")
                 + f"the attention and dense layers split by TP {tp}, the routed experts split whole over "
-                + ("its" if dp > 1 else "the") + f" {ep} GPUs (EP inside TP)")
-    return _split(layout) + (f": {dp} replicas" if dp > 1 else "")
+                + ("its" if dp > 1 else "the") + f" {ep:,} GPUs (EP inside TP)")
+    return _split(layout) + (f": {dp:,} replicas" if dp > 1 else "")
 
 
 def _holds(model: ModelSpec, w: Workload, precision: PrecisionPlan, layout: Layout, gpu: GpuSpec,
@@ -311,7 +311,7 @@ def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPla
         if held:
             pick, speeds, classes = _fastest(held, gpu)
             layout, p = held[pick]
-            reason = (f"Layout chosen: {gpus} GPU{'s' if gpus > 1 else ''} ({_split_words(layout)}) - the fewest "
+            reason = (f"Layout chosen: {gpus:,} GPU{'s' if gpus > 1 else ''} ({_split_words(layout)}) - the fewest "
                       f"{gpu.name} that hold {_users(want)}"
                       + (f" (at most {cap:,} a replica, the engine's max_num_seqs)" if want > cap else "")
                       + ("" if len(held) == 1 else "; " + _which(held, pick, speeds, classes, None))
@@ -354,14 +354,14 @@ def choose_serving_layout_on(model: ModelSpec, w: Workload, precision: Precision
         if max(speeds) <= speeds[0]:
             return None, default
         # kept though another is predicted faster (within the margin): say which, as recommend may show it
-        kept = (f"Layout kept on the {gpus} GPUs asked: the default, TP {lay.tp}"
-                + (f" with {lay.dp} replicas" if lay.dp > 1 else "") + f" - {_which(held, 0, speeds, classes, _users(want))}; "
+        kept = (f"Layout kept on the {gpus:,} GPUs asked: the default, TP {lay.tp}"
+                + (f" with {lay.dp:,} replicas" if lay.dp > 1 else "") + f" - {_which(held, 0, speeds, classes, _users(want))}; "
                 "pass --tp, --pp, --dp and --ep to choose")
         return Choice(layout=given, workload=w, reason=kept), default
-    why = (f"the default, TP {lay.tp}" + (f" with {lay.dp} replicas" if lay.dp > 1 else "")
+    why = (f"the default, TP {lay.tp}" + (f" with {lay.dp:,} replicas" if lay.dp > 1 else "")
            + (f", serves them at {speeds[0]:,.0f}" if default.fits else
               f", does not hold them (it needs {fmt_bytes(default.per_gpu.total_bytes)} a GPU)"))
-    reason = (f"Layout chosen on the {gpus} GPUs asked: {_split_words(layout)} - "
+    reason = (f"Layout chosen on the {gpus:,} GPUs asked: {_split_words(layout)} - "
               f"{_which(held, pick, speeds, classes, _users(want))}; {why}; pass --tp, --pp, --dp and --ep to choose")
     return Choice(layout=layout, workload=w, reason=reason), p
 
@@ -382,4 +382,4 @@ def _fewer_gpus_with(model: ModelSpec, w: Workload, precision: PrecisionPlan, fe
     same = [s.change for s in p.suggestions if s.gpus == fewer.gpus]
     if not same:
         return ""
-    return f"; {fewer.gpus} ({_split(fewer)}) would hold them with {' or '.join(same)}"
+    return f"; {fewer.gpus:,} ({_split(fewer)}) would hold them with {' or '.join(same)}"
