@@ -213,9 +213,9 @@ def pick_over_first(speeds: list[float], margin: float | list[float]) -> int:
     first, the conventional layout) by more than their ``margin`` (a fraction, one for all or one a layout:
     :func:`pair_margin`, the median disagreement of the model between two layouts of one measured workload whose
     links are of that class, so a smaller predicted advantage is not one the calibration resolves), else 0.
-    gpt-oss-120b for 64 users of 8,192 tokens on 8 H100s: attention data parallelism, predicted 4% faster than TP 8,
-    within NVLink's margin for a layout that splits the experts, leaves TP 8; Mixtral 8x22B for 6,144 users on 24 H200s: three one-server attention-DP
-    engines, predicted 49% faster, replace TP 8 x 3.
+    Qwen3-30B-A3B for 64 users of 8,192 tokens on 8 H200s: attention data parallelism, predicted 7% faster than TP 8,
+    within NVLink's margin for a layout that runs attention data parallelism, leaves TP 8; Mixtral 8x22B for 6,144
+    users on 24 H200s: three one-server attention-DP engines, predicted 62% faster, replace TP 8 x 3.
 
     >>> pick_over_first([100.0, 110.0], margin=0.163), pick_over_first([100.0, 120.0, 117.0], margin=0.163)
     (0, 1)
@@ -327,8 +327,8 @@ def choose_serving_layout_on(model: ModelSpec, w: Workload, precision: Precision
     concurrency (the planner's default, TP across one server and the rest replicas, then :func:`_serving_layouts`),
     the fastest, but the first unless another is predicted faster by more than the calibration's layout margin
     (:func:`_fastest`): ``(None, its plan)`` when that is the default and the fastest, else with the sentence that
-    says why (the default kept, which faster layout it was kept over: gpt-oss-120b for 64 users of 8,192 tokens on
-    8 H100s keeps TP 8 over attention data parallelism 5% faster); None when none holds them (the plan then shows
+    says why (the default kept, which faster layout it was kept over: Qwen3-30B-A3B for 64 users of 8,192 tokens on
+    8 H200s keeps TP 8 over attention data parallelism 7% faster); None when none holds them (the plan then shows
     the default and what would fit)."""
     from anchorgpu.planner.plan import plan
 
