@@ -184,9 +184,8 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
                + (", as far as the model's heads divide them, and runs the rest as replicas" if dp > 1 else "")
                if workload.task == "inference" else "training and diffusion replicate by data parallelism")
         flags = _flags_given(layout)  # the layout flags given without TP, PP or DP: the line names them
-        kept = "; with a layout flag given, TP and PP stay 1 unless --tp or --pp sets them" if flags and training else ""
         assumptions.append(f"Layout not given{' beyond ' + flags if flags else ''}: {how} "
-                           f"(TP {tp}, PP 1{f', CP {cp}' if cp > 1 else ''}, DP {dp}){kept}.")
+                           f"(TP {tp}, PP 1{f', CP {cp}' if cp > 1 else ''}, DP {dp}).")
     else:
         tp, pp = layout.tp or 1, layout.pp or 1
         split = tp * pp * cp

@@ -134,16 +134,17 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
     the others added to ``unsplit`` when given; the default batch needs one micro-batch per rank. Each run of ZeRO-2
     pairs that repeats the ZeRO-1 run before it but for the stage is added to ``zero2_blocks`` when given, as (its
     first pair, one past its last, how far back its ZeRO-1 run starts): :func:`~.chooser_order.zero1_twins`."""
-    # any explicit layout flag keeps the rest of the split as before (TP, PP, CP 1; DP the rest)
-    explicit = any(x is not None for x in (given.tp, given.pp, given.dp, given.cp, given.zero)) or given.fsdp
-    tps = [given.tp or 1] if explicit or given.tp else [  # sequence parallelism stated on needs TP
+    # --tp or --pp keeps the rest of the split as before (TP, PP, CP, EP 1 where not given; DP the rest); without
+    # them every split dimension not given is searched around the ones that are (--zero, --fsdp, --dp, --cp, --ep)
+    split_given = given.tp is not None or given.pp is not None
+    tps = [given.tp or 1] if split_given else [  # sequence parallelism stated on needs TP
         t for t in (1, 2, 4, 8)
         if t <= min(gpus, SERVER_GPUS) and tp_ok(model, t) and (t > 1 or not given.sequence_parallel)]
-    cps = [given.cp or 1] if explicit or given.cp else list(train_cp_sizes(seq))
+    cps = [given.cp or 1] if split_given or given.cp else list(train_cp_sizes(seq))
     fixed_zero = 3 if given.fsdp else given.zero
     moe = model.moe
     # a mixture of experts: expert parallelism too, over GPUs of one stage (tp x dp) that divide the experts
-    eps = [given.ep or 1] if explicit or given.ep or moe is None else list(train_ep_sizes(moe.num_experts))
+    eps = [given.ep or 1] if split_given or given.ep or moe is None else list(train_ep_sizes(moe.num_experts))
     out: list[tuple[TrainLayout, int]] = []
     mbs = micro_batches(w)
     rcs: tuple[Recompute, ...] = (w.recompute,) if w.recompute else recompute_ladder(moe is not None)
@@ -154,7 +155,7 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
             if gpus % (tp * cp):
                 continue
             rest = gpus // (tp * cp)
-            pps = ([given.pp or 1] if explicit or given.pp or w.offload_activation_layers
+            pps = ([given.pp or 1] if split_given or w.offload_activation_layers
                    else train_pp_sizes(model.num_layers, rest))
             for pp in pps:
                 if rest % pp:
