@@ -14,6 +14,7 @@ from anchorgpu.planner.speed.experts import dense_layers, moe_product_shares, ro
 from anchorgpu.planner.speed.flops import forward_matmul_params, lm_head_params
 from anchorgpu.planner.speed.launches import absorbed_dequant_bytes, fuses_norms_into_allreduce, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, data_parallel_link, group_link, host_kind, peak_for
+from anchorgpu.planner.speed.moe_backend import expert_half_tokens
 from anchorgpu.planner.speed.product_shares import mixed_rate
 
 __all__ = ["ServingSetup", "allreduce_latency_s", "ep_exchange_latency_s", "routed_rows_per_token_share", "serve_shape_factor",
@@ -62,6 +63,7 @@ class ServingSetup:
     whole_dense_extra_bytes: float = 0.0  # and each GPU reads their whole weights a step, this much beyond its TP share
     # (experts.whole_dense_layers_extra_bytes)
     kv_fp8: bool = False  # the KV cache is FP8 (TensorRT-LLM's decode attention reads it at its own measured rate)
+    moe_backend: str = ""  # TensorRT-LLM's MoE kernel (speed.moe_backend: "trtllm-gen" takes its measured falloff)
 
 
 def _link(gpu: GpuSpec, setup: ServingSetup) -> Link:
@@ -192,7 +194,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         split=float(setup.tp * setup.pp), hidden_size=float(model.hidden_size),
         expert_share=expert_share, expert_rate=mixed_rate(low, b16, setup.expert_quantized_share),
         route_share=route_share,
-        expert_half_tokens=0.0 if ideal else k.moe_expert_half_tokens,
+        expert_half_tokens=0.0 if ideal else expert_half_tokens(setup.moe_backend, gpu, k.moe_expert_half_tokens, cal),
         expert_tile_rows=cal.moe_tile_rows,
         expert_token_scale=setup.ep / setup.tp if wide_ep else 1.0,
         ep_per_stage=2.0 * moe.num_moe_layers / setup.pp if wide_ep and moe is not None else 0.0,
