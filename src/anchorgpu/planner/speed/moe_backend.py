@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from anchorgpu.hardware.spec import GpuSpec
     from anchorgpu.planner.speed.calibration import Calibration
 
-__all__ = ["CUTLASS", "MOE_BACKENDS", "TRITON", "TRTLLM_GEN", "expert_half_tokens", "trtllm_moe_backend"]
+__all__ = ["CUTLASS", "MOE_BACKENDS", "TRITON", "TRTLLM_GEN", "expert_half_tokens", "moe_backend_line",
+           "trtllm_moe_backend"]
 
 CUTLASS, TRTLLM_GEN, TRITON = "cutlass", "trtllm-gen", "triton"
 # moe_config.backend as TensorRT-LLM spells it -> the kernel family the planner names
@@ -86,6 +87,30 @@ def expert_half_tokens(backend: str, gpu: GpuSpec | None, fitted: float, cal: Ca
     if backend != TRTLLM_GEN or gpu is None or gpu.compute_capability is None:
         return fitted
     return cal.trtllm_gen_moe_expert_half_tokens.get(gpu.compute_capability, fitted)
+
+
+_KERNELS = {TRTLLM_GEN: "TRTLLM-gen kernels (TRTLLMGenFusedMoE)", CUTLASS: "CUTLASS kernels (CutlassFusedMoE)",
+            TRITON: "Triton kernels (TritonFusedMoE)"}
+
+
+def moe_backend_line(backend: str, stated: str | None, gpu: GpuSpec | None, fitted: float, cal: Calibration) -> str:
+    """The assumption a TensorRT-LLM plan of a mixture of experts states about its MoE kernel: which one, why, and
+    the small-row falloff its routed products are timed at.
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> from anchorgpu.planner.speed.calibration import calibration
+    >>> print(moe_backend_line("trtllm-gen", None, get_gpu("b200"), 140.4, calibration()))  # doctest: +ELLIPSIS
+    MoE kernel: TensorRT-LLM runs the routed experts with its TRTLLM-gen kernels (TRTLLMGenFusedMoE), its AUTO ...
+    """
+    why = (f"as moe_config.backend {stated} states" if stated and stated.upper() != "AUTO" else
+           "its AUTO choice for this model, GPU and weight format (moe_config.backend; TRTLLM for gpt-oss on "
+           "Blackwell, TRITON on Hopper, CUTLASS otherwise)")
+    half = expert_half_tokens(backend, gpu, fitted, cal)
+    how = (f"their products slow with few rows an expert as AIConfigurator's measured table of that kernel shows (half "
+           f"speed at {half:g} rows, where the CUTLASS rows' fit gives {fitted:.0f})" if half != fitted else
+           f"their products slow with few rows an expert as the CUTLASS rows' fit has it (half speed at {fitted:.0f} "
+           f"rows)")
+    return f"MoE kernel: TensorRT-LLM runs the routed experts with its {_KERNELS[backend]}, {why}; {how}"
 
 
 def _sm_major(gpu: GpuSpec | None) -> int | None:

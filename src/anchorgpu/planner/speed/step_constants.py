@@ -110,7 +110,8 @@ class _StepConstants:
     kv_rate: float  # the rate a decode step reads the KV cache: mem_rate, or the engine's attention kernel's measured
 
 
-_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float, float, float, float, bool, bool, str, bool, bool],
+_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float, float, float, float, bool, bool, str, bool, bool,
+                      str],
                  tuple[ModelSpec, GpuSpec, Calibration, tuple[_StepConstants, _StepConstants]]] = {}
 
 
@@ -122,12 +123,12 @@ def _constants(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibra
 def _pair(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration) -> tuple[_StepConstants, _StepConstants]:
     """The per-step constants of the prediction and of the ceiling, memoised on what they depend on: the (frozen)
     model, GPU and calibration by identity, and every field of the setup :func:`_build` reads (precision and FP8 in
-    blocks, TP, PP, EP and server size, the quantized shares, the engine); any plan of that model on that GPU and split
+    blocks, TP, PP, EP and server size, the quantized shares, the engine and its MoE kernel); any plan of that model on that GPU and split
     reuses them."""
     key = (id(model), id(gpu), setup.precision, setup.tp, setup.pp, setup.gpus_per_server, id(cal), setup.ep,
            setup.ep_gather_bytes, setup.quantized_share, setup.expert_quantized_share, setup.head_quantized_share,
            setup.absorbed_dequant,
-           setup.block_fp8, setup.engine, setup.whole_dense_layers, setup.kv_fp8)
+           setup.block_fp8, setup.engine, setup.whole_dense_layers, setup.kv_fp8, setup.moe_backend)
     hit = _STEP_MEMO.get(key)
     if hit is not None and hit[0] is model and hit[1] is gpu and hit[2] is cal:
         return hit[3]
