@@ -5,11 +5,14 @@ TensorRT-LLM's PyTorch flow builds the MoE layer from ``moe_config.backend`` (``
 create_moe.py`` ``get_moe_cls`` @ NVIDIA/TensorRT-LLM 01f8de5): ``CUTLASS`` -> ``CutlassFusedMoE``; ``TRTLLM`` ->
 ``TRTLLMGenFusedMoE`` (the TRTLLM-gen kernels, Blackwell) where the weights are FP8 in blocks, NVFP4, W4A16 MXFP4 or
 W4A8 MXFP4/NVFP4, and ``CutlassFusedMoE`` otherwise (a logged fallback); ``TRITON`` -> ``TritonFusedMoE``. The
-default was ``CUTLASS`` (``MoeConfig.backend``, ``tensorrt_llm/llmapi/llm_args.py`` before ``AUTO``); ``AUTO`` (the
-default since) resolves in ``ModelConfig.resolve_moe_backend`` (``tensorrt_llm/_torch/model_config.py``): for
-``GptOssForCausalLM`` ``TRTLLM`` on SM 100-119 (Blackwell), ``TRITON`` on SM 90-99 (Hopper), ``CUTLASS`` elsewhere;
-``CUTLASS`` for every other architecture. InferenceMAX's gpt-oss recipe on B200 states ``moe_config.backend: TRTLLM``
-(InferenceMAX/InferenceMAX ``benchmarks/gptoss_fp4_b200_trt_slurm.sh`` @ cc9bed4).
+default was ``CUTLASS`` (``MoeConfig.backend`` in ``tensorrt_llm/llmapi/llm_args.py`` before ``AUTO``); ``AUTO`` (the
+default since) resolves in ``ModelConfig.resolve_moe_backend`` (``tensorrt_llm/_torch/model_config.py`` @
+NVIDIA/TensorRT-LLM 008e0af): for ``GptOssForCausalLM`` ``TRTLLM`` on SM 100-119 (Blackwell), ``TRITON`` on SM 90-99
+(Hopper), ``CUTLASS`` elsewhere; ``CUTLASS`` for the other architectures of the release that introduced it (the
+planner's rule). That commit also sends FP8-block checkpoints on SM 100 (DeepSeek-R1), DeepSeek-V4 and Kimi K3 to
+``TRTLLM`` and W4A16 NVFP4 to CuTe DSL / Marlin: not followed here (the rows of those models predate it and state
+no backend). InferenceMAX's gpt-oss recipe on B200 states ``moe_config.backend: TRTLLM`` (InferenceMAX/InferenceMAX
+``benchmarks/gptoss_fp4_b200_trt_slurm.sh`` @ cc9bed4).
 
 What the planner times differently: once every expert is touched the TRTLLM-gen kernel's measured layer time barely
 rises with the rows (memory-bound on the experts' weights), so its routed products take the small-row falloff read
