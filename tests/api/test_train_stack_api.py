@@ -28,7 +28,7 @@ def test_the_stack_sets_what_a_plan_holds_too(client: TestClient) -> None:
     checkpointing; pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md, Table 1: 77.0 GiB measured): as a
     PyTorch-native plan it fits an 80 GB H100 with torchtitan's op-level policy and an fp32 loss; as Megatron-Core's
     selective recompute with a fused loss it would not."""
-    body = {"model": "llama-3.1-8b", "task": "train", "gpu": "h100", "gpus": 8, "zero": 3, "micro_batch": 2,
+    body = {"model": "llama-3.1-8b", "task": "train", "gpu": "h100", "gpus": 8, "tp": 1, "zero": 3, "micro_batch": 2,
             "seq": 8192, "recompute": "selective", "global_batch": 131072}
     plans = {}
     for stack in ("megatron", "pytorch"):

@@ -166,7 +166,7 @@ def test_the_entry_page_shows_both_languages_links_and_a_planner_preset(client: 
     html = r.text
     assert 'id="text-en"' in html and 'id="text-ru"' in html
     assert "PyTorch" in html and "Шардированный параллелизм" in html
-    assert 'href="/plan?model=llama-3.1-8b&amp;task=train&amp;gpu=h100&amp;gpus=8&amp;zero=3"' in html
+    assert 'href="/plan?model=llama-3.1-8b&amp;task=train&amp;gpu=h100&amp;gpus=8&amp;dp=8&amp;zero=3"' in html
     assert 'id="related"' in html and 'href="/glossary/zero?lang=en"' in html
     assert 'id="linking-here"' in html and 'id="technologies"' in html
 

@@ -60,7 +60,8 @@ def test_no_gpu_count_up_to_the_largest_tried_says_so(capsys: pytest.CaptureFixt
 
 
 def test_a_flag_given_keeps_the_check_that_says_to_drop_it(capsys: pytest.CaptureFixture[str]) -> None:
-    doc = run_json(capsys, "plan", "deepseek-v3", "--task", "train", "--gpu", "l4", "--seq", "131072", "--zero", "0")
+    doc = run_json(capsys, "plan", "deepseek-v3", "--task", "train", "--gpu", "l4", "--seq", "131072", "--tp", "1",
+                   "--pp", "1", "--zero", "0")  # the split pinned: --zero 0 alone has TP and PP searched around it
     assert doc["fits"] is False
     assert any(a.startswith("GPU count not given: no count of l4 up to 1,024 holds this job as asked")
                for a in doc["assumptions"]), doc["assumptions"]

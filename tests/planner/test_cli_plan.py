@@ -167,7 +167,8 @@ def test_readable_training_time_is_in_days_and_a_short_plan_says_by_how_much(
                        "--tokens", "1e12")
     assert code == 0
     assert "training time" in out and " days" in out
-    code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--zero", "0")
+    code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--dp", "8",
+                       "--zero", "0")  # plain DP: --zero 0 alone searches TP and PP around it
     # against the H100's 79.18 GiB as CUDA reports it (gpus.toml memory_runtime_sources), not the 80 GB headline
     assert "DOES NOT FIT - needs 136.96 GiB of 79.18 GiB per GPU; short by" in out
     # the first suggestion keeps the job (a layout change), not a switch to QLoRA

@@ -142,11 +142,11 @@ def test_what_would_fit_offers_offloading_half_the_layers_first_on_grace() -> No
     result = plan(load_model("llama-3.1-70b"),
                   Workload(task="train", seq_tokens=8192, micro_batch=2, recompute="none", global_batch_tokens=2**21,
                            train_precision="fp8", cross_entropy="te"),
-                  gpu=get_gpu("gb200"), layout=Layout(gpus=64, fsdp=True))
+                  gpu=get_gpu("gb200"), layout=Layout(gpus=64, tp=1, fsdp=True))  # the recipe's FSDP over all 64
     assert not result.fits
     assert result.suggestions[0].change == "--offload-activations 40"
     pytorch = plan(load_model("llama-3.1-70b"),
                    Workload(task="train", seq_tokens=8192, micro_batch=2, recompute="none", global_batch_tokens=2**21,
                             train_stack="pytorch"),
-                   gpu=get_gpu("gb200"), layout=Layout(gpus=64, fsdp=True))
+                   gpu=get_gpu("gb200"), layout=Layout(gpus=64, tp=1, fsdp=True))
     assert not any(s.change.startswith("--offload-activations") for s in pytorch.suggestions)

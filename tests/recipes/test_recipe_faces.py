@@ -24,7 +24,7 @@ def test_plan_json_carries_the_recipe(capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_plan_text_prints_the_launch_and_its_files(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--fsdp",
-                         "--recipe", "deepspeed")
+                         "--pp", "1", "--recipe", "deepspeed")  # --fsdp alone may choose stages, which it cannot launch
     assert code == 0, err
     assert "Launch (deepspeed, deepspeed 0.19.8)" in out and "ds_config.json" in out
     assert '"stage": 3' in out and "The plan could not set" in out
@@ -112,10 +112,10 @@ def test_a_plan_that_does_not_fit_gets_no_launch(capsys: pytest.CaptureFixture[s
                                "per GPU); plan with --gpus 4 --tp 4 first")
     # DeepSpeed plans on the PyTorch-native stack: its first "What would fit" change is that stack's plan's own (the
     # suggestions are ranked by predicted speed, so the change named is read from the plan, not written here)
-    first = run_json(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--zero", "0",
-                     "--train-stack", "pytorch")["suggestions"][0]["change"]
-    code, out, err = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--zero",
-                         "0", "--recipe", "deepspeed", "--json")
+    first = run_json(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--dp", "8",
+                     "--zero", "0", "--train-stack", "pytorch")["suggestions"][0]["change"]
+    code, out, err = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--dp", "8",
+                         "--zero", "0", "--recipe", "deepspeed", "--json")
     assert code == 2 and out == "" and "does not fit on 8 x h100-sxm" in err and f"plan with {first} first" in err
 
 

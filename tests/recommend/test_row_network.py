@@ -46,9 +46,12 @@ def test_the_walks_multi_server_row_is_plan_at_its_offerings_network(capsys: pyt
     given = run_json(capsys, *_plan_argv(row, "--network-gbit-per-gpu", f"{gbit:g}"))["performance"]
     assert round(given["train_tokens_per_s"], 1) == row["train_tokens_per_s"]  # the row's figure, to its 0.1 tok/s
     assert given["network_gbit_per_s_per_gpu"] == gbit
-    default = run_json(capsys, *_plan_argv(row))["performance"]  # the calibration's 400 Gb/s: the walk's 8,505
+    # the calibration's 400 Gb/s is faster: 7,126 against the row's 6,817 for TP 2 x PP 4 x DP 2 with ZeRO-1, which
+    # syncs once a step (the row was TP 1 x PP 8 x DP 2 with ZeRO-2, 7,647 tok/s, 8,505 at 400 Gb/s, before Megatron's
+    # ZeRO-2 with pipeline stages was refused: Megatron-FSDP runs none)
+    default = run_json(capsys, *_plan_argv(row))["performance"]
     assert default["network_gbit_per_s_per_gpu"] == 400
-    assert default["train_tokens_per_s"] > 1.05 * row["train_tokens_per_s"]
+    assert round(default["train_tokens_per_s"], 1) > row["train_tokens_per_s"]
 
 
 @pytest.mark.parametrize("offering", ["rtx-pro-6000-8x-bm", "a100-80gb-sxm-8x-bm", "h100-nvl-8x-bm"])

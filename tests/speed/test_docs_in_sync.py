@@ -100,8 +100,8 @@ def test_readme_training_journeys_are_the_cli_output(capsys: pytest.CaptureFixtu
     d = run_json(capsys, *args.split())
     layout, performance = d["layout"], d["performance"]
     assert (layout["tp"], layout["pp"], layout["virtual_stages"], layout["dp"], layout["zero"], layout["fsdp"]) == (
-        1, 8, 10, 64, 2, False)
-    assert "PP 8 interleaved over 10 virtual stages x DP 64 with ZeRO-2, micro-batch 1" in shown
+        1, 16, 5, 32, 1, False)
+    assert "PP 16 interleaved over 5 virtual stages x DP 32 with ZeRO-1, micro-batch 1" in shown
     assert f"FITS ({d['per_gpu']['total_bytes'] / 2**30:.2f} GiB per GPU)" in shown
     assert f"~{performance['train_tokens_per_s'] / 1e3:.0f}k tok/s" in shown
     assert f"{performance['gpu_hours']:,.0f} GPU-hours" in shown

@@ -64,9 +64,11 @@ def test_a_partial_layout_keeps_what_was_given_and_chooses_the_rest(capsys) -> N
     assert any("kept as given: --tp, --pp" in a for a in data["assumptions"])
 
 
-def test_zero_0_keeps_plain_data_parallelism(capsys) -> None:
-    code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--zero",
-                       "0")
+def test_dp_over_all_the_gpus_keeps_plain_data_parallelism(capsys) -> None:
+    """``--dp 8 --zero 0`` is plain DDP (README's "What does FSDP change?"); ``--zero 0`` alone holds the stage and
+    searches TP and PP around it (tests/speed/test_chooser_partial_layout.py)."""
+    code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--dp", "8",
+                       "--zero", "0")
     assert code == 0 and "DOES NOT FIT" in out and "Layout TP 1 · PP 1 · DP 8" in out
     code, out, _ = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--fsdp")
     assert code == 0 and "FITS" in out

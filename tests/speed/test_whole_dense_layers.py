@@ -82,11 +82,15 @@ def test_dense_layers_send_no_all_reduce_and_the_memo_tells_the_setups_apart() -
 
 
 def test_a_model_without_dense_layers_is_timed_as_before() -> None:
+    """Scout has no dense layers: marked attention DP, it exchanges and reads what TP does; only the two norms a layer
+    that TensorRT-LLM fuses into its TP all-reduces without attention DP run apart under it, as launches
+    (launches.fuses_norms_into_allreduce; modeling_llama.py's fusion is off with enable_attention_dp)."""
     marked = _setup(SCOUT, attention_dp=True, gpus=4)
     plain = dataclasses.replace(marked, whole_dense_layers=False)
     one, two = (decode_step(SCOUT, GPU, s, batch=256, prefill_tokens=2048, prompt_tokens=1000,
                             cached_tokens=1500) for s in (marked, plain))
-    assert one == two
+    assert (one.communication_s, one.weights_s) == (two.communication_s, two.weights_s)
+    assert one.fixed_s > two.fixed_s
 
 
 def test_a_maverick_decode_step_exchanges_less_and_reads_more() -> None:

@@ -20,7 +20,7 @@ from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
 from anchorgpu.planner.workload_checks import check_counts, counts_checker
 from anchorgpu.units import require_whole_gpus
 
-__all__ = ["GPUS_PER_SERVER", "check_layout_counts", "check_tp", "default_tp", "resolve_layout", "tp_is_valid", "zero3_pipeline_refusal"]
+__all__ = ["GPUS_PER_SERVER", "check_layout_counts", "check_tp", "default_tp", "resolve_layout", "sharded_pipeline_refusal", "tp_is_valid"]
 
 GPUS_PER_SERVER = 8
 
@@ -120,21 +120,35 @@ def _flags_given(layout: Layout) -> str:
         (f"--ep {layout.ep}", layout.ep), (f"--virtual-stages {layout.virtual_stages}", layout.virtual_stages)) if given)
 
 
-def zero3_pipeline_refusal(train_stack: str, pp: int, *, fsdp: bool = False) -> str | None:
-    """The one-line refusal of ZeRO-3 (FSDP) with pipeline stages on a training stack that does not run them, else
-    None. Megatron-Core's ZeRO-3 is Megatron-FSDP, which runs no pipeline stages (NVIDIA/Megatron-LM issue #1455, open;
-    NVIDIA-NeMo/Automodel ``nemo_automodel/components/distributed/config_factory.py`` at a4f5e42 refuses it: "megatron_fsdp
-    does not support pipeline parallelism"; the layout chooser never tries it:
-    :func:`~anchorgpu.planner.speed.layouts.sharded_with_stages`); the PyTorch
-    stack runs FSDP2 under ``torch.distributed.pipelining`` (torchtitan, row T28 of perf_measured.md).
+def sharded_pipeline_refusal(train_stack: str, pp: int, zero: int, *, fsdp: bool = False) -> str | None:
+    """The one-line refusal of ZeRO-2 or ZeRO-3 (FSDP) with pipeline stages on the Megatron stack, else None.
 
-    >>> zero3_pipeline_refusal("megatron", 2)
+    Megatron-Core shards gradients or parameters only in Megatron-FSDP (``use_megatron_fsdp`` with
+    ``data_parallel_sharding_strategy`` ``optim_grads``, ZeRO-2, or ``optim_grads_params``, ZeRO-3:
+    ``megatron/core/distributed/distributed_data_parallel_config.py`` in NVIDIA/Megatron-LM at 0011998), which runs
+    no pipeline stages (NVIDIA/Megatron-LM issue #1455, open; its roadmap #4003 lists "PP support" as future work;
+    NVIDIA-NeMo/Automodel ``nemo_automodel/components/distributed/config_factory.py`` at a4f5e42 refuses it:
+    "megatron_fsdp does not support pipeline parallelism"). What runs with pipeline stages is Megatron-Core's
+    distributed optimizer, ZeRO-1 in memory: it shards the fp32 master weights and moments and keeps a full-size
+    gradient buffer on every rank, reduce-scattered once a step ("[no] distribute model gradients"; 6 + 12/d bytes a
+    parameter with 16-bit weights and fp32 gradients: ``docs/source/api-guide/dist_optimizer.md`` at 50b073c). The layout
+    chooser never tries either (:func:`~anchorgpu.planner.speed.layouts.sharded_with_stages`). The PyTorch stack runs
+    FSDP2 under ``torch.distributed.pipelining`` (torchtitan, row T28 of perf_measured.md) and refuses ZeRO-2 with
+    stages in DeepSpeed's pipeline engine (:func:`~anchorgpu.planner.speed.zero2.zero2_pipeline_refusal`).
+
+    >>> sharded_pipeline_refusal("megatron", 2, 3)
     '--zero 3 with --pp 2: Megatron-FSDP runs no pipeline stages; give --train-stack pytorch (FSDP2 under torch.distributed.pipelining, as torchtitan runs it), --zero 1 with the stages, or --pp 1'
-    >>> zero3_pipeline_refusal("pytorch", 2), zero3_pipeline_refusal("megatron", 1)
-    (None, None)
+    >>> sharded_pipeline_refusal("megatron", 8, 2)
+    "--zero 2 with --pp 8: Megatron's ZeRO-2 is Megatron-FSDP (optim_grads), which runs no pipeline stages; Megatron-Core's distributed optimizer runs with them as ZeRO-1 (optimizer state sharded, gradients kept whole): give --zero 1 with the stages, or --pp 1"
+    >>> sharded_pipeline_refusal("pytorch", 2, 3), sharded_pipeline_refusal("megatron", 1, 2), sharded_pipeline_refusal("megatron", 4, 1)
+    (None, None, None)
     """
-    if pp <= 1 or train_stack == "pytorch":
+    if pp <= 1 or train_stack == "pytorch" or zero not in (2, 3):
         return None
+    if zero == 2 and not fsdp:
+        return (f"--zero 2 with --pp {pp}: Megatron's ZeRO-2 is Megatron-FSDP (optim_grads), which runs no pipeline "
+                "stages; Megatron-Core's distributed optimizer runs with them as ZeRO-1 (optimizer state sharded, "
+                "gradients kept whole): give --zero 1 with the stages, or --pp 1")
     return (f"{'--fsdp' if fsdp else '--zero 3'} with --pp {pp}: Megatron-FSDP runs no pipeline stages; give "
             "--train-stack pytorch (FSDP2 under torch.distributed.pipelining, as torchtitan runs it), --zero 1 with "
             "the stages, or --pp 1")
@@ -170,9 +184,8 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
                + (", as far as the model's heads divide them, and runs the rest as replicas" if dp > 1 else "")
                if workload.task == "inference" else "training and diffusion replicate by data parallelism")
         flags = _flags_given(layout)  # the layout flags given without TP, PP or DP: the line names them
-        kept = "; with a layout flag given, TP and PP stay 1 unless --tp or --pp sets them" if flags and training else ""
         assumptions.append(f"Layout not given{' beyond ' + flags if flags else ''}: {how} "
-                           f"(TP {tp}, PP 1{f', CP {cp}' if cp > 1 else ''}, DP {dp}){kept}.")
+                           f"(TP {tp}, PP 1{f', CP {cp}' if cp > 1 else ''}, DP {dp}).")
     else:
         tp, pp = layout.tp or 1, layout.pp or 1
         split = tp * pp * cp
@@ -209,7 +222,7 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
                                   f"tp·{'cp·' if cp > 1 else ''}dp = {tp * cp * dp} GPUs of a stage")
     zero = 3 if layout.fsdp else (layout.zero or 0)
     if training:
-        refusal = zero3_pipeline_refusal(workload.train_stack, pp, fsdp=layout.fsdp) if zero == 3 else None
+        refusal = sharded_pipeline_refusal(workload.train_stack, pp, zero, fsdp=layout.fsdp)
         if refusal is not None:
             raise InvalidWorkload(refusal)
     if training and layout.offload == "params" and zero < 3:

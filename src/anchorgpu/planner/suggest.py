@@ -276,10 +276,10 @@ def training_layout_open(lay_in: Layout, w: Workload) -> bool:
                   or (lay_in.virtual_stages is None and lay_in.pipeline_layout is None and (lay_in.pp or 1) > 1))
     if not open_knobs:
         return False
-    explicit = (lay_in.tp is not None or lay_in.pp is not None or lay_in.dp is not None or lay_in.cp is not None
-                or lay_in.zero is not None or lay_in.fsdp)
-    # DP and CP follow from what is given: one candidate, nothing to choose
-    return not (explicit and (lay_in.zero is not None or lay_in.fsdp) and w.micro_batch is not None
+    # with --tp or --pp the rest of the split follows from what is given (speed.layouts._candidates): with the ZeRO
+    # stage, micro-batch, recompute and chunks given too, one candidate, nothing to choose
+    split_given = lay_in.tp is not None or lay_in.pp is not None
+    return not (split_given and (lay_in.zero is not None or lay_in.fsdp) and w.micro_batch is not None
                 and w.recompute is not None and (lay_in.virtual_stages is not None or lay_in.pipeline_layout is not None
                                                  or (lay_in.pp or 1) == 1))
 

@@ -61,7 +61,7 @@ def _common_checks(plan: Plan, kind: str, assumptions: list[str], cannot: list[s
                                     "(use vllm, sglang or trtllm)")
     if lay.pp > 1:
         raise not_expressible(kind, f"pipeline parallelism (PP {lay.pp}) has no setting here; plan with --pp 1 "
-                                    "(e.g. --fsdp) or launch it with Megatron-LM / torchtitan")
+                                    "(--pp 1 --fsdp, say) or launch it with Megatron-LM / torchtitan")
     if w.recompute in ("selective", "moe"):
         assumptions.append(f"Recompute: {w.recompute} was planned; frameworks checkpoint whole layers, which stores "
                            "less (slower, still fits).")

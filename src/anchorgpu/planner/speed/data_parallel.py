@@ -14,8 +14,10 @@ each of its steps (:func:`~anchorgpu.planner.speed.links.ring_latency_s`): FSDP 
 time, DDP and ZeRO-1/2 reduce a bucket at a time.
 
 ZeRO-2 keeps only its 1/DP shard of the gradients, so it reduces every micro-batch's gradients in that micro-batch's
-backward, on either stack (:func:`~anchorgpu.planner.speed.zero2.zero2_sync_terms`); with pipeline stages it runs
-on Megatron-Core only (:func:`~anchorgpu.planner.speed.zero2.zero2_pipeline_refusal`).
+backward, on either stack (:func:`~anchorgpu.planner.speed.zero2.zero2_sync_terms`); ``plan`` runs it with pipeline
+stages on neither (:func:`~anchorgpu.planner.speed.zero2.zero2_pipeline_refusal`,
+:func:`~anchorgpu.planner.layout_resolution.sharded_pipeline_refusal`), but the step is timed with them for a
+published run on a third stack (row L3-405B, Meta's FSDP under pipeline stages), as Megatron-FSDP's would be.
 """
 
 from __future__ import annotations

@@ -57,7 +57,8 @@ SERVER_GPUS = 8
 MICRO_BATCHES: tuple[int, ...] = (1, 2, 4)
 # what the search leaves out of the ZeRO stages, as the chosen layout's sentence says (when the stage was left open)
 _ZERO_RULE = ("; ZeRO tried: 1, 2 (timed reducing every micro-batch's gradients, as it must to keep a shard of "
-              "them) and FSDP (3) without pipeline stages (Megatron-FSDP runs none)")
+              "them) and FSDP (3), the last two without pipeline stages (they are Megatron-FSDP, which runs none; "
+              "with stages Megatron-Core shards the optimizer state only, ZeRO-1)")
 _ZERO_RULE_PYTORCH = ("; ZeRO tried: 1, 2 without pipeline stages (DeepSpeed's pipeline engine refuses it; timed "
                       "reducing every micro-batch's gradients) and FSDP (3), with pipeline stages as torchtitan runs "
                       "FSDP2 under them")
@@ -101,20 +102,24 @@ def micro_batches(w: Workload) -> tuple[int, ...]:
 
 def sharded_with_stages(zero: int, train_stack: str) -> bool:
     """Whether a training search (this chooser and the sweep behind ``recommend``) tries ZeRO stage ``zero`` with
-    pipeline stages on ``train_stack``. ZeRO-1 (Megatron-Core's distributed optimizer, DeepSpeed's stage 1) runs with
-    them on both stacks. ZeRO-2: not where the stack refuses it (:func:`~.zero2.zero2_pipeline_refusal`). FSDP (3): on
-    the PyTorch stack only, where FSDP2 runs under ``torch.distributed.pipelining`` (torchtitan's Llama 3.1 405B on
+    pipeline stages on ``train_stack``: where neither the stack's rule for ZeRO-2 nor the Megatron-FSDP rule refuses
+    it. ZeRO-1 (Megatron-Core's distributed optimizer, DeepSpeed's stage 1) runs with them on both stacks. ZeRO-2: on
+    neither (DeepSpeed's pipeline engine refuses it, :func:`~.zero2.zero2_pipeline_refusal`; Megatron's ZeRO-2 is
+    Megatron-FSDP's ``optim_grads``, :func:`~anchorgpu.planner.layout_resolution.sharded_pipeline_refusal`). FSDP (3):
+    on the PyTorch stack only, where FSDP2 runs under ``torch.distributed.pipelining`` (torchtitan's Llama 3.1 405B on
     512 H100, FSDP 8 x TP 8 x PP 8: pytorch/torchtitan ``benchmarks/llama3_h100_202412_torchtitan.md`` at 31a17bf,
     row T28 of perf_measured.md); Megatron-FSDP runs no pipeline stages (NVIDIA/Megatron-LM issue #1455 open, its
     roadmap #4003 lists "PP support" as future work, PR #6486 "Enable Pipeline Parallelism Support for M-FSDP v2"
     open; its user guide's example scripts set no --pipeline-model-parallel-size).
 
     >>> [sharded_with_stages(z, "megatron") for z in (1, 2, 3)], [sharded_with_stages(z, "pytorch") for z in (1, 2, 3)]
-    ([True, True, False], [True, False, True])
+    ([True, False, False], [True, False, True])
     """
-    if zero == 2:
-        return zero2_pipeline_refusal(train_stack, 2) is None
-    return zero != 3 or train_stack == "pytorch"
+    from anchorgpu.planner.layout_resolution import sharded_pipeline_refusal
+
+    if zero == 2 and zero2_pipeline_refusal(train_stack, 2) is not None:
+        return False
+    return sharded_pipeline_refusal(train_stack, 2, zero) is None
 
 
 def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: int, batch: int,
@@ -129,16 +134,17 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
     the others added to ``unsplit`` when given; the default batch needs one micro-batch per rank. Each run of ZeRO-2
     pairs that repeats the ZeRO-1 run before it but for the stage is added to ``zero2_blocks`` when given, as (its
     first pair, one past its last, how far back its ZeRO-1 run starts): :func:`~.chooser_order.zero1_twins`."""
-    # any explicit layout flag keeps the rest of the split as before (TP, PP, CP 1; DP the rest)
-    explicit = any(x is not None for x in (given.tp, given.pp, given.dp, given.cp, given.zero)) or given.fsdp
-    tps = [given.tp or 1] if explicit or given.tp else [  # sequence parallelism stated on needs TP
+    # --tp or --pp keeps the rest of the split as before (TP, PP, CP, EP 1 where not given; DP the rest); without
+    # them every split dimension not given is searched around the ones that are (--zero, --fsdp, --dp, --cp, --ep)
+    split_given = given.tp is not None or given.pp is not None
+    tps = [given.tp or 1] if split_given else [  # sequence parallelism stated on needs TP
         t for t in (1, 2, 4, 8)
         if t <= min(gpus, SERVER_GPUS) and tp_ok(model, t) and (t > 1 or not given.sequence_parallel)]
-    cps = [given.cp or 1] if explicit or given.cp else list(train_cp_sizes(seq))
+    cps = [given.cp or 1] if split_given or given.cp else list(train_cp_sizes(seq))
     fixed_zero = 3 if given.fsdp else given.zero
     moe = model.moe
     # a mixture of experts: expert parallelism too, over GPUs of one stage (tp x dp) that divide the experts
-    eps = [given.ep or 1] if explicit or given.ep or moe is None else list(train_ep_sizes(moe.num_experts))
+    eps = [given.ep or 1] if split_given or given.ep or moe is None else list(train_ep_sizes(moe.num_experts))
     out: list[tuple[TrainLayout, int]] = []
     mbs = micro_batches(w)
     rcs: tuple[Recompute, ...] = (w.recompute,) if w.recompute else recompute_ladder(moe is not None)
@@ -149,7 +155,7 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
             if gpus % (tp * cp):
                 continue
             rest = gpus // (tp * cp)
-            pps = ([given.pp or 1] if explicit or given.pp or w.offload_activation_layers
+            pps = ([given.pp or 1] if split_given or w.offload_activation_layers
                    else train_pp_sizes(model.num_layers, rest))
             for pp in pps:
                 if rest % pp:

@@ -23,7 +23,13 @@ runs, by training stack:
   (``is_grad_buffer_distributed`` in ``megatron_fsdp/param_and_grad_buffer.py``) and so is reduce-scattered every
   micro-batch, with ``overlap_grad_reduce`` forced on. The buckets are timed at Megatron-Core's DDP size
   (:data:`BUCKET_MIN_PARAMS`), and a bucket's scatter left at the end of a
-  backward runs beside the next micro-batch; the step waits for the last one.
+  backward runs beside the next micro-batch; the step waits for the last one. Megatron-FSDP runs no pipeline
+  stages, so ``plan`` refuses ``--zero 2`` with ``--pp`` on this stack
+  (:func:`~anchorgpu.planner.layout_resolution.sharded_pipeline_refusal`; what runs with stages is the distributed
+  optimizer, ZeRO-1, whose gradient buffer is full-size on every rank). :func:`zero2_pipeline_refusal` below is the
+  step's own check and leaves Megatron's timing open with stages: the held-out row L3-405B (Meta's Llama 3 405B, TP 8
+  x PP 16, its own FSDP keeping the gradients sharded under pipeline stages, arXiv:2407.21783 section 3.3.2) is
+  timed through it.
 """
 
 from __future__ import annotations
@@ -49,7 +55,10 @@ reduce runs beside; the once-a-step sync is hidden behind the same share of the 
 
 
 def zero2_pipeline_refusal(train_stack: str, pp: int) -> str | None:
-    """The one-line refusal of ZeRO-2 with pipeline stages on a stack that will not run it, else None.
+    """The one-line refusal of ZeRO-2 with pipeline stages by the training step, else None: DeepSpeed's pipeline
+    engine on the PyTorch-native stack. Megatron's refusal is ``plan``'s
+    (:func:`~anchorgpu.planner.layout_resolution.sharded_pipeline_refusal`), since a published run on another stack
+    (row L3-405B) is timed as this stack's ZeRO-2.
 
     >>> zero2_pipeline_refusal("pytorch", 4)
     "--zero 2 with --pp 4: DeepSpeed's pipeline engine refuses ZeRO-2 (stage 1 or 3 with pipeline stages, or --pp 1)"

@@ -1,0 +1,58 @@
+"""Issue 11: "When part of a layout is given, the rest ... is chosen the same way." A layout flag that fixes neither
+TP nor PP (``--zero``, ``--fsdp``, ``--dp``, ``--cp``, ``--ep``) holds its own dimension, and the training chooser
+searches TP, PP and the other open dimensions around it (speed/layouts.py ``_candidates``). Before, any such flag
+kept TP and PP at 1: ``--zero 1`` for a 70B on 64 H100 did not fit (TP 1 x DP 64, 335.31 GiB), where ``--tp 8
+--zero 1`` fits (stop 51's "Left" 2, benchmarks/hardening/stop51_qa.md). ``--tp`` or ``--pp`` still fixes the split
+(the dimensions not given stay 1, DP the rest), so plain data parallelism is ``--dp`` over all the GPUs."""
+
+from __future__ import annotations
+
+from anchorgpu.architectures import load_model
+from anchorgpu.hardware import get_gpu
+from anchorgpu.planner import Layout, Workload, plan
+from anchorgpu.planner.speed.estimate import plan_performance
+from anchorgpu.planner.suggest import training_layout_open
+
+H100 = get_gpu("h100")
+
+
+def _chosen(p) -> str:  # type: ignore[no-untyped-def]
+    return next(a for a in p.assumptions if a.startswith("Layout chosen"))
+
+
+def test_zero_1_alone_gets_a_split_that_fits_and_beats_tp_8() -> None:
+    model = load_model("llama-3.1-70b")
+    alone = plan(model, Workload(task="train"), gpu=H100, layout=Layout(gpus=64, zero=1))
+    tp8 = plan(model, Workload(task="train"), gpu=H100, layout=Layout(gpus=64, tp=8, zero=1))
+    assert alone.fits and alone.layout.zero == 1 and alone.layout.tp * alone.layout.pp > 1
+    assert "(kept as given: --zero)" in _chosen(alone)
+    # the search includes TP 8 x DP 8, so what it picks is at least as fast
+    assert plan_performance(alone)["train_tokens_per_s"] >= plan_performance(tp8)["train_tokens_per_s"]
+    assert tp8.layout.pp == 1  # --tp fixes the split: PP stays 1
+
+
+def test_the_given_dimensions_are_held_while_the_rest_is_searched() -> None:
+    model = load_model("llama-3.1-8b")
+    dp4 = plan(model, Workload(task="train"), gpu=H100, layout=Layout(gpus=8, dp=4))
+    assert dp4.layout.dp == 4 and dp4.layout.tp * dp4.layout.pp * dp4.layout.cp == 2 and dp4.fits
+    cp2 = plan(model, Workload(task="train", seq_tokens=32768), gpu=H100, layout=Layout(gpus=8, cp=2))
+    assert cp2.layout.cp == 2 and cp2.fits
+
+
+def test_plain_data_parallelism_is_asked_with_dp_over_all_the_gpus() -> None:
+    """README's "What does FSDP change?": ``--dp 8 --zero 0`` is plain DDP (136.96 GiB on an H100, DOES NOT FIT) and
+    ``--dp 8 --fsdp`` fits (59.30 GiB); ``--zero 0`` alone now splits the model instead and fits, unsharded."""
+    model = load_model("llama-3.1-8b")
+    ddp = plan(model, Workload(task="train"), gpu=H100, layout=Layout(gpus=8, dp=8, zero=0))
+    assert (ddp.layout.tp, ddp.layout.pp, ddp.layout.dp, ddp.fits) == (1, 1, 8, False)
+    assert f"{ddp.per_gpu.total_bytes / 2**30:.2f}" == "136.96"
+    fsdp = plan(model, Workload(task="train"), gpu=H100, layout=Layout(gpus=8, dp=8, fsdp=True))
+    assert fsdp.fits and f"{fsdp.per_gpu.total_bytes / 2**30:.2f}" == "59.30"
+    zero0 = plan(model, Workload(task="train"), gpu=H100, layout=Layout(gpus=8, zero=0))
+    assert zero0.fits and zero0.layout.zero == 0 and zero0.layout.tp * zero0.layout.pp > 1
+
+
+def test_the_layout_is_open_until_tp_or_pp_fixes_the_split() -> None:
+    closed = Workload(task="train", micro_batch=1, recompute="none")
+    assert training_layout_open(Layout(gpus=8, zero=1), closed)  # TP and PP left to choose
+    assert not training_layout_open(Layout(gpus=8, tp=1, zero=1), closed)  # one candidate: nothing to choose
