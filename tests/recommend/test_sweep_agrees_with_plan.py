@@ -58,6 +58,9 @@ INFERENCE_CASES = {
     "qwen3-32b-trtllm": ("qwen3-32b", dict(context_tokens=8192, concurrency=48, engine="trtllm")),
     # a mixture of experts on TensorRT-LLM: its MoE kernel's per-routed-row cost (speed.step_constants), per GPU family
     "qwen3-30b-moe-trtllm": ("qwen3-30b-a3b", dict(context_tokens=4096, concurrency=256, engine="trtllm")),
+    # gpt-oss on TensorRT-LLM: its AUTO MoE backend, TRTLLM-gen on Blackwell for NVFP4 (the measured falloff), CUTLASS
+    # elsewhere and for the formats TRTLLM-gen does not take (speed.moe_backend), per GPU and weight format
+    "gpt-oss-moe-trtllm": ("gpt-oss-120b", dict(context_tokens=4096, concurrency=64, engine="trtllm")),
     # SGLang: its KV pool and budget, and its steps' terms (speed.serving_plan.sglang_step_terms): decode-only steps
     # padded to the CUDA graph that holds the batch (eager above cuda_graph_max_bs), over the batch ladder
     "qwen3-32b-sglang-ladder": ("qwen3-32b", dict(context_tokens=8192, engine="sglang")),

@@ -178,6 +178,9 @@ class Workload:
     # each rank keeps its own sequences' KV cache with every KV head, none replicated (memory.kv_values_per_token_per_gpu);
     # set by measured rows (speed/runs.py attention_dp_weights), a user's attention-DP plan being --tp 1 --ep N
     attention_dp_kv: bool = False
+    # TensorRT-LLM's moe_config.backend ("TRTLLM", "CUTLASS", "TRITON"); None: its AUTO default's choice for the model,
+    # GPU and weights (speed.moe_backend.trtllm_moe_backend); set by measured rows that state it (speed/runs.py)
+    moe_backend: str | None = None
     micro_batch: int | None = None
     global_batch_tokens: int | None = None
     prompt_tokens: int | None = None

@@ -25,6 +25,7 @@ from anchorgpu.planner.speed.flops import (
 )
 from anchorgpu.planner.speed.launches import fuses_norms_into_allreduce, is_block_fp8, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, host_kind, peak_for
+from anchorgpu.planner.speed.moe_backend import expert_half_tokens, trtllm_moe_backend
 from anchorgpu.planner.speed.overrides import calibrated
 from anchorgpu.planner.speed.product_shares import head_quantized_share, quantized_product_shares
 from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
@@ -172,7 +173,11 @@ class Ticks:
         self.routed = routed_share_per_gpu(model, tp=1, ep=1)
         # a MoE's routed-expert products slow down with few tokens per expert (speed.serving.expert_rows_factor)
         self.expert_share, self.route_share = moe_product_shares(model)
-        self.half_tokens = per_layout(lambda k: k.moe_expert_half_tokens)
+        self.half_tokens: FloatArray = per_layout(lambda k: k.moe_expert_half_tokens)
+        if trtllm and model.moe is not None:  # TensorRT-LLM's MoE kernel by GPU and format (speed.moe_backend)
+            self.half_tokens = per_format(np.array([[expert_half_tokens(
+                trtllm_moe_backend(model, gpu, name, spec.workload.moe_backend), gpu, k.moe_expert_half_tokens, cal)
+                for name in weights] for gpu, k in zip(gpus, stacks, strict=True)])[s])
         self.moe_tile_rows = cal.moe_tile_rows
         # the engine's CPU work per running sequence a step, overlapped with the GPU's (speed.serving's host term)
         self.host = np.array([cal.host_s_per_sequence_step[host_kind(gpu)] for gpu in gpus])[s]

@@ -143,6 +143,9 @@ class Calibration:
     # TensorRT-LLM's MoE kernel: seconds a GPU's routed row (a token's copy for one expert) costs beyond the roofline,
     # by CUDA compute capability ("10.0": B200/GB200); a family absent costs none (step_constants.trtllm_moe_s_per_token)
     trtllm_moe_s_per_routed_row: dict[str, float] = field(default_factory=dict)
+    # TensorRT-LLM's TRTLLM-gen MoE kernel: its routed products' small-row falloff (half_tokens), by CUDA compute
+    # capability, in place of the fitted moe_expert_half_tokens; a family absent keeps the fit (speed.moe_backend)
+    trtllm_gen_moe_expert_half_tokens: dict[str, float] = field(default_factory=dict)
     # TensorRT-LLM's decode attention: the share of a GPU's memory bandwidth it reaches reading an FP8 KV cache, by GPU
     # name; a GPU absent (or a dense model) reads at decode_mbu (step_constants.trtllm_kv_read_fraction)
     trtllm_decode_attention_kv_fraction: dict[str, float] = field(default_factory=dict)
@@ -299,6 +302,9 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         trtllm_moe_s_per_routed_row={k: _number(stated["trtllm_moe_s_per_routed_row"]["value"], k,
                                                 "stated.trtllm_moe_s_per_routed_row")
                                      for k in stated["trtllm_moe_s_per_routed_row"]["value"]},
+        trtllm_gen_moe_expert_half_tokens={k: _number(stated["trtllm_gen_moe_expert_half_tokens"]["value"], k,
+                                                      "stated.trtllm_gen_moe_expert_half_tokens")
+                                           for k in stated["trtllm_gen_moe_expert_half_tokens"]["value"]},
         trtllm_decode_attention_kv_fraction={
             k: _number(stated["trtllm_decode_attention_kv_fraction"]["value"], k,
                        "stated.trtllm_decode_attention_kv_fraction")

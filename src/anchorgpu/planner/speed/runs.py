@@ -32,6 +32,8 @@ perf-overview page's MoE command) but is timed as TP of every layer: its KV cach
 holds what attention DP keeps whole (:func:`attention_dp_extra_weights_bytes`), and is sized as attention DP keeps it
 (``Workload.attention_dp_kv``): each rank holds its own sequences' caches with every KV head, so a model with fewer KV
 heads than the TP size has none replicated, and a GPU holds and each decode step reads 1/TP of the group's cache.
+``moe_backend`` names the MoE kernel a TensorRT-LLM row's ``moe_config.backend`` stated (``"TRTLLM"``: TRTLLM-gen;
+``"CUTLASS"``); a row without one takes the engine's AUTO choice (:mod:`~anchorgpu.planner.speed.moe_backend`).
 A row's ``model`` is a registry name (``{"registry": ...}``), a config (``{"config": {...}}``), or a registry
 architecture with the ModelOpt ``hf_quant_config.json`` of the checkpoint that ran (``{"registry": ...,
 "hf_quant_config": FILE}``, FILE under ``architectures/data/quant_configs/``): its ``weights`` then name that file's
@@ -252,7 +254,7 @@ def serve_plan_of(r: dict[str, Any]) -> Any:
                  gpu_memory_utilization=utilization, max_num_seqs=max_seqs, max_num_batched_tokens=max_tokens,
                  engine="trtllm" if trtllm else "sglang" if sglang else "vllm",
                  images_per_request=int(r.get("images_per_request", 0)),
-                 attention_dp_kv=bool(r.get("attention_dp_weights", False)))
+                 attention_dp_kv=bool(r.get("attention_dp_weights", False)), moe_backend=r.get("moe_backend"))
     ep = int(r.get("ep", 1))
     if r.get("attention_dp_weights") and "ep" not in r:  # attention DP's MoE splits the experts by EP over the TP
         ep = int(r["tp"])  # GPUs (whole experts a GPU, not TP slices): timed as EP inside TP (Stop 57)

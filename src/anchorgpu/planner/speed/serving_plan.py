@@ -42,6 +42,7 @@ from anchorgpu.planner.speed.figures import (
 )
 from anchorgpu.planner.speed.launches import is_block_fp8
 from anchorgpu.planner.speed.links import PeakChoice, compute_precision_for_weights, peak_for
+from anchorgpu.planner.speed.moe_backend import moe_backend_line, trtllm_moe_backend
 from anchorgpu.planner.speed.product_shares import head_quantized_share, quantized_product_shares
 from anchorgpu.planner.speed.serving import ServingSetup, ep_gather_bytes
 from anchorgpu.planner.speed.serving_capacity import (
@@ -131,11 +132,15 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     # by position: weights_bytes_per_gpu, kv_bytes_per_sequence_per_gpu, precision, tp, pp, replicas,
     # max_num_batched_tokens, gpus_per_server, graph_batch_sizes, ep, block_fp8, host_overlap, ep_gather_bytes and the
     # three quantized shares (ServingSetup's field order)
+    engine = engine or plan.workload.engine
+    # TensorRT-LLM's MoE kernel, as the workload states it or the engine's AUTO picks it (speed.moe_backend)
+    moe_backend = (trtllm_moe_backend(model, plan.gpu, plan.precision.weights, plan.workload.moe_backend)
+                   if engine == "trtllm" else "")
     return _new_setup(
         float(plan.per_gpu.weights_bytes), float(kv_seq), precision, lay.tp, lay.pp, lay.dp,
         (limits or engine_limits_of(plan))[0], SERVER_GPUS, graph_batch_sizes, lay.ep, block_fp8, host_overlap,
         gather_bytes, share, expert_share, head_share, absorbed_dequant=absorbed_dequant,
-        engine=engine or plan.workload.engine, whole_dense_layers=plan.workload.attention_dp_kv,
+        engine=engine, moe_backend=moe_backend, whole_dense_layers=plan.workload.attention_dp_kv,
         whole_dense_extra_bytes=(whole_dense_layers_extra_bytes(
             model, format_for_model(model, plan.precision.weights), tp=lay.tp, pp=lay.pp)
             if plan.workload.attention_dp_kv else 0.0), kv_fp8=plan.precision.kv_cache == "fp8")
@@ -306,6 +311,9 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     put_evidence(ctx.evidence, out, assumptions)
     if ctx.launches_line:
         assumptions.append(ctx.launches_line)
+    if setup.moe_backend:  # TensorRT-LLM's MoE kernel (speed.moe_backend)
+        assumptions.append(moe_backend_line(setup.moe_backend, plan.workload.moe_backend, plan.gpu,
+                                            cal.stack(plan.gpu).moe_expert_half_tokens, cal))
     if model.moe is not None and setup.ep > setup.tp:
         assumptions.append(expert_parallel_line(setup.ep, setup.tp, setup.ep_gather_bytes))
     if plan.precision.kv_cache == "nvfp4":

@@ -14,6 +14,7 @@ from anchorgpu.planner.speed.experts import dense_layers, moe_product_shares, ro
 from anchorgpu.planner.speed.flops import forward_matmul_params, lm_head_params
 from anchorgpu.planner.speed.launches import absorbed_dequant_bytes, fuses_norms_into_allreduce, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, data_parallel_link, group_link, host_kind, peak_for
+from anchorgpu.planner.speed.moe_backend import expert_half_tokens
 from anchorgpu.planner.speed.product_shares import mixed_rate
 
 __all__ = ["ServingSetup", "allreduce_latency_s", "ep_exchange_latency_s", "routed_rows_per_token_share", "serve_shape_factor",
@@ -62,6 +63,7 @@ class ServingSetup:
     whole_dense_extra_bytes: float = 0.0  # and each GPU reads their whole weights a step, this much beyond its TP share
     # (experts.whole_dense_layers_extra_bytes)
     kv_fp8: bool = False  # the KV cache is FP8 (TensorRT-LLM's decode attention reads it at its own measured rate)
+    moe_backend: str = ""  # TensorRT-LLM's MoE kernel (speed.moe_backend: "trtllm-gen" takes its measured falloff)
 
 
 def _link(gpu: GpuSpec, setup: ServingSetup) -> Link:
@@ -108,7 +110,8 @@ class _StepConstants:
     kv_rate: float  # the rate a decode step reads the KV cache: mem_rate, or the engine's attention kernel's measured
 
 
-_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float, float, float, float, bool, bool, str, bool, bool],
+_STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float, float, float, float, bool, bool, str, bool, bool,
+                      str],
                  tuple[ModelSpec, GpuSpec, Calibration, tuple[_StepConstants, _StepConstants]]] = {}
 
 
@@ -120,12 +123,12 @@ def _constants(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibra
 def _pair(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration) -> tuple[_StepConstants, _StepConstants]:
     """The per-step constants of the prediction and of the ceiling, memoised on what they depend on: the (frozen)
     model, GPU and calibration by identity, and every field of the setup :func:`_build` reads (precision and FP8 in
-    blocks, TP, PP, EP and server size, the quantized shares, the engine); any plan of that model on that GPU and split
+    blocks, TP, PP, EP and server size, the quantized shares, the engine and its MoE kernel); any plan of that model on that GPU and split
     reuses them."""
     key = (id(model), id(gpu), setup.precision, setup.tp, setup.pp, setup.gpus_per_server, id(cal), setup.ep,
            setup.ep_gather_bytes, setup.quantized_share, setup.expert_quantized_share, setup.head_quantized_share,
            setup.absorbed_dequant,
-           setup.block_fp8, setup.engine, setup.whole_dense_layers, setup.kv_fp8)
+           setup.block_fp8, setup.engine, setup.whole_dense_layers, setup.kv_fp8, setup.moe_backend)
     hit = _STEP_MEMO.get(key)
     if hit is not None and hit[0] is model and hit[1] is gpu and hit[2] is cal:
         return hit[3]
@@ -192,7 +195,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         split=float(setup.tp * setup.pp), hidden_size=float(model.hidden_size),
         expert_share=expert_share, expert_rate=mixed_rate(low, b16, setup.expert_quantized_share),
         route_share=route_share,
-        expert_half_tokens=0.0 if ideal else k.moe_expert_half_tokens,
+        expert_half_tokens=0.0 if ideal else expert_half_tokens(setup.moe_backend, gpu, k.moe_expert_half_tokens, cal),
         expert_tile_rows=cal.moe_tile_rows,
         expert_token_scale=setup.ep / setup.tp if wide_ep else 1.0,
         ep_per_stage=2.0 * moe.num_moe_layers / setup.pp if wide_ep and moe is not None else 0.0,

@@ -1,0 +1,122 @@
+"""Which MoE kernel TensorRT-LLM runs a mixture of experts' routed experts with (its ``moe_config.backend``), as
+TensorRT-LLM chooses it, and what that changes in a serving step. Pure; stdlib only.
+
+TensorRT-LLM's PyTorch flow builds the MoE layer from ``moe_config.backend`` (``tensorrt_llm/_torch/modules/fused_moe/
+create_moe.py`` ``get_moe_cls`` @ NVIDIA/TensorRT-LLM 01f8de5): ``CUTLASS`` -> ``CutlassFusedMoE``; ``TRTLLM`` ->
+``TRTLLMGenFusedMoE`` (the TRTLLM-gen kernels, Blackwell) where the weights are FP8 in blocks, NVFP4, W4A16 MXFP4 or
+W4A8 MXFP4/NVFP4, and ``CutlassFusedMoE`` otherwise (a logged fallback); ``TRITON`` -> ``TritonFusedMoE``. The
+default was ``CUTLASS`` (``MoeConfig.backend`` in ``tensorrt_llm/llmapi/llm_args.py`` before ``AUTO``); ``AUTO`` (the
+default since) resolves in ``ModelConfig.resolve_moe_backend`` (``tensorrt_llm/_torch/model_config.py`` @
+NVIDIA/TensorRT-LLM 008e0af): for ``GptOssForCausalLM`` ``TRTLLM`` on SM 100-119 (Blackwell), ``TRITON`` on SM 90-99
+(Hopper), ``CUTLASS`` elsewhere; ``CUTLASS`` for the other architectures of the release that introduced it (the
+planner's rule). That commit also sends FP8-block checkpoints on SM 100 (DeepSeek-R1), DeepSeek-V4 and Kimi K3 to
+``TRTLLM`` and W4A16 NVFP4 to CuTe DSL / Marlin: not followed here (the rows of those models predate it and state
+no backend). InferenceMAX's gpt-oss recipe on B200 states ``moe_config.backend: TRTLLM`` (InferenceMAX/InferenceMAX
+``benchmarks/gptoss_fp4_b200_trt_slurm.sh`` @ cc9bed4).
+
+What the planner times differently: once every expert is touched the TRTLLM-gen kernel's measured layer time barely
+rises with the rows (memory-bound on the experts' weights), so its routed products take the small-row falloff read
+from AIConfigurator's table of that kernel (``cal.trtllm_gen_moe_expert_half_tokens``, 54 on B200) in place of the
+fitted one (140, set by the CUTLASS rows; benchmarks/trtllm_gptoss_findings.md, branch moebackend). CUTLASS and
+Triton keep the fitted ``moe_expert_half_tokens``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from anchorgpu.architectures.spec import ModelSpec
+    from anchorgpu.hardware.spec import GpuSpec
+    from anchorgpu.planner.speed.calibration import Calibration
+
+__all__ = ["CUTLASS", "MOE_BACKENDS", "TRITON", "TRTLLM_GEN", "expert_half_tokens", "moe_backend_line",
+           "trtllm_moe_backend"]
+
+CUTLASS, TRTLLM_GEN, TRITON = "cutlass", "trtllm-gen", "triton"
+# moe_config.backend as TensorRT-LLM spells it -> the kernel family the planner names
+MOE_BACKENDS: dict[str, str] = {"CUTLASS": CUTLASS, "TRTLLM": TRTLLM_GEN, "TRITON": TRITON}
+# weight formats TRTLLMGenFusedMoE takes (create_moe.get_moe_cls: fp8 block scales, nvfp4, w4a16/w4a8 mxfp4);
+# the planner's names, by prefix
+_TRTLLM_GEN_FORMATS = ("mxfp4", "nvfp4", "fp8-block")
+
+
+def trtllm_moe_backend(model: ModelSpec, gpu: GpuSpec | None, weights: str | None, stated: str | None = None) -> str:
+    """The MoE kernel TensorRT-LLM runs ``model``'s routed experts with on ``gpu`` in the weight format ``weights``:
+    ``stated`` (``moe_config.backend``: ``"TRTLLM"``, ``"CUTLASS"``, ``"TRITON"``, or ``"AUTO"``/None for the
+    default's choice), resolved as TensorRT-LLM resolves it (module docstring); ``""`` for a dense model. A format
+    TRTLLM-gen does not take falls back to CUTLASS, as the engine does.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> from anchorgpu.hardware import get_gpu
+    >>> oss = load_model("gpt-oss-120b")
+    >>> trtllm_moe_backend(oss, get_gpu("b200"), "mxfp4"), trtllm_moe_backend(oss, get_gpu("h200"), "mxfp4")
+    ('trtllm-gen', 'triton')
+    >>> trtllm_moe_backend(load_model("qwen3-30b-a3b"), get_gpu("b200"), "nvfp4")  # AUTO: CUTLASS off gpt-oss
+    'cutlass'
+    >>> trtllm_moe_backend(oss, get_gpu("b200"), "bf16", "TRTLLM")  # not a format TRTLLM-gen takes
+    'cutlass'
+    """
+    if model.moe is None:
+        return ""
+    name = (stated or "AUTO").upper()
+    if name == "AUTO":
+        major = _sm_major(gpu)
+        if model.model_type != "gpt_oss" or major is None:
+            name = "CUTLASS"
+        else:
+            name = "TRTLLM" if 10 <= major < 12 else "TRITON" if major == 9 else "CUTLASS"
+    if name not in MOE_BACKENDS:
+        raise ValueError(f"moe_backend {stated!r}: one of {', '.join(MOE_BACKENDS)} or AUTO")
+    backend = MOE_BACKENDS[name]
+    if backend == TRTLLM_GEN and not (weights or "").startswith(_TRTLLM_GEN_FORMATS):
+        return CUTLASS
+    return backend
+
+
+def expert_half_tokens(backend: str, gpu: GpuSpec | None, fitted: float, cal: Calibration) -> float:
+    """The routed products' small-row falloff (``expert_rows_factor``'s ``half_tokens``) under ``backend``: the
+    TRTLLM-gen kernel's measured figure for the GPU's compute capability
+    (``cal.trtllm_gen_moe_expert_half_tokens``) where there is one, else ``fitted`` (the calibration's
+    ``moe_expert_half_tokens``).
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> from anchorgpu.planner.speed.calibration import calibration
+    >>> expert_half_tokens("cutlass", get_gpu("b200"), 140.0, calibration())
+    140.0
+    >>> expert_half_tokens("trtllm-gen", get_gpu("b200"), 140.0, calibration())  # AIConfigurator's table
+    54.0
+    """
+    if backend != TRTLLM_GEN or gpu is None or gpu.compute_capability is None:
+        return fitted
+    return cal.trtllm_gen_moe_expert_half_tokens.get(gpu.compute_capability, fitted)
+
+
+_KERNELS = {TRTLLM_GEN: "TRTLLM-gen kernels (TRTLLMGenFusedMoE)", CUTLASS: "CUTLASS kernels (CutlassFusedMoE)",
+            TRITON: "Triton kernels (TritonFusedMoE)"}
+
+
+def moe_backend_line(backend: str, stated: str | None, gpu: GpuSpec | None, fitted: float, cal: Calibration) -> str:
+    """The assumption a TensorRT-LLM plan of a mixture of experts states about its MoE kernel: which one, why, and
+    the small-row falloff its routed products are timed at.
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> from anchorgpu.planner.speed.calibration import calibration
+    >>> print(moe_backend_line("trtllm-gen", None, get_gpu("b200"), 140.4, calibration()))  # doctest: +ELLIPSIS
+    MoE kernel: TensorRT-LLM runs the routed experts with its TRTLLM-gen kernels (TRTLLMGenFusedMoE), its AUTO ...
+    """
+    why = (f"as moe_config.backend {stated} states" if stated and stated.upper() != "AUTO" else
+           "its AUTO choice for this model, GPU and weight format (moe_config.backend; TRTLLM for gpt-oss on "
+           "Blackwell, TRITON on Hopper, CUTLASS otherwise)")
+    half = expert_half_tokens(backend, gpu, fitted, cal)
+    how = (f"their products slow with few rows an expert as AIConfigurator's measured table of that kernel shows (half "
+           f"speed at {half:g} rows, where the CUTLASS rows' fit gives {fitted:.0f})" if half != fitted else
+           f"their products slow with few rows an expert as the CUTLASS rows' fit has it (half speed at {fitted:.0f} "
+           f"rows)")
+    return f"MoE kernel: TensorRT-LLM runs the routed experts with its {_KERNELS[backend]}, {why}; {how}"
+
+
+def _sm_major(gpu: GpuSpec | None) -> int | None:
+    if gpu is None or not gpu.compute_capability:
+        return None
+    return int(gpu.compute_capability.split(".")[0])
