@@ -12,7 +12,6 @@ import pytest
 
 from anchorgpu.architectures import load_model
 from anchorgpu.cli import main
-from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.training import TrainLayout, training_step
 

@@ -39,7 +39,14 @@ def check_given(request: PlanRequest | RecommendRequest, model: object = None) -
 def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
     """(Workload, PrecisionPlan, Layout) for the request; defaults left to the planner (it states them)."""
     from anchorgpu.planner import Layout, PrecisionPlan
-    from anchorgpu.planner.engine_choice import check_engine_caps, engine_source, launches_stages, launches_tp_cp, resolve_engine, resolve_train_stack
+    from anchorgpu.planner.engine_choice import (
+        check_engine_caps,
+        engine_source,
+        launches_stages,
+        launches_tp_cp,
+        resolve_engine,
+        resolve_train_stack,
+    )
     from anchorgpu.planner.inputs import KV_CACHE_AUTO, workload_of
 
     check_given(request)
@@ -120,7 +127,13 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
     from anchorgpu.catalog import find_offerings, load_catalog
     from anchorgpu.errors import InvalidWorkload
     from anchorgpu.planner import Workload
-    from anchorgpu.planner.engine_choice import engine_source, launches_stages, launches_tp_cp, resolve_engine, resolve_train_stack
+    from anchorgpu.planner.engine_choice import (
+        engine_source,
+        launches_stages,
+        launches_tp_cp,
+        resolve_engine,
+        resolve_train_stack,
+    )
     from anchorgpu.planner.inputs import workload_of
     from anchorgpu.planner.speed.overrides import Overrides
     from anchorgpu.planner.sweep import SweepSpec

@@ -81,7 +81,14 @@ def plan_command(
     from anchorgpu.architectures import load_model
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Layout, PrecisionPlan, plan, plan_to_json
-    from anchorgpu.planner.engine_choice import check_engine_caps, engine_source, launches_stages, launches_tp_cp, resolve_engine, resolve_train_stack
+    from anchorgpu.planner.engine_choice import (
+        check_engine_caps,
+        engine_source,
+        launches_stages,
+        launches_tp_cp,
+        resolve_engine,
+        resolve_train_stack,
+    )
     from anchorgpu.planner.inputs import KV_CACHE_AUTO, workload_of
     from anchorgpu.planner.validate import check_task_options, planned_task
     from anchorgpu.planner.workload_checks import check_diffusion_options

@@ -280,7 +280,13 @@ def recommend_command(
         bounded_int(value, field=field)
     if not 1 <= max_servers <= 16:
         raise InvalidWorkload(f"--max-servers {max_servers}: choose 1 to 16")
-    from anchorgpu.planner.engine_choice import engine_source, launches_stages, launches_tp_cp, resolve_engine, resolve_train_stack
+    from anchorgpu.planner.engine_choice import (
+        engine_source,
+        launches_stages,
+        launches_tp_cp,
+        resolve_engine,
+        resolve_train_stack,
+    )
     from anchorgpu.planner.inputs import workload_of
     from anchorgpu.planner.validate import check_task_options, planned_task
 
