@@ -26,6 +26,12 @@ PP 8 x VP 4): Megatron-Core states such a split with --pipeline-model-parallel-l
 layout they are planned with (``pipeline_layout``, its source in each row's note). Without it they were refused as
 bad input and listed here.
 
+Llama 3 405B (row L3-405B, TP 8 x PP 16 x DP 64, ZeRO-2 with pipeline stages) runs Meta's own FSDP, which shards
+the gradients and optimizer state and keeps the parameters gathered from forward to backward under the stages
+(arXiv:2407.21783 section 3.3.2). Megatron's ZeRO-2 is Megatron-FSDP, which runs no stages, so planned on that stack
+it was refused and listed here; its row now states ``train_stack: pytorch`` (Meta's stack is PyTorch's FSDP), where
+``--zero 2 --pp 16`` is planned as Llama 3's FSDP (speed/zero2.py ``LLAMA3_FSDP_LINE``): 75.3 GiB of 80.
+
 NeMo 24.07's Llama 2 70B SFT on 16 H100 (TP 4 PP 4 VP 20, DP 1, FP8, no recompute) runs Apex's distributed_fused_adam
 with ``dtype: bf16`` (NeMo-Framework-Launcher ``launcher_scripts/conf/peft/llama/sft.yaml``, commit 0da9ad9c): a bf16
 parameter copy and bf16 moments, 6 bytes a parameter. Planned with fp32 master weights and moments (12) it came out at
@@ -51,13 +57,6 @@ KNOWN_MISFITS: dict[str, str] = {
     "DSV3-H800-PRETRAIN": ("fits with full recompute (README); needs the report's own scheme, which the planner cannot "
                            "state: RMSNorm and MLA up-projection recompute with FP8-cached product and SwiGLU inputs "
                            "(26 GiB of activations in place of selective recompute's 87), DualPipe"),
-    # Llama 3 paper (arXiv:2407.21783) 3.3.2: Meta's FSDP shards the optimizer states and gradients and keeps the
-    # parameters gathered after the forward pass, under 16 pipeline stages. Neither of the planner's stacks runs that:
-    # Megatron's gradient sharding is Megatron-FSDP (optim_grads), which runs no pipeline stages, and DeepSpeed's
-    # pipeline engine refuses ZeRO-2 (layout_resolution.sharded_pipeline_refusal, speed/zero2.py). Planned as ZeRO-2
-    # with stages on the Megatron stack, before that refusal, it fit at 75.3 GiB. Its speed is still timed (held out).
-    "L3-405B": ("refused: ZeRO-2 with pipeline stages, which Meta's own stack runs and neither planner stack does "
-                "(Megatron-FSDP runs no stages; DeepSpeed's pipeline engine refuses ZeRO-2)"),
 }
 TRAINING = [run for run in load_runs() if run.phase == "train"]
 
@@ -111,3 +110,18 @@ def test_nemo_llama_2_70b_sft_fits_with_its_bf16_optimizer_state() -> None:
     # the only difference is the optimizer's state: half the bytes (6 of 12 a parameter)
     assert 2 * published.per_gpu.optimizer_bytes == pytest.approx(fp32.per_gpu.optimizer_bytes, rel=1e-6)
     assert fp32.per_gpu.total_bytes - published.per_gpu.total_bytes > fp32.per_gpu.optimizer_bytes / 2
+
+
+def test_llama_3_405b_fits_as_llama_3s_fsdp_and_not_with_whole_gradients() -> None:
+    """Row L3-405B: ZeRO-2 with 16 stages fits on the PyTorch stack and says what it assumes; the same layout with
+    the gradients held whole (ZeRO-1, what torchtitan's pipelining holds: it reduces once after the last backward)
+    does not fit in 80 GiB, and Megatron's stack refuses ZeRO-2 with stages. (Planner figures: 75.32 and 81.96 GiB.)"""
+    row = next(run.row for run in TRAINING if run.id == "L3-405B")
+    assert row["train_stack"] == "pytorch" and row["zero"] == 2 and row["pp"] == 16
+    published = training_plan_of(row)
+    assert published.fits
+    assert any("Llama 3's FSDP" in line for line in published.assumptions)
+    whole = training_plan_of({**row, "zero": 1})
+    assert not whole.fits and whole.per_gpu.total_bytes > published.per_gpu.total_bytes
+    with pytest.raises(InvalidWorkload, match="Megatron-FSDP"):
+        training_plan_of({**row, "train_stack": "megatron"})

@@ -2,8 +2,9 @@
 (:mod:`anchorgpu.planner.speed.zero2`): DeepSpeed's stage 2 all-reduces each bucket in every backward and waits for the
 last one (microsoft/DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py at 022f223, ``reduce_ready_partitions_and_remove_
 grads`` and ``average_tensor``), Megatron-FSDP's ``optim_grads`` reduce-scatters into its distributed gradient buffer.
-Before, the step time counted ZeRO-2's sync once a step, exactly as ZeRO-1's. DeepSpeed's pipeline engine refuses
-stage 2 (deepspeed/runtime/pipe/engine.py at 0050fda), so the PyTorch-native stack refuses --zero 2 with --pp > 1."""
+Before, the step time counted ZeRO-2's sync once a step, exactly as ZeRO-1's. With pipeline stages the PyTorch stack
+plans ZeRO-2 as Llama 3's FSDP (arXiv:2407.21783 section 3.3.2; row L3-405B): a reduce-scatter a layer every backward,
+not DeepSpeed's (whose pipeline engine refuses stage 2: deepspeed/runtime/pipe/engine.py at 0050fda)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import pytest
 
 from anchorgpu.architectures import load_model
 from anchorgpu.cli import main
-from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.training import TrainLayout, training_step
 
@@ -44,15 +44,20 @@ def test_deepspeed_all_reduces_where_megatron_fsdp_reduce_scatters() -> None:
     assert _step(2, "pytorch").breakdown_s["dp_sync"] > _step(2, "megatron").breakdown_s["dp_sync"]
 
 
-def test_pytorch_stack_refuses_zero_2_with_pipeline_stages_megatron_times_it() -> None:
-    with pytest.raises(InvalidWorkload, match=r"--zero 2 with --pp 2: DeepSpeed's pipeline engine refuses ZeRO-2"):
-        _step(2, "pytorch", gpus=128, pp=2)
-    assert _step(2, "megatron", gpus=128, pp=2).tokens_per_s > 0
+def test_pytorch_stack_times_zero_2_with_stages_as_llama_3s_fsdp() -> None:
+    """With stages the PyTorch stack reduce-scatters a layer at a time (the last beside the next micro-batch), where
+    without them DeepSpeed all-reduces 5e8-element buckets and waits for the last one: less exposed a micro-batch."""
+    staged = _step(2, "pytorch", gpus=128, pp=2)
+    assert staged.tokens_per_s > 0
+    assert staged.breakdown_s["dp_sync"] < _step(2, "pytorch", gpus=64).breakdown_s["dp_sync"]
+    assert staged.breakdown_s["dp_sync"] > _step(1, "pytorch", gpus=128, pp=2).breakdown_s["dp_sync"]
 
 
-def test_the_cli_refuses_it_in_one_line_with_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["plan", "llama-3.1-8b", "--task", "train", "--gpus", "16", "--pp", "2", "--zero", "2",
-                 "--train-stack", "pytorch", "--gpu", "h100"])
+def test_the_cli_plans_it_on_pytorch_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["plan", "llama-3.1-8b", "--task", "train", "--gpus", "16", "--pp", "2", "--zero", "2", "--gpu", "h100"]
+    assert main([*argv, "--train-stack", "pytorch"]) == 0
+    out = capsys.readouterr().out
+    assert "Llama 3's FSDP" in out and "torchtitan" in out
+    assert main(argv) == 2  # Megatron's ZeRO-2 is Megatron-FSDP: no stages
     out = capsys.readouterr()
-    assert code == 2
-    assert "--zero 2 with --pp 2: DeepSpeed's pipeline engine refuses ZeRO-2" in out.out + out.err
+    assert "Megatron-FSDP (optim_grads), which runs no pipeline stages" in out.out + out.err

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
     from anchorgpu.hardware.spec import GpuSpec
 
-__all__ = ["TRAINING_RECIPES", "check_engine_caps", "engine_refusal", "engine_source", "resolve_engine",
+__all__ = ["TRAINING_RECIPES", "check_engine_caps", "engine_refusal", "engine_source", "launches_stages", "launches_tp_cp",
+           "resolve_engine",
            "resolve_train_stack"]
 
 
@@ -92,6 +93,28 @@ def resolve_train_stack(stack: str | None, recipe: str | None = None, task: str 
         return cast(TrainStack, stack)
     pytorch = (recipe is not None and recipe.strip().lower() in TRAINING_RECIPES) or task == "qlora"
     return "pytorch" if pytorch else "megatron"
+
+
+def launches_stages(recipe: str | None) -> bool:
+    """Whether the launch asked for can run pipeline stages: not the training recipes (``torchrun-fsdp``, ``deepspeed``,
+    ``accelerate``), whose configs have no pipeline setting (:mod:`anchorgpu.recipes.training` refuses PP > 1), so a
+    plan asking for one chooses its layout with PP 1 (``Workload.launch_stages``).
+
+    >>> launches_stages(None), launches_stages("deepspeed"), launches_stages("Accelerate"), launches_stages("skypilot")
+    (True, False, False, True)
+    """
+    return recipe is None or recipe.strip().lower() not in TRAINING_RECIPES
+
+
+def launches_tp_cp(recipe: str | None) -> bool:
+    """Whether the launch asked for can run tensor and context parallelism: not ``deepspeed`` (``ds_config.json`` has
+    no such size; :mod:`anchorgpu.recipes.training` refuses TP or CP > 1 there), so a plan asking for it chooses its
+    layout with TP 1 and CP 1 (``Workload.launch_tp_cp``).
+
+    >>> launches_tp_cp(None), launches_tp_cp("deepspeed"), launches_tp_cp("accelerate"), launches_tp_cp("torchrun-fsdp")
+    (True, False, True, True)
+    """
+    return recipe is None or recipe.strip().lower() != "deepspeed"
 
 
 def check_engine_caps(max_num_seqs: int | None, max_num_batched_tokens: int | None, engine: str = "vllm") -> None:

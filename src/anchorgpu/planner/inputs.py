@@ -192,6 +192,11 @@ class Workload:
     offload_activation_layers: int = 0
     optimizer: Optimizer = "adamw"
     train_stack: TrainStack = "megatron"  # which training software runs the step: its speed and what it holds
+    # False where the launch asked for runs no pipeline stages (--recipe torchrun-fsdp, deepspeed, accelerate:
+    # engine_choice.launches_stages): the layout chooser and recommend's sweep hold PP at 1, the rest open; and TP and
+    # CP at 1 where it runs neither (--recipe deepspeed: engine_choice.launches_tp_cp)
+    launch_stages: bool = True
+    launch_tp_cp: bool = True
     cross_entropy: CrossEntropy | None = None  # the loss's implementation (full training); None: the stack's default
     train_precision: TrainPrecision = "mixed"  # mixed: fp32 master + fp32 moments; bf16-true: none of that
     optimizer_state: OptimizerState = "fp32"  # AdamW's master and moments under mixed/fp8/fp4 (OPTIMIZER_STATES)

@@ -82,11 +82,13 @@ _LAYOUTS: dict[tuple[object, ...], tuple[object, ResolvedLayout, tuple[str, ...]
 def resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, layout: Layout,
                    assumptions: list[str]) -> ResolvedLayout:
     """The layout planned, whole counts resolved (:func:`_resolve_layout`), its assumption appended. It depends on the
-    (frozen) model, the task, the training sequence, the recompute asked (``moe`` is refused for a dense model) and the
-    layout's fields only: memoised on them, by value and type (``1``, ``1.0`` and ``True`` are different inputs), so
+    (frozen) model, the task, the training sequence, the recompute asked (``moe`` is refused for a dense model), the
+    training stack (which refuses ZeRO-2 and FSDP with pipeline stages on Megatron and states ZeRO-2's on PyTorch) and
+    the layout's fields only: memoised on them, by value and type (``1``, ``1.0`` and ``True`` are different inputs), so
     each new :class:`Layout` of a question already asked resolves in one lookup (a refusal is raised each time, never
     kept)."""
-    key = (id(model), workload.task, workload.seq_tokens, workload.recompute, _typed_layout_fields(layout))
+    key = (id(model), workload.task, workload.seq_tokens, workload.recompute, workload.train_stack,
+           _typed_layout_fields(layout))
     resolved: ResolvedLayout = memo_with_lines(_LAYOUTS, key, model, assumptions, _resolve_layout, model, workload,
                                                layout, checked=False)
     return resolved
@@ -133,8 +135,8 @@ def sharded_pipeline_refusal(train_stack: str, pp: int, zero: int, *, fsdp: bool
     gradient buffer on every rank, reduce-scattered once a step ("[no] distribute model gradients"; 6 + 12/d bytes a
     parameter with 16-bit weights and fp32 gradients: ``docs/source/api-guide/dist_optimizer.md`` at 50b073c). The layout
     chooser never tries either (:func:`~anchorgpu.planner.speed.layouts.sharded_with_stages`). The PyTorch stack runs
-    FSDP2 under ``torch.distributed.pipelining`` (torchtitan, row T28 of perf_measured.md) and refuses ZeRO-2 with
-    stages in DeepSpeed's pipeline engine (:func:`~anchorgpu.planner.speed.zero2.zero2_pipeline_refusal`).
+    FSDP2 under ``torch.distributed.pipelining`` (torchtitan, row T28 of perf_measured.md) and plans ZeRO-2 with
+    stages as Llama 3's FSDP, saying so (:data:`~anchorgpu.planner.speed.zero2.LLAMA3_FSDP_LINE`).
 
     >>> sharded_pipeline_refusal("megatron", 2, 3)
     '--zero 3 with --pp 2: Megatron-FSDP runs no pipeline stages; give --train-stack pytorch (FSDP2 under torch.distributed.pipelining, as torchtitan runs it), --zero 1 with the stages, or --pp 1'
@@ -225,6 +227,10 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
         refusal = sharded_pipeline_refusal(workload.train_stack, pp, zero, fsdp=layout.fsdp)
         if refusal is not None:
             raise InvalidWorkload(refusal)
+        if zero == 2 and pp > 1:  # the PyTorch stack (Megatron's refused above): Llama 3's FSDP, no public launcher
+            from anchorgpu.planner.speed.zero2 import LLAMA3_FSDP_LINE
+
+            assumptions.append(LLAMA3_FSDP_LINE)
     if training and layout.offload == "params" and zero < 3:
         raise InvalidWorkload("--offload params needs parameter sharding: add --zero 3 or --fsdp (ZeRO-Infinity, FSDP CPU offload)")
     stated = None

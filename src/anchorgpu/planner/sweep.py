@@ -258,7 +258,8 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
                                   default_batch_tokens(w.task, default_seq_tokens(w, model.max_context_tokens)))
     lay = layout_grid(model, shapes, training=training, max_pp=spec.max_pp, zero_stages=spec.zero_stages,
                       seq_tokens=default_seq_tokens(w, model.max_context_tokens) if training else 0,
-                      train_stack=w.train_stack)
+                      train_stack=w.train_stack, launch_stages=w.launch_stages,
+                      launch_tp_cp=w.launch_tp_cp)
     doubled = False  # the ladder run on past BATCH_LADDER
     ladder_swept = not training and not spec.concurrencies and w.concurrency is None
     if ladder_swept:

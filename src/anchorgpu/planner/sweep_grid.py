@@ -124,19 +124,22 @@ def _each_its_own(per_replica: IntArray) -> TickPairs:
 
 
 def layout_grid(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: bool, max_pp: int,
-                zero_stages: Sequence[int], seq_tokens: int = 0, train_stack: str = "megatron") -> Layouts:
+                zero_stages: Sequence[int], seq_tokens: int = 0, train_stack: str = "megatron",
+                launch_stages: bool = True, launch_tp_cp: bool = True) -> Layouts:
     """The layouts of the grid. Training tries the pipeline depths plan()'s chooser tries
     (:func:`~anchorgpu.planner.inputs.train_pp_sizes`) and each ZeRO stage with pipeline stages only where the chooser
-    does (:func:`~anchorgpu.planner.speed.layouts.sharded_with_stages`); serving, the depths up to ``max_pp``."""
-    tps = np.array([tp for tp in POWERS_OF_TWO if valid_tp(model, tp)], dtype=np.int64)
-    pps = np.array(train_pp_sizes(model.num_layers) if training else
+    does (:func:`~anchorgpu.planner.speed.layouts.sharded_with_stages`), PP 1 only where the launch runs no stages
+    (``launch_stages`` False, as the chooser), TP and CP 1 where it runs neither (``launch_tp_cp``); serving, the depths up to ``max_pp``."""
+    tps = np.array([tp for tp in POWERS_OF_TWO if valid_tp(model, tp) and (tp == 1 or launch_tp_cp or not training)],
+                   dtype=np.int64)
+    pps = np.array(((1,) if not launch_stages else train_pp_sizes(model.num_layers)) if training else
                    [pp for pp in POWERS_OF_TWO if pp <= max_pp and pp <= model.num_layers], dtype=np.int64)
     zeros = np.array(sorted(set(zero_stages)) if training else [0], dtype=np.int64)
     # training a mixture of experts: expert parallelism too, sizes that divide the experts (as plan()'s chooser)
     eps = np.array(train_ep_sizes(model.moe.num_experts) if training and model.moe is not None else (1,),
                    dtype=np.int64)
     # training long sequences: context parallelism too, the sizes plan()'s chooser tries (train_cp_sizes)
-    cps = np.array(train_cp_sizes(seq_tokens) if training else (1,), dtype=np.int64)
+    cps = np.array(train_cp_sizes(seq_tokens) if training and launch_tp_cp else (1,), dtype=np.int64)
     per_server = np.array([sh.gpus_per_server for sh in shapes], dtype=np.int64)
     most_servers = np.array([sh.max_servers for sh in shapes], dtype=np.int64)
     fabric = np.array([sh.scale_out for sh in shapes], dtype=bool)

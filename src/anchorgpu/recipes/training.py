@@ -60,8 +60,10 @@ def _common_checks(plan: Plan, kind: str, assumptions: list[str], cannot: list[s
         raise not_expressible(kind, f"a training recipe for {'an' if w.task[:1] in 'aeiou' else 'a'} {w.task} plan "
                                     "(use vllm, sglang or trtllm)")
     if lay.pp > 1:
+        zero2 = ("; ZeRO-2 with stages is Llama 3's own FSDP, which neither runs (torchtitan holds the gradients "
+                 "whole under stages: plan --zero 1 for its memory)" if lay.zero == 2 else "")
         raise not_expressible(kind, f"pipeline parallelism (PP {lay.pp}) has no setting here; plan with --pp 1 "
-                                    "(--pp 1 --fsdp, say) or launch it with Megatron-LM / torchtitan")
+                                    f"(--pp 1 --fsdp, say) or launch it with Megatron-LM / torchtitan{zero2}")
     if w.recompute in ("selective", "moe"):
         assumptions.append(f"Recompute: {w.recompute} was planned; frameworks checkpoint whole layers, which stores "
                            "less (slower, still fits).")

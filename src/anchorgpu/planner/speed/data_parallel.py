@@ -14,10 +14,9 @@ each of its steps (:func:`~anchorgpu.planner.speed.links.ring_latency_s`): FSDP 
 time, DDP and ZeRO-1/2 reduce a bucket at a time.
 
 ZeRO-2 keeps only its 1/DP shard of the gradients, so it reduces every micro-batch's gradients in that micro-batch's
-backward, on either stack (:func:`~anchorgpu.planner.speed.zero2.zero2_sync_terms`); ``plan`` runs it with pipeline
-stages on neither (:func:`~anchorgpu.planner.speed.zero2.zero2_pipeline_refusal`,
-:func:`~anchorgpu.planner.layout_resolution.sharded_pipeline_refusal`), but the step is timed with them for a
-published run on a third stack (row L3-405B, Meta's FSDP under pipeline stages), as Megatron-FSDP's would be.
+backward, on either stack (:func:`~anchorgpu.planner.speed.zero2.zero2_sync_terms`); with pipeline stages only on the
+PyTorch stack, as Llama 3's FSDP (row L3-405B; Megatron-FSDP runs no stages,
+:func:`~anchorgpu.planner.layout_resolution.sharded_pipeline_refusal`).
 """
 
 from __future__ import annotations
@@ -243,7 +242,8 @@ def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: T
     sync_s = micro_sync_s = 0.0
     if lay.zero == 2 and trains_base and (shard_group > 1 or expert_group > 1):  # every backward reduces its own
         micro_sync_s, sync_s = zero2_sync_terms(groups, train_stack=train_stack, compute_s=compute_s,
-                                                grad_bytes_per_value=grad_bytes_per_value, efficiency=eff)
+                                                grad_bytes_per_value=grad_bytes_per_value, efficiency=eff,
+                                                pipelined=lay.pp > 1)
     elif lay.zero >= 3 and trains_base and (shard_group > 1 or expert_group > 1):
         # the scatter shares the backward's link with that backward's gather: it adds what the two leave exposed
         # beyond the gather alone (fsdp_s counted that)

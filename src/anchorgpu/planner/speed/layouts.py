@@ -45,7 +45,6 @@ from anchorgpu.planner.speed.training import (
     tokens_per_s_bound,
     training_step,
 )
-from anchorgpu.planner.speed.zero2 import zero2_pipeline_refusal
 
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
@@ -104,8 +103,10 @@ def sharded_with_stages(zero: int, train_stack: str) -> bool:
     """Whether a training search (this chooser and the sweep behind ``recommend``) tries ZeRO stage ``zero`` with
     pipeline stages on ``train_stack``: where neither the stack's rule for ZeRO-2 nor the Megatron-FSDP rule refuses
     it. ZeRO-1 (Megatron-Core's distributed optimizer, DeepSpeed's stage 1) runs with them on both stacks. ZeRO-2: on
-    neither (DeepSpeed's pipeline engine refuses it, :func:`~.zero2.zero2_pipeline_refusal`; Megatron's ZeRO-2 is
-    Megatron-FSDP's ``optim_grads``, :func:`~anchorgpu.planner.layout_resolution.sharded_pipeline_refusal`). FSDP (3):
+    neither. Megatron's ZeRO-2 is Megatron-FSDP's ``optim_grads``
+    (:func:`~anchorgpu.planner.layout_resolution.sharded_pipeline_refusal`); on the PyTorch stack ``plan`` takes it
+    as Llama 3's own FSDP, which no public launcher runs (:mod:`~.zero2`: DeepSpeed's pipeline engine refuses stage
+    2, and torchtitan's pipelining holds the gradients whole across the step, ZeRO-1's memory). FSDP (3):
     on the PyTorch stack only, where FSDP2 runs under ``torch.distributed.pipelining`` (torchtitan's Llama 3.1 405B on
     512 H100, FSDP 8 x TP 8 x PP 8: pytorch/torchtitan ``benchmarks/llama3_h100_202412_torchtitan.md`` at 31a17bf,
     row T28 of perf_measured.md); Megatron-FSDP runs no pipeline stages (NVIDIA/Megatron-LM issue #1455 open, its
@@ -117,7 +118,7 @@ def sharded_with_stages(zero: int, train_stack: str) -> bool:
     """
     from anchorgpu.planner.layout_resolution import sharded_pipeline_refusal
 
-    if zero == 2 and zero2_pipeline_refusal(train_stack, 2) is not None:
+    if zero == 2:  # Megatron refuses it; the PyTorch stack plans it when asked, as Llama 3's FSDP (no launcher)
         return False
     return sharded_pipeline_refusal(train_stack, 2, zero) is None
 
@@ -135,12 +136,13 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
     pairs that repeats the ZeRO-1 run before it but for the stage is added to ``zero2_blocks`` when given, as (its
     first pair, one past its last, how far back its ZeRO-1 run starts): :func:`~.chooser_order.zero1_twins`."""
     # --tp or --pp keeps the rest of the split as before (TP, PP, CP, EP 1 where not given; DP the rest); without
-    # them every split dimension not given is searched around the ones that are (--zero, --fsdp, --dp, --cp, --ep)
+    # them every split dimension not given is searched around the ones that are (--zero, --fsdp, --dp, --cp, --ep),
+    # but for the ones the launch asked for cannot run (Workload.launch_stages, launch_tp_cp), held at 1
     split_given = given.tp is not None or given.pp is not None
-    tps = [given.tp or 1] if split_given else [  # sequence parallelism stated on needs TP
+    tps = [given.tp or 1] if split_given or not w.launch_tp_cp else [  # sequence parallelism stated on needs TP
         t for t in (1, 2, 4, 8)
         if t <= min(gpus, SERVER_GPUS) and tp_ok(model, t) and (t > 1 or not given.sequence_parallel)]
-    cps = [given.cp or 1] if split_given or given.cp else list(train_cp_sizes(seq))
+    cps = [given.cp or 1] if split_given or given.cp or not w.launch_tp_cp else list(train_cp_sizes(seq))
     fixed_zero = 3 if given.fsdp else given.zero
     moe = model.moe
     # a mixture of experts: expert parallelism too, over GPUs of one stage (tp x dp) that divide the experts
@@ -155,7 +157,7 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
             if gpus % (tp * cp):
                 continue
             rest = gpus // (tp * cp)
-            pps = ([given.pp or 1] if split_given or w.offload_activation_layers
+            pps = ([given.pp or 1] if split_given or w.offload_activation_layers or not w.launch_stages
                    else train_pp_sizes(model.num_layers, rest))
             for pp in pps:
                 if rest % pp:

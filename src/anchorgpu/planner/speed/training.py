@@ -72,7 +72,6 @@ from anchorgpu.planner.speed.pipeline import (
     pipeline_bubble_stage_times,
     slowest_stage_layers,
 )
-from anchorgpu.planner.speed.zero2 import zero2_pipeline_refusal
 
 __all__ = [
     "AttentionKernel",
@@ -201,14 +200,6 @@ def _check_interleaving(lay: TrainSplit, microbatches: int, train_stack: str) ->
                               f"micro-batch{'es' if microbatches != 1 else ''} a step: {refusal}")
 
 
-def _check_zero2(lay: TrainSplit, train_stack: str) -> None:
-    """Refuse ZeRO-2 with pipeline stages where the training stack will not run it (one line)."""
-    if lay.zero == 2:
-        refusal = zero2_pipeline_refusal(train_stack, lay.pp)
-        if refusal is not None:
-            raise InvalidWorkload(refusal)
-
-
 def training_step(
     model: ModelSpec, gpu: GpuSpec, lay: TrainSplit, *, seq_tokens: int, micro_batch: int = 1,
     global_batch_tokens: int = DEFAULT_GLOBAL_BATCH_TOKENS, recompute: Recompute = "none",
@@ -232,7 +223,6 @@ def training_step(
                       sequence_parallel_of(lay), fsdp1)
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     _check_interleaving(lay, m, train_stack)
-    _check_zero2(lay, train_stack)
     bubble_s = pipeline_bubble_stage_times(lay.pp, m, lay.virtual_stages) * b.stage_s
     breakdown = {
         "compute": m * b.compute_s, "tp_comm": m * b.tp_s, "pp_bubble": bubble_s,
@@ -285,7 +275,6 @@ def tokens_per_s_bound(
                    attention_kernel, train_stack, lay.pipeline_layout, sequence_parallel_of(lay))
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     _check_interleaving(lay, m, train_stack)
-    _check_zero2(lay, train_stack)
     per_micro = b.compute_s + b.tp_s + b.cp_s + b.ep_s + b.launch_s
     step_s = (m + pipeline_bubble_stage_times(lay.pp, m, lay.virtual_stages)) * per_micro
     return m * lay.dp * micro_batch * seq_tokens / step_s * (1.0 + BOUND_SLACK)

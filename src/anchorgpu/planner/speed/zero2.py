@@ -1,22 +1,34 @@
-"""ZeRO-2 in a training step: the gradient reduce every micro-batch's backward carries, and the one stack that refuses
-it with pipeline stages. Pure; stdlib only.
+"""ZeRO-2 in a training step: the gradient reduce every micro-batch's backward carries. Pure; stdlib only.
 
 A GPU under ZeRO-2 keeps only its 1/DP shard of the gradients, so it cannot add a micro-batch's gradients to the
 last one's before they are reduced: every backward pass reduces its own gradients, bucket by bucket as the buckets
 fill, and the step ends with the gather of the updated parameters, as ZeRO-1's. What the planner's ``--zero 2``
 runs, by training stack:
 
-* ``pytorch`` (the ``deepspeed`` recipe, and ``accelerate`` without TP or CP): DeepSpeed's ZeRO stage 2. Read from
-  microsoft/DeepSpeed ``deepspeed/runtime/zero/stage_1_and_2.py`` at 022f223: the gradient hook
-  ``reduce_ready_partitions_and_remove_grads`` reduces on every backward when gradients are partitioned
+* ``pytorch`` without pipeline stages (the ``deepspeed`` recipe, and ``accelerate`` without TP or CP): DeepSpeed's
+  ZeRO stage 2. Read from microsoft/DeepSpeed ``deepspeed/runtime/zero/stage_1_and_2.py`` at 022f223: the gradient
+  hook ``reduce_ready_partitions_and_remove_grads`` reduces on every backward when gradients are partitioned
   (``partition_gradients or is_gradient_accumulation_boundary``), and the engine's ``allreduce_gradients`` calls
   ``overlapping_partition_gradients_reduce_epilogue`` after every backward for stage 2 ("communicates during non
   gradient accumulation boundaries as well"); that epilogue reduces the bucket still open and, with ``overlap_comm``
   (the recipe sets it), synchronizes the device, so each backward waits for its last bucket. A bucket holds
   ``reduce_bucket_size`` (5e8) elements, and ``average_tensor`` with the default ``use_multi_rank_bucket_allreduce``
   runs one all-reduce over the bucket and keeps this rank's slice (``allreduce_and_scatter``): an all-reduce's volume
-  a micro-batch, not a reduce-scatter's. Its pipeline engine refuses stage 2 outright
-  (``deepspeed/runtime/pipe/engine.py`` at 0050fda: ``zero_optimization_stage() < ZeroStageEnum.gradients``).
+  a micro-batch, not a reduce-scatter's.
+* ``pytorch`` with pipeline stages: Llama 3's FSDP (arXiv:2407.21783 section 3.3.2: FSDP shards the optimizer states
+  and gradients and, under pipeline stages, does not reshard the parameters after the forward pass, avoiding the
+  backward's all-gather), the published run L3-405B: a reduce-scatter a layer (a ``fully_shard`` unit) in every
+  backward, the last layer's left beside the next micro-batch. No public launcher runs this: DeepSpeed's pipeline
+  engine refuses stage 2 (``deepspeed/runtime/pipe/engine.py`` at 0050fda: ``zero_optimization_stage() <
+  ZeroStageEnum.gradients``), and torchtitan, which keeps the parameters gathered under pipeline stages
+  (``apply_fsdp``'s "default" policy, ``reshard_after_forward = not pp_enabled``: pytorch/torchtitan
+  ``torchtitan/models/llama3/infra/parallelize.py`` at 018740b), runs them in ``torch.distributed.pipelining``, whose
+  stage turns FSDP2's gradient sync off for every backward and reduces once after the last
+  (``backward_maybe_with_nosync``: ``set_requires_gradient_sync(False)``, pytorch/pytorch
+  ``torch/distributed/pipelining/stage.py`` at 0138610): whole gradients held across the step, ZeRO-1's memory
+  (``--zero 1``). So the layout chooser and ``recommend``'s sweep never try it
+  (:func:`~anchorgpu.planner.speed.layouts.sharded_with_stages`); ``plan --zero 2 --pp N --train-stack pytorch``
+  plans it and says so (:data:`LLAMA3_FSDP_LINE`).
 * ``megatron``: Megatron-Core's ZeRO-1 (the distributed optimizer) accumulates whole gradients and reduce-scatters
   once a step; its ZeRO-2 is Megatron-FSDP's ``data_parallel_sharding_strategy="optim_grads"``
   (``DistributedDataParallelConfig``, NVIDIA/Megatron-LM at 0011998), whose gradient buffer is distributed
@@ -26,10 +38,7 @@ runs, by training stack:
   backward runs beside the next micro-batch; the step waits for the last one. Megatron-FSDP runs no pipeline
   stages, so ``plan`` refuses ``--zero 2`` with ``--pp`` on this stack
   (:func:`~anchorgpu.planner.layout_resolution.sharded_pipeline_refusal`; what runs with stages is the distributed
-  optimizer, ZeRO-1, whose gradient buffer is full-size on every rank). :func:`zero2_pipeline_refusal` below is the
-  step's own check and leaves Megatron's timing open with stages: the held-out row L3-405B (Meta's Llama 3 405B, TP 8
-  x PP 16, its own FSDP keeping the gradients sharded under pipeline stages, arXiv:2407.21783 section 3.3.2) is
-  timed through it.
+  optimizer, ZeRO-1, whose gradient buffer is full-size on every rank).
 """
 
 from __future__ import annotations
@@ -39,7 +48,7 @@ from collections.abc import Iterable
 
 from anchorgpu.planner.speed.links import Link, all_gather_s, allreduce_s, reduce_scatter_s
 
-__all__ = ["BUCKET_MIN_PARAMS", "DEEPSPEED_REDUCE_BUCKET_PARAMS", "zero2_bucket_params", "zero2_pipeline_refusal", "zero2_sync_terms"]
+__all__ = ["BUCKET_MIN_PARAMS", "DEEPSPEED_REDUCE_BUCKET_PARAMS", "LLAMA3_FSDP_LINE", "zero2_bucket_params", "zero2_sync_terms"]
 
 BUCKET_MIN_PARAMS = 40_000_000
 """Megatron-Core's default gradient bucket: ``max(40M, 1M x DP)`` parameters (DistributedDataParallelConfig's
@@ -54,21 +63,13 @@ BACKWARD_SHARE = 2.0 / 3.0
 reduce runs beside; the once-a-step sync is hidden behind the same share of the last backward."""
 
 
-def zero2_pipeline_refusal(train_stack: str, pp: int) -> str | None:
-    """The one-line refusal of ZeRO-2 with pipeline stages by the training step, else None: DeepSpeed's pipeline
-    engine on the PyTorch-native stack. Megatron's refusal is ``plan``'s
-    (:func:`~anchorgpu.planner.layout_resolution.sharded_pipeline_refusal`), since a published run on another stack
-    (row L3-405B) is timed as this stack's ZeRO-2.
-
-    >>> zero2_pipeline_refusal("pytorch", 4)
-    "--zero 2 with --pp 4: DeepSpeed's pipeline engine refuses ZeRO-2 (stage 1 or 3 with pipeline stages, or --pp 1)"
-    >>> zero2_pipeline_refusal("megatron", 4), zero2_pipeline_refusal("pytorch", 1)
-    (None, None)
-    """
-    if train_stack != "pytorch" or pp <= 1:
-        return None
-    return (f"--zero 2 with --pp {pp}: DeepSpeed's pipeline engine refuses ZeRO-2 "
-            "(stage 1 or 3 with pipeline stages, or --pp 1)")
+LLAMA3_FSDP_LINE = (
+    "ZeRO-2 with pipeline stages on the PyTorch stack: Llama 3's FSDP (arXiv:2407.21783 section 3.3.2), the "
+    "parameters kept gathered from forward to backward, the gradients and optimizer state sharded, each "
+    "micro-batch's gradients reduce-scattered in its backward. No public launcher runs it: torchtitan under "
+    "pipeline stages reduces the gradients once a step and holds them whole (plan --zero 1 for its memory); "
+    "DeepSpeed's pipeline engine refuses ZeRO-2.")
+"""The assumption line of ``--zero 2`` with ``--pp`` on the PyTorch stack (``plan`` states it)."""
 
 
 def zero2_bucket_params(train_stack: str, group: int) -> int:
@@ -82,7 +83,7 @@ def zero2_bucket_params(train_stack: str, group: int) -> int:
 
 
 def zero2_sync_terms(groups: Iterable[tuple[float, int, Link, float, float]], *, train_stack: str, compute_s: float,
-                     grad_bytes_per_value: int, efficiency: float) -> tuple[float, float]:
+                     grad_bytes_per_value: int, efficiency: float, pipelined: bool = False) -> tuple[float, float]:
     """(each micro-batch's gradient reduce its backward did not hide, what the step adds at its end), in seconds,
     for ZeRO-2 over ``groups``: (parameters held, the group reducing them, its link, its ring latency, layers).
 
@@ -94,23 +95,28 @@ def zero2_sync_terms(groups: Iterable[tuple[float, int, Link, float, float]], *,
     as ZeRO-1's sync counts it (at the gradients' width, with a ring latency a bucket, behind the last backward,
     which that micro-batch's own reduce shares).
 
-    With one micro-batch on Megatron's stack this is ZeRO-1's sync plus the last bucket: never faster.
+    With one micro-batch on Megatron's stack this is ZeRO-1's sync plus the last bucket: never faster. On the PyTorch
+    stack with pipeline stages (``pipelined``: Llama 3's FSDP) each layer is a bucket, reduce-scattered as
+    Megatron-FSDP's are (the last one beside the next micro-batch).
 
     >>> from anchorgpu.planner.speed.links import Link
     >>> nic = Link(kind="network", bytes_per_s=50e9, latency_s=0.0, description="")
     >>> g = [(8e9, 8, nic, 0.0, 32.0)]
     >>> ds = zero2_sync_terms(g, train_stack="pytorch", compute_s=1.0, grad_bytes_per_value=2, efficiency=1.0)
     >>> mc = zero2_sync_terms(g, train_stack="megatron", compute_s=1.0, grad_bytes_per_value=2, efficiency=1.0)
-    >>> [round(x, 3) for x in ds], [round(x, 3) for x in mc]
-    ([0.035, 0.138], [0.0, 0.001])
+    >>> l3 = zero2_sync_terms(g, train_stack="pytorch", compute_s=1.0, grad_bytes_per_value=2, efficiency=1.0,
+    ...                       pipelined=True)
+    >>> [round(x, 3) for x in ds], [round(x, 3) for x in mc], [round(x, 3) for x in l3]
+    ([0.035, 0.138], [0.0, 0.001], [0.0, 0.009])
     """
-    each_waits = train_stack == "pytorch"  # DeepSpeed's epilogue synchronizes after every backward
+    each_waits = train_stack == "pytorch" and not pipelined  # DeepSpeed's epilogue synchronizes after every backward
+    per_layer = train_stack == "pytorch" and pipelined  # Llama 3's FSDP: a reduce-scatter a layer
     reduce = allreduce_s if each_waits else reduce_scatter_s
     reduce_s = gather_s = last_s = reduce_latency_s = gather_latency_s = 0.0
-    for held, group, link, ring, _layers in groups:
+    for held, group, link, ring, layers in groups:
         if not held or group <= 1:
             continue
-        bucket = zero2_bucket_params(train_stack, group)
+        bucket = held / max(1.0, layers) if per_layer else zero2_bucket_params(train_stack, group)
         buckets = math.ceil(held / bucket)
         one = reduce(held * grad_bytes_per_value, group, link, efficiency=efficiency)
         reduce_s += one
