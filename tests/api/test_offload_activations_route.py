@@ -12,7 +12,9 @@ from cli_runner import run
 # Megatron-Bridge's Llama 3 70B FP8 recipe on GB200 (LLAMA3_70B_GB200_FP8_CS_BASE_CONFIG, scripts/performance/configs/
 # llama/llama3_workload_base_configs.py): FSDP on 64 GPUs, two 8,192-token sequences a micro-batch, 40 layers offloaded,
 # Transformer Engine's fused loss (scripts/performance/utils/overrides.py: cross_entropy_fusion_impl = "te")
-RECIPE = {"model": "llama-3.1-70b", "task": "train", "gpu": "gb200", "gpus": 64, "fsdp": True, "micro_batch": 2,
+# (TP 1 and PP 1 as the recipe runs them: with only FSDP given the chooser would also search TP and PP)
+RECIPE = {"model": "llama-3.1-70b", "task": "train", "gpu": "gb200", "gpus": 64, "tp": 1, "pp": 1, "fsdp": True,
+          "micro_batch": 2,
           "seq": 8192, "global_batch": 2097152, "train_precision": "fp8", "recompute": "none", "cross_entropy": "te"}
 
 
