@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from anchorgpu.errors import InvalidWorkload
+
 if TYPE_CHECKING:
     from anchorgpu.architectures.spec import ModelSpec
     from anchorgpu.hardware.spec import GpuSpec
@@ -67,7 +69,7 @@ def trtllm_moe_backend(model: ModelSpec, gpu: GpuSpec | None, weights: str | Non
         else:
             name = "TRTLLM" if 10 <= major < 12 else "TRITON" if major == 9 else "CUTLASS"
     if name not in MOE_BACKENDS:
-        raise ValueError(f"moe_backend {stated!r}: one of {', '.join(MOE_BACKENDS)} or AUTO")
+        raise InvalidWorkload(f"moe_backend {stated!r}: one of {', '.join(MOE_BACKENDS)} or AUTO")
     backend = MOE_BACKENDS[name]
     if backend == TRTLLM_GEN and not (weights or "").startswith(_TRTLLM_GEN_FORMATS):
         return CUTLASS
