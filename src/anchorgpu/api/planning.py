@@ -42,8 +42,7 @@ def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
     from anchorgpu.planner.engine_choice import (
         check_engine_caps,
         engine_source,
-        launches_stages,
-        launches_tp_cp,
+        launch_reach,
         resolve_engine,
         resolve_train_stack,
     )
@@ -66,7 +65,7 @@ def plan_inputs(request: PlanRequest) -> tuple[Any, Any, Any]:
         lora_targets=None if request.lora_targets is None else tuple(dict.fromkeys(request.lora_targets)),
         resolution=_resolution(request.resolution), images=request.images, vae_tiling=request.vae_tiling,
         train_precision=request.train_precision, train_stack=resolve_train_stack(request.train_stack, request.recipe, request.task),
-        launch_stages=launches_stages(request.recipe), launch_tp_cp=launches_tp_cp(request.recipe),
+        **launch_reach(request.recipe),
         cross_entropy=request.cross_entropy, max_num_batched_tokens=request.max_num_batched_tokens,
         max_num_seqs=request.max_num_seqs,
         global_batch_tokens=request.global_batch, prompt_tokens=request.prompt, output_tokens=request.output_tokens,
@@ -129,8 +128,7 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
     from anchorgpu.planner import Workload
     from anchorgpu.planner.engine_choice import (
         engine_source,
-        launches_stages,
-        launches_tp_cp,
+        launch_reach,
         resolve_engine,
         resolve_train_stack,
     )
@@ -188,7 +186,7 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
                            seq_tokens=request.seq, train_precision=request.train_precision,
                            optimizer_state=request.optimizer_state, cross_entropy=request.cross_entropy,
                            train_stack=resolve_train_stack(request.train_stack, request.recipe, request.task),
-                           launch_stages=launches_stages(request.recipe), launch_tp_cp=launches_tp_cp(request.recipe),
+                           **launch_reach(request.recipe),
                            recompute=request.recompute, optimizer=request.optimizer, lora_rank=request.lora_rank,
                            gpu_memory_utilization=request.gpu_memory_utilization,
                            allow_long_context=request.allow_long_context,

@@ -84,8 +84,7 @@ def plan_command(
     from anchorgpu.planner.engine_choice import (
         check_engine_caps,
         engine_source,
-        launches_stages,
-        launches_tp_cp,
+        launch_reach,
         resolve_engine,
         resolve_train_stack,
     )
@@ -133,7 +132,7 @@ def plan_command(
         seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute, offload_activation_layers=offload_activations,
         optimizer=optimizer, optimizer_state=optimizer_state,  # validated by the planner with a one-line reason
         train_precision=train_precision, train_stack=resolve_train_stack(train_stack, recipe, task),
-        launch_stages=launches_stages(recipe), launch_tp_cp=launches_tp_cp(recipe),
+        **launch_reach(recipe),
         cross_entropy=cross_entropy, global_batch_tokens=parse_batch(global_batch),
         prompt_tokens=parse_tokens(prompt, field="prompt"), output_tokens=output_tokens_n,
         lora_rank=lora_rank, lora_targets=targets, resolution=parse_resolution(resolution), images=images,

@@ -282,8 +282,7 @@ def recommend_command(
         raise InvalidWorkload(f"--max-servers {max_servers}: choose 1 to 16")
     from anchorgpu.planner.engine_choice import (
         engine_source,
-        launches_stages,
-        launches_tp_cp,
+        launch_reach,
         resolve_engine,
         resolve_train_stack,
     )
@@ -346,7 +345,7 @@ def recommend_command(
         engine=engine, engine_source=chosen_by, max_num_seqs=max_num_seqs, seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute,
         optimizer=optimizer, lora_rank=lora_rank, train_precision=train_precision, optimizer_state=optimizer_state,
         cross_entropy=cross_entropy, train_stack=resolve_train_stack(train_stack, recipe, task),
-        launch_stages=launches_stages(recipe), launch_tp_cp=launches_tp_cp(recipe),
+        **launch_reach(recipe),
         images_per_request=images_per_request, image_resolution=asked_images,
     )
     spec = SweepSpec(  # the request as given (None: plan's defaults, which the sweep resolves as plan does)

@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
     from anchorgpu.hardware.spec import GpuSpec
 
-__all__ = ["TRAINING_RECIPES", "check_engine_caps", "engine_refusal", "engine_source", "launches_stages", "launches_tp_cp",
-           "resolve_engine",
+__all__ = ["TRAINING_RECIPES", "check_engine_caps", "engine_refusal", "engine_source", "launch_reach", "launches_stages",
+           "launches_tp_cp", "resolve_engine",
            "resolve_train_stack"]
 
 
@@ -115,6 +115,16 @@ def launches_tp_cp(recipe: str | None) -> bool:
     (True, False, True, True)
     """
     return recipe is None or recipe.strip().lower() != "deepspeed"
+
+
+def launch_reach(recipe: str | None) -> dict[str, bool]:
+    """The :class:`~anchorgpu.planner.inputs.Workload` fields that hold the layout to what the launch asked for can
+    run (:func:`launches_stages`, :func:`launches_tp_cp`), for every face that builds a workload from a ``recipe``.
+
+    >>> launch_reach("deepspeed")
+    {'launch_stages': False, 'launch_tp_cp': False}
+    """
+    return {"launch_stages": launches_stages(recipe), "launch_tp_cp": launches_tp_cp(recipe)}
 
 
 def check_engine_caps(max_num_seqs: int | None, max_num_batched_tokens: int | None, engine: str = "vllm") -> None:

@@ -29,7 +29,7 @@ from anchorgpu.planner.speed.moe_backend import expert_half_tokens, trtllm_moe_b
 from anchorgpu.planner.speed.overrides import calibrated
 from anchorgpu.planner.speed.product_shares import head_quantized_share, quantized_product_shares
 from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
-from anchorgpu.planner.speed.step_constants import allreduce_latency_s
+from anchorgpu.planner.speed.step_constants import allreduce_latency_s, trtllm_kv_read_applies
 from anchorgpu.planner.sweep_grid import Layouts
 from anchorgpu.planner.sweep_serving_lookups import distinct_gpus, links, mixed_rates
 from anchorgpu.planner.sweep_serving_lookups import peaks as peaks_of
@@ -135,8 +135,7 @@ class Ticks:
         # the rate the KV cache is read: decode_mbu's, or a MoE's FP8 cache on TensorRT-LLM at its decode attention's
         # measured share of the bandwidth (speed.step_constants.trtllm_kv_read_fraction), per KV dtype ``(K, 1, L)``
         self.kv_rate: FloatArray = self.bw_mbu
-        if (spec.workload.engine == "trtllm" and model.moe is not None and model.mla is None and model.recurrent is None
-                and len(kv.kv_caches) == kv.read_bytes.shape[0]):
+        if trtllm_kv_read_applies(model, spec.workload.engine) and len(kv.kv_caches) == kv.read_bytes.shape[0]:
             share = np.array([cal.trtllm_decode_attention_kv_fraction.get(gpu.name, 0.0) for gpu in gpus])[s]
             fp8 = np.array([name == "fp8" for name in kv.kv_caches])[:, None, None]
             if np.any(share > 0) and np.any(fp8):

@@ -18,7 +18,7 @@ from anchorgpu.planner.speed.moe_backend import expert_half_tokens
 from anchorgpu.planner.speed.product_shares import mixed_rate
 
 __all__ = ["ServingSetup", "allreduce_latency_s", "ep_exchange_latency_s", "routed_rows_per_token_share", "serve_shape_factor",
-           "trtllm_moe_s_per_token"]
+           "trtllm_kv_read_applies", "trtllm_moe_s_per_token"]
 
 
 def serve_shape_factor(width: float, half_width: float) -> float:
@@ -258,10 +258,16 @@ def trtllm_kv_read_fraction(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup,
     >>> trtllm_kv_read_fraction(toy_model(), toy_gpu(), s, calibration())  # not TensorRT-LLM
     0.0
     """
-    if (setup.engine != "trtllm" or not setup.kv_fp8 or model.moe is None or model.mla is not None
-            or model.recurrent is not None):
+    if not setup.kv_fp8 or not trtllm_kv_read_applies(model, setup.engine):
         return 0.0
     return cal.trtllm_decode_attention_kv_fraction.get(gpu.name, 0.0)
+
+
+def trtllm_kv_read_applies(model: ModelSpec, engine: str) -> bool:
+    """Whether an FP8 KV cache of ``model`` on ``engine`` is read at TensorRT-LLM's measured decode-attention share
+    (:func:`trtllm_kv_read_fraction`; the catalog sweep asks the same): TensorRT-LLM, a mixture of experts, not MLA,
+    no recurrent state."""
+    return engine == "trtllm" and model.moe is not None and model.mla is None and model.recurrent is None
 
 
 def trtllm_moe_s_per_token(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration) -> float:
