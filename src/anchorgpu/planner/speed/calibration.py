@@ -149,6 +149,9 @@ class Calibration:
     # TensorRT-LLM's decode attention: the share of a GPU's memory bandwidth it reaches reading an FP8 KV cache, by GPU
     # name; a GPU absent (or a dense model) reads at decode_mbu (step_constants.trtllm_kv_read_fraction)
     trtllm_decode_attention_kv_fraction: dict[str, float] = field(default_factory=dict)
+    # TensorRT-LLM's NVFP4 products: the share of a GPU's dense FP4 peak its measured GEMMs reach, by GPU name;
+    # FP4 serving products scale fp4_matmul_efficiency by it over B200's (serve_precision_efficiency); absent: 1
+    fp4_gemm_peak_share: dict[str, float] = field(default_factory=dict)
     # TensorRT-LLM's own TP all-reduce inside an NVLink server: its fixed cost, by GPU name; a GPU absent takes
     # latency_s["scale-up"] (step_constants.allreduce_latency_s)
     trtllm_allreduce_latency_s: dict[str, float] = field(default_factory=dict)
@@ -221,11 +224,24 @@ class Calibration:
     def serve_precision_efficiency(self, gpu: GpuSpec, precision: str) -> float:
         """A wide serving product's share of the ``precision`` peak: ``serve_matmul_efficiency`` scaled by the
         training FP8/BF16 ratio for FP8; for FP4 the serving fit's own ``fp4_matmul_efficiency`` (no training row
-        is FP4, so no training constant enters it and a serving change cannot move the training fit through it)."""
+        is FP4, so no training constant enters it and a serving change cannot move the training fit through it),
+        scaled by :meth:`fp4_gemm_ratio` (a GPU whose measured FP4 GEMMs reach more or less of their peak than B200's)."""
         k = self.stack(gpu)
         if precision == "fp4":
-            return k.fp4_matmul_efficiency
+            return k.fp4_matmul_efficiency * self.fp4_gemm_ratio(gpu)
         return k.serve_matmul_efficiency * self.low_precision_ratio(gpu, precision)
+
+    def fp4_gemm_ratio(self, gpu: GpuSpec) -> float:
+        """The share of its dense FP4 peak ``gpu``'s measured NVFP4 GEMMs reach over B200's
+        (:attr:`fp4_gemm_peak_share`; the fitted ``fp4_matmul_efficiency`` is B200's own), 1.0 where either is absent.
+
+        >>> from anchorgpu.hardware import get_gpu
+        >>> cal = calibration()
+        >>> round(cal.fp4_gemm_ratio(get_gpu("rtx-pro-6000")), 2), cal.fp4_gemm_ratio(get_gpu("b200"))
+        (1.58, 1.0)
+        """
+        share, reference = self.fp4_gemm_peak_share.get(gpu.name), self.fp4_gemm_peak_share.get("b200")
+        return share / reference if share and reference else 1.0
 
     def low_precision_ratio(self, gpu: GpuSpec, precision: str) -> float:
         """How much less of its peak an FP8/FP4 product reaches than a BF16 one (1 for BF16)."""
@@ -309,6 +325,8 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
             k: _number(stated["trtllm_decode_attention_kv_fraction"]["value"], k,
                        "stated.trtllm_decode_attention_kv_fraction")
             for k in stated["trtllm_decode_attention_kv_fraction"]["value"]},
+        fp4_gemm_peak_share={k: _number(stated["fp4_gemm_peak_share"]["value"], k, "stated.fp4_gemm_peak_share")
+                             for k in stated["fp4_gemm_peak_share"]["value"]},
         trtllm_allreduce_latency_s={k: _number(stated["trtllm_allreduce_latency_s"]["value"], k,
                                                "stated.trtllm_allreduce_latency_s")
                                     for k in stated["trtllm_allreduce_latency_s"]["value"]},
