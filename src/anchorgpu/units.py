@@ -246,12 +246,14 @@ def fmt_bytes(n_bytes: int | float, *, binary: bool = True) -> str:
     '80.00 GiB'
     >>> fmt_bytes(141 * GB, binary=False)
     '141.00 GB'
+    >>> fmt_bytes(1023.01 * 1024 * GIB), fmt_bytes(5000 * 1024**5)  # thousands separated, as every count is
+    ('1,023.01 TiB', '5,000.00 PiB')
     """
     step, names = (1024, ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]) if binary else (1000, ["B", "kB", "MB", "GB", "TB", "PB"])
     value = float(n_bytes)
     for name in names:
         if abs(value) < step or name == names[-1]:
-            return f"{value:.2f} {name}" if name != "B" else f"{int(value)} B"
+            return f"{value:,.2f} {name}" if name != "B" else f"{int(value):,} B"
         value /= step
     raise AssertionError("unreachable")
 

@@ -219,9 +219,12 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
             raise InvalidWorkload(f"ep={ep}: expert parallelism needs a mixture-of-experts model")
         # EP folds over the TP, CP and DP ranks of a stage (Megatron-Core's MoE parallel folding: CP 8 and EP 8
         # on 8 GPUs, not 64)
-        if model.moe.num_experts % ep or (tp * cp * dp) % ep:
-            raise InvalidWorkload(f"ep={ep} must divide the {model.moe.num_experts} experts and the "
-                                  f"tp·{'cp·' if cp > 1 else ''}dp = {tp * cp * dp} GPUs of a stage")
+        if model.moe.num_experts % ep:
+            raise InvalidWorkload(f"ep={ep} does not divide the {model.moe.num_experts} experts of {model.name}")
+        if (tp * cp * dp) % ep:
+            stage = tp * cp * dp
+            raise InvalidWorkload(f"ep={ep} must divide the tp·{'cp·' if cp > 1 else ''}dp = {stage:,} "
+                                  f"GPU{'s' if stage > 1 else ''} of a stage")
     zero = 3 if layout.fsdp else (layout.zero or 0)
     if training:
         refusal = sharded_pipeline_refusal(workload.train_stack, pp, zero, fsdp=layout.fsdp)

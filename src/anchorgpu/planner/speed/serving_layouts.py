@@ -233,12 +233,16 @@ def _fastest_index(speeds: list[float]) -> int:
 
 
 def _held(model: ModelSpec, w: Workload, precision: PrecisionPlan, gpus: int, gpu: GpuSpec, overheads: Overheads,
-          want: int, cap: int, skip: Layout | None = None) -> tuple[list[tuple[Layout, Plan]], Layout | None]:
+          want: int, cap: int, skip: Layout | None = None, ep: int | None = None
+          ) -> tuple[list[tuple[Layout, Plan]], Layout | None]:
     """The layouts of :func:`_serving_layouts` on ``gpus`` GPUs that hold ``want`` sequences, each with its plan, in
-    order (``skip``'s split left out: the default, planned already), and the closest miss (most headroom)."""
+    order (``skip``'s split left out: the default, planned already; with ``ep`` given, only those of that EP), and the
+    closest miss (most headroom)."""
     held: list[tuple[Layout, Plan]] = []
     closest: tuple[float, Layout] | None = None
     for layout in _serving_layouts(model, gpus, w.engine):
+        if ep is not None and (layout.ep or 1) != ep:  # the user's --ep is kept, never swapped for another
+            continue
         if skip is not None and (layout.tp, layout.pp, layout.dp, layout.ep or 1) == (skip.tp, skip.pp, skip.dp,
                                                                                      skip.ep or 1):
             continue
@@ -301,23 +305,33 @@ def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPla
     experts attention data parallelism with EP over a server), the fastest, but the first in that order unless
     another is predicted faster by more than the calibration's layout margin (:func:`_fastest`). A replica holds its
     share when its memory does and its engine runs that many at once (vLLM's ``max_num_seqs``, 1,024 by default on
-    large GPUs): past the cap the rest would wait in the engine's queue."""
+    large GPUs): past the cap the rest would wait in the engine's queue. An ``--ep`` given is kept: only layouts of
+    that EP are tried (None where none holds the users, or the model cannot take it: the plan then refuses or shows
+    what it needs)."""
     want = w.concurrency or 1
     # sequences one replica's engine runs at once
     cap = engine_limits(w, large_gpu=large_engine_defaults(gpu), gpu_memory_bytes=gpu.memory_bytes)[1]
     fewer: Layout | None = None  # the closest miss of the last GPU count (most headroom), for the hint
     for gpus in SERVING_GPU_COUNTS:
-        held, closest = _held(model, w, precision, gpus, gpu, overheads, want, cap)
+        held, closest = _held(model, w, precision, gpus, gpu, overheads, want, cap, ep=given.ep)
         if held:
             pick, speeds, classes = _fastest(held, gpu)
             layout, p = held[pick]
             reason = (f"Layout chosen: {gpus:,} GPU{'s' if gpus > 1 else ''} ({_split_words(layout)}) - the fewest "
-                      f"{gpu.name} that hold {_users(want)}"
+                      f"{gpu.name} that hold {_users(want)}" + (f" with --ep {given.ep} as given" if given.ep else "")
                       + (f" (at most {cap:,} a replica, the engine's max_num_seqs)" if want > cap else "")
                       + ("" if len(held) == 1 else "; " + _which(held, pick, speeds, classes, None))
                       + "; pass --gpus to choose" + _fewer_gpus_with(model, w, precision, fewer, gpu, overheads))
             return Choice(layout=layout, workload=w, reason=reason), p
         fewer = closest or fewer
+    ep = given.ep or 1
+    if ep > 1 and model.moe is not None and model.moe.num_experts % ep == 0:  # else resolve_layout says why not
+        tried = (f"the chooser's EP layouts stay inside one {SERVER_GPUS}-GPU server" if ep > SERVER_GPUS else
+                 f"attention data parallelism over {ep} GPUs or TP {ep} with the experts whole over it, on up to "
+                 f"{SERVING_GPU_COUNTS[-1]:,} GPUs")
+        raise InvalidWorkload(f"--ep {ep} without --gpus: no layout of {gpu.name} with EP {ep} holds "
+                              f"{_users(want)} ({tried}); give --gpus with --tp, --pp and --dp, or leave --ep out "
+                              "for the planner's choice")
     return None
 
 
