@@ -276,9 +276,10 @@ def training_layout_open(lay_in: Layout, w: Workload) -> bool:
                   or (lay_in.virtual_stages is None and lay_in.pipeline_layout is None and (lay_in.pp or 1) > 1))
     if not open_knobs:
         return False
-    # with --tp or --pp the rest of the split follows from what is given (speed.layouts._candidates): with the ZeRO
-    # stage, micro-batch, recompute and chunks given too, one candidate, nothing to choose
-    split_given = lay_in.tp is not None or lay_in.pp is not None
+    # with --tp and --pp the rest of the split follows from what is given (speed.layouts._candidates): with the ZeRO
+    # stage, micro-batch, recompute and chunks given too, one candidate, nothing to choose (--tp or --pp alone
+    # leaves the other searched, as every split dimension not given is)
+    split_given = lay_in.tp is not None and lay_in.pp is not None
     return not (split_given and (lay_in.zero is not None or lay_in.fsdp) and w.micro_batch is not None
                 and w.recompute is not None and (lay_in.virtual_stages is not None or lay_in.pipeline_layout is not None
                                                  or (lay_in.pp or 1) == 1))

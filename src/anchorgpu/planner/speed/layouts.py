@@ -135,11 +135,11 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
     the others added to ``unsplit`` when given; the default batch needs one micro-batch per rank. Each run of ZeRO-2
     pairs that repeats the ZeRO-1 run before it but for the stage is added to ``zero2_blocks`` when given, as (its
     first pair, one past its last, how far back its ZeRO-1 run starts): :func:`~.chooser_order.zero1_twins`."""
-    # --tp or --pp keeps the rest of the split as before (TP, PP, CP, EP 1 where not given; DP the rest); without
-    # them every split dimension not given is searched around the ones that are (--zero, --fsdp, --dp, --cp, --ep),
-    # but for the ones the launch asked for cannot run (Workload.launch_stages, launch_tp_cp), held at 1
-    split_given = given.tp is not None or given.pp is not None
-    tps = [given.tp or 1] if split_given or not w.launch_tp_cp else [  # sequence parallelism stated on needs TP
+    # every split dimension not given is searched around the ones that are (--tp, --pp, --zero, --fsdp, --dp, --cp,
+    # --ep), but for the ones the launch asked for cannot run (Workload.launch_stages, launch_tp_cp), held at 1; --tp
+    # and --pp together fix the split as before (CP and EP 1 where not given, DP the rest)
+    split_given = given.tp is not None and given.pp is not None
+    tps = [given.tp or 1] if given.tp is not None or not w.launch_tp_cp else [  # sequence parallelism on needs TP
         t for t in (1, 2, 4, 8)
         if t <= min(gpus, SERVER_GPUS) and tp_ok(model, t) and (t > 1 or not given.sequence_parallel)]
     cps = [given.cp or 1] if split_given or given.cp or not w.launch_tp_cp else list(train_cp_sizes(seq))
@@ -157,7 +157,7 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
             if gpus % (tp * cp):
                 continue
             rest = gpus // (tp * cp)
-            pps = ([given.pp or 1] if split_given or w.offload_activation_layers or not w.launch_stages
+            pps = ([given.pp or 1] if given.pp is not None or w.offload_activation_layers or not w.launch_stages
                    else train_pp_sizes(model.num_layers, rest))
             for pp in pps:
                 if rest % pp:
