@@ -87,11 +87,12 @@ def test_sizes_of_a_thousand_units_or_more_separate_thousands(capsys: pytest.Cap
 def test_the_readme_recommend_journey_names_the_gpu_its_row_is_on(capsys: pytest.CaptureFixture[str]) -> None:
     """README: "`anchorgpu recommend qwen3-235b-a22b --concurrency 256 --engine trtllm` puts one 8 x H200 server at TP
     8 x EP 8, 4,244 tok/s" -- without --gpu that row is 7th (A100, RTX PRO 6000 and H100 NVL servers come first);
-    the command now names --gpu h200, and its first row is the one quoted."""
+    the command now names --gpu h200, and its first row is the one quoted (at 128 users since stop 52's refit, where
+    TP 8 x EP 8 is still the fastest one-server layout)."""
     said = _said(README.read_text())
-    command = "`anchorgpu recommend qwen3-235b-a22b --concurrency 256 --engine trtllm --gpu h200` puts one 8 x H200"
+    command = "`anchorgpu recommend qwen3-235b-a22b --concurrency 128 --engine trtllm --gpu h200` puts one 8 x H200"
     assert command in said
-    doc = run_json(capsys, "recommend", "qwen3-235b-a22b", "--concurrency", "256", "--engine", "trtllm", "--gpu",
+    doc = run_json(capsys, "recommend", "qwen3-235b-a22b", "--concurrency", "128", "--engine", "trtllm", "--gpu",
                    "h200", "--top", "1")
     first = doc["results"][0]
     assert first["offering"] == "h200-8x-bm" and first["servers"] == 1

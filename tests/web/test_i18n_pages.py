@@ -352,8 +352,8 @@ def test_the_plan_page_says_how_the_model_did_on_this_gpu_in_both_languages(clie
 
     evidence, _ = calibration().serving_evidence(get_gpu("rtx-pro-6000"), "serve", "vllm")
     assert evidence is not None
-    median = evidence.median  # 1.31 at stop 47's refit (1.38 before the card's runtime memory total)
-    assert median > 1.2  # the table's runs are faster than predicted on this card
+    median = evidence.median  # 1.10 since stop 52's FP4 product rate of the card (1.31 at stop 47's refit)
+    assert median > 1.05  # the table's runs are faster than predicted on this card
     assert "Measured on this GPU" in en and f"held-out runs: median {median:.2f}× the predicted speed" in en
     ru = client.get(query.format(gpu="rtx-pro-6000", lang="ru")).text
     assert "Измерено на этом GPU" in ru and f"прогонов вне подгонки: медиана {median:.2f}×".replace(".", ",") in ru
@@ -363,7 +363,7 @@ def test_the_plan_page_says_how_the_model_did_on_this_gpu_in_both_languages(clie
 
     cal, rtx = calibration(), get_gpu("rtx-pro-6000")
     wide, stack = cal.band_for(rtx, "serve", None, "vllm"), cal.band(rtx, "serve")
-    assert wide.high > 1.5 > stack.high
+    assert wide.high > 1.2 > stack.high
     assert (f"band widened to {wide.low:.2f}×–{wide.high:.2f}× of the prediction to hold them (the stack's: "
             f"{stack.low:.2f}×–{stack.high:.2f}×)") in en
     assert f"полоса расширена до {wide.low:.2f}×–{wide.high:.2f}× от прогноза".replace(".", ",") in ru
