@@ -202,17 +202,21 @@ def recommend_benchmark(repeat: int, their_cpu_s: float | None) -> None:
     done_when = SweepSpec(workload=Workload(task="inference", context_tokens=8192, concurrency=32))
     ladder = SweepSpec(workload=Workload(task="inference", context_tokens=8192))
     print("  recommend end to end, in process (sweep, pricing, ranking, JSON; CPU time per configuration evaluated):")
-    for label, spec, lower, floor in (
-            ("done-when, the shipped precision (the CLI's default)", done_when, False, None),
-            ("done-when, lower precisions allowed", done_when, True, None),
-            ("the batch ladder, lower precisions allowed", ladder, True, None),
+    for label, spec, lower, floor, ttft in (
+            ("done-when, the shipped precision (the CLI's default)", done_when, False, None, None),
+            ("done-when, lower precisions allowed", done_when, True, None, None),
+            ("the batch ladder, lower precisions allowed", ladder, True, None, None),
             # each layout also at the most users it serves at the floor (planner.sweep_floor)
-            ("the batch ladder under 33.3 tok/s a user, lower precisions allowed", ladder, True, 33.3)):
-        rec = recommend(model, spec, catalog, "1month", now, lower_precision=lower, min_tokens_per_s_per_user=floor)
+            ("the batch ladder under 33.3 tok/s a user, lower precisions allowed", ladder, True, 33.3, None),
+            # and within a first-token limit too (recommend.limits; the floor rung's search times the TTFT as well)
+            ("the batch ladder under 20 tok/s a user and a 2 s first token, lower precisions allowed", ladder, True,
+             20.0, 2.0)):
+        rec = recommend(model, spec, catalog, "1month", now, lower_precision=lower, min_tokens_per_s_per_user=floor,
+                        max_ttft_s=ttft)
         recommendation_to_json(rec)
-        _median_s(lambda spec=spec, lower=lower, floor=floor: recommendation_to_json(
-            recommend(model, spec, catalog, "1month", now, lower_precision=lower, min_tokens_per_s_per_user=floor)),
-            repeat)
+        _median_s(lambda spec=spec, lower=lower, floor=floor, ttft=ttft: recommendation_to_json(
+            recommend(model, spec, catalog, "1month", now, lower_precision=lower, min_tokens_per_s_per_user=floor,
+                      max_ttft_s=ttft)), repeat)
         cpu = _median_s.cpu  # type: ignore[attr-defined]
         each = cpu / rec.evaluated
         ratio = "" if their_cpu_s is None else f" -> RATIO {their_cpu_s / each:,.0f}x (goal >= 1000x)"

@@ -146,7 +146,8 @@ LIMITS: dict[str, Limit] = {
     "global_batch": Limit(1, 10**12),
     "gpus": Limit(1, 65_536),
     "max_usd": Limit(0, 10**9),
-    "min_tokens_per_s_per_user": Limit(0, 1e7),
+    "min_tokens_per_s_per_user": Limit(0, 1e7),  # above 0 (positive_number): a floor of 0 is no floor
+    "max_ttft_s": Limit(0, 86_400),  # above 0; a day at most
     "concurrency": Limit(1, 1_000_000),
     "micro_batch": Limit(1, 100_000),
     "lora_rank": Limit(1, 65_536),
@@ -306,6 +307,24 @@ def finite_number(value: float, *, field: str, low: float | None = None, high: f
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or not lo <= value <= hi:
         raise InvalidInput(f"{flag or '--' + field.replace('_', '-')} {fmt_given(value)}: expected a finite number from "
                            f"{fmt_given(lo)} to {fmt_given(hi)}")
+    return float(value)
+
+
+def positive_number(value: float, *, field: str, flag: str | None = None) -> float:
+    """``value`` when finite, above 0 and at most ``LIMITS[field].high``, else :class:`InvalidInput` naming it.
+
+    >>> positive_number(20.0, field="min_tokens_per_s_per_user")
+    20.0
+    >>> positive_number(0.0, field="max_ttft_s")
+    Traceback (most recent call last):
+    ...
+    anchorgpu.errors.InvalidInput: --max-ttft-s 0: expected a finite number above 0, at most 86,400
+    """
+    high = LIMITS[field].high
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+            or not 0 < value <= high):
+        raise InvalidInput(f"{flag or '--' + field.replace('_', '-')} {fmt_given(value)}: expected a finite number "
+                           f"above 0, at most {fmt_given(high)}")
     return float(value)
 
 

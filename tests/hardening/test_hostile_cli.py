@@ -57,7 +57,7 @@ PLAN_OPTIONS = ["--gpus", "--context", "--seq", "--prompt", "--tokens", "--globa
                 "--ep", "--cp", "--virtual-stages", "--zero", "--lora-rank", "--lora-targets", "--images", "--resolution",
                 "--output-tokens", "--max-num-batched-tokens", "--weights", "--kv-cache", "--gpu", "--task", "--offload",
                 "--recompute", "--optimizer", "--train-precision", "--engine", "--recipe", "--train-stack"]
-RECOMMEND_OPTIONS = ["--term", "--max-usd", "--min-tokens-per-s", "--tokens", "--context", "--prompt", "--output-tokens", "--top",
+RECOMMEND_OPTIONS = ["--term", "--max-usd", "--min-tokens-per-s", "--min-tokens-per-s-per-user", "--max-ttft-s", "--tokens", "--context", "--prompt", "--output-tokens", "--top",
                      "--max-servers", "--global-batch", "--mfu", "--mbu", "--concurrency", "--seq", "--weights", "--kv-cache",
                      "--gpu", "--micro-batch", "--lora-rank", "--gpu-memory-utilization", "--task", "--engine", "--train-stack"]
 QUOTE_OPTIONS = ["--term", "--quantity", "--option", "--region"]

@@ -83,9 +83,10 @@ def test_a_batch_a_token_past_whole_sequences_does_not_read_whole(capsys: pytest
 
 
 def test_a_number_out_of_range_names_its_limits_as_written(local_db: None, capsys: pytest.CaptureFixture[str]) -> None:
-    """``expected a finite number from 0 to 1e+07`` where the other options write ``1,000,000``."""
+    """``expected a finite number from 0 to 1e+07`` where the other options write ``1,000,000`` (a floor must be
+    above 0 since --min-tokens-per-s-per-user: a floor of 0 is none)."""
     err = cli_refusal(capsys, "recommend", "llama-3.1-8b", "--min-tokens-per-s", "1e9")
-    assert err.endswith("expected a finite number from 0 to 10,000,000\n"), err
+    assert err.endswith("expected a finite number above 0, at most 10,000,000\n"), err
 
 
 @pytest.mark.parametrize(("flag", "typed", "named"), [("--mbu", "0", "--mbu 0:"), ("--mfu", "0.001", "--mfu 0.001:")])

@@ -55,7 +55,7 @@ def test_recommend_does_not_hold_a_one_token_answer_to_a_chat_latency(local_db: 
     (("llama-3.1-405b", "--context", "131072", "--concurrency", "1000000"),
      ("(1,000,000 sequences of 131,072 tokens at once)", "short of memory", "--concurrency", "--max-servers")),
     (("llama-3.1-8b", "--max-usd", "100"), ("over --max-usd", "a higher --max-usd")),
-    (("llama-3.1-8b", "--min-tokens-per-s", "5000"), ("below the per-user floor", "a lower --min-tokens-per-s")),
+    (("llama-3.1-8b", "--min-tokens-per-s", "5000"), ("below the per-user floor", "a lower --min-tokens-per-s-per-user")),
 ])
 def test_nothing_fits_is_one_line_not_an_empty_table(local_db: None, capsys: pytest.CaptureFixture[str],
                                                      argv: tuple[str, ...], said: tuple[str, ...]) -> None:
@@ -74,10 +74,11 @@ def test_nothing_fits_is_one_line_not_an_empty_table(local_db: None, capsys: pyt
 
 @pytest.mark.parametrize(("argv", "said", "not_said"), [
     (("recommend", "llama-3.1-8b", "--task", "train", "--min-tokens-per-s", "10"),
-     "--min-tokens-per-s 10 applies to serving", "10.0"),
+     "--min-tokens-per-s-per-user 10 applies to serving", "10.0"),
     (("recommend", "llama-3.1-8b", "--min-tokens-per-s", "1e9"),
-     "--min-tokens-per-s 1,000,000,000: expected a finite number from 0 to 10,000,000", "1000000000.0"),
-    (("recommend", "llama-3.1-8b", "--min-tokens-per-s", "-5"), "--min-tokens-per-s -5: expected", "-5.0"),
+     "--min-tokens-per-s-per-user 1,000,000,000: expected a finite number above 0, at most 10,000,000",
+     "1000000000.0"),
+    (("recommend", "llama-3.1-8b", "--min-tokens-per-s", "-5"), "--min-tokens-per-s-per-user -5: expected", "-5.0"),
     (("plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "65536", "--global-batch", "1e12"),
      "for no layout of the 65,536 GPUs: DP x micro-batch tried 256 x 1", "16384 x"),
     (("plan", "llama-3.1-8b", "--gpu", "h100", "--network-gbit-per-gpu", "100000"),

@@ -76,8 +76,9 @@ def test_recommend_refuses_the_other_tasks_options(local_db: None, capsys: pytes
     assert "--micro-batch 2 applies to training" in cli_refusal(capsys, *RECOMMEND, "--micro-batch", "2")
     assert "--tokens 1e9 applies to training" in cli_refusal(capsys, *RECOMMEND, "--tokens", "1e9")
     assert "--lower-precision applies to serving" in cli_refusal(capsys, *RECOMMEND, "--task", "train", "--lower-precision")
-    assert "--min-tokens-per-s 5 applies to serving" in cli_refusal(capsys, *RECOMMEND, "--task", "train",
-                                                                   "--min-tokens-per-s", "5")
+    assert "--min-tokens-per-s-per-user 5 applies to serving" in cli_refusal(capsys, *RECOMMEND, "--task", "train",
+                                                                            "--min-tokens-per-s", "5")
+    assert "--max-ttft-s 2 applies to serving" in cli_refusal(capsys, *RECOMMEND, "--task", "train", "--max-ttft-s", "2")
     assert "--output-tokens 64 applies to serving" in cli_refusal(capsys, *RECOMMEND, "--task", "lora", "--output-tokens", "64")
 
 
@@ -217,7 +218,7 @@ def test_the_pages_engine_is_left_to_the_launch(sqlite_served: Served) -> None:
     (("plan", "sdxl-base-1.0", "--gpu", "h100", "--context", "4096"), "--context 4096 applies to serving"),
     (("plan", "sdxl-base-1.0", "--gpu", "h100", "--concurrency", "4"), "--concurrency 4 applies to serving"),
     (("recommend", "sdxl-base-1.0", "--top", "1", "--context", "4096"), "--context 4096 applies to serving"),
-    (("recommend", "sdxl-base-1.0", "--top", "1", "--min-tokens-per-s", "5"), "--min-tokens-per-s 5"),
+    (("recommend", "sdxl-base-1.0", "--top", "1", "--min-tokens-per-s", "5"), "--min-tokens-per-s-per-user 5"),
 ])
 def test_a_diffusion_pipeline_with_the_default_task_refuses_serving_options(
         local_db: None, capsys: pytest.CaptureFixture[str], sqlite_served: Served, argv: tuple[str, ...], said: str) -> None:

@@ -129,7 +129,7 @@ def test_the_interactive_lines_flag_works_end_to_end(capsys: pytest.CaptureFixtu
     the ladder's powers of two alone would have given them."""
     doc = run_json(capsys, "recommend", "llama-3.1-70b", "--gpu", "h100", "--top", "3")
     line = next(a for a in doc["assumptions"] if a.startswith("Each offering runs the concurrency"))
-    flag = re.search(r"set (--min-tokens-per-s) ([0-9.]+)", line)
+    flag = re.search(r"set (--min-tokens-per-s-per-user) ([0-9.]+)", line)
     assert flag is not None
     floored = run_json(capsys, "recommend", "llama-3.1-70b", "--gpu", "h100", "--top", "3", flag[1], flag[2])
     assert floored["results"]

@@ -30,7 +30,7 @@ def test_the_rows_below_the_target_are_named_and_only_they(capsys: pytest.Captur
     slow = {i for i, s in enumerate(speeds, 1) if s < 1000 / 30}
     assert slow and len(slow) < len(speeds)  # the shipped catalog's rows fall on both sides
     line = _line(doc)
-    assert line is not None and "--min-tokens-per-s 33.3" in line and "below 33.3 tok/s" in line
+    assert line is not None and "--min-tokens-per-s-per-user 33.3" in line and "below 33.3 tok/s" in line
     assert {int(n) for n in re.findall(r"#(\d+) \(", line)} == slow
 
 

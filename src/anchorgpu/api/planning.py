@@ -203,7 +203,8 @@ def run_recommend(request: RecommendRequest, *, offline: bool, now: datetime) ->
         global_batch_tokens=request.global_batch, efficiencies=Overrides(mfu=request.mfu, mbu=request.mbu),
     )
     result = recommend(model, spec, catalog, request.term, now, max_usd=request.max_usd,
-                       min_tokens_per_s_per_user=request.min_tokens_per_s_per_user, top=request.top,
+                       min_tokens_per_s_per_user=request.min_tokens_per_s_per_user, max_ttft_s=request.max_ttft_s,
+                       top=request.top,
                        max_servers=request.max_servers, offerings=offerings, lower_precision=request.lower_precision)
     body: dict[str, Any] = recommendation_to_json(result)
     if request.recipe is not None:

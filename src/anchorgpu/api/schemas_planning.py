@@ -181,7 +181,8 @@ class RecommendRequest(_Request):
     max_usd: Money("max_usd") | None = Field(  # type: ignore[valid-type]
         default=None, strict=False,
         description="At most this total for the term, USD (a JSON number or a plain decimal string such as \"20000.50\")")
-    min_tokens_per_s_per_user: float | None = Field(default=None, ge=LIMITS["min_tokens_per_s_per_user"].low, le=LIMITS["min_tokens_per_s_per_user"].high, allow_inf_nan=False, description="Inference only: at least this decode speed per user, tokens/s")
+    min_tokens_per_s_per_user: float | None = Field(default=None, gt=LIMITS["min_tokens_per_s_per_user"].low, le=LIMITS["min_tokens_per_s_per_user"].high, allow_inf_nan=False, description="Inference only: keep configurations whose predicted decode tokens/s per user (the calibrated figure, not its ceiling) at their concurrency is at least this (20: a token every 50 ms); each offering keeps the fastest layout that meets it. The response's limits says how many offerings it turned away")
+    max_ttft_s: float | None = Field(default=None, gt=LIMITS["max_ttft_s"].low, le=LIMITS["max_ttft_s"].high, allow_inf_nan=False, description="Inference only: keep configurations whose predicted time to the first token (ttft_s) at their concurrency is at most this many seconds")
     gpu_memory_utilization: float | None = Field(default=None, allow_inf_nan=False, gt=0, le=1, description="Inference only: fraction of GPU memory the serving engine may use (vLLM; default 0.9); with engine trtllm the fraction of the memory free after the weights and profiling that the KV cache takes; with engine sglang its mem_fraction_static (default: SGLang's own for the GPU and layout)")
     allow_long_context: bool = Field(default=False, description="Allow a context (or training sequence) beyond the model's configured limit")
     mfu: float | None = Field(default=None, allow_inf_nan=False, ge=MIN_EFFICIENCY, le=1, description=f"Performance: model FLOPs utilization ({MIN_EFFICIENCY:g}-1; default: the calibrated efficiencies)")
@@ -200,3 +201,4 @@ class RecommendOut(_Schema):
     rejected: list[dict[str, Any]] = Field(description="Cheaper options that were rejected, with the reason")
     assumptions: list[str] = Field(description="Every default chosen")
     warnings: list[dict[str, Any]] = Field(description="[{code, message}]")
+    limits: dict[str, Any] | None = Field(default=None, description="Inference: the per-user limits applied (min_tokens_per_s_per_user, max_ttft_s; null where not given) and, for each, the offerings and (offering, server count) options that fit but lost every configuration to it (dropped)")

@@ -7,7 +7,7 @@ by the total for the term (training with ``--tokens``: by the price of the run).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 
@@ -15,176 +15,9 @@ import anchorgpu.cli._help as OPTION_HELP
 from anchorgpu.cli._app import app, console, emit_json
 from anchorgpu.cli.plan_parse import lower_choice
 from anchorgpu.errors import InvalidWorkload
-from anchorgpu.planner.inputs import RECOMPUTES
-from anchorgpu.units import fmt_figure
-
-if TYPE_CHECKING:
-    from anchorgpu.recommend import Recommendation
 
 PROGRESS_THRESHOLD = 100_000
 """Configurations above which the sweep shows a progress bar (on stderr, never with --json)."""
-
-
-def _money(value: Any) -> str:
-    return "-" if value is None else f"${value:,}"
-
-
-def _rate(value: float | None, digits: int = 0) -> str:
-    return "-" if value is None else fmt_figure(value, digits)
-
-
-def render_recommendation(rec: Recommendation) -> None:
-    """Ranked table, Pareto front, rejected options, assumptions."""
-    from rich.table import Table
-
-    from anchorgpu.recommend.render import evidence_lines
-    from anchorgpu.units import GIB
-
-    out = console()
-    if not out.is_terminal:
-        out.width = 160
-    diffusion = rec.task == "diffusion"
-    training = rec.task not in ("inference", "diffusion")
-    wl = rec.workload
-    head = (f"[bold]{rec.model}[/bold] · {rec.task} · term {rec.term} ({rec.term.hours} h) · "
-            f"{rec.evaluated:,} configuration{'' if rec.evaluated == 1 else 's'} evaluated")
-    if diffusion:
-        head += f" · {wl['images']} image(s) per batch per replica"
-    elif not training:
-        one = wl.get("one_sequence_context_tokens")
-        head += (f" · context {wl['context_tokens']:,}" + (f" ({one:,} at concurrency 1)" if one else "")
-                 + " · concurrency "
-                 f"{format(wl['concurrency'], ',') if wl['concurrency'] else 'best per offering'}")
-    out.print(head)
-    if not rec.results:  # one line, not an empty table: what was tried and what to change
-        from anchorgpu.recommend.nothing_fits import nothing_fits_line
-
-        out.print(nothing_fits_line(rec.task, rec.evaluated, wl, rec.rejected), style="red", markup=False)
-    table = Table(title="Cheapest offerings that fit, cheapest first", pad_edge=False)
-    columns = ["#", "offering", "srv×GPU", "layout", "weights" if training else "weights/KV", "GiB/GPU used/usable"]
-    if diffusion:
-        columns = ["#", "offering", "srv×GPU", "replicas", "weights", "GiB/GPU used/usable"]
-    else:
-        columns += (["train tok/s", "run time", "run price"] if training
-                    else ["conc", "tok/s", "tok/s/user", "TTFT s", "$/M tok"])
-    columns += [f"total {rec.term}", "$/GPU-h"]
-    left = ("offering", "layout", "weights/KV", "weights")
-    for name in columns:
-        table.add_column(name, justify="left" if name in left else "right", no_wrap=name in left)
-    for i, o in enumerate(rec.results, 1):
-        c = o.config
-        layout = (f"TP{c['tp']} PP{c['pp']}" + (f" v{c['virtual_stages']}" if c.get("virtual_stages", 1) > 1 else "")
-                  + (f" CP{c['cp']}" if c.get("cp", 1) > 1 else "") + f" DP{c['dp']}"
-                  + (f" EP{c['ep']}" if c.get("ep", 1) > 1 else "")
-                  + (f" Z{c['zero']}" if c["zero"] else "")
-                  + (f" rc:{RECOMPUTES[int(c['recompute'])]}" if c.get("recompute") else "")
-                  + (f" mb{c['concurrency']}" if training else ""))  # the micro-batch a training row runs
-        mem = f"{c['per_gpu_total_bytes'] / GIB:.1f}/{c['budget_bytes'] / GIB:.1f}"
-        precision = c["weights"] if training or diffusion else f"{c['weights']}/{c['kv_cache']}"
-        row = [str(i), o.offering, f"{o.servers}×{o.gpus // o.servers}", str(c["dp"]) if diffusion else layout,
-               precision + (" ↓" if o.lower_precision else ""), mem]
-        if diffusion:
-            pass
-        elif training:
-            hours = None if c.get("train_time_s") is None else c["train_time_s"] / 3600
-            price = "over 10 y" if o.run_refused else _money(o.run_usd)  # no quote prices such a run (units.MAX_TERM_HOURS)
-            row += [_rate(c["train_tokens_per_s"]), "-" if hours is None else f"{hours:,.1f} h", price]
-        else:
-            row += [str(c["concurrency"]), _rate(c["decode_tokens_per_s_total"]),
-                    _rate(c["decode_tokens_per_s_per_user"], 1), _rate(c["prefill_s"], 2),
-                    _money(o.usd_per_million_output_tokens)]
-        row += [_money(o.total_usd), _money(o.per_gpu_hour_usd)]
-        table.add_row(*row)
-    if rec.results:
-        out.print(table)
-    if rec.results and not diffusion:
-        _print_bands(out, rec, "train tok/s" if training else "tok/s")
-    apart = _public_network_line(rec)
-    if apart:
-        out.print(apart, markup=False)
-    short = [f"#{i} {o.offering} {int(o.config['max_model_len_tokens']):,}" for i, o in enumerate(rec.results, 1)
-             if o.config.get("max_model_len_tokens")]
-    if short:  # sized at the default request, the KV cache short of one whole-window sequence (engine_startup)
-        refuses = "; at its default, the window, vLLM refuses to start" if rec.workload.get("engine") == "vllm" else ""
-        out.print(f"Maximum length to start the engine with (its KV cache holds no whole-window sequence{refuses}; "
-                  "--recipe writes it): " + " · ".join(short) + " tokens", markup=False)
-    unquotable = [f"#{i}" for i, o in enumerate(rec.results, 1) if o.run_refused]
-    if unquotable:  # the reason is the same for every such row but its hours; the first one's is shown
-        first = next(o for o in rec.results if o.run_refused)
-        out.print(f"No run price for {', '.join(unquotable)}: {first.run_refused}.", markup=False)
-    lowered = [str(i) for i, o in enumerate(rec.results, 1) if o.lower_precision]
-    if lowered:
-        from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE
-
-        out.print(f"[yellow]↓ Row{'s' if len(lowered) > 1 else ''} {', '.join(lowered)}: {LOWER_PRECISION_NOTE}.[/yellow]")
-    if rec.results:
-        best = rec.results[0]
-        # the run's own term where quote can price it (a run past 10 years has none: candidates.run_refusal), else
-        # the term asked: a command that works
-        term_text = best.run_term if training and best.run_term else str(rec.term)
-        out.print(f"Next: [bold]anchorgpu quote {best.offering} --term {term_text} --quantity {best.servers}[/bold] "
-                  "prices it exactly (then `anchorgpu book QUOTE_ID`).")
-    if rec.pareto:
-        speed = "train tok/s" if training else "tok/s total"
-        runs = training and all(o.run_usd is not None for o in rec.pareto)  # the front of whole runs' prices
-        out.print(f"[bold]{'Run price' if runs else 'Cost'} vs speed (Pareto front)[/bold]: "
-                  + " · ".join(f"{o.offering} x{o.servers} {_money(o.run_usd if runs else o.total_usd)} → "
-                               f"{fmt_figure(o.speed, 0)} {speed}" for o in rec.pareto[:8]))
-    if rec.rejected:
-        out.print("[bold]Cheaper options rejected[/bold]")
-        for r in rec.rejected:
-            out.print(f"  - {r.offering} x{r.servers} ({_money(r.total_usd)}): {r.reason}", markup=False)
-    codes = sorted({code for o in rec.results for code in o.codes} | {code for code, _ in rec.warnings})
-    if codes:
-        from anchorgpu.planner.warnings import WARNING_CODES
-
-        out.print("[bold]Still to check[/bold]")
-        for code in codes:
-            check = WARNING_CODES[code].check if code in WARNING_CODES else code
-            out.print(f"  - [{code}] {check}", markup=False)
-    evidence = evidence_lines(rec)
-    if evidence:
-        out.print("[bold]Measured runs behind these speeds[/bold]")
-        for line in evidence:
-            out.print(f"  - {line}", markup=False)
-    out.print("[bold]Assumed[/bold]")
-    for line in rec.assumptions:
-        out.print(f"  - {line}", markup=False)
-
-
-def _public_network_line(rec: Recommendation) -> str | None:
-    """One line under a training table whose rows spread GPUs over servers joined only by their public uplink
-    (several 1-GPU VMs; warning ``training_over_public_network``): the link each was timed over, and that ``plan``
-    on as many GPUs plans one server instead; None where no row does."""
-    rows: dict[tuple[str, float], list[str]] = {}
-    first = None
-    for i, o in enumerate(rec.results, 1):
-        if "training_over_public_network" in o.codes and o.network_gbit_per_s_per_gpu is not None:
-            rows.setdefault((o.offering, o.network_gbit_per_s_per_gpu), []).append(f"#{i}")
-            first = first or o
-    if first is None:
-        return None
-    links = "; ".join(f"{', '.join(at)} {offering} {gbit:g} Gb/s a GPU" for (offering, gbit), at in rows.items())
-    return (f"Separate servers, not one machine: {links} -- each server's public uplink (no fabric) carries every "
-            f"training step's gradients. `anchorgpu plan {rec.model} --task {rec.task} --gpu {first.gpu} --gpus "
-            f"{first.gpus}` plans one server of {first.gpus} GPUs linked inside it, a different machine.")
-
-
-def _print_bands(out: Any, rec: Recommendation, unit: str) -> None:
-    """One line under the table: each result's speed band and, beside it, its roofline ceiling (a bound, never the
-    answer), as the JSON's ``*_low``/``*_high``/``*_ceiling`` give them."""
-    from anchorgpu.recommend.render import headline_band
-
-    parts = []
-    for i, o in enumerate(rec.results, 1):
-        low, high, top = headline_band(rec, o)
-        band = "" if low is None or high is None else f"{_rate(low)}–{_rate(high)}"
-        ceiling = "" if top is None else f"ceiling {_rate(top)}"
-        if band or ceiling:
-            parts.append(f"#{i} " + ", ".join(x for x in (band, ceiling) if x))
-    if parts:
-        out.print(f"{unit}: band (where measured runs fell) and roofline ceiling (a bound, never the answer): "
-                  + " · ".join(parts), markup=False)
 
 
 class _Progress:
@@ -226,7 +59,8 @@ def recommend_command(
     lower_precision: bool = typer.Option(False, "--lower-precision", help="Inference only: also consider fp8/int4-awq weights and an fp8 KV cache below the checkpoint's precision (outputs change: rerun evaluations)."),
     context: str | None = typer.Option(None, "--context", help=OPTION_HELP.CONTEXT),
     concurrency: int | None = typer.Option(None, "--concurrency", help="Sequences at once (inference only); default: the most each offering serves."),
-    min_tokens_per_s: float | None = typer.Option(None, "--min-tokens-per-s", help="Serving only: at least this many tokens/s per user."),
+    min_tokens_per_s: float | None = typer.Option(None, "--min-tokens-per-s-per-user", "--min-tokens-per-s", help="Serving only: keep configurations whose predicted decode tokens/s a user, at their concurrency, is at least this (20 = a token every 50 ms); each offering keeps the fastest layout that meets it. --min-tokens-per-s is the same option's older name."),
+    max_ttft_s: float | None = typer.Option(None, "--max-ttft-s", help="Serving only: keep configurations whose predicted time to the first token, at their concurrency, is at most this many seconds."),
     prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens (inference only; default: context - output)."),
     output_tokens: str | None = typer.Option(None, "--output-tokens", help="Output tokens per request, e.g. 256, 1e3 or 1k (inference only; default 256)."),
     images_per_request: int | None = typer.Option(None, "--images-per-request", help=OPTION_HELP.IMAGES_PER_REQUEST),
@@ -261,18 +95,21 @@ def recommend_command(
     from anchorgpu.architectures import ModelSpec, load_model
     from anchorgpu.catalog import load_catalog
     from anchorgpu.cli.plan_parse import parse_batch, parse_count, parse_resolution, parse_tokens
+    from anchorgpu.cli.recommend_render import render_recommendation
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import Workload
     from anchorgpu.planner.speed.overrides import Overrides
     from anchorgpu.planner.sweep import SweepSpec
     from anchorgpu.recommend import recommend, recommendation_to_json
     from anchorgpu.units import quotable_term
-    from anchorgpu.validation import bounded_int, comma_list, finite_number, usd_amount
+    from anchorgpu.validation import bounded_int, comma_list, positive_number, usd_amount
 
     the_term = quotable_term(term)
     budget: Decimal | None = usd_amount(max_usd) if max_usd is not None else None
-    if min_tokens_per_s is not None:
-        finite_number(min_tokens_per_s, field="min_tokens_per_s_per_user", flag="--min-tokens-per-s")
+    for value, field, flag in ((min_tokens_per_s, "min_tokens_per_s_per_user", "--min-tokens-per-s-per-user"),
+                               (max_ttft_s, "max_ttft_s", "--max-ttft-s")):
+        if value is not None:
+            positive_number(value, field=field, flag=flag)
     # token counts are read as --prompt and --context are (8k, 1e3: one parser); counts of things stay plain integers
     output_tokens_n = parse_tokens(output_tokens, field="output_tokens")
     for value, field in ((concurrency, "concurrency"), (micro_batch, "micro_batch"),
@@ -294,7 +131,8 @@ def recommend_command(
         "seq": seq, "global_batch": global_batch, "optimizer": optimizer, "optimizer_state": optimizer_state,
         "tokens": train_tokens, "lora_rank": lora_rank, "context": context, "concurrency": concurrency, "prompt": prompt,
         "output_tokens": output_tokens_n, "engine": engine, "max_num_seqs": max_num_seqs,
-        "gpu_memory_utilization": gpu_memory_utilization, "min_tokens_per_s": min_tokens_per_s,
+        "gpu_memory_utilization": gpu_memory_utilization, "min_tokens_per_s_per_user": min_tokens_per_s,
+        "max_ttft_s": max_ttft_s,
         "lower_precision": lower_precision}
     check_task_options(task, given)
     spec_model = load_model(model, offline=offline)
@@ -358,7 +196,8 @@ def recommend_command(
     progress = _Progress(enabled=not as_json)
     try:
         rec = recommend(spec_model, spec, catalog, the_term, datetime.now(UTC), max_usd=budget,
-                        min_tokens_per_s_per_user=min_tokens_per_s, top=top, max_servers=max_servers,
+                        min_tokens_per_s_per_user=min_tokens_per_s, max_ttft_s=max_ttft_s, top=top,
+                        max_servers=max_servers,
                         offerings=offerings, progress=progress, lower_precision=lower_precision)
     finally:
         progress.close()

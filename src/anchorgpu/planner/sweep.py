@@ -122,9 +122,10 @@ class SweepSpec:
     global_batch_tokens: int | None = None  # training: tokens per optimizer step (default performance's 2M)
     efficiencies: Overrides = field(default_factory=Overrides)  # --mfu / --mbu replace calibrated constants
     overheads: Overheads = field(default_factory=Overheads)
-    # serving over the ladder: each layout also at the most users it runs each at least this many decode tokens/s
-    # (sweep_floor; recommend --min-tokens-per-s)
+    # serving over the ladder: each layout also at the most users it runs each at least this many decode tokens/s,
+    # each seeing a first token within max_ttft_s (sweep_floor; recommend --min-tokens-per-s-per-user, --max-ttft-s)
     min_tokens_per_s_per_user: float | None = None
+    max_ttft_s: float | None = None
     max_pp: int = 8  # serving's deepest pipeline; training tries plan()'s depths (inputs.train_pp_sizes)
     zero_stages: tuple[int, ...] = (0, 1, 2, 3)
 
@@ -261,6 +262,7 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
                       train_stack=w.train_stack, launch_stages=w.launch_stages,
                       launch_tp_cp=w.launch_tp_cp)
     doubled = False  # the ladder run on past BATCH_LADDER
+    floor = None  # serving over the ladder with a per-user limit: sweep_floor.UserLimits
     ladder_swept = not training and not spec.concurrencies and w.concurrency is None
     if ladder_swept:
         from anchorgpu.planner.sweep_ladder import concurrency_ladder
@@ -282,19 +284,22 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         # the serving columns' modules (and the ladder's, SGLang's, attention DP's), loaded only by a serving sweep:
         # a training recommend's cold start does without them (tests/planner/test_cold_start.py)
         from anchorgpu.planner.sweep_attention_dp import with_attention_dp
+        from anchorgpu.planner.sweep_floor import UserLimits
         from anchorgpu.planner.sweep_serving import serving_columns
 
         # over the ladder, each layout also at the most sequences it runs (sweep_saturation): one rung a precision
         saturated = len(weights) * len(kvs) if ladder_swept else 0  # entries on the concurrency axis
-        # and with a per-user speed floor, at the most users it runs that fast (sweep_floor): one rung a precision
-        floor = spec.min_tokens_per_s_per_user if ladder_swept else None
+        # and with a per-user speed floor or TTFT limit, at the most users it runs within them (sweep_floor): one rung
+        # a precision
+        limits = UserLimits(spec.min_tokens_per_s_per_user, spec.max_ttft_s)
+        floor = limits if ladder_swept and limits.any else None
         saturated *= 1 if floor is None else 2
         cols = serving_columns(model, shapes, spec, lay, weights, kvs, concs, contexts, prompt, output, progress,
-                               media, cross, saturation=bool(saturated), floor_tokens_per_s=floor)
+                               media, cross, saturation=bool(saturated), limits=floor)
         inner = len(weights) * len(kvs) * (len(concs) + saturated)
         # a mixture of experts: attention data parallelism on one server, planned whole
         lay, cols = with_attention_dp(model, shapes, spec, lay, cols, weights, kvs, concs, probe_w, contexts, prompt,
-                                      output, saturated=bool(saturated), floor_tokens_per_s=floor)
+                                      output, saturated=bool(saturated), limits=floor)
     n = len(lay) * inner
     grid_shape = ((len(lay), len(weights)) if training
                   else (len(lay), len(weights), len(kvs), len(concs) + saturated))
@@ -332,7 +337,7 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         assumptions.append(overhead_rule_line(spec.overheads))
     assumptions.append(swept_line(len(shapes), lay, weights, kvs, concs, contexts, training=training,
                                   doubled=doubled, ladder_swept=ladder_swept,
-                                  floor=spec.min_tokens_per_s_per_user if ladder_swept else None))
+                                  floor=floor))
     if training:
         assumptions.append(chosen_per_layout_line(w, model.moe is not None))
     if model.moe is not None:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from anchorgpu.hardware.spec import GpuSpec
     from anchorgpu.planner.result import Plan
     from anchorgpu.planner.sweep import HardwareShape, SweepSpec
+    from anchorgpu.planner.sweep_floor import UserLimits
     from anchorgpu.planner.sweep_grid import Layouts
 
 __all__ = ["attention_dp_columns", "attention_dp_rows", "with_attention_dp"]
@@ -57,7 +58,7 @@ def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec
                          weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...], asked: Workload,
                          contexts: tuple[int, ...], prompt: int, output: int,
                          scaled: bool = False, saturated: bool = False,
-                         floor_tokens_per_s: float | None = None) -> dict[str, Array]:
+                         limits: UserLimits | None = None) -> dict[str, Array]:
     """The serving sweep's columns for the attention-DP layouts ``lay``, each ``(L, W, K, C)`` in the sweep's order,
     from :func:`~anchorgpu.planner.plan` and :func:`~anchorgpu.planner.speed.estimate.plan_performance` (memory as
     the plan sizes it; speed where the plan fits, NaN where it does not, as the plan gives none). A text model's
@@ -67,13 +68,13 @@ def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec
     concurrency then takes the plan's own default context, as the other layouts do). With the concurrency of each
     entry (the sweep's, or with ``scaled`` :func:`_scaled_columns`'s on several servers). With ``saturated``, after
     ``concs`` one entry more per (weights, KV dtype), at the most sequences the layout runs at that precision
-    (:func:`_saturation_plan`), planned at that precision only (the others left out: never fitting); with a
-    ``floor_tokens_per_s`` too, after those one more per (weights, KV dtype), at the most sequences it runs at that
-    precision while each user decodes that fast (:func:`_floor_plan`)."""
+    (:func:`_saturation_plan`), planned at that precision only (the others left out: never fitting); with per-user
+    ``limits`` too, after those one more per (weights, KV dtype), at the most sequences it runs at that precision
+    while every user sees them met (:func:`_floor_plan`)."""
     from anchorgpu.planner.plan import plan
 
     precisions = len(weights) * len(kvs)
-    floor = floor_tokens_per_s if saturated else None
+    floor = limits if saturated and limits is not None and limits.any else None
     saturation = precisions * (1 if floor is None else 2) if saturated else 0
     grid = (len(lay), len(weights), len(kvs), len(concs) + saturation)
     cols = {name: np.full(grid, np.nan) for name in _FLOAT_COLUMNS}
@@ -116,8 +117,9 @@ def attention_dp_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec
                     if most is not None:
                         _put(cols, fits, at, most, spec, prompt, output)
                     if floor is not None:
-                        ladder = [(c, float(speed)) for c, speed, fit in zip(
-                            concs, cols["decode_tokens_per_s_per_user"][i, j, k, :len(concs)].tolist(),
+                        ladder = [(c, bool(met)) for c, met, fit in zip(concs, floor.met(
+                            cols["decode_tokens_per_s_per_user"][i, j, k, :len(concs)],
+                            cols["prefill_s"][i, j, k, :len(concs)]).tolist(),
                             fits[i, j, k, :len(concs)].tolist(), strict=True) if fit]
                         rung = (i, j, k, at[3] + precisions)
                         cols["budget_bytes"][rung] = float(gpu.memory_bytes)
@@ -191,13 +193,13 @@ def _saturation_plan(model: ModelSpec, many: Workload, precision: PrecisionPlan,
 
 
 def _floor_plan(model: ModelSpec, many: Workload, precision: PrecisionPlan, layout: Layout, gpu: GpuSpec,
-                spec: SweepSpec, request: tuple[int, int], floor_tokens_per_s: float,
-                saturation: tuple[int, Plan | None], ladder: list[tuple[int, float]]) -> tuple[int, Plan | None]:
+                spec: SweepSpec, request: tuple[int, int], limits: UserLimits,
+                saturation: tuple[int, Plan | None], ladder: list[tuple[int, bool]]) -> tuple[int, Plan | None]:
     """The most sequences an attention-DP layout runs at once at ``precision`` (DP x a replica's, at least 2) while
-    each user decodes at least ``floor_tokens_per_s``, within its ``saturation`` (its concurrency and plan), as
-    ``plan --concurrency N`` gives it, and that plan (None where no such rung above the ladder's was found). A
-    bisection over the sequences a replica runs, one plan each: from the ladder's largest rung that fits and meets
-    the floor (``ladder``: each rung that fits and its decode tokens/s a user) to the next rung above it, or the
+    every user sees ``limits`` met (a decode speed floor, a TTFT limit), within its ``saturation`` (its concurrency
+    and plan), as ``plan --concurrency N`` gives it, and that plan (None where no such rung above the ladder's was
+    found). A bisection over the sequences a replica runs, one plan each: from the ladder's largest rung that fits
+    and meets them (``ladder``: each rung that fits and whether it meets them) to the next rung above it, or the
     saturation; a plan that does not fit counts as too slow."""
     from anchorgpu.planner.plan import plan
     from anchorgpu.planner.speed.estimate import plan_performance
@@ -210,7 +212,8 @@ def _floor_plan(model: ModelSpec, many: Workload, precision: PrecisionPlan, layo
             return False
         perf = plan_performance(p, prompt_tokens=prompt, output_tokens=output, mfu=spec.efficiencies.mfu,
                                 mbu=spec.efficiencies.mbu)
-        return bool(perf["decode_tokens_per_s_per_user"] >= floor_tokens_per_s)
+        return bool(limits.met(np.array(perf["decode_tokens_per_s_per_user"], dtype=np.float64),
+                               np.array(perf["ttft_s"], dtype=np.float64)))
 
     def fast(sequences: int) -> Plan | None:  # the plan at that many per replica where it fits and meets the floor
         try:
@@ -224,7 +227,7 @@ def _floor_plan(model: ModelSpec, many: Workload, precision: PrecisionPlan, layo
     if most is not None and meets(most):
         return most_sequences, most
     top = max(most_sequences // dp, 1)
-    met = [c for c, speed in ladder if speed >= floor_tokens_per_s and c <= most_sequences]
+    met = [c for c, meets_them in ladder if meets_them and c <= most_sequences]
     lo = max(max(met, default=dp) // dp, 1)
     above = [c for c, _ in ladder if c > dp * lo]
     hi = min(top, -(-min(above) // dp)) if above else top
@@ -277,7 +280,7 @@ def _scaled_columns(model: ModelSpec, asked: Workload, cols: dict[str, Array], f
 def with_attention_dp(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                       cols: dict[str, Array], weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...],
                       asked: Workload, contexts: tuple[int, ...], prompt: int, output: int, *,
-                      saturated: bool = False, floor_tokens_per_s: float | None = None
+                      saturated: bool = False, limits: UserLimits | None = None
                       ) -> tuple[Layouts, dict[str, Array]]:
     """The sweep's layouts and serving columns with the attention-DP layouts appended (the columns each widened to
     the whole grid for it), or both unchanged where there are none (a dense model). Over a concurrency ladder (no
@@ -290,7 +293,7 @@ def with_attention_dp(model: ModelSpec, shapes: Sequence[HardwareShape], spec: S
     adp = layouts(*(np.array(column, dtype=np.int64) for column in zip(*rows, strict=True)))
     scaled = not spec.concurrencies and spec.workload.concurrency is None
     extra = attention_dp_columns(model, shapes, spec, adp, weights, kvs, concs, asked, contexts, prompt, output,
-                                 scaled, saturated and scaled, floor_tokens_per_s)
+                                 scaled, saturated and scaled, limits)
     full = (len(lay), *extra["fits"].shape[1:])
     joined = {name: np.concatenate((np.broadcast_to(values.reshape((1,) * (4 - values.ndim) + values.shape), full),
                                     extra[name])) for name, values in cols.items()}

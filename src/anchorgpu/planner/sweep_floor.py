@@ -1,5 +1,6 @@
-"""Each layout's floor rung in a serving sweep with a per-user speed floor (``recommend --min-tokens-per-s X``): the
-most sequences it runs at once while each user still decodes at least ``X`` tokens a second, within its saturation
+"""Each layout's floor rung in a serving sweep with a per-user latency limit (``recommend --min-tokens-per-s-per-user
+X``, ``--max-ttft-s T``): the most sequences it runs at once while each user still decodes at least ``X`` tokens a
+second and sees the first token within ``T`` seconds (:class:`UserLimits`), within its saturation
 (:mod:`anchorgpu.planner.sweep_saturation`). The ladder's powers of two price a layout whose floor falls between two
 rungs at the rung below it: DeepSeek-V3 as TP 8 x DP 3 on 24 H200 was shown at 64 users under 33.3 tok/s a user,
 the next rung, 128, being too slow. Per-user speed falls as a replica runs more sequences, so a bisection over the
@@ -8,14 +9,51 @@ sequences a replica runs finds it, for every layout and precision at once. Pure.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["floor_rungs", "rung_of"]
+__all__ = ["UserLimits", "floor_rungs", "limit_rungs", "rung_of"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True, slots=True)
+class UserLimits:
+    """What every user of a serving configuration must see, on the calibrated predictions at its concurrency (None:
+    no such limit): at least ``min_tokens_per_s_per_user`` decode tokens a second (a TPOT of at most its inverse)
+    and a first token within ``max_ttft_s`` seconds. AIConfigurator's SLA search takes the same two (TPOT, TTFT)."""
+
+    min_tokens_per_s_per_user: float | None = None
+    max_ttft_s: float | None = None
+
+    @property
+    def any(self) -> bool:
+        return self.min_tokens_per_s_per_user is not None or self.max_ttft_s is not None
+
+    def met(self, per_user: FloatArray, ttft_s: FloatArray | None) -> BoolArray:
+        """Where both limits hold (NaN, a configuration without a figure, never holds one).
+
+        >>> UserLimits(20.0, 2.0).met(np.array([25.0, 25.0, 10.0]), np.array([1.0, 3.0, 1.0])).tolist()
+        [True, False, False]
+        """
+        ok: BoolArray = np.ones(np.shape(per_user), dtype=bool)
+        if self.min_tokens_per_s_per_user is not None:
+            ok &= per_user >= self.min_tokens_per_s_per_user
+        if self.max_ttft_s is not None:
+            assert ttft_s is not None, "a TTFT limit needs the TTFT figures"
+            ok &= ttft_s <= self.max_ttft_s
+        return ok
+
+    def words(self) -> str:
+        """``decode 20 tokens/s or faster and see a first token within 2 s``."""
+        parts = ([f"decode {self.min_tokens_per_s_per_user:g} tokens/s or faster"]
+                 if self.min_tokens_per_s_per_user is not None else [])
+        parts += [f"see a first token within {self.max_ttft_s:g} s"] if self.max_ttft_s is not None else []
+        return " and ".join(parts)
 
 PerUser = Callable[[IntArray], FloatArray]
 """Decode tokens/s a user at each concurrency of an ``(M, R, L)`` array, as the sweep times it, each of the ``R``
@@ -41,28 +79,33 @@ def rung_of(dp: IntArray, per_replica: IntArray) -> IntArray:
 
 def floor_rungs(per_user: PerUser, dp: IntArray, saturation: IntArray, floor_tokens_per_s: float,
                 ways: int = WAYS) -> IntArray:
-    """``(R, L)``: each layout's largest concurrency, in whole sequences a replica (:func:`rung_of`), at most its
-    ``saturation`` rung, whose per-user speed is at least ``floor_tokens_per_s``; where even one sequence a replica
-    is slower, that one (never meeting the floor: the sweep marks it too slow, as any rung). A search between one
-    sequence a replica (meets the floor) and the saturation's (does not), each bracket cut into ``ways`` parts a
-    round and narrowed to the part where the speed first falls below the floor: the answer meets the floor with one
-    more sequence a replica below it, whether or not the speed falls steadily.
+    """:func:`limit_rungs` under a per-user speed floor alone.
 
     >>> speed = lambda conc: 100.0 / np.asarray(conc, dtype=np.float64)  # a user's tokens/s falls as 1 / users
     >>> floor_rungs(speed, np.array([1, 4]), np.array([[64, 64]]), 33.3).tolist()  # 100/3 >= 33.3 > 100/4
     [[3, 4]]
     """
+    return limit_rungs(lambda conc: per_user(conc) >= floor_tokens_per_s, dp, saturation, ways)
+
+
+def limit_rungs(meets: Callable[[IntArray], BoolArray], dp: IntArray, saturation: IntArray,
+                ways: int = WAYS) -> IntArray:
+    """``(R, L)``: each layout's largest concurrency, in whole sequences a replica (:func:`rung_of`), at most its
+    ``saturation`` rung, that ``meets`` the limits (:class:`UserLimits` on its figures at each concurrency of an
+    ``(M, R, L)`` array); where even one sequence a replica misses them, that one (the sweep marks it too slow, as
+    any rung). A search between one sequence a replica (meets them) and the saturation's (does not), each bracket cut
+    into ``ways`` parts a round and narrowed to the part where they are first missed: the answer meets them with one
+    more sequence a replica below it, whether or not the figures move steadily."""
     top = np.maximum(saturation // dp, 1)  # sequences a replica at saturation
     ends = np.stack((np.ones_like(top), top))
-    meets_lo, meets_top = per_user(rung_of(dp, ends)) >= floor_tokens_per_s
+    meets_lo, meets_top = meets(rung_of(dp, ends))
     lo = np.where(meets_top, top, 1)
     hi = np.where(meets_top | ~meets_lo, lo, top)  # a bracket (lo meets, hi does not) where hi > lo + 1
     parts = np.arange(1, ways)[:, None, None]
     while (open_ := hi - lo > 1).any():
         cut = np.clip(lo + -(-(hi - lo) * parts // ways), lo + 1, hi - 1)  # (ways - 1, R, L), ascending
         cut = np.where(open_, cut, lo)
-        meets = per_user(rung_of(dp, cut)) >= floor_tokens_per_s
-        slow = ~meets
+        slow = ~meets(rung_of(dp, cut))
         first = np.argmax(slow, axis=0)  # the first cut too slow (0 where none is)
         any_slow = slow.any(axis=0)
         below = np.take_along_axis(cut, np.maximum(first - 1, 0)[None], axis=0)[0]

@@ -10,6 +10,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.inputs import Workload, recompute_ladder
 
 if TYPE_CHECKING:
+    from anchorgpu.planner.sweep_floor import UserLimits
     from anchorgpu.planner.sweep_grid import Layouts
 
 __all__ = ["chosen_per_layout_line", "expert_parallel_line", "swept_line"]
@@ -17,10 +18,11 @@ __all__ = ["chosen_per_layout_line", "expert_parallel_line", "swept_line"]
 
 def swept_line(shapes: int, lay: Layouts, weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...],
                contexts: tuple[int, ...], *, training: bool, doubled: bool, ladder_swept: bool,
-               floor: float | None) -> str:
+               floor: UserLimits | None) -> str:
     """``Swept ...``: the hardware shapes, layouts, formats and concurrencies evaluated; over a concurrency ladder
     (``ladder_swept``), how far it doubled (``doubled``: past its last power of two) and each layout's own rungs: its
-    saturation, and under a per-user ``floor`` the most users that still meet it."""
+    saturation, and under per-user limits (``floor``: a speed floor, a TTFT limit) the most users that still meet
+    them."""
     doubling = ""
     if doubled:
         from anchorgpu.planner.sweep_ladder import BATCH_LADDER
@@ -38,7 +40,7 @@ def swept_line(shapes: int, lay: Layouts, weights: tuple[str, ...], kvs: tuple[s
            "its engine's sequence cap x its replicas)"
            if ladder_swept else "")
         + (f", and each layout at its own floor at each precision (the most users, the same number on each replica, "
-           f"within that saturation, that each still decode {floor:g} tokens/s or faster)"
+           f"within that saturation, that each still {floor.words()})"
            if ladder_swept and floor is not None else "")
         + ".")
 

@@ -36,6 +36,7 @@ from anchorgpu.planner.sweep_serving_ticks import Ticks
 
 if TYPE_CHECKING:
     from anchorgpu.planner.sweep import HardwareShape, SweepSpec
+    from anchorgpu.planner.sweep_floor import UserLimits
 
 __all__ = ["serving_columns"]
 
@@ -126,7 +127,7 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
                     weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...],
                     contexts: tuple[int, ...], prompt: int, output: int, progress: Progress | None,
                     media: MediaLoad | None = None, cross: CrossRequest | None = None,
-                    saturation: bool = False, floor_tokens_per_s: float | None = None) -> dict[str, Array]:
+                    saturation: bool = False, limits: UserLimits | None = None) -> dict[str, Array]:
     """Every serving result column of the sweep on the axes (layout, weights, kv, concurrency): those that vary
     along every axis as whole arrays in that order, the others of length 1 along the axes they do not vary on.
     ``contexts``: the tokens a sequence is sized at, one per concurrency of ``concs`` (as plan sizes it at that
@@ -135,10 +136,10 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     prefill work, and its output; every decode step reads the cross-attention K/V); None for any other model.
     ``saturation``: after ``concs``, one concurrency more per (weights, KV dtype), each layout's own: the most
     sequences it runs at once at that precision (:func:`~anchorgpu.planner.sweep_saturation.saturation_rungs`),
-    sized at the last of ``contexts``; each is evaluated at every precision, as any concurrency is. With a
-    ``floor_tokens_per_s`` too, after those one more per (weights, KV dtype): the most sequences each layout runs at
-    that precision, within its saturation, while each user decodes at least that fast
-    (:func:`~anchorgpu.planner.sweep_floor.floor_rungs`), sized as the saturation rungs are."""
+    sized at the last of ``contexts``; each is evaluated at every precision, as any concurrency is. With ``limits``
+    too (a per-user speed floor, a TTFT limit), after those one more per (weights, KV dtype): the most sequences each
+    layout runs at that precision, within its saturation, while every user sees them met
+    (:func:`~anchorgpu.planner.sweep_floor.limit_rungs`), sized as the saturation rungs are."""
     w: Workload = spec.workload
     if cross is not None:
         prompt, output = cross.prompt_tokens, cross.output_tokens
@@ -147,11 +148,12 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
         from anchorgpu.planner.sweep_saturation import saturation_rungs
 
         rungs = saturation_rungs(model, shapes, spec, lay, weights, kvs, contexts[-1], prompt, output, media, cross)
-        if floor_tokens_per_s is not None:
-            from anchorgpu.planner.sweep_floor import floor_rungs
+        if limits is not None and limits.any:
+            from anchorgpu.planner.sweep_floor import limit_rungs
 
-            speed = _per_user_speed(model, shapes, spec, lay, weights, kvs, contexts[-1], prompt, output, media, cross)
-            rungs = np.concatenate((rungs, floor_rungs(speed, lay.dp, rungs, floor_tokens_per_s)))
+            figures = _user_figures(model, shapes, spec, lay, weights, kvs, contexts[-1], prompt, output, media, cross,
+                                    ttft=limits.max_ttft_s is not None)
+            rungs = np.concatenate((rungs, limit_rungs(lambda c: limits.met(*figures(c)), lay.dp, rungs)))
         conc = np.concatenate((np.broadcast_to(conc, (len(concs), len(lay))), rungs))
         contexts = (*contexts, *(contexts[-1],) * len(rungs))
     grid = (len(lay), len(weights), len(kvs), conc.shape[0])
@@ -224,11 +226,21 @@ def _ticks(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, l
 def _per_user_speed(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                     weights: tuple[str, ...], kvs: tuple[str, ...], context_tokens: int, prompt: int, output: int,
                     media: MediaLoad | None, cross: CrossRequest | None) -> Callable[[IntArray], FloatArray]:
+    """A function of concurrencies ``(M, W x K, L)`` to each one's decode tokens/s a user (:func:`_user_figures`)."""
+    figures = _user_figures(model, shapes, spec, lay, weights, kvs, context_tokens, prompt, output, media, cross)
+    return lambda conc: figures(conc)[0]
+
+
+def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
+                  weights: tuple[str, ...], kvs: tuple[str, ...], context_tokens: int, prompt: int, output: int,
+                  media: MediaLoad | None, cross: CrossRequest | None, *, ttft: bool = False
+                  ) -> Callable[[IntArray], tuple[FloatArray, FloatArray | None]]:
     """A function of concurrencies ``(M, W x K, L)``, one row a (weights, KV dtype) (weights first), to each one's
-    decode tokens/s a user at its own precision: the steady step :func:`serving_columns` times, the same figure (a
-    pair's ticks read only its own (shape, TP, PP), precision and sequences a replica; a sequence's length sizes the
-    memory, not the step). The ticks' terms are formed once a (shape, TP, PP), each precision's put on the pair
-    axis (:func:`_precisions_on_pairs`), and taken at each call's (precision, shape, TP, PP, sequences a replica)."""
+    decode tokens/s a user at its own precision and (``ttft``, else None) its seconds to the first token: the steady
+    step and first chunk :func:`serving_columns` times, the same figures (a pair's ticks read only its own (shape, TP,
+    PP), precision and sequences a replica; a sequence's length sizes the memory, not the step). The ticks' terms are
+    formed once a (shape, TP, PP), each precision's put on the pair axis (:func:`_precisions_on_pairs`), and taken at
+    each call's (precision, shape, TP, PP, sequences a replica)."""
     kv = kv_factors(model, spec, lay, kvs, (context_tokens,), prompt, output, media, cross)
     weights_bytes = memory_terms(model, shapes, spec, lay, weights, kv, np.ones((1, len(lay)), dtype=np.int64)).weights
     _, firsts, group_l = np.unique((lay.shape * 65536 + lay.tp) * 65536 + lay.pp, return_index=True,
@@ -241,18 +253,23 @@ def _per_user_speed(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     budget = np.tile(_budget_tokens(shapes, spec.workload, lay, one_each), rows)
     row_of = np.arange(rows)[:, None]
 
-    def per_user(conc: IntArray) -> FloatArray:
+    def figures(conc: IntArray) -> tuple[FloatArray, FloatArray | None]:
         # (M, R, L): sequences a replica, then precision, then (shape, TP, PP): ascending, in order of the first
         key = (-(-conc // lay.dp) * rows + row_of) * groups + group_l
         pair, inverse = np.unique(key, return_inverse=True)
         at = pair % (rows * groups)  # precision r's (shape, TP, PP) g at r x G + g
         batch = (pair // (rows * groups)).astype(np.float64)[None, :]
-        step = np.empty((1, 1, 1, batch.size))
-        _steady_step(copy.copy(base).expanded(at), batch, prompt, output, budget[at], step)
-        speed: FloatArray = 1.0 / step[0, 0, 0, inverse.reshape(conc.shape)]
-        return speed
+        step, first = np.empty((2, 1, 1, 1, batch.size))
+        ticks = copy.copy(base).expanded(at)
+        _steady_step(ticks, batch, prompt, output, budget[at], step)
+        where = inverse.reshape(conc.shape)
+        speed: FloatArray = 1.0 / step[0, 0, 0, where]
+        if not ttft:
+            return speed, None
+        _time_to_first_token(ticks, budget[at], batch, prompt, first)
+        return speed, first[0, 0, 0, where]
 
-    return per_user
+    return figures
 
 
 def _precisions_on_pairs(ticks: Ticks, weights: int, kvs: int) -> Ticks:

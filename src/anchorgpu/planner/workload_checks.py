@@ -200,14 +200,14 @@ LORA_OPTIONS: tuple[str, ...] = ("lora_rank", "lora_targets")
 """Options of LoRA's adapters (task lora or qlora): full training and serving have none."""
 SERVING_OPTIONS: tuple[str, ...] = ("context", "concurrency", "prompt", "output_tokens", "engine", "max_num_seqs",
                                    "max_num_batched_tokens", "gpu_memory_utilization", "min_tokens_per_s",
-                                   "min_tokens_per_s_per_user", "lower_precision")
+                                   "min_tokens_per_s_per_user", "max_ttft_s", "lower_precision")
 """Options of a language model's serving engine and its requests (task inference). ``--kv-cache`` and
 ``--images-per-request``/``--image-resolution`` are refused for other tasks by their own checks. Shared by every task
 (not listed): the model, GPUs and layout counts, ``--weights``, ``--allow-long-context`` (the serving context or the
 training sequence), ``--mfu``/``--mbu`` (a training step's optimizer update reads memory at the MBU too), the
 overheads and ``--recipe`` (checked by :func:`anchorgpu.recipes.check_kind`)."""
-_FLAGS = {"tokens": "--tokens", "train_tokens": "--tokens", "min_tokens_per_s": "--min-tokens-per-s",
-          "min_tokens_per_s_per_user": "--min-tokens-per-s"}
+_FLAGS = {"tokens": "--tokens", "train_tokens": "--tokens", "min_tokens_per_s": "--min-tokens-per-s-per-user",
+          "min_tokens_per_s_per_user": "--min-tokens-per-s-per-user"}
 
 
 def _shown(name: str, value: object) -> str:

@@ -88,10 +88,11 @@ def engine_cap(workload: Workload, gpu: GpuSpec) -> int:
 
 
 def miss_reason(row: Mapping[str, Any], min_tokens_per_s_per_user: float | None, training: bool,
-                 cap: int | None = None, *, batch_tokens: int | None = None, seq_tokens: int | None = None) -> str:
+                 cap: int | None = None, *, batch_tokens: int | None = None, seq_tokens: int | None = None,
+                 max_ttft_s: float | None = None) -> str:
     """Why an offering and server count is rejected, from its configuration closest to fitting (``cap``: the
     sequences a serving replica's engine runs at once; ``batch_tokens`` and ``seq_tokens``: a training sweep's stated
-    global batch and sequence, named when no layout splits the batch)."""
+    global batch and sequence, named when no layout splits the batch; ``max_ttft_s``: serving's TTFT limit)."""
     if row["fits"] and cap is not None and row["concurrency"] > row["dp"] * cap:
         return (f"its engines run at most {cap:,} sequences a replica at once (vLLM's max_num_seqs, SGLang's "
                 "max_running_requests, TensorRT-LLM's max_batch_size): "
@@ -106,6 +107,12 @@ def miss_reason(row: Mapping[str, Any], min_tokens_per_s_per_user: float | None,
         return (f"--global-batch {batch_tokens or 0:,}: {what} "
                 f"layout tried (the fewest ranks: TP {row['tp']}, PP {row['pp']}, DP {row['dp']} x micro-batch "
                 f"{row['concurrency']}" + (f" x {seq_tokens:,} tokens" if seq_tokens else "") + need + ")")
+    per_user = row.get("decode_tokens_per_s_per_user")
+    if row["fits"] and max_ttft_s is not None and (min_tokens_per_s_per_user is None or (
+            per_user is not None and per_user >= min_tokens_per_s_per_user)):
+        ttft = row.get("prefill_s")
+        return (f"no configuration gives a first token within {max_ttft_s:,g} s"
+                + ("" if ttft is None else f" (best fit: {fmt_figure(ttft, 2)} s)"))
     if row["fits"] and min_tokens_per_s_per_user is not None:
         return (f"no configuration reaches {min_tokens_per_s_per_user:,g} tokens/s per user "
                 f"(best fit: {fmt_figure(row['decode_tokens_per_s_per_user'], 1)})")

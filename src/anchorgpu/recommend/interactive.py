@@ -32,7 +32,7 @@ def slow_users_line(configs: Sequence[Mapping[str, Any]]) -> str | None:
 
     >>> print(slow_users_line([{"decode_tokens_per_s_per_user": 5.6}, {"decode_tokens_per_s_per_user": 40.0},
     ...                        {"decode_tokens_per_s_per_user": 7.7}]))
-    Each offering runs the concurrency with the most tokens/s in all, the cheapest tokens (right for batch work); rows #1 (5.6 tok/s), #3 (7.7 tok/s) serve each user below 33.3 tok/s, a token every 30 ms (AIConfigurator's default latency target): for chat, set --min-tokens-per-s 33.3 (API min_tokens_per_s_per_user) or your own target.
+    Each offering runs the concurrency with the most tokens/s in all, the cheapest tokens (right for batch work); rows #1 (5.6 tok/s), #3 (7.7 tok/s) serve each user below 33.3 tok/s, a token every 30 ms (AIConfigurator's default latency target): for chat, set --min-tokens-per-s-per-user 33.3 (API min_tokens_per_s_per_user) or your own target.
     >>> "#1 (0.030 tok/s)" in slow_users_line([{"decode_tokens_per_s_per_user": 0.0302}])
     True
     >>> slow_users_line([{"decode_tokens_per_s_per_user": 40.0}]) is None
@@ -47,5 +47,5 @@ def slow_users_line(configs: Sequence[Mapping[str, Any]]) -> str | None:
     return (f"Each offering runs the concurrency with the most tokens/s in all, the cheapest tokens (right for batch "
             f"work); {'row' if len(slow) == 1 else 'rows'} {rows} serve{'s' if len(slow) == 1 else ''} each user "
             f"below {target:.1f} tok/s, a token every {1000 / target:.0f} ms (AIConfigurator's default latency "
-            f"target): for chat, set --min-tokens-per-s {target:.1f} (API min_tokens_per_s_per_user) or your own "
+            f"target): for chat, set --min-tokens-per-s-per-user {target:.1f} (API min_tokens_per_s_per_user) or your own "
             "target.")

@@ -8,6 +8,7 @@ from typing import Any
 
 from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.speed.overrides import Overrides
+from anchorgpu.recommend.limits import LimitsApplied
 from anchorgpu.units import Term
 
 __all__ = ["Recommendation", "RecommendedOption", "Rejection"]
@@ -67,3 +68,4 @@ class Recommendation:
     warnings: tuple[tuple[str, str], ...] = field(default=())
     moe: bool = False  # a mixture of experts: its serving band is its own
     efficiencies: Overrides = field(default_factory=Overrides)  # --mfu/--mbu: the bands are then none
+    limits: LimitsApplied = field(default_factory=LimitsApplied)  # serving: the per-user limits and what they dropped

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from anchorgpu.planner.inputs import RECOMPUTES
 from anchorgpu.planner.speed.overrides import Overrides
+from anchorgpu.recommend.limits import limits_json
 from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE
 from anchorgpu.units import round_figure
 
@@ -218,4 +219,6 @@ def recommendation_to_json(rec: Recommendation) -> dict[str, Any]:
                      for r in rec.rejected],
         "assumptions": list(rec.assumptions),
         "warnings": [{"code": code, "message": message} for code, message in rec.warnings],
+        # serving: the per-user limits applied (null where not given) and the offerings each turned away
+        **({"limits": limits_json(rec.limits)} if rec.task == "inference" else {}),
     }

@@ -44,6 +44,7 @@ from anchorgpu.recommend.candidates import (
 from anchorgpu.recommend.ceilings import row_ceilings
 from anchorgpu.recommend.eligibility import able_to_run, engine_cap, miss_reason
 from anchorgpu.recommend.interactive import slow_users_line
+from anchorgpu.recommend.limits import LimitsApplied, apply_limits, limits_line
 from anchorgpu.recommend.precision import lowered, precision_choice
 from anchorgpu.recommend.records import Recommendation, RecommendedOption, Rejection
 from anchorgpu.recommend.render import recommendation_to_json
@@ -139,6 +140,7 @@ def recommend(
     *,
     max_usd: Decimal | None = None,
     min_tokens_per_s_per_user: float | None = None,
+    max_ttft_s: float | None = None,
     top: int = 10,
     max_servers: int = 4,
     offerings: Sequence[Offering] | None = None,
@@ -149,7 +151,9 @@ def recommend(
     the cost/speed Pareto front and why cheaper options were rejected.
 
     Precision is the plan's unless lower ones are listed in ``spec`` or allowed (``lower_precision``); see
-    :func:`precision_choice`. Each row below the plan's precision carries ``lower_precision``."""
+    :func:`precision_choice`. Each row below the plan's precision carries ``lower_precision``. Serving only:
+    ``min_tokens_per_s_per_user`` and ``max_ttft_s`` keep the configurations whose predicted figures meet them
+    (:mod:`~anchorgpu.recommend.limits`)."""
     the_term = quotable_term(term)  # priced as `quote` prices it: no longer than it quotes
     if top < 1:
         raise InvalidWorkload(f"top={top}: at least one result")
@@ -171,8 +175,10 @@ def recommend(
     if choice.kv_per_gpu:  # the checkpoint's KV cache where the engine runs it on the GPU, else fp8/bf16 (as plan)
         defaults = {default_kv_cache(choice.reference_kv, sh.gpu, engine, model) for sh in shapes}
         kvs = tuple(k for k in kvs if k in defaults)
+    serving = spec.workload.task == "inference"
     spec = replace(spec, weights=choice.weights, kv_caches=kvs,
-                   min_tokens_per_s_per_user=min_tokens_per_s_per_user if spec.workload.task == "inference" else None)
+                   min_tokens_per_s_per_user=min_tokens_per_s_per_user if serving else None,
+                   max_ttft_s=max_ttft_s if serving else None)
     result = sweep(model, shapes, spec, progress=progress, flatten=False)  # reads a few columns and rows
     c = result.columns
     if result.task == "inference":  # a replica runs at most its engine's max_num_seqs at once; past it users queue
@@ -191,8 +197,9 @@ def recommend(
             usable &= c.widen(~nvfp4 | nvfp4_gpu)
     else:  # and splits the stated global batch: a micro-batch per data-parallel rank at least, as plan() requires
         usable = np.asarray(c["fits"], dtype=bool) & np.asarray(c["splits_batch"], dtype=bool)
-    if min_tokens_per_s_per_user is not None and result.task == "inference":
-        usable = usable & (np.nan_to_num(c["decode_tokens_per_s_per_user"]) >= min_tokens_per_s_per_user)
+    applied = LimitsApplied()
+    if result.task == "inference":
+        usable, applied = apply_limits(result, usable, spec.min_tokens_per_s_per_user, spec.max_ttft_s)
     best = best_per_group(result, usable)
     misses = closest_miss(result, skip=best)  # only the groups with no configuration kept are read
     seq = default_seq_tokens(spec.workload, model.max_context_tokens)  # a training sweep's sequence, as it sizes it
@@ -215,9 +222,10 @@ def recommend(
                     row = result.row(miss)
                     cap = None if training else engine_cap(spec.workload, get_gpu(row["gpu"]))
                     rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=quote.total_usd,
-                                              reason=miss_reason(row, min_tokens_per_s_per_user, training, cap,
+                                              reason=miss_reason(row, spec.min_tokens_per_s_per_user, training, cap,
                                                                  batch_tokens=spec.global_batch_tokens,
-                                                                 seq_tokens=seq if training else None)))
+                                                                 seq_tokens=seq if training else None,
+                                                                 max_ttft_s=spec.max_ttft_s)))
                 continue
             if max_usd is not None and quote.total_usd > max_usd:
                 rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=quote.total_usd,
@@ -308,6 +316,9 @@ def recommend(
                 and result.output_tokens != 1 else None)
         if slow:
             assumptions.append(slow)
+        limited = limits_line(applied)
+        if limited:
+            assumptions.append(limited)
         assumptions.extend(serving_caveats(calibrated(spec.efficiencies).caveats, moe=model.moe is not None,
                                            engine=spec.workload.engine, wide_ep=wide_ep))
     else:
@@ -324,5 +335,5 @@ def recommend(
         model=model.name, task=result.task, term=the_term, workload=workload, evaluated=result.evaluated,
         results=tuple(shown), pareto=front, rejected=tuple(shown_rejected[:10]),
         assumptions=tuple(assumptions), warnings=result.warnings, moe=model.moe is not None,
-        efficiencies=spec.efficiencies,
+        efficiencies=spec.efficiencies, limits=applied,
     )

@@ -283,7 +283,8 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
 
     allowed = set(RecommendRequest.model_fields)
     values = {k: v for k, v in form_values(request).items() if k in allowed}
-    for name in ("term", "max_usd", "min_tokens_per_s_per_user", "top", "max_servers", "train_tokens", "output_tokens"):
+    for name in ("term", "max_usd", "min_tokens_per_s_per_user", "max_ttft_s", "top", "max_servers", "train_tokens",
+                 "output_tokens"):
         raw = request.query_params.get(name, "").strip()
         if raw:
             values[name] = shorthand(name, raw)
