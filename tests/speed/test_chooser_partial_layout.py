@@ -93,8 +93,8 @@ def test_a_launch_without_stages_still_holds_pp_1_under_tp_alone() -> None:
 
 
 def test_serving_keeps_the_rest_of_a_given_tp_as_replicas() -> None:
-    """Serving is unchanged: ``--tp`` sizes each engine and the GPUs beyond it are replicas (DP), as vLLM's and SGLang's
-    data-parallel launches run them; "What would fit" offers pipeline stages instead of replicas when they do not fit
-    (suggest.py)."""
+    """Serving: ``--tp`` sizes each engine and the GPUs beyond it are replicas (DP), as vLLM's and SGLang's
+    data-parallel launches run them, wherever those replicas hold the users; where they do not, pipeline stages are
+    added around the TP (tests/speed/test_serving_given_tp.py)."""
     p = plan(load_model("llama-3.1-70b"), Workload(task="inference"), gpu=H100, layout=Layout(gpus=8, tp=4))
     assert (p.layout.tp, p.layout.pp, p.layout.dp) == (4, 1, 2)

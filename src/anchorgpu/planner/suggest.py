@@ -321,6 +321,16 @@ def choose_layout_plan(model: ModelSpec, w: Workload, prec: PrecisionPlan, lay_i
             return None  # nothing on these GPUs holds the job: the default's plan says what would fit
         why, chosen = on
         return chosen if why is None else evolve(chosen, assumptions=(why.reason, *chosen.assumptions))
+    if w.task == "inference" and lay_in.gpus is not None and lay_in.tp is not None and lay_in.pp is None \
+            and lay_in.dp is None and isinstance(model, ModelSpec):
+        from anchorgpu.planner.speed.serving_given_tp import stages_around_given_tp
+
+        # the given TP kept: its replicas where they hold the users, else pipeline stages added around it
+        around = stages_around_given_tp(model, w, prec, lay_in, gpu, ov)
+        if around is None:
+            return None
+        why, chosen = around
+        return chosen if why is None else evolve(chosen, assumptions=(why.reason, *chosen.assumptions))
     return None
 
 

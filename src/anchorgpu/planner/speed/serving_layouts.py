@@ -255,20 +255,21 @@ def _held(model: ModelSpec, w: Workload, precision: PrecisionPlan, gpus: int, gp
 
 
 def _which(held: list[tuple[Layout, Plan]], pick: int, speeds: list[float], classes: list[str],
-           users: str | None) -> str:
+           users: str | None, first: str = "the planner's first") -> str:
     """What the chosen layout is among those that hold the users (``users``: how many, else "that do"); where the
     planner's first is kept though another is predicted faster (within the margin), which one and by how much, the
-    layout recommend's sweep, which ranks with no margin, may show on the same GPUs. The margin quoted is the one
-    between the first and the layout named (of its class of link, ``classes``: :func:`pair_class`)."""
+    layout recommend's sweep, which ranks with no margin, may show on the same GPUs (``first``: how the first is
+    named). The margin quoted is the one between the first and the layout named (of its class of link, ``classes``:
+    :func:`pair_class`)."""
     if len(held) == 1:
         return f"the only layout on them that holds {users}"
     best = _fastest_index(speeds)
     named = classes[best if pick == 0 else pick]
     margin = calibration().layout_margin_of(named)
-    which = (f"the planner's first ({speeds[0]:,.0f} output tok/s), no other predicted more than {margin:.1%} faster"
+    which = (f"{first} ({speeds[0]:,.0f} output tok/s), no other predicted more than {margin:.1%} faster"
              if pick == 0 else
              f"the {'fastest' if pick == best else 'fastest beyond its margin'} ({speeds[pick]:,.0f} output tok/s), "
-             f"predicted more than {margin:.1%} faster than the planner's first")
+             f"predicted more than {margin:.1%} faster than {first}")
     others = "".join(f"; {calibration().layout_margin_of(c):.1%} {_CLASS_WORDS[c]}"
                      for c in _CLASS_WORDS if c != named and c in classes[1:])
     return (f"of the {len(held)} layouts on them that {'do' if users is None else 'hold ' + users}, {which} ("
