@@ -1,6 +1,6 @@
 """recommend without --concurrency tries 1, 2, 4, ..., 512 users, then doubles on while a layout swept could run that
 many at once (planner.sweep_ladder): a replica runs at most its engine's sequence cap (vLLM's max_num_seqs, 1,024 on
-large GPUs: planner.inputs.engine_limits) and each data-parallel replica is an engine of its own. With the top fixed
+large GPUs: planner.engine_limits.engine_limits) and each data-parallel replica is an engine of its own. With the top fixed
 at 512, `recommend deepseek-v3 --gpu h200` showed 1, 2 and 3 servers of 8 H200 all at 512 users, the 3-server row at
 15.8 tok/s a user and $3.05 a million tokens: 512 users spread over 24 GPUs."""
 
@@ -17,7 +17,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.catalog import load_catalog
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
-from anchorgpu.planner.inputs import engine_limits, large_engine_defaults
+from anchorgpu.planner.engine_limits import engine_limits, large_engine_defaults
 from anchorgpu.planner.serving_request import request_media
 from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.sweep import BATCH_LADDER, SweepSpec, sweep

@@ -256,7 +256,8 @@ def test_serving_recommendations_run_every_user_at_once(capsys) -> None:
     servers, timed as if 1,667 sequences ran on each, while their engines would run 768 and queue the rest. Now every
     result runs its users at once, and the option rejected says why."""
     from anchorgpu.hardware import get_gpu
-    from anchorgpu.planner.inputs import Workload, engine_limits, large_engine_defaults
+    from anchorgpu.planner.engine_limits import engine_limits, large_engine_defaults
+    from anchorgpu.planner.inputs import Workload
 
     code = main(["recommend", "gpt-oss-20b", "--concurrency", "5000", "--top", "10", "--json"])
     assert code == 0

@@ -11,7 +11,7 @@ import pytest
 from anchorgpu.architectures import load_model
 from anchorgpu.catalog import load_catalog
 from anchorgpu.planner import Workload
-from anchorgpu.planner.inputs import engine_limits, large_engine_defaults
+from anchorgpu.planner.engine_limits import engine_limits, large_engine_defaults
 from anchorgpu.planner.sweep import BATCH_LADDER, SweepSpec
 from anchorgpu.planner.sweep_grid import layout_grid
 from anchorgpu.planner.sweep_serving import _time_to_first_token

@@ -1,4 +1,4 @@
-"""``recommend``'s vLLM engine line states vLLM's scheduler defaults per GPU (planner.inputs.large_engine_defaults:
+"""``recommend``'s vLLM engine line states vLLM's scheduler defaults per GPU (planner.engine_limits.large_engine_defaults:
 8,192 tokens and 1,024 sequences on GPUs of at least 70 GiB but the A100, 2,048 and 256 elsewhere), as the sweep sizes
 each offering, not the one GPU's values of the probe plan."""
 
@@ -12,7 +12,7 @@ from anchorgpu.architectures import load_model
 from anchorgpu.catalog import load_catalog
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Workload
-from anchorgpu.planner.inputs import engine_limits, large_engine_defaults
+from anchorgpu.planner.engine_limits import engine_limits, large_engine_defaults
 from anchorgpu.planner.sweep import SweepSpec
 from anchorgpu.recommend import recommend, recommendation_to_json
 

@@ -67,13 +67,13 @@ def _setup(model: ModelSpec, *, attention_dp: bool, gpus: int) -> ServingSetup:
 def test_only_a_plan_marked_attention_dp_sets_it() -> None:
     marked = _setup(MAVERICK, attention_dp=True, gpus=8)
     user = _setup(MAVERICK, attention_dp=False, gpus=8)
-    assert marked.whole_dense_layers and marked.whole_dense_extra_bytes > 6e9
-    assert not user.whole_dense_layers and user.whole_dense_extra_bytes == 0.0
+    assert marked.attention_dp and marked.whole_dense_extra_bytes > 6e9
+    assert not user.attention_dp and user.whole_dense_extra_bytes == 0.0
 
 
 def test_dense_layers_send_no_all_reduce_and_the_memo_tells_the_setups_apart() -> None:
     marked = _setup(MAVERICK, attention_dp=True, gpus=8)
-    plain = dataclasses.replace(marked, whole_dense_layers=False, whole_dense_extra_bytes=0.0)
+    plain = dataclasses.replace(marked, attention_dp=False, whole_dense_extra_bytes=0.0)
     cal = calibration()
     step_constants._STEP_MEMO.clear()
     with_dense, _ = step_constants._pair(MAVERICK, GPU, marked, cal)
@@ -86,7 +86,7 @@ def test_a_model_without_dense_layers_is_timed_as_before() -> None:
     that TensorRT-LLM fuses into its TP all-reduces without attention DP run apart under it, as launches
     (launches.fuses_norms_into_allreduce; modeling_llama.py's fusion is off with enable_attention_dp)."""
     marked = _setup(SCOUT, attention_dp=True, gpus=4)
-    plain = dataclasses.replace(marked, whole_dense_layers=False)
+    plain = dataclasses.replace(marked, attention_dp=False)
     one, two = (decode_step(SCOUT, GPU, s, batch=256, prefill_tokens=2048, prompt_tokens=1000,
                             cached_tokens=1500) for s in (marked, plain))
     assert (one.communication_s, one.weights_s) == (two.communication_s, two.weights_s)
@@ -95,7 +95,7 @@ def test_a_model_without_dense_layers_is_timed_as_before() -> None:
 
 def test_a_maverick_decode_step_exchanges_less_and_reads_more() -> None:
     marked = _setup(MAVERICK, attention_dp=True, gpus=8)
-    plain = dataclasses.replace(marked, whole_dense_layers=False, whole_dense_extra_bytes=0.0)
+    plain = dataclasses.replace(marked, attention_dp=False, whole_dense_extra_bytes=0.0)
     adp, tp = (decode_step(MAVERICK, GPU, s, batch=512, cached_tokens=1500)
                for s in (marked, plain))
     assert adp.communication_s == pytest.approx(tp.communication_s / 2)

@@ -14,6 +14,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import evolver, memo_on_frozen
+from anchorgpu.planner.engine_limits import block_size_of
 from anchorgpu.planner.engine_startup import (
     sglang_derived_fraction_refusal,
     sglang_reserve_bytes,
@@ -21,7 +22,7 @@ from anchorgpu.planner.engine_startup import (
     startup_refusal,
 )
 from anchorgpu.planner.formats import WeightFormat
-from anchorgpu.planner.inputs import KV_CACHE_DTYPES, Overheads, PrecisionPlan, Workload, block_size_of
+from anchorgpu.planner.inputs import KV_CACHE_DTYPES, Overheads, PrecisionPlan, Workload
 from anchorgpu.planner.media import (
     NO_MEDIA,
     cross_kv_bytes,

@@ -31,7 +31,7 @@ __all__ = ["TRAINING_GPU_COUNTS", "choose_layout_plan", "suggestions_for", "trai
 
 SMALL_SEQUENCE_CAP = 256
 """The ``--max-num-seqs`` "What would fit" offers a vLLM plan that does not fit: vLLM's own default on GPUs under
-70 GiB (``inputs.engine_limits``), where its sampler's start-up profile is a quarter of a large GPU's 1,024."""
+70 GiB (``engine_limits.engine_limits``), where its sampler's start-up profile is a quarter of a large GPU's 1,024."""
 
 TRAINING_GPU_COUNTS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 """The GPU counts tried, fewest first, for a training job given no GPU count (nor TP, PP and DP, which would make

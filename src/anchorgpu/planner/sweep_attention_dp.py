@@ -19,7 +19,8 @@ import numpy.typing as npt
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
-from anchorgpu.planner.inputs import Layout, PrecisionPlan, Workload, engine_limits, large_engine_defaults
+from anchorgpu.planner.engine_limits import engine_limits, large_engine_defaults
+from anchorgpu.planner.inputs import Layout, PrecisionPlan, Workload
 
 if TYPE_CHECKING:
     from anchorgpu.hardware.spec import GpuSpec

@@ -1,7 +1,7 @@
 """The concurrency ladder a serving sweep tries when the workload names no concurrency
 (:mod:`anchorgpu.planner.sweep`): 1, 2, 4, ..., 512, then on by doubling while some layout swept could still run that
 many users at once. A layout runs at most its engine's sequence cap a replica (vLLM's ``max_num_seqs``, 1,024 by
-default on large GPUs; ``trtllm-serve``'s 2,048; SGLang's request pool: :func:`~anchorgpu.planner.inputs.engine_limits`)
+default on large GPUs; ``trtllm-serve``'s 2,048; SGLang's request pool: :func:`~anchorgpu.planner.engine_limits.engine_limits`)
 and each data-parallel replica is an engine of its own, so a fixed top of 512 bound the large offerings (eight H200s
 as eight attention replicas run up to 8,192). Pure."""
 
@@ -14,7 +14,8 @@ import numpy as np
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner import memory as mm
-from anchorgpu.planner.inputs import KV_CACHE_DTYPES, Workload, block_size_of, engine_limits, large_engine_defaults
+from anchorgpu.planner.engine_limits import block_size_of, engine_limits, large_engine_defaults
+from anchorgpu.planner.inputs import KV_CACHE_DTYPES, Workload
 from anchorgpu.planner.media import MediaLoad, cross_kv_bytes
 from anchorgpu.planner.sweep_attention_dp import attention_dp_rows
 from anchorgpu.planner.sweep_serving_memory import weight_parts

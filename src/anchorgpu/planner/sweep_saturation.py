@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.planner.inputs import engine_limits, large_engine_defaults
+from anchorgpu.planner.engine_limits import engine_limits, large_engine_defaults
 from anchorgpu.planner.media import MediaLoad
 from anchorgpu.planner.sweep_serving_memory import CrossRequest, KvFactors, Memory, kv_factors, memory_terms
 

@@ -27,7 +27,8 @@ import numpy as np
 import numpy.typing as npt
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.planner.inputs import Workload, engine_limits, large_engine_defaults
+from anchorgpu.planner.engine_limits import engine_limits, large_engine_defaults
+from anchorgpu.planner.inputs import Workload
 from anchorgpu.planner.media import MediaLoad
 from anchorgpu.planner.sglang import sglang_gpu_memory_bytes
 from anchorgpu.planner.sweep_grid import Layouts, TickPairs, tick_pairs

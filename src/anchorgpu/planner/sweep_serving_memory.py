@@ -18,14 +18,9 @@ import numpy.typing as npt
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner import memory as mm
+from anchorgpu.planner.engine_limits import block_size_of, engine_limits, large_engine_defaults
 from anchorgpu.planner.formats import ModelParts, format_for_model, model_weight_parts
-from anchorgpu.planner.inputs import (
-    DEFAULT_GPU_MEMORY_UTILIZATION,
-    KV_CACHE_DTYPES,
-    block_size_of,
-    engine_limits,
-    large_engine_defaults,
-)
+from anchorgpu.planner.inputs import DEFAULT_GPU_MEMORY_UTILIZATION, KV_CACHE_DTYPES
 from anchorgpu.planner.media import MediaLoad, cross_kv_bytes
 from anchorgpu.planner.sweep_sglang import settings_by_layout
 from anchorgpu.planner.terms import context_bytes

@@ -6,13 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from anchorgpu.planner.inputs import (
-    DEFAULT_GPU_MEMORY_UTILIZATION,
-    Workload,
-    block_size_of,
-    engine_limits,
-    large_engine_defaults,
-)
+from anchorgpu.planner.engine_limits import block_size_of, engine_limits, large_engine_defaults
+from anchorgpu.planner.inputs import DEFAULT_GPU_MEMORY_UTILIZATION, Workload
 from anchorgpu.planner.serving_engine import engine_line
 
 if TYPE_CHECKING:
@@ -23,7 +18,7 @@ __all__ = ["vllm_sweep_line"]
 
 def vllm_sweep_line(shapes: Sequence[HardwareShape], workload: Workload) -> str | None:
     """The serving-engine assumption of a sweep for vLLM where its scheduler defaults differ across the GPUs swept
-    (:func:`~anchorgpu.planner.inputs.large_engine_defaults`: 8,192 tokens and 1,024 sequences on GPUs of at least
+    (:func:`~anchorgpu.planner.engine_limits.large_engine_defaults`: 8,192 tokens and 1,024 sequences on GPUs of at least
     70 GiB but the A100, 2,048 and 256 elsewhere): the rule and the values the swept GPUs got; where one set of
     values holds them all, plan's line with those values (the sweep's probe plan names no GPU, so its own line would
     give a large GPU's defaults on an L40S).

@@ -13,8 +13,9 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.engine_choice import engine_refusal
+from anchorgpu.planner.engine_limits import engine_limits, large_engine_defaults
 from anchorgpu.planner.engine_startup import startup_refusal
-from anchorgpu.planner.inputs import Overheads, Workload, engine_limits, large_engine_defaults
+from anchorgpu.planner.inputs import Overheads, Workload
 from anchorgpu.planner.validate import serving_engine_named
 from anchorgpu.quotes import UnpricedOffering, price_quote
 from anchorgpu.recommend.records import Rejection

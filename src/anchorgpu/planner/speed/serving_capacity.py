@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Literal
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner import memory as mm
-from anchorgpu.planner.inputs import KV_CACHE_DTYPES, block_size_of, engine_limits, large_engine_defaults
+from anchorgpu.planner.engine_limits import block_size_of, engine_limits, large_engine_defaults
+from anchorgpu.planner.inputs import KV_CACHE_DTYPES
 from anchorgpu.planner.sglang import admission_tokens, admitted_requests
 from anchorgpu.planner.speed.serving import ServingSetup
 from anchorgpu.units import at_least, clamp

@@ -19,7 +19,8 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import evolve
-from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload, engine_limits, large_engine_defaults
+from anchorgpu.planner.engine_limits import engine_limits, large_engine_defaults
+from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload
 from anchorgpu.planner.speed.layouts import Choice
 from anchorgpu.planner.speed.serving_layouts import _fastest, _holds, _split_words, _users, _which
 from anchorgpu.units import fmt_bytes

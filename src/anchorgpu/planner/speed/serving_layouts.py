@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
-from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload, engine_limits, large_engine_defaults
+from anchorgpu.planner.engine_limits import engine_limits, large_engine_defaults
+from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.layouts import SERVER_GPUS, Choice, tp_ok
 from anchorgpu.planner.speed.topology import EXPERT_SPLITS, expert_split, layout_margin_class, serving_link_kind

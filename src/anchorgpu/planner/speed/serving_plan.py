@@ -140,7 +140,7 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
         float(plan.per_gpu.weights_bytes), float(kv_seq), precision, lay.tp, lay.pp, lay.dp,
         (limits or engine_limits_of(plan))[0], SERVER_GPUS, graph_batch_sizes, lay.ep, block_fp8, host_overlap,
         gather_bytes, share, expert_share, head_share, absorbed_dequant=absorbed_dequant,
-        engine=engine, moe_backend=moe_backend, whole_dense_layers=plan.workload.attention_dp_kv,
+        engine=engine, moe_backend=moe_backend, attention_dp=plan.workload.attention_dp_kv,
         whole_dense_extra_bytes=(whole_dense_layers_extra_bytes(
             model, format_for_model(model, plan.precision.weights), tp=lay.tp, pp=lay.pp)
             if plan.workload.attention_dp_kv else 0.0), kv_fp8=plan.precision.kv_cache == "fp8")

@@ -58,7 +58,7 @@ class ServingSetup:
     # (SGLang on ROCm: launches.absorbed_dequant_bytes), kernels and bytes of a fixed cost
     engine: str = "vllm"  # the engine whose kernels run the steps ("trtllm": its MoE kernel's per-row cost, its
     # decode attention's KV read)
-    whole_dense_layers: bool = False  # the TP ranks ran attention data-parallel (a measured row's attention_dp_weights):
+    attention_dp: bool = False  # the TP ranks ran attention data-parallel (a measured row's attention_dp_weights):
     # a mixture of experts' dense layers are whole on every GPU, so they exchange nothing (no TP all-reduce)
     whole_dense_extra_bytes: float = 0.0  # and each GPU reads their whole weights a step, this much beyond its TP share
     # (experts.whole_dense_layers_extra_bytes)
@@ -128,7 +128,7 @@ def _pair(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration)
     key = (id(model), id(gpu), setup.precision, setup.tp, setup.pp, setup.gpus_per_server, id(cal), setup.ep,
            setup.ep_gather_bytes, setup.quantized_share, setup.expert_quantized_share, setup.head_quantized_share,
            setup.absorbed_dequant,
-           setup.block_fp8, setup.engine, setup.whole_dense_layers, setup.kv_fp8, setup.moe_backend)
+           setup.block_fp8, setup.engine, setup.attention_dp, setup.kv_fp8, setup.moe_backend)
     hit = _STEP_MEMO.get(key)
     if hit is not None and hit[0] is model and hit[1] is gpu and hit[2] is cal:
         return hit[3]
@@ -172,7 +172,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
     dequant = setup.absorbed_dequant and model.mla is not None
     dequant_s = absorbed_dequant_bytes(model, setup.tp) / setup.pp / (bw * mbu) if dequant and not ideal else 0.0
     kv_fraction = 0.0 if ideal else trtllm_kv_read_fraction(model, gpu, setup, cal)
-    fused_norms = fuses_norms_into_allreduce(model, setup.engine, setup.tp, attention_dp=setup.whole_dense_layers)
+    fused_norms = fuses_norms_into_allreduce(model, setup.engine, setup.tp, attention_dp=setup.attention_dp)
     return _StepConstants(
         matmul_params=float(forward_matmul_params(model)), link=link, pp_link=pp_link,
         fixed_s=0.0 if ideal else (k.per_step_s + model.num_layers / setup.pp * k.per_layer_step_s
@@ -190,7 +190,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         allreduce_share=2.0 * (setup.tp - 1) / setup.tp,
         allreduce_rate=link.bytes_per_s * link_eff if link is not None else 1.0,
         allreduce_latency_s=allreduce_latency_s(gpu, link, setup.engine, cal) if link is not None else 0.0,
-        allreduce_per_stage=2 * (model.num_layers - (dense_layers(model) if setup.whole_dense_layers else 0)) / setup.pp,
+        allreduce_per_stage=2 * (model.num_layers - (dense_layers(model) if setup.attention_dp else 0)) / setup.pp,
         p2p_rate=pp_link.bytes_per_s * link_eff if pp_link is not None else 1.0,
         split=float(setup.tp * setup.pp), hidden_size=float(model.hidden_size),
         expert_share=expert_share, expert_rate=mixed_rate(low, b16, setup.expert_quantized_share),
