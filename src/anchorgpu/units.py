@@ -216,11 +216,11 @@ def quotable_term(term: Term | str) -> Term:
     >>> quotable_term("99999months")
     Traceback (most recent call last):
     ...
-    anchorgpu.errors.InvalidTerm: term 99999month: at most 87600 hours (10 years) can be quoted at once
+    anchorgpu.errors.InvalidTerm: term 99999month: at most 87,600 hours (10 years) can be quoted at once
     """
     parsed = term if isinstance(term, Term) else parse_term(term)
     if parsed.hours > MAX_TERM_HOURS:
-        raise InvalidTerm(f"term {parsed}: at most {MAX_TERM_HOURS} hours (10 years) can be quoted at once")
+        raise InvalidTerm(f"term {parsed}: at most {MAX_TERM_HOURS:,} hours (10 years) can be quoted at once")
     return parsed
 
 

@@ -71,12 +71,12 @@ def test_every_face_that_prices_a_term_refuses_one_quote_refuses(local_db: None,
                                                                 argv: tuple[str, ...]) -> None:
     """10 years are 87,600 hours (allocations' limit): 87,601 h is refused by quote, so by recommend too."""
     err = cli_refusal(capsys, *argv, "--term", "87601h")
-    assert "term 87601h: at most 87600 hours (10 years) can be quoted at once" in err
+    assert "term 87601h: at most 87,600 hours (10 years) can be quoted at once" in err
 
 
 def test_the_api_recommend_refuses_a_term_quote_refuses(sqlite_served: Served) -> None:
     response = sqlite_served.client.post("/v1/recommend", json={"model": "llama-3.1-8b", "term": "99999months", "top": 1})
-    assert response.status_code == 422 and "at most 87600 hours" in problem_of(response)["detail"]
+    assert response.status_code == 422 and "at most 87,600 hours" in problem_of(response)["detail"]
 
 
 def test_the_cost_per_million_tokens_agrees_with_the_price_and_the_speed(local_db: None,

@@ -109,7 +109,7 @@ def check_expiry(expires_at: datetime | None, now: datetime) -> datetime | None:
     if expires_at <= now:
         raise InvalidInput(f"expires_at {expires_at.isoformat()} is not in the future")
     if expires_at - now > MAX_KEY_LIFETIME:
-        raise InvalidInput(f"expires_at {expires_at.isoformat()} is more than {MAX_KEY_LIFETIME.days} days ahead")
+        raise InvalidInput(f"expires_at {expires_at.isoformat()} is more than {MAX_KEY_LIFETIME.days:,} days ahead")
     return expires_at.astimezone(UTC)
 
 

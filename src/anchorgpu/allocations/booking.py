@@ -45,7 +45,7 @@ def _reserve_capacity(
     if booked + servers > stock:
         free = max(stock - booked, 0)
         raise InsufficientCapacity(
-            f"{offering_id} in {region}: {servers} server(s) requested but only {free} of {stock} free "
+            f"{offering_id} in {region}: {servers:,} server(s) requested but only {free:,} of {stock:,} free "
             f"for the whole period {starts_at:%Y-%m-%d %H:%M} to {ends_at:%Y-%m-%d %H:%M} UTC"
         )
     uow.capacity.add(allocation_id=allocation_id, offering_id=offering_id, region=region,

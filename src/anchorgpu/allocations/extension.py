@@ -81,7 +81,7 @@ def quote_extension(uow: AbstractUnitOfWork, *, account_id: str, allocation_id: 
         "capacity_available": available, "servers_free": free, "servers_in_stock": stock,
         "capacity": (f"{allocation.quantity} server(s) of {allocation.offering_id} in {allocation.region} are free for "
                      "the added period" if available else
-                     f"only {free} of {stock} server(s) are free for the added period: extending would be refused"),
+                     f"only {free:,} of {stock:,} server(s) are free for the added period: extending would be refused"),
         "quote": body,
         "statement": (f"Extending by {added} would charge {fmt_usd(quote.total_usd)} now (today's list price, "
                       f"{allocation.quantity} server(s)), moving the end to {new_ends_at.isoformat()}. "

@@ -153,7 +153,7 @@ def run_idempotent(
     """
     validate_idempotency_key(key)
     if ttl_s < MIN_KEY_TTL_S:
-        raise ValueError(f"idempotency keys must be kept at least {MIN_KEY_TTL_S} s, not {ttl_s}")
+        raise ValueError(f"idempotency keys must be kept at least {MIN_KEY_TTL_S:,} s, not {ttl_s:,}")
     fp = fingerprint(operation, request)
     for _attempt in range(3):
         try:

@@ -54,7 +54,7 @@ def _quantity(quantity: object) -> int:
     if isinstance(quantity, bool) or not isinstance(quantity, int) or not 1 <= quantity <= MAX_SERVERS_PER_QUOTE:
         if isinstance(quantity, float) and quantity.is_integer() and 1 <= quantity <= MAX_SERVERS_PER_QUOTE:
             return int(quantity)
-        raise InvalidQuantity(f"quantity {quantity!r}: a whole number of servers from 1 to {MAX_SERVERS_PER_QUOTE}")
+        raise InvalidQuantity(f"quantity {quantity!r}: a whole number of servers from 1 to {MAX_SERVERS_PER_QUOTE:,}")
     return quantity
 
 

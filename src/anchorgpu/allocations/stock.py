@@ -24,7 +24,7 @@ def set_stock(
     """Set the servers of ``offering`` in ``region`` (default: its first region). Lowering stock never
     cancels what was sold; it only limits new bookings. Returns ``{offering, region, stock, booked_now}``."""
     if isinstance(servers, bool) or not isinstance(servers, int) or not 0 <= servers <= MAX_STOCK_SERVERS:
-        raise InvalidQuantity(f"stock {servers!r}: must be a whole number of servers from 0 to {MAX_STOCK_SERVERS}")
+        raise InvalidQuantity(f"stock {servers!r}: must be a whole number of servers from 0 to {MAX_STOCK_SERVERS:,}")
     shipped = _catalog(catalog)
     found = shipped.offering(offering)
     where = (region or found.region).strip().lower()

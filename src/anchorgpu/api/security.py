@@ -146,5 +146,5 @@ class BodyLimitMiddleware:
     async def _too_large(self, scope: Scope, receive: Callable[[], Awaitable[Message]], send: Callable[[Message], Awaitable[None]]) -> None:
         from anchorgpu.api.errors import problem
 
-        response = problem(413, "request_too_large", f"the request body is larger than {self.max_bytes} bytes")
+        response = problem(413, "request_too_large", f"the request body is larger than {self.max_bytes:,} bytes")
         await response(scope, receive, send)

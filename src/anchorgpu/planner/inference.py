@@ -106,7 +106,7 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                      else ", or --images-per-request 0 for text only: a vision model's request has 1 image by default")
             raise InvalidWorkload(f"{what} exceeds {model.name}'s limit of {limit:,} tokens (add --allow-long-context "
                                   f"to plan anyway{fewer})")
-        warnings.append(make_warning("context_beyond_model_limit", f"context {ctx} > model limit {limit}"))
+        warnings.append(make_warning("context_beyond_model_limit", f"context {ctx:,} > model limit {limit:,}"))
     concurrency = w.concurrency or 1
     if w.concurrency is None:
         assumptions.append("Concurrency not given: checked for one sequence; max_concurrency reports the most.")

@@ -248,6 +248,9 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
                                   f"of {model.name}, nor {model.num_layers + 2} with the embedding and the loss "
                                   "counted as layers (Megatron-Core's --account-for-embedding-in-pipeline-split "
                                   "--account-for-loss-in-pipeline-split)")
+    if training and layout.tp_overlap and tp < 2:  # as --sequence-parallel with TP 1: a switch with nothing to act on
+        raise InvalidWorkload(f"--tp-overlap with TP {tp}: it overlaps tensor-parallel traffic with the products, and "
+                              "TP 1 has none; give --tp 2 or more, or drop --tp-overlap")
     if training and isinstance(model, ModelSpec):
         seq = default_seq_tokens(workload, model.max_context_tokens)
         if seq % cp:

@@ -129,8 +129,8 @@ def longer_than_the_term(candidates: Sequence[Candidate], term: Term, max_server
     needed = math.ceil(hours * fastest.servers / term.hours)
     servers = 1 << (needed - 1).bit_length()  # a power of two: what data parallelism splits a global batch into
     return (f"The fastest run here takes {hours:,} h on {fastest.servers} x {fastest.offering} (servers tried: 1 to "
-            f"{max_servers}), longer than the {term} term ({term.hours} h); at the same tokens a second per GPU, "
-            f"finishing within it needs about {needed} servers - plan {servers} with `anchorgpu plan {model} --task "
+            f"{max_servers}), longer than the {term} term ({term.hours:,} h); at the same tokens a second per GPU, "
+            f"finishing within it needs about {needed:,} servers - plan {servers} with `anchorgpu plan {model} --task "
             f"train --gpu {fastest.source.gpu} --gpus {servers * gpus_per_server}`; the GPU-hours, and so the price, "
             "stay about the same.")
 

@@ -146,7 +146,7 @@ def _rules(table: str, row: dict[str, Any]) -> None:
             raise RowInvalid(f"{where}: not a stored API key (key_hash is 64 hex digits, prefix starts with agpu_)")
     elif table == "stock":
         if not 0 <= row["servers"] <= MAX_STOCK_SERVERS:
-            raise RowInvalid(f"{where}: servers {row['servers']} is not between 0 and {MAX_STOCK_SERVERS}")
+            raise RowInvalid(f"{where}: servers {row['servers']:,} is not between 0 and {MAX_STOCK_SERVERS:,}")
     elif table == "quotes":
         def quote() -> None:
             QuoteCreate.model_validate({"offering": row["offering_id"], "quantity": row["quantity"], "term": _term(row, where),

@@ -27,7 +27,7 @@ class KeyCreate(BaseModel):
     expires_at: StrictStr | None = Field(
         default=None, max_length=40, json_schema_extra={"format": "date-time"},
         description="Instant (ISO 8601 with a time zone, e.g. 2027-01-31T00:00:00Z) from which the key is refused; "
-                    f"null = never. At most {key_service.MAX_KEY_LIFETIME.days} days ahead. Read by the rule "
+                    f"null = never. At most {key_service.MAX_KEY_LIFETIME.days:,} days ahead. Read by the rule "
                     "`anchorgpu keys create --expires-at` uses: not a Unix timestamp")
 
 

@@ -139,9 +139,9 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
     # --ep), but for the ones the launch asked for cannot run (Workload.launch_stages, launch_tp_cp), held at 1; --tp
     # and --pp together fix the split as before (CP and EP 1 where not given, DP the rest)
     split_given = given.tp is not None and given.pp is not None
-    tps = [given.tp or 1] if given.tp is not None or not w.launch_tp_cp else [  # sequence parallelism on needs TP
-        t for t in (1, 2, 4, 8)
-        if t <= min(gpus, SERVER_GPUS) and tp_ok(model, t) and (t > 1 or not given.sequence_parallel)]
+    tps = [given.tp or 1] if given.tp is not None or not w.launch_tp_cp else [  # sequence parallelism on and
+        t for t in (1, 2, 4, 8)  # --tp-overlap need TP
+        if t <= min(gpus, SERVER_GPUS) and tp_ok(model, t) and (t > 1 or not (given.sequence_parallel or given.tp_overlap))]
     cps = [given.cp or 1] if split_given or given.cp or not w.launch_tp_cp else list(train_cp_sizes(seq))
     fixed_zero = 3 if given.fsdp else given.zero
     moe = model.moe
@@ -281,6 +281,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                                           ("pipeline-layout", given.pipeline_layout), ("micro-batch", w.micro_batch),
                                           ("no-" * (given.sequence_parallel is False) + "sequence-parallel",
                                            given.sequence_parallel),
+                                          ("tp-overlap", given.tp_overlap or None),
                                           ("recompute", w.recompute)) if value is not None]
         reason = (f"Layout chosen: {', '.join(parts)} - the fastest of {len(pairs) * len(levels)} candidates that fits "
                   f"{gpu.name}" + (f" (kept as given: {', '.join('--' + f for f in fixed)})" if fixed else "")

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from anchorgpu.planner.speed.calibration import Calibration
 
 __all__ = ["CUTLASS", "MOE_BACKENDS", "TRITON", "TRTLLM_GEN", "expert_half_tokens", "moe_backend_line",
-           "trtllm_moe_backend"]
+           "requested_moe_backend", "trtllm_moe_backend"]
 
 CUTLASS, TRTLLM_GEN, TRITON = "cutlass", "trtllm-gen", "triton"
 # moe_config.backend as TensorRT-LLM spells it -> the kernel family the planner names
@@ -61,6 +61,21 @@ def trtllm_moe_backend(model: ModelSpec, gpu: GpuSpec | None, weights: str | Non
     """
     if model.moe is None:
         return ""
+    backend = requested_moe_backend(model, gpu, stated)
+    if backend == TRTLLM_GEN and not (weights or "").startswith(_TRTLLM_GEN_FORMATS):
+        return CUTLASS
+    return backend
+
+
+def requested_moe_backend(model: ModelSpec, gpu: GpuSpec | None, stated: str | None = None) -> str:
+    """The MoE kernel ``moe_config.backend`` asks for (``stated``, or AUTO's choice for ``model`` on ``gpu``), before
+    :func:`trtllm_moe_backend` falls back from TRTLLM-gen on a weight format it does not take.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> from anchorgpu.hardware import get_gpu
+    >>> requested_moe_backend(load_model("gpt-oss-120b"), get_gpu("b200"))
+    'trtllm-gen'
+    """
     name = (stated or "AUTO").upper()
     if name == "AUTO":
         major = _sm_major(gpu)
@@ -70,10 +85,7 @@ def trtllm_moe_backend(model: ModelSpec, gpu: GpuSpec | None, weights: str | Non
             name = "TRTLLM" if 10 <= major < 12 else "TRITON" if major == 9 else "CUTLASS"
     if name not in MOE_BACKENDS:
         raise InvalidWorkload(f"moe_backend {stated!r}: one of {', '.join(MOE_BACKENDS)} or AUTO")
-    backend = MOE_BACKENDS[name]
-    if backend == TRTLLM_GEN and not (weights or "").startswith(_TRTLLM_GEN_FORMATS):
-        return CUTLASS
-    return backend
+    return MOE_BACKENDS[name]
 
 
 def expert_half_tokens(backend: str, gpu: GpuSpec | None, fitted: float, cal: Calibration) -> float:
@@ -98,24 +110,41 @@ _KERNELS = {TRTLLM_GEN: "TRTLLM-gen kernels (TRTLLMGenFusedMoE)", CUTLASS: "CUTL
             TRITON: "Triton kernels (TritonFusedMoE)"}
 
 
-def moe_backend_line(backend: str, stated: str | None, gpu: GpuSpec | None, fitted: float, cal: Calibration) -> str:
+def moe_backend_line(backend: str, stated: str | None, gpu: GpuSpec | None, fitted: float, cal: Calibration, *,
+                     requested: str | None = None, weights: str | None = None) -> str:
     """The assumption a TensorRT-LLM plan of a mixture of experts states about its MoE kernel: which one, why, and
-    the small-row falloff its routed products are timed at.
+    the small-row falloff its routed products are timed at. ``requested``: the kernel ``moe_config.backend`` asked
+    for (:func:`requested_moe_backend`); where it is TRTLLM-gen and ``backend`` is not, the line says that the engine
+    fell back because TRTLLM-gen takes no ``weights`` weights (``create_moe.get_moe_cls``, a logged warning).
 
     >>> from anchorgpu.hardware import get_gpu
     >>> from anchorgpu.planner.speed.calibration import calibration
     >>> print(moe_backend_line("trtllm-gen", None, get_gpu("b200"), 140.4, calibration()))  # doctest: +ELLIPSIS
     MoE kernel: TensorRT-LLM runs the routed experts with its TRTLLM-gen kernels (TRTLLMGenFusedMoE), its AUTO ...
+    >>> print(moe_backend_line("cutlass", None, get_gpu("b200"), 140.4, calibration(), requested="trtllm-gen",
+    ...                        weights="bf16"))  # doctest: +ELLIPSIS
+    MoE kernel: ... CUTLASS kernels (CutlassFusedMoE): its AUTO choice ... is TRTLLM, whose TRTLLM-gen kernels take no bf16 ...
     """
     why = (f"as moe_config.backend {stated} states" if stated and stated.upper() != "AUTO" else
            "its AUTO choice for this model, GPU and weight format (moe_config.backend; TRTLLM for gpt-oss on "
            "Blackwell, TRITON on Hopper, CUTLASS otherwise)")
+    if requested == TRTLLM_GEN and backend != TRTLLM_GEN:
+        asked = (f"moe_config.backend {stated} asks for TRTLLM" if stated and stated.upper() != "AUTO" else
+                 "its AUTO choice for gpt-oss on Blackwell (moe_config.backend) is TRTLLM")
+        why = (f"{asked}, whose TRTLLM-gen kernels take no {weights or 'unquantized'} weights (only FP8 in blocks, "
+               "NVFP4 or MXFP4), so TensorRT-LLM falls back to CUTLASS (create_moe.get_moe_cls: 'Using "
+               "CutlassFusedMoE instead')")
+        return _line(backend, why, gpu, fitted, cal, sep=": ")
+    return _line(backend, why, gpu, fitted, cal)
+
+
+def _line(backend: str, why: str, gpu: GpuSpec | None, fitted: float, cal: Calibration, *, sep: str = ", ") -> str:
     half = expert_half_tokens(backend, gpu, fitted, cal)
     how = (f"their products slow with few rows an expert as AIConfigurator's measured table of that kernel shows (half "
            f"speed at {half:g} rows, where the CUTLASS rows' fit gives {fitted:.0f})" if half != fitted else
            f"their products slow with few rows an expert as the CUTLASS rows' fit has it (half speed at {fitted:.0f} "
            f"rows)")
-    return f"MoE kernel: TensorRT-LLM runs the routed experts with its {_KERNELS[backend]}, {why}; {how}"
+    return f"MoE kernel: TensorRT-LLM runs the routed experts with its {_KERNELS[backend]}{sep}{why}; {how}"
 
 
 def _sm_major(gpu: GpuSpec | None) -> int | None:

@@ -144,7 +144,7 @@ def microbatches_for(global_batch_tokens: int, *, dp: int, micro_batch: int, seq
     if global_batch_tokens < per_micro:
         raise InvalidWorkload(
             f"--global-batch {global_batch_tokens:,}: smaller than one micro-batch per data-parallel rank "
-            f"({dp} x {micro_batch} x {seq_tokens:,} = {per_micro:,} tokens)")
+            f"({dp:,} x {micro_batch:,} x {seq_tokens:,} = {per_micro:,} tokens)")
     return math.ceil(global_batch_tokens / per_micro)
 
 

@@ -42,7 +42,7 @@ from anchorgpu.planner.speed.figures import (
 )
 from anchorgpu.planner.speed.launches import is_block_fp8
 from anchorgpu.planner.speed.links import PeakChoice, compute_precision_for_weights, peak_for
-from anchorgpu.planner.speed.moe_backend import moe_backend_line, trtllm_moe_backend
+from anchorgpu.planner.speed.moe_backend import moe_backend_line, requested_moe_backend, trtllm_moe_backend
 from anchorgpu.planner.speed.product_shares import head_quantized_share, quantized_product_shares
 from anchorgpu.planner.speed.serving import ServingSetup, ep_gather_bytes
 from anchorgpu.planner.speed.serving_capacity import (
@@ -312,8 +312,10 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     if ctx.launches_line:
         assumptions.append(ctx.launches_line)
     if setup.moe_backend:  # TensorRT-LLM's MoE kernel (speed.moe_backend)
-        assumptions.append(moe_backend_line(setup.moe_backend, plan.workload.moe_backend, plan.gpu,
-                                            cal.stack(plan.gpu).moe_expert_half_tokens, cal))
+        assumptions.append(moe_backend_line(
+            setup.moe_backend, plan.workload.moe_backend, plan.gpu, cal.stack(plan.gpu).moe_expert_half_tokens, cal,
+            requested=requested_moe_backend(model, plan.gpu, plan.workload.moe_backend),
+            weights=plan.precision.weights))
     if model.moe is not None and setup.ep > setup.tp:
         assumptions.append(expert_parallel_line(setup.ep, setup.tp, setup.ep_gather_bytes))
     if plan.precision.kv_cache == "nvfp4":

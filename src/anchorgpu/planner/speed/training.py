@@ -182,8 +182,8 @@ _new_step = builder(TrainingStep)  # TrainingStep(...) without the class call (o
 def _check(model: ModelSpec, lay: TrainSplit, seq_tokens: int) -> None:
     if lay.tp * lay.pp * lay.cp * lay.dp != lay.gpus:
         raise InvalidWorkload(
-            f"layout tp {lay.tp} x cp {lay.cp} x pp {lay.pp} x dp {lay.dp} = {lay.tp * lay.cp * lay.pp * lay.dp}"
-            f" is not the {lay.gpus} GPUs")
+            f"layout tp {lay.tp} x cp {lay.cp} x pp {lay.pp} x dp {lay.dp} = {lay.tp * lay.cp * lay.pp * lay.dp:,}"
+            f" is not the {lay.gpus:,} GPUs")
     if seq_tokens % lay.cp:
         raise InvalidWorkload(f"--cp {lay.cp} does not divide the sequence of {seq_tokens:,} tokens")
     if lay.pipeline_layout is None and lay.pp * lay.virtual_stages > model.num_layers:
