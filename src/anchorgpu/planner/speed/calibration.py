@@ -164,6 +164,9 @@ class Calibration:
     # pairs a query a sliding-window layer costs beyond its window (speed.attention_rate; empty / 0: none)
     attention_head_dim_rate: dict[str, dict[int, float]] = field(default_factory=dict)
     window_attention_extra_tokens: float = 0.0
+    # NCCL all-to-all's measured share of the scale-up link, by GPU name (an EP dispatch inside a server; absent:
+    # link_efficiency)
+    alltoall_link_efficiency: dict[str, float] = field(default_factory=dict)
     # a fused (flash) attention kernel's backward over its forward in matrix-product FLOPs (2.0: the FLOP count's)
     fused_attention_backward_ratio: float = 2.0
     # bytes a routed token moves outside fused kernels for biased experts (per hidden value) and a clamped GLU (per
@@ -322,6 +325,8 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         attention_head_dim_rate={cc: {int(d): _number(by_dim, d, f"stated.attention_head_dim_rate.{cc}") for d in by_dim}
                                  for cc, by_dim in stated["attention_head_dim_rate"]["value"].items()},
         window_attention_extra_tokens=_number(stated, "window_attention_extra_tokens", "stated"),
+        alltoall_link_efficiency={k: _number(v, k, "stated.alltoall_link_efficiency")
+                                  for v in [stated["alltoall_link_efficiency"]["value"]] for k in v},
         trtllm_moe_s_per_routed_row={k: _number(stated["trtllm_moe_s_per_routed_row"]["value"], k,
                                                 "stated.trtllm_moe_s_per_routed_row")
                                      for k in stated["trtllm_moe_s_per_routed_row"]["value"]},

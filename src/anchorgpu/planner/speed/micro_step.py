@@ -212,7 +212,8 @@ def _compute_micro_step(
         # dispatch and combine forward and backward, and forward again when the MoE blocks are recomputed
         ep_s = (6 if recompute in MOE_FORWARD_AGAIN else 4) * moe_layers * expert_dispatch_s(
             h * ACTIVATION_BYTES, tokens_rank / tp, model.moe.experts_per_token, ep, gpu,
-            gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s, efficiency=cal.link_efficiency)
+            gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s, efficiency=cal.link_efficiency,
+            scaleup_efficiency=cal.alltoall_link_efficiency.get(gpu.name))
         if ep_overlap:  # beside another micro-batch's computation: the stated exposed share, as TP overlap's
             ep_s *= cal.overlap_exposed_fraction
     launch_s = expert_launch_s(model, ep, stage_layers, k.moe_host_s_per_expert_gemm, kind=kind,
