@@ -15,9 +15,9 @@ import numpy.typing as npt
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.formats import format_for_model
+from anchorgpu.planner.speed.attention_rate import attention_rate_ratio, timed_prefill_attention_flops_per_token
 from anchorgpu.planner.speed.calibration import StackConstants
 from anchorgpu.planner.speed.flops import (
-    attention_flops_per_token,
     decode_attention_flops_per_token,
     forward_matmul_params,
     lm_head_params,
@@ -125,7 +125,9 @@ class Ticks:
         # SGLang's decode-only steps run the captured CUDA graph that holds the batch (None: no padding)
         self.graph_max_bs = graph_max_batch(shapes, lay) if sglang else None
         bf16 = np.array([peak_for(gpu, "bf16").flops_per_s for gpu in gpus])[s]
-        self.attention_rate = bf16 * per_layout(lambda k: k.attention_efficiency)
+        # fused attention's rate scaled by head size (speed.attention_rate), as speed.serving does
+        self.attention_rate = bf16 * per_layout(lambda k: k.attention_efficiency) * np.array(
+            [attention_rate_ratio(model, gpu, cal) for gpu in gpus])[s]
         kv_read = kv.read_bytes * kv.stage_layers / kv.n_layers
         if kv.state_per_sequence:
             kv_read = kv_read + np.ceil(kv.state_per_sequence * 1 * kv.stage_layers / (lay.tp * kv.n_layers))
@@ -150,7 +152,7 @@ class Ticks:
         self.inv_knee = 1.0 / self.knee
         cached = prompt + output // 2
         self.attn_dec = decode_attention_flops_per_token(model, cached)
-        self.attn_pre = attention_flops_per_token(model, prompt, causal=True)
+        self.attn_pre = timed_prefill_attention_flops_per_token(model, prompt, cal.window_attention_extra_tokens)
         # the TP all-reduces of a tick (speed.links.allreduce_s): latency + 2 (n - 1) / n x message / bandwidth
         bw, self.lat = links(shapes, lay, allreduce_latency=(
             (lambda gpu, link: allreduce_latency_s(gpu, link, "trtllm", cal)) if trtllm else None))

@@ -11,9 +11,9 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import builder, fast_init
+from anchorgpu.planner.speed.attention_rate import timed_prefill_attention_flops_per_token
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.flops import (
-    attention_flops_per_token,
     decode_attention_flops_per_token,
     unsampled_prompt_share,
 )
@@ -188,7 +188,7 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     per_replica = sat_replica if queued else math.ceil(concurrency / setup.replicas)
     # every step here decodes at the average cached length and prefills the prompt: attention FLOPs per token
     attn = (decode_attention_flops_per_token(model, prompt_tokens + output_tokens // 2),
-            attention_flops_per_token(model, prompt_tokens, causal=True))
+            timed_prefill_attention_flops_per_token(model, prompt_tokens, cal.window_attention_extra_tokens))
     c, ci = _pair(model, gpu, setup, cal)
     busy = setup.replicas if queued else concurrency - setup.replicas * (per_replica - 1)
     light = setup.replicas - busy
@@ -247,7 +247,7 @@ def saturated_rates(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, prom
     cal = cal or calibration()
     sat_replica = at_least(saturation_concurrency // setup.replicas, 1)
     attn = (decode_attention_flops_per_token(model, prompt_tokens + output_tokens // 2),
-            attention_flops_per_token(model, prompt_tokens, causal=True))
+            timed_prefill_attention_flops_per_token(model, prompt_tokens, cal.window_attention_extra_tokens))
     c, ci = _pair(model, gpu, setup, cal)
     sat, _, sat_top = _steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn)
     return _saturated_rates(setup.replicas * sat_replica, sat, sat_top)
@@ -304,7 +304,8 @@ def _prefill_s(model: ModelSpec, setup: ServingSetup, c: _StepConstants, tokens:
     in steps of the token budget; over pipeline stages the chunks follow each other through the stages. The LM head
     runs at the last token of each sequence only (:func:`~anchorgpu.planner.speed.flops.unsampled_prompt_share`)."""
     steps = math.ceil(tokens / setup.max_num_batched_tokens)
-    through = _step(setup, c, 0.0, tokens / steps, 0.0, attention_flops_per_token(model, length, causal=True),
+    through = _step(setup, c, 0.0, tokens / steps, 0.0,
+                    timed_prefill_attention_flops_per_token(model, length, c.window_extra_tokens),
                     one_chunk=True, first_token=True, head_skip=unsampled_prompt_share(length))[0]
     return (steps + setup.pp - 1) * through / setup.pp
 

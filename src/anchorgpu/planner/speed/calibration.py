@@ -160,6 +160,13 @@ class Calibration:
     # the link's latency (step_constants.ep_exchange_latency_s)
     ep_exchange_latency_s: dict[str, dict[int, float]] = field(default_factory=dict)
     fa2_hopper_attention_efficiency: float = 0.0  # FlashAttention-2-class kernels on Hopper and newer (0: as flash)
+    # fused attention's rate by head size over head dimension 128's, by CUDA compute capability major version, and the
+    # pairs a query a sliding-window layer costs beyond its window (speed.attention_rate; empty / 0: none)
+    attention_head_dim_rate: dict[str, dict[int, float]] = field(default_factory=dict)
+    window_attention_extra_tokens: float = 0.0
+    # NCCL all-to-all's measured share of the scale-up link, by GPU name (an EP dispatch inside a server; absent:
+    # link_efficiency)
+    alltoall_link_efficiency: dict[str, float] = field(default_factory=dict)
     # a fused (flash) attention kernel's backward over its forward in matrix-product FLOPs (2.0: the FLOP count's)
     fused_attention_backward_ratio: float = 2.0
     # bytes a routed token moves outside fused kernels for biased experts (per hidden value) and a clamped GLU (per
@@ -315,6 +322,11 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         launches=_launches(stated), moe_tile_rows=_number(stated, "moe_tile_rows", "stated"),
         fa2_hopper_attention_efficiency=_number(stated, "fa2_hopper_attention_efficiency", "stated"),
         fused_attention_backward_ratio=_number(stated, "fused_attention_backward_ratio", "stated"),
+        attention_head_dim_rate={cc: {int(d): _number(by_dim, d, f"stated.attention_head_dim_rate.{cc}") for d in by_dim}
+                                 for cc, by_dim in stated["attention_head_dim_rate"]["value"].items()},
+        window_attention_extra_tokens=_number(stated, "window_attention_extra_tokens", "stated"),
+        alltoall_link_efficiency={k: _number(v, k, "stated.alltoall_link_efficiency")
+                                  for v in [stated["alltoall_link_efficiency"]["value"]] for k in v},
         trtllm_moe_s_per_routed_row={k: _number(stated["trtllm_moe_s_per_routed_row"]["value"], k,
                                                 "stated.trtllm_moe_s_per_routed_row")
                                      for k in stated["trtllm_moe_s_per_routed_row"]["value"]},

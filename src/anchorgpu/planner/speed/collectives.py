@@ -83,13 +83,14 @@ def all_to_all_s(bytes_per_rank: float, ranks: int, link: Link, *, efficiency: f
 
 def expert_dispatch_s(token_bytes: float, tokens: float, copies: int, ep: int, gpu: GpuSpec, *,
                       gpus_per_server: int | None, network_bytes_per_s: float | None,
-                      efficiency: float | None = None) -> float:
+                      efficiency: float | None = None, scaleup_efficiency: float | None = None) -> float:
     """One dispatch (or combine) of ``tokens`` tokens of ``token_bytes`` each, ``copies`` routed copies a token, to
     the experts of an EP group of ``ep`` consecutive GPUs. Inside one scale-up domain a plain all-to-all. Across
     servers a two-hop dispatch, as DeepSeek-V3's training does it and DeepEP's kernels implement (DeepSeek-V3
     technical report, arXiv:2412.19437, section 3.2.2): a token crosses the network once to each other server that
     holds any of its experts, ``(N-1) (1 - (1 - 1/N)^copies)`` servers of the group's ``N`` for uniform routing,
-    then is forwarded over the scale-up link to the GPUs there.
+    then is forwarded over the scale-up link to the GPUs there. ``scaleup_efficiency``: the all-to-all's share of a
+    scale-up link where measured (``stated.alltoall_link_efficiency``; None: ``efficiency``).
 
     >>> from anchorgpu.planner.speed._toys import toy_gpu
     >>> inside = expert_dispatch_s(8192.0, 2048, 8, 8, toy_gpu(), gpus_per_server=8, network_bytes_per_s=50e9)
@@ -100,14 +101,16 @@ def expert_dispatch_s(token_bytes: float, tokens: float, copies: int, ep: int, g
     """
     link = group_link(gpu, ep, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
     routed = token_bytes * tokens * copies
+    inside = efficiency if scaleup_efficiency is None else scaleup_efficiency
     if link.kind != "network" or not gpus_per_server or ep <= gpus_per_server:
-        return all_to_all_s(routed, ep, link, efficiency=efficiency)
+        return all_to_all_s(routed, ep, link, efficiency=inside if link.kind == "scale-up" else efficiency)
     servers = ep / gpus_per_server
     remote = (servers - 1.0) * (1.0 - (1.0 - 1.0 / servers) ** copies)
     scaleup = group_link(gpu, gpus_per_server, gpus_per_server=gpus_per_server,
                          network_bytes_per_s=network_bytes_per_s)
     return (p2p_s(token_bytes * tokens * remote, link, efficiency=efficiency)
-            + all_to_all_s(routed, gpus_per_server, scaleup, efficiency=efficiency))
+            + all_to_all_s(routed, gpus_per_server, scaleup,
+                           efficiency=inside if scaleup.kind == "scale-up" else efficiency))
 
 
 def p2p_s(message_bytes: float, link: Link, *, efficiency: float | None = None) -> float:

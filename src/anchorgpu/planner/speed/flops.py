@@ -18,6 +18,7 @@ from anchorgpu.planner.memory.op_sac import op_sac_layer
 __all__ = [
     "Recompute",
     "TrainKind",
+    "attention_dims",
     "attention_flops_per_token",
     "decode_attention_flops_per_token",
     "forward_matmul_params",
@@ -74,43 +75,46 @@ def unsampled_prompt_share(prompt_tokens: float) -> float:
     return 1.0 - 1.0 / prompt_tokens if prompt_tokens >= 1 else 0.0
 
 
-def _attention_dims(model: ModelSpec) -> tuple[int, int]:
+def attention_dims(model: ModelSpec) -> tuple[int, int]:
     """(query-key dim, value dim) per head, MLA included (DeepSeek: nope + rope, v_head_dim)."""
     if model.mla is not None:
         return model.mla.qk_nope_head_dim + model.mla.qk_rope_head_dim, model.mla.v_head_dim
     return model.head_dim, model.head_dim
 
 
-def attention_flops_per_token(model: ModelSpec, context_tokens: int, *, causal: bool) -> float:
+def attention_flops_per_token(model: ModelSpec, context_tokens: int, *, causal: bool,
+                              window_extra_tokens: float = 0.0) -> float:
     """Forward FLOPs of the score (QK^T) and value (AV) products for one token, averaged over a sequence.
 
     Per layer and head, a token attending to ``n`` earlier tokens costs ``2*n*(d_qk + d_v)``. Over a
     sequence of ``s`` tokens the average ``n`` is ``s`` when every pair is counted (the MFU convention
     of Narayanan et al. 2021 and PaLM: ``4*L*h*s`` per token for d_qk = d_v = h/a) and ``s/2`` causally.
-    Sliding-window layers cap ``n`` at their window.
+    Sliding-window layers cap ``n`` at their window; a kernel's time charges each such layer shorter than the
+    sequence ``window_extra_tokens`` more (:func:`~anchorgpu.planner.speed.attention_rate.timed_prefill_attention_flops_per_token`;
+    0: the FLOP count).
 
     >>> from anchorgpu.planner.speed._toys import toy_model
     >>> attention_flops_per_token(toy_model(), 1000, causal=False)  # 4 * L * h * s = 4*2*64*1000
     512000.0
     """
-    key = (id(model), context_tokens, causal)
+    key = (id(model), context_tokens, causal, window_extra_tokens)
     hit = _ATTENTION_CACHE.get(key)
     if hit is not None and hit[0] is model:
         return hit[1]
-    total = _attention_flops(model, context_tokens, causal=causal)
+    total = _attention_flops(model, context_tokens, causal=causal, window_extra_tokens=window_extra_tokens)
     if len(_ATTENTION_CACHE) > 4096:
         _ATTENTION_CACHE.clear()
     _ATTENTION_CACHE[key] = (model, total)
     return total
 
 
-_ATTENTION_CACHE: dict[tuple[int, int, bool], tuple[ModelSpec, float]] = {}
+_ATTENTION_CACHE: dict[tuple[int, int, bool, float], tuple[ModelSpec, float]] = {}
 """Memo of :func:`attention_flops_per_token` by model identity (models are frozen; the layout search asks the
 same question a thousand times)."""
 
 
-def _attention_flops(model: ModelSpec, context_tokens: int, *, causal: bool) -> float:
-    d_qk, d_v = _attention_dims(model)
+def _attention_flops(model: ModelSpec, context_tokens: int, *, causal: bool, window_extra_tokens: float) -> float:
+    d_qk, d_v = attention_dims(model)
     per_pair = 2.0 * model.num_attention_heads * (d_qk + d_v)
     total = 0.0
     for window in model.attention_windows:  # attention layers only: recurrent layers have no score matrix
@@ -121,6 +125,8 @@ def _attention_flops(model: ModelSpec, context_tokens: int, *, causal: bool) -> 
             else:  # average over positions 1..s of min(i, window)
                 w = float(window)
                 span = (w * (w + 1) / 2 + (context_tokens - w) * w) / context_tokens
+        if window is not None and window < context_tokens:
+            span += window_extra_tokens
         total += per_pair * span
     return total
 
@@ -148,7 +154,7 @@ def decode_attention_flops_per_token(model: ModelSpec, cached_tokens: int) -> fl
     mla = model.mla
     if mla is None:
         return heads_form
-    d_qk, d_v = _attention_dims(model)
+    d_qk, d_v = attention_dims(model)
     return heads_form * (2 * mla.kv_lora_rank + mla.qk_rope_head_dim) / (d_qk + d_v)
 
 

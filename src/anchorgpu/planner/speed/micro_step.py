@@ -19,6 +19,7 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.memory.activations import sequence_parallel_share
 from anchorgpu.planner.pipeline_layout import PipelineLayout, busiest_rank_layers
+from anchorgpu.planner.speed.attention_rate import attention_rate_ratio, timed_prefill_attention_flops_per_token
 from anchorgpu.planner.speed.calibration import Calibration, StackConstants
 from anchorgpu.planner.speed.context_parallel import context_parallel_s
 from anchorgpu.planner.speed.experts import (
@@ -115,10 +116,14 @@ def _step_shape(model: ModelSpec, gpu: GpuSpec, cal: Calibration, seq_tokens: in
     bwd_count = 2.0
     bwd_run = bwd_count if attention_kernel == "unfused" else bwd_count * cal.fused_attention_backward_ratio / 2.0
     attn_run_passes = attn_passes - bwd_count + bwd_run
-    attn_run_f = attn_f if attention_kernel == "unfused" else attn_run_passes * attention_flops_per_token(
-        model, seq_tokens, causal=True)
+    # a fused kernel's time: sliding windows charged their per-query extra, the rate scaled by head size
+    # (speed.attention_rate)
+    attn_run_f = attn_f if attention_kernel == "unfused" else attn_run_passes * timed_prefill_attention_flops_per_token(
+        model, seq_tokens, cal.window_attention_extra_tokens)
     fa2 = attention_kernel == "fa2" and cal.fa2_hopper_attention_efficiency and hopper_or_newer(gpu)
     att_rate = bf16 * (cal.fa2_hopper_attention_efficiency if fa2 else k.attention_efficiency)
+    if attention_kernel != "unfused":
+        att_rate *= attention_rate_ratio(model, gpu, cal)
     mm_peak_eff = k.train_matmul_efficiency * cal.low_precision_ratio(gpu, choice.precision)
     expert_share, route_share = moe_product_shares(model)
     passes = 1.0 + (1.0 / 3.0 if recompute == "full" or op_sac else 0.0)
@@ -207,7 +212,8 @@ def _compute_micro_step(
         # dispatch and combine forward and backward, and forward again when the MoE blocks are recomputed
         ep_s = (6 if recompute in MOE_FORWARD_AGAIN else 4) * moe_layers * expert_dispatch_s(
             h * ACTIVATION_BYTES, tokens_rank / tp, model.moe.experts_per_token, ep, gpu,
-            gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s, efficiency=cal.link_efficiency)
+            gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s, efficiency=cal.link_efficiency,
+            scaleup_efficiency=cal.alltoall_link_efficiency.get(gpu.name))
         if ep_overlap:  # beside another micro-batch's computation: the stated exposed share, as TP overlap's
             ep_s *= cal.overlap_exposed_fraction
     launch_s = expert_launch_s(model, ep, stage_layers, k.moe_host_s_per_expert_gemm, kind=kind,

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init
+from anchorgpu.planner.speed.attention_rate import timed_prefill_attention_flops_per_token
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.experts import (
     ep_gather_bytes,
@@ -53,7 +54,6 @@ from anchorgpu.planner.speed.experts import (
     routed_share_per_gpu,
 )
 from anchorgpu.planner.speed.flops import (
-    attention_flops_per_token,
     decode_attention_flops_per_token,
     unsampled_prompt_share,
 )
@@ -112,10 +112,11 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: f
     True
     """
     cal = cal or calibration()
+    c = _constants(model, gpu, setup, cal, ideal)
     step, fixed, weights_s, attention_s, comm, bound, _ = _step(
-        setup, _constants(model, gpu, setup, cal, ideal), batch, prefill_tokens,
-        decode_attention_flops_per_token(model, cached_tokens),
-        attention_flops_per_token(model, prompt_tokens, causal=True) if prefill_tokens and prompt_tokens else 0.0,
+        setup, c, batch, prefill_tokens, decode_attention_flops_per_token(model, cached_tokens),
+        timed_prefill_attention_flops_per_token(model, prompt_tokens, c.window_extra_tokens)
+        if prefill_tokens and prompt_tokens else 0.0,
         head_skip=unsampled_prompt_share(prompt_tokens))
     return DecodeStep(step_s=step, fixed_s=fixed, weights_s=weights_s, attention_s=attention_s,
                       communication_s=comm, bound=bound)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init
+from anchorgpu.planner.speed.attention_rate import attention_rate_ratio
 from anchorgpu.planner.speed.calibration import Calibration
 from anchorgpu.planner.speed.experts import dense_layers, moe_product_shares, routed_share_per_gpu
 from anchorgpu.planner.speed.flops import forward_matmul_params, lm_head_params
@@ -86,7 +87,8 @@ class _StepConstants:
     matmul_rate: float  # peak * mm_eff
     head_params: float  # the LM head's V x h, which serving multiplies only at the positions it samples
     head_rate: float  # the rate the LM head's product reaches (matmul_rate's 16-bit part where the format keeps it so)
-    attention_rate: float  # bf16 * att_eff
+    attention_rate: float  # bf16 * att_eff, scaled by head size (speed.attention_rate)
+    window_extra_tokens: float  # a sliding-window layer's pairs a query beyond its window, in prefill (0 ideal)
     routed_share: float | None  # MoE: routed-expert share of the parameters; None for a dense model
     miss_per_token: float  # MoE: 1 - k/E, the chance one token skips a given expert
     allreduce_share: float  # 2 (tp - 1) / tp: the share of a message a ring all-reduce moves per GPU
@@ -183,7 +185,9 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         elementwise_s_per_token=(0.0 if ideal else model.num_layers / setup.pp * k.elementwise_bytes_per_hidden / 3.0
                                  * model.hidden_size / setup.tp / bw + trtllm_moe_s_per_token(model, gpu, setup, cal)),
         knee=1e3 if ideal else k.roofline_exponent,
-        mem_rate=bw * mbu, matmul_rate=mixed_rate(low, b16, setup.quantized_share), attention_rate=bf16 * att_eff,
+        mem_rate=bw * mbu, matmul_rate=mixed_rate(low, b16, setup.quantized_share),
+        attention_rate=bf16 * att_eff * (1.0 if ideal else attention_rate_ratio(model, gpu, cal)),
+        window_extra_tokens=0.0 if ideal else cal.window_attention_extra_tokens,
         head_params=float(lm_head_params(model)), head_rate=mixed_rate(low, b16, setup.head_quantized_share),
         routed_share=routed_share_per_gpu(model, tp=setup.tp, ep=setup.ep) if moe is not None else None,
         miss_per_token=1.0 - moe.experts_per_token / moe.num_experts if moe is not None else 1.0,
