@@ -16,9 +16,15 @@ import pytest
 
 from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
+from anchorgpu.planner.formats import get_format, model_weight_parts
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, group_link
-from anchorgpu.planner.speed.serving import ServingSetup, decode_step, expert_rows_factor, routed_share_per_gpu
+from anchorgpu.planner.speed.serving import (
+    ServingSetup,
+    decode_step,
+    expert_rows_factor,
+    routed_weight_bytes_share_per_gpu,
+)
 from cli_runner import run_json
 
 MODEL = load_model("qwen3-30b-a3b")
@@ -79,11 +85,14 @@ def test_the_experts_of_an_ep_group_see_every_replicas_tokens() -> None:
 
 
 def test_the_routed_share_of_a_gpus_weights_follows_the_split() -> None:
-    experts, total = MODEL.params.experts, MODEL.params_total
-    assert routed_share_per_gpu(MODEL, tp=1, ep=1) == experts / total == routed_share_per_gpu(MODEL, tp=4, ep=4)
+    bf16 = get_format("bf16")
+    parts = model_weight_parts(MODEL, bf16)
+    experts, total = parts.experts, parts.total
+    share = routed_weight_bytes_share_per_gpu
+    assert share(MODEL, bf16, tp=1, ep=1) == experts / total == share(MODEL, bf16, tp=4, ep=4)
     per_gpu = experts / 8
-    assert routed_share_per_gpu(MODEL, tp=1, ep=8) == pytest.approx(per_gpu / (per_gpu + total - experts))
-    assert routed_share_per_gpu(load_model("llama-3.1-8b"), tp=1, ep=1) == 0.0
+    assert share(MODEL, bf16, tp=1, ep=8) == pytest.approx(per_gpu / (per_gpu + total - experts))
+    assert share(load_model("llama-3.1-8b"), bf16, tp=1, ep=1) == 0.0
 
 
 def test_a_plan_with_attention_data_parallelism_and_ep_is_timed_as_one_ep_group(

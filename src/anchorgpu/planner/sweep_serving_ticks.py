@@ -28,7 +28,7 @@ from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_fo
 from anchorgpu.planner.speed.moe_backend import expert_half_tokens, trtllm_moe_backend
 from anchorgpu.planner.speed.overrides import calibrated
 from anchorgpu.planner.speed.product_shares import head_quantized_share, quantized_product_shares
-from anchorgpu.planner.speed.serving import moe_product_shares, routed_share_per_gpu
+from anchorgpu.planner.speed.serving import moe_product_shares, routed_weight_bytes_share_per_gpu
 from anchorgpu.planner.speed.step_constants import allreduce_latency_s, trtllm_kv_read_applies
 from anchorgpu.planner.sweep_grid import Layouts
 from anchorgpu.planner.sweep_serving_lookups import distinct_gpus, links, mixed_rates
@@ -170,8 +170,13 @@ class Ticks:
             share = np.where((lay.ep > 1) & (lay.ep <= lay.tp), 1.0 / lay.ep, 1.0)
             self.per_token_ew = self.per_token_ew + (row_s * model.moe.experts_per_token * model.moe.num_moe_layers
                                                      / lay.pp * share)
-        # the routed experts' share of a GPU's weights: alike with the experts split by TP or whole over the TP group
-        self.routed = routed_share_per_gpu(model, tp=1, ep=1)
+        # the routed experts' share of a GPU's weight bytes, per format: alike with the experts split by TP or whole
+        # over the TP group
+        self.routed: FloatArray | float = 0.0
+        if model.moe is not None:
+            routed_w = [routed_weight_bytes_share_per_gpu(model, format_for_model(model, name), tp=1, ep=1)
+                        for name in weights]
+            self.routed = per_format(np.tile(np.array(routed_w), (lay.tp.size, 1)))
         # a MoE's routed-expert products slow down with few tokens per expert (speed.serving.expert_rows_factor)
         self.expert_share, self.route_share = moe_product_shares(model)
         self.half_tokens: FloatArray = per_layout(lambda k: k.moe_expert_half_tokens)

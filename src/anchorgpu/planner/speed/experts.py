@@ -1,22 +1,18 @@
 """A mixture of experts' routed experts in a serving step: which experts a step's tokens touch, how many rows each
 gets, and what share of the products and weights they are; and in a training step, the host time of launching each
-local expert's products, and the bytes an attention-DP all-gather moves a value. Pure; stdlib only. The serving step
+local expert's products, and the bytes an attention-DP all-gather moves a value. Pure. The serving step
 (:mod:`anchorgpu.planner.speed.serving`) restates these inline for speed, and its tests hold the two equal."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.planner.formats import WeightFormat, model_weight_parts
 from anchorgpu.planner.speed.flops import MOE_FORWARD_AGAIN, Recompute, TrainKind, forward_matmul_params
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES
 
-if TYPE_CHECKING:
-    from anchorgpu.planner.formats import WeightFormat
-
 __all__ = ["dense_layers", "ep_gather_bytes", "expert_gemms_per_layer", "expert_launch_s", "expert_rows_factor",
-           "moe_expert_fraction_read", "moe_product_shares", "routed_share_per_gpu", "unfused_expert_bytes",
-           "whole_dense_layers_extra_bytes"]
+           "moe_expert_fraction_read", "moe_product_shares", "routed_weight_bytes_share_per_gpu",
+           "unfused_expert_bytes", "whole_dense_layers_extra_bytes"]
 
 
 def moe_expert_fraction_read(model: ModelSpec, batch_tokens: float) -> float:
@@ -73,22 +69,32 @@ def moe_product_shares(model: ModelSpec) -> tuple[float, float]:
     return model.params.experts * moe.experts_per_token / moe.num_experts / forward_matmul_params(model), route
 
 
-def routed_share_per_gpu(model: ModelSpec, *, tp: int, ep: int) -> float:
-    """The routed experts' share of the weights one GPU holds: the experts split over ``ep`` GPUs (over TP when
-    ``ep`` is 1), the rest over TP (0.0 for a dense model).
+def routed_weight_bytes_share_per_gpu(model: ModelSpec, fmt: WeightFormat, *, tp: int, ep: int) -> float:
+    """The routed experts' share of the weight BYTES one GPU holds in ``fmt`` (what a serving step scales by the
+    experts it touches): the experts' bytes split over ``ep`` GPUs (over TP when ``ep`` is 1), the rest's over TP
+    (0.0 for a dense model). Bytes, not parameters: a format that stores the experts apart (gpt-oss's MXFP4 experts
+    at 4.25 bits, padded to 3,072 wide, beside 16-bit attention and embeddings; an FP8 or FP4 format's 16-bit
+    embeddings and head) gives them a smaller share of the bytes than of the parameters
+    (:func:`~anchorgpu.planner.formats.model_weight_parts`).
 
     >>> from anchorgpu.architectures import load_model
-    >>> m = load_model("qwen3-30b-a3b")
-    >>> round(routed_share_per_gpu(m, tp=1, ep=1), 3), round(routed_share_per_gpu(m, tp=1, ep=8), 3)
-    (0.95, 0.702)
+    >>> from anchorgpu.planner.formats import format_for_model
+    >>> m = load_model("gpt-oss-120b")  # 0.981 of the parameters, 0.937 of the MXFP4 bytes
+    >>> round(routed_weight_bytes_share_per_gpu(m, format_for_model(m, "bf16"), tp=1, ep=1), 3)
+    0.981
+    >>> round(routed_weight_bytes_share_per_gpu(m, format_for_model(m, "mxfp4"), tp=1, ep=1), 3)
+    0.937
+    >>> q = load_model("qwen3-30b-a3b")
+    >>> round(routed_weight_bytes_share_per_gpu(q, format_for_model(q, "bf16"), tp=1, ep=8), 3)
+    0.702
     """
-    total = model.params_total
+    parts = model_weight_parts(model, fmt)
+    total, experts = parts.total, parts.experts
     if model.moe is None or not total:
         return 0.0
     if ep <= 1 or ep == tp:  # split alike
-        return model.params.experts / total
-    experts = model.params.experts / ep
-    return experts / (experts + (total - model.params.experts) / tp)
+        return experts / total
+    return experts / ep / (experts / ep + (total - experts) / tp)
 
 
 def expert_gemms_per_layer(kind: TrainKind = "full", recompute: Recompute = "none") -> int:

@@ -51,7 +51,7 @@ from anchorgpu.planner.speed.experts import (
     expert_rows_factor,
     moe_expert_fraction_read,
     moe_product_shares,
-    routed_share_per_gpu,
+    routed_weight_bytes_share_per_gpu,
 )
 from anchorgpu.planner.speed.flops import (
     decode_attention_flops_per_token,
@@ -66,7 +66,8 @@ from anchorgpu.planner.speed.step_constants import (  # the per-step constants; 
 )
 
 __all__ = ["DecodeStep", "ServingSetup", "decode_step", "ep_gather_bytes", "expert_rows_factor",
-           "moe_expert_fraction_read", "moe_product_shares", "routed_share_per_gpu", "serve_shape_factor", "soft_roofline"]
+           "moe_expert_fraction_read", "moe_product_shares", "routed_weight_bytes_share_per_gpu", "serve_shape_factor",
+           "soft_roofline"]
 
 
 def soft_roofline(memory_s: float, compute_s: float, exponent: float) -> float:

@@ -1,6 +1,6 @@
 """The per-step constants of the serving model (:mod:`.serving`): a replica's setup, and the rates, links and fixed
 costs every step of one (model, GPU, setup, calibration) shares, formed once for the prediction and once for the
-roofline ceiling and memoised. Pure; stdlib only."""
+roofline ceiling and memoised. Pure."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init
+from anchorgpu.planner.formats import format_for_model
 from anchorgpu.planner.speed.attention_rate import attention_rate_ratio
 from anchorgpu.planner.speed.calibration import Calibration
-from anchorgpu.planner.speed.experts import dense_layers, moe_product_shares, routed_share_per_gpu
+from anchorgpu.planner.speed.experts import dense_layers, moe_product_shares, routed_weight_bytes_share_per_gpu
 from anchorgpu.planner.speed.flops import forward_matmul_params, lm_head_params
 from anchorgpu.planner.speed.launches import absorbed_dequant_bytes, fuses_norms_into_allreduce, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, data_parallel_link, group_link, host_kind, peak_for
@@ -65,6 +66,8 @@ class ServingSetup:
     # (experts.whole_dense_layers_extra_bytes)
     kv_fp8: bool = False  # the KV cache is FP8 (TensorRT-LLM's decode attention reads it at its own measured rate)
     moe_backend: str = ""  # TensorRT-LLM's MoE kernel (speed.moe_backend: "trtllm-gen" takes its measured falloff)
+    weights_format: str = "bf16"  # the weights' format (formats.format_for_model's name): a MoE's routed experts' share
+    # of the weight bytes read (experts.routed_weight_bytes_share_per_gpu)
 
 
 def _link(gpu: GpuSpec, setup: ServingSetup) -> Link:
@@ -89,7 +92,7 @@ class _StepConstants:
     head_rate: float  # the rate the LM head's product reaches (matmul_rate's 16-bit part where the format keeps it so)
     attention_rate: float  # bf16 * att_eff, scaled by head size (speed.attention_rate)
     window_extra_tokens: float  # a sliding-window layer's pairs a query beyond its window, in prefill (0 ideal)
-    routed_share: float | None  # MoE: routed-expert share of the parameters; None for a dense model
+    routed_share: float | None  # MoE: the routed experts' share of a GPU's weight bytes; None for a dense model
     miss_per_token: float  # MoE: 1 - k/E, the chance one token skips a given expert
     allreduce_share: float  # 2 (tp - 1) / tp: the share of a message a ring all-reduce moves per GPU
     allreduce_rate: float  # link bandwidth x efficiency
@@ -113,7 +116,7 @@ class _StepConstants:
 
 
 _STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float, float, float, float, bool, bool, str, bool, bool,
-                      str],
+                      str, str],
                  tuple[ModelSpec, GpuSpec, Calibration, tuple[_StepConstants, _StepConstants]]] = {}
 
 
@@ -125,12 +128,12 @@ def _constants(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibra
 def _pair(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration) -> tuple[_StepConstants, _StepConstants]:
     """The per-step constants of the prediction and of the ceiling, memoised on what they depend on: the (frozen)
     model, GPU and calibration by identity, and every field of the setup :func:`_build` reads (precision and FP8 in
-    blocks, TP, PP, EP and server size, the quantized shares, the engine and its MoE kernel); any plan of that model on that GPU and split
-    reuses them."""
+    blocks, TP, PP, EP and server size, the quantized shares, the engine and its MoE kernel, the weights' format); any
+    plan of that model on that GPU and split reuses them."""
     key = (id(model), id(gpu), setup.precision, setup.tp, setup.pp, setup.gpus_per_server, id(cal), setup.ep,
            setup.ep_gather_bytes, setup.quantized_share, setup.expert_quantized_share, setup.head_quantized_share,
            setup.absorbed_dequant,
-           setup.block_fp8, setup.engine, setup.attention_dp, setup.kv_fp8, setup.moe_backend)
+           setup.block_fp8, setup.engine, setup.attention_dp, setup.kv_fp8, setup.moe_backend, setup.weights_format)
     hit = _STEP_MEMO.get(key)
     if hit is not None and hit[0] is model and hit[1] is gpu and hit[2] is cal:
         return hit[3]
@@ -189,7 +192,8 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         attention_rate=bf16 * att_eff * (1.0 if ideal else attention_rate_ratio(model, gpu, cal)),
         window_extra_tokens=0.0 if ideal else cal.window_attention_extra_tokens,
         head_params=float(lm_head_params(model)), head_rate=mixed_rate(low, b16, setup.head_quantized_share),
-        routed_share=routed_share_per_gpu(model, tp=setup.tp, ep=setup.ep) if moe is not None else None,
+        routed_share=(routed_weight_bytes_share_per_gpu(model, format_for_model(model, setup.weights_format),
+                                                        tp=setup.tp, ep=setup.ep) if moe is not None else None),
         miss_per_token=1.0 - moe.experts_per_token / moe.num_experts if moe is not None else 1.0,
         allreduce_share=2.0 * (setup.tp - 1) / setup.tp,
         allreduce_rate=link.bytes_per_s * link_eff if link is not None else 1.0,
