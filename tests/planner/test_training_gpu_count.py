@@ -12,7 +12,7 @@ from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner.speed.estimate import plan_performance
-from anchorgpu.planner.suggest import TRAINING_GPU_COUNTS
+from anchorgpu.planner.training_gpu_counts import TRAINING_GPU_COUNTS
 from cli_runner import run, run_json
 
 H100 = get_gpu("h100")

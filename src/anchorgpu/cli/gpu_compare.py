@@ -159,7 +159,7 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
         # no --precision: the checkpoint's shipped format, as `anchorgpu plan` answers without --weights
         precision_plan = PrecisionPlan(weights=PLANNER_FORMAT[precision]) if precision else PrecisionPlan()
     from anchorgpu.planner.speed.serving_layouts import SERVING_GPU_COUNTS
-    from anchorgpu.planner.suggest import TRAINING_GPU_COUNTS
+    from anchorgpu.planner.training_gpu_counts import TRAINING_GPU_COUNTS
 
     # the counts the planner tries on its own (a diffusion pipeline: whole on one GPU)
     counts = (1,) if diffusion else TRAINING_GPU_COUNTS if task in TRAINING_LIKE else SERVING_GPU_COUNTS

@@ -32,8 +32,9 @@ from anchorgpu.planner.inference import plan_inference
 from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload, default_seq_tokens
 from anchorgpu.planner.media import validate_media
 from anchorgpu.planner.result import MemoryBreakdown, Plan, ResolvedLayout, Suggestion, new_plan
-from anchorgpu.planner.suggest import TRAINING_GPU_COUNTS, choose_layout_plan, suggestions_for, training_layout_open
+from anchorgpu.planner.suggest import choose_layout_plan, suggestions_for, training_layout_open
 from anchorgpu.planner.training import plan_training
+from anchorgpu.planner.training_gpu_counts import TRAINING_GPU_COUNTS
 from anchorgpu.planner.validate import (
     check_kv_cache_task,
     check_layout_counts,

@@ -3,8 +3,6 @@ a workload fit (each planned again to check it does), and the plan of the layout
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
@@ -23,20 +21,13 @@ from anchorgpu.planner.inputs import (
 from anchorgpu.planner.layout_resolution import GPUS_PER_SERVER, tp_is_valid
 from anchorgpu.planner.result import Plan, ResolvedLayout, Suggestion
 from anchorgpu.planner.suggest_fraction import memory_fraction_suggestion
+from anchorgpu.planner.training_gpu_counts import fewest_fitting_gpus
 
-if TYPE_CHECKING:  # the layout chooser imports the planner: a type only here
-    from anchorgpu.planner.speed.layouts import Choice
-
-__all__ = ["TRAINING_GPU_COUNTS", "choose_layout_plan", "suggestions_for", "training_layout_open"]
+__all__ = ["choose_layout_plan", "suggestions_for", "training_layout_open"]
 
 SMALL_SEQUENCE_CAP = 256
 """The ``--max-num-seqs`` "What would fit" offers a vLLM plan that does not fit: vLLM's own default on GPUs under
 70 GiB (``engine_limits.engine_limits``), where its sampler's start-up profile is a quarter of a large GPU's 1,024."""
-
-TRAINING_GPU_COUNTS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
-"""The GPU counts tried, fewest first, for a training job given no GPU count (nor TP, PP and DP, which would make
-one): one GPU, part of a server, then whole 8-GPU servers in powers of two (data parallelism splits a global batch
-of a power of two)."""
 
 
 def suggestion_candidates(model: ModelSpec | DiffusionPipelineSpec, w: Workload, precision: PrecisionPlan,
@@ -240,7 +231,7 @@ def _more_gpus_chosen(model: ModelSpec, w: Workload, precision: PrecisionPlan, l
                       gpu: GpuSpec, overheads: Overheads) -> Suggestion | None:
     """``--gpus N`` for the fewest GPUs of :data:`TRAINING_GPU_COUNTS` above ``gpus_now`` on which the layout chosen
     for the user (what ``plan --gpus N`` with the same other flags answers: whatever the user fixed kept) fits."""
-    fewest = _fewest_fitting(model, w, precision, layout, gpu, overheads, above=gpus_now)
+    fewest = fewest_fitting_gpus(model, w, precision, layout, gpu, overheads, above=gpus_now)
     if fewest is None:
         return None
     gpus, _, (_, alt) = fewest
@@ -338,7 +329,7 @@ def _fewest_training_gpus(model: ModelSpec, w: Workload, prec: PrecisionPlan, la
                           ov: Overheads) -> Plan | None:
     """The plan of the fastest layout on the fewest GPUs of :data:`TRAINING_GPU_COUNTS` that fits the job, or None
     when none does (the plan then shows one GPU and what would fit)."""
-    fewest = _fewest_fitting(model, w, prec, lay_in, gpu, ov)
+    fewest = fewest_fitting_gpus(model, w, prec, lay_in, gpu, ov)
     if fewest is None:
         return None
     gpus, fewer, (choice, chosen) = fewest
@@ -348,46 +339,6 @@ def _fewest_training_gpus(model: ModelSpec, w: Workload, prec: PrecisionPlan, la
              + _fewer_training_gpus_with(model, w, prec, evolve(lay_in, gpus=fewer), gpu, ov)
              + "; pass --gpus for more - more GPUs train faster, up to what the global batch splits into.")
     return evolve(chosen, assumptions=(count, choice.reason, *chosen.assumptions))
-
-
-def _fewest_fitting(model: ModelSpec, w: Workload, prec: PrecisionPlan, layout: Layout, gpu: GpuSpec, ov: Overheads,
-                    *, above: int = 0) -> tuple[int, int, tuple[Choice, Plan]] | None:
-    """(GPUs, the count tried before them, the chooser's choice and plan) for the fewest of
-    :data:`TRAINING_GPU_COUNTS` above ``above`` on which the layout chosen for the user fits, whatever ``layout``
-    fixes kept; None when none does. A count whose GPUs cannot hold the job's model state even spread evenly is
-    skipped without planning its layouts."""
-    from anchorgpu.planner.speed import layouts
-
-    states = _model_states_bytes(model, w, prec, layout, gpu, ov)
-    fewer = above
-    for gpus in TRAINING_GPU_COUNTS:
-        if gpus <= above:
-            continue
-        found = None
-        if states <= gpus * gpu.memory_bytes:
-            try:
-                found = layouts.choose_training_layout(model, w, prec, evolve(layout, gpus=gpus), gpu, ov)
-            except InvalidWorkload:
-                found = None
-        if found is not None:
-            return gpus, fewer, found
-        fewer = gpus
-    return None
-
-
-def _model_states_bytes(model: ModelSpec, w: Workload, prec: PrecisionPlan, layout: Layout, gpu: GpuSpec,
-                        ov: Overheads) -> int:
-    """The weights, gradients and optimizer state the whole job keeps on GPUs (its offload kept): spread evenly
-    over n GPUs, each holds at least 1/n of it, so fewer GPUs than ``states / memory`` cannot hold the job (0 when
-    one GPU cannot be planned)."""
-    from anchorgpu.planner.plan import plan
-
-    try:
-        one = plan(model, w, precision=prec, layout=Layout(gpus=1, offload=layout.offload), gpu=gpu, overheads=ov,
-                   suggest=False, choose_layout=False).per_gpu
-    except InvalidWorkload:
-        return 0
-    return one.weights_bytes + one.gradients_bytes + one.optimizer_bytes
 
 
 def _fewer_training_gpus_with(model: ModelSpec, w: Workload, prec: PrecisionPlan, layout: Layout, gpu: GpuSpec,

@@ -103,7 +103,7 @@ def most_gpus_tried(task: str) -> int:
     (1024, 1024)
     """
     from anchorgpu.planner.speed.serving_layouts import SERVING_GPU_COUNTS
-    from anchorgpu.planner.suggest import TRAINING_GPU_COUNTS
+    from anchorgpu.planner.training_gpu_counts import TRAINING_GPU_COUNTS
 
     return (SERVING_GPU_COUNTS if task == "inference" else TRAINING_GPU_COUNTS)[-1]
 
