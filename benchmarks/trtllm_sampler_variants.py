@@ -45,7 +45,7 @@ def _drop_sampler() -> None:
         finally:
             on["flag"] = False
 
-    se._engine_footprint = patched_footprint  # type: ignore[assignment]
+    se._engine_footprint = patched_footprint
     rs.serve_plan_of = patched_plan_of
 
 
