@@ -6,9 +6,10 @@ controls fails on the main it branched from (191c58a7):
 2. a given training ``--tp 16`` was chosen around with the chooser's sentence "tensor parallelism stays inside one
    server" beside the tp_across_nodes warning that it spans two;
 3. the recommend and plan pages wrote a float bound as pydantic gives it ("must be at most 86400.0", "more than 0.0");
-4. ``--recipe vllm`` of a plan with EP inside TP smaller than the TP (``--tp 4 --ep 2``) launched
-   ``--enable-expert-parallel``, which splits the experts over all TP ranks (EP 4), a layout other than the plan's,
-   said only as an assumption; it is now refused in one line, as the other recipes refuse what they cannot launch."""
+4. a serving plan with EP smaller than the TP (``--tp 4 --ep 2``, or ``--gpus 8 --ep 2`` at the default TP 8) held
+   the routed experts whole over the EP GPUs, where every serving engine splits them over all the TP group's GPUs
+   (its memory and step of no launchable layout; ``--recipe vllm`` launched EP 4 under it): now refused in one line
+   (CLI exit 2, API 422), as EP = TP and EP wider than TP (attention data parallelism) are planned."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import re
 
 import pytest
 
-from cli_runner import run, run_json
+from cli_runner import run_json
 from hardening.conftest import Served, cli_refusal, problem_of
 
 REC_8B = ("recommend", "llama-3.1-8b", "--gpu", "h100", "--top", "2", "--max-servers", "1")
@@ -78,32 +79,39 @@ def test_the_recommend_page_writes_a_bound_as_a_number(sqlite_served: Served, qu
     assert _page_error(response.text) == said
 
 
-# 4. vLLM's expert parallelism is TP x DP -----------------------------------------------------------------------------
+# 4. a serving EP smaller than the TP -------------------------------------------------------------------------------
 
 MOE_EP2_TP4 = ("plan", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "4", "--tp", "4", "--ep", "2")
 
 
-def test_vllm_recipe_refuses_ep_smaller_than_tp(capsys: pytest.CaptureFixture[str]) -> None:
-    err = cli_refusal(capsys, *MOE_EP2_TP4, "--recipe", "vllm")
-    assert "EP 2 inside TP 4" in err and "would run EP 4" in err and "--ep 4" in err, err
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_a_serving_ep_smaller_than_tp_is_refused(capsys: pytest.CaptureFixture[str], engine: str) -> None:
+    """Planned, it held the experts whole over EP 2 (half of them a GPU, expert TP 1 as Megatron trains), where every
+    serving engine splits them over all 4 GPUs of the TP group (TensorRT-LLM moe_tp_size x moe_ep_size = tp_size,
+    SGLang moe_tp_size = tp_size // ep_size, vLLM EP = TP x DP): the memory and the step were of no launchable
+    layout, and --recipe vllm launched EP 4 under the plan's EP 2."""
+    err = cli_refusal(capsys, *MOE_EP2_TP4, "--engine", engine)
+    assert "--ep 2 with TP 4" in err and "give --ep 4 or --tp 2" in err, err
 
 
-@pytest.mark.parametrize(("kind", "flag"), [("sglang", "--ep-size 2"), ("trtllm", "--ep_size 2")])
-def test_the_engines_with_an_ep_size_still_launch_it(capsys: pytest.CaptureFixture[str], kind: str, flag: str) -> None:
-    code, out, err = run(capsys, *MOE_EP2_TP4, "--recipe", kind)
-    assert code == 0, err
-    assert re.search(re.escape(flag) + r"\b", " ".join(out.split())), out[-1500:]
+def test_the_default_tp_with_a_smaller_ep_is_refused_naming_both_ways(capsys: pytest.CaptureFixture[str]) -> None:
+    err = cli_refusal(capsys, "plan", "qwen3-235b-a22b", "--gpu", "h100", "--gpus", "8", "--ep", "2")
+    assert "--ep 2 with TP 8" in err and "give --ep 8 or --tp 2" in err, err
 
 
-def test_vllm_recipe_of_ep_equal_to_tp_still_launches(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, "plan", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "8", "--tp", "4", "--ep", "4",
-                         "--recipe", "vllm")
-    assert code == 0, err
-    assert "--tensor-parallel-size 4" in " ".join(out.split()) and "--enable-expert-parallel" in out
-
-
-def test_the_api_refuses_the_vllm_recipe_in_one_line(sqlite_served: Served) -> None:
+def test_the_api_refuses_a_serving_ep_smaller_than_tp(sqlite_served: Served) -> None:
     response = sqlite_served.client.post("/v1/plan", json={"model": "qwen3-30b-a3b", "gpu": "h100", "gpus": 4, "tp": 4,
-                                                           "ep": 2, "recipe": "vllm"})
+                                                           "ep": 2})
     problem = problem_of(response)
-    assert problem["status"] == 422 and "EP 2 inside TP 4" in problem["detail"], problem
+    assert problem["status"] == 422 and "--ep 2 with TP 4" in problem["detail"], problem
+
+
+@pytest.mark.parametrize("argv", [
+    ("--gpus", "8", "--tp", "4", "--ep", "4"),  # EP inside TP, equal: the chooser's own layout
+    ("--gpus", "8", "--tp", "2", "--ep", "8"),  # EP wider than TP: attention data parallelism
+    ("--gpus", "8", "--tp", "4", "--ep", "2", "--task", "train"),  # training: Megatron's expert TP 1
+])
+def test_ep_equal_to_or_wider_than_tp_and_training_still_plan(capsys: pytest.CaptureFixture[str],
+                                                              argv: tuple[str, ...]) -> None:
+    answer = run_json(capsys, "plan", "qwen3-30b-a3b", "--gpu", "h100", *argv)
+    assert answer["layout"]["ep"] == int(argv[argv.index("--ep") + 1])

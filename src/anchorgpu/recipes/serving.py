@@ -183,10 +183,6 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
     if adp and kind == "trtllm" and lay.tp > 1:
         raise not_expressible(kind, f"attention data parallelism with TP {lay.tp} a replica: TensorRT-LLM's "
                                     "enable_attention_dp runs each GPU's attention alone (TP 1); plan --tp 1")
-    if kind == "vllm" and 1 < lay.ep < lay.tp:  # its --enable-expert-parallel spreads the experts over all TP ranks
-        raise not_expressible(kind, f"EP {lay.ep} inside TP {lay.tp}: vLLM's --enable-expert-parallel splits the "
-                                    f"experts over all TP x DP ranks, so it would run EP {lay.tp}, not the plan's; "
-                                    f"plan with --ep {lay.tp}, or use --recipe sglang or trtllm (--ep-size)")
     replica_nodes = math.ceil(lay.tp * lay.pp / target.gpus_per_node)
     if replica_nodes > 1:
         if kind == "trtllm":
