@@ -225,6 +225,12 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
             stage = tp * cp * dp
             raise InvalidWorkload(f"ep={ep} must divide the tp·{'cp·' if cp > 1 else ''}dp = {stage:,} "
                                   f"GPU{'s' if stage > 1 else ''} of a stage")
+        if not training and ep < tp:  # the memory and step model EP whole over its GPUs (expert TP 1), as training
+            raise InvalidWorkload(
+                f"--ep {ep} with TP {tp}: a serving engine splits the routed experts over all {tp} GPUs of the TP group "
+                "(TensorRT-LLM and SGLang as EP x MoE TP, vLLM's --enable-expert-parallel as EP = TP), which this "
+                f"planner plans as --ep {tp}; give --ep {tp} or --tp {ep} (EP equal to TP), an EP wider than TP (attention "
+                "data parallelism), or leave --ep out")
     zero = 3 if layout.fsdp else (layout.zero or 0)
     if training:
         refusal = sharded_pipeline_refusal(workload.train_stack, pp, zero, fsdp=layout.fsdp)

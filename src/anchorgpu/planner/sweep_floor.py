@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from anchorgpu.units import fmt_given
+
 __all__ = ["UserLimits", "floor_rungs", "limit_rungs", "rung_of"]
 
 IntArray = npt.NDArray[np.int64]
@@ -50,9 +52,9 @@ class UserLimits:
 
     def words(self) -> str:
         """``decode 20 tokens/s or faster and see a first token within 2 s``."""
-        parts = ([f"decode {self.min_tokens_per_s_per_user:g} tokens/s or faster"]
+        parts = ([f"decode {fmt_given(self.min_tokens_per_s_per_user)} tokens/s or faster"]
                  if self.min_tokens_per_s_per_user is not None else [])
-        parts += [f"see a first token within {self.max_ttft_s:g} s"] if self.max_ttft_s is not None else []
+        parts += [f"see a first token within {fmt_given(self.max_ttft_s)} s"] if self.max_ttft_s is not None else []
         return " and ".join(parts)
 
 PerUser = Callable[[IntArray], FloatArray]

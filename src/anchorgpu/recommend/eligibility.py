@@ -19,7 +19,7 @@ from anchorgpu.planner.inputs import Overheads, Workload
 from anchorgpu.planner.validate import serving_engine_named
 from anchorgpu.quotes import UnpricedOffering, price_quote
 from anchorgpu.recommend.records import Rejection
-from anchorgpu.units import Term, fmt_bytes, fmt_figure
+from anchorgpu.units import Term, fmt_bytes, fmt_figure, fmt_given
 
 __all__ = ["able_to_run", "engine_cap", "miss_reason"]
 
@@ -112,10 +112,10 @@ def miss_reason(row: Mapping[str, Any], min_tokens_per_s_per_user: float | None,
     if row["fits"] and max_ttft_s is not None and (min_tokens_per_s_per_user is None or (
             per_user is not None and per_user >= min_tokens_per_s_per_user)):
         ttft = row.get("prefill_s")
-        return (f"no configuration gives a first token within {max_ttft_s:,g} s"
+        return (f"no configuration gives a first token within {fmt_given(max_ttft_s)} s"
                 + ("" if ttft is None else f" (best fit: {fmt_figure(ttft, 2)} s)"))
     if row["fits"] and min_tokens_per_s_per_user is not None:
-        return (f"no configuration reaches {min_tokens_per_s_per_user:,g} tokens/s per user "
+        return (f"no configuration reaches {fmt_given(min_tokens_per_s_per_user)} tokens/s per user "
                 f"(best fit: {fmt_figure(row['decode_tokens_per_s_per_user'], 1)})")
     cp = f"CP {row['cp']}, " if row.get("cp", 1) > 1 else ""
     reserve = row.get("engine_reserve_bytes")  # SGLang's memory outside mem_fraction_static (None elsewhere)

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from anchorgpu.units import fmt_given
+
 if TYPE_CHECKING:
     from anchorgpu.planner.sweep import SweepResult
 
@@ -92,10 +94,10 @@ def limits_line(applied: LimitsApplied) -> str | None:
     parts = []
     floor = applied.min_tokens_per_s_per_user
     if floor is not None:
-        parts.append(f"decode at least {floor:g} tokens/s a user (a token every {1000 / floor:.3g} ms or sooner), "
+        parts.append(f"decode at least {fmt_given(floor)} tokens/s a user (a token every {1000 / floor:.3g} ms or sooner), "
                      + away(applied.offerings_dropped_by_floor, applied.options_dropped_by_floor))
     if applied.max_ttft_s is not None:
-        parts.append(f"first token within {applied.max_ttft_s:g} s, "
+        parts.append(f"first token within {fmt_given(applied.max_ttft_s)} s, "
                      + away(applied.offerings_dropped_by_ttft, applied.options_dropped_by_ttft))
     return ("Per-user limits applied to each configuration's predicted figures at its own concurrency (the "
             f"calibrated prediction, not the roofline ceiling): {'; '.join(parts)}. An offering keeps the fastest "

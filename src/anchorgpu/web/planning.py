@@ -7,6 +7,8 @@ the checks still to do.
 
 from __future__ import annotations
 
+import math
+from decimal import Decimal
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -107,6 +109,21 @@ def for_the_task(values: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
+def _bound(bound: object, locale: str) -> object:
+    """A field's whole-number bound as the page writes numbers ('86,400', ru '86\xa0400', not pydantic's
+    '86400.0'); any other as pydantic gave it.
+
+    >>> _bound(86400.0, "en"), _bound(0.0, "en"), _bound(1024, "ru"), _bound(0.5, "en")
+    ('86,400', '0', '1\xa0024', 0.5)
+    """
+    from babel.numbers import format_decimal
+
+    if isinstance(bound, int | float | Decimal) and not isinstance(bound, bool) and math.isfinite(bound) \
+            and bound == int(bound):
+        return str(format_decimal(int(bound), locale=locale))
+    return bound
+
+
 def validation_message(exc: ValidationError, text: PageText | None = None) -> str:
     """One line naming the first bad field, in the page's language: 'context: must be at least 1' (ru 'context: не
     меньше 1'). Kinds of error the catalogue has no words for keep pydantic's English message."""
@@ -118,7 +135,8 @@ def validation_message(exc: ValidationError, text: PageText | None = None) -> st
     if kind == "missing":
         reason = text.gettext("required")
     elif kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
-        bound = ctx.get({"greater_than_equal": "ge", "greater_than": "gt", "less_than_equal": "le", "less_than": "lt"}[kind])
+        bound = _bound(ctx.get({"greater_than_equal": "ge", "greater_than": "gt", "less_than_equal": "le",
+                                "less_than": "lt"}[kind]), text.locale)
         reason = {"greater_than_equal": text.gettext("must be at least %(bound)s", bound=bound),
                   "greater_than": text.gettext("must be more than %(bound)s", bound=bound),
                   "less_than_equal": text.gettext("must be at most %(bound)s", bound=bound),

@@ -287,7 +287,8 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                   f"{gpu.name}" + (f" (kept as given: {', '.join('--' + f for f in fixed)})" if fixed else "")
                   + ((_ZERO_RULE_PYTORCH if w.train_stack == "pytorch" else _ZERO_RULE)
                      if fixed_zero is None and lay.dp * lay.cp > 1 else "")
-                  + "; tensor parallelism stays inside one server.")
+                  + ("; tensor parallelism stays inside one server." if lay.tp <= SERVER_GPUS else
+                     f"; TP {lay.tp} as given spans servers of {SERVER_GPUS} (tp_across_nodes)."))
         return Choice(layout=layout, workload=work, reason=reason), p
     return None
 
