@@ -73,8 +73,11 @@ NOTE = ("InferenceMAX (SemiAnalysis) serving gpt-oss-120b (MXFP4 as shipped) on 
         "--max-concurrency {conc}, --ignore-eos; mean TPOT. Server settings from InferenceMAX/InferenceMAX "
         "benchmarks/gptoss_fp4_b200_trt_slurm.sh (commit cc9bed4; the run's own commit not in the record): an FP8 KV "
         "cache at free_gpu_memory_fraction 0.85 (kv_free_fraction), --max_batch_size 512, --max_num_tokens 20000, "
-        "the TRTLLM MoE backend (moe_config.backend TRTLLM: TRTLLM-gen kernels); held out: the same model, GPU, engine and workload under several layouts, the pairs "
+        "the TRTLLM MoE backend (moe_config.backend TRTLLM: TRTLLM-gen kernels){balance}; held out: the same model, GPU, engine and workload under several layouts, the pairs "
         "the serving chooser's scale-up margin is read from")
+
+BALANCE = (", attention_dp_config enable_balance true (attention_dp_balance: each rank holds its new prompts until "
+           "every rank has one, TensorRT-LLM's default timeout_iters 50 and batching_wait_iters 10)")
 
 
 def _row(isl: int, osl: int, conc: int, tp: int, ep: int, dpa: bool, tpot_s: float) -> dict[str, object]:
@@ -91,10 +94,11 @@ def _row(isl: int, osl: int, conc: int, tp: int, ep: int, dpa: bool, tpot_s: flo
     row.update({"weights": "mxfp4", "kv_cache": "fp8", "gpu_memory_utilization": 0.85, "kv_free_fraction": 0.85,
                 "prompt_tokens": isl, "output_tokens": osl, "concurrency": conc, "max_num_seqs": 512,
                 "max_num_batched_tokens": 20000, "kv_reservation": "full", "engine": "trtllm", "moe_backend": "TRTLLM",
-                "metric": "tpot_s",
+                **({"attention_dp_balance": True} if dpa else {}), "metric": "tpot_s",
                 "value": round(tpot_s, 7),
                 "source": SOURCE.format(isl=isl, osl=osl, tp=tp, ep=ep, dpa=str(dpa).lower(), conc=conc),
-                "note": NOTE.format(tp=tp, ep=ep, dpa=str(dpa).lower(), layout=layout, isl=isl, osl=osl, conc=conc)})
+                "note": NOTE.format(tp=tp, ep=ep, dpa=str(dpa).lower(), layout=layout, isl=isl, osl=osl, conc=conc,
+                                   balance=BALANCE if dpa else "")})
     return row
 
 

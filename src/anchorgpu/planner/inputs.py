@@ -172,6 +172,10 @@ class Workload:
     # TensorRT-LLM's moe_config.backend ("TRTLLM", "CUTLASS", "TRITON"); None: its AUTO default's choice for the model,
     # GPU and weights (speed.moe_backend.trtllm_moe_backend); set by measured rows that state it (speed/runs.py)
     moe_backend: str | None = None
+    # TensorRT-LLM's attention_dp_config.enable_balance (default off): an attention-DP rank holds its new prompts
+    # until every rank has one, so the ranks' prompts share steps (speed.batching._steady); set by measured rows
+    # that state it (speed/runs.py)
+    attention_dp_balance: bool = False
     micro_batch: int | None = None
     global_batch_tokens: int | None = None
     prompt_tokens: int | None = None

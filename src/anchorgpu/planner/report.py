@@ -26,7 +26,8 @@ __all__ = ["model_to_json", "plan_to_json"]
 _TRAINING = ("train", "lora", "qlora")
 _FIELD_TASKS: dict[str, tuple[str, ...]] = {  # the Workload fields one kind of task reads; the rest read by every task
     **dict.fromkeys(("engine", "engine_source", "context_tokens", "concurrency", "gpu_memory_utilization",
-                     "max_num_batched_tokens", "max_num_seqs", "block_size_tokens", "attention_dp_kv", "prompt_tokens",
+                     "max_num_batched_tokens", "max_num_seqs", "block_size_tokens", "attention_dp_kv",
+                     "attention_dp_balance", "prompt_tokens",
                      "output_tokens",
                      "images_per_request", "image_resolution"), ("inference",)),
     **dict.fromkeys(("micro_batch", "global_batch_tokens", "seq_tokens", "recompute", "offload_activation_layers",

@@ -108,10 +108,8 @@ def _steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: i
     mixed_ratio = 1.0
     if ranks > 1.0:
         mean_share = share * even  # a replica's prompts come in proportion to what it runs
-        group_share = 1.0 - (1.0 - mean_share) ** ranks
-        chunks_in_step = ranks * mean_share / group_share  # at least 1: the group's chunks in a step that has one
+        share, chunks_in_step = _group_chunks(mean_share, ranks, setup.adp_balance)
         mixed_ratio = (even * batch + chunks_in_step * chunk / ranks) / (batch + chunk)
-        share = group_share
     sizes = setup.graph_batch_sizes  # decode-only steps run the first captured graph that holds the batch
     padded = next((size for size in sizes if size >= batch), 0) if sizes else 0
     mixed = _step(setup, c, batch, chunk, attn[0], attn[1], one_chunk=True, ceiling=ci, group_ratio=mixed_ratio,
@@ -120,6 +118,25 @@ def _steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: i
                   head_skip=0.0)
     return (share * mixed[0] + (1.0 - share) * plain[0], mixed[5] if share >= 0.5 else plain[5],
             share * mixed[6] + (1.0 - share) * plain[6])
+
+
+def _group_chunks(mean_share: float, ranks: float, balanced: bool) -> tuple[float, float]:
+    """(share, chunks): the share of an EP group's aligned steps that carry a prompt chunk, and the group's chunks in
+    such a step, when each of its ``ranks`` replicas brings one in ``mean_share`` of its steps. Scheduled on their
+    own, a step carries one whenever any replica has one, ``1 - (1 - s) ** ranks`` of the steps, with ``ranks * s``
+    over that many chunks in all (at least 1). ``balanced`` (TensorRT-LLM's ``attention_dp_config.enable_balance``):
+    a rank holds its new prompts until every rank has one (``PyExecutor._balance_adp_requests``, up to
+    ``timeout_iters``), so the ranks prefill together: ``s`` of the steps, each with every rank's chunk.
+
+    >>> [round(x, 3) for x in _group_chunks(0.1, 2.0, False)]  # 19% of the steps, 1.05 chunks each
+    [0.19, 1.053]
+    >>> _group_chunks(0.1, 2.0, True)
+    (0.1, 2.0)
+    """
+    if balanced:
+        return mean_share, ranks
+    group_share = 1.0 - (1.0 - mean_share) ** ranks
+    return group_share, ranks * mean_share / group_share  # at least 1: the group's chunks in a step that has one
 
 
 def _pass_outputs_ratio(setup: ServingSetup, light: int, busy: int, prompt: int, output: int) -> float:

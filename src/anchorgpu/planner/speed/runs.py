@@ -34,6 +34,8 @@ holds what attention DP keeps whole (:func:`attention_dp_extra_weights_bytes`), 
 heads than the TP size has none replicated, and a GPU holds and each decode step reads 1/TP of the group's cache.
 ``moe_backend`` names the MoE kernel a TensorRT-LLM row's ``moe_config.backend`` stated (``"TRTLLM"``: TRTLLM-gen;
 ``"CUTLASS"``); a row without one takes the engine's AUTO choice (:mod:`~anchorgpu.planner.speed.moe_backend`).
+``attention_dp_balance: true`` marks a TensorRT-LLM attention-DP row whose ``attention_dp_config`` set
+``enable_balance`` (``Workload.attention_dp_balance``): the ranks' prompts are held until every rank has one.
 A row's ``model`` is a registry name (``{"registry": ...}``), a config (``{"config": {...}}``), or a registry
 architecture with the ModelOpt ``hf_quant_config.json`` of the checkpoint that ran (``{"registry": ...,
 "hf_quant_config": FILE}``, FILE under ``architectures/data/quant_configs/``): its ``weights`` then name that file's
@@ -254,7 +256,8 @@ def serve_plan_of(r: dict[str, Any]) -> Any:
                  gpu_memory_utilization=utilization, max_num_seqs=max_seqs, max_num_batched_tokens=max_tokens,
                  engine="trtllm" if trtllm else "sglang" if sglang else "vllm",
                  images_per_request=int(r.get("images_per_request", 0)),
-                 attention_dp_kv=bool(r.get("attention_dp_weights", False)), moe_backend=r.get("moe_backend"))
+                 attention_dp_kv=bool(r.get("attention_dp_weights", False)), moe_backend=r.get("moe_backend"),
+                 attention_dp_balance=bool(r.get("attention_dp_balance", False)))
     ep = int(r.get("ep", 1))
     if r.get("attention_dp_weights") and "ep" not in r:  # attention DP's MoE splits the experts by EP over the TP
         ep = int(r["tp"])  # GPUs (whole experts a GPU, not TP slices): timed as EP inside TP (Stop 57)

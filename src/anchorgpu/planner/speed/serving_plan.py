@@ -144,7 +144,8 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
         whole_dense_extra_bytes=(whole_dense_layers_extra_bytes(
             model, format_for_model(model, plan.precision.weights), tp=lay.tp, pp=lay.pp)
             if plan.workload.attention_dp_kv else 0.0), kv_fp8=plan.precision.kv_cache == "fp8",
-        weights_format=plan.precision.weights or "bf16")
+        weights_format=plan.precision.weights or "bf16",
+        adp_balance=plan.workload.attention_dp_balance and engine == "trtllm")
 
 
 def sglang_step_terms(plan: Plan) -> tuple[tuple[int, ...], bool]:

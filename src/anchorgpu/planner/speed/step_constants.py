@@ -66,6 +66,8 @@ class ServingSetup:
     # (experts.whole_dense_layers_extra_bytes)
     kv_fp8: bool = False  # the KV cache is FP8 (TensorRT-LLM's decode attention reads it at its own measured rate)
     moe_backend: str = ""  # TensorRT-LLM's MoE kernel (speed.moe_backend: "trtllm-gen" takes its measured falloff)
+    adp_balance: bool = False  # TensorRT-LLM's attention_dp_config.enable_balance: the EP group's replicas prefill
+    # their prompts in the same steps (speed.batching._steady)
     weights_format: str = "bf16"  # the weights' format (formats.format_for_model's name): a MoE's routed experts' share
     # of the weight bytes read (experts.routed_weight_bytes_share_per_gpu)
 
