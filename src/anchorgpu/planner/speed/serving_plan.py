@@ -76,7 +76,7 @@ in the calibration (no measured row uses one)."""
 
 # ServingSetup(...) once per plan's estimate, its first 16 fields by position: with fewer, its other fields as keywords
 # would take the call past CPython 3.11's 30 stack slots, a dictionary built and unpacked (builder's ``positional``)
-_new_setup: Callable[..., ServingSetup] = builder(ServingSetup, positional=16)
+_new_setup: Callable[..., ServingSetup] = builder(ServingSetup, positional=19)
 
 
 @lru_cache(maxsize=256)
@@ -130,8 +130,8 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
         terms or setup_terms(model, plan.precision.weights, plan.workload.engine))
     # the byte counts as floats, the type the step's arithmetic is in (exact: they are far below 2**53)
     # by position: weights_bytes_per_gpu, kv_bytes_per_sequence_per_gpu, precision, tp, pp, replicas,
-    # max_num_batched_tokens, gpus_per_server, graph_batch_sizes, ep, block_fp8, host_overlap, ep_gather_bytes and the
-    # three quantized shares (ServingSetup's field order)
+    # max_num_batched_tokens, gpus_per_server, graph_batch_sizes, ep, block_fp8, host_overlap, ep_gather_bytes, the
+    # three quantized shares, absorbed_dequant, engine and attention_dp (ServingSetup's field order)
     engine = engine or plan.workload.engine
     # TensorRT-LLM's MoE kernel, as the workload states it or the engine's AUTO picks it (speed.moe_backend)
     moe_backend = (trtllm_moe_backend(model, plan.gpu, plan.precision.weights, plan.workload.moe_backend)
@@ -139,8 +139,8 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     return _new_setup(
         float(plan.per_gpu.weights_bytes), float(kv_seq), precision, lay.tp, lay.pp, lay.dp,
         (limits or engine_limits_of(plan))[0], SERVER_GPUS, graph_batch_sizes, lay.ep, block_fp8, host_overlap,
-        gather_bytes, share, expert_share, head_share, absorbed_dequant=absorbed_dequant,
-        engine=engine, moe_backend=moe_backend, attention_dp=plan.workload.attention_dp_kv,
+        gather_bytes, share, expert_share, head_share, absorbed_dequant, engine, plan.workload.attention_dp_kv,
+        moe_backend=moe_backend,
         whole_dense_extra_bytes=(whole_dense_layers_extra_bytes(
             model, format_for_model(model, plan.precision.weights), tp=lay.tp, pp=lay.pp)
             if plan.workload.attention_dp_kv else 0.0), kv_fp8=plan.precision.kv_cache == "fp8",
