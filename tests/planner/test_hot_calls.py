@@ -15,7 +15,7 @@ from anchorgpu.planner.speed import batching, estimate, figures, serving, servin
 
 HOT = [plan, inference.plan_inference, estimate.plan_performance, serving_plan.serving_setup,
        serving_plan.serving_performance, serving_plan.saturation_concurrency, batching.serving_estimate,
-       batching._steady, batching._ttft, serving._dense_step, figures.put_rate, figures.put_time]
+       batching._steady, batching._dense_steady, batching._ttft, serving._dense_step, figures.put_rate, figures.put_time]
 
 
 @pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="the compiler's threshold as CPython 3.11 has it")

@@ -158,17 +158,22 @@ def plan(
         raise InvalidWorkload(refused)
     if lm is not None and w.task in ("train", "lora", "qlora"):  # whole sequences, before any layout is chosen
         check_whole_sequences(w.global_batch_tokens, default_seq_tokens(w, lm.max_context_tokens))  # for it
+    format_lines: list[str] | None = None  # resolve_format's lines, where it ran before the search
     if choose_layout and gpu is not None and lm is not None:
         check_layout_counts(lay_in)  # a count below 1 is refused before any layout is chosen around it
         # a format the task cannot use is refused before the search (each of its thousands of candidates would refuse it)
-        resolve_format(model, w, prec, [])
+        format_lines = []
+        fmt = resolve_format(model, w, prec, format_lines)
         chosen = choose_layout_plan(lm, w, prec, lay_in, gpu, ov)
         if chosen is not None:
             return evolve(chosen, assumptions=(*assumptions, *chosen.assumptions))
         counted = _counted_search(w, lay_in, gpu)  # the GPU count was left open: none tried held the job if it misses
         if w.task in ("train", "lora", "qlora") and training_layout_open(lay_in, w):
             fallback = gpu  # a layout was open but none chosen fits: plain DP, or the rest as given, is planned
-    fmt = resolve_format(model, w, prec, assumptions)
+    if format_lines is None:
+        fmt = resolve_format(model, w, prec, assumptions)
+    else:  # the same answer and lines again (a pure function of the same arguments): not asked twice
+        assumptions += format_lines
     kv = resolve_kv_cache(model, w, prec, gpu, assumptions)
     if prec.weights != fmt.name or prec.kv_cache != kv:
         prec = _with_weights(fmt.name, kv)

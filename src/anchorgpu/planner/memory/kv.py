@@ -82,6 +82,20 @@ def kv_cache_bytes_one_and_all(
     return one, math.ceil(token_slots * values * bytes_per_value * sequences * stage / layers)
 
 
+def kv_sequence_bytes(model: ModelSpec, context_tokens: int, bytes_per_value: float, tp: int, pp: int, block_size: int,
+                      attention_dp: bool) -> int:
+    """:func:`kv_cache_bytes` of one sequence, its arguments by position (the same operations): what a serving
+    estimate asks a few times a plan, without the keyword matching.
+
+    >>> from anchorgpu.planner._examples import llama_3_1_8b
+    >>> kv_sequence_bytes(llama_3_1_8b(), 8192, 2, 1, 1, 16, False)
+    1073741824
+    """
+    values, groups, stage, layers = _kv_shape(model, tp, pp, attention_dp)
+    token_slots = _token_slots(groups, context_tokens, block_size)
+    return math.ceil(token_slots * values * bytes_per_value * 1 * stage / layers)  # kv_cache_bytes at sequences=1
+
+
 def _token_slots(groups: tuple[tuple[int | None, int], ...], context_tokens: int, block_size: int) -> int:
     """Token slots a sequence of ``context_tokens`` takes over the layers by attention window: each layer's tokens
     (a sliding-window layer's at most its window) in whole blocks."""

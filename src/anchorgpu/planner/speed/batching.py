@@ -80,19 +80,11 @@ def _steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: i
     ``ep / tp`` times (:func:`~anchorgpu.planner.speed.serving._tick`'s ``group_ratio``). The LM head runs at the
     last token of each prompt only (``B / O`` prompts end a step: :func:`~anchorgpu.planner.speed.flops.
     unsampled_prompt_share`) and at every decoded token."""
+    if setup.pp == 1 and c.routed_share is None:  # a dense model on one stage: the lean step, the same values
+        return _dense_steady(setup, c, ci, batch, prompt, output, attn, unsampled_prompt_share(prompt))
     prefill = batch * prompt / output
     skip = unsampled_prompt_share(prompt)
     chunk, share = prefill_chunk_share(batch, prompt, output, setup.max_num_batched_tokens)
-    if setup.pp == 1 and c.routed_share is None:  # a dense model on one stage: the lean step, the same values
-        if share >= 1.0 or not prefill:
-            return _dense_step(setup, c, batch, prefill, attn[0], attn[1] if prefill and prompt else 0.0, 0.0, ci,
-                               head_skip=skip)
-        sizes = setup.graph_batch_sizes
-        chunked = _dense_step(setup, c, batch, chunk, attn[0], attn[1], 0.0, ci, head_skip=skip)
-        decodes = _dense_step(setup, c, batch, 0.0, attn[0], 0.0,
-                              next((size for size in sizes if size >= batch), 0) if sizes else 0, ci, head_skip=0.0)
-        return (share * chunked[0] + (1.0 - share) * decodes[0], chunked[1] if share >= 0.5 else decodes[1],
-                share * chunked[2] + (1.0 - share) * decodes[2])
     ranks = c.expert_token_scale
     if share >= 1.0 and prefill and setup.pp > 1 and share < min(float(setup.pp), max(1.0, batch)):
         s = _step(setup, c, batch, chunk, attn[0], attn[1], one_chunk=True, ceiling=ci, chunks=share,
@@ -139,6 +131,25 @@ def _group_chunks(mean_share: float, ranks: float, balanced: bool) -> tuple[floa
     return group_share, ranks * mean_share / group_share  # at least 1: the group's chunks in a step that has one
 
 
+def _dense_steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: int, prompt: int, output: int,
+                  attn: tuple[float, float], skip: float) -> tuple[float, str, float]:
+    """:func:`_steady` of a dense model on one stage, on the lean step (:func:`~anchorgpu.planner.speed.serving.
+    _dense_step`), the same values; ``skip``: the prompt's :func:`~anchorgpu.planner.speed.flops.
+    unsampled_prompt_share`, which the caller forms once for every state it times."""
+    prefill = batch * prompt / output
+    room = setup.max_num_batched_tokens - int(batch)
+    chunk = 1 if room < 1 else prompt if room > prompt else room  # prefill_chunk_share's clamp, inline
+    share = prefill / chunk
+    if share >= 1.0 or not prefill:
+        return _dense_step(setup, c, batch, prefill, attn[0], attn[1] if prefill and prompt else 0.0, 0.0, ci, skip)
+    sizes = setup.graph_batch_sizes
+    chunked = _dense_step(setup, c, batch, chunk, attn[0], attn[1], 0.0, ci, skip)
+    decodes = _dense_step(setup, c, batch, 0.0, attn[0], 0.0,
+                          next((size for size in sizes if size >= batch), 0) if sizes else 0, ci, 0.0)
+    return (share * chunked[0] + (1.0 - share) * decodes[0], chunked[1] if share >= 0.5 else decodes[1],
+            share * chunked[2] + (1.0 - share) * decodes[2])
+
+
 def _pass_outputs_ratio(setup: ServingSetup, light: int, busy: int, prompt: int, output: int) -> float:
     """Output tokens a pass of a replica running ``light`` sequences emits, over one running ``busy``, when the
     replicas of an EP group run their passes together (each takes the busiest replica's time).
@@ -159,23 +170,23 @@ def _pass_outputs_ratio(setup: ServingSetup, light: int, busy: int, prompt: int,
 
 
 def _ttft(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, others: int, prompt: int,
-          attn: tuple[float, float], group_tokens: float = 0.0) -> tuple[float, float]:
+          attn: tuple[float, float], group_tokens: float, skip: float) -> tuple[float, float]:
     """Time to first token and its ceiling: the prompt's chunks, each sharing a step with the ``others``.
     ``group_tokens``: under expert parallelism wider than TP, what each other replica of the EP group brings to the
     step on average (its decodes and its share of a chunk; 0: as much as this one). The LM head runs at the prompt's
     last token only, a ``1 / prompt`` share of each chunk's (:func:`~anchorgpu.planner.speed.flops.
-    unsampled_prompt_share`), and at the others' decoded tokens."""
-    budget = at_least(setup.max_num_batched_tokens - others, 1)
-    skip = unsampled_prompt_share(prompt)
+    unsampled_prompt_share`: ``skip``, the caller's), and at the others' decoded tokens."""
+    budget = setup.max_num_batched_tokens - others
+    if budget < 1:
+        budget = 1
     chunks = math.ceil(prompt / budget)
-    chunk = clamp(budget, 1, prompt)  # min(prompt, budget): both whole, budget >= 1
+    chunk = prompt if budget > prompt else budget  # min(prompt, budget): both whole, budget >= 1
     ratio = 1.0
     if group_tokens and others + chunk:  # this replica's tokens and the others' over ep / tp of these
         ranks = c.expert_token_scale
         ratio = (others + chunk + (ranks - 1.0) * group_tokens) / (ranks * (others + chunk))
     if setup.pp == 1 and c.routed_share is None:  # a dense model on one stage: the lean step, the same values
-        one = _dense_step(setup, c, others, chunk, attn[0], attn[1] if chunk and prompt else 0.0, 0.0, ci,
-                          head_skip=skip)
+        one = _dense_step(setup, c, others, chunk, attn[0], attn[1] if chunk and prompt else 0.0, 0.0, ci, skip)
         return chunks * one[0], chunks * one[2]
     s = _step(setup, c, others, chunk, attn[0], attn[1] if chunk and prompt else 0.0, one_chunk=True,
               first_token=True, ceiling=ci, group_ratio=ratio, head_skip=skip)
@@ -220,12 +231,18 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
         # another replica's tokens in a step: its decodes and, on average, its prompts' share of the token budget
         mean = float(sat_replica) if queued else concurrency / setup.replicas
         others = mean + min(mean * prompt_tokens / output_tokens, max(0.0, setup.max_num_batched_tokens - mean))
-    tpot, bound, tpot_top = _steady(setup, c, ci, per_replica, prompt_tokens, output_tokens, attn, even)
+    skip = unsampled_prompt_share(prompt_tokens)  # of every state's prompt tokens, the LM head's unsampled share
+    lean = setup.pp == 1 and c.routed_share is None  # a dense model on one stage: _steady's lean step, called directly
+    if lean:
+        tpot, bound, tpot_top = _dense_steady(setup, c, ci, per_replica, prompt_tokens, output_tokens, attn, skip)
+    else:
+        tpot, bound, tpot_top = _steady(setup, c, ci, per_replica, prompt_tokens, output_tokens, attn, even)
     if sat_replica == per_replica and even == 1.0:  # the same steady state (queued, or at saturation): not again
         sat, sat_top = tpot, tpot_top
     else:
-        sat, _, sat_top = _steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn)
-    ttft, ttft_top = _ttft(setup, c, ci, per_replica - 1, prompt_tokens, attn, others)
+        sat, _, sat_top = (_dense_steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn, skip) if lean
+                           else _steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn))
+    ttft, ttft_top = _ttft(setup, c, ci, per_replica - 1, prompt_tokens, attn, others, skip)
     # tokens/s over the replicas: ``busy`` of them run per_replica sequences at the TPOT above, the rest one fewer
     # at their own (faster) pace, or at the busy ones' where the replicas of an EP group step together (expert
     # parallelism wider than TP), each pass emitting what its own sequences hold (_pass_outputs_ratio); an even
@@ -233,7 +250,8 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     rate, rate_top = busy * per_replica / tpot, busy * per_replica / tpot_top
     if light and per_replica > 1:
         if c.expert_token_scale <= 1.0:  # replicas on their own: the lighter ones at their own pace
-            own, _, own_top = _steady(setup, c, ci, per_replica - 1, prompt_tokens, output_tokens, attn)
+            own, _, own_top = (_dense_steady(setup, c, ci, per_replica - 1, prompt_tokens, output_tokens, attn, skip)
+                               if lean else _steady(setup, c, ci, per_replica - 1, prompt_tokens, output_tokens, attn))
             rate += light * (per_replica - 1) / own
             rate_top += light * (per_replica - 1) / own_top
         else:  # an EP group's passes take the busiest replica's time: the lighter ones emit what theirs hold

@@ -222,13 +222,14 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
 
 
 def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: float, decode_attn_flops: float,
-                prefill_attn_flops: float, padded_batch: float, ceiling: _StepConstants, *,
+                prefill_attn_flops: float, padded_batch: float, ceiling: _StepConstants,
                 head_skip: float) -> tuple[float, str, float]:
     """:func:`_step`'s (time, bound, ceiling's time) for a dense model on one pipeline stage, the case a plan asks
     most: :func:`_tick` without the mixture of experts' terms (no routed experts, no expert-parallel group, no
     stage-to-stage link) and :func:`_step`'s single-stage tail, in one call. The same operations in the same order
-    as those two, so every value is the same to the last bit (``benchmarks/equivalence.py`` checks it)."""
-    batch, prefill_tokens, padded_batch = batch / 1.0, prefill_tokens / 1.0, padded_batch / 1.0  # as _step passes them
+    as those two, so every value is the same to the last bit (``benchmarks/equivalence.py`` checks it; a whole count
+    takes part in them as the float it is equal to, as :func:`_step`'s ``x / 1.0`` makes it). ``head_skip`` by
+    position: the hot callers pass no keyword."""
     tokens = (batch if batch >= padded_batch else padded_batch) + prefill_tokens
     weights = setup.weights_bytes_per_gpu
     split = c.split
@@ -238,28 +239,38 @@ def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_to
     if prefill_tokens and prefill_attn_flops:
         attn_flops += prefill_tokens * prefill_attn_flops
     attn_flops_per_gpu = attn_flops / split
-    message = tokens * c.hidden_size * ACTIVATION_BYTES
-    mem_rate = c.mem_rate
     matmul_s = matmul_flops / c.matmul_rate
     skipped = prefill_tokens * head_skip
     if skipped:
         matmul_s -= skipped * 2.0 * c.head_params / split / c.head_rate
-    weights_read_s, kv_s = weights / mem_rate, kv_bytes / c.kv_rate
+    weights_read_s, kv_s = weights / c.mem_rate, kv_bytes / c.kv_rate
     attn_compute_s = attn_flops_per_gpu / c.attention_rate  # _work's terms, inline
-    work = (soft_roofline(weights_read_s, matmul_s, c.knee) + (kv_s if kv_s >= attn_compute_s else attn_compute_s)
-            + tokens * c.elementwise_s_per_token)
-    comm = 0.0
-    if message > 0 and c.link is not None:
-        comm = c.allreduce_per_stage * (c.allreduce_latency_s + c.allreduce_share * message / c.allreduce_rate)
+    # soft_roofline(weights_read_s, matmul_s, c.knee), inline
+    if weights_read_s <= 0.0 or matmul_s <= 0.0:
+        roof = weights_read_s if weights_read_s >= matmul_s else matmul_s
+    else:
+        big, p = (weights_read_s if weights_read_s >= matmul_s else matmul_s), c.knee
+        roof = big * ((weights_read_s / big) ** p + (matmul_s / big) ** p) ** (1.0 / p)
+    work = roof + (kv_s if kv_s >= attn_compute_s else attn_compute_s) + tokens * c.elementwise_s_per_token
     k = ceiling
     kv_top, attn_top = kv_bytes / k.mem_rate, attn_flops_per_gpu / k.attention_rate
     read_top, product_top = weights / k.mem_rate, matmul_flops / k.matmul_rate
     if skipped:
         product_top -= skipped * 2.0 * k.head_params / split / k.head_rate
-    top = soft_roofline(read_top, product_top, k.knee)
+    # soft_roofline(read_top, product_top, k.knee), inline
+    if read_top <= 0.0 or product_top <= 0.0:
+        top = read_top if read_top >= product_top else product_top
+    else:
+        big, p = (read_top if read_top >= product_top else product_top), k.knee
+        top = big * ((read_top / big) ** p + (product_top / big) ** p) ** (1.0 / p)
     top += kv_top if kv_top >= attn_top else attn_top
-    if message > 0 and k.link is not None:
-        top += k.allreduce_per_stage * (k.allreduce_share * message / k.allreduce_rate)
+    comm = 0.0
+    message = tokens * c.hidden_size * ACTIVATION_BYTES
+    if message > 0:
+        if c.link is not None:
+            comm = c.allreduce_per_stage * (c.allreduce_latency_s + c.allreduce_share * message / c.allreduce_rate)
+        if k.link is not None:
+            top += k.allreduce_per_stage * (k.allreduce_share * message / k.allreduce_rate)
     fixed = c.fixed_s
     step = fixed + work + comm
     bound = "fixed" if fixed > step - fixed - comm else ("memory" if weights_read_s + kv_s >= matmul_s + attn_compute_s

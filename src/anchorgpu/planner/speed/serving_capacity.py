@@ -47,9 +47,8 @@ def kv_bytes_per_gpu(plan: Plan, tokens: int, block_size: int = 1) -> int:
     ``block_size`` tokens (1: unrounded)."""
     model, lay = plan.model, plan.layout
     assert isinstance(model, ModelSpec)
-    return mm.kv_cache_bytes(model, context_tokens=tokens, sequences=1, tp=lay.tp, pp=lay.pp, block_size=block_size,
-                             bytes_per_value=KV_CACHE_DTYPES[plan.precision.kv_cache],
-                             attention_dp=plan.workload.attention_dp_kv)
+    return mm.kv_sequence_bytes(model, tokens, KV_CACHE_DTYPES[plan.precision.kv_cache], lay.tp, lay.pp, block_size,
+                                plan.workload.attention_dp_kv)
 
 
 def engine_limits_of(plan: Plan) -> tuple[int, int]:
@@ -112,9 +111,12 @@ def full_length_concurrency(plan: Plan, setup: ServingSetup, tokens: int, limits
     """The most sequences of ``tokens`` (prompt + output, as ``plan --concurrency N`` sizes each) the KV capacity
     holds at their full length, each rounded up to the engine's blocks as the plan's cache is (plus a hybrid's
     recurrent state and an encoder's cross-attention K/V), at most the engine's sequence cap, over the replicas."""
-    assert isinstance(plan.model, ModelSpec)
-    capacity = int(plan.breakdown.get("kv_cache_capacity_bytes", 0))
-    state = mm.recurrent_state_bytes(plan.model, sequences=1, tp=plan.layout.tp, pp=plan.layout.pp)
+    model, b = plan.model, plan.breakdown
+    assert isinstance(model, ModelSpec)
+    capacity = int(b.get("kv_cache_capacity_bytes", 0))
+    # a transformer keeps no recurrent state (0), a decoder-only model no cross-attention K/V (encoder_terms' 0)
+    state = 0 if model.recurrent is None else mm.recurrent_state_bytes(model, sequences=1, tp=plan.layout.tp,
+                                                                        pp=plan.layout.pp)
     kv = kv_bytes_per_gpu(plan, tokens - uncached_tokens(plan), block_size_of(plan.workload))
-    per_seq = at_least(float(kv + state + encoder_terms(plan)[1]), 1.0)
+    per_seq = at_least(float(kv + state + (encoder_terms(plan)[1] if "encoder_input_tokens" in b else 0)), 1.0)
     return clamp(int(capacity // per_seq), 0, limits[1]) * setup.replicas

@@ -275,9 +275,12 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     assert plan.gpu is not None
     ctx = context or context_of(plan, cal)
     band = ctx.band
-    setup, limits, sat, est = serving_core(plan, model, prompt, output, cal, kv_reservation, graph_batch_sizes,
-                                           host_overlap, ctx, absorbed_dequant, engine)
+    # serving_core's three steps, without its tuple
+    setup, limits, sat = serving_saturation(plan, prompt, output, cal, kv_reservation, graph_batch_sizes,
+                                            host_overlap, ctx, absorbed_dequant, engine)
     conc = plan.workload.concurrency or 1
+    est = serving_estimate(model, plan.gpu, setup, prompt_tokens=prompt, output_tokens=output, concurrency=conc,
+                           saturation_concurrency=sat if sat > 1 else 1, cal=cal)
     put_time(out, "ttft_s", est.ttft_s, est.ttft_s_ceiling, band)
     put_time(out, "tpot_s", est.tpot_s, est.tpot_s_ceiling, band)
     put_rate(out, "output_tokens_per_s", est.output_tokens_per_s, est.output_tokens_per_s_ceiling, band)
