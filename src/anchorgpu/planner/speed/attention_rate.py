@@ -6,8 +6,9 @@ sliding-window layer costs beyond its window. Both are measured, not fitted (``s
   the products, which halve); at 256 a little faster. ``stated.attention_head_dim_rate`` holds those ratios by CUDA
   compute capability major version, read from AIConfigurator's measured context-attention tables; a head size
   between two measured ones takes the straight line between them, one outside the range the nearest end, a GPU
-  family absent 1.0. Multi-head latent attention takes the mean of its query-key and value dimensions. Shipped
-  empty (not applied): applied, it loses two held-out TensorRT-LLM rows (benchmarks/moe_training_findings.md).
+  family absent 1.0. Multi-head latent attention takes the mean of its query-key and value dimensions. Applied
+  since stop 52 modelled TensorRT-LLM's attention-DP balance; before that it lost two held-out TensorRT-LLM rows
+  (benchmarks/moe_training_findings.md, benchmarks/trtllm_gptoss_findings.md).
 * **Windows.** A sliding-window layer's kernel costs, per query, its window's pairs plus
   ``stated.window_attention_extra_tokens`` more (the per-query-tile work a full-length layer spreads over thousands
   of key tiles: loading the queries, the softmax's rescaling, writing the output): measured as the same
@@ -56,7 +57,9 @@ def attention_rate_ratio(model: ModelSpec, gpu: GpuSpec, cal: Calibration) -> fl
     >>> from dataclasses import replace
     >>> from anchorgpu.planner.speed._toys import toy_gpu, toy_model
     >>> from anchorgpu.planner.speed.calibration import calibration
-    >>> attention_rate_ratio(toy_model(), toy_gpu(), calibration())  # shipped empty (not applied)
+    >>> attention_rate_ratio(toy_model(), toy_gpu(), calibration())  # the toy: head dim 64 on a Hopper part
+    0.766
+    >>> attention_rate_ratio(toy_model(), toy_gpu(), replace(calibration(), attention_head_dim_rate={}))
     1.0
     >>> attention_rate_ratio(toy_model(), toy_gpu(), replace(calibration(), attention_head_dim_rate={"9": {64: 0.77}}))
     0.77
