@@ -72,8 +72,10 @@ MI355X: tuple[tuple[int, int, int, int, int, float, float], ...] = (
 SCRIPTS = ("dandanielbro/InferenceMAX (a fork of InferenceMAX/InferenceMAX) benchmarks/single_node/dsr1_{prec}_b200.sh "
            "(commit 727718d; the run's own commit not in the record)")
 FP4_NOTE = ("InferenceMAX (SemiAnalysis) serving nvidia/DeepSeek-R1-0528-FP4-V2 (ModelOpt NVFP4; planned with "
-            "nvidia/DeepSeek-R1-0528-FP4's hf_quant_config.json, attention 16-bit: the v2 checkpoint also quantizes "
-            "each attention's wo to FP4, its file not stored) on SGLang v0.5.6 on B200 (NVLink), "
+            "nvidia/DeepSeek-R1-0528-FP4's hf_quant_config.json restated for v2, quant_configs/"
+            "nvidia-deepseek-r1-0528-fp4-v2.restated.hf_quant_config.json: the v2 checkpoint also quantizes each "
+            "attention's wo to FP4 (TensorRT-LLM tech blog 14), so o_proj NVFP4 and the other four MLA projections "
+            "16-bit; v2's own file not stored) on SGLang v0.5.6 on B200 (NVLink), "
             "sglang.launch_server --tensor-parallel-size {tp} --ep-size {ep} (attention TP {tp}, the routed experts "
             "split {ep} ways: planned as TP {tp}, EP {ep}), no DP attention, no speculative decoding; its "
             "benchmark_serving client on random prompts of about {isl:,} tokens in and {osl:,} out (planned at those), "
@@ -95,7 +97,8 @@ FP8_NOTE = ("InferenceMAX (SemiAnalysis) serving deepseek-ai/DeepSeek-R1-0528 (F
             "workload under two layouts, the pairs the serving chooser's scale-up margins are read from")
 MI355X_NOTE = ("InferenceMAX (SemiAnalysis) serving amd/DeepSeek-R1-0528-MXFP4-Preview (AMD Quark OCP MXFP4 of the "
                "MLPs and experts, its card's exclude_layers '*self_attn* *mlp.gate.* *lm_head': attention 16-bit; "
-               "planned as mxfp4 of the routed experts, the dense and shared-expert MLPs 16-bit) on SGLang "
+               "planned with that card's Quark settings, quant_configs/amd-deepseek-r1-0528-mxfp4-preview.quark-card"
+               ".json: the routed, shared-expert and dense MLPs MXFP4, attention and the LM head 16-bit) on SGLang "
                "v0.5.6.post1 (ROCm 7.0) on MI355X (xGMI), sglang.launch_server --tensor-parallel-size {tp} (TP {tp} "
                "of every layer, the experts TP-split), no DP attention, no speculative decoding; its benchmark_serving "
                "client on random prompts of about {isl:,} tokens in and {osl:,} out (planned at those), "
@@ -106,6 +109,8 @@ MI355X_NOTE = ("InferenceMAX (SemiAnalysis) serving amd/DeepSeek-R1-0528-MXFP4-P
                "--attention-backend aiter (TP 4 only at 1,024 in / 1,024 out in this run); held out: the same model, "
                "GPU, engine and workload under two layouts, the pairs the serving chooser's scale-up margins are "
                "read from")
+MI355X_QUANT = "amd-deepseek-r1-0528-mxfp4-preview.quark-card.json"
+"""The MXFP4 Preview checkpoint's Quark settings as its card states them (quant_configs/SOURCES.md)."""
 FP8_SETTINGS = {4: (0.95, 32, 8192), 8: (0.82, 128, 32768)}
 """The FP8 script's settings by TP: (--mem-fraction-static, --max-running-requests, --chunked-prefill-size)."""
 
@@ -117,7 +122,7 @@ def _noisy(tpot_s: float, std_s: float) -> str:
 
 def _mi355x_row(isl: int, osl: int, conc: int, tp: int, ep: int, tpot_s: float, std_s: float) -> dict[str, object]:
     return {"id": f"IMS-DSR1-MI355X-MXFP4-{isl // 1024}k-{osl // 1024}k-TP{tp}-C{conc}", "role": "holdout",
-            "set": SET, "phase": "serve", "model": {"registry": "deepseek-r1"}, "gpu": "mi355x", "gpus": tp, "tp": tp,
+            "set": SET, "phase": "serve", "model": {"registry": "deepseek-r1", "hf_quant_config": MI355X_QUANT}, "gpu": "mi355x", "gpus": tp, "tp": tp,
             "pp": 1, "weights": "mxfp4", "kv_cache": "fp8", "gpu_memory_utilization": 0.8, "mem_fraction_static": 0.8,
             "prompt_tokens": isl, "output_tokens": osl, "concurrency": conc, "max_num_batched_tokens": 196608,
             "engine": "sglang", "metric": "tpot_s", "value": round(tpot_s, 7),
@@ -135,7 +140,7 @@ def _row(run: int, fp4: bool, isl: int, osl: int, conc: int, tp: int, ep: int, t
     row: dict[str, object] = {
         "id": f"IMS-DSR1-B200-{'FP4' if fp4 else 'FP8'}-{isl // 1024}k-{osl // 1024}k-{name}-C{conc}",
         "role": "holdout", "set": SET, "phase": "serve",
-        "model": ({"registry": "deepseek-r1", "hf_quant_config": "nvidia-deepseek-r1-0528-fp4.hf_quant_config.json"}
+        "model": ({"registry": "deepseek-r1", "hf_quant_config": "nvidia-deepseek-r1-0528-fp4-v2.restated.hf_quant_config.json"}
                   if fp4 else {"registry": "deepseek-r1"}),
         "gpu": "b200", "gpus": tp, "tp": tp, "pp": 1}
     if ep > 1:

@@ -135,8 +135,12 @@ file's source is in ``quant_configs/SOURCES.md``)."""
 
 
 def _with_hf_quant_config(cfg: dict[str, object], doc_text: str, *, where: str) -> dict[str, object]:
-    """``cfg`` with the ModelOpt ``hf_quant_config.json`` ``doc_text`` as its ``quantization_config``."""
+    """``cfg`` with the ModelOpt ``hf_quant_config.json`` ``doc_text`` as its ``quantization_config``; a file that is
+    itself a ``quantization_config`` (it names a ``quant_method``: a Quark checkpoint's, restated from its card) is
+    used as it is."""
     doc = parse_config_text(doc_text, where=where)
+    if isinstance(doc, dict) and "quant_method" in doc:
+        return {**cfg, "quantization_config": doc}
     return {**cfg, "quantization_config": modelopt_quantization_config(doc, where=where)}
 
 

@@ -23,6 +23,8 @@ Methods read (storage as the checkpoint holds it on disk and as vLLM/transformer
 * ``modelopt`` (NVIDIA ModelOpt, also ``modelopt_fp4``; :mod:`._modelopt`): ``quant_algo`` NVFP4 (FP4 E2M1 values,
   an FP8 scale per 16 inputs, fp32 per-tensor scales), FP8 (per tensor), FP8 per channel, FP8 in 128 x 128 blocks,
   minus ``exclude_modules`` / ``ignore``; ``hf_quant_config.json`` beside a config is read as the same.
+* ``quark`` (AMD Quark; :mod:`._quark`): ``global_quant_config.weight`` fp4 per group of 32 (OCP MXFP4) or fp8_e4m3
+  per tensor / per channel, on every linear layer minus ``exclude`` (the LM head too unless excluded).
 * ``bitsandbytes``: 4-bit NF4/FP4 with an fp32 absmax per 64 values (double quantization: 8-bit absmax +
   an fp32 constant per 256 blocks), or 8-bit LLM.int8 with an fp32 scale per row; ``llm_int8_skip_modules``.
 
@@ -45,6 +47,7 @@ from anchorgpu.architectures._quant_storage import (
     required_name,
     storage_for_name,
 )
+from anchorgpu.architectures._quark import read_quark
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidConfig
 
@@ -59,7 +62,7 @@ __all__ = [
 ]
 
 SUPPORTED_QUANT_METHODS: tuple[str, ...] = (
-    "awq", "bitsandbytes", "compressed-tensors", "fbgemm_fp8", "fp8", "gptq", "modelopt", "mxfp4",
+    "awq", "bitsandbytes", "compressed-tensors", "fbgemm_fp8", "fp8", "gptq", "modelopt", "mxfp4", "quark",
 )
 
 # --------------------------------------------------------------------------------------------------
@@ -269,7 +272,7 @@ def _ct_kv_cache(scheme: object, where: str) -> str | None:
 _READERS = {
     "fp8": _fp8, "fbgemm_fp8": _fbgemm_fp8, "mxfp4": _mxfp4, "awq": _awq, "gptq": _gptq,
     "bitsandbytes": _bitsandbytes, "compressed-tensors": _compressed_tensors,
-    "modelopt": read_modelopt, "modelopt_fp4": read_modelopt,
+    "modelopt": read_modelopt, "modelopt_fp4": read_modelopt, "quark": read_quark,
 }
 
 
