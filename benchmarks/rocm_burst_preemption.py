@@ -17,7 +17,7 @@ import math
 import sys
 from typing import Any
 
-from anchorgpu.planner.speed.batching import burst_makespan_s
+from anchorgpu.planner.speed.burst import burst_makespan_s
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
 from anchorgpu.planner.speed.runs import _serve_plan, load_runs, predict

@@ -4,7 +4,7 @@ performance page (rows RS10-RS17: ROCm/MAD's vLLM harness, ``scripts/vllm/config
 ``num_prompts``, equal to its ``max_num_seqs``, at once through ``benchmark_throughput.py`` and reports requests x
 output / elapsed time, ``scripts/vllm/README.md`` @63d027a) divide their output tokens by the time the last request
 finishes. With a fixed prompt and output length the engine runs them in waves of what it holds at once, and a wave's
-prompts are prefilled before its outputs decode together (``batching.burst_makespan_s``); ShareGPT's varied lengths
+prompts are prefilled before its outputs decode together (``burst.burst_makespan_s``); ShareGPT's varied lengths
 stay read as the steady state. A wave whose caches at full length outgrow vLLM's KV cache is timed with vLLM's
 recompute preemption: the newest running requests are dropped when a slot is missing and their prompt and outputs
 computed again later (vllm-project/vllm ``vllm/v1/core/sched/scheduler.py`` ``schedule()``: ``preempted_req =
@@ -20,7 +20,7 @@ from dataclasses import replace
 import pytest
 
 from anchorgpu.planner.speed._toys import toy_gpu, toy_model
-from anchorgpu.planner.speed.batching import burst_makespan_s
+from anchorgpu.planner.speed.burst import burst_makespan_s
 from anchorgpu.planner.speed.runs import load_runs, predict
 from anchorgpu.planner.speed.serving import ServingSetup, decode_step
 

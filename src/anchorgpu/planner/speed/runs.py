@@ -23,7 +23,7 @@ flat parameter, so FSDP2's copies out of the gather buffer and into the scatter 
 ``cross_entropy`` names the loss's implementation where the run's recipe sets one other than its stack's default
 (``te``: Megatron-Bridge's recipes and performance scripts from r0.1.0, Transformer Engine's fused kernel).
 A benchmark that sent ``burst_requests`` equal requests at once is timed as that burst
-(``burst_output_tokens_per_s``: :func:`~anchorgpu.planner.speed.batching.burst_makespan_s`). ``host_overlap: false``
+(``burst_output_tokens_per_s``: :func:`~anchorgpu.planner.speed.burst.burst_makespan_s`). ``host_overlap: false``
 marks an engine whose host work ran between GPU steps rather than beside them (vLLM 0.11, whose async scheduling was
 opt-in: vllm-project/vllm PR #19970). ``absorbed_dequant: true`` marks an engine that kept an MLA model's absorbed
 latent weights in FP8 and dequantised them every step (SGLang on ROCm: ``launches.absorbed_dequant_bytes``).
@@ -321,7 +321,7 @@ def _serve(run: Run, cal: Calibration) -> float:
                                  host_overlap=overlap, absorbed_dequant=dequant, engine=engine).get("max_output_tokens_per_s")
         return float(value) if value else float("nan")
     if run.metric == "burst_output_tokens_per_s":  # every request sent at once: output tokens over the makespan
-        from anchorgpu.planner.speed.batching import burst_makespan_s
+        from anchorgpu.planner.speed.burst import burst_makespan_s
         from anchorgpu.planner.speed.serving_capacity import engine_limits_of
 
         reservation = _reservation(r)
