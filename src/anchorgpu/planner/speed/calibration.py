@@ -325,23 +325,12 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         attention_head_dim_rate={cc: {int(d): _number(by_dim, d, f"stated.attention_head_dim_rate.{cc}") for d in by_dim}
                                  for cc, by_dim in stated["attention_head_dim_rate"]["value"].items()},
         window_attention_extra_tokens=_number(stated, "window_attention_extra_tokens", "stated"),
-        alltoall_link_efficiency={k: _number(v, k, "stated.alltoall_link_efficiency")
-                                  for v in [stated["alltoall_link_efficiency"]["value"]] for k in v},
-        trtllm_moe_s_per_routed_row={k: _number(stated["trtllm_moe_s_per_routed_row"]["value"], k,
-                                                "stated.trtllm_moe_s_per_routed_row")
-                                     for k in stated["trtllm_moe_s_per_routed_row"]["value"]},
-        trtllm_gen_moe_expert_half_tokens={k: _number(stated["trtllm_gen_moe_expert_half_tokens"]["value"], k,
-                                                      "stated.trtllm_gen_moe_expert_half_tokens")
-                                           for k in stated["trtllm_gen_moe_expert_half_tokens"]["value"]},
-        trtllm_decode_attention_kv_fraction={
-            k: _number(stated["trtllm_decode_attention_kv_fraction"]["value"], k,
-                       "stated.trtllm_decode_attention_kv_fraction")
-            for k in stated["trtllm_decode_attention_kv_fraction"]["value"]},
-        fp4_gemm_peak_share={k: _number(stated["fp4_gemm_peak_share"]["value"], k, "stated.fp4_gemm_peak_share")
-                             for k in stated["fp4_gemm_peak_share"]["value"]},
-        trtllm_allreduce_latency_s={k: _number(stated["trtllm_allreduce_latency_s"]["value"], k,
-                                               "stated.trtllm_allreduce_latency_s")
-                                    for k in stated["trtllm_allreduce_latency_s"]["value"]},
+        alltoall_link_efficiency=_keyed(stated, "alltoall_link_efficiency"),
+        trtllm_moe_s_per_routed_row=_keyed(stated, "trtllm_moe_s_per_routed_row"),
+        trtllm_gen_moe_expert_half_tokens=_keyed(stated, "trtllm_gen_moe_expert_half_tokens"),
+        trtllm_decode_attention_kv_fraction=_keyed(stated, "trtllm_decode_attention_kv_fraction"),
+        fp4_gemm_peak_share=_keyed(stated, "fp4_gemm_peak_share"),
+        trtllm_allreduce_latency_s=_keyed(stated, "trtllm_allreduce_latency_s"),
         ep_exchange_latency_s={gpu: {int(n): _number(by_size, n, f"stated.ep_exchange_latency_s.{gpu}") for n in by_size}
                                for gpu, by_size in stated["ep_exchange_latency_s"]["value"].items()},
         moe_unfused_expert_bytes={k: _number(stated["moe_unfused_expert_bytes"]["value"], k,
@@ -351,6 +340,12 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         evidence=_evidence(doc.get("evidence", {})), layout_margin=_number(doc, "layout_margin", "layout_margin"),
         layout_margins=_layout_margins(doc.get("layout_margin")),
     )
+
+
+def _keyed(stated: dict[str, Any], name: str) -> dict[str, float]:
+    """A stated constant given per key (a GPU's name, a backend): ``stated[name]["value"]``, each a number."""
+    by_key = stated[name]["value"]
+    return {k: _number(by_key, k, f"stated.{name}") for k in by_key}
 
 
 def _layout_margins(entry: Any) -> dict[str, float]:
