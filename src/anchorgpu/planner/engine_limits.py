@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from anchorgpu.hardware.spec import GpuSpec
 
 __all__ = ["DEFAULT_BLOCK_SIZE_TOKENS", "TRTLLM_MAX_BATCH_SIZE", "TRTLLM_MAX_NUM_TOKENS", "block_size_of",
-           "engine_limits", "large_engine_defaults"]
+           "engine_limits", "engine_limits_on", "large_engine_defaults"]
 
 DEFAULT_BLOCK_SIZE_TOKENS = 16
 """The KV-cache page of vLLM (its default on CUDA) and TensorRT-LLM as planned; SGLang's is one token."""
@@ -79,3 +79,14 @@ def engine_limits(workload: Workload, *, large_gpu: bool, gpu_memory_bytes: int 
     tokens = workload.max_num_batched_tokens or max(8192 if large_gpu else 2048, workload.max_num_seqs or 0)
     seqs = workload.max_num_seqs or min(1024 if large_gpu else 256, tokens)
     return tokens, seqs
+
+
+def engine_limits_on(workload: Workload, gpu: GpuSpec | None) -> tuple[int, int]:
+    """:func:`engine_limits` on ``gpu``: its large defaults or not, and its memory for SGLang's chunk.
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> engine_limits_on(Workload(), get_gpu("h100")), engine_limits_on(Workload(), None)
+    ((8192, 1024), (8192, 1024))
+    """
+    return engine_limits(workload, large_gpu=large_engine_defaults(gpu),
+                         gpu_memory_bytes=gpu.memory_bytes if gpu is not None else None)

@@ -16,7 +16,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import memo_on_frozen
-from anchorgpu.planner.engine_limits import block_size_of, engine_limits, large_engine_defaults
+from anchorgpu.planner.engine_limits import block_size_of, engine_limits, engine_limits_on
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import DEFAULT_GPU_MEMORY_UTILIZATION, Engine, Overheads, Workload
 from anchorgpu.planner.sglang import SglangSettings, sglang_gpu_memory_bytes, sglang_settings
@@ -29,8 +29,7 @@ def engine_defaults(gpu: GpuSpec | None, workload: Workload, assumptions: list[s
     """vLLM V1 defaults for the OpenAI server: 8,192 batched tokens and 1,024 sequences on GPUs with at
     least 70 GiB but the A100 (:func:`~anchorgpu.planner.engine_limits.large_engine_defaults`), else 2,048 and 256 (vLLM
     ``arg_utils._set_default_args``)."""
-    tokens, seqs = engine_limits(workload, large_gpu=large_engine_defaults(gpu),
-                                 gpu_memory_bytes=gpu.memory_bytes if gpu is not None else None)
+    tokens, seqs = engine_limits_on(workload, gpu)
     assumptions.append(engine_line(workload.engine, tokens, seqs,
                                     workload.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION,
                                     block_size_of(workload)))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner import memory as mm
-from anchorgpu.planner.engine_limits import block_size_of, engine_limits, large_engine_defaults
+from anchorgpu.planner.engine_limits import block_size_of, engine_limits_on
 from anchorgpu.planner.inputs import KV_CACHE_DTYPES
 from anchorgpu.planner.sglang import admission_tokens, admitted_requests
 from anchorgpu.planner.speed.serving import ServingSetup
@@ -57,8 +57,7 @@ def engine_limits_of(plan: Plan) -> tuple[int, int]:
     w = plan.workload
     if w.max_num_batched_tokens and w.max_num_seqs:
         return w.max_num_batched_tokens, w.max_num_seqs
-    return engine_limits(w, large_gpu=large_engine_defaults(plan.gpu),
-                         gpu_memory_bytes=plan.gpu.memory_bytes if plan.gpu is not None else None)
+    return engine_limits_on(w, plan.gpu)
 
 
 KvReservation = Literal["average", "full", "ratio"]

@@ -20,7 +20,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import evolve
-from anchorgpu.planner.engine_limits import engine_limits, large_engine_defaults
+from anchorgpu.planner.engine_limits import engine_limits_on
 from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload
 from anchorgpu.planner.speed.layouts import Choice
 from anchorgpu.planner.speed.serving_layouts import _fastest, _holds, _split_words, _users, _which
@@ -72,7 +72,7 @@ def stages_around_given_tp(model: ModelSpec, w: Workload, precision: PrecisionPl
     if not staged:
         return None
     want = w.concurrency or 1
-    cap = engine_limits(w, large_gpu=large_engine_defaults(gpu), gpu_memory_bytes=gpu.memory_bytes)[1]
+    cap = engine_limits_on(w, gpu)[1]
     try:
         as_given = plan(model, w, precision=precision, layout=given, gpu=gpu, overheads=overheads, suggest=False,
                         choose_layout=False)

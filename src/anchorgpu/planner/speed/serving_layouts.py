@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
-from anchorgpu.planner.engine_limits import engine_limits, large_engine_defaults
+from anchorgpu.planner.engine_limits import engine_limits_on
 from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.layouts import SERVER_GPUS, Choice, tp_ok
@@ -312,7 +312,7 @@ def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPla
     what it needs)."""
     want = w.concurrency or 1
     # sequences one replica's engine runs at once
-    cap = engine_limits(w, large_gpu=large_engine_defaults(gpu), gpu_memory_bytes=gpu.memory_bytes)[1]
+    cap = engine_limits_on(w, gpu)[1]
     fewer: Layout | None = None  # the closest miss of the last GPU count (most headroom), for the hint
     for gpus in SERVING_GPU_COUNTS:
         held, closest = _held(model, w, precision, gpus, gpu, overheads, want, cap, ep=given.ep)
@@ -357,7 +357,7 @@ def choose_serving_layout_on(model: ModelSpec, w: Workload, precision: Precision
         return None
     if gpus == 1:
         return (None, default) if default.fits else None
-    cap = engine_limits(w, large_gpu=large_engine_defaults(gpu), gpu_memory_bytes=gpu.memory_bytes)[1]
+    cap = engine_limits_on(w, gpu)[1]
     lay = default.layout
     others, _ = _held(model, w, precision, gpus, gpu, overheads, want, cap, skip=Layout(tp=lay.tp, pp=lay.pp,
                                                                                            dp=lay.dp, ep=lay.ep))
