@@ -57,22 +57,27 @@ def layout_weights_bytes(model: ModelSpec, fmt: WeightFormat, tp: int, pp: int, 
 
 def split_weights_bytes(model: ModelSpec, fmt: WeightFormat, tp: int, pp: int, ep: int) -> tuple[int, dict[str, int]]:
     """:func:`weights_bytes` of a layout without ZeRO-3 (a serving engine's): the bytes one GPU holds and the
-    breakdown's weight terms, shared by every caller (read them, never change them)."""
-    return _sharded_weights(model_weight_parts(model, fmt), tp, pp, ep, 1, False, False)
+    breakdown's weight terms, shared by every caller (read them, never change them). An EP smaller than TP splits
+    each expert ``tp / ep`` ways as the engines do (:func:`~anchorgpu.planner.memory.serving_expert_tp`): the routed
+    experts' bytes a GPU holds are then 1/tp of them, as with EP equal to TP."""
+    return _sharded_weights(model_weight_parts(model, fmt), tp, pp, ep, 1, False, False, 1, None,
+                            mm.serving_expert_tp(tp, ep))
 
 
 @memo_on_frozen
 def _sharded_weights(parts: ModelParts, tp: int, pp: int, ep: int, dp_shard: int, zero3: bool,
-                     offload_params: bool, expert_shard: int = 1, stated: int | None = None
+                     offload_params: bool, expert_shard: int = 1, stated: int | None = None, expert_tp: int = 1
                      ) -> tuple[int, dict[str, int]]:
     """(bytes one GPU holds, the breakdown's weight terms in their order) for :func:`weights_bytes`: the whole
     model's weight bytes by kind, then ZeRO-3's gather buffer (the parameters themselves leave the GPU when
     offloaded). Under ZeRO-3 the rest is sharded over ``dp_shard`` GPUs and, under EP, the routed experts over the
-    ``expert_shard`` that hold the same ones. The terms are shared by every hit: read them, never change them."""
-    sharded = mm.shard_share(parts, tp=tp, pp=pp, ep=ep, dp_shard=dp_shard, stated=stated)
+    ``expert_shard`` that hold the same ones; ``expert_tp``: the ways each expert is split under EP (serving EP
+    smaller than TP). The terms are shared by every hit: read them, never change them."""
+    sharded = mm.shard_share(parts, tp=tp, pp=pp, ep=ep, dp_shard=dp_shard, stated=stated, expert_tp=expert_tp)
     if ep > 1 and expert_shard != dp_shard:
-        experts = mm.routed_expert_share(parts, tp=tp, pp=pp, ep=ep, stated=stated)
-        sharded = math.ceil((mm.shard_share(parts, tp=tp, pp=pp, ep=ep, stated=stated) - experts) / dp_shard
+        experts = mm.routed_expert_share(parts, tp=tp, pp=pp, ep=ep, stated=stated, expert_tp=expert_tp)
+        sharded = math.ceil((mm.shard_share(parts, tp=tp, pp=pp, ep=ep, stated=stated, expert_tp=expert_tp) - experts)
+                            / dp_shard
                             + experts / expert_shard)
     terms = {"weights_linear_bytes": math.ceil(parts.dense + parts.experts),
              "weights_embeddings_bytes": math.ceil(parts.embed), "weights_head_bytes": math.ceil(parts.head),

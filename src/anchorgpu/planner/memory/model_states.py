@@ -24,14 +24,17 @@ def stage_layers(num_layers: int, pp: int, stated: int | None = None) -> int:
     return ceil_div(num_layers, pp) if stated is None else stated
 
 
-def shard_share(parts: ModelParts, *, tp: int, pp: int, ep: int, dp_shard: int = 1, stated: int | None = None) -> int:
+def shard_share(parts: ModelParts, *, tp: int, pp: int, ep: int, dp_shard: int = 1, stated: int | None = None,
+                expert_tp: int = 1) -> int:
     """Per-GPU share of a model split into :class:`ModelParts` (parameters or bytes), most-loaded stage.
 
     Formula (Megatron ``theoretical_memory_usage.py``, "most-loaded shard"):
-    ``layers · ceil(L/p)/L + edge``, where layers = dense/t + experts/(EP if EP > 1 else t) + layer_other
+    ``layers · ceil(L/p)/L + edge``, where layers = dense/t + experts/(EP · expert TP if EP > 1 else t) + layer_other
     (norms replicated across TP) and edge = (embed + head)/t when p = 1, else max(embed, head or a tied
     copy of embed)/t (first stage holds the embedding, last stage the head). Divided by ``dp_shard``
     under ZeRO-3/FSDP. ``stated``: the busiest rank's layers of an explicit layout in place of ceil(L/p).
+    ``expert_tp``: the ways each expert's matrices are split under EP (1, Megatron's expert TP as training plans it;
+    a serving EP smaller than TP splits them ``tp / ep`` ways: :func:`serving_expert_tp`).
 
     >>> from anchorgpu.planner.formats import ModelParts
     >>> parts = ModelParts(dense=800, experts=0, layer_other=8, embed=100, head=100, num_layers=8, tied=False)
@@ -40,7 +43,7 @@ def shard_share(parts: ModelParts, *, tp: int, pp: int, ep: int, dp_shard: int =
     >>> shard_share(parts, tp=1, pp=2, ep=1)
     504
     """
-    expert_split = ep if ep > 1 else tp
+    expert_split = ep * expert_tp if ep > 1 else tp
     per_layers = parts.dense / tp + parts.experts / expert_split + parts.layer_other
     layer_share = per_layers * stage_layers(parts.num_layers, pp, stated) / max(1, parts.num_layers)
     if pp == 1:
@@ -50,16 +53,33 @@ def shard_share(parts: ModelParts, *, tp: int, pp: int, ep: int, dp_shard: int =
     return math.ceil((layer_share + edge) / dp_shard)
 
 
-def routed_expert_share(parts: ModelParts, *, tp: int, pp: int, ep: int, stated: int | None = None) -> float:
+def routed_expert_share(parts: ModelParts, *, tp: int, pp: int, ep: int, stated: int | None = None,
+                        expert_tp: int = 1) -> float:
     """The routed experts' part of :func:`shard_share` (most-loaded stage): under EP one GPU holds 1/ep of a
-    stage's experts (1/tp of each without EP, as the rest).
+    stage's experts, each whole or ``1 / expert_tp`` of it (1/tp of each without EP, as the rest).
 
     >>> from anchorgpu.planner.formats import ModelParts
     >>> routed_expert_share(ModelParts(dense=80, experts=800, layer_other=0, embed=0, head=0, num_layers=8,
     ...                                tied=False), tp=1, pp=2, ep=8)
     50.0
     """
-    return parts.experts / (ep if ep > 1 else tp) * stage_layers(parts.num_layers, pp, stated) / max(1, parts.num_layers)
+    split = ep * expert_tp if ep > 1 else tp
+    return parts.experts / split * stage_layers(parts.num_layers, pp, stated) / max(1, parts.num_layers)
+
+
+def serving_expert_tp(tp: int, ep: int) -> int:
+    """The ways a serving engine splits each routed expert's matrices when EP is smaller than TP: ``tp / ep``, so
+    that EP x expert TP covers the TP group (TensorRT-LLM: ``tp_size must equal to moe_tp_size * moe_ep_size``, and
+    ``moe_tp_size = tp_size // moe_ep_size`` when only the EP is given, NVIDIA/TensorRT-LLM@05ebebb
+    tensorrt_llm/mapping.py ``Mapping.__init__``; SGLang: ``num_local_experts = num_experts // moe_ep_size`` and
+    ``intermediate_size_per_partition = intermediate_size // moe_tp_size``, sgl-project/sglang@008d7d0
+    python/sglang/srt/layers/moe/fused_moe_triton/layer.py ``FusedMoE.__init__``). 1 otherwise: EP equal to TP (the
+    experts whole), EP wider than TP (attention data parallelism), or no EP (the experts sliced with TP).
+
+    >>> serving_expert_tp(8, 4), serving_expert_tp(8, 8), serving_expert_tp(1, 8), serving_expert_tp(8, 1)
+    (2, 1, 1, 1)
+    """
+    return tp // ep if 1 < ep < tp else 1
 
 
 def expert_data_parallel(*, tp: int, dp: int, cp: int, ep: int) -> int:

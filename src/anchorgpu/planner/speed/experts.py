@@ -71,8 +71,9 @@ def moe_product_shares(model: ModelSpec) -> tuple[float, float]:
 
 def routed_weight_bytes_share_per_gpu(model: ModelSpec, fmt: WeightFormat, *, tp: int, ep: int) -> float:
     """The routed experts' share of the weight BYTES one GPU holds in ``fmt`` (what a serving step scales by the
-    experts it touches): the experts' bytes split over ``ep`` GPUs (over TP when ``ep`` is 1), the rest's over TP
-    (0.0 for a dense model). Bytes, not parameters: a format that stores the experts apart (gpt-oss's MXFP4 experts
+    experts it touches): the experts' bytes split over ``ep`` GPUs (over TP when ``ep`` is 1; over TP too when ``ep``
+    is smaller than TP, each of the ``E / ep`` experts a GPU holds split ``tp / ep`` ways as the engines split them:
+    :func:`~anchorgpu.planner.memory.serving_expert_tp`), the rest's over TP (0.0 for a dense model). Bytes, not parameters: a format that stores the experts apart (gpt-oss's MXFP4 experts
     at 4.25 bits, padded to 3,072 wide, beside 16-bit attention and embeddings; an FP8 or FP4 format's 16-bit
     embeddings and head) gives them a smaller share of the bytes than of the parameters
     (:func:`~anchorgpu.planner.formats.model_weight_parts`).
@@ -87,12 +88,14 @@ def routed_weight_bytes_share_per_gpu(model: ModelSpec, fmt: WeightFormat, *, tp
     >>> q = load_model("qwen3-30b-a3b")
     >>> round(routed_weight_bytes_share_per_gpu(q, format_for_model(q, "bf16"), tp=1, ep=8), 3)
     0.702
+    >>> [round(routed_weight_bytes_share_per_gpu(q, format_for_model(q, "bf16"), tp=8, ep=e), 3) for e in (1, 4, 8)]
+    [0.95, 0.95, 0.95]
     """
     parts = model_weight_parts(model, fmt)
     total, experts = parts.total, parts.experts
     if model.moe is None or not total:
         return 0.0
-    if ep <= 1 or ep == tp:  # split alike
+    if ep <= tp:  # split alike: over TP, EP x expert TP covering it when EP is inside TP
         return experts / total
     return experts / ep / (experts / ep + (total - experts) / tp)
 
