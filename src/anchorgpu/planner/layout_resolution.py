@@ -20,7 +20,8 @@ from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
 from anchorgpu.planner.workload_checks import check_counts, counts_checker
 from anchorgpu.units import require_whole_gpus
 
-__all__ = ["GPUS_PER_SERVER", "check_layout_counts", "check_tp", "default_tp", "resolve_layout", "sharded_pipeline_refusal", "tp_is_valid"]
+__all__ = ["GPUS_PER_SERVER", "check_layout_counts", "check_tp", "default_tp", "resolve_layout", "sharded_pipeline_refusal", "tp_is_valid",
+           "vllm_ep_below_tp_refusal"]
 
 GPUS_PER_SERVER = 8
 
@@ -156,6 +157,22 @@ def sharded_pipeline_refusal(train_stack: str, pp: int, zero: int, *, fsdp: bool
             "the stages, or --pp 1")
 
 
+def vllm_ep_below_tp_refusal(ep: int, tp: int, engine_source: str) -> str:
+    """The one line refusing a serving ``--ep`` smaller than ``--tp`` on vLLM, which cannot launch it: its
+    ``--enable-expert-parallel`` makes EP = TP x DP, every GPU of the TP group an EP rank (vllm-project/vllm@00c1c6a
+    vllm/model_executor/layers/fused_moe/config.py ``FusedMoEParallelConfig.make``). TensorRT-LLM and SGLang run it
+    (EP x expert TP = TP: :func:`~anchorgpu.planner.memory.serving_expert_tp`).
+
+    >>> vllm_ep_below_tp_refusal(2, 8, "default")[:60]
+    '--ep 2 with TP 8 on vLLM (the default engine): its --enable-'
+    """
+    which = {"default": "vLLM (the default engine)", "recipe": "vLLM (the recipe's engine)"}.get(engine_source, "vLLM")
+    return (f"--ep {ep} with TP {tp} on {which}: its --enable-expert-parallel splits the experts over EP = TP x DP, "
+            f"so an EP smaller than TP does not launch; give --engine trtllm or sglang (EP {ep} x expert TP "
+            f"{tp // ep}), --ep {tp} or --tp {ep} (EP equal to TP), an EP wider than TP (attention data parallelism), "
+            "or leave --ep out")
+
+
 def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload, layout: Layout,
                     assumptions: list[str]) -> ResolvedLayout:
     gpus = check_layout_counts(layout)
@@ -225,12 +242,11 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
             stage = tp * cp * dp
             raise InvalidWorkload(f"ep={ep} must divide the tp·{'cp·' if cp > 1 else ''}dp = {stage:,} "
                                   f"GPU{'s' if stage > 1 else ''} of a stage")
-        if not training and ep < tp:  # the memory and step model EP whole over its GPUs (expert TP 1), as training
-            raise InvalidWorkload(
-                f"--ep {ep} with TP {tp}: a serving engine splits the routed experts over all {tp} GPUs of the TP group "
-                "(TensorRT-LLM and SGLang as EP x MoE TP, vLLM's --enable-expert-parallel as EP = TP), which this "
-                f"planner plans as --ep {tp}; give --ep {tp} or --tp {ep} (EP equal to TP), an EP wider than TP (attention "
-                "data parallelism), or leave --ep out")
+        if not training and ep < tp and workload.engine == "vllm":
+            raise InvalidWorkload(vllm_ep_below_tp_refusal(ep, tp, workload.engine_source))
+        if not training and ep < tp and tp % ep:  # the engines split each expert tp / ep ways (serving_expert_tp)
+            raise InvalidWorkload(f"--ep {ep} with TP {tp}: a serving EP smaller than TP splits each expert TP / EP "
+                                  f"ways (EP x expert TP = TP), so it must divide TP {tp}; give an EP that does")
     zero = 3 if layout.fsdp else (layout.zero or 0)
     if training:
         refusal = sharded_pipeline_refusal(workload.train_stack, pp, zero, fsdp=layout.fsdp)

@@ -32,6 +32,7 @@ from anchorgpu.planner.inference import plan_inference
 from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload, default_seq_tokens
 from anchorgpu.planner.media import validate_media
 from anchorgpu.planner.result import MemoryBreakdown, Plan, ResolvedLayout, Suggestion, new_plan
+from anchorgpu.planner.speed.assumption_lines import expert_tp_line
 from anchorgpu.planner.suggest import choose_layout_plan, suggestions_for, training_layout_open
 from anchorgpu.planner.training import plan_training
 from anchorgpu.planner.training_gpu_counts import TRAINING_GPU_COUNTS
@@ -192,6 +193,8 @@ def plan(
         assumptions.append(f"MoE: all {lm.moe.num_experts} experts per layer resident"
                            + (f", split over EP {lay.ep}" if lay.ep > 1 else ", split with TP")
                            + "; compute follows the active experts.")
+        if w.task == "inference" and 1 < lay.ep < lay.tp:
+            assumptions.append(expert_tp_line(lm.moe.num_experts, lay.tp, lay.ep))
     warnings += plan_warnings(  # the layout's, then the precision's
         terms.workload, lay, fmt, prec, gpu, shipped=lm is not None and fmt.quantized and _is_shipped(fmt, lm),
         kv_shipped=kv == shipped_kv_cache(model), keeps_kv_cache=lm is None or lm.attention_layers > 0)

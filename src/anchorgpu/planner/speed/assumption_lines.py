@@ -23,7 +23,7 @@ from anchorgpu.planner.speed.evidence import STACK_NAMES
 from anchorgpu.planner.speed.launches import LayerLaunches, launch_ratio, launches_per_layer
 from anchorgpu.planner.speed.links import host_kind
 
-__all__ = ["NETWORK_LABEL", "expert_launch_line", "expert_parallel_line", "larger_batch_line", "launches_line",
+__all__ = ["NETWORK_LABEL", "expert_launch_line", "expert_parallel_line", "expert_tp_line", "larger_batch_line", "launches_line",
            "megatron_fsdp_line", "network_line", "pytorch_fsdp_line", "pytorch_stack_line", "serving_constants_line",
            "serving_line", "step_line"]
 
@@ -61,6 +61,23 @@ def expert_parallel_line(ep: int, tp: int, gather_bytes: float = 2.0) -> str:
             "data-parallel ranks' forward passes), and the busiest replica sets every step's time while the experts "
             "serve the tokens the replicas bring, a lighter one's fewer; even routing assumed (a skewed router makes "
             "the busiest GPU the step's pace)")
+
+
+def expert_tp_line(num_experts: int, tp: int, ep: int) -> str:
+    """How a serving layout with expert parallelism smaller than TP is held and timed: EP x expert TP = TP, as
+    TensorRT-LLM (``moe_tp_size x moe_ep_size = tp_size``) and SGLang (``--ep-size`` with MoE TP = TP / EP) run it
+    (:func:`~anchorgpu.planner.memory.serving_expert_tp`).
+
+    >>> expert_tp_line(128, 8, 4)[:72]
+    'Experts: EP 4 x expert TP 2 over the TP 8 group: each GPU holds 32 of th'
+    """
+    split = tp // ep
+    return (f"Experts: EP {ep} x expert TP {split} over the TP {tp} group: each GPU holds {num_experts // ep} of the "
+            f"{num_experts} experts of a layer, each split {split} ways (1/{tp} of the routed experts' bytes, as with "
+            f"EP {tp}), and runs the routed rows of its own experts (1/{ep} of a token's), its products {split} times "
+            f"narrower than whole experts' (timed as EP {tp}'s: the step has no expert-width term); every GPU has every token (attention split by TP), so the MoE output is "
+            f"summed by the TP group's all-reduce, as with EP {tp}, with no all-to-all (TensorRT-LLM moe_tp_size x "
+            "moe_ep_size = tp_size; SGLang --ep-size with MoE TP = TP / EP)")
 
 
 @lru_cache(maxsize=256)

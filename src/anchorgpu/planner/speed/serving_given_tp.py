@@ -6,8 +6,8 @@ engine planned runs (vLLM ``--pipeline-parallel-size``, SGLang ``--pp-size``, Te
 keeps the TP exactly: of TP T x PP p x DP N/(T p) for each p that divides N/T, fewest stages first, the one that
 holds the users and serves them fastest, but the one with fewest stages unless another is predicted faster by more
 than the calibration's layout margin (the serving chooser's rule, :func:`~anchorgpu.planner.speed.serving_layouts.pick_over_first`).
-An ``--ep`` given with it is kept: stages are added under EP inside TP (EP equal to TP: a serving EP smaller than
-the TP is refused, :mod:`~anchorgpu.planner.layout_resolution`), never under attention data
+An ``--ep`` given with it is kept: stages are added under EP inside TP (EP equal to TP, or smaller as EP x expert
+TP on TensorRT-LLM and SGLang; vLLM's is refused, :mod:`~anchorgpu.planner.layout_resolution`), never under attention data
 parallelism (EP wider than TP), which the chooser runs one stage only. Where no such layout holds the users the plan
 is of the layout as given, with what would fit. Pure.
 """
