@@ -8,8 +8,10 @@ controls fails on the main it branched from (191c58a7):
 3. the recommend and plan pages wrote a float bound as pydantic gives it ("must be at most 86400.0", "more than 0.0");
 4. a serving plan with EP smaller than the TP (``--tp 4 --ep 2``, or ``--gpus 8 --ep 2`` at the default TP 8) held
    the routed experts whole over the EP GPUs, where every serving engine splits them over all the TP group's GPUs
-   (its memory and step of no launchable layout; ``--recipe vllm`` launched EP 4 under it): now refused in one line
-   (CLI exit 2, API 422), as EP = TP and EP wider than TP (attention data parallelism) are planned."""
+   (its memory and step of no launchable layout; ``--recipe vllm`` launched EP 4 under it). Refused here at first;
+   since stop 53 (epltp) planned as TensorRT-LLM and SGLang run it, EP x expert TP = TP (the experts 1/TP a GPU, as
+   EP = TP: tests/planner/test_serving_ep_below_tp.py), and refused in one line on vLLM only (CLI exit 2, API 422),
+   whose --enable-expert-parallel makes EP = TP x DP."""
 
 from __future__ import annotations
 
@@ -84,26 +86,43 @@ def test_the_recommend_page_writes_a_bound_as_a_number(sqlite_served: Served, qu
 MOE_EP2_TP4 = ("plan", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "4", "--tp", "4", "--ep", "2")
 
 
-@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
-def test_a_serving_ep_smaller_than_tp_is_refused(capsys: pytest.CaptureFixture[str], engine: str) -> None:
-    """Planned, it held the experts whole over EP 2 (half of them a GPU, expert TP 1 as Megatron trains), where every
-    serving engine splits them over all 4 GPUs of the TP group (TensorRT-LLM moe_tp_size x moe_ep_size = tp_size,
-    SGLang moe_tp_size = tp_size // ep_size, vLLM EP = TP x DP): the memory and the step were of no launchable
-    layout, and --recipe vllm launched EP 4 under the plan's EP 2."""
-    err = cli_refusal(capsys, *MOE_EP2_TP4, "--engine", engine)
-    assert "--ep 2 with TP 4" in err and "give --ep 4 or --tp 2" in err, err
+def test_a_serving_ep_smaller_than_tp_is_refused_on_vllm(capsys: pytest.CaptureFixture[str]) -> None:
+    """vLLM's --enable-expert-parallel makes EP = TP x DP (vllm-project/vllm@00c1c6a
+    vllm/model_executor/layers/fused_moe/config.py FusedMoEParallelConfig.make): EP 2 inside TP 4 does not launch."""
+    err = cli_refusal(capsys, *MOE_EP2_TP4, "--engine", "vllm")
+    assert "--ep 2 with TP 4 on vLLM" in err and "give --engine trtllm or sglang (EP 2 x expert TP 2)" in err, err
+    assert "--ep 4 or --tp 2" in err, err
+
+
+@pytest.mark.parametrize("engine", ["sglang", "trtllm"])
+def test_a_serving_ep_smaller_than_tp_plans_on_trtllm_and_sglang(capsys: pytest.CaptureFixture[str],
+                                                                 engine: str) -> None:
+    """TensorRT-LLM (moe_tp_size x moe_ep_size = tp_size) and SGLang (MoE TP = TP / EP) run it: planned with each
+    expert split TP / EP = 2 ways, the experts' bytes a GPU as at EP 4."""
+    answer = run_json(capsys, *MOE_EP2_TP4, "--engine", engine)
+    same = run_json(capsys, *MOE_EP2_TP4[:-1], "4", "--engine", engine)
+    assert answer["layout"]["ep"] == 2 and answer["layout"]["tp"] == 4
+    assert answer["per_gpu"]["weights_bytes"] == same["per_gpu"]["weights_bytes"]
+    assert any(a.startswith("Experts: EP 2 x expert TP 2 over the TP 4 group") for a in answer["assumptions"])
 
 
 def test_the_default_tp_with_a_smaller_ep_is_refused_naming_both_ways(capsys: pytest.CaptureFixture[str]) -> None:
     err = cli_refusal(capsys, "plan", "qwen3-235b-a22b", "--gpu", "h100", "--gpus", "8", "--ep", "2")
-    assert "--ep 2 with TP 8" in err and "give --ep 8 or --tp 2" in err, err
+    assert "--ep 2 with TP 8 on vLLM (the default engine)" in err and "--ep 8 or --tp 2" in err, err
 
 
-def test_the_api_refuses_a_serving_ep_smaller_than_tp(sqlite_served: Served) -> None:
+def test_the_api_refuses_a_serving_ep_smaller_than_tp_on_vllm(sqlite_served: Served) -> None:
     response = sqlite_served.client.post("/v1/plan", json={"model": "qwen3-30b-a3b", "gpu": "h100", "gpus": 4, "tp": 4,
                                                            "ep": 2})
     problem = problem_of(response)
-    assert problem["status"] == 422 and "--ep 2 with TP 4" in problem["detail"], problem
+    assert problem["status"] == 422 and "--ep 2 with TP 4 on vLLM" in problem["detail"], problem
+
+
+def test_the_api_plans_a_serving_ep_smaller_than_tp_on_sglang(sqlite_served: Served) -> None:
+    response = sqlite_served.client.post("/v1/plan", json={"model": "qwen3-30b-a3b", "gpu": "h100", "gpus": 4, "tp": 4,
+                                                           "ep": 2, "engine": "sglang"})
+    assert response.status_code == 200, response.text
+    assert response.json()["layout"]["ep"] == 2
 
 
 @pytest.mark.parametrize("argv", [
