@@ -111,3 +111,13 @@ def test_the_assumptions_say_how_the_experts_are_split() -> None:
     line = next(a for a in said if a.startswith("Experts: EP 4 x expert TP 2 over the TP 8 group"))
     assert "each GPU holds 32 of the 128 experts" in line and "1/8 of the routed experts' bytes" in line
     assert not any(a.startswith("Experts:") for a in _plan("sglang", tp=8, ep=8).assumptions)
+
+
+def test_the_row_share_sits_where_aiconfigurators_tables_put_ep_4() -> None:
+    """AIConfigurator 0.12.0 h200_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet, Qwen3-235B's MoE shape in fp8, TP 8:
+    (EP 4 x MoE TP 2 - EP 8) / (MoE TP 8 - EP 8) of a layer's latency is 0.132 at 1,024 tokens, 0.150 at 4,096, 0.135
+    at 8,192 (benchmarks/moe_small_batch_findings.md, epltp); the per-row term's shares put it at 0.143."""
+    from anchorgpu.planner.speed.step_constants import routed_rows_per_token_share as share
+
+    between = (share(8, 4) - share(8, 8)) / (share(8, 1) - share(8, 8))
+    assert 0.132 <= between <= 0.150
