@@ -4,6 +4,7 @@
     PYTHONPATH=src .venv/bin/python benchmarks/gb200_host_probe.py rows
     PYTHONPATH=src .venv/bin/python benchmarks/gb200_host_probe.py eager [SCALE]
     PYTHONPATH=src .venv/bin/python benchmarks/gb200_host_probe.py eager-rederived
+    PYTHONPATH=src .venv/bin/python benchmarks/gb200_host_probe.py serial [tp1|superchip|all] [--json|--write]
 
 ``rows``: each PQ30 B200/GB200 row's engine batch (trtllm-bench's sizing), the prediction with and without the host
 term, and ``1 / rate`` measured and predicted without the host (microseconds an output token; at a host-bound step
@@ -15,6 +16,12 @@ in the batch): layers x launches a layer (13 for a MoE layer, 9 dense) x the CPU
 forward (NVIDIA/TransformerEngine issue #2053: 37.08 us on Grace, 13.48 us on a Xeon 8480C), times SCALE (default 1).
 ``eager-rederived``: the same at SCALE 1, with ``host_s_per_sequence_step`` re-derived from TensorRT-LLM PR #10273
 once that run's own eager forward (gpt-oss-120b, 36 layers) is taken out of its 45.11 ms a step.
+
+``serial``: calibrate's report with a TensorRT-LLM step that carries a prompt taking its GPU work plus the host's
+``host_s_per_sequence_step`` x batch (stated sizes, nothing fitted) instead of the larger of the two; decode-only
+steps keep the overlap. ``tp1`` (default): only replicas of one TP rank (one GPU, PP, or attention DP planned as
+DP replicas); ``superchip``: only Grace hosts; ``all``: every TensorRT-LLM replica (stop 62 in
+moe_small_batch_findings.md).
 """
 
 from __future__ import annotations
@@ -43,9 +50,11 @@ def rows() -> None:
         r = run.row
         seqs, tokens = trtllm_bench_engine(_model(r), get_gpu(r["gpu"]).memory_bytes, r)
         with_host, without = predict(run, cal), predict(run, no_host)
-        print(f"{run.id:24s} seqs {seqs:5d} tokens/step {tokens:6d} measured {run.value:7.0f} "
-              f"predicted {with_host:7.0f} no-host {without:7.0f}  us/token measured {1e6 / run.value:6.1f} "
-              f"no-host {1e6 / without:6.1f}")
+        print(
+            f"{run.id:24s} seqs {seqs:5d} tokens/step {tokens:6d} measured {run.value:7.0f} "
+            f"predicted {with_host:7.0f} no-host {without:7.0f}  us/token measured {1e6 / run.value:6.1f} "
+            f"no-host {1e6 / without:6.1f}"
+        )
 
 
 def _patch_eager(scale: float) -> None:
@@ -63,18 +72,40 @@ def _patch_eager(scale: float) -> None:
     batching._step = with_eager  # type: ignore[assignment]
 
 
+def _patch_serial(scope: str) -> None:
+    step = vars(batching)["_step"]
+
+    def serial(setup: Any, c: Any, batch: float, prefill_tokens: float, *args: Any, **kwargs: Any) -> Any:
+        out = step(setup, c, batch, prefill_tokens, *args, **kwargs)
+        applies = setup.engine == "trtllm" and prefill_tokens and batch and c.host_s_per_sequence and setup.host_overlap
+        if scope == "tp1":
+            applies = applies and setup.tp == 1
+        elif scope == "superchip":
+            applies = applies and c.host_s_per_sequence > 1.5e-5  # 29.4 us on Grace, 10.7 on x86
+        if not applies:
+            return out
+        gpu = step(setup, replace(c, host_s_per_sequence=0.0), batch, prefill_tokens, *args, **kwargs)
+        return (max(out[0], gpu[0] + c.host_s_per_sequence * batch), *out[1:])
+
+    vars(batching)["_step"] = serial
+
+
 def _rederive() -> None:
     eager_s = GPT_OSS_120B_LAYERS * LAUNCHES_PER_LAYER["moe"] * MODULE_FORWARD_S["superchip"]
     per_seq = (PR_10273_STEP_S - eager_s) / PR_10273_SEQS
     ratio = MODULE_FORWARD_S["superchip"] / MODULE_FORWARD_S["x86"]
-    cal = replace(calibration_module.calibration(),
-                  host_s_per_sequence_step={"superchip": per_seq, "x86": per_seq / ratio})
-    print(f"re-derived: {per_seq * 1e6:.2f} us a sequence on Grace, {per_seq / ratio * 1e6:.2f} on x86 "
-          f"(PR #10273's eager forward {eager_s * 1e3:.2f} ms taken out)")
+    cal = replace(
+        calibration_module.calibration(), host_s_per_sequence_step={"superchip": per_seq, "x86": per_seq / ratio}
+    )
+    print(
+        f"re-derived: {per_seq * 1e6:.2f} us a sequence on Grace, {per_seq / ratio * 1e6:.2f} on x86 "
+        f"(PR #10273's eager forward {eager_s * 1e3:.2f} ms taken out)"
+    )
     for module in (calibration_module, calibrate, batching):
         module.calibration = lambda *_a, **_k: cal  # type: ignore[attr-defined]
     import anchorgpu.planner.speed.runs as runs
     import anchorgpu.planner.speed.serving as serving
+
     runs.calibration = serving.calibration = lambda *_a, **_k: cal  # type: ignore[assignment]
 
 
@@ -88,8 +119,12 @@ def main(argv: list[str]) -> int:
     elif mode == "eager-rederived":
         _rederive()
         _patch_eager(1.0)
+    elif mode == "serial":
+        scope = argv[1] if len(argv) > 1 and not argv[1].startswith("--") else "tp1"
+        _patch_serial(scope)
+        return calibrate.main([a for a in argv[1:] if a.startswith("--")])
     else:
-        print(f"unknown mode {mode!r}: rows, eager [SCALE] or eager-rederived")
+        print(f"unknown mode {mode!r}: rows, eager [SCALE], eager-rederived or serial [tp1|superchip|all]")
         return 2
     return calibrate.main([])
 
