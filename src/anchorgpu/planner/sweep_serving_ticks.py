@@ -25,7 +25,13 @@ from anchorgpu.planner.speed.flops import (
 )
 from anchorgpu.planner.speed.launches import fuses_norms_into_allreduce, is_block_fp8, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, host_kind, peak_for
-from anchorgpu.planner.speed.moe_backend import expert_half_tokens, trtllm_moe_backend
+from anchorgpu.planner.speed.moe_backend import (
+    VLLM_MARLIN,
+    expert_half_tokens,
+    marlin_expert_rate,
+    trtllm_moe_backend,
+    vllm_moe_backend,
+)
 from anchorgpu.planner.speed.overrides import calibrated
 from anchorgpu.planner.speed.product_shares import head_quantized_share, quantized_product_shares
 from anchorgpu.planner.speed.serving import moe_product_shares, routed_weight_bytes_share_per_gpu
@@ -184,6 +190,19 @@ class Ticks:
             self.half_tokens = per_format(np.array([[expert_half_tokens(
                 trtllm_moe_backend(model, gpu, name, spec.workload.moe_backend), gpu, k.moe_expert_half_tokens, cal)
                 for name in weights] for gpu, k in zip(gpus, stacks, strict=True)])[s])
+        # vLLM's Marlin MoE kernel where the plan states it: the routed products at its measured rate and falloff in
+        # place of the step's (speed.moe_backend; serving._tick's expert_kernel_rate), as expert_rate / that rate
+        self.kernel_ratio: FloatArray | None = None
+        marlin_w = [spec.workload.engine == "vllm" and vllm_moe_backend(model, name, spec.workload.moe_backend)
+                    == VLLM_MARLIN for name in weights]
+        if any(marlin_w):
+            marlin = per_format(np.array([[marlin_expert_rate(VLLM_MARLIN, gpu, peak_for(gpu, "bf16").flops_per_s, cal)
+                                           if on else 0.0 for on in marlin_w] for gpu in gpus])[s])
+            self.kernel_ratio = np.where(marlin > 0, self.peak_eff / self.expert_ratio / np.where(
+                marlin > 0, marlin, 1.0), 1.0)
+            self.half_tokens = per_format(np.array([[expert_half_tokens(
+                VLLM_MARLIN if on else "", gpu, k.moe_expert_half_tokens, cal) for on in marlin_w]
+                for gpu, k in zip(gpus, stacks, strict=True)])[s])
         self.moe_tile_rows = cal.moe_tile_rows
         # the engine's CPU work per running sequence a step, overlapped with the GPU's (speed.serving's host term)
         self.host = np.array([cal.host_s_per_sequence_step[host_kind(gpu)] for gpu in gpus])[s]
@@ -223,8 +242,10 @@ class Ticks:
         compute_s = tokens * self.p_matmul / self.split / self.peak_eff
         if self.expert_share:  # the rows of each expert the step touches
             rows = tokens * self.route_share / frac
-            compute_s *= np.where(rows > 0, 1.0 + self.expert_share * self.expert_ratio * self.half_tokens / np.where(
-                rows > 0, np.maximum(rows, self.moe_tile_rows), 1.0), 1.0)  # at least one tile's rows
+            falloff = self.half_tokens / np.where(rows > 0, np.maximum(rows, self.moe_tile_rows), 1.0)  # a tile's
+            if self.kernel_ratio is not None:  # on a kernel of their own rate: (1 + falloff) at it, less the step's
+                falloff = self.kernel_ratio * (1.0 + falloff) - 1.0
+            compute_s *= np.where(rows > 0, 1.0 + self.expert_share * self.expert_ratio * falloff, 1.0)
         if self.head_skip and np.any(prefill):  # the prompt tokens' products without the LM head's (speed.serving)
             compute_s -= prefill * self.head_skip * self.p_head / self.split / self.head_peak_eff
         big = np.maximum(memory_s, compute_s)

@@ -146,6 +146,11 @@ class Calibration:
     # TensorRT-LLM's TRTLLM-gen MoE kernel: its routed products' small-row falloff (half_tokens), by CUDA compute
     # capability, in place of the fitted moe_expert_half_tokens; a family absent keeps the fit (speed.moe_backend)
     trtllm_gen_moe_expert_half_tokens: dict[str, float] = field(default_factory=dict)
+    # vLLM's Marlin MoE kernel (MXFP4 experts where triton_kernels is absent, speed.moe_backend): the rate its routed
+    # products reach with many rows an expert as a share of the GPU's BF16 peak, and their small-row falloff
+    # (half_tokens), by CUDA compute capability; a family absent keeps the planner's rates and fit
+    vllm_marlin_moe_peak_share: dict[str, float] = field(default_factory=dict)
+    vllm_marlin_moe_expert_half_tokens: dict[str, float] = field(default_factory=dict)
     # TensorRT-LLM's decode attention: the share of a GPU's memory bandwidth it reaches reading an FP8 KV cache, by GPU
     # name; a GPU absent (or a dense model) reads at decode_mbu (step_constants.trtllm_kv_read_fraction)
     trtllm_decode_attention_kv_fraction: dict[str, float] = field(default_factory=dict)
@@ -328,6 +333,8 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         alltoall_link_efficiency=_keyed(stated, "alltoall_link_efficiency"),
         trtllm_moe_s_per_routed_row=_keyed(stated, "trtllm_moe_s_per_routed_row"),
         trtllm_gen_moe_expert_half_tokens=_keyed(stated, "trtllm_gen_moe_expert_half_tokens"),
+        vllm_marlin_moe_peak_share=_keyed(stated, "vllm_marlin_moe_peak_share"),
+        vllm_marlin_moe_expert_half_tokens=_keyed(stated, "vllm_marlin_moe_expert_half_tokens"),
         trtllm_decode_attention_kv_fraction=_keyed(stated, "trtllm_decode_attention_kv_fraction"),
         fp4_gemm_peak_share=_keyed(stated, "fp4_gemm_peak_share"),
         trtllm_allreduce_latency_s=_keyed(stated, "trtllm_allreduce_latency_s"),

@@ -32,10 +32,11 @@ if TYPE_CHECKING:
     from anchorgpu.hardware.spec import GpuSpec
     from anchorgpu.planner.speed.calibration import Calibration
 
-__all__ = ["CUTLASS", "MOE_BACKENDS", "TRITON", "TRTLLM_GEN", "expert_half_tokens", "moe_backend_line",
-           "requested_moe_backend", "trtllm_moe_backend"]
+__all__ = ["CUTLASS", "MOE_BACKENDS", "TRITON", "TRTLLM_GEN", "VLLM_MARLIN", "expert_half_tokens",
+           "marlin_expert_rate", "moe_backend_line", "requested_moe_backend", "trtllm_moe_backend", "vllm_marlin_line",
+           "vllm_moe_backend"]
 
-CUTLASS, TRTLLM_GEN, TRITON = "cutlass", "trtllm-gen", "triton"
+CUTLASS, TRTLLM_GEN, TRITON, VLLM_MARLIN = "cutlass", "trtllm-gen", "triton", "vllm-marlin"
 # moe_config.backend as TensorRT-LLM spells it -> the kernel family the planner names
 MOE_BACKENDS: dict[str, str] = {"CUTLASS": CUTLASS, "TRTLLM": TRTLLM_GEN, "TRITON": TRITON}
 # weight formats TRTLLMGenFusedMoE takes (create_moe.get_moe_cls: fp8 block scales, nvfp4, w4a16/w4a8 mxfp4);
@@ -101,9 +102,66 @@ def expert_half_tokens(backend: str, gpu: GpuSpec | None, fitted: float, cal: Ca
     >>> expert_half_tokens("trtllm-gen", get_gpu("b200"), 140.0, calibration())  # AIConfigurator's table
     54.0
     """
-    if backend != TRTLLM_GEN or gpu is None or gpu.compute_capability is None:
+    if gpu is None or gpu.compute_capability is None:
+        return fitted
+    if backend == VLLM_MARLIN:
+        return cal.vllm_marlin_moe_expert_half_tokens.get(gpu.compute_capability, fitted)
+    if backend != TRTLLM_GEN:
         return fitted
     return cal.trtllm_gen_moe_expert_half_tokens.get(gpu.compute_capability, fitted)
+
+
+def vllm_moe_backend(model: ModelSpec, weights: str | None, stated: str | None) -> str:
+    """The MoE kernel a vLLM plan states for ``model``'s routed experts in the weight format ``weights``:
+    ``"vllm-marlin"`` where ``stated`` is ``"MARLIN"`` and the experts are MXFP4 (vLLM's ``fused_marlin_moe``, which
+    ``get_mxfp4_backend`` takes below SM 9.0, under ``VLLM_MXFP4_USE_MARLIN``, or where the ``triton_kernels`` package
+    is absent: vllm-project/vllm ``vllm/model_executor/layers/quantization/mxfp4.py`` @ afdb4a4; vLLM 0.11.0 did not
+    install it, PR #27370), else ``""``: vLLM's other kernels, timed at the planner's rates. ``""`` for a dense model.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> oss = load_model("gpt-oss-20b")
+    >>> vllm_moe_backend(oss, "mxfp4", "MARLIN"), vllm_moe_backend(oss, "mxfp4", None), vllm_moe_backend(oss, "bf16", "MARLIN")
+    ('vllm-marlin', '', '')
+    """
+    if model.moe is None or stated is None or stated.upper() == "AUTO":
+        return ""
+    if stated.upper() != "MARLIN":
+        raise InvalidWorkload(f"moe_backend {stated!r} on vLLM: MARLIN or AUTO")
+    return VLLM_MARLIN if (weights or "").startswith("mxfp4") else ""
+
+
+def marlin_expert_rate(backend: str, gpu: GpuSpec | None, bf16_flops_per_s: float, cal: Calibration) -> float:
+    """The rate the routed experts' products reach with many rows an expert on vLLM's Marlin kernel: its measured
+    share of the GPU's BF16 peak (``cal.vllm_marlin_moe_peak_share`` by compute capability) times that peak; 0.0 for
+    another backend or a GPU family without a figure (the planner's own rates then).
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> from anchorgpu.planner.speed.calibration import calibration
+    >>> round(marlin_expert_rate("vllm-marlin", get_gpu("h100-sxm"), 989e12, calibration()) / 1e12)  # AIConfigurator
+    228
+    >>> marlin_expert_rate("vllm-marlin", get_gpu("a100-80gb-sxm"), 312e12, calibration())  # no Ampere table read
+    0.0
+    """
+    if backend != VLLM_MARLIN or gpu is None or gpu.compute_capability is None:
+        return 0.0
+    return cal.vllm_marlin_moe_peak_share.get(gpu.compute_capability, 0.0) * bf16_flops_per_s
+
+
+def vllm_marlin_line(gpu: GpuSpec | None, fitted: float, cal: Calibration) -> str:
+    """The assumption a vLLM plan that states the Marlin MoE kernel makes about its routed experts.
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> from anchorgpu.planner.speed.calibration import calibration
+    >>> print(vllm_marlin_line(get_gpu("h100-sxm"), 140.0, calibration()))  # doctest: +ELLIPSIS
+    MoE kernel: vLLM runs the routed experts with its Marlin kernel ... reaches 23% of the BF16 peak ... at 22 rows
+    """
+    share = cal.vllm_marlin_moe_peak_share.get(gpu.compute_capability or "", 0.0) if gpu is not None else 0.0
+    half = expert_half_tokens(VLLM_MARLIN, gpu, fitted, cal)
+    how = (f"on this GPU family AIConfigurator's measured table of it reaches {share:.0%} of the BF16 peak with many "
+           f"rows an expert, half that at {half:g} rows" if share else
+           "no measured table of it for this GPU family, so its products are timed at the planner's rates")
+    return ("MoE kernel: vLLM runs the routed experts with its Marlin kernel (fused_marlin_moe), as moe_backend "
+            f"MARLIN states (vLLM's choice for MXFP4 experts where triton_kernels is absent); {how}")
 
 
 _KERNELS = {TRTLLM_GEN: "TRTLLM-gen kernels (TRTLLMGenFusedMoE)", CUTLASS: "CUTLASS kernels (CutlassFusedMoE)",

@@ -178,13 +178,19 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
         gathered = (expert_tokens - (group if group < tokens else tokens)) * c.hidden_size * ACTIVATION_BYTES
     mem_rate = c.mem_rate
     matmul_s = matmul_flops / c.matmul_rate
+    expert_rate = c.expert_rate
+    if c.expert_kernel_rate and c.expert_share:  # the routed experts' products on a kernel of its own rate (vLLM's
+        # Marlin on Hopper): taken off at the step's rate, charged at the kernel's
+        expert_rate = c.expert_kernel_rate
+        matmul_s += (c.expert_share * group * 2.0 * c.matmul_params / split
+                     * (1.0 / expert_rate - 1.0 / c.expert_rate))
     if c.expert_share and c.expert_half_tokens and tokens > 0:  # the routed experts' products (expert_rows_factor):
         # the rows of each expert the step touches, at least one tile's
         # the experts' products (expert_share of the step's, at the EP group's tokens) take the falloff alone
         extra = (c.expert_half_tokens * touched / (expert_tokens * c.route_share)
                  if expert_tokens * c.route_share >= c.expert_tile_rows * touched
                  else c.expert_half_tokens / c.expert_tile_rows)
-        matmul_s += c.expert_share * group * 2.0 * c.matmul_params / split / c.expert_rate * extra
+        matmul_s += c.expert_share * group * 2.0 * c.matmul_params / split / expert_rate * extra
     skipped = prefill_tokens * head_skip  # prompt tokens whose logits are never computed
     if skipped:
         matmul_s -= skipped * 2.0 * c.head_params / split / c.head_rate

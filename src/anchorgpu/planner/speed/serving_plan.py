@@ -42,7 +42,14 @@ from anchorgpu.planner.speed.figures import (
 )
 from anchorgpu.planner.speed.launches import is_block_fp8
 from anchorgpu.planner.speed.links import PeakChoice, compute_precision_for_weights, peak_for
-from anchorgpu.planner.speed.moe_backend import moe_backend_line, requested_moe_backend, trtllm_moe_backend
+from anchorgpu.planner.speed.moe_backend import (
+    VLLM_MARLIN,
+    moe_backend_line,
+    requested_moe_backend,
+    trtllm_moe_backend,
+    vllm_marlin_line,
+    vllm_moe_backend,
+)
 from anchorgpu.planner.speed.product_shares import head_quantized_share, quantized_product_shares
 from anchorgpu.planner.speed.serving import ServingSetup, ep_gather_bytes
 from anchorgpu.planner.speed.serving_capacity import (
@@ -135,7 +142,9 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     engine = engine or plan.workload.engine
     # TensorRT-LLM's MoE kernel, as the workload states it or the engine's AUTO picks it (speed.moe_backend)
     moe_backend = (trtllm_moe_backend(model, plan.gpu, plan.precision.weights, plan.workload.moe_backend)
-                   if engine == "trtllm" else "")
+                   if engine == "trtllm" else
+                   vllm_moe_backend(model, plan.precision.weights, plan.workload.moe_backend) if engine == "vllm"
+                   else "")
     return _new_setup(
         float(plan.per_gpu.weights_bytes), float(kv_seq), precision, lay.tp, lay.pp, lay.dp,
         (limits or engine_limits_of(plan))[0], SERVER_GPUS, graph_batch_sizes, lay.ep, block_fp8, host_overlap,
@@ -316,7 +325,9 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     put_evidence(ctx.evidence, out, assumptions)
     if ctx.launches_line:
         assumptions.append(ctx.launches_line)
-    if setup.moe_backend:  # TensorRT-LLM's MoE kernel (speed.moe_backend)
+    if setup.moe_backend == VLLM_MARLIN:  # vLLM's Marlin MoE kernel, as the plan states it (speed.moe_backend)
+        assumptions.append(vllm_marlin_line(plan.gpu, cal.stack(plan.gpu).moe_expert_half_tokens, cal))
+    elif setup.moe_backend:  # TensorRT-LLM's MoE kernel (speed.moe_backend)
         assumptions.append(moe_backend_line(
             setup.moe_backend, plan.workload.moe_backend, plan.gpu, cal.stack(plan.gpu).moe_expert_half_tokens, cal,
             requested=requested_moe_backend(model, plan.gpu, plan.workload.moe_backend),

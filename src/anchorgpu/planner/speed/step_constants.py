@@ -16,7 +16,7 @@ from anchorgpu.planner.speed.experts import dense_layers, moe_product_shares, ro
 from anchorgpu.planner.speed.flops import forward_matmul_params, lm_head_params
 from anchorgpu.planner.speed.launches import absorbed_dequant_bytes, fuses_norms_into_allreduce, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, data_parallel_link, group_link, host_kind, peak_for
-from anchorgpu.planner.speed.moe_backend import expert_half_tokens
+from anchorgpu.planner.speed.moe_backend import expert_half_tokens, marlin_expert_rate
 from anchorgpu.planner.speed.product_shares import mixed_rate
 
 __all__ = ["ServingSetup", "allreduce_latency_s", "ep_exchange_latency_s", "routed_rows_per_token_share", "serve_shape_factor",
@@ -105,6 +105,8 @@ class _StepConstants:
     hidden_size: float
     expert_share: float  # MoE: the active routed experts' share of the products a token passes (0.0 dense)
     expert_rate: float  # MoE: the rate the routed experts' products reach (matmul_rate where all share one precision)
+    expert_kernel_rate: float  # MoE: the rate a kernel of its own runs them at with many rows an expert, in place of
+    # expert_rate (vLLM's Marlin on Hopper: speed.moe_backend.marlin_expert_rate); 0.0: expert_rate
     route_share: float  # MoE: k / E, the share of a step's tokens each routed expert gets
     expert_half_tokens: float  # MoE: the tokens per expert at which those products reach half their efficiency
     expert_tile_rows: float  # MoE: one tile of a grouped product; fewer rows per expert cost what a tile does
@@ -204,6 +206,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         p2p_rate=pp_link.bytes_per_s * link_eff if pp_link is not None else 1.0,
         split=float(setup.tp * setup.pp), hidden_size=float(model.hidden_size),
         expert_share=expert_share, expert_rate=mixed_rate(low, b16, setup.expert_quantized_share),
+        expert_kernel_rate=0.0 if ideal else marlin_expert_rate(setup.moe_backend, gpu, bf16, cal),
         route_share=route_share,
         expert_half_tokens=0.0 if ideal else expert_half_tokens(setup.moe_backend, gpu, k.moe_expert_half_tokens, cal),
         expert_tile_rows=cal.moe_tile_rows,
