@@ -74,3 +74,20 @@ def test_the_recommend_page_names_a_number_that_is_not_finite(sqlite_served: Ser
         f"/recommend?model=llama-3.1-8b&gpu=h100&top=2&max_servers=1&max_ttft_s={value}&lang={lang}")
     assert response.status_code == 422
     assert _error(response.text, "recommend") == f"max_ttft_s: {said}"
+
+
+# 4. a Quark config whose global_quant_config is not an object --------------------------------------------------------
+
+
+@pytest.mark.parametrize("glob", [[{"dtype": "fp4", "qscheme": "per_group", "group_size": 32}], None, "fp4"])
+def test_a_quark_global_config_not_an_object_is_named(glob: object) -> None:
+    """It was refused as "global_quant_config.weight ... got None", naming a field the file does not have."""
+    from anchorgpu.architectures import load_model
+    from anchorgpu.architectures.quantization import read_quantization
+    from anchorgpu.errors import InvalidConfig
+
+    model = load_model("llama-3.1-8b", offline=True)
+    with pytest.raises(InvalidConfig) as refused:
+        read_quantization({"quantization_config": {"quant_method": "quark", "global_quant_config": glob}}, model,
+                          where="config.json")
+    assert "'quantization_config.global_quant_config' must be an object" in str(refused.value), refused.value
