@@ -11,11 +11,12 @@ branched from (aa1552b0):
 from __future__ import annotations
 
 import html
+import json
 import re
 
 import pytest
 
-from cli_runner import run_json
+from cli_runner import run, run_json
 from hardening.conftest import Served
 
 REC_8B = ("recommend", "llama-3.1-8b", "--gpu", "h100", "--top", "2", "--max-servers", "1")
@@ -91,3 +92,34 @@ def test_a_quark_global_config_not_an_object_is_named(glob: object) -> None:
         read_quantization({"quantization_config": {"quant_method": "quark", "global_quant_config": glob}}, model,
                           where="config.json")
     assert "'quantization_config.global_quant_config' must be an object" in str(refused.value), refused.value
+
+
+# 5. training without --gpus around a given split that no power of two is a multiple of -----------------------------
+
+
+def test_training_pp_5_without_gpus_searches_multiples_of_5(capsys: pytest.CaptureFixture[str]) -> None:
+    """The counts tried were 1, 2, 4 ... 1,024, none a multiple of 5: the plan was 5 GPUs that DO NOT FIT, saying "no
+    count of h100-sxm up to 1,024 holds this job" and "planned as plain data parallelism", where 20 (TP 4 x PP 5)
+    hold it (80 layers, 16 a stage)."""
+    answer = run_json(capsys, "plan", "llama-3.1-70b", "--gpu", "h100", "--task", "train", "--pp", "5")
+    assert answer["fits"] is True and answer["layout"]["pp"] == 5, answer["layout"]
+    assert answer["gpus"] % 5 == 0 and answer["gpus"] < 40, answer["gpus"]
+    said = " ".join(answer["assumptions"])
+    assert "no count of" not in said and "plain data parallelism" not in said, said
+
+
+def test_a_given_split_that_fits_nowhere_is_not_called_plain_data_parallelism(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "plan", "llama-3.1-405b", "--gpu", "h100", "--task", "train", "--gpus", "8", "--pp",
+                         "8", "--json")
+    assert code == 0, err
+    said = " ".join(json.loads(out)["assumptions"])
+    assert "planned as PP 8 as given, without sharding" in said and "plain data parallelism" not in said, said
+
+
+def test_the_ladder_of_powers_of_two_is_kept() -> None:  # control
+    from anchorgpu.planner.inputs import Layout
+    from anchorgpu.planner.training_gpu_counts import TRAINING_GPU_COUNTS, training_gpu_counts
+
+    assert training_gpu_counts(Layout()) == TRAINING_GPU_COUNTS
+    assert training_gpu_counts(Layout(tp=8, pp=2)) == tuple(c for c in TRAINING_GPU_COUNTS if c % 16 == 0)
