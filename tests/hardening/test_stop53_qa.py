@@ -123,3 +123,17 @@ def test_the_ladder_of_powers_of_two_is_kept() -> None:  # control
 
     assert training_gpu_counts(Layout()) == TRAINING_GPU_COUNTS
     assert training_gpu_counts(Layout(tp=8, pp=2)) == tuple(c for c in TRAINING_GPU_COUNTS if c % 16 == 0)
+
+
+def test_an_uneven_pipeline_split_is_said(capsys: pytest.CaptureFixture[str]) -> None:
+    """32 layers over PP 5 were planned at ceil(32 / 5) = 7 layers a stage without a word (Megatron-Core refuses an
+    uneven split unless --decoder-first/last-pipeline-num-layers set it)."""
+    answer = run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--task", "train", "--gpus", "5", "--pp", "5")
+    said = " ".join(answer["assumptions"] + answer["performance"].get("assumptions", []))
+    assert "32 layers over 5 stages do not split evenly: the busiest stage's 7 layers set the pace" in said, said
+
+
+def test_an_even_pipeline_split_says_nothing_of_it(capsys: pytest.CaptureFixture[str]) -> None:  # control
+    answer = run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--task", "train", "--gpus", "4", "--pp", "4")
+    said = " ".join(answer["assumptions"] + answer["performance"].get("assumptions", []))
+    assert "do not split evenly" not in said, said
