@@ -57,7 +57,10 @@ def read_quark(q: Mapping[str, object], model: ModelSpec, where: str) -> Shipped
             raise InvalidConfig(f"{where}: Quark field 'quantization_config.{key}' (per-layer overrides) is not "
                                 "supported; its weight bytes would be a guess")
     glob = q.get("global_quant_config")
-    weight = glob.get("weight") if isinstance(glob, Mapping) else None
+    if not isinstance(glob, Mapping):
+        raise InvalidConfig(f"{where}: Quark field 'quantization_config.global_quant_config' must be an object "
+                            f"holding the weight spec, got {glob!r}")
+    weight = glob.get("weight")
     if not isinstance(weight, Mapping):
         raise InvalidConfig(f"{where}: Quark field 'quantization_config.global_quant_config.weight' must be one "
                             f"weight spec (an object), got {weight!r}")

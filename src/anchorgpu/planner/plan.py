@@ -231,7 +231,7 @@ def plan(
     if lay.gpus > 1 and w.task in ("train", "lora", "qlora") and lay.zero == 0 and lay_in.zero is None \
             and not lay_in.fsdp:
         assumptions.append(f"Layout not chosen for the user: {'none of the layouts fits' if gpu is not None else 'no GPU named'};"
-                           " planned as plain data parallelism.")
+                           f" planned as {_unchosen(lay)}.")
     return new_plan(  # model, GPU, workload, precision and layout by position (new_plan's comment)
         model, gpu, terms.workload, prec, lay, per_gpu=terms.per_gpu,
         breakdown=terms.breakdown, budget_bytes=terms.budget_bytes, fits=fits, headroom_bytes=headroom,
@@ -239,6 +239,15 @@ def plan(
         checkpoint_bytes=terms.checkpoint_bytes, assumptions=tuple(assumptions), warnings=tuple(warnings),
         checks=checks, suggestions=suggestions,
     )
+
+
+def _unchosen(lay: ResolvedLayout) -> str:
+    """What a training layout nobody chose is planned as: plain data parallelism, or the split given around it."""
+    if lay.tp == lay.pp == lay.cp == 1:
+        return "plain data parallelism"
+    split = " x ".join(f"{name} {n}" for name, n in (("TP", lay.tp), ("PP", lay.pp), ("CP", lay.cp), ("DP", lay.dp))
+                       if n and n > 1)
+    return f"{split} as given, without sharding"
 
 
 def _counted_search(w: Workload, lay_in: Layout, gpu: GpuSpec) -> str | None:

@@ -348,8 +348,8 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
                            else context_speed_line(model, cross, media))
     elif not training:
         assumptions.append(
-            f"Decode speed at {prompt + output // 2} cached tokens per sequence (prompt {prompt} + half of "
-            f"{output} output tokens); prefill of one {prompt}-token prompt.")
+            f"Decode speed at {prompt + output // 2:,} cached tokens per sequence (prompt {prompt:,} + half of "
+            f"{output:,} output tokens); prefill of one {prompt:,}-token prompt.")
     warnings = tuple((x.code, x.message) for x in probe.warnings
                      if x.code in ("quantization_quality_unchecked", "context_beyond_model_limit",
                                    "checkpoint_restore_unverified"))

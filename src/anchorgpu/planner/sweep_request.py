@@ -64,18 +64,18 @@ def context_speed_line(model: ModelSpec, timed: CrossRequest, media: MediaLoad) 
     what prefill reads)."""
     vision = encoder_equivalent_tokens(media, model)
     text = timed.prompt_tokens - media.context_tokens - vision
-    return (f"Decode speed at {timed.prompt_tokens + timed.output_tokens // 2} cached tokens per sequence (prompt "
-            f"{timed.prompt_tokens}: {text} text + {media.context_tokens:,} image tokens + the vision tower's work as "
-            f"{vision:,} tokens of the same cost, + half of {timed.output_tokens} output tokens); prefill of one "
-            f"{timed.prompt_tokens}-token prompt, as plan times it.")
+    return (f"Decode speed at {timed.prompt_tokens + timed.output_tokens // 2:,} cached tokens per sequence (prompt "
+            f"{timed.prompt_tokens:,}: {text:,} text + {media.context_tokens:,} image tokens + the vision tower's work as "
+            f"{vision:,} tokens of the same cost, + half of {timed.output_tokens:,} output tokens); prefill of one "
+            f"{timed.prompt_tokens:,}-token prompt, as plan times it.")
 
 
 def cross_speed_line(model: ModelSpec, cross: CrossRequest, media: MediaLoad) -> str:
     """The sweep's speed assumption for such a request (the decode's cached tokens and what prefill reads)."""
     own = cross.prompt_tokens - cross.equivalent_tokens
     what = "encoder positions" if model.encoder is not None else "image positions"
-    return (f"Decode speed at {own + cross.output_tokens // 2} cached decoder tokens per sequence (prompt {own} + half "
-            f"of {cross.output_tokens} output tokens) plus the cross-attention K/V over {media.cross_tokens:,} {what}, "
-            f"read every step; prefill of one {own}-token prompt and the "
+    return (f"Decode speed at {own + cross.output_tokens // 2:,} cached decoder tokens per sequence (prompt {own:,} + "
+            f"half of {cross.output_tokens:,} output tokens) plus the cross-attention K/V over {media.cross_tokens:,} {what}, "
+            f"read every step; prefill of one {own:,}-token prompt and the "
             f"{'encoder' if model.encoder is not None else 'vision tower'}'s work as {cross.equivalent_tokens:,} more "
             "tokens of the same cost, as plan times it.")

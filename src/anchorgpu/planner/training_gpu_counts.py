@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # the layout chooser imports the planner: types only here
     from anchorgpu.planner.result import Plan
     from anchorgpu.planner.speed.layouts import Choice
 
-__all__ = ["TRAINING_GPU_COUNTS", "fewest_fitting_gpus", "model_states_bytes"]
+__all__ = ["TRAINING_GPU_COUNTS", "fewest_fitting_gpus", "model_states_bytes", "training_gpu_counts"]
 
 TRAINING_GPU_COUNTS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 """The GPU counts tried, fewest first, for a training job given no GPU count (nor TP, PP and DP, which would make
@@ -24,17 +24,31 @@ one): one GPU, part of a server, then whole 8-GPU servers in powers of two (data
 of a power of two)."""
 
 
+def training_gpu_counts(layout: Layout) -> tuple[int, ...]:
+    """The counts tried for ``layout``: :data:`TRAINING_GPU_COUNTS` times what its given TP, PP, CP and DP fix (their
+    product must divide the count), up to the same 1,024 GPUs. A power of two keeps the ladder's own multiples of it;
+    ``--pp 5`` tries 5, 10, 20 ... 640, where the powers of two held no multiple of 5 and nothing was planned.
+
+    >>> training_gpu_counts(Layout())[:4], training_gpu_counts(Layout(tp=8))[:3], training_gpu_counts(Layout(pp=5))
+    ((1, 2, 4, 8), (8, 16, 32), (5, 10, 20, 40, 80, 160, 320, 640))
+    """
+    step = 1
+    for fixed in (layout.tp, layout.pp, layout.cp, layout.dp):
+        step *= fixed or 1
+    return tuple(step * c for c in TRAINING_GPU_COUNTS if step * c <= TRAINING_GPU_COUNTS[-1])
+
+
 def fewest_fitting_gpus(model: ModelSpec, w: Workload, prec: PrecisionPlan, layout: Layout, gpu: GpuSpec, ov: Overheads,
                     *, above: int = 0) -> tuple[int, int, tuple[Choice, Plan]] | None:
     """(GPUs, the count tried before them, the chooser's choice and plan) for the fewest of
-    :data:`TRAINING_GPU_COUNTS` above ``above`` on which the layout chosen for the user fits, whatever ``layout``
+    :func:`training_gpu_counts` above ``above`` on which the layout chosen for the user fits, whatever ``layout``
     fixes kept; None when none does. A count whose GPUs cannot hold the job's model state even spread evenly is
     skipped without planning its layouts."""
     from anchorgpu.planner.speed import layouts
 
     states = model_states_bytes(model, w, prec, layout, gpu, ov)
     fewer = above
-    for gpus in TRAINING_GPU_COUNTS:
+    for gpus in training_gpu_counts(layout):
         if gpus <= above:
             continue
         found = None

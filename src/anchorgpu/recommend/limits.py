@@ -94,7 +94,7 @@ def limits_line(applied: LimitsApplied) -> str | None:
     parts = []
     floor = applied.min_tokens_per_s_per_user
     if floor is not None:
-        parts.append(f"decode at least {fmt_given(floor)} tokens/s a user (a token every {1000 / floor:.3g} ms or sooner), "
+        parts.append(f"decode at least {fmt_given(floor)} tokens/s a user{_interval(floor)}, "
                      + away(applied.offerings_dropped_by_floor, applied.options_dropped_by_floor))
     if applied.max_ttft_s is not None:
         parts.append(f"first token within {fmt_given(applied.max_ttft_s)} s, "
@@ -102,6 +102,20 @@ def limits_line(applied: LimitsApplied) -> str | None:
     return ("Per-user limits applied to each configuration's predicted figures at its own concurrency (the "
             f"calibrated prediction, not the roofline ceiling): {'; '.join(parts)}. An offering keeps the fastest "
             "layout and concurrency that meets them.")
+
+
+def _interval(floor: float) -> str:
+    """The floor as the time between tokens, 3 significant figures with separators (" (a token every 50 ms or
+    sooner)"); none where that time outgrows what a plain number writes (a floor of 1e-300 tokens/s: 1e+303 ms, or
+    inf ms below about 1e-305).
+
+    >>> _interval(20.0), _interval(0.04), _interval(1e-300)
+    (' (a token every 50 ms or sooner)', ' (a token every 25,000 ms or sooner)', '')
+    """
+    interval_ms = float(f"{1000 / floor:.3g}")
+    if not interval_ms < 1e21:  # fmt_given's plain-number limit; also inf
+        return ""
+    return f" (a token every {fmt_given(interval_ms)} ms or sooner)"
 
 
 def limits_json(applied: LimitsApplied) -> dict[str, Any]:

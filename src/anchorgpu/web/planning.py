@@ -145,6 +145,8 @@ def validation_message(exc: ValidationError, text: PageText | None = None) -> st
         reason = text.gettext("must be a whole number")
     elif kind in ("float_parsing", "float_type", "decimal_parsing"):
         reason = text.gettext("must be a number")
+    elif kind == "finite_number":  # 1e309, inf, nan typed in a decimal field
+        reason = text.gettext("must be a finite number")
     elif kind == "string_too_long":
         reason = text.ngettext("at most %(num)d character", "at most %(num)d characters", int(ctx.get("max_length") or 0))
     elif kind == "string_pattern_mismatch" and pattern_reason(ctx.get("pattern")):

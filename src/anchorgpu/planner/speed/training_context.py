@@ -103,6 +103,11 @@ def training_context(gpu: GpuSpec, cal: Calibration, model: ModelSpec, gpus: int
             f"{model.num_layers + 2} / {chunks} = {(model.num_layers + 2) // chunks} a chunk (Megatron-Core's "
             "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split); the busiest rank's "
             f"{math.ceil(model.num_layers / pp)} layers set the pace, and its memory is planned for them")
+    elif pp > 1 and model.num_layers % pp:
+        layers_line = (
+            f"{model.num_layers} layers over {pp} stages do not split evenly: the busiest stage's "
+            f"{math.ceil(model.num_layers / pp)} layers set the pace, and its memory is planned for them (Megatron-Core "
+            "runs an uneven split with --decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers)")
     evidence = None if cal.origin == "user" else evidence_of(evidence_items(gpu, cal, evidence_kind("train", run_kind)))
     return TrainingContext(
         band=plan_band(gpu, cal, "train", run_kind, None), stack=k, stack_line=stack_line, tp_line=tp_line,
