@@ -34,8 +34,9 @@ def test_a_trtllm_pipeline_cycle_waits_for_pp_passes_of_the_host() -> None:
     charges the host once a cycle and stays the GPUs'. One stage is unchanged."""
     model, gpu = load_model("llama-3.3-70b"), get_gpu("rtx-pro-6000")
     host = calibration().host_s_per_sequence_step["x86"]
-    setup = ServingSetup(weights_bytes_per_gpu=6.9e9, kv_bytes_per_sequence_per_gpu=5e6, precision="fp4", pp=8,
-                         engine="trtllm")
+    setup = ServingSetup(
+        weights_bytes_per_gpu=6.9e9, kv_bytes_per_sequence_per_gpu=5e6, precision="fp4", pp=8, engine="trtllm"
+    )
     trt = decode_step(model, gpu, setup, batch=4096, cached_tokens=192)
     assert trt.bound == "host"
     assert trt.step_s == pytest.approx(8 * 4096 * host, rel=1e-12)
@@ -43,7 +44,8 @@ def test_a_trtllm_pipeline_cycle_waits_for_pp_passes_of_the_host() -> None:
     assert vllm.bound != "host" and vllm.step_s < trt.step_s
     one = replace(setup, pp=1, weights_bytes_per_gpu=42.7e9)
     assert decode_step(model, gpu, one, batch=512, cached_tokens=192).step_s == pytest.approx(
-        decode_step(model, gpu, replace(one, engine="vllm"), batch=512, cached_tokens=192).step_s, rel=1e-12)
+        decode_step(model, gpu, replace(one, engine="vllm"), batch=512, cached_tokens=192).step_s, rel=1e-12
+    )
 
 
 def test_the_rtx_pp8_rows_meet_the_host_ceiling() -> None:
