@@ -204,8 +204,12 @@ class Ticks:
                 VLLM_MARLIN if on else "", gpu, k.moe_expert_half_tokens, cal) for on in marlin_w]
                 for gpu, k in zip(gpus, stacks, strict=True)])[s])
         self.moe_tile_rows = cal.moe_tile_rows
-        # the engine's CPU work per running sequence a step, overlapped with the GPU's (speed.serving's host term)
+        # the engine's CPU work per running sequence a step, overlapped with the GPU's (speed.serving's host term);
+        # TensorRT-LLM works through every running sequence at each of a cycle's pp micro-batches
+        # (speed.step_constants.host_passes_per_cycle)
         self.host = np.array([cal.host_s_per_sequence_step[host_kind(gpu)] for gpu in gpus])[s]
+        if trtllm:
+            self.host = self.host * lay.pp
         pp_bw, self.pp_lat = links(shapes, lay, lay.tp * lay.pp, network=False)
         self.pp_rate = pp_bw * cal.link_efficiency
 

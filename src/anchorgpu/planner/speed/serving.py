@@ -343,7 +343,9 @@ def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     step, fixed, weights_s, attention_s, comm = parts
     per_gpu = step - fixed - comm
     bound = "fixed" if fixed > per_gpu else ("memory" if bound_of[5] >= bound_of[6] else "compute")
-    host = c.host_s_per_sequence * batch  # the engine's CPU works through every micro-batch's sequences a step
+    # the engine's CPU works through every micro-batch's sequences a cycle (TensorRT-LLM: through all of them at
+    # each micro-batch, step_constants.host_passes_per_cycle)
+    host = c.host_s_per_sequence * batch
     if not setup.host_overlap:
         step += host
     elif host > step:

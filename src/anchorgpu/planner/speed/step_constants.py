@@ -19,8 +19,8 @@ from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, data_parallel_
 from anchorgpu.planner.speed.moe_backend import expert_half_tokens, marlin_expert_rate
 from anchorgpu.planner.speed.product_shares import mixed_rate
 
-__all__ = ["ServingSetup", "allreduce_latency_s", "ep_exchange_latency_s", "routed_rows_per_token_share", "serve_shape_factor",
-           "trtllm_kv_read_applies", "trtllm_moe_s_per_token"]
+__all__ = ["ServingSetup", "allreduce_latency_s", "ep_exchange_latency_s", "host_passes_per_cycle",
+           "routed_rows_per_token_share", "serve_shape_factor", "trtllm_kv_read_applies", "trtllm_moe_s_per_token"]
 
 
 def serve_shape_factor(width: float, half_width: float) -> float:
@@ -84,7 +84,8 @@ class _StepConstants:
     link: Link | None
     pp_link: Link | None
     fixed_s: float  # per pipeline tick: the step's cost and the stage's layers' launches
-    host_s_per_sequence: float  # the engine's CPU work per running sequence a step, overlapped with the GPU's
+    host_s_per_sequence: float  # the engine's CPU work per running sequence a step (a pipeline cycle: times the
+    # host's passes over the running sequences in it, host_passes_per_cycle), overlapped with the GPU's
     elementwise_s_per_token: float
     knee: float  # soft_roofline's exponent
     # each rate the step formula divides by, formed once in the same order
@@ -188,7 +189,8 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
                                    * launch_ratio(model, cal.launches, block_fp8=setup.block_fp8,
                                                   absorbed_dequant=dequant, norms_in_allreduce=fused_norms)
                                    + dequant_s),
-        host_s_per_sequence=0.0 if ideal else cal.host_s_per_sequence_step[host_kind(gpu)],
+        host_s_per_sequence=(0.0 if ideal else cal.host_s_per_sequence_step[host_kind(gpu)]
+                             * host_passes_per_cycle(setup.engine, setup.pp)),
         elementwise_s_per_token=(0.0 if ideal else model.num_layers / setup.pp * k.elementwise_bytes_per_hidden / 3.0
                                  * model.hidden_size / setup.tp / bw + trtllm_moe_s_per_token(model, gpu, setup, cal)),
         knee=1e3 if ideal else k.roofline_exponent,
@@ -218,6 +220,26 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         ep_rate=ep_link.bytes_per_s * link_eff if ep_link is not None else 1.0,
         ep_latency_s=ep_exchange_latency_s(gpu, ep_link, setup.ep, cal) if ep_link is not None else 0.0,
         kv_rate=bw * kv_fraction if kv_fraction else bw * mbu)
+
+
+def host_passes_per_cycle(engine: str, pp: int) -> int:
+    """How many times the engine's host works through every running sequence in one pipeline cycle (one token for
+    each of them): ``pp`` on TensorRT-LLM with pipeline stages, else 1.
+
+    TensorRT-LLM's PyTorch executor serves ``pp`` stages with ``_executor_loop_pp``, one loop iteration per
+    micro-batch (``num_micro_batches = pp_size``), and every iteration calls ``_schedule()`` over
+    ``self.active_requests`` and ``_handle_responses()``, which loops over ``self.active_requests`` (each request's
+    stop state and ``create_response``): every running request, not the micro-batch's share of them, ``pp`` times
+    a cycle (NVIDIA/TensorRT-LLM@9521caf tensorrt_llm/_torch/pyexecutor/py_executor.py, the PyTorch backend's first
+    PP loop, and the stored copy of the 1.0 era with PR #6976's ``assert sample_state is not None``: the same loop).
+    Without stages the one iteration a step is the engine's whole step, which the stated
+    ``host_s_per_sequence_step`` measures; with them this charges all of it at each iteration, an upper bound (the
+    sampler's update and the KV blocks of the micro-batch are its share only). vLLM and SGLang are left at 1.
+
+    >>> host_passes_per_cycle("trtllm", 8), host_passes_per_cycle("trtllm", 1), host_passes_per_cycle("vllm", 4)
+    (8, 1, 1)
+    """
+    return pp if engine == "trtllm" and pp > 1 else 1
 
 
 def allreduce_latency_s(gpu: GpuSpec, link: Link, engine: str, cal: Calibration) -> float:
