@@ -177,6 +177,9 @@ class Calibration:
     # bytes a routed token moves outside fused kernels for biased experts (per hidden value) and a clamped GLU (per
     # intermediate value), forward and backward and forward alone (empty: none charged)
     moe_unfused_expert_bytes: dict[str, float] = field(default_factory=dict)
+    # bytes a token's routed copies move a hidden value in Megatron-Core's all-to-all dispatcher's permutations, in
+    # all and forward alone (experts.permutation_bytes; empty: none charged)
+    moe_permutation_bytes: dict[str, float] = field(default_factory=dict)
     origin: Literal["calibrated", "user"] = "calibrated"  # "user": the user's --mfu/--mbu replace fitted efficiencies
     evidence: dict[str, dict[str, GpuEvidence]] = field(default_factory=dict)  # per GPU name, per kind of run
     # how much faster (a fraction) a serving layout must be predicted than the planner's first to be chosen over it:
@@ -301,6 +304,11 @@ MOE_UNFUSED_BYTES = ("fc2_bias_per_hidden", "fc2_bias_forward_per_hidden", "glu_
                      "glu_clamp_forward_per_intermediate")
 """The counts of ``stated.moe_unfused_expert_bytes``: biased experts' fc2 bias and a clamped GLU, in all and forward."""
 
+MOE_PERMUTATION_BYTES = ("routed_per_hidden", "routed_forward_per_hidden", "token_per_hidden", "token_forward_per_hidden",
+                         "chunk_sort_per_hidden", "chunk_sort_forward_per_hidden")
+"""The counts of ``stated.moe_permutation_bytes``: a routed copy's, the token's own row's and the local-expert chunk
+sort's bytes a hidden value, in all and forward."""
+
 
 def parse_calibration(doc: dict[str, Any]) -> Calibration:
     """Frozen constants from the parsed JSON (each stated constant may be ``{"value": x, "source": ...}``)."""
@@ -342,6 +350,8 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
                                for gpu, by_size in stated["ep_exchange_latency_s"]["value"].items()},
         moe_unfused_expert_bytes={k: _number(stated["moe_unfused_expert_bytes"]["value"], k,
                                              "stated.moe_unfused_expert_bytes") for k in MOE_UNFUSED_BYTES},
+        moe_permutation_bytes={k: _number(stated["moe_permutation_bytes"]["value"], k, "stated.moe_permutation_bytes")
+                               for k in MOE_PERMUTATION_BYTES},
         provenance={k: v for k, v in doc.items()
                     if k not in ("stacks", "stated", "bands", "caveats", "evidence", "layout_margin")},
         evidence=_evidence(doc.get("evidence", {})), layout_margin=_number(doc, "layout_margin", "layout_margin"),

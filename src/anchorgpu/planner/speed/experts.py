@@ -5,14 +5,17 @@ local expert's products, and the bytes an attention-DP all-gather moves a value.
 
 from __future__ import annotations
 
+from math import comb
+from typing import Literal
+
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.formats import WeightFormat, model_weight_parts
 from anchorgpu.planner.speed.flops import MOE_FORWARD_AGAIN, Recompute, TrainKind, forward_matmul_params
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES
 
-__all__ = ["dense_layers", "ep_gather_bytes", "expert_gemms_per_layer", "expert_launch_s", "expert_rows_factor",
-           "moe_expert_fraction_read", "moe_product_shares", "routed_weight_bytes_share_per_gpu",
-           "unfused_expert_bytes", "whole_dense_layers_extra_bytes"]
+__all__ = ["MoeDispatcher", "dense_layers", "ep_gather_bytes", "expert_gemms_per_layer", "expert_launch_s", "expert_rows_factor",
+           "moe_expert_fraction_read", "moe_product_shares", "permutation_bytes",
+           "ranks_reached", "routed_weight_bytes_share_per_gpu", "unfused_expert_bytes", "whole_dense_layers_extra_bytes"]
 
 
 def moe_expert_fraction_read(model: ModelSpec, batch_tokens: float) -> float:
@@ -170,6 +173,72 @@ def unfused_expert_bytes(model: ModelSpec, counts: dict[str, float], recompute: 
         row += moe.expert_intermediate_size * (counts["glu_clamp_per_intermediate"]
                                                + (counts["glu_clamp_forward_per_intermediate"] if again else 0.0))
     return moe.experts_per_token * row
+
+
+MoeDispatcher = Literal["alltoall", "deepep", "hybridep"]
+"""Megatron-Core's token dispatcher of a mixture of experts in training: ``alltoall`` (``moe_token_dispatcher_type``
+alltoall, what Megatron-Bridge's gpt-oss and Qwen3 recipes set), or the flex dispatcher over DeepEP or HybridEP."""
+
+
+def ranks_reached(model: ModelSpec, ep: int) -> float:
+    """Expected EP ranks one token's top-k experts sit on (balanced routing, k distinct experts, ``E / ep`` a rank):
+    ``ep x (1 - C(E - E/ep, k) / C(E, k))``.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> round(ranks_reached(load_model("qwen3-235b-a22b"), 8), 2), ranks_reached(load_model("qwen3-235b-a22b"), 1)
+    (5.34, 1.0)
+    """
+    moe = model.moe
+    if moe is None or ep <= 1:
+        return 1.0
+    e, k = moe.num_experts, moe.experts_per_token
+    return ep * (1.0 - comb(e - e // ep, k) / comb(e, k))
+
+
+def permutation_bytes(model: ModelSpec, counts: dict[str, float], ep: int, recompute: Recompute = "none",
+                      dispatcher: MoeDispatcher = "alltoall") -> float:
+    """Bytes one token moves per MoE layer and micro-batch in training reordering its routed copies around Megatron-
+    Core's token dispatch, forward and backward (the forward again when the MoE blocks are recomputed); ``counts``:
+    calibration ``moe_permutation_bytes``, a hidden value's bytes. Memory-bound work that grows with tokens x top-k
+    and that the FLOP count leaves out; 0 for a dense model.
+
+    ``alltoall`` (``MoEAlltoAllTokenDispatcher``): permutation 1 copies the token once per routed expert
+    (``routed_per_hidden`` a copy, ``token_per_hidden`` the token's own row), permutation 2 sorts the received copies
+    by local expert and the combine restores their order (``chunk_sort_per_hidden`` a copy, when a GPU holds more
+    than one expert), and the unpermutation sums the copies back into the token's row. ``deepep``: DeepEP's dispatch
+    sends one row to each rank the token reaches (:func:`ranks_reached`); the flex dispatcher then permutes each
+    received row into its routed copies and unpermutes them before the combine (``routed_per_hidden`` a copy,
+    ``token_per_hidden`` a received row). ``hybridep``: HybridEP permutes inside its dispatch and combine kernels
+    (``dispatch_with_permute``), none charged here.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> c = {"routed_per_hidden": 8, "routed_forward_per_hidden": 4, "token_per_hidden": 8,
+    ...      "token_forward_per_hidden": 4, "chunk_sort_per_hidden": 16, "chunk_sort_forward_per_hidden": 8}
+    >>> permutation_bytes(load_model("gpt-oss-120b"), c, 64)  # 2,880 x (4 x (8 + 16) + 8)
+    299520.0
+    >>> permutation_bytes(load_model("gpt-oss-120b"), c, 128)  # one expert a GPU: no chunk sort
+    115200.0
+    >>> permutation_bytes(load_model("gpt-oss-120b"), c, 64, "moe")  # forward again: 2,880 x (4 x 36 + 12)
+    449280.0
+    >>> round(permutation_bytes(load_model("qwen3-235b-a22b"), c, 8, dispatcher="deepep"))  # 4,096 x (8 x 8 + 8 x 5.34)
+    437104
+    >>> permutation_bytes(load_model("gpt-oss-120b"), c, 64, dispatcher="hybridep"), permutation_bytes(
+    ...     load_model("llama-3.1-8b"), c, 1)
+    (0.0, 0.0)
+    """
+    moe = model.moe
+    if moe is None or not counts or dispatcher == "hybridep":
+        return 0.0
+    again = recompute in MOE_FORWARD_AGAIN
+
+    def count(name: str) -> float:
+        return counts[f"{name}_per_hidden"] + (counts[f"{name}_forward_per_hidden"] if again else 0.0)
+
+    k = moe.experts_per_token
+    if dispatcher == "deepep":
+        return float(model.hidden_size * (k * count("routed") + ranks_reached(model, ep) * count("token")))
+    routed = count("routed") + (count("chunk_sort") if moe.num_experts / max(ep, 1) > 1 else 0.0)
+    return float(model.hidden_size * (k * routed + count("token")))
 
 
 def ep_gather_bytes(engine: str, weights_format: str) -> float:

@@ -23,9 +23,11 @@ from anchorgpu.planner.speed.attention_rate import attention_rate_ratio, timed_p
 from anchorgpu.planner.speed.calibration import Calibration, StackConstants
 from anchorgpu.planner.speed.context_parallel import context_parallel_s
 from anchorgpu.planner.speed.experts import (
+    MoeDispatcher,
     expert_launch_s,
     expert_rows_factor,
     moe_product_shares,
+    permutation_bytes,
     unfused_expert_bytes,
 )
 from anchorgpu.planner.speed.flops import (
@@ -147,7 +149,7 @@ def _compute_micro_step(
     model: ModelSpec, gpu: GpuSpec, cal: Calibration, tp: int, pp: int, cp: int, ep: int, virtual_stages: int,
     tp_overlap: bool, ep_overlap: bool, seq_tokens: int, micro_batch: int, recompute: Recompute, kind: TrainKind,
     precision: str, gpus_per_server: int, network_bytes_per_s: float | None, attention_kernel: str, train_stack: str,
-    pipeline_layout: PipelineLayout | None, sequence_parallel: bool,
+    pipeline_layout: PipelineLayout | None, sequence_parallel: bool, moe_dispatcher: MoeDispatcher = "alltoall",
 ) -> MicroStep:
     shape = _step_shape(model, gpu, cal, seq_tokens, recompute, kind, precision, attention_kernel, train_stack)
     k, pytorch, choice, attn_run_f, att_rate = shape.k, shape.pytorch, shape.choice, shape.attn_run_f, shape.att_rate
@@ -183,7 +185,10 @@ def _compute_micro_step(
         # biased experts' fc2 bias and a clamped GLU run outside Megatron-Core's fused kernels (gpt-oss): their
         # bytes a routed token at memory bandwidth, split by TP as the elementwise term (unfused_expert_bytes)
         moe_layers_ = stage_layers * model.moe.num_moe_layers / layers
-        compute_s += (tokens_rank * moe_layers_ * shape.unfused_bytes / tp / gpu.memory_bandwidth_bytes_per_s)
+        # and the dispatcher's permutations of the routed copies (experts.permutation_bytes), split by TP likewise
+        permuted = permutation_bytes(model, cal.moe_permutation_bytes, ep, recompute, moe_dispatcher)
+        compute_s += (tokens_rank * moe_layers_ * (shape.unfused_bytes + permuted) / tp
+                      / gpu.memory_bandwidth_bytes_per_s)
 
     # tensor parallelism (sequence parallel: reduce-scatter + all-gather = one all-reduce volume; without it, that
     # all-reduce itself)

@@ -141,7 +141,8 @@ def _train(run: Run, cal: Calibration) -> float:
                        grad_bytes_per_value=int(r.get("grad_bytes_per_value", 2)),
                        train_stack=r.get("train_stack", "megatron"),
                        offload_activation_layers=int(r.get("offload_activation_layers", 0)),
-                       optimizer_state=r.get("optimizer_state", "fp32"), fsdp1=bool(r.get("fsdp1", False)))
+                       optimizer_state=r.get("optimizer_state", "fp32"), fsdp1=bool(r.get("fsdp1", False)),
+                       moe_dispatcher=r.get("moe_dispatcher", "alltoall"))
     metric = run.metric
     if metric == "tokens_per_s_per_gpu":
         return st.tokens_per_s / lay.gpus

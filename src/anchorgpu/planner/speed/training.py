@@ -60,6 +60,7 @@ from anchorgpu.planner.memory.activations import keeps_fp8_input_copies, layer_a
 from anchorgpu.planner.pipeline_layout import PipelineLayout
 from anchorgpu.planner.speed.calibration import Calibration, calibration
 from anchorgpu.planner.speed.data_parallel import data_parallel_terms
+from anchorgpu.planner.speed.experts import MoeDispatcher
 from anchorgpu.planner.speed.flops import Recompute, TrainKind
 from anchorgpu.planner.speed.links import PeakChoice, group_link, p2p_s, server_gpus
 from anchorgpu.planner.speed.micro_step import micro_step
@@ -206,7 +207,7 @@ def training_step(
     kind: TrainKind = "full", precision: str = "bf16", gpus_per_server: int = 8,
     network_bytes_per_s: float | None = None, grad_bytes_per_value: int = 2, cal: Calibration | None = None,
     attention_kernel: AttentionKernel = "flash", train_stack: str = "megatron", offload_activation_layers: int = 0,
-    optimizer_state: str = "fp32", fsdp1: bool = False,
+    optimizer_state: str = "fp32", fsdp1: bool = False, moe_dispatcher: MoeDispatcher = "alltoall",
 ) -> TrainingStep:
     """Step time and throughput of one training layout (see the module docstring for the parts).
 
@@ -220,7 +221,7 @@ def training_step(
                       lay.tp_overlap, lay.ep_overlap, seq_tokens, micro_batch, recompute, kind, precision,
                       gpus_per_server, network_bytes_per_s, grad_bytes_per_value, attention_kernel, lay.offload,
                       train_stack, offload_activation_layers, lay.pipeline_layout, optimizer_state,
-                      sequence_parallel_of(lay), fsdp1)
+                      sequence_parallel_of(lay), fsdp1, moe_dispatcher)
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     _check_interleaving(lay, m, train_stack)
     bubble_s = pipeline_bubble_stage_times(lay.pp, m, lay.virtual_stages) * b.stage_s
@@ -255,6 +256,7 @@ def tokens_per_s_bound(
     global_batch_tokens: int = DEFAULT_GLOBAL_BATCH_TOKENS, recompute: Recompute = "none", kind: TrainKind = "full",
     precision: str = "bf16", gpus_per_server: int = 8, network_bytes_per_s: float | None = None,
     cal: Calibration | None = None, attention_kernel: AttentionKernel = "flash", train_stack: str = "megatron",
+    moe_dispatcher: MoeDispatcher = "alltoall",
 ) -> float:
     """At least :func:`training_step`'s ``tokens_per_s`` of the same arguments, for a fraction of its work: the step
     without the parts that are never negative and need the data parallelism (FSDP's gathers, the gradient sync, the
@@ -272,7 +274,7 @@ def tokens_per_s_bound(
     _check(model, lay, seq_tokens)
     b = micro_step(model, gpu, cal, lay.tp, lay.pp, lay.cp, lay.ep, lay.virtual_stages, lay.tp_overlap, lay.ep_overlap,
                    seq_tokens, micro_batch, recompute, kind, precision, gpus_per_server, network_bytes_per_s,
-                   attention_kernel, train_stack, lay.pipeline_layout, sequence_parallel_of(lay))
+                   attention_kernel, train_stack, lay.pipeline_layout, sequence_parallel_of(lay), moe_dispatcher)
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     _check_interleaving(lay, m, train_stack)
     per_micro = b.compute_s + b.tp_s + b.cp_s + b.ep_s + b.launch_s
@@ -310,6 +312,7 @@ def _compute_layout_terms(
     grad_bytes_per_value: int, attention_kernel: AttentionKernel = "flash", offload: str = "none",
     train_stack: str = "megatron", offload_activation_layers: int = 0, pipeline_layout: PipelineLayout | None = None,
     optimizer_state: str = "fp32", sequence_parallel: bool = True, fsdp1: bool = False,
+    moe_dispatcher: MoeDispatcher = "alltoall",
 ) -> _LayoutTerms:
     lay = TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero, virtual_stages=virtual_stages,
                       tp_overlap=tp_overlap, ep_overlap=ep_overlap, offload=offload, pipeline_layout=pipeline_layout,
@@ -319,7 +322,7 @@ def _compute_layout_terms(
     # one micro-batch's computation, TP, CP and EP exchanges and MoE launches (speed.micro_step)
     micro = micro_step(model, gpu, cal, tp, pp, cp, ep, virtual_stages, tp_overlap, ep_overlap, seq_tokens, micro_batch,
                        recompute, kind, precision, gpus_per_server, network_bytes_per_s, attention_kernel, train_stack,
-                       pipeline_layout, sequence_parallel)
+                       pipeline_layout, sequence_parallel, moe_dispatcher)
     choice, stage_layers, act_bytes = micro.choice, micro.stage_layers, micro.act_bytes
     compute_s, tp_s, cp_s, ep_s, launch_s = micro.compute_s, micro.tp_s, micro.cp_s, micro.ep_s, micro.launch_s
 
