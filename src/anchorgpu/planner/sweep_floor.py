@@ -87,27 +87,32 @@ def floor_rungs(per_user: PerUser, dp: IntArray, saturation: IntArray, floor_tok
     >>> floor_rungs(speed, np.array([1, 4]), np.array([[64, 64]]), 33.3).tolist()  # 100/3 >= 33.3 > 100/4
     [[3, 4]]
     """
-    return limit_rungs(lambda conc: per_user(conc) >= floor_tokens_per_s, dp, saturation, ways)
+    return limit_rungs(lambda conc, _asked: per_user(conc) >= floor_tokens_per_s, dp, saturation, ways)
 
 
-def limit_rungs(meets: Callable[[IntArray], BoolArray], dp: IntArray, saturation: IntArray,
-                ways: int = WAYS) -> IntArray:
+Meets = Callable[[IntArray, BoolArray | None], BoolArray]
+"""Where the limits hold at each concurrency of an ``(M, R, L)`` array; the second argument, where not None, an
+``(R, L)`` mask of the positions asked: an answer outside it is not read (a search leaves its settled brackets out)."""
+
+
+def limit_rungs(meets: Meets, dp: IntArray, saturation: IntArray, ways: int = WAYS) -> IntArray:
     """``(R, L)``: each layout's largest concurrency, in whole sequences a replica (:func:`rung_of`), at most its
     ``saturation`` rung, that ``meets`` the limits (:class:`UserLimits` on its figures at each concurrency of an
     ``(M, R, L)`` array); where even one sequence a replica misses them, that one (the sweep marks it too slow, as
     any rung). A search between one sequence a replica (meets them) and the saturation's (does not), each bracket cut
     into ``ways`` parts a round and narrowed to the part where they are first missed: the answer meets them with one
-    more sequence a replica below it, whether or not the figures move steadily."""
+    more sequence a replica below it, whether or not the figures move steadily. Each round asks ``meets`` only at the
+    brackets still open (its mask, :data:`Meets`): a settled one keeps its ends whatever the answer there."""
     top = np.maximum(saturation // dp, 1)  # sequences a replica at saturation
     ends = np.stack((np.ones_like(top), top))
-    meets_lo, meets_top = meets(rung_of(dp, ends))
+    meets_lo, meets_top = meets(rung_of(dp, ends), None)
     lo = np.where(meets_top, top, 1)
     hi = np.where(meets_top | ~meets_lo, lo, top)  # a bracket (lo meets, hi does not) where hi > lo + 1
     parts = np.arange(1, ways)[:, None, None]
     while (open_ := hi - lo > 1).any():
         cut = np.clip(lo + -(-(hi - lo) * parts // ways), lo + 1, hi - 1)  # (ways - 1, R, L), ascending
         cut = np.where(open_, cut, lo)
-        slow = ~meets(rung_of(dp, cut))
+        slow = ~meets(rung_of(dp, cut), open_)
         first = np.argmax(slow, axis=0)  # the first cut too slow (0 where none is)
         any_slow = slow.any(axis=0)
         below = np.take_along_axis(cut, np.maximum(first - 1, 0)[None], axis=0)[0]

@@ -92,9 +92,8 @@ def tick_pairs(lay: Layouts, conc: IntArray, per_replica: IntArray) -> TickPairs
     # (EP too: a TensorRT-LLM tick with the experts whole over the TP group charges 1 / EP of the routed rows)
     _, groups, group_l = np.unique(((lay.shape * 65536 + lay.tp) * 65536 + lay.pp) * 1024 + lay.ep,
                                    return_index=True, return_inverse=True)
-    dps = distinct(lay.dp)
-    values = distinct(-(-distinct(conc)[:, None] // dps[None, :]))  # every value per_replica can take
-    key = np.searchsorted(values, per_replica) * groups.size + group_l  # (C, L), below V x G
+    values, index = _value_index(lay, conc, per_replica)
+    key = index * groups.size + group_l  # (C, L), below V x G
     present = np.zeros(values.size * groups.size, dtype=bool)
     present[key] = True
     ids = np.flatnonzero(present)
@@ -103,6 +102,23 @@ def tick_pairs(lay: Layouts, conc: IntArray, per_replica: IntArray) -> TickPairs
     pair = np.empty(present.size, dtype=np.int64)
     pair[ids] = np.arange(ids.size)
     return TickPairs(groups=groups, group=ids % groups.size, batch=values[ids // groups.size], inverse=pair[key])
+
+
+def _value_index(lay: Layouts, conc: IntArray, per_replica: IntArray) -> tuple[IntArray, IntArray]:
+    """(values, index): the values ``per_replica`` takes (a sorted superset: exactly them, or every quotient of a
+    distinct concurrency by a distinct DP), and each element's position among them ``(C, L)``. Sequences a replica
+    are whole and at least 1, and rarely more than the grid has elements: then a table over 0..max marks the values
+    (no sort of the grid; the saturation and floor rungs make ``conc`` one row a layout, thousands of values), and
+    its running count is each one's position (no search)."""
+    top = int(per_replica.max())
+    if top <= 4 * per_replica.size:
+        seen = np.zeros(top + 1, dtype=bool)
+        seen[per_replica] = True
+        position = np.cumsum(seen) - 1  # each value's place among those seen
+        return np.flatnonzero(seen), position[per_replica]
+    dps = distinct(lay.dp)
+    values = distinct(-(-distinct(conc)[:, None] // dps[None, :]))  # every value per_replica can take
+    return values, np.searchsorted(values, per_replica)
 
 
 def distinct(a: IntArray) -> IntArray:

@@ -43,6 +43,7 @@ __all__ = ["serving_columns"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 Array = npt.NDArray[Any]
 Progress = Callable[[int, int], None]
 
@@ -154,7 +155,8 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
 
             figures = _user_figures(model, shapes, spec, lay, weights, kvs, contexts[-1], prompt, output, media, cross,
                                     ttft=limits.max_ttft_s is not None)
-            rungs = np.concatenate((rungs, limit_rungs(lambda c: limits.met(*figures(c)), lay.dp, rungs)))
+            rungs = np.concatenate((rungs, limit_rungs(lambda c, asked: limits.met(*figures(c, asked)), lay.dp,
+                                                        rungs)))
         conc = np.concatenate((np.broadcast_to(conc, (len(concs), len(lay))), rungs))
         contexts = (*contexts, *(contexts[-1],) * len(rungs))
     grid = (len(lay), len(weights), len(kvs), conc.shape[0])
@@ -229,19 +231,20 @@ def _per_user_speed(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
                     media: MediaLoad | None, cross: CrossRequest | None) -> Callable[[IntArray], FloatArray]:
     """A function of concurrencies ``(M, W x K, L)`` to each one's decode tokens/s a user (:func:`_user_figures`)."""
     figures = _user_figures(model, shapes, spec, lay, weights, kvs, context_tokens, prompt, output, media, cross)
-    return lambda conc: figures(conc)[0]
+    return lambda conc: figures(conc, None)[0]
 
 
 def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                   weights: tuple[str, ...], kvs: tuple[str, ...], context_tokens: int, prompt: int, output: int,
                   media: MediaLoad | None, cross: CrossRequest | None, *, ttft: bool = False
-                  ) -> Callable[[IntArray], tuple[FloatArray, FloatArray | None]]:
+                  ) -> Callable[[IntArray, BoolArray | None], tuple[FloatArray, FloatArray | None]]:
     """A function of concurrencies ``(M, W x K, L)``, one row a (weights, KV dtype) (weights first), to each one's
     decode tokens/s a user at its own precision and (``ttft``, else None) its seconds to the first token: the steady
     step and first chunk :func:`serving_columns` times, the same figures (a pair's ticks read only its own (shape, TP,
     PP), precision and sequences a replica; a sequence's length sizes the memory, not the step). The ticks' terms are
     formed once a (shape, TP, PP), each precision's put on the pair axis (:func:`_precisions_on_pairs`), and taken at
-    each call's (precision, shape, TP, PP, sequences a replica)."""
+    each call's (precision, shape, TP, PP, sequences a replica). Given an ``(R, L)`` mask too, only the positions in
+    it are timed (the others NaN): a search's settled brackets are not timed again."""
     kv = kv_factors(model, spec, lay, kvs, (context_tokens,), prompt, output, media, cross)
     weights_bytes = memory_terms(model, shapes, spec, lay, weights, kv, np.ones((1, len(lay)), dtype=np.int64)).weights
     _, firsts, group_l = np.unique((lay.shape * 65536 + lay.tp) * 65536 + lay.pp, return_index=True,
@@ -254,9 +257,22 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
     budget = np.tile(_budget_tokens(shapes, spec.workload, lay, one_each), rows)
     row_of = np.arange(rows)[:, None]
 
-    def figures(conc: IntArray) -> tuple[FloatArray, FloatArray | None]:
-        # (M, R, L): sequences a replica, then precision, then (shape, TP, PP): ascending, in order of the first
-        key = (-(-conc // lay.dp) * rows + row_of) * groups + group_l
+    def figures(conc: IntArray, asked: BoolArray | None = None) -> tuple[FloatArray, FloatArray | None]:
+        if asked is None:
+            return _figures_at(conc, row_of, lay.dp, group_l)
+        row, layout = np.nonzero(asked)  # the positions asked, (N,) each: the others are NaN
+        speed, first = np.full((2, *conc.shape), np.nan)
+        part_speed, part_first = _figures_at(conc[:, row, layout], row, lay.dp[layout], group_l[layout])
+        speed[:, row, layout] = part_speed
+        if part_first is None:
+            return speed, None
+        first[:, row, layout] = part_first
+        return speed, first
+
+    def _figures_at(conc: IntArray, row: IntArray, dp: IntArray, group: IntArray
+                    ) -> tuple[FloatArray, FloatArray | None]:
+        # sequences a replica, then precision, then (shape, TP, PP): ascending, in order of the first
+        key = (-(-conc // dp) * rows + row) * groups + group
         pair, inverse = np.unique(key, return_inverse=True)
         at = pair % (rows * groups)  # precision r's (shape, TP, PP) g at r x G + g
         batch = (pair // (rows * groups)).astype(np.float64)[None, :]
