@@ -62,6 +62,8 @@ _OPTIONAL = frozenset(
         "memory_runtime_sources",
         "memory_smi_mib",
         "memory_smi_sources",
+        "training_stacks",
+        "training_sources",
     }
 )
 
@@ -285,6 +287,8 @@ def gpu_from_row(row: Row, known_sources: frozenset[str]) -> GpuSpec:
     if fp4_hardware != bool(fp4_formats):
         raise row.fail("fp4_formats must list the FP4 formats exactly when fp4_hardware is true")
 
+    training_stacks, training_sources = _training(row, {"fp8": fp8_hardware, "fp4": fp4_hardware}, known_sources)
+
     compute_capability = row.optional_text("compute_capability")
     rocm_gfx_target = row.optional_text("rocm_gfx_target")
     if vendor == "NVIDIA" and (compute_capability is None or rocm_gfx_target is not None):
@@ -353,4 +357,36 @@ def gpu_from_row(row: Row, known_sources: frozenset[str]) -> GpuSpec:
         indicative_price_usd_per_gpu_hour=price,
         indicative_price_observed=observed,
         sm_count=None if sm_count is None else int(sm_count),
+        training_stacks=training_stacks,
+        training_sources=training_sources,
     )
+
+
+def _training(row: Row, units: Mapping[str, bool],
+              known_sources: frozenset[str]) -> tuple[dict[str, str | None], tuple[str, ...]]:
+    """``training_stacks`` (a framework's name, or false where none trains in that precision) for exactly the
+    low-precision units the GPU has, and the ``training_sources`` keys behind them."""
+    if "training_stacks" not in row.table and "training_sources" not in row.table:
+        return {}, ()  # unrecorded: training follows the hardware flags (the shipped rows all record it)
+    stacks = row.table.get("training_stacks", {})
+    if not isinstance(stacks, Mapping):
+        raise row.fail(f"training_stacks must be a table like {{ fp8 = 'Transformer Engine' }}, got {stacks!r}")
+    has = sorted(p for p, present in units.items() if present)
+    if sorted(stacks) != has:
+        raise row.fail(f"training_stacks must list exactly the low-precision units the GPU has ({', '.join(has) or 'none'}), "
+                       f"got {', '.join(sorted(stacks)) or 'none'}")
+    out: dict[str, str | None] = {}
+    for precision, stack in stacks.items():
+        if stack is False:
+            out[precision] = None
+        elif isinstance(stack, str) and stack.strip():
+            out[precision] = stack.strip()
+        else:
+            raise row.fail(f"training_stacks.{precision} must name a framework or be false, got {stack!r}")
+    sources = row.string_list("training_sources") if "training_sources" in row.table else ()
+    if bool(out) != bool(sources):
+        raise row.fail("training_sources must name the sources of training_stacks exactly when it is given")
+    unknown = [s for s in sources if s not in known_sources]
+    if unknown:
+        raise row.fail(f"unknown source key(s) {', '.join(unknown)} in training_sources (not in {SOURCES_FILE})")
+    return out, sources

@@ -74,6 +74,11 @@ class GpuSpec:
     # mem_fraction_static by. None where no report is sourced.
     memory_smi_mib: int | None = None
     memory_smi_sources: tuple[str, ...] = ()  # where that total was reported (repo@commit path, runs)
+    # The framework that runs TRAINING in each low-precision unit the GPU has ("fp8", "fp4"), None where none does;
+    # a precision not listed is unrecorded (hand-built fakes): it follows the hardware flag, as Transformer Engine. Keys of sources.toml
+    # in ``training_sources``. Serving a format is another matter (the serving engines' own checks).
+    training_stacks: dict[str, str | None] = field(default_factory=dict)
+    training_sources: tuple[str, ...] = ()
 
     @property
     def memory_is_runtime(self) -> bool:
@@ -107,6 +112,34 @@ class GpuSpec:
         if precision == "fp4":
             return self.fp4_hardware
         return True
+
+    def training_stack(self, precision: str) -> str | None:
+        """The framework that trains in ``precision`` (fp8/fp4) here, None where none does or the GPU lacks the unit.
+
+        >>> from anchorgpu.hardware import get_gpu
+        >>> get_gpu("b200").training_stack("fp4"), get_gpu("mi355x").training_stack("fp4")
+        ('Transformer Engine', 'ROCm Transformer Engine (MXFP4BlockScaling)')
+        """
+        if not self.computes_in(precision):
+            return None
+        return self.training_stacks.get(precision, "Transformer Engine")  # unrecorded: the planner's long-held assumption
+
+    def training_refusal(self, precision: str) -> str | None:
+        """Why ``--train-precision precision`` cannot train here (one line), or None: FP8 and FP4 training need
+        the GPU's FP8/FP4 tensor cores and a training framework that runs that precision on them.
+
+        >>> from anchorgpu.hardware import get_gpu
+        >>> get_gpu("a100").training_refusal("fp8"), get_gpu("mi355x").training_refusal("fp4")
+        ('--train-precision fp8: a100-80gb-sxm has no FP8 tensor cores', None)
+        """
+        if precision not in ("fp8", "fp4"):
+            return None
+        if not self.computes_in(precision):
+            return f"--train-precision {precision}: {self.name} has no {precision.upper()} tensor cores"
+        if self.training_stack(precision) is None:
+            return (f"--train-precision {precision}: no training framework runs {precision.upper()} training on "
+                    f"{self.name} (it serves {precision.upper()} formats, but trains in bf16 or fp8 where they run)")
+        return None
 
     def peak_flops_per_s(self, precision: str) -> float | None:
         """Dense peak for ``precision`` or None when absent/unknown."""

@@ -151,9 +151,9 @@ def plan(
         check_kv_cache_task(prec.kv_cache, w.task)
     if lm is not None:
         validate_media(lm, w)
-    if gpu is not None and w.task in ("train", "lora", "qlora") and not gpu.computes_in(w.train_precision):
-        raise InvalidWorkload(f"--train-precision {w.train_precision}: {gpu.name} has no "
-                              f"{w.train_precision.upper()} tensor cores")
+    untrained = gpu.training_refusal(w.train_precision) if gpu is not None and w.task in ("train", "lora", "qlora") else None
+    if untrained:  # no FP8/FP4 tensor cores, or no framework that trains in that precision there (gpus.toml)
+        raise InvalidWorkload(untrained)
     refused = engine_refusal(w.engine, (gpu,), w.engine_source) if gpu is not None else None
     if refused:
         raise InvalidWorkload(refused)

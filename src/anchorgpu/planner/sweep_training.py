@@ -167,7 +167,7 @@ class _Search:
         w, gpu = self.w, shape.gpu
         sized = replace(w, global_batch_tokens=self.stated) if self.stated is not None and runs else w
         group = (weights, base.gpus, base.tp, base.pp, base.dp, base.zero, base.ep, base.cp, gpu.vendor,
-                 gpu.computes_in(w.train_precision), sized.global_batch_tokens or 0)
+                 gpu.training_stack(w.train_precision), sized.global_batch_tokens or 0)
         found = self.groups.get(group)
         if found is None:
             found = self.groups[group] = _Memories(self.model, self.overheads, sized, weights, gpu, base)

@@ -166,7 +166,8 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         low = math.ceil(rest_gpu / (shards if lay.zero == 3 else 1) + expert_gpu / (expert_dp if lay.zero == 3 else 1))
         breakdown["low_precision_weight_copies_bytes"] = low
         weights += low
-        assumptions.append("FP4 training as Transformer Engine runs it: 16-bit weights and "
+        stack = gpu.training_stack("fp4") if gpu is not None else None
+        assumptions.append(f"FP4 training as {stack or 'Transformer Engine'} runs it: 16-bit weights and "
                            + STATE_WORDS[w.optimizer_state].replace(" weights and ", "/") + " as in "
                            "mixed precision, plus FP4 copies of the weights for the matrix products.")
     if fp8_inputs:

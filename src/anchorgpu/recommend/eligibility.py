@@ -26,13 +26,12 @@ __all__ = ["able_to_run", "engine_cap", "miss_reason"]
 
 def _unable(gpu: GpuSpec, workload: Any, kv_caches: tuple[str, ...] = (), model: Any = None) -> str | None:
     """Why ``gpu`` cannot run the workload at all (``plan`` refuses it there too), or None: FP8 and FP4 training
-    need the GPU's FP8/FP4 tensor cores, TensorRT-LLM runs on NVIDIA GPUs only, and an NVFP4 KV cache (every KV
+    need the GPU's FP8/FP4 tensor cores and a framework that trains in that precision there, TensorRT-LLM runs on NVIDIA GPUs only, and an NVFP4 KV cache (every KV
     dtype listed) needs a GPU where the workload's engine runs it (``planner.validate.nvfp4_kv_refusal``)."""
     from anchorgpu.planner.validate import kv_cache_refusal
 
-    precision = workload.train_precision
-    if workload.task in ("train", "lora", "qlora") and precision in ("fp8", "fp4") and not gpu.computes_in(precision):
-        return f"--train-precision {precision}: {gpu.name} has no {precision.upper()} tensor cores"
+    if workload.task in ("train", "lora", "qlora"):  # plan's refusal (GpuSpec.training_refusal)
+        return gpu.training_refusal(workload.train_precision)
     if workload.task != "inference":
         return None
     refusals = [kv_cache_refusal(k, gpu, workload.engine, model, workload.engine_source) for k in kv_caches]
@@ -77,8 +76,12 @@ def able_to_run(offerings: tuple[Offering, ...], workload: Any, catalog: Catalog
             option = "--recipe" if workload.engine_source == "recipe" else "--engine"
             raise InvalidWorkload(f"{option} trtllm: no offering considered has an NVIDIA GPU (TensorRT-LLM runs on "
                                   "NVIDIA GPUs only)")
+        upper = workload.train_precision.upper()
+        if any("no training framework" in r.reason for r in rejected):
+            raise InvalidWorkload(f"--train-precision {workload.train_precision}: no offering considered has a GPU "
+                                  f"where a training framework runs {upper} training (gpus.toml training_stacks)")
         raise InvalidWorkload(f"--train-precision {workload.train_precision}: no offering considered has a GPU with "
-                              f"{workload.train_precision.upper()} tensor cores")
+                              f"{upper} tensor cores")
     return tuple(able), rejected
 
 
