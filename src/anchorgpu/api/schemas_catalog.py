@@ -51,6 +51,10 @@ class GpuOut(_Schema):
     peaks: dict[str, PeakOut] = Field(description="Dense peak throughput per precision (fp64, fp32, tf32, bf16, fp8, int8, fp4)")
     fp8_hardware: bool = Field(description="FP8 computed natively in hardware")
     fp4_hardware: bool = Field(description="FP4 computed natively in hardware (Blackwell, MI355X)")
+    training_stacks: dict[str, str | None] = Field(
+        default_factory=dict, description="The framework that trains in fp8 and in fp4 on this GPU, as plan and "
+        "recommend read it; null where none does or the GPU has no such tensor cores (keys of training_sources)")
+    training_sources: list[str] = Field(default_factory=list, description="Keys of the sources of training_stacks")
     interconnect: str = Field(description="Scale-up link; 'none (PCIe only)' without one")
     interconnect_bandwidth_bytes_per_s: float | None = Field(description="Scale-up bandwidth per GPU, bidirectional, bytes per second")
     scaleup_domain_gpus: int = Field(description="GPUs reachable over the scale-up link (8 in an HGX server, 1 without)")

@@ -144,7 +144,7 @@ def _list(gpus: list[GpuSpec], *, as_json: bool, filters: dict[str, Any]) -> Non
 
 def _show(gpu: GpuSpec, *, as_json: bool) -> None:
     from anchorgpu.hardware import PRECISIONS, gpu_to_json, source_descriptions
-    from anchorgpu.hardware.display import fmt_bandwidth, fmt_link, fmt_memory, fmt_peak, fmt_stack
+    from anchorgpu.hardware.display import fmt_bandwidth, fmt_link, fmt_memory, fmt_peak, fmt_stack, fmt_training_stacks
     from anchorgpu.units import GIB
 
     price, price_note = price_per_gpu_hour(gpu.name)
@@ -188,6 +188,7 @@ def _show(gpu: GpuSpec, *, as_json: bool) -> None:
     rows += [
         ("FP8 hardware", "yes" if gpu.fp8_hardware else "no"),
         ("FP4 hardware", f"yes ({', '.join(gpu.fp4_formats)})" if gpu.fp4_hardware else "no"),
+        ("FP8 / FP4 training", fmt_training_stacks(gpu)),
         ("scale-up link", fmt_link(gpu)),
         ("scale-up domain", f"{gpu.scaleup_domain_gpus} GPU(s)"),
         (
@@ -207,7 +208,8 @@ def _show(gpu: GpuSpec, *, as_json: bool) -> None:
     rows.append(("AnchorGPU price", f"from ${price} per GPU-hour ({price_note})" if price is not None else price_note))
     if gpu.uncertain_fields:
         rows.append(("uncertain fields", ", ".join(gpu.uncertain_fields)))
-    rows.append(("sources", "; ".join(f"{k}: {v}" for k, v in source_descriptions(gpu.sources).items())))
+    keys = (*gpu.sources, *(k for k in gpu.training_sources if k not in gpu.sources))  # the training row's too
+    rows.append(("sources", "; ".join(f"{k}: {v}" for k, v in source_descriptions(keys).items())))
     rows.append(("notes", gpu.notes))
     for field, value in rows:
         table.add_row(field, value)

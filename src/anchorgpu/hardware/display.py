@@ -10,7 +10,7 @@ from anchorgpu.hardware.spec import GpuSpec, Peak
 from anchorgpu.units import GIB
 
 __all__ = ["fmt_bandwidth", "fmt_budget_memory", "fmt_link", "fmt_link_short", "fmt_memory", "fmt_number", "fmt_peak", "fmt_stack",
-           "memory_kinds_note"]
+           "fmt_training_stacks", "memory_kinds_note"]
 
 TERA = 1e12
 
@@ -162,3 +162,23 @@ def fmt_stack(gpu: GpuSpec) -> str:
         return f"ROCm {gpu.rocm_gfx_target}{mark}"
     mark = "?" if "compute_capability" in gpu.uncertain_fields else ""
     return f"CUDA {gpu.compute_capability}{mark}"
+
+
+def fmt_training_stacks(gpu: GpuSpec) -> str:
+    """Which framework trains in FP8 and in FP4 on ``gpu`` (``GpuSpec.training_stack``), with its sources' keys.
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> fmt_training_stacks(get_gpu("mi355x"))
+    'FP8: ROCm Transformer Engine; FP4: ROCm Transformer Engine (MXFP4BlockScaling) (S33)'
+    >>> fmt_training_stacks(get_gpu("a100"))
+    'FP8: none (no FP8 tensor cores); FP4: none (no FP4 tensor cores)'
+    """
+    parts = []
+    for precision in ("fp8", "fp4"):
+        stack = gpu.training_stack(precision)
+        if stack is None:
+            stack = ("none (no framework trains in it)" if gpu.computes_in(precision)
+                     else f"none (no {precision.upper()} tensor cores)")
+        parts.append(f"{precision.upper()}: {stack}")
+    sources = f" ({', '.join(gpu.training_sources)})" if gpu.training_sources else ""
+    return "; ".join(parts) + sources

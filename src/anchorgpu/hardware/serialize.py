@@ -57,6 +57,9 @@ def gpu_to_json(gpu: GpuSpec) -> dict[str, Any]:
         "fp8_hardware": gpu.fp8_hardware,
         "fp4_hardware": gpu.fp4_hardware,
         "fp4_formats": list(gpu.fp4_formats),
+        # the framework that trains in FP8 / FP4 here (null: none does, or no such units), as plan and recommend read it
+        "training_stacks": {precision: gpu.training_stack(precision) for precision in ("fp8", "fp4")},
+        "training_sources": list(gpu.training_sources),
         "interconnect": gpu.interconnect,
         "interconnect_bandwidth_bytes_per_s": _flops(gpu.interconnect_bandwidth_bytes_per_s),
         "scaleup_domain_gpus": gpu.scaleup_domain_gpus,

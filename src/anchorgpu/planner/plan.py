@@ -35,7 +35,7 @@ from anchorgpu.planner.result import MemoryBreakdown, Plan, ResolvedLayout, Sugg
 from anchorgpu.planner.speed.assumption_lines import expert_tp_line
 from anchorgpu.planner.suggest import choose_layout_plan, suggestions_for, training_layout_open
 from anchorgpu.planner.training import plan_training
-from anchorgpu.planner.training_gpu_counts import TRAINING_GPU_COUNTS
+from anchorgpu.planner.training_gpu_counts import training_gpu_counts
 from anchorgpu.planner.validate import (
     check_kv_cache_task,
     check_layout_counts,
@@ -257,14 +257,16 @@ def _counted_search(w: Workload, lay_in: Layout, gpu: GpuSpec) -> str | None:
     if w.task in ("train", "lora", "qlora"):
         if lay_in.gpus is not None or None not in (lay_in.tp, lay_in.pp, lay_in.dp) or not training_layout_open(lay_in, w):
             return None
-        top, held = TRAINING_GPU_COUNTS[-1], "this job as asked"
+        counts = training_gpu_counts(lay_in)  # multiples of the split given (--pp 3: 3 ... 768)
+        top, held, shown = counts[-1], "this job as asked", counts[0]
     elif w.task == "inference" and lay_in.gpus is None and lay_in.tp is None and lay_in.pp is None \
             and lay_in.dp is None:
         from anchorgpu.planner.speed.serving_layouts import SERVING_GPU_COUNTS
 
-        top, users = SERVING_GPU_COUNTS[-1], w.concurrency or 1
+        top, users, shown = SERVING_GPU_COUNTS[-1], w.concurrency or 1, 1
         held = f"{users:,} sequence{'s' if users > 1 else ''} as asked"
     else:
         return None
-    return (f"GPU count not given: no count of {gpu.name} up to {top:,} holds {held}, so one GPU is planned to show "
+    planned = "one GPU is" if shown == 1 else f"the {shown:,} GPUs of the split given are"
+    return (f"GPU count not given: no count of {gpu.name} up to {top:,} holds {held}, so {planned} planned to show "
             "what it needs; pass --gpus for more, or take GPUs with more memory.")

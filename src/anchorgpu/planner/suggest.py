@@ -335,8 +335,10 @@ def _fewest_training_gpus(model: ModelSpec, w: Workload, prec: PrecisionPlan, la
     gpus, fewer, (choice, chosen) = fewest
     if gpus == 1:
         return evolve(chosen, assumptions=(choice.reason, *chosen.assumptions))
-    count = (f"GPU count not given: {gpus} {gpu.name}, the fewest that hold this job as asked"
-             + _fewer_training_gpus_with(model, w, prec, evolve(lay_in, gpus=fewer), gpu, ov)
+    # fewer is 0 where the first count tried held it: the split given (--pp 5) allows no fewer
+    count = (f"GPU count not given: {gpus:,} {gpu.name}, the fewest that hold this job as asked"
+             + (_fewer_training_gpus_with(model, w, prec, evolve(lay_in, gpus=fewer), gpu, ov) if fewer
+                else ", as few as the split given allows")
              + "; pass --gpus for more - more GPUs train faster, up to what the global batch splits into.")
     return evolve(chosen, assumptions=(count, choice.reason, *chosen.assumptions))
 
@@ -350,7 +352,7 @@ def _fewer_training_gpus_with(model: ModelSpec, w: Workload, prec: PrecisionPlan
     from anchorgpu.planner.validate import resolve_format
 
     fewer = layout.gpus
-    cannot = f"; {fewer} {'does' if fewer == 1 else 'do'} not"
+    cannot = f"; {fewer:,} {'does' if fewer == 1 else 'do'} not"
     try:
         p = plan(model, w, precision=prec, layout=layout, gpu=gpu, overheads=ov, suggest=False, choose_layout=False)
         fmt = resolve_format(model, w, prec, [])
@@ -359,4 +361,4 @@ def _fewer_training_gpus_with(model: ModelSpec, w: Workload, prec: PrecisionPlan
     # the changes that keep this count (the search for more GPUs, already done by the caller, is left out)
     kept = suggestions_for(model, p.workload, p.precision, layout, p.layout, fmt, gpu, ov, asked=w, more_gpus=False)
     same = [s.change for s in kept if s.gpus == fewer and not s.change.startswith("--task")]
-    return f"; {fewer} would hold it with {' or '.join(same[:3])}" if same else cannot
+    return f"; {fewer:,} would hold it with {' or '.join(same[:3])}" if same else cannot

@@ -4,16 +4,18 @@ experts were split. Split from :mod:`~anchorgpu.planner.sweep`. Pure."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.inputs import Workload, recompute_ladder
 
 if TYPE_CHECKING:
     from anchorgpu.planner.sweep_floor import UserLimits
     from anchorgpu.planner.sweep_grid import Layouts
 
-__all__ = ["chosen_per_layout_line", "expert_parallel_line", "swept_line"]
+__all__ = ["FP4_PROBE_PREFIX", "chosen_per_layout_line", "expert_parallel_line", "fp4_stacks_line", "swept_line"]
 
 
 def swept_line(shapes: int, lay: Layouts, weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...],
@@ -87,3 +89,32 @@ def _either(sizes: list[int]) -> str:
     """``2, 4 or 8``."""
     words = [str(size) for size in sizes]
     return " or ".join((", ".join(words[:-1]), words[-1])) if len(words) > 1 else words[0]
+
+
+# the FP4 training line of a probe planned without a GPU (planner.training), which names no GPU's framework
+FP4_PROBE_PREFIX = "FP4 training as Transformer Engine runs it:"
+
+
+def fp4_stacks_line(probe_line: str, gpus: Iterable[GpuSpec]) -> str:
+    """The probe's FP4 training line with the framework each swept GPU trains FP4 with (``GpuSpec.training_stack``;
+    GPUs without one are left out of the sweep and of the line).
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> line = FP4_PROBE_PREFIX + " 16-bit weights ..."
+    >>> fp4_stacks_line(line, [get_gpu("mi355x")])
+    'FP4 training as ROCm Transformer Engine (MXFP4BlockScaling) runs it: 16-bit weights ...'
+    >>> fp4_stacks_line(line, [get_gpu("b200"), get_gpu("gb200"), get_gpu("mi355x")])
+    "FP4 training as each GPU's framework runs it (b200, gb200: Transformer Engine; mi355x: ROCm Transformer Engine (MXFP4BlockScaling)): 16-bit weights ..."
+    """
+    by_stack: dict[str, list[str]] = {}
+    for gpu in gpus:
+        stack = gpu.training_stack("fp4")
+        if stack is not None and gpu.name not in by_stack.setdefault(stack, []):
+            by_stack[stack].append(gpu.name)
+    rest = probe_line.removeprefix(FP4_PROBE_PREFIX)
+    if len(by_stack) == 1:
+        return f"FP4 training as {next(iter(by_stack))} runs it:{rest}"
+    if not by_stack:
+        return probe_line
+    named = "; ".join(f"{', '.join(names)}: {stack}" for stack, names in by_stack.items())
+    return f"FP4 training as each GPU's framework runs it ({named}):{rest}"

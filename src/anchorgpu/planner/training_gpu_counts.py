@@ -29,13 +29,18 @@ def training_gpu_counts(layout: Layout) -> tuple[int, ...]:
     product must divide the count), up to the same 1,024 GPUs. A power of two keeps the ladder's own multiples of it;
     ``--pp 5`` tries 5, 10, 20 ... 640, where the powers of two held no multiple of 5 and nothing was planned.
 
+    A product past 1,024 (``--dp 2000``) is tried alone: the count it fixes.
+
     >>> training_gpu_counts(Layout())[:4], training_gpu_counts(Layout(tp=8))[:3], training_gpu_counts(Layout(pp=5))
     ((1, 2, 4, 8), (8, 16, 32), (5, 10, 20, 40, 80, 160, 320, 640))
+    >>> training_gpu_counts(Layout(pp=5, dp=300))
+    (1500,)
     """
     step = 1
     for fixed in (layout.tp, layout.pp, layout.cp, layout.dp):
         step *= fixed or 1
-    return tuple(step * c for c in TRAINING_GPU_COUNTS if step * c <= TRAINING_GPU_COUNTS[-1])
+    # a split given past 1,024 GPUs (--dp 2000, --pp 5 --dp 300) fixes its own count: that one is tried
+    return tuple(step * c for c in TRAINING_GPU_COUNTS if step * c <= TRAINING_GPU_COUNTS[-1]) or (step,)
 
 
 def fewest_fitting_gpus(model: ModelSpec, w: Workload, prec: PrecisionPlan, layout: Layout, gpu: GpuSpec, ov: Overheads,

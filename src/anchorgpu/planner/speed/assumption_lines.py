@@ -24,7 +24,8 @@ from anchorgpu.planner.speed.launches import LayerLaunches, launch_ratio, launch
 from anchorgpu.planner.speed.links import host_kind
 
 __all__ = ["NETWORK_LABEL", "expert_launch_line", "expert_parallel_line", "expert_tp_line", "larger_batch_line", "launches_line",
-           "megatron_fsdp_line", "network_line", "pytorch_fsdp_line", "pytorch_stack_line", "serving_constants_line",
+           "megatron_fsdp_line", "network_line", "pp_host_passes_line", "pytorch_fsdp_line", "pytorch_stack_line",
+           "serving_constants_line",
            "serving_line", "step_line"]
 
 
@@ -185,6 +186,36 @@ def serving_constants_line(gpu: GpuSpec, cal: Calibration, precision: str) -> st
         _CONSTANTS_LINES.clear()
     _CONSTANTS_LINES[key] = (gpu, cal, line)
     return line
+
+
+@lru_cache(maxsize=256)
+def pp_host_passes_line(pp: int, host_s_per_sequence: float, binds: bool, binds_at_saturation: bool) -> str:
+    """TensorRT-LLM's host work over ``pp`` pipeline stages (``step_constants.host_passes_per_cycle``): its PP loop
+    walks every running request once a micro-batch, ``pp`` times a cycle, so a replica's output is capped at
+    1 / (pp x ``host_s_per_sequence``) tokens/s; ``binds`` / ``binds_at_saturation``: the host sets the pace at the
+    plan's concurrency / at saturation.
+
+    >>> line = pp_host_passes_line(4, 10.7e-6, False, True)
+    >>> print(line[line.index("42.8"):line.index(" however")])
+    42.8 us per running sequence a cycle (4 x 10.7 us), which caps a pipeline replica at 23,364 output tokens/s
+    """
+    cycle_s = pp * host_s_per_sequence
+    return (f"TensorRT-LLM's PP loop (_executor_loop_pp) runs its host pass (scheduling, responses) over every running "
+            f"request once per micro-batch, {pp} times a cycle over {pp} stages: {cycle_s * 1e6:,.1f} us per running "
+            f"sequence a cycle ({pp} x {host_s_per_sequence * 1e6:.1f} us), which caps a pipeline replica at "
+            f"{1.0 / cycle_s:,.0f} output tokens/s however many sequences run; "
+            + _host_pace(binds, binds_at_saturation))
+
+
+def _host_pace(binds: bool, binds_at_saturation: bool) -> str:
+    """Where the host's cap of :func:`pp_host_passes_line` sets the pace."""
+    if binds and binds_at_saturation:
+        return "at this plan's concurrency and at saturation the host sets the pace (host-bound)"
+    if binds:
+        return "at this plan's concurrency the host sets the pace (host-bound), at saturation the GPU's step"
+    if binds_at_saturation:
+        return "at saturation the host sets the pace (host-bound), at this plan's concurrency the GPU's step is the longer"
+    return "the GPU's step is the longer at this plan's concurrency and at saturation: the cap does not bind"
 
 
 @lru_cache(maxsize=1024)

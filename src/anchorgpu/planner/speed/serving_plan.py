@@ -23,6 +23,7 @@ from anchorgpu.planner.sglang import (
 from anchorgpu.planner.speed.assumption_lines import (
     expert_parallel_line,
     launches_line,
+    pp_host_passes_line,
     serving_constants_line,
     serving_line,
 )
@@ -41,7 +42,7 @@ from anchorgpu.planner.speed.figures import (
     put_time,
 )
 from anchorgpu.planner.speed.launches import is_block_fp8
-from anchorgpu.planner.speed.links import PeakChoice, compute_precision_for_weights, peak_for
+from anchorgpu.planner.speed.links import PeakChoice, compute_precision_for_weights, host_kind, peak_for
 from anchorgpu.planner.speed.moe_backend import (
     VLLM_MARLIN,
     moe_backend_line,
@@ -61,6 +62,7 @@ from anchorgpu.planner.speed.serving_capacity import (
     kv_bytes_per_gpu,
     saturation_concurrency,
 )
+from anchorgpu.planner.speed.step_constants import host_passes_per_cycle
 from anchorgpu.units import at_least
 
 if TYPE_CHECKING:
@@ -334,6 +336,18 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
             weights=plan.precision.weights))
     if model.moe is not None and setup.ep > setup.tp:
         assumptions.append(expert_parallel_line(setup.ep, setup.tp, setup.ep_gather_bytes))
+    if host_passes_per_cycle(setup.engine, setup.pp) > 1:  # TensorRT-LLM's PP loop, the cap it puts on a replica
+        assumptions.append(_pp_host_line(plan, setup, est, cal))
     if plan.precision.kv_cache == "nvfp4":
         assumptions.append(NVFP4_KV_SPEED_LINE)
     assumptions.extend(ctx.caveats)
+
+
+def _pp_host_line(plan: Plan, setup: ServingSetup, est: ServingEstimate, cal: Calibration) -> str:
+    """:func:`pp_host_passes_line` of a TensorRT-LLM plan with stages: the host's cap on each of the plan's
+    ``dp`` replicas (1 / (pp x the stated host time per sequence) tokens/s) and whether it sets the pace."""
+    assert plan.gpu is not None
+    per_sequence_s = cal.host_s_per_sequence_step[host_kind(plan.gpu)]
+    cap = plan.layout.dp / (setup.pp * per_sequence_s)
+    at_saturation = est.max_output_tokens_per_s >= cap * (1.0 - 1e-6)
+    return pp_host_passes_line(setup.pp, per_sequence_s, est.bound == "host", at_saturation)
