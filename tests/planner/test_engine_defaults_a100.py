@@ -10,10 +10,11 @@ import pytest
 from anchorgpu.architectures import load_model
 from anchorgpu.catalog import load_catalog
 from anchorgpu.hardware import get_gpu
-from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
+from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.sweep import SweepSpec, sweep
 from anchorgpu.recommend import shapes_from_catalog
+from sweep_rows import plan_of_row
 
 
 def _engine_line(gpu: str) -> str:
@@ -47,10 +48,6 @@ def test_the_sweep_sizes_the_a100_engine_as_plan_does() -> None:
     result = sweep(model, shapes, SweepSpec(workload=w))
     for i in range(0, result.evaluated, max(1, result.evaluated // 12)):
         row = result.row(i)
-        shape = next(s for s in result.shapes if s.id == row["shape"])
-        p = plan(model, Workload(task="inference", context_tokens=4096, concurrency=row["concurrency"]),
-                 precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
-                 layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu,
-                 suggest=False, choose_layout=False)
+        p, shape = plan_of_row(model, Workload(task="inference", context_tokens=4096), result, row)
         assert row["activations_bytes"] == p.per_gpu.activations_bytes
         assert row["per_gpu_total_bytes"] == p.per_gpu.total_bytes

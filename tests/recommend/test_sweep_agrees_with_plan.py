@@ -30,6 +30,7 @@ from anchorgpu.planner.speed.serving import decode_step
 from anchorgpu.planner.speed.training import TrainLayout, training_step
 from anchorgpu.planner.sweep import SweepResult, SweepSpec, sweep
 from anchorgpu.recommend import shapes_from_catalog
+from sweep_rows import plan_of_row
 
 SHAPES = shapes_from_catalog(load_catalog().offerings, max_servers=3)
 
@@ -440,12 +441,8 @@ def test_sglang_rows_that_fit_run_every_request_under_sglangs_admission(case: st
                      key=lambda r: (r["budget_bytes"] - r["per_gpu_total_bytes"]) / r["budget_bytes"])
     assert fitting
     for row in fitting[:8]:
-        shape = next(s for s in result.shapes if s.id == row["shape"])
-        p = plan(model, Workload(task="inference", context_tokens=result.context_tokens,
-                                 concurrency=row["concurrency"], engine="sglang"),
-                 precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
-                 layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu,
-                 suggest=False, choose_layout=False)
+        p, shape = plan_of_row(model, Workload(task="inference", context_tokens=result.context_tokens, engine="sglang"),
+                               result, row)
         perf = plan_performance(p, prompt_tokens=result.prompt_tokens, output_tokens=result.output_tokens)
         assert perf["kv_reservation"] == "ratio"
         assert perf["saturation_concurrency"] >= row["concurrency"]
@@ -536,11 +533,7 @@ def _rows_are_plans(model: ModelSpec, result: SweepResult, planned: Workload, *,
     checked_whole = 0
     for i in random.Random(20261206).sample(rows, 20):
         row = result.row(i)
-        shape = next(s for s in result.shapes if s.id == row["shape"])
-        p = plan(model, replace(planned, concurrency=row["concurrency"]),
-                 precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
-                 layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu,
-                 suggest=False, choose_layout=False)
+        p, shape = plan_of_row(model, planned, result, row)
         assert p.fits and (row["per_gpu_total_bytes"], row["kv_cache_bytes"]) == (p.per_gpu.total_bytes,
                                                                                  p.per_gpu.kv_cache_bytes)
         if same_context:

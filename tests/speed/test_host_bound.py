@@ -19,7 +19,7 @@ import pytest
 from anchorgpu.architectures import load_model
 from anchorgpu.catalog import load_catalog
 from anchorgpu.hardware import get_gpu
-from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
+from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner.speed.batching import serving_estimate
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.estimate import serving_setup
@@ -29,6 +29,7 @@ from anchorgpu.planner.speed.serving import ServingSetup, decode_step
 from anchorgpu.planner.sweep import SweepSpec, sweep
 from anchorgpu.recommend import shapes_from_catalog
 from cli_runner import run_json
+from sweep_rows import plan_of_row
 
 
 def _stated() -> dict:
@@ -90,11 +91,7 @@ def test_the_sweep_takes_the_host_term_as_the_planner_does() -> None:
         row = result.row(i)
         if not row["fits"]:
             continue
-        shape = next(s for s in result.shapes if s.id == row["shape"])
-        p = plan(model, Workload(task="inference", context_tokens=1024, concurrency=row["concurrency"]),
-                 precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
-                 layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu, suggest=False,
-                 choose_layout=False)
+        p, shape = plan_of_row(model, Workload(task="inference", context_tokens=1024), result, row)
         prompt, output = result.prompt_tokens, result.output_tokens
         setup = replace(serving_setup(p, prompt_tokens=prompt, output_tokens=output),
                         gpus_per_server=shape.gpus_per_server)

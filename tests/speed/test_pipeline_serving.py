@@ -13,6 +13,7 @@ from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.speed.estimate import plan_performance
+from sweep_rows import plan_of_row
 
 
 def _perf(pp: int) -> dict:
@@ -79,11 +80,7 @@ def test_the_sweep_carries_whole_chunks_over_stages_as_the_planner_does() -> Non
         row = result.row(i)
         if not row["fits"] or row["pp"] < 2:
             continue
-        shape = next(s for s in result.shapes if s.id == row["shape"])
-        p = plan(model, replace(w, concurrency=row["concurrency"]),
-                 precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
-                 layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu,
-                 suggest=False, choose_layout=False)
+        p, shape = plan_of_row(model, w, result, row)
         setup = replace(serving_setup(p, prompt_tokens=32000, output_tokens=1000),
                         gpus_per_server=shape.gpus_per_server)
         est = serving_estimate(model, shape.gpu, setup, prompt_tokens=32000, output_tokens=1000,

@@ -11,8 +11,6 @@ power_law_1.01): 228.7 TFLOPS with many rows an expert (0.231 of 989), half that
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from anchorgpu.architectures import load_model
@@ -27,6 +25,7 @@ from anchorgpu.planner.speed.runs import load_runs, predict
 from anchorgpu.planner.speed.serving import decode_step
 from anchorgpu.planner.sweep import SweepSpec, sweep
 from anchorgpu.recommend import shapes_from_catalog
+from sweep_rows import plan_of_row
 
 OSS = load_model("gpt-oss-20b")
 
@@ -105,11 +104,7 @@ def test_the_sweep_times_marlin_as_the_plan_does() -> None:
         row = result.row(i)
         if not row["fits"] or row["ep"] > row["tp"]:
             continue
-        shape = next(s for s in result.shapes if s.id == row["shape"])
-        p = plan(OSS, replace(workload, concurrency=row["concurrency"]),
-                 precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
-                 layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu,
-                 suggest=False, choose_layout=False)
+        p, _ = plan_of_row(OSS, workload, result, row)
         perf = plan_performance(p, prompt_tokens=result.prompt_tokens, output_tokens=result.output_tokens)
         assert row["decode_tokens_per_s_total"] == pytest.approx(perf["output_tokens_per_s"], rel=1e-6)
         checked += 1

@@ -1,0 +1,20 @@
+"""Plan one row of a sweep with the row's own layout, precision and concurrency: what the sweep-agrees-with-plan
+tests compare each row against."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
+
+
+def plan_of_row(model: Any, workload: Workload, result: Any, row: dict[str, Any]) -> tuple[Any, Any]:
+    """The plan of ``row`` (``workload`` at the row's concurrency, its weights, KV cache and TP/PP/DP on its GPU,
+    nothing chosen or suggested) and the row's offering shape."""
+    shape = next(s for s in result.shapes if s.id == row["shape"])
+    p = plan(model, replace(workload, concurrency=row["concurrency"]),
+             precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
+             layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu,
+             suggest=False, choose_layout=False)
+    return p, shape
