@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import sys
 
-AIC_GEMM = ("/work/main/benchmarks/.aic-venv/lib/python3.11/site-packages/aiconfigurator_core/systems/data/h100_sxm/"
-            "gemm/trtllm/1.3.0rc20/gemm_perf.parquet")
+AIC_GEMM = (
+    "/work/main/benchmarks/.aic-venv/lib/python3.11/site-packages/aiconfigurator_core/systems/data/h100_sxm/"
+    "gemm/trtllm/1.3.0rc20/gemm_perf.parquet"
+)
 # hidden, q width, k/v width, FFN width, tokens a micro-batch (measured_runs.json)
 SHAPES = {
     "7B (T35/T36)": (4096, 4096, 4096, 11008, 8192),
@@ -37,8 +39,12 @@ SHAPES = {
     "13B (OLMO-13B)": (5120, 5120, 5120, 13824, 4096),
     "32B (T37)": (5120, 5120, 1024, 27648, 8192),
 }
-MEASURED_GAIN = {"7B (T35/T36)": 13000 / 10000, "L3-8B (OLMO-L3-8B)": 12500 / 9500,
-                 "13B (OLMO-13B)": 5500 / 4600, "32B (T37)": 1800 / 1500}
+MEASURED_GAIN = {
+    "7B (T35/T36)": 13000 / 10000,
+    "L3-8B (OLMO-L3-8B)": 12500 / 9500,
+    "13B (OLMO-13B)": 5500 / 4600,
+    "32B (T37)": 1800 / 1500,
+}
 UNFUSED_LOSS_BYTES_PER_VOCAB = 60
 FUSED_LOSS_BYTES_PER_VOCAB = 24
 
@@ -51,8 +57,11 @@ def gemm() -> None:
     d = d[d.kernel_source == "torch_flow"].copy()
     d["flops_per_s"] = 2 * d.m * d.n * d.k / (d.latency * 1e-3)
     grid_m = (4096, 8192, 16384, 32768)
-    tables = {(dt, m): d[(d.gemm_dtype == dt) & (d.m == m)].pivot_table(index="n", columns="k", values="flops_per_s")
-              for dt in ("bfloat16", "fp8") for m in grid_m}
+    tables = {
+        (dt, m): d[(d.gemm_dtype == dt) & (d.m == m)].pivot_table(index="n", columns="k", values="flops_per_s")
+        for dt in ("bfloat16", "fp8")
+        for m in grid_m
+    }
 
     def bracket(axis: np.ndarray, v: float) -> tuple[int, int, float]:
         la, lv = np.log2(axis), np.log2(v)
@@ -77,8 +86,10 @@ def gemm() -> None:
                     flops += 2 * m * n * k
                     seconds += 2 * m * n * k / rate(dt, m, n, k)
             res[dt] = flops / seconds
-        print(f"{name:22s} {res['bfloat16'] / 1e12:10.0f} {res['fp8'] / 1e12:12.0f} {res['fp8'] / res['bfloat16']:15.3f}"
-              f" {MEASURED_GAIN[name]:22.3f}")
+        print(
+            f"{name:22s} {res['bfloat16'] / 1e12:10.0f} {res['fp8'] / 1e12:12.0f} {res['fp8'] / res['bfloat16']:15.3f}"
+            f" {MEASURED_GAIN[name]:22.3f}"
+        )
 
 
 def loss() -> None:
@@ -101,8 +112,10 @@ def loss() -> None:
             loss_s = tokens * per_vocab * vocab / rate
             after = tokens / (tokens / before + loss_s)
             cells.append(f"{per_vocab}V {loss_s * 1e3:5.1f} ms {after / run.value - 1:+6.1%}")
-        print(f"  {run.id:16s} {run.role:7s} V {vocab:>6}  {tokens / before:6.3f} s a micro-batch "
-              f"{before / run.value - 1:+6.1%}  ->  " + "  ".join(cells))
+        print(
+            f"  {run.id:16s} {run.role:7s} V {vocab:>6}  {tokens / before:6.3f} s a micro-batch "
+            f"{before / run.value - 1:+6.1%}  ->  " + "  ".join(cells)
+        )
 
 
 if __name__ == "__main__":
