@@ -12,7 +12,8 @@ from anchorgpu.catalog import load_catalog
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner.speed.estimate import plan_performance
-from anchorgpu.planner.speed.serving_layouts import _serving_layouts, _split_words, ep_inside_tp_sizes
+from anchorgpu.planner.speed.serving_layouts import _serving_layouts, ep_inside_tp_sizes
+from anchorgpu.planner.speed.serving_ranking import split_words
 from anchorgpu.planner.sweep import SweepSpec, sweep
 from anchorgpu.recipes import build_recipe
 from anchorgpu.recommend import shapes_from_catalog
@@ -62,7 +63,7 @@ def test_vllm_times_the_experts_whole_over_tp_as_sliced_so_its_choice_stays() ->
 
 
 def test_the_words_say_where_the_experts_are() -> None:
-    assert _split_words(Layout(gpus=8, tp=4, pp=1, dp=2, ep=4)) == (
+    assert split_words(Layout(gpus=8, tp=4, pp=1, dp=2, ep=4)) == (
         "TP 4, PP 1, DP 2, EP 4: 2 replicas, each the attention and dense layers split by TP 4, the routed experts "
         "split whole over its 4 GPUs (EP inside TP)")
 

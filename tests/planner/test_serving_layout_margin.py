@@ -21,7 +21,7 @@ from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.layout_margin import LINK_CLASSES, layout_groups, layout_spread
 from anchorgpu.planner.speed.rows_report import report_rows
 from anchorgpu.planner.speed.runs import load_runs
-from anchorgpu.planner.speed.serving_layouts import pair_class, pair_margin, pick_over_first
+from anchorgpu.planner.speed.serving_ranking import pair_class, pair_margin, pick_over_first
 from cli_runner import run_json
 
 
@@ -204,7 +204,7 @@ def test_on_nvlink_an_attention_dp_layout_is_held_to_the_ep_class_margin() -> No
         assert _split(chosen.layout) == (8, 1, 2, 1)
         line = next(a for a in chosen.assumptions if a.startswith("Layout kept on the 16 GPUs asked"))
         assert f"no other predicted more than {margin:.1%} faster" in line
-    assert "one runs attention data parallelism with EP" in line  # the class's words (serving_layouts._CLASS_WORDS)
+    assert "one runs attention data parallelism with EP" in line  # the class's words (serving_ranking._CLASS_WORDS)
 
 
 def test_over_pcie_a_layout_10_percent_faster_leaves_the_first() -> None:

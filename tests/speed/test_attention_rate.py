@@ -19,7 +19,8 @@ from anchorgpu.planner.speed.attention_rate import (
     head_dim_rate_ratio,
     timed_prefill_attention_flops_per_token,
 )
-from anchorgpu.planner.speed.calibration import Calibration, calibration, read_calibration_doc
+from anchorgpu.planner.speed.calibration import calibration, read_calibration_doc
+from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.flops import attention_flops_per_token
 from anchorgpu.planner.speed.serving import ServingSetup, decode_step
 from anchorgpu.planner.speed.training import TrainLayout, training_step

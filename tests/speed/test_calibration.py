@@ -20,7 +20,7 @@ ROWS = {run.id: run for run in load_runs()}
 
 def _stack(run) -> str:
     from anchorgpu.hardware import get_gpu
-    from anchorgpu.planner.speed.calibration import stack_of
+    from anchorgpu.planner.speed.constants import stack_of
 
     return stack_of(get_gpu(run.row["gpu"]))
 

@@ -16,7 +16,7 @@ import numpy.typing as npt
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.formats import format_for_model
 from anchorgpu.planner.speed.attention_rate import attention_rate_ratio, timed_prefill_attention_flops_per_token
-from anchorgpu.planner.speed.calibration import StackConstants
+from anchorgpu.planner.speed.constants import StackConstants
 from anchorgpu.planner.speed.flops import (
     decode_attention_flops_per_token,
     forward_matmul_params,

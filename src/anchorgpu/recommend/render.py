@@ -113,7 +113,7 @@ def _band_context(gpu_name: str, training: bool, moe: bool, pp: int, cp: int, ef
     """The band of an option's figures (:func:`plan_band`) and its evidence items (None where the user's
     efficiencies replace the calibrated ones), by its GPU and kind."""
     from anchorgpu.hardware import get_gpu
-    from anchorgpu.planner.speed.calibration import band_kind_of
+    from anchorgpu.planner.speed.constants import band_kind_of
     from anchorgpu.planner.speed.estimate import evidence_items
     from anchorgpu.planner.speed.evidence import evidence_kind
     from anchorgpu.planner.speed.figures import plan_band

@@ -17,8 +17,8 @@ from anchorgpu.planner.sglang import (
     initial_new_token_ratio,
     new_token_ratio_floor,
 )
-from anchorgpu.planner.speed.calibration import Calibration, stack_of
 from anchorgpu.planner.speed.caveats import GLOBAL_BATCH_CAVEAT_LABEL
+from anchorgpu.planner.speed.constants import Calibration, stack_of
 from anchorgpu.planner.speed.evidence import STACK_NAMES
 from anchorgpu.planner.speed.launches import LayerLaunches, launch_ratio, launches_per_layer
 from anchorgpu.planner.speed.links import host_kind

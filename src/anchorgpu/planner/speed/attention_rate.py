@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 from anchorgpu.architectures import ModelSpec
 from anchorgpu.hardware import GpuSpec
-from anchorgpu.planner.speed.calibration import Calibration
+from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.flops import attention_dims, attention_flops_per_token
 
 __all__ = ["attention_rate_ratio", "head_dim_rate_ratio", "timed_prefill_attention_flops_per_token"]

@@ -12,7 +12,8 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import builder, fast_init
 from anchorgpu.planner.speed.attention_rate import timed_prefill_attention_flops_per_token
-from anchorgpu.planner.speed.calibration import Calibration, calibration
+from anchorgpu.planner.speed.calibration import calibration
+from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.flops import (
     decode_attention_flops_per_token,
     unsampled_prompt_share,

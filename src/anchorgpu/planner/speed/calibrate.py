@@ -24,14 +24,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from anchorgpu.planner.speed.calibration import (
-    Band,
-    Calibration,
-    StackConstants,
-    calibration,
-    parse_calibration,
-    read_calibration_doc,
-)
+from anchorgpu.planner.speed.calibration import calibration, parse_calibration, read_calibration_doc
+from anchorgpu.planner.speed.constants import Band, Calibration, StackConstants
 from anchorgpu.planner.speed.evidence import engine_kind, evidence_kind, summarise
 from anchorgpu.planner.speed.layout_margin import MIN_CLASS_PAIRS, LayoutSpread, layout_spread
 from anchorgpu.planner.speed.rows_report import (

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.memory import expert_data_parallel
-from anchorgpu.planner.speed.calibration import Calibration
+from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.links import (
     ACTIVATION_BYTES,
     Link,

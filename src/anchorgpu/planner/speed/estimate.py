@@ -26,7 +26,7 @@ from anchorgpu.planner.speed.assumption_lines import (
     network_line,
     step_line,
 )
-from anchorgpu.planner.speed.calibration import Calibration, calibration
+from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.caveats import (
     ENGINE_CAVEAT_LABEL,
     MOE_CAVEAT_LABEL,
@@ -34,6 +34,7 @@ from anchorgpu.planner.speed.caveats import (
     SPEED_CAVEAT_LABELS,
     TTFT_CAVEAT_LABEL,
 )
+from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.experts import expert_gemms_per_layer
 from anchorgpu.planner.speed.figures import evidence_items, put_evidence, put_rate, put_time
 from anchorgpu.planner.speed.flops import TrainKind

@@ -1,7 +1,7 @@
 """How the speed model did on one GPU's own measured runs: what a plan on that GPU can say about how sure it is.
 Pure; stdlib only.
 
-The bands (:class:`~anchorgpu.planner.speed.calibration.Band`) come from every held-out row of a software stack, so
+The bands (:class:`~anchorgpu.planner.speed.constants.Band`) come from every held-out row of a software stack, so
 a GPU whose runs all fell to one side of the prediction (RTX PRO 6000's ran faster, MI300X's slower) or a GPU with no
 measured run at all gets the same band as the stack's best-measured GPU. ``calibrate --write`` therefore also keeps,
 per GPU and kind of run, how its rows fell (``evidence`` in ``calibration.json``), and each plan says it beside its
@@ -27,7 +27,7 @@ EVIDENCE_KINDS: dict[str, str] = {
 """The kinds of run evidence is kept for (the serving kinds are the bands'), and how a plan names them."""
 
 STACK_NAMES = {"cuda": "CUDA", "rocm": "ROCm"}
-"""How a plan names a software stack (``calibration.stack_of``)."""
+"""How a plan names a software stack (``constants.stack_of``)."""
 
 ENGINE_NAMES = {"vllm": "vLLM", "trtllm": "TensorRT-LLM", "sglang": "SGLang"}
 """The serving engines whose rows keep evidence of their own (``kind@engine`` in ``calibration.json``), as a plan

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import memo_on_frozen
-from anchorgpu.planner.speed.calibration import Band, Calibration, stack_of
+from anchorgpu.planner.speed.constants import Band, Calibration, stack_of
 from anchorgpu.planner.speed.evidence import STACK_NAMES, evidence_section, phase_and_band_kind
 
 __all__ = ["Evidence", "evidence_items", "evidence_of", "plan_band", "put_evidence", "put_rate", "put_time"]

@@ -20,7 +20,7 @@ from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.memory.activations import sequence_parallel_share
 from anchorgpu.planner.pipeline_layout import PipelineLayout, busiest_rank_layers
 from anchorgpu.planner.speed.attention_rate import attention_rate_ratio, timed_prefill_attention_flops_per_token
-from anchorgpu.planner.speed.calibration import Calibration, StackConstants
+from anchorgpu.planner.speed.constants import Calibration, StackConstants
 from anchorgpu.planner.speed.context_parallel import context_parallel_s
 from anchorgpu.planner.speed.experts import (
     MoeDispatcher,

@@ -30,7 +30,7 @@ from anchorgpu.errors import InvalidWorkload
 if TYPE_CHECKING:
     from anchorgpu.architectures.spec import ModelSpec
     from anchorgpu.hardware.spec import GpuSpec
-    from anchorgpu.planner.speed.calibration import Calibration
+    from anchorgpu.planner.speed.constants import Calibration
 
 __all__ = ["CUTLASS", "MOE_BACKENDS", "TRITON", "TRTLLM_GEN", "VLLM_MARLIN", "expert_half_tokens",
            "marlin_expert_rate", "moe_backend_line", "requested_moe_backend", "trtllm_moe_backend", "vllm_marlin_line",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.memory.model_states import OPTIMIZER_MOMENT_BYTES, OPTIMIZER_STATE_BYTES
-from anchorgpu.planner.speed.calibration import Calibration
+from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, host_kind, host_link_bytes_per_s
 
 __all__ = ["activation_offload_s", "host_optimizer_s", "optimizer_traffic_bytes_per_param", "parameter_fetch_s"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from anchorgpu.errors import InvalidWorkload
-from anchorgpu.planner.speed.calibration import Band, Calibration, calibration
+from anchorgpu.planner.speed.calibration import calibration
+from anchorgpu.planner.speed.constants import Band, Calibration
 from anchorgpu.units import fmt_given
 
 __all__ = ["MIN_EFFICIENCY", "Overrides", "calibrated"]

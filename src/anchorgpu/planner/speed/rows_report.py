@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from anchorgpu.planner.speed.calibration import Calibration, band_kind_of
+from anchorgpu.planner.speed.constants import Calibration, band_kind_of
 from anchorgpu.planner.speed.runs import Run, predict
 
 __all__ = ["SETS", "band_kind", "engine_of", "markdown", "paired_errors", "report_rows", "serving_kind", "set_of", "speed_ratio", "stack_of_row",
@@ -72,7 +72,7 @@ SETS: dict[str, str] = {
 
 
 def band_kind(run: Run) -> str | None:
-    """The kind of run whose held-out rows make a band and evidence of their own (``calibration.band_kind_of``):
+    """The kind of run whose held-out rows make a band and evidence of their own (``constants.band_kind_of``):
     ``moe`` for a mixture of experts, trained or served, ``pp`` for serving over pipeline stages, else None."""
     from anchorgpu.planner.speed.runs import _model
 
@@ -113,7 +113,7 @@ def set_of(run: Run) -> str:
 def stack_of_row(run: Run) -> str:
     """The software stack of the row's GPU: ``cuda`` or ``rocm``."""
     from anchorgpu.hardware import get_gpu
-    from anchorgpu.planner.speed.calibration import stack_of
+    from anchorgpu.planner.speed.constants import stack_of
 
     return stack_of(get_gpu(run.row["gpu"]))
 

@@ -54,7 +54,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout
-from anchorgpu.planner.speed.calibration import Calibration, calibration
+from anchorgpu.planner.speed.calibration import calibration
+from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.units import gbit_per_s_to_bytes_per_s
 
 if TYPE_CHECKING:

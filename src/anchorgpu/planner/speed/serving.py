@@ -45,7 +45,8 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.speed.attention_rate import timed_prefill_attention_flops_per_token
-from anchorgpu.planner.speed.calibration import Calibration, calibration
+from anchorgpu.planner.speed.calibration import calibration
+from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.experts import (
     ep_gather_bytes,
     expert_rows_factor,

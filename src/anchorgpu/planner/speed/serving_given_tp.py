@@ -5,7 +5,7 @@ fit a GPU, or the replicas' engines cannot run that many sequences), the planner
 engine planned runs (vLLM ``--pipeline-parallel-size``, SGLang ``--pp-size``, TensorRT-LLM ``--pp_size``), and
 keeps the TP exactly: of TP T x PP p x DP N/(T p) for each p that divides N/T, fewest stages first, the one that
 holds the users and serves them fastest, but the one with fewest stages unless another is predicted faster by more
-than the calibration's layout margin (the serving chooser's rule, :func:`~anchorgpu.planner.speed.serving_layouts.pick_over_first`).
+than the calibration's layout margin (the serving chooser's rule, :func:`~anchorgpu.planner.speed.serving_ranking.pick_over_first`).
 An ``--ep`` given with it is kept: stages are added under EP inside TP (EP equal to TP, or smaller as EP x expert
 TP on TensorRT-LLM and SGLang; vLLM's is refused, :mod:`~anchorgpu.planner.layout_resolution`), never under attention data
 parallelism (EP wider than TP), which the chooser runs one stage only. Where no such layout holds the users the plan
@@ -23,7 +23,7 @@ from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.engine_limits import engine_limits_on
 from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload
 from anchorgpu.planner.speed.layouts import Choice
-from anchorgpu.planner.speed.serving_layouts import _fastest, _holds, _split_words, _users, _which
+from anchorgpu.planner.speed.serving_ranking import fastest, holds, split_words, users_words, which
 from anchorgpu.units import fmt_bytes
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def stages_around_given_tp(model: ModelSpec, w: Workload, precision: PrecisionPl
                            overheads: Overheads) -> tuple[Choice | None, Plan] | None:
     """``(None, the plan as given)`` when the replicas of the given TP hold the requested concurrency (today's
     answer); ``(the choice and why, its plan)`` when they do not and a layout of :func:`staged_layouts` does (the
-    chooser's ranking and margins, :func:`~anchorgpu.planner.speed.serving_layouts._fastest`); None when the TP
+    chooser's ranking and margins, :func:`~anchorgpu.planner.speed.serving_ranking.fastest`); None when the TP
     group takes all the GPUs, the layout as given is refused, or nothing holds the users (the plan is then of the
     layout as given, which refuses or says what would fit)."""
     from anchorgpu.planner.plan import plan
@@ -81,16 +81,16 @@ def stages_around_given_tp(model: ModelSpec, w: Workload, precision: PrecisionPl
     replicas = as_given.layout.dp
     if as_given.fits and (as_given.max_concurrency or 0) >= want and -(-want // replicas) <= cap:
         return None, as_given
-    held = [(lay, p) for lay in staged if (p := _holds(model, w, precision, lay, gpu, overheads, want, cap)[0])]
+    held = [(lay, p) for lay in staged if (p := holds(model, w, precision, lay, gpu, overheads, want, cap)[0])]
     if not held:
         return None
-    pick, speeds, classes = _fastest(held, gpu)
+    pick, speeds, classes = fastest(held, gpu)
     layout, chosen = held[pick]
     tp = as_given.layout.tp
     kept = f"--tp {tp}" + (f" --ep {given.ep}" if given.ep else "")
-    reason = (f"Layout chosen on the {as_given.layout.gpus:,} GPUs asked: {_split_words(layout)} - {kept} kept as "
+    reason = (f"Layout chosen on the {as_given.layout.gpus:,} GPUs asked: {split_words(layout)} - {kept} kept as "
               f"given, {layout.pp} pipeline stages added: TP {tp} as {replicas:,} replicas does not hold "
-              f"{_users(want)} ({_short_of(as_given, want, cap, replicas)}); "
-              + _which(held, pick, speeds, classes, _users(want), first="the fewest stages")
+              f"{users_words(want)} ({_short_of(as_given, want, cap, replicas)}); "
+              + which(held, pick, speeds, classes, users_words(want), first="the fewest stages")
               + "; pass --pp to choose the stages")
     return Choice(layout=layout, workload=w, reason=reason), chosen

@@ -3,12 +3,12 @@ and on them, of the layouts that hold it (replicas of a TP split inside a server
 for a mixture of experts attention data parallelism with EP over a server, on more servers one such engine on
 each), the fastest, but the planner's first unless another is predicted faster by more than the calibration's margin
 between layouts; with a GPU count, the same on that many GPUs, the planner's default (TP across one server) first.
-Split from :mod:`~anchorgpu.planner.speed.layouts` (the training chooser). Pure.
+Split from :mod:`~anchorgpu.planner.speed.layouts` (the training chooser); the ranking of the layouts that hold
+the users, and its words, are :mod:`~anchorgpu.planner.speed.serving_ranking`. Pure.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -17,17 +17,15 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.engine_limits import engine_limits_on
 from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload
-from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.layouts import SERVER_GPUS, Choice, tp_ok
-from anchorgpu.planner.speed.topology import EXPERT_SPLITS, expert_split, layout_margin_class, serving_link_kind
+from anchorgpu.planner.speed.serving_ranking import fastest, holds, split_label, split_words, users_words, which
 from anchorgpu.units import fmt_bytes
 
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
-    from anchorgpu.planner.result import ResolvedLayout
 
 __all__ = ["SERVING_GPU_COUNTS", "attention_dp_tp_sizes", "choose_serving_layout", "choose_serving_layout_on",
-           "ep_inside_tp_sizes", "pair_margin", "pick_over_first"]
+           "ep_inside_tp_sizes"]
 
 SERVING_GPU_COUNTS = (1, 2, 4, *range(8, 1025, 8))
 """The GPU counts the serving chooser tries, fewest first: 1, 2 or 4, then whole 8-GPU servers up to 128 of them."""
@@ -114,125 +112,6 @@ def ep_inside_tp_sizes(model: ModelSpec, gpus: int) -> tuple[int, ...]:
                  if gpus % tp == 0 and moe.num_experts % tp == 0 and tp_ok(model, tp))
 
 
-def _split(layout: Layout) -> str:
-    """``TP 1, PP 1, DP 8``; under attention data parallelism ``TP 1, DP 8, EP 8``; with the experts whole over
-    the TP group ``TP 8, PP 1, EP 8``."""
-    tp, pp, dp, ep = layout.tp or 1, layout.pp or 1, layout.dp or 1, layout.ep or 1
-    if ep > tp:
-        return f"TP {tp}, DP {dp}, EP {ep}"
-    return f"TP {tp}, PP {pp}" + (f", DP {dp}" if dp > 1 else "") + (f", EP {ep}" if ep > 1 else "")
-
-
-def _split_words(layout: Layout) -> str:
-    """:func:`_split` and what its parts are: ``TP 1, PP 1, DP 8: 8 replicas`` or, under attention data
-    parallelism, what each part holds."""
-    tp, dp, ep = layout.tp or 1, layout.dp or 1, layout.ep or 1
-    if ep > tp and tp * dp > ep:  # copies of one server's engine
-        return (f"{_split(layout)}: attention data parallelism in {tp * dp // ep:,} independent engines of {ep:,} GPUs, "
-                f"each {ep // tp} replicas of the attention and dense layers with their own sequences' KV cache and "
-                f"the routed experts split over its {ep:,} GPUs, the users split evenly between the engines")
-    if ep > tp:
-        return (f"{_split(layout)}: attention data parallelism, {dp:,} replicas of the attention and dense layers, each "
-                f"with its own sequences' KV cache, the routed experts split over all {ep:,} GPUs")
-    if ep > 1:
-        return (f"{_split(layout)}: " + (f"{dp:,} replicas, each " if dp > 1 else "")
-                + f"the attention and dense layers split by TP {tp}, the routed experts split whole over "
-                + ("its" if dp > 1 else "the") + f" {ep:,} GPUs (EP inside TP)")
-    return _split(layout) + (f": {dp:,} replicas" if dp > 1 else "")
-
-
-def _holds(model: ModelSpec, w: Workload, precision: PrecisionPlan, layout: Layout, gpu: GpuSpec,
-           overheads: Overheads, want: int, cap: int) -> tuple[Plan | None, float]:
-    """(the plan of ``layout`` when it holds ``want`` sequences, no more a replica than ``cap``, else None; its
-    headroom, -inf where it could not be planned)."""
-    from anchorgpu.planner.plan import plan
-
-    if math.ceil(want / (layout.dp or 1)) > cap:  # more a replica than its engine runs at once
-        return None, -math.inf
-    try:
-        p = plan(model, w, precision=precision, layout=layout, gpu=gpu, overheads=overheads, suggest=False,
-                 choose_layout=False)
-    except InvalidWorkload:
-        return None, -math.inf
-    headroom = float(p.headroom_bytes if p.headroom_bytes is not None else -math.inf)
-    return (p if p.fits and (p.max_concurrency or 0) >= want else None), headroom
-
-
-def _serving_speed(p: Plan) -> float:
-    """Output tokens/s of a serving plan at its requested concurrency (the calibrated prediction)."""
-    from anchorgpu.planner.speed.estimate import plan_performance
-
-    return float(plan_performance(p).get("output_tokens_per_s") or 0.0)
-
-
-def _fastest(held: list[tuple[Layout, Plan]], gpu: GpuSpec) -> tuple[int, list[float], list[str]]:
-    """Of the layouts that hold the users, in the planner's order (the default or replicas of the smallest split
-    first): the fastest (output tokens/s at their concurrency, the same as the shortest time per output token for
-    them) of those predicted faster than the first by more than the calibration's layout margin between the two
-    (:func:`pair_margin`, :func:`pick_over_first`). Answers the index picked, every layout's predicted output tokens/s
-    and the class of its margin against the first (:func:`pair_class`)."""
-    speeds = [_serving_speed(p) for _, p in held]
-    # the plans' layouts: the first of choose_serving_layout_on is the layout given, only its GPU count set
-    classes = [pair_class(gpu, held[0][1].layout, p.layout) for _, p in held]
-    return pick_over_first(speeds, [calibration().layout_margin_of(c) for c in classes]), speeds, classes
-
-
-def pair_class(gpu: GpuSpec, a: Layout | ResolvedLayout, b: Layout | ResolvedLayout) -> str:
-    """The class of the worse link serving layouts ``a`` and ``b`` on ``gpu`` cross with their tensor-, pipeline- and
-    expert-parallel traffic, and whether one splits the experts over GPUs
-    (:func:`~anchorgpu.planner.speed.topology.layout_margin_class`)."""
-    return layout_margin_class(*(serving_link_kind(gpu, lay.tp or 1, lay.pp or 1, lay.ep or 1,
-                                                   gpus_per_server=SERVER_GPUS) for lay in (a, b)),
-                               experts=max((expert_split(lay.tp or 1, lay.ep or 1) for lay in (a, b)),
-                                           key=EXPERT_SPLITS.index))
-
-
-def pair_margin(gpu: GpuSpec, a: Layout, b: Layout) -> float:
-    """The calibration's margin between serving layouts ``a`` and ``b`` on ``gpu``: its ``layout_margin`` of the
-    class of the worse link their tensor-, pipeline- and expert-parallel traffic crosses
-    (:func:`~anchorgpu.planner.speed.topology.layout_margin_class`): ``scale-up`` where both stay on NVLink, xGMI or
-    NVSwitch, ``scale-up-ep`` there where one runs EP inside TP, ``scale-up-adp`` where one runs attention data
-    parallelism with EP (each the pooled margin until the calibration has enough such pairs of its own),
-    ``pcie-or-network`` where one crosses PCIe or the network (the median disagreement of the model between two held-out measured layouts of one workload, per
-    class).
-
-    >>> from anchorgpu.hardware import get_gpu
-    >>> h200, rtx = get_gpu("h200"), get_gpu("rtx-pro-6000")
-    >>> tp8, dp8, staged = Layout(gpus=8, tp=8), Layout(gpus=8, tp=1, dp=8), Layout(gpus=16, tp=8, pp=2)
-    >>> adp = Layout(gpus=8, tp=1, dp=8, ep=8)
-    >>> inside = Layout(gpus=8, tp=8, ep=8)
-    >>> [pair_class(h200, tp8, b) for b in (dp8, inside, adp, staged)], pair_class(rtx, tp8, dp8)
-    (['scale-up', 'scale-up-ep', 'scale-up-adp', 'pcie-or-network'], 'pcie-or-network')
-    >>> pair_margin(h200, tp8, adp) == calibration().layout_margin_of("scale-up-adp")
-    True
-    """
-    return calibration().layout_margin_of(pair_class(gpu, a, b))
-
-
-def pick_over_first(speeds: list[float], margin: float | list[float]) -> int:
-    """Index of the fastest of ``speeds`` (the first of equals) of those faster than ``speeds[0]`` (the planner's
-    first, the conventional layout) by more than their ``margin`` (a fraction, one for all or one a layout:
-    :func:`pair_margin`, the median disagreement of the model between two layouts of one measured workload whose
-    links are of that class, so a smaller predicted advantage is not one the calibration resolves), else 0.
-    Qwen3-30B-A3B for 64 users of 8,192 tokens on 8 H200s: attention data parallelism, predicted 7% faster than TP 8,
-    within NVLink's margin for a layout that runs attention data parallelism, leaves TP 8; Mixtral 8x22B for 6,144
-    users on 24 H200s: three one-server attention-DP engines, predicted 62% faster, replace TP 8 x 3.
-
-    >>> pick_over_first([100.0, 110.0], margin=0.163), pick_over_first([100.0, 120.0, 117.0], margin=0.163)
-    (0, 1)
-    >>> pick_over_first([100.0, 112.0, 108.0], margin=[0.0, 0.159, 0.051])  # the fastest within its margin
-    2
-    """
-    margins = margin if isinstance(margin, list) else [margin] * len(speeds)
-    beyond = [i for i in range(1, len(speeds)) if speeds[i] > speeds[0] * (1.0 + margins[i])]
-    return max(beyond, key=lambda i: (speeds[i], -i)) if beyond else 0
-
-
-def _fastest_index(speeds: list[float]) -> int:
-    """Index of the fastest of ``speeds``, the first of equals."""
-    return max(range(len(speeds)), key=lambda i: (speeds[i], -i))
-
-
 def _held(model: ModelSpec, w: Workload, precision: PrecisionPlan, gpus: int, gpu: GpuSpec, overheads: Overheads,
           want: int, cap: int, skip: Layout | None = None, ep: int | None = None
           ) -> tuple[list[tuple[Layout, Plan]], Layout | None]:
@@ -247,7 +126,7 @@ def _held(model: ModelSpec, w: Workload, precision: PrecisionPlan, gpus: int, gp
         if skip is not None and (layout.tp, layout.pp, layout.dp, layout.ep or 1) == (skip.tp, skip.pp, skip.dp,
                                                                                      skip.ep or 1):
             continue
-        p, headroom = _holds(model, w, precision, layout, gpu, overheads, want, cap)
+        p, headroom = holds(model, w, precision, layout, gpu, overheads, want, cap)
         if p is not None:
             held.append((layout, p))
         elif closest is None or headroom > closest[0]:
@@ -255,59 +134,15 @@ def _held(model: ModelSpec, w: Workload, precision: PrecisionPlan, gpus: int, gp
     return held, (closest[1] if closest is not None else None)
 
 
-def _which(held: list[tuple[Layout, Plan]], pick: int, speeds: list[float], classes: list[str],
-           users: str | None, first: str = "the planner's first") -> str:
-    """What the chosen layout is among those that hold the users (``users``: how many, else "that do"); where the
-    planner's first is kept though another is predicted faster (within the margin), which one and by how much, the
-    layout recommend's sweep, which ranks with no margin, may show on the same GPUs (``first``: how the first is
-    named). The margin quoted is the one between the first and the layout named (of its class of link, ``classes``:
-    :func:`pair_class`)."""
-    if len(held) == 1:
-        return f"the only layout on them that holds {users}"
-    best = _fastest_index(speeds)
-    named = classes[best if pick == 0 else pick]
-    margin = calibration().layout_margin_of(named)
-    which = (f"{first} ({speeds[0]:,.0f} output tok/s), no other predicted more than {margin:.1%} faster"
-             if pick == 0 else
-             f"the {'fastest' if pick == best else 'fastest beyond its margin'} ({speeds[pick]:,.0f} output tok/s), "
-             f"predicted more than {margin:.1%} faster than {first}")
-    others = "".join(f"; {calibration().layout_margin_of(c):.1%} {_CLASS_WORDS[c]}"
-                     for c in _CLASS_WORDS if c != named and c in classes[1:])
-    return (f"of the {len(held)} layouts on them that {'do' if users is None else 'hold ' + users}, {which} ("
-            + _fastest_kept_over(held, pick, speeds) + "a smaller advantage is within the model's usual error between "
-            f"two layouts of one measured workload {_CLASS_WORDS[named]}{others})")
-
-
-_CLASS_WORDS = {"scale-up": "whose traffic stays on the scale-up link (NVLink, xGMI)",
-                "scale-up-ep": "whose traffic stays on the scale-up link and one splits the experts whole over its TP "
-                               "group (EP inside TP)",
-                "scale-up-adp": "whose traffic stays on the scale-up link and one runs attention data parallelism "
-                                "with EP",
-                "pcie-or-network": "where one's traffic crosses PCIe or the network"}
-"""How the assumptions name each class of :func:`pair_class`."""
-
-
-def _fastest_kept_over(held: list[tuple[Layout, Plan]], pick: int, speeds: list[float]) -> str:
-    """``the fastest, TP 2, DP 4, EP 8, by 3.7% at 7,190; `` where the layout picked is not the fastest, else empty."""
-    best = _fastest_index(speeds)
-    if best == pick or speeds[pick] <= 0:
-        return ""
-    return (f"the fastest, {_split(held[best][0])}, by {speeds[best] / speeds[pick] - 1.0:.1%} at "
-            f"{speeds[best]:,.0f}; ")
-
-
-def _users(want: int) -> str:
-    return f"{want:,} sequence{'s' if want > 1 else ''}"
-
-
 def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPlan, given: Layout, gpu: GpuSpec,
                           overheads: Overheads) -> tuple[Choice, Plan] | None:
     """The fewest GPUs that hold the requested concurrency; on that many, of the layouts that hold it
     (:func:`_serving_layouts`: replicas of a TP split inside one server, PP across servers, and for a mixture of
     experts attention data parallelism with EP over a server), the fastest, but the first in that order unless
-    another is predicted faster by more than the calibration's layout margin (:func:`_fastest`). A replica holds its
-    share when its memory does and its engine runs that many at once (vLLM's ``max_num_seqs``, 1,024 by default on
-    large GPUs): past the cap the rest would wait in the engine's queue. An ``--ep`` given is kept: only layouts of
+    another is predicted faster by more than the calibration's layout margin
+    (:func:`~anchorgpu.planner.speed.serving_ranking.fastest`). A replica holds its share when its memory does and its
+    engine runs that many at once (vLLM's ``max_num_seqs``, 1,024 by default on large GPUs): past the cap the rest
+    would wait in the engine's queue. An ``--ep`` given is kept: only layouts of
     that EP are tried (None where none holds the users, or the model cannot take it: the plan then refuses or shows
     what it needs)."""
     want = w.concurrency or 1
@@ -317,12 +152,12 @@ def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPla
     for gpus in SERVING_GPU_COUNTS:
         held, closest = _held(model, w, precision, gpus, gpu, overheads, want, cap, ep=given.ep)
         if held:
-            pick, speeds, classes = _fastest(held, gpu)
+            pick, speeds, classes = fastest(held, gpu)
             layout, p = held[pick]
-            reason = (f"Layout chosen: {gpus:,} GPU{'s' if gpus > 1 else ''} ({_split_words(layout)}) - the fewest "
-                      f"{gpu.name} that hold {_users(want)}" + (f" with --ep {given.ep} as given" if given.ep else "")
+            reason = (f"Layout chosen: {gpus:,} GPU{'s' if gpus > 1 else ''} ({split_words(layout)}) - the fewest "
+                      f"{gpu.name} that hold {users_words(want)}" + (f" with --ep {given.ep} as given" if given.ep else "")
                       + (f" (at most {cap:,} a replica, the engine's max_num_seqs)" if want > cap else "")
-                      + ("" if len(held) == 1 else "; " + _which(held, pick, speeds, classes, None))
+                      + ("" if len(held) == 1 else "; " + which(held, pick, speeds, classes, None))
                       + "; pass --gpus to choose" + _fewer_gpus_with(model, w, precision, fewer, gpu, overheads))
             return Choice(layout=layout, workload=w, reason=reason), p
         fewer = closest or fewer
@@ -332,7 +167,7 @@ def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPla
                  f"attention data parallelism over {ep} GPUs or TP {ep} with the experts whole over it, on up to "
                  f"{SERVING_GPU_COUNTS[-1]:,} GPUs")
         raise InvalidWorkload(f"--ep {ep} without --gpus: no layout of {gpu.name} with EP {ep} holds "
-                              f"{_users(want)} ({tried}); give --gpus with --tp, --pp and --dp, or leave --ep out "
+                              f"{users_words(want)} ({tried}); give --gpus with --tp, --pp and --dp, or leave --ep out "
                               "for the planner's choice")
     return None
 
@@ -342,8 +177,8 @@ def choose_serving_layout_on(model: ModelSpec, w: Workload, precision: Precision
     """On the ``given.gpus`` GPUs asked (no TP, PP or DP given): of the layouts on them that hold the requested
     concurrency (the planner's default, TP across one server and the rest replicas, then :func:`_serving_layouts`),
     the fastest, but the first unless another is predicted faster by more than the calibration's layout margin
-    (:func:`_fastest`): ``(None, its plan)`` when that is the default and the fastest, else with the sentence that
-    says why (the default kept, which faster layout it was kept over: Qwen3-30B-A3B for 64 users of 8,192 tokens on
+    (:func:`~anchorgpu.planner.speed.serving_ranking.fastest`): ``(None, its plan)`` when that is the default and the
+    fastest, else with the sentence that says why (the default kept, which faster layout it was kept over: Qwen3-30B-A3B for 64 users of 8,192 tokens on
     8 H200s keeps TP 8 over attention data parallelism 7% faster); None when none holds them (the plan then shows
     the default and what would fit)."""
     from anchorgpu.planner.plan import plan
@@ -364,21 +199,21 @@ def choose_serving_layout_on(model: ModelSpec, w: Workload, precision: Precision
     held = [(given, default), *others] if default.fits else others
     if not held:
         return None
-    pick, speeds, classes = _fastest(held, gpu)
+    pick, speeds, classes = fastest(held, gpu)
     layout, p = held[pick]
     if p is default:
         if max(speeds) <= speeds[0]:
             return None, default
         # kept though another is predicted faster (within the margin): say which, as recommend may show it
         kept = (f"Layout kept on the {gpus:,} GPUs asked: the default, TP {lay.tp}"
-                + (f" with {lay.dp:,} replicas" if lay.dp > 1 else "") + f" - {_which(held, 0, speeds, classes, _users(want))}; "
+                + (f" with {lay.dp:,} replicas" if lay.dp > 1 else "") + f" - {which(held, 0, speeds, classes, users_words(want))}; "
                 "pass --tp, --pp, --dp and --ep to choose")
         return Choice(layout=given, workload=w, reason=kept), default
     why = (f"the default, TP {lay.tp}" + (f" with {lay.dp:,} replicas" if lay.dp > 1 else "")
            + (f", serves them at {speeds[0]:,.0f}" if default.fits else
               f", does not hold them (it needs {fmt_bytes(default.per_gpu.total_bytes)} a GPU)"))
-    reason = (f"Layout chosen on the {gpus:,} GPUs asked: {_split_words(layout)} - "
-              f"{_which(held, pick, speeds, classes, _users(want))}; {why}; pass --tp, --pp, --dp and --ep to choose")
+    reason = (f"Layout chosen on the {gpus:,} GPUs asked: {split_words(layout)} - "
+              f"{which(held, pick, speeds, classes, users_words(want))}; {why}; pass --tp, --pp, --dp and --ep to choose")
     return Choice(layout=layout, workload=w, reason=reason), p
 
 
@@ -398,4 +233,4 @@ def _fewer_gpus_with(model: ModelSpec, w: Workload, precision: PrecisionPlan, fe
     same = [s.change for s in p.suggestions if s.gpus == fewer.gpus]
     if not same:
         return ""
-    return f"; {fewer.gpus:,} ({_split(fewer)}) would hold them with {' or '.join(same)}"
+    return f"; {fewer.gpus:,} ({split_label(fewer)}) would hold them with {' or '.join(same)}"

@@ -28,8 +28,8 @@ from anchorgpu.planner.speed.assumption_lines import (
     serving_line,
 )
 from anchorgpu.planner.speed.batching import ServingEstimate, serving_estimate
-from anchorgpu.planner.speed.calibration import Band, Calibration, band_kind_of
 from anchorgpu.planner.speed.caveats import serving_caveats
+from anchorgpu.planner.speed.constants import Band, Calibration, band_kind_of
 from anchorgpu.planner.speed.evidence import evidence_kind
 from anchorgpu.planner.speed.experts import whole_dense_layers_extra_bytes
 from anchorgpu.planner.speed.figures import (

@@ -11,7 +11,7 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.formats import format_for_model
 from anchorgpu.planner.speed.attention_rate import attention_rate_ratio
-from anchorgpu.planner.speed.calibration import Calibration
+from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.experts import dense_layers, moe_product_shares, routed_weight_bytes_share_per_gpu
 from anchorgpu.planner.speed.flops import forward_matmul_params, lm_head_params
 from anchorgpu.planner.speed.launches import absorbed_dequant_bytes, fuses_norms_into_allreduce, launch_ratio

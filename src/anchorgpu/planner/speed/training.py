@@ -58,7 +58,8 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import builder, fast_init, memo_on_frozen
 from anchorgpu.planner.memory.activations import keeps_fp8_input_copies, layer_activation_bytes
 from anchorgpu.planner.pipeline_layout import PipelineLayout
-from anchorgpu.planner.speed.calibration import Calibration, calibration
+from anchorgpu.planner.speed.calibration import calibration
+from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.data_parallel import data_parallel_terms
 from anchorgpu.planner.speed.experts import MoeDispatcher
 from anchorgpu.planner.speed.flops import Recompute, TrainKind

@@ -19,8 +19,8 @@ from anchorgpu.planner.speed.assumption_lines import (
     pytorch_stack_line,
     training_expert_parallel_line,
 )
-from anchorgpu.planner.speed.calibration import Band, Calibration, StackConstants, band_kind_of
 from anchorgpu.planner.speed.caveats import training_caveats
+from anchorgpu.planner.speed.constants import Band, Calibration, StackConstants, band_kind_of
 from anchorgpu.planner.speed.data_parallel import group_link_of
 from anchorgpu.planner.speed.evidence import evidence_kind
 from anchorgpu.planner.speed.figures import Evidence, evidence_items, evidence_of, plan_band
