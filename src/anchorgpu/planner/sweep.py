@@ -54,11 +54,10 @@ from anchorgpu.planner.speed.overrides import Overrides
 from anchorgpu.planner.speed.pipeline import default_batch_tokens
 from anchorgpu.planner.sweep_grid import layout_grid, valid_tp
 from anchorgpu.planner.sweep_lines import (
-    FP4_PROBE_PREFIX,
     chosen_per_layout_line,
     expert_parallel_line,
-    fp4_stacks_line,
     swept_line,
+    training_stacks_line,
 )
 from anchorgpu.planner.sweep_request import context_speed_line, cross_speed_line, timed_request
 from anchorgpu.planner.sweep_training import training_columns
@@ -338,7 +337,7 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
                    sglang_sweep_line(shapes, lay, w, model.mla is not None)
                    if sglang and a.startswith("Serving engine sized like SGLang") else
                    vllm if vllm and a.startswith("Serving engine sized like vLLM:") else
-                   fp4_stacks_line(a, (sh.gpu for sh in shapes)) if a.startswith(FP4_PROBE_PREFIX) else a
+                   training_stacks_line(a, (sh.gpu for sh in shapes))
                    for a in probe.assumptions if not a.startswith(own)]
     if training:
         assumptions.append(overhead_rule_line(spec.overheads))

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from anchorgpu.planner.sweep_floor import UserLimits
     from anchorgpu.planner.sweep_grid import Layouts
 
-__all__ = ["FP4_PROBE_PREFIX", "chosen_per_layout_line", "expert_parallel_line", "fp4_stacks_line", "swept_line"]
+__all__ = ["FP4_PROBE_PREFIX", "FP8_PROBE_PREFIX", "chosen_per_layout_line", "expert_parallel_line", "fp4_stacks_line",
+           "fp8_stacks_line", "swept_line", "training_stacks_line"]
 
 
 def swept_line(shapes: int, lay: Layouts, weights: tuple[str, ...], kvs: tuple[str, ...], concs: tuple[int, ...],
@@ -95,6 +96,55 @@ def _either(sizes: list[int]) -> str:
 FP4_PROBE_PREFIX = "FP4 training as Transformer Engine runs it:"
 
 
+# the FP8 training line of a probe planned without a GPU (planner.training): Megatron-Core on NVIDIA's Transformer
+# Engine, where each swept GPU has its own (gpus.toml training_stacks: ROCm Transformer Engine on the MI300X and after)
+FP8_STACK_HEAD = "FP8 training as Megatron-Core runs it on "
+FP8_STACK_TAIL = " with FP8 parameters"
+FP8_PROBE_PREFIX = FP8_STACK_HEAD + "Transformer Engine" + FP8_STACK_TAIL
+
+
+def training_stacks_line(probe_line: str, gpus: Iterable[GpuSpec]) -> str:
+    """The probe's FP8 or FP4 training line with the swept GPUs' own frameworks (any other line as it is)."""
+    if probe_line.startswith(FP4_PROBE_PREFIX):
+        return fp4_stacks_line(probe_line, gpus)
+    if probe_line.startswith(FP8_PROBE_PREFIX):
+        return fp8_stacks_line(probe_line, gpus)
+    return probe_line
+
+
+def _by_stack(gpus: Iterable[GpuSpec], precision: str) -> dict[str, list[str]]:
+    """The swept GPUs' names under the framework each trains ``precision`` with (GPUs without one left out)."""
+    by_stack: dict[str, list[str]] = {}
+    for gpu in gpus:
+        stack = gpu.training_stack(precision)
+        if stack is not None and gpu.name not in by_stack.setdefault(stack, []):
+            by_stack[stack].append(gpu.name)
+    return by_stack
+
+
+def _named(by_stack: dict[str, list[str]]) -> str:
+    return "; ".join(f"{', '.join(names)}: {stack}" for stack, names in by_stack.items())
+
+
+def fp8_stacks_line(probe_line: str, gpus: Iterable[GpuSpec]) -> str:
+    """The probe's FP8 training line with the framework each swept GPU trains FP8 with (``GpuSpec.training_stack``).
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> line = FP8_PROBE_PREFIX + " (--fp8-param-gather ..."
+    >>> fp8_stacks_line(line, [get_gpu("mi300x"), get_gpu("mi325x")])
+    'FP8 training as Megatron-Core runs it on ROCm Transformer Engine with FP8 parameters (--fp8-param-gather ...'
+    >>> fp8_stacks_line(line, [get_gpu("h100"), get_gpu("mi300x")])
+    "FP8 training as Megatron-Core runs it on each GPU's framework (h100-sxm: Transformer Engine; mi300x: ROCm Transformer Engine) with FP8 parameters (--fp8-param-gather ..."
+    """
+    by_stack = _by_stack(gpus, "fp8")
+    rest = probe_line.removeprefix(FP8_PROBE_PREFIX)
+    if len(by_stack) == 1:
+        return f"{FP8_STACK_HEAD}{next(iter(by_stack))}{FP8_STACK_TAIL}{rest}"
+    if not by_stack:
+        return probe_line
+    return f"{FP8_STACK_HEAD}each GPU's framework ({_named(by_stack)}){FP8_STACK_TAIL}{rest}"
+
+
 def fp4_stacks_line(probe_line: str, gpus: Iterable[GpuSpec]) -> str:
     """The probe's FP4 training line with the framework each swept GPU trains FP4 with (``GpuSpec.training_stack``;
     GPUs without one are left out of the sweep and of the line).
@@ -106,15 +156,10 @@ def fp4_stacks_line(probe_line: str, gpus: Iterable[GpuSpec]) -> str:
     >>> fp4_stacks_line(line, [get_gpu("b200"), get_gpu("gb200"), get_gpu("mi355x")])
     "FP4 training as each GPU's framework runs it (b200, gb200: Transformer Engine; mi355x: ROCm Transformer Engine (MXFP4BlockScaling)): 16-bit weights ..."
     """
-    by_stack: dict[str, list[str]] = {}
-    for gpu in gpus:
-        stack = gpu.training_stack("fp4")
-        if stack is not None and gpu.name not in by_stack.setdefault(stack, []):
-            by_stack[stack].append(gpu.name)
+    by_stack = _by_stack(gpus, "fp4")
     rest = probe_line.removeprefix(FP4_PROBE_PREFIX)
     if len(by_stack) == 1:
         return f"FP4 training as {next(iter(by_stack))} runs it:{rest}"
     if not by_stack:
         return probe_line
-    named = "; ".join(f"{', '.join(names)}: {stack}" for stack, names in by_stack.items())
-    return f"FP4 training as each GPU's framework runs it ({named}):{rest}"
+    return f"FP4 training as each GPU's framework runs it ({_named(by_stack)}):{rest}"

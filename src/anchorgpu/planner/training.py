@@ -157,11 +157,13 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         # FP8 parameters (Megatron-Core's --fp8-param-gather, which NeMo's and Megatron-Bridge's FP8 recipes set): the
         # weights live in FP8 with their transposes for the backward pass, two bytes a parameter in place of the
         # 16-bit copy (weights_bytes, counted at two bytes, is already their size); fp32 master and moments as before
-        assumptions.append("FP8 training as Megatron-Core runs it with FP8 parameters (--fp8-param-gather, set by NeMo's "
-                           "and Megatron-Bridge's FP8 recipes): the weights held in FP8 with their transposes for the "
-                           "backward pass (2 bytes a parameter, in place of the 16-bit weights), "
-                           + STATE_WORDS[w.optimizer_state] + " in the optimizer as in mixed precision. A stack that keeps 16-bit weights "
-                           "and caches FP8 copies beside them holds 2 bytes a parameter more.")
+        stack = gpu.training_stack("fp8") if gpu is not None else None  # the MI300X's: ROCm Transformer Engine
+        assumptions.append(f"FP8 training as Megatron-Core runs it on {stack or 'Transformer Engine'} with FP8 "
+                           "parameters (--fp8-param-gather, set by NeMo's and Megatron-Bridge's FP8 recipes): the "
+                           "weights held in FP8 with their transposes for the backward pass (2 bytes a parameter, in "
+                           "place of the 16-bit weights), " + STATE_WORDS[w.optimizer_state] + " in the optimizer as "
+                           "in mixed precision. A stack that keeps 16-bit weights and caches FP8 copies beside them "
+                           "holds 2 bytes a parameter more.")
     elif w.train_precision == "fp4" and w.task == "train":
         low = math.ceil(rest_gpu / (shards if lay.zero == 3 else 1) + expert_gpu / (expert_dp if lay.zero == 3 else 1))
         breakdown["low_precision_weight_copies_bytes"] = low

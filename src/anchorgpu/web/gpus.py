@@ -126,9 +126,27 @@ def gpus_page(request: Request) -> Response:
     """Every GPU with memory, bandwidth, dense BF16 and the cheapest catalog rate."""
     from anchorgpu.catalog import gpu_hour_price
     from anchorgpu.hardware import FEATURED_COMPARISONS, list_gpus
+    from anchorgpu.hardware.registry import source_descriptions
 
-    rows = [(g, gpu_hour_price(g.name)) for g in list_gpus()]
-    return render(request, "gpus.html", {"rows": rows, "featured": FEATURED_COMPARISONS})
+    gpus = list_gpus()
+    rows = [(g, gpu_hour_price(g.name)) for g in gpus]
+    # the training row's sources (gpus.toml training_sources), each key with its words for the cell's tooltip
+    sources = source_descriptions({key for g in gpus for key in g.training_sources})
+    return render(request, "gpus.html", {"rows": rows, "featured": FEATURED_COMPARISONS,
+                                         "training": training_cells, "sources": sources})
+
+
+def training_cells(gpu: Any) -> list[tuple[str, str | None, bool]]:
+    """The "FP8 / FP4 training" cell of the GPU list, as ``gpus show`` has it (``GpuSpec.training_stack``): for FP8
+    and FP4, the unit's name, the framework that trains in it here (None where none does), and whether the GPU has
+    the unit's tensor cores at all.
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> training_cells(get_gpu("mi300x"))
+    [('FP8', 'ROCm Transformer Engine', True), ('FP4', None, False)]
+    """
+    return [(precision.upper(), gpu.training_stack(precision), gpu.computes_in(precision))
+            for precision in ("fp8", "fp4")]
 
 
 @router.get("/gpus/compare", response_class=HTMLResponse)

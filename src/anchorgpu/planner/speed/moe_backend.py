@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from anchorgpu.planner.speed.constants import Calibration
 
 __all__ = ["CUTLASS", "MOE_BACKENDS", "TRITON", "TRTLLM_GEN", "VLLM_MARLIN", "expert_half_tokens",
-           "marlin_expert_rate", "moe_backend_line", "requested_moe_backend", "trtllm_moe_backend", "vllm_marlin_line",
-           "vllm_moe_backend"]
+           "marlin_expert_rate", "moe_backend_line", "requested_moe_backend", "trtllm_moe_backend", "vllm_default_marlin",
+           "vllm_default_marlin_line", "vllm_marlin_line", "vllm_moe_backend"]
 
 CUTLASS, TRTLLM_GEN, TRITON, VLLM_MARLIN = "cutlass", "trtllm-gen", "triton", "vllm-marlin"
 # moe_config.backend as TensorRT-LLM spells it -> the kernel family the planner names
@@ -162,6 +162,42 @@ def vllm_marlin_line(gpu: GpuSpec | None, fitted: float, cal: Calibration) -> st
            "no measured table of it for this GPU family, so its products are timed at the planner's rates")
     return ("MoE kernel: vLLM runs the routed experts with its Marlin kernel (fused_marlin_moe), as moe_backend "
             f"MARLIN states (vLLM's choice for MXFP4 experts where triton_kernels is absent); {how}")
+
+
+def vllm_default_marlin(model: ModelSpec, gpu: GpuSpec | None, weights: str | None, stated: str | None) -> bool:
+    """Whether vLLM, left to its default (no ``moe_backend``, or AUTO), runs ``model``'s MXFP4 routed experts with its
+    Marlin kernel on ``gpu``: below CUDA compute capability 9.0 it always does (``get_mxfp4_backend``:
+    ``current_platform.get_device_capability()[0] < 9`` -> ``Mxfp4Backend.MARLIN``, vllm-project/vllm
+    ``vllm/model_executor/layers/quantization/mxfp4.py`` @ afdb4a4ff429377d0fcfac3752e814ffc36ea41d).
+
+    >>> from anchorgpu.architectures import load_model
+    >>> from anchorgpu.hardware import get_gpu
+    >>> oss = load_model("gpt-oss-20b")
+    >>> [vllm_default_marlin(oss, get_gpu(g), "mxfp4", None) for g in ("a100", "l40s", "h100", "mi300x")]
+    [True, True, False, False]
+    >>> vllm_default_marlin(oss, get_gpu("a100"), "bf16", None), vllm_default_marlin(oss, get_gpu("a100"), "mxfp4", "MARLIN")
+    (False, False)
+    """
+    if model.moe is None or (stated is not None and stated.upper() != "AUTO"):
+        return False
+    major = _sm_major(gpu)
+    return major is not None and major < 9 and (weights or "").startswith("mxfp4")
+
+
+def vllm_default_marlin_line(gpu: GpuSpec | None) -> str:
+    """The assumption a vLLM plan states where vLLM's default runs the MXFP4 experts with Marlin
+    (:func:`vllm_default_marlin`): wording only, the speed stays the planner's usual MoE rate (no measured Marlin
+    rate is held for compute capability 8.x: ``vllm_marlin_moe_peak_share`` has 9.0 only).
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> print(vllm_default_marlin_line(get_gpu("a100")))  # doctest: +ELLIPSIS
+    MoE kernel: vLLM runs the routed experts with its Marlin kernel ... below compute capability 9.0 (get_mxfp4_backend; this GPU's is 8.0); ...usual MoE rate...
+    """
+    cc = gpu.compute_capability if gpu is not None else None
+    return ("MoE kernel: vLLM runs the routed experts with its Marlin kernel (fused_marlin_moe: the MXFP4 weights "
+            "dequantized to BF16 inside the kernel), its choice for MXFP4 experts below compute capability 9.0 "
+            f"(get_mxfp4_backend; this GPU's is {cc}); their products are timed at the planner's usual MoE rate, as "
+            "no measured Marlin rate for this GPU family is held")
 
 
 _KERNELS = {TRTLLM_GEN: "TRTLLM-gen kernels (TRTLLMGenFusedMoE)", CUTLASS: "CUTLASS kernels (CutlassFusedMoE)",

@@ -48,6 +48,8 @@ from anchorgpu.planner.speed.moe_backend import (
     moe_backend_line,
     requested_moe_backend,
     trtllm_moe_backend,
+    vllm_default_marlin,
+    vllm_default_marlin_line,
     vllm_marlin_line,
     vllm_moe_backend,
 )
@@ -329,6 +331,9 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
         assumptions.append(ctx.launches_line)
     if setup.moe_backend == VLLM_MARLIN:  # vLLM's Marlin MoE kernel, as the plan states it (speed.moe_backend)
         assumptions.append(vllm_marlin_line(plan.gpu, cal.stack(plan.gpu).moe_expert_half_tokens, cal))
+    elif setup.engine == "vllm" and vllm_default_marlin(model, plan.gpu, plan.precision.weights,
+                                                         plan.workload.moe_backend):
+        assumptions.append(vllm_default_marlin_line(plan.gpu))  # vLLM's own choice below SM 9.0: words only
     elif setup.moe_backend:  # TensorRT-LLM's MoE kernel (speed.moe_backend)
         assumptions.append(moe_backend_line(
             setup.moe_backend, plan.workload.moe_backend, plan.gpu, cal.stack(plan.gpu).moe_expert_half_tokens, cal,
