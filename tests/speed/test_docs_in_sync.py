@@ -124,3 +124,30 @@ def test_readme_replicas_example_is_the_cli_output(capsys: pytest.CaptureFixture
     perf = d["performance"]
     assert (f"{perf['saturation_concurrency']:,} and {perf['saturation_full_length_concurrency']:,} for `plan "
             "llama-3.1-8b --gpu h100 --gpus 8 --concurrency 1000`") in " ".join(readme.split())
+
+
+def _set_lines() -> list[tuple[str, str, str, int, int]]:
+    """(set, stack, role, within 25%, rows) for each per-set line the calibration prints."""
+    markdown = calibrate.markdown(calibrate.report_rows(calibration(), load_runs()), load_runs())
+    found = re.findall(r"^(\S+) (\S+) (fit|holdout): \d+ rows, .* within 25%: (\d+)/(\d+)$", markdown, re.M)
+    return [(name, stack, role, int(within), int(rows)) for name, stack, role, within, rows in found]
+
+
+def test_readme_accuracy_summary_counts_are_the_calibration_output() -> None:
+    """The README's summary under the set lines ("Where it stands") quotes the totals and some sets' held-out counts;
+    they are the calibration's own, so a refit that moves a set fails here until the summary follows. The detail it
+    links to (benchmarks/speed_accuracy_notes.md) is there."""
+    lines = _set_lines()
+    readme = " ".join(ROOT.joinpath("README.md").read_text("utf-8").split())
+    summary = readme[readme.index("Where it stands"):readme.index("benchmarks/speed_accuracy_notes.md)")]
+    fit = [(w, n) for _, _, role, w, n in lines if role == "fit"]
+    held = [(w, n) for _, _, role, w, n in lines if role == "holdout"]
+    assert (f"{sum(w for w, _ in fit)} of {sum(n for _, n in fit)} fitted rows and {sum(w for w, _ in held)} of "
+            f"{sum(n for _, n in held)} held-out rows within 25%") in summary
+    quoted = re.findall(r"`([a-z0-9-]+)`, (\d+)/(\d+)", summary)
+    assert len(quoted) >= 4
+    for name, within, rows in quoted:
+        assert any(s == name and role == "holdout" and (w, n) == (int(within), int(rows))
+                   for s, _, role, w, n in lines), f"{name}: {within}/{rows} is not its held-out set line"
+    assert ROOT.joinpath("benchmarks", "speed_accuracy_notes.md").read_text("utf-8").startswith(
+        "# Speed accuracy: detailed notes")
