@@ -10,7 +10,7 @@ from pydantic import Field
 
 from anchorgpu.api.schemas_base import _Schema
 
-__all__ = ["GpuList", "GpuOut", "Health", "ModelList", "ModelOut", "ModelSummary", "OfferingList", "OfferingOut",
+__all__ = ["GpuList", "GpuOut", "Health", "IndicativePriceOut", "ModelList", "ModelOut", "ModelSummary", "OfferingList", "OfferingOut",
            "OptionOut", "PeakOut", "PricesOut", "Usd"]
 
 
@@ -26,6 +26,12 @@ class PeakOut(_Schema):
     uncertain: bool = Field(description="True when the source flags the figure as doubtful")
 
 
+class IndicativePriceOut(_Schema):
+    low: str = Field(description="Lowest market price seen, USD per GPU-hour (decimal string)")
+    high: str = Field(description="Highest market price seen, USD per GPU-hour (decimal string)")
+    observed: str = Field(description="When those market prices were seen")
+
+
 class GpuOut(_Schema):
     """One GPU, with the same keys as ``anchorgpu gpus --json`` (built by ``anchorgpu.hardware.gpu_to_json``)."""
 
@@ -37,6 +43,8 @@ class GpuOut(_Schema):
     form_factor: str = Field(description="SXM, PCIe, OAM …")
     memory_bytes: int = Field(description="Memory the planner budgets against, bytes: the total the CUDA/ROCm runtime "
                               "reports where memory_runtime_sources names a report of it, else the vendor's usable figure")
+    memory_physical_bytes: int | None = Field(default=None, description="Physical capacity, bytes, where the platform "
+                                              "exposes less than it (B200: 192 GB physical, 180 GB usable); null otherwise")
     memory_nominal_bytes: int | None = Field(default=None, description="The vendor's usable/platform figure (80 GiB for "
                                              "an '80 GB' H100) when memory_bytes is the runtime total; null otherwise")
     memory_runtime_sources: list[str] = Field(default_factory=list, description="Where the runtime total in "
@@ -46,11 +54,15 @@ class GpuOut(_Schema):
                                        "mem_fraction_static by; null where no report is sourced")
     memory_smi_sources: list[str] = Field(default_factory=list, description="Where memory_smi_mib was reported")
     memory_headline: str = Field(description="The vendor's memory figure as written, e.g. '80 GB'")
+    memory_unit: Literal["GB", "GiB"] = Field(description="Which unit the vendor's memory headline means ('80 GB' is "
+                                              "80 GiB on an H100)")
     memory_type: str = Field(description="HBM3, HBM3e, GDDR7 …")
     memory_bandwidth_bytes_per_s: float = Field(description="Peak memory bandwidth, bytes per second")
     peaks: dict[str, PeakOut] = Field(description="Dense peak throughput per precision (fp64, fp32, tf32, bf16, fp8, int8, fp4)")
     fp8_hardware: bool = Field(description="FP8 computed natively in hardware")
     fp4_hardware: bool = Field(description="FP4 computed natively in hardware (Blackwell, MI355X)")
+    fp4_formats: list[str] = Field(default_factory=list, description="FP4 formats the tensor cores run (NVFP4, MXFP4; "
+                                   "MXFP6 on MI355X); empty without FP4 hardware")
     training_stacks: dict[str, str | None] = Field(
         default_factory=dict, description="The framework that trains in fp8 and in fp4 on this GPU, as plan and "
         "recommend read it; null where none does or the GPU has no such tensor cores (keys of training_sources)")
@@ -59,9 +71,18 @@ class GpuOut(_Schema):
     interconnect_bandwidth_bytes_per_s: float | None = Field(description="Scale-up bandwidth per GPU, bidirectional, bytes per second")
     scaleup_domain_gpus: int = Field(description="GPUs reachable over the scale-up link (8 in an HGX server, 1 without)")
     tdp_w: int | None = Field(description="Board power, watts")
+    pcie_gen: str = Field(description="Host link, e.g. 'Gen5 x16' (or why there is none)")
+    pcie_bandwidth_bytes_per_s: float | None = Field(description="Host link bandwidth, bytes per second; null where not a PCIe link")
+    compute_capability: str | None = Field(description="CUDA compute capability, e.g. '9.0'; null on AMD")
+    rocm_gfx_target: str | None = Field(description="ROCm gfx target, e.g. 'gfx942'; null on NVIDIA")
     software_stack: Literal["cuda", "rocm"] = Field(description="Software stack the GPU needs")
     partitioning: str = Field(description="What the hardware could partition into; AnchorGPU always rents whole GPUs")
+    uncertain_fields: list[str] = Field(default_factory=list, description="Fields whose figure is secondary or conflicting")
+    indicative_price_usd_per_gpu_hour: IndicativePriceOut | None = Field(
+        default=None, description="Market prices seen elsewhere (not AnchorGPU's price; see /v1/offerings); null where none was seen")
     sources: list[str] = Field(description="Keys of the sources the figures come from (see source_details)")
+    source_details: dict[str, str] = Field(default_factory=dict, description="Each key of sources and training_sources described")
+    notes: str = Field(default="", description="Anything else worth knowing about the figures")
 
     @classmethod
     def from_domain(cls, gpu: Any) -> GpuOut:

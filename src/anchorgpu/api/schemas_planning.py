@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, JsonValue
+from pydantic import ConfigDict, Field, JsonValue
 
 from anchorgpu.api.schemas_base import TEXT_PATTERN, Money, StrictChoice, _Request, _Schema
 from anchorgpu.planner.media import MAX_IMAGES_PER_REQUEST
@@ -56,6 +56,13 @@ PERFORMANCE_KEYS: dict[str, JsonValue] = {
     "evidence": {"description": "How this GPU's own measured runs of the kind fell around the prediction: gpu, kind, rows, held_out, basis, median_ratio, low_ratio, high_ratio, summary"},
     "checkpoint_bytes": {"description": "Checkpoint size, bytes"},
     "checkpoint_write_s": {"description": "Training: seconds to write a checkpoint at the stated storage speed"},
+    "calibration_version": {"description": "Version of the calibration (speed/data/calibration.json) the figures come from"},
+    "decode_bound": {"description": "Serving: what sets the decode pace at the concurrency: 'memory' (bandwidth), 'compute', 'fixed' (per-step launch and framework costs outweigh the GPUs' work) or 'host' (the engine's CPU work per running sequence)"},
+    "kv_reservation": {"description": "Serving: how the engine reserves KV cache per sequence: 'average' (vLLM's paged cache, sequences at their average length), 'full' (TensorRT-LLM: a request admitted only when its prompt + output fit) or 'ratio' (SGLang: the average length plus its new_token_ratio of what each request may still write)"},
+    "prefill_s": {"description": f"Serving: the same figure as ttft_s, under the name of the first contract ({_BANDED})"},
+    "decode_tokens_per_s_total": {"description": f"Serving: the same figure as output_tokens_per_s, under the name of the first contract ({_BANDED})"},
+    "train_predicted_mfu": {"description": "Training: the same figure as train_mfu, under the name of the first contract"},
+    "network_gbit_per_s_per_gpu": {"description": "Training with network_gbit_per_gpu given: the server-to-server bandwidth each GPU was timed at, Gb/s one direction"},
     "assumptions": {"description": "What the speed estimate assumed"},
     "warnings": {"description": "[{code, message}] about the speed"},
 }
@@ -122,6 +129,13 @@ class PlanRequest(_Request):
     fragmentation: float | None = Field(default=None, allow_inf_nan=False, ge=0, le=0.5, description="Override the allocator fragmentation margin (0-0.5)")
 
 
+def _document_recipe(schema: dict[str, Any]) -> None:
+    """``recipe``, written only when the request names one (so no null key on every other answer), documented."""
+    schema["properties"]["recipe"] = {
+        "type": "object", "description": "With recipe in the request only (absent otherwise): the launch that realises "
+        "the plan: command, files, assumptions, what it cannot set"}
+
+
 class PlanOut(_Schema):
     """A plan with the keys of ``anchorgpu plan --json`` (DESIGN.md section 5)."""
 
@@ -135,6 +149,13 @@ class PlanOut(_Schema):
     assumptions: list[str] = Field(default_factory=list, description="Every default the planner chose")
     checks: list[str] = Field(default_factory=list, description="What you must still check yourself")
     headroom_bytes: int | None = Field(default=None, description="GPU memory (serving: the engine's budget) left per GPU; negative when it does not fit")
+    budget_bytes: int | None = Field(default=None, description="What the per-GPU total is compared with, bytes: the GPU's memory, or for serving the engine's budget (with gpu_memory_utilization; TensorRT-LLM's and SGLang's as they size it); null without a GPU")
+    max_context_tokens: int | None = Field(default=None, description="Inference: the longest context that fits at the planned concurrency, tokens; null otherwise or without a GPU")
+    checkpoint_bytes: int | None = Field(default=None, description="Training: the size of a checkpoint (weights and optimizer state), bytes; null for serving")
+    workload: dict[str, Any] = Field(default_factory=dict, description="The workload planned, every default filled in: task, engine and engine_source (serving), context_tokens, concurrency, prompt_tokens, output_tokens, seq_tokens, micro_batch, global_batch_tokens, train_precision, train_stack … (null where the task has no use for it)")
+    precision: dict[str, str | None] = Field(default_factory=dict, description="{weights, kv_cache}: the formats planned")
+    suggestions: list[dict[str, Any]] = Field(default_factory=list, description="Where it does not fit: changes that make it fit, [{change (CLI flags), description, gpus, total_bytes, headroom_bytes, train_tokens_per_s (training; null without an estimate)}]")
+    breakdown: dict[str, int | float] = Field(default_factory=dict, description="The per-GPU terms in finer parts, bytes (and a few token counts named _tokens): weights by kind, KV cache, activations, a diffusion pipeline's components …")
     layout: dict[str, Any] | None = Field(default=None, description="The layout planned (given or chosen): gpus, tp, pp, dp, ep, cp, virtual_stages, zero, fsdp, offload, sequence_parallel, tp_overlap, ep_overlap")
     performance: dict[str, Any] | None = Field(
         default=None, json_schema_extra={"properties": PERFORMANCE_KEYS},
@@ -142,6 +163,8 @@ class PlanOut(_Schema):
                     "same kind fell, 10th-90th percentile) and the datasheet roofline beside it (*_ceiling, never the "
                     "answer); units in the key names (_s seconds, _per_s per second). Null figures when there is no GPU, "
                     "the plan does not fit, or for a diffusion pipeline (assumptions say why)")
+
+    model_config = ConfigDict(extra="allow", json_schema_extra=lambda schema: _document_recipe(schema))
 
 
 class RecommendRequest(_Request):
@@ -196,6 +219,9 @@ class RecommendOut(_Schema):
 
     model: Any = Field(description="The model planned")
     term: str = Field(description="The term priced")
+    term_hours: int = Field(description="The term in hours (a week 168, a month 720)")
+    workload: dict[str, Any] = Field(description="The workload swept, every default filled in: task, context_tokens, concurrency, prompt_tokens, output_tokens, seq_tokens, train_tokens, global_batch_tokens … (null where the task has no use for it)")
+    evaluated: int = Field(description="Configurations evaluated (offering x server count x layout x precision x concurrency)")
     results: list[dict[str, Any]] = Field(description="Offerings that fit, cheapest first: offering, servers, gpus, layout, per_gpu bytes, the speed predictions (decode_tokens_per_s_total, decode_tokens_per_s_per_user, prefill_s, and the same as plan names them: output_tokens_per_s, ttft_s; max_output_tokens_per_s, plan's rate at the largest concurrency that fits; train_tokens_per_s, train_time_s) each with its band (*_low, *_high) and roofline ceiling (*_ceiling, a bound, never the prediction), total_usd; run_hours, run_usd and run_term for a training run with train_tokens (run_usd null, with run_refused saying why, where the run is longer than any term a quote prices); network_gbit_per_s_per_gpu, the network between servers a training row's GPUs are timed over, each GPU's share one way (null where they share one server or scale-up domain; warning training_over_public_network where only the servers' public uplinks join them); max_model_len_tokens where no context was given and the row's KV cache holds no whole-window sequence (the maximum length to start its engine with, as plan's launch sets it) …")
     pareto: list[dict[str, Any]] = Field(description="The cost/speed Pareto front among the results")
     rejected: list[dict[str, Any]] = Field(description="Cheaper options that were rejected, with the reason")

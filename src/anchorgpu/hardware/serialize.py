@@ -75,7 +75,8 @@ def gpu_to_json(gpu: GpuSpec) -> dict[str, Any]:
         if price is None
         else {"low": str(price[0]), "high": str(price[1]), "observed": gpu.indicative_price_observed},
         "sources": list(gpu.sources),
-        "source_details": source_descriptions(gpu.sources),
+        # the training stacks' sources too (S32, S33), as the CLI's sources row explains them
+        "source_details": source_descriptions(dict.fromkeys((*gpu.sources, *gpu.training_sources))),
         "notes": gpu.notes,
     }
 

@@ -219,6 +219,7 @@ def recommendation_to_json(rec: Recommendation) -> dict[str, Any]:
                      for r in rec.rejected],
         "assumptions": list(rec.assumptions),
         "warnings": [{"code": code, "message": message} for code, message in rec.warnings],
-        # serving: the per-user limits applied (null where not given) and the offerings each turned away
-        **({"limits": limits_json(rec.limits)} if rec.task == "inference" else {}),
+        # serving: the per-user limits applied (null where not given) and the offerings each turned away; null for
+        # training (the API's RecommendOut writes the key on every answer: the CLI's JSON is the same document)
+        "limits": limits_json(rec.limits) if rec.task == "inference" else None,
     }

@@ -143,6 +143,9 @@ def validation_message(exc: ValidationError, text: PageText | None = None) -> st
                   "less_than": text.gettext("must be less than %(bound)s", bound=bound)}[kind]
     elif kind in ("int_parsing", "int_from_float", "int_type"):
         reason = text.gettext("must be a whole number")
+    elif kind in ("float_parsing", "float_type", "decimal_parsing") and "," in str(err.get("input", "")):
+        # "0,5" as the Russian page writes its numbers: the fields read a decimal point (a comma is "1,000" in English)
+        reason = text.gettext("must be a number written with a decimal point, e.g. 0.5")
     elif kind in ("float_parsing", "float_type", "decimal_parsing"):
         reason = text.gettext("must be a number")
     elif kind == "finite_number":  # 1e309, inf, nan typed in a decimal field

@@ -60,21 +60,21 @@ class GlossaryEntryOut(BaseModel):
     id: str = Field(description="Stable id, e.g. 'kv-cache'")
     kind: Literal["concept", "hardware", "technology", "commercial"] = Field(description="What the entry describes")
     term: BilingualOut = Field(description="The term in English and Russian")
-    aliases: AliasesOut
+    aliases: AliasesOut = Field(description="Other names it is found by, in each language")
     short: BilingualOut = Field(description="One-sentence definition")
     long: BilingualOut = Field(description="Longer explanation")
     example: BilingualOut | None = Field(description="A worked example (null for some technologies)")
     caveat: BilingualOut | None = Field(description="What to watch out for, where it matters")
-    level: Literal["foundational", "intermediate", "advanced"]
-    stages: list[Literal["training", "inference", "deployment"]]
-    tags: list[str]
+    level: Literal["foundational", "intermediate", "advanced"] = Field(description="How much background the entry assumes")
+    stages: list[Literal["training", "inference", "deployment"]] = Field(description="Where in the work the term comes up")
+    tags: list[str] = Field(description="Topic tags")
     related: list[str] = Field(description="Ids of related entries")
     technologies: list[str] = Field(description="Ids of technology entries connected to this one")
     linking_here: list[str] = Field(description="Ids of entries whose related/technologies point here (computed)")
     codes: list[str] = Field(description="Error and planner-warning codes this entry explains")
     facts: dict[str, Any] = Field(description="Product facts stated as data (e.g. egress_tb_per_month_single_gpu)")
-    try_it: TryItOut
-    sources: list[str]
+    try_it: TryItOut = Field(description="Planner presets, commands and pages that show the concept")
+    sources: list[str] = Field(description="Where the entry's facts come from: URLs, or seed:NAME for the glossary it was seeded from")
     claims: list[ClaimOut] = Field(default_factory=list, description="Numeric claims of the entry with the command that checks "
                                    "each against the planner, the catalog, the pricing or the GPU data")
     disclaimer: BilingualOut | None = Field(default=None, description="Shown with every entry: a definition does not promise "
@@ -83,7 +83,7 @@ class GlossaryEntryOut(BaseModel):
 
 
 class GlossaryList(BaseModel):
-    data: list[GlossaryEntryOut]
+    data: list[GlossaryEntryOut] = Field(description="Matching entries, best first (the whole glossary without a query)")
     count: int = Field(description="Number of entries in data")
     query: str | None = Field(description="The search query, or null for the full list")
     lang: Language = Field(description="Language used to order the list and break ties")

@@ -36,8 +36,8 @@ class PredictedSpeedOut(_Schema):
     label: str = Field(description="For people")
     workload: str = Field(description="The reference workload, in full")
     unit: str = Field(description="Unit of a and b")
-    a: SpeedFigureOut
-    b: SpeedFigureOut
+    a: SpeedFigureOut = Field(description="The figure on GPU a")
+    b: SpeedFigureOut = Field(description="The figure on GPU b")
     ratio: float | None = Field(description="a / b of the predictions")
     ratio_low: float | None = Field(description="Low end of the ratio's likely range (bands combined in quadrature)")
     ratio_high: float | None = Field(description="High end of the ratio's likely range")
@@ -49,13 +49,16 @@ class PredictedSpeedOut(_Schema):
 class GpuComparisonOut(_Schema):
     """Two GPUs side by side, as ``anchorgpu gpus compare A B --json`` (less the optional model plan)."""
 
-    a: GpuOut
-    b: GpuOut
+    a: GpuOut = Field(description="The first GPU, as /v1/gpus/{name} answers")
+    b: GpuOut = Field(description="The second GPU")
     ratio_is: str = Field(description="Always 'a / b'")
     ratios: dict[str, float | None] = Field(description="Datasheet ratio a / b by metric key")
     metrics: list[dict[str, Any]] = Field(description="Datasheet rows: both values, statuses, ratio, note")
     statements: list[str] = Field(description="What the differences mean, in plain language")
     predicted: list[PredictedSpeedOut] = Field(description="The calibrated speed model on reference workloads, a / b with bands")
+    price_notes: dict[str, str] | None = Field(default=None, description="The CLI's notes on where each GPU's price comes from ({a, b}); null here")
+    workload: dict[str, Any] | None = Field(default=None, description="The CLI's model workload compared on both GPUs (gpus compare A B --model); null here: the API compares without one")
+    fits: list[dict[str, Any]] | None = Field(default=None, description="Whether that workload fits each GPU (with --model on the CLI); null here")
 
 
 @router.get("/compare", response_model=GpuComparisonOut, summary="Compare two GPUs",
