@@ -16,6 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from anchorgpu.architectures.registry import read_data_text, resolve
+from api_fields import as_api
 from cli_runner import run
 from planner.test_nvfp4_kv_cache import LLAMA_NVFP4_KV
 
@@ -47,7 +48,9 @@ def test_plan_names_the_engine_as_it_was_chosen(capsys: Any, client: TestClient,
     response = client.post("/v1/plan", json={"model": "llama-3.1-8b", "kv_cache": "nvfp4", **body})
     assert response.status_code == 422
     detail = response.json()["detail"]
-    assert said in detail and detail.startswith("--kv-cache nvfp4 with ") and not_said not in detail
+    # the API names its fields (kv_cache, engine, recipe) where the CLI names flags
+    assert as_api(said) in detail and detail.startswith("kv_cache nvfp4 with ") and "--" not in detail
+    assert (not_said == "default" and "default" not in detail) or not any(f"engine {e}" in detail for e in ("vllm", "trtllm"))
 
 
 def test_the_page_says_the_default_engine_when_none_was_chosen(client: TestClient) -> None:
@@ -63,7 +66,7 @@ def test_recommend_names_the_engine_as_it_was_chosen(capsys: Any, client: TestCl
     assert "--engine trtllm: no offering considered has an NVIDIA GPU" in _refusal(capsys, *rec, "--engine", "trtllm")
     response = client.post("/v1/recommend", json={"model": "llama-3.2-1b", "gpu": "mi300x", "kv_cache": "nvfp4"})
     assert response.status_code == 422
-    assert response.json()["detail"].startswith("--kv-cache nvfp4 with vLLM, the default engine: no offering")
+    assert response.json()["detail"].startswith("kv_cache nvfp4 with vLLM, the default engine: no offering")
     code, out, err = run(capsys, "recommend", "llama-3.2-1b", "--kv-cache", "nvfp4", "--top", "1", "--max-servers", "1",
                          "--json")
     assert code == 0, err

@@ -14,8 +14,8 @@ def test_the_api_refuses_interleaving_with_one_micro_batch(client: TestClient) -
     assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem+json")
     detail = r.json()["detail"]
     assert "\n" not in detail
-    assert detail.startswith("--virtual-stages 4 with --pp 8: Megatron-Core interleaves only when the micro-batches a "
-                             "step are a multiple of the 8 pipeline stages, and --global-batch 4,096 tokens")
+    assert detail.startswith("virtual_stages 4 with pp 8: Megatron-Core interleaves only when the micro-batches a "
+                             "step are a multiple of the 8 pipeline stages, and global_batch 4,096 tokens")
 
 
 def test_the_api_plans_the_same_layout_without_interleaving(client: TestClient) -> None:

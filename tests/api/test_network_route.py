@@ -56,7 +56,7 @@ def test_a_serving_plan_refuses_the_network_in_one_line(client: TestClient, prob
     response = client.post("/v1/plan", json={"model": "llama-3.1-8b", "gpu": "h100", "network_gbit_per_gpu": 100})
     assert response.status_code == 422
     detail = problem(response)["detail"]
-    assert "--network-gbit-per-gpu" in detail and "training" in detail and "\n" not in detail
+    assert "network_gbit_per_gpu" in detail and "training" in detail and "\n" not in detail
 
 
 def test_the_cli_takes_the_network_and_states_it(capsys: Any) -> None:

@@ -22,13 +22,13 @@ def test_the_api_plans_it_for_vllm_on_an_h100_and_refuses_it_for_tensorrt_llm(cl
     refused = client.post("/v1/plan", json={**body, "engine": "trtllm"})
     assert refused.status_code == 422 and refused.headers["content-type"].startswith("application/problem+json")
     detail = problem_of(refused)["detail"]
-    assert detail.startswith("--kv-cache nvfp4 with --engine trtllm: TensorRT-LLM runs an NVFP4 KV cache on "
+    assert detail.startswith("kv_cache nvfp4 with engine trtllm: TensorRT-LLM runs an NVFP4 KV cache on "
                              "Blackwell GPUs only") and "\n" not in detail
     amd = client.post("/v1/plan", json={**body, "gpu": "mi300x"})
     assert amd.status_code == 422 and "ROCm" in problem_of(amd)["detail"]
     sglang = client.post("/v1/plan", json={**body, "recipe": "sglang"})
     # --recipe sglang sizes for SGLang (the sglang merge), whose own rule refuses it off Blackwell
-    assert sglang.status_code == 422 and ("--kv-cache nvfp4 with SGLang, the engine of --recipe sglang: SGLang runs an "
+    assert sglang.status_code == 422 and ("kv_cache nvfp4 with SGLang, the engine of recipe sglang: SGLang runs an "
                                           "NVFP4 KV cache on Blackwell SM100 or SM120 only") in problem_of(sglang)["detail"]
 
 

@@ -19,4 +19,4 @@ def test_the_api_plans_with_a_pipeline_layout(client: TestClient) -> None:
 def test_the_api_refuses_a_bad_pipeline_layout_with_problem_json(client: TestClient) -> None:
     r = client.post("/v1/plan", json={**BASE, "pipeline_layout": "Et|(tt|)*30Q"})
     assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem+json")
-    assert "--pipeline-layout 'Et|(tt|)*30Q': unknown symbol 'Q'" in r.json()["detail"]
+    assert "pipeline_layout 'Et|(tt|)*30Q': unknown symbol 'Q'" in r.json()["detail"]

@@ -32,4 +32,4 @@ def test_the_api_refuses_it_as_422_on_plan_and_recommend(client: TestClient, pro
         response = client.post(route, json={**body, **extra})
         assert response.status_code == 422, (route, response.text)
         detail = problem(response)["detail"]
-        assert "--task qlora" in detail and "\n" not in detail
+        assert "task qlora" in detail and "--task" not in detail and "\n" not in detail

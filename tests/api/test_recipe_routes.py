@@ -37,7 +37,7 @@ def test_a_recipe_for_a_diffusion_pipeline_is_refused_alike_by_plan_and_recommen
                        ("/v1/recommend", {"model": "flux.1-dev", "term": "1week", "recipe": "vllm"})):
         answer = client.post(path, json=body)
         assert answer.status_code == 422 and answer.json()["code"] == "recipe_not_expressible", (path, answer.text)
-        assert answer.json()["detail"] == "--recipe vllm: diffusion pipelines have no launch recipe yet"
+        assert answer.json()["detail"] == "recipe vllm: diffusion pipelines have no launch recipe yet"
 
 
 def _book(client: TestClient, alice: Any, quote_for: Any, offering: str, quantity: int) -> str:
@@ -96,8 +96,8 @@ def test_a_plan_that_does_not_fit_gets_a_422_not_a_launch(client: TestClient, pr
     # --recipe sglang sizes SGLang: the weights (131.42 GiB) and the KV cache (32 x 8,192 tokens, 80.00 GiB) must fit
     # in mem_fraction_static 0.83 of the memory free at start (79.18 GiB less the CUDA context and non-torch memory,
     # 78.53 GiB): short by their excess over 65.18 GiB, not by the KV cache alone (SGLang profile_max_num_token)
-    assert body["detail"] == ("--recipe sglang: the plan does not fit on 1 x h100-sxm (short by 146.24 GiB per GPU); "
-                              "plan with --gpus 4 --tp 4 first")
+    assert body["detail"] == ("recipe sglang: the plan does not fit on 1 x h100-sxm (short by 146.24 GiB per GPU); "
+                              "plan with gpus 4 tp 4 first")
 
 
 def test_an_allocation_that_cannot_hold_the_model_gets_a_422_not_a_launch(client: TestClient, alice: Any,

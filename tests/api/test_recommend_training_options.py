@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from api_fields import as_api
 from cli_runner import run
 
 MODEL = "llama-3.2-1b"
@@ -81,7 +82,7 @@ def test_an_option_the_task_has_no_use_for_is_refused_as_plan_refuses_it(
     response = client.post("/v1/recommend", json={**SMALL, **fields})
     assert response.status_code == 422
     body = problem(response)
-    assert body["code"] == "invalid_workload" and body["detail"].startswith(named), body["detail"]
+    assert body["code"] == "invalid_workload" and body["detail"].startswith(as_api(named, "/v1/recommend")), body["detail"]
 
 
 @pytest.mark.parametrize(("task", "fields"), [

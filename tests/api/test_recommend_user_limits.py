@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from api_fields import as_api
 from cli_runner import run
 
 SMALL = {"model": "llama-3.1-8b", "gpu": "h100", "top": 3, "max_servers": 1}
@@ -52,4 +53,4 @@ def test_a_training_task_refuses_the_limits(client: TestClient, problem: Any, fi
     response = client.post("/v1/recommend", json={**SMALL, "task": "train", **fields})
     assert response.status_code == 422
     body = problem(response)
-    assert body["code"] == "invalid_workload" and body["detail"].startswith(named), body["detail"]
+    assert body["code"] == "invalid_workload" and body["detail"].startswith(as_api(named, "/v1/recommend")), body["detail"]

@@ -24,4 +24,4 @@ def test_the_api_plans_tp_without_sequence_parallelism(client: TestClient) -> No
 def test_the_api_refuses_sequence_parallelism_where_it_cannot_run(client: TestClient, extra: dict[str, object]) -> None:
     r = client.post("/v1/plan", json={k: v for k, v in {**BASE, **extra}.items() if v is not None})
     assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem+json")
-    assert "sequence-parallel" in r.json()["detail"] and "\n" not in r.json()["detail"]
+    assert "sequence_parallel" in r.json()["detail"] and "\n" not in r.json()["detail"]

@@ -37,4 +37,4 @@ def test_a_tensorrt_llm_launch_sizes_the_plan_for_it_and_refuses_a_vllm_sized_on
     body = {"model": "llama-3.1-8b", "gpu": "h100", "recipe": "trtllm"}
     assert client.post("/v1/plan", json=body).json()["workload"]["engine"] == "trtllm"
     refused = client.post("/v1/plan", json={**body, "engine": "vllm"})
-    assert refused.status_code == 422 and "sized for vLLM (--engine vllm)" in problem_of(refused)["detail"]
+    assert refused.status_code == 422 and "sized for vLLM (engine vllm)" in problem_of(refused)["detail"]

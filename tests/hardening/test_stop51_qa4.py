@@ -65,7 +65,7 @@ def test_refusals_of_training_options_separate_thousands(options: dict[str, obje
 def test_the_api_refusal_of_a_training_option_separates_thousands(sqlite_served: Served) -> None:
     body = {"model": "llama-3.1-8b", "gpu": "h100", "global_batch": 4096}
     problem = problem_of(sqlite_served.client.post("/v1/plan", json=body))
-    assert problem["status"] == 422 and "--global-batch 4,096 applies to training" in problem["detail"], problem
+    assert problem["status"] == 422 and "global_batch 4,096 applies to training" in problem["detail"], problem
 
 
 def test_the_serving_layout_chosen_on_many_gpus_separates_thousands(capsys: pytest.CaptureFixture[str]) -> None:

@@ -34,7 +34,7 @@ def test_the_api_refuses_tp_overlap_with_tp_1(sqlite_served: Served) -> None:
     response = sqlite_served.client.post("/v1/plan", json={"model": "llama-3.1-8b", "gpu": "h100", "task": "train",
                                                            "tp": 1, "tp_overlap": True})
     problem = problem_of(response)
-    assert problem["status"] == 422 and "--tp-overlap with TP 1" in problem["detail"], problem
+    assert problem["status"] == 422 and "tp_overlap with TP 1" in problem["detail"], problem
 
 
 @pytest.mark.parametrize("gpus", [(), ("--gpus", "8")])

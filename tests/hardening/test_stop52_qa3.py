@@ -115,7 +115,7 @@ def test_the_api_refuses_a_serving_ep_smaller_than_tp_on_vllm(sqlite_served: Ser
     response = sqlite_served.client.post("/v1/plan", json={"model": "qwen3-30b-a3b", "gpu": "h100", "gpus": 4, "tp": 4,
                                                            "ep": 2})
     problem = problem_of(response)
-    assert problem["status"] == 422 and "--ep 2 with TP 4 on vLLM" in problem["detail"], problem
+    assert problem["status"] == 422 and "ep 2 with TP 4 on vLLM" in problem["detail"], problem
 
 
 def test_the_api_plans_a_serving_ep_smaller_than_tp_on_sglang(sqlite_served: Served) -> None:

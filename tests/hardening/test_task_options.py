@@ -14,6 +14,7 @@ import json
 
 import pytest
 
+from api_fields import as_api
 from cli_runner import run
 from hardening.conftest import Served, cli_refusal, problem_of
 
@@ -100,7 +101,7 @@ def test_the_api_refuses_the_other_tasks_options(sqlite_served: Served, path: st
     response = sqlite_served.client.post(path, json=body)
     assert response.status_code == 422, response.text[:300]
     problem = problem_of(response)
-    assert problem["code"] == "invalid_workload" and problem["detail"].startswith(named + " ")
+    assert problem["code"] == "invalid_workload" and problem["detail"].startswith(as_api(named, path) + " ")
 
 
 def test_a_null_is_not_given(sqlite_served: Served) -> None:
@@ -130,7 +131,7 @@ def test_a_serving_launch_is_the_engines_own_both_ways(local_db: None, capsys: p
     body = {"model": "llama-3.1-8b", "gpu": "h100", "engine": argv[1], "recipe": argv[3]}
     for path in ("/v1/plan", "/v1/recommend"):
         response = sqlite_served.client.post(path, json=body)
-        assert response.status_code == 422 and said in problem_of(response)["detail"], response.text[:300]
+        assert response.status_code == 422 and as_api(said, path) in problem_of(response)["detail"], response.text[:300]
 
 
 def test_without_an_engine_the_launch_sizes_the_plan(local_db: None, capsys: pytest.CaptureFixture[str]) -> None:
@@ -152,7 +153,7 @@ def test_recommend_refuses_a_recipe_for_the_other_kind_of_task_up_front(
     assert said in cli_refusal(capsys, *PLAN, "--task", task, "--recipe", recipe)
     response = sqlite_served.client.post("/v1/recommend", json={"model": "llama-3.2-1b", "task": task, "recipe": recipe,
                                                                 "top": 1, "max_servers": 1})
-    assert response.status_code == 422 and said in problem_of(response)["detail"], response.text[:300]
+    assert response.status_code == 422 and as_api(said, "/v1/recommend") in problem_of(response)["detail"], response.text[:300]
 
 
 @pytest.mark.parametrize("argv", [("--engine", "VLLM"), ("--engine", "TrtLlm"), ("--kv-cache", "FP8"),

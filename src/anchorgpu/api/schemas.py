@@ -17,7 +17,6 @@ from anchorgpu.api.schemas_catalog import (
     GpuOut,
     Health,
     ModelList,
-    ModelOut,
     ModelSummary,
     OfferingList,
     OfferingOut,
@@ -39,10 +38,11 @@ from anchorgpu.api.schemas_commerce import (
     QuoteStored,
     TermOut,
 )
+from anchorgpu.api.schemas_models import DiffusionPipelineOut, LanguageModelOut, ModelOut
 from anchorgpu.api.schemas_planning import LoraTarget, PlanOut, PlanRequest, RecommendOut, RecommendRequest, Task
 
 __all__ = ["TEXT_PATTERN", "AllocationCreate", "AllocationEventOut", "AllocationExtend", "AllocationList",
-           "AllocationOut", "ExtensionQuote", "GpuList", "GpuOut", "Health", "LoraTarget", "ModelList", "ModelOut",
+           "AllocationOut", "DiffusionPipelineOut", "ExtensionQuote", "GpuList", "GpuOut", "Health", "LanguageModelOut", "LoraTarget", "ModelList", "ModelOut",
            "ModelSummary", "Money", "OfferingList", "OfferingOut", "OptionOut", "PeakOut", "PlanOut", "PlanRequest",
            "PricesOut", "Problem", "QuoteCreate", "QuoteLineOut", "QuoteOut", "QuoteStored", "RecommendOut",
            "RecommendRequest", "StrictChoice", "Task", "TermOut", "Usd", "problems"]

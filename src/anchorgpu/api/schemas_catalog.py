@@ -10,7 +10,7 @@ from pydantic import Field
 
 from anchorgpu.api.schemas_base import _Schema
 
-__all__ = ["GpuList", "GpuOut", "Health", "IndicativePriceOut", "ModelList", "ModelOut", "ModelSummary", "OfferingList", "OfferingOut",
+__all__ = ["GpuList", "GpuOut", "Health", "IndicativePriceOut", "ModelList", "ModelSummary", "OfferingList", "OfferingOut",
            "OptionOut", "PeakOut", "PricesOut", "Usd"]
 
 
@@ -159,16 +159,3 @@ class ModelSummary(_Schema):
 class ModelList(_Schema):
     data: list[ModelSummary] = Field(description="Built-in registry models; other Hub ids (org/name) only where the operator set ANCHORGPU_HUB_FETCH=1")
     count: int = Field(description="Number of models in data")
-
-
-class ModelOut(_Schema):
-    """A model as the planner sees it (same core keys as ``anchorgpu model MODEL --json``)."""
-
-    name: str = Field(description="Model name")
-    kind: str = Field(description="'language' or 'diffusion'")
-    family: str = Field(description="Model family")
-    params_total: int = Field(description="Parameters in total (every expert of a MoE), exact count")
-    params_active: int | None = Field(description="Parameters one token passes through (MoE: active experts only); null for diffusion")
-    kv_bytes_per_token: int | None = Field(description="KV-cache bytes per token for the whole model at bf16, before sliding-window caps; attention layers only (a hybrid's Mamba/linear-attention layers cache none); null for diffusion")
-    state_bytes_per_sequence: int | None = Field(default=None, description="Recurrent (Mamba/SSM, linear-attention) state one sequence holds at any length, bytes (16-bit; a float32 SSM state where the model pins it); 0 for a transformer, null for diffusion")
-    max_context_tokens: int | None = Field(default=None, description="Longest context the config allows, tokens")

@@ -184,6 +184,7 @@ def _pipeline_to_json(spec: DiffusionPipelineSpec) -> dict[str, Any]:
         "params_total": spec.params_total,
         "params_active": spec.params_total,
         "kv_bytes_per_token": None,
+        "state_bytes_per_sequence": None,  # no recurrent state (a language model's key, null here as on the API)
         "components": [
             {"name": c.name, "role": c.role, "architecture": c.architecture, "params": c.params,
              "hidden_size": c.hidden_size or None, "num_layers": c.num_layers or None,
