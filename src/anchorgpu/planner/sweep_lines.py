@@ -4,7 +4,7 @@ experts were split. Split from :mod:`~anchorgpu.planner.sweep`. Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from anchorgpu.architectures.spec import ModelSpec
@@ -126,6 +126,17 @@ def _named(by_stack: dict[str, list[str]]) -> str:
     return "; ".join(f"{', '.join(names)}: {stack}" for stack, names in by_stack.items())
 
 
+def _stacks_line(probe_line: str, gpus: Iterable[GpuSpec], unit: str, prefix: str, one: Callable[[str], str],
+                 many: Callable[[str], str]) -> str:
+    """``probe_line`` with its ``prefix`` replaced by ``one(stack)`` where every swept GPU trains ``unit`` with the
+    same framework, by ``many(each GPU's named)`` where they differ; unchanged where none trains it."""
+    by_stack = _by_stack(gpus, unit)
+    if not by_stack:
+        return probe_line
+    head = one(next(iter(by_stack))) if len(by_stack) == 1 else many(_named(by_stack))
+    return head + probe_line.removeprefix(prefix)
+
+
 def fp8_stacks_line(probe_line: str, gpus: Iterable[GpuSpec]) -> str:
     """The probe's FP8 training line with the framework each swept GPU trains FP8 with (``GpuSpec.training_stack``).
 
@@ -136,13 +147,9 @@ def fp8_stacks_line(probe_line: str, gpus: Iterable[GpuSpec]) -> str:
     >>> fp8_stacks_line(line, [get_gpu("h100"), get_gpu("mi300x")])
     "FP8 training as Megatron-Core runs it on each GPU's framework (h100-sxm: Transformer Engine; mi300x: ROCm Transformer Engine) with FP8 parameters (--fp8-param-gather ..."
     """
-    by_stack = _by_stack(gpus, "fp8")
-    rest = probe_line.removeprefix(FP8_PROBE_PREFIX)
-    if len(by_stack) == 1:
-        return f"{FP8_STACK_HEAD}{next(iter(by_stack))}{FP8_STACK_TAIL}{rest}"
-    if not by_stack:
-        return probe_line
-    return f"{FP8_STACK_HEAD}each GPU's framework ({_named(by_stack)}){FP8_STACK_TAIL}{rest}"
+    return _stacks_line(probe_line, gpus, "fp8", FP8_PROBE_PREFIX,
+                        lambda stack: f"{FP8_STACK_HEAD}{stack}{FP8_STACK_TAIL}",
+                        lambda named: f"{FP8_STACK_HEAD}each GPU's framework ({named}){FP8_STACK_TAIL}")
 
 
 def fp4_stacks_line(probe_line: str, gpus: Iterable[GpuSpec]) -> str:
@@ -156,10 +163,5 @@ def fp4_stacks_line(probe_line: str, gpus: Iterable[GpuSpec]) -> str:
     >>> fp4_stacks_line(line, [get_gpu("b200"), get_gpu("gb200"), get_gpu("mi355x")])
     "FP4 training as each GPU's framework runs it (b200, gb200: Transformer Engine; mi355x: ROCm Transformer Engine (MXFP4BlockScaling)): 16-bit weights ..."
     """
-    by_stack = _by_stack(gpus, "fp4")
-    rest = probe_line.removeprefix(FP4_PROBE_PREFIX)
-    if len(by_stack) == 1:
-        return f"FP4 training as {next(iter(by_stack))} runs it:{rest}"
-    if not by_stack:
-        return probe_line
-    return f"FP4 training as each GPU's framework runs it ({_named(by_stack)}):{rest}"
+    return _stacks_line(probe_line, gpus, "fp4", FP4_PROBE_PREFIX, lambda stack: f"FP4 training as {stack} runs it:",
+                        lambda named: f"FP4 training as each GPU's framework runs it ({named}):")
