@@ -338,6 +338,8 @@ def compare(a_name: str, b_name: str, *, as_json: bool, model: str | None, task:
         return
     from rich.table import Table
 
+    from anchorgpu.hardware.display import fmt_training_stacks
+
     table = Table(title=f"{a.display_name} vs {b.display_name}")
     table.add_column("metric")
     table.add_column(a.name, justify="right")
@@ -350,6 +352,8 @@ def compare(a_name: str, b_name: str, *, as_json: bool, model: str | None, task:
             _metric_value(row.metric, row.b, row.unit, row.b_status, row.b_uncertain),
             _ratio_text(row.ratio) + ("?" if row.uncertain and row.ratio is not None else ""),
         )
+    # as `gpus show` and the JSON's "training" word it: the framework that trains in FP8 and FP4 there (no ratio)
+    table.add_row("FP8 / FP4 training", fmt_training_stacks(a), fmt_training_stacks(b), "-")
     out = wide_console()
     out.print(table)
     if comparison.predicted:

@@ -9,6 +9,7 @@ from dataclasses import asdict
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from anchorgpu.hardware.display import fmt_training_stacks
 from anchorgpu.hardware.loader import PEAK_KEYS
 from anchorgpu.hardware.registry import source_descriptions
 from anchorgpu.hardware.spec import PRECISIONS, GpuSpec, Peak
@@ -101,6 +102,8 @@ def comparison_to_json(comparison: GpuComparison, *, price_notes: tuple[str, str
     >>> data = comparison_to_json(compare_gpus(get_gpu("h200"), get_gpu("h100")))
     >>> data["ratio_is"], round(data["ratios"]["memory_bytes"], 4), data["ratios"]["bf16_flops_per_s"]
     ('a / b', 1.7656, 1.0)
+    >>> data["training"]["a"]
+    'FP8: Transformer Engine; FP4: none (no FP4 tensor cores) (S32)'
     """
     return {
         "a": gpu_to_json(comparison.a),
@@ -108,6 +111,8 @@ def comparison_to_json(comparison: GpuComparison, *, price_notes: tuple[str, str
         "ratio_is": "a / b",
         "ratios": {row.metric: row.ratio for row in comparison.metrics},
         "metrics": [metric_to_json(row) for row in comparison.metrics],
+        # the table's "FP8 / FP4 training" row, worded as `gpus show` words it (no ratio: a framework's name)
+        "training": {"a": fmt_training_stacks(comparison.a), "b": fmt_training_stacks(comparison.b)},
         "price_notes": None if price_notes is None else {"a": price_notes[0], "b": price_notes[1]},
         "statements": list(comparison.statements),
         "workload": None if comparison.workload is None else {k: _plain(v) for k, v in asdict(comparison.workload).items()},

@@ -46,6 +46,11 @@ class PredictedSpeedOut(_Schema):
     note: str = Field(description="Remarks")
 
 
+class TrainingStacksOut(_Schema):
+    a: str = Field(description="On GPU a, the framework that trains in FP8 and in FP4 (or 'none' and why), with its sources' keys, e.g. 'FP8: Transformer Engine; FP4: none (no FP4 tensor cores) (S32)'")
+    b: str = Field(description="The same on GPU b")
+
+
 class GpuComparisonOut(_Schema):
     """Two GPUs side by side, as ``anchorgpu gpus compare A B --json`` (less the optional model plan)."""
 
@@ -55,6 +60,7 @@ class GpuComparisonOut(_Schema):
     ratios: dict[str, float | None] = Field(description="Datasheet ratio a / b by metric key")
     metrics: list[dict[str, Any]] = Field(description="Datasheet rows: both values, statuses, ratio, note")
     statements: list[str] = Field(description="What the differences mean, in plain language")
+    training: TrainingStacksOut = Field(description="The 'FP8 / FP4 training' row, worded as 'anchorgpu gpus show' and the GPU list word it (a.training_stacks and b.training_stacks hold the frameworks themselves)")
     predicted: list[PredictedSpeedOut] = Field(description="The calibrated speed model on reference workloads, a / b with bands")
     price_notes: dict[str, str] | None = Field(default=None, description="The CLI's notes on where each GPU's price comes from ({a, b}); null here")
     workload: dict[str, Any] | None = Field(default=None, description="The CLI's model workload compared on both GPUs (gpus compare A B --model); null here: the API compares without one")
