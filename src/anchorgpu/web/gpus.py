@@ -154,6 +154,7 @@ def compare_page(request: Request, a: Annotated[str, Query(max_length=100)] = "h
     """Two GPUs side by side: every ratio is the first over the second."""
     from anchorgpu.catalog import gpu_hour_price
     from anchorgpu.hardware import compare_gpus, get_gpu, list_gpus
+    from anchorgpu.hardware.registry import source_descriptions
 
     text = page_text(request)
     context: dict[str, Any] = {"gpus": list_gpus(), "a": a, "b": b, "words": ComparisonWords(text),
@@ -165,6 +166,9 @@ def compare_page(request: Request, a: Annotated[str, Query(max_length=100)] = "h
         return render(request, "gpu_compare.html", context, status_code=exc.http_status)
     from anchorgpu.planner.speed.reference import predicted_speeds
 
+    # the "FP8 / FP4 training" row: the GPU list's cell for each side, its sources' words as tooltips
+    context["training"] = training_cells
+    context["sources"] = source_descriptions({*first.training_sources, *second.training_sources})
     context["comparison"] = compare_gpus(first, second, price_a_usd_per_gpu_hour=gpu_hour_price(first.name),
                                          price_b_usd_per_gpu_hour=gpu_hour_price(second.name),
                                          predicted=predicted_speeds(first, second))
