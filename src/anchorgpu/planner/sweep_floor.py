@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from anchorgpu.units import fmt_given
 
-__all__ = ["UserLimits", "floor_rungs", "limit_rungs", "rung_of"]
+__all__ = ["UserLimits", "floor_rungs", "limit_rungs", "limit_sequences", "rung_of"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -96,23 +96,35 @@ Meets = Callable[[IntArray, BoolArray | None], BoolArray]
 
 
 def limit_rungs(meets: Meets, dp: IntArray, saturation: IntArray, ways: int = WAYS) -> IntArray:
-    """``(R, L)``: each layout's largest concurrency, in whole sequences a replica (:func:`rung_of`), at most its
-    ``saturation`` rung, that ``meets`` the limits (:class:`UserLimits` on its figures at each concurrency of an
+    """``(R, L)``: each layout's rung of :func:`limit_sequences` (its sequences a replica as a concurrency,
+    :func:`rung_of`), at most its ``saturation`` rung (at least 2, as any rung)."""
+    return np.minimum(rung_of(dp, limit_sequences(meets, dp, saturation, ways)), np.maximum(saturation, 2))
+
+
+def limit_sequences(meets: Meets, dp: IntArray, saturation: IntArray, ways: int = WAYS) -> IntArray:
+    """``(R, L)``: each layout's largest count of sequences a replica whose concurrency (:func:`rung_of`), at most its
+    ``saturation`` rung, ``meets`` the limits (:class:`UserLimits` on its figures at each concurrency of an
     ``(M, R, L)`` array); where even one sequence a replica misses them, that one (the sweep marks it too slow, as
     any rung). A search between one sequence a replica (meets them) and the saturation's (does not), each bracket cut
     into ``ways`` parts a round and narrowed to the part where they are first missed: the answer meets them with one
     more sequence a replica below it, whether or not the figures move steadily. Each round asks ``meets`` only at the
-    brackets still open (its mask, :data:`Meets`): a settled one keeps its ends whatever the answer there."""
+    brackets still open (its mask, :data:`Meets`): a settled one keeps its ends whatever the answer there. Each
+    layout's search reads only its own column (its ``saturation // dp`` and ``meets`` at its concurrencies), so two
+    layouts that ``meets`` times alike, with the same ``saturation // dp``, find the same count."""
     top = np.maximum(saturation // dp, 1)  # sequences a replica at saturation
-    ends = np.stack((np.ones_like(top), top))
-    meets_lo, meets_top = meets(rung_of(dp, ends), None)
+    one = np.ones_like(top)
+    parts = np.arange(1, ways)[:, None, None]
+    # the ends and, in the same call, the first round's cuts: a bracket open after the ends is (1, top)
+    first_cuts = np.where(top - 1 > 1, _cuts(one, top, parts, ways), one)
+    answers = meets(rung_of(dp, np.concatenate((one[None], top[None], first_cuts))), None)
+    meets_lo, meets_top = answers[0], answers[1]
     lo = np.where(meets_top, top, 1)
     hi = np.where(meets_top | ~meets_lo, lo, top)  # a bracket (lo meets, hi does not) where hi > lo + 1
-    parts = np.arange(1, ways)[:, None, None]
+    first_round = True
     while (open_ := hi - lo > 1).any():
-        cut = np.clip(lo + -(-(hi - lo) * parts // ways), lo + 1, hi - 1)  # (ways - 1, R, L), ascending
-        cut = np.where(open_, cut, lo)
-        slow = ~meets(rung_of(dp, cut), open_)
+        cut = np.where(open_, _cuts(lo, hi, parts, ways), lo)  # (ways - 1, R, L), ascending
+        slow = ~answers[2:] if first_round else ~meets(rung_of(dp, cut), open_)
+        first_round = False
         first = np.argmax(slow, axis=0)  # the first cut too slow (0 where none is)
         any_slow = slow.any(axis=0)
         below = np.take_along_axis(cut, np.maximum(first - 1, 0)[None], axis=0)[0]
@@ -120,4 +132,11 @@ def limit_rungs(meets: Meets, dp: IntArray, saturation: IntArray, ways: int = WA
         new_lo = np.where(any_slow, np.where(first > 0, below, lo), cut[-1])
         new_hi = np.where(any_slow, at, hi)
         lo, hi = np.where(open_, new_lo, lo), np.where(open_, new_hi, hi)
-    return np.minimum(rung_of(dp, lo), np.maximum(saturation, 2))
+    return lo
+
+
+def _cuts(lo: IntArray, hi: IntArray, parts: IntArray, ways: int) -> IntArray:
+    """The ``ways - 1`` cuts ``(ways - 1, R, L)`` that part each bracket (``lo``, ``hi``) into ``ways``, ascending,
+    each strictly inside it (where it is open, ``hi > lo + 1``)."""
+    cut: IntArray = np.clip(lo + -(-(hi - lo) * parts // ways), lo + 1, hi - 1)
+    return cut

@@ -151,12 +151,8 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
 
         rungs = saturation_rungs(model, shapes, spec, lay, weights, kvs, contexts[-1], prompt, output, media, cross)
         if limits is not None and limits.any:
-            from anchorgpu.planner.sweep_floor import limit_rungs
-
-            figures = _user_figures(model, shapes, spec, lay, weights, kvs, contexts[-1], prompt, output, media, cross,
-                                    ttft=limits.max_ttft_s is not None)
-            rungs = np.concatenate((rungs, limit_rungs(lambda c, asked: limits.met(*figures(c, asked)), lay.dp,
-                                                        rungs)))
+            rungs = np.concatenate((rungs, _limit_rungs(model, shapes, spec, lay, weights, kvs, contexts[-1], prompt,
+                                                         output, media, cross, limits, rungs)))
         conc = np.concatenate((np.broadcast_to(conc, (len(concs), len(lay))), rungs))
         contexts = (*contexts, *(contexts[-1],) * len(rungs))
     grid = (len(lay), len(weights), len(kvs), conc.shape[0])
@@ -203,6 +199,40 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     }
 
 
+def _limit_rungs(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
+                 weights: tuple[str, ...], kvs: tuple[str, ...], context_tokens: int, prompt: int, output: int,
+                 media: MediaLoad | None, cross: CrossRequest | None, limits: UserLimits, saturation: IntArray
+                 ) -> IntArray:
+    """:func:`~anchorgpu.planner.sweep_floor.limit_rungs` of every layout, searched once a set of layouts it finds
+    alike (:func:`_alike_searches`): the same count of sequences a replica, each layout's rung formed from it."""
+    from anchorgpu.planner.sweep_floor import limit_sequences, rung_of
+
+    groups = _tick_groups(lay)
+    firsts, inverse = _alike_searches(lay.dp, groups[1], saturation)
+    figures = _user_figures(model, shapes, spec, lay, weights, kvs, context_tokens, prompt, output, media, cross,
+                            ttft=limits.max_ttft_s is not None, layouts=firsts, tick_groups=groups)
+    seqs = limit_sequences(lambda c, asked: limits.met(*figures(c, asked)), lay.dp[firsts], saturation[:, firsts])
+    return np.minimum(rung_of(lay.dp, seqs[:, inverse]), np.maximum(saturation, 2))
+
+
+def _tick_groups(lay: Layouts) -> tuple[IntArray, IntArray]:
+    """The first layout of each (shape, TP, PP), ``(G,)``, and each layout's, ``(L,)``: all a pair's ticks read."""
+    _, firsts, group = np.unique((lay.shape * 65536 + lay.tp) * 65536 + lay.pp, return_index=True,
+                                 return_inverse=True)
+    return firsts, group
+
+
+def _alike_searches(dp: IntArray, group: IntArray, saturation: IntArray) -> tuple[IntArray, IntArray]:
+    """The layouts whose limit search runs alike (:func:`~anchorgpu.planner.sweep_floor.limit_sequences`), a first one
+    of each set ``(U,)`` and each layout's set ``(L,)``: a layout's figures at ``x`` sequences a replica read its
+    (shape, TP, PP) ``group``, its precision and the sequences a replica of the concurrency ``max(dp x, 2)`` (``x``,
+    or 2 where ``dp`` and ``x`` are 1), and its search its ``saturation // dp`` ``(R, L)``: layouts alike in these
+    search alike, whatever their DP."""
+    top = np.maximum(saturation // dp, 1)
+    _, firsts, inverse = np.unique(np.vstack((group, dp == 1, top)), axis=1, return_index=True, return_inverse=True)
+    return firsts, inverse.ravel()
+
+
 def _budget_tokens(shapes: Sequence[HardwareShape], w: Workload, lay: Layouts, pairs: TickPairs) -> Array:
     """The engine's token budget a step of each pair ``(P,)``, by its GPU (as plan resolves the engine's defaults)."""
     rows = pairs.groups
@@ -236,7 +266,8 @@ def _per_user_speed(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
 
 def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                   weights: tuple[str, ...], kvs: tuple[str, ...], context_tokens: int, prompt: int, output: int,
-                  media: MediaLoad | None, cross: CrossRequest | None, *, ttft: bool = False
+                  media: MediaLoad | None, cross: CrossRequest | None, *, ttft: bool = False,
+                  layouts: IntArray | None = None, tick_groups: tuple[IntArray, IntArray] | None = None
                   ) -> Callable[[IntArray, BoolArray | None], tuple[FloatArray, FloatArray | None]]:
     """A function of concurrencies ``(M, W x K, L)``, one row a (weights, KV dtype) (weights first), to each one's
     decode tokens/s a user at its own precision and (``ttft``, else None) its seconds to the first token: the steady
@@ -244,11 +275,14 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
     PP), precision and sequences a replica; a sequence's length sizes the memory, not the step). The ticks' terms are
     formed once a (shape, TP, PP), each precision's put on the pair axis (:func:`_precisions_on_pairs`), and taken at
     each call's (precision, shape, TP, PP, sequences a replica). Given an ``(R, L)`` mask too, only the positions in
-    it are timed (the others NaN): a search's settled brackets are not timed again."""
+    it are timed (the others NaN): a search's settled brackets are not timed again. ``layouts``: the layouts of the
+    last axis ``L`` (default every one); ``tick_groups``: :func:`_tick_groups` of ``lay``, where the caller has it."""
     kv = kv_factors(model, spec, lay, kvs, (context_tokens,), prompt, output, media, cross)
     weights_bytes = memory_terms(model, shapes, spec, lay, weights, kv, np.ones((1, len(lay)), dtype=np.int64)).weights
-    _, firsts, group_l = np.unique((lay.shape * 65536 + lay.tp) * 65536 + lay.pp, return_index=True,
-                                   return_inverse=True)
+    firsts, group_l = _tick_groups(lay) if tick_groups is None else tick_groups
+    dp = lay.dp
+    if layouts is not None:
+        dp, group_l = dp[layouts], group_l[layouts]
     groups, rows = firsts.size, len(weights) * len(kvs)
     one_each = TickPairs(groups=firsts, group=np.arange(groups), batch=np.ones(groups, dtype=np.int64),
                          inverse=np.zeros((1, 1), dtype=np.int64))
@@ -259,10 +293,10 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
 
     def figures(conc: IntArray, asked: BoolArray | None = None) -> tuple[FloatArray, FloatArray | None]:
         if asked is None:
-            return _figures_at(conc, row_of, lay.dp, group_l)
+            return _figures_at(conc, row_of, dp, group_l)
         row, layout = np.nonzero(asked)  # the positions asked, (N,) each: the others are NaN
         speed, first = np.full((2, *conc.shape), np.nan)
-        part_speed, part_first = _figures_at(conc[:, row, layout], row, lay.dp[layout], group_l[layout])
+        part_speed, part_first = _figures_at(conc[:, row, layout], row, dp[layout], group_l[layout])
         speed[:, row, layout] = part_speed
         if part_first is None:
             return speed, None
