@@ -1,5 +1,5 @@
 """The GPU compare page has the GPU list's "FP8 / FP4 training" cell for each GPU (the same macro, _training_cell.html,
-and the same ``training_cells``), in English and in Russian, and agrees with ``GET /v1/gpus/compare``."""
+and the same ``training_units``), in English and in Russian, and agrees with ``GET /v1/gpus/compare``."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from anchorgpu.hardware.spec import GpuSpec, Peak
 from anchorgpu.units import GIB
 
 __all__ = ["fmt_bandwidth", "fmt_budget_memory", "fmt_link", "fmt_link_short", "fmt_memory", "fmt_number", "fmt_peak", "fmt_stack",
-           "fmt_training_stacks", "memory_kinds_note"]
+           "fmt_training_stacks", "memory_kinds_note", "training_units"]
 
 TERA = 1e12
 
@@ -164,6 +164,19 @@ def fmt_stack(gpu: GpuSpec) -> str:
     return f"CUDA {gpu.compute_capability}{mark}"
 
 
+def training_units(gpu: GpuSpec) -> list[tuple[str, str | None, bool]]:
+    """For FP8 and FP4: the unit's name, the framework that trains in it on ``gpu`` (``GpuSpec.training_stack``; None
+    where none does), and whether ``gpu`` has the unit's tensor cores at all. ``gpus show``, ``gpus compare`` and the
+    web GPU pages each write their "FP8 / FP4 training" cell from it.
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> training_units(get_gpu("mi300x"))
+    [('FP8', 'ROCm Transformer Engine', True), ('FP4', None, False)]
+    """
+    return [(precision.upper(), gpu.training_stack(precision), gpu.computes_in(precision))
+            for precision in ("fp8", "fp4")]
+
+
 def fmt_training_stacks(gpu: GpuSpec) -> str:
     """Which framework trains in FP8 and in FP4 on ``gpu`` (``GpuSpec.training_stack``), with its sources' keys.
 
@@ -173,12 +186,8 @@ def fmt_training_stacks(gpu: GpuSpec) -> str:
     >>> fmt_training_stacks(get_gpu("a100"))
     'FP8: none (no FP8 tensor cores); FP4: none (no FP4 tensor cores)'
     """
-    parts = []
-    for precision in ("fp8", "fp4"):
-        stack = gpu.training_stack(precision)
-        if stack is None:
-            stack = ("none (no framework trains in it)" if gpu.computes_in(precision)
-                     else f"none (no {precision.upper()} tensor cores)")
-        parts.append(f"{precision.upper()}: {stack}")
+    parts = [f"{unit}: {stack}" if stack is not None else
+             f"{unit}: none (no framework trains in it)" if has_unit else f"{unit}: none (no {unit} tensor cores)"
+             for unit, stack, has_unit in training_units(gpu)]
     sources = f" ({', '.join(gpu.training_sources)})" if gpu.training_sources else ""
     return "; ".join(parts) + sources

@@ -126,6 +126,7 @@ def gpus_page(request: Request) -> Response:
     """Every GPU with memory, bandwidth, dense BF16 and the cheapest catalog rate."""
     from anchorgpu.catalog import gpu_hour_price
     from anchorgpu.hardware import FEATURED_COMPARISONS, list_gpus
+    from anchorgpu.hardware.display import training_units
     from anchorgpu.hardware.registry import source_descriptions
 
     gpus = list_gpus()
@@ -133,20 +134,7 @@ def gpus_page(request: Request) -> Response:
     # the training row's sources (gpus.toml training_sources), each key with its words for the cell's tooltip
     sources = source_descriptions({key for g in gpus for key in g.training_sources})
     return render(request, "gpus.html", {"rows": rows, "featured": FEATURED_COMPARISONS,
-                                         "training": training_cells, "sources": sources})
-
-
-def training_cells(gpu: Any) -> list[tuple[str, str | None, bool]]:
-    """The "FP8 / FP4 training" cell of the GPU list, as ``gpus show`` has it (``GpuSpec.training_stack``): for FP8
-    and FP4, the unit's name, the framework that trains in it here (None where none does), and whether the GPU has
-    the unit's tensor cores at all.
-
-    >>> from anchorgpu.hardware import get_gpu
-    >>> training_cells(get_gpu("mi300x"))
-    [('FP8', 'ROCm Transformer Engine', True), ('FP4', None, False)]
-    """
-    return [(precision.upper(), gpu.training_stack(precision), gpu.computes_in(precision))
-            for precision in ("fp8", "fp4")]
+                                         "training": training_units, "sources": sources})
 
 
 @router.get("/gpus/compare", response_class=HTMLResponse)
@@ -154,6 +142,7 @@ def compare_page(request: Request, a: Annotated[str, Query(max_length=100)] = "h
     """Two GPUs side by side: every ratio is the first over the second."""
     from anchorgpu.catalog import gpu_hour_price
     from anchorgpu.hardware import compare_gpus, get_gpu, list_gpus
+    from anchorgpu.hardware.display import training_units
     from anchorgpu.hardware.registry import source_descriptions
 
     text = page_text(request)
@@ -167,7 +156,7 @@ def compare_page(request: Request, a: Annotated[str, Query(max_length=100)] = "h
     from anchorgpu.planner.speed.reference import predicted_speeds
 
     # the "FP8 / FP4 training" row: the GPU list's cell for each side, its sources' words as tooltips
-    context["training"] = training_cells
+    context["training"] = training_units
     context["sources"] = source_descriptions({*first.training_sources, *second.training_sources})
     context["comparison"] = compare_gpus(first, second, price_a_usd_per_gpu_hour=gpu_hour_price(first.name),
                                          price_b_usd_per_gpu_hour=gpu_hour_price(second.name),
