@@ -190,19 +190,21 @@ class Ticks:
             self.half_tokens = per_format(np.array([[expert_half_tokens(
                 trtllm_moe_backend(model, gpu, name, spec.workload.moe_backend), gpu, k.moe_expert_half_tokens, cal)
                 for name in weights] for gpu, k in zip(gpus, stacks, strict=True)])[s])
-        # vLLM's Marlin MoE kernel where the plan states it: the routed products at its measured rate and falloff in
-        # place of the step's (speed.moe_backend; serving._tick's expert_kernel_rate), as expert_rate / that rate
+        # vLLM's Marlin MoE kernel, where the plan states it or vLLM picks it (speed.moe_backend.vllm_moe_backend):
+        # the routed products at its measured rate and falloff in place of the step's (serving._tick's
+        # expert_kernel_rate), as expert_rate / that rate
         self.kernel_ratio: FloatArray | None = None
-        marlin_w = [spec.workload.engine == "vllm" and vllm_moe_backend(model, name, spec.workload.moe_backend)
-                    == VLLM_MARLIN for name in weights]
-        if any(marlin_w):
+        marlin_gw = [[spec.workload.engine == "vllm" and vllm_moe_backend(model, name, spec.workload.moe_backend, gpu)
+                      == VLLM_MARLIN for name in weights] for gpu in gpus]
+        if any(map(any, marlin_gw)):
             marlin = per_format(np.array([[marlin_expert_rate(VLLM_MARLIN, gpu, peak_for(gpu, "bf16").flops_per_s, cal)
-                                           if on else 0.0 for on in marlin_w] for gpu in gpus])[s])
+                                           if on else 0.0 for on in row] for gpu, row in zip(gpus, marlin_gw,
+                                                                                             strict=True)])[s])
             self.kernel_ratio = np.where(marlin > 0, self.peak_eff / self.expert_ratio / np.where(
                 marlin > 0, marlin, 1.0), 1.0)
             self.half_tokens = per_format(np.array([[expert_half_tokens(
-                VLLM_MARLIN if on else "", gpu, k.moe_expert_half_tokens, cal) for on in marlin_w]
-                for gpu, k in zip(gpus, stacks, strict=True)])[s])
+                VLLM_MARLIN if on else "", gpu, k.moe_expert_half_tokens, cal) for on in row]
+                for gpu, k, row in zip(gpus, stacks, marlin_gw, strict=True)])[s])
         self.moe_tile_rows = cal.moe_tile_rows
         # the engine's CPU work per running sequence a step, overlapped with the GPU's (speed.serving's host term);
         # TensorRT-LLM works through every running sequence at each of a cycle's pp micro-batches

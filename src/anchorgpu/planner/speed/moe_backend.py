@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from anchorgpu.planner.speed.constants import Calibration
 
 __all__ = ["CUTLASS", "MOE_BACKENDS", "TRITON", "TRTLLM_GEN", "VLLM_MARLIN", "expert_half_tokens",
-           "marlin_expert_rate", "moe_backend_line", "requested_moe_backend", "trtllm_moe_backend", "vllm_default_marlin",
-           "vllm_default_marlin_line", "vllm_marlin_line", "vllm_moe_backend"]
+           "marlin_expert_rate", "moe_backend_line", "requested_moe_backend", "trtllm_moe_backend",
+           "vllm_marlin_line", "vllm_moe_backend"]
 
 CUTLASS, TRTLLM_GEN, TRITON, VLLM_MARLIN = "cutlass", "trtllm-gen", "triton", "vllm-marlin"
 # moe_config.backend as TensorRT-LLM spells it -> the kernel family the planner names
@@ -111,23 +111,34 @@ def expert_half_tokens(backend: str, gpu: GpuSpec | None, fitted: float, cal: Ca
     return cal.trtllm_gen_moe_expert_half_tokens.get(gpu.compute_capability, fitted)
 
 
-def vllm_moe_backend(model: ModelSpec, weights: str | None, stated: str | None) -> str:
-    """The MoE kernel a vLLM plan states for ``model``'s routed experts in the weight format ``weights``:
-    ``"vllm-marlin"`` where ``stated`` is ``"MARLIN"`` and the experts are MXFP4 (vLLM's ``fused_marlin_moe``, which
-    ``get_mxfp4_backend`` takes below SM 9.0, under ``VLLM_MXFP4_USE_MARLIN``, or where the ``triton_kernels`` package
-    is absent: vllm-project/vllm ``vllm/model_executor/layers/quantization/mxfp4.py`` @ afdb4a4; vLLM 0.11.0 did not
-    install it, PR #27370), else ``""``: vLLM's other kernels, timed at the planner's rates. ``""`` for a dense model.
+def vllm_moe_backend(model: ModelSpec, weights: str | None, stated: str | None, gpu: GpuSpec | None = None) -> str:
+    """The MoE kernel vLLM runs ``model``'s routed experts with in the weight format ``weights``: ``"vllm-marlin"``
+    for MXFP4 experts where ``stated`` is ``"MARLIN"``, or where it is left to vLLM (None or AUTO) on a CUDA ``gpu``
+    below compute capability 9.0, where vLLM always picks it (``get_mxfp4_backend``:
+    ``current_platform.get_device_capability()[0] < 9`` -> ``Mxfp4Backend.MARLIN``; it also takes it under
+    ``VLLM_MXFP4_USE_MARLIN`` or where the ``triton_kernels`` package is absent, which vLLM 0.11.0 did not install,
+    PR #27370: vllm-project/vllm ``vllm/model_executor/layers/quantization/mxfp4.py`` @
+    afdb4a4ff429377d0fcfac3752e814ffc36ea41d); else ``""``: vLLM's other kernels, timed at the planner's rates.
+    ``""`` for a dense model.
 
     >>> from anchorgpu.architectures import load_model
+    >>> from anchorgpu.hardware import get_gpu
     >>> oss = load_model("gpt-oss-20b")
     >>> vllm_moe_backend(oss, "mxfp4", "MARLIN"), vllm_moe_backend(oss, "mxfp4", None), vllm_moe_backend(oss, "bf16", "MARLIN")
     ('vllm-marlin', '', '')
+    >>> [vllm_moe_backend(oss, "mxfp4", None, get_gpu(g)) for g in ("a100", "l40s", "h100", "mi300x")]
+    ['vllm-marlin', 'vllm-marlin', '', '']
     """
-    if model.moe is None or stated is None or stated.upper() == "AUTO":
+    if model.moe is None:
         return ""
-    if stated.upper() != "MARLIN":
+    if stated is not None and stated.upper() not in ("AUTO", "MARLIN"):
         raise InvalidWorkload(f"moe_backend {stated!r} on vLLM: MARLIN or AUTO")
-    return VLLM_MARLIN if (weights or "").startswith("mxfp4") else ""
+    if not (weights or "").startswith("mxfp4"):
+        return ""
+    if stated is None or stated.upper() == "AUTO":
+        major = _sm_major(gpu)
+        return VLLM_MARLIN if major is not None and major < 9 else ""
+    return VLLM_MARLIN
 
 
 def marlin_expert_rate(backend: str, gpu: GpuSpec | None, bf16_flops_per_s: float, cal: Calibration) -> float:
@@ -147,57 +158,29 @@ def marlin_expert_rate(backend: str, gpu: GpuSpec | None, bf16_flops_per_s: floa
     return cal.vllm_marlin_moe_peak_share.get(gpu.compute_capability, 0.0) * bf16_flops_per_s
 
 
-def vllm_marlin_line(gpu: GpuSpec | None, fitted: float, cal: Calibration) -> str:
-    """The assumption a vLLM plan that states the Marlin MoE kernel makes about its routed experts.
+def vllm_marlin_line(gpu: GpuSpec | None, fitted: float, cal: Calibration, stated: str | None) -> str:
+    """The assumption a vLLM plan whose routed experts run on the Marlin kernel (:func:`vllm_moe_backend`) makes:
+    why Marlin (``stated`` MARLIN, or vLLM's own choice below compute capability 9.0) and the rate its products are
+    timed at (the measured one where ``cal.vllm_marlin_moe_peak_share`` holds the GPU's family, else the planner's).
 
     >>> from anchorgpu.hardware import get_gpu
     >>> from anchorgpu.planner.speed.calibration import calibration
-    >>> print(vllm_marlin_line(get_gpu("h100-sxm"), 140.0, calibration()))  # doctest: +ELLIPSIS
+    >>> print(vllm_marlin_line(get_gpu("h100-sxm"), 140.0, calibration(), "MARLIN"))  # doctest: +ELLIPSIS
     MoE kernel: vLLM runs the routed experts with its Marlin kernel ... reaches 23% of the BF16 peak ... at 22 rows
-    """
-    share = cal.vllm_marlin_moe_peak_share.get(gpu.compute_capability or "", 0.0) if gpu is not None else 0.0
-    half = expert_half_tokens(VLLM_MARLIN, gpu, fitted, cal)
-    how = (f"on this GPU family AIConfigurator's measured table of it reaches {share:.0%} of the BF16 peak with many "
-           f"rows an expert, half that at {half:g} rows" if share else
-           "no measured table of it for this GPU family, so its products are timed at the planner's rates")
-    return ("MoE kernel: vLLM runs the routed experts with its Marlin kernel (fused_marlin_moe), as moe_backend "
-            f"MARLIN states (vLLM's choice for MXFP4 experts where triton_kernels is absent); {how}")
-
-
-def vllm_default_marlin(model: ModelSpec, gpu: GpuSpec | None, weights: str | None, stated: str | None) -> bool:
-    """Whether vLLM, left to its default (no ``moe_backend``, or AUTO), runs ``model``'s MXFP4 routed experts with its
-    Marlin kernel on ``gpu``: below CUDA compute capability 9.0 it always does (``get_mxfp4_backend``:
-    ``current_platform.get_device_capability()[0] < 9`` -> ``Mxfp4Backend.MARLIN``, vllm-project/vllm
-    ``vllm/model_executor/layers/quantization/mxfp4.py`` @ afdb4a4ff429377d0fcfac3752e814ffc36ea41d).
-
-    >>> from anchorgpu.architectures import load_model
-    >>> from anchorgpu.hardware import get_gpu
-    >>> oss = load_model("gpt-oss-20b")
-    >>> [vllm_default_marlin(oss, get_gpu(g), "mxfp4", None) for g in ("a100", "l40s", "h100", "mi300x")]
-    [True, True, False, False]
-    >>> vllm_default_marlin(oss, get_gpu("a100"), "bf16", None), vllm_default_marlin(oss, get_gpu("a100"), "mxfp4", "MARLIN")
-    (False, False)
-    """
-    if model.moe is None or (stated is not None and stated.upper() != "AUTO"):
-        return False
-    major = _sm_major(gpu)
-    return major is not None and major < 9 and (weights or "").startswith("mxfp4")
-
-
-def vllm_default_marlin_line(gpu: GpuSpec | None) -> str:
-    """The assumption a vLLM plan states where vLLM's default runs the MXFP4 experts with Marlin
-    (:func:`vllm_default_marlin`): wording only, the speed stays the planner's usual MoE rate (no measured Marlin
-    rate is held for compute capability 8.x: ``vllm_marlin_moe_peak_share`` has 9.0 only).
-
-    >>> from anchorgpu.hardware import get_gpu
-    >>> print(vllm_default_marlin_line(get_gpu("a100")))  # doctest: +ELLIPSIS
-    MoE kernel: vLLM runs the routed experts with its Marlin kernel ... below compute capability 9.0 (get_mxfp4_backend; this GPU's is 8.0); ...usual MoE rate...
+    >>> print(vllm_marlin_line(get_gpu("a100"), 140.0, calibration(), None))  # doctest: +ELLIPSIS
+    MoE kernel: ... below compute capability 9.0 (get_mxfp4_backend; this GPU's is 8.0); no measured table ...
     """
     cc = gpu.compute_capability if gpu is not None else None
+    share = cal.vllm_marlin_moe_peak_share.get(cc or "", 0.0)
+    half = expert_half_tokens(VLLM_MARLIN, gpu, fitted, cal)
+    why = ("as moe_backend MARLIN states (vLLM's choice for MXFP4 experts where triton_kernels is absent)"
+           if stated is not None and stated.upper() == "MARLIN" else
+           f"its choice for MXFP4 experts below compute capability 9.0 (get_mxfp4_backend; this GPU's is {cc})")
+    how = (f"on this GPU family AIConfigurator's measured table of it reaches {share:.0%} of the BF16 peak with many "
+           f"rows an expert, half that at {half:g} rows" if share else
+           "no measured table of it for this GPU family, so its products are timed at the planner's usual MoE rate")
     return ("MoE kernel: vLLM runs the routed experts with its Marlin kernel (fused_marlin_moe: the MXFP4 weights "
-            "dequantized to BF16 inside the kernel), its choice for MXFP4 experts below compute capability 9.0 "
-            f"(get_mxfp4_backend; this GPU's is {cc}); their products are timed at the planner's usual MoE rate, as "
-            "no measured Marlin rate for this GPU family is held")
+            f"dequantized to BF16 inside the kernel), {why}; {how}")
 
 
 _KERNELS = {TRTLLM_GEN: "TRTLLM-gen kernels (TRTLLMGenFusedMoE)", CUTLASS: "CUTLASS kernels (CutlassFusedMoE)",

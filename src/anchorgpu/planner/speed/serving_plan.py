@@ -48,8 +48,6 @@ from anchorgpu.planner.speed.moe_backend import (
     moe_backend_line,
     requested_moe_backend,
     trtllm_moe_backend,
-    vllm_default_marlin,
-    vllm_default_marlin_line,
     vllm_marlin_line,
     vllm_moe_backend,
 )
@@ -147,7 +145,8 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     # TensorRT-LLM's MoE kernel, as the workload states it or the engine's AUTO picks it (speed.moe_backend)
     moe_backend = (trtllm_moe_backend(model, plan.gpu, plan.precision.weights, plan.workload.moe_backend)
                    if engine == "trtllm" else
-                   vllm_moe_backend(model, plan.precision.weights, plan.workload.moe_backend) if engine == "vllm"
+                   vllm_moe_backend(model, plan.precision.weights, plan.workload.moe_backend, plan.gpu)
+                   if engine == "vllm"
                    else "")
     return _new_setup(
         float(plan.per_gpu.weights_bytes), float(kv_seq), precision, lay.tp, lay.pp, lay.dp,
@@ -329,11 +328,9 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     put_evidence(ctx.evidence, out, assumptions)
     if ctx.launches_line:
         assumptions.append(ctx.launches_line)
-    if setup.moe_backend == VLLM_MARLIN:  # vLLM's Marlin MoE kernel, as the plan states it (speed.moe_backend)
-        assumptions.append(vllm_marlin_line(plan.gpu, cal.stack(plan.gpu).moe_expert_half_tokens, cal))
-    elif setup.engine == "vllm" and vllm_default_marlin(model, plan.gpu, plan.precision.weights,
-                                                         plan.workload.moe_backend):
-        assumptions.append(vllm_default_marlin_line(plan.gpu))  # vLLM's own choice below SM 9.0: words only
+    if setup.moe_backend == VLLM_MARLIN:  # vLLM's Marlin MoE kernel, stated or its choice (speed.moe_backend)
+        assumptions.append(vllm_marlin_line(plan.gpu, cal.stack(plan.gpu).moe_expert_half_tokens, cal,
+                                            plan.workload.moe_backend))
     elif setup.moe_backend:  # TensorRT-LLM's MoE kernel (speed.moe_backend)
         assumptions.append(moe_backend_line(
             setup.moe_backend, plan.workload.moe_backend, plan.gpu, cal.stack(plan.gpu).moe_expert_half_tokens, cal,
