@@ -65,3 +65,34 @@ def test_the_pp8_host_ceiling_still_holds_where_it_is_longer() -> None:
     host = calibration().host_s_per_sequence_step["x86"]
     run = next(r for r in load_runs() if r.id == "P70-RTXTP1PP8-128/128")
     assert predict(run) == pytest.approx(1 / (8 * host), rel=1e-9)
+
+
+def test_the_sweep_waits_for_the_host_as_the_planner_does() -> None:
+    """The vectorised sweep's TensorRT-LLM rows with stages (gpt-oss-120b over L40S servers, 1,000 / 1,000 tokens,
+    128 users) equal the scalar estimate's, which adds one waited host pass a cycle."""
+    from anchorgpu.architectures import load_model as model_of
+    from anchorgpu.catalog import load_catalog
+    from anchorgpu.planner import Workload
+    from anchorgpu.planner.speed.batching import serving_estimate
+    from anchorgpu.planner.speed.estimate import serving_setup
+    from anchorgpu.planner.sweep import SweepSpec, sweep
+    from anchorgpu.recommend import shapes_from_catalog
+    from sweep_rows import plan_of_row
+
+    model = model_of("gpt-oss-120b")
+    shapes = tuple(s for s in shapes_from_catalog(load_catalog().offerings, max_servers=2) if s.gpu.name == "l40s")
+    w = Workload(task="inference", prompt_tokens=1000, output_tokens=1000, concurrency=128, engine="trtllm")
+    result = sweep(model, shapes, SweepSpec(workload=w, weights=("int8",), prompt_tokens=1000, output_tokens=1000))
+    staged = 0
+    for i in range(result.evaluated):
+        row = result.row(i)
+        if not row["fits"] or row["pp"] < 2:
+            continue
+        p, shape = plan_of_row(model, w, result, row)
+        setup = replace(serving_setup(p, prompt_tokens=1000, output_tokens=1000), gpus_per_server=shape.gpus_per_server)
+        assert setup.engine == "trtllm"
+        est = serving_estimate(model, shape.gpu, setup, prompt_tokens=1000, output_tokens=1000,
+                               concurrency=row["concurrency"], saturation_concurrency=row["concurrency"])
+        assert row["decode_tokens_per_s_per_user"] == pytest.approx(1 / est.tpot_s, rel=1e-6)
+        staged += 1
+    assert staged >= 1
