@@ -210,7 +210,13 @@ class Ticks:
         # TensorRT-LLM works through every running sequence at each of a cycle's pp micro-batches
         # (speed.step_constants.host_passes_per_cycle)
         self.host = np.array([cal.host_s_per_sequence_step[host_kind(gpu)] for gpu in gpus])[s]
+        # TensorRT-LLM's ranks before the last wait for each forward, so one pass of that work a cycle adds to the
+        # GPUs' (speed.step_constants.host_waited_passes); None where no layout has stages or the engine overlaps it
+        self.host_waited: FloatArray | None = None
         if trtllm:
+            staged = lay.pp > 1
+            if bool(staged.any()):
+                self.host_waited = self.host * staged
             self.host = self.host * lay.pp
         pp_bw, self.pp_lat = links(shapes, lay, lay.tp * lay.pp, network=False)
         self.pp_rate = pp_bw * cal.link_efficiency
@@ -278,7 +284,10 @@ class Ticks:
         return np.where(self.pp > 1, np.minimum(self.pp, np.maximum(1.0, decode)), 1.0)
 
     def hosted(self, step: FloatArray, decode: FloatArray) -> FloatArray:
-        """``step`` (written over) no shorter than the engine's CPU work for its ``decode`` sequences."""
+        """``step`` (written over) no shorter than the engine's CPU work for its ``decode`` sequences, and longer by
+        the part of it the GPUs wait for (TensorRT-LLM with stages)."""
+        if self.host_waited is not None:
+            step += decode * self.host_waited
         np.maximum(step, decode * self.host, out=step)
         return step
 

@@ -192,18 +192,23 @@ def serving_constants_line(gpu: GpuSpec, cal: Calibration, precision: str) -> st
 def pp_host_passes_line(pp: int, host_s_per_sequence: float, binds: bool, binds_at_saturation: bool) -> str:
     """TensorRT-LLM's host work over ``pp`` pipeline stages (``step_constants.host_passes_per_cycle``): its PP loop
     walks every running request once a micro-batch, ``pp`` times a cycle, so a replica's output is capped at
-    1 / (pp x ``host_s_per_sequence``) tokens/s; ``binds`` / ``binds_at_saturation``: the host sets the pace at the
-    plan's concurrency / at saturation.
+    1 / (pp x ``host_s_per_sequence``) tokens/s; its ranks before the last wait for each forward, so one pass a cycle
+    adds to the GPUs' step (``step_constants.host_waited_passes``); ``binds`` / ``binds_at_saturation``: the host sets
+    the pace at the plan's concurrency / at saturation.
 
     >>> line = pp_host_passes_line(4, 10.7e-6, False, True)
     >>> print(line[line.index("42.8"):line.index(" however")])
     42.8 us per running sequence a cycle (4 x 10.7 us), which caps a pipeline replica at 23,364 output tokens/s
+    >>> print(line[line.index("so one pass"):line.index(" instead")])
+    so one pass (10.7 us per running sequence a cycle) adds to the GPUs' step
     """
     cycle_s = pp * host_s_per_sequence
     return (f"TensorRT-LLM's PP loop (_executor_loop_pp) runs its host pass (scheduling, responses) over every running "
             f"request once per micro-batch, {pp} times a cycle over {pp} stages: {cycle_s * 1e6:,.1f} us per running "
             f"sequence a cycle ({pp} x {host_s_per_sequence * 1e6:.1f} us), which caps a pipeline replica at "
-            f"{1.0 / cycle_s:,.0f} output tokens/s however many sequences run; "
+            f"{1.0 / cycle_s:,.0f} output tokens/s however many sequences run; every rank but the last waits for "
+            f"each forward (_forward_step_inter_pp synchronizes), so one pass ({host_s_per_sequence * 1e6:.1f} us per "
+            "running sequence a cycle) adds to the GPUs' step instead of running beside it; "
             + _host_pace(binds, binds_at_saturation))
 
 

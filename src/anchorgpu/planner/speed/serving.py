@@ -345,8 +345,11 @@ def _step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     per_gpu = step - fixed - comm
     bound = "fixed" if fixed > per_gpu else ("memory" if bound_of[5] >= bound_of[6] else "compute")
     # the engine's CPU works through every micro-batch's sequences a cycle (TensorRT-LLM: through all of them at
-    # each micro-batch, step_constants.host_passes_per_cycle)
+    # each micro-batch, step_constants.host_passes_per_cycle); TensorRT-LLM's ranks before the last wait for each
+    # forward, so their micro-batches' host work adds to the GPUs' (step_constants.host_waited_passes)
     host = c.host_s_per_sequence * batch
+    if c.host_waited_s_per_sequence:
+        step += c.host_waited_s_per_sequence * batch
     if not setup.host_overlap:
         step += host
     elif host > step:

@@ -19,7 +19,7 @@ from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, data_parallel_
 from anchorgpu.planner.speed.moe_backend import expert_half_tokens, marlin_expert_rate
 from anchorgpu.planner.speed.product_shares import mixed_rate
 
-__all__ = ["ServingSetup", "allreduce_latency_s", "ep_exchange_latency_s", "host_passes_per_cycle",
+__all__ = ["ServingSetup", "allreduce_latency_s", "ep_exchange_latency_s", "host_passes_per_cycle", "host_waited_passes",
            "routed_rows_per_token_share", "serve_shape_factor", "trtllm_kv_read_applies", "trtllm_moe_s_per_token"]
 
 
@@ -86,6 +86,8 @@ class _StepConstants:
     fixed_s: float  # per pipeline tick: the step's cost and the stage's layers' launches
     host_s_per_sequence: float  # the engine's CPU work per running sequence a step (a pipeline cycle: times the
     # host's passes over the running sequences in it, host_passes_per_cycle), overlapped with the GPU's
+    host_waited_s_per_sequence: float  # the part of it a pipeline cycle waits for on top of the GPUs' work (the
+    # stages' own micro-batches' host work, host_waited_passes); 0.0 where all of it is overlapped
     elementwise_s_per_token: float
     knee: float  # soft_roofline's exponent
     # each rate the step formula divides by, formed once in the same order
@@ -191,6 +193,8 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
                                    + dequant_s),
         host_s_per_sequence=(0.0 if ideal else cal.host_s_per_sequence_step[host_kind(gpu)]
                              * host_passes_per_cycle(setup.engine, setup.pp)),
+        host_waited_s_per_sequence=(0.0 if ideal else cal.host_s_per_sequence_step[host_kind(gpu)]
+                                    * host_waited_passes(setup.engine, setup.pp)),
         elementwise_s_per_token=(0.0 if ideal else model.num_layers / setup.pp * k.elementwise_bytes_per_hidden / 3.0
                                  * model.hidden_size / setup.tp / bw + trtllm_moe_s_per_token(model, gpu, setup, cal)),
         knee=1e3 if ideal else k.roofline_exponent,
@@ -240,6 +244,28 @@ def host_passes_per_cycle(engine: str, pp: int) -> int:
     (8, 1, 1)
     """
     return pp if engine == "trtllm" and pp > 1 else 1
+
+
+def host_waited_passes(engine: str, pp: int) -> int:
+    """How many passes of the engine's host over the running sequences a pipeline cycle waits for on top of the GPUs'
+    work (not overlapped with it): 1 on TensorRT-LLM with pipeline stages, else 0.
+
+    In ``_executor_loop_pp`` every rank but the last runs its micro-batch's forward through ``_forward_step_inter_pp``,
+    which records an event after ``_forward_step`` and calls ``sampler_event.synchronize()`` before returning
+    (NVIDIA/TensorRT-LLM@9521caf tensorrt_llm/_torch/pyexecutor/py_executor.py, and the same in the stored 1.0-era
+    copy with PR #6976's ``assert sample_state is not None``): the rank's host waits for its GPU to finish each
+    forward, and only then relays the sample state, updates and schedules, and prepares the next micro-batch, while
+    its GPU has nothing queued. So each of a cycle's ``pp`` ticks is that rank's GPU work plus its host work for an
+    iteration, and the ring runs at the pace of those ranks (the last rank's own overlap cannot outrun its inputs).
+    The host work an iteration is at least the micro-batch's share of the stated per-sequence cost (its requests'
+    scheduling, resources, sampler update), ``pp`` micro-batches a cycle: one pass over the running sequences, the
+    count returned here. The walk over every running request at each iteration (:func:`host_passes_per_cycle`) stays
+    the cycle's floor, overlapped. vLLM and SGLang, and one stage, overlap it all (0).
+
+    >>> host_waited_passes("trtllm", 8), host_waited_passes("trtllm", 1), host_waited_passes("vllm", 4)
+    (1, 0, 0)
+    """
+    return 1 if engine == "trtllm" and pp > 1 else 0
 
 
 def allreduce_latency_s(gpu: GpuSpec, link: Link, engine: str, cal: Calibration) -> float:
