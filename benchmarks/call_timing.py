@@ -104,7 +104,10 @@ def instructions(name: str) -> float:
     """Instructions a call of ``name`` (:data:`CALLS`) under cachegrind (this process's ``sys.path`` and
     interpreter)."""
     calls = CALLS[name][1]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "PYTHONHASHSEED": "0"}
+    # OpenBLAS (numpy, imported with the catalog) keeps worker threads whose idle loop valgrind runs in turn with the
+    # interpreter's: their instructions moved a count by up to +-15% from run to run; with one thread, +-0.3%
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "PYTHONHASHSEED": "0",
+           "OPENBLAS_NUM_THREADS": "1"}
 
     def count(n: int) -> int:
         out = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
