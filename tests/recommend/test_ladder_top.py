@@ -62,11 +62,10 @@ def test_three_servers_of_h200_run_deepseek_v3_past_512_users_as_plan_gives_them
     assert row["per_gpu"]["kv_cache_bytes"] == p.per_gpu.kv_cache_bytes
     assert row["per_gpu_total_bytes"] == p.per_gpu.total_bytes and row["budget_bytes"] == p.budget_bytes
     perf = plan_performance(p)
-    # recommend times every user at the busiest replica's pace (the users split unevenly over 3 replicas), the
-    # pace plan gives a user; plan's total adds up each replica's own users (0.02% more at 2,048 users)
+    # a user's pace is the busiest replica's (the users split unevenly over 3 replicas), as plan gives it; the total
+    # adds up each replica's own users, as plan's does
     assert row["decode_tokens_per_s_per_user"] == pytest.approx(perf["decode_tokens_per_s_per_user"], abs=0.05)
-    assert row["output_tokens_per_s"] == pytest.approx(conc * perf["decode_tokens_per_s_per_user"], abs=0.05)
-    assert row["output_tokens_per_s"] == pytest.approx(perf["output_tokens_per_s"], rel=1e-3)
+    assert row["output_tokens_per_s"] == pytest.approx(perf["output_tokens_per_s"], abs=0.05)
     assert row["ttft_s"] == pytest.approx(perf["ttft_s"], abs=5e-5)
     # the price of a million tokens follows: more users on the same servers, a lower price than at 512
     at_512 = plan_performance(plan(DEEPSEEK_V3, Workload(task="inference", concurrency=512),

@@ -103,6 +103,32 @@ def _time_to_first_token(ticks: Ticks, budget_tokens: FloatArray, batch: FloatAr
     return np.multiply(ticks.hosted(through, others), chunks, out=out)
 
 
+def _replicas_rate(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
+                   weights: tuple[str, ...], kv: KvFactors, weights_bytes: FloatArray, conc: IntArray,
+                   per_replica: IntArray, prompt: int, output: int, total_tps: FloatArray) -> FloatArray:
+    """Output tokens/s over the replicas, written into ``total_tps`` (which holds the busiest replica's step, in the
+    sweep's order), as :func:`~anchorgpu.planner.speed.batching.serving_estimate` adds them: ``busy`` replicas run
+    ``per_replica`` sequences at the busiest step, the rest one fewer at their own (shorter) step, each replica on
+    its own (this sweep's layouts keep their experts within the TP group; attention DP is planned by ``plan``).
+    Where the users split evenly (or a replica would run none), every user runs at the busiest step."""
+    busy = conc - lay.dp * (per_replica - 1)  # (C, L)
+    lighter = (busy < lay.dp) & (per_replica > 1)
+    rate = np.divide(_grid_order((busy * per_replica).astype(np.float64)), total_tps)
+    if lighter.any():
+        fewer = np.where(lighter, per_replica - 1, 1)
+        pairs = tick_pairs(lay, conc, fewer)
+        budget_tokens = _budget_tokens(shapes, spec.workload, lay, pairs)
+        step = np.empty((*total_tps.shape[1:3], 1, pairs.batch.size))
+        ticks = _ticks(model, shapes, spec, lay, weights, kv, weights_bytes, pairs, prompt, output)
+        _steady_step(ticks, pairs.batch.astype(np.float64)[None, :], prompt, output, budget_tokens, step)
+        del ticks
+        own = _on_grid(step, pairs.inverse, np.empty_like(total_tps))
+        light = np.where(lighter, (lay.dp - busy) * (per_replica - 1), 0).astype(np.float64)
+        rate += _grid_order(light) / own
+    np.copyto(total_tps, rate)
+    return total_tps
+
+
 def _on_grid(values: FloatArray, inverse: IntArray, column: FloatArray) -> FloatArray:
     """Figures of the pairs ``(W, K, 1, P)`` written into ``column``, in the sweep's order (layout, weights, kv,
     concurrency): each configuration's, its pair's (``inverse`` ``(C, L)``), one (weights, kv) at a time (no index
@@ -186,7 +212,7 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     ttft = _on_grid(ttft, pairs.inverse, ttft_column)
     _on_grid(step, pairs.inverse, total_tps)
     _on_grid(np.divide(1.0, step, out=step), pairs.inverse, per_user)  # 1 / step of each pair, as of each
-    np.divide(_grid_order(conc.astype(np.float64)), total_tps, out=total_tps)  # as numpy divides an integer by a float
+    _replicas_rate(model, shapes, spec, lay, weights, kv, mem.weights, conc, per_replica, prompt, output, total_tps)
     nan = np.full(1, np.nan)
     return {
         "weights_bytes": _grid_order(mem.weights), "kv_cache_bytes": _grid_order(mem.kv_cache),

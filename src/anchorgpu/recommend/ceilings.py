@@ -44,8 +44,9 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
                      shape: HardwareShape) -> dict[str, float]:
     """``prefill_s_ceiling``, ``decode_tokens_per_s_per_user_ceiling`` and ``decode_tokens_per_s_total_ceiling`` of
     one serving row of the sweep, each the ceiling of the figure the row gives: the row planned with its layout,
-    formats and concurrency, timed as the sweep times it (every sequence at the busiest replica's pace; an
-    attention-DP row as ``plan`` times it, which is how the sweep planned it); and ``max_output_tokens_per_s`` with
+    formats and concurrency, timed as the sweep times it, which is as ``plan`` times it (users split unevenly over the
+    replicas: the busiest replica's pace per user, each replica's own rate added up for the total; an attention-DP
+    row planned by ``plan`` itself); and ``max_output_tokens_per_s`` with
     its ``_ceiling``, the rate that plan gives at the largest concurrency that fits (its saturation: the engine's
     KV cache and sequence cap), as ``plan`` reports it, timed, as the row's other figures, on the shape's own servers
     (``plan`` assumes 8-GPU servers; on the catalog's 4-GPU GB200 trays, inside one 72-GPU NVLink domain, the two
@@ -101,16 +102,16 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
                     "decode_tokens_per_s_per_user_ceiling": 1.0 / est.tpot_s_ceiling,
                     "decode_tokens_per_s_total_ceiling": est.output_tokens_per_s_ceiling, **saturated}
         if same:
-            ttft_top, tpot_top = est.ttft_s_ceiling, est.tpot_s_ceiling
+            ttft_top, tpot_top, total_top = est.ttft_s_ceiling, est.tpot_s_ceiling, est.output_tokens_per_s_ceiling
         else:  # the plan's setup (serving_setup of the plan, as serving_saturation formed it) on the shape's servers
             est = serving_estimate(model, shape.gpu, evolve(setup, gpus_per_server=shape.gpus_per_server),
                                    prompt_tokens=prompt, output_tokens=output, concurrency=conc,
                                    saturation_concurrency=conc, cal=cal)
-            ttft_top, tpot_top = est.ttft_s_ceiling, est.tpot_s_ceiling
+            ttft_top, tpot_top, total_top = est.ttft_s_ceiling, est.tpot_s_ceiling, est.output_tokens_per_s_ceiling
     except InvalidWorkload:
         return {}
     return {"prefill_s_ceiling": ttft_top, "decode_tokens_per_s_per_user_ceiling": 1.0 / tpot_top,
-            "decode_tokens_per_s_total_ceiling": conc / tpot_top, **saturated}
+            "decode_tokens_per_s_total_ceiling": total_top, **saturated}
 
 
 def training_ceilings(model: ModelSpec, spec: SweepSpec, row: dict[str, Any]) -> dict[str, float]:

@@ -103,13 +103,13 @@ def _codes(result: SweepResult, row: dict[str, Any], offering: Offering, *, ship
 
 
 def _uneven_replicas_line(shown: Sequence[RecommendedOption]) -> str | None:
-    """Where a shown serving row splits its users unevenly over engine replicas, what its speed assumes: every user at
-    the busiest replica's pace (its ``ceil(users / replicas)`` sequences), a little below the sum of each replica's own
-    rate that ``plan --concurrency N`` gives; None where every row splits them evenly.
+    """Where a shown serving row splits its users unevenly over engine replicas, what its speed assumes: the per-user
+    figures (tokens/s a user, TTFT) are the busiest replica's (its ``ceil(users / replicas)`` sequences), and the total
+    adds each replica's own rate, as ``plan --concurrency N`` does; None where every row splits them evenly.
 
     >>> from types import SimpleNamespace as R
     >>> print(_uneven_replicas_line([R(config={"concurrency": 64, "dp": 3, "ep": 1, "tp": 1})]))
-    Users split unevenly over replicas (#1: 64 over 3): every user is timed at the busiest replica's pace (22 sequences), a little below the sum of each replica's own rate that plan --concurrency N gives for the same layout.
+    Users split unevenly over replicas (#1: 64 over 3): tok/s/user and TTFT are the busiest replica's (22 sequences); tok/s adds each replica's own rate, the lighter ones' at their own pace, as plan --concurrency N does for the same layout.
     >>> _uneven_replicas_line([R(config={"concurrency": 64, "dp": 4, "ep": 1, "tp": 1})]) is None
     True
     """
@@ -119,9 +119,9 @@ def _uneven_replicas_line(shown: Sequence[RecommendedOption]) -> str | None:
         return None
     parts = ", ".join(f"#{i}: {c['concurrency']:,} over {c['dp']}" for i, c in rows)
     busiest = sorted({-(-c["concurrency"] // c["dp"]) for _, c in rows})
-    return (f"Users split unevenly over replicas ({parts}): every user is timed at the busiest replica's pace "
-            f"({', '.join(f'{b:,}' for b in busiest)} sequences), a little below the sum of each replica's own rate "
-            "that plan --concurrency N gives for the same layout.")
+    return (f"Users split unevenly over replicas ({parts}): tok/s/user and TTFT are the busiest replica's "
+            f"({', '.join(f'{b:,}' for b in busiest)} sequences); tok/s adds each replica's own rate, the lighter ones' "
+            "at their own pace, as plan --concurrency N does for the same layout.")
 
 
 def _speed_figures_uncertain(gpu_name: str) -> bool:

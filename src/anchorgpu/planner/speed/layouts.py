@@ -125,7 +125,7 @@ def sharded_with_stages(zero: int, train_stack: str) -> bool:
 
 def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: int, batch: int,
                 refused: list[str] | None = None, unsplit: list[tuple[int, int]] | None = None,
-                zero2_blocks: list[tuple[int, int, int]] | None = None,
+                zero2_blocks: list[tuple[int, int, int]] | None = None, fill: bool = False,
                 ) -> tuple[list[tuple[TrainLayout, int]], tuple[Recompute, ...]]:
     """The layouts and micro-batches a search tries, each at every recompute level of the second (the same for all,
     least first): candidate ``g * len(levels) + j`` is pair ``g`` at level ``j``. Interleaved chunks only where the
@@ -134,7 +134,9 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
     DP x micro-batch pairs that split it into whole micro-batches are tried (:func:`~anchorgpu.planner.global_batch.splits`),
     the others added to ``unsplit`` when given; the default batch needs one micro-batch per rank. Each run of ZeRO-2
     pairs that repeats the ZeRO-1 run before it but for the stage is added to ``zero2_blocks`` when given, as (its
-    first pair, one past its last, how far back its ZeRO-1 run starts): :func:`~.chooser_order.zero1_twins`."""
+    first pair, one past its last, how far back its ZeRO-1 run starts): :func:`~.chooser_order.zero1_twins`. ``fill``
+    (the default batch only): a layout with more DP ranks than the batch has sequences is tried too, at its smallest
+    micro-batch, the batch raised to one micro-batch a rank, as ``plan()`` times such a layout given."""
     # every split dimension not given is searched around the ones that are (--tp, --pp, --zero, --fsdp, --dp, --cp,
     # --ep), but for the ones the launch asked for cannot run (Workload.launch_stages, launch_tp_cp), held at 1; --tp
     # and --pp together fix the split as before (CP and EP 1 where not given, DP the rest)
@@ -197,10 +199,10 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                                 if unsplit is not None:
                                     unsplit.append((dp, mb))
                                 continue  # the stated batch is not whole micro-batches for each DP rank
-                            if dp * mb * seq > batch:
+                            if dp * mb * seq > batch and not (fill and mb == mbs[0]):
                                 continue  # fewer sequences than one micro-batch per DP rank
                             line = interleaving_refusal_line(pp, v, dp=dp, micro_batch=mb, seq_tokens=seq,
-                                                             global_batch_tokens=batch,
+                                                             global_batch_tokens=max(batch, dp * mb * seq),
                                                              batch_given=w.global_batch_tokens is not None,
                                                              train_stack=w.train_stack)
                             if line is None:
@@ -234,6 +236,11 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                               f"with this batch; the first tried: {refused[0]}")
     if not pairs and unsplit and not refused:  # the stated batch splits over none of the layouts: never rounded
         raise InvalidWorkload(unsplit_by_any_refusal(batch, unsplit, seq, gpus))
+    if not pairs and w.global_batch_tokens is None:  # every split has more DP ranks than the default has sequences
+        # (4,095 GPUs: TP, PP and CP are powers of two, so DP 4,095): the default raised to one micro-batch a rank, as
+        # plan() times a layout given so, and its batch line says (global_batch.batch_timed_line)
+        blocks = []
+        pairs, levels = _candidates(model, w, given, gpus, seq, max(batch, 1), refused, unsplit, blocks, fill=True)
 
     def speed(lay: TrainLayout, mb: int, rc: Recompute) -> float:
         return training_step(model, gpu, lay, seq_tokens=seq, micro_batch=mb,
