@@ -1,13 +1,15 @@
 """The CLI's words as the HTTP API says them: the planner writes its refusals and its advice (``suggestions[].change``,
 ``rejected[].reason``, assumption lines) for the CLI, naming its flags (``--train-precision fp4``, ``try --tp 4``);
 an API client has no flags, only the fields of its request. :func:`api_words` writes a line the API's way, for a
-refusal (``anchorgpu.api.errors``) and for the advice inside an answer (:func:`answer_words`) alike:
+refusal (``anchorgpu.api.errors``) and for the advice inside an answer (:func:`answer_words`) alike, and for the
+planner and recommend pages, whose forms send the same fields (``anchorgpu.web.planning.page_words``):
 
 - ``--flag-name`` that is a field of the request → ``flag_name`` (two flags are named otherwise, see
   ``_RENAMED_FLAGS``); a flag the request has no field for (an engine's own flag, ``--kv-cache-dtype``; a field of
   another route) is kept as it is;
 - the CLI's command given with its flags (``plan --concurrency N``, `` `anchorgpu plan MODEL --gpus 8` ``) → the route
-  that takes them, ``POST /v1/plan with concurrency N``, when every flag is a field of that route (kept otherwise);
+  that takes them, ``POST /v1/plan with concurrency N`` (on a page: ``the Planner page with …``), when every flag is a
+  field of that route (kept otherwise);
 - other code in backquotes (`` `anchorgpu model --json` ``) and a clause that names the CLI's flags as the CLI's
   (``CLI --lower-precision or a --weights list, API lower_precision``) are kept.
 """
@@ -16,11 +18,12 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import Request
 
-__all__ = ["answer_words", "api_words", "request_fields"]
+__all__ = ["API_COMMANDS", "PAGE_COMMANDS", "answer_words", "api_words", "request_fields"]
 
 _FLAG_NAME = r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*"
 _FLAG = re.compile(rf"(?<![\w-])--({_FLAG_NAME})(?![\w-])")
@@ -36,13 +39,18 @@ _RENAMED_FLAGS = {"offload-activations": "offload_activation_layers", "tokens": 
 where the request has that field and no field named as the flag (``plan``'s ``tokens`` is ``--tokens``)."""
 
 
+API_COMMANDS = {"plan": "POST /v1/plan", "recommend": "POST /v1/recommend"}
+"""The CLI's commands as the API names them: the routes that take their options as fields."""
+PAGE_COMMANDS = {"plan": "the Planner page", "recommend": "the Recommend page"}
+"""The CLI's commands as the pages name them: the planner and recommend pages, whose forms send the same fields."""
+
+
 @functools.cache
-def _command_routes() -> dict[str, tuple[str, frozenset[str]]]:
-    """The CLI commands whose flags are the fields of a route: command → (route, its request's fields)."""
+def _command_fields() -> dict[str, frozenset[str]]:
+    """The CLI commands whose flags are the fields of a request: command → its request's fields."""
     from anchorgpu.api.schemas import PlanRequest, RecommendRequest
 
-    return {"plan": ("POST /v1/plan", frozenset(PlanRequest.model_fields)),
-            "recommend": ("POST /v1/recommend", frozenset(RecommendRequest.model_fields))}
+    return {"plan": frozenset(PlanRequest.model_fields), "recommend": frozenset(RecommendRequest.model_fields)}
 
 
 def request_fields(request: Request) -> frozenset[str]:
@@ -73,10 +81,11 @@ def _field(flag: str, fields: frozenset[str]) -> str | None:
     return name if name in fields else None
 
 
-def _as_route(command: str, args: str, *, model_first: bool) -> str | None:
-    """``plan --gpus N`` as ``POST /v1/plan with gpus N``; None where a flag is no field of the route (a word that is
-    no flag's value, beyond a quoted command's leading model name, too)."""
-    route, fields = _command_routes()[command]
+def _as_route(command: str, args: str, commands: Mapping[str, str], *, model_first: bool) -> str | None:
+    """``plan --gpus N`` as ``POST /v1/plan with gpus N`` (``commands`` names the command); None where a flag is no
+    field of the command's request (a word that is no flag's value, beyond a quoted command's leading model name,
+    too)."""
+    route, fields = commands[command], _command_fields()[command]
     words, out = args.split(), []
     if model_first and words and not words[0].startswith("--"):
         out += ["model", words.pop(0)]
@@ -94,8 +103,9 @@ def _as_route(command: str, args: str, *, model_first: bool) -> str | None:
     return f"{route} with {' '.join(out)}" if out else route
 
 
-def api_words(message: str, fields: frozenset[str]) -> str:
-    """``message`` (written for the CLI) as the API says it to a request with ``fields`` (see the module's list).
+def api_words(message: str, fields: frozenset[str], commands: Mapping[str, str] = API_COMMANDS) -> str:
+    """``message`` (written for the CLI) as the API says it to a request with ``fields`` (see the module's list);
+    ``commands``: how the CLI's commands are named (:data:`PAGE_COMMANDS` on the pages).
 
     >>> api_words("--train-precision fp4: h100-sxm has no FP4 tensor cores; --kv-cache-dtype stays",
     ...           frozenset({"train_precision", "kv_cache"}))
@@ -111,10 +121,10 @@ def api_words(message: str, fields: frozenset[str]) -> str:
         if match.group("flag"):
             return _field(match.group("flag"), fields) or match.group(0)
         if match.group("command"):
-            said = _as_route(match.group("command"), match.group("args"), model_first=False)
+            said = _as_route(match.group("command"), match.group("args"), commands, model_first=False)
             return said or f"{match.group('command')}{_FLAG.sub(lambda m: _field(m.group(1), fields) or m.group(0), match.group('args'))}"
         if match.group("cli"):
-            return _as_route(match.group("cli"), match.group("cli_args"), model_first=True) or match.group(0)
+            return _as_route(match.group("cli"), match.group("cli_args"), commands, model_first=True) or match.group(0)
         return match.group(0)  # code, or the CLI's own clause
 
     return _SPANS.sub(rewrite, message) if "--" in message or "`anchorgpu " in message else message
@@ -125,14 +135,15 @@ _LAUNCH_KEYS = frozenset({"recipe"})
 is written in its engine's flags, some spelled as the request's fields (vLLM's ``--max-num-seqs``)."""
 
 
-def answer_words(answer: Any, fields: frozenset[str]) -> Any:
+def answer_words(answer: Any, fields: frozenset[str], commands: Mapping[str, str] = API_COMMANDS) -> Any:
     """``answer`` (a plan or a recommendation, the CLI's JSON) with every line of advice in it written by
     :func:`api_words` for a request with ``fields``: ``suggestions[].change``, ``rejected[].reason``, assumptions,
     checks, warnings, ``recipe_refused`` …; a launch (``recipe``) is kept as written."""
     if isinstance(answer, str):
-        return api_words(answer, fields)
+        return api_words(answer, fields, commands)
     if isinstance(answer, list):
-        return [answer_words(item, fields) for item in answer]
+        return [answer_words(item, fields, commands) for item in answer]
     if isinstance(answer, dict):
-        return {key: value if key in _LAUNCH_KEYS else answer_words(value, fields) for key, value in answer.items()}
+        return {key: value if key in _LAUNCH_KEYS else answer_words(value, fields, commands)
+                for key, value in answer.items()}
     return answer
