@@ -129,3 +129,13 @@ def test_a_flag_of_another_route_is_kept() -> None:
         == "plan with --pp 1 (--pp 1 --fsdp, say); `--network-gbit-per-gpu`"
     assert api_words("recommend --concurrency 8 --no-such-flag; --recipe vllm", fields) \
         == "recommend concurrency 8 --no-such-flag; recipe vllm"
+
+
+def test_the_openapi_document_describes_the_advice_as_fields(client: TestClient) -> None:
+    """PlanOut.suggestions said "change (CLI flags)"; it and RecommendOut.rejected now say the fields."""
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    suggestions = schemas["PlanOut"]["properties"]["suggestions"]["description"]
+    assert "CLI flags" not in suggestions and "'gpus 4 tp 4'" in suggestions
+    assert "'train_precision fp8: " in schemas["RecommendOut"]["properties"]["rejected"]["description"]
+    for name in ("PlanOut", "RecommendOut"):
+        assert "name the request's fields where the CLI names its flags" in schemas[name]["description"]
