@@ -194,7 +194,7 @@ def test_plan_serving_70b_on_four_h100_fits_with_the_contract_keys(client: TestC
 def test_plan_full_training_of_70b_on_one_gpu_does_not_fit(client: TestClient) -> None:
     plan = client.post("/v1/plan", json={"model": "llama-3.1-70b", "task": "train", "gpu": "h100", "gpus": 1}).json()
     assert plan["fits"] is False
-    assert plan["suggestions"][0]["change"] == "--gpus 16"  # the layout chosen for the user on 16 GPUs fits
+    assert plan["suggestions"][0]["change"] == "gpus 16"  # the layout chosen on 16 GPUs fits (the CLI says --gpus 16)
 
 
 def test_plan_full_training_of_70b_without_a_gpu_count_takes_the_fewest_that_hold_it(client: TestClient) -> None:

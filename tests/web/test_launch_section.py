@@ -72,5 +72,5 @@ def test_the_planner_page_refuses_the_launch_of_a_plan_that_does_not_fit(client:
     assert 'id="launch-command"' not in page.text
     error = re.search(r'<p class="error" id="launch-error"[^>]*>(.*?)</p>', page.text, re.S)
     assert error is not None
-    assert html.unescape(error.group(1)) == ("--recipe vllm: the plan does not fit on 1 x h100-sxm (short by "
-                                             "146.40 GiB per GPU); plan with --gpus 4 --tp 4 first")
+    assert html.unescape(error.group(1)) == ("recipe vllm: the plan does not fit on 1 x h100-sxm (short by "
+                                             "146.40 GiB per GPU); plan with gpus 4 tp 4 first")  # the form's fields

@@ -23,8 +23,8 @@ def test_a_plan_that_does_not_fit_shows_no_speed_and_names_what_would_be_needed(
     absent = re.search(r'id="performance-absent">(.*?)</section>', page, re.S)
     assert absent and "Not predicted" in absent.group(1)
     needed = re.search(r'id="needed-change"><code>([^<]+)</code>', absent.group(1))
-    assert needed and "--weights" not in needed.group(1)  # the example keeps the planned precision: --gpus 4 --tp 4
-    assert "outputs change" in page  # the --weights int4-awq row says so
+    assert needed and "weights" not in needed.group(1)  # the example keeps the planned precision: gpus 4 tp 4
+    assert "outputs change" in page  # the weights int4-awq row says so
 
 
 def test_every_what_would_fit_row_links_to_a_plan_that_fits_with_its_speed(client: TestClient) -> None:

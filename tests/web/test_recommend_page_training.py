@@ -53,4 +53,4 @@ def test_a_bad_global_batch_is_one_line_naming_it(client: TestClient) -> None:
     assert page.status_code == 422
     assert re.search(r'id="recommend-error"><span[^>]*>global_batch: ', page.text)
     serving = client.get("/recommend?model=llama-3.2-1b&global_batch=4M")
-    assert serving.status_code == 422 and "--global-batch 4,194,304 applies to training" in serving.text
+    assert serving.status_code == 422 and "global_batch 4,194,304 applies to training" in serving.text

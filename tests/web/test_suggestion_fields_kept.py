@@ -1,6 +1,6 @@
 """A "What would fit" change opens a plan whose form shows and keeps it. gpt-oss-120b for 64 users on one H100 does
-not fit at vLLM's defaults; the page offers ``--max-num-seqs 256`` and ``--gpu-memory-utilization 0.96`` (as
-``anchorgpu plan`` does). The first link planned max_num_seqs=256 but the form had no such field, so the next edit
+not fit at vLLM's defaults; the page offers ``max_num_seqs 256`` and ``gpu_memory_utilization 0.96`` (its form's
+fields, as the API names them; ``anchorgpu plan`` says ``--max-num-seqs 256``). The first link planned max_num_seqs=256 but the form had no such field, so the next edit
 dropped it in silence and the plan no longer fit."""
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ def _links(page: str) -> dict[str, str]:
             re.findall(r'<a href="([^"]+)" class="apply-suggestion"><code>([^<]+)</code>', table.group(1))}
 
 
-@pytest.mark.parametrize(("change", "field", "value"), [("--max-num-seqs 256", "max_num_seqs", "256"),
-                                                        ("--gpu-memory-utilization 0.96", "gpu_memory_utilization", "0.96")])
+@pytest.mark.parametrize(("change", "field", "value"), [("max_num_seqs 256", "max_num_seqs", "256"),
+                                                        ("gpu_memory_utilization 0.96", "gpu_memory_utilization", "0.96")])
 def test_the_opened_plan_fits_and_its_form_keeps_the_change(client: TestClient, change: str, field: str, value: str) -> None:
     asked = client.get(ASKED).text
     assert 'class="verdict nofit"' in asked

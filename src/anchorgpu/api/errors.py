@@ -5,7 +5,8 @@ Every body has ``type``, ``title``, ``status``, ``detail`` and a stable ``code``
 - an :class:`~anchorgpu.errors.AnchorError` uses its own ``http_status`` and ``code`` (InvalidInput → 422,
   NotFound → 404, Conflict → 409, and whatever a subclass says, e.g. 400 for a missing idempotency key); its
   message names the CLI's flags (``--train-precision fp4: ...``), so each ``--flag-name`` that is a field of the
-  request being answered is written as that field (``train_precision fp4: ...``), see :func:`api_words`;
+  request being answered is written as that field (``train_precision fp4: ...``), see
+  :func:`anchorgpu.api.words.api_words`;
 - a request that fails validation (wrong type, missing field, out-of-range number) → 422 ``invalid_request``
   with the offending fields listed under ``errors``;
 - an HTTP error raised by the framework (unknown path 404, wrong method 405, 401) keeps its status;
@@ -18,7 +19,6 @@ Every body has ``type``, ``title``, ``status``, ``detail`` and a stable ``code``
 from __future__ import annotations
 
 import logging
-import re
 from http import HTTPStatus
 from typing import Any
 
@@ -27,6 +27,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from anchorgpu.api.words import api_words, request_fields
 from anchorgpu.errors import AnchorError
 from anchorgpu.validation import pattern_reason
 
@@ -126,50 +127,6 @@ def _page(request: Request, status: int, code: str, detail: str) -> Response:
     from anchorgpu.web.templating import render_error
 
     return render_error(request, status, code, detail)
-
-
-_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)(?![\w-])")
-_RENAMED_FLAGS = {"offload-activations": "offload_activation_layers", "tokens": "train_tokens"}
-"""CLI flags whose API field has another name (``plan --offload-activations``; ``recommend --tokens``). Used only
-where the request has that field and no field named as the flag (``plan``'s ``tokens`` is ``--tokens``)."""
-
-
-def request_fields(request: Request) -> frozenset[str]:
-    """The names a client can send to the route answering ``request``: its query and path parameters and the fields
-    of its JSON body's model (empty for a request no route matched)."""
-    from pydantic import BaseModel
-
-    names: set[str] = set()
-    todo = [getattr(request.scope.get("route"), "dependant", None)]
-    while todo:
-        dependant = todo.pop()
-        if dependant is None:
-            continue
-        names.update(param.alias for param in (*dependant.query_params, *dependant.path_params))
-        for param in dependant.body_params:
-            body = param.field_info.annotation
-            if isinstance(body, type) and issubclass(body, BaseModel):
-                names.update(field.alias or name for name, field in body.model_fields.items())
-        todo.extend(dependant.dependencies)
-    return frozenset(names)
-
-
-def api_words(message: str, fields: frozenset[str]) -> str:
-    """``message`` (written for the CLI) with each ``--flag-name`` that names a field of the request written as the
-    field, ``flag_name``; a flag the request has no field for (an engine's own flag, a CLI-only option) is kept.
-
-    >>> api_words("--train-precision fp4: h100-sxm has no FP4 tensor cores; --kv-cache-dtype stays",
-    ...           frozenset({"train_precision", "kv_cache"}))
-    'train_precision fp4: h100-sxm has no FP4 tensor cores; --kv-cache-dtype stays'
-    """
-    def field(match: re.Match[str]) -> str:
-        flag = match.group(1)
-        name = flag.replace("-", "_")
-        if name not in fields and _RENAMED_FLAGS.get(flag) in fields:
-            name = _RENAMED_FLAGS[flag]
-        return name if name in fields else match.group(0)
-
-    return _FLAG.sub(field, message) if "--" in message else message
 
 
 async def _on_anchor_error(request: Request, exc: Exception) -> Response:

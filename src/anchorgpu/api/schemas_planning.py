@@ -137,7 +137,7 @@ def _document_recipe(schema: dict[str, Any]) -> None:
 
 
 class PlanOut(_Schema):
-    """A plan with the keys of ``anchorgpu plan --json`` (DESIGN.md section 5)."""
+    """A plan with the keys of ``anchorgpu plan --json`` (DESIGN.md section 5). Its lines of advice (suggestions, assumptions, warnings, checks) name the request's fields where the CLI names its flags (``tp 4``, not ``--tp 4``), ``POST /v1/recommend with …`` where the CLI names ``recommend --…``; an engine's own flags, and the launch under ``recipe``, are kept as the engine takes them."""
 
     model: dict[str, Any] = Field(description="The model: name, params_total, params_active, kv_bytes_per_token …")
     gpu: dict[str, Any] | None = Field(description="{name, memory_bytes} of the GPU planned for; null without one")
@@ -154,7 +154,7 @@ class PlanOut(_Schema):
     checkpoint_bytes: int | None = Field(default=None, description="Training: the size of a checkpoint (weights and optimizer state), bytes; null for serving")
     workload: dict[str, Any] = Field(default_factory=dict, description="The workload planned, every default filled in: task, engine and engine_source (serving), context_tokens, concurrency, prompt_tokens, output_tokens, seq_tokens, micro_batch, global_batch_tokens, train_precision, train_stack … (null where the task has no use for it)")
     precision: dict[str, str | None] = Field(default_factory=dict, description="{weights, kv_cache}: the formats planned")
-    suggestions: list[dict[str, Any]] = Field(default_factory=list, description="Where it does not fit: changes that make it fit, [{change (CLI flags), description, gpus, total_bytes, headroom_bytes, train_tokens_per_s (training; null without an estimate)}]")
+    suggestions: list[dict[str, Any]] = Field(default_factory=list, description="Where it does not fit: changes that make it fit, [{change (the request's fields to set, with their values: 'gpus 4 tp 4', 'weights int4-awq'; the CLI's flags as fields, as in every line of advice here), description, gpus, total_bytes, headroom_bytes, train_tokens_per_s (training; null without an estimate)}]")
     breakdown: dict[str, int | float] = Field(default_factory=dict, description="The per-GPU terms in finer parts, bytes (and a few token counts named _tokens): weights by kind, KV cache, activations, a diffusion pipeline's components …")
     layout: dict[str, Any] | None = Field(default=None, description="The layout planned (given or chosen): gpus, tp, pp, dp, ep, cp, virtual_stages, zero, fsdp, offload, sequence_parallel, tp_overlap, ep_overlap")
     performance: dict[str, Any] | None = Field(
@@ -215,7 +215,7 @@ class RecommendRequest(_Request):
 
 
 class RecommendOut(_Schema):
-    """Recommendations with the keys of ``anchorgpu recommend --json``, cheapest first."""
+    """Recommendations with the keys of ``anchorgpu recommend --json``, cheapest first. Its lines of advice (rejected reasons, assumptions, warnings, recipe_refused) name the request's fields where the CLI names its flags (``train_precision fp8``), ``POST /v1/plan with …`` where the CLI names ``plan --…``; an engine's own flags, and each launch under ``recipe``, are kept as the engine takes them."""
 
     model: Any = Field(description="The model planned")
     term: str = Field(description="The term priced")
@@ -224,7 +224,7 @@ class RecommendOut(_Schema):
     evaluated: int = Field(description="Configurations evaluated (offering x server count x layout x precision x concurrency)")
     results: list[dict[str, Any]] = Field(description="Offerings that fit, cheapest first: offering, servers, gpus, layout, per_gpu bytes, the speed predictions (decode_tokens_per_s_total, decode_tokens_per_s_per_user, prefill_s, and the same as plan names them: output_tokens_per_s, ttft_s; max_output_tokens_per_s, plan's rate at the largest concurrency that fits; train_tokens_per_s, train_time_s) each with its band (*_low, *_high) and roofline ceiling (*_ceiling, a bound, never the prediction), total_usd; run_hours, run_usd and run_term for a training run with train_tokens (run_usd null, with run_refused saying why, where the run is longer than any term a quote prices); network_gbit_per_s_per_gpu, the network between servers a training row's GPUs are timed over, each GPU's share one way (null where they share one server or scale-up domain; warning training_over_public_network where only the servers' public uplinks join them); max_model_len_tokens where no context was given and the row's KV cache holds no whole-window sequence (the maximum length to start its engine with, as plan's launch sets it) …")
     pareto: list[dict[str, Any]] = Field(description="The cost/speed Pareto front among the results")
-    rejected: list[dict[str, Any]] = Field(description="Cheaper options that were rejected, with the reason")
+    rejected: list[dict[str, Any]] = Field(description="Cheaper options that were rejected, with the reason (naming the request's fields, 'train_precision fp8: a100-80gb-sxm has no FP8 tensor cores', as every line of advice here does)")
     assumptions: list[str] = Field(description="Every default chosen")
     warnings: list[dict[str, Any]] = Field(description="[{code, message}]")
     limits: dict[str, Any] | None = Field(default=None, description="Inference: the per-user limits applied (min_tokens_per_s_per_user, max_ttft_s; null where not given) and, for each, the offerings and (offering, server count) options that fit but lost every configuration to it (dropped)")

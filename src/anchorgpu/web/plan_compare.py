@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from anchorgpu.api.planning import run_plan
 from anchorgpu.api.schemas import PlanRequest
 from anchorgpu.errors import AnchorError
+from anchorgpu.web.planning import page_words
 
 __all__ = ["FitRow", "FormatRow", "formats_side_by_side", "gpus_that_fit", "most_gpus_tried"]
 
@@ -82,7 +83,7 @@ def formats_side_by_side(values: Mapping[str, Any], current: str, *, offline: bo
         try:
             result = _plan({**values, "weights": name}, offline)
         except (AnchorError, ValidationError, ValueError) as exc:
-            reason = exc.message if isinstance(exc, AnchorError) else str(exc).splitlines()[0]
+            reason = page_words(exc.message) if isinstance(exc, AnchorError) else str(exc).splitlines()[0]
             rows.append(FormatRow(weights=name, current=name == current, refused=reason, link=link))
             continue
         fits = result.get("fits")

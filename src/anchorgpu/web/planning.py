@@ -18,7 +18,8 @@ from pydantic import ValidationError
 from anchorgpu.api.deps import ClockDep, SettingsDep
 from anchorgpu.api.models_ref import load_public_model, server_offline
 from anchorgpu.api.planning import run_plan
-from anchorgpu.api.schemas import PlanRequest
+from anchorgpu.api.schemas import PlanRequest, RecommendRequest
+from anchorgpu.api.words import PAGE_COMMANDS, answer_words, api_words
 from anchorgpu.errors import AnchorError
 from anchorgpu.validation import pattern_reason
 from anchorgpu.web.charts import SEGMENTS, memory_bar, scatter
@@ -225,6 +226,21 @@ def apply_change(values: dict[str, Any], change: str) -> str | None:
     return "/plan?" + urlencode(flat)
 
 
+PLAN_FIELDS = frozenset(PlanRequest.model_fields)
+RECOMMEND_FIELDS = frozenset(RecommendRequest.model_fields)
+
+
+def page_words(message: str, fields: frozenset[str] = PLAN_FIELDS) -> str:
+    """A planner line (written for the CLI) as the planner and recommend pages say it: each ``--flag`` that is a field
+    of the page's form named as the field, as the API names it (the form's inputs, its URL's parameters and its own
+    "context: must be at least 1" are those names): ``max_num_seqs 256``, not ``--max-num-seqs 256``.
+
+    >>> page_words("--recipe vllm: the plan does not fit; plan with --gpus 4 --tp 4 first")
+    'recipe vllm: the plan does not fit; plan with gpus 4 tp 4 first'
+    """
+    return api_words(message, fields, PAGE_COMMANDS)
+
+
 def _choices() -> dict[str, Any]:
     from anchorgpu.architectures import model_infos
     from anchorgpu.hardware import list_gpus
@@ -253,12 +269,12 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
         context["error"] = validation_message(exc, text)
         return render(request, "plan.html", context, status_code=422)
     except AnchorError as exc:
-        context["error"] = English(exc.message)
+        context["error"] = English(page_words(exc.message))
         return render(request, "plan.html", context, status_code=exc.http_status)
     gpu = result.get("gpu") or {}
     if gpu.get("name"):
         values["gpu"] = gpu["name"]  # an alias in the URL selects its canonical GPU in the form
-    context["result"] = result
+    context["result"] = answer_words(result, PLAN_FIELDS, PAGE_COMMANDS)  # its advice in the form's names
     context["concept_names"] = concept_names(result.get("warnings") or [], text.locale)
     context["bar"] = memory_bar(result["per_gpu"], gpu.get("memory_bytes"), budget_bytes=result.get("budget_bytes"),
                                 decimal_sign=_decimal_sign(text))
@@ -273,7 +289,7 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
     context["launch_kind"] = kind
     if kind:
         context["launch"], context["launch_error"] = launch_for_plan(plan_request, str(kind), settings)
-    suggestions = result.get("suggestions") or []
+    suggestions = result.get("suggestions") or []  # the CLI's changes, which the links apply to the form
     context["suggestion_links"] = [apply_change(values, s["change"]) for s in suggestions]
     context["precision_changes"] = [("--weights" in s["change"] or "--kv-cache" in s["change"]) for s in suggestions]
     context["suggestion_speeds"] = any(s.get("train_tokens_per_s") for s in suggestions)
@@ -302,7 +318,6 @@ def _speed(row: dict[str, Any]) -> float | None:
 def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> Response:
     """Cheapest offerings that fit, as a table and a cost-vs-speed scatter."""
     from anchorgpu.api.planning import run_recommend
-    from anchorgpu.api.schemas import RecommendRequest
 
     allowed = set(RecommendRequest.model_fields)
     values = {k: v for k, v in form_values(request).items() if k in allowed}
@@ -326,7 +341,7 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
         context["error"] = validation_message(exc, text)
         return render(request, "recommend.html", context, status_code=422)
     except AnchorError as exc:
-        context["error"] = English(exc.message)
+        context["error"] = English(page_words(exc.message, RECOMMEND_FIELDS))
         return render(request, "recommend.html", context, status_code=exc.http_status)
     diffusion = result.get("workload", {}).get("task") == "diffusion"
     training = not diffusion and values.get("task", "inference") != "inference"
@@ -334,7 +349,7 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
     charted = [(rank, f"{r['servers']}× {r['offering']}", float(r["total_usd"]), speed)
                for rank, r in enumerate(result["results"], start=1) if (speed := _speed(r)) is not None and r.get("total_usd") is not None]
     points = [(label, cost, speed) for _, label, cost, speed in charted]
-    context["result"] = result
+    context["result"] = answer_words(result, RECOMMEND_FIELDS, PAGE_COMMANDS)  # its advice in the form's names
     context["training"] = training
     from urllib.parse import urlencode
 

@@ -1,0 +1,149 @@
+"""The CLI's words as the HTTP API says them: the planner writes its refusals and its advice (``suggestions[].change``,
+``rejected[].reason``, assumption lines) for the CLI, naming its flags (``--train-precision fp4``, ``try --tp 4``);
+an API client has no flags, only the fields of its request. :func:`api_words` writes a line the API's way, for a
+refusal (``anchorgpu.api.errors``) and for the advice inside an answer (:func:`answer_words`) alike, and for the
+planner and recommend pages, whose forms send the same fields (``anchorgpu.web.planning.page_words``):
+
+- ``--flag-name`` that is a field of the request → ``flag_name`` (two flags are named otherwise, see
+  ``_RENAMED_FLAGS``); a flag the request has no field for (an engine's own flag, ``--kv-cache-dtype``; a field of
+  another route) is kept as it is;
+- the CLI's command given with its flags (``plan --concurrency N``, `` `anchorgpu plan MODEL --gpus 8` ``) → the route
+  that takes them, ``POST /v1/plan with concurrency N`` (on a page: ``the Planner page with …``), when every flag is a
+  field of that route (kept otherwise);
+- other code in backquotes (`` `anchorgpu model --json` ``) and a clause that names the CLI's flags as the CLI's
+  (``CLI --lower-precision or a --weights list, API lower_precision``) are kept.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import Request
+
+__all__ = ["API_COMMANDS", "PAGE_COMMANDS", "answer_words", "api_words", "request_fields"]
+
+_FLAG_NAME = r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*"
+_FLAG = re.compile(rf"(?<![\w-])--({_FLAG_NAME})(?![\w-])")
+_SPANS = re.compile(
+    rf"`anchorgpu (?P<cli>plan|recommend)(?P<cli_args>(?: [^`\s]+)*)`"  # a CLI command line, quoted
+    r"|(?P<code>`(?!--)[^`]*`)"  # other code in backquotes: kept
+    r"|(?P<cli_clause>\bCLI --[^,;)]*)"  # "CLI --lower-precision or a --weights list": the CLI's, kept
+    rf"|(?<![\w`-])(?P<command>plan|recommend)(?P<args>(?: --{_FLAG_NAME}(?![\w-])(?: (?!--)[^\s,;:()`]+)?)+)"
+    rf"|(?<![\w-])--(?P<flag>{_FLAG_NAME})(?![\w-])"
+)
+_RENAMED_FLAGS = {"offload-activations": "offload_activation_layers", "tokens": "train_tokens"}
+"""CLI flags whose API field has another name (``plan --offload-activations``; ``recommend --tokens``). Used only
+where the request has that field and no field named as the flag (``plan``'s ``tokens`` is ``--tokens``)."""
+
+
+API_COMMANDS = {"plan": "POST /v1/plan", "recommend": "POST /v1/recommend"}
+"""The CLI's commands as the API names them: the routes that take their options as fields."""
+PAGE_COMMANDS = {"plan": "the Planner page", "recommend": "the Recommend page"}
+"""The CLI's commands as the pages name them: the planner and recommend pages, whose forms send the same fields."""
+
+
+@functools.cache
+def _command_fields() -> dict[str, frozenset[str]]:
+    """The CLI commands whose flags are the fields of a request: command → its request's fields."""
+    from anchorgpu.api.schemas import PlanRequest, RecommendRequest
+
+    return {"plan": frozenset(PlanRequest.model_fields), "recommend": frozenset(RecommendRequest.model_fields)}
+
+
+def request_fields(request: Request) -> frozenset[str]:
+    """The names a client can send to the route answering ``request``: its query and path parameters and the fields
+    of its JSON body's model (empty for a request no route matched)."""
+    from pydantic import BaseModel
+
+    names: set[str] = set()
+    todo = [getattr(request.scope.get("route"), "dependant", None)]
+    while todo:
+        dependant = todo.pop()
+        if dependant is None:
+            continue
+        names.update(param.alias for param in (*dependant.query_params, *dependant.path_params))
+        for param in dependant.body_params:
+            body = param.field_info.annotation
+            if isinstance(body, type) and issubclass(body, BaseModel):
+                names.update(field.alias or name for name, field in body.model_fields.items())
+        todo.extend(dependant.dependencies)
+    return frozenset(names)
+
+
+def _field(flag: str, fields: frozenset[str]) -> str | None:
+    """The field of ``fields`` that the CLI's ``--flag`` is, or None."""
+    name = flag.replace("-", "_")
+    if name not in fields and _RENAMED_FLAGS.get(flag) in fields:
+        name = _RENAMED_FLAGS[flag]
+    return name if name in fields else None
+
+
+def _as_route(command: str, args: str, commands: Mapping[str, str], *, model_first: bool) -> str | None:
+    """``plan --gpus N`` as ``POST /v1/plan with gpus N`` (``commands`` names the command); None where a flag is no
+    field of the command's request (a word that is no flag's value, beyond a quoted command's leading model name,
+    too)."""
+    route, fields = commands[command], _command_fields()[command]
+    words, out = args.split(), []
+    if model_first and words and not words[0].startswith("--"):
+        out += ["model", words.pop(0)]
+    for i, word in enumerate(words):
+        if word.startswith("--"):
+            match = _FLAG.fullmatch(word)
+            name = _field(match.group(1), fields) if match else None
+            if name is None:
+                return None
+            out.append(name)
+        elif i == 0 or not words[i - 1].startswith("--"):
+            return None
+        else:
+            out.append(word)
+    return f"{route} with {' '.join(out)}" if out else route
+
+
+def api_words(message: str, fields: frozenset[str], commands: Mapping[str, str] = API_COMMANDS) -> str:
+    """``message`` (written for the CLI) as the API says it to a request with ``fields`` (see the module's list);
+    ``commands``: how the CLI's commands are named (:data:`PAGE_COMMANDS` on the pages).
+
+    >>> api_words("--train-precision fp4: h100-sxm has no FP4 tensor cores; --kv-cache-dtype stays",
+    ...           frozenset({"train_precision", "kv_cache"}))
+    'train_precision fp4: h100-sxm has no FP4 tensor cores; --kv-cache-dtype stays'
+    >>> api_words("as plan --concurrency N sizes it; set --min-tokens-per-s-per-user 20 (CLI --lower-precision or a "
+    ...           "--weights list, API lower_precision)", frozenset({"concurrency", "min_tokens_per_s_per_user"}))
+    'as POST /v1/plan with concurrency N sizes it; set min_tokens_per_s_per_user 20 (CLI --lower-precision or a --weights list, API lower_precision)'
+    >>> api_words("plan 128 with `anchorgpu plan llama-3.1-405b --task train --gpus 1024`; `anchorgpu model --json`",
+    ...           frozenset())
+    'plan 128 with POST /v1/plan with model llama-3.1-405b task train gpus 1024; `anchorgpu model --json`'
+    """
+    def rewrite(match: re.Match[str]) -> str:
+        if match.group("flag"):
+            return _field(match.group("flag"), fields) or match.group(0)
+        if match.group("command"):
+            said = _as_route(match.group("command"), match.group("args"), commands, model_first=False)
+            return said or f"{match.group('command')}{_FLAG.sub(lambda m: _field(m.group(1), fields) or m.group(0), match.group('args'))}"
+        if match.group("cli"):
+            return _as_route(match.group("cli"), match.group("cli_args"), commands, model_first=True) or match.group(0)
+        return match.group(0)  # code, or the CLI's own clause
+
+    return _SPANS.sub(rewrite, message) if "--" in message or "`anchorgpu " in message else message
+
+
+_LAUNCH_KEYS = frozenset({"recipe"})
+"""Keys whose text is kept as it is: a launch (``recipe``: its command line, files and the lines that explain them)
+is written in its engine's flags, some spelled as the request's fields (vLLM's ``--max-num-seqs``)."""
+
+
+def answer_words(answer: Any, fields: frozenset[str], commands: Mapping[str, str] = API_COMMANDS) -> Any:
+    """``answer`` (a plan or a recommendation, the CLI's JSON) with every line of advice in it written by
+    :func:`api_words` for a request with ``fields``: ``suggestions[].change``, ``rejected[].reason``, assumptions,
+    checks, warnings, ``recipe_refused`` …; a launch (``recipe``) is kept as written."""
+    if isinstance(answer, str):
+        return api_words(answer, fields, commands)
+    if isinstance(answer, list):
+        return [answer_words(item, fields, commands) for item in answer]
+    if isinstance(answer, dict):
+        return {key: value if key in _LAUNCH_KEYS else answer_words(value, fields, commands)
+                for key, value in answer.items()}
+    return answer
