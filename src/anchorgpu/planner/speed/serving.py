@@ -15,7 +15,8 @@ A decode step for ``B`` running sequences (and the prefill tokens that share it)
 * **attention**: the larger of reading every sequence's KV cache (MLA latents and sliding windows as the
   cache holds them; a MoE's FP8 cache on TensorRT-LLM at the share of the bandwidth its decode attention kernels
   are measured to reach, :func:`~anchorgpu.planner.speed.step_constants.trtllm_kv_read_fraction`) and the attention
-  arithmetic;
+  arithmetic; on TensorRT-LLM, which runs a prompt chunk's attention as a kernel of its own after the decodes'
+  (:func:`~anchorgpu.planner.speed.step_constants.prompt_attention_apart`), the chunk's arithmetic is added instead;
 * **tensor parallelism**: two all-reduces per layer of the step's tokens, each with its latency;
 * **expert parallelism** wider than TP (attention data parallelism: ``--tp 1 --dp 8 --ep 8``): each GPU's experts
   serve the tokens of the ``ep / tp`` replicas of its EP group (the rows per expert and the experts touched follow),
