@@ -80,9 +80,9 @@ def gqa() -> None:
         d = d[(d.kernel_source == "torch_flow") & (d.kv_cache_dtype == "fp8") & (d.window_size == 0)
               & (d.head_dim == 128) & (d.num_key_value_heads <= 8)]
         token_heads = d.batch_size * (d.step + 1) * d.num_key_value_heads
-        d = d[token_heads >= 2**20].assign(share=lambda x: x.batch_size * (x.step + 1) * x.num_key_value_heads * 256
-                                           / (x.latency * 1e-3) / bandwidth,
-                                           ratio=lambda x: x.num_heads / x.num_key_value_heads)
+        # K and V of head dim 128 at one byte a value: 256 bytes a token-head, over the latency, over the bandwidth
+        d = d.assign(share=token_heads * 256 / (d.latency * 1e-3) / bandwidth,
+                     ratio=d.num_heads / d.num_key_value_heads)[token_heads >= 2**20]
         by = " ".join(f"{r:g}: {x.share.median():.3f}" for r, x in d.groupby("ratio"))
         print(f"{gpu:10s} all {d.share.median():.3f} ({len(d)} cells) | {by}")
 
