@@ -77,15 +77,16 @@ def test_decode_step_reads_the_same_tick() -> None:
 @pytest.mark.parametrize("gpu_name", GPUS)
 @pytest.mark.parametrize("tp", (1, 2, 4, 8))
 @pytest.mark.parametrize("host_overlap", (True, False))
+@pytest.mark.parametrize("engine", ("vllm", "trtllm"))  # TensorRT-LLM: the prompt's attention kernel apart
 @settings(max_examples=25, deadline=None)
 @given(batch=st.one_of(st.integers(0, 1024), st.floats(0.0, 1024.0)), prefill=st.sampled_from([0, 0.0, 1.0, 37.5, 2048]),
        padded=st.integers(0, 512), pre=st.sampled_from([0.0, 1e9]), skip=st.sampled_from([0.0, 0.999]))
-def test_dense_step_is_the_general_step(model_name: str, gpu_name: str, tp: int, host_overlap: bool,
+def test_dense_step_is_the_general_step(model_name: str, gpu_name: str, tp: int, host_overlap: bool, engine: str,
                                         batch: float, prefill: float, padded: int, pre: float, skip: float) -> None:
     """The lean step of a dense model on one stage gives exactly what the general step gives: time, bound, ceiling."""
     model, gpu, cal = load_model(model_name), get_gpu(gpu_name), calibration()
     setup = sv.ServingSetup(weights_bytes_per_gpu=20e9, kv_bytes_per_sequence_per_gpu=3e8, precision="fp8", tp=tp,
-                            max_num_batched_tokens=8192, gpus_per_server=8, host_overlap=host_overlap)
+                            max_num_batched_tokens=8192, gpus_per_server=8, host_overlap=host_overlap, engine=engine)
     c, ci = sv._constants(model, gpu, setup, cal, False), sv._constants(model, gpu, setup, cal, True)
     general = sv._step(setup, c, batch, prefill, 2e9, pre, padded_batch=padded, ceiling=ci, head_skip=skip)
     assert sv._dense_step(setup, c, batch, prefill, 2e9, pre, padded, ci, head_skip=skip) == (

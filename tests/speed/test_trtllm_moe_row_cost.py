@@ -56,8 +56,10 @@ def test_only_under_tensorrt_llm() -> None:
 def test_prediction_only_not_the_ceiling() -> None:
     p, trt = _setup(B200_ROW, "trtllm")
     _, vllm = _setup(B200_ROW, "vllm")
-    step = {name: [decode_step(p.model, p.gpu, s, batch=512, prefill_tokens=2048, prompt_tokens=2048,
-                               cached_tokens=2048, ideal=ideal).step_s for ideal in (False, True)]
+    # decode-only steps: with a prompt chunk the ceilings differ by TensorRT-LLM's own attention kernel for the
+    # prompt (step_constants.prompt_attention_apart), not by this cost
+    step = {name: [decode_step(p.model, p.gpu, s, batch=512, cached_tokens=2048, ideal=ideal).step_s
+                   for ideal in (False, True)]
             for name, s in (("trt", trt), ("vllm", vllm))}
     assert step["trt"][0] > step["vllm"][0]
     assert step["trt"][1] == step["vllm"][1]

@@ -35,7 +35,7 @@ from anchorgpu.planner.speed.moe_backend import (
 from anchorgpu.planner.speed.overrides import calibrated
 from anchorgpu.planner.speed.product_shares import head_quantized_share, quantized_product_shares
 from anchorgpu.planner.speed.serving import moe_product_shares, routed_weight_bytes_share_per_gpu
-from anchorgpu.planner.speed.step_constants import allreduce_latency_s, trtllm_kv_read_applies
+from anchorgpu.planner.speed.step_constants import allreduce_latency_s, prompt_attention_apart, trtllm_kv_read_applies
 from anchorgpu.planner.sweep_grid import Layouts
 from anchorgpu.planner.sweep_serving_lookups import distinct_gpus, links, mixed_rates
 from anchorgpu.planner.sweep_serving_lookups import peaks as peaks_of
@@ -115,6 +115,8 @@ class Ticks:
         block_fp8 = [is_block_fp8(format_for_model(model, name).name) for name in weights]
         ratio_w = np.array([launch_ratio(model, cal.launches, block_fp8=b) for b in block_fp8])
         trtllm = spec.workload.engine == "trtllm"
+        # the prompt chunk's attention as a kernel after the decodes' (speed.step_constants.prompt_attention_apart)
+        self.prompt_apart = prompt_attention_apart(spec.workload.engine)
         if fuses_norms_into_allreduce(model, spec.workload.engine, 2):  # TP > 1: norms inside the all-reduces
             fused_w = np.array([launch_ratio(model, cal.launches, block_fp8=b, norms_in_allreduce=True)
                                 for b in block_fp8])
@@ -265,8 +267,12 @@ class Ticks:
         weights_s += self.fixed
         attention_s = decode * self.kv_read
         attention_s /= self.kv_rate
-        np.maximum(attention_s, (decode * self.attn_dec + prefill * self.attn_pre) / self.split / self.attention_rate,
-                   out=attention_s)
+        if self.prompt_apart:  # the larger of the KV read and the decodes' arithmetic, then the prompt's
+            np.maximum(attention_s, decode * self.attn_dec / self.split / self.attention_rate, out=attention_s)
+            attention_s += prefill * self.attn_pre / self.split / self.attention_rate
+        else:
+            np.maximum(attention_s, (decode * self.attn_dec + prefill * self.attn_pre) / self.split / self.attention_rate,
+                       out=attention_s)
         message = tokens * model.hidden_size * ACTIVATION_BYTES
         sent = message > 0
         with np.errstate(divide="ignore", invalid="ignore"):

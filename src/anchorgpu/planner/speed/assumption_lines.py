@@ -24,8 +24,8 @@ from anchorgpu.planner.speed.launches import LayerLaunches, launch_ratio, launch
 from anchorgpu.planner.speed.links import host_kind
 
 __all__ = ["NETWORK_LABEL", "expert_launch_line", "expert_parallel_line", "expert_tp_line", "larger_batch_line", "launches_line",
-           "megatron_fsdp_line", "network_line", "pp_host_passes_line", "pytorch_fsdp_line", "pytorch_stack_line",
-           "serving_constants_line",
+           "megatron_fsdp_line", "network_line", "pp_host_passes_line", "prompt_attention_apart_line",
+           "pytorch_fsdp_line", "pytorch_stack_line", "serving_constants_line",
            "serving_line", "step_line"]
 
 
@@ -186,6 +186,18 @@ def serving_constants_line(gpu: GpuSpec, cal: Calibration, precision: str) -> st
         _CONSTANTS_LINES.clear()
     _CONSTANTS_LINES[key] = (gpu, cal, line)
     return line
+
+
+def prompt_attention_apart_line() -> str:
+    """The assumption a TensorRT-LLM serving estimate adds (``step_constants.prompt_attention_apart``): a step's prompt
+    chunk and its decodes run their attention as two kernels, so their times add.
+
+    >>> prompt_attention_apart_line().startswith("TensorRT-LLM runs a step's prompt attention")
+    True
+    """
+    return ("TensorRT-LLM runs a step's prompt attention and its decodes' attention as two kernels, one after the "
+            "other (its attention op: the context requests, then the generation requests), so a step that carries a "
+            "prompt chunk is timed with the chunk's attention added to the decodes' KV read, not hidden under it")
 
 
 @lru_cache(maxsize=256)

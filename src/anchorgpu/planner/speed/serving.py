@@ -15,7 +15,8 @@ A decode step for ``B`` running sequences (and the prefill tokens that share it)
 * **attention**: the larger of reading every sequence's KV cache (MLA latents and sliding windows as the
   cache holds them; a MoE's FP8 cache on TensorRT-LLM at the share of the bandwidth its decode attention kernels
   are measured to reach, :func:`~anchorgpu.planner.speed.step_constants.trtllm_kv_read_fraction`) and the attention
-  arithmetic;
+  arithmetic; on TensorRT-LLM, which runs a prompt chunk's attention as a kernel of its own after the decodes'
+  (:func:`~anchorgpu.planner.speed.step_constants.prompt_attention_apart`), the chunk's arithmetic is added instead;
 * **tensor parallelism**: two all-reduces per layer of the step's tokens, each with its latency;
 * **expert parallelism** wider than TP (attention data parallelism: ``--tp 1 --dp 8 --ep 8``): each GPU's experts
   serve the tokens of the ``ep / tp`` replicas of its EP group (the rows per expert and the experts touched follow),
@@ -125,12 +126,20 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: f
 
 
 def _work(c: _StepConstants, weights_read_s: float, matmul_s: float, kv_s: float, attn_flops_per_gpu: float,
-          tokens: float) -> tuple[float, float, float, float, float, float]:
+          tokens: float, decode_flops_per_gpu: float = 0.0,
+          prompt_flops_per_gpu: float = 0.0) -> tuple[float, float, float, float, float, float]:
     """A tick's GPU work (:func:`_dense_step` forms the same terms inline): (work, weights' time, attention's time,
-    and the weight read, KV read and attention compute times the bound is read from)."""
+    and the weight read, KV read and attention compute times the bound is read from). Where the engine runs the
+    prompt chunk's attention as a kernel of its own (``c.prompt_attention_apart``), attention is the larger of the KV
+    read and the decodes' arithmetic (``decode_flops_per_gpu``) plus the prompt's (``prompt_flops_per_gpu``); else
+    the larger of the KV read and all of it."""
     weights_s = soft_roofline(weights_read_s, matmul_s, c.knee)
     attn_compute_s = attn_flops_per_gpu / c.attention_rate
-    attention_s = kv_s if kv_s >= attn_compute_s else attn_compute_s
+    if c.prompt_attention_apart and prompt_flops_per_gpu:  # the prompt's kernel after the decodes': their sum
+        decode_s = decode_flops_per_gpu / c.attention_rate
+        attention_s = (kv_s if kv_s >= decode_s else decode_s) + prompt_flops_per_gpu / c.attention_rate
+    else:
+        attention_s = kv_s if kv_s >= attn_compute_s else attn_compute_s
     return (weights_s + attention_s + tokens * c.elementwise_s_per_token, weights_s, attention_s, weights_read_s, kv_s,
             attn_compute_s)
 
@@ -168,8 +177,10 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
         matmul_flops = (tokens + c.expert_share * (group - tokens)) * 2.0 * c.matmul_params / split
     kv_bytes = batch * setup.kv_bytes_per_sequence_per_gpu  # the sequences' own caches, no padding
     attn_flops = batch * decode_attn_flops
+    prompt_flops = 0.0
     if prefill_tokens and prefill_attn_flops:
-        attn_flops += prefill_tokens * prefill_attn_flops
+        prompt_flops = prefill_tokens * prefill_attn_flops
+        attn_flops += prompt_flops
     attn_flops_per_gpu = attn_flops / split
     message = tokens * c.hidden_size * ACTIVATION_BYTES
     gathered = 0.0
@@ -196,7 +207,8 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     if skipped:
         matmul_s -= skipped * 2.0 * c.head_params / split / c.head_rate
     work, weights_s, attention_s, weights_read_s, kv_s, attn_compute_s = _work(
-        c, weights / mem_rate, matmul_s, kv_bytes / c.kv_rate, attn_flops_per_gpu, tokens)
+        c, weights / mem_rate, matmul_s, kv_bytes / c.kv_rate, attn_flops_per_gpu, tokens,
+        batch * decode_attn_flops / split, prompt_flops / split)
     comm = 0.0
     if message > 0:
         if c.link is not None:  # two all-reduces per layer of the stage (allreduce_s, inline)
@@ -214,6 +226,9 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
         if skipped:
             product_top -= skipped * 2.0 * k.head_params / split / k.head_rate
         top = soft_roofline(read_top, product_top, k.knee)
+        if k.prompt_attention_apart and prompt_flops:  # the prompt's kernel after the decodes' (_work)
+            attn_top = batch * decode_attn_flops / split / k.attention_rate
+            top += prompt_flops / split / k.attention_rate
         top += kv_top if kv_top >= attn_top else attn_top
         if message > 0:
             comm_top = 0.0
@@ -258,7 +273,14 @@ def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_to
     else:
         big, p = (weights_read_s if weights_read_s >= matmul_s else matmul_s), c.knee
         roof = big * ((weights_read_s / big) ** p + (matmul_s / big) ** p) ** (1.0 / p)
-    work = roof + (kv_s if kv_s >= attn_compute_s else attn_compute_s) + tokens * c.elementwise_s_per_token
+    apart = c.prompt_attention_apart and bool(prefill_tokens) and bool(prefill_attn_flops)
+    if apart:  # _work's sum, inline, from the same terms
+        decode_s = batch * decode_attn_flops / split / c.attention_rate
+        attention_s = ((kv_s if kv_s >= decode_s else decode_s)
+                       + prefill_tokens * prefill_attn_flops / split / c.attention_rate)
+    else:
+        attention_s = kv_s if kv_s >= attn_compute_s else attn_compute_s
+    work = roof + attention_s + tokens * c.elementwise_s_per_token
     k = ceiling
     kv_top, attn_top = kv_bytes / k.mem_rate, attn_flops_per_gpu / k.attention_rate
     read_top, product_top = weights / k.mem_rate, matmul_flops / k.matmul_rate
@@ -270,6 +292,9 @@ def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_to
     else:
         big, p = (read_top if read_top >= product_top else product_top), k.knee
         top = big * ((read_top / big) ** p + (product_top / big) ** p) ** (1.0 / p)
+    if apart:  # _tick's ceiling, inline
+        attn_top = batch * decode_attn_flops / split / k.attention_rate
+        top += prefill_tokens * prefill_attn_flops / split / k.attention_rate
     top += kv_top if kv_top >= attn_top else attn_top
     comm = 0.0
     message = tokens * c.hidden_size * ACTIVATION_BYTES

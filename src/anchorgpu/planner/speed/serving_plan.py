@@ -24,6 +24,7 @@ from anchorgpu.planner.speed.assumption_lines import (
     expert_parallel_line,
     launches_line,
     pp_host_passes_line,
+    prompt_attention_apart_line,
     serving_constants_line,
     serving_line,
 )
@@ -62,7 +63,7 @@ from anchorgpu.planner.speed.serving_capacity import (
     kv_bytes_per_gpu,
     saturation_concurrency,
 )
-from anchorgpu.planner.speed.step_constants import host_passes_per_cycle
+from anchorgpu.planner.speed.step_constants import host_passes_per_cycle, prompt_attention_apart
 from anchorgpu.units import at_least
 
 if TYPE_CHECKING:
@@ -338,6 +339,8 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
             weights=plan.precision.weights))
     if model.moe is not None and setup.ep > setup.tp:
         assumptions.append(expert_parallel_line(setup.ep, setup.tp, setup.ep_gather_bytes))
+    if prompt_attention_apart(setup.engine):  # TensorRT-LLM's context and generation attention kernels, summed
+        assumptions.append(prompt_attention_apart_line())
     if host_passes_per_cycle(setup.engine, setup.pp) > 1:  # TensorRT-LLM's PP loop, the cap it puts on a replica
         assumptions.append(_pp_host_line(plan, setup, est, cal))
     if plan.precision.kv_cache == "nvfp4":

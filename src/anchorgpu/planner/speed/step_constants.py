@@ -120,6 +120,8 @@ class _StepConstants:
     ep_rate: float  # the EP group's link bandwidth x efficiency
     ep_latency_s: float
     kv_rate: float  # the rate a decode step reads the KV cache: mem_rate, or the engine's attention kernel's measured
+    prompt_attention_apart: bool  # the prompt chunk's attention runs as its own kernel after the decodes' (TensorRT-LLM:
+    # step_constants.prompt_attention_apart), so its time adds to the KV read rather than hiding under it
 
 
 _STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float, float, float, float, bool, bool, str, bool, bool,
@@ -223,7 +225,24 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         ep_token_bytes=(setup.ep_gather_bytes + ACTIVATION_BYTES) / (2.0 * ACTIVATION_BYTES) if wide_ep else 0.0,
         ep_rate=ep_link.bytes_per_s * link_eff if ep_link is not None else 1.0,
         ep_latency_s=ep_exchange_latency_s(gpu, ep_link, setup.ep, cal) if ep_link is not None else 0.0,
-        kv_rate=bw * kv_fraction if kv_fraction else bw * mbu)
+        kv_rate=bw * kv_fraction if kv_fraction else bw * mbu,
+        prompt_attention_apart=prompt_attention_apart(setup.engine))
+
+
+def prompt_attention_apart(engine: str) -> bool:
+    """Whether ``engine`` runs a step's prompt (context) attention and its decodes' (generation) attention as two
+    kernels one after the other, so a step that carries a prompt chunk pays the chunk's attention on top of the
+    decodes' KV read rather than under it: TensorRT-LLM, whose attention op runs the context requests' kernel and
+    then the generation requests' on the same stream (NVIDIA/TensorRT-LLM@00dbe288
+    cpp/tensorrt_llm/thop/attentionOp.cpp, ``attention_inplace``: ``runner->run(..., is_context=true, ...)`` over
+    the ``num_contexts`` requests, then ``is_context=false`` over the ``num_generations``). vLLM's and SGLang's
+    backends run one varlen kernel over both and keep the larger of the two (benchmarks/moe_small_batch_findings.md,
+    Stop 54 (branch longctx)).
+
+    >>> prompt_attention_apart("trtllm"), prompt_attention_apart("vllm")
+    (True, False)
+    """
+    return engine == "trtllm"
 
 
 def host_passes_per_cycle(engine: str, pp: int) -> int:
