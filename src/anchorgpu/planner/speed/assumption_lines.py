@@ -26,7 +26,7 @@ from anchorgpu.planner.speed.links import host_kind
 __all__ = ["NETWORK_LABEL", "expert_launch_line", "expert_parallel_line", "expert_tp_line", "larger_batch_line", "launches_line",
            "megatron_fsdp_line", "network_line", "pp_host_passes_line", "pytorch_fsdp_line", "pytorch_stack_line",
            "serving_constants_line",
-           "serving_line", "step_line"]
+           "serving_line", "step_line", "mfu_count_line", "MFU_COUNT_LINE_RATIO"]
 
 
 @memo_on_frozen
@@ -234,6 +234,30 @@ def step_line(microbatches: int, micro_batch: int, seq: int, tokens: int, precis
             + ("; the LM head stays at BF16, as the FP8/FP4 recipes leave it" if precision.lower() != "bf16" else "")
             + "; MFU counts 6·N·D plus "
             "attention, as the Llama 3 paper does")
+
+
+MFU_COUNT_LINE_RATIO = 1.25
+"""From how far MFU's count of a token's FLOPs passes the causal work the kernels run (:func:`mfu_count_line`) a
+training plan says so: where a quarter or more of MFU's figure is the masked half of attention (about 32,768 tokens
+a sequence for an 8B model, 4,096 and shorter never)."""
+
+
+def mfu_count_line(count_ratio: float, seq: int) -> str | None:
+    """What MFU counts, where its count passes the causal work by :data:`MFU_COUNT_LINE_RATIO` or more (``None``
+    below): ``count_ratio`` is the model FLOPs of :func:`~.flops.training_flops_per_token` over those of
+    :func:`~.flops.causal_training_flops_per_token`.
+
+    >>> mfu_count_line(1.1, 8192) is None
+    True
+    >>> mfu_count_line(1.7, 131072)[:60]
+    'MFU and TFLOP/s per GPU count attention over the whole 131,07'
+    """
+    if count_ratio < MFU_COUNT_LINE_RATIO:
+        return None
+    return (f"MFU and TFLOP/s per GPU count attention over the whole {seq:,}-token sequence, as the Llama 3 paper "
+            f"does, the masked half a causal kernel skips included: {count_ratio:.2f}x the FLOPs a step runs (before "
+            f"recompute), so MFU over {count_ratio:.2f} is the share of the peak the work run uses, and MFU's ceiling "
+            f"is {count_ratio:.2f}, the tokens/s ceiling's (every GPU at the peak on the causal work)")
 
 
 def larger_batch_line(batch_tokens: int, microbatches: int, idle_share: float, larger_tokens: int,
