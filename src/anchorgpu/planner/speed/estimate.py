@@ -23,7 +23,6 @@ from anchorgpu.planner.sequence_parallel import speed_off_line
 from anchorgpu.planner.speed.assumption_lines import (
     expert_launch_line,
     larger_batch_line,
-    mfu_count_line,
     network_line,
     step_line,
 )
@@ -160,10 +159,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     k = ctx.stack
     assumptions.append(step_line(st.microbatches, w.micro_batch or 1, seq, st.tokens_per_step, precision,
                                   k.fp8_matmul_efficiency if precision != "bf16" else k.train_matmul_efficiency,
-                                  model.hidden_size // lay.tp))
-    count_line = mfu_count_line(mfu_top, seq)  # mfu_top: MFU's count over the causal work the ceiling counts
-    if count_line is not None:
-        assumptions.append(count_line)
+                                  model.hidden_size // lay.tp, round(mfu_top, 2)))
     if ctx.stack_line is not None:
         assumptions.append(ctx.stack_line)
     if ctx.tp_line is not None:
