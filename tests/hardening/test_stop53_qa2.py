@@ -164,6 +164,8 @@ def test_a_split_that_fits_nowhere_names_its_own_gpus(capsys: pytest.CaptureFixt
 
 
 def test_the_count_is_written_with_separators(capsys: pytest.CaptureFixture[str]) -> None:
-    answer = run_json(capsys, "plan", "llama-3.1-405b", "--gpu", "rtx-4090", "--task", "train", "--seq", "131072")
+    # --cp 8: with CP left open the chooser now splits the 131,072 tokens over CP 32 and 512 GPUs hold it
+    answer = run_json(capsys, "plan", "llama-3.1-405b", "--gpu", "rtx-4090", "--task", "train", "--seq", "131072",
+                      "--cp", "8")
     (said,) = [a for a in answer["assumptions"] if a.startswith("GPU count not given")]
     assert said.startswith("GPU count not given: 1,024 rtx-4090, the fewest"), said

@@ -116,18 +116,19 @@ def serving_ceilings(model: ModelSpec, spec: SweepSpec, result: SweepResult, row
 
 def training_ceilings(model: ModelSpec, spec: SweepSpec, row: dict[str, Any]) -> dict[str, float]:
     """``train_tokens_per_s_ceiling`` (and ``train_time_s_ceiling`` with the tokens to train on) of one training row:
-    every GPU of the layout at the dense peak of the training precision with each token's model FLOPs, as
-    :func:`~anchorgpu.planner.speed.training.training_step` puts its ceiling (recompute runs no model FLOPs)."""
+    every GPU of the layout at the dense peak of the training precision with each token's model FLOPs, attention
+    causal as the kernels run it, as :func:`~anchorgpu.planner.speed.training.training_step` puts its ceiling
+    (recompute runs no model FLOPs)."""
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner.inputs import default_seq_tokens
-    from anchorgpu.planner.speed.flops import training_flops_per_token
+    from anchorgpu.planner.speed.flops import causal_training_flops_per_token
     from anchorgpu.planner.speed.links import compute_precision_for_training, peak_for
 
     w = spec.workload
     peak = peak_for(get_gpu(row["gpu"]), compute_precision_for_training(w.train_precision)).flops_per_s
     seq = default_seq_tokens(w, model.max_context_tokens)
-    model_flops, _ = training_flops_per_token(model, seq, kind="full" if w.task == "train" else "lora")
-    top = int(row["gpus"]) * peak / model_flops
+    top = int(row["gpus"]) * peak / causal_training_flops_per_token(model, seq,
+                                                                    kind="full" if w.task == "train" else "lora")
     out = {"train_tokens_per_s_ceiling": top}
     if spec.train_tokens:
         out["train_time_s_ceiling"] = spec.train_tokens / top

@@ -237,15 +237,26 @@ def _host_pace(binds: bool, binds_at_saturation: bool) -> str:
 
 @lru_cache(maxsize=1024)
 def step_line(microbatches: int, micro_batch: int, seq: int, tokens: int, precision: str, efficiency: float,
-               width: int) -> str:
-    """The training-step assumption, memoised on its values (they recur across the layouts of a search)."""
+               width: int, mfu_count_ratio: float = 1.0) -> str:
+    """The training-step assumption, memoised on its values (they recur across the layouts of a search).
+    ``mfu_count_ratio``: MFU's count of a token's FLOPs (:func:`~.flops.training_flops_per_token`, attention over the
+    whole sequence) over the causal work the kernels run (:func:`~.flops.causal_training_flops_per_token`), which is
+    also MFU's ceiling: said wherever it passes 1.0 by a hundredth or more.
+
+    >>> step_line(4, 1, 131072, 2**21, "bf16", 0.66, 4096, 1.7).split("; ")[-1][:74]
+    'MFU counts 6·N·D plus attention over the whole sequence, as the Llama 3 pa'
+    """
     return (f"step = {microbatches:,} micro-batch{'es' if microbatches != 1 else ''} of {micro_batch:,} x {seq:,} "
             "tokens per data-parallel rank"
             f" ({tokens:,} tokens); {precision.upper()} products at a calibrated {efficiency:.0%}"
             f" of the dense peak for large shapes (less for h/tp = {width:,})"
             + ("; the LM head stays at BF16, as the FP8/FP4 recipes leave it" if precision.lower() != "bf16" else "")
-            + "; MFU counts 6·N·D plus "
-            "attention, as the Llama 3 paper does")
+            + "; MFU counts 6·N·D plus attention"
+            + (" over the whole sequence, as the Llama 3 paper does, the masked half a causal kernel skips included: "
+               f"{mfu_count_ratio:.2f}x the FLOPs a step runs before recompute, so MFU over {mfu_count_ratio:.2f} is "
+               "the share of the peak the work run uses, and MFU's ceiling is "
+               f"{mfu_count_ratio:.2f}, the tokens/s ceiling's (every GPU at the peak on the causal work)"
+               if round(mfu_count_ratio, 2) > 1.0 else ", as the Llama 3 paper does"))
 
 
 def larger_batch_line(batch_tokens: int, microbatches: int, idle_share: float, larger_tokens: int,

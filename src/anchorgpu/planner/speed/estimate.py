@@ -131,8 +131,11 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
                        train_stack=w.train_stack, offload_activation_layers=w.offload_activation_layers,
                        optimizer_state=w.optimizer_state)
     put_rate(out, "train_tokens_per_s", st.tokens_per_s, st.ceiling_tokens_per_s, band)
-    put_rate(out, "train_tflops_per_gpu", st.tflops_per_gpu, st.peak_flops_per_s / 1e12, band)
-    put_rate(out, "train_mfu", st.mfu, 1.0, band)
+    # MFU and TFLOP/s count attention over the whole sequence (flops.training_flops_per_token): their ceilings are the
+    # ceiling rate's in that count, past 1.0 (the peak) by the masked half a causal kernel skips
+    mfu_top = st.ceiling_tokens_per_s * st.model_flops_per_token / (lay.gpus * st.peak_flops_per_s)
+    put_rate(out, "train_tflops_per_gpu", st.tflops_per_gpu, mfu_top * st.peak_flops_per_s / 1e12, band)
+    put_rate(out, "train_mfu", st.mfu, mfu_top, band)
     # the step's band and ceiling follow from the throughput's: the step's tokens over the rate (as train_time_s)
     put_time(out, "step_time_s", st.step_s, st.tokens_per_step / st.ceiling_tokens_per_s, band)
     out["step_time_breakdown_s"] = dict(st.breakdown_s)
@@ -156,7 +159,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     k = ctx.stack
     assumptions.append(step_line(st.microbatches, w.micro_batch or 1, seq, st.tokens_per_step, precision,
                                   k.fp8_matmul_efficiency if precision != "bf16" else k.train_matmul_efficiency,
-                                  model.hidden_size // lay.tp))
+                                  model.hidden_size // lay.tp, round(mfu_top, 2)))
     if ctx.stack_line is not None:
         assumptions.append(ctx.stack_line)
     if ctx.tp_line is not None:

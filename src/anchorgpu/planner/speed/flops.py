@@ -20,6 +20,7 @@ __all__ = [
     "TrainKind",
     "attention_dims",
     "attention_flops_per_token",
+    "causal_training_flops_per_token",
     "decode_attention_flops_per_token",
     "forward_matmul_params",
     "lm_head_params",
@@ -211,6 +212,24 @@ def training_flops_per_token(
         extra = {"none": 0.0, "selective": attn, "moe": 2.0 * moe_block_params(model),
                  "full": 2.0 * matmul + attn}[recompute]
     return model_flops, model_flops + extra
+
+
+def causal_training_flops_per_token(model: ModelSpec, seq_tokens: int, *, kind: TrainKind = "full") -> float:
+    """Model FLOPs per trained token with attention counted causally, as the kernels run it: the work a training
+    ceiling divides the peak by. :func:`training_flops_per_token`'s model FLOPs count the score and value products
+    over the whole sequence (the MFU convention), the masked half a causal kernel skips included; a rate at the peak
+    over that count is no bound on the work a step is timed for (at 131,072 tokens the 8B's count is 1.7 times its
+    causal work). No recompute: the least work a step runs.
+
+    >>> from anchorgpu.planner.speed._toys import toy_model
+    >>> m = toy_model()
+    >>> causal_training_flops_per_token(m, 100) == 6 * forward_matmul_params(m) + 3 * attention_flops_per_token(
+    ...     m, 100, causal=True)
+    True
+    """
+    passes = 3.0 if kind == "full" else 2.0
+    return (passes * 2.0 * float(forward_matmul_params(model))
+            + 3.0 * attention_flops_per_token(model, seq_tokens, causal=True))
 
 
 def moe_block_params(model: ModelSpec) -> float:

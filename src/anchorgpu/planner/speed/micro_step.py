@@ -35,6 +35,7 @@ from anchorgpu.planner.speed.flops import (
     Recompute,
     TrainKind,
     attention_flops_per_token,
+    causal_training_flops_per_token,
     lm_head_params,
     training_flops_per_token,
 )
@@ -59,6 +60,7 @@ class MicroStep:
     choice: PeakChoice
     model_flops_per_token: float
     hardware_flops_per_token: float
+    ceiling_flops_per_token: float  # model FLOPs with attention causal, as run: the ceiling's (flops.causal_...)
     compute_s: float
     tp_s: float
     cp_s: float
@@ -77,6 +79,7 @@ class _StepShape(NamedTuple):
     choice: PeakChoice
     model_f: float
     hw_f: float
+    ceiling_f: float  # causal_training_flops_per_token
     attn_passes: float  # forward-times of attention in the FLOP count (the backward twice the forward)
     attn_run_passes: float  # forward-times the kernels run (a fused kernel's backward recomputes the scores)
     attn_bwd_passes: float  # of attn_run_passes, the backward's
@@ -141,7 +144,8 @@ def _step_shape(model: ModelSpec, gpu: GpuSpec, cal: Calibration, seq_tokens: in
     head_f = 0.0
     if choice.precision != "bf16":  # forward and backward (LoRA: the input gradient only) of its V x h product
         head_f = (3.0 if kind == "full" else 2.0) * 2.0 * lm_head_params(model)
-    return _StepShape(k, pytorch, ew_bytes, choice, model_f, hw_f, attn_passes, attn_run_passes, bwd_run, matmul_f,
+    ceiling_f = causal_training_flops_per_token(model, seq_tokens, kind=kind)
+    return _StepShape(k, pytorch, ew_bytes, choice, model_f, hw_f, ceiling_f, attn_passes, attn_run_passes, bwd_run, matmul_f,
                       attn_run_f, att_rate, mm_peak_eff, expert_share, route_share, passes, unfused, volumes, head_f)
 
 
@@ -223,7 +227,7 @@ def _compute_micro_step(
             ep_s *= cal.overlap_exposed_fraction
     launch_s = expert_launch_s(model, ep, stage_layers, k.moe_host_s_per_expert_gemm, kind=kind,
                                recompute=recompute)
-    return MicroStep(choice, shape.model_f, shape.hw_f, compute_s, tp_s, cp_s, ep_s, launch_s, stage_layers, act_bytes)
+    return MicroStep(choice, shape.model_f, shape.hw_f, shape.ceiling_f, compute_s, tp_s, cp_s, ep_s, launch_s, stage_layers, act_bytes)
 
 
 micro_step = memo_on_frozen(_compute_micro_step, frozen=3)

@@ -375,7 +375,10 @@ def _compute_layout_terms(
         hardware_flops_per_token=micro.hardware_flops_per_token, compute_s=compute_s, tp_s=tp_s,
         cp_s=cp_s, ep_s=ep_s, launch_s=launch_s, fsdp_s=fsdp_s,
         micro_sync_s=dpt.micro_sync_s, offload_s=offload_s, p2p_s=p2p_one, stage_s=per_micro, sync_s=dpt.sync_s, optimizer_s=opt_s,
-        ceiling_tokens_per_s=lay.gpus * choice.flops_per_s / micro.model_flops_per_token)
+        # the roofline: every GPU at the precision's dense peak on the least work a step runs, attention causal as the
+        # kernels run it (not the MFU count, whose masked half would put the bound below the prediction at long
+        # sequences)
+        ceiling_tokens_per_s=lay.gpus * choice.flops_per_s / micro.ceiling_flops_per_token)
 
 
 _layout_terms = memo_on_frozen(_compute_layout_terms, frozen=3)
