@@ -84,3 +84,20 @@ def test_prediction_within_its_band_and_under_its_ceiling_at_every_length(model:
         # (before: Pythia-1B at 4,194,304 tokens on B200, 0.95)
         assert perf["train_tokens_per_s"] <= 0.9 * perf["train_tokens_per_s_ceiling"], seq
     assert planned >= 4, planned
+
+
+def test_the_model_flop_figures_show_their_band_without_a_ceiling_in_the_text(capsys: pytest.CaptureFixture[str]) -> None:
+    """MFU and TFLOP/s per GPU count attention over the whole sequence, so their ceilings pass the peak (MFU 103.5%
+    for the 8B on 8 H100): the CLI's text shows their bands only and the tokens/s line its ceiling; the JSON keeps
+    every ceiling."""
+    from cli_runner import run, run_json
+
+    argv = ("plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--tokens", "1e10")
+    perf = run_json(capsys, *argv)["performance"]
+    assert perf["train_mfu_ceiling"] > 1.0 and perf["train_tflops_per_gpu_ceiling"] > 989
+    code, out, _ = run(capsys, *argv)
+    assert code == 0
+    lines = {line.split()[0]: line for line in out.splitlines() if line.startswith(("  MFU", "  per GPU", "  training "))
+             and " time " not in line}
+    assert "ceiling" not in lines["MFU"] and "ceiling" not in lines["per"]
+    assert f"ceiling {perf['train_tokens_per_s_ceiling']:,.0f} tok/s" in lines["training"]
