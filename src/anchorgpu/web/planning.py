@@ -78,6 +78,27 @@ def form_values(request: Request) -> dict[str, Any]:
     return values
 
 
+PLAN_CARRIED = ("pipeline_layout", "tp_overlap", "sequence_parallel", "ep_overlap", "offload_activation_layers",
+                "network_gbit_per_gpu", "mfu", "mbu", "fragmentation", "cuda_context_mib")
+"""Request fields the plan form has no input for (the API's and the CLI's finer options). One given in the URL (a
+link, the recommend page's "check the workload in the planner") travels in a hidden input, so a changed and resubmitted
+form keeps it; tests/web/test_form_keeps_values.py checks that every field is an input or here."""
+RECOMMEND_CARRIED = ("allow_long_context", "cross_entropy", "gpu_memory_utilization", "image_resolution", "images",
+                     "images_per_request", "lora_rank", "max_num_seqs", "max_servers", "mbu", "mfu", "micro_batch",
+                     "optimizer", "optimizer_state", "resolution", "top", "vae_tiling")
+"""The same for the recommend form: fields the plan page's "cheapest offerings that fit this" link brings."""
+
+
+def carried(values: dict[str, Any], names: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(name, value) of the fields in ``names`` that ``values`` holds, as the form sends them back.
+
+    >>> carried({"model": "m", "tp_overlap": True, "mfu": "0.4", "lora_targets": ["q", "v"]}, ("tp_overlap", "mfu"))
+    [('tp_overlap', 'on'), ('mfu', '0.4')]
+    """
+    return [(name, "on" if values[name] is True else str(values[name])) for name in names
+            if values.get(name) not in (None, "", False)]
+
+
 _SELECT_DEFAULTS = {"optimizer": "adamw", "train_precision": "mixed", "optimizer_state": "fp32"}
 """What the forms' selects send when left alone (blank text fields are dropped by :func:`form_values`). The serving
 engine's select is left alone at its blank "default" option, so a vLLM or TensorRT-LLM sent with it was chosen."""
@@ -243,7 +264,8 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
     values = for_the_task(form_values(request))
     text = page_text(request)
     kind = values.pop("recipe", None)  # the launch is written beside the plan, its refusal shown there
-    context: dict[str, Any] = {"form": values, **_choices(), "segments": SEGMENTS, "step_parts": step_parts(text)}
+    context: dict[str, Any] = {"form": values, **_choices(), "segments": SEGMENTS, "step_parts": step_parts(text),
+                               "carried": carried(values, PLAN_CARRIED)}
     if "model" not in values:
         return render(request, "plan.html", context)
     try:
@@ -316,7 +338,8 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
     if "train_tokens" not in values and request.query_params.get("tokens", "").strip():
         values["train_tokens"] = shorthand("train_tokens", request.query_params["tokens"].strip())  # from the planner's "fit this" link
     text = page_text(request)
-    context: dict[str, Any] = {"form": values, **_choices(), "plan_query": request.url.query}
+    context: dict[str, Any] = {"form": values, **_choices(), "plan_query": request.url.query,
+                               "carried": carried(values, RECOMMEND_CARRIED)}
     if "model" not in values:
         return render(request, "recommend.html", context)
     values = for_the_task(values)
