@@ -379,4 +379,7 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
                                decimal_sign=_decimal_sign(text),
                                y_label="Training tokens/s" if training else "Output tokens/s (all users)") if points else None
     context["speed_unit"] = text.gettext("images/s") if diffusion else text.gettext("tokens/s")
+    from anchorgpu.web.checks import recommend_checks
+
+    context["checks"] = recommend_checks(result)
     return render(request, "recommend.html", context)
