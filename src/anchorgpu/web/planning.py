@@ -359,6 +359,7 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
     points = [(label, cost, speed) for _, label, cost, speed in charted]
     context["result"] = result
     context["training"] = training
+    context["user_efficiencies"] = values.get("mfu") is not None or values.get("mbu") is not None  # no band then
     from urllib.parse import urlencode
 
     from anchorgpu.web.launch import RECIPE_KINDS
