@@ -117,3 +117,15 @@ def test_the_recommend_form_keeps_the_plans_fp8_and_micro_batch(client: TestClie
     assert sent["train_precision"] == "fp8" and sent["micro_batch"] == "2" and sent["top"] == "2"
     serving = resubmitted(client.get("/recommend", params={"model": "llama-3.1-8b", "top": "1"}).text, "recommend-form")
     assert "train_precision" not in serving  # left at its blank default, which a serving request may send
+
+
+def test_the_recommend_form_can_allow_a_context_beyond_the_models_limit(client: TestClient) -> None:
+    """Its refusal says to allow a longer context ("add --allow-long-context to plan anyway"), which only the plan form
+    could: the recommend form now has the plan form's box."""
+    query = {"model": "llama-3.1-8b", "prompt": "200000", "output_tokens": "100", "top": "1"}
+    refused = client.get("/recommend", params=query)
+    assert refused.status_code == 422 and "allow-long-context" in refused.text
+    assert "allow_long_context" not in resubmitted(refused.text, "recommend-form")
+    allowed = client.get("/recommend", params={**query, "allow_long_context": "on"})
+    assert allowed.status_code == 200 and 'id="rec-1"' in allowed.text
+    assert resubmitted(allowed.text, "recommend-form")["allow_long_context"] == "on"

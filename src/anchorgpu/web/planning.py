@@ -83,7 +83,7 @@ PLAN_CARRIED = ("pipeline_layout", "tp_overlap", "sequence_parallel", "ep_overla
 """Request fields the plan form has no input for (the API's and the CLI's finer options). One given in the URL (a
 link, the recommend page's "check the workload in the planner") travels in a hidden input, so a changed and resubmitted
 form keeps it; tests/web/test_form_keeps_values.py checks that every field is an input or here."""
-RECOMMEND_CARRIED = ("allow_long_context", "cross_entropy", "gpu_memory_utilization", "image_resolution", "images",
+RECOMMEND_CARRIED = ("cross_entropy", "gpu_memory_utilization", "image_resolution", "images",
                      "images_per_request", "lora_rank", "max_num_seqs", "max_servers", "mbu", "mfu", "micro_batch",
                      "optimizer", "optimizer_state", "resolution", "top", "vae_tiling")
 """The same for the recommend form: fields the plan page's "cheapest offerings that fit this" link brings."""
