@@ -16,7 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from anchorgpu.api.schemas import PlanRequest, RecommendRequest
-from anchorgpu.web.planning import PLAN_CARRIED, RECOMMEND_CARRIED
+from anchorgpu.web.form_fields import PLAN_CARRIED, RECOMMEND_CARRIED
 
 TEMPLATES = Path(__file__).parents[2] / "src" / "anchorgpu" / "web" / "templates"
 
@@ -129,3 +129,31 @@ def test_the_recommend_form_can_allow_a_context_beyond_the_models_limit(client: 
     allowed = client.get("/recommend", params={**query, "allow_long_context": "on"})
     assert allowed.status_code == 200 and 'id="rec-1"' in allowed.text
     assert resubmitted(allowed.text, "recommend-form")["allow_long_context"] == "on"
+
+
+@pytest.mark.parametrize("lang", ["en", "ru"])
+def test_a_refused_carried_value_is_shown_to_be_corrected(client: TestClient, lang: str) -> None:
+    """A carried field is an input the user sees, not a hidden one: a refused value (``mfu=2``) would otherwise be
+    sent again with every resubmission, refused each time with no field to change."""
+    page = client.get("/plan", params={**TRAINING, "mfu": "2", "lang": lang})
+    assert page.status_code == 422 and "mfu: " in page.text
+    carried = page.text[page.text.index('id="carried"'):page.text.index("</div>", page.text.index('id="carried"'))]
+    assert '<input name="mfu" value="2">' in carried and 'type="hidden"' not in carried
+    assert ("From the link:" if lang == "en" else "Из ссылки:") in carried
+
+
+@pytest.mark.parametrize(("path", "query"), [
+    ("/plan", {"model": "llama-3.1-8b", "gpu": "h100", "concurrency": "0"}),
+    ("/plan", {**TRAINING, "gpu": "a100", "global_batch": "100000"}),
+    ("/recommend", {"model": "llama-3.1-8b", "gpu": "a100", "top": "0"}),
+])
+def test_a_gpu_given_by_its_alias_stays_selected_when_the_answer_is_a_refusal(client: TestClient, path: str,
+                                                                              query: dict[str, str]) -> None:
+    """The GPU select's options are canonical names: an alias (``h100``) was mapped to its option only on an answer,
+    so a refusal showed "no GPU" and the corrected form planned without one."""
+    from anchorgpu.hardware import get_gpu
+
+    page = client.get(path, params=query)
+    assert page.status_code == 422
+    form_id = "plan-form" if path == "/plan" else "recommend-form"
+    assert resubmitted(page.text, form_id)["gpu"] == get_gpu(query["gpu"]).name

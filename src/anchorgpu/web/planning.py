@@ -22,6 +22,7 @@ from anchorgpu.api.schemas import PlanRequest
 from anchorgpu.errors import AnchorError
 from anchorgpu.validation import pattern_reason
 from anchorgpu.web.charts import SEGMENTS, memory_bar, scatter
+from anchorgpu.web.form_fields import PLAN_CARRIED, RECOMMEND_CARRIED, canonical_gpu, carried
 from anchorgpu.web.i18n import English, PageText, page_text
 from anchorgpu.web.templating import render
 
@@ -73,30 +74,11 @@ def form_values(request: Request) -> dict[str, Any]:
             values[name] = int(raw)
         elif name in _TOKEN_FIELDS or name in _COUNT_FIELDS:
             values[name] = shorthand(name, raw)
+        elif name == "gpu":
+            values[name] = canonical_gpu(raw)
         else:
             values[name] = raw
     return values
-
-
-PLAN_CARRIED = ("pipeline_layout", "tp_overlap", "sequence_parallel", "ep_overlap", "offload_activation_layers",
-                "network_gbit_per_gpu", "mfu", "mbu", "fragmentation", "cuda_context_mib")
-"""Request fields the plan form has no input for (the API's and the CLI's finer options). One given in the URL (a
-link, the recommend page's "check the workload in the planner") travels in a hidden input, so a changed and resubmitted
-form keeps it; tests/web/test_form_keeps_values.py checks that every field is an input or here."""
-RECOMMEND_CARRIED = ("cross_entropy", "gpu_memory_utilization", "image_resolution", "images",
-                     "images_per_request", "lora_rank", "max_num_seqs", "max_servers", "mbu", "mfu", "micro_batch",
-                     "optimizer", "optimizer_state", "resolution", "top", "vae_tiling")
-"""The same for the recommend form: fields the plan page's "cheapest offerings that fit this" link brings."""
-
-
-def carried(values: dict[str, Any], names: tuple[str, ...]) -> list[tuple[str, str]]:
-    """(name, value) of the fields in ``names`` that ``values`` holds, as the form sends them back.
-
-    >>> carried({"model": "m", "tp_overlap": True, "mfu": "0.4", "lora_targets": ["q", "v"]}, ("tp_overlap", "mfu"))
-    [('tp_overlap', 'on'), ('mfu', '0.4')]
-    """
-    return [(name, "on" if values[name] is True else str(values[name])) for name in names
-            if values.get(name) not in (None, "", False)]
 
 
 _SELECT_DEFAULTS = {"optimizer": "adamw", "train_precision": "mixed", "optimizer_state": "fp32"}
