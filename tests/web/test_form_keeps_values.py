@@ -157,3 +157,9 @@ def test_a_gpu_given_by_its_alias_stays_selected_when_the_answer_is_a_refusal(cl
     assert page.status_code == 422
     form_id = "plan-form" if path == "/plan" else "recommend-form"
     assert resubmitted(page.text, form_id)["gpu"] == get_gpu(query["gpu"]).name
+
+
+def test_the_compare_form_keeps_the_known_gpu_when_the_other_is_refused(client: TestClient) -> None:
+    page = client.get("/gpus/compare", params={"a": "h100", "b": "no-such-gpu"})
+    assert page.status_code == 404
+    assert re.findall(r'<option value="([^"]+)" selected', page.text) == ["h100-sxm"]
