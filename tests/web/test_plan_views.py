@@ -40,7 +40,7 @@ def test_every_weights_format_side_by_side_and_each_row_opens_that_plan(client: 
     assert fp32[3] == "does not fit" and fp32[4] == "–" and fp32[5] == "–"
     # fp8 fits with more room than bf16: higher max concurrency, and its link opens the fp8 plan with the same numbers
     link, fp8 = by_name["fp8"]
-    assert fp8[3] == "fits" and int(fp8[4]) > int(current[0][4]) and fp8[5].endswith("tokens/s")
+    assert fp8[3] == "fits" and int(fp8[4]) > int(current[0][4]) and re.match(r"[0-9.,]+ tokens/s ", fp8[5]) is not None  # then its band
     opened = client.get(link).text
     assert "weights=fp8" in link and fp8[2] in _verdict(opened)
 
@@ -102,7 +102,7 @@ def test_a_training_plan_lists_each_format_on_its_own_gpu_count_and_the_job_spee
     api = client.post("/v1/plan", json={"model": "llama-3.1-405b", "task": "train", "gpu": "h100-sxm", "seq": 8192}).json()
     current = next(cells for _, cells in _table(page, "formats-table") if "this plan" in cells[0])
     assert current[1] == str(api["layout"]["gpus"])  # 128, as the verdict's plan
-    assert current[4] == f"{api['performance']['train_tokens_per_s']:,.0f} tokens/s"
+    assert current[4].startswith(f"{api['performance']['train_tokens_per_s']:,.0f} tokens/s ")  # then its band
 
 
 def test_a_gpu_that_holds_nothing_says_how_many_were_tried(client: TestClient) -> None:

@@ -144,9 +144,10 @@ def compare_page(request: Request, a: Annotated[str, Query(max_length=100)] = "h
     from anchorgpu.hardware import compare_gpus, get_gpu, list_gpus
     from anchorgpu.hardware.display import training_units
     from anchorgpu.hardware.registry import source_descriptions
+    from anchorgpu.web.form_fields import canonical_gpu
 
-    text = page_text(request)
-    context: dict[str, Any] = {"gpus": list_gpus(), "a": a, "b": b, "words": ComparisonWords(text),
+    text = page_text(request)  # the selects show each GPU given by its alias, the known one too when the other is refused
+    context: dict[str, Any] = {"gpus": list_gpus(), "a": canonical_gpu(a), "b": canonical_gpu(b), "words": ComparisonWords(text),
                                "fmt": lambda value, unit: format_value(value, unit, text.locale)}
     try:
         first, second = get_gpu(a), get_gpu(b)

@@ -38,6 +38,9 @@ class FormatRow:
     fits: bool | None = None
     max_concurrency: int | None = None
     tokens_per_s_per_user: float | None = None  # only for a plan that fits (training: the job's tokens/s)
+    speed_low: float | None = None  # its band (where measured runs fell) and roofline ceiling, as the plan gives them
+    speed_high: float | None = None
+    speed_ceiling: float | None = None
     refused: str | None = None
     link: str = ""
 
@@ -65,12 +68,14 @@ def _link(values: Mapping[str, Any], **changes: Any) -> str:
     return "/plan?" + urlencode(flat)
 
 
-def _speed(result: Mapping[str, Any]) -> float | None:
+def _speed(result: Mapping[str, Any]) -> tuple[float | None, ...]:
+    """The row's speed (per user serving, the job's tokens/s training), its band's low and high and its roofline
+    ceiling; all None without one."""
     perf = result.get("performance") or {}
     for key in ("decode_tokens_per_s_per_user", "train_tokens_per_s"):
         if perf.get(key) is not None:
-            return float(perf[key])
-    return None
+            return tuple(perf.get(f"{key}{end}") for end in ("", "_low", "_high", "_ceiling"))
+    return (None, None, None, None)
 
 
 def formats_side_by_side(values: Mapping[str, Any], current: str, *, offline: bool) -> list[FormatRow]:
@@ -87,11 +92,12 @@ def formats_side_by_side(values: Mapping[str, Any], current: str, *, offline: bo
             rows.append(FormatRow(weights=name, current=name == current, refused=reason, link=link))
             continue
         fits = result.get("fits")
+        speed, low, high, ceiling = _speed(result) if fits else (None, None, None, None)
         rows.append(FormatRow(
             weights=name, current=name == current, total_bytes=int(result["per_gpu"]["total_bytes"]),
             gpus=int(result["layout"]["gpus"]), fits=fits,
             max_concurrency=result.get("max_concurrency") if fits else None,
-            tokens_per_s_per_user=_speed(result) if fits else None, link=link,
+            tokens_per_s_per_user=speed, speed_low=low, speed_high=high, speed_ceiling=ceiling, link=link,
         ))
     return rows
 

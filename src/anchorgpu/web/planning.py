@@ -23,6 +23,7 @@ from anchorgpu.api.words import PAGE_COMMANDS, answer_words, api_words
 from anchorgpu.errors import AnchorError
 from anchorgpu.validation import pattern_reason
 from anchorgpu.web.charts import SEGMENTS, memory_bar, scatter
+from anchorgpu.web.form_fields import PLAN_CARRIED, RECOMMEND_CARRIED, canonical_gpu, carried
 from anchorgpu.web.i18n import English, PageText, page_text
 from anchorgpu.web.templating import render
 
@@ -74,6 +75,8 @@ def form_values(request: Request) -> dict[str, Any]:
             values[name] = int(raw)
         elif name in _TOKEN_FIELDS or name in _COUNT_FIELDS:
             values[name] = shorthand(name, raw)
+        elif name == "gpu":
+            values[name] = canonical_gpu(raw)
         else:
             values[name] = raw
     return values
@@ -259,7 +262,8 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
     values = for_the_task(form_values(request))
     text = page_text(request)
     kind = values.pop("recipe", None)  # the launch is written beside the plan, its refusal shown there
-    context: dict[str, Any] = {"form": values, **_choices(), "segments": SEGMENTS, "step_parts": step_parts(text)}
+    context: dict[str, Any] = {"form": values, **_choices(), "segments": SEGMENTS, "step_parts": step_parts(text),
+                               "carried": carried(values, PLAN_CARRIED)}
     if "model" not in values:
         return render(request, "plan.html", context)
     try:
@@ -331,7 +335,8 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
     if "train_tokens" not in values and request.query_params.get("tokens", "").strip():
         values["train_tokens"] = shorthand("train_tokens", request.query_params["tokens"].strip())  # from the planner's "fit this" link
     text = page_text(request)
-    context: dict[str, Any] = {"form": values, **_choices(), "plan_query": request.url.query}
+    context: dict[str, Any] = {"form": values, **_choices(), "plan_query": request.url.query,
+                               "carried": carried(values, RECOMMEND_CARRIED)}
     if "model" not in values:
         return render(request, "recommend.html", context)
     values = for_the_task(values)
@@ -351,6 +356,7 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
     points = [(label, cost, speed) for _, label, cost, speed in charted]
     context["result"] = answer_words(result, RECOMMEND_FIELDS, PAGE_COMMANDS)  # its advice in the form's names
     context["training"] = training
+    context["user_efficiencies"] = values.get("mfu") is not None or values.get("mbu") is not None  # no band then
     from urllib.parse import urlencode
 
     from anchorgpu.web.launch import RECIPE_KINDS
@@ -371,4 +377,7 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
                                decimal_sign=_decimal_sign(text),
                                y_label="Training tokens/s" if training else "Output tokens/s (all users)") if points else None
     context["speed_unit"] = text.gettext("images/s") if diffusion else text.gettext("tokens/s")
+    from anchorgpu.web.checks import recommend_checks
+
+    context["checks"] = recommend_checks(result)
     return render(request, "recommend.html", context)
