@@ -100,7 +100,7 @@ def test_a_plan_resubmitted_unchanged_plans_the_same_global_batch_stages_and_net
 def test_a_refused_global_batch_stays_in_the_form_to_be_corrected_in_both_languages(client: TestClient) -> None:
     for lang in ("en", "ru"):
         page = client.get("/plan", params={**TRAINING, "global_batch": "100000", "lang": lang})
-        assert page.status_code == 422 and "global-batch 100,000 tokens" in page.text
+        assert page.status_code == 422 and "global_batch 100,000 tokens" in page.text  # the field's name, as the API says it
         assert resubmitted(page.text, "plan-form")["global_batch"] == "100000"
     ru = client.get("/plan", params={**TRAINING, "lang": "ru"}).text
     assert "Глобальный батч (токены)" in ru and "Виртуальные стадии конвейера" in ru
@@ -120,11 +120,11 @@ def test_the_recommend_form_keeps_the_plans_fp8_and_micro_batch(client: TestClie
 
 
 def test_the_recommend_form_can_allow_a_context_beyond_the_models_limit(client: TestClient) -> None:
-    """Its refusal says to allow a longer context ("add --allow-long-context to plan anyway"), which only the plan form
+    """Its refusal says to allow a longer context ("add allow_long_context to plan anyway"), which only the plan form
     could: the recommend form now has the plan form's box."""
     query = {"model": "llama-3.1-8b", "prompt": "200000", "output_tokens": "100", "top": "1"}
     refused = client.get("/recommend", params=query)
-    assert refused.status_code == 422 and "allow-long-context" in refused.text
+    assert refused.status_code == 422 and "add allow_long_context to plan anyway" in refused.text
     assert "allow_long_context" not in resubmitted(refused.text, "recommend-form")
     allowed = client.get("/recommend", params={**query, "allow_long_context": "on"})
     assert allowed.status_code == 200 and 'id="rec-1"' in allowed.text

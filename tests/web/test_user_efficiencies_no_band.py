@@ -28,7 +28,7 @@ def test_the_plan_page_gives_the_ceiling_alone(client: TestClient, lang: str, he
     page = client.get("/plan", params={**TRAINING, "lang": lang}).text
     section = _text(page[page.index('id="performance"'):page.index("</section>", page.index('id="performance"'))])
     assert heading in section and fell not in section
-    assert section.count(ceiling) >= 5  # tokens/s, TFLOP/s, MFU, training time, GPU-hours, step
+    assert section.count(ceiling) >= 4  # tokens/s, training time, GPU-hours, step (TFLOP/s and MFU show none)
     calibrated = client.get("/plan", params={**TRAINING, "mfu": "", "lang": lang}).text
     assert fell in _text(calibrated)
 
