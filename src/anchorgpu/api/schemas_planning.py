@@ -29,10 +29,12 @@ ImageResolution = Annotated[str | None, Field(pattern=r"^[0-9]{1,5}x[0-9]{1,5}$"
 
 
 _BANDED = "prediction; with _low, _high and _ceiling beside it"
+_TIMED = (f"{_BANDED}; a time's _ceiling is its roofline floor, the shortest time no run goes under (the key keeps "
+          "the rates' suffix)")
 
 PERFORMANCE_KEYS: dict[str, JsonValue] = {
-    "ttft_s": {"description": f"Serving: time to first token, seconds ({_BANDED})"},
-    "tpot_s": {"description": f"Serving: time per output token, seconds ({_BANDED}): the steady state's time between one user's tokens, other requests' prefills interleaved (1 / decode_tokens_per_s_per_user). With output_tokens 1 no time passes between tokens: the value is then the seconds per request, and the CLI and the page say TPOT does not apply"},
+    "ttft_s": {"description": f"Serving: time to first token, seconds ({_TIMED})"},
+    "tpot_s": {"description": f"Serving: time per output token, seconds ({_TIMED}): the steady state's time between one user's tokens, other requests' prefills interleaved (1 / decode_tokens_per_s_per_user). With output_tokens 1 no time passes between tokens: the value is then the seconds per request, and the CLI and the page say TPOT does not apply"},
     "output_tokens_per_s": {"description": f"Serving: output tokens/s of all users at the concurrency ({_BANDED})"},
     "decode_tokens_per_s_per_user": {"description": f"Serving: output tokens/s one user sees; where replicas hold unequal shares of the users, the busiest replica's (its users are the slowest; output_tokens_per_s sums every replica's) ({_BANDED})"},
     "max_output_tokens_per_s": {"description": f"Serving: output tokens/s at saturation ({_BANDED})"},
@@ -45,9 +47,9 @@ PERFORMANCE_KEYS: dict[str, JsonValue] = {
     "train_tokens_per_s": {"description": f"Training: tokens/s of the whole job ({_BANDED})"},
     "train_tflops_per_gpu": {"description": f"Training: model TFLOP/s per GPU, attention counted over the whole sequence as MFU ({_BANDED}: the dense peak times MFU's ceiling)"},
     "train_mfu": {"description": f"Training: model FLOPs utilization, 6·N·D plus attention over the whole sequence (the Llama 3 paper's count, the masked half a causal kernel skips included) over the dense peak ({_BANDED}: the ceiling is every GPU at the peak on the causal work the kernels run, past 1.0 by that count's excess, about 1.07 at 4,096 tokens for an 8B model and 1.7 at 131,072)"},
-    "train_time_s": {"description": f"Training with tokens: seconds to train on them ({_BANDED}); null without tokens"},
-    "gpu_hours": {"description": f"Training with tokens: GPUs x hours ({_BANDED}); null without tokens"},
-    "step_time_s": {"description": f"Training: seconds per optimizer step ({_BANDED}: the step's tokens at the rate's band and ceiling)"},
+    "train_time_s": {"description": f"Training with tokens: seconds to train on them ({_TIMED}); null without tokens"},
+    "gpu_hours": {"description": f"Training with tokens: GPUs x hours ({_TIMED}); null without tokens"},
+    "step_time_s": {"description": f"Training: seconds per optimizer step ({_TIMED}: the step's tokens at the rate's band and ceiling)"},
     "step_time_breakdown_s": {"description": "Training: the step's parts in seconds, predictions without a band: compute, tp_comm, pp_bubble, pp_p2p, cp_comm, dp_sync, fsdp_comm, ep_alltoall, moe_launch, activation_offload, optimizer"},
     "global_batch_tokens": {"description": "Training: tokens per optimizer step (a stated global batch exactly; the default one rounded up to whole micro-batches)"},
     "microbatches": {"description": "Training: micro-batches per data-parallel rank in a step"},
@@ -161,7 +163,8 @@ class PlanOut(_Schema):
         default=None, json_schema_extra={"properties": PERFORMANCE_KEYS},
         description="Speed: calibrated predictions, each with its band (*_low, *_high: where measured runs of the "
                     "same kind fell, 10th-90th percentile) and the datasheet roofline beside it (*_ceiling, never the "
-                    "answer); units in the key names (_s seconds, _per_s per second). Null figures when there is no GPU, "
+                    "answer: a rate's ceiling, the most no run passes; a time's floor, the shortest no run goes under, "
+                    "under the same suffix); units in the key names (_s seconds, _per_s per second). Null figures when there is no GPU, "
                     "the plan does not fit, or for a diffusion pipeline (assumptions say why)")
 
     model_config = ConfigDict(extra="allow", json_schema_extra=lambda schema: _document_recipe(schema))
@@ -222,7 +225,7 @@ class RecommendOut(_Schema):
     term_hours: int = Field(description="The term in hours (a week 168, a month 720)")
     workload: dict[str, Any] = Field(description="The workload swept, every default filled in: task, context_tokens, concurrency, prompt_tokens, output_tokens, seq_tokens, train_tokens, global_batch_tokens … (null where the task has no use for it)")
     evaluated: int = Field(description="Configurations evaluated (offering x server count x layout x precision x concurrency)")
-    results: list[dict[str, Any]] = Field(description="Offerings that fit, cheapest first: offering, servers, gpus, layout, per_gpu bytes, the speed predictions (decode_tokens_per_s_total, decode_tokens_per_s_per_user, prefill_s, and the same as plan names them: output_tokens_per_s, ttft_s; max_output_tokens_per_s, plan's rate at the largest concurrency that fits; train_tokens_per_s, train_time_s) each with its band (*_low, *_high) and roofline ceiling (*_ceiling, a bound, never the prediction), total_usd; run_hours, run_usd and run_term for a training run with train_tokens (run_usd null, with run_refused saying why, where the run is longer than any term a quote prices); network_gbit_per_s_per_gpu, the network between servers a training row's GPUs are timed over, each GPU's share one way (null where they share one server or scale-up domain; warning training_over_public_network where only the servers' public uplinks join them); max_model_len_tokens where no context was given and the row's KV cache holds no whole-window sequence (the maximum length to start its engine with, as plan's launch sets it) …")
+    results: list[dict[str, Any]] = Field(description="Offerings that fit, cheapest first: offering, servers, gpus, layout, per_gpu bytes, the speed predictions (decode_tokens_per_s_total, decode_tokens_per_s_per_user, prefill_s, and the same as plan names them: output_tokens_per_s, ttft_s; max_output_tokens_per_s, plan's rate at the largest concurrency that fits; train_tokens_per_s, train_time_s) each with its band (*_low, *_high) and roofline bound (*_ceiling, never the prediction: a rate's ceiling; train_time_s's and ttft_s's a floor, the shortest time), total_usd; run_hours, run_usd and run_term for a training run with train_tokens (run_usd null, with run_refused saying why, where the run is longer than any term a quote prices); network_gbit_per_s_per_gpu, the network between servers a training row's GPUs are timed over, each GPU's share one way (null where they share one server or scale-up domain; warning training_over_public_network where only the servers' public uplinks join them); max_model_len_tokens where no context was given and the row's KV cache holds no whole-window sequence (the maximum length to start its engine with, as plan's launch sets it) …")
     pareto: list[dict[str, Any]] = Field(description="The cost/speed Pareto front among the results")
     rejected: list[dict[str, Any]] = Field(description="Cheaper options that were rejected, with the reason (naming the request's fields, 'train_precision fp8: a100-80gb-sxm has no FP8 tensor cores', as every line of advice here does)")
     assumptions: list[str] = Field(description="Every default chosen")
