@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, JsonValue
 
-from anchorgpu.api.schemas_base import TEXT_PATTERN, Money, StrictChoice, _Request, _Schema
+from anchorgpu.api.schemas_base import TEXT_PATTERN, Money, StrictChoice, WholeTokens, _Request, _Schema
 from anchorgpu.planner.media import MAX_IMAGES_PER_REQUEST
 from anchorgpu.planner.speed.overrides import MIN_EFFICIENCY
 from anchorgpu.planner.workload_checks import MAX_NETWORK_GBIT_PER_S_PER_GPU
@@ -90,7 +90,7 @@ class PlanRequest(_Request):
     tp_overlap: bool = Field(default=False, description="Training only: overlap tensor-parallel traffic with the products (Transformer Engine / AsyncTP); needs tp > 1 (refused with tp 1; with tp null the chooser tries tp 2 and up)")
     sequence_parallel: bool | None = Field(default=None, description="Training: Megatron's sequence parallelism, the norms, dropout and residual adds split over the TP ranks (null: on with tp > 1; true needs tp > 1)")
     ep_overlap: bool = Field(default=False, description="Training a MoE under EP: overlap the all-to-alls with another micro-batch's computation (Megatron-Core --overlap-moe-expert-parallel-comm, DeepSeek's DualPipe)")
-    global_batch: int | None = Field(default=None, ge=LIMITS["global_batch"].low, le=LIMITS["global_batch"].high, description="Training only: tokens per optimizer step (default 4,194,304; for LoRA and QLoRA 32 sequences); gradient accumulation follows. Whole sequences that split into whole micro-batches per data-parallel rank; never rounded (refused otherwise)")
+    global_batch: Annotated[int | None, WholeTokens] = Field(default=None, ge=LIMITS["global_batch"].low, le=LIMITS["global_batch"].high, description="Training only: tokens per optimizer step (default 4,194,304; for LoRA and QLoRA 32 sequences); gradient accumulation follows. Whole sequences that split into whole micro-batches per data-parallel rank; never rounded (refused otherwise)")
     fsdp: bool = Field(default=False, description="FSDP full shard (the memory of ZeRO-3)")
     offload: Literal["none", "optimizer", "params"] = Field(default="none", description="Move optimizer state (or also parameters) to CPU RAM")
     offload_activation_layers: int = Field(default=0, ge=0, le=100_000, description="Training: layers whose activations wait in host memory between the forward and backward pass (Megatron-Core's CPU activation offloading, --cpu-offloading-num-layers: full training, one pipeline stage, no recompute)")
@@ -123,7 +123,7 @@ class PlanRequest(_Request):
     max_num_seqs: int | None = Field(default=None, ge=LIMITS["max_num_seqs"].low, le=LIMITS["max_num_seqs"].high, description="Inference only: the serving engine's sequence cap, vLLM's max_num_seqs (default 1,024 on GPUs of 70 GiB or more but the A100, else 256): a replica runs at most this many at once")
     prompt: int | None = Field(default=None, ge=LIMITS["prompt"].low, le=LIMITS["prompt"].high, description="Inference only: prompt tokens per request; without 'context' each sequence is sized at prompt + output")
     output_tokens: int | None = Field(default=None, ge=LIMITS["output_tokens"].low, le=LIMITS["output_tokens"].high, description="Inference only: output tokens per request")
-    tokens: int | None = Field(default=None, ge=LIMITS["tokens"].low, le=LIMITS["tokens"].high, description="Training only (performance): training tokens, for the training time")
+    tokens: Annotated[int | None, WholeTokens] = Field(default=None, ge=LIMITS["tokens"].low, le=LIMITS["tokens"].high, description="Training only (performance): training tokens, for the training time")
     mfu: float | None = Field(default=None, allow_inf_nan=False, ge=MIN_EFFICIENCY, le=1, description=f"Performance: model FLOPs utilization ({MIN_EFFICIENCY:g}-1)")
     mbu: float | None = Field(default=None, allow_inf_nan=False, ge=MIN_EFFICIENCY, le=1, description=f"Performance: memory-bandwidth utilization for decode ({MIN_EFFICIENCY:g}-1)")
     network_gbit_per_gpu: float | None = Field(default=None, allow_inf_nan=False, gt=0, le=MAX_NETWORK_GBIT_PER_S_PER_GPU, description="Training only (performance): server-to-server bandwidth each GPU has, Gb/s one direction, that a layout spanning servers is timed at (default: the calibration's 400; the answer's workload.network_gbit_per_s_per_gpu is null then, and performance.network_gbit_per_s_per_gpu gives the figure used where the layout spans servers)")
@@ -189,11 +189,11 @@ class RecommendRequest(_Request):
     recipe: Literal["vllm", "sglang", "trtllm", "torchrun-fsdp", "deepspeed", "accelerate", "skypilot", "k8s"] | None = Field(default=None, description="Also write each result's launch under its 'recipe' (null with 'recipe_refused' where it cannot express that result's plan)")
     micro_batch: int | None = Field(default=None, ge=LIMITS["micro_batch"].low, le=LIMITS["micro_batch"].high, description="Training only: sequences per GPU step (chosen per layout when not given: 1, 2 or 4, the fastest that fits, as plan chooses)")
     seq: int | None = Field(default=None, ge=1, le=10_000_000, description="Training only: tokens per sequence (serving's is context; default 2,048 or the model's context if shorter)")
-    global_batch: int | None = Field(default=None, ge=LIMITS["global_batch"].low, le=LIMITS["global_batch"].high, description="Training only: tokens per optimizer step (default 4,194,304; for LoRA and QLoRA 32 sequences); gradient accumulation follows. Whole sequences that split into whole micro-batches per data-parallel rank; never rounded (refused otherwise)")
+    global_batch: Annotated[int | None, WholeTokens] = Field(default=None, ge=LIMITS["global_batch"].low, le=LIMITS["global_batch"].high, description="Training only: tokens per optimizer step (default 4,194,304; for LoRA and QLoRA 32 sequences); gradient accumulation follows. Whole sequences that split into whole micro-batches per data-parallel rank; never rounded (refused otherwise)")
     recompute: Literal["none", "selective", "moe", "full"] | None = Field(default=None, description="Training only: activation recomputation (default: the least that fits each offering, none, then selective, then full; moe: a mixture of experts' MoE blocks)")
     optimizer: Literal["adamw", "adamw-8bit", "sgd", "lion", "adafactor"] | None = Field(default=None, description="Training only: the optimizer whose state is kept (default adamw)")
     lora_rank: int | None = Field(default=None, ge=LIMITS["lora_rank"].low, le=LIMITS["lora_rank"].high, description="Task lora or qlora only: LoRA rank r (default 16)")
-    train_tokens: int | None = Field(default=None, ge=LIMITS["train_tokens"].low, le=LIMITS["train_tokens"].high, description="Training only: tokens to train on (gives run time and run cost)")
+    train_tokens: Annotated[int | None, WholeTokens] = Field(default=None, ge=LIMITS["train_tokens"].low, le=LIMITS["train_tokens"].high, description="Training only: tokens to train on (gives run time and run cost)")
     train_precision: Literal["mixed", "bf16-true", "fp8", "fp4"] | None = Field(default=None, description="Training only: 'mixed' (the default) keeps fp32 master weights and moments; 'bf16-true' keeps neither; 'fp8'/'fp4' compute the products in FP8/FP4 (Transformer Engine style): offerings whose GPU lacks those tensor cores are rejected")
     optimizer_state: Literal["fp32", "bf16-moments", "bf16"] | None = Field(default=None, description="Full training only: AdamW's master weights and moments under mixed/fp8/fp4 precision: 'fp32' (the default, 12 bytes a parameter), 'bf16-moments' (fp32 master, bf16 moments, 8) or 'bf16' (bf16 master and moments, 6)")
     cross_entropy: Literal["unfused", "native", "te", "eager"] | None = Field(default=None, description="Full training only: the loss, for its memory: 'unfused' (Megatron-Core's default, 6 bytes a logit), 'native' (its fused loss, 6), 'te' (Transformer Engine's fused kernel, 2) or 'eager' (PyTorch's fp32 cross_entropy, 12); default unfused with train_stack megatron, eager with pytorch")
