@@ -1,6 +1,6 @@
-"""A training plan's step time carries its band and its roofline ceiling, as the rate it follows from does: the step's
-tokens over the rate's high end, its low end and its ceiling (the way ``train_time_s`` is derived), in the plan's
-JSON, the CLI's speed lines and both languages of the plan page."""
+"""A training plan's step time carries its band and its roofline bound (a floor: the shortest step), as the rate it
+follows from does: the step's tokens over the rate's high end, its low end and its ceiling (the way ``train_time_s``
+is derived), in the plan's JSON, the CLI's speed lines and both languages of the plan page."""
 
 from __future__ import annotations
 
@@ -48,13 +48,13 @@ def test_the_cli_writes_the_step_the_run_and_its_gpu_hours_with_band_and_ceiling
     code, out, _ = run(capsys, *argv)
     assert code == 0
     text = re.sub(r"\s+", " ", out)
-    step = re.search(r"step ([\d.,]+) s \(([\d.,]+) s-([\d.,]+) s; ceiling ([\d.,]+) s\) = ", text)
+    step = re.search(r"step ([\d.,]+) s \(([\d.,]+) s-([\d.,]+) s; floor ([\d.,]+) s\) = ", text)
     assert step, text
     shown = [float(v.replace(",", "")) for v in step.groups()]
     for value, key in zip(shown, ("step_time_s", "step_time_s_low", "step_time_s_high", "step_time_s_ceiling"),
                           strict=True):
         assert value == pytest.approx(perf[key], rel=5e-3)
-    hours = re.search(r"([\d,]+) GPU-hours \(([\d,]+)-([\d,]+); ceiling ([\d,]+)\)", text)
+    hours = re.search(r"([\d,]+) GPU-hours \(([\d,]+)-([\d,]+); floor ([\d,]+)\)", text)
     assert hours, text
     assert int(hours.group(4).replace(",", "")) == round(perf["gpu_hours_ceiling"])
-    assert re.search(r"training time [\d.,]+ \w+ \([\d.,]+ \w+-[\d.,]+ \w+; ceiling [\d.,]+ \w+\)", text), text
+    assert re.search(r"training time [\d.,]+ \w+ \([\d.,]+ \w+-[\d.,]+ \w+; floor [\d.,]+ \w+\)", text), text

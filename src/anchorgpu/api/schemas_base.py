@@ -4,6 +4,7 @@ money type, and the problem+json error with the ``responses=`` entries a route g
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 from typing import Annotated, Any
 
@@ -13,7 +14,7 @@ from pydantic_core import PydanticCustomError
 from anchorgpu.errors import InvalidInput
 from anchorgpu.validation import MONEY, MONEY_TEXT_PATTERN, usd_amount
 
-__all__ = ["TEXT_PATTERN", "Money", "Problem", "StrictChoice", "problems"]
+__all__ = ["TEXT_PATTERN", "Money", "Problem", "StrictChoice", "WholeTokens", "problems"]
 
 
 class _Schema(BaseModel):
@@ -45,6 +46,24 @@ def _whole_choice(value: Any) -> Any:
 StrictChoice = BeforeValidator(_whole_choice)
 """For ``Literal[0, 1, …]`` fields, where pydantic would otherwise take ``true`` or ``1.0`` as 1 even in strict mode
 (a literal matches by equality): they refuse a boolean and a float, as the strict ``int`` fields beside them do."""
+
+
+def _exact_integer(value: Any) -> Any:
+    """A token count written as a JSON number with an exponent or a fraction part (``1e10``, ``4194304.0``) as the
+    integer it is exactly; any other number is refused in one line that says how to write it."""
+    if not isinstance(value, float):
+        return value  # an integer as it is; anything else to the strict int check (a boolean, a string: refused)
+    if math.isfinite(value) and value.is_integer():
+        return int(value)  # exact: a float holds every integer to 2**53, the bounds (LIMITS) stop at 10**15
+    raise PydanticCustomError("int_type", "Input should be a whole number of tokens, e.g. 10000000000 or 1e10")
+
+
+WholeTokens = BeforeValidator(_exact_integer)
+"""For the token counts (``tokens``, ``train_tokens``, ``global_batch``), written in exponent form as often as not:
+a JSON number that is an exact integer is that integer (JSON has one number type, and JSON Schema's ``integer``,
+which the OpenAPI document gives these fields, is "any number with a zero fractional part", so ``1e10`` is one),
+as ``--tokens 1e10`` and the page's form take it (``2.5e9`` too); a fraction (``1000.5``) is refused in one line
+that says how to write the count. The other integer fields stay strict (``"context": 1000.0`` is refused: no one writes a context that way)."""
 
 
 def Money(field: str) -> Any:  # noqa: N802  (a type, as pydantic's constrained types are spelt)

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, JsonValue
 
-from anchorgpu.api.schemas_base import TEXT_PATTERN, Money, StrictChoice, _Request, _Schema
+from anchorgpu.api.schemas_base import TEXT_PATTERN, Money, StrictChoice, WholeTokens, _Request, _Schema
 from anchorgpu.planner.media import MAX_IMAGES_PER_REQUEST
 from anchorgpu.planner.speed.overrides import MIN_EFFICIENCY
 from anchorgpu.planner.workload_checks import MAX_NETWORK_GBIT_PER_S_PER_GPU
@@ -29,10 +29,12 @@ ImageResolution = Annotated[str | None, Field(pattern=r"^[0-9]{1,5}x[0-9]{1,5}$"
 
 
 _BANDED = "prediction; with _low, _high and _ceiling beside it"
+_TIMED = (f"{_BANDED}; a time's _ceiling is its roofline floor, the shortest time no run goes under (the key keeps "
+          "the rates' suffix)")
 
 PERFORMANCE_KEYS: dict[str, JsonValue] = {
-    "ttft_s": {"description": f"Serving: time to first token, seconds ({_BANDED})"},
-    "tpot_s": {"description": f"Serving: time per output token, seconds ({_BANDED}): the steady state's time between one user's tokens, other requests' prefills interleaved (1 / decode_tokens_per_s_per_user). With output_tokens 1 no time passes between tokens: the value is then the seconds per request, and the CLI and the page say TPOT does not apply"},
+    "ttft_s": {"description": f"Serving: time to first token, seconds ({_TIMED})"},
+    "tpot_s": {"description": f"Serving: time per output token, seconds ({_TIMED}): the steady state's time between one user's tokens, other requests' prefills interleaved (1 / decode_tokens_per_s_per_user). With output_tokens 1 no time passes between tokens: the value is then the seconds per request, and the CLI and the page say TPOT does not apply"},
     "output_tokens_per_s": {"description": f"Serving: output tokens/s of all users at the concurrency ({_BANDED})"},
     "decode_tokens_per_s_per_user": {"description": f"Serving: output tokens/s one user sees; where replicas hold unequal shares of the users, the busiest replica's (its users are the slowest; output_tokens_per_s sums every replica's) ({_BANDED})"},
     "max_output_tokens_per_s": {"description": f"Serving: output tokens/s at saturation ({_BANDED})"},
@@ -45,9 +47,9 @@ PERFORMANCE_KEYS: dict[str, JsonValue] = {
     "train_tokens_per_s": {"description": f"Training: tokens/s of the whole job ({_BANDED})"},
     "train_tflops_per_gpu": {"description": f"Training: model TFLOP/s per GPU, attention counted over the whole sequence as MFU ({_BANDED}: the dense peak times MFU's ceiling)"},
     "train_mfu": {"description": f"Training: model FLOPs utilization, 6·N·D plus attention over the whole sequence (the Llama 3 paper's count, the masked half a causal kernel skips included) over the dense peak ({_BANDED}: the ceiling is every GPU at the peak on the causal work the kernels run, past 1.0 by that count's excess, about 1.07 at 4,096 tokens for an 8B model and 1.7 at 131,072)"},
-    "train_time_s": {"description": f"Training with tokens: seconds to train on them ({_BANDED}); null without tokens"},
-    "gpu_hours": {"description": f"Training with tokens: GPUs x hours ({_BANDED}); null without tokens"},
-    "step_time_s": {"description": f"Training: seconds per optimizer step ({_BANDED}: the step's tokens at the rate's band and ceiling)"},
+    "train_time_s": {"description": f"Training with tokens: seconds to train on them ({_TIMED}); null without tokens"},
+    "gpu_hours": {"description": f"Training with tokens: GPUs x hours ({_TIMED}); null without tokens"},
+    "step_time_s": {"description": f"Training: seconds per optimizer step ({_TIMED}: the step's tokens at the rate's band and ceiling)"},
     "step_time_breakdown_s": {"description": "Training: the step's parts in seconds, predictions without a band: compute, tp_comm, pp_bubble, pp_p2p, cp_comm, dp_sync, fsdp_comm, ep_alltoall, moe_launch, activation_offload, optimizer"},
     "global_batch_tokens": {"description": "Training: tokens per optimizer step (a stated global batch exactly; the default one rounded up to whole micro-batches)"},
     "microbatches": {"description": "Training: micro-batches per data-parallel rank in a step"},
@@ -88,7 +90,7 @@ class PlanRequest(_Request):
     tp_overlap: bool = Field(default=False, description="Training only: overlap tensor-parallel traffic with the products (Transformer Engine / AsyncTP); needs tp > 1 (refused with tp 1; with tp null the chooser tries tp 2 and up)")
     sequence_parallel: bool | None = Field(default=None, description="Training: Megatron's sequence parallelism, the norms, dropout and residual adds split over the TP ranks (null: on with tp > 1; true needs tp > 1)")
     ep_overlap: bool = Field(default=False, description="Training a MoE under EP: overlap the all-to-alls with another micro-batch's computation (Megatron-Core --overlap-moe-expert-parallel-comm, DeepSeek's DualPipe)")
-    global_batch: int | None = Field(default=None, ge=LIMITS["global_batch"].low, le=LIMITS["global_batch"].high, description="Training only: tokens per optimizer step (default 4,194,304; for LoRA and QLoRA 32 sequences); gradient accumulation follows. Whole sequences that split into whole micro-batches per data-parallel rank; never rounded (refused otherwise)")
+    global_batch: Annotated[int | None, WholeTokens] = Field(default=None, ge=LIMITS["global_batch"].low, le=LIMITS["global_batch"].high, description="Training only: tokens per optimizer step (default 4,194,304; for LoRA and QLoRA 32 sequences); gradient accumulation follows. Whole sequences that split into whole micro-batches per data-parallel rank; never rounded (refused otherwise)")
     fsdp: bool = Field(default=False, description="FSDP full shard (the memory of ZeRO-3)")
     offload: Literal["none", "optimizer", "params"] = Field(default="none", description="Move optimizer state (or also parameters) to CPU RAM")
     offload_activation_layers: int = Field(default=0, ge=0, le=100_000, description="Training: layers whose activations wait in host memory between the forward and backward pass (Megatron-Core's CPU activation offloading, --cpu-offloading-num-layers: full training, one pipeline stage, no recompute)")
@@ -121,7 +123,7 @@ class PlanRequest(_Request):
     max_num_seqs: int | None = Field(default=None, ge=LIMITS["max_num_seqs"].low, le=LIMITS["max_num_seqs"].high, description="Inference only: the serving engine's sequence cap, vLLM's max_num_seqs (default 1,024 on GPUs of 70 GiB or more but the A100, else 256): a replica runs at most this many at once")
     prompt: int | None = Field(default=None, ge=LIMITS["prompt"].low, le=LIMITS["prompt"].high, description="Inference only: prompt tokens per request; without 'context' each sequence is sized at prompt + output")
     output_tokens: int | None = Field(default=None, ge=LIMITS["output_tokens"].low, le=LIMITS["output_tokens"].high, description="Inference only: output tokens per request")
-    tokens: int | None = Field(default=None, ge=LIMITS["tokens"].low, le=LIMITS["tokens"].high, description="Training only (performance): training tokens, for the training time")
+    tokens: Annotated[int | None, WholeTokens] = Field(default=None, ge=LIMITS["tokens"].low, le=LIMITS["tokens"].high, description="Training only (performance): training tokens, for the training time")
     mfu: float | None = Field(default=None, allow_inf_nan=False, ge=MIN_EFFICIENCY, le=1, description=f"Performance: model FLOPs utilization ({MIN_EFFICIENCY:g}-1)")
     mbu: float | None = Field(default=None, allow_inf_nan=False, ge=MIN_EFFICIENCY, le=1, description=f"Performance: memory-bandwidth utilization for decode ({MIN_EFFICIENCY:g}-1)")
     network_gbit_per_gpu: float | None = Field(default=None, allow_inf_nan=False, gt=0, le=MAX_NETWORK_GBIT_PER_S_PER_GPU, description="Training only (performance): server-to-server bandwidth each GPU has, Gb/s one direction, that a layout spanning servers is timed at (default: the calibration's 400; the answer's workload.network_gbit_per_s_per_gpu is null then, and performance.network_gbit_per_s_per_gpu gives the figure used where the layout spans servers)")
@@ -154,14 +156,15 @@ class PlanOut(_Schema):
     checkpoint_bytes: int | None = Field(default=None, description="Training: the size of a checkpoint (weights and optimizer state), bytes; null for serving")
     workload: dict[str, Any] = Field(default_factory=dict, description="The workload planned, every default filled in: task, engine and engine_source (serving), context_tokens, concurrency, prompt_tokens, output_tokens, seq_tokens, micro_batch, global_batch_tokens, train_precision, train_stack … (null where the task has no use for it)")
     precision: dict[str, str | None] = Field(default_factory=dict, description="{weights, kv_cache}: the formats planned")
-    suggestions: list[dict[str, Any]] = Field(default_factory=list, description="Where it does not fit: changes that make it fit, [{change (the request's fields to set, with their values: 'gpus 4 tp 4', 'weights int4-awq'; the CLI's flags as fields, as in every line of advice here), description, gpus, total_bytes, headroom_bytes, train_tokens_per_s (training; null without an estimate)}]")
+    suggestions: list[dict[str, Any]] = Field(default_factory=list, description="Where it does not fit: changes that make it fit, [{change (the request's fields to set, with their values: 'gpus 4 tp 4', 'weights int4-awq'; the CLI's flags as fields, as in every line of advice here), description, gpus, total_bytes, headroom_bytes, train_tokens_per_s (training; null without an estimate) with its band train_tokens_per_s_low and train_tokens_per_s_high (where measured runs of the kind fell; absent without an estimate)}]")
     breakdown: dict[str, int | float] = Field(default_factory=dict, description="The per-GPU terms in finer parts, bytes (and a few token counts named _tokens): weights by kind, KV cache, activations, a diffusion pipeline's components …")
     layout: dict[str, Any] | None = Field(default=None, description="The layout planned (given or chosen): gpus, tp, pp, dp, ep, cp, virtual_stages, zero, fsdp, offload, sequence_parallel, tp_overlap, ep_overlap")
     performance: dict[str, Any] | None = Field(
         default=None, json_schema_extra={"properties": PERFORMANCE_KEYS},
         description="Speed: calibrated predictions, each with its band (*_low, *_high: where measured runs of the "
                     "same kind fell, 10th-90th percentile) and the datasheet roofline beside it (*_ceiling, never the "
-                    "answer); units in the key names (_s seconds, _per_s per second). Null figures when there is no GPU, "
+                    "answer: a rate's ceiling, the most no run passes; a time's floor, the shortest no run goes under, "
+                    "under the same suffix); units in the key names (_s seconds, _per_s per second). Null figures when there is no GPU, "
                     "the plan does not fit, or for a diffusion pipeline (assumptions say why)")
 
     model_config = ConfigDict(extra="allow", json_schema_extra=lambda schema: _document_recipe(schema))
@@ -186,11 +189,11 @@ class RecommendRequest(_Request):
     recipe: Literal["vllm", "sglang", "trtllm", "torchrun-fsdp", "deepspeed", "accelerate", "skypilot", "k8s"] | None = Field(default=None, description="Also write each result's launch under its 'recipe' (null with 'recipe_refused' where it cannot express that result's plan)")
     micro_batch: int | None = Field(default=None, ge=LIMITS["micro_batch"].low, le=LIMITS["micro_batch"].high, description="Training only: sequences per GPU step (chosen per layout when not given: 1, 2 or 4, the fastest that fits, as plan chooses)")
     seq: int | None = Field(default=None, ge=1, le=10_000_000, description="Training only: tokens per sequence (serving's is context; default 2,048 or the model's context if shorter)")
-    global_batch: int | None = Field(default=None, ge=LIMITS["global_batch"].low, le=LIMITS["global_batch"].high, description="Training only: tokens per optimizer step (default 4,194,304; for LoRA and QLoRA 32 sequences); gradient accumulation follows. Whole sequences that split into whole micro-batches per data-parallel rank; never rounded (refused otherwise)")
+    global_batch: Annotated[int | None, WholeTokens] = Field(default=None, ge=LIMITS["global_batch"].low, le=LIMITS["global_batch"].high, description="Training only: tokens per optimizer step (default 4,194,304; for LoRA and QLoRA 32 sequences); gradient accumulation follows. Whole sequences that split into whole micro-batches per data-parallel rank; never rounded (refused otherwise)")
     recompute: Literal["none", "selective", "moe", "full"] | None = Field(default=None, description="Training only: activation recomputation (default: the least that fits each offering, none, then selective, then full; moe: a mixture of experts' MoE blocks)")
     optimizer: Literal["adamw", "adamw-8bit", "sgd", "lion", "adafactor"] | None = Field(default=None, description="Training only: the optimizer whose state is kept (default adamw)")
     lora_rank: int | None = Field(default=None, ge=LIMITS["lora_rank"].low, le=LIMITS["lora_rank"].high, description="Task lora or qlora only: LoRA rank r (default 16)")
-    train_tokens: int | None = Field(default=None, ge=LIMITS["train_tokens"].low, le=LIMITS["train_tokens"].high, description="Training only: tokens to train on (gives run time and run cost)")
+    train_tokens: Annotated[int | None, WholeTokens] = Field(default=None, ge=LIMITS["train_tokens"].low, le=LIMITS["train_tokens"].high, description="Training only: tokens to train on (gives run time and run cost)")
     train_precision: Literal["mixed", "bf16-true", "fp8", "fp4"] | None = Field(default=None, description="Training only: 'mixed' (the default) keeps fp32 master weights and moments; 'bf16-true' keeps neither; 'fp8'/'fp4' compute the products in FP8/FP4 (Transformer Engine style): offerings whose GPU lacks those tensor cores are rejected")
     optimizer_state: Literal["fp32", "bf16-moments", "bf16"] | None = Field(default=None, description="Full training only: AdamW's master weights and moments under mixed/fp8/fp4 precision: 'fp32' (the default, 12 bytes a parameter), 'bf16-moments' (fp32 master, bf16 moments, 8) or 'bf16' (bf16 master and moments, 6)")
     cross_entropy: Literal["unfused", "native", "te", "eager"] | None = Field(default=None, description="Full training only: the loss, for its memory: 'unfused' (Megatron-Core's default, 6 bytes a logit), 'native' (its fused loss, 6), 'te' (Transformer Engine's fused kernel, 2) or 'eager' (PyTorch's fp32 cross_entropy, 12); default unfused with train_stack megatron, eager with pytorch")
@@ -222,7 +225,7 @@ class RecommendOut(_Schema):
     term_hours: int = Field(description="The term in hours (a week 168, a month 720)")
     workload: dict[str, Any] = Field(description="The workload swept, every default filled in: task, context_tokens, concurrency, prompt_tokens, output_tokens, seq_tokens, train_tokens, global_batch_tokens … (null where the task has no use for it)")
     evaluated: int = Field(description="Configurations evaluated (offering x server count x layout x precision x concurrency)")
-    results: list[dict[str, Any]] = Field(description="Offerings that fit, cheapest first: offering, servers, gpus, layout, per_gpu bytes, the speed predictions (decode_tokens_per_s_total, decode_tokens_per_s_per_user, prefill_s, and the same as plan names them: output_tokens_per_s, ttft_s; max_output_tokens_per_s, plan's rate at the largest concurrency that fits; train_tokens_per_s, train_time_s) each with its band (*_low, *_high) and roofline ceiling (*_ceiling, a bound, never the prediction), total_usd; run_hours, run_usd and run_term for a training run with train_tokens (run_usd null, with run_refused saying why, where the run is longer than any term a quote prices); network_gbit_per_s_per_gpu, the network between servers a training row's GPUs are timed over, each GPU's share one way (null where they share one server or scale-up domain; warning training_over_public_network where only the servers' public uplinks join them); max_model_len_tokens where no context was given and the row's KV cache holds no whole-window sequence (the maximum length to start its engine with, as plan's launch sets it) …")
+    results: list[dict[str, Any]] = Field(description="Offerings that fit, cheapest first: offering, servers, gpus, layout, per_gpu bytes, the speed predictions (decode_tokens_per_s_total, decode_tokens_per_s_per_user, prefill_s, and the same as plan names them: output_tokens_per_s, ttft_s; max_output_tokens_per_s, plan's rate at the largest concurrency that fits; train_tokens_per_s, train_time_s) each with its band (*_low, *_high) and roofline bound (*_ceiling, never the prediction: a rate's ceiling; train_time_s's and ttft_s's a floor, the shortest time), total_usd; run_hours, run_usd and run_term for a training run with train_tokens (run_usd null, with run_refused saying why, where the run is longer than any term a quote prices); network_gbit_per_s_per_gpu, the network between servers a training row's GPUs are timed over, each GPU's share one way (null where they share one server or scale-up domain; warning training_over_public_network where only the servers' public uplinks join them); max_model_len_tokens where no context was given and the row's KV cache holds no whole-window sequence (the maximum length to start its engine with, as plan's launch sets it) …")
     pareto: list[dict[str, Any]] = Field(description="The cost/speed Pareto front among the results")
     rejected: list[dict[str, Any]] = Field(description="Cheaper options that were rejected, with the reason (naming the request's fields, 'train_precision fp8: a100-80gb-sxm has no FP8 tensor cores', as every line of advice here does)")
     assumptions: list[str] = Field(description="Every default chosen")

@@ -4,12 +4,10 @@ what would fit, warnings, assumptions and what is still to check; and a recipe's
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from anchorgpu.cli._app import console
-from anchorgpu.units import figure_places
+from anchorgpu.cli.speed_band import BOUND_WORDS, MODEL_FLOP_KEYS, band, band_note, without_ceiling
 
 if TYPE_CHECKING:
     from anchorgpu.planner import Plan
@@ -170,15 +168,24 @@ def render_plan(plan: Plan) -> None:
         sug = Table(title="What would fit", title_justify="left")
         speeds = any(s.train_tokens_per_s for s in plan.suggestions)
         for col, justify in (("change", "left"), ("what", "left"), ("GPUs", "right"), ("per GPU", "right"),
-                             ("headroom", "right"), *((("train tok/s", "right"),) if speeds else ())):
+                             ("headroom", "right"), *((("train tok/s (band)", "right"),) if speeds else ())):
             sug.add_column(col, justify=justify)
         for s in plan.suggestions:
             sug.add_row(s.change, s.description, str(s.gpus), _fmt(s.total_bytes), _fmt(s.headroom_bytes),
-                        *((f"{s.train_tokens_per_s:,.0f}" if s.train_tokens_per_s else "",) if speeds else ()))
+                        *((_suggested_speed(s),) if speeds else ()))
         out.print(sug)
     _bullets(out, "Warnings", [f"{item.message} ({item.code})" for item in plan.warnings], marker="!")
     _bullets(out, "Still to check", [*plan.checks, *_speed_caveats(plan.extra.get("performance"))])
     _bullets(out, "Assumed", list(plan.assumptions))
+
+
+def _suggested_speed(s: Any) -> str:
+    """A suggestion's predicted training tokens/s with its band, as the speed section writes one: ``'12,865
+    (11,437-14,319)'``; empty where it has no prediction."""
+    if not s.train_tokens_per_s:
+        return ""
+    low, high = s.train_tokens_per_s_low, s.train_tokens_per_s_high
+    return f"{s.train_tokens_per_s:,.0f}" + (f" ({low:,.0f}-{high:,.0f})" if low is not None and high is not None else "")
 
 
 def _speed_caveats(section: Any) -> list[str]:
@@ -190,62 +197,6 @@ def _speed_caveats(section: Any) -> list[str]:
         return []
     return [line for line in section.get("assumptions", [])
             if isinstance(line, str) and line.startswith(tuple(label + ":" for label in SPEED_CAVEAT_LABELS))]
-
-
-def _band(section: dict[str, Any], key: str, fmt: str, scale: float = 1.0) -> str | None:
-    """``'1,234 tok/s (1,100-1,400; ceiling 2,000)'``: the prediction, its band and the ceiling."""
-    value = section.get(key)
-    if not isinstance(value, int | float):
-        return None
-    return _figure(fmt, value * scale) + _band_note(section, key, lambda v: _figure(fmt, v * scale))
-
-
-def _figure(fmt: str, value: float) -> str:
-    """``fmt`` (``'{:,.0f} tok/s'``) applied to ``value``, with the decimals that keep two significant digits where
-    its own would keep fewer: a rate of 0.039 tok/s is not written ``0 tok/s``.
-
-    >>> _figure("{:,.0f} tok/s", 1818.4), _figure("{:,.0f} tok/s", 0.0393), _figure("{:.1%}", 0.4)
-    ('1,818 tok/s', '0.039 tok/s', '40.0%')
-    """
-    places = _PLACES.search(fmt)
-    if places is None:
-        return fmt.format(value)
-    wanted = figure_places(value, int(places.group(1)))
-    return fmt.replace(places.group(0), f".{wanted}f").format(value)
-
-
-_PLACES = re.compile(r"\.(\d)f")
-
-
-def _band_note(section: dict[str, Any], key: str, show: Callable[[float], str]) -> str:
-    """``' (1,100-1,400; ceiling 2,000)'``: the band of ``key`` and its ceiling, each written by ``show``; the
-    ceiling alone where the user's efficiencies replace the calibrated ones (no band), nothing where neither is given.
-
-    >>> _band_note({"t": 9.0, "t_low": 8.0, "t_high": 11.0, "t_ceiling": 5.0}, "t", "{:.1f} s".format)
-    ' (8.0 s-11.0 s; ceiling 5.0 s)'
-    >>> _band_note({"t": 9.0, "t_low": 8.0, "t_high": 11.0, "t_ceiling": 5.0, "efficiencies": "user"}, "t", str)
-    ' (ceiling 5.0)'
-    """
-    low, high, ceiling = section.get(f"{key}_low"), section.get(f"{key}_high"), section.get(f"{key}_ceiling")
-    top = f"ceiling {show(ceiling)}" if isinstance(ceiling, int | float) else ""
-    if section.get("efficiencies") == "user" or not (isinstance(low, int | float) and isinstance(high, int | float)):
-        return f" ({top})" if top else ""
-    return f" ({show(low)}-{show(high)}" + (f"; {top})" if top else ")")
-
-
-MODEL_FLOP_KEYS = ("train_tflops_per_gpu", "train_mfu")
-"""Figures in model FLOPs, which count attention over the whole sequence (the Llama 3 paper's MFU): their ceilings,
-the causal work the step times at the peak, pass the peak (an MFU ceiling of 103.5%), so the text shows their bands
-only and the tokens/s line carries the bound; the JSON keeps every ``_ceiling``."""
-
-
-def _without_ceiling(section: dict[str, Any], key: str) -> dict[str, Any]:
-    """``section`` without ``key``'s ceiling.
-
-    >>> _without_ceiling({"m": 0.5, "m_ceiling": 1.04, "m_low": 0.4}, "m")
-    {'m': 0.5, 'm_low': 0.4}
-    """
-    return {k: v for k, v in section.items() if k != f"{key}_ceiling"}
 
 
 NO_TPOT_LINE = ("time per output token: does not apply (1 output token a request: no time between tokens; the token "
@@ -274,7 +225,7 @@ def _render_performance(out: Any, section: Any, *, concurrency: int | None = Non
                 ("train_tflops_per_gpu", "per GPU", "{:,.0f} TFLOP/s", 1.0),
                 ("train_mfu", "MFU", "{:.1%}", 1.0))
     lines = [f"{label} {text}" for key, label, fmt, scale in (*serving, *training)
-             if (text := _band(_without_ceiling(section, key) if key in MODEL_FLOP_KEYS else section, key, fmt,
+             if (text := band(without_ceiling(section, key) if key in MODEL_FLOP_KEYS else section, key, fmt,
                                scale)) is not None]
     if section.get("output_tokens") == 1 and "tpot_s" in section:  # a one-token answer has no inter-token time
         lines = [NO_TPOT_LINE if line.startswith("time per output token") else line for line in lines]
@@ -283,11 +234,11 @@ def _render_performance(out: Any, section: Any, *, concurrency: int | None = Non
             out.print(f"Speed: not predicted - {line}")
         return
     if section.get("efficiencies") == "user":
-        out.print("[bold]Speed (with your efficiencies, no calibrated band; roofline ceiling)[/bold]")
+        out.print(f"[bold]Speed (with your efficiencies, no calibrated band; {BOUND_WORDS})[/bold]")
         for line in section.get("assumptions", [])[:1]:
             out.print(f"  {line}", markup=False)
     else:
-        out.print("[bold]Speed (calibrated prediction, band, roofline ceiling)[/bold]")
+        out.print(f"[bold]Speed (calibrated prediction, band, {BOUND_WORDS})[/bold]")
     timed = _timed_requests(section, concurrency, context_tokens)
     if timed:
         out.print(f"  {timed}", markup=False)
@@ -314,16 +265,16 @@ def _render_performance(out: Any, section: Any, *, concurrency: int | None = Non
     train_s = section.get("train_time_s")
     if isinstance(train_s, int | float):
         hours = section.get("gpu_hours")
-        out.print(f"  training time {_duration(float(train_s))}{_band_note(section, 'train_time_s', _duration)}"
-                  + (f" · {hours:,.0f} GPU-hours{_band_note(section, 'gpu_hours', '{:,.0f}'.format)}"
+        out.print(f"  training time {_duration(float(train_s))}{band_note(section, 'train_time_s', _duration)}"
+                  + (f" · {hours:,.0f} GPU-hours{band_note(section, 'gpu_hours', '{:,.0f}'.format)}"
                      if isinstance(hours, int | float) else ""),
                   markup=False)
     parts = section.get("step_time_breakdown_s")
     if isinstance(parts, dict) and section.get("step_time_s"):
         total = float(section["step_time_s"])
         shown = [f"{name} {_seconds(value)} s ({value / total:.0%})" for name, value in parts.items() if value > 0]
-        band = _band_note(section, "step_time_s", lambda v: f"{_seconds(v)} s")
-        out.print(f"  step {_seconds(total)} s{band} = " + " + ".join(shown), markup=False)
+        step_band = band_note(section, "step_time_s", lambda v: f"{_seconds(v)} s")
+        out.print(f"  step {_seconds(total)} s{step_band} = " + " + ".join(shown), markup=False)
     from anchorgpu.planner.global_batch import BATCH_TIMED_LABEL
     from anchorgpu.planner.speed.assumption_lines import NETWORK_LABEL
 

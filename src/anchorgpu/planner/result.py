@@ -93,7 +93,9 @@ class ResolvedLayout:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Suggestion:
     """A change that makes the workload fit (CLI flags in ``change``), the per-GPU total it gives and, for training,
-    the tokens a second the speed model predicts for it (None for other tasks or where it has no estimate)."""
+    the tokens a second the speed model predicts for it (None for other tasks or where it has no estimate) with the
+    band its plan gives it (``_low``/``_high``: where measured runs of the kind fell; the plan's own figures, so the
+    suggestion costs no second estimate)."""
 
     change: str
     description: str
@@ -101,6 +103,8 @@ class Suggestion:
     total_bytes: int
     headroom_bytes: int
     train_tokens_per_s: float | None = None
+    train_tokens_per_s_low: float | None = None
+    train_tokens_per_s_high: float | None = None
 
 
 @fast_init

@@ -203,7 +203,7 @@ def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, preci
             more_gpus_found = more_gpus_found or change.startswith("--gpus")
             found.append(Suggestion(change=change, description=description, gpus=alt.layout.gpus,
                                     total_bytes=alt.per_gpu.total_bytes, headroom_bytes=alt.headroom_bytes,
-                                    train_tokens_per_s=_train_speed(alt)))
+                                    **_train_speed(alt)))
     # Fewest GPUs first; among those, changes that keep the job (layout, recompute, offload) before a change of the
     # job (QLoRA instead of full training, shorter sequences); then, for training, the fastest (a lighter recompute
     # before full recompute, which an engineer reaches for last), then the smallest footprint.
@@ -244,20 +244,26 @@ def _more_gpus_chosen(model: ModelSpec, w: Workload, precision: PrecisionPlan, l
         + f", recompute {alt.workload.recompute}, micro-batch {alt.workload.micro_batch}"
     return Suggestion(change=f"--gpus {gpus}", description=f"the fastest layout on {gpus} GPUs: {split}",
                       gpus=gpus, total_bytes=alt.per_gpu.total_bytes, headroom_bytes=alt.headroom_bytes,
-                      train_tokens_per_s=_train_speed(alt))
+                      **_train_speed(alt))
 
 
-def _train_speed(alt: Plan) -> float | None:
-    """The training tokens a second the speed model predicts for a suggestion's plan (None when it gives none)."""
+_SPEED_KEYS = ("train_tokens_per_s", "train_tokens_per_s_low", "train_tokens_per_s_high")
+
+
+def _train_speed(alt: Plan) -> dict[str, float]:
+    """The training tokens a second the speed model predicts for a suggestion's plan and its band, as
+    :class:`Suggestion`'s fields (none where it gives no prediction), from the one estimate of that plan."""
     if alt.workload.task not in ("train", "lora", "qlora"):
-        return None
+        return {}
     from anchorgpu.planner.speed.estimate import plan_performance  # the speed model reads plans, not the reverse
 
     try:
-        value = plan_performance(alt).get("train_tokens_per_s")
+        perf = plan_performance(alt)
     except InvalidWorkload:
-        return None
-    return float(value) if value else None
+        return {}
+    if not perf.get("train_tokens_per_s"):
+        return {}
+    return {key: float(perf[key]) for key in _SPEED_KEYS if perf.get(key) is not None}
 
 
 def training_layout_open(lay_in: Layout, w: Workload) -> bool:

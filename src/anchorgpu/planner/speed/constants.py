@@ -163,6 +163,7 @@ class Calibration:
     # all and forward alone (experts.permutation_bytes; empty: none charged)
     moe_permutation_bytes: dict[str, float] = field(default_factory=dict)
     origin: Literal["calibrated", "user"] = "calibrated"  # "user": the user's --mfu/--mbu replace fitted efficiencies
+    user_efficiencies: tuple[str, ...] = ()  # which of "mfu", "mbu" the user gave (origin "user"); the others fitted
     evidence: dict[str, dict[str, GpuEvidence]] = field(default_factory=dict)  # per GPU name, per kind of run
     # how much faster (a fraction) a serving layout must be predicted than the planner's first to be chosen over it:
     # the median disagreement of the model between two layouts of one workload (layout_margin.layout_spread)

@@ -159,7 +159,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     k = ctx.stack
     assumptions.append(step_line(st.microbatches, w.micro_batch or 1, seq, st.tokens_per_step, precision,
                                   k.fp8_matmul_efficiency if precision != "bf16" else k.train_matmul_efficiency,
-                                  model.hidden_size // lay.tp, round(mfu_top, 2)))
+                                  model.hidden_size // lay.tp, round(mfu_top, 2), "mfu" in cal.user_efficiencies))
     if ctx.stack_line is not None:
         assumptions.append(ctx.stack_line)
     if ctx.tp_line is not None:

@@ -12,7 +12,7 @@ from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.speed.constants import Band, Calibration, stack_of
 from anchorgpu.planner.speed.evidence import STACK_NAMES, evidence_section, phase_and_band_kind
 
-__all__ = ["Evidence", "evidence_items", "evidence_of", "plan_band", "put_evidence", "put_rate", "put_time"]
+__all__ = ["TIME_FIGURES", "Evidence", "evidence_items", "evidence_of", "plan_band", "put_evidence", "put_rate", "put_time"]
 
 
 class _BandKeys(dict[str, tuple[str, str, str]]):
@@ -25,6 +25,11 @@ class _BandKeys(dict[str, tuple[str, str, str]]):
 
 
 _BAND_KEYS = _BandKeys()
+
+TIME_FIGURES = frozenset({"ttft_s", "prefill_s", "tpot_s", "step_time_s", "train_time_s", "gpu_hours"})
+"""The figures that are times (:func:`put_time`; ``prefill_s`` the alias of ``ttft_s``): lower is better, so their
+``_ceiling`` is the roofline's shortest time, a floor no run goes under; every other ``_ceiling`` is a rate's, a
+ceiling no run passes. The JSON keeps the one ``_ceiling`` suffix for both; the text and the page say which."""
 
 
 def put_rate(out: dict[str, Any], key: str, value: float, ceiling: float | None, band: Band) -> None:

@@ -52,4 +52,5 @@ def calibrated(overrides: Overrides | None = None) -> Calibration:
         stacks[name] = k
     # the bands are where measured runs fell around the calibrated model; nothing says where they fall around
     # the user's own efficiencies, so a prediction made with them has no band (low = high = the prediction)
-    return replace(cal, stacks=stacks, bands={name: Band(low=1.0, high=1.0) for name in cal.bands}, origin="user")
+    return replace(cal, stacks=stacks, bands={name: Band(low=1.0, high=1.0) for name in cal.bands}, origin="user",
+                   user_efficiencies=tuple(n for n in ("mfu", "mbu") if getattr(overrides, n) is not None))
