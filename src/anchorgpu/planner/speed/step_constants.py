@@ -12,7 +12,12 @@ from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.formats import format_for_model
 from anchorgpu.planner.speed.attention_rate import attention_rate_ratio, trtllm_context_attention
 from anchorgpu.planner.speed.constants import Calibration
-from anchorgpu.planner.speed.experts import dense_layers, moe_product_shares, routed_weight_bytes_share_per_gpu
+from anchorgpu.planner.speed.experts import (
+    dense_layers,
+    moe_product_shares,
+    routed_rows_per_token_share,
+    routed_weight_bytes_share_per_gpu,
+)
 from anchorgpu.planner.speed.flops import forward_matmul_params, lm_head_params
 from anchorgpu.planner.speed.launches import absorbed_dequant_bytes, fuses_norms_into_allreduce, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, data_parallel_link, group_link, host_kind, peak_for
@@ -382,24 +387,6 @@ def trtllm_moe_s_per_token(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, 
     per_row_s = cal.trtllm_moe_s_per_routed_row.get(gpu.compute_capability, 0.0)
     return per_row_s * moe.experts_per_token * moe.num_moe_layers / setup.pp * routed_rows_per_token_share(setup.tp,
                                                                                                           setup.ep)
-
-
-def routed_rows_per_token_share(tp: int, ep: int) -> float:
-    """The share of a replica's token's ``k`` routed rows one GPU runs in a MoE layer: all of them with the experts
-    sliced by TP (EP 1: each GPU runs every row on its slice); ``1 / ep`` of them with the experts split by EP inside
-    TP (``ep <= tp``: MoE TP ``tp / ep`` x EP ``ep``, balanced routing); under attention DP (EP wider than TP) a GPU
-    serves ``ep / tp`` replicas' tokens and holds ``1 / ep`` of the experts, ``1 / tp`` a replica's token.
-
-    >>> routed_rows_per_token_share(8, 1), routed_rows_per_token_share(8, 8), routed_rows_per_token_share(8, 2)
-    (1.0, 0.125, 0.5)
-    >>> routed_rows_per_token_share(1, 8), routed_rows_per_token_share(2, 8)
-    (1.0, 0.5)
-    """
-    if ep <= 1:
-        return 1.0
-    if ep <= tp:
-        return 1.0 / ep
-    return 1.0 / tp
 
 
 def _ceiling_link(link: Link, ideal: bool) -> Link:
