@@ -626,3 +626,20 @@ def test_recommend_gives_plans_figures_for_a_text_request(capsys: pytest.Capture
                                                                                       perf["output_tokens"])
     assert row["per_gpu"]["kv_cache_bytes"] == planned["per_gpu"]["kv_cache_bytes"]
     assert row["decode_tokens_per_s_total"] == pytest.approx(perf["output_tokens_per_s"], abs=0.05)  # JSON: 0.1 tok/s
+
+
+def test_tensorrt_llm_long_prompt_rows_time_the_prompt_attention_as_plan_does() -> None:
+    """A 20,000-token prompt on TensorRT-LLM (P8-H200-20000/2000's request, measured_runs.json): the prompt's attention
+    runs apart, on an FP8 cache at the context kernel's measured rate and extra pairs a query
+    (speed.attention_rate.trtllm_context_attention; AIConfigurator 0.12.0's context_attention_perf tables), on a 16-bit
+    cache at attention_efficiency: the sweep's rows are plan's, for both caches on Hopper and an A100 without a table."""
+    model = load_model("llama-3.1-8b")
+    asked = Workload(task="inference", context_tokens=22000, engine="trtllm")
+    shapes = tuple(s for s in shapes_from_catalog(load_catalog().offerings, max_servers=1)
+                   if s.id in ("h200-8x-bm", "h100-sxm-8x-bm", "a100-80gb-sxm-8x-bm"))
+    assert len(shapes) == 3
+    result = sweep(model, shapes, SweepSpec(workload=asked, prompt_tokens=20000, output_tokens=2000,
+                                            weights=("fp8", "bf16"), kv_caches=("fp8", "bf16")))
+    assert (result.prompt_tokens, result.output_tokens) == (20000, 2000)
+    _rows_are_plans(model, result, replace(asked, prompt_tokens=20000, output_tokens=2000),
+                    same_request=_plans_own_request(result), same_context=True)

@@ -15,7 +15,12 @@ import numpy.typing as npt
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.formats import format_for_model
-from anchorgpu.planner.speed.attention_rate import attention_rate_ratio, timed_prefill_attention_flops_per_token
+from anchorgpu.planner.speed.attention_rate import (
+    attention_rate_ratio,
+    prompt_extra_pairs_factor,
+    timed_prefill_attention_flops_per_token,
+    trtllm_context_attention,
+)
 from anchorgpu.planner.speed.constants import StackConstants
 from anchorgpu.planner.speed.flops import (
     decode_attention_flops_per_token,
@@ -134,8 +139,8 @@ class Ticks:
         self.graph_max_bs = graph_max_batch(shapes, lay) if sglang else None
         bf16 = np.array([peak_for(gpu, "bf16").flops_per_s for gpu in gpus])[s]
         # fused attention's rate scaled by head size (speed.attention_rate), as speed.serving does
-        self.attention_rate = bf16 * per_layout(lambda k: k.attention_efficiency) * np.array(
-            [attention_rate_ratio(model, gpu, cal) for gpu in gpus])[s]
+        head_ratio = np.array([attention_rate_ratio(model, gpu, cal) for gpu in gpus])[s]
+        self.attention_rate = bf16 * per_layout(lambda k: k.attention_efficiency) * head_ratio
         kv_read = kv.read_bytes * kv.stage_layers / kv.n_layers
         if kv.state_per_sequence:
             kv_read = kv_read + np.ceil(kv.state_per_sequence * 1 * kv.stage_layers / (lay.tp * kv.n_layers))
@@ -161,6 +166,18 @@ class Ticks:
         cached = prompt + output // 2
         self.attn_dec = decode_attention_flops_per_token(model, cached)
         self.attn_pre = timed_prefill_attention_flops_per_token(model, prompt, cal.window_attention_extra_tokens)
+        # the prompt's kernel where it runs apart (TensorRT-LLM): on an FP8 cache at its measured rate, with its extra
+        # key pairs a query (speed.attention_rate.trtllm_context_attention), per KV dtype ``(K, 1, L)``; else as fused
+        self.prompt_rate: FloatArray = self.attention_rate
+        self.attn_pre_apart: FloatArray | float = self.attn_pre
+        context = [trtllm_context_attention(gpu, cal, apart=self.prompt_apart, kv_fp8=True) for gpu in gpus]
+        fp8_k = np.array([name == "fp8" for name in kv.kv_caches])[:, None, None]
+        if any(context) and bool(fp8_k.any()):
+            share = np.array([ctx[0] if ctx else 0.0 for ctx in context])[s]
+            factor = np.array([prompt_extra_pairs_factor(ctx[1], prompt) if ctx else 1.0 for ctx in context])[s]
+            on = fp8_k & (share > 0)
+            self.prompt_rate = np.where(on, bf16 * share * head_ratio, self.attention_rate)
+            self.attn_pre_apart = np.where(on, self.attn_pre * factor, self.attn_pre)
         # the TP all-reduces of a tick (speed.links.allreduce_s): latency + 2 (n - 1) / n x message / bandwidth
         bw, self.lat = links(shapes, lay, allreduce_latency=(
             (lambda gpu, link: allreduce_latency_s(gpu, link, "trtllm", cal)) if trtllm else None))
@@ -269,7 +286,7 @@ class Ticks:
         attention_s /= self.kv_rate
         if self.prompt_apart:  # the larger of the KV read and the decodes' arithmetic, then the prompt's
             np.maximum(attention_s, decode * self.attn_dec / self.split / self.attention_rate, out=attention_s)
-            attention_s += prefill * self.attn_pre / self.split / self.attention_rate
+            attention_s += prefill * self.attn_pre_apart / self.split / self.prompt_rate
         else:
             np.maximum(attention_s, (decode * self.attn_dec + prefill * self.attn_pre) / self.split / self.attention_rate,
                        out=attention_s)

@@ -17,6 +17,7 @@ from anchorgpu.planner.sglang import (
     initial_new_token_ratio,
     new_token_ratio_floor,
 )
+from anchorgpu.planner.speed.attention_rate import trtllm_prompt_attention_peak_share
 from anchorgpu.planner.speed.caveats import GLOBAL_BATCH_CAVEAT_LABEL
 from anchorgpu.planner.speed.constants import Calibration, stack_of
 from anchorgpu.planner.speed.evidence import STACK_NAMES
@@ -188,16 +189,31 @@ def serving_constants_line(gpu: GpuSpec, cal: Calibration, precision: str) -> st
     return line
 
 
-def prompt_attention_apart_line() -> str:
+def prompt_attention_apart_line(context: tuple[float, float] | None, prompt_tokens: int,
+                                attention_efficiency: float) -> str:
     """The assumption a TensorRT-LLM serving estimate adds (``step_constants.prompt_attention_apart``): a step's prompt
-    chunk and its decodes run their attention as two kernels, so their times add.
+    chunk and its decodes run their attention as two kernels, so their times add; and the rate the prompt's kernel
+    is timed at: TensorRT-LLM's measured context-attention figures ``context`` (R, E:
+    ``attention_rate.trtllm_context_attention``) at this ``prompt_tokens`` prompt, or the fitted
+    ``attention_efficiency`` where there are none.
 
-    >>> prompt_attention_apart_line().startswith("TensorRT-LLM runs a step's prompt attention")
+    >>> prompt_attention_apart_line(None, 2048, 0.5).startswith("TensorRT-LLM runs a step's prompt attention")
+    True
+    >>> "0.45 of the BF16 peak for a 2,048-token prompt" in prompt_attention_apart_line((0.806, 820.0), 2048, 0.5)
     True
     """
-    return ("TensorRT-LLM runs a step's prompt attention and its decodes' attention as two kernels, one after the "
+    head = ("TensorRT-LLM runs a step's prompt attention and its decodes' attention as two kernels, one after the "
             "other (its attention op: the context requests, then the generation requests), so a step that carries a "
             "prompt chunk is timed with the chunk's attention added to the decodes' KV read, not hidden under it")
+    if context is None:
+        return (f"{head}; the prompt's attention arithmetic at the fitted attention_efficiency, "
+                f"{attention_efficiency:.2f} of the BF16 peak (no measured context-attention rate for this GPU or a "
+                "16-bit KV cache)")
+    share, extra = context
+    rate = trtllm_prompt_attention_peak_share(share, extra, prompt_tokens)
+    return (f"{head}; the prompt's attention at {rate:.2f} of the BF16 peak for a {prompt_tokens:,}-token prompt "
+            f"(TensorRT-LLM's context kernel on an FP8 KV cache, measured by AIConfigurator 0.12.0: {share:.3f} of "
+            f"the peak on the causal pairs plus {extra:,.0f} key pairs a query; scaled by head size)")
 
 
 @lru_cache(maxsize=256)

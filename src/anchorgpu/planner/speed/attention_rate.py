@@ -13,6 +13,12 @@ sliding-window layer costs beyond its window. Both are measured, not fitted (``s
   ``stated.window_attention_extra_tokens`` more (the per-query-tile work a full-length layer spreads over thousands
   of key tiles: loading the queries, the softmax's rescaling, writing the output): measured as the same
   ~670 tokens at windows of 128 and 1,024.
+* **TensorRT-LLM's context attention.** Where TensorRT-LLM runs a prompt's attention as its own kernel
+  (``step_constants.prompt_attention_apart``) with an FP8 KV cache, the prompt's causal pairs run at
+  ``stated.trtllm_context_attention_peak_share`` (R) of the BF16 peak and each query costs
+  ``stated.trtllm_context_attention_extra_pairs`` (E) more key pairs: a prompt of ``I`` tokens at
+  ``R (I / 2) / (I / 2 + E)`` of the peak, read from AIConfigurator 0.12.0's measured context-attention tables
+  (:func:`trtllm_prompt_attention_peak_share`).
 
 Pure; stdlib only.
 """
@@ -26,7 +32,8 @@ from anchorgpu.hardware import GpuSpec
 from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.flops import attention_dims, attention_flops_per_token
 
-__all__ = ["attention_rate_ratio", "head_dim_rate_ratio", "timed_prefill_attention_flops_per_token"]
+__all__ = ["attention_rate_ratio", "head_dim_rate_ratio", "prompt_extra_pairs_factor", "timed_prefill_attention_flops_per_token",
+           "trtllm_context_attention", "trtllm_prompt_attention_peak_share"]
 
 
 def head_dim_rate_ratio(ratios: Mapping[int, float], head_dim: float) -> float:
@@ -83,3 +90,50 @@ def timed_prefill_attention_flops_per_token(model: ModelSpec, context_tokens: in
     True
     """
     return attention_flops_per_token(model, context_tokens, causal=True, window_extra_tokens=window_extra_tokens)
+
+
+def trtllm_context_attention(gpu: GpuSpec, cal: Calibration, *, apart: bool, kv_fp8: bool) -> tuple[float, float] | None:
+    """TensorRT-LLM's context attention kernel's measured (R, E) on ``gpu``: the share of the BF16 peak its causal
+    pairs run at and the extra key pairs a query costs (``cal.trtllm_context_attention_peak_share`` and
+    ``..._extra_pairs`` by CUDA compute capability; AIConfigurator 0.12.0's
+    ``systems/data/<gpu>/attention/trtllm/1.3.0rc20/context_attention_perf.parquet``, FP8 attention and FP8 KV cache),
+    where they apply: the prompt's attention timed as a kernel of its own (``apart``: TensorRT-LLM) over an FP8 KV
+    cache, on a GPU family with a figure. None elsewhere: the prompt's arithmetic at ``attention_efficiency``.
+
+    >>> from anchorgpu.planner.speed._toys import toy_gpu
+    >>> from anchorgpu.planner.speed.calibration import calibration
+    >>> trtllm_context_attention(toy_gpu(), calibration(), apart=True, kv_fp8=True)  # the toy: a Hopper part
+    (0.806, 820.0)
+    >>> trtllm_context_attention(toy_gpu(), calibration(), apart=True, kv_fp8=False) is None
+    True
+    """
+    if not apart or not kv_fp8 or gpu.vendor != "NVIDIA":
+        return None
+    cc = (gpu.compute_capability or "").rstrip("?")
+    share = cal.trtllm_context_attention_peak_share.get(cc)
+    if not share:
+        return None
+    return share, cal.trtllm_context_attention_extra_pairs.get(cc, 0.0)
+
+
+def prompt_extra_pairs_factor(extra_pairs: float, prompt_tokens: int) -> float:
+    """The timed FLOPs of a ``prompt_tokens`` prompt's causal attention over its causal FLOPs when each query costs
+    ``extra_pairs`` key pairs more than its mean ``I / 2``: ``1 + 2 E / I`` (1.0 without extra pairs or a length).
+
+    >>> prompt_extra_pairs_factor(1000.0, 2000), prompt_extra_pairs_factor(0.0, 2000), prompt_extra_pairs_factor(9.0, 0)
+    (2.0, 1.0, 1.0)
+    """
+    if not extra_pairs or prompt_tokens < 1:
+        return 1.0
+    return 1.0 + 2.0 * extra_pairs / prompt_tokens
+
+
+def trtllm_prompt_attention_peak_share(peak_share: float, extra_pairs: float, prompt_tokens: int) -> float:
+    """The share of the BF16 peak TensorRT-LLM's context attention reaches on a ``prompt_tokens`` prompt:
+    ``R (I / 2) / (I / 2 + E)`` with ``R`` = ``peak_share`` and ``E`` = ``extra_pairs``
+    (:func:`trtllm_context_attention`), i.e. ``R`` over :func:`prompt_extra_pairs_factor`.
+
+    >>> round(trtllm_prompt_attention_peak_share(0.806, 820.0, 20000), 3)  # Hopper, a 20,000-token prompt
+    0.745
+    """
+    return peak_share / prompt_extra_pairs_factor(extra_pairs, prompt_tokens)

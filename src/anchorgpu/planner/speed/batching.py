@@ -11,7 +11,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import builder, fast_init
-from anchorgpu.planner.speed.attention_rate import timed_prefill_attention_flops_per_token
+from anchorgpu.planner.speed.attention_rate import prompt_extra_pairs_factor, timed_prefill_attention_flops_per_token
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.flops import (
@@ -215,10 +215,8 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     # not in the time to first token); below it the busiest replica runs ceil(c / replicas) and paces every user
     queued = concurrency > saturation_concurrency
     per_replica = sat_replica if queued else math.ceil(concurrency / setup.replicas)
-    # every step here decodes at the average cached length and prefills the prompt: attention FLOPs per token
-    attn = (decode_attention_flops_per_token(model, prompt_tokens + output_tokens // 2),
-            timed_prefill_attention_flops_per_token(model, prompt_tokens, cal.window_attention_extra_tokens))
     c, ci = _pair(model, gpu, setup, cal)
+    attn = _attention_flops(model, c, prompt_tokens, output_tokens, cal)
     busy = setup.replicas if queued else concurrency - setup.replicas * (per_replica - 1)
     light = setup.replicas - busy
     even, others, lighter = 1.0, 0.0, 1.0
@@ -282,8 +280,18 @@ def saturated_rates(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, prom
         raise InvalidWorkload("prompt, output tokens and concurrency must each be at least 1")
     cal = cal or calibration()
     sat_replica = at_least(saturation_concurrency // setup.replicas, 1)
-    attn = (decode_attention_flops_per_token(model, prompt_tokens + output_tokens // 2),
-            timed_prefill_attention_flops_per_token(model, prompt_tokens, cal.window_attention_extra_tokens))
     c, ci = _pair(model, gpu, setup, cal)
+    attn = _attention_flops(model, c, prompt_tokens, output_tokens, cal)
     sat, _, sat_top = _steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn)
     return _saturated_rates(setup.replicas * sat_replica, sat, sat_top)
+
+
+def _attention_flops(model: ModelSpec, c: _StepConstants, prompt_tokens: int, output_tokens: int,
+                     cal: Calibration) -> tuple[float, float]:
+    """Every step here decodes at the average cached length and prefills the prompt: attention FLOPs per token,
+    (decoded, prompt), the prompt's as timed (its windows' extra pairs, and TensorRT-LLM's context kernel's extra
+    pairs a query: ``c.prompt_extra_pairs``, :func:`~anchorgpu.planner.speed.attention_rate.prompt_extra_pairs_factor`;
+    the ceiling takes the same FLOPs at its own rate)."""
+    return (decode_attention_flops_per_token(model, prompt_tokens + output_tokens // 2),
+            timed_prefill_attention_flops_per_token(model, prompt_tokens, cal.window_attention_extra_tokens)
+            * prompt_extra_pairs_factor(c.prompt_extra_pairs, prompt_tokens))

@@ -9,7 +9,7 @@ import math
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
-from anchorgpu.planner.speed.attention_rate import timed_prefill_attention_flops_per_token
+from anchorgpu.planner.speed.attention_rate import prompt_extra_pairs_factor, timed_prefill_attention_flops_per_token
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.flops import (
@@ -74,7 +74,8 @@ def _prefill_s(model: ModelSpec, setup: ServingSetup, c: _StepConstants, tokens:
     runs at the last token of each sequence only (:func:`~anchorgpu.planner.speed.flops.unsampled_prompt_share`)."""
     steps = math.ceil(tokens / setup.max_num_batched_tokens)
     through = _step(setup, c, 0.0, tokens / steps, 0.0,
-                    timed_prefill_attention_flops_per_token(model, length, c.window_extra_tokens),
+                    timed_prefill_attention_flops_per_token(model, length, c.window_extra_tokens)
+                    * prompt_extra_pairs_factor(c.prompt_extra_pairs, length),
                     one_chunk=True, first_token=True, head_skip=unsampled_prompt_share(length))[0]
     return (steps + setup.pp - 1) * through / setup.pp
 

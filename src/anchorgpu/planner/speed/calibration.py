@@ -86,6 +86,8 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         trtllm_decode_attention_kv_fraction=_keyed(stated, "trtllm_decode_attention_kv_fraction"),
         fp4_gemm_peak_share=_keyed(stated, "fp4_gemm_peak_share"),
         trtllm_allreduce_latency_s=_keyed(stated, "trtllm_allreduce_latency_s"),
+        trtllm_context_attention_peak_share=_keyed(stated, "trtllm_context_attention_peak_share"),
+        trtllm_context_attention_extra_pairs=_keyed(stated, "trtllm_context_attention_extra_pairs"),
         ep_exchange_latency_s={gpu: {int(n): _number(by_size, n, f"stated.ep_exchange_latency_s.{gpu}") for n in by_size}
                                for gpu, by_size in stated["ep_exchange_latency_s"]["value"].items()},
         moe_unfused_expert_bytes={k: _number(stated["moe_unfused_expert_bytes"]["value"], k,

@@ -142,6 +142,11 @@ class Calibration:
     # TensorRT-LLM's own TP all-reduce inside an NVLink server: its fixed cost, by GPU name; a GPU absent takes
     # latency_s["scale-up"] (step_constants.allreduce_latency_s)
     trtllm_allreduce_latency_s: dict[str, float] = field(default_factory=dict)
+    # TensorRT-LLM's context attention with an FP8 KV cache: the share of the BF16 peak its causal pairs run at, and
+    # the extra key pairs a query costs, by CUDA compute capability; absent: attention_efficiency, none
+    # (attention_rate.trtllm_prompt_attention_peak_share)
+    trtllm_context_attention_peak_share: dict[str, float] = field(default_factory=dict)
+    trtllm_context_attention_extra_pairs: dict[str, float] = field(default_factory=dict)
     # NCCL's all-gather / reduce-scatter inside an NVLink server: the fixed cost of each of the two collectives of an
     # expert-parallel exchange wider than TP (attention DP), by GPU name and group size; a GPU or size absent takes
     # the link's latency (step_constants.ep_exchange_latency_s)

@@ -15,7 +15,7 @@ from anchorgpu.planner.speed.links import ACTIVATION_BYTES
 
 __all__ = ["MoeDispatcher", "dense_layers", "ep_gather_bytes", "expert_gemms_per_layer", "expert_launch_s", "expert_rows_factor",
            "moe_expert_fraction_read", "moe_product_shares", "permutation_bytes",
-           "ranks_reached", "routed_weight_bytes_share_per_gpu", "unfused_expert_bytes", "whole_dense_layers_extra_bytes"]
+           "ranks_reached", "routed_rows_per_token_share", "routed_weight_bytes_share_per_gpu", "unfused_expert_bytes", "whole_dense_layers_extra_bytes"]
 
 
 def moe_expert_fraction_read(model: ModelSpec, batch_tokens: float) -> float:
@@ -298,3 +298,21 @@ def whole_dense_layers_extra_bytes(model: ModelSpec, fmt: WeightFormat, *, tp: i
         elif g.component == "mlp":  # the dense MLP is only in the dense layers
             total += g.d_in * g.d_out * g.count * fmt.group_bits(g.name, is_moe=is_moe) / 8
     return total * (1.0 - 1.0 / tp) / pp
+
+
+def routed_rows_per_token_share(tp: int, ep: int) -> float:
+    """The share of a replica's token's ``k`` routed rows one GPU runs in a MoE layer: all of them with the experts
+    sliced by TP (EP 1: each GPU runs every row on its slice); ``1 / ep`` of them with the experts split by EP inside
+    TP (``ep <= tp``: MoE TP ``tp / ep`` x EP ``ep``, balanced routing); under attention DP (EP wider than TP) a GPU
+    serves ``ep / tp`` replicas' tokens and holds ``1 / ep`` of the experts, ``1 / tp`` a replica's token.
+
+    >>> routed_rows_per_token_share(8, 1), routed_rows_per_token_share(8, 8), routed_rows_per_token_share(8, 2)
+    (1.0, 0.125, 0.5)
+    >>> routed_rows_per_token_share(1, 8), routed_rows_per_token_share(2, 8)
+    (1.0, 0.5)
+    """
+    if ep <= 1:
+        return 1.0
+    if ep <= tp:
+        return 1.0 / ep
+    return 1.0 / tp

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init
-from anchorgpu.planner.speed.attention_rate import timed_prefill_attention_flops_per_token
+from anchorgpu.planner.speed.attention_rate import prompt_extra_pairs_factor, timed_prefill_attention_flops_per_token
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.experts import (
@@ -119,7 +119,7 @@ def decode_step(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, batch: f
     step, fixed, weights_s, attention_s, comm, bound, _ = _step(
         setup, c, batch, prefill_tokens, decode_attention_flops_per_token(model, cached_tokens),
         timed_prefill_attention_flops_per_token(model, prompt_tokens, c.window_extra_tokens)
-        if prefill_tokens and prompt_tokens else 0.0,
+        * prompt_extra_pairs_factor(c.prompt_extra_pairs, prompt_tokens) if prefill_tokens and prompt_tokens else 0.0,
         head_skip=unsampled_prompt_share(prompt_tokens))
     return DecodeStep(step_s=step, fixed_s=fixed, weights_s=weights_s, attention_s=attention_s,
                       communication_s=comm, bound=bound)
@@ -137,7 +137,7 @@ def _work(c: _StepConstants, weights_read_s: float, matmul_s: float, kv_s: float
     attn_compute_s = attn_flops_per_gpu / c.attention_rate
     if c.prompt_attention_apart and prompt_flops_per_gpu:  # the prompt's kernel after the decodes': their sum
         decode_s = decode_flops_per_gpu / c.attention_rate
-        attention_s = (kv_s if kv_s >= decode_s else decode_s) + prompt_flops_per_gpu / c.attention_rate
+        attention_s = (kv_s if kv_s >= decode_s else decode_s) + prompt_flops_per_gpu / c.prompt_attention_rate
     else:
         attention_s = kv_s if kv_s >= attn_compute_s else attn_compute_s
     return (weights_s + attention_s + tokens * c.elementwise_s_per_token, weights_s, attention_s, weights_read_s, kv_s,
@@ -228,7 +228,7 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
         top = soft_roofline(read_top, product_top, k.knee)
         if k.prompt_attention_apart and prompt_flops:  # the prompt's kernel after the decodes' (_work)
             attn_top = batch * decode_attn_flops / split / k.attention_rate
-            top += prompt_flops / split / k.attention_rate
+            top += prompt_flops / split / k.prompt_attention_rate
         top += kv_top if kv_top >= attn_top else attn_top
         if message > 0:
             comm_top = 0.0
@@ -277,7 +277,7 @@ def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_to
     if apart:  # _work's sum, inline, from the same terms
         decode_s = batch * decode_attn_flops / split / c.attention_rate
         attention_s = ((kv_s if kv_s >= decode_s else decode_s)
-                       + prefill_tokens * prefill_attn_flops / split / c.attention_rate)
+                       + prefill_tokens * prefill_attn_flops / split / c.prompt_attention_rate)
     else:
         attention_s = kv_s if kv_s >= attn_compute_s else attn_compute_s
     work = roof + attention_s + tokens * c.elementwise_s_per_token
@@ -294,7 +294,7 @@ def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_to
         top = big * ((read_top / big) ** p + (product_top / big) ** p) ** (1.0 / p)
     if apart:  # _tick's ceiling, inline
         attn_top = batch * decode_attn_flops / split / k.attention_rate
-        top += prefill_tokens * prefill_attn_flops / split / k.attention_rate
+        top += prefill_tokens * prefill_attn_flops / split / k.prompt_attention_rate
     top += kv_top if kv_top >= attn_top else attn_top
     comm = 0.0
     message = tokens * c.hidden_size * ACTIVATION_BYTES

@@ -28,6 +28,7 @@ from anchorgpu.planner.speed.assumption_lines import (
     serving_constants_line,
     serving_line,
 )
+from anchorgpu.planner.speed.attention_rate import trtllm_context_attention
 from anchorgpu.planner.speed.batching import ServingEstimate, serving_estimate
 from anchorgpu.planner.speed.caveats import serving_caveats
 from anchorgpu.planner.speed.constants import Band, Calibration, band_kind_of
@@ -340,7 +341,9 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     if model.moe is not None and setup.ep > setup.tp:
         assumptions.append(expert_parallel_line(setup.ep, setup.tp, setup.ep_gather_bytes))
     if prompt_attention_apart(setup.engine):  # TensorRT-LLM's context and generation attention kernels, summed
-        assumptions.append(prompt_attention_apart_line())
+        assumptions.append(prompt_attention_apart_line(
+            trtllm_context_attention(plan.gpu, cal, apart=True, kv_fp8=setup.kv_fp8), prompt,
+            cal.stack(plan.gpu).attention_efficiency))
     if host_passes_per_cycle(setup.engine, setup.pp) > 1:  # TensorRT-LLM's PP loop, the cap it puts on a replica
         assumptions.append(_pp_host_line(plan, setup, est, cal))
     if plan.precision.kv_cache == "nvfp4":

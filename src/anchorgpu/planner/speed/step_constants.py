@@ -10,9 +10,14 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.formats import format_for_model
-from anchorgpu.planner.speed.attention_rate import attention_rate_ratio
+from anchorgpu.planner.speed.attention_rate import attention_rate_ratio, trtllm_context_attention
 from anchorgpu.planner.speed.constants import Calibration
-from anchorgpu.planner.speed.experts import dense_layers, moe_product_shares, routed_weight_bytes_share_per_gpu
+from anchorgpu.planner.speed.experts import (
+    dense_layers,
+    moe_product_shares,
+    routed_rows_per_token_share,
+    routed_weight_bytes_share_per_gpu,
+)
 from anchorgpu.planner.speed.flops import forward_matmul_params, lm_head_params
 from anchorgpu.planner.speed.launches import absorbed_dequant_bytes, fuses_norms_into_allreduce, launch_ratio
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, data_parallel_link, group_link, host_kind, peak_for
@@ -122,6 +127,8 @@ class _StepConstants:
     kv_rate: float  # the rate a decode step reads the KV cache: mem_rate, or the engine's attention kernel's measured
     prompt_attention_apart: bool  # the prompt chunk's attention runs as its own kernel after the decodes' (TensorRT-LLM:
     # step_constants.prompt_attention_apart), so its time adds to the KV read rather than hiding under it
+    prompt_attention_rate: float  # that kernel's rate on a prompt's causal pairs (TensorRT-LLM's measured, else
+    prompt_extra_pairs: float  # attention_rate) and the key pairs a query costs beyond them (attention_rate module)
 
 
 _STEP_MEMO: dict[tuple[int, int, str, int, int, int, int, int, float, float, float, float, bool, bool, str, bool, bool,
@@ -186,6 +193,9 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
     dequant = setup.absorbed_dequant and model.mla is not None
     dequant_s = absorbed_dequant_bytes(model, setup.tp) / setup.pp / (bw * mbu) if dequant and not ideal else 0.0
     kv_fraction = 0.0 if ideal else trtllm_kv_read_fraction(model, gpu, setup, cal)
+    head_ratio = 1.0 if ideal else attention_rate_ratio(model, gpu, cal)
+    context = None if ideal else trtllm_context_attention(gpu, cal, apart=prompt_attention_apart(setup.engine),
+                                                          kv_fp8=setup.kv_fp8)
     fused_norms = fuses_norms_into_allreduce(model, setup.engine, setup.tp, attention_dp=setup.attention_dp)
     return _StepConstants(
         matmul_params=float(forward_matmul_params(model)), link=link, pp_link=pp_link,
@@ -201,7 +211,7 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
                                  * model.hidden_size / setup.tp / bw + trtllm_moe_s_per_token(model, gpu, setup, cal)),
         knee=1e3 if ideal else k.roofline_exponent,
         mem_rate=bw * mbu, matmul_rate=mixed_rate(low, b16, setup.quantized_share),
-        attention_rate=bf16 * att_eff * (1.0 if ideal else attention_rate_ratio(model, gpu, cal)),
+        attention_rate=bf16 * att_eff * head_ratio,
         window_extra_tokens=0.0 if ideal else cal.window_attention_extra_tokens,
         head_params=float(lm_head_params(model)), head_rate=mixed_rate(low, b16, setup.head_quantized_share),
         routed_share=(routed_weight_bytes_share_per_gpu(model, format_for_model(model, setup.weights_format),
@@ -226,7 +236,9 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         ep_rate=ep_link.bytes_per_s * link_eff if ep_link is not None else 1.0,
         ep_latency_s=ep_exchange_latency_s(gpu, ep_link, setup.ep, cal) if ep_link is not None else 0.0,
         kv_rate=bw * kv_fraction if kv_fraction else bw * mbu,
-        prompt_attention_apart=prompt_attention_apart(setup.engine))
+        prompt_attention_apart=prompt_attention_apart(setup.engine),
+        prompt_attention_rate=bf16 * att_eff * head_ratio if context is None else bf16 * context[0] * head_ratio,
+        prompt_extra_pairs=0.0 if context is None else context[1])
 
 
 def prompt_attention_apart(engine: str) -> bool:
@@ -375,24 +387,6 @@ def trtllm_moe_s_per_token(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, 
     per_row_s = cal.trtllm_moe_s_per_routed_row.get(gpu.compute_capability, 0.0)
     return per_row_s * moe.experts_per_token * moe.num_moe_layers / setup.pp * routed_rows_per_token_share(setup.tp,
                                                                                                           setup.ep)
-
-
-def routed_rows_per_token_share(tp: int, ep: int) -> float:
-    """The share of a replica's token's ``k`` routed rows one GPU runs in a MoE layer: all of them with the experts
-    sliced by TP (EP 1: each GPU runs every row on its slice); ``1 / ep`` of them with the experts split by EP inside
-    TP (``ep <= tp``: MoE TP ``tp / ep`` x EP ``ep``, balanced routing); under attention DP (EP wider than TP) a GPU
-    serves ``ep / tp`` replicas' tokens and holds ``1 / ep`` of the experts, ``1 / tp`` a replica's token.
-
-    >>> routed_rows_per_token_share(8, 1), routed_rows_per_token_share(8, 8), routed_rows_per_token_share(8, 2)
-    (1.0, 0.125, 0.5)
-    >>> routed_rows_per_token_share(1, 8), routed_rows_per_token_share(2, 8)
-    (1.0, 0.5)
-    """
-    if ep <= 1:
-        return 1.0
-    if ep <= tp:
-        return 1.0 / ep
-    return 1.0 / tp
 
 
 def _ceiling_link(link: Link, ideal: bool) -> Link:
