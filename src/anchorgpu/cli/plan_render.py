@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from anchorgpu.cli._app import console
-from anchorgpu.cli.speed_band import BOUND_WORDS, MODEL_FLOP_KEYS, band, band_note, without_ceiling
+from anchorgpu.cli.speed_band import BOUND_WORDS, band, band_note, without_ceiling
 
 if TYPE_CHECKING:
     from anchorgpu.planner import Plan
@@ -225,8 +225,7 @@ def _render_performance(out: Any, section: Any, *, concurrency: int | None = Non
                 ("train_tflops_per_gpu", "per GPU", "{:,.0f} TFLOP/s", 1.0),
                 ("train_mfu", "MFU", "{:.1%}", 1.0))
     lines = [f"{label} {text}" for key, label, fmt, scale in (*serving, *training)
-             if (text := band(without_ceiling(section, key) if key in MODEL_FLOP_KEYS else section, key, fmt,
-                               scale)) is not None]
+             if (text := band(without_ceiling(section, key), key, fmt, scale)) is not None]
     if section.get("output_tokens") == 1 and "tpot_s" in section:  # a one-token answer has no inter-token time
         lines = [NO_TPOT_LINE if line.startswith("time per output token") else line for line in lines]
     if not lines:

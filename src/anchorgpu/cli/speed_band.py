@@ -9,7 +9,7 @@ from typing import Any
 
 from anchorgpu.units import figure_places
 
-__all__ = ["BOUND_WORDS", "MODEL_FLOP_KEYS", "band", "band_note", "bound", "figure", "without_ceiling"]
+__all__ = ["BOUND_WORDS", "band", "band_note", "bound", "figure", "without_ceiling"]
 
 
 def band(section: dict[str, Any], key: str, fmt: str, scale: float = 1.0) -> str | None:
@@ -72,16 +72,17 @@ BOUND_WORDS = "roofline bound: a rate's ceiling, a time's floor"
 """The speed heading's words for the figure after each band: a rate's roofline ceiling, a time's floor."""
 
 
-MODEL_FLOP_KEYS = ("train_tflops_per_gpu", "train_mfu")
-"""Figures in model FLOPs, which count attention over the whole sequence (the Llama 3 paper's MFU): their ceilings,
-the causal work the step times at the peak, pass the peak (an MFU ceiling of 103.5%), so the text shows their bands
-only and the tokens/s line carries the bound; the JSON keeps every ``_ceiling``."""
-
-
 def without_ceiling(section: dict[str, Any], key: str) -> dict[str, Any]:
-    """``section`` without ``key``'s ceiling.
+    """``section`` without ``key``'s ceiling where the text shows none (a figure in model FLOPs,
+    :data:`~anchorgpu.planner.speed.figures.MODEL_FLOP_FIGURES`), else ``section`` itself.
 
-    >>> without_ceiling({"m": 0.5, "m_ceiling": 1.04, "m_low": 0.4}, "m")
-    {'m': 0.5, 'm_low': 0.4}
+    >>> without_ceiling({"train_mfu": 0.5, "train_mfu_ceiling": 1.04, "train_mfu_low": 0.4}, "train_mfu")
+    {'train_mfu': 0.5, 'train_mfu_low': 0.4}
+    >>> without_ceiling({"ttft_s": 1.0, "ttft_s_ceiling": 0.5}, "ttft_s")
+    {'ttft_s': 1.0, 'ttft_s_ceiling': 0.5}
     """
+    from anchorgpu.planner.speed.figures import MODEL_FLOP_FIGURES
+
+    if key not in MODEL_FLOP_FIGURES:
+        return section
     return {k: v for k, v in section.items() if k != f"{key}_ceiling"}

@@ -20,7 +20,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from anchorgpu.planner.speed.evidence import ENGINE_NAMES
-from anchorgpu.planner.speed.figures import TIME_FIGURES
+from anchorgpu.planner.speed.figures import MODEL_FLOP_FIGURES, TIME_FIGURES
 from anchorgpu.units import figure_places
 from anchorgpu.web.session import WebSession
 
@@ -267,6 +267,7 @@ def environment(locale: str = "en") -> Environment:
     env.globals["option_words"] = words.option
     env.globals["engine_names"] = ENGINE_NAMES
     env.globals["time_figures"] = TIME_FIGURES  # a time's roofline figure is a floor, a rate's a ceiling
+    env.globals["model_flop_figures"] = MODEL_FLOP_FIGURES  # shown with their bands, without a ceiling
     from anchorgpu.web.i18n import English
 
     env.tests["english"] = lambda value: isinstance(value, English)

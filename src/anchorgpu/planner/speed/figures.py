@@ -12,7 +12,7 @@ from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.speed.constants import Band, Calibration, stack_of
 from anchorgpu.planner.speed.evidence import STACK_NAMES, evidence_section, phase_and_band_kind
 
-__all__ = ["TIME_FIGURES", "Evidence", "evidence_items", "evidence_of", "plan_band", "put_evidence", "put_rate", "put_time"]
+__all__ = ["MODEL_FLOP_FIGURES", "TIME_FIGURES", "Evidence", "evidence_items", "evidence_of", "plan_band", "put_evidence", "put_rate", "put_time"]
 
 
 class _BandKeys(dict[str, tuple[str, str, str]]):
@@ -30,6 +30,12 @@ TIME_FIGURES = frozenset({"ttft_s", "prefill_s", "tpot_s", "step_time_s", "train
 """The figures that are times (:func:`put_time`; ``prefill_s`` the alias of ``ttft_s``): lower is better, so their
 ``_ceiling`` is the roofline's shortest time, a floor no run goes under; every other ``_ceiling`` is a rate's, a
 ceiling no run passes. The JSON keeps the one ``_ceiling`` suffix for both; the text and the page say which."""
+
+MODEL_FLOP_FIGURES = frozenset({"train_tflops_per_gpu", "train_mfu"})
+"""The figures counted in model FLOPs, attention over the whole sequence (the Llama 3 paper's MFU): their
+``_ceiling``, the causal work a step times at the peak, passes the peak (an MFU ceiling of 103.5% for the 8B at 4,096
+tokens), so the CLI's text and the page show their bands without it and the tokens/s line carries the bound; the
+JSON keeps it."""
 
 
 def put_rate(out: dict[str, Any], key: str, value: float, ceiling: float | None, band: Band) -> None:

@@ -203,9 +203,7 @@ def training_flops_per_token(
     """
     matmul = float(forward_matmul_params(model))
     attn = attention_flops_per_token(model, seq_tokens, causal=False)
-    passes = 3.0 if kind == "full" else 2.0
-    # the attention core has no weights: its backward computes dQ, dK and dV whether the weights train or not
-    model_flops = passes * 2.0 * matmul + 3.0 * attn
+    model_flops = _model_flops(matmul, attn, kind)
     if op_sac and recompute == "selective":
         extra = 2.0 * op_sac_layer(model).recomputed_params * model.num_layers
     else:
@@ -227,9 +225,16 @@ def causal_training_flops_per_token(model: ModelSpec, seq_tokens: int, *, kind: 
     ...     m, 100, causal=True)
     True
     """
+    return _model_flops(float(forward_matmul_params(model)), attention_flops_per_token(model, seq_tokens, causal=True),
+                        kind)
+
+
+def _model_flops(matmul_params: float, attention_flops: float, kind: TrainKind) -> float:
+    """A trained token's model FLOPs from its forward products' parameters and its forward attention FLOPs: the
+    products three times (forward, input and weight gradients; LoRA twice, no base-weight gradient) and the attention
+    core three times whether the weights train or not (it has no weights: its backward computes dQ, dK and dV)."""
     passes = 3.0 if kind == "full" else 2.0
-    return (passes * 2.0 * float(forward_matmul_params(model))
-            + 3.0 * attention_flops_per_token(model, seq_tokens, causal=True))
+    return passes * 2.0 * matmul_params + 3.0 * attention_flops
 
 
 def moe_block_params(model: ModelSpec) -> float:
