@@ -21,6 +21,7 @@ from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.data_parallel import data_parallel_terms
+from anchorgpu.planner.speed.runs import load_runs
 from anchorgpu.planner.speed.training import TrainLayout
 
 MODEL = load_model("llama-3-8b")
@@ -55,3 +56,16 @@ def test_zero1_with_fp32_gradients_gathers_the_parameters_at_16_bits() -> None:
 def test_ddp_all_reduces_the_gradients_at_their_width() -> None:
     """DDP (ZeRO 0) has no parameter gather: its all-reduce of FP32 gradients is twice the 16-bit one."""
     assert _sync_s(0, 4) / _sync_s(0, 2) == pytest.approx(2.0, rel=1e-3)
+
+
+def test_the_model_zoo_zero1_rows_reduce_in_fp32_and_megatron_bridge_rows_in_bf16() -> None:
+    """The model zoo's ZeRO-1 rows state FP32 gradient reduction and cite the Megatron-LM default; no
+    Megatron-Bridge row does (its performance scripts turn ``grad_reduce_in_fp32`` off)."""
+    runs = list(load_runs())
+    zoo = [r for r in runs if r.row.get("set") == "megatron-moe-modelzoo" and r.row["zero"] == 1]
+    assert len(zoo) == 7
+    for run in zoo:
+        assert run.row.get("grad_bytes_per_value") == 4, run.id
+        assert "--grad-reduce-in-bf16" in run.row["note"], run.id
+    bridge = [r for r in runs if r.row.get("set") == "megatron-bridge"]
+    assert bridge and all(int(r.row.get("grad_bytes_per_value", 2)) == 2 for r in bridge)
