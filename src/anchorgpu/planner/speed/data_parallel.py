@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from anchorgpu.planner.speed.training import TrainSplit
 
 __all__ = ["BUCKET_MIN_PARAMS", "DataParallelTerms", "data_parallel_terms", "fsdp2_copies_s", "group_link_of",
-           "held_params", "scatters_each_micro_batch"]
+           "held_params", "scatters_each_micro_batch", "zero1_sync_bytes_per_value"]
 
 @dataclass(frozen=True, slots=True)
 class DataParallelTerms:
@@ -158,6 +158,27 @@ def fsdp2_copies_s(gpu: GpuSpec, cal: Calibration, gathered_params: float, grad_
     return gathered_params * per_param / (gpu.memory_bandwidth_bytes_per_s * cal.stack(gpu).decode_mbu)
 
 
+def zero1_sync_bytes_per_value(zero: int, grad_bytes_per_value: int) -> float:
+    """The bytes a parameter an all-reduce's volume moves in DDP's (``zero`` 0) or ZeRO-1's once-a-step gradient sync:
+    DDP all-reduces the gradients at their reduce width; ZeRO-1 reduce-scatters them at that width and then
+    all-gathers the updated parameters, which are 16-bit whatever the gradients' width, so its two halves are one
+    scatter at ``grad_bytes_per_value`` and one gather at 2 bytes.
+
+    Megatron-Core's distributed optimizer reduce-scatters the gradient buffer, FP32 under ``grad_reduce_in_fp32``
+    (NVIDIA/Megatron-LM ``megatron/core/distributed/distributed_data_parallel.py``: ``grad_dtype = torch.float if
+    self.ddp_config.grad_reduce_in_fp32 else param.dtype``; Megatron-LM's ``--bf16`` turns it on unless
+    ``--grad-reduce-in-bf16``: ``megatron/training/arguments.py``, the bf16 branch of ``validate_args``), and
+    all-gathers the parameter buffer, kept in the parameters' own 16-bit dtype (``param_dtype``: the same grouping;
+    ``start_param_sync`` gathers each bucket's ``param_data``).
+
+    >>> zero1_sync_bytes_per_value(1, 4), zero1_sync_bytes_per_value(0, 4), zero1_sync_bytes_per_value(1, 2)
+    (3.0, 4, 2.0)
+    """
+    if zero == 0:
+        return grad_bytes_per_value
+    return (grad_bytes_per_value + ACTIVATION_BYTES) / 2
+
+
 def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: TrainSplit, *, stage_layers: float,
                         compute_s: float, trains_base: bool, gpus_per_server: int | None,
                         network_bytes_per_s: float | None, grad_bytes_per_value: int,
@@ -256,9 +277,10 @@ def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: T
             sync_s = added
     elif trains_base and (shard_group > 1 or expert_group > 1):  # DDP's all-reduce, ZeRO-1's scatter and gather
         full = 0.0
+        width = zero1_sync_bytes_per_value(lay.zero, grad_bytes_per_value)
         for held, group, link, ring, _per_layer in groups:
             if held and group > 1:
-                full += allreduce_s(held * grad_bytes_per_value, group, link, efficiency=eff)
+                full += allreduce_s(held * width, group, link, efficiency=eff)
                 full += 2.0 * ring * math.ceil(held / max(BUCKET_MIN_PARAMS, 1_000_000 * group))
         sync_s = max(0.0, full - backward_s)
 
