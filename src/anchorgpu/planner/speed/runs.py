@@ -194,18 +194,26 @@ TRTLLM_BENCH_BYTES_PER_VALUE = {"fp8": 1.0, "nvfp4": 0.5, "bf16": 2.0, "fp16": 2
 
 
 def trtllm_bench_limits(model: ModelSpec, gpu_memory_bytes: float, *, tp: int, pp: int, weights: str, kv_cache: str,
-                        prompt_tokens: int, output_tokens: int, kv_fraction: float = 0.95) -> tuple[int, int]:
+                        prompt_tokens: int, output_tokens: int, kv_fraction: float = 0.95,
+                        chunked_prefill: bool = False) -> tuple[int, int]:
     """(max batch size, max tokens per step) that ``trtllm-bench throughput`` gives the engine when the run
     leaves them unset, as TensorRT-LLM's ``tensorrt_llm/bench/build/tuning.py`` (``calc_engine_setting`` and
     ``finetune_setting``) computes them: the requests whose prompt plus output fit the KV cache it estimates
     (every GPU's memory less the parameters at the checkpoint's bytes per value, times the KV fraction), capped
     at 4,096 and rounded up ("slightly optimistic": at run time its scheduler admits what the cache really
-    holds); tokens per step that batch times ``1 + I/O``, capped at 32,768 and rounded up.
+    holds); tokens per step that batch times ``1 + I/O``, capped at 32,768 and rounded up. With chunked prefill off
+    (trtllm-bench's default, and the perf-overview page's commands leave it off) ``get_settings``
+    (``tensorrt_llm/bench/benchmark/utils/general.py``, NVIDIA/TensorRT-LLM@0171265e) then raises the tokens a step
+    to at least the dataset's longest prompt plus that batch, so a whole prompt runs in one step (the page's
+    datasets have a prompt stdev of 0: the longest prompt is ``prompt_tokens``).
 
     >>> from anchorgpu.architectures import load_model
     >>> trtllm_bench_limits(load_model("llama-3.1-8b"), 80 * 2**30, tp=1, pp=1, weights="fp8", kv_cache="fp8",
     ...                     prompt_tokens=128, output_tokens=128)
     (4096, 8192)
+    >>> [trtllm_bench_limits(load_model("llama-3.1-8b"), 80 * 2**30, tp=1, pp=1, weights="fp8", kv_cache="fp8",
+    ...                      prompt_tokens=20000, output_tokens=2000, chunked_prefill=chunked) for chunked in (True, False)]
+    [(64, 2048), (64, 20064)]
     """
     per_value = TRTLLM_BENCH_BYTES_PER_VALUE
     kv_heads = max(tp, model.num_kv_heads)
@@ -214,8 +222,9 @@ def trtllm_bench_limits(model: ModelSpec, gpu_memory_bytes: float, *, tp: int, p
     requests = free * kv_fraction / (bytes_per_token * (prompt_tokens + output_tokens))
     raw_bs = min(requests, 4096) / pp
     raw_tokens = min(raw_bs * (1 + prompt_tokens / output_tokens), 32768)
-    return (_round_up(raw_bs, floor=64, steps=((256, 32), (1024, 128), (math.inf, 256))),
-            _round_up(raw_tokens, floor=2048, steps=((4096, 256), (8192, 512), (math.inf, 1024))))
+    batch = _round_up(raw_bs, floor=64, steps=((256, 32), (1024, 128), (math.inf, 256)))
+    tokens = _round_up(raw_tokens, floor=2048, steps=((4096, 256), (8192, 512), (math.inf, 1024)))
+    return batch, tokens if chunked_prefill else max(tokens, prompt_tokens + batch)
 
 
 def _round_up(value: float, *, floor: int, steps: tuple[tuple[float, int], ...]) -> int:
