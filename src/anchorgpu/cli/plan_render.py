@@ -27,11 +27,12 @@ def _gib(n: int) -> str:
 
 
 def _duration(seconds: float) -> str:
-    """``1397981`` → ``'16.2 days'``: seconds in the largest unit that keeps the number readable."""
-    for unit, size in (("days", 86_400.0), ("h", 3_600.0), ("min", 60.0)):
-        if seconds >= size:
-            return f"{seconds / size:,.1f} {unit}"
-    return f"{seconds:.1f} s"
+    """``1397981`` → ``'16.2 days'``: seconds in the largest unit that keeps the number readable
+    (:func:`anchorgpu.units.duration_in_unit`, which the pages write times by too)."""
+    from anchorgpu.units import duration_in_unit
+
+    value, unit = duration_in_unit(seconds)
+    return f"{value:,.1f} {unit}"
 
 
 def _bullets(out: Any, title: str, lines: list[str], *, marker: str = "-") -> None:
