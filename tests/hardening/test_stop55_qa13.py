@@ -16,7 +16,8 @@
 4. The plan form had no control for the training options that change the speed answer (``tp_overlap``,
    ``sequence_parallel``, ``ep_overlap``, ``pipeline_layout``, ``offload_activation_layers``, ``network_gbit_per_gpu``,
    ``mfu``, ``mbu``): a user of the page alone could not set them (a link's were carried as "From the link:"). Now each
-   is an input with its label in both languages, kept by a resubmitted form."""
+   is an input with its label in both languages, kept by a resubmitted form; the recommend form likewise gets
+   ``micro_batch``, ``mfu`` and ``mbu``."""
 
 from __future__ import annotations
 
@@ -236,3 +237,18 @@ def test_the_speed_options_change_the_answer_as_the_api_and_a_resubmitted_form_k
     # a user MFU typed in the form times the plan with it (the heading says so)
     mine = client.get("/plan", params={**base, "mfu": "0.3"}).text
     assert "Speed (with your efficiencies: no calibrated band)" in mine and resubmitted(mine, "plan-form")["mfu"] == "0.3"
+
+
+def test_the_recommend_form_has_inputs_for_the_micro_batch_and_the_users_efficiencies(client: TestClient) -> None:
+    """They were carried from a link only ("From the link: mfu"): a user of the recommend page alone could not set
+    them, though each changes every row's speed."""
+    page = client.get("/recommend", params={"model": "llama-3.1-8b", "task": "train", "seq": "4096", "top": "2",
+                                            "mfu": "0.3", "micro_batch": "2", "lang": "en"})
+    assert page.status_code == 200
+    carried = re.search(r'id="carried">(.*?)</div>', page.text, re.S)
+    assert carried is None or not re.search(r'name="(micro_batch|mfu|mbu)"', carried.group(1))
+    for name in ("micro_batch", "mfu", "mbu"):
+        assert re.search(rf'<label>[^<]+<input name="{name}"', page.text), name
+    sent = resubmitted(page.text, "recommend-form")
+    assert sent["mfu"] == "0.3" and sent["micro_batch"] == "2"
+    assert "Each speed is timed with your efficiencies" in page.text

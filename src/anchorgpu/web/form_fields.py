@@ -52,6 +52,8 @@ RECOMMEND_LABELS: dict[str, Label] = {
     **_SHARED_LABELS, "gpu": N_("GPU only"), "term": N_("Term"), "max_usd": N_("Max total, USD"),
     "min_tokens_per_s_per_user": N_("Min tokens/s per user"), "max_ttft_s": N_("Max time to first token, s"),
     "train_tokens": N_("Train tokens"), "seq": N_("Sequence (training)"),
+    "micro_batch": N_("Micro-batch"), "mfu": N_("Your MFU (replaces the calibrated efficiency)"),
+    "mbu": N_("Your MBU (replaces the calibrated decode efficiency)"),
     "lower_precision": N_("Also consider lower precisions (fp8, int4 weights, fp8 KV cache): outputs change"),
 }
 """The same for the recommend form."""
@@ -80,8 +82,8 @@ URL (a link, the recommend page's "check the workload in the planner") gets an i
 and resubmitted form keeps it and a refused value can be corrected; tests/web/test_form_keeps_values.py checks that
 every field is an input or here."""
 RECOMMEND_CARRIED = ("cross_entropy", "gpu_memory_utilization", "image_resolution", "images",
-                     "images_per_request", "lora_rank", "max_num_seqs", "max_servers", "mbu", "mfu", "micro_batch",
-                     "optimizer", "optimizer_state", "resolution", "top", "vae_tiling")
+                     "images_per_request", "lora_rank", "max_num_seqs", "max_servers", "optimizer", "optimizer_state",
+                     "resolution", "top", "vae_tiling")
 """The same for the recommend form: fields the plan page's "cheapest offerings that fit this" link brings."""
 
 
