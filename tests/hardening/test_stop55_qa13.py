@@ -252,3 +252,18 @@ def test_the_recommend_form_has_inputs_for_the_micro_batch_and_the_users_efficie
     sent = resubmitted(page.text, "recommend-form")
     assert sent["mfu"] == "0.3" and sent["micro_batch"] == "2"
     assert "Each speed is timed with your efficiencies" in page.text
+
+
+def test_a_split_that_does_not_divide_the_heads_names_the_option_on_every_face(client: TestClient,
+                                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The planner wrote ``tp=3 does not divide the 32 attention heads`` (and ``ep=16``, ``pp 2 x 3`` for the virtual
+    stages), a spelling no face has: not the CLI's flag, so the API and the pages could not name their field or label.
+    Llama-3.1-8B has 32 attention heads (its config.json)."""
+    err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--tp", "3")[2]
+    assert err == "error: --tp 3 does not divide the 32 attention heads of llama-3.1-8b\n"
+    api = client.post("/v1/plan", json={"model": "llama-3.1-8b", "gpu": "h100", "tp": 3}).json()
+    assert api["detail"] == "tp 3 does not divide the 32 attention heads of llama-3.1-8b"
+    page = client.get("/plan", params={"model": "llama-3.1-8b", "gpu": "h100-sxm", "tp": "3", "lang": "en"})
+    assert html.unescape(_error(page.text)) == "“TP” 3 does not divide the 32 attention heads of llama-3.1-8b"
+    stages = client.get("/plan", params={**TRAIN, "tp": "4", "pp": "2", "virtual_stages": "3", "lang": "en"})
+    assert "“Virtual pipeline stages” 3: “PP” 2 x 3 does not divide the 32 layers" in html.unescape(_error(stages.text))
