@@ -267,3 +267,13 @@ def test_a_split_that_does_not_divide_the_heads_names_the_option_on_every_face(c
     assert html.unescape(_error(page.text)) == "“TP” 3 does not divide the 32 attention heads of llama-3.1-8b"
     stages = client.get("/plan", params={**TRAIN, "tp": "4", "pp": "2", "virtual_stages": "3", "lang": "en"})
     assert "“Virtual pipeline stages” 3: “PP” 2 x 3 does not divide the 32 layers" in html.unescape(_error(stages.text))
+
+
+@pytest.mark.parametrize(("lang", "said"), [("en", "“Sequence parallelism”: must be on or off"),
+                                            ("ru", "«Параллелизм по последовательности»: должно быть on или off "
+                                                   "(включено или выключено)")])
+def test_a_switch_given_a_word_is_answered_in_the_pages_words(client: TestClient, lang: str, said: str) -> None:
+    """``sequence_parallel=maybe`` (a URL; the form's select sends on or off) showed pydantic's English "Input should
+    be a valid boolean, unable to interpret input", on the Russian page too."""
+    page = client.get("/plan", params={**TRAIN, "sequence_parallel": "maybe", "lang": lang})
+    assert page.status_code == 422 and html.unescape(_error(page.text)) == said

@@ -171,6 +171,8 @@ def validation_message(exc: ValidationError, text: PageText | None = None,
         reason = text.gettext("must be a number written with a decimal point, e.g. 0.5")
     elif kind in ("float_parsing", "float_type", "decimal_parsing"):
         reason = text.gettext("must be a number")
+    elif kind in ("bool_parsing", "bool_type"):  # a switch typed in the URL ("maybe"): the form's select sends on/off
+        reason = text.gettext("must be on or off")
     elif kind == "finite_number":  # 1e309, inf, nan typed in a decimal field
         reason = text.gettext("must be a finite number")
     elif kind == "string_too_long":
