@@ -277,3 +277,10 @@ def test_a_switch_given_a_word_is_answered_in_the_pages_words(client: TestClient
     be a valid boolean, unable to interpret input", on the Russian page too."""
     page = client.get("/plan", params={**TRAIN, "sequence_parallel": "maybe", "lang": lang})
     assert page.status_code == 422 and html.unescape(_error(page.text)) == said
+
+
+def test_the_cli_writes_a_small_gpu_hours_figure_with_its_digits(capsys: pytest.CaptureFixture[str]) -> None:
+    """5M tokens of Llama-3.1-8B on 8 H100: 52.5 s, 0.12 GPU-hours (the page's figure); the CLI printed "0 GPU-hours
+    (0-0; floor 0)"."""
+    _, out, _ = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--tokens", "5M")
+    assert "· 0.12 GPU-hours (0.10-0.13; floor 0.065)" in out

@@ -270,9 +270,15 @@ def _render_performance(out: Any, section: Any, *, concurrency: int | None = Non
         out.print(f"  measured runs: {evidence['summary']}", markup=False)
     train_s = section.get("train_time_s")
     if isinstance(train_s, int | float):
+        from anchorgpu.units import fmt_figure
+
         hours = section.get("gpu_hours")
+
+        def gpu_hours(value: float) -> str:  # two significant digits below 10 (0.12, not 0), as the page writes them
+            return fmt_figure(value, 0)
+
         out.print(f"  training time {_duration(float(train_s))}{band_note(section, 'train_time_s', _duration)}"
-                  + (f" · {hours:,.0f} GPU-hours{band_note(section, 'gpu_hours', '{:,.0f}'.format)}"
+                  + (f" · {gpu_hours(hours)} GPU-hours{band_note(section, 'gpu_hours', gpu_hours)}"
                      if isinstance(hours, int | float) else ""),
                   markup=False)
     parts = section.get("step_time_breakdown_s")
