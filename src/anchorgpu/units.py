@@ -32,6 +32,7 @@ __all__ = [
     "bytes_per_s_to_gbit_per_s",
     "ceil_div",
     "clamp",
+    "duration_in_unit",
     "fmt_bytes",
     "figure_places",
     "fmt_figure",
@@ -320,3 +321,22 @@ def fmt_given(value: object) -> str:
     if isinstance(value, int) or (math.isfinite(value) and float(value).is_integer() and abs(value) < 1e21):
         return f"{int(value):,}"
     return f"{value:,}" if abs(value) >= 1000 and math.isfinite(value) else repr(value)
+
+
+DURATION_UNITS: tuple[tuple[str, float], ...] = (("days", 86_400.0), ("h", 3_600.0), ("min", 60.0))
+"""The units a time is shown in, largest first, with their seconds; below a minute, seconds (``"s"``)."""
+
+
+def duration_in_unit(seconds: float) -> tuple[float, str]:
+    """``seconds`` in the largest unit of :data:`DURATION_UNITS` it reaches one of (days from 24 h, hours from
+    60 min, minutes from 60 s, else seconds): the number and the unit's key, for the CLI (``16.2 days``) and the
+    pages (ru ``16,2 дн.``) to write alike.
+
+    >>> duration_in_unit(1_382_400), duration_in_unit(72), duration_in_unit(5_400), duration_in_unit(30)
+    ((16.0, 'days'), (1.2, 'min'), (1.5, 'h'), (30, 's'))
+    """
+    for unit, size in DURATION_UNITS:
+        if seconds >= size:
+            return seconds / size, unit
+    return seconds, "s"
+

@@ -68,10 +68,10 @@ def test_an_ep_refusal_names_the_part_that_fails(capsys: pytest.CaptureFixture[s
     """"ep=16 must divide the 256 experts and the tp·dp = 8 GPUs" named a condition that held (16 divides 256);
     each part is now said alone."""
     err = cli_refusal(capsys, "plan", "mixtral-8x7b", "--gpu", "h100", "--gpus", "8", "--tp", "8", "--ep", "16")
-    assert "ep=16 does not divide the 8 experts of mixtral" in err, err
+    assert "--ep 16 does not divide the 8 experts of mixtral" in err, err
     err = cli_refusal(capsys, "plan", "deepseek-v3", "--gpu", "h200", "--gpus", "16", "--tp", "8", "--pp", "2",
                       "--ep", "16", "--concurrency", "64")
-    assert "ep=16 must divide the tp·dp = 8 GPUs of a stage" in err and "256 experts" not in err, err
+    assert "--ep 16 must divide the tp·dp = 8 GPUs of a stage" in err and "256 experts" not in err, err
 
 
 def test_sizes_of_a_thousand_units_or_more_separate_thousands(capsys: pytest.CaptureFixture[str]) -> None:

@@ -149,8 +149,10 @@ def _page_error(text: str) -> str:
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", match.group(1))).split())
 
 
-@pytest.mark.parametrize(("lang", "words"), [("en", "max_ttft_s: must be a number written with a decimal point, e.g. 0.5"),
-                                             ("ru", "max_ttft_s: должно быть числом с десятичной точкой, например 0.5")])
+@pytest.mark.parametrize(("lang", "words"), [("en", "“Max time to first token, s”: must be a number written with a decimal "
+                                                    "point, e.g. 0.5"),
+                                             ("ru", "«Первый токен не позже, с»: должно быть числом с десятичной точкой, "
+                                                    "например 0.5")])
 def test_a_decimal_comma_is_answered_with_what_to_type(sqlite_served: Served, lang: str, words: str) -> None:
     """Before: "0,5" (as the Russian page writes its own figures) was answered "должно быть числом" (must be a number)."""
     page = sqlite_served.client.get("/recommend", params={"model": "llama-3.1-8b", "max_ttft_s": "0,5", "lang": lang})
@@ -159,4 +161,4 @@ def test_a_decimal_comma_is_answered_with_what_to_type(sqlite_served: Served, la
 
 def test_a_word_in_a_decimal_field_keeps_its_message(sqlite_served: Served) -> None:  # control
     page = sqlite_served.client.get("/recommend", params={"model": "llama-3.1-8b", "max_ttft_s": "abc", "lang": "ru"})
-    assert _page_error(page.text).startswith("max_ttft_s: должно быть числом ")
+    assert _page_error(page.text).startswith("«Первый токен не позже, с»: должно быть числом ")

@@ -203,7 +203,7 @@ def test_the_planner_pages_default_forms_still_plan_every_task(sqlite_served: Se
     page = client.get("/plan", params={**form, "model": "flux.1-dev", "task": "diffusion"})
     assert page.status_code == 200
     refused = client.get("/plan", params={**form, "model": "llama-3.2-1b", "task": "inference", "micro_batch": "2"})
-    assert refused.status_code == 422 and "micro_batch 2 applies to training" in refused.text  # the form's field
+    assert refused.status_code == 422 and "“Micro-batch” 2 applies to training" in refused.text  # the form's label
 
 
 def test_the_pages_engine_is_left_to_the_launch(sqlite_served: Served) -> None:

@@ -76,7 +76,7 @@ def _dsv3(**layout: object):  # type: ignore[no-untyped-def]
 
 
 def test_a_layout_lets_virtual_stages_that_do_not_divide_the_layers_plan() -> None:
-    with pytest.raises(InvalidWorkload, match="--virtual-stages 4: pp 8 x 4 does not divide the 61 layers"):
+    with pytest.raises(InvalidWorkload, match="--virtual-stages 4: --pp 8 x 4 does not divide the 61 layers"):
         _dsv3(virtual_stages=4)
     p = _dsv3(pipeline_layout=DSV3_PP8_VP4)  # the virtual stages follow from its 32 chunks
     assert p.layout.virtual_stages == 4 and p.fits

@@ -36,7 +36,7 @@ def test_uneven_interleaving_is_modelled_but_more_chunks_than_layers_is_not() ->
 
 
 def test_plan_refuses_virtual_stages_that_do_not_divide_the_layers() -> None:
-    with pytest.raises(InvalidWorkload, match=r"--virtual-stages 2: pp 5 x 2 does not divide the 126 layers .*, nor "
+    with pytest.raises(InvalidWorkload, match=r"--virtual-stages 2: --pp 5 x 2 does not divide the 126 layers .*, nor "
                                               r"128 with the embedding and the loss counted as layers"):
         plan(load_model("llama-3.1-405b"), Workload(task="train", seq_tokens=8192),
              layout=Layout(gpus=640, tp=8, pp=5, dp=16, virtual_stages=2), gpu=get_gpu("h100"))

@@ -8,6 +8,7 @@ no field to correct."""
 
 from __future__ import annotations
 
+import html
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -17,6 +18,7 @@ from fastapi.testclient import TestClient
 
 from anchorgpu.api.schemas import PlanRequest, RecommendRequest
 from anchorgpu.web.form_fields import PLAN_CARRIED, RECOMMEND_CARRIED
+from anchorgpu.web.templating import duration
 
 TEMPLATES = Path(__file__).parents[2] / "src" / "anchorgpu" / "web" / "templates"
 
@@ -91,7 +93,7 @@ def test_a_plan_resubmitted_unchanged_plans_the_same_global_batch_stages_and_net
                                         "pp": 2, "dp": 4, "seq": 4096, "micro_batch": 1, "global_batch": 2 * 2**20,
                                         "virtual_stages": 4, "tp_overlap": True, "network_gbit_per_gpu": 100,
                                         "tokens": 10**10}).json()["performance"]
-    hours = f"{api['train_time_s'] / 3600:,.1f} h"
+    hours = " ".join(duration("en")(api["train_time_s"]).split())  # in the unit the page writes it (stop 55 qa13)
     for page in (first.text, again.text):
         text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page))
         assert "(v 4)" in text and f"Training time {hours}" in text and "2,097,152 tokens, as" in text, hours
@@ -100,7 +102,9 @@ def test_a_plan_resubmitted_unchanged_plans_the_same_global_batch_stages_and_net
 def test_a_refused_global_batch_stays_in_the_form_to_be_corrected_in_both_languages(client: TestClient) -> None:
     for lang in ("en", "ru"):
         page = client.get("/plan", params={**TRAINING, "global_batch": "100000", "lang": lang})
-        assert page.status_code == 422 and "global_batch 100,000 tokens" in page.text  # the field's name, as the API says it
+        said = html.unescape(re.sub(r"<[^>]+>", "", page.text))  # the form's label (stop 55 qa13)
+        label = "“Global batch (tokens)”" if lang == "en" else "«Глобальный батч (токены)»"
+        assert page.status_code == 422 and f"{label} 100,000 tokens" in said
         assert resubmitted(page.text, "plan-form")["global_batch"] == "100000"
     ru = client.get("/plan", params={**TRAINING, "lang": "ru"}).text
     assert "Глобальный батч (токены)" in ru and "Виртуальные стадии конвейера" in ru
@@ -124,7 +128,7 @@ def test_the_recommend_form_can_allow_a_context_beyond_the_models_limit(client: 
     could: the recommend form now has the plan form's box."""
     query = {"model": "llama-3.1-8b", "prompt": "200000", "output_tokens": "100", "top": "1"}
     refused = client.get("/recommend", params=query)
-    assert refused.status_code == 422 and "add allow_long_context to plan anyway" in refused.text
+    assert refused.status_code == 422 and "add “Allow context beyond the model's limit” to plan anyway" in html.unescape(refused.text)
     assert "allow_long_context" not in resubmitted(refused.text, "recommend-form")
     allowed = client.get("/recommend", params={**query, "allow_long_context": "on"})
     assert allowed.status_code == 200 and 'id="rec-1"' in allowed.text
@@ -133,12 +137,13 @@ def test_the_recommend_form_can_allow_a_context_beyond_the_models_limit(client: 
 
 @pytest.mark.parametrize("lang", ["en", "ru"])
 def test_a_refused_carried_value_is_shown_to_be_corrected(client: TestClient, lang: str) -> None:
-    """A carried field is an input the user sees, not a hidden one: a refused value (``mfu=2``) would otherwise be
-    sent again with every resubmission, refused each time with no field to change."""
-    page = client.get("/plan", params={**TRAINING, "mfu": "2", "lang": lang})
-    assert page.status_code == 422 and "mfu: " in page.text
+    """A carried field is an input the user sees, not a hidden one: a refused value (``fragmentation=0.9``; ``mfu``
+    was carried until it got an input of its own, stop 55 qa13) would otherwise be sent again with every resubmission,
+    refused each time with no field to change."""
+    page = client.get("/plan", params={**TRAINING, "fragmentation": "0.9", "lang": lang})
+    assert page.status_code == 422 and "fragmentation: " in page.text  # no label of its own: its name, as shown
     carried = page.text[page.text.index('id="carried"'):page.text.index("</div>", page.text.index('id="carried"'))]
-    assert '<input name="mfu" value="2">' in carried and 'type="hidden"' not in carried
+    assert '<input name="fragmentation" value="0.9">' in carried and 'type="hidden"' not in carried
     assert ("From the link:" if lang == "en" else "Из ссылки:") in carried
 
 

@@ -116,7 +116,7 @@ def test_pages_that_need_an_account_redirect_to_sign_in_and_back(client: TestCli
 def test_planner_page_bad_input_is_a_422_page_with_one_line(client: TestClient) -> None:
     response = client.get("/plan?model=llama-3.1-70b&gpus=0")
     assert response.status_code == 422
-    assert "gpus" in re.search(r'id="plan-error">([^<]*)<', response.text).group(1)  # type: ignore[union-attr]
+    assert "“GPUs”" in re.search(r'id="plan-error">([^<]*)<', response.text).group(1)  # type: ignore[union-attr]
 
 
 def test_planner_page_unknown_gpu_is_404_with_suggestions(client: TestClient) -> None:

@@ -51,6 +51,6 @@ def test_the_recompute_chosen_is_planned_and_kept_selected(client: TestClient) -
 def test_a_bad_global_batch_is_one_line_naming_it(client: TestClient) -> None:
     page = client.get(QUERY + "&global_batch=lots")
     assert page.status_code == 422
-    assert re.search(r'id="recommend-error"><span[^>]*>global_batch: ', page.text)
+    assert re.search(r'id="recommend-error"><span[^>]*>“Global batch \(tokens\)”: ', page.text)  # the form's label
     serving = client.get("/recommend?model=llama-3.2-1b&global_batch=4M")
-    assert serving.status_code == 422 and "global_batch 4,194,304 applies to training" in serving.text
+    assert serving.status_code == 422 and "“Global batch (tokens)” 4,194,304 applies to training" in serving.text

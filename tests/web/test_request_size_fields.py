@@ -50,5 +50,6 @@ def test_the_recommend_page_refuses_an_unknown_task_as_the_planner_does(client: 
     """``task=pretrain`` was dropped in silence and the page recommended offerings for serving; the planner page and
     ``POST /v1/recommend`` refuse it."""
     page = client.get(f"/recommend?model=llama-3.1-8b&task=pretrain&top=1&lang={lang}")
-    assert page.status_code == 422 and "task: " in page.text and 'id="recommend-error"' in page.text
+    assert page.status_code == 422 and ("“Task”: " if lang == "en" else "«Задача»: ") in page.text
+    assert 'id="recommend-error"' in page.text
     assert client.get("/plan?model=llama-3.1-8b&task=pretrain").status_code == 422

@@ -9,6 +9,8 @@ the diffusion ones for a language model in one line, naming the vision ones.
 
 from __future__ import annotations
 
+import html
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -67,7 +69,8 @@ def test_a_malformed_image_size_is_refused_in_words_not_a_regular_expression(cli
     """The refusal showed pydantic's "String should match pattern '^[0-9]{1,5}x[0-9]{1,5}$'" on the page (in English
     on the Russian one) and in the API's problem detail."""
     response = client.get(f"/plan?{VISION}&image_resolution=big&lang={lang}")
-    assert response.status_code == 422 and f"image_resolution: {reason}" in response.text
+    label = "“Vision model: image size (WxH)”" if lang == "en" else "«Модель со зрением: размер изображения (ШxВ)»"
+    assert response.status_code == 422 and f"{label}: {reason}" in html.unescape(response.text)  # the form's label
     assert "should match pattern" not in response.text
     api = client.post("/v1/plan", json={"model": "qwen2.5-vl-7b", "image_resolution": "big"})
     assert api.status_code == 422 and api.json()["detail"] == "body.image_resolution: expected WIDTHxHEIGHT in pixels, e.g. 1024x1024"

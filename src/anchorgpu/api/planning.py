@@ -101,6 +101,7 @@ def run_plan(request: PlanRequest, *, offline: bool) -> dict[str, Any]:
     from anchorgpu.hardware import get_gpu
     from anchorgpu.planner import plan, plan_to_json
     from anchorgpu.planner.speed.estimate import attach_performance
+    from anchorgpu.planner.speed.overrides import Overrides
     from anchorgpu.planner.workload_checks import check_diffusion_options
 
     model = load_public_model(request.model, offline=offline)
@@ -109,7 +110,8 @@ def run_plan(request: PlanRequest, *, offline: bool) -> dict[str, Any]:
     check_given(request, model)  # a diffusion pipeline's default task is diffusion
     check_diffusion_options(model, images=request.images, resolution=request.resolution, vae_tiling=request.vae_tiling,
                             flags=False)
-    result = plan(model, workload, precision=precision, layout=layout, gpu=gpu, overheads=overheads(request))
+    result = plan(model, workload, precision=precision, layout=layout, gpu=gpu, overheads=overheads(request),
+                  efficiencies=Overrides(mfu=request.mfu, mbu=request.mbu))
     options = {"train_tokens": request.tokens, "mfu": request.mfu, "mbu": request.mbu}
     result = attach_performance(result, **{k: v for k, v in options.items() if v is not None})
     out: dict[str, Any] = plan_to_json(result, model_json=model_to_json(model, kv_cache=result.precision.kv_cache))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fastapi import Request
@@ -81,21 +81,26 @@ def _field(flag: str, fields: frozenset[str]) -> str | None:
     return name if name in fields else None
 
 
-def _as_route(command: str, args: str, commands: Mapping[str, str], *, model_first: bool) -> str | None:
-    """``plan --gpus N`` as ``POST /v1/plan with gpus N`` (``commands`` names the command); None where a flag is no
-    field of the command's request (a word that is no flag's value, beyond a quoted command's leading model name,
-    too)."""
+def _same(name: str) -> str:
+    return name
+
+
+def _as_route(command: str, args: str, commands: Mapping[str, str], *, model_first: bool,
+              say: Callable[[str], str] = _same) -> str | None:
+    """``plan --gpus N`` as ``POST /v1/plan with gpus N`` (``commands`` names the command, ``say`` each field); None
+    where a flag is no field of the command's request (a word that is no flag's value, beyond a quoted command's
+    leading model name, too)."""
     route, fields = commands[command], _command_fields()[command]
     words, out = args.split(), []
     if model_first and words and not words[0].startswith("--"):
-        out += ["model", words.pop(0)]
+        out += [say("model"), words.pop(0)]
     for i, word in enumerate(words):
         if word.startswith("--"):
             match = _FLAG.fullmatch(word)
             name = _field(match.group(1), fields) if match else None
             if name is None:
                 return None
-            out.append(name)
+            out.append(say(name))
         elif i == 0 or not words[i - 1].startswith("--"):
             return None
         else:
@@ -103,9 +108,11 @@ def _as_route(command: str, args: str, commands: Mapping[str, str], *, model_fir
     return f"{route} with {' '.join(out)}" if out else route
 
 
-def api_words(message: str, fields: frozenset[str], commands: Mapping[str, str] = API_COMMANDS) -> str:
+def api_words(message: str, fields: frozenset[str], commands: Mapping[str, str] = API_COMMANDS,
+              say: Callable[[str], str] = _same) -> str:
     """``message`` (written for the CLI) as the API says it to a request with ``fields`` (see the module's list);
-    ``commands``: how the CLI's commands are named (:data:`PAGE_COMMANDS` on the pages).
+    ``commands``: how the CLI's commands are named (:data:`PAGE_COMMANDS` on the pages); ``say``: how a field is
+    named (its name; a page's refusal names it by its form's label, ``anchorgpu.web.planning.page_refusal``).
 
     >>> api_words("--train-precision fp4: h100-sxm has no FP4 tensor cores; --kv-cache-dtype stays",
     ...           frozenset({"train_precision", "kv_cache"}))
@@ -117,14 +124,19 @@ def api_words(message: str, fields: frozenset[str], commands: Mapping[str, str] 
     ...           frozenset())
     'plan 128 with POST /v1/plan with model llama-3.1-405b task train gpus 1024; `anchorgpu model --json`'
     """
+    def field(flag: str, written: str) -> str:
+        name = _field(flag, fields)
+        return written if name is None else say(name)
+
     def rewrite(match: re.Match[str]) -> str:
         if match.group("flag"):
-            return _field(match.group("flag"), fields) or match.group(0)
+            return field(match.group("flag"), match.group(0))
         if match.group("command"):
-            said = _as_route(match.group("command"), match.group("args"), commands, model_first=False)
-            return said or f"{match.group('command')}{_FLAG.sub(lambda m: _field(m.group(1), fields) or m.group(0), match.group('args'))}"
+            said = _as_route(match.group("command"), match.group("args"), commands, model_first=False, say=say)
+            return said or f"{match.group('command')}{_FLAG.sub(lambda m: field(m.group(1), m.group(0)), match.group('args'))}"
         if match.group("cli"):
-            return _as_route(match.group("cli"), match.group("cli_args"), commands, model_first=True) or match.group(0)
+            return _as_route(match.group("cli"), match.group("cli_args"), commands, model_first=True,
+                             say=say) or match.group(0)
         return match.group(0)  # code, or the CLI's own clause
 
     return _SPANS.sub(rewrite, message) if "--" in message or "`anchorgpu " in message else message

@@ -89,6 +89,7 @@ def plan_command(
         resolve_train_stack,
     )
     from anchorgpu.planner.inputs import KV_CACHE_AUTO, workload_of
+    from anchorgpu.planner.speed.overrides import Overrides
     from anchorgpu.planner.validate import check_task_options, planned_task
     from anchorgpu.planner.workload_checks import check_diffusion_options
     from anchorgpu.validation import bounded_int
@@ -145,7 +146,8 @@ def plan_command(
                     virtual_stages=virtual_stages, tp_overlap=tp_overlap, ep_overlap=ep_overlap, offload=offload,  # type: ignore[arg-type]
                     pipeline_layout=pipeline_layout, sequence_parallel=sequence_parallel)
     result = plan(spec, workload, precision=PrecisionPlan(weights=weights, kv_cache=kv),
-                  layout=layout, gpu=gpu_spec, overheads=_overheads(context_mib, fragmentation))
+                  layout=layout, gpu=gpu_spec, overheads=_overheads(context_mib, fragmentation),
+                  efficiencies=Overrides(mfu=mfu, mbu=mbu))
     perf_options: dict[str, Any] = {"train_tokens": parse_count(tokens, field="tokens"), "mfu": mfu, "mbu": mbu}
     from anchorgpu.planner.speed.estimate import attach_performance
 

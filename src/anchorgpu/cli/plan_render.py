@@ -27,11 +27,12 @@ def _gib(n: int) -> str:
 
 
 def _duration(seconds: float) -> str:
-    """``1397981`` → ``'16.2 days'``: seconds in the largest unit that keeps the number readable."""
-    for unit, size in (("days", 86_400.0), ("h", 3_600.0), ("min", 60.0)):
-        if seconds >= size:
-            return f"{seconds / size:,.1f} {unit}"
-    return f"{seconds:.1f} s"
+    """``1397981`` → ``'16.2 days'``: seconds in the largest unit that keeps the number readable
+    (:func:`anchorgpu.units.duration_in_unit`, which the pages write times by too)."""
+    from anchorgpu.units import duration_in_unit
+
+    value, unit = duration_in_unit(seconds)
+    return f"{value:,.1f} {unit}"
 
 
 def _bullets(out: Any, title: str, lines: list[str], *, marker: str = "-") -> None:
@@ -167,25 +168,31 @@ def render_plan(plan: Plan) -> None:
     if plan.suggestions:
         sug = Table(title="What would fit", title_justify="left")
         speeds = any(s.train_tokens_per_s for s in plan.suggestions)
+        # with --mfu/--mbu the suggestions are timed with them too, as the plan is: no calibrated band then (the
+        # speed heading says so)
+        banded = (plan.extra.get("performance") or {}).get("efficiencies") != "user"
+        speed_column = "train tok/s (band)" if banded else "train tok/s"
         for col, justify in (("change", "left"), ("what", "left"), ("GPUs", "right"), ("per GPU", "right"),
-                             ("headroom", "right"), *((("train tok/s (band)", "right"),) if speeds else ())):
+                             ("headroom", "right"), *(((speed_column, "right"),) if speeds else ())):
             sug.add_column(col, justify=justify)
         for s in plan.suggestions:
             sug.add_row(s.change, s.description, str(s.gpus), _fmt(s.total_bytes), _fmt(s.headroom_bytes),
-                        *((_suggested_speed(s),) if speeds else ()))
+                        *((_suggested_speed(s, banded=banded),) if speeds else ()))
         out.print(sug)
     _bullets(out, "Warnings", [f"{item.message} ({item.code})" for item in plan.warnings], marker="!")
     _bullets(out, "Still to check", [*plan.checks, *_speed_caveats(plan.extra.get("performance"))])
     _bullets(out, "Assumed", list(plan.assumptions))
 
 
-def _suggested_speed(s: Any) -> str:
+def _suggested_speed(s: Any, *, banded: bool = True) -> str:
     """A suggestion's predicted training tokens/s with its band, as the speed section writes one: ``'12,865
-    (11,437-14,319)'``; empty where it has no prediction."""
+    (11,437-14,319)'``; the figure alone where the user's efficiencies timed it (``banded`` False); empty where it
+    has no prediction."""
     if not s.train_tokens_per_s:
         return ""
     low, high = s.train_tokens_per_s_low, s.train_tokens_per_s_high
-    return f"{s.train_tokens_per_s:,.0f}" + (f" ({low:,.0f}-{high:,.0f})" if low is not None and high is not None else "")
+    shown = banded and low is not None and high is not None
+    return f"{s.train_tokens_per_s:,.0f}" + (f" ({low:,.0f}-{high:,.0f})" if shown else "")
 
 
 def _speed_caveats(section: Any) -> list[str]:
@@ -263,9 +270,15 @@ def _render_performance(out: Any, section: Any, *, concurrency: int | None = Non
         out.print(f"  measured runs: {evidence['summary']}", markup=False)
     train_s = section.get("train_time_s")
     if isinstance(train_s, int | float):
+        from anchorgpu.units import fmt_figure
+
         hours = section.get("gpu_hours")
+
+        def gpu_hours(value: float) -> str:  # two significant digits below 10 (0.12, not 0), as the page writes them
+            return fmt_figure(value, 0)
+
         out.print(f"  training time {_duration(float(train_s))}{band_note(section, 'train_time_s', _duration)}"
-                  + (f" · {hours:,.0f} GPU-hours{band_note(section, 'gpu_hours', '{:,.0f}'.format)}"
+                  + (f" · {gpu_hours(hours)} GPU-hours{band_note(section, 'gpu_hours', gpu_hours)}"
                      if isinstance(hours, int | float) else ""),
                   markup=False)
     parts = section.get("step_time_breakdown_s")

@@ -48,10 +48,10 @@ def check_tp(model: ModelSpec | DiffusionPipelineSpec, tp: int) -> None:
             raise InvalidWorkload("tp > 1 for a diffusion pipeline: AnchorGPU plans diffusion replicas (use --gpus)")
         return
     if model.num_attention_heads % tp:
-        raise InvalidWorkload(f"tp={tp} does not divide the {model.num_attention_heads} attention heads of {model.name}")
+        raise InvalidWorkload(f"--tp {tp} does not divide the {model.num_attention_heads} attention heads of {model.name}")
     if not tp_is_valid(model, tp):
         raise InvalidWorkload(
-            f"tp={tp} with {model.num_kv_heads} KV heads: TP must divide the KV heads or be a multiple of them")
+            f"--tp {tp} with {model.num_kv_heads} KV heads: TP must divide the KV heads or be a multiple of them")
 
 
 def default_tp(model: ModelSpec | DiffusionPipelineSpec, gpus: int) -> int:
@@ -233,14 +233,14 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
     ep = layout.ep or 1
     if ep > 1:
         if not isinstance(model, ModelSpec) or model.moe is None:
-            raise InvalidWorkload(f"ep={ep}: expert parallelism needs a mixture-of-experts model")
+            raise InvalidWorkload(f"--ep {ep}: expert parallelism needs a mixture-of-experts model")
         # EP folds over the TP, CP and DP ranks of a stage (Megatron-Core's MoE parallel folding: CP 8 and EP 8
         # on 8 GPUs, not 64)
         if model.moe.num_experts % ep:
-            raise InvalidWorkload(f"ep={ep} does not divide the {model.moe.num_experts} experts of {model.name}")
+            raise InvalidWorkload(f"--ep {ep} does not divide the {model.moe.num_experts} experts of {model.name}")
         if (tp * cp * dp) % ep:
             stage = tp * cp * dp
-            raise InvalidWorkload(f"ep={ep} must divide the tp·{'cp·' if cp > 1 else ''}dp = {stage:,} "
+            raise InvalidWorkload(f"--ep {ep} must divide the tp·{'cp·' if cp > 1 else ''}dp = {stage:,} "
                                   f"GPU{'s' if stage > 1 else ''} of a stage")
         if not training and ep < tp and workload.engine == "vllm":
             raise InvalidWorkload(vllm_ep_below_tp_refusal(ep, tp, workload.engine_source))
@@ -266,7 +266,7 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
         if pp == 1:
             raise InvalidWorkload(f"--virtual-stages {v} needs pipeline parallelism (--pp 2 or more)")
         if stated is None and model.num_layers % (pp * v) and not counts_embedding_and_loss(model.num_layers, pp, v):
-            raise InvalidWorkload(f"--virtual-stages {v}: pp {pp} x {v} does not divide the {model.num_layers} layers "
+            raise InvalidWorkload(f"--virtual-stages {v}: --pp {pp} x {v} does not divide the {model.num_layers} layers "
                                   f"of {model.name}, nor {model.num_layers + 2} with the embedding and the loss "
                                   "counted as layers (Megatron-Core's --account-for-embedding-in-pipeline-split "
                                   "--account-for-loss-in-pipeline-split)")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.errors import InvalidWorkload
@@ -53,6 +54,9 @@ from anchorgpu.planner.warnings import (
     make_warning,
 )
 from anchorgpu.units import fmt_bytes
+
+if TYPE_CHECKING:
+    from anchorgpu.planner.speed.overrides import Overrides
 
 __all__ = ["Layout", "MemoryBreakdown", "Overheads", "Plan", "PrecisionPlan", "ResolvedLayout", "Suggestion", "Workload",
            "plan"]
@@ -113,6 +117,7 @@ def plan(
     overheads: Overheads | None = None,
     suggest: bool = True,
     choose_layout: bool = True,
+    efficiencies: Overrides | None = None,
 ) -> Plan:
     """Plan one configuration: per-GPU bytes by term, fit verdict and capacity, with assumptions and warnings.
 
@@ -122,7 +127,8 @@ def plan(
     (:mod:`anchorgpu.planner.speed.layouts`); weights bf16 (nf4-dq for QLoRA), or as the checkpoint ships them; the KV
     cache bf16, or the FP8 one the checkpoint ships (on a GPU with FP8 hardware); inference checks one sequence
     of the model's context length (many sequences of no given length: the default request each); a diffusion
-    model plans the diffusion task.
+    model plans the diffusion task. ``efficiencies`` (the user's ``--mfu``/``--mbu``) time the suggestions' training
+    speeds as they time the plan's own (:func:`~anchorgpu.planner.speed.estimate.plan_performance`).
 
     Raises :class:`anchorgpu.errors.InvalidWorkload` (or ``PartialGpuRequested``) with a one-line reason.
 
@@ -220,7 +226,7 @@ def plan(
     suggestions: tuple[Suggestion, ...] = ()
     if suggest and fits is False and gpu is not None:
         suggestions = suggestions_for(model, terms.workload, prec, lay_in, lay, fmt, gpu, ov, asked=w,
-                                      notes=assumptions, short_bytes=-(headroom or 0))
+                                      notes=assumptions, short_bytes=-(headroom or 0), efficiencies=efficiencies)
         if not suggestions:  # the check would point at suggestions that are not there
             listed = WARNING_CODES["does_not_fit"].check
             # no layout flag to drop where the planner chose the count and found none that holds the job

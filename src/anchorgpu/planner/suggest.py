@@ -3,6 +3,8 @@ a workload fit (each planned again to check it does), and the plan of the layout
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
@@ -22,6 +24,9 @@ from anchorgpu.planner.layout_resolution import GPUS_PER_SERVER, tp_is_valid
 from anchorgpu.planner.result import Plan, ResolvedLayout, Suggestion
 from anchorgpu.planner.suggest_fraction import memory_fraction_suggestion
 from anchorgpu.planner.training_gpu_counts import fewest_fitting_gpus
+
+if TYPE_CHECKING:
+    from anchorgpu.planner.speed.overrides import Overrides
 
 __all__ = ["choose_layout_plan", "suggestions_for", "training_layout_open"]
 
@@ -162,18 +167,20 @@ def _attention_dp_tp_sizes(model: ModelSpec, gpus: int, engine: str) -> tuple[in
 def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, precision: PrecisionPlan, layout: Layout,
                  lay: ResolvedLayout, fmt: WeightFormat, gpu: GpuSpec, overheads: Overheads,
                  asked: Workload | None = None, more_gpus: bool = True,
-                 notes: list[str] | None = None, short_bytes: int = 0) -> tuple[Suggestion, ...]:
+                 notes: list[str] | None = None, short_bytes: int = 0,
+                 efficiencies: Overrides | None = None) -> tuple[Suggestion, ...]:
     """What would fit: each change planned again. ``w`` is the plan's workload (its defaults resolved), ``asked`` the
     one the user gave: the layout chosen on more GPUs chooses what the user left open, as ``plan --gpus N`` does
     (``more_gpus=False`` leaves that search out). ``notes`` takes the line saying no memory fraction the engine
     starts with makes a serving plan fit, where none does though the plan is ``short_bytes`` short by less than the
-    memory its fraction leaves out."""
+    memory its fraction leaves out. ``efficiencies``: the user's ``--mfu``/``--mbu``, which time a suggested training
+    plan as they time the plan itself (none: the calibrated model)."""
     from anchorgpu.planner.plan import plan  # plan() asks for suggestions; each one is planned again
 
     found: list[Suggestion] = []
     more_gpus_found = False
     if more_gpus and isinstance(model, ModelSpec) and w.task in ("train", "lora", "qlora") and layout.dp is None:
-        chosen = _more_gpus_chosen(model, asked or w, precision, layout, lay.gpus, gpu, overheads)
+        chosen = _more_gpus_chosen(model, asked or w, precision, layout, lay.gpus, gpu, overheads, efficiencies)
         if chosen is not None:
             found.append(chosen)
     if isinstance(model, ModelSpec) and w.task == "inference":
@@ -203,7 +210,7 @@ def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, preci
             more_gpus_found = more_gpus_found or change.startswith("--gpus")
             found.append(Suggestion(change=change, description=description, gpus=alt.layout.gpus,
                                     total_bytes=alt.per_gpu.total_bytes, headroom_bytes=alt.headroom_bytes,
-                                    **_train_speed(alt)))
+                                    **_train_speed(alt, efficiencies)))
     # Fewest GPUs first; among those, changes that keep the job (layout, recompute, offload) before a change of the
     # job (QLoRA instead of full training, shorter sequences); then, for training, the fastest (a lighter recompute
     # before full recompute, which an engineer reaches for last), then the smallest footprint.
@@ -228,7 +235,7 @@ def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, preci
 
 
 def _more_gpus_chosen(model: ModelSpec, w: Workload, precision: PrecisionPlan, layout: Layout, gpus_now: int,
-                      gpu: GpuSpec, overheads: Overheads) -> Suggestion | None:
+                      gpu: GpuSpec, overheads: Overheads, efficiencies: Overrides | None = None) -> Suggestion | None:
     """``--gpus N`` for the fewest GPUs of :data:`TRAINING_GPU_COUNTS` above ``gpus_now`` on which the layout chosen
     for the user (what ``plan --gpus N`` with the same other flags answers: whatever the user fixed kept) fits."""
     fewest = fewest_fitting_gpus(model, w, precision, layout, gpu, overheads, above=gpus_now)
@@ -244,21 +251,24 @@ def _more_gpus_chosen(model: ModelSpec, w: Workload, precision: PrecisionPlan, l
         + f", recompute {alt.workload.recompute}, micro-batch {alt.workload.micro_batch}"
     return Suggestion(change=f"--gpus {gpus}", description=f"the fastest layout on {gpus} GPUs: {split}",
                       gpus=gpus, total_bytes=alt.per_gpu.total_bytes, headroom_bytes=alt.headroom_bytes,
-                      **_train_speed(alt))
+                      **_train_speed(alt, efficiencies))
 
 
 _SPEED_KEYS = ("train_tokens_per_s", "train_tokens_per_s_low", "train_tokens_per_s_high")
 
 
-def _train_speed(alt: Plan) -> dict[str, float]:
+def _train_speed(alt: Plan, efficiencies: Overrides | None = None) -> dict[str, float]:
     """The training tokens a second the speed model predicts for a suggestion's plan and its band, as
-    :class:`Suggestion`'s fields (none where it gives no prediction), from the one estimate of that plan."""
+    :class:`Suggestion`'s fields (none where it gives no prediction), from the one estimate of that plan; with the
+    user's ``efficiencies`` (``--mfu``/``--mbu``) in place of the calibrated ones where given, as the plan's own
+    speed is timed (no band then: low = high = the prediction)."""
     if alt.workload.task not in ("train", "lora", "qlora"):
         return {}
     from anchorgpu.planner.speed.estimate import plan_performance  # the speed model reads plans, not the reverse
 
     try:
-        perf = plan_performance(alt)
+        perf = plan_performance(alt, mfu=efficiencies.mfu if efficiencies else None,
+                                mbu=efficiencies.mbu if efficiencies else None)
     except InvalidWorkload:
         return {}
     if not perf.get("train_tokens_per_s"):

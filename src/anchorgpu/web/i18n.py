@@ -18,8 +18,9 @@ from io import BytesIO
 from typing import Any
 
 from fastapi import Request
+from markupsafe import Markup
 
-__all__ = ["DEFAULT_LOCALE", "LANG_COOKIE", "SUPPORTED_LOCALES", "English", "N_", "PageText", "locale_for", "page_text",
+__all__ = ["DEFAULT_LOCALE", "LANG_COOKIE", "SUPPORTED_LOCALES", "English", "EnglishMarkup", "N_", "PageText", "locale_for", "page_text",
            "parse_accept_language", "translations"]
 
 SUPPORTED_LOCALES: tuple[str, ...] = ("en", "ru")
@@ -92,6 +93,13 @@ class English(str):
     """A sentence that stays English on every page: a domain message (the planner's, the catalog's, a service's
     refusal), the same words the CLI and the API give. Templates mark it ``lang="en"`` on a page in another
     language (the ``english`` test: ``{% if error is english %}``)."""
+
+    __slots__ = ()
+
+
+class EnglishMarkup(Markup, English):
+    """An :class:`English` sentence already written as HTML, with words of the page's own language marked inside it
+    (a refusal naming a form's label: ``<span lang="ru">«Глобальный батч (токены)»</span>``)."""
 
     __slots__ = ()
 

@@ -23,14 +23,23 @@ from anchorgpu.api.words import PAGE_COMMANDS, answer_words, api_words
 from anchorgpu.errors import AnchorError
 from anchorgpu.validation import pattern_reason
 from anchorgpu.web.charts import SEGMENTS, memory_bar, scatter
-from anchorgpu.web.form_fields import PLAN_CARRIED, RECOMMEND_CARRIED, canonical_gpu, carried
-from anchorgpu.web.i18n import English, PageText, page_text
+from anchorgpu.web.form_fields import (
+    PLAN_CARRIED,
+    PLAN_LABELS,
+    RECOMMEND_CARRIED,
+    RECOMMEND_LABELS,
+    Label,
+    canonical_gpu,
+    carried,
+    label_of,
+)
+from anchorgpu.web.i18n import EnglishMarkup, PageText, page_text
 from anchorgpu.web.templating import render
 
 router = APIRouter()
 
 _LIST_FIELDS = ("lora_targets",)
-_BOOL_FIELDS = ("fsdp", "allow_long_context", "vae_tiling")
+_BOOL_FIELDS = ("fsdp", "allow_long_context", "vae_tiling", "tp_overlap", "ep_overlap")
 _INT_CHOICE_FIELDS = ("zero",)  # Literal[0, 1, 2, 3]: a form sends "0"
 _TOKEN_FIELDS = ("context", "seq", "prompt", "output_tokens", "max_num_batched_tokens", "global_batch")  # "8k", "4M" as on the CLI
 _COUNT_FIELDS = ("tokens", "train_tokens")  # "1e12" as in `anchorgpu plan --tokens 1e12`
@@ -128,12 +137,22 @@ def _bound(bound: object, locale: str) -> object:
     return bound
 
 
-def validation_message(exc: ValidationError, text: PageText | None = None) -> str:
-    """One line naming the first bad field, in the page's language: 'context: must be at least 1' (ru 'context: не
-    меньше 1'). Kinds of error the catalogue has no words for keep pydantic's English message."""
+def quoted_label(label: str, text: PageText) -> str:
+    """A form's label quoted as the page's language quotes: en '“Micro-batch”', ru '«Микро-батч»'."""
+    return text.gettext("“%(label)s”", label=label)
+
+
+def validation_message(exc: ValidationError, text: PageText | None = None,
+                       labels: dict[str, Label] | None = None) -> str:
+    """One line naming the first bad field, in the page's language, by its label in ``labels`` (the form's; else by
+    its name): '“Context (tokens)”: must be at least 1' (ru '«Контекст (токены)»: не меньше 1'). Kinds of error the
+    catalogue has no words for keep pydantic's English message."""
     err = exc.errors()[0]
-    field = ".".join(str(p) for p in err.get("loc", ())) or "form"
     text = text or PageText("en")
+    field = ".".join(str(p) for p in err.get("loc", ())) or "form"
+    label = label_of(field, labels or {}, text)
+    if label is not None:
+        field = quoted_label(label, text)
     ctx = err.get("ctx") or {}
     kind = err.get("type", "")
     if kind == "missing":
@@ -152,6 +171,8 @@ def validation_message(exc: ValidationError, text: PageText | None = None) -> st
         reason = text.gettext("must be a number written with a decimal point, e.g. 0.5")
     elif kind in ("float_parsing", "float_type", "decimal_parsing"):
         reason = text.gettext("must be a number")
+    elif kind in ("bool_parsing", "bool_type"):  # a switch typed in the URL ("maybe"): the form's select sends on/off
+        reason = text.gettext("must be on or off")
     elif kind == "finite_number":  # 1e309, inf, nan typed in a decimal field
         reason = text.gettext("must be a finite number")
     elif kind == "string_too_long":
@@ -244,6 +265,35 @@ def page_words(message: str, fields: frozenset[str] = PLAN_FIELDS) -> str:
     return api_words(message, fields, PAGE_COMMANDS)
 
 
+_MARK = "\x00"
+"""Brackets a field's name in a refusal being rewritten, for :func:`page_refusal` to put its label there."""
+
+
+def page_refusal(message: str, fields: frozenset[str], labels: dict[str, Label], text: PageText) -> EnglishMarkup:
+    """A refusal of the planner (written for the CLI, English) as the page says it: each ``--flag`` that is a field of
+    the form named by the label the form shows for it, quoted, in the page's language (marked as such inside the
+    English sentence); a field with no label of its own (one carried from a link) by its name, as :func:`page_words`.
+
+    >>> str(page_refusal("--global-batch 1,000 tokens is less than one sequence", PLAN_FIELDS, PLAN_LABELS,
+    ...                  PageText("en")))
+    '“Global batch (tokens)” 1,000 tokens is less than one sequence'
+    >>> str(page_refusal("--gpus 8 is not a multiple of --cp 3 <", PLAN_FIELDS, PLAN_LABELS, PageText("ru")))
+    '<span lang="ru">«Число GPU»</span> 8 is not a multiple of <span lang="ru">«CP»</span> 3 &lt;'
+    """
+    from markupsafe import Markup
+
+    said = api_words(message.replace(_MARK, ""), fields, PAGE_COMMANDS,
+                     say=lambda name: f"{_MARK}{name}{_MARK}" if name in labels else name)
+    out = Markup("")
+    for i, part in enumerate(said.split(_MARK)):
+        if i % 2 == 0:
+            out += part  # escaped
+            continue
+        quoted = quoted_label(label_of(part, labels, text) or part, text)
+        out += Markup('<span lang="{}">{}</span>').format(text.locale, quoted) if text.locale != "en" else quoted
+    return EnglishMarkup(out)
+
+
 def _choices() -> dict[str, Any]:
     from anchorgpu.architectures import model_infos
     from anchorgpu.hardware import list_gpus
@@ -270,10 +320,10 @@ def planner_page(request: Request, settings: SettingsDep) -> Response:
         plan_request = PlanRequest.model_validate(values, strict=False)  # form values are text; the API is strict
         result = run_plan(plan_request, offline=server_offline(settings))
     except ValidationError as exc:
-        context["error"] = validation_message(exc, text)
+        context["error"] = validation_message(exc, text, PLAN_LABELS)
         return render(request, "plan.html", context, status_code=422)
     except AnchorError as exc:
-        context["error"] = English(page_words(exc.message))
+        context["error"] = page_refusal(exc.message, PLAN_FIELDS, PLAN_LABELS, text)
         return render(request, "plan.html", context, status_code=exc.http_status)
     gpu = result.get("gpu") or {}
     if gpu.get("name"):
@@ -343,10 +393,10 @@ def recommend_page(request: Request, settings: SettingsDep, clock: ClockDep) -> 
     try:
         result = run_recommend(RecommendRequest.model_validate(values, strict=False), offline=server_offline(settings), now=clock())
     except ValidationError as exc:
-        context["error"] = validation_message(exc, text)
+        context["error"] = validation_message(exc, text, RECOMMEND_LABELS)
         return render(request, "recommend.html", context, status_code=422)
     except AnchorError as exc:
-        context["error"] = English(page_words(exc.message, RECOMMEND_FIELDS))
+        context["error"] = page_refusal(exc.message, RECOMMEND_FIELDS, RECOMMEND_LABELS, text)
         return render(request, "recommend.html", context, status_code=exc.http_status)
     diffusion = result.get("workload", {}).get("task") == "diffusion"
     training = not diffusion and values.get("task", "inference") != "inference"

@@ -233,6 +233,31 @@ def percent(locale: str) -> Any:
     return formatted
 
 
+def duration(locale: str) -> Any:
+    """A time in seconds in the unit a person reads it in, as the CLI writes it (:func:`anchorgpu.units.duration_in_unit`:
+    days from 24 h, hours from an hour, minutes from a minute, else seconds), with one decimal (two significant
+    digits where that shows fewer, :func:`figure`) and the unit in the page's words: en '16.2 days', '1.2 min',
+    ru '16,2\xa0дн.', '52,1\xa0ч'.
+
+    >>> duration("en")(1_382_400), duration("en")(72), duration("ru")(187_560), duration("en")(None)
+    ('16.0\xa0days', '1.2\xa0min', '2,2\xa0дн.', '–')
+    """
+    from anchorgpu.units import duration_in_unit
+    from anchorgpu.web.i18n import PageText
+
+    text = PageText(locale)
+    units = {"days": text.gettext("days"), "h": text.gettext("h"), "min": text.gettext("min"), "s": text.gettext("s")}
+    shown = figure(locale)
+
+    def formatted(seconds: float | None) -> str:
+        if seconds is None:
+            return "–"
+        value, unit = duration_in_unit(float(seconds))
+        return f"{shown(value, 1)}\xa0{units[unit]}"
+
+    return formatted
+
+
 @lru_cache(maxsize=4)
 def environment(locale: str = "en") -> Environment:
     """The Jinja2 environment of ``locale`` (one per locale, built on first use, not at import), with
@@ -258,6 +283,7 @@ def environment(locale: str = "en") -> Environment:
     env.filters["dec"] = plain_decimal(locale)
     env.filters["sig3"] = significant(locale)
     env.filters["pct"] = percent(locale)
+    env.filters["duration"] = duration(locale)
     words = Wording(locale)
     env.filters["term_words"] = words.term
     env.filters["state_words"] = words.state
