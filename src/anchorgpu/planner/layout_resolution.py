@@ -270,6 +270,9 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
                                   f"of {model.name}, nor {model.num_layers + 2} with the embedding and the loss "
                                   "counted as layers (Megatron-Core's --account-for-embedding-in-pipeline-split "
                                   "--account-for-loss-in-pipeline-split)")
+        if stated is None and pp * v > model.num_layers:  # the speed model refuses it too: refused before the memory
+            raise InvalidWorkload(f"--virtual-stages {v}: pp {pp} x v {v} chunks is more than the {model.num_layers} "
+                                  f"layers of {model.name}")
     if training and layout.tp_overlap and tp < 2:  # as --sequence-parallel with TP 1: a switch with nothing to act on
         raise InvalidWorkload(f"--tp-overlap with TP {tp}: it overlaps tensor-parallel traffic with the products, and "
                               "TP 1 has none; give --tp 2 or more, or drop --tp-overlap")
