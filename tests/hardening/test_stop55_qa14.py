@@ -1,0 +1,87 @@
+"""Stop 55's QA pass over speed and layouts as an engineer who pays for GPUs checks them
+(benchmarks/hardening/stop55_qa14.md, "qa14").
+
+1. The layout chooser (and the sweep behind ``recommend``) never interleaved a model whose layers do not split evenly
+   over the pipeline stages, though ``plan()`` takes such a split with the embedding and the loss counted as a layer
+   each (Megatron-Core's --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split). Llama 3.1
+   405B (126 layers) was planned with plain 1F1B everywhere: NVIDIA's own benchmark of it on 512 H100 runs TP 8 x PP 8
+   x CP 2 x VP 8 (NVIDIA/dgxc-benchmarking llama3.1/README.md); on 16,384 H100 the chooser answered TP 8 x PP 64 at
+   1.57M tok/s, with a 48% bubble, where the same GPUs at TP 8 x PP 16 x v 4 (given) run 2.15M. Qwen3-235B-A22B (94
+   layers) likewise, where the Megatron-MoE model zoo runs PP 8 x VP 4.
+2. A --virtual-stages whose pp x v chunks outnumber the layers was refused only when the plan fitted (by the speed
+   model); when it did not, the plan showed a memory breakdown for a split that cannot exist and suggested
+   --recompute full, which then failed with that refusal. Now refused before the memory, whatever the fit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from anchorgpu.api.app import create_app
+from anchorgpu.architectures import load_model
+from anchorgpu.config import Settings
+from anchorgpu.planner.speed.layouts import deepest_interleave
+from cli_runner import run, run_json
+
+# NVIDIA/dgxc-benchmarking llama3.1/README.md, H100 table: 512 GPUs, SeqLen 8192, 126 layers, TP 8, PP 8, CP 2, DP 4,
+# VP 8, MBS 1, GBS 256 (sequences: 2,097,152 tokens)
+PUBLISHED_405B = ("plan", "llama-3.1-405b", "--task", "train", "--gpu", "h100", "--gpus", "512", "--seq", "8192",
+                  "--global-batch", "2097152", "--tp", "8", "--pp", "8", "--cp", "2")
+
+
+def test_the_deepest_interleave_counts_the_embedding_and_the_loss_as_plan_does() -> None:
+    # 126 + 2 = 128 = 8 x 8 x 2 (the DGX Cloud benchmark's PP 8 x VP 8); 94 + 2 = 96 = 8 x 4 x 3 (the Megatron-MoE
+    # model zoo's PP 8 x VP 4 for Qwen3-235B-A22B, speed.pipeline.counts_embedding_and_loss); 80 layers as before
+    assert deepest_interleave(load_model("llama-3.1-405b"), 8) == 8
+    assert deepest_interleave(load_model("qwen3-235b-a22b"), 8) == 4
+    assert [deepest_interleave(load_model("llama-3.1-70b"), pp) for pp in (2, 4, 8, 16)] == [10, 10, 10, 5]
+    # no more chunks than layers: 16 x 8 = 128 chunks for 126 layers is refused by plan(), so never chosen
+    assert deepest_interleave(load_model("llama-3.1-405b"), 16) == 4
+
+
+def test_the_chooser_interleaves_llama_405b_as_its_published_run_does(capsys: pytest.CaptureFixture[str]) -> None:
+    chosen = run_json(capsys, *PUBLISHED_405B)
+    assert chosen["fits"] and chosen["layout"]["virtual_stages"] == 8  # 1 (plain 1F1B) before
+    given = run_json(capsys, *PUBLISHED_405B, "--virtual-stages", "8")
+    plain = run_json(capsys, *PUBLISHED_405B, "--virtual-stages", "1")
+    speed = chosen["performance"]["train_tokens_per_s"]
+    assert speed == pytest.approx(given["performance"]["train_tokens_per_s"], rel=1e-9)
+    assert speed > 1.05 * plain["performance"]["train_tokens_per_s"]  # the chooser's answer before: 87,096 vs 95,146
+
+
+def test_the_chooser_on_16384_h100_is_no_slower_than_an_interleaved_layout_given(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    base = ("plan", "llama-3.1-405b", "--task", "train", "--gpu", "h100", "--gpus", "16384")
+    chosen = run_json(capsys, *base)
+    given = run_json(capsys, *base, "--tp", "8", "--pp", "16", "--virtual-stages", "4")
+    assert chosen["layout"]["virtual_stages"] > 1
+    assert chosen["performance"]["train_tokens_per_s"] >= given["performance"]["train_tokens_per_s"] * (1 - 1e-9)
+
+
+TOO_MANY_CHUNKS = ("llama-3.1-405b", "--task", "train", "--gpu", "h100", "--gpus", "16384", "--tp", "8", "--pp", "16",
+                   "--virtual-stages", "8")
+
+
+@pytest.mark.parametrize("extra", [(), ("--seq", "8192", "--global-batch", "16M")], ids=["fits", "does-not-fit"])
+def test_more_chunks_than_layers_is_refused_whether_or_not_the_memory_fits(capsys: pytest.CaptureFixture[str],
+                                                                           extra: tuple[str, ...]) -> None:
+    code, out, err = run(capsys, "plan", *TOO_MANY_CHUNKS, *extra)
+    assert code == 2 and out == ""
+    assert err.strip() == "error: --virtual-stages 8: pp 16 x v 8 chunks is more than the 126 layers of llama-3.1-405b"
+
+
+@pytest.fixture
+def client() -> Iterator[TestClient]:
+    with TestClient(create_app(Settings(offline=True, rate_limit=False)), raise_server_exceptions=False) as c:
+        yield c
+
+
+def test_the_api_refuses_more_chunks_than_layers_with_problem_json(client: TestClient) -> None:
+    body = {"model": "llama-3.1-405b", "task": "train", "gpu": "h100", "gpus": 16384, "tp": 8, "pp": 16,
+            "virtual_stages": 8, "seq": 8192, "global_batch": 16 * 2**20}
+    r = client.post("/v1/plan", json=body)
+    assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem+json")
+    assert "pp 16 x v 8 chunks is more than the 126 layers" in r.json()["detail"]
