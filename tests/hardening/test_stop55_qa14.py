@@ -11,6 +11,11 @@
 2. A --virtual-stages whose pp x v chunks outnumber the layers was refused only when the plan fitted (by the speed
    model); when it did not, the plan showed a memory breakdown for a split that cannot exist and suggested
    --recompute full, which then failed with that refusal. Now refused before the memory, whatever the fit.
+3. --cp was refused only where it did not divide the sequence, so --cp 2048 on 2,048-token sequences (one token a
+   rank) or --cp 2 on 2,050 tokens were planned and timed; both training stacks cut a sequence into 2 x CP equal
+   chunks for the causal load balance (Megatron-Core's get_pretrain_batch_on_this_cp_rank, PyTorch's
+   _RoundRobinLoadBalancer), so neither launches. Now refused in one line; the chooser and the sweep try only sizes
+   whose 2 x CP chunks split the sequence.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from fastapi.testclient import TestClient
 from anchorgpu.api.app import create_app
 from anchorgpu.architectures import load_model
 from anchorgpu.config import Settings
+from anchorgpu.planner.inputs import train_cp_sizes
 from anchorgpu.planner.speed.layouts import deepest_interleave
 from cli_runner import run, run_json
 
@@ -85,3 +91,28 @@ def test_the_api_refuses_more_chunks_than_layers_with_problem_json(client: TestC
     r = client.post("/v1/plan", json=body)
     assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem+json")
     assert "pp 16 x v 8 chunks is more than the 126 layers" in r.json()["detail"]
+
+
+@pytest.mark.parametrize(("gpus", "cp", "seq"), [("2048", "2048", "2048"), ("64", "2", "2050"), ("64", "64", "2112")])
+def test_a_cp_whose_2cp_chunks_do_not_split_the_sequence_is_refused(capsys: pytest.CaptureFixture[str], gpus: str,
+                                                                    cp: str, seq: str) -> None:
+    code, out, err = run(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", gpus,
+                         "--cp", cp, "--seq", seq)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"error: --cp {cp}: ring attention cuts each sequence into 2 x CP = {2 * int(cp):,} equal")
+    assert f"the sequence of {int(seq):,} tokens is not a multiple of {2 * int(cp):,}" in err
+
+
+def test_a_cp_whose_2cp_chunks_split_the_sequence_still_plans(capsys: pytest.CaptureFixture[str]) -> None:
+    answer = run_json(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "64",
+                      "--cp", "64", "--seq", "2048")  # 128 chunks of 16 tokens
+    assert answer["layout"]["cp"] == 64
+    # the chooser's sizes keep the rule: 18,002 tokens split in 2 (9,001 each) but not in 4
+    assert train_cp_sizes(18002) == (1,) and train_cp_sizes(131072) == (1, 2, 4, 8, 16, 32)
+
+
+def test_the_api_refuses_a_cp_that_leaves_one_token_a_rank(client: TestClient) -> None:
+    r = client.post("/v1/plan", json={"model": "llama-3.1-8b", "task": "train", "gpu": "h100", "gpus": 1024,
+                                      "cp": 1024, "seq": 1024})
+    assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem+json")
+    assert "2 x CP = 2,048 equal chunks" in r.json()["detail"]

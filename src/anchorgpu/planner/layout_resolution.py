@@ -16,6 +16,7 @@ from anchorgpu.planner.inputs import OFFLOADS, Layout, Workload, default_seq_tok
 from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout
 from anchorgpu.planner.result import ResolvedLayout
 from anchorgpu.planner.sequence_parallel import resolve_sequence_parallel
+from anchorgpu.planner.speed.context_parallel import cp_split_refusal
 from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
 from anchorgpu.planner.workload_checks import check_counts, counts_checker
 from anchorgpu.units import require_whole_gpus
@@ -278,8 +279,9 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
                               "TP 1 has none; give --tp 2 or more, or drop --tp-overlap")
     if training and isinstance(model, ModelSpec):
         seq = default_seq_tokens(workload, model.max_context_tokens)
-        if seq % cp:
-            raise InvalidWorkload(f"--cp {cp} does not divide the sequence of {seq:,} tokens")
+        refusal = cp_split_refusal(cp, seq)
+        if refusal is not None:
+            raise InvalidWorkload(refusal)
     return ResolvedLayout(gpus=gpus, tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=layout.fsdp,
                           offload=layout.offload, cp=cp, virtual_stages=v,
                           sequence_parallel=resolve_sequence_parallel(
