@@ -16,6 +16,9 @@
    chunks for the causal load balance (Megatron-Core's get_pretrain_batch_on_this_cp_rank, PyTorch's
    _RoundRobinLoadBalancer), so neither launches. Now refused in one line; the chooser and the sweep try only sizes
    whose 2 x CP chunks split the sequence.
+4. A well-formed count that is not a whole number after its suffix (--global-batch 4.2M = 4,404,019.2 tokens, M being
+   1,048,576; --prompt 1.1k = 1,126.4) was refused as if malformed ("expected tokens such as 4M, 16M or 1048576"),
+   while 4.5M and 1.5k pass: the line now says what the value came to and that it is not whole.
 """
 
 from __future__ import annotations
@@ -116,3 +119,27 @@ def test_the_api_refuses_a_cp_that_leaves_one_token_a_rank(client: TestClient) -
                                       "cp": 1024, "seq": 1024})
     assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem+json")
     assert "2 x CP = 2,048 equal chunks" in r.json()["detail"]
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    (("plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--global-batch", "4.2M"),
+     "error: --global-batch '4.2M' is 4,404,019.2 (M = 1,048,576), not a whole number; expected tokens such as 4M, "
+     "16M or 1048576"),
+    (("plan", "llama-3.1-8b", "--gpu", "h100", "--prompt", "1.1k", "--output-tokens", "100"),
+     "error: --prompt '1.1k' is 1,126.4 (k = 1,024), not a whole number; expected a token count such as 8192 or 8k"),
+    (("plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--seq", "2048.5"),
+     "error: --seq '2048.5' is 2,048.5, not a whole number; expected a token count such as 8192 or 8k"),
+    (("recommend", "llama-3.1-8b", "--task", "train", "--tokens", "1T", "--global-batch", "0.3M"),
+     "error: --global-batch '0.3M' is 314,572.8 (M = 1,048,576), not a whole number; expected tokens such as 4M, "
+     "16M or 1048576"),
+])
+def test_a_count_that_is_not_whole_after_its_suffix_says_so(capsys: pytest.CaptureFixture[str],
+                                                            argv: tuple[str, ...], line: str) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and err == line + "\n"
+
+
+def test_a_suffixed_count_that_is_whole_is_still_taken(capsys: pytest.CaptureFixture[str]) -> None:
+    answer = run_json(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8",
+                      "--global-batch", "4.5M")  # 4,718,592 tokens = 2,304 sequences of 2,048
+    assert answer["performance"]["global_batch_tokens"] == 4_718_592
