@@ -19,6 +19,9 @@
 4. A well-formed count that is not a whole number after its suffix (--global-batch 4.2M = 4,404,019.2 tokens, M being
    1,048,576; --prompt 1.1k = 1,126.4) was refused as if malformed ("expected tokens such as 4M, 16M or 1048576"),
    while 4.5M and 1.5k pass: the line now says what the value came to and that it is not whole.
+5. On the Megatron stack sequence parallelism (on with TP) scatters each CP rank's tokens over the TP ranks and
+   asserts they divide (megatron/core/tensor_parallel/mappings.py, _split_along_first_dim); --tp 8 --seq 2052 was
+   planned, and the chooser picked TP 8 at 2,052-token sequences. Now refused in one line, never chosen.
 """
 
 from __future__ import annotations
@@ -143,3 +146,26 @@ def test_a_suffixed_count_that_is_whole_is_still_taken(capsys: pytest.CaptureFix
     answer = run_json(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8",
                       "--global-batch", "4.5M")  # 4,718,592 tokens = 2,304 sequences of 2,048
     assert answer["performance"]["global_batch_tokens"] == 4_718_592
+
+
+def test_sequence_parallelism_that_cannot_split_the_sequence_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ("plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "64", "--tp", "8", "--seq", "2052")
+    code, out, err = run(capsys, *base)
+    assert code == 2 and out == "" and err == (
+        "error: --tp 8 with sequence parallelism: Megatron-Core splits each sequence's 2,052 tokens over the 8 TP "
+        "ranks and refuses a remainder; give a sequence that is a multiple of 8 tokens, or --no-sequence-parallel "
+        "(a dense model)\n")
+    # without sequence parallelism TP 8 runs any length; the PyTorch stack's rule is not read, so not refused
+    assert run_json(capsys, *base, "--no-sequence-parallel")["layout"]["tp"] == 8
+
+
+def test_the_chooser_picks_no_tp_that_sequence_parallelism_cannot_split(capsys: pytest.CaptureFixture[str]) -> None:
+    answer = run_json(capsys, "plan", "llama-3.1-405b", "--task", "train", "--gpu", "h100", "--gpus", "128",
+                      "--seq", "2052")  # at 2,048 tokens: TP 8 x PP 16 (v 4)
+    assert answer["fits"] and 2052 % answer["layout"]["tp"] == 0
+
+
+def test_recommend_offers_no_tp_that_sequence_parallelism_cannot_split(capsys: pytest.CaptureFixture[str]) -> None:
+    answer = run_json(capsys, "recommend", "llama-3.1-70b", "--task", "train", "--seq", "2052", "--tokens", "100B",
+                      "--top", "100")
+    assert answer["results"] and all(2052 % r["layout"]["tp"] == 0 for r in answer["results"])  # TP 8 rows before

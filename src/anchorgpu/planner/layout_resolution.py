@@ -15,7 +15,7 @@ from anchorgpu.planner._memo import memo_with_lines
 from anchorgpu.planner.inputs import OFFLOADS, Layout, Workload, default_seq_tokens
 from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout
 from anchorgpu.planner.result import ResolvedLayout
-from anchorgpu.planner.sequence_parallel import resolve_sequence_parallel
+from anchorgpu.planner.sequence_parallel import resolve_sequence_parallel, sequence_split_refusal
 from anchorgpu.planner.speed.context_parallel import cp_split_refusal
 from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
 from anchorgpu.planner.workload_checks import check_counts, counts_checker
@@ -282,11 +282,16 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
         refusal = cp_split_refusal(cp, seq)
         if refusal is not None:
             raise InvalidWorkload(refusal)
+    sequence_parallel = resolve_sequence_parallel(layout.sequence_parallel, training=training, tp=tp,
+                                                  moe=isinstance(model, ModelSpec) and model.moe is not None)
+    if sequence_parallel and isinstance(model, ModelSpec):
+        refusal = sequence_split_refusal(tp, cp, default_seq_tokens(workload, model.max_context_tokens),
+                                         workload.train_stack)
+        if refusal is not None:
+            raise InvalidWorkload(refusal)
     return ResolvedLayout(gpus=gpus, tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=layout.fsdp,
                           offload=layout.offload, cp=cp, virtual_stages=v,
-                          sequence_parallel=resolve_sequence_parallel(
-                              layout.sequence_parallel, training=training, tp=tp,
-                              moe=isinstance(model, ModelSpec) and model.moe is not None),
+                          sequence_parallel=sequence_parallel,
                           tp_overlap=layout.tp_overlap, ep_overlap=layout.ep_overlap, pipeline_layout=stated)
 
 
