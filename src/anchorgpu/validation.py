@@ -178,6 +178,10 @@ def whole_number(text: str, *, field: str, suffixes: dict[str, int] | None = Non
     Traceback (most recent call last):
     ...
     anchorgpu.errors.InvalidInput: --tokens 'nan': expected a whole number such as 1000000
+    >>> whole_number("1.1k", field="prompt", suffixes={"k": 1024}, example="8192 or 8k")
+    Traceback (most recent call last):
+    ...
+    anchorgpu.errors.InvalidInput: --prompt '1.1k' is 1,126.4 (k = 1,024), not a whole number; expected a whole number such as 8192 or 8k
     """
     flag = f"--{field.replace('_', '-')}"
     match = _NUMBER_RE.match(text) if isinstance(text, str) else None
@@ -189,8 +193,12 @@ def whole_number(text: str, *, field: str, suffixes: dict[str, int] | None = Non
         raise InvalidInput(f"{flag} {text!r}: expected {noun} such as {example}")
     if "e" in mantissa.lower() or "." in mantissa:
         value = float(mantissa) * scale
-        if not math.isfinite(value) or not value.is_integer():
+        if not math.isfinite(value):
             raise InvalidInput(f"{flag} {text!r}: expected {noun} such as {example}")
+        if not value.is_integer():  # say why a well-formed count is refused: 1.1k is 1,126.4 (k = 1,024)
+            unit = match.group(2)
+            raise InvalidInput(f"{flag} {text!r} is {value:,}" + (f" ({unit} = {scale:,})" if unit else "")
+                               + f", not a whole number; expected {noun} such as {example}")
         number = int(value)
     else:
         number = int(mantissa) * scale

@@ -287,20 +287,21 @@ class Overheads:
 
 def train_cp_sizes(seq_tokens: int) -> tuple[int, ...]:
     """The context-parallel sizes a layout chosen for training, and the recommend sweep, try: none below 16,384
-    tokens a sequence; above, the powers of two that divide the sequence and leave each GPU at least
+    tokens a sequence; above, the powers of two whose 2 x CP chunks split the sequence and leave each GPU at least
     :data:`CP_MIN_TOKENS_PER_RANK` of its tokens (shorter pieces make ring attention's chunks too small to hide their
     K/V transfers), however many: CP 8 at 32,768 tokens, 32 at 131,072 (Llama 3 trained its 128K stage at CP 16,
     arXiv:2407.21783 Table 4: TP 8 x CP 16 x PP 16 on 16,384 H100), 256 at 1,048,576. Each search keeps the sizes that divide its GPUs.
 
     >>> train_cp_sizes(8192), train_cp_sizes(32768), train_cp_sizes(131072)
     ((1,), (1, 2, 4, 8), (1, 2, 4, 8, 16, 32))
-    >>> train_cp_sizes(16384), train_cp_sizes(1_048_576)[-1], train_cp_sizes(3 * 2**15)
-    ((1, 2, 4), 256, (1, 2, 4, 8, 16))
+    >>> train_cp_sizes(16384), train_cp_sizes(1_048_576)[-1], train_cp_sizes(3 * 2**15), train_cp_sizes(2 * 9001)
+    ((1, 2, 4), 256, (1, 2, 4, 8, 16), (1,))
     """
     if seq_tokens < 16384:
         return (1,)
     sizes = [1]
-    while seq_tokens % (sizes[-1] * 2) == 0 and seq_tokens // (sizes[-1] * 2) >= CP_MIN_TOKENS_PER_RANK:
+    # each size cuts the sequence into 2 x CP equal chunks (speed.context_parallel.cp_split_refusal)
+    while seq_tokens % (sizes[-1] * 4) == 0 and seq_tokens // (sizes[-1] * 2) >= CP_MIN_TOKENS_PER_RANK:
         sizes.append(sizes[-1] * 2)
     return tuple(sizes)
 

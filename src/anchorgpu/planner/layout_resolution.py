@@ -15,7 +15,8 @@ from anchorgpu.planner._memo import memo_with_lines
 from anchorgpu.planner.inputs import OFFLOADS, Layout, Workload, default_seq_tokens
 from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout
 from anchorgpu.planner.result import ResolvedLayout
-from anchorgpu.planner.sequence_parallel import resolve_sequence_parallel
+from anchorgpu.planner.sequence_parallel import resolve_sequence_parallel, sequence_split_refusal
+from anchorgpu.planner.speed.context_parallel import cp_split_refusal
 from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
 from anchorgpu.planner.workload_checks import check_counts, counts_checker
 from anchorgpu.units import require_whole_gpus
@@ -270,18 +271,27 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
                                   f"of {model.name}, nor {model.num_layers + 2} with the embedding and the loss "
                                   "counted as layers (Megatron-Core's --account-for-embedding-in-pipeline-split "
                                   "--account-for-loss-in-pipeline-split)")
+        if stated is None and pp * v > model.num_layers:  # the speed model refuses it too: refused before the memory
+            raise InvalidWorkload(f"--virtual-stages {v}: pp {pp} x v {v} chunks is more than the {model.num_layers} "
+                                  f"layers of {model.name}")
     if training and layout.tp_overlap and tp < 2:  # as --sequence-parallel with TP 1: a switch with nothing to act on
         raise InvalidWorkload(f"--tp-overlap with TP {tp}: it overlaps tensor-parallel traffic with the products, and "
                               "TP 1 has none; give --tp 2 or more, or drop --tp-overlap")
     if training and isinstance(model, ModelSpec):
         seq = default_seq_tokens(workload, model.max_context_tokens)
-        if seq % cp:
-            raise InvalidWorkload(f"--cp {cp} does not divide the sequence of {seq:,} tokens")
+        refusal = cp_split_refusal(cp, seq)
+        if refusal is not None:
+            raise InvalidWorkload(refusal)
+    sequence_parallel = resolve_sequence_parallel(layout.sequence_parallel, training=training, tp=tp,
+                                                  moe=isinstance(model, ModelSpec) and model.moe is not None)
+    if sequence_parallel and isinstance(model, ModelSpec):
+        refusal = sequence_split_refusal(tp, cp, default_seq_tokens(workload, model.max_context_tokens),
+                                         workload.train_stack)
+        if refusal is not None:
+            raise InvalidWorkload(refusal)
     return ResolvedLayout(gpus=gpus, tp=tp, pp=pp, dp=dp, ep=ep, zero=zero, fsdp=layout.fsdp,
                           offload=layout.offload, cp=cp, virtual_stages=v,
-                          sequence_parallel=resolve_sequence_parallel(
-                              layout.sequence_parallel, training=training, tp=tp,
-                              moe=isinstance(model, ModelSpec) and model.moe is not None),
+                          sequence_parallel=sequence_parallel,
                           tp_overlap=layout.tp_overlap, ep_overlap=layout.ep_overlap, pipeline_layout=stated)
 
 

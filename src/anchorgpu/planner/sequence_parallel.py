@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from anchorgpu.errors import InvalidWorkload
 
-__all__ = ["memory_off_line", "resolve_sequence_parallel", "speed_off_line"]
+__all__ = ["memory_off_line", "resolve_sequence_parallel", "sequence_split_refusal", "speed_off_line"]
 
 
 def resolve_sequence_parallel(stated: object, *, training: bool, tp: int, moe: bool = False) -> bool:
@@ -60,3 +60,24 @@ def speed_off_line(tp: int, share: float, *, stages: bool) -> str:
             f"the memory-bound operators' {share:.0%} share outside the TP-split region (their share of the layer's "
             f"kept activations) takes {tp}x its time"
             + (", and stage-to-stage transfers carry the whole sequence, not its 1/t." if stages else "."))
+
+
+def sequence_split_refusal(tp: int, cp: int, seq_tokens: int, train_stack: str) -> str | None:
+    """Why sequence parallelism over ``tp`` ranks cannot split each CP rank's ``seq_tokens / cp`` tokens, or ``None``
+    where it can. Megatron-Core scatters the local sequence over the TP ranks (``scatter_to_sequence_parallel_region``),
+    and its ``_split_along_first_dim`` asserts "First dimension of the tensor should be divisible by tensor parallel
+    size" (NVIDIA/Megatron-LM@00caa53a ``megatron/core/tensor_parallel/mappings.py``). The PyTorch stack is not
+    checked: no source read for its rule.
+
+    >>> sequence_split_refusal(8, 1, 2048, "megatron") is None, sequence_split_refusal(8, 1, 2052, "pytorch") is None
+    (True, True)
+    >>> print(sequence_split_refusal(8, 1, 2052, "megatron"))  # doctest: +ELLIPSIS
+    --tp 8 with sequence parallelism: Megatron-Core splits each sequence's 2,052 tokens over the 8 TP ranks ...
+    """
+    local = seq_tokens // cp
+    if tp <= 1 or train_stack != "megatron" or local % tp == 0:
+        return None
+    where = "each CP rank's share of a sequence," if cp > 1 else "each sequence's"
+    return (f"--tp {tp} with sequence parallelism: Megatron-Core splits {where} {local:,} tokens over the {tp} TP "
+            f"ranks and refuses a remainder; give a sequence that is a multiple of {tp * cp:,} tokens, or "
+            "--no-sequence-parallel (a dense model)")

@@ -7,8 +7,32 @@ from __future__ import annotations
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, all_gather_s, p2p_s
 
-__all__ = ["context_parallel_s", "pytorch_cp_exposed_s"]
+__all__ = ["context_parallel_s", "cp_split_refusal", "pytorch_cp_exposed_s"]
 
+
+
+def cp_split_refusal(cp: int, seq_tokens: int) -> str | None:
+    """Why ``cp`` context-parallel ranks cannot share a sequence of ``seq_tokens``, or ``None`` where they can. Both
+    training stacks balance the causal work by cutting each sequence into ``2 x cp`` equal chunks and giving rank ``r``
+    chunks ``r`` and ``2cp - 1 - r``, so the sequence must be a multiple of ``2 x cp``: Megatron-Core views it as
+    ``2 * cp_size`` chunks (NVIDIA/Megatron-LM@00611e6e ``megatron/core/utils.py``,
+    ``get_pretrain_batch_on_this_cp_rank``), PyTorch's context parallelism asserts ``size % (cp_world_size * 2) == 0``
+    (pytorch/pytorch@f2127dbd ``torch/distributed/tensor/experimental/_attention.py``, ``_RoundRobinLoadBalancer``).
+
+    >>> cp_split_refusal(2, 8192) is None, cp_split_refusal(1, 2049) is None
+    (True, True)
+    >>> cp_split_refusal(3, 8192)
+    '--cp 3 does not divide the sequence of 8,192 tokens'
+    >>> cp_split_refusal(2048, 2048)  # doctest: +ELLIPSIS
+    '--cp 2048: ring attention cuts each sequence into 2 x CP = 4,096 equal chunks ... 2,048 tokens is not a multiple of 4,096'
+    """
+    if seq_tokens % cp:
+        return f"--cp {cp} does not divide the sequence of {seq_tokens:,} tokens"
+    if cp > 1 and seq_tokens % (2 * cp):
+        return (f"--cp {cp}: ring attention cuts each sequence into 2 x CP = {2 * cp:,} equal chunks (two a rank, "
+                f"for the causal load balance: Megatron-Core and PyTorch alike), and the sequence of {seq_tokens:,} "
+                f"tokens is not a multiple of {2 * cp:,}")
+    return None
 
 def context_parallel_s(model: ModelSpec, tp: int, pp: int, cp: int, link: Link, efficiency: float, tokens_rank: float,
                        attention_s: float, attn_passes: float, bwd_passes: float, stage_layers: float, *,

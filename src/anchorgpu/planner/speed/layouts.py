@@ -34,11 +34,12 @@ from anchorgpu.planner.inputs import (
     train_pp_sizes,
 )
 from anchorgpu.planner.pipeline_layout import parse_pipeline_layout
+from anchorgpu.planner.sequence_parallel import sequence_split_refusal
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.chooser_order import add_zero2_block, fastest_first, zero1_twins
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import compute_precision_for_training
-from anchorgpu.planner.speed.pipeline import default_batch_tokens, interleaving_refusal_line
+from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss, default_batch_tokens, interleaving_refusal_line
 from anchorgpu.planner.speed.topology import network_bytes_per_s_of
 from anchorgpu.planner.speed.training import (
     TrainLayout,
@@ -81,16 +82,22 @@ def tp_ok(model: ModelSpec, tp: int) -> bool:
 
 
 def deepest_interleave(model: ModelSpec, pp: int) -> int:
-    """The most interleaved chunks a GPU of ``pp`` even stages holds (virtual stages; 1: plain 1F1B), as the chooser
-    tries them beside 1: more chunks only shrink the bubble (their transfers overlap), so the most that divide a
-    stage's layers. The sweep behind ``recommend`` times a pipelined layout at this depth too.
+    """The most interleaved chunks a GPU of ``pp`` stages holds (virtual stages; 1: plain 1F1B), as the chooser
+    tries them beside 1: more chunks only shrink the bubble (their transfers overlap), so the most whose ``pp * v``
+    chunks ``plan()`` takes: chunks that split the layers evenly, or the layers with the embedding and the loss
+    counted as one each (:func:`~.pipeline.counts_embedding_and_loss`, Megatron-Core's
+    ``--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split``), and no more chunks than
+    layers. Llama 3.1 405B's 126 layers interleave that way: 128 / (8 x 8) = 2 a chunk, NVIDIA's DGX Cloud
+    benchmark of it on 512 H100 runs PP 8 x VP 8 (NVIDIA/dgxc-benchmarking ``llama3.1/README.md``). The sweep behind
+    ``recommend`` times a pipelined layout at this depth too.
 
     >>> from anchorgpu.planner._examples import llama_3_1_70b
     >>> [deepest_interleave(llama_3_1_70b(), pp) for pp in (1, 2, 4, 8, 16)]  # 80 layers
     [1, 10, 10, 10, 5]
     """
-    per_stage = model.num_layers // pp if model.num_layers % pp == 0 else 0
-    return max((v for v in (2, 4, 5, 8, 10) if pp > 1 and per_stage and per_stage % v == 0), default=1)
+    layers = model.num_layers
+    return max((v for v in (2, 4, 5, 8, 10) if pp > 1 and pp * v <= layers
+                and (layers % (pp * v) == 0 or counts_embedding_and_loss(layers, pp, v))), default=1)
 
 
 def micro_batches(w: Workload) -> tuple[int, ...]:
@@ -158,6 +165,8 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
         for cp in cps:
             if gpus % (tp * cp):
                 continue
+            if given.sequence_parallel is not False and sequence_split_refusal(tp, cp, seq, w.train_stack):
+                continue  # sequence parallelism (on with TP unless turned off) cannot split the sequence
             rest = gpus // (tp * cp)
             pps = ([given.pp or 1] if given.pp is not None or w.offload_activation_layers or not w.launch_stages
                    else train_pp_sizes(model.num_layers, rest))

@@ -60,6 +60,7 @@ from anchorgpu.planner.memory.activations import keeps_fp8_input_copies, layer_a
 from anchorgpu.planner.pipeline_layout import PipelineLayout
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.constants import Calibration
+from anchorgpu.planner.speed.context_parallel import cp_split_refusal
 from anchorgpu.planner.speed.data_parallel import data_parallel_terms
 from anchorgpu.planner.speed.experts import MoeDispatcher
 from anchorgpu.planner.speed.flops import Recompute, TrainKind
@@ -186,8 +187,9 @@ def _check(model: ModelSpec, lay: TrainSplit, seq_tokens: int) -> None:
         raise InvalidWorkload(
             f"layout tp {lay.tp} x cp {lay.cp} x pp {lay.pp} x dp {lay.dp} = {lay.tp * lay.cp * lay.pp * lay.dp:,}"
             f" is not the {lay.gpus:,} GPUs")
-    if seq_tokens % lay.cp:
-        raise InvalidWorkload(f"--cp {lay.cp} does not divide the sequence of {seq_tokens:,} tokens")
+    refusal = cp_split_refusal(lay.cp, seq_tokens)
+    if refusal is not None:
+        raise InvalidWorkload(refusal)
     if lay.pipeline_layout is None and lay.pp * lay.virtual_stages > model.num_layers:
         raise InvalidWorkload(
             f"--virtual-stages {lay.virtual_stages}: pp {lay.pp} x v {lay.virtual_stages} chunks is more than the "
