@@ -643,3 +643,22 @@ def test_tensorrt_llm_long_prompt_rows_time_the_prompt_attention_as_plan_does() 
     assert (result.prompt_tokens, result.output_tokens) == (20000, 2000)
     _rows_are_plans(model, result, replace(asked, prompt_tokens=20000, output_tokens=2000),
                     same_request=_plans_own_request(result), same_context=True)
+
+
+def test_blackwell_rows_take_the_measured_gemm_share_as_plan_does_and_block_fp8_keeps_the_fit() -> None:
+    """On Blackwell a BF16 or per-tensor FP8 product runs at the GPU's measured GEMM share over Hopper's and FP8 in
+    blocks keeps the fitted rate (Calibration.serve_gemm_ratio, stated.serve_gemm_peak_share): the sweep's rows of
+    each format on B200, GB200 and B300 shapes are plan()'s."""
+    model = load_model("qwen3-32b")
+    shapes = tuple(s for s in SHAPES if s.gpu.name in ("b200", "gb200", "b300"))
+    spec = SweepSpec(workload=Workload(task="inference", context_tokens=8192, concurrency=64),
+                     weights=("bf16", "fp8", "fp8-block128x128"))
+    result = sweep(model, shapes, spec)
+    by_weights: dict[str, list[int]] = {}
+    for i in range(result.evaluated):
+        by_weights.setdefault(result.row(i)["weights"], []).append(i)
+    assert set(by_weights) == {"bf16", "fp8", "fp8-block128x128"}
+    rng = random.Random(20261206)
+    for rows in by_weights.values():
+        for i in rng.sample(rows, min(6, len(rows))):
+            _check_inference_row(result, model, i)

@@ -92,8 +92,10 @@ class Ticks:
         self.bw_mbu = self.bw_mem * per_layout(lambda k: k.decode_mbu)  # the bandwidth a decode step reaches
         self.memory_s = weights_wl / self.bw_mbu  # reading the weights (a MoE: the experts a step touches, per tick)
         # per (shape, format): the serving efficiency scaled for FP8/FP4 products, as speed.serving does
-        mm_eff_gw = np.array([[cal.serve_precision_efficiency(gpu, peak_for(gpu, p).precision) for p in precisions]
-                              for gpu in gpus])
+        # (FP8 in blocks keeps the fitted rate on every GPU: Calibration.serve_gemm_ratio)
+        blocks = [is_block_fp8(format_for_model(model, name).name) for name in weights]
+        mm_eff_gw = np.array([[cal.serve_precision_efficiency(gpu, peak_for(gpu, p).precision, block_fp8=b)
+                               for p, b in zip(precisions, blocks, strict=True)] for gpu in gpus])
         width_l = model.hidden_size / lay.tp
         half_l = per_layout(lambda k: k.serve_matmul_half_width)
         width_share = width_l / (width_l + half_l)

@@ -85,6 +85,10 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         vllm_marlin_moe_expert_half_tokens=_keyed(stated, "vllm_marlin_moe_expert_half_tokens"),
         trtllm_decode_attention_kv_fraction=_keyed(stated, "trtllm_decode_attention_kv_fraction"),
         fp4_gemm_peak_share=_keyed(stated, "fp4_gemm_peak_share"),
+        serve_gemm_peak_share={precision: {gpu: _number(by_gpu, gpu, f"stated.serve_gemm_peak_share.{precision}")
+                                           for gpu in by_gpu}
+                               for precision, by_gpu in stated["serve_gemm_peak_share"]["value"].items()},
+        serve_gemm_reference=tuple(str(name) for name in stated["serve_gemm_peak_share"]["reference"]),
         trtllm_allreduce_latency_s=_keyed(stated, "trtllm_allreduce_latency_s"),
         trtllm_context_attention_peak_share=_keyed(stated, "trtllm_context_attention_peak_share"),
         trtllm_context_attention_extra_pairs=_keyed(stated, "trtllm_context_attention_extra_pairs"),

@@ -139,6 +139,11 @@ class Calibration:
     # TensorRT-LLM's NVFP4 products: the share of a GPU's dense FP4 peak its measured GEMMs reach, by GPU name;
     # FP4 serving products scale fp4_matmul_efficiency by it over B200's (serve_precision_efficiency); absent: 1
     fp4_gemm_peak_share: dict[str, float] = field(default_factory=dict)
+    # serving engines' BF16 and per-tensor FP8 GEMMs: the share of a GPU's dense peak they reach, by precision and GPU
+    # name, and the GPUs the fitted serve_matmul_efficiency is theirs (the reference, each taking 1); another stated
+    # GPU's BF16/FP8 serving products scale by its share over the reference's mean (serve_gemm_ratio); absent: 1
+    serve_gemm_peak_share: dict[str, dict[str, float]] = field(default_factory=dict)
+    serve_gemm_reference: tuple[str, ...] = ()
     # TensorRT-LLM's own TP all-reduce inside an NVLink server: its fixed cost, by GPU name; a GPU absent takes
     # latency_s["scale-up"] (step_constants.allreduce_latency_s)
     trtllm_allreduce_latency_s: dict[str, float] = field(default_factory=dict)
@@ -224,15 +229,37 @@ class Calibration:
         evidence = self.serving_evidence(gpu, key, engine)[0] if engine else self.evidence_for(gpu, key)
         return band.holding(evidence)
 
-    def serve_precision_efficiency(self, gpu: GpuSpec, precision: str) -> float:
+    def serve_precision_efficiency(self, gpu: GpuSpec, precision: str, *, block_fp8: bool = False) -> float:
         """A wide serving product's share of the ``precision`` peak: ``serve_matmul_efficiency`` scaled by the
-        training FP8/BF16 ratio for FP8; for FP4 the serving fit's own ``fp4_matmul_efficiency`` (no training row
+        training FP8/BF16 ratio for FP8 and by :meth:`serve_gemm_ratio` (a GPU whose measured BF16/FP8 GEMMs reach
+        less of their peak than the reference Hopper GPUs'; not for FP8 weights in blocks, ``block_fp8``, whose
+        measured kernels reach no less); for FP4 the serving fit's own ``fp4_matmul_efficiency`` (no training row
         is FP4, so no training constant enters it and a serving change cannot move the training fit through it),
         scaled by :meth:`fp4_gemm_ratio` (a GPU whose measured FP4 GEMMs reach more or less of their peak than B200's)."""
         k = self.stack(gpu)
         if precision == "fp4":
             return k.fp4_matmul_efficiency * self.fp4_gemm_ratio(gpu)
-        return k.serve_matmul_efficiency * self.low_precision_ratio(gpu, precision)
+        ratio = 1.0 if block_fp8 and precision == "fp8" else self.serve_gemm_ratio(gpu, precision)
+        return k.serve_matmul_efficiency * self.low_precision_ratio(gpu, precision) * ratio
+
+    def serve_gemm_ratio(self, gpu: GpuSpec, precision: str) -> float:
+        """The share of its dense ``precision`` peak ``gpu``'s measured BF16 or FP8 serving GEMMs reach over the
+        reference GPUs' mean (:attr:`serve_gemm_peak_share`, :attr:`serve_gemm_reference`: the fitted
+        ``serve_matmul_efficiency`` is theirs); 1.0 for a reference GPU and where the GPU, the precision or the
+        reference is absent.
+
+        >>> from anchorgpu.hardware import get_gpu
+        >>> from anchorgpu.planner.speed.calibration import calibration
+        >>> cal = calibration()
+        >>> round(cal.serve_gemm_ratio(get_gpu("b200"), "fp8"), 3), cal.serve_gemm_ratio(get_gpu("h200"), "fp8")
+        (0.847, 1.0)
+        """
+        by_gpu = self.serve_gemm_peak_share.get(precision)
+        if not by_gpu or gpu.name in self.serve_gemm_reference:
+            return 1.0
+        share = by_gpu.get(gpu.name)
+        reference = [by_gpu[name] for name in self.serve_gemm_reference if name in by_gpu]
+        return share / (sum(reference) / len(reference)) if share and reference else 1.0
 
     def fp4_gemm_ratio(self, gpu: GpuSpec) -> float:
         """The share of its dense FP4 peak ``gpu``'s measured NVFP4 GEMMs reach over B200's

@@ -180,7 +180,8 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
     # pass is a third of the training traffic per token, layer and hidden unit
     mbu = 1.0 if ideal else k.decode_mbu
     shape = serve_shape_factor(model.hidden_size / setup.tp, k.serve_matmul_half_width)
-    mm_eff = 1.0 if ideal else cal.serve_precision_efficiency(gpu, choice.precision) * shape
+    mm_eff = 1.0 if ideal else cal.serve_precision_efficiency(gpu, choice.precision,
+                                                              block_fp8=setup.block_fp8) * shape
     att_eff = 1.0 if ideal else k.attention_efficiency
     bf16 = peak_for(gpu, "bf16").flops_per_s
     # the products of 16-bit weights (a share below 1) at BF16's rate, the rest at the format's
