@@ -159,13 +159,16 @@ def _sglang_admission(output: int) -> str:
             "prompt + output")
 
 
-_CONSTANTS_LINES: dict[tuple[int, int, str], tuple[GpuSpec, Calibration, str]] = {}
+_CONSTANTS_LINES: dict[tuple[int, int, str, bool], tuple[GpuSpec, Calibration, str]] = {}
 
 
-def serving_constants_line(gpu: GpuSpec, cal: Calibration, precision: str) -> str:
+def serving_constants_line(gpu: GpuSpec, cal: Calibration, precision: str, *, block_fp8: bool = False) -> str:
     """The calibrated serving constants of a GPU's stack, as one assumption: it depends on the (frozen) GPU and
-    calibration and the compute precision only, so every plan on that GPU shares it (memoised by identity)."""
-    key = (id(gpu), id(cal), precision)
+    calibration, the compute precision and whether FP8 weights are scaled in blocks only, so every plan on that GPU
+    shares it (memoised by identity). Batched products are stated at the share of the precision's peak the step
+    times them at (:meth:`~anchorgpu.planner.speed.constants.Calibration.serve_precision_efficiency`: the FP8 and FP4
+    ratios and a GPU's measured GEMM share), not the BF16 fit alone."""
+    key = (id(gpu), id(cal), precision, block_fp8)
     hit = _CONSTANTS_LINES.get(key)
     if hit is not None and hit[0] is gpu and hit[1] is cal:
         return hit[2]
@@ -174,7 +177,8 @@ def serving_constants_line(gpu: GpuSpec, cal: Calibration, precision: str) -> st
     label = f"calibrated {name} constants" if cal.origin == "calibrated" else f"{name} constants with your efficiencies"
     host = host_kind(gpu)
     line = (f"{label}: memory reads at {k.decode_mbu:.0%} of "
-            f"{gpu.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, batched products at {k.serve_matmul_efficiency:.0%} "
+            f"{gpu.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s, batched products at "
+            f"{cal.serve_precision_efficiency(gpu, precision, block_fp8=block_fp8):.0%} "
             f"of the dense {precision.upper()} peak, {k.per_step_s * 1e3:.2f} ms per step + "
             f"{k.per_layer_step_s * 1e6:.0f} us per layer of fixed cost; the engine's CPU "
             f"{cal.host_s_per_sequence_step[host] * 1e6:.1f} us per running sequence a step "

@@ -214,7 +214,7 @@ def serving_context(gpu: GpuSpec, cal: Calibration, model: ModelSpec, weights: s
     choice = peak_for(gpu, precision)  # a precision the GPU has no tensor cores for runs at the BF16 peak
     return ServingContext(
         choice=choice, band=plan_band(gpu, cal, "serve", kind, engine),
-        constants_line=serving_constants_line(gpu, cal, choice.precision), evidence=evidence,
+        constants_line=serving_constants_line(gpu, cal, choice.precision, block_fp8=block_fp8), evidence=evidence,
         launches_line=launches_line(model, cal.launches, block_fp8),
         caveats=tuple(serving_caveats(cal.caveats, moe=model.moe is not None, engine=engine, wide_ep=wide_ep)),
         setup_terms=setup_terms(model, weights, engine))
