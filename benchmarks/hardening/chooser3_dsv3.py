@@ -6,6 +6,7 @@ from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner.speed.estimate import plan_performance
+
 m = load_model("deepseek-v3")
 for gpu, n in (("h100", 1024), ("h100", 2048), ("h100", 4096), ("gb200", 256), ("h800", 2048)):
     p = plan(m, Workload(task="train", seq_tokens=4096), layout=Layout(gpus=n), gpu=get_gpu(gpu))
