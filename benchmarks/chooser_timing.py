@@ -1,5 +1,6 @@
 """What the layout chosen for the user costs in process, on two trees in the same run: ``benchmarks/run.py``'s three
-searches (Llama 3.1 70B on 512 H100, Qwen3-235B-A22B on 256 H100, and the fewest H100 for the 70B), each ``plan()``
+searches (Llama 3.1 70B on 512 H100, Qwen3-235B-A22B on 256 H100, and the fewest H100 for the 70B) and DeepSeek-V3
+on 1,024 H100 (``dsv3``: its uneven interleaved layouts, stop 55), each ``plan()``
 with its ``plan_performance``, as run.py times them. Not a test.
 
 ``warm`` repeats one question, as run.py does (the step terms of its layouts memoised by the first call); ``cold``
@@ -24,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-CASES = ("dense", "moe", "count")
+CASES = ("dense", "moe", "count", "dsv3")
 MODES = ("warm", "cold")
 
 
@@ -38,7 +39,8 @@ def _child(case: str, mode: str, calls: int) -> None:
 
     gpu = get_gpu("h100")
     model, layout = {"dense": ("llama-3.1-70b", Layout(gpus=512)), "moe": ("qwen3-235b-a22b", Layout(gpus=256)),
-                     "count": ("llama-3.1-70b", None)}[case]
+                     "count": ("llama-3.1-70b", None),
+                     "dsv3": ("deepseek-v3", Layout(gpus=1024))}[case]
     spec = load_model(model)
     work = Workload(task="train") if case == "count" else Workload(task="train", seq_tokens=4096)
     memos = [training._layout_terms]

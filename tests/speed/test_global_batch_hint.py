@@ -36,7 +36,9 @@ def test_the_default_batch_on_a_large_cluster_is_priced_against_a_larger_one() -
     same = plan(model, Workload(task="train", global_batch_tokens=4 * 4_194_304, recompute=chosen.workload.recompute,
                                 micro_batch=chosen.workload.micro_batch, seq_tokens=chosen.workload.seq_tokens),
                 gpu=gpu, suggest=False, choose_layout=False,
-                layout=Layout(gpus=2048, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep, zero=lay.zero))
+                layout=Layout(gpus=2048, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep, zero=lay.zero,
+                              virtual_stages=lay.virtual_stages,  # interleaved at the chosen stated layout (stop 55)
+                              pipeline_layout=lay.pipeline_layout.text if lay.pipeline_layout else None))
     quoted = float(re.search(r"would run at ([\d,]+) tok/s", hint).group(1).replace(",", ""))  # type: ignore[union-attr]
     assert quoted == pytest.approx(plan_performance(same)["train_tokens_per_s"], abs=1.0)
     assert quoted > perf["train_tokens_per_s"]

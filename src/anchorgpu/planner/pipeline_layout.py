@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from anchorgpu.errors import InvalidWorkload
 
-__all__ = ["PipelineLayout", "busiest_rank_layers", "parse_pipeline_layout"]
+__all__ = ["PipelineLayout", "busiest_rank_layers", "parse_pipeline_layout", "uneven_pipeline_layout"]
 
 _SYMBOLS = "E embedding, t transformer layer, L loss, m multi-token-prediction layer, | chunk end, x*N and (...)*N repeats"
 _GROUP = re.compile(r"\(([^()]+)\)\*(\d+)")
@@ -129,3 +129,57 @@ def parse_pipeline_layout(text: str, *, pp: int, virtual_stages: int | None, num
                               f"layers of {model_name}")
     return PipelineLayout(text=text, pp=pp, chunk_layers=tuple(chunk.count("t") for chunk in chunks),
                           embedding_chunk=0, loss_chunk=len(chunks) - 1)
+
+
+def _layers_text(count: int) -> str:
+    """``count`` transformer layers as the published layouts write them: ``t``, ``tt``, then ``t*N``."""
+    return "t" * count if count <= 2 else f"t*{count}"
+
+
+def _uneven_text(first: int, each: int, last: int, chunks: int) -> str:
+    """The layout of ``chunks`` chunks: the embedding and ``first`` layers, ``each`` layers in every middle chunk,
+    ``last`` layers and the loss."""
+    middle = chunks - 2
+    group = ("" if middle == 0 else _layers_text(each) + "|" if middle == 1
+             else f"({_layers_text(each)}|)*{middle}")
+    return f"E{_layers_text(first)}|{group}{_layers_text(last)}L"
+
+
+def uneven_pipeline_layout(num_layers: int, pp: int, virtual_stages: int, model_name: str) -> PipelineLayout | None:
+    """The standard uneven layout of ``num_layers`` layers in ``pp * virtual_stages`` chunks, for a layer count
+    those chunks do not split evenly, in the two forms NVIDIA's DeepSeek-V3 (61 layers) runs state, each a first
+    chunk with the embedding, equal middle chunks and a last chunk with the loss:
+
+    * the embedding and the loss counted as a layer each, ``c = ceil((layers + 2) / chunks)`` a chunk, the last
+      chunk the rest: ``Et|(tt|)*30mL`` at PP 8 x VP 4 and PP 16 x VP 2 (yanring/Megatron-MoE-ModelZoo@78930f0c
+      ``best-practice/DeepSeekV3/README.md``; NVIDIA-NeMo/Megatron-Bridge@04264182
+      ``scripts/performance/configs/deepseek/deepseek_workload_base_configs.py``, H100 PP 8 x VP 4), and
+      ``Et*7|(t*8|)*6t*6L`` at PP 2 x VP 4 (row MB-GB300-DSV3);
+    * ``c = ceil(layers / chunks)`` layers beside the embedding and in each middle chunk, the last chunk the rest:
+      Megatron-Bridge's DeepSeek-V3 recipe's ``layout_map`` (``set_deepseek_v3_pipeline_model_parallel_layout``,
+      ``src/megatron/bridge/recipes/deepseek/deepseek_v3.py``: PP 16, PP 8 x VP 2 and PP 4 x VP 4 as
+      ``E t*4 | (t*4|)*14 | t L``).
+
+    The first form where both fit in the chunks (its ranks carrying the embedding and the loss lighter), else the
+    other; ``None`` where neither does (a last chunk short of layers) or where the busiest rank would hold more than
+    ``ceil(layers / pp)`` layers, what plain 1F1B's even split holds (the planner times a stage by its busiest rank:
+    :attr:`PipelineLayout.busiest_rank_layers`). The planner models no multi-token-prediction layer: no ``m``.
+
+    >>> [uneven_pipeline_layout(61, pp, v, "m").text for pp, v in ((8, 4), (16, 2), (2, 4), (4, 4))]
+    ['Et|(tt|)*30L', 'Et|(tt|)*30L', 'Et*7|(t*8|)*6t*6L', 'Et*3|(t*4|)*14ttL']
+    >>> uneven_pipeline_layout(61, 4, 5, "m") is None  # 20 chunks: 4 a chunk leaves the last none to hold
+    True
+    """
+    chunks = pp * virtual_stages
+    if chunks < 2 or chunks > num_layers:
+        return None
+    counted = -(-(num_layers + 2) // chunks)  # the embedding and the loss a layer each
+    for first, each in ((counted - 1, counted), (-(-num_layers // chunks),) * 2):
+        last = num_layers - first - each * (chunks - 2)
+        if last < 0:
+            continue
+        layout = parse_pipeline_layout(_uneven_text(first, each, last, chunks), pp=pp, virtual_stages=virtual_stages,
+                                       num_layers=num_layers, model_name=model_name)
+        if layout.busiest_rank_layers <= -(-num_layers // pp):
+            return layout
+    return None

@@ -60,7 +60,7 @@ from anchorgpu.planner.sweep_lines import (
     training_stacks_line,
 )
 from anchorgpu.planner.sweep_request import context_speed_line, cross_speed_line, timed_request
-from anchorgpu.planner.sweep_training import training_columns
+from anchorgpu.planner.sweep_training import stated_layouts, training_columns
 from anchorgpu.planner.sweep_vllm import vllm_sweep_line
 from anchorgpu.planner.terms import overhead_rule_line
 from anchorgpu.planner.workload_checks import validate_workload
@@ -170,6 +170,9 @@ class SweepResult:
     # it; ``context_tokens`` is the first's (with no length given one sequence holds the model's window, more the
     # request timed)
     concurrency_contexts: tuple[tuple[int, int], ...] = ()
+    # training: (PP, virtual stages, layout) of each interleaving run at a stated layout (layers no pp x v chunks
+    # split: speed.layouts.uneven_interleave), which a row at that PP and depth states as its ``pipeline_layout``
+    pipeline_layouts: tuple[tuple[int, int, str], ...] = ()
 
     def context_at(self, concurrency: int) -> int:
         """The tokens each sequence is sized at when ``concurrency`` run at once (``context_tokens`` where the sweep
@@ -188,6 +191,9 @@ class SweepResult:
         for name, value in values.items():
             out[name] = None if value != value else value  # only NaN differs from itself
         out["weights"], out["kv_cache"] = self.weights[out["weights"]], self.kv_caches[out["kv_cache"]]
+        for pp, v, text in self.pipeline_layouts:
+            if (out["pp"], out.get("virtual_stages")) == (pp, v):
+                out["pipeline_layout"] = text
         return out
 
     def value(self, name: str, i: int) -> Any:
@@ -363,6 +369,7 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         task=w.task, evaluated=n, shapes=tuple(shapes), weights=tuple(weights), kv_caches=kvs,
         context_tokens=ctx, prompt_tokens=prompt, output_tokens=output, columns=columns,
         concurrency_contexts=tuple(sized.items()),
+        pipeline_layouts=stated_layouts(model, lay.pp.tolist()) if training else (),
         assumptions=tuple(assumptions), warnings=warnings,
         encoder_prefill_equivalent_tokens=(encoder_equivalent_tokens(media, model)
                                            if cross is not None and media is not None else 0),
@@ -387,4 +394,5 @@ def _contexts(model: ModelSpec, w: Workload, probe_w: Workload, concs: tuple[int
                          layout=Layout(gpus=1, tp=1, pp=1, dp=1), suggest=False, choose_layout=False)
             held[tokens] = other.workload.context_tokens or model.max_context_tokens
     return tuple(held[asked[c]] for c in concs)
+
 

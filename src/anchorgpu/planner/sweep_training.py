@@ -2,8 +2,9 @@
 and pipeline interleaving that fits, as ``plan``'s chooser picks them for that layout
 (:func:`~anchorgpu.planner.speed.layouts.choose_training_layout`): micro-batches 1, 2 and 4 unless the workload
 states one (:func:`~anchorgpu.planner.speed.layouts.micro_batches`), the recompute levels unless it states one,
-plain 1F1B and the deepest interleave (:func:`~anchorgpu.planner.speed.layouts.deepest_interleave`) where the
-training stack runs it. Speed from :func:`~anchorgpu.planner.speed.training.training_step`, memory from
+plain 1F1B and the deepest interleave (:func:`~anchorgpu.planner.speed.layouts.deepest_interleave`, or where no
+``pp x v`` chunks split the layers the standard uneven layout, :func:`~anchorgpu.planner.speed.layouts.uneven_interleave`)
+where the training stack runs it. Speed from :func:`~anchorgpu.planner.speed.training.training_step`, memory from
 :func:`~anchorgpu.planner.plan.plan` (once per distinct layout, GPU group and configuration), searched by
 :func:`~anchorgpu.planner.sweep_search.fastest_fitting`. A layout that fits in no configuration shows its least memory
 (the first micro-batch, the most recompute, 1F1B). ``splits_batch`` says whether a stated global batch gives each
@@ -12,7 +13,7 @@ data-parallel rank one micro-batch or more (``plan`` refuses the layout otherwis
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ from anchorgpu.planner._frozen import evolver
 from anchorgpu.planner.inputs import RECOMPUTES, Layout, PrecisionPlan, Workload, default_seq_tokens, recompute_ladder
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.flops import Recompute, TrainKind
-from anchorgpu.planner.speed.layouts import deepest_interleave, micro_batches
+from anchorgpu.planner.speed.layouts import deepest_interleave, micro_batches, uneven_interleave
 from anchorgpu.planner.speed.links import compute_precision_for_training
 from anchorgpu.planner.speed.overrides import calibrated
 from anchorgpu.planner.speed.pipeline import (
@@ -44,9 +45,10 @@ from anchorgpu.planner.sweep_search import fastest_fitting
 if TYPE_CHECKING:  # the sweep imports this module: types only here
     from anchorgpu.hardware.spec import GpuSpec
     from anchorgpu.planner.inputs import Overheads
+    from anchorgpu.planner.pipeline_layout import PipelineLayout
     from anchorgpu.planner.sweep import HardwareShape, Progress, SweepSpec
 
-__all__ = ["training_columns"]
+__all__ = ["stated_layouts", "training_columns"]
 
 Config = tuple[int, Recompute, int]  # micro-batch (sequences), recompute level, interleaved chunks a GPU (1: 1F1B)
 Memory = tuple[int, int, int, int]  # per GPU: weights, activations, gradients + optimizer state, total (bytes)
@@ -62,6 +64,8 @@ class _Memories:
     def __init__(self, model: ModelSpec, overheads: Overheads, w: Workload, weights: str, gpu: GpuSpec,
                  lay: TrainLayout) -> None:
         self.model, self.overheads, self.w, self.gpu, self.lay = model, overheads, w, gpu, lay
+        uneven = uneven_interleave(model, lay.pp)  # the interleaved chunks' stated layout, where one is needed
+        self.layout_text = uneven.text if uneven is not None else None
         self.precision = PrecisionPlan(weights=weights)
         self.planned: dict[Config, Memory] = {}
 
@@ -73,7 +77,8 @@ class _Memories:
             p = plan(self.model, _with_knobs(self.w, micro_batch=mb, recompute=rc), precision=self.precision,
                      gpu=self.gpu, suggest=False, choose_layout=False, overheads=self.overheads,
                      layout=Layout(gpus=lay.gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, zero=lay.zero,
-                                   ep=lay.ep if lay.ep > 1 else None, cp=lay.cp, virtual_stages=v if v > 1 else None))
+                                   ep=lay.ep if lay.ep > 1 else None, cp=lay.cp, virtual_stages=v if v > 1 else None,
+                                   pipeline_layout=self.layout_text if v > 1 else None))
             b = p.per_gpu
             found = self.planned[config] = (b.weights_bytes, b.activations_bytes,
                                             b.gradients_bytes + b.optimizer_bytes, b.total_bytes)
@@ -152,7 +157,9 @@ class _Search:
         self.least: Config = (self.mbs[0], self.ladder[-1], 1)  # what a layout that fits in no configuration shows
         self.seq = default_seq_tokens(w, model.max_context_tokens)
         self.steps = _Steps(model, w, spec, self.seq)
-        self.deepest = {pp: deepest_interleave(model, pp) for pp in pps}
+        self.uneven = {pp: uneven_interleave(model, pp) for pp in pps}
+        self.deepest = {pp: deepest_interleave(model, pp) if found is None else found.virtual_stages
+                        for pp, found in self.uneven.items()}
         self.groups: dict[tuple[Any, ...], _Memories] = {}
         self.pair_lists: dict[TrainLayout, list[Pair]] = {}
 
@@ -180,7 +187,8 @@ class _Search:
         if found is None:
             found = self.pair_lists[base] = _pairs(base, self.deepest[base.pp], self.mbs, self.seq,
                                                    self.stated or self.steps.default_tokens, self.splits,
-                                                   self.steps.batch_tokens, self.w.train_stack)
+                                                   self.steps.batch_tokens, self.w.train_stack,
+                                                   self.uneven[base.pp])
         return found
 
     def row(self, shape: HardwareShape, base: TrainLayout, weights: tuple[str, ...]) -> list[Chosen]:
@@ -277,6 +285,18 @@ def training_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sw
     }
 
 
+def stated_layouts(model: ModelSpec, pps: Iterable[int]) -> tuple[tuple[int, int, str], ...]:
+    """(PP, virtual stages, layout) of each pipeline depth of ``pps`` that the sweep interleaves at a stated layout
+    (:func:`~anchorgpu.planner.speed.layouts.uneven_interleave`), as its rows state it.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> stated_layouts(load_model("deepseek-v3"), [1, 8, 8, 16])
+    ((8, 4, 'Et|(tt|)*30L'), (16, 2, 'Et|(tt|)*30L'))
+    """
+    found = ((pp, uneven_interleave(model, pp)) for pp in sorted(set(pps)))
+    return tuple((pp, stated.virtual_stages, stated.text) for pp, stated in found if stated is not None)
+
+
 def _states_bytes(mem: Memory) -> int:
     """The model states of a memory plan: weights, gradients and optimizer state per GPU."""
     return mem[0] + mem[2]
@@ -284,16 +304,17 @@ def _states_bytes(mem: Memory) -> int:
 
 def _pairs(base: TrainLayout, deepest: int, mbs: tuple[int, ...], seq: int, batch: int,
            splits: Callable[[int, int], bool], batch_tokens: Callable[[int, int], int],
-           train_stack: str) -> list[Pair]:
+           train_stack: str, uneven: PipelineLayout | None = None) -> list[Pair]:
     """The layout's interleavings and micro-batches the chooser tries, in its order (plain 1F1B first; the
     micro-batches ascending): a micro-batch past the first only where ``batch`` (the stated one, else the task's
     default) is whole micro-batches for each data-parallel rank (``splits``: always, for the default) and holds one per
     rank; interleaved chunks only where the stack runs them
-    with the step's micro-batches (:func:`~anchorgpu.planner.speed.pipeline.interleaving_refusal`)."""
+    with the step's micro-batches (:func:`~anchorgpu.planner.speed.pipeline.interleaving_refusal`), at ``uneven``'s
+    stated layout where given."""
     dp, out = base.dp, []
     for v in sorted({1, deepest}):
         lay_v = base if v == 1 else TrainLayout(gpus=base.gpus, tp=base.tp, pp=base.pp, cp=base.cp, dp=dp, ep=base.ep,
-                                                zero=base.zero, virtual_stages=v)
+                                                zero=base.zero, virtual_stages=v, pipeline_layout=uneven)
         for mb in mbs:
             if mb != mbs[0] and not (splits(dp, mb) and dp * mb * seq <= batch):
                 continue

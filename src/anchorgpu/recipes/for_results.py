@@ -61,7 +61,8 @@ def _one(row: dict[str, Any], model: ModelSpec, workload: Workload, kind: str, t
         ep = lay.get("ep") or 1  # a mixture of experts: the sweep's EP (training, or attention DP in serving)
         layout = Layout(gpus=row["gpus"], tp=lay["tp"], pp=lay["pp"], dp=lay["dp"], ep=ep if ep > 1 else None,
                         zero=lay.get("zero") if training else None, cp=lay.get("cp") or 1,
-                        virtual_stages=lay["virtual_stages"] if training and lay.get("virtual_stages", 1) > 1 else None)
+                        virtual_stages=lay["virtual_stages"] if training and lay.get("virtual_stages", 1) > 1 else None,
+                        pipeline_layout=lay.get("pipeline_layout") if training else None)
         if training:
             # as the sweep sized and timed the row: its micro-batch and recompute level (planned at micro-batch 1 or
             # no recompute, a row the sweep ran at 4 with full recompute launched another job, or was refused)

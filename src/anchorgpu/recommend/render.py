@@ -39,7 +39,9 @@ def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Override
         "offering": o.offering, "gpu": o.gpu, "kind": o.kind, "region": o.region, "gpus": o.gpus,
         "servers": o.servers,
         "layout": {"tp": c["tp"], "pp": c["pp"], "dp": c["dp"], "zero": c["zero"], "ep": c.get("ep", 1),
-                   "cp": c.get("cp", 1), "virtual_stages": int(c.get("virtual_stages") or 1)},
+                   "cp": c.get("cp", 1), "virtual_stages": int(c.get("virtual_stages") or 1),
+                   # interleaved chunks of layers no pp x v chunks split: the stated layout the sweep ran
+                   **({"pipeline_layout": c["pipeline_layout"]} if c.get("pipeline_layout") else {})},
         "recompute": RECOMPUTES[int(c["recompute"])] if c.get("recompute") is not None else None,
         "weights": c["weights"], "kv_cache": c["kv_cache"] if c.get("decode_tokens_per_s_total") else None,
         "concurrency": c["concurrency"],

@@ -14,6 +14,7 @@ reaches the front, and the layout itself once a cheaper bound on its speed
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from anchorgpu.architectures.spec import ModelSpec
@@ -33,7 +34,7 @@ from anchorgpu.planner.inputs import (
     train_ep_sizes,
     train_pp_sizes,
 )
-from anchorgpu.planner.pipeline_layout import parse_pipeline_layout
+from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout, uneven_pipeline_layout
 from anchorgpu.planner.sequence_parallel import sequence_split_refusal
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.chooser_order import add_zero2_block, fastest_first, zero1_twins
@@ -51,9 +52,10 @@ if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
 
 __all__ = ["MICRO_BATCHES", "SERVER_GPUS", "Choice", "choose_training_layout", "deepest_interleave", "micro_batches",
-           "sharded_with_stages", "tp_ok"]
+           "sharded_with_stages", "tp_ok", "uneven_interleave"]
 
 SERVER_GPUS = 8
+_INTERLEAVES = (2, 4, 5, 8, 10)  # the virtual stages a search tries beside plain 1F1B (the deepest that applies)
 MICRO_BATCHES: tuple[int, ...] = (1, 2, 4)
 # what the search leaves out of the ZeRO stages, as the chosen layout's sentence says (when the stage was left open)
 _ZERO_RULE = ("; ZeRO tried: 1, 2 (timed reducing every micro-batch's gradients, as it must to keep a shard of "
@@ -96,8 +98,32 @@ def deepest_interleave(model: ModelSpec, pp: int) -> int:
     [1, 10, 10, 10, 5]
     """
     layers = model.num_layers
-    return max((v for v in (2, 4, 5, 8, 10) if pp > 1 and pp * v <= layers
+    return max((v for v in _INTERLEAVES if pp > 1 and pp * v <= layers
                 and (layers % (pp * v) == 0 or counts_embedding_and_loss(layers, pp, v))), default=1)
+
+
+def uneven_interleave(model: ModelSpec, pp: int) -> PipelineLayout | None:
+    """Where :func:`deepest_interleave` finds no interleave (no ``pp * v`` chunks split the layers, even with the
+    embedding and the loss counted as a layer each: DeepSeek-V3's 61 layers, 63 counted, over powers of two), the
+    deepest whose standard uneven layout (:func:`~anchorgpu.planner.pipeline_layout.uneven_pipeline_layout`, Megatron-
+    Core's ``--pipeline-model-parallel-layout`` as NVIDIA's DeepSeek-V3 runs write it) puts no more layers on the
+    busiest rank than plain 1F1B's split; ``None`` where none does. The chooser and the sweep behind ``recommend``
+    try it beside plain 1F1B, as they try :func:`deepest_interleave`.
+
+    >>> from anchorgpu.planner._examples import llama_3_1_70b
+    >>> [uneven_interleave(llama_3_1_70b(), pp) for pp in (2, 8)]  # 80 layers interleave evenly: none needed
+    [None, None]
+    """
+    return _uneven_interleave(model.num_layers, pp, model.name)
+
+
+@lru_cache(maxsize=256)
+def _uneven_interleave(layers: int, pp: int, name: str) -> PipelineLayout | None:
+    if pp <= 1 or any(pp * v <= layers and (layers % (pp * v) == 0 or counts_embedding_and_loss(layers, pp, v))
+                      for v in _INTERLEAVES):
+        return None
+    return next((found for v in sorted(_INTERLEAVES, reverse=True) if pp * v <= layers
+                 and (found := uneven_pipeline_layout(layers, pp, v, name)) is not None), None)
 
 
 def micro_batches(w: Workload) -> tuple[int, ...]:
@@ -178,7 +204,11 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                     continue
                 zeros = [fixed_zero] if fixed_zero is not None else ([1, 2, 3] if dp * cp > 1 else [0])
                 vs = [given.virtual_stages] if given.virtual_stages else sorted({1, deepest_interleave(model, pp)})
-                stated = None
+                stated = uneven = None
+                if not given.virtual_stages and given.pipeline_layout is None:
+                    uneven = uneven_interleave(model, pp)  # layers no pp x v chunks split: a stated layout
+                    if uneven is not None:
+                        vs = [1, uneven.virtual_stages]
                 if given.pipeline_layout is not None:  # the user's layout fixes the chunks; plan() refuses a bad one
                     try:
                         stated = parse_pipeline_layout(given.pipeline_layout, pp=pp, virtual_stages=given.virtual_stages,
@@ -199,7 +229,8 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                         # EP folds over a stage's TP, CP, DP: one layout per EP size, whatever the micro-batch
                         lays = [TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero, virtual_stages=v,
                                             tp_overlap=given.tp_overlap, ep_overlap=given.ep_overlap,
-                                            offload=given.offload or "none", pipeline_layout=stated,
+                                            offload=given.offload or "none",
+                                            pipeline_layout=stated if stated is not None or v == 1 else uneven,
                                             sequence_parallel=given.sequence_parallel)
                                 for ep in eps if (tp * cp * dp) % ep == 0]
                         for mb in mbs:
@@ -275,7 +306,8 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
             continue  # no micro-batch or recompute level of it fits (_states_outgrow)
         layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep if lay.ep > 1 else given.ep, cp=lay.cp,
                         virtual_stages=lay.virtual_stages, zero=lay.zero, fsdp=given.fsdp, offload=given.offload,
-                        tp_overlap=lay.tp_overlap, ep_overlap=lay.ep_overlap, pipeline_layout=given.pipeline_layout,
+                        tp_overlap=lay.tp_overlap, ep_overlap=lay.ep_overlap,
+                        pipeline_layout=lay.pipeline_layout.text if lay.pipeline_layout is not None else None,
                         sequence_parallel=given.sequence_parallel)
         work = _with_knobs(w, micro_batch=mb, recompute=rc, seq_tokens=seq)
         try:
@@ -286,7 +318,10 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
             if w.task == "train" and _states_outgrow(p):
                 outgrown.add(id(lay))
             continue
-        parts = [f"TP {lay.tp}", f"PP {lay.pp}" + (f" (v {lay.virtual_stages})" if lay.virtual_stages > 1 else ""),
+        staged = (f" (v {lay.virtual_stages}" + (f", layout {lay.pipeline_layout.text}" if lay.pipeline_layout is not None
+                                                 and given.pipeline_layout is None else "") + ")"
+                  if lay.virtual_stages > 1 else "")
+        parts = [f"TP {lay.tp}", f"PP {lay.pp}{staged}",
                  f"CP {lay.cp}", f"DP {lay.dp}", *([f"EP {lay.ep}"] if model.moe is not None else []),
                  {0: "no sharding", 1: "ZeRO-1 (distributed optimizer)", 2: "ZeRO-2", 3: "FSDP / ZeRO-3"}[lay.zero],
                  f"recompute {rc}", f"micro-batch {mb}"]
