@@ -12,6 +12,7 @@ That every serving plan and recommendation carries the caveat is checked beside 
 
 from __future__ import annotations
 
+import math
 import statistics
 
 from anchorgpu.planner.speed.calibration import calibration
@@ -38,8 +39,8 @@ def test_the_caveat_states_what_the_rows_show() -> None:
     """Its figures are the calibration's, so the caveat cannot drift from the rows."""
     caveat = calibration().caveats["engine"]
     random_prompts = [key for key in TRTLLM if not key.endswith("-SG")]
-    assert max(abs(1 / _speed(key) - 1) for key in random_prompts) <= 0.15
-    assert "random-prompt runs came within 15% of the prediction" in caveat
+    worst = max(abs(1 / _speed(key) - 1) for key in random_prompts)
+    assert worst <= 0.2 and f"random-prompt runs came within {math.ceil(worst * 100)}% of the prediction" in caveat
     assert f"ShareGPT runs at {_speed('TGA-Q32-SG'):.2f}x and {_speed('TGA-Q14-SG'):.2f}x of it" in caveat
     trt_within = sum(abs(1 / _speed(key) - 1) <= 0.25 for key in TRTLLM)
     assert f"({trt_within} of {len(TRTLLM)} within 25%)" in caveat
@@ -81,8 +82,8 @@ def test_the_tensorrt_llm_caveat_states_what_its_rows_show() -> None:
     trt_within = sum(abs(1 / _speed(key) - 1) <= 0.25 for key in TRTLLM)
     assert f"({trt_within} of {len(TRTLLM)} within 25%;" in caveat
     assert f"ShareGPT runs at {_speed('TGA-Q32-SG'):.2f}x and {_speed('TGA-Q14-SG'):.2f}x of it" in caveat
-    assert max(abs(1 / _speed(key) - 1) for key in TRTLLM if not key.endswith("-SG")) <= 0.15
-    assert "random-prompt runs came within 15% of the prediction" in caveat
+    worst = max(abs(1 / _speed(key) - 1) for key in TRTLLM if not key.endswith("-SG"))
+    assert worst <= 0.2 and f"random-prompt runs came within {math.ceil(worst * 100)}% of the prediction" in caveat
 
 
 SGLANG = {key: run for key, run in RUNS.items()
