@@ -1,7 +1,8 @@
 """The sweep's training columns: each layout (and weight format) runs the fastest micro-batch, activation recompute
 and pipeline interleaving that fits, as ``plan``'s chooser picks them for that layout
 (:func:`~anchorgpu.planner.speed.layouts.choose_training_layout`): micro-batches 1, 2 and 4 unless the workload
-states one (:func:`~anchorgpu.planner.speed.layouts.micro_batches`), the recompute levels unless it states one,
+states one (:func:`~anchorgpu.planner.speed.layouts.micro_batches`; 8 too where 4 led and 8 is faster still and fits:
+:func:`~anchorgpu.planner.speed.layouts.climb_ladder`), the recompute levels unless it states one,
 plain 1F1B and the deepest interleave (:func:`~anchorgpu.planner.speed.layouts.deepest_interleave`, or where no
 ``pp x v`` chunks split the layers the standard uneven layout, :func:`~anchorgpu.planner.speed.layouts.uneven_interleave`)
 where the training stack runs it. Speed from :func:`~anchorgpu.planner.speed.training.training_step`, memory from
@@ -25,7 +26,7 @@ from anchorgpu.planner._frozen import evolver
 from anchorgpu.planner.inputs import RECOMPUTES, Layout, PrecisionPlan, Workload, default_seq_tokens, recompute_ladder
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.flops import Recompute, TrainKind
-from anchorgpu.planner.speed.layouts import deepest_interleave, micro_batches, uneven_interleave
+from anchorgpu.planner.speed.layouts import climb_ladder, deepest_interleave, micro_batches, uneven_interleave
 from anchorgpu.planner.speed.links import compute_precision_for_training
 from anchorgpu.planner.speed.overrides import calibrated
 from anchorgpu.planner.speed.pipeline import (
@@ -214,6 +215,8 @@ class _Search:
             if held and runs:
                 pairs = pairs if pairs is not None else self.pairs(base)
                 found = self.fastest(shape, base, known, pairs, speed)
+                if found is not None and not self.w.micro_batch:
+                    found = self.climbed(found, known, budget, speed)
             elif held:  # not timed, but sized at the least recompute that fits, for the reason it is rejected
                 found = next(((np.nan, (base, self.mbs[0]), rc) for rc in self.ladder
                               if known.fits((self.mbs[0], rc, 1), budget)), None)
@@ -224,6 +227,23 @@ class _Search:
             config = (mb, rc, lay_v.virtual_stages)
             out.append((tokens_per_s, config, known.memory(config)))
         return out
+
+    def climbed(self, found: tuple[float, Pair, Recompute], known: _Memories, budget: int,
+                speed: Callable[[Pair, Recompute], float]) -> tuple[float, Pair, Recompute]:
+        """``found`` (the layout's fastest configuration that fits) with the micro-batch ladder climbed past 4 as
+        ``plan``'s chooser climbs it (:func:`~anchorgpu.planner.speed.layouts.climb_ladder`), at its interleaving."""
+        tokens_per_s, (lay_v, mb), rc = found
+        batch = self.stated or self.steps.default_tokens
+
+        def runs(mb_k: int) -> bool:
+            return _runs(lay_v, mb_k, self.seq, batch, self.splits, self.steps.batch_tokens, self.w.train_stack)
+
+        def fitting(mb_k: int, rc_k: Recompute) -> bool | None:
+            return True if known.fits((mb_k, rc_k, lay_v.virtual_stages), budget) else None
+
+        mb, rc, tokens_per_s, _ = climb_ladder((mb, rc, tokens_per_s, True), self.ladder, runs,
+                                               lambda mb_k, rc_k: speed((lay_v, mb_k), rc_k), fitting)
+        return tokens_per_s, (lay_v, mb), rc
 
     def fastest(self, shape: HardwareShape, base: TrainLayout, known: _Memories, pairs: list[Pair],
                 speed: Callable[[Pair, Recompute], float]) -> tuple[float, Pair, Recompute] | None:
@@ -315,10 +335,18 @@ def _pairs(base: TrainLayout, deepest: int, mbs: tuple[int, ...], seq: int, batc
     for v in sorted({1, deepest}):
         lay_v = base if v == 1 else TrainLayout(gpus=base.gpus, tp=base.tp, pp=base.pp, cp=base.cp, dp=dp, ep=base.ep,
                                                 zero=base.zero, virtual_stages=v, pipeline_layout=uneven)
-        for mb in mbs:
-            if mb != mbs[0] and not (splits(dp, mb) and dp * mb * seq <= batch):
-                continue
-            m = microbatches_for(batch_tokens(dp, mb), dp=dp, micro_batch=mb, seq_tokens=seq)
-            if v == 1 or interleaving_refusal(base.pp, v, m, train_stack) is None:
-                out.append((lay_v, mb))
+        out += [(lay_v, mb) for mb in mbs
+                if _runs(lay_v, mb, seq, batch, splits, batch_tokens, train_stack, first=mb == mbs[0])]
     return out
+
+
+def _runs(lay_v: TrainLayout, mb: int, seq: int, batch: int, splits: Callable[[int, int], bool],
+          batch_tokens: Callable[[int, int], int], train_stack: str, first: bool = False) -> bool:
+    """Whether the search tries ``lay_v`` at micro-batch ``mb`` (:func:`_pairs`, and a rung the ladder climbs past
+    4): ``batch`` whole micro-batches for each data-parallel rank and at least one a rank (``first``, the least
+    micro-batch: whatever the batch), and the interleaved chunks run with the step's micro-batches."""
+    dp = lay_v.dp
+    if not first and not (splits(dp, mb) and dp * mb * seq <= batch):
+        return False
+    m = microbatches_for(batch_tokens(dp, mb), dp=dp, micro_batch=mb, seq_tokens=seq)
+    return lay_v.virtual_stages == 1 or interleaving_refusal(lay_v.pp, lay_v.virtual_stages, m, train_stack) is None

@@ -13,9 +13,10 @@ reaches the front, and the layout itself once a cheaper bound on its speed
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
@@ -41,6 +42,7 @@ from anchorgpu.planner.speed.chooser_order import add_zero2_block, fastest_first
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import compute_precision_for_training
 from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss, default_batch_tokens, interleaving_refusal_line
+from anchorgpu.planner.speed.ranking import speed_rank
 from anchorgpu.planner.speed.topology import network_bytes_per_s_of
 from anchorgpu.planner.speed.training import (
     TrainLayout,
@@ -51,12 +53,18 @@ from anchorgpu.planner.speed.training import (
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
 
-__all__ = ["MICRO_BATCHES", "SERVER_GPUS", "Choice", "choose_training_layout", "deepest_interleave", "micro_batches",
-           "sharded_with_stages", "tp_ok", "uneven_interleave"]
+__all__ = ["LADDER_PAST", "MICRO_BATCHES", "SERVER_GPUS", "Choice", "choose_training_layout", "climb_ladder",
+           "deepest_interleave", "micro_batches", "sharded_with_stages", "tp_ok", "uneven_interleave"]
 
 SERVER_GPUS = 8
+T = TypeVar("T")  # what a search's fit check of a configuration returns (climb_ladder): the chooser's plan
 _INTERLEAVES = (2, 4, 5, 8, 10)  # the virtual stages a search tries beside plain 1F1B (the deepest that applies)
 MICRO_BATCHES: tuple[int, ...] = (1, 2, 4)
+# the rungs past MICRO_BATCHES a search climbs from a layout whose fastest micro-batch that fits is the top one, while
+# each is faster still (climb_ladder): 8 where 4 led. NVIDIA runs Qwen3-30B-A3B at micro-batch 8 on 8 B300 and 8 GB300
+# (QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_BF16_V1 and _GB300_BF16_V1; 4 on B200 and GB200:
+# NVIDIA-NeMo/Megatron-Bridge@f29a269f scripts/performance/configs/qwen/qwen3_workload_base_configs.py)
+LADDER_PAST: tuple[int, ...] = (8,)
 # what the search leaves out of the ZeRO stages, as the chosen layout's sentence says (when the stage was left open)
 _ZERO_RULE = ("; ZeRO tried: 1, 2 (timed reducing every micro-batch's gradients, as it must to keep a shard of "
               "them) and FSDP (3), the last two without pipeline stages (they are Megatron-FSDP, which runs none; "
@@ -128,8 +136,50 @@ def _uneven_interleave(layers: int, pp: int, name: str) -> PipelineLayout | None
 
 def micro_batches(w: Workload) -> tuple[int, ...]:
     """The micro-batches a training search tries: the one the workload states, else :data:`MICRO_BATCHES` (a larger
-    one where it fits and is faster; the sweep behind ``recommend`` tries the same)."""
+    one where it fits and is faster; the sweep behind ``recommend`` tries the same), and past them the rungs of
+    :data:`LADDER_PAST` that :func:`climb_ladder` climbs."""
     return (w.micro_batch,) if w.micro_batch else MICRO_BATCHES
+
+
+def climb_ladder(chosen: tuple[int, Recompute, float, T], levels: tuple[Recompute, ...], runs: Callable[[int], bool],
+                 speed: Callable[[int, Recompute], float], fitting: Callable[[int, Recompute], T | None],
+                 ) -> tuple[int, Recompute, float, T]:
+    """The micro-batch ladder climbed past :data:`MICRO_BATCHES` from one layout's fastest configuration that fits,
+    ``chosen`` (micro-batch, recompute level, tokens/s, its fit): while its micro-batch is the top rung, the next
+    rung of :data:`LADDER_PAST` at the level that is fastest and fits (``fitting``: the fit, or ``None``), where it
+    ``runs`` (it splits the stated batch, holds no more sequences than one data-parallel rank gets, and the stack
+    interleaves it) and is faster (at :func:`~.ranking.speed_rank`) than the rung below; else ``chosen`` as it is.
+    A larger micro-batch amortises the costs paid once a micro-batch (a mixture of experts' per-expert launches) but
+    leaves fewer micro-batches a step, so a pipeline's bubble grows: only a layout that 4 sped up, and only while each
+    rung keeps improving, times the next. Both ``plan``'s chooser (from the layout it chose) and the sweep behind
+    ``recommend`` (from each row's) climb it, at the chosen interleaving.
+
+    >>> speeds = {(8, "none"): 150.0, (8, "full"): 120.0}
+    >>> climb_ladder((4, "none", 100.0, "plan 4"), ("none", "full"), lambda mb: True, lambda mb, rc: speeds[mb, rc],
+    ...              lambda mb, rc: f"plan {mb} {rc}" if rc == "full" else None)
+    (8, 'full', 120.0, 'plan 8 full')
+    """
+    mb, rc, value, fit = chosen
+    for below, rung in zip((MICRO_BATCHES[-1], *LADDER_PAST), LADDER_PAST, strict=False):
+        if mb != below or not runs(rung):
+            break
+        timed: list[tuple[float, int, float]] = []
+        for j, level in enumerate(levels):
+            try:
+                tokens_per_s = speed(rung, level)
+            except InvalidWorkload:
+                continue
+            timed.append((-speed_rank(tokens_per_s), j, tokens_per_s))
+        for neg, j, tokens_per_s in sorted(timed):  # fastest first, ties to the lesser recompute
+            if -neg <= speed_rank(value):
+                break  # no faster than the rung below: the climb stops there
+            found = fitting(rung, levels[j])
+            if found is not None:
+                mb, rc, value, fit = rung, levels[j], tokens_per_s, found
+                break
+        if mb != rung:
+            break
+    return mb, rc, value, fit
 
 
 def sharded_with_stages(zero: int, train_stack: str) -> bool:
@@ -300,8 +350,23 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                 kind=kind, precision=prec, cal=cal, train_stack=w.train_stack, network_bytes_per_s=network)
         return found
 
+    def runs(lay: TrainLayout, mb: int) -> bool:  # a rung past the ladder (climb_ladder), checked as _candidates does
+        if w.global_batch_tokens is not None and not splits(batch, dp=lay.dp, micro_batch=mb, seq_tokens=seq):
+            return False
+        return lay.dp * mb * seq <= batch and interleaving_refusal_line(
+            lay.pp, lay.virtual_stages, dp=lay.dp, micro_batch=mb, seq_tokens=seq, global_batch_tokens=batch,
+            batch_given=w.global_batch_tokens is not None, train_stack=w.train_stack) is None
+
+    def fitting(layout: Layout, mb: int, rc: Recompute) -> Plan | None:
+        try:
+            p = plan(model, _with_knobs(w, micro_batch=mb, recompute=rc, seq_tokens=seq), precision=precision,
+                     layout=layout, gpu=gpu, overheads=overheads, suggest=False)
+        except InvalidWorkload:
+            return None
+        return p
+
     outgrown: set[int] = set()  # the layouts (by id: the pairs share them) whose model states alone outgrow the GPU
-    for _, _, lay, mb, rc in fastest_first(pairs, levels, speed, bound, twins, outgrown):
+    for value, _, lay, mb, rc in fastest_first(pairs, levels, speed, bound, twins, outgrown):
         if id(lay) in outgrown:
             continue  # no micro-batch or recompute level of it fits (_states_outgrow)
         layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep if lay.ep > 1 else given.ep, cp=lay.cp,
@@ -309,15 +374,27 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                         tp_overlap=lay.tp_overlap, ep_overlap=lay.ep_overlap,
                         pipeline_layout=lay.pipeline_layout.text if lay.pipeline_layout is not None else None,
                         sequence_parallel=given.sequence_parallel)
-        work = _with_knobs(w, micro_batch=mb, recompute=rc, seq_tokens=seq)
-        try:
-            p = plan(model, work, precision=precision, layout=layout, gpu=gpu, overheads=overheads, suggest=False)
-        except InvalidWorkload:
+        found = fitting(layout, mb, rc)
+        if found is None:
             continue
+        p = found
         if not p.fits:
             if w.task == "train" and _states_outgrow(p):
                 outgrown.add(id(lay))
             continue
+        if not w.micro_batch:  # past micro-batch 4 while it keeps getting faster (climb_ladder)
+            def fits_at(mb_k: int, rc_k: Recompute, at: Layout = layout) -> Plan | None:
+                q = fitting(at, mb_k, rc_k)
+                return q if q is not None and q.fits else None
+
+            def runs_at(mb_k: int, at: TrainLayout = lay) -> bool:
+                return runs(at, mb_k)
+
+            def speed_at(mb_k: int, rc_k: Recompute, at: TrainLayout = lay) -> float:
+                return speed(at, mb_k, rc_k)
+
+            mb, rc, _, p = climb_ladder((mb, rc, value, p), levels, runs_at, speed_at, fits_at)
+        work = _with_knobs(w, micro_batch=mb, recompute=rc, seq_tokens=seq)
         staged = (f" (v {lay.virtual_stages}" + (f", layout {lay.pipeline_layout.text}" if lay.pipeline_layout is not None
                                                  and given.pipeline_layout is None else "") + ")"
                   if lay.virtual_stages > 1 else "")
