@@ -5,8 +5,7 @@ Training: every combination of tensor parallelism inside one server, context par
 only), pipeline stages, data parallelism, ZeRO stage (1: distributed optimizer; 2: gradients sharded too; 3: FSDP), interleaved
 chunks, activation recompute and micro-batch is ranked by the predicted step time of
 :func:`~anchorgpu.planner.speed.training.training_step`; the memory planner then checks them fastest first
-and the first that fits is the answer, or another of the few fastest layouts past it (:data:`CLIMBED_LAYOUTS`) that
-micro-batch 8 makes faster (:func:`climb_ladder`). Whatever the user fixed is kept. The ranking times only what that order
+and the first that fits is the answer. Whatever the user fixed is kept. The ranking times only what that order
 needs (:func:`~anchorgpu.planner.speed.chooser_order.fastest_first`): a layout's recompute levels once its fastest
 reaches the front, and the layout itself once a cheaper bound on its speed
 (:func:`~anchorgpu.planner.speed.training.tokens_per_s_bound`) does.
@@ -54,8 +53,8 @@ from anchorgpu.planner.speed.training import (
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
 
-__all__ = ["CLIMBED_LAYOUTS", "LADDER_GAIN", "LADDER_PAST", "MICRO_BATCHES", "SERVER_GPUS", "Choice",
-           "choose_training_layout", "climb_ladder", "deepest_interleave", "micro_batches", "sharded_with_stages", "tp_ok", "uneven_interleave"]
+__all__ = ["LADDER_PAST", "MICRO_BATCHES", "SERVER_GPUS", "Choice", "choose_training_layout", "climb_ladder",
+           "deepest_interleave", "micro_batches", "sharded_with_stages", "tp_ok", "uneven_interleave"]
 
 SERVER_GPUS = 8
 T = TypeVar("T")  # what a search's fit check of a configuration returns (climb_ladder): the chooser's plan
@@ -66,17 +65,6 @@ MICRO_BATCHES: tuple[int, ...] = (1, 2, 4)
 # (QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_BF16_V1 and _GB300_BF16_V1; 4 on B200 and GB200:
 # NVIDIA-NeMo/Megatron-Bridge@f29a269f scripts/performance/configs/qwen/qwen3_workload_base_configs.py)
 LADDER_PAST: tuple[int, ...] = (8,)
-# the most a rung of LADDER_PAST multiplies a layout's speed at the rung below, at the same recompute level: a step's
-# tokens stay the global batch, and each rung doubles the micro-batch, so it halves the micro-batches, whose time never
-# falls with their size (tests/speed/test_chooser_ladder_gain.py checks it over a sample), and leaves the bubble's
-# stage times and the per-step parts as they were: the step takes at least half as long
-LADDER_GAIN = 2.0
-# past the layout it chose, how many more layouts (distinct splits, ZeRO stages, interleavings: fastest at micro-batch 4
-# or below first) the chooser meets for another climb that could beat it, before LADDER_GAIN ends the search: a cost
-# bound, not a model constant (stop 55, stop55_mb8.md "Follow-up (branch mb8b)": 8 keeps every chooser_timing case
-# under its 20 ms cold; every layout's climb was 24.9 ms on Qwen3-235B). A layout whose bound at the rung
-# (tokens_per_s_bound) is no faster than the chosen is passed over unplanned.
-CLIMBED_LAYOUTS = 8
 # what the search leaves out of the ZeRO stages, as the chosen layout's sentence says (when the stage was left open)
 _ZERO_RULE = ("; ZeRO tried: 1, 2 (timed reducing every micro-batch's gradients, as it must to keep a shard of "
               "them) and FSDP (3), the last two without pipeline stages (they are Megatron-FSDP, which runs none; "
@@ -378,27 +366,9 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
         return p
 
     outgrown: set[int] = set()  # the layouts (by id: the pairs share them) whose model states alone outgrow the GPU
-    settled: set[int] = set()  # the layouts whose fastest configuration that fits was met (and climbed)
-    planned: set[int] = set()  # the layouts past the chosen one planned for their climb
-    met: set[int] = set()  # the layouts past the chosen one the search met (CLIMBED_LAYOUTS at most)
-    best: tuple[float, TrainLayout, Layout, int, Recompute, Plan] | None = None
-    climbs = not w.micro_batch and bool(LADDER_PAST)
     for value, _, lay, mb, rc in fastest_first(pairs, levels, speed, bound, twins, outgrown):
-        if id(lay) in outgrown or id(lay) in settled:
-            continue  # no micro-batch or recompute level of it fits (_states_outgrow), or its fastest that fits was met
-        if best is not None:
-            # past the chosen layout, only another layout's climb can beat it (climb_ladder): none can once a rung
-            # at most doubles the fastest speed left (LADDER_GAIN), nor a layout whose bound at the rung is no faster
-            if speed_rank(LADDER_GAIN * value) <= speed_rank(best[0]):
-                break
-            if id(lay) not in planned:
-                if len(met) >= CLIMBED_LAYOUTS:
-                    break
-                met.add(id(lay))
-                if not _may_climb_past(lay, best[0], runs, bound):
-                    settled.add(id(lay))  # no level of the rung past 4 can beat the chosen: nor can 4 or below
-                    continue
-                planned.add(id(lay))
+        if id(lay) in outgrown:
+            continue  # no micro-batch or recompute level of it fits (_states_outgrow)
         layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep if lay.ep > 1 else given.ep, cp=lay.cp,
                         virtual_stages=lay.virtual_stages, zero=lay.zero, fsdp=given.fsdp, offload=given.offload,
                         tp_overlap=lay.tp_overlap, ep_overlap=lay.ep_overlap,
@@ -412,8 +382,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
             if w.task == "train" and _states_outgrow(p):
                 outgrown.add(id(lay))
             continue
-        settled.add(id(lay))
-        if climbs:  # past micro-batch 4 while it keeps getting faster (climb_ladder)
+        if not w.micro_batch:  # past micro-batch 4 while it keeps getting faster (climb_ladder)
             def fits_at(mb_k: int, rc_k: Recompute, at: Layout = layout) -> Plan | None:
                 q = fitting(at, mb_k, rc_k)
                 return q if q is not None and q.fits else None
@@ -424,52 +393,32 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
             def speed_at(mb_k: int, rc_k: Recompute, at: TrainLayout = lay) -> float:
                 return speed(at, mb_k, rc_k)
 
-            mb, rc, value, p = climb_ladder((mb, rc, value, p), levels, runs_at, speed_at, fits_at)
-        if best is None or speed_rank(value) > speed_rank(best[0]):  # ties to the layout met first
-            best = (value, lay, layout, mb, rc, p)
-        if not climbs:
-            break
-    if best is None:
-        return None
-    _, lay, layout, mb, rc, p = best
-    work = _with_knobs(w, micro_batch=mb, recompute=rc, seq_tokens=seq)
-    staged = (f" (v {lay.virtual_stages}" + (f", layout {lay.pipeline_layout.text}" if lay.pipeline_layout is not None
-                                             and given.pipeline_layout is None else "") + ")"
-              if lay.virtual_stages > 1 else "")
-    parts = [f"TP {lay.tp}", f"PP {lay.pp}{staged}",
-             f"CP {lay.cp}", f"DP {lay.dp}", *([f"EP {lay.ep}"] if model.moe is not None else []),
-             {0: "no sharding", 1: "ZeRO-1 (distributed optimizer)", 2: "ZeRO-2", 3: "FSDP / ZeRO-3"}[lay.zero],
-             f"recompute {rc}", f"micro-batch {mb}"]
-    fixed = [name for name, value in (("tp", given.tp), ("pp", given.pp), ("dp", given.dp), ("cp", given.cp),
-                                      ("ep", given.ep),
-                                      ("zero", given.zero if not given.fsdp else 3),
-                                      ("virtual-stages", given.virtual_stages),
-                                      ("pipeline-layout", given.pipeline_layout), ("micro-batch", w.micro_batch),
-                                      ("no-" * (given.sequence_parallel is False) + "sequence-parallel",
-                                       given.sequence_parallel),
-                                      ("tp-overlap", given.tp_overlap or None),
-                                      ("recompute", w.recompute)) if value is not None]
-    reason = (f"Layout chosen: {', '.join(parts)} - the fastest of {len(pairs) * len(levels)} candidates that fits "
-              f"{gpu.name}" + (f" (kept as given: {', '.join('--' + f for f in fixed)})" if fixed else "")
-              + ((_ZERO_RULE_PYTORCH if w.train_stack == "pytorch" else _ZERO_RULE)
-                 if fixed_zero is None and lay.dp * lay.cp > 1 else "")
-              + ("; tensor parallelism stays inside one server." if lay.tp <= SERVER_GPUS else
-                 f"; TP {lay.tp} as given spans servers of {SERVER_GPUS} (tp_across_nodes)."))
-    return Choice(layout=layout, workload=work, reason=reason), p
-
-
-def _may_climb_past(lay: TrainLayout, best_tokens_per_s: float, runs: Callable[[TrainLayout, int], bool],
-                    bound: Callable[[TrainLayout, int], float]) -> bool:
-    """Whether ``lay``'s climb (:func:`climb_ladder`) could beat the chosen layout's ``best_tokens_per_s``: its first
-    rung past :data:`MICRO_BATCHES` runs and its bound there (:func:`~.training.tokens_per_s_bound`, at least its
-    speed at every recompute level) ranks above. Its micro-batches up to 4 cannot: the search meets them no faster."""
-    rung = LADDER_PAST[0]
-    if not runs(lay, rung):
-        return False
-    try:
-        return speed_rank(bound(lay, rung)) > speed_rank(best_tokens_per_s)
-    except InvalidWorkload:
-        return False
+            mb, rc, _, p = climb_ladder((mb, rc, value, p), levels, runs_at, speed_at, fits_at)
+        work = _with_knobs(w, micro_batch=mb, recompute=rc, seq_tokens=seq)
+        staged = (f" (v {lay.virtual_stages}" + (f", layout {lay.pipeline_layout.text}" if lay.pipeline_layout is not None
+                                                 and given.pipeline_layout is None else "") + ")"
+                  if lay.virtual_stages > 1 else "")
+        parts = [f"TP {lay.tp}", f"PP {lay.pp}{staged}",
+                 f"CP {lay.cp}", f"DP {lay.dp}", *([f"EP {lay.ep}"] if model.moe is not None else []),
+                 {0: "no sharding", 1: "ZeRO-1 (distributed optimizer)", 2: "ZeRO-2", 3: "FSDP / ZeRO-3"}[lay.zero],
+                 f"recompute {rc}", f"micro-batch {mb}"]
+        fixed = [name for name, value in (("tp", given.tp), ("pp", given.pp), ("dp", given.dp), ("cp", given.cp),
+                                          ("ep", given.ep),
+                                          ("zero", given.zero if not given.fsdp else 3),
+                                          ("virtual-stages", given.virtual_stages),
+                                          ("pipeline-layout", given.pipeline_layout), ("micro-batch", w.micro_batch),
+                                          ("no-" * (given.sequence_parallel is False) + "sequence-parallel",
+                                           given.sequence_parallel),
+                                          ("tp-overlap", given.tp_overlap or None),
+                                          ("recompute", w.recompute)) if value is not None]
+        reason = (f"Layout chosen: {', '.join(parts)} - the fastest of {len(pairs) * len(levels)} candidates that fits "
+                  f"{gpu.name}" + (f" (kept as given: {', '.join('--' + f for f in fixed)})" if fixed else "")
+                  + ((_ZERO_RULE_PYTORCH if w.train_stack == "pytorch" else _ZERO_RULE)
+                     if fixed_zero is None and lay.dp * lay.cp > 1 else "")
+                  + ("; tensor parallelism stays inside one server." if lay.tp <= SERVER_GPUS else
+                     f"; TP {lay.tp} as given spans servers of {SERVER_GPUS} (tp_across_nodes)."))
+        return Choice(layout=layout, workload=work, reason=reason), p
+    return None
 
 
 def _states_outgrow(p: Plan) -> bool:
