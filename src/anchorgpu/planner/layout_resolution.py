@@ -17,7 +17,7 @@ from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_lay
 from anchorgpu.planner.result import ResolvedLayout
 from anchorgpu.planner.sequence_parallel import resolve_sequence_parallel, sequence_split_refusal
 from anchorgpu.planner.speed.context_parallel import cp_split_refusal
-from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss
+from anchorgpu.planner.speed.pipeline import chunks_refusal, counts_embedding_and_loss
 from anchorgpu.planner.workload_checks import check_counts, counts_checker
 from anchorgpu.units import require_whole_gpus
 
@@ -271,9 +271,9 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
                                   f"of {model.name}, nor {model.num_layers + 2} with the embedding and the loss "
                                   "counted as layers (Megatron-Core's --account-for-embedding-in-pipeline-split "
                                   "--account-for-loss-in-pipeline-split)")
-        if stated is None and pp * v > model.num_layers:  # the speed model refuses it too: refused before the memory
-            raise InvalidWorkload(f"--virtual-stages {v}: pp {pp} x v {v} chunks is more than the {model.num_layers} "
-                                  f"layers of {model.name}")
+        chunks = None if stated is not None else chunks_refusal(pp, v, model.num_layers, model.name)
+        if chunks is not None:  # the speed model refuses it too: refused before the memory
+            raise InvalidWorkload(chunks)
     if training and layout.tp_overlap and tp < 2:  # as --sequence-parallel with TP 1: a switch with nothing to act on
         raise InvalidWorkload(f"--tp-overlap with TP {tp}: it overlaps tensor-parallel traffic with the products, and "
                               "TP 1 has none; give --tp 2 or more, or drop --tp-overlap")

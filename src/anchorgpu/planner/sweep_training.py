@@ -26,7 +26,7 @@ from anchorgpu.planner._frozen import evolver
 from anchorgpu.planner.inputs import RECOMPUTES, Layout, PrecisionPlan, Workload, default_seq_tokens, recompute_ladder
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.flops import Recompute, TrainKind
-from anchorgpu.planner.speed.layouts import climb_ladder, deepest_interleave, micro_batches, uneven_interleave
+from anchorgpu.planner.speed.layouts import climb_ladder, interleave_of, micro_batches, uneven_interleave
 from anchorgpu.planner.speed.links import compute_precision_for_training
 from anchorgpu.planner.speed.overrides import calibrated
 from anchorgpu.planner.speed.pipeline import (
@@ -158,9 +158,9 @@ class _Search:
         self.least: Config = (self.mbs[0], self.ladder[-1], 1)  # what a layout that fits in no configuration shows
         self.seq = default_seq_tokens(w, model.max_context_tokens)
         self.steps = _Steps(model, w, spec, self.seq)
-        self.uneven = {pp: uneven_interleave(model, pp) for pp in pps}
-        self.deepest = {pp: deepest_interleave(model, pp) if found is None else found.virtual_stages
-                        for pp, found in self.uneven.items()}
+        interleaves = {pp: interleave_of(model, pp) for pp in pps}
+        self.deepest = {pp: v for pp, (v, _) in interleaves.items()}
+        self.uneven = {pp: stated for pp, (_, stated) in interleaves.items()}
         self.groups: dict[tuple[Any, ...], _Memories] = {}
         self.pair_lists: dict[TrainLayout, list[Pair]] = {}
 

@@ -8,6 +8,7 @@ datasheet peak is reached to a different degree by each. Pure; stdlib only.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -254,12 +255,7 @@ class Calibration:
         >>> round(cal.serve_gemm_ratio(get_gpu("b200"), "fp8"), 3), cal.serve_gemm_ratio(get_gpu("h200"), "fp8")
         (0.847, 1.0)
         """
-        by_gpu = self.serve_gemm_peak_share.get(precision)
-        if not by_gpu or gpu.name in self.serve_gemm_reference:
-            return 1.0
-        share = by_gpu.get(gpu.name)
-        reference = [by_gpu[name] for name in self.serve_gemm_reference if name in by_gpu]
-        return share / (sum(reference) / len(reference)) if share and reference else 1.0
+        return _share_ratio(self.serve_gemm_peak_share.get(precision), gpu.name, self.serve_gemm_reference)
 
     def fp4_gemm_ratio(self, gpu: GpuSpec) -> float:
         """The share of its dense FP4 peak ``gpu``'s measured NVFP4 GEMMs reach over B200's
@@ -271,8 +267,7 @@ class Calibration:
         >>> round(cal.fp4_gemm_ratio(get_gpu("rtx-pro-6000")), 2), cal.fp4_gemm_ratio(get_gpu("b200"))
         (1.58, 1.0)
         """
-        share, reference = self.fp4_gemm_peak_share.get(gpu.name), self.fp4_gemm_peak_share.get("b200")
-        return share / reference if share and reference else 1.0
+        return _share_ratio(self.fp4_gemm_peak_share, gpu.name, ("b200",))
 
     def low_precision_ratio(self, gpu: GpuSpec, precision: str) -> float:
         """How much less of its peak an FP8/FP4 product reaches than a BF16 one (1 for BF16)."""
@@ -305,3 +300,13 @@ def band_kind_of(*, moe: bool, phase: str, pp: int, cp: int = 1) -> str | None:
 def stack_of(gpu: GpuSpec) -> Stack:
     """``rocm`` for AMD GPUs, ``cuda`` for NVIDIA."""
     return "rocm" if gpu.vendor == "AMD" else "cuda"
+
+
+def _share_ratio(by_gpu: Mapping[str, float] | None, name: str, references: tuple[str, ...]) -> float:
+    """GPU ``name``'s measured share of its peak in ``by_gpu`` over the mean of the ``references``' shares (the GPUs
+    the fitted efficiency is theirs): 1.0 for a reference GPU and where the GPU or every reference is absent."""
+    if not by_gpu or name in references:
+        return 1.0
+    share = by_gpu.get(name)
+    reference = [by_gpu[ref] for ref in references if ref in by_gpu]
+    return share / (sum(reference) / len(reference)) if share and reference else 1.0

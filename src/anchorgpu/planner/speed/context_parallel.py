@@ -10,7 +10,6 @@ from anchorgpu.planner.speed.links import ACTIVATION_BYTES, Link, all_gather_s, 
 __all__ = ["context_parallel_s", "cp_split_refusal", "pytorch_cp_exposed_s"]
 
 
-
 def cp_split_refusal(cp: int, seq_tokens: int) -> str | None:
     """Why ``cp`` context-parallel ranks cannot share a sequence of ``seq_tokens``, or ``None`` where they can. Both
     training stacks balance the causal work by cutting each sequence into ``2 x cp`` equal chunks and giving rank ``r``
@@ -33,6 +32,7 @@ def cp_split_refusal(cp: int, seq_tokens: int) -> str | None:
                 f"for the causal load balance: Megatron-Core and PyTorch alike), and the sequence of {seq_tokens:,} "
                 f"tokens is not a multiple of {2 * cp:,}")
     return None
+
 
 def context_parallel_s(model: ModelSpec, tp: int, pp: int, cp: int, link: Link, efficiency: float, tokens_rank: float,
                        attention_s: float, attn_passes: float, bwd_passes: float, stage_layers: float, *,

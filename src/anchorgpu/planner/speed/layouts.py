@@ -54,7 +54,8 @@ if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
 
 __all__ = ["LADDER_PAST", "MICRO_BATCHES", "SERVER_GPUS", "Choice", "choose_training_layout", "climb_ladder",
-           "deepest_interleave", "micro_batches", "sharded_with_stages", "tp_ok", "uneven_interleave"]
+           "deepest_interleave", "interleave_of", "micro_batches", "sharded_with_stages", "tp_ok",
+           "uneven_interleave"]
 
 SERVER_GPUS = 8
 T = TypeVar("T")  # what a search's fit check of a configuration returns (climb_ladder): the chooser's plan
@@ -105,9 +106,28 @@ def deepest_interleave(model: ModelSpec, pp: int) -> int:
     >>> [deepest_interleave(llama_3_1_70b(), pp) for pp in (1, 2, 4, 8, 16)]  # 80 layers
     [1, 10, 10, 10, 5]
     """
-    layers = model.num_layers
+    return _even_interleave(model.num_layers, pp)
+
+
+def _even_interleave(layers: int, pp: int) -> int:
+    """:func:`deepest_interleave` of ``layers`` layers (1 where no ``pp x v`` chunks split them)."""
     return max((v for v in _INTERLEAVES if pp > 1 and pp * v <= layers
                 and (layers % (pp * v) == 0 or counts_embedding_and_loss(layers, pp, v))), default=1)
+
+
+def interleave_of(model: ModelSpec, pp: int) -> tuple[int, PipelineLayout | None]:
+    """The interleaving a search tries beside plain 1F1B over ``pp`` stages: (virtual stages, the stated layout its
+    chunks need or ``None``): :func:`deepest_interleave` where ``pp x v`` chunks split the layers, else the standard
+    uneven layout of :func:`uneven_interleave`, else (1, ``None``). The chooser and the sweep behind ``recommend``
+    both take it.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> v, stated = interleave_of(load_model("deepseek-v3"), 8)
+    >>> v, stated.text
+    (4, 'Et|(tt|)*30L')
+    """
+    uneven = uneven_interleave(model, pp)
+    return (uneven.virtual_stages, uneven) if uneven is not None else (deepest_interleave(model, pp), None)
 
 
 def uneven_interleave(model: ModelSpec, pp: int) -> PipelineLayout | None:
@@ -127,8 +147,7 @@ def uneven_interleave(model: ModelSpec, pp: int) -> PipelineLayout | None:
 
 @lru_cache(maxsize=256)
 def _uneven_interleave(layers: int, pp: int, name: str) -> PipelineLayout | None:
-    if pp <= 1 or any(pp * v <= layers and (layers % (pp * v) == 0 or counts_embedding_and_loss(layers, pp, v))
-                      for v in _INTERLEAVES):
+    if pp <= 1 or _even_interleave(layers, pp) > 1:
         return None
     return next((found for v in sorted(_INTERLEAVES, reverse=True) if pp * v <= layers
                  and (found := uneven_pipeline_layout(layers, pp, v, name)) is not None), None)
@@ -253,12 +272,11 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                 if given.dp and given.dp != dp:
                     continue
                 zeros = [fixed_zero] if fixed_zero is not None else ([1, 2, 3] if dp * cp > 1 else [0])
-                vs = [given.virtual_stages] if given.virtual_stages else sorted({1, deepest_interleave(model, pp)})
-                stated = uneven = None
-                if not given.virtual_stages and given.pipeline_layout is None:
-                    uneven = uneven_interleave(model, pp)  # layers no pp x v chunks split: a stated layout
-                    if uneven is not None:
-                        vs = [1, uneven.virtual_stages]
+                deepest, uneven = ((deepest_interleave(model, pp), None)
+                                   if given.virtual_stages or given.pipeline_layout is not None
+                                   else interleave_of(model, pp))  # uneven: layers no pp x v chunks split
+                vs = [given.virtual_stages] if given.virtual_stages else sorted({1, deepest})
+                stated = None
                 if given.pipeline_layout is not None:  # the user's layout fixes the chunks; plan() refuses a bad one
                     try:
                         stated = parse_pipeline_layout(given.pipeline_layout, pp=pp, virtual_stages=given.virtual_stages,

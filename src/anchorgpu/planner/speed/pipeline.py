@@ -15,6 +15,7 @@ __all__ = [
     "bubble_line",
     "default_batch_tokens",
     "counts_embedding_and_loss",
+    "chunks_refusal",
     "interleaving_refusal",
     "interleaving_refusal_line",
     "microbatches_for",
@@ -214,6 +215,18 @@ def counts_embedding_and_loss(layers: int, pp: int, virtual_stages: int) -> bool
     """
     chunks = pp * virtual_stages
     return bool(layers % chunks) and (layers + 2) % chunks == 0
+
+
+def chunks_refusal(pp: int, virtual_stages: int, layers: int, model_name: str) -> str | None:
+    """Why ``pp x virtual_stages`` chunks cannot hold ``layers`` layers (more chunks than layers), or ``None``: one
+    line for ``plan()``'s layout check, before the memory, and the speed model's own.
+
+    >>> chunks_refusal(8, 8, 126, "m") is None, chunks_refusal(16, 8, 126, "m")
+    (True, '--virtual-stages 8: pp 16 x v 8 chunks is more than the 126 layers of m')
+    """
+    if pp * virtual_stages <= layers:
+        return None
+    return f"--virtual-stages {virtual_stages}: pp {pp} x v {virtual_stages} chunks is more than the {layers} layers of {model_name}"
 
 
 def interleaving_refusal_line(pp: int, virtual_stages: int, *, dp: int, micro_batch: int, seq_tokens: int,

@@ -69,6 +69,7 @@ from anchorgpu.planner.speed.micro_step import micro_step
 from anchorgpu.planner.speed.offload import activation_offload_s, host_optimizer_s, optimizer_traffic_bytes_per_param
 from anchorgpu.planner.speed.pipeline import (
     DEFAULT_GLOBAL_BATCH_TOKENS,
+    chunks_refusal,
     interleaving_refusal,
     microbatches_for,
     pipeline_bubble_fraction,
@@ -190,10 +191,10 @@ def _check(model: ModelSpec, lay: TrainSplit, seq_tokens: int) -> None:
     refusal = cp_split_refusal(lay.cp, seq_tokens)
     if refusal is not None:
         raise InvalidWorkload(refusal)
-    if lay.pipeline_layout is None and lay.pp * lay.virtual_stages > model.num_layers:
-        raise InvalidWorkload(
-            f"--virtual-stages {lay.virtual_stages}: pp {lay.pp} x v {lay.virtual_stages} chunks is more than the "
-            f"{model.num_layers} layers of {model.name}")
+    chunks = None if lay.pipeline_layout is not None else chunks_refusal(lay.pp, lay.virtual_stages,
+                                                                          model.num_layers, model.name)
+    if chunks is not None:
+        raise InvalidWorkload(chunks)
 
 
 def _check_interleaving(lay: TrainSplit, microbatches: int, train_stack: str) -> None:
