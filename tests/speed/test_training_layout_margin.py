@@ -91,3 +91,16 @@ def test_under_fsdp_the_search_keeps_a_layout_every_launch_of_the_first_runs(mon
     assert _chosen(monkeypatch, 0.0, "mixtral-8x7b", "h100", 16, None, ep=8, zero=3).layout.tp == 4
     fsdp = _chosen(monkeypatch, 0.0, "mixtral-8x7b", "h100", 16, None, ep=8, fsdp=True)
     assert fsdp.layout.tp == 1 and fsdp.layout.ep == 8
+
+
+def test_too_few_training_pairs_take_the_serving_pooled_margin() -> None:
+    """Below MIN_CLASS_PAIRS pairs the training margin says little: the serving pooled margin stands in, and
+    calibrate's line says so (layout_margin.TRAINING_FALLBACK)."""
+    from anchorgpu.planner.speed.calibrate import _training_margin_entry, _training_margin_line
+    from anchorgpu.planner.speed.layout_margin import LayoutSpread
+
+    few = LayoutSpread(margin=0.0, groups=1, pairs=3, by_set={"core": (3, 0.2)})
+    serving = LayoutSpread(margin=0.077, groups=61, pairs=147, by_set={})
+    assert _training_margin_entry(few, serving)["value"] == 0.077
+    assert "only 3 pairs" in _training_margin_line(few, serving) and "serving pooled margin stands in" in \
+        _training_margin_line(few, serving)
