@@ -27,7 +27,13 @@ from typing import Any
 from anchorgpu.planner.speed.calibration import calibration, parse_calibration, read_calibration_doc
 from anchorgpu.planner.speed.constants import Band, Calibration, StackConstants
 from anchorgpu.planner.speed.evidence import engine_kind, evidence_kind, summarise
-from anchorgpu.planner.speed.layout_margin import MIN_CLASS_PAIRS, LayoutSpread, layout_spread
+from anchorgpu.planner.speed.layout_margin import (
+    MIN_CLASS_PAIRS,
+    TRAINING_FALLBACK,
+    LayoutSpread,
+    layout_spread,
+    training_layout_spread,
+)
 from anchorgpu.planner.speed.rows_report import (
     SETS,
     band_kind,
@@ -296,6 +302,43 @@ def _layout_margin_entry(spread: LayoutSpread) -> dict[str, Any]:
             "source": LAYOUT_MARGIN_SOURCE}
 
 
+def _training_margin_in_force(training: LayoutSpread, serving: LayoutSpread) -> float:
+    """The training chooser's margin: its own median from :data:`MIN_CLASS_PAIRS` pairs, else the serving pooled one
+    (:data:`~anchorgpu.planner.speed.layout_margin.TRAINING_FALLBACK`)."""
+    return training.margin if training.pairs >= MIN_CLASS_PAIRS else serving.margin
+
+
+def _training_margin_line(training: LayoutSpread, serving: LayoutSpread) -> str:
+    """The report's line of the training chooser's margin, e.g. ``training layout margin: 9.0% (median ... 8 pairs``."""
+    sets = ", ".join(f"{name} {margin:.1%} ({pairs})" for name, (pairs, margin) in training.by_set.items())
+    own = (f"median |log(ratio a / ratio b)| over {training.pairs} pairs of held-out training rows of one benchmark "
+           f"at two configurations, {training.groups} groups; by set: {sets}" if training.pairs >= MIN_CLASS_PAIRS else
+           f"only {training.pairs} pairs of held-out training rows of one benchmark at two configurations, fewer than "
+           f"{MIN_CLASS_PAIRS}: the {TRAINING_FALLBACK} margin stands in")
+    return f"training layout margin: {_training_margin_in_force(training, serving):.1%} ({own})"
+
+
+def _training_margin_entry(training: LayoutSpread, serving: LayoutSpread) -> dict[str, Any]:
+    """``training_layout_margin`` of ``data/calibration.json``: the value in force, its pairs and groups, per set."""
+    return {"value": _training_margin_in_force(training, serving), "pairs": training.pairs, "groups": training.groups,
+            "min_pairs": MIN_CLASS_PAIRS,
+            "by_set": {name: {"pairs": pairs, "value": margin} for name, (pairs, margin) in training.by_set.items()},
+            "source": TRAINING_MARGIN_SOURCE}
+
+
+TRAINING_MARGIN_SOURCE = (
+    "computed by `python -m anchorgpu.planner.speed.calibrate` (its 'training layout margin' line; written here by "
+    "--write) with the constants of this file: the held-out training rows of data/measured_runs.json grouped by "
+    "source document (repository and path), model, GPU and its stated clocks, GPU count, sequence, global batch, "
+    "precision, kind and stack, only the groups with at least two configurations of what the chooser picks (split, "
+    "ZeRO stage, interleaving, overlaps, micro-batch, recompute); for each pair of rows in a group, |log of the ratio "
+    "of their two measured/predicted speed ratios|; the value is exp(median over all pairs) - 1, rounded up to a "
+    "thousandth (anchorgpu.planner.speed.layout_margin.training_layout_spread); with fewer than 'min_pairs' pairs the "
+    "serving pooled 'layout_margin' value stands in. The training chooser (anchorgpu.planner.speed.layouts) keeps "
+    "its first layout that fits unless another is predicted faster than it by more than this fraction, or is "
+    "simpler and faster")
+
+
 LAYOUT_MARGIN_SOURCE = (
     "computed by `python -m anchorgpu.planner.speed.calibrate` (its 'layout margin' line; written here by --write) "
     "with the constants of this file: the held-out serving rows of data/measured_runs.json grouped by model, GPU, "
@@ -337,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
         doc["bands"] = {k: {"low": b.low, "high": b.high} for k, b in bands.items()}
         doc["evidence"] = _evidence(rows, runs)
         doc["layout_margin"] = _layout_margin_entry(layout_spread(rows, runs))
+        doc["training_layout_margin"] = _training_margin_entry(training_layout_spread(rows, runs),
+                                                               layout_spread(rows, runs))
         doc["fit_report"] = [{k: (round(v, 6) if isinstance(v, float) else v) for k, v in r.items() if k != "source"}
                              for r in rows]
         path = Path(str(resources.files("anchorgpu.planner.speed").joinpath("data", "calibration.json")))
@@ -350,6 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(summary(rows, runs))
         print(_layout_margin_line(layout_spread(rows, runs)))
+        print(_training_margin_line(training_layout_spread(rows, runs), layout_spread(rows, runs)))
     return 0
 
 

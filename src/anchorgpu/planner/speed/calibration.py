@@ -99,9 +99,11 @@ def parse_calibration(doc: dict[str, Any]) -> Calibration:
         moe_permutation_bytes={k: _number(stated["moe_permutation_bytes"]["value"], k, "stated.moe_permutation_bytes")
                                for k in MOE_PERMUTATION_BYTES},
         provenance={k: v for k, v in doc.items()
-                    if k not in ("stacks", "stated", "bands", "caveats", "evidence", "layout_margin")},
+                    if k not in ("stacks", "stated", "bands", "caveats", "evidence", "layout_margin",
+                                 "training_layout_margin")},
         evidence=_evidence(doc.get("evidence", {})), layout_margin=_number(doc, "layout_margin", "layout_margin"),
         layout_margins=_layout_margins(doc.get("layout_margin")),
+        training_layout_margin=_number(doc, "training_layout_margin", "training_layout_margin"),
     )
 
 

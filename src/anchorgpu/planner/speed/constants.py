@@ -182,6 +182,9 @@ class Calibration:
     # the same per class of the worse link the two layouts cross ("scale-up", "pcie-or-network":
     # topology.layout_margin_class); a class absent: layout_margin
     layout_margins: dict[str, float] = field(default_factory=dict)
+    # how much faster (a fraction) a training layout must be predicted than the chooser's first that fits to replace
+    # it, unless simpler (layout_margin.training_layout_spread; layouts.choose_training_layout)
+    training_layout_margin: float = 0.0
 
     def layout_margin_of(self, margin_class: str) -> float:
         """The serving chooser's margin between two layouts of ``margin_class`` (:attr:`layout_margins`; the pooled

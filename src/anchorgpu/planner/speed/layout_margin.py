@@ -31,7 +31,8 @@ from anchorgpu.planner.speed.rows_report import engine_of, set_of, speed_ratio
 from anchorgpu.planner.speed.runs import Run
 from anchorgpu.planner.speed.topology import EXPERT_SPLITS, expert_split, layout_margin_class, serving_link_kind
 
-__all__ = ["LINK_CLASSES", "MIN_CLASS_PAIRS", "LayoutSpread", "layout_groups", "layout_spread"]
+__all__ = ["LINK_CLASSES", "MIN_CLASS_PAIRS", "TRAINING_FALLBACK", "LayoutSpread", "layout_groups", "layout_spread",
+           "training_layout_groups", "training_layout_spread"]
 
 LINK_CLASSES = ("scale-up", "scale-up-ep", "scale-up-adp", "pcie-or-network")
 """The classes of :func:`~anchorgpu.planner.speed.topology.layout_margin_class`, each given a margin."""
@@ -45,6 +46,20 @@ _WORKLOAD_KEYS = ("gpu", "metric", "weights", "kv_cache", "prompt_tokens", "outp
 """What a serving row's workload is: rows equal on all of these (and model and engine) differ only in layout."""
 
 _LAYOUT_KEYS = ("gpus", "tp", "pp", "ep")
+
+_TRAIN_WORKLOAD_KEYS = ("gpu", "gpus", "seq_tokens", "global_batch_tokens", "precision", "kind", "train_stack",
+                        "power_limit_w", "memory_bandwidth_tb_per_s", "network_gbit_per_s_per_gpu")
+"""What a training row's workload is: rows equal on these (and model and source document) are one benchmark's
+configurations of one job; the rest of a row (split, ZeRO, interleaving, overlaps, micro-batch, recompute, and the
+gradient-reduce width, dispatcher or loss kernel its configuration ran with) is what they may differ in."""
+
+_TRAIN_LAYOUT_KEYS = ("tp", "pp", "cp", "ep", "virtual_stages", "zero", "tp_overlap", "ep_overlap", "pipeline_layout",
+                      "micro_batch", "recompute", "offload_activation_layers")
+
+TRAINING_FALLBACK = "serving pooled"
+"""What stands in for the training margin below :data:`MIN_CLASS_PAIRS` pairs: the serving chooser's pooled margin
+(the model's usual disagreement between two layouts of one measured workload, most of its pairs on one server's
+links, as a training layout's tensor and expert traffic is)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,3 +142,49 @@ def layout_spread(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> LayoutSp
                         by_set={name: (len(v), _fraction(v)) for name, v in sorted(per_set.items())},
                         by_link={name: (len(v), _fraction(v) if len(v) >= MIN_CLASS_PAIRS else pooled)
                                  for name, v in per_link.items()})
+
+
+def _source_document(run: Run) -> str:
+    """The document a row's figure is from: its source's repository and path (the first two words), e.g.
+    ``pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md``: one benchmark's software and setup."""
+    return " ".join(run.source.split()[:2])
+
+
+def training_layout_groups(runs: tuple[Run, ...]) -> list[list[Run]]:
+    """The held-out training rows grouped by source document, model and workload (:data:`_TRAIN_WORKLOAD_KEYS`),
+    only the groups with at least two configurations (one row a configuration: the first)."""
+    groups: dict[tuple[Any, ...], dict[tuple[Any, ...], Run]] = {}
+    for run in runs:
+        if run.phase == "train" and run.role == "holdout":
+            r = run.row
+            key = (_source_document(run), repr(sorted(r["model"].items())), *(repr(r.get(k)) for k in _TRAIN_WORKLOAD_KEYS))
+            groups.setdefault(key, {}).setdefault(tuple(repr(r.get(k)) for k in _TRAIN_LAYOUT_KEYS), run)
+    return [list(by_layout.values()) for by_layout in groups.values() if len(by_layout) >= 2]
+
+
+def training_layout_spread(rows: list[dict[str, Any]], runs: tuple[Run, ...]) -> LayoutSpread:
+    """:class:`LayoutSpread` of the report rows over :func:`training_layout_groups` (no classes of link: ``by_link``
+    empty). ``margin``: the pooled median from :data:`MIN_CLASS_PAIRS` pairs, else 0 (the caller's fallback).
+
+    >>> from anchorgpu.planner.speed.runs import Run
+    >>> def run(i, pp, value):
+    ...     return Run(id=i, role="holdout", phase="train", metric="tokens_per_s_per_gpu", value=value, source="o/r x.md",
+    ...                note="", row={"model": {"registry": "m"}, "gpu": "h100", "gpus": 8, "tp": 1, "pp": pp})
+    >>> runs = (run("a", 1, 1.0), run("b", 2, 1.0), run("c", 4, 1.0))
+    >>> rows = [{"id": "a", "predicted": 1.0}, {"id": "b", "predicted": 1.1}, {"id": "c", "predicted": 1.21}]
+    >>> s = training_layout_spread(rows, runs)
+    >>> (s.groups, s.pairs, s.margin)  # 3 pairs: too few for a margin of its own
+    (1, 3, 0.0)
+    """
+    predicted = {r["id"]: float(r["predicted"]) for r in rows}
+    logs: list[float] = []
+    per_set: dict[str, list[float]] = {}
+    groups = training_layout_groups(runs)
+    for group in groups:
+        ratios = [math.log(speed_ratio(run, predicted[run.id])) for run in group]
+        for i, a in enumerate(ratios):
+            for b in ratios[i + 1:]:
+                logs.append(abs(a - b))
+                per_set.setdefault(set_of(group[0]), []).append(abs(a - b))
+    return LayoutSpread(margin=_fraction(logs) if len(logs) >= MIN_CLASS_PAIRS else 0.0, groups=len(groups),
+                        pairs=len(logs), by_set={name: (len(v), _fraction(v)) for name, v in sorted(per_set.items())})

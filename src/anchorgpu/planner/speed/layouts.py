@@ -5,7 +5,10 @@ Training: every combination of tensor parallelism inside one server, context par
 only), pipeline stages, data parallelism, ZeRO stage (1: distributed optimizer; 2: gradients sharded too; 3: FSDP), interleaved
 chunks, activation recompute and micro-batch is ranked by the predicted step time of
 :func:`~anchorgpu.planner.speed.training.training_step`; the memory planner then checks them fastest first
-and the first that fits is the answer. Whatever the user fixed is kept. The ranking times only what that order
+and the first that fits is the answer, climbed past micro-batch 4 while that is faster (:func:`climb_ladder`), unless
+another of the few splits past it climbs to a speed the calibration can tell apart from it (faster by more than its
+training layout margin, or simpler and faster: :mod:`~anchorgpu.planner.speed.chooser_margin`). Whatever the user fixed
+is kept. The ranking times only what that order
 needs (:func:`~anchorgpu.planner.speed.chooser_order.fastest_first`): a layout's recompute levels once its fastest
 reaches the front, and the layout itself once a cheaper bound on its speed
 (:func:`~anchorgpu.planner.speed.training.tokens_per_s_bound`) does.
@@ -38,8 +41,19 @@ from anchorgpu.planner.inputs import (
 from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout, uneven_pipeline_layout
 from anchorgpu.planner.sequence_parallel import sequence_split_refusal
 from anchorgpu.planner.speed.calibration import calibration
+from anchorgpu.planner.speed.chooser_margin import (
+    CLIMBED_LAYOUTS,
+    LADDER_GAIN,
+    launchers,
+    may_climb_past,
+    needed,
+    simpler,
+    split_of,
+)
 from anchorgpu.planner.speed.chooser_order import add_zero2_block, fastest_first, zero1_twins
 from anchorgpu.planner.speed.flops import TrainKind
+from anchorgpu.planner.speed.layout_reason import SERVER_GPUS, training_reason
+from anchorgpu.planner.speed.layout_reason import Found as _Found
 from anchorgpu.planner.speed.links import compute_precision_for_training
 from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss, default_batch_tokens, interleaving_refusal_line
 from anchorgpu.planner.speed.ranking import speed_rank
@@ -57,7 +71,6 @@ __all__ = ["LADDER_PAST", "MICRO_BATCHES", "SERVER_GPUS", "Choice", "choose_trai
            "deepest_interleave", "interleave_of", "micro_batches", "sharded_with_stages", "tp_ok",
            "uneven_interleave"]
 
-SERVER_GPUS = 8
 T = TypeVar("T")  # what a search's fit check of a configuration returns (climb_ladder): the chooser's plan
 _INTERLEAVES = (2, 4, 5, 8, 10)  # the virtual stages a search tries beside plain 1F1B (the deepest that applies)
 MICRO_BATCHES: tuple[int, ...] = (1, 2, 4)
@@ -66,13 +79,6 @@ MICRO_BATCHES: tuple[int, ...] = (1, 2, 4)
 # (QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_BF16_V1 and _GB300_BF16_V1; 4 on B200 and GB200:
 # NVIDIA-NeMo/Megatron-Bridge@f29a269f scripts/performance/configs/qwen/qwen3_workload_base_configs.py)
 LADDER_PAST: tuple[int, ...] = (8,)
-# what the search leaves out of the ZeRO stages, as the chosen layout's sentence says (when the stage was left open)
-_ZERO_RULE = ("; ZeRO tried: 1, 2 (timed reducing every micro-batch's gradients, as it must to keep a shard of "
-              "them) and FSDP (3), the last two without pipeline stages (they are Megatron-FSDP, which runs none; "
-              "with stages Megatron-Core shards the optimizer state only, ZeRO-1)")
-_ZERO_RULE_PYTORCH = ("; ZeRO tried: 1, 2 without pipeline stages (DeepSpeed's pipeline engine refuses it; timed "
-                      "reducing every micro-batch's gradients) and FSDP (3), with pipeline stages as torchtitan runs "
-                      "FSDP2 under them")
 _with_knobs = evolver(Workload, "micro_batch", "recompute", "seq_tokens")  # a candidate's workload, as replace() makes it
 
 
@@ -384,23 +390,47 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
         return p
 
     outgrown: set[int] = set()  # the layouts (by id: the pairs share them) whose model states alone outgrow the GPU
+    settled: set[tuple[int, ...]] = set()  # the splits whose fastest configuration that fits was met (or passed over)
+    met: set[int] = set()  # the layouts past the first the search met (CLIMBED_LAYOUTS at most)
+    found: list[_Found] = []  # the first layout that fits, climbed, then each split past it that could beat it
+    climbs = not w.micro_batch and bool(LADDER_PAST)
+    margin = cal.training_layout_margin
+    reach_held = given.fsdp or w.train_stack == "pytorch"  # the plan may be launched by a PyTorch training recipe
     for value, _, lay, mb, rc in fastest_first(pairs, levels, speed, bound, twins, outgrown):
         if id(lay) in outgrown:
             continue  # no micro-batch or recompute level of it fits (_states_outgrow)
+        if found:
+            # past the first, only another split's climb can beat it (chooser_margin): none once a rung at most
+            # doubles the fastest speed left (LADDER_GAIN), nor a split whose bound at the rung is short of what it
+            # needs, or that a launch able to run the first cannot run
+            first = found[0]
+            if not climbs or speed_rank(LADDER_GAIN * value) <= speed_rank(first.tokens_per_s):
+                break
+            if split_of(lay) in settled:
+                continue
+            if id(lay) not in met:
+                if len(met) >= CLIMBED_LAYOUTS:
+                    break
+                met.add(id(lay))
+                if (reach_held and not launchers(first.lay) <= launchers(lay)) or not may_climb_past(
+                        lay, LADDER_PAST[0], needed(lay, first.lay, first.tokens_per_s, margin), runs, bound):
+                    settled.add(split_of(lay))
+                    continue
         layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep if lay.ep > 1 else given.ep, cp=lay.cp,
                         virtual_stages=lay.virtual_stages, zero=lay.zero, fsdp=given.fsdp, offload=given.offload,
                         tp_overlap=lay.tp_overlap, ep_overlap=lay.ep_overlap,
                         pipeline_layout=lay.pipeline_layout.text if lay.pipeline_layout is not None else None,
                         sequence_parallel=given.sequence_parallel)
-        found = fitting(layout, mb, rc)
-        if found is None:
+        fit = fitting(layout, mb, rc)
+        if fit is None:
             continue
-        p = found
+        p = fit
         if not p.fits:
             if w.task == "train" and _states_outgrow(p):
                 outgrown.add(id(lay))
             continue
-        if not w.micro_batch:  # past micro-batch 4 while it keeps getting faster (climb_ladder)
+        settled.add(split_of(lay))
+        if climbs:  # past micro-batch 4 while it keeps getting faster (climb_ladder)
             def fits_at(mb_k: int, rc_k: Recompute, at: Layout = layout) -> Plan | None:
                 q = fitting(at, mb_k, rc_k)
                 return q if q is not None and q.fits else None
@@ -411,32 +441,37 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
             def speed_at(mb_k: int, rc_k: Recompute, at: TrainLayout = lay) -> float:
                 return speed(at, mb_k, rc_k)
 
-            mb, rc, _, p = climb_ladder((mb, rc, value, p), levels, runs_at, speed_at, fits_at)
-        work = _with_knobs(w, micro_batch=mb, recompute=rc, seq_tokens=seq)
-        staged = (f" (v {lay.virtual_stages}" + (f", layout {lay.pipeline_layout.text}" if lay.pipeline_layout is not None
-                                                 and given.pipeline_layout is None else "") + ")"
-                  if lay.virtual_stages > 1 else "")
-        parts = [f"TP {lay.tp}", f"PP {lay.pp}{staged}",
-                 f"CP {lay.cp}", f"DP {lay.dp}", *([f"EP {lay.ep}"] if model.moe is not None else []),
-                 {0: "no sharding", 1: "ZeRO-1 (distributed optimizer)", 2: "ZeRO-2", 3: "FSDP / ZeRO-3"}[lay.zero],
-                 f"recompute {rc}", f"micro-batch {mb}"]
-        fixed = [name for name, value in (("tp", given.tp), ("pp", given.pp), ("dp", given.dp), ("cp", given.cp),
-                                          ("ep", given.ep),
-                                          ("zero", given.zero if not given.fsdp else 3),
-                                          ("virtual-stages", given.virtual_stages),
-                                          ("pipeline-layout", given.pipeline_layout), ("micro-batch", w.micro_batch),
-                                          ("no-" * (given.sequence_parallel is False) + "sequence-parallel",
-                                           given.sequence_parallel),
-                                          ("tp-overlap", given.tp_overlap or None),
-                                          ("recompute", w.recompute)) if value is not None]
-        reason = (f"Layout chosen: {', '.join(parts)} - the fastest of {len(pairs) * len(levels)} candidates that fits "
-                  f"{gpu.name}" + (f" (kept as given: {', '.join('--' + f for f in fixed)})" if fixed else "")
-                  + ((_ZERO_RULE_PYTORCH if w.train_stack == "pytorch" else _ZERO_RULE)
-                     if fixed_zero is None and lay.dp * lay.cp > 1 else "")
-                  + ("; tensor parallelism stays inside one server." if lay.tp <= SERVER_GPUS else
-                     f"; TP {lay.tp} as given spans servers of {SERVER_GPUS} (tp_across_nodes)."))
-        return Choice(layout=layout, workload=work, reason=reason), p
-    return None
+            mb, rc, value, p = climb_ladder((mb, rc, value, p), levels, runs_at, speed_at, fits_at)
+        found.append(_Found(value, lay, layout, mb, rc, p))
+    if not found:
+        return None
+    from anchorgpu.planner.speed.serving_ranking import pick_over_first
+
+    first = found[0]
+    pick = pick_over_first([f.tokens_per_s for f in found],
+                           [0.0, *(0.0 if simpler(f.lay, first.lay) else margin for f in found[1:])])
+    chosen = found[pick]
+    kept = max((f for f in found[1:] if f.tokens_per_s > chosen.tokens_per_s), key=lambda f: f.tokens_per_s,
+               default=None)  # a faster split within the margin of the first: said, as recommend's sweep shows it
+    rungs = _rung_candidates(pairs, runs) * len(levels) if climbs else 0
+    return Choice(layout=chosen.layout, workload=_with_knobs(w, micro_batch=chosen.mb, recompute=chosen.rc, seq_tokens=seq),
+                  reason=training_reason(model, given, w, gpu, chosen, len(pairs) * len(levels) + rungs, fixed_zero,
+                                         kept, first, margin)), chosen.plan
+
+
+def _rung_candidates(pairs: list[tuple[TrainLayout, int]], runs: Callable[[TrainLayout, int], bool]) -> int:
+    """How many of the candidates' layouts a search may climb to the first rung past :data:`MICRO_BATCHES`: those
+    tried at the top rung whose next rung runs (``runs``; it reads only DP, PP and the interleaving, so once each)."""
+    top, rung = MICRO_BATCHES[-1], LADDER_PAST[0]
+    known: dict[tuple[int, int, int], bool] = {}
+    count = 0
+    for lay, mb in pairs:
+        if mb == top:
+            key = (lay.dp, lay.pp, lay.virtual_stages)
+            if key not in known:
+                known[key] = runs(lay, rung)
+            count += known[key]
+    return count
 
 
 def _states_outgrow(p: Plan) -> bool:

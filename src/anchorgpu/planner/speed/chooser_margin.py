@@ -1,0 +1,105 @@
+"""When ``plan``'s training chooser (:func:`~anchorgpu.planner.speed.layouts.choose_training_layout`) leaves the
+first layout that fits for another: the rule, and the bounds of the wider search that looks for one. Pure.
+
+The chooser meets its candidates fastest first at micro-batches 1, 2 and 4 (:data:`~.layouts.MICRO_BATCHES`) and the
+first that fits is its *first* layout, climbed past 4 while each rung is faster (:func:`~.layouts.climb_ladder`).
+Another split's climb can then run faster still (Qwen3-30B-A3B on 64 H100 at 2,048 tokens: PP 2 v8 at micro-batch
+8, 17% over the first's PP 1 at 4), so the search reads on past the first for the few splits whose climb could beat
+it. One of them replaces the first (:func:`~.serving_ranking.pick_over_first`, the serving chooser's rule) only where the model can
+tell them apart: predicted faster by more than the calibration's training layout margin
+(:attr:`~.constants.Calibration.training_layout_margin`: the median disagreement of the model between two
+configurations of one measured benchmark, :func:`~.layout_margin.training_layout_spread`), or simpler than the first
+(:func:`simpler`) and faster at all. Within the margin the first stays: Qwen3-30B-A3B on 8 B200 keeps
+Megatron-Bridge's own TP 1 PP 1 EP 8 over PP 2 v8 EP 4 predicted 2.7% faster.
+
+Nor does the search leave the launches that can run the first (:func:`launchers`): under ``--fsdp`` or on the
+PyTorch-native stack the plan may be launched by any training recipe that runs its layout
+(:data:`~anchorgpu.planner.engine_choice.TRAINING_RECIPES`), and a faster split one of them cannot express (TP or
+CP past 1 for DeepSpeed, pipeline stages for all three) is not taken over the first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from anchorgpu.errors import InvalidWorkload
+from anchorgpu.planner.engine_choice import TRAINING_RECIPES, launches_stages, launches_tp_cp
+from anchorgpu.planner.speed.ranking import speed_rank
+from anchorgpu.planner.speed.training import TrainLayout
+
+__all__ = ["CLIMBED_LAYOUTS", "LADDER_GAIN", "features", "launchers", "may_climb_past", "needed", "simpler", "split_of"]
+
+LADDER_GAIN = 2.0
+"""The most a rung past :data:`~.layouts.MICRO_BATCHES` multiplies a layout's speed at the rung below, at the same
+recompute level: a step's tokens stay the global batch, and each rung doubles the micro-batch, so it halves the
+micro-batches, whose time never falls with their size (tests/speed/test_chooser_ladder_gain.py checks it over a
+sample), and leaves the bubble's stage times and the per-step parts as they were: the step takes at least half as
+long. Once twice the next candidate's speed is no faster than the first, no later climb can beat it."""
+
+CLIMBED_LAYOUTS = 8
+"""Past the first layout, how many more layouts (distinct splits, ZeRO stages, interleavings, fastest at micro-batch 4
+or below first) the chooser meets for a climb that could beat it before it stops: a cost bound, not a model constant
+(benchmarks/hardening/stop55_mb8.md "Follow-up (branch mb8b)": 8 keeps every benchmarks/chooser_timing.py case under
+its 20 ms cold; every layout's climb was 24.9 ms on Qwen3-235B). So the search is not exhaustive."""
+
+
+def split_of(lay: TrainLayout) -> tuple[int, int, int, int, int, int]:
+    """What one row of ``recommend``'s sweep fixes (TP, CP, PP, DP, EP, ZeRO): the interleaving, micro-batch and
+    recompute are that row's own search. The chooser climbs one configuration a split (its fastest that fits, as the
+    row does), so a plan given the split agrees with the row."""
+    return (lay.tp, lay.cp, lay.pp, lay.dp, lay.ep, lay.zero)
+
+
+def features(lay: TrainLayout) -> frozenset[str]:
+    """The parallel dimensions a layout runs beyond plain data parallelism: ``tp``, ``cp``, ``ep`` past 1, ``pp``
+    (pipeline stages, a schedule and its bubble), ``interleave`` (virtual stages past 1).
+
+    >>> sorted(features(TrainLayout(gpus=64, tp=1, pp=2, dp=32, ep=8, virtual_stages=8)))
+    ['ep', 'interleave', 'pp']
+    """
+    return frozenset(name for name, on in (("tp", lay.tp > 1), ("cp", lay.cp > 1), ("ep", lay.ep > 1),
+                                           ("pp", lay.pp > 1), ("interleave", lay.virtual_stages > 1)) if on)
+
+
+def simpler(a: TrainLayout, b: TrainLayout) -> bool:
+    """Whether ``a`` is simpler than ``b`` as an engineer reads two layouts: it runs a strict subset of ``b``'s
+    parallel dimensions (:func:`features`): no pipeline where ``b`` has one, no interleave where ``b`` interleaves, no
+    TP, CP or EP where ``b`` runs it, and nothing ``b`` does not. Sizes alone (EP 4 against EP 8) and the ZeRO stage
+    do not make a layout simpler, nor does a trade (PP for TP): those need the margin.
+
+    >>> one = TrainLayout(gpus=8, tp=1, pp=1, dp=8, ep=8)
+    >>> simpler(one, TrainLayout(gpus=8, tp=1, pp=2, dp=4, ep=4, virtual_stages=8)), simpler(one, one)
+    (True, False)
+    """
+    return features(a) < features(b)
+
+
+def launchers(lay: TrainLayout) -> frozenset[str]:
+    """The training recipes that can launch ``lay`` (:data:`~anchorgpu.planner.engine_choice.TRAINING_RECIPES`, by
+    :func:`~anchorgpu.planner.engine_choice.launches_stages` and
+    :func:`~anchorgpu.planner.engine_choice.launches_tp_cp`, the rules that hold a plan asking for one to its reach).
+
+    >>> sorted(launchers(TrainLayout(gpus=16, tp=4, pp=1, dp=4, ep=8, zero=3)))
+    ['accelerate', 'torchrun-fsdp']
+    """
+    return frozenset(r for r in TRAINING_RECIPES if (lay.pp == 1 or launches_stages(r))
+                     and (lay.tp == lay.cp == 1 or launches_tp_cp(r)))
+
+
+def needed(lay: TrainLayout, first: TrainLayout, first_tokens_per_s: float, margin: float) -> float:
+    """The speed ``lay`` must beat to replace ``first``: the first's where it is :func:`simpler`, else the first's
+    raised by ``margin``."""
+    return first_tokens_per_s if simpler(lay, first) else first_tokens_per_s * (1.0 + margin)
+
+
+def may_climb_past(lay: TrainLayout, rung: int, need_tokens_per_s: float, runs: Callable[[TrainLayout, int], bool],
+                   bound: Callable[[TrainLayout, int], float]) -> bool:
+    """Whether ``lay``'s climb could reach ``need_tokens_per_s``: its first rung past the ladder runs and its bound
+    there (:func:`~.training.tokens_per_s_bound`, at least its speed at every recompute level) ranks above. Its
+    micro-batches up to 4 cannot: the search meets them no faster than the first."""
+    if not runs(lay, rung):
+        return False
+    try:
+        return speed_rank(bound(lay, rung)) > speed_rank(need_tokens_per_s)
+    except InvalidWorkload:
+        return False
