@@ -7,13 +7,17 @@
    min(num_new_tokens, token_budget)``, vllm-project/vllm@00024d31 ``vllm/v1/core/sched/scheduler.py``
    ``schedule()``), so the last chunk is the remainder: the prompt is now timed as that many chunks of its own tokens
    split evenly (the burst model's ``burst._prefill_s`` already splits so), in plan and in recommend's sweep alike.
+2. The CLI refused ``--tp 0`` (``--pp``, ``--dp``, ``--ep`` 0 or below) as "tp=0: must be a whole number of at least
+   1" and ``--gpus 0.5`` as "gpus=0.5: only whole GPUs ...", spellings no face uses, where its other refusals name the
+   flag as typed ("--gpus 0: at least one GPU is needed", "--concurrency 0: expected ..."). Now "--tp 0: ..." and
+   "--gpus 0.5: ..." (the API's words turn "--tp" into its field, as for the layout refusals qa13 reworded).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from cli_runner import run_json
+from cli_runner import run, run_json
 
 _ONE_H100 = ("plan", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--concurrency", "1", "--output-tokens", "100")
 
@@ -39,3 +43,11 @@ def test_recommend_times_the_first_token_as_plan_does(capsys: pytest.CaptureFixt
     rows = [r for r in rec["results"] if r["gpu"] == "h100-sxm" and r["gpus"] == 1]
     assert rows, [(r["offering"], r["gpus"]) for r in rec["results"]]
     assert rows[0]["ttft_s"] == pytest.approx(plan, rel=0.01)  # the row's figure is rounded to 4 digits
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--tp", "0"), ("--pp", "0"), ("--dp", "0"), ("--tp", "-1"),
+                                             ("--gpus", "0.5"), ("--gpus", "1.5")])
+def test_a_refused_count_is_named_as_the_flag_typed(capsys: pytest.CaptureFixture[str], flag: str, value: str) -> None:
+    code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", flag, value)
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"error: {flag} {value}: "), err  # was "tp=0: ...", "gpus=0.5: ..."
