@@ -11,6 +11,13 @@
    1" and ``--gpus 0.5`` as "gpus=0.5: only whole GPUs ...", spellings no face uses, where its other refusals name the
    flag as typed ("--gpus 0: at least one GPU is needed", "--concurrency 0: expected ..."). Now "--tp 0: ..." and
    "--gpus 0.5: ..." (the API's words turn "--tp" into its field, as for the layout refusals qa13 reworded).
+3. Serving without ``--gpus``, the chooser's hint named a smaller count that "would hold them" where it cannot: Qwen3
+   0.6B for 5,000 users on B200 said "4 (TP 1, PP 1, DP 4) would hold them with --kv-cache fp8", but four replicas of
+   vLLM's ``max_num_seqs`` 1,024 run 4,096 (``plan ... --gpus 4 --kv-cache fp8`` then queues the rest); likewise 2 for
+   3,000 users and 16 for 20,000. A miss past the engine's sequence cap (headroom -inf in ``serving_ranking.holds``)
+   was taken as the closest miss; no memory change makes it hold them, so it is no hint now. The line also said "the
+   fewest b200" for 8 GPUs where 5 hold 5,000 users: it now says which counts the chooser tries (1, 2 or 4 GPUs, then
+   whole 8-GPU servers, as the README says).
 """
 
 from __future__ import annotations
@@ -51,3 +58,22 @@ def test_a_refused_count_is_named_as_the_flag_typed(capsys: pytest.CaptureFixtur
     code, _, err = run(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", flag, value)
     assert code == 2 and err.count("\n") == 1, err
     assert err.startswith(f"error: {flag} {value}: "), err  # was "tp=0: ...", "gpus=0.5: ..."
+
+
+@pytest.mark.parametrize(("users", "gpus", "smaller"), [(3000, 4, 2), (5000, 8, 4), (20000, 24, 16)])
+def test_no_smaller_count_is_offered_that_the_engines_sequence_cap_cannot_hold(
+        capsys: pytest.CaptureFixture[str], users: int, gpus: int, smaller: int) -> None:
+    out = run_json(capsys, "plan", "qwen3-0.6b", "--gpu", "b200", "--concurrency", str(users))
+    reason = next(line for line in out["assumptions"] if line.startswith("Layout chosen"))
+    assert reason.startswith(f"Layout chosen: {gpus} GPUs"), reason
+    # vLLM's max_num_seqs on a B200 is 1,024 a replica: `smaller` replicas run fewer than `users` at once
+    assert smaller * 1024 < users
+    assert f"; {smaller} (" not in reason, reason  # was "; 4 (TP 1, PP 1, DP 4) would hold them with --kv-cache fp8"
+    assert "(the counts tried: 1, 2 or 4 GPUs, then whole 8-GPU servers)" in reason, reason
+
+
+def test_a_smaller_count_that_a_memory_change_makes_hold_them_is_still_offered(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_json(capsys, "plan", "llama-3.1-70b", "--gpu", "h100", "--concurrency", "32")
+    reason = next(line for line in out["assumptions"] if line.startswith("Layout chosen"))
+    assert "; 2 (TP 2, PP 1) would hold them with " in reason and "--weights fp8" in reason, reason
