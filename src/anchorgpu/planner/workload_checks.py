@@ -41,7 +41,13 @@ def check_positive(name: str, value: int | None) -> None:
     if value is None or (type(value) is int and value >= 1):  # the usual case, decided without isinstance
         return
     if (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise InvalidWorkload(f"--{name.replace('_', '-')} {value!r}: must be a whole number of at least 1")
+        flag = _COUNT_FLAGS.get(name) or name.replace("_", "-")
+        raise InvalidWorkload(f"--{flag} {value!r}: must be a whole number of at least 1")
+
+
+_COUNT_FLAGS = {"context_tokens": "context", "seq_tokens": "seq", "prompt_tokens": "prompt",
+                "global_batch_tokens": "global-batch"}
+"""The counts whose CLI flag is not the field's name with dashes (``plan --context``, ``--seq``, ``--prompt``)."""
 
 
 _WORKLOAD_COUNTS = ("context_tokens", "concurrency", "micro_batch", "seq_tokens", "lora_rank", "images",
