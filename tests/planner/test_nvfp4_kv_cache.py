@@ -142,7 +142,10 @@ def test_where_the_engine_does_not_run_it_it_falls_back_to_fp8_then_bf16_and_say
     assert line.startswith("KV cache: fp8. The checkpoint ships an NVFP4 KV cache (quantization_config modelopt "
                            "kv_cache_quant_algo NVFP4), but TensorRT-LLM runs an NVFP4 KV cache on Blackwell GPUs only")
     assert "kv_cache_config.dtype fp8" in line
-    a100 = plan(LLAMA, trt, gpu=get_gpu("a100"))
+    # TensorRT-LLM has no FP8 weights on an A100 (stop56 qa16): planned with the weights dequantized, the way out named
+    with pytest.raises(InvalidWorkload, match="TensorRT-LLM runs FP8 weights only on GPUs with FP8 tensor cores"):
+        plan(LLAMA, trt, gpu=get_gpu("a100"))
+    a100 = plan(LLAMA, trt, precision=PrecisionPlan(weights="bf16"), gpu=get_gpu("a100"))
     assert a100.precision.kv_cache == "bf16" and _kv_lines(a100)[0].startswith("KV cache: bf16. The checkpoint ships")
     for name in ("mi300x", "mi355x"):  # vLLM's ROCm backends take no nvfp4; FP8 hardware: fp8
         p = plan(LLAMA, WORK, gpu=get_gpu(name))
@@ -254,10 +257,10 @@ def test_the_serving_recipes_name_nvfp4_where_the_engine_reads_it() -> None:
     # 16 bit must be named (the engines' auto runs the checkpoint's); TensorRT-LLM cannot be told
     a100 = plan(LLAMA, WORK, precision=PrecisionPlan(kv_cache="bf16"), gpu=get_gpu("a100"))
     assert _kv_flag(build_recipe(a100, "vllm").command) == "bfloat16"
-    a100_trt = plan(LLAMA, replace(WORK, engine="trtllm"), gpu=get_gpu("a100"))
-    assert a100_trt.precision.kv_cache == "bf16"
-    with pytest.raises(InvalidWorkload, match="names fp8 or nvfp4"):
-        build_recipe(a100_trt, "trtllm")
+    # and on an A100 TensorRT-LLM runs none of this checkpoint's FP8 weights: plan refuses it (stop56 qa16), where the
+    # launch used to be refused for its KV cache ("names fp8 or nvfp4")
+    with pytest.raises(InvalidWorkload, match="^--engine trtllm with fp8 weights: TensorRT-LLM runs FP8 weights only"):
+        plan(LLAMA, replace(WORK, engine="trtllm"), gpu=get_gpu("a100"))
 
 
 def test_vllm_refuses_an_nvfp4_kv_cache_for_an_mla_model() -> None:

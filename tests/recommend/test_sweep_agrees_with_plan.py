@@ -19,8 +19,11 @@ from hypothesis import strategies as st
 from anchorgpu.architectures import load_model
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.catalog import load_catalog
+from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
+from anchorgpu.planner.engine_choice import engine_weights_refusal
+from anchorgpu.planner.formats import get_format
 from anchorgpu.planner.inputs import RECOMPUTES
 from anchorgpu.planner.sglang import decode_graph_batch_sizes
 from anchorgpu.planner.speed.batching import serving_estimate
@@ -78,9 +81,22 @@ def _given_context(result: SweepResult, concurrency: int) -> int | None:
     return None if len(set(dict(result.concurrency_contexts).values())) > 1 else result.context_at(concurrency)
 
 
+def _engine_refuses(row: dict, gpu, engine: str) -> bool:  # type: ignore[type-arg]
+    """Whether ``engine`` has no kernels for the row's weights on its GPU (TensorRT-LLM's FP8 below Ada, FP4 below
+    Hopper): the sweep's grid holds the row, recommend masks it and plan refuses it (stop56 qa16)."""
+    return engine_weights_refusal(engine, row["weights"], get_format(row["weights"]).native, gpu) is not None
+
+
 def _check_inference_row(result: SweepResult, model, i: int, engine: str = "vllm") -> None:
     row = result.row(i)
     shape = next(s for s in result.shapes if s.id == row["shape"])
+    if _engine_refuses(row, shape.gpu, engine):
+        with pytest.raises(InvalidWorkload, match="TensorRT-LLM runs"):
+            plan(model, Workload(task="inference", concurrency=row["concurrency"], engine=engine),
+                 precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
+                 layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu,
+                 suggest=False, choose_layout=False)
+        return
     if row["ep"] > row["tp"]:  # attention data parallelism: planned whole (tests/recommend/test_attention_dp_sweep.py)
         _check_attention_dp_row(result, model, row, shape, engine, i)
         return
@@ -273,6 +289,8 @@ def _check_inference_row_with(result: SweepResult, model, i: int, workload: Work
 
     row = result.row(i)
     shape = next(s for s in result.shapes if s.id == row["shape"])
+    if _engine_refuses(row, shape.gpu, workload.engine):  # plan refuses it (_check_inference_row)
+        return
     p = plan(model, replace(workload, concurrency=row["concurrency"]),
              precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
              layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"],
@@ -529,7 +547,9 @@ def _rows_are_plans(model: ModelSpec, result: SweepResult, planned: Workload, *,
     """20 sampled fitting rows of ``result``: memory, request (``same_request`` given plan's performance section) and
     speed as ``plan`` gives them for the row's layout (``planned`` at the row's concurrency), within ``rel``, and the
     step on the shape's own servers as recommend's ceilings time it."""
-    rows = [i for i in range(result.evaluated) if result.row(i)["fits"]]
+    gpus = {s.id: s.gpu for s in result.shapes}
+    rows = [i for i in range(result.evaluated) if result.row(i)["fits"]
+            and not _engine_refuses(result.row(i), gpus[result.row(i)["shape"]], planned.engine)]
     assert len(rows) > 20
     checked_whole = 0
     for i in random.Random(20261206).sample(rows, 20):

@@ -25,10 +25,11 @@ def _larger_of_two(ticks: Ticks, budget_tokens: np.ndarray, batch: np.ndarray, p
     the chunk's way through every stage (one stage: the chunk's tick)."""
     others = batch - 1.0
     room = np.maximum(1.0, budget_tokens - others)
-    groups, heavy, light = ticks.chunk_ticks(others, np.minimum(float(prompt), room))
+    chunks = np.ceil(prompt / room)  # the budget's chunks and the remainder, timed as that many even ones (qa16)
+    groups, heavy, light = ticks.chunk_ticks(others, prompt / chunks)
     staged = (groups - 1.0) * light + heavy
     cycle = np.where(ticks.pp > 1, np.maximum(staged, heavy * ticks.pp), heavy)
-    return ticks.hosted(cycle, others) * np.ceil(prompt / room)
+    return ticks.hosted(cycle, others) * chunks
 
 
 @pytest.mark.parametrize("name", ["llama-3.1-70b", "llama-3.1-8b", "qwen3-235b-a22b", "deepseek-v3", "mixtral-8x7b"])

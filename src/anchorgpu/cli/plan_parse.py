@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from anchorgpu.errors import InvalidWorkload
+from anchorgpu.errors import InvalidWorkload, PartialGpuRequested
 
 
 def lower_choice(value: str | None) -> str | None:
@@ -77,6 +77,9 @@ def parse_gpus(text: str | None) -> int | None:
         raise InvalidWorkload(f"--gpus {text.strip()}: at least one GPU is needed")
     if value > LIMITS["gpus"].high and value.is_integer():
         raise InvalidWorkload(f"--gpus {text.strip()}: at most {LIMITS['gpus'].high:,.0f} GPUs")
+    if not value.is_integer():  # named as typed, as the other refusals here, not as gpus=0.5
+        raise PartialGpuRequested(
+            f"--gpus {text.strip()}: only whole GPUs are offered (no MIG slices, vGPU or time-slicing)")
     return require_whole_gpus(value)
 
 

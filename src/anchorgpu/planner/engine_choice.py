@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
     from anchorgpu.hardware.spec import GpuSpec
 
-__all__ = ["TRAINING_RECIPES", "check_engine_caps", "engine_refusal", "engine_source", "launch_reach", "launches_stages",
+__all__ = ["TRAINING_RECIPES", "check_engine_caps", "engine_refusal", "engine_source", "engine_weights_refusal",
+           "launch_reach", "launches_stages",
            "launches_tp_cp", "resolve_engine",
            "resolve_train_stack"]
 
@@ -41,6 +42,42 @@ def engine_refusal(engine: str, gpus: Iterable[GpuSpec], source: EngineSource = 
     option = "--recipe" if source == "recipe" else "--engine"
     named, vendors = ("TensorRT-LLM", "NVIDIA GPUs") if engine == "trtllm" else ("SGLang", "NVIDIA and AMD GPUs")
     return f"{option} {engine}: {named} runs on {vendors} only, not {', '.join(other)}" if other else None
+
+
+def engine_weights_refusal(engine: str, weights: str, native: str | None, gpu: GpuSpec,
+                           source: EngineSource = "given") -> str | None:
+    """The one-line refusal of a weight format ``engine`` has no kernels for on ``gpu``, or None: TensorRT-LLM runs
+    FP8 weights only where the GPU has FP8 tensor cores (its support matrix lists FP32, FP16, BF16, INT8 and INT4 for
+    Ampere, FP8 from Ada; nvidia.github.io/TensorRT-LLM/0.18.2/reference/support-matrix.html, and its quantization
+    page: "The default PyTorch backend supports FP4 and FP8 quantization on the latest Blackwell and Hopper GPUs"),
+    MXFP4 weights on Hopper (its Triton MoE backend) and Blackwell (the gpt-oss deployment guide's MoE backend support
+    matrix lists no other GPU), NVFP4 on Blackwell only. vLLM and SGLang fall back to weight-only kernels (vLLM's
+    Marlin for FP8 and FP4 below their tensor cores), which the plan times and warns of; ``native``: the format's
+    hardware math (``WeightFormat.native``).
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> engine_weights_refusal("trtllm", "mxfp4", "fp4", get_gpu("a100"))
+    '--engine trtllm with mxfp4 weights: TensorRT-LLM runs MXFP4 weights on Hopper and Blackwell GPUs only, not a100-80gb-sxm'
+    >>> [engine_weights_refusal("trtllm", w, n, get_gpu("h100")) is None for w, n in
+    ...  (("fp8-block128x128", "fp8"), ("mxfp4", "fp4"), ("nvfp4", "fp4"))]
+    [True, True, False]
+    >>> engine_weights_refusal("vllm", "fp8", "fp8", get_gpu("a100")) is None
+    True
+    """
+    if engine != "trtllm" or native is None:
+        return None
+    if native == "fp8":
+        why = None if gpu.fp8_hardware else "FP8 weights only on GPUs with FP8 tensor cores"
+    elif weights == "nvfp4":
+        why = None if "NVFP4" in gpu.fp4_formats else "NVFP4 weights on Blackwell GPUs only"
+    elif weights == "mxfp4":
+        major = (gpu.compute_capability or "0").split(".")[0]
+        why = None if "MXFP4" in gpu.fp4_formats or (major.isdigit() and int(major) >= 9) else (
+            "MXFP4 weights on Hopper and Blackwell GPUs only")
+    else:
+        why = None
+    option = "--recipe trtllm" if source == "recipe" else "--engine trtllm"
+    return None if why is None else f"{option} with {weights} weights: TensorRT-LLM runs {why}, not {gpu.name}"
 
 
 def resolve_engine(engine: str | None, recipe: str | None = None) -> Engine:

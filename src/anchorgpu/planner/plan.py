@@ -26,7 +26,7 @@ from anchorgpu.planner._frozen import evolve, evolver
 from anchorgpu.planner.checks import BASE_CHECK, plan_warnings
 from anchorgpu.planner.diffusion_plan import plan_diffusion
 from anchorgpu.planner.eager_stack import eager_headroom_warning
-from anchorgpu.planner.engine_choice import engine_refusal
+from anchorgpu.planner.engine_choice import engine_refusal, engine_weights_refusal
 from anchorgpu.planner.formats import WeightFormat, shipped_format
 from anchorgpu.planner.global_batch import check_whole_sequences, splits, unfit_fallback_refusal
 from anchorgpu.planner.inference import plan_inference
@@ -171,6 +171,7 @@ def plan(
         # a format the task cannot use is refused before the search (each of its thousands of candidates would refuse it)
         format_lines = []
         fmt = resolve_format(model, w, prec, format_lines)
+        _check_engine_weights(w, fmt, gpu)
         chosen = choose_layout_plan(lm, w, prec, lay_in, gpu, ov)
         if chosen is not None:
             return evolve(chosen, assumptions=(*assumptions, *chosen.assumptions))
@@ -179,6 +180,7 @@ def plan(
             fallback = gpu  # a layout was open but none chosen fits: plain DP, or the rest as given, is planned
     if format_lines is None:
         fmt = resolve_format(model, w, prec, assumptions)
+        _check_engine_weights(w, fmt, gpu)
     else:  # the same answer and lines again (a pure function of the same arguments): not asked twice
         assumptions += format_lines
     kv = resolve_kv_cache(model, w, prec, gpu, assumptions)
@@ -276,3 +278,16 @@ def _counted_search(w: Workload, lay_in: Layout, gpu: GpuSpec) -> str | None:
     planned = "one GPU is" if shown == 1 else f"the {shown:,} GPUs of the split given are"
     return (f"GPU count not given: no count of {gpu.name} up to {top:,} holds {held}, so {planned} planned to show "
             "what it needs; pass --gpus for more, or take GPUs with more memory.")
+
+
+def _check_engine_weights(w: Workload, fmt: WeightFormat, gpu: GpuSpec | None) -> None:
+    """Refuse serving weights the engine has no kernels for on ``gpu`` (:func:`~anchorgpu.planner.engine_choice.
+    engine_weights_refusal`: TensorRT-LLM's FP8 and FP4 below Hopper or Blackwell), naming the two ways out."""
+    if gpu is None or w.engine != "trtllm" or w.task != "inference":  # the usual case: nothing to look up
+        return
+    why = engine_weights_refusal(w.engine, fmt.name, fmt.native, gpu, w.engine_source)
+    if why:
+        vllm = "--recipe vllm" if w.engine_source == "recipe" else "--engine vllm"
+        other = "fp8" if gpu.fp8_hardware and fmt.native != "fp8" else "bf16"
+        raise InvalidWorkload(f"{why}; use --weights {other} (the checkpoint converted to {other}), or {vllm} (its "
+                              "weight-only kernels run them there)")

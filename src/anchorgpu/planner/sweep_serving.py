@@ -96,9 +96,9 @@ def _time_to_first_token(ticks: Ticks, budget_tokens: FloatArray, batch: FloatAr
     elementwise one strictly, by far more than a rounding), so the ticks without the chunk are not formed."""
     others = batch - 1.0
     room = np.maximum(1.0, budget_tokens - others)
-    first_chunk = np.minimum(float(prompt), room)
     chunks = np.ceil(prompt / room)
-    through = ticks.tick(others / ticks.groups(others), first_chunk)
+    chunk = prompt / chunks  # the budget's chunks and the remainder, timed as that many even ones (speed.batching._ttft)
+    through = ticks.tick(others / ticks.groups(others), chunk)
     through *= ticks.pp
     return np.multiply(ticks.hosted(through, others), chunks, out=out)
 

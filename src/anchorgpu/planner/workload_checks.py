@@ -36,11 +36,18 @@ __all__ = ["LORA_OPTIONS", "MAX_NETWORK_GBIT_PER_S_PER_GPU", "SERVING_OPTIONS", 
 
 
 def check_positive(name: str, value: int | None) -> None:
-    """Refuse anything but a whole number >= 1; ``name`` is the field (micro_batch), shown as the flag (micro-batch)."""
+    """Refuse anything but a whole number >= 1; ``name`` is the field (micro_batch), shown as the flag
+    (``--micro-batch 0``, which the API's words turn back into its field)."""
     if value is None or (type(value) is int and value >= 1):  # the usual case, decided without isinstance
         return
     if (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise InvalidWorkload(f"{name.replace('_', '-')}={value!r}: must be a whole number of at least 1")
+        flag = _COUNT_FLAGS.get(name) or name.replace("_", "-")
+        raise InvalidWorkload(f"--{flag} {value!r}: must be a whole number of at least 1")
+
+
+_COUNT_FLAGS = {"context_tokens": "context", "seq_tokens": "seq", "prompt_tokens": "prompt",
+                "global_batch_tokens": "global-batch"}
+"""The counts whose CLI flag is not the field's name with dashes (``plan --context``, ``--seq``, ``--prompt``)."""
 
 
 _WORKLOAD_COUNTS = ("context_tokens", "concurrency", "micro_batch", "seq_tokens", "lora_rank", "images",

@@ -12,9 +12,10 @@ from anchorgpu.catalog import Catalog, Offering
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.hardware.spec import GpuSpec
-from anchorgpu.planner.engine_choice import engine_refusal
+from anchorgpu.planner.engine_choice import engine_refusal, engine_weights_refusal
 from anchorgpu.planner.engine_limits import engine_limits, large_engine_defaults
 from anchorgpu.planner.engine_startup import startup_refusal
+from anchorgpu.planner.formats import get_format
 from anchorgpu.planner.inputs import Overheads, Workload
 from anchorgpu.planner.validate import serving_engine_named
 from anchorgpu.quotes import UnpricedOffering, price_quote
@@ -24,7 +25,8 @@ from anchorgpu.units import Term, fmt_bytes, fmt_figure, fmt_given
 __all__ = ["able_to_run", "engine_cap", "miss_reason"]
 
 
-def _unable(gpu: GpuSpec, workload: Any, kv_caches: tuple[str, ...] = (), model: Any = None) -> str | None:
+def _unable(gpu: GpuSpec, workload: Any, kv_caches: tuple[str, ...] = (), model: Any = None,
+            weights: tuple[str, ...] = ()) -> str | None:
     """Why ``gpu`` cannot run the workload at all (``plan`` refuses it there too), or None: FP8 and FP4 training
     need the GPU's FP8/FP4 tensor cores and a framework that trains in that precision there, TensorRT-LLM runs on NVIDIA GPUs only, and an NVFP4 KV cache (every KV
     dtype listed) needs a GPU where the workload's engine runs it (``planner.validate.nvfp4_kv_refusal``)."""
@@ -37,19 +39,24 @@ def _unable(gpu: GpuSpec, workload: Any, kv_caches: tuple[str, ...] = (), model:
     refusals = [kv_cache_refusal(k, gpu, workload.engine, model, workload.engine_source) for k in kv_caches]
     if refusals and all(refusals):
         return refusals[0]
+    # every weight format swept, where the engine has no kernels for it on this GPU (plan refuses each the same way)
+    formats = [engine_weights_refusal(workload.engine, f, get_format(f).native, gpu, workload.engine_source)
+               for f in weights] if workload.engine == "trtllm" and gpu.vendor == "NVIDIA" else []
+    if formats and all(formats):
+        return formats[0]
     return (engine_refusal(workload.engine, (gpu,), workload.engine_source)
             or startup_refusal(workload.engine, gpu, workload.gpu_memory_utilization, Overheads()))
 
 
 def able_to_run(offerings: tuple[Offering, ...], workload: Any, catalog: Catalog, term: Term,
                  now: datetime, kv_caches: tuple[str, ...] = (),
-                 model: Any = None) -> tuple[tuple[Offering, ...], list[Rejection]]:
+                 model: Any = None, weights: tuple[str, ...] = ()) -> tuple[tuple[Offering, ...], list[Rejection]]:
     """The offerings whose GPU can run the workload (with one of the KV-cache dtypes listed), and a rejection for
     each other one (:func:`_unable`). One line, exit 2, when no offering can."""
     able, rejected = [], []
     for offering in offerings:
         gpu = get_gpu(offering.gpu)
-        reason = _unable(gpu, workload, kv_caches, model)
+        reason = _unable(gpu, workload, kv_caches, model, weights)
         if reason is None:
             able.append(offering)
             continue
@@ -69,7 +76,8 @@ def able_to_run(offerings: tuple[Offering, ...], workload: Any, catalog: Catalog
                 workload.engine, "a GPU with NVFP4 hardware (TensorRT-LLM runs it on Blackwell GPUs only)")
             engine = serving_engine_named(workload.engine, workload.engine_source)
             raise InvalidWorkload(f"--kv-cache nvfp4 with {engine}: no offering considered has {where}")
-        if workload.task == "inference" and workload.engine != "trtllm":  # the engine would not start on any of them
+        nvidia = any(get_gpu(o.gpu).vendor == "NVIDIA" for o in offerings)  # TensorRT-LLM refused for its own figures
+        if workload.task == "inference" and (workload.engine != "trtllm" or nvidia):  # nothing would start or load
             raise InvalidWorkload(f"no offering considered can run it: on {rejected[0].offering}, {rejected[0].reason} "
                                   f"(each of the {len(rejected)} offerings is refused for its own figures)")
         if workload.task == "inference":

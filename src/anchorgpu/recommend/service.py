@@ -23,6 +23,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.catalog import Catalog, Offering
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
+from anchorgpu.planner.engine_choice import engine_weights_refusal
 from anchorgpu.planner.formats import get_format
 from anchorgpu.planner.inputs import default_seq_tokens
 from anchorgpu.planner.speed.caveats import serving_caveats, training_caveats
@@ -167,9 +168,9 @@ def recommend(
     for kv in spec.kv_caches:  # a training sweep sizes no KV cache: one asked for would be silently dropped
         check_kv_cache_task(kv, spec.workload.task)
     chosen = tuple(offerings if offerings is not None else catalog.offerings)
-    chosen, unable = able_to_run(chosen, spec.workload, catalog, the_term, now, spec.kv_caches, model)
-    shapes = shapes_from_catalog(chosen, max_servers=max_servers)
     choice = precision_choice(model, spec, lower_precision=lower_precision)
+    chosen, unable = able_to_run(chosen, spec.workload, catalog, the_term, now, spec.kv_caches, model, choice.weights)
+    shapes = shapes_from_catalog(chosen, max_servers=max_servers)
     kvs = choice.kv_caches
     engine = spec.workload.engine
     if choice.kv_per_gpu:  # the checkpoint's KV cache where the engine runs it on the GPU, else fp8/bf16 (as plan)
@@ -195,6 +196,10 @@ def recommend(
             nvfp4_gpu = np.array([kv_cache_runs_on("nvfp4", sh.gpu, engine, model)
                                   for sh in shapes])[c.compact("shape")]
             usable &= c.widen(~nvfp4 | nvfp4_gpu)
+        if engine == "trtllm" and len(result.weights) > 1:  # a format TensorRT-LLM has no kernels for on the GPU
+            runs = np.array([[engine_weights_refusal(engine, f, get_format(f).native, sh.gpu) is None
+                              for f in result.weights] for sh in shapes])
+            usable &= c.widen(runs[c.compact("shape"), c.compact("weights")])
     else:  # and splits the stated global batch: a micro-batch per data-parallel rank at least, as plan() requires
         usable = np.asarray(c["fits"], dtype=bool) & np.asarray(c["splits_batch"], dtype=bool)
     applied = LimitsApplied()

@@ -172,7 +172,9 @@ def _pass_outputs_ratio(setup: ServingSetup, light: int, busy: int, prompt: int,
 
 def _ttft(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, others: int, prompt: int,
           attn: tuple[float, float], group_tokens: float, skip: float) -> tuple[float, float]:
-    """Time to first token and its ceiling: the prompt's chunks, each sharing a step with the ``others``.
+    """Time to first token and its ceiling: the prompt's chunks, each sharing a step with the ``others``: as many as
+    the step's token budget left by their decodes takes, the last one the remainder (vLLM's scheduler gives a running
+    prompt ``min(left, token_budget)`` a step), timed as that many chunks of an even share of the prompt.
     ``group_tokens``: under expert parallelism wider than TP, what each other replica of the EP group brings to the
     step on average (its decodes and its share of a chunk; 0: as much as this one). The LM head runs at the prompt's
     last token only, a ``1 / prompt`` share of each chunk's (:func:`~anchorgpu.planner.speed.flops.
@@ -181,7 +183,7 @@ def _ttft(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, others: in
     if budget < 1:
         budget = 1
     chunks = math.ceil(prompt / budget)
-    chunk = prompt if budget > prompt else budget  # min(prompt, budget): both whole, budget >= 1
+    chunk = prompt / chunks  # the budget's chunks and the remainder, timed as that many even ones (burst._prefill_s)
     ratio = 1.0
     if group_tokens and others + chunk:  # this replica's tokens and the others' over ep / tp of these
         ranks = c.expert_token_scale

@@ -9,6 +9,7 @@ the users, and its words, are :mod:`~anchorgpu.planner.speed.serving_ranking`. P
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -117,7 +118,7 @@ def _held(model: ModelSpec, w: Workload, precision: PrecisionPlan, gpus: int, gp
           ) -> tuple[list[tuple[Layout, Plan]], Layout | None]:
     """The layouts of :func:`_serving_layouts` on ``gpus`` GPUs that hold ``want`` sequences, each with its plan, in
     order (``skip``'s split left out: the default, planned already; with ``ep`` given, only those of that EP), and the
-    closest miss (most headroom)."""
+    closest miss (most headroom; None where every miss is past the engine's sequence cap or not plannable)."""
     held: list[tuple[Layout, Plan]] = []
     closest: tuple[float, Layout] | None = None
     for layout in _serving_layouts(model, gpus, w.engine):
@@ -129,7 +130,9 @@ def _held(model: ModelSpec, w: Workload, precision: PrecisionPlan, gpus: int, gp
         p, headroom = holds(model, w, precision, layout, gpu, overheads, want, cap)
         if p is not None:
             held.append((layout, p))
-        elif closest is None or headroom > closest[0]:
+        elif headroom > -math.inf and (closest is None or headroom > closest[0]):
+            # a miss with no headroom to name (more a replica than its engine runs, or unplannable) is no closest
+            # miss: no memory change makes it hold them
             closest = (headroom, layout)
     return held, (closest[1] if closest is not None else None)
 
@@ -158,7 +161,8 @@ def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPla
                       f"{gpu.name} that hold {users_words(want)}" + (f" with --ep {given.ep} as given" if given.ep else "")
                       + (f" (at most {cap:,} a replica, the engine's max_num_seqs)" if want > cap else "")
                       + ("" if len(held) == 1 else "; " + which(held, pick, speeds, classes, None))
-                      + "; pass --gpus to choose" + _fewer_gpus_with(model, w, precision, fewer, gpu, overheads))
+                      + "; pass --gpus to choose" + _counts_tried(gpus)
+                      + _fewer_gpus_with(model, w, precision, fewer, gpu, overheads))
             return Choice(layout=layout, workload=w, reason=reason), p
         fewer = closest or fewer
     ep = given.ep or 1
@@ -170,6 +174,16 @@ def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPla
                               f"{users_words(want)} ({tried}); give --gpus with --tp, --pp and --dp, or leave --ep out "
                               "for the planner's choice")
     return None
+
+
+def _counts_tried(gpus: int) -> str:
+    """Where the count chosen skipped others (3 below 4, 5 to 7 below 8, ...), which counts the chooser tries: "the
+    fewest" is of those (:data:`SERVING_GPU_COUNTS`), and a count between them may hold the users too.
+
+    >>> _counts_tried(2), _counts_tried(8)
+    ('', ' (the counts tried: 1, 2 or 4 GPUs, then whole 8-GPU servers)')
+    """
+    return "" if gpus <= 2 else f" (the counts tried: 1, 2 or 4 GPUs, then whole {SERVER_GPUS}-GPU servers)"
 
 
 def choose_serving_layout_on(model: ModelSpec, w: Workload, precision: PrecisionPlan, given: Layout, gpu: GpuSpec,
