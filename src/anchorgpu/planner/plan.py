@@ -127,8 +127,9 @@ def plan(
     (:mod:`anchorgpu.planner.speed.layouts`); weights bf16 (nf4-dq for QLoRA), or as the checkpoint ships them; the KV
     cache bf16, or the FP8 one the checkpoint ships (on a GPU with FP8 hardware); inference checks one sequence
     of the model's context length (many sequences of no given length: the default request each); a diffusion
-    model plans the diffusion task. ``efficiencies`` (the user's ``--mfu``/``--mbu``) time the suggestions' training
-    speeds as they time the plan's own (:func:`~anchorgpu.planner.speed.estimate.plan_performance`).
+    model plans the diffusion task. ``efficiencies`` (the user's ``--mfu``/``--mbu``) rank the training layouts chosen
+    for the user and time the suggestions' training speeds as they time the plan's own
+    (:func:`~anchorgpu.planner.speed.estimate.plan_performance`).
 
     Raises :class:`anchorgpu.errors.InvalidWorkload` (or ``PartialGpuRequested``) with a one-line reason.
 
@@ -171,7 +172,7 @@ def plan(
         # a format the task cannot use is refused before the search (each of its thousands of candidates would refuse it)
         format_lines = []
         fmt = resolve_format(model, w, prec, format_lines)
-        chosen = choose_layout_plan(lm, w, prec, lay_in, gpu, ov)
+        chosen = choose_layout_plan(lm, w, prec, lay_in, gpu, ov, efficiencies)
         if chosen is not None:
             return evolve(chosen, assumptions=(*assumptions, *chosen.assumptions))
         counted = _counted_search(w, lay_in, gpu)  # the GPU count was left open: none tried held the job if it misses

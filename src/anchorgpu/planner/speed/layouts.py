@@ -37,10 +37,10 @@ from anchorgpu.planner.inputs import (
 )
 from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout, uneven_pipeline_layout
 from anchorgpu.planner.sequence_parallel import sequence_split_refusal
-from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.chooser_order import add_zero2_block, fastest_first, zero1_twins
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import compute_precision_for_training
+from anchorgpu.planner.speed.overrides import Overrides, calibrated
 from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss, default_batch_tokens, interleaving_refusal_line
 from anchorgpu.planner.speed.ranking import speed_rank
 from anchorgpu.planner.speed.topology import network_bytes_per_s_of
@@ -321,14 +321,16 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
 
 
 def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPlan, given: Layout, gpu: GpuSpec,
-                           overheads: Overheads) -> tuple[Choice, Plan] | None:
-    """The fastest layout that fits ``gpu`` (and the plan of it), or ``None`` when none does."""
+                           overheads: Overheads, efficiencies: Overrides | None = None) -> tuple[Choice, Plan] | None:
+    """The fastest layout that fits ``gpu`` (and the plan of it), or ``None`` when none does. ``efficiencies`` (the
+    user's ``--mfu``/``--mbu``) time the candidates as they time the plan shown and recommend's sweep
+    (``sweep_training``), so the layout chosen is the fastest at the speed the answer prints."""
     from anchorgpu.planner.plan import plan
 
     gpus = given.gpus or 1
     seq = default_seq_tokens(w, model.max_context_tokens)
     batch = w.global_batch_tokens or default_batch_tokens(w.task, seq)
-    cal = calibration()
+    cal = calibrated(efficiencies)
     kind: TrainKind = "full" if w.task == "train" else "lora"
     prec = compute_precision_for_training(w.train_precision)
     network = network_bytes_per_s_of(w.network_gbit_per_s_per_gpu)  # None: the calibration's
