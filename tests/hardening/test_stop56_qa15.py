@@ -9,9 +9,25 @@
 
 from __future__ import annotations
 
-import pytest
+import html
+import re
+from collections.abc import Iterator
 
-from cli_runner import run_json
+import pytest
+from fastapi.testclient import TestClient
+
+from anchorgpu.api.app import create_app
+from anchorgpu.config import Settings
+
+from cli_runner import run, run_json
+
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[TestClient]:
+    with TestClient(create_app(Settings(offline=True, rate_limit=False))) as c:
+        yield c
+
 
 _70B_16 = ("plan", "llama-3.1-70b", "--task", "train", "--gpu", "h100", "--gpus", "16")
 
@@ -47,3 +63,43 @@ def test_with_mfu_plan_and_recommend_agree_on_the_same_gpus(capsys: pytest.Captu
     assert {k: chosen["layout"][k] for k in ("tp", "pp", "dp", "zero", "virtual_stages")} == \
         {k: row["layout"][k] for k in ("tp", "pp", "dp", "zero", "virtual_stages")}
     assert row["train_tokens_per_s"] == pytest.approx(chosen["performance"]["train_tokens_per_s"], abs=0.1)
+
+
+# 2. recommend --task train wrote every run time in hours ("0.2 h" for an 11-minute run, "2,739.7 h" for 114 days);
+#    decided: each cell in the unit the plan writes the same time in (units.duration_in_unit: days from 24 h, hours
+#    from an hour, minutes from a minute), one decimal, so no cell loses its digits to a unit too large and the row
+#    reads as `plan` with the row's layout does; a row's band and floor on the page in that cell's unit.
+_SHORT_RUN = ("recommend", "llama-3.1-8b", "--task", "train", "--tokens", "5M", "--top", "3")
+
+
+def test_the_cli_recommend_table_writes_each_run_time_in_the_plans_unit(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from anchorgpu.units import duration_in_unit
+
+    monkeypatch.setenv("COLUMNS", "250")
+    rows = run_json(capsys, *_SHORT_RUN)["results"]
+    code, out, _ = run(capsys, *_SHORT_RUN)
+    assert code == 0
+    for rank, row in enumerate(rows, 1):
+        value, unit = duration_in_unit(row["train_time_s"])
+        line = next(line for line in out.splitlines() if re.match(rf"│\s*{rank}\s*│", line))
+        assert f"{value:,.1f} {unit}" in line, line
+    assert duration_in_unit(rows[0]["train_time_s"])[1] == "min"  # a run of minutes, not "0.2 h"
+
+
+def test_the_recommend_page_writes_each_run_time_and_its_band_in_one_unit(client: TestClient) -> None:
+    from anchorgpu.units import duration_in_unit
+
+    api = client.post("/v1/recommend", json={"model": "llama-3.1-8b", "task": "train", "train_tokens": 5_000_000,
+                                             "top": 3}).json()["results"][0]
+    page = client.get("/recommend?model=llama-3.1-8b&task=train&tokens=5000000&top=3&lang=en")
+    assert page.status_code == 200
+    cells = re.search(r'<tr id="rec-1">(.*?)</tr>', page.text, re.S)
+    assert cells
+    row = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", cells.group(1))).replace("\u00a0", " "))
+    value, unit = duration_in_unit(api["train_time_s"])
+    size = api["train_time_s"] / value
+    assert unit == "min"
+    band = f"{api['train_time_s_low'] / size:,.1f}–{api['train_time_s_high'] / size:,.1f} {unit}"
+    assert f"{value:,.1f} {unit} {band}" in row, row
+    assert f"{api['train_time_s_ceiling'] / size:,.1f} {unit}" in row

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from anchorgpu.cli._app import console
 from anchorgpu.planner.inputs import RECOMPUTES
-from anchorgpu.units import fmt_figure
+from anchorgpu.units import fmt_duration, fmt_figure
 
 if TYPE_CHECKING:
     from anchorgpu.recommend import Recommendation
@@ -77,9 +77,11 @@ def render_recommendation(rec: Recommendation) -> None:
         if diffusion:
             pass
         elif training:
-            hours = None if c.get("train_time_s") is None else c["train_time_s"] / 3600
+            seconds = c.get("train_time_s")
             price = "over 10 y" if o.run_refused else _money(o.run_usd)  # no quote prices such a run (units.MAX_TERM_HOURS)
-            row += [_rate(c["train_tokens_per_s"]), "-" if hours is None else f"{hours:,.1f} h", price]
+            # each run in the unit plan writes it in (11.3 min, 2.5 h, 114.2 days): one decimal of a unit the time
+            # reaches keeps two or more digits, where one unit down the column left "0.1 h" for 6 and 9 minutes
+            row += [_rate(c["train_tokens_per_s"]), "-" if seconds is None else fmt_duration(seconds), price]
         else:
             row += [str(c["concurrency"]), _rate(c["decode_tokens_per_s_total"]),
                     _rate(c["decode_tokens_per_s_per_user"], 1), _rate(c["prefill_s"], 2),
