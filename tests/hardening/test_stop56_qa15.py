@@ -18,9 +18,7 @@ from fastapi.testclient import TestClient
 
 from anchorgpu.api.app import create_app
 from anchorgpu.config import Settings
-
 from cli_runner import run, run_json
-
 
 
 @pytest.fixture(scope="module")
@@ -103,3 +101,35 @@ def test_the_recommend_page_writes_each_run_time_and_its_band_in_one_unit(client
     band = f"{api['train_time_s_low'] / size:,.1f}–{api['train_time_s_high'] / size:,.1f} {unit}"
     assert f"{value:,.1f} {unit} {band}" in row, row
     assert f"{api['train_time_s_ceiling'] / size:,.1f} {unit}" in row
+
+
+# 3. Refusals the planner wrote in the API's spelling (``zero=5``, ``weights fp8``, ``pp=64``) reached the CLI, where
+#    the user typed flags; now each names the flag (``--zero 5``), and the API's own words turn it into the field
+#    (``zero 5``, anchorgpu.api.words), as every other refusal.
+_TRAIN_8 = ("plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8")
+
+
+@pytest.mark.parametrize(("flags", "start"), [
+    (("--zero", "5"), "error: --zero 5: ZeRO stages are 0, 1, 2 and 3"),
+    (("--cp", "0"), "error: --cp 0: must be a whole number of at least 1"),
+    (("--pp", "2", "--virtual-stages", "0"), "error: --virtual-stages 0: must be a whole number of at least 1"),
+    (("--weights", "fp8"), "error: --weights fp8: full training keeps 16-bit weights"),
+    (("--task", "qlora", "--weights", "bf16"), "error: --weights bf16: QLoRA trains adapters"),
+    (("--task", "lora", "--lora-targets", "zz"), "error: --lora-targets zz: choose from"),
+    (("--gpus", "64", "--tp", "1", "--pp", "64"), "error: --pp 64 exceeds the 32 layers"),
+])
+def test_cli_refusals_name_the_flag_typed(capsys: pytest.CaptureFixture[str], flags: tuple[str, ...],
+                                         start: str) -> None:
+    code, _, err = run(capsys, *_TRAIN_8, *flags)
+    assert code == 2 and err.startswith(start) and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(("body", "start"), [
+    ({"weights": "fp8"}, "weights fp8: full training keeps 16-bit weights"),
+    ({"task": "qlora", "weights": "bf16"}, "weights bf16: QLoRA trains adapters"),
+    ({"gpus": 64, "tp": 1, "pp": 64}, "pp 64 exceeds the 32 layers"),
+])
+def test_the_api_names_the_same_refusals_by_field(client: TestClient, body: dict[str, object], start: str) -> None:
+    r = client.post("/v1/plan", json={"model": "llama-3.1-8b", "task": "train", "gpu": "h100", "gpus": 8, **body})
+    assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem+json")
+    assert r.json()["detail"].startswith(start) and "--" not in r.json()["detail"], r.json()["detail"]

@@ -108,7 +108,7 @@ def check_layout_counts(layout: Layout) -> int | None:
     gpus = layout.gpus
     if gpus is not None and (type(gpus) is not int or gpus < 1):  # the usual case needs no further check
         if not isinstance(gpus, bool) and gpus == 0:
-            raise InvalidWorkload("gpus=0: at least one GPU is needed")
+            raise InvalidWorkload("--gpus 0: at least one GPU is needed")
         gpus = require_whole_gpus(gpus)
     return gpus
 
@@ -178,7 +178,7 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
                     assumptions: list[str]) -> ResolvedLayout:
     gpus = check_layout_counts(layout)
     if layout.zero not in (None, 0, 1, 2, 3):
-        raise InvalidWorkload(f"zero={layout.zero!r}: ZeRO stages are 0, 1, 2 and 3")
+        raise InvalidWorkload(f"--zero {layout.zero!r}: ZeRO stages are 0, 1, 2 and 3")
     if layout.offload not in OFFLOADS:
         raise InvalidWorkload(f"unknown offload {layout.offload!r}; valid: {', '.join(OFFLOADS)}")
     training = workload.task in ("train", "lora", "qlora")
@@ -225,7 +225,7 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
                                       f"{split * dp}, or leave it out (the split sets it), or change the split")
     check_tp(model, tp)
     if isinstance(model, ModelSpec) and pp > model.num_layers:
-        raise InvalidWorkload(f"pp={pp} exceeds the {model.num_layers} layers of {model.name}")
+        raise InvalidWorkload(f"--pp {pp} exceeds the {model.num_layers} layers of {model.name}")
     if isinstance(model, DiffusionPipelineSpec) and pp > 1:
         raise InvalidWorkload("pp > 1 for a diffusion pipeline: AnchorGPU plans diffusion replicas (use --gpus)")
     if workload.recompute == "moe" and not (isinstance(model, ModelSpec) and model.moe is not None):
@@ -301,7 +301,7 @@ def _pipeline_layout(model: ModelSpec | DiffusionPipelineSpec, layout: Layout, p
     language model); the virtual stages follow from its chunks, or must match them when given."""
     text = layout.pipeline_layout
     if not isinstance(text, str):
-        raise InvalidWorkload(f"pipeline-layout={text!r}: must be a layout string such as 'Et|(tt|)*30L'")
+        raise InvalidWorkload(f"--pipeline-layout {text!r}: must be a layout string such as 'Et|(tt|)*30L'")
     if not training or not isinstance(model, ModelSpec):
         raise InvalidWorkload("--pipeline-layout splits a language model's layers for training; it does not apply to "
                               "inference or diffusion")

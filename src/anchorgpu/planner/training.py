@@ -106,7 +106,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
                                f"projections {', '.join(w.lora_targets)} (PEFT's Mamba example).")
         if adapters == 0:
             names = ", ".join(g.name for g in model.linear_groups)
-            raise InvalidWorkload(f"lora-targets {','.join(w.lora_targets)} match no linear layer of {model.name} ({names})")
+            raise InvalidWorkload(f"--lora-targets {','.join(w.lora_targets)} match no linear layer of {model.name} ({names})")
         adapters_gpu = math.ceil(adapters * share)
         value = 4 if mixed else 2
         breakdown["lora_adapter_params"] = adapters

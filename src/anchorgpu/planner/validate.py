@@ -88,11 +88,11 @@ def _resolve_format(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
             assumptions.append(f"Weights: {describe_shipped(shipped.shipped)}, as the checkpoint ships them.")
     if workload.task == "train" and fmt.name not in TRAIN_FORMATS:
         raise InvalidWorkload(
-            f"weights {fmt.name}: full training keeps 16-bit weights ({', '.join(TRAIN_FORMATS)}); "
+            f"--weights {fmt.name}: full training keeps 16-bit weights ({', '.join(TRAIN_FORMATS)}); "
             "for a quantized frozen base use --task qlora")
     if workload.task == "qlora" and not fmt.quantized:
         raise InvalidWorkload(
-            f"weights {fmt.name}: QLoRA trains adapters on a quantized frozen base (nf4-dq by default); "
+            f"--weights {fmt.name}: QLoRA trains adapters on a quantized frozen base (nf4-dq by default); "
             "for a 16-bit base use --task lora")
     return fmt
 
