@@ -133,3 +133,39 @@ def test_the_api_names_the_same_refusals_by_field(client: TestClient, body: dict
     r = client.post("/v1/plan", json={"model": "llama-3.1-8b", "task": "train", "gpu": "h100", "gpus": 8, **body})
     assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem+json")
     assert r.json()["detail"].startswith(start) and "--" not in r.json()["detail"], r.json()["detail"]
+
+
+# 4. The PyTorch stack's sequence split (stop55_qa14 left 1): torchtitan applies sequence parallelism with every TP
+#    (apply_tp: SequenceParallel on the norms, the embedding's output Shard(1)) and asserts
+#    ``seq_len % parallel_dims.seq_len_divisor == 0``, the divisor being TP x 2 x CP ("Sequence Parallel requires that
+#    seq_len be divisible by TP degree"; pytorch/torchtitan@0119de15 torchtitan/distributed/parallel_dims.py,
+#    @018740b7 torchtitan/models/llama3/infra/parallelize.py). 2,056 tokens = 8 x 257: Megatron's split (2,056 / 8)
+#    runs, torchtitan's TP 8 (2,056 % 16) does not; the chooser picked TP 8 for a 405B on 128 H100 and recommend
+#    offered a TP 8 row.
+_PYTORCH_2056 = ("--task", "train", "--train-stack", "pytorch", "--gpu", "h100", "--seq", "2056")
+
+
+def test_pytorch_stack_refuses_a_tp_whose_split_torchtitan_asserts_against(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "plan", "llama-3.1-8b", *_PYTORCH_2056, "--gpus", "8", "--tp", "8")
+    assert code == 2 and err.startswith("error: --tp 8 on the PyTorch stack") and err.count("\n") == 1, err
+    assert "2 x CP" in err and "16" in err
+    # the Megatron stack splits 2,056 over 8 ranks (257 each): planned (a control)
+    megatron = run_json(capsys, "plan", "llama-3.1-8b", "--task", "train", "--train-stack", "megatron", "--gpu",
+                        "h100", "--seq", "2056", "--gpus", "8", "--tp", "8")
+    assert megatron["layout"]["tp"] == 8
+    # TP 4: 2,056 % 8 == 0, planned on the PyTorch stack too
+    assert run_json(capsys, "plan", "llama-3.1-8b", *_PYTORCH_2056, "--gpus", "8", "--tp", "4")["layout"]["tp"] == 4
+
+
+def test_pytorch_stack_chooser_and_sweep_skip_such_a_tp(capsys: pytest.CaptureFixture[str]) -> None:
+    chosen = run_json(capsys, "plan", "llama-3.1-405b", *_PYTORCH_2056, "--gpus", "128")
+    assert chosen["fits"] and 2056 % (2 * chosen["layout"]["tp"] * chosen["layout"]["cp"]) == 0, chosen["layout"]
+    rows = run_json(capsys, "recommend", "llama-3.1-70b", "--task", "train", "--train-stack", "pytorch", "--seq",
+                    "2056", "--top", "20")["results"]
+    assert rows and all(2056 % (2 * r["layout"]["tp"] * r["layout"]["cp"]) == 0 for r in rows)
+
+
+def test_the_api_refuses_it_by_field(client: TestClient) -> None:
+    r = client.post("/v1/plan", json={"model": "llama-3.1-8b", "task": "train", "train_stack": "pytorch", "gpu": "h100",
+                                      "gpus": 8, "tp": 8, "seq": 2056})
+    assert r.status_code == 422 and r.json()["detail"].startswith("tp 8 on the PyTorch stack"), r.json()

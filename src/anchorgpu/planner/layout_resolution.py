@@ -15,7 +15,11 @@ from anchorgpu.planner._memo import memo_with_lines
 from anchorgpu.planner.inputs import OFFLOADS, Layout, Workload, default_seq_tokens
 from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout
 from anchorgpu.planner.result import ResolvedLayout
-from anchorgpu.planner.sequence_parallel import resolve_sequence_parallel, sequence_split_refusal
+from anchorgpu.planner.sequence_parallel import (
+    resolve_sequence_parallel,
+    sequence_split_refusal,
+    splits_whatever_stated,
+)
 from anchorgpu.planner.speed.context_parallel import cp_split_refusal
 from anchorgpu.planner.speed.pipeline import chunks_refusal, counts_embedding_and_loss
 from anchorgpu.planner.workload_checks import check_counts, counts_checker
@@ -284,7 +288,7 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
             raise InvalidWorkload(refusal)
     sequence_parallel = resolve_sequence_parallel(layout.sequence_parallel, training=training, tp=tp,
                                                   moe=isinstance(model, ModelSpec) and model.moe is not None)
-    if sequence_parallel and isinstance(model, ModelSpec):
+    if training and isinstance(model, ModelSpec) and (sequence_parallel or splits_whatever_stated(workload.train_stack)):
         refusal = sequence_split_refusal(tp, cp, default_seq_tokens(workload, model.max_context_tokens),
                                          workload.train_stack)
         if refusal is not None:

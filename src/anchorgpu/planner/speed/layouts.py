@@ -36,7 +36,7 @@ from anchorgpu.planner.inputs import (
     train_pp_sizes,
 )
 from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout, uneven_pipeline_layout
-from anchorgpu.planner.sequence_parallel import sequence_split_refusal
+from anchorgpu.planner.sequence_parallel import sequence_split_refusal, splits_whatever_stated
 from anchorgpu.planner.speed.chooser_order import add_zero2_block, fastest_first, zero1_twins
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.links import compute_precision_for_training
@@ -260,7 +260,8 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
         for cp in cps:
             if gpus % (tp * cp):
                 continue
-            if given.sequence_parallel is not False and sequence_split_refusal(tp, cp, seq, w.train_stack):
+            if (given.sequence_parallel is not False or splits_whatever_stated(w.train_stack)) \
+                    and sequence_split_refusal(tp, cp, seq, w.train_stack):
                 continue  # sequence parallelism (on with TP unless turned off) cannot split the sequence
             rest = gpus // (tp * cp)
             pps = ([given.pp or 1] if given.pp is not None or w.offload_activation_layers or not w.launch_stages
