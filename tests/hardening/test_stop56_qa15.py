@@ -169,3 +169,19 @@ def test_the_api_refuses_it_by_field(client: TestClient) -> None:
     r = client.post("/v1/plan", json={"model": "llama-3.1-8b", "task": "train", "train_stack": "pytorch", "gpu": "h100",
                                       "gpus": 8, "tp": 8, "seq": 2056})
     assert r.status_code == 422 and r.json()["detail"].startswith("tp 8 on the PyTorch stack"), r.json()
+
+
+# 5. recommend --mfu (or --mbu) printed under its table "band (where measured runs fell) ...: #1 10,645–10,645": a band
+#    of no width, named as where measured runs fell, for speeds timed with the user's efficiency, which no measured run
+#    brackets (the plan, the page and the JSON's evidence give none then). Now only the roofline ceilings, and why.
+def test_recommend_with_mfu_prints_no_band_of_no_width(capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "250")
+    code, out, _ = run(capsys, "recommend", "llama-3.1-8b", "--task", "train", "--tokens", "1B", "--mfu", "0.4",
+                       "--top", "3")
+    assert code == 0
+    line = next(line for line in out.splitlines() if line.startswith("train tok/s"))
+    assert "band" not in line.split(":")[0] and "–" not in line, line
+    assert "ceiling" in line and "your efficiencies" in line
+    code, out, _ = run(capsys, "recommend", "llama-3.1-8b", "--task", "train", "--tokens", "1B", "--top", "3")
+    assert "band (where measured runs fell)" in out  # the calibrated answer keeps its band (a control)

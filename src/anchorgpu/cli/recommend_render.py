@@ -168,13 +168,18 @@ def _print_bands(out: Any, rec: Recommendation, unit: str) -> None:
     answer), as the JSON's ``*_low``/``*_high``/``*_ceiling`` give them."""
     from anchorgpu.recommend.render import headline_band
 
+    # speeds timed with the user's --mfu/--mbu have no band (the JSON's low = high): measured runs fell around the
+    # calibrated model, not around these, so no range of no width is shown as if they had (as plan and the page)
+    user = rec.efficiencies.mfu is not None or rec.efficiencies.mbu is not None
     parts = []
     for i, o in enumerate(rec.results, 1):
         low, high, top = headline_band(rec, o)
-        band = "" if low is None or high is None else f"{_rate(low)}–{_rate(high)}"
+        band = "" if user or low is None or high is None else f"{_rate(low)}–{_rate(high)}"
         ceiling = "" if top is None else f"ceiling {_rate(top)}"
         if band or ceiling:
             parts.append(f"#{i} " + ", ".join(x for x in (band, ceiling) if x))
     if parts:
-        out.print(f"{unit}: band (where measured runs fell) and roofline ceiling (a bound, never the answer): "
-                  + " · ".join(parts), markup=False)
+        head = ("roofline ceiling (a bound, never the answer; no band: timed with your efficiencies, which no "
+                "measured run brackets)" if user else
+                "band (where measured runs fell) and roofline ceiling (a bound, never the answer)")
+        out.print(f"{unit}: {head}: " + " · ".join(parts), markup=False)
