@@ -70,7 +70,9 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         assumptions.append(f"Activation recompute: {recompute} (default for {w.task}"
                            + (", gradient checkpointing as in the QLoRA paper)." if recompute == "full" else ")."))
     if lay.sequence_parallel:
-        assumptions.append("Tensor parallelism with sequence parallelism (Megatron): norms and dropout activations split too.")
+        assumptions.append("Tensor parallelism with sequence parallelism ("
+                           + ("torchtitan's SequenceParallel" if w.train_stack == "pytorch" else "Megatron")
+                           + "): norms and dropout activations split too.")
     elif lay.tp > 1:
         assumptions.append(memory_off_line(lay.tp))
     assumptions.append("Attention by a flash-attention kernel: no s² score matrix is stored.")
