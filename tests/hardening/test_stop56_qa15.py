@@ -194,3 +194,24 @@ def test_the_sequence_parallel_line_names_the_stack_planned(capsys: pytest.Captu
     assert "torchtitan" in line and "Megatron" not in line
     full = run_json(capsys, "plan", "llama-3.1-70b", "--task", "train", "--gpu", "h100", "--gpus", "16", "--tp", "2")
     assert any(a.startswith("Tensor parallelism with sequence parallelism (Megatron)") for a in full["assumptions"])
+
+
+# 6. Two more refusals spelled for no face: "seq 131,073 exceeds ..." on the CLI (the flag is --seq), and the
+#    sequence-split refusal's "or --no-sequence-parallel", which the API kept as a flag it has no field for and the
+#    page as a flag it has no input for: the API's field is sequence_parallel (false), the page's "Sequence
+#    parallelism" select (off).
+def test_a_sequence_past_the_models_limit_names_the_flag(capsys: pytest.CaptureFixture[str], client: TestClient) -> None:
+    code, _, err = run(capsys, *_TRAIN_8, "--seq", "131073")
+    assert code == 2 and err.startswith("error: --seq 131,073 exceeds llama-3.1-8b's limit"), err
+    r = client.post("/v1/plan", json={"model": "llama-3.1-8b", "task": "train", "gpu": "h100", "gpus": 8, "seq": 131073})
+    assert r.status_code == 422 and r.json()["detail"].startswith("seq 131,073 exceeds"), r.json()
+
+
+def test_the_negated_sequence_parallel_flag_is_said_as_each_face_takes_it(client: TestClient) -> None:
+    r = client.post("/v1/plan", json={"model": "llama-3.1-8b", "task": "train", "gpu": "h100", "gpus": 8, "tp": 8,
+                                      "seq": 2052})
+    detail = r.json()["detail"]
+    assert r.status_code == 422 and "or sequence_parallel false (a dense model)" in detail and "--" not in detail, detail
+    page = client.get("/plan?model=llama-3.1-8b&task=train&gpu=h100&gpus=8&tp=8&seq=2052&lang=en")
+    text = html.unescape(re.sub(r"<[^>]+>", "", page.text))
+    assert page.status_code == 422 and "or “Sequence parallelism” off (a dense model)" in text

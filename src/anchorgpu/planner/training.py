@@ -55,7 +55,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         assumptions.append(f"Sequence length not given: {seq:,} tokens.")
     if seq > model.max_context_tokens and not w.allow_long_context:
         raise InvalidWorkload(
-            f"seq {seq:,} exceeds {model.name}'s limit of {model.max_context_tokens:,} tokens (add --allow-long-context)")
+            f"--seq {seq:,} exceeds {model.name}'s limit of {model.max_context_tokens:,} tokens (add --allow-long-context)")
     micro_batch = w.micro_batch or 1
     if w.micro_batch is None:
         assumptions.append("Micro-batch not given: 1 sequence per GPU step.")
