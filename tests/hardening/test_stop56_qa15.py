@@ -215,3 +215,31 @@ def test_the_negated_sequence_parallel_flag_is_said_as_each_face_takes_it(client
     page = client.get("/plan?model=llama-3.1-8b&task=train&gpu=h100&gpus=8&tp=8&seq=2052&lang=en")
     text = html.unescape(re.sub(r"<[^>]+>", "", page.text))
     assert page.status_code == 422 and "or “Sequence parallelism” off (a dense model)" in text
+
+
+# 7. Found by a fuzz of training flags (benchmarks/hardening/stop56_qa15.md): a flag the model rules out was refused
+#    only after the layout search, which then failed for its own reason and blamed a flag never given:
+#    `--ep 16` on a dense 70B on 12 GPUs said "--virtual-stages None: no layout of the 12 GPUs interleaves"; a mixture
+#    of experts with --tp-overlap and --no-sequence-parallel said "--ep 8 must divide the tp·dp = 1 GPU of a stage"
+#    without --gpus, and "--tp-overlap with TP 1 ... give --tp 2 or more" with them (TP 2 is then refused too).
+def test_expert_parallelism_on_a_dense_model_is_refused_before_the_search(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "plan", "llama-3.1-70b", "--task", "lora", "--gpu", "b200", "--seq", "2050",
+                       "--gpus", "12", "--ep", "16")
+    assert code == 2 and err == "error: --ep 16: expert parallelism needs a mixture-of-experts model\n", err
+
+
+@pytest.mark.parametrize("gpus", [(), ("--gpus", "8")])
+def test_tp_overlap_against_no_sequence_parallel_on_a_moe_is_one_line_naming_both(
+        capsys: pytest.CaptureFixture[str], gpus: tuple[str, ...]) -> None:
+    code, _, err = run(capsys, "plan", "mixtral-8x7b", "--task", "train", "--gpu", "h200", *gpus, "--ep", "8",
+                       "--tp-overlap", "--no-sequence-parallel")
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith("error: --tp-overlap with --no-sequence-parallel") and "mixture of experts" in err, err
+
+
+def test_no_interleaving_refusal_names_a_virtual_stage_count_never_given(capsys: pytest.CaptureFixture[str]) -> None:
+    # EP 16 splits over no TP x CP x DP of 12 GPUs: the search found nothing and said "--virtual-stages None: no layout
+    # of the 12 GPUs interleaves" (speed.layouts.choose_training_layout); the EP's own refusal is the reason
+    code, _, err = run(capsys, "plan", "qwen3-30b-a3b", "--task", "train", "--gpu", "h100", "--gpus", "12",
+                       "--ep", "16")
+    assert code == 2 and "None" not in err and err.startswith("error: --ep 16 must divide"), err

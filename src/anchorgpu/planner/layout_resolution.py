@@ -25,7 +25,7 @@ from anchorgpu.planner.speed.pipeline import chunks_refusal, counts_embedding_an
 from anchorgpu.planner.workload_checks import check_counts, counts_checker
 from anchorgpu.units import require_whole_gpus
 
-__all__ = ["GPUS_PER_SERVER", "check_layout_counts", "check_tp", "default_tp", "resolve_layout", "sharded_pipeline_refusal", "tp_is_valid",
+__all__ = ["GPUS_PER_SERVER", "check_layout_counts", "check_layout_for_model", "check_tp", "default_tp", "resolve_layout", "sharded_pipeline_refusal", "tp_is_valid",
            "vllm_ep_below_tp_refusal"]
 
 GPUS_PER_SERVER = 8
@@ -98,6 +98,25 @@ def resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload,
     resolved: ResolvedLayout = memo_with_lines(_LAYOUTS, key, model, assumptions, _resolve_layout, model, workload,
                                                layout, checked=False)
     return resolved
+
+
+def check_layout_for_model(model: ModelSpec, layout: Layout, workload: Workload) -> None:
+    """Refuse, before a layout is chosen around them, the layout flags the model itself rules out: ``--ep`` on a
+    dense model or not dividing its experts, and ``--tp-overlap`` (it needs TP 2 or more) with
+    ``--no-sequence-parallel`` on a mixture of experts (which needs sequence parallelism under TP,
+    :func:`~anchorgpu.planner.sequence_parallel.resolve_sequence_parallel`). Left to the search, no candidate holds
+    them and its refusal names something else: ``--virtual-stages None``, or an EP over the one GPU planned when
+    nothing was chosen. :func:`resolve_layout` checks the same on the layout it resolves."""
+    ep = layout.ep or 1
+    if ep > 1 and model.moe is None:
+        raise InvalidWorkload(f"--ep {ep}: expert parallelism needs a mixture-of-experts model")
+    if ep > 1 and model.moe is not None and model.moe.num_experts % ep:
+        raise InvalidWorkload(f"--ep {ep} does not divide the {model.moe.num_experts} experts of {model.name}")
+    if workload.task in ("train", "lora", "qlora") and model.moe is not None and layout.tp_overlap \
+            and layout.sequence_parallel is False:
+        raise InvalidWorkload("--tp-overlap with --no-sequence-parallel on a mixture of experts: the overlap needs "
+                              "TP 2 or more, and a mixture of experts under TP needs sequence parallelism (Megatron-LM "
+                              "refuses it without); drop one of them")
 
 
 def check_layout_counts(layout: Layout) -> int | None:

@@ -40,6 +40,7 @@ from anchorgpu.planner.training_gpu_counts import training_gpu_counts
 from anchorgpu.planner.validate import (
     check_kv_cache_task,
     check_layout_counts,
+    check_layout_for_model,
     resolve_format,
     resolve_kv_cache,
     resolve_layout,
@@ -169,6 +170,7 @@ def plan(
     format_lines: list[str] | None = None  # resolve_format's lines, where it ran before the search
     if choose_layout and gpu is not None and lm is not None:
         check_layout_counts(lay_in)  # a count below 1 is refused before any layout is chosen around it
+        check_layout_for_model(lm, lay_in, w)  # so is a flag the model rules out (--ep on a dense model)
         # a format the task cannot use is refused before the search (each of its thousands of candidates would refuse it)
         format_lines = []
         fmt = resolve_format(model, w, prec, format_lines)

@@ -341,8 +341,9 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     blocks: list[tuple[int, int, int]] = []
     pairs, levels = _candidates(model, w, given, gpus, seq, max(batch, 1), refused, unsplit, blocks)
     twins = zero1_twins(blocks) if w.train_stack == "megatron" else None
-    if not pairs and refused and given.pp is None:
-        # only the stated --virtual-stages left nothing: say why (with --pp stated, plan() refuses the layout itself)
+    if not pairs and refused and given.pp is None and given.virtual_stages is not None:
+        # only the stated --virtual-stages left nothing: say why (with --pp stated, plan() refuses the layout itself;
+        # with none stated, the layout planned instead says what rules the rest out, such as an EP no stage splits)
         raise InvalidWorkload(f"--virtual-stages {given.virtual_stages}: no layout of the {gpus} GPUs interleaves "
                               f"with this batch; the first tried: {refused[0]}")
     if not pairs and unsplit and not refused:  # the stated batch splits over none of the layouts: never rounded
