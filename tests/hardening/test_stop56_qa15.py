@@ -243,3 +243,18 @@ def test_no_interleaving_refusal_names_a_virtual_stage_count_never_given(capsys:
     code, _, err = run(capsys, "plan", "qwen3-30b-a3b", "--task", "train", "--gpu", "h100", "--gpus", "12",
                        "--ep", "16")
     assert code == 2 and "None" not in err and err.startswith("error: --ep 16 must divide"), err
+
+
+# 8. `--tp 4` alone plans 4 GPUs, but `--ep 8` alone was refused: "--ep 8 must divide the tp·dp = 1 GPU of a stage"
+#    (plan mixtral-8x7b --task train --ep 8, and serving alike): with no GPU count the split given sets it, and an EP
+#    needs a stage of a multiple of it (Megatron-Core folds EP over the TP, CP and DP ranks), so the fewest GPUs that
+#    hold it are planned, as for TP.
+@pytest.mark.parametrize(("flags", "gpus", "dp"), [
+    (("--task", "train", "--ep", "8"), 8, 8),
+    (("--ep", "8"), 8, 1),  # serving: TP 8 across the server (the default TP), EP 8 over it
+    (("--task", "train", "--tp", "2", "--ep", "8"), 8, 4),
+])
+def test_an_ep_alone_sets_the_gpu_count_as_a_tp_does(capsys: pytest.CaptureFixture[str], flags: tuple[str, ...],
+                                                    gpus: int, dp: int) -> None:
+    answer = run_json(capsys, "plan", "mixtral-8x7b", *flags)
+    assert (answer["layout"]["gpus"], answer["layout"]["ep"], answer["layout"]["dp"]) == (gpus, 8, dp)

@@ -8,6 +8,8 @@ appended to the caller's ``assumptions``.
 
 from __future__ import annotations
 
+import math
+
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner._frozen import field_getter
@@ -217,8 +219,9 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
         raise InvalidWorkload("--offload applies to training and diffusion; serving engines size offload separately")
     if workload.task == "diffusion" and layout.offload == "optimizer":
         raise InvalidWorkload("--offload optimizer applies to training; for diffusion use --offload params")
+    ep_given = layout.ep or 1  # with no GPU count, the fewest GPUs whose stage an EP given splits over (as --tp N)
     if layout.tp is None and layout.pp is None and layout.dp is None:
-        gpus = gpus or cp
+        gpus = gpus or math.lcm(cp, ep_given)
         if gpus % cp:
             raise InvalidWorkload(f"--gpus {gpus} is not a multiple of --cp {cp}: give a multiple of it")
         tp = default_tp(model, gpus) if workload.task == "inference" else 1
@@ -234,7 +237,7 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
         split = tp * pp * cp
         if layout.dp is None:
             if gpus is None:
-                gpus = split
+                gpus = split * (ep_given // math.gcd(ep_given, tp * cp))  # DP that makes the stage a multiple of EP
             if gpus % split:
                 raise InvalidWorkload(f"--gpus {gpus} is not a multiple of {_split_text(tp, pp, cp)}: give --gpus as "
                                       f"a multiple of {split}")
