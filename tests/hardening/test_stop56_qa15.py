@@ -258,3 +258,19 @@ def test_an_ep_alone_sets_the_gpu_count_as_a_tp_does(capsys: pytest.CaptureFixtu
                                                     gpus: int, dp: int) -> None:
     answer = run_json(capsys, "plan", "mixtral-8x7b", *flags)
     assert (answer["layout"]["gpus"], answer["layout"]["ep"], answer["layout"]["dp"]) == (gpus, 8, dp)
+
+
+# 9. recommend --task train without --tokens showed "-" for every run time and run price, on the CLI and the page,
+#    with no word of why, and ranked by the term's total: now one line says what fills them.
+def test_recommend_without_tokens_says_what_times_and_prices_the_run(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, client: TestClient) -> None:
+    monkeypatch.setenv("COLUMNS", "250")
+    code, out, _ = run(capsys, "recommend", "llama-3.1-8b", "--task", "train", "--top", "2")
+    out = " ".join(out.split())  # wrapped at the terminal's width
+    assert code == 0 and "give --tokens" in out and "ranked by the term's total" in out
+    code, out, _ = run(capsys, "recommend", "llama-3.1-8b", "--task", "train", "--tokens", "1B", "--top", "2")
+    assert "give --tokens" not in out  # a control: the run is timed and priced
+    for lang, words in (("en", "Fill in “Train tokens”"), ("ru", "Заполните «Токены обучения»")):
+        page = client.get(f"/recommend?model=llama-3.1-8b&task=train&top=2&lang={lang}")
+        note = re.search(r'id="band-note">(.*?)</p>', page.text, re.S)
+        assert page.status_code == 200 and note and words in html.unescape(note.group(1)), lang

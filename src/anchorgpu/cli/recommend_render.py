@@ -92,6 +92,9 @@ def render_recommendation(rec: Recommendation) -> None:
         out.print(table)
     if rec.results and not diffusion:
         _print_bands(out, rec, "train tok/s" if training else "tok/s")
+    if training and rec.results and all(o.config.get("train_time_s") is None for o in rec.results):
+        out.print("Run time and run price: give --tokens (the tokens to train on, e.g. 1e12 or 300B) to time and price "
+                  "the whole run; without it the rows are ranked by the term's total.", markup=False)
     apart = _public_network_line(rec)
     if apart:
         out.print(apart, markup=False)
