@@ -33,6 +33,8 @@ __all__ = [
     "ceil_div",
     "clamp",
     "duration_in_unit",
+    "duration_unit",
+    "fmt_duration",
     "fmt_bytes",
     "figure_places",
     "fmt_figure",
@@ -335,8 +337,29 @@ def duration_in_unit(seconds: float) -> tuple[float, str]:
     >>> duration_in_unit(1_382_400), duration_in_unit(72), duration_in_unit(5_400), duration_in_unit(30)
     ((16.0, 'days'), (1.2, 'min'), (1.5, 'h'), (30, 's'))
     """
+    unit, size = duration_unit(seconds)
+    return (seconds / size if size != 1.0 else seconds), unit
+
+
+def fmt_duration(seconds: float) -> str:
+    """``seconds`` as the CLI writes a time, in :func:`duration_in_unit`'s unit with one decimal.
+
+    >>> fmt_duration(1_397_981), fmt_duration(676), fmt_duration(9_863_000)
+    ('16.2 days', '11.3 min', '114.2 days')
+    """
+    value, unit = duration_in_unit(seconds)
+    return f"{value:,.1f} {unit}"
+
+
+def duration_unit(seconds: float) -> tuple[str, float]:
+    """The unit :func:`duration_in_unit` writes ``seconds`` in and its size in seconds: a figure's band and bound
+    written beside it in the same unit (``11.3 min (10.1-12.7 min)``), not each in its own.
+
+    >>> duration_unit(676), duration_unit(30), duration_unit(9_863_000)
+    (('min', 60.0), ('s', 1.0), ('days', 86400.0))
+    """
     for unit, size in DURATION_UNITS:
         if seconds >= size:
-            return seconds / size, unit
-    return seconds, "s"
+            return unit, size
+    return "s", 1.0
 

@@ -79,7 +79,7 @@ def test_training_with_images_is_refused() -> None:
 @pytest.mark.parametrize(("argv", "needle"), [
     (("gemma-3-27b", "--image-resolution", "0x0"), "image-resolution 0x0"),
     (("gemma-3-27b", "--image-resolution", "big"), "--image-resolution 'big'"),
-    (("gemma-3-27b", "--images-per-request", "-1"), "images-per-request=-1"),
+    (("gemma-3-27b", "--images-per-request", "-1"), "--images-per-request -1"),  # the flag (stop 56 qa15)
     (("llama-3.1-8b", "--images-per-request", "2"), "takes no images"),
     (("whisper-large-v3", "--image-resolution", "640x480"), "takes no images"),
 ])

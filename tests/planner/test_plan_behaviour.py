@@ -360,7 +360,7 @@ def test_training_suggestions_include_sharding_or_recompute() -> None:
         (dict(layout=Layout(ep=2)), "mixture-of-experts"),
         (dict(workload=Workload(gpu_memory_utilization=1.5)), "at most 1"),
         (dict(workload=Workload(task="lora", lora_targets=("qkvo",))), "lora-targets"),
-        (dict(workload=Workload(concurrency=0)), "--concurrency 0"),  # the flag as typed (stop56 qa16)
+        (dict(workload=Workload(concurrency=0)), "--concurrency 0"),  # the flag (stop 56 qa15)
     ],
 )
 def test_bad_input_is_refused_with_one_line(kwargs: dict, fragment: str) -> None:

@@ -8,6 +8,8 @@ import re
 
 from fastapi.testclient import TestClient
 
+from anchorgpu.units import duration_in_unit
+
 TRAIN = {"model": "llama-3.1-70b", "task": "train", "train_tokens": 10**10, "gpu": "h100", "top": 2}
 SERVE = {"model": "llama-3.1-70b", "concurrency": 32, "context": 8192, "top": 2}
 
@@ -25,9 +27,12 @@ def test_training_rows_show_the_band_and_the_predicted_run_time(client: TestClie
     row = _row(page.text, 1)
     rate = f"{api['train_tokens_per_s']:,.0f} {api['train_tokens_per_s_low']:,.0f}–{api['train_tokens_per_s_high']:,.0f}"
     assert rate in row
-    hours = f"{api['train_time_s'] / 3600:,.1f} h"
-    band = f"{api['train_time_s_low'] / 3600:,.1f}–{api['train_time_s_high'] / 3600:,.1f} h"
-    assert f"{hours} {band}" in row
+    # in the unit plan writes the time in, the band in the same unit (stop 56 qa15: was always hours)
+    value, unit = duration_in_unit(api["train_time_s"])
+    size = api["train_time_s"] / value
+    time = f"{value:,.1f} {unit}"
+    band = f"{api['train_time_s_low'] / size:,.1f}–{api['train_time_s_high'] / size:,.1f} {unit}"
+    assert f"{time} {band}" in html.unescape(row).replace("\u00a0", " ")
     assert api["run_hours"] != round(api["train_time_s"] / 3600, 1)  # the billed whole hours are not the run time
     assert 'id="band-note"' in page.text
 
@@ -57,7 +62,9 @@ def test_each_speed_shows_its_roofline_ceiling_beside_the_band_in_both_languages
     shown = dict(reversed(re.findall(r'data-key="(\w+)" title="[^"]*"><span aria-hidden="true">([^<]*)</span>',
                                      en)))  # the first row's of each key
     assert html.unescape(shown["train_tokens_per_s"]) == f"≤\u00a0{top}"
-    assert html.unescape(shown["train_time_s"]) == f"≥\u00a0{api['train_time_s_ceiling'] / 3600:,.1f} h"
+    value, unit = duration_in_unit(api["train_time_s"])  # the floor in the row's own unit
+    floor = api["train_time_s_ceiling"] * value / api["train_time_s"]
+    assert html.unescape(shown["train_time_s"]) == f"≥\u00a0{floor:,.1f} {unit}"
     assert f'title="roofline ceiling {top}: the datasheet roofline' in en
     assert "never the answer" in re.search(r'id="band-note">(.*?)</p>', en, re.S).group(1)  # type: ignore[union-attr]
     serve = client.post("/v1/recommend", json=SERVE).json()["results"][0]

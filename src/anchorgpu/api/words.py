@@ -7,6 +7,8 @@ planner and recommend pages, whose forms send the same fields (``anchorgpu.web.p
 - ``--flag-name`` that is a field of the request → ``flag_name`` (two flags are named otherwise, see
   ``_RENAMED_FLAGS``); a flag the request has no field for (an engine's own flag, ``--kv-cache-dtype``; a field of
   another route) is kept as it is;
+- a negated switch (``--no-sequence-parallel``) whose field the request has → ``sequence_parallel false`` (on a page,
+  the field's label and ``off``, as its select says);
 - the CLI's command given with its flags (``plan --concurrency N``, `` `anchorgpu plan MODEL --gpus 8` ``) → the route
   that takes them, ``POST /v1/plan with concurrency N`` (on a page: ``the Planner page with …``), when every flag is a
   field of that route (kept otherwise);
@@ -85,6 +87,13 @@ def _same(name: str) -> str:
     return name
 
 
+def _negated(flag: str, fields: frozenset[str]) -> str | None:
+    """The field a negated switch turns off (``--no-sequence-parallel``: ``sequence_parallel``), or None."""
+    if not flag.startswith("no-") or flag.replace("-", "_") in fields:
+        return None
+    return _field(flag[3:], fields)
+
+
 def _as_route(command: str, args: str, commands: Mapping[str, str], *, model_first: bool,
               say: Callable[[str], str] = _same) -> str | None:
     """``plan --gpus N`` as ``POST /v1/plan with gpus N`` (``commands`` names the command, ``say`` each field); None
@@ -123,9 +132,15 @@ def api_words(message: str, fields: frozenset[str], commands: Mapping[str, str] 
     >>> api_words("plan 128 with `anchorgpu plan llama-3.1-405b --task train --gpus 1024`; `anchorgpu model --json`",
     ...           frozenset())
     'plan 128 with POST /v1/plan with model llama-3.1-405b task train gpus 1024; `anchorgpu model --json`'
+    >>> api_words("or --no-sequence-parallel", frozenset({"sequence_parallel"}))
+    'or sequence_parallel false'
     """
+    off = "off" if commands is PAGE_COMMANDS else "false"  # a page's select says off, a JSON body false
+
     def field(flag: str, written: str) -> str:
         name = _field(flag, fields)
+        if name is None and (name := _negated(flag, fields)) is not None:
+            return f"{say(name)} {off}"  # --no-sequence-parallel: sequence_parallel false
         return written if name is None else say(name)
 
     def rewrite(match: re.Match[str]) -> str:

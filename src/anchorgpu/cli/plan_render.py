@@ -29,10 +29,9 @@ def _gib(n: int) -> str:
 def _duration(seconds: float) -> str:
     """``1397981`` → ``'16.2 days'``: seconds in the largest unit that keeps the number readable
     (:func:`anchorgpu.units.duration_in_unit`, which the pages write times by too)."""
-    from anchorgpu.units import duration_in_unit
+    from anchorgpu.units import fmt_duration
 
-    value, unit = duration_in_unit(seconds)
-    return f"{value:,.1f} {unit}"
+    return fmt_duration(seconds)
 
 
 def _bullets(out: Any, title: str, lines: list[str], *, marker: str = "-") -> None:

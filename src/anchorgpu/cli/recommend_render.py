@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from anchorgpu.cli._app import console
 from anchorgpu.planner.inputs import RECOMPUTES
-from anchorgpu.units import fmt_figure
+from anchorgpu.units import fmt_duration, fmt_figure
 
 if TYPE_CHECKING:
     from anchorgpu.recommend import Recommendation
@@ -77,9 +77,11 @@ def render_recommendation(rec: Recommendation) -> None:
         if diffusion:
             pass
         elif training:
-            hours = None if c.get("train_time_s") is None else c["train_time_s"] / 3600
+            seconds = c.get("train_time_s")
             price = "over 10 y" if o.run_refused else _money(o.run_usd)  # no quote prices such a run (units.MAX_TERM_HOURS)
-            row += [_rate(c["train_tokens_per_s"]), "-" if hours is None else f"{hours:,.1f} h", price]
+            # each run in the unit plan writes it in (11.3 min, 2.5 h, 114.2 days): one decimal of a unit the time
+            # reaches keeps two or more digits, where one unit down the column left "0.1 h" for 6 and 9 minutes
+            row += [_rate(c["train_tokens_per_s"]), "-" if seconds is None else fmt_duration(seconds), price]
         else:
             row += [str(c["concurrency"]), _rate(c["decode_tokens_per_s_total"]),
                     _rate(c["decode_tokens_per_s_per_user"], 1), _rate(c["prefill_s"], 2),
@@ -90,6 +92,9 @@ def render_recommendation(rec: Recommendation) -> None:
         out.print(table)
     if rec.results and not diffusion:
         _print_bands(out, rec, "train tok/s" if training else "tok/s")
+    if training and rec.results and all(o.config.get("train_time_s") is None for o in rec.results):
+        out.print("Run time and run price: give --tokens (the tokens to train on, e.g. 1e12 or 300B) to time and price "
+                  "the whole run; without it the rows are ranked by the term's total.", markup=False)
     apart = _public_network_line(rec)
     if apart:
         out.print(apart, markup=False)
@@ -166,13 +171,18 @@ def _print_bands(out: Any, rec: Recommendation, unit: str) -> None:
     answer), as the JSON's ``*_low``/``*_high``/``*_ceiling`` give them."""
     from anchorgpu.recommend.render import headline_band
 
+    # speeds timed with the user's --mfu/--mbu have no band (the JSON's low = high): measured runs fell around the
+    # calibrated model, not around these, so no range of no width is shown as if they had (as plan and the page)
+    user = rec.efficiencies.mfu is not None or rec.efficiencies.mbu is not None
     parts = []
     for i, o in enumerate(rec.results, 1):
         low, high, top = headline_band(rec, o)
-        band = "" if low is None or high is None else f"{_rate(low)}–{_rate(high)}"
+        band = "" if user or low is None or high is None else f"{_rate(low)}–{_rate(high)}"
         ceiling = "" if top is None else f"ceiling {_rate(top)}"
         if band or ceiling:
             parts.append(f"#{i} " + ", ".join(x for x in (band, ceiling) if x))
     if parts:
-        out.print(f"{unit}: band (where measured runs fell) and roofline ceiling (a bound, never the answer): "
-                  + " · ".join(parts), markup=False)
+        head = ("roofline ceiling (a bound, never the answer; no band: timed with your efficiencies, which no "
+                "measured run brackets)" if user else
+                "band (where measured runs fell) and roofline ceiling (a bound, never the answer)")
+        out.print(f"{unit}: {head}: " + " · ".join(parts), markup=False)

@@ -8,6 +8,8 @@ appended to the caller's ``assumptions``.
 
 from __future__ import annotations
 
+import math
+
 from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner._frozen import field_getter
@@ -15,13 +17,17 @@ from anchorgpu.planner._memo import memo_with_lines
 from anchorgpu.planner.inputs import OFFLOADS, Layout, Workload, default_seq_tokens
 from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout
 from anchorgpu.planner.result import ResolvedLayout
-from anchorgpu.planner.sequence_parallel import resolve_sequence_parallel, sequence_split_refusal
+from anchorgpu.planner.sequence_parallel import (
+    resolve_sequence_parallel,
+    sequence_split_refusal,
+    splits_whatever_stated,
+)
 from anchorgpu.planner.speed.context_parallel import cp_split_refusal
 from anchorgpu.planner.speed.pipeline import chunks_refusal, counts_embedding_and_loss
 from anchorgpu.planner.workload_checks import check_counts, counts_checker
 from anchorgpu.units import require_whole_gpus
 
-__all__ = ["GPUS_PER_SERVER", "check_layout_counts", "check_tp", "default_tp", "resolve_layout", "sharded_pipeline_refusal", "tp_is_valid",
+__all__ = ["GPUS_PER_SERVER", "check_layout_counts", "check_layout_for_model", "check_tp", "default_tp", "resolve_layout", "sharded_pipeline_refusal", "tp_is_valid",
            "vllm_ep_below_tp_refusal"]
 
 GPUS_PER_SERVER = 8
@@ -96,6 +102,25 @@ def resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload,
     return resolved
 
 
+def check_layout_for_model(model: ModelSpec, layout: Layout, workload: Workload) -> None:
+    """Refuse, before a layout is chosen around them, the layout flags the model itself rules out: ``--ep`` on a
+    dense model or not dividing its experts, and ``--tp-overlap`` (it needs TP 2 or more) with
+    ``--no-sequence-parallel`` on a mixture of experts (which needs sequence parallelism under TP,
+    :func:`~anchorgpu.planner.sequence_parallel.resolve_sequence_parallel`). Left to the search, no candidate holds
+    them and its refusal names something else: ``--virtual-stages None``, or an EP over the one GPU planned when
+    nothing was chosen. :func:`resolve_layout` checks the same on the layout it resolves."""
+    ep = layout.ep or 1
+    if ep > 1 and model.moe is None:
+        raise InvalidWorkload(f"--ep {ep}: expert parallelism needs a mixture-of-experts model")
+    if ep > 1 and model.moe is not None and model.moe.num_experts % ep:
+        raise InvalidWorkload(f"--ep {ep} does not divide the {model.moe.num_experts} experts of {model.name}")
+    if workload.task in ("train", "lora", "qlora") and model.moe is not None and layout.tp_overlap \
+            and layout.sequence_parallel is False:
+        raise InvalidWorkload("--tp-overlap with --no-sequence-parallel on a mixture of experts: the overlap needs "
+                              "TP 2 or more, and a mixture of experts under TP needs sequence parallelism (Megatron-LM "
+                              "refuses it without); drop one of them")
+
+
 def check_layout_counts(layout: Layout) -> int | None:
     """Refuse a layout count that is not a whole number of at least 1 (TP, PP, DP, EP, CP, virtual stages, GPUs), and
     a ZeRO stage other than 3 with FSDP, before anything is planned or chosen from it; the GPU count, made whole, is
@@ -108,7 +133,7 @@ def check_layout_counts(layout: Layout) -> int | None:
     gpus = layout.gpus
     if gpus is not None and (type(gpus) is not int or gpus < 1):  # the usual case needs no further check
         if not isinstance(gpus, bool) and gpus == 0:
-            raise InvalidWorkload("gpus=0: at least one GPU is needed")
+            raise InvalidWorkload("--gpus 0: at least one GPU is needed")
         gpus = require_whole_gpus(gpus)
     return gpus
 
@@ -178,7 +203,7 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
                     assumptions: list[str]) -> ResolvedLayout:
     gpus = check_layout_counts(layout)
     if layout.zero not in (None, 0, 1, 2, 3):
-        raise InvalidWorkload(f"zero={layout.zero!r}: ZeRO stages are 0, 1, 2 and 3")
+        raise InvalidWorkload(f"--zero {layout.zero!r}: ZeRO stages are 0, 1, 2 and 3")
     if layout.offload not in OFFLOADS:
         raise InvalidWorkload(f"unknown offload {layout.offload!r}; valid: {', '.join(OFFLOADS)}")
     training = workload.task in ("train", "lora", "qlora")
@@ -194,8 +219,9 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
         raise InvalidWorkload("--offload applies to training and diffusion; serving engines size offload separately")
     if workload.task == "diffusion" and layout.offload == "optimizer":
         raise InvalidWorkload("--offload optimizer applies to training; for diffusion use --offload params")
+    ep_given = layout.ep or 1  # with no GPU count, the fewest GPUs whose stage an EP given splits over (as --tp N)
     if layout.tp is None and layout.pp is None and layout.dp is None:
-        gpus = gpus or cp
+        gpus = gpus or math.lcm(cp, ep_given)
         if gpus % cp:
             raise InvalidWorkload(f"--gpus {gpus} is not a multiple of --cp {cp}: give a multiple of it")
         tp = default_tp(model, gpus) if workload.task == "inference" else 1
@@ -211,7 +237,7 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
         split = tp * pp * cp
         if layout.dp is None:
             if gpus is None:
-                gpus = split
+                gpus = split * (ep_given // math.gcd(ep_given, tp * cp))  # DP that makes the stage a multiple of EP
             if gpus % split:
                 raise InvalidWorkload(f"--gpus {gpus} is not a multiple of {_split_text(tp, pp, cp)}: give --gpus as "
                                       f"a multiple of {split}")
@@ -225,7 +251,7 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
                                       f"{split * dp}, or leave it out (the split sets it), or change the split")
     check_tp(model, tp)
     if isinstance(model, ModelSpec) and pp > model.num_layers:
-        raise InvalidWorkload(f"pp={pp} exceeds the {model.num_layers} layers of {model.name}")
+        raise InvalidWorkload(f"--pp {pp} exceeds the {model.num_layers} layers of {model.name}")
     if isinstance(model, DiffusionPipelineSpec) and pp > 1:
         raise InvalidWorkload("pp > 1 for a diffusion pipeline: AnchorGPU plans diffusion replicas (use --gpus)")
     if workload.recompute == "moe" and not (isinstance(model, ModelSpec) and model.moe is not None):
@@ -284,7 +310,7 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
             raise InvalidWorkload(refusal)
     sequence_parallel = resolve_sequence_parallel(layout.sequence_parallel, training=training, tp=tp,
                                                   moe=isinstance(model, ModelSpec) and model.moe is not None)
-    if sequence_parallel and isinstance(model, ModelSpec):
+    if training and isinstance(model, ModelSpec) and (sequence_parallel or splits_whatever_stated(workload.train_stack)):
         refusal = sequence_split_refusal(tp, cp, default_seq_tokens(workload, model.max_context_tokens),
                                          workload.train_stack)
         if refusal is not None:
@@ -301,7 +327,7 @@ def _pipeline_layout(model: ModelSpec | DiffusionPipelineSpec, layout: Layout, p
     language model); the virtual stages follow from its chunks, or must match them when given."""
     text = layout.pipeline_layout
     if not isinstance(text, str):
-        raise InvalidWorkload(f"pipeline-layout={text!r}: must be a layout string such as 'Et|(tt|)*30L'")
+        raise InvalidWorkload(f"--pipeline-layout {text!r}: must be a layout string such as 'Et|(tt|)*30L'")
     if not training or not isinstance(model, ModelSpec):
         raise InvalidWorkload("--pipeline-layout splits a language model's layers for training; it does not apply to "
                               "inference or diffusion")

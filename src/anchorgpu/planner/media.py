@@ -73,7 +73,7 @@ def validate_media(model: ModelSpec | None, w: Workload) -> None:
     if n is None and res is None:  # the usual request: no images asked for, nothing to refuse for any model
         return
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0 or n > MAX_IMAGES_PER_REQUEST):
-        raise InvalidWorkload(f"images-per-request={n!r}: must be a whole number from 0 to {MAX_IMAGES_PER_REQUEST:,}")
+        raise InvalidWorkload(f"--images-per-request {n!r}: must be a whole number from 0 to {MAX_IMAGES_PER_REQUEST:,}")
     if res is not None and (len(res) != 2 or any(isinstance(v, bool) or not isinstance(v, int) for v in res)
                             or min(res) < 1 or max(res) > MAX_IMAGE_SIDE):
         shown = "x".join(str(v) for v in res) if isinstance(res, tuple) else repr(res)

@@ -40,6 +40,7 @@ from anchorgpu.planner.training_gpu_counts import training_gpu_counts
 from anchorgpu.planner.validate import (
     check_kv_cache_task,
     check_layout_counts,
+    check_layout_for_model,
     resolve_format,
     resolve_kv_cache,
     resolve_layout,
@@ -127,8 +128,9 @@ def plan(
     (:mod:`anchorgpu.planner.speed.layouts`); weights bf16 (nf4-dq for QLoRA), or as the checkpoint ships them; the KV
     cache bf16, or the FP8 one the checkpoint ships (on a GPU with FP8 hardware); inference checks one sequence
     of the model's context length (many sequences of no given length: the default request each); a diffusion
-    model plans the diffusion task. ``efficiencies`` (the user's ``--mfu``/``--mbu``) time the suggestions' training
-    speeds as they time the plan's own (:func:`~anchorgpu.planner.speed.estimate.plan_performance`).
+    model plans the diffusion task. ``efficiencies`` (the user's ``--mfu``/``--mbu``) rank the training layouts chosen
+    for the user and time the suggestions' training speeds as they time the plan's own
+    (:func:`~anchorgpu.planner.speed.estimate.plan_performance`).
 
     Raises :class:`anchorgpu.errors.InvalidWorkload` (or ``PartialGpuRequested``) with a one-line reason.
 
@@ -168,11 +170,12 @@ def plan(
     format_lines: list[str] | None = None  # resolve_format's lines, where it ran before the search
     if choose_layout and gpu is not None and lm is not None:
         check_layout_counts(lay_in)  # a count below 1 is refused before any layout is chosen around it
+        check_layout_for_model(lm, lay_in, w)  # so is a flag the model rules out (--ep on a dense model)
         # a format the task cannot use is refused before the search (each of its thousands of candidates would refuse it)
         format_lines = []
         fmt = resolve_format(model, w, prec, format_lines)
         _check_engine_weights(w, fmt, gpu)
-        chosen = choose_layout_plan(lm, w, prec, lay_in, gpu, ov)
+        chosen = choose_layout_plan(lm, w, prec, lay_in, gpu, ov, efficiencies)
         if chosen is not None:
             return evolve(chosen, assumptions=(*assumptions, *chosen.assumptions))
         counted = _counted_search(w, lay_in, gpu)  # the GPU count was left open: none tried held the job if it misses

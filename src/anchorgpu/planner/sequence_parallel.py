@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from anchorgpu.errors import InvalidWorkload
 
-__all__ = ["memory_off_line", "resolve_sequence_parallel", "sequence_split_refusal", "speed_off_line"]
+__all__ = ["memory_off_line", "resolve_sequence_parallel", "sequence_split_refusal", "speed_off_line",
+           "splits_whatever_stated"]
 
 
 def resolve_sequence_parallel(stated: object, *, training: bool, tp: int, moe: bool = False) -> bool:
@@ -66,18 +67,44 @@ def sequence_split_refusal(tp: int, cp: int, seq_tokens: int, train_stack: str) 
     """Why sequence parallelism over ``tp`` ranks cannot split each CP rank's ``seq_tokens / cp`` tokens, or ``None``
     where it can. Megatron-Core scatters the local sequence over the TP ranks (``scatter_to_sequence_parallel_region``),
     and its ``_split_along_first_dim`` asserts "First dimension of the tensor should be divisible by tensor parallel
-    size" (NVIDIA/Megatron-LM@00caa53a ``megatron/core/tensor_parallel/mappings.py``). The PyTorch stack is not
-    checked: no source read for its rule.
+    size" (NVIDIA/Megatron-LM@00caa53a ``megatron/core/tensor_parallel/mappings.py``); a check only where sequence
+    parallelism is on (``--no-sequence-parallel`` lifts it). The PyTorch stack's TP is torchtitan's ``apply_tp``, which
+    runs sequence parallelism with every TP (no switch) and asserts ``seq_len % parallel_dims.seq_len_divisor == 0``,
+    the divisor TP x 2 x CP: "Sequence Parallel requires that seq_len be divisible by TP degree", with CP's 2 x CP
+    load-balanced chunks (pytorch/torchtitan@0119de15 ``torchtitan/distributed/parallel_dims.py``, the assertion in
+    @018740b7 ``torchtitan/models/llama3/infra/parallelize.py``: "TP currently cannot handle uneven seq_len"), so
+    that stack's rule holds whatever ``--sequence-parallel`` says (:func:`splits_whatever_stated`).
 
-    >>> sequence_split_refusal(8, 1, 2048, "megatron") is None, sequence_split_refusal(8, 1, 2052, "pytorch") is None
+    >>> sequence_split_refusal(8, 1, 2048, "megatron") is None, sequence_split_refusal(8, 1, 2056, "megatron") is None
     (True, True)
     >>> print(sequence_split_refusal(8, 1, 2052, "megatron"))  # doctest: +ELLIPSIS
     --tp 8 with sequence parallelism: Megatron-Core splits each sequence's 2,052 tokens over the 8 TP ranks ...
+    >>> print(sequence_split_refusal(8, 1, 2056, "pytorch"))  # doctest: +ELLIPSIS
+    --tp 8 on the PyTorch stack: torchtitan runs sequence parallelism with its TP and asserts the sequence is a multiple of TP 8 x 2 x CP 1 = 16 tokens ...
     """
+    if tp <= 1:
+        return None
+    if train_stack == "pytorch":
+        divisor = tp * 2 * cp
+        if seq_tokens % divisor == 0:
+            return None
+        return (f"--tp {tp} on the PyTorch stack: torchtitan runs sequence parallelism with its TP and asserts the "
+                f"sequence is a multiple of TP {tp} x 2 x CP {cp} = {divisor:,} tokens (its seq_len_divisor); "
+                f"{seq_tokens:,} is not: give a multiple of {divisor:,}, or a smaller --tp")
     local = seq_tokens // cp
-    if tp <= 1 or train_stack != "megatron" or local % tp == 0:
+    if train_stack != "megatron" or local % tp == 0:
         return None
     where = "each CP rank's share of a sequence," if cp > 1 else "each sequence's"
     return (f"--tp {tp} with sequence parallelism: Megatron-Core splits {where} {local:,} tokens over the {tp} TP "
             f"ranks and refuses a remainder; give a sequence that is a multiple of {tp * cp:,} tokens, or "
             "--no-sequence-parallel (a dense model)")
+
+
+def splits_whatever_stated(train_stack: str) -> bool:
+    """Whether ``train_stack``'s sequence split (:func:`sequence_split_refusal`) holds with sequence parallelism
+    stated off: torchtitan's TP runs it with no switch; Megatron-Core's ``--sequence-parallel`` is a choice.
+
+    >>> splits_whatever_stated("pytorch"), splits_whatever_stated("megatron")
+    (True, False)
+    """
+    return train_stack == "pytorch"

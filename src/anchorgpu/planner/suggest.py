@@ -238,7 +238,7 @@ def _more_gpus_chosen(model: ModelSpec, w: Workload, precision: PrecisionPlan, l
                       gpu: GpuSpec, overheads: Overheads, efficiencies: Overrides | None = None) -> Suggestion | None:
     """``--gpus N`` for the fewest GPUs of :data:`TRAINING_GPU_COUNTS` above ``gpus_now`` on which the layout chosen
     for the user (what ``plan --gpus N`` with the same other flags answers: whatever the user fixed kept) fits."""
-    fewest = fewest_fitting_gpus(model, w, precision, layout, gpu, overheads, above=gpus_now)
+    fewest = fewest_fitting_gpus(model, w, precision, layout, gpu, overheads, above=gpus_now, efficiencies=efficiencies)
     if fewest is None:
         return None
     gpus, _, (_, alt) = fewest
@@ -293,8 +293,9 @@ def training_layout_open(lay_in: Layout, w: Workload) -> bool:
 
 
 def choose_layout_plan(model: ModelSpec, w: Workload, prec: PrecisionPlan, lay_in: Layout, gpu: GpuSpec,
-                       ov: Overheads) -> Plan | None:
-    """The plan of the layout chosen for the user, or None when nothing is open or nothing fits."""
+                       ov: Overheads, efficiencies: Overrides | None = None) -> Plan | None:
+    """The plan of the layout chosen for the user, or None when nothing is open or nothing fits. ``efficiencies``
+    (``--mfu``/``--mbu``) rank the training layouts at the speed the plan then shows."""
     if w.task in ("train", "lora", "qlora"):
         if not training_layout_open(lay_in, w):
             return None
@@ -302,8 +303,8 @@ def choose_layout_plan(model: ModelSpec, w: Workload, prec: PrecisionPlan, lay_i
 
         if lay_in.gpus is None and None in (lay_in.tp, lay_in.pp, lay_in.dp):
             # no GPU count, and the flags given do not make one: the fewest GPUs that hold the job, flags kept
-            return _fewest_training_gpus(model, w, prec, lay_in, gpu, ov)
-        found = layouts.choose_training_layout(model, w, prec, lay_in, gpu, ov)
+            return _fewest_training_gpus(model, w, prec, lay_in, gpu, ov, efficiencies)
+        found = layouts.choose_training_layout(model, w, prec, lay_in, gpu, ov, efficiencies)
         if found is None:
             return None
         choice, chosen = found
@@ -342,10 +343,10 @@ def choose_layout_plan(model: ModelSpec, w: Workload, prec: PrecisionPlan, lay_i
 
 
 def _fewest_training_gpus(model: ModelSpec, w: Workload, prec: PrecisionPlan, lay_in: Layout, gpu: GpuSpec,
-                          ov: Overheads) -> Plan | None:
+                          ov: Overheads, efficiencies: Overrides | None = None) -> Plan | None:
     """The plan of the fastest layout on the fewest GPUs of :data:`TRAINING_GPU_COUNTS` that fits the job, or None
     when none does (the plan then shows one GPU and what would fit)."""
-    fewest = fewest_fitting_gpus(model, w, prec, lay_in, gpu, ov)
+    fewest = fewest_fitting_gpus(model, w, prec, lay_in, gpu, ov, efficiencies=efficiencies)
     if fewest is None:
         return None
     gpus, fewer, (choice, chosen) = fewest

@@ -169,6 +169,8 @@ def layout_grid(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: 
     ok &= fabric[s_i] | (tp * cp * pp <= k)  # pipeline stages and CP rings span servers only over a fabric
     if training and train_stack == "megatron" and seq_tokens:  # sequence parallelism (on with TP) splits each CP
         ok &= (seq_tokens // cp) % tp == 0  # rank's tokens over the TP ranks (planner.sequence_parallel)
+    if training and train_stack == "pytorch" and seq_tokens:  # torchtitan asserts seq % (TP x 2 x CP) with TP
+        ok &= (tp == 1) | (seq_tokens % (tp * 2 * cp) == 0)  # (planner.sequence_parallel.sequence_split_refusal)
     dp = np.where(ok, gpus // (tp * cp * pp), 0)
     ok &= (z == 0) | (dp * cp > 1)  # ZeRO shards over the data-parallel and CP ranks: pointless with one
     for stage in zeros.tolist():  # a ZeRO stage the stack does not run with pipeline stages (as plan())

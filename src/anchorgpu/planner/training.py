@@ -55,7 +55,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         assumptions.append(f"Sequence length not given: {seq:,} tokens.")
     if seq > model.max_context_tokens and not w.allow_long_context:
         raise InvalidWorkload(
-            f"seq {seq:,} exceeds {model.name}'s limit of {model.max_context_tokens:,} tokens (add --allow-long-context)")
+            f"--seq {seq:,} exceeds {model.name}'s limit of {model.max_context_tokens:,} tokens (add --allow-long-context)")
     micro_batch = w.micro_batch or 1
     if w.micro_batch is None:
         assumptions.append("Micro-batch not given: 1 sequence per GPU step.")
@@ -70,7 +70,9 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         assumptions.append(f"Activation recompute: {recompute} (default for {w.task}"
                            + (", gradient checkpointing as in the QLoRA paper)." if recompute == "full" else ")."))
     if lay.sequence_parallel:
-        assumptions.append("Tensor parallelism with sequence parallelism (Megatron): norms and dropout activations split too.")
+        assumptions.append("Tensor parallelism with sequence parallelism ("
+                           + ("torchtitan's SequenceParallel" if w.train_stack == "pytorch" else "Megatron")
+                           + "): norms and dropout activations split too.")
     elif lay.tp > 1:
         assumptions.append(memory_off_line(lay.tp))
     assumptions.append("Attention by a flash-attention kernel: no s² score matrix is stored.")
@@ -106,7 +108,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
                                f"projections {', '.join(w.lora_targets)} (PEFT's Mamba example).")
         if adapters == 0:
             names = ", ".join(g.name for g in model.linear_groups)
-            raise InvalidWorkload(f"lora-targets {','.join(w.lora_targets)} match no linear layer of {model.name} ({names})")
+            raise InvalidWorkload(f"--lora-targets {','.join(w.lora_targets)} match no linear layer of {model.name} ({names})")
         adapters_gpu = math.ceil(adapters * share)
         value = 4 if mixed else 2
         breakdown["lora_adapter_params"] = adapters

@@ -15,6 +15,7 @@ from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload
 if TYPE_CHECKING:  # the layout chooser imports the planner: types only here
     from anchorgpu.planner.result import Plan
     from anchorgpu.planner.speed.layouts import Choice
+    from anchorgpu.planner.speed.overrides import Overrides
 
 __all__ = ["TRAINING_GPU_COUNTS", "fewest_fitting_gpus", "model_states_bytes", "training_gpu_counts"]
 
@@ -44,11 +45,12 @@ def training_gpu_counts(layout: Layout) -> tuple[int, ...]:
 
 
 def fewest_fitting_gpus(model: ModelSpec, w: Workload, prec: PrecisionPlan, layout: Layout, gpu: GpuSpec, ov: Overheads,
-                    *, above: int = 0) -> tuple[int, int, tuple[Choice, Plan]] | None:
+                        *, above: int = 0, efficiencies: Overrides | None = None
+                        ) -> tuple[int, int, tuple[Choice, Plan]] | None:
     """(GPUs, the count tried before them, the chooser's choice and plan) for the fewest of
     :func:`training_gpu_counts` above ``above`` on which the layout chosen for the user fits, whatever ``layout``
     fixes kept; None when none does. A count whose GPUs cannot hold the job's model state even spread evenly is
-    skipped without planning its layouts."""
+    skipped without planning its layouts. ``efficiencies`` (``--mfu``/``--mbu``) rank each count's layouts."""
     from anchorgpu.planner.speed import layouts
 
     states = model_states_bytes(model, w, prec, layout, gpu, ov)
@@ -59,7 +61,7 @@ def fewest_fitting_gpus(model: ModelSpec, w: Workload, prec: PrecisionPlan, layo
         found = None
         if states <= gpus * gpu.memory_bytes:
             try:
-                found = layouts.choose_training_layout(model, w, prec, evolve(layout, gpus=gpus), gpu, ov)
+                found = layouts.choose_training_layout(model, w, prec, evolve(layout, gpus=gpus), gpu, ov, efficiencies)
             except InvalidWorkload:
                 found = None
         if found is not None:

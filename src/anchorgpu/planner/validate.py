@@ -19,6 +19,7 @@ from anchorgpu.planner.inputs import KV_CACHE_AUTO, KV_CACHE_DTYPES, EngineSourc
 from anchorgpu.planner.layout_resolution import (
     GPUS_PER_SERVER,
     check_layout_counts,
+    check_layout_for_model,
     check_tp,
     default_tp,
     resolve_layout,
@@ -34,6 +35,7 @@ from anchorgpu.planner.workload_checks import (
 )
 
 __all__ = ["GPUS_PER_SERVER", "TRAIN_FORMATS", "check_activation_offload_layout", "check_kv_cache_task", "check_layout_counts",
+           "check_layout_for_model",
            "check_positive", "check_task_options", "planned_task",
            "check_tp", "default_tp",
            "default_kv_cache", "kv_cache_refusal", "kv_cache_runs_on", "nvfp4_kv_line", "nvfp4_kv_refusal",
@@ -88,11 +90,11 @@ def _resolve_format(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
             assumptions.append(f"Weights: {describe_shipped(shipped.shipped)}, as the checkpoint ships them.")
     if workload.task == "train" and fmt.name not in TRAIN_FORMATS:
         raise InvalidWorkload(
-            f"weights {fmt.name}: full training keeps 16-bit weights ({', '.join(TRAIN_FORMATS)}); "
+            f"--weights {fmt.name}: full training keeps 16-bit weights ({', '.join(TRAIN_FORMATS)}); "
             "for a quantized frozen base use --task qlora")
     if workload.task == "qlora" and not fmt.quantized:
         raise InvalidWorkload(
-            f"weights {fmt.name}: QLoRA trains adapters on a quantized frozen base (nf4-dq by default); "
+            f"--weights {fmt.name}: QLoRA trains adapters on a quantized frozen base (nf4-dq by default); "
             "for a 16-bit base use --task lora")
     return fmt
 

@@ -36,18 +36,24 @@ __all__ = ["LORA_OPTIONS", "MAX_NETWORK_GBIT_PER_S_PER_GPU", "SERVING_OPTIONS", 
 
 
 def check_positive(name: str, value: int | None) -> None:
-    """Refuse anything but a whole number >= 1; ``name`` is the field (micro_batch), shown as the flag
-    (``--micro-batch 0``, which the API's words turn back into its field)."""
+    """Refuse anything but a whole number >= 1; ``name`` is the field (micro_batch), shown as the CLI's flag
+    (``--micro-batch``; ``seq_tokens`` is ``--seq``), which the API's words turn back into its field.
+
+    >>> check_positive("virtual_stages", 0)
+    Traceback (most recent call last):
+    ...
+    anchorgpu.errors.InvalidWorkload: --virtual-stages 0: must be a whole number of at least 1
+    """
     if value is None or (type(value) is int and value >= 1):  # the usual case, decided without isinstance
         return
     if (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        flag = _COUNT_FLAGS.get(name) or name.replace("_", "-")
-        raise InvalidWorkload(f"--{flag} {value!r}: must be a whole number of at least 1")
+        flag = _COUNT_FLAGS.get(name) or "--" + name.replace("_", "-")
+        raise InvalidWorkload(f"{flag} {value!r}: must be a whole number of at least 1")
 
 
-_COUNT_FLAGS = {"context_tokens": "context", "seq_tokens": "seq", "prompt_tokens": "prompt",
-                "global_batch_tokens": "global-batch"}
-"""The counts whose CLI flag is not the field's name with dashes (``plan --context``, ``--seq``, ``--prompt``)."""
+_COUNT_FLAGS = {"context_tokens": "--context", "seq_tokens": "--seq", "global_batch_tokens": "--global-batch",
+                "prompt_tokens": "--prompt"}
+"""The counts whose CLI flag is not the field's name with dashes (the others are: ``--micro-batch``, ``--cp``)."""
 
 
 _WORKLOAD_COUNTS = ("context_tokens", "concurrency", "micro_batch", "seq_tokens", "lora_rank", "images",
@@ -166,7 +172,7 @@ def validate_workload(workload: Workload) -> None:
     targets = workload.lora_targets
     if targets is not ALL_LORA_TARGETS and (not targets or not _LORA_TARGETS.issuperset(targets)):  # the default: valid
         raise InvalidWorkload(
-            f"lora-targets {','.join(workload.lora_targets) or '(none)'}: choose from "
+            f"--lora-targets {','.join(workload.lora_targets) or '(none)'}: choose from "
             f"{','.join((*ALL_LORA_TARGETS, *mm.FUSED_LORA_TARGETS, *mm.RECURRENT_LORA_TARGETS))}")
     if workload.resolution is not None and (len(workload.resolution) != 2 or min(workload.resolution) < 8):
         raise InvalidWorkload(f"resolution {workload.resolution!r}: expected WIDTHxHEIGHT in pixels, each >= 8")

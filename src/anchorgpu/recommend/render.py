@@ -168,7 +168,8 @@ def evidence_lines(rec: Recommendation) -> list[str]:
 
 def headline_band(rec: Recommendation, o: RecommendedOption) -> tuple[float | None, float | None, float | None]:
     """The band (low, high) and roofline ceiling of an option's headline speed (training tokens/s, else total output
-    tokens/s), as its JSON gives them; ``None`` where it has none (``--mfu``/``--mbu`` given: no band)."""
+    tokens/s), as its JSON gives them; ``None`` where it has none. With ``--mfu``/``--mbu`` the JSON's band is the
+    prediction itself (low = high: no band), which the CLI does not print as one."""
     training = rec.task not in ("inference", "diffusion")
     name = "train_tokens_per_s" if training else "decode_tokens_per_s_total"
     keys = _bands(o, o.config, rec.moe, rec.efficiencies, _engine(rec))

@@ -39,7 +39,7 @@ from anchorgpu.planner.inputs import (
     train_pp_sizes,
 )
 from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout, uneven_pipeline_layout
-from anchorgpu.planner.sequence_parallel import sequence_split_refusal
+from anchorgpu.planner.sequence_parallel import sequence_split_refusal, splits_whatever_stated
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.chooser_margin import (
     CLIMBED_LAYOUTS,
@@ -55,6 +55,7 @@ from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.layout_reason import SERVER_GPUS, training_reason
 from anchorgpu.planner.speed.layout_reason import Found as _Found
 from anchorgpu.planner.speed.links import compute_precision_for_training
+from anchorgpu.planner.speed.overrides import Overrides, calibrated
 from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss, default_batch_tokens, interleaving_refusal_line
 from anchorgpu.planner.speed.ranking import speed_rank
 from anchorgpu.planner.speed.topology import network_bytes_per_s_of
@@ -266,7 +267,8 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
         for cp in cps:
             if gpus % (tp * cp):
                 continue
-            if given.sequence_parallel is not False and sequence_split_refusal(tp, cp, seq, w.train_stack):
+            if (given.sequence_parallel is not False or splits_whatever_stated(w.train_stack)) \
+                    and sequence_split_refusal(tp, cp, seq, w.train_stack):
                 continue  # sequence parallelism (on with TP unless turned off) cannot split the sequence
             rest = gpus // (tp * cp)
             pps = ([given.pp or 1] if given.pp is not None or w.offload_activation_layers or not w.launch_stages
@@ -327,14 +329,16 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
 
 
 def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPlan, given: Layout, gpu: GpuSpec,
-                           overheads: Overheads) -> tuple[Choice, Plan] | None:
-    """The fastest layout that fits ``gpu`` (and the plan of it), or ``None`` when none does."""
+                           overheads: Overheads, efficiencies: Overrides | None = None) -> tuple[Choice, Plan] | None:
+    """The fastest layout that fits ``gpu`` (and the plan of it), or ``None`` when none does. ``efficiencies`` (the
+    user's ``--mfu``/``--mbu``) time the candidates as they time the plan shown and recommend's sweep
+    (``sweep_training``), so the layout chosen is the fastest at the speed the answer prints."""
     from anchorgpu.planner.plan import plan
 
     gpus = given.gpus or 1
     seq = default_seq_tokens(w, model.max_context_tokens)
     batch = w.global_batch_tokens or default_batch_tokens(w.task, seq)
-    cal = calibration()
+    cal = calibrated(efficiencies)
     kind: TrainKind = "full" if w.task == "train" else "lora"
     prec = compute_precision_for_training(w.train_precision)
     network = network_bytes_per_s_of(w.network_gbit_per_s_per_gpu)  # None: the calibration's
@@ -344,8 +348,9 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     blocks: list[tuple[int, int, int]] = []
     pairs, levels = _candidates(model, w, given, gpus, seq, max(batch, 1), refused, unsplit, blocks)
     twins = zero1_twins(blocks) if w.train_stack == "megatron" else None
-    if not pairs and refused and given.pp is None:
-        # only the stated --virtual-stages left nothing: say why (with --pp stated, plan() refuses the layout itself)
+    if not pairs and refused and given.pp is None and given.virtual_stages is not None:
+        # only the stated --virtual-stages left nothing: say why (with --pp stated, plan() refuses the layout itself;
+        # with none stated, the layout planned instead says what rules the rest out, such as an EP no stage splits)
         raise InvalidWorkload(f"--virtual-stages {given.virtual_stages}: no layout of the {gpus} GPUs interleaves "
                               f"with this batch; the first tried: {refused[0]}")
     if not pairs and unsplit and not refused:  # the stated batch splits over none of the layouts: never rounded
