@@ -40,7 +40,6 @@ from anchorgpu.planner.inputs import (
 )
 from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout, uneven_pipeline_layout
 from anchorgpu.planner.sequence_parallel import sequence_split_refusal, splits_whatever_stated
-from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.chooser_margin import (
     CLIMBED_LAYOUTS,
     LADDER_GAIN,
