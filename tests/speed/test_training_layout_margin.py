@@ -53,7 +53,7 @@ def _chosen(monkeypatch: pytest.MonkeyPatch, margin: float | None, name: str, gp
             **given: Any) -> Plan:
     if margin is not None:  # the chooser's calibration with another training margin, the rest as shipped
         cal = replace(calibration(), training_layout_margin=margin)
-        monkeypatch.setattr(layouts, "calibration", lambda: cal)
+        monkeypatch.setattr(layouts, "calibrated", lambda efficiencies=None: cal)
     return plan(load_model(name), Workload(task="train", seq_tokens=seq), layout=Layout(gpus=gpus, **given),
                 gpu=get_gpu(gpu))
 
