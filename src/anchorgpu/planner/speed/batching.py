@@ -212,7 +212,9 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     if prompt_tokens < 1 or output_tokens < 1 or concurrency < 1:
         raise InvalidWorkload("prompt, output tokens and concurrency must each be at least 1")
     cal = cal or calibration()
-    sat_replica = at_least(saturation_concurrency // setup.replicas, 1)
+    sat_replica = saturation_concurrency // setup.replicas
+    if not sat_replica > 1:  # at_least(sat_replica, 1), inline
+        sat_replica = 1
     # beyond saturation the engine runs what its KV cache and sequence cap hold and queues the rest (their wait is
     # not in the time to first token); below it the busiest replica runs ceil(c / replicas) and paces every user
     queued = concurrency > saturation_concurrency
