@@ -247,13 +247,15 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
 
 def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: float, decode_attn_flops: float,
                 prefill_attn_flops: float, padded_batch: float, ceiling: _StepConstants,
-                head_skip: float) -> tuple[float, str, float]:
+                head_skip: float, bound_read: bool = True) -> tuple[float, str, float]:
     """:func:`_step`'s (time, bound, ceiling's time) for a dense model on one pipeline stage, the case a plan asks
     most: :func:`_tick` without the mixture of experts' terms (no routed experts, no expert-parallel group, no
     stage-to-stage link) and :func:`_step`'s single-stage tail, in one call. The same operations in the same order
     as those two, so every value is the same to the last bit (``benchmarks/equivalence.py`` checks it; a whole count
     takes part in them as the float it is equal to, as :func:`_step`'s ``x / 1.0`` makes it). ``head_skip`` by
-    position: the hot callers pass no keyword."""
+    position: the hot callers pass no keyword. ``bound_read`` False: the caller reads no bound (a saturation's or a
+    first token's step), so the fixed/memory/compute one is not formed and ``""`` stands in its place ("host" is
+    still said where the host sets the pace)."""
     tokens = (batch if batch >= padded_batch else padded_batch) + prefill_tokens
     weights = setup.weights_bytes_per_gpu
     split = c.split
@@ -321,8 +323,8 @@ def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_to
             top += k.allreduce_per_stage * (k.allreduce_share * message / k.allreduce_rate)
     fixed = c.fixed_s
     step = fixed + work + comm
-    bound = "fixed" if fixed > step - fixed - comm else ("memory" if weights_read_s + kv_s >= matmul_s + attn_compute_s
-                                                         else "compute")
+    bound = ("" if not bound_read else "fixed" if fixed > step - fixed - comm
+             else ("memory" if weights_read_s + kv_s >= matmul_s + attn_compute_s else "compute"))
     host = c.host_s_per_sequence * batch
     if not setup.host_overlap:
         return step + host, bound, top
