@@ -48,10 +48,10 @@ def startup_refusal(engine: str, gpu: GpuSpec | None, utilization: float | None,
     if engine != "vllm" or gpu is None:
         return None
     util = utilization or DEFAULT_GPU_MEMORY_UTILIZATION
-    runtime = gpu.runtime_name
     free = gpu.memory_bytes - context_bytes(gpu, ov)
     if util * gpu.memory_bytes <= free:
         return None
+    runtime = gpu.runtime_name
     most = math.floor(free / gpu.memory_bytes * 1000) / 1000
     given = f"--gpu-memory-utilization {util:g}" + (" (vLLM's default)" if utilization is None else "")
     own = context_bytes(gpu, ov)

@@ -116,13 +116,16 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                            if concurrency >= lay.dp else
                            f"{lay.dp} replicas for {concurrency:,} sequence{'' if concurrency == 1 else 's'}: "
                            f"{lay.dp - concurrency:,} of them idle.")
-    if (groups := lay.attention_dp_groups) > 1:  # copies of one engine's EP group, each on its own GPUs
-        assumptions.append(attention_dp_groups_line(groups, lay.tp, lay.attention_dp_ranks, lay.ep, lay.gpus))
+    # attention DP (EP wider than TP; ResolvedLayout.attention_dp), asked once: without it one group, no ranks
+    adp_ranks = lay.attention_dp_ranks if lay.ep > lay.tp else 0
+    if lay.ep > lay.tp and (groups := lay.attention_dp_groups) > 1:  # copies of one engine's EP group, on own GPUs
+        assumptions.append(attention_dp_groups_line(groups, lay.tp, adp_ranks, lay.ep, lay.gpus))
     utilization = w.gpu_memory_utilization
     if (refusal := startup_refusal(w.engine, gpu, utilization, ov)) is not None:
         raise InvalidWorkload(refusal)
+    block = block_size_of(w)
     em = engine_memory(model, fmt, gpu, ov, lay.tp, lay.pp, lay.ep, w.engine, w.max_num_batched_tokens, w.max_num_seqs,
-                       utilization, type(utilization), block_size_of(w), lay.attention_dp_ranks)
+                       utilization, type(utilization), block, adp_ranks)
     tokens, seqs, weights, prefill, sampler, non_torch = em.tokens, em.seqs, em.weights, em.prefill, em.sampler, \
         em.non_torch
     if em.sglang is not None and gpu is not None and (refusal := sglang_derived_fraction_refusal(
@@ -135,7 +138,7 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     assumptions.append(em.line)
     engine_terms = em.terms
     breakdown = dict(engine_terms)
-    bytes_per_value, block = KV_CACHE_DTYPES[precision.kv_cache], block_size_of(w)
+    bytes_per_value = KV_CACHE_DTYPES[precision.kv_cache]
     kv_one, kv = mm.kv_cache_bytes_one_and_all(model, context_tokens=ctx, sequences=per_replica,
                                                bytes_per_value=bytes_per_value, tp=lay.tp, pp=lay.pp, block_size=block,
                                                attention_dp=w.attention_dp_kv)
@@ -199,11 +202,12 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         used = weights + prefill + sampler + non_torch
         budget, capacity = em.budget, em.capacity  # engine_memory's, from the layout and the engine's settings
         breakdown["engine_budget_bytes"] = budget
-        free = at_least(capacity, 0)
+        free = capacity if capacity > 0 else 0  # at_least(capacity, 0), inline
         breakdown["kv_cache_capacity_bytes"] = free
         if em.sglang is not None:
             seqs = _sglang_admission(w, em, breakdown, free, (model, bytes_per_value, ctx), lay, gpu)
-        max_conc = free // at_least(kv_one + state_one, 1) * lay.dp
+        held_one = kv_one + state_one
+        max_conc = free // (held_one if held_one > 1 else 1) * lay.dp  # at_least(held_one, 1), inline
         cap_limit = limit if not w.allow_long_context else max(limit, ctx) * 16
         room = capacity - state  # the recurrent state of the sequences does not grow with the context
         # the largest context (at most cap_limit) whose KV for per_replica sequences fits the room

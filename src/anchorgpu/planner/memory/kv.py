@@ -76,8 +76,13 @@ def kv_cache_bytes_one_and_all(
     >>> kv_cache_bytes_one_and_all(llama_3_1_8b(), context_tokens=8192, sequences=4, bytes_per_value=2, tp=1, pp=1)
     (1073741824, 4294967296)
     """
-    values, groups, stage, layers = _kv_shape(model, tp, pp, attention_dp)
-    token_slots = _token_slots(groups, context_tokens, block_size)
+    hit = _KV_SHAPES.get((id(model), tp, pp, attention_dp))  # _kv_shape's memo, read in place
+    values, groups, stage, layers = hit[1] if hit is not None and hit[0] is model else _kv_shape(model, tp, pp,
+                                                                                                   attention_dp)
+    token_slots = 0  # _token_slots, inline
+    for window, count in groups:
+        tokens = context_tokens if window is None else min(context_tokens, window)
+        token_slots += -(-tokens // block_size) * block_size * count  # ceil_div(tokens, block_size)
     one = math.ceil(token_slots * values * bytes_per_value * 1 * stage / layers)  # kv_cache_bytes at sequences=1
     return one, math.ceil(token_slots * values * bytes_per_value * sequences * stage / layers)
 
@@ -91,8 +96,13 @@ def kv_sequence_bytes(model: ModelSpec, context_tokens: int, bytes_per_value: fl
     >>> kv_sequence_bytes(llama_3_1_8b(), 8192, 2, 1, 1, 16, False)
     1073741824
     """
-    values, groups, stage, layers = _kv_shape(model, tp, pp, attention_dp)
-    token_slots = _token_slots(groups, context_tokens, block_size)
+    hit = _KV_SHAPES.get((id(model), tp, pp, attention_dp))  # _kv_shape's memo, read in place
+    values, groups, stage, layers = hit[1] if hit is not None and hit[0] is model else _kv_shape(model, tp, pp,
+                                                                                                   attention_dp)
+    token_slots = 0  # _token_slots, inline
+    for window, count in groups:
+        tokens = context_tokens if window is None else min(context_tokens, window)
+        token_slots += -(-tokens // block_size) * block_size * count  # ceil_div(tokens, block_size)
     return math.ceil(token_slots * values * bytes_per_value * 1 * stage / layers)  # kv_cache_bytes at sequences=1
 
 

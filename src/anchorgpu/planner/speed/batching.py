@@ -133,20 +133,24 @@ def _group_chunks(mean_share: float, ranks: float, balanced: bool) -> tuple[floa
 
 
 def _dense_steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: int, prompt: int, output: int,
-                  attn: tuple[float, float], skip: float) -> tuple[float, str, float]:
+                  attn: tuple[float, float], skip: float, bound_read: bool = True) -> tuple[float, str, float]:
     """:func:`_steady` of a dense model on one stage, on the lean step (:func:`~anchorgpu.planner.speed.serving.
     _dense_step`), the same values; ``skip``: the prompt's :func:`~anchorgpu.planner.speed.flops.
-    unsampled_prompt_share`, which the caller forms once for every state it times."""
+    unsampled_prompt_share`, which the caller forms once for every state it times. ``bound_read`` False: the caller
+    reads no bound (``""`` stands in for it unless the host sets the pace), so the steps form none."""
     prefill = batch * prompt / output
     room = setup.max_num_batched_tokens - int(batch)
     chunk = 1 if room < 1 else prompt if room > prompt else room  # prefill_chunk_share's clamp, inline
     share = prefill / chunk
     if share >= 1.0 or not prefill:
-        return _dense_step(setup, c, batch, prefill, attn[0], attn[1] if prefill and prompt else 0.0, 0.0, ci, skip)
+        return _dense_step(setup, c, batch, prefill, attn[0], attn[1] if prefill and prompt else 0.0, 0.0, ci, skip,
+                           bound_read)
     sizes = setup.graph_batch_sizes
-    chunked = _dense_step(setup, c, batch, chunk, attn[0], attn[1], 0.0, ci, skip)
+    # the bound said is the chunked step's where it is at least half the steps, else the decodes'
+    chunked = _dense_step(setup, c, batch, chunk, attn[0], attn[1], 0.0, ci, skip, bound_read and share >= 0.5)
     decodes = _dense_step(setup, c, batch, 0.0, attn[0], 0.0,
-                          next((size for size in sizes if size >= batch), 0) if sizes else 0, ci, 0.0)
+                          next((size for size in sizes if size >= batch), 0) if sizes else 0, ci, 0.0,
+                          bound_read and not share >= 0.5)
     return (share * chunked[0] + (1.0 - share) * decodes[0], chunked[1] if share >= 0.5 else decodes[1],
             share * chunked[2] + (1.0 - share) * decodes[2])
 
@@ -189,7 +193,8 @@ def _ttft(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, others: in
         ranks = c.expert_token_scale
         ratio = (others + chunk + (ranks - 1.0) * group_tokens) / (ranks * (others + chunk))
     if setup.pp == 1 and c.routed_share is None:  # a dense model on one stage: the lean step, the same values
-        one = _dense_step(setup, c, others, chunk, attn[0], attn[1] if chunk and prompt else 0.0, 0.0, ci, skip)
+        one = _dense_step(setup, c, others, chunk, attn[0], attn[1] if chunk and prompt else 0.0, 0.0, ci, skip,
+                          False)  # no bound read
         return chunks * one[0], chunks * one[2]
     s = _step(setup, c, others, chunk, attn[0], attn[1] if chunk and prompt else 0.0, one_chunk=True,
               first_token=True, ceiling=ci, group_ratio=ratio, head_skip=skip)
@@ -212,7 +217,9 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     if prompt_tokens < 1 or output_tokens < 1 or concurrency < 1:
         raise InvalidWorkload("prompt, output tokens and concurrency must each be at least 1")
     cal = cal or calibration()
-    sat_replica = at_least(saturation_concurrency // setup.replicas, 1)
+    sat_replica = saturation_concurrency // setup.replicas
+    if not sat_replica > 1:  # at_least(sat_replica, 1), inline
+        sat_replica = 1
     # beyond saturation the engine runs what its KV cache and sequence cap hold and queues the rest (their wait is
     # not in the time to first token); below it the busiest replica runs ceil(c / replicas) and paces every user
     queued = concurrency > saturation_concurrency
@@ -241,7 +248,8 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     if sat_replica == per_replica and even == 1.0:  # the same steady state (queued, or at saturation): not again
         sat, sat_top = tpot, tpot_top
     else:
-        sat, _, sat_top = (_dense_steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn, skip) if lean
+        sat, _, sat_top = (_dense_steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn, skip, False)
+                           if lean
                            else _steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn))
     ttft, ttft_top = _ttft(setup, c, ci, per_replica - 1, prompt_tokens, attn, others, skip)
     # tokens/s over the replicas: ``busy`` of them run per_replica sequences at the TPOT above, the rest one fewer
@@ -251,8 +259,9 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     rate, rate_top = busy * per_replica / tpot, busy * per_replica / tpot_top
     if light and per_replica > 1:
         if c.expert_token_scale <= 1.0:  # replicas on their own: the lighter ones at their own pace
-            own, _, own_top = (_dense_steady(setup, c, ci, per_replica - 1, prompt_tokens, output_tokens, attn, skip)
-                               if lean else _steady(setup, c, ci, per_replica - 1, prompt_tokens, output_tokens, attn))
+            own, _, own_top = (
+                _dense_steady(setup, c, ci, per_replica - 1, prompt_tokens, output_tokens, attn, skip, False) if lean
+                else _steady(setup, c, ci, per_replica - 1, prompt_tokens, output_tokens, attn))
             rate += light * (per_replica - 1) / own
             rate_top += light * (per_replica - 1) / own_top
         else:  # an EP group's passes take the busiest replica's time: the lighter ones emit what theirs hold

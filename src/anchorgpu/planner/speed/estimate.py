@@ -267,7 +267,8 @@ def plan_performance(
                                   default_batch_tokens(w.task, default_seq_tokens(w, model.max_context_tokens)))
     assumptions: list[str] = []
     warnings: list[tuple[str, str]] = []
-    cal = performance_calibration(cal, mfu, mbu)
+    if cal is None:  # performance_calibration(cal, mfu, mbu), inline
+        cal = calibration() if mfu is None and mbu is None else calibrated(Overrides(mfu=mfu, mbu=mbu))
     out: dict[str, Any] = {"calibration_version": cal.version}
     if cal.origin == "user":
         assumptions.append("efficiencies given by the user replace the calibrated ones: "
@@ -282,13 +283,15 @@ def plan_performance(
     elif plan.fits is False:
         assumptions.append("the plan does not fit: no speed is predicted for a configuration that cannot run")
     elif w.task == "inference":
-        prompt, output = request_tokens(plan, prompt_tokens, output_tokens)
+        # request_tokens(plan, prompt_tokens, output_tokens), inline
+        prompt, output = request_within(prompt_tokens or w.prompt_tokens, output_tokens or w.output_tokens,
+                                        w.context_tokens or model.max_context_tokens)
         serving = context_of(plan, cal)  # the peak of the weights' precision among what the GPU, model and format give
         choice = serving.choice
         if choice.warning:
             warnings.append(choice.warning)
         out["compute_precision"] = choice.precision
-        reservation: KvReservation = kv_reservation or engine_reservation(w.engine)
+        reservation: KvReservation = kv_reservation or ENGINE_RESERVATION.get(w.engine, "average")  # engine_reservation
         serving_performance(plan, model, prompt, output, out, assumptions, cal, reservation, graph_batch_sizes, host_overlap,
                             context=serving, absorbed_dequant=absorbed_dequant, engine=engine)
         out["checkpoint_bytes"] = plan.checkpoint_bytes or int(plan.breakdown.get("weights_whole_model_bytes", 0))

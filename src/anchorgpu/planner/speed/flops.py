@@ -151,7 +151,9 @@ def decode_attention_flops_per_token(model: ModelSpec, cached_tokens: int) -> fl
     >>> decode_attention_flops_per_token(toy_model(), 500) == attention_flops_per_token(toy_model(), 1000, causal=True)
     True
     """
-    heads_form = attention_flops_per_token(model, 2 * cached_tokens, causal=True)
+    hit = _ATTENTION_CACHE.get((id(model), 2 * cached_tokens, True, 0.0))  # attention_flops_per_token's memo, in place
+    heads_form = (hit[1] if hit is not None and hit[0] is model
+                  else attention_flops_per_token(model, 2 * cached_tokens, causal=True))
     mla = model.mla
     if mla is None:
         return heads_form

@@ -71,6 +71,8 @@ __all__ = ["DecodeStep", "ServingSetup", "decode_step", "ep_gather_bytes", "expe
            "moe_expert_fraction_read", "moe_product_shares", "routed_weight_bytes_share_per_gpu", "serve_shape_factor",
            "soft_roofline"]
 
+_INF = float("inf")  # a time no finite one reaches: the lean roofline's test for a finite term
+
 
 def soft_roofline(memory_s: float, compute_s: float, exponent: float) -> float:
     """A product's time from its two limits: ``(m^p + c^p)^(1/p)``, the larger of them far from the ridge and
@@ -245,13 +247,15 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
 
 def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: float, decode_attn_flops: float,
                 prefill_attn_flops: float, padded_batch: float, ceiling: _StepConstants,
-                head_skip: float) -> tuple[float, str, float]:
+                head_skip: float, bound_read: bool = True) -> tuple[float, str, float]:
     """:func:`_step`'s (time, bound, ceiling's time) for a dense model on one pipeline stage, the case a plan asks
     most: :func:`_tick` without the mixture of experts' terms (no routed experts, no expert-parallel group, no
     stage-to-stage link) and :func:`_step`'s single-stage tail, in one call. The same operations in the same order
     as those two, so every value is the same to the last bit (``benchmarks/equivalence.py`` checks it; a whole count
     takes part in them as the float it is equal to, as :func:`_step`'s ``x / 1.0`` makes it). ``head_skip`` by
-    position: the hot callers pass no keyword."""
+    position: the hot callers pass no keyword. ``bound_read`` False: the caller reads no bound (a saturation's or a
+    first token's step), so the fixed/memory/compute one is not formed and ``""`` stands in its place ("host" is
+    still said where the host sets the pace)."""
     tokens = (batch if batch >= padded_batch else padded_batch) + prefill_tokens
     weights = setup.weights_bytes_per_gpu
     split = c.split
@@ -267,10 +271,18 @@ def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_to
         matmul_s -= skipped * 2.0 * c.head_params / split / c.head_rate
     weights_read_s, kv_s = weights / c.mem_rate, kv_bytes / c.kv_rate
     attn_compute_s = attn_flops_per_gpu / c.attention_rate  # _work's terms, inline
-    # soft_roofline(weights_read_s, matmul_s, c.knee), inline
+    # soft_roofline(weights_read_s, matmul_s, c.knee), inline; where both are positive and the larger is finite, its
+    # own term (big / big) ** p is 1.0 exactly (a finite number over itself is 1.0, and 1.0 ** p is 1.0), so it is
+    # not formed (the sum of the two terms is the same in either order)
     if weights_read_s <= 0.0 or matmul_s <= 0.0:
         roof = weights_read_s if weights_read_s >= matmul_s else matmul_s
-    else:
+    elif weights_read_s >= matmul_s and weights_read_s < _INF:
+        p = c.knee
+        roof = weights_read_s * (1.0 + (matmul_s / weights_read_s) ** p) ** (1.0 / p)
+    elif matmul_s > weights_read_s and matmul_s < _INF:
+        p = c.knee
+        roof = matmul_s * ((weights_read_s / matmul_s) ** p + 1.0) ** (1.0 / p)
+    else:  # an infinite or undefined term: the whole formula
         big, p = (weights_read_s if weights_read_s >= matmul_s else matmul_s), c.knee
         roof = big * ((weights_read_s / big) ** p + (matmul_s / big) ** p) ** (1.0 / p)
     apart = c.prompt_attention_apart and bool(prefill_tokens) and bool(prefill_attn_flops)
@@ -286,9 +298,15 @@ def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_to
     read_top, product_top = weights / k.mem_rate, matmul_flops / k.matmul_rate
     if skipped:
         product_top -= skipped * 2.0 * k.head_params / split / k.head_rate
-    # soft_roofline(read_top, product_top, k.knee), inline
+    # soft_roofline(read_top, product_top, k.knee), inline, as above
     if read_top <= 0.0 or product_top <= 0.0:
         top = read_top if read_top >= product_top else product_top
+    elif read_top >= product_top and read_top < _INF:
+        p = k.knee
+        top = read_top * (1.0 + (product_top / read_top) ** p) ** (1.0 / p)
+    elif product_top > read_top and product_top < _INF:
+        p = k.knee
+        top = product_top * ((read_top / product_top) ** p + 1.0) ** (1.0 / p)
     else:
         big, p = (read_top if read_top >= product_top else product_top), k.knee
         top = big * ((read_top / big) ** p + (product_top / big) ** p) ** (1.0 / p)
@@ -305,8 +323,8 @@ def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_to
             top += k.allreduce_per_stage * (k.allreduce_share * message / k.allreduce_rate)
     fixed = c.fixed_s
     step = fixed + work + comm
-    bound = "fixed" if fixed > step - fixed - comm else ("memory" if weights_read_s + kv_s >= matmul_s + attn_compute_s
-                                                         else "compute")
+    bound = ("" if not bound_read else "fixed" if fixed > step - fixed - comm
+             else ("memory" if weights_read_s + kv_s >= matmul_s + attn_compute_s else "compute"))
     host = c.host_s_per_sequence * batch
     if not setup.host_overlap:
         return step + host, bound, top

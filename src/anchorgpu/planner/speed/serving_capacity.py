@@ -85,7 +85,9 @@ def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: i
     per replica. ``average_tokens``: the timed prompt plus half the output, where the prompt holds a vision tower's
     work as tokens (:func:`uncached_tokens`), which the decode step is timed reading but the cache never holds."""
     capacity = int(plan.breakdown.get("kv_cache_capacity_bytes", 0))
-    per_seq = at_least(setup.kv_bytes_per_sequence_per_gpu, 1.0)
+    per_seq = setup.kv_bytes_per_sequence_per_gpu
+    if not per_seq > 1.0:  # at_least(per_seq, 1.0), inline
+        per_seq = 1.0
     cap = (limits or engine_limits_of(plan))[1]
     uncached = uncached_tokens(plan)
     if average_tokens is not None and uncached and "encoder_input_tokens" not in plan.breakdown:
@@ -103,7 +105,8 @@ def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: i
         return clamp(admitted_requests(capacity, per_run, newcomer), 0, cap) * setup.replicas
     if reserve_tokens is not None:
         per_seq = max(1.0, float(kv_bytes_per_gpu(plan, reserve_tokens - equivalent) + state + cross))
-    return clamp(int(capacity // per_seq), 0, cap) * setup.replicas
+    held = int(capacity // per_seq)
+    return (0 if held < 0 else cap if held > cap else held) * setup.replicas  # clamp(held, 0, cap), inline
 
 
 def full_length_concurrency(plan: Plan, setup: ServingSetup, tokens: int, limits: tuple[int, int]) -> int:
@@ -117,5 +120,8 @@ def full_length_concurrency(plan: Plan, setup: ServingSetup, tokens: int, limits
     state = 0 if model.recurrent is None else mm.recurrent_state_bytes(model, sequences=1, tp=plan.layout.tp,
                                                                         pp=plan.layout.pp)
     kv = kv_bytes_per_gpu(plan, tokens - uncached_tokens(plan), block_size_of(plan.workload))
-    per_seq = at_least(float(kv + state + (encoder_terms(plan)[1] if "encoder_input_tokens" in b else 0)), 1.0)
-    return clamp(int(capacity // per_seq), 0, limits[1]) * setup.replicas
+    per_seq = float(kv + state + (encoder_terms(plan)[1] if "encoder_input_tokens" in b else 0))
+    if not per_seq > 1.0:  # at_least(per_seq, 1.0), inline
+        per_seq = 1.0
+    held, cap = int(capacity // per_seq), limits[1]
+    return (0 if held < 0 else cap if held > cap else held) * setup.replicas  # clamp(held, 0, cap), inline

@@ -127,9 +127,9 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     ``terms``: the plan's :func:`setup_terms`, where the caller has them (its :class:`ServingContext`'s). A plan for
     SGLang pads its decode-only steps to the graphs SGLang captures and, on AMD GPUs, dequantises an FP8 MLA model's
     absorbed weights every step (:func:`sglang_step_terms`)."""
-    model, lay = plan.model, plan.layout
+    model, lay, w, weights = plan.model, plan.layout, plan.workload, plan.precision.weights
     assert isinstance(model, ModelSpec)
-    if plan.workload.engine == "sglang":
+    if w.engine == "sglang":
         graphs, dequant = sglang_step_terms(plan)
         graph_batch_sizes, absorbed_dequant = graph_batch_sizes or graphs, absorbed_dequant or dequant
     equivalent, cross = encoder_terms(plan)
@@ -138,28 +138,26 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     if model.recurrent is not None:
         kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
     precision, block_fp8, gather_bytes, share, expert_share, head_share = (
-        terms or setup_terms(model, plan.precision.weights, plan.workload.engine))
+        terms or setup_terms(model, weights, w.engine))
     # the byte counts as floats, the type the step's arithmetic is in (exact: they are far below 2**53)
     # by position: weights_bytes_per_gpu, kv_bytes_per_sequence_per_gpu, precision, tp, pp, replicas,
     # max_num_batched_tokens, gpus_per_server, graph_batch_sizes, ep, block_fp8, host_overlap, ep_gather_bytes, the
     # three quantized shares, absorbed_dequant, engine and attention_dp (ServingSetup's field order)
-    engine = engine or plan.workload.engine
+    engine = engine or w.engine
     # TensorRT-LLM's MoE kernel, as the workload states it or the engine's AUTO picks it (speed.moe_backend)
-    moe_backend = (trtllm_moe_backend(model, plan.gpu, plan.precision.weights, plan.workload.moe_backend)
-                   if engine == "trtllm" else
-                   vllm_moe_backend(model, plan.precision.weights, plan.workload.moe_backend, plan.gpu)
-                   if engine == "vllm"
+    moe_backend = (trtllm_moe_backend(model, plan.gpu, weights, w.moe_backend) if engine == "trtllm" else
+                   vllm_moe_backend(model, weights, w.moe_backend, plan.gpu) if engine == "vllm"
                    else "")
     return _new_setup(
         float(plan.per_gpu.weights_bytes), float(kv_seq), precision, lay.tp, lay.pp, lay.dp,
         (limits or engine_limits_of(plan))[0], SERVER_GPUS, graph_batch_sizes, lay.ep, block_fp8, host_overlap,
-        gather_bytes, share, expert_share, head_share, absorbed_dequant, engine, plan.workload.attention_dp_kv,
+        gather_bytes, share, expert_share, head_share, absorbed_dequant, engine, w.attention_dp_kv,
         moe_backend=moe_backend,
         whole_dense_extra_bytes=(whole_dense_layers_extra_bytes(
-            model, format_for_model(model, plan.precision.weights), tp=lay.tp, pp=lay.pp)
-            if plan.workload.attention_dp_kv else 0.0), kv_fp8=plan.precision.kv_cache == "fp8",
-        weights_format=plan.precision.weights or "bf16",
-        adp_balance=plan.workload.attention_dp_balance and engine == "trtllm")
+            model, format_for_model(model, weights), tp=lay.tp, pp=lay.pp)
+            if w.attention_dp_kv else 0.0), kv_fp8=plan.precision.kv_cache == "fp8",
+        weights_format=weights or "bf16",
+        adp_balance=w.attention_dp_balance and engine == "trtllm")
 
 
 def sglang_step_terms(plan: Plan) -> tuple[tuple[int, ...], bool]:
