@@ -197,9 +197,9 @@ def recommend(
                                   for sh in shapes])[c.compact("shape")]
             usable &= c.widen(~nvfp4 | nvfp4_gpu)
         if engine == "trtllm" and len(result.weights) > 1:  # a format TensorRT-LLM has no kernels for on the GPU
-            runs = np.array([[engine_weights_refusal(engine, f, get_format(f).native, sh.gpu) is None
-                              for f in result.weights] for sh in shapes])
-            usable &= c.widen(runs[c.compact("shape"), c.compact("weights")])
+            loads = np.array([[engine_weights_refusal(engine, f, get_format(f).native, sh.gpu) is None
+                               for f in result.weights] for sh in shapes])
+            usable &= c.widen(loads[c.compact("shape"), c.compact("weights")])
     else:  # and splits the stated global batch: a micro-batch per data-parallel rank at least, as plan() requires
         usable = np.asarray(c["fits"], dtype=bool) & np.asarray(c["splits_batch"], dtype=bool)
     applied = LimitsApplied()
