@@ -18,7 +18,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner.inputs import recompute_ladder
-from anchorgpu.planner.speed.layouts import deepest_interleave
+from anchorgpu.planner.speed.interleave_choice import deepest_interleave
 from anchorgpu.planner.speed.pipeline import interleaving_refusal
 from anchorgpu.planner.speed.training import DEFAULT_GLOBAL_BATCH_TOKENS, TrainLayout, training_step
 from anchorgpu.planner.sweep import SweepSpec

@@ -1,6 +1,6 @@
 """The micro-batch ladder climbs past 4 (issue 11 item 2, stop 55): where a layout's fastest micro-batch that fits is
 4, the chooser and the sweep behind ``recommend`` time 8 at that layout, and take it where it fits, splits the batch
-and is faster still (:func:`~anchorgpu.planner.speed.layouts.climb_ladder`).
+and is faster still (:func:`~anchorgpu.planner.speed.micro_batch_ladder.climb_ladder`).
 
 The precedent for 8: NVIDIA's Megatron-Bridge performance configs run Qwen3-30B-A3B at micro_batch_size=8 on 8 B300
 and 8 GB300 (QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_BF16_V1, QWEN3_30B_A3B_PRETRAIN_CONFIG_GB300_BF16_V1; 4 on B200 and
@@ -18,7 +18,7 @@ from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner.inputs import RECOMPUTES
 from anchorgpu.planner.speed import layouts
 from anchorgpu.planner.speed.estimate import plan_performance
-from anchorgpu.planner.speed.layouts import LADDER_PAST, climb_ladder
+from anchorgpu.planner.speed.micro_batch_ladder import LADDER_PAST, climb_ladder
 from anchorgpu.planner.sweep import SweepSpec, sweep
 from anchorgpu.recommend import shapes_from_catalog
 

@@ -64,7 +64,7 @@ def test_the_uneven_layout_is_the_published_one(pp: int, v: int, text: str) -> N
 
 
 def test_a_model_that_interleaves_evenly_keeps_its_layouts() -> None:
-    from anchorgpu.planner.speed.layouts import uneven_interleave
+    from anchorgpu.planner.speed.interleave_choice import uneven_interleave
 
     for name in ("llama-3.1-70b", "llama-3.1-405b", "qwen3-235b-a22b"):
         model = load_model(name)

@@ -171,7 +171,7 @@ class SweepResult:
     # request timed)
     concurrency_contexts: tuple[tuple[int, int], ...] = ()
     # training: (PP, virtual stages, layout) of each interleaving run at a stated layout (layers no pp x v chunks
-    # split: speed.layouts.uneven_interleave), which a row at that PP and depth states as its ``pipeline_layout``
+    # split: speed.interleave_choice.uneven_interleave), which a row at that PP and depth states as its ``pipeline_layout``
     pipeline_layouts: tuple[tuple[int, int, str], ...] = ()
 
     def context_at(self, concurrency: int) -> int:

@@ -1,10 +1,10 @@
 """The sweep's training columns: each layout (and weight format) runs the fastest micro-batch, activation recompute
 and pipeline interleaving that fits, as ``plan``'s chooser picks them for that layout
 (:func:`~anchorgpu.planner.speed.layouts.choose_training_layout`): micro-batches 1, 2 and 4 unless the workload
-states one (:func:`~anchorgpu.planner.speed.layouts.micro_batches`; 8 too where 4 led and 8 is faster still and fits:
-:func:`~anchorgpu.planner.speed.layouts.climb_ladder`), the recompute levels unless it states one,
-plain 1F1B and the deepest interleave (:func:`~anchorgpu.planner.speed.layouts.deepest_interleave`, or where no
-``pp x v`` chunks split the layers the standard uneven layout, :func:`~anchorgpu.planner.speed.layouts.uneven_interleave`)
+states one (:func:`~anchorgpu.planner.speed.micro_batch_ladder.micro_batches`; 8 too where 4 led and 8 is faster still and fits:
+:func:`~anchorgpu.planner.speed.micro_batch_ladder.climb_ladder`), the recompute levels unless it states one,
+plain 1F1B and the deepest interleave (:func:`~anchorgpu.planner.speed.interleave_choice.deepest_interleave`, or where no
+``pp x v`` chunks split the layers the standard uneven layout, :func:`~anchorgpu.planner.speed.interleave_choice.uneven_interleave`)
 where the training stack runs it. Speed from :func:`~anchorgpu.planner.speed.training.training_step`, memory from
 :func:`~anchorgpu.planner.plan.plan` (once per distinct layout, GPU group and configuration), searched by
 :func:`~anchorgpu.planner.sweep_search.fastest_fitting`. A layout that fits in no configuration shows its least memory
@@ -26,8 +26,9 @@ from anchorgpu.planner._frozen import evolver
 from anchorgpu.planner.inputs import RECOMPUTES, Layout, PrecisionPlan, Workload, default_seq_tokens, recompute_ladder
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.flops import Recompute, TrainKind
-from anchorgpu.planner.speed.layouts import climb_ladder, interleave_of, micro_batches, uneven_interleave
+from anchorgpu.planner.speed.interleave_choice import interleave_of, uneven_interleave
 from anchorgpu.planner.speed.links import compute_precision_for_training
+from anchorgpu.planner.speed.micro_batch_ladder import climb_ladder, micro_batches
 from anchorgpu.planner.speed.overrides import calibrated
 from anchorgpu.planner.speed.pipeline import (
     default_batch_tokens,
@@ -231,7 +232,7 @@ class _Search:
     def climbed(self, found: tuple[float, Pair, Recompute], known: _Memories, budget: int,
                 speed: Callable[[Pair, Recompute], float]) -> tuple[float, Pair, Recompute]:
         """``found`` (the layout's fastest configuration that fits) with the micro-batch ladder climbed past 4 as
-        ``plan``'s chooser climbs it (:func:`~anchorgpu.planner.speed.layouts.climb_ladder`), at its interleaving."""
+        ``plan``'s chooser climbs it (:func:`~anchorgpu.planner.speed.micro_batch_ladder.climb_ladder`), at its interleaving."""
         tokens_per_s, (lay_v, mb), rc = found
         batch = self.stated or self.steps.default_tokens
 
@@ -307,7 +308,7 @@ def training_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sw
 
 def stated_layouts(model: ModelSpec, pps: Iterable[int]) -> tuple[tuple[int, int, str], ...]:
     """(PP, virtual stages, layout) of each pipeline depth of ``pps`` that the sweep interleaves at a stated layout
-    (:func:`~anchorgpu.planner.speed.layouts.uneven_interleave`), as its rows state it.
+    (:func:`~anchorgpu.planner.speed.interleave_choice.uneven_interleave`), as its rows state it.
 
     >>> from anchorgpu.architectures import load_model
     >>> stated_layouts(load_model("deepseek-v3"), [1, 8, 8, 16])

@@ -1,8 +1,8 @@
 """When ``plan``'s training chooser (:func:`~anchorgpu.planner.speed.layouts.choose_training_layout`) leaves the
 first layout that fits for another: the rule, and the bounds of the wider search that looks for one. Pure.
 
-The chooser meets its candidates fastest first at micro-batches 1, 2 and 4 (:data:`~.layouts.MICRO_BATCHES`) and the
-first that fits is its *first* layout, climbed past 4 while each rung is faster (:func:`~.layouts.climb_ladder`).
+The chooser meets its candidates fastest first at micro-batches 1, 2 and 4 (:data:`~.micro_batch_ladder.MICRO_BATCHES`) and the
+first that fits is its *first* layout, climbed past 4 while each rung is faster (:func:`~.micro_batch_ladder.climb_ladder`).
 Another split's climb can then run faster still (Qwen3-30B-A3B on 64 H100 at 2,048 tokens: PP 2 v8 at micro-batch
 8, 17% over the first's PP 1 at 4), so the search reads on past the first for the few splits whose climb could beat
 it. One of them replaces the first (:func:`~.serving_ranking.pick_over_first`, the serving chooser's rule) only where the model can
@@ -30,7 +30,7 @@ from anchorgpu.planner.speed.training import TrainLayout
 __all__ = ["CLIMBED_LAYOUTS", "LADDER_GAIN", "features", "launchers", "may_climb_past", "needed", "simpler", "split_of"]
 
 LADDER_GAIN = 2.0
-"""The most a rung past :data:`~.layouts.MICRO_BATCHES` multiplies a layout's speed at the rung below, at the same
+"""The most a rung past :data:`~.micro_batch_ladder.MICRO_BATCHES` multiplies a layout's speed at the rung below, at the same
 recompute level: a step's tokens stay the global batch, and each rung doubles the micro-batch, so it halves the
 micro-batches, whose time never falls with their size (tests/speed/test_chooser_ladder_gain.py checks it over a
 sample), and leaves the bubble's stage times and the per-step parts as they were: the step takes at least half as

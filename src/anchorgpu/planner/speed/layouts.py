@@ -5,7 +5,8 @@ Training: every combination of tensor parallelism inside one server, context par
 only), pipeline stages, data parallelism, ZeRO stage (1: distributed optimizer; 2: gradients sharded too; 3: FSDP), interleaved
 chunks, activation recompute and micro-batch is ranked by the predicted step time of
 :func:`~anchorgpu.planner.speed.training.training_step`; the memory planner then checks them fastest first
-and the first that fits is the answer, climbed past micro-batch 4 while that is faster (:func:`climb_ladder`), unless
+and the first that fits is the answer, climbed past micro-batch 4 while that is faster
+(:func:`~anchorgpu.planner.speed.micro_batch_ladder.climb_ladder`), unless
 another of the few splits past it climbs to a speed the calibration can tell apart from it (faster by more than its
 training layout margin, or simpler and faster: :mod:`~anchorgpu.planner.speed.chooser_margin`). Whatever the user fixed
 is kept. The ranking times only what that order
@@ -16,10 +17,8 @@ reaches the front, and the layout itself once a cheaper bound on its speed
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
@@ -38,7 +37,7 @@ from anchorgpu.planner.inputs import (
     train_ep_sizes,
     train_pp_sizes,
 )
-from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout, uneven_pipeline_layout
+from anchorgpu.planner.pipeline_layout import parse_pipeline_layout
 from anchorgpu.planner.sequence_parallel import sequence_split_refusal, splits_whatever_stated
 from anchorgpu.planner.speed.chooser_margin import (
     CLIMBED_LAYOUTS,
@@ -51,11 +50,13 @@ from anchorgpu.planner.speed.chooser_margin import (
 )
 from anchorgpu.planner.speed.chooser_order import add_zero2_block, fastest_first, zero1_twins
 from anchorgpu.planner.speed.flops import TrainKind
+from anchorgpu.planner.speed.interleave_choice import deepest_interleave, interleave_of
 from anchorgpu.planner.speed.layout_reason import SERVER_GPUS, training_reason
 from anchorgpu.planner.speed.layout_reason import Found as _Found
 from anchorgpu.planner.speed.links import compute_precision_for_training
+from anchorgpu.planner.speed.micro_batch_ladder import LADDER_PAST, climb_ladder, micro_batches, rung_candidates
 from anchorgpu.planner.speed.overrides import Overrides, calibrated
-from anchorgpu.planner.speed.pipeline import counts_embedding_and_loss, default_batch_tokens, interleaving_refusal_line
+from anchorgpu.planner.speed.pipeline import default_batch_tokens, interleaving_refusal_line
 from anchorgpu.planner.speed.ranking import speed_rank
 from anchorgpu.planner.speed.topology import network_bytes_per_s_of
 from anchorgpu.planner.speed.training import (
@@ -67,18 +68,8 @@ from anchorgpu.planner.speed.training import (
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
 
-__all__ = ["LADDER_PAST", "MICRO_BATCHES", "SERVER_GPUS", "Choice", "choose_training_layout", "climb_ladder",
-           "deepest_interleave", "interleave_of", "micro_batches", "sharded_with_stages", "tp_ok",
-           "uneven_interleave"]
+__all__ = ["SERVER_GPUS", "Choice", "choose_training_layout", "sharded_with_stages", "tp_ok"]
 
-T = TypeVar("T")  # what a search's fit check of a configuration returns (climb_ladder): the chooser's plan
-_INTERLEAVES = (2, 4, 5, 8, 10)  # the virtual stages a search tries beside plain 1F1B (the deepest that applies)
-MICRO_BATCHES: tuple[int, ...] = (1, 2, 4)
-# the rungs past MICRO_BATCHES a search climbs from a layout whose fastest micro-batch that fits is the top one, while
-# each is faster still (climb_ladder): 8 where 4 led. NVIDIA runs Qwen3-30B-A3B at micro-batch 8 on 8 B300 and 8 GB300
-# (QWEN3_30B_A3B_PRETRAIN_CONFIG_B300_BF16_V1 and _GB300_BF16_V1; 4 on B200 and GB200:
-# NVIDIA-NeMo/Megatron-Bridge@f29a269f scripts/performance/configs/qwen/qwen3_workload_base_configs.py)
-LADDER_PAST: tuple[int, ...] = (8,)
 _with_knobs = evolver(Workload, "micro_batch", "recompute", "seq_tokens")  # a candidate's workload, as replace() makes it
 
 
@@ -96,115 +87,6 @@ def tp_ok(model: ModelSpec, tp: int) -> bool:
     if model.num_attention_heads % tp:
         return False
     return model.mla is not None or model.num_kv_heads % tp == 0 or tp % model.num_kv_heads == 0
-
-
-def deepest_interleave(model: ModelSpec, pp: int) -> int:
-    """The most interleaved chunks a GPU of ``pp`` stages holds (virtual stages; 1: plain 1F1B), as the chooser
-    tries them beside 1: more chunks only shrink the bubble (their transfers overlap), so the most whose ``pp * v``
-    chunks ``plan()`` takes: chunks that split the layers evenly, or the layers with the embedding and the loss
-    counted as one each (:func:`~.pipeline.counts_embedding_and_loss`, Megatron-Core's
-    ``--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split``), and no more chunks than
-    layers. Llama 3.1 405B's 126 layers interleave that way: 128 / (8 x 8) = 2 a chunk, NVIDIA's DGX Cloud
-    benchmark of it on 512 H100 runs PP 8 x VP 8 (NVIDIA/dgxc-benchmarking ``llama3.1/README.md``). The sweep behind
-    ``recommend`` times a pipelined layout at this depth too.
-
-    >>> from anchorgpu.planner._examples import llama_3_1_70b
-    >>> [deepest_interleave(llama_3_1_70b(), pp) for pp in (1, 2, 4, 8, 16)]  # 80 layers
-    [1, 10, 10, 10, 5]
-    """
-    return _even_interleave(model.num_layers, pp)
-
-
-def _even_interleave(layers: int, pp: int) -> int:
-    """:func:`deepest_interleave` of ``layers`` layers (1 where no ``pp x v`` chunks split them)."""
-    return max((v for v in _INTERLEAVES if pp > 1 and pp * v <= layers
-                and (layers % (pp * v) == 0 or counts_embedding_and_loss(layers, pp, v))), default=1)
-
-
-def interleave_of(model: ModelSpec, pp: int) -> tuple[int, PipelineLayout | None]:
-    """The interleaving a search tries beside plain 1F1B over ``pp`` stages: (virtual stages, the stated layout its
-    chunks need or ``None``): :func:`deepest_interleave` where ``pp x v`` chunks split the layers, else the standard
-    uneven layout of :func:`uneven_interleave`, else (1, ``None``). The chooser and the sweep behind ``recommend``
-    both take it.
-
-    >>> from anchorgpu.architectures import load_model
-    >>> v, stated = interleave_of(load_model("deepseek-v3"), 8)
-    >>> v, stated.text
-    (4, 'Et|(tt|)*30L')
-    """
-    uneven = uneven_interleave(model, pp)
-    return (uneven.virtual_stages, uneven) if uneven is not None else (deepest_interleave(model, pp), None)
-
-
-def uneven_interleave(model: ModelSpec, pp: int) -> PipelineLayout | None:
-    """Where :func:`deepest_interleave` finds no interleave (no ``pp * v`` chunks split the layers, even with the
-    embedding and the loss counted as a layer each: DeepSeek-V3's 61 layers, 63 counted, over powers of two), the
-    deepest whose standard uneven layout (:func:`~anchorgpu.planner.pipeline_layout.uneven_pipeline_layout`, Megatron-
-    Core's ``--pipeline-model-parallel-layout`` as NVIDIA's DeepSeek-V3 runs write it) puts no more layers on the
-    busiest rank than plain 1F1B's split; ``None`` where none does. The chooser and the sweep behind ``recommend``
-    try it beside plain 1F1B, as they try :func:`deepest_interleave`.
-
-    >>> from anchorgpu.planner._examples import llama_3_1_70b
-    >>> [uneven_interleave(llama_3_1_70b(), pp) for pp in (2, 8)]  # 80 layers interleave evenly: none needed
-    [None, None]
-    """
-    return _uneven_interleave(model.num_layers, pp, model.name)
-
-
-@lru_cache(maxsize=256)
-def _uneven_interleave(layers: int, pp: int, name: str) -> PipelineLayout | None:
-    if pp <= 1 or _even_interleave(layers, pp) > 1:
-        return None
-    return next((found for v in sorted(_INTERLEAVES, reverse=True) if pp * v <= layers
-                 and (found := uneven_pipeline_layout(layers, pp, v, name)) is not None), None)
-
-
-def micro_batches(w: Workload) -> tuple[int, ...]:
-    """The micro-batches a training search tries: the one the workload states, else :data:`MICRO_BATCHES` (a larger
-    one where it fits and is faster; the sweep behind ``recommend`` tries the same), and past them the rungs of
-    :data:`LADDER_PAST` that :func:`climb_ladder` climbs."""
-    return (w.micro_batch,) if w.micro_batch else MICRO_BATCHES
-
-
-def climb_ladder(chosen: tuple[int, Recompute, float, T], levels: tuple[Recompute, ...], runs: Callable[[int], bool],
-                 speed: Callable[[int, Recompute], float], fitting: Callable[[int, Recompute], T | None],
-                 ) -> tuple[int, Recompute, float, T]:
-    """The micro-batch ladder climbed past :data:`MICRO_BATCHES` from one layout's fastest configuration that fits,
-    ``chosen`` (micro-batch, recompute level, tokens/s, its fit): while its micro-batch is the top rung, the next
-    rung of :data:`LADDER_PAST` at the level that is fastest and fits (``fitting``: the fit, or ``None``), where it
-    ``runs`` (it splits the stated batch, holds no more sequences than one data-parallel rank gets, and the stack
-    interleaves it) and is faster (at :func:`~.ranking.speed_rank`) than the rung below; else ``chosen`` as it is.
-    A larger micro-batch amortises the costs paid once a micro-batch (a mixture of experts' per-expert launches) but
-    leaves fewer micro-batches a step, so a pipeline's bubble grows: only a layout that 4 sped up, and only while each
-    rung keeps improving, times the next. Both ``plan``'s chooser (from the layout it chose) and the sweep behind
-    ``recommend`` (from each row's) climb it, at the chosen interleaving.
-
-    >>> speeds = {(8, "none"): 150.0, (8, "full"): 120.0}
-    >>> climb_ladder((4, "none", 100.0, "plan 4"), ("none", "full"), lambda mb: True, lambda mb, rc: speeds[mb, rc],
-    ...              lambda mb, rc: f"plan {mb} {rc}" if rc == "full" else None)
-    (8, 'full', 120.0, 'plan 8 full')
-    """
-    mb, rc, value, fit = chosen
-    for below, rung in zip((MICRO_BATCHES[-1], *LADDER_PAST), LADDER_PAST, strict=False):
-        if mb != below or not runs(rung):
-            break
-        timed: list[tuple[float, int, float]] = []
-        for j, level in enumerate(levels):
-            try:
-                tokens_per_s = speed(rung, level)
-            except InvalidWorkload:
-                continue
-            timed.append((-speed_rank(tokens_per_s), j, tokens_per_s))
-        for neg, j, tokens_per_s in sorted(timed):  # fastest first, ties to the lesser recompute
-            if -neg <= speed_rank(value):
-                break  # no faster than the rung below: the climb stops there
-            found = fitting(rung, levels[j])
-            if found is not None:
-                mb, rc, value, fit = rung, levels[j], tokens_per_s, found
-                break
-        if mb != rung:
-            break
-    return mb, rc, value, fit
 
 
 def sharded_with_stages(zero: int, train_stack: str) -> bool:
@@ -457,25 +339,10 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     chosen = found[pick]
     kept = max((f for f in found[1:] if f.tokens_per_s > chosen.tokens_per_s), key=lambda f: f.tokens_per_s,
                default=None)  # a faster split within the margin of the first: said, as recommend's sweep shows it
-    rungs = _rung_candidates(pairs, runs) * len(levels) if climbs else 0
+    rungs = rung_candidates(pairs, runs) * len(levels) if climbs else 0
     return Choice(layout=chosen.layout, workload=_with_knobs(w, micro_batch=chosen.mb, recompute=chosen.rc, seq_tokens=seq),
                   reason=training_reason(model, given, w, gpu, chosen, len(pairs) * len(levels) + rungs, fixed_zero,
                                          kept, first, margin)), chosen.plan
-
-
-def _rung_candidates(pairs: list[tuple[TrainLayout, int]], runs: Callable[[TrainLayout, int], bool]) -> int:
-    """How many of the candidates' layouts a search may climb to the first rung past :data:`MICRO_BATCHES`: those
-    tried at the top rung whose next rung runs (``runs``; it reads only DP, PP and the interleaving, so once each)."""
-    top, rung = MICRO_BATCHES[-1], LADDER_PAST[0]
-    known: dict[tuple[int, int, int], bool] = {}
-    count = 0
-    for lay, mb in pairs:
-        if mb == top:
-            key = (lay.dp, lay.pp, lay.virtual_stages)
-            if key not in known:
-                known[key] = runs(lay, rung)
-            count += known[key]
-    return count
 
 
 def _states_outgrow(p: Plan) -> bool:
