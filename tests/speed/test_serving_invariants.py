@@ -39,7 +39,8 @@ def test_the_lighter_replicas_keep_their_own_pace() -> None:
                             concurrency=concurrency, weights="gguf-q4_k_m")["output_tokens_per_s"])
 
     assert rate(3) >= rate(2)
-    assert _replicas(31)["output_tokens_per_s"] > 31 / _replicas(31)["tpot_s"]
+    # 31 users at the busiest replicas' pace (32 users' step: 8 a replica) would make fewer
+    assert _replicas(31)["output_tokens_per_s"] > 31 / 32 * _replicas(32)["output_tokens_per_s"]
 
 
 def test_concurrency_beyond_saturation_queues_instead_of_outrunning_the_maximum() -> None:
