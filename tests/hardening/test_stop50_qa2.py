@@ -48,7 +48,9 @@ def test_recommend_does_not_hold_a_one_token_answer_to_a_chat_latency(local_db: 
     assert code == 0, err
     note = " ".join(out.split())
     assert "a token every 30 ms" in note and "(0.0 tok/s)" not in note, out
-    assert re.search(r"#1 \(0\.0[1-9][0-9] tok/s\)", note), note
+    # one user's two tokens are one decode step apart (its prompt is prefilled before the first:
+    # speed.batching.others_output_tokens); with 3 or 4 users the others' 131,070-token prompts land between them
+    assert re.search(r"#2 \(0\.0[1-9][0-9] tok/s\)", note), note
 
 
 @pytest.mark.parametrize(("argv", "said"), [

@@ -94,8 +94,6 @@ def test_a_smaller_count_that_a_memory_change_makes_hold_them_is_still_offered(
     assert "; 2 (TP 2, PP 1) would hold them with " in reason and "--weights fp8" in reason, reason
 
 
-@pytest.mark.xfail(strict=True, reason="L1 in stop56_qa16.md: TPOT counts the user's own prompt chunks; left to the lead "
-                   "(changes the tpot_s rows' predictions, in plan and in recommend's numpy sweep)")
 def test_one_users_figures_agree_with_each_other(capsys: pytest.CaptureFixture[str]) -> None:
     perf = run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--concurrency", "1",
                     "--prompt", "120000", "--output-tokens", "1000")["performance"]

@@ -26,7 +26,7 @@ from anchorgpu.planner.engine_choice import engine_weights_refusal
 from anchorgpu.planner.formats import get_format
 from anchorgpu.planner.inputs import RECOMPUTES
 from anchorgpu.planner.sglang import decode_graph_batch_sizes
-from anchorgpu.planner.speed.batching import serving_estimate
+from anchorgpu.planner.speed.batching import others_output_tokens, serving_estimate
 from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
 from anchorgpu.planner.speed.pipeline import default_batch_tokens
 from anchorgpu.planner.speed.serving import decode_step
@@ -128,9 +128,11 @@ def _check_inference_row(result: SweepResult, model, i: int, engine: str = "vllm
     # micro-batches ride whole in some of them)
     # (a chunk at least one token, as speed.batching.prefill_chunk_share clamps it: the ladder past 512 reaches a
     # batch as large as the token budget)
-    share = per_replica * prompt / output / max(1, min(prompt, setup.max_num_batched_tokens - per_replica))
+    # (a user's step carries the other users' prompts only: speed.batching.others_output_tokens)
+    between = others_output_tokens(per_replica, output)
+    share = per_replica * prompt / between / max(1, min(prompt, setup.max_num_batched_tokens - per_replica))
     if share >= 1 and (setup.pp == 1 or share >= min(setup.pp, per_replica)):
-        step = decode_step(model, shape.gpu, setup, batch=per_replica, prefill_tokens=per_replica * prompt / output,
+        step = decode_step(model, shape.gpu, setup, batch=per_replica, prefill_tokens=per_replica * prompt / between,
                            prompt_tokens=prompt, cached_tokens=prompt + output // 2)
         assert est.tpot_s == pytest.approx(step.step_s, rel=1e-9)
 

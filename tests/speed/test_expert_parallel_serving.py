@@ -233,14 +233,24 @@ def test_the_replicas_of_an_ep_group_step_together_so_any_ones_prompt_chunk_hold
 def test_the_lighter_replicas_of_an_ep_group_keep_the_busiest_ones_pace() -> None:
     """509 users over 8 replicas: five run 64 sequences and three run 63. Replicas on their own run their 63 at
     their own, faster pace; the replicas of one EP group step together, so all of them emit a token a step at the
-    busiest one's pace: 509 tokens a step."""
-    from anchorgpu.planner.speed.batching import serving_estimate
+    busiest one's pace: 509 tokens a step. The step is the steady state with every user's prompt (the tokens/s in
+    all pays them); a user's time between its tokens carries the other users' prompts only (others_output_tokens)."""
+    from anchorgpu.planner.speed.batching import _attention_flops, _steady, others_output_tokens, serving_estimate
+    from anchorgpu.planner.speed.calibration import calibration as cal_of
+    from anchorgpu.planner.speed.step_constants import _pair
 
     wide = _setup(tp=1, ep=8, replicas=8)
     est = serving_estimate(MODEL, H200, wide, prompt_tokens=1000, output_tokens=1000, concurrency=509,
                            saturation_concurrency=4096)
     assert est.per_replica == 64
-    assert est.output_tokens_per_s == pytest.approx(509 / est.tpot_s, rel=1e-12)
+    c, ci = _pair(MODEL, H200, wide, cal_of())
+    attn = _attention_flops(MODEL, c, 1000, 1000, cal_of())
+    even = 1 - 3 / 8 * (1 - 63 / 64)  # three of eight replicas bring 63 of the busiest one's 64 (_pass_outputs_ratio)
+    step = _steady(wide, c, ci, 64, 1000, 1000, attn, even)[0]
+    assert est.output_tokens_per_s == pytest.approx(509 / step, rel=1e-12)
+    between = others_output_tokens(64, 1000)
+    assert est.tpot_s == pytest.approx(_steady(wide, c, ci, 64, 1000, between, attn, even)[0], rel=1e-12)
+    assert est.tpot_s < step
     alone = _setup(tp=1, ep=1, replicas=8)
     own = serving_estimate(MODEL, H200, alone, prompt_tokens=1000, output_tokens=1000, concurrency=509,
                            saturation_concurrency=4096)

@@ -48,7 +48,16 @@ Array = npt.NDArray[Any]
 Progress = Callable[[int, int], None]
 
 
-def _steady_step(ticks: Ticks, batch: FloatArray, prompt: int, out_tokens: int,
+def _others_output_tokens(batch: FloatArray, out_tokens: int) -> FloatArray | int:
+    """:func:`~anchorgpu.planner.speed.batching.others_output_tokens` of every pair's sequences ``(1, P)``: the
+    outputs a user's steady state between its tokens is timed at (the other ``B - 1`` users' prompts only)."""
+    if out_tokens == 1:
+        return out_tokens
+    others = batch - 1.0
+    return np.divide(out_tokens * batch, others, out=np.full_like(batch, np.inf), where=others > 0)
+
+
+def _steady_step(ticks: Ticks, batch: FloatArray, prompt: int, out_tokens: int | FloatArray,
                  budget_tokens: FloatArray, out: FloatArray) -> FloatArray:
     """Seconds per step at the steady state (speed.serving._steady) of the pairs ``(1, P)`` (:func:`tick_pairs`, in
     order of their sequences a replica), written into ``out`` ``(W, K, 1, P)``: B*I/O prompt tokens a step, spread over every step when
@@ -193,9 +202,11 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     budget_tokens = _budget_tokens(shapes, w, lay, pairs)
     batch = pairs.batch.astype(np.float64)[None, :]
     # what outlives the ticks made before them, so that the ticks' memory, freed, is left in one piece
-    step, ttft = np.empty((2, *grid[1:3], 1, batch.size))
+    step, user_step, ttft = np.empty((3, *grid[1:3], 1, batch.size))
     ticks = _ticks(model, shapes, spec, lay, weights, kv, mem.weights, pairs, prompt, output)
     _steady_step(ticks, batch, prompt, output, budget_tokens, step)
+    # a user's step between its tokens: the other users' prompts only (speed.batching.others_output_tokens)
+    _steady_step(ticks, batch, prompt, _others_output_tokens(batch, output), budget_tokens, user_step)
     _time_to_first_token(ticks, budget_tokens, batch, prompt, ttft)
     del ticks  # its terms per pair, before the grid's columns are formed
     # the four columns that vary along every axis, in the sweep's order, in one block: one allocation, not four
@@ -211,7 +222,7 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
         progress(math.prod(grid) // 2, math.prod(grid))
     ttft = _on_grid(ttft, pairs.inverse, ttft_column)
     _on_grid(step, pairs.inverse, total_tps)
-    _on_grid(np.divide(1.0, step, out=step), pairs.inverse, per_user)  # 1 / step of each pair, as of each
+    _on_grid(np.divide(1.0, user_step, out=user_step), pairs.inverse, per_user)  # 1 / step of each pair, as of each
     _replicas_rate(model, shapes, spec, lay, weights, kv, mem.weights, conc, per_replica, prompt, output, total_tps)
     nan = np.full(1, np.nan)
     return {
@@ -338,7 +349,7 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
         batch = (pair // (rows * groups)).astype(np.float64)[None, :]
         step, first = np.empty((2, 1, 1, 1, batch.size))
         ticks = copy.copy(base).expanded(at)
-        _steady_step(ticks, batch, prompt, output, budget[at], step)
+        _steady_step(ticks, batch, prompt, _others_output_tokens(batch, output), budget[at], step)
         where = inverse.reshape(conc.shape)
         speed: FloatArray = 1.0 / step[0, 0, 0, where]
         if not ttft:

@@ -22,7 +22,7 @@ from anchorgpu.planner.speed.serving import _dense_step, _step
 from anchorgpu.planner.speed.step_constants import ServingSetup, _pair, _StepConstants
 from anchorgpu.units import at_least, clamp
 
-__all__ = ["ServingEstimate", "prefill_chunk_share", "saturated_rates", "serving_estimate"]
+__all__ = ["ServingEstimate", "others_output_tokens", "prefill_chunk_share", "saturated_rates", "serving_estimate"]
 
 
 @fast_init
@@ -48,7 +48,24 @@ class ServingEstimate:
 _new_estimate = builder(ServingEstimate)  # ServingEstimate(...) once per estimate
 
 
-def prefill_chunk_share(batch: float, prompt: int, output: int, max_num_batched_tokens: int) -> tuple[float, float]:
+def others_output_tokens(batch: int, output: int) -> float:
+    """The output tokens a request of a steady state of ``batch`` is timed at between its own tokens: its prompt is
+    prefilled before its first token (vLLM's scheduler, vllm-project/vllm@00024d31 ``vllm/v1/core/sched/scheduler.py``
+    ``schedule``: a request emits no token until its prompt is computed), so the steps between its tokens carry the
+    other ``B - 1`` requests' prompts only, ``(B - 1) * I / O`` tokens a step: the steady state's ``B * I / O`` at
+    ``O * B / (B - 1)`` outputs (infinite at one request: decodes alone). The tokens/s in all still pays every
+    prompt (the steady state at ``O``). One output token a request keeps ``O``: no time passes between tokens, and
+    the time per output token is the steady state's seconds per request (``plan_render.NO_TPOT_LINE``).
+
+    >>> others_output_tokens(1, 1000), others_output_tokens(4, 300), others_output_tokens(4, 1)
+    (inf, 400.0, 1)
+    """
+    if output == 1:
+        return output
+    return math.inf if batch <= 1 else output * batch / (batch - 1)
+
+
+def prefill_chunk_share(batch: float, prompt: int, output: float, max_num_batched_tokens: int) -> tuple[float, float]:
     """(chunk, share): prompts enter the steps of ``batch`` decoding sequences in chunks of at most the step's token
     budget left by the decodes; ``share`` is the fraction of steps that carry one, ``B * I / O`` prompt tokens per
     step over the chunk (at least 1 when every step carries prompt tokens: then they are spread over all steps).
@@ -65,7 +82,7 @@ def prefill_chunk_share(batch: float, prompt: int, output: int, max_num_batched_
     return chunk, batch * prompt / output / chunk
 
 
-def _steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: int, prompt: int, output: int,
+def _steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: int, prompt: int, output: float,
             attn: tuple[float, float], even: float = 1.0) -> tuple[float, str, float]:
     """The mean step of a steady state, what bounds it, and its ceiling (the same state under the ideal constants
     ``ci``): ``B`` decodes, and the prompts' chunks in the share of steps that carry one. Over pipeline stages,
@@ -132,7 +149,7 @@ def _group_chunks(mean_share: float, ranks: float, balanced: bool) -> tuple[floa
     return group_share, ranks * mean_share / group_share  # at least 1: the group's chunks in a step that has one
 
 
-def _dense_steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: int, prompt: int, output: int,
+def _dense_steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: int, prompt: int, output: float,
                   attn: tuple[float, float], skip: float, bound_read: bool = True) -> tuple[float, str, float]:
     """:func:`_steady` of a dense model on one stage, on the lean step (:func:`~anchorgpu.planner.speed.serving.
     _dense_step`), the same values; ``skip``: the prompt's :func:`~anchorgpu.planner.speed.flops.
@@ -242,11 +259,19 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     skip = unsampled_prompt_share(prompt_tokens)  # of every state's prompt tokens, the LM head's unsampled share
     lean = setup.pp == 1 and c.routed_share is None  # a dense model on one stage: _steady's lean step, called directly
     if lean:
-        tpot, bound, tpot_top = _dense_steady(setup, c, ci, per_replica, prompt_tokens, output_tokens, attn, skip)
+        step, bound, step_top = _dense_steady(setup, c, ci, per_replica, prompt_tokens, output_tokens, attn, skip)
     else:
-        tpot, bound, tpot_top = _steady(setup, c, ci, per_replica, prompt_tokens, output_tokens, attn, even)
+        step, bound, step_top = _steady(setup, c, ci, per_replica, prompt_tokens, output_tokens, attn, even)
+    # a user's time between its tokens: the same steady state with the other users' prompts only (its own comes
+    # before its first token); the tokens/s in all pays every prompt, at ``step``
+    between = others_output_tokens(per_replica, output_tokens)
+    if between == output_tokens:
+        tpot, tpot_top = step, step_top
+    else:
+        tpot, _, tpot_top = (_dense_steady(setup, c, ci, per_replica, prompt_tokens, between, attn, skip, False) if lean
+                             else _steady(setup, c, ci, per_replica, prompt_tokens, between, attn, even))
     if sat_replica == per_replica and even == 1.0:  # the same steady state (queued, or at saturation): not again
-        sat, sat_top = tpot, tpot_top
+        sat, sat_top = step, step_top
     else:
         sat, _, sat_top = (_dense_steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn, skip, False)
                            if lean
@@ -256,7 +281,7 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     # at their own (faster) pace, or at the busy ones' where the replicas of an EP group step together (expert
     # parallelism wider than TP), each pass emitting what its own sequences hold (_pass_outputs_ratio); an even
     # split (or a queue) runs per_replica everywhere
-    rate, rate_top = busy * per_replica / tpot, busy * per_replica / tpot_top
+    rate, rate_top = busy * per_replica / step, busy * per_replica / step_top
     if light and per_replica > 1:
         if c.expert_token_scale <= 1.0:  # replicas on their own: the lighter ones at their own pace
             own, _, own_top = (
@@ -265,8 +290,8 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
             rate += light * (per_replica - 1) / own
             rate_top += light * (per_replica - 1) / own_top
         else:  # an EP group's passes take the busiest replica's time: the lighter ones emit what theirs hold
-            rate += light * per_replica * lighter / tpot
-            rate_top += light * per_replica * lighter / tpot_top
+            rate += light * per_replica * lighter / step
+            rate_top += light * per_replica * lighter / step_top
     top, top_ceiling = _saturated_rates(setup.replicas * sat_replica, sat, sat_top)
     return _new_estimate(
         concurrency=concurrency, per_replica=per_replica, ttft_s=ttft, tpot_s=tpot,
