@@ -46,6 +46,7 @@ __all__ = [
     "ascii_int",
     "bounded_int",
     "finite_number",
+    "fraction_typed",
     "iso_instant",
     "pattern_reason",
     "usd_amount",
@@ -208,6 +209,24 @@ def whole_number(text: str, *, field: str, suffixes: dict[str, int] | None = Non
     if number < 1:
         raise InvalidInput(f"{flag} {text!r}: expected a whole number of at least 1")
     return number
+
+
+def fraction_typed(text: object, suffixes: dict[str, int] | None = None) -> tuple[float, str, int] | None:
+    """(value, suffix as typed, its scale) of a count written well but not whole, as :func:`whole_number` reads it
+    (``'4.2M'`` with binary suffixes is 4,404,019.2 tokens, M = 1,048,576), so every face gives the same reason;
+    None for anything else (a whole count, a typo, an unknown suffix, an infinite value).
+
+    >>> fraction_typed("4.2M", {"": 1, "m": 1_048_576}), fraction_typed("1.5"), fraction_typed("4M", {"m": 1_048_576})
+    ((4404019.2, 'M', 1048576), (1.5, '', 1), None)
+    """
+    match = _NUMBER_RE.match(text) if isinstance(text, str) else None
+    scale = (suffixes or {"": 1}).get(match.group(2).lower()) if match else None
+    if match is None or scale is None or len(match.group(1)) > 40:
+        return None
+    value = float(match.group(1)) * scale
+    if not math.isfinite(value) or value.is_integer():
+        return None
+    return value, match.group(2), scale
 
 
 def ascii_int(text: str) -> int:

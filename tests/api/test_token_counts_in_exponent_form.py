@@ -48,7 +48,9 @@ def test_a_fraction_is_one_line_saying_how_to_write_the_count(client: TestClient
     code, problem = _raw(client, path, body)
     assert code == 422 and problem["code"] == "invalid_request", problem
     assert "\n" not in problem["detail"] and field in problem["detail"], problem
-    assert "whole number of tokens, e.g. 10000000000 or 1e10" in problem["detail"], problem
+    # what the number is, as the CLI and the page say it (stop56_qa17 item 1), and how to write a count
+    assert f"{float(value):,} is not a whole number of tokens" in problem["detail"], problem
+    assert "e.g. 4194304 or 1e10" in problem["detail"], problem
 
 
 def test_other_integer_fields_stay_strict(client: TestClient) -> None:

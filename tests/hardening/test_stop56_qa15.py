@@ -188,9 +188,11 @@ def test_recommend_with_mfu_prints_no_band_of_no_width(capsys: pytest.CaptureFix
 
 
 def test_the_sequence_parallel_line_names_the_stack_planned(capsys: pytest.CaptureFixture[str]) -> None:
-    # QLoRA defaults to the PyTorch stack; its TP line said "(Megatron)" (stop 56 qa15)
-    qlora = run_json(capsys, "plan", "llama-3.1-70b", "--task", "qlora", "--gpu", "h100", "--gpus", "8", "--tp", "2")
-    line = next(a for a in qlora["assumptions"] if a.startswith("Tensor parallelism with sequence parallelism"))
+    # QLoRA defaults to the PyTorch stack; its TP line said "(Megatron)" (stop 56 qa15). QLoRA now runs no TP
+    # (stop 56 qa17, planner.qlora_tp): the PyTorch stack's line is read from a full-training plan on it
+    pytorch = run_json(capsys, "plan", "llama-3.1-70b", "--task", "train", "--train-stack", "pytorch", "--gpu", "h100",
+                       "--gpus", "16", "--tp", "2")
+    line = next(a for a in pytorch["assumptions"] if a.startswith("Tensor parallelism with sequence parallelism"))
     assert "torchtitan" in line and "Megatron" not in line
     full = run_json(capsys, "plan", "llama-3.1-70b", "--task", "train", "--gpu", "h100", "--gpus", "16", "--tp", "2")
     assert any(a.startswith("Tensor parallelism with sequence parallelism (Megatron)") for a in full["assumptions"])

@@ -50,11 +50,15 @@ StrictChoice = BeforeValidator(_whole_choice)
 
 def _exact_integer(value: Any) -> Any:
     """A token count written as a JSON number with an exponent or a fraction part (``1e10``, ``4194304.0``) as the
-    integer it is exactly; any other number is refused in one line that says how to write it."""
+    integer it is exactly; any other number is refused in one line that says how to write it, and a finite one
+    what it is, as the CLI and the page say it ("4,404,019.2 is not a whole number of tokens")."""
     if not isinstance(value, float):
         return value  # an integer as it is; anything else to the strict int check (a boolean, a string: refused)
     if math.isfinite(value) and value.is_integer():
         return int(value)  # exact: a float holds every integer to 2**53, the bounds (LIMITS) stop at 10**15
+    if math.isfinite(value):
+        raise PydanticCustomError("int_type", "{value} is not a whole number of tokens; write a whole count, e.g. "
+                                  "4194304 or 1e10", {"value": f"{value:,}"})
     raise PydanticCustomError("int_type", "Input should be a whole number of tokens, e.g. 10000000000 or 1e10")
 
 

@@ -24,6 +24,11 @@ from anchorgpu.planner.sequence_parallel import (
 )
 from anchorgpu.planner.speed.context_parallel import cp_split_refusal
 from anchorgpu.planner.speed.pipeline import chunks_refusal, counts_embedding_and_loss
+from anchorgpu.planner.training_flag_checks import (
+    training_checks,
+    undivided_interleaving_refusal,
+    unstaged_interleaving_refusal,
+)
 from anchorgpu.planner.workload_checks import check_counts, counts_checker
 from anchorgpu.units import require_whole_gpus
 
@@ -109,6 +114,11 @@ def check_layout_for_model(model: ModelSpec, layout: Layout, workload: Workload)
     :func:`~anchorgpu.planner.sequence_parallel.resolve_sequence_parallel`). Left to the search, no candidate holds
     them and its refusal names something else: ``--virtual-stages None``, or an EP over the one GPU planned when
     nothing was chosen. :func:`resolve_layout` checks the same on the layout it resolves."""
+    training_checks(layout, workload)
+    interleaving = (undivided_interleaving_refusal(model, layout) or unstaged_interleaving_refusal(
+        layout, workload.train_stack)) if workload.task in ("train", "lora", "qlora") else None
+    if interleaving is not None:
+        raise InvalidWorkload(interleaving)
     ep = layout.ep or 1
     if ep > 1 and model.moe is None:
         raise InvalidWorkload(f"--ep {ep}: expert parallelism needs a mixture-of-experts model")
@@ -308,6 +318,8 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
         refusal = cp_split_refusal(cp, seq)
         if refusal is not None:
             raise InvalidWorkload(refusal)
+    if training:
+        training_checks(layout, workload)
     sequence_parallel = resolve_sequence_parallel(layout.sequence_parallel, training=training, tp=tp,
                                                   moe=isinstance(model, ModelSpec) and model.moe is not None)
     if training and isinstance(model, ModelSpec) and (sequence_parallel or splits_whatever_stated(workload.train_stack)):

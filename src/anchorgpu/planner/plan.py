@@ -35,7 +35,7 @@ from anchorgpu.planner.media import validate_media
 from anchorgpu.planner.result import MemoryBreakdown, Plan, ResolvedLayout, Suggestion, new_plan
 from anchorgpu.planner.speed.assumption_lines import expert_tp_line
 from anchorgpu.planner.suggest import choose_layout_plan, suggestions_for, training_layout_open
-from anchorgpu.planner.training import plan_training
+from anchorgpu.planner.training import check_training_seq, plan_training
 from anchorgpu.planner.training_gpu_counts import training_gpu_counts
 from anchorgpu.planner.validate import (
     check_kv_cache_task,
@@ -167,6 +167,7 @@ def plan(
         raise InvalidWorkload(refused)
     if lm is not None and w.task in ("train", "lora", "qlora"):  # whole sequences, before any layout is chosen
         check_whole_sequences(w.global_batch_tokens, default_seq_tokens(w, lm.max_context_tokens))  # for it
+        check_training_seq(lm, w)  # a search would drop every candidate for it and refuse for another reason
     format_lines: list[str] | None = None  # resolve_format's lines, where it ran before the search
     if choose_layout and gpu is not None and lm is not None:
         check_layout_counts(lay_in)  # a count below 1 is refused before any layout is chosen around it

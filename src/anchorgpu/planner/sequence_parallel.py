@@ -11,7 +11,7 @@ from __future__ import annotations
 from anchorgpu.errors import InvalidWorkload
 
 __all__ = ["memory_off_line", "resolve_sequence_parallel", "sequence_split_refusal", "speed_off_line",
-           "splits_whatever_stated"]
+           "splits_whatever_stated", "stated_off_refusal"]
 
 
 def resolve_sequence_parallel(stated: object, *, training: bool, tp: int, moe: bool = False) -> bool:
@@ -108,3 +108,22 @@ def splits_whatever_stated(train_stack: str) -> bool:
     (True, False)
     """
     return train_stack == "pytorch"
+
+
+def stated_off_refusal(stated: object, train_stack: str) -> str | None:
+    """The one-line refusal of ``--no-sequence-parallel`` on the PyTorch stack, else None. torchtitan's ``apply_tp``
+    applies ``SequenceParallel`` to the norms and shards the embedding's output on the sequence with every TP, and
+    has no switch to leave it off (pytorch/torchtitan@018740b7 ``torchtitan/models/llama3/infra/parallelize.py``,
+    as :func:`sequence_split_refusal` cites): a plan "with sequence parallelism off" there describes a run that stack
+    cannot launch, so it is refused rather than planned (stated on, it is what the stack does: taken).
+
+    >>> print(stated_off_refusal(False, "pytorch"))  # doctest: +ELLIPSIS
+    --no-sequence-parallel on the PyTorch stack: torchtitan's tensor parallelism always runs sequence parallelism ...
+    >>> stated_off_refusal(False, "megatron"), stated_off_refusal(True, "pytorch"), stated_off_refusal(None, "pytorch")
+    (None, None, None)
+    """
+    if stated is not False or train_stack != "pytorch":
+        return None
+    return ("--no-sequence-parallel on the PyTorch stack: torchtitan's tensor parallelism always runs sequence "
+            "parallelism (its apply_tp has no switch to leave it off); drop --no-sequence-parallel, or give "
+            "--train-stack megatron, where it is a choice")

@@ -141,12 +141,14 @@ def _each_its_own(per_replica: IntArray) -> TickPairs:
 
 def layout_grid(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: bool, max_pp: int,
                 zero_stages: Sequence[int], seq_tokens: int = 0, train_stack: str = "megatron",
-                launch_stages: bool = True, launch_tp_cp: bool = True) -> Layouts:
+                launch_stages: bool = True, launch_tp_cp: bool = True, launch_tp: bool = True) -> Layouts:
     """The layouts of the grid. Training tries the pipeline depths plan()'s chooser tries
     (:func:`~anchorgpu.planner.inputs.train_pp_sizes`) and each ZeRO stage with pipeline stages only where the chooser
     does (:func:`~anchorgpu.planner.speed.layouts.sharded_with_stages`), PP 1 only where the launch runs no stages
-    (``launch_stages`` False, as the chooser), TP and CP 1 where it runs neither (``launch_tp_cp``); serving, the depths up to ``max_pp``."""
-    tps = np.array([tp for tp in POWERS_OF_TWO if valid_tp(model, tp) and (tp == 1 or launch_tp_cp or not training)],
+    (``launch_stages`` False, as the chooser), TP and CP 1 where it runs neither (``launch_tp_cp``), TP 1 where the
+    task runs none (``launch_tp``: QLoRA, :mod:`~anchorgpu.planner.qlora_tp`); serving, the depths up to ``max_pp``."""
+    tps = np.array([tp for tp in POWERS_OF_TWO
+                    if valid_tp(model, tp) and (tp == 1 or (launch_tp_cp and launch_tp) or not training)],
                    dtype=np.int64)
     pps = np.array(((1,) if not launch_stages else train_pp_sizes(model.num_layers)) if training else
                    [pp for pp in POWERS_OF_TWO if pp <= max_pp and pp <= model.num_layers], dtype=np.int64)

@@ -45,7 +45,16 @@ from anchorgpu.planner.warnings import PlanWarning, make_warning
 from anchorgpu.planner.workload_checks import check_activation_offload_layout
 from anchorgpu.units import fmt_bytes
 
-__all__ = ["plan_training"]
+__all__ = ["check_training_seq", "plan_training"]
+
+
+def check_training_seq(model: ModelSpec, w: Workload) -> None:
+    """Refuse a training sequence past the model's context (without ``--allow-long-context``): checked before a layout
+    is chosen too, where the search would drop every candidate for it and refuse for another reason."""
+    seq = default_seq_tokens(w, model.max_context_tokens)
+    if seq > model.max_context_tokens and not w.allow_long_context:
+        raise InvalidWorkload(
+            f"--seq {seq:,} exceeds {model.name}'s limit of {model.max_context_tokens:,} tokens (add --allow-long-context)")
 
 
 def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: WeightFormat, lay: ResolvedLayout,
@@ -53,9 +62,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     seq = default_seq_tokens(w, model.max_context_tokens)
     if w.seq_tokens is None:
         assumptions.append(f"Sequence length not given: {seq:,} tokens.")
-    if seq > model.max_context_tokens and not w.allow_long_context:
-        raise InvalidWorkload(
-            f"--seq {seq:,} exceeds {model.name}'s limit of {model.max_context_tokens:,} tokens (add --allow-long-context)")
+    check_training_seq(model, w)
     micro_batch = w.micro_batch or 1
     if w.micro_batch is None:
         assumptions.append("Micro-batch not given: 1 sequence per GPU step.")

@@ -56,16 +56,46 @@ def shorthand(name: str, raw: str) -> str | int:
     '8.5'
     """
     from anchorgpu.errors import InvalidInput
-    from anchorgpu.validation import BINARY_SUFFIXES, DECIMAL_SUFFIXES, whole_number
+    from anchorgpu.validation import whole_number
 
-    if name not in _TOKEN_FIELDS and name not in _COUNT_FIELDS:
+    suffixes = form_suffixes(name)
+    if suffixes is None:
         return raw
-    suffixes = ({k: v for k, v in BINARY_SUFFIXES.items() if k in ("", "k", "m")} if name in _TOKEN_FIELDS
-                else DECIMAL_SUFFIXES)
     try:  # the CLI's own parser (anchorgpu.validation): ASCII digits, finite, whole, within the API's bounds
         return whole_number(raw, field=name, suffixes=suffixes)
     except InvalidInput:
         return raw
+
+
+def form_suffixes(name: str) -> dict[str, int] | None:
+    """The suffixes a form's count field reads as the CLI does (``8k``, ``4M`` tokens; ``300B`` training tokens);
+    None for a field that takes none."""
+    from anchorgpu.validation import BINARY_SUFFIXES, DECIMAL_SUFFIXES
+
+    if name in _TOKEN_FIELDS:
+        return {k: v for k, v in BINARY_SUFFIXES.items() if k in ("", "k", "m")}
+    return DECIMAL_SUFFIXES if name in _COUNT_FIELDS else None
+
+
+def _not_whole(name: str, typed: object, text: PageText) -> str | None:
+    """Why a count typed well but not whole is refused, as the CLI says it, in the page's language: '4.2M is
+    4,404,019.2 (M = 1,048,576), not a whole number' (ru '4.2M — это 4\xa0404\xa0019,2 …'); None otherwise."""
+    from babel.numbers import format_decimal
+
+    from anchorgpu.validation import fraction_typed
+
+    suffixes = form_suffixes(name)
+    found = fraction_typed(typed, suffixes) if suffixes is not None else None
+    if found is None:
+        return None
+    value, unit, scale = found
+    shown = str(format_decimal(value, locale=text.locale))
+    if not unit and "e" not in str(typed).lower():
+        return None  # 1.5: plainly not whole
+    if not unit:
+        return text.gettext("%(typed)s is %(value)s, not a whole number", typed=str(typed).strip(), value=shown)
+    return text.gettext("%(typed)s is %(value)s (%(unit)s = %(scale)s), not a whole number", typed=str(typed).strip(),
+                        value=shown, unit=unit, scale=str(format_decimal(scale, locale=text.locale)))
 
 
 def form_values(request: Request) -> dict[str, Any]:
@@ -164,8 +194,9 @@ def validation_message(exc: ValidationError, text: PageText | None = None,
                   "greater_than": text.gettext("must be more than %(bound)s", bound=bound),
                   "less_than_equal": text.gettext("must be at most %(bound)s", bound=bound),
                   "less_than": text.gettext("must be less than %(bound)s", bound=bound)}[kind]
-    elif kind in ("int_parsing", "int_from_float", "int_type"):
-        reason = text.gettext("must be a whole number")
+    elif kind in ("int_parsing", "int_from_float", "int_type"):  # 4.2M tokens: what it is, as the CLI says
+        name = str(err.get("loc", ("",))[-1]) if err.get("loc") else ""
+        reason = _not_whole(name, err.get("input"), text) or text.gettext("must be a whole number")
     elif kind in ("float_parsing", "float_type", "decimal_parsing") and "," in str(err.get("input", "")):
         # "0,5" as the Russian page writes its numbers: the fields read a decimal point (a comma is "1,000" in English)
         reason = text.gettext("must be a number written with a decimal point, e.g. 0.5")

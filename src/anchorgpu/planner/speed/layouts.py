@@ -130,8 +130,10 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
     # every split dimension not given is searched around the ones that are (--tp, --pp, --zero, --fsdp, --dp, --cp,
     # --ep), but for the ones the launch asked for cannot run (Workload.launch_stages, launch_tp_cp), held at 1; --tp
     # and --pp together fix the split as before (CP and EP 1 where not given, DP the rest)
+    from anchorgpu.planner.qlora_tp import task_runs_tp  # QLoRA's 4-bit base: TP 1 (no public stack splits it)
+
     split_given = given.tp is not None and given.pp is not None
-    tps = [given.tp or 1] if given.tp is not None or not w.launch_tp_cp else [  # sequence parallelism on and
+    tps = [given.tp or 1] if given.tp is not None or not (w.launch_tp_cp and task_runs_tp(w.task)) else [  # SP on and
         t for t in (1, 2, 4, 8)  # --tp-overlap need TP
         if t <= min(gpus, SERVER_GPUS) and tp_ok(model, t) and (t > 1 or not (given.sequence_parallel or given.tp_overlap))]
     cps = [given.cp or 1] if split_given or given.cp or not w.launch_tp_cp else list(train_cp_sizes(seq))
