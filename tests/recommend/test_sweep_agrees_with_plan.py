@@ -26,7 +26,7 @@ from anchorgpu.planner.engine_choice import engine_weights_refusal
 from anchorgpu.planner.formats import get_format
 from anchorgpu.planner.inputs import RECOMPUTES
 from anchorgpu.planner.sglang import decode_graph_batch_sizes
-from anchorgpu.planner.speed.batching import others_output_tokens, serving_estimate
+from anchorgpu.planner.speed.batching import others_output_tokens, prompt_bound_output_tokens, serving_estimate
 from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
 from anchorgpu.planner.speed.pipeline import default_batch_tokens
 from anchorgpu.planner.speed.serving import decode_step
@@ -129,7 +129,9 @@ def _check_inference_row(result: SweepResult, model, i: int, engine: str = "vllm
     # (a chunk at least one token, as speed.batching.prefill_chunk_share clamps it: the ladder past 512 reaches a
     # batch as large as the token budget)
     # (a user's step carries the other users' prompts only: speed.batching.others_output_tokens)
-    between = others_output_tokens(per_replica, output)
+    # (past the token budget, T - B of them: speed.batching.prompt_bound_output_tokens)
+    between = (prompt_bound_output_tokens(per_replica, prompt, output, setup.max_num_batched_tokens)
+               or others_output_tokens(per_replica, output))
     share = per_replica * prompt / between / max(1, min(prompt, setup.max_num_batched_tokens - per_replica))
     if share >= 1 and (setup.pp == 1 or share >= min(setup.pp, per_replica)):
         step = decode_step(model, shape.gpu, setup, batch=per_replica, prefill_tokens=per_replica * prompt / between,
@@ -629,6 +631,36 @@ def test_text_request_rows_are_timed_and_sized_as_plan_does(case: str) -> None:
                                                   **given))
     _rows_are_plans(model, result, replace(asked, prompt_tokens=prompt, output_tokens=output),
                     same_request=_plans_own_request(result), same_context=True)
+
+
+def test_prompt_bound_rows_queue_their_prompts_as_plan_does() -> None:
+    """stop56_qa16.md L2: 4,000-token prompts for 10 outputs over the concurrency ladder; the rows whose steady state
+    passes the engine's token budget (B x (1 + I/O) > max_num_batched_tokens: speed.batching.
+    prompt_bound_output_tokens) time a user's steps at T - B prompt tokens and its wait before the first token as
+    plan does, and so do the rows below it (both sides of the boundary in one sweep)."""
+    model = load_model("llama-3.1-8b")
+    planned = Workload(task="inference", prompt_tokens=4000, output_tokens=10)
+    result = sweep(model, CROSS_SHAPES, SweepSpec(workload=Workload(task="inference"), prompt_tokens=4000,
+                                                  output_tokens=10, weights=("bf16", "fp8")))
+    gpus = {s.id: s.gpu for s in result.shapes}
+    bound, below = [], []
+    for i in range(result.evaluated):
+        row = result.row(i)
+        if not row["fits"]:
+            continue
+        p, shape = plan_of_row(model, planned, result, row)
+        setup = replace(serving_setup(p, prompt_tokens=4000, output_tokens=10), gpus_per_server=shape.gpus_per_server)
+        b = math.ceil(row["concurrency"] / row["dp"])
+        (bound if prompt_bound_output_tokens(b, 4000, 10, setup.max_num_batched_tokens) else below).append(
+            (row, setup, gpus[row["shape"]]))
+    assert len(bound) > 10 and len(below) > 10
+    rng = random.Random(20261207)
+    for row, setup, gpu in rng.sample(bound, 10) + rng.sample(below, 5):
+        est = serving_estimate(model, gpu, setup, prompt_tokens=4000, output_tokens=10,
+                               concurrency=row["concurrency"], saturation_concurrency=row["concurrency"])
+        assert row["decode_tokens_per_s_per_user"] == pytest.approx(1 / est.tpot_s, rel=REL)
+        assert row["prefill_s"] == pytest.approx(est.ttft_s, rel=REL)
+        assert row["decode_tokens_per_s_total"] == pytest.approx(est.output_tokens_per_s, rel=REL)
 
 
 @pytest.mark.parametrize("args", [("--context", "400"), ("--context", "400", "--output-tokens", "300"),

@@ -71,14 +71,69 @@ def test_a_request_longer_than_its_context_is_refused_not_timed_beyond_the_memor
 
 
 @pytest.mark.parametrize(("concurrency", "prompt", "output"), [(1, 120000, 1000), (1, 20000, 20), (4, 32000, 1000),
-                                                               (32, 1000, 1000), (8, 8000, 200)])
+                                                               (32, 1000, 1000), (8, 8000, 200),
+                                                               # past the token budget (stop56_qa16.md L2)
+                                                               (64, 4000, 10), (21, 4000, 10), (32, 8000, 20)])
 def test_a_users_tokens_over_its_request_time_are_the_output_rate(concurrency: int, prompt: int, output: int) -> None:
     """Each user's request takes its TTFT and then ``O - 1`` gaps of one TPOT (vLLM's benchmark: TPOT excludes the
     first token), so ``C x O / (TTFT + (O - 1) x TPOT)`` is the output tokens/s in all. A user's own prompt is
     prefilled before its first token, so only the other users' prompts land between its tokens
     (speed.batching.others_output_tokens); counted twice (stop56_qa16.md L1) one user with a 120,000-token prompt
-    came out at 31.6 tok/s by this sum against the plan's 46.2 (15.0 against 26.7 at 20,000 / 20)."""
+    came out at 31.6 tok/s by this sum against the plan's 46.2 (15.0 against 26.7 at 20,000 / 20). Past the engine's
+    token budget the prompts queue and the sum is exact (speed.batching.prompt_bound_ttft_s); 64 users of 4,000 / 10
+    came out at 124.7 tok/s by it against 112.6 (stop56_qa16.md L2, after tpotown)."""
     perf = _serve("llama-3.1-8b", "h100-sxm", Layout(gpus=1), prompt=prompt, output=output, concurrency=concurrency)
     ttft, tpot, rate = (float(perf[k]) for k in ("ttft_s", "tpot_s", "output_tokens_per_s"))  # type: ignore[arg-type]
     assert rate == pytest.approx(concurrency * output / (ttft + (output - 1) * tpot), rel=0.03)
     assert 0 < tpot < concurrency / rate  # the other users' prompts only: shorter than the mean step of them all
+
+
+def _prompt_bound(concurrency: int) -> dict[str, object]:  # stop56_qa16.md L2: 4,000-token prompts for 10 outputs
+    return _serve("llama-3.1-8b", "h100-sxm", Layout(gpus=1), prompt=4000, output=10, concurrency=concurrency)
+
+
+def test_past_the_token_budget_the_prompts_queue_and_a_users_step_is_one_budget_full_step() -> None:
+    """stop56_qa16.md L2: 64 users of 4,000 / 10 on one H100 carry 64 x 4,010 / 10 = 25,664 tokens a steady step,
+    past vLLM's 8,192-token budget (max_num_batched_tokens on an H100, engine_limits): no step holds more than the
+    budget (vLLM v1 ``scheduler.py`` ``schedule``), decodes first, so a user's step between its tokens holds its 64
+    decodes and 8,128 prompt tokens, and the prompts wait. Before: TTFT 0.095 s (one prompt alone), TPOT 560 ms (one
+    step of all 25,600 prompt tokens); the output rate (work conserved) stays 112.6 tok/s."""
+    from anchorgpu.planner.speed.batching import prompt_bound_output_tokens
+    from anchorgpu.planner.speed.estimate import serving_setup
+    from anchorgpu.planner.speed.serving import decode_step
+
+    model, gpu = load_model("llama-3.1-8b"), get_gpu("h100-sxm")
+    p = plan(model, Workload(task="inference", prompt_tokens=4000, output_tokens=10, concurrency=64), gpu=gpu,
+             layout=Layout(gpus=1))
+    setup = serving_setup(p, prompt_tokens=4000, output_tokens=10)
+    assert setup.max_num_batched_tokens == 8192
+    assert prompt_bound_output_tokens(64, 4000, 10, 8192) is not None
+    perf = plan_performance(p)
+    ttft, tpot, rate = (float(perf[k]) for k in ("ttft_s", "tpot_s", "output_tokens_per_s"))  # type: ignore[arg-type]
+    full = decode_step(model, gpu, setup, batch=64, prefill_tokens=8192 - 64, prompt_tokens=4000,
+                       cached_tokens=4000 + 10 // 2).step_s
+    assert tpot == pytest.approx(full, rel=1e-9)
+    assert rate == pytest.approx(112.6, rel=0.01)  # unchanged: the work is the same
+    # each user's 10 tokens take 64 x 10 / rate: the wait and its own chunks, then 9 budget-full steps
+    assert ttft + 9 * tpot == pytest.approx(64 * 10 / rate, rel=1e-9)
+    assert ttft > 20 * tpot > 0  # 64 x 4,010 / 8,192 = 31 budget-full steps a request, 9 of them between its tokens
+
+
+def test_the_prompt_bound_regime_joins_the_steady_state_at_the_budget() -> None:
+    """20 users of 4,000 / 10 carry 20 x 401 = 8,020 tokens a step (within 8,192), 21 carry 8,421 (past it). The
+    rate and the time per output token run on (each step a little fuller); the time to first token rises by about
+    one step: below the budget it is the prompt's own chunks alone, past it the request's time less its 9 gaps
+    (Little's law), which counts the step the steady state gives each request's first token (stop56_qa16.md,
+    Stop 56 promptbound: the steady state's own TTFT + 9 TPOT falls one step short of it at 20 users)."""
+    below, above = _prompt_bound(20), _prompt_bound(21)
+    for key in ("tpot_s", "output_tokens_per_s"):
+        assert float(above[key]) == pytest.approx(float(below[key]), rel=0.06)  # type: ignore[arg-type]
+    ttft_below, ttft_above, tpot = (float(x) for x in (below["ttft_s"], above["ttft_s"], above["tpot_s"]))  # type: ignore[arg-type]
+    assert ttft_below < ttft_above < ttft_below + 1.05 * tpot
+    # where the other users' prompts alone pass the budget (22 users: 22 + 21 x 400 = 8,422) the step between a
+    # user's tokens is clamped to it: on from 21 users' unclamped step
+    assert float(_prompt_bound(22)["tpot_s"]) == pytest.approx(tpot, rel=0.06)  # type: ignore[arg-type]
+    for c in (20, 21, 22, 64):
+        perf = _prompt_bound(c)
+        assert all(0 < float(perf[k]) < float("inf") for k in ("ttft_s", "tpot_s", "output_tokens_per_s",  # type: ignore[arg-type]
+                                                                  "ttft_s_ceiling", "tpot_s_ceiling"))

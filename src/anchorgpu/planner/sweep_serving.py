@@ -57,6 +57,30 @@ def _others_output_tokens(batch: FloatArray, out_tokens: int) -> FloatArray | in
     return np.divide(out_tokens * batch, others, out=np.full_like(batch, np.inf), where=others > 0)
 
 
+def _user_output_tokens(batch: FloatArray, prompt: int, out_tokens: int, budget_tokens: FloatArray
+                        ) -> tuple[FloatArray | int, BoolArray]:
+    """The outputs a user's step between its tokens is timed at ``(1, P)``, and where the pairs are prompt-bound:
+    :func:`_others_output_tokens`, or past the token budget
+    :func:`~anchorgpu.planner.speed.batching.prompt_bound_output_tokens` (``T - B`` prompt tokens a step)."""
+    others = _others_output_tokens(batch, out_tokens)
+    bound = ((batch > 1.0) & (budget_tokens > batch) & (batch * (1.0 + prompt / out_tokens) > budget_tokens)
+             if out_tokens > 1 else np.zeros(batch.shape, dtype=bool))
+    if not bound.any():
+        return others, bound
+    room = np.where(bound, budget_tokens - batch, 1.0)
+    return np.where(bound, np.maximum(others, batch * prompt / room), others), bound
+
+
+def _prompt_bound_ttft(ttft: FloatArray, bound: BoolArray, out_tokens: int, step: FloatArray,
+                       user_step: FloatArray) -> FloatArray:
+    """:func:`~anchorgpu.planner.speed.batching.prompt_bound_ttft_s` in place on ``ttft`` ``(W, K, 1, P)`` where
+    ``bound`` ``(1, P)``: the request's ``O`` mean steps less its ``O - 1`` between tokens, at least its own chunks."""
+    if bound.any():
+        queued = out_tokens * step - (out_tokens - 1) * user_step
+        np.copyto(ttft, np.maximum(ttft, queued), where=bound)
+    return ttft
+
+
 def _steady_step(ticks: Ticks, batch: FloatArray, prompt: int, out_tokens: int | FloatArray,
                  budget_tokens: FloatArray, out: FloatArray) -> FloatArray:
     """Seconds per step at the steady state (speed.serving._steady) of the pairs ``(1, P)`` (:func:`tick_pairs`, in
@@ -206,8 +230,10 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     ticks = _ticks(model, shapes, spec, lay, weights, kv, mem.weights, pairs, prompt, output)
     _steady_step(ticks, batch, prompt, output, budget_tokens, step)
     # a user's step between its tokens: the other users' prompts only (speed.batching.others_output_tokens)
-    _steady_step(ticks, batch, prompt, _others_output_tokens(batch, output), budget_tokens, user_step)
+    between, bound = _user_output_tokens(batch, prompt, output, budget_tokens)
+    _steady_step(ticks, batch, prompt, between, budget_tokens, user_step)
     _time_to_first_token(ticks, budget_tokens, batch, prompt, ttft)
+    _prompt_bound_ttft(ttft, bound, output, step, user_step)  # past the budget: the prompts queue
     del ticks  # its terms per pair, before the grid's columns are formed
     # the four columns that vary along every axis, in the sweep's order, in one block: one allocation, not four
     total_b, ttft_column, total_tps, per_user = np.empty((4, *grid))
@@ -349,12 +375,16 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
         batch = (pair // (rows * groups)).astype(np.float64)[None, :]
         step, first = np.empty((2, 1, 1, 1, batch.size))
         ticks = copy.copy(base).expanded(at)
-        _steady_step(ticks, batch, prompt, _others_output_tokens(batch, output), budget[at], step)
+        between, bound = _user_output_tokens(batch, prompt, output, budget[at])
+        _steady_step(ticks, batch, prompt, between, budget[at], step)
         where = inverse.reshape(conc.shape)
         speed: FloatArray = 1.0 / step[0, 0, 0, where]
         if not ttft:
             return speed, None
         _time_to_first_token(ticks, budget[at], batch, prompt, first)
+        if bound.any():  # past the budget the prompts queue: the full steady step too
+            full = _steady_step(ticks, batch, prompt, output, budget[at], np.empty_like(step))
+            _prompt_bound_ttft(first, bound, output, full, step)
         return speed, first[0, 0, 0, where]
 
     return figures

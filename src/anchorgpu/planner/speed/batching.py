@@ -22,7 +22,8 @@ from anchorgpu.planner.speed.serving import _dense_step, _step
 from anchorgpu.planner.speed.step_constants import ServingSetup, _pair, _StepConstants
 from anchorgpu.units import at_least, clamp
 
-__all__ = ["ServingEstimate", "others_output_tokens", "prefill_chunk_share", "saturated_rates", "serving_estimate"]
+__all__ = ["ServingEstimate", "others_output_tokens", "prefill_chunk_share", "prompt_bound_output_tokens",
+           "prompt_bound_ttft_s", "saturated_rates", "serving_estimate"]
 
 
 @fast_init
@@ -63,6 +64,51 @@ def others_output_tokens(batch: int, output: int) -> float:
     if output == 1:
         return output
     return math.inf if batch <= 1 else output * batch / (batch - 1)
+
+
+def prompt_bound_output_tokens(batch: int, prompt: int, output: int, budget_tokens: int) -> float | None:
+    """The output tokens a user's steps between its tokens are timed at in the prompt-bound regime, else None.
+
+    The steady state carries ``B + B * I / O`` tokens a step (``B`` decodes, the prompts spread over the outputs).
+    Past the engine's token budget ``T`` (``max_num_batched_tokens``) no step holds that: vLLM's scheduler gives
+    the running requests' decodes their tokens first and then prompt chunks until the budget is spent
+    (vllm-project/vllm@00024d31 ``vllm/v1/core/sched/scheduler.py`` ``schedule``: ``token_budget`` falls with every
+    request scheduled, "First, schedule the RUNNING requests", then the WAITING ones). Every step is then full, and
+    the prompts that do not fit wait. A user that has its first token decodes in every step, so its time per output
+    token is one step of ``B`` decodes and ``T - B`` prompt tokens: the steady state at ``B * I / (T - B)``
+    outputs (fewer prompt tokens than the others' ``(B - 1) * I / O``, :func:`others_output_tokens`, once these
+    pass ``T - B``; the larger of the two outputs is taken, so the time per output token runs on continuously
+    into the regime). Only where ``B > 1`` (a lone user has no other prompt to wait behind), ``O > 1`` (one token
+    a request has no time between tokens) and ``T > B`` (the decodes alone fit a step).
+
+    >>> prompt_bound_output_tokens(64, 4000, 10, 8192) == 64 * 4000 / (8192 - 64)  # qa16's L2: 25,664 a step
+    True
+    >>> prompt_bound_output_tokens(20, 4000, 10, 8192), prompt_bound_output_tokens(1, 120000, 10, 8192)
+    (None, None)
+    """
+    if batch <= 1 or output <= 1 or budget_tokens <= batch or batch * (1.0 + prompt / output) <= budget_tokens:
+        return None
+    return max(others_output_tokens(batch, output), batch * prompt / (budget_tokens - batch))
+
+
+def prompt_bound_ttft_s(own_prompt_s: float, output: int, step_s: float, tpot_s: float) -> float:
+    """Time to first token in the prompt-bound regime (:func:`prompt_bound_output_tokens`): the request's time less
+    its ``O - 1`` steps between tokens, and never less than its own prompt's chunks (``own_prompt_s``, :func:`_ttft`).
+
+    Each of the ``B`` users of a replica emits ``O`` tokens a request, and the replica ``B / step_s`` tokens a second
+    (``step_s``: the mean step of the full steady state, its work, ``B * (I + O)`` tokens a request of each user,
+    conserved whether it runs in one step or in budget-full ones), so by Little's law a user's request takes
+    ``B * O / (B / step_s) = O * step_s``: in budget-full steps of ``T`` tokens, the ``N = B * (I + O) / T`` steps of
+    a cycle in which every user's request runs once, each ``~step_s * O / N`` long. Of that, ``O - 1`` gaps of one
+    step each (``tpot_s``) follow the first token; the rest, ``O * step_s - (O - 1) * tpot_s``, is the time to first
+    token: the wait for the prompt's turn behind the others' chunks, and its own chunks. So ``TTFT + (O - 1) *
+    TPOT = O * step_s``, and ``B * O`` over it is the output rate.
+
+    >>> prompt_bound_ttft_s(0.1, 10, 0.568, 0.2)  # 5.68 s a request, 9 gaps of 0.2 s
+    3.88
+    """
+    queued = output * step_s - (output - 1) * tpot_s
+    return queued if queued > own_prompt_s else own_prompt_s
 
 
 def prefill_chunk_share(batch: float, prompt: int, output: float, max_num_batched_tokens: int) -> tuple[float, float]:
@@ -265,6 +311,11 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     # a user's time between its tokens: the same steady state with the other users' prompts only (its own comes
     # before its first token); the tokens/s in all pays every prompt, at ``step``
     between = others_output_tokens(per_replica, output_tokens)
+    # past the engine's token budget every step is full, the prompts queue: a user's step between its tokens holds
+    # ``T - B`` prompt tokens, and its wait comes before its first token (prompt_bound_output_tokens)
+    bound_output = prompt_bound_output_tokens(per_replica, prompt_tokens, output_tokens, setup.max_num_batched_tokens)
+    if bound_output is not None:
+        between = bound_output
     if between == output_tokens:
         tpot, tpot_top = step, step_top
     else:
@@ -277,6 +328,9 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
                            if lean
                            else _steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn))
     ttft, ttft_top = _ttft(setup, c, ci, per_replica - 1, prompt_tokens, attn, others, skip)
+    if bound_output is not None:
+        ttft = prompt_bound_ttft_s(ttft, output_tokens, step, tpot)
+        ttft_top = prompt_bound_ttft_s(ttft_top, output_tokens, step_top, tpot_top)
     # tokens/s over the replicas: ``busy`` of them run per_replica sequences at the TPOT above, the rest one fewer
     # at their own (faster) pace, or at the busy ones' where the replicas of an EP group step together (expert
     # parallelism wider than TP), each pass emitting what its own sequences hold (_pass_outputs_ratio); an even
