@@ -115,10 +115,11 @@ def check_layout_for_model(model: ModelSpec, layout: Layout, workload: Workload)
     them and its refusal names something else: ``--virtual-stages None``, or an EP over the one GPU planned when
     nothing was chosen. :func:`resolve_layout` checks the same on the layout it resolves."""
     training_checks(layout, workload)
-    interleaving = (undivided_interleaving_refusal(model, layout) or unstaged_interleaving_refusal(
-        layout, workload.train_stack)) if workload.task in ("train", "lora", "qlora") else None
-    if interleaving is not None:
-        raise InvalidWorkload(interleaving)
+    if layout.virtual_stages is not None and layout.pp is None and workload.task in ("train", "lora", "qlora"):
+        interleaving = (undivided_interleaving_refusal(model, layout)
+                        or unstaged_interleaving_refusal(layout, workload.train_stack))
+        if interleaving is not None:
+            raise InvalidWorkload(interleaving)
     ep = layout.ep or 1
     if ep > 1 and model.moe is None:
         raise InvalidWorkload(f"--ep {ep}: expert parallelism needs a mixture-of-experts model")

@@ -29,11 +29,13 @@ def unstaged_interleaving_refusal(layout: Layout, train_stack: str) -> str | Non
     ...     pp=2), "megatron")
     (None, None, None)
     """
+    v = layout.virtual_stages
+    if v is None or layout.pp is not None:  # the usual case: no interleaving asked, or its stages given
+        return None
     from anchorgpu.planner.speed.layouts import sharded_with_stages
 
-    v = layout.virtual_stages
     zero = 3 if layout.fsdp else layout.zero
-    if not isinstance(v, int) or v < 2 or layout.pp is not None or zero is None or zero not in (0, 1, 2, 3) \
+    if not isinstance(v, int) or v < 2 or zero is None or zero not in (0, 1, 2, 3) \
             or sharded_with_stages(zero, train_stack):
         return None
     flag = "--fsdp" if layout.fsdp else f"--zero {zero}"
@@ -62,11 +64,11 @@ def undivided_interleaving_refusal(model: ModelSpec, layout: Layout) -> str | No
     >>> undivided_interleaving_refusal(load_model("llama-3.1-70b"), Layout(virtual_stages=5)) is None
     True
     """
-    from anchorgpu.planner.inputs import train_pp_sizes
-
     v, layers = layout.virtual_stages, model.num_layers
     if not isinstance(v, int) or v < 2 or layout.pp is not None or layout.pipeline_layout is not None:
         return None
+    from anchorgpu.planner.inputs import train_pp_sizes
+
     gpus = layout.gpus if isinstance(layout.gpus, int) and layout.gpus > 0 else None
     depths = [pp for pp in train_pp_sizes(layers, gpus) if pp > 1]
     if not depths or any((layers % (pp * v) == 0 or counts_embedding_and_loss(layers, pp, v))
