@@ -67,3 +67,27 @@ def test_the_chooser_and_recommend_never_interleave_qlora(capsys: pytest.Capture
         assert (chosen["layout"]["virtual_stages"] or 1) == 1 and chosen["layout"]["tp"] == 1, (stack, chosen["layout"])
     rows = run_json(capsys, "recommend", "llama-3.1-70b", "--task", "qlora", "--tokens", "100M", "--top", "20")["results"]
     assert rows and all(r["layout"]["virtual_stages"] == 1 and r["layout"]["tp"] == 1 for r in rows)
+
+
+# 2. Past the engine's step budget (promptbound's regime, anchorgpu.planner.speed.batching.prompt_bound_output_tokens)
+#    the plan timed the queue (TTFT 4.03 s) but said nothing of it. 64 users x (1 + 4,000 / 10) = 25,664 tokens a
+#    step over vLLM's 8,192 (vllm-project/vllm@00024d31 vllm/v1/core/sched/scheduler.py, token_budget); under the
+#    budget 8,192 / 401 = 20.4 users.
+_8B_PROMPTS = ("llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--prompt", "4000", "--output-tokens", "10")
+_QUEUE = ("Prompts queue: 64 users of 4,000 prompt + 10 output tokens need 25,664 tokens a step (their decodes and "
+          "their prompts spread over the outputs), over the engine's step budget of 8,192 tokens")
+
+
+def test_a_prompt_bound_plan_says_the_prompts_queue(capsys: pytest.CaptureFixture[str], client: TestClient) -> None:
+    code, out, _ = run(capsys, "plan", *_8B_PROMPTS, "--concurrency", "64")
+    assert code == 0 and "Prompts queue: 64 users" in out and "--max-num-batched-tokens 25664" in out
+    found = [a for a in run_json(capsys, "plan", *_8B_PROMPTS, "--concurrency", "64")["performance"]["assumptions"]
+             if a.startswith("Prompts queue")]
+    assert len(found) == 1 and found[0].startswith(_QUEUE) and "fewer users (at most 20)" in found[0], found
+    r = client.post("/v1/plan", json={"model": "llama-3.1-8b", "gpu": "h100", "gpus": 1, "prompt": 4000,
+                                      "output_tokens": 10, "concurrency": 64})
+    assert r.status_code == 200 and any(a.startswith(_QUEUE) for a in r.json()["performance"]["assumptions"])
+    # under the budget no line: 20 users (8,040 tokens a step), or the budget the line names
+    for extra in (("--concurrency", "20"), ("--concurrency", "64", "--max-num-batched-tokens", "25664")):
+        perf = run_json(capsys, "plan", *_8B_PROMPTS, *extra)["performance"]
+        assert not any(a.startswith("Prompts queue") for a in perf["assumptions"]), extra
