@@ -16,6 +16,7 @@ from anchorgpu.planner._frozen import field_getter
 from anchorgpu.planner._memo import memo_with_lines
 from anchorgpu.planner.inputs import OFFLOADS, Layout, Workload, default_seq_tokens
 from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout
+from anchorgpu.planner.qlora_tp import qlora_interleaving_refusal
 from anchorgpu.planner.result import ResolvedLayout
 from anchorgpu.planner.sequence_parallel import (
     resolve_sequence_parallel,
@@ -300,6 +301,9 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
     if layout.pipeline_layout is not None:
         stated = _pipeline_layout(model, layout, pp, training)
         v = stated.virtual_stages
+        interleaved = qlora_interleaving_refusal(workload.task, v, None if layout.virtual_stages else "--pipeline-layout")
+        if training and interleaved is not None:
+            raise InvalidWorkload(interleaved)
     if isinstance(model, ModelSpec) and v > 1:
         if pp == 1:
             raise InvalidWorkload(f"--virtual-stages {v} needs pipeline parallelism (--pp 2 or more)")

@@ -1,4 +1,5 @@
-"""QLoRA's frozen base under tensor parallelism: no public training stack runs it, so no plan, chooser or sweep does.
+"""QLoRA's frozen base under tensor parallelism or interleaved pipeline stages: no public training stack runs either,
+so no plan, chooser or sweep does.
 
 QLoRA's base is bitsandbytes' 4-bit ``Linear4bit`` (NF4 with a block-wise absmax per 64 weights, quantized and
 packed as one flat tensor), trained through PEFT: the launches that spread it over GPUs shard it with FSDP, not
@@ -6,16 +7,28 @@ tensor parallelism (huggingface/accelerate PR #1458 and huggingface/peft PR #476
 hiyouga/LLaMA-Factory ``examples/extras/fsdp_qlora/train.sh`` runs FSDP + QLoRA through ``accelerate``). torchtune's
 QLoRA (NF4 via torchao) runs under FSDP in its distributed recipe; torchtitan's QLoRA (NF4 via torchao, with
 DTensor) is an open pull request (pytorch/torchtitan #2487, "[3/N] Support qlora by nf4tensor", open at 2026-03-05);
-Megatron-Core has no 4-bit frozen layers. The one 4-bit tensor-parallel wrapper found,
+Megatron-Core itself has no 4-bit frozen layers; NeMo 1.x's QLoRA over Megatron-Core swaps its linears for an NF4
+wrapper (ModelOpt, not bitsandbytes) whose docstring says "Tensor Parallel is not supported" (NVIDIA/NeMo
+``nemo/collections/nlp/modules/common/megatron/adapters/qlora.py``, ``NF4LinearWrapper``), so the Megatron stack's
+QLoRA is planned, at TP 1. The one 4-bit tensor-parallel wrapper found,
 BlackSamorez/tensor_parallel, serves 4-bit models but its issue #79 ("Not work with 4bit quant", open) shows PEFT
 LoRA training failing under it; PaddleFormers added tensor parallelism to its own NF4 QLoRA
 (PaddlePaddle/PaddleFormers PR #2424, 2025-07-29), a PaddlePaddle stack, neither bitsandbytes nor one this
-planner times. Pure; stdlib only.
+planner times.
+
+Interleaved virtual stages: the layouts QLoRA's public launches run over several GPUs are data parallel (DDP,
+FSDP-QLoRA: bitsandbytes ``docs/source/fsdp_qlora.md``, answer.ai's 2024-03-06 release; DeepSpeed ZeRO-1/2/3:
+huggingface/peft ``docs/source/accelerate/deepspeed.md``, "Use PEFT QLoRA and DeepSpeed with ZeRO3") or the base
+split layer-wise with ``device_map="auto"`` (transformers/accelerate big-model loading, which the 4-bit integration
+relies on: huggingface/blog PR #1138, "any model that supports accelerate loading ... should be quantizable in
+4bit"), whose stages run one after another with no micro-batch overlap. None runs interleaved chunks: torchtitan's
+QLoRA is the open PR above, and NeMo's PEFT refuses a virtual pipeline outright (NVIDIA/NeMo, PEFT ``add_adapter``:
+"Virtual pipeline model parallel is not supported when using PEFT"). Pure; stdlib only.
 """
 
 from __future__ import annotations
 
-__all__ = ["qlora_tp_refusal", "task_runs_tp"]
+__all__ = ["qlora_interleaving_refusal", "qlora_tp_refusal", "task_interleaves", "task_runs_tp"]
 
 
 def task_runs_tp(task: str) -> bool:
@@ -39,3 +52,33 @@ def qlora_tp_refusal(task: str, tp: int | None) -> str | None:
         return None
     return (f"--tp {tp} with --task qlora: no public stack runs bitsandbytes' 4-bit base under tensor parallelism "
             "(PEFT, accelerate and torchtune shard QLoRA with FSDP); leave --tp out or give --tp 1, or use --task lora")
+
+
+def task_interleaves(task: str) -> bool:
+    """Whether a training search may try interleaved virtual stages for ``task``: not QLoRA (module docstring).
+
+    >>> task_interleaves("train"), task_interleaves("lora"), task_interleaves("qlora")
+    (True, True, False)
+    """
+    return task != "qlora"
+
+
+def qlora_interleaving_refusal(task: str, virtual_stages: int | None, stated_by: str | None = None) -> str | None:
+    """The one-line refusal of stated interleaved virtual stages (above 1) for QLoRA, else None; ``stated_by``: the
+    flag that stated them where not ``--virtual-stages`` (``--pipeline-layout``, its chunks a stage).
+
+    >>> print(qlora_interleaving_refusal("qlora", 2))  # doctest: +ELLIPSIS
+    --virtual-stages 2 with --task qlora: no public stack interleaves pipeline stages over a 4-bit base ...
+    >>> print(qlora_interleaving_refusal("qlora", 2, "--pipeline-layout"))  # doctest: +ELLIPSIS
+    --pipeline-layout (2 chunks a stage) with --task qlora: no public stack interleaves pipeline stages over ...
+    >>> qlora_interleaving_refusal("qlora", 1), qlora_interleaving_refusal("lora", 4), qlora_interleaving_refusal(
+    ...     "qlora", None)
+    (None, None, None)
+    """
+    if task != "qlora" or not isinstance(virtual_stages, int) or virtual_stages <= 1:
+        return None
+    said = f"--virtual-stages {virtual_stages}" if stated_by is None else f"{stated_by} ({virtual_stages} chunks a stage)"
+    fix = "leave --virtual-stages out or give 1" if stated_by is None else f"give {stated_by} one chunk a stage"
+    return (f"{said} with --task qlora: no public stack interleaves pipeline stages over a 4-bit base (PEFT runs "
+            "QLoRA data-parallel or split layer-wise with device_map, NeMo's PEFT refuses a virtual pipeline); "
+            f"{fix}, or use --task lora")

@@ -25,6 +25,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner._frozen import evolver
 from anchorgpu.planner.inputs import RECOMPUTES, Layout, PrecisionPlan, Workload, default_seq_tokens, recompute_ladder
 from anchorgpu.planner.plan import plan
+from anchorgpu.planner.qlora_tp import task_interleaves
 from anchorgpu.planner.speed.flops import Recompute, TrainKind
 from anchorgpu.planner.speed.interleave_choice import interleave_of, uneven_interleave
 from anchorgpu.planner.speed.links import compute_precision_for_training
@@ -160,7 +161,8 @@ class _Search:
         self.seq = default_seq_tokens(w, model.max_context_tokens)
         self.steps = _Steps(model, w, spec, self.seq)
         interleaves = {pp: interleave_of(model, pp) for pp in pps}
-        self.deepest = {pp: v for pp, (v, _) in interleaves.items()}
+        # QLoRA interleaves no stages on any stack (anchorgpu.planner.qlora_tp): plain 1F1B only
+        self.deepest = {pp: v if task_interleaves(w.task) else 1 for pp, (v, _) in interleaves.items()}
         self.uneven = {pp: stated for pp, (_, stated) in interleaves.items()}
         self.groups: dict[tuple[Any, ...], _Memories] = {}
         self.pair_lists: dict[TrainLayout, list[Pair]] = {}

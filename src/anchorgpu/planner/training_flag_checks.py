@@ -8,7 +8,7 @@ from __future__ import annotations
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.inputs import Layout, Workload
-from anchorgpu.planner.qlora_tp import qlora_tp_refusal
+from anchorgpu.planner.qlora_tp import qlora_interleaving_refusal, qlora_tp_refusal
 from anchorgpu.planner.sequence_parallel import stated_off_refusal
 from anchorgpu.planner.speed.pipeline import chunks_refusal, counts_embedding_and_loss
 
@@ -82,11 +82,13 @@ def undivided_interleaving_refusal(model: ModelSpec, layout: Layout) -> str | No
 def training_checks(layout: Layout, workload: Workload) -> None:
     """Refuse the training flags the stack or the task rules out whatever the layout: ``--no-sequence-parallel`` on
     the PyTorch stack (:func:`~anchorgpu.planner.sequence_parallel.stated_off_refusal`) and a TP above 1 with QLoRA
-    (:func:`~anchorgpu.planner.qlora_tp.qlora_tp_refusal`). Before a layout is chosen (the search would otherwise
+    (:func:`~anchorgpu.planner.qlora_tp.qlora_tp_refusal`) or interleaved virtual stages with it
+    (:func:`~anchorgpu.planner.qlora_tp.qlora_interleaving_refusal`). Before a layout is chosen (the search would otherwise
     drop every candidate and refuse for another reason) and again on the layout resolved."""
     if workload.task not in ("train", "lora", "qlora"):
         return
-    refusal = stated_off_refusal(layout.sequence_parallel, workload.train_stack) or qlora_tp_refusal(workload.task,
-                                                                                                     layout.tp)
+    refusal = (stated_off_refusal(layout.sequence_parallel, workload.train_stack)
+               or qlora_tp_refusal(workload.task, layout.tp)
+               or qlora_interleaving_refusal(workload.task, layout.virtual_stages))
     if refusal is not None:
         raise InvalidWorkload(refusal)

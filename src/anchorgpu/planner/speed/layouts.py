@@ -130,7 +130,7 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
     # every split dimension not given is searched around the ones that are (--tp, --pp, --zero, --fsdp, --dp, --cp,
     # --ep), but for the ones the launch asked for cannot run (Workload.launch_stages, launch_tp_cp), held at 1; --tp
     # and --pp together fix the split as before (CP and EP 1 where not given, DP the rest)
-    from anchorgpu.planner.qlora_tp import task_runs_tp  # QLoRA's 4-bit base: TP 1 (no public stack splits it)
+    from anchorgpu.planner.qlora_tp import task_interleaves, task_runs_tp  # QLoRA's 4-bit base: TP 1, no interleaving
 
     split_given = given.tp is not None and given.pp is not None
     tps = [given.tp or 1] if given.tp is not None or not (w.launch_tp_cp and task_runs_tp(w.task)) else [  # SP on and
@@ -166,7 +166,8 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                 deepest, uneven = ((deepest_interleave(model, pp), None)
                                    if given.virtual_stages or given.pipeline_layout is not None
                                    else interleave_of(model, pp))  # uneven: layers no pp x v chunks split
-                vs = [given.virtual_stages] if given.virtual_stages else sorted({1, deepest})
+                vs = ([given.virtual_stages] if given.virtual_stages
+                      else sorted({1, deepest}) if task_interleaves(w.task) else [1])  # QLoRA: no interleaving
                 stated = None
                 if given.pipeline_layout is not None:  # the user's layout fixes the chunks; plan() refuses a bad one
                     try:
