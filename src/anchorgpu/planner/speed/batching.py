@@ -218,6 +218,34 @@ def _dense_steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, ba
             share * chunked[2] + (1.0 - share) * decodes[2])
 
 
+def _dense_steady_between(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: int, prompt: int,
+                          output: int, between: float, attn: tuple[float, float],
+                          skip: float) -> tuple[float, str, float, float, float]:
+    """:func:`_dense_steady` at ``output`` (its step, bound and ceiling) and at ``between`` outputs a prompt (a user's
+    steady state with the other users' prompts only: its step and ceiling), the same values as two calls: where both
+    states mix chunked and decode-only steps, the two steps are the same (the chunk depends on the prompt and the
+    batch alone) and only their shares differ, so they are formed once."""
+    if between == output:
+        step, bound, top = _dense_steady(setup, c, ci, batch, prompt, output, attn, skip)
+        return step, bound, top, step, top
+    room = setup.max_num_batched_tokens - int(batch)
+    chunk = 1 if room < 1 else prompt if room > prompt else room  # prefill_chunk_share's clamp, inline
+    share, share_between = batch * prompt / output / chunk, batch * prompt / between / chunk
+    if not (0.0 < share_between and 0.0 < share < 1.0 and share_between < 1.0):
+        step, bound, top = _dense_steady(setup, c, ci, batch, prompt, output, attn, skip)
+        tpot, _, tpot_top = _dense_steady(setup, c, ci, batch, prompt, between, attn, skip, False)
+        return step, bound, top, tpot, tpot_top
+    sizes = setup.graph_batch_sizes
+    chunked = _dense_step(setup, c, batch, chunk, attn[0], attn[1], 0.0, ci, skip, share >= 0.5)
+    decodes = _dense_step(setup, c, batch, 0.0, attn[0], 0.0,
+                          next((size for size in sizes if size >= batch), 0) if sizes else 0, ci, 0.0,
+                          not share >= 0.5)
+    return (share * chunked[0] + (1.0 - share) * decodes[0], chunked[1] if share >= 0.5 else decodes[1],
+            share * chunked[2] + (1.0 - share) * decodes[2],
+            share_between * chunked[0] + (1.0 - share_between) * decodes[0],
+            share_between * chunked[2] + (1.0 - share_between) * decodes[2])
+
+
 def _pass_outputs_ratio(setup: ServingSetup, light: int, busy: int, prompt: int, output: int) -> float:
     """Output tokens a pass of a replica running ``light`` sequences emits, over one running ``busy``, when the
     replicas of an EP group run their passes together (each takes the busiest replica's time).
@@ -304,10 +332,6 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
         others = mean + min(mean * prompt_tokens / output_tokens, max(0.0, setup.max_num_batched_tokens - mean))
     skip = unsampled_prompt_share(prompt_tokens)  # of every state's prompt tokens, the LM head's unsampled share
     lean = setup.pp == 1 and c.routed_share is None  # a dense model on one stage: _steady's lean step, called directly
-    if lean:
-        step, bound, step_top = _dense_steady(setup, c, ci, per_replica, prompt_tokens, output_tokens, attn, skip)
-    else:
-        step, bound, step_top = _steady(setup, c, ci, per_replica, prompt_tokens, output_tokens, attn, even)
     # a user's time between its tokens: the same steady state with the other users' prompts only (its own comes
     # before its first token); the tokens/s in all pays every prompt, at ``step``
     between = others_output_tokens(per_replica, output_tokens)
@@ -316,11 +340,15 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     bound_output = prompt_bound_output_tokens(per_replica, prompt_tokens, output_tokens, setup.max_num_batched_tokens)
     if bound_output is not None:
         between = bound_output
-    if between == output_tokens:
-        tpot, tpot_top = step, step_top
+    if lean:
+        step, bound, step_top, tpot, tpot_top = _dense_steady_between(setup, c, ci, per_replica, prompt_tokens,
+                                                                      output_tokens, between, attn, skip)
     else:
-        tpot, _, tpot_top = (_dense_steady(setup, c, ci, per_replica, prompt_tokens, between, attn, skip, False) if lean
-                             else _steady(setup, c, ci, per_replica, prompt_tokens, between, attn, even))
+        step, bound, step_top = _steady(setup, c, ci, per_replica, prompt_tokens, output_tokens, attn, even)
+        if between == output_tokens:
+            tpot, tpot_top = step, step_top
+        else:
+            tpot, _, tpot_top = _steady(setup, c, ci, per_replica, prompt_tokens, between, attn, even)
     if sat_replica == per_replica and even == 1.0:  # the same steady state (queued, or at saturation): not again
         sat, sat_top = step, step_top
     else:
