@@ -5,6 +5,8 @@ Databases come from the root conftest (``db_url`` runs a test once per engine; `
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -91,3 +93,18 @@ def uvicorn_thread(app: Any, **options: Any) -> Iterator[tuple[str, int]]:
     yield "127.0.0.1", port
     server.should_exit = True
     thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[TestClient]:
+    """The app in-process, offline and unthrottled, for the QA files that drive its API and pages (a test file's own
+    ``client`` fixture, where it has one, takes precedence)."""
+    with TestClient(create_app(Settings(offline=True, rate_limit=False))) as c:
+        yield c
+
+
+def page_error(page_text: str) -> str:
+    """The text of a planner page's first error box (its markup dropped), asserting there is one."""
+    found = re.search(r'class="[^"]*error[^"]*"[^>]*>(.*?)</', page_text, re.S)
+    assert found, page_text[:400]
+    return html.unescape(re.sub(r"<[^>]+>", "", found.group(1))).strip()

@@ -11,21 +11,11 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
 
-from anchorgpu.api.app import create_app
-from anchorgpu.config import Settings
 from cli_runner import run, run_json
-
-
-@pytest.fixture(scope="module")
-def client() -> Iterator[TestClient]:
-    with TestClient(create_app(Settings(offline=True, rate_limit=False))) as c:
-        yield c
-
 
 _70B_16 = ("plan", "llama-3.1-70b", "--task", "train", "--gpu", "h100", "--gpus", "16")
 

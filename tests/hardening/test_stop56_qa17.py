@@ -7,29 +7,11 @@
 
 from __future__ import annotations
 
-import html
-import re
-from collections.abc import Iterator
-
 import pytest
 from fastapi.testclient import TestClient
 
-from anchorgpu.api.app import create_app
-from anchorgpu.config import Settings
 from cli_runner import run, run_json
-
-
-@pytest.fixture(scope="module")
-def client() -> Iterator[TestClient]:
-    with TestClient(create_app(Settings(offline=True, rate_limit=False))) as c:
-        yield c
-
-
-def _page_error(page_text: str) -> str:
-    found = re.search(r'class="[^"]*error[^"]*"[^>]*>(.*?)</', page_text, re.S)
-    assert found, page_text[:400]
-    return html.unescape(re.sub(r"<[^>]+>", "", found.group(1))).strip()
-
+from hardening.conftest import page_error as _page_error
 
 _8B_TRAIN = "model=llama-3.1-8b&task=train&gpu=h100&gpus=8"
 

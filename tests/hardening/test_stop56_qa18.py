@@ -8,31 +8,14 @@ pipeline ("Virtual pipeline model parallel is not supported when using PEFT"). S
 
 from __future__ import annotations
 
-import html
-import re
-from collections.abc import Iterator
-
 import pytest
 from fastapi.testclient import TestClient
 
-from anchorgpu.api.app import create_app
-from anchorgpu.config import Settings
 from cli_runner import run, run_json
+from hardening.conftest import page_error as _page_error
 
 _70B_QLORA = ("llama-3.1-70b", "--task", "qlora", "--gpu", "h100", "--gpus", "8")
 _REASON = "with --task qlora: no public stack interleaves pipeline stages over a 4-bit base"
-
-
-@pytest.fixture(scope="module")
-def client() -> Iterator[TestClient]:
-    with TestClient(create_app(Settings(offline=True, rate_limit=False))) as c:
-        yield c
-
-
-def _page_error(page_text: str) -> str:
-    found = re.search(r'class="[^"]*error[^"]*"[^>]*>(.*?)</', page_text, re.S)
-    assert found, page_text[:400]
-    return html.unescape(re.sub(r"<[^>]+>", "", found.group(1))).strip()
 
 
 def test_qlora_with_virtual_stages_is_refused_on_every_face(capsys: pytest.CaptureFixture[str],
