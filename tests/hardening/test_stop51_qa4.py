@@ -122,3 +122,17 @@ def test_gpus_compare_refuses_a_precision_a_training_task_would_drop(capsys: pyt
     err = cli_refusal(capsys, "gpus", "compare", "h100", "a100", "--model", "llama-3.1-8b", "--task", "qlora",
                       "--precision", "fp8")
     assert "--precision sets a served model's weights" in err, err
+
+
+def test_the_readme_states_the_two_figures_it_sets_apart(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's recommend paragraph quotes both speeds (the row's 33 tok/s over three VMs and `plan`'s one server
+    of three): from the answers themselves, so a model change cannot leave them stale (it said 591 where plan gave
+    593 from stop 52 to stop 56)."""
+    from pathlib import Path
+
+    readme = _said((Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8"))
+    row = run_json(capsys, *QLORA_70B)["results"][0]
+    one = run_json(capsys, "plan", "llama-3.1-70b", "--task", "qlora", "--gpu", "rtx-4090", "--gpus", "3")
+    rate = row["train_tokens_per_s"]  # kept to a tenth in the JSON: either whole neighbour is the table's
+    assert any(f"ranks 3 x `rtx-4090-1x-vm` first at {r:,.0f} tok/s" in readme for r in (rate - 0.05, rate + 0.049))
+    assert f"a different machine, at {one['performance']['train_tokens_per_s']:,.0f}." in readme
