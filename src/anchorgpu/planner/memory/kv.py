@@ -76,13 +76,7 @@ def kv_cache_bytes_one_and_all(
     >>> kv_cache_bytes_one_and_all(llama_3_1_8b(), context_tokens=8192, sequences=4, bytes_per_value=2, tp=1, pp=1)
     (1073741824, 4294967296)
     """
-    hit = _KV_SHAPES.get((id(model), tp, pp, attention_dp))  # _kv_shape's memo, read in place
-    values, groups, stage, layers = hit[1] if hit is not None and hit[0] is model else _kv_shape(model, tp, pp,
-                                                                                                   attention_dp)
-    token_slots = 0  # _token_slots, inline
-    for window, count in groups:
-        tokens = context_tokens if window is None else min(context_tokens, window)
-        token_slots += -(-tokens // block_size) * block_size * count  # ceil_div(tokens, block_size)
+    token_slots, values, stage, layers = _slots_and_shape(model, context_tokens, tp, pp, block_size, attention_dp)
     one = math.ceil(token_slots * values * bytes_per_value * 1 * stage / layers)  # kv_cache_bytes at sequences=1
     return one, math.ceil(token_slots * values * bytes_per_value * sequences * stage / layers)
 
@@ -96,14 +90,22 @@ def kv_sequence_bytes(model: ModelSpec, context_tokens: int, bytes_per_value: fl
     >>> kv_sequence_bytes(llama_3_1_8b(), 8192, 2, 1, 1, 16, False)
     1073741824
     """
-    hit = _KV_SHAPES.get((id(model), tp, pp, attention_dp))  # _kv_shape's memo, read in place
+    token_slots, values, stage, layers = _slots_and_shape(model, context_tokens, tp, pp, block_size, attention_dp)
+    return math.ceil(token_slots * values * bytes_per_value * 1 * stage / layers)  # kv_cache_bytes at sequences=1
+
+
+def _slots_and_shape(model: ModelSpec, context_tokens: int, tp: int, pp: int, block_size: int,
+                     attention_dp: bool) -> tuple[int, float, int, int]:
+    """A sequence's token slots over the layers (:func:`_token_slots`, inline) and :func:`_kv_shape`'s values a
+    token, stage layers and layers (its memo read in place): what the serving estimate's KV sizes multiply."""
+    hit = _KV_SHAPES.get((id(model), tp, pp, attention_dp))
     values, groups, stage, layers = hit[1] if hit is not None and hit[0] is model else _kv_shape(model, tp, pp,
                                                                                                    attention_dp)
-    token_slots = 0  # _token_slots, inline
+    token_slots = 0
     for window, count in groups:
         tokens = context_tokens if window is None else min(context_tokens, window)
         token_slots += -(-tokens // block_size) * block_size * count  # ceil_div(tokens, block_size)
-    return math.ceil(token_slots * values * bytes_per_value * 1 * stage / layers)  # kv_cache_bytes at sequences=1
+    return token_slots, values, stage, layers
 
 
 def _token_slots(groups: tuple[tuple[int | None, int], ...], context_tokens: int, block_size: int) -> int:

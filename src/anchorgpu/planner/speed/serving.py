@@ -84,8 +84,16 @@ def soft_roofline(memory_s: float, compute_s: float, exponent: float) -> float:
     """
     if memory_s <= 0.0 or compute_s <= 0.0:
         return memory_s if memory_s >= compute_s else compute_s
-    big = memory_s if memory_s >= compute_s else compute_s
-    time_s: float = big * ((memory_s / big) ** exponent + (compute_s / big) ** exponent) ** (1.0 / exponent)
+    # where the larger term is finite its own ratio (big / big) ** p is 1.0 exactly, so it is not formed (the same
+    # value: a finite number over itself is 1.0, and the sum of the two terms is the same in either order)
+    time_s: float
+    if memory_s >= compute_s and memory_s < _INF:
+        time_s = memory_s * (1.0 + (compute_s / memory_s) ** exponent) ** (1.0 / exponent)
+    elif compute_s > memory_s and compute_s < _INF:
+        time_s = compute_s * ((memory_s / compute_s) ** exponent + 1.0) ** (1.0 / exponent)
+    else:  # an infinite or undefined term: the whole formula
+        big = memory_s if memory_s >= compute_s else compute_s
+        time_s = big * ((memory_s / big) ** exponent + (compute_s / big) ** exponent) ** (1.0 / exponent)
     return time_s
 
 
@@ -271,20 +279,7 @@ def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_to
         matmul_s -= skipped * 2.0 * c.head_params / split / c.head_rate
     weights_read_s, kv_s = weights / c.mem_rate, kv_bytes / c.kv_rate
     attn_compute_s = attn_flops_per_gpu / c.attention_rate  # _work's terms, inline
-    # soft_roofline(weights_read_s, matmul_s, c.knee), inline; where both are positive and the larger is finite, its
-    # own term (big / big) ** p is 1.0 exactly (a finite number over itself is 1.0, and 1.0 ** p is 1.0), so it is
-    # not formed (the sum of the two terms is the same in either order)
-    if weights_read_s <= 0.0 or matmul_s <= 0.0:
-        roof = weights_read_s if weights_read_s >= matmul_s else matmul_s
-    elif weights_read_s >= matmul_s and weights_read_s < _INF:
-        p = c.knee
-        roof = weights_read_s * (1.0 + (matmul_s / weights_read_s) ** p) ** (1.0 / p)
-    elif matmul_s > weights_read_s and matmul_s < _INF:
-        p = c.knee
-        roof = matmul_s * ((weights_read_s / matmul_s) ** p + 1.0) ** (1.0 / p)
-    else:  # an infinite or undefined term: the whole formula
-        big, p = (weights_read_s if weights_read_s >= matmul_s else matmul_s), c.knee
-        roof = big * ((weights_read_s / big) ** p + (matmul_s / big) ** p) ** (1.0 / p)
+    roof = soft_roofline(weights_read_s, matmul_s, c.knee)
     apart = c.prompt_attention_apart and bool(prefill_tokens) and bool(prefill_attn_flops)
     if apart:  # _work's sum, inline, from the same terms
         decode_s = batch * decode_attn_flops / split / c.attention_rate
@@ -298,18 +293,7 @@ def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_to
     read_top, product_top = weights / k.mem_rate, matmul_flops / k.matmul_rate
     if skipped:
         product_top -= skipped * 2.0 * k.head_params / split / k.head_rate
-    # soft_roofline(read_top, product_top, k.knee), inline, as above
-    if read_top <= 0.0 or product_top <= 0.0:
-        top = read_top if read_top >= product_top else product_top
-    elif read_top >= product_top and read_top < _INF:
-        p = k.knee
-        top = read_top * (1.0 + (product_top / read_top) ** p) ** (1.0 / p)
-    elif product_top > read_top and product_top < _INF:
-        p = k.knee
-        top = product_top * ((read_top / product_top) ** p + 1.0) ** (1.0 / p)
-    else:
-        big, p = (read_top if read_top >= product_top else product_top), k.knee
-        top = big * ((read_top / big) ** p + (product_top / big) ** p) ** (1.0 / p)
+    top = soft_roofline(read_top, product_top, k.knee)
     if apart:  # _tick's ceiling, inline
         attn_top = batch * decode_attn_flops / split / k.attention_rate
         top += prefill_tokens * prefill_attn_flops / split / k.prompt_attention_rate
