@@ -208,14 +208,23 @@ def _dense_steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, ba
     if share >= 1.0 or not prefill:
         return _dense_step(setup, c, batch, prefill, attn[0], attn[1] if prefill and prompt else 0.0, 0.0, ci, skip,
                            bound_read)
-    sizes = setup.graph_batch_sizes
     # the bound said is the chunked step's where it is at least half the steps, else the decodes'
-    chunked = _dense_step(setup, c, batch, chunk, attn[0], attn[1], 0.0, ci, skip, bound_read and share >= 0.5)
-    decodes = _dense_step(setup, c, batch, 0.0, attn[0], 0.0,
-                          next((size for size in sizes if size >= batch), 0) if sizes else 0, ci, 0.0,
-                          bound_read and not share >= 0.5)
+    chunked, decodes = _mixed_steps(setup, c, ci, batch, chunk, attn, skip, bound_read and share >= 0.5,
+                                    bound_read and not share >= 0.5)
     return (share * chunked[0] + (1.0 - share) * decodes[0], chunked[1] if share >= 0.5 else decodes[1],
             share * chunked[2] + (1.0 - share) * decodes[2])
+
+
+def _mixed_steps(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: int, chunk: int,
+                 attn: tuple[float, float], skip: float, chunked_bound: bool,
+                 decode_bound: bool) -> tuple[tuple[float, str, float], tuple[float, str, float]]:
+    """The two lean steps a steady state below the token budget mixes: one carrying a prompt chunk with the batch's
+    decodes, one of the decodes alone (padded to its CUDA graph's batch); each forms its bound where asked."""
+    sizes = setup.graph_batch_sizes
+    chunked = _dense_step(setup, c, batch, chunk, attn[0], attn[1], 0.0, ci, skip, chunked_bound)
+    decodes = _dense_step(setup, c, batch, 0.0, attn[0], 0.0,
+                          next((size for size in sizes if size >= batch), 0) if sizes else 0, ci, 0.0, decode_bound)
+    return chunked, decodes
 
 
 def _dense_steady_between(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: int, prompt: int,
@@ -235,11 +244,7 @@ def _dense_steady_between(setup: ServingSetup, c: _StepConstants, ci: _StepConst
         step, bound, top = _dense_steady(setup, c, ci, batch, prompt, output, attn, skip)
         tpot, _, tpot_top = _dense_steady(setup, c, ci, batch, prompt, between, attn, skip, False)
         return step, bound, top, tpot, tpot_top
-    sizes = setup.graph_batch_sizes
-    chunked = _dense_step(setup, c, batch, chunk, attn[0], attn[1], 0.0, ci, skip, share >= 0.5)
-    decodes = _dense_step(setup, c, batch, 0.0, attn[0], 0.0,
-                          next((size for size in sizes if size >= batch), 0) if sizes else 0, ci, 0.0,
-                          not share >= 0.5)
+    chunked, decodes = _mixed_steps(setup, c, ci, batch, chunk, attn, skip, share >= 0.5, not share >= 0.5)
     return (share * chunked[0] + (1.0 - share) * decodes[0], chunked[1] if share >= 0.5 else decodes[1],
             share * chunked[2] + (1.0 - share) * decodes[2],
             share_between * chunked[0] + (1.0 - share_between) * decodes[0],
