@@ -56,7 +56,7 @@ from anchorgpu.planner.speed.layout_reason import Found as _Found
 from anchorgpu.planner.speed.links import compute_precision_for_training
 from anchorgpu.planner.speed.micro_batch_ladder import LADDER_PAST, climb_ladder, micro_batches, rung_candidates
 from anchorgpu.planner.speed.overrides import Overrides, calibrated
-from anchorgpu.planner.speed.pipeline import default_batch_tokens, interleaving_refusal_line
+from anchorgpu.planner.speed.pipeline import default_batch_tokens, interleaving_refusal_line, pipeline_schedule
 from anchorgpu.planner.speed.ranking import speed_rank
 from anchorgpu.planner.speed.topology import network_bytes_per_s_of
 from anchorgpu.planner.speed.training import (
@@ -224,6 +224,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     batch = w.global_batch_tokens or default_batch_tokens(w.task, seq)
     cal = calibrated(efficiencies)
     kind: TrainKind = "full" if w.task == "train" else "lora"
+    schedule = pipeline_schedule(w.task, w.train_stack)  # as plan() times the layout chosen (speed.estimate)
     prec = compute_precision_for_training(w.train_precision)
     network = network_bytes_per_s_of(w.network_gbit_per_s_per_gpu)  # None: the calibration's
     fixed_zero = 3 if given.fsdp else given.zero
@@ -250,7 +251,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                              global_batch_tokens=max(batch, lay.dp * mb * seq), recompute=rc, kind=kind,
                              precision=prec, cal=cal, train_stack=w.train_stack, network_bytes_per_s=network,
                              offload_activation_layers=w.offload_activation_layers,
-                             optimizer_state=w.optimizer_state).tokens_per_s
+                             optimizer_state=w.optimizer_state, schedule=schedule).tokens_per_s
 
     bounds: dict[tuple[int, int, int, int, int, int], float] = {}
 
@@ -260,7 +261,8 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
         if found is None:
             found = bounds[key] = tokens_per_s_bound(
                 model, gpu, lay, seq_tokens=seq, micro_batch=mb, global_batch_tokens=max(batch, lay.dp * mb * seq),
-                kind=kind, precision=prec, cal=cal, train_stack=w.train_stack, network_bytes_per_s=network)
+                kind=kind, precision=prec, cal=cal, train_stack=w.train_stack, network_bytes_per_s=network,
+                schedule=schedule)
         return found
 
     def runs(lay: TrainLayout, mb: int) -> bool:  # a rung past the ladder (climb_ladder), checked as _candidates does
