@@ -130,7 +130,11 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
     # every split dimension not given is searched around the ones that are (--tp, --pp, --zero, --fsdp, --dp, --cp,
     # --ep), but for the ones the launch asked for cannot run (Workload.launch_stages, launch_tp_cp), held at 1; --tp
     # and --pp together fix the split as before (CP and EP 1 where not given, DP the rest)
-    from anchorgpu.planner.qlora_tp import task_interleaves, task_runs_tp  # QLoRA's 4-bit base: TP 1, no interleaving
+    from anchorgpu.planner.qlora_tp import (  # QLoRA's 4-bit base: TP 1, no interleaving, device_map stages alone
+        device_map_refusal,
+        task_interleaves,
+        task_runs_tp,
+    )
 
     split_given = given.tp is not None and given.pp is not None
     tps = [given.tp or 1] if given.tp is not None or not (w.launch_tp_cp and task_runs_tp(w.task)) else [  # SP on and
@@ -162,6 +166,8 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                 dp = rest // pp
                 if given.dp and given.dp != dp:
                     continue
+                if device_map_refusal(w.task, w.train_stack, pp, dp, SERVER_GPUS) is not None:
+                    continue  # QLoRA's stages on the PyTorch stack: one process on one server (planner.qlora_tp)
                 zeros = [fixed_zero] if fixed_zero is not None else ([1, 2, 3] if dp * cp > 1 else [0])
                 deepest, uneven = ((deepest_interleave(model, pp), None)
                                    if given.virtual_stages or given.pipeline_layout is not None
