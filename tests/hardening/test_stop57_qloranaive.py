@@ -56,13 +56,19 @@ def test_schedule_is_device_map_only_for_qlora_on_the_pytorch_stack() -> None:
 def test_plan_times_qlora_stages_one_after_another_and_chooses_data_parallelism(
         capsys: pytest.CaptureFixture[str]) -> None:
     stated = run_json(capsys, "plan", "llama-3.1-70b", "--task", "qlora", "--gpu", "h100", "--gpus", "4", "--pp", "4",
-                      "--global-batch", "65536")["performance"]
+                      "--global-batch", "65536", "--micro-batch", "1")["performance"]
     assert stated["microbatches"] == 32
     assert stated["pipeline_bubble_fraction"] > 0.74  # (p-1)/p less the transfers' share; 1F1B's 3 of 35 is 0.086
     line = next(a for a in stated["assumptions"] if a.startswith("pipeline bubble"))
     assert line.startswith("pipeline bubble m(p-1) = 32 x 3 = 96 micro-batch times per step: the layers run one "
                            "after another (device_map)"), line
     assert not any("would run at" in a for a in stated["assumptions"])  # a larger batch would not shrink this bubble
+    # each GPU holds one micro-batch's activations (1F1B's first stage holds p = 4): 41.56 GiB at micro-batch 2, where
+    # 1F1B's count (main), four micro-batches of 20 layers, needed 119.96 GiB of the 79.18 GiB of an H100
+    memory = run_json(capsys, "plan", "llama-3.1-70b", "--task", "qlora", "--gpu", "h100", "--gpus", "4", "--pp", "4",
+                      "--micro-batch", "2", "--recompute", "none")
+    assert memory["fits"] and any(a.startswith("Pipeline stages by device_map") for a in memory["assumptions"])
+    assert memory["per_gpu"]["activations_bytes"] < 42 * 2**30, memory["per_gpu"]  # main: 102.47 GiB, no fit
     chosen = run_json(capsys, "plan", *_70B_QLORA)
     assert chosen["layout"]["pp"] == 1 and chosen["layout"]["dp"] == 8, chosen["layout"]  # was PP 4 x DP 2 (1F1B)
     # NeMo's QLoRA over Megatron-Core keeps 1F1B and the chooser's PP 4 x DP 2 (a control)
