@@ -10,6 +10,7 @@ anchorgpu.planner.speed.pipeline.pipeline_schedule. Before this, a QLoRA plan wi
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -71,6 +72,8 @@ def test_plan_times_qlora_stages_one_after_another_and_chooses_data_parallelism(
     assert memory["per_gpu"]["activations_bytes"] < 42 * 2**30, memory["per_gpu"]  # main: 102.47 GiB, no fit
     chosen = run_json(capsys, "plan", *_70B_QLORA)
     assert chosen["layout"]["pp"] == 1 and chosen["layout"]["dp"] == 8, chosen["layout"]  # was PP 4 x DP 2 (1F1B)
+    readme = (Path(__file__).parents[2] / "README.md").read_text()  # its --task qlora bullet quotes this plan
+    assert f"(70B on 8 H100:\n  DP 8, ~{chosen['performance']['train_tokens_per_s'] / 1000:.1f}k tok/s)" in readme
     # NeMo's QLoRA over Megatron-Core keeps 1F1B and the chooser's PP 4 x DP 2 (a control)
     nemo = run_json(capsys, "plan", *_70B_QLORA, "--train-stack", "megatron")
     assert (nemo["layout"]["pp"], nemo["layout"]["dp"]) == (4, 2)
