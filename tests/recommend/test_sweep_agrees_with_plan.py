@@ -28,7 +28,7 @@ from anchorgpu.planner.inputs import RECOMPUTES
 from anchorgpu.planner.sglang import decode_graph_batch_sizes
 from anchorgpu.planner.speed.batching import others_output_tokens, prompt_bound_output_tokens, serving_estimate
 from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
-from anchorgpu.planner.speed.pipeline import default_batch_tokens
+from anchorgpu.planner.speed.pipeline import default_batch_tokens, pipeline_schedule
 from anchorgpu.planner.speed.serving import decode_step
 from anchorgpu.planner.speed.training import TrainLayout, training_step
 from anchorgpu.planner.sweep import SweepResult, SweepSpec, sweep
@@ -194,11 +194,13 @@ def test_any_inference_configuration_matches_the_scalar_planner(case: str, fract
     _check_inference_row(result, model, int(fraction * result.evaluated), INFERENCE_CASES[case][1].get("engine", "vllm"))
 
 
-@pytest.mark.parametrize(("task", "model_name"), [("train", "llama-3.1-8b"), ("qlora", "llama-3.1-70b"),
-                                                  ("lora", "mistral-7b-v0.1")])
-def test_sampled_training_configurations_match_the_scalar_planner(task: str, model_name: str) -> None:
+@pytest.mark.parametrize(("task", "model_name", "stack"), [
+    ("train", "llama-3.1-8b", "megatron"), ("qlora", "llama-3.1-70b", "megatron"),
+    ("qlora", "llama-3.1-70b", "pytorch"),  # QLoRA's own stack: pipeline stages one after another (device_map)
+    ("lora", "mistral-7b-v0.1", "megatron")])
+def test_sampled_training_configurations_match_the_scalar_planner(task: str, model_name: str, stack: str) -> None:
     model = load_model(model_name)
-    workload = Workload(task=task, seq_tokens=2048, micro_batch=2)
+    workload = Workload(task=task, seq_tokens=2048, micro_batch=2, train_stack=stack)  # type: ignore[arg-type]
     result = sweep(model, SHAPES, SweepSpec(workload=workload, train_tokens=10**10))
     rng = random.Random(7)
     for i in rng.sample(range(result.evaluated), 15):
@@ -219,7 +221,8 @@ def test_sampled_training_configurations_match_the_scalar_planner(task: str, mod
         step = training_step(model, shape.gpu, lay, seq_tokens=2048, micro_batch=2,
                              global_batch_tokens=max(default_batch_tokens(task, 2048), row["dp"] * 2 * 2048),
                              recompute=p.workload.recompute or "none", kind="full" if task == "train" else "lora",
-                             gpus_per_server=shape.gpus_per_server, network_bytes_per_s=shape.network_bytes_per_s)
+                             gpus_per_server=shape.gpus_per_server, network_bytes_per_s=shape.network_bytes_per_s,
+                             train_stack=stack, schedule=pipeline_schedule(task, stack))
         assert row["train_tokens_per_s"] == pytest.approx(step.tokens_per_s, rel=1e-9)
         assert row["train_time_s"] == pytest.approx(10**10 / step.tokens_per_s, rel=1e-9)
 

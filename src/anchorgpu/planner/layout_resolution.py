@@ -16,7 +16,7 @@ from anchorgpu.planner._frozen import field_getter
 from anchorgpu.planner._memo import memo_with_lines
 from anchorgpu.planner.inputs import OFFLOADS, Layout, Workload, default_seq_tokens
 from anchorgpu.planner.pipeline_layout import PipelineLayout, parse_pipeline_layout
-from anchorgpu.planner.qlora_tp import qlora_interleaving_refusal
+from anchorgpu.planner.qlora_tp import device_map_refusal, qlora_interleaving_refusal
 from anchorgpu.planner.result import ResolvedLayout
 from anchorgpu.planner.sequence_parallel import (
     resolve_sequence_parallel,
@@ -325,6 +325,11 @@ def _resolve_layout(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
             raise InvalidWorkload(refusal)
     if training:
         training_checks(layout, workload)
+        from anchorgpu.planner.speed.layout_reason import SERVER_GPUS  # the server a plan assumes
+
+        alone = device_map_refusal(workload.task, workload.train_stack, pp, dp, SERVER_GPUS)  # QLoRA's device_map
+        if alone is not None:
+            raise InvalidWorkload(alone)
     sequence_parallel = resolve_sequence_parallel(layout.sequence_parallel, training=training, tp=tp,
                                                   moe=isinstance(model, ModelSpec) and model.moe is not None)
     if training and isinstance(model, ModelSpec) and (sequence_parallel or splits_whatever_stated(workload.train_stack)):

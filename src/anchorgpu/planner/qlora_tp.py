@@ -23,12 +23,21 @@ split layer-wise with ``device_map="auto"`` (transformers/accelerate big-model l
 relies on: huggingface/blog PR #1138, "any model that supports accelerate loading ... should be quantizable in
 4bit"), whose stages run one after another with no micro-batch overlap. None runs interleaved chunks: torchtitan's
 QLoRA is the open PR above, and NeMo's PEFT refuses a virtual pipeline outright (NVIDIA/NeMo, PEFT ``add_adapter``:
-"Virtual pipeline model parallel is not supported when using PEFT"). Pure; stdlib only.
+"Virtual pipeline model parallel is not supported when using PEFT").
+
+Pipeline stages on the PyTorch stack: accelerate refuses to train a 4-bit (or 8-bit) model whose ``hf_device_map``
+spans several devices "in any distributed mode", and names the way that remains: "Naive Pipeline Parallelism", one
+process that runs the GPUs' layers in turn (huggingface/accelerate@9f71f0b8 ``src/accelerate/accelerator.py``,
+``prepare_model``). So a QLoRA plan with stages on that stack is one process on one machine: DP 1, every GPU a stage
+(:func:`device_map_refusal`), timed one stage after another (:func:`~anchorgpu.planner.speed.pipeline.pipeline_schedule`).
+PyTorch's FSDP refuses a module on several devices outright ("FSDP only supports single device modules",
+``torch/distributed/fsdp/_init_utils.py``). Pure; stdlib only.
 """
 
 from __future__ import annotations
 
-__all__ = ["qlora_interleaving_refusal", "qlora_tp_refusal", "task_interleaves", "task_runs_tp"]
+__all__ = ["device_map_refusal", "qlora_interleaving_refusal", "qlora_tp_refusal", "stages_alone",
+           "task_interleaves", "task_runs_tp"]
 
 
 def task_runs_tp(task: str) -> bool:
@@ -82,3 +91,40 @@ def qlora_interleaving_refusal(task: str, virtual_stages: int | None, stated_by:
     return (f"{said} with --task qlora: no public stack interleaves pipeline stages over a 4-bit base (PEFT runs "
             "QLoRA data-parallel or split layer-wise with device_map, NeMo's PEFT refuses a virtual pipeline); "
             f"{fix}, or use --task lora")
+
+
+def stages_alone(task: str, train_stack: str) -> bool:
+    """Whether pipeline stages run only as one process on one machine for ``task`` on ``train_stack`` (QLoRA on the
+    PyTorch stack: accelerate's ``device_map``, module docstring): a search tries PP above 1 only with DP 1 and no
+    more stages than a server's GPUs.
+
+    >>> stages_alone("qlora", "pytorch"), stages_alone("qlora", "megatron"), stages_alone("lora", "pytorch")
+    (True, False, False)
+    """
+    return task == "qlora" and train_stack == "pytorch"
+
+
+def device_map_refusal(task: str, train_stack: str, pp: int, dp: int, server_gpus: int) -> str | None:
+    """The one-line refusal of QLoRA pipeline stages on the PyTorch stack that accelerate would not train: with data
+    parallelism (any distributed mode), or more stages than one server's GPUs (``device_map`` places the layers on one
+    process's GPUs); else None.
+
+    >>> print(device_map_refusal("qlora", "pytorch", 4, 2, 8))  # doctest: +ELLIPSIS
+    --pp 4 with DP 2 for --task qlora on the PyTorch stack: accelerate refuses to train a 4-bit model split over ...
+    >>> print(device_map_refusal("qlora", "pytorch", 16, 1, 8))  # doctest: +ELLIPSIS
+    --pp 16 for --task qlora on the PyTorch stack: device_map places the layers on one process's GPUs, ...
+    >>> device_map_refusal("qlora", "pytorch", 4, 1, 8), device_map_refusal("qlora", "megatron", 4, 2, 8)
+    (None, None)
+    """
+    if not stages_alone(task, train_stack) or pp <= 1:
+        return None
+    fix = "or --train-stack megatron (NeMo's QLoRA runs 1F1B pipeline stages with data parallelism)"
+    if dp > 1:
+        return (f"--pp {pp} with DP {dp} for --task qlora on the PyTorch stack: accelerate refuses to train a 4-bit "
+                "model split over several GPUs in any distributed mode (it runs such a model as naive pipeline "
+                f"parallelism, one process); give --dp 1 (--gpus {pp}), --pp 1 (FSDP-QLoRA or DDP), {fix}")
+    if pp > server_gpus:
+        return (f"--pp {pp} for --task qlora on the PyTorch stack: device_map places the layers on one process's GPUs, "
+                f"and a server holds {server_gpus}; give --pp {server_gpus} or fewer, --pp 1 (FSDP-QLoRA over the "
+                f"servers), {fix}")
+    return None

@@ -47,7 +47,7 @@ from anchorgpu.planner.inputs import (
 )
 from anchorgpu.planner.media import encoder_equivalent_tokens, sequence_tokens, text_request
 from anchorgpu.planner.plan import plan
-from anchorgpu.planner.qlora_tp import task_runs_tp
+from anchorgpu.planner.qlora_tp import stages_alone, task_runs_tp
 from anchorgpu.planner.serving_request import asked_context, ladder_context_note
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.estimate import check_tokens_cover_a_step
@@ -272,7 +272,8 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
     lay = layout_grid(model, shapes, training=training, max_pp=spec.max_pp, zero_stages=spec.zero_stages,
                       seq_tokens=default_seq_tokens(w, model.max_context_tokens) if training else 0,
                       train_stack=w.train_stack, launch_stages=w.launch_stages,
-                      launch_tp_cp=w.launch_tp_cp, launch_tp=task_runs_tp(w.task))
+                      launch_tp_cp=w.launch_tp_cp, launch_tp=task_runs_tp(w.task),
+                      stages_alone=stages_alone(w.task, w.train_stack))
     doubled = False  # the ladder run on past BATCH_LADDER
     floor = None  # serving over the ladder with a per-user limit: sweep_floor.UserLimits
     ladder_swept = not training and not spec.concurrencies and w.concurrency is None

@@ -141,12 +141,14 @@ def _each_its_own(per_replica: IntArray) -> TickPairs:
 
 def layout_grid(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: bool, max_pp: int,
                 zero_stages: Sequence[int], seq_tokens: int = 0, train_stack: str = "megatron",
-                launch_stages: bool = True, launch_tp_cp: bool = True, launch_tp: bool = True) -> Layouts:
+                launch_stages: bool = True, launch_tp_cp: bool = True, launch_tp: bool = True,
+                stages_alone: bool = False) -> Layouts:
     """The layouts of the grid. Training tries the pipeline depths plan()'s chooser tries
     (:func:`~anchorgpu.planner.inputs.train_pp_sizes`) and each ZeRO stage with pipeline stages only where the chooser
     does (:func:`~anchorgpu.planner.speed.layouts.sharded_with_stages`), PP 1 only where the launch runs no stages
     (``launch_stages`` False, as the chooser), TP and CP 1 where it runs neither (``launch_tp_cp``), TP 1 where the
-    task runs none (``launch_tp``: QLoRA, :mod:`~anchorgpu.planner.qlora_tp`); serving, the depths up to ``max_pp``."""
+    task runs none (``launch_tp``: QLoRA, :mod:`~anchorgpu.planner.qlora_tp`), stages only as one process on one server
+    (``stages_alone``: QLoRA's ``device_map`` on the PyTorch stack, DP 1); serving, the depths up to ``max_pp``."""
     tps = np.array([tp for tp in POWERS_OF_TWO
                     if valid_tp(model, tp) and (tp == 1 or (launch_tp_cp and launch_tp) or not training)],
                    dtype=np.int64)
@@ -174,6 +176,8 @@ def layout_grid(model: ModelSpec, shapes: Sequence[HardwareShape], *, training: 
     if training and train_stack == "pytorch" and seq_tokens:  # torchtitan asserts seq % (TP x 2 x CP) with TP
         ok &= (tp == 1) | (seq_tokens % (tp * 2 * cp) == 0)  # (planner.sequence_parallel.sequence_split_refusal)
     dp = np.where(ok, gpus // (tp * cp * pp), 0)
+    if stages_alone:  # QLoRA's device_map: one process on one server's GPUs (planner.qlora_tp.device_map_refusal)
+        ok &= (pp == 1) | ((dp == 1) & (pp <= k))
     ok &= (z == 0) | (dp * cp > 1)  # ZeRO shards over the data-parallel and CP ranks: pointless with one
     for stage in zeros.tolist():  # a ZeRO stage the stack does not run with pipeline stages (as plan())
         if not sharded_with_stages(stage, train_stack):

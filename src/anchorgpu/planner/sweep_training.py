@@ -35,6 +35,7 @@ from anchorgpu.planner.speed.pipeline import (
     default_batch_tokens,
     interleaving_refusal,
     microbatches_for,
+    pipeline_schedule,
     timed_batch_tokens,
 )
 from anchorgpu.planner.speed.training import (
@@ -113,6 +114,7 @@ class _Steps:
         self.model, self.w, self.seq, self.stated = model, w, seq_tokens, spec.global_batch_tokens
         self.default_tokens = default_batch_tokens(w.task, seq_tokens)  # the batch plan times when none is stated
         self.kind: TrainKind = "full" if w.task == "train" else "lora"
+        self.schedule = pipeline_schedule(w.task, w.train_stack)  # as plan times it (speed.estimate)
         self.precision = compute_precision_for_training(w.train_precision)
         self.cal = calibrated(spec.efficiencies)  # --mfu/--mbu time a training step here as they do in plan
         self.bounds: dict[tuple[Any, ...], float] = {}
@@ -130,7 +132,7 @@ class _Steps:
             precision=self.precision, gpus_per_server=shape.gpus_per_server,
             network_bytes_per_s=shape.network_bytes_per_s, train_stack=w.train_stack,
             offload_activation_layers=w.offload_activation_layers, optimizer_state=w.optimizer_state,
-            cal=self.cal).tokens_per_s
+            cal=self.cal, schedule=self.schedule).tokens_per_s
 
     def bound(self, shape: HardwareShape, lay: TrainLayout, micro_batch: int) -> float:
         key = (shape.gpu.name, shape.gpus_per_server, shape.network_bytes_per_s, lay.gpus, lay.tp, lay.cp, lay.pp,
@@ -141,7 +143,7 @@ class _Steps:
                 self.model, shape.gpu, lay, seq_tokens=self.seq, micro_batch=micro_batch,
                 global_batch_tokens=self.batch_tokens(lay.dp, micro_batch), kind=self.kind, precision=self.precision,
                 gpus_per_server=shape.gpus_per_server, network_bytes_per_s=shape.network_bytes_per_s, cal=self.cal,
-                train_stack=self.w.train_stack)
+                train_stack=self.w.train_stack, schedule=self.schedule)
         return found
 
 

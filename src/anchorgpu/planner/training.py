@@ -24,7 +24,7 @@ from anchorgpu.planner.memory.loss import default_cross_entropy, loss_memory, lo
 from anchorgpu.planner.pipeline_layout import busiest_rank_layers
 from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
 from anchorgpu.planner.sequence_parallel import memory_off_line
-from anchorgpu.planner.speed.pipeline import default_batch_tokens, step_microbatches
+from anchorgpu.planner.speed.pipeline import default_batch_tokens, pipeline_schedule, step_microbatches
 from anchorgpu.planner.terms import TaskTerms, context_bytes, nccl_bytes, new_task_terms, weights_bytes
 from anchorgpu.planner.training_pipeline import (
     FSDP_PIPELINE_LINE,
@@ -144,8 +144,14 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     breakdown["master_weights_bytes"] = master
     breakdown["optimizer_moments_bytes"] = moments
     fp8_inputs = w.task == "train" and keeps_fp8_input_copies(w.train_stack, w.train_precision)
+    # QLoRA's device_map stages run one after another: one micro-batch's activations on each GPU, not 1F1B's p
+    in_flight = 1 if lay.pp > 1 and pipeline_schedule(w.task, w.train_stack) == "sequential" else None
     act = _activation_bytes(model, seq // lay.cp, micro_batch, lay.tp, lay.pp, lay.sequence_parallel, recompute,
-                            pytorch, fp8_inputs, 0, stated, loss_bytes)
+                            pytorch, fp8_inputs, 0, stated, loss_bytes, in_flight)
+    if in_flight is not None:
+        assumptions.append(f"Pipeline stages by device_map (QLoRA on the PyTorch stack) run one after another: each of "
+                           f"the {lay.pp} GPUs holds one micro-batch's activations of its layers, where 1F1B's first "
+                           f"stage holds {lay.pp}.")
     if w.offload_activation_layers:
         check_activation_offload_layout(model.num_layers, w.offload_activation_layers, lay.pp)
         kept = _activation_bytes(model, seq // lay.cp, micro_batch, lay.tp, lay.pp, lay.sequence_parallel, recompute,
@@ -215,7 +221,8 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
 @memo_on_frozen
 def _activation_bytes(model: ModelSpec, s: int, b: int, tp: int, pp: int, sp: bool, recompute: Recompute,
                       pytorch: bool = False, fp8_inputs: bool = False, offloaded_layers: int = 0,
-                      stated: int | None = None, loss_bytes_per_logit: int = mm.FP32_LOGITS_BYTES_PER_LOGIT) -> int:
+                      stated: int | None = None, loss_bytes_per_logit: int = mm.FP32_LOGITS_BYTES_PER_LOGIT,
+                      in_flight: int | None = None) -> int:
     """:func:`~anchorgpu.planner.memory.training_activation_bytes`, memoised on the (frozen) model and its counts:
     the layouts of a search and the plans of a sweep ask for the same few. A PyTorch-native stack (``pytorch``)
     keeps what torchtitan's op-level policy keeps under selective recompute; ``loss_bytes_per_logit``: what its loss
@@ -225,7 +232,8 @@ def _activation_bytes(model: ModelSpec, s: int, b: int, tp: int, pp: int, sp: bo
     activation offloading of that many layers (:func:`~anchorgpu.planner.memory.training_activation_bytes`)."""
     return mm.training_activation_bytes(model, s=s, b=b, tp=tp, pp=pp, sp=sp, recompute=recompute, op_sac=pytorch,
                                         loss_bytes_per_logit=loss_bytes_per_logit,
-                                        fp8_linear_inputs=fp8_inputs, offloaded_layers=offloaded_layers, stated=stated)
+                                        fp8_linear_inputs=fp8_inputs, offloaded_layers=offloaded_layers, stated=stated,
+                                        in_flight=in_flight)
 
 
 def _loss_bytes_per_logit(w: Workload) -> int:

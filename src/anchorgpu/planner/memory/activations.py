@@ -225,7 +225,7 @@ def op_sac_layer_activation_bytes(model: ModelSpec, *, s: int, b: int, t: int, s
 def training_activation_bytes(
     model: ModelSpec, *, s: int, b: int, tp: int, pp: int, sp: bool, recompute: Recompute, flash: bool = True,
     op_sac: bool = False, loss_bytes_per_logit: int = FP32_LOGITS_BYTES_PER_LOGIT, fp8_linear_inputs: bool = False,
-    offloaded_layers: int = 0, stated: int | None = None,
+    offloaded_layers: int = 0, stated: int | None = None, in_flight: int | None = None,
 ) -> int:
     """Activations on the most-loaded GPU: the first pipeline stage holds L layers' worth.
 
@@ -241,7 +241,9 @@ def training_activation_bytes(
     while it is copied out or back (TE's ``get_cpu_offload_context``: the group being offloaded is released at its
     window point, and the backward pass reloads one group ahead; benchmarks/activation_memory_findings.md, section 3).
     ``stated``: the busiest rank's layers of an explicit pipeline layout, planned for the first and the last stage
-    alike (an upper bound on each).
+    alike (an upper bound on each). ``in_flight``: the micro-batches the first stage holds, 1F1B's ``p`` when None; 1
+    where the stages run one after another (accelerate's ``device_map``: each micro-batch's backward ends before the
+    next one's forward starts, :func:`~anchorgpu.planner.speed.pipeline.pipeline_schedule`).
     """
     stage = stage_layers(model.num_layers, pp, stated)
     working = 0.0
@@ -259,7 +261,7 @@ def training_activation_bytes(
         working = s * b * model.hidden_size * _mlp_values_per_hidden(model) / tp
     logits = logits_bytes(s=s, b=b, vocab=model.vocab_size, t=tp, bytes_per_logit=loss_bytes_per_logit)
     resident = stage - offloaded_layers + (1 if offloaded_layers else 0)
-    first = per_layer * resident * pp + working + (logits if pp == 1 else 0)
+    first = per_layer * resident * (pp if in_flight is None else in_flight) + working + (logits if pp == 1 else 0)
     last = per_layer * resident + working + logits
     return math.ceil(max(first, last))
 

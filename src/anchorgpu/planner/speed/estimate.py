@@ -47,6 +47,7 @@ from anchorgpu.planner.speed.pipeline import (
     FINETUNE_GLOBAL_BATCH_SEQUENCES,
     bubble_line,
     default_batch_tokens,
+    pipeline_schedule,
     timed_batch_tokens,
 )
 from anchorgpu.planner.speed.serving_plan import (
@@ -120,6 +121,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     seq = default_seq_tokens(w, model.max_context_tokens)  # the sequence plan() sized the memory for
     default_tokens = default_batch_tokens(w.task, seq)
     kind: TrainKind = "full" if w.task == "train" else "lora"
+    schedule = pipeline_schedule(w.task, w.train_stack)  # QLoRA on the PyTorch stack: device_map, stages in turn
     # the batch of speed.pipeline.step_microbatches: the memory's interleaved activations count the same micro-batches
     st = training_step(model, plan.gpu, lay, seq_tokens=seq, micro_batch=w.micro_batch or 1,
                        global_batch_tokens=timed_batch_tokens(w.global_batch_tokens, dp=lay.dp,
@@ -129,7 +131,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
                        gpus_per_server=SERVER_GPUS, network_bytes_per_s=network,
                        grad_bytes_per_value=w.grad_bytes_per_value, cal=cal,
                        train_stack=w.train_stack, offload_activation_layers=w.offload_activation_layers,
-                       optimizer_state=w.optimizer_state)
+                       optimizer_state=w.optimizer_state, schedule=schedule)
     put_rate(out, "train_tokens_per_s", st.tokens_per_s, st.ceiling_tokens_per_s, band)
     # MFU and TFLOP/s count attention over the whole sequence (flops.training_flops_per_token): their ceilings are the
     # ceiling rate's in that count, past 1.0 (the peak) by the masked half a causal kernel skips
@@ -196,10 +198,11 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
             model.moe.num_experts / lay.ep, expert_gemms_per_layer(kind, w.recompute or "none"),
             k.moe_host_s_per_expert_gemm, launch_s / st.microbatches))
     if lay.pp > 1:
-        assumptions.append(bubble_line(lay.pp, lay.virtual_stages, st.microbatches, st.bubble_fraction))
+        assumptions.append(bubble_line(lay.pp, lay.virtual_stages, st.microbatches, st.bubble_fraction, schedule))
         if ctx.layers_line is not None:
             assumptions.append(ctx.layers_line)
-    idle_s = st.breakdown_s.get("pp_bubble", 0.0) + st.breakdown_s.get("dp_sync", 0.0)
+    # a larger batch shrinks a 1F1B bubble's share, not that of stages run one after another ((p-1)/p whatever m is)
+    idle_s = (st.breakdown_s.get("pp_bubble", 0.0) if schedule == "1f1b" else 0.0) + st.breakdown_s.get("dp_sync", 0.0)
     if w.global_batch_tokens is None and idle_s >= IDLE_SHARE_TO_MENTION * st.step_s:
         larger = LARGER_BATCH_FACTOR * st.tokens_per_step
         wide = training_step(model, plan.gpu, lay, seq_tokens=seq, micro_batch=w.micro_batch or 1,
@@ -207,7 +210,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
                              precision=precision, gpus_per_server=SERVER_GPUS, network_bytes_per_s=network,
                              grad_bytes_per_value=w.grad_bytes_per_value, cal=cal, train_stack=w.train_stack,
                              offload_activation_layers=w.offload_activation_layers,
-                             optimizer_state=w.optimizer_state)
+                             optimizer_state=w.optimizer_state, schedule=schedule)
         assumptions.append(larger_batch_line(st.tokens_per_step, st.microbatches, idle_s / st.step_s, larger,
                                              wide.tokens_per_s, st.tokens_per_s))
     assumptions.extend(ctx.caveats)

@@ -56,7 +56,7 @@ from anchorgpu.planner.speed.layout_reason import Found as _Found
 from anchorgpu.planner.speed.links import compute_precision_for_training
 from anchorgpu.planner.speed.micro_batch_ladder import LADDER_PAST, climb_ladder, micro_batches, rung_candidates
 from anchorgpu.planner.speed.overrides import Overrides, calibrated
-from anchorgpu.planner.speed.pipeline import default_batch_tokens, interleaving_refusal_line
+from anchorgpu.planner.speed.pipeline import default_batch_tokens, interleaving_refusal_line, pipeline_schedule
 from anchorgpu.planner.speed.ranking import speed_rank
 from anchorgpu.planner.speed.topology import network_bytes_per_s_of
 from anchorgpu.planner.speed.training import (
@@ -130,7 +130,11 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
     # every split dimension not given is searched around the ones that are (--tp, --pp, --zero, --fsdp, --dp, --cp,
     # --ep), but for the ones the launch asked for cannot run (Workload.launch_stages, launch_tp_cp), held at 1; --tp
     # and --pp together fix the split as before (CP and EP 1 where not given, DP the rest)
-    from anchorgpu.planner.qlora_tp import task_interleaves, task_runs_tp  # QLoRA's 4-bit base: TP 1, no interleaving
+    from anchorgpu.planner.qlora_tp import (  # QLoRA's 4-bit base: TP 1, no interleaving, device_map stages alone
+        device_map_refusal,
+        task_interleaves,
+        task_runs_tp,
+    )
 
     split_given = given.tp is not None and given.pp is not None
     tps = [given.tp or 1] if given.tp is not None or not (w.launch_tp_cp and task_runs_tp(w.task)) else [  # SP on and
@@ -162,6 +166,8 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
                 dp = rest // pp
                 if given.dp and given.dp != dp:
                     continue
+                if device_map_refusal(w.task, w.train_stack, pp, dp, SERVER_GPUS) is not None:
+                    continue  # QLoRA's stages on the PyTorch stack: one process on one server (planner.qlora_tp)
                 zeros = [fixed_zero] if fixed_zero is not None else ([1, 2, 3] if dp * cp > 1 else [0])
                 deepest, uneven = ((deepest_interleave(model, pp), None)
                                    if given.virtual_stages or given.pipeline_layout is not None
@@ -224,6 +230,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     batch = w.global_batch_tokens or default_batch_tokens(w.task, seq)
     cal = calibrated(efficiencies)
     kind: TrainKind = "full" if w.task == "train" else "lora"
+    schedule = pipeline_schedule(w.task, w.train_stack)  # as plan() times the layout chosen (speed.estimate)
     prec = compute_precision_for_training(w.train_precision)
     network = network_bytes_per_s_of(w.network_gbit_per_s_per_gpu)  # None: the calibration's
     fixed_zero = 3 if given.fsdp else given.zero
@@ -250,7 +257,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                              global_batch_tokens=max(batch, lay.dp * mb * seq), recompute=rc, kind=kind,
                              precision=prec, cal=cal, train_stack=w.train_stack, network_bytes_per_s=network,
                              offload_activation_layers=w.offload_activation_layers,
-                             optimizer_state=w.optimizer_state).tokens_per_s
+                             optimizer_state=w.optimizer_state, schedule=schedule).tokens_per_s
 
     bounds: dict[tuple[int, int, int, int, int, int], float] = {}
 
@@ -260,7 +267,8 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
         if found is None:
             found = bounds[key] = tokens_per_s_bound(
                 model, gpu, lay, seq_tokens=seq, micro_batch=mb, global_batch_tokens=max(batch, lay.dp * mb * seq),
-                kind=kind, precision=prec, cal=cal, train_stack=w.train_stack, network_bytes_per_s=network)
+                kind=kind, precision=prec, cal=cal, train_stack=w.train_stack, network_bytes_per_s=network,
+                schedule=schedule)
         return found
 
     def runs(lay: TrainLayout, mb: int) -> bool:  # a rung past the ladder (climb_ladder), checked as _candidates does

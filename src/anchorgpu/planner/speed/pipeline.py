@@ -1,10 +1,11 @@
 """A pipeline's share of a training step: the micro-batches a step accumulates (the one count a plan's speed, its
-batch line and its memory read: :func:`step_microbatches`), the bubble of a 1F1B or interleaved schedule and the
-layers of its busiest rank. Pure."""
+batch line and its memory read: :func:`step_microbatches`), the bubble of a 1F1B, interleaved or sequential
+(:func:`pipeline_schedule`) schedule and the layers of its busiest rank. Pure."""
 
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.memory.model_states import stage_layers
@@ -12,6 +13,7 @@ from anchorgpu.planner.memory.model_states import stage_layers
 __all__ = [
     "DEFAULT_GLOBAL_BATCH_TOKENS",
     "FINETUNE_GLOBAL_BATCH_SEQUENCES",
+    "PipelineSchedule",
     "bubble_line",
     "default_batch_tokens",
     "counts_embedding_and_loss",
@@ -21,6 +23,8 @@ __all__ = [
     "microbatches_for",
     "pipeline_bubble_fraction",
     "pipeline_bubble_stage_times",
+    "pipeline_schedule",
+    "p2p_transfers_per_microbatch",
     "slowest_stage_layers",
     "step_microbatches",
     "timed_batch_tokens",
@@ -52,9 +56,52 @@ def default_batch_tokens(task: str, seq_tokens: int) -> int:
     return DEFAULT_GLOBAL_BATCH_TOKENS
 
 
-def pipeline_bubble_stage_times(pp: int, microbatches: int, virtual_stages: int = 1) -> float:
+PipelineSchedule = Literal["1f1b", "sequential"]
+"""How a training stack runs its pipeline stages: ``1f1b`` overlaps the micro-batches across the stages (Megatron-Core's
+and PyTorch's pipelining schedules, interleaved where ``v > 1``); ``sequential`` runs each micro-batch through the
+stages one after another with no overlap (naive model parallelism: accelerate's ``device_map``)."""
+
+
+def pipeline_schedule(task: str, train_stack: str) -> PipelineSchedule:
+    """The pipeline schedule a plan of ``task`` on ``train_stack`` is timed with: ``sequential`` for QLoRA on the
+    PyTorch stack, else ``1f1b``.
+
+    On the PyTorch stack the one public split of a bitsandbytes 4-bit base over GPUs by layers is accelerate's
+    ``device_map`` (transformers' ``from_pretrained(..., device_map="auto")``, which bitsandbytes' 4-bit loading relies
+    on: huggingface/blog PR #1138; :mod:`anchorgpu.planner.qlora_tp`): each GPU holds whole layers and a micro-batch's
+    activations are moved to the next GPU's layers, so "all but one GPU are idle at any given moment" (naive model
+    parallelism: huggingface/transformers@032b32ab docs/source/en/perf_train_gpu_many.md, "From Naive Model
+    Parallelism to Pipeline Parallelism"); gradient accumulation runs the micro-batches one after another. No
+    PyTorch pipelining schedule (torch.distributed.pipelining, torchtitan) runs a bitsandbytes base: torchtitan's
+    QLoRA is an open pull request (pytorch/torchtitan #2487). NeMo's QLoRA over Megatron-Core (``megatron``) runs
+    Megatron-Core's 1F1B schedule (NVIDIA/NeMo ``nemo/collections/nlp/modules/common/megatron/adapters/qlora.py``).
+
+    >>> pipeline_schedule("qlora", "pytorch"), pipeline_schedule("qlora", "megatron"), pipeline_schedule("lora", "pytorch")
+    ('sequential', '1f1b', '1f1b')
+    """
+    return "sequential" if task == "qlora" and train_stack == "pytorch" else "1f1b"
+
+
+def p2p_transfers_per_microbatch(pp: int, schedule: PipelineSchedule = "1f1b") -> int:
+    """Stage-to-stage transfers on a step's critical path per micro-batch: one forward and one backward under 1F1B
+    (its other transfers overlap other micro-batches' work, as Megatron-LM does), every one of the ``p - 1`` hops
+    each way when the stages run one after another (``sequential``: nothing else runs while a micro-batch's
+    activations move to the next GPU); none without stages.
+
+    >>> p2p_transfers_per_microbatch(1), p2p_transfers_per_microbatch(4), p2p_transfers_per_microbatch(4, "sequential")
+    (0, 2, 6)
+    """
+    if pp <= 1:
+        return 0
+    return 2 * (pp - 1) if schedule == "sequential" else 2
+
+
+def pipeline_bubble_stage_times(pp: int, microbatches: int, virtual_stages: int = 1,
+                                schedule: PipelineSchedule = "1f1b") -> float:
     """Idle time of a pipeline step, in stage times (one micro-batch's forward and backward through the ``v`` chunks
-    of one rank): ``(p-1)/v + (p - min(m, p)) * (v-1)/v``.
+    of one rank): ``(p-1)/v + (p - min(m, p)) * (v-1)/v``; ``m * (p-1)`` when the stages run one after another
+    (``schedule`` ``sequential``: each micro-batch's forward and backward pass through all ``p`` ranks in turn while
+    the other ``p - 1`` wait, :func:`pipeline_schedule`), a bubble of ``(p-1)/p`` of the step whatever ``m`` is.
 
     With ``m >= p`` micro-batches and ``v`` chunks a rank this is Narayanan et al. 2021's ``(p-1)/v`` (arXiv
     2104.04473, section 2.2): the first micro-batch reaches the last rank, and the last one leaves the first, after
@@ -74,23 +121,28 @@ def pipeline_bubble_stage_times(pp: int, microbatches: int, virtual_stages: int 
     (1.75, 1.75, 7.0)
     >>> pipeline_bubble_stage_times(8, 1, 4), pipeline_bubble_stage_times(8, 2, 4), pipeline_bubble_stage_times(1, 1, 1)
     (7.0, 6.25, 0.0)
+    >>> pipeline_bubble_stage_times(4, 16, schedule="sequential"), pipeline_bubble_stage_times(1, 16, schedule="sequential")
+    (48.0, 0.0)
     """
     if pp < 1 or microbatches < 1 or virtual_stages < 1:
         raise InvalidWorkload("pipeline stages, micro-batches and virtual stages must be at least 1")
+    if schedule == "sequential":
+        return float(microbatches * (pp - 1))
     return (pp - 1) / virtual_stages + (pp - min(microbatches, pp)) * (virtual_stages - 1) / virtual_stages
 
 
-def pipeline_bubble_fraction(pp: int, microbatches: int, virtual_stages: int = 1) -> float:
+def pipeline_bubble_fraction(pp: int, microbatches: int, virtual_stages: int = 1,
+                             schedule: PipelineSchedule = "1f1b") -> float:
     """Idle fraction of a pipeline step: the bubble (:func:`pipeline_bubble_stage_times`) over the ``m`` stage times
     of work plus the bubble; ``(p-1) / (v*m + p - 1)`` once ``m >= p`` (Narayanan et al. 2021, section 2.2), and
-    ``(p-1)/p`` at ``m = 1`` whatever ``v`` is.
+    ``(p-1)/p`` at ``m = 1`` whatever ``v`` is, and for any ``m`` when the stages run one after another.
 
     >>> pipeline_bubble_fraction(1, 1), pipeline_bubble_fraction(4, 13), pipeline_bubble_fraction(8, 1, 4)
     (0.0, 0.1875, 0.875)
-    >>> pipeline_bubble_fraction(8, 64, 4) == 7 / (4 * 64 + 7)
-    True
+    >>> pipeline_bubble_fraction(8, 64, 4) == 7 / (4 * 64 + 7), pipeline_bubble_fraction(4, 16, schedule="sequential")
+    (True, 0.75)
     """
-    bubble = pipeline_bubble_stage_times(pp, microbatches, virtual_stages)
+    bubble = pipeline_bubble_stage_times(pp, microbatches, virtual_stages, schedule)
     return bubble / (microbatches + bubble)
 
 
@@ -250,16 +302,27 @@ def interleaving_refusal_line(pp: int, virtual_stages: int, *, dp: int, micro_ba
             f"{m}; use --virtual-stages 1 or a global batch of a multiple of {pp * dp * micro_batch * seq_tokens:,} tokens")
 
 
-def bubble_line(pp: int, virtual_stages: int, microbatches: int, fraction_of_step: float) -> str:
+def bubble_line(pp: int, virtual_stages: int, microbatches: int, fraction_of_step: float,
+                schedule: PipelineSchedule = "1f1b") -> str:
     """The assumption line of a step's pipeline bubble (:func:`pipeline_bubble_stage_times`); ``fraction_of_step``:
-    the bubble's share of the whole step as timed.
+    the bubble's share of the whole step as timed; ``schedule``: :func:`pipeline_schedule`.
 
     >>> bubble_line(8, 4, 64, 0.02)
     'pipeline bubble (p-1)/v = 7/4 micro-batch times per step (2.0% of it)'
     >>> bubble_line(8, 2, 2, 0.7)
     'pipeline bubble (p-1)/v + (p-m)(v-1)/v = 7/2 + 6/2 = 6.5 micro-batch times per step: 2 micro-batches, fewer than the 8 stages, leave each GPU waiting for them to come round its 2 chunks (70.0% of it)'
+    >>> print(bubble_line(4, 1, 16, 0.74, "sequential"))  # doctest: +ELLIPSIS
+    pipeline bubble m(p-1) = 16 x 3 = 48 micro-batch times per step: the layers run one after another (device_map)...NeMo's 1F1B
     """
     p, v, m = pp, virtual_stages, microbatches
+    if schedule == "sequential":
+        return (f"pipeline bubble m(p-1) = {m} x {p - 1} = {m * (p - 1)} micro-batch times per step: the layers run one "
+                f"after another (device_map), each micro-batch through the {p} GPUs in turn forward and backward while "
+                f"the other {p - 1} wait{'s' if p == 2 else ''}, so each GPU idles (p-1)/p of the step whatever the batch "
+                f"({fraction_of_step:.1%} of it as timed): bitsandbytes' "
+                "4-bit base splits over GPUs by accelerate's device_map on the PyTorch stack, naive model parallelism "
+                "with no micro-batch overlap (huggingface/transformers docs/source/en/perf_train_gpu_many.md); "
+                "--train-stack megatron times NeMo's 1F1B")
     if v == 1 or m >= p:
         return f"pipeline bubble (p-1)/v = {p - 1}/{v} micro-batch times per step ({fraction_of_step:.1%} of it)"
     return (f"pipeline bubble (p-1)/v + (p-m)(v-1)/v = {p - 1}/{v} + {(p - m) * (v - 1)}/{v} = "

@@ -42,7 +42,9 @@ micro-batches per data-parallel rank, each of ``b`` sequences of ``s`` tokens, t
 
 and per step: the **pipeline bubble**, ``(p-1)/v`` micro-batch times once a step has ``m >= p`` micro-batches
 (Narayanan et al. 2021, section 2.2) and up to ``p - 1`` with fewer (:func:`~.pipeline.pipeline_bubble_stage_times`),
-**point-to-point** transfers between stages, the **data-parallel gradient sync** not hidden behind the
+``m(p-1)`` where the stages run one after another (``schedule`` ``sequential``: QLoRA's ``device_map`` split on the
+PyTorch stack, :func:`~.pipeline.pipeline_schedule`), **point-to-point** transfers between stages (every hop of a
+sequential schedule on the critical path: :func:`~.pipeline.p2p_transfers_per_microbatch`), the **data-parallel gradient sync** not hidden behind the
 last backward pass (under ZeRO-2 every micro-batch's own reduce too, :mod:`~anchorgpu.planner.speed.zero2`), and the memory-bound **optimizer** update. The data-parallel terms, with the links and ring
 latencies of a group across servers, are :mod:`~anchorgpu.planner.speed.data_parallel`'s.
 """
@@ -69,9 +71,11 @@ from anchorgpu.planner.speed.micro_step import micro_step
 from anchorgpu.planner.speed.offload import activation_offload_s, host_optimizer_s, optimizer_traffic_bytes_per_param
 from anchorgpu.planner.speed.pipeline import (
     DEFAULT_GLOBAL_BATCH_TOKENS,
+    PipelineSchedule,
     chunks_refusal,
     interleaving_refusal,
     microbatches_for,
+    p2p_transfers_per_microbatch,
     pipeline_bubble_fraction,
     pipeline_bubble_stage_times,
     slowest_stage_layers,
@@ -212,8 +216,10 @@ def training_step(
     network_bytes_per_s: float | None = None, grad_bytes_per_value: int = 2, cal: Calibration | None = None,
     attention_kernel: AttentionKernel = "flash", train_stack: str = "megatron", offload_activation_layers: int = 0,
     optimizer_state: str = "fp32", fsdp1: bool = False, moe_dispatcher: MoeDispatcher = "alltoall",
+    schedule: PipelineSchedule = "1f1b",
 ) -> TrainingStep:
-    """Step time and throughput of one training layout (see the module docstring for the parts).
+    """Step time and throughput of one training layout (see the module docstring for the parts); ``schedule``: how
+    the stack runs the pipeline stages (:func:`~.pipeline.pipeline_schedule`).
 
     >>> from anchorgpu.planner.speed._toys import toy_gpu, toy_model
     >>> st = training_step(toy_model(), toy_gpu(), TrainLayout(gpus=1), seq_tokens=128, global_batch_tokens=1024)
@@ -228,10 +234,10 @@ def training_step(
                       sequence_parallel_of(lay), fsdp1, moe_dispatcher)
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     _check_interleaving(lay, m, train_stack)
-    bubble_s = pipeline_bubble_stage_times(lay.pp, m, lay.virtual_stages) * b.stage_s
+    bubble_s = pipeline_bubble_stage_times(lay.pp, m, lay.virtual_stages, schedule) * b.stage_s
     breakdown = {
         "compute": m * b.compute_s, "tp_comm": m * b.tp_s, "pp_bubble": bubble_s,
-        "pp_p2p": m * 2 * b.p2p_s if lay.pp > 1 else 0.0, "cp_comm": m * b.cp_s,
+        "pp_p2p": m * p2p_transfers_per_microbatch(lay.pp, schedule) * b.p2p_s, "cp_comm": m * b.cp_s,
         "dp_sync": b.sync_s + m * b.micro_sync_s,
         "fsdp_comm": m * b.fsdp_s, "ep_alltoall": m * b.ep_s, "moe_launch": m * b.launch_s,
         "activation_offload": m * b.offload_s, "optimizer": b.optimizer_s,
@@ -260,7 +266,7 @@ def tokens_per_s_bound(
     global_batch_tokens: int = DEFAULT_GLOBAL_BATCH_TOKENS, recompute: Recompute = "none", kind: TrainKind = "full",
     precision: str = "bf16", gpus_per_server: int = 8, network_bytes_per_s: float | None = None,
     cal: Calibration | None = None, attention_kernel: AttentionKernel = "flash", train_stack: str = "megatron",
-    moe_dispatcher: MoeDispatcher = "alltoall",
+    moe_dispatcher: MoeDispatcher = "alltoall", schedule: PipelineSchedule = "1f1b",
 ) -> float:
     """At least :func:`training_step`'s ``tokens_per_s`` of the same arguments, for a fraction of its work: the step
     without the parts that are never negative and need the data parallelism (FSDP's gathers, the gradient sync, the
@@ -282,7 +288,7 @@ def tokens_per_s_bound(
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     _check_interleaving(lay, m, train_stack)
     per_micro = b.compute_s + b.tp_s + b.cp_s + b.ep_s + b.launch_s
-    step_s = (m + pipeline_bubble_stage_times(lay.pp, m, lay.virtual_stages)) * per_micro
+    step_s = (m + pipeline_bubble_stage_times(lay.pp, m, lay.virtual_stages, schedule)) * per_micro
     return m * lay.dp * micro_batch * seq_tokens / step_s * (1.0 + BOUND_SLACK)
 
 
