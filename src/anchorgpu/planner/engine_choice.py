@@ -45,7 +45,7 @@ def engine_refusal(engine: str, gpus: Iterable[GpuSpec], source: EngineSource = 
 
 
 def engine_weights_refusal(engine: str, weights: str, native: str | None, gpu: GpuSpec,
-                           source: EngineSource = "given") -> str | None:
+                           source: EngineSource = "given", *, moe: bool = False) -> str | None:
     """The one-line refusal of a weight format ``engine`` has no kernels for on ``gpu``, or None: TensorRT-LLM runs
     FP8 weights only where the GPU has FP8 tensor cores (its support matrix lists FP32, FP16, BF16, INT8 and INT4 for
     Ampere, FP8 from Ada; nvidia.github.io/TensorRT-LLM/0.18.2/reference/support-matrix.html, and its quantization
@@ -55,6 +55,13 @@ def engine_weights_refusal(engine: str, weights: str, native: str | None, gpu: G
     Marlin for FP8 and FP4 below their tensor cores), which the plan times and warns of; ``native``: the format's
     hardware math (``WeightFormat.native``).
 
+    On AMD GPUs vLLM and SGLang read an NVFP4 (ModelOpt) checkpoint through Petit (``override_quantization_method``
+    turns ``modelopt`` into ``petit_nvfp4`` on ROCm), whose ``get_quant_method`` quantizes linear layers only and
+    returns nothing for a fused mixture-of-experts layer, so an NVFP4 MoE (``moe``) does not load there
+    (vllm-project/vllm ``vllm/model_executor/layers/quantization/petit.py``; sgl-project/sglang
+    ``python/sglang/srt/layers/quantization/petit.py``; ``vllm/platforms/rocm.py`` lists ``petit_nvfp4``, not
+    ``modelopt``, among ROCm's quantizations).
+
     >>> from anchorgpu.hardware import get_gpu
     >>> engine_weights_refusal("trtllm", "mxfp4", "fp4", get_gpu("a100"))
     '--engine trtllm with mxfp4 weights: TensorRT-LLM runs MXFP4 weights on Hopper and Blackwell GPUs only, not a100-80gb-sxm'
@@ -63,7 +70,15 @@ def engine_weights_refusal(engine: str, weights: str, native: str | None, gpu: G
     [True, True, False]
     >>> engine_weights_refusal("vllm", "fp8", "fp8", get_gpu("a100")) is None
     True
+    >>> [engine_weights_refusal("vllm", "nvfp4", "fp4", get_gpu(g), moe=m) is None for g, m in
+    ...  (("mi355x", True), ("mi355x", False), ("b200", True))]
+    [False, True, True]
     """
+    if engine in ("vllm", "sglang") and weights == "nvfp4" and moe and gpu.vendor == "AMD":
+        named = "vLLM" if engine == "vllm" else "SGLang"
+        option = "--recipe" if source == "recipe" else "--engine"
+        return (f"{option} {engine} with nvfp4 weights on {gpu.name}: on AMD GPUs {named} reads an NVFP4 checkpoint "
+                "through Petit, whose kernels take linear layers only, not a mixture of experts' fused layers")
     if engine != "trtllm" or native is None:
         return None
     if native == "fp8":
