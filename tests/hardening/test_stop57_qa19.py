@@ -15,6 +15,8 @@
    ``python/sglang/srt/layers/quantization/petit.py`` the same), so the fused expert layers' packed FP4 weights have no
    method to load them. Now plan refuses in one line (CLI exit 2, API 422) with the ways out, and recommend rejects the
    AMD offerings with the reason.
+3. ``--engine trtllm`` planned a GGUF file or a bitsandbytes NF4 checkpoint (``--weights gguf-q4_k_m``, ``nf4``),
+   which TensorRT-LLM does not load on any GPU; now refused with the ways out (``--weights int4-awq``, vLLM).
 """
 
 from __future__ import annotations
@@ -109,3 +111,15 @@ def test_recommend_rejects_the_amd_offerings_with_the_reason(capsys: pytest.Capt
     assert ranked and not any(o.startswith("mi3") for o in ranked), ranked
     amd = [r["reason"] for r in answer["rejected"] if r["offering"].startswith("mi3")]
     assert amd and all("through Petit" in reason for reason in amd), amd
+
+
+@pytest.mark.parametrize("weights", ["gguf-q4_k_m", "nf4"])
+def test_tensorrt_llm_is_not_planned_with_a_gguf_or_nf4_file(capsys: pytest.CaptureFixture[str], weights: str) -> None:
+    """TensorRT-LLM's quantization recipes are FP8, FP4, INT4 AWQ/GPTQ and INT8 (its quantization page,
+    nvidia.github.io/TensorRT-LLM/features/quantization.html): no GGUF file, no bitsandbytes NF4. Both were planned and
+    timed on B200 and H100 (stop57 qa19, item 3); vLLM still plans them (it reads both)."""
+    err = cli_refusal(capsys, "plan", "llama-3.1-70b", "--gpu", "h100", "--weights", weights, "--engine", "trtllm")
+    assert "TensorRT-LLM loads no" in err and "--weights int4-awq" in err, err
+    assert run_json(capsys, "plan", "llama-3.1-70b", "--gpu", "h100", "--weights", weights)["fits"]
+    code, _, err = run(capsys, "recommend", "llama-3.1-8b", "--engine", "trtllm", "--weights", weights)
+    assert code == 2 and "TensorRT-LLM loads no" in err, err

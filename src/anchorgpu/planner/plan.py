@@ -296,6 +296,7 @@ def _check_engine_weights(w: Workload, fmt: WeightFormat, gpu: GpuSpec | None, m
                               "GPU")
     if why:
         vllm = "--recipe vllm" if w.engine_source == "recipe" else "--engine vllm"
-        other = "fp8" if gpu.fp8_hardware and fmt.native != "fp8" else "bf16"
+        # a GGUF or NF4 file (no native math): the 4-bit format TensorRT-LLM loads; else FP8 where the GPU has it
+        other = "int4-awq" if fmt.native is None else "fp8" if gpu.fp8_hardware and fmt.native != "fp8" else "bf16"
         raise InvalidWorkload(f"{why}; use --weights {other} (the checkpoint converted to {other}), or {vllm} (its "
                               "weight-only kernels run them there)")
