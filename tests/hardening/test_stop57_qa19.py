@@ -123,3 +123,12 @@ def test_tensorrt_llm_is_not_planned_with_a_gguf_or_nf4_file(capsys: pytest.Capt
     assert run_json(capsys, "plan", "llama-3.1-70b", "--gpu", "h100", "--weights", weights)["fits"]
     code, _, err = run(capsys, "recommend", "llama-3.1-8b", "--engine", "trtllm", "--weights", weights)
     assert code == 2 and "TensorRT-LLM loads no" in err, err
+
+
+def test_gpus_compare_says_why_the_plan_is_refused_rather_than_that_no_layout_fits(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "gpus", "compare", "mi355x", "b200", "--model", "deepseek-r1-0528-fp4")
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "on mi355x it is refused: --engine vllm with nvfp4 weights on mi355x" in text, text[-800:]
+    assert "no tried layout fits" not in text
