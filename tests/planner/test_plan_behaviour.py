@@ -285,9 +285,13 @@ def test_fp8_on_a_gpu_without_fp8_hardware_warns() -> None:
     assert "fp8_without_hardware" not in codes(on_h100)
 
 
-@pytest.mark.parametrize(("gpu", "emulated"), [("h100", True), ("b200", False), ("mi355x", False), ("mi300x", True)])
-def test_fp4_is_native_only_on_blackwell_and_mi355x(gpu: str, emulated: bool) -> None:
-    result = plan(load_model("llama-3.1-8b"), Workload(context_tokens=4096), precision=PrecisionPlan(weights="nvfp4"),
+@pytest.mark.parametrize(("gpu", "weights", "emulated"),
+                         [("h100", "nvfp4", True), ("b200", "nvfp4", False), ("mi355x", "mxfp4", False),
+                          ("mi355x", "nvfp4", True), ("mi300x", "nvfp4", True), ("b200", "mxfp4", False)])
+def test_fp4_is_native_only_on_blackwell_and_mi355x(gpu: str, weights: str, emulated: bool) -> None:
+    """The MI355X's FP4 units take MXFP4 (and MXFP6) only, the gpus.json row's fp4_formats (AMD's CDNA4 block scales:
+    E8M0 per 32); NVFP4 on it runs Petit's weight-only kernels (stop57 qa19)."""
+    result = plan(load_model("llama-3.1-8b"), Workload(context_tokens=4096), precision=PrecisionPlan(weights=weights),
                   gpu=get_gpu(gpu))
     assert ("fp4_weight_only_emulation" in codes(result)) is emulated
 

@@ -81,17 +81,19 @@ def _given_context(result: SweepResult, concurrency: int) -> int | None:
     return None if len(set(dict(result.concurrency_contexts).values())) > 1 else result.context_at(concurrency)
 
 
-def _engine_refuses(row: dict, gpu, engine: str) -> bool:  # type: ignore[type-arg]
+def _engine_refuses(row: dict, gpu, engine: str, moe: bool = False) -> bool:  # type: ignore[type-arg]
     """Whether ``engine`` has no kernels for the row's weights on its GPU (TensorRT-LLM's FP8 below Ada, FP4 below
-    Hopper): the sweep's grid holds the row, recommend masks it and plan refuses it (stop56 qa16)."""
-    return engine_weights_refusal(engine, row["weights"], get_format(row["weights"]).native, gpu) is not None
+    Hopper; NVFP4 experts on AMD GPUs): the sweep's grid holds the row, recommend masks it and plan refuses it
+    (stop56 qa16, stop57 qa19)."""
+    return engine_weights_refusal(engine, row["weights"], get_format(row["weights"]).native, gpu,
+                                  moe=moe) is not None
 
 
 def _check_inference_row(result: SweepResult, model, i: int, engine: str = "vllm") -> None:
     row = result.row(i)
     shape = next(s for s in result.shapes if s.id == row["shape"])
-    if _engine_refuses(row, shape.gpu, engine):
-        with pytest.raises(InvalidWorkload, match="TensorRT-LLM runs"):
+    if _engine_refuses(row, shape.gpu, engine, model.moe is not None):
+        with pytest.raises(InvalidWorkload, match="TensorRT-LLM runs|through Petit"):
             plan(model, Workload(task="inference", concurrency=row["concurrency"], engine=engine),
                  precision=PrecisionPlan(weights=row["weights"], kv_cache=row["kv_cache"]),
                  layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], dp=row["dp"]), gpu=shape.gpu,

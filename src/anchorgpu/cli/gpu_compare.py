@@ -167,11 +167,12 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
     for gpu in gpus:
         one: dict[str, Any] | None = None
         needed: int | None = None
+        refused: str | None = None  # plan's one-line refusal on this GPU (the engine cannot load the format there)
         try:  # the planner's own answer without a GPU count, as `anchorgpu plan` gives it
             chosen = plan(spec, workload, precision=precision_plan, gpu=gpu, suggest=False)
             needed = chosen.layout.gpus if chosen.fits else None
-        except AnchorError:
-            pass
+        except AnchorError as exc:
+            refused = str(exc)
         try:  # one GPU, for the table
             planned = plan(spec, workload, precision=precision_plan, layout=Layout(gpus=1), gpu=gpu, suggest=False)
             one = {
@@ -184,7 +185,7 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
             }
         except AnchorError:
             pass
-        result[gpu.name] = {"one_gpu": one, "gpus_needed": needed}
+        result[gpu.name] = {"one_gpu": one, "gpus_needed": needed, "refused": refused if one is None else None}
     return {
         "model": spec.name,
         "context_tokens": context_tokens,
@@ -220,7 +221,8 @@ def _plan_statements(planned: dict[str, Any]) -> list[str]:
             elif len(planned["tried_gpu_counts"]) > 1:
                 text += f"; not even {planned['tried_gpu_counts'][-1]} GPUs are enough"
         else:
-            text = f"on {name} it needs {needed} GPUs" if needed else f"on {name} no tried layout fits"
+            text = (f"on {name} it needs {needed} GPUs" if needed else f"on {name} it is refused: {entry['refused']}"
+                    if entry.get("refused") else f"on {name} no tried layout fits")
         out.append(text)
     if planned["task"] == "diffusion":
         what = f"diffusion at the pipeline's default resolution, weights {planned['weights_format']}"

@@ -10,6 +10,7 @@ from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.inputs import PrecisionPlan, Workload
 from anchorgpu.planner.layout_resolution import GPUS_PER_SERVER
 from anchorgpu.planner.result import ResolvedLayout
+from anchorgpu.planner.speed.peaks import fp4_units_take
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 
 __all__ = ["BASE_CHECK", "layout_warnings", "plan_warnings", "precision_warnings"]
@@ -98,6 +99,10 @@ def _precision_warnings(fmt: WeightFormat, kv_cache: str, gpu: GpuSpec | None, s
     if gpu is not None and fmt.native == "fp4" and not gpu.fp4_hardware:
         out.append(make_warning("fp4_weight_only_emulation",
                                 f"{fmt.name} on {gpu.name}: FP4 weights are dequantized to 16 bit for the math"))
+    elif gpu is not None and fmt.native == "fp4" and not fp4_units_take(gpu, fmt.name):
+        out.append(make_warning("fp4_weight_only_emulation",
+                                f"{fmt.name} on {gpu.name}: its FP4 units take {' and '.join(gpu.fp4_formats)} only, "
+                                "so these FP4 weights are dequantized to 16 bit for the math"))
     fp8_cache = kv_cache in ("fp8", "nvfp4")  # a quantized KV cache (nvfp4 only where the engine runs it)
     if fmt.quantized or fp8_cache:
         cache = f"{kv_cache} KV cache"

@@ -45,15 +45,24 @@ def engine_refusal(engine: str, gpus: Iterable[GpuSpec], source: EngineSource = 
 
 
 def engine_weights_refusal(engine: str, weights: str, native: str | None, gpu: GpuSpec,
-                           source: EngineSource = "given") -> str | None:
+                           source: EngineSource = "given", *, moe: bool = False) -> str | None:
     """The one-line refusal of a weight format ``engine`` has no kernels for on ``gpu``, or None: TensorRT-LLM runs
     FP8 weights only where the GPU has FP8 tensor cores (its support matrix lists FP32, FP16, BF16, INT8 and INT4 for
     Ampere, FP8 from Ada; nvidia.github.io/TensorRT-LLM/0.18.2/reference/support-matrix.html, and its quantization
     page: "The default PyTorch backend supports FP4 and FP8 quantization on the latest Blackwell and Hopper GPUs"),
     MXFP4 weights on Hopper (its Triton MoE backend) and Blackwell (the gpt-oss deployment guide's MoE backend support
-    matrix lists no other GPU), NVFP4 on Blackwell only. vLLM and SGLang fall back to weight-only kernels (vLLM's
+    matrix lists no other GPU), NVFP4 on Blackwell only; and it loads no GGUF file or bitsandbytes NF4 checkpoint on
+    any GPU (its quantization page's recipes: FP4, FP8, W4A16/W4A8 AWQ and GPTQ, W8A16, W8A8 SmoothQuant;
+    nvidia.github.io/TensorRT-LLM/features/quantization.html). vLLM and SGLang fall back to weight-only kernels (vLLM's
     Marlin for FP8 and FP4 below their tensor cores), which the plan times and warns of; ``native``: the format's
     hardware math (``WeightFormat.native``).
+
+    On AMD GPUs vLLM and SGLang read an NVFP4 (ModelOpt) checkpoint through Petit (``override_quantization_method``
+    turns ``modelopt`` into ``petit_nvfp4`` on ROCm), whose ``get_quant_method`` quantizes linear layers only and
+    returns nothing for a fused mixture-of-experts layer, so an NVFP4 MoE (``moe``) does not load there
+    (vllm-project/vllm ``vllm/model_executor/layers/quantization/petit.py``; sgl-project/sglang
+    ``python/sglang/srt/layers/quantization/petit.py``; ``vllm/platforms/rocm.py`` lists ``petit_nvfp4``, not
+    ``modelopt``, among ROCm's quantizations).
 
     >>> from anchorgpu.hardware import get_gpu
     >>> engine_weights_refusal("trtllm", "mxfp4", "fp4", get_gpu("a100"))
@@ -63,7 +72,23 @@ def engine_weights_refusal(engine: str, weights: str, native: str | None, gpu: G
     [True, True, False]
     >>> engine_weights_refusal("vllm", "fp8", "fp8", get_gpu("a100")) is None
     True
+    >>> [engine_weights_refusal(e, w, None, get_gpu("b200")) is None for e, w in
+    ...  (("trtllm", "gguf-q4_k_m"), ("trtllm", "nf4"), ("trtllm", "int4-awq"), ("vllm", "gguf-q4_k_m"))]
+    [False, False, True, True]
+    >>> [engine_weights_refusal("vllm", "nvfp4", "fp4", get_gpu(g), moe=m) is None for g, m in
+    ...  (("mi355x", True), ("mi355x", False), ("b200", True))]
+    [False, True, True]
     """
+    if engine in ("vllm", "sglang") and weights == "nvfp4" and moe and gpu.vendor == "AMD":
+        named = "vLLM" if engine == "vllm" else "SGLang"
+        option = "--recipe" if source == "recipe" else "--engine"
+        return (f"{option} {engine} with nvfp4 weights on {gpu.name}: on AMD GPUs {named} reads an NVFP4 checkpoint "
+                "through Petit, whose kernels take linear layers only, not a mixture of experts' fused layers")
+    option = "--recipe trtllm" if source == "recipe" else "--engine trtllm"
+    if engine == "trtllm" and (weights.startswith("gguf-") or weights.startswith("nf4")):
+        kind = "GGUF file" if weights.startswith("gguf-") else "bitsandbytes NF4 checkpoint"
+        return (f"{option} with {weights} weights: TensorRT-LLM loads no {kind} (its quantization recipes are FP8, "
+                "FP4, INT4 AWQ and GPTQ, INT8 weight-only and SmoothQuant)")
     if engine != "trtllm" or native is None:
         return None
     if native == "fp8":
@@ -76,7 +101,6 @@ def engine_weights_refusal(engine: str, weights: str, native: str | None, gpu: G
             "MXFP4 weights on Hopper and Blackwell GPUs only")
     else:
         why = None
-    option = "--recipe trtllm" if source == "recipe" else "--engine trtllm"
     return None if why is None else f"{option} with {weights} weights: TensorRT-LLM runs {why}, not {gpu.name}"
 
 

@@ -175,7 +175,7 @@ def plan(
         # a format the task cannot use is refused before the search (each of its thousands of candidates would refuse it)
         format_lines = []
         fmt = resolve_format(model, w, prec, format_lines)
-        _check_engine_weights(w, fmt, gpu)
+        _check_engine_weights(w, fmt, gpu, lm.moe is not None)
         chosen = choose_layout_plan(lm, w, prec, lay_in, gpu, ov, efficiencies)
         if chosen is not None:
             return evolve(chosen, assumptions=(*assumptions, *chosen.assumptions))
@@ -184,7 +184,7 @@ def plan(
             fallback = gpu  # a layout was open but none chosen fits: plain DP, or the rest as given, is planned
     if format_lines is None:
         fmt = resolve_format(model, w, prec, assumptions)
-        _check_engine_weights(w, fmt, gpu)
+        _check_engine_weights(w, fmt, gpu, lm is not None and lm.moe is not None)
     else:  # the same answer and lines again (a pure function of the same arguments): not asked twice
         assumptions += format_lines
     kv = resolve_kv_cache(model, w, prec, gpu, assumptions)
@@ -284,14 +284,19 @@ def _counted_search(w: Workload, lay_in: Layout, gpu: GpuSpec) -> str | None:
             "what it needs; pass --gpus for more, or take GPUs with more memory.")
 
 
-def _check_engine_weights(w: Workload, fmt: WeightFormat, gpu: GpuSpec | None) -> None:
+def _check_engine_weights(w: Workload, fmt: WeightFormat, gpu: GpuSpec | None, moe: bool = False) -> None:
     """Refuse serving weights the engine has no kernels for on ``gpu`` (:func:`~anchorgpu.planner.engine_choice.
-    engine_weights_refusal`: TensorRT-LLM's FP8 and FP4 below Hopper or Blackwell), naming the two ways out."""
-    if gpu is None or w.engine != "trtllm" or w.task != "inference":  # the usual case: nothing to look up
+    engine_weights_refusal`: TensorRT-LLM's FP8 and FP4 below Hopper or Blackwell; NVFP4 experts (``moe``) on AMD
+    GPUs), naming the ways out."""
+    if gpu is None or w.task != "inference" or (w.engine != "trtllm" and fmt.name != "nvfp4"):  # the usual case
         return
-    why = engine_weights_refusal(w.engine, fmt.name, fmt.native, gpu, w.engine_source)
+    why = engine_weights_refusal(w.engine, fmt.name, fmt.native, gpu, w.engine_source, moe=moe)
+    if why and w.engine != "trtllm":  # NVFP4 experts on AMD: no engine runs them there
+        raise InvalidWorkload(f"{why}; use --weights fp8 or mxfp4 (a checkpoint in that format), or an NVIDIA "
+                              "GPU")
     if why:
         vllm = "--recipe vllm" if w.engine_source == "recipe" else "--engine vllm"
-        other = "fp8" if gpu.fp8_hardware and fmt.native != "fp8" else "bf16"
+        # a GGUF or NF4 file (no native math): the 4-bit format TensorRT-LLM loads; else FP8 where the GPU has it
+        other = "int4-awq" if fmt.native is None else "fp8" if gpu.fp8_hardware and fmt.native != "fp8" else "bf16"
         raise InvalidWorkload(f"{why}; use --weights {other} (the checkpoint converted to {other}), or {vllm} (its "
                               "weight-only kernels run them there)")

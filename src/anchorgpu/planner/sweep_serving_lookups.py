@@ -53,13 +53,13 @@ def distinct_gpus(shapes: Sequence[HardwareShape], lay: Layouts) -> tuple[list[G
     return gpus, np.array([first[id(sh.gpu)] for sh in shapes])[lay.shape]
 
 
-def peaks(gpus: Sequence[GpuSpec], precisions: Sequence[str]) -> FloatArray:
-    """Per (GPU, format): the compute peak of the format's precision; one lookup per GPU and precision."""
-    distinct = sorted(set(precisions))
+def peaks(gpus: Sequence[GpuSpec], precisions: Sequence[Sequence[str]]) -> FloatArray:
+    """Per (GPU, format): the compute peak of the format's precision on that GPU (``precisions[g][f]``); one lookup
+    per GPU and precision."""
     out = []
-    for gpu in gpus:
-        by_precision = {p: peak_for(gpu, p).flops_per_s for p in distinct}
-        out.append([by_precision[p] for p in precisions])
+    for gpu, row in zip(gpus, precisions, strict=True):
+        by_precision = {p: peak_for(gpu, p).flops_per_s for p in sorted(set(row))}
+        out.append([by_precision[p] for p in row])
     return np.array(out)
 
 

@@ -29,7 +29,7 @@ from anchorgpu.planner.speed.flops import (
     unsampled_prompt_share,
 )
 from anchorgpu.planner.speed.launches import fuses_norms_into_allreduce, is_block_fp8, launch_ratio
-from anchorgpu.planner.speed.links import ACTIVATION_BYTES, compute_precision_for_weights, host_kind, peak_for
+from anchorgpu.planner.speed.links import ACTIVATION_BYTES, host_kind, peak_for, weights_precision_on
 from anchorgpu.planner.speed.moe_backend import (
     VLLM_MARLIN,
     expert_half_tokens,
@@ -85,7 +85,8 @@ class Ticks:
         def per_layout(field: Callable[[StackConstants], float]) -> FloatArray:
             return np.array([field(k) for k in stacks])[s]
 
-        precisions = [compute_precision_for_weights(name) for name in weights]
+        # per (GPU, format): an FP4 format the GPU's FP4 units do not take runs at BF16's rate (speed.peaks)
+        precisions_gw = [[weights_precision_on(gpu, name) for name in weights] for gpu in gpus]
         self.model = model
         self.weights = weights_wl
         self.bw_mem = np.array([gpu.memory_bandwidth_bytes_per_s for gpu in gpus])[s]
@@ -95,12 +96,13 @@ class Ticks:
         # (FP8 in blocks keeps the fitted rate on every GPU: Calibration.serve_gemm_ratio)
         blocks = [is_block_fp8(format_for_model(model, name).name) for name in weights]
         mm_eff_gw = np.array([[cal.serve_precision_efficiency(gpu, peak_for(gpu, p).precision, block_fp8=b)
-                               for p, b in zip(precisions, blocks, strict=True)] for gpu in gpus])
+                               for p, b in zip(row, blocks, strict=True)] for gpu, row in zip(gpus, precisions_gw,
+                                                                                                strict=True)])
         width_l = model.hidden_size / lay.tp
         half_l = per_layout(lambda k: k.serve_matmul_half_width)
         width_share = width_l / (width_l + half_l)
         scaled_eff = mm_eff_gw[s] * width_share[:, None]
-        peaks = peaks_of(gpus, precisions)[s]
+        peaks = peaks_of(gpus, precisions_gw)[s]
         # a format that keeps some layers 16-bit runs their products at BF16's rate (speed.product_shares)
         shares = [quantized_product_shares(model, format_for_model(model, name)) for name in weights]
         heads = np.array([head_quantized_share(model, format_for_model(model, name)) for name in weights])

@@ -40,8 +40,10 @@ def _unable(gpu: GpuSpec, workload: Any, kv_caches: tuple[str, ...] = (), model:
     if refusals and all(refusals):
         return refusals[0]
     # every weight format swept, where the engine has no kernels for it on this GPU (plan refuses each the same way)
-    formats = [engine_weights_refusal(workload.engine, f, get_format(f).native, gpu, workload.engine_source)
-               for f in weights] if workload.engine == "trtllm" and gpu.vendor == "NVIDIA" else []
+    moe = getattr(model, "moe", None) is not None  # NVFP4 experts load on no AMD GPU (engine_weights_refusal)
+    formats = [engine_weights_refusal(workload.engine, f, get_format(f).native, gpu, workload.engine_source, moe=moe)
+               for f in weights] if (workload.engine == "trtllm" and gpu.vendor == "NVIDIA") or (
+                   moe and gpu.vendor == "AMD" and "nvfp4" in weights) else []
     if formats and all(formats):
         return formats[0]
     return (engine_refusal(workload.engine, (gpu,), workload.engine_source)

@@ -29,6 +29,7 @@ from anchorgpu.planner.inputs import default_seq_tokens
 from anchorgpu.planner.speed.caveats import serving_caveats, training_caveats
 from anchorgpu.planner.speed.links import compute_precision_for_weights, tp_link
 from anchorgpu.planner.speed.overrides import calibrated
+from anchorgpu.planner.speed.peaks import fp4_units_take
 from anchorgpu.planner.sweep import HardwareShape, SweepResult, SweepSpec, sweep
 from anchorgpu.planner.validate import check_kv_cache_task, default_kv_cache, kv_cache_runs_on
 from anchorgpu.planner.workload_checks import validate_workload
@@ -84,7 +85,7 @@ def _codes(result: SweepResult, row: dict[str, Any], offering: Offering, *, ship
     wanted = compute_precision_for_weights(fmt.name)
     if (wanted == "fp8" or row.get("kv_cache") == "fp8") and not shape.gpu.fp8_hardware:
         codes.append("fp8_without_hardware")
-    if wanted == "fp4" and not shape.gpu.fp4_hardware:
+    if wanted == "fp4" and not fp4_units_take(shape.gpu, fmt.name):  # no FP4 math, or not for this format's
         codes.append("fp4_weight_only_emulation")
     if row["tp"] > 1 and tp_link(shape.gpu, row["tp"], gpus_per_server=shape.gpus_per_server).kind == "pcie":
         codes.append("tp_over_pcie")
@@ -196,8 +197,10 @@ def recommend(
             nvfp4_gpu = np.array([kv_cache_runs_on("nvfp4", sh.gpu, engine, model)
                                   for sh in shapes])[c.compact("shape")]
             usable &= c.widen(~nvfp4 | nvfp4_gpu)
-        if engine == "trtllm" and len(result.weights) > 1:  # a format TensorRT-LLM has no kernels for on the GPU
-            loads = np.array([[engine_weights_refusal(engine, f, get_format(f).native, sh.gpu) is None
+        moe = model.moe is not None  # and NVFP4 experts on AMD GPUs (engine_weights_refusal)
+        if len(result.weights) > 1 and (engine == "trtllm" or (moe and "nvfp4" in result.weights)):
+            # a format the engine has no kernels for on the GPU
+            loads = np.array([[engine_weights_refusal(engine, f, get_format(f).native, sh.gpu, moe=moe) is None
                                for f in result.weights] for sh in shapes])
             usable &= c.widen(loads[c.compact("shape"), c.compact("weights")])
     else:  # and splits the stated global batch: a micro-batch per data-parallel rank at least, as plan() requires

@@ -28,6 +28,7 @@ from anchorgpu.planner.speed.peaks import (
     hopper_or_newer,
     peak_for,
     power_capped,
+    weights_precision_on,
 )
 from anchorgpu.planner.speed.topology import (
     ACTIVATION_BYTES,
@@ -65,4 +66,5 @@ __all__ = [
     "ring_latency_s",
     "server_gpus",
     "tp_link",
+    "weights_precision_on",
 ]

@@ -17,9 +17,11 @@ __all__ = [
     "PeakChoice",
     "compute_precision_for_training",
     "compute_precision_for_weights",
+    "fp4_units_take",
     "hopper_or_newer",
     "peak_for",
     "power_capped",
+    "weights_precision_on",
 ]
 
 ComputePrecision = Literal["bf16", "fp8", "fp4"]
@@ -53,6 +55,36 @@ def compute_precision_for_weights(weights_format: str) -> ComputePrecision:
     if fmt in ("mxfp4", "nvfp4"):
         return "fp4"
     return "bf16"
+
+
+def fp4_units_take(gpu: GpuSpec, weights_format: str) -> bool:
+    """Whether ``gpu``'s FP4 units multiply ``weights_format`` (``mxfp4``, ``nvfp4``) natively: the format is one of
+    the FP4 formats its tensor cores run (``GpuSpec.fp4_formats``). The block scales differ (MXFP4: an E8M0 scale per
+    32 values; NVFP4: an E4M3 scale per 16), so CDNA4's units (MI355X: MXFP4 and MXFP6) do not take NVFP4: on AMD GPUs
+    vLLM and SGLang run an NVFP4 checkpoint through Petit's weight-only kernels (BF16 or FP16 inputs:
+    vllm-project/vllm ``vllm/model_executor/layers/quantization/petit.py`` ``PetitNvFp4Config``, whose
+    ``get_supported_act_dtypes`` are those two; sgl-project/sglang the same file under ``python/sglang/srt``).
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> [fp4_units_take(get_gpu(g), f) for g, f in (("b200", "nvfp4"), ("mi355x", "mxfp4"), ("mi355x", "nvfp4"))]
+    [True, True, False]
+    """
+    return gpu.fp4_hardware and weights_format.upper() in gpu.fp4_formats
+
+
+def weights_precision_on(gpu: GpuSpec, weights_format: str) -> ComputePrecision:
+    """:func:`compute_precision_for_weights` on ``gpu``: an FP4 format its FP4 units do not take
+    (:func:`fp4_units_take`) is dequantized and multiplied at the BF16 rate, as on a GPU without FP4 math (which
+    :func:`peak_for` falls back from itself, with its warning).
+
+    >>> from anchorgpu.hardware import get_gpu
+    >>> [weights_precision_on(get_gpu("mi355x"), f) for f in ("mxfp4", "nvfp4", "fp8")]
+    ['fp4', 'bf16', 'fp8']
+    """
+    precision = compute_precision_for_weights(weights_format)
+    if precision == "fp4" and gpu.fp4_hardware and not fp4_units_take(gpu, weights_format):
+        return "bf16"
+    return precision
 
 
 def compute_precision_for_training(train_precision: str) -> ComputePrecision:

@@ -45,7 +45,13 @@ from anchorgpu.planner.speed.figures import (
     put_time,
 )
 from anchorgpu.planner.speed.launches import is_block_fp8
-from anchorgpu.planner.speed.links import PeakChoice, compute_precision_for_weights, host_kind, peak_for
+from anchorgpu.planner.speed.links import (
+    PeakChoice,
+    compute_precision_for_weights,
+    host_kind,
+    peak_for,
+    weights_precision_on,
+)
 from anchorgpu.planner.speed.moe_backend import (
     VLLM_MARLIN,
     moe_backend_line,
@@ -140,6 +146,8 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
         kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
     precision, block_fp8, gather_bytes, share, expert_share, head_share = (
         terms or setup_terms(model, weights, w.engine))
+    if precision == "fp4" and plan.gpu is not None:  # FP4 units that do not take the format: weight-only (speed.peaks)
+        precision = weights_precision_on(plan.gpu, weights or "bf16")
     # the byte counts as floats, the type the step's arithmetic is in (exact: they are far below 2**53)
     # by position: weights_bytes_per_gpu, kv_bytes_per_sequence_per_gpu, precision, tp, pp, replicas,
     # max_num_batched_tokens, gpus_per_server, graph_batch_sizes, ep, block_fp8, host_overlap, ep_gather_bytes, the
@@ -210,6 +218,8 @@ def serving_context(gpu: GpuSpec, cal: Calibration, model: ModelSpec, weights: s
     kind = serving_band_kind(model, pp)
     evidence = None if cal.origin == "user" else evidence_of(evidence_items(gpu, cal, evidence_kind("serve", kind),
                                                                               engine))
+    if precision == "fp4":  # an FP4 format the GPU's FP4 units do not take runs weight-only (NVFP4 on CDNA4)
+        precision = weights_precision_on(gpu, weights or "bf16")
     choice = peak_for(gpu, precision)  # a precision the GPU has no tensor cores for runs at the BF16 peak
     return ServingContext(
         choice=choice, band=plan_band(gpu, cal, "serve", kind, engine),
