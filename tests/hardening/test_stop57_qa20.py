@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
+from cli_runner import run_json
 from hardening.conftest import problem_of
 
 _8B_TRAIN: dict[str, Any] = {"model": "llama-3.1-8b", "task": "train"}
@@ -36,3 +38,18 @@ def test_a_misspelt_field_names_the_field_meant_and_an_unknown_one_nothing_more(
     assert problem_of(typo)["detail"] == "body.gpuz: Extra inputs are not permitted; did you mean 'gpu'?"
     unknown = client.post("/v1/plan", json={**_8B_TRAIN, "colour": "red"})
     assert problem_of(unknown)["detail"] == "body.colour: Extra inputs are not permitted"
+
+
+def test_recommend_breaks_a_speed_tie_toward_data_parallelism_as_plan_chooses(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """2. Llama 3.1 8B at 131,072 tokens on one server of 8 MI355X: CP 4 x DP 2 and CP 8 x DP 1 are predicted at the
+    same speed (ring attention hidden behind attention, the same work a GPU). ``plan`` chose CP 4 x DP 2; recommend's
+    row for the same offering and count was CP 8 x DP 1 (its tie went to the lesser memory), so the two faces showed
+    two layouts for one question. The tie now goes to the more data-parallel ranks first, on every such row."""
+    argv = ("llama-3.1-8b", "--task", "train", "--seq", "131072", "--tokens", "1e10", "--gpu", "mi355x")
+    rows = run_json(capsys, "recommend", *argv, "--top", "3")["results"]
+    one_server = next(r for r in rows if r["gpus"] == 8)
+    chosen = run_json(capsys, "plan", *argv, "--gpus", "8")
+    assert (one_server["layout"]["cp"], one_server["layout"]["dp"]) == (4, 2)
+    assert (chosen["layout"]["cp"], chosen["layout"]["dp"]) == (4, 2)
+    assert one_server["train_tokens_per_s"] == pytest.approx(chosen["performance"]["train_tokens_per_s"], abs=0.1)
