@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from cli_runner import run_json
+from cli_runner import run, run_json
 from hardening.conftest import problem_of
 
 _8B_TRAIN: dict[str, Any] = {"model": "llama-3.1-8b", "task": "train"}
@@ -74,3 +74,14 @@ def test_the_chosen_layouts_line_says_a_split_within_the_margin_was_not_sought(
     moved = run_json(capsys, "plan", "qwen3-30b-a3b", "--task", "train", "--gpu", "h100", "--gpus", "64")
     line = next(a for a in moved["assumptions"] if a.startswith("Layout chosen"))
     assert "chosen over the first that fits" in line and "is not sought" not in line, line
+
+
+def test_gpus_compare_calls_a_training_plans_length_its_sequence(capsys: pytest.CaptureFixture[str]) -> None:
+    """4. ``gpus compare ... --task train`` wrote "Full plan (training, context 8,192 tokens, ...)" beside a hint that
+    says ``--seq 8192``: a training sequence is plan's ``--seq``, a served one its ``--context`` (control: inference)."""
+    code, out, _ = run(capsys, "gpus", "compare", "h200", "h100", "--model", "llama-3.1-70b", "--task", "train")
+    text = " ".join(out.split())
+    assert code == 0 and "Full plan (training, sequence 8,192 tokens, weights bf16)" in text, text[-600:]
+    assert "--task train --seq 8192 --gpu h200" in text
+    code, out, _ = run(capsys, "gpus", "compare", "h200", "h100", "--model", "llama-3.1-8b")
+    assert code == 0 and "Full plan (inference, context 8,192 tokens" in " ".join(out.split())
