@@ -27,7 +27,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from anchorgpu.api.words import api_words, request_fields
+from anchorgpu.api.words import api_words, field_hint, request_fields
 from anchorgpu.errors import AnchorError
 from anchorgpu.validation import pattern_reason
 
@@ -101,12 +101,17 @@ def problem_from_error(exc: AnchorError, *, fields: frozenset[str] = frozenset()
     return problem(status, exc.code, api_words(exc.message, fields), headers=headers or None, **extra)
 
 
-def _field_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+def _field_errors(exc: RequestValidationError, fields: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+    """Each failed field and why; a body field the request does not have names the one it may have meant
+    (:func:`~anchorgpu.api.words.field_hint`: ``train_tokens`` on ``/v1/plan`` is its ``tokens``)."""
     out = []
     for err in exc.errors():
         loc = [str(part) for part in err.get("loc", ())]
         words = pattern_reason((err.get("ctx") or {}).get("pattern")) if err.get("type") == "string_pattern_mismatch" else None
-        out.append({"field": ".".join(loc), "message": words or str(err.get("msg", "invalid"))})
+        message = words or str(err.get("msg", "invalid"))
+        if err.get("type") == "extra_forbidden" and len(loc) == 2 and loc[0] == "body":
+            message += field_hint(loc[1], fields)
+        out.append({"field": ".".join(loc), "message": message})
     return out
 
 
@@ -145,7 +150,7 @@ async def _on_sign_in_required(request: Request, exc: Exception) -> Response:
 
 async def _on_validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
-    errors = _field_errors(exc)
+    errors = _field_errors(exc, request_fields(request))
     if _is_page(request):
         return _page(request, 422, "invalid_request", _validation_detail(errors))
     return problem(422, "invalid_request", _validation_detail(errors), errors=errors)

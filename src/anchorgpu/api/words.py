@@ -25,7 +25,7 @@ from typing import Any
 
 from fastapi import Request
 
-__all__ = ["API_COMMANDS", "PAGE_COMMANDS", "answer_words", "api_words", "request_fields"]
+__all__ = ["API_COMMANDS", "PAGE_COMMANDS", "answer_words", "api_words", "field_hint", "request_fields"]
 
 _FLAG_NAME = r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*"
 _FLAG = re.compile(rf"(?<![\w-])--({_FLAG_NAME})(?![\w-])")
@@ -73,6 +73,30 @@ def request_fields(request: Request) -> frozenset[str]:
                 names.update(field.alias or name for name, field in body.model_fields.items())
         todo.extend(dependant.dependencies)
     return frozenset(names)
+
+
+def field_hint(name: str, fields: frozenset[str]) -> str:
+    """What a refusal of the unknown body field ``name`` adds: the field of ``fields`` meant, where one is plain.
+    The one quantity the two planning routes name apart (``_RENAMED_FLAGS``: the tokens to train on are ``plan``'s
+    ``tokens`` and ``recommend``'s ``train_tokens``, both the CLI's ``--tokens``) is named the other route's way;
+    else the fields spelled closest (``difflib``, a ratio of 0.8 or more: ``gpuz`` → ``gpu``); else nothing.
+
+    >>> field_hint("train_tokens", frozenset({"tokens", "seq"}))
+    "; this route names it 'tokens'"
+    >>> field_hint("tokens", frozenset({"train_tokens", "output_tokens"}))
+    "; this route names it 'train_tokens'"
+    >>> field_hint("gpuz", frozenset({"gpu", "gpus", "seq"})), field_hint("colour", frozenset({"gpu"}))
+    ("; did you mean 'gpu'?", '')
+    """
+    import difflib
+
+    for flag, renamed in _RENAMED_FLAGS.items():
+        plain = flag.replace("-", "_")
+        for given, other in ((renamed, plain), (plain, renamed)):
+            if name == given and other in fields:
+                return f"; this route names it {other!r}"
+    close = difflib.get_close_matches(name, sorted(fields), n=2, cutoff=0.8)
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
 
 
 def _field(flag: str, fields: frozenset[str]) -> str | None:

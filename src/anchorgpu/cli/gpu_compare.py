@@ -227,7 +227,8 @@ def _plan_statements(planned: dict[str, Any]) -> list[str]:
     if planned["task"] == "diffusion":
         what = f"diffusion at the pipeline's default resolution, weights {planned['weights_format']}"
     else:
-        what = f"{planned['task']}, context {planned['context_tokens']:,} tokens, weights {planned['weights_format']}"
+        length = "context" if planned["task"] == "inference" else "sequence"  # a training sequence is plan's --seq
+        what = f"{planned['task']}, {length} {planned['context_tokens']:,} tokens, weights {planned['weights_format']}"
     first = next(iter(planned["per_gpu"]))
     task = "train" if planned["task"] == "training" else planned["task"]
     asked = "" if task == "diffusion" else (f" --task {task} --seq {planned['context_tokens']}" if task != "inference"

@@ -151,21 +151,26 @@ def _layout_groups(result: SweepResult) -> np.ndarray | None:
 
 
 def best_per_group(result: SweepResult, usable: np.ndarray, group: np.ndarray | None = None) -> Groups:
-    """Index of the fastest usable configuration per (shape, servers); ties: less memory, then grid order.
-    ``group``: :func:`group_keys` of the result, where the caller has it."""
+    """Index of the fastest usable configuration per (shape, servers); ties: for training the more data-parallel
+    ranks (the fewer GPUs a sequence's model is split over: Llama 3.1 8B at 131,072 tokens on 8 MI355X is CP 4 x DP 2,
+    as ``plan`` chooses it, not CP 8 x DP 1 predicted as fast, whose ring attention has twice the hops), then less
+    memory, then grid order. ``group``: :func:`group_keys` of the result, where the caller has it."""
     c = result.columns
     name = "decode_tokens_per_s_total" if result.task == "inference" else "train_tokens_per_s"
+    ranks = result.task != "inference" and "dp" in c
     layouts = _layout_groups(result)
     if layouts is not None:
         speed = np.negative(_by_row(result, np.asarray(c.compact(name), dtype=np.float64)))
         mem = _by_row(result, np.asarray(c.compact("per_gpu_total_bytes"), dtype=np.float64))
-        found = _first_best_rows(layouts, (speed, mem), among=usable.reshape(c.shape[0], -1), own_first=True)
+        dp = (np.negative(_by_row(result, np.asarray(c.compact("dp"), dtype=np.float64))),) if ranks else ()
+        found = _first_best_rows(layouts, (speed, *dp, mem), among=usable.reshape(c.shape[0], -1), own_first=True)
         if found is not None:
             return found
     mem = np.asarray(c["per_gpu_total_bytes"], dtype=np.float64)
     speed = _speed_column(result)
-    return _first_best(group_keys(result) if group is None else group, (np.negative(speed, out=speed), mem),
-                       among=usable)
+    dp_all = (np.negative(np.asarray(c["dp"], dtype=np.float64)),) if ranks else ()
+    return _first_best(group_keys(result) if group is None else group,
+                       (np.negative(speed, out=speed), *dp_all, mem), among=usable)
 
 
 def closest_miss(result: SweepResult, group: np.ndarray | None = None, *,
