@@ -11,7 +11,7 @@ import numpy as np
 
 from anchorgpu.planner.sweep import SweepResult
 
-__all__ = ["best_per_group", "closest_miss", "group_keys"]
+__all__ = ["best_per_group", "best_serving_per_group", "closest_miss", "group_keys", "stages_on_scale_up_grid"]
 
 Groups = dict[tuple[int, int], int]
 
@@ -171,6 +171,40 @@ def best_per_group(result: SweepResult, usable: np.ndarray, group: np.ndarray | 
     dp_all = (np.negative(np.asarray(c["dp"], dtype=np.float64)),) if ranks else ()
     return _first_best(group_keys(result) if group is None else group,
                        (np.negative(speed, out=speed), *dp_all, mem), among=usable)
+
+
+def stages_on_scale_up_grid(result: SweepResult) -> np.ndarray:
+    """Per configuration of a serving sweep: whether its replica runs pipeline stages on servers whose GPUs all
+    share a scale-up link (:func:`~anchorgpu.planner.speed.serving_stages.stages_on_scale_up`,
+    which plan's chooser reads)."""
+    from anchorgpu.planner.speed.serving_stages import stages_on_scale_up
+
+    c = result.columns
+    tp, pp, shape = (np.asarray(c.compact(k), dtype=np.int64) for k in ("tp", "pp", "shape"))
+    span = np.broadcast_arrays(tp * pp, shape)
+    keys, where = np.unique(span[1] * 65536 + span[0], return_inverse=True)
+    # per (shape, TP x PP): whether stages of a replica spanning that many GPUs run on scale-up servers
+    inside = np.array([stages_on_scale_up(result.shapes[k // 65536].gpu, 1, k % 65536,
+                                              gpus_per_server=result.shapes[k // 65536].gpus_per_server)
+                       for k in keys.tolist()], dtype=bool)
+    return c.widen(inside[where.reshape(span[0].shape)] & (pp > 1))
+
+
+def best_serving_per_group(result: SweepResult, usable: np.ndarray) -> Groups:
+    """:func:`best_per_group` of a serving sweep under the serving chooser's rule for pipeline stages
+    (:mod:`~anchorgpu.planner.speed.serving_stages`): in a (shape, servers) group where a usable configuration of TP
+    alone (no stages, no attention data parallelism) runs, the configurations with stages on scale-up servers are
+    left out; elsewhere (PCIe-only servers, or TP alone holds nothing) all are ranked by speed, as plan's chooser
+    ranks them."""
+    best = best_per_group(result, usable)
+    inside = stages_on_scale_up_grid(result)
+    if not bool((inside & usable).any()):
+        return best
+    c = result.columns
+    tp_alone = best_per_group(result, usable & ~inside & c.widen(np.asarray(c.compact("ep")) <= np.asarray(
+        c.compact("tp"))))
+    without = best_per_group(result, usable & ~inside)
+    return {key: (without[key] if key in tp_alone else i) for key, i in best.items()}
 
 
 def closest_miss(result: SweepResult, group: np.ndarray | None = None, *,

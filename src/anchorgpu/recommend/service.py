@@ -50,7 +50,7 @@ from anchorgpu.recommend.limits import LimitsApplied, apply_limits, limits_line
 from anchorgpu.recommend.precision import lowered, precision_choice
 from anchorgpu.recommend.records import Recommendation, RecommendedOption, Rejection
 from anchorgpu.recommend.render import recommendation_to_json
-from anchorgpu.recommend.selection import best_per_group, closest_miss
+from anchorgpu.recommend.selection import best_per_group, best_serving_per_group, closest_miss
 from anchorgpu.recommend.shapes import (
     crosses_network,
     multi_server_network_line,
@@ -208,7 +208,8 @@ def recommend(
     applied = LimitsApplied()
     if result.task == "inference":
         usable, applied = apply_limits(result, usable, spec.min_tokens_per_s_per_user, spec.max_ttft_s)
-    best = best_per_group(result, usable)
+    # serving: stages on NVLink/xGMI servers only where TP alone holds nothing, as plan's chooser
+    best = best_serving_per_group(result, usable) if result.task == "inference" else best_per_group(result, usable)
     misses = closest_miss(result, skip=best)  # only the groups with no configuration kept are read
     seq = default_seq_tokens(spec.workload, model.max_context_tokens)  # a training sweep's sequence, as it sizes it
     training = result.task != "inference"

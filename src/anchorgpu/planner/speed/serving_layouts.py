@@ -3,6 +3,8 @@ and on them, of the layouts that hold it (replicas of a TP split inside a server
 for a mixture of experts attention data parallelism with EP over a server, on more servers one such engine on
 each), the fastest, but the planner's first unless another is predicted faster by more than the calibration's margin
 between layouts; with a GPU count, the same on that many GPUs, the planner's default (TP across one server) first.
+On servers whose GPUs share NVLink or xGMI, pipeline stages are ranked only where no layout of TP alone holds
+the users (:mod:`~anchorgpu.planner.speed.serving_stages`: TP inside a server, PP across servers).
 Split from :mod:`~anchorgpu.planner.speed.layouts` (the training chooser); the ranking of the layouts that hold
 the users, and its words, are :mod:`~anchorgpu.planner.speed.serving_ranking`. Pure.
 """
@@ -20,6 +22,7 @@ from anchorgpu.planner.engine_limits import engine_limits_on
 from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload
 from anchorgpu.planner.speed.layouts import SERVER_GPUS, Choice, tp_ok
 from anchorgpu.planner.speed.serving_ranking import fastest, holds, split_label, split_words, users_words, which
+from anchorgpu.planner.speed.serving_stages import STAGES_RULE, stages_on_scale_up, without_stages_on_scale_up
 from anchorgpu.units import fmt_bytes
 
 if TYPE_CHECKING:
@@ -44,7 +47,9 @@ def _serving_layouts(model: ModelSpec, gpus: int, engine: str = "vllm") -> Itera
     Then, for a mixture of experts, each replica's TP group with the routed experts split whole over it instead of
     sliced (EP inside TP, :func:`ep_inside_tp_sizes`: ``--tp 8 --ep 8``), the attention still TP. Last, each
     replica's narrower TP splits with more pipeline stages (TP 2 x PP 4 of an 8-GPU replica), which recommend's sweep
-    times too: Llama 3.1 70B for 989 users on 8 H100 is predicted 1.47x faster as TP 2 x PP 4 than as TP 8."""
+    times too: Llama 3.1 70B for 989 users on 8 H100 is predicted 1.47x faster as TP 2 x PP 4 than as TP 8 (on
+    NVLink/xGMI servers the chooser ranks stages only where TP alone holds nothing:
+    :mod:`~anchorgpu.planner.speed.serving_stages`)."""
     # GPUs one replica spans: powers of two, then the other divisors of a count such as 3, 6 or 24 (a replica of 3
     # pipeline stages is what 3 GPUs hold a 70B with, where TP 3 divides no head count and 3 replicas hold nothing)
     odd = [unit for unit in range(3, min(gpus, 64) + 1) if gpus % unit == 0 and unit & (unit - 1)]
@@ -143,7 +148,8 @@ def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPla
     (:func:`_serving_layouts`: replicas of a TP split inside one server, PP across servers, and for a mixture of
     experts attention data parallelism with EP over a server), the fastest, but the first in that order unless
     another is predicted faster by more than the calibration's layout margin
-    (:func:`~anchorgpu.planner.speed.serving_ranking.fastest`). A replica holds its share when its memory does and its
+    (:func:`~anchorgpu.planner.speed.serving_ranking.fastest`); pipeline stages on NVLink/xGMI servers only where
+    no layout of TP alone holds the users (:mod:`~anchorgpu.planner.speed.serving_stages`). A replica holds its share when its memory does and its
     engine runs that many at once (vLLM's ``max_num_seqs``, 1,024 by default on large GPUs): past the cap the rest
     would wait in the engine's queue. An ``--ep`` given is kept: only layouts of
     that EP are tried (None where none holds the users, or the model cannot take it: the plan then refuses or shows
@@ -155,12 +161,14 @@ def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPla
     for gpus in SERVING_GPU_COUNTS:
         held, closest = _held(model, w, precision, gpus, gpu, overheads, want, cap, ep=given.ep)
         if held:
+            held, staged = without_stages_on_scale_up(held, gpu)
             pick, speeds, classes = fastest(held, gpu)
             layout, p = held[pick]
             reason = (f"Layout chosen: {gpus:,} GPU{'s' if gpus > 1 else ''} ({split_words(layout)}) - the fewest "
                       f"{gpu.name} that hold {users_words(want)}" + (f" with --ep {given.ep} as given" if given.ep else "")
                       + (f" (at most {cap:,} a replica, the engine's max_num_seqs)" if want > cap else "")
                       + ("" if len(held) == 1 else "; " + which(held, pick, speeds, classes, None))
+                      + stages_words(staged, layout, speeds[pick], gpu)
                       + "; pass --gpus to choose" + _counts_tried(gpus)
                       + _fewer_gpus_with(model, w, precision, fewer, gpu, overheads))
             return Choice(layout=layout, workload=w, reason=reason), p
@@ -174,6 +182,25 @@ def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPla
                               f"{users_words(want)} ({tried}); give --gpus with --tp, --pp and --dp, or leave --ep out "
                               "for the planner's choice")
     return None
+
+
+def stages_words(left_out: list[tuple[Layout, Plan]], chosen: Layout, chosen_speed: float, gpu: GpuSpec) -> str:
+    """``; TP 2, PP 2, DP 2, at 129 output tok/s, left out: RULE`` where the rule
+    (:mod:`~anchorgpu.planner.speed.serving_stages`) left out a layout predicted faster than the one chosen (at
+    ``chosen_speed``; the fastest of those left out named); ``; pipeline stages on NVLink/xGMI servers, as ...`` where the
+    layout chosen has them as no layout of TP alone holds the users; else empty."""
+    from anchorgpu.planner.speed.estimate import plan_performance
+
+    if left_out:
+        speeds = [float(plan_performance(p).get("output_tokens_per_s") or 0.0) for _, p in left_out]
+        best = max(range(len(speeds)), key=lambda i: (speeds[i], -i))
+        if speeds[best] <= chosen_speed:
+            return ""
+        return (f"; {split_label(left_out[best][0])}, predicted at {speeds[best]:,.0f} output tok/s, left out: "
+                f"{STAGES_RULE}")
+    if stages_on_scale_up(gpu, chosen.tp or 1, chosen.pp or 1):
+        return f"; pipeline stages as no layout of TP alone holds them ({STAGES_RULE})"
+    return ""
 
 
 def _counts_tried(gpus: int) -> str:
@@ -213,21 +240,24 @@ def choose_serving_layout_on(model: ModelSpec, w: Workload, precision: Precision
     held = [(given, default), *others] if default.fits else others
     if not held:
         return None
+    held, staged = without_stages_on_scale_up(held, gpu)
     pick, speeds, classes = fastest(held, gpu)
     layout, p = held[pick]
     if p is default:
-        if max(speeds) <= speeds[0]:
+        staged_words = stages_words(staged, given, speeds[0], gpu)
+        if max(speeds) <= speeds[0] and not staged_words:
             return None, default
         # kept though another is predicted faster (within the margin): say which, as recommend may show it
         kept = (f"Layout kept on the {gpus:,} GPUs asked: the default, TP {lay.tp}"
-                + (f" with {lay.dp:,} replicas" if lay.dp > 1 else "") + f" - {which(held, 0, speeds, classes, users_words(want))}; "
-                "pass --tp, --pp, --dp and --ep to choose")
+                + (f" with {lay.dp:,} replicas" if lay.dp > 1 else "") + f" - {which(held, 0, speeds, classes, users_words(want))}"
+                + staged_words + "; pass --tp, --pp, --dp and --ep to choose")
         return Choice(layout=given, workload=w, reason=kept), default
     why = (f"the default, TP {lay.tp}" + (f" with {lay.dp:,} replicas" if lay.dp > 1 else "")
            + (f", serves them at {speeds[0]:,.0f}" if default.fits else
               f", does not hold them (it needs {fmt_bytes(default.per_gpu.total_bytes)} a GPU)"))
     reason = (f"Layout chosen on the {gpus:,} GPUs asked: {split_words(layout)} - "
-              f"{which(held, pick, speeds, classes, users_words(want))}; {why}; pass --tp, --pp, --dp and --ep to choose")
+              f"{which(held, pick, speeds, classes, users_words(want))}; {why}{stages_words(staged, layout, speeds[pick], gpu)}; "
+              "pass --tp, --pp, --dp and --ep to choose")
     return Choice(layout=layout, workload=w, reason=reason), p
 
 
