@@ -58,7 +58,7 @@ def test_the_chooser_and_recommend_never_interleave_qlora(capsys: pytest.Capture
 #    budget 8,192 / 401 = 20.4 users.
 _8B_PROMPTS = ("llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--prompt", "4000", "--output-tokens", "10")
 _QUEUE = ("Prompts queue: 64 users of 4,000 prompt + 10 output tokens need 25,664 tokens a step (their decodes and "
-          "their prompts spread over the outputs), over the engine's step budget of 8,192 tokens")
+          "their prompts spread over the outputs), over vLLM's step budget of 8,192 tokens (max_num_batched_tokens)")
 
 
 def test_a_prompt_bound_plan_says_the_prompts_queue(capsys: pytest.CaptureFixture[str], client: TestClient) -> None:

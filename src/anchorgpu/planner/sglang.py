@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from anchorgpu.hardware.spec import GpuSpec
 
-__all__ = ["CLIP_MAX_NEW_TOKENS", "RATIO_DECAY_STEPS", "SGLANG_MAX_REQUESTS", "SglangSettings", "admission_tokens", "admitted_requests", "cuda_graph_max_bs",
+__all__ = ["CLIP_MAX_NEW_TOKENS", "RATIO_DECAY_STEPS", "SGLANG_MAX_PREFILL_TOKENS", "SGLANG_MAX_REQUESTS", "SglangSettings", "admission_tokens", "admitted_requests", "cuda_graph_max_bs",
            "decode_graph_batch_sizes", "dequantises_absorbed_weights", "initial_new_token_ratio", "max_running_requests",
            "new_token_ratio_floor",
            "page_size_tokens", "prefill_graph_sizes", "sglang_gpu_memory_bytes", "sglang_settings"]
@@ -38,6 +38,10 @@ a request may still write more."""
 
 RATIO_DECAY_STEPS: int = int(_data()["admission"]["new_token_ratio_decay_steps"])
 """Decode steps over which SGLang's ``new_token_ratio`` falls from its initial value to its floor (600)."""
+
+SGLANG_MAX_PREFILL_TOKENS: int = int(_data()["prefill_batch"]["max_prefill_tokens"])
+"""SGLang's ``max_prefill_tokens`` unless the launch gives it (16,384): past it no further prompt joins a prefill
+batch, so a step budget (``chunked_prefill_size``) above it needs ``--max-prefill-tokens`` raised too."""
 
 
 def sglang_gpu_memory_bytes(gpu: GpuSpec | None) -> int | None:

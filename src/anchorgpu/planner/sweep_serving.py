@@ -58,26 +58,29 @@ def _others_output_tokens(batch: FloatArray, out_tokens: int) -> FloatArray | in
 
 
 def _user_output_tokens(batch: FloatArray, prompt: int, out_tokens: int, budget_tokens: FloatArray
-                        ) -> tuple[FloatArray | int, BoolArray]:
-    """The outputs a user's step between its tokens is timed at ``(1, P)``, and where the pairs are prompt-bound:
-    :func:`_others_output_tokens`, or past the token budget
-    :func:`~anchorgpu.planner.speed.batching.prompt_bound_output_tokens` (``T - B`` prompt tokens a step)."""
+                        ) -> FloatArray | int:
+    """The outputs a user's step between its tokens is timed at ``(1, P)``: :func:`_others_output_tokens`, or past
+    the token budget :func:`~anchorgpu.planner.speed.batching.prompt_bound_output_tokens` (``T - B`` prompt tokens a
+    step)."""
     others = _others_output_tokens(batch, out_tokens)
-    bound = ((batch > 1.0) & (budget_tokens > batch) & (batch * (1.0 + prompt / out_tokens) > budget_tokens)
-             if out_tokens > 1 else np.zeros(batch.shape, dtype=bool))
+    if out_tokens <= 1:
+        return others
+    bound = (batch > 1.0) & (budget_tokens > batch) & (batch * (1.0 + prompt / out_tokens) > budget_tokens)
     if not bound.any():
-        return others, bound
+        return others
     room = np.where(bound, budget_tokens - batch, 1.0)
-    return np.where(bound, np.maximum(others, batch * prompt / room), others), bound
+    return np.where(bound, np.maximum(others, batch * prompt / room), others)
 
 
-def _prompt_bound_ttft(ttft: FloatArray, bound: BoolArray, out_tokens: int, step: FloatArray,
-                       user_step: FloatArray) -> FloatArray:
-    """:func:`~anchorgpu.planner.speed.batching.prompt_bound_ttft_s` in place on ``ttft`` ``(W, K, 1, P)`` where
-    ``bound`` ``(1, P)``: the request's ``O`` mean steps less its ``O - 1`` between tokens, at least its own chunks."""
-    if bound.any():
+def _little_ttft(ttft: FloatArray, batch: FloatArray, out_tokens: int, step: FloatArray,
+                 user_step: FloatArray) -> FloatArray:
+    """:func:`~anchorgpu.planner.speed.batching.little_ttft_s` in place on ``ttft`` ``(W, K, 1, P)`` where the pairs
+    run more than one sequence ``batch`` ``(1, P)`` and a request has more than one output: the request's ``O`` mean
+    steps less its ``O - 1`` between tokens, at least its own chunks."""
+    many = batch > 1.0
+    if out_tokens > 1 and many.any():
         queued = out_tokens * step - (out_tokens - 1) * user_step
-        np.copyto(ttft, np.maximum(ttft, queued), where=bound)
+        np.copyto(ttft, np.maximum(ttft, queued), where=many)
     return ttft
 
 
@@ -230,10 +233,10 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     ticks = _ticks(model, shapes, spec, lay, weights, kv, mem.weights, pairs, prompt, output)
     _steady_step(ticks, batch, prompt, output, budget_tokens, step)
     # a user's step between its tokens: the other users' prompts only (speed.batching.others_output_tokens)
-    between, bound = _user_output_tokens(batch, prompt, output, budget_tokens)
-    _steady_step(ticks, batch, prompt, between, budget_tokens, user_step)
+    _steady_step(ticks, batch, prompt, _user_output_tokens(batch, prompt, output, budget_tokens), budget_tokens,
+                 user_step)
     _time_to_first_token(ticks, budget_tokens, batch, prompt, ttft)
-    _prompt_bound_ttft(ttft, bound, output, step, user_step)  # past the budget: the prompts queue
+    _little_ttft(ttft, batch, output, step, user_step)  # a request takes O mean steps (Little's law)
     del ticks  # its terms per pair, before the grid's columns are formed
     # the four columns that vary along every axis, in the sweep's order, in one block: one allocation, not four
     total_b, ttft_column, total_tps, per_user = np.empty((4, *grid))
@@ -375,16 +378,15 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
         batch = (pair // (rows * groups)).astype(np.float64)[None, :]
         step, first = np.empty((2, 1, 1, 1, batch.size))
         ticks = copy.copy(base).expanded(at)
-        between, bound = _user_output_tokens(batch, prompt, output, budget[at])
-        _steady_step(ticks, batch, prompt, between, budget[at], step)
+        _steady_step(ticks, batch, prompt, _user_output_tokens(batch, prompt, output, budget[at]), budget[at], step)
         where = inverse.reshape(conc.shape)
         speed: FloatArray = 1.0 / step[0, 0, 0, where]
         if not ttft:
             return speed, None
         _time_to_first_token(ticks, budget[at], batch, prompt, first)
-        if bound.any():  # past the budget the prompts queue: the full steady step too
+        if output > 1 and (batch > 1.0).any():  # a request takes O mean steps: the full steady step too
             full = _steady_step(ticks, batch, prompt, output, budget[at], np.empty_like(step))
-            _prompt_bound_ttft(first, bound, output, full, step)
+            _little_ttft(first, batch, output, full, step)
         return speed, first[0, 0, 0, where]
 
     return figures

@@ -5,6 +5,7 @@ memoised on the values it states (they recur across the plans of a sweep or a la
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 from anchorgpu.architectures.spec import ModelSpec
@@ -13,19 +14,21 @@ from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.sglang import (
     CLIP_MAX_NEW_TOKENS,
     RATIO_DECAY_STEPS,
+    SGLANG_MAX_PREFILL_TOKENS,
     admission_tokens,
     initial_new_token_ratio,
     new_token_ratio_floor,
 )
 from anchorgpu.planner.speed.attention_rate import trtllm_prompt_attention_peak_share
-from anchorgpu.planner.speed.caveats import GLOBAL_BATCH_CAVEAT_LABEL
+from anchorgpu.planner.speed.batching import prompt_bound_output_tokens
+from anchorgpu.planner.speed.caveats import GLOBAL_BATCH_CAVEAT_LABEL, PROMPT_QUEUE_CAVEAT_LABEL
 from anchorgpu.planner.speed.constants import Calibration, stack_of
 from anchorgpu.planner.speed.evidence import STACK_NAMES
 from anchorgpu.planner.speed.launches import LayerLaunches, launch_ratio, launches_per_layer
 from anchorgpu.planner.speed.links import host_kind
 
 __all__ = ["NETWORK_LABEL", "expert_launch_line", "expert_parallel_line", "expert_tp_line", "larger_batch_line", "launches_line",
-           "megatron_fsdp_line", "network_line", "pp_host_passes_line", "prompt_attention_apart_line",
+           "megatron_fsdp_line", "network_line", "pp_host_passes_line", "prompt_attention_apart_line", "prompt_queue_line",
            "pytorch_fsdp_line", "pytorch_stack_line", "serving_constants_line",
            "serving_line", "step_line"]
 
@@ -340,3 +343,51 @@ def pytorch_stack_line(elementwise_bytes: float, fused_bytes: float, fa2_efficie
             f"with Transformer Engine (fitted on the PyTorch-native runs of the calibration set, the others held out), "
             f"and attention runs as PyTorch's SDPA picks it on Hopper and newer, a FlashAttention-2-class kernel at "
             f"{fa2_efficiency:.0%} of the BF16 peak (stated). " + pytorch_speed_line())
+
+
+_STEP_BUDGET = {
+    "vllm": ("vLLM", "max_num_batched_tokens", "vllm serve --max-num-batched-tokens"),
+    "sglang": ("SGLang", "chunked_prefill_size", "sglang.launch_server --chunked-prefill-size"),
+    "trtllm": ("TensorRT-LLM", "max_num_tokens", "trtllm-serve --max_num_tokens"),
+}
+"""Each engine's step budget, the setting this tool's ``--max-num-batched-tokens`` plans
+(:func:`~anchorgpu.planner.engine_limits.engine_limits`), and the engine's own flag for it: vLLM's
+``max_num_batched_tokens`` (vllm-project/vllm@00024d31 ``vllm/v1/core/sched/scheduler.py``: the ``token_budget`` a
+step); SGLang's ``chunked_prefill_size`` (sgl-project/sglang@001067ff ``python/sglang/srt/server_args.py``, "the
+maximum number of tokens in a chunk for the chunked prefill"; with ``max_prefill_tokens`` beside it:
+:data:`~anchorgpu.planner.sglang.SGLANG_MAX_PREFILL_TOKENS`); TensorRT-LLM's ``max_num_tokens`` (NVIDIA/TensorRT-LLM
+``tensorrt_llm/commands/serve.py``, trtllm-serve ``--max_num_tokens``, "maximum number of batched input tokens after
+padding is removed in each batch")."""
+
+
+def prompt_queue_line(per_replica: int, replicas: int, prompt: int, output: int, budget_tokens: int,
+                      ttft_s: float, engine: str = "vllm") -> str | None:
+    """The line saying the prompts queue, where the engine's step budget cannot hold the steady state of
+    ``per_replica`` users (:func:`~anchorgpu.planner.speed.batching.prompt_bound_output_tokens`: ``B + B * I / O``
+    tokens a step over ``T``), else None; ``ttft_s``: the time to first token the plan gives, most of it that wait.
+    The users a replica holds under the budget, ``T / (1 + I / O)``, and the budget its users need are named: this
+    tool's ``--max-num-batched-tokens`` and ``engine``'s own setting (:data:`_STEP_BUDGET`; SGLang's
+    ``--max-prefill-tokens`` too where the budget passes its default).
+
+    >>> print(prompt_queue_line(64, 1, 4000, 10, 8192, 4.03))  # doctest: +ELLIPSIS
+    Prompts queue: 64 users of 4,000 prompt + 10 output tokens need 25,664 tokens a step (their decodes and their ...
+    >>> prompt_queue_line(20, 1, 4000, 10, 8192, 0.5) is None
+    True
+    >>> prompt_queue_line(64, 1, 4000, 10, 8192, 4.03, "trtllm").endswith(
+    ...     "--max-num-batched-tokens 25664 (trtllm-serve --max_num_tokens 25664) keeps the steps within the budget")
+    True
+    """
+    if prompt_bound_output_tokens(per_replica, prompt, output, budget_tokens) is None:
+        return None
+    needed = math.ceil(per_replica * (1 + prompt / output))
+    fewer = max(1, int(budget_tokens / (1 + prompt / output))) * replicas
+    where = "a replica" if replicas > 1 else ""
+    name, setting, flag = _STEP_BUDGET.get(engine, _STEP_BUDGET["vllm"])
+    launch = f"{flag} {needed}"
+    if engine == "sglang" and needed > SGLANG_MAX_PREFILL_TOKENS:  # no more prompts join a batch past it
+        launch += f" and --max-prefill-tokens {needed}"
+    return (f"{PROMPT_QUEUE_CAVEAT_LABEL}: {per_replica:,} users {where + ' ' if where else ''}of {prompt:,} prompt + "
+            f"{output:,} output tokens need {needed:,} tokens a step (their decodes and their prompts spread over the "
+            f"outputs), over {name}'s step budget of {budget_tokens:,} tokens ({setting}): every step "
+            f"is full and a new prompt waits its turn, its first token after about {ttft_s:.1f} s; fewer users (at "
+            f"most {fewer:,}) or --max-num-batched-tokens {needed} ({launch}) keeps the steps within the budget")

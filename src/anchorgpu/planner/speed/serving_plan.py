@@ -5,7 +5,6 @@ what it assumed. Pure; :mod:`.estimate` calls it for an inference plan."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -26,12 +25,13 @@ from anchorgpu.planner.speed.assumption_lines import (
     launches_line,
     pp_host_passes_line,
     prompt_attention_apart_line,
+    prompt_queue_line,
     serving_constants_line,
     serving_line,
 )
 from anchorgpu.planner.speed.attention_rate import trtllm_context_attention
-from anchorgpu.planner.speed.batching import ServingEstimate, prompt_bound_output_tokens, serving_estimate
-from anchorgpu.planner.speed.caveats import PROMPT_QUEUE_CAVEAT_LABEL, serving_caveats
+from anchorgpu.planner.speed.batching import ServingEstimate, serving_estimate
+from anchorgpu.planner.speed.caveats import serving_caveats
 from anchorgpu.planner.speed.constants import Band, Calibration, band_kind_of
 from anchorgpu.planner.speed.evidence import evidence_kind
 from anchorgpu.planner.speed.experts import whole_dense_layers_extra_bytes
@@ -336,7 +336,7 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     out["decode_tokens_per_s_total"] = est.output_tokens_per_s
     assumptions.append(serving_line(conc, prompt, output, sat, kv_reservation, limits[1]))
     queued = prompt_queue_line(est.per_replica, setup.replicas, prompt, output, setup.max_num_batched_tokens,
-                               est.ttft_s)
+                               est.ttft_s, plan.workload.engine)
     if queued is not None:
         assumptions.append(queued)
     assumptions.append(ctx.constants_line)
@@ -372,27 +372,3 @@ def _pp_host_line(plan: Plan, setup: ServingSetup, est: ServingEstimate, cal: Ca
     cap = plan.layout.dp / (setup.pp * per_sequence_s)
     at_saturation = est.max_output_tokens_per_s >= cap * (1.0 - 1e-6)
     return pp_host_passes_line(setup.pp, per_sequence_s, est.bound == "host", at_saturation)
-
-
-def prompt_queue_line(per_replica: int, replicas: int, prompt: int, output: int, budget_tokens: int,
-                      ttft_s: float) -> str | None:
-    """The line saying the prompts queue, where the engine's step budget cannot hold the steady state of
-    ``per_replica`` users (:func:`~anchorgpu.planner.speed.batching.prompt_bound_output_tokens`: ``B + B * I / O``
-    tokens a step over ``T``), else None; ``ttft_s``: the time to first token the plan gives, most of it that wait.
-    The users a replica holds under the budget, ``T / (1 + I / O)``, and the budget its users need are named.
-
-    >>> print(prompt_queue_line(64, 1, 4000, 10, 8192, 4.03))  # doctest: +ELLIPSIS
-    Prompts queue: 64 users of 4,000 prompt + 10 output tokens need 25,664 tokens a step (their decodes and their ...
-    >>> prompt_queue_line(20, 1, 4000, 10, 8192, 0.5) is None
-    True
-    """
-    if prompt_bound_output_tokens(per_replica, prompt, output, budget_tokens) is None:
-        return None
-    needed = math.ceil(per_replica * (1 + prompt / output))
-    fewer = max(1, int(budget_tokens / (1 + prompt / output))) * replicas
-    where = "a replica" if replicas > 1 else ""
-    return (f"{PROMPT_QUEUE_CAVEAT_LABEL}: {per_replica:,} users {where + ' ' if where else ''}of {prompt:,} prompt + "
-            f"{output:,} output tokens need {needed:,} tokens a step (their decodes and their prompts spread over the "
-            f"outputs), over the engine's step budget of {budget_tokens:,} tokens (max_num_batched_tokens): every step "
-            f"is full and a new prompt waits its turn, its first token after about {ttft_s:.1f} s; fewer users (at "
-            f"most {fewer:,}) or --max-num-batched-tokens {needed} keeps the steps within the budget")
