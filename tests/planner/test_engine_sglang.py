@@ -173,3 +173,16 @@ def test_the_cli_refuses_another_engines_launch(capsys: pytest.CaptureFixture[st
         assert code == 2 and not out and len(err.strip().splitlines()) == 1, (engine, recipe)
         assert f"--recipe {recipe}: the plan is sized for" in err
 
+
+
+def test_a_step_budget_past_sglangs_prefill_limit_raises_it_too(capsys: pytest.CaptureFixture[str]) -> None:
+    """SGLang charges every prompt chunk against both ``chunked_prefill_size`` and ``max_prefill_tokens`` (16,384 by
+    default: sgl-project/sglang ``python/sglang/srt/managers/schedule_policy.py`` ``PrefillAdder``), so a recipe whose
+    budget is past the default must raise both (stop 57, ttftcont's "left"); at the default budget it gives neither."""
+    def flags(*extra: str) -> list[str]:
+        out = run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--recipe", "sglang",
+                       "--prompt", "4000", "--output-tokens", "10", "--concurrency", "16", *extra)
+        return shlex.split(out["recipe"]["command"].replace("\\\n", " "))
+    words = flags("--max-num-batched-tokens", "20000")
+    assert words[words.index("--chunked-prefill-size") + 1] == words[words.index("--max-prefill-tokens") + 1] == "20000"
+    assert "--max-prefill-tokens" not in flags()

@@ -15,6 +15,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.engine_startup import longest_one_sequence
 from anchorgpu.planner.inference import DEFAULT_REQUEST_NOTE
 from anchorgpu.planner.plan import Plan
+from anchorgpu.planner.sglang import SGLANG_MAX_PREFILL_TOKENS
 from anchorgpu.planner.validate import vllm_nvfp4_refusal
 from anchorgpu.recipes._common import Recipe, Target, flag_data, model_ref, not_expressible, shell_join
 from anchorgpu.units import fmt_bytes
@@ -279,6 +280,8 @@ def serving_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
             parts += ["--ep-size", str(lay.ep)]
         parts += ["--context-length", str(ctx), "--max-running-requests", str(seqs), "--chunked-prefill-size",
                   str(tokens), "--mem-fraction-static", _sglang_fraction(plan, assumptions)]
+        if tokens > SGLANG_MAX_PREFILL_TOKENS:  # every prompt chunk counts against both limits (PrefillAdder)
+            parts += ["--max-prefill-tokens", str(tokens)]
         if dtype and dtype != "bfloat16":
             parts += ["--dtype", dtype]
         if kv_flag:
