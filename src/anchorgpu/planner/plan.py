@@ -27,7 +27,7 @@ from anchorgpu.planner.checks import BASE_CHECK, plan_warnings
 from anchorgpu.planner.diffusion_plan import plan_diffusion
 from anchorgpu.planner.eager_stack import eager_headroom_warning
 from anchorgpu.planner.engine_choice import engine_refusal, engine_weights_refusal
-from anchorgpu.planner.formats import WeightFormat, shipped_format
+from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.global_batch import check_whole_sequences, splits, unfit_fallback_refusal
 from anchorgpu.planner.inference import plan_inference
 from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload, default_seq_tokens
@@ -44,7 +44,6 @@ from anchorgpu.planner.validate import (
     resolve_format,
     resolve_kv_cache,
     resolve_layout,
-    shipped_kv_cache,
     validate_workload,
 )
 from anchorgpu.planner.warnings import (
@@ -77,13 +76,6 @@ def _check_fallback_batch(model: ModelSpec, w: Workload, lay: ResolvedLayout, gp
     if not splits(w.global_batch_tokens, dp=lay.dp, micro_batch=mb, seq_tokens=seq):
         raise InvalidWorkload(unfit_fallback_refusal(w.global_batch_tokens, dp=lay.dp, micro_batch=mb, seq_tokens=seq,
                                                      gpu_name=gpu.name))
-
-
-def _is_shipped(fmt: WeightFormat, model: ModelSpec) -> bool:
-    """``fmt == shipped_format(model)``, deciding the usual cases (the same object, another name) without
-    comparing every field."""
-    shipped = shipped_format(model)
-    return fmt is shipped or (fmt.name == shipped.name and fmt == shipped)
 
 
 _code_of = attrgetter("code")
@@ -207,9 +199,7 @@ def plan(
                            + "; compute follows the active experts.")
         if w.task == "inference" and 1 < lay.ep < lay.tp:
             assumptions.append(expert_tp_line(lm.moe.num_experts, lay.tp, lay.ep))
-    warnings += plan_warnings(  # the layout's, then the precision's
-        terms.workload, lay, fmt, prec, gpu, shipped=lm is not None and fmt.quantized and _is_shipped(fmt, lm),
-        kv_shipped=kv == shipped_kv_cache(model), keeps_kv_cache=lm is None or lm.attention_layers > 0)
+    warnings += plan_warnings(terms.workload, lay, fmt, prec, gpu, model)  # the layout's, then the precision's
     if terms.checkpoint_bytes is not None:
         warnings.append(make_warning("checkpoint_restore_unverified",
                                      f"a checkpoint takes {_size(terms.checkpoint_bytes)}: test restoring it"))
