@@ -30,7 +30,7 @@ from anchorgpu.planner.engine_choice import engine_refusal, engine_weights_refus
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.global_batch import check_whole_sequences, splits, unfit_fallback_refusal
 from anchorgpu.planner.inference import plan_inference
-from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload, default_seq_tokens
+from anchorgpu.planner.inputs import TRAINING_TASKS, Layout, Overheads, PrecisionPlan, Workload, default_seq_tokens
 from anchorgpu.planner.media import validate_media
 from anchorgpu.planner.result import MemoryBreakdown, Plan, ResolvedLayout, Suggestion, new_plan
 from anchorgpu.planner.speed.assumption_lines import expert_tp_line
@@ -147,17 +147,18 @@ def plan(
     if lm is not None and w.task == "diffusion":
         raise InvalidWorkload(f"--task diffusion needs a diffusion pipeline; {lm.name} is a language model")
     validate_workload(w)
+    training = w.task in TRAINING_TASKS  # the task asked once: it decides several checks below
     if prec.kv_cache in ("fp8", "nvfp4"):  # never resolved for a task without a KV cache (its suggestions re-plan bf16)
         check_kv_cache_task(prec.kv_cache, w.task)
     if lm is not None:
         validate_media(lm, w)
-    untrained = gpu.training_refusal(w.train_precision) if gpu is not None and w.task in ("train", "lora", "qlora") else None
+    untrained = gpu.training_refusal(w.train_precision) if gpu is not None and training else None
     if untrained:  # no FP8/FP4 tensor cores, or no framework that trains in that precision there (gpus.toml)
         raise InvalidWorkload(untrained)
     refused = engine_refusal(w.engine, (gpu,), w.engine_source) if gpu is not None else None
     if refused:
         raise InvalidWorkload(refused)
-    if lm is not None and w.task in ("train", "lora", "qlora"):  # whole sequences, before any layout is chosen
+    if lm is not None and training:  # whole sequences, before any layout is chosen
         check_whole_sequences(w.global_batch_tokens, default_seq_tokens(w, lm.max_context_tokens))  # for it
         check_training_seq(lm, w)  # a search would drop every candidate for it and refuse for another reason
     format_lines: list[str] | None = None  # resolve_format's lines, where it ran before the search
@@ -172,7 +173,7 @@ def plan(
         if chosen is not None:
             return evolve(chosen, assumptions=(*assumptions, *chosen.assumptions))
         counted = _counted_search(w, lay_in, gpu)  # the GPU count was left open: none tried held the job if it misses
-        if w.task in ("train", "lora", "qlora") and training_layout_open(lay_in, w):
+        if training and training_layout_open(lay_in, w):
             fallback = gpu  # a layout was open but none chosen fits: plain DP, or the rest as given, is planned
     if format_lines is None:
         fmt = resolve_format(model, w, prec, assumptions)
@@ -230,7 +231,7 @@ def plan(
             checks = tuple(instead if check == listed else check for check in checks)
     if fits is False and counted:
         assumptions.insert(counted_note, counted)
-    if lay.gpus > 1 and w.task in ("train", "lora", "qlora") and lay.zero == 0 and lay_in.zero is None \
+    if lay.gpus > 1 and training and lay.zero == 0 and lay_in.zero is None \
             and not lay_in.fsdp:
         assumptions.append(f"Layout not chosen for the user: {'none of the layouts fits' if gpu is not None else 'no GPU named'};"
                            f" planned as {_unchosen(lay)}.")
