@@ -137,7 +137,7 @@ def plan(
     ov = overheads or _OVERHEADS
     assumptions: list[str] = []
     fallback: GpuSpec | None = None
-    counted: str | None = None
+    searched_on: GpuSpec | None = None  # the GPU a layout search ran on and chose nothing
     lm = model if isinstance(model, ModelSpec) else None  # a language model (None: a diffusion pipeline), asked once
     if isinstance(model, DiffusionPipelineSpec) and w.task != "diffusion":
         if w.task != "inference":
@@ -172,7 +172,7 @@ def plan(
         chosen = choose_layout_plan(lm, w, prec, lay_in, gpu, ov, efficiencies)
         if chosen is not None:
             return evolve(chosen, assumptions=(*assumptions, *chosen.assumptions))
-        counted = _counted_search(w, lay_in, gpu)  # the GPU count was left open: none tried held the job if it misses
+        searched_on = gpu  # where the GPU count was left open, none tried held the job if the plan misses
         if training and training_layout_open(lay_in, w):
             fallback = gpu  # a layout was open but none chosen fits: plain DP, or the rest as given, is planned
     if format_lines is None:
@@ -220,6 +220,8 @@ def plan(
     else:
         warnings.append(make_warning("no_gpu_given", "no GPU named: fit and capacity not evaluated"))
     checks = _checks_for(tuple(map(_code_of, warnings))) if warnings else _BASE_CHECKS
+    # the counted search's sentence: only a plan that does not fit says it, so only such a plan forms it
+    counted = _counted_search(w, lay_in, searched_on) if searched_on is not None and fits is False else None
     suggestions: tuple[Suggestion, ...] = ()
     if suggest and fits is False and gpu is not None:
         suggestions = suggestions_for(model, terms.workload, prec, lay_in, lay, fmt, gpu, ov, asked=w,
