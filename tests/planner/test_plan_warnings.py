@@ -20,12 +20,12 @@ def test_plan_warnings_are_the_layouts_then_the_precisions(model: str, gpu: str 
                                                            layout: Layout, weights: str | None) -> None:
     p = plan(load_model(model), work, layout=layout, gpu=get_gpu(gpu) if gpu else None,
              precision=PrecisionPlan(weights=weights))
-    from anchorgpu.planner.plan import _is_shipped
+    from anchorgpu.planner.checks import is_shipped
     from anchorgpu.planner.validate import resolve_format
 
     fmt = resolve_format(p.model, p.workload, p.precision, [])  # type: ignore[arg-type]
-    shipped = fmt.quantized and _is_shipped(fmt, p.model)  # type: ignore[arg-type]
-    both = plan_warnings(p.workload, p.layout, fmt, p.precision, p.gpu, shipped=shipped)
+    shipped = fmt.quantized and is_shipped(fmt, p.model)  # type: ignore[arg-type]
+    both = plan_warnings(p.workload, p.layout, fmt, p.precision, p.gpu, p.model)
     assert both == (*layout_warnings(p.workload, p.layout, p.gpu),
                     *precision_warnings(fmt, p.precision, p.gpu, shipped=shipped))
     assert both and all(w in p.warnings for w in both)

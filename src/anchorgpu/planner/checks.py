@@ -5,35 +5,38 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
-from anchorgpu.planner.formats import WeightFormat
+from anchorgpu.planner.formats import WeightFormat, shipped_format
 from anchorgpu.planner.inputs import PrecisionPlan, Workload
 from anchorgpu.planner.layout_resolution import GPUS_PER_SERVER
 from anchorgpu.planner.result import ResolvedLayout
 from anchorgpu.planner.speed.peaks import fp4_units_take
+from anchorgpu.planner.validate import shipped_kv_cache
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 
-__all__ = ["BASE_CHECK", "layout_warnings", "plan_warnings", "precision_warnings"]
+__all__ = ["BASE_CHECK", "is_shipped", "layout_warnings", "plan_warnings", "precision_warnings"]
 
 BASE_CHECK = ("Confirm with a short run on the real engine and GPU: framework, kernel and allocator versions move "
               "the measured peak by several percent.")
 
 
-_MEMO: dict[tuple[object, ...], tuple[object, object, tuple[PlanWarning, ...]]] = {}
+_MEMO: dict[tuple[object, ...], tuple[object, object, object, tuple[PlanWarning, ...]]] = {}
 
 
-def _memo(key: tuple[object, ...], first: object, second: object,
+def _memo(key: tuple[object, ...], first: object, second: object, third: object,
           make: Callable[..., list[PlanWarning]], *args: Any) -> tuple[PlanWarning, ...]:
-    """``make(*args)`` as a tuple (the two come apart, so a hit makes no closure), memoised on ``key``: plain values and the ``id`` of the frozen objects ``first`` and
-    ``second`` (the GPU, the weight format), checked by identity. The warnings depend on nothing else, and every
-    plan of that GPU, format or split in a sweep or a layout search asks for the same ones."""
+    """``make(*args)`` as a tuple (the two come apart, so a hit makes no closure), memoised on ``key``: plain values and the ``id`` of the frozen objects ``first``,
+    ``second`` and ``third`` (the GPU, the weight format, the model; None where not asked), checked by identity. The
+    warnings depend on nothing else, and every plan of that GPU, format or split in a sweep or a layout search asks for
+    the same ones."""
     hit = _MEMO.get(key)
-    if hit is not None and hit[0] is first and hit[1] is second:
-        return hit[2]
+    if hit is not None and hit[0] is first and hit[1] is second and hit[2] is third:
+        return hit[3]
     out = tuple(make(*args))
     if len(_MEMO) >= 2048:
         _MEMO.clear()
-    _MEMO[key] = (first, second, out)
+    _MEMO[key] = (first, second, third, out)
     return out
 
 
@@ -41,7 +44,7 @@ def layout_warnings(w: Workload, lay: ResolvedLayout, gpu: GpuSpec | None) -> tu
     """What the split means for memory and engines: replicas do not pool memory, ZeRO without data parallelism,
     TP/PP/EP needing engine support, TP across servers or over PCIe."""
     training = w.task in ("train", "lora", "qlora")
-    return _memo(("layout", training, lay.dp, lay.cp, lay.zero, lay.tp, lay.pp, lay.ep, id(gpu)), gpu, None,
+    return _memo(("layout", training, lay.dp, lay.cp, lay.zero, lay.tp, lay.pp, lay.ep, id(gpu)), gpu, None, None,
                  _layout_warnings, training, lay, gpu)
 
 
@@ -86,7 +89,7 @@ def precision_warnings(
     """``shipped``: the weights are the format the checkpoint is published in, so their quality is the
     model's own, not a conversion to check (engine kernels still are); ``kv_shipped``: so is the KV cache (the
     FP8 one the checkpoint was calibrated for)."""
-    return _memo(("precision", id(fmt), precision.kv_cache, id(gpu), shipped, kv_shipped), fmt, gpu,
+    return _memo(("precision", id(fmt), precision.kv_cache, id(gpu), shipped, kv_shipped), fmt, gpu, None,
                  _precision_warnings, fmt, precision.kv_cache, gpu, shipped, kv_shipped)
 
 
@@ -123,17 +126,36 @@ def _precision_warnings(fmt: WeightFormat, kv_cache: str, gpu: GpuSpec | None, s
 
 
 def plan_warnings(w: Workload, lay: ResolvedLayout, fmt: WeightFormat, precision: PrecisionPlan,
-                  gpu: GpuSpec | None, *, shipped: bool = False, kv_shipped: bool = False,
-                  keeps_kv_cache: bool = True) -> tuple[PlanWarning, ...]:
+                  gpu: GpuSpec | None, model: ModelSpec | DiffusionPipelineSpec) -> tuple[PlanWarning, ...]:
     """:func:`layout_warnings` followed by :func:`precision_warnings`, the two a plan carries, in one memo lookup
-    (their keys together: every plan asks for both). ``keeps_kv_cache`` False (a model with no attention layer:
-    Mamba): the KV-cache dtype asked for applies to nothing, so it raises no warning of a quantized cache."""
+    (their keys together: every plan asks for both). What the ``model`` decides is formed on a miss only
+    (:func:`_model_terms`): whether its checkpoint ships the weights' format and the KV cache's dtype, and whether it
+    keeps a KV cache at all (a model with no attention layer, Mamba: the dtype asked for applies to nothing, so it
+    raises no warning of a quantized cache)."""
     training = w.task in ("train", "lora", "qlora")
-    kv_cache = precision.kv_cache if keeps_kv_cache else "none"
-    return _memo(("plan", training, lay.dp, lay.cp, lay.zero, lay.tp, lay.pp, lay.ep, id(gpu), id(fmt), kv_cache,
-                  shipped, kv_shipped), gpu, fmt, _plan_warnings, training, lay, gpu, fmt, kv_cache, shipped, kv_shipped)
+    return _memo(("plan", training, lay.dp, lay.cp, lay.zero, lay.tp, lay.pp, lay.ep, id(gpu), id(fmt),
+                  precision.kv_cache, id(model)), gpu, fmt, model, _plan_warnings, training, lay, gpu, fmt,
+                 precision.kv_cache, model)
+
+
+def is_shipped(fmt: WeightFormat, model: ModelSpec) -> bool:
+    """``fmt == shipped_format(model)``, deciding the usual cases (the same object, another name) without
+    comparing every field."""
+    shipped = shipped_format(model)
+    return fmt is shipped or (fmt.name == shipped.name and fmt == shipped)
+
+
+def _model_terms(model: ModelSpec | DiffusionPipelineSpec, fmt: WeightFormat,
+                 kv_cache: str) -> tuple[str, bool, bool]:
+    """(the KV-cache dtype the warnings read, "none" where the model keeps no KV cache; the weights as the checkpoint
+    ships them; the KV cache as it ships it)."""
+    lm = model if isinstance(model, ModelSpec) else None
+    keeps_kv_cache = lm is None or lm.attention_layers > 0
+    return (kv_cache if keeps_kv_cache else "none", lm is not None and fmt.quantized and is_shipped(fmt, lm),
+            kv_cache == shipped_kv_cache(model))
 
 
 def _plan_warnings(training: bool, lay: ResolvedLayout, gpu: GpuSpec | None, fmt: WeightFormat, kv_cache: str,
-                   shipped: bool, kv_shipped: bool) -> list[PlanWarning]:
-    return [*_layout_warnings(training, lay, gpu), *_precision_warnings(fmt, kv_cache, gpu, shipped, kv_shipped)]
+                   model: ModelSpec | DiffusionPipelineSpec) -> list[PlanWarning]:
+    kv_read, shipped, kv_shipped = _model_terms(model, fmt, kv_cache)
+    return [*_layout_warnings(training, lay, gpu), *_precision_warnings(fmt, kv_read, gpu, shipped, kv_shipped)]

@@ -27,10 +27,10 @@ from anchorgpu.planner.checks import BASE_CHECK, plan_warnings
 from anchorgpu.planner.diffusion_plan import plan_diffusion
 from anchorgpu.planner.eager_stack import eager_headroom_warning
 from anchorgpu.planner.engine_choice import engine_refusal, engine_weights_refusal
-from anchorgpu.planner.formats import WeightFormat, shipped_format
+from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.global_batch import check_whole_sequences, splits, unfit_fallback_refusal
 from anchorgpu.planner.inference import plan_inference
-from anchorgpu.planner.inputs import Layout, Overheads, PrecisionPlan, Workload, default_seq_tokens
+from anchorgpu.planner.inputs import TRAINING_TASKS, Layout, Overheads, PrecisionPlan, Workload, default_seq_tokens
 from anchorgpu.planner.media import validate_media
 from anchorgpu.planner.result import MemoryBreakdown, Plan, ResolvedLayout, Suggestion, new_plan
 from anchorgpu.planner.speed.assumption_lines import expert_tp_line
@@ -44,7 +44,6 @@ from anchorgpu.planner.validate import (
     resolve_format,
     resolve_kv_cache,
     resolve_layout,
-    shipped_kv_cache,
     validate_workload,
 )
 from anchorgpu.planner.warnings import (
@@ -77,13 +76,6 @@ def _check_fallback_batch(model: ModelSpec, w: Workload, lay: ResolvedLayout, gp
     if not splits(w.global_batch_tokens, dp=lay.dp, micro_batch=mb, seq_tokens=seq):
         raise InvalidWorkload(unfit_fallback_refusal(w.global_batch_tokens, dp=lay.dp, micro_batch=mb, seq_tokens=seq,
                                                      gpu_name=gpu.name))
-
-
-def _is_shipped(fmt: WeightFormat, model: ModelSpec) -> bool:
-    """``fmt == shipped_format(model)``, deciding the usual cases (the same object, another name) without
-    comparing every field."""
-    shipped = shipped_format(model)
-    return fmt is shipped or (fmt.name == shipped.name and fmt == shipped)
 
 
 _code_of = attrgetter("code")
@@ -145,7 +137,7 @@ def plan(
     ov = overheads or _OVERHEADS
     assumptions: list[str] = []
     fallback: GpuSpec | None = None
-    counted: str | None = None
+    searched_on: GpuSpec | None = None  # the GPU a layout search ran on and chose nothing
     lm = model if isinstance(model, ModelSpec) else None  # a language model (None: a diffusion pipeline), asked once
     if isinstance(model, DiffusionPipelineSpec) and w.task != "diffusion":
         if w.task != "inference":
@@ -155,17 +147,18 @@ def plan(
     if lm is not None and w.task == "diffusion":
         raise InvalidWorkload(f"--task diffusion needs a diffusion pipeline; {lm.name} is a language model")
     validate_workload(w)
+    training = w.task in TRAINING_TASKS  # the task asked once: it decides several checks below
     if prec.kv_cache in ("fp8", "nvfp4"):  # never resolved for a task without a KV cache (its suggestions re-plan bf16)
         check_kv_cache_task(prec.kv_cache, w.task)
     if lm is not None:
         validate_media(lm, w)
-    untrained = gpu.training_refusal(w.train_precision) if gpu is not None and w.task in ("train", "lora", "qlora") else None
+    untrained = gpu.training_refusal(w.train_precision) if gpu is not None and training else None
     if untrained:  # no FP8/FP4 tensor cores, or no framework that trains in that precision there (gpus.toml)
         raise InvalidWorkload(untrained)
     refused = engine_refusal(w.engine, (gpu,), w.engine_source) if gpu is not None else None
     if refused:
         raise InvalidWorkload(refused)
-    if lm is not None and w.task in ("train", "lora", "qlora"):  # whole sequences, before any layout is chosen
+    if lm is not None and training:  # whole sequences, before any layout is chosen
         check_whole_sequences(w.global_batch_tokens, default_seq_tokens(w, lm.max_context_tokens))  # for it
         check_training_seq(lm, w)  # a search would drop every candidate for it and refuse for another reason
     format_lines: list[str] | None = None  # resolve_format's lines, where it ran before the search
@@ -179,8 +172,8 @@ def plan(
         chosen = choose_layout_plan(lm, w, prec, lay_in, gpu, ov, efficiencies)
         if chosen is not None:
             return evolve(chosen, assumptions=(*assumptions, *chosen.assumptions))
-        counted = _counted_search(w, lay_in, gpu)  # the GPU count was left open: none tried held the job if it misses
-        if w.task in ("train", "lora", "qlora") and training_layout_open(lay_in, w):
+        searched_on = gpu  # where the GPU count was left open, none tried held the job if the plan misses
+        if training and training_layout_open(lay_in, w):
             fallback = gpu  # a layout was open but none chosen fits: plain DP, or the rest as given, is planned
     if format_lines is None:
         fmt = resolve_format(model, w, prec, assumptions)
@@ -207,9 +200,7 @@ def plan(
                            + "; compute follows the active experts.")
         if w.task == "inference" and 1 < lay.ep < lay.tp:
             assumptions.append(expert_tp_line(lm.moe.num_experts, lay.tp, lay.ep))
-    warnings += plan_warnings(  # the layout's, then the precision's
-        terms.workload, lay, fmt, prec, gpu, shipped=lm is not None and fmt.quantized and _is_shipped(fmt, lm),
-        kv_shipped=kv == shipped_kv_cache(model), keeps_kv_cache=lm is None or lm.attention_layers > 0)
+    warnings += plan_warnings(terms.workload, lay, fmt, prec, gpu, model)  # the layout's, then the precision's
     if terms.checkpoint_bytes is not None:
         warnings.append(make_warning("checkpoint_restore_unverified",
                                      f"a checkpoint takes {_size(terms.checkpoint_bytes)}: test restoring it"))
@@ -229,6 +220,8 @@ def plan(
     else:
         warnings.append(make_warning("no_gpu_given", "no GPU named: fit and capacity not evaluated"))
     checks = _checks_for(tuple(map(_code_of, warnings))) if warnings else _BASE_CHECKS
+    # the counted search's sentence: only a plan that does not fit says it, so only such a plan forms it
+    counted = _counted_search(w, lay_in, searched_on) if searched_on is not None and fits is False else None
     suggestions: tuple[Suggestion, ...] = ()
     if suggest and fits is False and gpu is not None:
         suggestions = suggestions_for(model, terms.workload, prec, lay_in, lay, fmt, gpu, ov, asked=w,
@@ -240,7 +233,7 @@ def plan(
             checks = tuple(instead if check == listed else check for check in checks)
     if fits is False and counted:
         assumptions.insert(counted_note, counted)
-    if lay.gpus > 1 and w.task in ("train", "lora", "qlora") and lay.zero == 0 and lay_in.zero is None \
+    if lay.gpus > 1 and training and lay.zero == 0 and lay_in.zero is None \
             and not lay_in.fsdp:
         assumptions.append(f"Layout not chosen for the user: {'none of the layouts fits' if gpu is not None else 'no GPU named'};"
                            f" planned as {_unchosen(lay)}.")

@@ -44,6 +44,7 @@ class ServingEstimate:
     tpot_s_ceiling: float
     output_tokens_per_s_ceiling: float
     max_output_tokens_per_s_ceiling: float
+    prompts_queue: bool  # past the engine's step budget (prompt_bound_output_tokens): the users' prompts wait
 
 
 _new_estimate = builder(ServingEstimate)  # ServingEstimate(...) once per estimate
@@ -395,7 +396,7 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
         output_tokens_per_s=rate, decode_tokens_per_s_per_user=1.0 / tpot,
         saturation_concurrency=setup.replicas * sat_replica, max_output_tokens_per_s=top,
         bound=bound, ttft_s_ceiling=ttft_top, tpot_s_ceiling=tpot_top, output_tokens_per_s_ceiling=rate_top,
-        max_output_tokens_per_s_ceiling=top_ceiling,
+        max_output_tokens_per_s_ceiling=top_ceiling, prompts_queue=bound_output is not None,
     )
 
 

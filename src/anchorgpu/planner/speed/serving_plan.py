@@ -335,10 +335,11 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     out["prefill_s"] = est.ttft_s
     out["decode_tokens_per_s_total"] = est.output_tokens_per_s
     assumptions.append(serving_line(conc, prompt, output, sat, kv_reservation, limits[1]))
-    queued = prompt_queue_line(est.per_replica, setup.replicas, prompt, output, setup.max_num_batched_tokens,
-                               est.ttft_s, plan.workload.engine)
-    if queued is not None:
-        assumptions.append(queued)
+    if est.prompts_queue:  # the estimate's own test (prompt_bound_output_tokens), not asked again where it is False
+        queued = prompt_queue_line(est.per_replica, setup.replicas, prompt, output, setup.max_num_batched_tokens,
+                                   est.ttft_s, plan.workload.engine)
+        if queued is not None:
+            assumptions.append(queued)
     assumptions.append(ctx.constants_line)
     put_evidence(ctx.evidence, out, assumptions)
     if ctx.launches_line:
