@@ -40,7 +40,8 @@ SETS: dict[str, str] = {
                        "70B, Llama 3.1 405B, and the mixtures of experts DeepSeek-V3, gpt-oss-120b, Qwen3-30B-A3B and "
                        "Qwen3-235B-A22B with expert parallelism (tokens a second per GPU), held out",
     "megatron-moe-modelzoo": "the Megatron-MoE model zoo's Qwen3-235B-A22B layouts on 256 H100 with the DeepEP "
-                             "dispatcher, with and without the all-to-alls overlapped (step time), held out",
+                             "dispatcher, with and without the all-to-alls overlapped, and its PP 32 layout with the "
+                             "all-to-all dispatcher (step time), held out",
     "deepseek-v3-report": "DeepSeek-V3's whole pre-training on 2,048 H800 (14.8T tokens in 2.664M GPU hours, FP8, PP 16 x "
                           "EP 64, DualPipe), tokens a second per GPU, held out",
     "megatron-dsv3-gb200": "Megatron-LM's DeepSeek-V3 guide for GB200 NVL72: the optimised run on 256 GPUs (MXFP8, PP 8 x "
@@ -48,6 +49,9 @@ SETS: dict[str, str] = {
     "torchtitan-2412": "the rest of torchtitan's December 2024 H100 benchmark that T26-T28 come from: Llama 3.1 8B with "
                        "FSDP on 8 and on 128 GPUs, with context parallelism at 32k-262k tokens, 70B without AsyncTP, and "
                        "405B over 512 GPUs with context parallelism (tokens a second per GPU), held out",
+    "torchtitan-docs": "torchtitan's docs/performance.md (earlier revisions, 2024): Llama 3.1 405B on 128 H100 in Float8 "
+                       "with and without AsyncTP, and Llama 2 13B on 64 A100 with and without activation checkpointing "
+                       "(tokens a second per GPU), held out",
     "nemo-2407": "the rest of the NeMo 24.07 performance table T32-T34 come from (DGX-H100, FP8): GPT-3 5B, 20B and 175B, "
                  "Llama 2 7B and 13B and Llama 3 8B pre-training, and Llama 2 fine-tuning of every weight (SFT) and "
                  "with LoRA, tokens a second per GPU, held out",
