@@ -75,3 +75,16 @@ def test_the_margin_is_what_holds_the_first() -> None:
 
     assert picked(None) == (2, 8) and picked(0.0) == (2, 8)
     assert picked(0.09) == (1, 4)
+
+
+def test_a_lora_tie_goes_to_the_zero_stage_plan_tries(capsys: pytest.CaptureFixture[str]) -> None:
+    """LoRA's optimizer state is tiny, so ZeRO-1 and no sharding time alike on 8 H100 (133,610 tok/s, plan's figure on
+    main at 1f52bc53). The sweep has rows with no sharding over DP 8, which plan's chooser never tries (ZeRO 1-3
+    wherever DP x CP > 1): the rule weighs only what plan tries, so the row is plan's ZeRO-1 (a first draft of this
+    branch took ZeRO-0 on 65 of 87 LoRA rows, benchmarks/hardening/stop57_recmargin.md)."""
+    rows = run_json(capsys, "recommend", "llama-3.1-8b", "--task", "lora", "--tokens", "100M", "--gpu", "h100",
+                    "--top", "99")["results"]
+    row = next(r for r in rows if r["gpus"] == 8 and r["offering"].endswith("-8x-bm"))
+    p = run_json(capsys, "plan", "llama-3.1-8b", "--task", "lora", "--tokens", "100M", "--gpu", "h100", "--gpus", "8")
+    _same(row, p)
+    assert row["layout"]["zero"] == 1 and round(row["train_tokens_per_s"]) == 133_610

@@ -179,7 +179,7 @@ def _by_chooser_rule(result: SweepResult, usable: np.ndarray, found: Groups, mar
     its speed before the climb past micro-batch 4 (``train_order_tokens_per_s``; ties at
     :func:`~anchorgpu.planner.speed.ranking.speed_rank`, then in the chooser's candidate order), another replaces
     it only where predicted faster by more than ``margin``, or simpler and faster at all, and within the launch's reach
-    (:func:`~anchorgpu.planner.speed.chooser_margin.in_reach`). Mixtral 8x7B on 2 x 8 B200: ZeRO-1 at micro-batch 4
+    (:func:`~anchorgpu.planner.speed.chooser_margin.in_reach`), among the configurations the chooser tries. Mixtral 8x7B on 2 x 8 B200: ZeRO-1 at micro-batch 4
     (247,542 tok/s), as ``plan`` keeps it, not ZeRO-2 at 8 predicted 1.5% faster. Unlike the chooser, every split of
     the group is weighed (the chooser climbs at most :data:`~anchorgpu.planner.speed.chooser_margin.CLIMBED_LAYOUTS`
     past the first).
@@ -195,11 +195,15 @@ def _by_chooser_rule(result: SweepResult, usable: np.ndarray, found: Groups, mar
     codes, inverse = np.unique(keys, return_inverse=True)
     order = _finite(np.asarray(c["train_order_tokens_per_s"], dtype=np.float64), -np.inf)
     speed = _finite(np.asarray(c["train_tokens_per_s"], dtype=np.float64), -np.inf)
-    np.copyto(order, -np.inf, where=~usable)
+    # plan's chooser tries ZeRO 1-3 wherever DP x CP > 1 and no sharding only where it is 1 (layouts._candidates); the
+    # sweep has no sharding everywhere (a LoRA tie with ZeRO-1): the rule weighs the configurations plan tries
+    dp_cp = np.asarray(c["dp"]) * np.asarray(c["cp"])
+    tried = usable & ((np.asarray(c["zero"]) > 0) | (dp_cp == 1))
+    np.copyto(order, -np.inf, where=~tried)
     top = np.full(codes.size, -np.inf)
     np.maximum.at(top, inverse, order)
     floor = top[inverse] * (1.0 - _NEAR)
-    near = np.flatnonzero(usable & (top[inverse] > 0) & ((order >= floor) | (speed > floor)))
+    near = np.flatnonzero(tried & (top[inverse] > 0) & ((order >= floor) | (speed > floor)))
     if near.size == 0:
         return found
     cols = {name: np.asarray(c[name])[near].tolist()
