@@ -146,7 +146,8 @@ class SweepResult:
     ``per_gpu_total_bytes``, ``budget_bytes``, ``fits``; serving: ``engine_reserve_bytes`` (SGLang's memory outside
     mem_fraction_static, NaN under the other engines: a row whose activations exceed it does not fit). Speed columns: ``prefill_s``,
     ``decode_tokens_per_s_per_user``, ``decode_tokens_per_s_total``, ``train_tokens_per_s``,
-    ``train_time_s`` (NaN where the task has no such phase).
+    ``train_time_s`` (NaN where the task has no such phase); training: ``train_order_tokens_per_s`` (the speed before
+    the climb past micro-batch 4, by which plan's chooser orders the layout).
     """
 
     task: str

@@ -147,7 +147,9 @@ class _Steps:
         return found
 
 
-Chosen = tuple[float, Config, Memory]  # a configuration's speed (tokens/s; NaN where not timed) and memory
+# a configuration's speed (tokens/s; NaN where not timed), its memory, and its speed before the ladder's climb past
+# micro-batch 4 (what orders the layout in plan's chooser: the first layout that fits is the fastest by it)
+Chosen = tuple[float, Config, Memory, float]
 
 
 class _Search:
@@ -198,7 +200,8 @@ class _Search:
         return found
 
     def row(self, shape: HardwareShape, base: TrainLayout, weights: tuple[str, ...]) -> list[Chosen]:
-        """One layout on one shape, per weight format: the fastest configuration that fits, else its least memory."""
+        """One layout on one shape, per weight format: the fastest configuration that fits, else its least memory;
+        with its speed before the climb past micro-batch 4 (the same where it did not climb)."""
         runs = bool(self.splits(base.dp, self.mbs[0]))  # else it is not timed: plan() refuses the stated batch
         timed: dict[tuple[int, int, Recompute], float] = {}  # kept for the next weight format
         budget = shape.gpu.memory_bytes
@@ -216,11 +219,12 @@ class _Search:
             # a full-training layout whose model states alone outgrow the GPU fits in no configuration (they read
             # none of the micro-batch, recompute or interleaving: tests/speed/test_chooser_order.py), and is not timed
             held = self.w.task != "train" or _states_bytes(known.memory(self.least)) <= budget
-            found = None
+            found, unclimbed = None, None
             if held and runs:
                 pairs = pairs if pairs is not None else self.pairs(base)
                 found = self.fastest(shape, base, known, pairs, speed)
                 if found is not None and not self.w.micro_batch:
+                    unclimbed = found[0]
                     found = self.climbed(found, known, budget, speed)
             elif held:  # not timed, but sized at the least recompute that fits, for the reason it is rejected
                 found = next(((np.nan, (base, self.mbs[0]), rc) for rc in self.ladder
@@ -230,7 +234,7 @@ class _Search:
                          self.least[1])
             tokens_per_s, (lay_v, mb), rc = found
             config = (mb, rc, lay_v.virtual_stages)
-            out.append((tokens_per_s, config, known.memory(config)))
+            out.append((tokens_per_s, config, known.memory(config), tokens_per_s if unclimbed is None else unclimbed))
         return out
 
     def climbed(self, found: tuple[float, Pair, Recompute], known: _Memories, budget: int,
@@ -281,13 +285,14 @@ def training_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sw
     :func:`anchorgpu.planner.speed.training.training_step`."""
     n_l, n_w = len(lay), len(weights)
     search = _Search(model, spec, set(lay.pp.tolist()))
-    weights_lw, act_lw, state_lw, total_lw, tps = (np.empty((n_l, n_w)) for _ in range(5))
+    weights_lw, act_lw, state_lw, total_lw, tps, order_tps = (np.empty((n_l, n_w)) for _ in range(6))
     recompute_lw, virtual_lw, micro_lw = (np.empty((n_l, n_w), dtype=np.int64) for _ in range(3))
     rows = zip(lay.gpus.tolist(), lay.tp.tolist(), lay.pp.tolist(), lay.dp.tolist(), lay.zero.tolist(),
                lay.ep.tolist(), lay.cp.tolist(), lay.shape.tolist(), strict=True)
     for i, (gpus, tp, pp, dp, zero, ep, cp, s) in enumerate(rows):
         base = TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, zero=zero, ep=ep)
-        for j, (tokens_per_s, (mb, rc, v), mem) in enumerate(search.row(shapes[s], base, weights)):
+        for j, (tokens_per_s, (mb, rc, v), mem, unclimbed) in enumerate(search.row(shapes[s], base, weights)):
+            order_tps[i, j] = unclimbed
             tps[i, j], micro_lw[i, j], recompute_lw[i, j], virtual_lw[i, j] = tokens_per_s, mb, RECOMPUTES.index(rc), v
             weights_lw[i, j], act_lw[i, j], state_lw[i, j], total_lw[i, j] = mem
         if progress and i % 64 == 0:
@@ -304,6 +309,9 @@ def training_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sw
         "concurrency": micro_lw,  # the micro-batch each configuration runs (sequences a GPU step)
         "prefill_s": nan2, "decode_tokens_per_s_per_user": nan2, "decode_tokens_per_s_total": nan2,
         "train_tokens_per_s": tps, "train_time_s": time_s,
+        # the speed before the climb past micro-batch 4, that orders the layout in plan's chooser (its first layout
+        # that fits is the fastest by it): recommend.selection.best_per_group picks a layout by the chooser's rule
+        "train_order_tokens_per_s": order_tps,
         # the recompute level each configuration was sized and timed with, as its index in RECOMPUTES
         "recompute": recompute_lw,
         "virtual_stages": virtual_lw,  # interleaved chunks a GPU of each configuration runs (1: plain 1F1B)

@@ -150,11 +150,84 @@ def _layout_groups(result: SweepResult) -> np.ndarray | None:
     return group.reshape(-1)
 
 
-def best_per_group(result: SweepResult, usable: np.ndarray, group: np.ndarray | None = None) -> Groups:
+def best_per_group(result: SweepResult, usable: np.ndarray, group: np.ndarray | None = None, *,
+                   margin: float | None = None, reach_held: bool = False) -> Groups:
     """Index of the fastest usable configuration per (shape, servers); ties: for training the more data-parallel
     ranks (the fewer GPUs a sequence's model is split over: Llama 3.1 8B at 131,072 tokens on 8 MI355X is CP 4 x DP 2,
     as ``plan`` chooses it, not CP 8 x DP 1 predicted as fast, whose ring attention has twice the hops), then less
-    memory, then grid order. ``group``: :func:`group_keys` of the result, where the caller has it."""
+    memory, then grid order. ``group``: :func:`group_keys` of the result, where the caller has it.
+
+    ``margin`` (a training sweep; the calibration's training layout margin): each group's layout is picked by
+    ``plan``'s chooser's rule instead (:func:`_by_chooser_rule`), ``reach_held`` as the chooser holds the launch."""
+    found = _fastest_per_group(result, usable, group)
+    if margin is None or result.task == "inference" or "train_order_tokens_per_s" not in result.columns:
+        return found
+    return _by_chooser_rule(result, usable, found, margin, reach_held, group)
+
+
+# plan's chooser meets two candidates of one speed in its candidates' order (speed.layouts._candidates' loops: TP, CP,
+# PP, ZeRO, interleaving, micro-batch, EP), the sweep's weight formats last
+_CANDIDATE_ORDER = ("tp", "cp", "pp", "zero", "virtual_stages", "concurrency", "ep", "weights")
+# two speeds that ranking.speed_rank may tie lie within a part in 10^8 of each other (RANK_DIGITS = 9)
+_NEAR = 1e-8
+
+
+def _by_chooser_rule(result: SweepResult, usable: np.ndarray, found: Groups, margin: float, reach_held: bool,
+                     group: np.ndarray | None) -> Groups:
+    """``found`` with each training group's configuration picked as ``plan``'s chooser picks a layout
+    (:func:`~anchorgpu.planner.speed.chooser_margin.pick_split`): against the *first* layout that fits, the fastest by
+    its speed before the climb past micro-batch 4 (``train_order_tokens_per_s``; ties at
+    :func:`~anchorgpu.planner.speed.ranking.speed_rank`, then in the chooser's candidate order), another replaces
+    it only where predicted faster by more than ``margin``, or simpler and faster at all, and within the launch's reach
+    (:func:`~anchorgpu.planner.speed.chooser_margin.in_reach`), among the configurations the chooser tries. Mixtral 8x7B on 2 x 8 B200: ZeRO-1 at micro-batch 4
+    (247,542 tok/s), as ``plan`` keeps it, not ZeRO-2 at 8 predicted 1.5% faster. Unlike the chooser, every split of
+    the group is weighed (the chooser climbs at most :data:`~anchorgpu.planner.speed.chooser_margin.CLIMBED_LAYOUTS`
+    past the first).
+
+    Vectorised down to the few configurations that can matter: per group the first's order speed, then only the
+    configurations near it or faster than it (few: those that climbed past it) are read one by one."""
+    from anchorgpu.planner.speed.chooser_margin import in_reach, pick_split
+    from anchorgpu.planner.speed.ranking import speed_rank
+    from anchorgpu.planner.speed.training import TrainLayout
+
+    c = result.columns
+    keys = group_keys(result) if group is None else group
+    codes, inverse = np.unique(keys, return_inverse=True)
+    order = _finite(np.asarray(c["train_order_tokens_per_s"], dtype=np.float64), -np.inf)
+    speed = _finite(np.asarray(c["train_tokens_per_s"], dtype=np.float64), -np.inf)
+    # plan's chooser tries ZeRO 1-3 wherever DP x CP > 1 and no sharding only where it is 1 (layouts._candidates); the
+    # sweep has no sharding everywhere (a LoRA tie with ZeRO-1): the rule weighs the configurations plan tries
+    dp_cp = np.asarray(c["dp"]) * np.asarray(c["cp"])
+    tried = usable & ((np.asarray(c["zero"]) > 0) | (dp_cp == 1))
+    np.copyto(order, -np.inf, where=~tried)
+    top = np.full(codes.size, -np.inf)
+    np.maximum.at(top, inverse, order)
+    floor = top[inverse] * (1.0 - _NEAR)
+    near = np.flatnonzero(tried & (top[inverse] > 0) & ((order >= floor) | (speed > floor)))
+    if near.size == 0:
+        return found
+    cols = {name: np.asarray(c[name])[near].tolist()
+            for name in ("gpus", "dp", *_CANDIDATE_ORDER)}
+    rows: dict[int, list[tuple[tuple[float, ...], TrainLayout, float, int]]] = {}
+    for k, (i, g) in enumerate(zip(near.tolist(), inverse[near].tolist(), strict=True)):
+        at = {name: int(values[k]) for name, values in cols.items()}
+        lay = TrainLayout(gpus=at["gpus"], tp=at["tp"], pp=at["pp"], cp=at["cp"], dp=at["dp"], ep=at["ep"],
+                          zero=at["zero"], virtual_stages=at["virtual_stages"])
+        rows.setdefault(g, []).append(((-speed_rank(float(order[i])), *(at[n] for n in _CANDIDATE_ORDER)),
+                                       lay, float(speed[i]), i))
+    out = dict(found)
+    for g, met in rows.items():
+        met.sort(key=lambda row: row[0])  # the order the chooser meets them in: its first layout that fits first
+        _, first, first_speed, first_i = met[0]
+        others = [(lay, s, i) for _, lay, s, i in met[1:] if s > first_speed and in_reach(lay, first, reach_held)]
+        pick = pick_split([(first, first_speed), *((lay, s) for lay, s, _ in others)], margin)
+        code = int(codes[g])
+        out[(code // 1024, code % 1024)] = first_i if pick == 0 else others[pick - 1][2]
+    return out
+
+
+def _fastest_per_group(result: SweepResult, usable: np.ndarray, group: np.ndarray | None) -> Groups:
+    """:func:`best_per_group` with no margin: the fastest usable configuration per group, ties as it says."""
     c = result.columns
     name = "decode_tokens_per_s_total" if result.task == "inference" else "train_tokens_per_s"
     ranks = result.task != "inference" and "dp" in c

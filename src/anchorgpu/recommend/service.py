@@ -206,10 +206,15 @@ def recommend(
     else:  # and splits the stated global batch: a micro-batch per data-parallel rank at least, as plan() requires
         usable = np.asarray(c["fits"], dtype=bool) & np.asarray(c["splits_batch"], dtype=bool)
     applied = LimitsApplied()
+    training_sweep = result.task != "inference"
     if result.task == "inference":
         usable, applied = apply_limits(result, usable, spec.min_tokens_per_s_per_user, spec.max_ttft_s)
-    # serving: stages on NVLink/xGMI servers only where TP alone holds nothing, as plan's chooser
-    best = best_serving_per_group(result, usable) if result.task == "inference" else best_per_group(result, usable)
+    # serving: stages on NVLink/xGMI servers only where TP alone holds nothing, as plan's chooser; a training group's
+    # layout by plan's chooser's rule: its first that fits, replaced only beyond the training layout margin or by a
+    # simpler split (planner.speed.chooser_margin), the launch held as plan holds it
+    best = (best_serving_per_group(result, usable) if not training_sweep else
+            best_per_group(result, usable, margin=calibrated(spec.efficiencies).training_layout_margin,
+                           reach_held=spec.workload.train_stack == "pytorch"))
     misses = closest_miss(result, skip=best)  # only the groups with no configuration kept are read
     seq = default_seq_tokens(spec.workload, model.max_context_tokens)  # a training sweep's sequence, as it sizes it
     training = result.task != "inference"

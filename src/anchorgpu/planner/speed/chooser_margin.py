@@ -20,14 +20,15 @@ CP past 1 for DeepSpeed, pipeline stages for all three) is not taken over the fi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.engine_choice import TRAINING_RECIPES, launches_stages, launches_tp_cp
 from anchorgpu.planner.speed.ranking import speed_rank
 from anchorgpu.planner.speed.training import TrainLayout
 
-__all__ = ["CLIMBED_LAYOUTS", "LADDER_GAIN", "features", "launchers", "may_climb_past", "needed", "simpler", "split_of"]
+__all__ = ["CLIMBED_LAYOUTS", "LADDER_GAIN", "features", "in_reach", "launchers", "may_climb_past", "needed", "pick_split",
+           "simpler", "split_of"]
 
 LADDER_GAIN = 2.0
 """The most a rung past :data:`~.micro_batch_ladder.MICRO_BATCHES` multiplies a layout's speed at the rung below, at the same
@@ -84,6 +85,38 @@ def launchers(lay: TrainLayout) -> frozenset[str]:
     """
     return frozenset(r for r in TRAINING_RECIPES if (lay.pp == 1 or launches_stages(r))
                      and (lay.tp == lay.cp == 1 or launches_tp_cp(r)))
+
+
+def in_reach(lay: TrainLayout, first: TrainLayout, held: bool) -> bool:
+    """Whether ``lay`` may replace ``first``: always, unless the launch is ``held`` to the recipes that can run the
+    first (``--fsdp`` or the PyTorch stack: :func:`launchers`), and one of those cannot launch ``lay``.
+
+    >>> first = TrainLayout(gpus=16, tp=1, pp=1, dp=16, ep=8, zero=3)
+    >>> in_reach(TrainLayout(gpus=16, tp=4, pp=1, dp=4, ep=8, zero=3), first, True), in_reach(first, first, True)
+    (False, True)
+    """
+    return not held or launchers(first) <= launchers(lay)
+
+
+def pick_split(found: Sequence[tuple[TrainLayout, float]], margin: float) -> int:
+    """Index into ``found`` (the first layout that fits with its speed, then the other splits met, in the order met)
+    of the one chosen: the serving chooser's rule (:func:`~.serving_ranking.pick_over_first`), the fastest of those
+    faster than the first by more than ``margin`` (the training layout margin), or by anything where
+    :func:`simpler`, else the first. ``plan``'s chooser and ``recommend``'s per-offering pick
+    (:func:`anchorgpu.recommend.selection.best_per_group`) both choose by it.
+
+    >>> one = TrainLayout(gpus=8, tp=1, pp=1, dp=8, ep=8)
+    >>> pp2 = TrainLayout(gpus=8, tp=1, pp=2, dp=4, ep=8)
+    >>> pick_split([(one, 100.0), (pp2, 105.0)], 0.09), pick_split([(one, 100.0), (pp2, 110.0)], 0.09)
+    (0, 1)
+    >>> pick_split([(pp2, 100.0), (one, 100.5)], 0.09)  # simpler, and faster at all
+    1
+    """
+    from anchorgpu.planner.speed.serving_ranking import pick_over_first  # it imports the serving model
+
+    first = found[0][0]
+    return pick_over_first([s for _, s in found], [0.0, *(0.0 if simpler(lay, first) else margin
+                                                          for lay, _ in found[1:])])
 
 
 def needed(lay: TrainLayout, first: TrainLayout, first_tokens_per_s: float, margin: float) -> float:

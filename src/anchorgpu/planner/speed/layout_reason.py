@@ -65,7 +65,8 @@ def training_reason(model: ModelSpec, given: Layout, w: Workload, gpu: GpuSpec, 
     first that fits, climbed; ``kept``: the fastest split past it the margin kept out (``None``: none met faster;
     the search seeks no split that could beat the first by the margin or less, so where the first stays the sentence
     says so: Mixtral 8x7B on 16 B200 keeps ZeRO-1 at micro-batch 4, where ZeRO-2 at micro-batch 8, never met, is
-    predicted 1.5% faster and recommend's row shows it)."""
+    predicted 1.5% faster; recommend's row for those GPUs keeps ZeRO-1 too, choosing by the same rule:
+    :func:`~.chooser_margin.pick_split`)."""
     lay = chosen.lay
     fixed = [name for name, value in (("tp", given.tp), ("pp", given.pp), ("dp", given.dp), ("cp", given.cp),
                                       ("ep", given.ep),
@@ -87,10 +88,10 @@ def training_reason(model: ModelSpec, given: Layout, w: Workload, gpu: GpuSpec, 
             f"within the {margin:.1%} the calibration tells two training layouts apart by (calibration.json "
             "training_layout_margin): kept the "
             + ("first that fits" if chosen is first else "simpler layout")
-            + " (recommend's sweep, which ranks with no margin, may show the other)" if kept is not None else
+            + " (recommend's rows choose by the same rule)" if kept is not None else
             f"; another split replaces it only where simpler or predicted more than {margin:.1%} faster (calibration.json "
-            "training_layout_margin), so one faster by less is not sought (recommend's sweep, which ranks with no "
-            "margin, may show it)" if chosen is first and margin > 0 and candidates > 1 else "")
+            "training_layout_margin), so one faster by less is not sought (recommend's rows choose by the same "
+            "rule)" if chosen is first and margin > 0 and candidates > 1 else "")
     return (f"Layout chosen: {_words(model, given, chosen)} - the fastest of {candidates} candidates that fits "
             f"{gpu.name}" + (f" (kept as given: {', '.join('--' + f for f in fixed)})" if fixed else "")
             + moved + held

@@ -42,10 +42,10 @@ from anchorgpu.planner.sequence_parallel import sequence_split_refusal, splits_w
 from anchorgpu.planner.speed.chooser_margin import (
     CLIMBED_LAYOUTS,
     LADDER_GAIN,
-    launchers,
+    in_reach,
     may_climb_past,
     needed,
-    simpler,
+    pick_split,
     split_of,
 )
 from anchorgpu.planner.speed.chooser_order import add_zero2_block, fastest_first, zero1_twins
@@ -309,7 +309,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                 if len(met) >= CLIMBED_LAYOUTS:
                     break
                 met.add(id(lay))
-                if (reach_held and not launchers(first.lay) <= launchers(lay)) or not may_climb_past(
+                if not in_reach(lay, first.lay, reach_held) or not may_climb_past(
                         lay, LADDER_PAST[0], needed(lay, first.lay, first.tokens_per_s, margin), runs, bound):
                     settled.add(split_of(lay))
                     continue
@@ -342,11 +342,8 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
         found.append(_Found(value, lay, layout, mb, rc, p))
     if not found:
         return None
-    from anchorgpu.planner.speed.serving_ranking import pick_over_first
-
     first = found[0]
-    pick = pick_over_first([f.tokens_per_s for f in found],
-                           [0.0, *(0.0 if simpler(f.lay, first.lay) else margin for f in found[1:])])
+    pick = pick_split([(f.lay, f.tokens_per_s) for f in found], margin)
     chosen = found[pick]
     kept = max((f for f in found[1:] if f.tokens_per_s > chosen.tokens_per_s), key=lambda f: f.tokens_per_s,
                default=None)  # a faster split within the margin of the first: said, as recommend's sweep shows it
