@@ -155,7 +155,7 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
         workload = PlanWorkload(task="train" if task == "training" else task, seq_tokens=context_tokens)  # type: ignore[arg-type]
         precision_plan = PrecisionPlan()
     else:
-        workload = PlanWorkload(task="inference", context_tokens=context_tokens)
+        workload = PlanWorkload(task="inference", context_tokens=context_tokens, engine_source="default")
         # no --precision: the checkpoint's shipped format, as `anchorgpu plan` answers without --weights
         precision_plan = PrecisionPlan(weights=PLANNER_FORMAT[precision]) if precision else PrecisionPlan()
     from anchorgpu.planner.speed.serving_layouts import SERVING_GPU_COUNTS
