@@ -3,19 +3,32 @@
 5. The NVFP4-on-AMD refusal (stop57_qa19.md, Left 6) said ``--engine vllm`` where nobody typed ``--engine``: plan,
    recommend and ``gpus compare`` chose vLLM by default. The workload carries how its engine was chosen
    (``engine_source``); the refusal now says "the default engine (vLLM)" then, and ``--engine vllm`` only where typed.
+2. ``--concurrency 1k`` or ``1e3`` was Click's "'1k' is not a valid integer" while ``--prompt 1k`` and ``--tokens
+   1e3`` were read: now ``--concurrency`` and ``--max-num-seqs`` (plan, recommend, ``allocations recipe``) and the
+   page's fields go through the same parser (``anchorgpu.validation.whole_number``) with the decimal suffixes of
+   ``--tokens`` (a count of requests: ``1k`` = 1,000, as users are counted; tokens keep ``1k`` = 1,024, as context
+   lengths are written), and a fraction or an out-of-range value is refused in one line, exit 2. The API's fields
+   are JSON integers (no spelling to read).
 3. ``--task serve`` (``serving``) and ``--task training`` were refused as unknown tasks with no pointer to the one
    meant. DESIGN.md's CLI contract keeps one spelling per task (``workload.task`` is ``inference`` in every answer,
    and ``anchorgpu serve`` is the command that starts the API), so a synonym is not taken: it is refused naming the
    task meant ("did you mean 'inference'?"), on plan, recommend, ``gpus compare`` and the API.
+4. The serving chooser's hint on one step fewer GPUs ("4 (TP 1, PP 4) would hold them with --weights int4-awq",
+   DeepSeek-R1, 128,000-token prompts for 4 users on B200) named a staged layout on an NVLink server, which the
+   chooser's stages rule (``planner/speed/serving_stages.py``, vLLM's distributed-serving guide) leaves out wherever
+   a layout of TP alone is in the running (stop57_servepp.md, Left). The closest miss the hint re-plans now goes
+   through the same rule.
 """
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from fastapi.testclient import TestClient
 
-from cli_runner import run
-from hardening.conftest import cli_refusal
+from cli_runner import run, run_json
+from hardening.conftest import cli_refusal, page_error
 
 _R1_MI355X = ("plan", "deepseek-r1-0528-fp4", "--gpu", "mi355x", "--concurrency", "8")
 
@@ -65,3 +78,50 @@ def test_an_unrelated_task_word_gets_no_guess(capsys: pytest.CaptureFixture[str]
 def test_the_api_names_the_task_meant(client: TestClient, route: str) -> None:
     r = client.post(route, json={"model": "llama-3.1-8b", "task": "serve"})
     assert r.status_code == 422 and r.json()["detail"].endswith("did you mean 'inference'?"), r.text
+
+
+@pytest.mark.parametrize("command", ["plan", "recommend"])
+def test_concurrency_is_read_as_the_other_counts_are(capsys: pytest.CaptureFixture[str], command: str) -> None:
+    base = (("plan", "llama-3.1-8b", "--gpu", "h100") if command == "plan" else ("recommend", "llama-3.1-8b", "--top", "1"))
+    plain = run_json(capsys, *base, "--concurrency", "1000", "--max-num-seqs", "2000")
+    assert plain["workload"]["concurrency"] == 1000
+    for spelled in ("1k", "1e3", "1.0e3"):
+        assert run_json(capsys, *base, "--concurrency", spelled, "--max-num-seqs", "2k") == plain, spelled
+
+
+@pytest.mark.parametrize(("value", "reason"), [
+    ("2.5", "'2.5' is 2.5, not a whole number"), ("1.5k", None), ("1e9", "expected a whole number from 1 to 1,000,000"),
+    ("0", "expected a whole number from 1 to"), ("nan", "expected a whole number such as 64 or 1k"),
+    ("1x", "expected a whole number such as 64 or 1k")])
+def test_a_bad_concurrency_is_one_line(capsys: pytest.CaptureFixture[str], value: str, reason: str | None) -> None:
+    if reason is None:  # 1.5k = 1,500 users: whole, so planned
+        assert run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--concurrency", value)["workload"][
+            "concurrency"] == 1500
+        return
+    err = cli_refusal(capsys, "plan", "llama-3.1-8b", "--gpu", "h100", "--concurrency", value)
+    assert err.startswith("error: --concurrency ") and reason in err, err
+
+
+def test_the_page_reads_concurrency_as_the_cli_does(client: TestClient) -> None:
+    page = client.get("/plan?model=llama-3.1-8b&gpu=h100&concurrency=1k&lang=en")
+    assert page.status_code == 200 and "1,000 sequences" in page.text, page_error(page.text)
+
+
+_R1_128K_B200 = ("plan", "deepseek-r1", "--gpu", "b200", "--prompt", "128000", "--output-tokens", "1000",
+                 "--concurrency", "4")
+
+
+def test_the_fewer_gpus_hint_names_no_staged_layout_on_nvlink(capsys: pytest.CaptureFixture[str]) -> None:
+    answer = run_json(capsys, *_R1_128K_B200)
+    assert answer["gpus"] == 8 and answer["layout"]["pp"] == 1, answer["layout"]
+    reason = " ".join(next(a for a in answer["assumptions"] if a.startswith("Layout chosen")).split())
+    hint = reason.split("; 4 (")[1].split(") would hold them")[0]
+    assert "PP" not in hint or "PP 1" in hint, reason  # was "TP 1, PP 4"
+    assert "--weights int4-awq" in reason, reason
+
+
+def test_a_hint_where_stages_are_needed_is_kept(capsys: pytest.CaptureFixture[str]) -> None:
+    # control: 405B at 32 users on H100 needs two servers (TP 8 x PP 2); the hint on one server is TP 8, unchanged
+    answer = run_json(capsys, "plan", "llama-3.1-405b", "--gpu", "h100", "--concurrency", "32")
+    text = " ".join(json.dumps(answer).split())
+    assert "8 (TP 8, PP 1) would hold them with --weights int4-awq" in text, text[:2000]
