@@ -130,5 +130,5 @@ def test_gpus_compare_says_why_the_plan_is_refused_rather_than_that_no_layout_fi
     code, out, err = run(capsys, "gpus", "compare", "mi355x", "b200", "--model", "deepseek-r1-0528-fp4")
     assert code == 0, err
     text = " ".join(out.split())
-    assert "on mi355x it is refused: --engine vllm with nvfp4 weights on mi355x" in text, text[-800:]
+    assert "on mi355x it is refused: the default engine (vLLM) with nvfp4 weights on mi355x" in text, text[-800:]
     assert "no tried layout fits" not in text

@@ -41,7 +41,7 @@ def test_the_cli_bounds_max_num_seqs_as_plan_and_the_api_do(capsys: pytest.Captu
     # recommend command took 100,000,000 and answered with offerings
     code, out, err = run(capsys, "recommend", "llama-3.1-8b", "--offline", "--max-num-seqs", "100000000", "--top", "1")
     assert code == 2 and not out and err.count("\n") == 1
-    assert "--max-num-seqs 100000000: expected a whole number from 1 to 1,000,000" in err
+    assert "--max-num-seqs '100000000': expected a whole number from 1 to 1,000,000" in err  # as --prompt's (qa21)
 
 
 def test_a_format_listed_twice_is_swept_once() -> None:

@@ -29,6 +29,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from anchorgpu.api.words import api_words, field_hint, request_fields
 from anchorgpu.errors import AnchorError
+from anchorgpu.planner.inputs import task_hint
 from anchorgpu.validation import pattern_reason
 
 __all__ = [
@@ -111,6 +112,8 @@ def _field_errors(exc: RequestValidationError, fields: frozenset[str] = frozense
         message = words or str(err.get("msg", "invalid"))
         if err.get("type") == "extra_forbidden" and len(loc) == 2 and loc[0] == "body":
             message += field_hint(loc[1], fields)
+        elif err.get("type") == "literal_error" and loc[-1:] == ["task"]:  # "serve": did you mean 'inference'?
+            message += task_hint(err.get("input"))
         out.append({"field": ".".join(loc), "message": message})
     return out
 

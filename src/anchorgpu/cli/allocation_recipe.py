@@ -13,15 +13,14 @@ from anchorgpu.errors import InvalidWorkload
 
 
 def allocation_recipe_command(store: Any, account_id: str, allocation_id: str | None, *, kind: str | None,
-                              model: str | None, task: str, context: str | None, concurrency: int | None,
+                              model: str | None, task: str, context: str | None, concurrency: str | None,
                               as_json: bool) -> None:
     from anchorgpu.allocations.recipe import allocation_recipe
     from anchorgpu.architectures import load_model
-    from anchorgpu.cli.plan_parse import parse_tokens
+    from anchorgpu.cli.plan_parse import parse_count, parse_tokens
     from anchorgpu.cli.plan_render import render_recipe
     from anchorgpu.planner import Workload
     from anchorgpu.recipes import Recipe
-    from anchorgpu.validation import bounded_int
 
     if allocation_id is None:
         raise InvalidWorkload("allocations recipe: give the allocation id, e.g. anchorgpu allocations recipe al_... "
@@ -30,9 +29,9 @@ def allocation_recipe_command(store: Any, account_id: str, allocation_id: str | 
         raise InvalidWorkload("allocations recipe: --kind and --model are both needed")
     if task not in ("inference", "train", "lora", "qlora"):
         raise InvalidWorkload(f"--task {task!r}: choose inference, train, lora or qlora")
-    bounded_int(concurrency, field="concurrency")
+    users = parse_count(concurrency, field="concurrency", example="64 or 1k")  # as plan reads it
     tokens = parse_tokens(context, field="context")
-    workload = (Workload(task="inference", context_tokens=tokens, concurrency=concurrency) if task == "inference"
+    workload = (Workload(task="inference", context_tokens=tokens, concurrency=users) if task == "inference"
                 else Workload(task=task, seq_tokens=tokens))  # type: ignore[arg-type]  # checked just above
     body = allocation_recipe(store.uow_factory(), account_id=account_id, allocation_id=allocation_id,
                              clock=store.clock, kind=kind, model=load_model(model), workload=workload)

@@ -86,7 +86,7 @@ def allocations_command(
     model: Annotated[str | None, typer.Option("--model", help="recipe: the model to run (registry name, config.json or Hub id).")] = None,
     task: Annotated[str, typer.Option("--task", help="recipe: inference | train | lora | qlora")] = "inference",
     context: Annotated[str | None, typer.Option("--context", help="recipe: tokens per sequence (inference) or training sequence.")] = None,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", help="recipe: sequences at once (inference).")] = None,
+    concurrency: Annotated[str | None, typer.Option("--concurrency", help="recipe: sequences at once (inference), e.g. 64 or 1k (= 1,000).")] = None,
 ) -> None:
     """Your allocations (states at this moment), or one of them; `allocations recipe ID --kind K --model M`: the launch."""
     from anchorgpu.allocations.services import get_allocation, list_allocations

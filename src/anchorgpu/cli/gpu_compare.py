@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from anchorgpu.cli._app import emit_json
 from anchorgpu.cli.hardware import price_per_gpu_hour, wide_console
 from anchorgpu.errors import AnchorError, InvalidInput
+from anchorgpu.planner.inputs import task_hint
 from anchorgpu.validation import bounded_int
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def _workload(model: str, task: str, precision: str | None) -> Workload:
     from anchorgpu.hardware import Workload
 
     if task not in TASKS:
-        raise InvalidInput(f"--task must be one of {', '.join(TASKS)}, got {task!r}")
+        raise InvalidInput(f"--task must be one of {', '.join(TASKS)}, got {task!r}{task_hint(task)}")  # serve: inference
     if precision is not None and precision not in WEIGHT_BYTES_PER_PARAM:
         raise InvalidInput(f"--precision must be one of {', '.join(WEIGHT_BYTES_PER_PARAM)}, got {precision!r}")
     spec = load_model(model)
@@ -155,7 +156,7 @@ def _planned(model: str, gpus: tuple[GpuSpec, ...], *, task: str, precision: str
         workload = PlanWorkload(task="train" if task == "training" else task, seq_tokens=context_tokens)  # type: ignore[arg-type]
         precision_plan = PrecisionPlan()
     else:
-        workload = PlanWorkload(task="inference", context_tokens=context_tokens)
+        workload = PlanWorkload(task="inference", context_tokens=context_tokens, engine_source="default")
         # no --precision: the checkpoint's shipped format, as `anchorgpu plan` answers without --weights
         precision_plan = PrecisionPlan(weights=PLANNER_FORMAT[precision]) if precision else PrecisionPlan()
     from anchorgpu.planner.speed.serving_layouts import SERVING_GPU_COUNTS

@@ -44,7 +44,7 @@ def plan_command(
     weights: str | None = typer.Option(None, "--weights", help="Default: the format the checkpoint ships in (quantization_config). bf16 fp16 fp8 fp8-block128x128 int8 int4-gptq int4-awq nf4 nf4-dq mxfp4 nvfp4 gguf-q4_k_m gguf-q8_0 …"),
     kv_cache: str | None = typer.Option(None, "--kv-cache", callback=lower_choice, help="bf16 | fp16 | fp8 | nvfp4 (inference only; default: the FP8 or NVFP4 KV cache the checkpoint ships, where the GPU and --engine run it; an NVFP4 one falls back to fp8, else bf16). nvfp4 runs with vLLM on NVIDIA GPUs from Ampere on through FlashInfer (not for MLA models), with --engine trtllm on Blackwell only; refused elsewhere"),
     context: str | None = typer.Option(None, "--context", help=OPTION_HELP.CONTEXT),
-    concurrency: int | None = typer.Option(None, "--concurrency", help="Sequences at once (inference only)."),
+    concurrency: str | None = typer.Option(None, "--concurrency", help="Sequences at once (inference only), e.g. 64 or 1k (= 1,000: a count, read as --tokens is)."),
     micro_batch: int | None = typer.Option(None, "--micro-batch", help="Sequences per GPU step (training only; chosen with the layout when not given)."),
     seq: str | None = typer.Option(None, "--seq", help="Training sequence length in tokens (training only; serving's is --context; default 2,048 or the model's context if shorter)."),
     recompute: str | None = typer.Option(None, "--recompute", callback=lower_choice, help="Training only: none | selective (the attention core; with --train-stack pytorch, torchtitan's op-level policy: every other product run again) | moe (a mixture of experts' MoE blocks) | full"),
@@ -63,7 +63,7 @@ def plan_command(
     gpu_memory_utilization: float | None = typer.Option(None, "--gpu-memory-utilization", help=OPTION_HELP.GPU_MEMORY_UTILIZATION),
     engine: str | None = typer.Option(None, "--engine", callback=lower_choice, help=OPTION_HELP.ENGINE),
     max_num_batched_tokens: str | None = typer.Option(None, "--max-num-batched-tokens", help="Engine prefill budget in tokens, e.g. 8192 or 8k (inference only)."),
-    max_num_seqs: int | None = typer.Option(None, "--max-num-seqs", help=OPTION_HELP.MAX_NUM_SEQS),
+    max_num_seqs: str | None = typer.Option(None, "--max-num-seqs", help=OPTION_HELP.MAX_NUM_SEQS),
     allow_long_context: bool = typer.Option(False, "--allow-long-context", help=OPTION_HELP.ALLOW_LONG_CONTEXT),
     prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens per request (inference only); without --context each sequence is prompt + output."),
     output_tokens: str | None = typer.Option(None, "--output-tokens", help="Output tokens per request, e.g. 256, 1e3 or 1k (inference only)."),
@@ -94,19 +94,22 @@ def plan_command(
     from anchorgpu.planner.workload_checks import check_diffusion_options
     from anchorgpu.validation import bounded_int
 
-    # token counts are read as --prompt and --context are (8k, 1e3: one parser); counts of things stay plain integers
+    # token counts are read as --prompt and --context are (8k = 8,192, 1e3: one parser)
     output_tokens_n = parse_tokens(output_tokens, field="output_tokens")
+    # counts of requests are read as --tokens is (64, 1k = 1,000, 1e3: one parser, one refusal), not by Click
+    concurrency_n = parse_count(concurrency, field="concurrency", example="64 or 1k")
+    max_num_seqs_n = parse_count(max_num_seqs, field="max_num_seqs", example="256 or 1k")
     batched_tokens_n = parse_tokens(max_num_batched_tokens, field="max_num_batched_tokens")
-    for value, field in ((concurrency, "concurrency"), (micro_batch, "micro_batch"),
-                         (lora_rank, "lora_rank"), (max_num_seqs, "max_num_seqs"), (images, "images")):
+    for value, field in ((concurrency_n, "concurrency"), (micro_batch, "micro_batch"),
+                         (lora_rank, "lora_rank"), (max_num_seqs_n, "max_num_seqs"), (images, "images")):
         bounded_int(value, field=field)  # the API's bounds (anchorgpu.validation.LIMITS), before any work
     kv = kv_cache if kv_cache is not None else KV_CACHE_AUTO  # '' is refused as an unknown dtype, not taken as auto
     given: dict[str, object] = {  # an option the task has no use for is refused, as every face refuses it
         "train_precision": train_precision, "train_stack": train_stack, "recompute": recompute, "micro_batch": micro_batch,
         "seq": seq, "global_batch": global_batch, "optimizer": optimizer, "optimizer_state": optimizer_state,
         "tokens": tokens, "tp_overlap": tp_overlap, "lora_rank": lora_rank, "lora_targets": lora_targets,
-        "context": context, "concurrency": concurrency, "prompt": prompt, "output_tokens": output_tokens_n, "engine": engine,
-        "max_num_seqs": max_num_seqs, "max_num_batched_tokens": batched_tokens_n,
+        "context": context, "concurrency": concurrency_n, "prompt": prompt, "output_tokens": output_tokens_n, "engine": engine,
+        "max_num_seqs": max_num_seqs_n, "max_num_batched_tokens": batched_tokens_n,
         "gpu_memory_utilization": gpu_memory_utilization, "kv_cache": kv, "network_gbit_per_gpu": network_gbit_per_gpu}
     check_task_options(task, given)
     spec = load_model(model, offline=offline)
@@ -118,7 +121,7 @@ def plan_command(
         check_kind(recipe, diffusion=not isinstance(spec, ModelSpec), engine=engine, task=task)
     chosen_by = engine_source(engine, recipe)
     engine = resolve_engine(engine, recipe)
-    check_engine_caps(max_num_seqs, batched_tokens_n, engine)
+    check_engine_caps(max_num_seqs_n, batched_tokens_n, engine)
     gpu_spec = get_gpu(gpu) if gpu is not None else None
     targets = None if lora_targets is None else tuple(t.strip() for t in lora_targets.split(",") if t.strip())
     if train_precision is not None and train_precision not in ("mixed", "bf16-true", "fp8", "fp4"):
@@ -126,10 +129,10 @@ def plan_command(
     if train_stack not in (None, "megatron", "pytorch"):
         raise InvalidWorkload(f"--train-stack {train_stack!r}: choose megatron or pytorch")
     workload = workload_of(  # the options not given (None) take the planner's defaults
-        task=task, context_tokens=parse_tokens(context, field="context"), concurrency=concurrency,
+        task=task, context_tokens=parse_tokens(context, field="context"), concurrency=concurrency_n,
         allow_long_context=allow_long_context, gpu_memory_utilization=gpu_memory_utilization, engine=engine,
         engine_source=chosen_by,
-        max_num_batched_tokens=batched_tokens_n, max_num_seqs=max_num_seqs, micro_batch=micro_batch,
+        max_num_batched_tokens=batched_tokens_n, max_num_seqs=max_num_seqs_n, micro_batch=micro_batch,
         seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute, offload_activation_layers=offload_activations,
         optimizer=optimizer, optimizer_state=optimizer_state,  # validated by the planner with a one-line reason
         train_precision=train_precision, train_stack=resolve_train_stack(train_stack, recipe, task),

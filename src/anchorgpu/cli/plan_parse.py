@@ -32,18 +32,20 @@ def parse_tokens(text: str | None, *, field: str) -> int | None:
                         noun="a token count")
 
 
-def parse_count(text: str | None, *, field: str) -> int | None:
-    """A large whole count: ``1000000``, ``1e12``, ``2.5e9``, or with a decimal suffix ``300B`` or ``14.8T`` (as
-    training-token totals are written); never nan, inf or a fraction.
+def parse_count(text: str | None, *, field: str, example: str = "1e12 or 15T") -> int | None:
+    """A whole count: ``1000000``, ``1e12``, ``2.5e9``, or with a decimal suffix ``300B`` or ``14.8T`` (as
+    training-token totals are written), ``1k`` users; never nan, inf or a fraction; within ``LIMITS[field]``.
 
     >>> parse_count("14.8T", field="tokens"), parse_count("300b", field="tokens"), parse_count("1e12", field="tokens")
     (14800000000000, 300000000000, 1000000000000)
+    >>> parse_count("1k", field="concurrency"), parse_count("1e3", field="concurrency")
+    (1000, 1000)
     """
     from anchorgpu.validation import DECIMAL_SUFFIXES, whole_number
 
     if text is None:
         return None
-    return whole_number(text, field=field, suffixes=DECIMAL_SUFFIXES, example="1e12 or 15T")
+    return whole_number(text, field=field, suffixes=DECIMAL_SUFFIXES, example=example)
 
 
 def parse_batch(text: str | None) -> int | None:

@@ -58,7 +58,7 @@ def recommend_command(
     kv_cache: str | None = typer.Option(None, "--kv-cache", help="Inference only: comma list of KV-cache dtypes: bf16, fp16, fp8, nvfp4 (default: the plan's, the FP8 or NVFP4 one the checkpoint ships on GPUs with the hardware for it, else fp8 or bf16). nvfp4 only where the engine runs it (vLLM: NVIDIA GPUs from Ampere on, not for MLA; trtllm: Blackwell)."),
     lower_precision: bool = typer.Option(False, "--lower-precision", help="Inference only: also consider fp8/int4-awq weights and an fp8 KV cache below the checkpoint's precision (outputs change: rerun evaluations)."),
     context: str | None = typer.Option(None, "--context", help=OPTION_HELP.CONTEXT),
-    concurrency: int | None = typer.Option(None, "--concurrency", help="Sequences at once (inference only); default: the most each offering serves."),
+    concurrency: str | None = typer.Option(None, "--concurrency", help="Sequences at once (inference only), e.g. 64 or 1k (= 1,000: a count, read as --tokens is); default: the most each offering serves."),
     min_tokens_per_s: float | None = typer.Option(None, "--min-tokens-per-s-per-user", "--min-tokens-per-s", help="Serving only: keep configurations whose predicted decode tokens/s a user, at their concurrency, is at least this (20 = a token every 50 ms); each offering keeps the fastest layout that meets it. --min-tokens-per-s is the same option's older name."),
     max_ttft_s: float | None = typer.Option(None, "--max-ttft-s", help="Serving only: keep configurations whose predicted time to the first token, at their concurrency, is at most this many seconds."),
     prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens (inference only; default: context - output)."),
@@ -80,7 +80,7 @@ def recommend_command(
     mbu: float | None = typer.Option(None, "--mbu", help=OPTION_HELP.MBU),
     gpu_memory_utilization: float | None = typer.Option(None, "--gpu-memory-utilization", help=OPTION_HELP.GPU_MEMORY_UTILIZATION),
     engine: str | None = typer.Option(None, "--engine", callback=lower_choice, help=OPTION_HELP.ENGINE),
-    max_num_seqs: int | None = typer.Option(None, "--max-num-seqs", help=OPTION_HELP.MAX_NUM_SEQS),
+    max_num_seqs: str | None = typer.Option(None, "--max-num-seqs", help=OPTION_HELP.MAX_NUM_SEQS),
     allow_long_context: bool = typer.Option(False, "--allow-long-context", help=OPTION_HELP.ALLOW_LONG_CONTEXT),
     images: int = typer.Option(1, "--images", help="Diffusion pipeline: images per batch per replica."),
     resolution: str | None = typer.Option(None, "--resolution", help="Diffusion pipeline: output WIDTHxHEIGHT, e.g. 1024x1024."),
@@ -112,8 +112,11 @@ def recommend_command(
             positive_number(value, field=field, flag=flag)
     # token counts are read as --prompt and --context are (8k, 1e3: one parser); counts of things stay plain integers
     output_tokens_n = parse_tokens(output_tokens, field="output_tokens")
-    for value, field in ((concurrency, "concurrency"), (micro_batch, "micro_batch"),
-                         (lora_rank, "lora_rank"), (max_num_seqs, "max_num_seqs"), (top, "top")):  # plan's and the API's bounds
+    # counts of requests are read as --tokens is (64, 1k = 1,000, 1e3: one parser, one refusal), not by Click
+    concurrency_n = parse_count(concurrency, field="concurrency", example="64 or 1k")
+    max_num_seqs_n = parse_count(max_num_seqs, field="max_num_seqs", example="256 or 1k")
+    for value, field in ((concurrency_n, "concurrency"), (micro_batch, "micro_batch"),
+                         (lora_rank, "lora_rank"), (max_num_seqs_n, "max_num_seqs"), (top, "top")):  # plan's and the API's bounds
         bounded_int(value, field=field)
     if not 1 <= max_servers <= 16:
         raise InvalidWorkload(f"--max-servers {max_servers}: choose 1 to 16")
@@ -129,8 +132,8 @@ def recommend_command(
     given: dict[str, object] = {  # an option the task has no use for is refused, as every face refuses it
         "train_precision": train_precision, "train_stack": train_stack, "recompute": recompute, "micro_batch": micro_batch,
         "seq": seq, "global_batch": global_batch, "optimizer": optimizer, "optimizer_state": optimizer_state,
-        "tokens": train_tokens, "lora_rank": lora_rank, "context": context, "concurrency": concurrency, "prompt": prompt,
-        "output_tokens": output_tokens_n, "engine": engine, "max_num_seqs": max_num_seqs,
+        "tokens": train_tokens, "lora_rank": lora_rank, "context": context, "concurrency": concurrency_n, "prompt": prompt,
+        "output_tokens": output_tokens_n, "engine": engine, "max_num_seqs": max_num_seqs_n,
         "gpu_memory_utilization": gpu_memory_utilization, "min_tokens_per_s_per_user": min_tokens_per_s,
         "max_ttft_s": max_ttft_s,
         "lower_precision": lower_precision}
@@ -177,10 +180,10 @@ def recommend_command(
             render_recommendation(rec)
         return
     workload = workload_of(  # the options not given (None) take the planner's defaults; validated by the planner
-        task=task, context_tokens=parse_tokens(context, field="context"), concurrency=concurrency,
+        task=task, context_tokens=parse_tokens(context, field="context"), concurrency=concurrency_n,
         gpu_memory_utilization=gpu_memory_utilization, allow_long_context=allow_long_context,
         micro_batch=micro_batch,  # not given: the sweep picks 1, 2 or 4 per layout, as plan does
-        engine=engine, engine_source=chosen_by, max_num_seqs=max_num_seqs, seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute,
+        engine=engine, engine_source=chosen_by, max_num_seqs=max_num_seqs_n, seq_tokens=parse_tokens(seq, field="seq"), recompute=recompute,
         optimizer=optimizer, lora_rank=lora_rank, train_precision=train_precision, optimizer_state=optimizer_state,
         cross_entropy=cross_entropy, train_stack=resolve_train_stack(train_stack, recipe, task),
         **launch_reach(recipe),

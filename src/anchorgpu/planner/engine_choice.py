@@ -78,11 +78,14 @@ def engine_weights_refusal(engine: str, weights: str, native: str | None, gpu: G
     >>> [engine_weights_refusal("vllm", "nvfp4", "fp4", get_gpu(g), moe=m) is None for g, m in
     ...  (("mi355x", True), ("mi355x", False), ("b200", True))]
     [False, True, True]
+    >>> engine_weights_refusal("vllm", "nvfp4", "fp4", get_gpu("mi355x"), "default", moe=True).split(":")[0]
+    'the default engine (vLLM) with nvfp4 weights on mi355x'
     """
     if engine in ("vllm", "sglang") and weights == "nvfp4" and moe and gpu.vendor == "AMD":
         named = "vLLM" if engine == "vllm" else "SGLang"
-        option = "--recipe" if source == "recipe" else "--engine"
-        return (f"{option} {engine} with nvfp4 weights on {gpu.name}: on AMD GPUs {named} reads an NVFP4 checkpoint "
+        said = (f"the default engine ({named})" if source == "default" else  # never an --engine nobody typed
+                f"{'--recipe' if source == 'recipe' else '--engine'} {engine}")
+        return (f"{said} with nvfp4 weights on {gpu.name}: on AMD GPUs {named} reads an NVFP4 checkpoint "
                 "through Petit, whose kernels take linear layers only, not a mixture of experts' fused layers")
     option = "--recipe trtllm" if source == "recipe" else "--engine trtllm"
     if engine == "trtllm" and (weights.startswith("gguf-") or weights.startswith("nf4")):

@@ -59,6 +59,23 @@ __all__ = [
 
 Task = Literal["inference", "train", "lora", "qlora", "diffusion"]
 TASKS: tuple[Task, ...] = ("inference", "train", "lora", "qlora", "diffusion")
+TASK_SYNONYMS: dict[str, Task] = {"serve": "inference", "serving": "inference", "infer": "inference",
+                                   "training": "train", "pretrain": "train", "pretraining": "train"}
+"""Words for a task that are not its name: refused with the name meant (``--task serve``: did you mean 'inference'?),
+not taken as it. Each task has one spelling in every face and in the answers' ``workload.task`` (DESIGN.md's JSON
+contract), and ``anchorgpu serve`` is the command that starts the API, not a workload."""
+
+
+def task_hint(task: object) -> str:
+    """What a refusal of the unknown ``task`` adds: the task meant where the word is a synonym of one.
+
+    >>> task_hint("Serve"), task_hint("training"), task_hint("cooking")
+    ("; did you mean 'inference'?", "; did you mean 'train'?", '')
+    """
+    meant = TASK_SYNONYMS.get(task.strip().lower()) if isinstance(task, str) else None
+    return f"; did you mean {meant!r}?" if meant else ""
+
+
 TRAINING_TASKS: tuple[Task, ...] = ("train", "lora", "qlora")
 """The tasks that run a training step (full training and the two adapter methods)."""
 Recompute = Literal["none", "selective", "moe", "full"]

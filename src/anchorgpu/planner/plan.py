@@ -29,6 +29,7 @@ from anchorgpu.planner.eager_stack import eager_headroom_warning
 from anchorgpu.planner.engine_choice import engine_refusal, engine_weights_refusal
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.global_batch import check_whole_sequences, splits, unfit_fallback_refusal
+from anchorgpu.planner.headroom import thin_headroom_warning
 from anchorgpu.planner.inference import plan_inference
 from anchorgpu.planner.inputs import TRAINING_TASKS, Layout, Overheads, PrecisionPlan, Workload, default_seq_tokens
 from anchorgpu.planner.media import validate_media
@@ -212,8 +213,9 @@ def plan(
         eager = (eager_headroom_warning(terms.per_gpu.activations_bytes, terms.workload.recompute or "none", headroom,
                                         total_bytes=total, train_stack=w.train_stack)
                  if fits and w.task == "train" and lm is not None else None)
-        if eager is not None:
-            warnings.append(eager)
+        thin = (thin_headroom_warning(total, headroom, ov.fragmentation_fraction)
+                if fits and eager is None and w.task in TRAINING_TASKS else None)  # the eager warning says more
+        warnings.extend(x for x in (eager, thin) if x is not None)
         if not fits:
             warnings.append(make_warning("does_not_fit", f"needs {fmt_bytes(total)} per GPU, "
                                          f"{fmt_bytes(-headroom)} more than the {fmt_bytes(terms.budget_bytes)} available"))

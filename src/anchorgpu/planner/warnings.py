@@ -118,6 +118,12 @@ WARNING_CODES: dict[str, WarningCode] = _registry(
               "(torch.compile), recompute activations or take a smaller micro-batch before training with transformers.",
     ),
     WarningCode(
+        code="thin_training_headroom", concept="vram",
+        check="The plan fits with less room than its measured error: run a few steps with "
+              "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True and watch torch.cuda.max_memory_reserved before the "
+              "full run, or keep a layout with more room (recompute, a smaller micro-batch, more GPUs) at hand.",
+    ),
+    WarningCode(
         code="partial_gpu_not_offered", concept="mig",
         check="AnchorGPU rents whole GPUs only: no MIG slices, vGPU or time-slicing.",
     ),

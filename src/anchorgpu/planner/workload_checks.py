@@ -25,6 +25,7 @@ from anchorgpu.planner.inputs import (
     TRAIN_STACKS,
     TRAINING_TASKS,
     Workload,
+    task_hint,
 )
 from anchorgpu.planner.media import validate_media
 from anchorgpu.units import fmt_given
@@ -128,7 +129,8 @@ def check_network(gbit_per_s: object, task: str) -> None:
 
 def validate_workload(workload: Workload) -> None:
     if workload.task not in TASKS:
-        raise InvalidWorkload(f"unknown task {workload.task!r}; valid: {', '.join(TASKS)}")
+        hint = task_hint(workload.task)  # "serve": did you mean 'inference'? (a synonym is named, not taken)
+        raise InvalidWorkload(f"unknown task {workload.task!r}{hint}{' ' if hint else '; '}valid: {', '.join(TASKS)}")
     if not _workload_counts_ok(workload):  # the usual case passes without a tuple of the values
         check_counts(_WORKLOAD_COUNTS, _workload_counts(workload))
     if workload.gpu_memory_utilization is not None and not 0 < workload.gpu_memory_utilization <= 1:

@@ -42,7 +42,7 @@ _LIST_FIELDS = ("lora_targets",)
 _BOOL_FIELDS = ("fsdp", "allow_long_context", "vae_tiling", "tp_overlap", "ep_overlap")
 _INT_CHOICE_FIELDS = ("zero",)  # Literal[0, 1, 2, 3]: a form sends "0"
 _TOKEN_FIELDS = ("context", "seq", "prompt", "output_tokens", "max_num_batched_tokens", "global_batch")  # "8k", "4M" as on the CLI
-_COUNT_FIELDS = ("tokens", "train_tokens")  # "1e12" as in `anchorgpu plan --tokens 1e12`
+_COUNT_FIELDS = ("tokens", "train_tokens", "concurrency", "max_num_seqs")  # "1e12", "1k" (= 1,000) as on the CLI
 
 
 def shorthand(name: str, raw: str) -> str | int:

@@ -123,9 +123,12 @@ def _held(model: ModelSpec, w: Workload, precision: PrecisionPlan, gpus: int, gp
           ) -> tuple[list[tuple[Layout, Plan]], Layout | None]:
     """The layouts of :func:`_serving_layouts` on ``gpus`` GPUs that hold ``want`` sequences, each with its plan, in
     order (``skip``'s split left out: the default, planned already; with ``ep`` given, only those of that EP), and the
-    closest miss (most headroom; None where every miss is past the engine's sequence cap or not plannable)."""
+    closest miss (most headroom; None where every miss is past the engine's sequence cap or not plannable), of the
+    misses the stages rule ranks (:func:`~anchorgpu.planner.speed.serving_stages.without_stages_on_scale_up`: on
+    NVLink/xGMI servers a staged miss only where no miss is of TP alone), so the "would hold them with" hint never
+    names a layout the chooser would leave out once the change is made."""
     held: list[tuple[Layout, Plan]] = []
-    closest: tuple[float, Layout] | None = None
+    misses: list[tuple[Layout, float]] = []
     for layout in _serving_layouts(model, gpus, w.engine):
         if ep is not None and (layout.ep or 1) != ep:  # the user's --ep is kept, never swapped for another
             continue
@@ -135,11 +138,12 @@ def _held(model: ModelSpec, w: Workload, precision: PrecisionPlan, gpus: int, gp
         p, headroom = holds(model, w, precision, layout, gpu, overheads, want, cap)
         if p is not None:
             held.append((layout, p))
-        elif headroom > -math.inf and (closest is None or headroom > closest[0]):
+        elif headroom > -math.inf:
             # a miss with no headroom to name (more a replica than its engine runs, or unplannable) is no closest
             # miss: no memory change makes it hold them
-            closest = (headroom, layout)
-    return held, (closest[1] if closest is not None else None)
+            misses.append((layout, headroom))
+    ranked = without_stages_on_scale_up(misses, gpu)[0]  # first of the most headroom, as before
+    return held, (max(ranked, key=lambda miss: miss[1])[0] if ranked else None)
 
 
 def choose_serving_layout(model: ModelSpec, w: Workload, precision: PrecisionPlan, given: Layout, gpu: GpuSpec,

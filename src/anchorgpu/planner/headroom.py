@@ -1,0 +1,62 @@
+"""Whether a training plan that fits leaves too little headroom for what its own measured error allows.
+
+The plan's total already holds the CUDA context, library workspaces, NCCL buffers and a fragmentation allowance of
+``Overheads.fragmentation_fraction`` of the tensors (``training.py``). Measured Megatron-Core peaks have still come out
+above the planned tensors by more than that allowance, and the caching allocator reserves beyond the tensors it
+hands out (``data/training_headroom.json``, from ``benchmarks/megatron_memory_checks.md``). A headroom below that
+remainder (:func:`thin_share`, about 2% of the planned total) is spent if the run lands where the worst measured one
+did: the plan says so, with the first remedy Megatron-Bridge's memory guide gives near the limit. Pure (the data
+file is read with ``importlib.resources``, as every planner table is).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+
+from anchorgpu.planner.inputs import Overheads
+from anchorgpu.planner.warnings import PlanWarning, make_warning
+from anchorgpu.units import fmt_bytes
+
+__all__ = ["thin_headroom_warning", "thin_share"]
+
+
+@lru_cache(maxsize=1)
+def _measured() -> tuple[float, float]:
+    doc = json.loads(resources.files("anchorgpu.planner").joinpath("data/training_headroom.json").read_text("utf-8"))
+    return float(doc["peak_over_planned_tensors"]), float(doc["reserved_over_allocated"])
+
+
+def thin_share(fragmentation_fraction: float = Overheads().fragmentation_fraction) -> float:
+    """The share of the planned total the worst measured run would take beyond it: its peak over the planned tensors
+    times the allocator's reserve over its allocations, less the plan's own fragmentation allowance.
+
+    >>> round(thin_share(), 4)  # 1.0604 x 1.0103 - 1 - 0.05
+    0.0213
+    """
+    peak, reserved = _measured()
+    return max(0.0, peak * reserved - 1.0 - fragmentation_fraction)
+
+
+def thin_headroom_warning(total_bytes: int, headroom_bytes: int,
+                          fragmentation_fraction: float = Overheads().fragmentation_fraction) -> PlanWarning | None:
+    """``thin_training_headroom`` where a training plan fits with less headroom than :func:`thin_share` of its
+    total, else None.
+
+    >>> gib = 2**30
+    >>> thin_headroom_warning(int(139.78 * gib), 17 * 2**20).code
+    'thin_training_headroom'
+    >>> thin_headroom_warning(int(120 * gib), 19 * gib) is None
+    True
+    """
+    share = thin_share(fragmentation_fraction)
+    if headroom_bytes < 0 or headroom_bytes >= share * total_bytes:
+        return None
+    peak, reserved = _measured()
+    return make_warning(
+        "thin_training_headroom",
+        f"headroom {fmt_bytes(headroom_bytes)} is under {share:.1%} of the {fmt_bytes(total_bytes)} planned, what the "
+        f"worst measured Megatron-Core run would take beyond the plan (a peak {peak - 1:.1%} over the planned tensors, "
+        f"the allocator reserving {reserved - 1:.1%} more, less the {fragmentation_fraction:.0%} fragmentation "
+        "allowance); set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or take a layout with more room")
