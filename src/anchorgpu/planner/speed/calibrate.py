@@ -309,7 +309,7 @@ def _training_margin_in_force(training: LayoutSpread, serving: LayoutSpread) -> 
 
 
 def _training_margin_line(training: LayoutSpread, serving: LayoutSpread) -> str:
-    """The report's line of the training chooser's margin, e.g. ``training layout margin: 9.0% (median ... 8 pairs``."""
+    """The report's line of the training chooser's margin, e.g. ``training layout margin: 10.0% (median ... 14 pairs``."""
     sets = ", ".join(f"{name} {margin:.1%} ({pairs})" for name, (pairs, margin) in training.by_set.items())
     own = (f"median |log(ratio a / ratio b)| over {training.pairs} pairs of held-out training rows of one benchmark "
            f"at two configurations, {training.groups} groups; by set: {sets}" if training.pairs >= MIN_CLASS_PAIRS else
