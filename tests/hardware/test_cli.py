@@ -77,7 +77,7 @@ def test_sort_orders_largest_first_and_puts_unknowns_last(capsys: pytest.Capture
         (("gpus", "h100", "h200"), "error: 'gpus' takes at most one GPU name, got 2; to compare two, use 'anchorgpu gpus compare A B'"),
         (("gpus", "compare", "h100"), "error: 'gpus compare' takes exactly two GPU names, got 1"),
         (("gpus", "h100", "--model", "llama-3.1-8b"), "error: --model applies to 'gpus compare A B' only"),
-        (("gpus", "compare", "h100", "h200", "--model", "llama-3.1-8b", "--task", "serving"), "error: --task must be one of inference, training, lora, qlora, got 'serving'"),
+        (("gpus", "compare", "h100", "h200", "--model", "llama-3.1-8b", "--task", "serving"), "error: --task must be one of inference, training, lora, qlora, got 'serving'; did you mean 'inference'?"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(capsys: pytest.CaptureFixture[str], args: tuple[str, ...], message: str) -> None:
