@@ -84,13 +84,15 @@ def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: i
     the average length plus its ratio's charge, leaving the next request's room; at most the engine's sequence cap,
     per replica. ``average_tokens``: the timed prompt plus half the output, where the prompt holds a vision tower's
     work as tokens (:func:`uncached_tokens`), which the decode step is timed reading but the cache never holds."""
-    capacity = int(plan.breakdown.get("kv_cache_capacity_bytes", 0))
+    b = plan.breakdown
+    capacity = int(b.get("kv_cache_capacity_bytes", 0))
     per_seq = setup.kv_bytes_per_sequence_per_gpu
     if not per_seq > 1.0:  # at_least(per_seq, 1.0), inline
         per_seq = 1.0
     cap = (limits or engine_limits_of(plan))[1]
-    uncached = uncached_tokens(plan)
-    if average_tokens is not None and uncached and "encoder_input_tokens" not in plan.breakdown:
+    # a plan of a text model has no encoder's work in its breakdown: uncached_tokens' 0, without its call
+    uncached = uncached_tokens(plan) if "encoder_prefill_equivalent_tokens" in b else 0
+    if average_tokens is not None and uncached and "encoder_input_tokens" not in b:
         held = setup.kv_bytes_per_sequence_per_gpu - kv_bytes_per_gpu(plan, average_tokens) + kv_bytes_per_gpu(
             plan, average_tokens - uncached)
         per_seq = at_least(held, 1.0)
@@ -119,7 +121,8 @@ def full_length_concurrency(plan: Plan, setup: ServingSetup, tokens: int, limits
     # a transformer keeps no recurrent state (0), a decoder-only model no cross-attention K/V (encoder_terms' 0)
     state = 0 if model.recurrent is None else mm.recurrent_state_bytes(model, sequences=1, tp=plan.layout.tp,
                                                                         pp=plan.layout.pp)
-    kv = kv_bytes_per_gpu(plan, tokens - uncached_tokens(plan), block_size_of(plan.workload))
+    uncached = uncached_tokens(plan) if "encoder_prefill_equivalent_tokens" in b else 0  # a text model's 0, no call
+    kv = kv_bytes_per_gpu(plan, tokens - uncached, block_size_of(plan.workload))
     per_seq = float(kv + state + (encoder_terms(plan)[1] if "encoder_input_tokens" in b else 0))
     if not per_seq > 1.0:  # at_least(per_seq, 1.0), inline
         per_seq = 1.0

@@ -139,7 +139,8 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     if w.engine == "sglang":
         graphs, dequant = sglang_step_terms(plan)
         graph_batch_sizes, absorbed_dequant = graph_batch_sizes or graphs, absorbed_dequant or dequant
-    equivalent, cross = encoder_terms(plan)
+    # a plan of a decoder-only model has no encoder's input in its breakdown: encoder_terms' (0, 0), without its call
+    equivalent, cross = encoder_terms(plan) if "encoder_input_tokens" in plan.breakdown else (0, 0)
     kv_seq = kv_bytes_per_gpu(plan, prompt_tokens - equivalent + output_tokens // 2) + cross
     # a recurrent layer reads (and rewrites) its fixed-size state every step instead of a growing KV cache
     if model.recurrent is not None:
