@@ -64,7 +64,8 @@ def closest_training_layout(model: ModelSpec, w: Workload, precision: PrecisionP
     """The training layout on the ``given.gpus`` GPUs that comes nearest to fitting, where the chooser found none
     that fits: each split it tries (whatever the user fixed kept) planned once, at its smallest micro-batch and the
     strongest recompute level searched; the least per-GPU total kept (the first, in the chooser's order, of equals).
-    None where no GPU count was given, nothing was planned, or (never expected) one of them fits."""
+    None where no GPU count was given, nothing was planned, the flags given leave one split (TP, CP, PP, DP, EP,
+    ZeRO; interleaving aside), or (never expected) one of them fits."""
     from anchorgpu.planner.plan import plan
     from anchorgpu.planner.speed.layouts import _candidates, _with_knobs, candidate_layout
     from anchorgpu.planner.speed.pipeline import default_batch_tokens
@@ -96,8 +97,9 @@ def closest_training_layout(model: ModelSpec, w: Workload, precision: PrecisionP
             return None  # the chooser would have found it: nothing to stand in for
         if best is None or p.per_gpu.total_bytes < best[0].per_gpu.total_bytes:
             best = (p, mb, layout)
-    if best is None:
-        return None
+    if best is None or len({key[:3] + key[4:] for key in seen}) < 2:
+        return None  # the split was the user's (--dp 8 --zero 0, --pp 8 on 8): planned as given, the lighter
+        # recompute or micro-batch it lacks offered under "What would fit"
     p, mb, layout = best
     r, budget = p.layout, p.budget_bytes or 0
     states = p.per_gpu.weights_bytes + p.per_gpu.gradients_bytes + p.per_gpu.optimizer_bytes

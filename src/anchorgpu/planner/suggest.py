@@ -392,5 +392,8 @@ def _fewer_training_gpus_with(model: ModelSpec, w: Workload, prec: PrecisionPlan
         return cannot
     # the changes that keep this count (the search for more GPUs, already done by the caller, is left out)
     kept = suggestions_for(model, p.workload, p.precision, layout, p.layout, fmt, gpu, ov, asked=w, more_gpus=False)
-    same = [s.change for s in kept if s.gpus == fewer and not s.change.startswith("--task")]
+    from anchorgpu.planner.closest_layout import offload_suggestions  # offload with the layout chosen, as plan does
+
+    kept += tuple(offload_suggestions(model, w, prec, layout, gpu, ov))
+    same = list(dict.fromkeys(s.change for s in kept if s.gpus == fewer and not s.change.startswith("--task")))
     return f"; {fewer:,} would hold it with {' or '.join(same[:3])}" if same else cannot
