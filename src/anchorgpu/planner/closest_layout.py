@@ -128,9 +128,9 @@ def offload_suggestions(model: ModelSpec, asked: Workload, precision: PrecisionP
                                            efficiencies)
         except InvalidWorkload:
             continue
-        if found is None or found[1].headroom_bytes is None:
+        alt = found[1] if found is not None else None
+        if alt is None or alt.headroom_bytes is None:
             continue
-        alt = found[1]
         return [Suggestion(change=f"--offload {offload}",
                            description=f"{what}: the fastest layout on {given.gpus:,} GPUs with it, "
                                        f"{split_words(alt.layout, alt.workload.recompute, alt.workload.micro_batch)}",
