@@ -110,16 +110,18 @@ def test_the_default_batch_says_when_it_is_rounded_to_the_layout(capsys: pytest.
             "x micro-batch 1 x 4,096 tokens") in doc["performance"]["assumptions"]
 
 
-def test_where_no_layout_that_splits_the_batch_fits_the_refusal_says_so(capsys: pytest.CaptureFixture[str]) -> None:
-    """A 70B on 8 L40S fits no layout: the plan shows plain DP 8 in its place, which 12 sequences do not split. The
-    line says that nothing tried that splits them fits, not that the user's layout is wrong (they gave none); a batch
-    that DP 8 splits still shows the plan that does not fit, with what would."""
-    code, _, err = run(capsys, "plan", "llama-3.1-70b", "--task", "train", "--gpu", "l40s", "--gpus", "8",
-                       "--global-batch", str(12 * SEQ), "--seq", str(SEQ))
-    assert code == 2 and (
-        "--global-batch 49,152 tokens (12 sequences of 4,096): no layout tried that splits it into whole micro-batches "
-        "fits l40s, and the plain DP 8 x micro-batch 1 a plan shows in its place does not split it; the nearest "
-        "batches that do are 32,768 and 65,536 tokens") in err
-    doc = run_json(capsys, "plan", "llama-3.1-70b", "--task", "train", "--gpu", "l40s", "--gpus", "8",
-                   "--global-batch", str(16 * SEQ), "--seq", str(SEQ))
-    assert doc["fits"] is False and doc["layout"]["dp"] == 8
+def test_where_no_layout_that_splits_the_batch_fits_the_closest_that_splits_it_is_planned(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A 70B on 8 L40S fits no layout. Until stop 57 the plan showed plain DP 8 in its place, which 12 sequences do
+    not split, and refused ("no layout tried that splits it into whole micro-batches fits l40s"). Since stop 57
+    (closest) the closest layout tried is planned: one of the layouts that split the batch (the only ones tried), so
+    the answer is a plan that does not fit, with what would; a batch that DP 8 splits too."""
+    for sequences in (12, 16):
+        code, _, err = run(capsys, "plan", "llama-3.1-70b", "--task", "train", "--gpu", "l40s", "--gpus", "8",
+                           "--global-batch", str(sequences * SEQ), "--seq", str(SEQ))
+        assert code == 0, err
+        doc = run_json(capsys, "plan", "llama-3.1-70b", "--task", "train", "--gpu", "l40s", "--gpus", "8",
+                       "--global-batch", str(sequences * SEQ), "--seq", str(SEQ))
+        lay = doc["layout"]
+        assert doc["fits"] is False and lay["gpus"] == 8 and sequences % (lay["dp"] * doc["workload"]["micro_batch"]) == 0
+        assert any("the closest is planned" in line for line in doc["assumptions"]), doc["assumptions"]

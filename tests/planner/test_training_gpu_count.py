@@ -27,8 +27,10 @@ def test_a_70b_without_a_gpu_count_trains_on_the_fewest_h100_that_hold_it() -> N
     p = plan(model, Workload(task="train"), gpu=H100)
     # 16 bytes a parameter of mixed-precision training with Adam is 1.13 TB: 8 H100 (640 GB) cannot hold it
     assert p.fits and p.layout.gpus == 16
+    # stop 57 (closest): 8 hold it with the optimizer state in host memory, as `plan --gpus 8 --offload optimizer`
+    # answers (the layout chosen around the offload)
     assert p.assumptions[0].startswith("GPU count not given: 16 h100-sxm, the fewest that hold this job as asked; "
-                                       "8 do not")
+                                       "8 would hold it with --offload optimizer;")
     asked = plan(model, Workload(task="train"), gpu=H100, layout=Layout(gpus=16))
     assert (asked.layout, asked.workload) == (p.layout, p.workload)  # what `--gpus 16` chooses
     assert _speed(asked) == _speed(p)
@@ -89,7 +91,10 @@ def test_what_would_fit_offers_the_chosen_layout_on_more_gpus_first() -> None:
     model = load_model("llama-3.1-70b")
     p = plan(model, Workload(task="train"), gpu=H100, layout=Layout(gpus=8))
     assert not p.fits
-    first = p.suggestions[0]
+    # stop 57 (closest): the optimizer offloaded on the 8 GPUs asked (the layout chosen around it) comes first, as
+    # "What would fit" lists the fewest GPUs first
+    offload, first = p.suggestions[0], p.suggestions[1]
+    assert (offload.change, offload.gpus) == ("--offload optimizer", 8)
     assert first.change == "--gpus 16" and first.gpus == 16
     chosen = plan(model, Workload(task="train"), gpu=H100, layout=Layout(gpus=16))
     r = chosen.layout
@@ -137,7 +142,9 @@ def test_the_readme_journey_is_what_the_cli_answers(capsys: pytest.CaptureFixtur
                      "--pp", "2")
     assert f"(TP 8 x PP 2 on the same GPUs: ~{split['performance']['train_tokens_per_s'] / 1e3:.1f}k)" in readme
     eight = run_json(capsys, "plan", "llama-3.1-70b", "--task", "train", "--gpu", "h100", "--gpus", "8")
-    assert eight["suggestions"][0]["change"] == "--gpus 16"
+    assert [s["change"] for s in eight["suggestions"][:2]] == ["--offload optimizer", "--gpus 16"]
+    short_gib = -eight["headroom_bytes"] / 2**30  # stop 57: the closest layout on the 8 GPUs, and by how much it misses
+    assert f"closest layout on them ({eight['layout']['tp']} x TP, full recompute) misses by {short_gib:.2f} GiB" in readme
     assert "anchorgpu plan llama-3.1-70b --task qlora --gpu l40s --gpus 1 --seq 1024" in readme
 
 

@@ -24,6 +24,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import evolve, evolver
 from anchorgpu.planner.checks import BASE_CHECK, plan_warnings
+from anchorgpu.planner.closest_layout import closest_training_layout
 from anchorgpu.planner.diffusion_plan import plan_diffusion
 from anchorgpu.planner.eager_stack import eager_headroom_warning
 from anchorgpu.planner.engine_choice import engine_refusal, engine_weights_refusal
@@ -132,12 +133,13 @@ def plan(
     >>> p.per_gpu.kv_cache_bytes, p.fits
     (1073741824, None)
     """
-    w = workload or _WORKLOAD
+    w = asked_w = workload or _WORKLOAD
     prec = precision or _PRECISION
     lay_in = layout or _LAYOUT
     ov = overheads or _OVERHEADS
     assumptions: list[str] = []
     fallback: GpuSpec | None = None
+    asked_layout: Layout | None = None  # the layout asked, where the closest layout tried is planned in its place
     searched_on: GpuSpec | None = None  # the GPU a layout search ran on and chose nothing
     lm = model if isinstance(model, ModelSpec) else None  # a language model (None: a diffusion pipeline), asked once
     if isinstance(model, DiffusionPipelineSpec) and w.task != "diffusion":
@@ -176,6 +178,13 @@ def plan(
         searched_on = gpu  # where the GPU count was left open, none tried held the job if the plan misses
         if training and training_layout_open(lay_in, w):
             fallback = gpu  # a layout was open but none chosen fits: plain DP, or the rest as given, is planned
+            # on the GPUs given, the closest layout tried instead (closest_layout), what was asked kept for the
+            # suggestions (more GPUs, offload: chosen as plan answers them)
+            near = closest_training_layout(lm, w, prec, lay_in, gpu, ov) if lay_in.gpus is not None else None
+            if near is not None:
+                asked_layout, asked_w = lay_in, w
+                lay_in, w = near.layout, near.workload
+                assumptions.append(near.line)
     if format_lines is None:
         fmt = resolve_format(model, w, prec, assumptions)
         _check_engine_weights(w, fmt, gpu, lm is not None and lm.moe is not None)
@@ -226,8 +235,9 @@ def plan(
     counted = _counted_search(w, lay_in, searched_on) if searched_on is not None and fits is False else None
     suggestions: tuple[Suggestion, ...] = ()
     if suggest and fits is False and gpu is not None:
-        suggestions = suggestions_for(model, terms.workload, prec, lay_in, lay, fmt, gpu, ov, asked=w,
-                                      notes=assumptions, short_bytes=-(headroom or 0), efficiencies=efficiencies)
+        suggestions = suggestions_for(model, terms.workload, prec, lay_in, lay, fmt, gpu, ov, asked=asked_w,
+                                      notes=assumptions, short_bytes=-(headroom or 0), efficiencies=efficiencies,
+                                      asked_layout=asked_layout)
         if not suggestions:  # the check would point at suggestions that are not there
             listed = WARNING_CODES["does_not_fit"].check
             # no layout flag to drop where the planner chose the count and found none that holds the job

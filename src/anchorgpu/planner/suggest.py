@@ -168,21 +168,29 @@ def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, preci
                  lay: ResolvedLayout, fmt: WeightFormat, gpu: GpuSpec, overheads: Overheads,
                  asked: Workload | None = None, more_gpus: bool = True,
                  notes: list[str] | None = None, short_bytes: int = 0,
-                 efficiencies: Overrides | None = None) -> tuple[Suggestion, ...]:
+                 efficiencies: Overrides | None = None, asked_layout: Layout | None = None) -> tuple[Suggestion, ...]:
     """What would fit: each change planned again. ``w`` is the plan's workload (its defaults resolved), ``asked`` the
     one the user gave: the layout chosen on more GPUs chooses what the user left open, as ``plan --gpus N`` does
     (``more_gpus=False`` leaves that search out). ``notes`` takes the line saying no memory fraction the engine
     starts with makes a serving plan fit, where none does though the plan is ``short_bytes`` short by less than the
     memory its fraction leaves out. ``efficiencies``: the user's ``--mfu``/``--mbu``, which time a suggested training
-    plan as they time the plan itself (none: the calibrated model)."""
+    plan as they time the plan itself (none: the calibrated model). ``asked_layout``: the layout asked, where
+    ``layout`` is the closest one tried in its place (:mod:`~anchorgpu.planner.closest_layout`): more GPUs and offload
+    are chosen around it, as ``plan`` answers those commands."""
     from anchorgpu.planner.plan import plan  # plan() asks for suggestions; each one is planned again
 
     found: list[Suggestion] = []
     more_gpus_found = False
-    if more_gpus and isinstance(model, ModelSpec) and w.task in ("train", "lora", "qlora") and layout.dp is None:
-        chosen = _more_gpus_chosen(model, asked or w, precision, layout, lay.gpus, gpu, overheads, efficiencies)
+    given = asked_layout or layout
+    if more_gpus and isinstance(model, ModelSpec) and w.task in ("train", "lora", "qlora") and given.dp is None:
+        chosen = _more_gpus_chosen(model, asked or w, precision, given, lay.gpus, gpu, overheads, efficiencies)
         if chosen is not None:
             found.append(chosen)
+    chosen_offload = asked_layout is not None  # offload chosen on these GPUs, not planned on the layout shown
+    if chosen_offload and isinstance(model, ModelSpec):
+        from anchorgpu.planner.closest_layout import offload_suggestions
+
+        found += offload_suggestions(model, asked or w, precision, given, gpu, overheads, efficiencies)
     if isinstance(model, ModelSpec) and w.task == "inference":
         fraction, none_fits = memory_fraction_suggestion(model, w, precision, layout, gpu, overheads, short_bytes)
         if fraction is not None:
@@ -192,9 +200,16 @@ def suggestions_for(model: ModelSpec | DiffusionPipelineSpec, w: Workload, preci
                                     total_bytes=alt.per_gpu.total_bytes, headroom_bytes=alt.headroom_bytes))
         if none_fits is not None and notes is not None:
             notes.append(none_fits)
-    for change, description, w2, p2, l2 in suggestion_candidates(model, w, precision, layout, lay, fmt, gpu.vendor):
-        if more_gpus_found and change.startswith("--gpus"):
-            continue  # the smallest GPU count that fits is the useful one
+    candidates = suggestion_candidates(model, w, precision, layout, lay, fmt, gpu.vendor)
+    if asked_layout is not None and asked is not None:  # more GPUs with the micro-batch and recompute asked, not the
+        # closest layout's (the command pasted plans them so)
+        base = evolve(w, micro_batch=asked.micro_batch, recompute=asked.recompute)
+        candidates = [c for c in candidates if not c[0].startswith("--gpus")] + [
+            c for c in suggestion_candidates(model, base, precision, asked_layout, lay, fmt, gpu.vendor)
+            if c[0].startswith("--gpus")]
+    for change, description, w2, p2, l2 in candidates:
+        if more_gpus_found and change.startswith("--gpus") or chosen_offload and change.startswith("--offload "):
+            continue  # the smallest GPU count that fits is the useful one; an offload is chosen above
         if asked is not None and asked.gpu_memory_utilization is None \
                 and w2.gpu_memory_utilization == w.gpu_memory_utilization:
             # a memory share the user did not give is the engine's default for the change, as the command pasted
@@ -377,5 +392,8 @@ def _fewer_training_gpus_with(model: ModelSpec, w: Workload, prec: PrecisionPlan
         return cannot
     # the changes that keep this count (the search for more GPUs, already done by the caller, is left out)
     kept = suggestions_for(model, p.workload, p.precision, layout, p.layout, fmt, gpu, ov, asked=w, more_gpus=False)
-    same = [s.change for s in kept if s.gpus == fewer and not s.change.startswith("--task")]
+    from anchorgpu.planner.closest_layout import offload_suggestions  # offload with the layout chosen, as plan does
+
+    kept += tuple(offload_suggestions(model, w, prec, layout, gpu, ov))
+    same = list(dict.fromkeys(s.change for s in kept if s.gpus == fewer and not s.change.startswith("--task")))
     return f"; {fewer:,} would hold it with {' or '.join(same[:3])}" if same else cannot

@@ -68,7 +68,7 @@ from anchorgpu.planner.speed.training import (
 if TYPE_CHECKING:
     from anchorgpu.planner.plan import Plan
 
-__all__ = ["SERVER_GPUS", "Choice", "choose_training_layout", "sharded_with_stages", "tp_ok"]
+__all__ = ["SERVER_GPUS", "Choice", "candidate_layout", "choose_training_layout", "sharded_with_stages", "tp_ok"]
 
 _with_knobs = evolver(Workload, "micro_batch", "recompute", "seq_tokens")  # a candidate's workload, as replace() makes it
 
@@ -218,6 +218,16 @@ def _candidates(model: ModelSpec, w: Workload, given: Layout, gpus: int, seq: in
     return out, rcs
 
 
+def candidate_layout(lay: TrainLayout, given: Layout) -> Layout:
+    """The :class:`Layout` that plans search candidate ``lay``, what the user gave (FSDP, offload, EP, sequence
+    parallelism) kept."""
+    return Layout(gpus=lay.gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep if lay.ep > 1 else given.ep, cp=lay.cp,
+                  virtual_stages=lay.virtual_stages, zero=lay.zero, fsdp=given.fsdp, offload=given.offload,
+                  tp_overlap=lay.tp_overlap, ep_overlap=lay.ep_overlap,
+                  pipeline_layout=lay.pipeline_layout.text if lay.pipeline_layout is not None else None,
+                  sequence_parallel=given.sequence_parallel)
+
+
 def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPlan, given: Layout, gpu: GpuSpec,
                            overheads: Overheads, efficiencies: Overrides | None = None) -> tuple[Choice, Plan] | None:
     """The fastest layout that fits ``gpu`` (and the plan of it), or ``None`` when none does. ``efficiencies`` (the
@@ -313,11 +323,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                         lay, LADDER_PAST[0], needed(lay, first.lay, first.tokens_per_s, margin), runs, bound):
                     settled.add(split_of(lay))
                     continue
-        layout = Layout(gpus=gpus, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=lay.ep if lay.ep > 1 else given.ep, cp=lay.cp,
-                        virtual_stages=lay.virtual_stages, zero=lay.zero, fsdp=given.fsdp, offload=given.offload,
-                        tp_overlap=lay.tp_overlap, ep_overlap=lay.ep_overlap,
-                        pipeline_layout=lay.pipeline_layout.text if lay.pipeline_layout is not None else None,
-                        sequence_parallel=given.sequence_parallel)
+        layout = candidate_layout(lay, given)
         fit = fitting(layout, mb, rc)
         if fit is None:
             continue
