@@ -76,10 +76,11 @@ def test_an_ep_refusal_names_the_part_that_fails(capsys: pytest.CaptureFixture[s
 
 def test_sizes_of_a_thousand_units_or_more_separate_thousands(capsys: pytest.CaptureFixture[str]) -> None:
     """``--micro-batch 100000``: "needs 1023.01 TiB of 79.18 GiB per GPU", the one figure of the plan without a
-    separator."""
+    separator. The split is given (``--dp 8 --zero 1``): with it open, plan shows the closest split tried on the 8 GPUs
+    since stop 57 (closest), which needs less than a thousand TiB."""
     assert fmt_bytes(1000 * GIB) == "1,000.00 GiB"
-    doc = run_json(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8",
-                   "--micro-batch", "100000")
+    doc = run_json(capsys, "plan", "llama-3.1-8b", "--task", "train", "--gpu", "h100", "--gpus", "8", "--dp", "8",
+                   "--zero", "1", "--micro-batch", "100000")
     missing = [w["message"] for w in doc["warnings"] if w["code"] == "does_not_fit"]
     assert missing and "1,0" in missing[0] and "TiB" in missing[0], missing
 
