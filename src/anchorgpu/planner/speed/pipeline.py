@@ -9,6 +9,7 @@ from typing import Literal
 
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.memory.model_states import stage_layers
+from anchorgpu.planner.qlora_tp import stages_alone
 
 __all__ = [
     "DEFAULT_GLOBAL_BATCH_TOKENS",
@@ -79,7 +80,7 @@ def pipeline_schedule(task: str, train_stack: str) -> PipelineSchedule:
     >>> pipeline_schedule("qlora", "pytorch"), pipeline_schedule("qlora", "megatron"), pipeline_schedule("lora", "pytorch")
     ('sequential', '1f1b', '1f1b')
     """
-    return "sequential" if task == "qlora" and train_stack == "pytorch" else "1f1b"
+    return "sequential" if stages_alone(task, train_stack) else "1f1b"
 
 
 def p2p_transfers_per_microbatch(pp: int, schedule: PipelineSchedule = "1f1b") -> int:
