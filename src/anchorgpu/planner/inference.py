@@ -42,6 +42,7 @@ from anchorgpu.planner.serving_engine import (
     engine_memory,
     sglang_start_free,
 )
+from anchorgpu.planner.serving_handoff import ServingTerms
 from anchorgpu.planner.serving_request import (
     DEFAULT_REQUEST_NOTE,
     asked_context,
@@ -139,9 +140,8 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     engine_terms = em.terms
     breakdown = dict(engine_terms)
     bytes_per_value = KV_CACHE_DTYPES[precision.kv_cache]
-    kv_one, kv = mm.kv_cache_bytes_one_and_all(model, context_tokens=ctx, sequences=per_replica,
-                                               bytes_per_value=bytes_per_value, tp=lay.tp, pp=lay.pp, block_size=block,
-                                               attention_dp=w.attention_dp_kv)
+    kv_one, kv, kv_shape = mm.kv_cache_bytes_and_shape(model, ctx, per_replica, bytes_per_value, lay.tp, lay.pp, block,
+                                                       w.attention_dp_kv)
     breakdown["kv_per_sequence_bytes"] = kv_one
     state_one = state = cross_one = cross = 0  # a transformer keeps no recurrent state; text has no cross-attention
     if model.recurrent is not None:
@@ -235,8 +235,11 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                 + ("the whole" if capacity == 0 else f"{fmt_bytes(-capacity)} more than the")
                 + f" {fmt_bytes(budget)} engine budget: no room for the KV cache"))
     timed = speed_request(media, model, w, ctx, assumptions) if media is not NO_MEDIA else None
+    # a text model's terms its speed estimate reads again (serving_handoff): handed over rather than derived twice
+    handed = (ServingTerms(kv_shape, bytes_per_value, block, breakdown["kv_cache_capacity_bytes"], tokens, seqs, em)
+              if budget is not None and media is NO_MEDIA and model.recurrent is None and tokens and seqs else None)
     return new_task_terms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, max_concurrency=max_conc,
-                          max_context_tokens=max_ctx,
+                          max_context_tokens=max_ctx, serving=handed,
                           workload=_resolved(w, context_tokens=ctx, concurrency=concurrency,
                                              max_num_batched_tokens=tokens, max_num_seqs=seqs,
                                              gpu_memory_utilization=em.utilization, block_size_tokens=block,

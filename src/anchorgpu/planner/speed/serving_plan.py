@@ -14,6 +14,7 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import builder, memo_on_frozen
 from anchorgpu.planner.formats import format_for_model
+from anchorgpu.planner.serving_handoff import ServingTerms, shaped_kv_bytes
 from anchorgpu.planner.sglang import (
     decode_graph_batch_sizes,
     dequantises_absorbed_weights,
@@ -44,6 +45,7 @@ from anchorgpu.planner.speed.figures import (
     put_rate,
     put_time,
 )
+from anchorgpu.planner.speed.handed_memos import handed_pair
 from anchorgpu.planner.speed.launches import is_block_fp8
 from anchorgpu.planner.speed.links import (
     PeakChoice,
@@ -128,23 +130,28 @@ def setup_terms(model: ModelSpec, weights: str | None, engine: str) -> SetupTerm
 def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits: tuple[int, int] | None = None,
                   graph_batch_sizes: tuple[int, ...] = (), host_overlap: bool = True,
                   absorbed_dequant: bool = False, engine: str | None = None,
-                  terms: SetupTerms | None = None) -> ServingSetup:
+                  terms: SetupTerms | None = None, handed: ServingTerms | None = None) -> ServingSetup:
     """One replica's :class:`ServingSetup` of an inference plan; ``engine`` names the engine whose kernels ran where
     it is not the workload's (a measured row planned with vLLM's memory on TensorRT-LLM: ``rows_report.engine_of``);
     ``terms``: the plan's :func:`setup_terms`, where the caller has them (its :class:`ServingContext`'s). A plan for
     SGLang pads its decode-only steps to the graphs SGLang captures and, on AMD GPUs, dequantises an FP8 MLA model's
-    absorbed weights every step (:func:`sglang_step_terms`)."""
+    absorbed weights every step (:func:`sglang_step_terms`). ``handed``: the plan's own terms, where ``plan()`` handed
+    them over (a text model's: its KV shape, no encoder or recurrent state; ``planner.serving_handoff``)."""
     model, lay, w, weights = plan.model, plan.layout, plan.workload, plan.precision.weights
     assert isinstance(model, ModelSpec)
     if w.engine == "sglang":
         graphs, dequant = sglang_step_terms(plan)
         graph_batch_sizes, absorbed_dequant = graph_batch_sizes or graphs, absorbed_dequant or dequant
-    # a plan of a decoder-only model has no encoder's input in its breakdown: encoder_terms' (0, 0), without its call
-    equivalent, cross = encoder_terms(plan) if "encoder_input_tokens" in plan.breakdown else (0, 0)
-    kv_seq = kv_bytes_per_gpu(plan, prompt_tokens - equivalent + output_tokens // 2) + cross
-    # a recurrent layer reads (and rewrites) its fixed-size state every step instead of a growing KV cache
-    if model.recurrent is not None:
-        kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
+    if handed is not None:  # a text model's KV shape as its plan sized the cache: no encoder, no recurrent state
+        kv_seq = shaped_kv_bytes(handed.kv_shape, prompt_tokens + output_tokens // 2, handed.bytes_per_value, 1)
+    else:
+        # a plan of a decoder-only model has no encoder's input in its breakdown: encoder_terms' (0, 0), without its
+        # call
+        equivalent, cross = encoder_terms(plan) if "encoder_input_tokens" in plan.breakdown else (0, 0)
+        kv_seq = kv_bytes_per_gpu(plan, prompt_tokens - equivalent + output_tokens // 2) + cross
+        # a recurrent layer reads (and rewrites) its fixed-size state every step instead of a growing KV cache
+        if model.recurrent is not None:
+            kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
     precision, block_fp8, gather_bytes, share, expert_share, head_share = (
         terms or setup_terms(model, weights, w.engine))
     if precision == "fp4" and plan.gpu is not None:  # FP4 units that do not take the format: weight-only (speed.peaks)
@@ -272,13 +279,15 @@ def serving_core(plan: Plan, model: ModelSpec, prompt: int, output: int, cal: Ca
 def serving_saturation(plan: Plan, prompt: int, output: int, cal: Calibration,
                        kv_reservation: KvReservation = "average", graph_batch_sizes: tuple[int, ...] = (),
                        host_overlap: bool = True, context: ServingContext | None = None, absorbed_dequant: bool = False,
-                       engine: str | None = None) -> tuple[ServingSetup, tuple[int, int], int]:
-    """The first three of :func:`serving_core` (setup, limits, saturation), before its estimate."""
+                       engine: str | None = None,
+                       handed: ServingTerms | None = None) -> tuple[ServingSetup, tuple[int, int], int]:
+    """The first three of :func:`serving_core` (setup, limits, saturation), before its estimate; ``handed``: the
+    plan's own terms (:func:`serving_setup`)."""
     ctx = context or context_of(plan, cal)
-    limits = engine_limits_of(plan)
+    limits = engine_limits_of(plan) if handed is None else (handed.max_num_batched_tokens, handed.max_num_seqs)
     setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output, graph_batch_sizes=graph_batch_sizes,
                           host_overlap=host_overlap, absorbed_dequant=absorbed_dequant,
-                          limits=limits, engine=engine, terms=ctx.setup_terms)
+                          limits=limits, engine=engine, terms=ctx.setup_terms, handed=handed)
     full = kv_reservation == "full"
     sat = saturation_concurrency(plan, setup, reserve_tokens=prompt + output if full else None, limits=limits,
                                  ratio_request=(prompt, output) if kv_reservation == "ratio" else None,
@@ -290,21 +299,23 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
                         assumptions: list[str], cal: Calibration, kv_reservation: KvReservation = "average",
                         graph_batch_sizes: tuple[int, ...] = (), host_overlap: bool = True,
                         context: ServingContext | None = None, absorbed_dequant: bool = False,
-                        engine: str | None = None) -> None:
+                        engine: str | None = None, handed: ServingTerms | None = None) -> None:
     """An inference plan's serving figures into ``out`` and what they assumed into ``assumptions``, for ``prompt``
     and ``output`` tokens a request (:func:`~anchorgpu.planner.speed.estimate.plan_performance` resolved them);
     ``context``: the plan's :func:`context_of`, where the caller has it; ``absorbed_dequant``: the engine dequantises
     MLA's absorbed latent weights every step (:class:`~anchorgpu.planner.speed.serving.ServingSetup`); ``engine``:
-    the engine whose kernels ran, where not the workload's (:func:`serving_setup`)."""
+    the engine whose kernels ran, where not the workload's (:func:`serving_setup`); ``handed``: the plan's own terms,
+    where ``plan()`` handed them over (``planner.serving_handoff``)."""
     assert plan.gpu is not None
     ctx = context or context_of(plan, cal)
     band = ctx.band
     # serving_core's three steps, without its tuple
     setup, limits, sat = serving_saturation(plan, prompt, output, cal, kv_reservation, graph_batch_sizes,
-                                            host_overlap, ctx, absorbed_dequant, engine)
+                                            host_overlap, ctx, absorbed_dequant, engine, handed)
     conc = plan.workload.concurrency or 1
     est = serving_estimate(model, plan.gpu, setup, prompt_tokens=prompt, output_tokens=output, concurrency=conc,
-                           saturation_concurrency=sat if sat > 1 else 1, cal=cal)
+                           saturation_concurrency=sat if sat > 1 else 1, cal=cal,
+                           pair=None if handed is None else handed_pair(handed, model, plan.gpu, setup, cal))
     put_time(out, "ttft_s", est.ttft_s, est.ttft_s_ceiling, band)
     put_time(out, "tpot_s", est.tpot_s, est.tpot_s_ceiling, band)
     put_rate(out, "output_tokens_per_s", est.output_tokens_per_s, est.output_tokens_per_s_ceiling, band)
@@ -318,7 +329,7 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
         # a paged cache's sequences sit at their average length; at their full prompt + output each, what
         # plan --concurrency N sizes them at, fewer fit: the most that call plans
         out["saturation_full_length_concurrency"] = min(sat, full_length_concurrency(plan, setup, prompt + output,
-                                                                                      limits))
+                                                                                      limits, handed))
     out["kv_reservation"] = kv_reservation
     out["prompt_tokens"], out["output_tokens"] = prompt, output
     if "encoder_input_tokens" in plan.breakdown:  # the decoder's own prompt, the encoder's input beside it
