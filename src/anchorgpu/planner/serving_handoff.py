@@ -14,13 +14,15 @@ slot, replaced whole (a tuple), so two threads planning at once at worst miss ea
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from anchorgpu.planner.result import Plan
     from anchorgpu.planner.serving_engine import EngineMemory
 
-__all__ = ["ServingTerms", "hand_over", "handed", "shaped_kv_bytes"]
+__all__ = ["ServingTerms", "hand_over", "handed", "new_serving_terms", "shaped_kv_bytes"]
 
 KvShape = tuple[float, tuple[tuple[int | None, int], ...], int, int]
 """(values a token a layer on one GPU, layers by attention window, layers of the busiest stage, layers):
@@ -41,6 +43,8 @@ class ServingTerms(NamedTuple):
     # plan of that model, format, GPU, split and engine settings), which the estimate's own memos key on
 
 
+new_serving_terms: Callable[[tuple[object, ...]], ServingTerms] = partial(tuple.__new__, ServingTerms)
+"""``ServingTerms(*fields)`` of a tuple of its fields in order, without the named tuple's ``__new__`` frame."""
 _NONE: tuple[object, ServingTerms | None] = (None, None)
 _last: tuple[object, ServingTerms | None] = _NONE  # (the plan, its terms): the newest hand-over
 

@@ -43,7 +43,7 @@ from anchorgpu.planner.speed.figures import (
     plan_band,
     put_evidence,
     put_rate,
-    put_time,
+    put_serving_figures,
 )
 from anchorgpu.planner.speed.handed_memos import handed_pair
 from anchorgpu.planner.speed.launches import is_block_fp8
@@ -316,10 +316,9 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     est = serving_estimate(model, plan.gpu, setup, prompt_tokens=prompt, output_tokens=output, concurrency=conc,
                            saturation_concurrency=sat if sat > 1 else 1, cal=cal,
                            pair=None if handed is None else handed_pair(handed, model, plan.gpu, setup, cal))
-    put_time(out, "ttft_s", est.ttft_s, est.ttft_s_ceiling, band)
-    put_time(out, "tpot_s", est.tpot_s, est.tpot_s_ceiling, band)
-    put_rate(out, "output_tokens_per_s", est.output_tokens_per_s, est.output_tokens_per_s_ceiling, band)
-    put_rate(out, "decode_tokens_per_s_per_user", est.decode_tokens_per_s_per_user, 1.0 / est.tpot_s_ceiling, band)
+    put_serving_figures(out, band, est.ttft_s, est.ttft_s_ceiling, est.tpot_s, est.tpot_s_ceiling,
+                        est.output_tokens_per_s, est.output_tokens_per_s_ceiling, est.decode_tokens_per_s_per_user,
+                        1.0 / est.tpot_s_ceiling)
     if sat >= 1:
         put_rate(out, "max_output_tokens_per_s", est.max_output_tokens_per_s, est.max_output_tokens_per_s_ceiling, band)
     else:
