@@ -11,7 +11,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import builder, fast_init
-from anchorgpu.planner.speed.attention_rate import prompt_extra_pairs_factor, timed_prefill_attention_flops_per_token
+from anchorgpu.planner.speed.attention_rate import timed_prefill_attention_flops_per_token
 from anchorgpu.planner.speed.batching_rules import (  # re-exported: the rules the estimate times by
     _group_chunks,
     _pass_outputs_ratio,
@@ -23,6 +23,7 @@ from anchorgpu.planner.speed.batching_rules import (  # re-exported: the rules t
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.flops import (
+    _ATTENTION_CACHE,
     decode_attention_flops_per_token,
     unsampled_prompt_share,
 )
@@ -310,7 +311,15 @@ def _attention_flops(model: ModelSpec, c: _StepConstants, prompt_tokens: int, ou
     """Every step here decodes at the average cached length and prefills the prompt: attention FLOPs per token,
     (decoded, prompt), the prompt's as timed (its windows' extra pairs, and TensorRT-LLM's context kernel's extra
     pairs a query: ``c.prompt_extra_pairs``, :func:`~anchorgpu.planner.speed.attention_rate.prompt_extra_pairs_factor`;
-    the ceiling takes the same FLOPs at its own rate)."""
-    return (decode_attention_flops_per_token(model, prompt_tokens + output_tokens // 2),
-            timed_prefill_attention_flops_per_token(model, prompt_tokens, cal.window_attention_extra_tokens)
-            * prompt_extra_pairs_factor(c.prompt_extra_pairs, prompt_tokens))
+    the ceiling takes the same FLOPs at its own rate). Both are ``flops.attention_flops_per_token``'s memo's where it
+    holds them (read in place: a model without MLA decodes at its causal count over twice the cached length, a prompt
+    is timed at its causal count with the windows' extra tokens), else the functions' own answers."""
+    cached, window_extra = prompt_tokens + output_tokens // 2, cal.window_attention_extra_tokens
+    hit = _ATTENTION_CACHE.get((id(model), 2 * cached, True, 0.0)) if model.mla is None else None
+    decode = (hit[1] if hit is not None and hit[0] is model
+              else decode_attention_flops_per_token(model, cached))
+    hit = _ATTENTION_CACHE.get((id(model), prompt_tokens, True, window_extra))
+    prompt = (hit[1] if hit is not None and hit[0] is model
+              else timed_prefill_attention_flops_per_token(model, prompt_tokens, window_extra))
+    extra = c.prompt_extra_pairs  # prompt_extra_pairs_factor, inline
+    return decode, prompt * (1.0 if not extra or prompt_tokens < 1 else 1.0 + 2.0 * extra / prompt_tokens)

@@ -162,7 +162,9 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     # three quantized shares, absorbed_dequant, engine and attention_dp (ServingSetup's field order)
     engine = engine or w.engine
     # TensorRT-LLM's MoE kernel, as the workload states it or the engine's AUTO picks it (speed.moe_backend)
-    moe_backend = (trtllm_moe_backend(model, plan.gpu, weights, w.moe_backend) if engine == "trtllm" else
+    # (a dense model has none: both functions' first answer, without their calls)
+    moe_backend = ("" if model.moe is None else
+                   trtllm_moe_backend(model, plan.gpu, weights, w.moe_backend) if engine == "trtllm" else
                    vllm_moe_backend(model, weights, w.moe_backend, plan.gpu) if engine == "vllm"
                    else "")
     return _new_setup(
