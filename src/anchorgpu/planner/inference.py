@@ -193,9 +193,8 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         assumptions.append(
             "CUDA context sits outside the engine budget (in the 1 - gpu_memory_utilization margin); CUDA graphs "
             "are inside the profiled activation peak (vLLM V1).")
-    per_gpu = new_memory_breakdown(weights_bytes=weights, kv_cache_bytes=kv + state,
-                                   activations_bytes=prefill + sampler, gradients_bytes=0, optimizer_bytes=0,
-                                   overhead_bytes=non_torch)
+    per_gpu = new_memory_breakdown(weights, kv + state, prefill + sampler, 0, 0,  # weights, KV, activations,
+                                   overhead_bytes=non_torch)  # gradients, optimizer (MemoryBreakdown's order)
     budget = None
     max_conc = max_ctx = None
     if gpu is not None and em.budget is not None and em.capacity is not None:
@@ -239,13 +238,13 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     handed = (new_serving_terms((kv_shape, bytes_per_value, block, breakdown["kv_cache_capacity_bytes"], tokens, seqs,
                                  em))
               if budget is not None and media is NO_MEDIA and model.recurrent is None and tokens and seqs else None)
-    return new_task_terms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, max_concurrency=max_conc,
-                          max_context_tokens=max_ctx, serving=handed,
+    return new_task_terms(per_gpu, breakdown, budget, max_concurrency=max_conc, max_context_tokens=max_ctx,
                           workload=_resolved(w, context_tokens=ctx, concurrency=concurrency,
                                              max_num_batched_tokens=tokens, max_num_seqs=seqs,
                                              gpu_memory_utilization=em.utilization, block_size_tokens=block,
                                              prompt_tokens=timed[0] if timed else w.prompt_tokens,
-                                             output_tokens=timed[1] if timed else output_tokens))
+                                             output_tokens=timed[1] if timed else output_tokens),
+                          serving=handed)
 
 
 def _sglang_admission(w: Workload, em: EngineMemory, breakdown: dict[str, int], capacity: int,

@@ -4,6 +4,7 @@ NCCL buffers, and :class:`TaskTerms`, what each task planner hands back to :func
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from anchorgpu.architectures.spec import ModelSpec
@@ -33,7 +34,9 @@ class TaskTerms:
     serving: ServingTerms | None = None  # a text model's serving terms, for its speed estimate (serving_handoff)
 
 
-new_task_terms = builder(TaskTerms)  # TaskTerms(...) for the task planners, once per plan
+# TaskTerms(...) for the task planners, once per plan (its first three fields by position or by name: a field without
+# a default follows the defaulted ones)
+new_task_terms: Callable[..., TaskTerms] = builder(TaskTerms, positional=3)
 
 
 def weights_bytes(model: ModelSpec, fmt: WeightFormat, lay: ResolvedLayout, breakdown: dict[str, int]) -> int:

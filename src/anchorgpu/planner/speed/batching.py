@@ -5,6 +5,7 @@ and the figures at a concurrency and at saturation, each with its ceiling. Pure;
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from anchorgpu.architectures.spec import ModelSpec
@@ -56,7 +57,8 @@ class ServingEstimate:
     prompts_queue: bool  # past the engine's step budget (prompt_bound_output_tokens): the users' prompts wait
 
 
-_new_estimate = builder(ServingEstimate)  # ServingEstimate(...) once per estimate
+# ServingEstimate(...) once per estimate, its fields by position but the last (each keyword costs a match)
+_new_estimate: Callable[..., ServingEstimate] = builder(ServingEstimate, positional=13)
 
 
 def _steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: int, prompt: int, output: float,
@@ -191,14 +193,14 @@ def _ttft(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, others: in
     return chunks * s[0], chunks * s[6]
 
 
-def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, prompt_tokens: int, output_tokens: int,
+def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, prompt_tokens: int, output_tokens: int,
                      concurrency: int, saturation_concurrency: int, cal: Calibration | None = None,
                      pair: tuple[_StepConstants, _StepConstants] | None = None) -> ServingEstimate:
     """TTFT, TPOT and tokens/s at ``concurrency`` (over all replicas) and at ``saturation_concurrency``. A
     concurrency beyond saturation runs the saturation's sequences and queues the rest (as vLLM's scheduler does
     past its KV cache or ``max_num_seqs``): its figures are the saturation's, its queue wait is not in TTFT.
     ``pair``: the step constants of the prediction and the ceiling (``step_constants._pair`` of these arguments),
-    where the caller has them.
+    where the caller has them. Every argument may be given by position (the plan's estimate: no keyword to match).
 
     >>> from anchorgpu.planner.speed._toys import toy_gpu, toy_model
     >>> s = ServingSetup(weights_bytes_per_gpu=1e9, kv_bytes_per_sequence_per_gpu=1e6)
@@ -277,12 +279,11 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
             rate += light * per_replica * lighter / step
             rate_top += light * per_replica * lighter / step_top
     top, top_ceiling = _saturated_rates(setup.replicas * sat_replica, sat, sat_top)
-    return _new_estimate(
-        concurrency=concurrency, per_replica=per_replica, ttft_s=ttft, tpot_s=tpot,
-        output_tokens_per_s=rate, decode_tokens_per_s_per_user=1.0 / tpot,
-        saturation_concurrency=setup.replicas * sat_replica, max_output_tokens_per_s=top,
-        bound=bound, ttft_s_ceiling=ttft_top, tpot_s_ceiling=tpot_top, output_tokens_per_s_ceiling=rate_top,
-        max_output_tokens_per_s_ceiling=top_ceiling, prompts_queue=bound_output is not None,
+    return _new_estimate(  # concurrency, per_replica, ttft_s, tpot_s, output_tokens_per_s,
+        # decode_tokens_per_s_per_user, saturation_concurrency, max_output_tokens_per_s, bound, then the four
+        # ceilings (ServingEstimate's order)
+        concurrency, per_replica, ttft, tpot, rate, 1.0 / tpot, setup.replicas * sat_replica, top, bound, ttft_top,
+        tpot_top, rate_top, top_ceiling, prompts_queue=bound_output is not None,
     )
 
 

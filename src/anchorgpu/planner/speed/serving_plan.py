@@ -94,9 +94,10 @@ NVFP4_KV_SPEED_LINE = (
 in the calibration (no measured row uses one)."""
 
 
-# ServingSetup(...) once per plan's estimate, its first 16 fields by position: with fewer, its other fields as keywords
-# would take the call past CPython 3.11's 30 stack slots, a dictionary built and unpacked (builder's ``positional``)
-_new_setup: Callable[..., ServingSetup] = builder(ServingSetup, positional=19)
+# ServingSetup(...) once per plan's estimate, its first 23 fields by position and the last by name: as keywords some
+# would take the call past CPython 3.11's 30 stack slots, a dictionary built and unpacked (builder's ``positional``),
+# and each keyword costs a match
+_new_setup: Callable[..., ServingSetup] = builder(ServingSetup, positional=23)
 
 
 @lru_cache(maxsize=256)
@@ -127,7 +128,7 @@ def setup_terms(model: ModelSpec, weights: str | None, engine: str) -> SetupTerm
     return (*_weights_terms(weights, engine), share, expert_share, head_share)
 
 
-def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits: tuple[int, int] | None = None,
+def serving_setup(plan: Plan, prompt_tokens: int, output_tokens: int, limits: tuple[int, int] | None = None,
                   graph_batch_sizes: tuple[int, ...] = (), host_overlap: bool = True,
                   absorbed_dequant: bool = False, engine: str | None = None,
                   terms: SetupTerms | None = None, handed: ServingTerms | None = None) -> ServingSetup:
@@ -136,7 +137,8 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     ``terms``: the plan's :func:`setup_terms`, where the caller has them (its :class:`ServingContext`'s). A plan for
     SGLang pads its decode-only steps to the graphs SGLang captures and, on AMD GPUs, dequantises an FP8 MLA model's
     absorbed weights every step (:func:`sglang_step_terms`). ``handed``: the plan's own terms, where ``plan()`` handed
-    them over (a text model's: its KV shape, no encoder or recurrent state; ``planner.serving_handoff``)."""
+    them over (a text model's: its KV shape, no encoder or recurrent state; ``planner.serving_handoff``). Every
+    argument may be given by position (the estimate's own call: no keyword to match)."""
     model, lay, w, weights = plan.model, plan.layout, plan.workload, plan.precision.weights
     assert isinstance(model, ModelSpec)
     if w.engine == "sglang":
@@ -159,7 +161,8 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     # the byte counts as floats, the type the step's arithmetic is in (exact: they are far below 2**53)
     # by position: weights_bytes_per_gpu, kv_bytes_per_sequence_per_gpu, precision, tp, pp, replicas,
     # max_num_batched_tokens, gpus_per_server, graph_batch_sizes, ep, block_fp8, host_overlap, ep_gather_bytes, the
-    # three quantized shares, absorbed_dequant, engine and attention_dp (ServingSetup's field order)
+    # three quantized shares, absorbed_dequant, engine, attention_dp, whole_dense_extra_bytes, kv_fp8, moe_backend,
+    # adp_balance, then weights_format by name (ServingSetup's field order: a call of 26 stack slots)
     engine = engine or w.engine
     # TensorRT-LLM's MoE kernel, as the workload states it or the engine's AUTO picks it (speed.moe_backend)
     # (a dense model has none: both functions' first answer, without their calls)
@@ -171,12 +174,9 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
         float(plan.per_gpu.weights_bytes), float(kv_seq), precision, lay.tp, lay.pp, lay.dp,
         (limits or engine_limits_of(plan))[0], SERVER_GPUS, graph_batch_sizes, lay.ep, block_fp8, host_overlap,
         gather_bytes, share, expert_share, head_share, absorbed_dequant, engine, w.attention_dp_kv,
-        moe_backend=moe_backend,
-        whole_dense_extra_bytes=(whole_dense_layers_extra_bytes(
-            model, format_for_model(model, weights), tp=lay.tp, pp=lay.pp)
-            if w.attention_dp_kv else 0.0), kv_fp8=plan.precision.kv_cache == "fp8",
-        weights_format=weights or "bf16",
-        adp_balance=w.attention_dp_balance and engine == "trtllm")
+        (whole_dense_layers_extra_bytes(model, format_for_model(model, weights), tp=lay.tp, pp=lay.pp)
+         if w.attention_dp_kv else 0.0), plan.precision.kv_cache == "fp8", moe_backend,
+        w.attention_dp_balance and engine == "trtllm", weights_format=weights or "bf16")
 
 
 def sglang_step_terms(plan: Plan) -> tuple[tuple[int, ...], bool]:
@@ -287,9 +287,12 @@ def serving_saturation(plan: Plan, prompt: int, output: int, cal: Calibration,
     plan's own terms (:func:`serving_setup`)."""
     ctx = context or context_of(plan, cal)
     limits = engine_limits_of(plan) if handed is None else (handed.max_num_batched_tokens, handed.max_num_seqs)
-    setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output, graph_batch_sizes=graph_batch_sizes,
-                          host_overlap=host_overlap, absorbed_dequant=absorbed_dequant,
-                          limits=limits, engine=engine, terms=ctx.setup_terms, handed=handed)
+    setup = serving_setup(plan, prompt, output, limits, graph_batch_sizes, host_overlap, absorbed_dequant, engine,
+                          ctx.setup_terms, handed)
+    if handed is not None and kv_reservation == "average":  # saturation_concurrency's paged case of a text model
+        per_seq = setup.kv_bytes_per_sequence_per_gpu  # (no encoder's work), its operations on the handed capacity
+        held, cap = int(handed.capacity_bytes // (per_seq if per_seq > 1.0 else 1.0)), limits[1]
+        return setup, limits, (0 if held < 0 else cap if held > cap else held) * setup.replicas
     full = kv_reservation == "full"
     sat = saturation_concurrency(plan, setup, reserve_tokens=prompt + output if full else None, limits=limits,
                                  ratio_request=(prompt, output) if kv_reservation == "ratio" else None,
@@ -315,9 +318,8 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     setup, limits, sat = serving_saturation(plan, prompt, output, cal, kv_reservation, graph_batch_sizes,
                                             host_overlap, ctx, absorbed_dequant, engine, handed)
     conc = plan.workload.concurrency or 1
-    est = serving_estimate(model, plan.gpu, setup, prompt_tokens=prompt, output_tokens=output, concurrency=conc,
-                           saturation_concurrency=sat if sat > 1 else 1, cal=cal,
-                           pair=None if handed is None else handed_pair(handed, model, plan.gpu, setup, cal))
+    est = serving_estimate(model, plan.gpu, setup, prompt, output, conc, sat if sat > 1 else 1, cal,
+                           None if handed is None else handed_pair(handed, model, plan.gpu, setup, cal))
     put_serving_figures(out, band, est.ttft_s, est.ttft_s_ceiling, est.tpot_s, est.tpot_s_ceiling,
                         est.output_tokens_per_s, est.output_tokens_per_s_ceiling, est.decode_tokens_per_s_per_user,
                         1.0 / est.tpot_s_ceiling)
