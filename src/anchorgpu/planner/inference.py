@@ -235,8 +235,8 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                 + f" {fmt_bytes(budget)} engine budget: no room for the KV cache"))
     timed = speed_request(media, model, w, ctx, assumptions) if media is not NO_MEDIA else None
     # a text model's terms its speed estimate reads again (serving_handoff): handed over rather than derived twice
-    handed = (new_serving_terms((kv_shape, bytes_per_value, block, breakdown["kv_cache_capacity_bytes"], tokens, seqs,
-                                 em))
+    handed = (new_serving_terms(kv_shape, bytes_per_value, block, breakdown["kv_cache_capacity_bytes"], tokens, seqs,
+                                engine_memory=em)
               if budget is not None and media is NO_MEDIA and model.recurrent is None and tokens and seqs else None)
     return new_task_terms(per_gpu, breakdown, budget, max_concurrency=max_conc, max_context_tokens=max_ctx,
                           workload=_resolved(w, context_tokens=ctx, concurrency=concurrency,

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import partial
-from typing import TYPE_CHECKING, NamedTuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from anchorgpu.planner._frozen import builder, fast_init
 
 if TYPE_CHECKING:
     from anchorgpu.planner.result import Plan
@@ -29,7 +31,9 @@ KvShape = tuple[float, tuple[tuple[int | None, int], ...], int, int]
 ``memory.kv``'s shape of a model under a split."""
 
 
-class ServingTerms(NamedTuple):
+@fast_init
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServingTerms:
     """A serving plan's terms as :func:`~anchorgpu.planner.inference.plan_inference` formed them (a text model's:
     no encoder, cross-attention or recurrent state, which the estimate still reads from the plan)."""
 
@@ -43,8 +47,9 @@ class ServingTerms(NamedTuple):
     # plan of that model, format, GPU, split and engine settings), which the estimate's own memos key on
 
 
-new_serving_terms: Callable[[tuple[object, ...]], ServingTerms] = partial(tuple.__new__, ServingTerms)
-"""``ServingTerms(*fields)`` of a tuple of its fields in order, without the named tuple's ``__new__`` frame."""
+# ServingTerms(...) once per serving plan, its fields by position but the last (a slotted value: the estimate's reads of
+# its fields are the interpreter's specialised slot reads, which a named tuple's are not)
+new_serving_terms: Callable[..., ServingTerms] = builder(ServingTerms, positional=6)
 _NONE: tuple[object, ServingTerms | None] = (None, None)
 _last: tuple[object, ServingTerms | None] = _NONE  # (the plan, its terms): the newest hand-over
 

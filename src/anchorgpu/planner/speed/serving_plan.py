@@ -6,6 +6,7 @@ what it assumed. Pure; :mod:`.estimate` calls it for an inference plan."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -205,7 +206,8 @@ def sglang_step_terms(plan: Plan) -> tuple[tuple[int, ...], bool]:
     return decode_graph_batch_sizes(settings.cuda_graph_max_bs), dequant
 
 
-class ServingContext(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class ServingContext:
     """What a serving plan's figures and assumptions take from its (frozen) GPU, calibration and model, its weight
     format, engine and split alone, formed once (:func:`serving_context`): every plan of them shares it."""
 
