@@ -35,7 +35,7 @@ from anchorgpu.planner.inference import plan_inference
 from anchorgpu.planner.inputs import TRAINING_TASKS, Layout, Overheads, PrecisionPlan, Workload, default_seq_tokens
 from anchorgpu.planner.media import validate_media
 from anchorgpu.planner.result import MemoryBreakdown, Plan, ResolvedLayout, Suggestion, new_plan
-from anchorgpu.planner.serving_handoff import hand_over
+from anchorgpu.planner.serving_handoff import HANDED
 from anchorgpu.planner.speed.assumption_lines import expert_tp_line
 from anchorgpu.planner.suggest import choose_layout_plan, suggestions_for, training_layout_open
 from anchorgpu.planner.training import check_training_seq, plan_training
@@ -255,8 +255,8 @@ def plan(
         terms.max_concurrency, terms.max_context_tokens, terms.checkpoint_bytes, tuple(assumptions),
         tuple(warnings), checks, suggestions,
     )
-    if terms.serving is not None:  # what its speed estimate would derive again from it (serving_handoff)
-        hand_over(planned, terms.serving)
+    if terms.serving is not None:  # what its speed estimate would derive again from it (serving_handoff.hand_over,
+        HANDED[0] = (planned, terms.serving)  # inline)
     return planned
 
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from anchorgpu.planner.result import Plan
     from anchorgpu.planner.serving_engine import EngineMemory
 
-__all__ = ["ServingTerms", "hand_over", "handed", "new_serving_terms", "shaped_kv_bytes"]
+__all__ = ["HANDED", "ServingTerms", "hand_over", "handed", "new_serving_terms", "shaped_kv_bytes"]
 
 KvShape = tuple[float, tuple[tuple[int | None, int], ...], int, int]
 """(values a token a layer on one GPU, layers by attention window, layers of the busiest stage, layers):
@@ -50,19 +50,20 @@ class ServingTerms:
 # ServingTerms(...) once per serving plan, its fields by position but the last (a slotted value: the estimate's reads of
 # its fields are the interpreter's specialised slot reads, which a named tuple's are not)
 new_serving_terms: Callable[..., ServingTerms] = builder(ServingTerms, positional=6)
-_NONE: tuple[object, ServingTerms | None] = (None, None)
-_last: tuple[object, ServingTerms | None] = _NONE  # (the plan, its terms): the newest hand-over
+HANDED: list[tuple[object, ServingTerms | None]] = [(None, None)]
+"""The newest hand-over, ``[(plan, its terms)]``: its one item is replaced whole (:func:`hand_over`; ``plan()`` sets it
+in place, a frame fewer) and read whole (:func:`handed`; ``plan_performance`` reads it in place), so a reader never
+sees one plan's terms beside another plan."""
 
 
 def hand_over(plan: Plan, terms: ServingTerms) -> None:
     """Keep ``terms`` for ``plan``'s estimate (replacing any earlier hand-over)."""
-    global _last
-    _last = (plan, terms)
+    HANDED[0] = (plan, terms)
 
 
 def handed(plan: Plan) -> ServingTerms | None:
     """The terms handed over for ``plan`` itself, else None."""
-    last = _last
+    last = HANDED[0]
     return last[1] if last[0] is plan else None
 
 

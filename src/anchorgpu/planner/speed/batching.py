@@ -234,7 +234,8 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, prompt
         # another replica's tokens in a step: its decodes and, on average, its prompts' share of the token budget
         mean = float(sat_replica) if queued else concurrency / setup.replicas
         others = mean + min(mean * prompt_tokens / output_tokens, max(0.0, setup.max_num_batched_tokens - mean))
-    skip = unsampled_prompt_share(prompt_tokens)  # of every state's prompt tokens, the LM head's unsampled share
+    # of every state's prompt tokens, the LM head's unsampled share (unsampled_prompt_share, inline; prompt_tokens >= 1)
+    skip = 1.0 - 1.0 / prompt_tokens
     lean = setup.pp == 1 and c.routed_share is None  # a dense model on one stage: _steady's lean step, called directly
     # a user's time between its tokens: the same steady state with the other users' prompts only (its own comes
     # before its first token); the tokens/s in all pays every prompt, at ``step``
@@ -261,8 +262,10 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, prompt
                            else _steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn))
     ttft, ttft_top = _ttft(setup, c, ci, per_replica - 1, prompt_tokens, attn, others, skip)
     if per_replica > 1 and output_tokens > 1:  # Little's law: a request takes O mean steps, less its O - 1 gaps
-        ttft = little_ttft_s(ttft, output_tokens, step, tpot)
-        ttft_top = little_ttft_s(ttft_top, output_tokens, step_top, tpot_top)
+        request_s = output_tokens * step - (output_tokens - 1) * tpot  # little_ttft_s of each, inline
+        ttft = request_s if request_s > ttft else ttft
+        request_s = output_tokens * step_top - (output_tokens - 1) * tpot_top
+        ttft_top = request_s if request_s > ttft_top else ttft_top
     # tokens/s over the replicas: ``busy`` of them run per_replica sequences at the TPOT above, the rest one fewer
     # at their own (faster) pace, or at the busy ones' where the replicas of an EP group step together (expert
     # parallelism wider than TP), each pass emitting what its own sequences hold (_pass_outputs_ratio); an even
@@ -278,7 +281,8 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, prompt
         else:  # an EP group's passes take the busiest replica's time: the lighter ones emit what theirs hold
             rate += light * per_replica * lighter / step
             rate_top += light * per_replica * lighter / step_top
-    top, top_ceiling = _saturated_rates(setup.replicas * sat_replica, sat, sat_top)
+    running = setup.replicas * sat_replica  # _saturated_rates, inline
+    top, top_ceiling = running / sat, running / sat_top
     return _new_estimate(  # concurrency, per_replica, ttft_s, tpot_s, output_tokens_per_s,
         # decode_tokens_per_s_per_user, saturation_concurrency, max_output_tokens_per_s, bound, then the four
         # ceilings (ServingEstimate's order)

@@ -20,7 +20,7 @@ from anchorgpu.planner.inputs import default_seq_tokens
 from anchorgpu.planner.media import request_within
 from anchorgpu.planner.memory.activations import sequence_parallel_share
 from anchorgpu.planner.sequence_parallel import speed_off_line
-from anchorgpu.planner.serving_handoff import handed
+from anchorgpu.planner.serving_handoff import HANDED
 from anchorgpu.planner.speed.assumption_lines import (
     expert_launch_line,
     larger_batch_line,
@@ -291,7 +291,9 @@ def plan_performance(
         # request_tokens(plan, prompt_tokens, output_tokens), inline
         prompt, output = request_within(prompt_tokens or w.prompt_tokens, output_tokens or w.output_tokens,
                                         w.context_tokens or model.max_context_tokens)
-        terms = handed(plan)  # what plan() worked out that the estimate would derive again (serving_handoff)
+        # what plan() worked out that the estimate would derive again (serving_handoff.handed, inline)
+        last = HANDED[0]
+        terms = last[1] if last[0] is plan else None
         # the peak of the weights' precision among what the GPU, model and format give
         serving = context_of(plan, cal) if terms is None else handed_context(plan, cal, terms)
         choice = serving.choice
