@@ -14,7 +14,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import evolver, memo_on_frozen
-from anchorgpu.planner.engine_limits import block_size_of
+from anchorgpu.planner.engine_limits import DEFAULT_BLOCK_SIZE_TOKENS, block_size_of
 from anchorgpu.planner.engine_startup import (
     sglang_derived_fraction_refusal,
     sglang_reserve_bytes,
@@ -124,7 +124,9 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     utilization = w.gpu_memory_utilization
     if (refusal := startup_refusal(w.engine, gpu, utilization, ov)) is not None:
         raise InvalidWorkload(refusal)
-    block = block_size_of(w)
+    # block_size_of(w), its usual answers inline: the page given, else vLLM's (and TensorRT-LLM's) 16 tokens
+    block = (w.block_size_tokens if w.block_size_tokens is not None else DEFAULT_BLOCK_SIZE_TOKENS
+             if w.engine != "sglang" else block_size_of(w))
     em = engine_memory(model, fmt, gpu, ov, lay.tp, lay.pp, lay.ep, w.engine, w.max_num_batched_tokens, w.max_num_seqs,
                        utilization, type(utilization), block, adp_ranks)
     tokens, seqs, weights, prefill, sampler, non_torch = em.tokens, em.seqs, em.weights, em.prefill, em.sampler, \

@@ -225,7 +225,10 @@ def plan(
                  if fits and w.task == "train" and lm is not None else None)
         thin = (thin_headroom_warning(total, headroom, ov.fragmentation_fraction)
                 if fits and eager is None and w.task in TRAINING_TASKS else None)  # the eager warning says more
-        warnings.extend(x for x in (eager, thin) if x is not None)
+        if eager is not None:
+            warnings.append(eager)
+        elif thin is not None:  # (only where there is no eager warning)
+            warnings.append(thin)
         if not fits:
             warnings.append(make_warning("does_not_fit", f"needs {fmt_bytes(total)} per GPU, "
                                          f"{fmt_bytes(-headroom)} more than the {fmt_bytes(terms.budget_bytes)} available"))

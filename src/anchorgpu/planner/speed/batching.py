@@ -158,7 +158,11 @@ def _dense_steady_between(setup: ServingSetup, c: _StepConstants, ci: _StepConst
         step, bound, top = _dense_steady(setup, c, ci, batch, prompt, output, attn, skip)
         tpot, _, tpot_top = _dense_steady(setup, c, ci, batch, prompt, between, attn, skip, False)
         return step, bound, top, tpot, tpot_top
-    chunked, decodes = _mixed_steps(setup, c, ci, batch, chunk, attn, skip, share >= 0.5, not share >= 0.5)
+    sizes = setup.graph_batch_sizes  # _mixed_steps' two steps, inline
+    chunked = _dense_step(setup, c, batch, chunk, attn[0], attn[1], 0.0, ci, skip, share >= 0.5)
+    decodes = _dense_step(setup, c, batch, 0.0, attn[0], 0.0,
+                          next((size for size in sizes if size >= batch), 0) if sizes else 0, ci, 0.0,
+                          not share >= 0.5)
     return (share * chunked[0] + (1.0 - share) * decodes[0], chunked[1] if share >= 0.5 else decodes[1],
             share * chunked[2] + (1.0 - share) * decodes[2],
             share_between * chunked[0] + (1.0 - share_between) * decodes[0],
@@ -239,12 +243,17 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, prompt
     lean = setup.pp == 1 and c.routed_share is None  # a dense model on one stage: _steady's lean step, called directly
     # a user's time between its tokens: the same steady state with the other users' prompts only (its own comes
     # before its first token); the tokens/s in all pays every prompt, at ``step``
-    between = others_output_tokens(per_replica, output_tokens)
+    # (others_output_tokens, inline)
+    between = (output_tokens if output_tokens == 1 else math.inf if per_replica <= 1
+               else output_tokens * per_replica / (per_replica - 1))
     # past the engine's token budget every step is full, the prompts queue: a user's step between its tokens holds
-    # ``T - B`` prompt tokens, and its wait comes before its first token (prompt_bound_output_tokens, little_ttft_s)
-    bound_output = prompt_bound_output_tokens(per_replica, prompt_tokens, output_tokens, setup.max_num_batched_tokens)
-    if bound_output is not None:
-        between = bound_output
+    # ``T - B`` prompt tokens, and its wait comes before its first token (prompt_bound_output_tokens, inline: the
+    # larger of the two; little_ttft_s)
+    budget = setup.max_num_batched_tokens
+    prompts_queue = not (per_replica <= 1 or output_tokens <= 1 or budget <= per_replica
+                         or per_replica * (1.0 + prompt_tokens / output_tokens) <= budget)
+    if prompts_queue:
+        between = max(between, per_replica * prompt_tokens / (budget - per_replica))
     if lean:
         step, bound, step_top, tpot, tpot_top = _dense_steady_between(setup, c, ci, per_replica, prompt_tokens,
                                                                       output_tokens, between, attn, skip)
@@ -287,7 +296,7 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, prompt
         # decode_tokens_per_s_per_user, saturation_concurrency, max_output_tokens_per_s, bound, then the four
         # ceilings (ServingEstimate's order)
         concurrency, per_replica, ttft, tpot, rate, 1.0 / tpot, setup.replicas * sat_replica, top, bound, ttft_top,
-        tpot_top, rate_top, top_ceiling, prompts_queue=bound_output is not None,
+        tpot_top, rate_top, top_ceiling, prompts_queue=prompts_queue,
     )
 
 

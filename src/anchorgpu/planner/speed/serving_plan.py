@@ -42,7 +42,6 @@ from anchorgpu.planner.speed.figures import (
     evidence_items,
     evidence_of,
     plan_band,
-    put_evidence,
     put_rate,
     put_serving_figures,
 )
@@ -358,7 +357,9 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
         if queued is not None:
             assumptions.append(queued)
     assumptions.append(ctx.constants_line)
-    put_evidence(ctx.evidence, out, assumptions)
+    if (evidence := ctx.evidence) is not None:  # put_evidence, inline
+        out["evidence"] = evidence.section.copy()
+        assumptions.append(evidence.summary)
     if ctx.launches_line:
         assumptions.append(ctx.launches_line)
     if setup.moe_backend == VLLM_MARLIN:  # vLLM's Marlin MoE kernel, stated or its choice (speed.moe_backend)
