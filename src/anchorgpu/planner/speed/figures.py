@@ -69,14 +69,16 @@ def put_time(out: dict[str, Any], key: str, value: float, ceiling: float | None,
 
 _TTFT_KEYS, _TPOT_KEYS = _BAND_KEYS["ttft_s"], _BAND_KEYS["tpot_s"]
 _RATE_KEYS, _USER_KEYS = _BAND_KEYS["output_tokens_per_s"], _BAND_KEYS["decode_tokens_per_s_per_user"]
+_MAX_RATE_KEYS = _BAND_KEYS["max_output_tokens_per_s"]
 
 
 def put_serving_figures(out: dict[str, Any], band: Band, ttft: float, ttft_ceiling: float, tpot: float,
                         tpot_ceiling: float, rate: float, rate_ceiling: float, user_rate: float,
-                        user_ceiling: float) -> None:
-    """A serving estimate's first four figures with their ceilings: :func:`put_time` of ``ttft_s`` and ``tpot_s``,
-    then :func:`put_rate` of ``output_tokens_per_s`` and ``decode_tokens_per_s_per_user``, the same keys in the
-    same order and the same operations, in one call (every serving estimate writes these four)."""
+                        user_ceiling: float, max_rate: float | None, max_ceiling: float) -> None:
+    """A serving estimate's first five figures with their ceilings: :func:`put_time` of ``ttft_s`` and ``tpot_s``,
+    then :func:`put_rate` of ``output_tokens_per_s``, ``decode_tokens_per_s_per_user`` and, unless ``max_rate`` is
+    None (nothing saturates: ``max_output_tokens_per_s`` null), ``max_output_tokens_per_s``; the same keys in the
+    same order and the same operations, in one call (every serving estimate writes these)."""
     high_of, low_of = band.high, band.low
     low, high, top = _TTFT_KEYS  # put_time's
     out["ttft_s"] = ttft
@@ -100,6 +102,15 @@ def put_serving_figures(out: dict[str, Any], band: Band, ttft: float, ttft_ceili
     upper = user_rate * high_of
     out[high] = user_ceiling if user_rate <= user_ceiling < upper else upper
     out[top] = user_ceiling
+    if max_rate is None:
+        out["max_output_tokens_per_s"] = None
+        return
+    low, high, top = _MAX_RATE_KEYS
+    out["max_output_tokens_per_s"] = max_rate
+    out[low] = max_rate * low_of
+    upper = max_rate * high_of
+    out[high] = max_ceiling if max_rate <= max_ceiling < upper else upper
+    out[top] = max_ceiling
 
 
 class Evidence(NamedTuple):

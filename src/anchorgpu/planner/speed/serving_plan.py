@@ -42,7 +42,6 @@ from anchorgpu.planner.speed.figures import (
     evidence_items,
     evidence_of,
     plan_band,
-    put_rate,
     put_serving_figures,
 )
 from anchorgpu.planner.speed.handed_memos import handed_pair
@@ -290,10 +289,6 @@ def serving_saturation(plan: Plan, prompt: int, output: int, cal: Calibration,
     limits = engine_limits_of(plan) if handed is None else (handed.max_num_batched_tokens, handed.max_num_seqs)
     setup = serving_setup(plan, prompt, output, limits, graph_batch_sizes, host_overlap, absorbed_dequant, engine,
                           ctx.setup_terms, handed)
-    if handed is not None and kv_reservation == "average":  # saturation_concurrency's paged case of a text model
-        per_seq = setup.kv_bytes_per_sequence_per_gpu  # (no encoder's work), its operations on the handed capacity
-        held, cap = int(handed.capacity_bytes // (per_seq if per_seq > 1.0 else 1.0)), limits[1]
-        return setup, limits, (0 if held < 0 else cap if held > cap else held) * setup.replicas
     full = kv_reservation == "full"
     sat = saturation_concurrency(plan, setup, reserve_tokens=prompt + output if full else None, limits=limits,
                                  ratio_request=(prompt, output) if kv_reservation == "ratio" else None,
@@ -316,18 +311,24 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     ctx = context or context_of(plan, cal)
     band = ctx.band
     # serving_core's three steps, without its tuple
-    setup, limits, sat = serving_saturation(plan, prompt, output, cal, kv_reservation, graph_batch_sizes,
-                                            host_overlap, ctx, absorbed_dequant, engine, handed)
+    if handed is not None and kv_reservation == "average":  # serving_saturation, inline, with saturation_concurrency's
+        # paged case of a text model (no encoder's work): its operations on the handed capacity
+        limits = (handed.max_num_batched_tokens, handed.max_num_seqs)
+        setup = serving_setup(plan, prompt, output, limits, graph_batch_sizes, host_overlap, absorbed_dequant, engine,
+                              ctx.setup_terms, handed)
+        per_seq = setup.kv_bytes_per_sequence_per_gpu
+        held, cap = int(handed.capacity_bytes // (per_seq if per_seq > 1.0 else 1.0)), limits[1]
+        sat = (0 if held < 0 else cap if held > cap else held) * setup.replicas
+    else:
+        setup, limits, sat = serving_saturation(plan, prompt, output, cal, kv_reservation, graph_batch_sizes,
+                                                host_overlap, ctx, absorbed_dequant, engine, handed)
     conc = plan.workload.concurrency or 1
     est = serving_estimate(model, plan.gpu, setup, prompt, output, conc, sat if sat > 1 else 1, cal,
                            None if handed is None else handed_pair(handed, model, plan.gpu, setup, cal))
     put_serving_figures(out, band, est.ttft_s, est.ttft_s_ceiling, est.tpot_s, est.tpot_s_ceiling,
                         est.output_tokens_per_s, est.output_tokens_per_s_ceiling, est.decode_tokens_per_s_per_user,
-                        1.0 / est.tpot_s_ceiling)
-    if sat >= 1:
-        put_rate(out, "max_output_tokens_per_s", est.max_output_tokens_per_s, est.max_output_tokens_per_s_ceiling, band)
-    else:
-        out["max_output_tokens_per_s"] = None
+                        1.0 / est.tpot_s_ceiling, est.max_output_tokens_per_s if sat >= 1 else None,
+                        est.max_output_tokens_per_s_ceiling)
     out["saturation_concurrency"] = sat
     if kv_reservation == "average" and sat >= 1:
         # a paged cache's sequences sit at their average length; at their full prompt + output each, what
