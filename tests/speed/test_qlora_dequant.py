@@ -14,8 +14,8 @@ from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner.formats import get_format
 from anchorgpu.planner.speed import calibrate
 from anchorgpu.planner.speed.calibration import calibration
-from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.dequant import QLORA_BASE_FORMAT, dequant_bytes_per_layer, dequant_passes
+from anchorgpu.planner.speed.estimate import plan_performance
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.runs import load_runs, predict
 from anchorgpu.planner.speed.training import TrainLayout, training_step
