@@ -170,5 +170,5 @@ def test_fsdp1_runs_and_megatron_core_carry_no_fsdp2_copies() -> None:
     marked = {r.id for r in load_runs() if r.row.get("fsdp1")}
     # and, since stop 58, answer.ai's FSDP-QLoRA runs: its train.py wraps the model in torch's FullyShardedDataParallel
     # (FSDP1, use_orig_params=False; AnswerDotAI/fsdp_qlora benchmarks_03_2024.md, set answerai-fsdp-qlora)
-    aa = {"AA-70B-A100-2", "AA-70B-A100-4", "AA-70B-A100-8", "AA-70B-H100-4"}
-    assert marked == {"T29", "T30", "T31"} | aa
+    aa = {r.id for r in load_runs() if r.row.get("set") == "answerai-fsdp-qlora"}
+    assert len(aa) == 8 and marked == {"T29", "T30", "T31"} | aa

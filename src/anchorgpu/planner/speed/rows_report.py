@@ -73,7 +73,8 @@ SETS: dict[str, str] = {
                                "4 to 64 in flight (time per output token), held out",
     "answerai-fsdp-qlora": "answer.ai's FSDP-QLoRA benchmark (fsdp_qlora benchmarks_03_2024.md, early 2024): Llama-2 70B "
                            "QLoRA (bitsandbytes NF4, PyTorch FSDP1, full recompute, 2,048-token sequences) on 2, 4 and 8 "
-                           "A100 40GB and 4 H100 SXM without offload (tokens a second per GPU), held out",
+                           "A100 40GB and 4 H100 SXM without offload, and Llama-2 7B QLoRA and LoRA (FSDP and DDP) on "
+                           "a dual RTX 4090 workstation (tokens a second per GPU), held out",
 }
 """The sets of rows the summaries report apart, by where the rows come from (``set_of``)."""
 
