@@ -37,7 +37,7 @@ from anchorgpu.planner.speed.caveats import (
 from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.experts import expert_gemms_per_layer
 from anchorgpu.planner.speed.figures import evidence_items, put_evidence, put_rate, put_time
-from anchorgpu.planner.speed.flops import TrainKind
+from anchorgpu.planner.speed.flops import TrainKind, train_kind
 from anchorgpu.planner.speed.links import (
     compute_precision_for_training,
     host_kind,
@@ -120,7 +120,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     precision = compute_precision_for_training(w.train_precision)  # plan() refused it where the GPU lacks it
     seq = default_seq_tokens(w, model.max_context_tokens)  # the sequence plan() sized the memory for
     default_tokens = default_batch_tokens(w.task, seq)
-    kind: TrainKind = "full" if w.task == "train" else "lora"
+    kind: TrainKind = train_kind(w.task)
     schedule = pipeline_schedule(w.task, w.train_stack)  # QLoRA on the PyTorch stack: device_map, stages in turn
     # the batch of speed.pipeline.step_microbatches: the memory's interleaved activations count the same micro-batches
     st = training_step(model, plan.gpu, lay, seq_tokens=seq, micro_batch=w.micro_batch or 1,
@@ -157,7 +157,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     assumptions.append(batch_timed_line(st.tokens_per_step, stated=w.global_batch_tokens is not None,
                                         default_tokens=default_tokens, microbatches=st.microbatches,
                                         dp=lay.dp, micro_batch=w.micro_batch or 1, seq_tokens=seq,
-                                        finetune_sequences=FINETUNE_GLOBAL_BATCH_SEQUENCES if kind == "lora" else None))
+                                        finetune_sequences=FINETUNE_GLOBAL_BATCH_SEQUENCES if kind != "full" else None))
     k = ctx.stack
     assumptions.append(step_line(st.microbatches, w.micro_batch or 1, seq, st.tokens_per_step, precision,
                                   k.fp8_matmul_efficiency if precision != "bf16" else k.train_matmul_efficiency,

@@ -49,7 +49,7 @@ from anchorgpu.planner.speed.chooser_margin import (
     split_of,
 )
 from anchorgpu.planner.speed.chooser_order import add_zero2_block, fastest_first, zero1_twins
-from anchorgpu.planner.speed.flops import TrainKind
+from anchorgpu.planner.speed.flops import TrainKind, train_kind
 from anchorgpu.planner.speed.interleave_choice import deepest_interleave, interleave_of
 from anchorgpu.planner.speed.layout_reason import SERVER_GPUS, training_reason
 from anchorgpu.planner.speed.layout_reason import Found as _Found
@@ -239,7 +239,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     seq = default_seq_tokens(w, model.max_context_tokens)
     batch = w.global_batch_tokens or default_batch_tokens(w.task, seq)
     cal = calibrated(efficiencies)
-    kind: TrainKind = "full" if w.task == "train" else "lora"
+    kind: TrainKind = train_kind(w.task)
     schedule = pipeline_schedule(w.task, w.train_stack)  # as plan() times the layout chosen (speed.estimate)
     prec = compute_precision_for_training(w.train_precision)
     network = network_bytes_per_s_of(w.network_gbit_per_s_per_gpu)  # None: the calibration's
