@@ -26,7 +26,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.catalog import Offering
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner._frozen import evolve
-from anchorgpu.planner.inputs import RECOMPUTES, Layout, PrecisionPlan
+from anchorgpu.planner.inputs import RECOMPUTES, Layout, Offload, PrecisionPlan
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed.serving_plan import SERVER_GPUS
 from anchorgpu.recommend.shapes import crosses_network, network_gbit_per_s_per_gpu
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["OFFLOAD", "Offloaded", "offload_line", "offloaded_rows"]
 
-OFFLOAD = "optimizer"
+OFFLOAD: Offload = "optimizer"
 """What recommend offloads where nothing else fits: the optimizer state (ZeRO-Offload), as plan's first offload."""
 
 
