@@ -26,11 +26,10 @@ from anchorgpu.planner._frozen import evolve, evolver
 from anchorgpu.planner.checks import BASE_CHECK, plan_warnings
 from anchorgpu.planner.closest_layout import closest_training_layout
 from anchorgpu.planner.diffusion_plan import plan_diffusion
-from anchorgpu.planner.eager_stack import eager_headroom_warning
 from anchorgpu.planner.engine_choice import engine_refusal, engine_weights_refusal
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.global_batch import check_whole_sequences, splits, unfit_fallback_refusal
-from anchorgpu.planner.headroom import thin_headroom_warning
+from anchorgpu.planner.headroom import fit_headroom_warnings
 from anchorgpu.planner.inference import plan_inference
 from anchorgpu.planner.inputs import TRAINING_TASKS, Layout, Overheads, PrecisionPlan, Workload, default_seq_tokens
 from anchorgpu.planner.media import validate_media
@@ -219,12 +218,12 @@ def plan(
     if terms.budget_bytes is not None:
         headroom = terms.budget_bytes - total
         fits = headroom >= 0
-        eager = (eager_headroom_warning(terms.per_gpu.activations_bytes, terms.workload.recompute or "none", headroom,
-                                        total_bytes=total, train_stack=w.train_stack)
-                 if fits and w.task == "train" and lm is not None else None)
-        thin = (thin_headroom_warning(total, headroom, ov.fragmentation_fraction)
-                if fits and eager is None and w.task in TRAINING_TASKS else None)  # the eager warning says more
-        warnings.extend(x for x in (eager, thin) if x is not None)
+        # the eager stack's warning, else the thin headroom's (recommend's training rows carry the same)
+        warnings.extend(fit_headroom_warnings(total, headroom, task=w.task,
+                                              activations_bytes=terms.per_gpu.activations_bytes,
+                                              recompute=terms.workload.recompute or "none", train_stack=w.train_stack,
+                                              fragmentation_fraction=ov.fragmentation_fraction,
+                                              language_model=lm is not None))
         if not fits:
             warnings.append(make_warning("does_not_fit", f"needs {fmt_bytes(total)} per GPU, "
                                          f"{fmt_bytes(-headroom)} more than the {fmt_bytes(terms.budget_bytes)} available"))
