@@ -75,10 +75,10 @@ def _user_output_tokens(batch: FloatArray, prompt: int, out_tokens: int, budget_
 def _little_ttft(ttft: FloatArray, batch: FloatArray, out_tokens: int, step: FloatArray,
                  user_step: FloatArray) -> FloatArray:
     """:func:`~anchorgpu.planner.speed.batching.little_ttft_s` in place on ``ttft`` ``(W, K, 1, P)`` where the pairs
-    run more than one sequence ``batch`` ``(1, P)`` and a request has more than one output: the request's ``O`` mean
-    steps less its ``O - 1`` between tokens, at least its own chunks."""
+    run more than one sequence ``batch`` ``(1, P)``: the request's ``O`` mean steps less its ``O - 1`` between tokens
+    (one output: all of its step), at least its own chunks."""
     many = batch > 1.0
-    if out_tokens > 1 and many.any():
+    if many.any():
         queued = out_tokens * step - (out_tokens - 1) * user_step
         np.copyto(ttft, np.maximum(ttft, queued), where=many)
     return ttft
