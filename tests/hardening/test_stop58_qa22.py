@@ -6,13 +6,17 @@
    TTFT 0.028 s) beside an output of 49 tok/s: 64 requests ending every 0.028 s would be 2,285 tok/s. By Little's
    law a request of ``O`` tokens takes ``O`` mean steps, and with ``O = 1`` all of it comes before the first (and
    only) token: TTFT is the step, 1.31 s (the ``O > 1`` guard skipped the rule, in plan and in recommend's sweep).
+2. The page answered ``task=serve`` with the choices only, where the CLI and the API add "did you mean 'inference'?"
+   (stop57_qa21.md item 3): the page's error line now says it too, in its language.
 """
 
 from __future__ import annotations
 
 import pytest
+from fastapi.testclient import TestClient
 
 from cli_runner import run_json
+from hardening.conftest import page_error
 
 _ONE_TOKEN = ("--gpu", "h100", "--prompt", "1000", "--output-tokens", "1", "--concurrency", "64")
 
@@ -41,3 +45,20 @@ def test_recommend_times_one_token_requests_as_plan(capsys: pytest.CaptureFixtur
     plan = run_json(capsys, "plan", "llama-3.1-8b", *_ONE_TOKEN, "--gpus", "1")["performance"]
     assert row["ttft_s"] == pytest.approx(plan["ttft_s"], rel=1e-3)
     assert 64 / row["ttft_s"] == pytest.approx(row["output_tokens_per_s"], rel=0.02)
+
+
+@pytest.mark.parametrize(("path", "typed", "meant"), [("/plan", "serve", "inference"), ("/recommend", "serve", "inference"),
+                                                       ("/plan", "Training", "train")])
+def test_the_page_says_which_task_a_synonym_means(client: TestClient, path: str, typed: str, meant: str) -> None:
+    """The CLI and the API answer ``task=serve`` with "did you mean 'inference'?" (planner.inputs.task_hint); the
+    page's error line said only the choices."""
+    page = client.get(f"{path}?model=llama-3.1-8b&gpu=h100&task={typed}&lang=en")
+    assert page.status_code == 422
+    assert page_error(page.text).endswith(f"; did you mean '{meant}'?"), page_error(page.text)
+    ru = page_error(client.get(f"{path}?model=llama-3.1-8b&gpu=h100&task={typed}&lang=ru").text)
+    assert ru.endswith(f"; возможно, имелось в виду '{meant}'?"), ru
+
+
+def test_an_unknown_task_that_is_no_synonym_gets_no_guess(client: TestClient) -> None:
+    said = page_error(client.get("/plan?model=llama-3.1-8b&gpu=h100&task=cook&lang=en").text)
+    assert "must be one of" in said and "did you mean" not in said, said  # control

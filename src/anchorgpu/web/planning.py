@@ -215,6 +215,10 @@ def validation_message(exc: ValidationError, text: PageText | None = None,
         first, sep, last = expected.rpartition(" or ")
         choices = text.gettext("%(first)s or %(last)s", first=first, last=last) if sep else expected
         reason = text.gettext("must be one of %(choices)s", choices=choices)
+        from anchorgpu.planner.inputs import task_meant
+
+        if err.get("loc", ())[-1:] == ("task",) and (meant := task_meant(err.get("input"))) is not None:
+            reason += text.gettext("; did you mean %(task)s?", task=repr(meant))  # serve: 'inference', as the CLI
     else:
         reason = str(err.get("msg", "invalid"))
     return f"{field}: {reason}"
