@@ -6,6 +6,15 @@
    TTFT 0.028 s) beside an output of 49 tok/s: 64 requests ending every 0.028 s would be 2,285 tok/s. By Little's
    law a request of ``O`` tokens takes ``O`` mean steps, and with ``O = 1`` all of it comes before the first (and
    only) token: TTFT is the step, 1.31 s (the ``O > 1`` guard skipped the rule, in plan and in recommend's sweep).
+3. The output rate and the time to first token contradicted each other where a prompt is longer than the engine's
+   token budget: ``plan llama-3.1-8b --gpu l40s --concurrency 1 --prompt 5000 --output-tokens 2`` said TTFT 0.359 s,
+   TPOT 22.4 ms and 5.8 tok/s, where one user's request of 0.381 s gives 5.2. The rate was the steady state's mean
+   step, which spreads the prompt over the request's ``O`` steps as if one step held 2,501 tokens, while the TTFT
+   runs the prompt's own budget-sized chunks (three of 2,048 on the L40S's vLLM budget). By Little's law ``B``
+   users emit ``B * O / (TTFT + (O - 1) * TPOT)``: the rate is now timed at no less than that cycle
+   (``speed.batching.request_step_s``, and the sweep alike). It moved the chooser: DeepSeek-R1 for 4 users of
+   128,000 + 1,000 on 8 B200 as TP 2 x PP 4 was "115 tok/s" at a 20.9-s TTFT (4 x 1,000 tokens over 20.9 s +
+   999 x 29.8 ms is 79), so a staged layout that was never faster looked 13% faster than TP 8.
 2. The page answered ``task=serve`` with the choices only, where the CLI and the API add "did you mean 'inference'?"
    (stop57_qa21.md item 3): the page's error line now says it too, in its language.
 """
@@ -62,3 +71,31 @@ def test_the_page_says_which_task_a_synonym_means(client: TestClient, path: str,
 def test_an_unknown_task_that_is_no_synonym_gets_no_guess(client: TestClient) -> None:
     said = page_error(client.get("/plan?model=llama-3.1-8b&gpu=h100&task=cook&lang=en").text)
     assert "must be one of" in said and "did you mean" not in said, said  # control
+
+
+_LONG_PROMPTS = [("llama-3.1-8b", "l40s", "1", "5000", "2"), ("deepseek-v2-lite", "l40s", "1", "5000", "2"),
+                 ("llama-3.1-8b", "l4", "1", "30000", "50"), ("qwen3-coder-next", "l40s", "2", "100000", "10"),
+                 ("jamba-1.5-mini", "h100", "2", "100000", "10")]
+
+
+@pytest.mark.parametrize(("model", "gpu", "users", "prompt", "output"), _LONG_PROMPTS)
+def test_the_rate_is_no_faster_than_a_request_takes(capsys: pytest.CaptureFixture[str], model: str, gpu: str,
+                                                    users: str, prompt: str, output: str) -> None:
+    """Property (Little's law): C users each waiting TTFT + (O - 1) x TPOT a request emit at most C x O over it."""
+    out = run_json(capsys, "plan", model, "--gpu", gpu, "--concurrency", users, "--prompt", prompt,
+                   "--output-tokens", output)
+    perf, c, o = out["performance"], int(users), int(output)
+    cycle = perf["ttft_s"] + (o - 1) * perf["tpot_s"]
+    assert perf["output_tokens_per_s"] <= c * o / cycle * (1 + 1e-9), perf
+    if c == 1:  # one user: the rate is its request's, exactly
+        assert perf["output_tokens_per_s"] == pytest.approx(o / cycle, rel=1e-9)
+    assert perf["output_tokens_per_s"] <= perf["output_tokens_per_s_ceiling"]
+
+
+def test_recommend_rates_long_prompts_as_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ("--concurrency", "1", "--prompt", "5000", "--output-tokens", "2")
+    rows = run_json(capsys, "recommend", "llama-3.1-8b", "--gpu", "l40s", *args)["results"]
+    row = next(r for r in rows if r["gpus"] == 1)
+    perf = run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "l40s", "--gpus", "1", *args)["performance"]
+    assert row["output_tokens_per_s"] == pytest.approx(perf["output_tokens_per_s"], abs=0.05)  # the row's 0.1
+    assert row["output_tokens_per_s"] == pytest.approx(2 / (perf["ttft_s"] + perf["tpot_s"]), abs=0.05)

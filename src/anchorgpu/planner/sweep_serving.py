@@ -84,6 +84,15 @@ def _little_ttft(ttft: FloatArray, batch: FloatArray, out_tokens: int, step: Flo
     return ttft
 
 
+def _request_step(step: FloatArray, ttft: FloatArray, user_step: FloatArray, out_tokens: int) -> FloatArray:
+    """:func:`~anchorgpu.planner.speed.batching.request_step_s` in place on ``step`` ``(W, K, 1, P)``: the mean step
+    the output rate is timed at, at least the request's time to first token and ``O - 1`` gaps over ``O``."""
+    cycle = user_step * (out_tokens - 1)
+    cycle += ttft
+    cycle /= out_tokens
+    return np.maximum(step, cycle, out=step)
+
+
 def _steady_step(ticks: Ticks, batch: FloatArray, prompt: int, out_tokens: int | FloatArray,
                  budget_tokens: FloatArray, out: FloatArray) -> FloatArray:
     """Seconds per step at the steady state (speed.serving._steady) of the pairs ``(1, P)`` (:func:`tick_pairs`, in
@@ -237,6 +246,7 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
                  user_step)
     _time_to_first_token(ticks, budget_tokens, batch, prompt, ttft)
     _little_ttft(ttft, batch, output, step, user_step)  # a request takes O mean steps (Little's law)
+    _request_step(step, ttft, user_step, output)  # and at least its first token and O - 1 gaps (the rate's step)
     del ticks  # its terms per pair, before the grid's columns are formed
     # the four columns that vary along every axis, in the sweep's order, in one block: one allocation, not four
     total_b, ttft_column, total_tps, per_user = np.empty((4, *grid))

@@ -22,7 +22,7 @@ from anchorgpu.planner.speed.serving import _dense_step, _step
 from anchorgpu.planner.speed.step_constants import ServingSetup, _pair, _StepConstants
 from anchorgpu.units import at_least, clamp
 
-__all__ = ["ServingEstimate", "little_ttft_s", "others_output_tokens", "prefill_chunk_share",
+__all__ = ["ServingEstimate", "little_ttft_s", "others_output_tokens", "prefill_chunk_share", "request_step_s",
            "prompt_bound_output_tokens", "saturated_rates", "serving_estimate"]
 
 
@@ -124,6 +124,24 @@ def little_ttft_s(own_prompt_s: float, output: int, step_s: float, tpot_s: float
     """
     queued = output * step_s - (output - 1) * tpot_s
     return queued if queued > own_prompt_s else own_prompt_s
+
+
+def request_step_s(step_s: float, ttft_s: float, tpot_s: float, output: int) -> float:
+    """The mean step a replica's output rate is timed at: the steady state's ``step_s``, or where a request's time to
+    first token and its ``O - 1`` gaps take longer than ``O`` such steps, that time over ``O``. By Little's law ``B``
+    users of a closed loop emit ``B * O`` tokens a request, so ``B * O / (TTFT + (O - 1) * TPOT)`` tokens a second;
+    the steady state's mean step spreads a prompt longer than the engine's token budget over the request's ``O``
+    steps as if one step held it, while the prompt's own chunks (:func:`_ttft`) are budget-sized steps, each with
+    its own fixed cost and weight reads (Llama-3.1-8B on one L40S, a 5,000-token prompt and 2 outputs for one user:
+    three 2,048-token chunks, 0.359 s, then a 0.022-s decode, 5.2 tok/s, where two 2,501-token mean steps gave 5.8).
+
+    >>> request_step_s(0.1726, 0.3593, 0.0224, 2)  # (0.3593 + 0.0224) / 2
+    0.19085
+    >>> request_step_s(0.2, 0.1, 0.2, 10)  # the steady state's own
+    0.2
+    """
+    cycle = (ttft_s + (output - 1) * tpot_s) / output
+    return cycle if cycle > step_s else step_s
 
 
 def prefill_chunk_share(batch: float, prompt: int, output: float, max_num_batched_tokens: int) -> tuple[float, float]:
@@ -370,16 +388,21 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
             tpot, tpot_top = step, step_top
         else:
             tpot, _, tpot_top = _steady(setup, c, ci, per_replica, prompt_tokens, between, attn, even)
+    ttft, ttft_top = _ttft(setup, c, ci, per_replica - 1, prompt_tokens, attn, others, skip)
+    if per_replica > 1:  # Little's law: a request takes O mean steps, less its O - 1 gaps (one token: all of it)
+        ttft = little_ttft_s(ttft, output_tokens, step, tpot)
+        ttft_top = little_ttft_s(ttft_top, output_tokens, step_top, tpot_top)
+    # a request takes its time to first token and O - 1 gaps (Little's law): where its own prompt's chunks pass the
+    # O mean steps (a prompt longer than the token budget takes more steps than the state's mean step holds), the
+    # cycle is that long and the rate falls with it (request_step_s)
+    step, step_top = (request_step_s(step, ttft, tpot, output_tokens),
+                      request_step_s(step_top, ttft_top, tpot_top, output_tokens))
     if sat_replica == per_replica and even == 1.0:  # the same steady state (queued, or at saturation): not again
         sat, sat_top = step, step_top
     else:
         sat, _, sat_top = (_dense_steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn, skip, False)
                            if lean
                            else _steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn))
-    ttft, ttft_top = _ttft(setup, c, ci, per_replica - 1, prompt_tokens, attn, others, skip)
-    if per_replica > 1:  # Little's law: a request takes O mean steps, less its O - 1 gaps (one token: all of it)
-        ttft = little_ttft_s(ttft, output_tokens, step, tpot)
-        ttft_top = little_ttft_s(ttft_top, output_tokens, step_top, tpot_top)
     # tokens/s over the replicas: ``busy`` of them run per_replica sequences at the TPOT above, the rest one fewer
     # at their own (faster) pace, or at the busy ones' where the replicas of an EP group step together (expert
     # parallelism wider than TP), each pass emitting what its own sequences hold (_pass_outputs_ratio); an even
