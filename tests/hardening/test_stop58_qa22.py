@@ -15,6 +15,9 @@
    (``speed.batching.request_step_s``, and the sweep alike). It moved the chooser: DeepSeek-R1 for 4 users of
    128,000 + 1,000 on 8 B200 as TP 2 x PP 4 was "115 tok/s" at a 20.9-s TTFT (4 x 1,000 tokens over 20.9 s +
    999 x 29.8 ms is 79), so a staged layout that was never faster looked 13% faster than TP 8.
+4. The page said "must be a whole number" of a whole count past its bound (``concurrency=1e9``, ``context=100m``,
+   ``tokens=1e30``), where the CLI says "expected a whole number from 1 to 1,000,000" and the API "must be at most":
+   the form now reads the number and names the bound it passes.
 2. The page answered ``task=serve`` with the choices only, where the CLI and the API add "did you mean 'inference'?"
    (stop57_qa21.md item 3): the page's error line now says it too, in its language.
 """
@@ -99,3 +102,24 @@ def test_recommend_rates_long_prompts_as_plan(capsys: pytest.CaptureFixture[str]
     perf = run_json(capsys, "plan", "llama-3.1-8b", "--gpu", "l40s", "--gpus", "1", *args)["performance"]
     assert row["output_tokens_per_s"] == pytest.approx(perf["output_tokens_per_s"], abs=0.05)  # the row's 0.1
     assert row["output_tokens_per_s"] == pytest.approx(2 / (perf["ttft_s"] + perf["tpot_s"]), abs=0.05)
+
+
+
+@pytest.mark.parametrize(("query", "label", "bound"), [("concurrency=1e9", "Concurrency", "1,000,000"),
+                                                        ("context=100m", "Context (tokens)", "10,000,000"),
+                                                        ("task=train&tokens=1e30", "Training tokens",
+                                                         "1,000,000,000,000,000")])
+def test_the_page_names_the_bound_a_whole_count_passes(client: TestClient, query: str, label: str, bound: str) -> None:
+    from anchorgpu.validation import LIMITS  # the bounds the CLI and the API hold the same fields to
+
+    name = query.rsplit("&", 1)[-1].split("=")[0]
+    assert f"{LIMITS[name].high:,.0f}" == bound
+    said = page_error(client.get(f"/plan?model=llama-3.1-8b&gpu=h100&{query}&lang=en").text)
+    assert said == f"“{label}”: must be at most {bound}", said
+    ru = page_error(client.get(f"/plan?model=llama-3.1-8b&gpu=h100&{query}&lang=ru").text)
+    assert "не больше" in ru, ru
+
+
+def test_a_fraction_is_still_not_whole_on_the_page(client: TestClient) -> None:
+    said = page_error(client.get("/plan?model=llama-3.1-8b&gpu=h100&concurrency=2.5&lang=en").text)
+    assert said == "“Concurrency”: must be a whole number", said  # control
