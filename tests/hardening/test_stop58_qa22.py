@@ -18,6 +18,11 @@
 4. The page said "must be a whole number" of a whole count past its bound (``concurrency=1e9``, ``context=100m``,
    ``tokens=1e30``), where the CLI says "expected a whole number from 1 to 1,000,000" and the API "must be at most":
    the form now reads the number and names the bound it passes.
+5. More users than the engine runs (``--concurrency 256 --max-num-seqs 64``): the plan said "timed for 256 requests
+   at once" and a time to first token of 0.034 s, from admission; the 192 waiting had no figure. By Little's law
+   each of the 256 takes 256 x 200 / 3,951 = 13.0 s a request, 3.24 s of it running: a "Requests queue" line now
+   says the 9.72-s wait (``speed.batching.admission_wait_s``), under "Still to check" and on the page, and the
+   CLI's line says 64 of them run at once.
 2. The page answered ``task=serve`` with the choices only, where the CLI and the API add "did you mean 'inference'?"
    (stop57_qa21.md item 3): the page's error line now says it too, in its language.
 """
@@ -27,7 +32,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from cli_runner import run_json
+from cli_runner import run, run_json
 from hardening.conftest import page_error
 
 _ONE_TOKEN = ("--gpu", "h100", "--prompt", "1000", "--output-tokens", "1", "--concurrency", "64")
@@ -123,3 +128,28 @@ def test_the_page_names_the_bound_a_whole_count_passes(client: TestClient, query
 def test_a_fraction_is_still_not_whole_on_the_page(client: TestClient) -> None:
     said = page_error(client.get("/plan?model=llama-3.1-8b&gpu=h100&concurrency=2.5&lang=en").text)
     assert said == "“Concurrency”: must be a whole number", said  # control
+
+
+
+_QUEUED = ("plan", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--concurrency", "256", "--max-num-seqs", "64",
+           "--prompt", "1000", "--output-tokens", "200")
+
+
+def test_users_beyond_saturation_are_told_their_wait(capsys: pytest.CaptureFixture[str]) -> None:
+    """Property (Little's law): the wait said is C x O / rate less the running request's TTFT + (O - 1) x TPOT."""
+    import re
+
+    perf = run_json(capsys, *_QUEUED)["performance"]
+    assert perf["saturation_concurrency"] == 64
+    (line,) = [a for a in perf["assumptions"] if a.startswith("Requests queue:")]
+    said = float(re.search(r"each waits about ([0-9.,]+) s", line).group(1).replace(",", ""))
+    wait = 256 * 200 / perf["output_tokens_per_s"] - perf["ttft_s"] - 199 * perf["tpot_s"]
+    assert said == pytest.approx(wait, rel=5e-3) and wait > 100 * perf["ttft_s"]
+    code, out, _ = run(capsys, *_QUEUED)
+    text = " ".join(out.split())
+    assert code == 0 and "64 of them running at once" in text and "Requests queue: the engine runs 64 of the 256" in text
+
+
+def test_no_wait_is_said_where_the_engine_runs_every_user(capsys: pytest.CaptureFixture[str]) -> None:
+    perf = run_json(capsys, *_QUEUED[:7], "64", *_QUEUED[8:])["performance"]  # control: 64 users, 64 running
+    assert not [a for a in perf["assumptions"] if a.startswith("Requests queue:")]
