@@ -6,6 +6,8 @@
    TTFT 0.028 s) beside an output of 49 tok/s: 64 requests ending every 0.028 s would be 2,285 tok/s. By Little's
    law a request of ``O`` tokens takes ``O`` mean steps, and with ``O = 1`` all of it comes before the first (and
    only) token: TTFT is the step, 1.31 s (the ``O > 1`` guard skipped the rule, in plan and in recommend's sweep).
+   recommend's TTFT limit searched with the same guard: ``recommend llama-3.1-8b --prompt 1000 --output-tokens 1
+   --max-ttft-s 0.5 --gpu h100`` offered 414 users a GPU at a 0.05-s TTFT and 48.8 tok/s (8.5 s a request); now 24.
 3. The output rate and the time to first token contradicted each other where a prompt is longer than the engine's
    token budget: ``plan llama-3.1-8b --gpu l40s --concurrency 1 --prompt 5000 --output-tokens 2`` said TTFT 0.359 s,
    TPOT 22.4 ms and 5.8 tok/s, where one user's request of 0.381 s gives 5.2. The rate was the steady state's mean
@@ -153,3 +155,14 @@ def test_users_beyond_saturation_are_told_their_wait(capsys: pytest.CaptureFixtu
 def test_no_wait_is_said_where_the_engine_runs_every_user(capsys: pytest.CaptureFixture[str]) -> None:
     perf = run_json(capsys, *_QUEUED[:7], "64", *_QUEUED[8:])["performance"]  # control: 64 users, 64 running
     assert not [a for a in perf["assumptions"] if a.startswith("Requests queue:")]
+
+
+
+def test_recommends_ttft_limit_holds_one_token_requests(capsys: pytest.CaptureFixture[str]) -> None:
+    """Property: every row kept under --max-ttft-s meets it, and its users end a request every TTFT (Little's law)."""
+    rows = run_json(capsys, "recommend", "llama-3.1-8b", "--prompt", "1000", "--output-tokens", "1",
+                    "--max-ttft-s", "0.5", "--gpu", "h100")["results"]
+    assert rows
+    for row in rows:
+        assert row["ttft_s"] <= 0.5, row
+        assert row["concurrency"] / row["ttft_s"] == pytest.approx(row["output_tokens_per_s"], rel=0.02), row

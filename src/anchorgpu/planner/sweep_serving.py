@@ -394,7 +394,7 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
         if not ttft:
             return speed, None
         _time_to_first_token(ticks, budget[at], batch, prompt, first)
-        if output > 1 and (batch > 1.0).any():  # a request takes O mean steps: the full steady step too
+        if (batch > 1.0).any():  # a request takes O mean steps (one output: all of its step): the full steady step too
             full = _steady_step(ticks, batch, prompt, output, budget[at], np.empty_like(step))
             _little_ttft(first, batch, output, full, step)
         return speed, first[0, 0, 0, where]
