@@ -25,6 +25,10 @@
    each of the 256 takes 256 x 200 / 3,951 = 13.0 s a request, 3.24 s of it running: a "Requests queue" line now
    says the 9.72-s wait (``speed.batching.admission_wait_s``), under "Still to check" and on the page, and the
    CLI's line says 64 of them run at once.
+6. A package its software sees as two devices (MI250X: 2 GCDs of 64 GB) was planned as one GPU with no word of it:
+   ``plan qwen3-30b-a3b --gpu mi250x --gpus 1 --concurrency 4 --recipe vllm`` fits at 63.22 GiB as TP 1 and
+   launches ``--tensor-parallel-size 1``, one 64-GB device. A ``package_is_several_devices`` warning now says to
+   launch TP 2 (``devices_per_package`` in gpus.toml).
 2. The page answered ``task=serve`` with the choices only, where the CLI and the API add "did you mean 'inference'?"
    (stop57_qa21.md item 3): the page's error line now says it too, in its language.
 """
@@ -166,3 +170,19 @@ def test_recommends_ttft_limit_holds_one_token_requests(capsys: pytest.CaptureFi
     for row in rows:
         assert row["ttft_s"] <= 0.5, row
         assert row["concurrency"] / row["ttft_s"] == pytest.approx(row["output_tokens_per_s"], rel=0.02), row
+
+
+def test_a_package_of_two_devices_says_the_tp_to_launch(capsys: pytest.CaptureFixture[str]) -> None:
+    """6. MI250X is planned as AMD counts it, one 128-GB GPU, but ROCm sees its 2 GCDs as 64-GB devices (the row's own
+    notes): Qwen3-30B-A3B for 4 users on one MI250X fits at 63.22 GiB as TP 1, and its vLLM recipe said
+    ``--tensor-parallel-size 1``, one 64-GB device. The plan now says to launch TP 2 (gpus.toml devices_per_package)."""
+    from anchorgpu.hardware import get_gpu
+
+    n = get_gpu("mi250x").devices_per_package
+    assert n == 2 and get_gpu("h100").devices_per_package == 1
+    out = run_json(capsys, "plan", "qwen3-30b-a3b", "--gpu", "mi250x", "--gpus", "1", "--concurrency", "4")
+    (said,) = [w["message"] for w in out["warnings"] if w["code"] == "package_is_several_devices"]
+    assert out["layout"]["tp"] == 1 and f"launch TP {n} where this plan says TP 1" in said, said
+    assert f"{get_gpu('mi250x').memory_bytes / n / 2**30:.2f} GiB each" in said
+    plain = run_json(capsys, "plan", "qwen3-30b-a3b", "--gpu", "mi300x", "--gpus", "1", "--concurrency", "4")
+    assert "package_is_several_devices" not in [w["code"] for w in plain["warnings"]]  # control: one device
