@@ -186,3 +186,15 @@ def test_a_package_of_two_devices_says_the_tp_to_launch(capsys: pytest.CaptureFi
     assert f"{get_gpu('mi250x').memory_bytes / n / 2**30:.2f} GiB each" in said
     plain = run_json(capsys, "plan", "qwen3-30b-a3b", "--gpu", "mi300x", "--gpus", "1", "--concurrency", "4")
     assert "package_is_several_devices" not in [w["code"] for w in plain["warnings"]]  # control: one device
+
+
+def test_the_russian_catalog_says_the_uplink_in_russian(client: TestClient) -> None:
+    """(a) The quote form and the catalog's tooltip wrote the offering's network as the catalog's English summary
+    ('100 Gb/s public; 8x400 Gb/s InfiniBand NDR'); the uplink is now the page's words (ru 'внешний канал 100
+    Гбит/с'), the fabric and link names kept as the datasheets write them."""
+    from anchorgpu.catalog import load_catalog
+
+    gbps = load_catalog().offering("h100-sxm-8x-bm").network_gbps
+    ru = client.get("/catalog?lang=ru").text
+    assert f"внешний канал {gbps} Гбит/с" in ru and f"{gbps} Gb/s public" not in ru
+    assert f"{gbps} Gb/s public uplink" in client.get("/catalog?lang=en").text  # control
