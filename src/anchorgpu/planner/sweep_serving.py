@@ -247,6 +247,8 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     _time_to_first_token(ticks, budget_tokens, batch, prompt, ttft)
     _little_ttft(ttft, batch, output, step, user_step)  # a request takes O mean steps (Little's law)
     _request_step(step, ttft, user_step, output)  # and at least its first token and O - 1 gaps (the rate's step)
+    if output == 1:  # one token a request: a user's step is the request's (speed.batching.others_output_tokens)
+        np.copyto(user_step, step)
     del ticks  # its terms per pair, before the grid's columns are formed
     # the four columns that vary along every axis, in the sweep's order, in one block: one allocation, not four
     total_b, ttft_column, total_tps, per_user = np.empty((4, *grid))

@@ -410,6 +410,8 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     # cycle is that long and the rate falls with it (request_step_s)
     step, step_top = (request_step_s(step, ttft, tpot, output_tokens),
                       request_step_s(step_top, ttft_top, tpot_top, output_tokens))
+    if output_tokens == 1:  # one token a request: the time per output token is the request's (others_output_tokens)
+        tpot, tpot_top = step, step_top
     if sat_replica == per_replica and even == 1.0:  # the same steady state (queued, or at saturation): not again
         sat, sat_top = step, step_top
     else:
