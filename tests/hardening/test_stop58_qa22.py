@@ -1,14 +1,14 @@
 """Stop 58's qa22: a new user's adversarial pass over plan, recommend, the API and the page
-(benchmarks/hardening/stop58_qa22.md).
+(benchmarks/hardening/stop58_qa22.md, whose table numbers these).
 
 1. A serving plan of one output token a request among several users gave the time to first token of the request's
    own prompt chunks (``plan llama-3.1-8b --gpu h100 --gpus 1 --prompt 1000 --output-tokens 1 --concurrency 64``:
    TTFT 0.028 s) beside an output of 49 tok/s: 64 requests ending every 0.028 s would be 2,285 tok/s. By Little's
    law a request of ``O`` tokens takes ``O`` mean steps, and with ``O = 1`` all of it comes before the first (and
    only) token: TTFT is the step, 1.31 s (the ``O > 1`` guard skipped the rule, in plan and in recommend's sweep).
-   recommend's TTFT limit searched with the same guard: ``recommend llama-3.1-8b --prompt 1000 --output-tokens 1
+   1b. recommend's TTFT limit searched with the same guard: ``recommend llama-3.1-8b --prompt 1000 --output-tokens 1
    --max-ttft-s 0.5 --gpu h100`` offered 414 users a GPU at a 0.05-s TTFT and 48.8 tok/s (8.5 s a request); now 24.
-3. The output rate and the time to first token contradicted each other where a prompt is longer than the engine's
+2. The output rate and the time to first token contradicted each other where a prompt is longer than the engine's
    token budget: ``plan llama-3.1-8b --gpu l40s --concurrency 1 --prompt 5000 --output-tokens 2`` said TTFT 0.359 s,
    TPOT 22.4 ms and 5.8 tok/s, where one user's request of 0.381 s gives 5.2. The rate was the steady state's mean
    step, which spreads the prompt over the request's ``O`` steps as if one step held 2,501 tokens, while the TTFT
@@ -17,20 +17,21 @@
    (``speed.batching.request_step_s``, and the sweep alike). It moved the chooser: DeepSeek-R1 for 4 users of
    128,000 + 1,000 on 8 B200 as TP 2 x PP 4 was "115 tok/s" at a 20.9-s TTFT (4 x 1,000 tokens over 20.9 s +
    999 x 29.8 ms is 79), so a staged layout that was never faster looked 13% faster than TP 8.
-4. The page said "must be a whole number" of a whole count past its bound (``concurrency=1e9``, ``context=100m``,
-   ``tokens=1e30``), where the CLI says "expected a whole number from 1 to 1,000,000" and the API "must be at most":
-   the form now reads the number and names the bound it passes.
-5. More users than the engine runs (``--concurrency 256 --max-num-seqs 64``): the plan said "timed for 256 requests
+3. More users than the engine runs (``--concurrency 256 --max-num-seqs 64``): the plan said "timed for 256 requests
    at once" and a time to first token of 0.034 s, from admission; the 192 waiting had no figure. By Little's law
    each of the 256 takes 256 x 200 / 3,951 = 13.0 s a request, 3.24 s of it running: a "Requests queue" line now
    says the 9.72-s wait (``speed.batching.admission_wait_s``), under "Still to check" and on the page, and the
    CLI's line says 64 of them run at once.
-6. A package its software sees as two devices (MI250X: 2 GCDs of 64 GB) was planned as one GPU with no word of it:
+4. A package its software sees as two devices (MI250X: 2 GCDs of 64 GB) was planned as one GPU with no word of it:
    ``plan qwen3-30b-a3b --gpu mi250x --gpus 1 --concurrency 4 --recipe vllm`` fits at 63.22 GiB as TP 1 and
    launches ``--tensor-parallel-size 1``, one 64-GB device. A ``package_is_several_devices`` warning now says to
    launch TP 2 (``devices_per_package`` in gpus.toml).
-2. The page answered ``task=serve`` with the choices only, where the CLI and the API add "did you mean 'inference'?"
+5. The page answered ``task=serve`` with the choices only, where the CLI and the API add "did you mean 'inference'?"
    (stop57_qa21.md item 3): the page's error line now says it too, in its language.
+6. The page said "must be a whole number" of a whole count past its bound (``concurrency=1e9``, ``context=100m``,
+   ``tokens=1e30``), where the CLI says "expected a whole number from 1 to 1,000,000" and the API "must be at most":
+   the form now reads the number and names the bound it passes.
+7. The ru quote form and catalog wrote the offering's uplink in English ("25 Gb/s public").
 """
 
 from __future__ import annotations
@@ -173,7 +174,7 @@ def test_recommends_ttft_limit_holds_one_token_requests(capsys: pytest.CaptureFi
 
 
 def test_a_package_of_two_devices_says_the_tp_to_launch(capsys: pytest.CaptureFixture[str]) -> None:
-    """6. MI250X is planned as AMD counts it, one 128-GB GPU, but ROCm sees its 2 GCDs as 64-GB devices (the row's own
+    """4. MI250X is planned as AMD counts it, one 128-GB GPU, but ROCm sees its 2 GCDs as 64-GB devices (the row's own
     notes): Qwen3-30B-A3B for 4 users on one MI250X fits at 63.22 GiB as TP 1, and its vLLM recipe said
     ``--tensor-parallel-size 1``, one 64-GB device. The plan now says to launch TP 2 (gpus.toml devices_per_package)."""
     from anchorgpu.hardware import get_gpu
