@@ -14,13 +14,13 @@
    step, which spreads the prompt over the request's ``O`` steps as if one step held 2,501 tokens, while the TTFT
    runs the prompt's own budget-sized chunks (three of 2,048 on the L40S's vLLM budget). By Little's law ``B``
    users emit ``B * O / (TTFT + (O - 1) * TPOT)``: the rate is now timed at no less than that cycle
-   (``speed.batching.request_step_s``, and the sweep alike). It moved the chooser: DeepSeek-R1 for 4 users of
+   (``speed.request_cycle.request_step_s``, and the sweep alike). It moved the chooser: DeepSeek-R1 for 4 users of
    128,000 + 1,000 on 8 B200 as TP 2 x PP 4 was "115 tok/s" at a 20.9-s TTFT (4 x 1,000 tokens over 20.9 s +
    999 x 29.8 ms is 79), so a staged layout that was never faster looked 13% faster than TP 8.
 3. More users than the engine runs (``--concurrency 256 --max-num-seqs 64``): the plan said "timed for 256 requests
    at once" and a time to first token of 0.034 s, from admission; the 192 waiting had no figure. By Little's law
    each of the 256 takes 256 x 200 / 3,951 = 13.0 s a request, 3.24 s of it running: a "Requests queue" line now
-   says the 9.72-s wait (``speed.batching.admission_wait_s``), under "Still to check" and on the page, and the
+   says the 9.72-s wait (``speed.request_cycle.admission_wait_s``), under "Still to check" and on the page, and the
    CLI's line says 64 of them run at once.
 4. A package its software sees as two devices (MI250X: 2 GCDs of 64 GB) was planned as one GPU with no word of it:
    ``plan qwen3-30b-a3b --gpu mi250x --gpus 1 --concurrency 4 --recipe vllm`` fits at 63.22 GiB as TP 1 and

@@ -4,7 +4,7 @@ across nodes for a model one node cannot hold); PCIe-only servers rank stages by
 table stages them there: calibration rows P70-RTXTP1PP8-*, PL4S-RTXTP4PP2-*). Before (stop57 qa19 "Left" 3),
 DeepSeek-R1 for 4 users of 128,000 + 1,000 tokens on B200 was chosen as TP 2 x PP 4, 115 tok/s at a 20.9 s time to
 first token, where TP 8 holds them at 102 tok/s and 6.0 s. Since stop58 qa22 (the output rate is timed at a request's
-time to first token and its gaps, Little's law: planner.speed.batching.request_step_s) TP 2 x PP 4 there is 79
+time to first token and its gaps, Little's law: planner.speed.request_cycle.request_step_s) TP 2 x PP 4 there is 79
 tok/s, 4 x 1,000 tokens over 20.9 s + 999 x 29.8 ms, and no longer the faster: the rule has nothing to leave out
 there; it still does for 512 users of Llama 3.1 70B on 8 H100 (test_the_rule_still_leaves_faster_stages_out)."""
 

@@ -85,7 +85,7 @@ def _little_ttft(ttft: FloatArray, batch: FloatArray, out_tokens: int, step: Flo
 
 
 def _request_step(step: FloatArray, ttft: FloatArray, user_step: FloatArray, out_tokens: int) -> FloatArray:
-    """:func:`~anchorgpu.planner.speed.batching.request_step_s` in place on ``step`` ``(W, K, 1, P)``: the mean step
+    """:func:`~anchorgpu.planner.speed.request_cycle.request_step_s` in place on ``step`` ``(W, K, 1, P)``: the mean step
     the output rate is timed at, at least the request's time to first token and ``O - 1`` gaps over ``O``."""
     cycle = user_step * (out_tokens - 1)
     cycle += ttft

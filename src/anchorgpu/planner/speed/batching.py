@@ -18,11 +18,12 @@ from anchorgpu.planner.speed.flops import (
     decode_attention_flops_per_token,
     unsampled_prompt_share,
 )
+from anchorgpu.planner.speed.request_cycle import request_step_s
 from anchorgpu.planner.speed.serving import _dense_step, _step
 from anchorgpu.planner.speed.step_constants import ServingSetup, _pair, _StepConstants
 from anchorgpu.units import at_least, clamp
 
-__all__ = ["ServingEstimate", "admission_wait_s", "little_ttft_s", "others_output_tokens", "prefill_chunk_share", "request_step_s",
+__all__ = ["ServingEstimate", "little_ttft_s", "others_output_tokens", "prefill_chunk_share",
            "prompt_bound_output_tokens", "saturated_rates", "serving_estimate"]
 
 
@@ -93,11 +94,8 @@ def prompt_bound_output_tokens(batch: int, prompt: int, output: int, budget_toke
 
 
 def little_ttft_s(own_prompt_s: float, output: int, step_s: float, tpot_s: float) -> float:
-    """Time to first token of a user among ``B > 1``: the request's time less its ``O - 1`` steps between tokens, and
-    never less than its own prompt's chunks (``own_prompt_s``, :func:`_ttft`). A one-token request (``O = 1``) has no
-    gap: its first token ends it, so its time to first token is the whole of its ``step_s`` (64 users of 1,000 + 1 on
-    an H100 take 1.31 s a request, 8 budget-full steps of prompts; their 0.028-s own chunks alone would have 64
-    requests end every 0.028 s, 2,285 tok/s, where the steps give 49).
+    """Time to first token of a user among ``B > 1`` with ``O > 1`` outputs a request: the request's time less its
+    ``O - 1`` steps between tokens, and never less than its own prompt's chunks (``own_prompt_s``, :func:`_ttft`).
 
     Each of the ``B`` users of a replica emits ``O`` tokens a request, and the replica ``B / step_s`` tokens a second
     (``step_s``: the mean step of the full steady state), so by Little's law (a closed loop of ``B`` users, ``B * O``
@@ -119,42 +117,9 @@ def little_ttft_s(own_prompt_s: float, output: int, step_s: float, tpot_s: float
     3.88
     >>> little_ttft_s(0.5, 10, 0.1, 0.1)  # its own chunks take longer than the rest of its request
     0.5
-    >>> little_ttft_s(0.028, 1, 1.31, 1.31)  # one output token: the request's whole time
-    1.31
     """
     queued = output * step_s - (output - 1) * tpot_s
     return queued if queued > own_prompt_s else own_prompt_s
-
-
-def request_step_s(step_s: float, ttft_s: float, tpot_s: float, output: int) -> float:
-    """The mean step a replica's output rate is timed at: the steady state's ``step_s``, or where a request's time to
-    first token and its ``O - 1`` gaps take longer than ``O`` such steps, that time over ``O``. By Little's law ``B``
-    users of a closed loop emit ``B * O`` tokens a request, so ``B * O / (TTFT + (O - 1) * TPOT)`` tokens a second;
-    the steady state's mean step spreads a prompt longer than the engine's token budget over the request's ``O``
-    steps as if one step held it, while the prompt's own chunks (:func:`_ttft`) are budget-sized steps, each with
-    its own fixed cost and weight reads (Llama-3.1-8B on one L40S, a 5,000-token prompt and 2 outputs for one user:
-    three 2,048-token chunks, 0.359 s, then a 0.022-s decode, 5.2 tok/s, where two 2,501-token mean steps gave 5.8).
-
-    >>> request_step_s(0.1726, 0.3593, 0.0224, 2)  # (0.3593 + 0.0224) / 2
-    0.19085
-    >>> request_step_s(0.2, 0.1, 0.2, 10)  # the steady state's own
-    0.2
-    """
-    cycle = (ttft_s + (output - 1) * tpot_s) / output
-    return cycle if cycle > step_s else step_s
-
-
-def admission_wait_s(concurrency: int, output: int, rate: float, ttft_s: float, tpot_s: float) -> float:
-    """Seconds a request waits in the engine's queue before its admission where ``concurrency`` users outnumber what
-    the engine runs (its saturation): by Little's law ``C`` users of a closed loop, served at ``rate`` output tokens
-    a second, each take ``C * O / rate`` a request, of which the engine runs ``TTFT + (O - 1) * TPOT``; the rest is
-    the wait (256 users of 1,000 + 200 on one H100 with max_num_seqs 64: 12.96 s a request, 3.24 s of it running).
-
-    >>> round(admission_wait_s(256, 200, 3951.4, 0.0342, 0.0161), 2)
-    9.72
-    """
-    wait = concurrency * output / rate - ttft_s - (output - 1) * tpot_s
-    return wait if wait > 0.0 else 0.0
 
 
 def prefill_chunk_share(batch: float, prompt: int, output: float, max_num_batched_tokens: int) -> tuple[float, float]:
@@ -402,7 +367,7 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
         else:
             tpot, _, tpot_top = _steady(setup, c, ci, per_replica, prompt_tokens, between, attn, even)
     ttft, ttft_top = _ttft(setup, c, ci, per_replica - 1, prompt_tokens, attn, others, skip)
-    if per_replica > 1:  # Little's law: a request takes O mean steps, less its O - 1 gaps (one token: all of it)
+    if per_replica > 1:  # Little's law: a request takes O mean steps, less its O - 1 gaps (request_cycle: O = 1 too)
         ttft = little_ttft_s(ttft, output_tokens, step, tpot)
         ttft_top = little_ttft_s(ttft_top, output_tokens, step_top, tpot_top)
     # a request takes its time to first token and O - 1 gaps (Little's law): where its own prompt's chunks pass the

@@ -30,7 +30,7 @@ from anchorgpu.planner.speed.assumption_lines import (
     serving_line,
 )
 from anchorgpu.planner.speed.attention_rate import trtllm_context_attention
-from anchorgpu.planner.speed.batching import ServingEstimate, admission_wait_s, serving_estimate
+from anchorgpu.planner.speed.batching import ServingEstimate, serving_estimate
 from anchorgpu.planner.speed.caveats import REQUEST_QUEUE_CAVEAT_LABEL, serving_caveats
 from anchorgpu.planner.speed.constants import Band, Calibration, band_kind_of
 from anchorgpu.planner.speed.evidence import evidence_kind
@@ -61,6 +61,7 @@ from anchorgpu.planner.speed.moe_backend import (
     vllm_moe_backend,
 )
 from anchorgpu.planner.speed.product_shares import head_quantized_share, quantized_product_shares
+from anchorgpu.planner.speed.request_cycle import admission_wait_s
 from anchorgpu.planner.speed.serving import ServingSetup, ep_gather_bytes
 from anchorgpu.planner.speed.serving_capacity import (
     ENGINE_RESERVATION,
