@@ -31,7 +31,7 @@ from anchorgpu.planner.speed.assumption_lines import (
 )
 from anchorgpu.planner.speed.attention_rate import trtllm_context_attention
 from anchorgpu.planner.speed.batching import ServingEstimate, serving_estimate
-from anchorgpu.planner.speed.caveats import serving_caveats
+from anchorgpu.planner.speed.caveats import REQUEST_QUEUE_CAVEAT_LABEL, serving_caveats
 from anchorgpu.planner.speed.constants import Band, Calibration, band_kind_of
 from anchorgpu.planner.speed.evidence import evidence_kind
 from anchorgpu.planner.speed.experts import whole_dense_layers_extra_bytes
@@ -61,6 +61,7 @@ from anchorgpu.planner.speed.moe_backend import (
     vllm_moe_backend,
 )
 from anchorgpu.planner.speed.product_shares import head_quantized_share, quantized_product_shares
+from anchorgpu.planner.speed.request_cycle import admission_wait_s
 from anchorgpu.planner.speed.serving import ServingSetup, ep_gather_bytes
 from anchorgpu.planner.speed.serving_capacity import (
     ENGINE_RESERVATION,
@@ -336,6 +337,8 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     out["prefill_s"] = est.ttft_s
     out["decode_tokens_per_s_total"] = est.output_tokens_per_s
     assumptions.append(serving_line(conc, prompt, output, sat, kv_reservation, limits[1]))
+    if 1 <= sat < conc:  # the users beyond what the engine runs: their wait, which TTFT leaves out
+        assumptions.append(_admission_line(conc, sat, output, est))
     if est.prompts_queue:  # the estimate's own test (prompt_bound_output_tokens), not asked again where it is False
         queued = prompt_queue_line(est.per_replica, setup.replicas, prompt, output, setup.max_num_batched_tokens,
                                    est.ttft_s, plan.workload.engine)
@@ -374,3 +377,13 @@ def _pp_host_line(plan: Plan, setup: ServingSetup, est: ServingEstimate, cal: Ca
     cap = plan.layout.dp / (setup.pp * per_sequence_s)
     at_saturation = est.max_output_tokens_per_s >= cap * (1.0 - 1e-6)
     return pp_host_passes_line(setup.pp, per_sequence_s, est.bound == "host", at_saturation)
+
+
+def _admission_line(conc: int, sat: int, output: int, est: ServingEstimate) -> str:
+    """The wait of the users beyond the engine's saturation for their admission (:func:`admission_wait_s`)."""
+    wait = admission_wait_s(conc, output, est.output_tokens_per_s, est.ttft_s, est.tpot_s)
+    return (f"{REQUEST_QUEUE_CAVEAT_LABEL}: the engine runs {sat:,} of the {conc:,} requests at once, so each waits "
+            f"about {wait:,.3g} s in its queue before admission (Little's law: {conc:,} users x {output:,} tokens at "
+            f"{est.output_tokens_per_s:,.0f} tok/s take {conc * output / est.output_tokens_per_s:,.3g} s a request, "
+            f"{est.ttft_s + (output - 1) * est.tpot_s:,.3g} s of it running); a user's first token comes about "
+            f"{wait + est.ttft_s:,.3g} s after the request, where the time to first token above counts from admission")
