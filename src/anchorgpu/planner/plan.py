@@ -219,12 +219,13 @@ def plan(
     if terms.budget_bytes is not None:
         headroom = terms.budget_bytes - total
         fits = headroom >= 0
-        eager = (eager_headroom_warning(terms.per_gpu.activations_bytes, terms.workload.recompute or "none", headroom,
-                                        total_bytes=total, train_stack=w.train_stack)
-                 if fits and w.task == "train" and lm is not None else None)
-        thin = (thin_headroom_warning(total, headroom, ov.fragmentation_fraction)
-                if fits and eager is None and w.task in TRAINING_TASKS else None)  # the eager warning says more
-        warnings.extend(x for x in (eager, thin) if x is not None)
+        if fits and training:  # the eager stack's warning where full training has one (it says more), else thin
+            eager = (eager_headroom_warning(terms.per_gpu.activations_bytes, terms.workload.recompute or "none",
+                                            headroom, total_bytes=total, train_stack=w.train_stack)
+                     if w.task == "train" and lm is not None else None)
+            room = eager if eager is not None else thin_headroom_warning(total, headroom, ov.fragmentation_fraction)
+            if room is not None:
+                warnings.append(room)
         if not fits:
             warnings.append(make_warning("does_not_fit", f"needs {fmt_bytes(total)} per GPU, "
                                          f"{fmt_bytes(-headroom)} more than the {fmt_bytes(terms.budget_bytes)} available"))
