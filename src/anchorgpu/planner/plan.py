@@ -172,11 +172,14 @@ def plan(
         format_lines = []
         fmt = resolve_format(model, w, prec, format_lines)
         _check_engine_weights(w, fmt, gpu, lm.moe is not None)
-        chosen = choose_layout_plan(lm, w, prec, lay_in, gpu, ov, efficiencies)
+        # whether a training layout leaves anything to choose, asked once: the search runs only then (it returns None
+        # for a training layout given whole) and the fallback below reads it again
+        layout_open = training and training_layout_open(lay_in, w)
+        chosen = choose_layout_plan(lm, w, prec, lay_in, gpu, ov, efficiencies) if layout_open or not training else None
         if chosen is not None:
             return evolve(chosen, assumptions=(*assumptions, *chosen.assumptions))
         searched_on = gpu  # where the GPU count was left open, none tried held the job if the plan misses
-        if training and training_layout_open(lay_in, w):
+        if layout_open:
             fallback = gpu  # a layout was open but none chosen fits: plain DP, or the rest as given, is planned
             # on the GPUs given, the closest layout tried instead (closest_layout), what was asked kept for the
             # suggestions (more GPUs, offload: chosen as plan answers them)
