@@ -29,6 +29,7 @@ def _measured() -> tuple[float, float]:
     return float(doc["peak_over_planned_tensors"]), float(doc["reserved_over_allocated"])
 
 
+@lru_cache(maxsize=16)  # a constant of the data file and the allowance (the default Overheads' on almost every plan)
 def thin_share(fragmentation_fraction: float = Overheads().fragmentation_fraction) -> float:
     """The share of the planned total the worst measured run would take beyond it: its peak over the planned tensors
     times the allocator's reserve over its allocations, less the plan's own fragmentation allowance.

@@ -171,11 +171,14 @@ def plan(
         format_lines = []
         fmt = resolve_format(model, w, prec, format_lines)
         _check_engine_weights(w, fmt, gpu, lm.moe is not None)
-        chosen = choose_layout_plan(lm, w, prec, lay_in, gpu, ov, efficiencies)
+        # whether a training layout leaves anything to choose, asked once: the search runs only then (it returns None
+        # for a training layout given whole) and the fallback below reads it again
+        layout_open = training and training_layout_open(lay_in, w)
+        chosen = choose_layout_plan(lm, w, prec, lay_in, gpu, ov, efficiencies) if layout_open or not training else None
         if chosen is not None:
             return evolve(chosen, assumptions=(*assumptions, *chosen.assumptions))
         searched_on = gpu  # where the GPU count was left open, none tried held the job if the plan misses
-        if training and training_layout_open(lay_in, w):
+        if layout_open:
             fallback = gpu  # a layout was open but none chosen fits: plain DP, or the rest as given, is planned
             # on the GPUs given, the closest layout tried instead (closest_layout), what was asked kept for the
             # suggestions (more GPUs, offload: chosen as plan answers them)
@@ -218,12 +221,13 @@ def plan(
     if terms.budget_bytes is not None:
         headroom = terms.budget_bytes - total
         fits = headroom >= 0
-        # the eager stack's warning, else the thin headroom's (recommend's training rows carry the same)
-        warnings.extend(fit_headroom_warnings(total, headroom, task=w.task,
-                                              activations_bytes=terms.per_gpu.activations_bytes,
-                                              recompute=terms.workload.recompute or "none", train_stack=w.train_stack,
-                                              fragmentation_fraction=ov.fragmentation_fraction,
-                                              language_model=lm is not None))
+        if fits and training:  # the eager stack's warning, else the thin headroom's (recommend's training rows carry the same)
+            warnings.extend(fit_headroom_warnings(total, headroom, task=w.task,
+                                                  activations_bytes=terms.per_gpu.activations_bytes,
+                                                  recompute=terms.workload.recompute or "none",
+                                                  train_stack=w.train_stack,
+                                                  fragmentation_fraction=ov.fragmentation_fraction,
+                                                  language_model=lm is not None))
         if not fits:
             warnings.append(make_warning("does_not_fit", f"needs {fmt_bytes(total)} per GPU, "
                                          f"{fmt_bytes(-headroom)} more than the {fmt_bytes(terms.budget_bytes)} available"))

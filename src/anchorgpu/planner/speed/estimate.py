@@ -123,7 +123,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     kind: TrainKind = train_kind(w.task)
     schedule = pipeline_schedule(w.task, w.train_stack)  # QLoRA on the PyTorch stack: device_map, stages in turn
     # the batch of speed.pipeline.step_microbatches: the memory's interleaved activations count the same micro-batches
-    st = training_step(model, plan.gpu, lay, seq_tokens=seq, micro_batch=w.micro_batch or 1,
+    st = training_step(model, plan.gpu, lay, seq, w.micro_batch or 1,  # by position: test_hot_calls
                        global_batch_tokens=timed_batch_tokens(w.global_batch_tokens, dp=lay.dp,
                                                               micro_batch=w.micro_batch or 1, seq_tokens=seq,
                                                               default_tokens=default_tokens),
@@ -205,7 +205,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     idle_s = (st.breakdown_s.get("pp_bubble", 0.0) if schedule == "1f1b" else 0.0) + st.breakdown_s.get("dp_sync", 0.0)
     if w.global_batch_tokens is None and idle_s >= IDLE_SHARE_TO_MENTION * st.step_s:
         larger = LARGER_BATCH_FACTOR * st.tokens_per_step
-        wide = training_step(model, plan.gpu, lay, seq_tokens=seq, micro_batch=w.micro_batch or 1,
+        wide = training_step(model, plan.gpu, lay, seq, w.micro_batch or 1,
                              global_batch_tokens=larger, recompute=w.recompute or "none", kind=kind,
                              precision=precision, gpus_per_server=SERVER_GPUS, network_bytes_per_s=network,
                              grad_bytes_per_value=w.grad_bytes_per_value, cal=cal, train_stack=w.train_stack,
