@@ -79,12 +79,12 @@ def climbers(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute, ...]
         ok = checked.get(shape)
         if ok is None:
             ok = checked[shape] = runs(lay, rung) and in_reach(lay, first, held)
-        if not ok or not _beats(lambda lay=lay: beyond * bound(lay, rung), need):
+        if not ok or _ranked(beyond, bound, lay, rung) < need:
             continue
         for rc in levels:
             if unfit(lay, top, rc):
                 continue  # its micro-batch 4 does not fit at this level, so the rung cannot
-            if not _beats(lambda lay=lay, rc=rc: beyond * speed(lay, rung, rc), need):
+            if _ranked(beyond, speed, lay, rung, rc) < need:
                 if rc == "none":
                     break  # no level is faster than none (chooser_order.fastest_first reads it so)
                 continue
@@ -101,9 +101,9 @@ def climbers(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute, ...]
     return found
 
 
-def _beats(tokens_per_s: Callable[[], float], need: float) -> bool:
-    """Whether ``tokens_per_s()`` ranks at least ``need`` (a tie is left to the chooser's rule to settle)."""
+def _ranked(factor: float, timed: Callable[..., float], *args: object) -> float:
+    """``factor`` times what ``timed(*args)`` gives, at :func:`~.ranking.speed_rank`: minus infinity where refused."""
     try:
-        return speed_rank(tokens_per_s()) >= need
+        return speed_rank(factor * timed(*args))
     except InvalidWorkload:
-        return False  # refused
+        return -math.inf

@@ -7,7 +7,7 @@ chunks, activation recompute and micro-batch is ranked by the predicted step tim
 :func:`~anchorgpu.planner.speed.training.training_step`; the memory planner then checks them fastest first
 and the first that fits is the answer, climbed past micro-batch 4 while that is faster
 (:func:`~anchorgpu.planner.speed.micro_batch_ladder.climb_ladder`), unless
-another of the few splits past it climbs to a speed the calibration can tell apart from it (faster by more than its
+another split, any whose climb could beat it (:mod:`~anchorgpu.planner.speed.chooser_climb`), climbs to a speed the calibration can tell apart from it (faster by more than its
 training layout margin, or simpler and faster: :mod:`~anchorgpu.planner.speed.chooser_margin`). Whatever the user fixed
 is kept. The ranking times only what that order
 needs (:func:`~anchorgpu.planner.speed.chooser_order.fastest_first`): a layout's recompute levels once its fastest
