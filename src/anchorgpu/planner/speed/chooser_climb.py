@@ -85,9 +85,7 @@ def climbers(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute, ...]
             if unfit(lay, top, rc):
                 continue  # its micro-batch 4 does not fit at this level, so the rung cannot
             if _ranked(beyond, speed, lay, rung, rc) < need:
-                if rc == "none":
-                    break  # no level is faster than none (chooser_order.fastest_first reads it so)
-                continue
+                continue  # every level is timed: a recompute can hide a little more of the gradient sync than none
             if fits(lay, rung, rc):  # the split's climb can end here: its row, climbed as plan given it would
                 settled.add(key)
                 if not of_split:
