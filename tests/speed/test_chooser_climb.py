@@ -16,8 +16,11 @@ FIRST = TrainLayout(gpus=64, tp=1, pp=2, dp=32, ep=8, zero=1)
 
 def _layouts() -> list[TrainLayout]:
     """20 splits besides the first, fastest at micro-batch 4 first (the order before the climb)."""
-    return [TrainLayout(gpus=64, tp=1, pp=1, dp=64, ep=ep, zero=zero) for ep in (2, 4, 8, 16, 32, 64, 1)
-            for zero in (1, 2, 3)][:20]
+    return [
+        TrainLayout(gpus=64, tp=1, pp=1, dp=64, ep=ep, zero=zero)
+        for ep in (2, 4, 8, 16, 32, 64, 1)
+        for zero in (1, 2, 3)
+    ][:20]
 
 
 def _search(target: TrainLayout, unfit_at_4: set[tuple[int, int, Recompute]]) -> tuple[list[object], list[tuple]]:
@@ -34,10 +37,22 @@ def _search(target: TrainLayout, unfit_at_4: set[tuple[int, int, Recompute]]) ->
         planned.append((lay.ep, lay.zero, mb, rc))
         return rc == "full" and lay == target
 
-    found = climbers(pairs, LEVELS, FIRST, 100.0, 0.1, False, speed=speed,
-                     bound=lambda lay, mb: speed(lay, mb, "none"), runs=lambda lay, mb: True, fits=fits,
-                     unfit=lambda lay, mb, rc: (lay.ep, lay.zero, rc) in unfit_at_4,
-                     row=lambda stream, members: next(stream)[2], outgrown=set(), settled={(1, 1, 2, 32, 8, 1)})
+    found = climbers(
+        pairs,
+        LEVELS,
+        FIRST,
+        100.0,
+        0.1,
+        False,
+        speed=speed,
+        bound=lambda lay, mb: speed(lay, mb, "none"),
+        runs=lambda lay, mb: True,
+        fits=fits,
+        unfit=lambda lay, mb, rc: (lay.ep, lay.zero, rc) in unfit_at_4,
+        row=lambda stream, members: next(stream)[2],
+        outgrown=set(),
+        settled={(1, 1, 2, 32, 8, 1)},
+    )
     return found, planned
 
 

@@ -37,12 +37,23 @@ F = TypeVar("F")  # a split found, climbed (the chooser's layout_reason.Found)
 Stream = Iterator[tuple[float, int, TrainLayout, int, Recompute]]
 
 
-def climbers(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute, ...], first: TrainLayout,
-             first_tokens_per_s: float, margin: float, held: bool, *,
-             speed: Callable[[TrainLayout, int, Recompute], float], bound: Callable[[TrainLayout, int], float],
-             runs: Callable[[TrainLayout, int], bool], fits: Callable[[TrainLayout, int, Recompute], bool],
-             unfit: Callable[[TrainLayout, int, Recompute], bool], row: Callable[[Stream, list[int]], F | None],
-             outgrown: set[int], settled: set[tuple[int, ...]]) -> list[F]:
+def climbers(
+    pairs: list[tuple[TrainLayout, int]],
+    levels: tuple[Recompute, ...],
+    first: TrainLayout,
+    first_tokens_per_s: float,
+    margin: float,
+    held: bool,
+    *,
+    speed: Callable[[TrainLayout, int, Recompute], float],
+    bound: Callable[[TrainLayout, int], float],
+    runs: Callable[[TrainLayout, int], bool],
+    fits: Callable[[TrainLayout, int, Recompute], bool],
+    unfit: Callable[[TrainLayout, int, Recompute], bool],
+    row: Callable[[Stream, list[int]], F | None],
+    outgrown: set[int],
+    settled: set[tuple[int, ...]],
+) -> list[F]:
     """The rows of the splits past ``first`` (the first that fits, climbed to ``first_tokens_per_s``) whose climb
     could beat it by :func:`~.chooser_margin.needed`, each climbed, in ``pairs``' order; ``settled`` (the splits whose
     row is known, the first's) grows by each.
