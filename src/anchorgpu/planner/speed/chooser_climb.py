@@ -96,7 +96,9 @@ def climbers(
             if unfit(lay, top, rc):
                 continue  # its micro-batch 4 does not fit at this level, so the rung cannot
             if _ranked(beyond, speed, lay, rung, rc) < need:
-                continue  # every level is timed: a recompute can hide a little more of the gradient sync than none
+                if rc == "none":  # no level is faster: a recompute only adds work, and where the gradient sync
+                    break  # binds hides as much of it as it adds, the same speed at speed_rank (ranking.py)
+                continue
             if fits(lay, rung, rc):  # the split's climb can end here: its row, climbed as plan given it would
                 settled.add(key)
                 if not of_split:
