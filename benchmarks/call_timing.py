@@ -14,14 +14,14 @@ interpreter's start-up and first calls cancel out):
     .venv/bin/python benchmarks/call_timing.py --instructions                 # this tree
     PYTHONPATH=/tmp/base/src .venv/bin/python benchmarks/call_timing.py --instructions
 
-Name calls after the flag to time only those (``serve``, ``serve-varied``, ``train``, ``recommend``; default all
-four):
+Name calls after the flag to time only those (``serve``, ``serve-varied``, ``train``, ``train-varied``,
+``recommend``; default all five):
 
     .venv/bin/python benchmarks/call_timing.py --instructions serve serve-varied
 
 ``serve-varied`` is ``serve``'s layout with a new request each call (:data:`_REQUESTS`, more pairs than a memo keyed
 on the whole request holds): a change that makes ``serve`` cheaper but not it has only memoised a repeated question, which
-(c) is meant not to time.
+(c) is meant not to time. ``train-varied`` is the same for ``train`` (:data:`_TRAIN_REQUESTS`).
 """
 
 from __future__ import annotations
@@ -70,6 +70,20 @@ def train() -> None:
                           layout=Layout(gpus=64, tp=8, pp=4, zero=1, virtual_stages=5), gpu=GPU))
 
 
+# ``train``'s layout with a new question each call: 1,200 (sequence, global batch) pairs in turn (2,048-8,192 tokens by
+# 256, batches of 8 x 8-55 sequences: whole micro-batches a multiple of the 4 stages, as interleaving needs; every one
+# fits and is timed), more than a memo keyed on the whole request holds
+_TRAIN_REQUESTS = [(seq, 8 * seq * k) for seq in range(2048, 8193, 256) for k in range(8, 56)]
+_NEXT_TRAIN = itertools.cycle(_TRAIN_REQUESTS).__next__
+
+
+def train_varied() -> None:
+    seq, batch = _NEXT_TRAIN()
+    plan_performance(plan(MODEL, Workload(task="train", seq_tokens=seq, micro_batch=1, recompute="full",
+                                          global_batch_tokens=batch),
+                          layout=Layout(gpus=64, tp=8, pp=4, zero=1, virtual_stages=5), gpu=GPU))
+
+
 _NOW = datetime(2026, 12, 1, tzinfo=UTC)
 _LADDER = SweepSpec(workload=Workload(task="inference", context_tokens=8192))  # batch 1..512, as run.py's row
 
@@ -80,7 +94,7 @@ def recommend_json() -> None:
 
 CALLS: dict[str, tuple[Callable[[], None], int]] = {  # the call, and how many a count of instructions makes
     "serve": (serve, 1000), "serve-varied": (serve_varied, 1088), "train": (train, 1000),
-    "recommend": (recommend_json, 10)}
+    "train-varied": (train_varied, 1200), "recommend": (recommend_json, 10)}
 
 
 def cpu_us(fn: Callable[[], None], warm: int = 200, n: int = 3000) -> float:

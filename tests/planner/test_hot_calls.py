@@ -9,13 +9,17 @@ import sys
 
 import pytest
 
-from anchorgpu.planner import inference
+from anchorgpu.planner import inference, training, training_pipeline
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.speed import batching, estimate, figures, serving, serving_plan
+from anchorgpu.planner.speed import training as speed_training
 
 HOT = [plan, inference.plan_inference, estimate.plan_performance, serving_plan.serving_setup,
        serving_plan.serving_performance, serving_plan.saturation_concurrency, batching.serving_estimate,
-       batching._steady, batching._dense_steady, batching._ttft, serving._dense_step, figures.put_rate, figures.put_time]
+       batching._steady, batching._dense_steady, batching._ttft, serving._dense_step, figures.put_rate, figures.put_time,
+       # the training plan and its estimate (run.py (c)'s `one`): a fifteenth keyword to training_step once cost
+       # the call ~8k instructions of its ~283k
+       training.plan_training, training_pipeline.check_interleaving, estimate._training, speed_training.training_step]
 
 
 @pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="the compiler's threshold as CPython 3.11 has it")

@@ -88,3 +88,15 @@ def test_a_lora_tie_goes_to_the_zero_stage_plan_tries(capsys: pytest.CaptureFixt
     p = run_json(capsys, "plan", "llama-3.1-8b", "--task", "lora", "--tokens", "100M", "--gpu", "h100", "--gpus", "8")
     _same(row, p)
     assert row["layout"]["zero"] == 1 and round(row["train_tokens_per_s"]) == 133_610
+
+
+def test_qwen3_235b_on_32_b200_plan_meets_the_fsdp_climb_recommend_shows(capsys: pytest.CaptureFixture[str]) -> None:
+    """stop57_recmargin.md "The one left" (stop 58 widen): on 4 x 8 B200 recommend's row is TP 1 x DP 32 EP 8 FSDP at
+    micro-batch 8 (121,241 tok/s, full recompute), 16.5% over the first that fits (PP 2 v 8 x DP 16 EP 8 ZeRO-1 at
+    micro-batch 4, 104,100), beyond the margin; plan's wider search stopped after CLIMBED_LAYOUTS = 8 layouts and kept
+    the first. The chooser now meets every split whose climb could beat the first (speed/chooser_climb.py), so plan
+    takes the FSDP split too. Fails on main (plan: PP 2, micro-batch 4)."""
+    row, p = _row_and_plan(capsys, "qwen3-235b-a22b", "b200", 32)
+    _same(row, p)
+    assert (p["layout"]["pp"], p["layout"]["zero"], p["workload"]["micro_batch"]) == (1, 3, 8)
+    assert round(p["performance"]["train_tokens_per_s"]) == 121_241  # recommend's row at stop 57 (recmargin)

@@ -28,6 +28,7 @@ from anchorgpu.planner.inputs import RECOMPUTES
 from anchorgpu.planner.sglang import decode_graph_batch_sizes
 from anchorgpu.planner.speed.batching import others_output_tokens, prompt_bound_output_tokens, serving_estimate
 from anchorgpu.planner.speed.estimate import plan_performance, serving_setup
+from anchorgpu.planner.speed.flops import train_kind
 from anchorgpu.planner.speed.pipeline import default_batch_tokens, pipeline_schedule
 from anchorgpu.planner.speed.serving import decode_step
 from anchorgpu.planner.speed.training import TrainLayout, training_step
@@ -222,7 +223,7 @@ def test_sampled_training_configurations_match_the_scalar_planner(task: str, mod
                           virtual_stages=row["virtual_stages"])
         step = training_step(model, shape.gpu, lay, seq_tokens=2048, micro_batch=2,
                              global_batch_tokens=max(default_batch_tokens(task, 2048), row["dp"] * 2 * 2048),
-                             recompute=p.workload.recompute or "none", kind="full" if task == "train" else "lora",
+                             recompute=p.workload.recompute or "none", kind=train_kind(task),
                              gpus_per_server=shape.gpus_per_server, network_bytes_per_s=shape.network_bytes_per_s,
                              train_stack=stack, schedule=pipeline_schedule(task, stack))
         assert row["train_tokens_per_s"] == pytest.approx(step.tokens_per_s, rel=1e-9)

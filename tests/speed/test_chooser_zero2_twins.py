@@ -15,6 +15,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload
 from anchorgpu.planner.speed import chooser_order, layouts
+from anchorgpu.planner.speed.flops import train_kind
 from anchorgpu.planner.speed.training import TrainLayout, tokens_per_s_bound, training_step
 
 BATCH_TOKENS = 4 * 2**20
@@ -30,7 +31,7 @@ def _search(name: str, gpus: int, gpu: str, seq: int, task: str):  # type: ignor
     pairs, levels = layouts._candidates(model, w, Layout(gpus=gpus), gpus, seq, BATCH_TOKENS, zero2_blocks=blocks)
     twin_of = chooser_order.zero1_twins(blocks)
     twins = {g: t for g in range(len(pairs)) if (t := twin_of(g)) is not None}
-    kind = "full" if task == "train" else "lora"
+    kind = train_kind(task)
     timed: list[tuple[TrainLayout, int, str]] = []
 
     def speed(lay: TrainLayout, mb: int, rc: str) -> float:

@@ -168,4 +168,7 @@ def test_fsdp1_runs_and_megatron_core_carry_no_fsdp2_copies() -> None:
     assert (pt.sync_s, pt.micro_sync_s) == (pt1.sync_s, pt1.micro_sync_s)
     assert _terms("megatron", fsdp1=True) == _terms("megatron")
     marked = {r.id for r in load_runs() if r.row.get("fsdp1")}
-    assert marked == {"T29", "T30", "T31"}
+    # and, since stop 58, answer.ai's FSDP-QLoRA runs: its train.py wraps the model in torch's FullyShardedDataParallel
+    # (FSDP1, use_orig_params=False; AnswerDotAI/fsdp_qlora benchmarks_03_2024.md, set answerai-fsdp-qlora)
+    aa = {r.id for r in load_runs() if r.row.get("set") == "answerai-fsdp-qlora"}
+    assert len(aa) == 8 and marked == {"T29", "T30", "T31"} | aa

@@ -24,8 +24,9 @@ PYTORCH = [r for r in load_runs() if r.row.get("train_stack") == "pytorch"]
 def test_the_pytorch_native_rows_are_marked_and_mostly_held_out() -> None:
     # 29 since stop 51: L3-405B, Llama 3's own FSDP stack (ZeRO-2 memory under pipeline stages, which Megatron cannot
     # run); 33 since stop 57: torchtitan's docs/performance.md rows (405B FP8 with and without Async TP on 128 H100, Llama 2
-    # 13B on 64 A100 with and without checkpointing), all held out
-    assert len(PYTORCH) == 33 and {r.id for r in PYTORCH if r.role == "fit"} == {"T26", "T29", "T30", "T39"}
+    # 13B on 64 A100 with and without checkpointing), all held out; 41 since stop 58: answer.ai's FSDP-QLoRA and LoRA
+    # runs (AnswerDotAI/fsdp_qlora benchmarks_03_2024.md, set answerai-fsdp-qlora), held out
+    assert len(PYTORCH) == 41 and {r.id for r in PYTORCH if r.role == "fit"} == {"T26", "T29", "T30", "T39"}
     # torchtitan's and OLMo-core's runs state FlashAttention-2; Llama 3's paper names no kernel (the stack's default)
     assert all(r.row.get("attention_kernel") == "fa2" for r in PYTORCH if r.id != "L3-405B")
 
@@ -38,9 +39,11 @@ def test_held_out_pytorch_native_runs_are_predicted_as_such() -> None:
     it)."""
     held = {r.id: predict(r) / r.value - 1 for r in PYTORCH if r.role == "holdout" and r.row["cp"] == 1}
     # L3-405B among them since stop 51 (-24.5%, Meta's stack timed with the PyTorch stack's rates); torchtitan's docs
-    # rows (TT-405B-128-F8*, TT-L2-13B-64-A100-*) since stop 57, each within 7%
-    assert len(held) == 23
-    assert {k for k, e in held.items() if abs(e) > 0.25} == {"T37", "T37-FP8", "OLMO-13B-FP8"}, held
+    # rows (TT-405B-128-F8*, TT-L2-13B-64-A100-*) since stop 57, each within 7%; answer.ai's eight rows since stop 58,
+    # the A100 and RTX 4090 ones within 23%, the H100 one +57% (the source's 23% MFU, offload stated off: no setting
+    # the planner can state explains it; benchmarks/hardening/stop58_qloradeq.md)
+    assert len(held) == 31
+    assert {k for k, e in held.items() if abs(e) > 0.25} == {"T37", "T37-FP8", "OLMO-13B-FP8", "AA-70B-H100-4"}, held
     assert statistics.median(abs(e) for e in held.values()) < 0.10, held
 
 

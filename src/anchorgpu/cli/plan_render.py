@@ -303,14 +303,20 @@ def _timed_requests(section: dict[str, Any], concurrency: int | None, context_to
     'timed for 32 requests at once of 1,024 prompt + 256 output tokens (the memory above holds sequences of 8,192 tokens)'
     >>> _timed_requests({"ttft_s": 0.1, "prompt_tokens": 1000, "output_tokens": 200}, 1, 1200)
     'timed for 1 request at once of 1,000 prompt + 200 output tokens'
+    >>> _timed_requests({"ttft_s": 0.1, "prompt_tokens": 1000, "output_tokens": 200, "saturation_concurrency": 64}, 256, 1200)
+    "timed for 256 requests of 1,000 prompt + 200 output tokens, 64 of them running at once (the engine's saturation; the others wait in its queue)"
     >>> _timed_requests({"train_tokens_per_s": 1.0}, 1, 2048)
     ''
     """
     p_tok, o_tok = section.get("prompt_tokens"), section.get("output_tokens")
     if "ttft_s" not in section or not isinstance(p_tok, int) or not isinstance(o_tok, int) or not concurrency:
         return ""
+    running = section.get("saturation_concurrency")
     text = (f"timed for {concurrency:,} request{'' if concurrency == 1 else 's'} at once of "
             + _request_size(section, p_tok, o_tok))
+    if isinstance(running, int) and 1 <= running < concurrency:  # the engine runs its saturation, the rest queue
+        text = (f"timed for {concurrency:,} requests of {_request_size(section, p_tok, o_tok)}, {running:,} of them "
+                f"running at once (the engine's saturation; the others wait in its queue)")
     if context_tokens and context_tokens != p_tok + o_tok:
         text += f" (the memory above holds sequences of {context_tokens:,} tokens)"
     return text

@@ -61,7 +61,8 @@ def render_recommendation(rec: Recommendation) -> None:
     columns += [f"total {rec.term}", "$/GPU-h"]
     left = ("offering", "layout", "weights/KV", "weights")
     for name in columns:
-        table.add_column(name, justify="left" if name in left else "right", no_wrap=name in left)
+        table.add_column(name, justify="left" if name in left else "right",
+                         no_wrap=name in left or name == "GiB/GPU used/usable")  # its '!' beside the figures
     for i, o in enumerate(rec.results, 1):
         c = o.config
         layout = (f"TP{c['tp']} PP{c['pp']}" + (f" v{c['virtual_stages']}" if c.get("virtual_stages", 1) > 1 else "")
@@ -69,8 +70,10 @@ def render_recommendation(rec: Recommendation) -> None:
                   + (f" EP{c['ep']}" if c.get("ep", 1) > 1 else "")
                   + (f" Z{c['zero']}" if c["zero"] else "")
                   + (f" rc:{RECOMPUTES[int(c['recompute'])]}" if c.get("recompute") else "")
-                  + (f" mb{c['concurrency']}" if training else ""))  # the micro-batch a training row runs
-        mem = f"{c['per_gpu_total_bytes'] / GIB:.1f}/{c['budget_bytes'] / GIB:.1f}"
+                  + (f" mb{c['concurrency']}" if training else "")  # the micro-batch a training row runs
+                  + (" off:opt" if c.get("offload", "none") != "none" else ""))  # optimizer state in host memory
+        mem = (f"{c['per_gpu_total_bytes'] / GIB:.1f}/{c['budget_bytes'] / GIB:.1f}"
+               + (" !" if _HEADROOM_CODES.intersection(o.codes) else ""))  # a headroom plan warns of
         precision = c["weights"] if training or diffusion else f"{c['weights']}/{c['kv_cache']}"
         row = [str(i), o.offering, f"{o.servers}×{o.gpus // o.servers}", str(c["dp"]) if diffusion else layout,
                precision + (" ↓" if o.lower_precision else ""), mem]
@@ -108,6 +111,8 @@ def render_recommendation(rec: Recommendation) -> None:
     if unquotable:  # the reason is the same for every such row but its hours; the first one's is shown
         first = next(o for o in rec.results if o.run_refused)
         out.print(f"No run price for {', '.join(unquotable)}: {first.run_refused}.", markup=False)
+    for line in _row_notes(rec):
+        out.print(line, style="yellow", markup=False)
     lowered = [str(i) for i, o in enumerate(rec.results, 1) if o.lower_precision]
     if lowered:
         from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE
@@ -146,6 +151,28 @@ def render_recommendation(rec: Recommendation) -> None:
     out.print("[bold]Assumed[/bold]")
     for line in rec.assumptions:
         out.print(f"  - {line}", markup=False)
+
+
+_HEADROOM_CODES = frozenset(("thin_training_headroom", "eager_activations_exceed_headroom"))
+"""A training row's headroom warnings, as plan gives them for its layout: marked '!' beside its memory."""
+
+
+def _row_notes(rec: Recommendation) -> list[str]:
+    """The footnotes of the table's training markers: 'off:opt' (the optimizer state in host memory, where no layout
+    without offload fits the GPUs) and '!' (a headroom plan warns of for the same layout), each with its rows."""
+    offloaded = [f"#{i}" for i, o in enumerate(rec.results, 1) if o.config.get("offload", "none") != "none"]
+    lines = []
+    if offloaded:
+        lines.append(f"off:opt {', '.join(offloaded)}: optimizer state in host memory (ZeRO-Offload): no layout without "
+                     "offload fits those GPUs; the layout and speed are plan --gpus N --offload optimizer's, the host's "
+                     "optimizer step priced in (offload_slows_training; host RAM under Assumed).")
+    for code in sorted(_HEADROOM_CODES):
+        rows = [f"#{i}" for i, o in enumerate(rec.results, 1) if code in o.codes]
+        if rows:
+            what = ("headroom under what the worst measured run took beyond its plan" if code == "thin_training_headroom"
+                    else "headroom short of what an eager (uncompiled) stack keeps")
+            lines.append(f"! {', '.join(rows)}: {what}, as plan warns for the same layout ({code}; see Still to check).")
+    return lines
 
 
 def _public_network_line(rec: Recommendation) -> str | None:

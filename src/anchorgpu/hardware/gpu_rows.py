@@ -64,6 +64,7 @@ _OPTIONAL = frozenset(
         "memory_smi_sources",
         "training_stacks",
         "training_sources",
+        "devices_per_package",
     }
 )
 
@@ -320,6 +321,9 @@ def gpu_from_row(row: Row, known_sources: frozenset[str]) -> GpuSpec:
     if sm_count is not None and sm_count != int(sm_count):
         raise row.fail(f"sm_count must be a whole number, got {sm_count}")
     bandwidth = row.field_number("memory_bandwidth_tb_per_s")
+    devices = row.optional_number("devices_per_package")
+    if devices is not None and (devices != int(devices) or devices < 1):
+        raise row.fail(f"devices_per_package must be a whole number of at least 1, got {devices}")
 
     return GpuSpec(
         name=name,
@@ -358,6 +362,7 @@ def gpu_from_row(row: Row, known_sources: frozenset[str]) -> GpuSpec:
         indicative_price_observed=observed,
         sm_count=None if sm_count is None else int(sm_count),
         training_stacks=training_stacks,
+        devices_per_package=1 if devices is None else int(devices),
         training_sources=training_sources,
     )
 

@@ -79,6 +79,9 @@ class GpuSpec:
     # in ``training_sources``. Serving a format is another matter (the serving engines' own checks).
     training_stacks: dict[str, str | None] = field(default_factory=dict)
     training_sources: tuple[str, ...] = ()
+    # The devices its software sees in one package (MI250X: 2 GCDs of 64 GB, each its own ROCm device); every figure
+    # above is the package's, as its vendor counts it. 1 for a GPU that is one device.
+    devices_per_package: int = 1
 
     @property
     def memory_is_runtime(self) -> bool:

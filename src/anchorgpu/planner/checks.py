@@ -15,7 +15,7 @@ from anchorgpu.planner.speed.peaks import fp4_units_take
 from anchorgpu.planner.validate import shipped_kv_cache
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 
-__all__ = ["BASE_CHECK", "is_shipped", "layout_warnings", "plan_warnings", "precision_warnings"]
+__all__ = ["BASE_CHECK", "is_shipped", "layout_warnings", "package_devices_warning", "plan_warnings", "precision_warnings"]
 
 BASE_CHECK = ("Confirm with a short run on the real engine and GPU: framework, kernel and allocator versions move "
               "the measured peak by several percent.")
@@ -75,11 +75,26 @@ def _layout_warnings(training: bool, lay: ResolvedLayout, gpu: GpuSpec | None) -
                                 f"{gpu.display_name} is planned on the vendor's {gpu.memory_headline} "
                                 f"({gpu.memory_bytes / 2**30:.2f} GiB): no total from the {gpu.runtime_name} runtime is "
                                 "sourced for it (on the GPUs where it is, the runtime reports less than the vendor's figure)"))
+    if gpu is not None and gpu.devices_per_package > 1:  # MI250X: two GCDs, each a device of its own
+        out.append(package_devices_warning(gpu, lay.tp))
     if gpu is not None and lay.tp > 1:
         link = gpu.interconnect.lower()
         if link.startswith("none") or ("bridge" in link and lay.tp > 2):
             out.append(make_warning("tp_over_pcie", f"TP {lay.tp} on {gpu.name} ({gpu.interconnect}) all-reduces over PCIe"))
     return out
+
+
+def package_devices_warning(gpu: GpuSpec, tp: int) -> PlanWarning:
+    """``package_is_several_devices``: the plan counts a package its software sees as ``n`` devices (MI250X: 2 GCDs
+    of 64 GB) as one GPU, so its layout runs with ``n`` times the TP, a rank a device, each device holding ``1 / n``
+    of the per-GPU total (TP 1 as planned is one 64-GB device: a recipe's ``--tensor-parallel-size 1`` would see
+    half the memory planned)."""
+    n = gpu.devices_per_package
+    return make_warning("package_is_several_devices",
+                        f"{gpu.display_name} is {n} devices to {gpu.runtime_name} ({gpu.memory_bytes / n / 2**30:.2f} "
+                        f"GiB each), planned here as one GPU: launch TP {tp * n} where this plan says TP {tp} (one "
+                        f"rank a device, each holding 1/{n} of the per-GPU total), and set the launch recipe's "
+                        "tensor-parallel size to it")
 
 
 def precision_warnings(

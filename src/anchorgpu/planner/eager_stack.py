@@ -81,16 +81,17 @@ def eager_headroom_warning(activations_bytes: int, recompute: str, headroom_byte
     (``train_stack="pytorch"``) already holds that stack's own activations and loss: its warning is the measured eager
     peak over such a plan's total (up to ``eager_peak_pytorch``) beyond the headroom."""
     stack = eager_stack()
-    if train_stack == "pytorch" and stack.eager_peak_pytorch[1] > 0:
+    native = train_stack == "pytorch" and stack.eager_peak_pytorch[1] > 0
+    if native:
         ratio = stack.eager_peak_pytorch[1]
         extra = round(total_bytes * (ratio - 1.0))
-        measured = f"peaked at up to {ratio:.2f}x a PyTorch-native plan's total"
     else:
         ratio = stack.activation_ratio(recompute)
         extra = round(activations_bytes * (ratio - 1.0))
-        measured = f"held up to {ratio:.2f}x the planned activations"
-    if extra <= headroom_bytes:
+    if extra <= headroom_bytes:  # the usual case: no warning, so no sentence formed
         return None
+    measured = (f"peaked at up to {ratio:.2f}x a PyTorch-native plan's total" if native
+                else f"held up to {ratio:.2f}x the planned activations")
     return make_warning(
         "eager_activations_exceed_headroom",
         f"transformers run eagerly {measured} on one {stack.gpu.upper()}: "

@@ -130,6 +130,9 @@ def check_split(batch_tokens: int | None, *, dp: int, micro_batch: int, seq_toke
     """
     if batch_tokens is None:
         return 1
+    round_tokens = dp * micro_batch * seq_tokens
+    if batch_tokens % round_tokens == 0:  # whole micro-batches for every rank, so whole sequences: neither refusal
+        return batch_tokens // round_tokens
     check_whole_sequences(batch_tokens, seq_tokens)
     line = split_refusal(batch_tokens, dp=dp, micro_batch=micro_batch, seq_tokens=seq_tokens, cp=cp)
     if line is not None:

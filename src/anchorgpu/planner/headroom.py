@@ -15,11 +15,12 @@ import json
 from functools import lru_cache
 from importlib import resources
 
-from anchorgpu.planner.inputs import Overheads
+from anchorgpu.planner.eager_stack import eager_headroom_warning
+from anchorgpu.planner.inputs import TRAINING_TASKS, Overheads
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 from anchorgpu.units import fmt_bytes
 
-__all__ = ["thin_headroom_warning", "thin_share"]
+__all__ = ["fit_headroom_warnings", "thin_headroom_warning", "thin_share"]
 
 
 @lru_cache(maxsize=1)
@@ -28,6 +29,7 @@ def _measured() -> tuple[float, float]:
     return float(doc["peak_over_planned_tensors"]), float(doc["reserved_over_allocated"])
 
 
+@lru_cache(maxsize=16)  # a constant of the data file and the allowance (the default Overheads' on almost every plan)
 def thin_share(fragmentation_fraction: float = Overheads().fragmentation_fraction) -> float:
     """The share of the planned total the worst measured run would take beyond it: its peak over the planned tensors
     times the allocator's reserve over its allocations, less the plan's own fragmentation allowance.
@@ -60,3 +62,30 @@ def thin_headroom_warning(total_bytes: int, headroom_bytes: int,
         f"worst measured Megatron-Core run would take beyond the plan (a peak {peak - 1:.1%} over the planned tensors, "
         f"the allocator reserving {reserved - 1:.1%} more, less the {fragmentation_fraction:.0%} fragmentation "
         "allowance); set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or take a layout with more room")
+
+
+def fit_headroom_warnings(total_bytes: int, headroom_bytes: int, *, task: str, activations_bytes: int,
+                          recompute: str, train_stack: str, fragmentation_fraction: float,
+                          language_model: bool = True) -> tuple[PlanWarning, ...]:
+    """The warnings a plan that fits carries about its headroom, as ``plan`` gives them and ``recommend``'s training
+    rows carry them: a full-training plan of a language model whose headroom would not hold what an eager stack
+    keeps (:func:`~anchorgpu.planner.eager_stack.eager_headroom_warning`), else a training plan with less headroom
+    than its measured error (:func:`thin_headroom_warning`; the eager warning says more). None for serving, or for a
+    plan that does not fit (``headroom_bytes`` below 0).
+
+    >>> gib = 2**30
+    >>> [w.code for w in fit_headroom_warnings(int(139.78 * gib), 17 * 2**20, task="train", activations_bytes=gib,
+    ...                                        recompute="full", train_stack="megatron", fragmentation_fraction=0.05)]
+    ['thin_training_headroom']
+    >>> fit_headroom_warnings(int(139.78 * gib), 17 * 2**20, task="inference", activations_bytes=gib,
+    ...                       recompute="none", train_stack="megatron", fragmentation_fraction=0.05)
+    ()
+    """
+    if headroom_bytes < 0 or task not in TRAINING_TASKS:
+        return ()
+    eager = (eager_headroom_warning(activations_bytes, recompute, headroom_bytes, total_bytes=total_bytes,
+                                    train_stack=train_stack) if task == "train" and language_model else None)
+    if eager is not None:
+        return (eager,)
+    thin = thin_headroom_warning(total_bytes, headroom_bytes, fragmentation_fraction)
+    return () if thin is None else (thin,)

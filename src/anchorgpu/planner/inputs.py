@@ -66,13 +66,22 @@ not taken as it. Each task has one spelling in every face and in the answers' ``
 contract), and ``anchorgpu serve`` is the command that starts the API, not a workload."""
 
 
+def task_meant(task: object) -> Task | None:
+    """The task a synonym names (``serve``: ``inference``), else None.
+
+    >>> task_meant(" Serving "), task_meant("cooking")
+    ('inference', None)
+    """
+    return TASK_SYNONYMS.get(task.strip().lower()) if isinstance(task, str) else None
+
+
 def task_hint(task: object) -> str:
     """What a refusal of the unknown ``task`` adds: the task meant where the word is a synonym of one.
 
     >>> task_hint("Serve"), task_hint("training"), task_hint("cooking")
     ("; did you mean 'inference'?", "; did you mean 'train'?", '')
     """
-    meant = TASK_SYNONYMS.get(task.strip().lower()) if isinstance(task, str) else None
+    meant = task_meant(task)
     return f"; did you mean {meant!r}?" if meant else ""
 
 

@@ -26,11 +26,10 @@ from anchorgpu.planner._frozen import evolve, evolver
 from anchorgpu.planner.checks import BASE_CHECK, plan_warnings
 from anchorgpu.planner.closest_layout import closest_training_layout
 from anchorgpu.planner.diffusion_plan import plan_diffusion
-from anchorgpu.planner.eager_stack import eager_headroom_warning
 from anchorgpu.planner.engine_choice import engine_refusal, engine_weights_refusal
 from anchorgpu.planner.formats import WeightFormat
 from anchorgpu.planner.global_batch import check_whole_sequences, splits, unfit_fallback_refusal
-from anchorgpu.planner.headroom import thin_headroom_warning
+from anchorgpu.planner.headroom import fit_headroom_warnings
 from anchorgpu.planner.inference import plan_inference
 from anchorgpu.planner.inputs import TRAINING_TASKS, Layout, Overheads, PrecisionPlan, Workload, default_seq_tokens
 from anchorgpu.planner.media import validate_media
@@ -173,11 +172,14 @@ def plan(
         format_lines = []
         fmt = resolve_format(model, w, prec, format_lines)
         _check_engine_weights(w, fmt, gpu, lm.moe is not None)
-        chosen = choose_layout_plan(lm, w, prec, lay_in, gpu, ov, efficiencies)
+        # whether a training layout leaves anything to choose, asked once: the search runs only then (it returns None
+        # for a training layout given whole) and the fallback below reads it again
+        layout_open = training and training_layout_open(lay_in, w)
+        chosen = choose_layout_plan(lm, w, prec, lay_in, gpu, ov, efficiencies) if layout_open or not training else None
         if chosen is not None:
             return evolve(chosen, assumptions=(*assumptions, *chosen.assumptions))
         searched_on = gpu  # where the GPU count was left open, none tried held the job if the plan misses
-        if training and training_layout_open(lay_in, w):
+        if layout_open:
             fallback = gpu  # a layout was open but none chosen fits: plain DP, or the rest as given, is planned
             # on the GPUs given, the closest layout tried instead (closest_layout), what was asked kept for the
             # suggestions (more GPUs, offload: chosen as plan answers them)
@@ -220,15 +222,13 @@ def plan(
     if terms.budget_bytes is not None:
         headroom = terms.budget_bytes - total
         fits = headroom >= 0
-        eager = (eager_headroom_warning(terms.per_gpu.activations_bytes, terms.workload.recompute or "none", headroom,
-                                        total_bytes=total, train_stack=w.train_stack)
-                 if fits and w.task == "train" and lm is not None else None)
-        thin = (thin_headroom_warning(total, headroom, ov.fragmentation_fraction)
-                if fits and eager is None and w.task in TRAINING_TASKS else None)  # the eager warning says more
-        if eager is not None:
-            warnings.append(eager)
-        elif thin is not None:  # (only where there is no eager warning)
-            warnings.append(thin)
+        if fits and training:  # the eager stack's warning, else the thin headroom's (recommend's training rows carry the same)
+            warnings.extend(fit_headroom_warnings(total, headroom, task=w.task,
+                                                  activations_bytes=terms.per_gpu.activations_bytes,
+                                                  recompute=terms.workload.recompute or "none",
+                                                  train_stack=w.train_stack,
+                                                  fragmentation_fraction=ov.fragmentation_fraction,
+                                                  language_model=lm is not None))
         if not fits:
             warnings.append(make_warning("does_not_fit", f"needs {fmt_bytes(total)} per GPU, "
                                          f"{fmt_bytes(-headroom)} more than the {fmt_bytes(terms.budget_bytes)} available"))

@@ -75,13 +75,22 @@ def _user_output_tokens(batch: FloatArray, prompt: int, out_tokens: int, budget_
 def _little_ttft(ttft: FloatArray, batch: FloatArray, out_tokens: int, step: FloatArray,
                  user_step: FloatArray) -> FloatArray:
     """:func:`~anchorgpu.planner.speed.batching.little_ttft_s` in place on ``ttft`` ``(W, K, 1, P)`` where the pairs
-    run more than one sequence ``batch`` ``(1, P)`` and a request has more than one output: the request's ``O`` mean
-    steps less its ``O - 1`` between tokens, at least its own chunks."""
+    run more than one sequence ``batch`` ``(1, P)``: the request's ``O`` mean steps less its ``O - 1`` between tokens
+    (one output: all of its step), at least its own chunks."""
     many = batch > 1.0
-    if out_tokens > 1 and many.any():
+    if many.any():
         queued = out_tokens * step - (out_tokens - 1) * user_step
         np.copyto(ttft, np.maximum(ttft, queued), where=many)
     return ttft
+
+
+def _request_step(step: FloatArray, ttft: FloatArray, user_step: FloatArray, out_tokens: int) -> FloatArray:
+    """:func:`~anchorgpu.planner.speed.request_cycle.request_step_s` in place on ``step`` ``(W, K, 1, P)``: the mean step
+    the output rate is timed at, at least the request's time to first token and ``O - 1`` gaps over ``O``."""
+    cycle = user_step * (out_tokens - 1)
+    cycle += ttft
+    cycle /= out_tokens
+    return np.maximum(step, cycle, out=step)
 
 
 def _steady_step(ticks: Ticks, batch: FloatArray, prompt: int, out_tokens: int | FloatArray,
@@ -237,6 +246,9 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
                  user_step)
     _time_to_first_token(ticks, budget_tokens, batch, prompt, ttft)
     _little_ttft(ttft, batch, output, step, user_step)  # a request takes O mean steps (Little's law)
+    _request_step(step, ttft, user_step, output)  # and at least its first token and O - 1 gaps (the rate's step)
+    if output == 1:  # one token a request: a user's step is the request's (speed.batching.others_output_tokens)
+        np.copyto(user_step, step)
     del ticks  # its terms per pair, before the grid's columns are formed
     # the four columns that vary along every axis, in the sweep's order, in one block: one allocation, not four
     total_b, ttft_column, total_tps, per_user = np.empty((4, *grid))
@@ -384,7 +396,7 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
         if not ttft:
             return speed, None
         _time_to_first_token(ticks, budget[at], batch, prompt, first)
-        if output > 1 and (batch > 1.0).any():  # a request takes O mean steps: the full steady step too
+        if (batch > 1.0).any():  # a request takes O mean steps (one output: all of its step): the full steady step too
             full = _steady_step(ticks, batch, prompt, output, budget[at], np.empty_like(step))
             _little_ttft(first, batch, output, full, step)
         return speed, first[0, 0, 0, where]

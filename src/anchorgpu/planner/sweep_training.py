@@ -26,7 +26,7 @@ from anchorgpu.planner._frozen import evolver
 from anchorgpu.planner.inputs import RECOMPUTES, Layout, PrecisionPlan, Workload, default_seq_tokens, recompute_ladder
 from anchorgpu.planner.plan import plan
 from anchorgpu.planner.qlora_tp import task_interleaves
-from anchorgpu.planner.speed.flops import Recompute, TrainKind
+from anchorgpu.planner.speed.flops import Recompute, TrainKind, train_kind
 from anchorgpu.planner.speed.interleave_choice import interleave_of, uneven_interleave
 from anchorgpu.planner.speed.links import compute_precision_for_training
 from anchorgpu.planner.speed.micro_batch_ladder import climb_ladder, micro_batches
@@ -113,7 +113,7 @@ class _Steps:
     def __init__(self, model: ModelSpec, w: Workload, spec: SweepSpec, seq_tokens: int) -> None:
         self.model, self.w, self.seq, self.stated = model, w, seq_tokens, spec.global_batch_tokens
         self.default_tokens = default_batch_tokens(w.task, seq_tokens)  # the batch plan times when none is stated
-        self.kind: TrainKind = "full" if w.task == "train" else "lora"
+        self.kind: TrainKind = train_kind(w.task)
         self.schedule = pipeline_schedule(w.task, w.train_stack)  # as plan times it (speed.estimate)
         self.precision = compute_precision_for_training(w.train_precision)
         self.cal = calibrated(spec.efficiencies)  # --mfu/--mbu time a training step here as they do in plan

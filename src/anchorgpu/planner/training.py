@@ -71,7 +71,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     # the micro-batches a step runs: the count the speed estimate times and the plan's batch line states
     microbatches = step_microbatches(w.global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq,
                                      default_tokens=default_batch_tokens(w.task, seq))
-    check_interleaving(w, lay, micro_batch, seq)
+    check_interleaving(w, lay, micro_batch, seq, microbatches)
     recompute: Recompute = w.recompute or ("full" if w.task == "qlora" else "none")
     if w.recompute is None:
         assumptions.append(f"Activation recompute: {recompute} (default for {w.task}"

@@ -11,15 +11,23 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.inputs import Workload
 from anchorgpu.planner.pipeline_layout import PipelineLayout
 from anchorgpu.planner.result import ResolvedLayout
-from anchorgpu.planner.speed.pipeline import default_batch_tokens, interleaving_refusal_line, timed_batch_tokens
+from anchorgpu.planner.speed.pipeline import (
+    default_batch_tokens,
+    interleaving_refusal,
+    interleaving_refusal_line,
+    timed_batch_tokens,
+)
 
 __all__ = ["FSDP_PIPELINE_LINE", "check_interleaving", "fsdp_pipeline_held_bytes", "interleaved_activation_bytes",
            "interleaved_activation_line", "pipeline_layout_line"]
 
 
-def check_interleaving(w: Workload, lay: ResolvedLayout, micro_batch: int, seq: int) -> None:
-    """Refuse interleaved chunks the training stack would not run with the step's micro-batches, in one line naming
-    the batch (the default one, as the speed estimate times it, when none is given)."""
+def check_interleaving(w: Workload, lay: ResolvedLayout, micro_batch: int, seq: int, microbatches: int) -> None:
+    """Refuse interleaved chunks the training stack would not run with the step's ``microbatches``
+    (:func:`~anchorgpu.planner.speed.pipeline.step_microbatches`, which the plan has counted), in one line naming the
+    batch (the default one, as the speed estimate times it, when none is given): formed only for a refusal."""
+    if interleaving_refusal(lay.pp, lay.virtual_stages, microbatches, w.train_stack) is None:
+        return
     stated = w.global_batch_tokens
     batch = timed_batch_tokens(stated, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq,
                                default_tokens=default_batch_tokens(w.task, seq))

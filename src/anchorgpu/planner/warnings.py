@@ -124,6 +124,11 @@ WARNING_CODES: dict[str, WarningCode] = _registry(
               "full run, or keep a layout with more room (recompute, a smaller micro-batch, more GPUs) at hand.",
     ),
     WarningCode(
+        code="package_is_several_devices", concept="tensor-parallelism",
+        check="Each device of the package is its own GPU to the runtime: launch the planned TP times the devices a "
+              "package, and check one device holds its share of the per-GPU total.",
+    ),
+    WarningCode(
         code="partial_gpu_not_offered", concept="mig",
         check="AnchorGPU rents whole GPUs only: no MIG slices, vGPU or time-slicing.",
     ),

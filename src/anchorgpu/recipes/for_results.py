@@ -43,7 +43,7 @@ def attach_recipes(body: dict[str, Any], model: ModelSpec, workload: Workload, k
             lay = row["layout"]
             key = (row["offering"], row["servers"], row["weights"], row.get("kv_cache"), row.get("concurrency"),
                    row.get("recompute"), lay["tp"], lay["pp"], lay["dp"], lay.get("zero"), lay.get("ep"), lay.get("cp"),
-                   lay.get("virtual_stages"))
+                   lay.get("virtual_stages"), lay.get("offload"))
             if key not in cache:
                 cache[key] = _one(row, model, workload, kind, training)
             row.update(cache[key])
@@ -62,7 +62,9 @@ def _one(row: dict[str, Any], model: ModelSpec, workload: Workload, kind: str, t
         layout = Layout(gpus=row["gpus"], tp=lay["tp"], pp=lay["pp"], dp=lay["dp"], ep=ep if ep > 1 else None,
                         zero=lay.get("zero") if training else None, cp=lay.get("cp") or 1,
                         virtual_stages=lay["virtual_stages"] if training and lay.get("virtual_stages", 1) > 1 else None,
-                        pipeline_layout=lay.get("pipeline_layout") if training else None)
+                        pipeline_layout=lay.get("pipeline_layout") if training else None,
+                        # a training row no layout without offload fits: its optimizer state in host memory
+                        offload=lay.get("offload") or "none")
         if training:
             # as the sweep sized and timed the row: its micro-batch and recompute level (planned at micro-batch 1 or
             # no recompute, a row the sweep ran at 4 with full recompute launched another job, or was refused)

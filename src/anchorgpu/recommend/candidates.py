@@ -20,7 +20,8 @@ from anchorgpu.quotes.pricing import ServersPrice
 from anchorgpu.recommend.records import RecommendedOption, Rejection
 from anchorgpu.units import MAX_TERM_HOURS, Term, round_usd_rate
 
-__all__ = ["Candidate", "candidate", "longer_than_the_term", "one_per_offering", "pareto", "per_million", "run_refusal"]
+__all__ = ["Candidate", "candidate", "longer_than_the_term", "one_per_offering", "pareto", "per_million", "row_candidate",
+           "run_refusal"]
 
 
 @fast_init  # one per offering and server count kept
@@ -41,6 +42,7 @@ class Candidate:
     run_usd: Decimal | None
     run_term: str | None  # training: the term a quote for the run asks for (hours, or the shortest priced unit)
     run_refused: str | None = None  # training: why the run has no price (longer than any quotable term)
+    row: dict[str, Any] | None = None  # a row planned outside the sweep (recommend.offload); ``index`` then -1
 
     @property
     def total_usd(self) -> Decimal:
@@ -65,28 +67,42 @@ def candidate(result: SweepResult, i: int, offering: Offering, shape: int, serve
     """Configuration ``i`` on ``servers`` of ``offering``: its speed, and the hours and price of its run
     (training; serving's cost per million output tokens is :func:`per_million`'s, when shown)."""
     decode = result.value("decode_tokens_per_s_total", i)
-    run_hours: int | None = None
-    run_usd: Decimal | None = None
-    run_term_text: str | None = None
-    refused: str | None = None
+    run: tuple[int | None, Decimal | None, str | None, str | None] = (None, None, None, None)
     if result.task != "inference":
-        train_time_s = result.value("train_time_s", i)
-        if train_time_s:
-            run_hours = max(1, math.ceil(train_time_s / 3600))
-            # a run no quote can price has no price (as an unpriced offering's run), not a figure no one can pay;
-            # an offering sold by the month rents the run by the month
-            refused = run_refusal(run_hours)
-            covering = run_term(offering, run_hours) if refused is None else None
-            if covering is not None:
-                try:
-                    run_usd = price_quote(catalog, offering.id, servers, covering, None, now).total_usd
-                    run_term_text = str(covering)
-                except UnpricedOffering:
-                    run_usd = None
+        run = _run(result.value("train_time_s", i), offering, servers, catalog, now)
+    run_hours, run_usd, run_term_text, refused = run
     return Candidate(offering=offering.id, source=offering, shape=shape, servers=servers, index=i, quote=quote,
                      speed=float(decode or result.value("train_tokens_per_s", i) or 0.0),
                      decode=decode if result.task == "inference" else None,
                      run_hours=run_hours, run_usd=run_usd, run_term=run_term_text, run_refused=refused)
+
+
+def row_candidate(row: dict[str, Any], offering: Offering, shape: int, servers: int, quote: ServersPrice,
+                  catalog: Catalog, now: datetime) -> Candidate:
+    """A training ``row`` planned outside the sweep (:mod:`~anchorgpu.recommend.offload`) on ``servers`` of
+    ``offering``, priced as :func:`candidate` prices a row of the sweep."""
+    run_hours, run_usd, run_term_text, refused = _run(row.get("train_time_s"), offering, servers, catalog, now)
+    return Candidate(offering=offering.id, source=offering, shape=shape, servers=servers, index=-1, quote=quote,
+                     speed=float(row.get("train_tokens_per_s") or 0.0), decode=None, run_hours=run_hours,
+                     run_usd=run_usd, run_term=run_term_text, run_refused=refused, row=row)
+
+
+def _run(train_time_s: float | None, offering: Offering, servers: int, catalog: Catalog, now: datetime,
+         ) -> tuple[int | None, Decimal | None, str | None, str | None]:
+    """A training run's whole hours, its price, the term a quote for it asks for, and why it has no price (each None
+    where it does not apply): a run no quote can price has no price (as an unpriced offering's run), not a figure no
+    one can pay; an offering sold by the month rents the run by the month."""
+    if not train_time_s:
+        return None, None, None, None
+    run_hours = max(1, math.ceil(train_time_s / 3600))
+    refused = run_refusal(run_hours)
+    covering = run_term(offering, run_hours) if refused is None else None
+    if covering is None:
+        return run_hours, None, None, refused
+    try:
+        return run_hours, price_quote(catalog, offering.id, servers, covering, None, now).total_usd, str(covering), None
+    except UnpricedOffering:
+        return run_hours, None, None, None
 
 
 def per_million(c: Candidate, term: Term) -> Decimal | None:

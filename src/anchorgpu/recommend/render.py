@@ -41,7 +41,10 @@ def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Override
         "layout": {"tp": c["tp"], "pp": c["pp"], "dp": c["dp"], "zero": c["zero"], "ep": c.get("ep", 1),
                    "cp": c.get("cp", 1), "virtual_stages": int(c.get("virtual_stages") or 1),
                    # interleaved chunks of layers no pp x v chunks split: the stated layout the sweep ran
-                   **({"pipeline_layout": c["pipeline_layout"]} if c.get("pipeline_layout") else {})},
+                   **({"pipeline_layout": c["pipeline_layout"]} if c.get("pipeline_layout") else {}),
+                   # training where no layout without offload fits: the optimizer state in host memory, as plan's
+                   # layout states it (recommend.offload)
+                   **({"offload": c["offload"]} if c.get("offload") else {})},
         "recompute": RECOMPUTES[int(c["recompute"])] if c.get("recompute") is not None else None,
         "weights": c["weights"], "kv_cache": c["kv_cache"] if c.get("decode_tokens_per_s_total") else None,
         "concurrency": c["concurrency"],
@@ -60,6 +63,9 @@ def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Override
         "run_hours": o.run_hours, "run_usd": _money(o.run_usd), "run_term": o.run_term,
         "run_refused": o.run_refused, "network_gbit_per_s_per_gpu": o.network_gbit_per_s_per_gpu,
         "warnings": list(o.codes),
+        # an offloaded row: a GPU's share of the optimizer state in host memory, and what a server keeps of it
+        **({"offloaded_optimizer_bytes": int(c["offloaded_optimizer_bytes"]),
+            "host_bytes_per_server": int(c["host_bytes_per_server"])} if c.get("offload") else {}),
         "lower_precision": o.lower_precision, "precision_note": LOWER_PRECISION_NOTE if o.lower_precision else None,
         # sized at the default request, its KV cache short of one whole-window sequence: the launch's maximum length
         **({"max_model_len_tokens": int(c["max_model_len_tokens"])} if c.get("max_model_len_tokens") else {}),

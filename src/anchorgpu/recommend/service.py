@@ -25,7 +25,8 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner.engine_choice import engine_weights_refusal
 from anchorgpu.planner.formats import get_format
-from anchorgpu.planner.inputs import default_seq_tokens
+from anchorgpu.planner.headroom import fit_headroom_warnings
+from anchorgpu.planner.inputs import RECOMPUTES, default_seq_tokens
 from anchorgpu.planner.speed.caveats import serving_caveats, training_caveats
 from anchorgpu.planner.speed.links import compute_precision_for_weights, tp_link
 from anchorgpu.planner.speed.overrides import calibrated
@@ -42,11 +43,13 @@ from anchorgpu.recommend.candidates import (
     one_per_offering,
     pareto,
     per_million,
+    row_candidate,
 )
 from anchorgpu.recommend.ceilings import row_ceilings
 from anchorgpu.recommend.eligibility import able_to_run, engine_cap, miss_reason
 from anchorgpu.recommend.interactive import slow_users_line
 from anchorgpu.recommend.limits import LimitsApplied, apply_limits, limits_line
+from anchorgpu.recommend.offload import offload_line, offloaded_rows
 from anchorgpu.recommend.precision import lowered, precision_choice
 from anchorgpu.recommend.records import Recommendation, RecommendedOption, Rejection
 from anchorgpu.recommend.render import recommendation_to_json
@@ -58,7 +61,7 @@ from anchorgpu.recommend.shapes import (
     public_network_only,
     shapes_from_catalog,
 )
-from anchorgpu.units import Term, quotable_term
+from anchorgpu.units import Term, fmt_bytes, quotable_term
 
 __all__ = [
     "Recommendation",
@@ -70,9 +73,10 @@ __all__ = [
 
 
 def _codes(result: SweepResult, row: dict[str, Any], offering: Offering, *, shipped: str | None = None,
-           lowered: bool = False, shipped_kv: str = "bf16", shape: HardwareShape | None = None) -> tuple[str, ...]:
+           lowered: bool = False, shipped_kv: str = "bf16", shape: HardwareShape | None = None,
+           spec: SweepSpec | None = None) -> tuple[str, ...]:
     """The warning codes of a row on ``offering`` (``shape``: its hardware shape in ``result``, where the caller has
-    it)."""
+    it; ``spec``: the sweep's, for a training row's headroom warnings, as plan gives them for its layout)."""
     if shape is None:
         shape = next(s for s in result.shapes if s.id == offering.id)
     codes: list[str] = []
@@ -101,7 +105,25 @@ def _codes(result: SweepResult, row: dict[str, Any], offering: Offering, *, ship
         codes.append("training_over_public_network")  # several VMs, not one server: plan --gpus N is that
     if shape.gpu.vendor == "AMD":
         codes.append("rocm_cuda_only_dependency")
+    if result.task != "inference" and spec is not None:
+        codes += _training_codes(result.task, row, spec)
     return tuple(codes)
+
+
+def _training_codes(task: str, row: dict[str, Any], spec: SweepSpec) -> list[str]:
+    """A training row's warnings as plan gives them for the same layout: the headroom's (an eager stack's
+    activations, else a headroom under the measured error: :func:`fit_headroom_warnings`, plan's own rule) and the
+    offload's (``offload_slows_training``, a row planned with its optimizer state in host memory)."""
+    total = int(row["per_gpu_total_bytes"])
+    recompute = RECOMPUTES[int(row["recompute"])] if row.get("recompute") is not None else "none"
+    found = fit_headroom_warnings(total, int(row["budget_bytes"]) - total, task=task,
+                                  activations_bytes=int(row["activations_bytes"]), recompute=recompute,
+                                  train_stack=spec.workload.train_stack,
+                                  fragmentation_fraction=spec.overheads.fragmentation_fraction)
+    codes = [w.code for w in found]
+    if row.get("offload", "none") != "none":
+        codes.append("offload_slows_training")
+    return codes
 
 
 def _uneven_replicas_line(shown: Sequence[RecommendedOption]) -> str | None:
@@ -216,6 +238,9 @@ def recommend(
             best_per_group(result, usable, margin=calibrated(spec.efficiencies).training_layout_margin,
                            reach_held=spec.workload.train_stack == "pytorch"))
     misses = closest_miss(result, skip=best)  # only the groups with no configuration kept are read
+    # training: a group no layout without offload fits, planned as plan's first "What would fit" offers it (the
+    # optimizer state in host memory) where plan can state it
+    offloaded = offloaded_rows(model, spec, result, chosen, best) if training_sweep else {}
     seq = default_seq_tokens(spec.workload, model.max_context_tokens)  # a training sweep's sequence, as it sizes it
     training = result.task != "inference"
     candidates: list[Candidate] = []
@@ -230,6 +255,14 @@ def recommend(
             continue
         for servers, quote in enumerate(quotes, start=1):
             key = (s, servers)
+            found = offloaded.get(key)
+            if found is not None and found.row is not None:
+                if max_usd is not None and quote.total_usd > max_usd:
+                    rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=quote.total_usd,
+                                              reason=f"over the budget: {quote.total_usd} USD > {max_usd} USD"))
+                    continue
+                candidates.append(row_candidate(found.row, offering, s, servers, quote, catalog, now))
+                continue
             if key not in best:
                 miss = misses.get(key)
                 if miss is not None:
@@ -239,7 +272,8 @@ def recommend(
                                               reason=miss_reason(row, spec.min_tokens_per_s_per_user, training, cap,
                                                                  batch_tokens=spec.global_batch_tokens,
                                                                  seq_tokens=seq if training else None,
-                                                                 max_ttft_s=spec.max_ttft_s)))
+                                                                 max_ttft_s=spec.max_ttft_s)
+                                              + (f"; {found.short}" if found is not None and found.short else "")))
                 continue
             if max_usd is not None and quote.total_usd > max_usd:
                 rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=quote.total_usd,
@@ -256,7 +290,7 @@ def recommend(
 
     def option(c: Candidate) -> RecommendedOption:
         if id(c) not in built:
-            row = result.row(c.index)
+            row = dict(c.row) if c.row is not None else result.row(c.index)
             shape = result.shapes[c.shape]
             # the roofline beside each figure, as plan gives it
             row.update(row_ceilings(model, spec, result, row, shape=shape))
@@ -271,7 +305,7 @@ def recommend(
                 network_gbit_per_s_per_gpu=(network_gbit_per_s_per_gpu(c.source)
                                             if training and crosses_network(c.source, c.servers) else None),
                 codes=_codes(result, row, c.source, shipped=choice.reference_weights, lowered=is_lower,
-                             shipped_kv=choice.reference_kv, shape=shape),
+                             shipped_kv=choice.reference_kv, shape=shape, spec=spec),
                 lower_precision=is_lower)
         return built[id(c)]
 
@@ -341,6 +375,12 @@ def recommend(
         network = multi_server_network_line(((o.offering, o.servers) for o in (*shown, *front)), catalog)
         if network:
             assumptions.append(network)
+        marked = [(i, o.config, fmt_bytes(catalog.offering(o.offering).ram_bytes))
+                  for i, o in enumerate(shown, 1) if o.config.get("offload", "none") != "none"]
+        timed = next((offloaded[(c.shape, c.servers)].assumption for c in candidates[:top] if c.row is not None), None)
+        offload = offload_line(marked, timed)
+        if offload:
+            assumptions.append(offload)
         long_run = longer_than_the_term(candidates, the_term, max_servers, model.name)
         if long_run:
             assumptions.append(long_run)

@@ -52,8 +52,8 @@ def shorthand(name: str, raw: str) -> str | int:
 
     >>> shorthand("context", "8k"), shorthand("tokens", "1e12"), shorthand("train_tokens", "14.8T")
     (8192, 1000000000000, 14800000000000)
-    >>> shorthand("context", "8.5")
-    '8.5'
+    >>> shorthand("context", "8.5"), shorthand("concurrency", "1e9")
+    ('8.5', 1000000000)
     """
     from anchorgpu.errors import InvalidInput
     from anchorgpu.validation import whole_number
@@ -63,6 +63,10 @@ def shorthand(name: str, raw: str) -> str | int:
         return raw
     try:  # the CLI's own parser (anchorgpu.validation): ASCII digits, finite, whole, within the API's bounds
         return whole_number(raw, field=name, suffixes=suffixes)
+    except InvalidInput:
+        pass
+    try:  # a whole count out of bounds (1e9 users): the number, so the form's check names the bound it passes
+        return whole_number(raw, field="", suffixes=suffixes)
     except InvalidInput:
         return raw
 
@@ -215,6 +219,10 @@ def validation_message(exc: ValidationError, text: PageText | None = None,
         first, sep, last = expected.rpartition(" or ")
         choices = text.gettext("%(first)s or %(last)s", first=first, last=last) if sep else expected
         reason = text.gettext("must be one of %(choices)s", choices=choices)
+        from anchorgpu.planner.inputs import task_meant
+
+        if err.get("loc", ())[-1:] == ("task",) and (meant := task_meant(err.get("input"))) is not None:
+            reason += text.gettext("; did you mean %(task)s?", task=repr(meant))  # serve: 'inference', as the CLI
     else:
         reason = str(err.get("msg", "invalid"))
     return f"{field}: {reason}"

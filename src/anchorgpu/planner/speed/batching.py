@@ -28,6 +28,7 @@ from anchorgpu.planner.speed.flops import (
     decode_attention_flops_per_token,
     unsampled_prompt_share,
 )
+from anchorgpu.planner.speed.request_cycle import request_step_s
 from anchorgpu.planner.speed.serving import _dense_step, _step
 from anchorgpu.planner.speed.step_constants import ServingSetup, _pair, _StepConstants
 from anchorgpu.units import at_least
@@ -263,18 +264,25 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, prompt
             tpot, tpot_top = step, step_top
         else:
             tpot, _, tpot_top = _steady(setup, c, ci, per_replica, prompt_tokens, between, attn, even)
+    ttft, ttft_top = _ttft(setup, c, ci, per_replica - 1, prompt_tokens, attn, others, skip)
+    if per_replica > 1:  # Little's law: a request takes O mean steps, less its O - 1 gaps (request_cycle: O = 1 too)
+        request_s = output_tokens * step - (output_tokens - 1) * tpot  # little_ttft_s of each, inline
+        ttft = request_s if request_s > ttft else ttft
+        request_s = output_tokens * step_top - (output_tokens - 1) * tpot_top
+        ttft_top = request_s if request_s > ttft_top else ttft_top
+    # a request takes its time to first token and O - 1 gaps (Little's law): where its own prompt's chunks pass the
+    # O mean steps (a prompt longer than the token budget takes more steps than the state's mean step holds), the
+    # cycle is that long and the rate falls with it (request_step_s)
+    step, step_top = (request_step_s(step, ttft, tpot, output_tokens),
+                      request_step_s(step_top, ttft_top, tpot_top, output_tokens))
+    if output_tokens == 1:  # one token a request: the time per output token is the request's (others_output_tokens)
+        tpot, tpot_top = step, step_top
     if sat_replica == per_replica and even == 1.0:  # the same steady state (queued, or at saturation): not again
         sat, sat_top = step, step_top
     else:
         sat, _, sat_top = (_dense_steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn, skip, False)
                            if lean
                            else _steady(setup, c, ci, sat_replica, prompt_tokens, output_tokens, attn))
-    ttft, ttft_top = _ttft(setup, c, ci, per_replica - 1, prompt_tokens, attn, others, skip)
-    if per_replica > 1 and output_tokens > 1:  # Little's law: a request takes O mean steps, less its O - 1 gaps
-        request_s = output_tokens * step - (output_tokens - 1) * tpot  # little_ttft_s of each, inline
-        ttft = request_s if request_s > ttft else ttft
-        request_s = output_tokens * step_top - (output_tokens - 1) * tpot_top
-        ttft_top = request_s if request_s > ttft_top else ttft_top
     # tokens/s over the replicas: ``busy`` of them run per_replica sequences at the TPOT above, the rest one fewer
     # at their own (faster) pace, or at the busy ones' where the replicas of an EP group step together (expert
     # parallelism wider than TP), each pass emitting what its own sequences hold (_pass_outputs_ratio); an even

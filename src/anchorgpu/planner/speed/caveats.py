@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 __all__ = ["ATTENTION_DP_CAVEAT_LABEL", "CP_TRAIN_CAVEAT_LABEL", "ENGINE_CAVEAT_LABEL", "GLOBAL_BATCH_CAVEAT_LABEL",
            "MOE_CAVEAT_LABEL",
-           "MOE_TRAIN_CAVEAT_LABEL", "PROMPT_QUEUE_CAVEAT_LABEL", "SPEED_CAVEAT_LABELS", "TTFT_CAVEAT_LABEL", "serving_caveats", "training_caveats"]
+           "MOE_TRAIN_CAVEAT_LABEL", "PROMPT_QUEUE_CAVEAT_LABEL", "REQUEST_QUEUE_CAVEAT_LABEL", "SPEED_CAVEAT_LABELS", "TTFT_CAVEAT_LABEL", "serving_caveats", "training_caveats"]
 
 MOE_CAVEAT_LABEL = "Mixture of experts"
 """How the serving assumption that carries the calibration's MoE caveat begins (the CLI shows it under the speeds)."""
@@ -26,9 +26,11 @@ GLOBAL_BATCH_CAVEAT_LABEL = "Global batch"
 """How the training assumption that says what the default global batch costs a step (where it costs much) begins."""
 PROMPT_QUEUE_CAVEAT_LABEL = "Prompts queue"
 """How the serving assumption that says the prompts outrun the engine's step budget begins (the CLI shows it)."""
+REQUEST_QUEUE_CAVEAT_LABEL = "Requests queue"
+"""How the serving assumption that says how long the users beyond the engine's saturation wait for admission begins."""
 SPEED_CAVEAT_LABELS = (MOE_CAVEAT_LABEL, MOE_TRAIN_CAVEAT_LABEL, CP_TRAIN_CAVEAT_LABEL, TTFT_CAVEAT_LABEL,
                        ENGINE_CAVEAT_LABEL, ATTENTION_DP_CAVEAT_LABEL, GLOBAL_BATCH_CAVEAT_LABEL,
-                       PROMPT_QUEUE_CAVEAT_LABEL)
+                       PROMPT_QUEUE_CAVEAT_LABEL, REQUEST_QUEUE_CAVEAT_LABEL)
 
 
 def serving_caveats(caveats: Mapping[str, str], *, moe: bool, engine: str, wide_ep: bool = False) -> list[str]:

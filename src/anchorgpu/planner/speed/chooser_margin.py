@@ -4,8 +4,8 @@ first layout that fits for another: the rule, and the bounds of the wider search
 The chooser meets its candidates fastest first at micro-batches 1, 2 and 4 (:data:`~.micro_batch_ladder.MICRO_BATCHES`) and the
 first that fits is its *first* layout, climbed past 4 while each rung is faster (:func:`~.micro_batch_ladder.climb_ladder`).
 Another split's climb can then run faster still (Qwen3-30B-A3B on 64 H100 at 2,048 tokens: PP 2 v8 at micro-batch
-8, 17% over the first's PP 1 at 4), so the search reads on past the first for the few splits whose climb could beat
-it. One of them replaces the first (:func:`~.serving_ranking.pick_over_first`, the serving chooser's rule) only where the model can
+8, 17% over the first's PP 1 at 4), so the search reads on past the first for every split whose climb could beat it
+(:func:`~.chooser_climb.climbers`). One of them replaces the first (:func:`~.serving_ranking.pick_over_first`, the serving chooser's rule) only where the model can
 tell them apart: predicted faster by more than the calibration's training layout margin
 (:attr:`~.constants.Calibration.training_layout_margin`: the median disagreement of the model between two
 configurations of one measured benchmark, :func:`~.layout_margin.training_layout_spread`), or simpler than the first
@@ -20,28 +20,20 @@ CP past 1 for DeepSpeed, pipeline stages for all three) is not taken over the fi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.engine_choice import TRAINING_RECIPES, launches_stages, launches_tp_cp
-from anchorgpu.planner.speed.ranking import speed_rank
 from anchorgpu.planner.speed.training import TrainLayout
 
-__all__ = ["CLIMBED_LAYOUTS", "LADDER_GAIN", "features", "in_reach", "launchers", "may_climb_past", "needed", "pick_split",
-           "simpler", "split_of"]
+__all__ = ["LADDER_GAIN", "features", "in_reach", "launchers", "needed", "pick_split", "simpler", "split_of"]
 
 LADDER_GAIN = 2.0
 """The most a rung past :data:`~.micro_batch_ladder.MICRO_BATCHES` multiplies a layout's speed at the rung below, at the same
 recompute level: a step's tokens stay the global batch, and each rung doubles the micro-batch, so it halves the
 micro-batches, whose time never falls with their size (tests/speed/test_chooser_ladder_gain.py checks it over a
 sample), and leaves the bubble's stage times and the per-step parts as they were: the step takes at least half as
-long. Once twice the next candidate's speed is no faster than the first, no later climb can beat it."""
-
-CLIMBED_LAYOUTS = 8
-"""Past the first layout, how many more layouts (distinct splits, ZeRO stages, interleavings, fastest at micro-batch 4
-or below first) the chooser meets for a climb that could beat it before it stops: a cost bound, not a model constant
-(benchmarks/hardening/stop55_mb8.md "Follow-up (branch mb8b)": 8 keeps every benchmarks/chooser_timing.py case under
-its 20 ms cold; every layout's climb was 24.9 ms on Qwen3-235B). So the search is not exhaustive."""
+long. So no layout whose bound at micro-batch 4 doubled is short of what it needs can climb past the first
+(:func:`~.chooser_climb.climbers`)."""
 
 
 def split_of(lay: TrainLayout) -> tuple[int, int, int, int, int, int]:
@@ -123,16 +115,3 @@ def needed(lay: TrainLayout, first: TrainLayout, first_tokens_per_s: float, marg
     """The speed ``lay`` must beat to replace ``first``: the first's where it is :func:`simpler`, else the first's
     raised by ``margin``."""
     return first_tokens_per_s if simpler(lay, first) else first_tokens_per_s * (1.0 + margin)
-
-
-def may_climb_past(lay: TrainLayout, rung: int, need_tokens_per_s: float, runs: Callable[[TrainLayout, int], bool],
-                   bound: Callable[[TrainLayout, int], float]) -> bool:
-    """Whether ``lay``'s climb could reach ``need_tokens_per_s``: its first rung past the ladder runs and its bound
-    there (:func:`~.training.tokens_per_s_bound`, at least its speed at every recompute level) ranks above. Its
-    micro-batches up to 4 cannot: the search meets them no faster than the first."""
-    if not runs(lay, rung):
-        return False
-    try:
-        return speed_rank(bound(lay, rung)) > speed_rank(need_tokens_per_s)
-    except InvalidWorkload:
-        return False

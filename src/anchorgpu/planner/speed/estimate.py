@@ -38,7 +38,7 @@ from anchorgpu.planner.speed.caveats import (
 from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.experts import expert_gemms_per_layer
 from anchorgpu.planner.speed.figures import evidence_items, put_evidence, put_rate, put_time
-from anchorgpu.planner.speed.flops import TrainKind
+from anchorgpu.planner.speed.flops import TrainKind, train_kind
 from anchorgpu.planner.speed.handed_memos import handed_context
 from anchorgpu.planner.speed.links import (
     compute_precision_for_training,
@@ -122,10 +122,10 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     precision = compute_precision_for_training(w.train_precision)  # plan() refused it where the GPU lacks it
     seq = default_seq_tokens(w, model.max_context_tokens)  # the sequence plan() sized the memory for
     default_tokens = default_batch_tokens(w.task, seq)
-    kind: TrainKind = "full" if w.task == "train" else "lora"
+    kind: TrainKind = train_kind(w.task)
     schedule = pipeline_schedule(w.task, w.train_stack)  # QLoRA on the PyTorch stack: device_map, stages in turn
     # the batch of speed.pipeline.step_microbatches: the memory's interleaved activations count the same micro-batches
-    st = training_step(model, plan.gpu, lay, seq_tokens=seq, micro_batch=w.micro_batch or 1,
+    st = training_step(model, plan.gpu, lay, seq, w.micro_batch or 1,  # by position: test_hot_calls
                        global_batch_tokens=timed_batch_tokens(w.global_batch_tokens, dp=lay.dp,
                                                               micro_batch=w.micro_batch or 1, seq_tokens=seq,
                                                               default_tokens=default_tokens),
@@ -159,7 +159,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     assumptions.append(batch_timed_line(st.tokens_per_step, stated=w.global_batch_tokens is not None,
                                         default_tokens=default_tokens, microbatches=st.microbatches,
                                         dp=lay.dp, micro_batch=w.micro_batch or 1, seq_tokens=seq,
-                                        finetune_sequences=FINETUNE_GLOBAL_BATCH_SEQUENCES if kind == "lora" else None))
+                                        finetune_sequences=FINETUNE_GLOBAL_BATCH_SEQUENCES if kind != "full" else None))
     k = ctx.stack
     assumptions.append(step_line(st.microbatches, w.micro_batch or 1, seq, st.tokens_per_step, precision,
                                   k.fp8_matmul_efficiency if precision != "bf16" else k.train_matmul_efficiency,
@@ -207,7 +207,7 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     idle_s = (st.breakdown_s.get("pp_bubble", 0.0) if schedule == "1f1b" else 0.0) + st.breakdown_s.get("dp_sync", 0.0)
     if w.global_batch_tokens is None and idle_s >= IDLE_SHARE_TO_MENTION * st.step_s:
         larger = LARGER_BATCH_FACTOR * st.tokens_per_step
-        wide = training_step(model, plan.gpu, lay, seq_tokens=seq, micro_batch=w.micro_batch or 1,
+        wide = training_step(model, plan.gpu, lay, seq, w.micro_batch or 1,
                              global_batch_tokens=larger, recompute=w.recompute or "none", kind=kind,
                              precision=precision, gpus_per_server=SERVER_GPUS, network_bytes_per_s=network,
                              grad_bytes_per_value=w.grad_bytes_per_value, cal=cal, train_stack=w.train_stack,

@@ -26,13 +26,26 @@ __all__ = [
     "lm_head_params",
     "prefill_flops",
     "training_flops_per_token",
+    "train_kind",
     "unsampled_prompt_share",
 ]
 
 MOE_FORWARD_AGAIN: tuple[Recompute, ...] = ("moe", "full")
 """The recompute levels that run each MoE block's forward again in the backward pass: its products, its dispatch and
 combine all-to-alls and its experts' launches (Megatron-Core checkpoints the whole MoE block)."""
-TrainKind = Literal["full", "lora"]
+TrainKind = Literal["full", "lora", "qlora"]
+"""What a training step trains: every weight (``full``), adapters on a frozen 16-bit base (``lora``), or adapters on a
+frozen 4-bit base (``qlora``), whose products are LoRA's and whose weights are dequantized before each pass that uses
+them (:mod:`~anchorgpu.planner.speed.dequant`)."""
+
+
+def train_kind(task: str) -> TrainKind:
+    """The step's kind for a training ``task`` (``train``, ``lora`` or ``qlora``).
+
+    >>> train_kind("train"), train_kind("lora"), train_kind("qlora")
+    ('full', 'lora', 'qlora')
+    """
+    return "full" if task == "train" else ("qlora" if task == "qlora" else "lora")
 
 
 def forward_matmul_params(model: ModelSpec) -> int:

@@ -7,7 +7,7 @@ chunks, activation recompute and micro-batch is ranked by the predicted step tim
 :func:`~anchorgpu.planner.speed.training.training_step`; the memory planner then checks them fastest first
 and the first that fits is the answer, climbed past micro-batch 4 while that is faster
 (:func:`~anchorgpu.planner.speed.micro_batch_ladder.climb_ladder`), unless
-another of the few splits past it climbs to a speed the calibration can tell apart from it (faster by more than its
+another split, any whose climb could beat it (:mod:`~anchorgpu.planner.speed.chooser_climb`), climbs to a speed the calibration can tell apart from it (faster by more than its
 training layout margin, or simpler and faster: :mod:`~anchorgpu.planner.speed.chooser_margin`). Whatever the user fixed
 is kept. The ranking times only what that order
 needs (:func:`~anchorgpu.planner.speed.chooser_order.fastest_first`): a layout's recompute levels once its fastest
@@ -17,6 +17,7 @@ reaches the front, and the layout itself once a cheaper bound on its speed
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -39,17 +40,10 @@ from anchorgpu.planner.inputs import (
 )
 from anchorgpu.planner.pipeline_layout import parse_pipeline_layout
 from anchorgpu.planner.sequence_parallel import sequence_split_refusal, splits_whatever_stated
-from anchorgpu.planner.speed.chooser_margin import (
-    CLIMBED_LAYOUTS,
-    LADDER_GAIN,
-    in_reach,
-    may_climb_past,
-    needed,
-    pick_split,
-    split_of,
-)
+from anchorgpu.planner.speed.chooser_climb import climbers
+from anchorgpu.planner.speed.chooser_margin import pick_split, split_of
 from anchorgpu.planner.speed.chooser_order import add_zero2_block, fastest_first, zero1_twins
-from anchorgpu.planner.speed.flops import TrainKind
+from anchorgpu.planner.speed.flops import TrainKind, train_kind
 from anchorgpu.planner.speed.interleave_choice import deepest_interleave, interleave_of
 from anchorgpu.planner.speed.layout_reason import SERVER_GPUS, training_reason
 from anchorgpu.planner.speed.layout_reason import Found as _Found
@@ -239,7 +233,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     seq = default_seq_tokens(w, model.max_context_tokens)
     batch = w.global_batch_tokens or default_batch_tokens(w.task, seq)
     cal = calibrated(efficiencies)
-    kind: TrainKind = "full" if w.task == "train" else "lora"
+    kind: TrainKind = train_kind(w.task)
     schedule = pipeline_schedule(w.task, w.train_stack)  # as plan() times the layout chosen (speed.estimate)
     prec = compute_precision_for_training(w.train_precision)
     network = network_bytes_per_s_of(w.network_gbit_per_s_per_gpu)  # None: the calibration's
@@ -297,57 +291,79 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
         return p
 
     outgrown: set[int] = set()  # the layouts (by id: the pairs share them) whose model states alone outgrow the GPU
-    settled: set[tuple[int, ...]] = set()  # the splits whose fastest configuration that fits was met (or passed over)
-    met: set[int] = set()  # the layouts past the first the search met (CLIMBED_LAYOUTS at most)
-    found: list[_Found] = []  # the first layout that fits, climbed, then each split past it that could beat it
-    climbs = not w.micro_batch and bool(LADDER_PAST)
-    margin = cal.training_layout_margin
-    reach_held = given.fsdp or w.train_stack == "pytorch"  # the plan may be launched by a PyTorch training recipe
-    for value, _, lay, mb, rc in fastest_first(pairs, levels, speed, bound, twins, outgrown):
-        if id(lay) in outgrown:
-            continue  # no micro-batch or recompute level of it fits (_states_outgrow)
-        if found:
-            # past the first, only another split's climb can beat it (chooser_margin): none once a rung at most
-            # doubles the fastest speed left (LADDER_GAIN), nor a split whose bound at the rung is short of what it
-            # needs, or that a launch able to run the first cannot run
-            first = found[0]
-            if not climbs or speed_rank(LADDER_GAIN * value) <= speed_rank(first.tokens_per_s):
-                break
-            if split_of(lay) in settled:
-                continue
-            if id(lay) not in met:
-                if len(met) >= CLIMBED_LAYOUTS:
-                    break
-                met.add(id(lay))
-                if not in_reach(lay, first.lay, reach_held) or not may_climb_past(
-                        lay, LADDER_PAST[0], needed(lay, first.lay, first.tokens_per_s, margin), runs, bound):
-                    settled.add(split_of(lay))
-                    continue
-        layout = candidate_layout(lay, given)
-        fit = fitting(layout, mb, rc)
-        if fit is None:
-            continue
-        p = fit
-        if not p.fits:
+    planned: dict[tuple[int, int, Recompute], Plan | None] = {}  # (layout id, micro-batch, level) -> its plan, if it fits
+    too_big: set[tuple[int, int, Recompute]] = set()  # those of them planned that do not fit (not refused)
+
+    def fit_of(lay: TrainLayout, mb: int, rc: Recompute) -> Plan | None:  # the plan of a configuration that fits
+        key = (id(lay), mb, rc)
+        if key in planned:
+            return planned[key]
+        p = fitting(candidate_layout(lay, given), mb, rc)
+        if p is not None and not p.fits:
+            too_big.add(key)
             if w.task == "train" and _states_outgrow(p):
                 outgrown.add(id(lay))
-            continue
-        settled.add(split_of(lay))
+            p = None
+        planned[key] = p
+        return p
+
+    def first_fit(stream: Iterator[tuple[float, int, TrainLayout, int, Recompute]],
+                  ) -> tuple[float, int, TrainLayout, int, Recompute, Plan] | None:
+        for value, i, lay, mb, rc in stream:
+            if id(lay) in outgrown:
+                continue  # no micro-batch or recompute level of it fits (_states_outgrow)
+            p = fit_of(lay, mb, rc)
+            if p is not None:
+                return value, i, lay, mb, rc, p
+        return None
+
+    climbs = not w.micro_batch and bool(LADDER_PAST)
+
+    def climbed(lay: TrainLayout, mb: int, rc: Recompute, value: float, p: Plan) -> _Found:
         if climbs:  # past micro-batch 4 while it keeps getting faster (climb_ladder)
-            def fits_at(mb_k: int, rc_k: Recompute, at: Layout = layout) -> Plan | None:
-                q = fitting(at, mb_k, rc_k)
-                return q if q is not None and q.fits else None
+            def fits_at(mb_k: int, rc_k: Recompute) -> Plan | None:
+                return fit_of(lay, mb_k, rc_k)
 
-            def runs_at(mb_k: int, at: TrainLayout = lay) -> bool:
-                return runs(at, mb_k)
+            def runs_at(mb_k: int) -> bool:
+                return runs(lay, mb_k)
 
-            def speed_at(mb_k: int, rc_k: Recompute, at: TrainLayout = lay) -> float:
-                return speed(at, mb_k, rc_k)
+            def speed_at(mb_k: int, rc_k: Recompute) -> float:
+                return speed(lay, mb_k, rc_k)
 
             mb, rc, value, p = climb_ladder((mb, rc, value, p), levels, runs_at, speed_at, fits_at)
-        found.append(_Found(value, lay, layout, mb, rc, p))
-    if not found:
+        return _Found(value, lay, candidate_layout(lay, given), mb, rc, p)
+
+    head = first_fit(fastest_first(pairs, levels, speed, bound, twins, outgrown))
+    if head is None:
         return None
+    value, index, lay, mb, rc, p = head
+    found = [climbed(lay, mb, rc, value, p)]  # the first layout that fits, climbed, then each split past it
+    margin = cal.training_layout_margin
+    if climbs:  # only another split's climb can beat the first (chooser_climb), every one that could is met
+        n = len(levels)
+        order: dict[int, tuple[float, int]] = {}  # a split's row -> (its speed before the climb, its candidate)
+
+        def row(stream: Iterator[tuple[float, int, TrainLayout, int, Recompute]], members: list[int],
+                ) -> _Found | None:
+            hit = first_fit(stream)
+            if hit is None:
+                return None
+            value, i, lay, mb, rc, p = hit
+            f = climbed(lay, mb, rc, value, p)
+            order[id(f)] = (-speed_rank(value), members[i // n] * n + i % n)
+            return f
+
+        def unfit(lay: TrainLayout, mb: int, rc: Recompute) -> bool:
+            return (id(lay), mb, rc) in too_big
+
+        def fits(lay: TrainLayout, mb: int, rc: Recompute) -> bool:
+            return fit_of(lay, mb, rc) is not None
+
+        more = climbers(pairs, levels, found[0].lay, found[0].tokens_per_s, margin,
+                        given.fsdp or w.train_stack == "pytorch",  # a PyTorch training recipe may launch the plan
+                        speed=speed, bound=bound, runs=runs, fits=fits, unfit=unfit, row=row, outgrown=outgrown,
+                        settled={split_of(lay)})
+        found += sorted(more, key=lambda f: order[id(f)])  # in the chooser's order, as recommend's rows weigh them
     first = found[0]
     pick = pick_split([(f.lay, f.tokens_per_s) for f in found], margin)
     chosen = found[pick]

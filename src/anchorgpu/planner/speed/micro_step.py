@@ -22,6 +22,7 @@ from anchorgpu.planner.pipeline_layout import PipelineLayout, busiest_rank_layer
 from anchorgpu.planner.speed.attention_rate import attention_rate_ratio, timed_prefill_attention_flops_per_token
 from anchorgpu.planner.speed.constants import Calibration, StackConstants
 from anchorgpu.planner.speed.context_parallel import context_parallel_s
+from anchorgpu.planner.speed.dequant import dequant_bytes_per_layer, dequant_passes
 from anchorgpu.planner.speed.experts import (
     MoeDispatcher,
     expert_launch_s,
@@ -93,6 +94,7 @@ class _StepShape(NamedTuple):
     unfused_bytes: float  # a routed token's bytes outside the fused kernels (0.0 without a mixture of experts)
     volumes: float  # TP all-reduce volumes per layer
     head_f: float  # the LM head's share of matmul_f: it stays at 16 bits when the blocks' products run in FP8/FP4
+    dequant_bytes: float  # a layer's 4-bit weights dequantized in a micro-batch, bytes (QLoRA only; speed.dequant)
 
 
 @partial(memo_on_frozen, frozen=3)
@@ -145,8 +147,11 @@ def _step_shape(model: ModelSpec, gpu: GpuSpec, cal: Calibration, seq_tokens: in
     if choice.precision != "bf16":  # forward and backward (LoRA: the input gradient only) of its V x h product
         head_f = (3.0 if kind == "full" else 2.0) * 2.0 * lm_head_params(model)
     ceiling_f = causal_training_flops_per_token(model, seq_tokens, kind=kind)
+    # QLoRA's 4-bit base dequantized to 16 bits before each pass that multiplies by it (speed.dequant)
+    dequant = dequant_bytes_per_layer(model) * dequant_passes(recompute, op_sac=op_sac) if kind == "qlora" else 0.0
     return _StepShape(k, pytorch, ew_bytes, choice, model_f, hw_f, ceiling_f, attn_passes, attn_run_passes, bwd_run, matmul_f,
-                      attn_run_f, att_rate, mm_peak_eff, expert_share, route_share, passes, unfused, volumes, head_f)
+                      attn_run_f, att_rate, mm_peak_eff, expert_share, route_share, passes, unfused, volumes, head_f,
+                      dequant)
 
 
 def _compute_micro_step(
@@ -185,6 +190,8 @@ def _compute_micro_step(
         # (as of the kept activations, sequence_parallel_share) t times over, the rest split by t as before
         elementwise_s *= 1.0 + sequence_parallel_share(model) * (tp - 1)
     compute_s += elementwise_s
+    if shape.dequant_bytes:  # memory-bound, at the share of the bandwidth the other copies get (speed.dequant)
+        compute_s += stage_layers * shape.dequant_bytes / tp / (gpu.memory_bandwidth_bytes_per_s * k.decode_mbu)
     if not pytorch and model.moe is not None:
         # biased experts' fc2 bias and a clamped GLU run outside Megatron-Core's fused kernels (gpt-oss): their
         # bytes a routed token at memory bandwidth, split by TP as the elementwise term (unfused_expert_bytes)

@@ -71,6 +71,10 @@ SETS: dict[str, str] = {
                                "only within a run): NVFP4 on B200 at TP 4 EP 4 and TP 8 EP 8, 4 to 128 requests in "
                                "flight; FP8 on B200 at TP 4 and TP 8, 4 in flight; MXFP4 on MI355X at TP 4 and TP 8, "
                                "4 to 64 in flight (time per output token), held out",
+    "answerai-fsdp-qlora": "answer.ai's FSDP-QLoRA benchmark (fsdp_qlora benchmarks_03_2024.md, early 2024): Llama-2 70B "
+                           "QLoRA (bitsandbytes NF4, PyTorch FSDP1, full recompute, 2,048-token sequences) on 2, 4 and 8 "
+                           "A100 40GB and 4 H100 SXM without offload, and Llama-2 7B QLoRA and LoRA (FSDP and DDP) on "
+                           "a dual RTX 4090 workstation (tokens a second per GPU), held out",
 }
 """The sets of rows the summaries report apart, by where the rows come from (``set_of``)."""
 

@@ -25,7 +25,6 @@ from anchorgpu.planner.sglang import (
 from anchorgpu.planner.speed.assumption_lines import (
     expert_parallel_line,
     launches_line,
-    pp_host_passes_line,
     prompt_attention_apart_line,
     prompt_queue_line,
     serving_constants_line,
@@ -49,7 +48,6 @@ from anchorgpu.planner.speed.launches import is_block_fp8
 from anchorgpu.planner.speed.links import (
     PeakChoice,
     compute_precision_for_weights,
-    host_kind,
     peak_for,
     weights_precision_on,
 )
@@ -72,6 +70,7 @@ from anchorgpu.planner.speed.serving_capacity import (
     kv_bytes_per_gpu,
     saturation_concurrency,
 )
+from anchorgpu.planner.speed.serving_lines import admission_line, pp_host_line
 from anchorgpu.planner.speed.step_constants import host_passes_per_cycle, prompt_attention_apart
 from anchorgpu.units import at_least
 
@@ -352,6 +351,8 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     out["prefill_s"] = est.ttft_s
     out["decode_tokens_per_s_total"] = est.output_tokens_per_s
     assumptions.append(serving_line(conc, prompt, output, sat, kv_reservation, limits[1]))
+    if 1 <= sat < conc:  # the users beyond what the engine runs: their wait, which TTFT leaves out
+        assumptions.append(admission_line(conc, sat, output, est))
     if est.prompts_queue:  # the estimate's own test (prompt_bound_output_tokens), not asked again where it is False
         queued = prompt_queue_line(est.per_replica, setup.replicas, prompt, output, setup.max_num_batched_tokens,
                                    est.ttft_s, plan.workload.engine)
@@ -378,17 +379,7 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
             trtllm_context_attention(plan.gpu, cal, apart=True, kv_fp8=setup.kv_fp8), prompt,
             cal.stack(plan.gpu).attention_efficiency))
     if host_passes_per_cycle(setup.engine, setup.pp) > 1:  # TensorRT-LLM's PP loop, the cap it puts on a replica
-        assumptions.append(_pp_host_line(plan, setup, est, cal))
+        assumptions.append(pp_host_line(plan, setup, est, cal))
     if plan.precision.kv_cache == "nvfp4":
         assumptions.append(NVFP4_KV_SPEED_LINE)
     assumptions.extend(ctx.caveats)
-
-
-def _pp_host_line(plan: Plan, setup: ServingSetup, est: ServingEstimate, cal: Calibration) -> str:
-    """:func:`pp_host_passes_line` of a TensorRT-LLM plan with stages: the host's cap on each of the plan's
-    ``dp`` replicas (1 / (pp x the stated host time per sequence) tokens/s) and whether it sets the pace."""
-    assert plan.gpu is not None
-    per_sequence_s = cal.host_s_per_sequence_step[host_kind(plan.gpu)]
-    cap = plan.layout.dp / (setup.pp * per_sequence_s)
-    at_saturation = est.max_output_tokens_per_s >= cap * (1.0 - 1e-6)
-    return pp_host_passes_line(setup.pp, per_sequence_s, est.bound == "host", at_saturation)

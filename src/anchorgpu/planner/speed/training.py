@@ -210,7 +210,7 @@ def _check_interleaving(lay: TrainSplit, microbatches: int, train_stack: str) ->
 
 
 def training_step(
-    model: ModelSpec, gpu: GpuSpec, lay: TrainSplit, *, seq_tokens: int, micro_batch: int = 1,
+    model: ModelSpec, gpu: GpuSpec, lay: TrainSplit, seq_tokens: int, micro_batch: int = 1, *,
     global_batch_tokens: int = DEFAULT_GLOBAL_BATCH_TOKENS, recompute: Recompute = "none",
     kind: TrainKind = "full", precision: str = "bf16", gpus_per_server: int = 8,
     network_bytes_per_s: float | None = None, grad_bytes_per_value: int = 2, cal: Calibration | None = None,
@@ -219,7 +219,10 @@ def training_step(
     schedule: PipelineSchedule = "1f1b",
 ) -> TrainingStep:
     """Step time and throughput of one training layout (see the module docstring for the parts); ``schedule``: how
-    the stack runs the pipeline stages (:func:`~.pipeline.pipeline_schedule`).
+    the stack runs the pipeline stages (:func:`~.pipeline.pipeline_schedule`). ``seq_tokens`` and ``micro_batch`` may
+    come by position: a plan's estimate passes every other argument by keyword, and a call of more than 30 stack
+    slots (a keyword takes two) compiles with its keywords in a dictionary built and unpacked (``CALL_FUNCTION_EX``,
+    ``tests/planner/test_hot_calls.py``).
 
     >>> from anchorgpu.planner.speed._toys import toy_gpu, toy_model
     >>> st = training_step(toy_model(), toy_gpu(), TrainLayout(gpus=1), seq_tokens=128, global_batch_tokens=1024)

@@ -1,0 +1,61 @@
+"""QLoRA's dequantization: the frozen 4-bit base turned into 16-bit weights before every pass that multiplies by it.
+Pure; stdlib only.
+
+bitsandbytes' ``MatMul4Bit`` (bitsandbytes-foundation/bitsandbytes ``bitsandbytes/autograd/_functions.py``)
+dequantizes the whole 4-bit weight to the input's 16-bit dtype in the forward
+(``torch.nn.functional.linear(A, F.dequantize_4bit(B, quant_state).to(A.dtype).t(), bias)``) and again in the backward
+for the input's gradient (``torch.matmul(grad_output, F.dequantize_4bit(B, ctx.state).to(grad_output.dtype).t())``);
+activation checkpointing runs the forward, and so the dequantization, once more. NeMo's QLoRA over Megatron-Core does
+the same with torchao's ``NF4Tensor`` (NVIDIA/NeMo ``nemo/collections/nlp/modules/common/megatron/adapters/qlora.py``,
+``LinearNF4``: ``F.linear(input, weight.to(input.dtype))`` forward, ``grad_output @ weight.to(grad_output.dtype)``
+backward), so both training stacks pay it.
+
+Each dequantization reads the packed weight with its block constants (the QLoRA default ``nf4-dq``: 4.127 bits a
+weight, :func:`~anchorgpu.planner.formats.nf4_bits_per_weight`) and writes a 16-bit copy: a memory-bound kernel, timed
+at the share of the bandwidth the planner's other memory-bound copies get (``decode_mbu``, as FSDP2's copies and the
+optimizer's update). The product then reads the 16-bit copy as it would a 16-bit base's weight: inside the product's
+own time, not counted again. The embeddings and the LM head stay 16-bit (bitsandbytes' ``Linear4bit`` replaces the
+blocks' linears; PEFT and answer.ai's ``replace_linear`` skip ``lm_head``), and a router is never quantized.
+"""
+
+from __future__ import annotations
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.planner.formats import get_format
+from anchorgpu.planner.speed.flops import Recompute
+from anchorgpu.planner.speed.links import ACTIVATION_BYTES
+
+__all__ = ["QLORA_BASE_FORMAT", "dequant_bytes_per_layer", "dequant_passes"]
+
+QLORA_BASE_FORMAT = "nf4-dq"
+"""The base format a QLoRA step is timed with: the planner's default for ``--task qlora`` (``validate``), and what
+bitsandbytes' ``Linear4bit`` stores by default (``compress_statistics=True``, answer.ai's fsdp_qlora included)."""
+
+
+def dequant_passes(recompute: Recompute, *, op_sac: bool = False) -> float:
+    """Dequantizations of each 4-bit weight in one micro-batch: the forward, the backward's input gradient, and the
+    forward again under full recompute; PyTorch's op-level selective policy runs every other product again (half).
+
+    >>> dequant_passes("none"), dequant_passes("full"), dequant_passes("selective", op_sac=True)
+    (2.0, 3.0, 2.5)
+    """
+    if op_sac:
+        return 2.5
+    return 3.0 if recompute == "full" else 2.0
+
+
+def dequant_bytes_per_layer(model: ModelSpec) -> float:
+    """Bytes one dequantization of a layer's 4-bit linears moves, averaged over the layers: the packed weight and its
+    constants read, the 16-bit copy written (every expert's weight of a mixture of experts: each is dequantized
+    whole when any token reaches it).
+
+    Llama-2 70B (h 8,192, KV 1,024, MLP 28,672): 855.6M weights a layer, 855.6M x (4.127 / 8 + 2) bytes:
+
+    >>> from anchorgpu.architectures import load_model
+    >>> round(dequant_bytes_per_layer(load_model("llama-2-70b")) / 1e9, 3)
+    2.153
+    """
+    bits = get_format(QLORA_BASE_FORMAT).linear_bits
+    weights = sum(g.d_in * g.d_out * g.count for g in model.linear_groups
+                  if g.component != "router" and g.name != "router")
+    return weights / model.num_layers * (bits / 8 + ACTIVATION_BYTES)
