@@ -28,7 +28,6 @@ from anchorgpu.planner.speed.flops import (
     decode_attention_flops_per_token,
     unsampled_prompt_share,
 )
-from anchorgpu.planner.speed.request_cycle import request_step_s
 from anchorgpu.planner.speed.serving import _dense_step, _step
 from anchorgpu.planner.speed.step_constants import ServingSetup, _pair, _StepConstants
 from anchorgpu.units import at_least
@@ -273,8 +272,10 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, prompt
     # a request takes its time to first token and O - 1 gaps (Little's law): where its own prompt's chunks pass the
     # O mean steps (a prompt longer than the token budget takes more steps than the state's mean step holds), the
     # cycle is that long and the rate falls with it (request_step_s)
-    step, step_top = (request_step_s(step, ttft, tpot, output_tokens),
-                      request_step_s(step_top, ttft_top, tpot_top, output_tokens))
+    cycle = (ttft + (output_tokens - 1) * tpot) / output_tokens  # request_step_s of each, inline
+    step = cycle if cycle > step else step
+    cycle = (ttft_top + (output_tokens - 1) * tpot_top) / output_tokens
+    step_top = cycle if cycle > step_top else step_top
     if output_tokens == 1:  # one token a request: the time per output token is the request's (others_output_tokens)
         tpot, tpot_top = step, step_top
     if sat_replica == per_replica and even == 1.0:  # the same steady state (queued, or at saturation): not again

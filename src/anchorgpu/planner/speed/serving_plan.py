@@ -5,6 +5,7 @@ what it assumed. Pure; :mod:`.estimate` calls it for an inference plan."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache, partial
@@ -15,7 +16,7 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import builder, memo_on_frozen
 from anchorgpu.planner.formats import format_for_model
-from anchorgpu.planner.serving_handoff import ServingTerms, shaped_kv_bytes
+from anchorgpu.planner.serving_handoff import ServingTerms
 from anchorgpu.planner.sglang import (
     decode_graph_batch_sizes,
     dequantises_absorbed_weights,
@@ -143,7 +144,11 @@ def serving_setup(plan: Plan, prompt_tokens: int, output_tokens: int, limits: tu
         graphs, dequant = sglang_step_terms(plan)
         graph_batch_sizes, absorbed_dequant = graph_batch_sizes or graphs, absorbed_dequant or dequant
     if handed is not None:  # a text model's KV shape as its plan sized the cache: no encoder, no recurrent state
-        kv_seq = shaped_kv_bytes(handed.kv_shape, prompt_tokens + output_tokens // 2, handed.bytes_per_value, 1)
+        values, groups, stage, layers = handed.kv_shape  # shaped_kv_bytes in pages of 1 token, inline
+        cached, token_slots = prompt_tokens + output_tokens // 2, 0
+        for window, count in groups:
+            token_slots += (cached if window is None else min(cached, window)) * count
+        kv_seq = math.ceil(token_slots * values * handed.bytes_per_value * 1 * stage / layers)
     else:
         # a plan of a decoder-only model has no encoder's input in its breakdown: encoder_terms' (0, 0), without its
         # call
