@@ -14,7 +14,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import evolver, memo_on_frozen
-from anchorgpu.planner.engine_limits import block_size_of
+from anchorgpu.planner.engine_limits import DEFAULT_BLOCK_SIZE_TOKENS, block_size_of
 from anchorgpu.planner.engine_startup import (
     sglang_derived_fraction_refusal,
     sglang_reserve_bytes,
@@ -42,6 +42,7 @@ from anchorgpu.planner.serving_engine import (
     engine_memory,
     sglang_start_free,
 )
+from anchorgpu.planner.serving_handoff import new_serving_terms
 from anchorgpu.planner.serving_request import (
     DEFAULT_REQUEST_NOTE,
     asked_context,
@@ -123,7 +124,9 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     utilization = w.gpu_memory_utilization
     if (refusal := startup_refusal(w.engine, gpu, utilization, ov)) is not None:
         raise InvalidWorkload(refusal)
-    block = block_size_of(w)
+    # block_size_of(w), its usual answers inline: the page given, else vLLM's (and TensorRT-LLM's) 16 tokens
+    block = (w.block_size_tokens if w.block_size_tokens is not None else DEFAULT_BLOCK_SIZE_TOKENS
+             if w.engine != "sglang" else block_size_of(w))
     em = engine_memory(model, fmt, gpu, ov, lay.tp, lay.pp, lay.ep, w.engine, w.max_num_batched_tokens, w.max_num_seqs,
                        utilization, type(utilization), block, adp_ranks)
     tokens, seqs, weights, prefill, sampler, non_torch = em.tokens, em.seqs, em.weights, em.prefill, em.sampler, \
@@ -139,9 +142,8 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
     engine_terms = em.terms
     breakdown = dict(engine_terms)
     bytes_per_value = KV_CACHE_DTYPES[precision.kv_cache]
-    kv_one, kv = mm.kv_cache_bytes_one_and_all(model, context_tokens=ctx, sequences=per_replica,
-                                               bytes_per_value=bytes_per_value, tp=lay.tp, pp=lay.pp, block_size=block,
-                                               attention_dp=w.attention_dp_kv)
+    kv_one, kv, kv_shape = mm.kv_cache_bytes_and_shape(model, ctx, per_replica, bytes_per_value, lay.tp, lay.pp, block,
+                                                       w.attention_dp_kv)
     breakdown["kv_per_sequence_bytes"] = kv_one
     state_one = state = cross_one = cross = 0  # a transformer keeps no recurrent state; text has no cross-attention
     if model.recurrent is not None:
@@ -193,9 +195,8 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
         assumptions.append(
             "CUDA context sits outside the engine budget (in the 1 - gpu_memory_utilization margin); CUDA graphs "
             "are inside the profiled activation peak (vLLM V1).")
-    per_gpu = new_memory_breakdown(weights_bytes=weights, kv_cache_bytes=kv + state,
-                                   activations_bytes=prefill + sampler, gradients_bytes=0, optimizer_bytes=0,
-                                   overhead_bytes=non_torch)
+    per_gpu = new_memory_breakdown(weights, kv + state, prefill + sampler, 0, 0,  # weights, KV, activations,
+                                   overhead_bytes=non_torch)  # gradients, optimizer (MemoryBreakdown's order)
     budget = None
     max_conc = max_ctx = None
     if gpu is not None and em.budget is not None and em.capacity is not None:
@@ -235,13 +236,17 @@ def plan_inference(model: ModelSpec, gpu: GpuSpec | None, w: Workload, precision
                 + ("the whole" if capacity == 0 else f"{fmt_bytes(-capacity)} more than the")
                 + f" {fmt_bytes(budget)} engine budget: no room for the KV cache"))
     timed = speed_request(media, model, w, ctx, assumptions) if media is not NO_MEDIA else None
-    return new_task_terms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, max_concurrency=max_conc,
-                          max_context_tokens=max_ctx,
+    # a text model's terms its speed estimate reads again (serving_handoff): handed over rather than derived twice
+    handed = (new_serving_terms(kv_shape, bytes_per_value, block, breakdown["kv_cache_capacity_bytes"], tokens, seqs,
+                                engine_memory=em)
+              if budget is not None and media is NO_MEDIA and model.recurrent is None and tokens and seqs else None)
+    return new_task_terms(per_gpu, breakdown, budget, max_concurrency=max_conc, max_context_tokens=max_ctx,
                           workload=_resolved(w, context_tokens=ctx, concurrency=concurrency,
                                              max_num_batched_tokens=tokens, max_num_seqs=seqs,
                                              gpu_memory_utilization=em.utilization, block_size_tokens=block,
                                              prompt_tokens=timed[0] if timed else w.prompt_tokens,
-                                             output_tokens=timed[1] if timed else output_tokens))
+                                             output_tokens=timed[1] if timed else output_tokens),
+                          serving=handed)
 
 
 def _sglang_admission(w: Workload, em: EngineMemory, breakdown: dict[str, int], capacity: int,

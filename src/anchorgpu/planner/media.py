@@ -18,7 +18,6 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner._frozen import fast_init
 from anchorgpu.planner.inputs import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, Workload
 from anchorgpu.planner.speed.flops import lm_head_params
-from anchorgpu.units import clamp
 
 __all__ = ["MAX_IMAGE_SIDE", "MAX_IMAGES_PER_REQUEST", "NO_MEDIA", "EncDecRequest", "MediaLoad", "cross_image_speed_line",
            "cross_kv_bytes", "encdec_request", "request_within", "resolve_media", "text_request", "validate_media"]
@@ -272,8 +271,13 @@ def request_within(prompt_tokens: int | None, output_tokens: int | None, text_to
     ((200, 200), (100, 300), (300, 100))
     """
     room = text_tokens - prompt_tokens if prompt_tokens else text_tokens // 2
-    output = output_tokens or clamp(room, 1, DEFAULT_OUTPUT_TOKENS)
-    return prompt_tokens or clamp(text_tokens - output, 1, DEFAULT_PROMPT_TOKENS), output
+    # clamp(room, 1, DEFAULT_OUTPUT_TOKENS) and clamp(text_tokens - output, 1, DEFAULT_PROMPT_TOKENS), inline (every
+    # serving estimate asks)
+    output = output_tokens or (1 if room < 1 else DEFAULT_OUTPUT_TOKENS if room > DEFAULT_OUTPUT_TOKENS else room)
+    if prompt_tokens:
+        return prompt_tokens, output
+    left = text_tokens - output
+    return (1 if left < 1 else DEFAULT_PROMPT_TOKENS if left > DEFAULT_PROMPT_TOKENS else left), output
 
 
 def cross_image_speed_line(prompt: int, encoder_tokens: int, media: MediaLoad) -> str:

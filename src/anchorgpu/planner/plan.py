@@ -34,6 +34,7 @@ from anchorgpu.planner.inference import plan_inference
 from anchorgpu.planner.inputs import TRAINING_TASKS, Layout, Overheads, PrecisionPlan, Workload, default_seq_tokens
 from anchorgpu.planner.media import validate_media
 from anchorgpu.planner.result import MemoryBreakdown, Plan, ResolvedLayout, Suggestion, new_plan
+from anchorgpu.planner.serving_handoff import HANDED
 from anchorgpu.planner.speed.assumption_lines import expert_tp_line
 from anchorgpu.planner.suggest import choose_layout_plan, suggestions_for, training_layout_open
 from anchorgpu.planner.training import check_training_seq, plan_training
@@ -252,13 +253,14 @@ def plan(
             and not lay_in.fsdp:
         assumptions.append(f"Layout not chosen for the user: {'none of the layouts fits' if gpu is not None else 'no GPU named'};"
                            f" planned as {_unchosen(lay)}.")
-    return new_plan(  # model, GPU, workload, precision and layout by position (new_plan's comment)
-        model, gpu, terms.workload, prec, lay, per_gpu=terms.per_gpu,
-        breakdown=terms.breakdown, budget_bytes=terms.budget_bytes, fits=fits, headroom_bytes=headroom,
-        max_concurrency=terms.max_concurrency, max_context_tokens=terms.max_context_tokens,
-        checkpoint_bytes=terms.checkpoint_bytes, assumptions=tuple(assumptions), warnings=tuple(warnings),
-        checks=checks, suggestions=suggestions,
+    planned = new_plan(  # every field but extra by position, in Plan's order (new_plan's comment)
+        model, gpu, terms.workload, prec, lay, terms.per_gpu, terms.breakdown, terms.budget_bytes, fits, headroom,
+        terms.max_concurrency, terms.max_context_tokens, terms.checkpoint_bytes, tuple(assumptions),
+        tuple(warnings), checks, suggestions,
     )
+    if terms.serving is not None:  # what its speed estimate would derive again from it (serving_handoff.hand_over,
+        HANDED[0] = (planned, terms.serving)  # inline)
+    return planned
 
 
 def _unchosen(lay: ResolvedLayout) -> str:

@@ -35,7 +35,8 @@ class MemoryBreakdown:
                 + self.optimizer_bytes + self.overhead_bytes)
 
 
-new_memory_breakdown = builder(MemoryBreakdown)  # MemoryBreakdown(...) for the task planners, once per plan
+# MemoryBreakdown(...) for the task planners, once per plan (its fields by position but the last, or by name)
+new_memory_breakdown: Callable[..., MemoryBreakdown] = builder(MemoryBreakdown, positional=5)
 
 
 @fast_init
@@ -139,6 +140,6 @@ class Plan:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
-# Plan(...) for plan(), without the class call's keyword round trip; its inputs by position (model, GPU, workload,
-# precision, layout), so that a call giving the other fields by name stays a plain call (builder's docstring)
-new_plan: Callable[..., Plan] = builder(Plan, positional=5)
+# Plan(...) for plan(), without the class call's keyword round trip; every field but ``extra`` may be given by position
+# (plan() gives them so, no keyword to match), and a call giving them by name stays a plain call (builder's docstring)
+new_plan: Callable[..., Plan] = builder(Plan, positional=17)

@@ -9,8 +9,8 @@ request's sizes; :mod:`~anchorgpu.planner.inference` plans the requests on it. P
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import lru_cache, partial
-from typing import NamedTuple
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
@@ -96,7 +96,8 @@ def _engine_footprint(model: ModelSpec, fmt: WeightFormat, gpu: GpuSpec | None, 
     return weights, prefill, sampler, non_torch, terms
 
 
-class EngineMemory(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class EngineMemory:
     """What a serving engine holds on one GPU before any request, and what it leaves for the KV cache: the part of a
     serving plan's memory that depends on the (frozen) model, weight format, GPU and overheads, the split and the
     engine's settings only (:func:`engine_memory`), never on the request's sizes."""

@@ -4,6 +4,7 @@ NCCL buffers, and :class:`TaskTerms`, what each task planner hands back to :func
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from anchorgpu.architectures.spec import ModelSpec
@@ -14,6 +15,7 @@ from anchorgpu.planner.formats import ModelParts, WeightFormat, model_weight_par
 from anchorgpu.planner.inputs import Overheads, Workload
 from anchorgpu.planner.pipeline_layout import busiest_rank_layers
 from anchorgpu.planner.result import MemoryBreakdown, ResolvedLayout
+from anchorgpu.planner.serving_handoff import ServingTerms
 
 __all__ = ["TaskTerms", "context_bytes", "layout_weights_bytes", "nccl_bytes", "overhead_rule_line", "split_weights_bytes",
            "weights_bytes"]
@@ -29,9 +31,12 @@ class TaskTerms:
     max_context_tokens: int | None = None
     checkpoint_bytes: int | None = None
     workload: Workload
+    serving: ServingTerms | None = None  # a text model's serving terms, for its speed estimate (serving_handoff)
 
 
-new_task_terms = builder(TaskTerms)  # TaskTerms(...) for the task planners, once per plan
+# TaskTerms(...) for the task planners, once per plan (its first three fields by position or by name: a field without
+# a default follows the defaulted ones)
+new_task_terms: Callable[..., TaskTerms] = builder(TaskTerms, positional=3)
 
 
 def weights_bytes(model: ModelSpec, fmt: WeightFormat, lay: ResolvedLayout, breakdown: dict[str, int]) -> int:

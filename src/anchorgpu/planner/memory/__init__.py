@@ -28,6 +28,7 @@ from anchorgpu.planner.memory.activations import (
 from anchorgpu.planner.memory.kv import (
     STATE_BYTES_PER_VALUE,
     kv_cache_bytes,
+    kv_cache_bytes_and_shape,
     kv_cache_bytes_one_and_all,
     kv_sequence_bytes,
     kv_values_per_token_per_gpu,
@@ -64,6 +65,7 @@ __all__ = [
     "inference_activation_bytes",
     "korthikanti_layer_activation_bytes",
     "kv_cache_bytes",
+    "kv_cache_bytes_and_shape",
     "kv_cache_bytes_one_and_all",
     "kv_sequence_bytes",
     "kv_values_per_token_per_gpu",

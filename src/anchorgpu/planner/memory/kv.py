@@ -81,6 +81,27 @@ def kv_cache_bytes_one_and_all(
     return one, math.ceil(token_slots * values * bytes_per_value * sequences * stage / layers)
 
 
+def kv_cache_bytes_and_shape(model: ModelSpec, context_tokens: int, sequences: int, bytes_per_value: float, tp: int,
+                             pp: int, block_size: int, attention_dp: bool) -> tuple[int, int, _KvShape]:
+    """:func:`kv_cache_bytes_one_and_all`'s two values, its arguments by position (the same operations), and the
+    :func:`kv_shape` they were sized with: what a serving plan sizes its cache with and hands its speed estimate
+    (``planner.serving_handoff``).
+
+    >>> from anchorgpu.planner._examples import llama_3_1_8b
+    >>> kv_cache_bytes_and_shape(llama_3_1_8b(), 8192, 4, 2, 1, 1, 16, False)[:2]
+    (1073741824, 4294967296)
+    """
+    hit = _KV_SHAPES.get((id(model), tp, pp, attention_dp))
+    shape = hit[1] if hit is not None and hit[0] is model else _kv_shape(model, tp, pp, attention_dp)
+    values, groups, stage, layers = shape
+    token_slots = 0
+    for window, count in groups:  # _token_slots, inline
+        tokens = context_tokens if window is None else min(context_tokens, window)
+        token_slots += -(-tokens // block_size) * block_size * count  # ceil_div(tokens, block_size)
+    one = math.ceil(token_slots * values * bytes_per_value * 1 * stage / layers)  # kv_cache_bytes at sequences=1
+    return one, math.ceil(token_slots * values * bytes_per_value * sequences * stage / layers), shape
+
+
 def kv_sequence_bytes(model: ModelSpec, context_tokens: int, bytes_per_value: float, tp: int, pp: int, block_size: int,
                       attention_dp: bool) -> int:
     """:func:`kv_cache_bytes` of one sequence, its arguments by position (the same operations): what a serving

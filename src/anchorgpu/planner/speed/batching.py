@@ -5,23 +5,32 @@ and the figures at a concurrency and at saturation, each with its ceiling. Pure;
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import builder, fast_init
-from anchorgpu.planner.speed.attention_rate import prompt_extra_pairs_factor, timed_prefill_attention_flops_per_token
+from anchorgpu.planner.speed.attention_rate import timed_prefill_attention_flops_per_token
+from anchorgpu.planner.speed.batching_rules import (  # re-exported: the rules the estimate times by
+    _group_chunks,
+    _pass_outputs_ratio,
+    little_ttft_s,
+    others_output_tokens,
+    prefill_chunk_share,
+    prompt_bound_output_tokens,
+)
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.flops import (
+    _ATTENTION_CACHE,
     decode_attention_flops_per_token,
     unsampled_prompt_share,
 )
-from anchorgpu.planner.speed.request_cycle import request_step_s
 from anchorgpu.planner.speed.serving import _dense_step, _step
 from anchorgpu.planner.speed.step_constants import ServingSetup, _pair, _StepConstants
-from anchorgpu.units import at_least, clamp
+from anchorgpu.units import at_least
 
 __all__ = ["ServingEstimate", "little_ttft_s", "others_output_tokens", "prefill_chunk_share",
            "prompt_bound_output_tokens", "saturated_rates", "serving_estimate"]
@@ -48,95 +57,8 @@ class ServingEstimate:
     prompts_queue: bool  # past the engine's step budget (prompt_bound_output_tokens): the users' prompts wait
 
 
-_new_estimate = builder(ServingEstimate)  # ServingEstimate(...) once per estimate
-
-
-def others_output_tokens(batch: int, output: int) -> float:
-    """The output tokens a request of a steady state of ``batch`` is timed at between its own tokens: its prompt is
-    prefilled before its first token (vLLM's scheduler, vllm-project/vllm@00024d31 ``vllm/v1/core/sched/scheduler.py``
-    ``schedule``: a request emits no token until its prompt is computed), so the steps between its tokens carry the
-    other ``B - 1`` requests' prompts only, ``(B - 1) * I / O`` tokens a step: the steady state's ``B * I / O`` at
-    ``O * B / (B - 1)`` outputs (infinite at one request: decodes alone). The tokens/s in all still pays every
-    prompt (the steady state at ``O``). One output token a request keeps ``O``: no time passes between tokens, and
-    the time per output token is the steady state's seconds per request (``plan_render.NO_TPOT_LINE``).
-
-    >>> others_output_tokens(1, 1000), others_output_tokens(4, 300), others_output_tokens(4, 1)
-    (inf, 400.0, 1)
-    """
-    if output == 1:
-        return output
-    return math.inf if batch <= 1 else output * batch / (batch - 1)
-
-
-def prompt_bound_output_tokens(batch: int, prompt: int, output: int, budget_tokens: int) -> float | None:
-    """The output tokens a user's steps between its tokens are timed at in the prompt-bound regime, else None.
-
-    The steady state carries ``B + B * I / O`` tokens a step (``B`` decodes, the prompts spread over the outputs).
-    Past the engine's token budget ``T`` (``max_num_batched_tokens``) no step holds that: vLLM's scheduler gives
-    the running requests' decodes their tokens first and then prompt chunks until the budget is spent
-    (vllm-project/vllm@00024d31 ``vllm/v1/core/sched/scheduler.py`` ``schedule``: ``token_budget`` falls with every
-    request scheduled, "First, schedule the RUNNING requests", then the WAITING ones). Every step is then full, and
-    the prompts that do not fit wait. A user that has its first token decodes in every step, so its time per output
-    token is one step of ``B`` decodes and ``T - B`` prompt tokens: the steady state at ``B * I / (T - B)``
-    outputs (fewer prompt tokens than the others' ``(B - 1) * I / O``, :func:`others_output_tokens`, once these
-    pass ``T - B``; the larger of the two outputs is taken, so the time per output token runs on continuously
-    into the regime). Only where ``B > 1`` (a lone user has no other prompt to wait behind), ``O > 1`` (one token
-    a request has no time between tokens) and ``T > B`` (the decodes alone fit a step).
-
-    >>> prompt_bound_output_tokens(64, 4000, 10, 8192) == 64 * 4000 / (8192 - 64)  # qa16's L2: 25,664 a step
-    True
-    >>> prompt_bound_output_tokens(20, 4000, 10, 8192), prompt_bound_output_tokens(1, 120000, 10, 8192)
-    (None, None)
-    """
-    if batch <= 1 or output <= 1 or budget_tokens <= batch or batch * (1.0 + prompt / output) <= budget_tokens:
-        return None
-    return max(others_output_tokens(batch, output), batch * prompt / (budget_tokens - batch))
-
-
-def little_ttft_s(own_prompt_s: float, output: int, step_s: float, tpot_s: float) -> float:
-    """Time to first token of a user among ``B > 1`` with ``O > 1`` outputs a request: the request's time less its
-    ``O - 1`` steps between tokens, and never less than its own prompt's chunks (``own_prompt_s``, :func:`_ttft`).
-
-    Each of the ``B`` users of a replica emits ``O`` tokens a request, and the replica ``B / step_s`` tokens a second
-    (``step_s``: the mean step of the full steady state), so by Little's law (a closed loop of ``B`` users, ``B * O``
-    tokens in flight) a user's request takes ``B * O / (B / step_s) = O * step_s``. Of that, ``O - 1`` gaps of one
-    step each (``tpot_s``) follow the first token; the rest, ``O * step_s - (O - 1) * tpot_s``, is the time to first
-    token. So ``TTFT + (O - 1) * TPOT = O * step_s``, and ``B * O`` over it is the output rate.
-
-    Below the engine's token budget the gaps are steps with the other users' prompts only
-    (:func:`others_output_tokens`), shorter than the mean step, and the rest is the steps of the request's own prompt
-    chunks with their share of the state's work: its chunks timed alone with the others' decodes would leave the
-    request up to one step short of ``O * step_s``, and ``B * O`` over the sum above the rate (20 users of 4,000 / 10
-    on an H100: 0.092 s + 9 gaps of 0.171 s, 122.6 tok/s by the sum against the rate's 111.2; so 0.259 s). Past the
-    budget (:func:`prompt_bound_output_tokens`) every step is full and the prompts queue: the gaps are budget-full
-    steps, and the rest holds the wait for the prompt's turn behind the others' chunks, in ``N = B * (I + O) / T``
-    budget-full steps a cycle (the mean step's work, ``B * (I + O)`` tokens a request of each user, conserved). One
-    rule on both sides, so the time to first token runs on continuously across the budget (21 users: 0.268 s).
-
-    >>> little_ttft_s(0.1, 10, 0.568, 0.2)  # 5.68 s a request, 9 gaps of 0.2 s
-    3.88
-    >>> little_ttft_s(0.5, 10, 0.1, 0.1)  # its own chunks take longer than the rest of its request
-    0.5
-    """
-    queued = output * step_s - (output - 1) * tpot_s
-    return queued if queued > own_prompt_s else own_prompt_s
-
-
-def prefill_chunk_share(batch: float, prompt: int, output: float, max_num_batched_tokens: int) -> tuple[float, float]:
-    """(chunk, share): prompts enter the steps of ``batch`` decoding sequences in chunks of at most the step's token
-    budget left by the decodes; ``share`` is the fraction of steps that carry one, ``B * I / O`` prompt tokens per
-    step over the chunk (at least 1 when every step carries prompt tokens: then they are spread over all steps).
-
-    A long prompt among few sequences comes as a few large chunks in few steps, each compute-bound, between steps
-    that only read the weights; spreading it over every step would hide its products behind the weight reads.
-
-    >>> prefill_chunk_share(20, 20000, 2000, 2048)  # 200 prompt tokens a step, in chunks of 2,028: a tenth of steps
-    (2028, 0.09861932938856016)
-    >>> prefill_chunk_share(300, 2048, 128, 8192)[1] >= 1  # 4,800 a step: every step carries prompt tokens
-    True
-    """
-    chunk = clamp(max_num_batched_tokens - int(batch), 1, prompt)  # prompt >= 1
-    return chunk, batch * prompt / output / chunk
+# ServingEstimate(...) once per estimate, its fields by position but the last (each keyword costs a match)
+_new_estimate: Callable[..., ServingEstimate] = builder(ServingEstimate, positional=13)
 
 
 def _steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: int, prompt: int, output: float,
@@ -185,25 +107,6 @@ def _steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: i
                   head_skip=0.0)
     return (share * mixed[0] + (1.0 - share) * plain[0], mixed[5] if share >= 0.5 else plain[5],
             share * mixed[6] + (1.0 - share) * plain[6])
-
-
-def _group_chunks(mean_share: float, ranks: float, balanced: bool) -> tuple[float, float]:
-    """(share, chunks): the share of an EP group's aligned steps that carry a prompt chunk, and the group's chunks in
-    such a step, when each of its ``ranks`` replicas brings one in ``mean_share`` of its steps. Scheduled on their
-    own, a step carries one whenever any replica has one, ``1 - (1 - s) ** ranks`` of the steps, with ``ranks * s``
-    over that many chunks in all (at least 1). ``balanced`` (TensorRT-LLM's ``attention_dp_config.enable_balance``):
-    a rank holds its new prompts until every rank has one (``PyExecutor._balance_adp_requests``, up to
-    ``timeout_iters``), so the ranks prefill together: ``s`` of the steps, each with every rank's chunk.
-
-    >>> [round(x, 3) for x in _group_chunks(0.1, 2.0, False)]  # 19% of the steps, 1.05 chunks each
-    [0.19, 1.053]
-    >>> _group_chunks(0.1, 2.0, True)
-    (0.1, 2.0)
-    """
-    if balanced:
-        return mean_share, ranks
-    group_share = 1.0 - (1.0 - mean_share) ** ranks
-    return group_share, ranks * mean_share / group_share  # at least 1: the group's chunks in a step that has one
 
 
 def _dense_steady(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, batch: int, prompt: int, output: float,
@@ -255,30 +158,15 @@ def _dense_steady_between(setup: ServingSetup, c: _StepConstants, ci: _StepConst
         step, bound, top = _dense_steady(setup, c, ci, batch, prompt, output, attn, skip)
         tpot, _, tpot_top = _dense_steady(setup, c, ci, batch, prompt, between, attn, skip, False)
         return step, bound, top, tpot, tpot_top
-    chunked, decodes = _mixed_steps(setup, c, ci, batch, chunk, attn, skip, share >= 0.5, not share >= 0.5)
+    sizes = setup.graph_batch_sizes  # _mixed_steps' two steps, inline
+    chunked = _dense_step(setup, c, batch, chunk, attn[0], attn[1], 0.0, ci, skip, share >= 0.5)
+    decodes = _dense_step(setup, c, batch, 0.0, attn[0], 0.0,
+                          next((size for size in sizes if size >= batch), 0) if sizes else 0, ci, 0.0,
+                          not share >= 0.5)
     return (share * chunked[0] + (1.0 - share) * decodes[0], chunked[1] if share >= 0.5 else decodes[1],
             share * chunked[2] + (1.0 - share) * decodes[2],
             share_between * chunked[0] + (1.0 - share_between) * decodes[0],
             share_between * chunked[2] + (1.0 - share_between) * decodes[2])
-
-
-def _pass_outputs_ratio(setup: ServingSetup, light: int, busy: int, prompt: int, output: int) -> float:
-    """Output tokens a pass of a replica running ``light`` sequences emits, over one running ``busy``, when the
-    replicas of an EP group run their passes together (each takes the busiest replica's time).
-
-    A steady pass carries each sequence's decode and, on average, ``prompt / output`` of prompt tokens for it, up to
-    the engine's token budget: ``min(B, budget / (1 + I/O))`` sequences' worth of output a pass. Where decodes
-    dominate that is ``B``, and a lighter replica emits ``light / busy`` of the busiest one's tokens a pass (it keeps
-    the busiest pace); where long prompts fill every pass of both, each emits as much as the other (the lighter
-    replica's users are served sooner, and its passes are as full).
-
-    >>> from anchorgpu.planner.speed.serving import ServingSetup
-    >>> s = ServingSetup(weights_bytes_per_gpu=1e9, kv_bytes_per_sequence_per_gpu=1e6, max_num_batched_tokens=8192)
-    >>> _pass_outputs_ratio(s, 63, 64, 1000, 1000), _pass_outputs_ratio(s, 7, 8, 8000, 1)
-    (0.984375, 1.0)
-    """
-    cap = setup.max_num_batched_tokens / (1.0 + prompt / output)
-    return min(float(light), cap) / min(float(busy), cap)
 
 
 def _ttft(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, others: int, prompt: int,
@@ -309,11 +197,14 @@ def _ttft(setup: ServingSetup, c: _StepConstants, ci: _StepConstants, others: in
     return chunks * s[0], chunks * s[6]
 
 
-def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, prompt_tokens: int, output_tokens: int,
-                     concurrency: int, saturation_concurrency: int, cal: Calibration | None = None) -> ServingEstimate:
+def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, prompt_tokens: int, output_tokens: int,
+                     concurrency: int, saturation_concurrency: int, cal: Calibration | None = None,
+                     pair: tuple[_StepConstants, _StepConstants] | None = None) -> ServingEstimate:
     """TTFT, TPOT and tokens/s at ``concurrency`` (over all replicas) and at ``saturation_concurrency``. A
     concurrency beyond saturation runs the saturation's sequences and queues the rest (as vLLM's scheduler does
     past its KV cache or ``max_num_seqs``): its figures are the saturation's, its queue wait is not in TTFT.
+    ``pair``: the step constants of the prediction and the ceiling (``step_constants._pair`` of these arguments),
+    where the caller has them. Every argument may be given by position (the plan's estimate: no keyword to match).
 
     >>> from anchorgpu.planner.speed._toys import toy_gpu, toy_model
     >>> s = ServingSetup(weights_bytes_per_gpu=1e9, kv_bytes_per_sequence_per_gpu=1e6)
@@ -332,7 +223,7 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
     # not in the time to first token); below it the busiest replica runs ceil(c / replicas) and paces every user
     queued = concurrency > saturation_concurrency
     per_replica = sat_replica if queued else math.ceil(concurrency / setup.replicas)
-    c, ci = _pair(model, gpu, setup, cal)
+    c, ci = pair or _pair(model, gpu, setup, cal)
     attn = _attention_flops(model, c, prompt_tokens, output_tokens, cal)
     busy = setup.replicas if queued else concurrency - setup.replicas * (per_replica - 1)
     light = setup.replicas - busy
@@ -347,16 +238,22 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
         # another replica's tokens in a step: its decodes and, on average, its prompts' share of the token budget
         mean = float(sat_replica) if queued else concurrency / setup.replicas
         others = mean + min(mean * prompt_tokens / output_tokens, max(0.0, setup.max_num_batched_tokens - mean))
-    skip = unsampled_prompt_share(prompt_tokens)  # of every state's prompt tokens, the LM head's unsampled share
+    # of every state's prompt tokens, the LM head's unsampled share (unsampled_prompt_share, inline; prompt_tokens >= 1)
+    skip = 1.0 - 1.0 / prompt_tokens
     lean = setup.pp == 1 and c.routed_share is None  # a dense model on one stage: _steady's lean step, called directly
     # a user's time between its tokens: the same steady state with the other users' prompts only (its own comes
     # before its first token); the tokens/s in all pays every prompt, at ``step``
-    between = others_output_tokens(per_replica, output_tokens)
+    # (others_output_tokens, inline)
+    between = (output_tokens if output_tokens == 1 else math.inf if per_replica <= 1
+               else output_tokens * per_replica / (per_replica - 1))
     # past the engine's token budget every step is full, the prompts queue: a user's step between its tokens holds
-    # ``T - B`` prompt tokens, and its wait comes before its first token (prompt_bound_output_tokens, little_ttft_s)
-    bound_output = prompt_bound_output_tokens(per_replica, prompt_tokens, output_tokens, setup.max_num_batched_tokens)
-    if bound_output is not None:
-        between = bound_output
+    # ``T - B`` prompt tokens, and its wait comes before its first token (prompt_bound_output_tokens, inline: the
+    # larger of the two; little_ttft_s)
+    budget = setup.max_num_batched_tokens
+    prompts_queue = not (per_replica <= 1 or output_tokens <= 1 or budget <= per_replica
+                         or per_replica * (1.0 + prompt_tokens / output_tokens) <= budget)
+    if prompts_queue:
+        between = max(between, per_replica * prompt_tokens / (budget - per_replica))
     if lean:
         step, bound, step_top, tpot, tpot_top = _dense_steady_between(setup, c, ci, per_replica, prompt_tokens,
                                                                       output_tokens, between, attn, skip)
@@ -368,13 +265,17 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
             tpot, _, tpot_top = _steady(setup, c, ci, per_replica, prompt_tokens, between, attn, even)
     ttft, ttft_top = _ttft(setup, c, ci, per_replica - 1, prompt_tokens, attn, others, skip)
     if per_replica > 1:  # Little's law: a request takes O mean steps, less its O - 1 gaps (request_cycle: O = 1 too)
-        ttft = little_ttft_s(ttft, output_tokens, step, tpot)
-        ttft_top = little_ttft_s(ttft_top, output_tokens, step_top, tpot_top)
+        request_s = output_tokens * step - (output_tokens - 1) * tpot  # little_ttft_s of each, inline
+        ttft = request_s if request_s > ttft else ttft
+        request_s = output_tokens * step_top - (output_tokens - 1) * tpot_top
+        ttft_top = request_s if request_s > ttft_top else ttft_top
     # a request takes its time to first token and O - 1 gaps (Little's law): where its own prompt's chunks pass the
     # O mean steps (a prompt longer than the token budget takes more steps than the state's mean step holds), the
     # cycle is that long and the rate falls with it (request_step_s)
-    step, step_top = (request_step_s(step, ttft, tpot, output_tokens),
-                      request_step_s(step_top, ttft_top, tpot_top, output_tokens))
+    cycle = (ttft + (output_tokens - 1) * tpot) / output_tokens  # request_step_s of each, inline
+    step = cycle if cycle > step else step
+    cycle = (ttft_top + (output_tokens - 1) * tpot_top) / output_tokens
+    step_top = cycle if cycle > step_top else step_top
     if output_tokens == 1:  # one token a request: the time per output token is the request's (others_output_tokens)
         tpot, tpot_top = step, step_top
     if sat_replica == per_replica and even == 1.0:  # the same steady state (queued, or at saturation): not again
@@ -398,13 +299,13 @@ def serving_estimate(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, *, pro
         else:  # an EP group's passes take the busiest replica's time: the lighter ones emit what theirs hold
             rate += light * per_replica * lighter / step
             rate_top += light * per_replica * lighter / step_top
-    top, top_ceiling = _saturated_rates(setup.replicas * sat_replica, sat, sat_top)
-    return _new_estimate(
-        concurrency=concurrency, per_replica=per_replica, ttft_s=ttft, tpot_s=tpot,
-        output_tokens_per_s=rate, decode_tokens_per_s_per_user=1.0 / tpot,
-        saturation_concurrency=setup.replicas * sat_replica, max_output_tokens_per_s=top,
-        bound=bound, ttft_s_ceiling=ttft_top, tpot_s_ceiling=tpot_top, output_tokens_per_s_ceiling=rate_top,
-        max_output_tokens_per_s_ceiling=top_ceiling, prompts_queue=bound_output is not None,
+    running = setup.replicas * sat_replica  # _saturated_rates, inline
+    top, top_ceiling = running / sat, running / sat_top
+    return _new_estimate(  # concurrency, per_replica, ttft_s, tpot_s, output_tokens_per_s,
+        # decode_tokens_per_s_per_user, saturation_concurrency, max_output_tokens_per_s, bound, then the four
+        # ceilings (ServingEstimate's order)
+        concurrency, per_replica, ttft, tpot, rate, 1.0 / tpot, setup.replicas * sat_replica, top, bound, ttft_top,
+        tpot_top, rate_top, top_ceiling, prompts_queue=prompts_queue,
     )
 
 
@@ -433,7 +334,15 @@ def _attention_flops(model: ModelSpec, c: _StepConstants, prompt_tokens: int, ou
     """Every step here decodes at the average cached length and prefills the prompt: attention FLOPs per token,
     (decoded, prompt), the prompt's as timed (its windows' extra pairs, and TensorRT-LLM's context kernel's extra
     pairs a query: ``c.prompt_extra_pairs``, :func:`~anchorgpu.planner.speed.attention_rate.prompt_extra_pairs_factor`;
-    the ceiling takes the same FLOPs at its own rate)."""
-    return (decode_attention_flops_per_token(model, prompt_tokens + output_tokens // 2),
-            timed_prefill_attention_flops_per_token(model, prompt_tokens, cal.window_attention_extra_tokens)
-            * prompt_extra_pairs_factor(c.prompt_extra_pairs, prompt_tokens))
+    the ceiling takes the same FLOPs at its own rate). Both are ``flops.attention_flops_per_token``'s memo's where it
+    holds them (read in place: a model without MLA decodes at its causal count over twice the cached length, a prompt
+    is timed at its causal count with the windows' extra tokens), else the functions' own answers."""
+    cached, window_extra = prompt_tokens + output_tokens // 2, cal.window_attention_extra_tokens
+    hit = _ATTENTION_CACHE.get((id(model), 2 * cached, True, 0.0)) if model.mla is None else None
+    decode = (hit[1] if hit is not None and hit[0] is model
+              else decode_attention_flops_per_token(model, cached))
+    hit = _ATTENTION_CACHE.get((id(model), prompt_tokens, True, window_extra))
+    prompt = (hit[1] if hit is not None and hit[0] is model
+              else timed_prefill_attention_flops_per_token(model, prompt_tokens, window_extra))
+    extra = c.prompt_extra_pairs  # prompt_extra_pairs_factor, inline
+    return decode, prompt * (1.0 if not extra or prompt_tokens < 1 else 1.0 + 2.0 * extra / prompt_tokens)

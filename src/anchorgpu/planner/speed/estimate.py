@@ -20,6 +20,7 @@ from anchorgpu.planner.inputs import default_seq_tokens
 from anchorgpu.planner.media import request_within
 from anchorgpu.planner.memory.activations import sequence_parallel_share
 from anchorgpu.planner.sequence_parallel import speed_off_line
+from anchorgpu.planner.serving_handoff import HANDED
 from anchorgpu.planner.speed.assumption_lines import (
     expert_launch_line,
     larger_batch_line,
@@ -38,6 +39,7 @@ from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.experts import expert_gemms_per_layer
 from anchorgpu.planner.speed.figures import evidence_items, put_evidence, put_rate, put_time
 from anchorgpu.planner.speed.flops import TrainKind, train_kind
+from anchorgpu.planner.speed.handed_memos import handed_context
 from anchorgpu.planner.speed.links import (
     compute_precision_for_training,
     host_kind,
@@ -289,14 +291,18 @@ def plan_performance(
         # request_tokens(plan, prompt_tokens, output_tokens), inline
         prompt, output = request_within(prompt_tokens or w.prompt_tokens, output_tokens or w.output_tokens,
                                         w.context_tokens or model.max_context_tokens)
-        serving = context_of(plan, cal)  # the peak of the weights' precision among what the GPU, model and format give
+        # what plan() worked out that the estimate would derive again (serving_handoff.handed, inline)
+        last = HANDED[0]
+        terms = last[1] if last[0] is plan else None
+        # the peak of the weights' precision among what the GPU, model and format give
+        serving = context_of(plan, cal) if terms is None else handed_context(plan, cal, terms)
         choice = serving.choice
         if choice.warning:
             warnings.append(choice.warning)
         out["compute_precision"] = choice.precision
         reservation: KvReservation = kv_reservation or ENGINE_RESERVATION.get(w.engine, "average")  # engine_reservation
         serving_performance(plan, model, prompt, output, out, assumptions, cal, reservation, graph_batch_sizes, host_overlap,
-                            context=serving, absorbed_dequant=absorbed_dequant, engine=engine)
+                            serving, absorbed_dequant, engine, terms)
         out["checkpoint_bytes"] = plan.checkpoint_bytes or int(plan.breakdown.get("weights_whole_model_bytes", 0))
     else:
         out["compute_precision"] = compute_precision_for_training(w.train_precision)

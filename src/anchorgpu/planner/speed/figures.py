@@ -12,7 +12,8 @@ from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.speed.constants import Band, Calibration, stack_of
 from anchorgpu.planner.speed.evidence import STACK_NAMES, evidence_section, phase_and_band_kind
 
-__all__ = ["MODEL_FLOP_FIGURES", "TIME_FIGURES", "Evidence", "evidence_items", "evidence_of", "plan_band", "put_evidence", "put_rate", "put_time"]
+__all__ = ["MODEL_FLOP_FIGURES", "TIME_FIGURES", "Evidence", "evidence_items", "evidence_of", "plan_band", "put_evidence", "put_rate", "put_serving_figures",
+           "put_time"]
 
 
 class _BandKeys(dict[str, tuple[str, str, str]]):
@@ -64,6 +65,52 @@ def put_time(out: dict[str, Any], key: str, value: float, ceiling: float | None,
     out[high] = value / band.low
     if ceiling is not None:
         out[top] = ceiling
+
+
+_TTFT_KEYS, _TPOT_KEYS = _BAND_KEYS["ttft_s"], _BAND_KEYS["tpot_s"]
+_RATE_KEYS, _USER_KEYS = _BAND_KEYS["output_tokens_per_s"], _BAND_KEYS["decode_tokens_per_s_per_user"]
+_MAX_RATE_KEYS = _BAND_KEYS["max_output_tokens_per_s"]
+
+
+def put_serving_figures(out: dict[str, Any], band: Band, ttft: float, ttft_ceiling: float, tpot: float,
+                        tpot_ceiling: float, rate: float, rate_ceiling: float, user_rate: float,
+                        user_ceiling: float, max_rate: float | None, max_ceiling: float) -> None:
+    """A serving estimate's first five figures with their ceilings: :func:`put_time` of ``ttft_s`` and ``tpot_s``,
+    then :func:`put_rate` of ``output_tokens_per_s``, ``decode_tokens_per_s_per_user`` and, unless ``max_rate`` is
+    None (nothing saturates: ``max_output_tokens_per_s`` null), ``max_output_tokens_per_s``; the same keys in the
+    same order and the same operations, in one call (every serving estimate writes these)."""
+    high_of, low_of = band.high, band.low
+    low, high, top = _TTFT_KEYS  # put_time's
+    out["ttft_s"] = ttft
+    out[low] = ttft_ceiling if (lower := ttft / high_of) < ttft_ceiling <= ttft else lower
+    out[high] = ttft / low_of
+    out[top] = ttft_ceiling
+    low, high, top = _TPOT_KEYS
+    out["tpot_s"] = tpot
+    out[low] = tpot_ceiling if (lower := tpot / high_of) < tpot_ceiling <= tpot else lower
+    out[high] = tpot / low_of
+    out[top] = tpot_ceiling
+    low, high, top = _RATE_KEYS  # put_rate's
+    out["output_tokens_per_s"] = rate
+    out[low] = rate * low_of
+    upper = rate * high_of
+    out[high] = rate_ceiling if rate <= rate_ceiling < upper else upper
+    out[top] = rate_ceiling
+    low, high, top = _USER_KEYS
+    out["decode_tokens_per_s_per_user"] = user_rate
+    out[low] = user_rate * low_of
+    upper = user_rate * high_of
+    out[high] = user_ceiling if user_rate <= user_ceiling < upper else upper
+    out[top] = user_ceiling
+    if max_rate is None:
+        out["max_output_tokens_per_s"] = None
+        return
+    low, high, top = _MAX_RATE_KEYS
+    out["max_output_tokens_per_s"] = max_rate
+    out[low] = max_rate * low_of
+    upper = max_rate * high_of
+    out[high] = max_ceiling if max_rate <= max_ceiling < upper else upper
+    out[top] = max_ceiling
 
 
 class Evidence(NamedTuple):

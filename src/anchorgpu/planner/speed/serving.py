@@ -279,7 +279,13 @@ def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_to
         matmul_s -= skipped * 2.0 * c.head_params / split / c.head_rate
     weights_read_s, kv_s = weights / c.mem_rate, kv_bytes / c.kv_rate
     attn_compute_s = attn_flops_per_gpu / c.attention_rate  # _work's terms, inline
-    roof = soft_roofline(weights_read_s, matmul_s, c.knee)
+    p = c.knee  # soft_roofline's two finite branches, inline (the same operations); the rest through it
+    if 0.0 < matmul_s <= weights_read_s < _INF:
+        roof = weights_read_s * (1.0 + (matmul_s / weights_read_s) ** p) ** (1.0 / p)
+    elif 0.0 < weights_read_s < matmul_s < _INF:
+        roof = matmul_s * ((weights_read_s / matmul_s) ** p + 1.0) ** (1.0 / p)
+    else:
+        roof = soft_roofline(weights_read_s, matmul_s, p)
     apart = c.prompt_attention_apart and bool(prefill_tokens) and bool(prefill_attn_flops)
     if apart:  # _work's sum, inline, from the same terms
         decode_s = batch * decode_attn_flops / split / c.attention_rate
@@ -293,7 +299,13 @@ def _dense_step(setup: ServingSetup, c: _StepConstants, batch: float, prefill_to
     read_top, product_top = weights / k.mem_rate, matmul_flops / k.matmul_rate
     if skipped:
         product_top -= skipped * 2.0 * k.head_params / split / k.head_rate
-    top = soft_roofline(read_top, product_top, k.knee)
+    p = k.knee
+    if 0.0 < product_top <= read_top < _INF:  # soft_roofline's, as above
+        top = read_top * (1.0 + (product_top / read_top) ** p) ** (1.0 / p)
+    elif 0.0 < read_top < product_top < _INF:
+        top = product_top * ((read_top / product_top) ** p + 1.0) ** (1.0 / p)
+    else:
+        top = soft_roofline(read_top, product_top, p)
     if apart:  # _tick's ceiling, inline
         attn_top = batch * decode_attn_flops / split / k.attention_rate
         top += prefill_tokens * prefill_attn_flops / split / k.prompt_attention_rate

@@ -10,6 +10,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner.engine_limits import block_size_of, engine_limits_on
 from anchorgpu.planner.inputs import KV_CACHE_DTYPES
+from anchorgpu.planner.serving_handoff import ServingTerms, shaped_kv_bytes
 from anchorgpu.planner.sglang import admission_tokens, admitted_requests
 from anchorgpu.planner.speed.serving import ServingSetup
 from anchorgpu.units import at_least, clamp
@@ -111,10 +112,19 @@ def saturation_concurrency(plan: Plan, setup: ServingSetup, *, reserve_tokens: i
     return (0 if held < 0 else cap if held > cap else held) * setup.replicas  # clamp(held, 0, cap), inline
 
 
-def full_length_concurrency(plan: Plan, setup: ServingSetup, tokens: int, limits: tuple[int, int]) -> int:
+def full_length_concurrency(plan: Plan, setup: ServingSetup, tokens: int, limits: tuple[int, int],
+                            handed: ServingTerms | None = None) -> int:
     """The most sequences of ``tokens`` (prompt + output, as ``plan --concurrency N`` sizes each) the KV capacity
     holds at their full length, each rounded up to the engine's blocks as the plan's cache is (plus a hybrid's
-    recurrent state and an encoder's cross-attention K/V), at most the engine's sequence cap, over the replicas."""
+    recurrent state and an encoder's cross-attention K/V), at most the engine's sequence cap, over the replicas.
+    ``handed``: the plan's own terms, where ``plan()`` handed them over (a text model's: its KV shape, page and
+    capacity; ``planner.serving_handoff``)."""
+    if handed is not None:  # the same operations on the terms the plan sized its cache with
+        per_seq = float(shaped_kv_bytes(handed.kv_shape, tokens, handed.bytes_per_value, handed.block_tokens))
+        if not per_seq > 1.0:
+            per_seq = 1.0
+        held, cap = int(handed.capacity_bytes // per_seq), limits[1]
+        return (0 if held < 0 else cap if held > cap else held) * setup.replicas
     model, b = plan.model, plan.breakdown
     assert isinstance(model, ModelSpec)
     capacity = int(b.get("kv_cache_capacity_bytes", 0))

@@ -5,7 +5,9 @@ what it assumed. Pure; :mod:`.estimate` calls it for an inference plan."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -14,6 +16,7 @@ from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import builder, memo_on_frozen
 from anchorgpu.planner.formats import format_for_model
+from anchorgpu.planner.serving_handoff import ServingTerms
 from anchorgpu.planner.sglang import (
     decode_graph_batch_sizes,
     dequantises_absorbed_weights,
@@ -23,7 +26,6 @@ from anchorgpu.planner.sglang import (
 from anchorgpu.planner.speed.assumption_lines import (
     expert_parallel_line,
     launches_line,
-    pp_host_passes_line,
     prompt_attention_apart_line,
     prompt_queue_line,
     serving_constants_line,
@@ -31,7 +33,7 @@ from anchorgpu.planner.speed.assumption_lines import (
 )
 from anchorgpu.planner.speed.attention_rate import trtllm_context_attention
 from anchorgpu.planner.speed.batching import ServingEstimate, serving_estimate
-from anchorgpu.planner.speed.caveats import REQUEST_QUEUE_CAVEAT_LABEL, serving_caveats
+from anchorgpu.planner.speed.caveats import serving_caveats
 from anchorgpu.planner.speed.constants import Band, Calibration, band_kind_of
 from anchorgpu.planner.speed.evidence import evidence_kind
 from anchorgpu.planner.speed.experts import whole_dense_layers_extra_bytes
@@ -40,15 +42,13 @@ from anchorgpu.planner.speed.figures import (
     evidence_items,
     evidence_of,
     plan_band,
-    put_evidence,
-    put_rate,
-    put_time,
+    put_serving_figures,
 )
+from anchorgpu.planner.speed.handed_memos import handed_pair
 from anchorgpu.planner.speed.launches import is_block_fp8
 from anchorgpu.planner.speed.links import (
     PeakChoice,
     compute_precision_for_weights,
-    host_kind,
     peak_for,
     weights_precision_on,
 )
@@ -61,7 +61,6 @@ from anchorgpu.planner.speed.moe_backend import (
     vllm_moe_backend,
 )
 from anchorgpu.planner.speed.product_shares import head_quantized_share, quantized_product_shares
-from anchorgpu.planner.speed.request_cycle import admission_wait_s
 from anchorgpu.planner.speed.serving import ServingSetup, ep_gather_bytes
 from anchorgpu.planner.speed.serving_capacity import (
     ENGINE_RESERVATION,
@@ -72,6 +71,7 @@ from anchorgpu.planner.speed.serving_capacity import (
     kv_bytes_per_gpu,
     saturation_concurrency,
 )
+from anchorgpu.planner.speed.serving_lines import admission_line, pp_host_line
 from anchorgpu.planner.speed.step_constants import host_passes_per_cycle, prompt_attention_apart
 from anchorgpu.units import at_least
 
@@ -93,9 +93,10 @@ NVFP4_KV_SPEED_LINE = (
 in the calibration (no measured row uses one)."""
 
 
-# ServingSetup(...) once per plan's estimate, its first 16 fields by position: with fewer, its other fields as keywords
-# would take the call past CPython 3.11's 30 stack slots, a dictionary built and unpacked (builder's ``positional``)
-_new_setup: Callable[..., ServingSetup] = builder(ServingSetup, positional=19)
+# ServingSetup(...) once per plan's estimate, its first 23 fields by position and the last by name: as keywords some
+# would take the call past CPython 3.11's 30 stack slots, a dictionary built and unpacked (builder's ``positional``),
+# and each keyword costs a match
+_new_setup: Callable[..., ServingSetup] = builder(ServingSetup, positional=23)
 
 
 @lru_cache(maxsize=256)
@@ -126,26 +127,36 @@ def setup_terms(model: ModelSpec, weights: str | None, engine: str) -> SetupTerm
     return (*_weights_terms(weights, engine), share, expert_share, head_share)
 
 
-def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits: tuple[int, int] | None = None,
+def serving_setup(plan: Plan, prompt_tokens: int, output_tokens: int, limits: tuple[int, int] | None = None,
                   graph_batch_sizes: tuple[int, ...] = (), host_overlap: bool = True,
                   absorbed_dequant: bool = False, engine: str | None = None,
-                  terms: SetupTerms | None = None) -> ServingSetup:
+                  terms: SetupTerms | None = None, handed: ServingTerms | None = None) -> ServingSetup:
     """One replica's :class:`ServingSetup` of an inference plan; ``engine`` names the engine whose kernels ran where
     it is not the workload's (a measured row planned with vLLM's memory on TensorRT-LLM: ``rows_report.engine_of``);
     ``terms``: the plan's :func:`setup_terms`, where the caller has them (its :class:`ServingContext`'s). A plan for
     SGLang pads its decode-only steps to the graphs SGLang captures and, on AMD GPUs, dequantises an FP8 MLA model's
-    absorbed weights every step (:func:`sglang_step_terms`)."""
+    absorbed weights every step (:func:`sglang_step_terms`). ``handed``: the plan's own terms, where ``plan()`` handed
+    them over (a text model's: its KV shape, no encoder or recurrent state; ``planner.serving_handoff``). Every
+    argument may be given by position (the estimate's own call: no keyword to match)."""
     model, lay, w, weights = plan.model, plan.layout, plan.workload, plan.precision.weights
     assert isinstance(model, ModelSpec)
     if w.engine == "sglang":
         graphs, dequant = sglang_step_terms(plan)
         graph_batch_sizes, absorbed_dequant = graph_batch_sizes or graphs, absorbed_dequant or dequant
-    # a plan of a decoder-only model has no encoder's input in its breakdown: encoder_terms' (0, 0), without its call
-    equivalent, cross = encoder_terms(plan) if "encoder_input_tokens" in plan.breakdown else (0, 0)
-    kv_seq = kv_bytes_per_gpu(plan, prompt_tokens - equivalent + output_tokens // 2) + cross
-    # a recurrent layer reads (and rewrites) its fixed-size state every step instead of a growing KV cache
-    if model.recurrent is not None:
-        kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
+    if handed is not None:  # a text model's KV shape as its plan sized the cache: no encoder, no recurrent state
+        values, groups, stage, layers = handed.kv_shape  # shaped_kv_bytes in pages of 1 token, inline
+        cached, token_slots = prompt_tokens + output_tokens // 2, 0
+        for window, count in groups:
+            token_slots += (cached if window is None else min(cached, window)) * count
+        kv_seq = math.ceil(token_slots * values * handed.bytes_per_value * 1 * stage / layers)
+    else:
+        # a plan of a decoder-only model has no encoder's input in its breakdown: encoder_terms' (0, 0), without its
+        # call
+        equivalent, cross = encoder_terms(plan) if "encoder_input_tokens" in plan.breakdown else (0, 0)
+        kv_seq = kv_bytes_per_gpu(plan, prompt_tokens - equivalent + output_tokens // 2) + cross
+        # a recurrent layer reads (and rewrites) its fixed-size state every step instead of a growing KV cache
+        if model.recurrent is not None:
+            kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
     precision, block_fp8, gather_bytes, share, expert_share, head_share = (
         terms or setup_terms(model, weights, w.engine))
     if precision == "fp4" and plan.gpu is not None:  # FP4 units that do not take the format: weight-only (speed.peaks)
@@ -153,22 +164,22 @@ def serving_setup(plan: Plan, *, prompt_tokens: int, output_tokens: int, limits:
     # the byte counts as floats, the type the step's arithmetic is in (exact: they are far below 2**53)
     # by position: weights_bytes_per_gpu, kv_bytes_per_sequence_per_gpu, precision, tp, pp, replicas,
     # max_num_batched_tokens, gpus_per_server, graph_batch_sizes, ep, block_fp8, host_overlap, ep_gather_bytes, the
-    # three quantized shares, absorbed_dequant, engine and attention_dp (ServingSetup's field order)
+    # three quantized shares, absorbed_dequant, engine, attention_dp, whole_dense_extra_bytes, kv_fp8, moe_backend,
+    # adp_balance, then weights_format by name (ServingSetup's field order: a call of 26 stack slots)
     engine = engine or w.engine
     # TensorRT-LLM's MoE kernel, as the workload states it or the engine's AUTO picks it (speed.moe_backend)
-    moe_backend = (trtllm_moe_backend(model, plan.gpu, weights, w.moe_backend) if engine == "trtllm" else
+    # (a dense model has none: both functions' first answer, without their calls)
+    moe_backend = ("" if model.moe is None else
+                   trtllm_moe_backend(model, plan.gpu, weights, w.moe_backend) if engine == "trtllm" else
                    vllm_moe_backend(model, weights, w.moe_backend, plan.gpu) if engine == "vllm"
                    else "")
     return _new_setup(
         float(plan.per_gpu.weights_bytes), float(kv_seq), precision, lay.tp, lay.pp, lay.dp,
         (limits or engine_limits_of(plan))[0], SERVER_GPUS, graph_batch_sizes, lay.ep, block_fp8, host_overlap,
         gather_bytes, share, expert_share, head_share, absorbed_dequant, engine, w.attention_dp_kv,
-        moe_backend=moe_backend,
-        whole_dense_extra_bytes=(whole_dense_layers_extra_bytes(
-            model, format_for_model(model, weights), tp=lay.tp, pp=lay.pp)
-            if w.attention_dp_kv else 0.0), kv_fp8=plan.precision.kv_cache == "fp8",
-        weights_format=weights or "bf16",
-        adp_balance=w.attention_dp_balance and engine == "trtllm")
+        (whole_dense_layers_extra_bytes(model, format_for_model(model, weights), tp=lay.tp, pp=lay.pp)
+         if w.attention_dp_kv else 0.0), plan.precision.kv_cache == "fp8", moe_backend,
+        w.attention_dp_balance and engine == "trtllm", weights_format=weights or "bf16")
 
 
 def sglang_step_terms(plan: Plan) -> tuple[tuple[int, ...], bool]:
@@ -197,7 +208,8 @@ def sglang_step_terms(plan: Plan) -> tuple[tuple[int, ...], bool]:
     return decode_graph_batch_sizes(settings.cuda_graph_max_bs), dequant
 
 
-class ServingContext(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class ServingContext:
     """What a serving plan's figures and assumptions take from its (frozen) GPU, calibration and model, its weight
     format, engine and split alone, formed once (:func:`serving_context`): every plan of them shares it."""
 
@@ -273,13 +285,14 @@ def serving_core(plan: Plan, model: ModelSpec, prompt: int, output: int, cal: Ca
 def serving_saturation(plan: Plan, prompt: int, output: int, cal: Calibration,
                        kv_reservation: KvReservation = "average", graph_batch_sizes: tuple[int, ...] = (),
                        host_overlap: bool = True, context: ServingContext | None = None, absorbed_dequant: bool = False,
-                       engine: str | None = None) -> tuple[ServingSetup, tuple[int, int], int]:
-    """The first three of :func:`serving_core` (setup, limits, saturation), before its estimate."""
+                       engine: str | None = None,
+                       handed: ServingTerms | None = None) -> tuple[ServingSetup, tuple[int, int], int]:
+    """The first three of :func:`serving_core` (setup, limits, saturation), before its estimate; ``handed``: the
+    plan's own terms (:func:`serving_setup`)."""
     ctx = context or context_of(plan, cal)
-    limits = engine_limits_of(plan)
-    setup = serving_setup(plan, prompt_tokens=prompt, output_tokens=output, graph_batch_sizes=graph_batch_sizes,
-                          host_overlap=host_overlap, absorbed_dequant=absorbed_dequant,
-                          limits=limits, engine=engine, terms=ctx.setup_terms)
+    limits = engine_limits_of(plan) if handed is None else (handed.max_num_batched_tokens, handed.max_num_seqs)
+    setup = serving_setup(plan, prompt, output, limits, graph_batch_sizes, host_overlap, absorbed_dequant, engine,
+                          ctx.setup_terms, handed)
     full = kv_reservation == "full"
     sat = saturation_concurrency(plan, setup, reserve_tokens=prompt + output if full else None, limits=limits,
                                  ratio_request=(prompt, output) if kv_reservation == "ratio" else None,
@@ -291,35 +304,41 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
                         assumptions: list[str], cal: Calibration, kv_reservation: KvReservation = "average",
                         graph_batch_sizes: tuple[int, ...] = (), host_overlap: bool = True,
                         context: ServingContext | None = None, absorbed_dequant: bool = False,
-                        engine: str | None = None) -> None:
+                        engine: str | None = None, handed: ServingTerms | None = None) -> None:
     """An inference plan's serving figures into ``out`` and what they assumed into ``assumptions``, for ``prompt``
     and ``output`` tokens a request (:func:`~anchorgpu.planner.speed.estimate.plan_performance` resolved them);
     ``context``: the plan's :func:`context_of`, where the caller has it; ``absorbed_dequant``: the engine dequantises
     MLA's absorbed latent weights every step (:class:`~anchorgpu.planner.speed.serving.ServingSetup`); ``engine``:
-    the engine whose kernels ran, where not the workload's (:func:`serving_setup`)."""
+    the engine whose kernels ran, where not the workload's (:func:`serving_setup`); ``handed``: the plan's own terms,
+    where ``plan()`` handed them over (``planner.serving_handoff``)."""
     assert plan.gpu is not None
     ctx = context or context_of(plan, cal)
     band = ctx.band
     # serving_core's three steps, without its tuple
-    setup, limits, sat = serving_saturation(plan, prompt, output, cal, kv_reservation, graph_batch_sizes,
-                                            host_overlap, ctx, absorbed_dequant, engine)
-    conc = plan.workload.concurrency or 1
-    est = serving_estimate(model, plan.gpu, setup, prompt_tokens=prompt, output_tokens=output, concurrency=conc,
-                           saturation_concurrency=sat if sat > 1 else 1, cal=cal)
-    put_time(out, "ttft_s", est.ttft_s, est.ttft_s_ceiling, band)
-    put_time(out, "tpot_s", est.tpot_s, est.tpot_s_ceiling, band)
-    put_rate(out, "output_tokens_per_s", est.output_tokens_per_s, est.output_tokens_per_s_ceiling, band)
-    put_rate(out, "decode_tokens_per_s_per_user", est.decode_tokens_per_s_per_user, 1.0 / est.tpot_s_ceiling, band)
-    if sat >= 1:
-        put_rate(out, "max_output_tokens_per_s", est.max_output_tokens_per_s, est.max_output_tokens_per_s_ceiling, band)
+    if handed is not None and kv_reservation == "average":  # serving_saturation, inline, with saturation_concurrency's
+        # paged case of a text model (no encoder's work): its operations on the handed capacity
+        limits = (handed.max_num_batched_tokens, handed.max_num_seqs)
+        setup = serving_setup(plan, prompt, output, limits, graph_batch_sizes, host_overlap, absorbed_dequant, engine,
+                              ctx.setup_terms, handed)
+        per_seq = setup.kv_bytes_per_sequence_per_gpu
+        held, cap = int(handed.capacity_bytes // (per_seq if per_seq > 1.0 else 1.0)), limits[1]
+        sat = (0 if held < 0 else cap if held > cap else held) * setup.replicas
     else:
-        out["max_output_tokens_per_s"] = None
+        setup, limits, sat = serving_saturation(plan, prompt, output, cal, kv_reservation, graph_batch_sizes,
+                                                host_overlap, ctx, absorbed_dequant, engine, handed)
+    conc = plan.workload.concurrency or 1
+    est = serving_estimate(model, plan.gpu, setup, prompt, output, conc, sat if sat > 1 else 1, cal,
+                           None if handed is None else handed_pair(handed, model, plan.gpu, setup, cal))
+    put_serving_figures(out, band, est.ttft_s, est.ttft_s_ceiling, est.tpot_s, est.tpot_s_ceiling,
+                        est.output_tokens_per_s, est.output_tokens_per_s_ceiling, est.decode_tokens_per_s_per_user,
+                        1.0 / est.tpot_s_ceiling, est.max_output_tokens_per_s if sat >= 1 else None,
+                        est.max_output_tokens_per_s_ceiling)
     out["saturation_concurrency"] = sat
     if kv_reservation == "average" and sat >= 1:
         # a paged cache's sequences sit at their average length; at their full prompt + output each, what
         # plan --concurrency N sizes them at, fewer fit: the most that call plans
         out["saturation_full_length_concurrency"] = min(sat, full_length_concurrency(plan, setup, prompt + output,
-                                                                                      limits))
+                                                                                      limits, handed))
     out["kv_reservation"] = kv_reservation
     out["prompt_tokens"], out["output_tokens"] = prompt, output
     if "encoder_input_tokens" in plan.breakdown:  # the decoder's own prompt, the encoder's input beside it
@@ -338,14 +357,16 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
     out["decode_tokens_per_s_total"] = est.output_tokens_per_s
     assumptions.append(serving_line(conc, prompt, output, sat, kv_reservation, limits[1]))
     if 1 <= sat < conc:  # the users beyond what the engine runs: their wait, which TTFT leaves out
-        assumptions.append(_admission_line(conc, sat, output, est))
+        assumptions.append(admission_line(conc, sat, output, est))
     if est.prompts_queue:  # the estimate's own test (prompt_bound_output_tokens), not asked again where it is False
         queued = prompt_queue_line(est.per_replica, setup.replicas, prompt, output, setup.max_num_batched_tokens,
                                    est.ttft_s, plan.workload.engine)
         if queued is not None:
             assumptions.append(queued)
     assumptions.append(ctx.constants_line)
-    put_evidence(ctx.evidence, out, assumptions)
+    if (evidence := ctx.evidence) is not None:  # put_evidence, inline
+        out["evidence"] = evidence.section.copy()
+        assumptions.append(evidence.summary)
     if ctx.launches_line:
         assumptions.append(ctx.launches_line)
     if setup.moe_backend == VLLM_MARLIN:  # vLLM's Marlin MoE kernel, stated or its choice (speed.moe_backend)
@@ -363,27 +384,7 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
             trtllm_context_attention(plan.gpu, cal, apart=True, kv_fp8=setup.kv_fp8), prompt,
             cal.stack(plan.gpu).attention_efficiency))
     if host_passes_per_cycle(setup.engine, setup.pp) > 1:  # TensorRT-LLM's PP loop, the cap it puts on a replica
-        assumptions.append(_pp_host_line(plan, setup, est, cal))
+        assumptions.append(pp_host_line(plan, setup, est, cal))
     if plan.precision.kv_cache == "nvfp4":
         assumptions.append(NVFP4_KV_SPEED_LINE)
     assumptions.extend(ctx.caveats)
-
-
-def _pp_host_line(plan: Plan, setup: ServingSetup, est: ServingEstimate, cal: Calibration) -> str:
-    """:func:`pp_host_passes_line` of a TensorRT-LLM plan with stages: the host's cap on each of the plan's
-    ``dp`` replicas (1 / (pp x the stated host time per sequence) tokens/s) and whether it sets the pace."""
-    assert plan.gpu is not None
-    per_sequence_s = cal.host_s_per_sequence_step[host_kind(plan.gpu)]
-    cap = plan.layout.dp / (setup.pp * per_sequence_s)
-    at_saturation = est.max_output_tokens_per_s >= cap * (1.0 - 1e-6)
-    return pp_host_passes_line(setup.pp, per_sequence_s, est.bound == "host", at_saturation)
-
-
-def _admission_line(conc: int, sat: int, output: int, est: ServingEstimate) -> str:
-    """The wait of the users beyond the engine's saturation for their admission (:func:`admission_wait_s`)."""
-    wait = admission_wait_s(conc, output, est.output_tokens_per_s, est.ttft_s, est.tpot_s)
-    return (f"{REQUEST_QUEUE_CAVEAT_LABEL}: the engine runs {sat:,} of the {conc:,} requests at once, so each waits "
-            f"about {wait:,.3g} s in its queue before admission (Little's law: {conc:,} users x {output:,} tokens at "
-            f"{est.output_tokens_per_s:,.0f} tok/s take {conc * output / est.output_tokens_per_s:,.3g} s a request, "
-            f"{est.ttft_s + (output - 1) * est.tpot_s:,.3g} s of it running); a user's first token comes about "
-            f"{wait + est.ttft_s:,.3g} s after the request, where the time to first token above counts from admission")

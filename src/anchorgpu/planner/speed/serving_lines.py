@@ -1,0 +1,39 @@
+"""Two assumptions of a serving estimate that read its figures (:mod:`.serving_plan` adds them): the host's cap on a
+TensorRT-LLM replica with pipeline stages, and the admission wait of the users beyond what the engine runs. Pure."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from anchorgpu.planner.speed.assumption_lines import pp_host_passes_line
+from anchorgpu.planner.speed.caveats import REQUEST_QUEUE_CAVEAT_LABEL
+from anchorgpu.planner.speed.links import host_kind
+from anchorgpu.planner.speed.request_cycle import admission_wait_s
+
+if TYPE_CHECKING:
+    from anchorgpu.planner.plan import Plan
+    from anchorgpu.planner.speed.batching import ServingEstimate
+    from anchorgpu.planner.speed.constants import Calibration
+    from anchorgpu.planner.speed.step_constants import ServingSetup
+
+__all__ = ["admission_line", "pp_host_line"]
+
+
+def pp_host_line(plan: Plan, setup: ServingSetup, est: ServingEstimate, cal: Calibration) -> str:
+    """:func:`pp_host_passes_line` of a TensorRT-LLM plan with stages: the host's cap on each of the plan's
+    ``dp`` replicas (1 / (pp x the stated host time per sequence) tokens/s) and whether it sets the pace."""
+    assert plan.gpu is not None
+    per_sequence_s = cal.host_s_per_sequence_step[host_kind(plan.gpu)]
+    cap = plan.layout.dp / (setup.pp * per_sequence_s)
+    at_saturation = est.max_output_tokens_per_s >= cap * (1.0 - 1e-6)
+    return pp_host_passes_line(setup.pp, per_sequence_s, est.bound == "host", at_saturation)
+
+
+def admission_line(conc: int, sat: int, output: int, est: ServingEstimate) -> str:
+    """The wait of the users beyond the engine's saturation for their admission (:func:`admission_wait_s`)."""
+    wait = admission_wait_s(conc, output, est.output_tokens_per_s, est.ttft_s, est.tpot_s)
+    return (f"{REQUEST_QUEUE_CAVEAT_LABEL}: the engine runs {sat:,} of the {conc:,} requests at once, so each waits "
+            f"about {wait:,.3g} s in its queue before admission (Little's law: {conc:,} users x {output:,} tokens at "
+            f"{est.output_tokens_per_s:,.0f} tok/s take {conc * output / est.output_tokens_per_s:,.3g} s a request, "
+            f"{est.ttft_s + (output - 1) * est.tpot_s:,.3g} s of it running); a user's first token comes about "
+            f"{wait + est.ttft_s:,.3g} s after the request, where the time to first token above counts from admission")
