@@ -1,0 +1,81 @@
+"""Stop 58's qa23: a new user's adversarial pass over what landed on main in stop 58 (recommend's offloaded training
+rows, QLoRA's dequantization, the widened training chooser, qa22's request cycle, perfserve5's hand-over)
+(benchmarks/hardening/stop58_qa23.md, whose table numbers these).
+
+1. The launch recipes of an offloaded plan or recommend row dropped the offload where the layout shards nothing
+   (``plan llama-3.1-8b --task train --gpu l40s --gpus 1 --offload optimizer --recipe deepspeed``, recommend's first
+   8B training row): DeepSpeed's ``zero_optimization.stage: 0`` with ``offload_optimizer`` (DeepSpeed reads the
+   offload only under ZeRO, stages 1-3: at stage 0 the fp32 state stays on the GPU, 128 GiB on a 48-GB L40S);
+   accelerate's ``zero_stage: 0`` alike; torchrun-fsdp wrote ``"fsdp": null`` ("the script wraps the model in DDP"),
+   which has no CPU offload, beside a line on FSDP's CPU offload.
+2. recommend's host-RAM check counted only the optimizer state (12 bytes a parameter with AdamW), where DeepSpeed's
+   ZeRO-Offload also keeps the fp32 gradient partition its host update reads on the CPU, the master partition's size
+   and dtype (``stage_1_and_2.initialize_optimizer_states``): ``recommend gemma-2-9b --task train`` offered one L40S
+   VM with 103.28 GiB "of 128.00 GiB" RAM where it keeps 137.71 GiB.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from anchorgpu.catalog import load_catalog
+from cli_runner import run_json
+
+_OFFLOADED_8B = ("plan", "llama-3.1-8b", "--task", "train", "--gpu", "l40s", "--gpus", "1", "--offload", "optimizer")
+
+
+def _offload_launched(recipe: dict) -> bool:
+    """Whether a training recipe's config moves the optimizer state to the CPU in a way its framework reads."""
+    files = {f["name"]: f["text"] for f in recipe["files"]}
+    if recipe["kind"] == "deepspeed":
+        zero = json.loads(files["ds_config.json"])["zero_optimization"]
+        return "offload_optimizer" in zero and zero["stage"] >= 1
+    if recipe["kind"] == "accelerate":
+        text = files["accelerate_config.yaml"]
+        if "distributed_type: FSDP" in text:
+            return "fsdp_offload_params: true" in text
+        stage = int(text.split("zero_stage: ")[1].split()[0])
+        return "offload_optimizer_device: cpu" in text and stage >= 1
+    fsdp = json.loads(files["anchorgpu_train.json"])["fsdp"]
+    return fsdp is not None and fsdp["cpu_offload"] is True
+
+
+@pytest.mark.parametrize("kind", ["deepspeed", "accelerate", "torchrun-fsdp"])
+def test_an_offloaded_plan_launches_its_offload(capsys: pytest.CaptureFixture[str], kind: str) -> None:
+    """Property: a plan with its optimizer offloaded gets a launch whose framework offloads it (item 1)."""
+    answer = run_json(capsys, *_OFFLOADED_8B, "--recipe", kind)
+    assert answer["layout"]["offload"] == "optimizer" and answer["layout"]["zero"] == 0  # the case: nothing sharded
+    assert _offload_launched(answer["recipe"]), answer["recipe"]
+
+
+def test_recommends_offloaded_row_launches_its_offload(capsys: pytest.CaptureFixture[str]) -> None:
+    """Property: recommend's offloaded training row (one GPU, nothing sharded) launches with its offload (item 1)."""
+    answer = run_json(capsys, "recommend", "llama-3.1-8b", "--task", "train", "--gpu", "l40s", "--recipe", "deepspeed")
+    rows = [r for r in answer["results"] if r["layout"].get("offload") == "optimizer"]
+    assert rows  # no layout without offload fits one L40S VM
+    for row in rows:
+        assert _offload_launched(row["recipe"]), row["recipe"]
+
+
+def test_host_memory_holds_the_fp32_gradients_beside_the_state(capsys: pytest.CaptureFixture[str]) -> None:
+    """Property: with mixed-precision AdamW offloaded, the host keeps 4 + 8 bytes of state and 4 of fp32 gradient a
+    parameter: the gradients are a third of the state (item 2)."""
+    breakdown = run_json(capsys, *_OFFLOADED_8B)["breakdown"]
+    assert breakdown["offloaded_gradients_bytes"] * 3 == breakdown["offloaded_optimizer_bytes"]
+
+
+@pytest.mark.parametrize("model", ["gemma-2-9b", "llama-3.1-8b"])
+def test_offloaded_rows_fit_the_servers_ram(capsys: pytest.CaptureFixture[str], model: str) -> None:
+    """Property: every offloaded row's server holds what its ranks keep on the host, state and fp32 gradients
+    (item 2: gemma-2-9b's L40S VM row kept 137.71 GiB in 128 GiB)."""
+    answer = run_json(capsys, "recommend", model, "--task", "train", "--top", "40")
+    catalog = load_catalog()
+    rows = [r for r in answer["results"] if r["layout"].get("offload")]
+    assert rows
+    for r in rows:
+        per_gpu = r["offloaded_optimizer_bytes"] + r["offloaded_gradients_bytes"]
+        assert r["offloaded_gradients_bytes"] * 3 == r["offloaded_optimizer_bytes"]
+        assert r["host_bytes_per_server"] == per_gpu * (r["gpus"] // r["servers"])
+        assert r["host_bytes_per_server"] <= catalog.offering(r["offering"]).ram_bytes, r["offering"]
