@@ -12,6 +12,9 @@ rows, QLoRA's dequantization, the widened training chooser, qa22's request cycle
    ZeRO-Offload also keeps the fp32 gradient partition its host update reads on the CPU, the master partition's size
    and dtype (``stage_1_and_2.initialize_optimizer_states``): ``recommend gemma-2-9b --task train`` offered one L40S
    VM with 103.28 GiB "of 128.00 GiB" RAM where it keeps 137.71 GiB.
+3. ``--max-usd`` held a training run with ``--tokens`` to the term's total, not to the run's price the rows are ranked
+   by: ``recommend llama-3.1-8b --task train --tokens 1e11 --max-usd 7650`` dropped the 4 x 8 B200 run at $7,115.52
+   ("over the budget: 138992.00 USD") and kept one L40S VM's at $7,640 and the H100 VMs' at $8,205-$9,522.
 """
 
 from __future__ import annotations
@@ -79,3 +82,15 @@ def test_offloaded_rows_fit_the_servers_ram(capsys: pytest.CaptureFixture[str], 
         assert r["offloaded_gradients_bytes"] * 3 == r["offloaded_optimizer_bytes"]
         assert r["host_bytes_per_server"] == per_gpu * (r["gpus"] // r["servers"])
         assert r["host_bytes_per_server"] <= catalog.offering(r["offering"]).ram_bytes, r["offering"]
+
+
+def test_a_budget_holds_a_training_run_to_its_price(capsys: pytest.CaptureFixture[str]) -> None:
+    """Property: with --tokens the budget is the run's price: every row kept costs at most it, and every row of the
+    same answer without a budget whose run costs at most it is kept (item 3)."""
+    args = ("recommend", "llama-3.1-8b", "--task", "train", "--tokens", "1e11", "--top", "40")
+    free = run_json(capsys, *args)["results"]
+    budget = sorted(float(r["run_usd"]) for r in free)[len(free) // 2]
+    held = run_json(capsys, *args, "--max-usd", f"{budget:.2f}")["results"]
+    assert held and all(float(r["run_usd"]) <= budget for r in held)
+    under = {(r["offering"], r["servers"]) for r in free if float(r["run_usd"]) <= budget}
+    assert under <= {(r["offering"], r["servers"]) for r in held}

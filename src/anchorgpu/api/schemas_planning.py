@@ -206,7 +206,7 @@ class RecommendRequest(_Request):
     vae_tiling: bool = Field(default=False, description="Diffusion pipeline: decode the VAE in tiles")
     max_usd: Money("max_usd") | None = Field(  # type: ignore[valid-type]
         default=None, strict=False,
-        description="At most this total for the term, USD (a JSON number or a plain decimal string such as \"20000.50\")")
+        description="At most this, USD: a training run's price (run_usd) where train_tokens is given, else the total for the term (a JSON number or a plain decimal string such as \"20000.50\")")
     min_tokens_per_s_per_user: float | None = Field(default=None, gt=LIMITS["min_tokens_per_s_per_user"].low, le=LIMITS["min_tokens_per_s_per_user"].high, allow_inf_nan=False, description="Inference only: keep configurations whose predicted decode tokens/s per user (the calibrated figure, not its ceiling) at their concurrency is at least this (20: a token every 50 ms); each offering keeps the fastest layout that meets it. The response's limits says how many offerings it turned away")
     max_ttft_s: float | None = Field(default=None, gt=LIMITS["max_ttft_s"].low, le=LIMITS["max_ttft_s"].high, allow_inf_nan=False, description="Inference only: keep configurations whose predicted time to the first token (ttft_s) at their concurrency is at most this many seconds")
     gpu_memory_utilization: float | None = Field(default=None, allow_inf_nan=False, gt=0, le=1, description="Inference only: fraction of GPU memory the serving engine may use (vLLM; default 0.9); with engine trtllm the fraction of the memory free after the weights and profiling that the KV cache takes; with engine sglang its mem_fraction_static (default: SGLang's own for the GPU and layout)")
