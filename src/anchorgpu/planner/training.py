@@ -143,7 +143,8 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         breakdown["offloaded_gradients_bytes"] = master
         warnings.append(make_warning("offload_slows_training",
                                      f"--offload {lay.offload}: optimizer state lives in CPU RAM, "
-                                     f"{fmt_bytes(2 * master + moments)} a GPU with its fp32 gradients"))
+                                     f"{fmt_bytes(2 * master + moments)} a GPU"
+                                     + (" with its fp32 gradients" if master else "")))
         master = moments = 0
     breakdown["master_weights_bytes"] = master
     breakdown["optimizer_moments_bytes"] = moments
