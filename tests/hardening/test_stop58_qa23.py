@@ -29,8 +29,8 @@ import pytest
 from anchorgpu.architectures import load_model
 from anchorgpu.catalog import load_catalog
 from anchorgpu.hardware import get_gpu
-from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.formats import get_format
+from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.dequant import QLORA_BASE_FORMAT, dequant_passes
 from anchorgpu.planner.speed.training import TrainLayout, training_step
 from cli_runner import run_json
@@ -112,15 +112,27 @@ def test_a_rank_dequantizes_the_experts_it_holds(ep: int) -> None:
     model, gpu = load_model("qwen3-30b-a3b"), get_gpu("h100")
 
     def compute_s(kind: str) -> float:
-        st = training_step(model, gpu, TrainLayout(gpus=8, dp=8, ep=ep, zero=1), seq_tokens=2048, micro_batch=1,
-                           global_batch_tokens=8 * 2048, recompute="full", kind=kind)  # type: ignore[arg-type]
+        st = training_step(
+            model,
+            gpu,
+            TrainLayout(gpus=8, dp=8, ep=ep, zero=1),
+            seq_tokens=2048,
+            micro_batch=1,
+            global_batch_tokens=8 * 2048,
+            recompute="full",
+            kind=kind,
+        )  # type: ignore[arg-type]
         return st.breakdown_s["compute"]
 
     def weights(experts: bool) -> int:  # the 4-bit linears (routers stay 16-bit), the routed experts' or the rest
-        return sum(g.d_in * g.d_out * g.count for g in model.linear_groups
-                   if g.component != "router" and (g.component == "experts") == experts)
+        return sum(
+            g.d_in * g.d_out * g.count
+            for g in model.linear_groups
+            if g.component != "router" and (g.component == "experts") == experts
+        )
 
     held_bytes = (weights(False) + weights(True) / ep) * (get_format(QLORA_BASE_FORMAT).linear_bits / 8 + 2)
-    expected = (held_bytes * dequant_passes("full")
-                / (gpu.memory_bandwidth_bytes_per_s * calibration().stack(gpu).decode_mbu))  # one micro-batch
+    expected = (
+        held_bytes * dequant_passes("full") / (gpu.memory_bandwidth_bytes_per_s * calibration().stack(gpu).decode_mbu)
+    )  # one micro-batch
     assert compute_s("qlora") - compute_s("lora") == pytest.approx(expected, rel=1e-9)
