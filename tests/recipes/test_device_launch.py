@@ -17,8 +17,8 @@ from anchorgpu.hardware import get_gpu, list_gpus
 from anchorgpu.planner import Layout, Plan, Workload, plan
 from anchorgpu.planner.devices import device_layouts, device_spec, same_layout
 from anchorgpu.recipes import build_recipe
-from anchorgpu.recipes.devices import device_plan
 from anchorgpu.recipes._common import default_target
+from anchorgpu.recipes.devices import device_plan
 
 MI250X = get_gpu("mi250x")
 N = MI250X.devices_per_package
