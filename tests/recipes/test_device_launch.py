@@ -116,3 +116,16 @@ def test_one_device_a_package_launches_the_plans_layout(gpu: str) -> None:
     assert launch is p and note is None and target == default_target(p)
     if p.fits is not False:
         assert int(_value(build_recipe(p, "vllm").command, "--tensor-parallel-size")) == p.layout.tp
+
+
+def test_recommend_recipes_go_through_the_same_mapping() -> None:
+    """``recommend --recipe`` (recipes/for_results.py) writes each result's launch through build_recipe: an MI250X
+    row of one package (the catalog has no MI250X offering yet, so the row is made here) launches TP over its GCDs."""
+    from anchorgpu.recipes.for_results import attach_recipes
+
+    row = {"offering": "made-up", "servers": 1, "weights": "bf16", "gpus": 1, "gpu": "mi250x", "concurrency": 4,
+           "layout": {"tp": 1, "pp": 1, "dp": 1}}
+    body = attach_recipes({"results": [row]}, load_model("qwen3-30b-a3b"), Workload(concurrency=4), "vllm")
+    recipe = body["results"][0]["recipe"]
+    assert recipe is not None, body["results"][0].get("recipe_refused")
+    assert int(_value(recipe["command"], "--tensor-parallel-size")) == N
