@@ -93,8 +93,8 @@ def package_devices_warning(gpu: GpuSpec, tp: int) -> PlanWarning:
     return make_warning("package_is_several_devices",
                         f"{gpu.display_name} is {n} devices to {gpu.runtime_name} ({gpu.memory_bytes / n / 2**30:.2f} "
                         f"GiB each), planned here as one GPU: launch TP {tp * n} where this plan says TP {tp} (one "
-                        f"rank a device, each holding 1/{n} of the per-GPU total), and set the launch recipe's "
-                        "tensor-parallel size to it")
+                        f"rank a device, each holding 1/{n} of the per-GPU total; PP x {n} where the attention heads "
+                        "do not divide by that TP), as the --recipe launches write it")
 
 
 def precision_warnings(

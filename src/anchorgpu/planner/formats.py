@@ -40,6 +40,7 @@ __all__ = [
     "model_param_parts",
     "model_weight_parts",
     "nf4_bits_per_weight",
+    "NF4_CODE_BITS",
 ]
 
 NativeHardware = Literal["fp8", "fp4"]
@@ -48,6 +49,11 @@ NativeHardware = Literal["fp8", "fp4"]
 _Q2_K, _Q3_K, _Q4_K, _Q5_K, _Q6_K = 84 * 8 / 256, 110 * 8 / 256, 144 * 8 / 256, 176 * 8 / 256, 210 * 8 / 256
 _Q4_0, _Q4_1, _Q5_0, _Q5_1, _Q8_0 = 18 * 8 / 32, 20 * 8 / 32, 22 * 8 / 32, 24 * 8 / 32, 34 * 8 / 32
 _GROUP128_INT4 = 4 + (16 + 4) / 128  # 16-bit scale + packed 4-bit zero per group of 128
+
+
+NF4_CODE_BITS = 4
+"""Bits of a weight's own NF4 code, packed two to a byte: what bitsandbytes' ``Params4bit`` data holds, without the
+block constants (its ``quant_state``)."""
 
 
 def nf4_bits_per_weight(*, double_quant: bool, block: int = 64, second_block: int = 256) -> float:
@@ -62,8 +68,8 @@ def nf4_bits_per_weight(*, double_quant: bool, block: int = 64, second_block: in
     0.127
     """
     if double_quant:
-        return 4 + 8 / block + 32 / (block * second_block)
-    return 4 + 32 / block
+        return NF4_CODE_BITS + 8 / block + 32 / (block * second_block)
+    return NF4_CODE_BITS + 32 / block
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,6 +9,7 @@ Pure: reads only the plan and the packaged flag lists.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from anchorgpu.errors import InvalidWorkload
@@ -23,6 +24,7 @@ from anchorgpu.recipes._common import (
     flag_data,
 )
 from anchorgpu.recipes.cluster import k8s_recipe, skypilot_recipe
+from anchorgpu.recipes.devices import device_plan
 from anchorgpu.recipes.serving import serving_recipe
 from anchorgpu.recipes.training import training_recipe
 from anchorgpu.units import fmt_bytes
@@ -115,13 +117,17 @@ def build_recipe(plan: Plan, kind: str, *, target: Target | None = None) -> Reci
     if where.nodes * where.gpus_per_node != plan.layout.gpus:
         raise InvalidWorkload(f"--recipe {key}: {where.nodes} server(s) x {where.gpus_per_node} GPUs is not the "
                               f"plan's {plan.layout.gpus} GPUs", code="recipe_not_expressible")
+    # a package its software sees as several devices (MI250X: 2 GCDs) launches over the devices, planned again there
+    launch, where, note = device_plan(plan, key, where)
     if key in SERVING_KINDS:
-        return serving_recipe(plan, key, where)
-    if key in TRAINING_KINDS:
-        return training_recipe(plan, key, where)
-    if key == "skypilot":
-        return skypilot_recipe(plan, where)
-    return k8s_recipe(plan, where)
+        recipe = serving_recipe(launch, key, where)
+    elif key in TRAINING_KINDS:
+        recipe = training_recipe(launch, key, where)
+    elif key == "skypilot":
+        recipe = skypilot_recipe(launch, where)
+    else:
+        recipe = k8s_recipe(launch, where)
+    return recipe if note is None else replace(recipe, assumptions=(note, *recipe.assumptions))
 
 
 def recipe_to_json(recipe: Recipe) -> dict[str, Any]:

@@ -112,8 +112,11 @@ def train_steps(plan: Plan, assumptions: list[str]) -> TrainSteps:
 
 
 def default_target(plan: Plan, gpus_per_node: int = 8) -> Target:
-    """The plan's GPUs on servers of ``gpus_per_node`` (one server when they fit in one)."""
+    """The plan's GPUs on servers of ``gpus_per_node`` devices (one server when they fit in one): packages of several
+    devices (MI250X: 2 GCDs) fill a server of 8 devices with 4 packages, as the 4-package MI250X boards do."""
     gpus = plan.layout.gpus
+    if plan.gpu is not None:
+        gpus_per_node = max(1, gpus_per_node // plan.gpu.devices_per_package)
     if gpus <= gpus_per_node:
         return Target(nodes=1, gpus_per_node=gpus)
     if gpus % gpus_per_node:

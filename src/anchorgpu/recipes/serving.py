@@ -153,7 +153,8 @@ def _replicas(plan: Plan, target: Target, assumptions: list[str], kind: str) -> 
         # engine a replica
         assumptions.append(f"{lay.dp} replicas of TP {lay.tp} with the experts over EP {lay.ep} each: vLLM's "
                            "--data-parallel-size with --enable-expert-parallel would split the experts over every "
-                           "replica's GPUs, so run one engine per replica (CUDA_VISIBLE_DEVICES its own "
+                           "replica's GPUs, so run one engine per replica ("
+                           f"{'HIP' if plan.gpu is not None and plan.gpu.vendor == 'AMD' else 'CUDA'}_VISIBLE_DEVICES its own "
                            f"{per_replica} GPU(s), its own port) behind a load balancer (the command is one replica).")
         return 1, True
     if lay.dp > 1 and per_replica * lay.dp > target.gpus_per_node:

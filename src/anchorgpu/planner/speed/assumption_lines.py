@@ -29,7 +29,7 @@ from anchorgpu.planner.speed.links import host_kind
 
 __all__ = ["NETWORK_LABEL", "expert_launch_line", "expert_parallel_line", "expert_tp_line", "larger_batch_line", "launches_line",
            "megatron_fsdp_line", "network_line", "pp_host_passes_line", "prompt_attention_apart_line", "prompt_queue_line",
-           "pytorch_fsdp_line", "pytorch_stack_line", "serving_constants_line",
+           "pytorch_fsdp_line", "qlora_gather_line", "pytorch_stack_line", "serving_constants_line",
            "serving_line", "step_line"]
 
 
@@ -304,6 +304,16 @@ def larger_batch_line(batch_tokens: int, microbatches: int, idle_share: float, l
 _FSDP_WINDOWS = ("a micro-batch's forward gather runs beside its forward pass (a third of its computation) and its "
                  "backward gather and its gradient scatter share the link beside its backward pass (the other two "
                  "thirds); what the gathers cannot hide is in fsdp_comm, what the scatter adds is in dp_sync")
+
+
+def qlora_gather_line(dense_bytes: float) -> str:
+    """How a sharded QLoRA base is gathered, as the step is timed (``dense_bytes``: bytes a parameter on average,
+    :func:`~anchorgpu.planner.speed.dequant.gathered_bytes_per_param`)."""
+    return (f"FSDP / ZeRO-3 of a QLoRA base: the parameter gathers move it as stored, the 4-bit linears packed (half a "
+            f"byte a weight; their block constants are kept whole on every GPU, not gathered) and the embeddings, LM "
+            f"head and norms in 16 bit, {dense_bytes:.2f} bytes a parameter on average (bitsandbytes' quant_storage, as "
+            "answer.ai's fsdp_qlora shards it), dequantized after the gather; only the adapters have gradients, whose "
+            "sync is not timed. What the gathers cannot hide is in fsdp_comm")
 
 
 @lru_cache(maxsize=4)

@@ -127,10 +127,12 @@ def scatters_each_micro_batch(train_stack: str, lay: TrainSplit) -> bool:
     return lay.zero >= 3 and (train_stack != "pytorch" or lay.pp == 1)
 
 
-def fsdp2_copies_s(gpu: GpuSpec, cal: Calibration, gathered_params: float, grad_bytes_per_value: int) -> float:
+def fsdp2_copies_s(gpu: GpuSpec, cal: Calibration, gathered_params: float, grad_bytes_per_value: int,
+                   param_bytes: float = ACTIVATION_BYTES) -> float:
     """The HBM copies PyTorch's FSDP2 runs on the compute stream in a micro-batch (seconds), for ``gathered_params``
-    parameters all-gathered forward and again backward, and, where ``grad_bytes_per_value`` is not 0, their
-    gradients reduce-scattered at that width in the same backward.
+    parameters all-gathered forward and again backward at ``param_bytes`` each (16 bit; QLoRA's packed base less,
+    :func:`~anchorgpu.planner.speed.dequant.gathered_bytes_per_param`), and, where ``grad_bytes_per_value`` is not 0,
+    their gradients reduce-scattered at that width in the same backward.
 
     Read from pytorch/pytorch ``torch/distributed/fsdp/_fully_shard/`` (``_fsdp_collectives.py`` at 010ae4a,
     ``_fsdp_param_group.py`` at 002a76f): the gather lands in one flat buffer, and ``wait_for_unshard`` calls
@@ -152,7 +154,7 @@ def fsdp2_copies_s(gpu: GpuSpec, cal: Calibration, gathered_params: float, grad_
     >>> round(fsdp2_copies_s(gpu, cal, 1e9, 4) / fsdp2_copies_s(gpu, cal, 1e9, 0), 3)  # (8 + 2 + 4) / 8 bytes
     1.75
     """
-    per_param = 2 * (ACTIVATION_BYTES + ACTIVATION_BYTES)  # two copy-outs: read the flat buffer, write the parameter
+    per_param = 2 * (param_bytes + param_bytes)  # two copy-outs: read the flat buffer, write the parameter
     if grad_bytes_per_value:
         per_param += ACTIVATION_BYTES + grad_bytes_per_value  # the scatter's copy-in: read 16 bits, write reduce width
     return gathered_params * per_param / (gpu.memory_bandwidth_bytes_per_s * cal.stack(gpu).decode_mbu)
@@ -183,7 +185,8 @@ def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: T
                         compute_s: float, trains_base: bool, gpus_per_server: int | None,
                         network_bytes_per_s: float | None, grad_bytes_per_value: int,
                         train_stack: str = "megatron", fsdp1: bool = False,
-                        network_window_s: float | None = None) -> DataParallelTerms:
+                        network_window_s: float | None = None,
+                        param_bytes: tuple[float, float] = (ACTIVATION_BYTES, ACTIVATION_BYTES)) -> DataParallelTerms:
     """FSDP's gathers (every micro-batch, each beside its own pass of ``compute_s``) and the gradient sync.
 
     Where the data-parallel group crosses servers its traffic rides the NICs, which are free beside more than the
@@ -206,7 +209,10 @@ def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: T
     runs last is left to wait for, ``sync_s``), else once a step in the last micro-batch's backward (``sync_s``). The
     gathers move 16-bit values whatever the products' precision: torchao's FP8 all-gather
     (``enable_fsdp_float8_all_gather``) is on in OLMo-core's Float8Config but off in torchtitan's shipped configs, so
-    it is not assumed. HSDP's cross-replica all-reduce is not modelled: the plan shards over the whole data-parallel
+    it is not assumed. ``param_bytes`` (bytes a gathered parameter outside the routed experts, a routed expert's):
+    16 bits, or QLoRA's base as it is stored, packed (:func:`~anchorgpu.planner.speed.dequant.gathered_bytes_per_param`);
+    they also set FSDP2's copies and a ``--offload params`` fetch. A frozen base (LoRA, QLoRA: ``trains_base``
+    False) has no gradient sync here: only the adapters have gradients, not timed. HSDP's cross-replica all-reduce is not modelled: the plan shards over the whole data-parallel
     group (across servers each GPU's NIC carries about 1/8 of a server's share either way).
 
     Under expert parallelism a GPU holds 1/ep of its stage's routed experts, and their gradients are reduced over the
@@ -244,21 +250,24 @@ def data_parallel_terms(model: ModelSpec, gpu: GpuSpec, cal: Calibration, lay: T
 
     backward_s = compute_s * BACKWARD_SHARE
     forward_s = compute_s - backward_s
+    dense_bytes, expert_bytes = param_bytes
     fsdp_s = gather = 0.0
     if lay.zero >= 3 and (shard_group > 1 or (each_micro and expert_stage and expert_group > 1)):
-        gather = (all_gather_s(params_stage * ACTIVATION_BYTES, shard_group, dp_link, efficiency=eff)
+        gather = (all_gather_s(params_stage * dense_bytes, shard_group, dp_link, efficiency=eff)
                   + stage_layers * shard_ring)
         if expert_stage and expert_group > 1:
-            gather += (all_gather_s(expert_stage * ACTIVATION_BYTES, expert_group, expert_link, efficiency=eff)
+            gather += (all_gather_s(expert_stage * expert_bytes, expert_group, expert_link, efficiency=eff)
                        + moe_layers * expert_ring)
         # one gather a pass: the forward's beside the forward, the backward's beside the backward
         fsdp_s = (max(0.0, gather - forward_s) + max(0.0, gather - backward_s)
                   + 2.0 * stage_layers * dp_link.latency_s)
         if train_stack == "pytorch" and not fsdp1:  # FSDP2's copies in and out, serial on the compute stream
-            fsdp_s += fsdp2_copies_s(gpu, cal, params_stage * (shard_group > 1) + expert_stage * (expert_group > 1),
-                                     grad_bytes_per_value if each_micro else 0)
+            grad = grad_bytes_per_value if each_micro else 0
+            fsdp_s += (fsdp2_copies_s(gpu, cal, params_stage * (shard_group > 1), grad, dense_bytes)
+                       + fsdp2_copies_s(gpu, cal, expert_stage * (expert_group > 1), grad, expert_bytes))
     if lay.offload == "params":  # the parameter shard fetched from host memory forward and backward (ZeRO-Infinity)
-        fsdp_s += parameter_fetch_s(gpu, cal, params_stage / max(1, shard_group) + expert_stage / max(1, expert_group))
+        fsdp_s += (parameter_fetch_s(gpu, cal, params_stage / max(1, shard_group), dense_bytes)
+                   + parameter_fetch_s(gpu, cal, expert_stage / max(1, expert_group), expert_bytes))
 
     sync_s = micro_sync_s = 0.0
     if lay.zero == 2 and trains_base and (shard_group > 1 or expert_group > 1):  # every backward reduces its own

@@ -16,16 +16,19 @@ at the share of the bandwidth the planner's other memory-bound copies get (``dec
 optimizer's update). The product then reads the 16-bit copy as it would a 16-bit base's weight: inside the product's
 own time, not counted again. The embeddings and the LM head stay 16-bit (bitsandbytes' ``Linear4bit`` replaces the
 blocks' linears; PEFT and answer.ai's ``replace_linear`` skip ``lm_head``), and a router is never quantized.
+
+Sharded (FSDP, ZeRO-3), the base is gathered as it is stored: packed (:func:`gathered_bytes_per_param`).
 """
 
 from __future__ import annotations
 
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.planner.formats import get_format
-from anchorgpu.planner.speed.flops import Recompute
+from anchorgpu.planner.formats import NF4_CODE_BITS, get_format
+from anchorgpu.planner.speed.flops import Recompute, TrainKind
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES
 
-__all__ = ["QLORA_BASE_FORMAT", "dequant_bytes_per_layer", "dequant_expert_bytes_per_layer", "dequant_passes"]
+__all__ = ["QLORA_BASE_FORMAT", "dequant_bytes_per_layer", "dequant_expert_bytes_per_layer", "dequant_passes",
+           "gathered_bytes_per_param"]
 
 QLORA_BASE_FORMAT = "nf4-dq"
 """The base format a QLoRA step is timed with: the planner's default for ``--task qlora`` (``validate``), and what
@@ -55,7 +58,8 @@ def dequant_bytes_per_layer(model: ModelSpec) -> float:
     >>> round(dequant_bytes_per_layer(load_model("llama-2-70b")) / 1e9, 3)
     2.153
     """
-    return _dequant_bytes_per_layer(model, experts_only=False)
+    dense, experts = _quantized_weights(model)
+    return (dense + experts) / model.num_layers * _dequant_bytes_per_weight()
 
 
 def dequant_expert_bytes_per_layer(model: ModelSpec) -> float:
@@ -70,11 +74,60 @@ def dequant_expert_bytes_per_layer(model: ModelSpec) -> float:
     >>> round(dequant_expert_bytes_per_layer(m) / dequant_bytes_per_layer(m), 3)
     0.971
     """
-    return _dequant_bytes_per_layer(model, experts_only=True)
+    return _quantized_weights(model)[1] / model.num_layers * _dequant_bytes_per_weight()
 
 
-def _dequant_bytes_per_layer(model: ModelSpec, *, experts_only: bool) -> float:
-    bits = get_format(QLORA_BASE_FORMAT).linear_bits
-    weights = sum(g.d_in * g.d_out * g.count for g in model.linear_groups
-                  if g.component != "router" and g.name != "router" and (not experts_only or g.component == "experts"))
-    return weights / model.num_layers * (bits / 8 + ACTIVATION_BYTES)
+def _dequant_bytes_per_weight() -> float:
+    """One dequantization of a weight: the packed code with its block constants read, the 16-bit copy written."""
+    return get_format(QLORA_BASE_FORMAT).linear_bits / 8 + ACTIVATION_BYTES
+
+
+def _quantized_weights(model: ModelSpec) -> tuple[float, float]:
+    """(the 4-bit weights outside the routed experts, the routed experts' 4-bit weights): every block linear but the
+    routers (embeddings and LM head are not block linears)."""
+    dense = experts = 0.0
+    for g in model.linear_groups:
+        if g.component == "router" or g.name == "router":
+            continue
+        if g.name.startswith("expert"):
+            experts += g.d_in * g.d_out * g.count
+        else:
+            dense += g.d_in * g.d_out * g.count
+    return dense, experts
+
+
+def gathered_bytes_per_param(model: ModelSpec, kind: TrainKind) -> tuple[float, float]:
+    """Bytes an FSDP (ZeRO-3) all-gather, FSDP2's copy out of its buffer and a ``--offload params`` fetch move a
+    parameter, averaged: (over the parameters outside the routed experts, over the routed experts' parameters).
+    16 bits for a 16-bit base (full fine-tuning, LoRA); QLoRA's base is gathered as stored, its quantized linears at
+    their packed NF4 codes (:data:`~anchorgpu.planner.formats.NF4_CODE_BITS`, half a byte) and the rest (embeddings,
+    LM head, norms, routers) at 16 bits, and is dequantized only after the gather (:func:`dequant_bytes_per_layer`).
+
+    Sources: FSDP shards only floating-point tensors, so bitsandbytes' ``Linear4bit``/``Params4bit`` take a
+    ``quant_storage`` dtype (``bnb_4bit_quant_storage`` in transformers' ``BitsAndBytesConfig``) that the packed
+    ``uint8`` codes are viewed as, the model's BF16 in answer.ai's fsdp_qlora (``train.py``: ``quant_storage=
+    torch_dtype``) and in the FSDP-QLoRA guides of bitsandbytes (``docs/source/fsdp_qlora.md``: "FSDP only supports
+    sharding float data types ... set ``bnb_4bit_quant_storage`` ... to match the model's dtype") and transformers; the
+    bytes are the packed ones either way. The block constants (``quant_state``: absmax, its nested absmax, the code
+    book) are not parameters or buffers, so FSDP neither shards nor gathers them: every rank keeps its own whole copy
+    (AnswerDotAI/fsdp_qlora PR #4: "quant_state ... doesn't get synced by FSDP ... because it only supports syncing
+    parameters and buffers"; bitsandbytes keeps a second copy on the module, ``fix_4bit_weight_quant_state_from_module``).
+
+    Llama-2 70B: 68.45B of its 68.98B parameters are block linears, so a parameter gathers at about half a byte:
+
+    >>> from anchorgpu.architectures import load_model
+    >>> m = load_model("llama-2-70b")
+    >>> gathered_bytes_per_param(m, "lora")
+    (2.0, 2.0)
+    >>> [round(b, 3) for b in gathered_bytes_per_param(m, "qlora")]
+    [0.511, 0.5]
+    """
+    if kind != "qlora":
+        return float(ACTIVATION_BYTES), float(ACTIVATION_BYTES)
+    dense_q, experts_q = _quantized_weights(model)
+    packed = NF4_CODE_BITS / 8
+    experts = model.params.experts if model.moe is not None else 0.0
+    dense_params = model.params_total - experts
+    dense = (dense_q * packed + (dense_params - dense_q) * ACTIVATION_BYTES) / dense_params
+    expert = (experts_q * packed + (experts - experts_q) * ACTIVATION_BYTES) / experts if experts else packed
+    return dense, expert

@@ -37,16 +37,18 @@ def host_optimizer_s(gpu: GpuSpec, cal: Calibration, local_params: float, traffi
             + local_params * ACTIVATION_BYTES / (host_link_bytes_per_s(gpu) * cal.link_efficiency))
 
 
-def parameter_fetch_s(gpu: GpuSpec, cal: Calibration, shard_params: float) -> float:
-    """A micro-batch's fetch of the GPU's 16-bit parameter shard from host memory, forward and backward (parameters
-    offloaded with ZeRO-3, ZeRO-Infinity style), over the host link.
+def parameter_fetch_s(gpu: GpuSpec, cal: Calibration, shard_params: float,
+                      param_bytes: float = ACTIVATION_BYTES) -> float:
+    """A micro-batch's fetch of the GPU's parameter shard from host memory, forward and backward (parameters
+    offloaded with ZeRO-3, ZeRO-Infinity style), over the host link, at ``param_bytes`` a parameter (16 bit; QLoRA's
+    packed base less).
 
     >>> from anchorgpu.hardware import get_gpu
     >>> from anchorgpu.planner.speed.calibration import calibration
     >>> round(parameter_fetch_s(get_gpu("h100"), calibration(), 1e9), 3)  # 2 x 2 GB at 64 GB/s x 0.8
     0.078
     """
-    return 2 * shard_params * ACTIVATION_BYTES / (host_link_bytes_per_s(gpu) * cal.link_efficiency)
+    return 2 * shard_params * param_bytes / (host_link_bytes_per_s(gpu) * cal.link_efficiency)
 
 
 def activation_offload_s(gpu: GpuSpec, cal: Calibration, *, offloaded_bytes: float, compute_s: float) -> float:

@@ -64,6 +64,7 @@ from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.context_parallel import cp_split_refusal
 from anchorgpu.planner.speed.data_parallel import data_parallel_terms
+from anchorgpu.planner.speed.dequant import gathered_bytes_per_param
 from anchorgpu.planner.speed.experts import MoeDispatcher
 from anchorgpu.planner.speed.flops import Recompute, TrainKind
 from anchorgpu.planner.speed.links import PeakChoice, group_link, p2p_s, server_gpus
@@ -350,7 +351,8 @@ def _compute_layout_terms(
                               network_window_s=nic_free_s,
                               trains_base=kind == "full", gpus_per_server=gpus_per_server,
                               network_bytes_per_s=network_bytes_per_s, grad_bytes_per_value=grad_bytes_per_value,
-                              train_stack=train_stack, fsdp1=fsdp1)
+                              train_stack=train_stack, fsdp1=fsdp1,
+                              param_bytes=gathered_bytes_per_param(model, kind))
     fsdp_s = dpt.fsdp_s
 
     # activations offloaded to the host (Megatron-Core's CPU offloading, one stage): the copies' exposed part

@@ -17,11 +17,13 @@ from anchorgpu.planner.speed.assumption_lines import (
     megatron_fsdp_line,
     pytorch_fsdp_line,
     pytorch_stack_line,
+    qlora_gather_line,
     training_expert_parallel_line,
 )
 from anchorgpu.planner.speed.caveats import training_caveats
 from anchorgpu.planner.speed.constants import Band, Calibration, StackConstants, band_kind_of
 from anchorgpu.planner.speed.data_parallel import group_link_of
+from anchorgpu.planner.speed.dequant import gathered_bytes_per_param
 from anchorgpu.planner.speed.evidence import evidence_kind
 from anchorgpu.planner.speed.figures import Evidence, evidence_items, evidence_of, plan_band
 from anchorgpu.planner.speed.links import group_link
@@ -77,15 +79,19 @@ def training_context(gpu: GpuSpec, cal: Calibration, model: ModelSpec, gpus: int
         elif link.kind == "network":
             tp_warning = ("tp_across_nodes", f"TP={tp} spans servers: collectives cross the network")
     dp_line = None
-    if dp * cp > 1:
+    if dp * cp > 1 and (task == "train" or zero >= 3):  # a frozen base (LoRA, QLoRA) syncs no gradients
         link = group_link_of(gpu, lay, gpus_per_server=server_gpus, network_bytes_per_s=network_bytes_per_s)
         if link.kind == "network":  # the data-parallel group crosses servers
-            dp_line = (f"data-parallel traffic (gradient sync{', parameter gathers' if zero >= 3 else ''}) "
+            what = ("gradient sync" + (", parameter gathers" if zero >= 3 else "") if task == "train"
+                    else "parameter gathers")
+            dp_line = (f"data-parallel traffic ({what}) "
                        f"over the {link.description} (NCCL's rings leave a server through each member's "
                        "own NIC), each ring collective with NCCL's latency for each of its steps")
     fsdp_line = None
     if task == "train" and zero >= 3 and dp * cp > 1:
         fsdp_line = pytorch_fsdp_line(pp > 1) if train_stack == "pytorch" else megatron_fsdp_line()
+    elif task == "qlora" and zero >= 3 and dp * cp > 1:
+        fsdp_line = qlora_gather_line(gathered_bytes_per_param(model, "qlora")[0])
     ep_line = None
     if model.moe is not None and ep > 1:
         ep_line = training_expert_parallel_line(ep, tp, dp, cp, model.moe.experts_per_token, server_gpus,
