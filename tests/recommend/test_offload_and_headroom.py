@@ -84,8 +84,10 @@ def test_405b_on_64_h100_shows_plans_offload_row(capsys: pytest.CaptureFixture[s
     assert row["train_tokens_per_s"] == pytest.approx(first["train_tokens_per_s"], abs=0.5)
     _same_layout(row, _plan(capsys, "llama-3.1-405b", row, "--offload", "optimizer"))
     assert (row["layout"]["tp"], row["layout"]["pp"]) == (4, 16)  # stop57_closest.md's row
-    # the offloaded state is held in the servers' RAM (h100-sxm-8x-bm: 2,048 GiB, offerings.csv)
-    assert row["host_bytes_per_server"] == 8 * row["offloaded_optimizer_bytes"] <= 2048 * 2**30
+    # the offloaded state, with the fp32 gradient partition its host update reads (stop58_qa23 item 2), is held in
+    # the servers' RAM (h100-sxm-8x-bm: 2,048 GiB, offerings.csv)
+    host = 8 * (row["offloaded_optimizer_bytes"] + row["offloaded_gradients_bytes"])
+    assert row["host_bytes_per_server"] == host <= 2048 * 2**30
 
 
 def test_offload_only_where_no_layout_without_it_fits(capsys: pytest.CaptureFixture[str]) -> None:

@@ -50,7 +50,7 @@ def recommend_command(
     model: str = typer.Argument(..., help="Registry name, path to config.json (or its folder), or a Hub id (language model or diffusion pipeline)."),
     task: str = typer.Option("inference", "--task", callback=lower_choice, help="inference | train | lora | qlora. An option the task has no use for (--micro-batch for inference, --context for train) is refused, not ignored."),
     term: str = typer.Option("1month", "--term", help="Rental term: N hours, weeks or months (1h, 2w, 1month)."),
-    max_usd: str | None = typer.Option(None, "--max-usd", help="Drop options whose term total exceeds this."),
+    max_usd: str | None = typer.Option(None, "--max-usd", help="Drop options that cost more than this: a training run's price with --tokens, else the term's total."),
     top: int = typer.Option(10, "--top", help="How many offerings to list."),
     gpu: str | None = typer.Option(None, "--gpu", help="Only offerings of this GPU (name or alias)."),
     max_servers: int = typer.Option(4, "--max-servers", help="Try 1..N whole servers of each offering."),

@@ -138,9 +138,14 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         assumptions.append(FSDP_PIPELINE_LINE)
     if lay.offload != "none":
         breakdown["offloaded_optimizer_bytes"] = master + moments
-        master = moments = 0
+        # beside the state, the fp32 gradient partition the host's update reads: DeepSpeed's ZeRO-Offload allocates it
+        # on the CPU with the master partition's size and dtype (stage_1_and_2.initialize_optimizer_states)
+        breakdown["offloaded_gradients_bytes"] = master
         warnings.append(make_warning("offload_slows_training",
-                                     f"--offload {lay.offload}: optimizer state lives in CPU RAM"))
+                                     f"--offload {lay.offload}: optimizer state lives in CPU RAM, "
+                                     f"{fmt_bytes(2 * master + moments)} a GPU"
+                                     + (" with its fp32 gradients" if master else "")))
+        master = moments = 0
     breakdown["master_weights_bytes"] = master
     breakdown["optimizer_moments_bytes"] = moments
     fp8_inputs = w.task == "train" and keeps_fp8_input_copies(w.train_stack, w.train_precision)

@@ -28,6 +28,26 @@ __all__ = ["torchrun_parts", "training_recipe"]
 
 _SCRIPT = "train.py"
 
+OFFLOAD_ZERO_STAGE = 2
+"""The ZeRO stage a DeepSpeed launch runs an optimizer offload planned without sharding at: ``offload_optimizer`` is
+read only under ZeRO (stages 1-3; at stage 0 DeepSpeed builds its plain bf16 optimizer on the GPU and the state stays
+there), and ZeRO-Offload is ZeRO-2's optimizer with its state on the host (DeepSpeed's ZeRO-Offload tutorial, its
+``zero_optimization.stage`` 2). At DP 1 it shards nothing; over more ranks it shards the gradients and the host's state
+among them: no more memory than planned."""
+
+
+def _zero_stage(plan: Plan, assumptions: list[str]) -> int:
+    """The ZeRO stage a DeepSpeed config states for ``plan``: 3 for FSDP, the plan's, else :data:`OFFLOAD_ZERO_STAGE`
+    where the optimizer is offloaded without sharding (said in ``assumptions``)."""
+    lay = plan.layout
+    stage = 3 if lay.fsdp else lay.zero
+    if stage == 0 and lay.offload != "none":
+        assumptions.append(f"Offload without sharding was planned: DeepSpeed reads offload_optimizer only under ZeRO, "
+                           f"so stage {OFFLOAD_ZERO_STAGE} (ZeRO-Offload) with the optimizer state on the CPU; over "
+                           f"DP {lay.dp} it holds no more than planned.")
+        return OFFLOAD_ZERO_STAGE
+    return stage
+
 
 def torchrun_parts(target: Target, *, script_args: list[str], node_rank: str | None = None,
                    master_addr: str = "$MASTER_ADDR") -> list[str]:
@@ -108,9 +128,12 @@ def _torchrun(plan: Plan, target: Target, steps: TrainSteps, model: str, assumpt
     if lay.zero in (1, 2) and not lay.fsdp:
         assumptions.append(f"ZeRO-{lay.zero} was planned: FSDP2 without resharding after forward (like ZeRO-2) "
                            "shards gradients and optimizer state; it uses no more memory than planned.")
-    if lay.zero == 0 and not lay.fsdp:
+    if lay.zero == 0 and not lay.fsdp and lay.offload == "none":
         assumptions.append("Plain data parallelism was planned: the script wraps the model in DDP, not FSDP.")
         settings["fsdp"] = None
+    elif lay.zero == 0 and not lay.fsdp:  # DDP has no CPU offload: FSDP2 for its offload alone
+        assumptions.append("Offload without sharding was planned: DDP has no CPU offload, so the script wraps the "
+                           "model in FSDP2 (fully_shard with CPUOffloadPolicy) for it.")
     if lay.offload == "optimizer":
         assumptions.append("Offload: FSDP's CPU offload moves parameters, gradients and optimizer state together "
                            "(more than the optimizer-only offload planned: slower, fits).")
@@ -133,7 +156,7 @@ def _deepspeed(plan: Plan, target: Target, steps: TrainSteps, model: str, assump
     if lay.tp > 1 or lay.cp > 1:
         raise not_expressible("deepspeed", f"TP {lay.tp} / CP {lay.cp}: ds_config.json (0.19.8) has no tensor- or "
                                            "context-parallel size; plan with --tp 1 --cp 1 or use --recipe accelerate")
-    stage = 3 if lay.fsdp else lay.zero
+    stage = _zero_stage(plan, assumptions)
     zero: dict[str, object] = {"stage": stage, "overlap_comm": True, "contiguous_gradients": True}
     if lay.offload in ("optimizer", "params"):
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
@@ -210,7 +233,7 @@ def _accelerate(plan: Plan, target: Target, steps: TrainSteps, model: str, assum
             assumptions.append(f"ZeRO-{lay.zero} was planned with TP/CP: FSDP2 without resharding after forward.")
     elif lay.zero in (1, 2) or lay.offload != "none":
         doc["distributed_type"] = "DEEPSPEED"
-        ds: dict[str, object] = {"zero_stage": lay.zero, "gradient_accumulation_steps": steps.accumulation,
+        ds: dict[str, object] = {"zero_stage": _zero_stage(plan, assumptions), "gradient_accumulation_steps": steps.accumulation,
                                  "gradient_clipping": 1.0, "zero3_init_flag": False,
                                  "offload_optimizer_device": "cpu" if lay.offload != "none" else "none",
                                  "offload_param_device": "cpu" if lay.offload == "params" else "none"}

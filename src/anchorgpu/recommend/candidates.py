@@ -20,8 +20,8 @@ from anchorgpu.quotes.pricing import ServersPrice
 from anchorgpu.recommend.records import RecommendedOption, Rejection
 from anchorgpu.units import MAX_TERM_HOURS, Term, round_usd_rate
 
-__all__ = ["Candidate", "candidate", "longer_than_the_term", "one_per_offering", "pareto", "per_million", "row_candidate",
-           "run_refusal"]
+__all__ = ["Candidate", "candidate", "longer_than_the_term", "one_per_offering", "over_budget", "pareto", "per_million",
+           "row_candidate", "run_refusal"]
 
 
 @fast_init  # one per offering and server count kept
@@ -47,6 +47,19 @@ class Candidate:
     @property
     def total_usd(self) -> Decimal:
         return self.quote.total_usd
+
+    @property
+    def budget_usd(self) -> Decimal:
+        """What ``--max-usd`` holds it to: a priced training run's price (what the rows are ranked by and the user
+        pays for the tokens asked), else the term's total."""
+        return self.run_usd if self.run_usd is not None else self.quote.total_usd
+
+
+def over_budget(c: Candidate, max_usd: Decimal) -> Rejection:
+    """The rejection of a candidate whose :attr:`Candidate.budget_usd` passes ``max_usd``, naming which price it is."""
+    what = f"the run's {c.run_usd} USD" if c.run_usd is not None else f"{c.quote.total_usd} USD"
+    return Rejection(offering=c.offering, servers=c.servers, total_usd=c.quote.total_usd,
+                     reason=f"over the budget: {what} > {max_usd} USD")
 
 
 def run_refusal(run_hours: int | None) -> str | None:

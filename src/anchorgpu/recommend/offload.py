@@ -97,12 +97,12 @@ def _offloaded(model: ModelSpec, spec: SweepSpec, result: SweepResult, shape: Ha
             continue
         if not p.fits or p.layout.offload != OFFLOAD or p.budget_bytes is None:
             continue
-        host_bytes = int(p.breakdown.get("offloaded_optimizer_bytes", 0)) * shape.gpus_per_server
+        host_bytes = host_bytes_per_gpu(p.breakdown) * shape.gpus_per_server
         if host_bytes > offering.ram_bytes:
             if best.row is None:
                 best = Offloaded(short=(f"with the optimizer state in host memory (plan --offload {OFFLOAD}) its GPUs "
                                         f"hold it, but each server would keep {fmt_bytes(host_bytes)} of that state "
-                                        f"in {fmt_bytes(offering.ram_bytes)} of RAM"))
+                                        f"and its fp32 gradients in {fmt_bytes(offering.ram_bytes)} of RAM"))
             continue
         try:
             perf = plan_performance(p, train_tokens=spec.train_tokens, mfu=spec.efficiencies.mfu,
@@ -118,9 +118,16 @@ def _offloaded(model: ModelSpec, spec: SweepSpec, result: SweepResult, shape: Ha
     return best
 
 
+def host_bytes_per_gpu(breakdown: Mapping[str, int]) -> int:
+    """What a GPU's rank keeps in host memory with its optimizer offloaded: the optimizer state and the fp32 gradient
+    partition its update reads (plan's ``offloaded_optimizer_bytes`` and ``offloaded_gradients_bytes``)."""
+    return int(breakdown.get("offloaded_optimizer_bytes", 0)) + int(breakdown.get("offloaded_gradients_bytes", 0))
+
+
 def _row(p: Any, perf: Mapping[str, Any], shape: HardwareShape, servers: int, host_bytes: int) -> dict[str, Any]:
     """The plan as a row of the training sweep (its keys, as :meth:`SweepResult.row` gives them), with the offload:
-    ``offload``, ``offloaded_optimizer_bytes`` (a GPU's share in host memory) and ``host_bytes_per_server``."""
+    ``offload``, ``offloaded_optimizer_bytes`` (a GPU's share in host memory) and ``host_bytes_per_server`` (a server's
+    ranks' state and fp32 gradients, :func:`host_bytes_per_gpu`)."""
     lay, per_gpu, wl = p.layout, p.per_gpu, p.workload
     total = per_gpu.total_bytes
     row: dict[str, Any] = {
@@ -134,6 +141,7 @@ def _row(p: Any, perf: Mapping[str, Any], shape: HardwareShape, servers: int, ho
         "train_tokens_per_s": perf["train_tokens_per_s"], "train_time_s": perf.get("train_time_s"),
         "recompute": RECOMPUTES.index(wl.recompute or "none"), "virtual_stages": lay.virtual_stages,
         "offload": lay.offload, "offloaded_optimizer_bytes": int(p.breakdown.get("offloaded_optimizer_bytes", 0)),
+        "offloaded_gradients_bytes": int(p.breakdown.get("offloaded_gradients_bytes", 0)),
         "host_bytes_per_server": host_bytes,
     }
     row["train_order_tokens_per_s"] = row["train_tokens_per_s"]
@@ -148,7 +156,7 @@ def offload_line(marked: Sequence[tuple[int, Mapping[str, Any], str]], timed: st
     step was timed (``timed``: plan's own line, of the first). None where none is shown.
 
     >>> print(offload_line([(2, {"gpus": 64, "host_bytes_per_server": 2**40}, "2.00 TiB")], None))
-    Optimizer state in host memory (ZeRO-Offload) on #2: no layout without offload fits those GPUs, so each row is the layout plan --gpus N --offload optimizer chooses on them (plan's first 'What would fit'); its speed and run price include the optimizer step on the host. Host RAM a server: #2 1.00 TiB of 2.00 TiB.
+    Optimizer state in host memory (ZeRO-Offload) on #2: no layout without offload fits those GPUs, so each row is the layout plan --gpus N --offload optimizer chooses on them (plan's first 'What would fit'); its speed and run price include the optimizer step on the host. Host RAM a server (the state and the fp32 gradients its update reads): #2 1.00 TiB of 2.00 TiB.
     """
     if not marked:
         return None
@@ -156,5 +164,6 @@ def offload_line(marked: Sequence[tuple[int, Mapping[str, Any], str]], timed: st
     ram = "; ".join(f"#{i} {fmt_bytes(int(c['host_bytes_per_server']))} of {total}" for i, c, total in marked)
     return (f"Optimizer state in host memory (ZeRO-Offload) on {rows}: no layout without offload fits those GPUs, so "
             f"each row is the layout plan --gpus N --offload {OFFLOAD} chooses on them (plan's first 'What would fit'); "
-            f"its speed and run price include the optimizer step on the host. Host RAM a server: {ram}."
+            f"its speed and run price include the optimizer step on the host. Host RAM a server (the state and "
+            f"the fp32 gradients its update reads): {ram}."
             + (f" As plan says for #{marked[0][0]}: {timed}" if timed else ""))

@@ -65,6 +65,7 @@ def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Override
         "warnings": list(o.codes),
         # an offloaded row: a GPU's share of the optimizer state in host memory, and what a server keeps of it
         **({"offloaded_optimizer_bytes": int(c["offloaded_optimizer_bytes"]),
+            "offloaded_gradients_bytes": int(c.get("offloaded_gradients_bytes", 0)),
             "host_bytes_per_server": int(c["host_bytes_per_server"])} if c.get("offload") else {}),
         "lower_precision": o.lower_precision, "precision_note": LOWER_PRECISION_NOTE if o.lower_precision else None,
         # sized at the default request, its KV cache short of one whole-window sequence: the launch's maximum length

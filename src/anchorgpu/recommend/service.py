@@ -41,6 +41,7 @@ from anchorgpu.recommend.candidates import (
     candidate,
     longer_than_the_term,
     one_per_offering,
+    over_budget,
     pareto,
     per_million,
     row_candidate,
@@ -257,11 +258,11 @@ def recommend(
             key = (s, servers)
             found = offloaded.get(key)
             if found is not None and found.row is not None:
-                if max_usd is not None and quote.total_usd > max_usd:
-                    rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=quote.total_usd,
-                                              reason=f"over the budget: {quote.total_usd} USD > {max_usd} USD"))
+                kept = row_candidate(found.row, offering, s, servers, quote, catalog, now)
+                if max_usd is not None and kept.budget_usd > max_usd:
+                    rejected.append(over_budget(kept, max_usd))
                     continue
-                candidates.append(row_candidate(found.row, offering, s, servers, quote, catalog, now))
+                candidates.append(kept)
                 continue
             if key not in best:
                 miss = misses.get(key)
@@ -275,11 +276,11 @@ def recommend(
                                                                  max_ttft_s=spec.max_ttft_s)
                                               + (f"; {found.short}" if found is not None and found.short else "")))
                 continue
-            if max_usd is not None and quote.total_usd > max_usd:
-                rejected.append(Rejection(offering=offering.id, servers=servers, total_usd=quote.total_usd,
-                                          reason=f"over the budget: {quote.total_usd} USD > {max_usd} USD"))
+            kept = candidate(result, best[key], offering, s, servers, quote, the_term, catalog, now)
+            if max_usd is not None and kept.budget_usd > max_usd:
+                rejected.append(over_budget(kept, max_usd))
                 continue
-            candidates.append(candidate(result, best[key], offering, s, servers, quote, the_term, catalog, now))
+            candidates.append(kept)
 
     # a training run with a token count is ranked by the price of the whole run; one whose run has no price comes
     # after every priced run (its term's price is not the run's)

@@ -27,7 +27,8 @@ from anchorgpu.planner.formats import NF4_CODE_BITS, get_format
 from anchorgpu.planner.speed.flops import Recompute, TrainKind
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES
 
-__all__ = ["QLORA_BASE_FORMAT", "dequant_bytes_per_layer", "dequant_passes", "gathered_bytes_per_param"]
+__all__ = ["QLORA_BASE_FORMAT", "dequant_bytes_per_layer", "dequant_expert_bytes_per_layer", "dequant_passes",
+           "gathered_bytes_per_param"]
 
 QLORA_BASE_FORMAT = "nf4-dq"
 """The base format a QLoRA step is timed with: the planner's default for ``--task qlora`` (``validate``), and what
@@ -57,10 +58,28 @@ def dequant_bytes_per_layer(model: ModelSpec) -> float:
     >>> round(dequant_bytes_per_layer(load_model("llama-2-70b")) / 1e9, 3)
     2.153
     """
-    bits = get_format(QLORA_BASE_FORMAT).linear_bits
-    weights = sum(g.d_in * g.d_out * g.count for g in model.linear_groups
-                  if g.component != "router" and g.name != "router")
-    return weights / model.num_layers * (bits / 8 + ACTIVATION_BYTES)
+    dense, experts = _quantized_weights(model)
+    return (dense + experts) / model.num_layers * _dequant_bytes_per_weight()
+
+
+def dequant_expert_bytes_per_layer(model: ModelSpec) -> float:
+    """The routed experts' part of :func:`dequant_bytes_per_layer`: a rank dequantizes only the experts it holds,
+    ``1/EP`` of them under expert parallelism (not split by TP there: expert tensor parallelism 1, as the memory's
+    ``shard_share`` holds them), ``1/TP`` without it; 0 for a dense model.
+
+    >>> from anchorgpu.architectures import load_model
+    >>> dequant_expert_bytes_per_layer(load_model("llama-2-70b"))
+    0.0
+    >>> m = load_model("qwen3-235b-a22b")  # 94 x 128 experts of 3 x 4,096 x 1,536 (227.1B) beside attention's 6.7B
+    >>> round(dequant_expert_bytes_per_layer(m) / dequant_bytes_per_layer(m), 3)
+    0.971
+    """
+    return _quantized_weights(model)[1] / model.num_layers * _dequant_bytes_per_weight()
+
+
+def _dequant_bytes_per_weight() -> float:
+    """One dequantization of a weight: the packed code with its block constants read, the 16-bit copy written."""
+    return get_format(QLORA_BASE_FORMAT).linear_bits / 8 + ACTIVATION_BYTES
 
 
 def _quantized_weights(model: ModelSpec) -> tuple[float, float]:

@@ -22,7 +22,7 @@ from anchorgpu.planner.pipeline_layout import PipelineLayout, busiest_rank_layer
 from anchorgpu.planner.speed.attention_rate import attention_rate_ratio, timed_prefill_attention_flops_per_token
 from anchorgpu.planner.speed.constants import Calibration, StackConstants
 from anchorgpu.planner.speed.context_parallel import context_parallel_s
-from anchorgpu.planner.speed.dequant import dequant_bytes_per_layer, dequant_passes
+from anchorgpu.planner.speed.dequant import dequant_bytes_per_layer, dequant_expert_bytes_per_layer, dequant_passes
 from anchorgpu.planner.speed.experts import (
     MoeDispatcher,
     expert_launch_s,
@@ -95,6 +95,7 @@ class _StepShape(NamedTuple):
     volumes: float  # TP all-reduce volumes per layer
     head_f: float  # the LM head's share of matmul_f: it stays at 16 bits when the blocks' products run in FP8/FP4
     dequant_bytes: float  # a layer's 4-bit weights dequantized in a micro-batch, bytes (QLoRA only; speed.dequant)
+    dequant_expert_bytes: float  # the routed experts' part of it (held 1/EP a rank under expert parallelism)
 
 
 @partial(memo_on_frozen, frozen=3)
@@ -148,10 +149,12 @@ def _step_shape(model: ModelSpec, gpu: GpuSpec, cal: Calibration, seq_tokens: in
         head_f = (3.0 if kind == "full" else 2.0) * 2.0 * lm_head_params(model)
     ceiling_f = causal_training_flops_per_token(model, seq_tokens, kind=kind)
     # QLoRA's 4-bit base dequantized to 16 bits before each pass that multiplies by it (speed.dequant)
-    dequant = dequant_bytes_per_layer(model) * dequant_passes(recompute, op_sac=op_sac) if kind == "qlora" else 0.0
+    passes_ = dequant_passes(recompute, op_sac=op_sac) if kind == "qlora" else 0.0
+    dequant = dequant_bytes_per_layer(model) * passes_ if passes_ else 0.0
+    dequant_expert = dequant_expert_bytes_per_layer(model) * passes_ if passes_ and model.moe is not None else 0.0
     return _StepShape(k, pytorch, ew_bytes, choice, model_f, hw_f, ceiling_f, attn_passes, attn_run_passes, bwd_run, matmul_f,
                       attn_run_f, att_rate, mm_peak_eff, expert_share, route_share, passes, unfused, volumes, head_f,
-                      dequant)
+                      dequant, dequant_expert)
 
 
 def _compute_micro_step(
@@ -191,7 +194,10 @@ def _compute_micro_step(
         elementwise_s *= 1.0 + sequence_parallel_share(model) * (tp - 1)
     compute_s += elementwise_s
     if shape.dequant_bytes:  # memory-bound, at the share of the bandwidth the other copies get (speed.dequant)
-        compute_s += stage_layers * shape.dequant_bytes / tp / (gpu.memory_bandwidth_bytes_per_s * k.decode_mbu)
+        # of the weights a rank holds: its TP share of the dense linears, its EP share of the experts (TP's without EP)
+        expert = shape.dequant_expert_bytes
+        held = (shape.dequant_bytes - expert) / tp + expert / (ep if ep > 1 else tp)
+        compute_s += stage_layers * held / (gpu.memory_bandwidth_bytes_per_s * k.decode_mbu)
     if not pytorch and model.moe is not None:
         # biased experts' fc2 bias and a clamped GLU run outside Megatron-Core's fused kernels (gpt-oss): their
         # bytes a routed token at memory bandwidth, split by TP as the elementwise term (unfused_expert_bytes)
