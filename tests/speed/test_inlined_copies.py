@@ -54,22 +54,46 @@ prompts = st.one_of(st.integers(1, 4096), st.integers(4096, 30000))  # long prom
 outputs = st.one_of(st.just(1), st.integers(1, 2048))  # one-token outputs
 
 
-def _plan(name: str, engine: str, layout: tuple[int, int, int], concurrency: int, prompt: int, output: int,
-          block: int | None = None) -> Plan:
+def _plan(
+    name: str,
+    engine: str,
+    layout: tuple[int, int, int],
+    concurrency: int,
+    prompt: int,
+    output: int,
+    block: int | None = None,
+) -> Plan:
     gpus, tp, pp = layout
     try:
-        return plan(load_model(name), Workload(task="inference", engine=engine, concurrency=concurrency,
-                                               prompt_tokens=prompt, output_tokens=output,
-                                               context_tokens=prompt + output, block_size_tokens=block),
-                    layout=Layout(gpus=gpus, tp=tp, pp=pp, dp=gpus // (tp * pp)), gpu=GPU,
-                    precision=PrecisionPlan(weights="bf16"))
+        return plan(
+            load_model(name),
+            Workload(
+                task="inference",
+                engine=engine,
+                concurrency=concurrency,
+                prompt_tokens=prompt,
+                output_tokens=output,
+                context_tokens=prompt + output,
+                block_size_tokens=block,
+            ),
+            layout=Layout(gpus=gpus, tp=tp, pp=pp, dp=gpus // (tp * pp)),
+            gpu=GPU,
+            precision=PrecisionPlan(weights="bf16"),
+        )
     except InvalidWorkload:
         assume(False)
         raise
 
 
-plans = st.builds(_plan, st.sampled_from(MODELS), st.sampled_from(ENGINES), st.sampled_from(LAYOUTS),
-                  st.integers(1, 1000), prompts, outputs)
+plans = st.builds(
+    _plan,
+    st.sampled_from(MODELS),
+    st.sampled_from(ENGINES),
+    st.sampled_from(LAYOUTS),
+    st.integers(1, 1000),
+    prompts,
+    outputs,
+)
 
 
 # --- figures.put_serving_figures: put_time's and put_rate's operations, keys and order --------------------------
@@ -78,17 +102,39 @@ times = st.floats(1e-6, 1e3)
 
 
 @FAST
-@given(ttft=times, ttft_top=times, tpot=times, tpot_top=times, rate=times, rate_top=times, user=times,
-       user_top=times, top=st.one_of(st.none(), times), top_ceiling=times, low=st.floats(0.3, 1.0),
-       high=st.floats(1.0, 3.0))
-def test_put_serving_figures_is_put_time_and_put_rate(ttft: float, ttft_top: float, tpot: float, tpot_top: float,
-                                                      rate: float, rate_top: float, user: float, user_top: float,
-                                                      top: float | None, top_ceiling: float, low: float,
-                                                      high: float) -> None:
+@given(
+    ttft=times,
+    ttft_top=times,
+    tpot=times,
+    tpot_top=times,
+    rate=times,
+    rate_top=times,
+    user=times,
+    user_top=times,
+    top=st.one_of(st.none(), times),
+    top_ceiling=times,
+    low=st.floats(0.3, 1.0),
+    high=st.floats(1.0, 3.0),
+)
+def test_put_serving_figures_is_put_time_and_put_rate(
+    ttft: float,
+    ttft_top: float,
+    tpot: float,
+    tpot_top: float,
+    rate: float,
+    rate_top: float,
+    user: float,
+    user_top: float,
+    top: float | None,
+    top_ceiling: float,
+    low: float,
+    high: float,
+) -> None:
     band = Band(low=low, high=high)
     one: dict[str, Any] = {}
-    figures.put_serving_figures(one, band, ttft, ttft_top, tpot, tpot_top, rate, rate_top, user, user_top, top,
-                                top_ceiling)
+    figures.put_serving_figures(
+        one, band, ttft, ttft_top, tpot, tpot_top, rate, rate_top, user, user_top, top, top_ceiling
+    )
     each: dict[str, Any] = {}
     figures.put_time(each, "ttft_s", ttft, ttft_top, band)
     figures.put_time(each, "tpot_s", tpot, tpot_top, band)
@@ -103,9 +149,13 @@ def test_put_serving_figures_is_put_time_and_put_rate(ttft: float, ttft_top: flo
 
 # --- media.request_within: its two clamps ------------------------------------------------------------------------
 
+
 @settings(max_examples=200, deadline=None)
-@given(prompt=st.one_of(st.none(), st.just(0), st.integers(1, 40000)),
-       output=st.one_of(st.none(), st.just(0), st.integers(1, 40000)), text=st.integers(-10, 300000))
+@given(
+    prompt=st.one_of(st.none(), st.just(0), st.integers(1, 40000)),
+    output=st.one_of(st.none(), st.just(0), st.integers(1, 40000)),
+    text=st.integers(-10, 300000),
+)
 def test_request_within_is_its_clamps(prompt: int | None, output: int | None, text: int) -> None:
     room = text - prompt if prompt else text // 2
     out = output or clamp(room, 1, DEFAULT_OUTPUT_TOKENS)
@@ -114,61 +164,110 @@ def test_request_within_is_its_clamps(prompt: int | None, output: int | None, te
 
 # --- the KV sizes formed from the handed shape: shaped_kv_bytes, kv_cache_bytes_and_shape ------------------------
 
+
 @FAST
-@given(name=st.sampled_from(MODELS), tokens=st.integers(1, 200000), bpv=st.sampled_from([0.5, 1, 2]),
-       tp=st.sampled_from([1, 2, 4]), pp=st.sampled_from([1, 2, 3]), block=st.sampled_from([1, 16, 32, 64]),
-       adp=st.booleans(), sequences=st.integers(1, 1024))
-def test_kv_sizes_from_the_shape_are_kv_cache_bytes(name: str, tokens: int, bpv: float, tp: int, pp: int, block: int,
-                                                    adp: bool, sequences: int) -> None:
+@given(
+    name=st.sampled_from(MODELS),
+    tokens=st.integers(1, 200000),
+    bpv=st.sampled_from([0.5, 1, 2]),
+    tp=st.sampled_from([1, 2, 4]),
+    pp=st.sampled_from([1, 2, 3]),
+    block=st.sampled_from([1, 16, 32, 64]),
+    adp=st.booleans(),
+    sequences=st.integers(1, 1024),
+)
+def test_kv_sizes_from_the_shape_are_kv_cache_bytes(
+    name: str, tokens: int, bpv: float, tp: int, pp: int, block: int, adp: bool, sequences: int
+) -> None:
     model = load_model(name)
     shape = _kv_shape(model, tp, pp, adp)
-    one = mm.kv_cache_bytes(model, context_tokens=tokens, sequences=1, bytes_per_value=bpv, tp=tp, pp=pp,
-                            block_size=block, attention_dp=adp)
-    every = mm.kv_cache_bytes(model, context_tokens=tokens, sequences=sequences, bytes_per_value=bpv, tp=tp, pp=pp,
-                              block_size=block, attention_dp=adp)
-    assert sh.shaped_kv_bytes(shape, tokens, bpv, block) == mm.kv_sequence_bytes(model, tokens, bpv, tp, pp, block,
-                                                                                 adp) == one
+    one = mm.kv_cache_bytes(
+        model, context_tokens=tokens, sequences=1, bytes_per_value=bpv, tp=tp, pp=pp, block_size=block, attention_dp=adp
+    )
+    every = mm.kv_cache_bytes(
+        model,
+        context_tokens=tokens,
+        sequences=sequences,
+        bytes_per_value=bpv,
+        tp=tp,
+        pp=pp,
+        block_size=block,
+        attention_dp=adp,
+    )
+    assert (
+        sh.shaped_kv_bytes(shape, tokens, bpv, block)
+        == mm.kv_sequence_bytes(model, tokens, bpv, tp, pp, block, adp)
+        == one
+    )
     assert mm.kv_cache_bytes_and_shape(model, tokens, sequences, bpv, tp, pp, block, adp) == (
-        *mm.kv_cache_bytes_one_and_all(model, context_tokens=tokens, sequences=sequences, bytes_per_value=bpv, tp=tp,
-                                       pp=pp, block_size=block, attention_dp=adp), shape)
+        *mm.kv_cache_bytes_one_and_all(
+            model,
+            context_tokens=tokens,
+            sequences=sequences,
+            bytes_per_value=bpv,
+            tp=tp,
+            pp=pp,
+            block_size=block,
+            attention_dp=adp,
+        ),
+        shape,
+    )
     assert mm.kv_cache_bytes_and_shape(model, tokens, sequences, bpv, tp, pp, block, adp)[:2] == (one, every)
 
 
 # --- batching._attention_flops: flops' memo read in place, prompt_extra_pairs_factor inline -----------------------
 
+
 @FAST
-@given(name=st.sampled_from(MODELS), prompt=prompts, output=outputs, extra=st.sampled_from([0.0, 0.5, 128.0]),
-       warm=st.booleans())
+@given(
+    name=st.sampled_from(MODELS),
+    prompt=prompts,
+    output=outputs,
+    extra=st.sampled_from([0.0, 0.5, 128.0]),
+    warm=st.booleans(),
+)
 def test_attention_flops_are_the_functions(name: str, prompt: int, output: int, extra: float, warm: bool) -> None:
     model, cal = load_model(name), calibration()
     c = dataclasses.replace(_pair(model, GPU, _setup_of(model), cal)[0], prompt_extra_pairs=extra)
     if not warm:
         _ATTENTION_CACHE.clear()
     cached, window_extra = prompt + output // 2, cal.window_attention_extra_tokens
-    expected = (decode_attention_flops_per_token(model, cached),
-                timed_prefill_attention_flops_per_token(model, prompt, window_extra)
-                * prompt_extra_pairs_factor(extra, prompt))
+    expected = (
+        decode_attention_flops_per_token(model, cached),
+        timed_prefill_attention_flops_per_token(model, prompt, window_extra) * prompt_extra_pairs_factor(extra, prompt),
+    )
     if not warm:
         _ATTENTION_CACHE.clear()
     assert batching._attention_flops(model, c, prompt, output, cal) == expected
 
 
 def _setup_of(model: Any) -> batching.ServingSetup:
-    return batching.ServingSetup(weights_bytes_per_gpu=2e10, kv_bytes_per_sequence_per_gpu=1e8, tp=1,
-                                 max_num_batched_tokens=8192)
+    return batching.ServingSetup(
+        weights_bytes_per_gpu=2e10, kv_bytes_per_sequence_per_gpu=1e8, tp=1, max_num_batched_tokens=8192
+    )
 
 
 # --- batching._dense_steady_between: _mixed_steps' two steps inline ----------------------------------------------
 
+
 @FAST
-@given(name=st.sampled_from(("llama-3.1-8b", "mistral-7b-v0.1", "gemma-3-1b")), engine=st.sampled_from(ENGINES),
-       batch=st.integers(1, 1024), prompt=prompts, output=outputs, more=st.floats(1.0, 50.0),
-       budget=st.sampled_from([512, 2048, 8192]), graphs=st.sampled_from([(), (1, 2, 4, 8, 16, 32, 64, 128, 256)]))
-def test_dense_steady_between_is_two_dense_steadies(name: str, engine: str, batch: int, prompt: int, output: int,
-                                                    more: float, budget: int, graphs: tuple[int, ...]) -> None:
+@given(
+    name=st.sampled_from(("llama-3.1-8b", "mistral-7b-v0.1", "gemma-3-1b")),
+    engine=st.sampled_from(ENGINES),
+    batch=st.integers(1, 1024),
+    prompt=prompts,
+    output=outputs,
+    more=st.floats(1.0, 50.0),
+    budget=st.sampled_from([512, 2048, 8192]),
+    graphs=st.sampled_from([(), (1, 2, 4, 8, 16, 32, 64, 128, 256)]),
+)
+def test_dense_steady_between_is_two_dense_steadies(
+    name: str, engine: str, batch: int, prompt: int, output: int, more: float, budget: int, graphs: tuple[int, ...]
+) -> None:
     model, cal = load_model(name), calibration()
-    setup = dataclasses.replace(_setup_of(model), max_num_batched_tokens=budget, graph_batch_sizes=graphs,
-                                engine=engine)
+    setup = dataclasses.replace(
+        _setup_of(model), max_num_batched_tokens=budget, graph_batch_sizes=graphs, engine=engine
+    )
     c, ci = _pair(model, GPU, setup, cal)
     attn = batching._attention_flops(model, c, prompt, output, cal)
     skip = unsampled_prompt_share(prompt)
@@ -176,7 +275,12 @@ def test_dense_steady_between_is_two_dense_steadies(name: str, engine: str, batc
     step, bound, top = batching._dense_steady(setup, c, ci, batch, prompt, output, attn, skip)
     tpot, _, tpot_top = batching._dense_steady(setup, c, ci, batch, prompt, between, attn, skip, False)
     assert batching._dense_steady_between(setup, c, ci, batch, prompt, output, between, attn, skip) == (
-        step, bound, top, tpot, tpot_top)
+        step,
+        bound,
+        top,
+        tpot,
+        tpot_top,
+    )
     # and the lean steady state is the general one (prefill_chunk_share's clamp, inline in both)
     assert (step, bound, top) == batching._steady(setup, c, ci, batch, prompt, output, attn)
 
@@ -203,6 +307,7 @@ def _spied() -> Iterator[list[tuple[str, tuple[Any, ...], Any]]]:
             if depth[0] == 0:
                 calls.append((name, args, result))
             return result
+
         return wrapped
 
     try:
@@ -232,7 +337,7 @@ def test_serving_estimate_rules_are_the_functions(p: Plan, concurrency: int) -> 
     assert est.prompts_queue == (bound_output is not None)
     between = bound_output if bound_output is not None else others_output_tokens(per, output)
     at = next(i for i, call in enumerate(calls) if call[0] == "_ttft")
-    before, ttft_call, after = calls[:at], calls[at], calls[at + 1:]
+    before, ttft_call, after = calls[:at], calls[at], calls[at + 1 :]
     assert ttft_call[1][7] == unsampled_prompt_share(prompt)  # skip
     if before[0][0] == "_dense_steady_between":
         assert before[0][1][6] == between and before[0][1][8] == unsampled_prompt_share(prompt)
@@ -256,15 +361,16 @@ def test_serving_estimate_rules_are_the_functions(p: Plan, concurrency: int) -> 
     queued = concurrency > (sat if sat > 1 else 1)
     busy = setup.replicas if queued else concurrency - setup.replicas * (per - 1)
     if busy == setup.replicas:  # every replica at the busiest pace
-        assert (est.output_tokens_per_s, est.output_tokens_per_s_ceiling) == (busy * per / step,
-                                                                              busy * per / step_top)
+        assert (est.output_tokens_per_s, est.output_tokens_per_s_ceiling) == (busy * per / step, busy * per / step_top)
     sat_s, sat_top = (after[0][2][0], after[0][2][2]) if after and after[0][1][3] == sat_replica else (step, step_top)
     assert (est.max_output_tokens_per_s, est.max_output_tokens_per_s_ceiling) == batching._saturated_rates(
-        setup.replicas * sat_replica, sat_s, sat_top)
+        setup.replicas * sat_replica, sat_s, sat_top
+    )
     del w
 
 
 # --- plan_inference's page (block_size_of), the dense MoE kernel, the hand-over's set and read -------------------
+
 
 @FAST
 @given(name=st.sampled_from(MODELS), engine=st.sampled_from(ENGINES), block=st.sampled_from([None, 1, 16, 32, 64]))
@@ -332,7 +438,8 @@ def test_handed_estimate_is_the_derived_one(p: Plan) -> None:
     limits = (terms.max_num_batched_tokens, terms.max_num_seqs)
     assert serving_saturation(p, prompt, output, cal, handed=terms) == serving_saturation(p, prompt, output, cal)
     assert full_length_concurrency(p, setup, prompt + output, limits, terms) == full_length_concurrency(
-        p, setup, prompt + output, limits)
+        p, setup, prompt + output, limits
+    )
     assert math.isfinite(setup.kv_bytes_per_sequence_per_gpu)
 
 
@@ -349,8 +456,12 @@ def test_an_older_plan_gets_its_own_figures(a: Plan, b: Plan) -> None:
 def test_two_threads_planning_at_once_get_their_own_figures() -> None:
     import threading
 
-    requests = [("llama-3.1-8b", "vllm", (1, 1, 1), 32, 4000, 200), ("qwen3-30b-a3b", "trtllm", (2, 2, 1), 300, 500, 1),
-                ("mistral-7b-v0.1", "sglang", (2, 1, 1), 7, 20000, 50), ("gemma-3-1b", "vllm", (1, 1, 1), 900, 100, 900)]
+    requests = [
+        ("llama-3.1-8b", "vllm", (1, 1, 1), 32, 4000, 200),
+        ("qwen3-30b-a3b", "trtllm", (2, 2, 1), 300, 500, 1),
+        ("mistral-7b-v0.1", "sglang", (2, 1, 1), 7, 20000, 50),
+        ("gemma-3-1b", "vllm", (1, 1, 1), 900, 100, 900),
+    ]
     alone = [_performance(dataclasses.replace(_plan(*r))) for r in requests]  # each derived, with no slot
     failures: list[str] = []
     barrier = threading.Barrier(len(requests))
