@@ -8,6 +8,7 @@ stop58_driftguard.md``; the soft roofline, all-reduce and stage transfer in the 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -53,6 +54,13 @@ prompts = st.one_of(st.integers(1, 4096), st.integers(4096, 30000))  # long prom
 outputs = st.one_of(st.just(1), st.integers(1, 2048))  # one-token outputs
 
 
+@functools.cache
+def _model(name: str) -> Any:
+    """One model object a name, as a caller that plans many requests holds it (the engine memory, and the
+    hand-over's memos keyed on it, are one object a layout of that model)."""
+    return load_model(name)
+
+
 def _plan(
     name: str,
     engine: str,
@@ -61,11 +69,12 @@ def _plan(
     prompt: int,
     output: int,
     block: int | None = None,
+    kv: str | None = None,
 ) -> Plan:
     gpus, tp, pp = layout
     try:
         return plan(
-            load_model(name),
+            _model(name),
             Workload(
                 task="inference",
                 engine=engine,
@@ -77,7 +86,7 @@ def _plan(
             ),
             layout=Layout(gpus=gpus, tp=tp, pp=pp, dp=gpus // (tp * pp)),
             gpu=GPU,
-            precision=PrecisionPlan(weights="bf16"),
+            precision=PrecisionPlan(weights="bf16") if kv is None else PrecisionPlan(weights="bf16", kv_cache=kv),
         )
     except InvalidWorkload:
         assume(False)
@@ -92,44 +101,45 @@ plans = st.builds(
     st.integers(1, 1000),
     prompts,
     outputs,
+    st.none(),
+    st.sampled_from([None, "fp8"]),
 )
 
 
 # --- figures.put_serving_figures: put_time's and put_rate's operations, keys and order --------------------------
 
 times = st.floats(1e-6, 1e3)
+# a ceiling drawn on its own, or at a band edge's boundary: equal to the figure, or to its band's far edge
+ties = st.sampled_from([None, "figure", "edge"])
+
+
+def _ceiling(value: float, drawn: float, tie: str | None, edge: float) -> float:
+    return drawn if tie is None else value if tie == "figure" else edge
 
 
 @FAST
 @given(
-    ttft=times,
-    ttft_top=times,
-    tpot=times,
-    tpot_top=times,
-    rate=times,
-    rate_top=times,
-    user=times,
-    user_top=times,
-    top=st.one_of(st.none(), times),
-    top_ceiling=times,
+    values=st.tuples(times, times, times, times, st.one_of(st.none(), times)),
+    drawn=st.tuples(times, times, times, times, times),
+    tied=st.tuples(ties, ties, ties, ties, ties),
     low=st.floats(0.3, 1.0),
     high=st.floats(1.0, 3.0),
 )
 def test_put_serving_figures_is_put_time_and_put_rate(
-    ttft: float,
-    ttft_top: float,
-    tpot: float,
-    tpot_top: float,
-    rate: float,
-    rate_top: float,
-    user: float,
-    user_top: float,
-    top: float | None,
-    top_ceiling: float,
+    values: tuple[float, float, float, float, float | None],
+    drawn: tuple[float, ...],
+    tied: tuple[str | None, ...],
     low: float,
     high: float,
 ) -> None:
     band = Band(low=low, high=high)
+    ttft, tpot, rate, user, top = values
+    # put_time's lower edge is the figure over ``high``; put_rate's upper edge the figure times ``high``
+    ttft_top = _ceiling(ttft, drawn[0], tied[0], ttft / high)
+    tpot_top = _ceiling(tpot, drawn[1], tied[1], tpot / high)
+    rate_top = _ceiling(rate, drawn[2], tied[2], rate * high)
+    user_top = _ceiling(user, drawn[3], tied[3], user * high)
+    top_ceiling = drawn[4] if top is None else _ceiling(top, drawn[4], tied[4], top * high)
     one: dict[str, Any] = {}
     figures.put_serving_figures(
         one, band, ttft, ttft_top, tpot, tpot_top, rate, rate_top, user, user_top, top, top_ceiling
@@ -319,14 +329,15 @@ def _spied() -> Iterator[list[tuple[str, tuple[Any, ...], Any]]]:
 
 
 @FAST
-@given(p=plans, concurrency=st.integers(1, 1000))
-def test_serving_estimate_rules_are_the_functions(p: Plan, concurrency: int) -> None:
+@given(p=plans, concurrency=st.integers(1, 1000), small=st.one_of(st.none(), st.integers(1, 5)))
+def test_serving_estimate_rules_are_the_functions(p: Plan, concurrency: int, small: int | None) -> None:
     """others_output_tokens, prompt_bound_output_tokens, unsampled_prompt_share, little_ttft_s, request_step_s,
     _saturated_rates and at_least(sat_replica, 1): the estimate's figures are theirs of the steps it combines."""
     assume(p.fits and p.gpu is not None)
     model, cal = p.model, calibration()
     prompt, output = request_tokens(p, None, None)
     setup, _, sat = serving_saturation(p, prompt, output, cal)
+    sat = sat if small is None else small  # a saturation of a sequence or a few, below the replicas too
     with _spied() as calls:
         est = batching.serving_estimate(model, GPU, setup, prompt, output, concurrency, sat if sat > 1 else 1, cal)
     sat_replica = at_least((sat if sat > 1 else 1) // setup.replicas, 1)
@@ -447,6 +458,20 @@ def test_handed_estimate_is_the_derived_one(p: Plan) -> None:
         if w.engine == "vllm"
         else ""
     )
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "qwen3-30b-a3b"])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_handed_memos_tell_apart_what_their_keys_hold(name: str, engine: str) -> None:
+    """handed_context and handed_pair find the context and step constants by the engine memory's identity: one
+    layout planned with a BF16 then an FP8 KV cache (the same engine memory), each estimated with the calibration
+    and with the user's efficiencies, gets through the hand-over what the fallback derives."""
+    for kv in (None, "fp8", None):
+        for efficiencies in ({}, {"mfu": 0.4, "mbu": 0.7}, {}):
+            p = _plan(name, engine, (2, 2, 1), 64, 3000, 300, None, kv)
+            assert sh.handed(p) is not None
+            through = json.dumps(plan_performance(p, **efficiencies))
+            assert through == json.dumps(plan_performance(dataclasses.replace(p), **efficiencies))
 
 
 @settings(max_examples=10, deadline=None)
