@@ -434,7 +434,7 @@ def test_handed_estimate_is_the_derived_one(p: Plan) -> None:
     assert (performance["prompt_tokens"], performance["output_tokens"]) == (prompt, output)  # inline request_tokens
     out: dict[str, Any] = {}
     lines: list[str] = []
-    figures.put_evidence(context_of(p, cal).evidence, out, lines)  # serving_performance's inline put_evidence
+    figures.put_evidence(context_of(p, cal).evidence, out, lines)  # what serving_performance writes with it
     assert performance.get("evidence") == out.get("evidence")
     assert all(line in performance["assumptions"] for line in lines)
     if terms is None:
