@@ -38,7 +38,7 @@ from anchorgpu.planner.speed.estimate import plan_performance, request_tokens
 from anchorgpu.planner.speed.flops import _ATTENTION_CACHE, decode_attention_flops_per_token, unsampled_prompt_share
 from anchorgpu.planner.speed.moe_backend import trtllm_moe_backend, vllm_moe_backend
 from anchorgpu.planner.speed.request_cycle import request_step_s
-from anchorgpu.planner.speed.serving_capacity import full_length_concurrency
+from anchorgpu.planner.speed.serving_capacity import full_length_concurrency, kv_bytes_per_gpu
 from anchorgpu.planner.speed.serving_plan import context_of, serving_saturation, serving_setup
 from anchorgpu.planner.speed.step_constants import _pair
 from anchorgpu.units import at_least, clamp
@@ -48,7 +48,9 @@ MODELS = ("llama-3.1-8b", "qwen3-30b-a3b", "deepseek-v2-lite", "mistral-7b-v0.1"
 ENGINES = ("vllm", "sglang", "trtllm")
 LAYOUTS = ((1, 1, 1), (2, 2, 1), (2, 1, 1), (2, 1, 2))  # (gpus, tp, pp): one GPU, TP, two replicas, two stages
 GPU = get_gpu("h100")
-FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
 
 prompts = st.one_of(st.integers(1, 4096), st.integers(4096, 30000))  # long prompts: past the token budget
 outputs = st.one_of(st.just(1), st.integers(1, 2048))  # one-token outputs
@@ -534,3 +536,31 @@ def test_two_threads_planning_at_once_get_their_own_figures() -> None:
     finally:
         sys.setswitchinterval(interval)
     assert not failures
+
+
+# --- the capacity's clamps: plan_inference's at_least, saturation_concurrency's and full_length_concurrency's ------
+
+
+@FAST
+@given(p=plans)
+def test_capacity_clamps_are_the_functions(p: Plan) -> None:
+    """A text model's concurrency figures are clamp and at_least of the plan's own KV sizes: the sequences its cache
+    holds (plan_inference), the saturation at the average length and at the full length (serving_capacity)."""
+    assume(p.budget_bytes is not None and p.model.recurrent is None)
+    b, lay = p.breakdown, p.layout
+    capacity = b["kv_cache_capacity_bytes"]
+    assert capacity >= 0
+    assert p.max_concurrency == capacity // at_least(b["kv_per_sequence_bytes"], 1) * lay.dp
+    if not p.fits:
+        return
+    prompt, output = request_tokens(p, None, None)
+    performance = plan_performance(dataclasses.replace(p))  # the fallback: serving_capacity's own arithmetic
+    assume(performance["kv_reservation"] == "average")  # a paged cache (SGLang's admission and reservations aside)
+    setup = serving_setup(p, prompt, output)
+    cap = p.workload.max_num_seqs or 0  # the engine's sequence cap as planned
+    average = clamp(int(capacity // at_least(setup.kv_bytes_per_sequence_per_gpu, 1.0)), 0, cap) * setup.replicas
+    assert performance["saturation_concurrency"] == average
+    if average >= 1:
+        full = kv_bytes_per_gpu(p, prompt + output, block_size_of(p.workload))
+        held = clamp(int(capacity // at_least(float(full), 1.0)), 0, cap) * setup.replicas
+        assert performance["saturation_full_length_concurrency"] == min(average, held)
