@@ -31,10 +31,15 @@ from anchorgpu.planner.memory.kv import _kv_shape
 from anchorgpu.planner.result import Plan
 from anchorgpu.planner.speed import batching, estimate, figures, handed_memos
 from anchorgpu.planner.speed.attention_rate import prompt_extra_pairs_factor, timed_prefill_attention_flops_per_token
-from anchorgpu.planner.speed.batching_rules import little_ttft_s, others_output_tokens, prompt_bound_output_tokens
+from anchorgpu.planner.speed.batching_rules import (
+    little_ttft_s,
+    others_output_tokens,
+    prefill_chunk_share,
+    prompt_bound_output_tokens,
+)
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.constants import Band
-from anchorgpu.planner.speed.estimate import plan_performance, request_tokens
+from anchorgpu.planner.speed.estimate import performance_calibration, plan_performance, request_tokens
 from anchorgpu.planner.speed.flops import _ATTENTION_CACHE, decode_attention_flops_per_token, unsampled_prompt_share
 from anchorgpu.planner.speed.moe_backend import trtllm_moe_backend, vllm_moe_backend
 from anchorgpu.planner.speed.request_cycle import request_step_s
@@ -283,16 +288,24 @@ def test_dense_steady_between_is_two_dense_steadies(
     attn = batching._attention_flops(model, c, prompt, output, cal)
     skip = unsampled_prompt_share(prompt)
     between = output * more
-    step, bound, top = batching._dense_steady(setup, c, ci, batch, prompt, output, attn, skip)
-    tpot, _, tpot_top = batching._dense_steady(setup, c, ci, batch, prompt, between, attn, skip, False)
-    assert batching._dense_steady_between(setup, c, ci, batch, prompt, output, between, attn, skip) == (
-        step,
-        bound,
-        top,
-        tpot,
-        tpot_top,
-    )
-    # and the lean steady state is the general one (prefill_chunk_share's clamp, inline in both)
+    prefills: list[float] = []  # the prompt tokens of every lean step the two steady states time
+    real = batching._dense_step
+
+    def spy(*args: Any) -> Any:
+        prefills.append(args[3])
+        return real(*args)
+
+    batching._dense_step = spy  # type: ignore[assignment]
+    try:
+        step, bound, top = batching._dense_steady(setup, c, ci, batch, prompt, output, attn, skip)
+        tpot, _, tpot_top = batching._dense_steady(setup, c, ci, batch, prompt, between, attn, skip, False)
+        together = batching._dense_steady_between(setup, c, ci, batch, prompt, output, between, attn, skip)
+    finally:
+        batching._dense_step = real  # type: ignore[assignment]
+    assert together == (step, bound, top, tpot, tpot_top)
+    # a step carries prefill_chunk_share's chunk (its clamp, inline in both), or every step its share of the prompts
+    chunk = prefill_chunk_share(batch, prompt, output, budget)[0]
+    assert set(prefills) <= {0.0, chunk, batch * prompt / output, batch * prompt / between}
     assert (step, bound, top) == batching._steady(setup, c, ci, batch, prompt, output, attn)
 
 
@@ -474,6 +487,13 @@ def test_handed_memos_tell_apart_what_their_keys_hold(name: str, engine: str) ->
             assert sh.handed(p) is not None
             through = json.dumps(plan_performance(p, **efficiencies))
             assert through == json.dumps(plan_performance(dataclasses.replace(p), **efficiencies))
+            # performance_calibration, inline in plan_performance
+            given = performance_calibration(None, efficiencies.get("mfu"), efficiencies.get("mbu"))
+            figures_of = {k: v for k, v in json.loads(through).items() if k != "assumptions"}  # those name the mfu
+            assert figures_of == {k: v for k, v in plan_performance(p, cal=given).items() if k != "assumptions"}
+    p = _plan(name, engine, (2, 2, 1), 64, 3000, 300)
+    sized = plan_performance(p, prompt_tokens=5000, output_tokens=7)  # request_tokens, inline in plan_performance
+    assert (sized["prompt_tokens"], sized["output_tokens"]) == request_tokens(p, 5000, 7)
 
 
 requests = st.tuples(
