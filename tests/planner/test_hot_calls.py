@@ -9,14 +9,20 @@ import sys
 
 import pytest
 
-from anchorgpu.planner import inference, training, training_pipeline
+from anchorgpu.planner import inference, serving_handoff, training, training_pipeline
+from anchorgpu.planner.memory import kv
 from anchorgpu.planner.plan import plan
-from anchorgpu.planner.speed import batching, estimate, figures, serving, serving_plan
+from anchorgpu.planner.speed import batching, estimate, figures, handed_memos, serving, serving_capacity, serving_plan
 from anchorgpu.planner.speed import training as speed_training
 
 HOT = [plan, inference.plan_inference, estimate.plan_performance, serving_plan.serving_setup,
        serving_plan.serving_performance, serving_plan.saturation_concurrency, batching.serving_estimate,
        batching._steady, batching._dense_steady, batching._ttft, serving._dense_step, figures.put_rate, figures.put_time,
+       # what a serving plan hands its estimate and the estimate's calls on it (stop 58, perfserve5)
+       figures.put_serving_figures, handed_memos.handed_context, handed_memos.handed_pair, serving_handoff.hand_over,
+       serving_handoff.handed, serving_handoff.shaped_kv_bytes, kv.kv_cache_bytes_and_shape,
+       serving_capacity.full_length_concurrency, serving_plan.serving_saturation, batching._dense_steady_between,
+       batching._attention_flops,
        # the training plan and its estimate (run.py (c)'s `one`): a fifteenth keyword to training_step once cost
        # the call ~8k instructions of its ~283k
        training.plan_training, training_pipeline.check_interleaving, estimate._training, speed_training.training_step]

@@ -42,6 +42,7 @@ from anchorgpu.planner.speed.figures import (
     evidence_items,
     evidence_of,
     plan_band,
+    put_evidence,
     put_serving_figures,
 )
 from anchorgpu.planner.speed.handed_memos import handed_pair
@@ -364,9 +365,7 @@ def serving_performance(plan: Plan, model: ModelSpec, prompt: int, output: int, 
         if queued is not None:
             assumptions.append(queued)
     assumptions.append(ctx.constants_line)
-    if (evidence := ctx.evidence) is not None:  # put_evidence, inline
-        out["evidence"] = evidence.section.copy()
-        assumptions.append(evidence.summary)
+    put_evidence(ctx.evidence, out, assumptions)
     if ctx.launches_line:
         assumptions.append(ctx.launches_line)
     if setup.moe_backend == VLLM_MARLIN:  # vLLM's Marlin MoE kernel, stated or its choice (speed.moe_backend)
