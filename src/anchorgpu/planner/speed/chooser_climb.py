@@ -47,6 +47,7 @@ def climbers(
     *,
     speed: Callable[[TrainLayout, int, Recompute], float],
     bound: Callable[[TrainLayout, int], float],
+    rung_bound: Callable[[TrainLayout, int], float],
     runs: Callable[[TrainLayout, int], bool],
     fits: Callable[[TrainLayout, int, Recompute], bool],
     unfit: Callable[[TrainLayout, int, Recompute], bool],
@@ -58,7 +59,8 @@ def climbers(
     could beat it by :func:`~.chooser_margin.needed`, each climbed, in ``pairs``' order; ``settled`` (the splits whose
     row is known, the first's) grows by each.
 
-    ``fits``: whether a configuration fits (its plan, memoised by the caller, which adds a layout whose model states
+    ``rung_bound``: at least ``bound`` at a rung, read off the top rung's parts
+    (:func:`~.rung_bound.rung_tokens_per_s_bound`), a filter before that bound is timed; ``fits``: whether a configuration fits (its plan, memoised by the caller, which adds a layout whose model states
     alone outgrow the GPU to ``outgrown``); ``unfit``: whether one was planned already and did not fit; ``row``: a
     split's row from the stream of its configurations and the indices of its pairs in ``pairs`` (the chooser's first
     that fits, climbed, or ``None``)."""
@@ -90,7 +92,7 @@ def climbers(
         ok = checked.get(shape)
         if ok is None:
             ok = checked[shape] = runs(lay, rung) and in_reach(lay, first, held)
-        if not ok or _ranked(beyond, bound, lay, rung) < need:
+        if not ok or _ranked(beyond, rung_bound, lay, rung) < need or _ranked(beyond, bound, lay, rung) < need:
             continue
         for rc in levels:
             if unfit(lay, top, rc):

@@ -48,10 +48,12 @@ from anchorgpu.planner.speed.interleave_choice import deepest_interleave, interl
 from anchorgpu.planner.speed.layout_reason import SERVER_GPUS, training_reason
 from anchorgpu.planner.speed.layout_reason import Found as _Found
 from anchorgpu.planner.speed.links import compute_precision_for_training
-from anchorgpu.planner.speed.micro_batch_ladder import LADDER_PAST, climb_ladder, micro_batches, rung_candidates
+from anchorgpu.planner.speed.micro_batch_ladder import LADDER_PAST, MICRO_BATCHES, climb_ladder, micro_batches
+from anchorgpu.planner.speed.micro_batch_ladder import rung_candidates
 from anchorgpu.planner.speed.overrides import Overrides, calibrated
 from anchorgpu.planner.speed.pipeline import default_batch_tokens, interleaving_refusal_line, pipeline_schedule
 from anchorgpu.planner.speed.ranking import speed_rank
+from anchorgpu.planner.speed.rung_bound import rung_tokens_per_s_bound
 from anchorgpu.planner.speed.topology import network_bytes_per_s_of
 from anchorgpu.planner.speed.training import (
     TrainLayout,
@@ -275,6 +277,16 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                 schedule=schedule)
         return found
 
+    def rung_bound(lay: TrainLayout, mb: int) -> float:  # at least bound(lay, mb), from the top rung's parts
+        key = (lay.tp, lay.cp, lay.pp, lay.virtual_stages, lay.ep, -mb)  # beside bound's, apart from it
+        found = bounds.get(key)
+        if found is None:
+            found = bounds[key] = rung_tokens_per_s_bound(
+                model, gpu, lay, seq_tokens=seq, micro_batch=MICRO_BATCHES[-1], rung=mb,
+                global_batch_tokens=max(batch, lay.dp * mb * seq), cal=cal, kind=kind, precision=prec,
+                train_stack=w.train_stack, network_bytes_per_s=network, schedule=schedule)
+        return found
+
     def runs(lay: TrainLayout, mb: int) -> bool:  # a rung past the ladder (climb_ladder), checked as _candidates does
         if w.global_batch_tokens is not None and not splits(batch, dp=lay.dp, micro_batch=mb, seq_tokens=seq):
             return False
@@ -361,7 +373,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
 
         more = climbers(pairs, levels, found[0].lay, found[0].tokens_per_s, margin,
                         given.fsdp or w.train_stack == "pytorch",  # a PyTorch training recipe may launch the plan
-                        speed=speed, bound=bound, runs=runs, fits=fits, unfit=unfit, row=row, outgrown=outgrown,
+                        speed=speed, bound=bound, rung_bound=rung_bound, runs=runs, fits=fits, unfit=unfit, row=row, outgrown=outgrown,
                         settled={split_of(lay)})
         found += sorted(more, key=lambda f: order[id(f)])  # in the chooser's order, as recommend's rows weigh them
     first = found[0]

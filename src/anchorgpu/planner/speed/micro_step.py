@@ -69,6 +69,7 @@ class MicroStep:
     launch_s: float
     stage_layers: float  # the busiest rank's layers
     act_bytes: float  # a micro-batch's activations at a layer boundary, one GPU's tokens (before the TP split)
+    linear_s: float  # of compute_s, what grows in proportion to the micro-batch's tokens (the rest never shrinks)
 
 
 class _StepShape(NamedTuple):
@@ -172,10 +173,12 @@ def _compute_micro_step(
     width = h / tp
     mm_eff = shape.mm_peak_eff * width / (width + k.train_matmul_half_width)
     split = tp * pp
+    excess_f = 0.0  # the routed experts' products past their full efficiency (expert_rows_factor), per token
     if shape.expert_share:
         # the routed experts' grouped products: an EP group's tokens meet at each expert, tokens_rank * ep * k / E
         # rows an expert, at the serving fit's rows-to-efficiency falloff (calibration moe_expert_half_tokens)
         factor = expert_rows_factor(tokens_rank * ep, shape.route_share, k.moe_expert_half_tokens, cal.moe_tile_rows)
+        excess_f = matmul_f * shape.expert_share * (factor - 1.0)
         matmul_f *= 1.0 + shape.expert_share * (factor - 1.0)
     compute_s = imbalance * (matmul_f * tokens_rank / split / (choice.flops_per_s * mm_eff)
                              + attn_run_f * tokens_rank / split / att_rate)
@@ -190,8 +193,13 @@ def _compute_micro_step(
         # (as of the kept activations, sequence_parallel_share) t times over, the rest split by t as before
         elementwise_s *= 1.0 + sequence_parallel_share(model) * (tp - 1)
     compute_s += elementwise_s
+    # not in proportion to the tokens: the experts' falloff (tokens x factor: a part in proportion, and a part that
+    # grows less, never shrinking: experts.expert_rows_factor) and the dequantization (once a micro-batch)
+    fixed_s = imbalance * excess_f * tokens_rank / split / (choice.flops_per_s * mm_eff) if excess_f else 0.0
     if shape.dequant_bytes:  # memory-bound, at the share of the bandwidth the other copies get (speed.dequant)
-        compute_s += stage_layers * shape.dequant_bytes / tp / (gpu.memory_bandwidth_bytes_per_s * k.decode_mbu)
+        dequant_s = stage_layers * shape.dequant_bytes / tp / (gpu.memory_bandwidth_bytes_per_s * k.decode_mbu)
+        compute_s += dequant_s
+        fixed_s += dequant_s
     if not pytorch and model.moe is not None:
         # biased experts' fc2 bias and a clamped GLU run outside Megatron-Core's fused kernels (gpt-oss): their
         # bytes a routed token at memory bandwidth, split by TP as the elementwise term (unfused_expert_bytes)
@@ -234,7 +242,8 @@ def _compute_micro_step(
             ep_s *= cal.overlap_exposed_fraction
     launch_s = expert_launch_s(model, ep, stage_layers, k.moe_host_s_per_expert_gemm, kind=kind,
                                recompute=recompute)
-    return MicroStep(choice, shape.model_f, shape.hw_f, shape.ceiling_f, compute_s, tp_s, cp_s, ep_s, launch_s, stage_layers, act_bytes)
+    return MicroStep(choice, shape.model_f, shape.hw_f, shape.ceiling_f, compute_s, tp_s, cp_s, ep_s, launch_s, stage_layers,
+                     act_bytes, compute_s - fixed_s)
 
 
 micro_step = memo_on_frozen(_compute_micro_step, frozen=3)

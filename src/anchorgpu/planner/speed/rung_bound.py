@@ -1,0 +1,79 @@
+"""A bound on a layout's speed at a rung past the micro-batch ladder read off its micro-batch below, with no micro-batch
+timed at the rung (:func:`rung_tokens_per_s_bound`): the chooser's search past its first layout
+(:func:`~anchorgpu.planner.speed.chooser_climb.climbers`) drops with it most of the layouts whose climb cannot win
+before it times their bound there. Pure.
+
+:func:`~anchorgpu.planner.speed.training.tokens_per_s_bound` at micro-batch ``r x b`` adds up the same parts as at
+``b`` (:func:`~anchorgpu.planner.speed.micro_step.micro_step`), each for ``r`` times the tokens a micro-batch:
+
+* the part of the computation in proportion to the tokens (:attr:`~.micro_step.MicroStep.linear_s`: the products at
+  their full efficiency, attention, the elementwise traffic, the MoE permutations) takes ``r`` times as long;
+* the rest of it (the routed experts' falloff, ``tokens x factor - tokens``, which grows as the rows an expert gets do
+  and the share of experts touched; QLoRA's dequantization, once a micro-batch), the TP and EP exchanges (a latency
+  and bytes in proportion) and the MoE launches (by the layers and experts alone) take no less;
+* the context-parallel ring's exposed time (its transfers less the attention they hide behind) may shrink, but not
+  below nothing.
+
+So a micro-batch at the rung takes at least ``per - cp + (r - 1) x linear`` of the parts at ``b``, and the bound over
+it at the rung's micro-batches and bubble is at least the bound there (tests/speed/test_chooser_rung_bound.py checks
+both over a sample of real layouts). :data:`RUNG_SLACK` keeps the subtraction's rounding on the safe side.
+"""
+
+from __future__ import annotations
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner.speed.constants import Calibration
+from anchorgpu.planner.speed.experts import MoeDispatcher
+from anchorgpu.planner.speed.flops import Recompute, TrainKind
+from anchorgpu.planner.speed.micro_step import micro_step
+from anchorgpu.planner.speed.pipeline import PipelineSchedule, microbatches_for, pipeline_bubble_stage_times
+from anchorgpu.planner.speed.training import (
+    BOUND_SLACK,
+    AttentionKernel,
+    TrainLayout,
+    _check,
+    _check_interleaving,
+    sequence_parallel_of,
+)
+
+__all__ = ["RUNG_SLACK", "rung_tokens_per_s_bound"]
+
+RUNG_SLACK = 1e-6
+"""How far below ``(r - 1) x linear`` the bound takes a micro-batch's growth: ``linear_s`` is ``compute_s`` less the
+parts not in proportion, a difference whose rounding is some units in the last place of ``compute_s``; a millionth
+of it covers that with room, and costs the filter nothing it needs."""
+
+
+def rung_tokens_per_s_bound(
+    model: ModelSpec, gpu: GpuSpec, lay: TrainLayout, *, seq_tokens: int, micro_batch: int, rung: int,
+    global_batch_tokens: int, cal: Calibration, recompute: Recompute = "none", kind: TrainKind = "full",
+    precision: str = "bf16", gpus_per_server: int = 8, network_bytes_per_s: float | None = None,
+    attention_kernel: AttentionKernel = "flash", train_stack: str = "megatron",
+    moe_dispatcher: MoeDispatcher = "alltoall", schedule: PipelineSchedule = "1f1b",
+) -> float:
+    """At least :func:`~anchorgpu.planner.speed.training.tokens_per_s_bound` at micro-batch ``rung`` (a multiple of
+    ``micro_batch``) and ``global_batch_tokens``, from the micro-batch parts at ``micro_batch`` (memoised: the
+    chooser has read them for its bound there); refused where that bound is.
+
+    >>> from anchorgpu.planner.speed._toys import toy_gpu, toy_model
+    >>> from anchorgpu.planner.speed.calibration import calibration
+    >>> from anchorgpu.planner.speed.training import tokens_per_s_bound
+    >>> lay, cal = TrainLayout(gpus=4, tp=2, pp=2), calibration()
+    >>> at_8 = tokens_per_s_bound(toy_model(), toy_gpu(), lay, seq_tokens=128, micro_batch=8, global_batch_tokens=8192)
+    >>> at_4 = tokens_per_s_bound(toy_model(), toy_gpu(), lay, seq_tokens=128, micro_batch=4, global_batch_tokens=8192)
+    >>> up = rung_tokens_per_s_bound(toy_model(), toy_gpu(), lay, seq_tokens=128, micro_batch=4, rung=8,
+    ...                              global_batch_tokens=8192, cal=cal)
+    >>> at_8 <= up < 2 * at_4
+    True
+    """
+    _check(model, lay, seq_tokens)
+    b = micro_step(model, gpu, cal, lay.tp, lay.pp, lay.cp, lay.ep, lay.virtual_stages, lay.tp_overlap, lay.ep_overlap,
+                   seq_tokens, micro_batch, recompute, kind, precision, gpus_per_server, network_bytes_per_s,
+                   attention_kernel, train_stack, lay.pipeline_layout, sequence_parallel_of(lay), moe_dispatcher)
+    m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=rung, seq_tokens=seq_tokens)
+    _check_interleaving(lay, m, train_stack)
+    per_micro = (b.compute_s + b.tp_s + b.ep_s + b.launch_s
+                 + (rung / micro_batch - 1.0) * b.linear_s * (1.0 - RUNG_SLACK))
+    step_s = (m + pipeline_bubble_stage_times(lay.pp, m, lay.virtual_stages, schedule)) * per_micro
+    return m * lay.dp * rung * seq_tokens / step_s * (1.0 + BOUND_SLACK)
