@@ -66,7 +66,7 @@ def test_the_rung_bound_is_never_below_the_bound_at_the_rung(
         lay = TrainLayout(gpus=64, tp=tp, cp=cp, pp=pp, dp=64 // (tp * cp * pp), ep=ep, virtual_stages=v,
                           tp_overlap=overlap, ep_overlap=overlap)
         for recompute in ("none", "selective", "full"):
-            for low, rung in ((4, 8), (1, 2), (1, 4), (2, 8)):
+            for low, rung in ((4, 8), (1, 2), (1, 4), (2, 8), (1, 8), (2, 4)):
                 got = _bounds(model, gpu, kind, precision, stack, recompute, seq, lay, low, rung)
                 if got is None:
                     continue
@@ -99,5 +99,5 @@ def test_the_chooser_chooses_as_without_the_rung_bound(
         return p.layout, p.workload, p.assumptions  # the layout chosen, its knobs, the sentence that says why
 
     with_it = answer()
-    monkeypatch.setattr(layouts, "rung_tokens_per_s_bound", lambda *a, **k: math.inf)
+    monkeypatch.setattr(layouts, "rung_bound_of", lambda *a, **k: math.inf)
     assert answer() == with_it

@@ -48,12 +48,12 @@ from anchorgpu.planner.speed.interleave_choice import deepest_interleave, interl
 from anchorgpu.planner.speed.layout_reason import SERVER_GPUS, training_reason
 from anchorgpu.planner.speed.layout_reason import Found as _Found
 from anchorgpu.planner.speed.links import compute_precision_for_training
-from anchorgpu.planner.speed.micro_batch_ladder import LADDER_PAST, MICRO_BATCHES, climb_ladder, micro_batches
+from anchorgpu.planner.speed.micro_batch_ladder import LADDER_PAST, climb_ladder, micro_batches
 from anchorgpu.planner.speed.micro_batch_ladder import rung_candidates
 from anchorgpu.planner.speed.overrides import Overrides, calibrated
 from anchorgpu.planner.speed.pipeline import default_batch_tokens, interleaving_refusal_line, pipeline_schedule
 from anchorgpu.planner.speed.ranking import speed_rank
-from anchorgpu.planner.speed.rung_bound import rung_tokens_per_s_bound
+from anchorgpu.planner.speed.rung_bound import Growth, growth_of, rung_bound_of
 from anchorgpu.planner.speed.topology import network_bytes_per_s_of
 from anchorgpu.planner.speed.training import (
     TrainLayout,
@@ -277,15 +277,26 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                 schedule=schedule)
         return found
 
-    def rung_bound(lay: TrainLayout, mb: int) -> float:  # at least bound(lay, mb), from the top rung's parts
-        key = (lay.tp, lay.cp, lay.pp, lay.virtual_stages, lay.ep, -mb)  # beside bound's, apart from it
-        found = bounds.get(key)
+    growths: dict[tuple[int, int, int, int, int, int], Growth] = {}
+    rungs: dict[tuple[int, int, int, int, int, int, int], float] = {}
+
+    def rung_bound(lay: TrainLayout, mb: int, low: int) -> float:  # at least bound(lay, mb), from low's parts
+        key = (lay.tp, lay.cp, lay.pp, lay.virtual_stages, lay.ep, low, mb)  # as bound's: one for every ZeRO stage
+        found = rungs.get(key)
         if found is None:
-            found = bounds[key] = rung_tokens_per_s_bound(
-                model, gpu, lay, seq_tokens=seq, micro_batch=MICRO_BATCHES[-1], rung=mb,
-                global_batch_tokens=max(batch, lay.dp * mb * seq), cal=cal, kind=kind, precision=prec,
-                train_stack=w.train_stack, network_bytes_per_s=network, schedule=schedule)
+            grows = growths.get(key[:6])
+            if grows is None:
+                grows = growths[key[:6]] = growth_of(model, gpu, lay, seq_tokens=seq, micro_batch=low, cal=cal,
+                                                     kind=kind, precision=prec, train_stack=w.train_stack,
+                                                     network_bytes_per_s=network)
+            found = rungs[key] = rung_bound_of(grows, lay, micro_batch=low, rung=mb, seq_tokens=seq,
+                                               global_batch_tokens=max(batch, lay.dp * mb * seq), schedule=schedule)
         return found
+
+    least_mb = micro_batches(w)[0]
+
+    def over(lay: TrainLayout, mb: int) -> float | None:  # bound's own bound, from the smallest micro-batch's parts
+        return rung_bound(lay, mb, least_mb) if mb > least_mb else None
 
     def runs(lay: TrainLayout, mb: int) -> bool:  # a rung past the ladder (climb_ladder), checked as _candidates does
         if w.global_batch_tokens is not None and not splits(batch, dp=lay.dp, micro_batch=mb, seq_tokens=seq):
@@ -345,7 +356,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
             mb, rc, value, p = climb_ladder((mb, rc, value, p), levels, runs_at, speed_at, fits_at)
         return _Found(value, lay, candidate_layout(lay, given), mb, rc, p)
 
-    head = first_fit(fastest_first(pairs, levels, speed, bound, twins, outgrown))
+    head = first_fit(fastest_first(pairs, levels, speed, bound, twins, outgrown, over))
     if head is None:
         return None
     value, index, lay, mb, rc, p = head
@@ -373,7 +384,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
 
         more = climbers(pairs, levels, found[0].lay, found[0].tokens_per_s, margin,
                         given.fsdp or w.train_stack == "pytorch",  # a PyTorch training recipe may launch the plan
-                        speed=speed, bound=bound, rung_bound=rung_bound, runs=runs, fits=fits, unfit=unfit, row=row, outgrown=outgrown,
+                        speed=speed, bound=bound, rung_bound=rung_bound, over=over, runs=runs, fits=fits, unfit=unfit, row=row, outgrown=outgrown,
                         settled={split_of(lay)})
         found += sorted(more, key=lambda f: order[id(f)])  # in the chooser's order, as recommend's rows weigh them
     first = found[0]

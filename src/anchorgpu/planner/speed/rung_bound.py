@@ -21,6 +21,8 @@ both over a sample of real layouts). :data:`RUNG_SLACK` keeps the subtraction's 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.speed.constants import Calibration
@@ -37,12 +39,44 @@ from anchorgpu.planner.speed.training import (
     sequence_parallel_of,
 )
 
-__all__ = ["RUNG_SLACK", "rung_tokens_per_s_bound"]
+__all__ = ["RUNG_SLACK", "Growth", "growth_of", "rung_bound_of", "rung_tokens_per_s_bound"]
 
 RUNG_SLACK = 1e-6
 """How far below ``(r - 1) x linear`` the bound takes a micro-batch's growth: ``linear_s`` is ``compute_s`` less the
 parts not in proportion, a difference whose rounding is some units in the last place of ``compute_s``; a millionth
 of it covers that with room, and costs the filter nothing it needs."""
+
+
+class Growth(NamedTuple):
+    """What a micro-batch at least takes at ``r`` times the tokens of one whose parts these are (seconds):
+    ``kept_s + (r - 1) x linear_s``."""
+
+    kept_s: float  # the parts that never shrink: all but the context-parallel ring's exposed time
+    linear_s: float  # the part in proportion to the tokens, a touch under (RUNG_SLACK)
+
+
+def growth_of(
+    model: ModelSpec, gpu: GpuSpec, lay: TrainLayout, *, seq_tokens: int, micro_batch: int, cal: Calibration,
+    recompute: Recompute = "none", kind: TrainKind = "full", precision: str = "bf16", gpus_per_server: int = 8,
+    network_bytes_per_s: float | None = None, attention_kernel: AttentionKernel = "flash",
+    train_stack: str = "megatron", moe_dispatcher: MoeDispatcher = "alltoall",
+) -> Growth:
+    """The :class:`Growth` of a layout's micro-batch of ``micro_batch`` sequences (its parts memoised:
+    :func:`~anchorgpu.planner.speed.micro_step.micro_step`)."""
+    b = micro_step(model, gpu, cal, lay.tp, lay.pp, lay.cp, lay.ep, lay.virtual_stages, lay.tp_overlap, lay.ep_overlap,
+                   seq_tokens, micro_batch, recompute, kind, precision, gpus_per_server, network_bytes_per_s,
+                   attention_kernel, train_stack, lay.pipeline_layout, sequence_parallel_of(lay), moe_dispatcher)
+    return Growth(b.compute_s + b.tp_s + b.ep_s + b.launch_s, b.linear_s * (1.0 - RUNG_SLACK))
+
+
+def rung_bound_of(growth: Growth, lay: TrainLayout, *, micro_batch: int, rung: int, seq_tokens: int,
+                  global_batch_tokens: int, schedule: PipelineSchedule = "1f1b") -> float:
+    """At least the speed bound at micro-batch ``rung`` of a layout whose micro-batch of ``micro_batch`` sequences
+    grows so (:func:`growth_of`), where that bound is not refused (this checks nothing)."""
+    m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=rung, seq_tokens=seq_tokens)
+    per_micro = growth.kept_s + (rung / micro_batch - 1.0) * growth.linear_s
+    step_s = (m + pipeline_bubble_stage_times(lay.pp, m, lay.virtual_stages, schedule)) * per_micro
+    return m * lay.dp * rung * seq_tokens / step_s * (1.0 + BOUND_SLACK)
 
 
 def rung_tokens_per_s_bound(
@@ -53,8 +87,8 @@ def rung_tokens_per_s_bound(
     moe_dispatcher: MoeDispatcher = "alltoall", schedule: PipelineSchedule = "1f1b",
 ) -> float:
     """At least :func:`~anchorgpu.planner.speed.training.tokens_per_s_bound` at micro-batch ``rung`` (a multiple of
-    ``micro_batch``) and ``global_batch_tokens``, from the micro-batch parts at ``micro_batch`` (memoised: the
-    chooser has read them for its bound there); refused where that bound is.
+    ``micro_batch``) and ``global_batch_tokens``, from the micro-batch parts at ``micro_batch``; refused where that
+    bound is.
 
     >>> from anchorgpu.planner.speed._toys import toy_gpu, toy_model
     >>> from anchorgpu.planner.speed.calibration import calibration
@@ -68,12 +102,11 @@ def rung_tokens_per_s_bound(
     True
     """
     _check(model, lay, seq_tokens)
-    b = micro_step(model, gpu, cal, lay.tp, lay.pp, lay.cp, lay.ep, lay.virtual_stages, lay.tp_overlap, lay.ep_overlap,
-                   seq_tokens, micro_batch, recompute, kind, precision, gpus_per_server, network_bytes_per_s,
-                   attention_kernel, train_stack, lay.pipeline_layout, sequence_parallel_of(lay), moe_dispatcher)
-    m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=rung, seq_tokens=seq_tokens)
-    _check_interleaving(lay, m, train_stack)
-    per_micro = (b.compute_s + b.tp_s + b.ep_s + b.launch_s
-                 + (rung / micro_batch - 1.0) * b.linear_s * (1.0 - RUNG_SLACK))
-    step_s = (m + pipeline_bubble_stage_times(lay.pp, m, lay.virtual_stages, schedule)) * per_micro
-    return m * lay.dp * rung * seq_tokens / step_s * (1.0 + BOUND_SLACK)
+    growth = growth_of(model, gpu, lay, seq_tokens=seq_tokens, micro_batch=micro_batch, cal=cal, recompute=recompute,
+                       kind=kind, precision=precision, gpus_per_server=gpus_per_server,
+                       network_bytes_per_s=network_bytes_per_s, attention_kernel=attention_kernel,
+                       train_stack=train_stack, moe_dispatcher=moe_dispatcher)
+    _check_interleaving(lay, microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=rung, seq_tokens=seq_tokens),
+                        train_stack)
+    return rung_bound_of(growth, lay, micro_batch=micro_batch, rung=rung, seq_tokens=seq_tokens,
+                         global_batch_tokens=global_batch_tokens, schedule=schedule)
