@@ -66,7 +66,12 @@ def fastest_first(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute,
             if levels[0] != "none":
                 heap.append((-math.inf, g * n, _LAYOUT, g))
             elif bound is not None:
-                above = _over(over, lay, mb)
+                above = None
+                if over is not None:
+                    try:
+                        above = over(lay, mb)
+                    except InvalidWorkload:  # bound says whether it refuses the layout too
+                        pass
                 heap.append((-speed_rank(bound(lay, mb)), g * n, _BOUND, g) if above is None
                             else (-speed_rank(above), g * n, _OVER, g))
             else:
@@ -121,16 +126,6 @@ def fastest_first(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute,
 # the kinds of a heap entry of fastest_first, stand-ins first where the speed and candidate tie
 _OVER, _TWIN_LEVEL, _TWIN_LAYOUT, _BOUND, _LAYOUT, _LEVEL = -4, -3, -2, -1, 0, 1
 
-
-def _over(over: Callable[[TrainLayout, int], float | None] | None, lay: TrainLayout, mb: int) -> float | None:
-    """``over``'s bound, or ``None`` where there is none or it refuses the layout (``bound`` then says whether it
-    does too)."""
-    if over is None:
-        return None
-    try:
-        return over(lay, mb)
-    except InvalidWorkload:
-        return None
 
 
 def add_zero2_block(blocks: list[tuple[int, int, int]], zero1_start: int, zero2_start: int, zero2_end: int) -> None:

@@ -289,14 +289,16 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                 grows = growths[key[:6]] = growth_of(model, gpu, lay, seq_tokens=seq, micro_batch=low, cal=cal,
                                                      kind=kind, precision=prec, train_stack=w.train_stack,
                                                      network_bytes_per_s=network)
-            found = rungs[key] = rung_bound_of(grows, lay, micro_batch=low, rung=mb, seq_tokens=seq,
-                                               global_batch_tokens=max(batch, lay.dp * mb * seq), schedule=schedule)
+            found = rungs[key] = rung_bound_of(grows, lay, low, mb, seq, max(batch, lay.dp * mb * seq), schedule)
         return found
 
     least_mb = micro_batches(w)[0]
 
     def over(lay: TrainLayout, mb: int) -> float | None:  # bound's own bound, from the smallest micro-batch's parts
-        return rung_bound(lay, mb, least_mb) if mb > least_mb else None
+        if mb <= least_mb:
+            return None
+        found = rungs.get((lay.tp, lay.cp, lay.pp, lay.virtual_stages, lay.ep, least_mb, mb))
+        return rung_bound(lay, mb, least_mb) if found is None else found
 
     def runs(lay: TrainLayout, mb: int) -> bool:  # a rung past the ladder (climb_ladder), checked as _candidates does
         if w.global_batch_tokens is not None and not splits(batch, dp=lay.dp, micro_batch=mb, seq_tokens=seq):

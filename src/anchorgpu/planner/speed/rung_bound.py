@@ -21,6 +21,7 @@ both over a sample of real layouts). :data:`RUNG_SLACK` keeps the subtraction's 
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 from anchorgpu.architectures.spec import ModelSpec
@@ -69,11 +70,12 @@ def growth_of(
     return Growth(b.compute_s + b.tp_s + b.ep_s + b.launch_s, b.linear_s * (1.0 - RUNG_SLACK))
 
 
-def rung_bound_of(growth: Growth, lay: TrainLayout, *, micro_batch: int, rung: int, seq_tokens: int,
+def rung_bound_of(growth: Growth, lay: TrainLayout, micro_batch: int, rung: int, seq_tokens: int,
                   global_batch_tokens: int, schedule: PipelineSchedule = "1f1b") -> float:
     """At least the speed bound at micro-batch ``rung`` of a layout whose micro-batch of ``micro_batch`` sequences
-    grows so (:func:`growth_of`), where that bound is not refused (this checks nothing)."""
-    m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=rung, seq_tokens=seq_tokens)
+    grows so (:func:`growth_of`), where that bound is not refused and ``global_batch_tokens`` holds one micro-batch
+    a rank (this checks nothing). By position: the chooser reads it for most of its layouts."""
+    m = math.ceil(global_batch_tokens / (lay.dp * rung * seq_tokens))  # as microbatches_for
     per_micro = growth.kept_s + (rung / micro_batch - 1.0) * growth.linear_s
     step_s = (m + pipeline_bubble_stage_times(lay.pp, m, lay.virtual_stages, schedule)) * per_micro
     return m * lay.dp * rung * seq_tokens / step_s * (1.0 + BOUND_SLACK)
@@ -108,5 +110,4 @@ def rung_tokens_per_s_bound(
                        train_stack=train_stack, moe_dispatcher=moe_dispatcher)
     _check_interleaving(lay, microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=rung, seq_tokens=seq_tokens),
                         train_stack)
-    return rung_bound_of(growth, lay, micro_batch=micro_batch, rung=rung, seq_tokens=seq_tokens,
-                         global_batch_tokens=global_batch_tokens, schedule=schedule)
+    return rung_bound_of(growth, lay, micro_batch, rung, seq_tokens, global_batch_tokens, schedule)
