@@ -6,11 +6,12 @@ before it times their bound there. Pure.
 :func:`~anchorgpu.planner.speed.training.tokens_per_s_bound` at micro-batch ``r x b`` adds up the same parts as at
 ``b`` (:func:`~anchorgpu.planner.speed.micro_step.micro_step`), each for ``r`` times the tokens a micro-batch:
 
-* the part of the computation in proportion to the tokens (:attr:`~.micro_step.MicroStep.linear_s`: the products at
-  their full efficiency, attention, the elementwise traffic, the MoE permutations) takes ``r`` times as long;
-* the rest of it (the routed experts' falloff, ``tokens x factor - tokens``, which grows as the rows an expert gets do
-  and the share of experts touched; QLoRA's dequantization, once a micro-batch), the TP and EP exchanges (a latency
-  and bytes in proportion) and the MoE launches (by the layers and experts alone) take no less;
+* the parts in proportion to the tokens (:attr:`~.micro_step.MicroStep.linear_s`: the products at their full
+  efficiency, attention, the elementwise traffic, the MoE permutations; the TP and EP exchanges' bytes) take ``r``
+  times as long;
+* the rest of the computation (the routed experts' falloff, ``tokens x factor - tokens``, which grows as the rows an
+  expert gets do and the share of experts touched; QLoRA's dequantization, once a micro-batch), the exchanges'
+  latencies and the MoE launches (by the layers and experts alone) take no less;
 * the context-parallel ring's exposed time (its transfers less the attention they hide behind) may shrink, but not
   below nothing.
 
@@ -43,9 +44,10 @@ from anchorgpu.planner.speed.training import (
 __all__ = ["RUNG_SLACK", "Growth", "growth_of", "rung_bound_of", "rung_tokens_per_s_bound"]
 
 RUNG_SLACK = 1e-6
-"""How far below ``(r - 1) x linear`` the bound takes a micro-batch's growth: ``linear_s`` is ``compute_s`` less the
-parts not in proportion, a difference whose rounding is some units in the last place of ``compute_s``; a millionth
-of it covers that with room, and costs the filter nothing it needs."""
+"""How far below ``kept + (r - 1) x linear`` the bound takes a micro-batch at the rung: ``linear_s`` holds differences
+(``compute_s`` less the parts not in proportion, an exchange at twice the bytes less at once), whose rounding is some
+units in the last place of the micro-batch's time; a millionth of it covers that with room, and costs the filter
+nothing it needs."""
 
 
 class Growth(NamedTuple):
@@ -53,7 +55,7 @@ class Growth(NamedTuple):
     ``kept_s + (r - 1) x linear_s``."""
 
     kept_s: float  # the parts that never shrink: all but the context-parallel ring's exposed time
-    linear_s: float  # the part in proportion to the tokens, a touch under (RUNG_SLACK)
+    linear_s: float  # the part in proportion to the tokens
 
 
 def growth_of(
@@ -67,7 +69,7 @@ def growth_of(
     b = micro_step(model, gpu, cal, lay.tp, lay.pp, lay.cp, lay.ep, lay.virtual_stages, lay.tp_overlap, lay.ep_overlap,
                    seq_tokens, micro_batch, recompute, kind, precision, gpus_per_server, network_bytes_per_s,
                    attention_kernel, train_stack, lay.pipeline_layout, sequence_parallel_of(lay), moe_dispatcher)
-    return Growth(b.compute_s + b.tp_s + b.ep_s + b.launch_s, b.linear_s * (1.0 - RUNG_SLACK))
+    return Growth(b.compute_s + b.tp_s + b.ep_s + b.launch_s, b.linear_s)
 
 
 def rung_bound_of(growth: Growth, lay: TrainLayout, micro_batch: int, rung: int, seq_tokens: int,
@@ -76,7 +78,7 @@ def rung_bound_of(growth: Growth, lay: TrainLayout, micro_batch: int, rung: int,
     grows so (:func:`growth_of`), where that bound is not refused and ``global_batch_tokens`` holds one micro-batch
     a rank (this checks nothing). By position: the chooser reads it for most of its layouts."""
     m = math.ceil(global_batch_tokens / (lay.dp * rung * seq_tokens))  # as microbatches_for
-    per_micro = growth.kept_s + (rung / micro_batch - 1.0) * growth.linear_s
+    per_micro = (growth.kept_s + (rung / micro_batch - 1.0) * growth.linear_s) * (1.0 - RUNG_SLACK)
     step_s = (m + pipeline_bubble_stage_times(lay.pp, m, lay.virtual_stages, schedule)) * per_micro
     return m * lay.dp * rung * seq_tokens / step_s * (1.0 + BOUND_SLACK)
 
