@@ -22,9 +22,16 @@ from anchorgpu.planner.speed.rung_bound import rung_tokens_per_s_bound
 from anchorgpu.planner.speed.training import TrainLayout, tokens_per_s_bound
 
 SPLITS = [  # (tp, cp, pp, ep, virtual stages, tp and EP overlap) of 64 GPUs
-    (1, 1, 1, 1, 1, False), (1, 1, 1, 8, 1, False), (2, 1, 2, 8, 1, True), (1, 1, 2, 8, 2, False),
-    (4, 1, 4, 1, 1, False), (8, 1, 1, 8, 1, True), (1, 1, 1, 64, 1, False), (2, 2, 1, 4, 1, False),
-    (1, 4, 2, 1, 1, False), (1, 2, 1, 16, 1, False),
+    (1, 1, 1, 1, 1, False),
+    (1, 1, 1, 8, 1, False),
+    (2, 1, 2, 8, 1, True),
+    (1, 1, 2, 8, 2, False),
+    (4, 1, 4, 1, 1, False),
+    (8, 1, 1, 8, 1, True),
+    (1, 1, 1, 64, 1, False),
+    (2, 2, 1, 4, 1, False),
+    (1, 4, 2, 1, 1, False),
+    (1, 2, 1, 16, 1, False),
 ]
 CASES = [  # (model, GPU, kind, precision, stack)
     ("qwen3-30b-a3b", "h100", "full", "bf16", "megatron"),
@@ -38,18 +45,33 @@ CASES = [  # (model, GPU, kind, precision, stack)
 ]
 
 
-def _bounds(model: ModelSpec, gpu: str, kind: TrainKind, precision: str, stack: str, recompute: Recompute,
-            seq: int, lay: TrainLayout, low: int, rung: int) -> tuple[float, float] | None:
+def _bounds(
+    model: ModelSpec,
+    gpu: str,
+    kind: TrainKind,
+    precision: str,
+    stack: str,
+    recompute: Recompute,
+    seq: int,
+    lay: TrainLayout,
+    low: int,
+    rung: int,
+) -> tuple[float, float] | None:
     spec, cal = get_gpu(gpu), calibration()
     batch = 1024 * seq
-    common = dict(seq_tokens=seq, global_batch_tokens=batch, recompute=recompute, kind=kind, precision=precision,
-                  train_stack=stack)
+    common = dict(
+        seq_tokens=seq,
+        global_batch_tokens=batch,
+        recompute=recompute,
+        kind=kind,
+        precision=precision,
+        train_stack=stack,
+    )
     try:
         exact = tokens_per_s_bound(model, spec, lay, micro_batch=rung, cal=cal, **common)  # type: ignore[arg-type]
     except Exception:  # a layout the step refuses (CP past the sequence, EP no stage holds, chunks)
         return None
-    return exact, rung_tokens_per_s_bound(model, spec, lay, micro_batch=low, rung=rung, cal=cal,
-                                          **common)  # type: ignore[arg-type]
+    return exact, rung_tokens_per_s_bound(model, spec, lay, micro_batch=low, rung=rung, cal=cal, **common)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("name", "gpu", "kind", "precision", "stack"), CASES)
@@ -63,8 +85,17 @@ def test_the_rung_bound_is_never_below_the_bound_at_the_rung(
     for tp, cp, pp, ep, v, overlap in SPLITS:
         if model.moe is None and ep > 1 or model.moe is not None and model.moe.num_experts % ep:
             continue
-        lay = TrainLayout(gpus=64, tp=tp, cp=cp, pp=pp, dp=64 // (tp * cp * pp), ep=ep, virtual_stages=v,
-                          tp_overlap=overlap, ep_overlap=overlap)
+        lay = TrainLayout(
+            gpus=64,
+            tp=tp,
+            cp=cp,
+            pp=pp,
+            dp=64 // (tp * cp * pp),
+            ep=ep,
+            virtual_stages=v,
+            tp_overlap=overlap,
+            ep_overlap=overlap,
+        )
         for recompute in ("none", "selective", "full"):
             for low, rung in ((4, 8), (1, 2), (1, 4), (2, 8), (1, 8), (2, 4)):
                 got = _bounds(model, gpu, kind, precision, stack, recompute, seq, lay, low, rung)

@@ -111,8 +111,7 @@ def climbers(
                     for g, (other, _) in enumerate(pairs):
                         of_split.setdefault(split_of(other), []).append(g)
                 members = of_split[key]
-                f = row(fastest_first([pairs[g] for g in members], levels, speed, bound, None, outgrown, over),
-                             members)
+                f = row(fastest_first([pairs[g] for g in members], levels, speed, bound, None, outgrown, over), members)
                 if f is not None:
                     found.append(f)
                 break

@@ -48,12 +48,11 @@ from anchorgpu.planner.speed.interleave_choice import deepest_interleave, interl
 from anchorgpu.planner.speed.layout_reason import SERVER_GPUS, training_reason
 from anchorgpu.planner.speed.layout_reason import Found as _Found
 from anchorgpu.planner.speed.links import compute_precision_for_training
-from anchorgpu.planner.speed.micro_batch_ladder import LADDER_PAST, climb_ladder, micro_batches
-from anchorgpu.planner.speed.micro_batch_ladder import rung_candidates
+from anchorgpu.planner.speed.micro_batch_ladder import LADDER_PAST, climb_ladder, micro_batches, rung_candidates
 from anchorgpu.planner.speed.overrides import Overrides, calibrated
 from anchorgpu.planner.speed.pipeline import default_batch_tokens, interleaving_refusal_line, pipeline_schedule
 from anchorgpu.planner.speed.ranking import speed_rank
-from anchorgpu.planner.speed.rung_bound import Growth, growth_of, rung_bound_of
+from anchorgpu.planner.speed.rung_bound import Growth, growth_of, rung_bounds
 from anchorgpu.planner.speed.topology import network_bytes_per_s_of
 from anchorgpu.planner.speed.training import (
     TrainLayout,
@@ -277,28 +276,11 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                 schedule=schedule)
         return found
 
-    growths: dict[tuple[int, int, int, int, int, int], Growth] = {}
-    rungs: dict[tuple[int, int, int, int, int, int, int], float] = {}
+    def grows(lay: TrainLayout, low: int) -> Growth:  # its micro-batch parts at low, as bound reads them
+        return growth_of(model, gpu, lay, seq_tokens=seq, micro_batch=low, cal=cal, kind=kind, precision=prec,
+                         train_stack=w.train_stack, network_bytes_per_s=network)
 
-    def rung_bound(lay: TrainLayout, mb: int, low: int) -> float:  # at least bound(lay, mb), from low's parts
-        key = (lay.tp, lay.cp, lay.pp, lay.virtual_stages, lay.ep, low, mb)  # as bound's: one for every ZeRO stage
-        found = rungs.get(key)
-        if found is None:
-            grows = growths.get(key[:6])
-            if grows is None:
-                grows = growths[key[:6]] = growth_of(model, gpu, lay, seq_tokens=seq, micro_batch=low, cal=cal,
-                                                     kind=kind, precision=prec, train_stack=w.train_stack,
-                                                     network_bytes_per_s=network)
-            found = rungs[key] = rung_bound_of(grows, lay, low, mb, seq, max(batch, lay.dp * mb * seq), schedule)
-        return found
-
-    least_mb = micro_batches(w)[0]
-
-    def over(lay: TrainLayout, mb: int) -> float | None:  # bound's own bound, from the smallest micro-batch's parts
-        if mb <= least_mb:
-            return None
-        found = rungs.get((lay.tp, lay.cp, lay.pp, lay.virtual_stages, lay.ep, least_mb, mb))
-        return rung_bound(lay, mb, least_mb) if found is None else found
+    rung_bound, over = rung_bounds(grows, seq, batch, schedule, micro_batches(w)[0])
 
     def runs(lay: TrainLayout, mb: int) -> bool:  # a rung past the ladder (climb_ladder), checked as _candidates does
         if w.global_batch_tokens is not None and not splits(batch, dp=lay.dp, micro_batch=mb, seq_tokens=seq):

@@ -23,6 +23,7 @@ both over a sample of real layouts). :data:`RUNG_SLACK` keeps the subtraction's 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 from anchorgpu.architectures.spec import ModelSpec
@@ -41,7 +42,7 @@ from anchorgpu.planner.speed.training import (
     sequence_parallel_of,
 )
 
-__all__ = ["RUNG_SLACK", "Growth", "growth_of", "rung_bound_of", "rung_tokens_per_s_bound"]
+__all__ = ["RUNG_SLACK", "Growth", "growth_of", "rung_bound_of", "rung_bounds", "rung_tokens_per_s_bound"]
 
 RUNG_SLACK = 1e-6
 """How far below ``kept + (r - 1) x linear`` the bound takes a micro-batch at the rung: ``linear_s`` holds differences
@@ -59,21 +60,60 @@ class Growth(NamedTuple):
 
 
 def growth_of(
-    model: ModelSpec, gpu: GpuSpec, lay: TrainLayout, *, seq_tokens: int, micro_batch: int, cal: Calibration,
-    recompute: Recompute = "none", kind: TrainKind = "full", precision: str = "bf16", gpus_per_server: int = 8,
-    network_bytes_per_s: float | None = None, attention_kernel: AttentionKernel = "flash",
-    train_stack: str = "megatron", moe_dispatcher: MoeDispatcher = "alltoall",
+    model: ModelSpec,
+    gpu: GpuSpec,
+    lay: TrainLayout,
+    *,
+    seq_tokens: int,
+    micro_batch: int,
+    cal: Calibration,
+    recompute: Recompute = "none",
+    kind: TrainKind = "full",
+    precision: str = "bf16",
+    gpus_per_server: int = 8,
+    network_bytes_per_s: float | None = None,
+    attention_kernel: AttentionKernel = "flash",
+    train_stack: str = "megatron",
+    moe_dispatcher: MoeDispatcher = "alltoall",
 ) -> Growth:
     """The :class:`Growth` of a layout's micro-batch of ``micro_batch`` sequences (its parts memoised:
     :func:`~anchorgpu.planner.speed.micro_step.micro_step`)."""
-    b = micro_step(model, gpu, cal, lay.tp, lay.pp, lay.cp, lay.ep, lay.virtual_stages, lay.tp_overlap, lay.ep_overlap,
-                   seq_tokens, micro_batch, recompute, kind, precision, gpus_per_server, network_bytes_per_s,
-                   attention_kernel, train_stack, lay.pipeline_layout, sequence_parallel_of(lay), moe_dispatcher)
+    b = micro_step(
+        model,
+        gpu,
+        cal,
+        lay.tp,
+        lay.pp,
+        lay.cp,
+        lay.ep,
+        lay.virtual_stages,
+        lay.tp_overlap,
+        lay.ep_overlap,
+        seq_tokens,
+        micro_batch,
+        recompute,
+        kind,
+        precision,
+        gpus_per_server,
+        network_bytes_per_s,
+        attention_kernel,
+        train_stack,
+        lay.pipeline_layout,
+        sequence_parallel_of(lay),
+        moe_dispatcher,
+    )
     return Growth(b.compute_s + b.tp_s + b.ep_s + b.launch_s, b.linear_s)
 
 
-def rung_bound_of(growth: Growth, lay: TrainLayout, micro_batch: int, rung: int, seq_tokens: int,
-                  global_batch_tokens: int, schedule: PipelineSchedule = "1f1b") -> float:
+def rung_bound_of(
+    growth: Growth,
+    lay: TrainLayout,
+    micro_batch: int,
+    rung: int,
+    seq_tokens: int,
+    global_batch_tokens: int,
+    schedule: PipelineSchedule = "1f1b",
+) -> float:
     """At least the speed bound at micro-batch ``rung`` of a layout whose micro-batch of ``micro_batch`` sequences
     grows so (:func:`growth_of`), where that bound is not refused and ``global_batch_tokens`` holds one micro-batch
     a rank (this checks nothing). By position: the chooser reads it for most of its layouts."""
@@ -84,11 +124,24 @@ def rung_bound_of(growth: Growth, lay: TrainLayout, micro_batch: int, rung: int,
 
 
 def rung_tokens_per_s_bound(
-    model: ModelSpec, gpu: GpuSpec, lay: TrainLayout, *, seq_tokens: int, micro_batch: int, rung: int,
-    global_batch_tokens: int, cal: Calibration, recompute: Recompute = "none", kind: TrainKind = "full",
-    precision: str = "bf16", gpus_per_server: int = 8, network_bytes_per_s: float | None = None,
-    attention_kernel: AttentionKernel = "flash", train_stack: str = "megatron",
-    moe_dispatcher: MoeDispatcher = "alltoall", schedule: PipelineSchedule = "1f1b",
+    model: ModelSpec,
+    gpu: GpuSpec,
+    lay: TrainLayout,
+    *,
+    seq_tokens: int,
+    micro_batch: int,
+    rung: int,
+    global_batch_tokens: int,
+    cal: Calibration,
+    recompute: Recompute = "none",
+    kind: TrainKind = "full",
+    precision: str = "bf16",
+    gpus_per_server: int = 8,
+    network_bytes_per_s: float | None = None,
+    attention_kernel: AttentionKernel = "flash",
+    train_stack: str = "megatron",
+    moe_dispatcher: MoeDispatcher = "alltoall",
+    schedule: PipelineSchedule = "1f1b",
 ) -> float:
     """At least :func:`~anchorgpu.planner.speed.training.tokens_per_s_bound` at micro-batch ``rung`` (a multiple of
     ``micro_batch``) and ``global_batch_tokens``, from the micro-batch parts at ``micro_batch``; refused where that
@@ -106,10 +159,59 @@ def rung_tokens_per_s_bound(
     True
     """
     _check(model, lay, seq_tokens)
-    growth = growth_of(model, gpu, lay, seq_tokens=seq_tokens, micro_batch=micro_batch, cal=cal, recompute=recompute,
-                       kind=kind, precision=precision, gpus_per_server=gpus_per_server,
-                       network_bytes_per_s=network_bytes_per_s, attention_kernel=attention_kernel,
-                       train_stack=train_stack, moe_dispatcher=moe_dispatcher)
-    _check_interleaving(lay, microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=rung, seq_tokens=seq_tokens),
-                        train_stack)
+    growth = growth_of(
+        model,
+        gpu,
+        lay,
+        seq_tokens=seq_tokens,
+        micro_batch=micro_batch,
+        cal=cal,
+        recompute=recompute,
+        kind=kind,
+        precision=precision,
+        gpus_per_server=gpus_per_server,
+        network_bytes_per_s=network_bytes_per_s,
+        attention_kernel=attention_kernel,
+        train_stack=train_stack,
+        moe_dispatcher=moe_dispatcher,
+    )
+    _check_interleaving(
+        lay, microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=rung, seq_tokens=seq_tokens), train_stack
+    )
     return rung_bound_of(growth, lay, micro_batch, rung, seq_tokens, global_batch_tokens, schedule)
+
+
+def rung_bounds(
+    grows: Callable[[TrainLayout, int], Growth],
+    seq_tokens: int,
+    batch_tokens: int,
+    schedule: PipelineSchedule,
+    least: int,
+) -> tuple[Callable[[TrainLayout, int, int], float], Callable[[TrainLayout, int], float | None]]:
+    """One search's bounds (memoised by TP, CP, PP, interleave and EP, the same for every ZeRO stage of a layout, as
+    its ``bound``): ``rung_bound(lay, mb, low)``, at least the bound at ``mb`` from the parts at ``low``
+    (``grows``: :func:`growth_of` for the search), and ``over(lay, mb)``, that from ``least`` (the search's smallest
+    micro-batch; ``None`` at it), :func:`~.chooser_order.fastest_first`'s ``over``. ``batch_tokens``: the global
+    batch, raised to one micro-batch a rank where smaller."""
+    growths: dict[tuple[int, int, int, int, int, int], Growth] = {}
+    values: dict[tuple[int, int, int, int, int, int, int], float] = {}
+
+    def rung_bound(lay: TrainLayout, mb: int, low: int) -> float:
+        key = (lay.tp, lay.cp, lay.pp, lay.virtual_stages, lay.ep, low, mb)
+        found = values.get(key)
+        if found is None:
+            growth = growths.get(key[:6])
+            if growth is None:
+                growth = growths[key[:6]] = grows(lay, low)
+            found = values[key] = rung_bound_of(
+                growth, lay, low, mb, seq_tokens, max(batch_tokens, lay.dp * mb * seq_tokens), schedule
+            )
+        return found
+
+    def over(lay: TrainLayout, mb: int) -> float | None:
+        if mb <= least:
+            return None
+        found = values.get((lay.tp, lay.cp, lay.pp, lay.virtual_stages, lay.ep, least, mb))
+        return rung_bound(lay, mb, least) if found is None else found
+
+    return rung_bound, over
