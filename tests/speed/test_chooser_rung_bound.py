@@ -15,7 +15,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner.inputs import Recompute
-from anchorgpu.planner.speed import layouts
+from anchorgpu.planner.speed import rung_bound
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.flops import TrainKind
 from anchorgpu.planner.speed.rung_bound import rung_tokens_per_s_bound
@@ -130,5 +130,5 @@ def test_the_chooser_chooses_as_without_the_rung_bound(
         return p.layout, p.workload, p.assumptions  # the layout chosen, its knobs, the sentence that says why
 
     with_it = answer()
-    monkeypatch.setattr(layouts, "rung_bound_of", lambda *a, **k: math.inf)
+    monkeypatch.setattr(rung_bound, "rung_bound_of", lambda *a, **k: math.inf)
     assert answer() == with_it
