@@ -46,6 +46,8 @@ def _search(target: TrainLayout, unfit_at_4: set[tuple[int, int, Recompute]]) ->
         False,
         speed=speed,
         bound=lambda lay, mb: speed(lay, mb, "none"),
+        rung_bound=lambda lay, mb, low: speed(lay, mb, "none"),
+        over=lambda lay, mb: None,
         runs=lambda lay, mb: True,
         fits=fits,
         unfit=lambda lay, mb, rc: (lay.ep, lay.zero, rc) in unfit_at_4,

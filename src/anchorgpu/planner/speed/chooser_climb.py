@@ -47,6 +47,8 @@ def climbers(
     *,
     speed: Callable[[TrainLayout, int, Recompute], float],
     bound: Callable[[TrainLayout, int], float],
+    rung_bound: Callable[[TrainLayout, int, int], float],
+    over: Callable[[TrainLayout, int], float | None],
     runs: Callable[[TrainLayout, int], bool],
     fits: Callable[[TrainLayout, int, Recompute], bool],
     unfit: Callable[[TrainLayout, int, Recompute], bool],
@@ -58,11 +60,13 @@ def climbers(
     could beat it by :func:`~.chooser_margin.needed`, each climbed, in ``pairs``' order; ``settled`` (the splits whose
     row is known, the first's) grows by each.
 
-    ``fits``: whether a configuration fits (its plan, memoised by the caller, which adds a layout whose model states
+    ``rung_bound``: at least ``bound`` at a rung, read off the parts at a micro-batch below it
+    (:func:`~.rung_bound.rung_tokens_per_s_bound`), filters before the bounds are timed; ``over``: ``bound``'s own
+    bound, for :func:`~.chooser_order.fastest_first`; ``fits``: whether a configuration fits (its plan, memoised by the caller, which adds a layout whose model states
     alone outgrow the GPU to ``outgrown``); ``unfit``: whether one was planned already and did not fit; ``row``: a
     split's row from the stream of its configurations and the indices of its pairs in ``pairs`` (the chooser's first
     that fits, climbed, or ``None``)."""
-    top, rung = MICRO_BATCHES[-1], LADDER_PAST[0]
+    low, top, rung = MICRO_BATCHES[0], MICRO_BATCHES[-1], LADDER_PAST[0]
     gain = LADDER_GAIN ** len(LADDER_PAST)  # the most a climb multiplies a layout's speed at the top rung
     beyond = LADDER_GAIN ** (len(LADDER_PAST) - 1)  # ... and at the first rung past it
     least = speed_rank(first_tokens_per_s)  # what a simpler split needs; any other, more
@@ -72,6 +76,8 @@ def climbers(
     found: list[F] = []
     for lay, mb in pairs:  # each layout tried at the top rung, once (the pairs share a layout)
         if mb != top or id(lay) in outgrown:
+            continue
+        if _ranked(beyond, rung_bound, lay, rung, low) < least:  # its bound at the rung, off the lowest's parts
             continue
         try:  # its bound at the top rung (at least its speed there at every level), doubled each rung
             most = speed_rank(gain * bound(lay, top))
@@ -90,7 +96,7 @@ def climbers(
         ok = checked.get(shape)
         if ok is None:
             ok = checked[shape] = runs(lay, rung) and in_reach(lay, first, held)
-        if not ok or _ranked(beyond, bound, lay, rung) < need:
+        if not ok or _ranked(beyond, rung_bound, lay, rung, top) < need or _ranked(beyond, bound, lay, rung) < need:
             continue
         for rc in levels:
             if unfit(lay, top, rc):
@@ -105,7 +111,7 @@ def climbers(
                     for g, (other, _) in enumerate(pairs):
                         of_split.setdefault(split_of(other), []).append(g)
                 members = of_split[key]
-                f = row(fastest_first([pairs[g] for g in members], levels, speed, bound, None, outgrown), members)
+                f = row(fastest_first([pairs[g] for g in members], levels, speed, bound, None, outgrown, over), members)
                 if f is not None:
                     found.append(f)
                 break

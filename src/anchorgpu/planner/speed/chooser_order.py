@@ -22,6 +22,7 @@ def fastest_first(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute,
                   speed: Callable[[TrainLayout, int, Recompute], float],
                   bound: Callable[[TrainLayout, int], float] | None = None,
                   twins: Callable[[int], int | None] | None = None, skipped: set[int] | None = None,
+                  over: Callable[[TrainLayout, int], float | None] | None = None,
                   ) -> Iterator[tuple[float, int, TrainLayout, int, Recompute]]:
     """The candidates (each pair at each level, :func:`~.layouts._candidates`) that can be timed, fastest first (ties
     in candidate order; speeds compared at :func:`~anchorgpu.planner.speed.ranking.speed_rank`, as the sweep's search
@@ -37,6 +38,10 @@ def fastest_first(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute,
     ``bound`` (a layout and micro-batch's speed without recompute or more, cheaper to find: ``tokens_per_s_bound``)
     puts off even that first timing until the bound reaches the front: what comes out, and in what order, is the
     same, since a bound never sorts after its layout's time (a bound that ties its time sorts first).
+
+    ``over`` (a layout and micro-batch's bound on ``bound``, cheaper still, or ``None`` where there is none:
+    :func:`~.rung_bound.rung_tokens_per_s_bound` read off the layout's smallest micro-batch) puts off ``bound`` in
+    turn, the same way: most layouts never reach the front, and their bound is never timed.
 
     ``twins`` (pair ``g`` -> an earlier pair at least as fast at every level, :func:`zero1_twins`) stands the twin's
     time in for ``g``'s in the same way: ``g``'s layout time waits behind its twin's, and each of its levels behind
@@ -61,7 +66,14 @@ def fastest_first(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute,
             if levels[0] != "none":
                 heap.append((-math.inf, g * n, _LAYOUT, g))
             elif bound is not None:
-                heap.append((-speed_rank(bound(lay, mb)), g * n, _BOUND, g))
+                above = None
+                if over is not None:
+                    try:
+                        above = over(lay, mb)
+                    except InvalidWorkload:  # bound says whether it refuses the layout too
+                        pass
+                heap.append((-speed_rank(bound(lay, mb)), g * n, _BOUND, g) if above is None
+                            else (-speed_rank(above), g * n, _OVER, g))
             else:
                 heap.append((-ranked(lay, mb, "none"), g * n, _LAYOUT, g))
         except InvalidWorkload:
@@ -72,6 +84,12 @@ def fastest_first(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute,
         lay, mb = pairs[g]
         if kind == _LEVEL:
             yield -neg, i, lay, mb, levels[i - g * n]
+            continue
+        if kind == _OVER and bound is not None:  # the bound's own bound reached the front: time the bound
+            try:
+                heapq.heappush(heap, (-speed_rank(bound(lay, mb)), i, _BOUND, g))
+            except InvalidWorkload:
+                pass
             continue
         if kind == _BOUND and (t := twin_of(g)) is not None and t in layout_speed:  # wait behind the twin's time
             heapq.heappush(heap, (-layout_speed[t], i, _TWIN_LAYOUT, g))
@@ -106,7 +124,8 @@ def fastest_first(pairs: list[tuple[TrainLayout, int]], levels: tuple[Recompute,
 
 
 # the kinds of a heap entry of fastest_first, stand-ins first where the speed and candidate tie
-_TWIN_LEVEL, _TWIN_LAYOUT, _BOUND, _LAYOUT, _LEVEL = -3, -2, -1, 0, 1
+_OVER, _TWIN_LEVEL, _TWIN_LAYOUT, _BOUND, _LAYOUT, _LEVEL = -4, -3, -2, -1, 0, 1
+
 
 
 def add_zero2_block(blocks: list[tuple[int, int, int]], zero1_start: int, zero2_start: int, zero2_end: int) -> None:

@@ -52,6 +52,7 @@ from anchorgpu.planner.speed.micro_batch_ladder import LADDER_PAST, climb_ladder
 from anchorgpu.planner.speed.overrides import Overrides, calibrated
 from anchorgpu.planner.speed.pipeline import default_batch_tokens, interleaving_refusal_line, pipeline_schedule
 from anchorgpu.planner.speed.ranking import speed_rank
+from anchorgpu.planner.speed.rung_bound import Growth, growth_of, rung_bounds
 from anchorgpu.planner.speed.topology import network_bytes_per_s_of
 from anchorgpu.planner.speed.training import (
     TrainLayout,
@@ -275,6 +276,12 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                 schedule=schedule)
         return found
 
+    def grows(lay: TrainLayout, low: int) -> Growth:  # its micro-batch parts at low, as bound reads them
+        return growth_of(model, gpu, lay, seq_tokens=seq, micro_batch=low, cal=cal, kind=kind, precision=prec,
+                         train_stack=w.train_stack, network_bytes_per_s=network)
+
+    rung_bound, over = rung_bounds(grows, seq, batch, schedule, micro_batches(w)[0])
+
     def runs(lay: TrainLayout, mb: int) -> bool:  # a rung past the ladder (climb_ladder), checked as _candidates does
         if w.global_batch_tokens is not None and not splits(batch, dp=lay.dp, micro_batch=mb, seq_tokens=seq):
             return False
@@ -333,7 +340,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
             mb, rc, value, p = climb_ladder((mb, rc, value, p), levels, runs_at, speed_at, fits_at)
         return _Found(value, lay, candidate_layout(lay, given), mb, rc, p)
 
-    head = first_fit(fastest_first(pairs, levels, speed, bound, twins, outgrown))
+    head = first_fit(fastest_first(pairs, levels, speed, bound, twins, outgrown, over))
     if head is None:
         return None
     value, index, lay, mb, rc, p = head
@@ -361,7 +368,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
 
         more = climbers(pairs, levels, found[0].lay, found[0].tokens_per_s, margin,
                         given.fsdp or w.train_stack == "pytorch",  # a PyTorch training recipe may launch the plan
-                        speed=speed, bound=bound, runs=runs, fits=fits, unfit=unfit, row=row, outgrown=outgrown,
+                        speed=speed, bound=bound, rung_bound=rung_bound, over=over, runs=runs, fits=fits, unfit=unfit, row=row, outgrown=outgrown,
                         settled={split_of(lay)})
         found += sorted(more, key=lambda f: order[id(f)])  # in the chooser's order, as recommend's rows weigh them
     first = found[0]

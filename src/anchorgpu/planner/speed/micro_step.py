@@ -69,6 +69,7 @@ class MicroStep:
     launch_s: float
     stage_layers: float  # the busiest rank's layers
     act_bytes: float  # a micro-batch's activations at a layer boundary, one GPU's tokens (before the TP split)
+    linear_s: float  # of compute_s, tp_s and ep_s, what grows in proportion to the tokens (the rest never shrinks)
 
 
 class _StepShape(NamedTuple):
@@ -175,10 +176,12 @@ def _compute_micro_step(
     width = h / tp
     mm_eff = shape.mm_peak_eff * width / (width + k.train_matmul_half_width)
     split = tp * pp
+    excess_f = 0.0  # the routed experts' products past their full efficiency (expert_rows_factor), per token
     if shape.expert_share:
         # the routed experts' grouped products: an EP group's tokens meet at each expert, tokens_rank * ep * k / E
         # rows an expert, at the serving fit's rows-to-efficiency falloff (calibration moe_expert_half_tokens)
         factor = expert_rows_factor(tokens_rank * ep, shape.route_share, k.moe_expert_half_tokens, cal.moe_tile_rows)
+        excess_f = matmul_f * shape.expert_share * (factor - 1.0)
         matmul_f *= 1.0 + shape.expert_share * (factor - 1.0)
     compute_s = imbalance * (matmul_f * tokens_rank / split / (choice.flops_per_s * mm_eff)
                              + attn_run_f * tokens_rank / split / att_rate)
@@ -193,11 +196,16 @@ def _compute_micro_step(
         # (as of the kept activations, sequence_parallel_share) t times over, the rest split by t as before
         elementwise_s *= 1.0 + sequence_parallel_share(model) * (tp - 1)
     compute_s += elementwise_s
+    # not in proportion to the tokens: the experts' falloff (tokens x factor: a part in proportion, and a part that
+    # grows less, never shrinking: experts.expert_rows_factor) and the dequantization (once a micro-batch)
+    fixed_s = imbalance * excess_f * tokens_rank / split / (choice.flops_per_s * mm_eff) if excess_f else 0.0
     if shape.dequant_bytes:  # memory-bound, at the share of the bandwidth the other copies get (speed.dequant)
         # of the weights a rank holds: its TP share of the dense linears, its EP share of the experts (TP's without EP)
         expert = shape.dequant_expert_bytes
         held = (shape.dequant_bytes - expert) / tp + expert / (ep if ep > 1 else tp)
-        compute_s += stage_layers * held / (gpu.memory_bandwidth_bytes_per_s * k.decode_mbu)
+        dequant_s = stage_layers * held / (gpu.memory_bandwidth_bytes_per_s * k.decode_mbu)
+        compute_s += dequant_s
+        fixed_s += dequant_s
     if not pytorch and model.moe is not None:
         # biased experts' fc2 bias and a clamped GLU run outside Megatron-Core's fused kernels (gpt-oss): their
         # bytes a routed token at memory bandwidth, split by TP as the elementwise term (unfused_expert_bytes)
@@ -212,9 +220,14 @@ def _compute_micro_step(
     tp_link_ = group_link(gpu, tp, gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s)
     volumes = shape.volumes
     act_bytes = tokens_rank * h * ACTIVATION_BYTES
-    tp_s = volumes * stage_layers * allreduce_s(act_bytes, tp, tp_link_, efficiency=cal.link_efficiency)
+    tp_once = allreduce_s(act_bytes, tp, tp_link_, efficiency=cal.link_efficiency)
+    tp_s = volumes * stage_layers * tp_once
+    # its bytes' share (twice the bytes, less the latency paid once either way): in proportion to the tokens
+    tp_grow_s = volumes * stage_layers * (allreduce_s(2.0 * act_bytes, tp, tp_link_, efficiency=cal.link_efficiency)
+                                          - tp_once) if tp_s else 0.0
     if tp_overlap:
         tp_s *= cal.overlap_exposed_fraction
+        tp_grow_s *= cal.overlap_exposed_fraction
 
     # context parallelism: K and V exchanged between the ranks that share a sequence (speed.context_parallel)
     cp_s = 0.0
@@ -225,22 +238,28 @@ def _compute_micro_step(
                                   shape.attn_bwd_passes, stage_layers, pytorch=pytorch)
 
     # expert parallelism: dispatch + combine, forward and backward, per MoE layer
-    ep_s = 0.0
+    ep_s = ep_grow_s = 0.0
     if model.moe is not None and ep > 1:
         # the experts are not split by TP under EP (expert tensor parallelism 1, as the memory's shard_share
         # holds them): an EP group is ep consecutive GPUs, each sending its TP share of the stage's tokens; across
         # servers a token crosses the network once per server it goes to (expert_dispatch_s)
         moe_layers = stage_layers * model.moe.num_moe_layers / layers
         # dispatch and combine forward and backward, and forward again when the MoE blocks are recomputed
-        ep_s = (6 if recompute in MOE_FORWARD_AGAIN else 4) * moe_layers * expert_dispatch_s(
-            h * ACTIVATION_BYTES, tokens_rank / tp, model.moe.experts_per_token, ep, gpu,
-            gpus_per_server=gpus_per_server, network_bytes_per_s=network_bytes_per_s, efficiency=cal.link_efficiency,
-            scaleup_efficiency=cal.alltoall_link_efficiency.get(gpu.name))
+        passes = 6 if recompute in MOE_FORWARD_AGAIN else 4
+        once, twice = (expert_dispatch_s(
+            h * ACTIVATION_BYTES, tokens, model.moe.experts_per_token, ep, gpu, gpus_per_server=gpus_per_server,
+            network_bytes_per_s=network_bytes_per_s, efficiency=cal.link_efficiency,
+            scaleup_efficiency=cal.alltoall_link_efficiency.get(gpu.name)) for tokens in (tokens_rank / tp,
+                                                                                          2.0 * (tokens_rank / tp)))
+        ep_s = passes * moe_layers * once
+        ep_grow_s = passes * moe_layers * (twice - once)  # its bytes' share: latencies paid once either way
         if ep_overlap:  # beside another micro-batch's computation: the stated exposed share, as TP overlap's
             ep_s *= cal.overlap_exposed_fraction
+            ep_grow_s *= cal.overlap_exposed_fraction
     launch_s = expert_launch_s(model, ep, stage_layers, k.moe_host_s_per_expert_gemm, kind=kind,
                                recompute=recompute)
-    return MicroStep(choice, shape.model_f, shape.hw_f, shape.ceiling_f, compute_s, tp_s, cp_s, ep_s, launch_s, stage_layers, act_bytes)
+    return MicroStep(choice, shape.model_f, shape.hw_f, shape.ceiling_f, compute_s, tp_s, cp_s, ep_s, launch_s, stage_layers,
+                     act_bytes, compute_s - fixed_s + tp_grow_s + ep_grow_s)
 
 
 micro_step = memo_on_frozen(_compute_micro_step, frozen=3)
