@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from anchorgpu.planner.speed.constants import Calibration
     from anchorgpu.planner.speed.serving_plan import ServingContext
 
-__all__ = ["handed_context", "handed_pair"]
+__all__ = ["clear_memos", "handed_context", "handed_pair"]
 
 _HANDED_CONTEXTS: dict[int, tuple[object, Calibration, ServingContext]] = {}
 
@@ -65,3 +65,10 @@ def handed_pair(terms: ServingTerms, model: ModelSpec, gpu: GpuSpec, setup: Serv
         _HANDED_PAIRS.clear()
     _HANDED_PAIRS[key] = (memory, cal, pair)  # the memory and calibration held: their ids are not reused meanwhile
     return pair
+
+
+def clear_memos() -> None:
+    """Forget both memos (a test that swaps a function their values came from: ``step_constants._STEP_MEMO`` is
+    one of two places a step's constants are kept)."""
+    _HANDED_CONTEXTS.clear()
+    _HANDED_PAIRS.clear()
