@@ -274,10 +274,25 @@ def best_serving_per_group(result: SweepResult, usable: np.ndarray) -> Groups:
     if not bool((inside & usable).any()):
         return best
     c = result.columns
-    tp_alone = best_per_group(result, usable & ~inside & c.widen(np.asarray(c.compact("ep")) <= np.asarray(
+    without_stages = usable & ~inside
+    # the groups where TP alone runs: only which groups hold such a configuration is read, not which is fastest
+    tp_alone = _groups_holding(result, without_stages & c.widen(np.asarray(c.compact("ep")) <= np.asarray(
         c.compact("tp"))))
-    without = best_per_group(result, usable & ~inside)
+    if not tp_alone:
+        return best
+    without = best_per_group(result, without_stages)
     return {key: (without[key] if key in tp_alone else i) for key, i in best.items()}
+
+
+def _groups_holding(result: SweepResult, among: np.ndarray) -> set[tuple[int, int]]:
+    """The (shape, servers) groups with a configuration ``among``: the keys :func:`best_per_group` of ``among`` gives
+    (a group with none is left out of it, one with any kept whatever its figures)."""
+    layouts = _layout_groups(result)
+    if layouts is not None:
+        codes = layouts[among.reshape(layouts.size, -1).any(axis=1)]
+    else:
+        codes = group_keys(result)[among]
+    return {(g // 1024, g % 1024) for g in np.unique(codes).tolist()}
 
 
 def closest_miss(result: SweepResult, group: np.ndarray | None = None, *,
