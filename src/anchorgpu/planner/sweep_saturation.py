@@ -28,18 +28,15 @@ FloatArray = npt.NDArray[np.float64]
 
 def saturation_rungs(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                      weights: tuple[str, ...], kvs: tuple[str, ...], context_tokens: int, prompt: int, output: int,
-                     media: MediaLoad | None = None, cross: CrossRequest | None = None,
-                     kv: KvFactors | None = None) -> IntArray:
+                     media: MediaLoad | None = None, cross: CrossRequest | None = None) -> IntArray:
     """``(W x K, L)``: for each weight format and KV dtype (weights first), each layout's DP times the sequences a
     replica holds, each of ``context_tokens``, within its engine's budget after its weights, activation peak and
     non-torch memory (the most for which the sweep's memory, which is plan's, fits), at most its engine's sequence
     cap (vLLM's max_num_seqs, SGLang's max_running_requests, TensorRT-LLM's max_batch_size); at least 2, the
     fewest sequences ``plan`` sizes at the request rather than at the model's window (a layout that holds fewer
-    then does not fit at its rung, as at any other). ``kv``: :func:`kv_factors` at ``context_tokens``, where the
-    caller has them."""
+    then does not fit at its rung, as at any other)."""
     one = np.ones((1, len(lay)), dtype=np.int64)
-    if kv is None:
-        kv = kv_factors(model, spec, lay, kvs, (context_tokens,), prompt, output, media, cross)
+    kv = kv_factors(model, spec, lay, kvs, (context_tokens,), prompt, output, media, cross)
     mem = memory_terms(model, shapes, spec, lay, weights, kv, one)
     # what one sequence adds, unrounded (the cache of n sequences is each term rounded up once: at most n times this)
     per_sequence = _cache_bytes(kv, lay, 1.0, rounded=False)

@@ -226,14 +226,10 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     if saturation:
         from anchorgpu.planner.sweep_saturation import saturation_rungs
 
-        # the KV factors of a sequence at the ladder's top, read by both searches
-        kv_top = kv_factors(model, spec, lay, kvs, (contexts[-1],), prompt, output, media, cross)
-        rungs = saturation_rungs(model, shapes, spec, lay, weights, kvs, contexts[-1], prompt, output, media, cross,
-                                 kv=kv_top)
+        rungs = saturation_rungs(model, shapes, spec, lay, weights, kvs, contexts[-1], prompt, output, media, cross)
         if limits is not None and limits.any:
             rungs = np.concatenate((rungs, _limit_rungs(model, shapes, spec, lay, weights, kvs, contexts[-1], prompt,
-                                                         output, media, cross, limits, rungs, kv_top)))
-        del kv_top
+                                                         output, media, cross, limits, rungs)))
         conc = np.concatenate((np.broadcast_to(conc, (len(concs), len(lay))), rungs))
         contexts = (*contexts, *(contexts[-1],) * len(rungs))
     grid = (len(lay), len(weights), len(kvs), conc.shape[0])
@@ -292,8 +288,8 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
 
 def _limit_rungs(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                  weights: tuple[str, ...], kvs: tuple[str, ...], context_tokens: int, prompt: int, output: int,
-                 media: MediaLoad | None, cross: CrossRequest | None, limits: UserLimits, saturation: IntArray,
-                 kv: KvFactors | None = None) -> IntArray:
+                 media: MediaLoad | None, cross: CrossRequest | None, limits: UserLimits, saturation: IntArray
+                 ) -> IntArray:
     """:func:`~anchorgpu.planner.sweep_floor.limit_rungs` of every layout, searched once a set of layouts it finds
     alike (:func:`_alike_searches`): the same count of sequences a replica, each layout's rung formed from it."""
     from anchorgpu.planner.sweep_floor import limit_sequences, rung_of
@@ -301,7 +297,7 @@ def _limit_rungs(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepS
     groups = _tick_groups(lay)
     firsts, inverse = _alike_searches(lay.dp, groups[1], saturation)
     figures = _user_figures(model, shapes, spec, lay, weights, kvs, context_tokens, prompt, output, media, cross,
-                            ttft=limits.max_ttft_s is not None, layouts=firsts, tick_groups=groups, kv=kv)
+                            ttft=limits.max_ttft_s is not None, layouts=firsts, tick_groups=groups)
     seqs = limit_sequences(lambda c, asked: limits.met(*figures(c, asked)), lay.dp[firsts], saturation[:, firsts])
     return np.minimum(rung_of(lay.dp, seqs[:, inverse]), np.maximum(saturation, 2))
 
@@ -370,8 +366,8 @@ def _per_user_speed(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
 def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                   weights: tuple[str, ...], kvs: tuple[str, ...], context_tokens: int, prompt: int, output: int,
                   media: MediaLoad | None, cross: CrossRequest | None, *, ttft: bool = False,
-                  layouts: IntArray | None = None, tick_groups: tuple[IntArray, IntArray] | None = None,
-                  kv: KvFactors | None = None) -> Callable[[IntArray, BoolArray | None], tuple[FloatArray, FloatArray | None]]:
+                  layouts: IntArray | None = None, tick_groups: tuple[IntArray, IntArray] | None = None
+                  ) -> Callable[[IntArray, BoolArray | None], tuple[FloatArray, FloatArray | None]]:
     """A function of concurrencies ``(M, W x K, L)``, one row a (weights, KV dtype) (weights first), to each one's
     decode tokens/s a user at its own precision and (``ttft``, else None) its seconds to the first token: the steady
     step and first chunk :func:`serving_columns` times, the same figures (a pair's ticks read only its own (shape, TP,
@@ -379,10 +375,8 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
     formed once a (shape, TP, PP), each precision's put on the pair axis (:func:`_precisions_on_pairs`), and taken at
     each call's (precision, shape, TP, PP, sequences a replica). Given an ``(R, L)`` mask too, only the positions in
     it are timed (the others NaN): a search's settled brackets are not timed again. ``layouts``: the layouts of the
-    last axis ``L`` (default every one); ``tick_groups``: :func:`_tick_groups` of ``lay``, and ``kv``: :func:`kv_factors`
-    at ``context_tokens``, where the caller has them."""
-    if kv is None:
-        kv = kv_factors(model, spec, lay, kvs, (context_tokens,), prompt, output, media, cross)
+    last axis ``L`` (default every one); ``tick_groups``: :func:`_tick_groups` of ``lay``, where the caller has it."""
+    kv = kv_factors(model, spec, lay, kvs, (context_tokens,), prompt, output, media, cross)
     weights_bytes = weights_per_gpu(model, lay, weights)  # memory_terms' weights, the one term the ticks read
     firsts, group_l = _tick_groups(lay) if tick_groups is None else tick_groups
     dp = lay.dp

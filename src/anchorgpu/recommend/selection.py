@@ -283,7 +283,7 @@ def best_serving_per_group(result: SweepResult, usable: np.ndarray) -> Groups:
     layouts = _layout_groups(result)
     if layouts is not None:
         codes = np.array(sorted(s * 1024 + servers for s, servers in tp_alone), dtype=layouts.dtype)
-        in_tp = np.isin(layouts, codes)
+        in_tp = codes[np.minimum(np.searchsorted(codes, layouts), codes.size - 1)] == layouts  # (no np.isin: numpy.ma)
         found = [_fastest_in_rows(result, layouts, among, np.flatnonzero(rows))
                  for among, rows in ((usable, ~in_tp), (without_stages, in_tp))]
         if found[0] is not None and found[1] is not None:
@@ -313,7 +313,7 @@ def _groups_holding(result: SweepResult, among: np.ndarray) -> set[tuple[int, in
         codes = layouts[among.reshape(layouts.size, -1).any(axis=1)]
     else:
         codes = group_keys(result)[among]
-    return {(g // 1024, g % 1024) for g in np.unique(codes).tolist()}
+    return {(g // 1024, g % 1024) for g in set(codes.tolist())}
 
 
 def closest_miss(result: SweepResult, group: np.ndarray | None = None, *,
