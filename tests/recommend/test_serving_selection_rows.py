@@ -19,17 +19,21 @@ from anchorgpu.recommend.selection import best_per_group, best_serving_per_group
 @pytest.fixture(scope="module")
 def ladder():  # type: ignore[no-untyped-def]
     shapes = shapes_from_catalog(load_catalog().offerings)
-    return sweep(load_model("llama-3.1-70b"), shapes, SweepSpec(workload=Workload(task="inference",
-                                                                                  context_tokens=8192)),
-                 flatten=False)
+    return sweep(
+        load_model("llama-3.1-70b"),
+        shapes,
+        SweepSpec(workload=Workload(task="inference", context_tokens=8192)),
+        flatten=False,
+    )
 
 
 def _as_stated(result, usable):  # type: ignore[no-untyped-def]
     c = result.columns
     inside = stages_on_scale_up_grid(result)
     best = best_per_group(result, usable)
-    tp_alone = best_per_group(result, usable & ~inside & c.widen(np.asarray(c.compact("ep"))
-                                                                 <= np.asarray(c.compact("tp"))))
+    tp_alone = best_per_group(
+        result, usable & ~inside & c.widen(np.asarray(c.compact("ep")) <= np.asarray(c.compact("tp")))
+    )
     without = best_per_group(result, usable & ~inside)
     return {key: (without[key] if key in tp_alone else i) for key, i in best.items()}
 
