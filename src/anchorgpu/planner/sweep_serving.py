@@ -389,7 +389,6 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
                                 len(weights), len(kvs))
     budget = np.tile(_budget_tokens(shapes, spec.workload, lay, one_each), rows)
     row_of = np.arange(rows)[:, None]
-    taken = _taker(base)
 
     def figures(conc: IntArray, asked: BoolArray | None = None) -> tuple[FloatArray, FloatArray | None]:
         if asked is None:
@@ -411,7 +410,7 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
         at = pair % (rows * groups)  # precision r's (shape, TP, PP) g at r x G + g
         batch = (pair // (rows * groups)).astype(np.float64)[None, :]
         step, first = np.empty((2, 1, 1, 1, batch.size))
-        ticks = taken(at)
+        ticks = copy.copy(base).expanded(at)
         _steady_step(ticks, batch, prompt, _user_output_tokens(batch, prompt, output, budget[at]), budget[at], step)
         where = inverse.reshape(conc.shape)
         speed: FloatArray = 1.0 / step[0, 0, 0, where]
@@ -424,30 +423,6 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
         return speed, first[0, 0, 0, where]
 
     return figures
-
-
-def _taker(base: Ticks) -> Callable[[IntArray], Ticks]:
-    """``take(at)``: ``copy.copy(base).expanded(at)``, the same values, each term a pair's (``base``'s on one pair
-    axis, :func:`_precisions_on_pairs`) taken in one indexing a dtype rather than one a term: the terms of a dtype
-    stacked once, their rows at ``at`` read back as contiguous views. Where a term has another axis, ``expanded``."""
-    arrays = {name: value for name, value in vars(base).items() if isinstance(value, np.ndarray)}
-    size = next(iter(arrays.values())).shape[-1] if arrays else 0
-    if not arrays or any(value.size != size for value in arrays.values()):
-        return lambda at: copy.copy(base).expanded(at)
-    by_dtype: dict[Any, list[str]] = {}
-    for name, value in arrays.items():
-        by_dtype.setdefault(value.dtype, []).append(name)
-    stacks = [(names, np.stack([arrays[name].reshape(-1) for name in names])) for names in by_dtype.values()]
-
-    def take(at: IntArray) -> Ticks:
-        out = copy.copy(base)
-        for names, stack in stacks:
-            rows = stack[:, at]
-            for i, name in enumerate(names):
-                setattr(out, name, rows[i].reshape((*arrays[name].shape[:-1], at.size)))
-        return out
-
-    return take
 
 
 def _precisions_on_pairs(ticks: Ticks, weights: int, kvs: int) -> Ticks:
