@@ -92,9 +92,20 @@ def recommend_json() -> None:
     recommendation_to_json(recommend(MODEL, _LADDER, CATALOG, "1month", _NOW, lower_precision=True))
 
 
+def recommend_floor() -> None:  # run.py's ladder under 33.3 tok/s a user
+    recommendation_to_json(recommend(MODEL, _LADDER, CATALOG, "1month", _NOW, lower_precision=True,
+                                     min_tokens_per_s_per_user=33.3))
+
+
+def recommend_ttft() -> None:  # and under 20 tok/s a user with a 2 s first token
+    recommendation_to_json(recommend(MODEL, _LADDER, CATALOG, "1month", _NOW, lower_precision=True,
+                                     min_tokens_per_s_per_user=20.0, max_ttft_s=2.0))
+
+
 CALLS: dict[str, tuple[Callable[[], None], int]] = {  # the call, and how many a count of instructions makes
     "serve": (serve, 1000), "serve-varied": (serve_varied, 1088), "train": (train, 1000),
-    "train-varied": (train_varied, 1200), "recommend": (recommend_json, 10)}
+    "train-varied": (train_varied, 1200), "recommend": (recommend_json, 10),
+    "recommend-floor": (recommend_floor, 10), "recommend-ttft": (recommend_ttft, 10)}
 
 
 def cpu_us(fn: Callable[[], None], warm: int = 200, n: int = 3000) -> float:

@@ -32,6 +32,7 @@ import numpy.typing as npt
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
+from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.engine_choice import engine_refusal
 from anchorgpu.planner.formats import format_for_model, shipped_format
 from anchorgpu.planner.global_batch import check_split
@@ -389,7 +390,8 @@ def _contexts(model: ModelSpec, w: Workload, probe_w: Workload, concs: tuple[int
     vision model's image tokens added) is the one plan holds."""
     if w.concurrency is not None:
         return (ctx,) * len(concs)
-    asked = {c: asked_context(model, replace(probe_w, concurrency=c), []) for c in dict.fromkeys(concs)}
+    # (evolve: dataclasses.replace's copy without its per-field cost, the same values)
+    asked = {c: asked_context(model, evolve(probe_w, concurrency=c), []) for c in dict.fromkeys(concs)}
     held = {asked[probe_w.concurrency or concs[0]]: ctx}
     for c, tokens in asked.items():
         if tokens not in held:

@@ -32,7 +32,7 @@ from anchorgpu.planner.inputs import Workload
 from anchorgpu.planner.media import MediaLoad
 from anchorgpu.planner.sglang import sglang_gpu_memory_bytes
 from anchorgpu.planner.sweep_grid import Layouts, TickPairs, tick_pairs
-from anchorgpu.planner.sweep_serving_memory import CrossRequest, KvFactors, kv_factors, memory_terms
+from anchorgpu.planner.sweep_serving_memory import CrossRequest, KvFactors, kv_factors, memory_terms, weights_per_gpu
 from anchorgpu.planner.sweep_serving_ticks import Ticks
 
 if TYPE_CHECKING:
@@ -150,12 +150,15 @@ def _time_to_first_token(ticks: Ticks, budget_tokens: FloatArray, batch: FloatAr
 
 def _replicas_rate(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
                    weights: tuple[str, ...], kv: KvFactors, weights_bytes: FloatArray, conc: IntArray,
-                   per_replica: IntArray, prompt: int, output: int, total_tps: FloatArray) -> FloatArray:
+                   per_replica: IntArray, prompt: int, output: int, total_tps: FloatArray,
+                   made: tuple[TickPairs, Ticks] | None = None) -> FloatArray:
     """Output tokens/s over the replicas, written into ``total_tps`` (which holds the busiest replica's step, in the
     sweep's order), as :func:`~anchorgpu.planner.speed.batching.serving_estimate` adds them: ``busy`` replicas run
     ``per_replica`` sequences at the busiest step, the rest one fewer at their own (shorter) step, each replica on
     its own (this sweep's layouts keep their experts within the TP group; attention DP is planned by ``plan``).
-    Where the users split evenly (or a replica would run none), every user runs at the busiest step."""
+    Where the users split evenly (or a replica would run none), every user runs at the busiest step. ``made``: the
+    busiest replicas' pairs and their ticks before they were put on pairs (:func:`_group_ticks`), whose rows the
+    lighter replicas' ticks are taken from where their pairs come from the same layouts (no tick formed again)."""
     busy = conc - lay.dp * (per_replica - 1)  # (C, L)
     lighter = (busy < lay.dp) & (per_replica > 1)
     rate = np.divide(_grid_order((busy * per_replica).astype(np.float64)), total_tps)
@@ -164,7 +167,10 @@ def _replicas_rate(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swee
         pairs = tick_pairs(lay, conc, fewer)
         budget_tokens = _budget_tokens(shapes, spec.workload, lay, pairs)
         step = np.empty((*total_tps.shape[1:3], 1, pairs.batch.size))
-        ticks = _ticks(model, shapes, spec, lay, weights, kv, weights_bytes, pairs, prompt, output)
+        # the busiest replicas' ticks where they were formed from the same layouts (a Ticks reads its layouts
+        # together: formed from others, a term could take another branch), else formed here
+        ticks = (_on_pairs(made[1], pairs.group) if made is not None and np.array_equal(made[0].groups, pairs.groups)
+                 else _ticks(model, shapes, spec, lay, weights, kv, weights_bytes, pairs, prompt, output))
         _steady_step(ticks, pairs.batch.astype(np.float64)[None, :], prompt, output, budget_tokens, step)
         del ticks
         own = _on_grid(step, pairs.inverse, np.empty_like(total_tps))
@@ -239,7 +245,8 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     batch = pairs.batch.astype(np.float64)[None, :]
     # what outlives the ticks made before them, so that the ticks' memory, freed, is left in one piece
     step, user_step, ttft = np.empty((3, *grid[1:3], 1, batch.size))
-    ticks = _ticks(model, shapes, spec, lay, weights, kv, mem.weights, pairs, prompt, output)
+    base = _group_ticks(model, shapes, spec, lay, weights, kv, mem.weights, pairs.groups, prompt, output)
+    ticks = _on_pairs(base, pairs.group)
     _steady_step(ticks, batch, prompt, output, budget_tokens, step)
     # a user's step between its tokens: the other users' prompts only (speed.batching.others_output_tokens)
     _steady_step(ticks, batch, prompt, _user_output_tokens(batch, prompt, output, budget_tokens), budget_tokens,
@@ -264,7 +271,9 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     ttft = _on_grid(ttft, pairs.inverse, ttft_column)
     _on_grid(step, pairs.inverse, total_tps)
     _on_grid(np.divide(1.0, user_step, out=user_step), pairs.inverse, per_user)  # 1 / step of each pair, as of each
-    _replicas_rate(model, shapes, spec, lay, weights, kv, mem.weights, conc, per_replica, prompt, output, total_tps)
+    _replicas_rate(model, shapes, spec, lay, weights, kv, mem.weights, conc, per_replica, prompt, output, total_tps,
+                   (pairs, base))
+    del base
     nan = np.full(1, np.nan)
     return {
         "weights_bytes": _grid_order(mem.weights), "kv_cache_bytes": _grid_order(mem.kv_cache),
@@ -324,14 +333,26 @@ def _ticks(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, l
            weights: tuple[str, ...], kv: KvFactors, weights_bytes: FloatArray, pairs: TickPairs, prompt: int,
            output: int) -> Ticks:
     """The ticks of each pair of ``pairs`` (a representative layout a (shape, TP, PP), then one entry a pair)."""
-    rows = pairs.groups
+    return _on_pairs(_group_ticks(model, shapes, spec, lay, weights, kv, weights_bytes, pairs.groups, prompt, output),
+                     pairs.group)
+
+
+def _group_ticks(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
+                 weights: tuple[str, ...], kv: KvFactors, weights_bytes: FloatArray, rows: IntArray, prompt: int,
+                 output: int) -> Ticks:
+    """The ticks of the layouts ``rows`` (one a (shape, TP, PP)), one entry each, before they are put on pairs."""
     kv_rows = replace(kv, slot_bytes=kv.slot_bytes[..., rows], read_bytes=kv.read_bytes[..., rows],
                       stage_layers=kv.stage_layers[rows],
                       cross_read=None if kv.cross_read is None else kv.cross_read[..., rows])
-    ticks = Ticks(model, shapes, spec, lay.take(rows), weights, kv_rows, weights_bytes[..., rows], prompt, output)
-    if pairs.group.size != rows.size or (pairs.group != np.arange(rows.size)).any():  # else: a pair a layout
-        ticks = ticks.expanded(pairs.group)
-    return ticks
+    return Ticks(model, shapes, spec, lay.take(rows), weights, kv_rows, weights_bytes[..., rows], prompt, output)
+
+
+def _on_pairs(base: Ticks, group: IntArray) -> Ticks:
+    """``base`` (:func:`_group_ticks`) with each pair's entry at its ``group`` (``base`` itself where that is one a
+    row, in order; else a copy, ``base`` left as it was for other pairs)."""
+    if group.size != base.knee.shape[-1] or (group != np.arange(group.size)).any():  # else: a pair a layout
+        return copy.copy(base).expanded(group)
+    return base
 
 
 def _per_user_speed(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,
@@ -356,7 +377,7 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
     it are timed (the others NaN): a search's settled brackets are not timed again. ``layouts``: the layouts of the
     last axis ``L`` (default every one); ``tick_groups``: :func:`_tick_groups` of ``lay``, where the caller has it."""
     kv = kv_factors(model, spec, lay, kvs, (context_tokens,), prompt, output, media, cross)
-    weights_bytes = memory_terms(model, shapes, spec, lay, weights, kv, np.ones((1, len(lay)), dtype=np.int64)).weights
+    weights_bytes = weights_per_gpu(model, lay, weights)  # memory_terms' weights, the one term the ticks read
     firsts, group_l = _tick_groups(lay) if tick_groups is None else tick_groups
     dp = lay.dp
     if layouts is not None:

@@ -269,15 +269,51 @@ def best_serving_per_group(result: SweepResult, usable: np.ndarray) -> Groups:
     alone (no stages, no attention data parallelism) runs, the configurations with stages on scale-up servers are
     left out; elsewhere (PCIe-only servers, or TP alone holds nothing) all are ranked by speed, as plan's chooser
     ranks them."""
-    best = best_per_group(result, usable)
     inside = stages_on_scale_up_grid(result)
     if not bool((inside & usable).any()):
-        return best
+        return best_per_group(result, usable)
     c = result.columns
-    tp_alone = best_per_group(result, usable & ~inside & c.widen(np.asarray(c.compact("ep")) <= np.asarray(
+    without_stages = usable & ~inside
+    # the groups where TP alone runs: only which groups hold such a configuration is read, not which is fastest
+    tp_alone = _groups_holding(result, without_stages & c.widen(np.asarray(c.compact("ep")) <= np.asarray(
         c.compact("tp"))))
-    without = best_per_group(result, usable & ~inside)
+    if not tp_alone:
+        return best_per_group(result, usable)
+    # each group ranked once: those where TP alone runs without stages on scale-up servers, the others with them
+    layouts = _layout_groups(result)
+    if layouts is not None:
+        codes = np.array(sorted(s * 1024 + servers for s, servers in tp_alone), dtype=layouts.dtype)
+        in_tp = codes[np.minimum(np.searchsorted(codes, layouts), codes.size - 1)] == layouts  # (no np.isin: numpy.ma)
+        found = [_fastest_in_rows(result, layouts, among, np.flatnonzero(rows))
+                 for among, rows in ((usable, ~in_tp), (without_stages, in_tp))]
+        if found[0] is not None and found[1] is not None:
+            return dict(sorted({**found[0], **found[1]}.items()))  # in group order, as one ranking gives them
+    best = best_per_group(result, usable)
+    without = best_per_group(result, without_stages)
     return {key: (without[key] if key in tp_alone else i) for key, i in best.items()}
+
+
+def _fastest_in_rows(result: SweepResult, layouts: np.ndarray, usable: np.ndarray, rows: np.ndarray) -> Groups | None:
+    """:func:`_fastest_per_group` of a serving sweep over the layouts ``rows`` alone (whole groups, ascending; their
+    groups ranked as over every layout), or None where :func:`_first_best_rows` would leave it to :func:`_first_best`."""
+    if rows.size == 0:
+        return {}
+    c = result.columns
+    speed = np.negative(_by_row(result, np.asarray(c.compact("decode_tokens_per_s_total"), dtype=np.float64))[rows])
+    mem = _by_row(result, np.asarray(c.compact("per_gpu_total_bytes"), dtype=np.float64))[rows]
+    return _first_best_rows(layouts[rows], (speed, mem), among=usable.reshape(c.shape[0], -1)[rows], row_ids=rows,
+                            own_first=True)
+
+
+def _groups_holding(result: SweepResult, among: np.ndarray) -> set[tuple[int, int]]:
+    """The (shape, servers) groups with a configuration ``among``: the keys :func:`best_per_group` of ``among`` gives
+    (a group with none is left out of it, one with any kept whatever its figures)."""
+    layouts = _layout_groups(result)
+    if layouts is not None:
+        codes = layouts[among.reshape(layouts.size, -1).any(axis=1)]
+    else:
+        codes = group_keys(result)[among]
+    return {(g // 1024, g % 1024) for g in set(codes.tolist())}
 
 
 def closest_miss(result: SweepResult, group: np.ndarray | None = None, *,
