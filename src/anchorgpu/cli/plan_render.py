@@ -62,6 +62,18 @@ def _cache_words(plan: Plan) -> str:
     return f"KV cache {plan.precision.kv_cache}"
 
 
+def _queued_cache_words(plan: Plan, cap: int) -> str:
+    """Where more users are asked for than the engine runs at once (``cap``, its sequence cap over the replicas),
+    which KV figure is which: the memory table's KV cache is every requested sequence's, as if all were held at once
+    (the verdict's need, the planner's contract), of which the sequences running hold their share; '' otherwise."""
+    users = plan.workload.concurrency or 1
+    if not 0 < cap < users:
+        return ""
+    kv = plan.per_gpu.kv_cache_bytes
+    return (f"; the KV cache row below is all {users:,} sequences' ({_fmt(kv)}), as if held at once: "
+            f"the {cap:,} running hold up to {_fmt(kv * cap // users)} of it")
+
+
 def _verdict(plan: Plan) -> str:
     """One line that answers the question first: fits or not, needed vs available per GPU, and the margin."""
     need = plan.per_gpu.total_bytes
@@ -124,7 +136,8 @@ def render_plan(plan: Plan) -> None:
             out.print(f"          the engine runs {cap:,} at once ({name} {w.max_num_seqs:,} x {lay.dp} "
                       f"replica{'' if lay.dp == 1 else 's'}); more wait in its queue")
         if reserve:
-            out.print(f"          the engine reserves {_fmt(reserve)} per GPU for KV cache at start-up")
+            out.print(f"          the engine reserves {_fmt(reserve)} per GPU for KV cache at start-up"
+                      + _queued_cache_words(plan, cap))
         state = plan.breakdown.get("state_per_sequence_bytes")
         if state is not None:  # hybrid and state-space models: a fixed state per sequence beside the KV
             kv_one = plan.breakdown.get("kv_per_sequence_bytes", 0)

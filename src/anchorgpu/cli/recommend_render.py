@@ -132,9 +132,10 @@ def render_recommendation(rec: Recommendation) -> None:
                   + " · ".join(f"{o.offering} x{o.servers} {_money(o.run_usd if runs else o.total_usd)} → "
                                f"{fmt_figure(o.speed, 0)} {speed}" for o in rec.pareto[:8]))
     if rec.rejected:
-        out.print("[bold]Cheaper options rejected[/bold]")
+        out.print(f"[bold]{rejected_heading(rec, training)}[/bold]")
+        term = "" if not ranked_by_run(rec, training) else f"{rec.term} total "
         for r in rec.rejected:
-            out.print(f"  - {r.offering} x{r.servers} ({_money(r.total_usd)}): {r.reason}", markup=False)
+            out.print(f"  - {r.offering} x{r.servers} ({term}{_money(r.total_usd)}): {r.reason}", markup=False)
     codes = sorted({code for o in rec.results for code in o.codes} | {code for code, _ in rec.warnings})
     if codes:
         from anchorgpu.planner.warnings import WARNING_CODES
@@ -151,6 +152,22 @@ def render_recommendation(rec: Recommendation) -> None:
     out.print("[bold]Assumed[/bold]")
     for line in rec.assumptions:
         out.print(f"  - {line}", markup=False)
+
+
+def ranked_by_run(rec: Recommendation, training: bool) -> bool:
+    """Whether the rows are ranked (and a budget held) by the whole run's price: a training answer given the tokens
+    to train on (a row timed for the run), not by the term's total."""
+    return training and any(o.run_hours is not None or o.run_refused for o in rec.results)
+
+
+def rejected_heading(rec: Recommendation, training: bool) -> str:
+    """The heading over the rejected options: they are the ones whose term total is at most the first row's. Ranked
+    by the run's price that is not "cheaper" (an option that does not fit has no run to price), so it says which price
+    was compared."""
+    if not ranked_by_run(rec, training):
+        return "Cheaper options rejected"
+    return (f"Options rejected at no more than #1's {rec.term} total (the rows are ranked by the run's price; "
+            "a budget is the run's, as each reason says)")
 
 
 _HEADROOM_CODES = frozenset(("thin_training_headroom", "eager_activations_exceed_headroom"))

@@ -41,6 +41,7 @@ __all__ = [
     "model_weight_parts",
     "nf4_bits_per_weight",
     "NF4_CODE_BITS",
+    "qlora_default_format",
 ]
 
 NativeHardware = Literal["fp8", "fp4"]
@@ -212,6 +213,13 @@ def format_for_model(model: ModelSpec, name: str | None) -> WeightFormat:
     if name is None or name.strip().lower() in ("shipped", shipped.name):
         return shipped
     return get_format(name)
+
+
+def qlora_default_format(model: ModelSpec) -> WeightFormat:
+    """QLoRA's base where ``--weights`` is not given: the checkpoint's own bitsandbytes 4-bit format where it ships
+    one, else ``nf4-dq`` (quantized on load, as bitsandbytes' ``Linear4bit`` stores it by default)."""
+    shipped = shipped_format(model)
+    return shipped if shipped.storage is not None and shipped.storage.flat_block > 0 else get_format("nf4-dq")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -67,12 +67,20 @@ contract), and ``anchorgpu serve`` is the command that starts the API, not a wor
 
 
 def task_meant(task: object) -> Task | None:
-    """The task a synonym names (``serve``: ``inference``), else None.
+    """The task a synonym names (``serve``: ``inference``), or whose name the word is in another case (``Inference``:
+    the contract's one spelling is the lower-case one, which the CLI's options lower a word to and the API's schema
+    asks for), else None.
 
-    >>> task_meant(" Serving "), task_meant("cooking")
-    ('inference', None)
+    >>> task_meant(" Serving "), task_meant("Inference"), task_meant("QLORA"), task_meant("inference"), task_meant("cooking")
+    ('inference', 'inference', 'qlora', None, None)
     """
-    return TASK_SYNONYMS.get(task.strip().lower()) if isinstance(task, str) else None
+    if not isinstance(task, str):
+        return None
+    word = task.strip().lower()
+    for name in TASKS:
+        if word == name:
+            return name if task != name else None
+    return TASK_SYNONYMS.get(word)
 
 
 def task_hint(task: object) -> str:

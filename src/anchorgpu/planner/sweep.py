@@ -34,7 +34,7 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import evolve
 from anchorgpu.planner.engine_choice import engine_refusal
-from anchorgpu.planner.formats import format_for_model, shipped_format
+from anchorgpu.planner.formats import format_for_model, qlora_default_format, shipped_format
 from anchorgpu.planner.global_batch import check_split
 from anchorgpu.planner.grid_columns import GridColumns
 from anchorgpu.planner.inference import request_media
@@ -227,9 +227,8 @@ def sweep(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec | N
         raise InvalidWorkload(refused)
     training = w.task != "inference"
     if training:
-        shipped_fmt = shipped_format(model)  # QLoRA over a checkpoint that ships bitsandbytes 4-bit keeps it (as plan())
-        bnb_4bit = shipped_fmt.storage is not None and shipped_fmt.storage.flat_block > 0
-        weights = spec.weights or ((shipped_fmt.name if bnb_4bit else "nf4-dq",) if w.task == "qlora" else ("bf16",))
+        # QLoRA over a checkpoint that ships bitsandbytes 4-bit keeps it (as plan())
+        weights = spec.weights or ((qlora_default_format(model).name,) if w.task == "qlora" else ("bf16",))
         kvs: tuple[str, ...] = ("bf16",)
         concs: tuple[int, ...] = (w.micro_batch or 1,)
     else:

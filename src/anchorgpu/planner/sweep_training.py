@@ -124,7 +124,8 @@ class _Steps:
         return timed_batch_tokens(self.stated, dp=dp, micro_batch=micro_batch, seq_tokens=self.seq,
                                   default_tokens=self.default_tokens)
 
-    def speed(self, shape: HardwareShape, lay: TrainLayout, micro_batch: int, recompute: Recompute) -> float:
+    def speed(self, shape: HardwareShape, lay: TrainLayout, micro_batch: int, recompute: Recompute,
+              base_format: str) -> float:
         w = self.w
         return training_step(
             self.model, shape.gpu, lay, seq_tokens=self.seq, micro_batch=micro_batch,
@@ -132,19 +133,24 @@ class _Steps:
             precision=self.precision, gpus_per_server=shape.gpus_per_server,
             network_bytes_per_s=shape.network_bytes_per_s, train_stack=w.train_stack,
             offload_activation_layers=w.offload_activation_layers, optimizer_state=w.optimizer_state,
-            cal=self.cal, schedule=self.schedule).tokens_per_s
+            cal=self.cal, schedule=self.schedule, base_format=base_format).tokens_per_s
 
-    def bound(self, shape: HardwareShape, lay: TrainLayout, micro_batch: int) -> float:
+    def bound(self, shape: HardwareShape, lay: TrainLayout, micro_batch: int, base_format: str) -> float:
         key = (shape.gpu.name, shape.gpus_per_server, shape.network_bytes_per_s, lay.gpus, lay.tp, lay.cp, lay.pp,
-               lay.virtual_stages, lay.ep, micro_batch)
+               lay.virtual_stages, lay.ep, micro_batch, self.base(base_format))
         found = self.bounds.get(key)
         if found is None:
             found = self.bounds[key] = tokens_per_s_bound(
                 self.model, shape.gpu, lay, seq_tokens=self.seq, micro_batch=micro_batch,
                 global_batch_tokens=self.batch_tokens(lay.dp, micro_batch), kind=self.kind, precision=self.precision,
                 gpus_per_server=shape.gpus_per_server, network_bytes_per_s=shape.network_bytes_per_s, cal=self.cal,
-                train_stack=self.w.train_stack, schedule=self.schedule)
+                train_stack=self.w.train_stack, schedule=self.schedule, base_format=base_format)
         return found
+
+    def base(self, weights: str) -> str:
+        """The part of a weight format a step's time reads: QLoRA's base, whose bits its dequantization reads
+        (speed.dequant); nothing for full training and LoRA (their 16-bit base is not dequantized)."""
+        return weights if self.kind == "qlora" else ""
 
 
 # a configuration's speed (tokens/s; NaN where not timed), its memory, and its speed before the ladder's climb past
@@ -203,13 +209,13 @@ class _Search:
         """One layout on one shape, per weight format: the fastest configuration that fits, else its least memory;
         with its speed before the climb past micro-batch 4 (the same where it did not climb)."""
         runs = bool(self.splits(base.dp, self.mbs[0]))  # else it is not timed: plan() refuses the stated batch
-        timed: dict[tuple[int, int, Recompute], float] = {}  # kept for the next weight format
+        timed: dict[tuple[int, int, Recompute, str], float] = {}  # kept for the next weight format (not QLoRA's)
         budget = shape.gpu.memory_bytes
 
         def speed(pair: Pair, rc: Recompute) -> float:
-            key = (pair[0].virtual_stages, pair[1], rc)
+            key = (pair[0].virtual_stages, pair[1], rc, self.steps.base(name))
             if key not in timed:
-                timed[key] = self.steps.speed(shape, pair[0], pair[1], rc)
+                timed[key] = self.steps.speed(shape, pair[0], pair[1], rc, name)
             return timed[key]
 
         pairs: list[Pair] | None = None
@@ -273,9 +279,14 @@ class _Search:
         # hide a hair more of them, and on the PyTorch stack a mixture of experts' op-level selective recompute can
         # cost more than recomputing the MoE blocks: there the search times the next level before it takes one
         # (tests/recommend/test_sweep_micro_batch.py)
+        weights = known.precision.weights or ""
+
+        def bound(pair: Pair) -> float:
+            return self.steps.bound(shape, pair[0], pair[1], weights)
+
         hair = (base.zero >= 2 or self.w.offload_activation_layers > 0
                 or (self.w.train_stack != "megatron" and self.model.moe is not None))
-        return fastest_fitting(pairs, self.ladder, speed, lambda pair: self.steps.bound(shape, *pair), wanted, hair)
+        return fastest_fitting(pairs, self.ladder, speed, bound, wanted, hair)
 
 
 def training_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: SweepSpec, lay: Layouts,

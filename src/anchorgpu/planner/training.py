@@ -40,6 +40,7 @@ from anchorgpu.planner.training_states import (
     STATE_WORDS,
     full_training_states,
     params_per_gpu,
+    update_partition_bytes,
 )
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 from anchorgpu.planner.workload_checks import check_activation_offload_layout
@@ -99,6 +100,9 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         states = full_training_states(model, fmt, lay.tp, lay.pp, lay.ep, lay.dp, lay.cp, lay.zero, lay.offload,
                                       w.optimizer, mixed, w.grad_bytes_per_value, stated, w.optimizer_state)
         weights, weight_terms, grads, master, moments, checkpoint, rest_gpu, expert_gpu, shards, expert_dp = states
+        update_value = mm.OPTIMIZER_STATE_BYTES[w.optimizer_state][0] if mixed else 2  # bf16-true: the bf16 weights
+        update_copy = master if mixed else update_partition_bytes(rest_gpu, expert_gpu, lay.zero, shards, expert_dp,
+                                                                              update_value)
         breakdown.update(weight_terms)
         assumptions.append(BF16_TRUE_LINE if not mixed else OPTIMIZER_STATE_LINES[w.optimizer_state])
     else:
@@ -126,6 +130,8 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         moments = mm.optimizer_moment_bytes(adapters_gpu, optimizer=w.optimizer, zero=lay.zero, dp=shards,
                                             moment_scale=moment_scale)
         checkpoint = adapters * 2
+        update_value = value
+        update_copy = update_partition_bytes(adapters_gpu, 0.0, lay.zero, shards, shards, value)
         assumptions.append("Activations of the whole model are kept for the backward pass through the frozen layers.")
         assumptions.append(
             f"LoRA rank {w.lora_rank} on {','.join(w.lora_targets)}: frozen base, adapters "
@@ -137,14 +143,14 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         grads += held["accumulated_gradients_bytes"]
         assumptions.append(FSDP_PIPELINE_LINE)
     if lay.offload != "none":
-        breakdown["offloaded_optimizer_bytes"] = master + moments
-        # beside the state, the fp32 gradient partition the host's update reads: DeepSpeed's ZeRO-Offload allocates it
-        # on the CPU with the master partition's size and dtype (stage_1_and_2.initialize_optimizer_states)
-        breakdown["offloaded_gradients_bytes"] = master
+        # the host's update (ZeRO-Offload, FSDP's CPU offload) keeps the partition it updates (the master where there
+        # is one), the state and that partition's gradient in its dtype: training_states.update_partition_bytes
+        breakdown["offloaded_optimizer_bytes"] = update_copy + moments
+        breakdown["offloaded_gradients_bytes"] = update_copy
         warnings.append(make_warning("offload_slows_training",
                                      f"--offload {lay.offload}: optimizer state lives in CPU RAM, "
-                                     f"{fmt_bytes(2 * master + moments)} a GPU"
-                                     + (" with its fp32 gradients" if master else "")))
+                                     f"{fmt_bytes(2 * update_copy + moments)} a GPU with the "
+                                     f"{'fp32' if update_value == 4 else 'bf16'} gradients its update reads"))
         master = moments = 0
     breakdown["master_weights_bytes"] = master
     breakdown["optimizer_moments_bytes"] = moments

@@ -15,7 +15,7 @@ from anchorgpu.planner.formats import WeightFormat, model_param_parts
 from anchorgpu.planner.terms import layout_weights_bytes
 
 __all__ = ["BF16_TRUE_LINE", "OPTIMIZER_STATE_LINES", "STATE_WORDS", "expert_params_per_gpu", "full_training_states",
-           "params_per_gpu"]
+           "params_per_gpu", "update_partition_bytes"]
 
 
 OPTIMIZER_STATE_LINES: dict[str, str] = {
@@ -87,3 +87,31 @@ def params_per_gpu(model: ModelSpec, tp: int, pp: int, ep: int, stated: int | No
 def expert_params_per_gpu(model: ModelSpec, tp: int, pp: int, ep: int, stated: int | None = None) -> float:
     """The routed experts' parameters among :func:`params_per_gpu`'s, memoised alike."""
     return mm.routed_expert_share(model_param_parts(model), tp=tp, pp=pp, ep=ep, stated=stated)
+
+
+def update_partition_bytes(rest_gpu: float, expert_gpu: float, zero: int, shards: int, expert_dp: int,
+                           bytes_per_value: int) -> int:
+    """A GPU's partition of the values an offloaded optimizer updates on the host, in the update's dtype
+    (``bytes_per_value``): the host keeps this copy and, beside it, the partition's gradient in the same dtype, so
+    an offloaded GPU's host bytes are 2 x this + the moments (plan's ``offloaded_optimizer_bytes`` = this + moments,
+    ``offloaded_gradients_bytes`` = this).
+
+    Mixed precision: the fp32 master (4; 2 with ``--optimizer-state bf16``), which :func:`full_training_states`
+    counts already. bf16-true has no master, yet the host's update still holds its own copy of the bf16 partition
+    and a bf16 gradient (2 + 2 bytes a parameter): DeepSpeed's ZeRO-Offload clones the partition to the CPU in the
+    master dtype (``stage_1_and_2.py``: ``single_partition_of_fp32_groups`` on ``self.device`` = cpu under
+    ``cpu_offload``) and allocates its gradient with that partition's size and dtype
+    (``initialize_optimizer_states``), the dtype ``base_optimizer._configure_master_weights`` sets to bf16 under
+    ``"bf16": {"bf16_master_weights_and_grads": true}`` (the config the deepspeed recipe writes for bf16-true);
+    torch FSDP's ``CPUOffload(offload_params=True)`` likewise moves the parameter shards and their gradients to the
+    CPU, in the parameters' dtype, for the optimizer's step there (FullyShardedDataParallel docs). The LoRA
+    adapters' partition is counted alike in their own dtype. Sharded as the master is (ZeRO >= 1).
+
+    >>> update_partition_bytes(1_000, 0.0, 1, 4, 4, 2)  # bf16-true, ZeRO-1 over 4 ranks
+    500
+    >>> update_partition_bytes(1_000, 0.0, 0, 4, 4, 4)  # unsharded fp32 master
+    4000
+    """
+    return (mm.master_weight_bytes(rest_gpu, mixed_precision=True, zero=zero, dp=shards, bytes_per_value=bytes_per_value)
+            + mm.master_weight_bytes(expert_gpu, mixed_precision=True, zero=zero, dp=expert_dp,
+                                     bytes_per_value=bytes_per_value))

@@ -14,7 +14,13 @@ from anchorgpu.architectures.spec import DiffusionPipelineSpec, ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._memo import memo_with_lines
-from anchorgpu.planner.formats import WeightFormat, format_for_model, get_format, shipped_format
+from anchorgpu.planner.formats import (
+    WeightFormat,
+    format_for_model,
+    get_format,
+    qlora_default_format,
+    shipped_format,
+)
 from anchorgpu.planner.inputs import KV_CACHE_AUTO, KV_CACHE_DTYPES, EngineSource, PrecisionPlan, Workload
 from anchorgpu.planner.layout_resolution import (
     GPUS_PER_SERVER,
@@ -65,8 +71,8 @@ def _resolve_format(model: ModelSpec | DiffusionPipelineSpec, workload: Workload
     ships = shipped.name if shipped.shipped is not None else "16-bit weights"
     if precision.weights is None:
         if workload.task == "qlora":
-            bnb_4bit = shipped.storage is not None and shipped.storage.flat_block > 0
-            fmt = shipped if bnb_4bit else get_format("nf4-dq")
+            fmt = qlora_default_format(model) if isinstance(model, ModelSpec) else get_format("nf4-dq")
+            bnb_4bit = fmt.name == shipped.name
             assumptions.append(f"Weights stored as {fmt.name} (default for task qlora"
                                + ("; the checkpoint ships them so)." if bnb_4bit else
                                   f"; the checkpoint ships {ships}, quantized on load)."))

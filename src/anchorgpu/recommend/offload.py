@@ -102,7 +102,7 @@ def _offloaded(model: ModelSpec, spec: SweepSpec, result: SweepResult, shape: Ha
             if best.row is None:
                 best = Offloaded(short=(f"with the optimizer state in host memory (plan --offload {OFFLOAD}) its GPUs "
                                         f"hold it, but each server would keep {fmt_bytes(host_bytes)} of that state "
-                                        f"and its fp32 gradients in {fmt_bytes(offering.ram_bytes)} of RAM"))
+                                        f"and the gradients its update reads in {fmt_bytes(offering.ram_bytes)} of RAM"))
             continue
         try:
             perf = plan_performance(p, train_tokens=spec.train_tokens, mfu=spec.efficiencies.mfu,
@@ -119,15 +119,17 @@ def _offloaded(model: ModelSpec, spec: SweepSpec, result: SweepResult, shape: Ha
 
 
 def host_bytes_per_gpu(breakdown: Mapping[str, int]) -> int:
-    """What a GPU's rank keeps in host memory with its optimizer offloaded: the optimizer state and the fp32 gradient
-    partition its update reads (plan's ``offloaded_optimizer_bytes`` and ``offloaded_gradients_bytes``)."""
+    """What a GPU's rank keeps in host memory with its optimizer offloaded: the optimizer state (with the partition it
+    updates: the master, or bf16-true's own bf16 copy) and that partition's gradient in its dtype, fp32 beside an fp32
+    master, bf16 under bf16-true (plan's ``offloaded_optimizer_bytes`` and ``offloaded_gradients_bytes``; the sources:
+    :func:`~anchorgpu.planner.training_states.update_partition_bytes`)."""
     return int(breakdown.get("offloaded_optimizer_bytes", 0)) + int(breakdown.get("offloaded_gradients_bytes", 0))
 
 
 def _row(p: Any, perf: Mapping[str, Any], shape: HardwareShape, servers: int, host_bytes: int) -> dict[str, Any]:
     """The plan as a row of the training sweep (its keys, as :meth:`SweepResult.row` gives them), with the offload:
     ``offload``, ``offloaded_optimizer_bytes`` (a GPU's share in host memory) and ``host_bytes_per_server`` (a server's
-    ranks' state and fp32 gradients, :func:`host_bytes_per_gpu`)."""
+    ranks' state and gradients, :func:`host_bytes_per_gpu`)."""
     lay, per_gpu, wl = p.layout, p.per_gpu, p.workload
     total = per_gpu.total_bytes
     row: dict[str, Any] = {
@@ -156,7 +158,7 @@ def offload_line(marked: Sequence[tuple[int, Mapping[str, Any], str]], timed: st
     step was timed (``timed``: plan's own line, of the first). None where none is shown.
 
     >>> print(offload_line([(2, {"gpus": 64, "host_bytes_per_server": 2**40}, "2.00 TiB")], None))
-    Optimizer state in host memory (ZeRO-Offload) on #2: no layout without offload fits those GPUs, so each row is the layout plan --gpus N --offload optimizer chooses on them (plan's first 'What would fit'); its speed and run price include the optimizer step on the host. Host RAM a server (the state and the fp32 gradients its update reads): #2 1.00 TiB of 2.00 TiB.
+    Optimizer state in host memory (ZeRO-Offload) on #2: no layout without offload fits those GPUs, so each row is the layout plan --gpus N --offload optimizer chooses on them (plan's first 'What would fit'); its speed and run price include the optimizer step on the host. Host RAM a server (the state and the gradients its update reads): #2 1.00 TiB of 2.00 TiB.
     """
     if not marked:
         return None
@@ -165,5 +167,5 @@ def offload_line(marked: Sequence[tuple[int, Mapping[str, Any], str]], timed: st
     return (f"Optimizer state in host memory (ZeRO-Offload) on {rows}: no layout without offload fits those GPUs, so "
             f"each row is the layout plan --gpus N --offload {OFFLOAD} chooses on them (plan's first 'What would fit'); "
             f"its speed and run price include the optimizer step on the host. Host RAM a server (the state and "
-            f"the fp32 gradients its update reads): {ram}."
+            f"the gradients its update reads): {ram}."
             + (f" As plan says for #{marked[0][0]}: {timed}" if timed else ""))

@@ -10,20 +10,24 @@ the same with torchao's ``NF4Tensor`` (NVIDIA/NeMo ``nemo/collections/nlp/module
 ``LinearNF4``: ``F.linear(input, weight.to(input.dtype))`` forward, ``grad_output @ weight.to(grad_output.dtype)``
 backward), so both training stacks pay it.
 
-Each dequantization reads the packed weight with its block constants (the QLoRA default ``nf4-dq``: 4.127 bits a
-weight, :func:`~anchorgpu.planner.formats.nf4_bits_per_weight`) and writes a 16-bit copy: a memory-bound kernel, timed
+Each dequantization reads the packed weight with its block constants at the plan's base format's bits (the QLoRA
+default ``nf4-dq``: 4.127 bits a weight, :func:`~anchorgpu.planner.formats.nf4_bits_per_weight`; ``nf4`` 4.5, GPTQ/AWQ
+group 128 4.156, ``int8`` 8: :meth:`~anchorgpu.planner.formats.WeightFormat.group_bits`, the bits the memory counts
+the base at) and writes a 16-bit copy: a memory-bound kernel, timed
 at the share of the bandwidth the planner's other memory-bound copies get (``decode_mbu``, as FSDP2's copies and the
 optimizer's update). The product then reads the 16-bit copy as it would a 16-bit base's weight: inside the product's
 own time, not counted again. The embeddings and the LM head stay 16-bit (bitsandbytes' ``Linear4bit`` replaces the
-blocks' linears; PEFT and answer.ai's ``replace_linear`` skip ``lm_head``), and a router is never quantized.
+blocks' linears; PEFT and answer.ai's ``replace_linear`` skip ``lm_head``), a router is never quantized, and a
+linear the format keeps at 16 bits (MXFP4's attention beside its quantized experts) is read as it is, not dequantized.
 
 Sharded (FSDP, ZeRO-3), the base is gathered as it is stored: packed (:func:`gathered_bytes_per_param`).
 """
 
 from __future__ import annotations
 
+from anchorgpu.architectures.model_parts import LinearGroup
 from anchorgpu.architectures.spec import ModelSpec
-from anchorgpu.planner.formats import NF4_CODE_BITS, get_format
+from anchorgpu.planner.formats import NF4_CODE_BITS, format_for_model
 from anchorgpu.planner.speed.flops import Recompute, TrainKind
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES
 
@@ -47,22 +51,26 @@ def dequant_passes(recompute: Recompute, *, op_sac: bool = False) -> float:
     return 3.0 if recompute == "full" else 2.0
 
 
-def dequant_bytes_per_layer(model: ModelSpec) -> float:
+def dequant_bytes_per_layer(model: ModelSpec, base_format: str = QLORA_BASE_FORMAT) -> float:
     """Bytes one dequantization of a layer's 4-bit linears moves, averaged over the layers: the packed weight and its
-    constants read, the 16-bit copy written (every expert's weight of a mixture of experts: each is dequantized
-    whole when any token reaches it).
+    constants read at ``base_format``'s bits (the plan's ``--weights``; a name :func:`format_for_model` reads), the
+    16-bit copy written (every expert's weight of a mixture of experts: each is dequantized whole when any token
+    reaches it).
 
-    Llama-2 70B (h 8,192, KV 1,024, MLP 28,672): 855.6M weights a layer, 855.6M x (4.127 / 8 + 2) bytes:
+    Llama-2 70B (h 8,192, KV 1,024, MLP 28,672): 855.6M weights a layer, 855.6M x (4.127 / 8 + 2) bytes; NF4 without
+    double quantization reads 4.5 bits a weight, 855.6M x (4.5 / 8 + 2):
 
     >>> from anchorgpu.architectures import load_model
     >>> round(dequant_bytes_per_layer(load_model("llama-2-70b")) / 1e9, 3)
     2.153
+    >>> round(dequant_bytes_per_layer(load_model("llama-2-70b"), "nf4") / 1e9, 3)
+    2.193
     """
-    dense, experts = _quantized_weights(model)
-    return (dense + experts) / model.num_layers * _dequant_bytes_per_weight()
+    dense, experts = _dequant_bytes(model, base_format)
+    return (dense + experts) / model.num_layers
 
 
-def dequant_expert_bytes_per_layer(model: ModelSpec) -> float:
+def dequant_expert_bytes_per_layer(model: ModelSpec, base_format: str = QLORA_BASE_FORMAT) -> float:
     """The routed experts' part of :func:`dequant_bytes_per_layer`: a rank dequantizes only the experts it holds,
     ``1/EP`` of them under expert parallelism (not split by TP there: expert tensor parallelism 1, as the memory's
     ``shard_share`` holds them), ``1/TP`` without it; 0 for a dense model.
@@ -74,21 +82,38 @@ def dequant_expert_bytes_per_layer(model: ModelSpec) -> float:
     >>> round(dequant_expert_bytes_per_layer(m) / dequant_bytes_per_layer(m), 3)
     0.971
     """
-    return _quantized_weights(model)[1] / model.num_layers * _dequant_bytes_per_weight()
+    return _dequant_bytes(model, base_format)[1] / model.num_layers
 
 
-def _dequant_bytes_per_weight() -> float:
-    """One dequantization of a weight: the packed code with its block constants read, the 16-bit copy written."""
-    return get_format(QLORA_BASE_FORMAT).linear_bits / 8 + ACTIVATION_BYTES
+def _dequant_bytes(model: ModelSpec, base_format: str) -> tuple[float, float]:
+    """(one dequantization of the linears outside the routed experts, of the routed experts), bytes over all layers:
+    each quantized weight's code with its block constants read at the format's bits for its group, its 16-bit copy
+    written; a linear the format keeps at 16 bits or more (a router, MXFP4's attention) is not dequantized."""
+    fmt = format_for_model(model, base_format)
+    is_moe = model.moe is not None
+    dense = experts = 0.0
+    for g in _quantized_groups(model):
+        bits = fmt.group_bits(g.name, is_moe=is_moe)
+        if bits >= 8 * ACTIVATION_BYTES:
+            continue
+        moved = g.d_in * g.d_out * g.count * (bits / 8 + ACTIVATION_BYTES)
+        if g.name.startswith("expert"):
+            experts += moved
+        else:
+            dense += moved
+    return dense, experts
+
+
+def _quantized_groups(model: ModelSpec) -> list[LinearGroup]:
+    """Every block linear but the routers (embeddings and LM head are not block linears)."""
+    return [g for g in model.linear_groups if not (g.component == "router" or g.name == "router")]
 
 
 def _quantized_weights(model: ModelSpec) -> tuple[float, float]:
-    """(the 4-bit weights outside the routed experts, the routed experts' 4-bit weights): every block linear but the
-    routers (embeddings and LM head are not block linears)."""
+    """(the 4-bit weights outside the routed experts, the routed experts' 4-bit weights): :func:`_quantized_groups`'
+    weights."""
     dense = experts = 0.0
-    for g in model.linear_groups:
-        if g.component == "router" or g.name == "router":
-            continue
+    for g in _quantized_groups(model):
         if g.name.startswith("expert"):
             experts += g.d_in * g.d_out * g.count
         else:

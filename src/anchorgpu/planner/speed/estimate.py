@@ -36,6 +36,7 @@ from anchorgpu.planner.speed.caveats import (
     TTFT_CAVEAT_LABEL,
 )
 from anchorgpu.planner.speed.constants import Calibration
+from anchorgpu.planner.speed.dequant import QLORA_BASE_FORMAT
 from anchorgpu.planner.speed.experts import expert_gemms_per_layer
 from anchorgpu.planner.speed.figures import evidence_items, put_evidence, put_rate, put_time
 from anchorgpu.planner.speed.flops import TrainKind, train_kind
@@ -124,16 +125,17 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
     default_tokens = default_batch_tokens(w.task, seq)
     kind: TrainKind = train_kind(w.task)
     schedule = pipeline_schedule(w.task, w.train_stack)  # QLoRA on the PyTorch stack: device_map, stages in turn
+    base_format = plan.precision.weights or QLORA_BASE_FORMAT  # the format plan() resolved: QLoRA dequantizes it
     # the batch of speed.pipeline.step_microbatches: the memory's interleaved activations count the same micro-batches
     st = training_step(model, plan.gpu, lay, seq, w.micro_batch or 1,  # by position: test_hot_calls
                        global_batch_tokens=timed_batch_tokens(w.global_batch_tokens, dp=lay.dp,
                                                               micro_batch=w.micro_batch or 1, seq_tokens=seq,
                                                               default_tokens=default_tokens),
-                       recompute=w.recompute or "none", kind=kind, precision=precision,
-                       gpus_per_server=SERVER_GPUS, network_bytes_per_s=network,
+                       recompute=w.recompute or "none", kind=kind, precision=precision,  # at SERVER_GPUS a server
+                       network_bytes_per_s=network,
                        grad_bytes_per_value=w.grad_bytes_per_value, cal=cal,
                        train_stack=w.train_stack, offload_activation_layers=w.offload_activation_layers,
-                       optimizer_state=w.optimizer_state, schedule=schedule)
+                       optimizer_state=w.optimizer_state, schedule=schedule, base_format=base_format)
     put_rate(out, "train_tokens_per_s", st.tokens_per_s, st.ceiling_tokens_per_s, band)
     # MFU and TFLOP/s count attention over the whole sequence (flops.training_flops_per_token): their ceilings are the
     # ceiling rate's in that count, past 1.0 (the peak) by the masked half a causal kernel skips
@@ -209,10 +211,10 @@ def _training(plan: Plan, model: ModelSpec, train_tokens: int | None, out: dict[
         larger = LARGER_BATCH_FACTOR * st.tokens_per_step
         wide = training_step(model, plan.gpu, lay, seq, w.micro_batch or 1,
                              global_batch_tokens=larger, recompute=w.recompute or "none", kind=kind,
-                             precision=precision, gpus_per_server=SERVER_GPUS, network_bytes_per_s=network,
+                             precision=precision, network_bytes_per_s=network,
                              grad_bytes_per_value=w.grad_bytes_per_value, cal=cal, train_stack=w.train_stack,
                              offload_activation_layers=w.offload_activation_layers,
-                             optimizer_state=w.optimizer_state, schedule=schedule)
+                             optimizer_state=w.optimizer_state, schedule=schedule, base_format=base_format)
         assumptions.append(larger_batch_line(st.tokens_per_step, st.microbatches, idle_s / st.step_s, larger,
                                              wide.tokens_per_s, st.tokens_per_s))
     assumptions.extend(ctx.caveats)

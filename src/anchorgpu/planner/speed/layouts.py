@@ -25,6 +25,7 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner._frozen import evolver
+from anchorgpu.planner.formats import qlora_default_format
 from anchorgpu.planner.global_batch import splits, unsplit_by_any_refusal
 from anchorgpu.planner.inputs import (
     Layout,
@@ -43,6 +44,7 @@ from anchorgpu.planner.sequence_parallel import sequence_split_refusal, splits_w
 from anchorgpu.planner.speed.chooser_climb import climbers
 from anchorgpu.planner.speed.chooser_margin import pick_split, split_of
 from anchorgpu.planner.speed.chooser_order import add_zero2_block, fastest_first, zero1_twins
+from anchorgpu.planner.speed.dequant import QLORA_BASE_FORMAT
 from anchorgpu.planner.speed.flops import TrainKind, train_kind
 from anchorgpu.planner.speed.interleave_choice import deepest_interleave, interleave_of
 from anchorgpu.planner.speed.layout_reason import SERVER_GPUS, training_reason
@@ -235,6 +237,8 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
     batch = w.global_batch_tokens or default_batch_tokens(w.task, seq)
     cal = calibrated(efficiencies)
     kind: TrainKind = train_kind(w.task)
+    # QLoRA's base, whose bits its dequantization reads, as plan() resolves and times it (speed.dequant)
+    base = (precision.weights or qlora_default_format(model).name) if kind == "qlora" else QLORA_BASE_FORMAT
     schedule = pipeline_schedule(w.task, w.train_stack)  # as plan() times the layout chosen (speed.estimate)
     prec = compute_precision_for_training(w.train_precision)
     network = network_bytes_per_s_of(w.network_gbit_per_s_per_gpu)  # None: the calibration's
@@ -262,7 +266,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
                              global_batch_tokens=max(batch, lay.dp * mb * seq), recompute=rc, kind=kind,
                              precision=prec, cal=cal, train_stack=w.train_stack, network_bytes_per_s=network,
                              offload_activation_layers=w.offload_activation_layers,
-                             optimizer_state=w.optimizer_state, schedule=schedule).tokens_per_s
+                             optimizer_state=w.optimizer_state, schedule=schedule, base_format=base).tokens_per_s
 
     bounds: dict[tuple[int, int, int, int, int, int], float] = {}
 
@@ -273,7 +277,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
             found = bounds[key] = tokens_per_s_bound(
                 model, gpu, lay, seq_tokens=seq, micro_batch=mb, global_batch_tokens=max(batch, lay.dp * mb * seq),
                 kind=kind, precision=prec, cal=cal, train_stack=w.train_stack, network_bytes_per_s=network,
-                schedule=schedule)
+                schedule=schedule, base_format=base)
         return found
 
     def grows(lay: TrainLayout, low: int) -> Growth:  # its micro-batch parts at low, as bound reads them

@@ -22,7 +22,12 @@ from anchorgpu.planner.pipeline_layout import PipelineLayout, busiest_rank_layer
 from anchorgpu.planner.speed.attention_rate import attention_rate_ratio, timed_prefill_attention_flops_per_token
 from anchorgpu.planner.speed.constants import Calibration, StackConstants
 from anchorgpu.planner.speed.context_parallel import context_parallel_s
-from anchorgpu.planner.speed.dequant import dequant_bytes_per_layer, dequant_expert_bytes_per_layer, dequant_passes
+from anchorgpu.planner.speed.dequant import (
+    QLORA_BASE_FORMAT,
+    dequant_bytes_per_layer,
+    dequant_expert_bytes_per_layer,
+    dequant_passes,
+)
 from anchorgpu.planner.speed.experts import (
     MoeDispatcher,
     expert_launch_s,
@@ -101,7 +106,8 @@ class _StepShape(NamedTuple):
 
 @partial(memo_on_frozen, frozen=3)
 def _step_shape(model: ModelSpec, gpu: GpuSpec, cal: Calibration, seq_tokens: int, recompute: Recompute,
-                kind: TrainKind, precision: str, attention_kernel: str, train_stack: str) -> _StepShape:
+                kind: TrainKind, precision: str, attention_kernel: str, train_stack: str,
+                base_format: str = QLORA_BASE_FORMAT) -> _StepShape:
     k = cal.stack(gpu)
     pytorch = train_stack == "pytorch"
     if pytorch and attention_kernel == "flash":  # PyTorch's SDPA picks its FlashAttention-2 backend (stated fa2)
@@ -151,8 +157,9 @@ def _step_shape(model: ModelSpec, gpu: GpuSpec, cal: Calibration, seq_tokens: in
     ceiling_f = causal_training_flops_per_token(model, seq_tokens, kind=kind)
     # QLoRA's 4-bit base dequantized to 16 bits before each pass that multiplies by it (speed.dequant)
     passes_ = dequant_passes(recompute, op_sac=op_sac) if kind == "qlora" else 0.0
-    dequant = dequant_bytes_per_layer(model) * passes_ if passes_ else 0.0
-    dequant_expert = dequant_expert_bytes_per_layer(model) * passes_ if passes_ and model.moe is not None else 0.0
+    dequant = dequant_bytes_per_layer(model, base_format) * passes_ if passes_ else 0.0
+    dequant_expert = (dequant_expert_bytes_per_layer(model, base_format) * passes_
+                      if passes_ and model.moe is not None else 0.0)
     return _StepShape(k, pytorch, ew_bytes, choice, model_f, hw_f, ceiling_f, attn_passes, attn_run_passes, bwd_run, matmul_f,
                       attn_run_f, att_rate, mm_peak_eff, expert_share, route_share, passes, unfused, volumes, head_f,
                       dequant, dequant_expert)
@@ -163,8 +170,10 @@ def _compute_micro_step(
     tp_overlap: bool, ep_overlap: bool, seq_tokens: int, micro_batch: int, recompute: Recompute, kind: TrainKind,
     precision: str, gpus_per_server: int, network_bytes_per_s: float | None, attention_kernel: str, train_stack: str,
     pipeline_layout: PipelineLayout | None, sequence_parallel: bool, moe_dispatcher: MoeDispatcher = "alltoall",
+    base_format: str = QLORA_BASE_FORMAT,
 ) -> MicroStep:
-    shape = _step_shape(model, gpu, cal, seq_tokens, recompute, kind, precision, attention_kernel, train_stack)
+    shape = _step_shape(model, gpu, cal, seq_tokens, recompute, kind, precision, attention_kernel, train_stack,
+                        base_format if kind == "qlora" else QLORA_BASE_FORMAT)
     k, pytorch, choice, attn_run_f, att_rate = shape.k, shape.pytorch, shape.choice, shape.attn_run_f, shape.att_rate
     h, layers = model.hidden_size, model.num_layers
     stage_layers = float(slowest_stage_layers(layers, pp, virtual_stages, busiest_rank_layers(pipeline_layout)))

@@ -64,7 +64,7 @@ from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.context_parallel import cp_split_refusal
 from anchorgpu.planner.speed.data_parallel import data_parallel_terms
-from anchorgpu.planner.speed.dequant import gathered_bytes_per_param
+from anchorgpu.planner.speed.dequant import QLORA_BASE_FORMAT, gathered_bytes_per_param
 from anchorgpu.planner.speed.experts import MoeDispatcher
 from anchorgpu.planner.speed.flops import Recompute, TrainKind
 from anchorgpu.planner.speed.links import PeakChoice, group_link, p2p_s, server_gpus
@@ -217,10 +217,12 @@ def training_step(
     network_bytes_per_s: float | None = None, grad_bytes_per_value: int = 2, cal: Calibration | None = None,
     attention_kernel: AttentionKernel = "flash", train_stack: str = "megatron", offload_activation_layers: int = 0,
     optimizer_state: str = "fp32", fsdp1: bool = False, moe_dispatcher: MoeDispatcher = "alltoall",
-    schedule: PipelineSchedule = "1f1b",
+    schedule: PipelineSchedule = "1f1b", base_format: str = QLORA_BASE_FORMAT,
 ) -> TrainingStep:
     """Step time and throughput of one training layout (see the module docstring for the parts); ``schedule``: how
-    the stack runs the pipeline stages (:func:`~.pipeline.pipeline_schedule`). ``seq_tokens`` and ``micro_batch`` may
+    the stack runs the pipeline stages (:func:`~.pipeline.pipeline_schedule`); ``base_format``: QLoRA's base format
+    (the plan's weights), whose bits its dequantization reads (:mod:`~.dequant`); ``gpus_per_server``'s default is the
+``SERVER_GPUS`` a plan's estimate times a layout with (it leaves it out). ``seq_tokens`` and ``micro_batch`` may
     come by position: a plan's estimate passes every other argument by keyword, and a call of more than 30 stack
     slots (a keyword takes two) compiles with its keywords in a dictionary built and unpacked (``CALL_FUNCTION_EX``,
     ``tests/planner/test_hot_calls.py``).
@@ -231,11 +233,13 @@ def training_step(
     (8, True, True)
     """
     cal = cal or calibration()
-    b = _layout_terms(model, gpu, cal, lay.gpus, lay.tp, lay.pp, lay.cp, lay.dp, lay.ep, lay.zero, lay.virtual_stages,
+    if lay.tp * lay.pp * lay.cp * lay.dp != lay.gpus:  # refused (the memo below counts the GPUs from the split)
+        _check(model, lay, seq_tokens)
+    b = _layout_terms(model, gpu, cal, lay.tp, lay.pp, lay.cp, lay.dp, lay.ep, lay.zero, lay.virtual_stages,
                       lay.tp_overlap, lay.ep_overlap, seq_tokens, micro_batch, recompute, kind, precision,
                       gpus_per_server, network_bytes_per_s, grad_bytes_per_value, attention_kernel, lay.offload,
                       train_stack, offload_activation_layers, lay.pipeline_layout, optimizer_state,
-                      sequence_parallel_of(lay), fsdp1, moe_dispatcher)
+                      sequence_parallel_of(lay), fsdp1, moe_dispatcher, base_format)
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     _check_interleaving(lay, m, train_stack)
     bubble_s = pipeline_bubble_stage_times(lay.pp, m, lay.virtual_stages, schedule) * b.stage_s
@@ -271,6 +275,7 @@ def tokens_per_s_bound(
     precision: str = "bf16", gpus_per_server: int = 8, network_bytes_per_s: float | None = None,
     cal: Calibration | None = None, attention_kernel: AttentionKernel = "flash", train_stack: str = "megatron",
     moe_dispatcher: MoeDispatcher = "alltoall", schedule: PipelineSchedule = "1f1b",
+    base_format: str = QLORA_BASE_FORMAT,
 ) -> float:
     """At least :func:`training_step`'s ``tokens_per_s`` of the same arguments, for a fraction of its work: the step
     without the parts that are never negative and need the data parallelism (FSDP's gathers, the gradient sync, the
@@ -288,7 +293,8 @@ def tokens_per_s_bound(
     _check(model, lay, seq_tokens)
     b = micro_step(model, gpu, cal, lay.tp, lay.pp, lay.cp, lay.ep, lay.virtual_stages, lay.tp_overlap, lay.ep_overlap,
                    seq_tokens, micro_batch, recompute, kind, precision, gpus_per_server, network_bytes_per_s,
-                   attention_kernel, train_stack, lay.pipeline_layout, sequence_parallel_of(lay), moe_dispatcher)
+                   attention_kernel, train_stack, lay.pipeline_layout, sequence_parallel_of(lay), moe_dispatcher,
+                   base_format)
     m = microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=micro_batch, seq_tokens=seq_tokens)
     _check_interleaving(lay, m, train_stack)
     per_micro = b.compute_s + b.tp_s + b.cp_s + b.ep_s + b.launch_s
@@ -320,15 +326,15 @@ class _LayoutTerms:
 
 
 def _compute_layout_terms(
-    model: ModelSpec, gpu: GpuSpec, cal: Calibration, gpus: int, tp: int, pp: int, cp: int, dp: int, ep: int,
+    model: ModelSpec, gpu: GpuSpec, cal: Calibration, tp: int, pp: int, cp: int, dp: int, ep: int,
     zero: int, virtual_stages: int, tp_overlap: bool, ep_overlap: bool, seq_tokens: int, micro_batch: int,
     recompute: Recompute, kind: TrainKind, precision: str, gpus_per_server: int, network_bytes_per_s: float | None,
     grad_bytes_per_value: int, attention_kernel: AttentionKernel = "flash", offload: str = "none",
     train_stack: str = "megatron", offload_activation_layers: int = 0, pipeline_layout: PipelineLayout | None = None,
     optimizer_state: str = "fp32", sequence_parallel: bool = True, fsdp1: bool = False,
-    moe_dispatcher: MoeDispatcher = "alltoall",
+    moe_dispatcher: MoeDispatcher = "alltoall", base_format: str = QLORA_BASE_FORMAT,
 ) -> _LayoutTerms:
-    lay = TrainLayout(gpus=gpus, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero, virtual_stages=virtual_stages,
+    lay = TrainLayout(gpus=tp * pp * cp * dp, tp=tp, pp=pp, cp=cp, dp=dp, ep=ep, zero=zero, virtual_stages=virtual_stages,
                       tp_overlap=tp_overlap, ep_overlap=ep_overlap, offload=offload, pipeline_layout=pipeline_layout,
                       sequence_parallel=sequence_parallel)
     k = cal.stack(gpu)
@@ -336,7 +342,7 @@ def _compute_layout_terms(
     # one micro-batch's computation, TP, CP and EP exchanges and MoE launches (speed.micro_step)
     micro = micro_step(model, gpu, cal, tp, pp, cp, ep, virtual_stages, tp_overlap, ep_overlap, seq_tokens, micro_batch,
                        recompute, kind, precision, gpus_per_server, network_bytes_per_s, attention_kernel, train_stack,
-                       pipeline_layout, sequence_parallel, moe_dispatcher)
+                       pipeline_layout, sequence_parallel, moe_dispatcher, base_format)
     choice, stage_layers, act_bytes = micro.choice, micro.stage_layers, micro.act_bytes
     compute_s, tp_s, cp_s, ep_s, launch_s = micro.compute_s, micro.tp_s, micro.cp_s, micro.ep_s, micro.launch_s
 
