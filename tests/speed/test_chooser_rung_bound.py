@@ -18,7 +18,7 @@ from anchorgpu.planner.inputs import Recompute
 from anchorgpu.planner.speed import rung_bound
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.flops import TrainKind
-from anchorgpu.planner.speed.rung_bound import rung_tokens_per_s_bound
+from anchorgpu.planner.speed.rung_bound import growth_of, rung_tokens_per_s_bound
 from anchorgpu.planner.speed.training import TrainLayout, tokens_per_s_bound
 
 SPLITS = [  # (tp, cp, pp, ep, virtual stages, tp and EP overlap) of 64 GPUs
@@ -56,6 +56,7 @@ def _bounds(
     lay: TrainLayout,
     low: int,
     rung: int,
+    base_format: str | None = None,
 ) -> tuple[float, float] | None:
     spec, cal = get_gpu(gpu), calibration()
     batch = 1024 * seq
@@ -67,6 +68,8 @@ def _bounds(
         precision=precision,
         train_stack=stack,
     )
+    if base_format is not None:
+        common["base_format"] = base_format
     try:
         exact = tokens_per_s_bound(model, spec, lay, micro_batch=rung, cal=cal, **common)  # type: ignore[arg-type]
     except Exception:  # a layout the step refuses (CP past the sequence, EP no stage holds, chunks)
@@ -106,6 +109,27 @@ def test_the_rung_bound_is_never_below_the_bound_at_the_rung(
                 assert up < rung / low * exact * (1.0 + 1e-6)  # not looser than the doubling it replaces
                 met += 1
     assert met >= 24  # the sample reaches a good part of the splits
+
+
+@pytest.mark.parametrize("base_format", ["nf4", "int8"])
+def test_a_qlora_base_in_another_format_is_bounded_at_its_own_bits(base_format: str) -> None:
+    """QLoRA dequantizes the plan's own base format (stop58_leftovers.md item 2): the rung bound reads the same
+    format, so a base wider than nf4-dq's 4.127 bits (int8) or narrower (nf4) is bounded by its own dequantization."""
+    model = load_model("llama-3.1-8b")
+    assert isinstance(model, ModelSpec)
+    lay = TrainLayout(gpus=64, tp=1, pp=1, dp=64)
+    met = 0
+    for recompute in ("none", "full"):
+        for low, rung in ((4, 8), (1, 2), (2, 8)):
+            got = _bounds(model, "h100", "qlora", "bf16", "pytorch", recompute, 2048, lay, low, rung, base_format)
+            assert got is not None
+            exact, up = got
+            assert exact <= up < rung / low * exact * (1.0 + 1e-6), (recompute, low, rung)
+            met += 1
+    assert met == 6
+    kept = {f: growth_of(model, get_gpu("h100"), lay, seq_tokens=2048, micro_batch=4, cal=calibration(), kind="qlora",
+                         train_stack="pytorch", base_format=f).kept_s for f in (base_format, "nf4-dq")}
+    assert kept[base_format] > kept["nf4-dq"]  # read at the format's own bits (nf4 4.5, int8 8; the default 4.127)
 
 
 CHOSEN = [  # (model, GPUs, GPU, seq): searches whose layouts climb past micro-batch 4 (stop58_widen.md)

@@ -282,7 +282,7 @@ def choose_training_layout(model: ModelSpec, w: Workload, precision: PrecisionPl
 
     def grows(lay: TrainLayout, low: int) -> Growth:  # its micro-batch parts at low, as bound reads them
         return growth_of(model, gpu, lay, seq_tokens=seq, micro_batch=low, cal=cal, kind=kind, precision=prec,
-                         train_stack=w.train_stack, network_bytes_per_s=network)
+                         train_stack=w.train_stack, network_bytes_per_s=network, base_format=base)
 
     rung_bound, over = rung_bounds(grows, seq, batch, schedule, micro_batches(w)[0])
 

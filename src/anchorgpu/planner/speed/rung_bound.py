@@ -29,6 +29,7 @@ from typing import NamedTuple
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner.speed.constants import Calibration
+from anchorgpu.planner.speed.dequant import QLORA_BASE_FORMAT
 from anchorgpu.planner.speed.experts import MoeDispatcher
 from anchorgpu.planner.speed.flops import Recompute, TrainKind
 from anchorgpu.planner.speed.micro_step import micro_step
@@ -75,6 +76,7 @@ def growth_of(
     attention_kernel: AttentionKernel = "flash",
     train_stack: str = "megatron",
     moe_dispatcher: MoeDispatcher = "alltoall",
+    base_format: str = QLORA_BASE_FORMAT,
 ) -> Growth:
     """The :class:`Growth` of a layout's micro-batch of ``micro_batch`` sequences (its parts memoised:
     :func:`~anchorgpu.planner.speed.micro_step.micro_step`)."""
@@ -101,6 +103,7 @@ def growth_of(
         lay.pipeline_layout,
         sequence_parallel_of(lay),
         moe_dispatcher,
+        base_format,
     )
     return Growth(b.compute_s + b.tp_s + b.ep_s + b.launch_s, b.linear_s)
 
@@ -142,6 +145,7 @@ def rung_tokens_per_s_bound(
     train_stack: str = "megatron",
     moe_dispatcher: MoeDispatcher = "alltoall",
     schedule: PipelineSchedule = "1f1b",
+    base_format: str = QLORA_BASE_FORMAT,
 ) -> float:
     """At least :func:`~anchorgpu.planner.speed.training.tokens_per_s_bound` at micro-batch ``rung`` (a multiple of
     ``micro_batch``) and ``global_batch_tokens``, from the micro-batch parts at ``micro_batch``; refused where that
@@ -174,6 +178,7 @@ def rung_tokens_per_s_bound(
         attention_kernel=attention_kernel,
         train_stack=train_stack,
         moe_dispatcher=moe_dispatcher,
+        base_format=base_format,
     )
     _check_interleaving(
         lay, microbatches_for(global_batch_tokens, dp=lay.dp, micro_batch=rung, seq_tokens=seq_tokens), train_stack
