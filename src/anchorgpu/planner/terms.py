@@ -126,8 +126,8 @@ def _codes_sharded_weights(parts: ModelParts, codes: ModelParts, tp: int, pp: in
 def bnb_constants_line(constants_bytes: int) -> str:
     """The plan's assumption line where :func:`_codes_sharded_weights` kept a 4-bit base's constants whole.
 
-    >>> bnb_constants_line(2**30)[:60]
-    'FSDP/ZeRO-3 shards the 4-bit base's packed codes (4 bits a w'
+    >>> bnb_constants_line(2**30)[:46]
+    "FSDP/ZeRO-3 shards the 4-bit base's packed cod"
     """
     from anchorgpu.units import fmt_bytes
 
