@@ -23,7 +23,8 @@ tensors (norms, biases, routers), and per-matrix extras. Sources for each consta
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Literal
 
 from anchorgpu.architectures.quantization import QuantStorage, ShippedQuantization, storage_for_name
@@ -41,6 +42,7 @@ __all__ = [
     "model_weight_parts",
     "nf4_bits_per_weight",
     "NF4_CODE_BITS",
+    "bnb_code_format",
     "qlora_default_format",
 ]
 
@@ -220,6 +222,26 @@ def qlora_default_format(model: ModelSpec) -> WeightFormat:
     one, else ``nf4-dq`` (quantized on load, as bitsandbytes' ``Linear4bit`` stores it by default)."""
     shipped = shipped_format(model)
     return shipped if shipped.storage is not None and shipped.storage.flat_block > 0 else get_format("nf4-dq")
+
+
+@lru_cache(maxsize=64)  # one object per format, so the parts memo (keyed on it) hits
+def bnb_code_format(fmt: WeightFormat) -> WeightFormat | None:
+    """``fmt`` without its block constants where it is a bitsandbytes 4-bit format (``nf4``, ``nf4-dq``, or a
+    checkpoint's own bitsandbytes storage: NF4/FP4 quantized flat in blocks), else None: the packed codes alone,
+    :data:`NF4_CODE_BITS` a weight, what ``Params4bit`` holds as a parameter. The constants (absmax and, with double
+    quantization, its nested constants) live in its ``quant_state``, which FSDP neither shards nor gathers
+    (AnswerDotAI/fsdp_qlora PR #4), so a ZeRO-3/FSDP plan shards these bytes and keeps the rest whole.
+
+    >>> bnb_code_format(get_format("nf4-dq")).linear_bits, bnb_code_format(get_format("int4-awq"))
+    (4, None)
+    """
+    if fmt.storage is not None:
+        if not fmt.storage.flat_block:
+            return None
+        return replace(fmt, storage=replace(fmt.storage, scale_bits=0, second_level_block=0))
+    if fmt.name not in ("nf4", "nf4-dq"):
+        return None
+    return replace(fmt, linear_bits=NF4_CODE_BITS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -6,18 +6,19 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import builder, fast_init, memo_on_frozen
-from anchorgpu.planner.formats import ModelParts, WeightFormat, model_weight_parts
+from anchorgpu.planner.formats import ModelParts, WeightFormat, bnb_code_format, model_weight_parts
 from anchorgpu.planner.inputs import Overheads, Workload
 from anchorgpu.planner.pipeline_layout import busiest_rank_layers
 from anchorgpu.planner.result import MemoryBreakdown, ResolvedLayout
 from anchorgpu.planner.serving_handoff import ServingTerms
 
-__all__ = ["TaskTerms", "context_bytes", "layout_weights_bytes", "nccl_bytes", "overhead_rule_line", "split_weights_bytes",
+__all__ = ["TaskTerms", "bnb_constants_line", "context_bytes", "layout_weights_bytes", "nccl_bytes", "overhead_rule_line", "split_weights_bytes",
            "weights_bytes"]
 
 
@@ -39,25 +40,35 @@ class TaskTerms:
 new_task_terms: Callable[..., TaskTerms] = builder(TaskTerms, positional=3)
 
 
-def weights_bytes(model: ModelSpec, fmt: WeightFormat, lay: ResolvedLayout, breakdown: dict[str, int]) -> int:
+def weights_bytes(model: ModelSpec, fmt: WeightFormat, lay: ResolvedLayout, breakdown: dict[str, int], *,
+                  bnb_constants_whole: bool = False) -> int:
     """The weight bytes one GPU holds under ``lay``; the whole model's terms (and ZeRO-3's gather buffers) go to
     ``breakdown``. They depend on the (frozen) weight parts of (model, format) and the split only: memoised on
-    them (:func:`_sharded_weights`), so every plan of that split reuses them."""
+    them (:func:`_sharded_weights`), so every plan of that split reuses them. ``bnb_constants_whole``: see
+    :func:`layout_weights_bytes`."""
     held, terms = layout_weights_bytes(model, fmt, lay.tp, lay.pp, lay.ep, lay.dp, lay.cp, lay.zero, lay.offload,
-                                       busiest_rank_layers(lay.pipeline_layout))
+                                       busiest_rank_layers(lay.pipeline_layout), bnb_constants_whole=bnb_constants_whole)
     breakdown.update(terms)
     return held
 
 
 def layout_weights_bytes(model: ModelSpec, fmt: WeightFormat, tp: int, pp: int, ep: int, dp: int, cp: int, zero: int,
-                         offload: str, stated: int | None = None) -> tuple[int, dict[str, int]]:
+                         offload: str, stated: int | None = None, *, bnb_constants_whole: bool = False
+                         ) -> tuple[int, dict[str, int]]:
     """:func:`weights_bytes` of a layout given by its counts (``stated``: the busiest rank's layers of an explicit
     pipeline layout): the bytes one GPU holds and the breakdown's terms, shared by every caller (read them, never
-    change them)."""
+    change them). ``bnb_constants_whole``: a bitsandbytes 4-bit base under PyTorch's FSDP / DeepSpeed ZeRO-3 has only
+    its packed codes sharded; its block constants (``quant_state``, not a parameter) stay whole on every GPU
+    (:func:`~anchorgpu.planner.formats.bnb_code_format`); no effect on another format or without ZeRO-3."""
     zero3 = zero == 3
     expert_dp = mm.expert_data_parallel(tp=tp, dp=dp, cp=cp, ep=ep) if zero3 else 1
-    return _sharded_weights(model_weight_parts(model, fmt), tp, pp, ep, dp * cp if zero3 else 1, zero3,
-                            zero3 and offload == "params", expert_dp, stated)
+    parts = model_weight_parts(model, fmt)
+    codes_fmt = bnb_code_format(fmt) if zero3 and bnb_constants_whole else None
+    if codes_fmt is None:
+        return _sharded_weights(parts, tp, pp, ep, dp * cp if zero3 else 1, zero3, zero3 and offload == "params",
+                                expert_dp, stated)
+    codes = model_weight_parts(model, codes_fmt)
+    return _codes_sharded_weights(parts, codes, tp, pp, ep, dp * cp, offload == "params", expert_dp, stated)
 
 
 def split_weights_bytes(model: ModelSpec, fmt: WeightFormat, tp: int, pp: int, ep: int) -> tuple[int, dict[str, int]]:
@@ -92,6 +103,38 @@ def _sharded_weights(parts: ModelParts, tp: int, pp: int, ep: int, dp_shard: int
     gather = mm.gather_buffer_bytes(parts, tp=tp)
     terms["gather_buffer_bytes"] = gather
     return (0 if offload_params else sharded) + gather, terms
+
+
+@partial(memo_on_frozen, frozen=2)
+def _codes_sharded_weights(parts: ModelParts, codes: ModelParts, tp: int, pp: int, ep: int, dp_shard: int,
+                           offload_params: bool, expert_shard: int, stated: int | None) -> tuple[int, dict[str, int]]:
+    """:func:`_sharded_weights` under ZeRO-3 of a bitsandbytes 4-bit base: the packed codes (``codes``) sharded as any
+    parameter (and offloaded with them), the block constants (``parts`` less ``codes``) split by TP/PP/EP only, whole
+    on each data-parallel rank and left on the GPU (``quant_state`` is no parameter: FSDP neither shards, gathers nor
+    offloads it). The terms are ``parts``' with ``weights_bnb_constants_bytes`` (those each GPU holds) added."""
+    held_codes, _ = _sharded_weights(codes, tp, pp, ep, dp_shard, True, offload_params, expert_shard, stated)
+    constants = ModelParts(dense=parts.dense - codes.dense, experts=parts.experts - codes.experts,
+                           layer_other=parts.layer_other - codes.layer_other, embed=parts.embed - codes.embed,
+                           head=parts.head - codes.head, num_layers=parts.num_layers, tied=parts.tied)
+    constants_gpu = mm.shard_share(constants, tp=tp, pp=pp, ep=ep, stated=stated)
+    _, terms = _sharded_weights(parts, tp, pp, ep, dp_shard, True, offload_params, expert_shard, stated)
+    codes_gather = mm.gather_buffer_bytes(codes, tp=tp)
+    terms = {**terms, "weights_bnb_constants_bytes": constants_gpu}
+    return held_codes - codes_gather + terms["gather_buffer_bytes"] + constants_gpu, terms
+
+
+def bnb_constants_line(constants_bytes: int) -> str:
+    """The plan's assumption line where :func:`_codes_sharded_weights` kept a 4-bit base's constants whole.
+
+    >>> bnb_constants_line(2**30)[:46]
+    "FSDP/ZeRO-3 shards the 4-bit base's packed cod"
+    """
+    from anchorgpu.units import fmt_bytes
+
+    return (f"FSDP/ZeRO-3 shards the 4-bit base's packed codes (4 bits a weight) only; its block constants (absmax, and "
+            f"with double quantization their own constants: bitsandbytes' quant_state, no parameter) stay whole on "
+            f"every GPU, {fmt_bytes(constants_bytes)} each (AnswerDotAI/fsdp_qlora PR #4: quant_state 'doesn't get "
+            "synced by FSDP ... only supports syncing parameters and buffers').")
 
 
 def nccl_bytes(lay: ResolvedLayout, ov: Overheads) -> int:

@@ -25,7 +25,14 @@ from anchorgpu.planner.pipeline_layout import busiest_rank_layers
 from anchorgpu.planner.result import ResolvedLayout, new_memory_breakdown
 from anchorgpu.planner.sequence_parallel import memory_off_line
 from anchorgpu.planner.speed.pipeline import default_batch_tokens, pipeline_schedule, step_microbatches
-from anchorgpu.planner.terms import TaskTerms, context_bytes, nccl_bytes, new_task_terms, weights_bytes
+from anchorgpu.planner.terms import (
+    TaskTerms,
+    bnb_constants_line,
+    context_bytes,
+    nccl_bytes,
+    new_task_terms,
+    weights_bytes,
+)
 from anchorgpu.planner.training_pipeline import (
     FSDP_PIPELINE_LINE,
     check_interleaving,
@@ -106,7 +113,9 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         breakdown.update(weight_terms)
         assumptions.append(BF16_TRUE_LINE if not mixed else OPTIMIZER_STATE_LINES[w.optimizer_state])
     else:
-        weights = weights_bytes(model, fmt, lay, breakdown)
+        weights = weights_bytes(model, fmt, lay, breakdown, bnb_constants_whole=w.train_stack == "pytorch")
+        if "weights_bnb_constants_bytes" in breakdown:
+            assumptions.append(bnb_constants_line(breakdown["weights_bnb_constants_bytes"]))
         params_gpu = params_per_gpu(model, lay.tp, lay.pp, lay.ep, stated)
         share = params_gpu / max(1, model.params_total)
         shards = lay.shard_group
