@@ -27,6 +27,11 @@ PLANS: dict[str, tuple[str, dict[str, Any], dict[str, Any], tuple[str, ...]]] = 
                                                                    "gpu": "h100"}, ("deepspeed", "accelerate")),
     "train-70b-zero3-params": ("llama-3.1-70b", {"task": "train", "recompute": "full"},
                                {"gpus": 8, "zero": 3, "offload": "params", "gpu": "h200"}, ("deepspeed", "accelerate")),
+    "train-8b-bf16true-zero1": ("llama-3.1-8b", {"task": "train", "train_precision": "bf16-true"},
+                                {"gpus": 8, "zero": 1, "pp": 1, "gpu": "h100"}, ("deepspeed", "accelerate")),
+    "train-8b-bf16true-offload": ("llama-3.1-8b", {"task": "train", "train_precision": "bf16-true"},
+                                  {"gpus": 1, "zero": 0, "pp": 1, "offload": "optimizer", "gpu": "l40s"},
+                                  ("deepspeed", "accelerate")),
     "lora-70b-fp8": ("llama-3.1-70b", {"task": "lora", "train_precision": "fp8"}, {"gpus": 8, "fsdp": True,
                                                                                      "gpu": "h100"}, ("accelerate",)),
 }
@@ -49,7 +54,9 @@ def write(folder: Path) -> None:
             for file, text in recipe.files:
                 path = folder / f"{name}.{kind}.{file}"
                 path.write_text(text, encoding="utf-8")
-                manifest.append({"file": path.name, "kind": kind, "dp": p.layout.dp, "gpus": p.layout.gpus,
+                # accelerate's ds_config.json (a bf16 optimizer state) is checked as DeepSpeed's own config
+                checked = "deepspeed" if file == "ds_config.json" else kind
+                manifest.append({"file": path.name, "kind": checked, "dp": p.layout.dp, "gpus": p.layout.gpus,
                                  "command": recipe.command})
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     print(f"{len(manifest)} files in {folder}")

@@ -36,9 +36,38 @@ there), and ZeRO-Offload is ZeRO-2's optimizer with its state on the host (DeepS
 among them: no more memory than planned."""
 
 
+def bf16_state_in_deepspeed(plan: Plan) -> bool:
+    """Whether ``plan``'s optimizer state is bf16 as DeepSpeed's ``bf16`` section states it: bf16-true (bf16
+    weights, gradients and moments) or mixed precision with ``--optimizer-state bf16`` (a bf16 master and moments).
+
+    DeepSpeed 0.19.8 keeps the partition a ZeRO rank updates (its "master") and that partition's gradient in bf16
+    under ``"bf16": {"bf16_master_weights_and_grads": true}`` (``runtime/base_optimizer.py``
+    ``_configure_master_weights`` returns ``torch.bfloat16``; ``zero/stage_1_and_2.py`` clones
+    ``single_partition_of_fp32_groups`` in that dtype, ``zero/stage3.py`` ``fp32_partitioned_groups_flat`` alike) and
+    the moments in bf16 only with ``"bf16_optimizer_states": true`` as well: the GPU optimizer's moments are
+    ``zeros_like`` the bf16 partition (``ops/adam/fused_adam.py``; ``torch.optim`` alike), the CPU one's are bf16 when
+    built with ``fp32_optimizer_states=False`` (``ops/adam/cpu_adam.py``), which ``engine.get_optimizer_configuration``
+    passes under ``bf16_optimizer_states``. The master key alone keeps fp32 moments, and 0.19.8 allows that only under
+    ZeRO-Offload with DeepSpeedCPUAdam (``_configure_master_weights``' offload validator). Both keys need ZeRO stage
+    1-3 (``runtime/config.py`` ``_do_error_check``). Added in 0.18.3 (deepspeedai/DeepSpeed PR 7700; absent in
+    0.18.2); bf16 states with ``offload_optimizer`` in 0.19.1+ (PR 8010). FP8 is refused for DeepSpeed, and
+    ``bf16-moments`` (an fp32 master with bf16 moments) has no DeepSpeed switch (``bf16_optimizer_states`` requires the
+    bf16 master)."""
+    w = plan.workload
+    return w.train_precision == "bf16-true" or (w.train_precision == "mixed" and w.optimizer_state == "bf16")
+
+
+def _bf16_section(plan: Plan) -> dict[str, object]:
+    """ds_config.json's ``bf16`` section for ``plan`` (see :func:`bf16_state_in_deepspeed`)."""
+    if bf16_state_in_deepspeed(plan):
+        return {"enabled": True, "bf16_master_weights_and_grads": True, "bf16_optimizer_states": True}
+    return {"enabled": True}
+
+
 def _zero_stage(plan: Plan, assumptions: list[str]) -> int:
     """The ZeRO stage a DeepSpeed config states for ``plan``: 3 for FSDP, the plan's, else :data:`OFFLOAD_ZERO_STAGE`
-    where the optimizer is offloaded without sharding (said in ``assumptions``)."""
+    where the optimizer is offloaded without sharding, or 1 where a bf16 optimizer state was planned without sharding
+    (its keys need ZeRO 1-3; at stage 0 DeepSpeed's bf16 optimizer keeps an fp32 master), said in ``assumptions``."""
     lay = plan.layout
     stage = 3 if lay.fsdp else lay.zero
     if stage == 0 and lay.offload != "none":
@@ -46,7 +75,30 @@ def _zero_stage(plan: Plan, assumptions: list[str]) -> int:
                            f"so stage {OFFLOAD_ZERO_STAGE} (ZeRO-Offload) with the optimizer state on the CPU; over "
                            f"DP {lay.dp} it holds no more than planned.")
         return OFFLOAD_ZERO_STAGE
+    if stage == 0 and bf16_state_in_deepspeed(plan):
+        assumptions.append(f"A bf16 optimizer state without sharding was planned: DeepSpeed keeps it in bf16 only under "
+                           f"ZeRO (at stage 0 its bf16 optimizer holds an fp32 master), so stage 1; over DP {lay.dp} it "
+                           "holds no more than planned.")
+        return 1
     return stage
+
+
+def _bf16_state_notes(plan: Plan, stage: int, kind: str, assumptions: list[str], cannot: list[str]) -> None:
+    """What a bf16 optimizer state asks of a DeepSpeed launch beyond its config (see
+    :func:`bf16_state_in_deepspeed`); refuses what DeepSpeed 0.19.8 cannot run."""
+    if not bf16_state_in_deepspeed(plan):
+        return
+    w, lay = plan.workload, plan.layout
+    if lay.offload != "none":
+        if w.optimizer != "adamw":
+            raise not_expressible(kind, f"a bf16 optimizer state with offload runs only DeepSpeedCPUAdam in DeepSpeed "
+                                        f"(not {w.optimizer}); plan --optimizer adamw or use --recipe torchrun-fsdp")
+        cannot.append("With offload the optimizer must be DeepSpeedCPUAdam(..., fp32_optimizer_states=False), else "
+                      "DeepSpeed refuses bf16_optimizer_states; an \"optimizer\" section of type AdamW is built so.")
+    if w.train_precision == "bf16-true" and lay.offload == "none":  # offloaded, the plan counts it on the host
+        assumptions.append(f"bf16-true under DeepSpeed: ZeRO-{stage} updates its own bf16 copy of each rank's partition "
+                           f"(and that copy's bf16 gradient) beside the model's bf16 weights: 2 bytes a parameter over its "
+                           f"{lay.dp} data-parallel rank(s) more than planned (the plan counts no master in bf16-true).")
 
 
 def torchrun_parts(target: Target, *, script_args: list[str], node_rank: str | None = None,
@@ -74,6 +126,32 @@ def _precision(plan: Plan, kind: str) -> str:
     return "bf16"
 
 
+def _accelerate_runs_deepspeed(plan: Plan) -> bool:
+    """Whether the accelerate recipe launches ``plan`` with its DeepSpeed plugin (ZeRO 1-2 or offload, no TP/CP)."""
+    lay = plan.layout
+    if lay.fsdp or lay.zero == 3 or lay.tp > 1 or lay.cp > 1:
+        return False
+    return lay.zero in (1, 2) or lay.offload != "none"
+
+
+def _config_states_bf16(plan: Plan, kind: str) -> bool:
+    """Whether ``kind``'s config itself keeps ``plan``'s bf16 optimizer state (a DeepSpeed config with
+    :func:`bf16_state_in_deepspeed`'s keys, the deepspeed recipe's or accelerate's DeepSpeed plugin's)."""
+    return bf16_state_in_deepspeed(plan) and (kind == "deepspeed"
+                                              or (kind == "accelerate" and _accelerate_runs_deepspeed(plan)))
+
+
+def _bf16_true_weights(plan: Plan, kind: str, cannot: list[str]) -> None:
+    """bf16-true outside DeepSpeed: the parameters themselves are bf16, so their gradients and the optimizer's moments
+    (``torch.optim`` allocates them like the parameter) are bf16 with no master, as planned."""
+    if plan.workload.train_precision != "bf16-true" or _config_states_bf16(plan, kind):
+        return
+    why = (" (accelerate's mixed_precision no: under bf16 its FSDP2 preparation upcasts the trainable parameters to an "
+           "fp32 master, accelerate utils/fsdp_utils.py fsdp2_prepare_model)" if kind == "accelerate" else "")
+    cannot.append("bf16-true: the script loads the model in bfloat16 (e.g. from_pretrained(..., torch_dtype="
+                  f"torch.bfloat16)) and builds {plan.workload.optimizer} on those parameters, so its state is bf16{why}.")
+
+
 def _common_checks(plan: Plan, kind: str, assumptions: list[str], cannot: list[str]) -> None:
     lay, w = plan.layout, plan.workload
     if not is_training(plan):
@@ -90,12 +168,13 @@ def _common_checks(plan: Plan, kind: str, assumptions: list[str], cannot: list[s
     if w.task in ("lora", "qlora"):
         cannot.append(f"The {w.task} adapters (rank {w.lora_rank} on {', '.join(w.lora_targets)}) are set up in the "
                       "script, e.g. with peft; QLoRA loads the base in bitsandbytes NF4.")
-    if w.optimizer_state != "fp32":
+    if w.optimizer_state != "fp32" and not _config_states_bf16(plan, kind):
         held = ("fp32 master weights and bf16 moments" if w.optimizer_state == "bf16-moments"
                 else "a bf16 master copy and bf16 moments")
         cannot.append(f"AdamW's state in {w.optimizer_state} ({held}, as planned) is built in the script: this "
                       "framework's config has no such switch (Megatron-Core: --use-precision-aware-optimizer "
                       "--exp-avg-dtype bf16 --exp-avg-sq-dtype bf16; Apex: DistributedFusedAdam(dtype=torch.bfloat16)).")
+    _bf16_true_weights(plan, kind, cannot)
     if w.cross_entropy is not None and w.cross_entropy != "eager":
         cannot.append(f"The loss ({w.cross_entropy} cross-entropy, as planned) is computed in the script; PyTorch's "
                       "cross_entropy on fp32 logits holds more (12 bytes a token and vocabulary entry).")
@@ -107,10 +186,14 @@ def _common_checks(plan: Plan, kind: str, assumptions: list[str], cannot: list[s
 
 def _settings(plan: Plan, steps: TrainSteps, precision: str, model: str) -> dict[str, object]:
     lay, w = plan.layout, plan.workload
+    mixed = w.train_precision != "bf16-true"
     return {
         "model": model, "seq_len": steps.seq_tokens, "micro_batch_size": steps.micro_batch,
         "gradient_accumulation_steps": steps.accumulation, "global_batch_sequences": steps.global_batch_sequences,
-        "optimizer": w.optimizer, "optimizer_state": w.optimizer_state, "precision": precision,
+        "optimizer": w.optimizer, "optimizer_state": w.optimizer_state if mixed else None, "precision": precision,
+        # the dtype the script keeps the (sharded) parameters in, which the optimizer's moments take: bf16-true's
+        # bf16 weights are their own master; mixed and FP8 keep fp32 ones that FSDP2 casts to bf16 for compute
+        "parameter_dtype": "float32" if mixed else "bfloat16",
         "data_parallel_shard": lay.dp, "tensor_parallel": lay.tp, "context_parallel": lay.cp, "expert_parallel": lay.ep,
         "fsdp": {"reshard_after_forward": lay.fsdp or lay.zero == 3,
                  "mixed_precision": {"param_dtype": "bfloat16",
@@ -149,9 +232,11 @@ def _torchrun(plan: Plan, target: Target, steps: TrainSteps, model: str, assumpt
     return command, (("anchorgpu_train.json", json.dumps(settings, indent=2) + "\n"),)
 
 
-def _deepspeed(plan: Plan, target: Target, steps: TrainSteps, model: str, assumptions: list[str],
-               cannot: list[str]) -> tuple[str, tuple[tuple[str, str], ...]]:
-    lay, w = plan.layout, plan.workload
+def ds_config(plan: Plan, steps: TrainSteps, assumptions: list[str], cannot: list[str],
+              kind: str = "deepspeed") -> dict[str, object]:
+    """``ds_config.json`` for ``plan`` (the deepspeed recipe's, and accelerate's where its plugin keys cannot state the
+    plan's bf16 optimizer state)."""
+    lay = plan.layout
     _precision(plan, "deepspeed")
     if lay.tp > 1 or lay.cp > 1:
         raise not_expressible("deepspeed", f"TP {lay.tp} / CP {lay.cp}: ds_config.json (0.19.8) has no tensor- or "
@@ -168,17 +253,23 @@ def _deepspeed(plan: Plan, target: Target, steps: TrainSteps, model: str, assump
         zero["stage3_gather_16bit_weights_on_model_save"] = True
     if lay.fsdp:
         assumptions.append("FSDP was planned: ZeRO stage 3 shards the same three states.")
+    _bf16_state_notes(plan, stage, kind, assumptions, cannot)
     config: dict[str, object] = {
         "train_batch_size": steps.global_batch_sequences,
         "train_micro_batch_size_per_gpu": steps.micro_batch,
         "gradient_accumulation_steps": steps.accumulation,
-        "bf16": {"enabled": True},
+        "bf16": _bf16_section(plan),
         "zero_optimization": zero,
         "gradient_clipping": 1.0,
         "steps_per_print": 10,
     }
-    if w.train_precision == "bf16-true":
-        config["bf16"] = {"enabled": True, "bf16_master_weights_and_grads": True}
+    return config
+
+
+def _deepspeed(plan: Plan, target: Target, steps: TrainSteps, model: str, assumptions: list[str],
+               cannot: list[str]) -> tuple[str, tuple[tuple[str, str], ...]]:
+    w = plan.workload
+    config = ds_config(plan, steps, assumptions, cannot)
     command = shell_join(torchrun_parts(target, script_args=["--deepspeed_config", "ds_config.json"]))
     cannot.append(f"{_SCRIPT} is yours: deepspeed.initialize(model=..., config='ds_config.json') and a loop of "
                   "engine.backward / engine.step.")
@@ -190,12 +281,19 @@ def _deepspeed(plan: Plan, target: Target, steps: TrainSteps, model: str, assump
     return command, (("ds_config.json", json.dumps(config, indent=2) + "\n"),)
 
 
+_YAML_WORDS = frozenset({"no", "yes", "n", "y", "on", "off", "true", "false", "null"})
+"""Plain words a YAML 1.1 loader (PyYAML, which accelerate reads its config with) turns into booleans or null:
+quoted, so ``mixed_precision: "no"`` stays the string accelerate expects."""
+
+
 def _yaml_scalar(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
-    return str(value) if str(value).replace("_", "").replace(".", "").isalnum() else json.dumps(value)
+    text = str(value)
+    plain = text.replace("_", "").replace(".", "").isalnum() and text.lower() not in _YAML_WORDS
+    return text if plain else json.dumps(value)
 
 
 def yaml_dump(doc: dict[str, object], indent: int = 0) -> str:
@@ -217,7 +315,17 @@ def _accelerate(plan: Plan, target: Target, steps: TrainSteps, model: str, assum
     precision = _precision(plan, "accelerate")
     recompute = (w.recompute or "none") != "none"
     doc: dict[str, object] = {"compute_environment": "LOCAL_MACHINE", "debug": False}
-    if lay.fsdp or lay.zero == 3 or lay.tp > 1 or lay.cp > 1:
+    files: list[tuple[str, str]] = []
+    if _config_states_bf16(plan, "accelerate"):
+        # the plugin's keys have no bf16 optimizer-state switch: the DeepSpeed config file states it, and accelerate
+        # then refuses its own copies of those keys and mixed_precision (DeepSpeedPlugin._deepspeed_config_checks)
+        doc["distributed_type"] = "DEEPSPEED"
+        doc["deepspeed_config"] = {"deepspeed_config_file": "ds_config.json", "zero3_init_flag": False}
+        files.append(("ds_config.json", json.dumps(ds_config(plan, steps, assumptions, cannot, "accelerate"), indent=2) + "\n"))
+        if recompute:
+            cannot.append("Activation checkpointing under DeepSpeed: switch it on in the model "
+                          "(gradient_checkpointing_enable()).")
+    elif lay.fsdp or lay.zero == 3 or lay.tp > 1 or lay.cp > 1:
         doc["distributed_type"] = "FSDP"
         doc["fsdp_config"] = {
             "fsdp_version": 2, "fsdp_reshard_after_forward": lay.fsdp or lay.zero == 3,
@@ -245,7 +353,8 @@ def _accelerate(plan: Plan, target: Target, steps: TrainSteps, model: str, assum
         doc["distributed_type"] = "MULTI_GPU" if lay.gpus > 1 else "NO"
         if recompute:
             cannot.append("Activation checkpointing under DDP: switch it on in the model (gradient_checkpointing_enable()).")
-    doc["mixed_precision"] = precision
+    if not files:  # bf16-true keeps bf16 weights with no autocast: "no" (see _bf16_true_weights)
+        doc["mixed_precision"] = "no" if w.train_precision == "bf16-true" else precision
     if precision == "fp8":
         doc["fp8_config"] = {"backend": "TE"}
     doc.update({"num_machines": target.nodes, "num_processes": target.nodes * target.gpus_per_node,
@@ -262,7 +371,7 @@ def _accelerate(plan: Plan, target: Target, steps: TrainSteps, model: str, assum
                   f"DataLoader of batch size {steps.micro_batch} with sequences of {steps.seq_tokens:,} tokens.")
     assumptions.append(f"Model: {model}.")
     command = shell_join([*launch, _SCRIPT])
-    return command, (("accelerate_config.yaml", yaml_dump(doc)),)
+    return command, (("accelerate_config.yaml", yaml_dump(doc)), *files)
 
 
 def training_recipe(plan: Plan, kind: str, target: Target) -> Recipe:
