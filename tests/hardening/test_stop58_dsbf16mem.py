@@ -18,6 +18,7 @@ from anchorgpu.architectures import load_model
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, Workload, plan
 from anchorgpu.planner.training_states import params_per_gpu
+from anchorgpu.recipes import build_recipe
 from anchorgpu.recommend.offload import host_bytes_per_gpu
 
 _MODEL = load_model("llama-3.1-8b")
@@ -58,3 +59,12 @@ def test_offload_counts_pinned_bf16_buffer_on_host(precision: str) -> None:
                                                + p.breakdown["offloaded_gradients_bytes"]
                                                + p.breakdown["offloaded_bf16_buffer_bytes"])
     assert "offloaded_bf16_buffer_bytes" not in _plan("megatron", precision, 2, 4, offload="optimizer").breakdown
+
+
+def test_deepspeed_recipe_says_the_copy_is_planned_only_where_the_plan_counts_it() -> None:
+    """The deepspeed recipe's bf16-true line: 'as planned' for a PyTorch-stack ZeRO-1 plan (the copy is its master
+    term), 'more than planned' for a Megatron-stack plan launched by DeepSpeed (no copy counted)."""
+    counted = build_recipe(_plan("pytorch", "bf16-true", 1, 8), "deepspeed").assumptions
+    assert any("own bf16 copy" in a and "as planned" in a for a in counted)
+    uncounted = build_recipe(_plan("megatron", "bf16-true", 1, 8), "deepspeed").assumptions
+    assert any("own bf16 copy" in a and "more than planned" in a for a in uncounted)
