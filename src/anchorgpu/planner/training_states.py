@@ -102,7 +102,8 @@ def update_partition_bytes(rest_gpu: float, expert_gpu: float, zero: int, shards
     master dtype (``stage_1_and_2.py``: ``single_partition_of_fp32_groups`` on ``self.device`` = cpu under
     ``cpu_offload``) and allocates its gradient with that partition's size and dtype
     (``initialize_optimizer_states``), the dtype ``base_optimizer._configure_master_weights`` sets to bf16 under
-    ``"bf16": {"bf16_master_weights_and_grads": true}`` (the config the deepspeed recipe writes for bf16-true);
+    ``"bf16": {"bf16_master_weights_and_grads": true}`` (written by the deepspeed recipe for bf16-true, with
+    ``bf16_optimizer_states``);
     torch FSDP's ``CPUOffload(offload_params=True)`` likewise moves the parameter shards and their gradients to the
     CPU, in the parameters' dtype, for the optimizer's step there (FullyShardedDataParallel docs). The LoRA
     adapters' partition is counted alike in their own dtype. Sharded as the master is (ZeRO >= 1).
