@@ -45,9 +45,11 @@ from anchorgpu.planner.training_states import (
     BF16_TRUE_LINE,
     OPTIMIZER_STATE_LINES,
     STATE_WORDS,
+    ZERO_BF16_COPY_LINE,
     full_training_states,
     params_per_gpu,
     update_partition_bytes,
+    zero_runs_deepspeed,
 )
 from anchorgpu.planner.warnings import PlanWarning, make_warning
 from anchorgpu.planner.workload_checks import check_activation_offload_layout
@@ -112,6 +114,10 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
                                                                               update_value)
         breakdown.update(weight_terms)
         assumptions.append(BF16_TRUE_LINE if not mixed else OPTIMIZER_STATE_LINES[w.optimizer_state])
+        if not mixed and lay.offload == "none" and lay.zero >= 1 and zero_runs_deepspeed(w.train_stack, lay.zero,
+                                                                                       lay.fsdp):
+            master = update_partition_bytes(rest_gpu, expert_gpu, lay.zero, shards, expert_dp, 2)
+            assumptions.append(ZERO_BF16_COPY_LINE)
     else:
         weights = weights_bytes(model, fmt, lay, breakdown, bnb_constants_whole=w.train_stack == "pytorch")
         if "weights_bnb_constants_bytes" in breakdown:
@@ -156,9 +162,13 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         # is one), the state and that partition's gradient in its dtype: training_states.update_partition_bytes
         breakdown["offloaded_optimizer_bytes"] = update_copy + moments
         breakdown["offloaded_gradients_bytes"] = update_copy
+        if w.task == "train" and zero_runs_deepspeed(w.train_stack, lay.zero, lay.fsdp):
+            # ZeRO-Offload's pinned bf16 buffer of the partition, copied back to the GPU after the host's step
+            breakdown["offloaded_bf16_buffer_bytes"] = update_partition_bytes(rest_gpu, expert_gpu, lay.zero, shards,
+                                                                              expert_dp, 2)
         warnings.append(make_warning("offload_slows_training",
                                      f"--offload {lay.offload}: optimizer state lives in CPU RAM, "
-                                     f"{fmt_bytes(2 * update_copy + moments)} a GPU with the "
+                                     f"{fmt_bytes(2 * update_copy + moments + breakdown.get('offloaded_bf16_buffer_bytes', 0))} a GPU with the "
                                      f"{'fp32' if update_value == 4 else 'bf16'} gradients its update reads"))
         master = moments = 0
     breakdown["master_weights_bytes"] = master

@@ -14,8 +14,8 @@ from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.formats import WeightFormat, model_param_parts
 from anchorgpu.planner.terms import layout_weights_bytes
 
-__all__ = ["BF16_TRUE_LINE", "OPTIMIZER_STATE_LINES", "STATE_WORDS", "expert_params_per_gpu", "full_training_states",
-           "params_per_gpu", "update_partition_bytes"]
+__all__ = ["BF16_TRUE_LINE", "OPTIMIZER_STATE_LINES", "STATE_WORDS", "expert_params_per_gpu", "ZERO_BF16_COPY_LINE", "full_training_states",
+           "params_per_gpu", "update_partition_bytes", "zero_runs_deepspeed"]
 
 
 OPTIMIZER_STATE_LINES: dict[str, str] = {
@@ -102,7 +102,8 @@ def update_partition_bytes(rest_gpu: float, expert_gpu: float, zero: int, shards
     master dtype (``stage_1_and_2.py``: ``single_partition_of_fp32_groups`` on ``self.device`` = cpu under
     ``cpu_offload``) and allocates its gradient with that partition's size and dtype
     (``initialize_optimizer_states``), the dtype ``base_optimizer._configure_master_weights`` sets to bf16 under
-    ``"bf16": {"bf16_master_weights_and_grads": true}`` (the config the deepspeed recipe writes for bf16-true);
+    ``"bf16": {"bf16_master_weights_and_grads": true}`` (written by the deepspeed recipe for bf16-true, with
+    ``bf16_optimizer_states``);
     torch FSDP's ``CPUOffload(offload_params=True)`` likewise moves the parameter shards and their gradients to the
     CPU, in the parameters' dtype, for the optimizer's step there (FullyShardedDataParallel docs). The LoRA
     adapters' partition is counted alike in their own dtype. Sharded as the master is (ZeRO >= 1).
@@ -115,3 +116,26 @@ def update_partition_bytes(rest_gpu: float, expert_gpu: float, zero: int, shards
     return (mm.master_weight_bytes(rest_gpu, mixed_precision=True, zero=zero, dp=shards, bytes_per_value=bytes_per_value)
             + mm.master_weight_bytes(expert_gpu, mixed_precision=True, zero=zero, dp=expert_dp,
                                      bytes_per_value=bytes_per_value))
+
+
+ZERO_BF16_COPY_LINE = ("bf16-true under DeepSpeed ZeRO (ZeRO-1/2 on the PyTorch stack): ZeRO updates its own bf16 copy of "
+                       "each rank's partition beside the model's bf16 weights, 2 bytes a parameter over the "
+                       "data-parallel ranks, counted as the master weights.")
+
+
+def zero_runs_deepspeed(train_stack: str, zero: int, fsdp: bool) -> bool:
+    """Whether a layout's sharded optimizer is DeepSpeed ZeRO stage 1-2 (``stage_1_and_2.py``): ZeRO 0-2 without FSDP
+    on the PyTorch-native stack, the layouts the deepspeed recipe and accelerate's DeepSpeed plugin launch (ZeRO-0 with
+    offload runs as ZeRO-Offload). Megatron's distributed optimizer, torch FSDP/DDP and ZeRO-3 are not counted so.
+    There DeepSpeed 0.19.8 clones the rank's bf16 partition in the master dtype (``single_partition_of_fp32_groups``, bf16
+    under ``bf16_master_weights_and_grads``: bf16-true's own copy on the GPU without offload) and, with
+    ``offload_optimizer``, keeps a pinned bf16 buffer of that partition on the host
+    (``param_buffer_of_bit16_for_cpu_offload_groups``, in the model's bf16 dtype, mixed precision or not). The
+    torchrun-fsdp recipe's FSDP2 for such a layout keeps neither: it holds no more than this counts.
+
+    >>> zero_runs_deepspeed("pytorch", 1, False), zero_runs_deepspeed("megatron", 1, False)
+    (True, False)
+    >>> zero_runs_deepspeed("pytorch", 3, False), zero_runs_deepspeed("pytorch", 0, True)
+    (False, False)
+    """
+    return train_stack == "pytorch" and zero in (0, 1, 2) and not fsdp

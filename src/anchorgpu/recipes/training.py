@@ -95,7 +95,10 @@ def _bf16_state_notes(plan: Plan, stage: int, kind: str, assumptions: list[str],
                                         f"(not {w.optimizer}); plan --optimizer adamw or use --recipe torchrun-fsdp")
         cannot.append("With offload the optimizer must be DeepSpeedCPUAdam(..., fp32_optimizer_states=False), else "
                       "DeepSpeed refuses bf16_optimizer_states; an \"optimizer\" section of type AdamW is built so.")
-    if w.train_precision == "bf16-true" and lay.offload == "none":  # offloaded, the plan counts it on the host
+    if w.train_precision == "bf16-true" and lay.offload == "none" and plan.breakdown.get("master_weights_bytes", 0):
+        assumptions.append(f"bf16-true under DeepSpeed: ZeRO-{stage} updates its own bf16 copy of each rank's partition "
+                           "beside the model's bf16 weights, as planned (the plan's master weights).")
+    elif w.train_precision == "bf16-true" and lay.offload == "none":  # offloaded, the plan counts it on the host
         assumptions.append(f"bf16-true under DeepSpeed: ZeRO-{stage} updates its own bf16 copy of each rank's partition "
                            f"(and that copy's bf16 gradient) beside the model's bf16 weights: 2 bytes a parameter over its "
                            f"{lay.dp} data-parallel rank(s) more than planned (the plan counts no master in bf16-true).")
