@@ -25,6 +25,8 @@ Sharded (FSDP, ZeRO-3), the base is gathered as it is stored: packed (:func:`gat
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from anchorgpu.architectures.model_parts import LinearGroup
 from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.formats import NF4_CODE_BITS, format_for_model
@@ -91,16 +93,23 @@ def _dequant_bytes(model: ModelSpec, base_format: str) -> tuple[float, float]:
     written; a linear the format keeps at 16 bits or more (a router, MXFP4's attention) is not dequantized."""
     fmt = format_for_model(model, base_format)
     is_moe = model.moe is not None
+
+    def moved(g: LinearGroup) -> float:  # bytes a weight: its code and constants read, its 16-bit copy written
+        bits = fmt.group_bits(g.name, is_moe=is_moe)
+        return 0.0 if bits >= 8 * ACTIVATION_BYTES else bits / 8 + ACTIVATION_BYTES
+
+    return _by_part(model, moved)
+
+
+def _by_part(model: ModelSpec, per_weight: Callable[[LinearGroup], float]) -> tuple[float, float]:
+    """(outside the routed experts, the routed experts): ``per_weight`` of each quantized group's weights, summed."""
     dense = experts = 0.0
     for g in _quantized_groups(model):
-        bits = fmt.group_bits(g.name, is_moe=is_moe)
-        if bits >= 8 * ACTIVATION_BYTES:
-            continue
-        moved = g.d_in * g.d_out * g.count * (bits / 8 + ACTIVATION_BYTES)
+        part = g.d_in * g.d_out * g.count * per_weight(g)
         if g.name.startswith("expert"):
-            experts += moved
+            experts += part
         else:
-            dense += moved
+            dense += part
     return dense, experts
 
 
@@ -112,13 +121,7 @@ def _quantized_groups(model: ModelSpec) -> list[LinearGroup]:
 def _quantized_weights(model: ModelSpec) -> tuple[float, float]:
     """(the 4-bit weights outside the routed experts, the routed experts' 4-bit weights): :func:`_quantized_groups`'
     weights."""
-    dense = experts = 0.0
-    for g in _quantized_groups(model):
-        if g.name.startswith("expert"):
-            experts += g.d_in * g.d_out * g.count
-        else:
-            dense += g.d_in * g.d_out * g.count
-    return dense, experts
+    return _by_part(model, lambda g: 1.0)
 
 
 def gathered_bytes_per_param(model: ModelSpec, kind: TrainKind) -> tuple[float, float]:
