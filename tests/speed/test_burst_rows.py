@@ -4,13 +4,14 @@ performance page (rows RS10-RS17: ROCm/MAD's vLLM harness, ``scripts/vllm/config
 ``num_prompts``, equal to its ``max_num_seqs``, at once through ``benchmark_throughput.py`` and reports requests x
 output / elapsed time, ``scripts/vllm/README.md`` @63d027a) divide their output tokens by the time the last request
 finishes. With a fixed prompt and output length the engine runs them in waves of what it holds at once, and a wave's
-prompts are prefilled before its outputs decode together (``burst.burst_makespan_s``). GPUStack's ShareGPT runs
-are the same kind of burst (``vllm bench serve`` with no ``--request-rate`` sends its 1,000 prompts at once) and are
+prompts are prefilled before its outputs decode together (``burst.burst_makespan_s``). GPUStack's ShareGPT runs are
+the same kind of burst (``vllm bench serve`` with no ``--request-rate`` sends its 1,000 prompts at once) and are
 planned as one since stop 59, each request at the run's mean lengths (ShareGPT's length mix is not published; read
 before as the steady state, which every one of the 11 came out further from). A wave whose caches at full length
-outgrow vLLM's KV cache is timed with vLLM's recompute preemption: the newest running requests are dropped when a slot is missing and their prompt and outputs
-computed again later (vllm-project/vllm ``vllm/v1/core/sched/scheduler.py`` ``schedule()``: ``preempted_req =
-self.running.pop()``; V0's ``vllm/core/scheduler.py`` ``_schedule_running``, ``PreemptionMode.RECOMPUTE``).
+outgrow vLLM's KV cache is timed with vLLM's recompute preemption: the newest running requests are dropped when a
+slot is missing and their prompt and outputs computed again later (vllm-project/vllm
+``vllm/v1/core/sched/scheduler.py`` ``schedule()``: ``preempted_req = self.running.pop()``; V0's
+``vllm/core/scheduler.py`` ``_schedule_running``, ``PreemptionMode.RECOMPUTE``).
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ def test_the_bursts_are_the_rows_planned_as_bursts() -> None:
             assert run.row["max_num_batched_tokens"] == 131072, run.id
 
 
-SHAREGPT = {run.id: run for run in load_runs() if run.id.startswith(("VGA-", "TGA-", "VGM-")) and run.id.endswith("-SG")}
+SHAREGPT = {run.id: run for run in load_runs()
+            if run.id.startswith(("VGA-", "TGA-", "VGM-")) and run.id.endswith("-SG")}
 
 
 def test_gpustacks_sharegpt_runs_are_bursts_of_the_requests_that_completed() -> None:
