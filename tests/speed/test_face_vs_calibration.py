@@ -12,6 +12,7 @@ what the rows it cannot match set that no flag can.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -61,6 +62,8 @@ FIGURE = {"tokens_per_s_per_gpu": "train_tokens_per_s", "max_output_tokens_per_s
 @pytest.mark.parametrize("run_id", sorted(CASES))
 def test_the_cli_gives_the_calibrated_figure(capsys: pytest.CaptureFixture[str], run_id: str) -> None:
     run = next(r for r in load_runs() if r.id == run_id)
+    if run.metric == "burst_output_tokens_per_s":  # a burst (TGA-Q14-SG since stop 59) is timed on the row's plan,
+        run = replace(run, metric="max_output_tokens_per_s")  # whose steady figure the CLI gives: the same path
     perf = run_json(capsys, "plan", *CASES[run_id])["performance"]
     figure = perf[FIGURE[run.metric]] / (run.row["gpus"] if run.metric == "tokens_per_s_per_gpu" else 1)
     assert math.isclose(figure, predict(run), rel_tol=1e-9), (run_id, run.source, figure, predict(run))
