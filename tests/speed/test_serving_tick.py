@@ -20,21 +20,21 @@ MODELS = ("llama-3.1-70b", "qwen3-30b-a3b")  # dense, and MoE (the routed-expert
 GPUS = ("h100", "mi300x", "rtx-pro-6000")  # NVLink, Infinity Fabric, PCIe
 
 
-def _setup(tp: int, pp: int, ep: int = 1) -> sv.ServingSetup:
+def _setup(tp: int, pp: int) -> sv.ServingSetup:
     return sv.ServingSetup(weights_bytes_per_gpu=20e9, kv_bytes_per_sequence_per_gpu=3e8, precision="fp8", tp=tp,
-                           pp=pp, ep=ep, max_num_batched_tokens=8192, gpus_per_server=8)
+                           pp=pp, max_num_batched_tokens=8192, gpus_per_server=8)
 
 
 @pytest.mark.parametrize("model_name", MODELS)
 @pytest.mark.parametrize("gpu_name", GPUS)
-@pytest.mark.parametrize(("tp", "pp", "ep"), [(1, 1, 1), (4, 1, 1), (2, 2, 1), (1, 4, 1), (4, 1, 4), (4, 1, 2)])
+@pytest.mark.parametrize(("tp", "pp"), [(1, 1), (4, 1), (2, 2), (1, 4)])
 @settings(max_examples=25, deadline=None)
 @given(batch=st.integers(0, 512), prefill=st.sampled_from([0.0, 1.0, 37.5, 2048.0]), padded=st.integers(0, 512),
        skip=st.sampled_from([0.0, 0.999]))
-def test_tick_matches_the_helpers_it_restates(model_name: str, gpu_name: str, tp: int, pp: int, ep: int, batch: int,
+def test_tick_matches_the_helpers_it_restates(model_name: str, gpu_name: str, tp: int, pp: int, batch: int,
                                               prefill: float, padded: int, skip: float) -> None:
     model, gpu, cal = load_model(model_name), get_gpu(gpu_name), calibration()
-    setup = _setup(tp, pp, ep)
+    setup = _setup(tp, pp)
     c = sv._constants(model, gpu, setup, cal, False)
     ci = sv._constants(model, gpu, setup, cal, True)
     dec, pre = 2e9, 1e9
@@ -53,10 +53,7 @@ def test_tick_matches_the_helpers_it_restates(model_name: str, gpu_name: str, tp
         assert alone[4] == comm
         weights = setup.weights_bytes_per_gpu
         if model.moe is not None:
-            # EP inside TP: the busiest rank's experts touched (experts.busiest_rank_touched_share)
-            read = sv.busiest_rank_touched_share(sv.moe_expert_fraction_read(model, tokens),
-                                                 sv.ep_touched_spread(model, ep))
-            weights *= 1 - k.routed_share + k.routed_share * read
+            weights *= 1 - k.routed_share + k.routed_share * sv.moe_expert_fraction_read(model, tokens)
         matmul_s = tokens * 2.0 * k.matmul_params / (tp * pp) / k.matmul_rate
         matmul_s *= 1.0 + k.expert_share * (sv.expert_rows_factor(tokens, k.route_share, k.expert_half_tokens,
                                                                    k.expert_tile_rows) - 1.0)

@@ -5,8 +5,7 @@ local expert's products, and the bytes an attention-DP all-gather moves a value.
 
 from __future__ import annotations
 
-from math import comb, sqrt
-from statistics import NormalDist
+from math import comb
 from typing import Literal
 
 from anchorgpu.architectures.spec import ModelSpec
@@ -14,7 +13,7 @@ from anchorgpu.planner.formats import WeightFormat, model_weight_parts
 from anchorgpu.planner.speed.flops import MOE_FORWARD_AGAIN, Recompute, TrainKind, forward_matmul_params
 from anchorgpu.planner.speed.links import ACTIVATION_BYTES
 
-__all__ = ["MoeDispatcher", "busiest_rank_touched_share", "dense_layers", "ep_gather_bytes", "ep_touched_spread", "expert_gemms_per_layer", "expert_launch_s", "expert_rows_factor",
+__all__ = ["MoeDispatcher", "dense_layers", "ep_gather_bytes", "expert_gemms_per_layer", "expert_launch_s", "expert_rows_factor",
            "moe_expert_fraction_read", "moe_product_shares", "permutation_bytes",
            "ranks_reached", "routed_rows_per_token_share", "routed_weight_bytes_share_per_gpu", "unfused_expert_bytes", "whole_dense_layers_extra_bytes"]
 
@@ -32,49 +31,6 @@ def moe_expert_fraction_read(model: ModelSpec, batch_tokens: float) -> float:
         return 1.0
     k, e = model.moe.experts_per_token, model.moe.num_experts
     return float(1.0 - (1.0 - k / e) ** max(batch_tokens, 1.0))
-
-
-def ep_touched_spread(model: ModelSpec, ep: int) -> float:
-    """How far the busiest expert-parallel rank's share of its own experts touched lies above the mean, per standard
-    deviation of a Bernoulli share: ``z(ep) / sqrt(E / ep)`` (0.0 for a dense model or ``ep`` 1), which
-    :func:`busiest_rank_touched_share` scales by ``sqrt(p (1 - p))``.
-
-    Under EP each of ``ep`` ranks (GPUs, or MoE-TP groups of GPUs when EP sits inside TP) holds ``m = E / ep`` experts
-    and reads only the ones the step's tokens touch; the step waits for the rank that read the most (the MoE layer
-    ends in a collective every rank joins). With uniform routing a rank's touched count is about binomial, ``m`` trials
-    of ``p = 1 - (1 - k/E)^T`` (:func:`moe_expert_fraction_read`), so its largest over ``ep`` ranks is about ``m p + z
-    sqrt(m p (1 - p))``, with ``z`` the expected largest of ``ep`` standard normals (Blom's
-    ``Phi^-1((ep - 0.375) / (ep + 0.25))``). This is sampling noise alone, no skew of the router: it matters at a
-    few tokens a step (DeepSeek-R1, E 256, k 8, EP 8: 1.7x the mean at 4 tokens, 1.3x at 16, 1.09x at 64; a Monte
-    Carlo of the draws gives 6.58 / 16.7 / 30.3 experts on the busiest rank against the form's 6.45 / 16.7 / 30.6) and
-    vanishes once every local expert is touched. Under TP alone (EP 1) every GPU reads its slice of every touched
-    expert, the same on all.
-
-    >>> from anchorgpu.architectures import load_model
-    >>> r1 = load_model("deepseek-r1")
-    >>> round(ep_touched_spread(r1, 8), 3), ep_touched_spread(r1, 1), ep_touched_spread(load_model("llama-3.1-8b"), 8)
-    (0.254, 0.0, 0.0)
-    """
-    moe = model.moe
-    if moe is None or ep <= 1:
-        return 0.0
-    z = NormalDist().inv_cdf((ep - 0.375) / (ep + 0.25))
-    return float(z / sqrt(moe.num_experts / ep))
-
-
-def busiest_rank_touched_share(touched: float, spread: float) -> float:
-    """The share of its own experts the busiest EP rank reads, given the mean share ``touched`` and
-    :func:`ep_touched_spread`: ``min(1, p + spread sqrt(p (1 - p)))`` (``touched`` itself where ``spread`` is 0).
-
-    >>> busiest_rank_touched_share(0.1193, 0.0), round(busiest_rank_touched_share(0.1193, 0.254), 3)
-    (0.1193, 0.202)
-    >>> busiest_rank_touched_share(1.0, 0.254), busiest_rank_touched_share(0.99, 5.0)
-    (1.0, 1.0)
-    """
-    if not spread or touched >= 1.0:
-        return touched
-    busiest = touched + spread * (touched * (1.0 - touched)) ** 0.5
-    return busiest if busiest < 1.0 else 1.0
 
 
 def expert_rows_factor(tokens: float, route_share: float, half_tokens: float, tile_rows: float = 0.0) -> float:

@@ -49,9 +49,7 @@ from anchorgpu.planner.speed.attention_rate import prompt_extra_pairs_factor, ti
 from anchorgpu.planner.speed.calibration import calibration
 from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.experts import (
-    busiest_rank_touched_share,
     ep_gather_bytes,
-    ep_touched_spread,
     expert_rows_factor,
     moe_expert_fraction_read,
     moe_product_shares,
@@ -69,8 +67,7 @@ from anchorgpu.planner.speed.step_constants import (  # the per-step constants; 
     serve_shape_factor,
 )
 
-__all__ = ["DecodeStep", "ServingSetup", "busiest_rank_touched_share", "decode_step", "ep_gather_bytes",
-           "ep_touched_spread", "expert_rows_factor",
+__all__ = ["DecodeStep", "ServingSetup", "decode_step", "ep_gather_bytes", "expert_rows_factor",
            "moe_expert_fraction_read", "moe_product_shares", "routed_weight_bytes_share_per_gpu", "serve_shape_factor",
            "soft_roofline"]
 
@@ -181,13 +178,7 @@ def _tick(setup: ServingSetup, c: _StepConstants, batch: float, prefill_tokens: 
     touched = 1.0
     if routed is not None:  # the experts the step's tokens touch (moe_expert_fraction_read)
         touched = float(1.0 - c.miss_per_token ** (expert_tokens if expert_tokens >= 1.0 else 1.0))
-        read = touched
-        if c.ep_touched_spread and touched < 1.0:  # EP: the busiest rank's experts touched, which the step waits
-            # for (busiest_rank_touched_share, inline)
-            read = touched + c.ep_touched_spread * (touched * (1.0 - touched)) ** 0.5
-            if read > 1.0:
-                read = 1.0
-        weights *= 1 - routed + routed * read
+        weights *= 1 - routed + routed * touched
         if setup.whole_dense_extra_bytes:  # dense layers attention DP keeps whole: each GPU reads all of them
             weights += setup.whole_dense_extra_bytes
     split = c.split

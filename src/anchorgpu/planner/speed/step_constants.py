@@ -14,7 +14,6 @@ from anchorgpu.planner.speed.attention_rate import attention_rate_ratio, trtllm_
 from anchorgpu.planner.speed.constants import Calibration
 from anchorgpu.planner.speed.experts import (
     dense_layers,
-    ep_touched_spread,
     moe_product_shares,
     routed_rows_per_token_share,
     routed_weight_bytes_share_per_gpu,
@@ -105,8 +104,6 @@ class _StepConstants:
     window_extra_tokens: float  # a sliding-window layer's pairs a query beyond its window, in prefill (0 ideal)
     routed_share: float | None  # MoE: the routed experts' share of a GPU's weight bytes; None for a dense model
     miss_per_token: float  # MoE: 1 - k/E, the chance one token skips a given expert
-    ep_touched_spread: float  # MoE under EP: z(ep) / sqrt(E / ep), how far the busiest rank's share of its experts
-    # touched lies above the mean (experts.ep_touched_spread); 0.0 without EP
     allreduce_share: float  # 2 (tp - 1) / tp: the share of a message a ring all-reduce moves per GPU
     allreduce_rate: float  # link bandwidth x efficiency
     allreduce_latency_s: float
@@ -221,7 +218,6 @@ def _build(model: ModelSpec, gpu: GpuSpec, setup: ServingSetup, cal: Calibration
         routed_share=(routed_weight_bytes_share_per_gpu(model, format_for_model(model, setup.weights_format),
                                                         tp=setup.tp, ep=setup.ep) if moe is not None else None),
         miss_per_token=1.0 - moe.experts_per_token / moe.num_experts if moe is not None else 1.0,
-        ep_touched_spread=ep_touched_spread(model, setup.ep),
         allreduce_share=2.0 * (setup.tp - 1) / setup.tp,
         allreduce_rate=link.bytes_per_s * link_eff if link is not None else 1.0,
         allreduce_latency_s=allreduce_latency_s(gpu, link, setup.engine, cal) if link is not None else 0.0,
