@@ -1,0 +1,95 @@
+"""Stop 59's qa25: a new user's pass over the HTTP API and the page of issue 11's speed surface
+(benchmarks/hardening/stop59_qa25.md, whose table numbers these).
+
+1. The page refused a count written as the page itself writes numbers with "must be a whole number": the training
+   plan shows "16,777,216 tokens" (ru "16 777 216"), and that figure typed back into "Global batch (tokens)"
+   (``/plan?...&global_batch=4,194,304``), or ``concurrency=1,000``, was "not a whole number"; ru "4,5M" (a decimal
+   comma) alike. The refusal now names the spelling the field reads ("type 4194304: ..."); nothing is read silently
+   (en "1,000" and ru "1,000" are different numbers).
+2. ``anchorgpu serve``'s OpenAPI document left out the 429 ``rate_limited`` and 503 ``server_busy`` problem answers
+   its per-address limits give on ``POST /v1/plan``, ``POST /v1/recommend``, ``GET /v1/gpus/compare`` (and 429 on
+   every ``/v1`` operation, the failed-key limit), with their ``Retry-After`` header.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from anchorgpu.api.app import create_app
+from anchorgpu.config import Settings
+
+_TRAIN = {"model": "llama-3.1-70b", "task": "train", "gpu": "h100", "gpus": "64"}
+_SERVE = {"model": "llama-3.1-8b", "gpu": "h100", "prompt": "1000", "output_tokens": "200"}
+
+
+@pytest.fixture
+def page(sqlite_url: str, fixed_clock: Any) -> Any:
+    app = create_app(Settings(database_url=sqlite_url, offline=True), clock=fixed_clock, session_secret="qa25")
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield client
+    app.state.store.dispose() if getattr(app.state, "store", None) is not None else None
+
+
+def _refusal(html: str) -> str:
+    """The page's refusal line, tags dropped."""
+    found = re.search(r'class="[^"]*error[^"]*"[^>]*>(.*?)</(?:p|div)>', html, re.S)
+    assert found, "no refusal on the page"
+    return re.sub(r"<[^>]+>", "", found.group(1)).strip()
+
+
+@pytest.mark.parametrize(("lang", "query", "typed", "plain"), [
+    ("en", _TRAIN, "4,194,304", "4194304"),  # as the en page writes the global batch it timed
+    ("ru", _TRAIN, "4\u00a0194\u00a0304", "4194304"),  # as the ru page writes it (babel: no-break spaces)
+    ("ru", _TRAIN, "4,5M", "4.5M"),  # a decimal comma
+    ("en", {**_SERVE}, "1,000", "1000"),
+])
+def test_a_count_written_as_the_page_writes_numbers_is_refused_naming_the_spelling_to_type(
+        page: TestClient, lang: str, query: dict[str, str], typed: str, plain: str) -> None:
+    field = "global_batch" if query is _TRAIN else "concurrency"
+    html = page.get("/plan", params={**query, field: typed, "lang": lang}).text
+    line = _refusal(html)
+    assert plain in line, line
+    assert "whole number" not in line and "целым числом" not in line, line  # it is a whole number
+    # the spelling named is one the field reads: the same plan answers without a refusal
+    answered = page.get("/plan", params={**query, field: plain, "lang": lang}).text
+    assert "global batch timed" in answered or "Time to first token" in answered or "Время до первого" in answered
+
+
+def test_a_count_that_is_not_a_number_keeps_its_reason(page: TestClient) -> None:
+    """Control: text that is no number in any spelling is still "not a whole number" (no suggestion invented)."""
+    line = _refusal(page.get("/plan", params={**_TRAIN, "global_batch": "4Mi"}).text)
+    assert line.endswith("must be a whole number"), line
+
+
+def _limited_app(sqlite_url: str) -> Any:
+    return create_app(Settings(database_url=sqlite_url, offline=True), rate_limit=True)
+
+
+@pytest.mark.parametrize(("method", "path", "statuses"), [
+    ("post", "/v1/plan", ("429", "503")), ("post", "/v1/recommend", ("429", "503")),
+    ("get", "/v1/gpus/compare", ("429", "503")), ("get", "/v1/glossary", ("429",)),
+])
+def test_the_served_openapi_documents_the_limits_refusals(sqlite_url: str, method: str, path: str,
+                                                         statuses: tuple[str, ...]) -> None:
+    with TestClient(_limited_app(sqlite_url)) as client:
+        responses = client.get("/openapi.json").json()["paths"][path][method]["responses"]
+    for status in statuses:
+        assert "application/problem+json" in responses[status]["content"], (path, status)
+        assert "Retry-After" in responses[status]["headers"], (path, status)
+    assert ("503" in responses) == ("503" in statuses)
+
+
+def test_a_refusal_of_the_limits_is_one_the_document_lists(sqlite_url: str) -> None:
+    """The per-address compute limit (5 a second): a burst of quick 422s meets a 429, which the document lists."""
+    with TestClient(_limited_app(sqlite_url)) as client:
+        documented = client.get("/openapi.json").json()["paths"]["/v1/plan"]["post"]["responses"]
+        answers = [client.post("/v1/plan", json={}) for _ in range(8)]
+    refused = [a for a in answers if a.status_code == 429]
+    assert refused, [a.status_code for a in answers]
+    assert refused[0].headers["content-type"].startswith("application/problem+json")
+    assert refused[0].json()["code"] == "rate_limited" and "Retry-After" in refused[0].headers
+    assert str(refused[0].status_code) in documented
