@@ -93,3 +93,39 @@ def test_a_refusal_of_the_limits_is_one_the_document_lists(sqlite_url: str) -> N
     assert refused[0].headers["content-type"].startswith("application/problem+json")
     assert refused[0].json()["code"] == "rate_limited" and "Retry-After" in refused[0].headers
     assert str(refused[0].status_code) in documented
+
+
+# 3. recommend's rows left out two figures of issue 11's contract that plan gives: a serving row's tpot_s and a
+#    training row's gpu_hours (with train_tokens), each with its band and roofline floor. Now each is plan's figure
+#    for the row's layout, to the digits the row keeps.
+
+def _close(row_value: float, plan_value: float) -> bool:
+    return abs(row_value - plan_value) <= 1e-4 * abs(plan_value) + 1e-5
+
+
+def test_a_serving_row_has_plans_tpot_with_its_band(sqlite_url: str) -> None:
+    workload = {"model": "llama-3.1-70b", "prompt": 1000, "output_tokens": 1000, "concurrency": 64}
+    with TestClient(create_app(Settings(database_url=sqlite_url, offline=True))) as client:
+        rows = client.post("/v1/recommend", json={**workload, "top": 2}).json()["results"]
+        for row in rows:
+            lay = row["layout"]
+            plan = client.post("/v1/plan", json={**workload, "gpu": row["gpu"], "gpus": row["gpus"], "tp": lay["tp"],
+                                                 "pp": lay["pp"], "dp": lay["dp"]}).json()["performance"]
+            for key in ("tpot_s", "tpot_s_low", "tpot_s_high", "tpot_s_ceiling"):
+                assert _close(row[key], plan[key]), (row["offering"], key, row[key], plan[key])
+            assert row["tpot_s_ceiling"] <= row["tpot_s_low"] <= row["tpot_s"] <= row["tpot_s_high"]
+
+
+def test_a_training_row_has_plans_gpu_hours_with_its_band(sqlite_url: str) -> None:
+    workload = {"model": "llama-3.1-8b", "task": "train"}
+    with TestClient(create_app(Settings(database_url=sqlite_url, offline=True))) as client:
+        rows = client.post("/v1/recommend", json={**workload, "train_tokens": 10**11, "top": 2}).json()["results"]
+        for row in rows:
+            lay = row["layout"]
+            plan = client.post("/v1/plan", json={
+                **workload, "gpu": row["gpu"], "gpus": row["gpus"], "tp": lay["tp"], "pp": lay["pp"], "dp": lay["dp"],
+                "cp": lay["cp"], "zero": lay["zero"], "recompute": row["recompute"], "tokens": 10**11}).json()["performance"]
+            for key in ("gpu_hours", "gpu_hours_low", "gpu_hours_high", "gpu_hours_ceiling"):
+                assert abs(row[key] - plan[key]) <= 0.05, (row["offering"], key, row[key], plan[key])
+        untimed = client.post("/v1/recommend", json={**workload, "top": 1}).json()["results"][0]
+    assert untimed["gpu_hours"] is None  # as plan's, without the tokens to train on
