@@ -75,6 +75,14 @@ class PlanRequest(_Request):
     """The options of ``anchorgpu plan`` as JSON (same names without dashes, same defaults). An option the task has no
     use for (``micro_batch`` for inference, ``context`` for train) is a 422 naming it, not ignored; null is not given."""
 
+    # whole requests, which API docs offer as the body to try (built from the fields' own examples alone, a body would
+    # set a diffusion resolution and a pipeline layout on a language model's serving plan: a 422)
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"model": "llama-3.1-70b", "gpu": "h100", "gpus": 8, "prompt": 1000, "output_tokens": 1000, "concurrency": 64},
+        {"model": "llama-3.1-70b", "task": "train", "gpu": "h100", "gpus": 64, "train_precision": "fp8",
+         "global_batch": 16_777_216, "tokens": 1_000_000_000_000},
+    ]})
+
     model: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, description="Registry name (see /v1/models) or the Hub id of one; other Hub ids only where the server fetches them (ANCHORGPU_HUB_FETCH=1)", examples=["llama-3.1-70b"])
     task: Task = Field(default="inference", description="inference, train (full fine-tune / pretrain), lora, qlora or diffusion")
     gpu: str | None = Field(default=None, max_length=100, pattern=TEXT_PATTERN, description="GPU name or alias; without one there is no fit verdict", examples=["h100"])
@@ -173,6 +181,11 @@ class PlanOut(_Schema):
 class RecommendRequest(_Request):
     """The options of ``anchorgpu recommend`` as JSON: a workload, a term, and limits on price and speed. An option the
     task has no use for is a 422 naming it, not ignored; null is not given."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [  # whole requests, as PlanRequest's
+        {"model": "llama-3.1-8b", "prompt": 1000, "output_tokens": 200, "concurrency": 64, "max_ttft_s": 1.0},
+        {"model": "llama-3.1-8b", "task": "train", "train_tokens": 100_000_000_000, "train_precision": "fp8"},
+    ]})
 
     model: str = Field(min_length=1, max_length=200, pattern=TEXT_PATTERN, description="Registry name (see /v1/models) or the Hub id of one (other Hub ids only where ANCHORGPU_HUB_FETCH=1; language models and diffusion pipelines)", examples=["llama-3.1-8b"])
     task: Literal["inference", "train", "lora", "qlora", "diffusion"] = Field(default="inference", description="inference, train, lora or qlora; a diffusion pipeline is always planned as diffusion")
