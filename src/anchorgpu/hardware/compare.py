@@ -141,7 +141,20 @@ def _tera(peak: Peak) -> str:
     return f"{value:,.4g}" + ("?" if peak.uncertain else "")
 
 
-def _statements(a: GpuSpec, b: GpuSpec, rows: dict[str, MetricComparison]) -> list[str]:
+def _predicted_clause(a: GpuSpec, fast: GpuSpec, slow: GpuSpec, row: PredictedSpeed | None, what: str) -> str:
+    """Beside a datasheet ratio (a roofline's bound, never the speed): the calibrated prediction of the same kind of
+    work, as ``fast`` over ``slow``; "" where there is none."""
+    if row is None or row.ratio is None or row.ratio_low is None or row.ratio_high is None:
+        return ""
+    ratio, low, high = ((row.ratio, row.ratio_low, row.ratio_high) if fast is a
+                        else (1 / row.ratio, 1 / row.ratio_high, 1 / row.ratio_low))
+    return (f"; that is the roofline's ratio, not the speed: the calibrated model predicts {fast.name} at "
+            f"{_fmt_ratio(ratio)} of {slow.name} {what} (likely {low:.2f}-{high:.2f}x; see the predictions below)")
+
+
+def _statements(a: GpuSpec, b: GpuSpec, rows: dict[str, MetricComparison],
+                predicted: dict[str, PredictedSpeed] | None = None) -> list[str]:
+    predicted = predicted or {}
     out: list[str] = []
     mem = rows["memory_bytes"].ratio
     if mem is not None:
@@ -159,23 +172,31 @@ def _statements(a: GpuSpec, b: GpuSpec, rows: dict[str, MetricComparison]) -> li
     bw = rows["memory_bandwidth_bytes_per_s"].ratio
     if bw is not None:
         if abs(bw - 1) < 0.005:
-            out.append("Decode: same memory bandwidth, so token-by-token generation runs at about the same speed.")
+            out.append("Decode: same memory bandwidth, so token-by-token generation's roofline is the same"
+                       + _predicted_clause(a, a, b, predicted.get("serve_8b_tokens_per_s_per_user"),
+                                           "per user for Llama-3.1-8B, one request") + ".")
         else:
             fast, slow = (a, b) if bw > 1 else (b, a)
             out.append(
                 f"Decode: generation reads every weight once per token, so it scales with memory bandwidth; "
                 f"{fast.name} can generate up to {_fmt_ratio(max(bw, 1 / bw))} the tokens/s per user of {slow.name} "
-                f"for the same model and batch."
+                f"for the same model and batch"
+                + _predicted_clause(a, fast, slow, predicted.get("serve_8b_tokens_per_s_per_user"),
+                                    "per user for Llama-3.1-8B, one request") + "."
             )
     bf16 = rows["bf16_flops_per_s"]
     if bf16.ratio is not None:
         if abs(bf16.ratio - 1) < 0.005:
-            out.append("Prefill and training: same dense BF16 throughput, so compute-bound work runs at about the same speed.")
+            out.append("Prefill and training: same dense BF16 throughput, so compute-bound work's roofline is the same"
+                       + _predicted_clause(a, a, b, predicted.get("train_8b_tokens_per_s_per_gpu"),
+                                           "per GPU for Llama-3.1-8B training on 8 GPUs") + ".")
         else:
             fast, slow = (a, b) if bf16.ratio > 1 else (b, a)
             out.append(
                 f"Prefill and training (compute bound): {fast.name} has {_fmt_ratio(max(bf16.ratio, 1 / bf16.ratio))} "
-                f"the dense BF16 throughput of {slow.name}."
+                f"the dense BF16 throughput of {slow.name}"
+                + _predicted_clause(a, fast, slow, predicted.get("train_8b_tokens_per_s_per_gpu"),
+                                    "per GPU for Llama-3.1-8B training on 8 GPUs") + "."
             )
     for precision, label in (("fp8", "FP8"), ("fp4", "FP4")):
         flag_a, flag_b = a.computes_in(precision), b.computes_in(precision)
@@ -295,7 +316,7 @@ def compare_gpus(
         ),
     ]
     by_key = {row.metric: row for row in rows}
-    statements = _statements(a, b, by_key)
+    statements = _statements(a, b, by_key, {row.metric: row for row in predicted})
     predicted = tuple(replace(row, datasheet_ratio=by_key[row.datasheet_metric].ratio)
                       if row.datasheet_metric in by_key else row for row in predicted)
     statements.extend(predicted_statements(a.name, b.name, predicted, by_key["price_usd_per_gpu_hour"].ratio))
