@@ -31,7 +31,8 @@ def page(sqlite_url: str, fixed_clock: Any) -> Any:
     app = create_app(Settings(database_url=sqlite_url, offline=True), clock=fixed_clock, session_secret="qa25")
     with TestClient(app, raise_server_exceptions=False) as client:
         yield client
-    app.state.store.dispose() if getattr(app.state, "store", None) is not None else None
+    if getattr(app.state, "store", None) is not None:
+        app.state.store.dispose()
 
 
 def _refusal(html: str) -> str:
