@@ -247,6 +247,9 @@ def _render_performance(out: Any, section: Any, *, concurrency: int | None = Non
              if (text := band(without_ceiling(section, key), key, fmt, scale)) is not None]
     if section.get("output_tokens") == 1 and "tpot_s" in section:  # a one-token answer has no inter-token time
         lines = [NO_TPOT_LINE if line.startswith("time per output token") else line for line in lines]
+    if section.get("compute_precision") in ("fp8", "fp4") and "train_mfu" in section:  # MFU's peak is the products'
+        peak = f" of the {str(section['compute_precision']).upper()} dense peak"
+        lines = [line + peak if line.startswith("MFU ") else line for line in lines]
     if not lines:
         for line in section.get("assumptions", [])[:1]:
             out.print(f"Speed: not predicted - {line}")
