@@ -10,6 +10,11 @@
    user" and "has 1.32x the dense BF16 throughput" (the datasheet), lines above a table where the calibrated model
    predicts 1.07x and 0.67x (H100 1.50x the MI300X's 8B training tokens/s): the datasheet statements now say they are
    the datasheet and give the calibrated ratio beside them.
+3. recommend's "Cheaper options rejected" gave an offering's cheapest rejection and "(also rejected with 2, 3, 4
+   servers)", whatever the reason there: ``recommend llama-3.1-8b --concurrency 64 --prompt 1000 --output-tokens 200
+   --max-usd 500`` said one RTX 4090 VM "does not fit: ... needs 25.78 GiB per GPU of 21.28 GiB usable (also rejected
+   with 2, 3, 4 servers)", where two VMs hold the 64 users (32 each) and were turned away by the $500 budget only
+   ($656): a reader took more servers for no help. The note now names the server counts the budget turned away.
 """
 
 from __future__ import annotations
@@ -81,3 +86,20 @@ def test_2_compare_statements_give_the_calibrated_ratio_beside_the_datasheet(
     assert f"the calibrated model predicts mi300x at {per_user:.2f}x the decode tokens/s per user of h100-sxm" in decode
     assert f"the calibrated model predicts mi300x at {training:.2f}x the 8B training tokens/s of h100-sxm" in train
     assert training < 1 < 1.32  # the datasheet leads one way, the prediction the other: why the line must say both
+
+
+def test_3_rejections_say_which_server_counts_the_budget_turned_away(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    argv = ("recommend", "llama-3.1-8b", "--concurrency", "64", "--prompt", "1000", "--output-tokens", "200",
+            "--gpu", "rtx-4090")
+    code, out, _ = run(capsys, *argv, "--max-usd", "500", "--json")
+    assert code == 0
+    reason = next(r["reason"] for r in json.loads(out)["rejected"] if r["offering"] == "rtx-4090-1x-vm")
+    assert reason.startswith("does not fit")
+    assert reason.endswith("(with 2, 3, 4 servers: over the budget)"), reason
+    # two of them do hold the users: without the budget the answer starts there
+    code, out, _ = run(capsys, *argv, "--json")
+    assert code == 0
+    first = json.loads(out)["results"][0]
+    assert (first["offering"], first["servers"]) == ("rtx-4090-1x-vm", 2)
