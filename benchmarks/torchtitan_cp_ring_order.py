@@ -14,12 +14,15 @@ Seen (CP 2, 4, 8; rank 1; torch 2.6.0, reorder_for_compute_comm_overlap False, r
 forward issues ``all_gather_into_tensor`` and waits on it before the first block's product; the backward does the same
 with its all-gather and waits on each ``all_to_all_single`` (the dK/dV hand-off) before the next block's products.
 """
-import os, re, sys
-import torch, torch.distributed as dist
-from torch.testing._internal.distributed.fake_pg import FakeStore
+import os
+import re
+
+import torch
+import torch.distributed as dist
+from torch._inductor.utils import run_and_get_code
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor.experimental import _attention as A
-from torch._inductor.utils import run_and_get_code
+from torch.testing._internal.distributed.fake_pg import FakeStore
 
 CP, RANK = int(os.environ.get("CP", "4")), int(os.environ.get("RANK_", "1"))
 dist.init_process_group("fake", store=FakeStore(), rank=RANK, world_size=CP)

@@ -14,6 +14,7 @@ all-to-all before the next block's (benchmarks/torchtitan_cp_ring_order.py). The
 from __future__ import annotations
 
 from anchorgpu.architectures import load_model
+from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner.speed.context_parallel import context_parallel_s, pytorch_cp_exposed_s
 from anchorgpu.planner.speed.links import Link, all_gather_s, p2p_s
 from anchorgpu.planner.speed.rows_report import speed_ratio
@@ -39,11 +40,13 @@ def test_a_long_attention_hides_none_of_it() -> None:
     NVLink exchanges of an 8B layer behind its attention; compiled, the attention's length changes nothing, while
     Megatron-Core's ring (Transformer Engine, eager, overlapped) still hides behind a long attention."""
     model = load_model("llama-3.1-8b")
-    args = dict(tp=1, pp=1, cp=8, link=NVLINK, efficiency=0.8, tokens_rank=32768.0, attn_passes=4.5, bwd_passes=2.5,
-                stage_layers=32.0)
-    short, long_ = (context_parallel_s(model, attention_s=s, pytorch=True, **args) for s in (1e-6, 100.0))
-    assert short == long_ > 0.5
-    assert context_parallel_s(model, attention_s=100.0, **args) == 0.0
+    assert isinstance(model, ModelSpec)
+
+    def exposed_s(attention_s: float, pytorch: bool) -> float:  # one micro-batch of the 8B's 32 layers at CP 8
+        return context_parallel_s(model, 1, 1, 8, NVLINK, 0.8, 32768.0, attention_s, 4.5, 2.5, 32.0, pytorch=pytorch)
+
+    assert exposed_s(1e-6, True) == exposed_s(100.0, True) > 0.5
+    assert exposed_s(100.0, False) == 0.0
 
 
 def test_the_405b_runs_across_servers_come_within_25_percent() -> None:
