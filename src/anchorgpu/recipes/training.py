@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from anchorgpu.planner.deepspeed_zero import zero_settings
 from anchorgpu.planner.plan import Plan
 from anchorgpu.recipes._common import (
     Recipe,
@@ -245,7 +246,7 @@ def ds_config(plan: Plan, steps: TrainSteps, assumptions: list[str], cannot: lis
         raise not_expressible("deepspeed", f"TP {lay.tp} / CP {lay.cp}: ds_config.json (0.19.8) has no tensor- or "
                                            "context-parallel size; plan with --tp 1 --cp 1 or use --recipe accelerate")
     stage = _zero_stage(plan, assumptions)
-    zero: dict[str, object] = {"stage": stage, "overlap_comm": True, "contiguous_gradients": True}
+    zero = _zero_buffers(plan, stage, assumptions)
     if lay.offload in ("optimizer", "params"):
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
     if lay.offload == "params":
@@ -267,6 +268,35 @@ def ds_config(plan: Plan, steps: TrainSteps, assumptions: list[str], cannot: lis
         "steps_per_print": 10,
     }
     return config
+
+
+def _zero_buffers(plan: Plan, stage: int, assumptions: list[str]) -> dict[str, object]:
+    """``zero_optimization``'s stage and buffer sizes, the values the plan counts (``planner/data/deepspeed_zero.json``,
+    :mod:`~anchorgpu.planner.deepspeed_zero`). At stage 3 the gathered parameters are bounded to the plan's gather
+    buffer, two units of ``u`` elements (``gather_buffer_bytes`` / 4: 16-bit storage): ``stage3_prefetch_bucket_size``
+    and ``stage3_max_live_parameters`` u (partitioned_param_coordinator.py ``fetch_sub_module`` prefetches at most
+    min(max_live - available, prefetch bucket) beyond the current submodule) and ``stage3_max_reuse_distance`` u
+    (``__params_to_release`` keeps a parameter reused within that many elements): the current submodule and at most
+    one unit more, where DeepSpeed's defaults (1e9 live, 1e9 reuse) keep up to 2 GB of gathered weights."""
+    s = zero_settings()
+    zero: dict[str, object] = {"stage": stage, "overlap_comm": s.overlap_comm,
+                               "contiguous_gradients": s.contiguous_gradients,
+                               "reduce_bucket_size": s.reduce_bucket_size}
+    if stage in (1, 2):
+        zero["allgather_bucket_size"] = s.allgather_bucket_size
+        return zero
+    if stage == 3:
+        unit = max(1, plan.breakdown.get("gather_buffer_bytes", 0) // 4)
+        zero.update(stage3_prefetch_bucket_size=unit, stage3_max_live_parameters=unit, stage3_max_reuse_distance=unit,
+                    sub_group_size=s.sub_group_size)
+        buckets = s.reduce_bucket_size * 2
+        assumptions.append(f"ZeRO-3's gathered weights bounded to the plan's two units ({unit:,} elements each: "
+                           "stage3_prefetch_bucket_size, stage3_max_live_parameters, stage3_max_reuse_distance). Not "
+                           f"in the plan: ZeRO-3's reduce bucket, {buckets / 2**30:.2f} GiB held for the whole run "
+                           "(stage3.py __init__, reduce_bucket_size), and the step's flat gradient of one sub-group "
+                           "with its fp32 copy (_prepare_fp32_grad_for_sub_group, up to sub_group_size elements) "
+                           "after the activations are freed: more than planned by up to the bucket.")
+    return zero
 
 
 def _deepspeed(plan: Plan, target: Target, steps: TrainSteps, model: str, assumptions: list[str],

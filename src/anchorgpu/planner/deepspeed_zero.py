@@ -1,0 +1,167 @@
+"""DeepSpeed ZeRO-1/2's own temporary buffers in a plan's memory: the reduce ("ipg") buckets held through the backward
+pass, ZeRO-Offload's gradient staging buffers, and the step's flat gradient partition and its copy in the master's
+dtype. The settings come from ``planner/data/deepspeed_zero.json``, the same file the deepspeed recipe writes into
+``ds_config.json``, so a launch holds what its plan counts. Sources: DeepSpeed 0.19.8
+``deepspeed/runtime/zero/stage_1_and_2.py`` (named at each function). Pure."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from anchorgpu.architectures.spec import ModelSpec
+from anchorgpu.planner._frozen import memo_on_frozen
+from anchorgpu.planner.training_states import zero_runs_deepspeed
+
+__all__ = ["DATA_FILE", "ZeroSettings", "largest_param_numel", "offload_staging_bytes", "reduce_buckets_bytes",
+           "runs_zero_optimizer", "step_excess_bytes", "step_gradient_bytes", "zero_buffer_terms", "zero_buffers_line",
+           "zero_settings"]
+
+DATA_FILE = "planner/data/deepspeed_zero.json"
+COMM_BYTES = 2
+"""Bytes a value of the reduce buckets and staging buffers: the communication dtype, bf16 under ``bf16.enabled`` (the
+recipe's; ``stage_1_and_2.py`` ``communication_data_type``, the model's dtype, and ``self.dtype``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ZeroSettings:
+    """The ``zero_optimization`` values the recipe writes and the plan counts (element counts)."""
+
+    overlap_comm: bool
+    contiguous_gradients: bool
+    reduce_bucket_size: int
+    allgather_bucket_size: int
+    stage3_prefetch_bucket_size: int
+    stage3_max_live_parameters: int
+    stage3_max_reuse_distance: int
+    sub_group_size: int
+
+
+@lru_cache(maxsize=1)
+def zero_settings() -> ZeroSettings:
+    """:class:`ZeroSettings` from :data:`DATA_FILE`, read once."""
+    doc = json.loads(resources.files("anchorgpu").joinpath(DATA_FILE).read_text("utf-8"))["zero_optimization"]
+    return ZeroSettings(**{name: entry["value"] for name, entry in doc.items()})
+
+
+def runs_zero_optimizer(train_stack: str, zero: int, fsdp: bool, offload: str, bf16_state: bool) -> bool:
+    """Whether DeepSpeed builds its ZeRO-1/2 optimizer (``DeepSpeedZeroOptimizer``) for a layout: the layouts of
+    :func:`~anchorgpu.planner.training_states.zero_runs_deepspeed` at stage 1-2, or at stage 0 where the recipe moves
+    them under ZeRO (offload: ZeRO-Offload at stage 2; a bf16 optimizer state: stage 1, ``recipes/training.py``
+    ``_zero_stage``). Plain stage 0 runs the engine's own all-reduce and keeps none of these buffers.
+
+    >>> runs_zero_optimizer("pytorch", 1, False, "none", False), runs_zero_optimizer("pytorch", 0, False, "none", False)
+    (True, False)
+    >>> runs_zero_optimizer("pytorch", 0, False, "optimizer", False), runs_zero_optimizer("megatron", 2, False, "none", True)
+    (True, False)
+    """
+    return zero_runs_deepspeed(train_stack, zero, fsdp) and (zero >= 1 or offload != "none" or bf16_state)
+
+
+def reduce_buckets_bytes(s: ZeroSettings) -> int:
+    """The reduce buckets a GPU holds through the backward pass: ``stage_1_and_2.py`` ``setup_buckets`` (called by
+    ``process_gradients`` at the first gradient hook) allocates ``torch.empty(int(self.reduce_bucket_size))`` in the
+    communication dtype when ``contiguous_gradients`` is on, and a second one with ``overlap_comm``; whatever the
+    model's size. ``_release_ipg_buffers`` frees them at the end of the backward pass.
+
+    >>> reduce_buckets_bytes(zero_settings())  # 2 x 5e8 bf16 values
+    2000000000
+    """
+    if not s.contiguous_gradients:
+        return 0
+    return (2 if s.overlap_comm else 1) * s.reduce_bucket_size * COMM_BYTES
+
+
+@memo_on_frozen
+def largest_param_numel(model: ModelSpec, tp: int = 1, lora_rank: int = 0) -> int:
+    """The largest trainable parameter tensor (elements, split by TP): full training's embedding or output matrix
+    (vocab x hidden) or largest linear matrix; with ``lora_rank`` the largest adapter matrix, bounded by the rank x
+    the widest side of any linear layer. Memoised on the (frozen) model.
+
+    >>> from anchorgpu.planner._examples import tiny_model
+    >>> largest_param_numel(tiny_model()), largest_param_numel(tiny_model(), 1, 4)
+    (64000, 1024)
+    """
+    if lora_rank:
+        return -(-lora_rank * max((max(g.d_in, g.d_out) for g in model.linear_groups), default=0) // tp)
+    linear = max((g.d_in * g.d_out for g in model.linear_groups), default=0)
+    return -(-max(linear, model.vocab_size * model.hidden_size) // tp)
+
+
+def offload_staging_bytes(largest_numel: int) -> int:
+    """ZeRO-Offload's gradient staging buffers, each ``largest_param_numel`` values of the model dtype:
+    ``stage_1_and_2.py`` ``__init__`` under ``cpu_offload`` allocates ``temp_grad_buffer_for_gpu_offload`` on the GPU
+    and ``temp_grad_buffer_for_cpu_offload`` on the host (pinned with ``pin_memory``); the count of each.
+
+    >>> offload_staging_bytes(1_000)
+    2000
+    """
+    return largest_numel * COMM_BYTES
+
+
+def step_gradient_bytes(partition_numel: float, grad_bytes: int, master_bytes: int) -> int:
+    """What ``stage_1_and_2.py`` ``step`` allocates for the rank's gradient partition without offload: the flat copy of
+    the averaged gradients (``self.flatten(self.averaged_gradients[i])``, the gradients' dtype) and its cast to the
+    master's dtype (``flat_grad_partition.to(self.single_partition_of_fp32_groups[i].dtype)``: a new tensor unless
+    the dtypes match, as under bf16-true or a bf16 master). Both exist at once, before ``del flat_grad_partition``.
+
+    >>> step_gradient_bytes(1_000, 2, 4), step_gradient_bytes(1_000, 2, 2)
+    (6000, 2000)
+    """
+    return round(partition_numel * grad_bytes + (partition_numel * master_bytes if master_bytes != grad_bytes else 0))
+
+
+def step_excess_bytes(step_bytes: int, partition_grad_bytes: int, backward_grad_bytes: int, activations_bytes: int,
+                      buckets_bytes: int) -> int:
+    """What the step holds beyond the backward pass's peak. At the step the activations and reduce buckets are gone
+    and the gradients outside the rank's partition are freed (``free_grad_in_param_list(params_not_in_partition)``):
+    it holds the partition's gradients and :func:`step_gradient_bytes`, where the backward pass held the plan's
+    gradients, activations and buckets. The plan's peak is the larger of the two.
+
+    >>> step_excess_bytes(6_000, 2_000, 16_000, 1_000, 0), step_excess_bytes(6_000, 2_000, 2_000, 1_000, 4_000)
+    (0, 1000)
+    """
+    return max(0, step_bytes + partition_grad_bytes - backward_grad_bytes - activations_bytes - buckets_bytes)
+
+
+def zero_buffer_terms(partition_numel: int, grad_bytes: int, master_bytes: int, largest_numel: int, *, offload: bool,
+                      grads_bytes: int, activations_bytes: int) -> dict[str, int]:
+    """The breakdown's terms for a :func:`runs_zero_optimizer` layout: ``zero_reduce_buckets_bytes``
+    (:func:`reduce_buckets_bytes`), under offload ``zero_offload_staging_bytes`` (the GPU's staging buffer,
+    :func:`offload_staging_bytes`; the host's is the plan's ``offloaded_gradient_staging_bytes``), without offload
+    ``zero_step_gradient_bytes`` (:func:`step_gradient_bytes`) and ``zero_step_excess_bytes``
+    (:func:`step_excess_bytes`, what the plan adds for it). ``grads_bytes`` and ``activations_bytes``: what the plan
+    holds at the backward pass's peak without these buffers.
+
+    >>> t = zero_buffer_terms(10**9, 2, 4, 5 * 10**8, offload=False, grads_bytes=2 * 10**9, activations_bytes=10**9)
+    >>> t["zero_step_gradient_bytes"], t["zero_step_excess_bytes"]
+    (6000000000, 3000000000)
+    """
+    buckets = reduce_buckets_bytes(zero_settings())
+    step = 0 if offload else step_gradient_bytes(partition_numel, grad_bytes, master_bytes)
+    return {"zero_reduce_buckets_bytes": buckets,
+            "zero_offload_staging_bytes": offload_staging_bytes(largest_numel) if offload else 0,
+            "zero_step_gradient_bytes": step,
+            "zero_step_excess_bytes": step_excess_bytes(step, partition_numel * grad_bytes, grads_bytes,
+                                                        activations_bytes, buckets) if step else 0}
+
+
+def zero_buffers_line(buckets_bytes: int, staging_bytes: int, excess_bytes: int) -> str:
+    """The plan's assumption line for :func:`runs_zero_optimizer` layouts."""
+    from anchorgpu.units import fmt_bytes
+
+    s = zero_settings()
+    words = (f"DeepSpeed ZeRO-1/2 buffers (stage_1_and_2.py, the recipe's ds_config.json): "
+             f"{2 if s.overlap_comm else 1} reduce buckets of {s.reduce_bucket_size:,} bf16 values "
+             f"(reduce_bucket_size, overlap_comm, contiguous_gradients), {fmt_bytes(buckets_bytes)} through the "
+             "backward pass, counted with the gradients; the allgather after the step writes in place "
+             "(allgather_bucket_size holds nothing)")
+    if staging_bytes:
+        words += (f"; ZeRO-Offload's gradient staging buffer of the largest parameter, {fmt_bytes(staging_bytes)} on the "
+                  "GPU and as much pinned on the host")
+    if excess_bytes:
+        words += (f"; the step's flat gradient partition and its copy in the master's dtype outlast the backward "
+                  f"pass's activations by {fmt_bytes(excess_bytes)}, counted with the optimizer")
+    return words + "."
