@@ -13,6 +13,7 @@ import json
 
 from anchorgpu.planner.deepspeed_zero import zero_settings
 from anchorgpu.planner.plan import Plan
+from anchorgpu.units import fmt_bytes
 from anchorgpu.recipes._common import (
     Recipe,
     Target,
@@ -271,13 +272,17 @@ def ds_config(plan: Plan, steps: TrainSteps, assumptions: list[str], cannot: lis
 
 
 def _zero_buffers(plan: Plan, stage: int, assumptions: list[str]) -> dict[str, object]:
-    """``zero_optimization``'s stage and buffer sizes, the values the plan counts (``planner/data/deepspeed_zero.json``,
-    :mod:`~anchorgpu.planner.deepspeed_zero`). At stage 3 the gathered parameters are bounded to the plan's gather
-    buffer, two units of ``u`` elements (``gather_buffer_bytes`` / 4: 16-bit storage): ``stage3_prefetch_bucket_size``
-    and ``stage3_max_live_parameters`` u (partitioned_param_coordinator.py ``fetch_sub_module`` prefetches at most
+    """``zero_optimization``'s stage and buffer sizes. ZeRO-1/2: the values the plan counts
+    (``planner/data/deepspeed_zero.json``, :mod:`~anchorgpu.planner.deepspeed_zero`). ZeRO-3, where the plan counts
+    FSDP's two gathered units (``gather_buffer_bytes``, ``u`` elements each of 16-bit storage) and no DeepSpeed buffer
+    (a ZeRO-3 plan is FSDP's as well), bounds DeepSpeed to it: ``stage3_prefetch_bucket_size`` and
+    ``stage3_max_live_parameters`` u (``partitioned_param_coordinator.py`` ``fetch_sub_module`` prefetches at most
     min(max_live - available, prefetch bucket) beyond the current submodule) and ``stage3_max_reuse_distance`` u
-    (``__params_to_release`` keeps a parameter reused within that many elements): the current submodule and at most
-    one unit more, where DeepSpeed's defaults (1e9 live, 1e9 reuse) keep up to 2 GB of gathered weights."""
+    (``__params_to_release`` keeps a parameter reused within that many elements), where the defaults (1e9 live, 1e9
+    reuse) keep up to 2 GB of gathered weights; ``sub_group_size`` u (``stage3.py`` ``_prepare_fp32_grad_for_sub_group``
+    makes one sub-group's flat gradient and its fp32 copy at a time in the step, 6 bytes an element, after the
+    activations are freed); ``reduce_bucket_size`` hidden² (accelerate's value for ZeRO-3, ``Accelerator._prepare_deepspeed``;
+    ``stage3.py`` ``__init__`` holds one such bucket for the whole run), the one buffer left beyond the plan."""
     s = zero_settings()
     zero: dict[str, object] = {"stage": stage, "overlap_comm": s.overlap_comm,
                                "contiguous_gradients": s.contiguous_gradients,
@@ -287,15 +292,20 @@ def _zero_buffers(plan: Plan, stage: int, assumptions: list[str]) -> dict[str, o
         return zero
     if stage == 3:
         unit = max(1, plan.breakdown.get("gather_buffer_bytes", 0) // 4)
-        zero.update(stage3_prefetch_bucket_size=unit, stage3_max_live_parameters=unit, stage3_max_reuse_distance=unit,
-                    sub_group_size=s.sub_group_size)
-        buckets = s.reduce_bucket_size * 2
-        assumptions.append(f"ZeRO-3's gathered weights bounded to the plan's two units ({unit:,} elements each: "
-                           "stage3_prefetch_bucket_size, stage3_max_live_parameters, stage3_max_reuse_distance). Not "
-                           f"in the plan: ZeRO-3's reduce bucket, {buckets / 2**30:.2f} GiB held for the whole run "
-                           "(stage3.py __init__, reduce_bucket_size), and the step's flat gradient of one sub-group "
-                           "with its fp32 copy (_prepare_fp32_grad_for_sub_group, up to sub_group_size elements) "
-                           "after the activations are freed: more than planned by up to the bucket.")
+        hidden = getattr(plan.model, "hidden_size", 0) or 1
+        bucket = hidden * hidden
+        zero.update(reduce_bucket_size=bucket, stage3_prefetch_bucket_size=unit, stage3_max_live_parameters=unit,
+                    stage3_max_reuse_distance=unit, sub_group_size=unit)
+        step = 6 * unit
+        covered = step <= plan.per_gpu.activations_bytes
+        assumptions.append(
+            f"ZeRO-3 bounded to the plan's two gathered units ({unit:,} elements each: stage3_prefetch_bucket_size, "
+            "stage3_max_live_parameters, stage3_max_reuse_distance) and the step to sub-groups of one unit "
+            f"(sub_group_size; its flat gradient and fp32 copy, {fmt_bytes(step)}, "
+            + ("fit in the activations freed before the step" if covered else
+               f"exceed the activations freed before the step by {fmt_bytes(step - plan.per_gpu.activations_bytes)}")
+            + f"); ZeRO-3's reduce bucket of hidden² = {bucket:,} values ({fmt_bytes(2 * bucket)}, held for the whole "
+            "run) is more than planned.")
     return zero
 
 
