@@ -25,7 +25,7 @@ from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner.deepspeed_zero import zero_settings
-from anchorgpu.planner.formats import bnb_code_format, model_weight_parts, get_format
+from anchorgpu.planner.formats import bnb_code_format, get_format, model_weight_parts
 from anchorgpu.planner.training_states import params_per_gpu
 from anchorgpu.recipes import build_recipe
 from anchorgpu.recommend.offload import host_bytes_per_gpu
@@ -65,7 +65,23 @@ def test_zero12_counts_two_reduce_buckets_with_the_gradients(zero: int) -> None:
     grads = mm.gradient_bytes(_P, bytes_per_value=2, zero=zero, dp=8)
     assert p.per_gpu.gradients_bytes == grads + _BUCKETS
     assert "zero_reduce_buckets_bytes" not in _plan("megatron", zero, 8).breakdown
-    assert any("reduce buckets" in a and "stage_1_and_2.py" in a for a in p.assumptions)
+    assert any("reduce bucket" in a and "stage_1_and_2.py" in a for a in p.assumptions)
+
+
+def test_tensor_or_context_parallel_zero1_is_not_deepspeeds() -> None:
+    """ds_config.json has no TP/CP size (the deepspeed recipe refuses them; accelerate runs FSDP2): no buckets."""
+    w = Workload(task="train", seq_tokens=4096, recompute="full", train_stack="pytorch")
+    for lay in (Layout(gpus=8, tp=2, zero=1), Layout(gpus=8, cp=2, zero=1)):
+        p = plan(_MODEL, w, layout=lay, gpu=get_gpu("h100-sxm"), suggest=False, choose_layout=False)
+        assert "zero_reduce_buckets_bytes" not in p.breakdown
+
+
+def test_pipeline_stages_hold_one_bucket() -> None:
+    """engine.py _configure_zero_optimizer turns overlap_comm off for a PipelineModule: one bucket, 1e9 bytes."""
+    w = Workload(task="train", seq_tokens=4096, recompute="full", train_stack="pytorch")
+    p = plan(_MODEL, w, layout=Layout(gpus=8, pp=2, zero=1), gpu=get_gpu("h100-sxm"), suggest=False,
+             choose_layout=False)
+    assert p.breakdown["zero_reduce_buckets_bytes"] == _BUCKETS // 2
 
 
 def test_the_recipe_writes_what_the_plan_counts() -> None:

@@ -46,32 +46,41 @@ def zero_settings() -> ZeroSettings:
     return ZeroSettings(**{name: entry["value"] for name, entry in doc.items()})
 
 
-def runs_zero_optimizer(train_stack: str, zero: int, fsdp: bool, offload: str, bf16_state: bool) -> bool:
+def runs_zero_optimizer(train_stack: str, zero: int, fsdp: bool, offload: str, bf16_state: bool, tp: int = 1,
+                        cp: int = 1) -> bool:
     """Whether DeepSpeed builds its ZeRO-1/2 optimizer (``DeepSpeedZeroOptimizer``) for a layout: the layouts of
     :func:`~anchorgpu.planner.training_states.zero_runs_deepspeed` at stage 1-2, or at stage 0 where the recipe moves
     them under ZeRO (offload: ZeRO-Offload at stage 2; a bf16 optimizer state: stage 1, ``recipes/training.py``
-    ``_zero_stage``). Plain stage 0 runs the engine's own all-reduce and keeps none of these buffers.
+    ``_zero_stage``). Plain stage 0 runs the engine's own all-reduce and keeps none of these buffers. Only without
+    tensor or context parallelism: ds_config.json has neither (the deepspeed recipe refuses them) and accelerate runs
+    such a plan with FSDP2.
 
     >>> runs_zero_optimizer("pytorch", 1, False, "none", False), runs_zero_optimizer("pytorch", 0, False, "none", False)
     (True, False)
     >>> runs_zero_optimizer("pytorch", 0, False, "optimizer", False), runs_zero_optimizer("megatron", 2, False, "none", True)
     (True, False)
+    >>> runs_zero_optimizer("pytorch", 1, False, "none", False, tp=2)
+    False
     """
-    return zero_runs_deepspeed(train_stack, zero, fsdp) and (zero >= 1 or offload != "none" or bf16_state)
+    return (tp == 1 and cp == 1 and zero_runs_deepspeed(train_stack, zero, fsdp)
+            and (zero >= 1 or offload != "none" or bf16_state))
 
 
-def reduce_buckets_bytes(s: ZeroSettings) -> int:
+def reduce_buckets_bytes(s: ZeroSettings, pp: int = 1) -> int:
     """The reduce buckets a GPU holds through the backward pass: ``stage_1_and_2.py`` ``setup_buckets`` (called by
     ``process_gradients`` at the first gradient hook) allocates ``torch.empty(int(self.reduce_bucket_size))`` in the
     communication dtype when ``contiguous_gradients`` is on, and a second one with ``overlap_comm``; whatever the
-    model's size. ``_release_ipg_buffers`` frees them at the end of the backward pass.
+    model's size. ``_release_ipg_buffers`` frees them at the end of the backward pass. With pipeline stages
+    (``pp`` > 1) the engine turns ``overlap_comm`` off for a ``PipelineModule`` (``runtime/engine.py``
+    ``_configure_zero_optimizer``: "Pipeline parallelism does not support overlapped communication, will be
+    disabled") and ``reduce_gradients(pipeline_parallel=True)`` makes one bucket.
 
-    >>> reduce_buckets_bytes(zero_settings())  # 2 x 5e8 bf16 values
-    2000000000
+    >>> reduce_buckets_bytes(zero_settings()), reduce_buckets_bytes(zero_settings(), pp=2)  # 5e8 bf16 values each
+    (2000000000, 1000000000)
     """
     if not s.contiguous_gradients:
         return 0
-    return (2 if s.overlap_comm else 1) * s.reduce_bucket_size * COMM_BYTES
+    return (2 if s.overlap_comm and pp == 1 else 1) * s.reduce_bucket_size * COMM_BYTES
 
 
 @memo_on_frozen
@@ -127,7 +136,7 @@ def step_excess_bytes(step_bytes: int, partition_grad_bytes: int, backward_grad_
 
 
 def zero_buffer_terms(partition_numel: int, grad_bytes: int, master_bytes: int, largest_numel: int, *, offload: bool,
-                      grads_bytes: int, activations_bytes: int) -> dict[str, int]:
+                      grads_bytes: int, activations_bytes: int, pp: int = 1) -> dict[str, int]:
     """The breakdown's terms for a :func:`runs_zero_optimizer` layout: ``zero_reduce_buckets_bytes``
     (:func:`reduce_buckets_bytes`), under offload ``zero_offload_staging_bytes`` (the GPU's staging buffer,
     :func:`offload_staging_bytes`; the host's is the plan's ``offloaded_gradient_staging_bytes``), without offload
@@ -139,7 +148,7 @@ def zero_buffer_terms(partition_numel: int, grad_bytes: int, master_bytes: int, 
     >>> t["zero_step_gradient_bytes"], t["zero_step_excess_bytes"]
     (6000000000, 3000000000)
     """
-    buckets = reduce_buckets_bytes(zero_settings())
+    buckets = reduce_buckets_bytes(zero_settings(), pp)
     step = 0 if offload else step_gradient_bytes(partition_numel, grad_bytes, master_bytes)
     return {"zero_reduce_buckets_bytes": buckets,
             "zero_offload_staging_bytes": offload_staging_bytes(largest_numel) if offload else 0,
@@ -154,7 +163,7 @@ def zero_buffers_line(buckets_bytes: int, staging_bytes: int, excess_bytes: int)
 
     s = zero_settings()
     words = (f"DeepSpeed ZeRO-1/2 buffers (stage_1_and_2.py, the recipe's ds_config.json): "
-             f"{2 if s.overlap_comm else 1} reduce buckets of {s.reduce_bucket_size:,} bf16 values "
+             f"{buckets_bytes // (s.reduce_bucket_size * COMM_BYTES)} reduce bucket(s) of {s.reduce_bucket_size:,} bf16 values "
              f"(reduce_bucket_size, overlap_comm, contiguous_gradients), {fmt_bytes(buckets_bytes)} through the "
              "backward pass, counted with the gradients; the allgather after the step writes in place "
              "(allgather_bucket_size holds nothing)")

@@ -177,8 +177,9 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
             # ZeRO-Offload's pinned bf16 buffer of the partition (the LoRA adapters' too), copied back to the GPU after
             # the host's step; and its pinned gradient staging buffer (deepspeed_zero.offload_staging_bytes)
             breakdown["offloaded_bf16_buffer_bytes"] = update_partition_bytes(*part, 2)
-            breakdown["offloaded_gradient_staging_bytes"] = offload_staging_bytes(
-                largest_param_numel(model, lay.tp, 0 if w.task == "train" else w.lora_rank))
+            if lay.tp == lay.cp == 1:  # DeepSpeed's layouts: deepspeed_zero.runs_zero_optimizer
+                breakdown["offloaded_gradient_staging_bytes"] = offload_staging_bytes(
+                    largest_param_numel(model, 1, 0 if w.task == "train" else w.lora_rank))
         host_extra = breakdown.get("offloaded_bf16_buffer_bytes", 0) + breakdown.get("offloaded_gradient_staging_bytes", 0)
         warnings.append(make_warning("offload_slows_training",
                                      f"--offload {lay.offload}: optimizer state lives in CPU RAM, "
@@ -248,10 +249,10 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         assumptions.append(gradients_apart_line(apart))
     step_extra = 0
     if runs_zero_optimizer(w.train_stack, lay.zero, lay.fsdp, lay.offload,
-                           not mixed or (w.task == "train" and w.optimizer_state == "bf16")):
+                           not mixed or (w.task == "train" and w.optimizer_state == "bf16"), lay.tp, lay.cp):
         ds = zero_buffer_terms(update_partition_bytes(*part, 1), grad_value, update_value,
-                               largest_param_numel(model, lay.tp, 0 if w.task == "train" else w.lora_rank),
-                               offload=lay.offload != "none", grads_bytes=grads, activations_bytes=act)
+                               largest_param_numel(model, 1, 0 if w.task == "train" else w.lora_rank),
+                               offload=lay.offload != "none", grads_bytes=grads, activations_bytes=act, pp=lay.pp)
         breakdown.update(ds)
         grads += ds["zero_reduce_buckets_bytes"] + ds["zero_offload_staging_bytes"]
         step_extra = ds["zero_step_excess_bytes"]

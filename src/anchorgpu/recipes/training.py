@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 
-from anchorgpu.planner.deepspeed_zero import zero_settings
 from anchorgpu.planner.plan import Plan
-from anchorgpu.units import fmt_bytes
 from anchorgpu.recipes._common import (
     Recipe,
     Target,
@@ -25,6 +23,7 @@ from anchorgpu.recipes._common import (
     shell_join,
     train_steps,
 )
+from anchorgpu.recipes.zero_config import zero_optimization
 
 __all__ = ["torchrun_parts", "training_recipe"]
 
@@ -247,7 +246,7 @@ def ds_config(plan: Plan, steps: TrainSteps, assumptions: list[str], cannot: lis
         raise not_expressible("deepspeed", f"TP {lay.tp} / CP {lay.cp}: ds_config.json (0.19.8) has no tensor- or "
                                            "context-parallel size; plan with --tp 1 --cp 1 or use --recipe accelerate")
     stage = _zero_stage(plan, assumptions)
-    zero = _zero_buffers(plan, stage, assumptions)
+    zero = zero_optimization(plan, stage, assumptions)
     if lay.offload in ("optimizer", "params"):
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
     if lay.offload == "params":
@@ -269,44 +268,6 @@ def ds_config(plan: Plan, steps: TrainSteps, assumptions: list[str], cannot: lis
         "steps_per_print": 10,
     }
     return config
-
-
-def _zero_buffers(plan: Plan, stage: int, assumptions: list[str]) -> dict[str, object]:
-    """``zero_optimization``'s stage and buffer sizes. ZeRO-1/2: the values the plan counts
-    (``planner/data/deepspeed_zero.json``, :mod:`~anchorgpu.planner.deepspeed_zero`). ZeRO-3, where the plan counts
-    FSDP's two gathered units (``gather_buffer_bytes``, ``u`` elements each of 16-bit storage) and no DeepSpeed buffer
-    (a ZeRO-3 plan is FSDP's as well), bounds DeepSpeed to it: ``stage3_prefetch_bucket_size`` and
-    ``stage3_max_live_parameters`` u (``partitioned_param_coordinator.py`` ``fetch_sub_module`` prefetches at most
-    min(max_live - available, prefetch bucket) beyond the current submodule) and ``stage3_max_reuse_distance`` u
-    (``__params_to_release`` keeps a parameter reused within that many elements), where the defaults (1e9 live, 1e9
-    reuse) keep up to 2 GB of gathered weights; ``sub_group_size`` u (``stage3.py`` ``_prepare_fp32_grad_for_sub_group``
-    makes one sub-group's flat gradient and its fp32 copy at a time in the step, 6 bytes an element, after the
-    activations are freed); ``reduce_bucket_size`` hidden² (accelerate's value for ZeRO-3, ``Accelerator._prepare_deepspeed``;
-    ``stage3.py`` ``__init__`` holds one such bucket for the whole run), the one buffer left beyond the plan."""
-    s = zero_settings()
-    zero: dict[str, object] = {"stage": stage, "overlap_comm": s.overlap_comm,
-                               "contiguous_gradients": s.contiguous_gradients,
-                               "reduce_bucket_size": s.reduce_bucket_size}
-    if stage in (1, 2):
-        zero["allgather_bucket_size"] = s.allgather_bucket_size
-        return zero
-    if stage == 3:
-        unit = max(1, plan.breakdown.get("gather_buffer_bytes", 0) // 4)
-        hidden = getattr(plan.model, "hidden_size", 0) or 1
-        bucket = hidden * hidden
-        zero.update(reduce_bucket_size=bucket, stage3_prefetch_bucket_size=unit, stage3_max_live_parameters=unit,
-                    stage3_max_reuse_distance=unit, sub_group_size=unit)
-        step = 6 * unit
-        covered = step <= plan.per_gpu.activations_bytes
-        assumptions.append(
-            f"ZeRO-3 bounded to the plan's two gathered units ({unit:,} elements each: stage3_prefetch_bucket_size, "
-            "stage3_max_live_parameters, stage3_max_reuse_distance) and the step to sub-groups of one unit "
-            f"(sub_group_size; its flat gradient and fp32 copy, {fmt_bytes(step)}, "
-            + ("fit in the activations freed before the step" if covered else
-               f"exceed the activations freed before the step by {fmt_bytes(step - plan.per_gpu.activations_bytes)}")
-            + f"); ZeRO-3's reduce bucket of hidden² = {bucket:,} values ({fmt_bytes(2 * bucket)}, held for the whole "
-            "run) is more than planned.")
-    return zero
 
 
 def _deepspeed(plan: Plan, target: Target, steps: TrainSteps, model: str, assumptions: list[str],
