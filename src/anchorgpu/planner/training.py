@@ -119,7 +119,6 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         update_value = mm.OPTIMIZER_STATE_BYTES[w.optimizer_state][0] if mixed else 2  # bf16-true: the bf16 weights
         update_copy = master if mixed else update_partition_bytes(rest_gpu, expert_gpu, lay.zero, shards, expert_dp,
                                                                               update_value)
-        part = (rest_gpu, expert_gpu, lay.zero, shards, expert_dp)  # the rank's partition: update_partition_bytes
         grad_value = w.grad_bytes_per_value
         breakdown.update(weight_terms)
         assumptions.append(BF16_TRUE_LINE if not mixed else OPTIMIZER_STATE_LINES[w.optimizer_state])
@@ -156,7 +155,8 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         checkpoint = adapters * 2
         update_value = value
         update_copy = update_partition_bytes(adapters_gpu, 0.0, lay.zero, shards, shards, value)
-        part = (adapters_gpu, 0.0, lay.zero, shards, shards)
+        # the adapters are the partition the optimizer updates (update_partition_bytes, the DeepSpeed terms below)
+        rest_gpu, expert_gpu, expert_dp = float(adapters_gpu), 0.0, shards
         grad_value = value
         assumptions.append("Activations of the whole model are kept for the backward pass through the frozen layers.")
         assumptions.append(
@@ -176,7 +176,8 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         if zero_runs_deepspeed(w.train_stack, lay.zero, lay.fsdp):
             # ZeRO-Offload's pinned bf16 buffer of the partition (the LoRA adapters' too), copied back to the GPU after
             # the host's step; and its pinned gradient staging buffer (deepspeed_zero.offload_staging_bytes)
-            breakdown["offloaded_bf16_buffer_bytes"] = update_partition_bytes(*part, 2)
+            breakdown["offloaded_bf16_buffer_bytes"] = update_partition_bytes(rest_gpu, expert_gpu, lay.zero, shards,
+                                                                              expert_dp, 2)
             if lay.tp == lay.cp == 1:  # DeepSpeed's layouts: deepspeed_zero.runs_zero_optimizer
                 breakdown["offloaded_gradient_staging_bytes"] = offload_staging_bytes(
                     largest_param_numel(model, 1, 0 if w.task == "train" else w.lora_rank))
@@ -250,7 +251,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     step_extra = 0
     if runs_zero_optimizer(w.train_stack, lay.zero, lay.fsdp, lay.offload,
                            not mixed or (w.task == "train" and w.optimizer_state == "bf16"), lay.tp, lay.cp):
-        ds = zero_buffer_terms(update_partition_bytes(*part, 1), grad_value, update_value,
+        ds = zero_buffer_terms(update_partition_bytes(rest_gpu, expert_gpu, lay.zero, shards, expert_dp, 1), grad_value, update_value,
                                largest_param_numel(model, 1, 0 if w.task == "train" else w.lora_rank),
                                offload=lay.offload != "none", grads_bytes=grads, activations_bytes=act, pp=lay.pp)
         breakdown.update(ds)
