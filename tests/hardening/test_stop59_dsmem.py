@@ -3,7 +3,8 @@ DeepSpeed 0.19.8's source (the version the recipes name):
 
 - ``deepspeed/runtime/zero/stage_1_and_2.py`` ``setup_buckets``: with ``contiguous_gradients`` a reduce bucket of
   ``reduce_bucket_size`` values in the communication dtype (bf16), a second one with ``overlap_comm``, held through
-  the backward pass; ``config.py``: ``reduce_bucket_size`` 5e8, ``allgather_bucket_size`` 5e8.
+  the backward pass; ``config.py``: ``reduce_bucket_size`` 5e8, ``allgather_bucket_size`` 5e8 (the recipe writes
+  hidden² for the first, transformers' "auto" value).
 - ``stage_1_and_2.py`` ``__init__`` under ``cpu_offload``: ``temp_grad_buffer_for_gpu_offload`` (GPU) and
   ``temp_grad_buffer_for_cpu_offload`` (pinned host), ``largest_param_numel`` values each; and
   ``param_buffer_of_bit16_for_cpu_offload_groups`` (pinned bf16 partition) for LoRA's adapters too.
@@ -33,7 +34,10 @@ from anchorgpu.recommend.offload import host_bytes_per_gpu
 _MODEL = load_model("llama-3.1-8b")
 _P = params_per_gpu(_MODEL, 1, 1, 1)
 _EMBED = 128_256 * 4_096  # Llama-3.1-8B's embedding (vocab x hidden, config.json): its largest parameter
-_BUCKETS = 2 * 500_000_000 * 2  # two bf16 buckets of DeepSpeed's default reduce_bucket_size (config.py)
+_HIDDEN = 4_096  # Llama-3.1-8B's hidden_size (config.json)
+# two bf16 buckets of hidden² values: the reduce_bucket_size transformers' Trainer fills for "auto"
+# (integrations/deepspeed.py HfTrainerDeepSpeedConfig.trainer_config_finalize), which the recipe writes
+_BUCKETS = 2 * _HIDDEN * _HIDDEN * 2
 
 
 def _plan(stack: str, zero: int, dp: int, *, task: str = "train", offload: str = "none", precision: str = "mixed",
@@ -58,7 +62,7 @@ def test_settings_are_deepspeeds_defaults() -> None:
 
 @pytest.mark.parametrize("zero", [1, 2])
 def test_zero12_counts_two_reduce_buckets_with_the_gradients(zero: int) -> None:
-    """stage_1_and_2.py setup_buckets: 2 x 5e8 bf16 values (overlap_comm, contiguous_gradients) = 2e9 bytes on each
+    """stage_1_and_2.py setup_buckets: 2 x hidden² bf16 values (overlap_comm, contiguous_gradients) = 64 MiB on each
     GPU through the backward pass, in the gradients; the Megatron stack's distributed optimizer has none."""
     p = _plan("pytorch", zero, 8)
     assert p.breakdown["zero_reduce_buckets_bytes"] == _BUCKETS
@@ -77,7 +81,7 @@ def test_tensor_or_context_parallel_zero1_is_not_deepspeeds() -> None:
 
 
 def test_pipeline_stages_hold_one_bucket() -> None:
-    """engine.py _configure_zero_optimizer turns overlap_comm off for a PipelineModule: one bucket, 1e9 bytes."""
+    """engine.py _configure_zero_optimizer turns overlap_comm off for a PipelineModule: one bucket."""
     w = Workload(task="train", seq_tokens=4096, recompute="full", train_stack="pytorch")
     p = plan(_MODEL, w, layout=Layout(gpus=8, pp=2, zero=1), gpu=get_gpu("h100-sxm"), suggest=False,
              choose_layout=False)
@@ -85,9 +89,11 @@ def test_pipeline_stages_hold_one_bucket() -> None:
 
 
 def test_the_recipe_writes_what_the_plan_counts() -> None:
-    """ds_config.json states the bucket sizes the plan counted (the same data file), so launch and plan agree."""
-    zero = _ds_config(_plan("pytorch", 2, 8))["zero_optimization"]
-    assert (zero["reduce_bucket_size"], zero["allgather_bucket_size"]) == (5 * 10**8, 5 * 10**8)
+    """ds_config.json states the bucket sizes the plan counted (the same rule), so launch and plan agree."""
+    p = _plan("pytorch", 2, 8)
+    zero = _ds_config(p)["zero_optimization"]
+    assert (zero["reduce_bucket_size"], zero["allgather_bucket_size"]) == (_HIDDEN * _HIDDEN, 5 * 10**8)
+    assert p.breakdown["zero_reduce_buckets_bytes"] == 2 * zero["reduce_bucket_size"] * 2
     assert zero["overlap_comm"] is True and zero["contiguous_gradients"] is True
 
 

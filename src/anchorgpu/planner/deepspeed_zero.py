@@ -15,7 +15,8 @@ from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.planner._frozen import memo_on_frozen
 from anchorgpu.planner.training_states import zero_runs_deepspeed
 
-__all__ = ["DATA_FILE", "ZeroSettings", "largest_param_numel", "offload_staging_bytes", "reduce_buckets_bytes",
+__all__ = ["DATA_FILE", "ZeroSettings", "largest_param_numel", "offload_staging_bytes", "reduce_bucket_numel",
+           "reduce_buckets_bytes",
            "runs_zero_optimizer", "step_excess_bytes", "step_gradient_bytes", "zero_buffer_terms", "zero_buffers_line",
            "zero_settings"]
 
@@ -46,6 +47,17 @@ def zero_settings() -> ZeroSettings:
     return ZeroSettings(**{name: entry["value"] for name, entry in doc.items()})
 
 
+def reduce_bucket_numel(hidden_size: int) -> int:
+    """The ``reduce_bucket_size`` the recipe writes: hidden², what transformers' Trainer fills for ``"auto"``
+    (``integrations/deepspeed.py`` ``HfTrainerDeepSpeedConfig.trainer_config_finalize``), in place of DeepSpeed's
+    5e8 (:data:`DATA_FILE`).
+
+    >>> reduce_bucket_numel(4096)
+    16777216
+    """
+    return hidden_size * hidden_size
+
+
 def runs_zero_optimizer(train_stack: str, zero: int, fsdp: bool, offload: str, bf16_state: bool, tp: int = 1,
                         cp: int = 1) -> bool:
     """Whether DeepSpeed builds its ZeRO-1/2 optimizer (``DeepSpeedZeroOptimizer``) for a layout: the layouts of
@@ -66,21 +78,21 @@ def runs_zero_optimizer(train_stack: str, zero: int, fsdp: bool, offload: str, b
             and (zero >= 1 or offload != "none" or bf16_state))
 
 
-def reduce_buckets_bytes(s: ZeroSettings, pp: int = 1) -> int:
-    """The reduce buckets a GPU holds through the backward pass: ``stage_1_and_2.py`` ``setup_buckets`` (called by
-    ``process_gradients`` at the first gradient hook) allocates ``torch.empty(int(self.reduce_bucket_size))`` in the
-    communication dtype when ``contiguous_gradients`` is on, and a second one with ``overlap_comm``; whatever the
+def reduce_buckets_bytes(s: ZeroSettings, bucket_numel: int, pp: int = 1) -> int:
+    """The reduce buckets a GPU holds through the backward pass, ``bucket_numel`` the ``reduce_bucket_size`` written
+    (:func:`reduce_bucket_numel`): ``stage_1_and_2.py`` ``setup_buckets`` (called by ``process_gradients`` at the first
+    gradient hook) allocates ``torch.empty(int(self.reduce_bucket_size))`` in the communication dtype when ``contiguous_gradients`` is on, and a second one with ``overlap_comm``; whatever the
     model's size. ``_release_ipg_buffers`` frees them at the end of the backward pass. With pipeline stages
     (``pp`` > 1) the engine turns ``overlap_comm`` off for a ``PipelineModule`` (``runtime/engine.py``
     ``_configure_zero_optimizer``: "Pipeline parallelism does not support overlapped communication, will be
     disabled") and ``reduce_gradients(pipeline_parallel=True)`` makes one bucket.
 
-    >>> reduce_buckets_bytes(zero_settings()), reduce_buckets_bytes(zero_settings(), pp=2)  # 5e8 bf16 values each
-    (2000000000, 1000000000)
+    >>> reduce_buckets_bytes(zero_settings(), 4096**2), reduce_buckets_bytes(zero_settings(), 4096**2, pp=2)
+    (67108864, 33554432)
     """
     if not s.contiguous_gradients:
         return 0
-    return (2 if s.overlap_comm and pp == 1 else 1) * s.reduce_bucket_size * COMM_BYTES
+    return (2 if s.overlap_comm and pp == 1 else 1) * bucket_numel * COMM_BYTES
 
 
 @memo_on_frozen
@@ -136,7 +148,7 @@ def step_excess_bytes(step_bytes: int, partition_grad_bytes: int, backward_grad_
 
 
 def zero_buffer_terms(partition_numel: int, grad_bytes: int, master_bytes: int, largest_numel: int, *, offload: bool,
-                      grads_bytes: int, activations_bytes: int, pp: int = 1) -> dict[str, int]:
+                      grads_bytes: int, activations_bytes: int, hidden_size: int, pp: int = 1) -> dict[str, int]:
     """The breakdown's terms for a :func:`runs_zero_optimizer` layout: ``zero_reduce_buckets_bytes``
     (:func:`reduce_buckets_bytes`), under offload ``zero_offload_staging_bytes`` (the GPU's staging buffer,
     :func:`offload_staging_bytes`; the host's is the plan's ``offloaded_gradient_staging_bytes``), without offload
@@ -144,11 +156,12 @@ def zero_buffer_terms(partition_numel: int, grad_bytes: int, master_bytes: int, 
     (:func:`step_excess_bytes`, what the plan adds for it). ``grads_bytes`` and ``activations_bytes``: what the plan
     holds at the backward pass's peak without these buffers.
 
-    >>> t = zero_buffer_terms(10**9, 2, 4, 5 * 10**8, offload=False, grads_bytes=2 * 10**9, activations_bytes=10**9)
-    >>> t["zero_step_gradient_bytes"], t["zero_step_excess_bytes"]
-    (6000000000, 3000000000)
+    >>> t = zero_buffer_terms(10**9, 2, 4, 5 * 10**8, offload=False, grads_bytes=2 * 10**9, activations_bytes=10**9,
+    ...                       hidden_size=4096)
+    >>> t["zero_reduce_buckets_bytes"], t["zero_step_gradient_bytes"], t["zero_step_excess_bytes"]
+    (67108864, 6000000000, 4932891136)
     """
-    buckets = reduce_buckets_bytes(zero_settings(), pp)
+    buckets = reduce_buckets_bytes(zero_settings(), reduce_bucket_numel(hidden_size), pp)
     step = 0 if offload else step_gradient_bytes(partition_numel, grad_bytes, master_bytes)
     return {"zero_reduce_buckets_bytes": buckets,
             "zero_offload_staging_bytes": offload_staging_bytes(largest_numel) if offload else 0,
@@ -157,13 +170,13 @@ def zero_buffer_terms(partition_numel: int, grad_bytes: int, master_bytes: int, 
                                                         activations_bytes, buckets) if step else 0}
 
 
-def zero_buffers_line(buckets_bytes: int, staging_bytes: int, excess_bytes: int) -> str:
+def zero_buffers_line(buckets_bytes: int, staging_bytes: int, excess_bytes: int, hidden_size: int) -> str:
     """The plan's assumption line for :func:`runs_zero_optimizer` layouts."""
     from anchorgpu.units import fmt_bytes
 
-    s = zero_settings()
+    numel = reduce_bucket_numel(hidden_size)
     words = (f"DeepSpeed ZeRO-1/2 buffers (stage_1_and_2.py, the recipe's ds_config.json): "
-             f"{buckets_bytes // (s.reduce_bucket_size * COMM_BYTES)} reduce bucket(s) of {s.reduce_bucket_size:,} bf16 values "
+             f"{buckets_bytes // (numel * COMM_BYTES)} reduce bucket(s) of hidden² = {numel:,} bf16 values "
              f"(reduce_bucket_size, overlap_comm, contiguous_gradients), {fmt_bytes(buckets_bytes)} through the "
              "backward pass, counted with the gradients; the allgather after the step writes in place "
              "(allgather_bucket_size holds nothing)")

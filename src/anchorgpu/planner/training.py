@@ -253,11 +253,13 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
                            not mixed or (w.task == "train" and w.optimizer_state == "bf16"), lay.tp, lay.cp):
         ds = zero_buffer_terms(update_partition_bytes(rest_gpu, expert_gpu, lay.zero, shards, expert_dp, 1), grad_value, update_value,
                                largest_param_numel(model, 1, 0 if w.task == "train" else w.lora_rank),
-                               offload=lay.offload != "none", grads_bytes=grads, activations_bytes=act, pp=lay.pp)
+                               offload=lay.offload != "none", grads_bytes=grads, activations_bytes=act,
+                               hidden_size=model.hidden_size, pp=lay.pp)
         breakdown.update(ds)
         grads += ds["zero_reduce_buckets_bytes"] + ds["zero_offload_staging_bytes"]
         step_extra = ds["zero_step_excess_bytes"]
-        assumptions.append(zero_buffers_line(ds["zero_reduce_buckets_bytes"], ds["zero_offload_staging_bytes"], step_extra))
+        assumptions.append(zero_buffers_line(ds["zero_reduce_buckets_bytes"], ds["zero_offload_staging_bytes"], step_extra,
+                                             model.hidden_size))
     tensors = weights + grads + master + moments + step_extra + act
     fragmentation = math.ceil(tensors * ov.fragmentation_fraction)
     context = context_bytes(gpu, ov)

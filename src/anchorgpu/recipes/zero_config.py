@@ -4,7 +4,7 @@ DeepSpeed within the plan's gather buffer."""
 
 from __future__ import annotations
 
-from anchorgpu.planner.deepspeed_zero import zero_settings
+from anchorgpu.planner.deepspeed_zero import reduce_bucket_numel, zero_settings
 from anchorgpu.planner.plan import Plan
 from anchorgpu.units import fmt_bytes
 
@@ -21,20 +21,20 @@ def zero_optimization(plan: Plan, stage: int, assumptions: list[str]) -> dict[st
     (``__params_to_release`` keeps a parameter reused within that many elements), where the defaults (1e9 live, 1e9
     reuse) keep up to 2 GB of gathered weights; ``sub_group_size`` u (``stage3.py`` ``_prepare_fp32_grad_for_sub_group``
     makes one sub-group's flat gradient and its fp32 copy at a time in the step, 6 bytes an element, after the
-    activations are freed); ``reduce_bucket_size`` hidden² (accelerate's value for ZeRO-3, ``Accelerator._prepare_deepspeed``;
-    ``stage3.py`` ``__init__`` holds one such bucket for the whole run), the one buffer left beyond the plan."""
+    activations are freed). ``reduce_bucket_size`` is hidden² at every stage (transformers' ``"auto"`` value,
+    :func:`~anchorgpu.planner.deepspeed_zero.reduce_bucket_numel`); at stage 3 ``stage3.py`` ``__init__`` holds one
+    such bucket for the whole run, the one buffer left beyond the plan."""
     s = zero_settings()
+    hidden = getattr(plan.model, "hidden_size", 0) or 1
+    bucket = reduce_bucket_numel(hidden)
     zero: dict[str, object] = {"stage": stage, "overlap_comm": s.overlap_comm,
-                               "contiguous_gradients": s.contiguous_gradients,
-                               "reduce_bucket_size": s.reduce_bucket_size}
+                               "contiguous_gradients": s.contiguous_gradients, "reduce_bucket_size": bucket}
     if stage in (1, 2):
         zero["allgather_bucket_size"] = s.allgather_bucket_size
         return zero
     if stage == 3:
         unit = max(1, plan.breakdown.get("gather_buffer_bytes", 0) // 4)
-        hidden = getattr(plan.model, "hidden_size", 0) or 1
-        bucket = hidden * hidden
-        zero.update(reduce_bucket_size=bucket, stage3_prefetch_bucket_size=unit, stage3_max_live_parameters=unit,
+        zero.update(stage3_prefetch_bucket_size=unit, stage3_max_live_parameters=unit,
                     stage3_max_reuse_distance=unit, sub_group_size=unit)
         step = 6 * unit
         covered = step <= plan.per_gpu.activations_bytes
