@@ -17,7 +17,7 @@ from anchorgpu.planner.training_states import zero_runs_deepspeed
 
 __all__ = ["DATA_FILE", "ZeroSettings", "largest_param_numel", "offload_staging_bytes", "reduce_bucket_numel",
            "reduce_buckets_bytes",
-           "runs_zero_optimizer", "step_excess_bytes", "step_gradient_bytes", "zero_buffer_terms", "zero_buffers_line",
+           "runs_zero_optimizer", "step_gradient_bytes", "step_held_bytes", "zero_buffer_terms", "zero_buffers_line",
            "zero_settings"]
 
 DATA_FILE = "planner/data/deepspeed_zero.json"
@@ -134,40 +134,51 @@ def step_gradient_bytes(partition_numel: float, grad_bytes: int, master_bytes: i
     return round(partition_numel * grad_bytes + (partition_numel * master_bytes if master_bytes != grad_bytes else 0))
 
 
-def step_excess_bytes(step_bytes: int, partition_grad_bytes: int, backward_grad_bytes: int, activations_bytes: int,
-                      buckets_bytes: int) -> int:
-    """What the step holds beyond the backward pass's peak. At the step the activations and reduce buckets are gone
-    and the gradients outside the rank's partition are freed (``free_grad_in_param_list(params_not_in_partition)``):
-    it holds the partition's gradients and :func:`step_gradient_bytes`, where the backward pass held the plan's
-    gradients, activations and buckets. The plan's peak is the larger of the two.
+def step_held_bytes(rest_numel: float, expert_numel: float, grad_bytes: int, master_bytes: int,
+                    expert_grads_bytes: int) -> int:
+    """The gradient bytes a GPU holds at the step's peak without offload. ``stage_1_and_2.py`` ``step`` takes the
+    optimizer's parameter groups one at a time (the routed experts' are groups of their own, after the rest:
+    ``deepspeed/moe/utils.py`` ``split_params_into_different_moe_groups_for_optimizer``), and for each frees the
+    gradients outside the rank's partition (``free_grad_in_param_list(params_not_in_partition[i])``), makes
+    :func:`step_gradient_bytes`, steps, then frees that group's gradients and its copy (``.grad = None``). So the
+    peak is the larger of: the rest's partition gradients (``rest_numel`` values) and their step copies beside the
+    experts' gradients as the backward pass left them (``expert_grads_bytes``); the experts' partition gradients and
+    their step copies, the rest's freed. The activations and reduce buckets are gone by then.
 
-    >>> step_excess_bytes(6_000, 2_000, 16_000, 1_000, 0), step_excess_bytes(6_000, 2_000, 2_000, 1_000, 4_000)
-    (0, 1000)
+    >>> step_held_bytes(1_000, 0, 2, 4, 0), step_held_bytes(1_000, 500, 2, 4, 8_000)
+    (8000, 16000)
     """
-    return max(0, step_bytes + partition_grad_bytes - backward_grad_bytes - activations_bytes - buckets_bytes)
+    rest = rest_numel * grad_bytes + step_gradient_bytes(rest_numel, grad_bytes, master_bytes) + expert_grads_bytes
+    expert = expert_numel * grad_bytes + step_gradient_bytes(expert_numel, grad_bytes, master_bytes)
+    return round(max(rest, expert))
 
 
-def zero_buffer_terms(partition_numel: int, grad_bytes: int, master_bytes: int, largest_numel: int, *, offload: bool,
-                      grads_bytes: int, activations_bytes: int, hidden_size: int, pp: int = 1) -> dict[str, int]:
+def zero_buffer_terms(rest_numel: float, expert_numel: float, grad_bytes: int, master_bytes: int, largest_numel: int,
+                      *, offload: bool, grads_bytes: int, expert_grads_bytes: int, activations_bytes: int,
+                      hidden_size: int, pp: int = 1) -> dict[str, int]:
     """The breakdown's terms for a :func:`runs_zero_optimizer` layout: ``zero_reduce_buckets_bytes``
     (:func:`reduce_buckets_bytes`), under offload ``zero_offload_staging_bytes`` (the GPU's staging buffer,
     :func:`offload_staging_bytes`; the host's is the plan's ``offloaded_gradient_staging_bytes``), without offload
-    ``zero_step_gradient_bytes`` (:func:`step_gradient_bytes`) and ``zero_step_excess_bytes``
-    (:func:`step_excess_bytes`, what the plan adds for it). ``grads_bytes`` and ``activations_bytes``: what the plan
-    holds at the backward pass's peak without these buffers.
+    ``zero_step_gradient_bytes`` (the step's largest group's :func:`step_gradient_bytes`) and
+    ``zero_step_excess_bytes``: what :func:`step_held_bytes` holds beyond the backward pass's peak (the plan's
+    gradients ``grads_bytes``, of which the experts' ``expert_grads_bytes``, its activations and the buckets), which
+    the plan adds: its peak is the larger of the two. ``rest_numel``/``expert_numel``: the rank's partition.
 
-    >>> t = zero_buffer_terms(10**9, 2, 4, 5 * 10**8, offload=False, grads_bytes=2 * 10**9, activations_bytes=10**9,
-    ...                       hidden_size=4096)
+    >>> t = zero_buffer_terms(10**9, 0, 2, 4, 5 * 10**8, offload=False, grads_bytes=2 * 10**9, expert_grads_bytes=0,
+    ...                       activations_bytes=10**9, hidden_size=4096)
     >>> t["zero_reduce_buckets_bytes"], t["zero_step_gradient_bytes"], t["zero_step_excess_bytes"]
     (67108864, 6000000000, 4932891136)
     """
     buckets = reduce_buckets_bytes(zero_settings(), reduce_bucket_numel(hidden_size), pp)
-    step = 0 if offload else step_gradient_bytes(partition_numel, grad_bytes, master_bytes)
-    return {"zero_reduce_buckets_bytes": buckets,
-            "zero_offload_staging_bytes": offload_staging_bytes(largest_numel) if offload else 0,
-            "zero_step_gradient_bytes": step,
-            "zero_step_excess_bytes": step_excess_bytes(step, partition_numel * grad_bytes, grads_bytes,
-                                                        activations_bytes, buckets) if step else 0}
+    terms = {"zero_reduce_buckets_bytes": buckets,
+             "zero_offload_staging_bytes": offload_staging_bytes(largest_numel) if offload else 0,
+             "zero_step_gradient_bytes": 0, "zero_step_excess_bytes": 0}
+    if not offload:
+        terms["zero_step_gradient_bytes"] = max(step_gradient_bytes(rest_numel, grad_bytes, master_bytes),
+                                                step_gradient_bytes(expert_numel, grad_bytes, master_bytes))
+        held = step_held_bytes(rest_numel, expert_numel, grad_bytes, master_bytes, expert_grads_bytes)
+        terms["zero_step_excess_bytes"] = max(0, held - grads_bytes - activations_bytes - buckets)
+    return terms
 
 
 def zero_buffers_line(buckets_bytes: int, staging_bytes: int, excess_bytes: int, hidden_size: int) -> str:

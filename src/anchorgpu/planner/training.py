@@ -251,10 +251,13 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     step_extra = 0
     if runs_zero_optimizer(w.train_stack, lay.zero, lay.fsdp, lay.offload,
                            not mixed or (w.task == "train" and w.optimizer_state == "bf16"), lay.tp, lay.cp):
-        ds = zero_buffer_terms(update_partition_bytes(rest_gpu, expert_gpu, lay.zero, shards, expert_dp, 1), grad_value, update_value,
+        ds = zero_buffer_terms(rest_gpu / (shards if lay.zero else 1), expert_gpu / (expert_dp if lay.zero else 1),
+                               grad_value, update_value,
                                largest_param_numel(model, 1, 0 if w.task == "train" else w.lora_rank),
-                               offload=lay.offload != "none", grads_bytes=grads, activations_bytes=act,
-                               hidden_size=model.hidden_size, pp=lay.pp)
+                               offload=lay.offload != "none", grads_bytes=grads,
+                               expert_grads_bytes=mm.gradient_bytes(expert_gpu, bytes_per_value=grad_value,
+                                                                    zero=lay.zero, dp=expert_dp),
+                               activations_bytes=act, hidden_size=model.hidden_size, pp=lay.pp)
         breakdown.update(ds)
         grads += ds["zero_reduce_buckets_bytes"] + ds["zero_offload_staging_bytes"]
         step_extra = ds["zero_step_excess_bytes"]
