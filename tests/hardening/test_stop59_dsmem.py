@@ -162,3 +162,15 @@ def test_qlora_zero3_gather_buffer_holds_codes_only() -> None:
     whole = mm.gather_buffer_bytes(model_weight_parts(model, fmt), tp=1)
     assert p.breakdown["gather_buffer_bytes"] == codes
     assert 20e6 < whole - codes < 35e6
+
+
+def test_the_step_takes_one_parameter_group_at_a_time() -> None:
+    """stage_1_and_2.py step loops over the optimizer's groups, the routed experts' after the rest's
+    (deepspeed/moe/utils.py split_params_into_different_moe_groups_for_optimizer), freeing each group's gradients and
+    copies before the next: the peak is the larger group's, with the experts' gradients still held while the rest's
+    step runs. 1,000 rest values and 3,000 expert values a rank, bf16 gradients, fp32 master."""
+    from anchorgpu.planner.deepspeed_zero import step_held_bytes
+
+    rest = 1_000 * 2 + 1_000 * (2 + 4) + 3_000 * 2  # the rest's partition, its flat and fp32 copies, experts' grads
+    experts = 3_000 * 2 + 3_000 * (2 + 4)  # the rest's freed
+    assert step_held_bytes(1_000, 3_000, 2, 4, 3_000 * 2) == max(rest, experts) == 24_000
