@@ -23,6 +23,7 @@ from anchorgpu.planner.formats import ModelParts, format_for_model, model_weight
 from anchorgpu.planner.inputs import DEFAULT_GPU_MEMORY_UTILIZATION, KV_CACHE_DTYPES
 from anchorgpu.planner.media import MediaLoad, cross_kv_bytes
 from anchorgpu.planner.sweep_sglang import settings_by_layout
+from anchorgpu.planner.speed.chunked_attention import chunked_read_factor, chunked_read_scale
 from anchorgpu.planner.terms import context_bytes
 
 if TYPE_CHECKING:
@@ -181,8 +182,8 @@ class CrossRequest:
 
 
 def kv_factors(model: ModelSpec, spec: SweepSpec, lay: Layouts, kvs: tuple[str, ...], contexts: tuple[int, ...],
-               prompt: int, output: int, media: MediaLoad | None = None, cross: CrossRequest | None = None
-               ) -> KvFactors:
+               prompt: int, output: int, media: MediaLoad | None = None, cross: CrossRequest | None = None,
+               shapes: Sequence[HardwareShape] = ()) -> KvFactors:
     """Per (KV dtype, layout) bytes of a sequence's cache, ``contexts`` tokens (one per concurrency: per (KV dtype,
     concurrency, layout) where they differ), and of what a decode step reads of it: the K/V at the
     request's ``prompt`` plus half its ``output`` (as plan times the request). With ``cross``
@@ -199,6 +200,12 @@ def kv_factors(model: ModelSpec, spec: SweepSpec, lay: Layouts, kvs: tuple[str, 
     cross_read = None
     if cross is None:
         read_slots = token_slots(model, prompt + output // 2, 1)
+        # Llama 4's chunked layers read once a query head where TensorRT-LLM's decode falls back to MMHA, per GPU
+        # (speed.chunked_attention, as plan's serving_setup reads them)
+        factors = [chunked_read_factor(model, sh.gpu, spec.workload.engine, prompt + output) for sh in shapes]
+        if any(f != 1 for f in factors):
+            scale_s = np.array([chunked_read_scale(model, prompt + output // 2, f) for f in factors])
+            read_slots = read_slots * scale_s[lay.shape]
     else:
         read_slots = token_slots(model, cross.prompt_tokens - cross.equivalent_tokens + cross.output_tokens // 2, 1)
         if media is not None and media.cross_tokens:

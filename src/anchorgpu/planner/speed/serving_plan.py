@@ -34,6 +34,7 @@ from anchorgpu.planner.speed.assumption_lines import (
 from anchorgpu.planner.speed.attention_rate import trtllm_context_attention
 from anchorgpu.planner.speed.batching import ServingEstimate, serving_estimate
 from anchorgpu.planner.speed.caveats import serving_caveats
+from anchorgpu.planner.speed.chunked_attention import chunked_read_factor, chunked_read_scale
 from anchorgpu.planner.speed.constants import Band, Calibration, band_kind_of
 from anchorgpu.planner.speed.evidence import evidence_kind
 from anchorgpu.planner.speed.experts import whole_dense_layers_extra_bytes
@@ -158,6 +159,10 @@ def serving_setup(plan: Plan, prompt_tokens: int, output_tokens: int, limits: tu
         # a recurrent layer reads (and rewrites) its fixed-size state every step instead of a growing KV cache
         if model.recurrent is not None:
             kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
+    # Llama 4's chunked layers read once a query head where TensorRT-LLM's decode falls back to MMHA (speed.chunked_attention)
+    factor = chunked_read_factor(model, plan.gpu, engine or w.engine, prompt_tokens + output_tokens)
+    if factor != 1:
+        kv_seq = kv_seq * chunked_read_scale(model, prompt_tokens + output_tokens // 2, factor)
     precision, block_fp8, gather_bytes, share, expert_share, head_share = (
         terms or setup_terms(model, weights, w.engine))
     if precision == "fp4" and plan.gpu is not None:  # FP4 units that do not take the format: weight-only (speed.peaks)
