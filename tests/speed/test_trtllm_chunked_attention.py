@@ -75,3 +75,41 @@ def test_the_long_llama4_rows_on_h200_come_within_25_percent(row_id: str, measur
 def test_the_same_shape_on_blackwell_stays_within_25_percent(row_id: str) -> None:
     run = ROWS[row_id]
     assert predict(run) == pytest.approx(run.value, rel=0.25)
+
+
+def test_the_sweep_reads_them_as_plan_does() -> None:
+    """recommend's vectorized sweep (``sweep_serving_memory.kv_factors``) reads the chunked layers per GPU as plan's
+    ``serving_setup`` does: a Hopper row's decode step as plan times it, and slower than a Blackwell row's read once."""
+    from dataclasses import replace as _replace
+
+    from anchorgpu.catalog import load_catalog
+    from anchorgpu.planner.speed.batching import serving_estimate
+    from anchorgpu.planner.sweep import SweepSpec, sweep
+    from anchorgpu.recommend import shapes_from_catalog
+
+    shapes = tuple(s for s in shapes_from_catalog(load_catalog().offerings, max_servers=1)
+                   if s.gpu.name in ("h200", "b200") and s.gpus_per_server == 8)
+    assert {s.gpu.name for s in shapes} == {"h200", "b200"}
+    result = sweep(SCOUT, shapes, SweepSpec(workload=Workload(task="inference", concurrency=16, engine="trtllm"),
+                                            prompt_tokens=20_000, output_tokens=2_000, weights=("fp8",),
+                                            kv_caches=("fp8",)))
+    assert result.prompt_tokens + result.output_tokens > 8_192  # past the chunk (the prompt with its image tokens)
+    checked = set()
+    for i in range(result.evaluated):
+        row = result.row(i)
+        if row["ep"] > row["tp"] or row["pp"] != 1 or not row["fits"]:
+            continue
+        shape = next(s for s in result.shapes if s.id == row["shape"])
+        p = plan(SCOUT, Workload(task="inference", concurrency=16, engine="trtllm", prompt_tokens=20_000,
+                                 output_tokens=2_000), precision=PrecisionPlan(weights="fp8", kv_cache="fp8"),
+                 layout=Layout(gpus=row["gpus"], tp=row["tp"], pp=1, dp=row["dp"],
+                               ep=row["ep"] if row["ep"] > 1 else None), gpu=shape.gpu, suggest=False,
+                 choose_layout=False)
+        prompt, output = result.prompt_tokens, result.output_tokens
+        setup = _replace(serving_setup(p, prompt_tokens=prompt, output_tokens=output),
+                         gpus_per_server=shape.gpus_per_server)
+        est = serving_estimate(SCOUT, shape.gpu, setup, prompt_tokens=prompt, output_tokens=output, concurrency=16,
+                               saturation_concurrency=16)
+        assert row["decode_tokens_per_s_per_user"] == pytest.approx(1 / est.tpot_s, rel=1e-6)
+        checked.add(shape.gpu.name)
+    assert checked == {"h200", "b200"}

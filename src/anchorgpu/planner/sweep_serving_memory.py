@@ -198,18 +198,16 @@ def kv_factors(model: ModelSpec, spec: SweepSpec, lay: Layouts, kvs: tuple[str, 
         by_tokens = {tokens: token_slots(model, tokens, block) for tokens in set(contexts)}
         slots = np.array([by_tokens[tokens] for tokens in contexts], dtype=np.int64)[:, None]
     cross_read = None
-    if cross is None:
-        read_slots = token_slots(model, prompt + output // 2, 1)
-        # Llama 4's chunked layers read once a query head where TensorRT-LLM's decode falls back to MMHA, per GPU
-        # (speed.chunked_attention, as plan's serving_setup reads them)
-        factors = [chunked_read_factor(model, sh.gpu, spec.workload.engine, prompt + output) for sh in shapes]
-        if any(f != 1 for f in factors):
-            scale_s = np.array([chunked_read_scale(model, prompt + output // 2, f) for f in factors])
-            read_slots = read_slots * scale_s[lay.shape]
-    else:
-        read_slots = token_slots(model, cross.prompt_tokens - cross.equivalent_tokens + cross.output_tokens // 2, 1)
-        if media is not None and media.cross_tokens:
-            cross_read = _cross_kv(model, media, lay, kvs, np.ones((1, len(lay)), dtype=np.int64))
+    cached = (prompt + output // 2 if cross is None else
+              cross.prompt_tokens - cross.equivalent_tokens + cross.output_tokens // 2)
+    read_slots: int | FloatArray = token_slots(model, cached, 1)
+    if cross is not None and media is not None and media.cross_tokens:
+        cross_read = _cross_kv(model, media, lay, kvs, np.ones((1, len(lay)), dtype=np.int64))
+    # Llama 4's chunked layers read once a query head where TensorRT-LLM's decode falls back to MMHA, per GPU
+    # (speed.chunked_attention, as plan's serving_setup reads them)
+    factors = [chunked_read_factor(model, sh.gpu, spec.workload.engine, prompt + output) for sh in shapes]
+    if any(f != 1 for f in factors):
+        read_slots = read_slots * np.array([chunked_read_scale(model, cached, f) for f in factors])[lay.shape]
     return KvFactors(slot_bytes=(slots * values_l) * bpv_k, read_bytes=(read_slots * values_l) * bpv_k,
                       stage_layers=per_value(lay.pp, lambda pp: mm.stage_layers(model.num_layers, pp)),
                       n_layers=max(1, model.num_layers),
