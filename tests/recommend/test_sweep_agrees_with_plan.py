@@ -66,10 +66,6 @@ INFERENCE_CASES = {
     # gpt-oss on TensorRT-LLM: its AUTO MoE backend, TRTLLM-gen on Blackwell for NVFP4 (the measured falloff), CUTLASS
     # elsewhere and for the formats TRTLLM-gen does not take (speed.moe_backend), per GPU and weight format
     "gpt-oss-moe-trtllm": ("gpt-oss-120b", dict(context_tokens=4096, concurrency=64, engine="trtllm")),
-    # Llama 4 past its 8,192-token chunk on TensorRT-LLM: its chunked layers read once a query head off the SM100
-    # family, where the decode falls back to MMHA (speed.chunked_attention), per GPU
-    "llama4-scout-chunked-trtllm": ("llama-4-scout-17b-16e", dict(context_tokens=20480, concurrency=16,
-                                                                   engine="trtllm")),
     # SGLang: its KV pool and budget, and its steps' terms (speed.serving_plan.sglang_step_terms): decode-only steps
     # padded to the CUDA graph that holds the batch (eager above cuda_graph_max_bs), over the batch ladder
     "qwen3-32b-sglang-ladder": ("qwen3-32b", dict(context_tokens=8192, engine="sglang")),
