@@ -147,7 +147,9 @@ def serving_setup(plan: Plan, prompt_tokens: int, output_tokens: int, limits: tu
         graph_batch_sizes, absorbed_dequant = graph_batch_sizes or graphs, absorbed_dequant or dequant
     # Llama 4's chunked layers, read once a query head where TensorRT-LLM's decode falls back to MMHA
     # (speed.chunked_attention): 1 elsewhere
-    read = chunked_read_factor(model, plan.gpu, engine or w.engine, prompt_tokens + output_tokens)
+    # (the engine test inline: chunked_read_factor's first, without its call where it is not TensorRT-LLM)
+    read = (1 if (engine or w.engine) != "trtllm" else
+            chunked_read_factor(model, plan.gpu, "trtllm", prompt_tokens + output_tokens))
     if handed is not None:  # a text model's KV shape as its plan sized the cache: no encoder, no recurrent state
         values, groups, stage, layers = handed.kv_shape  # shaped_kv_bytes in pages of 1 token, inline
         cached, token_slots = prompt_tokens + output_tokens // 2, 0
