@@ -15,18 +15,26 @@ from __future__ import annotations
 import pytest
 
 from anchorgpu.architectures import load_model
+from anchorgpu.architectures.spec import ModelSpec
 from anchorgpu.hardware import get_gpu
 from anchorgpu.planner import Layout, PrecisionPlan, Workload, plan
 from anchorgpu.planner.speed.chunked_attention import chunked_read_factor, chunked_read_scale
 from anchorgpu.planner.speed.runs import load_runs, predict
 from anchorgpu.planner.speed.serving_plan import serving_setup
 
-SCOUT = load_model("llama-4-scout-17b-16e")
+
+def _text_model(name: str) -> ModelSpec:
+    model = load_model(name)
+    assert isinstance(model, ModelSpec)
+    return model
+
+
+SCOUT = _text_model("llama-4-scout-17b-16e")
 ROWS = {run.id: run for run in load_runs()}
 
 
-def _kv_read(gpu_name: str, prompt: int, output: int, engine: str = "trtllm") -> float:
-    p = plan(SCOUT, Workload(concurrency=64, engine=engine), precision=PrecisionPlan(weights="fp8", kv_cache="fp8"),
+def _kv_read(gpu_name: str, prompt: int, output: int) -> float:
+    p = plan(SCOUT, Workload(concurrency=64, engine="trtllm"), precision=PrecisionPlan(weights="fp8", kv_cache="fp8"),
              layout=Layout(gpus=4, tp=4), gpu=get_gpu(gpu_name), suggest=False)
     return serving_setup(p, prompt_tokens=prompt, output_tokens=output).kv_bytes_per_sequence_per_gpu
 
@@ -56,7 +64,7 @@ def test_elsewhere_each_cache_is_read_once(gpu_name: str, prompt: int, output: i
 
 def test_a_model_without_chunked_layers_is_untouched() -> None:
     # gpt-oss's windows are sliding windows, which the JIT XQA kernels take (cyclic_attention_window_size)
-    oss = load_model("gpt-oss-120b")
+    oss = _text_model("gpt-oss-120b")
     assert any(w is not None for w in oss.layer_windows)
     assert chunked_read_factor(oss, get_gpu("h200"), "trtllm", 22_000) == 1
 

@@ -22,8 +22,8 @@ from anchorgpu.planner.engine_limits import block_size_of, engine_limits, large_
 from anchorgpu.planner.formats import ModelParts, format_for_model, model_weight_parts
 from anchorgpu.planner.inputs import DEFAULT_GPU_MEMORY_UTILIZATION, KV_CACHE_DTYPES
 from anchorgpu.planner.media import MediaLoad, cross_kv_bytes
-from anchorgpu.planner.sweep_sglang import settings_by_layout
 from anchorgpu.planner.speed.chunked_attention import chunked_read_factor, chunked_read_scale
+from anchorgpu.planner.sweep_sglang import settings_by_layout
 from anchorgpu.planner.terms import context_bytes
 
 if TYPE_CHECKING:

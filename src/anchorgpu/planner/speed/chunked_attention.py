@@ -42,12 +42,13 @@ def chunked_read_factor(model: ModelSpec, gpu: GpuSpec | None, engine: str, sequ
     (1, 1)
     """
     # chunked windows come only from Llama 4's reader (architectures.families.moe: attention_chunk_size)
-    if engine != "trtllm" or gpu is None or not model.model_type.startswith("llama4") or model.num_kv_heads <= 0:
+    if (engine != "trtllm" or gpu is None or gpu.compute_capability is None  # no CUDA kernels named: nothing said
+            or not model.model_type.startswith("llama4") or model.num_kv_heads <= 0):
         return 1
     chunk = min((w for w in model.layer_windows if w is not None), default=None)
     if chunk is None or sequence_tokens <= chunk:
         return 1
-    if (gpu.compute_capability or "").rstrip("?").split(".")[0] == "10":  # SM100 family: trtllm-gen takes the chunk
+    if gpu.compute_capability.rstrip("?").split(".")[0] == "10":  # SM100 family (10.0, 10.3): trtllm-gen takes the chunk
         return 1
     return max(1, model.num_attention_heads // model.num_kv_heads)
 

@@ -163,7 +163,7 @@ def serving_setup(plan: Plan, prompt_tokens: int, output_tokens: int, limits: tu
         cached = prompt_tokens - equivalent + output_tokens // 2
         kv_seq = kv_bytes_per_gpu(plan, cached) + cross
         if read != 1:
-            kv_seq += (kv_seq - cross) * (chunked_read_scale(model, cached, read) - 1)
+            kv_seq += math.ceil((kv_seq - cross) * (chunked_read_scale(model, cached, read) - 1))
         # a recurrent layer reads (and rewrites) its fixed-size state every step instead of a growing KV cache
         if model.recurrent is not None:
             kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)
