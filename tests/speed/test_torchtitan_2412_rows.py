@@ -78,23 +78,22 @@ def _step(run_id: str, train_stack: str):  # type: ignore[no-untyped-def]
                          attention_kernel=r["attention_kernel"], train_stack=train_stack)
 
 
-def test_pytorch_context_parallelism_leaves_its_all_gather_exposed_across_servers() -> None:
+def test_pytorch_context_parallelism_leaves_its_exchanges_exposed() -> None:
     """PyTorch's experimental context parallelism as torchtitan ran it (context_parallel.pytorch_cp_exposed_s, read from
-    torch's ``_attention.py`` and torchtitan's model and utils): one all-gather of the query-headed K/V hidden only behind
-    the first of the cp attention blocks, again in the backward and the recomputed forward, and float32 dK/dV around
-    the ring. Across servers (405B: TP 8 fills a server, so the CP ranks talk over 400 Gb/s) it is exposed and grows
-    with the CP size (the CP 8 step: 12.5 s of 170 s before the bubble that repeats it); Megatron-Core's ring, with the
-    KV heads and the exchanges hidden behind the whole attention, leaves nothing. Inside one server (8B on NVLink) it
-    stays hidden: under 0.5% of the step, so it does not explain the 8B runs' shortfall at CP 4-8 (0.60x and 0.55x; 0.66x
-    and 0.61x since a flash kernel's backward is timed at 2.5 forwards, while CP 1-2 came to within 10%; after the refit
-    that followed, 0.65x and 0.61x at CP 4-8 against 0.90x and 0.91x at CP 1-2, the CP 1 run now 10.3% short, so
-    the bar below is 12%)."""
+    torch's ``_attention.py`` and torchtitan's model and utils): one all-gather of the query-headed K/V in each forward,
+    again in the backward and the recomputed forward, and float32 dK/dV around the ring once a ring step, none of it
+    hidden, since torchtitan compiles each block and a traced functional collective is waited on where it is issued
+    (``_functional_collectives._maybe_wrap_tensor``; benchmarks/torchtitan_cp_ring_order.py). Across servers (405B:
+    TP 8 fills a server, so the CP ranks talk over 400 Gb/s) it grows with the CP size; Megatron-Core's ring, with
+    the KV heads and the exchanges hidden behind the whole attention, leaves nothing. Inside one server (8B on NVLink)
+    it is a few percent of the step (1.8 s of 38 s at CP 8), so it does not explain the 8B runs' shortfall at CP 4-8
+    (0.68x and 0.64x of the prediction with it, against 0.90x and 0.93x at CP 1-2)."""
     exposed = [_step(f"TT-405B-512-CP{cp}", "pytorch").breakdown_s["cp_comm"] for cp in (2, 4, 8)]
     assert 0 < exposed[0] < exposed[1] < exposed[2]
     assert _step("TT-405B-512-CP8", "megatron").breakdown_s["cp_comm"] == 0.0
     eight = _step("TT-8B-8-CP8", "pytorch")
-    assert eight.breakdown_s["cp_comm"] < 0.005 * eight.step_s
-    assert _ratio("TT-8B-8-CP8") < 0.62 and _ratio("TT-8B-8-CP4") < 0.67
+    assert 0.02 * eight.step_s < eight.breakdown_s["cp_comm"] < 0.1 * eight.step_s
+    assert _ratio("TT-8B-8-CP8") < 0.66 and _ratio("TT-8B-8-CP4") < 0.70
     assert _ratio("TT-8B-8-CP2") > 0.88 and _ratio("TT-8B-8-CP1") > 0.88
 
 

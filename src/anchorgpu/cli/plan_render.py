@@ -247,6 +247,9 @@ def _render_performance(out: Any, section: Any, *, concurrency: int | None = Non
              if (text := band(without_ceiling(section, key), key, fmt, scale)) is not None]
     if section.get("output_tokens") == 1 and "tpot_s" in section:  # a one-token answer has no inter-token time
         lines = [NO_TPOT_LINE if line.startswith("time per output token") else line for line in lines]
+    if section.get("compute_precision") in ("fp8", "fp4") and "train_mfu" in section:  # MFU's peak is the products'
+        peak = f" of the {str(section['compute_precision']).upper()} dense peak"
+        lines = [line + peak if line.startswith("MFU ") else line for line in lines]
     if not lines:
         for line in section.get("assumptions", [])[:1]:
             out.print(f"Speed: not predicted - {line}")
@@ -301,10 +304,13 @@ def _render_performance(out: Any, section: Any, *, concurrency: int | None = Non
         out.print(f"  step {_seconds(total)} s{step_band} = " + " + ".join(shown), markup=False)
     from anchorgpu.planner.global_batch import BATCH_TIMED_LABEL
     from anchorgpu.planner.speed.assumption_lines import NETWORK_LABEL
+    from anchorgpu.planner.speed.packages import LAUNCHED_LABEL
 
-    # the batch a training step is timed with, as given or the default's; the network between servers it is timed at
+    # the batch a training step is timed with, as given or the default's; the network between servers it is timed at;
+    # the devices a package of several is timed on
     for line in section.get("assumptions", []):
-        if isinstance(line, str) and line.startswith((BATCH_TIMED_LABEL + ":", NETWORK_LABEL + ":")):
+        if isinstance(line, str) and line.startswith((BATCH_TIMED_LABEL + ":", NETWORK_LABEL + ":",
+                                                      LAUNCHED_LABEL + ":")):
             out.print(f"  {line}", markup=False)
 
 

@@ -36,7 +36,7 @@ def saturation_rungs(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sw
     fewest sequences ``plan`` sizes at the request rather than at the model's window (a layout that holds fewer
     then does not fit at its rung, as at any other)."""
     one = np.ones((1, len(lay)), dtype=np.int64)
-    kv = kv_factors(model, spec, lay, kvs, (context_tokens,), prompt, output, media, cross)
+    kv = kv_factors(model, spec, lay, kvs, (context_tokens,), prompt, output, media, cross, shapes)
     mem = memory_terms(model, shapes, spec, lay, weights, kv, one)
     # what one sequence adds, unrounded (the cache of n sequences is each term rounded up once: at most n times this)
     per_sequence = _cache_bytes(kv, lay, 1.0, rounded=False)

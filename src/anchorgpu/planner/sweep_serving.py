@@ -236,7 +236,7 @@ def serving_columns(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Swe
     if progress:
         progress(math.prod(grid) // 4, math.prod(grid))
     per_replica = -(-conc // lay.dp)  # (C, L)
-    kv = kv_factors(model, spec, lay, kvs, contexts, prompt, output, media, cross)
+    kv = kv_factors(model, spec, lay, kvs, contexts, prompt, output, media, cross, shapes)
     mem = memory_terms(model, shapes, spec, lay, weights, kv, per_replica)
     # the ticks once per distinct (shape, TP, PP, sequences a replica), on one axis of those pairs ``(1, P)``, then
     # taken onto the grid: the same operations per element, on fewer elements
@@ -376,7 +376,7 @@ def _user_figures(model: ModelSpec, shapes: Sequence[HardwareShape], spec: Sweep
     each call's (precision, shape, TP, PP, sequences a replica). Given an ``(R, L)`` mask too, only the positions in
     it are timed (the others NaN): a search's settled brackets are not timed again. ``layouts``: the layouts of the
     last axis ``L`` (default every one); ``tick_groups``: :func:`_tick_groups` of ``lay``, where the caller has it."""
-    kv = kv_factors(model, spec, lay, kvs, (context_tokens,), prompt, output, media, cross)
+    kv = kv_factors(model, spec, lay, kvs, (context_tokens,), prompt, output, media, cross, shapes)
     weights_bytes = weights_per_gpu(model, lay, weights)  # memory_terms' weights, the one term the ticks read
     firsts, group_l = _tick_groups(lay) if tick_groups is None else tick_groups
     dp = lay.dp

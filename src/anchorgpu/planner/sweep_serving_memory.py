@@ -22,6 +22,7 @@ from anchorgpu.planner.engine_limits import block_size_of, engine_limits, large_
 from anchorgpu.planner.formats import ModelParts, format_for_model, model_weight_parts
 from anchorgpu.planner.inputs import DEFAULT_GPU_MEMORY_UTILIZATION, KV_CACHE_DTYPES
 from anchorgpu.planner.media import MediaLoad, cross_kv_bytes
+from anchorgpu.planner.speed.chunked_attention import chunked_read_factor, chunked_read_scale
 from anchorgpu.planner.sweep_sglang import settings_by_layout
 from anchorgpu.planner.terms import context_bytes
 
@@ -181,8 +182,8 @@ class CrossRequest:
 
 
 def kv_factors(model: ModelSpec, spec: SweepSpec, lay: Layouts, kvs: tuple[str, ...], contexts: tuple[int, ...],
-               prompt: int, output: int, media: MediaLoad | None = None, cross: CrossRequest | None = None
-               ) -> KvFactors:
+               prompt: int, output: int, media: MediaLoad | None = None, cross: CrossRequest | None = None,
+               shapes: Sequence[HardwareShape] = ()) -> KvFactors:
     """Per (KV dtype, layout) bytes of a sequence's cache, ``contexts`` tokens (one per concurrency: per (KV dtype,
     concurrency, layout) where they differ), and of what a decode step reads of it: the K/V at the
     request's ``prompt`` plus half its ``output`` (as plan times the request). With ``cross``
@@ -197,12 +198,16 @@ def kv_factors(model: ModelSpec, spec: SweepSpec, lay: Layouts, kvs: tuple[str, 
         by_tokens = {tokens: token_slots(model, tokens, block) for tokens in set(contexts)}
         slots = np.array([by_tokens[tokens] for tokens in contexts], dtype=np.int64)[:, None]
     cross_read = None
-    if cross is None:
-        read_slots = token_slots(model, prompt + output // 2, 1)
-    else:
-        read_slots = token_slots(model, cross.prompt_tokens - cross.equivalent_tokens + cross.output_tokens // 2, 1)
-        if media is not None and media.cross_tokens:
-            cross_read = _cross_kv(model, media, lay, kvs, np.ones((1, len(lay)), dtype=np.int64))
+    cached = (prompt + output // 2 if cross is None else
+              cross.prompt_tokens - cross.equivalent_tokens + cross.output_tokens // 2)
+    read_slots: int | FloatArray = token_slots(model, cached, 1)
+    if cross is not None and media is not None and media.cross_tokens:
+        cross_read = _cross_kv(model, media, lay, kvs, np.ones((1, len(lay)), dtype=np.int64))
+    # Llama 4's chunked layers read once a query head where TensorRT-LLM's decode falls back to MMHA, per GPU
+    # (speed.chunked_attention, as plan's serving_setup reads them)
+    factors = [chunked_read_factor(model, sh.gpu, spec.workload.engine, prompt + output) for sh in shapes]
+    if any(f != 1 for f in factors):
+        read_slots = read_slots * np.array([chunked_read_scale(model, cached, f) for f in factors])[lay.shape]
     return KvFactors(slot_bytes=(slots * values_l) * bpv_k, read_bytes=(read_slots * values_l) * bpv_k,
                       stage_layers=per_value(lay.pp, lambda pp: mm.stage_layers(model.num_layers, pp)),
                       n_layers=max(1, model.num_layers),

@@ -111,16 +111,19 @@ def _codes_sharded_weights(parts: ModelParts, codes: ModelParts, tp: int, pp: in
     """:func:`_sharded_weights` under ZeRO-3 of a bitsandbytes 4-bit base: the packed codes (``codes``) sharded as any
     parameter (and offloaded with them), the block constants (``parts`` less ``codes``) split by TP/PP/EP only, whole
     on each data-parallel rank and left on the GPU (``quant_state`` is no parameter: FSDP neither shards, gathers nor
-    offloads it). The terms are ``parts``' with ``weights_bnb_constants_bytes`` (those each GPU holds) added."""
+    offloads it). The terms are ``parts``' with ``weights_bnb_constants_bytes`` (those each GPU holds) added and
+    ``gather_buffer_bytes`` the codes' (two units of packed codes: the constants are not gathered, so not in it)."""
     held_codes, _ = _sharded_weights(codes, tp, pp, ep, dp_shard, True, offload_params, expert_shard, stated)
     constants = ModelParts(dense=parts.dense - codes.dense, experts=parts.experts - codes.experts,
                            layer_other=parts.layer_other - codes.layer_other, embed=parts.embed - codes.embed,
                            head=parts.head - codes.head, num_layers=parts.num_layers, tied=parts.tied)
     constants_gpu = mm.shard_share(constants, tp=tp, pp=pp, ep=ep, stated=stated)
     _, terms = _sharded_weights(parts, tp, pp, ep, dp_shard, True, offload_params, expert_shard, stated)
-    codes_gather = mm.gather_buffer_bytes(codes, tp=tp)
-    terms = {**terms, "weights_bnb_constants_bytes": constants_gpu}
-    return held_codes - codes_gather + terms["gather_buffer_bytes"] + constants_gpu, terms
+    # the gather buffer holds the gathered codes only (held_codes counts it): the constants, never gathered, are
+    # counted once, whole, in constants_gpu
+    terms = {**terms, "gather_buffer_bytes": mm.gather_buffer_bytes(codes, tp=tp),
+             "weights_bnb_constants_bytes": constants_gpu}
+    return held_codes + constants_gpu, terms
 
 
 def bnb_constants_line(constants_bytes: int) -> str:

@@ -14,6 +14,13 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.hardware.spec import GpuSpec
 from anchorgpu.planner import memory as mm
 from anchorgpu.planner._frozen import evolve, memo_on_frozen
+from anchorgpu.planner.deepspeed_zero import (
+    largest_param_numel,
+    offload_staging_bytes,
+    runs_zero_optimizer,
+    zero_buffer_terms,
+    zero_buffers_line,
+)
 from anchorgpu.planner.eager_stack import memory_line, pytorch_memory_line
 from anchorgpu.planner.finetune import finetune_terms
 from anchorgpu.planner.formats import WeightFormat
@@ -112,6 +119,7 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         update_value = mm.OPTIMIZER_STATE_BYTES[w.optimizer_state][0] if mixed else 2  # bf16-true: the bf16 weights
         update_copy = master if mixed else update_partition_bytes(rest_gpu, expert_gpu, lay.zero, shards, expert_dp,
                                                                               update_value)
+        grad_value = w.grad_bytes_per_value
         breakdown.update(weight_terms)
         assumptions.append(BF16_TRUE_LINE if not mixed else OPTIMIZER_STATE_LINES[w.optimizer_state])
         if not mixed and lay.offload == "none" and lay.zero >= 1 and zero_runs_deepspeed(w.train_stack, lay.zero,
@@ -147,6 +155,9 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         checkpoint = adapters * 2
         update_value = value
         update_copy = update_partition_bytes(adapters_gpu, 0.0, lay.zero, shards, shards, value)
+        # the adapters are the partition the optimizer updates (update_partition_bytes, the DeepSpeed terms below)
+        rest_gpu, expert_gpu, expert_dp = float(adapters_gpu), 0.0, shards
+        grad_value = value
         assumptions.append("Activations of the whole model are kept for the backward pass through the frozen layers.")
         assumptions.append(
             f"LoRA rank {w.lora_rank} on {','.join(w.lora_targets)}: frozen base, adapters "
@@ -162,13 +173,18 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         # is one), the state and that partition's gradient in its dtype: training_states.update_partition_bytes
         breakdown["offloaded_optimizer_bytes"] = update_copy + moments
         breakdown["offloaded_gradients_bytes"] = update_copy
-        if w.task == "train" and zero_runs_deepspeed(w.train_stack, lay.zero, lay.fsdp):
-            # ZeRO-Offload's pinned bf16 buffer of the partition, copied back to the GPU after the host's step
+        if zero_runs_deepspeed(w.train_stack, lay.zero, lay.fsdp):
+            # ZeRO-Offload's pinned bf16 buffer of the partition (the LoRA adapters' too), copied back to the GPU after
+            # the host's step; and its pinned gradient staging buffer (deepspeed_zero.offload_staging_bytes)
             breakdown["offloaded_bf16_buffer_bytes"] = update_partition_bytes(rest_gpu, expert_gpu, lay.zero, shards,
                                                                               expert_dp, 2)
+            if lay.tp == lay.cp == 1:  # DeepSpeed's layouts: deepspeed_zero.runs_zero_optimizer
+                breakdown["offloaded_gradient_staging_bytes"] = offload_staging_bytes(
+                    largest_param_numel(model, 1, 0 if w.task == "train" else w.lora_rank))
+        host_extra = breakdown.get("offloaded_bf16_buffer_bytes", 0) + breakdown.get("offloaded_gradient_staging_bytes", 0)
         warnings.append(make_warning("offload_slows_training",
                                      f"--offload {lay.offload}: optimizer state lives in CPU RAM, "
-                                     f"{fmt_bytes(2 * update_copy + moments + breakdown.get('offloaded_bf16_buffer_bytes', 0))} a GPU with the "
+                                     f"{fmt_bytes(2 * update_copy + moments + host_extra)} a GPU with the "
                                      f"{'fp32' if update_value == 4 else 'bf16'} gradients its update reads"))
         master = moments = 0
     breakdown["master_weights_bytes"] = master
@@ -232,7 +248,22 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
         breakdown["activations_not_beside_gradients_bytes"] = apart
         act -= apart
         assumptions.append(gradients_apart_line(apart))
-    tensors = weights + grads + master + moments + act
+    step_extra = 0
+    if runs_zero_optimizer(w.train_stack, lay.zero, lay.fsdp, lay.offload,
+                           not mixed or (w.task == "train" and w.optimizer_state == "bf16"), lay.tp, lay.cp):
+        ds = zero_buffer_terms(rest_gpu / (shards if lay.zero else 1), expert_gpu / (expert_dp if lay.zero else 1),
+                               grad_value, update_value,
+                               largest_param_numel(model, 1, 0 if w.task == "train" else w.lora_rank),
+                               offload=lay.offload != "none", grads_bytes=grads,
+                               expert_grads_bytes=mm.gradient_bytes(expert_gpu, bytes_per_value=grad_value,
+                                                                    zero=lay.zero, dp=expert_dp),
+                               activations_bytes=act, hidden_size=model.hidden_size, pp=lay.pp)
+        breakdown.update(ds)
+        grads += ds["zero_reduce_buckets_bytes"] + ds["zero_offload_staging_bytes"]
+        step_extra = ds["zero_step_excess_bytes"]
+        assumptions.append(zero_buffers_line(ds["zero_reduce_buckets_bytes"], ds["zero_offload_staging_bytes"], step_extra,
+                                             model.hidden_size))
+    tensors = weights + grads + master + moments + step_extra + act
     fragmentation = math.ceil(tensors * ov.fragmentation_fraction)
     context = context_bytes(gpu, ov)
     nccl = nccl_bytes(lay, ov)
@@ -241,7 +272,8 @@ def plan_training(model: ModelSpec, gpu: GpuSpec | None, w: Workload, fmt: Weigh
     overhead = context + ov.cublas_workspace_bytes + nccl + fragmentation
     assumptions.append(_overhead_line(context, ov.cublas_workspace_bytes, nccl, ov.fragmentation_fraction))
     per_gpu = new_memory_breakdown(weights_bytes=weights, kv_cache_bytes=0, activations_bytes=act,
-                                   gradients_bytes=grads, optimizer_bytes=master + moments, overhead_bytes=overhead)
+                                   gradients_bytes=grads, optimizer_bytes=master + moments + step_extra,
+                                   overhead_bytes=overhead)
     budget = gpu.memory_bytes if gpu is not None else None
     return new_task_terms(per_gpu=per_gpu, breakdown=breakdown, budget_bytes=budget, checkpoint_bytes=checkpoint,
                           workload=w if (w.seq_tokens, w.recompute, w.micro_batch) == (seq, recompute, micro_batch)

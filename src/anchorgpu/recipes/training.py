@@ -23,6 +23,7 @@ from anchorgpu.recipes._common import (
     shell_join,
     train_steps,
 )
+from anchorgpu.recipes.zero_config import zero_optimization
 
 __all__ = ["torchrun_parts", "training_recipe"]
 
@@ -245,7 +246,7 @@ def ds_config(plan: Plan, steps: TrainSteps, assumptions: list[str], cannot: lis
         raise not_expressible("deepspeed", f"TP {lay.tp} / CP {lay.cp}: ds_config.json (0.19.8) has no tensor- or "
                                            "context-parallel size; plan with --tp 1 --cp 1 or use --recipe accelerate")
     stage = _zero_stage(plan, assumptions)
-    zero: dict[str, object] = {"stage": stage, "overlap_comm": True, "contiguous_gradients": True}
+    zero = zero_optimization(plan, stage, assumptions)
     if lay.offload in ("optimizer", "params"):
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
     if lay.offload == "params":

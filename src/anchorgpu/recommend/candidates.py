@@ -164,20 +164,46 @@ def longer_than_the_term(candidates: Sequence[Candidate], term: Term, max_server
             "stay about the same.")
 
 
+def _over_budget(reason: str) -> bool:
+    return reason.startswith("over the budget")
+
+
+def _also_rejected(reason: str, others: dict[int, str]) -> str:
+    """The note on the other server counts of an offering whose cheapest rejection says ``reason``; those turned
+    away by the budget where ``reason`` is not (or the reverse) are named apart, so a shortage of memory on one
+    server does not read as one on two that only cost too much.
+
+    >>> _also_rejected("does not fit: 25.78 GiB of 21.28 GiB", {2: "over the budget: 656 > 500", 3: "over the budget"})
+    ' (with 2, 3 servers: over the budget)'
+    >>> _also_rejected("does not fit: x", {2: "does not fit: y", 3: "over the budget: z"})
+    ' (also rejected with 2 servers; with 3 servers: over the budget)'
+    >>> _also_rejected("over the budget: a", {2: "over the budget: b"})
+    ' (also rejected with 2 servers)'
+    """
+    own = _over_budget(reason)
+    same = [n for n in sorted(others) if _over_budget(others[n]) == own]
+    other = [n for n in sorted(others) if _over_budget(others[n]) != own]
+    parts = [f"also rejected with {', '.join(map(str, same))} servers"] if same else []
+    if other:
+        parts.append(f"with {', '.join(map(str, other))} servers: "
+                     + ("another reason than the budget" if own else "over the budget"))
+    return f" ({'; '.join(parts)})"
+
+
 def one_per_offering(rejected: Sequence[Rejection]) -> list[Rejection]:
     """The cheapest rejection of each offering (input sorted cheapest first), noting the other server counts."""
-    counts: dict[str, list[int]] = {}
+    reasons: dict[str, dict[int, str]] = {}
     for r in rejected:
-        counts.setdefault(r.offering, []).append(r.servers)
+        reasons.setdefault(r.offering, {}).setdefault(r.servers, r.reason)
     out: list[Rejection] = []
     seen: set[str] = set()
     for r in rejected:
         if r.offering in seen:
             continue
         seen.add(r.offering)
-        others = sorted(set(counts[r.offering]) - {r.servers})
+        others = {n: why for n, why in reasons[r.offering].items() if n != r.servers}
         if others:
             r = Rejection(offering=r.offering, servers=r.servers, total_usd=r.total_usd,
-                          reason=f"{r.reason} (also rejected with {', '.join(map(str, others))} servers)")
+                          reason=r.reason + _also_rejected(r.reason, others))
         out.append(r)
     return out

@@ -123,9 +123,12 @@ def host_bytes_per_gpu(breakdown: Mapping[str, int]) -> int:
     updates: the master, or bf16-true's own bf16 copy) and that partition's gradient in its dtype, fp32 beside an fp32
     master, bf16 under bf16-true (plan's ``offloaded_optimizer_bytes`` and ``offloaded_gradients_bytes``; the sources:
     :func:`~anchorgpu.planner.training_states.update_partition_bytes`), and under DeepSpeed ZeRO-Offload its pinned bf16
-    buffer of the partition (``offloaded_bf16_buffer_bytes``, :func:`~anchorgpu.planner.training_states.zero_runs_deepspeed`)."""
+    buffer of the partition (``offloaded_bf16_buffer_bytes``, :func:`~anchorgpu.planner.training_states.zero_runs_deepspeed`)
+    and its pinned gradient staging buffer of the largest parameter (``offloaded_gradient_staging_bytes``,
+    :func:`~anchorgpu.planner.deepspeed_zero.offload_staging_bytes`)."""
     return (int(breakdown.get("offloaded_optimizer_bytes", 0)) + int(breakdown.get("offloaded_gradients_bytes", 0))
-            + int(breakdown.get("offloaded_bf16_buffer_bytes", 0)))
+            + int(breakdown.get("offloaded_bf16_buffer_bytes", 0))
+            + int(breakdown.get("offloaded_gradient_staging_bytes", 0)))
 
 
 def _row(p: Any, perf: Mapping[str, Any], shape: HardwareShape, servers: int, host_bytes: int) -> dict[str, Any]:

@@ -278,7 +278,9 @@ def step_line(microbatches: int, micro_batch: int, seq: int, tokens: int, precis
     return (f"step = {microbatches:,} micro-batch{'es' if microbatches != 1 else ''} of {micro_batch:,} x {seq:,} "
             "tokens per data-parallel rank"
             f" ({tokens:,} tokens); {products}"
-            + ("; the LM head stays at BF16, as the FP8/FP4 recipes leave it" if precision.lower() != "bf16" else "")
+            + (f"; the LM head stays at BF16, as the FP8/FP4 recipes leave it; MFU is over the {precision.upper()} "
+               "dense peak, the precision the products run in (a BF16 run's is over the BF16 peak, so the two MFUs "
+               "are not on one scale)" if precision.lower() != "bf16" else "")
             + "; MFU counts 6·N·D plus attention"
             + (" over the whole sequence, as the Llama 3 paper does, the masked half a causal kernel skips included: "
                f"{mfu_count_ratio:.2f}x the FLOPs a step runs before recompute, so MFU over {mfu_count_ratio:.2f} is "

@@ -48,22 +48,18 @@ def context_parallel_s(model: ModelSpec, tp: int, pp: int, cp: int, link: Link, 
     if pytorch:
         d_v = model.mla.v_head_dim if model.mla else model.head_dim
         kv_values = tokens_rank * max(1, model.num_attention_heads // tp) * (d_qk + d_v)
-        layer_fwd = attention_s / attn_passes / (model.num_layers / pp)  # one forward of one layer's attention
-        return stage_layers * pytorch_cp_exposed_s(kv_values, cp, link, efficiency, layer_fwd,
-                                                   attn_passes - bwd_passes, bwd_passes)
+        return stage_layers * pytorch_cp_exposed_s(kv_values, cp, link, efficiency, attn_passes - bwd_passes)
     kv_bytes = tokens_rank * 2 * max(1, model.num_kv_heads // tp) * d_qk * ACTIVATION_BYTES
     ring = 3 * (cp - 1) * stage_layers * p2p_s(kv_bytes, link, efficiency=efficiency)
     return max(0.0, ring - attention_s)
 
 
-def pytorch_cp_exposed_s(kv_values: float, cp: int, link: Link, efficiency: float, layer_fwd_s: float,
-                          fwd_passes: float, bwd_passes: float) -> float:
+def pytorch_cp_exposed_s(kv_values: float, cp: int, link: Link, efficiency: float, fwd_passes: float) -> float:
     """The exchange time one layer's attention leaves exposed under PyTorch's experimental context parallelism
-    (``torch.distributed.tensor.experimental.context_parallel``), as torchtitan ran it in December 2024.
+    (``torch.distributed.tensor.experimental.context_parallel``), as torchtitan ran it in December 2024: compiled.
 
     ``kv_values`` is the K and V values one rank holds (its tokens times the local query heads times the K plus V head
-    dims), ``layer_fwd_s`` one forward of the layer's attention on the rank, and the forward runs ``fwd_passes`` times
-    (twice under full recomputation) and the backward ``bwd_passes`` forward-times. Read from the code:
+    dims), and the forward runs ``fwd_passes`` times (twice under full recomputation). Read from the code:
 
     * torchtitan's attention repeats the grouped K/V heads before SDPA (``repeat_kv``), so the K/V the ring exchanges
       has the query heads, not the KV heads (pytorch/torchtitan ``torchtitan/models/llama/model.py``,
@@ -71,27 +67,29 @@ def pytorch_cp_exposed_s(kv_values: float, cp: int, link: Link, efficiency: floa
     * the rotate method defaults to all-gather: torchtitan's ``--experimental.context_parallel_rotate_method``
       defaults to ``allgather`` and ``create_context_parallel_ctx`` passes it to ``set_rotate_method``
       (``torchtitan/utils.py``, commit 9fd2b51); PyTorch's ``_ContextParallelOptions.rotate_method`` defaults to
-      ``ALL_GATHER`` too. ``_AllGatherRotater`` gathers every rank's K/V in one all-gather issued before the first,
-      local, SDPA and waited on before the second (``_templated_ring_attention`` in pytorch/pytorch
-      ``torch/distributed/tensor/experimental/_attention.py``, commit f2127db), so the gather hides only behind that
-      first block: with round-robin load balancing each of the ``cp`` blocks is ``1/cp`` of the rank's attention
-      (pytorch/pytorch#132820: "we can overlap the communication with the first sharded kv computation");
-    * the backward (``_templated_ring_attention_backward``) all-gathers K/V again the same way, and passes the dK/dV
-      accumulators around the ring with ``_AllToAllRotater`` in float32 (``convert_to_f32``): ``cp`` transfers of
-      twice the K/V bytes, each but the last hidden behind the next block's backward, the last waited on at once;
+      ``ALL_GATHER`` too. ``_AllGatherRotater`` gathers every rank's K/V in one all-gather a forward
+      (``_templated_ring_attention`` in pytorch/pytorch ``torch/distributed/tensor/experimental/_attention.py``,
+      commit f2127db); the backward (``_templated_ring_attention_backward``) all-gathers K/V again the same way and
+      passes the float32 (``convert_to_f32``) dK/dV accumulators to the next rank with ``_AllToAllRotater`` once a
+      ring step: ``cp`` transfers of twice the K/V bytes;
     * full activation checkpointing re-runs the whole block's forward (torchtitan ``apply_ac``:
       ``checkpoint_wrapper`` around each block, ``torchtitan/parallelisms/parallelize_llama.py``, commit 582fe7d),
-      the all-gather included.
+      the all-gather included;
+    * none of it overlaps the attention, because torchtitan compiles each block (``apply_compile``) and the ring is
+      traced into the block's graph. Traced, a functional collective is waited on at once:
+      ``_functional_collectives._maybe_wrap_tensor`` returns ``wait_tensor(self)`` when ``_are_we_tracing()``
+      (the eager path's ``AsyncCollectiveTensor``, which waits at first use, is what the overlap comment of
+      pytorch/pytorch#132820 relies on; ``_attention._maybe_wait`` notes the traced tensor has no ``wait()``). Only
+      Inductor's opt-in ``reorder_for_compute_comm_overlap`` (default ``False``) sinks a wait, so the generated code
+      issues the all-gather, waits on it, and only then runs the first block; each dK/dV hand-off likewise. Read from
+      Inductor's output for PyTorch's own ring functions under torch 2.6.0's defaults, at CP 2, 4 and 8
+      (``benchmarks/torchtitan_cp_ring_order.py``, findings in ``benchmarks/torchtitan_cp_findings.md``).
 
     >>> link = Link(kind="network", bytes_per_s=50e9, latency_s=0.0, description="")
-    >>> round(pytorch_cp_exposed_s(1e9, 2, link, 1.0, 0.02, 1.0, 2.0), 4)  # gathers 0.03 + 0.02, dK/dV 0.08 + 0.06
-    0.19
-    >>> pytorch_cp_exposed_s(1e9, 2, link, 1.0, 10.0, 2.0, 2.0) == 4 * 1e9 / 50e9  # long attention: the last dK/dV
-    True
+    >>> round(pytorch_cp_exposed_s(1e9, 2, link, 1.0, 2.0), 4)  # three gathers of 0.04 s, two dK/dV of 0.08 s
+    0.28
     """
     kv_bytes = kv_values * ACTIVATION_BYTES
     gather = all_gather_s(cp * kv_bytes, cp, link, efficiency=efficiency)  # (cp - 1) ranks' K/V arrive
     dkv = p2p_s(kv_values * 4, link, efficiency=efficiency)  # float32 dK and dV to the next rank
-    block_fwd, block_bwd = layer_fwd_s / cp, bwd_passes * layer_fwd_s / cp
-    return (fwd_passes * max(0.0, gather - block_fwd) + max(0.0, gather - block_bwd)
-            + dkv + (cp - 1) * max(0.0, dkv - block_bwd))
+    return (fwd_passes + 1.0) * gather + cp * dkv

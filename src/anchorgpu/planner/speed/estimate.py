@@ -272,6 +272,14 @@ def plan_performance(
     if train_tokens is not None and w.task in ("train", "lora", "qlora") and isinstance(model, ModelSpec):
         check_tokens_cover_a_step(train_tokens, w.global_batch_tokens,
                                   default_batch_tokens(w.task, default_seq_tokens(w, model.max_context_tokens)))
+    if gpu is not None and gpu.devices_per_package > 1 and w.task == "inference" and plan.fits \
+            and isinstance(model, ModelSpec):  # a package of several devices: timed as it is launched
+        from anchorgpu.planner.speed.packages import launched_serving_performance
+
+        return launched_serving_performance(
+            plan, prompt_tokens=prompt_tokens, output_tokens=output_tokens, storage_bytes_per_s=storage_bytes_per_s,
+            mfu=mfu, mbu=mbu, cal=cal, kv_reservation=kv_reservation, graph_batch_sizes=graph_batch_sizes,
+            host_overlap=host_overlap, absorbed_dequant=absorbed_dequant, engine=engine)
     assumptions: list[str] = []
     warnings: list[tuple[str, str]] = []
     if cal is None:  # performance_calibration(cal, mfu, mbu), inline

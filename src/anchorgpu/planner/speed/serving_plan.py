@@ -34,6 +34,7 @@ from anchorgpu.planner.speed.assumption_lines import (
 from anchorgpu.planner.speed.attention_rate import trtllm_context_attention
 from anchorgpu.planner.speed.batching import ServingEstimate, serving_estimate
 from anchorgpu.planner.speed.caveats import serving_caveats
+from anchorgpu.planner.speed.chunked_attention import chunked_read_factor, chunked_read_scale
 from anchorgpu.planner.speed.constants import Band, Calibration, band_kind_of
 from anchorgpu.planner.speed.evidence import evidence_kind
 from anchorgpu.planner.speed.experts import whole_dense_layers_extra_bytes
@@ -144,17 +145,25 @@ def serving_setup(plan: Plan, prompt_tokens: int, output_tokens: int, limits: tu
     if w.engine == "sglang":
         graphs, dequant = sglang_step_terms(plan)
         graph_batch_sizes, absorbed_dequant = graph_batch_sizes or graphs, absorbed_dequant or dequant
+    # Llama 4's chunked layers, read once a query head where TensorRT-LLM's decode falls back to MMHA
+    # (speed.chunked_attention): 1 elsewhere
+    # (the engine test inline: chunked_read_factor's first, without its call where it is not TensorRT-LLM)
+    read = (1 if (engine or w.engine) != "trtllm" else
+            chunked_read_factor(model, plan.gpu, "trtllm", prompt_tokens + output_tokens))
     if handed is not None:  # a text model's KV shape as its plan sized the cache: no encoder, no recurrent state
         values, groups, stage, layers = handed.kv_shape  # shaped_kv_bytes in pages of 1 token, inline
         cached, token_slots = prompt_tokens + output_tokens // 2, 0
         for window, count in groups:
-            token_slots += (cached if window is None else min(cached, window)) * count
+            token_slots += (cached if window is None else min(cached, window) * read) * count
         kv_seq = math.ceil(token_slots * values * handed.bytes_per_value * 1 * stage / layers)
     else:
         # a plan of a decoder-only model has no encoder's input in its breakdown: encoder_terms' (0, 0), without its
         # call
         equivalent, cross = encoder_terms(plan) if "encoder_input_tokens" in plan.breakdown else (0, 0)
-        kv_seq = kv_bytes_per_gpu(plan, prompt_tokens - equivalent + output_tokens // 2) + cross
+        cached = prompt_tokens - equivalent + output_tokens // 2
+        kv_seq = kv_bytes_per_gpu(plan, cached) + cross
+        if read != 1:
+            kv_seq += math.ceil((kv_seq - cross) * (chunked_read_scale(model, cached, read) - 1))
         # a recurrent layer reads (and rewrites) its fixed-size state every step instead of a growing KV cache
         if model.recurrent is not None:
             kv_seq += mm.recurrent_state_bytes(model, sequences=1, tp=lay.tp, pp=lay.pp)

@@ -21,9 +21,9 @@ micro-batches per data-parallel rank, each of ``b`` sequences of ``s`` tokens, t
   stage-to-stage transfers carry the whole sequence, not its ``1/t``;
 * **context parallelism** (ring attention): each rank passes its K/V chunk around the ring ``cp - 1`` times
   forward and twice that backward, hidden behind the attention blocks as far as they last (Megatron-Core's ring). On
-  the PyTorch-native stack, PyTorch's experimental context parallelism as its code runs it: one all-gather of the K/V
-  (repeated to the query heads) hidden behind the first of ``cp`` blocks only, again in the backward and the
-  recomputed forward, and float32 dK/dV around the ring (:mod:`.context_parallel`);
+  the PyTorch-native stack, PyTorch's experimental context parallelism as its code runs it, compiled: one all-gather
+  of the K/V (repeated to the query heads) in each forward and in the backward, and float32 dK/dV around the ring,
+  each waited on where it is issued, so none is hidden (:mod:`.context_parallel`);
 * **expert parallelism**: dispatch and combine all-to-alls of the routed tokens, forward and backward, over an
   EP group of ``ep`` consecutive GPUs (the experts are not split by TP under EP); overlapped with another
   micro-batch's computation (``ep_overlap``: Megatron-Core's combined 1F1B schedule, DeepSeek's DualPipe) only the
