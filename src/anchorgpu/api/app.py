@@ -108,17 +108,18 @@ def create_app(
 
         app.add_middleware(PublicRateLimitMiddleware)  # outside the body limit: a refused request's body is never read
     app.add_middleware(SecurityHeadersMiddleware)
-    app.openapi = _problem_openapi(app)  # type: ignore[method-assign]
+    app.openapi = _problem_openapi(app, limited=rate_limit and settings.rate_limit)  # type: ignore[method-assign]
     return app
 
 
-def _problem_openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
+def _problem_openapi(app: FastAPI, *, limited: bool = False) -> Callable[[], dict[str, Any]]:
     """FastAPI's OpenAPI document, with every error answer documented as it is sent: ``application/problem+json``
     with the ``Problem`` schema (FastAPI documents 422 as ``application/json`` ``HTTPValidationError`` and the
     ``problems()`` entries also as ``application/json``; neither is ever sent), the 400/413/415 answers of an
     unreadable, oversized or non-JSON body on operations that take one, and the ``Idempotency-Key`` header as required
     (1-255 printable ASCII characters), as the routes enforce it. Found by schemathesis' conformance checks
-    (minimal edit by REL; tests/reliability/test_schema_conformance.py)."""
+    (minimal edit by REL; tests/reliability/test_schema_conformance.py). With the per-address limits on (``limited``),
+    their 429 and 503 answers too (:func:`anchorgpu.api.ratelimit.refusals`)."""
     original = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -126,8 +127,13 @@ def _problem_openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
             return app.openapi_schema
         document = original()
         problem = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
-        for path_item in document.get("paths", {}).values():
-            for operation in path_item.values():
+        for path, path_item in document.get("paths", {}).items():
+            for method, operation in path_item.items():
+                if limited:
+                    from anchorgpu.api.ratelimit import refusals
+
+                    for status, response in refusals(method.upper(), path).items():
+                        operation.setdefault("responses", {}).setdefault(status, response)
                 for parameter in operation.get("parameters", []):
                     if parameter.get("in") == "header" and parameter.get("name", "").lower() == "idempotency-key":
                         # required at run time (400 without it): say so, with the accepted form

@@ -40,7 +40,7 @@ from limits import RateLimitItem, parse_many
 from limits.storage import MemoryStorage
 from limits.strategies import MovingWindowRateLimiter
 
-__all__ = ["AUTH_FAILURE_LIMITS", "COMPUTE_LIMITS", "MAX_CONCURRENT_COMPUTE", "PUBLIC_LIMITS", "RECOMMEND_COST", "PublicRateLimitMiddleware", "route_tier"]
+__all__ = ["AUTH_FAILURE_LIMITS", "COMPUTE_LIMITS", "MAX_CONCURRENT_COMPUTE", "PUBLIC_LIMITS", "RECOMMEND_COST", "PublicRateLimitMiddleware", "refusals", "route_tier"]
 
 COMPUTE_LIMITS = "5/second;60/minute"
 """Per client address and worker: planner, recommender and comparison computations, in units: a recommendation
@@ -86,6 +86,32 @@ def route_tier(method: str, path: str, query_string: bytes = b"") -> str | None:
     if _UNLIMITED.match(path) or not path.startswith("/v1/"):
         return None
     return "public" if method in ("GET", "HEAD") else None
+
+
+_RETRY_AFTER = {"description": "Whole seconds to wait before asking again", "schema": {"type": "integer", "minimum": 1}}
+
+
+def refusals(method: str, path: str) -> dict[str, dict[str, Any]]:
+    """The OpenAPI responses this middleware can answer on operation ``method path`` (a path template), each with
+    its ``Retry-After`` header: 429 on every ``/v1`` operation (the failed-key limit holds on any of them, the per-address
+    limits on the public and compute ones), 503 on the compute ones as well.
+
+    >>> sorted(refusals("POST", "/v1/plan")), sorted(refusals("GET", "/v1/glossary")), refusals("GET", "/plan")
+    (['429', '503'], ['429'], {})
+    """
+    if not path.startswith("/v1/"):
+        return {}
+    tier = route_tier(method, path)
+    limits = {"compute": f"{COMPUTE_LIMITS} a client address, a recommendation counting {RECOMMEND_COST}",
+              "public": f"{PUBLIC_LIMITS} a client address"}.get(tier or "")
+    out = {"429": {"description": "rate_limited: too many requests from this address" + (f" ({limits})" if limits else "")
+                                  + ", or too many unknown API keys from it (any key it sends is refused until the "
+                                  "Retry-After has passed)",
+                   "headers": {"Retry-After": dict(_RETRY_AFTER)}}}
+    if tier == "compute":
+        out["503"] = {"description": f"server_busy: {MAX_CONCURRENT_COMPUTE} planner computations already running on "
+                                     "this worker; ask again shortly", "headers": {"Retry-After": dict(_RETRY_AFTER)}}
+    return out
 
 
 class PublicRateLimitMiddleware:

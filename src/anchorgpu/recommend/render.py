@@ -107,6 +107,7 @@ def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False,
         out[high] = round_figure(scratch[high], digits)
         if ceiling is not None:
             out[top] = round_figure(scratch[top], digits)
+    _derived(out, scratch, c, o.gpus, band, training)
     if not training:  # the names of plan's contract, each the same figure as the sweep's own, banded the same way
         for contract, own, digits in _CONTRACT_NAMES:
             value = c.get(own)
@@ -115,6 +116,32 @@ def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False,
                 if own_key in out:
                     out[contract_key] = out[own_key]
     return out
+
+
+def _derived(out: dict[str, Any], scratch: dict[str, Any], c: Mapping[str, Any], gpus: int, band: Any,
+             training: bool) -> None:
+    """The figures of plan's contract a row derives from its own, banded as plan bands them: a serving row's
+    ``tpot_s`` (1 / ``decode_tokens_per_s_per_user``, its floor 1 / that rate's ceiling), a training row's
+    ``gpu_hours`` (GPUs x ``train_time_s`` / 3,600, with the tokens to train on)."""
+    from anchorgpu.planner.speed.figures import put_time
+
+    user, time_s = c.get("decode_tokens_per_s_per_user"), c.get("train_time_s")
+    if not training and user:
+        top = scratch.get("decode_tokens_per_s_per_user_ceiling")
+        put_time(scratch, "tpot_s", 1.0 / float(user), None if not top else 1.0 / float(top), band)
+        keys = ("tpot_s", *_BAND_KEYS["tpot_s"])
+    elif training and time_s is not None:
+        top = scratch.get("train_time_s_ceiling")
+        put_time(scratch, "gpu_hours", float(time_s) * gpus / 3600, None if top is None else float(top) * gpus / 3600,
+                 band)
+        keys = ("gpu_hours", *_BAND_KEYS["gpu_hours"])
+    else:
+        if training:
+            out["gpu_hours"] = None  # as plan's, without the tokens to train on
+        return
+    for key in keys:
+        if key in scratch:
+            out[key] = round_figure(scratch[key], 5 if training is False else 1)
 
 
 def _band_context(gpu_name: str, training: bool, moe: bool, pp: int, cp: int, efficiencies: Overrides | None,

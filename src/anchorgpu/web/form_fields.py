@@ -4,13 +4,14 @@ field, and a GPU alias as the GPU select's option."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from anchorgpu.errors import AnchorError
 from anchorgpu.web.i18n import N_, PageText
 
 __all__ = ["PLAN_CARRIED", "PLAN_LABELS", "RECOMMEND_CARRIED", "RECOMMEND_LABELS", "Label", "canonical_gpu", "carried",
-           "label_of"]
+           "label_of", "ungrouped"]
 
 Label = str | tuple[str, str]
 """A label's catalogue id, or (context, id) for one the catalogue keeps under a context (``pgettext``)."""
@@ -110,3 +111,26 @@ def canonical_gpu(raw: str) -> str:
         return get_gpu(raw).name
     except AnchorError:
         return raw
+
+
+_GROUPED = re.compile(r"\d{1,3}([,\s\u00a0\u202f])\d{3}(?:\1\d{3})*")
+_DECIMAL_COMMA = re.compile(r"\d+,\d+(?:[eE]\d+|[a-zA-Z])?")
+
+
+def ungrouped(typed: object) -> str | None:
+    """A count typed as the pages write numbers, in the spelling the form reads: digit groups joined ('4,194,304',
+    ru '4\xa0194\xa0304' -> '4194304'), a decimal comma made a point ('4,5M' -> '4.5M'); None for anything else. The
+    form never reads such text itself (en '1,000' and ru '1,000' are different numbers): its refusal names the
+    spelling to type.
+
+    >>> ungrouped("4,194,304"), ungrouped("16\u00a0777\u00a0216"), ungrouped("4,5M"), ungrouped("12,34,567"), ungrouped("4M")
+    ('4194304', '16777216', '4.5M', None, None)
+    """
+    if not isinstance(typed, str):
+        return None
+    text = typed.strip()
+    if _GROUPED.fullmatch(text):
+        return re.sub(r"\D", "", text)
+    if _DECIMAL_COMMA.fullmatch(text):
+        return text.replace(",", ".")
+    return None

@@ -32,6 +32,7 @@ from anchorgpu.web.form_fields import (
     canonical_gpu,
     carried,
     label_of,
+    ungrouped,
 )
 from anchorgpu.web.i18n import EnglishMarkup, PageText, page_text
 from anchorgpu.web.templating import render
@@ -100,6 +101,16 @@ def _not_whole(name: str, typed: object, text: PageText) -> str | None:
         return text.gettext("%(typed)s is %(value)s, not a whole number", typed=str(typed).strip(), value=shown)
     return text.gettext("%(typed)s is %(value)s (%(unit)s = %(scale)s), not a whole number", typed=str(typed).strip(),
                         value=shown, unit=unit, scale=str(format_decimal(scale, locale=text.locale)))
+
+
+def _regrouped(name: str, typed: object, text: PageText) -> str | None:
+    """Why '4,194,304' (as the page writes the number; ru '4\xa0194\xa0304', '4,5M') is refused: the spelling to type
+    instead, where that spelling is a whole count the field reads ('type 4194304: ...'); None otherwise."""
+    plain = ungrouped(typed) if form_suffixes(name) is not None else None
+    if plain is None or not isinstance(shorthand(name, plain), int):
+        return None
+    return text.gettext("type %(plain)s: digits without group separators, a decimal point rather than a comma",
+                        plain=plain)
 
 
 def form_values(request: Request) -> dict[str, Any]:
@@ -200,7 +211,8 @@ def validation_message(exc: ValidationError, text: PageText | None = None,
                   "less_than": text.gettext("must be less than %(bound)s", bound=bound)}[kind]
     elif kind in ("int_parsing", "int_from_float", "int_type"):  # 4.2M tokens: what it is, as the CLI says
         name = str(err.get("loc", ("",))[-1]) if err.get("loc") else ""
-        reason = _not_whole(name, err.get("input"), text) or text.gettext("must be a whole number")
+        reason = _not_whole(name, err.get("input"), text) or _regrouped(name, err.get("input"), text) \
+            or text.gettext("must be a whole number")
     elif kind in ("float_parsing", "float_type", "decimal_parsing") and "," in str(err.get("input", "")):
         # "0,5" as the Russian page writes its numbers: the fields read a decimal point (a comma is "1,000" in English)
         reason = text.gettext("must be a number written with a decimal point, e.g. 0.5")
