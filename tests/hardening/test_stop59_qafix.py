@@ -106,3 +106,18 @@ def test_a_budget_rejection_writes_money_as_the_price_beside_it(capsys: pytest.C
     assert code == 0
     assert "a100-80gb-sxm-1x-vm x1 ($1,241.00): over the budget: $1,241.00 > $500.00" in out
     assert " USD >" not in out and "> 500 USD" not in out
+
+
+@pytest.mark.parametrize("spelling", ["tokens", "train_tokens"])
+def test_the_recommend_page_takes_tokens_and_an_older_links_train_tokens(client: TestClient, spelling: str) -> None:
+    """The page's input is ``tokens`` as the API's field; a link written with ``train_tokens`` still fills it, and a
+    refusal names the form's label either way."""
+    import html
+    import re
+
+    page = client.get("/recommend", params={"model": "llama-3.1-8b", "task": "train", spelling: "1000"}).text
+    assert re.search(r'<input name="tokens" inputmode="numeric" value="1000"', page)
+    found = re.search(r'class="[^"]*error[^"]*"[^>]*>(.*?)</', page, re.S)
+    assert found is not None
+    assert html.unescape(re.sub(r"<[^>]+>", "", found.group(1))).strip().startswith(
+        "“Train tokens” 1,000 is less than one optimizer step")
