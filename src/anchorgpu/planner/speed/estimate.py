@@ -18,8 +18,8 @@ from anchorgpu.errors import InvalidWorkload
 from anchorgpu.planner.global_batch import batch_timed_line
 from anchorgpu.planner.inputs import default_seq_tokens
 from anchorgpu.planner.media import request_within
-from anchorgpu.planner.run_steps import run_steps, run_steps_line
 from anchorgpu.planner.memory.activations import sequence_parallel_share
+from anchorgpu.planner.run_steps import run_steps, run_steps_line
 from anchorgpu.planner.sequence_parallel import speed_off_line
 from anchorgpu.planner.serving_handoff import HANDED
 from anchorgpu.planner.speed.assumption_lines import (
