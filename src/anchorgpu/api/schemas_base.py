@@ -75,6 +75,17 @@ TOKENS_ALIAS = "train_tokens"
 ``/v1/recommend`` ``train_tokens``; both routes now take ``tokens`` and accept ``train_tokens`` as its alias."""
 
 
+def _shown(value: Any) -> str:
+    """A value as a refusal quotes it: a whole JSON number as the count it is (``5e6``: 5,000,000), else as sent.
+
+    >>> _shown(5e6), _shown(6_000_000), _shown(2.5), _shown("1e9")
+    ('5,000,000', '6,000,000', '2.5', "'1e9'")
+    """
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value == int(value):
+        return f"{int(value):,}"
+    return repr(value)
+
+
 def one_spelling(data: Any, name: str, alias: str) -> Any:
     """A request body with the field ``name`` given once: ``alias`` (its other accepted spelling) alone is kept for
     the field's ``validation_alias`` to read; both with one value are that value; both with different values are a
@@ -94,7 +105,8 @@ def one_spelling(data: Any, name: str, alias: str) -> Any:
     if data[name] != data[alias]:
         reason = PydanticCustomError(
             "alias_conflict", "'{name}' {value} and its alias '{alias}' {other} are the same field given twice with "
-            "different values: send one", {"name": name, "alias": alias, "value": data[name], "other": data[alias]})
+            "different values: send one", {"name": name, "alias": alias, "value": _shown(data[name]),
+                                           "other": _shown(data[alias])})
         raise ValidationError.from_exception_data("request", [InitErrorDetails(type=reason, loc=(name,),
                                                                                 input=data[name])])
     return {key: value for key, value in data.items() if key != alias}
