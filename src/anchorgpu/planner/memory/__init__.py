@@ -35,6 +35,7 @@ from anchorgpu.planner.memory.kv import (
     longest_kv_context,
     recurrent_state_bytes,
 )
+from anchorgpu.planner.memory.fsdp_units import fsdp_unit_gradients_bytes
 from anchorgpu.planner.memory.model_states import (
     FUSED_LORA_TARGETS,
     OPTIMIZER_MOMENT_BYTES,
@@ -60,6 +61,7 @@ __all__ = [
     "expand_lora_targets",
     "expert_data_parallel",
     "FUSED_LORA_TARGETS",
+    "fsdp_unit_gradients_bytes",
     "gather_buffer_bytes",
     "gradient_bytes",
     "inference_activation_bytes",
