@@ -42,9 +42,9 @@ from anchorgpu.planner.terms import (
 )
 from anchorgpu.planner.training_pipeline import (
     FSDP_PIPELINE_LINE,
-    fsdp_units_line,
     check_interleaving,
     fsdp_pipeline_held_bytes,
+    fsdp_units_line,
     interleaved_activation_bytes,
     interleaved_activation_line,
     pipeline_layout_line,

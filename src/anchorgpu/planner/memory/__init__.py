@@ -25,6 +25,7 @@ from anchorgpu.planner.memory.activations import (
     sampler_activation_bytes,
     training_activation_bytes,
 )
+from anchorgpu.planner.memory.fsdp_units import fsdp_unit_gradients_bytes
 from anchorgpu.planner.memory.kv import (
     STATE_BYTES_PER_VALUE,
     kv_cache_bytes,
@@ -35,7 +36,6 @@ from anchorgpu.planner.memory.kv import (
     longest_kv_context,
     recurrent_state_bytes,
 )
-from anchorgpu.planner.memory.fsdp_units import fsdp_unit_gradients_bytes
 from anchorgpu.planner.memory.model_states import (
     FUSED_LORA_TARGETS,
     OPTIMIZER_MOMENT_BYTES,
