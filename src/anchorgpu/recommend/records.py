@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -69,3 +70,7 @@ class Recommendation:
     moe: bool = False  # a mixture of experts: its serving band is its own
     efficiencies: Overrides = field(default_factory=Overrides)  # --mfu/--mbu: the bands are then none
     limits: LimitsApplied = field(default_factory=LimitsApplied)  # serving: the per-user limits and what they dropped
+    # training: a shown option's step figures plan gives and the sweep keeps none of (train_tflops_per_gpu, train_mfu,
+    # step_time_breakdown_s: recommend.step_figures), computed only when its JSON is rendered; None: none to give
+    step_figures: Callable[[RecommendedOption], Mapping[str, Any]] | None = field(default=None, compare=False,
+                                                                                   repr=False)

@@ -14,7 +14,11 @@ from anchorgpu.recommend.precision import LOWER_PRECISION_NOTE
 from anchorgpu.units import round_figure
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from anchorgpu.recommend.records import Recommendation, RecommendedOption
+
+    StepFigures = Callable[[RecommendedOption], Mapping[str, Any]]
 
 __all__ = ["evidence_lines", "headline_band", "recommendation_to_json"]
 
@@ -26,9 +30,9 @@ def _money(usd: Decimal | None) -> str | None:
 
 def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Overrides | None = None,
                  engine: str = "vllm", contexts: dict[tuple[Any, ...], tuple[Any, Any]] | None = None,
-                 ) -> dict[str, Any]:
+                 step: StepFigures | None = None) -> dict[str, Any]:
     """One option as plain JSON values (what :func:`_jsonable` would make of it: money already as strings);
-    ``contexts`` as :func:`_bands` takes it."""
+    ``contexts`` and ``step`` as :func:`_bands` takes them."""
     c = o.config
 
     def num(name: str, digits: int = 3) -> float | None:
@@ -70,19 +74,22 @@ def _option_json(o: RecommendedOption, moe: bool = False, efficiencies: Override
         "lower_precision": o.lower_precision, "precision_note": LOWER_PRECISION_NOTE if o.lower_precision else None,
         # sized at the default request, its KV cache short of one whole-window sequence: the launch's maximum length
         **({"max_model_len_tokens": int(c["max_model_len_tokens"])} if c.get("max_model_len_tokens") else {}),
-        **_bands(o, c, moe, efficiencies, engine, contexts),
+        **_bands(o, c, moe, efficiencies, engine, contexts, step),
     }
 
 
 def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False,
            efficiencies: Overrides | None = None, engine: str = "vllm",
-           contexts: dict[tuple[Any, ...], tuple[Any, Any]] | None = None) -> dict[str, Any]:
+           contexts: dict[tuple[Any, ...], tuple[Any, Any]] | None = None,
+           step: StepFigures | None = None) -> dict[str, Any]:
     """The calibrated band of each prediction (``*_low``/``*_high``) and its roofline ceiling (``*_ceiling``, where
     :mod:`~anchorgpu.recommend.ceilings` put it in the row), as ``plan`` writes them (:func:`put_rate`,
     :func:`put_time`: a band's fast end never past the ceiling), each rounded as its figure; and the names of plan's
     contract (``ttft_s``, ``output_tokens_per_s``) beside the sweep's own, the same figures. The evidence of a serving
     result is its ``engine``'s where it has enough, as a plan's is. ``contexts`` (one per recommendation: the same
-    ``efficiencies`` and ``engine``) keeps each GPU and kind's band and evidence for the next option of the same."""
+    ``efficiencies`` and ``engine``) keeps each GPU and kind's band and evidence for the next option of the same.
+    ``step`` (a training recommendation's :attr:`~anchorgpu.recommend.records.Recommendation.step_figures`): the
+    row's step figures plan gives (:func:`_step`)."""
     from anchorgpu.planner.speed.figures import put_rate, put_time
 
     training = c.get("train_tokens_per_s") is not None and c.get("decode_tokens_per_s_total") is None
@@ -108,6 +115,8 @@ def _bands(o: RecommendedOption, c: Mapping[str, Any], moe: bool = False,
         if ceiling is not None:
             out[top] = round_figure(scratch[top], digits)
     _derived(out, scratch, c, o.gpus, band, training)
+    if training and step is not None:
+        _step(out, scratch, step(o), band)
     if not training:  # the names of plan's contract, each the same figure as the sweep's own, banded the same way
         for contract, own, digits in _CONTRACT_NAMES:
             value = c.get(own)
@@ -144,6 +153,26 @@ def _derived(out: dict[str, Any], scratch: dict[str, Any], c: Mapping[str, Any],
             out[key] = round_figure(scratch[key], 5 if training is False else 1)
 
 
+def _step(out: dict[str, Any], scratch: dict[str, Any], figures: Mapping[str, Any], band: Any) -> None:
+    """A training row's ``train_tflops_per_gpu`` and ``train_mfu`` with their band and roofline ceiling, banded as
+    its throughput (plan bands them so: ``speed.estimate._training``), and ``step_time_breakdown_s`` (the step's
+    parts in seconds, no band, as plan's), from ``figures`` (:func:`~anchorgpu.recommend.step_figures.
+    training_step_figures`); each null where the row could not be planned again (none a recommendation shows)."""
+    from anchorgpu.planner.speed.figures import put_rate
+
+    for name, digits in _STEP_FIGURES:
+        value = figures.get(name)
+        if value is None:
+            out[name] = None
+            continue
+        put_rate(scratch, name, float(value), float(figures[f"{name}_ceiling"]), band)
+        for key in (name, *_BAND_KEYS[name]):
+            out[key] = round_figure(scratch[key], digits)
+    parts = figures.get("step_time_breakdown_s")
+    out["step_time_breakdown_s"] = (None if parts is None else
+                                    {part: round_figure(float(s), 4) for part, s in parts.items()})
+
+
 def _band_context(gpu_name: str, training: bool, moe: bool, pp: int, cp: int, efficiencies: Overrides | None,
                   engine: str) -> tuple[Any, tuple[tuple[str, object], ...] | None]:
     """The band of an option's figures (:func:`plan_band`) and its evidence items (None where the user's
@@ -168,6 +197,8 @@ _SERVING_FIGURES = (("prefill_s", 4, False), ("decode_tokens_per_s_per_user", 2,
                     ("decode_tokens_per_s_total", 1, True), ("max_output_tokens_per_s", 1, True))
 """A serving result's figures: (name, decimals it is written with, whether it is a rate: higher is better)."""
 _TRAINING_FIGURES = (("train_tokens_per_s", 1, True), ("train_time_s", 1, False))
+_STEP_FIGURES = (("train_tflops_per_gpu", 1), ("train_mfu", 4))
+"""A training row's figures of its step that plan gives (:func:`_step`): (name, decimals it is written with)."""
 _CONTRACT_NAMES = tuple((contract, own, next(d for name, d, _ in _SERVING_FIGURES if name == own))
                         for contract, own in (("ttft_s", "prefill_s"), ("output_tokens_per_s", "decode_tokens_per_s_total")))
 """plan's contract's names of a serving result's figures: (plan's name, the sweep's, decimals)."""
@@ -236,7 +267,7 @@ def _copy(option: dict[str, Any]) -> dict[str, Any]:
 def recommendation_to_json(rec: Recommendation) -> dict[str, Any]:
     """The ``anchorgpu recommend --json`` contract (money as exact decimal strings). An option both among the
     results and on the Pareto front is rendered once; the front gets its own copy (:func:`_copy`)."""
-    moe, efficiencies, engine = rec.moe, rec.efficiencies, _engine(rec)
+    moe, efficiencies, engine, step = rec.moe, rec.efficiencies, _engine(rec), rec.step_figures
     contexts: dict[tuple[Any, ...], tuple[Any, Any]] = {}
     rendered: dict[int, dict[str, Any]] = {}
 
@@ -244,7 +275,7 @@ def recommendation_to_json(rec: Recommendation) -> dict[str, Any]:
         done = rendered.get(id(o))
         if done is not None:
             return _copy(done)
-        done = rendered[id(o)] = _option_json(o, moe, efficiencies, engine, contexts)
+        done = rendered[id(o)] = _option_json(o, moe, efficiencies, engine, contexts, step)
         return done
 
     return {

@@ -62,6 +62,7 @@ from anchorgpu.recommend.shapes import (
     public_network_only,
     shapes_from_catalog,
 )
+from anchorgpu.recommend.step_figures import step_figures_of
 from anchorgpu.units import Term, fmt_bytes, quotable_term
 
 __all__ = [
@@ -391,4 +392,5 @@ def recommend(
         results=tuple(shown), pareto=front, rejected=tuple(shown_rejected[:10]),
         assumptions=tuple(assumptions), warnings=result.warnings, moe=model.moe is not None,
         efficiencies=spec.efficiencies, limits=applied,
+        step_figures=step_figures_of(model, spec, result.shapes) if training else None,
     )
