@@ -119,3 +119,11 @@ def test_3_pipeline_layout_example_fits_the_example_model(client: Any) -> None:
         answer = client.post("/v1/plan", json=example)
         assert answer.status_code == 200, answer.text[:300]
         assert answer.json()["layout"]["pipeline_layout"] == layout
+
+
+def test_1_planner_page_launch_names_the_form_field(client: Any) -> None:
+    """The planner page's launch (``/plan?...&recipe=trtllm``) says its lines as the plan beside it does, in the form's
+    names (the page has an Engine field, no ``--engine`` flag); trtllm-serve's own flag stays."""
+    html = client.get("/plan", params={**_TRTLLM, "lang": "en"}).text
+    assert "--free_gpu_memory_fraction as planned (engine trtllm):" in html
+    assert "(--engine trtllm)" not in html
